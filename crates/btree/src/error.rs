@@ -1,0 +1,34 @@
+//! Errors of tree operations.
+
+use swizzledb_buffer::BufferError;
+
+/// What can go wrong in a tree operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TreeError {
+    /// The key is longer than the page size allows.
+    #[error("key of {len} bytes exceeds the limit of {max} bytes for this page size")]
+    KeyTooLarge {
+        /// Length given.
+        len: usize,
+        /// Longest allowed.
+        max: usize,
+    },
+    /// The value is longer than the page size allows.
+    #[error("value of {len} bytes exceeds the limit of {max} bytes for this page size")]
+    ValueTooLarge {
+        /// Length given.
+        len: usize,
+        /// Longest allowed.
+        max: usize,
+    },
+    /// `insert` found the key already present (use `upsert` to replace).
+    #[error("key already present; use upsert to replace its value")]
+    DuplicateKey,
+    /// The buffer pool or the file failed.
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+}
+
+/// Result alias for tree operations.
+pub type Result<T, E = TreeError> = std::result::Result<T, E>;

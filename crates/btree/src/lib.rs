@@ -1,0 +1,16 @@
+//! A Foster B-tree (Graefe, Kimura, Kuno 2012) over SwizzleDB's buffer pool.
+//!
+//! Every node has exactly one incoming reference at all times: a split moves the upper half of a
+//! node into a new *foster child* reachable only through its foster parent, and a later
+//! *adoption* moves that reference into the real parent. There are no sibling links, so the
+//! buffer pool can swizzle and un-swizzle the single reference to each node. The rules are in
+//! `README.md` (T1…).
+
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod node;
+mod tree;
+
+pub use error::{Result, TreeError};
+pub use tree::{max_key_len, max_value_len, BTreeOwner, RangeIter, Tree, TreeShape};

@@ -1,0 +1,746 @@
+//! Node layout: a slotted page holding fence keys, an optional foster reference, and sorted
+//! records (rules T1–T4 of `README.md`).
+//!
+//! ```text
+//! offset  size  field
+//!      0    32  common page header (buffer::page): checksum, type, level, page id, page LSN
+//!     32     2  number of slots n
+//!     34     2  heap start: lowest used byte of the record heap, which grows down from the end
+//!     36     2  garbage: dead heap bytes, reclaimed by compaction
+//!     38     1  flags: LOW_INF (low fence is -inf), HIGH_INF (high fence is +inf), HAS_FOSTER
+//!     39     1  reserved
+//!     40     4  low fence:  heap offset u16, length u16
+//!     44     4  high fence: heap offset u16, length u16
+//!     48     4  foster key: heap offset u16, length u16 (valid if HAS_FOSTER)
+//!     52     4  reserved
+//!     56     8  foster swip (valid if HAS_FOSTER)
+//!     64  4n    slots: heap offset u16, key length u16, sorted by key
+//!      …        free space
+//!              record heap
+//!   leaf record:  value length u16 | key | value
+//!   inner record: child swip u64   | key        (slot 0's key is the node's low fence)
+//! ```
+//! A node covers the keys in `[low fence, high fence)`. With a foster child it keeps
+//! `[low, foster key)` and its foster child holds `[foster key, high)`; the foster child's high
+//! fence equals its foster parent's (T2).
+
+use std::cmp::Ordering;
+use swizzledb_buffer::page::{self, get_u16, get_u64, put_u16, put_u64, PageType, HEADER_SIZE};
+use swizzledb_buffer::{PageId, Swip};
+
+const N_SLOTS: usize = 32;
+const HEAP_START: usize = 34;
+const GARBAGE: usize = 36;
+const FLAGS: usize = 38;
+const LOW: usize = 40;
+const HIGH: usize = 44;
+const FOSTER_KEY: usize = 48;
+/// Byte offset of the foster swip in every node.
+pub const FOSTER_SWIP: usize = 56;
+const SLOTS: usize = 64;
+const SLOT_SIZE: usize = 4;
+
+const LOW_INF: u8 = 1;
+const HIGH_INF: u8 = 2;
+const HAS_FOSTER: u8 = 4;
+
+const _: () = assert!(
+    SLOTS >= HEADER_SIZE + 32,
+    "node header must follow the page header"
+);
+const _: () = assert!(FOSTER_SWIP % 8 == 0 && FOSTER_SWIP + 8 == SLOTS);
+
+/// A fence: a key, or infinity on that side.
+pub type Fence<'a> = Option<&'a [u8]>;
+
+/// Formats `page` (already holding a page header for its id) as an empty node.
+pub fn init(page: &mut [u8], level: u8, low: Fence<'_>, high: Fence<'_>) {
+    let id = page::page_id(page);
+    let ty = if level == 0 {
+        PageType::Leaf
+    } else {
+        PageType::Inner
+    };
+    page::format(
+        page,
+        PageId::new(id).expect("valid page id in header"),
+        ty,
+        level,
+    );
+    put_u16(page, N_SLOTS, 0);
+    put_u16(page, HEAP_START, len16(page.len()));
+    put_u16(page, GARBAGE, 0);
+    page[FLAGS] = 0;
+    set_fence(page, LOW, LOW_INF, low);
+    set_fence(page, HIGH, HIGH_INF, high);
+}
+
+#[inline]
+fn len16(n: usize) -> u16 {
+    u16::try_from(n).expect("page sizes are at most 32 KiB")
+}
+
+fn set_fence(page: &mut [u8], field: usize, inf_flag: u8, fence: Fence<'_>) {
+    match fence {
+        None => {
+            page[FLAGS] |= inf_flag;
+            put_u16(page, field, 0);
+            put_u16(page, field + 2, 0);
+        }
+        Some(k) => {
+            page[FLAGS] &= !inf_flag;
+            let off = heap_alloc(page, k.len()).expect("fences fit a freshly formatted node");
+            page[off..off + k.len()].copy_from_slice(k);
+            put_u16(page, field, len16(off));
+            put_u16(page, field + 2, len16(k.len()));
+        }
+    }
+}
+
+/// Number of records.
+#[inline]
+#[must_use]
+pub fn count(page: &[u8]) -> usize {
+    usize::from(get_u16(page, N_SLOTS))
+}
+
+/// Level: 0 for leaves.
+#[inline]
+#[must_use]
+pub fn level(page: &[u8]) -> u8 {
+    page::level(page)
+}
+
+/// True for leaves.
+#[inline]
+#[must_use]
+pub fn is_leaf(page: &[u8]) -> bool {
+    level(page) == 0
+}
+
+#[inline]
+fn flags(page: &[u8]) -> u8 {
+    page[FLAGS]
+}
+
+#[inline]
+fn bytes_at(page: &[u8], field: usize) -> &[u8] {
+    let off = usize::from(get_u16(page, field));
+    let len = usize::from(get_u16(page, field + 2));
+    &page[off..off + len]
+}
+
+/// The low fence (inclusive), `None` for -inf.
+#[must_use]
+pub fn low_fence(page: &[u8]) -> Fence<'_> {
+    (flags(page) & LOW_INF == 0).then(|| bytes_at(page, LOW))
+}
+
+/// The high fence (exclusive) of the foster chain, `None` for +inf.
+#[must_use]
+pub fn high_fence(page: &[u8]) -> Fence<'_> {
+    (flags(page) & HIGH_INF == 0).then(|| bytes_at(page, HIGH))
+}
+
+/// True if the node has a foster child.
+#[inline]
+#[must_use]
+pub fn has_foster(page: &[u8]) -> bool {
+    flags(page) & HAS_FOSTER != 0
+}
+
+/// The foster key, if the node has a foster child.
+#[must_use]
+pub fn foster_key(page: &[u8]) -> Option<&[u8]> {
+    has_foster(page).then(|| bytes_at(page, FOSTER_KEY))
+}
+
+/// The foster swip, if the node has a foster child.
+#[must_use]
+pub fn foster_swip(page: &[u8]) -> Option<Swip> {
+    if has_foster(page) {
+        Swip::from_raw(get_u64(page, FOSTER_SWIP))
+    } else {
+        None
+    }
+}
+
+/// The exclusive upper bound of the keys this node itself holds: the foster key if it has a
+/// foster child, else the high fence.
+#[must_use]
+pub fn own_high(page: &[u8]) -> Fence<'_> {
+    foster_key(page).or_else(|| high_fence(page))
+}
+
+/// True if `key` belongs to the foster child rather than to this node.
+#[inline]
+#[must_use]
+pub fn goes_to_foster(page: &[u8], key: &[u8]) -> bool {
+    match foster_key(page) {
+        Some(fk) => key >= fk,
+        None => false,
+    }
+}
+
+#[inline]
+fn slot(page: &[u8], i: usize) -> (usize, usize) {
+    let s = SLOTS + i * SLOT_SIZE;
+    (
+        usize::from(get_u16(page, s)),
+        usize::from(get_u16(page, s + 2)),
+    )
+}
+
+#[inline]
+fn set_slot(page: &mut [u8], i: usize, off: usize, klen: usize) {
+    let s = SLOTS + i * SLOT_SIZE;
+    put_u16(page, s, len16(off));
+    put_u16(page, s + 2, len16(klen));
+}
+
+#[inline]
+fn key_start(page: &[u8], off: usize) -> usize {
+    if is_leaf(page) {
+        off + 2
+    } else {
+        off + 8
+    }
+}
+
+/// Key of record `i`.
+#[inline]
+#[must_use]
+pub fn key(page: &[u8], i: usize) -> &[u8] {
+    let (off, klen) = slot(page, i);
+    let k = key_start(page, off);
+    &page[k..k + klen]
+}
+
+/// Value of leaf record `i`.
+#[inline]
+#[must_use]
+pub fn value(page: &[u8], i: usize) -> &[u8] {
+    let (off, klen) = slot(page, i);
+    let vlen = usize::from(get_u16(page, off));
+    let v = off + 2 + klen;
+    &page[v..v + vlen]
+}
+
+/// Byte offset of inner record `i`'s child swip.
+#[inline]
+#[must_use]
+pub fn child_swip_off(page: &[u8], i: usize) -> usize {
+    slot(page, i).0
+}
+
+/// Child swip of inner record `i`.
+#[must_use]
+pub fn child_swip(page: &[u8], i: usize) -> Option<Swip> {
+    Swip::from_raw(get_u64(page, child_swip_off(page, i)))
+}
+
+fn record_len(page: &[u8], i: usize) -> usize {
+    let (off, klen) = slot(page, i);
+    if is_leaf(page) {
+        2 + klen + usize::from(get_u16(page, off))
+    } else {
+        8 + klen
+    }
+}
+
+/// Binary search over the keys: `Ok(i)` if found, `Err(i)` for the insertion position.
+#[inline]
+pub fn search(page: &[u8], k: &[u8]) -> Result<usize, usize> {
+    let (mut lo, mut hi) = (0, count(page));
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        match key(page, mid).cmp(k) {
+            Ordering::Less => lo = mid + 1,
+            Ordering::Greater => hi = mid,
+            Ordering::Equal => return Ok(mid),
+        }
+    }
+    Err(lo)
+}
+
+/// Inner nodes: the index of the child whose range holds `k` (the last record with key <= k;
+/// record 0 stands for the low fence and matches every key of the node).
+#[inline]
+#[must_use]
+pub fn child_index(page: &[u8], k: &[u8]) -> usize {
+    let (mut lo, mut hi) = (1, count(page));
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if key(page, mid) <= k {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo - 1
+}
+
+/// Contiguous free bytes between the slot array and the heap.
+#[must_use]
+pub fn free_space(page: &[u8]) -> usize {
+    usize::from(get_u16(page, HEAP_START)).saturating_sub(SLOTS + count(page) * SLOT_SIZE)
+}
+
+/// Bytes in use by slots, live records and fences (what a merge would have to move).
+#[must_use]
+pub fn used_bytes(page: &[u8]) -> usize {
+    page.len() - SLOTS - free_space(page) - usize::from(get_u16(page, GARBAGE))
+}
+
+/// Bytes a node could hold in records and fences.
+#[must_use]
+pub fn capacity(page_size: usize) -> usize {
+    page_size - SLOTS
+}
+
+fn heap_alloc(page: &mut [u8], len: usize) -> Option<usize> {
+    if free_space(page) < len {
+        return None;
+    }
+    let start = usize::from(get_u16(page, HEAP_START)) - len;
+    put_u16(page, HEAP_START, len16(start));
+    Some(start)
+}
+
+fn add_garbage(page: &mut [u8], n: usize) {
+    let g = usize::from(get_u16(page, GARBAGE)) + n;
+    put_u16(page, GARBAGE, len16(g));
+}
+
+/// Makes room for `need` contiguous bytes (plus a slot if `slot`), compacting if that helps.
+fn reserve(page: &mut [u8], need: usize) -> bool {
+    if free_space(page) >= need {
+        return true;
+    }
+    if free_space(page) + usize::from(get_u16(page, GARBAGE)) >= need {
+        compact(page);
+        return free_space(page) >= need;
+    }
+    false
+}
+
+/// Rewrites the heap without garbage.
+pub fn compact(page: &mut [u8]) {
+    let copy = page.to_vec();
+    let n = count(&copy);
+    let mut top = page.len();
+    let mut place = |page: &mut [u8], bytes: &[u8]| -> usize {
+        top -= bytes.len();
+        page[top..top + bytes.len()].copy_from_slice(bytes);
+        top
+    };
+    for (field, flag) in [(LOW, LOW_INF), (HIGH, HIGH_INF)] {
+        if copy[FLAGS] & flag == 0 {
+            let off = place(page, bytes_at(&copy, field));
+            put_u16(page, field, len16(off));
+        }
+    }
+    if has_foster(&copy) {
+        let off = place(page, bytes_at(&copy, FOSTER_KEY));
+        put_u16(page, FOSTER_KEY, len16(off));
+    }
+    for i in 0..n {
+        let (off, klen) = slot(&copy, i);
+        let len = record_len(&copy, i);
+        let new = place(page, &copy[off..off + len]);
+        set_slot(page, i, new, klen);
+    }
+    put_u16(page, HEAP_START, len16(top));
+    put_u16(page, GARBAGE, 0);
+}
+
+fn insert_slot(page: &mut [u8], i: usize, off: usize, klen: usize) {
+    let n = count(page);
+    let s = SLOTS + i * SLOT_SIZE;
+    page.copy_within(s..SLOTS + n * SLOT_SIZE, s + SLOT_SIZE);
+    set_slot(page, i, off, klen);
+    put_u16(page, N_SLOTS, len16(n + 1));
+}
+
+/// Inserts a leaf record at position `i`. Returns false (changing nothing) if it does not fit.
+pub fn insert_leaf(page: &mut [u8], i: usize, k: &[u8], v: &[u8]) -> bool {
+    debug_assert!(is_leaf(page));
+    let len = 2 + k.len() + v.len();
+    if !reserve(page, len + SLOT_SIZE) {
+        return false;
+    }
+    let off = heap_alloc(page, len).expect("reserved");
+    put_u16(page, off, len16(v.len()));
+    page[off + 2..off + 2 + k.len()].copy_from_slice(k);
+    page[off + 2 + k.len()..off + len].copy_from_slice(v);
+    insert_slot(page, i, off, k.len());
+    true
+}
+
+/// Inserts an inner record (separator `k`, child `swip`) at position `i`. False if it does not fit.
+pub fn insert_inner(page: &mut [u8], i: usize, k: &[u8], swip: Swip) -> bool {
+    debug_assert!(!is_leaf(page));
+    let len = 8 + k.len();
+    if !reserve(page, len + SLOT_SIZE) {
+        return false;
+    }
+    let off = heap_alloc(page, len).expect("reserved");
+    put_u64(page, off, swip.raw());
+    page[off + 8..off + len].copy_from_slice(k);
+    insert_slot(page, i, off, k.len());
+    true
+}
+
+/// Replaces the value of leaf record `i`. False (changing nothing) if the new value does not fit.
+pub fn update_value(page: &mut [u8], i: usize, v: &[u8]) -> bool {
+    let (off, klen) = slot(page, i);
+    let old = usize::from(get_u16(page, off));
+    if v.len() == old {
+        page[off + 2 + klen..off + 2 + klen + old].copy_from_slice(v);
+        return true;
+    }
+    let k = key(page, i).to_vec();
+    remove(page, i);
+    if insert_leaf(page, i, &k, v) {
+        return true;
+    }
+    // Undo: the old record's bytes are still in the heap (now garbage); re-insert them.
+    let restored = {
+        let old_v = page[off + 2 + klen..off + 2 + klen + old].to_vec();
+        insert_leaf(page, i, &k, &old_v)
+    };
+    debug_assert!(restored, "a record that fitted fits again");
+    false
+}
+
+/// Removes record `i`.
+pub fn remove(page: &mut [u8], i: usize) {
+    let n = count(page);
+    let len = record_len(page, i);
+    let s = SLOTS + i * SLOT_SIZE;
+    page.copy_within(s + SLOT_SIZE..SLOTS + n * SLOT_SIZE, s);
+    put_u16(page, N_SLOTS, len16(n - 1));
+    add_garbage(page, len);
+}
+
+/// Sets (or replaces) the foster child. False if the key does not fit.
+pub fn set_foster(page: &mut [u8], k: &[u8], swip: Swip) -> bool {
+    let old = foster_key(page).map_or(0, <[u8]>::len);
+    if !reserve(page, k.len()) {
+        return false;
+    }
+    add_garbage(page, old);
+    let off = heap_alloc(page, k.len()).expect("reserved");
+    page[off..off + k.len()].copy_from_slice(k);
+    put_u16(page, FOSTER_KEY, len16(off));
+    put_u16(page, FOSTER_KEY + 2, len16(k.len()));
+    put_u64(page, FOSTER_SWIP, swip.raw());
+    page[FLAGS] |= HAS_FOSTER;
+    true
+}
+
+/// Removes the foster child; the node's high fence becomes the old foster key (adoption, T3).
+pub fn foster_key_becomes_high_fence(page: &mut [u8]) {
+    debug_assert!(has_foster(page));
+    let old_high = high_fence(page).map_or(0, <[u8]>::len);
+    add_garbage(page, old_high);
+    let (off, len) = (get_u16(page, FOSTER_KEY), get_u16(page, FOSTER_KEY + 2));
+    put_u16(page, HIGH, off);
+    put_u16(page, HIGH + 2, len);
+    page[FLAGS] &= !(HIGH_INF | HAS_FOSTER);
+    put_u64(page, FOSTER_SWIP, 0);
+}
+
+/// Removes the foster child, keeping the high fence (used when the foster child is merged back).
+pub fn clear_foster(page: &mut [u8]) {
+    let old = foster_key(page).map_or(0, <[u8]>::len);
+    add_garbage(page, old);
+    page[FLAGS] &= !HAS_FOSTER;
+    put_u64(page, FOSTER_SWIP, 0);
+}
+
+/// Sets the high fence. False if it does not fit.
+pub fn set_high_fence(page: &mut [u8], high: Fence<'_>) -> bool {
+    let old = high_fence(page).map_or(0, <[u8]>::len);
+    match high {
+        None => {
+            add_garbage(page, old);
+            page[FLAGS] |= HIGH_INF;
+            true
+        }
+        Some(k) => {
+            if !reserve(page, k.len()) {
+                return false;
+            }
+            add_garbage(page, old);
+            let off = heap_alloc(page, k.len()).expect("reserved");
+            page[off..off + k.len()].copy_from_slice(k);
+            put_u16(page, HIGH, len16(off));
+            put_u16(page, HIGH + 2, len16(k.len()));
+            page[FLAGS] &= !HIGH_INF;
+            true
+        }
+    }
+}
+
+/// Index at which to split: the first record that goes right, balancing bytes; at least one
+/// record stays on each side. Requires at least two records.
+#[must_use]
+pub fn split_point(page: &[u8]) -> usize {
+    let n = count(page);
+    debug_assert!(n >= 2);
+    let total: usize = (0..n).map(|i| record_len(page, i)).sum();
+    let mut acc = 0;
+    for i in 0..n {
+        acc += record_len(page, i);
+        if acc * 2 >= total {
+            return (i + 1).clamp(1, n - 1);
+        }
+    }
+    n - 1
+}
+
+/// Copies records `from..` of `src` to the end of `dst` (same node kind). False if they do not
+/// fit; `dst` is unchanged then.
+pub fn append_records(dst: &mut [u8], src: &[u8], from: usize) -> bool {
+    let n = count(src);
+    let need: usize = (from..n).map(|i| record_len(src, i) + SLOT_SIZE).sum();
+    if !reserve(dst, need) {
+        return false;
+    }
+    for i in from..n {
+        let at = count(dst);
+        let ok = if is_leaf(src) {
+            insert_leaf(dst, at, key(src, i), value(src, i))
+        } else {
+            let swip = child_swip(src, i).expect("valid swip");
+            insert_inner(dst, at, key(src, i), swip)
+        };
+        debug_assert!(ok, "reserved space");
+    }
+    true
+}
+
+/// Drops records `from..` (after they were copied elsewhere).
+pub fn truncate(page: &mut [u8], from: usize) {
+    let n = count(page);
+    let dead: usize = (from..n).map(|i| record_len(page, i)).sum();
+    put_u16(page, N_SLOTS, len16(from));
+    add_garbage(page, dead);
+}
+
+/// Offsets of every swip in the node: one per inner record, plus the foster swip.
+pub fn swip_offsets(page: &[u8], out: &mut Vec<usize>) {
+    if !is_leaf(page) {
+        out.extend((0..count(page)).map(|i| child_swip_off(page, i)));
+    }
+    if has_foster(page) {
+        out.push(FOSTER_SWIP);
+    }
+}
+
+/// Checks that every length and offset stays within the page, so that no accessor above can
+/// panic on a page read from disk (T5).
+///
+/// # Errors
+/// The first inconsistency found.
+pub fn validate(page: &[u8]) -> Result<(), String> {
+    let ps = page.len();
+    let ty = page::page_type(page);
+    match (ty, level(page)) {
+        (Some(PageType::Leaf), 0) => {}
+        (Some(PageType::Inner), l) if l > 0 => {}
+        _ => {
+            return Err(format!(
+                "page type {:?} does not match level {}",
+                ty,
+                level(page)
+            ))
+        }
+    }
+    let n = count(page);
+    let heap = usize::from(get_u16(page, HEAP_START));
+    if SLOTS + n * SLOT_SIZE > heap || heap > ps {
+        return Err(format!(
+            "slot array of {n} slots overlaps heap start {heap}"
+        ));
+    }
+    let in_heap = |off: usize, len: usize| off >= heap && off + len <= ps;
+    for (field, flag) in [(LOW, LOW_INF), (HIGH, HIGH_INF)] {
+        if flags(page) & flag == 0 {
+            let (off, len) = (
+                usize::from(get_u16(page, field)),
+                usize::from(get_u16(page, field + 2)),
+            );
+            if !in_heap(off, len) {
+                return Err("fence key outside the heap".into());
+            }
+        }
+    }
+    if has_foster(page) {
+        let (off, len) = (
+            usize::from(get_u16(page, FOSTER_KEY)),
+            usize::from(get_u16(page, FOSTER_KEY + 2)),
+        );
+        if !in_heap(off, len) {
+            return Err("foster key outside the heap".into());
+        }
+    }
+    let leaf = is_leaf(page);
+    for i in 0..n {
+        let (off, klen) = slot(page, i);
+        let head = if leaf { 2 } else { 8 };
+        if !in_heap(off, head) {
+            return Err(format!("record {i} outside the heap"));
+        }
+        let len = if leaf {
+            head + klen + usize::from(get_u16(page, off))
+        } else {
+            head + klen
+        };
+        if !in_heap(off, len) {
+            return Err(format!("record {i} runs past the page end"));
+        }
+    }
+    if !leaf && n == 0 {
+        return Err("inner node without children".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh(level: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 4096];
+        page::format(&mut p, PageId::new(3).unwrap(), PageType::Leaf, 0);
+        init(&mut p, level, None, None);
+        p
+    }
+
+    #[test]
+    fn t1_leaf_insert_search_remove_keeps_order() {
+        let mut p = fresh(0);
+        for k in [5u8, 1, 9, 3, 7] {
+            let i = search(&p, &[k]).unwrap_err();
+            assert!(insert_leaf(&mut p, i, &[k], &[k, k]));
+        }
+        let keys: Vec<u8> = (0..count(&p)).map(|i| key(&p, i)[0]).collect();
+        assert_eq!(keys, vec![1, 3, 5, 7, 9]);
+        assert_eq!(value(&p, search(&p, &[7]).unwrap()), &[7, 7]);
+        remove(&mut p, 0);
+        assert_eq!(search(&p, &[1]), Err(0));
+        assert!(validate(&p).is_ok());
+    }
+
+    #[test]
+    fn t1_update_value_grows_and_shrinks() {
+        let mut p = fresh(0);
+        assert!(insert_leaf(&mut p, 0, b"k", b"v"));
+        assert!(update_value(&mut p, 0, &[1u8; 300]));
+        assert_eq!(value(&p, 0), &[1u8; 300][..]);
+        assert!(update_value(&mut p, 0, b"x"));
+        assert_eq!(value(&p, 0), b"x");
+        assert!(
+            !update_value(&mut p, 0, &vec![2u8; 5000]),
+            "cannot exceed the page"
+        );
+        assert_eq!(value(&p, 0), b"x", "a failed update changes nothing");
+    }
+
+    #[test]
+    fn t1_full_page_compacts_garbage() {
+        let mut p = fresh(0);
+        let mut n = 0u16;
+        while insert_leaf(&mut p, usize::from(n), &n.to_be_bytes(), &[0u8; 60]) {
+            n += 1;
+        }
+        assert!(n > 50);
+        for _ in 0..10 {
+            remove(&mut p, 0);
+        }
+        assert!(free_space(&p) < 64 + 4, "heap not yet compacted");
+        let at = count(&p);
+        assert!(
+            insert_leaf(&mut p, at, &[0xff, 0xff], &[0u8; 60]),
+            "compaction frees room"
+        );
+        assert!(validate(&p).is_ok());
+    }
+
+    #[test]
+    fn t2_inner_child_index_uses_low_fence_slot() {
+        let mut p = fresh(1);
+        let s = |n| Swip::page(PageId::new(n).unwrap());
+        assert!(insert_inner(&mut p, 0, b"", s(10)));
+        assert!(insert_inner(&mut p, 1, b"m", s(11)));
+        assert!(insert_inner(&mut p, 2, b"t", s(12)));
+        assert_eq!(child_index(&p, b"a"), 0);
+        assert_eq!(child_index(&p, b"m"), 1);
+        assert_eq!(child_index(&p, b"s"), 1);
+        assert_eq!(child_index(&p, b"zz"), 2);
+        assert_eq!(child_swip(&p, 2), Some(s(12)));
+        let mut offs = Vec::new();
+        swip_offsets(&p, &mut offs);
+        assert_eq!(offs.len(), 3);
+    }
+
+    #[test]
+    fn t3_foster_key_becomes_high_fence_on_adoption() {
+        let mut p = fresh(0);
+        let s = Swip::page(PageId::new(9).unwrap());
+        assert!(set_foster(&mut p, b"k", s));
+        assert_eq!(foster_key(&p), Some(&b"k"[..]));
+        assert!(goes_to_foster(&p, b"z") && !goes_to_foster(&p, b"a"));
+        assert_eq!(own_high(&p), Some(&b"k"[..]));
+        foster_key_becomes_high_fence(&mut p);
+        assert!(!has_foster(&p));
+        assert_eq!(high_fence(&p), Some(&b"k"[..]));
+        assert!(validate(&p).is_ok());
+    }
+
+    #[test]
+    fn t4_split_and_append_preserve_records() {
+        let mut a = fresh(0);
+        for i in 0..40u8 {
+            assert!(insert_leaf(&mut a, i as usize, &[i], &[i; 20]));
+        }
+        let mut b = fresh(0);
+        let mid = split_point(&a);
+        assert!(append_records(&mut b, &a, mid));
+        truncate(&mut a, mid);
+        assert_eq!(count(&a) + count(&b), 40);
+        assert_eq!(key(&b, 0), &[mid as u8]);
+        assert!(append_records(&mut a, &b, 0));
+        assert_eq!(count(&a), 40);
+        for i in 0..40u8 {
+            assert_eq!(value(&a, i as usize), &[i; 20]);
+        }
+    }
+
+    #[test]
+    fn t5_validate_rejects_garbage_without_panicking() {
+        let mut x: u64 = 0x1234_5678;
+        for _ in 0..2000 {
+            let mut p = fresh(0);
+            for _ in 0..8 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let at = 32 + (x as usize % 64);
+                p[at] = (x >> 32) as u8;
+            }
+            if validate(&p).is_ok() {
+                // Whatever passed validation must be readable without panics.
+                for i in 0..count(&p) {
+                    let _ = key(&p, i);
+                    if is_leaf(&p) {
+                        let _ = value(&p, i);
+                    }
+                }
+                let _ = (low_fence(&p), high_fence(&p), foster_key(&p));
+            }
+        }
+    }
+}

@@ -1,0 +1,759 @@
+//! Foster B-tree operations over the buffer pool (rules T1–T9 of `README.md`).
+
+use crate::error::{Result, TreeError};
+use crate::node::{self, Fence, FOSTER_SWIP};
+use std::collections::{HashSet, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use swizzledb_buffer::page::{self, HEADER_SIZE};
+use swizzledb_buffer::{
+    BufferError, BufferPool, Exclusive, ExclusiveGuard, FrameId, PageId, PageOwner, Shared,
+    SharedGuard, Swip,
+};
+
+/// The B-tree's side of the PageOwner seam: where the swips of a node are, and whether a page read
+/// from disk is a well-formed node.
+#[derive(Debug, Default)]
+pub struct BTreeOwner;
+
+impl PageOwner for BTreeOwner {
+    fn swip_offsets(&self, page: &[u8], out: &mut Vec<usize>) {
+        node::swip_offsets(page, out);
+    }
+
+    fn check_page(&self, page: &[u8]) -> std::result::Result<(), String> {
+        node::validate(page)
+    }
+}
+
+/// Longest key for a page size: a node must hold its three fence keys and two records (T6).
+#[must_use]
+pub fn max_key_len(page_size: usize) -> usize {
+    page_size / 16
+}
+
+/// Longest value for a page size (T6).
+#[must_use]
+pub fn max_value_len(page_size: usize) -> usize {
+    page_size / 4
+}
+
+/// A Foster B-tree stored in a buffer pool. Cheap to clone; all clones share the tree.
+#[derive(Clone)]
+pub struct Tree {
+    pool: Arc<BufferPool>,
+    root: FrameId,
+    root_page: PageId,
+}
+
+/// Counts gathered by [`Tree::verify`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TreeShape {
+    /// Levels, counting the leaf level.
+    pub height: usize,
+    /// All nodes.
+    pub nodes: usize,
+    /// Leaf nodes.
+    pub leaves: usize,
+    /// Nodes reachable only through a foster parent (not yet adopted).
+    pub foster_children: usize,
+    /// Records in leaves.
+    pub records: usize,
+    /// Swizzled references met on the way.
+    pub swizzled: usize,
+}
+
+/// Node fill below which a delete tries to merge the node with a sibling.
+fn underfull(page: &[u8]) -> bool {
+    node::used_bytes(page) < node::capacity(page.len()) / 4
+}
+
+/// Largest combined fill for merging two nodes into one.
+fn fits_merged(a: &[u8], b: &[u8]) -> bool {
+    node::used_bytes(a) + node::used_bytes(b) <= node::capacity(a.len()) * 3 / 4
+}
+
+impl Tree {
+    /// Creates an empty tree (one empty leaf as root) and records its root page; the caller
+    /// records it in the catalog.
+    ///
+    /// # Errors
+    /// No frame for the root.
+    pub fn create(pool: &Arc<BufferPool>) -> Result<Tree> {
+        let mut g = pool.allocate_page()?;
+        node::init(&mut g, 0, None, None);
+        pool.make_root(&g);
+        let (root, root_page) = (g.frame(), g.page_id());
+        drop(g);
+        Ok(Tree {
+            pool: Arc::clone(pool),
+            root,
+            root_page,
+        })
+    }
+
+    /// Opens the tree rooted at `root_page`, keeping the root resident.
+    ///
+    /// # Errors
+    /// I/O errors or corruption of the root (or, in main-memory mode, of any page).
+    pub fn open(pool: &Arc<BufferPool>, root_page: PageId) -> Result<Tree> {
+        let root = pool.load_root(root_page)?;
+        Ok(Tree {
+            pool: Arc::clone(pool),
+            root,
+            root_page,
+        })
+    }
+
+    /// The root's page id (stable for the tree's life: the root grows in place, T7).
+    #[must_use]
+    pub fn root_page(&self) -> PageId {
+        self.root_page
+    }
+
+    /// The pool holding the tree.
+    #[must_use]
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    /// Runs a tree operation, retrying it after freeing frames with no latch held when it ran out
+    /// of frames while holding latches (B13; every intermediate state is a valid tree, T6).
+    fn with_room<R>(&self, mut op: impl FnMut() -> Result<R>) -> Result<R> {
+        for _ in 0..8 {
+            match op() {
+                Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {
+                    self.pool.make_room()?
+                }
+                r => return r,
+            }
+        }
+        op()
+    }
+
+    fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let ps = self.pool.page_size();
+        if key.len() > max_key_len(ps) {
+            return Err(TreeError::KeyTooLarge {
+                len: key.len(),
+                max: max_key_len(ps),
+            });
+        }
+        if value.len() > max_value_len(ps) {
+            return Err(TreeError::ValueTooLarge {
+                len: value.len(),
+                max: max_value_len(ps),
+            });
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Descent
+    // ------------------------------------------------------------------------------------------
+
+    /// The leaf holding `key`, latched shared (lock coupling from the root, T8).
+    fn leaf_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
+        let pool = &*self.pool;
+        let mut g: SharedGuard<'_> = pool.fix_root(self.root);
+        loop {
+            let off = if node::goes_to_foster(&g, key) {
+                FOSTER_SWIP
+            } else if node::is_leaf(&g) {
+                return Ok(g);
+            } else {
+                node::child_swip_off(&g, node::child_index(&g, key))
+            };
+            g = pool.fix_child::<Shared, Shared>(&mut g, off)?;
+        }
+    }
+
+    /// The leaf holding `key`, latched exclusively; shared latches above it. Also tells whether a
+    /// foster child was passed, which calls for adoption (T9).
+    fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
+        let pool = &*self.pool;
+        let mut saw_foster = false;
+        let root: SharedGuard<'_> = pool.fix_root(self.root);
+        let mut g = if node::is_leaf(&root) {
+            drop(root);
+            let x: ExclusiveGuard<'_> = pool.fix_root(self.root);
+            if node::is_leaf(&x) {
+                return self.foster_walk(x, key, saw_foster);
+            }
+            x.downgrade()
+        } else {
+            root
+        };
+        loop {
+            if node::goes_to_foster(&g, key) {
+                saw_foster = true;
+                g = pool.fix_child::<Shared, Shared>(&mut g, FOSTER_SWIP)?;
+                continue;
+            }
+            let off = node::child_swip_off(&g, node::child_index(&g, key));
+            if node::level(&g) == 1 {
+                let leaf = pool.fix_child::<Shared, Exclusive>(&mut g, off)?;
+                drop(g);
+                return self.foster_walk(leaf, key, saw_foster);
+            }
+            g = pool.fix_child::<Shared, Shared>(&mut g, off)?;
+            saw_foster |= node::has_foster(&g);
+        }
+    }
+
+    fn foster_walk<'a>(
+        &'a self,
+        mut x: ExclusiveGuard<'a>,
+        key: &[u8],
+        mut saw_foster: bool,
+    ) -> Result<(ExclusiveGuard<'a>, bool)> {
+        while node::goes_to_foster(&x, key) {
+            saw_foster = true;
+            x = self
+                .pool
+                .fix_child::<Exclusive, Exclusive>(&mut x, FOSTER_SWIP)?;
+        }
+        saw_foster |= node::has_foster(&x);
+        Ok((x, saw_foster))
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Point operations
+    // ------------------------------------------------------------------------------------------
+
+    /// The value stored under `key`.
+    ///
+    /// # Errors
+    /// I/O errors or corruption.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(key, |v| v.map(<[u8]>::to_vec))
+    }
+
+    /// Calls `f` with the value stored under `key` (or `None`) while the leaf is latched, without
+    /// copying the value.
+    ///
+    /// # Errors
+    /// I/O errors or corruption.
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        let g = match self.leaf_shared(key) {
+            Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {
+                self.with_room(|| self.leaf_shared(key))?
+            }
+            r => r?,
+        };
+        Ok(f(node::search(&g, key).ok().map(|i| node::value(&g, i))))
+    }
+
+    /// Inserts a new record; fails with [`TreeError::DuplicateKey`] if the key exists.
+    ///
+    /// # Errors
+    /// Oversize key or value, duplicate key, or pool/I/O errors (nothing changes then).
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put(key, value, false).map(|_| ())
+    }
+
+    /// Inserts or replaces; returns true if the key existed.
+    ///
+    /// # Errors
+    /// Oversize key or value, or pool/I/O errors (nothing changes then).
+    pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.put(key, value, true)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], replace: bool) -> Result<bool> {
+        self.check_sizes(key, value)?;
+        self.with_room(|| self.put_once(key, value, replace))
+    }
+
+    fn put_once(&self, key: &[u8], value: &[u8], replace: bool) -> Result<bool> {
+        let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
+        let existed = loop {
+            match node::search(&leaf, key) {
+                Ok(i) => {
+                    if !replace {
+                        return Err(TreeError::DuplicateKey);
+                    }
+                    if node::update_value(&mut leaf, i, value) {
+                        break true;
+                    }
+                }
+                Err(i) => {
+                    if node::insert_leaf(&mut leaf, i, key, value) {
+                        break false;
+                    }
+                }
+            }
+            // No room: split first, so a failed split changes nothing (T6).
+            let right = self.split(&mut leaf)?;
+            maintain = true;
+            if node::goes_to_foster(&leaf, key) {
+                leaf = right;
+            }
+        };
+        drop(leaf);
+        if maintain {
+            // Opportunistic: the tree is correct with or without adoption (T9).
+            let _ = self.maintain(key);
+        }
+        Ok(existed)
+    }
+
+    /// Deletes `key`; returns true if it existed.
+    ///
+    /// # Errors
+    /// Pool or I/O errors (nothing changes then).
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.with_room(|| self.delete_once(key))
+    }
+
+    fn delete_once(&self, key: &[u8]) -> Result<bool> {
+        let (mut leaf, saw_foster) = self.leaf_exclusive(key)?;
+        let Ok(i) = node::search(&leaf, key) else {
+            return Ok(false);
+        };
+        node::remove(&mut leaf, i);
+        let merge = underfull(&leaf);
+        drop(leaf);
+        if saw_foster || merge {
+            let _ = self.maintain(key);
+        }
+        Ok(true)
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Structure changes
+    // ------------------------------------------------------------------------------------------
+
+    /// Splits `left`: its upper half moves to a new foster child, which takes over `left`'s
+    /// foster child if it had one (T2). Only `left` and the new node are latched.
+    fn split<'a>(&'a self, left: &mut ExclusiveGuard<'a>) -> Result<ExclusiveGuard<'a>> {
+        let pool = &*self.pool;
+        let mut right = pool.allocate_page()?;
+        let mid = node::split_point(left);
+        let sep = node::key(left, mid).to_vec();
+        let high = node::high_fence(left).map(<[u8]>::to_vec);
+        node::init(&mut right, node::level(left), Some(&sep), high.as_deref());
+        let moved = node::append_records(&mut right, left, mid);
+        debug_assert!(moved, "half a node fits an empty node");
+        if let (Some(fk), Some(fs)) = (
+            node::foster_key(left).map(<[u8]>::to_vec),
+            node::foster_swip(left),
+        ) {
+            let ok = node::set_foster(&mut right, &fk, fs);
+            debug_assert!(ok, "a foster key fits a half-full node");
+            pool.note_swip_moved(fs, &right);
+        }
+        self.note_children_moved(&right, 0);
+        node::truncate(left, mid);
+        let swip = pool.swip_for(&right, left);
+        // The truncated records include `sep` itself, so the garbage covers the new foster key.
+        let ok = node::set_foster(left, &sep, swip);
+        debug_assert!(ok, "truncation freed room for the foster key");
+        Ok(right)
+    }
+
+    /// B6: records that the swizzled children in records `from..` of `to` now live in `to`.
+    fn note_children_moved(&self, to: &ExclusiveGuard<'_>, from: usize) {
+        if node::is_leaf(to) {
+            return;
+        }
+        for i in from..node::count(to) {
+            if let Some(s) = node::child_swip(to, i) {
+                self.pool.note_swip_moved(s, to);
+            }
+        }
+    }
+
+    /// Top-down pass with exclusive latch coupling along `key`'s path: grows the root, adopts
+    /// foster children, merges underfull nodes (T9). Bounded; gives up quietly (the tree is valid
+    /// either way).
+    fn maintain(&self, key: &[u8]) -> Result<()> {
+        let pool = &*self.pool;
+        let mut p: ExclusiveGuard<'_> = pool.fix_root(self.root);
+        for _ in 0..256 {
+            if p.frame() == self.root && node::has_foster(&p) {
+                self.grow_root(&mut p)?;
+                continue;
+            }
+            if node::is_leaf(&p) {
+                return Ok(());
+            }
+            if node::goes_to_foster(&p, key) {
+                p = pool.fix_child::<Exclusive, Exclusive>(&mut p, FOSTER_SWIP)?;
+                continue;
+            }
+            let i = node::child_index(&p, key);
+            let off = node::child_swip_off(&p, i);
+            let mut c: ExclusiveGuard<'_> = pool.fix_child(&mut p, off)?;
+            if node::has_foster(&c) {
+                if self.merge_foster(&mut c)? || Self::adopt(pool, &mut p, i, &mut c) {
+                    continue;
+                }
+                // The parent is full: split it and start over, so its own parent adopts.
+                drop(c);
+                drop(self.split(&mut p)?);
+                drop(p);
+                p = pool.fix_root(self.root);
+                continue;
+            }
+            if underfull(&c) && node::count(&p) > 1 {
+                drop(c);
+                if self.merge_siblings(&mut p, i)? {
+                    continue;
+                }
+                c = pool.fix_child(&mut p, off)?;
+            }
+            p = c;
+        }
+        Ok(())
+    }
+
+    /// Root growth (T7): the root's contents move to a new node, and the root becomes its
+    /// parent, one level up; the root's page id never changes.
+    fn grow_root(&self, root: &mut ExclusiveGuard<'_>) -> Result<()> {
+        let pool = &*self.pool;
+        let mut n = pool.allocate_page()?;
+        n[HEADER_SIZE..].copy_from_slice(&root[HEADER_SIZE..]);
+        let level = node::level(root);
+        let ty = page::page_type(root).expect("root is a node");
+        page::set_type(&mut n, ty, level);
+        let mut offs = Vec::new();
+        node::swip_offsets(&n, &mut offs);
+        for off in offs {
+            if let Some(s) = Swip::from_raw(page::get_u64(&n, off)) {
+                pool.note_swip_moved(s, &n);
+            }
+        }
+        node::init(root, level + 1, None, None);
+        let swip = pool.swip_for(&n, root);
+        let ok = node::insert_inner(root, 0, b"", swip);
+        debug_assert!(ok, "an empty node holds one record");
+        Ok(())
+    }
+
+    /// Adoption (T3): moves `c`'s foster child into `p` as the record after `c`. False if `p`
+    /// has no room.
+    fn adopt(
+        pool: &BufferPool,
+        p: &mut ExclusiveGuard<'_>,
+        i: usize,
+        c: &mut ExclusiveGuard<'_>,
+    ) -> bool {
+        let (Some(fk), Some(fs)) = (
+            node::foster_key(c).map(<[u8]>::to_vec),
+            node::foster_swip(c),
+        ) else {
+            return false;
+        };
+        if !node::insert_inner(p, i + 1, &fk, fs) {
+            return false;
+        }
+        pool.note_swip_moved(fs, p);
+        node::foster_key_becomes_high_fence(c);
+        true
+    }
+
+    /// Merges `c`'s foster child back into `c` if both fit one node (T4); frees the foster child.
+    fn merge_foster(&self, c: &mut ExclusiveGuard<'_>) -> Result<bool> {
+        let pool = &*self.pool;
+        let f: ExclusiveGuard<'_> = pool.fix_child(c, FOSTER_SWIP)?;
+        if !fits_merged(c, &f) {
+            return Ok(false);
+        }
+        let before = node::count(c);
+        if !node::append_records(c, &f, 0) {
+            return Ok(false);
+        }
+        let ok = match (
+            node::foster_key(&f).map(<[u8]>::to_vec),
+            node::foster_swip(&f),
+        ) {
+            (Some(fk), Some(fs)) => {
+                let ok = node::set_foster(c, &fk, fs);
+                if ok {
+                    pool.note_swip_moved(fs, c);
+                }
+                ok
+            }
+            _ => {
+                node::clear_foster(c);
+                true
+            }
+        };
+        if !ok {
+            node::truncate(c, before);
+            return Ok(false);
+        }
+        self.note_children_moved(c, before);
+        Self::release_page(pool, f);
+        Ok(true)
+    }
+
+    /// Merges the children `i-1, i` (or `0, 1`) of `p` into the left one if they fit (T4).
+    fn merge_siblings(&self, p: &mut ExclusiveGuard<'_>, i: usize) -> Result<bool> {
+        let pool = &*self.pool;
+        let (li, ri) = if i > 0 { (i - 1, i) } else { (0, 1) };
+        let (loff, roff) = (node::child_swip_off(p, li), node::child_swip_off(p, ri));
+        // Latch order among siblings: left before right (T8).
+        let mut l: ExclusiveGuard<'_> = pool.fix_child(p, loff)?;
+        if node::has_foster(&l) {
+            return Ok(false);
+        }
+        let r: ExclusiveGuard<'_> = pool.fix_child(p, roff)?;
+        if !fits_merged(&l, &r) {
+            return Ok(false);
+        }
+        let before = node::count(&l);
+        let old_high = node::high_fence(&l).map(<[u8]>::to_vec);
+        if !node::append_records(&mut l, &r, 0) {
+            return Ok(false);
+        }
+        let new_high = node::high_fence(&r).map(<[u8]>::to_vec);
+        let mut ok = node::set_high_fence(&mut l, new_high.as_deref());
+        if ok {
+            if let (Some(fk), Some(fs)) = (
+                node::foster_key(&r).map(<[u8]>::to_vec),
+                node::foster_swip(&r),
+            ) {
+                ok = node::set_foster(&mut l, &fk, fs);
+                if ok {
+                    pool.note_swip_moved(fs, &l);
+                } else {
+                    let restored = node::set_high_fence(&mut l, old_high.as_deref());
+                    debug_assert!(restored, "the old fence fitted before");
+                }
+            }
+        }
+        if !ok {
+            node::truncate(&mut l, before);
+            return Ok(false);
+        }
+        self.note_children_moved(&l, before);
+        node::remove(p, ri);
+        Self::release_page(pool, r);
+        Ok(true)
+    }
+
+    /// Frees a node whose records were moved elsewhere (B11: no swizzled swips may remain).
+    fn release_page(pool: &BufferPool, mut g: ExclusiveGuard<'_>) {
+        node::truncate(&mut g, 0);
+        node::clear_foster(&mut g);
+        pool.free_page(g);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Scans and verification
+    // ------------------------------------------------------------------------------------------
+
+    /// Records with keys in `range`, in key order. Each leaf is copied out under its latch; the
+    /// next leaf is found by a fresh descent from the root (no sibling links, T1).
+    pub fn range<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'t> {
+        let next = match start {
+            Bound::Unbounded => Some(Vec::new()),
+            Bound::Included(k) => Some(k.to_vec()),
+            Bound::Excluded(k) => {
+                let mut k = k.to_vec();
+                k.push(0);
+                Some(k)
+            }
+        };
+        RangeIter {
+            tree: self,
+            next,
+            end: end.map(<[u8]>::to_vec),
+            buf: VecDeque::new(),
+        }
+    }
+
+    /// Full structural check (T1–T4 and B6): fences, key order, levels, every node reached by
+    /// exactly one reference, swizzled references matching the child's recorded parent. Call it
+    /// while no other thread changes the tree.
+    ///
+    /// # Errors
+    /// A description of the first violation (or an I/O error while reading pages).
+    pub fn verify(&self) -> std::result::Result<TreeShape, String> {
+        let mut shape = TreeShape::default();
+        let mut seen = HashSet::new();
+        let root: SharedGuard<'_> = self.pool.fix_root(self.root);
+        shape.height = usize::from(node::level(&root)) + 1;
+        self.verify_node(root, None, None, None, &mut seen, &mut shape)?;
+        Ok(shape)
+    }
+
+    /// Checks one node, then its children. The node is unlatched before its children are visited
+    /// (the caller guarantees no concurrent changes), so a small pool can evict visited siblings.
+    fn verify_node(
+        &self,
+        g: SharedGuard<'_>,
+        low: Fence<'_>,
+        high: Fence<'_>,
+        level: Option<u8>,
+        seen: &mut HashSet<PageId>,
+        shape: &mut TreeShape,
+    ) -> std::result::Result<(), String> {
+        let pid = g.page_id();
+        let at = |msg: String| format!("{pid:?}: {msg}");
+        if !seen.insert(pid) {
+            return Err(at("reached by more than one reference".into()));
+        }
+        node::validate(&g).map_err(&at)?;
+        let lvl = node::level(&g);
+        if level.is_some_and(|l| l != lvl) {
+            return Err(at(format!("level {lvl}, expected {level:?}")));
+        }
+        if node::low_fence(&g) != low || node::high_fence(&g) != high {
+            return Err(at(format!(
+                "fences {:?}..{:?}, expected {low:?}..{high:?}",
+                node::low_fence(&g),
+                node::high_fence(&g)
+            )));
+        }
+        let own_high = node::own_high(&g).map(<[u8]>::to_vec);
+        if let Some(fk) = node::foster_key(&g) {
+            if low.is_some_and(|l| fk <= l) || high.is_some_and(|h| fk >= h) {
+                return Err(at("foster key outside the fences".into()));
+            }
+        }
+        let n = node::count(&g);
+        shape.nodes += 1;
+        let keys: Vec<Vec<u8>> = (0..n).map(|i| node::key(&g, i).to_vec()).collect();
+        if keys.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(at("keys out of order".into()));
+        }
+        let first_checked = usize::from(!node::is_leaf(&g));
+        for k in keys.iter().skip(first_checked) {
+            if low.is_some_and(|l| k.as_slice() < l) || own_high.as_ref().is_some_and(|h| k >= h) {
+                return Err(at(format!("key {k:?} outside its range")));
+            }
+        }
+        // (swip offset, low fence, high fence, level) of each child.
+        let mut children: Vec<(usize, Option<Vec<u8>>, Option<Vec<u8>>, u8)> = Vec::new();
+        if node::is_leaf(&g) {
+            shape.leaves += 1;
+            shape.records += n;
+        } else {
+            if keys[0].as_slice() != low.unwrap_or(b"") {
+                return Err(at("first separator differs from the low fence".into()));
+            }
+            for i in 0..n {
+                let clow = if i == 0 {
+                    low.map(<[u8]>::to_vec)
+                } else {
+                    Some(keys[i].clone())
+                };
+                let chigh = if i + 1 < n {
+                    Some(keys[i + 1].clone())
+                } else {
+                    own_high.clone()
+                };
+                children.push((node::child_swip_off(&g, i), clow, chigh, lvl - 1));
+            }
+        }
+        if let Some(fk) = node::foster_key(&g) {
+            shape.foster_children += 1;
+            children.push((
+                FOSTER_SWIP,
+                Some(fk.to_vec()),
+                high.map(<[u8]>::to_vec),
+                lvl,
+            ));
+        }
+        let pool = &*self.pool;
+        let mut targets = Vec::with_capacity(children.len());
+        for (off, clow, chigh, clvl) in children {
+            let swip =
+                Swip::from_raw(page::get_u64(&g, off)).ok_or_else(|| at("invalid swip".into()))?;
+            if swip.is_swizzled() {
+                shape.swizzled += 1;
+                if pool.swizzled_parent(swip) != Some(g.frame()) {
+                    return Err(at(format!(
+                        "swizzled child {swip:?} records another parent"
+                    )));
+                }
+            }
+            targets.push((pool.swip_page_id(swip), clow, chigh, clvl));
+        }
+        drop(g);
+        for (cpid, clow, chigh, clvl) in targets {
+            let c = self
+                .with_room(|| Ok(pool.fix_page::<Shared>(cpid)?))
+                .map_err(|e| at(e.to_string()))?;
+            self.verify_node(
+                c,
+                clow.as_deref(),
+                chigh.as_deref(),
+                Some(clvl),
+                seen,
+                shape,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree")
+            .field("root_page", &self.root_page)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Iterator over a key range; see [`Tree::range`].
+pub struct RangeIter<'t> {
+    tree: &'t Tree,
+    /// Inclusive lower bound of the next leaf to read; `None` when done.
+    next: Option<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+}
+
+impl RangeIter<'_> {
+    fn past_end(&self, k: &[u8]) -> bool {
+        match &self.end {
+            Bound::Unbounded => false,
+            Bound::Included(e) => k > e.as_slice(),
+            Bound::Excluded(e) => k >= e.as_slice(),
+        }
+    }
+
+    fn fill(&mut self) -> Result<()> {
+        while self.buf.is_empty() {
+            let Some(start) = self.next.take() else {
+                return Ok(());
+            };
+            let g = self.tree.with_room(|| self.tree.leaf_shared(&start))?;
+            let (Ok(mut i) | Err(mut i)) = node::search(&g, &start);
+            let mut ended = false;
+            while i < node::count(&g) {
+                let k = node::key(&g, i);
+                if self.past_end(k) {
+                    ended = true;
+                    break;
+                }
+                self.buf
+                    .push_back((k.to_vec(), node::value(&g, i).to_vec()));
+                i += 1;
+            }
+            if !ended {
+                self.next = node::own_high(&g).map(<[u8]>::to_vec);
+                if self.next.as_deref().is_some_and(|h| self.past_end(h)) {
+                    self.next = None;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for RangeIter<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Err(e) = self.fill() {
+            self.next = None;
+            return Some(Err(e));
+        }
+        self.buf.pop_front().map(Ok)
+    }
+}

@@ -1,0 +1,194 @@
+//! An owned, zero-initialised, aligned heap region.
+//!
+//! The buffer pool allocates its whole frame region as one [`AlignedBuf`] and hands out page
+//! slices through raw pointers; the page file uses single-page `AlignedBuf`s as bounce buffers
+//! for direct I/O. The rules every `unsafe` block here relies on are in `FILE-RULES.md` (F1).
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::error::{BufferError, Result};
+
+/// An owned heap region of `len` bytes whose start is a multiple of `align`, zeroed at
+/// allocation and freed on drop (FILE-RULES.md F1).
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// The region is exclusively owned by this value, like a `Box<[u8]>`.
+// SAFETY: F1 — exclusive ownership: sending the owner sends the only safe access path.
+unsafe impl Send for AlignedBuf {}
+// Shared references give only shared access; mutation needs `&mut self` or the raw pointer.
+// SAFETY: F1 — `&self` methods only read; raw-pointer writers must exclude races themselves.
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// Allocates `len` zeroed bytes aligned to `align`.
+    ///
+    /// # Errors
+    /// [`BufferError::Config`] if `len` is zero, `align` is not a power of two, the rounded-up
+    /// size overflows `isize`, or the allocator cannot provide the memory.
+    pub fn new(len: usize, align: usize) -> Result<AlignedBuf> {
+        if len == 0 {
+            return Err(BufferError::Config(
+                "cannot allocate an aligned buffer of 0 bytes".into(),
+            ));
+        }
+        let layout = Layout::from_size_align(len, align).map_err(|_| {
+            BufferError::Config(format!(
+                "cannot allocate {len} bytes aligned to {align}: the alignment must be a power \
+                 of two and the size must fit in isize"
+            ))
+        })?;
+        // SAFETY: F1 — `layout` has a non-zero size (checked above), as `alloc_zeroed` requires.
+        let raw = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).ok_or_else(|| {
+            BufferError::Config(format!(
+                "out of memory allocating {len} bytes aligned to {align}; use a smaller buffer \
+                 pool"
+            ))
+        })?;
+        Ok(AlignedBuf { ptr, layout })
+    }
+
+    /// Length of the region in bytes (never zero).
+    #[inline]
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// Always `false`: zero-length buffers cannot be created.
+    #[inline]
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.layout.size() == 0
+    }
+
+    /// The alignment the region was allocated with.
+    #[inline]
+    #[must_use]
+    pub fn align(&self) -> usize {
+        self.layout.align()
+    }
+
+    /// The whole region as a shared slice.
+    #[inline]
+    #[must_use]
+    pub fn as_slice(&self) -> &[u8] {
+        // `&self` excludes `as_mut_slice`; raw-pointer writers must not race with this slice.
+        // SAFETY: F1 — the region is valid, aligned and initialised for `len` bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len()) }
+    }
+
+    /// The whole region as a mutable slice.
+    #[inline]
+    #[must_use]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: F1 — valid and initialised for `len` bytes; `&mut self` makes this unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len()) }
+    }
+
+    /// Pointer to the first byte, for reads. Valid for `len` bytes until `self` is dropped.
+    #[inline]
+    #[must_use]
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Pointer to the first byte, for reads and writes. Valid for `len` bytes until `self` is
+    /// dropped.
+    ///
+    /// The pointer is a copy of the allocation's own pointer, not derived from the `&mut self`
+    /// borrow: it stays usable after the borrow ends and after `self` is moved (the region does
+    /// not move). This is how the buffer pool addresses its frames from `&self`; it must then
+    /// ensure (F1) that no other thread reads or writes the same bytes at the same time and that
+    /// no slice from [`as_slice`](Self::as_slice) covering them is alive.
+    #[inline]
+    #[must_use]
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: F1 — `ptr` came from `alloc_zeroed(self.layout)` and is freed only here, once.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+impl fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AlignedBuf")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len())
+            .field("align", &self.align())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocates_zeroed_and_aligned() {
+        for align in [1, 8, 512, 4096, 65536] {
+            let buf = AlignedBuf::new(3 * 4096, align).expect("allocation");
+            assert_eq!(buf.as_ptr() as usize % align, 0);
+            assert_eq!(buf.len(), 3 * 4096);
+            assert_eq!(buf.align(), align);
+            assert!(!buf.is_empty());
+            assert!(buf.as_slice().iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
+    fn writes_are_visible() {
+        let mut buf = AlignedBuf::new(4096, 4096).expect("allocation");
+        buf.as_mut_slice()[4095] = 7;
+        buf.as_mut_slice()[0] = 1;
+        assert_eq!(buf.as_slice()[4095], 7);
+        assert_eq!(buf.as_slice()[0], 1);
+        let p = buf.as_mut_ptr();
+        assert_eq!(p.cast_const(), buf.as_ptr());
+        // The pointer outlives the borrow and a move of the owner.
+        let moved = buf;
+        // SAFETY: F1 — `p` points into `moved`'s live region; offset 4094 < len, no slice alive.
+        unsafe { p.add(4094).write(9) };
+        assert_eq!(moved.as_slice()[4094], 9);
+    }
+
+    #[test]
+    fn rejects_bad_arguments_without_panicking() {
+        assert!(matches!(
+            AlignedBuf::new(0, 4096),
+            Err(BufferError::Config(_))
+        ));
+        assert!(matches!(
+            AlignedBuf::new(4096, 0),
+            Err(BufferError::Config(_))
+        ));
+        assert!(matches!(
+            AlignedBuf::new(4096, 3000),
+            Err(BufferError::Config(_))
+        ));
+        assert!(matches!(
+            AlignedBuf::new(usize::MAX - 10, 4096),
+            Err(BufferError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<AlignedBuf>();
+        let buf = AlignedBuf::new(8192, 4096).expect("allocation");
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(buf.as_slice().iter().all(|&b| b == 0)));
+        });
+    }
+}

@@ -1,0 +1,1038 @@
+//! The page file: positional page I/O on the database file, with checksums, optional direct
+//! I/O, the persisted free-page chain, and a sticky failure flag.
+//!
+//! Rules (FILE-RULES.md): every page is sealed just before it is written (F2) and verified right
+//! after it is read (F3); a failed write, sync or resize makes every later call fail with
+//! [`BufferError::PreviousIoError`] (F4); [`PageFile::write_meta`] writes page 0 last (F5);
+//! nothing is durable before [`PageFile::sync`] (F6); direct-I/O buffers are aligned by the file
+//! itself (F7); bytes read from disk are untrusted (F8); all I/O is positional (F9).
+//!
+//! Free-page chain: every free page has page type `Free`; its body (at `HEADER_SIZE`) starts
+//! with the id of the next free page as a little-endian u64, 0 ending the chain. The head is
+//! stored in the meta page. Page 0 is the meta page and can never be free.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use swizzledb_sync::PageId;
+
+use crate::aligned::AlignedBuf;
+use crate::error::{BufferError, Result};
+use crate::meta::{self, Meta};
+use crate::page::{self, PageType, HEADER_SIZE, MIN_PAGE_SIZE};
+
+/// Alignment of buffers, offsets and lengths for direct I/O (F7). 4096 covers every common
+/// logical block size.
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// The database file, accessed a page at a time with positional I/O.
+///
+/// All methods take `&self` and may be called from several threads at once (F9).
+#[derive(Debug)]
+pub struct PageFile {
+    file: File,
+    path: PathBuf,
+    page_size: usize,
+    direct: bool,
+    /// Set after a failed write, sync or resize (F4).
+    failed: AtomicBool,
+}
+
+/// The `Config` error for a file system that rejects `O_DIRECT`.
+fn direct_unsupported(path: &Path) -> BufferError {
+    BufferError::Config(format!(
+        "{}: the file system does not support direct I/O (O_DIRECT was rejected); drop \
+         --direct-io or put the database on a file system that supports it",
+        path.display()
+    ))
+}
+
+/// Wraps an OS error with the file name.
+fn io_err(path: &Path, source: io::Error) -> BufferError {
+    BufferError::Io {
+        file: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Opens `path` for reading and writing, with `O_DIRECT` if `direct`.
+fn open_rw(path: &Path, direct: bool) -> Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(true);
+    if direct {
+        opts.custom_flags(libc::O_DIRECT);
+    }
+    opts.open(path).map_err(|e| {
+        if direct && e.raw_os_error() == Some(libc::EINVAL) {
+            direct_unsupported(path)
+        } else {
+            io_err(path, e)
+        }
+    })
+}
+
+/// Makes the directory entry of a newly created file durable (F6).
+fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match File::open(parent).and_then(|d| d.sync_all()) {
+        // Some file systems cannot fsync directories; nothing more can be done there.
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        other => other,
+    }
+}
+
+impl PageFile {
+    /// Creates a new, empty database file (it holds no pages until written; call
+    /// [`write_meta`](Self::write_meta) and [`sync`](Self::sync) with [`Meta::new`]).
+    ///
+    /// # Errors
+    /// [`BufferError::Config`] for an unsupported page size or a file system that rejects
+    /// direct I/O; [`BufferError::Io`] if the file exists (kind `AlreadyExists`) or cannot be
+    /// created.
+    pub fn create(path: &Path, page_size: usize, direct: bool) -> Result<PageFile> {
+        if !page::valid_page_size(page_size) {
+            return Err(BufferError::Config(format!(
+                "{}: unsupported page size {page_size}; use a power of two from {} to {} bytes",
+                path.display(),
+                page::MIN_PAGE_SIZE,
+                page::MAX_PAGE_SIZE
+            )));
+        }
+        let plain = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| io_err(path, e))?;
+        let file = if direct {
+            // Created without O_DIRECT so that a rejection cannot leave a half-made file
+            // behind unnoticed: the empty file is removed again (F7).
+            drop(plain);
+            match open_rw(path, true) {
+                Ok(f) => f,
+                Err(e) => {
+                    let _ = std::fs::remove_file(path);
+                    return Err(e);
+                }
+            }
+        } else {
+            plain
+        };
+        sync_parent_dir(path).map_err(|e| io_err(path, e))?;
+        Ok(PageFile {
+            file,
+            path: path.to_path_buf(),
+            page_size,
+            direct,
+            failed: AtomicBool::new(false),
+        })
+    }
+
+    /// Opens an existing database file and returns it with its metadata, `free_pages` filled
+    /// from the persisted free-page chain.
+    ///
+    /// The page size comes from the file; comparing it with the configured one is the caller's
+    /// job (`meta.page_size`).
+    ///
+    /// # Errors
+    /// [`BufferError::NotADatabase`] for an empty or short file or a bad magic,
+    /// [`BufferError::FormatVersion`] for another format version, [`BufferError::Corrupted`] for a
+    /// damaged meta page (page 0), a file length that is not a whole number of pages or is
+    /// shorter than the recorded page count, or a bad free-page chain (naming the page);
+    /// [`BufferError::Config`] if direct I/O is not supported; [`BufferError::Io`] otherwise.
+    pub fn open(path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
+        let file = open_rw(path, direct)?;
+        let len = file.metadata().map_err(|e| io_err(path, e))?.len();
+        let not_db = |reason: String| BufferError::NotADatabase {
+            file: path.to_path_buf(),
+            reason,
+        };
+        let corrupt = |reason: String| BufferError::Corrupted {
+            file: path.to_path_buf(),
+            page: PageId::META,
+            reason,
+        };
+        if len == 0 {
+            return Err(not_db("file is empty".into()));
+        }
+        if len < MIN_PAGE_SIZE as u64 {
+            return Err(not_db(format!(
+                "file too short: {len} bytes, a database file has at least one \
+                 {MIN_PAGE_SIZE}-byte page"
+            )));
+        }
+
+        // The page size is in the meta page, whose size we do not know yet: every supported
+        // page size is at least MIN_PAGE_SIZE, so read that much first.
+        let mut first = AlignedBuf::new(MIN_PAGE_SIZE, DIRECT_ALIGN)?;
+        file.read_exact_at(first.as_mut_slice(), 0)
+            .map_err(|e| io_err(path, e))?;
+        let size_field = meta::check_prefix(first.as_slice(), path)?;
+        drop(first);
+        let page_size = usize::try_from(size_field).unwrap_or(usize::MAX);
+        if !page::valid_page_size(page_size) {
+            return Err(corrupt(format!(
+                "invalid page size {size_field} in the metadata page"
+            )));
+        }
+        if len < page_size as u64 {
+            return Err(corrupt(format!(
+                "file is {len} bytes, shorter than its first {page_size}-byte page"
+            )));
+        }
+
+        let pf = PageFile {
+            file,
+            path: path.to_path_buf(),
+            page_size,
+            direct,
+            failed: AtomicBool::new(false),
+        };
+        let mut buf = AlignedBuf::new(page_size, DIRECT_ALIGN)?;
+        pf.read_page(PageId::META, buf.as_mut_slice())?;
+        let (mut meta, free_head) = Meta::decode_with_free_head(buf.as_slice(), path)?;
+
+        let page_size_u64 = page_size as u64;
+        if len % page_size_u64 != 0 {
+            return Err(corrupt(format!(
+                "file length {len} is not a multiple of the page size {page_size} (torn \
+                 extension?)"
+            )));
+        }
+        let file_pages = len / page_size_u64;
+        if file_pages < meta.page_count {
+            return Err(corrupt(format!(
+                "the metadata page records {} pages but the file holds only {file_pages} \
+                 (truncated file?)",
+                meta.page_count
+            )));
+        }
+
+        meta.free_pages = pf.read_free_chain(free_head, meta.page_count, &mut buf)?;
+        Ok((pf, meta))
+    }
+
+    /// Follows the free-page chain from `head`, checking every entry (F8).
+    fn read_free_chain(
+        &self,
+        head: Option<PageId>,
+        page_count: u64,
+        buf: &mut AlignedBuf,
+    ) -> Result<Vec<PageId>> {
+        let mut pages = Vec::new();
+        let mut seen = HashSet::new();
+        let mut next = head;
+        while let Some(id) = next {
+            if !seen.insert(id) {
+                return Err(self.corrupted(
+                    id,
+                    "visited twice while following the free-page chain (cycle)".into(),
+                ));
+            }
+            self.read_page(id, buf.as_mut_slice())?;
+            let page = buf.as_slice();
+            match page::page_type(page) {
+                Some(PageType::Free) => {}
+                other => {
+                    return Err(self.corrupted(
+                        id,
+                        format!(
+                            "in the free-page chain but is not a free page (type {})",
+                            other.map_or_else(|| "unknown".to_string(), |t| format!("{t:?}"))
+                        ),
+                    ))
+                }
+            }
+            let link = page::get_u64(page, HEADER_SIZE);
+            pages.push(id);
+            next = if link == 0 {
+                None
+            } else if link < page_count {
+                PageId::new(link)
+            } else {
+                return Err(self.corrupted(
+                    id,
+                    format!(
+                        "free-page chain link to page {link} is beyond the page count \
+                         {page_count}"
+                    ),
+                ));
+            };
+        }
+        Ok(pages)
+    }
+
+    /// A `Corrupted` error for `page` of this file.
+    fn corrupted(&self, page: PageId, reason: String) -> BufferError {
+        BufferError::Corrupted {
+            file: self.path.clone(),
+            page,
+            reason,
+        }
+    }
+
+    /// Fails with `PreviousIoError` once a write, sync or resize has failed (F4).
+    fn check_usable(&self) -> Result<()> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(BufferError::PreviousIoError {
+                file: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records a failed write, sync or resize and wraps its error (F4).
+    fn fail(&self, source: io::Error) -> BufferError {
+        self.failed.store(true, Ordering::Release);
+        io_err(&self.path, source)
+    }
+
+    /// Checks that a caller's buffer is exactly one page.
+    fn check_len(&self, buf: &[u8]) -> Result<()> {
+        if buf.len() != self.page_size {
+            return Err(BufferError::Config(format!(
+                "{}: page buffer of {} bytes, but the page size is {}",
+                self.path.display(),
+                buf.len(),
+                self.page_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Byte offset of page `id`, or `None` if it does not fit a u64.
+    fn offset(&self, id: PageId) -> Option<u64> {
+        id.get().checked_mul(self.page_size as u64)
+    }
+
+    /// True if direct I/O would need a bounce buffer for `buf`.
+    fn needs_bounce(&self, buf: &[u8]) -> bool {
+        self.direct && (buf.as_ptr() as usize) % DIRECT_ALIGN != 0
+    }
+
+    /// Reads page `id` into `buf` and verifies it (F3).
+    ///
+    /// # Errors
+    /// [`BufferError::Config`] if `buf` is not one page long; [`BufferError::Corrupted`] naming
+    /// the page if it lies beyond the end of the file or fails its checksum, id or type check;
+    /// [`BufferError::Io`] for other read errors; [`BufferError::PreviousIoError`] after an
+    /// earlier failed write. On error the contents of `buf` are unspecified.
+    pub fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.check_usable()?;
+        self.check_len(buf)?;
+        let beyond = || self.corrupted(id, "beyond end of file".into());
+        let off = self.offset(id).ok_or_else(beyond)?;
+        let res = if self.needs_bounce(buf) {
+            let mut bounce = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
+            let r = self.file.read_exact_at(bounce.as_mut_slice(), off);
+            if r.is_ok() {
+                buf.copy_from_slice(bounce.as_slice());
+            }
+            r
+        } else {
+            self.file.read_exact_at(buf, off)
+        };
+        match res {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(beyond()),
+            Err(e) => return Err(io_err(&self.path, e)),
+        }
+        page::verify(buf, id).map_err(|reason| self.corrupted(id, reason))
+    }
+
+    /// Seals `buf` (F2) and writes it as page `id`. The caller guarantees the header names `id`.
+    ///
+    /// # Errors
+    /// [`BufferError::Config`] if `buf` is not one page long; [`BufferError::Io`] if the write
+    /// fails, after which the file is unusable (F4); [`BufferError::PreviousIoError`] after an
+    /// earlier failure.
+    pub fn write_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.check_usable()?;
+        self.check_len(buf)?;
+        debug_assert_eq!(
+            page::page_id(buf),
+            id.get(),
+            "page header names another page than the one being written"
+        );
+        let off = self.offset(id).ok_or_else(|| {
+            BufferError::Config(format!(
+                "{}: page {id} lies beyond the largest file offset",
+                self.path.display()
+            ))
+        })?;
+        page::seal(buf);
+        let res = if self.needs_bounce(buf) {
+            let mut bounce = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
+            bounce.as_mut_slice().copy_from_slice(buf);
+            self.file.write_all_at(bounce.as_slice(), off)
+        } else {
+            self.file.write_all_at(buf, off)
+        };
+        res.map_err(|e| self.fail(e))
+    }
+
+    /// Makes every completed write durable (`fdatasync`, F6).
+    ///
+    /// # Errors
+    /// [`BufferError::Io`] if the sync fails, after which the file is unusable (F4);
+    /// [`BufferError::PreviousIoError`] after an earlier failure.
+    pub fn sync(&self) -> Result<()> {
+        self.check_usable()?;
+        self.file.sync_data().map_err(|e| self.fail(e))
+    }
+
+    /// Sets the file length to `pages` pages (extending with zeroes or truncating).
+    ///
+    /// # Errors
+    /// [`BufferError::Config`] if the length overflows; [`BufferError::Io`] if the resize fails,
+    /// after which the file is unusable (F4); [`BufferError::PreviousIoError`] after an earlier
+    /// failure.
+    pub fn set_len_pages(&self, pages: u64) -> Result<()> {
+        self.check_usable()?;
+        let len = pages.checked_mul(self.page_size as u64).ok_or_else(|| {
+            BufferError::Config(format!(
+                "{}: {pages} pages of {} bytes exceed the largest file size",
+                self.path.display(),
+                self.page_size
+            ))
+        })?;
+        self.file.set_len(len).map_err(|e| self.fail(e))
+    }
+
+    /// Writes the free-page chain of `meta` (each free page formatted as a `Free` page linking
+    /// to the next one), then `meta` itself as page 0 — page 0 last (F5). First extends the
+    /// file to `meta.page_count` pages if it is shorter, so that `open` finds them all.
+    /// Does not sync: call [`sync`](Self::sync) afterwards (F6).
+    ///
+    /// # Errors
+    /// [`BufferError::PageSizeMismatch`] if `meta.page_size` is not this file's page size;
+    /// [`BufferError::Corrupted`] naming the page if `meta.free_pages` holds page 0, a page at or
+    /// beyond `page_count`, or a page twice (in-memory state is wrong; nothing is written);
+    /// [`BufferError::CatalogFull`] or [`BufferError::Config`] from [`Meta::encode`];
+    /// [`BufferError::Io`] / [`BufferError::PreviousIoError`] as for
+    /// [`write_page`](Self::write_page).
+    pub fn write_meta(&self, meta: &Meta) -> Result<()> {
+        self.check_usable()?;
+        if meta.page_size != self.page_size {
+            return Err(BufferError::PageSizeMismatch {
+                file: self.path.clone(),
+                found: self.page_size,
+                requested: meta.page_size,
+            });
+        }
+        let mut seen = HashSet::with_capacity(meta.free_pages.len());
+        for &id in &meta.free_pages {
+            let problem = if id == PageId::META {
+                "the metadata page cannot be free"
+            } else if id.get() >= meta.page_count {
+                "listed as free but beyond the page count"
+            } else if !seen.insert(id) {
+                "listed as free twice"
+            } else {
+                continue;
+            };
+            return Err(self.corrupted(
+                id,
+                format!("{problem} (in-memory free list is wrong; metadata not written)"),
+            ));
+        }
+        // Encode first so a full catalog is reported before anything is written.
+        let mut meta_page = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
+        meta.encode(meta_page.as_mut_slice())?;
+
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| io_err(&self.path, e))?
+            .len();
+        let needed = meta.page_count.saturating_mul(self.page_size as u64);
+        if len < needed {
+            self.set_len_pages(meta.page_count)?;
+        }
+
+        let mut buf = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
+        for (i, &id) in meta.free_pages.iter().enumerate() {
+            let next = meta.free_pages.get(i + 1).map_or(0, |p| p.get());
+            let page = buf.as_mut_slice();
+            page::format(page, id, PageType::Free, 0);
+            page::put_u64(page, HEADER_SIZE, next);
+            self.write_page(id, page)?;
+        }
+        self.write_page(PageId::META, meta_page.as_mut_slice())
+    }
+
+    /// The file's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The page size in bytes.
+    #[must_use]
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// True if the file was opened with `O_DIRECT`.
+    #[must_use]
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn pid(n: u64) -> PageId {
+        PageId::new(n).expect("small page id")
+    }
+
+    /// A leaf page for `id` whose body is filled with `fill`.
+    fn leaf(ps: usize, id: PageId, fill: u8) -> Vec<u8> {
+        let mut p = vec![0u8; ps];
+        page::format(&mut p, id, PageType::Leaf, 0);
+        p[HEADER_SIZE..].fill(fill);
+        p
+    }
+
+    /// A file of 10 pages: trees at 1 and 2, data pages 3, 5, 6, 8, 9, free chain 7 -> 4.
+    fn build(path: &Path, ps: usize) -> Meta {
+        let pf = PageFile::create(path, ps, false).expect("create");
+        let mut m = Meta::new(ps);
+        m.page_count = 10;
+        m.free_pages = vec![pid(7), pid(4)];
+        m.trees.insert("users".into(), pid(1));
+        m.trees.insert("orders".into(), pid(2));
+        for n in [1, 2, 3, 5, 6, 8, 9] {
+            let mut p = leaf(ps, pid(n), n as u8);
+            pf.write_page(pid(n), &mut p).expect("write");
+        }
+        pf.write_meta(&m).expect("write_meta");
+        pf.sync().expect("sync");
+        m
+    }
+
+    fn write_raw(path: &Path, bytes: &[u8]) {
+        let mut f = File::create(path).expect("create raw");
+        f.write_all(bytes).expect("write raw");
+    }
+
+    fn flip_byte(path: &Path, off: u64) {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .expect("open raw");
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, off).expect("read byte");
+        b[0] ^= 0x40;
+        f.write_all_at(&b, off).expect("write byte");
+    }
+
+    #[test]
+    fn create_write_meta_reopen_roundtrip() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        for ps in [4096, 8192, 32768] {
+            let _ = std::fs::remove_file(&path);
+            let m = build(&path, ps);
+            let (pf, got) = PageFile::open(&path, false).expect("open");
+            assert_eq!(got, m);
+            assert_eq!(pf.page_size(), ps);
+            assert_eq!(pf.path(), path.as_path());
+            assert!(!pf.is_direct());
+            let mut buf = vec![0u8; ps];
+            pf.read_page(pid(5), &mut buf).expect("read");
+            assert_eq!(buf, {
+                let mut p = leaf(ps, pid(5), 5);
+                page::seal(&mut p);
+                p
+            });
+            // Rewrite with an empty chain and a new tree: the old free pages stay on disk but
+            // are no longer reachable.
+            let mut m2 = got.clone();
+            m2.free_pages.clear();
+            m2.trees.insert("new".into(), pid(7));
+            pf.write_meta(&m2).expect("write_meta");
+            pf.sync().expect("sync");
+            drop(pf);
+            let (_, got2) = PageFile::open(&path, false).expect("reopen");
+            assert_eq!(got2, m2);
+        }
+    }
+
+    #[test]
+    fn fresh_file_roundtrip() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        let pf = PageFile::create(&path, 8192, false).expect("create");
+        pf.write_meta(&Meta::new(8192)).expect("write_meta");
+        pf.sync().expect("sync");
+        drop(pf);
+        let (_, m) = PageFile::open(&path, false).expect("open");
+        assert_eq!(m, Meta::new(8192));
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), 8192);
+    }
+
+    #[test]
+    fn create_rejects_existing_file_and_bad_page_size() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        write_raw(&path, b"hello");
+        match PageFile::create(&path, 4096, false) {
+            Err(BufferError::Io { source, file }) => {
+                assert_eq!(source.kind(), io::ErrorKind::AlreadyExists);
+                assert_eq!(file, path);
+            }
+            other => panic!("expected AlreadyExists, got {other:?}"),
+        }
+        let path2 = dir.path().join("db2");
+        assert!(matches!(
+            PageFile::create(&path2, 5000, false),
+            Err(BufferError::Config(_))
+        ));
+        assert!(!path2.exists());
+    }
+
+    #[test]
+    fn open_non_database_files_is_not_a_database() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x");
+        let mut seed = 0x1234_5678_9abc_def1_u64;
+        let mut random = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect()
+        };
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (Vec::new(), "empty"),
+            (b"SQLite format 3\0".to_vec(), "too short"),
+            (random(4095), "too short"),
+            (random(4096), "bad magic"),
+            (random(100_000), "bad magic"),
+            (vec![0u8; 8192], "bad magic"),
+        ];
+        for (bytes, want) in cases {
+            write_raw(&path, &bytes);
+            match PageFile::open(&path, false) {
+                Err(BufferError::NotADatabase { file, reason }) => {
+                    assert_eq!(file, path);
+                    assert!(reason.contains(want), "{reason:?} should contain {want:?}");
+                }
+                other => panic!(
+                    "{} bytes: expected NotADatabase, got {other:?}",
+                    bytes.len()
+                ),
+            }
+        }
+        assert!(matches!(
+            PageFile::open(&dir.path().join("missing"), false),
+            Err(BufferError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound
+        ));
+    }
+
+    #[test]
+    fn wrong_format_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 4096);
+        let f = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open raw");
+        f.write_all_at(&7u32.to_le_bytes(), meta::OFF_VERSION as u64)
+            .expect("patch version");
+        match PageFile::open(&path, false) {
+            Err(BufferError::FormatVersion {
+                found, expected, ..
+            }) => {
+                assert_eq!((found, expected), (7, meta::FORMAT_VERSION));
+            }
+            other => panic!("expected FormatVersion, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flipped_byte_in_data_page_is_corrupted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 4096);
+        flip_byte(&path, 5 * 4096 + 1000);
+        let (pf, _) = PageFile::open(&path, false).expect("open still works");
+        let mut buf = vec![0u8; 4096];
+        match pf.read_page(pid(5), &mut buf) {
+            Err(BufferError::Corrupted { file, page, reason }) => {
+                assert_eq!(file, path);
+                assert_eq!(page, pid(5));
+                assert!(reason.contains("checksum"), "{reason}");
+            }
+            other => panic!("expected Corrupted, got {other:?}"),
+        }
+        // Other pages are unaffected; the error is not sticky.
+        pf.read_page(pid(6), &mut buf).expect("page 6");
+    }
+
+    #[test]
+    fn misdirected_and_unwritten_pages_are_corrupted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 4096);
+        let (pf, _) = PageFile::open(&path, false).expect("open");
+        // Copy page 3 over page 6: the header names page 3.
+        let mut buf = vec![0u8; 4096];
+        pf.read_page(pid(3), &mut buf).expect("read 3");
+        let f = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open raw");
+        f.write_all_at(&buf, 6 * 4096).expect("misdirect");
+        assert!(matches!(
+            pf.read_page(pid(6), &mut buf),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == pid(6) && reason.contains("misdirected")
+        ));
+        pf.set_len_pages(12).expect("extend");
+        assert!(matches!(
+            pf.read_page(pid(11), &mut buf),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == pid(11) && reason.contains("never written")
+        ));
+        assert!(matches!(
+            pf.read_page(pid(12), &mut buf),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == pid(12) && reason == "beyond end of file"
+        ));
+        assert!(matches!(
+            pf.read_page(pid(PageId::LIMIT - 1), &mut buf),
+            Err(BufferError::Corrupted { reason, .. }) if reason == "beyond end of file"
+        ));
+        let mut short = vec![0u8; 100];
+        assert!(matches!(
+            pf.read_page(pid(1), &mut short),
+            Err(BufferError::Config(_))
+        ));
+        assert!(matches!(
+            pf.write_page(pid(1), &mut short),
+            Err(BufferError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn flipped_byte_in_meta_page_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 4096);
+        let bytes = std::fs::read(&path).expect("read file");
+        for off in [
+            0u64, 4, 9, 20, 33, 41, 45, 50, 60, 66, 70, 75, 90, 2000, 4095,
+        ] {
+            write_raw(&path, &bytes);
+            flip_byte(&path, off);
+            match PageFile::open(&path, false) {
+                Err(BufferError::Corrupted { page, .. }) => assert_eq!(page, PageId::META),
+                Err(BufferError::NotADatabase { .. } | BufferError::FormatVersion { .. }) => {}
+                other => panic!("flip at {off}: expected an error, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_file_lengths_are_corrupted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 4096);
+        let f = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open raw");
+        f.set_len(10 * 4096 + 100).expect("torn");
+        assert!(matches!(
+            PageFile::open(&path, false),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == PageId::META && reason.contains("multiple")
+        ));
+        f.set_len(9 * 4096).expect("truncate");
+        assert!(matches!(
+            PageFile::open(&path, false),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == PageId::META && reason.contains("truncated")
+        ));
+        // Extra pages beyond page_count (extension not yet recorded) are tolerated.
+        f.set_len(12 * 4096).expect("extend");
+        assert!(PageFile::open(&path, false).is_ok());
+        // A meta page claiming 8 KiB pages in a 4 KiB file.
+        let pf = PageFile::create(&dir.path().join("small"), 8192, false).expect("create");
+        pf.write_meta(&Meta::new(8192)).expect("meta");
+        pf.set_len_pages(0).expect("shrink");
+        let f2 = OpenOptions::new().write(true).open(pf.path()).expect("raw");
+        let mut page = vec![0u8; 8192];
+        Meta::new(8192).encode(&mut page).expect("encode");
+        f2.write_all_at(&page[..4096], 0).expect("half page");
+        assert!(matches!(
+            PageFile::open(pf.path(), false),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == PageId::META && reason.contains("shorter")
+        ));
+    }
+
+    /// A handle that skips `open`'s checks, for damaging files in tests.
+    fn unchecked(path: &Path, page_size: usize) -> PageFile {
+        PageFile {
+            file: OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .expect("raw"),
+            path: path.to_path_buf(),
+            page_size,
+            direct: false,
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// Rewrites the free-page link stored in page `id`.
+    fn relink(pf: &PageFile, id: PageId, next: u64) {
+        let mut buf = vec![0u8; pf.page_size()];
+        pf.read_page(id, &mut buf).expect("read free page");
+        page::put_u64(&mut buf, HEADER_SIZE, next);
+        pf.write_page(id, &mut buf).expect("write free page");
+    }
+
+    #[test]
+    fn free_chain_cycle_is_corrupted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 4096);
+        let (pf, _) = PageFile::open(&path, false).expect("open");
+        relink(&pf, pid(4), 7); // 7 -> 4 -> 7
+        drop(pf);
+        match PageFile::open(&path, false) {
+            Err(BufferError::Corrupted { page, reason, .. }) => {
+                assert_eq!(page, pid(7));
+                assert!(reason.contains("cycle"), "{reason}");
+            }
+            other => panic!("expected Corrupted, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn free_chain_bad_entries_are_corrupted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 4096);
+        let (pf, _) = PageFile::open(&path, false).expect("open");
+        relink(&pf, pid(4), 10); // beyond page_count
+        drop(pf);
+        assert!(matches!(
+            PageFile::open(&path, false),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == pid(4) && reason.contains("beyond the page count")
+        ));
+        // Open fails now, so repair the link through an unchecked handle: point it at a leaf.
+        relink(&unchecked(&path, 4096), pid(4), 3);
+        assert!(matches!(
+            PageFile::open(&path, false),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == pid(3) && reason.contains("Leaf")
+        ));
+        // A free page with a bad checksum.
+        build(&dir.path().join("db2"), 4096);
+        flip_byte(&dir.path().join("db2"), 4 * 4096 + 100);
+        assert!(matches!(
+            PageFile::open(&dir.path().join("db2"), false),
+            Err(BufferError::Corrupted { page, reason, .. })
+                if page == pid(4) && reason.contains("checksum")
+        ));
+    }
+
+    #[test]
+    fn write_meta_rejects_bad_free_lists_and_full_catalogs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        let m = build(&path, 4096);
+        let (pf, _) = PageFile::open(&path, false).expect("open");
+        for bad in [vec![pid(0)], vec![pid(10)], vec![pid(4), pid(4)]] {
+            let mut m2 = m.clone();
+            m2.free_pages = bad;
+            assert!(matches!(
+                pf.write_meta(&m2),
+                Err(BufferError::Corrupted { .. })
+            ));
+        }
+        assert!(matches!(
+            pf.write_meta(&Meta::new(8192)),
+            Err(BufferError::PageSizeMismatch {
+                found: 4096,
+                requested: 8192,
+                ..
+            })
+        ));
+        let mut m2 = m.clone();
+        for i in 0..100 {
+            m2.trees
+                .insert(format!("tree-with-a-rather-long-name-{i:030}"), pid(1));
+        }
+        assert!(matches!(
+            pf.write_meta(&m2),
+            Err(BufferError::CatalogFull { trees: 102 })
+        ));
+        // None of the rejected calls changed the file or made it unusable.
+        pf.sync().expect("still usable");
+        drop(pf);
+        let (_, got) = PageFile::open(&path, false).expect("reopen");
+        assert_eq!(got, m);
+    }
+
+    #[test]
+    fn write_meta_extends_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        let pf = PageFile::create(&path, 4096, false).expect("create");
+        let mut m = Meta::new(4096);
+        m.page_count = 5;
+        m.free_pages = vec![pid(2)];
+        pf.write_meta(&m).expect("write_meta");
+        assert_eq!(std::fs::metadata(&path).expect("stat").len(), 5 * 4096);
+        drop(pf);
+        let (_, got) = PageFile::open(&path, false).expect("open");
+        assert_eq!(got, m);
+    }
+
+    #[test]
+    fn page_size_mismatch_is_left_to_the_caller() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 16384);
+        let (pf, m) = PageFile::open(&path, false).expect("open");
+        assert_eq!(m.page_size, 16384);
+        assert_eq!(pf.page_size(), 16384);
+    }
+
+    #[test]
+    fn failed_write_is_sticky() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        build(&path, 4096);
+        // A read-only handle makes every write fail with EBADF.
+        let pf = PageFile {
+            file: File::open(&path).expect("read-only"),
+            path: path.clone(),
+            page_size: 4096,
+            direct: false,
+            failed: AtomicBool::new(false),
+        };
+        let mut buf = vec![0u8; 4096];
+        pf.read_page(pid(1), &mut buf).expect("read before failure");
+        assert!(matches!(
+            pf.write_page(pid(1), &mut buf),
+            Err(BufferError::Io { .. })
+        ));
+        assert!(matches!(
+            pf.read_page(pid(1), &mut buf),
+            Err(BufferError::PreviousIoError { file }) if file == path
+        ));
+        assert!(matches!(
+            pf.sync(),
+            Err(BufferError::PreviousIoError { .. })
+        ));
+        assert!(matches!(
+            pf.set_len_pages(3),
+            Err(BufferError::PreviousIoError { .. })
+        ));
+        assert!(matches!(
+            pf.write_meta(&Meta::new(4096)),
+            Err(BufferError::PreviousIoError { .. })
+        ));
+    }
+
+    #[test]
+    fn direct_io_or_config_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("direct.db");
+        let pf = match PageFile::create(&path, 4096, true) {
+            Ok(pf) => pf,
+            Err(BufferError::Config(msg)) => {
+                // tmpfs and some other file systems reject O_DIRECT.
+                assert!(msg.contains("--direct-io"), "{msg}");
+                assert!(!path.exists(), "the rejected file must be removed");
+                return;
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        };
+        assert!(pf.is_direct());
+        let mut m = Meta::new(4096);
+        m.page_count = 4;
+        m.free_pages = vec![pid(3)];
+        m.trees.insert("t".into(), pid(1));
+        // Aligned buffer.
+        let mut aligned = AlignedBuf::new(4096, DIRECT_ALIGN).expect("alloc");
+        page::format(aligned.as_mut_slice(), pid(1), PageType::Leaf, 0);
+        aligned.as_mut_slice()[100] = 42;
+        pf.write_meta(&m).expect("write_meta");
+        pf.write_page(pid(1), aligned.as_mut_slice())
+            .expect("aligned write");
+        // Unaligned buffer: bytes 1..4097 of a larger aligned region.
+        let mut big = AlignedBuf::new(2 * 4096, DIRECT_ALIGN).expect("alloc");
+        let unaligned = &mut big.as_mut_slice()[1..4097];
+        page::format(unaligned, pid(2), PageType::Leaf, 0);
+        unaligned[200] = 43;
+        pf.write_page(pid(2), unaligned).expect("unaligned write");
+        pf.sync().expect("sync");
+        drop(pf);
+
+        let (pf, got) = PageFile::open(&path, true).expect("open direct");
+        assert_eq!(got, m);
+        let mut big = AlignedBuf::new(2 * 4096, DIRECT_ALIGN).expect("alloc");
+        let unaligned = &mut big.as_mut_slice()[7..4103];
+        pf.read_page(pid(1), unaligned).expect("unaligned read");
+        assert_eq!(unaligned[100], 42);
+        let mut aligned = AlignedBuf::new(4096, DIRECT_ALIGN).expect("alloc");
+        pf.read_page(pid(2), aligned.as_mut_slice())
+            .expect("aligned read");
+        assert_eq!(aligned.as_slice()[200], 43);
+        assert!(matches!(
+            pf.read_page(pid(4), aligned.as_mut_slice()),
+            Err(BufferError::Corrupted { reason, .. }) if reason == "beyond end of file"
+        ));
+    }
+
+    #[test]
+    fn concurrent_positional_io() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("db");
+        let pf = PageFile::create(&path, 4096, false).expect("create");
+        let mut m = Meta::new(4096);
+        m.page_count = 65;
+        pf.write_meta(&m).expect("meta");
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let pf = &pf;
+                s.spawn(move || {
+                    for n in (1 + t * 16)..(1 + (t + 1) * 16) {
+                        let mut p = leaf(4096, pid(n), n as u8);
+                        pf.write_page(pid(n), &mut p).expect("write");
+                    }
+                });
+            }
+        });
+        let mut buf = vec![0u8; 4096];
+        for n in 1..65 {
+            pf.read_page(pid(n), &mut buf).expect("read");
+            assert_eq!(buf[HEADER_SIZE], n as u8);
+        }
+    }
+}

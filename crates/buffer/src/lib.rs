@@ -1,0 +1,28 @@
+//! SwizzleDB's page file and buffer pool.
+//!
+//! One aligned region of frames, a separate array of frame descriptors, a page table, and three
+//! ways of following child references ([`PoolMode`]): through the page table on every step
+//! (traditional), through swizzled frame references (Graefe et al. 2014), or main-memory style
+//! with everything resident. The rules the code relies on are numbered in `README.md` (B1…) and
+//! cited by every `// SAFETY:` comment.
+
+mod aligned;
+mod error;
+mod file;
+mod guard;
+mod meta;
+pub mod page;
+mod page_table;
+mod pool;
+mod stats;
+mod swip;
+
+pub use aligned::AlignedBuf;
+pub use error::{BufferError, Result};
+pub use guard::{Exclusive, ExclusiveGuard, LatchKind, PageGuard, Shared, SharedGuard};
+pub use meta::{validate_tree_name, MAX_TREE_NAME};
+pub use pool::{BufferPool, PageOwner, PoolConfig, PoolMode, MIN_FRAMES};
+pub use stats::Stats;
+pub use swip::{Swip, SwipTarget};
+pub use swizzledb_replacement::PolicyKind;
+pub use swizzledb_sync::{FrameId, Lsn, PageId};

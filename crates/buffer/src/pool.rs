@@ -1,0 +1,1126 @@
+//! The buffer pool: frames, descriptors, fix paths, swizzling, eviction and flushing.
+//! The rules cited as B1… are in this crate's `README.md`.
+
+use crate::aligned::AlignedBuf;
+use crate::error::{BufferError, Result};
+use crate::file::PageFile;
+use crate::guard::{Exclusive, LatchKind, PageGuard};
+use crate::meta::Meta;
+use crate::page::{self, get_u64, put_u64, PageType};
+use crate::page_table::PageTable;
+use crate::stats::{bump, Registry, Stats};
+use crate::swip::{Swip, SwipTarget};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::Arc;
+use swizzledb_replacement::{Policy, PolicyKind, Rejection};
+use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
+
+/// How child references are followed (chosen at open; all other code is shared).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Hash)]
+pub enum PoolMode {
+    /// Child references stay page ids; every step goes through the page table.
+    Traditional,
+    /// Child references are swizzled to frame references on first use (Graefe et al. 2014).
+    Swizzling,
+    /// Everything is loaded at open and referenced directly; no page table on any path, no
+    /// eviction; running out of frames is an error.
+    MainMemory,
+}
+
+impl PoolMode {
+    /// All modes, in the order experiments print them.
+    pub const ALL: [PoolMode; 3] = [
+        PoolMode::Traditional,
+        PoolMode::Swizzling,
+        PoolMode::MainMemory,
+    ];
+
+    /// True if child references are turned into frame references.
+    #[inline]
+    #[must_use]
+    pub fn swizzles(self) -> bool {
+        self != PoolMode::Traditional
+    }
+
+    /// Short name used on the command line and in CSV files.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolMode::Traditional => "traditional",
+            PoolMode::Swizzling => "swizzling",
+            PoolMode::MainMemory => "main-memory",
+        }
+    }
+}
+
+impl std::fmt::Display for PoolMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PoolMode {
+    type Err = BufferError;
+    fn from_str(s: &str) -> Result<PoolMode> {
+        match s.to_ascii_lowercase().as_str() {
+            "traditional" | "trad" => Ok(PoolMode::Traditional),
+            "swizzling" | "swizzle" => Ok(PoolMode::Swizzling),
+            "main-memory" | "mainmemory" | "mm" | "main_memory" => Ok(PoolMode::MainMemory),
+            _ => Err(BufferError::Config(format!(
+                "unknown mode {s:?}; expected traditional, swizzling or main-memory"
+            ))),
+        }
+    }
+}
+
+/// Buffer-pool settings.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// How child references are followed.
+    pub mode: PoolMode,
+    /// Memory for frames, in bytes (the memory limit in main-memory mode).
+    pub pool_bytes: usize,
+    /// Page size for new files; must match the file when opening.
+    pub page_size: usize,
+    /// Replacement policy (ignored in main-memory mode).
+    pub policy: PolicyKind,
+    /// Seed for randomized policies.
+    pub seed: u64,
+    /// Open the file with O_DIRECT.
+    pub direct_io: bool,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            mode: PoolMode::Swizzling,
+            pool_bytes: 64 << 20,
+            page_size: page::DEFAULT_PAGE_SIZE,
+            policy: PolicyKind::default(),
+            seed: 0x5EED,
+            direct_io: false,
+        }
+    }
+}
+
+/// Smallest pool, in frames.
+pub const MIN_FRAMES: usize = 16;
+
+/// What the pool needs to know about the pages it holds (the PageOwner seam of ARCHITECTURE.md).
+/// The B-tree implements it; eviction, un-swizzling and flushing use nothing else.
+pub trait PageOwner: Send + Sync {
+    /// Appends the byte offset of every child reference (swip) in `page` to `out`, the foster
+    /// reference included. Called under the page's latch.
+    fn swip_offsets(&self, page: &[u8], out: &mut Vec<usize>);
+
+    /// Checks the structure of a page just read from the file (after its checksum passed), so that
+    /// no later code can be led out of bounds by it.
+    ///
+    /// # Errors
+    /// A description of the first inconsistency.
+    fn check_page(&self, page: &[u8]) -> std::result::Result<(), String>;
+}
+
+const FREE: u8 = 0;
+const LOADING: u8 = 1;
+const RESIDENT: u8 = 2;
+const NO_PARENT: u32 = u32::MAX;
+
+/// A frame descriptor: everything about a frame except its page bytes (B4 names the protection of
+/// each field).
+#[repr(align(64))]
+#[derive(Debug, Default)]
+pub(crate) struct FrameDesc {
+    pub(crate) latch: Latch,
+    /// Page held; written under the exclusive latch while the frame leaves or enters FREE.
+    page_id: AtomicU64,
+    /// FREE, LOADING or RESIDENT; changed only under the exclusive latch.
+    state: AtomicU8,
+    /// The page differs from its copy in the file; set under the exclusive latch.
+    dirty: AtomicBool,
+    /// The page is a tree root: never evicted.
+    root: AtomicBool,
+    /// The frame whose page holds the swizzled swip to this frame (B6), or NO_PARENT.
+    parent: AtomicU32,
+}
+
+impl FrameDesc {
+    #[inline]
+    pub(crate) fn mark_dirty(&self) {
+        if !self.dirty.load(Relaxed) {
+            self.dirty.store(true, Relaxed);
+        }
+    }
+
+    fn parent(&self) -> Option<FrameId> {
+        match self.parent.load(Acquire) {
+            NO_PARENT => None,
+            p => Some(FrameId(p)),
+        }
+    }
+
+    fn set_parent(&self, p: Option<FrameId>) {
+        self.parent.store(p.map_or(NO_PARENT, |f| f.0), Release);
+    }
+}
+
+/// The buffer pool. See the crate README for its rules.
+pub struct BufferPool {
+    mode: PoolMode,
+    page_size: usize,
+    frames: Box<[FrameDesc]>,
+    /// Base of the frame region (`memory`), cached as a raw pointer for page access (B1).
+    base: *mut u8,
+    memory: AlignedBuf,
+    table: PageTable,
+    free: Mutex<VecDeque<FrameId>>,
+    free_count: AtomicUsize,
+    evict_lock: Mutex<()>,
+    low_watermark: usize,
+    high_watermark: usize,
+    policy: Box<dyn Policy>,
+    owner: Arc<dyn PageOwner>,
+    file: PageFile,
+    meta: Mutex<Meta>,
+    roots: Mutex<Vec<FrameId>>,
+    sweep_cursor: AtomicUsize,
+    stats: Registry,
+}
+
+// SAFETY: B1 — `base` points into `memory`, which the pool owns for its whole life; all access to
+// page bytes goes through latched guards or pool code holding the frame's latch.
+unsafe impl Send for BufferPool {}
+// SAFETY: B1 — as above; shared access to page bytes is serialized by frame latches.
+unsafe impl Sync for BufferPool {}
+
+impl BufferPool {
+    /// Creates a new database file and a pool over it.
+    ///
+    /// # Errors
+    /// Invalid configuration or I/O errors.
+    pub fn create(
+        path: &Path,
+        config: &PoolConfig,
+        owner: Arc<dyn PageOwner>,
+    ) -> Result<BufferPool> {
+        let file = PageFile::create(path, config.page_size, config.direct_io)?;
+        let meta = Meta::new(config.page_size);
+        file.write_meta(&meta)?;
+        file.sync()?;
+        BufferPool::new(file, meta, config, owner)
+    }
+
+    /// Opens an existing database file.
+    ///
+    /// # Errors
+    /// The file is not a SwizzleDB file, has another version or page size, is corrupted, or I/O
+    /// fails.
+    pub fn open(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
+        let (file, meta) = PageFile::open(path, config.direct_io)?;
+        if meta.page_size != config.page_size {
+            return Err(BufferError::PageSizeMismatch {
+                file: path.to_path_buf(),
+                found: meta.page_size,
+                requested: config.page_size,
+            });
+        }
+        BufferPool::new(file, meta, config, owner)
+    }
+
+    fn new(
+        file: PageFile,
+        meta: Meta,
+        config: &PoolConfig,
+        owner: Arc<dyn PageOwner>,
+    ) -> Result<BufferPool> {
+        let page_size = meta.page_size;
+        let capacity = config.pool_bytes / page_size;
+        if capacity < MIN_FRAMES {
+            return Err(BufferError::Config(format!(
+                "a pool of {} bytes holds {capacity} pages of {page_size} bytes; at least {MIN_FRAMES} \
+                 pages are needed",
+                config.pool_bytes
+            )));
+        }
+        if capacity >= NO_PARENT as usize {
+            return Err(BufferError::Config(format!(
+                "a pool of {capacity} frames is too large"
+            )));
+        }
+        let mut memory = AlignedBuf::new(capacity * page_size, 4096)?;
+        let base = memory.as_mut_ptr();
+        let frames: Box<[FrameDesc]> = (0..capacity).map(|_| FrameDesc::default()).collect();
+        for d in frames.iter() {
+            d.parent.store(NO_PARENT, Relaxed);
+        }
+        let low = (capacity / 64).clamp(2, 256);
+        Ok(BufferPool {
+            mode: config.mode,
+            page_size,
+            frames,
+            base,
+            memory,
+            table: PageTable::new(capacity),
+            free: Mutex::new((0..capacity as u32).map(FrameId).collect()),
+            free_count: AtomicUsize::new(capacity),
+            evict_lock: Mutex::new(()),
+            low_watermark: low,
+            high_watermark: (low * 2).min(capacity / 2),
+            policy: config.policy.build(capacity, config.seed),
+            owner,
+            file,
+            meta: Mutex::new(meta),
+            roots: Mutex::new(Vec::new()),
+            sweep_cursor: AtomicUsize::new(0),
+            stats: Registry::new(),
+        })
+    }
+
+    /// The pool's mode.
+    #[inline]
+    #[must_use]
+    pub fn mode(&self) -> PoolMode {
+        self.mode
+    }
+
+    /// Page size in bytes.
+    #[inline]
+    #[must_use]
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Number of frames.
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Bytes of memory held by frames and descriptors.
+    #[must_use]
+    pub fn memory_bytes(&self) -> usize {
+        self.memory.len() + self.frames.len() * std::mem::size_of::<FrameDesc>()
+    }
+
+    /// The replacement policy's name.
+    #[must_use]
+    pub fn policy_name(&self) -> String {
+        if self.mode == PoolMode::MainMemory {
+            "none".into()
+        } else {
+            self.policy.name()
+        }
+    }
+
+    /// The database file's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Counters summed over all threads.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.stats.snapshot()
+    }
+
+    /// Frames currently holding a page.
+    #[must_use]
+    pub fn resident_pages(&self) -> usize {
+        self.frames.len() - self.free_count.load(Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn desc(&self, f: FrameId) -> &FrameDesc {
+        &self.frames[f.index()]
+    }
+
+    #[inline]
+    pub(crate) fn frame_page_id(&self, f: FrameId) -> PageId {
+        PageId::new(self.desc(f).page_id.load(Relaxed)).expect("frame holds a valid page id")
+    }
+
+    /// The page bytes of frame `f`.
+    ///
+    /// # Safety
+    /// B1: the caller holds `f`'s latch (any mode) for as long as the slice lives, and no
+    /// `page_mut` borrow of `f` is alive.
+    #[inline]
+    pub(crate) unsafe fn page(&self, f: FrameId) -> &[u8] {
+        debug_assert!(f.index() < self.frames.len());
+        // SAFETY: B1 — the frame lies inside `memory` (index checked against capacity) and the
+        // caller's latch keeps writers out.
+        unsafe {
+            std::slice::from_raw_parts(self.base.add(f.index() * self.page_size), self.page_size)
+        }
+    }
+
+    /// The page bytes of frame `f`, mutably.
+    ///
+    /// # Safety
+    /// B1: the caller holds `f`'s latch exclusively and no other borrow of the page is alive.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn page_mut(&self, f: FrameId) -> &mut [u8] {
+        debug_assert!(f.index() < self.frames.len());
+        // SAFETY: B1 — inside `memory`; the exclusive latch makes this the only access.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.base.add(f.index() * self.page_size),
+                self.page_size,
+            )
+        }
+    }
+
+    #[inline]
+    fn count(&self, f: impl FnOnce(&crate::stats::Block)) {
+        self.stats.with(f);
+    }
+
+    #[inline]
+    pub(crate) fn unfix(&self, f: FrameId, mode: LatchMode) {
+        if self.mode != PoolMode::MainMemory {
+            self.policy.on_unfix(f);
+        }
+        self.desc(f).latch.unlock(mode);
+    }
+
+    fn corrupted(&self, page: PageId, reason: impl Into<String>) -> BufferError {
+        BufferError::Corrupted {
+            file: self.file.path().to_path_buf(),
+            page,
+            reason: reason.into(),
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Roots and the catalog
+    // ----------------------------------------------------------------------------------------
+
+    /// The root page of the named tree, from the catalog on the metadata page.
+    #[must_use]
+    pub fn catalog_get(&self, name: &str) -> Option<PageId> {
+        self.meta.lock().trees.get(name).copied()
+    }
+
+    /// Names of all trees in the catalog.
+    #[must_use]
+    pub fn catalog_names(&self) -> Vec<String> {
+        self.meta.lock().trees.keys().cloned().collect()
+    }
+
+    /// Records a tree in the catalog (persisted by the next flush).
+    ///
+    /// # Errors
+    /// The catalog would no longer fit the metadata page.
+    pub fn catalog_insert(&self, name: &str, root: PageId) -> Result<()> {
+        let mut meta = self.meta.lock();
+        meta.trees.insert(name.to_owned(), root);
+        let mut probe = vec![0u8; self.page_size];
+        if let Err(e) = meta.encode(&mut probe) {
+            meta.trees.remove(name);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Loads a tree's root and keeps it resident for the pool's life (B5). In main-memory mode the
+    /// whole tree is loaded and swizzled.
+    ///
+    /// # Errors
+    /// I/O errors, corruption, or too little memory.
+    pub fn load_root(&self, root: PageId) -> Result<FrameId> {
+        let g = self.fix_page::<Exclusive>(root)?;
+        self.desc(g.frame).root.store(true, Relaxed);
+        let f = g.frame;
+        self.roots.lock().push(f);
+        if self.mode == PoolMode::MainMemory {
+            let mut g = g;
+            self.load_subtree(&mut g)?;
+        }
+        Ok(f)
+    }
+
+    /// Marks a freshly allocated page as a tree root (B5).
+    pub fn make_root(&self, g: &PageGuard<'_, Exclusive>) {
+        self.desc(g.frame).root.store(true, Relaxed);
+        self.roots.lock().push(g.frame);
+    }
+
+    /// Main-memory mode: loads every descendant of `g` and swizzles every reference.
+    fn load_subtree(&self, g: &mut PageGuard<'_, Exclusive>) -> Result<()> {
+        let mut offs = Vec::new();
+        self.owner.swip_offsets(g, &mut offs);
+        for off in offs {
+            let mut child = self.fix_child::<Exclusive, Exclusive>(g, off)?;
+            self.load_subtree(&mut child)?;
+        }
+        Ok(())
+    }
+
+    /// Fixes a root frame returned by [`BufferPool::load_root`].
+    #[inline]
+    pub fn fix_root<M: LatchKind>(&self, root: FrameId) -> PageGuard<'_, M> {
+        let d = self.desc(root);
+        debug_assert!(d.root.load(Relaxed), "B5: fix_root on a non-root frame");
+        d.latch.lock(M::MODE);
+        self.count(|b| {
+            bump(&b.fixes);
+            bump(&b.hits);
+        });
+        PageGuard::adopt(self, root)
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Fix paths
+    // ----------------------------------------------------------------------------------------
+
+    /// Fixes the child referenced by the swip at byte `swip_off` of the parent's page, latching
+    /// the child before the caller releases the parent (lock coupling, B10). In swizzling modes an
+    /// unswizzled swip is swizzled if the parent's latch can be held exclusively without waiting
+    /// (B6).
+    ///
+    /// # Errors
+    /// I/O errors, corruption, or no free frame.
+    #[inline]
+    pub fn fix_child<'p, P: LatchKind, M: LatchKind>(
+        &'p self,
+        parent: &mut PageGuard<'_, P>,
+        swip_off: usize,
+    ) -> Result<PageGuard<'p, M>> {
+        assert!(
+            std::ptr::eq(parent.pool, self),
+            "B1: the parent guard belongs to another pool"
+        );
+        let raw = get_u64(parent, swip_off);
+        let Some(swip) = Swip::from_raw(raw) else {
+            return Err(self.corrupted(
+                parent.page_id(),
+                format!("invalid swip {raw:#x} at {swip_off}"),
+            ));
+        };
+        match swip.target() {
+            SwipTarget::Frame(f) => {
+                let d = self.desc(f);
+                d.latch.lock(M::MODE);
+                self.count(|b| {
+                    bump(&b.fixes);
+                    bump(&b.hits);
+                });
+                if self.mode != PoolMode::MainMemory {
+                    self.policy.on_hit(f);
+                }
+                Ok(PageGuard::adopt(self, f))
+            }
+            SwipTarget::Page(pid) => {
+                let child = self.fix_page::<M>(pid)?;
+                if self.mode.swizzles() {
+                    self.try_swizzle(parent, swip_off, &child);
+                }
+                Ok(child)
+            }
+        }
+    }
+
+    /// B6: swizzles the parent's swip at `off` to `child`'s frame, if the parent can be held
+    /// exclusively without waiting.
+    fn try_swizzle<P: LatchKind, M: LatchKind>(
+        &self,
+        parent: &mut PageGuard<'_, P>,
+        off: usize,
+        child: &PageGuard<'_, M>,
+    ) {
+        let cd = self.desc(child.frame);
+        if cd.root.load(Relaxed) {
+            return;
+        }
+        let pd = self.desc(parent.frame);
+        let upgraded = match P::MODE {
+            LatchMode::Exclusive => false,
+            LatchMode::Shared => {
+                if !pd.latch.try_upgrade() {
+                    return;
+                }
+                true
+            }
+        };
+        // SAFETY: B1 — the parent (a frame of this pool, asserted in fix_child) is now latched
+        // exclusively by this thread, and `&mut parent` guarantees no slice borrowed from the
+        // guard is alive.
+        let page = unsafe { self.page_mut(parent.frame) };
+        debug_assert_eq!(
+            get_u64(page, off),
+            Swip::page(child.page_id()).raw(),
+            "B6: swip changed under latch"
+        );
+        cd.set_parent(Some(parent.frame));
+        put_u64(page, off, Swip::frame(child.frame).raw());
+        if upgraded {
+            pd.latch.downgrade();
+        }
+        self.count(|b| bump(&b.swizzles));
+    }
+
+    /// Fixes a page by id through the page table, reading it on a miss (B3).
+    ///
+    /// # Errors
+    /// I/O errors, corruption, or no free frame.
+    pub fn fix_page<M: LatchKind>(&self, pid: PageId) -> Result<PageGuard<'_, M>> {
+        loop {
+            self.count(|b| bump(&b.page_table_lookups));
+            if let Some(f) = self.table.get(pid) {
+                let d = self.desc(f);
+                d.latch.lock(M::MODE);
+                // B3: a frame found in the table may have been reused before we latched it.
+                if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
+                    self.count(|b| {
+                        bump(&b.fixes);
+                        bump(&b.hits);
+                    });
+                    if self.mode != PoolMode::MainMemory {
+                        self.policy.on_hit(f);
+                    }
+                    return Ok(PageGuard::adopt(self, f));
+                }
+                d.latch.unlock(M::MODE);
+                std::thread::yield_now();
+                continue;
+            }
+            let f = self.grab_free_frame()?;
+            let d = self.desc(f);
+            d.latch.lock_exclusive();
+            d.page_id.store(pid.get(), Relaxed);
+            d.state.store(LOADING, Release);
+            if self.table.insert_if_absent(pid, f).is_err() {
+                // Another thread is loading the same page; use its frame.
+                d.state.store(FREE, Release);
+                d.latch.unlock_exclusive();
+                self.push_free(f);
+                continue;
+            }
+            // SAFETY: B1 — we hold the exclusive latch of a frame nobody else can have reached
+            // in a usable state (it is LOADING).
+            let page = unsafe { self.page_mut(f) };
+            let loaded = self
+                .file
+                .read_page(pid, page)
+                .and_then(|()| self.check_loaded(pid, page));
+            if let Err(e) = loaded {
+                self.table.remove(pid, f);
+                d.state.store(FREE, Release);
+                d.latch.unlock_exclusive();
+                self.push_free(f);
+                return Err(e);
+            }
+            d.dirty.store(false, Relaxed);
+            d.set_parent(None);
+            d.state.store(RESIDENT, Release);
+            if self.mode != PoolMode::MainMemory {
+                self.policy.on_insert(f, pid);
+            }
+            self.count(|b| {
+                bump(&b.fixes);
+                bump(&b.misses);
+                bump(&b.pages_read);
+            });
+            return Ok(PageGuard::<Exclusive>::adopt(self, f).into_mode::<M>());
+        }
+    }
+
+    /// B8: pages in the file never hold swizzled swips, and their structure must be sound.
+    fn check_loaded(&self, pid: PageId, page: &[u8]) -> Result<()> {
+        if page::page_type(page) == Some(PageType::Free)
+            || page::page_type(page) == Some(PageType::Meta)
+        {
+            return Err(
+                self.corrupted(pid, "expected a B-tree node, found a free or metadata page")
+            );
+        }
+        self.owner
+            .check_page(page)
+            .map_err(|r| self.corrupted(pid, r))?;
+        let mut offs = Vec::new();
+        self.owner.swip_offsets(page, &mut offs);
+        for off in offs {
+            let raw = get_u64(page, off);
+            if Swip::from_raw(raw).is_none_or(Swip::is_swizzled) || raw == 0 {
+                return Err(self.corrupted(
+                    pid,
+                    format!("child reference {raw:#x} at {off} is not a page id"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Allocation and structure changes
+    // ----------------------------------------------------------------------------------------
+
+    /// Allocates a new page (reusing a free page if there is one), formatted as an empty leaf and
+    /// fixed exclusively.
+    ///
+    /// # Errors
+    /// No free frame (PoolExhausted / MemoryLimit) or I/O errors during eviction.
+    pub fn allocate_page(&self) -> Result<PageGuard<'_, Exclusive>> {
+        let f = self.grab_free_frame()?;
+        let pid = {
+            let mut meta = self.meta.lock();
+            if let Some(p) = meta.free_pages.pop() {
+                p
+            } else {
+                let p = PageId::new(meta.page_count).expect("page count below 2^63");
+                meta.page_count += 1;
+                p
+            }
+        };
+        let d = self.desc(f);
+        d.latch.lock_exclusive();
+        d.page_id.store(pid.get(), Relaxed);
+        let inserted = self.table.insert_if_absent(pid, f);
+        debug_assert!(
+            inserted.is_ok(),
+            "B3: a newly allocated page cannot be resident"
+        );
+        // SAFETY: B1 — exclusive latch on a frame taken from the free list.
+        let page = unsafe { self.page_mut(f) };
+        page::format(page, pid, PageType::Leaf, 0);
+        d.dirty.store(true, Relaxed);
+        d.set_parent(None);
+        d.state.store(RESIDENT, Release);
+        if self.mode != PoolMode::MainMemory {
+            self.policy.on_insert(f, pid);
+        }
+        Ok(PageGuard::adopt(self, f))
+    }
+
+    /// The swip a parent should store to reference `child` (B6/B7): swizzled in swizzling modes
+    /// (recording the parent in the child's descriptor), the page id otherwise.
+    pub fn swip_for(
+        &self,
+        child: &PageGuard<'_, Exclusive>,
+        parent: &PageGuard<'_, Exclusive>,
+    ) -> Swip {
+        if self.mode.swizzles() {
+            self.desc(child.frame).set_parent(Some(parent.frame));
+            self.count(|b| bump(&b.swizzles));
+            Swip::frame(child.frame)
+        } else {
+            Swip::page(child.page_id())
+        }
+    }
+
+    /// B6: a swip moved into `new_parent`'s page; if it is swizzled, the child's descriptor must
+    /// name the new parent. The caller holds both the old and the new parent exclusively.
+    pub fn note_swip_moved(&self, swip: Swip, new_parent: &PageGuard<'_, Exclusive>) {
+        if let SwipTarget::Frame(f) = swip.target() {
+            self.desc(f).set_parent(Some(new_parent.frame));
+        }
+    }
+
+    /// The page id a swip refers to (reads the descriptor for swizzled swips). The caller holds
+    /// the latch of the page containing the swip, which keeps a swizzled child resident (B6).
+    #[must_use]
+    pub fn swip_page_id(&self, swip: Swip) -> PageId {
+        match swip.target() {
+            SwipTarget::Page(p) => p,
+            SwipTarget::Frame(f) => self.frame_page_id(f),
+        }
+    }
+
+    /// The frame a swizzled swip's child records as its parent (for structural checks).
+    #[must_use]
+    pub fn swizzled_parent(&self, swip: Swip) -> Option<FrameId> {
+        match swip.target() {
+            SwipTarget::Page(_) => None,
+            SwipTarget::Frame(f) => self.desc(f).parent(),
+        }
+    }
+
+    /// Frees a page that no swip references any more and that holds no swizzled swips (B11). Its
+    /// frame returns to the free list and its page id to the free-page set.
+    pub fn free_page(&self, g: PageGuard<'_, Exclusive>) {
+        debug_assert!(
+            !self.has_swizzled_children(&g),
+            "B11: freeing a page with swizzled children"
+        );
+        let pid = g.page_id();
+        let f = g.into_frame();
+        let d = self.desc(f);
+        debug_assert!(!d.root.load(Relaxed), "B5: roots are never freed");
+        d.set_parent(None);
+        self.table.remove(pid, f);
+        d.state.store(FREE, Release);
+        d.dirty.store(false, Relaxed);
+        if self.mode != PoolMode::MainMemory {
+            self.policy.on_remove(f, false);
+        }
+        d.latch.unlock_exclusive();
+        self.push_free(f);
+        self.meta.lock().free_pages.push(pid);
+    }
+
+    fn has_swizzled_children(&self, page: &[u8]) -> bool {
+        let mut offs = Vec::new();
+        self.owner.swip_offsets(page, &mut offs);
+        offs.iter()
+            .any(|&o| Swip::from_raw(get_u64(page, o)).is_some_and(Swip::is_swizzled))
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Free frames and eviction
+    // ----------------------------------------------------------------------------------------
+
+    fn pop_free(&self) -> Option<FrameId> {
+        let f = self.free.lock().pop_front();
+        if f.is_some() {
+            self.free_count.fetch_sub(1, Relaxed);
+        }
+        f
+    }
+
+    fn push_free(&self, f: FrameId) {
+        self.free.lock().push_back(f);
+        self.free_count.fetch_add(1, Relaxed);
+    }
+
+    /// Takes a free frame, evicting a batch first when free frames fall below the low watermark.
+    fn grab_free_frame(&self) -> Result<FrameId> {
+        if self.mode == PoolMode::MainMemory {
+            return self.pop_free().ok_or(BufferError::MemoryLimit {
+                limit_bytes: self.memory.len(),
+                frames: self.frames.len(),
+            });
+        }
+        loop {
+            if self.free_count.load(Relaxed) < self.low_watermark {
+                if let Some(_g) = self.evict_lock.try_lock() {
+                    match self.evict_batch() {
+                        Ok(()) => {}
+                        Err(BufferError::PoolExhausted { .. })
+                            if self.free_count.load(Relaxed) > 0 => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            if let Some(f) = self.pop_free() {
+                return Ok(f);
+            }
+            let _g = self.evict_lock.lock();
+            if let Some(f) = self.pop_free() {
+                return Ok(f);
+            }
+            self.evict_batch()?;
+        }
+    }
+
+    /// Frees frames for a caller that holds no latch (B13): operations that failed with
+    /// [`BufferError::PoolExhausted`] while holding latches call this and retry, because a latch
+    /// held on a parent keeps all its swizzled children from being evicted.
+    ///
+    /// # Errors
+    /// `PoolExhausted` if nothing could be freed even so; I/O errors writing victims.
+    pub fn make_room(&self) -> Result<()> {
+        if self.mode == PoolMode::MainMemory {
+            return Err(BufferError::MemoryLimit {
+                limit_bytes: self.memory.len(),
+                frames: self.frames.len(),
+            });
+        }
+        let _g = self.evict_lock.lock();
+        if self.free_count.load(Relaxed) >= self.low_watermark {
+            return Ok(());
+        }
+        self.evict_batch()
+    }
+
+    /// Evicts until the high watermark of free frames is reached (B13). Called with the eviction
+    /// lock held.
+    fn evict_batch(&self) -> Result<()> {
+        let target = self.high_watermark.max(1);
+        let mut freed = 0usize;
+        let max_proposals = 2 * self.frames.len() + 16;
+        let mut proposals = 0;
+        while self.free_count.load(Relaxed) < target && proposals < max_proposals {
+            let Some(c) = self.policy.next_candidate() else {
+                break;
+            };
+            proposals += 1;
+            match self.try_evict(c)? {
+                None => freed += 1,
+                Some(why) => self.policy.on_rejected(c, why),
+            }
+        }
+        if self.free_count.load(Relaxed) < target && self.mode == PoolMode::Swizzling {
+            freed += self.sweep(target)?;
+        }
+        if freed == 0 && self.free_count.load(Relaxed) == 0 {
+            return Err(BufferError::PoolExhausted {
+                frames: self.frames.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Tries to evict frame `f` without waiting for any latch (B13). `Ok(None)` if evicted.
+    fn try_evict(&self, f: FrameId) -> Result<Option<Rejection>> {
+        let d = self.desc(f);
+        if d.root.load(Relaxed) {
+            return Ok(Some(Rejection::Root));
+        }
+        if d.state.load(Acquire) != RESIDENT {
+            return Ok(Some(Rejection::NotResident));
+        }
+        // Latch order (B10): parent before child; both without waiting.
+        let parent = d.parent();
+        if let Some(p) = parent {
+            if !self.desc(p).latch.try_lock_exclusive() {
+                return Ok(Some(Rejection::InUse));
+            }
+        }
+        let unlatch_parent = || {
+            if let Some(p) = parent {
+                self.desc(p).latch.unlock_exclusive();
+            }
+        };
+        if !d.latch.try_lock_exclusive() {
+            unlatch_parent();
+            return Ok(Some(Rejection::InUse));
+        }
+        let reject = |why| {
+            d.latch.unlock_exclusive();
+            unlatch_parent();
+            Ok(Some(why))
+        };
+        if d.state.load(Acquire) != RESIDENT || d.root.load(Relaxed) {
+            return reject(Rejection::NotResident);
+        }
+        if d.parent() != parent {
+            return reject(Rejection::InUse);
+        }
+        let pid = self.frame_page_id(f);
+        // SAFETY: B1 — we hold f's latch exclusively.
+        let page = unsafe { self.page_mut(f) };
+        if self.mode.swizzles() && self.has_swizzled_children(page) {
+            return reject(Rejection::SwizzledChildren);
+        }
+        // Find the swizzled swip in the parent before changing anything (B6).
+        let parent_slot = match parent {
+            None => None,
+            Some(p) => {
+                // SAFETY: B1 — we hold p's latch exclusively; `page` above is another frame.
+                let ppage = unsafe { self.page_mut(p) };
+                let mut offs = Vec::new();
+                self.owner.swip_offsets(ppage, &mut offs);
+                let me = Swip::frame(f).raw();
+                match offs.into_iter().find(|&o| get_u64(ppage, o) == me) {
+                    Some(o) => Some((ppage, o)),
+                    None => {
+                        debug_assert!(false, "B6: parent {p} does not reference {f}");
+                        return reject(Rejection::InUse);
+                    }
+                }
+            }
+        };
+        if d.dirty.load(Relaxed) {
+            // The page has no swizzled swips, so its bytes are already the on-disk form (B8).
+            if let Err(e) = self.file.write_page(pid, page) {
+                d.latch.unlock_exclusive();
+                unlatch_parent();
+                return Err(e);
+            }
+            d.dirty.store(false, Relaxed);
+            self.count(|b| {
+                bump(&b.write_backs);
+                bump(&b.pages_written);
+            });
+        }
+        if let Some((ppage, o)) = parent_slot {
+            put_u64(ppage, o, Swip::page(pid).raw());
+            self.count(|b| bump(&b.unswizzles));
+        }
+        d.set_parent(None);
+        self.table.remove(pid, f);
+        d.state.store(FREE, Release);
+        self.policy.on_remove(f, true);
+        d.latch.unlock_exclusive();
+        unlatch_parent();
+        self.push_free(f);
+        self.count(|b| bump(&b.evictions));
+        Ok(None)
+    }
+
+    /// Graefe's depth-first sweep (B14): walks the cached part of each tree from its root, leaf-first,
+    /// and evicts pages without swizzled children. Used when the policy found too few victims.
+    fn sweep(&self, target: usize) -> Result<usize> {
+        let roots = self.roots.lock().clone();
+        let start = self.sweep_cursor.fetch_add(1, Relaxed);
+        let mut candidates = Vec::new();
+        let mut stack: Vec<FrameId> = roots;
+        let mut offs = Vec::new();
+        let want = target.max(1) * 2;
+        while let Some(f) = stack.pop() {
+            let d = self.desc(f);
+            if !d.latch.try_lock_shared() {
+                continue;
+            }
+            if d.state.load(Acquire) != RESIDENT {
+                d.latch.unlock_shared();
+                continue;
+            }
+            // SAFETY: B1 — shared latch held until unlock below.
+            let page = unsafe { self.page(f) };
+            offs.clear();
+            self.owner.swip_offsets(page, &mut offs);
+            let children: Vec<FrameId> = offs
+                .iter()
+                .filter_map(
+                    |&o| match Swip::from_raw(get_u64(page, o)).map(Swip::target) {
+                        Some(SwipTarget::Frame(c)) => Some(c),
+                        _ => None,
+                    },
+                )
+                .collect();
+            d.latch.unlock_shared();
+            if children.is_empty() {
+                if !d.root.load(Relaxed) {
+                    candidates.push(f);
+                    if candidates.len() >= want {
+                        break;
+                    }
+                }
+            } else {
+                // Rotate the starting child so successive sweeps resume elsewhere.
+                let k = start % children.len();
+                stack.extend(children[k..].iter().chain(&children[..k]).rev());
+            }
+        }
+        let mut freed = 0;
+        for c in candidates {
+            if self.free_count.load(Relaxed) >= target {
+                break;
+            }
+            if self.try_evict(c)?.is_none() {
+                freed += 1;
+            }
+        }
+        Ok(freed)
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Flushing
+    // ----------------------------------------------------------------------------------------
+
+    /// Writes every dirty page (with page ids in place of swizzled swips, B8), the free-page chain
+    /// and the metadata page, then syncs the file.
+    ///
+    /// # Errors
+    /// I/O errors; the pool then refuses further I/O (sticky error).
+    pub fn flush(&self) -> Result<()> {
+        let mut buf = AlignedBuf::new(self.page_size, 4096)?;
+        let mut offs = Vec::new();
+        for (i, d) in self.frames.iter().enumerate() {
+            if !d.dirty.load(Relaxed) {
+                continue;
+            }
+            let f = FrameId(i as u32);
+            d.latch.lock_shared();
+            if d.state.load(Acquire) != RESIDENT || !d.dirty.load(Relaxed) {
+                d.latch.unlock_shared();
+                continue;
+            }
+            let pid = self.frame_page_id(f);
+            // SAFETY: B1 — shared latch held while copying.
+            let page = unsafe { self.page(f) };
+            let out = buf.as_mut_slice();
+            out.copy_from_slice(page);
+            offs.clear();
+            self.owner.swip_offsets(out, &mut offs);
+            for &o in &offs {
+                if let Some(s) = Swip::from_raw(get_u64(out, o)) {
+                    // Children of a latched page stay resident (B6), so the id is current.
+                    put_u64(out, o, Swip::page(self.swip_page_id(s)).raw());
+                }
+            }
+            d.dirty.store(false, Relaxed);
+            d.latch.unlock_shared();
+            if let Err(e) = self.file.write_page(pid, out) {
+                d.dirty.store(true, Relaxed);
+                return Err(e);
+            }
+            self.count(|b| {
+                bump(&b.write_backs);
+                bump(&b.pages_written);
+            });
+        }
+        let meta = self.meta.lock();
+        self.file.set_len_pages(meta.page_count)?;
+        self.file.write_meta(&meta)?;
+        self.count(|b| bump(&b.pages_written));
+        self.file.sync()
+    }
+
+    /// Debug check of the pool's own invariants (B3, B6): every resident frame is in the page
+    /// table, and every frame recording a parent is referenced by a swizzled swip there.
+    /// Must be called while no other thread uses the pool.
+    ///
+    /// # Errors
+    /// A description of the first violated rule.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let mut resident = 0;
+        let mut offs = Vec::new();
+        for (i, d) in self.frames.iter().enumerate() {
+            let f = FrameId(i as u32);
+            if d.latch.is_latched() {
+                return Err(format!("{f} is still latched"));
+            }
+            if d.state.load(Acquire) != RESIDENT {
+                continue;
+            }
+            resident += 1;
+            let pid = self.frame_page_id(f);
+            if self.table.get(pid) != Some(f) {
+                return Err(format!("B3: {pid:?} in {f} is missing from the page table"));
+            }
+            if let Some(p) = d.parent() {
+                // SAFETY: B1 — no other thread uses the pool (documented precondition).
+                let ppage = unsafe { self.page(p) };
+                offs.clear();
+                self.owner.swip_offsets(ppage, &mut offs);
+                if !offs
+                    .iter()
+                    .any(|&o| get_u64(ppage, o) == Swip::frame(f).raw())
+                {
+                    return Err(format!(
+                        "B6: {f} names {p} as parent, which does not reference it"
+                    ));
+                }
+            }
+        }
+        if resident != self.table.len() {
+            return Err(format!(
+                "B3: {resident} resident frames but {} page-table entries",
+                self.table.len()
+            ));
+        }
+        if resident + self.free_count.load(Relaxed) != self.frames.len() {
+            return Err("B13: resident + free frames != capacity".into());
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("mode", &self.mode)
+            .field("frames", &self.frames.len())
+            .field("page_size", &self.page_size)
+            .field("path", &self.file.path())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,148 @@
+//! Buffer-pool counters: per thread, single writer, aggregated on demand (rule B12).
+//!
+//! Each thread that touches a pool gets its own block of counters. Only that thread writes them,
+//! with a plain load + store (no read-modify-write), so counting costs no shared cache-line
+//! traffic. [`crate::BufferPool::stats`] sums all blocks.
+
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+macro_rules! counters {
+    ($($name:ident: $doc:literal),* $(,)?) => {
+        /// A snapshot of the pool's counters, summed over all threads.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct Stats {
+            $(#[doc = $doc] pub $name: u64,)*
+        }
+
+        /// One thread's counters.
+        #[derive(Default, Debug)]
+        pub(crate) struct Block {
+            $(pub(crate) $name: AtomicU64,)*
+        }
+
+        impl Block {
+            fn add_to(&self, s: &mut Stats) {
+                $(s.$name += self.$name.load(Relaxed);)*
+            }
+        }
+
+        impl Stats {
+            /// Counts that happened between `earlier` and `self`.
+            #[must_use]
+            pub fn since(&self, earlier: &Stats) -> Stats {
+                Stats { $($name: self.$name.saturating_sub(earlier.$name),)* }
+            }
+        }
+    };
+}
+
+counters! {
+    fixes: "Page fixes (root and non-root).",
+    hits: "Fixes that found the page resident.",
+    misses: "Fixes that had to read the page.",
+    page_table_lookups: "Lookups in the page table (page id -> frame).",
+    swizzles: "Swips turned into frame references.",
+    unswizzles: "Swips turned back into page ids (on eviction).",
+    evictions: "Frames freed by eviction.",
+    write_backs: "Dirty pages written (eviction and flush).",
+    pages_read: "Pages read from the file.",
+    pages_written: "Pages written to the file (including metadata and free-chain pages).",
+}
+
+/// Adds one to a counter owned by the current thread (single writer: load + store).
+#[inline]
+pub(crate) fn bump(c: &AtomicU64) {
+    c.store(c.load(Relaxed) + 1, Relaxed);
+}
+
+/// The registry of one pool's per-thread blocks.
+#[derive(Default, Debug)]
+pub(crate) struct Registry {
+    id: u64,
+    blocks: Mutex<Vec<Arc<Block>>>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static LOCAL: RefCell<Vec<(u64, Arc<Block>)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Registry {
+    pub(crate) fn new() -> Registry {
+        Registry {
+            id: NEXT_ID.fetch_add(1, Relaxed),
+            blocks: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs `f` with the current thread's block, creating it on first use.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&Block) -> R) -> R {
+        LOCAL.with(|local| {
+            let mut local = local.borrow_mut();
+            if let Some((_, b)) = local.iter().find(|(id, _)| *id == self.id) {
+                return f(b);
+            }
+            let b = Arc::new(Block::default());
+            self.blocks.lock().push(Arc::clone(&b));
+            // Forget blocks of pools that are gone (only this thread's list holds them).
+            local.retain(|(_, b)| Arc::strong_count(b) > 1);
+            local.push((self.id, Arc::clone(&b)));
+            f(&b)
+        })
+    }
+
+    /// Sums every thread's counters.
+    pub(crate) fn snapshot(&self) -> Stats {
+        let mut s = Stats::default();
+        for b in self.blocks.lock().iter() {
+            b.add_to(&mut s);
+        }
+        s
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.blocks.lock().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn b12_counts_from_many_threads_add_up() {
+        let r = Arc::new(Registry::new());
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let r = Arc::clone(&r);
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        r.with(|b| bump(&b.fixes));
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        r.with(|b| bump(&b.hits));
+        let s = r.snapshot();
+        assert_eq!(s.fixes, 4000);
+        assert_eq!(s.hits, 1);
+        assert_eq!(
+            s.since(&Stats {
+                fixes: 1000,
+                ..Stats::default()
+            })
+            .fixes,
+            3000
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! RANDOM "with check of usage" (Gilbert 2017, §3.3.2; README "RANDOM").
+//!
+//! The policy keeps no usage statistics. It proposes a uniformly random resident frame; the *check
+//! of usage* is the pool's: it tries an immediate exclusive latch on the candidate and reports
+//! [`Rejection::InUse`] when that fails (R6), after which the next call simply draws again.
+//!
+//! Gilbert's implementation (`page_evictioner_base::pick_victim`) is really a sequential sweep
+//! with a persistent cursor; it never draws a random number. This one draws at random, as the
+//! concept describes, and only falls back to a linear scan from a random start when residency is
+//! too sparse for random probing to pay off.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::{check_capacity, frame_id, FrameId, PageId, Policy, Rejection};
+
+/// The frame holds no page.
+const FREE: u8 = 0;
+/// The frame holds a page that may be proposed.
+const RESIDENT: u8 = 1;
+/// The frame holds a page the pool rejected as a root: proposed only if nothing else is resident.
+const BLOCKED: u8 = 2;
+
+/// Random probing is used while at least `1 / DENSITY_DIVISOR` of the frames are resident.
+const DENSITY_DIVISOR: usize = 4;
+/// Random draws before falling back to a scan. At density >= 1/4 all of them miss with
+/// probability (3/4)^32, about 1e-4.
+const PROBES: usize = 32;
+
+/// RANDOM replacement: proposes a uniformly random resident frame.
+///
+/// Per frame it stores one state byte (free, resident or blocked); hits, unfixes and
+/// [`Rejection::InUse`] / [`Rejection::SwizzledChildren`] rejections cost nothing.
+pub struct RandomPolicy {
+    states: Box<[AtomicU8]>,
+    /// Number of frames whose state is not [`FREE`]; maintained from the state transitions.
+    resident: AtomicUsize,
+    /// Only the evicting thread draws (R2), so this lock is uncontended.
+    rng: Mutex<SmallRng>,
+}
+
+impl RandomPolicy {
+    /// A policy over frames `0..capacity`, all initially free, drawing from a generator seeded
+    /// with `seed` (equal seeds and equal hook sequences give equal proposals).
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize, seed: u64) -> RandomPolicy {
+        check_capacity(capacity);
+        RandomPolicy {
+            states: (0..capacity).map(|_| AtomicU8::new(FREE)).collect(),
+            resident: AtomicUsize::new(0),
+            rng: Mutex::new(SmallRng::seed_from_u64(seed)),
+        }
+    }
+
+    /// Moves `frame` to `new` state, keeping the resident count in step with the transition.
+    fn transition(&self, frame: FrameId, new: u8) {
+        let old = self.states[frame.index()].swap(new, Ordering::AcqRel);
+        match (old == FREE, new == FREE) {
+            (true, false) => {
+                self.resident.fetch_add(1, Ordering::AcqRel);
+            }
+            (false, true) => {
+                self.resident.fetch_sub(1, Ordering::AcqRel);
+            }
+            _ => {}
+        }
+    }
+
+    /// Scans every frame once from `start`: the first [`RESIDENT`] frame, else the first
+    /// [`BLOCKED`] one, else `None`.
+    fn scan_from(&self, start: usize) -> Option<FrameId> {
+        let capacity = self.states.len();
+        let mut blocked = None;
+        for offset in 0..capacity {
+            let index = (start + offset) % capacity;
+            match self.states[index].load(Ordering::Acquire) {
+                RESIDENT => return Some(frame_id(index)),
+                BLOCKED => {
+                    blocked.get_or_insert(index);
+                }
+                _ => {}
+            }
+        }
+        blocked.map(frame_id)
+    }
+}
+
+impl Policy for RandomPolicy {
+    fn name(&self) -> String {
+        "random".to_owned()
+    }
+
+    fn on_insert(&self, frame: FrameId, _page: PageId) {
+        // A new page: any block from a previous page in this frame is gone.
+        self.transition(frame, RESIDENT);
+    }
+
+    fn on_hit(&self, _frame: FrameId) {}
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection) {
+        match why {
+            // Draws are independent: an in-use frame or a parent is simply drawn again later.
+            Rejection::InUse | Rejection::SwizzledChildren => {}
+            Rejection::Root => {
+                // Only a resident frame can become blocked; a stale rejection of a freed frame
+                // must not resurrect it.
+                let _ = self.states[frame.index()].compare_exchange(
+                    RESIDENT,
+                    BLOCKED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
+            Rejection::NotResident => self.transition(frame, FREE),
+        }
+    }
+
+    fn on_remove(&self, frame: FrameId, _evicted: bool) {
+        self.transition(frame, FREE);
+    }
+
+    /// Draws up to [`PROBES`] uniformly random frames while residency is dense, then scans
+    /// linearly from a random start. Never proposes a free frame; proposes a blocked frame only
+    /// when no unblocked frame is resident; `None` only when nothing is resident (R4).
+    fn next_candidate(&self) -> Option<FrameId> {
+        let capacity = self.states.len();
+        let resident = self.resident.load(Ordering::Acquire);
+        if resident == 0 {
+            return None;
+        }
+        let mut rng = self.rng.lock();
+        if resident.saturating_mul(DENSITY_DIVISOR) >= capacity {
+            for _ in 0..PROBES {
+                let index = rng.gen_range(0..capacity);
+                if self.states[index].load(Ordering::Acquire) == RESIDENT {
+                    return Some(frame_id(index));
+                }
+            }
+        }
+        let start = rng.gen_range(0..capacity);
+        drop(rng);
+        self.scan_from(start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(n: u64) -> PageId {
+        PageId::new(n).unwrap()
+    }
+
+    /// Draws `draws` candidates and counts how often each frame was proposed.
+    fn histogram(policy: &RandomPolicy, capacity: usize, draws: usize) -> Vec<usize> {
+        let mut counts = vec![0; capacity];
+        for _ in 0..draws {
+            counts[policy.next_candidate().unwrap().index()] += 1;
+        }
+        counts
+    }
+
+    #[test]
+    fn r4_dense_draws_cover_every_resident_frame_and_no_other() {
+        let capacity = 64;
+        let policy = RandomPolicy::new(capacity, 42);
+        for f in (0..capacity).step_by(2) {
+            policy.on_insert(frame_id(f), page(f as u64));
+        }
+        let counts = histogram(&policy, capacity, 20_000);
+        for (f, &n) in counts.iter().enumerate() {
+            if f % 2 == 0 {
+                // Expected 625 each; a uniform draw is far from these bounds.
+                assert!((400..=850).contains(&n), "frame {f} drawn {n} times");
+            } else {
+                assert_eq!(n, 0, "non-resident frame {f} proposed");
+            }
+        }
+    }
+
+    #[test]
+    fn r4_sparse_scan_covers_every_resident_frame_and_no_other() {
+        let capacity = 1024;
+        let resident = [3, 500, 1023];
+        let policy = RandomPolicy::new(capacity, 7);
+        for f in resident {
+            policy.on_insert(frame_id(f), page(f as u64));
+        }
+        let counts = histogram(&policy, capacity, 3_000);
+        for (f, &n) in counts.iter().enumerate() {
+            assert_eq!(n > 0, resident.contains(&f), "frame {f} drawn {n} times");
+        }
+    }
+
+    #[test]
+    fn r4_same_seed_same_proposals() {
+        let build = || {
+            let policy = RandomPolicy::new(16, 99);
+            for f in 0..16 {
+                policy.on_insert(frame_id(f), page(f as u64));
+            }
+            policy
+        };
+        let (a, b) = (build(), build());
+        for _ in 0..100 {
+            assert_eq!(a.next_candidate(), b.next_candidate());
+        }
+    }
+
+    #[test]
+    fn r3_root_is_proposed_only_when_nothing_else_is_resident() {
+        let policy = RandomPolicy::new(8, 1);
+        policy.on_insert(FrameId(2), page(2));
+        policy.on_insert(FrameId(5), page(5));
+        policy.on_rejected(FrameId(2), Rejection::Root);
+        for _ in 0..200 {
+            assert_eq!(policy.next_candidate(), Some(FrameId(5)));
+        }
+        policy.on_remove(FrameId(5), true);
+        assert_eq!(policy.next_candidate(), Some(FrameId(2)));
+        policy.on_remove(FrameId(2), false);
+        assert_eq!(policy.next_candidate(), None);
+    }
+
+    #[test]
+    fn r3_stale_root_rejection_does_not_resurrect_a_free_frame() {
+        let policy = RandomPolicy::new(4, 1);
+        policy.on_rejected(FrameId(1), Rejection::Root);
+        assert_eq!(policy.next_candidate(), None);
+    }
+
+    #[test]
+    fn r4_zero_capacity_proposes_nothing() {
+        assert_eq!(RandomPolicy::new(0, 0).next_candidate(), None);
+    }
+}

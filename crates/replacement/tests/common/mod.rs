@@ -1,0 +1,151 @@
+//! A simulated buffer pool that drives policies through random hook sequences.
+//!
+//! The simulation plays the pool's part of the README contract: it inserts only into free frames
+//! (R1), calls `next_candidate` from one thread (R2), and answers each proposal by evicting it,
+//! rejecting it, or ignoring it.
+
+use proptest::prelude::*;
+use swizzledb_replacement::{FrameId, PageId, Policy, Rejection};
+
+/// What the simulated pool does with a proposal.
+#[derive(Copy, Clone, Debug)]
+pub enum Outcome {
+    Evict,
+    Reject(Rejection),
+    /// The pool found enough free frames meanwhile and drops the proposal.
+    Ignore,
+}
+
+/// One step of the simulation.
+#[derive(Copy, Clone, Debug)]
+pub enum Op {
+    Insert(u32),
+    Hit(u32),
+    /// The page in the frame was freed (not an eviction).
+    Remove(u32),
+    Propose(Outcome),
+}
+
+fn outcome() -> impl Strategy<Value = Outcome> {
+    prop_oneof![
+        3 => Just(Outcome::Evict),
+        2 => Just(Outcome::Reject(Rejection::InUse)),
+        1 => Just(Outcome::Reject(Rejection::Root)),
+        1 => Just(Outcome::Reject(Rejection::SwizzledChildren)),
+        1 => Just(Outcome::Reject(Rejection::NotResident)),
+        1 => Just(Outcome::Ignore),
+    ]
+}
+
+/// A capacity in `1..=12` and up to 300 steps over its frames.
+pub fn scenario() -> impl Strategy<Value = (u32, Vec<Op>)> {
+    (1u32..=12).prop_flat_map(|capacity| {
+        let op = prop_oneof![
+            3 => (0..capacity).prop_map(Op::Insert),
+            4 => (0..capacity).prop_map(Op::Hit),
+            1 => (0..capacity).prop_map(Op::Remove),
+            3 => outcome().prop_map(Op::Propose),
+        ];
+        (Just(capacity), proptest::collection::vec(op, 0..300))
+    })
+}
+
+/// The pool's view of its frames.
+pub struct Sim {
+    /// Frames that hold a page.
+    resident: Vec<bool>,
+    /// Resident frames the pool has rejected as roots since their page was inserted.
+    blocked: Vec<bool>,
+}
+
+impl Sim {
+    fn remove(&mut self, frame: usize) {
+        self.resident[frame] = false;
+        self.blocked[frame] = false;
+    }
+
+    /// R4: a proposal is a resident frame.
+    pub fn assert_resident(&self, proposal: Option<FrameId>) {
+        if let Some(frame) = proposal {
+            assert!(
+                self.resident[frame.index()],
+                "proposed non-resident {frame}"
+            );
+        }
+    }
+
+    /// R4: `None` exactly when no frame is resident.
+    pub fn assert_none_iff_empty(&self, proposal: Option<FrameId>) {
+        let any_resident = self.resident.contains(&true);
+        assert_eq!(proposal.is_some(), any_resident, "proposal {proposal:?}");
+    }
+
+    /// R3: a frame rejected as a root is proposed only when every resident frame is blocked.
+    pub fn assert_root_respected(&self, proposal: Option<FrameId>) {
+        if let Some(frame) = proposal.filter(|f| self.blocked[f.index()]) {
+            let unblocked = self
+                .resident
+                .iter()
+                .zip(&self.blocked)
+                .any(|(&r, &b)| r && !b);
+            assert!(
+                !unblocked,
+                "proposed blocked {frame} while an unblocked frame is resident"
+            );
+        }
+    }
+}
+
+/// Runs `ops` against `policy`. Before the pool acts on each proposal, `check` sees the pool's
+/// state and the proposal. Returns every proposal in order.
+pub fn drive(
+    capacity: u32,
+    ops: &[Op],
+    policy: &dyn Policy,
+    mut check: impl FnMut(&Sim, Option<FrameId>),
+) -> Vec<Option<FrameId>> {
+    let mut sim = Sim {
+        resident: vec![false; capacity as usize],
+        blocked: vec![false; capacity as usize],
+    };
+    let mut proposals = Vec::new();
+    for &op in ops {
+        match op {
+            Op::Insert(f) if !sim.resident[f as usize] => {
+                sim.resident[f as usize] = true;
+                policy.on_insert(FrameId(f), PageId::new(u64::from(f)).unwrap());
+            }
+            Op::Hit(f) if sim.resident[f as usize] => {
+                policy.on_hit(FrameId(f));
+                policy.on_unfix(FrameId(f));
+            }
+            Op::Remove(f) if sim.resident[f as usize] => {
+                sim.remove(f as usize);
+                policy.on_remove(FrameId(f), false);
+            }
+            Op::Propose(outcome) => {
+                let proposal = policy.next_candidate();
+                check(&sim, proposal);
+                proposals.push(proposal);
+                let Some(frame) = proposal else { continue };
+                match outcome {
+                    Outcome::Evict => {
+                        sim.remove(frame.index());
+                        policy.on_remove(frame, true);
+                    }
+                    Outcome::Reject(why) => {
+                        match why {
+                            Rejection::Root => sim.blocked[frame.index()] = true,
+                            Rejection::NotResident => sim.remove(frame.index()),
+                            Rejection::InUse | Rejection::SwizzledChildren => {}
+                        }
+                        policy.on_rejected(frame, why);
+                    }
+                    Outcome::Ignore => {}
+                }
+            }
+            Op::Insert(_) | Op::Hit(_) | Op::Remove(_) => {}
+        }
+    }
+    proposals
+}

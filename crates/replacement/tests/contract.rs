@@ -1,0 +1,134 @@
+//! The README contract (R1–R6), checked for every policy through a simulated pool.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::{drive, scenario, Op, Outcome};
+use proptest::prelude::*;
+use swizzledb_replacement::{FrameId, PageId, PolicyKind, Rejection};
+
+/// Every default policy plus GCLOCK with small weights, where the hand wraps most often.
+fn kinds() -> impl Strategy<Value = PolicyKind> {
+    prop_oneof![
+        Just(PolicyKind::Random),
+        Just(PolicyKind::default()),
+        (1u16..=3).prop_map(|k| PolicyKind::Gclock { k }),
+    ]
+}
+
+fn page(frame: u32) -> PageId {
+    PageId::new(u64::from(frame)).unwrap()
+}
+
+proptest! {
+    #[test]
+    fn r4_never_proposes_a_non_resident_frame(
+        kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario(),
+    ) {
+        let policy = kind.build(capacity as usize, seed);
+        drive(capacity, &ops, &*policy, common::Sim::assert_resident);
+    }
+
+    #[test]
+    fn r4_none_iff_nothing_resident(
+        kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario(),
+    ) {
+        let policy = kind.build(capacity as usize, seed);
+        drive(capacity, &ops, &*policy, common::Sim::assert_none_iff_empty);
+    }
+
+    #[test]
+    fn r3_root_rejected_frame_not_proposed_while_others_unblocked(
+        kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario(),
+    ) {
+        let policy = kind.build(capacity as usize, seed);
+        drive(capacity, &ops, &*policy, common::Sim::assert_root_respected);
+    }
+
+    /// No sequence of rejections loses a frame: after any history, evicting every proposal
+    /// empties the pool within `capacity` proposals, each of a resident frame.
+    #[test]
+    fn r3_draining_evicts_every_resident_frame(
+        kind in kinds(), seed in any::<u64>(), (capacity, mut ops) in scenario(),
+    ) {
+        ops.resize(ops.len() + capacity as usize + 1, Op::Propose(Outcome::Evict));
+        let policy = kind.build(capacity as usize, seed);
+        let proposals = drive(capacity, &ops, &*policy, |sim, proposal| {
+            sim.assert_resident(proposal);
+            sim.assert_none_iff_empty(proposal);
+        });
+        prop_assert_eq!(proposals.last(), Some(&None));
+    }
+}
+
+#[test]
+fn r3_terminates_when_every_resident_frame_is_blocked() {
+    let capacity = 1000u32;
+    for kind in PolicyKind::all()
+        .into_iter()
+        .chain([PolicyKind::Gclock { k: u16::MAX - 1 }])
+    {
+        let policy = kind.build(capacity as usize, 3);
+        // Every third frame holds a root; the others are free.
+        let roots: Vec<u32> = (0..capacity).step_by(3).collect();
+        for &f in &roots {
+            policy.on_insert(FrameId(f), page(f));
+            policy.on_hit(FrameId(f));
+            policy.on_rejected(FrameId(f), Rejection::Root);
+        }
+        for _ in 0..10 {
+            let proposal = policy.next_candidate().expect("roots are resident (R4)");
+            assert!(roots.contains(&proposal.0), "{kind}: proposed {proposal}");
+            policy.on_rejected(proposal, Rejection::Root);
+        }
+        // A new non-root page is found at once.
+        policy.on_insert(FrameId(1), page(1));
+        assert_eq!(policy.next_candidate(), Some(FrameId(1)), "{kind}");
+    }
+}
+
+/// Hit hooks from several threads while one thread proposes (R2): proposals stay resident and
+/// every call returns even while hits keep resetting GCLOCK counters.
+#[test]
+fn r2_concurrent_hits_with_one_evictor_terminate() {
+    let capacity = 64u32;
+    for kind in PolicyKind::all()
+        .into_iter()
+        .chain([PolicyKind::Gclock { k: 1 }])
+    {
+        let policy = kind.build(capacity as usize, 11);
+        // Frames 0..48 hold pages; the rest stay free throughout.
+        for f in 0..48 {
+            policy.on_insert(FrameId(f), page(f));
+        }
+        let done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for thread in 0..3u32 {
+                let (policy, done) = (&*policy, &done);
+                scope.spawn(move || {
+                    let mut x = thread.wrapping_mul(2_654_435_761).wrapping_add(1);
+                    while !done.load(Ordering::Relaxed) {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        let frame = FrameId(x % 48);
+                        policy.on_hit(frame);
+                        policy.on_unfix(frame);
+                    }
+                });
+            }
+            for round in 0..5_000 {
+                let proposal = policy.next_candidate().expect("48 frames are resident");
+                assert!(proposal.0 < 48, "{kind}: proposed free {proposal}");
+                let why = if round % 2 == 0 {
+                    Rejection::InUse
+                } else {
+                    Rejection::SwizzledChildren
+                };
+                policy.on_rejected(proposal, why);
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+    }
+}

@@ -1,0 +1,190 @@
+//! Random operation sequences against a `BTreeMap` oracle, in all three modes, with pools small
+//! enough to force eviction and un-swizzling constantly; flush + reopen in the middle.
+
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use swizzledb::{Database, PoolMode, TreeError};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(u16, u8),
+    Upsert(u16, u8),
+    Delete(u16),
+    Get(u16),
+    Range(u16, u16),
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let key = 0u16..2000;
+    prop_oneof![
+        30 => (key.clone(), any::<u8>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        20 => (key.clone(), any::<u8>()).prop_map(|(k, v)| Op::Upsert(k, v)),
+        25 => key.clone().prop_map(Op::Delete),
+        15 => key.clone().prop_map(Op::Get),
+        5 => (key.clone(), key).prop_map(|(a, b)| Op::Range(a.min(b), a.max(b))),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn key_bytes(k: u16) -> Vec<u8> {
+    // Variable-length keys with a shared prefix exercise fences of different lengths.
+    let mut v = format!("key-{k:05}").into_bytes();
+    v.extend(std::iter::repeat_n(b'x', usize::from(k % 7) * 5));
+    v
+}
+
+fn value_bytes(k: u16, v: u8) -> Vec<u8> {
+    vec![v; 20 + usize::from(k % 13) * 17 + usize::from(v % 5) * 40]
+}
+
+fn run(mode: PoolMode, ops: &[Op]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oracle.swz");
+    // 16 frames of 4 KiB: the tree outgrows the pool after a few hundred records.
+    let pool = if mode == PoolMode::MainMemory {
+        64 << 20
+    } else {
+        16 * 4096
+    };
+    let builder = Database::builder()
+        .mode(mode)
+        .page_size(4096)
+        .pool_bytes(pool);
+    let mut db = builder.clone().create(&path).unwrap();
+    let mut tree = db.create_tree("t").unwrap();
+    let mut oracle = BTreeMap::new();
+    for op in ops {
+        match *op {
+            Op::Insert(k, v) => {
+                let r = tree.insert(&key_bytes(k), &value_bytes(k, v));
+                if oracle.contains_key(&k) {
+                    assert!(matches!(r, Err(TreeError::DuplicateKey)), "{r:?}");
+                } else {
+                    r.unwrap();
+                    oracle.insert(k, v);
+                }
+            }
+            Op::Upsert(k, v) => {
+                let existed = tree.upsert(&key_bytes(k), &value_bytes(k, v)).unwrap();
+                assert_eq!(existed, oracle.insert(k, v).is_some());
+            }
+            Op::Delete(k) => {
+                assert_eq!(
+                    tree.delete(&key_bytes(k)).unwrap(),
+                    oracle.remove(&k).is_some()
+                );
+            }
+            Op::Get(k) => {
+                let got = tree.get(&key_bytes(k)).unwrap();
+                assert_eq!(got, oracle.get(&k).map(|&v| value_bytes(k, v)));
+            }
+            Op::Range(a, b) => {
+                let (ka, kb) = (key_bytes(a), key_bytes(b));
+                let got: Vec<_> = tree
+                    .range(Bound::Included(&ka), Bound::Excluded(&kb))
+                    .map(|r| r.unwrap())
+                    .collect();
+                let want: Vec<_> = oracle
+                    .iter()
+                    .map(|(&k, &v)| (key_bytes(k), value_bytes(k, v)))
+                    .filter(|(k, _)| *k >= ka && *k < kb)
+                    .collect();
+                assert_eq!(got, want);
+            }
+            Op::Reopen => {
+                db.close().unwrap();
+                db = builder.clone().open(&path).unwrap();
+                tree = db.tree("t").unwrap();
+            }
+        }
+    }
+    let shape = tree.verify().unwrap_or_else(|e| panic!("{mode}: {e}"));
+    assert_eq!(shape.records, oracle.len());
+    let all: Vec<_> = tree
+        .range(Bound::Unbounded, Bound::Unbounded)
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(all.len(), oracle.len());
+    db.pool().check_invariants().unwrap();
+    // Everything must survive a final flush and reopen in traditional mode, which rejects any
+    // swizzled reference that reached the disk (B8).
+    db.close().unwrap();
+    let db = Database::builder()
+        .mode(PoolMode::Traditional)
+        .page_size(4096)
+        .pool_bytes(16 * 4096)
+        .open(&path)
+        .unwrap();
+    let tree = db.tree("t").unwrap();
+    for (&k, &v) in &oracle {
+        assert_eq!(tree.get(&key_bytes(k)).unwrap(), Some(value_bytes(k, v)));
+    }
+    assert_eq!(tree.verify().unwrap().records, oracle.len());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn oracle_traditional(ops in proptest::collection::vec(op(), 1..1500)) {
+        run(PoolMode::Traditional, &ops);
+    }
+
+    #[test]
+    fn oracle_swizzling(ops in proptest::collection::vec(op(), 1..1500)) {
+        run(PoolMode::Swizzling, &ops);
+    }
+
+    #[test]
+    fn oracle_main_memory(ops in proptest::collection::vec(op(), 1..1500)) {
+        run(PoolMode::MainMemory, &ops);
+    }
+}
+
+/// Bulk insert then delete everything: pages must be reused, not leaked (T4, B11).
+#[test]
+fn t4_churn_reuses_pages() {
+    for mode in PoolMode::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("churn.swz");
+        let pool = if mode == PoolMode::MainMemory {
+            64 << 20
+        } else {
+            32 * 4096
+        };
+        let db = Database::builder()
+            .mode(mode)
+            .page_size(4096)
+            .pool_bytes(pool)
+            .create(&path)
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        let mut peak = 0;
+        for round in 0..5u32 {
+            for i in 0..3000u32 {
+                t.insert(&i.to_be_bytes(), &[round as u8; 100]).unwrap();
+            }
+            let shape = t.verify().unwrap();
+            assert_eq!(shape.records, 3000);
+            peak = peak.max(shape.nodes);
+            for i in 0..3000u32 {
+                assert!(t.delete(&i.to_be_bytes()).unwrap());
+            }
+            let shape = t.verify().unwrap();
+            assert_eq!(shape.records, 0);
+            assert!(
+                shape.nodes < peak / 4,
+                "{mode}: {} nodes left after deleting all (peak {peak})",
+                shape.nodes
+            );
+        }
+        db.close().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            len < 4096 * (peak as u64) * 3,
+            "{mode}: file grew to {len} bytes under churn"
+        );
+    }
+}

@@ -1,0 +1,11 @@
+//! The lowest SwizzleDB layer: identifier newtypes and the frame latch.
+//!
+//! Everything above this crate speaks of pages, frames and log positions through the newtypes in
+//! [`ids`], and protects frame contents with the [`latch::Latch`] described in `README.md`.
+
+pub mod ids;
+pub mod latch;
+mod primitive;
+
+pub use ids::{FrameId, Lsn, PageId};
+pub use latch::{Latch, LatchMode};
