@@ -119,16 +119,28 @@ impl Tree {
 
     /// Runs a tree operation, retrying it after freeing frames with no latch held when it ran out
     /// of frames while holding latches (B13; every intermediate state is a valid tree, T6).
+    /// Other threads' latches can pin frames for a moment, so retries back off for up to about
+    /// two seconds before the pool is declared exhausted.
     fn with_room<R>(&self, mut op: impl FnMut() -> Result<R>) -> Result<R> {
-        for _ in 0..8 {
+        let mut waited = std::time::Duration::ZERO;
+        let mut pause = std::time::Duration::from_micros(50);
+        loop {
             match op() {
-                Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {
-                    self.pool.make_room()?
-                }
+                Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {}
                 r => return r,
             }
+            match self.pool.make_room() {
+                Ok(()) => {}
+                Err(BufferError::PoolExhausted { .. })
+                    if waited < std::time::Duration::from_secs(2) =>
+                {
+                    std::thread::sleep(pause);
+                    waited += pause;
+                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
-        op()
     }
 
     fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {

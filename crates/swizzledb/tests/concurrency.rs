@@ -1,0 +1,207 @@
+//! Many threads on one tree with a tiny pool: splits, adoptions, merges, evictions and
+//! un-swizzling all race. Afterwards the contents must match each thread's oracle and the tree
+//! must pass the full structural check (T1–T4, B3, B6), also after flush and reopen (B8).
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+use swizzledb::{Database, PoolMode, Tree};
+
+const THREADS: u64 = 4;
+
+fn pool_for(mode: PoolMode) -> usize {
+    // 48 frames of 4 KiB: far below the tree's size, so eviction never stops.
+    if mode == PoolMode::MainMemory {
+        256 << 20
+    } else {
+        48 * 4096
+    }
+}
+
+fn key(thread: u64, i: u64) -> Vec<u8> {
+    // Interleave threads in key order so they share leaves and parents.
+    let mut k = (i * THREADS + thread).to_be_bytes().to_vec();
+    k.extend(std::iter::repeat_n(b'k', (i % 5) as usize * 3));
+    k
+}
+
+fn value(k: &[u8], version: u32) -> Vec<u8> {
+    let mut v = k.to_vec();
+    v.extend_from_slice(&version.to_le_bytes());
+    v.resize(40 + (version as usize % 4) * 30, 0xAB);
+    v
+}
+
+/// Fails the test instead of hanging if the workers deadlock.
+fn with_watchdog(what: &str, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(240)) {
+        Ok(()) => h.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(e) = h.join() {
+                std::panic::resume_unwind(e);
+            }
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no progress in 240 s (deadlock?)"),
+    }
+}
+
+/// Each thread owns its keys (interleaved with the others'), so its own oracle is exact.
+fn disjoint_workers(tree: &Tree, ops: u64) -> Vec<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let tree = tree.clone();
+            std::thread::spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(t);
+                let mut oracle = BTreeMap::new();
+                for n in 0..ops {
+                    let k = key(t, rng.gen_range(0..1500));
+                    match rng.gen_range(0..10) {
+                        0..=4 => {
+                            let v = value(&k, n as u32);
+                            let existed = tree.upsert(&k, &v).unwrap();
+                            assert_eq!(existed, oracle.insert(k, v).is_some());
+                        }
+                        5..=7 => assert_eq!(tree.delete(&k).unwrap(), oracle.remove(&k).is_some()),
+                        _ => assert_eq!(tree.get(&k).unwrap(), oracle.get(&k).cloned()),
+                    }
+                }
+                oracle
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+fn check_all(tree: &Tree, db: &Database, want: &BTreeMap<Vec<u8>, Vec<u8>>, mode: PoolMode) {
+    let shape = tree.verify().unwrap_or_else(|e| panic!("{mode}: {e}"));
+    assert_eq!(shape.records, want.len(), "{mode}");
+    let got: BTreeMap<_, _> = tree
+        .range(Bound::Unbounded, Bound::Unbounded)
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(got == *want, "{mode}: scan differs from the oracle");
+    db.pool()
+        .check_invariants()
+        .unwrap_or_else(|e| panic!("{mode}: {e}"));
+}
+
+#[test]
+fn stress_disjoint_keys_all_modes() {
+    for mode in PoolMode::ALL {
+        with_watchdog(mode.name(), move || {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("stress.swz");
+            let builder = Database::builder()
+                .mode(mode)
+                .page_size(4096)
+                .pool_bytes(pool_for(mode));
+            let db = builder.clone().create(&path).unwrap();
+            let tree = db.create_tree("t").unwrap();
+            let oracles = disjoint_workers(&tree, 6000);
+            let want: BTreeMap<_, _> = oracles.into_iter().flatten().collect();
+            check_all(&tree, &db, &want, mode);
+            let stats = db.stats();
+            if mode != PoolMode::MainMemory {
+                assert!(
+                    stats.evictions > 0,
+                    "{mode}: the pool was meant to be too small"
+                );
+            }
+            if mode == PoolMode::Swizzling {
+                assert!(stats.unswizzles > 0, "{mode}: eviction must un-swizzle");
+            }
+            db.close().unwrap();
+            let db = builder.open(&path).unwrap();
+            let tree = db.tree("t").unwrap();
+            check_all(&tree, &db, &want, mode);
+        });
+    }
+}
+
+/// All threads on the same small key range: values carry their key, so every read can be checked
+/// for torn or misplaced records; at the end each key holds the last value some thread wrote.
+#[test]
+fn stress_overlapping_keys_all_modes() {
+    for mode in PoolMode::ALL {
+        with_watchdog(mode.name(), move || {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Arc::new(
+                Database::builder()
+                    .mode(mode)
+                    .page_size(4096)
+                    .pool_bytes(pool_for(mode))
+                    .create(&dir.path().join("overlap.swz"))
+                    .unwrap(),
+            );
+            let tree = db.create_tree("t").unwrap();
+            let handles: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let tree = tree.clone();
+                    std::thread::spawn(move || {
+                        let mut rng = SmallRng::seed_from_u64(100 + t);
+                        for n in 0..6000u32 {
+                            let k = key(0, rng.gen_range(0..800));
+                            match rng.gen_range(0..10) {
+                                0..=4 => {
+                                    tree.upsert(&k, &value(&k, n)).unwrap();
+                                }
+                                5..=6 => {
+                                    tree.delete(&k).unwrap();
+                                }
+                                7 => {
+                                    let from = k.clone();
+                                    for r in tree
+                                        .range(Bound::Included(&from), Bound::Unbounded)
+                                        .take(20)
+                                    {
+                                        let (rk, rv) = r.unwrap();
+                                        assert!(rk >= from, "scan went backwards");
+                                        assert_eq!(
+                                            &rv[..rk.len()],
+                                            &rk[..],
+                                            "value stored under the wrong key"
+                                        );
+                                    }
+                                }
+                                _ => {
+                                    if let Some(v) = tree.get(&k).unwrap() {
+                                        assert_eq!(
+                                            &v[..k.len()],
+                                            &k[..],
+                                            "value stored under the wrong key"
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            let shape = tree.verify().unwrap_or_else(|e| panic!("{mode}: {e}"));
+            let scanned: Vec<_> = tree
+                .range(Bound::Unbounded, Bound::Unbounded)
+                .map(|r| r.unwrap())
+                .collect();
+            assert_eq!(scanned.len(), shape.records);
+            for (k, v) in &scanned {
+                assert_eq!(&v[..k.len()], &k[..]);
+                assert_eq!(tree.get(k).unwrap().as_ref(), Some(v));
+            }
+            db.pool()
+                .check_invariants()
+                .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        });
+    }
+}
