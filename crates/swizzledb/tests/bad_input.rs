@@ -1,0 +1,231 @@
+//! Bad input gives typed errors naming what is wrong, never a panic, and never damages what is
+//! already in the file.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::ops::Bound;
+use swizzledb::{max_key_len, max_value_len, BufferError, Database, Error, PoolMode, TreeError};
+
+fn small() -> swizzledb::Builder {
+    Database::builder().page_size(4096).pool_bytes(64 * 4096)
+}
+
+fn filled(path: &std::path::Path, n: u32) {
+    let db = small().create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..n {
+        t.insert(&i.to_be_bytes(), &[7u8; 100]).unwrap();
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn not_a_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("junk.bin");
+    std::fs::write(&path, vec![0x42u8; 20000]).unwrap();
+    let err = small().open(&path).unwrap_err();
+    assert!(
+        matches!(err, Error::Buffer(BufferError::NotADatabase { .. })),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("junk.bin"), "{err}");
+    std::fs::write(&path, b"").unwrap();
+    assert!(matches!(
+        small().open(&path),
+        Err(Error::Buffer(BufferError::NotADatabase { .. }))
+    ));
+}
+
+#[test]
+fn page_size_mismatch_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    filled(&path, 10);
+    let err = small().page_size(8192).open(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Buffer(BufferError::PageSizeMismatch {
+                found: 4096,
+                requested: 8192,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn other_format_version_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    filled(&path, 10);
+    // The format version follows the 8-byte magic after the 32-byte page header.
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(40)).unwrap();
+    f.write_all(&99u32.to_le_bytes()).unwrap();
+    drop(f);
+    let err = small().open(&path).unwrap_err();
+    // The checksum is checked before or after the version; either way it is not a panic and it
+    // names the file.
+    assert!(
+        matches!(
+            err,
+            Error::Buffer(BufferError::FormatVersion { .. } | BufferError::Corrupted { .. })
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("db.swz"));
+}
+
+#[test]
+fn corrupted_page_is_reported_with_file_and_page() {
+    for mode in [
+        PoolMode::Traditional,
+        PoolMode::Swizzling,
+        PoolMode::MainMemory,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        filled(&path, 3000);
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.seek(SeekFrom::Start(5 * 4096 + 1000)).unwrap();
+        f.write_all(&[0xFF; 16]).unwrap();
+        drop(f);
+        let pool = if mode == PoolMode::MainMemory {
+            64 << 20
+        } else {
+            16 * 4096
+        };
+        let opened = Database::builder()
+            .page_size(4096)
+            .pool_bytes(pool)
+            .mode(mode)
+            .open(&path);
+        let err = match opened {
+            // Main-memory mode loads every page at open.
+            Err(e) => e,
+            Ok(db) => {
+                let t = db.tree("t").unwrap();
+                let scan: Result<Vec<_>, _> = t.range(Bound::Unbounded, Bound::Unbounded).collect();
+                let e = scan.unwrap_err();
+                drop(db);
+                Error::Tree(e)
+            }
+        };
+        let msg = err.to_string();
+        assert!(
+            msg.contains("db.swz") && msg.contains("page 5"),
+            "{mode}: {msg}"
+        );
+        assert!(msg.contains("checksum"), "{mode}: {msg}");
+    }
+}
+
+#[test]
+fn oversize_key_and_value_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = small().create(&dir.path().join("db.swz")).unwrap();
+    let t = db.create_tree("t").unwrap();
+    t.insert(b"k", b"v").unwrap();
+    let big_key = vec![1u8; max_key_len(4096) + 1];
+    let big_val = vec![1u8; max_value_len(4096) + 1];
+    assert!(matches!(
+        t.insert(&big_key, b"v"),
+        Err(TreeError::KeyTooLarge { .. })
+    ));
+    assert!(matches!(
+        t.upsert(b"k", &big_val),
+        Err(TreeError::ValueTooLarge { .. })
+    ));
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    // The largest allowed sizes work, many times over (splits must always succeed).
+    let key = vec![2u8; max_key_len(4096)];
+    for i in 0..50u8 {
+        let mut k = key.clone();
+        k[0] = i;
+        t.insert(&k, &vec![i; max_value_len(4096)]).unwrap();
+    }
+    assert_eq!(t.verify().unwrap().records, 51);
+}
+
+#[test]
+fn missing_and_duplicate_tree_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = small().create(&dir.path().join("db.swz")).unwrap();
+    assert!(matches!(db.tree("nope"), Err(Error::TreeNotFound(n)) if n == "nope"));
+    db.create_tree("a").unwrap();
+    assert!(matches!(db.create_tree("a"), Err(Error::TreeExists(_))));
+    assert!(matches!(
+        db.create_tree(""),
+        Err(Error::InvalidTreeName { .. })
+    ));
+    assert!(matches!(
+        db.create_tree(&"x".repeat(65)),
+        Err(Error::InvalidTreeName { .. })
+    ));
+}
+
+#[test]
+fn pool_too_small_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Database::builder()
+        .page_size(4096)
+        .pool_bytes(4 * 4096)
+        .create(&dir.path().join("db.swz"));
+    assert!(
+        matches!(err, Err(Error::Buffer(BufferError::Config(_)))),
+        "{err:?}"
+    );
+    let err = Database::builder()
+        .page_size(5000)
+        .create(&dir.path().join("db2.swz"));
+    assert!(
+        matches!(err, Err(Error::Buffer(BufferError::Config(_)))),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn main_memory_limit_is_a_clear_error_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let db = Database::builder()
+        .mode(PoolMode::MainMemory)
+        .page_size(4096)
+        .pool_bytes(32 * 4096)
+        .create(&path)
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut inserted = 0u32;
+    let err = loop {
+        match t.insert(&inserted.to_be_bytes(), &[3u8; 200]) {
+            Ok(()) => inserted += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(err, TreeError::Buffer(BufferError::MemoryLimit { .. })),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("main-memory"));
+    for i in 0..inserted {
+        assert!(
+            t.get(&i.to_be_bytes()).unwrap().is_some(),
+            "record {i} lost after the limit was hit"
+        );
+    }
+    assert_eq!(t.verify().unwrap().records, inserted as usize);
+    db.close().unwrap();
+    // A bigger limit (or another mode) reads everything back.
+    let db = Database::builder()
+        .mode(PoolMode::Swizzling)
+        .page_size(4096)
+        .pool_bytes(16 * 4096)
+        .open(&path)
+        .unwrap();
+    assert_eq!(
+        db.tree("t").unwrap().verify().unwrap().records,
+        inserted as usize
+    );
+}
