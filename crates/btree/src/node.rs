@@ -48,7 +48,7 @@ const _: () = assert!(
     SLOTS >= HEADER_SIZE + 32,
     "node header must follow the page header"
 );
-const _: () = assert!(FOSTER_SWIP % 8 == 0 && FOSTER_SWIP + 8 == SLOTS);
+const _: () = assert!(FOSTER_SWIP.is_multiple_of(8) && FOSTER_SWIP + 8 == SLOTS);
 
 /// A fence: a key, or infinity on that side.
 pub type Fence<'a> = Option<&'a [u8]>;

@@ -63,6 +63,9 @@ pub struct TreeShape {
     pub swizzled: usize,
 }
 
+/// What `verify` expects of a child: (swip offset in the parent, low fence, high fence, level).
+type ChildSpec = (usize, Option<Vec<u8>>, Option<Vec<u8>>, u8);
+
 /// Node fill below which a delete tries to merge the node with a sibling.
 fn underfull(page: &[u8]) -> bool {
     node::used_bytes(page) < node::capacity(page.len()) / 4
@@ -638,8 +641,7 @@ impl Tree {
                 return Err(at(format!("key {k:?} outside its range")));
             }
         }
-        // (swip offset, low fence, high fence, level) of each child.
-        let mut children: Vec<(usize, Option<Vec<u8>>, Option<Vec<u8>>, u8)> = Vec::new();
+        let mut children: Vec<ChildSpec> = Vec::new();
         if node::is_leaf(&g) {
             shape.leaves += 1;
             shape.records += n;

@@ -314,7 +314,7 @@ impl PageFile {
 
     /// True if direct I/O would need a bounce buffer for `buf`.
     fn needs_bounce(&self, buf: &[u8]) -> bool {
-        self.direct && (buf.as_ptr() as usize) % DIRECT_ALIGN != 0
+        self.direct && !(buf.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN)
     }
 
     /// Reads page `id` into `buf` and verifies it (F3).
@@ -475,7 +475,7 @@ impl PageFile {
     }
 
     /// The page size in bytes.
-    #[must_use]
+    #[cfg(test)]
     pub fn page_size(&self) -> usize {
         self.page_size
     }

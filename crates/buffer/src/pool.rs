@@ -316,6 +316,12 @@ impl BufferPool {
         }
     }
 
+    /// True if the file was opened with O_DIRECT.
+    #[must_use]
+    pub fn direct_io(&self) -> bool {
+        self.file.is_direct()
+    }
+
     /// The database file's path.
     #[must_use]
     pub fn path(&self) -> &Path {

@@ -142,7 +142,16 @@ mod tests {
     #[test]
     fn bad_sizes() {
         for bad in [
-            "", "MiB", "-1", "1XiB", "abc", "1.5", "0.1B", "1e3", "99999999999TiB", "1..5M",
+            "",
+            "MiB",
+            "-1",
+            "1XiB",
+            "abc",
+            "1.5",
+            "0.1B",
+            "1e3",
+            "99999999999TiB",
+            "1..5M",
         ] {
             assert!(parse_size(bad).is_err(), "{bad:?} was accepted");
         }

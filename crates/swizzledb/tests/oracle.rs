@@ -59,11 +59,14 @@ fn run(mode: PoolMode, ops: &[Op]) {
         match *op {
             Op::Insert(k, v) => {
                 let r = tree.insert(&key_bytes(k), &value_bytes(k, v));
-                if oracle.contains_key(&k) {
-                    assert!(matches!(r, Err(TreeError::DuplicateKey)), "{r:?}");
-                } else {
-                    r.unwrap();
-                    oracle.insert(k, v);
+                match oracle.entry(k) {
+                    std::collections::btree_map::Entry::Occupied(_) => {
+                        assert!(matches!(r, Err(TreeError::DuplicateKey)), "{r:?}");
+                    }
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        r.unwrap();
+                        e.insert(v);
+                    }
                 }
             }
             Op::Upsert(k, v) => {

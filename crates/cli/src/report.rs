@@ -1,0 +1,320 @@
+//! Turning measurements into the results table, the check lines and CSV rows.
+
+use crate::rndread::{Config, ModeResult, RECORD_BYTES};
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::Path;
+use swizzledb::PoolMode;
+
+/// Median, minimum and maximum of a sample.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    /// The middle value (mean of the two middle values for an even count).
+    pub median: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// Median, min and max of `values`; `None` when empty.
+#[must_use]
+pub fn summarize(values: &[f64]) -> Option<Summary> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = match n {
+        0 => return None,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    };
+    Some(Summary {
+        median,
+        min: v[0],
+        max: v[n - 1],
+    })
+}
+
+/// `num / den`, if `den` is positive.
+#[must_use]
+pub fn ratio(num: f64, den: f64) -> Option<f64> {
+    (den > 0.0).then(|| num / den)
+}
+
+/// `1234567` as `1,234,567`.
+#[must_use]
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() * 4 / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bytes in binary units: `64 MiB`, `1.5 GiB`, `512 B`.
+#[must_use]
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v} {}", UNITS[unit])
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// Per-mode figures over all of its measurements.
+struct Row<'a> {
+    result: &'a ModeResult,
+    throughput: Option<Summary>,
+    pt_per_op: Option<f64>,
+    hit_ratio: Option<f64>,
+}
+
+impl<'a> Row<'a> {
+    fn new(result: &'a ModeResult) -> Row<'a> {
+        let tp: Vec<f64> = result.runs.iter().map(|m| m.throughput()).collect();
+        let ops: u64 = result.runs.iter().map(|m| m.ops).sum();
+        let sum = |f: fn(&swizzledb::Stats) -> u64| result.runs.iter().map(|m| f(&m.stats)).sum();
+        let (hits, misses, pt): (u64, u64, u64) = (
+            sum(|s| s.hits),
+            sum(|s| s.misses),
+            sum(|s| s.page_table_lookups),
+        );
+        Row {
+            result,
+            throughput: summarize(&tp),
+            pt_per_op: ratio(pt as f64, ops as f64),
+            hit_ratio: ratio(hits as f64, (hits + misses) as f64),
+        }
+    }
+
+    fn median(&self) -> Option<f64> {
+        self.throughput.map(|s| s.median)
+    }
+}
+
+/// Writes the caption, the table, its legend and the check lines.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -> io::Result<()> {
+    let rows: Vec<Row<'_>> = results.iter().map(Row::new).collect();
+    // Ratios are relative to main-memory if it was measured, else to the first measured mode.
+    let base = rows
+        .iter()
+        .find(|r| r.result.mode == PoolMode::MainMemory && r.median().is_some())
+        .or_else(|| rows.iter().find(|r| r.median().is_some()));
+
+    writeln!(
+        out,
+        "rndread: {} records ({} of keys and values), {} thread{}, pool {} per mode, {} pages, \
+         {}, {} x {} s measured after {} s warmup",
+        thousands(cfg.records),
+        bytes(cfg.records.saturating_mul(RECORD_BYTES)),
+        cfg.threads,
+        if cfg.threads == 1 { "" } else { "s" },
+        bytes(cfg.pool_bytes as u64),
+        bytes(cfg.page_size as u64),
+        cfg.policy,
+        cfg.repeat,
+        cfg.duration,
+        cfg.warmup,
+    )?;
+    writeln!(out)?;
+
+    let header = [
+        "mode",
+        "median/s",
+        "min/s",
+        "max/s",
+        "ratio",
+        "pt/op",
+        "hit ratio",
+        "load",
+        "load rate",
+    ];
+    let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    for r in &rows {
+        let mut cells = vec![r.result.mode.name().to_string()];
+        let rate = |v: f64| thousands(v.round() as u64);
+        match r.throughput {
+            Some(s) => cells.extend([rate(s.median), rate(s.min), rate(s.max)]),
+            None => cells.extend(["FAILED".into(), "-".into(), "-".into()]),
+        }
+        let base_median = base.and_then(Row::median).unwrap_or(0.0);
+        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
+        cells.push(opt(r.median().and_then(|m| ratio(m, base_median)), &|v| {
+            format!("{v:.2}")
+        }));
+        cells.push(opt(r.pt_per_op, &|v| format!("{v:.2}")));
+        cells.push(opt(r.hit_ratio, &|v| format!("{:.2}%", v * 100.0)));
+        cells.push(opt(r.result.load_secs, &|v| {
+            format!("{v:.prec$} s", prec = if v < 1.0 { 3 } else { 2 })
+        }));
+        cells.push(opt(r.result.load_secs, &|v| {
+            format!("{}/s", rate(cfg.records as f64 / v))
+        }));
+        table.push(cells);
+    }
+    write_aligned(out, &table)?;
+
+    writeln!(out)?;
+    let base_name = base.map_or("-", |b| b.result.mode.name());
+    writeln!(
+        out,
+        "lookups/s over {} repetition{}; ratio = median / {base_name} median; pt/op = page-table \
+         lookups per lookup",
+        cfg.repeat,
+        if cfg.repeat == 1 { "" } else { "s" },
+    )?;
+    for r in rows.iter().filter(|r| r.result.error.is_some()) {
+        writeln!(
+            out,
+            "{} FAILED: {}",
+            r.result.mode,
+            r.result.error.as_deref().unwrap_or_default()
+        )?;
+    }
+
+    let check = |mode: PoolMode| -> Option<String> {
+        let find = |m: PoolMode| rows.iter().find(|r| r.result.mode == m);
+        let (num, den) = (find(mode)?, find(PoolMode::MainMemory)?);
+        Some(match (num.median(), den.median()) {
+            (Some(n), Some(d)) => ratio(n, d).map_or("n/a".into(), |v| format!("{v:.2}")),
+            (None, _) => format!("n/a ({mode} failed)"),
+            (_, None) => "n/a (main-memory failed)".into(),
+        })
+    };
+    let mut first = true;
+    for (mode, note) in [
+        (PoolMode::Swizzling, "target >= 0.97"),
+        (PoolMode::Traditional, "papers: 0.6-0.7"),
+    ] {
+        if let Some(value) = check(mode) {
+            if first {
+                writeln!(out)?;
+                first = false;
+            }
+            writeln!(out, "{mode}/main-memory = {value} ({note})")?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes rows with the first column left-aligned and the others right-aligned.
+fn write_aligned(out: &mut impl Write, table: &[Vec<String>]) -> io::Result<()> {
+    let cols = table.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            table
+                .iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in table {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c == 0 {
+                line.push_str(&format!("{cell:<w$}", w = widths[0]));
+            } else {
+                line.push_str(&format!("  {cell:>w$}", w = widths[c]));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// The CSV header.
+pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,\
+working_set_bytes,repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,\
+swizzles,evictions";
+
+/// Appends one row per (mode, repetition) to `path`, writing the header first if the file is new
+/// or empty (or if `fresh`, which empties it first).
+///
+/// # Errors
+/// Errors opening or writing the file.
+pub fn write_csv(path: &Path, cfg: &Config, results: &[ModeResult], fresh: bool) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(!fresh)
+        .write(true)
+        .truncate(fresh)
+        .open(path)?;
+    let mut text = String::new();
+    if file.metadata()?.len() == 0 {
+        text.push_str(CSV_HEADER);
+        text.push('\n');
+    }
+    for r in results {
+        for m in &r.runs {
+            let s = &m.stats;
+            let hit_ratio = ratio(s.hits as f64, (s.hits + s.misses) as f64).unwrap_or(1.0);
+            let pt = ratio(s.page_table_lookups as f64, m.ops as f64).unwrap_or(0.0);
+            text.push_str(&format!(
+                "rndread,{},{},{},{},{},{},{},{:.3},{:.1},{:.6},{:.4},{},{}\n",
+                r.mode,
+                cfg.policy,
+                cfg.threads,
+                cfg.records,
+                cfg.pool_bytes,
+                cfg.records.saturating_mul(RECORD_BYTES),
+                m.repetition,
+                m.secs,
+                m.throughput(),
+                hit_ratio,
+                pt,
+                s.swizzles,
+                s.evictions,
+            ));
+        }
+    }
+    file.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_min_max() {
+        assert_eq!(summarize(&[]), None);
+        let s = summarize(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        let s = summarize(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+        assert_eq!(summarize(&[5.0]).unwrap().median, 5.0);
+    }
+
+    #[test]
+    fn ratios() {
+        assert_eq!(ratio(1.0, 2.0), Some(0.5));
+        assert_eq!(ratio(1.0, 0.0), None);
+        assert_eq!(ratio(1.0, -1.0), None);
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(64 << 20), "64 MiB");
+        assert_eq!(bytes(3 << 29), "1.5 GiB");
+    }
+}

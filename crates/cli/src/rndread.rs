@@ -1,0 +1,370 @@
+//! The "rndread" workload: N records with 8-byte big-endian keys `0..N` and 120-byte values
+//! derived from the key, loaded in key order into one fresh database per buffer mode; then
+//! threads look up uniformly random keys and verify every value.
+//!
+//! Repetitions are interleaved (`for rep { for mode { warmup; measure } }`) so that drift of the
+//! machine (frequency, other load) hits all modes alike.
+
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::fmt;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+use swizzledb::{BufferError, Database, Error, PolicyKind, PoolMode, Stats, Tree};
+
+/// Key (8) plus value (120) bytes: the logical size of one record.
+pub const RECORD_BYTES: u64 = 128;
+const VALUE_LEN: usize = 120;
+/// Pool bytes per record that hold the whole loaded tree. A sequential load leaves the leaves
+/// about half full (~285 bytes per record with 8 KiB pages; 200 is not enough for main-memory
+/// mode), so this adds ~12% headroom for inner nodes and slack.
+const POOL_BYTES_PER_RECORD: u64 = 320;
+/// Lookups between two looks at the stop flag.
+const BATCH: u64 = 256;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Records loaded (keys `0..records`).
+    pub records: u64,
+    /// Lookup threads.
+    pub threads: usize,
+    /// Buffer modes, one database each.
+    pub modes: Vec<PoolMode>,
+    /// Buffer-pool bytes per database.
+    pub pool_bytes: usize,
+    /// Page size in bytes.
+    pub page_size: usize,
+    /// Replacement policy.
+    pub policy: PolicyKind,
+    /// Seconds per measurement.
+    pub duration: f64,
+    /// Seconds of unmeasured lookups before each measurement.
+    pub warmup: f64,
+    /// Measurements per mode.
+    pub repeat: usize,
+    /// Seed for the pools and the lookup threads.
+    pub seed: u64,
+    /// Directory for the temporary database files.
+    pub dir: PathBuf,
+}
+
+/// The default pool: the whole data set fits (records x 320 bytes, rounded up to MiB, at least
+/// 64 MiB).
+#[must_use]
+pub fn default_pool_bytes(records: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    records
+        .saturating_mul(POOL_BYTES_PER_RECORD)
+        .div_ceil(MIB)
+        .saturating_mul(MIB)
+        .max(64 * MIB)
+}
+
+/// One measurement of one mode.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// Repetition (0-based).
+    pub repetition: usize,
+    /// Lookups done.
+    pub ops: u64,
+    /// Seconds measured.
+    pub secs: f64,
+    /// Buffer-pool counters during the measurement.
+    pub stats: Stats,
+}
+
+impl Measurement {
+    /// Lookups per second.
+    #[must_use]
+    pub fn throughput(&self) -> f64 {
+        self.ops as f64 / self.secs
+    }
+}
+
+/// Everything measured for one mode.
+#[derive(Clone, Debug)]
+pub struct ModeResult {
+    /// The buffer mode.
+    pub mode: PoolMode,
+    /// Seconds the load took, if it finished.
+    pub load_secs: Option<f64>,
+    /// The measurements, in repetition order.
+    pub runs: Vec<Measurement>,
+    /// Why the mode stopped early, if it did.
+    pub error: Option<String>,
+}
+
+/// Status lines on stderr, only when stderr is a terminal.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress(bool);
+
+impl Progress {
+    /// Progress on stderr if it is a terminal.
+    #[must_use]
+    pub fn on_terminal() -> Progress {
+        Progress(std::io::stderr().is_terminal())
+    }
+
+    fn say(self, msg: fmt::Arguments<'_>) {
+        if self.0 {
+            eprintln!("{msg}");
+        }
+    }
+}
+
+/// A loaded database; its file is deleted when this is dropped.
+struct Loaded {
+    tree: Tree,
+    db: Database,
+    _file: TempFile,
+}
+
+/// Deletes the file at its path on drop.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Why a lookup phase ended early.
+enum PhaseError {
+    Engine(Error),
+    Verify(String),
+}
+
+/// Runs the workload. Errors in one mode's load or lookups are printed, recorded in its result
+/// and end only that mode; wrong or missing values and errors that would hit every mode alike
+/// (settings, creating the file) end the whole run.
+///
+/// # Errors
+/// Verification failures, invalid settings, and errors creating a database file.
+pub fn run(
+    cfg: &Config,
+    progress: Progress,
+) -> Result<Vec<ModeResult>, Box<dyn std::error::Error>> {
+    let mut slots = Vec::new();
+    for &mode in &cfg.modes {
+        let mut result = ModeResult {
+            mode,
+            load_secs: None,
+            runs: Vec::new(),
+            error: None,
+        };
+        let path = cfg.dir.join(format!(
+            "swizzledb-rndread-{}-{}.swz",
+            std::process::id(),
+            mode.name()
+        ));
+        let (db, file) = create(cfg, mode, path)?;
+        progress.say(format_args!(
+            "{mode}: loading {} records ...",
+            crate::report::thousands(cfg.records)
+        ));
+        let start = Instant::now();
+        let live = match load(&db, cfg.records) {
+            Ok(tree) => {
+                let secs = start.elapsed().as_secs_f64();
+                result.load_secs = Some(secs);
+                progress.say(format_args!("{mode}: loaded in {secs:.2} s"));
+                Some(Loaded {
+                    tree,
+                    db,
+                    _file: file,
+                })
+            }
+            Err(e) => {
+                fail(&mut result, &e);
+                None
+            }
+        };
+        slots.push((result, live));
+    }
+
+    for rep in 0..cfg.repeat {
+        for (result, live) in &mut slots {
+            let Some(loaded) = live else { continue };
+            match measure(cfg, loaded, rep) {
+                Ok(m) => {
+                    progress.say(format_args!(
+                        "{}: repetition {}/{}: {} lookups/s",
+                        result.mode,
+                        rep + 1,
+                        cfg.repeat,
+                        crate::report::thousands(m.throughput().round() as u64)
+                    ));
+                    result.runs.push(m);
+                }
+                Err(PhaseError::Engine(e)) => {
+                    fail(result, &e);
+                    *live = None;
+                }
+                Err(PhaseError::Verify(msg)) => {
+                    return Err(format!("{} mode: {msg}", result.mode).into())
+                }
+            }
+        }
+    }
+    progress.say(format_args!("closing and deleting the database files ..."));
+    Ok(slots.into_iter().map(|(result, _)| result).collect())
+}
+
+/// Creates the database file for `mode` (an error here is not specific to the mode).
+fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Database, TempFile), Error> {
+    if path.exists() {
+        return Err(Error::Buffer(BufferError::Config(format!(
+            "{} exists already; remove it or choose another --dir",
+            path.display()
+        ))));
+    }
+    let file = TempFile(path);
+    let db = Database::builder()
+        .mode(mode)
+        .pool_bytes(cfg.pool_bytes)
+        .page_size(cfg.page_size)
+        .policy(cfg.policy)
+        .seed(cfg.seed)
+        .create(&file.0)?;
+    Ok((db, file))
+}
+
+fn fail(result: &mut ModeResult, e: &Error) {
+    let msg = e.to_string();
+    if msg.contains(result.mode.name()) {
+        eprintln!("error: {msg}");
+    } else {
+        eprintln!("error: {} mode: {msg}", result.mode);
+    }
+    result.error = Some(msg);
+}
+
+/// The value stored under `key`: the key repeated to 120 bytes.
+fn value_for(key: &[u8; 8]) -> [u8; VALUE_LEN] {
+    let mut v = [0; VALUE_LEN];
+    for chunk in v.chunks_exact_mut(8) {
+        chunk.copy_from_slice(key);
+    }
+    v
+}
+
+fn is_value_for(value: &[u8], key: &[u8; 8]) -> bool {
+    value.len() == VALUE_LEN && value.chunks_exact(8).all(|c| c == key)
+}
+
+fn load(db: &Database, records: u64) -> Result<Tree, Error> {
+    let tree = db.create_tree("rndread")?;
+    for k in 0..records {
+        let key = k.to_be_bytes();
+        tree.insert(&key, &value_for(&key))?;
+    }
+    Ok(tree)
+}
+
+/// One warmup and one measured phase.
+fn measure(cfg: &Config, loaded: &Loaded, rep: usize) -> Result<Measurement, PhaseError> {
+    // Same key sequences for every mode within a repetition, different across phases.
+    let seed = cfg.seed ^ ((rep as u64) << 40);
+    if cfg.warmup > 0.0 {
+        lookups(cfg, &loaded.tree, cfg.warmup, seed ^ (1 << 32))?;
+    }
+    let before = loaded.db.stats();
+    let (ops, secs) = lookups(cfg, &loaded.tree, cfg.duration, seed)?;
+    Ok(Measurement {
+        repetition: rep,
+        ops,
+        secs,
+        stats: loaded.db.stats().since(&before),
+    })
+}
+
+/// Random verified lookups on `cfg.threads` threads for `secs` seconds: (lookups, seconds).
+fn lookups(cfg: &Config, tree: &Tree, secs: f64, seed: u64) -> Result<(u64, f64), PhaseError> {
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let tallies: Vec<Result<Tally, Error>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..cfg.threads)
+            .map(|t| {
+                let stop = &stop;
+                s.spawn(move || worker(tree, cfg.records, seed ^ t as u64, stop))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        stop.store(true, Relaxed);
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("lookup thread panicked"))
+            .collect()
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let mut total = Tally::default();
+    for t in tallies {
+        let t = t.map_err(PhaseError::Engine)?;
+        total.ops += t.ops;
+        total.missing += t.missing;
+        total.wrong += t.wrong;
+        total.first_bad = total.first_bad.or(t.first_bad);
+    }
+    if let Some(key) = total.first_bad {
+        return Err(PhaseError::Verify(format!(
+            "verification failed: {} missing and {} wrong values in {} lookups (first bad key: {key})",
+            total.missing, total.wrong, total.ops
+        )));
+    }
+    Ok((total.ops, elapsed))
+}
+
+#[derive(Default)]
+struct Tally {
+    ops: u64,
+    missing: u64,
+    wrong: u64,
+    first_bad: Option<u64>,
+}
+
+fn worker(tree: &Tree, records: u64, seed: u64, stop: &AtomicBool) -> Result<Tally, Error> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut tally = Tally::default();
+    while !stop.load(Relaxed) {
+        for _ in 0..BATCH {
+            let k = rng.gen_range(0..records);
+            let key = k.to_be_bytes();
+            let found = tree.get_with(&key, |v| v.map(|v| is_value_for(v, &key)));
+            match found {
+                Ok(Some(true)) => continue,
+                Ok(Some(false)) => tally.wrong += 1,
+                Ok(None) => tally.missing += 1,
+                Err(e) => {
+                    stop.store(true, Relaxed);
+                    return Err(e.into());
+                }
+            }
+            tally.first_bad.get_or_insert(k);
+        }
+        tally.ops += BATCH;
+    }
+    Ok(tally)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_follow_keys() {
+        let key = 0x0102_0304_0506_0708_u64.to_be_bytes();
+        let v = value_for(&key);
+        assert!(is_value_for(&v, &key));
+        assert!(!is_value_for(&v[..112], &key));
+        assert!(!is_value_for(&v, &7_u64.to_be_bytes()));
+    }
+
+    #[test]
+    fn default_pool_holds_the_data_set() {
+        assert_eq!(default_pool_bytes(1), 64 << 20);
+        assert_eq!(default_pool_bytes(1_000_000), 306 << 20);
+        assert!(default_pool_bytes(u64::MAX) > 0);
+    }
+}
