@@ -45,14 +45,13 @@ pub fn ratio(num: f64, den: f64) -> Option<f64> {
 #[must_use]
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() * 4 / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    let groups: Vec<&str> = digits
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|g| std::str::from_utf8(g).unwrap_or_default())
+        .collect();
+    groups.join(",")
 }
 
 /// Bytes in binary units: `64 MiB`, `1.5 GiB`, `512 B`.

@@ -107,18 +107,26 @@ impl Progress {
         Progress(std::io::stderr().is_terminal())
     }
 
-    fn say(self, msg: fmt::Arguments<'_>) {
+    /// Prints `msg` on stderr if progress is on.
+    pub fn say(self, msg: fmt::Arguments<'_>) {
         if self.0 {
             eprintln!("{msg}");
         }
     }
 }
 
-/// A loaded database; its file is deleted when this is dropped.
+/// The databases still open after a run: dropping this flushes and closes them and deletes their
+/// files (about a second per 1M records), so print results first.
+pub struct OpenDatabases {
+    _dbs: Vec<Loaded>,
+}
+
+/// A loaded database; its file is deleted when this is dropped (first, so that nothing is left
+/// behind even if the flush fails).
 struct Loaded {
+    _file: TempFile,
     tree: Tree,
     db: Database,
-    _file: TempFile,
 }
 
 /// Deletes the file at its path on drop.
@@ -145,7 +153,7 @@ enum PhaseError {
 pub fn run(
     cfg: &Config,
     progress: Progress,
-) -> Result<Vec<ModeResult>, Box<dyn std::error::Error>> {
+) -> Result<(Vec<ModeResult>, OpenDatabases), Box<dyn std::error::Error>> {
     let mut slots = Vec::new();
     for &mode in &cfg.modes {
         let mut result = ModeResult {
@@ -208,8 +216,13 @@ pub fn run(
             }
         }
     }
-    progress.say(format_args!("closing and deleting the database files ..."));
-    Ok(slots.into_iter().map(|(result, _)| result).collect())
+    let (results, open) = slots.into_iter().unzip::<_, _, Vec<_>, Vec<_>>();
+    Ok((
+        results,
+        OpenDatabases {
+            _dbs: open.into_iter().flatten().collect(),
+        },
+    ))
 }
 
 /// Creates the database file for `mode` (an error here is not specific to the mode).

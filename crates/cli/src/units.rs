@@ -68,7 +68,7 @@ pub fn parse_seconds(input: &str) -> Result<f64, String> {
     let s = input.trim();
     let s = s.strip_suffix('s').unwrap_or(s);
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v <= 86_400.0 => Ok(v),
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
         _ => Err(format!(
             "invalid number of seconds {input:?}; expected e.g. 3 or 0.5"
         )),
@@ -94,7 +94,12 @@ pub fn parse_modes(input: &str) -> Result<Modes, String> {
     }
     let mut chosen = Vec::new();
     for part in input.split(',') {
-        let mode: PoolMode = part.trim().parse().map_err(|e| format!("{e}, or all"))?;
+        let mode: PoolMode = part.trim().parse().map_err(|_| {
+            format!(
+                "unknown mode {part:?}; expected all, or a comma-separated list of traditional, \
+                 swizzling, main-memory"
+            )
+        })?;
         chosen.push(mode);
     }
     Ok(Modes(

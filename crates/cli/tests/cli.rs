@@ -1,0 +1,144 @@
+//! Runs the built `swizzledb` binary end to end on a small data set.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_swizzledb");
+
+/// A fresh scratch directory under the system temp directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("swizzledb-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn rndread(scratch: &Scratch, extra: &[&str]) -> Output {
+    let csv = scratch.0.join("out.csv");
+    let args = [
+        "bench",
+        "rndread",
+        "--records",
+        "20000",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0.1",
+        "--repeat",
+        "1",
+        "--csv",
+    ];
+    Command::new(BIN)
+        .args(args)
+        .arg(&csv)
+        .arg("--dir")
+        .arg(&scratch.0)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// (mode, throughput) of each CSV data row.
+fn csv_rows(scratch: &Scratch) -> Vec<(String, f64)> {
+    let text = std::fs::read_to_string(scratch.0.join("out.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (mode, tp) = (col("mode"), col("throughput"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), header.len(), "row {l:?}");
+            (f[mode].to_string(), f[tp].parse().unwrap())
+        })
+        .collect()
+}
+
+/// Files left in the scratch directory other than the CSV.
+fn leftovers(scratch: &Scratch) -> Vec<String> {
+    std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "out.csv")
+        .collect()
+}
+
+#[test]
+fn rndread_all_modes_writes_three_rows() {
+    let scratch = Scratch::new("all");
+    let out = rndread(&scratch, &["--mode", "all"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for mode in [
+        "traditional",
+        "swizzling",
+        "main-memory",
+        "swizzling/main-memory = ",
+    ] {
+        assert!(stdout.contains(mode), "{mode} missing from\n{stdout}");
+    }
+    let rows = csv_rows(&scratch);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows.iter().all(|(_, tp)| *tp > 0.0), "{rows:?}");
+    assert!(leftovers(&scratch).is_empty(), "{:?}", leftovers(&scratch));
+}
+
+#[test]
+fn zero_threads_is_rejected() {
+    let scratch = Scratch::new("threads0");
+    let out = rndread(&scratch, &["--threads", "0"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--threads"), "{stderr}");
+}
+
+#[test]
+fn too_small_main_memory_fails_alone() {
+    let scratch = Scratch::new("small");
+    let out = rndread(&scratch, &["--pool", "1MiB"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("error: main-memory mode"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAILED"), "{stdout}");
+    let modes: Vec<String> = csv_rows(&scratch).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(modes, ["traditional", "swizzling"]);
+    assert!(leftovers(&scratch).is_empty(), "{:?}", leftovers(&scratch));
+}
+
+#[test]
+fn bad_input_gives_a_message_not_a_panic() {
+    let scratch = Scratch::new("bad");
+    for extra in [
+        &["--records", "0"][..],
+        &["--pool", "1KiB"],
+        &["--pool", "12XB"],
+        &["--mode", "fast"],
+        &["--page-size", "1000"],
+        &["--duration", "0"],
+    ] {
+        let out = rndread(&scratch, extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(1 | 2)),
+            "{extra:?}: {stderr}"
+        );
+        assert!(stderr.contains("error"), "{extra:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{extra:?}: {stderr}");
+    }
+    assert!(leftovers(&scratch).is_empty(), "{:?}", leftovers(&scratch));
+}
