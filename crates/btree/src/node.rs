@@ -12,9 +12,11 @@
 //!     40     4  low fence:  heap offset u16, length u16
 //!     44     4  high fence: heap offset u16, length u16
 //!     48     4  foster key: heap offset u16, length u16 (valid if HAS_FOSTER)
-//!     52     4  reserved
+//!     52     2  prefix length p: bytes shared by every key of the node (from the fences)
+//!     54     2  reserved
 //!     56     8  foster swip (valid if HAS_FOSTER)
-//!     64  4n    slots: heap offset u16, key length u16, sorted by key
+//!     64 12n    slots, sorted by key: heap offset u16, key length u16, head u64 — the 8 key
+//!               bytes after the prefix, big-endian, zero-padded (T10)
 //!      …        free space
 //!              record heap
 //!   leaf record:  value length u16 | key | value
@@ -35,19 +37,17 @@ const FLAGS: usize = 38;
 const LOW: usize = 40;
 const HIGH: usize = 44;
 const FOSTER_KEY: usize = 48;
+const PREFIX: usize = 52;
 /// Byte offset of the foster swip in every node.
 pub const FOSTER_SWIP: usize = 56;
 const SLOTS: usize = 64;
-const SLOT_SIZE: usize = 4;
+const SLOT_SIZE: usize = 12;
 
 const LOW_INF: u8 = 1;
 const HIGH_INF: u8 = 2;
 const HAS_FOSTER: u8 = 4;
 
-const _: () = assert!(
-    SLOTS >= HEADER_SIZE + 32,
-    "node header must follow the page header"
-);
+const _: () = assert!(SLOTS >= HEADER_SIZE + 32, "node header must follow the page header");
 const _: () = assert!(FOSTER_SWIP.is_multiple_of(8) && FOSTER_SWIP + 8 == SLOTS);
 
 /// A fence: a key, or infinity on that side.
@@ -56,23 +56,53 @@ pub type Fence<'a> = Option<&'a [u8]>;
 /// Formats `page` (already holding a page header for its id) as an empty node.
 pub fn init(page: &mut [u8], level: u8, low: Fence<'_>, high: Fence<'_>) {
     let id = page::page_id(page);
-    let ty = if level == 0 {
-        PageType::Leaf
-    } else {
-        PageType::Inner
-    };
-    page::format(
-        page,
-        PageId::new(id).expect("valid page id in header"),
-        ty,
-        level,
-    );
+    let ty = if level == 0 { PageType::Leaf } else { PageType::Inner };
+    page::format(page, PageId::new(id).expect("valid page id in header"), ty, level);
     put_u16(page, N_SLOTS, 0);
     put_u16(page, HEAP_START, len16(page.len()));
     put_u16(page, GARBAGE, 0);
     page[FLAGS] = 0;
     set_fence(page, LOW, LOW_INF, low);
     set_fence(page, HIGH, HIGH_INF, high);
+    put_u16(page, PREFIX, len16(fence_prefix(low, high)));
+}
+
+/// Length of the prefix shared by every key in `[low, high)`: the common prefix of the fences.
+fn fence_prefix(low: Fence<'_>, high: Fence<'_>) -> usize {
+    match (low, high) {
+        (Some(l), Some(h)) => l.iter().zip(h).take_while(|(a, b)| a == b).count(),
+        _ => 0,
+    }
+}
+
+/// Length of the prefix shared by all keys of the node (T10).
+#[inline]
+#[must_use]
+pub fn prefix_len(page: &[u8]) -> usize {
+    usize::from(get_u16(page, PREFIX))
+}
+
+/// The slot head of `k` for prefix length `p`: the 8 bytes after the prefix, big-endian,
+/// zero-padded. `head(a) < head(b)` implies `a < b` for keys sharing the prefix (T10).
+#[inline]
+#[must_use]
+pub fn head_of(k: &[u8], p: usize) -> u64 {
+    let rest = k.get(p..).unwrap_or(&[]);
+    let mut b = [0u8; 8];
+    let n = rest.len().min(8);
+    b[..n].copy_from_slice(&rest[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// Recomputes the prefix length from the fences and every slot head; needed when the fences
+/// widen (a merge).
+fn recompute_heads(page: &mut [u8]) {
+    let p = fence_prefix(low_fence(page), high_fence(page));
+    put_u16(page, PREFIX, len16(p));
+    for i in 0..count(page) {
+        let h = head_of(key(page, i), p);
+        put_u64(page, SLOTS + i * SLOT_SIZE + 4, h);
+    }
 }
 
 #[inline]
@@ -185,17 +215,45 @@ pub fn goes_to_foster(page: &[u8], key: &[u8]) -> bool {
 #[inline]
 fn slot(page: &[u8], i: usize) -> (usize, usize) {
     let s = SLOTS + i * SLOT_SIZE;
-    (
-        usize::from(get_u16(page, s)),
-        usize::from(get_u16(page, s + 2)),
-    )
+    (usize::from(get_u16(page, s)), usize::from(get_u16(page, s + 2)))
 }
 
 #[inline]
-fn set_slot(page: &mut [u8], i: usize, off: usize, klen: usize) {
+fn set_slot(page: &mut [u8], i: usize, off: usize, klen: usize, head: u64) {
     let s = SLOTS + i * SLOT_SIZE;
     put_u16(page, s, len16(off));
     put_u16(page, s + 2, len16(klen));
+    put_u64(page, s + 4, head);
+}
+
+#[inline]
+fn slot_head(page: &[u8], i: usize) -> u64 {
+    get_u64(page, SLOTS + i * SLOT_SIZE + 4)
+}
+
+/// Orders record `i`'s key against `k`, by head first (`h` = head of `k`).
+#[inline]
+fn cmp_at(page: &[u8], i: usize, k: &[u8], h: Option<u64>) -> Ordering {
+    match h {
+        Some(h) => match slot_head(page, i).cmp(&h) {
+            Ordering::Equal => key(page, i).cmp(k),
+            o => o,
+        },
+        None => key(page, i).cmp(k),
+    }
+}
+
+/// The head of `k` for this node. T10: callers search a node only for keys inside its fences
+/// (descents guarantee it), so `k` shares the node's prefix; in debug builds this is checked.
+/// A key outside the fences would only get a wrong position, never an out-of-bounds access.
+#[inline]
+fn search_head(page: &[u8], k: &[u8]) -> Option<u64> {
+    let p = prefix_len(page);
+    debug_assert!(
+        p == 0 || low_fence(page).is_some_and(|l| k.get(..p) == l.get(..p)),
+        "T10: searched a node for a key outside its fences"
+    );
+    Some(head_of(k, p))
 }
 
 #[inline]
@@ -251,10 +309,11 @@ fn record_len(page: &[u8], i: usize) -> usize {
 /// Binary search over the keys: `Ok(i)` if found, `Err(i)` for the insertion position.
 #[inline]
 pub fn search(page: &[u8], k: &[u8]) -> Result<usize, usize> {
+    let h = search_head(page, k);
     let (mut lo, mut hi) = (0, count(page));
     while lo < hi {
         let mid = (lo + hi) / 2;
-        match key(page, mid).cmp(k) {
+        match cmp_at(page, mid, k, h) {
             Ordering::Less => lo = mid + 1,
             Ordering::Greater => hi = mid,
             Ordering::Equal => return Ok(mid),
@@ -268,10 +327,11 @@ pub fn search(page: &[u8], k: &[u8]) -> Result<usize, usize> {
 #[inline]
 #[must_use]
 pub fn child_index(page: &[u8], k: &[u8]) -> usize {
+    let h = search_head(page, k);
     let (mut lo, mut hi) = (1, count(page));
     while lo < hi {
         let mid = (lo + hi) / 2;
-        if key(page, mid) <= k {
+        if cmp_at(page, mid, k, h) != Ordering::Greater {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -348,17 +408,18 @@ pub fn compact(page: &mut [u8]) {
         let (off, klen) = slot(&copy, i);
         let len = record_len(&copy, i);
         let new = place(page, &copy[off..off + len]);
-        set_slot(page, i, new, klen);
+        set_slot(page, i, new, klen, slot_head(&copy, i));
     }
     put_u16(page, HEAP_START, len16(top));
     put_u16(page, GARBAGE, 0);
 }
 
-fn insert_slot(page: &mut [u8], i: usize, off: usize, klen: usize) {
+fn insert_slot(page: &mut [u8], i: usize, off: usize, k: &[u8]) {
     let n = count(page);
     let s = SLOTS + i * SLOT_SIZE;
     page.copy_within(s..SLOTS + n * SLOT_SIZE, s + SLOT_SIZE);
-    set_slot(page, i, off, klen);
+    let h = head_of(k, prefix_len(page));
+    set_slot(page, i, off, k.len(), h);
     put_u16(page, N_SLOTS, len16(n + 1));
 }
 
@@ -373,7 +434,7 @@ pub fn insert_leaf(page: &mut [u8], i: usize, k: &[u8], v: &[u8]) -> bool {
     put_u16(page, off, len16(v.len()));
     page[off + 2..off + 2 + k.len()].copy_from_slice(k);
     page[off + 2 + k.len()..off + len].copy_from_slice(v);
-    insert_slot(page, i, off, k.len());
+    insert_slot(page, i, off, k);
     true
 }
 
@@ -387,7 +448,7 @@ pub fn insert_inner(page: &mut [u8], i: usize, k: &[u8], swip: Swip) -> bool {
     let off = heap_alloc(page, len).expect("reserved");
     put_u64(page, off, swip.raw());
     page[off + 8..off + len].copy_from_slice(k);
-    insert_slot(page, i, off, k.len());
+    insert_slot(page, i, off, k);
     true
 }
 
@@ -466,6 +527,7 @@ pub fn set_high_fence(page: &mut [u8], high: Fence<'_>) -> bool {
         None => {
             add_garbage(page, old);
             page[FLAGS] |= HIGH_INF;
+            recompute_heads(page);
             true
         }
         Some(k) => {
@@ -478,6 +540,7 @@ pub fn set_high_fence(page: &mut [u8], high: Fence<'_>) -> bool {
             put_u16(page, HIGH, len16(off));
             put_u16(page, HIGH + 2, len16(k.len()));
             page[FLAGS] &= !HIGH_INF;
+            recompute_heads(page);
             true
         }
     }
@@ -550,38 +613,24 @@ pub fn validate(page: &[u8]) -> Result<(), String> {
     match (ty, level(page)) {
         (Some(PageType::Leaf), 0) => {}
         (Some(PageType::Inner), l) if l > 0 => {}
-        _ => {
-            return Err(format!(
-                "page type {:?} does not match level {}",
-                ty,
-                level(page)
-            ))
-        }
+        _ => return Err(format!("page type {:?} does not match level {}", ty, level(page))),
     }
     let n = count(page);
     let heap = usize::from(get_u16(page, HEAP_START));
     if SLOTS + n * SLOT_SIZE > heap || heap > ps {
-        return Err(format!(
-            "slot array of {n} slots overlaps heap start {heap}"
-        ));
+        return Err(format!("slot array of {n} slots overlaps heap start {heap}"));
     }
     let in_heap = |off: usize, len: usize| off >= heap && off + len <= ps;
     for (field, flag) in [(LOW, LOW_INF), (HIGH, HIGH_INF)] {
         if flags(page) & flag == 0 {
-            let (off, len) = (
-                usize::from(get_u16(page, field)),
-                usize::from(get_u16(page, field + 2)),
-            );
+            let (off, len) = (usize::from(get_u16(page, field)), usize::from(get_u16(page, field + 2)));
             if !in_heap(off, len) {
                 return Err("fence key outside the heap".into());
             }
         }
     }
     if has_foster(page) {
-        let (off, len) = (
-            usize::from(get_u16(page, FOSTER_KEY)),
-            usize::from(get_u16(page, FOSTER_KEY + 2)),
-        );
+        let (off, len) = (usize::from(get_u16(page, FOSTER_KEY)), usize::from(get_u16(page, FOSTER_KEY + 2)));
         if !in_heap(off, len) {
             return Err("foster key outside the heap".into());
         }
@@ -593,11 +642,7 @@ pub fn validate(page: &[u8]) -> Result<(), String> {
         if !in_heap(off, head) {
             return Err(format!("record {i} outside the heap"));
         }
-        let len = if leaf {
-            head + klen + usize::from(get_u16(page, off))
-        } else {
-            head + klen
-        };
+        let len = if leaf { head + klen + usize::from(get_u16(page, off)) } else { head + klen };
         if !in_heap(off, len) {
             return Err(format!("record {i} runs past the page end"));
         }
@@ -642,10 +687,7 @@ mod tests {
         assert_eq!(value(&p, 0), &[1u8; 300][..]);
         assert!(update_value(&mut p, 0, b"x"));
         assert_eq!(value(&p, 0), b"x");
-        assert!(
-            !update_value(&mut p, 0, &vec![2u8; 5000]),
-            "cannot exceed the page"
-        );
+        assert!(!update_value(&mut p, 0, &vec![2u8; 5000]), "cannot exceed the page");
         assert_eq!(value(&p, 0), b"x", "a failed update changes nothing");
     }
 
@@ -660,13 +702,38 @@ mod tests {
         for _ in 0..10 {
             remove(&mut p, 0);
         }
-        assert!(free_space(&p) < 64 + 4, "heap not yet compacted");
+        // A 500-byte value does not fit the free gap, only the gap plus the garbage.
+        assert!(free_space(&p) < 500, "heap not yet compacted");
         let at = count(&p);
-        assert!(
-            insert_leaf(&mut p, at, &[0xff, 0xff], &[0u8; 60]),
-            "compaction frees room"
-        );
+        assert!(insert_leaf(&mut p, at, &[0xff, 0xff], &[0u8; 500]), "compaction frees room");
+        assert_eq!(value(&p, at), &[0u8; 500][..]);
         assert!(validate(&p).is_ok());
+    }
+
+    #[test]
+    fn t10_heads_order_keys_with_a_shared_prefix() {
+        let mut p = vec![0u8; 4096];
+        page::format(&mut p, PageId::new(3).unwrap(), PageType::Leaf, 0);
+        init(&mut p, 0, Some(b"user:0000"), Some(b"user:9999"));
+        assert_eq!(prefix_len(&p), 5);
+        // Keys that tie on their 8 head bytes, and keys shorter than prefix + 8.
+        let keys: [&[u8]; 7] =
+            [b"user:1", b"user:1\0", b"user:12345678", b"user:123456789", b"user:12345679", b"user:2", b"user:9"];
+        for k in keys.iter().rev() {
+            let i = search(&p, k).unwrap_err();
+            assert!(insert_leaf(&mut p, i, k, b"v"));
+        }
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(key(&p, i), *k, "slot {i}");
+            assert_eq!(search(&p, k), Ok(i));
+        }
+        assert_eq!(search(&p, b"user:12345678\0"), Err(3));
+        // Widening the fences (a merge) recomputes the prefix and the heads.
+        assert!(set_high_fence(&mut p, None));
+        assert_eq!(prefix_len(&p), 0);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(search(&p, k), Ok(i));
+        }
     }
 
     #[test]

@@ -7,8 +7,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use swizzledb_buffer::page::{self, HEADER_SIZE};
 use swizzledb_buffer::{
-    BufferError, BufferPool, Exclusive, ExclusiveGuard, FrameId, PageId, PageOwner, Shared,
-    SharedGuard, Swip,
+    BufferError, BufferPool, Exclusive, ExclusiveGuard, FrameId, PageId, PageOwner, Shared, SharedGuard, Swip,
 };
 
 /// The B-tree's side of the PageOwner seam: where the swips of a node are, and whether a page read
@@ -88,11 +87,7 @@ impl Tree {
         pool.make_root(&g);
         let (root, root_page) = (g.frame(), g.page_id());
         drop(g);
-        Ok(Tree {
-            pool: Arc::clone(pool),
-            root,
-            root_page,
-        })
+        Ok(Tree { pool: Arc::clone(pool), root, root_page })
     }
 
     /// Opens the tree rooted at `root_page`, keeping the root resident.
@@ -101,11 +96,7 @@ impl Tree {
     /// I/O errors or corruption of the root (or, in main-memory mode, of any page).
     pub fn open(pool: &Arc<BufferPool>, root_page: PageId) -> Result<Tree> {
         let root = pool.load_root(root_page)?;
-        Ok(Tree {
-            pool: Arc::clone(pool),
-            root,
-            root_page,
-        })
+        Ok(Tree { pool: Arc::clone(pool), root, root_page })
     }
 
     /// The root's page id (stable for the tree's life: the root grows in place, T7).
@@ -134,9 +125,7 @@ impl Tree {
             }
             match self.pool.make_room() {
                 Ok(()) => {}
-                Err(BufferError::PoolExhausted { .. })
-                    if waited < std::time::Duration::from_secs(2) =>
-                {
+                Err(BufferError::PoolExhausted { .. }) if waited < std::time::Duration::from_secs(2) => {
                     std::thread::sleep(pause);
                     waited += pause;
                     pause = (pause * 2).min(std::time::Duration::from_millis(50));
@@ -149,16 +138,10 @@ impl Tree {
     fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let ps = self.pool.page_size();
         if key.len() > max_key_len(ps) {
-            return Err(TreeError::KeyTooLarge {
-                len: key.len(),
-                max: max_key_len(ps),
-            });
+            return Err(TreeError::KeyTooLarge { len: key.len(), max: max_key_len(ps) });
         }
         if value.len() > max_value_len(ps) {
-            return Err(TreeError::ValueTooLarge {
-                len: value.len(),
-                max: max_value_len(ps),
-            });
+            return Err(TreeError::ValueTooLarge { len: value.len(), max: max_value_len(ps) });
         }
         Ok(())
     }
@@ -224,9 +207,7 @@ impl Tree {
     ) -> Result<(ExclusiveGuard<'a>, bool)> {
         while node::goes_to_foster(&x, key) {
             saw_foster = true;
-            x = self
-                .pool
-                .fix_child::<Exclusive, Exclusive>(&mut x, FOSTER_SWIP)?;
+            x = self.pool.fix_child::<Exclusive, Exclusive>(&mut x, FOSTER_SWIP)?;
         }
         saw_foster |= node::has_foster(&x);
         Ok((x, saw_foster))
@@ -283,7 +264,7 @@ impl Tree {
     fn put_once(&self, key: &[u8], value: &[u8], replace: bool) -> Result<bool> {
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
         let existed = loop {
-            match node::search(&leaf, key) {
+            let at = match node::search(&leaf, key) {
                 Ok(i) => {
                     if !replace {
                         return Err(TreeError::DuplicateKey);
@@ -291,15 +272,17 @@ impl Tree {
                     if node::update_value(&mut leaf, i, value) {
                         break true;
                     }
+                    i
                 }
                 Err(i) => {
                     if node::insert_leaf(&mut leaf, i, key, value) {
                         break false;
                     }
+                    i
                 }
-            }
+            };
             // No room: split first, so a failed split changes nothing (T6).
-            let right = self.split(&mut leaf)?;
+            let right = self.split(&mut leaf, at)?;
             maintain = true;
             if node::goes_to_foster(&leaf, key) {
                 leaf = right;
@@ -340,20 +323,20 @@ impl Tree {
     // ------------------------------------------------------------------------------------------
 
     /// Splits `left`: its upper half moves to a new foster child, which takes over `left`'s
-    /// foster child if it had one (T2). Only `left` and the new node are latched.
-    fn split<'a>(&'a self, left: &mut ExclusiveGuard<'a>) -> Result<ExclusiveGuard<'a>> {
+    /// foster child if it had one (T2). Only `left` and the new node are latched. When the
+    /// record that did not fit goes to the end of the node (`insert_at == count`, as in loads in
+    /// key order), only the last record moves, so ascending loads leave full nodes behind.
+    fn split<'a>(&'a self, left: &mut ExclusiveGuard<'a>, insert_at: usize) -> Result<ExclusiveGuard<'a>> {
         let pool = &*self.pool;
         let mut right = pool.allocate_page()?;
-        let mid = node::split_point(left);
+        let n = node::count(left);
+        let mid = if insert_at >= n && n >= 2 { n - 1 } else { node::split_point(left) };
         let sep = node::key(left, mid).to_vec();
         let high = node::high_fence(left).map(<[u8]>::to_vec);
         node::init(&mut right, node::level(left), Some(&sep), high.as_deref());
         let moved = node::append_records(&mut right, left, mid);
         debug_assert!(moved, "half a node fits an empty node");
-        if let (Some(fk), Some(fs)) = (
-            node::foster_key(left).map(<[u8]>::to_vec),
-            node::foster_swip(left),
-        ) {
+        if let (Some(fk), Some(fs)) = (node::foster_key(left).map(<[u8]>::to_vec), node::foster_swip(left)) {
             let ok = node::set_foster(&mut right, &fk, fs);
             debug_assert!(ok, "a foster key fits a half-full node");
             pool.note_swip_moved(fs, &right);
@@ -406,7 +389,7 @@ impl Tree {
                 }
                 // The parent is full: split it and start over, so its own parent adopts.
                 drop(c);
-                drop(self.split(&mut p)?);
+                drop(self.split(&mut p, i + 1)?);
                 drop(p);
                 p = pool.fix_root(self.root);
                 continue;
@@ -448,16 +431,8 @@ impl Tree {
 
     /// Adoption (T3): moves `c`'s foster child into `p` as the record after `c`. False if `p`
     /// has no room.
-    fn adopt(
-        pool: &BufferPool,
-        p: &mut ExclusiveGuard<'_>,
-        i: usize,
-        c: &mut ExclusiveGuard<'_>,
-    ) -> bool {
-        let (Some(fk), Some(fs)) = (
-            node::foster_key(c).map(<[u8]>::to_vec),
-            node::foster_swip(c),
-        ) else {
+    fn adopt(pool: &BufferPool, p: &mut ExclusiveGuard<'_>, i: usize, c: &mut ExclusiveGuard<'_>) -> bool {
+        let (Some(fk), Some(fs)) = (node::foster_key(c).map(<[u8]>::to_vec), node::foster_swip(c)) else {
             return false;
         };
         if !node::insert_inner(p, i + 1, &fk, fs) {
@@ -479,10 +454,7 @@ impl Tree {
         if !node::append_records(c, &f, 0) {
             return Ok(false);
         }
-        let ok = match (
-            node::foster_key(&f).map(<[u8]>::to_vec),
-            node::foster_swip(&f),
-        ) {
+        let ok = match (node::foster_key(&f).map(<[u8]>::to_vec), node::foster_swip(&f)) {
             (Some(fk), Some(fs)) => {
                 let ok = node::set_foster(c, &fk, fs);
                 if ok {
@@ -526,10 +498,7 @@ impl Tree {
         let new_high = node::high_fence(&r).map(<[u8]>::to_vec);
         let mut ok = node::set_high_fence(&mut l, new_high.as_deref());
         if ok {
-            if let (Some(fk), Some(fs)) = (
-                node::foster_key(&r).map(<[u8]>::to_vec),
-                node::foster_swip(&r),
-            ) {
+            if let (Some(fk), Some(fs)) = (node::foster_key(&r).map(<[u8]>::to_vec), node::foster_swip(&r)) {
                 ok = node::set_foster(&mut l, &fk, fs);
                 if ok {
                     pool.note_swip_moved(fs, &l);
@@ -572,12 +541,7 @@ impl Tree {
                 Some(k)
             }
         };
-        RangeIter {
-            tree: self,
-            next,
-            end: end.map(<[u8]>::to_vec),
-            buf: VecDeque::new(),
-        }
+        RangeIter { tree: self, next, end: end.map(<[u8]>::to_vec), buf: VecDeque::new() }
     }
 
     /// Full structural check (T1–T4 and B6): fences, key order, levels, every node reached by
@@ -650,56 +614,31 @@ impl Tree {
                 return Err(at("first separator differs from the low fence".into()));
             }
             for i in 0..n {
-                let clow = if i == 0 {
-                    low.map(<[u8]>::to_vec)
-                } else {
-                    Some(keys[i].clone())
-                };
-                let chigh = if i + 1 < n {
-                    Some(keys[i + 1].clone())
-                } else {
-                    own_high.clone()
-                };
+                let clow = if i == 0 { low.map(<[u8]>::to_vec) } else { Some(keys[i].clone()) };
+                let chigh = if i + 1 < n { Some(keys[i + 1].clone()) } else { own_high.clone() };
                 children.push((node::child_swip_off(&g, i), clow, chigh, lvl - 1));
             }
         }
         if let Some(fk) = node::foster_key(&g) {
             shape.foster_children += 1;
-            children.push((
-                FOSTER_SWIP,
-                Some(fk.to_vec()),
-                high.map(<[u8]>::to_vec),
-                lvl,
-            ));
+            children.push((FOSTER_SWIP, Some(fk.to_vec()), high.map(<[u8]>::to_vec), lvl));
         }
         let pool = &*self.pool;
         let mut targets = Vec::with_capacity(children.len());
         for (off, clow, chigh, clvl) in children {
-            let swip =
-                Swip::from_raw(page::get_u64(&g, off)).ok_or_else(|| at("invalid swip".into()))?;
+            let swip = Swip::from_raw(page::get_u64(&g, off)).ok_or_else(|| at("invalid swip".into()))?;
             if swip.is_swizzled() {
                 shape.swizzled += 1;
                 if pool.swizzled_parent(swip) != Some(g.frame()) {
-                    return Err(at(format!(
-                        "swizzled child {swip:?} records another parent"
-                    )));
+                    return Err(at(format!("swizzled child {swip:?} records another parent")));
                 }
             }
             targets.push((pool.swip_page_id(swip), clow, chigh, clvl));
         }
         drop(g);
         for (cpid, clow, chigh, clvl) in targets {
-            let c = self
-                .with_room(|| Ok(pool.fix_page::<Shared>(cpid)?))
-                .map_err(|e| at(e.to_string()))?;
-            self.verify_node(
-                c,
-                clow.as_deref(),
-                chigh.as_deref(),
-                Some(clvl),
-                seen,
-                shape,
-            )?;
+            let c = self.with_room(|| Ok(pool.fix_page::<Shared>(cpid)?)).map_err(|e| at(e.to_string()))?;
+            self.verify_node(c, clow.as_deref(), chigh.as_deref(), Some(clvl), seen, shape)?;
         }
         Ok(())
     }
@@ -707,9 +646,7 @@ impl Tree {
 
 impl std::fmt::Debug for Tree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tree")
-            .field("root_page", &self.root_page)
-            .finish_non_exhaustive()
+        f.debug_struct("Tree").field("root_page", &self.root_page).finish_non_exhaustive()
     }
 }
 
@@ -745,8 +682,7 @@ impl RangeIter<'_> {
                     ended = true;
                     break;
                 }
-                self.buf
-                    .push_back((k.to_vec(), node::value(&g, i).to_vec()));
+                self.buf.push_back((k.to_vec(), node::value(&g, i).to_vec()));
                 i += 1;
             }
             if !ended {

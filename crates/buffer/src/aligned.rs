@@ -32,9 +32,7 @@ impl AlignedBuf {
     /// size overflows `isize`, or the allocator cannot provide the memory.
     pub fn new(len: usize, align: usize) -> Result<AlignedBuf> {
         if len == 0 {
-            return Err(BufferError::Config(
-                "cannot allocate an aligned buffer of 0 bytes".into(),
-            ));
+            return Err(BufferError::Config("cannot allocate an aligned buffer of 0 bytes".into()));
         }
         let layout = Layout::from_size_align(len, align).map_err(|_| {
             BufferError::Config(format!(
@@ -164,22 +162,10 @@ mod tests {
 
     #[test]
     fn rejects_bad_arguments_without_panicking() {
-        assert!(matches!(
-            AlignedBuf::new(0, 4096),
-            Err(BufferError::Config(_))
-        ));
-        assert!(matches!(
-            AlignedBuf::new(4096, 0),
-            Err(BufferError::Config(_))
-        ));
-        assert!(matches!(
-            AlignedBuf::new(4096, 3000),
-            Err(BufferError::Config(_))
-        ));
-        assert!(matches!(
-            AlignedBuf::new(usize::MAX - 10, 4096),
-            Err(BufferError::Config(_))
-        ));
+        assert!(matches!(AlignedBuf::new(0, 4096), Err(BufferError::Config(_))));
+        assert!(matches!(AlignedBuf::new(4096, 0), Err(BufferError::Config(_))));
+        assert!(matches!(AlignedBuf::new(4096, 3000), Err(BufferError::Config(_))));
+        assert!(matches!(AlignedBuf::new(usize::MAX - 10, 4096), Err(BufferError::Config(_))));
     }
 
     #[test]

@@ -17,9 +17,7 @@ pub enum BufferError {
         source: std::io::Error,
     },
     /// A previous write or fsync failed; the in-memory state may be ahead of the file.
-    #[error(
-        "a previous I/O error on {file} left the pool unusable: close and reopen the database"
-    )]
+    #[error("a previous I/O error on {file} left the pool unusable: close and reopen the database")]
     PreviousIoError {
         /// The database file.
         file: PathBuf,
@@ -43,9 +41,7 @@ pub enum BufferError {
         expected: u32,
     },
     /// The caller asked for a page size other than the one the file was created with.
-    #[error(
-        "{file} was created with {found}-byte pages, but {requested}-byte pages were requested"
-    )]
+    #[error("{file} was created with {found}-byte pages, but {requested}-byte pages were requested")]
     PageSizeMismatch {
         /// The file that was opened.
         file: PathBuf,
@@ -88,9 +84,7 @@ pub enum BufferError {
     #[error("invalid configuration: {0}")]
     Config(String),
     /// The catalog on the metadata page is full.
-    #[error(
-        "the catalog on the metadata page is full ({trees} trees); no more trees can be created"
-    )]
+    #[error("the catalog on the metadata page is full ({trees} trees); no more trees can be created")]
     CatalogFull {
         /// Trees already in the catalog.
         trees: usize,

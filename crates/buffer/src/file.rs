@@ -53,10 +53,7 @@ fn direct_unsupported(path: &Path) -> BufferError {
 
 /// Wraps an OS error with the file name.
 fn io_err(path: &Path, source: io::Error) -> BufferError {
-    BufferError::Io {
-        file: path.to_path_buf(),
-        source,
-    }
+    BufferError::Io { file: path.to_path_buf(), source }
 }
 
 /// Opens `path` for reading and writing, with `O_DIRECT` if `direct`.
@@ -126,13 +123,7 @@ impl PageFile {
             plain
         };
         sync_parent_dir(path).map_err(|e| io_err(path, e))?;
-        Ok(PageFile {
-            file,
-            path: path.to_path_buf(),
-            page_size,
-            direct,
-            failed: AtomicBool::new(false),
-        })
+        Ok(PageFile { file, path: path.to_path_buf(), page_size, direct, failed: AtomicBool::new(false) })
     }
 
     /// Opens an existing database file and returns it with its metadata, `free_pages` filled
@@ -150,15 +141,9 @@ impl PageFile {
     pub fn open(path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
         let file = open_rw(path, direct)?;
         let len = file.metadata().map_err(|e| io_err(path, e))?.len();
-        let not_db = |reason: String| BufferError::NotADatabase {
-            file: path.to_path_buf(),
-            reason,
-        };
-        let corrupt = |reason: String| BufferError::Corrupted {
-            file: path.to_path_buf(),
-            page: PageId::META,
-            reason,
-        };
+        let not_db = |reason: String| BufferError::NotADatabase { file: path.to_path_buf(), reason };
+        let corrupt =
+            |reason: String| BufferError::Corrupted { file: path.to_path_buf(), page: PageId::META, reason };
         if len == 0 {
             return Err(not_db("file is empty".into()));
         }
@@ -172,15 +157,12 @@ impl PageFile {
         // The page size is in the meta page, whose size we do not know yet: every supported
         // page size is at least MIN_PAGE_SIZE, so read that much first.
         let mut first = AlignedBuf::new(MIN_PAGE_SIZE, DIRECT_ALIGN)?;
-        file.read_exact_at(first.as_mut_slice(), 0)
-            .map_err(|e| io_err(path, e))?;
+        file.read_exact_at(first.as_mut_slice(), 0).map_err(|e| io_err(path, e))?;
         let size_field = meta::check_prefix(first.as_slice(), path)?;
         drop(first);
         let page_size = usize::try_from(size_field).unwrap_or(usize::MAX);
         if !page::valid_page_size(page_size) {
-            return Err(corrupt(format!(
-                "invalid page size {size_field} in the metadata page"
-            )));
+            return Err(corrupt(format!("invalid page size {size_field} in the metadata page")));
         }
         if len < page_size as u64 {
             return Err(corrupt(format!(
@@ -188,13 +170,8 @@ impl PageFile {
             )));
         }
 
-        let pf = PageFile {
-            file,
-            path: path.to_path_buf(),
-            page_size,
-            direct,
-            failed: AtomicBool::new(false),
-        };
+        let pf =
+            PageFile { file, path: path.to_path_buf(), page_size, direct, failed: AtomicBool::new(false) };
         let mut buf = AlignedBuf::new(page_size, DIRECT_ALIGN)?;
         pf.read_page(PageId::META, buf.as_mut_slice())?;
         let (mut meta, free_head) = Meta::decode_with_free_head(buf.as_slice(), path)?;
@@ -231,10 +208,9 @@ impl PageFile {
         let mut next = head;
         while let Some(id) = next {
             if !seen.insert(id) {
-                return Err(self.corrupted(
-                    id,
-                    "visited twice while following the free-page chain (cycle)".into(),
-                ));
+                return Err(
+                    self.corrupted(id, "visited twice while following the free-page chain (cycle)".into())
+                );
             }
             self.read_page(id, buf.as_mut_slice())?;
             let page = buf.as_slice();
@@ -271,19 +247,13 @@ impl PageFile {
 
     /// A `Corrupted` error for `page` of this file.
     fn corrupted(&self, page: PageId, reason: String) -> BufferError {
-        BufferError::Corrupted {
-            file: self.path.clone(),
-            page,
-            reason,
-        }
+        BufferError::Corrupted { file: self.path.clone(), page, reason }
     }
 
     /// Fails with `PreviousIoError` once a write, sync or resize has failed (F4).
     fn check_usable(&self) -> Result<()> {
         if self.failed.load(Ordering::Acquire) {
-            return Err(BufferError::PreviousIoError {
-                file: self.path.clone(),
-            });
+            return Err(BufferError::PreviousIoError { file: self.path.clone() });
         }
         Ok(())
     }
@@ -438,20 +408,15 @@ impl PageFile {
             } else {
                 continue;
             };
-            return Err(self.corrupted(
-                id,
-                format!("{problem} (in-memory free list is wrong; metadata not written)"),
-            ));
+            return Err(
+                self.corrupted(id, format!("{problem} (in-memory free list is wrong; metadata not written)"))
+            );
         }
         // Encode first so a full catalog is reported before anything is written.
         let mut meta_page = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
         meta.encode(meta_page.as_mut_slice())?;
 
-        let len = self
-            .file
-            .metadata()
-            .map_err(|e| io_err(&self.path, e))?
-            .len();
+        let len = self.file.metadata().map_err(|e| io_err(&self.path, e))?.len();
         let needed = meta.page_count.saturating_mul(self.page_size as u64);
         if len < needed {
             self.set_len_pages(meta.page_count)?;
@@ -527,11 +492,7 @@ mod tests {
     }
 
     fn flip_byte(path: &Path, off: u64) {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .expect("open raw");
+        let f = OpenOptions::new().read(true).write(true).open(path).expect("open raw");
         let mut b = [0u8; 1];
         f.read_exact_at(&mut b, off).expect("read byte");
         b[0] ^= 0x40;
@@ -596,10 +557,7 @@ mod tests {
             other => panic!("expected AlreadyExists, got {other:?}"),
         }
         let path2 = dir.path().join("db2");
-        assert!(matches!(
-            PageFile::create(&path2, 5000, false),
-            Err(BufferError::Config(_))
-        ));
+        assert!(matches!(PageFile::create(&path2, 5000, false), Err(BufferError::Config(_))));
         assert!(!path2.exists());
     }
 
@@ -633,10 +591,7 @@ mod tests {
                     assert_eq!(file, path);
                     assert!(reason.contains(want), "{reason:?} should contain {want:?}");
                 }
-                other => panic!(
-                    "{} bytes: expected NotADatabase, got {other:?}",
-                    bytes.len()
-                ),
+                other => panic!("{} bytes: expected NotADatabase, got {other:?}", bytes.len()),
             }
         }
         assert!(matches!(
@@ -650,16 +605,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
         build(&path, 4096);
-        let f = OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .expect("open raw");
-        f.write_all_at(&7u32.to_le_bytes(), meta::OFF_VERSION as u64)
-            .expect("patch version");
+        let f = OpenOptions::new().write(true).open(&path).expect("open raw");
+        f.write_all_at(&7u32.to_le_bytes(), meta::OFF_VERSION as u64).expect("patch version");
         match PageFile::open(&path, false) {
-            Err(BufferError::FormatVersion {
-                found, expected, ..
-            }) => {
+            Err(BufferError::FormatVersion { found, expected, .. }) => {
                 assert_eq!((found, expected), (7, meta::FORMAT_VERSION));
             }
             other => panic!("expected FormatVersion, got {other:?}"),
@@ -695,10 +644,7 @@ mod tests {
         // Copy page 3 over page 6: the header names page 3.
         let mut buf = vec![0u8; 4096];
         pf.read_page(pid(3), &mut buf).expect("read 3");
-        let f = OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .expect("open raw");
+        let f = OpenOptions::new().write(true).open(&path).expect("open raw");
         f.write_all_at(&buf, 6 * 4096).expect("misdirect");
         assert!(matches!(
             pf.read_page(pid(6), &mut buf),
@@ -721,14 +667,8 @@ mod tests {
             Err(BufferError::Corrupted { reason, .. }) if reason == "beyond end of file"
         ));
         let mut short = vec![0u8; 100];
-        assert!(matches!(
-            pf.read_page(pid(1), &mut short),
-            Err(BufferError::Config(_))
-        ));
-        assert!(matches!(
-            pf.write_page(pid(1), &mut short),
-            Err(BufferError::Config(_))
-        ));
+        assert!(matches!(pf.read_page(pid(1), &mut short), Err(BufferError::Config(_))));
+        assert!(matches!(pf.write_page(pid(1), &mut short), Err(BufferError::Config(_))));
     }
 
     #[test]
@@ -737,9 +677,7 @@ mod tests {
         let path = dir.path().join("db");
         build(&path, 4096);
         let bytes = std::fs::read(&path).expect("read file");
-        for off in [
-            0u64, 4, 9, 20, 33, 41, 45, 50, 60, 66, 70, 75, 90, 2000, 4095,
-        ] {
+        for off in [0u64, 4, 9, 20, 33, 41, 45, 50, 60, 66, 70, 75, 90, 2000, 4095] {
             write_raw(&path, &bytes);
             flip_byte(&path, off);
             match PageFile::open(&path, false) {
@@ -755,10 +693,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
         build(&path, 4096);
-        let f = OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .expect("open raw");
+        let f = OpenOptions::new().write(true).open(&path).expect("open raw");
         f.set_len(10 * 4096 + 100).expect("torn");
         assert!(matches!(
             PageFile::open(&path, false),
@@ -792,11 +727,7 @@ mod tests {
     /// A handle that skips `open`'s checks, for damaging files in tests.
     fn unchecked(path: &Path, page_size: usize) -> PageFile {
         PageFile {
-            file: OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(path)
-                .expect("raw"),
+            file: OpenOptions::new().read(true).write(true).open(path).expect("raw"),
             path: path.to_path_buf(),
             page_size,
             direct: false,
@@ -868,28 +799,17 @@ mod tests {
         for bad in [vec![pid(0)], vec![pid(10)], vec![pid(4), pid(4)]] {
             let mut m2 = m.clone();
             m2.free_pages = bad;
-            assert!(matches!(
-                pf.write_meta(&m2),
-                Err(BufferError::Corrupted { .. })
-            ));
+            assert!(matches!(pf.write_meta(&m2), Err(BufferError::Corrupted { .. })));
         }
         assert!(matches!(
             pf.write_meta(&Meta::new(8192)),
-            Err(BufferError::PageSizeMismatch {
-                found: 4096,
-                requested: 8192,
-                ..
-            })
+            Err(BufferError::PageSizeMismatch { found: 4096, requested: 8192, .. })
         ));
         let mut m2 = m.clone();
         for i in 0..100 {
-            m2.trees
-                .insert(format!("tree-with-a-rather-long-name-{i:030}"), pid(1));
+            m2.trees.insert(format!("tree-with-a-rather-long-name-{i:030}"), pid(1));
         }
-        assert!(matches!(
-            pf.write_meta(&m2),
-            Err(BufferError::CatalogFull { trees: 102 })
-        ));
+        assert!(matches!(pf.write_meta(&m2), Err(BufferError::CatalogFull { trees: 102 })));
         // None of the rejected calls changed the file or made it unusable.
         pf.sync().expect("still usable");
         drop(pf);
@@ -937,26 +857,14 @@ mod tests {
         };
         let mut buf = vec![0u8; 4096];
         pf.read_page(pid(1), &mut buf).expect("read before failure");
-        assert!(matches!(
-            pf.write_page(pid(1), &mut buf),
-            Err(BufferError::Io { .. })
-        ));
+        assert!(matches!(pf.write_page(pid(1), &mut buf), Err(BufferError::Io { .. })));
         assert!(matches!(
             pf.read_page(pid(1), &mut buf),
             Err(BufferError::PreviousIoError { file }) if file == path
         ));
-        assert!(matches!(
-            pf.sync(),
-            Err(BufferError::PreviousIoError { .. })
-        ));
-        assert!(matches!(
-            pf.set_len_pages(3),
-            Err(BufferError::PreviousIoError { .. })
-        ));
-        assert!(matches!(
-            pf.write_meta(&Meta::new(4096)),
-            Err(BufferError::PreviousIoError { .. })
-        ));
+        assert!(matches!(pf.sync(), Err(BufferError::PreviousIoError { .. })));
+        assert!(matches!(pf.set_len_pages(3), Err(BufferError::PreviousIoError { .. })));
+        assert!(matches!(pf.write_meta(&Meta::new(4096)), Err(BufferError::PreviousIoError { .. })));
     }
 
     #[test]
@@ -983,8 +891,7 @@ mod tests {
         page::format(aligned.as_mut_slice(), pid(1), PageType::Leaf, 0);
         aligned.as_mut_slice()[100] = 42;
         pf.write_meta(&m).expect("write_meta");
-        pf.write_page(pid(1), aligned.as_mut_slice())
-            .expect("aligned write");
+        pf.write_page(pid(1), aligned.as_mut_slice()).expect("aligned write");
         // Unaligned buffer: bytes 1..4097 of a larger aligned region.
         let mut big = AlignedBuf::new(2 * 4096, DIRECT_ALIGN).expect("alloc");
         let unaligned = &mut big.as_mut_slice()[1..4097];
@@ -1001,8 +908,7 @@ mod tests {
         pf.read_page(pid(1), unaligned).expect("unaligned read");
         assert_eq!(unaligned[100], 42);
         let mut aligned = AlignedBuf::new(4096, DIRECT_ALIGN).expect("alloc");
-        pf.read_page(pid(2), aligned.as_mut_slice())
-            .expect("aligned read");
+        pf.read_page(pid(2), aligned.as_mut_slice()).expect("aligned read");
         assert_eq!(aligned.as_slice()[200], 43);
         assert!(matches!(
             pf.read_page(pid(4), aligned.as_mut_slice()),

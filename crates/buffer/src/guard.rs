@@ -49,11 +49,7 @@ pub type ExclusiveGuard<'p> = PageGuard<'p, Exclusive>;
 impl<'p, M: LatchKind> PageGuard<'p, M> {
     /// Wraps a frame whose latch the caller holds in mode `M`.
     pub(crate) fn adopt(pool: &'p BufferPool, frame: FrameId) -> Self {
-        PageGuard {
-            pool,
-            frame,
-            _mode: PhantomData,
-        }
+        PageGuard { pool, frame, _mode: PhantomData }
     }
 
     /// Gives up the guard without releasing the latch (the caller takes over the hold).
@@ -136,12 +132,6 @@ impl<M: LatchKind> Drop for PageGuard<'_, M> {
 
 impl<M: LatchKind> std::fmt::Debug for PageGuard<'_, M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "PageGuard({:?} in {}, {:?})",
-            self.page_id(),
-            self.frame,
-            M::MODE
-        )
+        write!(f, "PageGuard({:?} in {}, {:?})", self.page_id(), self.frame, M::MODE)
     }
 }

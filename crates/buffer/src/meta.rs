@@ -117,15 +117,11 @@ fn read_u64(page: &[u8], off: usize) -> Option<u64> {
 /// [`BufferError::NotADatabase`] if the bytes are too few or the magic is wrong,
 /// [`BufferError::FormatVersion`] if the version differs from [`FORMAT_VERSION`].
 pub(crate) fn check_prefix(page: &[u8], file: &Path) -> Result<u32> {
-    let not_db = |reason: &str| BufferError::NotADatabase {
-        file: file.to_path_buf(),
-        reason: reason.to_string(),
-    };
+    let not_db =
+        |reason: &str| BufferError::NotADatabase { file: file.to_path_buf(), reason: reason.to_string() };
     let magic = field(page, OFF_MAGIC, MAGIC.len()).ok_or_else(|| not_db("file too short"))?;
     if magic != MAGIC {
-        return Err(not_db(
-            "bad magic: the metadata page does not start with SWIZZLDB",
-        ));
+        return Err(not_db("bad magic: the metadata page does not start with SWIZZLDB"));
     }
     let version = read_u32(page, OFF_VERSION).ok_or_else(|| not_db("file too short"))?;
     if version != FORMAT_VERSION {
@@ -142,21 +138,14 @@ impl Meta {
     /// Metadata of a new, empty file: one page (the meta page), no free pages, no trees.
     #[must_use]
     pub fn new(page_size: usize) -> Meta {
-        Meta {
-            page_size,
-            page_count: 1,
-            free_pages: Vec::new(),
-            trees: BTreeMap::new(),
-        }
+        Meta { page_size, page_count: 1, free_pages: Vec::new(), trees: BTreeMap::new() }
     }
 
     /// Bytes of page 0 that [`encode`](Self::encode) needs for this catalog; it fits if this
     /// is at most `page_size`.
     #[must_use]
     pub fn encoded_len(&self) -> usize {
-        self.trees.keys().fold(OFF_CATALOG, |n, name| {
-            n.saturating_add(ENTRY_OVERHEAD + name.len())
-        })
+        self.trees.keys().fold(OFF_CATALOG, |n, name| n.saturating_add(ENTRY_OVERHEAD + name.len()))
     }
 
     /// Formats `page` as the meta page (header included) describing `self`. The free-chain head
@@ -188,16 +177,12 @@ impl Meta {
                 .map_err(|e| BufferError::Config(format!("cannot store tree {name:?}: {e}")))?;
         }
         if self.encoded_len() > page.len() {
-            return Err(BufferError::CatalogFull {
-                trees: self.trees.len(),
-            });
+            return Err(BufferError::CatalogFull { trees: self.trees.len() });
         }
-        let tree_count = u32::try_from(self.trees.len()).map_err(|_| BufferError::CatalogFull {
-            trees: self.trees.len(),
-        })?;
-        let page_size = u32::try_from(self.page_size).map_err(|_| {
-            BufferError::Config(format!("unsupported page size {}", self.page_size))
-        })?;
+        let tree_count = u32::try_from(self.trees.len())
+            .map_err(|_| BufferError::CatalogFull { trees: self.trees.len() })?;
+        let page_size = u32::try_from(self.page_size)
+            .map_err(|_| BufferError::Config(format!("unsupported page size {}", self.page_size)))?;
         let head = self.free_pages.first().map_or(0, |p| p.get());
 
         page::format(page, PageId::META, PageType::Meta, 0);
@@ -239,23 +224,15 @@ impl Meta {
     ///
     /// # Errors
     /// As for [`decode`](Self::decode).
-    pub(crate) fn decode_with_free_head(
-        page: &[u8],
-        file: &Path,
-    ) -> Result<(Meta, Option<PageId>)> {
+    pub(crate) fn decode_with_free_head(page: &[u8], file: &Path) -> Result<(Meta, Option<PageId>)> {
         let page_size_field = check_prefix(page, file)?;
-        let corrupt = |reason: String| BufferError::Corrupted {
-            file: file.to_path_buf(),
-            page: PageId::META,
-            reason,
-        };
+        let corrupt =
+            |reason: String| BufferError::Corrupted { file: file.to_path_buf(), page: PageId::META, reason };
         let short = || corrupt("metadata page is truncated".to_string());
 
         let page_size = usize::try_from(page_size_field).unwrap_or(usize::MAX);
         if !page::valid_page_size(page_size) {
-            return Err(corrupt(format!(
-                "invalid page size {page_size_field} in metadata page"
-            )));
+            return Err(corrupt(format!("invalid page size {page_size_field} in metadata page")));
         }
         if page.len() != page_size {
             return Err(corrupt(format!(
@@ -293,14 +270,13 @@ impl Meta {
         for i in 0..tree_count {
             let entry_corrupt = |what: &str| corrupt(format!("catalog entry {i}: {what}"));
             let name_len = usize::from(
-                read_u16(page, off)
-                    .ok_or_else(|| entry_corrupt("runs past the end of the page"))?,
+                read_u16(page, off).ok_or_else(|| entry_corrupt("runs past the end of the page"))?,
             );
             off += 2;
             let name_bytes = field(page, off, name_len)
                 .ok_or_else(|| entry_corrupt("name runs past the end of the page"))?;
-            let name = std::str::from_utf8(name_bytes)
-                .map_err(|_| entry_corrupt("name is not valid UTF-8"))?;
+            let name =
+                std::str::from_utf8(name_bytes).map_err(|_| entry_corrupt("name is not valid UTF-8"))?;
             validate_tree_name(name).map_err(|e| entry_corrupt(&e))?;
             off += name_len;
             let root_raw = read_u64(page, off)
@@ -318,12 +294,7 @@ impl Meta {
                 return Err(entry_corrupt(&format!("tree {name:?} appears twice")));
             }
         }
-        let meta = Meta {
-            page_size,
-            page_count,
-            free_pages: Vec::new(),
-            trees,
-        };
+        let meta = Meta { page_size, page_count, free_pages: Vec::new(), trees };
         Ok((meta, free_head))
     }
 }
@@ -358,10 +329,7 @@ mod tests {
         assert_eq!(d.page_count, 10);
         assert_eq!(d.trees, m.trees);
         assert!(d.free_pages.is_empty());
-        assert_eq!(
-            m.encoded_len(),
-            OFF_CATALOG + 2 * ENTRY_OVERHEAD + 5 + "ünïcödé".len()
-        );
+        assert_eq!(m.encoded_len(), OFF_CATALOG + 2 * ENTRY_OVERHEAD + 5 + "ünïcödé".len());
     }
 
     #[test]
@@ -428,11 +396,7 @@ mod tests {
         page::put_u32(&mut page, OFF_VERSION, 2);
         assert!(matches!(
             Meta::decode(&page, file),
-            Err(BufferError::FormatVersion {
-                found: 2,
-                expected: FORMAT_VERSION,
-                ..
-            })
+            Err(BufferError::FormatVersion { found: 2, expected: FORMAT_VERSION, .. })
         ));
     }
 
@@ -516,11 +480,7 @@ mod tests {
                 }
                 // A valid prefix followed by noise: exercises the count and catalog parsers.
                 1 => {
-                    let len = if rng.next().is_multiple_of(2) {
-                        4096
-                    } else {
-                        8192
-                    };
+                    let len = if rng.next().is_multiple_of(2) { 4096 } else { 8192 };
                     let mut p: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
                     p[OFF_MAGIC..OFF_MAGIC + 8].copy_from_slice(&MAGIC);
                     page::put_u32(&mut p, OFF_VERSION, FORMAT_VERSION);
@@ -549,10 +509,7 @@ mod tests {
                 }
                 Err(e) => {
                     errors += 1;
-                    assert!(
-                        e.to_string().contains("fuzz.db"),
-                        "error must name the file: {e}"
-                    );
+                    assert!(e.to_string().contains("fuzz.db"), "error must name the file: {e}");
                 }
             }
         }

@@ -171,15 +171,10 @@ pub fn verify(page: &[u8], expected: PageId) -> Result<(), String> {
         if page.iter().all(|&b| b == 0) {
             return Err("page was never written (all zeroes)".into());
         }
-        return Err(format!(
-            "checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
-        ));
+        return Err(format!("checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"));
     }
     if page_id(page) != expected.get() {
-        return Err(format!(
-            "header names page {} (misdirected write?)",
-            page_id(page)
-        ));
+        return Err(format!("header names page {} (misdirected write?)", page_id(page)));
     }
     if page_type(page).is_none() {
         return Err(format!("unknown page type {}", page[4]));
@@ -201,9 +196,7 @@ mod tests {
         assert_eq!(verify(&p, id), Ok(()));
         assert_eq!(page_type(&p), Some(PageType::Leaf));
         assert_eq!(page_lsn(&p), Lsn(99));
-        assert!(verify(&p, PageId::new(8).unwrap())
-            .unwrap_err()
-            .contains("misdirected"));
+        assert!(verify(&p, PageId::new(8).unwrap()).unwrap_err().contains("misdirected"));
         p[100] ^= 1;
         assert!(verify(&p, id).unwrap_err().contains("checksum"));
     }
@@ -211,9 +204,7 @@ mod tests {
     #[test]
     fn zero_page_is_reported_as_unwritten() {
         let p = vec![0u8; 4096];
-        assert!(verify(&p, PageId::new(1).unwrap())
-            .unwrap_err()
-            .contains("never written"));
+        assert!(verify(&p, PageId::new(1).unwrap()).unwrap_err().contains("never written"));
     }
 
     #[test]

@@ -20,12 +20,7 @@ impl PageTable {
         let per_shard = capacity / SHARDS + 1;
         PageTable {
             shards: (0..SHARDS)
-                .map(|_| {
-                    RwLock::new(FxHashMap::with_capacity_and_hasher(
-                        per_shard,
-                        Default::default(),
-                    ))
-                })
+                .map(|_| RwLock::new(FxHashMap::with_capacity_and_hasher(per_shard, Default::default())))
                 .collect(),
         }
     }
@@ -82,11 +77,7 @@ mod tests {
         assert_eq!(t.insert_if_absent(p, FrameId(4)), Err(FrameId(3)));
         assert_eq!(t.get(p), Some(FrameId(3)));
         t.remove(p, FrameId(4));
-        assert_eq!(
-            t.get(p),
-            Some(FrameId(3)),
-            "remove must only drop the matching frame"
-        );
+        assert_eq!(t.get(p), Some(FrameId(3)), "remove must only drop the matching frame");
         t.remove(p, FrameId(3));
         assert_eq!(t.get(p), None);
         assert_eq!(t.len(), 0);

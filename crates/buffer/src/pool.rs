@@ -33,11 +33,7 @@ pub enum PoolMode {
 
 impl PoolMode {
     /// All modes, in the order experiments print them.
-    pub const ALL: [PoolMode; 3] = [
-        PoolMode::Traditional,
-        PoolMode::Swizzling,
-        PoolMode::MainMemory,
-    ];
+    pub const ALL: [PoolMode; 3] = [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory];
 
     /// True if child references are turned into frame references.
     #[inline]
@@ -183,6 +179,8 @@ pub struct BufferPool {
     low_watermark: usize,
     high_watermark: usize,
     policy: Box<dyn Policy>,
+    /// Whether unfixes are reported to the policy (cached `Policy::uses_unfix`).
+    unfix_hook: bool,
     owner: Arc<dyn PageOwner>,
     file: PageFile,
     meta: Mutex<Meta>,
@@ -202,11 +200,7 @@ impl BufferPool {
     ///
     /// # Errors
     /// Invalid configuration or I/O errors.
-    pub fn create(
-        path: &Path,
-        config: &PoolConfig,
-        owner: Arc<dyn PageOwner>,
-    ) -> Result<BufferPool> {
+    pub fn create(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
         let file = PageFile::create(path, config.page_size, config.direct_io)?;
         let meta = Meta::new(config.page_size);
         file.write_meta(&meta)?;
@@ -231,12 +225,7 @@ impl BufferPool {
         BufferPool::new(file, meta, config, owner)
     }
 
-    fn new(
-        file: PageFile,
-        meta: Meta,
-        config: &PoolConfig,
-        owner: Arc<dyn PageOwner>,
-    ) -> Result<BufferPool> {
+    fn new(file: PageFile, meta: Meta, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
         let page_size = meta.page_size;
         let capacity = config.pool_bytes / page_size;
         if capacity < MIN_FRAMES {
@@ -247,9 +236,7 @@ impl BufferPool {
             )));
         }
         if capacity >= NO_PARENT as usize {
-            return Err(BufferError::Config(format!(
-                "a pool of {capacity} frames is too large"
-            )));
+            return Err(BufferError::Config(format!("a pool of {capacity} frames is too large")));
         }
         let mut memory = AlignedBuf::new(capacity * page_size, 4096)?;
         let base = memory.as_mut_ptr();
@@ -258,6 +245,7 @@ impl BufferPool {
             d.parent.store(NO_PARENT, Relaxed);
         }
         let low = (capacity / 64).clamp(2, 256);
+        let policy = config.policy.build(capacity, config.seed);
         Ok(BufferPool {
             mode: config.mode,
             page_size,
@@ -270,7 +258,8 @@ impl BufferPool {
             evict_lock: Mutex::new(()),
             low_watermark: low,
             high_watermark: (low * 2).min(capacity / 2),
-            policy: config.policy.build(capacity, config.seed),
+            unfix_hook: policy.uses_unfix() && config.mode != PoolMode::MainMemory,
+            policy,
             owner,
             file,
             meta: Mutex::new(meta),
@@ -360,9 +349,7 @@ impl BufferPool {
         debug_assert!(f.index() < self.frames.len());
         // SAFETY: B1 — the frame lies inside `memory` (index checked against capacity) and the
         // caller's latch keeps writers out.
-        unsafe {
-            std::slice::from_raw_parts(self.base.add(f.index() * self.page_size), self.page_size)
-        }
+        unsafe { std::slice::from_raw_parts(self.base.add(f.index() * self.page_size), self.page_size) }
     }
 
     /// The page bytes of frame `f`, mutably.
@@ -374,12 +361,7 @@ impl BufferPool {
     pub(crate) unsafe fn page_mut(&self, f: FrameId) -> &mut [u8] {
         debug_assert!(f.index() < self.frames.len());
         // SAFETY: B1 — inside `memory`; the exclusive latch makes this the only access.
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.base.add(f.index() * self.page_size),
-                self.page_size,
-            )
-        }
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(f.index() * self.page_size), self.page_size) }
     }
 
     #[inline]
@@ -389,18 +371,14 @@ impl BufferPool {
 
     #[inline]
     pub(crate) fn unfix(&self, f: FrameId, mode: LatchMode) {
-        if self.mode != PoolMode::MainMemory {
+        if self.unfix_hook {
             self.policy.on_unfix(f);
         }
         self.desc(f).latch.unlock(mode);
     }
 
     fn corrupted(&self, page: PageId, reason: impl Into<String>) -> BufferError {
-        BufferError::Corrupted {
-            file: self.file.path().to_path_buf(),
-            page,
-            reason: reason.into(),
-        }
+        BufferError::Corrupted { file: self.file.path().to_path_buf(), page, reason: reason.into() }
     }
 
     // ----------------------------------------------------------------------------------------
@@ -498,16 +476,10 @@ impl BufferPool {
         parent: &mut PageGuard<'_, P>,
         swip_off: usize,
     ) -> Result<PageGuard<'p, M>> {
-        assert!(
-            std::ptr::eq(parent.pool, self),
-            "B1: the parent guard belongs to another pool"
-        );
+        assert!(std::ptr::eq(parent.pool, self), "B1: the parent guard belongs to another pool");
         let raw = get_u64(parent, swip_off);
         let Some(swip) = Swip::from_raw(raw) else {
-            return Err(self.corrupted(
-                parent.page_id(),
-                format!("invalid swip {raw:#x} at {swip_off}"),
-            ));
+            return Err(self.corrupted(parent.page_id(), format!("invalid swip {raw:#x} at {swip_off}")));
         };
         match swip.target() {
             SwipTarget::Frame(f) => {
@@ -611,10 +583,7 @@ impl BufferPool {
             // SAFETY: B1 — we hold the exclusive latch of a frame nobody else can have reached
             // in a usable state (it is LOADING).
             let page = unsafe { self.page_mut(f) };
-            let loaded = self
-                .file
-                .read_page(pid, page)
-                .and_then(|()| self.check_loaded(pid, page));
+            let loaded = self.file.read_page(pid, page).and_then(|()| self.check_loaded(pid, page));
             if let Err(e) = loaded {
                 self.table.remove(pid, f);
                 d.state.store(FREE, Release);
@@ -639,25 +608,18 @@ impl BufferPool {
 
     /// B8: pages in the file never hold swizzled swips, and their structure must be sound.
     fn check_loaded(&self, pid: PageId, page: &[u8]) -> Result<()> {
-        if page::page_type(page) == Some(PageType::Free)
-            || page::page_type(page) == Some(PageType::Meta)
-        {
-            return Err(
-                self.corrupted(pid, "expected a B-tree node, found a free or metadata page")
-            );
+        if page::page_type(page) == Some(PageType::Free) || page::page_type(page) == Some(PageType::Meta) {
+            return Err(self.corrupted(pid, "expected a B-tree node, found a free or metadata page"));
         }
-        self.owner
-            .check_page(page)
-            .map_err(|r| self.corrupted(pid, r))?;
+        self.owner.check_page(page).map_err(|r| self.corrupted(pid, r))?;
         let mut offs = Vec::new();
         self.owner.swip_offsets(page, &mut offs);
         for off in offs {
             let raw = get_u64(page, off);
             if Swip::from_raw(raw).is_none_or(Swip::is_swizzled) || raw == 0 {
-                return Err(self.corrupted(
-                    pid,
-                    format!("child reference {raw:#x} at {off} is not a page id"),
-                ));
+                return Err(
+                    self.corrupted(pid, format!("child reference {raw:#x} at {off} is not a page id"))
+                );
             }
         }
         Ok(())
@@ -688,10 +650,7 @@ impl BufferPool {
         d.latch.lock_exclusive();
         d.page_id.store(pid.get(), Relaxed);
         let inserted = self.table.insert_if_absent(pid, f);
-        debug_assert!(
-            inserted.is_ok(),
-            "B3: a newly allocated page cannot be resident"
-        );
+        debug_assert!(inserted.is_ok(), "B3: a newly allocated page cannot be resident");
         // SAFETY: B1 — exclusive latch on a frame taken from the free list.
         let page = unsafe { self.page_mut(f) };
         page::format(page, pid, PageType::Leaf, 0);
@@ -706,11 +665,7 @@ impl BufferPool {
 
     /// The swip a parent should store to reference `child` (B6/B7): swizzled in swizzling modes
     /// (recording the parent in the child's descriptor), the page id otherwise.
-    pub fn swip_for(
-        &self,
-        child: &PageGuard<'_, Exclusive>,
-        parent: &PageGuard<'_, Exclusive>,
-    ) -> Swip {
+    pub fn swip_for(&self, child: &PageGuard<'_, Exclusive>, parent: &PageGuard<'_, Exclusive>) -> Swip {
         if self.mode.swizzles() {
             self.desc(child.frame).set_parent(Some(parent.frame));
             self.count(|b| bump(&b.swizzles));
@@ -750,10 +705,7 @@ impl BufferPool {
     /// Frees a page that no swip references any more and that holds no swizzled swips (B11). Its
     /// frame returns to the free list and its page id to the free-page set.
     pub fn free_page(&self, g: PageGuard<'_, Exclusive>) {
-        debug_assert!(
-            !self.has_swizzled_children(&g),
-            "B11: freeing a page with swizzled children"
-        );
+        debug_assert!(!self.has_swizzled_children(&g), "B11: freeing a page with swizzled children");
         let pid = g.page_id();
         let f = g.into_frame();
         let d = self.desc(f);
@@ -773,8 +725,7 @@ impl BufferPool {
     fn has_swizzled_children(&self, page: &[u8]) -> bool {
         let mut offs = Vec::new();
         self.owner.swip_offsets(page, &mut offs);
-        offs.iter()
-            .any(|&o| Swip::from_raw(get_u64(page, o)).is_some_and(Swip::is_swizzled))
+        offs.iter().any(|&o| Swip::from_raw(get_u64(page, o)).is_some_and(Swip::is_swizzled))
     }
 
     // ----------------------------------------------------------------------------------------
@@ -807,8 +758,7 @@ impl BufferPool {
                 if let Some(_g) = self.evict_lock.try_lock() {
                     match self.evict_batch() {
                         Ok(()) => {}
-                        Err(BufferError::PoolExhausted { .. })
-                            if self.free_count.load(Relaxed) > 0 => {}
+                        Err(BufferError::PoolExhausted { .. }) if self.free_count.load(Relaxed) > 0 => {}
                         Err(e) => return Err(e),
                     }
                 }
@@ -865,9 +815,7 @@ impl BufferPool {
             freed += self.sweep(target)?;
         }
         if freed == 0 && self.free_count.load(Relaxed) == 0 {
-            return Err(BufferError::PoolExhausted {
-                frames: self.frames.len(),
-            });
+            return Err(BufferError::PoolExhausted { frames: self.frames.len() });
         }
         Ok(())
     }
@@ -984,12 +932,10 @@ impl BufferPool {
             self.owner.swip_offsets(page, &mut offs);
             let children: Vec<FrameId> = offs
                 .iter()
-                .filter_map(
-                    |&o| match Swip::from_raw(get_u64(page, o)).map(Swip::target) {
-                        Some(SwipTarget::Frame(c)) => Some(c),
-                        _ => None,
-                    },
-                )
+                .filter_map(|&o| match Swip::from_raw(get_u64(page, o)).map(Swip::target) {
+                    Some(SwipTarget::Frame(c)) => Some(c),
+                    _ => None,
+                })
                 .collect();
             d.latch.unlock_shared();
             if children.is_empty() {
@@ -1097,13 +1043,8 @@ impl BufferPool {
                 let ppage = unsafe { self.page(p) };
                 offs.clear();
                 self.owner.swip_offsets(ppage, &mut offs);
-                if !offs
-                    .iter()
-                    .any(|&o| get_u64(ppage, o) == Swip::frame(f).raw())
-                {
-                    return Err(format!(
-                        "B6: {f} names {p} as parent, which does not reference it"
-                    ));
+                if !offs.iter().any(|&o| get_u64(ppage, o) == Swip::frame(f).raw()) {
+                    return Err(format!("B6: {f} names {p} as parent, which does not reference it"));
                 }
             }
         }

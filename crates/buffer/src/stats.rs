@@ -73,10 +73,7 @@ thread_local! {
 
 impl Registry {
     pub(crate) fn new() -> Registry {
-        Registry {
-            id: NEXT_ID.fetch_add(1, Relaxed),
-            blocks: Mutex::new(Vec::new()),
-        }
+        Registry { id: NEXT_ID.fetch_add(1, Relaxed), blocks: Mutex::new(Vec::new()) }
     }
 
     /// Runs `f` with the current thread's block, creating it on first use.
@@ -136,13 +133,6 @@ mod tests {
         let s = r.snapshot();
         assert_eq!(s.fixes, 4000);
         assert_eq!(s.hits, 1);
-        assert_eq!(
-            s.since(&Stats {
-                fixes: 1000,
-                ..Stats::default()
-            })
-            .fixes,
-            3000
-        );
+        assert_eq!(s.since(&Stats { fixes: 1000, ..Stats::default() }).fixes, 3000);
     }
 }

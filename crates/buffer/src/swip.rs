@@ -13,14 +13,8 @@
 use swizzledb_sync::{FrameId, PageId};
 
 const SWIZZLED: u64 = 1 << 63;
-const _: () = assert!(
-    PageId::LIMIT == SWIZZLED,
-    "page ids must leave the marker bit free"
-);
-const _: () = assert!(
-    (u32::MAX as u64) < SWIZZLED,
-    "frame ids fit below the marker bit"
-);
+const _: () = assert!(PageId::LIMIT == SWIZZLED, "page ids must leave the marker bit free");
+const _: () = assert!((u32::MAX as u64) < SWIZZLED, "frame ids fit below the marker bit");
 
 /// A child reference: a page id, or (swizzled) the frame holding the child.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]

@@ -90,9 +90,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Demo => demo(),
-        Command::Bench {
-            workload: Workload::Rndread(args),
-        } => bench_rndread(&args),
+        Command::Bench { workload: Workload::Rndread(args) } => bench_rndread(&args),
     };
     match outcome {
         Ok(code) => code,
@@ -111,11 +109,7 @@ fn bench_rndread(args: &RndreadArgs) -> Result<ExitCode, Box<dyn Error>> {
         records: args.records,
         threads: usize::from(args.threads),
         modes: args.mode.0.clone(),
-        pool_bytes: size(
-            "--pool",
-            args.pool
-                .unwrap_or_else(|| rndread::default_pool_bytes(args.records)),
-        )?,
+        pool_bytes: size("--pool", args.pool.unwrap_or_else(|| rndread::default_pool_bytes(args.records)))?,
         page_size: size("--page-size", args.page_size)?,
         policy: args.policy,
         duration: args.duration,
@@ -164,13 +158,7 @@ fn execute(cfg: &Config, csv: Option<&Path>, fresh_csv: bool) -> Result<ExitCode
         report::write_csv(path, cfg, &results, fresh_csv)
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
-    progress.say(format_args!(
-        "closing and deleting the temporary databases ..."
-    ));
+    progress.say(format_args!("closing and deleting the temporary databases ..."));
     drop(open);
-    Ok(if results.iter().any(|r| r.error.is_some()) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if results.iter().any(|r| r.error.is_some()) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

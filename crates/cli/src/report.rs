@@ -28,11 +28,7 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
         _ if n % 2 == 1 => v[n / 2],
         _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     };
-    Some(Summary {
-        median,
-        min: v[0],
-        max: v[n - 1],
-    })
+    Some(Summary { median, min: v[0], max: v[n - 1] })
 }
 
 /// `num / den`, if `den` is positive.
@@ -45,12 +41,8 @@ pub fn ratio(num: f64, den: f64) -> Option<f64> {
 #[must_use]
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
-    let groups: Vec<&str> = digits
-        .as_bytes()
-        .rchunks(3)
-        .rev()
-        .map(|g| std::str::from_utf8(g).unwrap_or_default())
-        .collect();
+    let groups: Vec<&str> =
+        digits.as_bytes().rchunks(3).rev().map(|g| std::str::from_utf8(g).unwrap_or_default()).collect();
     groups.join(",")
 }
 
@@ -84,11 +76,8 @@ impl<'a> Row<'a> {
         let tp: Vec<f64> = result.runs.iter().map(|m| m.throughput()).collect();
         let ops: u64 = result.runs.iter().map(|m| m.ops).sum();
         let sum = |f: fn(&swizzledb::Stats) -> u64| result.runs.iter().map(|m| f(&m.stats)).sum();
-        let (hits, misses, pt): (u64, u64, u64) = (
-            sum(|s| s.hits),
-            sum(|s| s.misses),
-            sum(|s| s.page_table_lookups),
-        );
+        let (hits, misses, pt): (u64, u64, u64) =
+            (sum(|s| s.hits), sum(|s| s.misses), sum(|s| s.page_table_lookups));
         Row {
             result,
             throughput: summarize(&tp),
@@ -131,17 +120,7 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
     )?;
     writeln!(out)?;
 
-    let header = [
-        "mode",
-        "median/s",
-        "min/s",
-        "max/s",
-        "ratio",
-        "pt/op",
-        "hit ratio",
-        "load",
-        "load rate",
-    ];
+    let header = ["mode", "median/s", "min/s", "max/s", "ratio", "pt/op", "hit ratio", "load", "load rate"];
     let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     for r in &rows {
         let mut cells = vec![r.result.mode.name().to_string()];
@@ -152,17 +131,11 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
         }
         let base_median = base.and_then(Row::median).unwrap_or(0.0);
         let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".into(), f);
-        cells.push(opt(r.median().and_then(|m| ratio(m, base_median)), &|v| {
-            format!("{v:.2}")
-        }));
+        cells.push(opt(r.median().and_then(|m| ratio(m, base_median)), &|v| format!("{v:.2}")));
         cells.push(opt(r.pt_per_op, &|v| format!("{v:.2}")));
         cells.push(opt(r.hit_ratio, &|v| format!("{:.2}%", v * 100.0)));
-        cells.push(opt(r.result.load_secs, &|v| {
-            format!("{v:.prec$} s", prec = if v < 1.0 { 3 } else { 2 })
-        }));
-        cells.push(opt(r.result.load_secs, &|v| {
-            format!("{}/s", rate(cfg.records as f64 / v))
-        }));
+        cells.push(opt(r.result.load_secs, &|v| format!("{v:.prec$} s", prec = if v < 1.0 { 3 } else { 2 })));
+        cells.push(opt(r.result.load_secs, &|v| format!("{}/s", rate(cfg.records as f64 / v))));
         table.push(cells);
     }
     write_aligned(out, &table)?;
@@ -177,12 +150,7 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
         if cfg.repeat == 1 { "" } else { "s" },
     )?;
     for r in rows.iter().filter(|r| r.result.error.is_some()) {
-        writeln!(
-            out,
-            "{} FAILED: {}",
-            r.result.mode,
-            r.result.error.as_deref().unwrap_or_default()
-        )?;
+        writeln!(out, "{} FAILED: {}", r.result.mode, r.result.error.as_deref().unwrap_or_default())?;
     }
 
     let check = |mode: PoolMode| -> Option<String> {
@@ -195,10 +163,8 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
         })
     };
     let mut first = true;
-    for (mode, note) in [
-        (PoolMode::Swizzling, "target >= 0.97"),
-        (PoolMode::Traditional, "papers: 0.6-0.7"),
-    ] {
+    for (mode, note) in [(PoolMode::Swizzling, "target >= 0.97"), (PoolMode::Traditional, "papers: 0.6-0.7")]
+    {
         if let Some(value) = check(mode) {
             if first {
                 writeln!(out)?;
@@ -214,14 +180,7 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
 fn write_aligned(out: &mut impl Write, table: &[Vec<String>]) -> io::Result<()> {
     let cols = table.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            table
-                .iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|c| table.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
         .collect();
     for row in table {
         let mut line = String::new();
@@ -248,12 +207,7 @@ swizzles,evictions";
 /// # Errors
 /// Errors opening or writing the file.
 pub fn write_csv(path: &Path, cfg: &Config, results: &[ModeResult], fresh: bool) -> io::Result<()> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(!fresh)
-        .write(true)
-        .truncate(fresh)
-        .open(path)?;
+    let mut file = OpenOptions::new().create(true).append(!fresh).write(true).truncate(fresh).open(path)?;
     let mut text = String::new();
     if file.metadata()?.len() == 0 {
         text.push_str(CSV_HEADER);

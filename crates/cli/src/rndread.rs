@@ -55,11 +55,7 @@ pub struct Config {
 #[must_use]
 pub fn default_pool_bytes(records: u64) -> u64 {
     const MIB: u64 = 1 << 20;
-    records
-        .saturating_mul(POOL_BYTES_PER_RECORD)
-        .div_ceil(MIB)
-        .saturating_mul(MIB)
-        .max(64 * MIB)
+    records.saturating_mul(POOL_BYTES_PER_RECORD).div_ceil(MIB).saturating_mul(MIB).max(64 * MIB)
 }
 
 /// One measurement of one mode.
@@ -156,33 +152,17 @@ pub fn run(
 ) -> Result<(Vec<ModeResult>, OpenDatabases), Box<dyn std::error::Error>> {
     let mut slots = Vec::new();
     for &mode in &cfg.modes {
-        let mut result = ModeResult {
-            mode,
-            load_secs: None,
-            runs: Vec::new(),
-            error: None,
-        };
-        let path = cfg.dir.join(format!(
-            "swizzledb-rndread-{}-{}.swz",
-            std::process::id(),
-            mode.name()
-        ));
+        let mut result = ModeResult { mode, load_secs: None, runs: Vec::new(), error: None };
+        let path = cfg.dir.join(format!("swizzledb-rndread-{}-{}.swz", std::process::id(), mode.name()));
         let (db, file) = create(cfg, mode, path)?;
-        progress.say(format_args!(
-            "{mode}: loading {} records ...",
-            crate::report::thousands(cfg.records)
-        ));
+        progress.say(format_args!("{mode}: loading {} records ...", crate::report::thousands(cfg.records)));
         let start = Instant::now();
         let live = match load(&db, cfg.records) {
             Ok(tree) => {
                 let secs = start.elapsed().as_secs_f64();
                 result.load_secs = Some(secs);
                 progress.say(format_args!("{mode}: loaded in {secs:.2} s"));
-                Some(Loaded {
-                    tree,
-                    db,
-                    _file: file,
-                })
+                Some(Loaded { tree, db, _file: file })
             }
             Err(e) => {
                 fail(&mut result, &e);
@@ -210,19 +190,12 @@ pub fn run(
                     fail(result, &e);
                     *live = None;
                 }
-                Err(PhaseError::Verify(msg)) => {
-                    return Err(format!("{} mode: {msg}", result.mode).into())
-                }
+                Err(PhaseError::Verify(msg)) => return Err(format!("{} mode: {msg}", result.mode).into()),
             }
         }
     }
     let (results, open) = slots.into_iter().unzip::<_, _, Vec<_>, Vec<_>>();
-    Ok((
-        results,
-        OpenDatabases {
-            _dbs: open.into_iter().flatten().collect(),
-        },
-    ))
+    Ok((results, OpenDatabases { _dbs: open.into_iter().flatten().collect() }))
 }
 
 /// Creates the database file for `mode` (an error here is not specific to the mode).
@@ -285,12 +258,7 @@ fn measure(cfg: &Config, loaded: &Loaded, rep: usize) -> Result<Measurement, Pha
     }
     let before = loaded.db.stats();
     let (ops, secs) = lookups(cfg, &loaded.tree, cfg.duration, seed)?;
-    Ok(Measurement {
-        repetition: rep,
-        ops,
-        secs,
-        stats: loaded.db.stats().since(&before),
-    })
+    Ok(Measurement { repetition: rep, ops, secs, stats: loaded.db.stats().since(&before) })
 }
 
 /// Random verified lookups on `cfg.threads` threads for `secs` seconds: (lookups, seconds).
@@ -306,10 +274,7 @@ fn lookups(cfg: &Config, tree: &Tree, secs: f64, seed: u64) -> Result<(u64, f64)
             .collect();
         std::thread::sleep(Duration::from_secs_f64(secs));
         stop.store(true, Relaxed);
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("lookup thread panicked"))
-            .collect()
+        workers.into_iter().map(|w| w.join().expect("lookup thread panicked")).collect()
     });
     let elapsed = start.elapsed().as_secs_f64();
     let mut total = Tally::default();

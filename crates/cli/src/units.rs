@@ -8,9 +8,7 @@ use swizzledb::PoolMode;
 /// `_` separators and a fractional number (`1.5GiB`) are accepted.
 pub fn parse_size(input: &str) -> Result<u64, String> {
     let s = input.trim().replace('_', "");
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
@@ -34,11 +32,7 @@ pub fn parse_size(input: &str) -> Result<u64, String> {
 /// Parses a count: `20000`, `1_000_000`, `1,000,000`, `1e6`, `2.5e5`, `1k`, `1M`, `1G`
 /// (decimal suffixes: 1M = 1,000,000). The value must be a whole number.
 pub fn parse_count(input: &str) -> Result<u64, String> {
-    let s: String = input
-        .trim()
-        .chars()
-        .filter(|&c| c != '_' && c != ',')
-        .collect();
+    let s: String = input.trim().chars().filter(|&c| c != '_' && c != ',').collect();
     let bad = || format!("invalid count {input:?}; expected e.g. 1000000, 1_000_000, 1e6 or 1M");
     let (num, multiplier) = match s.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() && c != 'e' && c != 'E' => {
@@ -69,9 +63,7 @@ pub fn parse_seconds(input: &str) -> Result<f64, String> {
     let s = s.strip_suffix('s').unwrap_or(s);
     match s.parse::<f64>() {
         Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "invalid number of seconds {input:?}; expected e.g. 3 or 0.5"
-        )),
+        _ => Err(format!("invalid number of seconds {input:?}; expected e.g. 3 or 0.5")),
     }
 }
 
@@ -102,12 +94,7 @@ pub fn parse_modes(input: &str) -> Result<Modes, String> {
         })?;
         chosen.push(mode);
     }
-    Ok(Modes(
-        PoolMode::ALL
-            .into_iter()
-            .filter(|m| chosen.contains(m))
-            .collect(),
-    ))
+    Ok(Modes(PoolMode::ALL.into_iter().filter(|m| chosen.contains(m)).collect()))
 }
 
 /// `num * multiplier` for a decimal `num` (integer or fraction), if it is a whole, finite,
@@ -121,8 +108,7 @@ fn scale(num: &str, multiplier: u64) -> Option<u64> {
     }
     let v = num.parse::<f64>().ok()? * multiplier as f64;
     // 2^53: beyond it f64 no longer represents every whole number.
-    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 9_007_199_254_740_992.0)
-        .then_some(v as u64)
+    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 9_007_199_254_740_992.0).then_some(v as u64)
 }
 
 #[cfg(test)]
@@ -146,18 +132,7 @@ mod tests {
 
     #[test]
     fn bad_sizes() {
-        for bad in [
-            "",
-            "MiB",
-            "-1",
-            "1XiB",
-            "abc",
-            "1.5",
-            "0.1B",
-            "1e3",
-            "99999999999TiB",
-            "1..5M",
-        ] {
+        for bad in ["", "MiB", "-1", "1XiB", "abc", "1.5", "0.1B", "1e3", "99999999999TiB", "1..5M"] {
             assert!(parse_size(bad).is_err(), "{bad:?} was accepted");
         }
     }

@@ -38,14 +38,7 @@ fn rndread(scratch: &Scratch, extra: &[&str]) -> Output {
         "1",
         "--csv",
     ];
-    Command::new(BIN)
-        .args(args)
-        .arg(&csv)
-        .arg("--dir")
-        .arg(&scratch.0)
-        .args(extra)
-        .output()
-        .unwrap()
+    Command::new(BIN).args(args).arg(&csv).arg("--dir").arg(&scratch.0).args(extra).output().unwrap()
 }
 
 /// (mode, throughput) of each CSV data row.
@@ -78,17 +71,8 @@ fn rndread_all_modes_writes_three_rows() {
     let scratch = Scratch::new("all");
     let out = rndread(&scratch, &["--mode", "all"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for mode in [
-        "traditional",
-        "swizzling",
-        "main-memory",
-        "swizzling/main-memory = ",
-    ] {
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for mode in ["traditional", "swizzling", "main-memory", "swizzling/main-memory = "] {
         assert!(stdout.contains(mode), "{mode} missing from\n{stdout}");
     }
     let rows = csv_rows(&scratch);
@@ -133,10 +117,7 @@ fn bad_input_gives_a_message_not_a_panic() {
     ] {
         let out = rndread(&scratch, extra);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            matches!(out.status.code(), Some(1 | 2)),
-            "{extra:?}: {stderr}"
-        );
+        assert!(matches!(out.status.code(), Some(1 | 2)), "{extra:?}: {stderr}");
         assert!(stderr.contains("error"), "{extra:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{extra:?}: {stderr}");
     }

@@ -37,11 +37,7 @@ impl Gclock {
     /// If `k` is 0 or above [`Gclock::MAX_K`], or if `capacity - 1` does not fit a [`FrameId`].
     #[must_use]
     pub fn new(capacity: usize, k: u16) -> Gclock {
-        assert!(
-            (1..=Self::MAX_K).contains(&k),
-            "GCLOCK weight k={k} outside 1..={}",
-            Self::MAX_K
-        );
+        assert!((1..=Self::MAX_K).contains(&k), "GCLOCK weight k={k} outside 1..={}", Self::MAX_K);
         check_capacity(capacity);
         Gclock {
             k,
@@ -98,10 +94,7 @@ impl Fallback {
     }
 
     fn result(&self) -> Option<FrameId> {
-        self.lowest
-            .map(|(_, index)| index)
-            .or(self.blocked)
-            .map(frame_id)
+        self.lowest.map(|(_, index)| index).or(self.blocked).map(frame_id)
     }
 }
 
@@ -180,12 +173,8 @@ impl Policy for Gclock {
                         unblocked_this_revolution = true;
                         // Compare-exchange so that a concurrent hit is never overwritten by a
                         // stale decrement; if one landed, the frame simply keeps its `k`.
-                        let _ = counter.compare_exchange(
-                            value,
-                            value - 1,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        );
+                        let _ =
+                            counter.compare_exchange(value, value - 1, Ordering::Relaxed, Ordering::Relaxed);
                         fallback.offer_unblocked(value - 1, index);
                     }
                 }

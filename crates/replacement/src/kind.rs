@@ -54,9 +54,7 @@ impl PolicyKind {
 
 impl Default for PolicyKind {
     fn default() -> PolicyKind {
-        PolicyKind::Gclock {
-            k: Gclock::DEFAULT_K,
-        }
+        PolicyKind::Gclock { k: Gclock::DEFAULT_K }
     }
 }
 
@@ -73,9 +71,7 @@ impl FromStr for PolicyKind {
     type Err = UnknownPolicy;
 
     fn from_str(input: &str) -> Result<PolicyKind, UnknownPolicy> {
-        let unknown = || UnknownPolicy {
-            input: input.to_owned(),
-        };
+        let unknown = || UnknownPolicy { input: input.to_owned() };
         let name = input.trim().to_ascii_lowercase();
         if name == "random" {
             return Ok(PolicyKind::Random);
@@ -138,20 +134,14 @@ mod tests {
             assert_eq!(err.input, input);
             let message = err.to_string();
             assert!(message.contains(&format!("{input:?}")), "{message}");
-            assert!(
-                message.contains("gclock(k=K)") && message.contains("random"),
-                "{message}"
-            );
+            assert!(message.contains("gclock(k=K)") && message.contains("random"), "{message}");
         }
         assert!(ACCEPTED.contains(&Gclock::MAX_K.to_string()));
     }
 
     #[test]
     fn display_round_trips_and_matches_the_built_name() {
-        for kind in PolicyKind::all()
-            .into_iter()
-            .chain([PolicyKind::Gclock { k: 7 }])
-        {
+        for kind in PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: 7 }]) {
             assert_eq!(kind.to_string().parse::<PolicyKind>(), Ok(kind));
             assert_eq!(kind.build(4, 0).name(), kind.to_string());
         }

@@ -62,6 +62,12 @@ pub trait Policy: Send + Sync {
     /// A fix of `frame` ended. "Usage" can be defined by fix or by unfix; most policies ignore this.
     fn on_unfix(&self, _frame: FrameId) {}
 
+    /// True if the policy wants [`Policy::on_unfix`]; the pool skips the call on every unfix
+    /// otherwise (it is on the hot path).
+    fn uses_unfix(&self) -> bool {
+        false
+    }
+
     /// The pool refused the candidate it was offered (R3): the policy must not lose the frame.
     fn on_rejected(&self, frame: FrameId, why: Rejection);
 

@@ -65,10 +65,7 @@ proptest! {
 #[test]
 fn r3_terminates_when_every_resident_frame_is_blocked() {
     let capacity = 1000u32;
-    for kind in PolicyKind::all()
-        .into_iter()
-        .chain([PolicyKind::Gclock { k: u16::MAX - 1 }])
-    {
+    for kind in PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: u16::MAX - 1 }]) {
         let policy = kind.build(capacity as usize, 3);
         // Every third frame holds a root; the others are free.
         let roots: Vec<u32> = (0..capacity).step_by(3).collect();
@@ -93,10 +90,7 @@ fn r3_terminates_when_every_resident_frame_is_blocked() {
 #[test]
 fn r2_concurrent_hits_with_one_evictor_terminate() {
     let capacity = 64u32;
-    for kind in PolicyKind::all()
-        .into_iter()
-        .chain([PolicyKind::Gclock { k: 1 }])
-    {
+    for kind in PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: 1 }]) {
         let policy = kind.build(capacity as usize, 11);
         // Frames 0..48 hold pages; the rest stay free throughout.
         for f in 0..48 {
@@ -121,11 +115,7 @@ fn r2_concurrent_hits_with_one_evictor_terminate() {
             for round in 0..5_000 {
                 let proposal = policy.next_candidate().expect("48 frames are resident");
                 assert!(proposal.0 < 48, "{kind}: proposed free {proposal}");
-                let why = if round % 2 == 0 {
-                    Rejection::InUse
-                } else {
-                    Rejection::SwizzledChildren
-                };
+                let why = if round % 2 == 0 { Rejection::InUse } else { Rejection::SwizzledChildren };
                 policy.on_rejected(proposal, why);
             }
             done.store(true, Ordering::Relaxed);

@@ -160,11 +160,7 @@ impl Database {
     }
 
     fn with_pool(pool: swizzledb_buffer::BufferPool) -> Database {
-        Database {
-            pool: Arc::new(pool),
-            trees: Mutex::new(HashMap::new()),
-            closed: false,
-        }
+        Database { pool: Arc::new(pool), trees: Mutex::new(HashMap::new()), closed: false }
     }
 
     /// Creates a new, empty tree.
@@ -172,10 +168,8 @@ impl Database {
     /// # Errors
     /// The name is invalid or taken, the catalog is full, or no frame is free.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
-        swizzledb_buffer::validate_tree_name(name).map_err(|reason| Error::InvalidTreeName {
-            name: name.to_owned(),
-            reason,
-        })?;
+        swizzledb_buffer::validate_tree_name(name)
+            .map_err(|reason| Error::InvalidTreeName { name: name.to_owned(), reason })?;
         let mut trees = self.trees.lock();
         if trees.contains_key(name) || self.pool.catalog_get(name).is_some() {
             return Err(Error::TreeExists(name.to_owned()));
@@ -195,10 +189,7 @@ impl Database {
         if let Some(t) = trees.get(name) {
             return Ok(t.clone());
         }
-        let root = self
-            .pool
-            .catalog_get(name)
-            .ok_or_else(|| Error::TreeNotFound(name.to_owned()))?;
+        let root = self.pool.catalog_get(name).ok_or_else(|| Error::TreeNotFound(name.to_owned()))?;
         let tree = Tree::open(&self.pool, root)?;
         trees.insert(name.to_owned(), tree.clone());
         Ok(tree)
@@ -263,8 +254,6 @@ impl Drop for Database {
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database")
-            .field("pool", &self.pool)
-            .finish_non_exhaustive()
+        f.debug_struct("Database").field("pool", &self.pool).finish_non_exhaustive()
     }
 }

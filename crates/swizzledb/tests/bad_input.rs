@@ -24,16 +24,10 @@ fn not_a_database_file() {
     let path = dir.path().join("junk.bin");
     std::fs::write(&path, vec![0x42u8; 20000]).unwrap();
     let err = small().open(&path).unwrap_err();
-    assert!(
-        matches!(err, Error::Buffer(BufferError::NotADatabase { .. })),
-        "{err:?}"
-    );
+    assert!(matches!(err, Error::Buffer(BufferError::NotADatabase { .. })), "{err:?}");
     assert!(err.to_string().contains("junk.bin"), "{err}");
     std::fs::write(&path, b"").unwrap();
-    assert!(matches!(
-        small().open(&path),
-        Err(Error::Buffer(BufferError::NotADatabase { .. }))
-    ));
+    assert!(matches!(small().open(&path), Err(Error::Buffer(BufferError::NotADatabase { .. }))));
 }
 
 #[test]
@@ -43,14 +37,7 @@ fn page_size_mismatch_is_an_error() {
     filled(&path, 10);
     let err = small().page_size(8192).open(&path).unwrap_err();
     assert!(
-        matches!(
-            err,
-            Error::Buffer(BufferError::PageSizeMismatch {
-                found: 4096,
-                requested: 8192,
-                ..
-            })
-        ),
+        matches!(err, Error::Buffer(BufferError::PageSizeMismatch { found: 4096, requested: 8192, .. })),
         "{err:?}"
     );
 }
@@ -69,10 +56,7 @@ fn other_format_version_is_an_error() {
     // The checksum is checked before or after the version; either way it is not a panic and it
     // names the file.
     assert!(
-        matches!(
-            err,
-            Error::Buffer(BufferError::FormatVersion { .. } | BufferError::Corrupted { .. })
-        ),
+        matches!(err, Error::Buffer(BufferError::FormatVersion { .. } | BufferError::Corrupted { .. })),
         "{err:?}"
     );
     assert!(err.to_string().contains("db.swz"));
@@ -80,11 +64,7 @@ fn other_format_version_is_an_error() {
 
 #[test]
 fn corrupted_page_is_reported_with_file_and_page() {
-    for mode in [
-        PoolMode::Traditional,
-        PoolMode::Swizzling,
-        PoolMode::MainMemory,
-    ] {
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.swz");
         filled(&path, 3000);
@@ -92,16 +72,8 @@ fn corrupted_page_is_reported_with_file_and_page() {
         f.seek(SeekFrom::Start(5 * 4096 + 1000)).unwrap();
         f.write_all(&[0xFF; 16]).unwrap();
         drop(f);
-        let pool = if mode == PoolMode::MainMemory {
-            64 << 20
-        } else {
-            16 * 4096
-        };
-        let opened = Database::builder()
-            .page_size(4096)
-            .pool_bytes(pool)
-            .mode(mode)
-            .open(&path);
+        let pool = if mode == PoolMode::MainMemory { 64 << 20 } else { 16 * 4096 };
+        let opened = Database::builder().page_size(4096).pool_bytes(pool).mode(mode).open(&path);
         let err = match opened {
             // Main-memory mode loads every page at open.
             Err(e) => e,
@@ -114,10 +86,7 @@ fn corrupted_page_is_reported_with_file_and_page() {
             }
         };
         let msg = err.to_string();
-        assert!(
-            msg.contains("db.swz") && msg.contains("page 5"),
-            "{mode}: {msg}"
-        );
+        assert!(msg.contains("db.swz") && msg.contains("page 5"), "{mode}: {msg}");
         assert!(msg.contains("checksum"), "{mode}: {msg}");
     }
 }
@@ -130,14 +99,8 @@ fn oversize_key_and_value_change_nothing() {
     t.insert(b"k", b"v").unwrap();
     let big_key = vec![1u8; max_key_len(4096) + 1];
     let big_val = vec![1u8; max_value_len(4096) + 1];
-    assert!(matches!(
-        t.insert(&big_key, b"v"),
-        Err(TreeError::KeyTooLarge { .. })
-    ));
-    assert!(matches!(
-        t.upsert(b"k", &big_val),
-        Err(TreeError::ValueTooLarge { .. })
-    ));
+    assert!(matches!(t.insert(&big_key, b"v"), Err(TreeError::KeyTooLarge { .. })));
+    assert!(matches!(t.upsert(b"k", &big_val), Err(TreeError::ValueTooLarge { .. })));
     assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     // The largest allowed sizes work, many times over (splits must always succeed).
     let key = vec![2u8; max_key_len(4096)];
@@ -156,34 +119,17 @@ fn missing_and_duplicate_tree_names() {
     assert!(matches!(db.tree("nope"), Err(Error::TreeNotFound(n)) if n == "nope"));
     db.create_tree("a").unwrap();
     assert!(matches!(db.create_tree("a"), Err(Error::TreeExists(_))));
-    assert!(matches!(
-        db.create_tree(""),
-        Err(Error::InvalidTreeName { .. })
-    ));
-    assert!(matches!(
-        db.create_tree(&"x".repeat(65)),
-        Err(Error::InvalidTreeName { .. })
-    ));
+    assert!(matches!(db.create_tree(""), Err(Error::InvalidTreeName { .. })));
+    assert!(matches!(db.create_tree(&"x".repeat(65)), Err(Error::InvalidTreeName { .. })));
 }
 
 #[test]
 fn pool_too_small_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
-    let err = Database::builder()
-        .page_size(4096)
-        .pool_bytes(4 * 4096)
-        .create(&dir.path().join("db.swz"));
-    assert!(
-        matches!(err, Err(Error::Buffer(BufferError::Config(_)))),
-        "{err:?}"
-    );
-    let err = Database::builder()
-        .page_size(5000)
-        .create(&dir.path().join("db2.swz"));
-    assert!(
-        matches!(err, Err(Error::Buffer(BufferError::Config(_)))),
-        "{err:?}"
-    );
+    let err = Database::builder().page_size(4096).pool_bytes(4 * 4096).create(&dir.path().join("db.swz"));
+    assert!(matches!(err, Err(Error::Buffer(BufferError::Config(_)))), "{err:?}");
+    let err = Database::builder().page_size(5000).create(&dir.path().join("db2.swz"));
+    assert!(matches!(err, Err(Error::Buffer(BufferError::Config(_)))), "{err:?}");
 }
 
 #[test]
@@ -204,16 +150,10 @@ fn main_memory_limit_is_a_clear_error_and_loses_nothing() {
             Err(e) => break e,
         }
     };
-    assert!(
-        matches!(err, TreeError::Buffer(BufferError::MemoryLimit { .. })),
-        "{err:?}"
-    );
+    assert!(matches!(err, TreeError::Buffer(BufferError::MemoryLimit { .. })), "{err:?}");
     assert!(err.to_string().contains("main-memory"));
     for i in 0..inserted {
-        assert!(
-            t.get(&i.to_be_bytes()).unwrap().is_some(),
-            "record {i} lost after the limit was hit"
-        );
+        assert!(t.get(&i.to_be_bytes()).unwrap().is_some(), "record {i} lost after the limit was hit");
     }
     assert_eq!(t.verify().unwrap().records, inserted as usize);
     db.close().unwrap();
@@ -224,8 +164,5 @@ fn main_memory_limit_is_a_clear_error_and_loses_nothing() {
         .pool_bytes(16 * 4096)
         .open(&path)
         .unwrap();
-    assert_eq!(
-        db.tree("t").unwrap().verify().unwrap().records,
-        inserted as usize
-    );
+    assert_eq!(db.tree("t").unwrap().verify().unwrap().records, inserted as usize);
 }

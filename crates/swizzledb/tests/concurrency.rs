@@ -84,14 +84,9 @@ fn disjoint_workers(tree: &Tree, ops: u64) -> Vec<BTreeMap<Vec<u8>, Vec<u8>>> {
 fn check_all(tree: &Tree, db: &Database, want: &BTreeMap<Vec<u8>, Vec<u8>>, mode: PoolMode) {
     let shape = tree.verify().unwrap_or_else(|e| panic!("{mode}: {e}"));
     assert_eq!(shape.records, want.len(), "{mode}");
-    let got: BTreeMap<_, _> = tree
-        .range(Bound::Unbounded, Bound::Unbounded)
-        .map(|r| r.unwrap())
-        .collect();
+    let got: BTreeMap<_, _> = tree.range(Bound::Unbounded, Bound::Unbounded).map(|r| r.unwrap()).collect();
     assert!(got == *want, "{mode}: scan differs from the oracle");
-    db.pool()
-        .check_invariants()
-        .unwrap_or_else(|e| panic!("{mode}: {e}"));
+    db.pool().check_invariants().unwrap_or_else(|e| panic!("{mode}: {e}"));
 }
 
 #[test]
@@ -100,10 +95,7 @@ fn stress_disjoint_keys_all_modes() {
         with_watchdog(mode.name(), move || {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("stress.swz");
-            let builder = Database::builder()
-                .mode(mode)
-                .page_size(4096)
-                .pool_bytes(pool_for(mode));
+            let builder = Database::builder().mode(mode).page_size(4096).pool_bytes(pool_for(mode));
             let db = builder.clone().create(&path).unwrap();
             let tree = db.create_tree("t").unwrap();
             let oracles = disjoint_workers(&tree, 6000);
@@ -111,10 +103,7 @@ fn stress_disjoint_keys_all_modes() {
             check_all(&tree, &db, &want, mode);
             let stats = db.stats();
             if mode != PoolMode::MainMemory {
-                assert!(
-                    stats.evictions > 0,
-                    "{mode}: the pool was meant to be too small"
-                );
+                assert!(stats.evictions > 0, "{mode}: the pool was meant to be too small");
             }
             if mode == PoolMode::Swizzling {
                 assert!(stats.unswizzles > 0, "{mode}: eviction must un-swizzle");
@@ -159,10 +148,7 @@ fn stress_overlapping_keys_all_modes() {
                                 }
                                 7 => {
                                     let from = k.clone();
-                                    for r in tree
-                                        .range(Bound::Included(&from), Bound::Unbounded)
-                                        .take(20)
-                                    {
+                                    for r in tree.range(Bound::Included(&from), Bound::Unbounded).take(20) {
                                         let (rk, rv) = r.unwrap();
                                         assert!(rk >= from, "scan went backwards");
                                         assert_eq!(
@@ -174,11 +160,7 @@ fn stress_overlapping_keys_all_modes() {
                                 }
                                 _ => {
                                     if let Some(v) = tree.get(&k).unwrap() {
-                                        assert_eq!(
-                                            &v[..k.len()],
-                                            &k[..],
-                                            "value stored under the wrong key"
-                                        );
+                                        assert_eq!(&v[..k.len()], &k[..], "value stored under the wrong key");
                                     }
                                 }
                             }
@@ -190,18 +172,14 @@ fn stress_overlapping_keys_all_modes() {
                 h.join().unwrap();
             }
             let shape = tree.verify().unwrap_or_else(|e| panic!("{mode}: {e}"));
-            let scanned: Vec<_> = tree
-                .range(Bound::Unbounded, Bound::Unbounded)
-                .map(|r| r.unwrap())
-                .collect();
+            let scanned: Vec<_> =
+                tree.range(Bound::Unbounded, Bound::Unbounded).map(|r| r.unwrap()).collect();
             assert_eq!(scanned.len(), shape.records);
             for (k, v) in &scanned {
                 assert_eq!(&v[..k.len()], &k[..]);
                 assert_eq!(tree.get(k).unwrap().as_ref(), Some(v));
             }
-            db.pool()
-                .check_invariants()
-                .unwrap_or_else(|e| panic!("{mode}: {e}"));
+            db.pool().check_invariants().unwrap_or_else(|e| panic!("{mode}: {e}"));
         });
     }
 }

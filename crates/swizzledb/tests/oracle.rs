@@ -43,15 +43,8 @@ fn run(mode: PoolMode, ops: &[Op]) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("oracle.swz");
     // 16 frames of 4 KiB: the tree outgrows the pool after a few hundred records.
-    let pool = if mode == PoolMode::MainMemory {
-        64 << 20
-    } else {
-        16 * 4096
-    };
-    let builder = Database::builder()
-        .mode(mode)
-        .page_size(4096)
-        .pool_bytes(pool);
+    let pool = if mode == PoolMode::MainMemory { 64 << 20 } else { 16 * 4096 };
+    let builder = Database::builder().mode(mode).page_size(4096).pool_bytes(pool);
     let mut db = builder.clone().create(&path).unwrap();
     let mut tree = db.create_tree("t").unwrap();
     let mut oracle = BTreeMap::new();
@@ -74,10 +67,7 @@ fn run(mode: PoolMode, ops: &[Op]) {
                 assert_eq!(existed, oracle.insert(k, v).is_some());
             }
             Op::Delete(k) => {
-                assert_eq!(
-                    tree.delete(&key_bytes(k)).unwrap(),
-                    oracle.remove(&k).is_some()
-                );
+                assert_eq!(tree.delete(&key_bytes(k)).unwrap(), oracle.remove(&k).is_some());
             }
             Op::Get(k) => {
                 let got = tree.get(&key_bytes(k)).unwrap();
@@ -85,10 +75,8 @@ fn run(mode: PoolMode, ops: &[Op]) {
             }
             Op::Range(a, b) => {
                 let (ka, kb) = (key_bytes(a), key_bytes(b));
-                let got: Vec<_> = tree
-                    .range(Bound::Included(&ka), Bound::Excluded(&kb))
-                    .map(|r| r.unwrap())
-                    .collect();
+                let got: Vec<_> =
+                    tree.range(Bound::Included(&ka), Bound::Excluded(&kb)).map(|r| r.unwrap()).collect();
                 let want: Vec<_> = oracle
                     .iter()
                     .map(|(&k, &v)| (key_bytes(k), value_bytes(k, v)))
@@ -105,10 +93,7 @@ fn run(mode: PoolMode, ops: &[Op]) {
     }
     let shape = tree.verify().unwrap_or_else(|e| panic!("{mode}: {e}"));
     assert_eq!(shape.records, oracle.len());
-    let all: Vec<_> = tree
-        .range(Bound::Unbounded, Bound::Unbounded)
-        .map(|r| r.unwrap())
-        .collect();
+    let all: Vec<_> = tree.range(Bound::Unbounded, Bound::Unbounded).map(|r| r.unwrap()).collect();
     assert_eq!(all.len(), oracle.len());
     db.pool().check_invariants().unwrap();
     // Everything must survive a final flush and reopen in traditional mode, which rejects any
@@ -152,17 +137,8 @@ fn t4_churn_reuses_pages() {
     for mode in PoolMode::ALL {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("churn.swz");
-        let pool = if mode == PoolMode::MainMemory {
-            64 << 20
-        } else {
-            32 * 4096
-        };
-        let db = Database::builder()
-            .mode(mode)
-            .page_size(4096)
-            .pool_bytes(pool)
-            .create(&path)
-            .unwrap();
+        let pool = if mode == PoolMode::MainMemory { 64 << 20 } else { 32 * 4096 };
+        let db = Database::builder().mode(mode).page_size(4096).pool_bytes(pool).create(&path).unwrap();
         let t = db.create_tree("t").unwrap();
         let mut peak = 0;
         for round in 0..5u32 {
@@ -185,9 +161,6 @@ fn t4_churn_reuses_pages() {
         }
         db.close().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
-        assert!(
-            len < 4096 * (peak as u64) * 3,
-            "{mode}: file grew to {len} bytes under churn"
-        );
+        assert!(len < 4096 * (peak as u64) * 3, "{mode}: file grew to {len} bytes under churn");
     }
 }

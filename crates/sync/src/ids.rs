@@ -77,9 +77,6 @@ mod tests {
     fn page_id_rejects_reserved_bit() {
         assert!(PageId::new(PageId::LIMIT).is_none());
         assert!(PageId::new(u64::MAX).is_none());
-        assert_eq!(
-            PageId::new(PageId::LIMIT - 1).map(PageId::get),
-            Some(PageId::LIMIT - 1)
-        );
+        assert_eq!(PageId::new(PageId::LIMIT - 1).map(PageId::get), Some(PageId::LIMIT - 1));
     }
 }

@@ -64,10 +64,7 @@ impl Latch {
     /// A new, unlatched latch.
     #[must_use]
     pub fn new() -> Latch {
-        Latch {
-            state: AtomicU32::new(0),
-            version: AtomicU64::new(0),
-        }
+        Latch { state: AtomicU32::new(0), version: AtomicU64::new(0) }
     }
 
     /// Acquires the latch in shared mode, waiting while a writer holds or waits for it (L2).
@@ -94,19 +91,14 @@ impl Latch {
             return false;
         }
         debug_assert!(s & READERS < READERS, "L1: reader count overflow");
-        self.state
-            .compare_exchange_weak(s, s + 1, Acquire, Relaxed)
-            .is_ok()
+        self.state.compare_exchange_weak(s, s + 1, Acquire, Relaxed).is_ok()
     }
 
     /// Releases a shared hold.
     #[inline]
     pub fn unlock_shared(&self) {
         let prev = self.state.fetch_sub(1, Release);
-        debug_assert!(
-            prev & READERS != 0,
-            "L1: unlock_shared without a shared hold"
-        );
+        debug_assert!(prev & READERS != 0, "L1: unlock_shared without a shared hold");
     }
 
     /// Acquires the latch exclusively, announcing itself to new readers while it waits (L2).
@@ -123,11 +115,7 @@ impl Latch {
         loop {
             let s = self.state.load(Relaxed);
             if s & (WRITER | READERS) == 0 {
-                if self
-                    .state
-                    .compare_exchange_weak(s, WRITER, Acquire, Relaxed)
-                    .is_ok()
-                {
+                if self.state.compare_exchange_weak(s, WRITER, Acquire, Relaxed).is_ok() {
                     self.begin_exclusive();
                     return;
                 }
@@ -145,11 +133,7 @@ impl Latch {
         if s & (WRITER | READERS) != 0 {
             return false;
         }
-        if self
-            .state
-            .compare_exchange(s, WRITER, Acquire, Relaxed)
-            .is_ok()
-        {
+        if self.state.compare_exchange(s, WRITER, Acquire, Relaxed).is_ok() {
             self.begin_exclusive();
             true
         } else {
@@ -166,11 +150,7 @@ impl Latch {
             return false;
         }
         // Keep nothing of WRITER_WAITING: the waiting writer re-announces itself (L2).
-        if self
-            .state
-            .compare_exchange(s, WRITER, Acquire, Relaxed)
-            .is_ok()
-        {
+        if self.state.compare_exchange(s, WRITER, Acquire, Relaxed).is_ok() {
             self.begin_exclusive();
             true
         } else {
@@ -183,10 +163,7 @@ impl Latch {
     pub fn downgrade(&self) {
         self.end_exclusive();
         let prev = self.state.fetch_add(1, Release);
-        debug_assert!(
-            prev & WRITER != 0,
-            "L1: downgrade without an exclusive hold"
-        );
+        debug_assert!(prev & WRITER != 0, "L1: downgrade without an exclusive hold");
         self.state.fetch_and(!WRITER, Release);
     }
 
@@ -195,10 +172,7 @@ impl Latch {
     pub fn unlock_exclusive(&self) {
         self.end_exclusive();
         let prev = self.state.fetch_and(!WRITER, Release);
-        debug_assert!(
-            prev & WRITER != 0,
-            "L1: unlock_exclusive without an exclusive hold"
-        );
+        debug_assert!(prev & WRITER != 0, "L1: unlock_exclusive without an exclusive hold");
     }
 
     /// Releases a hold of the given mode.
@@ -248,10 +222,7 @@ impl Latch {
 
     fn end_exclusive(&self) {
         let v = self.version.load(Relaxed);
-        debug_assert!(
-            !v.is_multiple_of(2),
-            "L4: version even on exclusive release"
-        );
+        debug_assert!(!v.is_multiple_of(2), "L4: version even on exclusive release");
         self.version.store(v + 1, Release);
     }
 }
@@ -314,10 +285,7 @@ mod tests {
         while l.state.load(Relaxed) & WRITER_WAITING == 0 {
             std::thread::yield_now();
         }
-        assert!(
-            !l.try_lock_shared(),
-            "L2: a new reader must queue behind a waiting writer"
-        );
+        assert!(!l.try_lock_shared(), "L2: a new reader must queue behind a waiting writer");
         l.unlock_shared();
         writer.join().unwrap();
         assert!(l.try_lock_shared());
@@ -332,10 +300,7 @@ mod tests {
         }
         // SAFETY: L1 — `value` is only touched under the exclusive latch.
         unsafe impl Sync for Shared {}
-        let s = Arc::new(Shared {
-            latch: Latch::new(),
-            value: std::cell::UnsafeCell::new(0),
-        });
+        let s = Arc::new(Shared { latch: Latch::new(), value: std::cell::UnsafeCell::new(0) });
         let handles: Vec<_> = (0..4)
             .map(|_| {
                 let s = Arc::clone(&s);
@@ -377,10 +342,7 @@ mod loom_tests {
     #[test]
     fn loom_writer_upgrader_reader() {
         loom::model(|| {
-            let s = Arc::new(Shared {
-                latch: Latch::new(),
-                value: UnsafeCell::new(0),
-            });
+            let s = Arc::new(Shared { latch: Latch::new(), value: UnsafeCell::new(0) });
             let w = {
                 let s = s.clone();
                 loom::thread::spawn(move || {

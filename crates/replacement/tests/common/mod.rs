@@ -67,10 +67,7 @@ impl Sim {
     /// R4: a proposal is a resident frame.
     pub fn assert_resident(&self, proposal: Option<FrameId>) {
         if let Some(frame) = proposal {
-            assert!(
-                self.resident[frame.index()],
-                "proposed non-resident {frame}"
-            );
+            assert!(self.resident[frame.index()], "proposed non-resident {frame}");
         }
     }
 
@@ -83,15 +80,8 @@ impl Sim {
     /// R3: a frame rejected as a root is proposed only when every resident frame is blocked.
     pub fn assert_root_respected(&self, proposal: Option<FrameId>) {
         if let Some(frame) = proposal.filter(|f| self.blocked[f.index()]) {
-            let unblocked = self
-                .resident
-                .iter()
-                .zip(&self.blocked)
-                .any(|(&r, &b)| r && !b);
-            assert!(
-                !unblocked,
-                "proposed blocked {frame} while an unblocked frame is resident"
-            );
+            let unblocked = self.resident.iter().zip(&self.blocked).any(|(&r, &b)| r && !b);
+            assert!(!unblocked, "proposed blocked {frame} while an unblocked frame is resident");
         }
     }
 }
@@ -104,10 +94,7 @@ pub fn drive(
     policy: &dyn Policy,
     mut check: impl FnMut(&Sim, Option<FrameId>),
 ) -> Vec<Option<FrameId>> {
-    let mut sim = Sim {
-        resident: vec![false; capacity as usize],
-        blocked: vec![false; capacity as usize],
-    };
+    let mut sim = Sim { resident: vec![false; capacity as usize], blocked: vec![false; capacity as usize] };
     let mut proposals = Vec::new();
     for &op in ops {
         match op {
