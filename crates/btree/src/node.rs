@@ -717,8 +717,15 @@ mod tests {
         init(&mut p, 0, Some(b"user:0000"), Some(b"user:9999"));
         assert_eq!(prefix_len(&p), 5);
         // Keys that tie on their 8 head bytes, and keys shorter than prefix + 8.
-        let keys: [&[u8]; 7] =
-            [b"user:1", b"user:1\0", b"user:12345678", b"user:123456789", b"user:12345679", b"user:2", b"user:9"];
+        let keys: [&[u8]; 7] = [
+            b"user:1",
+            b"user:1\0",
+            b"user:12345678",
+            b"user:123456789",
+            b"user:12345679",
+            b"user:2",
+            b"user:9",
+        ];
         for k in keys.iter().rev() {
             let i = search(&p, k).unwrap_err();
             assert!(insert_leaf(&mut p, i, k, b"v"));

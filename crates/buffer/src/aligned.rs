@@ -2,7 +2,7 @@
 //!
 //! The buffer pool allocates its whole frame region as one [`AlignedBuf`] and hands out page
 //! slices through raw pointers; the page file uses single-page `AlignedBuf`s as bounce buffers
-//! for direct I/O. The rules every `unsafe` block here relies on are in `FILE-RULES.md` (F1).
+//! for direct I/O. The rules every `unsafe` block here relies on are in the crate README (F1).
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::fmt;
@@ -11,11 +11,17 @@ use std::ptr::NonNull;
 use crate::error::{BufferError, Result};
 
 /// An owned heap region of `len` bytes whose start is a multiple of `align`, zeroed at
-/// allocation and freed on drop (FILE-RULES.md F1).
+/// allocation and freed on drop (README F1).
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     layout: Layout,
+    /// Set for regions from [`AlignedBuf::new_lazy`]: the whole anonymous mapping (start,
+    /// length), of which `ptr..ptr+len` is the aligned part.
+    mapping: Option<(NonNull<u8>, usize)>,
 }
+
+/// Size of a transparent huge page on x86-64 and aarch64 Linux.
+pub const HUGE_PAGE: usize = 2 << 20;
 
 // The region is exclusively owned by this value, like a `Box<[u8]>`.
 // SAFETY: F1 — exclusive ownership: sending the owner sends the only safe access path.
@@ -48,7 +54,52 @@ impl AlignedBuf {
                  pool"
             ))
         })?;
-        Ok(AlignedBuf { ptr, layout })
+        Ok(AlignedBuf { ptr, layout, mapping: None })
+    }
+
+    /// Allocates `len` zeroed bytes aligned to [`HUGE_PAGE`] from an anonymous mapping that the
+    /// kernel fills on first touch (so memory is committed on demand), advised for transparent
+    /// huge pages. For the buffer pool's frame region.
+    ///
+    /// # Errors
+    /// [`BufferError::Config`] if `len` is zero or the kernel refuses the mapping.
+    pub fn new_lazy(len: usize) -> Result<AlignedBuf> {
+        let layout = Layout::from_size_align(len, HUGE_PAGE)
+            .ok()
+            .filter(|_| len > 0)
+            .ok_or_else(|| BufferError::Config(format!("cannot map a region of {len} bytes")))?;
+        let map_len = len
+            .checked_add(HUGE_PAGE)
+            .ok_or_else(|| BufferError::Config(format!("cannot map a region of {len} bytes")))?;
+        // SAFETY: F1 — an anonymous private mapping at an address of the kernel's choice touches
+        // no existing memory; the result is checked against MAP_FAILED below.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(BufferError::Config(format!(
+                "cannot map {len} bytes for the buffer pool ({}); use a smaller pool",
+                std::io::Error::last_os_error()
+            )));
+        }
+        let base = raw.cast::<u8>();
+        let skip = base.align_offset(HUGE_PAGE);
+        // SAFETY: F1 — `skip < HUGE_PAGE` and the mapping is `len + HUGE_PAGE` long, so the
+        // aligned start and the `len` bytes after it lie inside the mapping.
+        let aligned = unsafe { base.add(skip) };
+        // SAFETY: F1 — advice on a range inside our own mapping; it changes neither contents nor
+        // validity, only how the kernel backs the range. Failure (no THP) is harmless.
+        let _ = unsafe { libc::madvise(aligned.cast(), len, libc::MADV_HUGEPAGE) };
+        let ptr = NonNull::new(aligned).expect("mmap never returns null on success");
+        let start = NonNull::new(base).expect("mmap never returns null on success");
+        Ok(AlignedBuf { ptr, layout, mapping: Some((start, map_len)) })
     }
 
     /// Length of the region in bytes (never zero).
@@ -113,8 +164,18 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        // SAFETY: F1 — `ptr` came from `alloc_zeroed(self.layout)` and is freed only here, once.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+        match self.mapping {
+            Some((start, map_len)) => {
+                // SAFETY: F1 — `start..start+map_len` is the mapping made in `new_lazy`,
+                // unmapped only here, once.
+                let _ = unsafe { libc::munmap(start.as_ptr().cast(), map_len) };
+            }
+            None => {
+                // SAFETY: F1 — `ptr` came from `alloc_zeroed(self.layout)` and is freed only
+                // here, once.
+                unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+            }
+        }
     }
 }
 
@@ -131,6 +192,17 @@ impl fmt::Debug for AlignedBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lazy_region_is_zeroed_aligned_and_writable() {
+        let mut buf = AlignedBuf::new_lazy(3 * HUGE_PAGE + 4096).expect("mapping");
+        assert_eq!(buf.as_ptr() as usize % HUGE_PAGE, 0);
+        assert!(buf.as_slice().iter().step_by(4096).all(|&b| b == 0));
+        let n = buf.len();
+        buf.as_mut_slice()[n - 1] = 7;
+        assert_eq!(buf.as_slice()[n - 1], 7);
+        assert!(AlignedBuf::new_lazy(0).is_err());
+    }
 
     #[test]
     fn allocates_zeroed_and_aligned() {

@@ -1,7 +1,7 @@
 //! The page file: positional page I/O on the database file, with checksums, optional direct
 //! I/O, the persisted free-page chain, and a sticky failure flag.
 //!
-//! Rules (FILE-RULES.md): every page is sealed just before it is written (F2) and verified right
+//! Rules (crate README): every page is sealed just before it is written (F2) and verified right
 //! after it is read (F3); a failed write, sync or resize makes every later call fail with
 //! [`BufferError::PreviousIoError`] (F4); [`PageFile::write_meta`] writes page 0 last (F5);
 //! nothing is durable before [`PageFile::sync`] (F6); direct-I/O buffers are aligned by the file

@@ -22,7 +22,7 @@
 //!
 //! The free pages themselves are not listed here: they form a chain of `Free` pages whose body
 //! starts with the next free page id (see `file.rs`), and [`Meta::free_pages`] is filled by
-//! `PageFile::open` from that chain. Decoding treats the bytes as untrusted (FILE-RULES.md F8):
+//! `PageFile::open` from that chain. Decoding treats the bytes as untrusted (crate README, F8):
 //! every length and id is range-checked and a bad page is an error, never a panic.
 
 use std::collections::BTreeMap;

@@ -63,7 +63,7 @@ fn disjoint_workers(tree: &Tree, ops: u64) -> Vec<BTreeMap<Vec<u8>, Vec<u8>>> {
                 let mut rng = SmallRng::seed_from_u64(t);
                 let mut oracle = BTreeMap::new();
                 for n in 0..ops {
-                    let k = key(t, rng.gen_range(0..1500));
+                    let k = key(t, rng.gen_range(0..5000));
                     match rng.gen_range(0..10) {
                         0..=4 => {
                             let v = value(&k, n as u32);
@@ -98,9 +98,10 @@ fn stress_disjoint_keys_all_modes() {
             let builder = Database::builder().mode(mode).page_size(4096).pool_bytes(pool_for(mode));
             let db = builder.clone().create(&path).unwrap();
             let tree = db.create_tree("t").unwrap();
-            let oracles = disjoint_workers(&tree, 6000);
+            let oracles = disjoint_workers(&tree, 20_000);
             let want: BTreeMap<_, _> = oracles.into_iter().flatten().collect();
             check_all(&tree, &db, &want, mode);
+            assert!(tree.verify().unwrap().height >= 3, "{mode}: the tree must reach three levels");
             let stats = db.stats();
             if mode != PoolMode::MainMemory {
                 assert!(stats.evictions > 0, "{mode}: the pool was meant to be too small");

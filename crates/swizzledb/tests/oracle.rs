@@ -93,9 +93,19 @@ fn run(mode: PoolMode, ops: &[Op]) {
     }
     let shape = tree.verify().unwrap_or_else(|e| panic!("{mode}: {e}"));
     assert_eq!(shape.records, oracle.len());
+    if std::env::var_os("SWIZZLEDB_TEST_VERBOSE").is_some() {
+        eprintln!("{mode}: {} ops, {shape:?}, {:?}", ops.len(), db.stats());
+    }
     let all: Vec<_> = tree.range(Bound::Unbounded, Bound::Unbounded).map(|r| r.unwrap()).collect();
     assert_eq!(all.len(), oracle.len());
     db.pool().check_invariants().unwrap();
+    if mode != PoolMode::MainMemory && shape.nodes > 16 {
+        let stats = db.stats();
+        assert!(stats.evictions > 0, "{mode}: {} nodes in 16 frames but no eviction", shape.nodes);
+        if mode == PoolMode::Swizzling {
+            assert!(stats.unswizzles > 0 && stats.swizzles > 0, "{mode}: {stats:?}");
+        }
+    }
     // Everything must survive a final flush and reopen in traditional mode, which rejects any
     // swizzled reference that reached the disk (B8).
     db.close().unwrap();
@@ -113,7 +123,7 @@ fn run(mode: PoolMode, ops: &[Op]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn oracle_traditional(ops in proptest::collection::vec(op(), 1..1500)) {
@@ -142,13 +152,14 @@ fn t4_churn_reuses_pages() {
         let t = db.create_tree("t").unwrap();
         let mut peak = 0;
         for round in 0..5u32 {
-            for i in 0..3000u32 {
+            for i in 0..12_000u32 {
                 t.insert(&i.to_be_bytes(), &[round as u8; 100]).unwrap();
             }
             let shape = t.verify().unwrap();
-            assert_eq!(shape.records, 3000);
+            assert_eq!(shape.records, 12_000);
+            assert!(shape.height >= 3, "{mode}: the churn must reach three levels");
             peak = peak.max(shape.nodes);
-            for i in 0..3000u32 {
+            for i in 0..12_000u32 {
                 assert!(t.delete(&i.to_be_bytes()).unwrap());
             }
             let shape = t.verify().unwrap();
@@ -158,6 +169,10 @@ fn t4_churn_reuses_pages() {
                 "{mode}: {} nodes left after deleting all (peak {peak})",
                 shape.nodes
             );
+        }
+        if mode != PoolMode::MainMemory {
+            let stats = db.stats();
+            assert!(stats.evictions > 100 && stats.pages_read > 100, "{mode}: {stats:?}");
         }
         db.close().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
