@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::Arc;
-use swizzledb_replacement::{Policy, PolicyKind, Rejection};
+use swizzledb_replacement::{FrameHook, HookTable, Policy, PolicyKind, Rejection};
 use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
 
 /// How child references are followed (chosen at open; all other code is shared).
@@ -142,6 +142,19 @@ pub(crate) struct FrameDesc {
     root: AtomicBool,
     /// The frame whose page holds the swizzled swip to this frame (B6), or NO_PARENT.
     parent: AtomicU32,
+    /// The replacement policy's word for this frame (R7 of the replacement README): on the
+    /// cache line the fix has just loaded for the latch.
+    hook: FrameHook,
+}
+
+/// The policy's view of the hooks in the descriptors.
+struct DescHooks<'a>(&'a [FrameDesc]);
+
+impl HookTable for DescHooks<'_> {
+    #[inline]
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        &self.0[frame.index()].hook
+    }
 }
 
 impl FrameDesc {
@@ -374,7 +387,7 @@ impl BufferPool {
     #[inline]
     pub(crate) fn unfix(&self, f: FrameId, mode: LatchMode) {
         if self.unfix_hook {
-            self.policy.on_unfix(f);
+            self.policy.on_unfix(f, &self.desc(f).hook);
         }
         self.desc(f).latch.unlock(mode);
     }
@@ -492,7 +505,7 @@ impl BufferPool {
                     bump(&b.hits);
                 });
                 if self.mode != PoolMode::MainMemory {
-                    self.policy.on_hit(f);
+                    self.policy.on_hit(f, &d.hook);
                 }
                 Ok(PageGuard::adopt(self, f))
             }
@@ -562,7 +575,7 @@ impl BufferPool {
                         bump(&b.hits);
                     });
                     if self.mode != PoolMode::MainMemory {
-                        self.policy.on_hit(f);
+                        self.policy.on_hit(f, &d.hook);
                     }
                     return Ok(PageGuard::adopt(self, f));
                 }
@@ -597,7 +610,7 @@ impl BufferPool {
             d.set_parent(None);
             d.state.store(RESIDENT, Release);
             if self.mode != PoolMode::MainMemory {
-                self.policy.on_insert(f, pid);
+                self.policy.on_insert(f, pid, &d.hook);
             }
             self.count(|b| {
                 bump(&b.fixes);
@@ -660,7 +673,7 @@ impl BufferPool {
         d.set_parent(None);
         d.state.store(RESIDENT, Release);
         if self.mode != PoolMode::MainMemory {
-            self.policy.on_insert(f, pid);
+            self.policy.on_insert(f, pid, &d.hook);
         }
         Ok(PageGuard::adopt(self, f))
     }
@@ -717,7 +730,7 @@ impl BufferPool {
         d.state.store(FREE, Release);
         d.dirty.store(false, Relaxed);
         if self.mode != PoolMode::MainMemory {
-            self.policy.on_remove(f, false);
+            self.policy.on_remove(f, false, &d.hook);
         }
         d.latch.unlock_exclusive();
         self.push_free(f);
@@ -804,13 +817,13 @@ impl BufferPool {
         let max_proposals = 2 * self.frames.len() + 16;
         let mut proposals = 0;
         while self.free_count.load(Relaxed) < target && proposals < max_proposals {
-            let Some(c) = self.policy.next_candidate() else {
+            let Some(c) = self.policy.next_candidate(&DescHooks(&self.frames)) else {
                 break;
             };
             proposals += 1;
             match self.try_evict(c)? {
                 None => freed += 1,
-                Some(why) => self.policy.on_rejected(c, why),
+                Some(why) => self.policy.on_rejected(c, why, &self.desc(c).hook),
             }
         }
         if self.free_count.load(Relaxed) < target && self.mode == PoolMode::Swizzling {
@@ -902,7 +915,7 @@ impl BufferPool {
         d.set_parent(None);
         self.table.remove(pid, f);
         d.state.store(FREE, Release);
-        self.policy.on_remove(f, true);
+        self.policy.on_remove(f, true, &d.hook);
         d.latch.unlock_exclusive();
         unlatch_parent();
         self.push_free(f);

@@ -52,7 +52,7 @@ struct RndreadArgs {
     /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
     #[arg(long, default_value = "all", value_parser = units::parse_modes)]
     mode: units::Modes,
-    /// Buffer-pool size per database (64MiB, 1GiB, 512KiB or bytes) [default: records x 320
+    /// Buffer-pool size per database (64MiB, 1GiB, 512KiB or bytes) [default: records x 200
     /// bytes, at least 64MiB]
     #[arg(long, value_parser = units::parse_size)]
     pool: Option<u64>,

@@ -16,10 +16,10 @@ use swizzledb::{BufferError, Database, Error, PolicyKind, PoolMode, Stats, Tree}
 /// Key (8) plus value (120) bytes: the logical size of one record.
 pub const RECORD_BYTES: u64 = 128;
 const VALUE_LEN: usize = 120;
-/// Pool bytes per record that hold the whole loaded tree. A sequential load leaves the leaves
-/// about half full (~285 bytes per record with 8 KiB pages; 200 is not enough for main-memory
-/// mode), so this adds ~12% headroom for inner nodes and slack.
-const POOL_BYTES_PER_RECORD: u64 = 320;
+/// Pool bytes per record that hold the whole loaded tree. A load in key order leaves full leaves
+/// (~142 bytes per record with 8 KiB pages: record, slot and length), so this leaves ~40%
+/// headroom for inner nodes and slack.
+const POOL_BYTES_PER_RECORD: u64 = 200;
 /// Lookups between two looks at the stop flag.
 const BATCH: u64 = 256;
 
@@ -50,7 +50,7 @@ pub struct Config {
     pub dir: PathBuf,
 }
 
-/// The default pool: the whole data set fits (records x 320 bytes, rounded up to MiB, at least
+/// The default pool: the whole data set fits (records x 200 bytes, rounded up to MiB, at least
 /// 64 MiB).
 #[must_use]
 pub fn default_pool_bytes(records: u64) -> u64 {
@@ -342,7 +342,7 @@ mod tests {
     #[test]
     fn default_pool_holds_the_data_set() {
         assert_eq!(default_pool_bytes(1), 64 << 20);
-        assert_eq!(default_pool_bytes(1_000_000), 306 << 20);
+        assert_eq!(default_pool_bytes(1_000_000), 191 << 20);
         assert!(default_pool_bytes(u64::MAX) > 0);
     }
 }

@@ -1,24 +1,26 @@
 //! GCLOCK [Smi78] as evaluated by Gilbert 2017, §3.3.3 (README "GCLOCK").
 //!
-//! Every frame has a 16-bit reference counter. A hit sets it to `k`; the hand sweeps the frames
-//! in order, proposes the first resident frame whose counter is 0 and decrements the others it
-//! passes. A higher `k` keeps a finer history at the price of longer sweeps.
+//! Every frame has a reference counter, kept in the frame's [`FrameHook`] (R7). A hit sets it to
+//! `k`; the hand sweeps the frames in order, proposes the first resident frame whose counter is 0
+//! and decrements the others it passes. A higher `k` keeps a finer history at the price of longer
+//! sweeps.
 
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::{check_capacity, frame_id, FrameId, PageId, Policy, Rejection};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
-/// Counter value of a frame the pool rejected as a root: skipped by the hand, never decremented,
+/// Hook value of a frame the pool rejected as a root: skipped by the hand, never decremented,
 /// left alone by hits, and cleared only by removal or a new insert.
-const BLOCKED: u16 = u16::MAX;
+const BLOCKED: u32 = u16::MAX as u32;
 
-/// GCLOCK with weight `k`: per-frame counters and a clock hand.
+/// GCLOCK with weight `k`: per-frame counters in the frames' hooks, and a clock hand.
 ///
-/// Hits are a load and, only when the value changes, a plain store (R5): a hot frame whose counter
-/// is already `k` is never written, so its cache line is not bounced between cores.
+/// Hits touch only the frame's hook (R7): a load and, only when the value changes, a plain store
+/// (R5). A hot frame whose counter is already `k` is never written, so its cache line is not
+/// bounced between cores. The policy's own per-frame state, the resident flags, is touched only
+/// by inserts, removals, rejections and the hand.
 pub struct Gclock {
     k: u16,
-    counters: Box<[AtomicU16]>,
     resident: Box<[AtomicBool]>,
     resident_count: AtomicUsize,
     /// The next frame the hand examines. Only the evicting thread moves it (R2).
@@ -29,7 +31,7 @@ impl Gclock {
     /// The weight Gilbert used in all experiments (`sm_bufferpool_gclock_k`).
     pub const DEFAULT_K: u16 = 10;
     /// The largest accepted weight; `u16::MAX` marks blocked frames.
-    pub const MAX_K: u16 = BLOCKED - 1;
+    pub const MAX_K: u16 = u16::MAX - 1;
 
     /// GCLOCK over frames `0..capacity`, all initially free, with hit weight `k`.
     ///
@@ -41,7 +43,6 @@ impl Gclock {
         check_capacity(capacity);
         Gclock {
             k,
-            counters: (0..capacity).map(|_| AtomicU16::new(0)).collect(),
             resident: (0..capacity).map(|_| AtomicBool::new(false)).collect(),
             resident_count: AtomicUsize::new(0),
             hand: AtomicUsize::new(0),
@@ -54,22 +55,23 @@ impl Gclock {
         self.k
     }
 
-    /// Sets `frame`'s counter to `k` unless it already is `k` or the frame is blocked.
+    /// Sets the counter in `hook` to `k` unless it already is `k` or the frame is blocked.
     ///
-    /// A load and a conditional store, no read-modify-write (R5). The race with a concurrent
-    /// [`Rejection::Root`] may unblock a root; the pool then rejects it once more and it is blocked
-    /// again, which costs one extra rejection and loses nothing.
-    fn touch(&self, frame: FrameId) {
-        let counter = &self.counters[frame.index()];
-        let current = counter.load(Ordering::Relaxed);
-        if current != self.k && current != BLOCKED {
-            counter.store(self.k, Ordering::Relaxed);
+    /// One load and a conditional store on the hook only, no read-modify-write (R5, R7). The race
+    /// with a concurrent [`Rejection::Root`] may unblock a root; the pool then rejects it once
+    /// more and it is blocked again, which costs one extra rejection and loses nothing.
+    #[inline]
+    fn touch(&self, hook: &FrameHook) {
+        let k = u32::from(self.k);
+        let current = hook.get();
+        if current != k && current != BLOCKED {
+            hook.set(k);
         }
     }
 
     /// Marks `frame` free and resets its counter.
-    fn remove(&self, frame: FrameId) {
-        self.counters[frame.index()].store(0, Ordering::Relaxed);
+    fn remove(&self, frame: FrameId, hook: &FrameHook) {
+        hook.set(0);
         if self.resident[frame.index()].swap(false, Ordering::AcqRel) {
             self.resident_count.fetch_sub(1, Ordering::AcqRel);
         }
@@ -80,13 +82,13 @@ impl Gclock {
 #[derive(Default)]
 struct Fallback {
     /// Unblocked resident frame with the lowest counter seen (first one on ties).
-    lowest: Option<(u16, usize)>,
+    lowest: Option<(u32, usize)>,
     /// First blocked resident frame seen.
     blocked: Option<usize>,
 }
 
 impl Fallback {
-    fn offer_unblocked(&mut self, counter: u16, index: usize) {
+    fn offer_unblocked(&mut self, counter: u32, index: usize) {
         match self.lowest {
             Some((best, _)) if best <= counter => {}
             _ => self.lowest = Some((counter, index)),
@@ -104,39 +106,42 @@ impl Policy for Gclock {
     }
 
     /// Gilbert's Algorithm 3.1: a newly loaded page starts at 0 and is the next victim unless hit.
-    fn on_insert(&self, frame: FrameId, _page: PageId) {
-        self.counters[frame.index()].store(0, Ordering::Relaxed);
+    ///
+    /// The hook may hold anything before (R7), so it is reset before the frame becomes resident:
+    /// a hand that sees the resident flag (acquire) sees the reset too.
+    fn on_insert(&self, frame: FrameId, _page: PageId, hook: &FrameHook) {
+        hook.set(0);
         if !self.resident[frame.index()].swap(true, Ordering::AcqRel) {
             self.resident_count.fetch_add(1, Ordering::AcqRel);
         }
     }
 
-    fn on_hit(&self, frame: FrameId) {
-        self.touch(frame);
+    fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
+        self.touch(hook);
     }
 
-    fn on_rejected(&self, frame: FrameId, why: Rejection) {
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
         match why {
             // In use right now: as good as a hit (Gilbert's `used_ref`).
-            Rejection::InUse => self.touch(frame),
+            Rejection::InUse => self.touch(hook),
             Rejection::Root => {
                 if self.resident[frame.index()].load(Ordering::Acquire) {
-                    self.counters[frame.index()].store(BLOCKED, Ordering::Relaxed);
+                    hook.set(BLOCKED);
                 }
             }
             // Unchanged, no decrement (R3): the hand has moved past and returns next revolution.
             Rejection::SwizzledChildren => {}
-            Rejection::NotResident => self.remove(frame),
+            Rejection::NotResident => self.remove(frame, hook),
         }
     }
 
-    fn on_remove(&self, frame: FrameId, _evicted: bool) {
-        self.remove(frame);
+    fn on_remove(&self, frame: FrameId, _evicted: bool, hook: &FrameHook) {
+        self.remove(frame, hook);
     }
 
     /// Sweeps the hand from where the previous call stopped:
     ///
-    /// 1. a free frame is skipped;
+    /// 1. a free frame is skipped (its hook is not read);
     /// 2. a blocked frame is skipped without decrement;
     /// 3. a resident frame with counter 0 is proposed, and the hand stops just past it;
     /// 4. any other counter is decremented (never below 0) and the hand moves on.
@@ -146,8 +151,8 @@ impl Policy for Gclock {
     /// proposes the unblocked resident frame with the lowest counter seen, else the first blocked
     /// one, else `None`. Without concurrent hits the bound is never reached: `k + 1` revolutions
     /// bring every unblocked counter to 0.
-    fn next_candidate(&self) -> Option<FrameId> {
-        let capacity = self.counters.len();
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        let capacity = self.resident.len();
         if self.resident_count.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -160,8 +165,8 @@ impl Policy for Gclock {
             let index = hand;
             hand = (hand + 1) % capacity;
             if self.resident[index].load(Ordering::Acquire) {
-                let counter = &self.counters[index];
-                match counter.load(Ordering::Relaxed) {
+                let hook = hooks.hook(frame_id(index));
+                match hook.get() {
                     BLOCKED => {
                         fallback.blocked.get_or_insert(index);
                     }
@@ -173,8 +178,7 @@ impl Policy for Gclock {
                         unblocked_this_revolution = true;
                         // Compare-exchange so that a concurrent hit is never overwritten by a
                         // stale decrement; if one landed, the frame simply keeps its `k`.
-                        let _ =
-                            counter.compare_exchange(value, value - 1, Ordering::Relaxed, Ordering::Relaxed);
+                        let _ = hook.compare_exchange(value, value - 1);
                         fallback.offer_unblocked(value - 1, index);
                     }
                 }
@@ -194,98 +198,184 @@ impl Policy for Gclock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TestHooks;
 
-    fn insert(policy: &Gclock, frames: &[u32]) {
+    fn hooks(capacity: usize) -> TestHooks {
+        TestHooks::new(capacity)
+    }
+
+    fn insert(policy: &Gclock, hooks: &[FrameHook], frames: &[u32]) {
         for &f in frames {
-            policy.on_insert(FrameId(f), PageId::new(u64::from(f)).unwrap());
+            policy.on_insert(FrameId(f), PageId::new(u64::from(f)).unwrap(), &hooks[f as usize]);
         }
+    }
+
+    fn hit(policy: &Gclock, hooks: &[FrameHook], frame: u32) {
+        policy.on_hit(FrameId(frame), &hooks[frame as usize]);
+    }
+
+    fn reject(policy: &Gclock, hooks: &[FrameHook], frame: u32, why: Rejection) {
+        policy.on_rejected(FrameId(frame), why, &hooks[frame as usize]);
+    }
+
+    fn remove(policy: &Gclock, hooks: &[FrameHook], frame: u32, evicted: bool) {
+        policy.on_remove(FrameId(frame), evicted, &hooks[frame as usize]);
+    }
+
+    fn counters(hooks: &[FrameHook]) -> Vec<u32> {
+        hooks.iter().map(FrameHook::get).collect()
     }
 
     /// The hand-worked example from the README's GCLOCK section.
     #[test]
     fn r4_hand_worked_example_k1() {
         let policy = Gclock::new(3, 1);
-        insert(&policy, &[0, 1, 2]);
-        policy.on_hit(FrameId(1));
-        // Counters [0, 1, 0], hand at 0: frame 0 is already 0.
-        assert_eq!(policy.next_candidate(), Some(FrameId(0)));
-        policy.on_remove(FrameId(0), true);
-        insert(&policy, &[0]);
-        policy.on_hit(FrameId(0));
-        policy.on_hit(FrameId(2));
-        // Counters [1, 1, 1], hand at 1. Frames 1, 2, 0 are decremented to 0 in turn; the hand
-        // then reaches frame 1 again, now at 0.
-        assert_eq!(policy.next_candidate(), Some(FrameId(1)));
-        policy.on_remove(FrameId(1), true);
+        let h = hooks(3);
+        insert(&policy, &h, &[0, 1, 2]);
+        hit(&policy, &h, 1);
+        assert_eq!(counters(&h), [0, 1, 0]);
+        // Hand at 0: frame 0 is already 0.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        remove(&policy, &h, 0, true);
+        insert(&policy, &h, &[0]);
+        hit(&policy, &h, 0);
+        hit(&policy, &h, 2);
+        assert_eq!(counters(&h), [1, 1, 1]);
+        // Hand at 1. Frames 1, 2, 0 are decremented to 0 in turn; the hand then reaches frame 1
+        // again, now at 0.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        assert_eq!(counters(&h), [0, 0, 0]);
+        remove(&policy, &h, 1, true);
         // Hand at 2, counters [0, -, 0].
-        assert_eq!(policy.next_candidate(), Some(FrameId(2)));
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
     }
 
+    /// R7: the hit writes `k` into the hook it is given and touches nothing else. The policy
+    /// keeps no copy of the hit: a hit delivered through a hook outside the table leaves the
+    /// frame a victim. A second hit finds `k` there already and leaves the hook as it is.
+    #[test]
+    fn r7_hit_touches_only_the_hook() {
+        let policy = Gclock::new(2, 7);
+        let h = hooks(2);
+        insert(&policy, &h, &[0, 1]);
+        let detached = FrameHook::new();
+        policy.on_hit(FrameId(0), &detached);
+        assert_eq!(detached.get(), 7);
+        policy.on_hit(FrameId(0), &detached);
+        assert_eq!(detached.get(), 7);
+        assert_eq!(counters(&h), [0, 0], "a hit wrote outside its hook");
+        // Frame 0's counter, as the hand reads it from the table, is still 0.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+
+        // Through the table, the same hit protects frame 0. The hand (now at 1) takes frame 1;
+        // on the next call it decrements frame 0 on its way to frame 1 again.
+        hit(&policy, &h, 0);
+        hit(&policy, &h, 0);
+        assert_eq!(counters(&h), [7, 0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        assert_eq!(counters(&h), [7, 0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        assert_eq!(counters(&h), [6, 0]);
+        // A hit on a decremented counter restores k; a blocked one is left blocked.
+        hit(&policy, &h, 0);
+        assert_eq!(counters(&h), [7, 0]);
+        reject(&policy, &h, 1, Rejection::Root);
+        hit(&policy, &h, 1);
+        assert_eq!(counters(&h), [7, BLOCKED]);
+    }
+
+    /// R7: whatever a previous owner left in the hook, an insert starts the counter at 0.
     #[test]
     fn r1_insert_resets_the_counter() {
         let policy = Gclock::new(2, 5);
-        insert(&policy, &[0, 1]);
-        policy.on_hit(FrameId(0));
-        policy.on_remove(FrameId(0), false);
-        insert(&policy, &[0]);
+        let h = hooks(2);
+        insert(&policy, &h, &[0, 1]);
+        hit(&policy, &h, 0);
+        remove(&policy, &h, 0, false);
+        assert_eq!(h[0].get(), 0, "removal resets the hook");
+        // Whatever else used the word while the frame was free, the insert starts from 0.
+        h[0].set(BLOCKED);
+        insert(&policy, &h, &[0]);
+        assert_eq!(h[0].get(), 0);
         // Frame 0's new page starts at 0, so the hand at 0 takes it at once.
-        assert_eq!(policy.next_candidate(), Some(FrameId(0)));
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
     }
 
     #[test]
     fn r3_in_use_rejection_acts_as_a_hit() {
         let policy = Gclock::new(2, 3);
-        insert(&policy, &[0, 1]);
-        assert_eq!(policy.next_candidate(), Some(FrameId(0)));
-        policy.on_rejected(FrameId(0), Rejection::InUse);
+        let h = hooks(2);
+        insert(&policy, &h, &[0, 1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        reject(&policy, &h, 0, Rejection::InUse);
         // Frame 0 now has counter 3; frame 1 (counter 0) comes first.
-        assert_eq!(policy.next_candidate(), Some(FrameId(1)));
-        policy.on_remove(FrameId(1), true);
-        assert_eq!(policy.next_candidate(), Some(FrameId(0)));
+        assert_eq!(h[0].get(), 3);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        remove(&policy, &h, 1, true);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
     }
 
     #[test]
     fn r3_swizzled_children_rejection_keeps_the_frame_tracked() {
         let policy = Gclock::new(2, 3);
-        insert(&policy, &[0, 1]);
-        policy.on_hit(FrameId(1));
-        assert_eq!(policy.next_candidate(), Some(FrameId(0)));
-        policy.on_rejected(FrameId(0), Rejection::SwizzledChildren);
+        let h = hooks(2);
+        insert(&policy, &h, &[0, 1]);
+        hit(&policy, &h, 1);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        reject(&policy, &h, 0, Rejection::SwizzledChildren);
+        assert_eq!(counters(&h), [0, 3], "a rejection changed a counter");
         // Frame 1 is decremented 3 -> 2 on the way; frame 0 (still 0) is proposed again.
-        assert_eq!(policy.next_candidate(), Some(FrameId(0)));
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        assert_eq!(counters(&h), [0, 2]);
     }
 
     #[test]
     fn r3_blocked_frames_survive_hits() {
         let policy = Gclock::new(2, 2);
-        insert(&policy, &[0, 1]);
-        policy.on_rejected(FrameId(0), Rejection::Root);
-        policy.on_hit(FrameId(0));
-        policy.on_hit(FrameId(1));
+        let h = hooks(2);
+        insert(&policy, &h, &[0, 1]);
+        reject(&policy, &h, 0, Rejection::Root);
+        hit(&policy, &h, 0);
+        hit(&policy, &h, 1);
         for _ in 0..5 {
-            assert_eq!(policy.next_candidate(), Some(FrameId(1)));
-            policy.on_rejected(FrameId(1), Rejection::InUse);
+            assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+            reject(&policy, &h, 1, Rejection::InUse);
         }
+        assert_eq!(h[0].get(), BLOCKED);
+    }
+
+    #[test]
+    fn r3_stale_root_rejection_does_not_block_a_free_frame() {
+        let policy = Gclock::new(2, 2);
+        let h = hooks(2);
+        insert(&policy, &h, &[0]);
+        remove(&policy, &h, 0, true);
+        reject(&policy, &h, 0, Rejection::Root);
+        assert_eq!(h[0].get(), 0);
+        assert_eq!(policy.next_candidate(&h), None);
     }
 
     #[test]
     fn r3_only_blocked_frames_resident_terminates_with_a_blocked_proposal() {
         let policy = Gclock::new(4, Gclock::MAX_K);
-        insert(&policy, &[1, 3]);
-        policy.on_rejected(FrameId(1), Rejection::Root);
-        policy.on_rejected(FrameId(3), Rejection::Root);
-        let proposal = policy.next_candidate();
+        let h = hooks(4);
+        insert(&policy, &h, &[1, 3]);
+        reject(&policy, &h, 1, Rejection::Root);
+        reject(&policy, &h, 3, Rejection::Root);
+        let proposal = policy.next_candidate(&h);
         assert!(matches!(proposal, Some(FrameId(1 | 3))), "{proposal:?}");
+        assert_eq!(counters(&h), [0, BLOCKED, 0, BLOCKED]);
     }
 
     #[test]
     fn r4_nothing_resident_gives_none() {
         let policy = Gclock::new(4, 10);
-        assert_eq!(policy.next_candidate(), None);
-        insert(&policy, &[2]);
-        policy.on_rejected(FrameId(2), Rejection::NotResident);
-        assert_eq!(policy.next_candidate(), None);
-        assert_eq!(Gclock::new(0, 10).next_candidate(), None);
+        let h = hooks(4);
+        assert_eq!(policy.next_candidate(&h), None);
+        insert(&policy, &h, &[2]);
+        reject(&policy, &h, 2, Rejection::NotResident);
+        assert_eq!(policy.next_candidate(&h), None);
+        assert_eq!(Gclock::new(0, 10).next_candidate(&hooks(0)), None);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Page-replacement policies.
 //!
 //! A policy only *proposes* victims; the buffer pool decides. The contract between the two is in
-//! this crate's `README.md` (rules R1–R6): the pool reports hits, inserts, unfixes, rejections and
+//! this crate's `README.md` (rules R1–R7): the pool reports hits, inserts, unfixes, rejections and
 //! removals; the policy proposes candidates through [`Policy::next_candidate`] and must survive any
 //! number of rejections without corrupting its statistics. The same policy objects drive the live
 //! pool and (later) the offline trace simulator, which plays the pool's part.
@@ -15,6 +15,7 @@ mod random;
 pub use gclock::Gclock;
 pub use kind::{PolicyKind, UnknownPolicy};
 pub use random::RandomPolicy;
+use std::sync::atomic::{AtomicU32, Ordering};
 pub use swizzledb_sync::{FrameId, PageId};
 
 /// Converts a frame index in `0..capacity` back to a [`FrameId`].
@@ -45,22 +46,97 @@ pub enum Rejection {
     NotResident,
 }
 
+/// A policy's word of per-frame state, kept by the buffer pool inside the frame descriptor, next
+/// to the latch that every fix touches anyway (R7). A policy whose hit hook only reads or writes
+/// this word costs the hit path no extra cache miss. Policies are free to ignore it and keep
+/// their own structures; the offline simulator keeps a plain array of hooks.
+#[derive(Debug, Default)]
+#[repr(transparent)]
+pub struct FrameHook(AtomicU32);
+
+impl FrameHook {
+    /// A hook holding 0.
+    #[must_use]
+    pub const fn new() -> FrameHook {
+        FrameHook(AtomicU32::new(0))
+    }
+
+    /// The current value.
+    #[inline]
+    #[must_use]
+    pub fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the value (a plain store: no read-modify-write, R5).
+    #[inline]
+    pub fn set(&self, v: u32) {
+        self.0.store(v, Ordering::Relaxed);
+    }
+
+    /// Stores `v` only if the value differs, so hits on hot frames do not dirty the line (R5).
+    #[inline]
+    pub fn set_if_changed(&self, v: u32) {
+        if self.get() != v {
+            self.set(v);
+        }
+    }
+
+    /// Atomically replaces `current` by `new`; for the evicting thread, which must not overwrite
+    /// a concurrent hit (R2).
+    ///
+    /// # Errors
+    /// The value found instead of `current`.
+    #[inline]
+    pub fn compare_exchange(&self, current: u32, new: u32) -> Result<u32, u32> {
+        self.0.compare_exchange(current, new, Ordering::Relaxed, Ordering::Relaxed)
+    }
+}
+
+/// Every frame's hook, indexed by frame: the pool's descriptors, or a simulator's array.
+pub trait HookTable: Sync {
+    /// The hook of `frame` (which is below the policy's capacity).
+    fn hook(&self, frame: FrameId) -> &FrameHook;
+}
+
+impl HookTable for [FrameHook] {
+    #[inline]
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        &self[frame.index()]
+    }
+}
+
+impl HookTable for Vec<FrameHook> {
+    #[inline]
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        &self[frame.index()]
+    }
+}
+
+impl HookTable for Box<[FrameHook]> {
+    #[inline]
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        &self[frame.index()]
+    }
+}
+
 /// A page-replacement policy over a fixed set of frames `0..capacity`.
 ///
 /// All hooks take `&self`: policies synchronize internally (hit hooks should be a plain store, not
-/// a lock). `next_candidate` is called by one evicting thread at a time (R2).
+/// a lock). `next_candidate` is called by one evicting thread at a time (R2). Every hook also
+/// receives the frame's [`FrameHook`] (R7).
 pub trait Policy: Send + Sync {
     /// Short name, as accepted by [`PolicyKind`]'s parser (for example `gclock(k=10)`).
     fn name(&self) -> String;
 
     /// A frame now holds `page`: a miss loaded it or a new page was created there (R1).
-    fn on_insert(&self, frame: FrameId, page: PageId);
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook);
 
     /// A fix found the page resident in `frame`.
-    fn on_hit(&self, frame: FrameId);
+    fn on_hit(&self, frame: FrameId, hook: &FrameHook);
 
     /// A fix of `frame` ended. "Usage" can be defined by fix or by unfix; most policies ignore this.
-    fn on_unfix(&self, _frame: FrameId) {}
+    fn on_unfix(&self, _frame: FrameId, _hook: &FrameHook) {}
 
     /// True if the policy wants [`Policy::on_unfix`]; the pool skips the call on every unfix
     /// otherwise (it is on the hot path).
@@ -69,12 +145,41 @@ pub trait Policy: Send + Sync {
     }
 
     /// The pool refused the candidate it was offered (R3): the policy must not lose the frame.
-    fn on_rejected(&self, frame: FrameId, why: Rejection);
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook);
 
     /// `frame` no longer holds a page: it was evicted (`evicted == true`) or its page was freed.
-    fn on_remove(&self, frame: FrameId, evicted: bool);
+    fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook);
 
     /// Proposes the next eviction candidate among frames that hold a page, or `None` when the
-    /// policy tracks no resident frame (R4).
-    fn next_candidate(&self) -> Option<FrameId>;
+    /// policy tracks no resident frame (R4). `hooks` gives access to every frame's hook.
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId>;
+}
+
+/// Fresh hooks for the inline tests. `[FrameHook]` is unsized, so a slice cannot itself be passed
+/// as `&dyn HookTable`; this sized owner can, and derefs to the slice for per-frame access.
+#[cfg(test)]
+pub(crate) struct TestHooks(Box<[FrameHook]>);
+
+#[cfg(test)]
+impl TestHooks {
+    /// `capacity` hooks holding 0.
+    pub(crate) fn new(capacity: usize) -> TestHooks {
+        TestHooks((0..capacity).map(|_| FrameHook::new()).collect())
+    }
+}
+
+#[cfg(test)]
+impl std::ops::Deref for TestHooks {
+    type Target = [FrameHook];
+
+    fn deref(&self) -> &[FrameHook] {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+impl HookTable for TestHooks {
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        self.0.hook(frame)
+    }
 }

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{check_capacity, frame_id, FrameId, PageId, Policy, Rejection};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// The frame holds no page.
 const FREE: u8 = 0;
@@ -32,8 +32,11 @@ const PROBES: usize = 32;
 
 /// RANDOM replacement: proposes a uniformly random resident frame.
 ///
-/// Per frame it stores one state byte (free, resident or blocked); hits, unfixes and
-/// [`Rejection::InUse`] / [`Rejection::SwizzledChildren`] rejections cost nothing.
+/// Per frame it stores one state byte (free, resident or blocked) in its own array; hits, unfixes
+/// and [`Rejection::InUse`] / [`Rejection::SwizzledChildren`] rejections cost nothing.
+///
+/// It neither reads nor writes the frames' [`FrameHook`]s (R7): its draws probe frames it may
+/// never have seen, whose hooks could hold anything, so residency must live in state it owns.
 pub struct RandomPolicy {
     states: Box<[AtomicU8]>,
     /// Number of frames whose state is not [`FREE`]; maintained from the state transitions.
@@ -96,14 +99,14 @@ impl Policy for RandomPolicy {
         "random".to_owned()
     }
 
-    fn on_insert(&self, frame: FrameId, _page: PageId) {
+    fn on_insert(&self, frame: FrameId, _page: PageId, _hook: &FrameHook) {
         // A new page: any block from a previous page in this frame is gone.
         self.transition(frame, RESIDENT);
     }
 
-    fn on_hit(&self, _frame: FrameId) {}
+    fn on_hit(&self, _frame: FrameId, _hook: &FrameHook) {}
 
-    fn on_rejected(&self, frame: FrameId, why: Rejection) {
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
         match why {
             // Draws are independent: an in-use frame or a parent is simply drawn again later.
             Rejection::InUse | Rejection::SwizzledChildren => {}
@@ -121,14 +124,14 @@ impl Policy for RandomPolicy {
         }
     }
 
-    fn on_remove(&self, frame: FrameId, _evicted: bool) {
+    fn on_remove(&self, frame: FrameId, _evicted: bool, _hook: &FrameHook) {
         self.transition(frame, FREE);
     }
 
     /// Draws up to [`PROBES`] uniformly random frames while residency is dense, then scans
     /// linearly from a random start. Never proposes a free frame; proposes a blocked frame only
     /// when no unblocked frame is resident; `None` only when nothing is resident (R4).
-    fn next_candidate(&self) -> Option<FrameId> {
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let capacity = self.states.len();
         let resident = self.resident.load(Ordering::Acquire);
         if resident == 0 {
@@ -152,16 +155,21 @@ impl Policy for RandomPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TestHooks;
 
     fn page(n: u64) -> PageId {
         PageId::new(n).unwrap()
     }
 
+    fn hooks(capacity: usize) -> TestHooks {
+        TestHooks::new(capacity)
+    }
+
     /// Draws `draws` candidates and counts how often each frame was proposed.
-    fn histogram(policy: &RandomPolicy, capacity: usize, draws: usize) -> Vec<usize> {
-        let mut counts = vec![0; capacity];
+    fn histogram(policy: &RandomPolicy, hooks: &TestHooks, draws: usize) -> Vec<usize> {
+        let mut counts = vec![0; hooks.len()];
         for _ in 0..draws {
-            counts[policy.next_candidate().unwrap().index()] += 1;
+            counts[policy.next_candidate(hooks).unwrap().index()] += 1;
         }
         counts
     }
@@ -170,10 +178,11 @@ mod tests {
     fn r4_dense_draws_cover_every_resident_frame_and_no_other() {
         let capacity = 64;
         let policy = RandomPolicy::new(capacity, 42);
+        let h = hooks(capacity);
         for f in (0..capacity).step_by(2) {
-            policy.on_insert(frame_id(f), page(f as u64));
+            policy.on_insert(frame_id(f), page(f as u64), &h[f]);
         }
-        let counts = histogram(&policy, capacity, 20_000);
+        let counts = histogram(&policy, &h, 20_000);
         for (f, &n) in counts.iter().enumerate() {
             if f % 2 == 0 {
                 // Expected 625 each; a uniform draw is far from these bounds.
@@ -189,10 +198,11 @@ mod tests {
         let capacity = 1024;
         let resident = [3, 500, 1023];
         let policy = RandomPolicy::new(capacity, 7);
+        let h = hooks(capacity);
         for f in resident {
-            policy.on_insert(frame_id(f), page(f as u64));
+            policy.on_insert(frame_id(f), page(f as u64), &h[f]);
         }
-        let counts = histogram(&policy, capacity, 3_000);
+        let counts = histogram(&policy, &h, 3_000);
         for (f, &n) in counts.iter().enumerate() {
             assert_eq!(n > 0, resident.contains(&f), "frame {f} drawn {n} times");
         }
@@ -200,43 +210,69 @@ mod tests {
 
     #[test]
     fn r4_same_seed_same_proposals() {
+        let h = hooks(16);
         let build = || {
             let policy = RandomPolicy::new(16, 99);
             for f in 0..16 {
-                policy.on_insert(frame_id(f), page(f as u64));
+                policy.on_insert(frame_id(f), page(f as u64), &h[f]);
             }
             policy
         };
         let (a, b) = (build(), build());
         for _ in 0..100 {
-            assert_eq!(a.next_candidate(), b.next_candidate());
+            assert_eq!(a.next_candidate(&h), b.next_candidate(&h));
         }
     }
 
     #[test]
     fn r3_root_is_proposed_only_when_nothing_else_is_resident() {
         let policy = RandomPolicy::new(8, 1);
-        policy.on_insert(FrameId(2), page(2));
-        policy.on_insert(FrameId(5), page(5));
-        policy.on_rejected(FrameId(2), Rejection::Root);
+        let h = hooks(8);
+        policy.on_insert(FrameId(2), page(2), &h[2]);
+        policy.on_insert(FrameId(5), page(5), &h[5]);
+        policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
         for _ in 0..200 {
-            assert_eq!(policy.next_candidate(), Some(FrameId(5)));
+            assert_eq!(policy.next_candidate(&h), Some(FrameId(5)));
         }
-        policy.on_remove(FrameId(5), true);
-        assert_eq!(policy.next_candidate(), Some(FrameId(2)));
-        policy.on_remove(FrameId(2), false);
-        assert_eq!(policy.next_candidate(), None);
+        policy.on_remove(FrameId(5), true, &h[5]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_remove(FrameId(2), false, &h[2]);
+        assert_eq!(policy.next_candidate(&h), None);
     }
 
     #[test]
     fn r3_stale_root_rejection_does_not_resurrect_a_free_frame() {
         let policy = RandomPolicy::new(4, 1);
-        policy.on_rejected(FrameId(1), Rejection::Root);
-        assert_eq!(policy.next_candidate(), None);
+        let h = hooks(4);
+        policy.on_rejected(FrameId(1), Rejection::Root, &h[1]);
+        assert_eq!(policy.next_candidate(&h), None);
     }
 
     #[test]
     fn r4_zero_capacity_proposes_nothing() {
-        assert_eq!(RandomPolicy::new(0, 0).next_candidate(), None);
+        assert_eq!(RandomPolicy::new(0, 0).next_candidate(&hooks(0)), None);
+    }
+
+    /// R7: RANDOM leaves the hooks alone, whatever they hold, and its proposals do not depend on
+    /// them.
+    #[test]
+    fn r7_hooks_are_neither_read_nor_written() {
+        let (clean, dirty) = (hooks(8), hooks(8));
+        for (f, hook) in dirty.iter().enumerate() {
+            hook.set(u32::MAX - f as u32);
+        }
+        let drive = |h: &TestHooks| {
+            let policy = RandomPolicy::new(8, 5);
+            for f in [1, 4, 6] {
+                policy.on_insert(frame_id(f), page(f as u64), &h[f]);
+                policy.on_hit(frame_id(f), &h[f]);
+            }
+            policy.on_rejected(FrameId(4), Rejection::Root, &h[4]);
+            policy.on_remove(FrameId(6), true, &h[6]);
+            (0..50).map(|_| policy.next_candidate(h)).collect::<Vec<_>>()
+        };
+        assert_eq!(drive(&clean), drive(&dirty));
+        assert!(clean.iter().all(|hook| hook.get() == 0));
+        assert!(dirty.iter().enumerate().all(|(f, hook)| hook.get() == u32::MAX - f as u32));
     }
 }

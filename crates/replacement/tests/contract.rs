@@ -1,12 +1,12 @@
-//! The README contract (R1–R6), checked for every policy through a simulated pool.
+//! The README contract (R1–R7), checked for every policy through a simulated pool.
 
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{drive, scenario, Op, Outcome};
+use common::{drive, drive_with, ops, scenario, Hooks, Op, Outcome};
 use proptest::prelude::*;
-use swizzledb_replacement::{FrameId, PageId, PolicyKind, Rejection};
+use swizzledb_replacement::{FrameId, Gclock, PageId, PolicyKind, Rejection};
 
 /// Every default policy plus GCLOCK with small weights, where the hand wraps most often.
 fn kinds() -> impl Strategy<Value = PolicyKind> {
@@ -14,6 +14,18 @@ fn kinds() -> impl Strategy<Value = PolicyKind> {
         Just(PolicyKind::Random),
         Just(PolicyKind::default()),
         (1u16..=3).prop_map(|k| PolicyKind::Gclock { k }),
+    ]
+}
+
+/// What a hook may hold when the policy first sees its frame: `None` keeps what the previous
+/// policy left there, anything else overwrites it (small counters, GCLOCK's blocked marker, and
+/// arbitrary words are all likely).
+fn stale_word() -> impl Strategy<Value = Option<u32>> {
+    prop_oneof![
+        2 => Just(None),
+        1 => (0u32..=12).prop_map(Some),
+        1 => Just(Some(u32::from(u16::MAX))),
+        1 => any::<u32>().prop_map(Some),
     ]
 }
 
@@ -60,6 +72,34 @@ proptest! {
         });
         prop_assert_eq!(proposals.last(), Some(&None));
     }
+
+    /// R7: a policy resets the hooks it uses on insert and reads no hook of a frame it does not
+    /// track, so it proposes exactly the same victims over hooks reused from a previous policy
+    /// (with some words overwritten by arbitrary values) as over fresh ones.
+    #[test]
+    fn r7_reused_hooks_behave_like_fresh_ones(
+        kind in kinds(),
+        seed in any::<u64>(),
+        previous in prop_oneof![kinds(), Just(PolicyKind::Gclock { k: Gclock::MAX_K })],
+        (capacity, previous_ops, ops) in (1u32..=12).prop_flat_map(|c| (Just(c), ops(c), ops(c))),
+        overwrites in proptest::collection::vec(stale_word(), 12),
+    ) {
+        let previous_policy = previous.build(capacity as usize, seed ^ 1);
+        let (_, stale) = drive_with(Hooks::new(capacity), &previous_ops, &*previous_policy, |_, _| {});
+        for (hook, word) in stale.iter().zip(&overwrites) {
+            if let Some(word) = *word {
+                hook.set(word);
+            }
+        }
+        let check = |sim: &common::Sim, proposal: Option<FrameId>| {
+            sim.assert_resident(proposal);
+            sim.assert_none_iff_empty(proposal);
+            sim.assert_root_respected(proposal);
+        };
+        let fresh = drive(capacity, &ops, &*kind.build(capacity as usize, seed), check);
+        let (reused, _) = drive_with(stale, &ops, &*kind.build(capacity as usize, seed), check);
+        prop_assert_eq!(fresh, reused);
+    }
 }
 
 #[test]
@@ -67,21 +107,23 @@ fn r3_terminates_when_every_resident_frame_is_blocked() {
     let capacity = 1000u32;
     for kind in PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: u16::MAX - 1 }]) {
         let policy = kind.build(capacity as usize, 3);
+        let hooks = Hooks::new(capacity);
         // Every third frame holds a root; the others are free.
         let roots: Vec<u32> = (0..capacity).step_by(3).collect();
         for &f in &roots {
-            policy.on_insert(FrameId(f), page(f));
-            policy.on_hit(FrameId(f));
-            policy.on_rejected(FrameId(f), Rejection::Root);
+            let hook = &hooks[f as usize];
+            policy.on_insert(FrameId(f), page(f), hook);
+            policy.on_hit(FrameId(f), hook);
+            policy.on_rejected(FrameId(f), Rejection::Root, hook);
         }
         for _ in 0..10 {
-            let proposal = policy.next_candidate().expect("roots are resident (R4)");
+            let proposal = policy.next_candidate(&hooks).expect("roots are resident (R4)");
             assert!(roots.contains(&proposal.0), "{kind}: proposed {proposal}");
-            policy.on_rejected(proposal, Rejection::Root);
+            policy.on_rejected(proposal, Rejection::Root, &hooks[proposal.index()]);
         }
         // A new non-root page is found at once.
-        policy.on_insert(FrameId(1), page(1));
-        assert_eq!(policy.next_candidate(), Some(FrameId(1)), "{kind}");
+        policy.on_insert(FrameId(1), page(1), &hooks[1]);
+        assert_eq!(policy.next_candidate(&hooks), Some(FrameId(1)), "{kind}");
     }
 }
 
@@ -92,14 +134,15 @@ fn r2_concurrent_hits_with_one_evictor_terminate() {
     let capacity = 64u32;
     for kind in PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: 1 }]) {
         let policy = kind.build(capacity as usize, 11);
+        let hooks = Hooks::new(capacity);
         // Frames 0..48 hold pages; the rest stay free throughout.
         for f in 0..48 {
-            policy.on_insert(FrameId(f), page(f));
+            policy.on_insert(FrameId(f), page(f), &hooks[f as usize]);
         }
         let done = AtomicBool::new(false);
         std::thread::scope(|scope| {
             for thread in 0..3u32 {
-                let (policy, done) = (&*policy, &done);
+                let (policy, hooks, done) = (&*policy, &hooks, &done);
                 scope.spawn(move || {
                     let mut x = thread.wrapping_mul(2_654_435_761).wrapping_add(1);
                     while !done.load(Ordering::Relaxed) {
@@ -107,16 +150,16 @@ fn r2_concurrent_hits_with_one_evictor_terminate() {
                         x ^= x >> 17;
                         x ^= x << 5;
                         let frame = FrameId(x % 48);
-                        policy.on_hit(frame);
-                        policy.on_unfix(frame);
+                        policy.on_hit(frame, &hooks[frame.index()]);
+                        policy.on_unfix(frame, &hooks[frame.index()]);
                     }
                 });
             }
             for round in 0..5_000 {
-                let proposal = policy.next_candidate().expect("48 frames are resident");
+                let proposal = policy.next_candidate(&hooks).expect("48 frames are resident");
                 assert!(proposal.0 < 48, "{kind}: proposed free {proposal}");
                 let why = if round % 2 == 0 { Rejection::InUse } else { Rejection::SwizzledChildren };
-                policy.on_rejected(proposal, why);
+                policy.on_rejected(proposal, why, &hooks[proposal.index()]);
             }
             done.store(true, Ordering::Relaxed);
         });

@@ -6,7 +6,7 @@ mod common;
 use common::{drive, scenario};
 use parking_lot::Mutex;
 use proptest::prelude::*;
-use swizzledb_replacement::{FrameId, Gclock, PageId, Policy, Rejection};
+use swizzledb_replacement::{FrameHook, FrameId, Gclock, HookTable, PageId, Policy, Rejection};
 
 const BLOCKED: u16 = u16::MAX;
 
@@ -20,7 +20,9 @@ struct ModelState {
     hand: usize,
 }
 
-/// GCLOCK as README "GCLOCK" states it, written for clarity rather than speed.
+/// GCLOCK as README "GCLOCK" states it, written for clarity rather than speed. It keeps its
+/// counters in its own array under its lock and ignores the hooks, so it checks the real
+/// policy's hook-resident counters against an independent copy.
 struct Model {
     k: u16,
     state: Mutex<ModelState>,
@@ -44,22 +46,22 @@ impl Policy for Model {
         format!("model(k={})", self.k)
     }
 
-    fn on_insert(&self, frame: FrameId, _page: PageId) {
+    fn on_insert(&self, frame: FrameId, _page: PageId, _hook: &FrameHook) {
         let mut s = self.state.lock();
         s.counters[frame.index()] = 0;
         s.resident[frame.index()] = true;
     }
 
-    fn on_hit(&self, frame: FrameId) {
+    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
         let mut s = self.state.lock();
         if s.counters[frame.index()] != BLOCKED {
             s.counters[frame.index()] = self.k;
         }
     }
 
-    fn on_rejected(&self, frame: FrameId, why: Rejection) {
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
         match why {
-            Rejection::InUse => self.on_hit(frame),
+            Rejection::InUse => self.on_hit(frame, hook),
             Rejection::Root => {
                 let mut s = self.state.lock();
                 if s.resident[frame.index()] {
@@ -67,17 +69,17 @@ impl Policy for Model {
                 }
             }
             Rejection::SwizzledChildren => {}
-            Rejection::NotResident => self.on_remove(frame, false),
+            Rejection::NotResident => self.on_remove(frame, false, hook),
         }
     }
 
-    fn on_remove(&self, frame: FrameId, _evicted: bool) {
+    fn on_remove(&self, frame: FrameId, _evicted: bool, _hook: &FrameHook) {
         let mut s = self.state.lock();
         s.counters[frame.index()] = 0;
         s.resident[frame.index()] = false;
     }
 
-    fn next_candidate(&self) -> Option<FrameId> {
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let mut s = self.state.lock();
         let capacity = s.counters.len();
         let mut lowest: Option<(u16, usize)> = None;

@@ -1,11 +1,14 @@
 //! A simulated buffer pool that drives policies through random hook sequences.
 //!
 //! The simulation plays the pool's part of the README contract: it inserts only into free frames
-//! (R1), calls `next_candidate` from one thread (R2), and answers each proposal by evicting it,
-//! rejecting it, or ignoring it.
+//! (R1), calls `next_candidate` from one thread (R2), answers each proposal by evicting it,
+//! rejecting it, or ignoring it, and keeps one [`FrameHook`] per frame, which it passes to every
+//! hook (R7).
+
+use std::ops::Deref;
 
 use proptest::prelude::*;
-use swizzledb_replacement::{FrameId, PageId, Policy, Rejection};
+use swizzledb_replacement::{FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// What the simulated pool does with a proposal.
 #[derive(Copy, Clone, Debug)]
@@ -37,17 +40,47 @@ fn outcome() -> impl Strategy<Value = Outcome> {
     ]
 }
 
+/// Up to 300 steps over frames `0..capacity`.
+pub fn ops(capacity: u32) -> impl Strategy<Value = Vec<Op>> {
+    let op = prop_oneof![
+        3 => (0..capacity).prop_map(Op::Insert),
+        4 => (0..capacity).prop_map(Op::Hit),
+        1 => (0..capacity).prop_map(Op::Remove),
+        3 => outcome().prop_map(Op::Propose),
+    ];
+    proptest::collection::vec(op, 0..300)
+}
+
 /// A capacity in `1..=12` and up to 300 steps over its frames.
 pub fn scenario() -> impl Strategy<Value = (u32, Vec<Op>)> {
-    (1u32..=12).prop_flat_map(|capacity| {
-        let op = prop_oneof![
-            3 => (0..capacity).prop_map(Op::Insert),
-            4 => (0..capacity).prop_map(Op::Hit),
-            1 => (0..capacity).prop_map(Op::Remove),
-            3 => outcome().prop_map(Op::Propose),
-        ];
-        (Just(capacity), proptest::collection::vec(op, 0..300))
-    })
+    (1u32..=12).prop_flat_map(|capacity| (Just(capacity), ops(capacity)))
+}
+
+/// The pool's per-frame hooks, as its frame descriptors hold them (R7).
+///
+/// A newtype because `[FrameHook]`, being unsized, cannot be passed as `&dyn HookTable` itself;
+/// it derefs to the slice for per-frame access.
+pub struct Hooks(Box<[FrameHook]>);
+
+impl Hooks {
+    /// `capacity` hooks holding 0, as in a freshly built pool.
+    pub fn new(capacity: u32) -> Hooks {
+        Hooks((0..capacity).map(|_| FrameHook::new()).collect())
+    }
+}
+
+impl Deref for Hooks {
+    type Target = [FrameHook];
+
+    fn deref(&self) -> &[FrameHook] {
+        &self.0
+    }
+}
+
+impl HookTable for Hooks {
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        self.0.hook(frame)
+    }
 }
 
 /// The pool's view of its frames.
@@ -56,6 +89,8 @@ pub struct Sim {
     resident: Vec<bool>,
     /// Resident frames the pool has rejected as roots since their page was inserted.
     blocked: Vec<bool>,
+    /// One hook per frame, owned by the pool and lent to the policy (R7).
+    hooks: Hooks,
 }
 
 impl Sim {
@@ -86,47 +121,61 @@ impl Sim {
     }
 }
 
-/// Runs `ops` against `policy`. Before the pool acts on each proposal, `check` sees the pool's
-/// state and the proposal. Returns every proposal in order.
+/// Runs `ops` against `policy` over `capacity` fresh hooks. Before the pool acts on each
+/// proposal, `check` sees the pool's state and the proposal. Returns every proposal in order.
 pub fn drive(
     capacity: u32,
     ops: &[Op],
     policy: &dyn Policy,
-    mut check: impl FnMut(&Sim, Option<FrameId>),
+    check: impl FnMut(&Sim, Option<FrameId>),
 ) -> Vec<Option<FrameId>> {
-    let mut sim = Sim { resident: vec![false; capacity as usize], blocked: vec![false; capacity as usize] };
+    drive_with(Hooks::new(capacity), ops, policy, check).0
+}
+
+/// As [`drive`], over a pool of `hooks.len()` frames, all free, whose hooks hold whatever they
+/// hold (a previous policy's leftovers, say). Returns the proposals and the hooks as `ops` left
+/// them.
+pub fn drive_with(
+    hooks: Hooks,
+    ops: &[Op],
+    policy: &dyn Policy,
+    mut check: impl FnMut(&Sim, Option<FrameId>),
+) -> (Vec<Option<FrameId>>, Hooks) {
+    let capacity = hooks.len();
+    let mut sim = Sim { resident: vec![false; capacity], blocked: vec![false; capacity], hooks };
     let mut proposals = Vec::new();
     for &op in ops {
         match op {
             Op::Insert(f) if !sim.resident[f as usize] => {
                 sim.resident[f as usize] = true;
-                policy.on_insert(FrameId(f), PageId::new(u64::from(f)).unwrap());
+                policy.on_insert(FrameId(f), PageId::new(u64::from(f)).unwrap(), &sim.hooks[f as usize]);
             }
             Op::Hit(f) if sim.resident[f as usize] => {
-                policy.on_hit(FrameId(f));
-                policy.on_unfix(FrameId(f));
+                policy.on_hit(FrameId(f), &sim.hooks[f as usize]);
+                policy.on_unfix(FrameId(f), &sim.hooks[f as usize]);
             }
             Op::Remove(f) if sim.resident[f as usize] => {
                 sim.remove(f as usize);
-                policy.on_remove(FrameId(f), false);
+                policy.on_remove(FrameId(f), false, &sim.hooks[f as usize]);
             }
             Op::Propose(outcome) => {
-                let proposal = policy.next_candidate();
+                let proposal = policy.next_candidate(&sim.hooks);
                 check(&sim, proposal);
                 proposals.push(proposal);
                 let Some(frame) = proposal else { continue };
+                let hook = &sim.hooks[frame.index()];
                 match outcome {
                     Outcome::Evict => {
+                        policy.on_remove(frame, true, hook);
                         sim.remove(frame.index());
-                        policy.on_remove(frame, true);
                     }
                     Outcome::Reject(why) => {
+                        policy.on_rejected(frame, why, hook);
                         match why {
                             Rejection::Root => sim.blocked[frame.index()] = true,
                             Rejection::NotResident => sim.remove(frame.index()),
                             Rejection::InUse | Rejection::SwizzledChildren => {}
                         }
-                        policy.on_rejected(frame, why);
                     }
                     Outcome::Ignore => {}
                 }
@@ -134,5 +183,5 @@ pub fn drive(
             Op::Insert(_) | Op::Hit(_) | Op::Remove(_) => {}
         }
     }
-    proposals
+    (proposals, sim.hooks)
 }
