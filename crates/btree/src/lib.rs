@@ -13,4 +13,4 @@ pub mod node;
 mod tree;
 
 pub use error::{Result, TreeError};
-pub use tree::{max_key_len, max_value_len, BTreeOwner, RangeIter, Tree, TreeShape};
+pub use tree::{max_key_len, max_value_len, BTreeOwner, RangeIter, RevRangeIter, Tree, TreeShape};

@@ -340,6 +340,26 @@ pub fn child_index(page: &[u8], k: &[u8]) -> usize {
     lo - 1
 }
 
+/// Inner nodes: the index of the child holding the greatest keys below `bound` (the last record
+/// with key < bound; `None` means +inf, the last child). Record 0 qualifies for every bound above
+/// the low fence.
+#[must_use]
+pub fn child_before(page: &[u8], bound: Option<&[u8]>) -> usize {
+    let n = count(page);
+    let Some(b) = bound else { return n - 1 };
+    let h = search_head(page, b);
+    let (mut lo, mut hi) = (1, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if cmp_at(page, mid, b, h) == Ordering::Less {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo - 1
+}
+
 /// Contiguous free bytes between the slot array and the heap.
 #[must_use]
 pub fn free_space(page: &[u8]) -> usize {

@@ -166,6 +166,28 @@ impl Tree {
         }
     }
 
+    /// The leaf holding the greatest keys below `bound` (`None` = +inf), latched shared: the
+    /// leaf L with L.low < bound <= L's own upper bound (T1).
+    fn leaf_before(&self, bound: Option<&[u8]>) -> Result<SharedGuard<'_>> {
+        let pool = &*self.pool;
+        let mut g: SharedGuard<'_> = pool.fix_root(self.root);
+        loop {
+            let to_foster = match (node::foster_key(&g), bound) {
+                (Some(fk), Some(b)) => b > fk,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            let off = if to_foster {
+                FOSTER_SWIP
+            } else if node::is_leaf(&g) {
+                return Ok(g);
+            } else {
+                node::child_swip_off(&g, node::child_before(&g, bound))
+            };
+            g = pool.fix_child::<Shared, Shared>(&mut g, off)?;
+        }
+    }
+
     /// The leaf holding `key`, latched exclusively; shared latches above it. Also tells whether a
     /// foster child was passed, which calls for adoption (T9).
     fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
@@ -544,6 +566,30 @@ impl Tree {
         RangeIter { tree: self, next, end: end.map(<[u8]>::to_vec), buf: VecDeque::new() }
     }
 
+    /// Records with keys in `range`, in descending key order: each step copies out the records of
+    /// the leaf just below the current bound, then continues below that leaf's low fence.
+    pub fn range_rev<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter<'t> {
+        let next = match end {
+            Bound::Unbounded => Some(None),
+            Bound::Excluded(k) => Some(Some(k.to_vec())),
+            Bound::Included(k) => {
+                let mut k = k.to_vec();
+                k.push(0);
+                Some(Some(k))
+            }
+        };
+        let start = match start {
+            Bound::Unbounded => None,
+            Bound::Included(k) => Some(k.to_vec()),
+            Bound::Excluded(k) => {
+                let mut k = k.to_vec();
+                k.push(0);
+                Some(k)
+            }
+        };
+        RevRangeIter { tree: self, next, start, buf: VecDeque::new() }
+    }
+
     /// Full structural check (T1–T4 and B6): fences, key order, levels, every node reached by
     /// exactly one reference, swizzled references matching the child's recorded parent. Call it
     /// while no other thread changes the tree.
@@ -697,6 +743,69 @@ impl RangeIter<'_> {
 }
 
 impl Iterator for RangeIter<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Err(e) = self.fill() {
+            self.next = None;
+            return Some(Err(e));
+        }
+        self.buf.pop_front().map(Ok)
+    }
+}
+
+/// Iterator over a key range in descending order; see [`Tree::range_rev`].
+pub struct RevRangeIter<'t> {
+    tree: &'t Tree,
+    /// Exclusive upper bound of the next leaf to read (`Some(None)`: +inf); `None` when done.
+    next: Option<Option<Vec<u8>>>,
+    /// Inclusive lower bound.
+    start: Option<Vec<u8>>,
+    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+}
+
+impl RevRangeIter<'_> {
+    fn before_start(&self, k: &[u8]) -> bool {
+        self.start.as_deref().is_some_and(|s| k < s)
+    }
+
+    fn fill(&mut self) -> Result<()> {
+        while self.buf.is_empty() {
+            let Some(bound) = self.next.take() else {
+                return Ok(());
+            };
+            let g = self.tree.with_room(|| self.tree.leaf_before(bound.as_deref()))?;
+            let mut i = match bound.as_deref() {
+                None => node::count(&g),
+                Some(b) => {
+                    let (Ok(i) | Err(i)) = node::search(&g, b);
+                    i
+                }
+            };
+            let mut ended = false;
+            while i > 0 {
+                i -= 1;
+                let k = node::key(&g, i);
+                if self.before_start(k) {
+                    ended = true;
+                    break;
+                }
+                self.buf.push_back((k.to_vec(), node::value(&g, i).to_vec()));
+            }
+            if !ended {
+                // Keys left of this leaf are below its low fence; done if that is -inf or the
+                // fence is at or below the start.
+                self.next = match node::low_fence(&g) {
+                    Some(l) if !self.start.as_deref().is_some_and(|s| l <= s) => Some(Some(l.to_vec())),
+                    _ => None,
+                };
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for RevRangeIter<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {

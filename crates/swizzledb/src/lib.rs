@@ -32,7 +32,7 @@ use std::path::Path;
 use std::sync::Arc;
 use swizzledb_btree::BTreeOwner;
 
-pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, Tree, TreeError, TreeShape};
+pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
 pub use swizzledb_buffer::{BufferError, PolicyKind, PoolConfig, PoolMode, Stats};
 
 /// Every error SwizzleDB returns.

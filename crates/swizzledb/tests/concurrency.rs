@@ -148,15 +148,23 @@ fn stress_overlapping_keys_all_modes() {
                                     tree.delete(&k).unwrap();
                                 }
                                 7 => {
+                                    // Forward and backward scans: ordered, and every value
+                                    // under its own key.
                                     let from = k.clone();
+                                    let mut prev: Option<Vec<u8>> = None;
                                     for r in tree.range(Bound::Included(&from), Bound::Unbounded).take(20) {
                                         let (rk, rv) = r.unwrap();
-                                        assert!(rk >= from, "scan went backwards");
-                                        assert_eq!(
-                                            &rv[..rk.len()],
-                                            &rk[..],
-                                            "value stored under the wrong key"
-                                        );
+                                        assert!(rk >= from && prev.as_ref().is_none_or(|p| *p < rk));
+                                        assert_eq!(&rv[..rk.len()], &rk[..], "value under the wrong key");
+                                        prev = Some(rk);
+                                    }
+                                    let mut prev: Option<Vec<u8>> = None;
+                                    for r in tree.range_rev(Bound::Unbounded, Bound::Included(&from)).take(20)
+                                    {
+                                        let (rk, rv) = r.unwrap();
+                                        assert!(rk <= from && prev.as_ref().is_none_or(|p| *p > rk));
+                                        assert_eq!(&rv[..rk.len()], &rk[..], "value under the wrong key");
+                                        prev = Some(rk);
                                     }
                                 }
                                 _ => {
