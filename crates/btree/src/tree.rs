@@ -796,7 +796,7 @@ impl RevRangeIter<'_> {
                 // Keys left of this leaf are below its low fence; done if that is -inf or the
                 // fence is at or below the start.
                 self.next = match node::low_fence(&g) {
-                    Some(l) if !self.start.as_deref().is_some_and(|s| l <= s) => Some(Some(l.to_vec())),
+                    Some(l) if self.start.as_deref().is_none_or(|s| l > s) => Some(Some(l.to_vec())),
                     _ => None,
                 };
             }
