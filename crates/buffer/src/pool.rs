@@ -809,6 +809,30 @@ impl BufferPool {
         self.evict_batch()
     }
 
+    /// Runs the depth-first sweep (B14) on its own until `frames` more frames are free (or the
+    /// cached trees offer no more leaves); returns how many frames it freed. The pool falls
+    /// back to the sweep by itself when the policy finds too few victims; this entry point lets
+    /// experiments and tests drive it directly. Swizzling mode only (elsewhere it frees nothing).
+    ///
+    /// # Errors
+    /// I/O errors writing dirty victims.
+    pub fn sweep_evict(&self, frames: usize) -> Result<usize> {
+        if self.mode != PoolMode::Swizzling {
+            return Ok(0);
+        }
+        let _g = self.evict_lock.lock();
+        let target = self.free_count.load(Relaxed) + frames;
+        let mut freed = 0;
+        while self.free_count.load(Relaxed) < target {
+            let n = self.sweep(target)?;
+            if n == 0 {
+                break;
+            }
+            freed += n;
+        }
+        Ok(freed)
+    }
+
     /// Evicts until the high watermark of free frames is reached (B13). Called with the eviction
     /// lock held.
     fn evict_batch(&self) -> Result<()> {
