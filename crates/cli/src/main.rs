@@ -1,24 +1,28 @@
-//! The `swizzledb` command: the demo and the benchmark workloads.
+//! The `swizzledb` command: the demo, benchmark workloads and paper experiments.
 //!
-//! `swizzledb demo` compares the three buffer modes on a small random-read workload;
-//! `swizzledb bench rndread` runs that workload with every knob exposed.
+//! - `swizzledb demo` — the Graefe et al. Fig. 10/11 experiment at small scale (about a minute).
+//! - `swizzledb bench lookup` — random verified lookups with every knob exposed, optionally swept.
+//! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
+//!   buffer modes as the data grows from far below to several times the pool.
 
 #![forbid(unsafe_code)]
 
+mod insert;
 mod report;
 mod rndread;
 mod units;
 
 use clap::{Args, Parser, Subcommand};
-use rndread::{Config, Progress};
+use rndread::{Config, Progress, RECORD_BYTES};
 use std::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use swizzledb::{PolicyKind, PoolMode};
+use units::{Sweep, SweepVar, WorkingSet};
 
 #[derive(Parser)]
-#[command(name = "swizzledb", version, about = "SwizzleDB: demo and experiments")]
+#[command(name = "swizzledb", version, about = "SwizzleDB: demo, benchmarks and paper experiments")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -26,36 +30,82 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compare traditional, swizzling and main-memory buffers on random lookups (about 30 s)
-    Demo,
-    /// Run a benchmark workload
+    /// Lookups/s of traditional, swizzling and main-memory buffers as the data outgrows a small
+    /// pool (Graefe et al. Fig. 10/11 in miniature, about a minute)
+    Demo {
+        /// Directory for the CSV, JSON and plots
+        #[arg(long, default_value = "swizzledb-demo")]
+        out: PathBuf,
+    },
+    /// Run one benchmark workload
     Bench {
         #[command(subcommand)]
         workload: Workload,
+    },
+    /// Reproduce an experiment of the papers with one command
+    Experiment {
+        #[command(subcommand)]
+        which: Experiment,
     },
 }
 
 #[derive(Subcommand)]
 enum Workload {
-    /// Uniformly random lookups of verified values in N records, one database per mode
-    Rndread(RndreadArgs),
+    /// Uniformly random lookups of verified values (8-byte keys, 120-byte values), one database
+    /// per mode, repetitions interleaved across modes
+    #[command(alias = "rndread")]
+    Lookup(LookupArgs),
+    /// Random-order insertions after an unmeasured preload, a fresh database per mode and
+    /// repetition
+    Insert(InsertArgs),
+}
+
+#[derive(Subcommand)]
+enum Experiment {
+    /// Graefe et al. 2014 Fig. 10/11: lookups as the data grows from 1/8 of the pool to 8 times
+    /// it; swizzling should match main-memory in memory and degrade like traditional beyond
+    Fig10(Fig10Args),
+    /// Graefe et al. 2014 Fig. 12: random-order insertions into an index that fits in memory
+    /// (2,000,000 new records after 400,000 preloaded); swizzling should match main-memory and
+    /// beat traditional
+    Fig12(Fig12Args),
 }
 
 #[derive(Args)]
-struct RndreadArgs {
-    /// Records to load (1000000, 1_000_000, 1e6 or 1M)
+struct InsertArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records in the database at the end
     #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
     records: u64,
-    /// Lookup threads
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
-    threads: u16,
+    /// Records inserted (unmeasured) before the timed insertions [default: records / 6, as
+    /// Graefe et al.'s 10M before 50M]
+    #[arg(long, value_parser = units::parse_count)]
+    preload: Option<u64>,
+    /// Buffer-pool size per database [default: records x 320 bytes, at least 64MiB: the index
+    /// fits in memory]
+    #[arg(long, value_parser = units::parse_size)]
+    pool: Option<u64>,
+}
+
+#[derive(Args)]
+struct Fig12Args {
+    #[command(flatten)]
+    common: Common,
+    /// Records at the end (a sixth of them preloaded)
+    #[arg(long, default_value = "2400000", value_parser = units::parse_positive_count)]
+    records: u64,
+}
+
+/// Options shared by every workload.
+#[derive(Args, Clone)]
+struct Common {
     /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
     #[arg(long, default_value = "all", value_parser = units::parse_modes)]
     mode: units::Modes,
-    /// Buffer-pool size per database (64MiB, 1GiB, 512KiB or bytes) [default: records x 200
-    /// bytes, at least 64MiB]
-    #[arg(long, value_parser = units::parse_size)]
-    pool: Option<u64>,
+    /// Lookup threads (threads beyond the cores oversubscribe them)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: u16,
     /// Page size in bytes (4KiB to 32KiB, a power of two)
     #[arg(long, default_value = "8192", value_parser = units::parse_size)]
     page_size: u64,
@@ -65,100 +115,334 @@ struct RndreadArgs {
     /// Seconds per measurement
     #[arg(long, default_value = "3", value_parser = units::parse_positive_seconds)]
     duration: f64,
-    /// Seconds of unmeasured lookups before each measurement
+    /// Seconds of unmeasured operations before each measurement
     #[arg(long, default_value = "1", value_parser = units::parse_seconds)]
     warmup: f64,
-    /// Measurements per mode (interleaved across modes)
+    /// Measurements per mode (interleaved across modes: A B C A B C ...)
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
-    /// Seed for the lookup threads and randomized policies
+    /// Seed for the workload threads and randomized policies
     #[arg(long, default_value_t = 42)]
     seed: u64,
     /// Directory for the temporary database files [default: the system temp directory]
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Directory for results: <experiment>.csv, <experiment>.json (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct LookupArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records to load (1000000, 1_000_000, 1e6 or 1M)
+    #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Part of the key range that is looked up: a fraction (0.25, 25%) or bytes of keys and
+    /// values (64MiB; 128 bytes per record) [default: all records]
+    #[arg(long, value_parser = units::parse_working_set)]
+    working_set: Option<WorkingSet>,
+    /// Buffer-pool size per database (64MiB, 1GiB, 512KiB or bytes) [default: records x 200
+    /// bytes, at least 64MiB]
+    #[arg(long, value_parser = units::parse_size)]
+    pool: Option<u64>,
+    /// Run a grid instead of one point: records=8MiB..256MiB:x2 (database size) or
+    /// working-set=16MiB..1GiB:x2 (accessed range), or a list records=8MiB,64MiB
+    #[arg(long, value_parser = units::parse_sweep)]
+    sweep: Option<Sweep>,
     /// Append one row per mode and repetition to this CSV file
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
 }
 
-/// The demo's scale: loading 1M records takes about 0.3 s per mode in a release build.
-const DEMO_RECORDS: u64 = 1_000_000;
-const DEMO_CSV: &str = "swizzledb-demo.csv";
+#[derive(Args)]
+struct Fig10Args {
+    #[command(flatten)]
+    common: Common,
+    /// Buffer-pool size (the memory limit of main-memory mode)
+    #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
+    pool: u64,
+    /// Largest database, as a multiple of the pool (powers of two from 1/8 of the pool up to it)
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=64))]
+    max_factor: u64,
+}
+
+/// The demo's scale: 6 sizes from 1/8 to 4 times a 32 MiB pool, 2 x 1 s per mode and size.
+const DEMO_POOL: u64 = 32 << 20;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Demo => demo(),
-        Command::Bench { workload: Workload::Rndread(args) } => bench_rndread(&args),
+        Command::Demo { out } => demo(&out),
+        Command::Bench { workload: Workload::Lookup(args) } => bench_lookup(&args),
+        Command::Bench { workload: Workload::Insert(args) } => {
+            bench_insert("insert", &args.common, args.records, args.preload, args.pool)
+        }
+        Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
+        Command::Experiment { which: Experiment::Fig12(args) } => {
+            bench_insert("graefe-fig12", &args.common, args.records, None, None)
+        }
     };
     match outcome {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            // Bad input found before any work: exit 2 like clap's own usage errors.
+            if e.is::<Usage>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
 
-fn bench_rndread(args: &RndreadArgs) -> Result<ExitCode, Box<dyn Error>> {
-    let size = |what: &str, v: u64| {
-        usize::try_from(v).map_err(|_| format!("{what} {v} does not fit in memory addresses"))
-    };
-    let cfg = Config {
-        records: args.records,
-        threads: usize::from(args.threads),
-        modes: args.mode.0.clone(),
-        pool_bytes: size("--pool", args.pool.unwrap_or_else(|| rndread::default_pool_bytes(args.records)))?,
-        page_size: size("--page-size", args.page_size)?,
-        policy: args.policy,
-        duration: args.duration,
-        warmup: args.warmup,
-        repeat: usize::from(args.repeat),
-        seed: args.seed,
-        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
-    };
-    execute(&cfg, args.csv.as_deref(), false)
+/// Bad input detected before anything ran or was written.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
-fn demo() -> Result<ExitCode, Box<dyn Error>> {
-    let cfg = Config {
-        records: DEMO_RECORDS,
-        threads: 1,
-        modes: PoolMode::ALL.to_vec(),
-        pool_bytes: usize::try_from(rndread::default_pool_bytes(DEMO_RECORDS))?,
-        page_size: 8192,
-        policy: PolicyKind::default(),
-        duration: 2.0,
-        warmup: 1.0,
-        repeat: 3,
-        seed: 42,
-        dir: std::env::temp_dir(),
-    };
-    println!(
-        "Loads {} records into three databases — traditional, swizzling, main-memory — and \
-         measures random lookups on one thread: 3 interleaved repetitions of {} s per mode, every \
-         value verified. Takes about half a minute.\n",
-        report::thousands(cfg.records),
-        cfg.duration
-    );
-    let code = execute(&cfg, Some(Path::new(DEMO_CSV)), true)?;
-    println!("\nWrote one CSV row per mode and repetition to {DEMO_CSV}.");
-    Ok(code)
+impl Error for Usage {}
+
+fn to_usize(what: &str, v: u64) -> Result<usize, String> {
+    usize::try_from(v).map_err(|_| format!("{what} {v} does not fit in memory addresses"))
 }
 
-/// Runs rndread, prints the table and writes the CSV. Exit code 1 if a mode failed.
-fn execute(cfg: &Config, csv: Option<&Path>, fresh_csv: bool) -> Result<ExitCode, Box<dyn Error>> {
-    let progress = Progress::on_terminal();
-    let (results, open) = rndread::run(cfg, progress)?;
-    let mut out = std::io::stdout().lock();
-    report::print_table(&mut out, cfg, &results)?;
-    out.flush()?;
-    if let Some(path) = csv {
-        report::write_csv(path, cfg, &results, fresh_csv)
+/// The configuration of one point, before records and working set are chosen.
+fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String> {
+    Ok(Config {
+        experiment: experiment.to_string(),
+        records: 0,
+        working_set: 0,
+        threads: usize::from(c.threads),
+        modes: c.mode.0.clone(),
+        pool_bytes: to_usize("--pool", pool)?,
+        page_size: to_usize("--page-size", c.page_size)?,
+        policy: c.policy,
+        duration: c.duration,
+        warmup: c.warmup,
+        repeat: usize::from(c.repeat),
+        seed: c.seed,
+        dir: c.dir.clone().unwrap_or_else(std::env::temp_dir),
+    })
+}
+
+/// Records accessed for a working-set option over `records` records.
+fn working_set_records(ws: Option<WorkingSet>, records: u64) -> Result<u64, String> {
+    let n = match ws {
+        None => records,
+        Some(WorkingSet::Fraction(f)) => ((records as f64 * f).round() as u64).max(1),
+        Some(WorkingSet::Bytes(b)) => (b / RECORD_BYTES).max(1),
+    };
+    if n > records {
+        return Err(format!(
+            "the working set ({} records) is larger than the data ({records} records); lower \
+             --working-set or raise --records",
+            n
+        ));
+    }
+    Ok(n)
+}
+
+/// The points of a run: one, or one per sweep value.
+fn points(
+    base: &Config,
+    records: u64,
+    ws: Option<WorkingSet>,
+    sweep: Option<&Sweep>,
+) -> Result<Vec<Config>, String> {
+    let point = |records: u64, working_set: u64| Config { records, working_set, ..base.clone() };
+    match sweep {
+        None => Ok(vec![point(records, working_set_records(ws, records)?)]),
+        Some(s) => {
+            s.values
+                .iter()
+                .map(|&v| {
+                    let n = (v / RECORD_BYTES).max(1);
+                    match s.var {
+                        SweepVar::Records => Ok(point(n, n)),
+                        SweepVar::WorkingSet => working_set_records(Some(WorkingSet::Bytes(v)), records)
+                            .map(|w| point(records, w)),
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// Creates the output directory (before any work, so that bad input writes nothing).
+fn prepare_out(out: Option<&Path>) -> Result<(), String> {
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create --out {}: {e}", dir.display()))?;
+        let probe = dir.join(".swizzledb-write-test");
+        std::fs::write(&probe, b"").map_err(|e| format!("cannot write to --out {}: {e}", dir.display()))?;
+        let _ = std::fs::remove_file(probe);
+    }
+    Ok(())
+}
+
+fn bench_lookup(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let largest = args.sweep.as_ref().filter(|s| s.var == SweepVar::Records).and_then(|s| s.values.last());
+    let default_pool = rndread::default_pool_bytes(largest.map_or(args.records, |b| b / RECORD_BYTES));
+    let base = base_config("rndread", &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
+    let configs = points(&base, args.records, args.working_set, args.sweep.as_ref()).map_err(Usage)?;
+    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
+    let outcome = run_points(&configs)?;
+    if let Some(path) = &args.csv {
+        report::write_csv(path, &outcome.rows, false)
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
-    progress.say(format_args!("closing and deleting the temporary databases ..."));
-    drop(open);
-    Ok(if results.iter().any(|r| r.error.is_some()) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    write_outputs(args.common.out.as_deref(), "rndread", &outcome.rows)?;
+    Ok(outcome.code(args.sweep.is_some()))
+}
+
+/// Pool bytes per record for random-order inserts: splits leave leaves about 70% full.
+const INSERT_POOL_BYTES_PER_RECORD: u64 = 320;
+
+fn bench_insert(
+    experiment: &str,
+    common: &Common,
+    records: u64,
+    preload: Option<u64>,
+    pool: Option<u64>,
+) -> Result<ExitCode, Box<dyn Error>> {
+    let preload = preload.unwrap_or(records / 6);
+    if preload >= records {
+        return Err(Usage(format!("--preload {preload} must be below --records {records}")).into());
+    }
+    let pool = pool.unwrap_or_else(|| records.saturating_mul(INSERT_POOL_BYTES_PER_RECORD).max(64 << 20));
+    let mut cfg = base_config(experiment, common, pool).map_err(Usage)?;
+    cfg.records = records;
+    cfg.working_set = records;
+    prepare_out(common.out.as_deref()).map_err(Usage)?;
+    let results = insert::run(&cfg, preload, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} new records inserted in random order after {} preloaded; throughput = inserts/s, load = preload time\n",
+        report::thousands(records - preload),
+        report::thousands(preload)
+    )?;
+    report::print_table(&mut out, &cfg, &results)?;
+    if experiment == "graefe-fig12" {
+        report::print_fig12_check(&mut out, &results)?;
+    }
+    drop(out);
+    let rows = report::records(&cfg, &results);
+    write_outputs(common.out.as_deref(), experiment, &rows)?;
+    let outcome = Outcome { points: vec![results], rows };
+    Ok(outcome.code(false))
+}
+
+fn fig10_configs(c: &Common, pool: u64, max_factor: u64) -> Result<Vec<Config>, String> {
+    let base = base_config("graefe-fig10", c, pool)?;
+    let sweep = Sweep {
+        var: SweepVar::Records,
+        values: std::iter::successors(Some(pool / 8), |v| Some(v * 2))
+            .take_while(|&v| v <= pool * max_factor)
+            .collect(),
+    };
+    points(&base, 0, None, Some(&sweep))
+}
+
+fn fig10(args: &Fig10Args) -> Result<ExitCode, Box<dyn Error>> {
+    let configs = fig10_configs(&args.common, args.pool, args.max_factor).map_err(Usage)?;
+    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
+    let outcome = run_points(&configs)?;
+    report::print_fig10_summary(&mut std::io::stdout().lock(), &configs, &outcome.points)?;
+    write_outputs(args.common.out.as_deref(), "graefe-fig10", &outcome.rows)?;
+    Ok(outcome.code(true))
+}
+
+fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
+    let common = Common {
+        mode: units::Modes(PoolMode::ALL.to_vec()),
+        threads: 1,
+        page_size: 8192,
+        policy: PolicyKind::default(),
+        duration: 1.0,
+        warmup: 0.5,
+        repeat: 2,
+        seed: 42,
+        dir: None,
+        out: Some(out.to_path_buf()),
+    };
+    let configs = fig10_configs(&common, DEMO_POOL, 4)?;
+    println!(
+        "Graefe et al. 2014, Fig. 10/11 in miniature: random lookups in databases of {} to {} with a \
+         {} buffer pool, in traditional, swizzling and main-memory mode. Every value is verified; \
+         repetitions alternate between the modes. Takes about a minute.\n",
+        report::bytes(configs[0].records * RECORD_BYTES),
+        report::bytes(configs[configs.len() - 1].records * RECORD_BYTES),
+        report::bytes(DEMO_POOL),
+    );
+    prepare_out(Some(out))?;
+    let outcome = run_points(&configs)?;
+    report::print_fig10_summary(&mut std::io::stdout().lock(), &configs, &outcome.points)?;
+    write_outputs(Some(out), "graefe-fig10", &outcome.rows)?;
+    Ok(outcome.code(true))
+}
+
+/// Results of all points of a run.
+struct Outcome {
+    points: Vec<Vec<rndread::ModeResult>>,
+    rows: Vec<report::Record>,
+}
+
+impl Outcome {
+    /// Exit code 1 if a mode failed at some point; with `expect_memory_limit` (sweeps past the
+    /// pool), main-memory mode reaching its memory limit is an expected result, not a failure.
+    fn code(&self, expect_memory_limit: bool) -> ExitCode {
+        let failed = self.points.iter().flatten().any(|r| {
+            r.error.as_deref().is_some_and(|e| {
+                !(expect_memory_limit && r.mode == PoolMode::MainMemory && e.contains("main-memory mode"))
+            })
+        });
+        if failed {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Runs every point, printing each point's table as it completes.
+fn run_points(configs: &[Config]) -> Result<Outcome, Box<dyn Error>> {
+    let progress = Progress::on_terminal();
+    let mut outcome = Outcome { points: Vec::new(), rows: Vec::new() };
+    for (i, cfg) in configs.iter().enumerate() {
+        if configs.len() > 1 {
+            progress.say(format_args!("point {}/{}", i + 1, configs.len()));
+        }
+        let (results, open) = rndread::run(cfg, progress)?;
+        let mut out = std::io::stdout().lock();
+        if i > 0 {
+            writeln!(out)?;
+        }
+        report::print_table(&mut out, cfg, &results)?;
+        out.flush()?;
+        drop(out);
+        progress.say(format_args!("closing and deleting the temporary databases ..."));
+        drop(open);
+        outcome.rows.extend(report::records(cfg, &results));
+        outcome.points.push(results);
+    }
+    Ok(outcome)
+}
+
+/// Writes `<name>.csv` and `<name>.json` into `out` and says so.
+fn write_outputs(out: Option<&Path>, name: &str, rows: &[report::Record]) -> Result<(), Box<dyn Error>> {
+    let Some(dir) = out else { return Ok(()) };
+    let csv = dir.join(format!("{name}.csv"));
+    let json = dir.join(format!("{name}.json"));
+    report::write_csv(&csv, rows, true).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+    report::write_json(&json, rows).map_err(|e| format!("writing {}: {e}", json.display()))?;
+    println!("\nWrote {} and {}.", csv.display(), json.display());
+    Ok(())
 }

@@ -105,10 +105,12 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
 
     writeln!(
         out,
-        "rndread: {} records ({} of keys and values), {} thread{}, pool {} per mode, {} pages, \
-         {}, {} x {} s measured after {} s warmup",
+        "{}: {} records ({} of keys and values; {} accessed), {} thread{}, pool {} per mode, {} \
+         pages, {}, {} x {} s measured after {} s warmup",
+        cfg.experiment,
         thousands(cfg.records),
         bytes(cfg.records.saturating_mul(RECORD_BYTES)),
+        bytes(cfg.working_set.saturating_mul(RECORD_BYTES)),
         cfg.threads,
         if cfg.threads == 1 { "" } else { "s" },
         bytes(cfg.pool_bytes as u64),
@@ -135,7 +137,7 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
         cells.push(opt(r.pt_per_op, &|v| format!("{v:.2}")));
         cells.push(opt(r.hit_ratio, &|v| format!("{:.2}%", v * 100.0)));
         cells.push(opt(r.result.load_secs, &|v| format!("{v:.prec$} s", prec = if v < 1.0 { 3 } else { 2 })));
-        cells.push(opt(r.result.load_secs, &|v| format!("{}/s", rate(cfg.records as f64 / v))));
+        cells.push(opt(r.result.load_secs, &|v| format!("{}/s", rate(r.result.loaded as f64 / v))));
         table.push(cells);
     }
     write_aligned(out, &table)?;
@@ -144,8 +146,8 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
     let base_name = base.map_or("-", |b| b.result.mode.name());
     writeln!(
         out,
-        "lookups/s over {} repetition{}; ratio = median / {base_name} median; pt/op = page-table \
-         lookups per lookup",
+        "operations/s over {} repetition{}; ratio = median / {base_name} median; pt/op = \
+         page-table lookups per operation",
         cfg.repeat,
         if cfg.repeat == 1 { "" } else { "s" },
     )?;
@@ -162,6 +164,9 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
             (_, None) => "n/a (main-memory failed)".into(),
         })
     };
+    if cfg.experiment != "rndread" {
+        return Ok(());
+    }
     let mut first = true;
     for (mode, note) in [(PoolMode::Swizzling, "target >= 0.97"), (PoolMode::Traditional, "papers: 0.6-0.7")]
     {
@@ -172,6 +177,126 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
             }
             writeln!(out, "{mode}/main-memory = {value} ({note})")?;
         }
+    }
+    Ok(())
+}
+
+fn median_of(result: &ModeResult) -> Option<f64> {
+    let tp: Vec<f64> = result.runs.iter().map(|m| m.throughput()).collect();
+    summarize(&tp).map(|s| s.median)
+}
+
+fn median_at(point: &[ModeResult], mode: PoolMode) -> Option<f64> {
+    point.iter().find(|r| r.mode == mode).and_then(median_of)
+}
+
+/// The median of the ratios `num/den` over the points selected by `keep`.
+fn ratio_over(
+    points: &[(&Config, &[ModeResult])],
+    num: PoolMode,
+    den: PoolMode,
+    keep: impl Fn(&Config) -> bool,
+) -> Option<f64> {
+    let v: Vec<f64> = points
+        .iter()
+        .filter(|(c, _)| keep(c))
+        .filter_map(|(_, p)| ratio(median_at(p, num)?, median_at(p, den)?))
+        .collect();
+    summarize(&v).map(|s| s.median)
+}
+
+/// Graefe et al. Fig. 10/11: a table of median lookups/s per database size and mode, and the
+/// check of the paper's claims.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_fig10_summary(
+    out: &mut impl Write,
+    configs: &[Config],
+    points: &[Vec<ModeResult>],
+) -> io::Result<()> {
+    let Some(first) = configs.first() else { return Ok(()) };
+    let pool = first.pool_bytes as u64;
+    let modes: Vec<PoolMode> = first.modes.clone();
+    writeln!(out)?;
+    writeln!(out, "Fig. 10/11 summary: median lookups/s by database size (pool {})", bytes(pool))?;
+    writeln!(out)?;
+    let mut table = vec![std::iter::once("data".to_string())
+        .chain(modes.iter().map(|m| m.name().to_string()))
+        .collect::<Vec<_>>()];
+    for (cfg, point) in configs.iter().zip(points) {
+        let mut row = vec![bytes(cfg.records.saturating_mul(RECORD_BYTES))];
+        for &m in &modes {
+            let r = point.iter().find(|r| r.mode == m);
+            row.push(match (r.and_then(median_of), r.and_then(|r| r.error.as_deref())) {
+                (Some(v), _) => thousands(v.round() as u64),
+                (None, Some(e)) if e.contains("main-memory mode") => "memory limit".into(),
+                _ => "failed".into(),
+            });
+        }
+        table.push(row);
+    }
+    write_aligned(out, &table)?;
+
+    let data = |c: &Config| c.records.saturating_mul(RECORD_BYTES);
+    let pairs: Vec<(&Config, &[ModeResult])> = configs.iter().zip(points.iter().map(Vec::as_slice)).collect();
+    let fits = |c: &Config| data(c) * 2 <= pool;
+    let beyond = |c: &Config| data(c) >= pool * 2;
+    writeln!(out)?;
+    let mark = |ok: bool| if ok { "✓" } else { "✗" };
+    if let Some(v) = ratio_over(&pairs, PoolMode::Swizzling, PoolMode::MainMemory, fits) {
+        writeln!(out, "in memory: swizzling/main-memory = {v:.2} (paper: 0.97-0.99) {}", mark(v >= 0.95))?;
+    }
+    if let Some(v) = ratio_over(&pairs, PoolMode::Traditional, PoolMode::MainMemory, fits) {
+        let swz = ratio_over(&pairs, PoolMode::Swizzling, PoolMode::MainMemory, fits);
+        writeln!(
+            out,
+            "in memory: traditional/main-memory = {v:.2} (paper: clearly below swizzling) {}",
+            mark(swz.is_none_or(|s| v < s))
+        )?;
+    }
+    if let Some(v) = ratio_over(&pairs, PoolMode::Swizzling, PoolMode::Traditional, beyond) {
+        writeln!(
+            out,
+            "beyond the pool: swizzling/traditional = {v:.2} (paper: both degrade alike, swizzling \
+             slightly lower) {}",
+            mark((0.75..=1.33).contains(&v))
+        )?;
+    }
+    let limit = configs.iter().zip(points).find(|(_, p)| {
+        p.iter().any(|r| {
+            r.mode == PoolMode::MainMemory
+                && r.error.as_deref().is_some_and(|e| e.contains("main-memory mode"))
+        })
+    });
+    if let Some((c, _)) = limit {
+        writeln!(
+            out,
+            "main-memory mode stops at its memory limit: from {} of data on it cannot load (a \
+             main-memory database cannot hold more than its memory) ✓",
+            bytes(data(c))
+        )?;
+    }
+    Ok(())
+}
+
+/// Graefe et al. Fig. 12: swizzling = main-memory > traditional on random inserts.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_fig12_check(out: &mut impl Write, results: &[ModeResult]) -> io::Result<()> {
+    let m = |mode| results.iter().find(|r| r.mode == mode).and_then(median_of);
+    let (t, s, mm) = (m(PoolMode::Traditional), m(PoolMode::Swizzling), m(PoolMode::MainMemory));
+    writeln!(out)?;
+    if let (Some(s), Some(mm)) = (s, mm) {
+        let v = s / mm;
+        let ok = if v >= 0.9 { "✓" } else { "✗" };
+        writeln!(out, "inserts: swizzling/main-memory = {v:.2} (paper: equal) {ok}")?;
+    }
+    if let (Some(t), Some(s)) = (t, s) {
+        let v = t / s;
+        let ok = if v < 1.0 { "✓" } else { "✗" };
+        writeln!(out, "inserts: traditional/swizzling = {v:.2} (paper: traditional below) {ok}")?;
     }
     Ok(())
 }
@@ -196,47 +321,151 @@ fn write_aligned(out: &mut impl Write, table: &[Vec<String>]) -> io::Result<()> 
     Ok(())
 }
 
-/// The CSV header.
-pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,\
-working_set_bytes,repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,\
-swizzles,evictions";
+/// One result row: one mode, one repetition (and one sweep point). The CSV and JSON outputs
+/// share this schema; `docs/results-schema.md` describes every column.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Record {
+    /// Experiment name (`rndread`, `graefe-fig10`, ...).
+    pub experiment: String,
+    /// Buffer mode.
+    pub mode: String,
+    /// Replacement policy as configured (also for main-memory mode, which never evicts).
+    pub policy: String,
+    /// Lookup threads.
+    pub threads: usize,
+    /// Records in the database.
+    pub records: u64,
+    /// Buffer-pool bytes (the memory limit in main-memory mode).
+    pub pool_bytes: u64,
+    /// Bytes of keys and values in the accessed key range (128 per record).
+    pub working_set_bytes: u64,
+    /// Repetition number, from 0.
+    pub repetition: usize,
+    /// Seconds measured.
+    pub duration_s: f64,
+    /// Operations per second.
+    pub throughput: f64,
+    /// Fixes that found the page resident / all fixes.
+    pub hit_ratio: f64,
+    /// Page-table lookups per operation.
+    pub page_table_lookups_per_op: f64,
+    /// Swips swizzled during the measurement.
+    pub swizzles: u64,
+    /// Swips un-swizzled during the measurement.
+    pub unswizzles: u64,
+    /// Frames evicted during the measurement.
+    pub evictions: u64,
+    /// Pages read from the file.
+    pub pages_read: u64,
+    /// Pages written to the file.
+    pub pages_written: u64,
+    /// Bytes of frames holding pages at the end of the measurement.
+    pub memory_bytes: u64,
+    /// Median operation latency (sampled), nanoseconds.
+    pub p50_ns: u64,
+    /// 99th-percentile latency, nanoseconds.
+    pub p99_ns: u64,
+    /// 99.9th-percentile latency, nanoseconds.
+    pub p999_ns: u64,
+}
 
-/// Appends one row per (mode, repetition) to `path`, writing the header first if the file is new
-/// or empty (or if `fresh`, which empties it first).
+/// The CSV header: the field names of [`Record`], in order.
+pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,working_set_bytes,\
+repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,swizzles,unswizzles,evictions,\
+pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns";
+
+/// The rows of one run: one per (mode, repetition).
+#[must_use]
+pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
+    let mut rows = Vec::new();
+    for r in results {
+        for m in &r.runs {
+            let s = &m.stats;
+            rows.push(Record {
+                experiment: cfg.experiment.clone(),
+                mode: r.mode.name().to_string(),
+                policy: cfg.policy.to_string(),
+                threads: cfg.threads,
+                records: cfg.records,
+                pool_bytes: cfg.pool_bytes as u64,
+                working_set_bytes: cfg.working_set.saturating_mul(RECORD_BYTES),
+                repetition: m.repetition,
+                duration_s: m.secs,
+                throughput: m.throughput(),
+                hit_ratio: ratio(s.hits as f64, (s.hits + s.misses) as f64).unwrap_or(1.0),
+                page_table_lookups_per_op: ratio(s.page_table_lookups as f64, m.ops as f64).unwrap_or(0.0),
+                swizzles: s.swizzles,
+                unswizzles: s.unswizzles,
+                evictions: s.evictions,
+                pages_read: s.pages_read,
+                pages_written: s.pages_written,
+                memory_bytes: m.resident_bytes,
+                p50_ns: m.latency.p50_ns,
+                p99_ns: m.latency.p99_ns,
+                p999_ns: m.latency.p999_ns,
+            });
+        }
+    }
+    rows
+}
+
+fn csv_line(r: &Record) -> String {
+    format!(
+        "{},{},{},{},{},{},{},{},{:.3},{:.1},{:.6},{:.4},{},{},{},{},{},{},{},{},{}\n",
+        r.experiment,
+        r.mode,
+        r.policy,
+        r.threads,
+        r.records,
+        r.pool_bytes,
+        r.working_set_bytes,
+        r.repetition,
+        r.duration_s,
+        r.throughput,
+        r.hit_ratio,
+        r.page_table_lookups_per_op,
+        r.swizzles,
+        r.unswizzles,
+        r.evictions,
+        r.pages_read,
+        r.pages_written,
+        r.memory_bytes,
+        r.p50_ns,
+        r.p99_ns,
+        r.p999_ns,
+    )
+}
+
+/// Appends `rows` to the CSV file at `path`, writing the header first if the file is new or
+/// empty (or if `fresh`, which empties it first).
 ///
 /// # Errors
 /// Errors opening or writing the file.
-pub fn write_csv(path: &Path, cfg: &Config, results: &[ModeResult], fresh: bool) -> io::Result<()> {
+pub fn write_csv(path: &Path, rows: &[Record], fresh: bool) -> io::Result<()> {
     let mut file = OpenOptions::new().create(true).append(!fresh).write(true).truncate(fresh).open(path)?;
     let mut text = String::new();
     if file.metadata()?.len() == 0 {
         text.push_str(CSV_HEADER);
         text.push('\n');
     }
-    for r in results {
-        for m in &r.runs {
-            let s = &m.stats;
-            let hit_ratio = ratio(s.hits as f64, (s.hits + s.misses) as f64).unwrap_or(1.0);
-            let pt = ratio(s.page_table_lookups as f64, m.ops as f64).unwrap_or(0.0);
-            text.push_str(&format!(
-                "rndread,{},{},{},{},{},{},{},{:.3},{:.1},{:.6},{:.4},{},{}\n",
-                r.mode,
-                cfg.policy,
-                cfg.threads,
-                cfg.records,
-                cfg.pool_bytes,
-                cfg.records.saturating_mul(RECORD_BYTES),
-                m.repetition,
-                m.secs,
-                m.throughput(),
-                hit_ratio,
-                pt,
-                s.swizzles,
-                s.evictions,
-            ));
-        }
+    for r in rows {
+        text.push_str(&csv_line(r));
     }
     file.write_all(text.as_bytes())
+}
+
+/// Writes `rows` as a JSON document `{"schema": 1, "rows": [...]}` (replacing the file).
+///
+/// # Errors
+/// Errors creating or writing the file.
+pub fn write_json(path: &Path, rows: &[Record]) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        schema: u32,
+        rows: &'a [Record],
+    }
+    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    serde_json::to_writer_pretty(file, &Doc { schema: 1, rows }).map_err(io::Error::other)
 }
 
 #[cfg(test)]

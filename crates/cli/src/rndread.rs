@@ -5,6 +5,7 @@
 //! Repetitions are interleaved (`for rep { for mode { warmup; measure } }`) so that drift of the
 //! machine (frequency, other load) hits all modes alike.
 
+use hdrhistogram::Histogram;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::fmt;
 use std::io::IsTerminal;
@@ -26,8 +27,12 @@ const BATCH: u64 = 256;
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// Name of the experiment, for the CSV/JSON rows (`rndread`, `graefe-fig10`, ...).
+    pub experiment: String,
     /// Records loaded (keys `0..records`).
     pub records: u64,
+    /// Records looked up: keys are drawn uniformly from `0..working_set` (at most `records`).
+    pub working_set: u64,
     /// Lookup threads.
     pub threads: usize,
     /// Buffer modes, one database each.
@@ -69,6 +74,32 @@ pub struct Measurement {
     pub secs: f64,
     /// Buffer-pool counters during the measurement.
     pub stats: Stats,
+    /// Lookup latency, sampled.
+    pub latency: Latency,
+    /// Bytes of frames holding pages at the end of the measurement.
+    pub resident_bytes: u64,
+}
+
+/// Lookup latency percentiles in nanoseconds, from every `LATENCY_SAMPLE`-th lookup.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Latency {
+    /// Median.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest sample.
+    pub max_ns: u64,
+}
+
+/// One lookup in this many is timed: reading the clock twice per lookup would cost ~10% of a
+/// ~400 ns lookup.
+pub(crate) const LATENCY_SAMPLE: u64 = 32;
+
+pub(crate) fn new_histogram() -> Histogram<u64> {
+    // 1 ns .. 60 s at 3 significant digits; the bounds are constants, so this cannot fail.
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
 }
 
 impl Measurement {
@@ -86,6 +117,8 @@ pub struct ModeResult {
     pub mode: PoolMode,
     /// Seconds the load took, if it finished.
     pub load_secs: Option<f64>,
+    /// Records inserted by the load.
+    pub loaded: u64,
     /// The measurements, in repetition order.
     pub runs: Vec<Measurement>,
     /// Why the mode stopped early, if it did.
@@ -126,7 +159,7 @@ struct Loaded {
 }
 
 /// Deletes the file at its path on drop.
-struct TempFile(PathBuf);
+pub(crate) struct TempFile(PathBuf);
 
 impl Drop for TempFile {
     fn drop(&mut self) {
@@ -152,7 +185,8 @@ pub fn run(
 ) -> Result<(Vec<ModeResult>, OpenDatabases), Box<dyn std::error::Error>> {
     let mut slots = Vec::new();
     for &mode in &cfg.modes {
-        let mut result = ModeResult { mode, load_secs: None, runs: Vec::new(), error: None };
+        let mut result =
+            ModeResult { mode, load_secs: None, loaded: cfg.records, runs: Vec::new(), error: None };
         let path = cfg.dir.join(format!("swizzledb-rndread-{}-{}.swz", std::process::id(), mode.name()));
         let (db, file) = create(cfg, mode, path)?;
         progress.say(format_args!("{mode}: loading {} records ...", crate::report::thousands(cfg.records)));
@@ -199,7 +233,7 @@ pub fn run(
 }
 
 /// Creates the database file for `mode` (an error here is not specific to the mode).
-fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Database, TempFile), Error> {
+pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Database, TempFile), Error> {
     if path.exists() {
         return Err(Error::Buffer(BufferError::Config(format!(
             "{} exists already; remove it or choose another --dir",
@@ -217,7 +251,7 @@ fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Database, Temp
     Ok((db, file))
 }
 
-fn fail(result: &mut ModeResult, e: &Error) {
+pub(crate) fn fail(result: &mut ModeResult, e: &Error) {
     let msg = e.to_string();
     if msg.contains(result.mode.name()) {
         eprintln!("error: {msg}");
@@ -228,7 +262,7 @@ fn fail(result: &mut ModeResult, e: &Error) {
 }
 
 /// The value stored under `key`: the key repeated to 120 bytes.
-fn value_for(key: &[u8; 8]) -> [u8; VALUE_LEN] {
+pub(crate) fn value_for(key: &[u8; 8]) -> [u8; VALUE_LEN] {
     let mut v = [0; VALUE_LEN];
     for chunk in v.chunks_exact_mut(8) {
         chunk.copy_from_slice(key);
@@ -257,19 +291,38 @@ fn measure(cfg: &Config, loaded: &Loaded, rep: usize) -> Result<Measurement, Pha
         lookups(cfg, &loaded.tree, cfg.warmup, seed ^ (1 << 32))?;
     }
     let before = loaded.db.stats();
-    let (ops, secs) = lookups(cfg, &loaded.tree, cfg.duration, seed)?;
-    Ok(Measurement { repetition: rep, ops, secs, stats: loaded.db.stats().since(&before) })
+    let (ops, secs, hist) = lookups(cfg, &loaded.tree, cfg.duration, seed)?;
+    let pool = loaded.db.pool();
+    Ok(Measurement {
+        repetition: rep,
+        ops,
+        secs,
+        stats: loaded.db.stats().since(&before),
+        latency: Latency {
+            p50_ns: hist.value_at_quantile(0.50),
+            p99_ns: hist.value_at_quantile(0.99),
+            p999_ns: hist.value_at_quantile(0.999),
+            max_ns: hist.max(),
+        },
+        resident_bytes: (pool.resident_pages() * pool.page_size()) as u64,
+    })
 }
 
-/// Random verified lookups on `cfg.threads` threads for `secs` seconds: (lookups, seconds).
-fn lookups(cfg: &Config, tree: &Tree, secs: f64, seed: u64) -> Result<(u64, f64), PhaseError> {
+/// Random verified lookups on `cfg.threads` threads for `secs` seconds: (lookups, seconds,
+/// sampled latencies).
+fn lookups(
+    cfg: &Config,
+    tree: &Tree,
+    secs: f64,
+    seed: u64,
+) -> Result<(u64, f64, Histogram<u64>), PhaseError> {
     let stop = AtomicBool::new(false);
     let start = Instant::now();
     let tallies: Vec<Result<Tally, Error>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let stop = &stop;
-                s.spawn(move || worker(tree, cfg.records, seed ^ t as u64, stop))
+                s.spawn(move || worker(tree, cfg.working_set, seed ^ t as u64, stop))
             })
             .collect();
         std::thread::sleep(Duration::from_secs_f64(secs));
@@ -278,8 +331,11 @@ fn lookups(cfg: &Config, tree: &Tree, secs: f64, seed: u64) -> Result<(u64, f64)
     });
     let elapsed = start.elapsed().as_secs_f64();
     let mut total = Tally::default();
+    let mut hist = new_histogram();
     for t in tallies {
         let t = t.map_err(PhaseError::Engine)?;
+        // Same bounds on both sides: adding cannot fail.
+        hist.add(&t.latency).expect("histograms with equal bounds");
         total.ops += t.ops;
         total.missing += t.missing;
         total.wrong += t.wrong;
@@ -291,25 +347,36 @@ fn lookups(cfg: &Config, tree: &Tree, secs: f64, seed: u64) -> Result<(u64, f64)
             total.missing, total.wrong, total.ops
         )));
     }
-    Ok((total.ops, elapsed))
+    Ok((total.ops, elapsed, hist))
 }
 
-#[derive(Default)]
 struct Tally {
     ops: u64,
     missing: u64,
     wrong: u64,
     first_bad: Option<u64>,
+    latency: Histogram<u64>,
 }
 
-fn worker(tree: &Tree, records: u64, seed: u64, stop: &AtomicBool) -> Result<Tally, Error> {
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally { ops: 0, missing: 0, wrong: 0, first_bad: None, latency: new_histogram() }
+    }
+}
+
+fn worker(tree: &Tree, working_set: u64, seed: u64, stop: &AtomicBool) -> Result<Tally, Error> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut tally = Tally::default();
     while !stop.load(Relaxed) {
-        for _ in 0..BATCH {
-            let k = rng.gen_range(0..records);
+        for i in 0..BATCH {
+            let k = rng.gen_range(0..working_set);
             let key = k.to_be_bytes();
+            let timed = (i % LATENCY_SAMPLE == 0).then(Instant::now);
             let found = tree.get_with(&key, |v| v.map(|v| is_value_for(v, &key)));
+            if let Some(t0) = timed {
+                let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                tally.latency.saturating_record(ns.max(1));
+            }
             match found {
                 Ok(Some(true)) => continue,
                 Ok(Some(false)) => tally.wrong += 1,

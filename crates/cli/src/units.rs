@@ -57,6 +57,102 @@ pub fn parse_positive_count(input: &str) -> Result<u64, String> {
     }
 }
 
+/// How much of the key range is accessed: a fraction of the records (`0.25`, `25%`) or a size of
+/// keys and values (`64MiB`, 128 bytes per record).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WorkingSet {
+    /// Fraction of the records, in (0, 1].
+    Fraction(f64),
+    /// Bytes of keys and values.
+    Bytes(u64),
+}
+
+/// Parses `--working-set`.
+pub fn parse_working_set(input: &str) -> Result<WorkingSet, String> {
+    let s = input.trim();
+    if let Some(pct) = s.strip_suffix('%') {
+        let v: f64 = pct.trim().parse().map_err(|_| format!("invalid percentage {input:?}"))?;
+        return fraction(v / 100.0, input);
+    }
+    if s.contains('.') && s.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        let v: f64 = s.parse().map_err(|_| format!("invalid fraction {input:?}"))?;
+        return fraction(v, input);
+    }
+    match parse_size(s)? {
+        0 => Err("the working set must not be empty".into()),
+        n => Ok(WorkingSet::Bytes(n)),
+    }
+}
+
+fn fraction(v: f64, input: &str) -> Result<WorkingSet, String> {
+    if v > 0.0 && v <= 1.0 {
+        Ok(WorkingSet::Fraction(v))
+    } else {
+        Err(format!("working set {input:?} must be a fraction in (0, 1], a percentage or a size like 64MiB"))
+    }
+}
+
+/// What a sweep varies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepVar {
+    /// The database size (bytes of keys and values; the whole key range is accessed).
+    Records,
+    /// The accessed part of the key range (bytes of keys and values).
+    WorkingSet,
+}
+
+/// A grid of values for one variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// The variable.
+    pub var: SweepVar,
+    /// Its values in bytes, ascending.
+    pub values: Vec<u64>,
+}
+
+/// Parses `--sweep`: `records=8MiB..256MiB:x2` (multiply by 2 up to the end, inclusive),
+/// `working-set=16MiB..1GiB:x4`, or a list `records=8MiB,64MiB,512MiB`.
+pub fn parse_sweep(input: &str) -> Result<Sweep, String> {
+    let usage = "expected VAR=FROM..TO:xF or VAR=V1,V2,... with VAR records or working-set \
+                 (e.g. records=8MiB..256MiB:x2)";
+    let (var, spec) = input.split_once('=').ok_or_else(|| format!("invalid sweep {input:?}; {usage}"))?;
+    let var = match var.trim() {
+        "records" | "data" => SweepVar::Records,
+        "working-set" | "working_set" | "ws" => SweepVar::WorkingSet,
+        other => return Err(format!("cannot sweep {other:?}; {usage}")),
+    };
+    let values = if let Some((range, step)) = spec.split_once(':') {
+        let (from, to) = range.split_once("..").ok_or_else(|| format!("invalid sweep {input:?}; {usage}"))?;
+        let (from, to) = (parse_size(from)?, parse_size(to)?);
+        let factor: u64 = step
+            .trim()
+            .strip_prefix('x')
+            .and_then(|f| f.parse().ok())
+            .filter(|&f| f >= 2)
+            .ok_or_else(|| format!("invalid sweep step {step:?}; use x2, x4, ..."))?;
+        if from == 0 || from > to {
+            return Err(format!("sweep {input:?} must go from a positive value up to a larger one"));
+        }
+        let mut v = vec![from];
+        while let Some(next) = v.last().and_then(|x| x.checked_mul(factor)).filter(|&x| x <= to) {
+            v.push(next);
+        }
+        if v.len() > 64 {
+            return Err(format!("sweep {input:?} has more than 64 points"));
+        }
+        v
+    } else {
+        let mut v = spec.split(',').map(parse_size).collect::<Result<Vec<_>, _>>()?;
+        v.sort_unstable();
+        v.dedup();
+        if v.contains(&0) {
+            return Err(format!("sweep {input:?} contains zero"));
+        }
+        v
+    };
+    Ok(Sweep { var, values })
+}
+
 /// Seconds as a non-negative decimal (`3`, `0.5`, `2s`).
 pub fn parse_seconds(input: &str) -> Result<f64, String> {
     let s = input.trim();
@@ -114,6 +210,37 @@ fn scale(num: &str, multiplier: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn working_set_forms() {
+        assert_eq!(parse_working_set("0.25"), Ok(WorkingSet::Fraction(0.25)));
+        assert_eq!(parse_working_set("50%"), Ok(WorkingSet::Fraction(0.5)));
+        assert_eq!(parse_working_set("64MiB"), Ok(WorkingSet::Bytes(64 << 20)));
+        assert!(parse_working_set("1.5").is_err());
+        assert!(parse_working_set("0%").is_err());
+        assert!(parse_working_set("0").is_err());
+        assert!(parse_working_set("lots").is_err());
+    }
+
+    #[test]
+    fn sweep_forms() {
+        let s = parse_sweep("records=8MiB..64MiB:x2").unwrap();
+        assert_eq!(s.var, SweepVar::Records);
+        assert_eq!(s.values, vec![8 << 20, 16 << 20, 32 << 20, 64 << 20]);
+        let s = parse_sweep("working-set=1GiB,16MiB").unwrap();
+        assert_eq!((s.var, s.values), (SweepVar::WorkingSet, vec![16 << 20, 1 << 30]));
+        assert_eq!(parse_sweep("records=8MiB..20MiB:x2").unwrap().values, vec![8 << 20, 16 << 20]);
+        for bad in [
+            "records",
+            "pool=1..2:x2",
+            "records=9..1:x2",
+            "records=1..9:x1",
+            "records=1..9:+2",
+            "records=0,5",
+        ] {
+            assert!(parse_sweep(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_with_units() {

@@ -123,3 +123,81 @@ fn bad_input_gives_a_message_not_a_panic() {
     }
     assert!(leftovers(&scratch).is_empty(), "{:?}", leftovers(&scratch));
 }
+
+/// The Fig. 10/11 experiment at a tiny scale: one table per size, the summary with its checks,
+/// and CSV/JSON files with the documented columns in --out.
+#[test]
+fn fig10_tiny_writes_summary_csv_and_json() {
+    let scratch = Scratch::new("fig10");
+    let out = scratch.0.join("results");
+    let o = Command::new(BIN)
+        .args(["experiment", "fig10", "--pool", "1MiB", "--max-factor", "2", "--duration", "0.1"])
+        .args(["--warmup", "0", "--repeat", "2", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("Fig. 10/11 summary"), "{stdout}");
+    assert!(stdout.contains("swizzling/main-memory"), "{stdout}");
+    assert!(stdout.contains("memory limit"), "main-memory must stop at its limit beyond the pool: {stdout}");
+    let csv = std::fs::read_to_string(out.join("graefe-fig10.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap();
+    for col in [
+        "experiment",
+        "mode",
+        "policy",
+        "threads",
+        "records",
+        "pool_bytes",
+        "working_set_bytes",
+        "repetition",
+        "duration_s",
+        "throughput",
+        "hit_ratio",
+        "p99_ns",
+        "memory_bytes",
+    ] {
+        assert!(header.split(',').any(|h| h == col), "missing column {col} in {header}");
+    }
+    // 5 sizes (1/8 .. 2 x pool) x 3 modes x 2 repetitions, minus main-memory beyond its limit.
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.len() >= 4 * 2 * 2 && rows.len() < 5 * 3 * 2, "{} rows", rows.len());
+    let json = std::fs::read_to_string(out.join("graefe-fig10.json")).unwrap();
+    assert!(
+        json.trim_start().starts_with('{') && json.contains("\"rows\"") && json.contains("\"throughput\"")
+    );
+    assert_eq!(json.matches("\"experiment\"").count(), rows.len(), "JSON and CSV hold the same rows");
+}
+
+/// Bad input is a one-line error with exit code 2, and nothing is written.
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let scratch = Scratch::new("bad-out");
+    let out = scratch.0.join("never");
+    for args in [
+        vec!["bench", "lookup", "--records", "1000", "--working-set", "64MiB"],
+        vec!["bench", "lookup", "--working-set", "2.5"],
+        vec!["bench", "lookup", "--sweep", "pool=1..2:x2"],
+        vec!["bench", "lookup", "--mode", "quantum"],
+        vec!["experiment", "fig10", "--pool", "lots"],
+    ] {
+        let o = Command::new(BIN).args(&args).arg("--out").arg(&out).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(!String::from_utf8_lossy(&o.stderr).trim().is_empty());
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+    // An --out that cannot be created.
+    let blocker = scratch.0.join("file");
+    std::fs::write(&blocker, b"x").unwrap();
+    let o = Command::new(BIN)
+        .args(["bench", "lookup", "--records", "1000", "--out"])
+        .arg(blocker.join("sub"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
+}

@@ -1,0 +1,139 @@
+//! The "insert" workload (Graefe et al. 2014, Fig. 12): random-order insertions into an index
+//! that fits in memory.
+//!
+//! Each repetition builds a fresh database per mode: `preload` records are inserted unmeasured,
+//! then `records - preload` new records are inserted by `threads` threads and timed. Keys are a
+//! bijective mix (splitmix64) of a counter, so consecutive inserts land at random places in the
+//! tree and new keys interleave with preloaded ones. Repetitions alternate between the modes.
+
+use crate::rndread::{
+    create, fail, new_histogram, value_for, Config, Latency, Measurement, ModeResult, Progress,
+    LATENCY_SAMPLE,
+};
+use std::time::Instant;
+use swizzledb::{Database, Error, Tree};
+
+/// splitmix64's finalizer: a bijection on u64, so distinct counters give distinct keys.
+#[must_use]
+pub fn mix(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Runs the workload; `cfg.records` is the final size, `preload` of them unmeasured.
+///
+/// # Errors
+/// Invalid settings or errors creating a database file; engine errors in one mode end only that
+/// mode and are recorded in its result.
+pub fn run(
+    cfg: &Config,
+    preload: u64,
+    progress: Progress,
+) -> Result<Vec<ModeResult>, Box<dyn std::error::Error>> {
+    let mut results: Vec<ModeResult> = cfg
+        .modes
+        .iter()
+        .map(|&mode| ModeResult { mode, load_secs: None, loaded: preload, runs: Vec::new(), error: None })
+        .collect();
+    for rep in 0..cfg.repeat {
+        for result in &mut results {
+            if result.error.is_some() {
+                continue;
+            }
+            let mode = result.mode;
+            let path = cfg.dir.join(format!("swizzledb-insert-{}-{}.swz", std::process::id(), mode.name()));
+            let (db, _file) = create(cfg, mode, path)?;
+            let outcome = (|| -> Result<Measurement, Error> {
+                let tree = db.create_tree("insert")?;
+                let start = Instant::now();
+                insert_range(&tree, 0, preload, 1, 0).map(drop)?;
+                result.load_secs.get_or_insert(start.elapsed().as_secs_f64());
+                measure(cfg, &db, &tree, preload, rep)
+            })();
+            match outcome {
+                Ok(m) => {
+                    progress.say(format_args!(
+                        "{mode}: repetition {}/{}: {} inserts/s",
+                        rep + 1,
+                        cfg.repeat,
+                        crate::report::thousands(m.throughput().round() as u64)
+                    ));
+                    result.runs.push(m);
+                }
+                Err(e) => fail(result, &e),
+            }
+            // `_file` deletes the database when it goes out of scope, after `db` is closed.
+            drop(db);
+        }
+    }
+    Ok(results)
+}
+
+/// Inserts counters `from + t, from + t + step, ...` below `to`; returns the sampled latencies.
+fn insert_range(
+    tree: &Tree,
+    from: u64,
+    to: u64,
+    step: u64,
+    t: u64,
+) -> Result<hdrhistogram::Histogram<u64>, Error> {
+    let mut hist = new_histogram();
+    let mut i = from + t;
+    let mut n = 0u64;
+    while i < to {
+        let key = mix(i).to_be_bytes();
+        let timed = n.is_multiple_of(LATENCY_SAMPLE).then(Instant::now);
+        tree.insert(&key, &value_for(&key))?;
+        if let Some(t0) = timed {
+            hist.saturating_record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1));
+        }
+        i += step;
+        n += 1;
+    }
+    Ok(hist)
+}
+
+/// The timed phase: `cfg.threads` threads insert the counters `preload..cfg.records`.
+fn measure(cfg: &Config, db: &Database, tree: &Tree, preload: u64, rep: usize) -> Result<Measurement, Error> {
+    let threads = cfg.threads as u64;
+    let before = db.stats();
+    let start = Instant::now();
+    let hists: Vec<Result<hdrhistogram::Histogram<u64>, Error>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| s.spawn(move || insert_range(tree, preload, cfg.records, threads, t)))
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("insert thread panicked")).collect()
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let mut hist = new_histogram();
+    for h in hists {
+        hist.add(&h?).expect("histograms with equal bounds");
+    }
+    let pool = db.pool();
+    Ok(Measurement {
+        repetition: rep,
+        ops: cfg.records - preload,
+        secs,
+        stats: db.stats().since(&before),
+        latency: Latency {
+            p50_ns: hist.value_at_quantile(0.5),
+            p99_ns: hist.value_at_quantile(0.99),
+            p999_ns: hist.value_at_quantile(0.999),
+            max_ns: hist.max(),
+        },
+        resident_bytes: (pool.resident_pages() * pool.page_size()) as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mix_is_injective_on_a_sample() {
+        let keys: std::collections::HashSet<u64> = (0..100_000).map(mix).collect();
+        assert_eq!(keys.len(), 100_000);
+    }
+}

@@ -1,0 +1,743 @@
+//! Line charts with error bars for experiment results, written as SVG and PNG.
+//!
+//! Each series is a line through the medians with a min..max error bar at every point. Text in
+//! the PNG is drawn with Liberation Sans (SIL OFL 1.1, see `assets/LiberationSans-LICENSE.txt`),
+//! embedded in the binary so no system font library is needed; the SVG names the generic
+//! `sans-serif` family and leaves the choice of font to the viewer.
+
+use std::fs;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Width and height of both outputs, in pixels.
+const SIZE: (u32, u32) = (800, 500);
+/// The font family name the embedded font is registered under.
+const FONT: &str = "sans-serif";
+static FONT_BYTES: &[u8] = include_bytes!("../assets/LiberationSans-Regular.ttf");
+
+/// One line of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<Point>,
+}
+
+/// One measurement: `y` is the median, `y_min..=y_max` the error bar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub y_min: f64,
+    pub y_max: f64,
+}
+
+/// The x axis scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    /// Logarithmic with ticks at powers of two (working-set sweeps); x values must be positive.
+    Log2,
+}
+
+/// A chart: its text, its x scale and its series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    pub title: String,
+    /// The x axis label, with its unit (e.g. "working set (bytes)").
+    pub x_label: String,
+    /// The y axis label, with its unit (e.g. "throughput (reads/s)").
+    pub y_label: String,
+    pub x_scale: Scale,
+    pub series: Vec<Series>,
+    /// Small text under the title, e.g. "pool = 64 MiB".
+    pub note: Option<String>,
+    /// A vertical dashed marker at this x (e.g. the pool size), with its label at the top. The x
+    /// range is widened to include it; a non-finite x (or `x <= 0` on Log2) is not drawn.
+    pub vline: Option<(f64, String)>,
+}
+
+/// A chart that could not be written; every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("cannot write {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot draw {}: {message}", path.display())]
+    Draw { path: PathBuf, message: String },
+}
+
+/// Writes `<stem>.svg` and `<stem>.png` (800x500) and returns both paths.
+///
+/// The extensions are appended, so a stem such as `sweep-1.5` keeps its dot. Points with a
+/// non-finite `x` or `y` (or, on [`Scale::Log2`], `x <= 0`) are skipped; a non-finite bound of
+/// an error bar is replaced by the median. A chart without any drawable point still writes both
+/// files, with a "no data" note in the plot area. Missing parent directories are created.
+///
+/// The y axis starts at zero when no value is negative and the smallest is at most half the
+/// largest, so that small differences are not blown up; otherwise it spans the data. The legend
+/// sits in a column right of the plot, so it never hides data; it marks series without any
+/// drawable point "(no data)". Error bars of series at the same x are spread a few pixels apart.
+pub fn write_chart(stem: &Path, chart: &Chart) -> Result<Vec<PathBuf>, PlotError> {
+    let svg_path = with_suffix(stem, ".svg");
+    let png_path = with_suffix(stem, ".png");
+    if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(|source| PlotError::Io { path: dir.to_path_buf(), source })?;
+    }
+    let layout = Layout::new(chart);
+
+    let draw_err = |path: &Path, message: String| PlotError::Draw { path: path.to_path_buf(), message };
+    register_font().map_err(|m| draw_err(&svg_path, m))?;
+
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        render(&root, chart, &layout).map_err(|m| draw_err(&svg_path, m))?;
+        root.present().map_err(|e| draw_err(&svg_path, e.to_string()))?;
+    }
+    fs::write(&svg_path, svg).map_err(|source| PlotError::Io { path: svg_path.clone(), source })?;
+
+    let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
+        render(&root, chart, &layout).map_err(|m| draw_err(&png_path, m))?;
+        root.present().map_err(|e| draw_err(&png_path, e.to_string()))?;
+    }
+    write_png(&png_path, &rgb)?;
+
+    Ok(vec![svg_path, png_path])
+}
+
+/// Formats a number compactly for tick labels: multiples of 1024 that are a whole number of
+/// hundredths of their unit with binary units (`1Ki`, `1.5Mi`, `64Mi`, `2Gi`), other numbers of
+/// at least 1000 with decimal units and three significant digits (`350k`, `1.5M`, `2.5G`), and
+/// smaller numbers plainly with three significant digits (`12`, `0.25`).
+pub fn compact(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    let a = v.abs();
+    let binary =
+        [(1u64 << 40, "Ti"), (1 << 30, "Gi"), (1 << 20, "Mi"), (1 << 10, "Ki")].map(|(u, s)| (u as f64, s));
+    if a % 1024.0 == 0.0 {
+        if let Some(&(unit, suffix)) = binary.iter().find(|(unit, _)| a >= *unit) {
+            let m = a / unit;
+            if (m * 100.0).fract() == 0.0 {
+                return format!("{sign}{}{suffix}", trim(format!("{m:.2}")));
+            }
+        }
+    }
+    // Round to three significant digits first, so 999_999 becomes 1M rather than 1000k.
+    let exp = a.log10().floor() as i32;
+    let step = 10f64.powi(exp - 2);
+    let r = (a / step).round() * step;
+    let decimal = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    match decimal.iter().find(|(unit, _)| r >= *unit * 0.9999999) {
+        Some(&(unit, suffix)) => format!("{sign}{}{suffix}", trim(format!("{:.2}", r / unit))),
+        None => {
+            let decimals = (2 - r.log10().floor() as i32).max(0) as usize;
+            format!("{sign}{}", trim(format!("{r:.decimals$}")))
+        }
+    }
+}
+
+/// Drops trailing zeros after a decimal point, and the point itself if nothing follows.
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn with_suffix(stem: &Path, suffix: &str) -> PathBuf {
+    let mut s = stem.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+fn register_font() -> Result<(), String> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED
+        .get_or_init(|| plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        Err("the embedded font is not a valid TrueType font".into())
+    }
+}
+
+fn write_png(path: &Path, rgb: &[u8]) -> Result<(), PlotError> {
+    fs::write(path, encode_png(SIZE, rgb))
+        .map_err(|source| PlotError::Io { path: path.to_path_buf(), source })
+}
+
+/// Encodes 8-bit RGB pixels as a PNG: the signature, IHDR, one zlib-compressed IDAT with every
+/// row "Up"-filtered (a chart's rows repeat a lot), and IEND.
+fn encode_png((width, height): (u32, u32), rgb: &[u8]) -> Vec<u8> {
+    let stride = width as usize * 3;
+    debug_assert_eq!(rgb.len(), stride * height as usize);
+    let mut raw = Vec::with_capacity((stride + 1) * height as usize);
+    let mut prev: &[u8] = &[];
+    for row in rgb.chunks_exact(stride) {
+        raw.push(2); // filter type Up: each byte minus the byte above it
+        raw.extend(row.iter().enumerate().map(|(i, &b)| b.wrapping_sub(prev.get(i).copied().unwrap_or(0))));
+        prev = row;
+    }
+    let mut ihdr = Vec::with_capacity(13);
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]); // 8 bits, RGB, deflate, adaptive filtering, no interlace
+
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    for (kind, data) in
+        [(b"IHDR", ihdr), (b"IDAT", miniz_oxide::deflate::compress_to_vec_zlib(&raw, 6)), (b"IEND", vec![])]
+    {
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(&data);
+        let crc = crc32(&out[start..]);
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+    out
+}
+
+/// The CRC-32 (IEEE, reflected) that PNG chunks end with.
+fn crc32(bytes: &[u8]) -> u32 {
+    const TABLE: [u32; 256] = {
+        let mut table = [0u32; 256];
+        let mut n = 0;
+        while n < 256 {
+            let mut c = n as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                k += 1;
+            }
+            table[n] = c;
+            n += 1;
+        }
+        table
+    };
+    !bytes.iter().fold(!0u32, |c, &b| TABLE[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8))
+}
+
+/// Colour-blind-safe colours (Okabe and Ito), then a few more distinct ones.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+    RGBColor(140, 86, 75),
+];
+const GREY: RGBColor = RGBColor(90, 90, 90);
+const GRID: RGBColor = RGBColor(225, 225, 225);
+
+/// A point ready to draw: x in plot space (log2 of x on a Log2 scale), median, bar bounds.
+#[derive(Debug, Clone, Copy)]
+struct Drawable {
+    x: f64,
+    y: f64,
+    lo: f64,
+    hi: f64,
+}
+
+/// Everything about a chart that does not depend on the backend.
+struct Layout {
+    /// Per series, in order, its drawable points sorted by x.
+    series: Vec<Vec<Drawable>>,
+    x_range: (f64, f64),
+    y_range: (f64, f64),
+    x_ticks: Vec<f64>,
+    /// The marker's x in plot space, if it can be drawn.
+    vline: Option<f64>,
+    empty: bool,
+}
+
+impl Layout {
+    fn new(chart: &Chart) -> Self {
+        let log = chart.x_scale == Scale::Log2;
+        let to_plot = |x: f64| -> Option<f64> {
+            match (x.is_finite(), log) {
+                (false, _) => None,
+                (true, false) => Some(x),
+                (true, true) => (x > 0.0).then(|| x.log2()),
+            }
+        };
+        let series: Vec<Vec<Drawable>> = chart
+            .series
+            .iter()
+            .map(|s| {
+                let mut pts: Vec<Drawable> = s
+                    .points
+                    .iter()
+                    .filter(|p| p.y.is_finite())
+                    .filter_map(|p| {
+                        let x = to_plot(p.x)?;
+                        let lo = if p.y_min.is_finite() { p.y_min.min(p.y) } else { p.y };
+                        let hi = if p.y_max.is_finite() { p.y_max.max(p.y) } else { p.y };
+                        Some(Drawable { x, y: p.y, lo, hi })
+                    })
+                    .collect();
+                pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+                pts
+            })
+            .collect();
+        let vline = chart.vline.as_ref().and_then(|(x, _)| to_plot(*x));
+        let all = || series.iter().flatten();
+        let empty = all().next().is_none();
+
+        // x: the data and the marker, padded so edge error bars stay clear of the axes.
+        let xs = all().map(|p| p.x).chain(vline);
+        let (mut x0, mut x1) = min_max(xs).unwrap_or(if log { (10.0, 20.0) } else { (0.0, 1.0) });
+        if log {
+            x0 = x0.min(x1 - 1.0);
+            let pad = ((x1 - x0) * 0.04).max(0.3);
+            x0 -= pad;
+            x1 += pad;
+        } else {
+            if x1 - x0 < 1e-12 * x0.abs().max(1.0) {
+                let d = if x0 == 0.0 { 1.0 } else { x0.abs() * 0.1 };
+                x0 -= d;
+                x1 += d;
+            }
+            let pad = (x1 - x0) * 0.04;
+            x0 -= pad;
+            x1 += pad;
+        }
+        let x_ticks = if log { log_ticks(x0, x1) } else { linear_ticks(x0, x1, 8) };
+
+        // y: from zero when all values are non-negative and zero is not far off, so that
+        // differences are not exaggerated; otherwise the data's own range.
+        let ys = all().flat_map(|p| [p.lo, p.hi]);
+        let (mut y0, mut y1) = min_max(ys).unwrap_or((0.0, 1.0));
+        if y0 >= 0.0 && y0 <= 0.5 * y1 {
+            y0 = 0.0;
+        }
+        if y1 - y0 < 1e-12 * y1.abs().max(1e-300) {
+            let d = if y1 == 0.0 { 1.0 } else { y1.abs() * 0.1 };
+            y0 = if y0 == 0.0 { 0.0 } else { y0 - d };
+            y1 += d;
+        }
+        let pad = (y1 - y0) * 0.06;
+        let y_range = (if y0 == 0.0 { 0.0 } else { y0 - pad }, y1 + pad);
+
+        Layout { series, x_range: (x0, x1), y_range, x_ticks, vline, empty }
+    }
+}
+
+fn min_max(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    values.fold(None, |acc, v| match acc {
+        None => Some((v, v)),
+        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+    })
+}
+
+/// Integer exponents inside `lo..=hi`, thinned to at most 12 ticks at multiples of a step.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (first, last) = (lo.ceil() as i64, hi.floor() as i64);
+    let count = (last - first + 1).max(1);
+    let step = (count + 11) / 12;
+    (first..=last).filter(|e| e.rem_euclid(step) == 0).map(|e| e as f64).collect()
+}
+
+/// About `target` ticks at multiples of 1, 2 or 5 times a power of ten.
+fn linear_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+    let raw = (hi - lo) / target as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    // Multiply rather than accumulate, so 0.1 * 3 stays close to 0.3.
+    (first..=last).map(|i| i as f64 * step).collect()
+}
+
+type Area<DB> = DrawingArea<DB, Shift>;
+
+/// The x axis in plot space (log2 of x on a Log2 scale) with precomputed ticks, labelled with
+/// [`compact`] (of `2^v` on a Log2 scale).
+struct XAxis {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+    log: bool,
+}
+
+impl Ranged for XAxis {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        let frac = (v - self.lo) / (self.hi - self.lo);
+        limit.0 + ((limit.1 - limit.0) as f64 * frac + 1e-3).floor() as i32
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        // Grid lines and labels at the ticks only; no light lines in between.
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+impl ValueFormatter<f64> for XAxis {
+    fn format_ext(&self, v: &f64) -> String {
+        compact(if self.log { v.exp2() } else { *v })
+    }
+}
+
+fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(e)?;
+
+    // Header: the title, then the note.
+    let (w, _) = SIZE;
+    let center_top = |size: f64, color: &'static RGBColor| {
+        TextStyle::from((FONT, size).into_font()).color(color).pos(Pos::new(HPos::Center, VPos::Top))
+    };
+    root.draw(&Text::new(chart.title.clone(), (w as i32 / 2, 10), center_top(20.0, &BLACK))).map_err(e)?;
+    let mut header = 38;
+    if let Some(note) = chart.note.as_deref().filter(|n| !n.is_empty()) {
+        root.draw(&Text::new(note.to_string(), (w as i32 / 2, header), center_top(14.0, &GREY)))
+            .map_err(e)?;
+        header += 20;
+    }
+    let (_, body) = root.split_vertically(header);
+
+    // Legend column on the right, outside the plot so it never hides data.
+    let legend_font = TextStyle::from((FONT, 14).into_font());
+    let names: Vec<String> = chart
+        .series
+        .iter()
+        .zip(&layout.series)
+        .map(|(s, pts)| if pts.is_empty() { format!("{} (no data)", s.name) } else { s.name.clone() })
+        .map(|n| fit(root, n, &legend_font, 170))
+        .collect();
+    let text_w = names
+        .iter()
+        .map(|n| root.estimate_text_size(n, &legend_font).map(|(w, _)| w))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(e)?
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    let legend_w = (text_w + 50).clamp(120, 220);
+    let (plot_area, legend_area) = body.split_horizontally(w - legend_w);
+
+    let (x0, x1) = layout.x_range;
+    let (y0, y1) = layout.y_range;
+    let log = chart.x_scale == Scale::Log2;
+    let x_coord = XAxis { lo: x0, hi: x1, ticks: layout.x_ticks.clone(), log };
+    let mut cc = ChartBuilder::on(&plot_area)
+        .margin_top(6)
+        .margin_left(8)
+        .margin_right(12)
+        .margin_bottom(6)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x_coord, y0..y1)
+        .map_err(e)?;
+
+    let y_fmt = |v: &f64| compact(*v);
+    cc.configure_mesh()
+        .x_desc(chart.x_label.as_str())
+        .y_desc(chart.y_label.as_str())
+        .y_label_formatter(&y_fmt)
+        .y_labels(8)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 15))
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(GREY)
+        .draw()
+        .map_err(e)?;
+
+    let (px_range, py_range) = cc.plotting_area().get_pixel_range();
+
+    // The vertical marker, dashed, with its label at the top.
+    if let (Some(vx), Some((_, label))) = (layout.vline, chart.vline.as_ref()) {
+        let style = GREY.stroke_width(1);
+        cc.draw_series(std::iter::once(DashedPathElement::new(vec![(vx, y0), (vx, y1)], 6, 4, style)))
+            .map_err(e)?;
+        if !label.is_empty() {
+            let (px, _) = cc.backend_coord(&(vx, y1));
+            let right_half = px > (px_range.start + px_range.end) / 2 + (px_range.end - px_range.start) / 4;
+            let (dx, h) = if right_half { (-5, HPos::Right) } else { (5, HPos::Left) };
+            let style = TextStyle::from((FONT, 13).into_font()).color(&GREY).pos(Pos::new(h, VPos::Top));
+            root.draw(&Text::new(label.clone(), (px + dx, py_range.start + 4), style)).map_err(e)?;
+        }
+    }
+
+    // Series: error bars, the median line and a dot per median. Bars of different series at
+    // the same x are spread a few pixels apart so they stay distinguishable.
+    let n = layout.series.len();
+    let px_per_unit = (px_range.end - px_range.start) as f64 / (x1 - x0);
+    for (i, pts) in layout.series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let shift = (i as f64 - (n as f64 - 1.0) / 2.0) * 4.0 / px_per_unit;
+        cc.draw_series(
+            pts.iter()
+                .map(|p| ErrorBar::new_vertical(p.x + shift, p.lo, p.y, p.hi, color.stroke_width(1), 8)),
+        )
+        .map_err(e)?;
+        cc.draw_series(LineSeries::new(pts.iter().map(|p| (p.x + shift, p.y)), color.stroke_width(2)))
+            .map_err(e)?;
+        cc.draw_series(pts.iter().map(|p| Circle::new((p.x + shift, p.y), 3, color.filled()))).map_err(e)?;
+    }
+
+    if layout.empty {
+        let mid = ((px_range.start + px_range.end) / 2, (py_range.start + py_range.end) / 2);
+        let style =
+            TextStyle::from((FONT, 18).into_font()).color(&GREY).pos(Pos::new(HPos::Center, VPos::Center));
+        root.draw(&Text::new("no data", mid, style)).map_err(e)?;
+    }
+
+    // Legend entries, then what the marks mean.
+    let mut y = 16;
+    for (i, name) in names.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        legend_area.draw(&PathElement::new(vec![(4, y), (30, y)], color.stroke_width(2))).map_err(e)?;
+        legend_area.draw(&Circle::new((17, y), 3, color.filled())).map_err(e)?;
+        let style = legend_font.color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+        legend_area.draw(&Text::new(name.clone(), (38, y), style)).map_err(e)?;
+        y += 22;
+    }
+    if !names.is_empty() {
+        let style =
+            TextStyle::from((FONT, 12).into_font()).color(&GREY).pos(Pos::new(HPos::Left, VPos::Center));
+        legend_area.draw(&Text::new("line: median", (4, y + 4), style.clone())).map_err(e)?;
+        legend_area.draw(&Text::new("bars: min\u{2013}max", (4, y + 20), style)).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Shortens `text` with an ellipsis until it is at most `max_w` pixels wide.
+fn fit<DB: DrawingBackend>(area: &Area<DB>, text: String, font: &TextStyle<'_>, max_w: u32) -> String {
+    let width = |t: &str| area.estimate_text_size(t, font).map(|(w, _)| w).unwrap_or(0);
+    if width(&text) <= max_w {
+        return text;
+    }
+    let mut chars: Vec<char> = text.chars().collect();
+    while chars.len() > 1 {
+        chars.pop();
+        let t: String = chars.iter().chain(std::iter::once(&'\u{2026}')).collect();
+        if width(&t) <= max_w {
+            return t;
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(x: f64, y: f64) -> Point {
+        Point { x, y, y_min: y * 0.9, y_max: y * 1.08 }
+    }
+
+    fn sample() -> Chart {
+        let sizes = (14..=28).step_by(2).map(|e| (1u64 << e) as f64);
+        let traditional: Vec<Point> =
+            sizes.clone().map(|s| point(s, 3.0e6 / (1.0 + s / 67_108_864.0))).collect();
+        let mut swizzling: Vec<Point> = sizes.map(|s| point(s, 4.2e6 / (1.0 + s / 50_000_000.0))).collect();
+        swizzling[3].y = f64::NAN;
+        swizzling[5].y_max = f64::NAN;
+        Chart {
+            title: "Random reads vs working set".into(),
+            x_label: "working set (bytes)".into(),
+            y_label: "throughput (reads/s)".into(),
+            x_scale: Scale::Log2,
+            series: vec![
+                Series { name: "traditional".into(), points: traditional },
+                Series { name: "swizzling".into(), points: swizzling },
+            ],
+            note: Some("pool = 64 MiB, 4 threads, 5 runs".into()),
+            vline: Some((67_108_864.0, "pool = 64Mi".into())),
+        }
+    }
+
+    /// Checks a PNG's signature, chunk CRCs and that its pixel data inflates to the size its
+    /// header gives; returns its width and height and its RGB pixels (only the None and Up
+    /// filters, which are all `encode_png` writes, are undone).
+    fn decode_png(path: &Path) -> ((u32, u32), Vec<u8>) {
+        let bytes = fs::read(path).unwrap();
+        let mut rest = bytes.strip_prefix(b"\x89PNG\r\n\x1a\n").expect("PNG signature");
+        let be32 = |b: &[u8]| u32::from_be_bytes(b[..4].try_into().unwrap());
+        let (mut size, mut idat, mut kinds) = ((0, 0), vec![], vec![]);
+        while !rest.is_empty() {
+            let len = be32(rest) as usize;
+            let (kind, data, crc) = (&rest[4..8], &rest[8..8 + len], be32(&rest[8 + len..]));
+            assert_eq!(crc, crc32(&rest[4..8 + len]), "CRC of {}", String::from_utf8_lossy(kind));
+            match kind {
+                b"IHDR" => {
+                    size = (be32(data), be32(&data[4..]));
+                    assert_eq!(&data[8..], &[8, 2, 0, 0, 0], "8-bit RGB");
+                }
+                b"IDAT" => idat.extend_from_slice(data),
+                _ => {}
+            }
+            kinds.push(String::from_utf8_lossy(kind).into_owned());
+            rest = &rest[12 + len..];
+        }
+        assert_eq!(kinds, ["IHDR", "IDAT", "IEND"]);
+        let raw = miniz_oxide::inflate::decompress_to_vec_zlib(&idat).unwrap();
+        let stride = size.0 as usize * 3;
+        assert_eq!(raw.len(), size.1 as usize * (1 + stride));
+        let mut rgb: Vec<u8> = Vec::with_capacity(raw.len());
+        for (y, row) in raw.chunks_exact(1 + stride).enumerate() {
+            for (i, &b) in row[1..].iter().enumerate() {
+                let up = if y == 0 { 0 } else { rgb[(y - 1) * stride + i] };
+                rgb.push(match row[0] {
+                    0 => b,
+                    2 => b.wrapping_add(up),
+                    f => panic!("unexpected filter {f}"),
+                });
+            }
+        }
+        (size, rgb)
+    }
+
+    fn png_size(path: &Path) -> (u32, u32) {
+        decode_png(path).0
+    }
+
+    fn has_color(rgb: &[u8], c: RGBColor) -> bool {
+        rgb.chunks_exact(3).any(|p| p == [c.0, c.1, c.2])
+    }
+
+    fn svg_text(path: &Path) -> String {
+        let text = fs::read_to_string(path).unwrap();
+        let body = match text.strip_prefix("<?xml") {
+            Some(rest) => rest.split_once("?>").unwrap().1.trim_start(),
+            None => text.trim_start(),
+        };
+        assert!(body.starts_with("<svg"), "{} does not start with <svg", path.display());
+        text
+    }
+
+    #[test]
+    fn writes_svg_and_png_with_two_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("rndread-1.5");
+        let paths = write_chart(&stem, &sample()).unwrap();
+        assert_eq!(paths, vec![dir.path().join("rndread-1.5.svg"), dir.path().join("rndread-1.5.png")]);
+        let (size, rgb) = decode_png(&paths[1]);
+        assert_eq!(size, (800, 500));
+        assert_eq!(&rgb[..3], &[255, 255, 255], "white background");
+        assert!(has_color(&rgb, PALETTE[0]) && has_color(&rgb, PALETTE[1]), "both series are drawn");
+        assert!(has_color(&rgb, BLACK), "text is drawn");
+        let svg = svg_text(&paths[0]);
+        for text in [
+            "traditional",
+            "swizzling",
+            "working set (bytes)",
+            "throughput (reads/s)",
+            "pool = 64Mi",
+            "64Mi",
+            "16Ki",
+        ] {
+            assert!(svg.contains(text), "SVG lacks {text:?}");
+        }
+        if let Ok(dir) = std::env::var("PLOT_SAMPLE_DIR") {
+            write_chart(&Path::new(&dir).join("sample"), &sample()).unwrap();
+        }
+    }
+
+    #[test]
+    fn linear_scale_and_odd_values_do_not_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut chart = sample();
+        chart.x_scale = Scale::Linear;
+        chart.series[0].points.push(Point { x: f64::INFINITY, y: 1.0, y_min: 0.0, y_max: 2.0 });
+        chart.series[1].points = vec![point(5.0, 7.0)];
+        chart.series.push(Series { name: "empty".into(), points: vec![] });
+        chart.vline = Some((f64::NAN, "nowhere".into()));
+        let paths = write_chart(&dir.path().join("linear"), &chart).unwrap();
+        assert_eq!(png_size(&paths[1]), (800, 500));
+        assert!(svg_text(&paths[0]).contains("empty (no data)"));
+        // One point only, and x <= 0 on a log scale.
+        chart.x_scale = Scale::Log2;
+        chart.series = vec![Series { name: "one".into(), points: vec![point(4096.0, 3.0), point(0.0, 1.0)] }];
+        let paths = write_chart(&dir.path().join("one"), &chart).unwrap();
+        assert_eq!(png_size(&paths[1]), (800, 500));
+    }
+
+    #[test]
+    fn empty_chart_writes_valid_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, series) in
+            [vec![], vec![Series { name: "nan".into(), points: vec![point(f64::NAN, f64::NAN)] }]]
+                .into_iter()
+                .enumerate()
+        {
+            let chart = Chart {
+                title: "nothing".into(),
+                x_label: "x (bytes)".into(),
+                y_label: "y (ops/s)".into(),
+                x_scale: if i == 0 { Scale::Log2 } else { Scale::Linear },
+                series,
+                note: None,
+                vline: None,
+            };
+            let paths = write_chart(&dir.path().join(format!("empty{i}")), &chart).unwrap();
+            assert_eq!(png_size(&paths[1]), (800, 500));
+            assert!(svg_text(&paths[0]).contains("no data"));
+        }
+    }
+
+    #[test]
+    fn error_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        fs::write(&blocker, b"x").unwrap();
+        let err = write_chart(&blocker.join("chart"), &sample()).unwrap_err();
+        assert!(err.to_string().contains(&*blocker.to_string_lossy()), "{err}");
+    }
+
+    #[test]
+    fn compact_formats() {
+        assert_eq!(compact(1024.0), "1Ki");
+        assert_eq!(compact(64.0 * 1048576.0), "64Mi");
+        assert_eq!(compact(1.5 * 1048576.0), "1.5Mi");
+        assert_eq!(compact(2.0 * 1073741824.0), "2Gi");
+        assert_eq!(compact(16384.0), "16Ki");
+        assert_eq!(compact(1_500_000.0), "1.5M");
+        assert_eq!(compact(350_000.0), "350k");
+        assert_eq!(compact(1_200_000.0), "1.2M");
+        assert_eq!(compact(999_999.0), "1M");
+        assert_eq!(compact(12_345.0), "12.3k");
+        assert_eq!(compact(1000.0), "1k");
+        assert_eq!(compact(1536.0), "1.54k");
+        assert_eq!(compact(12.0), "12");
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(0.25), "0.25");
+        assert_eq!(compact(0.30000000000000004), "0.3");
+        assert_eq!(compact(-2048.0), "-2Ki");
+        assert_eq!(compact(1e10), "10G");
+        assert_eq!(compact(f64::NAN), "NaN");
+    }
+}
