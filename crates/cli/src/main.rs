@@ -7,7 +7,9 @@
 
 #![forbid(unsafe_code)]
 
+mod drift;
 mod insert;
+mod plot;
 mod report;
 mod rndread;
 mod units;
@@ -58,6 +60,9 @@ enum Workload {
     /// Random-order insertions after an unmeasured preload, a fresh database per mode and
     /// repetition
     Insert(InsertArgs),
+    /// Lookups in a hot key range that slides by a quarter of its length every interval, with a
+    /// throughput time series
+    Drift(DriftArgs),
 }
 
 #[derive(Subcommand)]
@@ -69,6 +74,34 @@ enum Experiment {
     /// (2,000,000 new records after 400,000 preloaded); swizzling should match main-memory and
     /// beat traditional
     Fig12(Fig12Args),
+    /// Graefe et al. 2014 Fig. 13: a drifting working set (16 MiB hot range, 25% replaced every
+    /// 5 s) in 1 GiB of data with a 128 MiB pool; swizzling should beat traditional in the steady
+    /// state and recover from each shift as fast
+    Fig13(DriftArgs),
+}
+
+#[derive(Args)]
+struct DriftArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records in the database (far more than the pool holds)
+    #[arg(long, default_value = "8M", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Size of the hot key range (bytes of keys and values, 128 per record)
+    #[arg(long, default_value = "16MiB", value_parser = units::parse_size)]
+    hot: u64,
+    /// Buffer-pool size per database
+    #[arg(long, default_value = "128MiB", value_parser = units::parse_size)]
+    pool: u64,
+    /// Seconds between shifts of the hot range
+    #[arg(long, default_value = "5", value_parser = units::parse_positive_seconds)]
+    interval: f64,
+    /// Shifts measured
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    shifts: u32,
+    /// Seconds per throughput sample
+    #[arg(long, default_value = "0.5", value_parser = units::parse_positive_seconds)]
+    sample: f64,
 }
 
 #[derive(Args)]
@@ -127,6 +160,10 @@ struct Common {
     /// Directory for the temporary database files [default: the system temp directory]
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Read and write the database file with O_DIRECT, bypassing the OS page cache, so misses
+    /// cost real device I/O
+    #[arg(long)]
+    direct_io: bool,
     /// Directory for results: <experiment>.csv, <experiment>.json (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -179,6 +216,8 @@ fn main() -> ExitCode {
         Command::Bench { workload: Workload::Insert(args) } => {
             bench_insert("insert", &args.common, args.records, args.preload, args.pool)
         }
+        Command::Bench { workload: Workload::Drift(args) } => bench_drift("drift", &args),
+        Command::Experiment { which: Experiment::Fig13(args) } => bench_drift("graefe-fig13", &args),
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
         Command::Experiment { which: Experiment::Fig12(args) } => {
             bench_insert("graefe-fig12", &args.common, args.records, None, None)
@@ -229,6 +268,7 @@ fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String
         warmup: c.warmup,
         repeat: usize::from(c.repeat),
         seed: c.seed,
+        direct_io: c.direct_io,
         dir: c.dir.clone().unwrap_or_else(std::env::temp_dir),
     })
 }
@@ -299,6 +339,16 @@ fn bench_lookup(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     write_outputs(args.common.out.as_deref(), "rndread", &outcome.rows)?;
+    if let Some(sweep) = &args.sweep {
+        let (label, x_of): (&str, fn(&Config) -> u64) = match sweep.var {
+            SweepVar::Records => ("database size (bytes of keys and values)", |c| c.records * RECORD_BYTES),
+            SweepVar::WorkingSet => {
+                ("working set (bytes of keys and values)", |c| c.working_set * RECORD_BYTES)
+            }
+        };
+        let chart = report::sweep_chart("Random lookups", label, &configs, &outcome.points, x_of);
+        write_plot(args.common.out.as_deref(), "rndread", &chart)?;
+    }
     Ok(outcome.code(args.sweep.is_some()))
 }
 
@@ -336,8 +386,58 @@ fn bench_insert(
     drop(out);
     let rows = report::records(&cfg, &results);
     write_outputs(common.out.as_deref(), experiment, &rows)?;
+    let chart =
+        report::repetition_chart("Random-order insertions (Graefe et al. 2014, Fig. 12)", &cfg, &results);
+    write_plot(common.out.as_deref(), experiment, &chart)?;
     let outcome = Outcome { points: vec![results], rows };
     Ok(outcome.code(false))
+}
+
+fn bench_drift(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let hot = args.hot / RECORD_BYTES;
+    if hot == 0 || hot > args.records {
+        return Err(Usage(format!(
+            "--hot {} must hold at least one record and at most the {} records of --records",
+            report::bytes(args.hot),
+            args.records
+        ))
+        .into());
+    }
+    let mut cfg = base_config(experiment, &args.common, args.pool).map_err(Usage)?;
+    cfg.records = args.records;
+    cfg.working_set = hot;
+    cfg.duration = args.interval * f64::from(args.shifts + 1);
+    cfg.warmup = 0.0;
+    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
+    let drift = drift::Drift { interval: args.interval, shifts: args.shifts, sample: args.sample };
+    let (results, samples) = drift::run(&cfg, drift, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "hot range of {} slides by a quarter every {} s, {} shifts; throughput = lookups/s over the whole run\n",
+        report::bytes(args.hot),
+        args.interval,
+        args.shifts
+    )?;
+    report::print_table(&mut out, &cfg, &results)?;
+    report::print_drift_summary(&mut out, &samples, args.interval, &cfg.modes)?;
+    drop(out);
+    let rows = report::records(&cfg, &results);
+    write_outputs(args.common.out.as_deref(), experiment, &rows)?;
+    if let Some(dir) = &args.common.out {
+        let path = dir.join(format!("{experiment}-series.csv"));
+        report::write_series_csv(&path, &samples).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        println!("Wrote the time series to {}.", path.display());
+    }
+    let chart = report::drift_chart(
+        "Drifting working set (Graefe et al. 2014, Fig. 13)",
+        &cfg,
+        &samples,
+        args.interval,
+    );
+    write_plot(args.common.out.as_deref(), experiment, &chart)?;
+    let outcome = Outcome { points: vec![results], rows };
+    Ok(outcome.code(true))
 }
 
 fn fig10_configs(c: &Common, pool: u64, max_factor: u64) -> Result<Vec<Config>, String> {
@@ -351,12 +451,23 @@ fn fig10_configs(c: &Common, pool: u64, max_factor: u64) -> Result<Vec<Config>, 
     points(&base, 0, None, Some(&sweep))
 }
 
+fn fig10_chart(configs: &[Config], outcome: &Outcome) -> plot::Chart {
+    report::sweep_chart(
+        "Random lookups as the data outgrows the pool (Graefe et al. 2014, Fig. 10/11)",
+        "database size (bytes of keys and values)",
+        configs,
+        &outcome.points,
+        |c| c.records * RECORD_BYTES,
+    )
+}
+
 fn fig10(args: &Fig10Args) -> Result<ExitCode, Box<dyn Error>> {
     let configs = fig10_configs(&args.common, args.pool, args.max_factor).map_err(Usage)?;
     prepare_out(args.common.out.as_deref()).map_err(Usage)?;
     let outcome = run_points(&configs)?;
     report::print_fig10_summary(&mut std::io::stdout().lock(), &configs, &outcome.points)?;
     write_outputs(args.common.out.as_deref(), "graefe-fig10", &outcome.rows)?;
+    write_plot(args.common.out.as_deref(), "graefe-fig10", &fig10_chart(&configs, &outcome))?;
     Ok(outcome.code(true))
 }
 
@@ -370,6 +481,7 @@ fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
         warmup: 0.5,
         repeat: 2,
         seed: 42,
+        direct_io: false,
         dir: None,
         out: Some(out.to_path_buf()),
     };
@@ -386,6 +498,7 @@ fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
     let outcome = run_points(&configs)?;
     report::print_fig10_summary(&mut std::io::stdout().lock(), &configs, &outcome.points)?;
     write_outputs(Some(out), "graefe-fig10", &outcome.rows)?;
+    write_plot(Some(out), "graefe-fig10", &fig10_chart(&configs, &outcome))?;
     Ok(outcome.code(true))
 }
 
@@ -434,6 +547,15 @@ fn run_points(configs: &[Config]) -> Result<Outcome, Box<dyn Error>> {
         outcome.points.push(results);
     }
     Ok(outcome)
+}
+
+/// Draws `chart` to `<out>/<name>.svg` and `.png` and says so.
+fn write_plot(out: Option<&Path>, name: &str, chart: &plot::Chart) -> Result<(), Box<dyn Error>> {
+    let Some(dir) = out else { return Ok(()) };
+    let files = plot::write_chart(&dir.join(name), chart)?;
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    println!("Plotted {}.", names.join(" and "));
+    Ok(())
 }
 
 /// Writes `<name>.csv` and `<name>.json` into `out` and says so.

@@ -662,6 +662,7 @@ mod tests {
         ] {
             assert!(svg.contains(text), "SVG lacks {text:?}");
         }
+        // PLOT_SAMPLE_DIR=/some/dir keeps a copy (sample.svg, sample.png) to look at.
         if let Ok(dir) = std::env::var("PLOT_SAMPLE_DIR") {
             write_chart(&Path::new(&dir).join("sample"), &sample()).unwrap();
         }

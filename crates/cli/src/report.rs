@@ -301,6 +301,72 @@ pub fn print_fig12_check(out: &mut impl Write, results: &[ModeResult]) -> io::Re
     Ok(())
 }
 
+/// Graefe et al. Fig. 13: steady-state throughput (second half of every interval) and the
+/// throughput right after each shift (first sample of an interval), per mode, and the check.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_drift_summary(
+    out: &mut impl Write,
+    samples: &[crate::drift::Sample],
+    interval: f64,
+    modes: &[PoolMode],
+) -> io::Result<()> {
+    let in_phase = |s: &crate::drift::Sample| s.t_s - interval * f64::from(s.phase);
+    let pick = |mode: PoolMode, steady: bool| -> Option<Summary> {
+        let v: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.mode == mode.name())
+            .filter(|s| {
+                if steady {
+                    in_phase(s) > interval / 2.0
+                } else {
+                    in_phase(s) <= interval / 4.0 && s.phase > 0
+                }
+            })
+            .map(|s| s.throughput)
+            .collect();
+        summarize(&v)
+    };
+    writeln!(out)?;
+    let mut table =
+        vec![vec!["mode".to_string(), "steady/s".into(), "after shift/s".into(), "recovery".into()]];
+    for &m in modes {
+        let (st, sh) = (pick(m, true), pick(m, false));
+        let Some(st) = st else { continue };
+        let cell = |v: Option<Summary>| v.map_or("-".to_string(), |s| thousands(s.median.round() as u64));
+        let rec = sh.map_or("-".to_string(), |sh| format!("{:.2}", sh.median / st.median));
+        table.push(vec![m.name().to_string(), cell(Some(st)), cell(sh), rec]);
+    }
+    write_aligned(out, &table)?;
+    writeln!(
+        out,
+        "steady = medians of samples in the second half of each interval; after shift = first quarter"
+    )?;
+    let (t, s) = (pick(PoolMode::Traditional, true), pick(PoolMode::Swizzling, true));
+    if let (Some(t), Some(s)) = (t, s) {
+        let v = s.median / t.median;
+        let ok = if v > 1.0 { "✓" } else { "✗" };
+        writeln!(out, "\ndrift: swizzling/traditional in the steady state = {v:.2} (paper: ~2) {ok}")?;
+    }
+    Ok(())
+}
+
+/// Writes the drift time series (replacing the file).
+///
+/// # Errors
+/// Errors creating or writing the file.
+pub fn write_series_csv(path: &Path, samples: &[crate::drift::Sample]) -> io::Result<()> {
+    let mut text = String::from("experiment,mode,repetition,t_s,phase,throughput,hit_ratio\n");
+    for s in samples {
+        text.push_str(&format!(
+            "{},{},{},{:.3},{},{:.1},{:.6}\n",
+            s.experiment, s.mode, s.repetition, s.t_s, s.phase, s.throughput, s.hit_ratio
+        ));
+    }
+    std::fs::write(path, text)
+}
+
 /// Writes rows with the first column left-aligned and the others right-aligned.
 fn write_aligned(out: &mut impl Write, table: &[Vec<String>]) -> io::Result<()> {
     let cols = table.iter().map(Vec::len).max().unwrap_or(0);
@@ -498,5 +564,133 @@ mod tests {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(64 << 20), "64 MiB");
         assert_eq!(bytes(3 << 29), "1.5 GiB");
+    }
+}
+
+/// One series per mode from `(x, results)` pairs: median with min..max bars of the throughput.
+fn mode_series(modes: &[PoolMode], at: &[(f64, &[ModeResult])]) -> Vec<crate::plot::Series> {
+    modes
+        .iter()
+        .map(|&m| crate::plot::Series {
+            name: m.name().to_string(),
+            points: at
+                .iter()
+                .filter_map(|(x, results)| {
+                    let r = results.iter().find(|r| r.mode == m)?;
+                    let tp: Vec<f64> = r.runs.iter().map(|m| m.throughput()).collect();
+                    let s = summarize(&tp)?;
+                    Some(crate::plot::Point { x: *x, y: s.median, y_min: s.min, y_max: s.max })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The chart of a sweep: throughput against the swept size (log scale), one line per mode.
+#[must_use]
+pub fn sweep_chart(
+    title: &str,
+    x_label: &str,
+    configs: &[Config],
+    points: &[Vec<ModeResult>],
+    x_of: impl Fn(&Config) -> u64,
+) -> crate::plot::Chart {
+    let at: Vec<(f64, &[ModeResult])> =
+        configs.iter().zip(points).map(|(c, p)| (x_of(c) as f64, p.as_slice())).collect();
+    let first = configs.first();
+    let modes = first.map(|c| c.modes.clone()).unwrap_or_default();
+    let pool = first.map_or(0, |c| c.pool_bytes as u64);
+    crate::plot::Chart {
+        title: title.to_string(),
+        x_label: x_label.to_string(),
+        y_label: "lookups per second".to_string(),
+        x_scale: crate::plot::Scale::Log2,
+        series: mode_series(&modes, &at),
+        note: first.map(|c| {
+            format!(
+                "{} thread(s), {} pages, {}, {} repetitions; main-memory is absent where it hit its memory limit",
+                c.threads,
+                bytes(c.page_size as u64),
+                c.policy,
+                c.repeat
+            )
+        }),
+        vline: (pool > 0).then(|| (pool as f64, format!("pool = {}", bytes(pool)))),
+    }
+}
+
+/// The chart of the insert experiment: inserts/s of each repetition, one line per mode.
+#[must_use]
+pub fn repetition_chart(title: &str, cfg: &Config, results: &[ModeResult]) -> crate::plot::Chart {
+    let series = cfg
+        .modes
+        .iter()
+        .map(|&m| crate::plot::Series {
+            name: m.name().to_string(),
+            points: results
+                .iter()
+                .filter(|r| r.mode == m)
+                .flat_map(|r| r.runs.iter())
+                .map(|run| {
+                    let y = run.throughput();
+                    crate::plot::Point { x: (run.repetition + 1) as f64, y, y_min: y, y_max: y }
+                })
+                .collect(),
+        })
+        .collect();
+    crate::plot::Chart {
+        title: title.to_string(),
+        x_label: "repetition (modes alternate)".to_string(),
+        y_label: "inserts per second".to_string(),
+        x_scale: crate::plot::Scale::Linear,
+        series,
+        note: Some(format!(
+            "{} records at the end, {} thread(s), pool {}",
+            thousands(cfg.records),
+            cfg.threads,
+            bytes(cfg.pool_bytes as u64)
+        )),
+        vline: None,
+    }
+}
+
+/// The chart of the drift experiment: throughput over time, one line per mode.
+#[must_use]
+pub fn drift_chart(
+    title: &str,
+    cfg: &Config,
+    samples: &[crate::drift::Sample],
+    interval: f64,
+) -> crate::plot::Chart {
+    let series = cfg
+        .modes
+        .iter()
+        .map(|&m| crate::plot::Series {
+            name: m.name().to_string(),
+            points: samples
+                .iter()
+                .filter(|s| s.mode == m.name() && s.repetition == 0)
+                .map(|s| crate::plot::Point {
+                    x: s.t_s,
+                    y: s.throughput,
+                    y_min: s.throughput,
+                    y_max: s.throughput,
+                })
+                .collect(),
+        })
+        .collect();
+    crate::plot::Chart {
+        title: title.to_string(),
+        x_label: "time (s)".to_string(),
+        y_label: "lookups per second".to_string(),
+        x_scale: crate::plot::Scale::Linear,
+        series,
+        note: Some(format!(
+            "hot set {} in {} of data, pool {}; 25% of the hot set replaced every {interval} s (first repetition)",
+            bytes(cfg.working_set * RECORD_BYTES),
+            bytes(cfg.records * RECORD_BYTES),
+            bytes(cfg.pool_bytes as u64)
+        )),
+        vline: Some((interval, "first shift".to_string())),
     }
 }

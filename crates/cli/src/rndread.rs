@@ -51,6 +51,8 @@ pub struct Config {
     pub repeat: usize,
     /// Seed for the pools and the lookup threads.
     pub seed: u64,
+    /// Open database files with O_DIRECT.
+    pub direct_io: bool,
     /// Directory for the temporary database files.
     pub dir: PathBuf,
 }
@@ -247,6 +249,7 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         .page_size(cfg.page_size)
         .policy(cfg.policy)
         .seed(cfg.seed)
+        .direct_io(cfg.direct_io)
         .create(&file.0)?;
     Ok((db, file))
 }
@@ -270,11 +273,11 @@ pub(crate) fn value_for(key: &[u8; 8]) -> [u8; VALUE_LEN] {
     v
 }
 
-fn is_value_for(value: &[u8], key: &[u8; 8]) -> bool {
+pub(crate) fn is_value_for(value: &[u8], key: &[u8; 8]) -> bool {
     value.len() == VALUE_LEN && value.chunks_exact(8).all(|c| c == key)
 }
 
-fn load(db: &Database, records: u64) -> Result<Tree, Error> {
+pub(crate) fn load(db: &Database, records: u64) -> Result<Tree, Error> {
     let tree = db.create_tree("rndread")?;
     for k in 0..records {
         let key = k.to_be_bytes();

@@ -166,6 +166,7 @@ fn fig10_tiny_writes_summary_csv_and_json() {
     // 5 sizes (1/8 .. 2 x pool) x 3 modes x 2 repetitions, minus main-memory beyond its limit.
     let rows: Vec<&str> = lines.collect();
     assert!(rows.len() >= 4 * 2 * 2 && rows.len() < 5 * 3 * 2, "{} rows", rows.len());
+    assert_plots(&out, "graefe-fig10");
     let json = std::fs::read_to_string(out.join("graefe-fig10.json")).unwrap();
     assert!(
         json.trim_start().starts_with('{') && json.contains("\"rows\"") && json.contains("\"throughput\"")
@@ -200,4 +201,71 @@ fn bad_input_exits_2_and_writes_nothing() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
+}
+
+/// `<stem>.png` is a PNG and `<stem>.svg` an SVG document.
+fn assert_plots(dir: &std::path::Path, stem: &str) {
+    let png = std::fs::read(dir.join(format!("{stem}.png"))).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{stem}.png is not a PNG");
+    let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+    let body = svg
+        .trim_start()
+        .strip_prefix("<?xml")
+        .map_or(svg.trim_start(), |rest| rest.split_once("?>").map_or("", |(_, b)| b).trim_start());
+    assert!(
+        body.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{stem}.svg is not an SVG document"
+    );
+}
+
+/// Fig. 12 and Fig. 13 at a tiny scale: tables, checks, CSV, plots (and the time series).
+#[test]
+fn fig12_and_fig13_tiny() {
+    let scratch = Scratch::new("fig12-13");
+    let out = scratch.0.join("results");
+    let run = |args: &[&str]| {
+        let o = Command::new(BIN)
+            .args(args)
+            .arg("--dir")
+            .arg(&scratch.0)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(o.status.success(), "{args:?}: {stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+        stdout
+    };
+    let s = run(&["experiment", "fig12", "--records", "30000", "--repeat", "2"]);
+    assert!(s.contains("inserts: swizzling/main-memory"), "{s}");
+    assert_plots(&out, "graefe-fig12");
+    let csv = std::fs::read_to_string(out.join("graefe-fig12.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3 * 2, "{csv}");
+    let s = run(&[
+        "experiment",
+        "fig13",
+        "--records",
+        "40000",
+        "--hot",
+        "512KiB",
+        "--pool",
+        "2MiB",
+        "--interval",
+        "0.4",
+        "--shifts",
+        "2",
+        "--sample",
+        "0.1",
+        "--repeat",
+        "1",
+    ]);
+    assert!(s.contains("drift: swizzling/traditional"), "{s}");
+    assert_plots(&out, "graefe-fig13");
+    let series = std::fs::read_to_string(out.join("graefe-fig13-series.csv")).unwrap();
+    assert!(series.starts_with("experiment,mode,repetition,t_s,phase,throughput,hit_ratio"));
+    assert!(series.lines().count() > 10, "{series}");
+    assert!(
+        series.lines().any(|l| l.split(',').nth(4) == Some("2")),
+        "the hot range must have shifted twice"
+    );
 }

@@ -1,0 +1,203 @@
+//! The "drift" workload (Graefe et al. 2014, Fig. 13): a hot key range that moves.
+//!
+//! The database holds `records` records, far more than the pool; lookups go uniformly to a hot
+//! range of `hot` records. Every `interval` seconds the range slides by a quarter of its length:
+//! 25% of the hot set is dropped and 25% new keys join. Throughput is sampled every `sample`
+//! seconds, giving a time series per mode: a dip at every shift (misses on the new quarter) and
+//! the steady state between shifts.
+
+use crate::rndread::{create, fail, is_value_for, load, Config, ModeResult, Progress};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+use swizzledb::{Error, PoolMode, Stats, Tree};
+
+/// Drift parameters on top of [`Config`] (whose `working_set` is the hot-set size in records).
+#[derive(Clone, Copy, Debug)]
+pub struct Drift {
+    /// Seconds between shifts of the hot range.
+    pub interval: f64,
+    /// Number of shifts measured (the run lasts `(shifts + 1) * interval` seconds).
+    pub shifts: u32,
+    /// Seconds per throughput sample.
+    pub sample: f64,
+}
+
+/// One throughput sample.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Sample {
+    /// Experiment name.
+    pub experiment: String,
+    /// Buffer mode.
+    pub mode: String,
+    /// Repetition, from 0.
+    pub repetition: usize,
+    /// Seconds since the measurement started (end of the sample).
+    pub t_s: f64,
+    /// Which hot range was active (0 = the initial one).
+    pub phase: u32,
+    /// Lookups per second during the sample.
+    pub throughput: f64,
+    /// Hits / fixes during the sample.
+    pub hit_ratio: f64,
+}
+
+/// Runs the workload: per repetition and mode, load, then one drifting measurement.
+///
+/// # Errors
+/// Invalid settings, errors creating a file, or a wrong value read (verification).
+pub fn run(
+    cfg: &Config,
+    drift: Drift,
+    progress: Progress,
+) -> Result<(Vec<ModeResult>, Vec<Sample>), Box<dyn std::error::Error>> {
+    let mut results: Vec<ModeResult> = cfg
+        .modes
+        .iter()
+        .map(|&mode| ModeResult { mode, load_secs: None, loaded: cfg.records, runs: Vec::new(), error: None })
+        .collect();
+    let mut samples = Vec::new();
+    for rep in 0..cfg.repeat {
+        for result in &mut results {
+            if result.error.is_some() {
+                continue;
+            }
+            let mode = result.mode;
+            let path = cfg.dir.join(format!("swizzledb-drift-{}-{}.swz", std::process::id(), mode.name()));
+            let (db, _file) = create(cfg, mode, path)?;
+            progress
+                .say(format_args!("{mode}: loading {} records ...", crate::report::thousands(cfg.records)));
+            let start = Instant::now();
+            let tree = match load(&db, cfg.records) {
+                Ok(t) => t,
+                Err(e) => {
+                    fail(result, &e);
+                    continue;
+                }
+            };
+            result.load_secs.get_or_insert(start.elapsed().as_secs_f64());
+            let stats = || db.stats();
+            match measure(cfg, drift, &tree, &stats, mode, rep) {
+                Ok((m, s)) => {
+                    progress.say(format_args!(
+                        "{mode}: repetition {}/{}: {} lookups/s overall",
+                        rep + 1,
+                        cfg.repeat,
+                        crate::report::thousands(m.throughput().round() as u64)
+                    ));
+                    result.runs.push(m);
+                    samples.extend(s.into_iter().map(|mut x| {
+                        x.experiment.clone_from(&cfg.experiment);
+                        x
+                    }));
+                }
+                Err(Failure::Engine(e)) => fail(result, &e),
+                Err(Failure::Verify(msg)) => return Err(format!("{mode} mode: {msg}").into()),
+            }
+        }
+    }
+    Ok((results, samples))
+}
+
+enum Failure {
+    Engine(Error),
+    Verify(String),
+}
+
+fn measure(
+    cfg: &Config,
+    drift: Drift,
+    tree: &Tree,
+    stats: &dyn Fn() -> Stats,
+    mode: PoolMode,
+    rep: usize,
+) -> Result<(crate::rndread::Measurement, Vec<Sample>), Failure> {
+    let hot = cfg.working_set.min(cfg.records);
+    let step = (hot / 4).max(1);
+    // The hot range starts at `base` (a multiple of `step`) and wraps around the key space.
+    let base = AtomicU64::new(0);
+    let ops = AtomicU64::new(0);
+    let bad = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let total_secs = drift.interval * f64::from(drift.shifts + 1);
+    let mut samples = Vec::new();
+    let before = stats();
+    let start = Instant::now();
+    let errors: Vec<Option<Error>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..cfg.threads)
+            .map(|t| {
+                let (base, ops, bad, stop) = (&base, &ops, &bad, &stop);
+                s.spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(cfg.seed ^ (t as u64) ^ ((rep as u64) << 40));
+                    while !stop.load(Relaxed) {
+                        let b = base.load(Relaxed);
+                        for _ in 0..256 {
+                            let k = (b + rng.gen_range(0..hot)) % cfg.records;
+                            let key = k.to_be_bytes();
+                            match tree.get_with(&key, |v| v.is_some_and(|v| is_value_for(v, &key))) {
+                                Ok(true) => {}
+                                Ok(false) => {
+                                    bad.fetch_add(1, Relaxed);
+                                }
+                                Err(e) => {
+                                    stop.store(true, Relaxed);
+                                    return Some(e.into());
+                                }
+                            }
+                        }
+                        ops.fetch_add(256, Relaxed);
+                    }
+                    None
+                })
+            })
+            .collect();
+        // The sampler: shifts the range every interval, records throughput every sample.
+        let mut last = (0u64, stats(), Instant::now());
+        let mut phase = 0u32;
+        while !stop.load(Relaxed) {
+            std::thread::sleep(Duration::from_secs_f64(drift.sample));
+            let now = Instant::now();
+            let t = now.duration_since(start).as_secs_f64();
+            let (n, st) = (ops.load(Relaxed), stats());
+            let d = st.since(&last.1);
+            samples.push(Sample {
+                experiment: String::new(),
+                mode: mode.name().to_string(),
+                repetition: rep,
+                t_s: t,
+                phase,
+                throughput: (n - last.0) as f64 / now.duration_since(last.2).as_secs_f64(),
+                hit_ratio: if d.hits + d.misses == 0 {
+                    1.0
+                } else {
+                    d.hits as f64 / (d.hits + d.misses) as f64
+                },
+            });
+            last = (n, st, now);
+            if t >= total_secs {
+                stop.store(true, Relaxed);
+            } else if t >= drift.interval * f64::from(phase + 1) {
+                phase += 1;
+                base.store(u64::from(phase) * step % cfg.records, Relaxed);
+            }
+        }
+        workers.into_iter().map(|w| w.join().expect("lookup thread panicked")).collect()
+    });
+    let secs = start.elapsed().as_secs_f64();
+    if let Some(e) = errors.into_iter().flatten().next() {
+        return Err(Failure::Engine(e));
+    }
+    let wrong = bad.load(Relaxed);
+    if wrong > 0 {
+        return Err(Failure::Verify(format!("verification failed: {wrong} missing or wrong values")));
+    }
+    let m = crate::rndread::Measurement {
+        repetition: rep,
+        ops: ops.load(Relaxed),
+        secs,
+        stats: stats().since(&before),
+        latency: crate::rndread::Latency::default(),
+        resident_bytes: 0,
+    };
+    Ok((m, samples))
+}
