@@ -534,39 +534,6 @@ pub fn write_json(path: &Path, rows: &[Record]) -> io::Result<()> {
     serde_json::to_writer_pretty(file, &Doc { schema: 1, rows }).map_err(io::Error::other)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_min_max() {
-        assert_eq!(summarize(&[]), None);
-        let s = summarize(&[3.0, 1.0, 2.0]).unwrap();
-        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
-        let s = summarize(&[4.0, 1.0, 3.0, 2.0]).unwrap();
-        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
-        assert_eq!(summarize(&[5.0]).unwrap().median, 5.0);
-    }
-
-    #[test]
-    fn ratios() {
-        assert_eq!(ratio(1.0, 2.0), Some(0.5));
-        assert_eq!(ratio(1.0, 0.0), None);
-        assert_eq!(ratio(1.0, -1.0), None);
-    }
-
-    #[test]
-    fn formatting() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(64 << 20), "64 MiB");
-        assert_eq!(bytes(3 << 29), "1.5 GiB");
-    }
-}
-
 /// One series per mode from `(x, results)` pairs: median with min..max bars of the throughput.
 fn mode_series(modes: &[PoolMode], at: &[(f64, &[ModeResult])]) -> Vec<crate::plot::Series> {
     modes
@@ -692,5 +659,38 @@ pub fn drift_chart(
             bytes(cfg.pool_bytes as u64)
         )),
         vline: Some((interval, "first shift".to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_min_max() {
+        assert_eq!(summarize(&[]), None);
+        let s = summarize(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        let s = summarize(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 4.0));
+        assert_eq!(summarize(&[5.0]).unwrap().median, 5.0);
+    }
+
+    #[test]
+    fn ratios() {
+        assert_eq!(ratio(1.0, 2.0), Some(0.5));
+        assert_eq!(ratio(1.0, 0.0), None);
+        assert_eq!(ratio(1.0, -1.0), None);
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(64 << 20), "64 MiB");
+        assert_eq!(bytes(3 << 29), "1.5 GiB");
     }
 }
