@@ -198,6 +198,7 @@ fn measure(
         stats: stats().since(&before),
         latency: crate::rndread::Latency::default(),
         resident_bytes: 0,
+        started: start,
     };
     Ok((m, samples))
 }

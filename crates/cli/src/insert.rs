@@ -124,6 +124,7 @@ fn measure(cfg: &Config, db: &Database, tree: &Tree, preload: u64, rep: usize) -
             max_ns: hist.max(),
         },
         resident_bytes: (pool.resident_pages() * pool.page_size()) as u64,
+        started: start,
     })
 }
 

@@ -160,6 +160,9 @@ struct Common {
     /// Directory for the temporary database files [default: the system temp directory]
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Mode the printed ratios are relative to [default: main-memory, else the first mode]
+    #[arg(long, value_parser = parse_mode)]
+    baseline: Option<PoolMode>,
     /// Read and write the database file with O_DIRECT, bypassing the OS page cache, so misses
     /// cost real device I/O
     #[arg(long)]
@@ -249,6 +252,10 @@ impl std::fmt::Display for Usage {
 
 impl Error for Usage {}
 
+fn parse_mode(s: &str) -> Result<PoolMode, String> {
+    s.parse().map_err(|e: swizzledb::BufferError| e.to_string())
+}
+
 fn to_usize(what: &str, v: u64) -> Result<usize, String> {
     usize::try_from(v).map_err(|_| format!("{what} {v} does not fit in memory addresses"))
 }
@@ -269,6 +276,7 @@ fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String
         repeat: usize::from(c.repeat),
         seed: c.seed,
         direct_io: c.direct_io,
+        baseline: c.baseline,
         dir: c.dir.clone().unwrap_or_else(std::env::temp_dir),
     })
 }
@@ -482,6 +490,7 @@ fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
         repeat: 2,
         seed: 42,
         direct_io: false,
+        baseline: None,
         dir: None,
         out: Some(out.to_path_buf()),
     };

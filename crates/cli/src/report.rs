@@ -98,9 +98,10 @@ impl<'a> Row<'a> {
 pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -> io::Result<()> {
     let rows: Vec<Row<'_>> = results.iter().map(Row::new).collect();
     // Ratios are relative to main-memory if it was measured, else to the first measured mode.
+    let preferred = cfg.baseline.unwrap_or(PoolMode::MainMemory);
     let base = rows
         .iter()
-        .find(|r| r.result.mode == PoolMode::MainMemory && r.median().is_some())
+        .find(|r| r.result.mode == preferred && r.median().is_some())
         .or_else(|| rows.iter().find(|r| r.median().is_some()));
 
     writeln!(

@@ -53,6 +53,8 @@ pub struct Config {
     pub seed: u64,
     /// Open database files with O_DIRECT.
     pub direct_io: bool,
+    /// Mode the ratios are relative to (default: main-memory, else the first mode measured).
+    pub baseline: Option<PoolMode>,
     /// Directory for the temporary database files.
     pub dir: PathBuf,
 }
@@ -80,6 +82,8 @@ pub struct Measurement {
     pub latency: Latency,
     /// Bytes of frames holding pages at the end of the measurement.
     pub resident_bytes: u64,
+    /// When the measured phase began (shows the interleaving of modes).
+    pub started: Instant,
 }
 
 /// Lookup latency percentiles in nanoseconds, from every `LATENCY_SAMPLE`-th lookup.
@@ -294,6 +298,7 @@ fn measure(cfg: &Config, loaded: &Loaded, rep: usize) -> Result<Measurement, Pha
         lookups(cfg, &loaded.tree, cfg.warmup, seed ^ (1 << 32))?;
     }
     let before = loaded.db.stats();
+    let started = Instant::now();
     let (ops, secs, hist) = lookups(cfg, &loaded.tree, cfg.duration, seed)?;
     let pool = loaded.db.pool();
     Ok(Measurement {
@@ -308,6 +313,7 @@ fn measure(cfg: &Config, loaded: &Loaded, rep: usize) -> Result<Measurement, Pha
             max_ns: hist.max(),
         },
         resident_bytes: (pool.resident_pages() * pool.page_size()) as u64,
+        started,
     })
 }
 
@@ -399,6 +405,41 @@ fn worker(tree: &Tree, working_set: u64, seed: u64, stop: &AtomicBool) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repetitions_interleave_modes() {
+        let dir = std::env::temp_dir().join(format!("swizzledb-interleave-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = Config {
+            experiment: "rndread".into(),
+            records: 2000,
+            working_set: 2000,
+            threads: 1,
+            modes: PoolMode::ALL.to_vec(),
+            pool_bytes: 8 << 20,
+            page_size: 4096,
+            policy: PolicyKind::default(),
+            duration: 0.02,
+            warmup: 0.0,
+            repeat: 3,
+            seed: 1,
+            direct_io: false,
+            baseline: None,
+            dir: dir.clone(),
+        };
+        let (results, open) = run(&cfg, Progress(false)).unwrap();
+        drop(open);
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut order: Vec<(Instant, usize, PoolMode)> = results
+            .iter()
+            .flat_map(|r| r.runs.iter().map(move |m| (m.started, m.repetition, r.mode)))
+            .collect();
+        order.sort_by_key(|o| o.0);
+        let seq: Vec<(usize, PoolMode)> = order.into_iter().map(|(_, rep, mode)| (rep, mode)).collect();
+        let want: Vec<(usize, PoolMode)> =
+            (0..3).flat_map(|rep| PoolMode::ALL.into_iter().map(move |m| (rep, m))).collect();
+        assert_eq!(seq, want, "A B C A B C ...");
+    }
 
     #[test]
     fn values_follow_keys() {
