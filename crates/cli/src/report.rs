@@ -434,17 +434,21 @@ pub struct Record {
     pub p99_ns: u64,
     /// 99.9th-percentile latency, nanoseconds.
     pub p999_ns: u64,
+    /// When this measurement started, in seconds after the first measurement of its run (shows
+    /// the interleaving of modes and repetitions).
+    pub started_s: f64,
 }
 
 /// The CSV header: the field names of [`Record`], in order.
 pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,working_set_bytes,\
 repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,swizzles,unswizzles,evictions,\
-pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns";
+pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s";
 
 /// The rows of one run: one per (mode, repetition).
 #[must_use]
 pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
     let mut rows = Vec::new();
+    let first = results.iter().flat_map(|r| r.runs.iter().map(|m| m.started)).min();
     for r in results {
         for m in &r.runs {
             let s = &m.stats;
@@ -470,6 +474,7 @@ pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
                 p50_ns: m.latency.p50_ns,
                 p99_ns: m.latency.p99_ns,
                 p999_ns: m.latency.p999_ns,
+                started_s: first.map_or(0.0, |f| m.started.duration_since(f).as_secs_f64()),
             });
         }
     }
@@ -478,7 +483,7 @@ pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
 
 fn csv_line(r: &Record) -> String {
     format!(
-        "{},{},{},{},{},{},{},{},{:.3},{:.1},{:.6},{:.4},{},{},{},{},{},{},{},{},{}\n",
+        "{},{},{},{},{},{},{},{},{:.3},{:.1},{:.6},{:.4},{},{},{},{},{},{},{},{},{},{:.3}\n",
         r.experiment,
         r.mode,
         r.policy,
@@ -500,6 +505,7 @@ fn csv_line(r: &Record) -> String {
         r.p50_ns,
         r.p99_ns,
         r.p999_ns,
+        r.started_s,
     )
 }
 
