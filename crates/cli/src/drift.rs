@@ -65,10 +65,11 @@ pub fn run(
             let mode = result.mode;
             let path = cfg.dir.join(format!("swizzledb-drift-{}-{}.swz", std::process::id(), mode.name()));
             let (db, _file) = create(cfg, mode, path)?;
-            progress
-                .say(format_args!("{mode}: loading {} records ...", crate::report::thousands(cfg.records)));
+            let bar = progress.counter(cfg.records, format!("{mode}: loading"));
             let start = Instant::now();
-            let tree = match load(&db, cfg.records) {
+            let loaded = load(&db, cfg.records, &bar);
+            bar.finish_and_clear();
+            let tree = match loaded {
                 Ok(t) => t,
                 Err(e) => {
                     fail(result, &e);

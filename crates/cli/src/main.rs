@@ -435,7 +435,7 @@ fn bench_drift(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn E
     if let Some(dir) = &args.common.out {
         let path = dir.join(format!("{experiment}-series.csv"));
         report::write_series_csv(&path, &samples).map_err(|e| format!("writing {}: {e}", path.display()))?;
-        println!("Wrote the time series to {}.", path.display());
+        eprintln!("Wrote the time series to {}.", path.display());
     }
     let chart = report::drift_chart(
         "Drifting working set (Graefe et al. 2014, Fig. 13)",
@@ -558,12 +558,13 @@ fn run_points(configs: &[Config]) -> Result<Outcome, Box<dyn Error>> {
     Ok(outcome)
 }
 
-/// Draws `chart` to `<out>/<name>.svg` and `.png` and says so.
+/// Draws `chart` to `<out>/<name>.svg` and `.png` and says so on stderr (stdout carries only
+/// the tables, for scripts).
 fn write_plot(out: Option<&Path>, name: &str, chart: &plot::Chart) -> Result<(), Box<dyn Error>> {
     let Some(dir) = out else { return Ok(()) };
     let files = plot::write_chart(&dir.join(name), chart)?;
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    println!("Plotted {}.", names.join(" and "));
+    eprintln!("Plotted {}.", names.join(" and "));
     Ok(())
 }
 
@@ -574,6 +575,6 @@ fn write_outputs(out: Option<&Path>, name: &str, rows: &[report::Record]) -> Res
     let json = dir.join(format!("{name}.json"));
     report::write_csv(&csv, rows, true).map_err(|e| format!("writing {}: {e}", csv.display()))?;
     report::write_json(&json, rows).map_err(|e| format!("writing {}: {e}", json.display()))?;
-    println!("\nWrote {} and {}.", csv.display(), json.display());
+    eprintln!("Wrote {} and {}.", csv.display(), json.display());
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! machine (frequency, other load) hits all modes alike.
 
 use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::fmt;
 use std::io::IsTerminal;
@@ -148,6 +149,42 @@ impl Progress {
             eprintln!("{msg}");
         }
     }
+
+    /// A progress bar over `len` items on stderr (hidden when progress is off).
+    #[must_use]
+    pub fn counter(self, len: u64, msg: String) -> ProgressBar {
+        if !self.0 {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(len).with_message(msg);
+        if let Ok(style) = ProgressStyle::with_template("{msg:28} [{bar:30}] {pos}/{len} ({eta} left)") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    }
+
+    /// Sleeps `secs` seconds, showing the time as a bar (a plain sleep when progress is off).
+    pub fn wait(self, secs: f64, msg: String) {
+        if !self.0 {
+            std::thread::sleep(Duration::from_secs_f64(secs));
+            return;
+        }
+        let total = (secs * 1000.0).round() as u64;
+        let bar = ProgressBar::new(total).with_message(msg);
+        if let Ok(style) = ProgressStyle::with_template("{msg:28} [{bar:30}] {elapsed} of {len} ms") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        let start = Instant::now();
+        loop {
+            let done = start.elapsed().as_millis() as u64;
+            if done >= total {
+                break;
+            }
+            bar.set_position(done);
+            std::thread::sleep(Duration::from_millis(100).min(Duration::from_millis(total - done)));
+        }
+        bar.finish_and_clear();
+    }
 }
 
 /// The databases still open after a run: dropping this flushes and closes them and deletes their
@@ -195,9 +232,11 @@ pub fn run(
             ModeResult { mode, load_secs: None, loaded: cfg.records, runs: Vec::new(), error: None };
         let path = cfg.dir.join(format!("swizzledb-rndread-{}-{}.swz", std::process::id(), mode.name()));
         let (db, file) = create(cfg, mode, path)?;
-        progress.say(format_args!("{mode}: loading {} records ...", crate::report::thousands(cfg.records)));
+        let bar = progress.counter(cfg.records, format!("{mode}: loading"));
         let start = Instant::now();
-        let live = match load(&db, cfg.records) {
+        let loaded = load(&db, cfg.records, &bar);
+        bar.finish_and_clear();
+        let live = match loaded {
             Ok(tree) => {
                 let secs = start.elapsed().as_secs_f64();
                 result.load_secs = Some(secs);
@@ -215,7 +254,7 @@ pub fn run(
     for rep in 0..cfg.repeat {
         for (result, live) in &mut slots {
             let Some(loaded) = live else { continue };
-            match measure(cfg, loaded, rep) {
+            match measure(cfg, loaded, rep, progress, result.mode) {
                 Ok(m) => {
                     progress.say(format_args!(
                         "{}: repetition {}/{}: {} lookups/s",
@@ -281,25 +320,37 @@ pub(crate) fn is_value_for(value: &[u8], key: &[u8; 8]) -> bool {
     value.len() == VALUE_LEN && value.chunks_exact(8).all(|c| c == key)
 }
 
-pub(crate) fn load(db: &Database, records: u64) -> Result<Tree, Error> {
+pub(crate) fn load(db: &Database, records: u64, bar: &ProgressBar) -> Result<Tree, Error> {
+    const STEP: u64 = 1 << 16;
     let tree = db.create_tree("rndread")?;
     for k in 0..records {
         let key = k.to_be_bytes();
         tree.insert(&key, &value_for(&key))?;
+        if k % STEP == STEP - 1 {
+            bar.inc(STEP);
+        }
     }
     Ok(tree)
 }
 
 /// One warmup and one measured phase.
-fn measure(cfg: &Config, loaded: &Loaded, rep: usize) -> Result<Measurement, PhaseError> {
+fn measure(
+    cfg: &Config,
+    loaded: &Loaded,
+    rep: usize,
+    progress: Progress,
+    mode: PoolMode,
+) -> Result<Measurement, PhaseError> {
     // Same key sequences for every mode within a repetition, different across phases.
     let seed = cfg.seed ^ ((rep as u64) << 40);
     if cfg.warmup > 0.0 {
-        lookups(cfg, &loaded.tree, cfg.warmup, seed ^ (1 << 32))?;
+        let wait = || progress.wait(cfg.warmup, format!("{mode}: warm-up {}/{}", rep + 1, cfg.repeat));
+        lookups(cfg, &loaded.tree, seed ^ (1 << 32), wait)?;
     }
     let before = loaded.db.stats();
     let started = Instant::now();
-    let (ops, secs, hist) = lookups(cfg, &loaded.tree, cfg.duration, seed)?;
+    let wait = || progress.wait(cfg.duration, format!("{mode}: measuring {}/{}", rep + 1, cfg.repeat));
+    let (ops, secs, hist) = lookups(cfg, &loaded.tree, seed, wait)?;
     let pool = loaded.db.pool();
     Ok(Measurement {
         repetition: rep,
@@ -317,13 +368,13 @@ fn measure(cfg: &Config, loaded: &Loaded, rep: usize) -> Result<Measurement, Pha
     })
 }
 
-/// Random verified lookups on `cfg.threads` threads for `secs` seconds: (lookups, seconds,
+/// Random verified lookups on `cfg.threads` threads until `wait` returns: (lookups, seconds,
 /// sampled latencies).
 fn lookups(
     cfg: &Config,
     tree: &Tree,
-    secs: f64,
     seed: u64,
+    wait: impl FnOnce(),
 ) -> Result<(u64, f64, Histogram<u64>), PhaseError> {
     let stop = AtomicBool::new(false);
     let start = Instant::now();
@@ -334,7 +385,7 @@ fn lookups(
                 s.spawn(move || worker(tree, cfg.working_set, seed ^ t as u64, stop))
             })
             .collect();
-        std::thread::sleep(Duration::from_secs_f64(secs));
+        wait();
         stop.store(true, Relaxed);
         workers.into_iter().map(|w| w.join().expect("lookup thread panicked")).collect()
     });
