@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod drift;
+mod fixcost;
 mod insert;
 mod plot;
 mod report;
@@ -78,6 +79,21 @@ enum Experiment {
     /// 5 s) in 1 GiB of data with a 128 MiB pool; swizzling should beat traditional in the steady
     /// state and recover from each shift as fast
     Fig13(DriftArgs),
+    /// The cost of one fix() hit per buffer mode and latch mode, in nanoseconds (Graefe et al.
+    /// 2014; Gilbert 2017 found a swizzled fix about 30% cheaper than a page-table fix)
+    Fix(FixArgs),
+}
+
+#[derive(Args)]
+struct FixArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records per database (the root must have many children)
+    #[arg(long, default_value = "200000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Fixes timed per mode, latch mode and repetition
+    #[arg(long, default_value = "20000000", value_parser = units::parse_positive_count)]
+    fixes: u64,
 }
 
 #[derive(Args)]
@@ -222,6 +238,7 @@ fn main() -> ExitCode {
         Command::Bench { workload: Workload::Drift(args) } => bench_drift("drift", &args),
         Command::Experiment { which: Experiment::Fig13(args) } => bench_drift("graefe-fig13", &args),
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
+        Command::Experiment { which: Experiment::Fix(args) } => fix_cost(&args),
         Command::Experiment { which: Experiment::Fig12(args) } => {
             bench_insert("graefe-fig12", &args.common, args.records, None, None)
         }
@@ -446,6 +463,28 @@ fn bench_drift(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn E
     write_plot(args.common.out.as_deref(), experiment, &chart)?;
     let outcome = Outcome { points: vec![results], rows };
     Ok(outcome.code(true))
+}
+
+fn fix_cost(args: &FixArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let pool = rndread::default_pool_bytes(args.records);
+    let mut cfg = base_config("fix", &args.common, pool).map_err(Usage)?;
+    cfg.records = args.records;
+    cfg.working_set = args.records;
+    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
+    let samples = fixcost::run(&cfg, args.fixes, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    report::print_fix_table(&mut out, &cfg, &samples)?;
+    drop(out);
+    if let Some(dir) = &args.common.out {
+        let csv = dir.join("fix.csv");
+        report::write_fix_csv(&csv, &samples).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+        let json = dir.join("fix.json");
+        std::fs::write(&json, serde_json::to_string_pretty(&samples)?)
+            .map_err(|e| format!("writing {}: {e}", json.display()))?;
+        eprintln!("Wrote {} and {}.", csv.display(), json.display());
+    }
+    write_plot(args.common.out.as_deref(), "fix", &report::fix_chart(&cfg, &samples))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn fig10_configs(c: &Common, pool: u64, max_factor: u64) -> Result<Vec<Config>, String> {

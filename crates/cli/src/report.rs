@@ -669,6 +669,104 @@ pub fn drift_chart(
     }
 }
 
+/// The fix() table: ns per fix by mode and latch mode, and the checks.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_fix_table(
+    out: &mut impl Write,
+    cfg: &Config,
+    samples: &[crate::fixcost::FixSample],
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "fix(): ns per fix + unfix of a resident child of the root, {} records, {} repetitions\n",
+        thousands(cfg.records),
+        cfg.repeat
+    )?;
+    let mut table =
+        vec![vec!["mode".to_string(), "latch".into(), "median ns".into(), "min ns".into(), "max ns".into()]];
+    for &m in &cfg.modes {
+        for latch in ["shared", "exclusive"] {
+            if let Some(s) = crate::fixcost::median(samples, m, latch) {
+                table.push(vec![
+                    m.name().to_string(),
+                    latch.to_string(),
+                    format!("{:.1}", s.median),
+                    format!("{:.1}", s.min),
+                    format!("{:.1}", s.max),
+                ]);
+            }
+        }
+    }
+    write_aligned(out, &table)?;
+    let med = |m, l| crate::fixcost::median(samples, m, l).map(|s| s.median);
+    writeln!(out)?;
+    if let (Some(s), Some(t)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::Traditional, "shared")) {
+        let v = s / t;
+        let ok = if v < 0.85 { "✓" } else { "✗" };
+        writeln!(
+            out,
+            "fix: swizzled/page-table = {v:.2} (Gilbert 2017: about 0.7; Graefe 2014: larger gains) {ok}"
+        )?;
+    }
+    if let (Some(s), Some(mm)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::MainMemory, "shared")) {
+        writeln!(
+            out,
+            "fix: swizzling/main-memory = {:.2} (the difference is the replacement policy's hit hook)",
+            s / mm
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes the fix() samples as CSV (replacing the file).
+///
+/// # Errors
+/// Errors writing the file.
+pub fn write_fix_csv(path: &Path, samples: &[crate::fixcost::FixSample]) -> io::Result<()> {
+    let mut text = String::from("experiment,mode,latch,repetition,fixes,ns_per_fix\n");
+    for s in samples {
+        text.push_str(&format!(
+            "fix,{},{},{},{},{:.3}\n",
+            s.mode, s.latch, s.repetition, s.fixes, s.ns_per_fix
+        ));
+    }
+    std::fs::write(path, text)
+}
+
+/// The fix() chart: ns per fix in each repetition, one line per mode and latch mode.
+#[must_use]
+pub fn fix_chart(cfg: &Config, samples: &[crate::fixcost::FixSample]) -> crate::plot::Chart {
+    let mut series = Vec::new();
+    for &m in &cfg.modes {
+        for latch in ["shared", "exclusive"] {
+            series.push(crate::plot::Series {
+                name: format!("{m} / {latch}"),
+                points: samples
+                    .iter()
+                    .filter(|s| s.mode == m.name() && s.latch == latch)
+                    .map(|s| crate::plot::Point {
+                        x: (s.repetition + 1) as f64,
+                        y: s.ns_per_fix,
+                        y_min: s.ns_per_fix,
+                        y_max: s.ns_per_fix,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    crate::plot::Chart {
+        title: "Cost of one fix() hit (Graefe et al. 2014; Gilbert 2017)".to_string(),
+        x_label: "repetition (modes alternate)".to_string(),
+        y_label: "nanoseconds per fix".to_string(),
+        x_scale: crate::plot::Scale::Linear,
+        series,
+        note: Some(format!("children of the root of a {}-record tree, all resident", thousands(cfg.records))),
+        vline: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

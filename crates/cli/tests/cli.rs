@@ -269,3 +269,24 @@ fn fig12_and_fig13_tiny() {
         "the hot range must have shifted twice"
     );
 }
+
+/// The fix() experiment at a tiny scale: table, checks, CSV and plots.
+#[test]
+fn fix_cost_tiny() {
+    let scratch = Scratch::new("fix");
+    let out = scratch.0.join("results");
+    let o = Command::new(BIN)
+        .args(["experiment", "fix", "--records", "20000", "--fixes", "20000", "--repeat", "2", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("swizzled/page-table"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("fix.csv")).unwrap();
+    assert!(csv.starts_with("experiment,mode,latch,repetition,fixes,ns_per_fix"));
+    assert_eq!(csv.lines().count(), 1 + 3 * 2 * 2, "{csv}");
+    assert_plots(&out, "fix");
+}
