@@ -279,6 +279,22 @@ fn to_usize(what: &str, v: u64) -> Result<usize, String> {
 
 /// The configuration of one point, before records and working set are chosen.
 fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String> {
+    if !usize::try_from(c.page_size).is_ok_and(swizzledb_buffer::page::valid_page_size) {
+        return Err(format!(
+            "--page-size {} is not supported; use a power of two from 4KiB to 32KiB",
+            c.page_size
+        ));
+    }
+    let min_pool = swizzledb_buffer::MIN_FRAMES as u64 * c.page_size;
+    if pool < min_pool {
+        return Err(format!(
+            "--pool {} is below the minimum of {} ({} pages of {})",
+            report::bytes(pool),
+            report::bytes(min_pool),
+            swizzledb_buffer::MIN_FRAMES,
+            report::bytes(c.page_size)
+        ));
+    }
     Ok(Config {
         experiment: experiment.to_string(),
         records: 0,

@@ -185,6 +185,9 @@ fn bad_input_exits_2_and_writes_nothing() {
         vec!["bench", "lookup", "--sweep", "pool=1..2:x2"],
         vec!["bench", "lookup", "--mode", "quantum"],
         vec!["experiment", "fig10", "--pool", "lots"],
+        vec!["experiment", "fig10", "--pool", "64KiB"],
+        vec!["bench", "lookup", "--records", "1000", "--pool", "1KiB"],
+        vec!["bench", "insert", "--records", "1000", "--page-size", "1000"],
     ] {
         let o = Command::new(BIN).args(&args).arg("--out").arg(&out).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
