@@ -742,15 +742,27 @@ impl RangeIter<'_> {
     }
 }
 
+/// One record of a scan: key and value.
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// The common end of both scans' `next`: after a refill, the next buffered record; a failed
+/// refill is returned once and ends the scan (`stop`).
+fn next_entry(filled: Result<()>, buf: &mut VecDeque<Entry>, stop: impl FnOnce()) -> Option<Result<Entry>> {
+    match filled {
+        Err(e) => {
+            stop();
+            Some(Err(e))
+        }
+        Ok(()) => buf.pop_front().map(Ok),
+    }
+}
+
 impl Iterator for RangeIter<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Err(e) = self.fill() {
-            self.next = None;
-            return Some(Err(e));
-        }
-        self.buf.pop_front().map(Ok)
+        let filled = self.fill();
+        next_entry(filled, &mut self.buf, || self.next = None)
     }
 }
 
@@ -806,13 +818,10 @@ impl RevRangeIter<'_> {
 }
 
 impl Iterator for RevRangeIter<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Err(e) = self.fill() {
-            self.next = None;
-            return Some(Err(e));
-        }
-        self.buf.pop_front().map(Ok)
+        let filled = self.fill();
+        next_entry(filled, &mut self.buf, || self.next = None)
     }
 }
