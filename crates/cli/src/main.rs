@@ -59,7 +59,7 @@ enum Workload {
     #[command(alias = "rndread")]
     Lookup(LookupArgs),
     /// Random-order insertions after an unmeasured preload, a fresh database per mode and
-    /// repetition
+    /// repetition (each repetition times all inserts: --duration and --warmup do not apply)
     Insert(InsertArgs),
     /// Lookups in a hot key range that slides by a quarter of its length every interval, with a
     /// throughput time series
@@ -305,6 +305,7 @@ fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String
         page_size: to_usize("--page-size", c.page_size)?,
         policy: c.policy,
         duration: c.duration,
+        timed_ops: None,
         warmup: c.warmup,
         repeat: usize::from(c.repeat),
         seed: c.seed,
@@ -411,6 +412,7 @@ fn bench_insert(
     let mut cfg = base_config(experiment, common, pool).map_err(Usage)?;
     cfg.records = records;
     cfg.working_set = records;
+    cfg.timed_ops = Some(records - preload);
     prepare_out(common.out.as_deref()).map_err(Usage)?;
     let results = insert::run(&cfg, preload, Progress::on_terminal())?;
     let mut out = std::io::stdout().lock();

@@ -104,10 +104,14 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
         .find(|r| r.result.mode == preferred && r.median().is_some())
         .or_else(|| rows.iter().find(|r| r.median().is_some()));
 
+    let timing = match cfg.timed_ops {
+        Some(n) => format!("{} x {} operations timed", cfg.repeat, thousands(n)),
+        None => format!("{} x {} s measured after {} s warmup", cfg.repeat, cfg.duration, cfg.warmup),
+    };
     writeln!(
         out,
         "{}: {} records ({} of keys and values; {} accessed), {} thread{}, pool {} per mode, {} \
-         pages, {}, {} x {} s measured after {} s warmup",
+         pages, {}, {timing}",
         cfg.experiment,
         thousands(cfg.records),
         bytes(cfg.records.saturating_mul(RECORD_BYTES)),
@@ -117,9 +121,6 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
         bytes(cfg.pool_bytes as u64),
         bytes(cfg.page_size as u64),
         cfg.policy,
-        cfg.repeat,
-        cfg.duration,
-        cfg.warmup,
     )?;
     writeln!(out)?;
 

@@ -46,6 +46,8 @@ pub struct Config {
     pub policy: PolicyKind,
     /// Seconds per measurement.
     pub duration: f64,
+    /// Set when a measurement times a fixed number of operations instead of `duration` (inserts).
+    pub timed_ops: Option<u64>,
     /// Seconds of unmeasured lookups before each measurement.
     pub warmup: f64,
     /// Measurements per mode.
@@ -471,6 +473,7 @@ mod tests {
             page_size: 4096,
             policy: PolicyKind::default(),
             duration: 0.02,
+            timed_ops: None,
             warmup: 0.0,
             repeat: 3,
             seed: 1,
