@@ -3,14 +3,14 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Gclock, Policy, RandomPolicy};
+use crate::{Clock, Fifo, Gclock, Lru, Policy, RandomPolicy, Sieve};
 
 /// The accepted spellings, for error messages.
-const ACCEPTED: &str = "random, gclock, gclock:K, gclock(k=K) with 1 <= K <= 65534";
+const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K) with 1 <= K <= 65534";
 
-/// Which replacement policy to build. Parses case-insensitively from `random`, `gclock`,
-/// `gclock:K` and `gclock(k=K)`; displays as the canonical spelling (`random`, `gclock(k=10)`),
-/// which is also the built policy's [`Policy::name`].
+/// Which replacement policy to build. Parses case-insensitively from `random`, `fifo`, `clock`,
+/// `lru`, `sieve`, `gclock`, `gclock:K` and `gclock(k=K)`; displays as the canonical spelling
+/// (`random`, `fifo`, `gclock(k=10)`, ...), which is also the built policy's [`Policy::name`].
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum PolicyKind {
     /// [`RandomPolicy`].
@@ -20,6 +20,14 @@ pub enum PolicyKind {
         /// The counter value a hit sets.
         k: u16,
     },
+    /// [`Fifo`].
+    Fifo,
+    /// [`Clock`] (second chance).
+    Clock,
+    /// [`Lru`] (exact; locks on every hit).
+    Lru,
+    /// [`Sieve`].
+    Sieve,
 }
 
 /// A policy name [`PolicyKind`] does not accept.
@@ -34,7 +42,14 @@ impl PolicyKind {
     /// Every policy with its default parameters, for sweeps over all policies.
     #[must_use]
     pub fn all() -> Vec<PolicyKind> {
-        vec![PolicyKind::Random, PolicyKind::default()]
+        vec![
+            PolicyKind::Random,
+            PolicyKind::default(),
+            PolicyKind::Fifo,
+            PolicyKind::Clock,
+            PolicyKind::Lru,
+            PolicyKind::Sieve,
+        ]
     }
 
     /// Builds the policy over frames `0..capacity`. `seed` feeds policies that draw random
@@ -48,6 +63,10 @@ impl PolicyKind {
         match *self {
             PolicyKind::Random => Box::new(RandomPolicy::new(capacity, seed)),
             PolicyKind::Gclock { k } => Box::new(Gclock::new(capacity, k)),
+            PolicyKind::Fifo => Box::new(Fifo::new(capacity)),
+            PolicyKind::Clock => Box::new(Clock::new(capacity)),
+            PolicyKind::Lru => Box::new(Lru::new(capacity)),
+            PolicyKind::Sieve => Box::new(Sieve::new(capacity)),
         }
     }
 }
@@ -63,6 +82,10 @@ impl fmt::Display for PolicyKind {
         match self {
             PolicyKind::Random => f.write_str("random"),
             PolicyKind::Gclock { k } => write!(f, "gclock(k={k})"),
+            PolicyKind::Fifo => f.write_str("fifo"),
+            PolicyKind::Clock => f.write_str("clock"),
+            PolicyKind::Lru => f.write_str("lru"),
+            PolicyKind::Sieve => f.write_str("sieve"),
         }
     }
 }
@@ -73,8 +96,13 @@ impl FromStr for PolicyKind {
     fn from_str(input: &str) -> Result<PolicyKind, UnknownPolicy> {
         let unknown = || UnknownPolicy { input: input.to_owned() };
         let name = input.trim().to_ascii_lowercase();
-        if name == "random" {
-            return Ok(PolicyKind::Random);
+        match name.as_str() {
+            "random" => return Ok(PolicyKind::Random),
+            "fifo" => return Ok(PolicyKind::Fifo),
+            "clock" => return Ok(PolicyKind::Clock),
+            "lru" => return Ok(PolicyKind::Lru),
+            "sieve" => return Ok(PolicyKind::Sieve),
+            _ => {}
         }
         let Some(rest) = name.strip_prefix("gclock") else {
             return Err(unknown());
@@ -109,6 +137,10 @@ mod tests {
             ("GClock:3", PolicyKind::Gclock { k: 3 }),
             ("gclock(k=65534)", PolicyKind::Gclock { k: 65534 }),
             ("GCLOCK(K=1)", PolicyKind::Gclock { k: 1 }),
+            ("fifo", PolicyKind::Fifo),
+            ("Clock", PolicyKind::Clock),
+            (" LRU", PolicyKind::Lru),
+            ("sieve", PolicyKind::Sieve),
         ];
         for (input, expected) in cases {
             assert_eq!(input.parse::<PolicyKind>(), Ok(expected), "{input:?}");
@@ -119,7 +151,10 @@ mod tests {
     fn rejects_bad_names_and_weights() {
         for input in [
             "",
-            "lru",
+            "lru2",
+            "clock:3",
+            "sieve(k=1)",
+            "fifo ish",
             "randomly",
             "gclock:",
             "gclock:0",
@@ -134,7 +169,7 @@ mod tests {
             assert_eq!(err.input, input);
             let message = err.to_string();
             assert!(message.contains(&format!("{input:?}")), "{message}");
-            assert!(message.contains("gclock(k=K)") && message.contains("random"), "{message}");
+            assert!(message.contains("gclock(k=K)") && message.contains("sieve"), "{message}");
         }
         assert!(ACCEPTED.contains(&Gclock::MAX_K.to_string()));
     }

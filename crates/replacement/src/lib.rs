@@ -8,13 +8,22 @@
 
 #![forbid(unsafe_code)]
 
+mod clock;
+mod fifo;
 mod gclock;
 mod kind;
+mod list;
+mod lru;
 mod random;
+mod sieve;
 
+pub use clock::Clock;
+pub use fifo::Fifo;
 pub use gclock::Gclock;
 pub use kind::{PolicyKind, UnknownPolicy};
+pub use lru::Lru;
 pub use random::RandomPolicy;
+pub use sieve::Sieve;
 use std::sync::atomic::{AtomicU32, Ordering};
 pub use swizzledb_sync::{FrameId, PageId};
 

@@ -128,7 +128,7 @@ impl Policy for RandomPolicy {
         self.transition(frame, FREE);
     }
 
-    /// Draws up to [`PROBES`] uniformly random frames while residency is dense, then scans
+    /// Draws up to `PROBES` (32) uniformly random frames while residency is dense, then scans
     /// linearly from a random start. Never proposes a free frame; proposes a blocked frame only
     /// when no unblocked frame is resident; `None` only when nothing is resident (R4).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {

@@ -8,11 +8,11 @@ use common::{drive, drive_with, ops, scenario, Hooks, Op, Outcome};
 use proptest::prelude::*;
 use swizzledb_replacement::{FrameId, Gclock, PageId, PolicyKind, Rejection};
 
-/// Every default policy plus GCLOCK with small weights, where the hand wraps most often.
+/// Every default policy (`PolicyKind::all`) plus GCLOCK with small weights, where the hand wraps
+/// most often.
 fn kinds() -> impl Strategy<Value = PolicyKind> {
     prop_oneof![
-        Just(PolicyKind::Random),
-        Just(PolicyKind::default()),
+        proptest::sample::select(PolicyKind::all()),
         (1u16..=3).prop_map(|k| PolicyKind::Gclock { k }),
     ]
 }
@@ -163,5 +163,26 @@ fn r2_concurrent_hits_with_one_evictor_terminate() {
             }
             done.store(true, Ordering::Relaxed);
         });
+    }
+}
+
+/// Without hits or rejections, FIFO, LRU and SIEVE all evict in insertion order (SIEVE's hand
+/// finds no visited bit; LRU's recency order is the insertion order).
+#[test]
+fn r4_queue_policies_without_hits_evict_in_insertion_order() {
+    let order = [5u32, 2, 7, 0, 3, 6, 1, 4];
+    for kind in [PolicyKind::Fifo, PolicyKind::Lru, PolicyKind::Sieve] {
+        let policy = kind.build(order.len(), 0);
+        let hooks = Hooks::new(order.len() as u32);
+        for &f in &order {
+            policy.on_insert(FrameId(f), page(f), &hooks[f as usize]);
+        }
+        let victims: Vec<u32> = std::iter::from_fn(|| {
+            let victim = policy.next_candidate(&hooks)?;
+            policy.on_remove(victim, true, &hooks[victim.index()]);
+            Some(victim.0)
+        })
+        .collect();
+        assert_eq!(victims, order, "{kind}");
     }
 }

@@ -1,0 +1,228 @@
+//! CLOCK, or second chance (Corbató 1968; README "CLOCK"): one reference bit per frame, kept in
+//! the frame's [`FrameHook`] (R7), and a hand that clears set bits and proposes the first frame
+//! whose bit is clear.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+/// The frame holds no page.
+const FREE: u8 = 0;
+/// The frame holds a page the hand may propose.
+const RESIDENT: u8 = 1;
+/// The frame holds a page the pool rejected as a root: proposed only if nothing else is resident.
+const BLOCKED: u8 = 2;
+
+/// CLOCK: a reference bit per frame in its hook, and a clock hand.
+///
+/// A hit is one load of the hook and, only if the bit was clear, one plain store (R5). The
+/// policy's own per-frame state (free, resident or blocked) is touched only by inserts,
+/// removals, rejections and the hand.
+pub struct Clock {
+    states: Box<[AtomicU8]>,
+    /// Number of frames whose state is not [`FREE`].
+    resident: AtomicUsize,
+    /// The next frame the hand examines. Only the evicting thread moves it (R2).
+    hand: AtomicUsize,
+}
+
+impl Clock {
+    /// CLOCK over frames `0..capacity`, all initially free.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> Clock {
+        check_capacity(capacity);
+        Clock {
+            states: (0..capacity).map(|_| AtomicU8::new(FREE)).collect(),
+            resident: AtomicUsize::new(0),
+            hand: AtomicUsize::new(0),
+        }
+    }
+
+    /// Moves `frame` to `new` state, keeping the resident count in step with the transition.
+    fn transition(&self, frame: FrameId, new: u8) {
+        let old = self.states[frame.index()].swap(new, Ordering::AcqRel);
+        match (old == FREE, new == FREE) {
+            (true, false) => {
+                self.resident.fetch_add(1, Ordering::AcqRel);
+            }
+            (false, true) => {
+                self.resident.fetch_sub(1, Ordering::AcqRel);
+            }
+            _ => {}
+        }
+    }
+
+    fn remove(&self, frame: FrameId, hook: &FrameHook) {
+        hook.set(0);
+        self.transition(frame, FREE);
+    }
+}
+
+impl Policy for Clock {
+    fn name(&self) -> String {
+        "clock".to_owned()
+    }
+
+    /// A new page starts with its bit clear. The hook is reset before the frame becomes resident,
+    /// so the hand never reads a previous owner's word (R7).
+    fn on_insert(&self, frame: FrameId, _page: PageId, hook: &FrameHook) {
+        hook.set(0);
+        self.transition(frame, RESIDENT);
+    }
+
+    fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
+        hook.set_if_changed(1);
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
+        match why {
+            // In use right now: as good as a reference.
+            Rejection::InUse => hook.set_if_changed(1),
+            // Unchanged (R3): the hand has moved past and returns next revolution.
+            Rejection::SwizzledChildren => {}
+            Rejection::Root => {
+                // Only a resident frame can become blocked (no resurrection by a stale rejection).
+                let _ = self.states[frame.index()].compare_exchange(
+                    RESIDENT,
+                    BLOCKED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
+            Rejection::NotResident => self.remove(frame, hook),
+        }
+    }
+
+    fn on_remove(&self, frame: FrameId, _evicted: bool, hook: &FrameHook) {
+        self.remove(frame, hook);
+    }
+
+    /// Sweeps the hand from where the previous call stopped: free and blocked frames are skipped,
+    /// a set bit is cleared (compare-exchange, so a concurrent hit is not lost) and the hand moves
+    /// on; the first clear bit is proposed and the hand stops just past it.
+    ///
+    /// The sweep ends after a full revolution that met no unblocked resident frame, and in any
+    /// case after `2 * capacity` steps; it then proposes the first unblocked resident frame it
+    /// met, else the first blocked one, else `None` (R4). Without concurrent hits the bound is
+    /// never reached: one revolution clears every bit.
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        let capacity = self.states.len();
+        if self.resident.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut hand = self.hand.load(Ordering::Relaxed) % capacity;
+        let (mut first_unblocked, mut first_blocked) = (None, None);
+        let mut unblocked_this_revolution = false;
+        let mut proposal = None;
+        for step in 1..=capacity.saturating_mul(2) {
+            let index = hand;
+            hand = (hand + 1) % capacity;
+            match self.states[index].load(Ordering::Acquire) {
+                RESIDENT => {
+                    let hook = hooks.hook(frame_id(index));
+                    match hook.get() {
+                        0 => {
+                            proposal = Some(frame_id(index));
+                            break;
+                        }
+                        bit => {
+                            unblocked_this_revolution = true;
+                            first_unblocked.get_or_insert(index);
+                            let _ = hook.compare_exchange(bit, 0);
+                        }
+                    }
+                }
+                BLOCKED => {
+                    first_blocked.get_or_insert(index);
+                }
+                _ => {}
+            }
+            if step % capacity == 0 {
+                if !unblocked_this_revolution {
+                    break;
+                }
+                unblocked_this_revolution = false;
+            }
+        }
+        self.hand.store(hand, Ordering::Relaxed);
+        proposal.or_else(|| first_unblocked.or(first_blocked).map(frame_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TestHooks;
+
+    fn insert(policy: &Clock, h: &TestHooks, frames: &[u32]) {
+        for &f in frames {
+            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &h[f as usize]);
+        }
+    }
+
+    fn hit(policy: &Clock, h: &TestHooks, frames: &[u32]) {
+        for &f in frames {
+            policy.on_hit(FrameId(f), &h[f as usize]);
+        }
+    }
+
+    fn evict(policy: &Clock, h: &TestHooks) -> u32 {
+        let victim = policy.next_candidate(h).unwrap();
+        policy.on_remove(victim, true, &h[victim.index()]);
+        victim.0
+    }
+
+    fn bits(h: &TestHooks) -> Vec<u32> {
+        h.iter().map(FrameHook::get).collect()
+    }
+
+    /// Capacity 4, frames 0..4 loaded, hits on 0 and 2.
+    /// - Hand at 0: clears 0, proposes 1 (hand -> 2).
+    /// - Reload 1, hit 3. Hand at 2: clears 2 and 3, proposes 0 (hand -> 1).
+    /// - Hand at 1: bit clear (reloaded, never hit), proposes 1 (hand -> 2).
+    /// - Hit 0. Hand at 2: proposes 2 (bit cleared last sweep).
+    #[test]
+    fn r4_hand_worked_example() {
+        let policy = Clock::new(4);
+        let h = TestHooks::new(4);
+        insert(&policy, &h, &[0, 1, 2, 3]);
+        hit(&policy, &h, &[0, 2, 2]);
+        assert_eq!(bits(&h), [1, 0, 1, 0]);
+        assert_eq!(evict(&policy, &h), 1);
+        assert_eq!(bits(&h), [0, 0, 1, 0]);
+        insert(&policy, &h, &[1]);
+        hit(&policy, &h, &[3]);
+        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(bits(&h), [0, 0, 0, 0]);
+        insert(&policy, &h, &[0]);
+        assert_eq!(evict(&policy, &h), 1);
+        hit(&policy, &h, &[0]);
+        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(evict(&policy, &h), 3);
+        // Hand at 0: clears 0's bit, wraps around, proposes 0.
+        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    #[test]
+    fn r3_rejections() {
+        let policy = Clock::new(3);
+        let h = TestHooks::new(3);
+        insert(&policy, &h, &[0, 1, 2]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
+        assert_eq!(bits(&h), [1, 0, 0], "InUse acts as a reference");
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
+        // Hand at 0: clears 0, proposes 1; then 0; the blocked 2 is skipped.
+        assert_eq!(evict(&policy, &h), 1);
+        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+}

@@ -1,0 +1,118 @@
+//! FIFO (README "FIFO"): evict pages in the order they were loaded, whatever their use.
+
+use parking_lot::Mutex;
+
+use crate::list::Tracked;
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+/// FIFO replacement: a queue of resident frames in insertion order under a mutex.
+///
+/// Hits and unfixes cost nothing. Inserts, removals, rejections and proposals take the (normally
+/// uncontended) lock. The frames' [`FrameHook`]s are neither read nor written (R7).
+pub struct Fifo {
+    tracked: Mutex<Tracked>,
+}
+
+impl Fifo {
+    /// FIFO over frames `0..capacity`, all initially free.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> Fifo {
+        check_capacity(capacity);
+        Fifo { tracked: Mutex::new(Tracked::new(capacity)) }
+    }
+}
+
+impl Policy for Fifo {
+    fn name(&self) -> String {
+        "fifo".to_owned()
+    }
+
+    fn on_insert(&self, frame: FrameId, _page: PageId, _hook: &FrameHook) {
+        self.tracked.lock().insert(frame.index());
+    }
+
+    fn on_hit(&self, _frame: FrameId, _hook: &FrameHook) {}
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let mut tracked = self.tracked.lock();
+        match why {
+            // Back of the queue, as if just loaded: the pool cannot use it now, so try the others
+            // first. A frame that is not queued (free or blocked) is left alone.
+            Rejection::InUse | Rejection::SwizzledChildren => {
+                tracked.queue.move_to_newest(frame.index());
+            }
+            Rejection::Root => tracked.block(frame.index()),
+            Rejection::NotResident => tracked.forget(frame.index()),
+        }
+    }
+
+    fn on_remove(&self, frame: FrameId, _evicted: bool, _hook: &FrameHook) {
+        self.tracked.lock().forget(frame.index());
+    }
+
+    /// The oldest queued frame; if only blocked frames are resident, one of them; else `None`.
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut tracked = self.tracked.lock();
+        tracked.queue.tail().or_else(|| tracked.blocked_candidate()).map(frame_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TestHooks;
+
+    fn insert(policy: &Fifo, h: &TestHooks, frames: &[u32]) {
+        for &f in frames {
+            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &h[f as usize]);
+        }
+    }
+
+    /// Proposes and evicts `n` victims.
+    fn evict(policy: &Fifo, h: &TestHooks, n: usize) -> Vec<u32> {
+        (0..n)
+            .map(|_| {
+                let victim = policy.next_candidate(h).unwrap();
+                policy.on_remove(victim, true, &h[victim.index()]);
+                victim.0
+            })
+            .collect()
+    }
+
+    /// Hits change nothing: the victims come in insertion order, with reloaded frames last.
+    #[test]
+    fn r4_reference_string_evicts_in_insertion_order() {
+        let policy = Fifo::new(4);
+        let h = TestHooks::new(4);
+        insert(&policy, &h, &[2, 0, 3, 1]);
+        for f in [2, 2, 0, 1] {
+            policy.on_hit(FrameId(f), &h[f as usize]);
+        }
+        assert_eq!(evict(&policy, &h, 2), [2, 0]);
+        insert(&policy, &h, &[0, 2]);
+        assert_eq!(evict(&policy, &h, 4), [3, 1, 0, 2]);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// `InUse` and `SwizzledChildren` send the frame to the back of the queue; `Root` blocks it.
+    #[test]
+    fn r3_rejections_requeue_or_block() {
+        let policy = Fifo::new(4);
+        let h = TestHooks::new(4);
+        insert(&policy, &h, &[0, 1, 2, 3]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
+        // Queue now 3, 0, 1; frame 2 is blocked.
+        assert_eq!(evict(&policy, &h, 3), [3, 0, 1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_rejected(FrameId(2), Rejection::NotResident, &h[2]);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+}

@@ -1,0 +1,205 @@
+//! Exact LRU (README "LRU"): a doubly linked list of resident frames from least to most recently
+//! used, under a mutex. Every hit relinks its frame at the MRU end, which takes the lock: this is
+//! the per-hit contention that BP-Wrapper (Ding et al., ICDE 2009) later batches away, and the
+//! reason this policy breaks R5 (documented deviation).
+
+use parking_lot::Mutex;
+
+use crate::list::Tracked;
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+struct State {
+    /// `queue` runs from the LRU end (tail, oldest) to the MRU end (head, newest).
+    tracked: Tracked,
+    /// The frame to propose instead of the LRU end, after `SwizzledChildren` rejections: the
+    /// search walks toward the MRU end past frames the pool cannot evict yet. Always a queued
+    /// frame or `None`; reset to `None` (the LRU end) by every eviction.
+    cursor: Option<usize>,
+}
+
+impl State {
+    /// Keeps the cursor valid before `frame` leaves its place in the queue.
+    fn step_off(&mut self, frame: usize) {
+        if self.cursor == Some(frame) {
+            self.cursor = self.tracked.queue.newer(frame);
+        }
+    }
+
+    fn touch(&mut self, frame: usize) {
+        if self.tracked.queue.contains(frame) {
+            self.step_off(frame);
+            self.tracked.queue.move_to_newest(frame);
+        }
+    }
+}
+
+/// Exact LRU replacement.
+///
+/// Unlike the other policies, `on_hit` takes a lock (the list's mutex) on every hit and relinks
+/// the frame, so it is neither wait-free nor free of shared writes: it violates R5 on purpose, as
+/// the baseline that CLOCK-like approximations and BP-Wrapper's batching exist to beat. The
+/// frames' [`FrameHook`]s are neither read nor written (R7).
+pub struct Lru {
+    state: Mutex<State>,
+}
+
+impl Lru {
+    /// LRU over frames `0..capacity`, all initially free.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> Lru {
+        check_capacity(capacity);
+        Lru { state: Mutex::new(State { tracked: Tracked::new(capacity), cursor: None }) }
+    }
+}
+
+impl Policy for Lru {
+    fn name(&self) -> String {
+        "lru".to_owned()
+    }
+
+    fn on_insert(&self, frame: FrameId, _page: PageId, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        state.step_off(frame.index());
+        state.tracked.insert(frame.index());
+    }
+
+    /// Moves the frame to the MRU end, under the lock (not R5: see the type's documentation).
+    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
+        self.state.lock().touch(frame.index());
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let index = frame.index();
+        match why {
+            // In use right now: as good as a hit.
+            Rejection::InUse => state.touch(index),
+            // Stays where it is; the search goes on with the next more recently used frame.
+            Rejection::SwizzledChildren => {
+                if state.tracked.queue.contains(index) {
+                    state.cursor = state.tracked.queue.newer(index);
+                }
+            }
+            Rejection::Root => {
+                state.step_off(index);
+                state.tracked.block(index);
+            }
+            Rejection::NotResident => {
+                state.step_off(index);
+                state.tracked.forget(index);
+            }
+        }
+    }
+
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        state.step_off(frame.index());
+        state.tracked.forget(frame.index());
+        if evicted {
+            // The search succeeded; the next one starts again at the LRU end.
+            state.cursor = None;
+        }
+    }
+
+    /// The cursor's frame if a search is under way, else the LRU end; if only blocked frames are
+    /// resident, one of them; else `None` (R4).
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut state = self.state.lock();
+        let queue = &state.tracked.queue;
+        let unblocked = state.cursor.filter(|&f| queue.contains(f)).or_else(|| queue.tail());
+        unblocked.or_else(|| state.tracked.blocked_candidate()).map(frame_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TestHooks;
+
+    fn insert(policy: &Lru, h: &TestHooks, frames: &[u32]) {
+        for &f in frames {
+            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &h[f as usize]);
+        }
+    }
+
+    fn hit(policy: &Lru, h: &TestHooks, frames: &[u32]) {
+        for &f in frames {
+            policy.on_hit(FrameId(f), &h[f as usize]);
+        }
+    }
+
+    fn evict(policy: &Lru, h: &TestHooks) -> u32 {
+        let victim = policy.next_candidate(h).unwrap();
+        policy.on_remove(victim, true, &h[victim.index()]);
+        victim.0
+    }
+
+    fn order(policy: &Lru) -> Vec<usize> {
+        policy.state.lock().tracked.queue.oldest_first()
+    }
+
+    /// Reference string over 3 frames (LRU end first):
+    /// load 0 1 2 -> [0 1 2]; hit 0 -> [1 2 0]; hit 1 -> [2 0 1]; evict 2 -> [0 1];
+    /// load 2 -> [0 1 2]; hit 0 -> [1 2 0]; evict 1; hit 2 -> [0 2]; evict 0; evict 2.
+    #[test]
+    fn r4_reference_string_evicts_least_recently_used() {
+        let policy = Lru::new(3);
+        let h = TestHooks::new(3);
+        insert(&policy, &h, &[0, 1, 2]);
+        hit(&policy, &h, &[0, 1]);
+        assert_eq!(order(&policy), [2, 0, 1]);
+        assert_eq!(evict(&policy, &h), 2);
+        insert(&policy, &h, &[2]);
+        hit(&policy, &h, &[0]);
+        assert_eq!(evict(&policy, &h), 1);
+        hit(&policy, &h, &[2]);
+        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// `SwizzledChildren` leaves the frame at the LRU end but moves the search on; `InUse` moves
+    /// the frame to the MRU end; an eviction restarts at the LRU end; `Root` blocks.
+    #[test]
+    fn r3_rejections() {
+        let policy = Lru::new(4);
+        let h = TestHooks::new(4);
+        insert(&policy, &h, &[0, 1, 2, 3]);
+        hit(&policy, &h, &[1, 0]);
+        assert_eq!(evict(&policy, &h), 2);
+        insert(&policy, &h, &[2]);
+        hit(&policy, &h, &[3]);
+        assert_eq!(order(&policy), [1, 0, 2, 3]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
+        assert_eq!(order(&policy), [1, 2, 3, 0]);
+        assert_eq!(evict(&policy, &h), 2);
+        // Frame 1 stayed at the LRU end and is proposed again.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::Root, &h[1]);
+        assert_eq!(evict(&policy, &h), 3);
+        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(evict(&policy, &h), 1);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// The cursor walks past every swizzled frame and wraps to the LRU end at the MRU end.
+    #[test]
+    fn r4_cursor_wraps_when_every_frame_has_swizzled_children() {
+        let policy = Lru::new(3);
+        let h = TestHooks::new(3);
+        insert(&policy, &h, &[0, 1, 2]);
+        let mut proposals = Vec::new();
+        for _ in 0..4 {
+            let victim = policy.next_candidate(&h).unwrap();
+            policy.on_rejected(victim, Rejection::SwizzledChildren, &h[victim.index()]);
+            proposals.push(victim.0);
+        }
+        assert_eq!(proposals, [0, 1, 2, 0]);
+    }
+}

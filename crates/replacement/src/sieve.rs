@@ -1,0 +1,195 @@
+//! SIEVE (Zhang et al., NSDI 2024; README "SIEVE"): a FIFO queue, one visited bit per frame kept
+//! in the frame's [`FrameHook`] (R7), and a hand that moves from the oldest entry toward the
+//! newest, clearing visited bits and proposing the first unvisited frame. Unlike CLOCK, frames
+//! are not reordered: survivors keep their place and new pages enter at the head.
+
+use parking_lot::Mutex;
+
+use crate::list::Tracked;
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+struct State {
+    /// `queue` runs from the tail (oldest) to the head (newest insert).
+    tracked: Tracked,
+    /// The frame the hand points at: a queued frame, or `None` for the tail.
+    hand: Option<usize>,
+}
+
+impl State {
+    /// Before `frame` leaves the queue, moves the hand off it toward the head (the paper's
+    /// `hand = obj.prev`), or to `None` (the tail) if it was the head.
+    fn step_off(&mut self, frame: usize) {
+        if self.hand == Some(frame) {
+            self.hand = self.tracked.queue.newer(frame);
+        }
+    }
+}
+
+/// SIEVE replacement.
+///
+/// A hit is one load of the hook and, only if the bit was clear, one plain store (R5). Inserts,
+/// removals, rejections and proposals take the policy's (normally uncontended) mutex.
+pub struct Sieve {
+    state: Mutex<State>,
+}
+
+impl Sieve {
+    /// SIEVE over frames `0..capacity`, all initially free.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> Sieve {
+        check_capacity(capacity);
+        Sieve { state: Mutex::new(State { tracked: Tracked::new(capacity), hand: None }) }
+    }
+}
+
+impl Policy for Sieve {
+    fn name(&self) -> String {
+        "sieve".to_owned()
+    }
+
+    /// The new page enters at the head, unvisited. The hook is reset before the frame is queued,
+    /// so the hand never reads a previous owner's word (R7).
+    fn on_insert(&self, frame: FrameId, _page: PageId, hook: &FrameHook) {
+        hook.set(0);
+        let mut state = self.state.lock();
+        state.step_off(frame.index());
+        state.tracked.insert(frame.index());
+    }
+
+    fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
+        hook.set_if_changed(1);
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
+        let index = frame.index();
+        match why {
+            // In use right now: as good as a hit. The hand, still on the frame, clears the bit
+            // and moves on at the next call.
+            Rejection::InUse => hook.set_if_changed(1),
+            // Stays in place with its bit; the hand moves on toward the head.
+            Rejection::SwizzledChildren => self.state.lock().step_off(index),
+            Rejection::Root => {
+                let mut state = self.state.lock();
+                state.step_off(index);
+                state.tracked.block(index);
+            }
+            Rejection::NotResident => {
+                let mut state = self.state.lock();
+                state.step_off(index);
+                state.tracked.forget(index);
+            }
+        }
+    }
+
+    fn on_remove(&self, frame: FrameId, _evicted: bool, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        state.step_off(frame.index());
+        state.tracked.forget(frame.index());
+    }
+
+    /// From the hand (or the tail): while the frame is visited, clear its bit (compare-exchange,
+    /// so a concurrent hit is not lost) and move toward the head, wrapping to the tail; propose
+    /// the first unvisited frame and leave the hand on it.
+    ///
+    /// Without concurrent hits at most `queue length + 1` frames are examined. The walk is
+    /// bounded by `2 * queue length + 1` steps, after which the frame under the hand is proposed.
+    /// If only blocked frames are resident, one of them is proposed; `None` if nothing is (R4).
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut state = self.state.lock();
+        let queue = &state.tracked.queue;
+        let Some(tail) = queue.tail() else {
+            return state.tracked.blocked_candidate().map(frame_id);
+        };
+        let mut at = state.hand.filter(|&f| queue.contains(f)).unwrap_or(tail);
+        for _ in 0..queue.len().saturating_mul(2) {
+            let hook = hooks.hook(frame_id(at));
+            match hook.get() {
+                0 => break,
+                visited => {
+                    let _ = hook.compare_exchange(visited, 0);
+                    at = queue.newer(at).unwrap_or(tail);
+                }
+            }
+        }
+        state.hand = Some(at);
+        Some(frame_id(at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TestHooks;
+
+    fn insert(policy: &Sieve, h: &TestHooks, frames: &[u32]) {
+        for &f in frames {
+            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &h[f as usize]);
+        }
+    }
+
+    fn hit(policy: &Sieve, h: &TestHooks, frames: &[u32]) {
+        for &f in frames {
+            policy.on_hit(FrameId(f), &h[f as usize]);
+        }
+    }
+
+    fn evict(policy: &Sieve, h: &TestHooks) -> u32 {
+        let victim = policy.next_candidate(h).unwrap();
+        policy.on_remove(victim, true, &h[victim.index()]);
+        victim.0
+    }
+
+    fn bits(h: &TestHooks) -> Vec<u32> {
+        h.iter().map(FrameHook::get).collect()
+    }
+
+    /// Hand-worked example (README "SIEVE"), capacity 4, queue written tail (oldest) first:
+    /// - load 0 1 2 3, hit 0 1: hand starts at the tail, clears 0 and 1, proposes 2.
+    /// - evict 2 (hand -> 3), load 2 at the head: queue [0 1 3 2]; hit 0.
+    /// - hand at 3: unvisited, proposed. Evict (hand -> 2).
+    /// - hand at 2: the new page, unvisited, proposed (quick demotion). Evict (hand -> tail).
+    /// - hand at 0: visited again, cleared; 1 proposed. Evict; then 0.
+    #[test]
+    fn r4_hand_worked_example() {
+        let policy = Sieve::new(4);
+        let h = TestHooks::new(4);
+        insert(&policy, &h, &[0, 1, 2, 3]);
+        hit(&policy, &h, &[0, 1, 1]);
+        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(bits(&h), [0, 0, 0, 0]);
+        insert(&policy, &h, &[2]);
+        assert_eq!(policy.state.lock().tracked.queue.oldest_first(), [0, 1, 3, 2]);
+        hit(&policy, &h, &[0]);
+        assert_eq!(evict(&policy, &h), 3);
+        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(bits(&h), [1, 0, 0, 0], "the hand has not reached frame 0 again yet");
+        assert_eq!(evict(&policy, &h), 1);
+        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// The hand keeps its position across calls: an ignored proposal is proposed again, and a
+    /// frame behind the hand is not reconsidered until the hand wraps.
+    #[test]
+    fn r4_hand_persists_across_calls() {
+        let policy = Sieve::new(3);
+        let h = TestHooks::new(3);
+        insert(&policy, &h, &[0, 1, 2]);
+        hit(&policy, &h, &[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)), "ignored proposal repeats");
+        policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_rejected(FrameId(2), Rejection::InUse, &h[2]);
+        // Hand on 2 (now visited): clears it, wraps to 0 (cleared earlier), proposes 0.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
+        assert_eq!(evict(&policy, &h), 1);
+        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+}
