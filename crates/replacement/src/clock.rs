@@ -157,28 +157,6 @@ mod tests {
     use super::*;
     use crate::TestHooks;
 
-    fn insert(policy: &Clock, h: &TestHooks, frames: &[u32]) {
-        for &f in frames {
-            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &h[f as usize]);
-        }
-    }
-
-    fn hit(policy: &Clock, h: &TestHooks, frames: &[u32]) {
-        for &f in frames {
-            policy.on_hit(FrameId(f), &h[f as usize]);
-        }
-    }
-
-    fn evict(policy: &Clock, h: &TestHooks) -> u32 {
-        let victim = policy.next_candidate(h).unwrap();
-        policy.on_remove(victim, true, &h[victim.index()]);
-        victim.0
-    }
-
-    fn bits(h: &TestHooks) -> Vec<u32> {
-        h.iter().map(FrameHook::get).collect()
-    }
-
     /// Capacity 4, frames 0..4 loaded, hits on 0 and 2.
     /// - Hand at 0: clears 0, proposes 1 (hand -> 2).
     /// - Reload 1, hit 3. Hand at 2: clears 2 and 3, proposes 0 (hand -> 1).
@@ -188,22 +166,22 @@ mod tests {
     fn r4_hand_worked_example() {
         let policy = Clock::new(4);
         let h = TestHooks::new(4);
-        insert(&policy, &h, &[0, 1, 2, 3]);
-        hit(&policy, &h, &[0, 2, 2]);
-        assert_eq!(bits(&h), [1, 0, 1, 0]);
-        assert_eq!(evict(&policy, &h), 1);
-        assert_eq!(bits(&h), [0, 0, 1, 0]);
-        insert(&policy, &h, &[1]);
-        hit(&policy, &h, &[3]);
-        assert_eq!(evict(&policy, &h), 0);
-        assert_eq!(bits(&h), [0, 0, 0, 0]);
-        insert(&policy, &h, &[0]);
-        assert_eq!(evict(&policy, &h), 1);
-        hit(&policy, &h, &[0]);
-        assert_eq!(evict(&policy, &h), 2);
-        assert_eq!(evict(&policy, &h), 3);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[0, 2, 2]);
+        assert_eq!(h.bits(), [1, 0, 1, 0]);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(h.bits(), [0, 0, 1, 0]);
+        h.insert(&policy, &[1]);
+        h.hit(&policy, &[3]);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(h.bits(), [0, 0, 0, 0]);
+        h.insert(&policy, &[0]);
+        assert_eq!(h.evict(&policy), 1);
+        h.hit(&policy, &[0]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.evict(&policy), 3);
         // Hand at 0: clears 0's bit, wraps around, proposes 0.
-        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(h.evict(&policy), 0);
         assert_eq!(policy.next_candidate(&h), None);
     }
 
@@ -211,18 +189,18 @@ mod tests {
     fn r3_rejections() {
         let policy = Clock::new(3);
         let h = TestHooks::new(3);
-        insert(&policy, &h, &[0, 1, 2]);
+        h.insert(&policy, &[0, 1, 2]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
         policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
-        assert_eq!(bits(&h), [1, 0, 0], "InUse acts as a reference");
+        assert_eq!(h.bits(), [1, 0, 0], "InUse acts as a reference");
         assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
         policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
         policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
         // Hand at 0: clears 0, proposes 1; then 0; the blocked 2 is skipped.
-        assert_eq!(evict(&policy, &h), 1);
-        assert_eq!(evict(&policy, &h), 0);
-        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(h.evict(&policy), 2);
         assert_eq!(policy.next_candidate(&h), None);
     }
 }

@@ -65,12 +65,6 @@ mod tests {
     use super::*;
     use crate::TestHooks;
 
-    fn insert(policy: &Fifo, h: &TestHooks, frames: &[u32]) {
-        for &f in frames {
-            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &h[f as usize]);
-        }
-    }
-
     /// Proposes and evicts `n` victims.
     fn evict(policy: &Fifo, h: &TestHooks, n: usize) -> Vec<u32> {
         (0..n)
@@ -87,12 +81,12 @@ mod tests {
     fn r4_reference_string_evicts_in_insertion_order() {
         let policy = Fifo::new(4);
         let h = TestHooks::new(4);
-        insert(&policy, &h, &[2, 0, 3, 1]);
+        h.insert(&policy, &[2, 0, 3, 1]);
         for f in [2, 2, 0, 1] {
             policy.on_hit(FrameId(f), &h[f as usize]);
         }
         assert_eq!(evict(&policy, &h, 2), [2, 0]);
-        insert(&policy, &h, &[0, 2]);
+        h.insert(&policy, &[0, 2]);
         assert_eq!(evict(&policy, &h, 4), [3, 1, 0, 2]);
         assert_eq!(policy.next_candidate(&h), None);
     }
@@ -102,7 +96,7 @@ mod tests {
     fn r3_rejections_requeue_or_block() {
         let policy = Fifo::new(4);
         let h = TestHooks::new(4);
-        insert(&policy, &h, &[0, 1, 2, 3]);
+        h.insert(&policy, &[0, 1, 2, 3]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
         policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));

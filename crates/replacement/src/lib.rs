@@ -175,6 +175,32 @@ impl TestHooks {
     pub(crate) fn new(capacity: usize) -> TestHooks {
         TestHooks((0..capacity).map(|_| FrameHook::new()).collect())
     }
+
+    /// Loads `frames` (frame `f` holds page `f + 1`), as the pool would after misses.
+    pub(crate) fn insert(&self, policy: &dyn Policy, frames: &[u32]) {
+        for &f in frames {
+            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &self.0[f as usize]);
+        }
+    }
+
+    /// Reports a hit on each of `frames`.
+    pub(crate) fn hit(&self, policy: &dyn Policy, frames: &[u32]) {
+        for &f in frames {
+            policy.on_hit(FrameId(f), &self.0[f as usize]);
+        }
+    }
+
+    /// Takes the policy's next candidate and evicts it, as the pool would.
+    pub(crate) fn evict(&self, policy: &dyn Policy) -> u32 {
+        let victim = policy.next_candidate(self).unwrap();
+        policy.on_remove(victim, true, &self.0[victim.index()]);
+        victim.0
+    }
+
+    /// Every hook's value, by frame.
+    pub(crate) fn bits(&self) -> Vec<u32> {
+        self.0.iter().map(FrameHook::get).collect()
+    }
 }
 
 #[cfg(test)]

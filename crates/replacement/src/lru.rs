@@ -119,24 +119,6 @@ mod tests {
     use super::*;
     use crate::TestHooks;
 
-    fn insert(policy: &Lru, h: &TestHooks, frames: &[u32]) {
-        for &f in frames {
-            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &h[f as usize]);
-        }
-    }
-
-    fn hit(policy: &Lru, h: &TestHooks, frames: &[u32]) {
-        for &f in frames {
-            policy.on_hit(FrameId(f), &h[f as usize]);
-        }
-    }
-
-    fn evict(policy: &Lru, h: &TestHooks) -> u32 {
-        let victim = policy.next_candidate(h).unwrap();
-        policy.on_remove(victim, true, &h[victim.index()]);
-        victim.0
-    }
-
     fn order(policy: &Lru) -> Vec<usize> {
         policy.state.lock().tracked.queue.oldest_first()
     }
@@ -148,16 +130,16 @@ mod tests {
     fn r4_reference_string_evicts_least_recently_used() {
         let policy = Lru::new(3);
         let h = TestHooks::new(3);
-        insert(&policy, &h, &[0, 1, 2]);
-        hit(&policy, &h, &[0, 1]);
+        h.insert(&policy, &[0, 1, 2]);
+        h.hit(&policy, &[0, 1]);
         assert_eq!(order(&policy), [2, 0, 1]);
-        assert_eq!(evict(&policy, &h), 2);
-        insert(&policy, &h, &[2]);
-        hit(&policy, &h, &[0]);
-        assert_eq!(evict(&policy, &h), 1);
-        hit(&policy, &h, &[2]);
-        assert_eq!(evict(&policy, &h), 0);
-        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(h.evict(&policy), 2);
+        h.insert(&policy, &[2]);
+        h.hit(&policy, &[0]);
+        assert_eq!(h.evict(&policy), 1);
+        h.hit(&policy, &[2]);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(h.evict(&policy), 2);
         assert_eq!(policy.next_candidate(&h), None);
     }
 
@@ -167,24 +149,24 @@ mod tests {
     fn r3_rejections() {
         let policy = Lru::new(4);
         let h = TestHooks::new(4);
-        insert(&policy, &h, &[0, 1, 2, 3]);
-        hit(&policy, &h, &[1, 0]);
-        assert_eq!(evict(&policy, &h), 2);
-        insert(&policy, &h, &[2]);
-        hit(&policy, &h, &[3]);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[1, 0]);
+        assert_eq!(h.evict(&policy), 2);
+        h.insert(&policy, &[2]);
+        h.hit(&policy, &[3]);
         assert_eq!(order(&policy), [1, 0, 2, 3]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
         policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
         policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
         assert_eq!(order(&policy), [1, 2, 3, 0]);
-        assert_eq!(evict(&policy, &h), 2);
+        assert_eq!(h.evict(&policy), 2);
         // Frame 1 stayed at the LRU end and is proposed again.
         assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
         policy.on_rejected(FrameId(1), Rejection::Root, &h[1]);
-        assert_eq!(evict(&policy, &h), 3);
-        assert_eq!(evict(&policy, &h), 0);
-        assert_eq!(evict(&policy, &h), 1);
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(h.evict(&policy), 1);
         assert_eq!(policy.next_candidate(&h), None);
     }
 
@@ -193,7 +175,7 @@ mod tests {
     fn r4_cursor_wraps_when_every_frame_has_swizzled_children() {
         let policy = Lru::new(3);
         let h = TestHooks::new(3);
-        insert(&policy, &h, &[0, 1, 2]);
+        h.insert(&policy, &[0, 1, 2]);
         let mut proposals = Vec::new();
         for _ in 0..4 {
             let victim = policy.next_candidate(&h).unwrap();

@@ -124,28 +124,6 @@ mod tests {
     use super::*;
     use crate::TestHooks;
 
-    fn insert(policy: &Sieve, h: &TestHooks, frames: &[u32]) {
-        for &f in frames {
-            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &h[f as usize]);
-        }
-    }
-
-    fn hit(policy: &Sieve, h: &TestHooks, frames: &[u32]) {
-        for &f in frames {
-            policy.on_hit(FrameId(f), &h[f as usize]);
-        }
-    }
-
-    fn evict(policy: &Sieve, h: &TestHooks) -> u32 {
-        let victim = policy.next_candidate(h).unwrap();
-        policy.on_remove(victim, true, &h[victim.index()]);
-        victim.0
-    }
-
-    fn bits(h: &TestHooks) -> Vec<u32> {
-        h.iter().map(FrameHook::get).collect()
-    }
-
     /// Hand-worked example (README "SIEVE"), capacity 4, queue written tail (oldest) first:
     /// - load 0 1 2 3, hit 0 1: hand starts at the tail, clears 0 and 1, proposes 2.
     /// - evict 2 (hand -> 3), load 2 at the head: queue [0 1 3 2]; hit 0.
@@ -156,18 +134,18 @@ mod tests {
     fn r4_hand_worked_example() {
         let policy = Sieve::new(4);
         let h = TestHooks::new(4);
-        insert(&policy, &h, &[0, 1, 2, 3]);
-        hit(&policy, &h, &[0, 1, 1]);
-        assert_eq!(evict(&policy, &h), 2);
-        assert_eq!(bits(&h), [0, 0, 0, 0]);
-        insert(&policy, &h, &[2]);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[0, 1, 1]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.bits(), [0, 0, 0, 0]);
+        h.insert(&policy, &[2]);
         assert_eq!(policy.state.lock().tracked.queue.oldest_first(), [0, 1, 3, 2]);
-        hit(&policy, &h, &[0]);
-        assert_eq!(evict(&policy, &h), 3);
-        assert_eq!(evict(&policy, &h), 2);
-        assert_eq!(bits(&h), [1, 0, 0, 0], "the hand has not reached frame 0 again yet");
-        assert_eq!(evict(&policy, &h), 1);
-        assert_eq!(evict(&policy, &h), 0);
+        h.hit(&policy, &[0]);
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.bits(), [1, 0, 0, 0], "the hand has not reached frame 0 again yet");
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(h.evict(&policy), 0);
         assert_eq!(policy.next_candidate(&h), None);
     }
 
@@ -177,8 +155,8 @@ mod tests {
     fn r4_hand_persists_across_calls() {
         let policy = Sieve::new(3);
         let h = TestHooks::new(3);
-        insert(&policy, &h, &[0, 1, 2]);
-        hit(&policy, &h, &[0]);
+        h.insert(&policy, &[0, 1, 2]);
+        h.hit(&policy, &[0]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
         assert_eq!(policy.next_candidate(&h), Some(FrameId(1)), "ignored proposal repeats");
         policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
@@ -187,9 +165,9 @@ mod tests {
         // Hand on 2 (now visited): clears it, wraps to 0 (cleared earlier), proposes 0.
         assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
         policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
-        assert_eq!(evict(&policy, &h), 1);
-        assert_eq!(evict(&policy, &h), 2);
-        assert_eq!(evict(&policy, &h), 0);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.evict(&policy), 0);
         assert_eq!(policy.next_candidate(&h), None);
     }
 }
