@@ -193,6 +193,71 @@ impl Policy for Gclock {
         self.hand.store(hand, Ordering::Relaxed);
         proposal.or_else(|| fallback.result())
     }
+
+    /// Graefe's sweep un-swizzles leaves "with no recent usage as indicated by the g-clock
+    /// counter" (R9): a counter of 0 admits the leaf; any other counter is decremented like the
+    /// hand does (never below 0) and the leaf stays. A blocked frame is never admitted.
+    fn sweep_admits(&self, _frame: FrameId, hook: &FrameHook) -> bool {
+        match hook.get() {
+            0 => true,
+            BLOCKED => false,
+            value => {
+                let _ = hook.compare_exchange(value, value - 1);
+                false
+            }
+        }
+    }
+}
+
+/// Graefe et al. 2014 §4.2 as one named policy: GCLOCK counters, with the depth-first sweep of
+/// the cached trees as the *first* way to find victims in swizzling mode (R9), and the GCLOCK hand
+/// for whatever the sweep could not free (and in the other modes, and offline, where there is no
+/// tree to sweep). Plain [`Gclock`] is the other way round: hand first, sweep as the fallback.
+pub struct GclockSweep(Gclock);
+
+impl GclockSweep {
+    /// GCLOCK with weight `k` over frames `0..capacity`, preferring the sweep.
+    ///
+    /// # Panics
+    /// As [`Gclock::new`].
+    #[must_use]
+    pub fn new(capacity: usize, k: u16) -> GclockSweep {
+        GclockSweep(Gclock::new(capacity, k))
+    }
+}
+
+impl Policy for GclockSweep {
+    fn name(&self) -> String {
+        format!("gclock-sweep(k={})", self.0.k)
+    }
+
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        self.0.on_insert(frame, page, hook);
+    }
+
+    fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
+        self.0.on_hit(frame, hook);
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
+        self.0.on_rejected(frame, why, hook);
+    }
+
+    fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
+        self.0.on_remove(frame, evicted, hook);
+    }
+
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.0.next_candidate(hooks)
+    }
+
+    fn prefers_sweep(&self) -> bool {
+        true
+    }
+
+    fn sweep_admits(&self, frame: FrameId, hook: &FrameHook) -> bool {
+        self.0.sweep_admits(frame, hook)
+    }
 }
 
 #[cfg(test)]
@@ -382,6 +447,23 @@ mod tests {
     #[should_panic(expected = "outside")]
     fn zero_weight_is_refused() {
         let _ = Gclock::new(4, 0);
+    }
+
+    /// R9: a leaf found by the sweep is admitted only at counter 0; otherwise the visit ages it
+    /// by one, so a leaf hit once is admitted on the (k + 1)-th visit; roots never.
+    #[test]
+    fn r9_sweep_admits_leaves_by_counter() {
+        let policy = GclockSweep::new(3, 2);
+        let h = TestHooks::new(3);
+        h.insert(&policy, &[0, 1, 2]);
+        h.hit(&policy, &[1]);
+        policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
+        assert!(policy.sweep_admits(FrameId(0), &h[0]));
+        let visits: Vec<bool> = (0..3).map(|_| policy.sweep_admits(FrameId(1), &h[1])).collect();
+        assert_eq!(visits, [false, false, true]);
+        assert!(!policy.sweep_admits(FrameId(2), &h[2]));
+        assert!(policy.prefers_sweep() && !Gclock::new(3, 2).prefers_sweep());
+        assert_eq!(policy.name(), "gclock-sweep(k=2)");
     }
 
     #[test]

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Clock, Fifo, Gclock, Lru, Policy, RandomPolicy, Sieve};
+use crate::{Clock, Fifo, Gclock, GclockSweep, Lru, Policy, RandomPolicy, Sieve};
 
 /// The accepted spellings, for error messages.
-const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K) with 1 <= K <= 65534";
+const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K), gclock-sweep, gclock-sweep:K, gclock-sweep(k=K) with 1 <= K <= 65534";
 
 /// Which replacement policy to build. Parses case-insensitively from `random`, `fifo`, `clock`,
 /// `lru`, `sieve`, `gclock`, `gclock:K` and `gclock(k=K)`; displays as the canonical spelling
@@ -28,6 +28,11 @@ pub enum PolicyKind {
     Lru,
     /// [`Sieve`].
     Sieve,
+    /// [`GclockSweep`]: Graefe's GCLOCK with the depth-first sweep first.
+    GclockSweep {
+        /// The counter value a hit sets.
+        k: u16,
+    },
 }
 
 /// A policy name [`PolicyKind`] does not accept.
@@ -49,6 +54,7 @@ impl PolicyKind {
             PolicyKind::Clock,
             PolicyKind::Lru,
             PolicyKind::Sieve,
+            PolicyKind::GclockSweep { k: Gclock::DEFAULT_K },
         ]
     }
 
@@ -67,6 +73,7 @@ impl PolicyKind {
             PolicyKind::Clock => Box::new(Clock::new(capacity)),
             PolicyKind::Lru => Box::new(Lru::new(capacity)),
             PolicyKind::Sieve => Box::new(Sieve::new(capacity)),
+            PolicyKind::GclockSweep { k } => Box::new(GclockSweep::new(capacity, k)),
         }
     }
 }
@@ -86,6 +93,7 @@ impl fmt::Display for PolicyKind {
             PolicyKind::Clock => f.write_str("clock"),
             PolicyKind::Lru => f.write_str("lru"),
             PolicyKind::Sieve => f.write_str("sieve"),
+            PolicyKind::GclockSweep { k } => write!(f, "gclock-sweep(k={k})"),
         }
     }
 }
@@ -104,8 +112,9 @@ impl FromStr for PolicyKind {
             "sieve" => return Ok(PolicyKind::Sieve),
             _ => {}
         }
-        let Some(rest) = name.strip_prefix("gclock") else {
-            return Err(unknown());
+        let (sweep, rest) = match name.strip_prefix("gclock-sweep") {
+            Some(rest) => (true, rest),
+            None => (false, name.strip_prefix("gclock").ok_or_else(unknown)?),
         };
         let k = if rest.is_empty() {
             Gclock::DEFAULT_K
@@ -117,7 +126,7 @@ impl FromStr for PolicyKind {
             digits.trim().parse::<u16>().map_err(|_| unknown())?
         };
         if (1..=Gclock::MAX_K).contains(&k) {
-            Ok(PolicyKind::Gclock { k })
+            Ok(if sweep { PolicyKind::GclockSweep { k } } else { PolicyKind::Gclock { k } })
         } else {
             Err(unknown())
         }
@@ -141,6 +150,9 @@ mod tests {
             ("Clock", PolicyKind::Clock),
             (" LRU", PolicyKind::Lru),
             ("sieve", PolicyKind::Sieve),
+            ("gclock-sweep", PolicyKind::GclockSweep { k: 10 }),
+            ("GCLOCK-Sweep:2", PolicyKind::GclockSweep { k: 2 }),
+            ("gclock-sweep(k=3)", PolicyKind::GclockSweep { k: 3 }),
         ];
         for (input, expected) in cases {
             assert_eq!(input.parse::<PolicyKind>(), Ok(expected), "{input:?}");
@@ -164,6 +176,8 @@ mod tests {
             "gclock(k=3",
             "gclock(3)",
             "gclock10",
+            "gclock-sweep:0",
+            "gclock-sweeps",
         ] {
             let err = input.parse::<PolicyKind>().unwrap_err();
             assert_eq!(err.input, input);

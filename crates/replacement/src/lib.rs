@@ -12,18 +12,22 @@ mod clock;
 mod fifo;
 mod gclock;
 mod kind;
+mod leaf;
 mod list;
 mod lru;
 mod random;
 mod sieve;
+mod spec;
 
 pub use clock::Clock;
 pub use fifo::Fifo;
-pub use gclock::Gclock;
+pub use gclock::{Gclock, GclockSweep};
 pub use kind::{PolicyKind, UnknownPolicy};
+pub use leaf::LeafOnly;
 pub use lru::Lru;
 pub use random::RandomPolicy;
 pub use sieve::Sieve;
+pub use spec::PolicySpec;
 use std::sync::atomic::{AtomicU32, Ordering};
 pub use swizzledb_sync::{FrameId, PageId};
 
@@ -162,6 +166,25 @@ pub trait Policy: Send + Sync {
     /// Proposes the next eviction candidate among frames that hold a page, or `None` when the
     /// policy tracks no resident frame (R4). `hooks` gives access to every frame's hook.
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId>;
+
+    /// The resident `frame` gained its first swizzled child (`true`) or lost its last one
+    /// (`false`), so it stopped or started being a leaf of the cached subtree (R8). Only the
+    /// swizzling pool calls this; most policies ignore it and learn about such frames through
+    /// `SwizzledChildren` rejections instead.
+    fn on_children(&self, _frame: FrameId, _swizzled: bool, _hook: &FrameHook) {}
+
+    /// True if, in swizzling mode, the pool should evict through the depth-first sweep first and
+    /// ask [`Policy::next_candidate`] only for the rest (R9).
+    fn prefers_sweep(&self) -> bool {
+        false
+    }
+
+    /// The depth-first sweep found `frame`, a leaf of the cached subtree: may it be evicted
+    /// (R9)? A policy with usage statistics can age the frame and refuse it. The default admits
+    /// every leaf.
+    fn sweep_admits(&self, _frame: FrameId, _hook: &FrameHook) -> bool {
+        true
+    }
 }
 
 /// Fresh hooks for the inline tests. `[FrameHook]` is unsized, so a slice cannot itself be passed
