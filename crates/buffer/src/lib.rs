@@ -24,5 +24,5 @@ pub use meta::{validate_tree_name, MAX_TREE_NAME};
 pub use pool::{BufferPool, PageOwner, PoolConfig, PoolMode, MIN_FRAMES};
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
-pub use swizzledb_replacement::PolicyKind;
+pub use swizzledb_replacement::{PolicyKind, PolicySpec};
 pub use swizzledb_sync::{FrameId, Lsn, PageId};

@@ -8,7 +8,7 @@ use crate::guard::{Exclusive, LatchKind, PageGuard};
 use crate::meta::Meta;
 use crate::page::{self, get_u64, put_u64, PageType};
 use crate::page_table::PageTable;
-use crate::stats::{bump, Registry, Stats};
+use crate::stats::{add, bump, Registry, Stats};
 use crate::swip::{Swip, SwipTarget};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -16,7 +16,8 @@ use std::path::Path;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::Arc;
-use swizzledb_replacement::{FrameHook, HookTable, Policy, PolicyKind, Rejection};
+use std::time::Instant;
+use swizzledb_replacement::{FrameHook, HookTable, Policy, PolicySpec, Rejection};
 use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
 
 /// How child references are followed (chosen at open; all other code is shared).
@@ -82,8 +83,8 @@ pub struct PoolConfig {
     pub pool_bytes: usize,
     /// Page size for new files; must match the file when opening.
     pub page_size: usize,
-    /// Replacement policy (ignored in main-memory mode).
-    pub policy: PolicyKind,
+    /// Replacement policy and its wrappers (ignored in main-memory mode).
+    pub policy: PolicySpec,
     /// Seed for randomized policies.
     pub seed: u64,
     /// Open the file with O_DIRECT.
@@ -96,7 +97,7 @@ impl Default for PoolConfig {
             mode: PoolMode::Swizzling,
             pool_bytes: 64 << 20,
             page_size: page::DEFAULT_PAGE_SIZE,
-            policy: PolicyKind::default(),
+            policy: PolicySpec::default(),
             seed: 0x5EED,
             direct_io: false,
         }
@@ -125,6 +126,9 @@ const FREE: u8 = 0;
 const LOADING: u8 = 1;
 const RESIDENT: u8 = 2;
 const NO_PARENT: u32 = u32::MAX;
+/// At most this many sweeps per eviction batch (R9: enough for GCLOCK's default k = 10 to age a
+/// leaf hit just before the batch down to 0).
+const SWEEP_PASSES: usize = 12;
 
 /// A frame descriptor: everything about a frame except its page bytes (B4 names the protection of
 /// each field).
@@ -142,6 +146,8 @@ pub(crate) struct FrameDesc {
     root: AtomicBool,
     /// The frame whose page holds the swizzled swip to this frame (B6), or NO_PARENT.
     parent: AtomicU32,
+    /// How many resident frames name this one as their parent: its swizzled children (B16).
+    kids: AtomicU32,
     /// The replacement policy's word for this frame (R7 of the replacement README): on the
     /// cache line the fix has just loaded for the latch.
     hook: FrameHook,
@@ -552,6 +558,7 @@ impl BufferPool {
         );
         cd.set_parent(Some(parent.frame));
         put_u64(page, off, Swip::frame(child.frame).raw());
+        self.gained_child(parent.frame);
         if upgraded {
             pd.latch.downgrade();
         }
@@ -683,6 +690,7 @@ impl BufferPool {
     pub fn swip_for(&self, child: &PageGuard<'_, Exclusive>, parent: &PageGuard<'_, Exclusive>) -> Swip {
         if self.mode.swizzles() {
             self.desc(child.frame).set_parent(Some(parent.frame));
+            self.gained_child(parent.frame);
             self.count(|b| bump(&b.swizzles));
             Swip::frame(child.frame)
         } else {
@@ -694,7 +702,15 @@ impl BufferPool {
     /// name the new parent. The caller holds both the old and the new parent exclusively.
     pub fn note_swip_moved(&self, swip: Swip, new_parent: &PageGuard<'_, Exclusive>) {
         if let SwipTarget::Frame(f) = swip.target() {
-            self.desc(f).set_parent(Some(new_parent.frame));
+            let d = self.desc(f);
+            let old = d.parent();
+            if old != Some(new_parent.frame) {
+                d.set_parent(Some(new_parent.frame));
+                self.gained_child(new_parent.frame);
+                if let Some(old) = old {
+                    self.lost_child(old);
+                }
+            }
         }
     }
 
@@ -725,7 +741,12 @@ impl BufferPool {
         let f = g.into_frame();
         let d = self.desc(f);
         debug_assert!(!d.root.load(Relaxed), "B5: roots are never freed");
+        debug_assert_eq!(d.kids.load(Relaxed), 0, "B16: freeing a page with swizzled children");
+        let parent = d.parent();
         d.set_parent(None);
+        if let Some(p) = parent {
+            self.lost_child(p);
+        }
         self.table.remove(pid, f);
         d.state.store(FREE, Release);
         d.dirty.store(false, Relaxed);
@@ -735,6 +756,26 @@ impl BufferPool {
         d.latch.unlock_exclusive();
         self.push_free(f);
         self.meta.lock().free_pages.push(pid);
+    }
+
+    /// B16: `parent` now holds one more swizzled swip; the policy hears of its first (R8). Called
+    /// with the parent latched exclusively.
+    fn gained_child(&self, parent: FrameId) {
+        let d = self.desc(parent);
+        if d.kids.fetch_add(1, Relaxed) == 0 && self.mode != PoolMode::MainMemory {
+            self.policy.on_children(parent, true, &d.hook);
+        }
+    }
+
+    /// B16: `parent` holds one swizzled swip fewer; the policy hears of its last (R8). Called
+    /// with the parent latched exclusively.
+    fn lost_child(&self, parent: FrameId) {
+        let d = self.desc(parent);
+        let before = d.kids.fetch_sub(1, Relaxed);
+        debug_assert!(before > 0, "B16: {parent} lost a swizzled child it did not have");
+        if before == 1 && self.mode != PoolMode::MainMemory {
+            self.policy.on_children(parent, false, &d.hook);
+        }
     }
 
     fn has_swizzled_children(&self, page: &[u8]) -> bool {
@@ -824,7 +865,7 @@ impl BufferPool {
         let target = self.free_count.load(Relaxed) + frames;
         let mut freed = 0;
         while self.free_count.load(Relaxed) < target {
-            let n = self.sweep(target)?;
+            let n = self.sweep_passes(target)?;
             if n == 0 {
                 break;
             }
@@ -833,11 +874,27 @@ impl BufferPool {
         Ok(freed)
     }
 
-    /// Evicts until the high watermark of free frames is reached (B13). Called with the eviction
-    /// lock held.
+    /// Evicts until the high watermark of free frames is reached (B13), timing the batch. Called
+    /// with the eviction lock held.
     fn evict_batch(&self) -> Result<()> {
+        let started = Instant::now();
+        let result = self.evict_batch_untimed();
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.count(|b| {
+            bump(&b.eviction_rounds);
+            add(&b.eviction_nanos, nanos);
+        });
+        result
+    }
+
+    fn evict_batch_untimed(&self) -> Result<()> {
         let target = self.high_watermark.max(1);
         let mut freed = 0usize;
+        // R9: a policy may ask for the sweep first; otherwise it is the fallback (B14).
+        let sweep_first = self.mode == PoolMode::Swizzling && self.policy.prefers_sweep();
+        if sweep_first {
+            freed += self.sweep_passes(target)?;
+        }
         let max_proposals = 2 * self.frames.len() + 16;
         let mut proposals = 0;
         while self.free_count.load(Relaxed) < target && proposals < max_proposals {
@@ -845,13 +902,24 @@ impl BufferPool {
                 break;
             };
             proposals += 1;
+            self.count(|b| bump(&b.proposals));
             match self.try_evict(c)? {
                 None => freed += 1,
-                Some(why) => self.policy.on_rejected(c, why, &self.desc(c).hook),
+                Some(why) => {
+                    self.count(|b| {
+                        bump(match why {
+                            Rejection::InUse => &b.rejected_in_use,
+                            Rejection::Root => &b.rejected_root,
+                            Rejection::SwizzledChildren => &b.rejected_swizzled_children,
+                            Rejection::NotResident => &b.rejected_not_resident,
+                        });
+                    });
+                    self.policy.on_rejected(c, why, &self.desc(c).hook);
+                }
             }
         }
-        if self.free_count.load(Relaxed) < target && self.mode == PoolMode::Swizzling {
-            freed += self.sweep(target)?;
+        if !sweep_first && self.free_count.load(Relaxed) < target && self.mode == PoolMode::Swizzling {
+            freed += self.sweep_passes(target)?;
         }
         if freed == 0 && self.free_count.load(Relaxed) == 0 {
             return Err(BufferError::PoolExhausted { frames: self.frames.len() });
@@ -898,7 +966,8 @@ impl BufferPool {
         let pid = self.frame_page_id(f);
         // SAFETY: B1 — we hold f's latch exclusively.
         let page = unsafe { self.page_mut(f) };
-        if self.mode.swizzles() && self.has_swizzled_children(page) {
+        debug_assert_eq!(d.kids.load(Relaxed) > 0, self.has_swizzled_children(page), "B16 for {f}");
+        if d.kids.load(Relaxed) > 0 {
             return reject(Rejection::SwizzledChildren);
         }
         // Find the swizzled swip in the parent before changing anything (B6).
@@ -937,6 +1006,9 @@ impl BufferPool {
             self.count(|b| bump(&b.unswizzles));
         }
         d.set_parent(None);
+        if let Some(p) = parent {
+            self.lost_child(p);
+        }
         self.table.remove(pid, f);
         d.state.store(FREE, Release);
         self.policy.on_remove(f, true, &d.hook);
@@ -947,15 +1019,32 @@ impl BufferPool {
         Ok(None)
     }
 
+    /// Repeats the sweep while it frees too little but the policy refused leaves (R9): each
+    /// refusal ages a leaf, so a few passes reach leaves that were used recently. Bounded by
+    /// [`SWEEP_PASSES`]; returns the frames freed.
+    fn sweep_passes(&self, target: usize) -> Result<usize> {
+        let mut freed = 0;
+        for _ in 0..SWEEP_PASSES {
+            let (n, refused) = self.sweep(target)?;
+            freed += n;
+            if self.free_count.load(Relaxed) >= target || (n == 0 && refused == 0) {
+                break;
+            }
+        }
+        Ok(freed)
+    }
+
     /// Graefe's depth-first sweep (B14): walks the cached part of each tree from its root, leaf-first,
-    /// and evicts pages without swizzled children. Used when the policy found too few victims.
-    fn sweep(&self, target: usize) -> Result<usize> {
+    /// and evicts pages without swizzled children that the policy admits (R9). Returns the frames
+    /// freed and the leaves the policy refused.
+    fn sweep(&self, target: usize) -> Result<(usize, usize)> {
         let roots = self.roots.lock().clone();
         let start = self.sweep_cursor.fetch_add(1, Relaxed);
         let mut candidates = Vec::new();
         let mut stack: Vec<FrameId> = roots;
         let mut offs = Vec::new();
         let want = target.max(1) * 2;
+        let mut refused = 0;
         while let Some(f) = stack.pop() {
             let d = self.desc(f);
             if !d.latch.try_lock_shared() {
@@ -978,11 +1067,16 @@ impl BufferPool {
                 .collect();
             d.latch.unlock_shared();
             if children.is_empty() {
-                if !d.root.load(Relaxed) {
-                    candidates.push(f);
-                    if candidates.len() >= want {
-                        break;
-                    }
+                if d.root.load(Relaxed) {
+                    continue;
+                }
+                if !self.policy.sweep_admits(f, &d.hook) {
+                    refused += 1;
+                    continue;
+                }
+                candidates.push(f);
+                if candidates.len() >= want {
+                    break;
                 }
             } else {
                 // Rotate the starting child so successive sweeps resume elsewhere.
@@ -999,7 +1093,11 @@ impl BufferPool {
                 freed += 1;
             }
         }
-        Ok(freed)
+        self.count(|b| {
+            add(&b.sweep_evictions, freed as u64);
+            add(&b.sweep_refusals, refused as u64);
+        });
+        Ok((freed, refused))
     }
 
     // ----------------------------------------------------------------------------------------
@@ -1064,7 +1162,22 @@ impl BufferPool {
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         let mut resident = 0;
         let mut offs = Vec::new();
+        let mut kids = vec![0u32; self.frames.len()];
+        for d in self.frames.iter() {
+            if d.state.load(Acquire) == RESIDENT {
+                if let Some(p) = d.parent() {
+                    kids[p.index()] += 1;
+                }
+            }
+        }
         for (i, d) in self.frames.iter().enumerate() {
+            if d.kids.load(Relaxed) != kids[i] {
+                return Err(format!(
+                    "B16: frame {i} counts {} swizzled children, {} frames name it as parent",
+                    d.kids.load(Relaxed),
+                    kids[i]
+                ));
+            }
             let f = FrameId(i as u32);
             if d.latch.is_latched() {
                 return Err(format!("{f} is still latched"));

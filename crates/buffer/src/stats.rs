@@ -50,12 +50,27 @@ counters! {
     write_backs: "Dirty pages written (eviction and flush).",
     pages_read: "Pages read from the file.",
     pages_written: "Pages written to the file (including metadata and free-chain pages).",
+    eviction_rounds: "Batches run by the evicting thread (B13): each one call of the evictioner.",
+    eviction_nanos: "Wall-clock nanoseconds spent in eviction batches, sweeps included.",
+    proposals: "Candidates the policy proposed.",
+    rejected_in_use: "Proposals refused because a latch on the frame or its parent was held.",
+    rejected_root: "Proposals refused because the frame holds a tree root.",
+    rejected_swizzled_children: "Proposals refused because the page has swizzled children.",
+    rejected_not_resident: "Proposals refused because the frame held no page any more.",
+    sweep_evictions: "Frames freed by the depth-first sweep (B14) rather than by a proposal.",
+    sweep_refusals: "Leaves the sweep found but the policy refused (recently used, R9).",
 }
 
 /// Adds one to a counter owned by the current thread (single writer: load + store).
 #[inline]
 pub(crate) fn bump(c: &AtomicU64) {
     c.store(c.load(Relaxed) + 1, Relaxed);
+}
+
+/// Adds `n` to a counter owned by the current thread (single writer: load + store).
+#[inline]
+pub(crate) fn add(c: &AtomicU64, n: u64) {
+    c.store(c.load(Relaxed) + n, Relaxed);
 }
 
 /// The registry of one pool's per-thread blocks.

@@ -21,7 +21,7 @@ use std::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use swizzledb::{PolicyKind, PoolMode};
+use swizzledb::{PolicySpec, PoolMode};
 use units::{Sweep, SweepVar, WorkingSet};
 
 #[derive(Parser)]
@@ -158,9 +158,10 @@ struct Common {
     /// Page size in bytes (4KiB to 32KiB, a power of two)
     #[arg(long, default_value = "8192", value_parser = units::parse_size)]
     page_size: u64,
-    /// Replacement policy: gclock, gclock:K or random
+    /// Replacement policy, e.g. gclock, gclock:4, random, clock, lru, sieve, gclock-sweep; prefix
+    /// leaf- for the structure-aware variant (leaf-lru); an unknown name lists them all
     #[arg(long, default_value = "gclock")]
-    policy: PolicyKind,
+    policy: PolicySpec,
     /// Seconds per measurement
     #[arg(long, default_value = "3", value_parser = units::parse_positive_seconds)]
     duration: f64,
@@ -541,7 +542,7 @@ fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
         mode: units::Modes(PoolMode::ALL.to_vec()),
         threads: 1,
         page_size: 8192,
-        policy: PolicyKind::default(),
+        policy: PolicySpec::default(),
         duration: 1.0,
         warmup: 0.5,
         repeat: 2,

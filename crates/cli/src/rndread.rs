@@ -13,7 +13,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
-use swizzledb::{BufferError, Database, Error, PolicyKind, PoolMode, Stats, Tree};
+use swizzledb::{BufferError, Database, Error, PolicySpec, PoolMode, Stats, Tree};
 
 /// Key (8) plus value (120) bytes: the logical size of one record.
 pub const RECORD_BYTES: u64 = 128;
@@ -43,7 +43,7 @@ pub struct Config {
     /// Page size in bytes.
     pub page_size: usize,
     /// Replacement policy.
-    pub policy: PolicyKind,
+    pub policy: PolicySpec,
     /// Seconds per measurement.
     pub duration: f64,
     /// Set when a measurement times a fixed number of operations instead of `duration` (inserts).
@@ -471,7 +471,7 @@ mod tests {
             modes: PoolMode::ALL.to_vec(),
             pool_bytes: 8 << 20,
             page_size: 4096,
-            policy: PolicyKind::default(),
+            policy: PolicySpec::default(),
             duration: 0.02,
             timed_ops: None,
             warmup: 0.0,

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use swizzledb_btree::BTreeOwner;
 
 pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
-pub use swizzledb_buffer::{BufferError, PolicyKind, PoolConfig, PoolMode, Stats};
+pub use swizzledb_buffer::{BufferError, PolicyKind, PolicySpec, PoolConfig, PoolMode, Stats};
 
 /// Every error SwizzleDB returns.
 #[derive(Debug, thiserror::Error)]
@@ -93,10 +93,11 @@ impl Builder {
         self
     }
 
-    /// Replacement policy (default GCLOCK with k = 10).
+    /// Replacement policy (default GCLOCK with k = 10): a [`PolicyKind`], or a [`PolicySpec`] for
+    /// a wrapped one such as `leaf-lru`.
     #[must_use]
-    pub fn policy(mut self, policy: PolicyKind) -> Self {
-        self.config.policy = policy;
+    pub fn policy(mut self, policy: impl Into<PolicySpec>) -> Self {
+        self.config.policy = policy.into();
         self
     }
 
