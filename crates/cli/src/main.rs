@@ -11,6 +11,7 @@ mod drift;
 mod fixcost;
 mod insert;
 mod plot;
+mod policies;
 mod report;
 mod rndread;
 mod units;
@@ -82,6 +83,58 @@ enum Experiment {
     /// The cost of one fix() hit per buffer mode and latch mode, in nanoseconds (Graefe et al.
     /// 2014; Gilbert 2017 found a swizzled fix about 30% cheaper than a page-table fix)
     Fix(FixArgs),
+    /// Gilbert 2017 Figs. 3.4/3.5/3.9: lookups with each replacement policy, swizzling off and
+    /// on, at pools of a fraction of the data: throughput, hit ratio, evictioner time per call and
+    /// refused candidates (about 5 minutes with the defaults)
+    Policies(PoliciesArgs),
+}
+
+/// The policies compared by default: Gilbert's three, the classics, the adaptive ones, today's
+/// FIFO-based ones, and the structure-aware variants.
+const DEFAULT_POLICIES: &str =
+    "random,gclock,car,clock,lru,2q,arc,lirs,clock-pro,sieve,s3-fifo,leaf-gclock,gclock-sweep";
+
+#[derive(Args)]
+struct PoliciesArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records to load (1000000, 1e6 or 1M)
+    #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Records looked up: a percentage of the records or bytes [default: all records]
+    #[arg(long, value_parser = units::parse_working_set)]
+    working_set: Option<WorkingSet>,
+    /// Policies to compare, comma-separated (replaces --policy)
+    #[arg(long, default_value = DEFAULT_POLICIES, value_delimiter = ',')]
+    policies: Vec<PolicySpec>,
+    /// Pool sizes as percentages of the data, comma-separated
+    #[arg(long, default_value = "25%,50%", value_delimiter = ',', value_parser = parse_fraction)]
+    fractions: Vec<f64>,
+    /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 for uniform keys
+    #[arg(long, default_value = "0.9", value_parser = parse_zipf)]
+    zipf: f64,
+}
+
+fn parse_fraction(input: &str) -> Result<f64, String> {
+    let s = input.trim();
+    let v: f64 = s
+        .strip_suffix('%')
+        .unwrap_or(s)
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid pool fraction {input:?}; expected a percentage such as 25%"))?;
+    if v > 0.0 && v <= 100.0 {
+        Ok(v / 100.0)
+    } else {
+        Err(format!("pool fraction {input:?} must be above 0% and at most 100%"))
+    }
+}
+
+fn parse_zipf(input: &str) -> Result<f64, String> {
+    match input.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("invalid Zipf exponent {input:?}; expected a number >= 0 (0: uniform)")),
+    }
 }
 
 #[derive(Args)]
@@ -240,6 +293,7 @@ fn main() -> ExitCode {
         Command::Experiment { which: Experiment::Fig13(args) } => bench_drift("graefe-fig13", &args),
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
         Command::Experiment { which: Experiment::Fix(args) } => fix_cost(&args),
+        Command::Experiment { which: Experiment::Policies(args) } => policies_experiment(&args),
         Command::Experiment { which: Experiment::Fig12(args) } => {
             bench_insert("graefe-fig12", &args.common, args.records, None, None)
         }
@@ -300,6 +354,7 @@ fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String
         experiment: experiment.to_string(),
         records: 0,
         working_set: 0,
+        zipf: None,
         threads: usize::from(c.threads),
         modes: c.mode.0.clone(),
         pool_bytes: to_usize("--pool", pool)?,
@@ -504,6 +559,58 @@ fn fix_cost(args: &FixArgs) -> Result<ExitCode, Box<dyn Error>> {
     }
     write_plot(args.common.out.as_deref(), "fix", &report::fix_chart(&cfg, &samples))?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn policies_experiment(args: &PoliciesArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let c = &args.common;
+    if c.policy != PolicySpec::default() {
+        return Err(Usage("this experiment compares --policies; --policy does not apply".into()).into());
+    }
+    let modes: Vec<PoolMode> = c.mode.0.iter().copied().filter(|&m| m != PoolMode::MainMemory).collect();
+    if modes.is_empty() {
+        return Err(Usage("main-memory mode never evicts; choose traditional and/or swizzling".into()).into());
+    }
+    let mut base =
+        base_config("gilbert-policies", c, rndread::default_pool_bytes(args.records)).map_err(Usage)?;
+    base.records = args.records;
+    base.working_set = working_set_records(args.working_set, args.records).map_err(Usage)?;
+    base.zipf = (args.zipf > 0.0).then_some(args.zipf);
+    let mut fractions = args.fractions.clone();
+    fractions.sort_by(f64::total_cmp);
+    fractions.dedup();
+    let mut policies = args.policies.clone();
+    policies.dedup();
+    let plan = policies::Plan { base, policies, modes, fractions };
+    prepare_out(c.out.as_deref()).map_err(Usage)?;
+    let (variants, data_bytes) = policies::run(&plan, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    policies::print_tables(&mut out, &plan, &variants, data_bytes)?;
+    policies::print_checks(&mut out, &plan, &variants)?;
+    drop(out);
+    if let Some(dir) = c.out.as_deref() {
+        let csv = dir.join("gilbert-policies.csv");
+        policies::write_csv(&csv, &plan, &variants, data_bytes)
+            .map_err(|e| format!("writing {}: {e}", csv.display()))?;
+        eprintln!("Wrote {}.", csv.display());
+        let throughput = policies::chart(
+            &plan,
+            &variants,
+            "Lookups per replacement policy and pool size (Gilbert 2017, Figs. 3.4/3.5)",
+            "lookups per second",
+            |m| Some(m.throughput()),
+        );
+        write_plot(Some(dir), "gilbert-policies-throughput", &throughput)?;
+        let hits = policies::chart(
+            &plan,
+            &variants,
+            "Hit ratio per replacement policy and pool size",
+            "hit ratio (%)",
+            policies::measurement_hit_ratio,
+        );
+        write_plot(Some(dir), "gilbert-policies-hit-ratio", &hits)?;
+    }
+    let failed = variants.iter().any(|v| v.error.is_some());
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 fn fig10_configs(c: &Common, pool: u64, max_factor: u64) -> Result<Vec<Config>, String> {

@@ -370,7 +370,7 @@ pub fn write_series_csv(path: &Path, samples: &[crate::drift::Sample]) -> io::Re
 }
 
 /// Writes rows with the first column left-aligned and the others right-aligned.
-fn write_aligned(out: &mut impl Write, table: &[Vec<String>]) -> io::Result<()> {
+pub(crate) fn write_aligned(out: &mut impl Write, table: &[Vec<String>]) -> io::Result<()> {
     let cols = table.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| table.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))

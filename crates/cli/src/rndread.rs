@@ -32,8 +32,11 @@ pub struct Config {
     pub experiment: String,
     /// Records loaded (keys `0..records`).
     pub records: u64,
-    /// Records looked up: keys are drawn uniformly from `0..working_set` (at most `records`).
+    /// Records looked up: keys are drawn from `0..working_set` (at most `records`).
     pub working_set: u64,
+    /// Key popularity: `None` draws keys uniformly; `Some(s)` draws ranks from a Zipf law with
+    /// exponent `s` and scatters them over the working set (see [`KeyDraw`]).
+    pub zipf: Option<f64>,
     /// Lookup threads.
     pub threads: usize,
     /// Buffer modes, one database each.
@@ -197,14 +200,14 @@ pub struct OpenDatabases {
 
 /// A loaded database; its file is deleted when this is dropped (first, so that nothing is left
 /// behind even if the flush fails).
-struct Loaded {
-    _file: TempFile,
-    tree: Tree,
-    db: Database,
+pub(crate) struct Loaded {
+    pub(crate) _file: TempFile,
+    pub(crate) tree: Tree,
+    pub(crate) db: Database,
 }
 
 /// Deletes the file at its path on drop.
-pub(crate) struct TempFile(PathBuf);
+pub(crate) struct TempFile(pub(crate) PathBuf);
 
 impl Drop for TempFile {
     fn drop(&mut self) {
@@ -213,7 +216,7 @@ impl Drop for TempFile {
 }
 
 /// Why a lookup phase ended early.
-enum PhaseError {
+pub(crate) enum PhaseError {
     Engine(Error),
     Verify(String),
 }
@@ -343,6 +346,17 @@ fn measure(
     progress: Progress,
     mode: PoolMode,
 ) -> Result<Measurement, PhaseError> {
+    measure_labelled(cfg, loaded, rep, progress, mode.name())
+}
+
+/// One warm-up and one measured phase; `label` names the database in progress messages.
+pub(crate) fn measure_labelled(
+    cfg: &Config,
+    loaded: &Loaded,
+    rep: usize,
+    progress: Progress,
+    mode: &str,
+) -> Result<Measurement, PhaseError> {
     // Same key sequences for every mode within a repetition, different across phases.
     let seed = cfg.seed ^ ((rep as u64) << 40);
     if cfg.warmup > 0.0 {
@@ -378,13 +392,14 @@ fn lookups(
     seed: u64,
     wait: impl FnOnce(),
 ) -> Result<(u64, f64, Histogram<u64>), PhaseError> {
+    let keys = KeyDraw::new(cfg.working_set, cfg.zipf).map_err(PhaseError::Verify)?;
     let stop = AtomicBool::new(false);
     let start = Instant::now();
     let tallies: Vec<Result<Tally, Error>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let stop = &stop;
-                s.spawn(move || worker(tree, cfg.working_set, seed ^ t as u64, stop))
+                s.spawn(move || worker(tree, keys, seed ^ t as u64, stop))
             })
             .collect();
         wait();
@@ -426,12 +441,61 @@ impl Default for Tally {
     }
 }
 
-fn worker(tree: &Tree, working_set: u64, seed: u64, stop: &AtomicBool) -> Result<Tally, Error> {
+/// How lookup keys are drawn from `0..n`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum KeyDraw {
+    Uniform(u64),
+    /// Zipf ranks `1..=n`; rank `r` maps to key `(r - 1) * step mod n`, a bijection because `step`
+    /// is coprime to `n`, which spreads the hot keys over the whole tree instead of its first
+    /// leaves.
+    Zipf {
+        zipf: rand_distr::Zipf<f64>,
+        n: u64,
+        step: u64,
+    },
+}
+
+impl KeyDraw {
+    /// Uniform over `0..n`, or Zipf with exponent `s` (> 0) over it.
+    ///
+    /// # Errors
+    /// An exponent that is not a positive finite number.
+    pub(crate) fn new(n: u64, zipf: Option<f64>) -> Result<KeyDraw, String> {
+        let Some(s) = zipf else { return Ok(KeyDraw::Uniform(n)) };
+        let zipf = rand_distr::Zipf::new(n, s).map_err(|e| format!("zipf exponent {s}: {e}"))?;
+        // An odd multiplier near n / golden ratio, moved to the next value coprime to n.
+        let mut step = ((n as f64 / 1.618_033_988_75) as u64) | 1;
+        while gcd(step, n) != 1 {
+            step += 2;
+        }
+        Ok(KeyDraw::Zipf { zipf, n, step: step % n.max(1) })
+    }
+
+    #[inline]
+    pub(crate) fn draw(&self, rng: &mut SmallRng) -> u64 {
+        match *self {
+            KeyDraw::Uniform(n) => rng.gen_range(0..n),
+            KeyDraw::Zipf { zipf, n, step } => {
+                let rank = (rng.sample(zipf) as u64).clamp(1, n) - 1;
+                ((u128::from(rank) * u128::from(step)) % u128::from(n)) as u64
+            }
+        }
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+fn worker(tree: &Tree, keys: KeyDraw, seed: u64, stop: &AtomicBool) -> Result<Tally, Error> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut tally = Tally::default();
     while !stop.load(Relaxed) {
         for i in 0..BATCH {
-            let k = rng.gen_range(0..working_set);
+            let k = keys.draw(&mut rng);
             let key = k.to_be_bytes();
             let timed = (i % LATENCY_SAMPLE == 0).then(Instant::now);
             let found = tree.get_with(&key, |v| v.map(|v| is_value_for(v, &key)));
@@ -459,6 +523,29 @@ fn worker(tree: &Tree, working_set: u64, seed: u64, stop: &AtomicBool) -> Result
 mod tests {
     use super::*;
 
+    /// Zipf draws stay in range, rank r always maps to the same key (a bijection of ranks onto
+    /// the working set), and the hottest key gets its Zipf share: 1 / H(1000) = 13.4% for s = 1.
+    #[test]
+    fn zipf_keys_are_a_skewed_permutation_of_the_working_set() {
+        let n = 1000u64;
+        let keys = KeyDraw::new(n, Some(1.0)).unwrap();
+        let KeyDraw::Zipf { step, .. } = keys else { panic!("expected a Zipf draw") };
+        let mapped: std::collections::HashSet<u64> = (0..n).map(|r| r * step % n).collect();
+        assert_eq!(mapped.len() as u64, n, "ranks map one-to-one onto keys");
+        let mut rng = SmallRng::seed_from_u64(3);
+        let mut counts = vec![0u32; n as usize];
+        let draws = 200_000;
+        for _ in 0..draws {
+            counts[keys.draw(&mut rng) as usize] += 1;
+        }
+        let harmonic: f64 = (1..=n).map(|i| 1.0 / i as f64).sum();
+        let top = f64::from(*counts.iter().max().unwrap()) / f64::from(draws);
+        assert!((top - 1.0 / harmonic).abs() < 0.01, "hottest key share {top}");
+        // The second most popular rank is not next to the first: hot keys are scattered.
+        assert!(step > 1 && step < n - 1);
+        assert!(KeyDraw::new(n, Some(-1.0)).is_err() && KeyDraw::new(n, Some(f64::NAN)).is_err());
+    }
+
     #[test]
     fn repetitions_interleave_modes() {
         let dir = std::env::temp_dir().join(format!("swizzledb-interleave-{}", std::process::id()));
@@ -467,6 +554,7 @@ mod tests {
             experiment: "rndread".into(),
             records: 2000,
             working_set: 2000,
+            zipf: None,
             threads: 1,
             modes: PoolMode::ALL.to_vec(),
             pool_bytes: 8 << 20,

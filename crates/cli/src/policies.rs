@@ -1,0 +1,393 @@
+//! Gilbert 2017, Figs. 3.4, 3.5 and 3.9 in miniature: the lookup workload with each replacement
+//! policy, with swizzling off (traditional) and on, at several pool sizes given as a fraction of
+//! the data. Per (pool size, mode, policy): lookups/s, hit ratio, the evictioner's time per call,
+//! and how often the pool refused the policy's candidates, and why.
+//!
+//! The data is loaded once into a base file, which every variant copies and opens with its own
+//! pool and policy, so all variants start from byte-identical trees. All variants of one pool size
+//! are open at once and their repetitions are interleaved (rep 1 of every variant, then rep 2,
+//! ...), so that drift in the machine's speed hits them alike.
+
+use std::error::Error;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use swizzledb::{Database, PolicySpec, PoolMode, Stats};
+
+use crate::report::{self, bytes, summarize, thousands};
+use crate::rndread::{self, Config, Loaded, Measurement, Progress, TempFile};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Everything but mode, policy and pool size (those come from the lists below).
+    pub base: Config,
+    /// Policies compared.
+    pub policies: Vec<PolicySpec>,
+    /// Modes compared (main-memory never evicts, so it has no place here).
+    pub modes: Vec<PoolMode>,
+    /// Pool sizes as fractions of the base file's size, in (0, 1].
+    pub fractions: Vec<f64>,
+}
+
+/// The measurements of one (pool size, mode, policy).
+#[derive(Debug)]
+pub struct Variant {
+    /// Pool size as a fraction of the data.
+    pub fraction: f64,
+    /// Pool bytes.
+    pub pool_bytes: usize,
+    /// Buffer mode.
+    pub mode: PoolMode,
+    /// Replacement policy.
+    pub policy: PolicySpec,
+    /// Measurements in repetition order.
+    pub runs: Vec<Measurement>,
+    /// Why the variant stopped early, if it did.
+    pub error: Option<String>,
+}
+
+impl Variant {
+    fn median(&self, f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
+        let values: Vec<f64> = self.runs.iter().filter_map(f).collect();
+        summarize(&values).map(|s| s.median)
+    }
+
+    /// Median lookups/s.
+    pub fn throughput(&self) -> Option<f64> {
+        self.median(|m| Some(m.throughput()))
+    }
+
+    /// Median hit ratio (hits / fixes).
+    pub fn hit_ratio(&self) -> Option<f64> {
+        self.median(|m| hit_ratio(&m.stats))
+    }
+
+    /// Median evictioner time per call (one eviction batch), in microseconds.
+    pub fn eviction_us(&self) -> Option<f64> {
+        self.median(|m| per(m.stats.eviction_nanos, m.stats.eviction_rounds).map(|ns| ns / 1e3))
+    }
+
+    /// Median rejections of any reason per eviction.
+    pub fn rejections_per_eviction(&self) -> Option<f64> {
+        self.median(|m| per(rejections(&m.stats), m.stats.evictions))
+    }
+}
+
+fn hit_ratio(s: &Stats) -> Option<f64> {
+    per(s.hits, s.fixes)
+}
+
+fn per(num: u64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+fn rejections(s: &Stats) -> u64 {
+    s.rejected_in_use + s.rejected_root + s.rejected_swizzled_children + s.rejected_not_resident
+}
+
+/// The pool for `fraction` of `data_bytes`, never below the pool's minimum of 16 pages.
+fn pool_for(fraction: f64, data_bytes: u64, page_size: usize) -> usize {
+    ((fraction * data_bytes as f64) as usize).max(16 * page_size)
+}
+
+/// Loads the base file, then measures every variant, one pool size at a time.
+///
+/// # Errors
+/// Failures creating, loading or copying the base file, and verification failures (a wrong value
+/// read is a bug, not a result). An engine error in one variant ends only that variant.
+pub fn run(plan: &Plan, progress: Progress) -> Result<(Vec<Variant>, u64), Box<dyn Error>> {
+    let cfg = &plan.base;
+    let pid = std::process::id();
+    let base_path = cfg.dir.join(format!("swizzledb-policies-{pid}-base.swz"));
+    let base_file = {
+        let load_cfg =
+            Config { pool_bytes: rndread::default_pool_bytes(cfg.records) as usize, ..cfg.clone() };
+        let (db, file) = rndread::create(&load_cfg, PoolMode::Traditional, base_path.clone())?;
+        let bar = progress.counter(cfg.records, "loading the base file".to_string());
+        rndread::load(&db, cfg.records, &bar)?;
+        bar.finish_and_clear();
+        db.close()?;
+        file
+    };
+    let data_bytes = std::fs::metadata(&base_path)?.len();
+    progress.say(format_args!("base file: {}", bytes(data_bytes)));
+    let mut variants = Vec::new();
+    for &fraction in &plan.fractions {
+        let pool_bytes = pool_for(fraction, data_bytes, cfg.page_size);
+        let mut open = Vec::new();
+        for &mode in &plan.modes {
+            for &policy in &plan.policies {
+                let path = cfg.dir.join(format!("swizzledb-policies-{pid}-{}.swz", open.len()));
+                let file = copy(&base_path, path)?;
+                let variant_cfg = Config { pool_bytes, policy, ..cfg.clone() };
+                let mut variant =
+                    Variant { fraction, pool_bytes, mode, policy, runs: Vec::new(), error: None };
+                let loaded = Database::builder()
+                    .mode(mode)
+                    .pool_bytes(pool_bytes)
+                    .page_size(cfg.page_size)
+                    .policy(policy)
+                    .seed(cfg.seed)
+                    .direct_io(cfg.direct_io)
+                    .open(&file.0)
+                    .and_then(|db| Ok(Loaded { tree: db.tree("rndread")?, db, _file: file }));
+                match loaded {
+                    Ok(l) => open.push((variant, variant_cfg, Some(l))),
+                    Err(e) => {
+                        variant.error = Some(e.to_string());
+                        open.push((variant, variant_cfg, None));
+                    }
+                }
+            }
+        }
+        for rep in 0..cfg.repeat {
+            for (variant, variant_cfg, live) in &mut open {
+                let Some(loaded) = live else { continue };
+                let label = format!("{} {} {:.0}%", variant.mode, variant.policy, fraction * 100.0);
+                match rndread::measure_labelled(variant_cfg, loaded, rep, progress, &label) {
+                    Ok(m) => variant.runs.push(m),
+                    Err(rndread::PhaseError::Engine(e)) => {
+                        eprintln!("error: {label}: {e}");
+                        variant.error = Some(e.to_string());
+                        *live = None;
+                    }
+                    Err(rndread::PhaseError::Verify(msg)) => return Err(format!("{label}: {msg}").into()),
+                }
+            }
+        }
+        progress.say(format_args!("closing and deleting the copies ..."));
+        variants.extend(open.into_iter().map(|(v, _, _)| v));
+    }
+    drop(base_file);
+    Ok((variants, data_bytes))
+}
+
+fn copy(from: &Path, to: PathBuf) -> Result<TempFile, Box<dyn Error>> {
+    if to.exists() {
+        return Err(format!("{} exists already; remove it or choose another --dir", to.display()).into());
+    }
+    let file = TempFile(to);
+    std::fs::copy(from, &file.0).map_err(|e| format!("copying to {}: {e}", file.0.display()))?;
+    Ok(file)
+}
+
+/// One table per pool size: a row per policy, the modes side by side.
+pub fn print_tables(
+    out: &mut impl Write,
+    plan: &Plan,
+    variants: &[Variant],
+    data_bytes: u64,
+) -> io::Result<()> {
+    let cfg = &plan.base;
+    writeln!(
+        out,
+        "Gilbert 2017 Figs. 3.4/3.5/3.9 in miniature: {} records ({} file), {} of them looked up ({}), \
+         {} thread(s), {} pages, median of {} interleaved repetitions of {} s.",
+        thousands(cfg.records),
+        bytes(data_bytes),
+        thousands(cfg.working_set),
+        cfg.zipf.map_or("uniform".to_string(), |s| format!("Zipf s={s}")),
+        cfg.threads,
+        bytes(cfg.page_size as u64),
+        cfg.repeat,
+        cfg.duration
+    )?;
+    for &fraction in &plan.fractions {
+        let at: Vec<&Variant> = variants.iter().filter(|v| v.fraction == fraction).collect();
+        let Some(first) = at.first() else { continue };
+        writeln!(out, "\npool = {:.0}% of the data ({})", fraction * 100.0, bytes(first.pool_bytes as u64))?;
+        let mut header = vec!["policy".to_string()];
+        for m in &plan.modes {
+            let short = m.name();
+            header.extend([
+                format!("{short} /s"),
+                "hit".into(),
+                "evict us/call".into(),
+                "refused/evict".into(),
+            ]);
+        }
+        let mut table = vec![header];
+        for &policy in &plan.policies {
+            let mut row = vec![policy.to_string()];
+            for &mode in &plan.modes {
+                let v = at.iter().find(|v| v.mode == mode && v.policy == policy);
+                let cell = |f: &dyn Fn(&Variant) -> Option<f64>, fmt: &dyn Fn(f64) -> String| {
+                    v.and_then(|v| f(v)).map_or_else(
+                        || if v.is_some_and(|v| v.error.is_some()) { "FAILED".into() } else { "-".into() },
+                        fmt,
+                    )
+                };
+                row.push(cell(&Variant::throughput, &|x| thousands(x.round() as u64)));
+                row.push(cell(&Variant::hit_ratio, &|x| format!("{:.2}%", x * 100.0)));
+                row.push(cell(&Variant::eviction_us, &|x| format!("{x:.1}")));
+                row.push(cell(&Variant::rejections_per_eviction, &|x| format!("{x:.2}")));
+            }
+            table.push(row);
+        }
+        report::write_aligned(out, &table)?;
+    }
+    for v in variants.iter().filter(|v| v.error.is_some()) {
+        writeln!(out, "{} {} FAILED: {}", v.mode, v.policy, v.error.as_deref().unwrap_or_default())?;
+    }
+    Ok(())
+}
+
+/// The paper's claims next to what this run measured, for the policies the run included.
+pub fn print_checks(out: &mut impl Write, plan: &Plan, variants: &[Variant]) -> io::Result<()> {
+    let find = |fraction: f64, mode: PoolMode, name: &str| {
+        variants.iter().find(|v| v.fraction == fraction && v.mode == mode && v.policy.to_string() == name)
+    };
+    writeln!(out, "\nchecks (Gilbert 2017, Ch. 3; TPC-C there, lookups here):")?;
+    for &fraction in &plan.fractions {
+        let pct = fraction * 100.0;
+        for &mode in &plan.modes {
+            let gclock = find(fraction, mode, "gclock(k=10)");
+            let miss = |v: Option<&Variant>| v.and_then(Variant::hit_ratio).map(|h| 1.0 - h);
+            if let (Some(car), Some(g)) = (miss(find(fraction, mode, "car")), miss(gclock)) {
+                writeln!(
+                    out,
+                    "  {pct:.0}% {mode}: CAR miss ratio / GCLOCK = {:.2} (paper: 0.45-0.82 at small and middle pools)",
+                    car / g
+                )?;
+            }
+            let us = |v: Option<&Variant>| v.and_then(Variant::eviction_us);
+            if let (Some(car), Some(g)) = (us(find(fraction, mode, "car")), us(gclock)) {
+                writeln!(
+                    out,
+                    "  {pct:.0}% {mode}: CAR evictioner time per call / GCLOCK = {:.1} (paper: 28-30, Fig. 3.9)",
+                    car / g
+                )?;
+            }
+            if let (Some(r), Some(g)) = (us(find(fraction, mode, "random")), us(gclock)) {
+                writeln!(
+                    out,
+                    "  {pct:.0}% {mode}: RANDOM evictioner time per call / GCLOCK = {:.2} (paper: 0.5-0.75)",
+                    r / g
+                )?;
+            }
+        }
+        if let [a, b] = plan.modes[..] {
+            let order = |mode: PoolMode| {
+                let mut ranked: Vec<(f64, String)> = plan
+                    .policies
+                    .iter()
+                    .filter_map(|&p| {
+                        let v = variants
+                            .iter()
+                            .find(|v| v.fraction == fraction && v.mode == mode && v.policy == p)?;
+                        Some((v.hit_ratio()?, p.to_string()))
+                    })
+                    .collect();
+                ranked.sort_by(|x, y| y.0.total_cmp(&x.0));
+                ranked.into_iter().map(|(_, n)| n).collect::<Vec<_>>()
+            };
+            let (ra, rb) = (order(a), order(b));
+            let top = |r: &[String]| r.iter().take(3).cloned().collect::<Vec<_>>().join(" > ");
+            writeln!(
+                out,
+                "  {pct:.0}%: best hit ratios {a}: {}; {b}: {} (paper: ranking unchanged by swizzling)",
+                top(&ra),
+                top(&rb)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// CSV header of [`write_csv`].
+pub const CSV_HEADER: &str =
+    "experiment,mode,policy,pool_fraction,pool_bytes,data_bytes,records,working_set,\
+zipf,threads,repetition,lookups_per_sec,fixes,hits,hit_ratio,evictions,eviction_rounds,eviction_us_per_call,\
+proposals,rejected_in_use,rejected_root,rejected_swizzled_children,rejected_not_resident,sweep_evictions,\
+sweep_refusals";
+
+/// One row per variant and repetition.
+pub fn write_csv(path: &Path, plan: &Plan, variants: &[Variant], data_bytes: u64) -> io::Result<()> {
+    let cfg = &plan.base;
+    let mut text = format!("{CSV_HEADER}\n");
+    for v in variants {
+        for m in &v.runs {
+            let s = &m.stats;
+            let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
+            text.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                cfg.experiment,
+                v.mode.name(),
+                v.policy,
+                v.fraction,
+                v.pool_bytes,
+                data_bytes,
+                cfg.records,
+                cfg.working_set,
+                cfg.zipf.map_or(String::new(), |z| z.to_string()),
+                cfg.threads,
+                m.repetition,
+                m.throughput(),
+                s.fixes,
+                s.hits,
+                opt(hit_ratio(s)),
+                s.evictions,
+                s.eviction_rounds,
+                opt(per(s.eviction_nanos, s.eviction_rounds).map(|ns| ns / 1e3)),
+                s.proposals,
+                s.rejected_in_use,
+                s.rejected_root,
+                s.rejected_swizzled_children,
+                s.rejected_not_resident,
+                s.sweep_evictions,
+                s.sweep_refusals,
+            ));
+        }
+    }
+    std::fs::write(path, text)
+}
+
+/// Two panels' worth of series: per mode, the median of `f` per policy against the pool size.
+pub fn chart(
+    plan: &Plan,
+    variants: &[Variant],
+    title: &str,
+    y_label: &str,
+    f: impl Fn(&Measurement) -> Option<f64>,
+) -> crate::plot::Chart {
+    let mut series = Vec::new();
+    for &mode in &plan.modes {
+        for &policy in &plan.policies {
+            let points = variants
+                .iter()
+                .filter(|v| v.mode == mode && v.policy == policy)
+                .filter_map(|v| {
+                    let values: Vec<f64> = v.runs.iter().filter_map(&f).collect();
+                    let s = summarize(&values)?;
+                    Some(crate::plot::Point {
+                        x: v.fraction * 100.0,
+                        y: s.median,
+                        y_min: s.min,
+                        y_max: s.max,
+                    })
+                })
+                .collect();
+            series.push(crate::plot::Series { name: format!("{policy} ({})", mode.name()), points });
+        }
+    }
+    crate::plot::Chart {
+        title: title.to_string(),
+        x_label: "pool size (% of the data)".to_string(),
+        y_label: y_label.to_string(),
+        x_scale: crate::plot::Scale::Linear,
+        series,
+        note: Some(format!(
+            "{} thread(s), {} lookups, median and min..max of {} repetitions",
+            plan.base.threads,
+            plan.base.zipf.map_or("uniform".to_string(), |s| format!("Zipf s={s}")),
+            plan.base.repeat
+        )),
+        vline: None,
+    }
+}
+
+/// The hit ratio of one measurement, for [`chart`].
+pub fn measurement_hit_ratio(m: &Measurement) -> Option<f64> {
+    hit_ratio(&m.stats).map(|h| h * 100.0)
+}
