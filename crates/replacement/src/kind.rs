@@ -3,14 +3,17 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Clock, Fifo, Gclock, Lru, Policy, RandomPolicy, Sieve};
+use crate::{ArcPolicy, Car, Clock, Fifo, Gclock, Lru, Policy, RandomPolicy, S3Fifo, Sieve};
 
 /// The accepted spellings, for error messages.
-const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K) with 1 <= K <= 65534";
+const ACCEPTED: &str =
+    "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K) with 1 <= K <= 65534, \
+     arc, car, s3-fifo";
 
 /// Which replacement policy to build. Parses case-insensitively from `random`, `fifo`, `clock`,
 /// `lru`, `sieve`, `gclock`, `gclock:K` and `gclock(k=K)`; displays as the canonical spelling
 /// (`random`, `fifo`, `gclock(k=10)`, ...), which is also the built policy's [`Policy::name`].
+/// Also parsed, without parameters: `arc`, `car`, `s3-fifo`.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum PolicyKind {
     /// [`RandomPolicy`].
@@ -28,6 +31,12 @@ pub enum PolicyKind {
     Lru,
     /// [`Sieve`].
     Sieve,
+    /// [`ArcPolicy`] (locks on every hit).
+    Arc,
+    /// [`Car`].
+    Car,
+    /// [`S3Fifo`].
+    S3Fifo,
 }
 
 /// A policy name [`PolicyKind`] does not accept.
@@ -49,6 +58,9 @@ impl PolicyKind {
             PolicyKind::Clock,
             PolicyKind::Lru,
             PolicyKind::Sieve,
+            PolicyKind::Arc,
+            PolicyKind::Car,
+            PolicyKind::S3Fifo,
         ]
     }
 
@@ -67,6 +79,9 @@ impl PolicyKind {
             PolicyKind::Clock => Box::new(Clock::new(capacity)),
             PolicyKind::Lru => Box::new(Lru::new(capacity)),
             PolicyKind::Sieve => Box::new(Sieve::new(capacity)),
+            PolicyKind::Arc => Box::new(ArcPolicy::new(capacity)),
+            PolicyKind::Car => Box::new(Car::new(capacity)),
+            PolicyKind::S3Fifo => Box::new(S3Fifo::new(capacity)),
         }
     }
 }
@@ -86,6 +101,9 @@ impl fmt::Display for PolicyKind {
             PolicyKind::Clock => f.write_str("clock"),
             PolicyKind::Lru => f.write_str("lru"),
             PolicyKind::Sieve => f.write_str("sieve"),
+            PolicyKind::Arc => f.write_str("arc"),
+            PolicyKind::Car => f.write_str("car"),
+            PolicyKind::S3Fifo => f.write_str("s3-fifo"),
         }
     }
 }
@@ -102,6 +120,9 @@ impl FromStr for PolicyKind {
             "clock" => return Ok(PolicyKind::Clock),
             "lru" => return Ok(PolicyKind::Lru),
             "sieve" => return Ok(PolicyKind::Sieve),
+            "arc" => return Ok(PolicyKind::Arc),
+            "car" => return Ok(PolicyKind::Car),
+            "s3-fifo" => return Ok(PolicyKind::S3Fifo),
             _ => {}
         }
         let Some(rest) = name.strip_prefix("gclock") else {
@@ -141,6 +162,9 @@ mod tests {
             ("Clock", PolicyKind::Clock),
             (" LRU", PolicyKind::Lru),
             ("sieve", PolicyKind::Sieve),
+            ("ARC", PolicyKind::Arc),
+            (" car", PolicyKind::Car),
+            ("S3-FIFO", PolicyKind::S3Fifo),
         ];
         for (input, expected) in cases {
             assert_eq!(input.parse::<PolicyKind>(), Ok(expected), "{input:?}");
@@ -164,6 +188,10 @@ mod tests {
             "gclock(k=3",
             "gclock(3)",
             "gclock10",
+            "arc:2",
+            "car(k=1)",
+            "s3fifo",
+            "s3-fifo:1",
         ] {
             let err = input.parse::<PolicyKind>().unwrap_err();
             assert_eq!(err.input, input);

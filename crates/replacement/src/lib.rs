@@ -8,21 +8,28 @@
 
 #![forbid(unsafe_code)]
 
+mod arc;
+mod car;
 mod clock;
 mod fifo;
 mod gclock;
+mod ghost_p2;
 mod kind;
 mod list;
 mod lru;
 mod random;
+mod s3_fifo;
 mod sieve;
 
+pub use arc::ArcPolicy;
+pub use car::Car;
 pub use clock::Clock;
 pub use fifo::Fifo;
 pub use gclock::Gclock;
 pub use kind::{PolicyKind, UnknownPolicy};
 pub use lru::Lru;
 pub use random::RandomPolicy;
+pub use s3_fifo::S3Fifo;
 pub use sieve::Sieve;
 use std::sync::atomic::{AtomicU32, Ordering};
 pub use swizzledb_sync::{FrameId, PageId};
