@@ -103,7 +103,7 @@ impl Policy for ArcPolicy {
     fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
         let mut state = self.state.lock();
         state.step_off(frame.index());
-        state.lists.to_second_newest(frame.index());
+        state.lists.promote(frame.index());
     }
 
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {

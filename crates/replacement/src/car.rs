@@ -156,7 +156,7 @@ impl Policy for Car {
                 0 => return Some(frame_id(head)),
                 bit => {
                     let _ = hook.compare_exchange(bit, 0);
-                    state.lists.to_second_newest(head);
+                    state.lists.promote(head);
                 }
             }
         }

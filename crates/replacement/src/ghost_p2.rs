@@ -212,7 +212,7 @@ impl Lists {
     }
 
     /// Moves an unblocked `frame` to the newest end of the second list (from either list).
-    pub(crate) fn to_second_newest(&mut self, frame: usize) {
+    pub(crate) fn promote(&mut self, frame: usize) {
         match self.place[frame] {
             Place::First => {
                 self.first.unlink(frame);

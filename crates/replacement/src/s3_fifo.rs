@@ -166,7 +166,7 @@ impl Policy for S3Fifo {
         }
         let mut in_main = state.start_in_main();
         for _ in 0..4 * tracked + 2 {
-            if state.lists.list(in_main).len() == 0 {
+            if state.lists.list(in_main).tail().is_none() {
                 in_main = !in_main;
             }
             let oldest = state.lists.list(in_main).tail().expect("one queue is non-empty");
@@ -182,11 +182,11 @@ impl Policy for S3Fifo {
                 if freq <= 1 {
                     return Some(frame_id(oldest));
                 }
-                state.lists.to_second_newest(oldest);
+                state.lists.promote(oldest);
                 in_main = state.main_is_over();
             }
         }
-        let queue = if state.lists.list(in_main).len() == 0 { !in_main } else { in_main };
+        let queue = if state.lists.list(in_main).tail().is_none() { !in_main } else { in_main };
         state.lists.list(queue).tail().map(frame_id)
     }
 }
