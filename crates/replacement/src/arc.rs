@@ -161,6 +161,8 @@ impl Policy for ArcPolicy {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
     use proptest::prelude::*;
 
     use super::*;
@@ -293,7 +295,108 @@ mod tests {
         assert_eq!(snapshot(&policy), (vec![1, 0], vec![], 0, vec![], vec![]));
     }
 
+    /// The paper's ARC (Figure 4) written naively over `VecDeque`s of page ids, LRU first, with
+    /// the two changes the README documents: REPLACE drops the tie-break on the missing page,
+    /// and on a ghost hit it runs before `p` adapts, so the adaptation sees the ghost lists as
+    /// REPLACE left them (the pool evicts before it loads; CAR's paper has this order). The
+    /// history is trimmed by the paper's own case analysis (IV.A, IV.B), not by sizes.
+    struct Model {
+        c: usize,
+        p: usize,
+        t1: VecDeque<u64>,
+        t2: VecDeque<u64>,
+        b1: VecDeque<u64>,
+        b2: VecDeque<u64>,
+    }
+
+    fn take(list: &mut VecDeque<u64>, x: u64) -> bool {
+        list.iter().position(|&y| y == x).and_then(|i| list.remove(i)).is_some()
+    }
+
+    impl Model {
+        fn replace(&mut self) -> u64 {
+            if !self.t1.is_empty() && (self.t1.len() > self.p || self.t2.is_empty()) {
+                let y = self.t1.pop_front().unwrap();
+                self.b1.push_back(y);
+                y
+            } else {
+                let y = self.t2.pop_front().unwrap();
+                self.b2.push_back(y);
+                y
+            }
+        }
+
+        /// Whether `x` hit, and the page evicted for it.
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            if take(&mut self.t1, x) || take(&mut self.t2, x) {
+                self.t2.push_back(x);
+                return (true, None);
+            }
+            let full = self.t1.len() + self.t2.len() == self.c;
+            if self.b1.contains(&x) {
+                let evicted = self.replace();
+                let (b1, b2) = (self.b1.len(), self.b2.len());
+                self.p = (self.p + (b2 / b1).max(1)).min(self.c);
+                take(&mut self.b1, x);
+                self.t2.push_back(x);
+                return (false, Some(evicted));
+            }
+            if self.b2.contains(&x) {
+                let evicted = self.replace();
+                let (b1, b2) = (self.b1.len(), self.b2.len());
+                self.p = self.p.saturating_sub((b1 / b2).max(1));
+                take(&mut self.b2, x);
+                self.t2.push_back(x);
+                return (false, Some(evicted));
+            }
+            let l1 = self.t1.len() + self.b1.len();
+            let total = l1 + self.t2.len() + self.b2.len();
+            let mut evicted = None;
+            if l1 == self.c {
+                if self.t1.len() < self.c {
+                    self.b1.pop_front();
+                    evicted = Some(self.replace());
+                } else {
+                    evicted = self.t1.pop_front();
+                }
+            } else if total >= self.c {
+                if total == 2 * self.c {
+                    self.b2.pop_front();
+                }
+                evicted = Some(self.replace());
+            }
+            assert_eq!(evicted.is_some(), full, "the paper evicts exactly when the cache is full");
+            self.t1.push_back(x);
+            (false, evicted)
+        }
+    }
+
     proptest! {
+        /// Serving a trace one eviction per miss, `ArcPolicy` hits, evicts, adapts `p` and keeps
+        /// lists and ghosts exactly as the reference model of the paper does.
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
+            let policy = ArcPolicy::new(capacity as usize);
+            let served = sim::replay(capacity, &trace, &policy);
+            let c = capacity as usize;
+            let mut model =
+                Model { c, p: 0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() };
+            let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
+            prop_assert_eq!(served, expected);
+            let state = policy.state.lock();
+            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
+                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
+            };
+            let ghosts = |list: &crate::ghost_p2::GhostList| -> Vec<u64> {
+                list.oldest_first().iter().map(|p| p.get()).collect()
+            };
+            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.t1));
+            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.t2));
+            prop_assert_eq!(ghosts(&state.history.b1), Vec::from(model.b1));
+            prop_assert_eq!(ghosts(&state.history.b2), Vec::from(model.b2));
+            prop_assert_eq!(state.history.p, model.p);
+        }
+
         /// ARC's invariants (|T1| + |T2| <= c, |T1| + |B1| <= c, |T1| + |T2| + |B1| + |B2| <= 2c,
         /// 0 <= p <= c, no ghost for a resident page, ghost memory bounded) and the rejection
         /// rules hold after every step of random pool histories with ghost hits.

@@ -167,6 +167,8 @@ impl Policy for Car {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{HashMap, VecDeque};
+
     use proptest::prelude::*;
 
     use super::*;
@@ -282,7 +284,113 @@ mod tests {
         assert_eq!(snapshot(&policy), (vec![], vec![], 0, vec![3, 1], vec![4]));
     }
 
+    /// The paper's CAR (Figure 2) written naively: clocks as `VecDeque`s of page ids from the
+    /// head, reference bits in a map, B1 and B2 oldest first.
+    struct Model {
+        c: usize,
+        p: usize,
+        t1: VecDeque<u64>,
+        t2: VecDeque<u64>,
+        b1: VecDeque<u64>,
+        b2: VecDeque<u64>,
+        referenced: HashMap<u64, bool>,
+    }
+
+    fn take(list: &mut VecDeque<u64>, x: u64) -> bool {
+        list.iter().position(|&y| y == x).and_then(|i| list.remove(i)).is_some()
+    }
+
+    impl Model {
+        fn replace(&mut self) -> u64 {
+            loop {
+                if self.t1.len() >= self.p.max(1) {
+                    let head = self.t1.pop_front().unwrap();
+                    if self.referenced[&head] {
+                        self.referenced.insert(head, false);
+                        self.t2.push_back(head);
+                    } else {
+                        self.b1.push_back(head);
+                        return head;
+                    }
+                } else {
+                    let head = self.t2.pop_front().unwrap();
+                    if self.referenced[&head] {
+                        self.referenced.insert(head, false);
+                        self.t2.push_back(head);
+                    } else {
+                        self.b2.push_back(head);
+                        return head;
+                    }
+                }
+            }
+        }
+
+        /// Whether `x` hit, and the page evicted for it.
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            if self.t1.contains(&x) || self.t2.contains(&x) {
+                self.referenced.insert(x, true);
+                return (true, None);
+            }
+            let mut evicted = None;
+            let ghost = self.b1.contains(&x) || self.b2.contains(&x);
+            if self.t1.len() + self.t2.len() == self.c {
+                evicted = Some(self.replace());
+                let (t1, t2, b1, b2) = (self.t1.len(), self.t2.len(), self.b1.len(), self.b2.len());
+                if !ghost && t1 + b1 == self.c {
+                    self.b1.pop_front();
+                } else if !ghost && t1 + t2 + b1 + b2 == 2 * self.c {
+                    self.b2.pop_front();
+                }
+            }
+            let (b1, b2) = (self.b1.len(), self.b2.len());
+            if take(&mut self.b1, x) {
+                self.p = (self.p + (b2 / b1).max(1)).min(self.c);
+                self.t2.push_back(x);
+            } else if take(&mut self.b2, x) {
+                self.p = self.p.saturating_sub((b1 / b2).max(1));
+                self.t2.push_back(x);
+            } else {
+                self.t1.push_back(x);
+            }
+            self.referenced.insert(x, false);
+            (false, evicted)
+        }
+    }
+
     proptest! {
+        /// Serving a trace one eviction per miss, `Car` hits, evicts, adapts `p` and keeps clocks
+        /// and ghosts exactly as the reference model of the paper does (no deviation applies
+        /// here: CAR's paper, too, replaces before it adapts).
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
+            let policy = Car::new(capacity as usize);
+            let served = sim::replay(capacity, &trace, &policy);
+            let c = capacity as usize;
+            let mut model = Model {
+                c,
+                p: 0,
+                t1: VecDeque::new(),
+                t2: VecDeque::new(),
+                b1: VecDeque::new(),
+                b2: VecDeque::new(),
+                referenced: HashMap::new(),
+            };
+            let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
+            prop_assert_eq!(served, expected);
+            let state = policy.state.lock();
+            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
+                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
+            };
+            let ghosts = |list: &crate::ghost_p2::GhostList| -> Vec<u64> {
+                list.oldest_first().iter().map(|p| p.get()).collect()
+            };
+            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.t1));
+            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.t2));
+            prop_assert_eq!(ghosts(&state.history.b1), Vec::from(model.b1));
+            prop_assert_eq!(ghosts(&state.history.b2), Vec::from(model.b2));
+            prop_assert_eq!(state.history.p, model.p);
+        }
+
         /// CAR's invariants (|T1| + |T2| <= c, |T1| + |B1| <= c, |T1| + |T2| + |B1| + |B2| <= 2c,
         /// 0 <= p <= c, no ghost for a resident page, ghost memory bounded, bits 0 or 1) and the
         /// rejection rules hold after every step of random pool histories with ghost hits.

@@ -290,6 +290,12 @@ impl Lists {
         assert_eq!(counts, [self.first.len(), self.second.len(), self.blocked.len()]);
     }
 
+    /// The page `frame` holds (for the tests).
+    #[cfg(test)]
+    pub(crate) fn page(&self, frame: usize) -> Option<PageId> {
+        self.pages[frame]
+    }
+
     /// Whether `page` is resident (for the proptests: a resident page has no ghost).
     #[cfg(test)]
     pub(crate) fn holds(&self, page: PageId) -> bool {
@@ -452,6 +458,42 @@ pub(crate) mod sim {
             4 => outcome.prop_map(Op::Propose),
         ];
         proptest::collection::vec(op, 0..400)
+    }
+
+    /// A capacity in `1..=8` and a trace of up to 300 page requests over `0..3 * capacity`.
+    pub(crate) fn trace() -> impl Strategy<Value = (u32, Vec<u64>)> {
+        (1u32..=8).prop_flat_map(|capacity| {
+            (Just(capacity), proptest::collection::vec(0..3 * u64::from(capacity), 0..300))
+        })
+    }
+
+    /// Serves `trace` as a pool of `capacity` frames that evicts one page per miss, only when
+    /// every frame is taken, and never rejects: a hit calls `on_hit`; a miss on a full pool
+    /// evicts the policy's candidate, then loads the page into the freed frame. Returns, per
+    /// request, whether it hit and which page was evicted for it.
+    pub(crate) fn replay(capacity: u32, trace: &[u64], policy: &dyn Policy) -> Vec<(bool, Option<u64>)> {
+        let hooks = TestHooks::new(capacity as usize);
+        let mut page_in: Vec<Option<u64>> = vec![None; capacity as usize];
+        let mut out = Vec::with_capacity(trace.len());
+        for &page in trace {
+            if let Some(frame) = page_in.iter().position(|&p| p == Some(page)) {
+                policy.on_hit(FrameId(frame as u32), &hooks[frame]);
+                out.push((true, None));
+                continue;
+            }
+            let (frame, evicted) = match page_in.iter().position(Option::is_none) {
+                Some(free) => (free, None),
+                None => {
+                    let victim = policy.next_candidate(&hooks).expect("a full pool has a candidate");
+                    policy.on_remove(victim, true, &hooks[victim.index()]);
+                    (victim.index(), page_in[victim.index()].take())
+                }
+            };
+            page_in[frame] = Some(page);
+            policy.on_insert(FrameId(frame as u32), PageId::new(page).unwrap(), &hooks[frame]);
+            out.push((false, evicted));
+        }
+        out
     }
 
     /// A capacity in `1..=10` and its steps.
