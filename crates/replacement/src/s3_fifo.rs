@@ -193,6 +193,8 @@ impl Policy for S3Fifo {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{HashMap, VecDeque};
+
     use proptest::prelude::*;
 
     use super::*;
@@ -315,7 +317,101 @@ mod tests {
         assert_eq!(snapshot(&policy), (vec![], vec![], vec![2, 3]));
     }
 
+    /// The paper's Algorithm 1 written naively over `VecDeque`s of page ids (oldest first) and a
+    /// map of counters, with the one change the README documents: when a move leaves M over its
+    /// share, `evictS` ends with the M victim instead of evicting from S as well.
+    struct Model {
+        c: usize,
+        small: VecDeque<u64>,
+        main: VecDeque<u64>,
+        ghost: VecDeque<u64>,
+        freq: HashMap<u64, u32>,
+    }
+
+    impl Model {
+        fn evict_main(&mut self) -> u64 {
+            loop {
+                let t = self.main.pop_front().unwrap();
+                if self.freq[&t] > 0 {
+                    *self.freq.get_mut(&t).unwrap() -= 1;
+                    self.main.push_back(t);
+                } else {
+                    return t;
+                }
+            }
+        }
+
+        fn evict_small(&mut self) -> u64 {
+            while let Some(t) = self.small.pop_front() {
+                if self.freq[&t] > 1 {
+                    self.main.push_back(t);
+                    if 10 * self.main.len() > 9 * self.c {
+                        return self.evict_main();
+                    }
+                } else {
+                    self.ghost.push_back(t);
+                    if self.ghost.len() > self.c - self.c / 10 {
+                        self.ghost.pop_front();
+                    }
+                    return t;
+                }
+            }
+            self.evict_main()
+        }
+
+        /// Whether `x` hit, and the page evicted for it.
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            if self.small.contains(&x) || self.main.contains(&x) {
+                let freq = self.freq.get_mut(&x).unwrap();
+                *freq = (*freq + 1).min(3);
+                return (true, None);
+            }
+            let mut evicted = None;
+            if self.small.len() + self.main.len() == self.c {
+                evicted = Some(if 10 * self.small.len() >= self.c {
+                    self.evict_small()
+                } else {
+                    self.evict_main()
+                });
+            }
+            match self.ghost.iter().position(|&g| g == x) {
+                Some(i) => {
+                    self.ghost.remove(i);
+                    self.main.push_back(x);
+                }
+                None => self.small.push_back(x),
+            }
+            self.freq.insert(x, 0);
+            (false, evicted)
+        }
+    }
+
     proptest! {
+        /// Serving a trace one eviction per miss, `S3Fifo` hits, evicts and keeps its queues and
+        /// ghosts exactly as the reference model of the paper does.
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
+            let policy = S3Fifo::new(capacity as usize);
+            let served = sim::replay(capacity, &trace, &policy);
+            let mut model = Model {
+                c: capacity as usize,
+                small: VecDeque::new(),
+                main: VecDeque::new(),
+                ghost: VecDeque::new(),
+                freq: HashMap::new(),
+            };
+            let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
+            prop_assert_eq!(served, expected);
+            let state = policy.state.lock();
+            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
+                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
+            };
+            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.small));
+            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.main));
+            let ghosts: Vec<u64> = state.ghost.oldest_first().iter().map(|p| p.get()).collect();
+            prop_assert_eq!(ghosts, Vec::from(model.ghost));
+        }
+
         /// S3-FIFO's invariants (counters in 0..=3, |G| <= capacity - capacity / 10, no ghost for
         /// a resident page, queues consistent) and the rejection rules hold after every step of
         /// random pool histories with ghost hits.
