@@ -3,14 +3,16 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Clock, Fifo, Gclock, GclockSweep, Lru, Policy, RandomPolicy, Sieve};
+use crate::{ArcPolicy, Car, Clock, Fifo, Gclock, GclockSweep, Lru, Policy, RandomPolicy, S3Fifo, Sieve};
 
 /// The accepted spellings, for error messages.
-const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K), gclock-sweep, gclock-sweep:K, gclock-sweep(k=K) with 1 <= K <= 65534";
+const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K), gclock-sweep, \
+     gclock-sweep:K, gclock-sweep(k=K) with 1 <= K <= 65534, arc, car, s3-fifo";
 
 /// Which replacement policy to build. Parses case-insensitively from `random`, `fifo`, `clock`,
 /// `lru`, `sieve`, `gclock`, `gclock:K` and `gclock(k=K)`; displays as the canonical spelling
 /// (`random`, `fifo`, `gclock(k=10)`, ...), which is also the built policy's [`Policy::name`].
+/// Also parsed, without parameters: `arc`, `car`, `s3-fifo`.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum PolicyKind {
     /// [`RandomPolicy`].
@@ -33,6 +35,12 @@ pub enum PolicyKind {
         /// The counter value a hit sets.
         k: u16,
     },
+    /// [`ArcPolicy`] (locks on every hit).
+    Arc,
+    /// [`Car`].
+    Car,
+    /// [`S3Fifo`].
+    S3Fifo,
 }
 
 /// A policy name [`PolicyKind`] does not accept.
@@ -55,6 +63,9 @@ impl PolicyKind {
             PolicyKind::Lru,
             PolicyKind::Sieve,
             PolicyKind::GclockSweep { k: Gclock::DEFAULT_K },
+            PolicyKind::Arc,
+            PolicyKind::Car,
+            PolicyKind::S3Fifo,
         ]
     }
 
@@ -74,6 +85,9 @@ impl PolicyKind {
             PolicyKind::Lru => Box::new(Lru::new(capacity)),
             PolicyKind::Sieve => Box::new(Sieve::new(capacity)),
             PolicyKind::GclockSweep { k } => Box::new(GclockSweep::new(capacity, k)),
+            PolicyKind::Arc => Box::new(ArcPolicy::new(capacity)),
+            PolicyKind::Car => Box::new(Car::new(capacity)),
+            PolicyKind::S3Fifo => Box::new(S3Fifo::new(capacity)),
         }
     }
 }
@@ -94,6 +108,9 @@ impl fmt::Display for PolicyKind {
             PolicyKind::Lru => f.write_str("lru"),
             PolicyKind::Sieve => f.write_str("sieve"),
             PolicyKind::GclockSweep { k } => write!(f, "gclock-sweep(k={k})"),
+            PolicyKind::Arc => f.write_str("arc"),
+            PolicyKind::Car => f.write_str("car"),
+            PolicyKind::S3Fifo => f.write_str("s3-fifo"),
         }
     }
 }
@@ -110,6 +127,9 @@ impl FromStr for PolicyKind {
             "clock" => return Ok(PolicyKind::Clock),
             "lru" => return Ok(PolicyKind::Lru),
             "sieve" => return Ok(PolicyKind::Sieve),
+            "arc" => return Ok(PolicyKind::Arc),
+            "car" => return Ok(PolicyKind::Car),
+            "s3-fifo" => return Ok(PolicyKind::S3Fifo),
             _ => {}
         }
         let (sweep, rest) = match name.strip_prefix("gclock-sweep") {
@@ -153,6 +173,9 @@ mod tests {
             ("gclock-sweep", PolicyKind::GclockSweep { k: 10 }),
             ("GCLOCK-Sweep:2", PolicyKind::GclockSweep { k: 2 }),
             ("gclock-sweep(k=3)", PolicyKind::GclockSweep { k: 3 }),
+            ("ARC", PolicyKind::Arc),
+            (" car", PolicyKind::Car),
+            ("S3-FIFO", PolicyKind::S3Fifo),
         ];
         for (input, expected) in cases {
             assert_eq!(input.parse::<PolicyKind>(), Ok(expected), "{input:?}");
@@ -178,6 +201,10 @@ mod tests {
             "gclock10",
             "gclock-sweep:0",
             "gclock-sweeps",
+            "arc:2",
+            "car(k=1)",
+            "s3fifo",
+            "s3-fifo:1",
         ] {
             let err = input.parse::<PolicyKind>().unwrap_err();
             assert_eq!(err.input, input);

@@ -8,17 +8,23 @@
 
 #![forbid(unsafe_code)]
 
+mod arc;
+mod car;
 mod clock;
 mod fifo;
 mod gclock;
+mod ghost_p2;
 mod kind;
 mod leaf;
 mod list;
 mod lru;
 mod random;
+mod s3_fifo;
 mod sieve;
 mod spec;
 
+pub use arc::ArcPolicy;
+pub use car::Car;
 pub use clock::Clock;
 pub use fifo::Fifo;
 pub use gclock::{Gclock, GclockSweep};
@@ -26,6 +32,7 @@ pub use kind::{PolicyKind, UnknownPolicy};
 pub use leaf::LeafOnly;
 pub use lru::Lru;
 pub use random::RandomPolicy;
+pub use s3_fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use spec::PolicySpec;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,0 +1,419 @@
+//! ARC, the Adaptive Replacement Cache (Megiddo & Modha, FAST 2003; README "ARC"): two LRU lists
+//! of resident frames, T1 (pages seen once recently) and T2 (seen at least twice), two ghost lists
+//! B1 and B2 of recently evicted page ids, and a target `p` for the size of T1 that ghost hits
+//! move: a hit in B1 says T1 was too small, a hit in B2 that T2 was.
+//!
+//! Like [`crate::Lru`], a hit relinks its frame under the policy's mutex, a documented breach of
+//! R5 (the per-hit lock that BP-Wrapper batches away).
+
+use parking_lot::Mutex;
+
+use crate::ghost_p2::{History, Lists, Place};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+struct State {
+    /// T1 (`first`) and T2 (`second`), each from the LRU end (tail) to the MRU end (head).
+    lists: Lists,
+    history: History,
+    /// The frame to propose instead of the chosen LRU end after `InUse` or `SwizzledChildren`
+    /// rejections (README "ARC", step 6). Always a frame of T1 or T2, or `None`; reset by every
+    /// eviction.
+    cursor: Option<usize>,
+}
+
+impl State {
+    /// Keeps the cursor valid before `frame` leaves its place: it moves to the frame's more
+    /// recently used neighbour, or back to the start of the search.
+    fn step_off(&mut self, frame: usize) {
+        if self.cursor == Some(frame) {
+            self.cursor = match self.lists.place(frame) {
+                Place::First => self.lists.first.newer(frame),
+                Place::Second => self.lists.second.newer(frame),
+                Place::Free | Place::Blocked { .. } => None,
+            };
+        }
+    }
+
+    /// Moves the search past `frame` without touching its position: to the next more recently
+    /// used frame of its list, past the MRU end to the LRU end of the other list (or of its own,
+    /// if the other is empty).
+    fn move_on(&mut self, frame: usize) {
+        let second = match self.lists.place(frame) {
+            Place::First => false,
+            Place::Second => true,
+            Place::Free | Place::Blocked { .. } => return,
+        };
+        let own = self.lists.list(second);
+        self.cursor = own.newer(frame).or_else(|| self.lists.list(!second).tail()).or_else(|| own.tail());
+    }
+
+    /// REPLACE without the missing page: T1's LRU frame if `|T1| > p` (or T2 is empty), else T2's.
+    fn replace_from_t1(&self) -> bool {
+        let (t1, t2) = (self.lists.first.len(), self.lists.second.len());
+        t1 >= 1 && (t1 > self.history.p || t2 == 0)
+    }
+}
+
+/// ARC replacement (README "ARC").
+///
+/// `on_hit` takes the policy's mutex and relinks the frame, so it is not wait-free (not R5, as
+/// for [`crate::Lru`]). The frames' [`FrameHook`]s are neither read nor written (R7). The ghost
+/// lists hold at most `2 * capacity` page ids.
+pub struct ArcPolicy {
+    state: Mutex<State>,
+}
+
+impl ArcPolicy {
+    /// ARC over frames `0..capacity`, all initially free, with `p = 0`.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> ArcPolicy {
+        check_capacity(capacity);
+        ArcPolicy {
+            state: Mutex::new(State {
+                lists: Lists::new(capacity),
+                history: History::new(capacity),
+                cursor: None,
+            }),
+        }
+    }
+}
+
+impl Policy for ArcPolicy {
+    fn name(&self) -> String {
+        "arc".to_owned()
+    }
+
+    /// A page with a ghost in B1 or B2 adapts `p` and enters T2; any other page enters T1, after
+    /// the history is trimmed to make room for it (README "ARC", step 2).
+    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let index = frame.index();
+        state.step_off(index);
+        state.lists.take(index);
+        let (t1, t2) = (state.lists.first.len(), state.lists.second.len());
+        let second = state.history.admit(page, t1, t2);
+        state.lists.insert(index, page, second);
+    }
+
+    /// Moves the frame to the MRU end of T2, under the lock (not R5).
+    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        state.step_off(frame.index());
+        state.lists.promote(frame.index());
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let index = frame.index();
+        match why {
+            // Left where it is: the fix holding the latch has already reported its hit (or is
+            // the load itself). The search moves on.
+            Rejection::InUse | Rejection::SwizzledChildren => state.move_on(index),
+            Rejection::Root => {
+                state.step_off(index);
+                state.lists.block(index);
+            }
+            Rejection::NotResident => {
+                state.step_off(index);
+                state.lists.take(index);
+            }
+        }
+    }
+
+    /// An evicted page becomes the newest ghost of B1 or B2, after the list it left; a freed
+    /// page leaves no ghost.
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        state.step_off(frame.index());
+        let (place, page) = state.lists.take(frame.index());
+        if evicted {
+            state.cursor = None;
+            let second = match place {
+                Place::Free => return,
+                Place::First | Place::Blocked { from_second: false } => false,
+                Place::Second | Place::Blocked { from_second: true } => true,
+            };
+            if let Some(page) = page {
+                let (t1, t2) = (state.lists.first.len(), state.lists.second.len());
+                state.history.remember(page, second, t1, t2);
+            }
+        }
+    }
+
+    /// The cursor's frame if a search is under way; else the LRU end of T1 if `|T1| > p` or T2
+    /// is empty, else the LRU end of T2; if only blocked frames are resident, one of them; else
+    /// `None` (R4).
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut state = self.state.lock();
+        if state.lists.unblocked() == 0 {
+            return state.lists.blocked_candidate().map(frame_id);
+        }
+        let cursor = state.cursor.filter(|&f| matches!(state.lists.place(f), Place::First | Place::Second));
+        let from_t1 = state.replace_from_t1();
+        cursor.or_else(|| state.lists.list(!from_t1).tail()).map(frame_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::ghost_p2::sim;
+    use crate::TestHooks;
+
+    fn page(id: u64) -> PageId {
+        PageId::new(id).unwrap()
+    }
+
+    fn load(policy: &ArcPolicy, h: &TestHooks, frame: u32, id: u64) {
+        policy.on_insert(FrameId(frame), page(id), &h[frame as usize]);
+    }
+
+    /// (T1, T2) frames from the LRU end, p, and (B1, B2) pages from the oldest.
+    fn snapshot(policy: &ArcPolicy) -> (Vec<usize>, Vec<usize>, usize, Vec<u64>, Vec<u64>) {
+        let state = policy.state.lock();
+        let ids = |list: &crate::ghost_p2::GhostList| list.oldest_first().iter().map(|p| p.get()).collect();
+        (
+            state.lists.first.oldest_first(),
+            state.lists.second.oldest_first(),
+            state.history.p,
+            ids(&state.history.b1),
+            ids(&state.history.b2),
+        )
+    }
+
+    /// Hand-worked from the paper's definition (the paper gives no small trace), capacity 4,
+    /// frame `f` first holding page `f + 1`:
+    /// - load 1 2 3 4 into frames 0..4: T1 = [0 1 2 3]. Hit 0, 1: T1 = [2 3], T2 = [0 1].
+    /// - |T1| = 2 > p = 0: evict T1's LRU frames 2 and 3, B1 = [3 4].
+    /// - load page 3 into frame 2: a B1 ghost hit, p += max(1, |B2|/|B1| = 0/2) = 1; T2 = [0 1 2].
+    /// - load page 9 into frame 3: no ghost, |T1| + |B1| = 1 < 4, total 4 < 8: no trim; T1 = [3].
+    /// - |T1| = 1 is not > p = 1: evict T2's LRU frames 0 and 1 (pages 1, 2), B2 = [1 2].
+    /// - load page 1 into frame 0: a B2 ghost hit, p -= max(1, |B1|/|B2| = 1/2 = 0): p = 0.
+    /// - |T1| = 1 > 0: evict frame 3 (page 9), B1 = [4 9].
+    #[test]
+    fn r4_hand_worked_adaptation() {
+        let policy = ArcPolicy::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[0, 1]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(snapshot(&policy), (vec![], vec![0, 1], 0, vec![3, 4], vec![]));
+        load(&policy, &h, 2, 3);
+        load(&policy, &h, 3, 9);
+        assert_eq!(snapshot(&policy), (vec![3], vec![0, 1, 2], 1, vec![4], vec![]));
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(h.evict(&policy), 1);
+        load(&policy, &h, 0, 1);
+        assert_eq!(snapshot(&policy), (vec![3], vec![2, 0], 0, vec![4], vec![2]));
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(snapshot(&policy), (vec![], vec![2, 0], 0, vec![4, 9], vec![2]));
+    }
+
+    /// Paper, case IV.A: when `|T1| + |B1| = c`, loading a page with no ghost drops B1's oldest
+    /// ghost, so a page evicted long enough ago is loaded as new. Capacity 2:
+    /// load 1 2 -> T1 = [0 1]; evict 0 -> B1 = [1]; load 3 into 0: |T1| + |B1| = 2 = c, drop
+    /// ghost 1; evict 1 (page 2) -> B1 = [2]; load 1 into 1: no ghost left, so it enters T1,
+    /// and as |T1| + |B1| = 2 = c again, ghost 2 is dropped too.
+    #[test]
+    fn r4_b1_trimmed_when_t1_and_b1_fill_the_cache() {
+        let policy = ArcPolicy::new(2);
+        let h = TestHooks::new(2);
+        h.insert(&policy, &[0, 1]);
+        assert_eq!(h.evict(&policy), 0);
+        load(&policy, &h, 0, 3);
+        assert_eq!(snapshot(&policy), (vec![1, 0], vec![], 0, vec![], vec![]));
+        assert_eq!(h.evict(&policy), 1);
+        load(&policy, &h, 1, 1);
+        assert_eq!(snapshot(&policy), (vec![0, 1], vec![], 0, vec![], vec![]));
+    }
+
+    /// A scan of new pages goes through T1 only: with T2 at least as large as p, the frequently
+    /// used pages in T2 survive a scan of twice the capacity.
+    #[test]
+    fn r4_scan_does_not_flush_t2() {
+        let policy = ArcPolicy::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[0, 1]);
+        for id in 100..108 {
+            let victim = h.evict(&policy);
+            assert!(victim >= 2, "scan evicted the hot frame {victim}");
+            load(&policy, &h, victim, id);
+        }
+        assert_eq!(snapshot(&policy).1, [0, 1]);
+    }
+
+    /// `InUse` and `SwizzledChildren` leave the frame in place and move the search to the next
+    /// more recently used frame, then across to the other list; an eviction restarts at the
+    /// chosen LRU end; `Root` blocks; `NotResident` forgets without a ghost.
+    #[test]
+    fn r3_rejections() {
+        let policy = ArcPolicy::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[3]);
+        // T1 = [0 1 2], T2 = [3], p = 0: search T1 from the LRU end.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_rejected(FrameId(2), Rejection::SwizzledChildren, &h[2]);
+        // Past T1's MRU end, on to T2's LRU end.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(3)));
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(snapshot(&policy), (vec![0, 1, 2], vec![], 0, vec![], vec![4]));
+        // The next search starts again at T1's LRU end.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::NotResident, &h[1]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.evict(&policy), 0, "only the root is left");
+        assert_eq!(policy.next_candidate(&h), None);
+        assert_eq!(snapshot(&policy), (vec![], vec![], 0, vec![3, 1], vec![4]));
+    }
+
+    /// A freed page leaves no ghost: loading it again is a plain miss into T1.
+    #[test]
+    fn r4_freed_page_has_no_ghost() {
+        let policy = ArcPolicy::new(2);
+        let h = TestHooks::new(2);
+        h.insert(&policy, &[0, 1]);
+        policy.on_remove(FrameId(0), false, &h[0]);
+        load(&policy, &h, 0, 1);
+        assert_eq!(snapshot(&policy), (vec![1, 0], vec![], 0, vec![], vec![]));
+    }
+
+    /// The paper's ARC (Figure 4) written naively over `VecDeque`s of page ids, LRU first, with
+    /// the two changes the README documents: REPLACE drops the tie-break on the missing page,
+    /// and on a ghost hit it runs before `p` adapts, so the adaptation sees the ghost lists as
+    /// REPLACE left them (the pool evicts before it loads; CAR's paper has this order). The
+    /// history is trimmed by the paper's own case analysis (IV.A, IV.B), not by sizes.
+    struct Model {
+        c: usize,
+        p: usize,
+        t1: VecDeque<u64>,
+        t2: VecDeque<u64>,
+        b1: VecDeque<u64>,
+        b2: VecDeque<u64>,
+    }
+
+    fn take(list: &mut VecDeque<u64>, x: u64) -> bool {
+        list.iter().position(|&y| y == x).and_then(|i| list.remove(i)).is_some()
+    }
+
+    impl Model {
+        fn replace(&mut self) -> u64 {
+            if !self.t1.is_empty() && (self.t1.len() > self.p || self.t2.is_empty()) {
+                let y = self.t1.pop_front().unwrap();
+                self.b1.push_back(y);
+                y
+            } else {
+                let y = self.t2.pop_front().unwrap();
+                self.b2.push_back(y);
+                y
+            }
+        }
+
+        /// Whether `x` hit, and the page evicted for it.
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            if take(&mut self.t1, x) || take(&mut self.t2, x) {
+                self.t2.push_back(x);
+                return (true, None);
+            }
+            let full = self.t1.len() + self.t2.len() == self.c;
+            if self.b1.contains(&x) {
+                let evicted = self.replace();
+                let (b1, b2) = (self.b1.len(), self.b2.len());
+                self.p = (self.p + (b2 / b1).max(1)).min(self.c);
+                take(&mut self.b1, x);
+                self.t2.push_back(x);
+                return (false, Some(evicted));
+            }
+            if self.b2.contains(&x) {
+                let evicted = self.replace();
+                let (b1, b2) = (self.b1.len(), self.b2.len());
+                self.p = self.p.saturating_sub((b1 / b2).max(1));
+                take(&mut self.b2, x);
+                self.t2.push_back(x);
+                return (false, Some(evicted));
+            }
+            let l1 = self.t1.len() + self.b1.len();
+            let total = l1 + self.t2.len() + self.b2.len();
+            let mut evicted = None;
+            if l1 == self.c {
+                if self.t1.len() < self.c {
+                    self.b1.pop_front();
+                    evicted = Some(self.replace());
+                } else {
+                    evicted = self.t1.pop_front();
+                }
+            } else if total >= self.c {
+                if total == 2 * self.c {
+                    self.b2.pop_front();
+                }
+                evicted = Some(self.replace());
+            }
+            assert_eq!(evicted.is_some(), full, "the paper evicts exactly when the cache is full");
+            self.t1.push_back(x);
+            (false, evicted)
+        }
+    }
+
+    proptest! {
+        /// Serving a trace one eviction per miss, `ArcPolicy` hits, evicts, adapts `p` and keeps
+        /// lists and ghosts exactly as the reference model of the paper does.
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
+            let policy = ArcPolicy::new(capacity as usize);
+            let served = sim::replay(capacity, &trace, &policy);
+            let c = capacity as usize;
+            let mut model =
+                Model { c, p: 0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() };
+            let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
+            prop_assert_eq!(served, expected);
+            let state = policy.state.lock();
+            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
+                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
+            };
+            let ghosts = |list: &crate::ghost_p2::GhostList| -> Vec<u64> {
+                list.oldest_first().iter().map(|p| p.get()).collect()
+            };
+            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.t1));
+            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.t2));
+            prop_assert_eq!(ghosts(&state.history.b1), Vec::from(model.b1));
+            prop_assert_eq!(ghosts(&state.history.b2), Vec::from(model.b2));
+            prop_assert_eq!(state.history.p, model.p);
+        }
+
+        /// ARC's invariants (|T1| + |T2| <= c, |T1| + |B1| <= c, |T1| + |T2| + |B1| + |B2| <= 2c,
+        /// 0 <= p <= c, no ghost for a resident page, ghost memory bounded) and the rejection
+        /// rules hold after every step of random pool histories with ghost hits.
+        #[test]
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
+            let policy = ArcPolicy::new(capacity as usize);
+            sim::run(capacity, &ops, &policy, || {
+                let state = policy.state.lock();
+                state.lists.check();
+                state.history.check(state.lists.first.len(), state.lists.second.len());
+                for ghost in state.history.b1.oldest_first().into_iter().chain(state.history.b2.oldest_first()) {
+                    assert!(!state.lists.holds(ghost), "resident page {ghost:?} has a ghost");
+                }
+                if let Some(cursor) = state.cursor {
+                    assert!(matches!(state.lists.place(cursor), Place::First | Place::Second));
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! CAR, Clock with Adaptive Replacement (Bansal & Modha, FAST 2004; README "CAR"): ARC with its
+//! two LRU lists replaced by two clocks, T1 and T2, so that a hit only sets a reference bit. The
+//! bit lives in the frame's [`FrameHook`] (R7), and a hit takes no lock (R5). The ghost lists B1
+//! and B2 and the adaptive target `p` are ARC's.
+//!
+//! Each clock is a [`crate::list::FrameList`]: the clock's *head* (where its hand points) is the
+//! list's oldest end, its *tail* (just behind the hand) the newest end. Advancing the hand past a
+//! frame is moving it from the head to the tail.
+
+use parking_lot::Mutex;
+
+use crate::ghost_p2::{History, Lists, Place};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+struct State {
+    /// T1 (`first`) and T2 (`second`), each from the head (oldest) to the tail (newest).
+    lists: Lists,
+    history: History,
+    /// Frames of T1 and T2 that the hand passed because the pool rejected them (`InUse`,
+    /// `SwizzledChildren`) since the last eviction. When they reach a clock's size, the search
+    /// turns to the other clock (README "CAR", step 6).
+    passed: [usize; 2],
+}
+
+impl State {
+    /// The clock to examine next: T1 if `|T1| >= max(1, p)`, else T2; a clock whose every frame
+    /// was passed by rejections is avoided while the other still has unpassed frames; an empty
+    /// clock is never chosen (at least one must be non-empty). Returns true for T2.
+    fn choose(&self) -> bool {
+        let (t1, t2) = (self.lists.first.len(), self.lists.second.len());
+        let wants_t1 = t1 >= self.history.p.max(1);
+        let open1 = t1 > 0 && self.passed[0] < t1;
+        let open2 = t2 > 0 && self.passed[1] < t2;
+        let take_t1 = match (open1, open2) {
+            (true, true) => wants_t1,
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => wants_t1 || t2 == 0,
+        };
+        !take_t1
+    }
+}
+
+/// CAR replacement (README "CAR").
+///
+/// A hit is one load of the hook and, only if the bit was clear, one plain store (R5). Inserts,
+/// removals, rejections and proposals take the policy's mutex. The ghost lists hold at most
+/// `2 * capacity` page ids.
+pub struct Car {
+    state: Mutex<State>,
+}
+
+impl Car {
+    /// CAR over frames `0..capacity`, all initially free, with `p = 0`.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> Car {
+        check_capacity(capacity);
+        Car {
+            state: Mutex::new(State {
+                lists: Lists::new(capacity),
+                history: History::new(capacity),
+                passed: [0, 0],
+            }),
+        }
+    }
+}
+
+impl Policy for Car {
+    fn name(&self) -> String {
+        "car".to_owned()
+    }
+
+    /// The bit is cleared first (R7). A page with a ghost in B1 or B2 adapts `p` and goes to the
+    /// tail of T2; any other page goes to the tail of T1, after the history is trimmed to make
+    /// room for it (README "CAR", step 2).
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        hook.set(0);
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        state.lists.take(frame.index());
+        let (t1, t2) = (state.lists.first.len(), state.lists.second.len());
+        let second = state.history.admit(page, t1, t2);
+        state.lists.insert(frame.index(), page, second);
+    }
+
+    fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
+        hook.set_if_changed(1);
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let index = frame.index();
+        match why {
+            // The hand passes the frame, its bit unchanged: for `InUse`, the fix holding the
+            // latch has already set it (or is the load, which is no second reference).
+            Rejection::InUse | Rejection::SwizzledChildren => {
+                let clock = match state.lists.place(index) {
+                    Place::First => 0,
+                    Place::Second => 1,
+                    Place::Free | Place::Blocked { .. } => return,
+                };
+                state.lists.rotate(index);
+                state.passed[clock] += 1;
+            }
+            Rejection::Root => state.lists.block(index),
+            Rejection::NotResident => {
+                state.lists.take(index);
+            }
+        }
+    }
+
+    /// An evicted page becomes the newest ghost of B1 or B2, after the clock it left; a freed
+    /// page leaves no ghost.
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let (place, page) = state.lists.take(frame.index());
+        if evicted {
+            state.passed = [0, 0];
+            let second = match place {
+                Place::Free => return,
+                Place::First | Place::Blocked { from_second: false } => false,
+                Place::Second | Place::Blocked { from_second: true } => true,
+            };
+            if let Some(page) = page {
+                let (t1, t2) = (state.lists.first.len(), state.lists.second.len());
+                state.history.remember(page, second, t1, t2);
+            }
+        }
+    }
+
+    /// The paper's REPLACE loop (README "CAR", step 4): at the head of the chosen clock, a frame
+    /// whose bit is clear is proposed (it stays at the head until it is evicted); a set bit is
+    /// cleared (compare-exchange, so a concurrent hit is not lost) and the frame goes to the tail
+    /// of T2, whichever clock it came from.
+    ///
+    /// Without concurrent hits every step but the last clears a bit, so at most
+    /// `|T1| + |T2| + 1` frames are examined; the loop is bounded by twice that, after which the
+    /// chosen head is proposed. If only blocked frames are resident, one of them is proposed;
+    /// `None` if nothing is (R4).
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let tracked = state.lists.unblocked();
+        if tracked == 0 {
+            return state.lists.blocked_candidate().map(frame_id);
+        }
+        for _ in 0..2 * tracked + 1 {
+            let from_t2 = state.choose();
+            let head = state.lists.list(from_t2).tail().expect("choose picks a non-empty clock");
+            let hook = hooks.hook(frame_id(head));
+            match hook.get() {
+                0 => return Some(frame_id(head)),
+                bit => {
+                    let _ = hook.compare_exchange(bit, 0);
+                    state.lists.promote(head);
+                }
+            }
+        }
+        let from_t2 = state.choose();
+        state.lists.list(from_t2).tail().map(frame_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, VecDeque};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::ghost_p2::sim;
+    use crate::TestHooks;
+
+    fn load(policy: &Car, h: &TestHooks, frame: u32, id: u64) {
+        policy.on_insert(FrameId(frame), PageId::new(id).unwrap(), &h[frame as usize]);
+    }
+
+    /// (T1, T2) frames from the head, p, and (B1, B2) pages from the oldest.
+    fn snapshot(policy: &Car) -> (Vec<usize>, Vec<usize>, usize, Vec<u64>, Vec<u64>) {
+        let state = policy.state.lock();
+        let ids = |list: &crate::ghost_p2::GhostList| list.oldest_first().iter().map(|p| p.get()).collect();
+        (
+            state.lists.first.oldest_first(),
+            state.lists.second.oldest_first(),
+            state.history.p,
+            ids(&state.history.b1),
+            ids(&state.history.b2),
+        )
+    }
+
+    /// Hand-worked from the paper's definition (the paper gives no small trace), capacity 4,
+    /// frame `f` first holding page `f + 1`, clocks written head first:
+    /// - load 1 2 3 4: T1 = [0 1 2 3]. Hit 0, 1.
+    /// - |T1| = 4 >= max(1, p = 0): heads 0 and 1 are referenced, so their bits are cleared
+    ///   and they go to the tail of T2 (the paper; Gilbert's Algorithm 3.4 would keep them in
+    ///   T1). Head 2 is clear: evict it, B1 = [3]. Then head 3: evict, B1 = [3 4].
+    /// - load page 3 into frame 2: a B1 ghost hit, p = 0 + max(1, 0/2) = 1, T2 = [0 1 2].
+    /// - load page 9 into frame 3: no ghost, no trim (|T1| + |B1| = 1, total 4): T1 = [3].
+    /// - hit 3, 1. |T1| = 1 >= max(1, 1): head 3 is referenced, to T2's tail: T1 = [],
+    ///   T2 = [0 1 2 3]. |T1| = 0: T2's head 0 is clear (cleared above): evict, B2 = [1].
+    /// - T2's head 1 is referenced: cleared, to the tail; head 2 is clear: evict, B2 = [1 3].
+    /// - load page 1 into frame 0: B2 ghost hit, p = max(1 - max(1, 1/2 = 0), 0) = 0.
+    /// - T1 is empty: T2 = [3 1 0], head 3 (cleared) is evicted, B2 = [3 9].
+    #[test]
+    fn r4_hand_worked_example() {
+        let policy = Car::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[0, 1]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(snapshot(&policy), (vec![3], vec![0, 1], 0, vec![3], vec![]));
+        assert_eq!(h.bits(), [0, 0, 0, 0]);
+        assert_eq!(h.evict(&policy), 3);
+        load(&policy, &h, 2, 3);
+        load(&policy, &h, 3, 9);
+        assert_eq!(snapshot(&policy), (vec![3], vec![0, 1, 2], 1, vec![4], vec![]));
+        h.hit(&policy, &[3, 1]);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(snapshot(&policy), (vec![], vec![1, 2, 3], 1, vec![4], vec![1]));
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(snapshot(&policy), (vec![], vec![3, 1], 1, vec![4], vec![1, 3]));
+        load(&policy, &h, 0, 1);
+        assert_eq!(snapshot(&policy), (vec![], vec![3, 1, 0], 0, vec![4], vec![3]));
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(snapshot(&policy), (vec![], vec![1, 0], 0, vec![4], vec![3, 9]));
+    }
+
+    /// Without hits CAR is FIFO over T1: new pages are evicted in load order.
+    #[test]
+    fn r4_without_hits_evicts_in_load_order() {
+        let policy = Car::new(5);
+        let h = TestHooks::new(5);
+        h.insert(&policy, &[3, 1, 4, 0, 2]);
+        let victims: Vec<u32> = (0..5).map(|_| h.evict(&policy)).collect();
+        assert_eq!(victims, [3, 1, 4, 0, 2]);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// A hit only sets the bit in the hook; the clocks change at the hand.
+    #[test]
+    fn r5_hit_sets_the_hook_bit_only() {
+        let policy = Car::new(2);
+        let h = TestHooks::new(2);
+        h.insert(&policy, &[0, 1]);
+        h.hit(&policy, &[1]);
+        assert_eq!(h.bits(), [0, 1]);
+        assert_eq!(snapshot(&policy), (vec![0, 1], vec![], 0, vec![], vec![]));
+    }
+
+    /// `InUse` and `SwizzledChildren` move the hand past the frame with its bit unchanged; once
+    /// every frame of T1 was passed, the search turns to T2; an eviction resets the count; `Root`
+    /// blocks; `NotResident` forgets without a ghost.
+    #[test]
+    fn r3_rejections() {
+        let policy = Car::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[3]);
+        // T1 = [0 1 2 3]; the hand moves 3 to T2 only when it reaches it.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::InUse, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_rejected(FrameId(2), Rejection::SwizzledChildren, &h[2]);
+        assert_eq!(snapshot(&policy), (vec![3, 0, 1, 2], vec![], 0, vec![], vec![]));
+        assert_eq!(h.bits(), [0, 0, 0, 1], "passing a frame keeps its bit");
+        // Head 3 is referenced: cleared, to T2. Now every frame left in T1 was passed, so the
+        // search turns to T2, where 3's bit is clear.
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(snapshot(&policy), (vec![0, 1, 2], vec![], 0, vec![], vec![4]));
+        // The count was reset: T1 again.
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::NotResident, &h[1]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.evict(&policy), 0, "only the root is left");
+        assert_eq!(policy.next_candidate(&h), None);
+        assert_eq!(snapshot(&policy), (vec![], vec![], 0, vec![3, 1], vec![4]));
+    }
+
+    /// The paper's CAR (Figure 2) written naively: clocks as `VecDeque`s of page ids from the
+    /// head, reference bits in a map, B1 and B2 oldest first.
+    struct Model {
+        c: usize,
+        p: usize,
+        t1: VecDeque<u64>,
+        t2: VecDeque<u64>,
+        b1: VecDeque<u64>,
+        b2: VecDeque<u64>,
+        referenced: HashMap<u64, bool>,
+    }
+
+    fn take(list: &mut VecDeque<u64>, x: u64) -> bool {
+        list.iter().position(|&y| y == x).and_then(|i| list.remove(i)).is_some()
+    }
+
+    impl Model {
+        fn replace(&mut self) -> u64 {
+            loop {
+                if self.t1.len() >= self.p.max(1) {
+                    let head = self.t1.pop_front().unwrap();
+                    if self.referenced[&head] {
+                        self.referenced.insert(head, false);
+                        self.t2.push_back(head);
+                    } else {
+                        self.b1.push_back(head);
+                        return head;
+                    }
+                } else {
+                    let head = self.t2.pop_front().unwrap();
+                    if self.referenced[&head] {
+                        self.referenced.insert(head, false);
+                        self.t2.push_back(head);
+                    } else {
+                        self.b2.push_back(head);
+                        return head;
+                    }
+                }
+            }
+        }
+
+        /// Whether `x` hit, and the page evicted for it.
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            if self.t1.contains(&x) || self.t2.contains(&x) {
+                self.referenced.insert(x, true);
+                return (true, None);
+            }
+            let mut evicted = None;
+            let ghost = self.b1.contains(&x) || self.b2.contains(&x);
+            if self.t1.len() + self.t2.len() == self.c {
+                evicted = Some(self.replace());
+                let (t1, t2, b1, b2) = (self.t1.len(), self.t2.len(), self.b1.len(), self.b2.len());
+                if !ghost && t1 + b1 == self.c {
+                    self.b1.pop_front();
+                } else if !ghost && t1 + t2 + b1 + b2 == 2 * self.c {
+                    self.b2.pop_front();
+                }
+            }
+            let (b1, b2) = (self.b1.len(), self.b2.len());
+            if take(&mut self.b1, x) {
+                self.p = (self.p + (b2 / b1).max(1)).min(self.c);
+                self.t2.push_back(x);
+            } else if take(&mut self.b2, x) {
+                self.p = self.p.saturating_sub((b1 / b2).max(1));
+                self.t2.push_back(x);
+            } else {
+                self.t1.push_back(x);
+            }
+            self.referenced.insert(x, false);
+            (false, evicted)
+        }
+    }
+
+    proptest! {
+        /// Serving a trace one eviction per miss, `Car` hits, evicts, adapts `p` and keeps clocks
+        /// and ghosts exactly as the reference model of the paper does (no deviation applies
+        /// here: CAR's paper, too, replaces before it adapts).
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
+            let policy = Car::new(capacity as usize);
+            let served = sim::replay(capacity, &trace, &policy);
+            let c = capacity as usize;
+            let mut model = Model {
+                c,
+                p: 0,
+                t1: VecDeque::new(),
+                t2: VecDeque::new(),
+                b1: VecDeque::new(),
+                b2: VecDeque::new(),
+                referenced: HashMap::new(),
+            };
+            let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
+            prop_assert_eq!(served, expected);
+            let state = policy.state.lock();
+            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
+                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
+            };
+            let ghosts = |list: &crate::ghost_p2::GhostList| -> Vec<u64> {
+                list.oldest_first().iter().map(|p| p.get()).collect()
+            };
+            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.t1));
+            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.t2));
+            prop_assert_eq!(ghosts(&state.history.b1), Vec::from(model.b1));
+            prop_assert_eq!(ghosts(&state.history.b2), Vec::from(model.b2));
+            prop_assert_eq!(state.history.p, model.p);
+        }
+
+        /// CAR's invariants (|T1| + |T2| <= c, |T1| + |B1| <= c, |T1| + |T2| + |B1| + |B2| <= 2c,
+        /// 0 <= p <= c, no ghost for a resident page, ghost memory bounded, bits 0 or 1) and the
+        /// rejection rules hold after every step of random pool histories with ghost hits.
+        #[test]
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
+            let policy = Car::new(capacity as usize);
+            sim::run(capacity, &ops, &policy, || {
+                let state = policy.state.lock();
+                state.lists.check();
+                state.history.check(state.lists.first.len(), state.lists.second.len());
+                for ghost in state.history.b1.oldest_first().into_iter().chain(state.history.b2.oldest_first()) {
+                    assert!(!state.lists.holds(ghost), "resident page {ghost:?} has a ghost");
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,563 @@
+//! Shared helpers of ARC, CAR and S3-FIFO: a *ghost list* of page ids (the history of recently
+//! evicted pages, README "ARC", "CAR", "S3-FIFO"), and the per-frame bookkeeping of policies that
+//! keep their resident frames in two lists.
+//!
+//! A ghost list is ordered from the most recently added entry (newest) to the least recently added
+//! one (oldest). It supports the four operations the papers need, all in O(1): add a page as the
+//! newest, drop the oldest, test membership, and remove an arbitrary page (a ghost hit). The entries
+//! live in a slab of slots linked by index, found through an `FxHashMap` from page id to slot; slots
+//! freed by removals are reused, so the memory is that of the largest length the list ever had,
+//! which each policy bounds in terms of its capacity.
+
+use rustc_hash::FxHashMap;
+
+use crate::list::FrameList;
+use crate::PageId;
+
+/// No slot: the end of the list.
+const NIL: u32 = u32::MAX;
+
+#[derive(Copy, Clone)]
+struct Slot {
+    page: PageId,
+    /// Toward the newest end.
+    newer: u32,
+    /// Toward the oldest end.
+    older: u32,
+}
+
+/// An ordered set of page ids, newest to oldest (see the module documentation).
+pub(crate) struct GhostList {
+    slot_of: FxHashMap<PageId, u32>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    newest: u32,
+    oldest: u32,
+}
+
+fn link(slot: u32) -> Option<usize> {
+    (slot != NIL).then_some(slot as usize)
+}
+
+impl GhostList {
+    /// An empty list with room for `bound` entries before it allocates again.
+    pub(crate) fn with_capacity(bound: usize) -> GhostList {
+        let mut slot_of = FxHashMap::default();
+        slot_of.reserve(bound);
+        GhostList { slot_of, slots: Vec::with_capacity(bound), free: Vec::new(), newest: NIL, oldest: NIL }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.slot_of.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn contains(&self, page: PageId) -> bool {
+        self.slot_of.contains_key(&page)
+    }
+
+    /// Adds `page` as the newest entry; a page already present moves to the newest end.
+    pub(crate) fn push_newest(&mut self, page: PageId) {
+        self.remove(page);
+        let slot = Slot { page, newer: NIL, older: self.newest };
+        let index = match self.free.pop() {
+            Some(index) => {
+                self.slots[index as usize] = slot;
+                index
+            }
+            None => {
+                let index = u32::try_from(self.slots.len()).expect("ghost list fits u32 slots");
+                self.slots.push(slot);
+                index
+            }
+        };
+        match link(self.newest) {
+            Some(newest) => self.slots[newest].newer = index,
+            None => self.oldest = index,
+        }
+        self.newest = index;
+        self.slot_of.insert(page, index);
+    }
+
+    /// Removes `page`; false if it was not in the list.
+    pub(crate) fn remove(&mut self, page: PageId) -> bool {
+        let Some(index) = self.slot_of.remove(&page) else {
+            return false;
+        };
+        let Slot { newer, older, .. } = self.slots[index as usize];
+        match link(newer) {
+            Some(n) => self.slots[n].older = older,
+            None => self.newest = older,
+        }
+        match link(older) {
+            Some(o) => self.slots[o].newer = newer,
+            None => self.oldest = newer,
+        }
+        self.free.push(index);
+        true
+    }
+
+    /// Removes and returns the oldest entry.
+    pub(crate) fn pop_oldest(&mut self) -> Option<PageId> {
+        let page = self.slots[link(self.oldest)?].page;
+        self.remove(page);
+        Some(page)
+    }
+
+    /// The pages from oldest to newest (for tests).
+    #[cfg(test)]
+    pub(crate) fn oldest_first(&self) -> Vec<PageId> {
+        let mut out = Vec::with_capacity(self.len());
+        let mut at = self.oldest;
+        while let Some(index) = link(at) {
+            out.push(self.slots[index].page);
+            at = self.slots[index].newer;
+        }
+        out
+    }
+
+    /// Number of slots ever allocated: the memory bound the tests check.
+    #[cfg(test)]
+    pub(crate) fn allocated(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// Where a frame is, for policies with two lists of resident frames (ARC's T1/T2, CAR's two
+/// clocks, S3-FIFO's small and main queues) and a list of frames blocked as roots (R3).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Place {
+    /// No page.
+    Free,
+    /// Resident in the first list (ARC/CAR T1, S3-FIFO small queue).
+    First,
+    /// Resident in the second list (ARC/CAR T2, S3-FIFO main queue).
+    Second,
+    /// Resident, rejected as a root; `true` if it came from the second list. It is in the blocked
+    /// list and in neither of the other two.
+    Blocked { from_second: bool },
+}
+
+/// The resident frames of a two-list policy: `first` and `second` (each a [`FrameList`], newest
+/// at the head), frames blocked as roots in `blocked` (R3), and each frame's [`Place`] and page. A
+/// resident frame is in exactly one of the three lists, as its place says.
+pub(crate) struct Lists {
+    pub(crate) first: FrameList,
+    pub(crate) second: FrameList,
+    pub(crate) blocked: FrameList,
+    place: Box<[Place]>,
+    pages: Box<[Option<PageId>]>,
+}
+
+impl Lists {
+    pub(crate) fn new(capacity: usize) -> Lists {
+        Lists {
+            first: FrameList::new(capacity),
+            second: FrameList::new(capacity),
+            blocked: FrameList::new(capacity),
+            place: vec![Place::Free; capacity].into_boxed_slice(),
+            pages: vec![None; capacity].into_boxed_slice(),
+        }
+    }
+
+    pub(crate) fn place(&self, frame: usize) -> Place {
+        self.place[frame]
+    }
+
+    /// The first (`false`) or second (`true`) list.
+    pub(crate) fn list(&self, second: bool) -> &FrameList {
+        if second {
+            &self.second
+        } else {
+            &self.first
+        }
+    }
+
+    /// Frames in the two lists (blocked frames excluded).
+    pub(crate) fn unblocked(&self) -> usize {
+        self.first.len() + self.second.len()
+    }
+
+    /// `frame` now holds `page`, newest in the first or second list. A frame the policy still
+    /// tracks (a broken R1) is forgotten first.
+    pub(crate) fn insert(&mut self, frame: usize, page: PageId, second: bool) {
+        self.take(frame);
+        if second {
+            self.second.push_newest(frame);
+            self.place[frame] = Place::Second;
+        } else {
+            self.first.push_newest(frame);
+            self.place[frame] = Place::First;
+        }
+        self.pages[frame] = Some(page);
+    }
+
+    /// Forgets `frame`: returns where it was and its page (`Place::Free` and `None` for a free
+    /// frame).
+    pub(crate) fn take(&mut self, frame: usize) -> (Place, Option<PageId>) {
+        let place = std::mem::replace(&mut self.place[frame], Place::Free);
+        match place {
+            Place::Free => {}
+            Place::First => {
+                self.first.unlink(frame);
+            }
+            Place::Second => {
+                self.second.unlink(frame);
+            }
+            Place::Blocked { .. } => {
+                self.blocked.unlink(frame);
+            }
+        }
+        (place, self.pages[frame].take())
+    }
+
+    /// Moves an unblocked `frame` to the newest end of the second list (from either list).
+    pub(crate) fn promote(&mut self, frame: usize) {
+        match self.place[frame] {
+            Place::First => {
+                self.first.unlink(frame);
+                self.second.push_newest(frame);
+                self.place[frame] = Place::Second;
+            }
+            Place::Second => {
+                self.second.move_to_newest(frame);
+            }
+            Place::Free | Place::Blocked { .. } => {}
+        }
+    }
+
+    /// Moves an unblocked `frame` to the newest end of its own list.
+    pub(crate) fn rotate(&mut self, frame: usize) {
+        match self.place[frame] {
+            Place::First => {
+                self.first.move_to_newest(frame);
+            }
+            Place::Second => {
+                self.second.move_to_newest(frame);
+            }
+            Place::Free | Place::Blocked { .. } => {}
+        }
+    }
+
+    /// Moves an unblocked `frame` to the blocked list; a free or blocked frame is left alone, so
+    /// a stale rejection cannot resurrect a free frame.
+    pub(crate) fn block(&mut self, frame: usize) {
+        let from_second = match self.place[frame] {
+            Place::First => false,
+            Place::Second => true,
+            Place::Free | Place::Blocked { .. } => return,
+        };
+        self.list_mut(from_second).unlink(frame);
+        self.blocked.push_newest(frame);
+        self.place[frame] = Place::Blocked { from_second };
+    }
+
+    /// The proposal when both lists are empty: the longest-blocked frame, rotated to the back so
+    /// that repeated calls cycle through all of them; `None` if nothing is resident (R4).
+    pub(crate) fn blocked_candidate(&mut self) -> Option<usize> {
+        let frame = self.blocked.tail()?;
+        self.blocked.move_to_newest(frame);
+        Some(frame)
+    }
+
+    fn list_mut(&mut self, second: bool) -> &mut FrameList {
+        if second {
+            &mut self.second
+        } else {
+            &mut self.first
+        }
+    }
+
+    /// Checks that places, lists and pages agree (for the proptests).
+    #[cfg(test)]
+    pub(crate) fn check(&self) {
+        let mut counts = [0usize; 3];
+        for (frame, place) in self.place.iter().enumerate() {
+            let (first, second, blocked) =
+                (self.first.contains(frame), self.second.contains(frame), self.blocked.contains(frame));
+            let expected = match place {
+                Place::Free => (false, false, false),
+                Place::First => (true, false, false),
+                Place::Second => (false, true, false),
+                Place::Blocked { .. } => (false, false, true),
+            };
+            assert_eq!((first, second, blocked), expected, "frame {frame} at {place:?}");
+            assert_eq!(self.pages[frame].is_some(), *place != Place::Free, "frame {frame}");
+            for (count, member) in counts.iter_mut().zip([first, second, blocked]) {
+                *count += usize::from(member);
+            }
+        }
+        assert_eq!(counts, [self.first.len(), self.second.len(), self.blocked.len()]);
+    }
+
+    /// The page `frame` holds (for the tests).
+    #[cfg(test)]
+    pub(crate) fn page(&self, frame: usize) -> Option<PageId> {
+        self.pages[frame]
+    }
+
+    /// Whether `page` is resident (for the proptests: a resident page has no ghost).
+    #[cfg(test)]
+    pub(crate) fn holds(&self, page: PageId) -> bool {
+        self.pages.contains(&Some(page))
+    }
+}
+
+/// The history of ARC and CAR: the ghost lists B1 and B2 and the adaptive target `p` for the size
+/// of T1 (README "ARC", steps 2 and 5). `c` is the capacity.
+pub(crate) struct History {
+    pub(crate) b1: GhostList,
+    pub(crate) b2: GhostList,
+    pub(crate) p: usize,
+    pub(crate) c: usize,
+}
+
+impl History {
+    pub(crate) fn new(capacity: usize) -> History {
+        History {
+            b1: GhostList::with_capacity(capacity + 1),
+            b2: GhostList::with_capacity(2 * capacity + 1),
+            p: 0,
+            c: capacity,
+        }
+    }
+
+    /// A miss loads `page` while T1 and T2 hold `t1` and `t2` frames. Returns true if the page
+    /// goes to T2 (a ghost hit, which adapts `p` and removes the ghost), false if it goes to T1;
+    /// for a page with no ghost, first drops the oldest ghost of B1 if `|T1| + |B1| >= c`, else
+    /// of B2 if the directory holds `2c` entries, so that the new page fits both bounds.
+    pub(crate) fn admit(&mut self, page: PageId, t1: usize, t2: usize) -> bool {
+        let (b1, b2) = (self.b1.len(), self.b2.len());
+        if self.b1.remove(page) {
+            self.p = (self.p + (b2 / b1).max(1)).min(self.c);
+            true
+        } else if self.b2.remove(page) {
+            self.p = self.p.saturating_sub((b1 / b2).max(1));
+            true
+        } else {
+            if t1 + b1 >= self.c {
+                self.b1.pop_oldest();
+            } else if t1 + t2 + b1 + b2 >= 2 * self.c {
+                self.b2.pop_oldest();
+            }
+            false
+        }
+    }
+
+    /// `page` was evicted from T2 (`second`) or T1: it becomes the newest ghost of B2 or B1. Then
+    /// the bounds are restored (they can only break when a blocked frame is evicted, as its list
+    /// no longer counted it).
+    pub(crate) fn remember(&mut self, page: PageId, second: bool, t1: usize, t2: usize) {
+        if second {
+            self.b2.push_newest(page);
+        } else {
+            self.b1.push_newest(page);
+        }
+        while t1 + self.b1.len() > self.c {
+            self.b1.pop_oldest();
+        }
+        while t1 + t2 + self.b1.len() + self.b2.len() > 2 * self.c {
+            if self.b2.pop_oldest().is_none() {
+                self.b1.pop_oldest();
+            }
+        }
+    }
+
+    /// The ARC/CAR invariants over lists of `t1` and `t2` frames (for the proptests).
+    #[cfg(test)]
+    pub(crate) fn check(&self, t1: usize, t2: usize) {
+        let (b1, b2, c) = (self.b1.len(), self.b2.len(), self.c);
+        assert!(t1 + t2 <= c, "|T1| + |T2| = {t1} + {t2} > c = {c}");
+        assert!(t1 + b1 <= c, "|T1| + |B1| = {t1} + {b1} > c = {c}");
+        assert!(t1 + t2 + b1 + b2 <= 2 * c, "directory {t1} + {t2} + {b1} + {b2} > 2c, c = {c}");
+        assert!(self.p <= c, "p = {} > c = {c}", self.p);
+        assert!(self.b1.allocated() <= c + 1 && self.b2.allocated() <= 2 * c + 1, "ghost memory");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages(ids: &[u64]) -> Vec<PageId> {
+        ids.iter().map(|&id| PageId::new(id).unwrap()).collect()
+    }
+
+    /// Adds, ghost hits in the middle and at both ends, pops and re-adds keep the order, and freed
+    /// slots are reused: the list never allocates more slots than its largest length.
+    #[test]
+    fn order_membership_and_slot_reuse() {
+        let mut list = GhostList::with_capacity(4);
+        for p in pages(&[1, 2, 3, 4]) {
+            list.push_newest(p);
+        }
+        assert_eq!(list.oldest_first(), pages(&[1, 2, 3, 4]));
+        assert!(list.remove(PageId::new(3).unwrap()) && !list.remove(PageId::new(3).unwrap()));
+        assert!(list.remove(PageId::new(4).unwrap()));
+        assert_eq!(list.pop_oldest(), PageId::new(1));
+        assert_eq!(list.oldest_first(), pages(&[2]));
+        list.push_newest(PageId::new(5).unwrap());
+        list.push_newest(PageId::new(2).unwrap());
+        assert_eq!(list.oldest_first(), pages(&[5, 2]), "re-adding moves to the newest end");
+        assert!(list.contains(PageId::new(5).unwrap()) && !list.contains(PageId::new(1).unwrap()));
+        for p in pages(&[6, 7]) {
+            list.push_newest(p);
+        }
+        assert_eq!(list.len(), 4);
+        assert_eq!(list.allocated(), 4);
+        assert_eq!(std::iter::from_fn(|| list.pop_oldest()).collect::<Vec<_>>(), pages(&[5, 2, 6, 7]));
+        assert_eq!(list.len(), 0);
+    }
+}
+
+/// A simulated pool for the ARC, CAR and S3-FIFO unit proptests. Unlike `tests/common`, pages are
+/// drawn independently of frames (from `0..3 * capacity`), so a page evicted from one frame is
+/// often loaded again into another: the ghost hits the adaptive policies feed on.
+#[cfg(test)]
+pub(crate) mod sim {
+    use proptest::prelude::*;
+
+    use crate::{FrameId, PageId, Policy, Rejection, TestHooks};
+
+    /// What the simulated pool does with a proposal.
+    #[derive(Copy, Clone, Debug)]
+    pub(crate) enum Outcome {
+        Evict,
+        Reject(Rejection),
+        Ignore,
+    }
+
+    /// One step of the simulation.
+    #[derive(Copy, Clone, Debug)]
+    pub(crate) enum Op {
+        /// Load `page` into `frame` (skipped if the frame is taken or the page resident).
+        Insert {
+            frame: u32,
+            page: u64,
+        },
+        Hit(u32),
+        /// The page in the frame is freed (not an eviction).
+        Free(u32),
+        Propose(Outcome),
+    }
+
+    /// Up to 400 steps over frames `0..capacity` and pages `0..3 * capacity`.
+    pub(crate) fn ops(capacity: u32) -> impl Strategy<Value = Vec<Op>> {
+        let outcome = prop_oneof![
+            6 => Just(Outcome::Evict),
+            1 => Just(Outcome::Reject(Rejection::InUse)),
+            1 => Just(Outcome::Reject(Rejection::SwizzledChildren)),
+            1 => Just(Outcome::Reject(Rejection::Root)),
+            1 => Just(Outcome::Reject(Rejection::NotResident)),
+            1 => Just(Outcome::Ignore),
+        ];
+        let op = prop_oneof![
+            4 => (0..capacity, 0..3 * u64::from(capacity)).prop_map(|(frame, page)| Op::Insert { frame, page }),
+            4 => (0..capacity).prop_map(Op::Hit),
+            1 => (0..capacity).prop_map(Op::Free),
+            4 => outcome.prop_map(Op::Propose),
+        ];
+        proptest::collection::vec(op, 0..400)
+    }
+
+    /// A capacity in `1..=8` and a trace of up to 300 page requests over `0..3 * capacity`.
+    pub(crate) fn trace() -> impl Strategy<Value = (u32, Vec<u64>)> {
+        (1u32..=8).prop_flat_map(|capacity| {
+            (Just(capacity), proptest::collection::vec(0..3 * u64::from(capacity), 0..300))
+        })
+    }
+
+    /// Serves `trace` as a pool of `capacity` frames that evicts one page per miss, only when
+    /// every frame is taken, and never rejects: a hit calls `on_hit`; a miss on a full pool
+    /// evicts the policy's candidate, then loads the page into the freed frame. Returns, per
+    /// request, whether it hit and which page was evicted for it.
+    pub(crate) fn replay(capacity: u32, trace: &[u64], policy: &dyn Policy) -> Vec<(bool, Option<u64>)> {
+        let hooks = TestHooks::new(capacity as usize);
+        let mut page_in: Vec<Option<u64>> = vec![None; capacity as usize];
+        let mut out = Vec::with_capacity(trace.len());
+        for &page in trace {
+            if let Some(frame) = page_in.iter().position(|&p| p == Some(page)) {
+                policy.on_hit(FrameId(frame as u32), &hooks[frame]);
+                out.push((true, None));
+                continue;
+            }
+            let (frame, evicted) = match page_in.iter().position(Option::is_none) {
+                Some(free) => (free, None),
+                None => {
+                    let victim = policy.next_candidate(&hooks).expect("a full pool has a candidate");
+                    policy.on_remove(victim, true, &hooks[victim.index()]);
+                    (victim.index(), page_in[victim.index()].take())
+                }
+            };
+            page_in[frame] = Some(page);
+            policy.on_insert(FrameId(frame as u32), PageId::new(page).unwrap(), &hooks[frame]);
+            out.push((false, evicted));
+        }
+        out
+    }
+
+    /// A capacity in `1..=10` and its steps.
+    pub(crate) fn scenario() -> impl Strategy<Value = (u32, Vec<Op>)> {
+        (1u32..=10).prop_flat_map(|capacity| (Just(capacity), ops(capacity)))
+    }
+
+    /// Plays `ops` against `policy`, checking after every step the rejection rules (R3, R4: a
+    /// proposal is resident, `None` iff nothing is, a root is proposed only when every resident
+    /// frame is blocked) and calling `invariants` (the policy's own, which panic on failure).
+    pub(crate) fn run(capacity: u32, ops: &[Op], policy: &dyn Policy, mut invariants: impl FnMut()) {
+        let hooks = TestHooks::new(capacity as usize);
+        let mut page_in: Vec<Option<u64>> = vec![None; capacity as usize];
+        let mut blocked = vec![false; capacity as usize];
+        for &op in ops {
+            match op {
+                Op::Insert { frame, page } => {
+                    let f = frame as usize;
+                    if page_in[f].is_none() && !page_in.contains(&Some(page)) {
+                        page_in[f] = Some(page);
+                        policy.on_insert(FrameId(frame), PageId::new(page).unwrap(), &hooks[f]);
+                    }
+                }
+                Op::Hit(frame) if page_in[frame as usize].is_some() => {
+                    policy.on_hit(FrameId(frame), &hooks[frame as usize]);
+                }
+                Op::Free(frame) if page_in[frame as usize].is_some() => {
+                    page_in[frame as usize] = None;
+                    blocked[frame as usize] = false;
+                    policy.on_remove(FrameId(frame), false, &hooks[frame as usize]);
+                }
+                Op::Hit(_) | Op::Free(_) => {}
+                Op::Propose(outcome) => {
+                    let proposal = policy.next_candidate(&hooks);
+                    let any_resident = page_in.iter().any(Option::is_some);
+                    assert_eq!(proposal.is_some(), any_resident, "R4: None iff nothing resident");
+                    let Some(victim) = proposal else { continue };
+                    let v = victim.index();
+                    assert!(page_in[v].is_some(), "R4: proposed free frame {victim}");
+                    if blocked[v] {
+                        let unblocked = page_in.iter().zip(&blocked).any(|(p, &b)| p.is_some() && !b);
+                        assert!(
+                            !unblocked,
+                            "R3: proposed root {victim} while an unblocked frame is resident"
+                        );
+                    }
+                    match outcome {
+                        Outcome::Evict | Outcome::Reject(Rejection::NotResident) => {
+                            page_in[v] = None;
+                            blocked[v] = false;
+                            match outcome {
+                                Outcome::Evict => policy.on_remove(victim, true, &hooks[v]),
+                                _ => policy.on_rejected(victim, Rejection::NotResident, &hooks[v]),
+                            }
+                        }
+                        Outcome::Reject(why) => {
+                            blocked[v] |= why == Rejection::Root;
+                            policy.on_rejected(victim, why, &hooks[v]);
+                        }
+                        Outcome::Ignore => {}
+                    }
+                }
+            }
+            invariants();
+        }
+    }
+}

@@ -1,0 +1,432 @@
+//! S3-FIFO (Yang et al., SOSP 2023; README "S3-FIFO"): a small FIFO queue S that takes new pages
+//! (10% of the frames), a main FIFO queue M for the rest, and a ghost FIFO queue G of page ids
+//! evicted from S, as large as M. Each frame has a 2-bit access counter, capped at 3, kept in its
+//! [`FrameHook`] (R7): a hit takes no lock (R5). Pages that were accessed while in S move on to M
+//! when they reach its end; the others leave quickly ("quick demotion"), and M is a CLOCK with
+//! the counter as its weight.
+
+use parking_lot::Mutex;
+
+use crate::ghost_p2::{GhostList, Lists, Place};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+/// The counter's cap: two bits.
+const MAX_FREQ: u32 = 3;
+
+struct State {
+    /// S (`first`) and M (`second`), each from the tail (oldest) to the head (newest).
+    lists: Lists,
+    /// G: page ids evicted from S, newest first, at most `ghost_capacity` of them.
+    ghost: GhostList,
+    ghost_capacity: usize,
+    capacity: usize,
+    /// Frames of S and M moved to their queue's head because the pool rejected them (`InUse`,
+    /// `SwizzledChildren`) since the last eviction; when they reach a queue's length, the search
+    /// turns to the other queue (README "S3-FIFO", step 6).
+    passed: [usize; 2],
+}
+
+impl State {
+    /// Whether S holds at least 10% of the frames (the paper's `S.size >= 0.1 * cache size`).
+    fn small_is_due(&self) -> bool {
+        10 * self.lists.first.len() >= self.capacity
+    }
+
+    /// Whether M holds more than its 90% share (the paper's "M is full" after a move).
+    fn main_is_over(&self) -> bool {
+        10 * self.lists.second.len() > 9 * self.capacity
+    }
+
+    /// The queue to start from: S if it is due, else M; a queue whose every frame was passed by
+    /// rejections is avoided while the other has unpassed frames; an empty queue is never chosen
+    /// (one must be non-empty). Returns true for M.
+    fn start_in_main(&self) -> bool {
+        let (s, m) = (self.lists.first.len(), self.lists.second.len());
+        let open_s = s > 0 && self.passed[0] < s;
+        let open_m = m > 0 && self.passed[1] < m;
+        let small = match (open_s, open_m) {
+            (true, true) => self.small_is_due(),
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => self.small_is_due() || m == 0,
+        };
+        !small
+    }
+}
+
+/// S3-FIFO replacement (README "S3-FIFO").
+///
+/// A hit is one load of the hook and, unless the counter is already 3, one plain store (R5); two
+/// racing hits may count as one. Inserts, removals, rejections and proposals take the policy's
+/// mutex. The ghost queue holds at most `capacity - capacity / 10` page ids.
+pub struct S3Fifo {
+    state: Mutex<State>,
+}
+
+impl S3Fifo {
+    /// S3-FIFO over frames `0..capacity`, all initially free.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> S3Fifo {
+        check_capacity(capacity);
+        let ghost_capacity = capacity - capacity / 10;
+        S3Fifo {
+            state: Mutex::new(State {
+                lists: Lists::new(capacity),
+                ghost: GhostList::with_capacity(ghost_capacity + 1),
+                ghost_capacity,
+                capacity,
+                passed: [0, 0],
+            }),
+        }
+    }
+}
+
+impl Policy for S3Fifo {
+    fn name(&self) -> String {
+        "s3-fifo".to_owned()
+    }
+
+    /// The counter starts at 0 (reset before the frame is queued, R7). A page with a ghost in G
+    /// goes to the head of M (and its ghost is dropped), any other to the head of S.
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        hook.set(0);
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        state.lists.take(frame.index());
+        let to_main = state.ghost.remove(page);
+        state.lists.insert(frame.index(), page, to_main);
+    }
+
+    /// The counter goes up by one, capped at 3: a load and at most one plain store.
+    fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
+        let freq = hook.get();
+        if freq < MAX_FREQ {
+            hook.set(freq + 1);
+        }
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let index = frame.index();
+        match why {
+            // Back to the head of its own queue, counter unchanged: for `InUse`, the fix holding
+            // the latch has already counted (or is the load, which is no second access).
+            Rejection::InUse | Rejection::SwizzledChildren => {
+                let queue = match state.lists.place(index) {
+                    Place::First => 0,
+                    Place::Second => 1,
+                    Place::Free | Place::Blocked { .. } => return,
+                };
+                state.lists.rotate(index);
+                state.passed[queue] += 1;
+            }
+            Rejection::Root => state.lists.block(index),
+            Rejection::NotResident => {
+                state.lists.take(index);
+            }
+        }
+    }
+
+    /// A page evicted from S becomes the newest ghost in G (the oldest ghost goes if G is full);
+    /// a page evicted from M, or freed, leaves no ghost.
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let (place, page) = state.lists.take(frame.index());
+        if evicted {
+            state.passed = [0, 0];
+            if let (Place::First | Place::Blocked { from_second: false }, Some(page)) = (place, page) {
+                state.ghost.push_newest(page);
+                while state.ghost.len() > state.ghost_capacity {
+                    state.ghost.pop_oldest();
+                }
+            }
+        }
+    }
+
+    /// The paper's `evict` (README "S3-FIFO", step 4). From S: the oldest frame is proposed if
+    /// its counter is at most 1; otherwise it moves to the head of M, and if M is then over its
+    /// 90% share the search continues in M, else in S. From M: the oldest frame is proposed if
+    /// its counter is 0; otherwise the counter is decremented (compare-exchange, so a concurrent
+    /// hit is not lost) and the frame moves to the head of M. A walk that empties its queue
+    /// continues in the other.
+    ///
+    /// Without concurrent hits the walk takes at most `|S| + 3 |M| + 1` steps; it is bounded by
+    /// `4 (|S| + |M|) + 2`, after which the oldest frame of the current queue is proposed. If
+    /// only blocked frames are resident, one of them is proposed; `None` if nothing is (R4).
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let tracked = state.lists.unblocked();
+        if tracked == 0 {
+            return state.lists.blocked_candidate().map(frame_id);
+        }
+        let mut in_main = state.start_in_main();
+        for _ in 0..4 * tracked + 2 {
+            if state.lists.list(in_main).tail().is_none() {
+                in_main = !in_main;
+            }
+            let oldest = state.lists.list(in_main).tail().expect("one queue is non-empty");
+            let hook = hooks.hook(frame_id(oldest));
+            let freq = hook.get();
+            if in_main {
+                if freq == 0 {
+                    return Some(frame_id(oldest));
+                }
+                let _ = hook.compare_exchange(freq, freq - 1);
+                state.lists.rotate(oldest);
+            } else {
+                if freq <= 1 {
+                    return Some(frame_id(oldest));
+                }
+                state.lists.promote(oldest);
+                in_main = state.main_is_over();
+            }
+        }
+        let queue = if state.lists.list(in_main).tail().is_none() { !in_main } else { in_main };
+        state.lists.list(queue).tail().map(frame_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, VecDeque};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::ghost_p2::sim;
+    use crate::TestHooks;
+
+    fn load(policy: &S3Fifo, h: &TestHooks, frame: u32, id: u64) {
+        policy.on_insert(FrameId(frame), PageId::new(id).unwrap(), &h[frame as usize]);
+    }
+
+    /// (S, M) frames from the oldest, and G's pages from the oldest.
+    fn snapshot(policy: &S3Fifo) -> (Vec<usize>, Vec<usize>, Vec<u64>) {
+        let state = policy.state.lock();
+        (
+            state.lists.first.oldest_first(),
+            state.lists.second.oldest_first(),
+            state.ghost.oldest_first().iter().map(|p| p.get()).collect(),
+        )
+    }
+
+    /// Hand-worked from the paper's Algorithm 1 (its figures give no small trace), capacity 4:
+    /// S is due when it holds at least 0.4 frames (any), M is over its share at 4 frames, G holds
+    /// 4 ghosts. Frame `f` first holds page `f + 1`; queues are written oldest first.
+    /// - load 1 2 3 4: S = [0 1 2 3]. Hits: frame 0 twice, 1 once, 2 three times.
+    /// - S: 0 has 2 > 1, to M = [0]; 1 has 1: evicted, G = [2].
+    /// - S: 2 has 3, to M = [0 2]; 3 has 0: evicted, G = [2 4].
+    /// - load page 2 into frame 1: a ghost hit, into M = [0 2 1]; G = [4].
+    /// - load page 7 into frame 3: S = [3]; evicted at once (counter 0), G = [4 7].
+    /// - S is empty, so M: 0 (2 -> 1) and 2 (3 -> 2) go round; 1 has 0: evicted, no ghost.
+    #[test]
+    fn r4_hand_worked_quick_demotion_and_ghost_hit() {
+        let policy = S3Fifo::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[0, 0, 1, 2, 2, 2, 2]);
+        assert_eq!(h.bits(), [2, 1, 3, 0], "the counter stops at 3");
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(snapshot(&policy), (vec![2, 3], vec![0], vec![2]));
+        assert_eq!(h.evict(&policy), 3);
+        load(&policy, &h, 1, 2);
+        load(&policy, &h, 3, 7);
+        assert_eq!(snapshot(&policy), (vec![3], vec![0, 2, 1], vec![4]));
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(snapshot(&policy), (vec![], vec![0, 2], vec![4, 7]));
+        assert_eq!(h.bits(), [1, 0, 2, 0]);
+    }
+
+    /// The paper's nested `evictM`: a move from S that leaves M over its share evicts from M.
+    /// Capacity 4, starting where the previous test ends: S = [], M = [0 2] with counters 1 and
+    /// 2, G = [4 7].
+    /// - load page 4 (a ghost) into frame 1: M = [0 2 1], G = [7]. Load page 8 into frame 3:
+    ///   S = [3]; hit it twice.
+    /// - S: 3 has 2, to M = [0 2 1 3]: 4 frames, over 3.6, so on in M: 0 (1 -> 0) and 2 (2 -> 1)
+    ///   go round; 1 has 0: evicted, without a ghost.
+    #[test]
+    fn r4_move_that_overfills_main_evicts_from_main() {
+        let policy = S3Fifo::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[0, 0, 1, 2, 2, 2]);
+        let mut victims = vec![h.evict(&policy), h.evict(&policy)];
+        load(&policy, &h, 1, 2);
+        load(&policy, &h, 3, 7);
+        victims.extend([h.evict(&policy), h.evict(&policy)]);
+        assert_eq!(victims, [1, 3, 3, 1]);
+        assert_eq!((snapshot(&policy), h.bits()), ((vec![], vec![0, 2], vec![4, 7]), vec![1, 0, 2, 0]));
+        load(&policy, &h, 1, 4);
+        load(&policy, &h, 3, 8);
+        h.hit(&policy, &[3, 3]);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(snapshot(&policy), (vec![], vec![3, 0, 2], vec![7]));
+        assert_eq!(h.bits(), [0, 0, 1, 2]);
+    }
+
+    /// Without hits S3-FIFO is FIFO: every page leaves S in load order, and G keeps the newest
+    /// `capacity - capacity / 10` of them.
+    #[test]
+    fn r4_without_hits_evicts_in_load_order_and_bounds_the_ghosts() {
+        let policy = S3Fifo::new(3);
+        let h = TestHooks::new(3);
+        h.insert(&policy, &[2, 0, 1]);
+        let victims: Vec<u32> = (0..3).map(|_| h.evict(&policy)).collect();
+        assert_eq!(victims, [2, 0, 1]);
+        h.insert(&policy, &[2]);
+        assert_eq!(snapshot(&policy), (vec![], vec![2], vec![1, 2]), "page 3 was a ghost hit");
+        load(&policy, &h, 0, 10);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(snapshot(&policy).2, [1, 2, 10]);
+        load(&policy, &h, 0, 11);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(snapshot(&policy).2, [2, 10, 11], "G holds 3 - 0 = 3 ghosts");
+    }
+
+    /// `InUse` and `SwizzledChildren` send the frame to its queue's head, counter unchanged; once
+    /// every frame of S was passed, the search turns to M; an eviction resets the count; `Root`
+    /// blocks; `NotResident` forgets without a ghost.
+    #[test]
+    fn r3_rejections() {
+        let policy = S3Fifo::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        h.hit(&policy, &[0, 0]);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(snapshot(&policy), (vec![2, 3], vec![0], vec![2]));
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_rejected(FrameId(2), Rejection::SwizzledChildren, &h[2]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(3)));
+        policy.on_rejected(FrameId(3), Rejection::InUse, &h[3]);
+        assert_eq!(snapshot(&policy), (vec![2, 3], vec![0], vec![2]));
+        // Both frames of S were passed: M, where 0 goes round twice (2 -> 1 -> 0).
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        assert_eq!(h.bits(), [0, 0, 0, 0]);
+        policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(3)));
+        policy.on_rejected(FrameId(3), Rejection::NotResident, &h[3]);
+        assert_eq!(h.evict(&policy), 0, "only the root is left");
+        assert_eq!(policy.next_candidate(&h), None);
+        assert_eq!(snapshot(&policy), (vec![], vec![], vec![2, 3]));
+    }
+
+    /// The paper's Algorithm 1 written naively over `VecDeque`s of page ids (oldest first) and a
+    /// map of counters, with the one change the README documents: when a move leaves M over its
+    /// share, `evictS` ends with the M victim instead of evicting from S as well.
+    struct Model {
+        c: usize,
+        small: VecDeque<u64>,
+        main: VecDeque<u64>,
+        ghost: VecDeque<u64>,
+        freq: HashMap<u64, u32>,
+    }
+
+    impl Model {
+        fn evict_main(&mut self) -> u64 {
+            loop {
+                let t = self.main.pop_front().unwrap();
+                if self.freq[&t] > 0 {
+                    *self.freq.get_mut(&t).unwrap() -= 1;
+                    self.main.push_back(t);
+                } else {
+                    return t;
+                }
+            }
+        }
+
+        fn evict_small(&mut self) -> u64 {
+            while let Some(t) = self.small.pop_front() {
+                if self.freq[&t] > 1 {
+                    self.main.push_back(t);
+                    if 10 * self.main.len() > 9 * self.c {
+                        return self.evict_main();
+                    }
+                } else {
+                    self.ghost.push_back(t);
+                    if self.ghost.len() > self.c - self.c / 10 {
+                        self.ghost.pop_front();
+                    }
+                    return t;
+                }
+            }
+            self.evict_main()
+        }
+
+        /// Whether `x` hit, and the page evicted for it.
+        fn request(&mut self, x: u64) -> (bool, Option<u64>) {
+            if self.small.contains(&x) || self.main.contains(&x) {
+                let freq = self.freq.get_mut(&x).unwrap();
+                *freq = (*freq + 1).min(3);
+                return (true, None);
+            }
+            let mut evicted = None;
+            if self.small.len() + self.main.len() == self.c {
+                evicted = Some(if 10 * self.small.len() >= self.c {
+                    self.evict_small()
+                } else {
+                    self.evict_main()
+                });
+            }
+            match self.ghost.iter().position(|&g| g == x) {
+                Some(i) => {
+                    self.ghost.remove(i);
+                    self.main.push_back(x);
+                }
+                None => self.small.push_back(x),
+            }
+            self.freq.insert(x, 0);
+            (false, evicted)
+        }
+    }
+
+    proptest! {
+        /// Serving a trace one eviction per miss, `S3Fifo` hits, evicts and keeps its queues and
+        /// ghosts exactly as the reference model of the paper does.
+        #[test]
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
+            let policy = S3Fifo::new(capacity as usize);
+            let served = sim::replay(capacity, &trace, &policy);
+            let mut model = Model {
+                c: capacity as usize,
+                small: VecDeque::new(),
+                main: VecDeque::new(),
+                ghost: VecDeque::new(),
+                freq: HashMap::new(),
+            };
+            let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
+            prop_assert_eq!(served, expected);
+            let state = policy.state.lock();
+            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
+                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
+            };
+            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.small));
+            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.main));
+            let ghosts: Vec<u64> = state.ghost.oldest_first().iter().map(|p| p.get()).collect();
+            prop_assert_eq!(ghosts, Vec::from(model.ghost));
+        }
+
+        /// S3-FIFO's invariants (counters in 0..=3, |G| <= capacity - capacity / 10, no ghost for
+        /// a resident page, queues consistent) and the rejection rules hold after every step of
+        /// random pool histories with ghost hits.
+        #[test]
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
+            let policy = S3Fifo::new(capacity as usize);
+            sim::run(capacity, &ops, &policy, || {
+                let state = policy.state.lock();
+                state.lists.check();
+                assert!(state.ghost.len() <= state.ghost_capacity);
+                assert!(state.ghost.allocated() <= state.ghost_capacity + 1);
+                for ghost in state.ghost.oldest_first() {
+                    assert!(!state.lists.holds(ghost), "resident page {ghost:?} has a ghost");
+                }
+            });
+        }
+    }
+}
