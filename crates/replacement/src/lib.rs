@@ -11,21 +11,30 @@
 mod clock;
 mod fifo;
 mod gclock;
+mod history_p1;
 mod kind;
 mod list;
 mod lru;
+mod lru_k;
+mod mq;
+mod mru;
 mod random;
 mod sieve;
+mod two_q;
 
 pub use clock::Clock;
 pub use fifo::Fifo;
 pub use gclock::Gclock;
 pub use kind::{PolicyKind, UnknownPolicy};
 pub use lru::Lru;
+pub use lru_k::LruK;
+pub use mq::Mq;
+pub use mru::Mru;
 pub use random::RandomPolicy;
 pub use sieve::Sieve;
 use std::sync::atomic::{AtomicU32, Ordering};
 pub use swizzledb_sync::{FrameId, PageId};
+pub use two_q::TwoQ;
 
 /// Converts a frame index in `0..capacity` back to a [`FrameId`].
 ///
