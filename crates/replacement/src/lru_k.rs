@@ -26,6 +26,9 @@ enum Slot {
 /// an infinite backward K-distance), then `LAST` (the subsidiary LRU order), then the frame.
 type Key = (u64, u64, usize);
 
+/// A retained `HIST` block: the first `k` entries are used.
+type Block = [u64; LruK::MAX_K];
+
 struct State {
     k: usize,
     /// The Correlated Reference Period, in references.
@@ -45,8 +48,9 @@ struct State {
     /// After `InUse` or `SwizzledChildren` rejections, the search resumes after this key (and
     /// wraps to the start); `None` starts at the smallest key. Reset by every eviction.
     cursor: Option<Key>,
-    /// The `HIST` blocks of evicted pages (the retained information), at most `capacity` of them.
-    retained: Ghosts<Box<[u64]>>,
+    /// The `HIST` blocks of evicted pages (the retained information), at most `capacity` of them,
+    /// in fixed arrays of which the first `k` entries are used.
+    retained: Ghosts<Block>,
 }
 
 impl State {
@@ -59,7 +63,7 @@ impl State {
     }
 
     /// Takes `frame` out of every structure; returns its page and `HIST` block if it was resident.
-    fn forget(&mut self, frame: usize) -> Option<(PageId, Box<[u64]>)> {
+    fn forget(&mut self, frame: usize) -> Option<(PageId, Block)> {
         match self.slots[frame] {
             Slot::Free => return None,
             Slot::Ranked => {
@@ -71,7 +75,8 @@ impl State {
             }
         }
         self.slots[frame] = Slot::Free;
-        let block: Box<[u64]> = self.hist(frame).into();
+        let mut block = [0; LruK::MAX_K];
+        block[..self.k].copy_from_slice(self.hist(frame));
         self.hist[frame * self.k..(frame + 1) * self.k].fill(0);
         self.last[frame] = 0;
         self.pages[frame].take().map(|page| (page, block))
