@@ -290,6 +290,7 @@ mod tests {
     use crate::history_p1::sim;
     use crate::TestHooks;
     use proptest::prelude::*;
+    use std::collections::{HashMap, VecDeque};
 
     fn pid(page: u64) -> PageId {
         PageId::new(page).unwrap()
@@ -401,7 +402,80 @@ mod tests {
         assert_eq!(state.life_time.value, 8192, "the old peak faded");
     }
 
+    /// Victims of MQ with a fixed lifeTime over page ids, written from the paper with plain
+    /// `VecDeque`s (LRU first), for a pool of `capacity` frames that evicts on every miss once
+    /// full.
+    fn model_victims(capacity: usize, m: usize, qout_size: usize, life: u64, refs: &[u64]) -> Vec<u64> {
+        let mut q: Vec<VecDeque<u64>> = vec![VecDeque::new(); m];
+        let mut qout: VecDeque<(u64, u64)> = VecDeque::new();
+        let (mut freq, mut expire) = (HashMap::new(), HashMap::new());
+        let (mut now, mut victims) = (0u64, Vec::new());
+        for &x in refs {
+            if let Some(k) = q.iter().position(|queue| queue.contains(&x)) {
+                q[k].retain(|&p| p != x);
+                *freq.get_mut(&x).unwrap() += 1;
+            } else {
+                if q.iter().map(VecDeque::len).sum::<usize>() == capacity {
+                    let victim = q.iter_mut().find_map(VecDeque::pop_front).unwrap();
+                    qout.push_back((victim, freq[&victim]));
+                    if qout.len() > qout_size {
+                        qout.pop_front();
+                    }
+                    victims.push(victim);
+                }
+                let remembered = qout.iter().position(|&(p, _)| p == x).map(|at| qout.remove(at).unwrap().1);
+                freq.insert(x, remembered.map_or(1, |f| f + 1));
+            }
+            expire.insert(x, now + life);
+            let k = (freq[&x].ilog2() as usize).min(m - 1);
+            q[k].push_back(x);
+            now += 1;
+            for k in 1..m {
+                if let Some(&head) = q[k].front() {
+                    if expire[&head] < now {
+                        q[k].pop_front();
+                        q[k - 1].push_back(head);
+                        expire.insert(head, now + life);
+                    }
+                }
+            }
+        }
+        victims
+    }
+
     proptest! {
+        /// The policy, driven by a pool that evicts on every miss, picks the model's victims.
+        #[test]
+        fn victims_match_a_reference_model(
+            capacity in 1usize..=8,
+            m in 1usize..=4,
+            qout in 0usize..10,
+            life in 1u64..20,
+            refs in proptest::collection::vec(prop_oneof![0u64..4, 0u64..24], 0..300),
+        ) {
+            let policy = Mq::with_params(capacity, m, qout, Some(life));
+            let h = TestHooks::new(capacity);
+            let mut frames: Vec<Option<u64>> = vec![None; capacity];
+            let mut victims = Vec::new();
+            for &page in &refs {
+                if let Some(f) = frames.iter().position(|&p| p == Some(page)) {
+                    h.hit(&policy, &[f as u32]);
+                    continue;
+                }
+                let f = match frames.iter().position(Option::is_none) {
+                    Some(f) => f,
+                    None => {
+                        let f = h.evict(&policy) as usize;
+                        victims.push(frames[f].unwrap());
+                        f
+                    }
+                };
+                frames[f] = Some(page);
+                load(&policy, &h, f as u32, page);
+            }
+            prop_assert_eq!(victims, model_victims(capacity, m, qout, life, &refs));
+        }
+
         /// Invariants: each resident frame is in exactly one list, blocked iff rejected as a
         /// root, otherwise in `Q[k]` with `k <= QueueNum(freq)` (demotion only lowers it);
         /// |Qout| <= its size; no resident page in Qout; every resident page was last referenced

@@ -188,6 +188,7 @@ mod tests {
     use crate::history_p1::sim;
     use crate::TestHooks;
     use proptest::prelude::*;
+    use std::collections::VecDeque;
 
     fn pid(page: u64) -> PageId {
         PageId::new(page).unwrap()
@@ -301,7 +302,76 @@ mod tests {
         assert_eq!(lists(&policy).2, [4], "blocked and Am evictions are not remembered");
     }
 
+    /// Victims of 2Q over page ids, written from the paper with plain `VecDeque`s (oldest or LRU
+    /// first), for a pool of `capacity` frames that evicts on every miss once full.
+    fn model_victims(capacity: usize, kin: usize, kout: usize, refs: &[u64]) -> Vec<u64> {
+        let (mut a1in, mut am, mut a1out) = (VecDeque::new(), VecDeque::new(), VecDeque::new());
+        let mut victims = Vec::new();
+        for &x in refs {
+            if let Some(at) = am.iter().position(|&p| p == x) {
+                am.remove(at);
+                am.push_back(x);
+                continue;
+            }
+            if a1in.contains(&x) {
+                continue;
+            }
+            if a1in.len() + am.len() == capacity {
+                let victim = if a1in.len() > kin || am.is_empty() {
+                    let y = a1in.pop_front().unwrap();
+                    a1out.push_back(y);
+                    if a1out.len() > kout {
+                        a1out.pop_front();
+                    }
+                    y
+                } else {
+                    am.pop_front().unwrap()
+                };
+                victims.push(victim);
+            }
+            match a1out.iter().position(|&p| p == x) {
+                Some(at) => {
+                    a1out.remove(at);
+                    am.push_back(x);
+                }
+                None => a1in.push_back(x),
+            }
+        }
+        victims
+    }
+
     proptest! {
+        /// The policy, driven by a pool that evicts on every miss, picks the model's victims.
+        #[test]
+        fn victims_match_a_reference_model(
+            capacity in 1usize..=8,
+            kin in 0usize..4,
+            kout in 0usize..6,
+            refs in proptest::collection::vec(0u64..20, 0..300),
+        ) {
+            let policy = TwoQ::with_sizes(capacity, kin, kout);
+            let h = TestHooks::new(capacity);
+            let mut frames: Vec<Option<u64>> = vec![None; capacity];
+            let mut victims = Vec::new();
+            for &page in &refs {
+                if let Some(f) = frames.iter().position(|&p| p == Some(page)) {
+                    h.hit(&policy, &[f as u32]);
+                    continue;
+                }
+                let f = match frames.iter().position(Option::is_none) {
+                    Some(f) => f,
+                    None => {
+                        let f = h.evict(&policy) as usize;
+                        victims.push(frames[f].unwrap());
+                        f
+                    }
+                };
+                frames[f] = Some(page);
+                load(&policy, &h, f as u32, page);
+            }
+            prop_assert_eq!(victims, model_victims(capacity, kin, kout, &refs));
+        }
+
         /// Invariants: each resident frame is in exactly one of A1in, Am and the blocked list;
         /// |A1out| <= Kout; no resident page is in A1out; an unblocked proposal without a search
         /// under way is A1in's tail iff |A1in| > Kin or Am is empty.
