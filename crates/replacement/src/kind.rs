@@ -3,16 +3,19 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{ArcPolicy, Car, Clock, Fifo, Gclock, GclockSweep, Lru, Policy, RandomPolicy, S3Fifo, Sieve};
+use crate::{
+    ArcPolicy, Car, Clock, Fifo, Gclock, GclockSweep, Lru, LruK, Mq, Mru, Policy, RandomPolicy, S3Fifo,
+    Sieve, TwoQ,
+};
 
 /// The accepted spellings, for error messages.
 const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K), gclock-sweep, \
-     gclock-sweep:K, gclock-sweep(k=K) with 1 <= K <= 65534, arc, car, s3-fifo";
+     gclock-sweep:K, gclock-sweep(k=K) with 1 <= K <= 65534, mru, lru-k, lru-k:K, lru-k(k=K) with \
+     1 <= K <= 8, 2q, mq, arc, car, s3-fifo";
 
-/// Which replacement policy to build. Parses case-insensitively from `random`, `fifo`, `clock`,
-/// `lru`, `sieve`, `gclock`, `gclock:K` and `gclock(k=K)`; displays as the canonical spelling
-/// (`random`, `fifo`, `gclock(k=10)`, ...), which is also the built policy's [`Policy::name`].
-/// Also parsed, without parameters: `arc`, `car`, `s3-fifo`.
+/// Which replacement policy to build. Parses case-insensitively from the names in `ACCEPTED`
+/// (see the crate README); displays as the canonical spelling (`random`, `fifo`, `gclock(k=10)`,
+/// `lru-k(k=2)`, ...), which is also the built policy's [`Policy::name`].
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum PolicyKind {
     /// [`RandomPolicy`].
@@ -41,6 +44,17 @@ pub enum PolicyKind {
     Car,
     /// [`S3Fifo`].
     S3Fifo,
+    /// [`Mru`] (most recently used; locks on every hit).
+    Mru,
+    /// [`LruK`] with history depth `k` (1..=[`LruK::MAX_K`]; locks on every hit).
+    LruK {
+        /// How many most recent references are kept per page.
+        k: u8,
+    },
+    /// [`TwoQ`] (full version, default sizes; locks on every hit).
+    TwoQ,
+    /// [`Mq`] (default parameters; locks on every hit).
+    Mq,
 }
 
 /// A policy name [`PolicyKind`] does not accept.
@@ -66,6 +80,10 @@ impl PolicyKind {
             PolicyKind::Arc,
             PolicyKind::Car,
             PolicyKind::S3Fifo,
+            PolicyKind::Mru,
+            PolicyKind::LruK { k: LruK::DEFAULT_K as u8 },
+            PolicyKind::TwoQ,
+            PolicyKind::Mq,
         ]
     }
 
@@ -73,7 +91,8 @@ impl PolicyKind {
     /// numbers; the others ignore it.
     ///
     /// # Panics
-    /// If `k` is outside 1..=[`Gclock::MAX_K`] (impossible for a parsed kind), or if
+    /// If `k` is outside 1..=[`Gclock::MAX_K`] or, for LRU-K, 1..=[`LruK::MAX_K`] (impossible
+    /// for a parsed kind), or if
     /// `capacity - 1` does not fit a frame id.
     #[must_use]
     pub fn build(&self, capacity: usize, seed: u64) -> Box<dyn Policy> {
@@ -88,6 +107,10 @@ impl PolicyKind {
             PolicyKind::Arc => Box::new(ArcPolicy::new(capacity)),
             PolicyKind::Car => Box::new(Car::new(capacity)),
             PolicyKind::S3Fifo => Box::new(S3Fifo::new(capacity)),
+            PolicyKind::Mru => Box::new(Mru::new(capacity)),
+            PolicyKind::LruK { k } => Box::new(LruK::new(capacity, usize::from(k))),
+            PolicyKind::TwoQ => Box::new(TwoQ::new(capacity)),
+            PolicyKind::Mq => Box::new(Mq::new(capacity)),
         }
     }
 }
@@ -111,6 +134,10 @@ impl fmt::Display for PolicyKind {
             PolicyKind::Arc => f.write_str("arc"),
             PolicyKind::Car => f.write_str("car"),
             PolicyKind::S3Fifo => f.write_str("s3-fifo"),
+            PolicyKind::Mru => f.write_str("mru"),
+            PolicyKind::LruK { k } => write!(f, "lru-k(k={k})"),
+            PolicyKind::TwoQ => f.write_str("2q"),
+            PolicyKind::Mq => f.write_str("mq"),
         }
     }
 }
@@ -130,7 +157,13 @@ impl FromStr for PolicyKind {
             "arc" => return Ok(PolicyKind::Arc),
             "car" => return Ok(PolicyKind::Car),
             "s3-fifo" => return Ok(PolicyKind::S3Fifo),
+            "mru" => return Ok(PolicyKind::Mru),
+            "2q" => return Ok(PolicyKind::TwoQ),
+            "mq" => return Ok(PolicyKind::Mq),
             _ => {}
+        }
+        if let Some(rest) = name.strip_prefix("lru-k") {
+            return parse_lru_k(rest).ok_or_else(unknown);
         }
         let (sweep, rest) = match name.strip_prefix("gclock-sweep") {
             Some(rest) => (true, rest),
@@ -151,6 +184,17 @@ impl FromStr for PolicyKind {
             Err(unknown())
         }
     }
+}
+
+/// The part of an LRU-K name after `lru-k`: empty, `:K` or `(k=K)`, with K in 1..=8.
+fn parse_lru_k(rest: &str) -> Option<PolicyKind> {
+    let k = if rest.is_empty() {
+        LruK::DEFAULT_K
+    } else {
+        let digits = rest.strip_prefix(':').or_else(|| rest.strip_prefix("(k=")?.strip_suffix(')'))?;
+        digits.trim().parse::<usize>().ok()?
+    };
+    (1..=LruK::MAX_K).contains(&k).then(|| PolicyKind::LruK { k: u8::try_from(k).expect("k <= 8") })
 }
 
 #[cfg(test)]
@@ -176,6 +220,13 @@ mod tests {
             ("ARC", PolicyKind::Arc),
             (" car", PolicyKind::Car),
             ("S3-FIFO", PolicyKind::S3Fifo),
+            ("MRU", PolicyKind::Mru),
+            ("lru-k", PolicyKind::LruK { k: 2 }),
+            ("LRU-K:3", PolicyKind::LruK { k: 3 }),
+            ("lru-k(k=8)", PolicyKind::LruK { k: 8 }),
+            (" Lru-K(K=1) ", PolicyKind::LruK { k: 1 }),
+            ("2Q", PolicyKind::TwoQ),
+            ("mq", PolicyKind::Mq),
         ];
         for (input, expected) in cases {
             assert_eq!(input.parse::<PolicyKind>(), Ok(expected), "{input:?}");
@@ -205,19 +256,30 @@ mod tests {
             "car(k=1)",
             "s3fifo",
             "s3-fifo:1",
+            "lru-k:0",
+            "lru-k:9",
+            "lru-k(k=9)",
+            "lru-k2",
+            "lru-k(2)",
+            "lru-2",
+            "2q:1",
+            "mq(k=1)",
         ] {
             let err = input.parse::<PolicyKind>().unwrap_err();
             assert_eq!(err.input, input);
             let message = err.to_string();
             assert!(message.contains(&format!("{input:?}")), "{message}");
             assert!(message.contains("gclock(k=K)") && message.contains("sieve"), "{message}");
+            assert!(message.contains("lru-k(k=K)") && message.contains("2q"), "{message}");
         }
         assert!(ACCEPTED.contains(&Gclock::MAX_K.to_string()));
     }
 
     #[test]
     fn display_round_trips_and_matches_the_built_name() {
-        for kind in PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: 7 }]) {
+        for kind in
+            PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: 7 }, PolicyKind::LruK { k: 5 }])
+        {
             assert_eq!(kind.to_string().parse::<PolicyKind>(), Ok(kind));
             assert_eq!(kind.build(4, 0).name(), kind.to_string());
         }

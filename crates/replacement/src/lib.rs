@@ -14,14 +14,19 @@ mod clock;
 mod fifo;
 mod gclock;
 mod ghost_p2;
+mod history_p1;
 mod kind;
 mod leaf;
 mod list;
 mod lru;
+mod lru_k;
+mod mq;
+mod mru;
 mod random;
 mod s3_fifo;
 mod sieve;
 mod spec;
+mod two_q;
 
 pub use arc::ArcPolicy;
 pub use car::Car;
@@ -31,12 +36,16 @@ pub use gclock::{Gclock, GclockSweep};
 pub use kind::{PolicyKind, UnknownPolicy};
 pub use leaf::LeafOnly;
 pub use lru::Lru;
+pub use lru_k::LruK;
+pub use mq::Mq;
+pub use mru::Mru;
 pub use random::RandomPolicy;
 pub use s3_fifo::S3Fifo;
 pub use sieve::Sieve;
 pub use spec::PolicySpec;
 use std::sync::atomic::{AtomicU32, Ordering};
 pub use swizzledb_sync::{FrameId, PageId};
+pub use two_q::TwoQ;
 
 /// Converts a frame index in `0..capacity` back to a [`FrameId`].
 ///

@@ -1,0 +1,518 @@
+//! MQ, the Multi-Queue algorithm (Zhou, Philbin & Li, USENIX ATC 2001; README "MQ"): `m` LRU
+//! queues `Q0..Qm-1`, a page living in the queue of its access frequency (`Q[log2 f]`), victims
+//! taken from the LRU end of the lowest non-empty queue, a ghost FIFO `Qout` that remembers the
+//! frequencies of evicted pages, and demotion by one queue of pages not referenced for
+//! `lifeTime` references, so that formerly hot pages eventually leave.
+
+use parking_lot::Mutex;
+
+use crate::history_p1::{Ghosts, Queues};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+/// Number of sample distances between two re-estimations of `lifeTime`.
+const LIFETIME_EPOCH: u32 = 256;
+
+/// The `lifeTime` parameter: fixed, or estimated from observed temporal distances (README "MQ").
+struct LifeTime {
+    value: u64,
+    adaptive: bool,
+    /// Distances below this are not sampled, and the estimate never goes below it: the cache
+    /// size in frames.
+    floor: u64,
+    /// Samples per power-of-two bucket: `buckets[b]` counts distances in `2^b..2^(b+1)`.
+    buckets: [u32; 64],
+    /// Samples since the last estimate.
+    samples: u32,
+}
+
+impl LifeTime {
+    /// Records the temporal distance of a re-reference (references since the page's previous
+    /// one). Every [`LIFETIME_EPOCH`] samples, `lifeTime` becomes the upper end of the most
+    /// populated bucket and all counts are halved, so old samples fade.
+    fn observe(&mut self, distance: u64) {
+        if !self.adaptive || distance < self.floor || distance == 0 {
+            return;
+        }
+        self.buckets[distance.ilog2() as usize] += 1;
+        self.samples += 1;
+        if self.samples == LIFETIME_EPOCH {
+            let peak = (0..64).rev().max_by_key(|&b| self.buckets[b]).expect("64 buckets");
+            self.value = 1u64.checked_shl(peak as u32 + 1).unwrap_or(u64::MAX).max(self.floor);
+            self.buckets.iter_mut().for_each(|c| *c /= 2);
+            self.samples = 0;
+        }
+    }
+}
+
+struct State {
+    /// `m`: the number of frequency queues; list `m` holds blocked frames.
+    m: usize,
+    queues: Queues,
+    pages: Box<[Option<PageId>]>,
+    /// Reference count of the resident page (restored from `Qout` on a ghost hit).
+    freq: Box<[u64]>,
+    /// The paper's `expireTime`.
+    expire: Box<[u64]>,
+    /// The time of the page's most recent reference (for the temporal distances).
+    last: Box<[u64]>,
+    /// The paper's `currentTime`: one tick per reference (hit or load).
+    now: u64,
+    life_time: LifeTime,
+    /// The paper's `Qout`: `(freq, last reference)` of evicted pages.
+    qout: Ghosts<(u64, u64)>,
+    /// The queue order of the search, `0..m`.
+    order: Box<[usize]>,
+    /// After `InUse` or `SwizzledChildren` rejections, the frame to propose next (in a
+    /// frequency queue); `None` starts at the LRU end of the lowest non-empty queue. Reset by
+    /// every eviction.
+    cursor: Option<usize>,
+}
+
+impl State {
+    /// The paper's `QueueNum(f)`: `log2 f`, capped at the last queue.
+    fn queue_num(&self, freq: u64) -> usize {
+        (freq.max(1).ilog2() as usize).min(self.m - 1)
+    }
+
+    fn searchable(&self, frame: usize) -> bool {
+        self.queues.queue_of(frame).is_some_and(|q| q < self.m)
+    }
+
+    fn successor(&self, frame: usize) -> Option<usize> {
+        let next = self.queues.cyclic_successor(&self.order, frame);
+        (next != frame).then_some(next)
+    }
+
+    /// Keeps the cursor valid before `frame` leaves its place.
+    fn step_off(&mut self, frame: usize) {
+        if self.cursor == Some(frame) {
+            self.cursor = self.successor(frame);
+        }
+    }
+
+    /// Unlinks `frame`; returns its page, frequency and last reference if it was resident.
+    fn forget(&mut self, frame: usize) -> Option<(PageId, u64, u64)> {
+        if self.searchable(frame) {
+            self.step_off(frame);
+        }
+        self.queues.unlink(frame)?;
+        let page = self.pages[frame].take()?;
+        Some((page, self.freq[frame], self.last[frame]))
+    }
+
+    /// The common tail of a hit and a load, at the current time: set `expireTime`, queue the
+    /// frame at the MRU end of `Q[QueueNum(freq)]` (unless blocked), tick, and `Adjust`.
+    fn settle(&mut self, frame: usize) {
+        self.expire[frame] = self.now + self.life_time.value;
+        self.last[frame] = self.now;
+        if self.queues.queue_of(frame) != Some(self.m) {
+            if self.searchable(frame) {
+                self.step_off(frame);
+            }
+            let q = self.queue_num(self.freq[frame]);
+            self.queues.push_newest(q, frame);
+        }
+        self.now += 1;
+        self.adjust();
+    }
+
+    /// The paper's `Adjust`: the LRU page of each queue above `Q0` whose `expireTime` has passed
+    /// moves to the MRU end of the queue below, with a new `expireTime`.
+    fn adjust(&mut self) {
+        for k in 1..self.m {
+            let Some(head) = self.queues.oldest(k) else { continue };
+            if self.expire[head] < self.now {
+                self.step_off(head);
+                self.queues.push_newest(k - 1, head);
+                self.expire[head] = self.now + self.life_time.value;
+            }
+        }
+    }
+
+    /// The LRU page of the lowest non-empty queue.
+    fn first_choice(&self) -> Option<usize> {
+        (0..self.m).find_map(|q| self.queues.oldest(q))
+    }
+}
+
+/// MQ replacement (default 8 queues, `Qout` of 4 × capacity entries, adaptive `lifeTime`).
+///
+/// Every hit moves its frame to the MRU end of its frequency queue and runs `Adjust`, under the
+/// policy's mutex: a documented breach of R5 (README "MQ"). The frames' [`FrameHook`]s are
+/// neither read nor written (R7).
+pub struct Mq {
+    m: usize,
+    state: Mutex<State>,
+}
+
+impl Mq {
+    /// The paper's number of queues.
+    pub const DEFAULT_QUEUES: usize = 8;
+
+    /// MQ over frames `0..capacity` with the defaults: 8 queues, `Qout` of `4 * capacity` ids,
+    /// and `lifeTime` estimated at run time, starting at `capacity` (README "MQ").
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> Mq {
+        Mq::with_params(capacity, Mq::DEFAULT_QUEUES, capacity.saturating_mul(4), None)
+    }
+
+    /// MQ with `queues` frequency queues (1..=64), a `Qout` of `qout` ids, and a fixed
+    /// `lifeTime` (in references), or `None` to estimate it at run time.
+    ///
+    /// # Panics
+    /// If `queues` is outside 1..=64, or if `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn with_params(capacity: usize, queues: usize, qout: usize, life_time: Option<u64>) -> Mq {
+        assert!((1..=64).contains(&queues), "MQ: {queues} queues outside 1..=64");
+        check_capacity(capacity);
+        let floor = (capacity as u64).max(1);
+        let state = State {
+            m: queues,
+            queues: Queues::new(capacity, queues + 1),
+            pages: vec![None; capacity].into_boxed_slice(),
+            freq: vec![0; capacity].into_boxed_slice(),
+            expire: vec![0; capacity].into_boxed_slice(),
+            last: vec![0; capacity].into_boxed_slice(),
+            now: 0,
+            life_time: LifeTime {
+                value: life_time.unwrap_or(floor),
+                adaptive: life_time.is_none(),
+                floor,
+                buckets: [0; 64],
+                samples: 0,
+            },
+            qout: Ghosts::new(qout),
+            order: (0..queues).collect(),
+            cursor: None,
+        };
+        Mq { m: queues, state: Mutex::new(state) }
+    }
+
+    /// The current `lifeTime`, in references.
+    #[must_use]
+    pub fn life_time(&self) -> u64 {
+        self.state.lock().life_time.value
+    }
+}
+
+impl Policy for Mq {
+    fn name(&self) -> String {
+        "mq".to_owned()
+    }
+
+    /// A miss: the frequency is the one remembered in `Qout` plus 1 (the id leaves `Qout`), or
+    /// 1 for a page `Qout` does not know; then as a hit.
+    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let f = frame.index();
+        state.forget(f);
+        let now = state.now;
+        let freq = match state.qout.remove(page) {
+            Some((freq, last)) => {
+                state.life_time.observe(now - last);
+                freq + 1
+            }
+            None => 1,
+        };
+        state.freq[f] = freq;
+        state.pages[f] = Some(page);
+        state.queues.push_newest(0, f);
+        state.settle(f);
+    }
+
+    /// The frequency grows by one and the frame moves to the MRU end of its frequency queue,
+    /// under the lock (not R5). A blocked frame only counts the reference.
+    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let f = frame.index();
+        if state.queues.queue_of(f).is_none() {
+            return;
+        }
+        let distance = state.now - state.last[f];
+        state.life_time.observe(distance);
+        state.freq[f] += 1;
+        state.settle(f);
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let f = frame.index();
+        match why {
+            // The frame keeps its place and frequency (the fix that holds it was reported as a
+            // hit already); the search moves on.
+            Rejection::InUse | Rejection::SwizzledChildren => {
+                if state.searchable(f) {
+                    state.cursor = state.successor(f);
+                }
+            }
+            Rejection::Root => {
+                if state.searchable(f) {
+                    state.step_off(f);
+                    let blocked = state.m;
+                    state.queues.push_newest(blocked, f);
+                }
+            }
+            Rejection::NotResident => {
+                state.forget(f);
+            }
+        }
+    }
+
+    /// An eviction remembers the page and its frequency in `Qout` (dropping the oldest entry
+    /// beyond its size); a freed page leaves no trace.
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let forgotten = state.forget(frame.index());
+        if evicted {
+            state.cursor = None;
+            if let Some((page, freq, last)) = forgotten {
+                state.qout.insert(page, (freq, last));
+            }
+        }
+    }
+
+    /// The cursor's frame during a search, else the LRU end of the lowest non-empty queue; if
+    /// only blocked frames are resident, one of them; else `None` (R4).
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut state = self.state.lock();
+        let unblocked = state.cursor.filter(|&f| state.searchable(f)).or_else(|| state.first_choice());
+        let blocked = self.m;
+        unblocked.or_else(|| state.queues.rotate_oldest(blocked)).map(frame_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history_p1::sim;
+    use crate::TestHooks;
+    use proptest::prelude::*;
+    use std::collections::{HashMap, VecDeque};
+
+    fn pid(page: u64) -> PageId {
+        PageId::new(page).unwrap()
+    }
+
+    fn load(policy: &Mq, h: &TestHooks, frame: u32, page: u64) {
+        policy.on_insert(FrameId(frame), pid(page), &h[frame as usize]);
+    }
+
+    /// Each queue's frames, LRU end first.
+    fn queues(policy: &Mq) -> Vec<Vec<usize>> {
+        let state = policy.state.lock();
+        (0..state.m).map(|q| state.queues.oldest_first(q)).collect()
+    }
+
+    /// Hand-worked, 3 queues, 3 frames, lifeTime 100 (no demotion): frequencies put pages in
+    /// `Q[log2 f]`, victims come from the lowest non-empty queue, and `Qout` restores the
+    /// frequency of a page that comes back.
+    /// - Load a b c (frames 0 1 2, f = 1, all in Q0). Hit a (f = 2 -> Q1), hit a (f = 3, Q1),
+    ///   hit a (f = 4 -> Q2), hit b (f = 2 -> Q1). Queues: Q0 [c], Q1 [b], Q2 [a].
+    /// - Victim c (Q0's LRU); Qout = [c:1]. Load d into frame 2 (Q0).
+    /// - Victim d; Qout = [c:1 d:1]. Load c into frame 2: f = 1 + 1 = 2 -> Q1 = [b c].
+    /// - Victim b (Q0 empty, Q1's LRU); Qout = [d:1 b:2]. `currentTime` ticks once per
+    ///   reference from 0, so b's last reference (its hit) was at t6.
+    #[test]
+    fn r4_hand_worked_frequency_queues_and_qout() {
+        let policy = Mq::with_params(3, 3, 12, Some(100));
+        let h = TestHooks::new(3);
+        load(&policy, &h, 0, 1);
+        load(&policy, &h, 1, 2);
+        load(&policy, &h, 2, 3);
+        h.hit(&policy, &[0, 0, 0, 1]);
+        assert_eq!(queues(&policy), [vec![2], vec![1], vec![0]]);
+        assert_eq!(h.evict(&policy), 2);
+        load(&policy, &h, 2, 4);
+        assert_eq!(h.evict(&policy), 2);
+        load(&policy, &h, 2, 3);
+        assert_eq!(queues(&policy), [vec![], vec![1, 2], vec![0]], "c back with f = 2");
+        assert_eq!(h.evict(&policy), 1);
+        let qout: Vec<u64> = policy.state.lock().qout.oldest_first().iter().map(|p| p.get()).collect();
+        assert_eq!(qout, [4, 2]);
+        assert_eq!(policy.state.lock().qout.remove(pid(2)), Some((2, 6)), "b: f = 2, last referenced at t6");
+    }
+
+    /// Hand-worked demotion with lifeTime 2, 2 queues, 2 frames; `currentTime` starts at 0 and
+    /// ticks after every reference, then `Adjust` demotes a queue's LRU page whose
+    /// `expireTime` (time of its last reference + lifeTime) is below `currentTime`:
+    /// - t0 load a: expire 2, Q0. t1 hit a: f = 2 -> Q1, expire 3. t2 load b: Q0, expire 4.
+    /// - t3 hit b: f = 2 -> Q1 behind a, expire 5. After the tick, currentTime = 4 > 3: a is
+    ///   demoted to Q0 with expire 6.
+    /// - Victim: a, although it has as many references as b.
+    #[test]
+    fn r4_hand_worked_demotion_by_life_time() {
+        let policy = Mq::with_params(2, 2, 8, Some(2));
+        let h = TestHooks::new(2);
+        load(&policy, &h, 0, 1);
+        h.hit(&policy, &[0]);
+        load(&policy, &h, 1, 2);
+        assert_eq!(queues(&policy), [vec![1], vec![0]]);
+        h.hit(&policy, &[1]);
+        assert_eq!(queues(&policy), [vec![0], vec![1]], "a demoted by Adjust");
+        assert_eq!(policy.state.lock().expire[0], 6);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(h.evict(&policy), 1);
+    }
+
+    /// `InUse` and `SwizzledChildren` move the search up through the queues and wrap; `Root`
+    /// blocks; a freed page is not remembered in `Qout`.
+    #[test]
+    fn r3_rejections_and_frees() {
+        let policy = Mq::with_params(3, 2, 6, Some(100));
+        let h = TestHooks::new(3);
+        for f in 0..3 {
+            load(&policy, &h, f, u64::from(f) + 1);
+        }
+        h.hit(&policy, &[2]);
+        assert_eq!(queues(&policy), [vec![0, 1], vec![2]]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::InUse, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)), "into Q1");
+        policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)), "wraps to Q0");
+        assert_eq!(policy.state.lock().freq[..], [1, 1, 2], "rejections keep frequencies");
+        policy.on_remove(FrameId(1), false, &h[1]);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(h.evict(&policy), 2, "the root last");
+        let qout: Vec<u64> = policy.state.lock().qout.oldest_first().iter().map(|p| p.get()).collect();
+        assert_eq!(qout, [1, 3], "the freed page 2 is not remembered");
+    }
+
+    /// The estimator: distances below the cache size are ignored; after an epoch, lifeTime is
+    /// the upper end of the most populated power-of-two bucket.
+    #[test]
+    fn life_time_follows_the_peak_temporal_distance() {
+        let policy = Mq::new(16);
+        assert_eq!(policy.life_time(), 16, "starts at the cache size");
+        let mut state = policy.state.lock();
+        for i in 0..LIFETIME_EPOCH {
+            // 3/4 of the samples in 64..128, the rest in 1000..1024; plus ignored short ones.
+            state.life_time.observe(if i % 4 == 0 { 1000 } else { 64 + u64::from(i % 64) });
+            state.life_time.observe(3);
+        }
+        assert_eq!(state.life_time.value, 128);
+        for _ in 0..LIFETIME_EPOCH {
+            state.life_time.observe(5000);
+        }
+        assert_eq!(state.life_time.value, 8192, "the old peak faded");
+    }
+
+    /// Victims of MQ with a fixed lifeTime over page ids, written from the paper with plain
+    /// `VecDeque`s (LRU first), for a pool of `capacity` frames that evicts on every miss once
+    /// full.
+    fn model_victims(capacity: usize, m: usize, qout_size: usize, life: u64, refs: &[u64]) -> Vec<u64> {
+        let mut q: Vec<VecDeque<u64>> = vec![VecDeque::new(); m];
+        let mut qout: VecDeque<(u64, u64)> = VecDeque::new();
+        let (mut freq, mut expire) = (HashMap::new(), HashMap::new());
+        let (mut now, mut victims) = (0u64, Vec::new());
+        for &x in refs {
+            if let Some(k) = q.iter().position(|queue| queue.contains(&x)) {
+                q[k].retain(|&p| p != x);
+                *freq.get_mut(&x).unwrap() += 1;
+            } else {
+                if q.iter().map(VecDeque::len).sum::<usize>() == capacity {
+                    let victim = q.iter_mut().find_map(VecDeque::pop_front).unwrap();
+                    qout.push_back((victim, freq[&victim]));
+                    if qout.len() > qout_size {
+                        qout.pop_front();
+                    }
+                    victims.push(victim);
+                }
+                let remembered = qout.iter().position(|&(p, _)| p == x).map(|at| qout.remove(at).unwrap().1);
+                freq.insert(x, remembered.map_or(1, |f| f + 1));
+            }
+            expire.insert(x, now + life);
+            let k = (freq[&x].ilog2() as usize).min(m - 1);
+            q[k].push_back(x);
+            now += 1;
+            for k in 1..m {
+                if let Some(&head) = q[k].front() {
+                    if expire[&head] < now {
+                        q[k].pop_front();
+                        q[k - 1].push_back(head);
+                        expire.insert(head, now + life);
+                    }
+                }
+            }
+        }
+        victims
+    }
+
+    proptest! {
+        /// The policy, driven by a pool that evicts on every miss, picks the model's victims.
+        #[test]
+        fn victims_match_a_reference_model(
+            capacity in 1usize..=8,
+            m in 1usize..=4,
+            qout in 0usize..10,
+            life in 1u64..20,
+            refs in proptest::collection::vec(prop_oneof![0u64..4, 0u64..24], 0..300),
+        ) {
+            let policy = Mq::with_params(capacity, m, qout, Some(life));
+            let h = TestHooks::new(capacity);
+            let mut frames: Vec<Option<u64>> = vec![None; capacity];
+            let mut victims = Vec::new();
+            for &page in &refs {
+                if let Some(f) = frames.iter().position(|&p| p == Some(page)) {
+                    h.hit(&policy, &[f as u32]);
+                    continue;
+                }
+                let f = match frames.iter().position(Option::is_none) {
+                    Some(f) => f,
+                    None => {
+                        let f = h.evict(&policy) as usize;
+                        victims.push(frames[f].unwrap());
+                        f
+                    }
+                };
+                frames[f] = Some(page);
+                load(&policy, &h, f as u32, page);
+            }
+            prop_assert_eq!(victims, model_victims(capacity, m, qout, life, &refs));
+        }
+
+        /// Invariants: each resident frame is in exactly one list, blocked iff rejected as a
+        /// root, otherwise in `Q[k]` with `k <= QueueNum(freq)` (demotion only lowers it);
+        /// |Qout| <= its size; no resident page in Qout; every resident page was last referenced
+        /// before `currentTime` and, with a fixed lifeTime, expires at most lifeTime later.
+        #[test]
+        fn invariants_hold_over_random_pool_runs(
+            m in 1usize..=4, life in prop_oneof![Just(None), (1u64..6).prop_map(Some)],
+            (capacity, ops) in sim::scenario(10),
+        ) {
+            let policy = Mq::with_params(capacity, m, 2 * capacity, life);
+            sim::run(capacity, &ops, &policy, |pool| {
+                let state = policy.state.lock();
+                for (f, page) in pool.frames.iter().enumerate() {
+                    let list = state.queues.queue_of(f);
+                    match page {
+                        None => assert_eq!(list, None),
+                        Some(page) => {
+                            let list = list.expect("resident frames are queued");
+                            assert_eq!(list == m, pool.blocked[f], "frame {f}");
+                            if list < m {
+                                assert!(list <= state.queue_num(state.freq[f]));
+                            }
+                            assert!(state.freq[f] >= 1);
+                            assert!(!state.qout.contains(pid(*page)), "resident {page} in Qout");
+                        }
+                    }
+                }
+                assert!(state.qout.len() <= 2 * capacity);
+                for (f, page) in pool.frames.iter().enumerate() {
+                    if page.is_some() {
+                        assert!(state.last[f] < state.now);
+                        if let Some(life) = life {
+                            assert!(state.expire[f] <= state.now + life, "frame {f}");
+                        }
+                    }
+                }
+            });
+        }
+    }
+}

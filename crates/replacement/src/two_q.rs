@@ -1,0 +1,406 @@
+//! 2Q, the full version (Johnson & Shasha, VLDB 1994; README "2Q"): first-time pages enter a
+//! FIFO `A1in`; when they leave it their ids go to a ghost FIFO `A1out`; a page that misses while
+//! its id is in `A1out` was referenced again after a while, so it enters the LRU list `Am`. A
+//! burst of correlated references stays in `A1in` and never pollutes `Am`.
+
+use parking_lot::Mutex;
+
+use crate::history_p1::{Ghosts, Queues};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+/// First-time pages, FIFO (oldest first).
+const A1IN: usize = 0;
+/// Re-referenced pages, LRU (least recently used first).
+const AM: usize = 1;
+/// Frames rejected as roots (R3).
+const BLOCKED: usize = 2;
+
+struct State {
+    /// The paper's `Kin`: `A1in` is reclaimed from while it holds more than this many pages.
+    kin: usize,
+    queues: Queues,
+    pages: Box<[Option<PageId>]>,
+    /// The paper's `A1out`: ids of pages evicted from `A1in`, at most `Kout` of them.
+    a1out: Ghosts<()>,
+    /// After `InUse` or `SwizzledChildren` rejections, the frame to propose next (a frame of
+    /// `A1in` or `Am`); `None` starts at the paper's choice. Reset by every eviction.
+    cursor: Option<usize>,
+}
+
+impl State {
+    /// The paper's `reclaimfor`: the tail of `A1in` if it holds more than `Kin` pages, else the
+    /// tail of `Am`; the other list when the chosen one is empty.
+    fn first_choice(&self) -> Option<usize> {
+        let (first, second) = if self.queues.len(A1IN) > self.kin { (A1IN, AM) } else { (AM, A1IN) };
+        self.queues.oldest(first).or_else(|| self.queues.oldest(second))
+    }
+
+    /// The frame after `frame` in the search: toward the newest end of its list, then the other
+    /// list from its oldest end, cyclically; `None` if `frame` is the only one.
+    fn successor(&self, frame: usize) -> Option<usize> {
+        let next = self.queues.cyclic_successor(&[A1IN, AM], frame);
+        (next != frame).then_some(next)
+    }
+
+    fn searchable(&self, frame: usize) -> bool {
+        matches!(self.queues.queue_of(frame), Some(A1IN | AM))
+    }
+
+    /// Keeps the cursor valid before `frame` leaves its place.
+    fn step_off(&mut self, frame: usize) {
+        if self.cursor == Some(frame) {
+            self.cursor = self.successor(frame);
+        }
+    }
+
+    /// Unlinks `frame`; returns its page and the list it was in, if it was resident.
+    fn forget(&mut self, frame: usize) -> Option<(PageId, usize)> {
+        if self.searchable(frame) {
+            self.step_off(frame);
+        }
+        let list = self.queues.unlink(frame)?;
+        self.pages[frame].take().map(|page| (page, list))
+    }
+}
+
+/// 2Q replacement (full version: `A1in`, `A1out`, `Am`).
+///
+/// A hit on an `Am` page relinks it under the policy's mutex, a documented breach of R5 (README
+/// "2Q"); a hit on an `A1in` page changes nothing, as in the paper, but still takes the lock to
+/// find out. The frames' [`FrameHook`]s are neither read nor written (R7).
+pub struct TwoQ {
+    kin: usize,
+    kout: usize,
+    state: Mutex<State>,
+}
+
+impl TwoQ {
+    /// 2Q over frames `0..capacity` with Johnson & Shasha's recommended sizes: `Kin` = 25% of
+    /// the frames and `Kout` = 50% (each at least 1).
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> TwoQ {
+        TwoQ::with_sizes(capacity, (capacity / 4).max(1), (capacity / 2).max(1))
+    }
+
+    /// 2Q with explicit `Kin` (the `A1in` size above which it is reclaimed from) and `Kout`
+    /// (the number of ids `A1out` remembers).
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn with_sizes(capacity: usize, kin: usize, kout: usize) -> TwoQ {
+        check_capacity(capacity);
+        let state = State {
+            kin,
+            queues: Queues::new(capacity, 3),
+            pages: vec![None; capacity].into_boxed_slice(),
+            a1out: Ghosts::new(kout),
+            cursor: None,
+        };
+        TwoQ { kin, kout, state: Mutex::new(state) }
+    }
+
+    /// `Kin` and `Kout`.
+    #[must_use]
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.kin, self.kout)
+    }
+}
+
+impl Policy for TwoQ {
+    fn name(&self) -> String {
+        "2q".to_owned()
+    }
+
+    /// A page remembered in `A1out` enters `Am` (its id leaves `A1out`); any other page enters
+    /// `A1in`. Both at the newest end.
+    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let f = frame.index();
+        state.forget(f);
+        let list = if state.a1out.remove(page).is_some() { AM } else { A1IN };
+        state.queues.push_newest(list, f);
+        state.pages[f] = Some(page);
+    }
+
+    /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing.
+    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let f = frame.index();
+        if state.queues.queue_of(f) == Some(AM) {
+            state.step_off(f);
+            state.queues.push_newest(AM, f);
+        }
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let f = frame.index();
+        match why {
+            // The frame keeps its place (the fix that holds it was reported as a hit already);
+            // the search moves on.
+            Rejection::InUse | Rejection::SwizzledChildren => {
+                if state.searchable(f) {
+                    state.cursor = state.successor(f);
+                }
+            }
+            Rejection::Root => {
+                if state.searchable(f) {
+                    state.step_off(f);
+                    state.queues.push_newest(BLOCKED, f);
+                }
+            }
+            Rejection::NotResident => {
+                state.forget(f);
+            }
+        }
+    }
+
+    /// An eviction from `A1in` remembers the page in `A1out` (dropping its oldest id beyond
+    /// `Kout`); an eviction from `Am` or of a blocked page, and a freed page, leave no trace.
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        let mut state = self.state.lock();
+        let forgotten = state.forget(frame.index());
+        if evicted {
+            state.cursor = None;
+            if let Some((page, A1IN)) = forgotten {
+                state.a1out.insert(page, ());
+            }
+        }
+    }
+
+    /// The cursor's frame during a search, else the paper's choice (the `A1in` tail while
+    /// `|A1in| > Kin`, else the `Am` tail); if only blocked frames are resident, one of them;
+    /// else `None` (R4).
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut state = self.state.lock();
+        let unblocked = state.cursor.filter(|&f| state.searchable(f)).or_else(|| state.first_choice());
+        unblocked.or_else(|| state.queues.rotate_oldest(BLOCKED)).map(frame_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history_p1::sim;
+    use crate::TestHooks;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    fn pid(page: u64) -> PageId {
+        PageId::new(page).unwrap()
+    }
+
+    fn load(policy: &TwoQ, h: &TestHooks, frame: u32, page: u64) {
+        policy.on_insert(FrameId(frame), pid(page), &h[frame as usize]);
+    }
+
+    /// (A1in, Am) frames oldest first, and A1out's page ids oldest first.
+    fn lists(policy: &TwoQ) -> (Vec<usize>, Vec<usize>, Vec<u64>) {
+        let state = policy.state.lock();
+        let out = state.a1out.oldest_first().iter().map(|p| p.get()).collect();
+        (state.queues.oldest_first(A1IN), state.queues.oldest_first(AM), out)
+    }
+
+    /// Hand-worked (Johnson & Shasha give no step-by-step reference string): 4 frames, Kin = 1,
+    /// Kout = 2, pages 1..6; the test plays the pool, loading each missing page into the frame
+    /// just freed.
+    /// - Pages 1 2 3 4 load into frames 0..3, all in A1in; hits on 1 and 2 change nothing there.
+    /// - 5 misses: |A1in| = 4 > Kin, so A1in's tail, page 1, goes; A1out = [1].
+    /// - 1 misses: page 2 goes, A1out = [1 2]; page 1 is in A1out, so it enters Am and leaves
+    ///   A1out = [2].
+    /// - 6 misses: page 3 goes, A1out = [2 3].
+    /// - 2 misses: page 4 goes; A1out = [3 4], since Kout = 2 drops page 2, which therefore
+    ///   enters A1in as a new page (the paper's case of a too small Kout).
+    /// - Four more evictions: page 5 (|A1in| = 3), page 6 (|A1in| = 2), then |A1in| = 1 = Kin so
+    ///   Am's tail, page 1, and last page 2 from A1in since Am is empty. Only A1in evictions
+    ///   enter A1out, which ends as [6 2].
+    #[test]
+    fn r4_hand_worked_a1in_a1out_am() {
+        let policy = TwoQ::with_sizes(4, 1, 2);
+        let h = TestHooks::new(4);
+        for (f, page) in [1, 2, 3, 4].into_iter().enumerate() {
+            load(&policy, &h, f as u32, page);
+        }
+        h.hit(&policy, &[0, 1]);
+        assert_eq!(lists(&policy), (vec![0, 1, 2, 3], vec![], vec![]));
+        assert_eq!(h.evict(&policy), 0);
+        load(&policy, &h, 0, 5);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(lists(&policy).2, [1, 2]);
+        load(&policy, &h, 1, 1);
+        assert_eq!(lists(&policy), (vec![2, 3, 0], vec![1], vec![2]), "a is back, in Am");
+        assert_eq!(h.evict(&policy), 2);
+        load(&policy, &h, 2, 6);
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(lists(&policy).2, [3, 4], "b fell out of A1out");
+        load(&policy, &h, 3, 2);
+        assert_eq!(lists(&policy), (vec![0, 2, 3], vec![1], vec![3, 4]), "b forgotten: A1in again");
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(lists(&policy).2, [4, 5]);
+        h.hit(&policy, &[1]);
+        // |A1in| = 2 > 1: still from A1in, then |A1in| = 1 = Kin: from Am.
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.evict(&policy), 1, "A1in at Kin: Am's tail a");
+        assert_eq!(h.evict(&policy), 3, "Am empty: A1in");
+        assert_eq!(policy.next_candidate(&h), None);
+        assert_eq!(lists(&policy).2, [6, 2], "only A1in evictions are remembered");
+    }
+
+    /// Am is LRU: hits reorder it, and the tail is evicted once A1in is at or below Kin.
+    #[test]
+    fn r4_am_is_lru() {
+        let policy = TwoQ::with_sizes(3, 1, 3);
+        let h = TestHooks::new(3);
+        // Pages 1 2 3 pass through A1in into A1out, then come back into Am.
+        for page in 1..=3 {
+            load(&policy, &h, 0, page);
+            policy.on_remove(FrameId(0), true, &h[0]);
+        }
+        for (f, page) in [1, 2, 3].into_iter().enumerate() {
+            load(&policy, &h, f as u32, page);
+        }
+        assert_eq!(lists(&policy), (vec![], vec![0, 1, 2], vec![]));
+        h.hit(&policy, &[0, 2]);
+        assert_eq!(h.evict(&policy), 1);
+        h.hit(&policy, &[0]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(lists(&policy).2, Vec::<u64>::new(), "Am evictions are not remembered");
+    }
+
+    /// `InUse` and `SwizzledChildren` move the search along A1in, then into Am, and wrap; `Root`
+    /// blocks; a freed page is not remembered in A1out and moves the search on.
+    #[test]
+    fn r3_rejections_and_frees() {
+        let policy = TwoQ::with_sizes(4, 1, 4);
+        let h = TestHooks::new(4);
+        load(&policy, &h, 0, 1);
+        policy.on_remove(FrameId(0), true, &h[0]);
+        load(&policy, &h, 0, 1); // Am
+        load(&policy, &h, 1, 2);
+        load(&policy, &h, 2, 3);
+        load(&policy, &h, 3, 4);
+        assert_eq!(lists(&policy), (vec![1, 2, 3], vec![0], vec![]));
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
+        policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(3)));
+        policy.on_rejected(FrameId(3), Rejection::InUse, &h[3]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)), "past A1in's head into Am");
+        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)), "wraps to A1in's tail");
+        policy.on_remove(FrameId(1), false, &h[1]);
+        assert_eq!(lists(&policy).2, Vec::<u64>::new(), "freed, not evicted");
+        assert_eq!(h.evict(&policy), 3, "the freed frame's successor in the search");
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(h.evict(&policy), 2, "the root last");
+        assert_eq!(lists(&policy).2, [4], "blocked and Am evictions are not remembered");
+    }
+
+    /// Victims of 2Q over page ids, written from the paper with plain `VecDeque`s (oldest or LRU
+    /// first), for a pool of `capacity` frames that evicts on every miss once full.
+    fn model_victims(capacity: usize, kin: usize, kout: usize, refs: &[u64]) -> Vec<u64> {
+        let (mut a1in, mut am, mut a1out) = (VecDeque::new(), VecDeque::new(), VecDeque::new());
+        let mut victims = Vec::new();
+        for &x in refs {
+            if let Some(at) = am.iter().position(|&p| p == x) {
+                am.remove(at);
+                am.push_back(x);
+                continue;
+            }
+            if a1in.contains(&x) {
+                continue;
+            }
+            if a1in.len() + am.len() == capacity {
+                let victim = if a1in.len() > kin || am.is_empty() {
+                    let y = a1in.pop_front().unwrap();
+                    a1out.push_back(y);
+                    if a1out.len() > kout {
+                        a1out.pop_front();
+                    }
+                    y
+                } else {
+                    am.pop_front().unwrap()
+                };
+                victims.push(victim);
+            }
+            match a1out.iter().position(|&p| p == x) {
+                Some(at) => {
+                    a1out.remove(at);
+                    am.push_back(x);
+                }
+                None => a1in.push_back(x),
+            }
+        }
+        victims
+    }
+
+    proptest! {
+        /// The policy, driven by a pool that evicts on every miss, picks the model's victims.
+        #[test]
+        fn victims_match_a_reference_model(
+            capacity in 1usize..=8,
+            kin in 0usize..4,
+            kout in 0usize..6,
+            refs in proptest::collection::vec(0u64..20, 0..300),
+        ) {
+            let policy = TwoQ::with_sizes(capacity, kin, kout);
+            let h = TestHooks::new(capacity);
+            let mut frames: Vec<Option<u64>> = vec![None; capacity];
+            let mut victims = Vec::new();
+            for &page in &refs {
+                if let Some(f) = frames.iter().position(|&p| p == Some(page)) {
+                    h.hit(&policy, &[f as u32]);
+                    continue;
+                }
+                let f = match frames.iter().position(Option::is_none) {
+                    Some(f) => f,
+                    None => {
+                        let f = h.evict(&policy) as usize;
+                        victims.push(frames[f].unwrap());
+                        f
+                    }
+                };
+                frames[f] = Some(page);
+                load(&policy, &h, f as u32, page);
+            }
+            prop_assert_eq!(victims, model_victims(capacity, kin, kout, &refs));
+        }
+
+        /// Invariants: each resident frame is in exactly one of A1in, Am and the blocked list;
+        /// |A1out| <= Kout; no resident page is in A1out; an unblocked proposal without a search
+        /// under way is A1in's tail iff |A1in| > Kin or Am is empty.
+        #[test]
+        fn invariants_hold_over_random_pool_runs((capacity, ops) in sim::scenario(10)) {
+            let policy = TwoQ::new(capacity);
+            let (kin, kout) = policy.sizes();
+            sim::run(capacity, &ops, &policy, |pool| {
+                let state = policy.state.lock();
+                for (f, page) in pool.frames.iter().enumerate() {
+                    let list = state.queues.queue_of(f);
+                    match page {
+                        None => assert_eq!(list, None),
+                        Some(page) => {
+                            assert_eq!(list == Some(BLOCKED), pool.blocked[f], "frame {f}");
+                            assert!(list.is_some());
+                            assert!(!state.a1out.contains(pid(*page)), "resident {page} in A1out");
+                        }
+                    }
+                }
+                assert!(state.a1out.len() <= kout);
+                if state.cursor.is_none() {
+                    if let Some(first) = state.first_choice() {
+                        let from_a1in = state.queues.queue_of(first) == Some(A1IN);
+                        let a1in_over = state.queues.len(A1IN) > kin || state.queues.len(AM) == 0;
+                        assert_eq!(from_a1in, a1in_over);
+                    }
+                }
+            });
+        }
+    }
+}
