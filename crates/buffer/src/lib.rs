@@ -16,6 +16,7 @@ mod page_table;
 mod pool;
 mod stats;
 mod swip;
+pub mod trace;
 
 pub use aligned::AlignedBuf;
 pub use error::{BufferError, Result};
@@ -26,3 +27,7 @@ pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::PolicyKind;
 pub use swizzledb_sync::{FrameId, Lsn, PageId};
+pub use trace::{
+    export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,
+    TraceWriter,
+};
