@@ -4,7 +4,8 @@
 //! ways of following child references ([`PoolMode`]): through the page table on every step
 //! (traditional), through swizzled frame references (Graefe et al. 2014), or main-memory style
 //! with everything resident. The rules the code relies on are numbered in `README.md` (B1…) and
-//! cited by every `// SAFETY:` comment.
+//! cited by every `// SAFETY:` comment. A pool can record a buffer reference trace ([`trace`],
+//! rule B16) for offline analysis.
 
 mod aligned;
 mod error;

@@ -868,7 +868,7 @@ impl<R: Read> TraceReader<R> {
         let at = self.payload_offset + self.pos as u64;
         let b = &self.payload;
         let mut pos = self.pos;
-        let past_end = || format!("event runs past the end of its block");
+        let past_end = || "event runs past the end of its block".to_string();
         let tag = *b.get(pos).ok_or_else(|| self.corrupt(at, past_end()))?;
         pos += 1;
         if tag & TAG_RESERVED != 0 {
