@@ -153,6 +153,7 @@ fn single_thread_run(mode: PoolMode) {
     check_residency(&events, frames);
     assert!(events.iter().all(|e| e.thread == 0));
     assert!(count(&events, EventKind::Alloc) > 10, "the tree grew");
+    assert!(count(&events, EventKind::Free) > 0, "deleting merged leaves and freed pages");
     if mode != PoolMode::MainMemory {
         assert!(stats.evictions > 100, "the small pool evicted ({} evictions)", stats.evictions);
     }
