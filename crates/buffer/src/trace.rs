@@ -497,8 +497,6 @@ struct ThreadBuf {
 // again: its id is never reused). The exclusive borrow in `close` is ordered after every earlier
 // shared borrow of the pool, so the owner's writes are visible.
 unsafe impl Sync for ThreadBuf {}
-// SAFETY: as above: the block moves between threads only under that protocol.
-unsafe impl Send for ThreadBuf {}
 
 static NEXT_TRACER: AtomicU64 = AtomicU64::new(1);
 
@@ -595,6 +593,9 @@ impl Tracer {
             // (`closed` is set and the id is never reused), so no owner thread touches the block.
             let block = unsafe { &mut *buf.block.get() };
             sink.write_block(block);
+            // The owner thread's list may keep the buffer until it next registers or exits.
+            block.bytes.truncate(BLOCK_HEADER_LEN);
+            block.bytes.shrink_to_fit();
         }
         sink.finish(u32::try_from(threads.len()).unwrap_or(u32::MAX))
     }
