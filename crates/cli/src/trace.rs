@@ -29,7 +29,7 @@ pub enum TraceAction {
 #[derive(Args)]
 pub struct RecordArgs {
     /// Trace file of the first database the command opens (further ones get .1, .2, ...)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", default_value = "swizzledb-trace.swzt")]
     out: PathBuf,
     /// The command to run and its arguments, e.g. `-- bench lookup --records 100k --mode swizzling`
     #[arg(last = true, required = true, value_name = "COMMAND")]
