@@ -89,6 +89,9 @@ pub enum BufferError {
         /// Trees already in the catalog.
         trees: usize,
     },
+    /// The reference trace file could not be created (B17).
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
 }
 
 /// Result alias for this crate.

@@ -4,7 +4,8 @@
 //! ways of following child references ([`PoolMode`]): through the page table on every step
 //! (traditional), through swizzled frame references (Graefe et al. 2014), or main-memory style
 //! with everything resident. The rules the code relies on are numbered in `README.md` (B1…) and
-//! cited by every `// SAFETY:` comment.
+//! cited by every `// SAFETY:` comment. A pool can record a buffer reference trace ([`trace`],
+//! rule B17) for offline analysis.
 
 mod aligned;
 mod error;
@@ -16,6 +17,7 @@ mod page_table;
 mod pool;
 mod stats;
 mod swip;
+pub mod trace;
 
 pub use aligned::AlignedBuf;
 pub use error::{BufferError, Result};
@@ -26,3 +28,7 @@ pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec};
 pub use swizzledb_sync::{FrameId, Lsn, PageId};
+pub use trace::{
+    export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,
+    TraceWriter,
+};

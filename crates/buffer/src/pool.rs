@@ -10,9 +10,10 @@ use crate::page::{self, get_u64, put_u64, PageType};
 use crate::page_table::PageTable;
 use crate::stats::{add, bump, Registry, Stats};
 use crate::swip::{Swip, SwipTarget};
+use crate::trace::{EventKind, TraceError, TraceSummary, Tracer};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::Arc;
@@ -89,6 +90,10 @@ pub struct PoolConfig {
     pub seed: u64,
     /// Open the file with O_DIRECT.
     pub direct_io: bool,
+    /// Record a buffer reference trace to this file (B17): every fix, unfix, read, eviction,
+    /// allocation and free, per thread. `None` (the default) records nothing and costs one
+    /// predictable branch per event.
+    pub trace: Option<PathBuf>,
 }
 
 impl Default for PoolConfig {
@@ -100,6 +105,7 @@ impl Default for PoolConfig {
             policy: PolicySpec::default(),
             seed: 0x5EED,
             direct_io: false,
+            trace: None,
         }
     }
 }
@@ -206,6 +212,8 @@ pub struct BufferPool {
     roots: Mutex<Vec<FrameId>>,
     sweep_cursor: AtomicUsize,
     stats: Registry,
+    /// The reference-trace recorder (B17); `None` when tracing is off.
+    trace: Option<Box<Tracer>>,
 }
 
 // SAFETY: B1 — `base` points into `memory`, which the pool owns for its whole life; all access to
@@ -267,6 +275,10 @@ impl BufferPool {
         }
         let low = (capacity / 64).clamp(2, 256);
         let policy = config.policy.build(capacity, config.seed);
+        let trace = match &config.trace {
+            Some(p) => Some(Box::new(Tracer::create(p, page_size, config.mode, capacity)?)),
+            None => None,
+        };
         Ok(BufferPool {
             mode: config.mode,
             page_size,
@@ -287,6 +299,7 @@ impl BufferPool {
             roots: Mutex::new(Vec::new()),
             sweep_cursor: AtomicUsize::new(0),
             stats: Registry::new(),
+            trace,
         })
     }
 
@@ -390,8 +403,60 @@ impl BufferPool {
         self.stats.with(f);
     }
 
+    /// The reference-trace file, if this pool records one (B17).
+    #[must_use]
+    pub fn trace_path(&self) -> Option<PathBuf> {
+        self.trace.as_ref().map(|t| t.path())
+    }
+
+    /// Ends the reference trace (B17): writes every thread's pending events and flushes the file.
+    /// Returns `None` if the pool records no trace. Dropping the pool does the same but cannot
+    /// report errors.
+    ///
+    /// # Errors
+    /// I/O errors writing the trace file.
+    pub fn finish_trace(&mut self) -> std::result::Result<Option<TraceSummary>, TraceError> {
+        match self.trace.take() {
+            Some(mut t) => t.close().map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Trace hook (B17): one predictable branch when tracing is off. `f` (and `parent`) are
+    /// latched by the caller, so their page ids are current.
+    #[inline(always)]
+    fn trace(
+        &self,
+        kind: EventKind,
+        f: FrameId,
+        parent: Option<FrameId>,
+        latch: Option<LatchMode>,
+        hit: Option<bool>,
+    ) {
+        if let Some(t) = &self.trace {
+            self.trace_slow(t, kind, f, parent, latch, hit);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn trace_slow(
+        &self,
+        t: &Tracer,
+        kind: EventKind,
+        f: FrameId,
+        parent: Option<FrameId>,
+        latch: Option<LatchMode>,
+        hit: Option<bool>,
+    ) {
+        let page = |f: FrameId| PageId::new(self.desc(f).page_id.load(Relaxed));
+        let Some(pid) = page(f) else { return };
+        t.record(kind, pid, parent.and_then(page), latch, hit);
+    }
+
     #[inline]
     pub(crate) fn unfix(&self, f: FrameId, mode: LatchMode) {
+        self.trace(EventKind::Unfix, f, None, Some(mode), None);
         if self.unfix_hook {
             self.policy.on_unfix(f, &self.desc(f).hook);
         }
@@ -477,6 +542,7 @@ impl BufferPool {
             bump(&b.fixes);
             bump(&b.hits);
         });
+        self.trace(EventKind::Fix, root, None, Some(M::MODE), Some(true));
         PageGuard::adopt(self, root)
     }
 
@@ -513,10 +579,11 @@ impl BufferPool {
                 if self.mode != PoolMode::MainMemory {
                     self.policy.on_hit(f, &d.hook);
                 }
+                self.trace(EventKind::Fix, f, Some(parent.frame), Some(M::MODE), Some(true));
                 Ok(PageGuard::adopt(self, f))
             }
             SwipTarget::Page(pid) => {
-                let child = self.fix_page::<M>(pid)?;
+                let child = self.fix_page_from::<M>(pid, Some(parent.frame))?;
                 if self.mode.swizzles() {
                     self.try_swizzle(parent, swip_off, &child);
                 }
@@ -570,6 +637,11 @@ impl BufferPool {
     /// # Errors
     /// I/O errors, corruption, or no free frame.
     pub fn fix_page<M: LatchKind>(&self, pid: PageId) -> Result<PageGuard<'_, M>> {
+        self.fix_page_from(pid, None)
+    }
+
+    /// `fix_page`, naming the latched parent frame the page id came from (for the trace, B17).
+    fn fix_page_from<M: LatchKind>(&self, pid: PageId, parent: Option<FrameId>) -> Result<PageGuard<'_, M>> {
         loop {
             self.count(|b| bump(&b.page_table_lookups));
             if let Some(f) = self.table.get(pid) {
@@ -584,6 +656,7 @@ impl BufferPool {
                     if self.mode != PoolMode::MainMemory {
                         self.policy.on_hit(f, &d.hook);
                     }
+                    self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(true));
                     return Ok(PageGuard::adopt(self, f));
                 }
                 d.latch.unlock(M::MODE);
@@ -624,6 +697,8 @@ impl BufferPool {
                 bump(&b.misses);
                 bump(&b.pages_read);
             });
+            self.trace(EventKind::Read, f, None, None, None);
+            self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(false));
             return Ok(PageGuard::<Exclusive>::adopt(self, f).into_mode::<M>());
         }
     }
@@ -682,6 +757,7 @@ impl BufferPool {
         if self.mode != PoolMode::MainMemory {
             self.policy.on_insert(f, pid, &d.hook);
         }
+        self.trace(EventKind::Alloc, f, None, Some(LatchMode::Exclusive), None);
         Ok(PageGuard::adopt(self, f))
     }
 
@@ -743,6 +819,7 @@ impl BufferPool {
         debug_assert!(!d.root.load(Relaxed), "B5: roots are never freed");
         debug_assert_eq!(d.kids.load(Relaxed), 0, "B16: freeing a page with swizzled children");
         let parent = d.parent();
+        self.trace(EventKind::Free, f, None, None, None);
         d.set_parent(None);
         if let Some(p) = parent {
             self.lost_child(p);
@@ -1012,6 +1089,7 @@ impl BufferPool {
         self.table.remove(pid, f);
         d.state.store(FREE, Release);
         self.policy.on_remove(f, true, &d.hook);
+        self.trace(EventKind::Evict, f, parent, None, None);
         d.latch.unlock_exclusive();
         unlatch_parent();
         self.push_free(f);

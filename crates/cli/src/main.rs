@@ -4,6 +4,7 @@
 //! - `swizzledb bench lookup` — random verified lookups with every knob exposed, optionally swept.
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
 //!   buffer modes as the data grows from far below to several times the pool.
+//! - `swizzledb trace record --out FILE -- <command>` — buffer reference traces of any command.
 
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,7 @@ mod plot;
 mod policies;
 mod report;
 mod rndread;
+mod trace;
 mod units;
 
 use clap::{Args, Parser, Subcommand};
@@ -50,6 +52,11 @@ enum Command {
     Experiment {
         #[command(subcommand)]
         which: Experiment,
+    },
+    /// Record buffer reference traces of any command, and export them
+    Trace {
+        #[command(subcommand)]
+        action: trace::TraceAction,
     },
 }
 
@@ -283,7 +290,23 @@ const DEMO_POOL: u64 = 32 << 20;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let outcome = match cli.command {
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            // Bad input found before any work: exit 2 like clap's own usage errors.
+            if e.is::<Usage>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// Runs one command (also the command that `trace record` traces).
+fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
+    match command {
         Command::Demo { out } => demo(&out),
         Command::Bench { workload: Workload::Lookup(args) } => bench_lookup(&args),
         Command::Bench { workload: Workload::Insert(args) } => {
@@ -297,18 +320,7 @@ fn main() -> ExitCode {
         Command::Experiment { which: Experiment::Fig12(args) } => {
             bench_insert("graefe-fig12", &args.common, args.records, None, None)
         }
-    };
-    match outcome {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            // Bad input found before any work: exit 2 like clap's own usage errors.
-            if e.is::<Usage>() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
-        }
+        Command::Trace { action } => trace::run(action),
     }
 }
 

@@ -291,14 +291,18 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         ))));
     }
     let file = TempFile(path);
-    let db = Database::builder()
+    let mut builder = Database::builder()
         .mode(mode)
         .pool_bytes(cfg.pool_bytes)
         .page_size(cfg.page_size)
         .policy(cfg.policy)
         .seed(cfg.seed)
-        .direct_io(cfg.direct_io)
-        .create(&file.0)?;
+        .direct_io(cfg.direct_io);
+    // Under `swizzledb trace record`, every database records a trace.
+    if let Some(trace) = crate::trace::next_trace_path() {
+        builder = builder.trace(trace);
+    }
+    let db = builder.create(&file.0)?;
     Ok((db, file))
 }
 

@@ -293,3 +293,64 @@ fn fix_cost_tiny() {
     assert_eq!(csv.lines().count(), 1 + 3 * 2 * 2, "{csv}");
     assert_plots(&out, "fix");
 }
+
+/// `trace record` traces every database of a bench run (FILE, FILE.1, ...), `trace export` turns
+/// one into CSV with one row per event, and the fix rows match the run's page references.
+#[test]
+fn trace_record_and_export() {
+    let scratch = Scratch::new("trace");
+    let trace = scratch.0.join("t.swzt");
+    let out = Command::new(BIN)
+        .args(["trace", "record", "--out"])
+        .arg(&trace)
+        .args(["--", "bench", "lookup", "--records", "5000", "--pool", "512KiB", "--duration", "0.1"])
+        .args(["--warmup", "0", "--repeat", "1", "--mode", "traditional,swizzling", "--dir"])
+        .arg(&scratch.0)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("Traced 2 database(s)"), "{stderr}");
+    let second = scratch.0.join("t.swzt.1");
+    assert!(trace.exists() && second.exists() && !scratch.0.join("t.swzt.2").exists());
+
+    let csv = scratch.0.join("t.csv");
+    let out = Command::new(BIN)
+        .args(["trace", "export", "--input"])
+        .arg(&second)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("event,thread,page,parent,latch,hit,time_ns"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == 7));
+    let events = swizzledb::TraceReader::open(&second).unwrap().count();
+    assert_eq!(rows.len(), events);
+    // The loading thread and the lookup thread: page_references merges them by time.
+    let mut fixes: Vec<(u64, u64)> = rows
+        .iter()
+        .filter(|r| r[0] == "fix")
+        .map(|r| (r[6].parse().unwrap(), r[2].parse().unwrap()))
+        .collect();
+    fixes.sort_by_key(|f| f.0);
+    let fixes: Vec<u64> = fixes.into_iter().map(|f| f.1).collect();
+    let refs = swizzledb_buffer::page_references(&second).unwrap();
+    assert!(fixes == refs, "{} fix rows, {} references, not in the same order", fixes.len(), refs.len());
+    assert!(rows.iter().any(|r| r[0] == "evict"), "a 512 KiB pool evicts");
+
+    // A bad trace file is an error with a message, not a panic.
+    std::fs::write(scratch.0.join("bad"), b"not a trace").unwrap();
+    let out = Command::new(BIN)
+        .args(["trace", "export", "--input"])
+        .arg(scratch.0.join("bad"))
+        .arg("--csv")
+        .arg(scratch.0.join("bad.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a SwizzleDB trace"));
+}

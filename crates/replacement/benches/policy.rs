@@ -91,7 +91,7 @@ fn misses(c: &mut Criterion) {
                 evicted[slot] = pages[v];
                 // A recent victim returns every fifth miss. Ring entries are never resident: a
                 // page leaves the ring only by coming back, and its slot then takes the victim.
-                let page = if i % 5 == 0 && back != 0 {
+                let page = if i.is_multiple_of(5) && back != 0 {
                     back
                 } else {
                     next_page += 1;

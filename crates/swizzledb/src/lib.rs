@@ -33,7 +33,10 @@ use std::sync::Arc;
 use swizzledb_btree::BTreeOwner;
 
 pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
-pub use swizzledb_buffer::{BufferError, PolicyKind, PolicySpec, PoolConfig, PoolMode, Stats};
+pub use swizzledb_buffer::{
+    BufferError, EventKind, PolicyKind, PolicySpec, PoolConfig, PoolMode, Stats, TraceError, TraceEvent,
+    TraceReader, TraceSummary,
+};
 
 /// Every error SwizzleDB returns.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +62,9 @@ pub enum Error {
     /// The buffer pool or the file failed.
     #[error(transparent)]
     Buffer(#[from] BufferError),
+    /// Writing the buffer reference trace failed.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
 }
 
 /// Result alias with [`Error`].
@@ -112,6 +118,19 @@ impl Builder {
     #[must_use]
     pub fn direct_io(mut self, on: bool) -> Self {
         self.config.direct_io = on;
+        self
+    }
+
+    /// Record a buffer reference trace to `path` (created or truncated): every fix (with hit or
+    /// miss, latch mode and parent page), unfix, page read, eviction, allocation and free, with
+    /// thread number and timestamp, in the binary format of `docs/trace-format.md` (rule B17 of
+    /// the buffer README). Read it with [`TraceReader`] or export it with
+    /// `swizzledb trace export`. The trace is complete once [`Database::close`] returns (or the
+    /// last handle to the pool is dropped). Off by default; off, it costs one predictable
+    /// branch per fix and unfix.
+    #[must_use]
+    pub fn trace(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.config.trace = Some(path.into());
         self
     }
 
@@ -221,13 +240,20 @@ impl Database {
         Ok(self.pool.flush()?)
     }
 
-    /// Flushes and closes the database.
+    /// Flushes and closes the database. If it records a trace and no [`Tree`] handle outlives
+    /// the database, the trace is finished here and its errors reported; otherwise it is
+    /// finished when the last handle is dropped.
     ///
     /// # Errors
-    /// As [`Database::flush`].
+    /// As [`Database::flush`]; I/O errors finishing the trace.
     pub fn close(mut self) -> Result<()> {
         self.closed = true;
-        self.flush()
+        self.flush()?;
+        self.trees.lock().clear();
+        if let Some(pool) = Arc::get_mut(&mut self.pool) {
+            pool.finish_trace()?;
+        }
+        Ok(())
     }
 
     /// The buffer pool's counters, summed over all threads.
