@@ -3,13 +3,14 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Clock, Fifo, Gclock, Lru, Policy, RandomPolicy, Sieve};
+use crate::{Clock, ClockPro, Fifo, Gclock, Lirs, Lru, Policy, RandomPolicy, Sieve};
 
 /// The accepted spellings, for error messages.
-const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K) with 1 <= K <= 65534";
+const ACCEPTED: &str =
+    "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K) with 1 <= K <= 65534, lirs, clock-pro";
 
 /// Which replacement policy to build. Parses case-insensitively from `random`, `fifo`, `clock`,
-/// `lru`, `sieve`, `gclock`, `gclock:K` and `gclock(k=K)`; displays as the canonical spelling
+/// `lru`, `sieve`, `gclock`, `gclock:K`, `gclock(k=K)`, `lirs` and `clock-pro`; displays as the canonical spelling
 /// (`random`, `fifo`, `gclock(k=10)`, ...), which is also the built policy's [`Policy::name`].
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum PolicyKind {
@@ -28,6 +29,10 @@ pub enum PolicyKind {
     Lru,
     /// [`Sieve`].
     Sieve,
+    /// [`Lirs`] (locks on every hit).
+    Lirs,
+    /// [`ClockPro`] (adaptive).
+    ClockPro,
 }
 
 /// A policy name [`PolicyKind`] does not accept.
@@ -49,6 +54,8 @@ impl PolicyKind {
             PolicyKind::Clock,
             PolicyKind::Lru,
             PolicyKind::Sieve,
+            PolicyKind::Lirs,
+            PolicyKind::ClockPro,
         ]
     }
 
@@ -67,6 +74,8 @@ impl PolicyKind {
             PolicyKind::Clock => Box::new(Clock::new(capacity)),
             PolicyKind::Lru => Box::new(Lru::new(capacity)),
             PolicyKind::Sieve => Box::new(Sieve::new(capacity)),
+            PolicyKind::Lirs => Box::new(Lirs::new(capacity)),
+            PolicyKind::ClockPro => Box::new(ClockPro::new(capacity)),
         }
     }
 }
@@ -86,6 +95,8 @@ impl fmt::Display for PolicyKind {
             PolicyKind::Clock => f.write_str("clock"),
             PolicyKind::Lru => f.write_str("lru"),
             PolicyKind::Sieve => f.write_str("sieve"),
+            PolicyKind::Lirs => f.write_str("lirs"),
+            PolicyKind::ClockPro => f.write_str("clock-pro"),
         }
     }
 }
@@ -102,6 +113,8 @@ impl FromStr for PolicyKind {
             "clock" => return Ok(PolicyKind::Clock),
             "lru" => return Ok(PolicyKind::Lru),
             "sieve" => return Ok(PolicyKind::Sieve),
+            "lirs" => return Ok(PolicyKind::Lirs),
+            "clock-pro" => return Ok(PolicyKind::ClockPro),
             _ => {}
         }
         let Some(rest) = name.strip_prefix("gclock") else {
@@ -141,6 +154,8 @@ mod tests {
             ("Clock", PolicyKind::Clock),
             (" LRU", PolicyKind::Lru),
             ("sieve", PolicyKind::Sieve),
+            ("LIRS", PolicyKind::Lirs),
+            (" Clock-Pro ", PolicyKind::ClockPro),
         ];
         for (input, expected) in cases {
             assert_eq!(input.parse::<PolicyKind>(), Ok(expected), "{input:?}");
@@ -164,6 +179,9 @@ mod tests {
             "gclock(k=3",
             "gclock(3)",
             "gclock10",
+            "lirs:2",
+            "clockpro",
+            "clock-pro(k=1)",
         ] {
             let err = input.parse::<PolicyKind>().unwrap_err();
             assert_eq!(err.input, input);

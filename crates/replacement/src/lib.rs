@@ -9,18 +9,23 @@
 #![forbid(unsafe_code)]
 
 mod clock;
+mod clock_pro;
 mod fifo;
 mod gclock;
+mod history_p3;
 mod kind;
+mod lirs;
 mod list;
 mod lru;
 mod random;
 mod sieve;
 
 pub use clock::Clock;
+pub use clock_pro::ClockPro;
 pub use fifo::Fifo;
 pub use gclock::Gclock;
 pub use kind::{PolicyKind, UnknownPolicy};
+pub use lirs::Lirs;
 pub use lru::Lru;
 pub use random::RandomPolicy;
 pub use sieve::Sieve;
