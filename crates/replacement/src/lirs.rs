@@ -365,3 +365,235 @@ impl Policy for Lirs {
         proposal.map(frame_id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::history_p3::sim::{self, Pool};
+    use crate::TestHooks;
+
+    /// The blocks of the example, A..E, as the simulated pool's pages 0..4.
+    fn block(name: char) -> u64 {
+        u64::from(name as u8 - b'A')
+    }
+
+    fn name(page: u64) -> char {
+        char::from(b'A' + u8::try_from(page).unwrap())
+    }
+
+    /// S from bottom to top and Q from front to back, one token per page: an LIR page in upper
+    /// case, a resident HIR page in lower case, a non-resident HIR page (ghost) with a quote.
+    fn render(policy: &Lirs, pool: &Pool) -> (String, String) {
+        let state = policy.state.lock();
+        let token = |node: usize| {
+            let page = match state.status[node] {
+                Status::Ghost => state.ghosts.page(node).unwrap().get() - 1,
+                _ => pool.pages[node].unwrap(),
+            };
+            let letter = name(page);
+            match state.status[node] {
+                Status::Lir => letter.to_string(),
+                Status::Hir => letter.to_ascii_lowercase().to_string(),
+                Status::Ghost => format!("{}'", letter.to_ascii_lowercase()),
+                other => panic!("{other:?} node {node} in S or Q"),
+            }
+        };
+        let join = |nodes: Vec<usize>| nodes.into_iter().map(token).collect::<Vec<_>>().join(" ");
+        (join(state.stack.to_vec()), join(state.queue.to_vec()))
+    }
+
+    /// Plays `refs` (block names) and returns the evicted blocks, in order.
+    fn play(policy: &Lirs, pool: &mut Pool, refs: &str) -> String {
+        refs.chars().filter_map(|b| pool.fix(policy, block(b))).map(name).collect()
+    }
+
+    /// Recency and IRR of `b` after the reference string `refs`, by the paper's definitions:
+    /// the number of distinct other blocks referenced since the last reference to `b`, and
+    /// between its last two references (`None` for an infinite IRR).
+    fn recency_and_irr(refs: &str, b: char) -> (usize, Option<usize>) {
+        let refs: Vec<char> = refs.chars().collect();
+        let at: Vec<usize> = (0..refs.len()).filter(|&t| refs[t] == b).collect();
+        let distinct = |from: usize, to: usize| {
+            let mut seen: Vec<char> = refs[from..to].iter().copied().filter(|&x| x != b).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len()
+        };
+        let last = *at.last().unwrap();
+        let irr = (at.len() >= 2).then(|| distinct(at[at.len() - 2] + 1, last));
+        (distinct(last + 1, refs.len()), irr)
+    }
+
+    /// The string of the LIRS paper's example (Jiang & Zhang 2002, §3: blocks A..E, virtual
+    /// times 1..9, L_lirs = 2, L_hirs = 1), as we reconstructed it from the definitions: A at 1,
+    /// 6, 8; B at 2, 5; D at 3, 7; C at 4; E at 9. It reproduces the example's recencies and
+    /// its split: LIR = {A, B} (the two smallest IRRs), HIR = {C, D, E}, E the resident HIR.
+    const PAPER_REFS: &str = "ABDCBADAE";
+
+    #[test]
+    fn paper_example_recency_and_irr_by_definition() {
+        let expected =
+            [('A', 1, Some(1)), ('B', 3, Some(2)), ('C', 4, None), ('D', 2, Some(3)), ('E', 0, None)];
+        for (b, recency, irr) in expected {
+            assert_eq!(recency_and_irr(PAPER_REFS, b), (recency, irr), "block {b}");
+        }
+    }
+
+    /// The paper's example on a cache of 3 frames (1% of 3 rounds up to one HIR frame, so
+    /// L_lirs = 2). Derivation, S bottom to top (LIR upper case, resident HIR lower case, ghost
+    /// quoted), Q front first:
+    /// - t1 A, t2 B: free frames, LIR while fewer than 2: S [A B].
+    /// - t3 D: resident HIR: S [A B d], Q [d].
+    /// - t4 C: evicts Q's front D, which stays in S as a ghost; C is HIR: S [A B d' c], Q [c].
+    /// - t5 B: LIR hit, to the top: S [A d' c B].
+    /// - t6 A: LIR hit on the bottom; pruning drops d' and takes c out of S: S [B A], Q [c].
+    /// - t7 D: evicts C (not in S: forgotten); D is new again: S [B A d], Q [d].
+    /// - t8 A: S [B d A]. t9 E: evicts D (ghost): S [B d' A e], Q [e].
+    ///
+    /// LIR = {A, B} and E is the resident HIR block, as in the paper. Then at t10:
+    /// - D (IRR 2 < B's recency 3): evicts E (ghost); D becomes LIR; the bottom LIR B becomes a
+    ///   resident HIR block at Q's end; S [A e' D], Q [b] — the paper's outcome.
+    /// - C instead (IRR 4 > 3): evicts E; C stays HIR: S [B d' A e' c], Q [c].
+    #[test]
+    fn r4_paper_example_abcde() {
+        let policy = Lirs::new(3);
+        assert_eq!(policy.lir_target(), 2);
+        let mut pool = Pool::new(3);
+        assert_eq!(play(&policy, &mut pool, PAPER_REFS), "DCD");
+        assert_eq!(render(&policy, &pool), ("B d' A e".into(), "e".into()));
+
+        let mut with_d = Pool::new(3);
+        let policy_d = Lirs::new(3);
+        assert_eq!(play(&policy_d, &mut with_d, &format!("{PAPER_REFS}D")), "DCDE");
+        assert_eq!(render(&policy_d, &with_d), ("A e' D".into(), "b".into()));
+
+        let mut with_c = Pool::new(3);
+        let policy_c = Lirs::new(3);
+        assert_eq!(play(&policy_c, &mut with_c, &format!("{PAPER_REFS}C")), "DCDE");
+        assert_eq!(render(&policy_c, &with_c), ("B d' A e' c".into(), "c".into()));
+    }
+
+    /// A loop over 4 blocks on 3 frames, LRU's worst case: LRU misses every reference, while
+    /// LIRS keeps the two LIR blocks A and B and cycles the others through its one HIR frame.
+    /// Hand-worked: after the first pass (A B LIR, C then D in the HIR frame), every C or D
+    /// reference misses and evicts the other; A and B always hit.
+    #[test]
+    fn r4_loop_keeps_lir_blocks() {
+        let policy = Lirs::new(3);
+        let mut pool = Pool::new(3);
+        assert_eq!(play(&policy, &mut pool, "ABCD"), "C");
+        assert_eq!(play(&policy, &mut pool, "ABCDABCDABCD"), "DCDCDC");
+    }
+
+    /// Rejections, hand-worked on 3 frames (frame f holds page f + 1; S bottom first):
+    /// - load 0 1 2: S [0 1 2] with 0 and 1 LIR, Q [2].
+    /// - SwizzledChildren on 2 moves the search past Q's end to S's bottom LIR 0; again on 0,
+    ///   to the next LIR up, 1. InUse on 1 is a hit: 1 goes to the top, S [0 2 1], and the
+    ///   search restarts at Q's front: 2, evicted (ghost): S [0 2' 1].
+    /// - Q is empty: the bottom LIR 0 is proposed. Root blocks it; pruning drops the ghost.
+    /// - 1 is proposed and evicted; then only the blocked 0 is left and is proposed.
+    /// - A new page in frame 2 is LIR (fewer than 2 LIR pages) and is proposed before root 0.
+    #[test]
+    fn r3_rejections_move_the_search_and_block_roots() {
+        let policy = Lirs::new(3);
+        let h = TestHooks::new(3);
+        h.insert(&policy, &[0, 1, 2]);
+        let propose = || policy.next_candidate(&h).map(|f| f.0);
+        assert_eq!(propose(), Some(2));
+        policy.on_rejected(FrameId(2), Rejection::SwizzledChildren, &h[2]);
+        assert_eq!(propose(), Some(0));
+        policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
+        assert_eq!(propose(), Some(1));
+        policy.on_rejected(FrameId(1), Rejection::InUse, &h[1]);
+        assert_eq!(policy.state.lock().stack.to_vec(), [0, 2, 1]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(policy.state.lock().ghosts.len(), 1);
+        assert_eq!(propose(), Some(0));
+        policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
+        let (stack, ghosts) = {
+            let state = policy.state.lock();
+            (state.stack.to_vec(), state.ghosts.len())
+        };
+        assert_eq!((stack, ghosts), (vec![1], 0));
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(propose(), Some(0), "only the root is resident");
+        h.insert(&policy, &[2]);
+        assert_eq!(policy.state.lock().status[2], Status::Lir);
+        assert_eq!(propose(), Some(2));
+    }
+
+    /// Evicted HIR pages in S leave ghosts, up to `2 * capacity`, the oldest dropped first;
+    /// freed pages leave none. Hand-worked on 2 frames (L_lirs = 1): A is LIR and every other page
+    /// passes through the one HIR frame, staying in S as a ghost: S [A b' c' d' e' f' g] after
+    /// G, with B's ghost dropped when F's was made. Freeing G leaves no ghost; a hit on the
+    /// bottom LIR A then prunes every ghost.
+    #[test]
+    fn ghosts_are_bounded_and_freed_pages_forgotten() {
+        let policy = Lirs::new(2);
+        let mut pool = Pool::new(2);
+        // A is LIR; every other page passes through the one HIR frame and stays in S as a ghost.
+        play(&policy, &mut pool, "ABCDEFG");
+        let state = policy.state.lock();
+        assert_eq!((state.ghosts.len(), state.ghost_limit), (4, 4));
+        let remembered: Vec<u64> =
+            state.ghost_order.to_vec().iter().map(|&g| state.ghosts.page(g).unwrap().get() - 1).collect();
+        assert_eq!(remembered, [block('C'), block('D'), block('E'), block('F')], "B was dropped first");
+        drop(state);
+        assert_eq!(render(&policy, &pool).0, "A c' d' e' f' g");
+        let frame = pool.pages.iter().position(|&p| p == Some(block('G'))).unwrap();
+        pool.remove(&policy, frame, false);
+        assert_eq!(render(&policy, &pool).0, "A c' d' e' f'");
+        assert!(policy.state.lock().ghosts.find(PageId::new(block('G') + 1).unwrap()).is_none());
+        pool.fix(&policy, block('A'));
+        assert_eq!((render(&policy, &pool).0, policy.state.lock().ghosts.len()), ("A".into(), 0));
+    }
+
+    /// The invariants of README "LIRS", checked against the simulated pool.
+    fn check_invariants(policy: &Lirs, pool: &Pool) {
+        let state = policy.state.lock();
+        let capacity = pool.pages.len();
+        let count = |s: Status| state.status.iter().filter(|&&x| x == s).count();
+        let stack = state.stack.to_vec();
+        if let Some(&bottom) = stack.first() {
+            assert_eq!(state.status[bottom], Status::Lir, "S's bottom is LIR");
+        }
+        assert_eq!(state.lir_target, capacity - (capacity / 100).max(1));
+        assert_eq!(state.lir, count(Status::Lir));
+        assert!(state.lir <= state.lir_target, "|LIR| {} > {}", state.lir, state.lir_target);
+        for node in 0..state.status.len() {
+            let (in_s, in_q) = (state.stack.contains(node), state.queue.contains(node));
+            match state.status[node] {
+                Status::Lir => assert!(in_s && !in_q, "LIR {node} is in S only"),
+                Status::Hir => assert!(in_q, "resident HIR {node} is in Q"),
+                Status::Ghost => assert!(in_s && !in_q && node >= capacity, "ghost {node} is in S only"),
+                Status::Free | Status::Blocked => assert!(!in_s && !in_q, "{node} is in neither"),
+            }
+        }
+        assert_eq!(state.queue.len(), count(Status::Hir));
+        assert_eq!(state.ghosts.len(), count(Status::Ghost));
+        assert_eq!(state.ghost_order.len(), count(Status::Ghost));
+        assert!(state.ghosts.len() <= 2 * capacity);
+        for f in 0..capacity {
+            let resident = matches!(state.status[f], Status::Lir | Status::Hir | Status::Blocked);
+            assert_eq!(resident, pool.pages[f].is_some(), "frame {f} residency");
+            assert_eq!(state.status[f] == Status::Blocked, pool.blocked[f], "frame {f} blocked");
+        }
+        for ghost in state.ghost_order.to_vec() {
+            let page = state.ghosts.page(ghost).unwrap().get() - 1;
+            assert!(!pool.pages.contains(&Some(page)), "ghost page {page} is resident");
+        }
+    }
+
+    proptest! {
+        /// S's bottom is LIR, |LIR| <= c - |HIR target|, statuses match S and Q, resident
+        /// counts match the pool, ghosts <= 2c; and proposals obey R3 and R4 (checked by the
+        /// simulated pool).
+        #[test]
+        fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario()) {
+            let policy = Lirs::new(capacity);
+            sim::drive(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
+        }
+    }
+}
