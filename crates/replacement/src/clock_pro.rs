@@ -427,3 +427,184 @@ impl Policy for ClockPro {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::history_p3::sim::{self, Pool};
+    use crate::TestHooks;
+
+    fn clock(policy: &ClockPro) -> Vec<usize> {
+        policy.state.lock().clock.to_vec()
+    }
+
+    fn status(policy: &ClockPro, node: usize) -> Status {
+        policy.state.lock().status[node]
+    }
+
+    fn page(n: u64) -> PageId {
+        PageId::new(n).unwrap()
+    }
+
+    /// Hand-worked (not from the paper), capacity 4: cold target 1 in [1, 3], so hot target 3.
+    /// The clock is written front to back; the hands move toward the back and wrap; the list
+    /// head is just behind HAND_hot. Frame f first holds page f + 1.
+    /// 1. Load 0 1 2 3. Warm-up: 0 1 2 are hot, 3 is cold in test. The first load put every
+    ///    hand on 0; the others went in behind HAND_hot: clock [1 2 3 0].
+    /// 2. Hit 0 and 3.
+    /// 3. Evict: HAND_cold passes hot 0 1 2, finds cold 3 referenced in its test period: bit
+    ///    cleared, 3 turns hot (4 hot > 3). HAND_hot (pushing HAND_test) clears 0's bit, turns
+    ///    unreferenced 1 cold (not in test) and stops on 2. HAND_cold goes on from 0 to 1: cold,
+    ///    bit clear, proposed. Evicted without history (not in test): clock [2 3 0].
+    /// 4. Load page 5 into frame 1: cold in test, behind HAND_hot (on 2): clock [1 2 3 0].
+    /// 5. Evict: HAND_cold (on 2) passes 2 3 0, proposes 1. In its test period, so it stays as
+    ///    test page 5 in ghost node 4: clock [4 2 3 0].
+    /// 6. Load page 6 into frame 1: clock [4 1 2 3 0]. Evict: HAND_cold skips ghost 4, proposes
+    ///    1, which becomes ghost 5 (page 6): clock [4 5 2 3 0].
+    /// 7. Load page 5 into frame 1: a fault on a test page. It is hot, the cold target grows to
+    ///    2 (hot target 2), and the ghost goes: clock [5 1 2 3 0], with 4 hot pages.
+    /// 8. Evict: HAND_hot turns 2 and 3 cold (bits clear) and stops on 0; HAND_cold (on 5)
+    ///    passes 1 and proposes 2. Batch evictions ahead of misses: then 3.
+    /// 9. Evict: no cold page is left, so HAND_hot is forced to turn 0 cold; 0 is proposed.
+    /// 10. Evict: only hot 1 and test page 6 remain; the forced HAND_hot pushes HAND_test,
+    ///     which drops test page 6 (its test period ends without a fault: the cold target
+    ///     shrinks back to 1), then turns 1 cold; 1 is proposed. Then nothing is resident.
+    #[test]
+    fn r4_hand_worked_example() {
+        let policy = ClockPro::new(4);
+        let h = TestHooks::new(4);
+        let load = |frame: u32, p: u64| policy.on_insert(FrameId(frame), page(p), &h[frame as usize]);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        assert_eq!(clock(&policy), [1, 2, 3, 0]);
+        assert_eq!(
+            (0..4).map(|f| status(&policy, f)).collect::<Vec<_>>(),
+            [Status::Hot, Status::Hot, Status::Hot, Status::Cold]
+        );
+        h.hit(&policy, &[0, 3]);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(clock(&policy), [2, 3, 0]);
+        assert_eq!(h.bits(), [0, 0, 0, 0]);
+        assert_eq!((status(&policy, 3), policy.state.lock().ghosts.len()), (Status::Hot, 0));
+
+        load(1, 5);
+        assert_eq!(clock(&policy), [1, 2, 3, 0]);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(clock(&policy), [4, 2, 3, 0]);
+        load(1, 6);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(clock(&policy), [4, 5, 2, 3, 0]);
+
+        load(1, 5);
+        assert_eq!(clock(&policy), [5, 1, 2, 3, 0]);
+        assert_eq!((status(&policy, 1), policy.cold_target()), (Status::Hot, 2));
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(status(&policy, 3), Status::Cold);
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(policy.cold_target(), 2);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!((policy.cold_target(), clock(&policy)), (1, vec![]));
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// Capacity 3 (hot target 2): 0 and 1 load hot, 2 cold in test; the clock is [1 2 0].
+    /// - 2 is proposed; InUse counts as a reference, so the next search turns 2 hot, HAND_hot
+    ///   turns 0 cold, and 0 is proposed.
+    /// - SwizzledChildren moves HAND_cold on; it passes hot 1 and 2 and comes back to 0, the only
+    ///   cold page.
+    /// - Root blocks 0. With no cold page, HAND_hot is forced to turn 1 cold: 1 is proposed.
+    /// - Then 2 the same way; NotResident forgets it, and only root 0 is left to propose.
+    /// - A new page in frame 1 is cold (warm-up ended with the first eviction) and is proposed
+    ///   before the root.
+    #[test]
+    fn r3_rejections() {
+        let policy = ClockPro::new(3);
+        let h = TestHooks::new(3);
+        h.insert(&policy, &[0, 1, 2]);
+        assert_eq!(clock(&policy), [1, 2, 0]);
+        let propose = || policy.next_candidate(&h).map(|f| f.0);
+        assert_eq!(propose(), Some(2));
+        policy.on_rejected(FrameId(2), Rejection::InUse, &h[2]);
+        assert_eq!(propose(), Some(0));
+        assert_eq!((status(&policy, 2), status(&policy, 0)), (Status::Hot, Status::Cold));
+        policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
+        assert_eq!(propose(), Some(0));
+        policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
+        assert_eq!(status(&policy, 0), Status::Blocked);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(propose(), Some(2));
+        policy.on_rejected(FrameId(2), Rejection::NotResident, &h[2]);
+        assert_eq!(propose(), Some(0), "only the root is resident");
+        h.insert(&policy, &[1]);
+        assert_eq!(status(&policy, 1), Status::Cold);
+        assert_eq!(propose(), Some(1));
+    }
+
+    /// A hit sets the reference bit in the hook and touches nothing else (R5).
+    #[test]
+    fn r5_hit_is_only_a_hook_store() {
+        let policy = ClockPro::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2]);
+        let snapshot = || {
+            let state = policy.state.lock();
+            (state.clock.to_vec(), state.hot, state.cold, state.hand_hot, state.hand_cold, state.hand_test)
+        };
+        let before = snapshot();
+        h.hit(&policy, &[2, 2, 0]);
+        assert_eq!(h.bits(), [1, 0, 1, 0]);
+        assert_eq!(before, snapshot());
+    }
+
+    /// The invariants of README "CLOCK-Pro", checked against the simulated pool.
+    fn check_invariants(policy: &ClockPro, pool: &Pool) {
+        let state = policy.state.lock();
+        let capacity = pool.pages.len();
+        let count = |s: Status| state.status.iter().filter(|&&x| x == s).count();
+        let tests = count(Status::Test);
+        assert_eq!((state.hot, state.cold), (count(Status::Hot), count(Status::Cold)));
+        assert_eq!(state.hot + state.cold + count(Status::Blocked), pool.resident(), "resident count");
+        assert!(tests <= capacity, "{tests} test pages > capacity {capacity}");
+        assert_eq!(state.ghosts.len(), tests);
+        assert_eq!(state.clock.len(), state.hot + state.cold + tests);
+        let cold_min = (capacity / 100).max(1);
+        assert_eq!((state.cold_min, state.cold_max), (cold_min, (capacity - cold_min).max(cold_min)));
+        assert!((state.cold_min..=state.cold_max).contains(&state.cold_target));
+        for node in 0..state.status.len() {
+            let on_clock = state.clock.contains(node);
+            match state.status[node] {
+                Status::Hot | Status::Cold => assert!(on_clock && node < capacity),
+                Status::Test => {
+                    assert!(on_clock && node >= capacity);
+                    let page = state.ghosts.page(node).unwrap().get() - 1;
+                    assert!(!pool.pages.contains(&Some(page)), "test page {page} is resident");
+                }
+                Status::Free | Status::Blocked => assert!(!on_clock),
+            }
+        }
+        for f in 0..capacity {
+            assert_eq!(state.status[f] != Status::Free, pool.pages[f].is_some(), "frame {f} residency");
+            assert_eq!(state.status[f] == Status::Blocked, pool.blocked[f], "frame {f} blocked");
+            assert!(!state.in_test[f] || state.status[f] == Status::Cold, "only cold pages are in test");
+        }
+        for hand in [state.hand_hot, state.hand_cold, state.hand_test] {
+            match hand {
+                Some(node) => assert!(state.clock.contains(node), "hand on {node}, off the clock"),
+                None => assert_eq!(state.clock.len(), 0, "a hand is missing"),
+            }
+        }
+    }
+
+    proptest! {
+        /// hot + cold (+ blocked) = resident, test pages <= capacity, the cold target within
+        /// [min, max], statuses match the clock, hands on the clock; and proposals obey R3 and
+        /// R4 (checked by the simulated pool).
+        #[test]
+        fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario()) {
+            let policy = ClockPro::new(capacity);
+            sim::drive(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
+        }
+    }
+}
