@@ -427,9 +427,10 @@ mod tests {
     }
 
     /// The string of the LIRS paper's example (Jiang & Zhang 2002, §3: blocks A..E, virtual
-    /// times 1..9, L_lirs = 2, L_hirs = 1), as we reconstructed it from the definitions: A at 1,
-    /// 6, 8; B at 2, 5; D at 3, 7; C at 4; E at 9. It reproduces the example's recencies and
-    /// its split: LIR = {A, B} (the two smallest IRRs), HIR = {C, D, E}, E the resident HIR.
+    /// times 1..9, L_lirs = 2, L_hirs = 1), reconstructed from memory and the definitions (the
+    /// paper is not at hand): A at 1, 6, 8; B at 2, 5; D at 3, 7; C at 4; E at 9. It yields the
+    /// recencies we recall from the paper's table and its split: LIR = {A, B} (the two smallest
+    /// IRRs), HIR = {C, D, E}, E the resident HIR block.
     const PAPER_REFS: &str = "ABDCBADAE";
 
     #[test]
