@@ -52,7 +52,7 @@ struct State {
     pages: Box<[Option<PageId>]>,
     /// S, from the bottom (front, largest recency) to the top (back, just referenced).
     stack: Chain,
-    /// Q, resident HIR pages from the next victim (front) to the newest (back).
+    /// Q, resident HIR pages from the next victim (front) to the newest (back); frames only.
     queue: Chain,
     /// Ghost slots and the pages they remember.
     ghosts: Ghosts,
@@ -77,7 +77,7 @@ impl State {
             status: vec![Status::Free; nodes].into_boxed_slice(),
             pages: vec![None; capacity].into_boxed_slice(),
             stack: Chain::new(nodes),
-            queue: Chain::new(nodes),
+            queue: Chain::new(capacity),
             ghosts: Ghosts::new(capacity, ghost_limit),
             ghost_order: Chain::new(nodes),
             blocked: FrameList::new(capacity),
@@ -564,7 +564,7 @@ mod tests {
         assert_eq!(state.lir, count(Status::Lir));
         assert!(state.lir <= state.lir_target, "|LIR| {} > {}", state.lir, state.lir_target);
         for node in 0..state.status.len() {
-            let (in_s, in_q) = (state.stack.contains(node), state.queue.contains(node));
+            let (in_s, in_q) = (state.stack.contains(node), node < capacity && state.queue.contains(node));
             match state.status[node] {
                 Status::Lir => assert!(in_s && !in_q, "LIR {node} is in S only"),
                 Status::Hir => assert!(in_q, "resident HIR {node} is in Q"),
