@@ -58,6 +58,10 @@ struct State {
     cold_max: usize,
     /// True until the first eviction: new pages fill the hot share first.
     warm_up: bool,
+    /// Cold pages rejected for `SwizzledChildren` since the last proposal: HAND_hot turns as
+    /// many hot pages cold at the next proposal, so the cold pages that cannot leave yet do
+    /// not starve the search (README "CLOCK-Pro", deviations).
+    stuck: usize,
 }
 
 impl State {
@@ -84,6 +88,7 @@ impl State {
             cold_min,
             cold_max,
             warm_up: true,
+            stuck: 0,
         }
     }
 
@@ -362,11 +367,14 @@ impl Policy for ClockPro {
             // In use right now: as good as a reference. HAND_cold, still on the frame, acts on
             // it at the next call.
             Rejection::InUse => hook.set_if_changed(1),
-            // Unchanged; HAND_cold moves on.
+            // Unchanged; HAND_cold moves on, and a hot page will be turned cold in its place.
             Rejection::SwizzledChildren => {
                 let mut state = self.state.lock();
                 if state.hand_cold == Some(index) {
                     state.hand_cold = Some(state.clock.next_cyclic(index));
+                }
+                if state.status[index] == Status::Cold {
+                    state.stuck = (state.stuck + 1).min(state.capacity);
                 }
             }
             Rejection::Root => {
@@ -413,6 +421,12 @@ impl Policy for ClockPro {
             return Some(frame_id(frame));
         }
         state.run_hot(hooks, false);
+        while state.stuck > 0 {
+            state.stuck -= 1;
+            if !state.run_hot(hooks, true) {
+                state.stuck = 0;
+            }
+        }
         if let Some(node) = state.search_cold(hooks) {
             return Some(frame_id(node));
         }
@@ -512,10 +526,11 @@ mod tests {
     /// Capacity 3 (hot target 2): 0 and 1 load hot, 2 cold in test; the clock is [1 2 0].
     /// - 2 is proposed; InUse counts as a reference, so the next search turns 2 hot, HAND_hot
     ///   turns 0 cold, and 0 is proposed.
-    /// - SwizzledChildren moves HAND_cold on; it passes hot 1 and 2 and comes back to 0, the only
-    ///   cold page.
-    /// - Root blocks 0. With no cold page, HAND_hot is forced to turn 1 cold: 1 is proposed.
-    /// - Then 2 the same way; NotResident forgets it, and only root 0 is left to propose.
+    /// - SwizzledChildren on 0 moves HAND_cold on to 1, and makes HAND_hot turn one hot page
+    ///   cold in 0's place at the next proposal: 1, which HAND_cold then proposes. Evict it.
+    /// - HAND_cold passes hot 2 and comes back to 0, the only cold page. Root blocks it.
+    /// - With no cold page left, HAND_hot is forced to turn 2 cold: 2 is proposed.
+    ///   NotResident forgets it, and only root 0 is left to propose.
     /// - A new page in frame 1 is cold (warm-up ended with the first eviction) and is proposed
     ///   before the root.
     #[test]
@@ -530,10 +545,10 @@ mod tests {
         assert_eq!(propose(), Some(0));
         assert_eq!((status(&policy, 2), status(&policy, 0)), (Status::Hot, Status::Cold));
         policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
+        assert_eq!(h.evict(&policy), 1, "a hot page is turned cold in place of the stuck one");
         assert_eq!(propose(), Some(0));
         policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
         assert_eq!(status(&policy, 0), Status::Blocked);
-        assert_eq!(h.evict(&policy), 1);
         assert_eq!(propose(), Some(2));
         policy.on_rejected(FrameId(2), Rejection::NotResident, &h[2]);
         assert_eq!(propose(), Some(0), "only the root is resident");
