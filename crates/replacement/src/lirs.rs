@@ -525,6 +525,22 @@ mod tests {
         assert_eq!(propose(), Some(2));
     }
 
+    /// Capacity 1 (L_lirs = 0, so LIRS is FIFO over one frame): S never keeps an entry, so a
+    /// hit (here through `InUse`) on the lone HIR page cannot leave it at S's bottom, and its
+    /// eviction leaves no ghost to propose. Regression: the hit used to push it onto S unpruned,
+    /// and the next proposal was the ghost's node, not a frame (R4).
+    #[test]
+    fn r4_capacity_one_never_proposes_a_ghost() {
+        let policy = Lirs::new(1);
+        let h = TestHooks::new(1);
+        h.insert(&policy, &[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
+        assert_eq!(policy.state.lock().stack.len(), 0);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
     /// Evicted HIR pages in S leave ghosts, up to `2 * capacity`, the oldest dropped first;
     /// freed pages leave none. Hand-worked on 2 frames (L_lirs = 1): A is LIR and every other page
     /// passes through the one HIR frame, staying in S as a ghost: S [A b' c' d' e' f' g] after
