@@ -4,14 +4,14 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::{
-    ArcPolicy, Car, Clock, Fifo, Gclock, GclockSweep, Lru, LruK, Mq, Mru, Policy, RandomPolicy, S3Fifo,
-    Sieve, TwoQ,
+    ArcPolicy, Car, Clock, ClockPro, Fifo, Gclock, GclockSweep, Lirs, Lru, LruK, Mq, Mru, Policy,
+    RandomPolicy, S3Fifo, Sieve, TwoQ,
 };
 
 /// The accepted spellings, for error messages.
 const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K), gclock-sweep, \
      gclock-sweep:K, gclock-sweep(k=K) with 1 <= K <= 65534, mru, lru-k, lru-k:K, lru-k(k=K) with \
-     1 <= K <= 8, 2q, mq, arc, car, s3-fifo";
+     1 <= K <= 8, 2q, mq, arc, car, s3-fifo, lirs, clock-pro";
 
 /// Which replacement policy to build. Parses case-insensitively from the names in `ACCEPTED`
 /// (see the crate README); displays as the canonical spelling (`random`, `fifo`, `gclock(k=10)`,
@@ -55,6 +55,10 @@ pub enum PolicyKind {
     TwoQ,
     /// [`Mq`] (default parameters; locks on every hit).
     Mq,
+    /// [`Lirs`] (locks on every hit).
+    Lirs,
+    /// [`ClockPro`] (adaptive).
+    ClockPro,
 }
 
 /// A policy name [`PolicyKind`] does not accept.
@@ -84,6 +88,8 @@ impl PolicyKind {
             PolicyKind::LruK { k: LruK::DEFAULT_K as u8 },
             PolicyKind::TwoQ,
             PolicyKind::Mq,
+            PolicyKind::Lirs,
+            PolicyKind::ClockPro,
         ]
     }
 
@@ -111,6 +117,8 @@ impl PolicyKind {
             PolicyKind::LruK { k } => Box::new(LruK::new(capacity, usize::from(k))),
             PolicyKind::TwoQ => Box::new(TwoQ::new(capacity)),
             PolicyKind::Mq => Box::new(Mq::new(capacity)),
+            PolicyKind::Lirs => Box::new(Lirs::new(capacity)),
+            PolicyKind::ClockPro => Box::new(ClockPro::new(capacity)),
         }
     }
 }
@@ -138,6 +146,8 @@ impl fmt::Display for PolicyKind {
             PolicyKind::LruK { k } => write!(f, "lru-k(k={k})"),
             PolicyKind::TwoQ => f.write_str("2q"),
             PolicyKind::Mq => f.write_str("mq"),
+            PolicyKind::Lirs => f.write_str("lirs"),
+            PolicyKind::ClockPro => f.write_str("clock-pro"),
         }
     }
 }
@@ -160,6 +170,8 @@ impl FromStr for PolicyKind {
             "mru" => return Ok(PolicyKind::Mru),
             "2q" => return Ok(PolicyKind::TwoQ),
             "mq" => return Ok(PolicyKind::Mq),
+            "lirs" => return Ok(PolicyKind::Lirs),
+            "clock-pro" => return Ok(PolicyKind::ClockPro),
             _ => {}
         }
         if let Some(rest) = name.strip_prefix("lru-k") {
@@ -227,6 +239,8 @@ mod tests {
             (" Lru-K(K=1) ", PolicyKind::LruK { k: 1 }),
             ("2Q", PolicyKind::TwoQ),
             ("mq", PolicyKind::Mq),
+            ("LIRS", PolicyKind::Lirs),
+            (" Clock-Pro ", PolicyKind::ClockPro),
         ];
         for (input, expected) in cases {
             assert_eq!(input.parse::<PolicyKind>(), Ok(expected), "{input:?}");
@@ -264,6 +278,9 @@ mod tests {
             "lru-2",
             "2q:1",
             "mq(k=1)",
+            "lirs:2",
+            "clockpro",
+            "clock-pro(k=1)",
         ] {
             let err = input.parse::<PolicyKind>().unwrap_err();
             assert_eq!(err.input, input);

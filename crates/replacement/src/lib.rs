@@ -1,22 +1,26 @@
 //! Page-replacement policies.
 //!
 //! A policy only *proposes* victims; the buffer pool decides. The contract between the two is in
-//! this crate's `README.md` (rules R1–R7): the pool reports hits, inserts, unfixes, rejections and
-//! removals; the policy proposes candidates through [`Policy::next_candidate`] and must survive any
-//! number of rejections without corrupting its statistics. The same policy objects drive the live
-//! pool and (later) the offline trace simulator, which plays the pool's part.
+//! this crate's `README.md` (rules R1–R9): the pool reports hits, inserts, unfixes, rejections,
+//! removals and changes of structure; the policy proposes candidates through
+//! [`Policy::next_candidate`] and must survive any number of rejections without corrupting its
+//! statistics. The same policy objects drive the live pool and the offline trace simulator
+//! (`swizzledb-sim`), which plays the pool's part.
 
 #![forbid(unsafe_code)]
 
 mod arc;
 mod car;
 mod clock;
+mod clock_pro;
 mod fifo;
 mod gclock;
 mod ghost_p2;
 mod history_p1;
+mod history_p3;
 mod kind;
 mod leaf;
+mod lirs;
 mod list;
 mod lru;
 mod lru_k;
@@ -31,10 +35,12 @@ mod two_q;
 pub use arc::ArcPolicy;
 pub use car::Car;
 pub use clock::Clock;
+pub use clock_pro::ClockPro;
 pub use fifo::Fifo;
 pub use gclock::{Gclock, GclockSweep};
 pub use kind::{PolicyKind, UnknownPolicy};
 pub use leaf::LeafOnly;
+pub use lirs::Lirs;
 pub use lru::Lru;
 pub use lru_k::LruK;
 pub use mq::Mq;

@@ -1,0 +1,625 @@
+//! CLOCK-Pro (Jiang, Chen & Zhang, USENIX ATC 2005; README "CLOCK-Pro"): LIRS's idea, reuse
+//! distance rather than recency, approximated on a clock.
+//!
+//! Resident pages are *hot* (small reuse distance) or *cold*. A cold page is *in its test period*
+//! after it is loaded or re-referenced; if it is referenced again before the test period ends it
+//! becomes hot. An evicted cold page still in its test period stays on the clock as a
+//! non-resident *test* page (a ghost); a fault on it makes the page hot and grows the cold
+//! target, while a test period that expires without a fault shrinks it. Three hands go round one
+//! clock: HAND_cold looks for a victim among the cold pages, HAND_hot turns unreferenced hot pages
+//! cold, and HAND_test ends test periods and drops test pages. A hit only sets the reference bit
+//! in the frame's [`FrameHook`], without a lock (R5).
+
+use parking_lot::Mutex;
+
+use crate::history_p3::{Chain, Ghosts};
+use crate::list::FrameList;
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+/// Share of the frames that bounds the cold target from below (and the hot share from below),
+/// in percent: 1%, LIRS's resident-HIR share.
+const COLD_MIN_PERCENT: usize = 1;
+
+/// What a node is. Nodes `0..capacity` are frames; the rest are ghost slots.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Status {
+    /// A free frame or an unused ghost slot.
+    Free,
+    /// A resident hot page on the clock.
+    Hot,
+    /// A resident cold page on the clock (in its test period or not: see `in_test`).
+    Cold,
+    /// A non-resident cold page in its test period, on the clock (ghost slots only).
+    Test,
+    /// A resident page rejected as a root: off the clock (R3).
+    Blocked,
+}
+
+struct State {
+    capacity: usize,
+    status: Box<[Status]>,
+    /// For `Cold` frames: whether the page is in its test period.
+    in_test: Box<[bool]>,
+    /// The page in each frame, by frame.
+    pages: Box<[Option<PageId>]>,
+    /// The clock, read as a circle: the hands move from front to back and wrap to the front.
+    /// The list head (where pages are placed) is just behind HAND_hot.
+    clock: Chain,
+    ghosts: Ghosts,
+    blocked: FrameList,
+    hand_hot: Option<usize>,
+    hand_cold: Option<usize>,
+    hand_test: Option<usize>,
+    hot: usize,
+    cold: usize,
+    /// The adaptive number of resident cold pages wanted; hot pages get the rest.
+    cold_target: usize,
+    cold_min: usize,
+    cold_max: usize,
+    /// True until the first eviction: new pages fill the hot share first.
+    warm_up: bool,
+    /// Cold pages rejected for `SwizzledChildren` since the last proposal: HAND_hot turns as
+    /// many hot pages cold at the next proposal, so the cold pages that cannot leave yet do
+    /// not starve the search (README "CLOCK-Pro", deviations).
+    stuck: usize,
+}
+
+impl State {
+    fn new(capacity: usize) -> State {
+        let cold_min = (capacity * COLD_MIN_PERCENT / 100).max(1);
+        let cold_max = capacity.saturating_sub(cold_min).max(cold_min);
+        // One spare slot: an eviction may exceed the bound by one before HAND_test restores it.
+        let ghost_slots = capacity + 1;
+        let nodes = capacity + ghost_slots;
+        State {
+            capacity,
+            status: vec![Status::Free; nodes].into_boxed_slice(),
+            in_test: vec![false; capacity].into_boxed_slice(),
+            pages: vec![None; capacity].into_boxed_slice(),
+            clock: Chain::new(nodes),
+            ghosts: Ghosts::new(capacity, ghost_slots),
+            blocked: FrameList::new(capacity),
+            hand_hot: None,
+            hand_cold: None,
+            hand_test: None,
+            hot: 0,
+            cold: 0,
+            cold_target: cold_min,
+            cold_min,
+            cold_max,
+            warm_up: true,
+            stuck: 0,
+        }
+    }
+
+    fn hot_target(&self) -> usize {
+        self.capacity.saturating_sub(self.cold_target)
+    }
+
+    /// Places `node` (off the clock) at the list head, just behind HAND_hot.
+    fn place_at_head(&mut self, node: usize) {
+        match self.hand_hot {
+            Some(hand) => self.clock.insert_before(node, hand),
+            None => {
+                self.clock.push_back(node);
+                self.hand_hot = Some(node);
+                self.hand_cold = Some(node);
+                self.hand_test = Some(node);
+            }
+        }
+    }
+
+    /// Takes `node` off the clock; a hand on it moves to the next node.
+    fn unlink(&mut self, node: usize) {
+        if !self.clock.contains(node) {
+            return;
+        }
+        let next = (self.clock.len() > 1).then(|| self.clock.next_cyclic(node));
+        for hand in [&mut self.hand_hot, &mut self.hand_cold, &mut self.hand_test] {
+            if *hand == Some(node) {
+                *hand = next;
+            }
+        }
+        self.clock.unlink(node);
+    }
+
+    /// Moves `node` (on the clock) to the list head.
+    fn move_to_head(&mut self, node: usize) {
+        if self.clock.len() > 1 {
+            self.unlink(node);
+            self.place_at_head(node);
+        }
+    }
+
+    /// Puts ghost `ghost` in the place of frame node `frame`; hands on it stay there.
+    fn replace(&mut self, frame: usize, ghost: usize) {
+        self.clock.replace(frame, ghost);
+        for hand in [&mut self.hand_hot, &mut self.hand_cold, &mut self.hand_test] {
+            if *hand == Some(frame) {
+                *hand = Some(ghost);
+            }
+        }
+    }
+
+    /// Drops test page `ghost` from the clock.
+    fn drop_test(&mut self, ghost: usize) {
+        self.unlink(ghost);
+        self.ghosts.forget(ghost);
+        self.status[ghost] = Status::Free;
+    }
+
+    /// One step of HAND_test: it ends the test period of the cold page under it; a test page
+    /// (non-resident) leaves the clock, and the cold target shrinks by one, since the page
+    /// was not referenced during its test period.
+    fn step_test(&mut self) {
+        let Some(node) = self.hand_test else { return };
+        match self.status[node] {
+            Status::Test => {
+                // Unlinking moves the hand on.
+                self.drop_test(node);
+                self.cold_target = self.cold_target.saturating_sub(1).max(self.cold_min);
+                return;
+            }
+            Status::Cold => self.in_test[node] = false,
+            _ => {}
+        }
+        self.hand_test = Some(self.clock.next_cyclic(node));
+    }
+
+    /// Keeps at most `capacity` test pages, by running HAND_test.
+    fn bound_tests(&mut self) {
+        let mut steps = self.clock.len() + 1;
+        while self.ghosts.len() > self.capacity && steps > 0 {
+            self.step_test();
+            steps -= 1;
+        }
+    }
+
+    /// Runs HAND_hot until there are no more hot pages than the target, or, if `force`, until
+    /// it has turned one hot page cold. A hot page with its reference bit set has the bit
+    /// cleared (compare-exchange, so a concurrent hit is not lost) and stays hot; one with the bit
+    /// clear becomes cold, outside any test period. HAND_hot pushes HAND_test ahead of itself.
+    /// Bounded by two revolutions; returns whether a page was turned cold.
+    fn run_hot(&mut self, hooks: &dyn HookTable, force: bool) -> bool {
+        let mut demoted = false;
+        let mut steps = 2 * self.clock.len() + 1;
+        loop {
+            let done = if force { demoted } else { self.hot <= self.hot_target() };
+            if done || steps == 0 {
+                return demoted;
+            }
+            steps -= 1;
+            let Some(node) = self.hand_hot else { return demoted };
+            if self.hand_test == Some(node) {
+                self.step_test();
+                if self.hand_hot != Some(node) {
+                    // The node was a test page and has left the clock.
+                    continue;
+                }
+            }
+            if self.status[node] == Status::Hot {
+                let hook = hooks.hook(frame_id(node));
+                match hook.get() {
+                    0 => {
+                        self.status[node] = Status::Cold;
+                        self.in_test[node] = false;
+                        self.hot -= 1;
+                        self.cold += 1;
+                        demoted = true;
+                    }
+                    bit => {
+                        let _ = hook.compare_exchange(bit, 0);
+                    }
+                }
+            }
+            self.hand_hot = Some(self.clock.next_cyclic(node));
+        }
+    }
+
+    /// The frame holds no page any more. An evicted cold page in its test period stays on the
+    /// clock as a test page; nothing else keeps history.
+    fn remove(&mut self, frame: usize, evicted: bool) {
+        match self.status[frame] {
+            Status::Hot => {
+                self.hot -= 1;
+                self.unlink(frame);
+            }
+            Status::Cold => {
+                self.cold -= 1;
+                let ghost = if evicted && self.in_test[frame] {
+                    self.pages[frame].and_then(|page| self.ghosts.remember(page))
+                } else {
+                    None
+                };
+                match ghost {
+                    Some(ghost) => {
+                        self.replace(frame, ghost);
+                        self.status[ghost] = Status::Test;
+                        self.bound_tests();
+                    }
+                    None => self.unlink(frame),
+                }
+            }
+            Status::Blocked => {
+                self.blocked.unlink(frame);
+            }
+            Status::Free | Status::Test => {}
+        }
+        self.status[frame] = Status::Free;
+        self.in_test[frame] = false;
+        self.pages[frame] = None;
+    }
+
+    /// HAND_cold's search: the first cold page whose reference bit is clear, where the hand
+    /// stays. A cold page with the bit set has it cleared and moves to the list head: if it was
+    /// in its test period it becomes hot (then HAND_hot runs), else it starts a new test period.
+    /// If no cold page is resident, HAND_hot is forced to turn one hot page cold. `None` if no
+    /// cold page qualifies within the step bound.
+    fn search_cold(&mut self, hooks: &dyn HookTable) -> Option<usize> {
+        let mut steps = 3 * self.clock.len() + 3;
+        while steps > 0 {
+            steps -= 1;
+            if self.cold == 0 && !self.run_hot(hooks, true) {
+                return None;
+            }
+            let node = self.hand_cold?;
+            if self.status[node] != Status::Cold {
+                self.hand_cold = Some(self.clock.next_cyclic(node));
+                continue;
+            }
+            let hook = hooks.hook(frame_id(node));
+            let bit = hook.get();
+            if bit == 0 {
+                return Some(node);
+            }
+            let _ = hook.compare_exchange(bit, 0);
+            self.hand_cold = Some(self.clock.next_cyclic(node));
+            self.move_to_head(node);
+            if self.in_test[node] {
+                self.status[node] = Status::Hot;
+                self.in_test[node] = false;
+                self.cold -= 1;
+                self.hot += 1;
+                self.run_hot(hooks, false);
+            } else {
+                self.in_test[node] = true;
+            }
+        }
+        None
+    }
+}
+
+/// CLOCK-Pro replacement (adaptive), with the cold target starting at, and bounded below by, 1%
+/// of the frames (at least one) and bounded above by the capacity minus that, and at most
+/// `capacity` non-resident test pages.
+///
+/// A hit is one load of the hook and, only if the reference bit was clear, one plain store (R5).
+/// Inserts, removals, rejections and proposals take the policy's (normally uncontended) mutex.
+pub struct ClockPro {
+    capacity: usize,
+    state: Mutex<State>,
+}
+
+impl ClockPro {
+    /// CLOCK-Pro over frames `0..capacity`, all initially free.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> ClockPro {
+        check_capacity(capacity);
+        ClockPro { capacity, state: Mutex::new(State::new(capacity)) }
+    }
+
+    /// The current cold target (the number of resident cold pages CLOCK-Pro aims for).
+    #[must_use]
+    pub fn cold_target(&self) -> usize {
+        self.state.lock().cold_target
+    }
+}
+
+impl Policy for ClockPro {
+    fn name(&self) -> String {
+        "clock-pro".to_owned()
+    }
+
+    /// A fault on a test page: the page becomes hot at the list head and the cold target grows
+    /// by one (HAND_hot runs at the next `next_candidate`, which has the hooks it reads). Any
+    /// other page is cold, in its test period, at the list head, except during warm-up (no
+    /// eviction yet) while the hot share is not full, when it is hot.
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        let index = frame.index();
+        if index >= self.capacity {
+            return;
+        }
+        hook.set(0);
+        let mut state = self.state.lock();
+        state.remove(index, false);
+        state.pages[index] = Some(page);
+        let hot = if let Some(ghost) = state.ghosts.find(page) {
+            state.drop_test(ghost);
+            state.cold_target = (state.cold_target + 1).min(state.cold_max);
+            true
+        } else {
+            state.warm_up && state.hot < state.hot_target()
+        };
+        if hot {
+            state.status[index] = Status::Hot;
+            state.hot += 1;
+        } else {
+            state.status[index] = Status::Cold;
+            state.in_test[index] = true;
+            state.cold += 1;
+        }
+        state.place_at_head(index);
+    }
+
+    fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
+        hook.set_if_changed(1);
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
+        let index = frame.index();
+        if index >= self.capacity {
+            return;
+        }
+        match why {
+            // In use right now: as good as a reference. HAND_cold, still on the frame, acts on
+            // it at the next call.
+            Rejection::InUse => hook.set_if_changed(1),
+            // Unchanged; HAND_cold moves on, and a hot page will be turned cold in its place.
+            Rejection::SwizzledChildren => {
+                let mut state = self.state.lock();
+                if state.hand_cold == Some(index) {
+                    state.hand_cold = Some(state.clock.next_cyclic(index));
+                }
+                if state.status[index] == Status::Cold {
+                    state.stuck = (state.stuck + 1).min(state.capacity);
+                }
+            }
+            Rejection::Root => {
+                let mut state = self.state.lock();
+                match state.status[index] {
+                    Status::Hot => state.hot -= 1,
+                    Status::Cold => state.cold -= 1,
+                    _ => return,
+                }
+                state.unlink(index);
+                state.status[index] = Status::Blocked;
+                state.in_test[index] = false;
+                state.blocked.push_newest(index);
+            }
+            Rejection::NotResident => {
+                hook.set(0);
+                self.state.lock().remove(index, false);
+            }
+        }
+    }
+
+    fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
+        if frame.index() >= self.capacity {
+            return;
+        }
+        hook.set(0);
+        let mut state = self.state.lock();
+        if evicted {
+            state.warm_up = false;
+        }
+        state.remove(frame.index(), evicted);
+    }
+
+    /// Runs HAND_hot down to the hot target, then HAND_cold's search; its proposal stays under
+    /// HAND_cold, so an ignored proposal repeats. If the search finds nothing within its bound
+    /// (possible only under concurrent hits), the first resident page at or after HAND_cold is
+    /// proposed and the hand put on it. If only blocked frames are resident, one of them; else
+    /// `None` (R4).
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut state = self.state.lock();
+        if state.hot + state.cold == 0 {
+            let frame = state.blocked.tail()?;
+            state.blocked.move_to_newest(frame);
+            return Some(frame_id(frame));
+        }
+        state.run_hot(hooks, false);
+        while state.stuck > 0 {
+            state.stuck -= 1;
+            if !state.run_hot(hooks, true) {
+                state.stuck = 0;
+            }
+        }
+        if let Some(node) = state.search_cold(hooks) {
+            return Some(frame_id(node));
+        }
+        let mut at = state.hand_cold.or(state.clock.front())?;
+        for _ in 0..state.clock.len() {
+            if matches!(state.status[at], Status::Hot | Status::Cold) {
+                state.hand_cold = Some(at);
+                return Some(frame_id(at));
+            }
+            at = state.clock.next_cyclic(at);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::history_p3::sim::{self, Pool};
+    use crate::TestHooks;
+
+    fn clock(policy: &ClockPro) -> Vec<usize> {
+        policy.state.lock().clock.to_vec()
+    }
+
+    fn status(policy: &ClockPro, node: usize) -> Status {
+        policy.state.lock().status[node]
+    }
+
+    fn page(n: u64) -> PageId {
+        PageId::new(n).unwrap()
+    }
+
+    /// Hand-worked (not from the paper), capacity 4: cold target 1 in [1, 3], so hot target 3.
+    /// The clock is written front to back; the hands move toward the back and wrap; the list
+    /// head is just behind HAND_hot. Frame f first holds page f + 1.
+    /// 1. Load 0 1 2 3. Warm-up: 0 1 2 are hot, 3 is cold in test. The first load put every
+    ///    hand on 0; the others went in behind HAND_hot: clock [1 2 3 0].
+    /// 2. Hit 0 and 3.
+    /// 3. Evict: HAND_cold passes hot 0 1 2, finds cold 3 referenced in its test period: bit
+    ///    cleared, 3 turns hot (4 hot > 3). HAND_hot (pushing HAND_test) clears 0's bit, turns
+    ///    unreferenced 1 cold (not in test) and stops on 2. HAND_cold goes on from 0 to 1: cold,
+    ///    bit clear, proposed. Evicted without history (not in test): clock [2 3 0].
+    /// 4. Load page 5 into frame 1: cold in test, behind HAND_hot (on 2): clock [1 2 3 0].
+    /// 5. Evict: HAND_cold (on 2) passes 2 3 0, proposes 1. In its test period, so it stays as
+    ///    test page 5 in ghost node 4: clock [4 2 3 0].
+    /// 6. Load page 6 into frame 1: clock [4 1 2 3 0]. Evict: HAND_cold skips ghost 4, proposes
+    ///    1, which becomes ghost 5 (page 6): clock [4 5 2 3 0].
+    /// 7. Load page 5 into frame 1: a fault on a test page. It is hot, the cold target grows to
+    ///    2 (hot target 2), and the ghost goes: clock [5 1 2 3 0], with 4 hot pages.
+    /// 8. Evict: HAND_hot turns 2 and 3 cold (bits clear) and stops on 0; HAND_cold (on 5)
+    ///    passes 1 and proposes 2. Batch evictions ahead of misses: then 3.
+    /// 9. Evict: no cold page is left, so HAND_hot is forced to turn 0 cold; 0 is proposed.
+    /// 10. Evict: only hot 1 and test page 6 remain; the forced HAND_hot pushes HAND_test,
+    ///     which drops test page 6 (its test period ends without a fault: the cold target
+    ///     shrinks back to 1), then turns 1 cold; 1 is proposed. Then nothing is resident.
+    #[test]
+    fn r4_hand_worked_example() {
+        let policy = ClockPro::new(4);
+        let h = TestHooks::new(4);
+        let load = |frame: u32, p: u64| policy.on_insert(FrameId(frame), page(p), &h[frame as usize]);
+        h.insert(&policy, &[0, 1, 2, 3]);
+        assert_eq!(clock(&policy), [1, 2, 3, 0]);
+        assert_eq!(
+            (0..4).map(|f| status(&policy, f)).collect::<Vec<_>>(),
+            [Status::Hot, Status::Hot, Status::Hot, Status::Cold]
+        );
+        h.hit(&policy, &[0, 3]);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(clock(&policy), [2, 3, 0]);
+        assert_eq!(h.bits(), [0, 0, 0, 0]);
+        assert_eq!((status(&policy, 3), policy.state.lock().ghosts.len()), (Status::Hot, 0));
+
+        load(1, 5);
+        assert_eq!(clock(&policy), [1, 2, 3, 0]);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(clock(&policy), [4, 2, 3, 0]);
+        load(1, 6);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(clock(&policy), [4, 5, 2, 3, 0]);
+
+        load(1, 5);
+        assert_eq!(clock(&policy), [5, 1, 2, 3, 0]);
+        assert_eq!((status(&policy, 1), policy.cold_target()), (Status::Hot, 2));
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(status(&policy, 3), Status::Cold);
+        assert_eq!(h.evict(&policy), 3);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(policy.cold_target(), 2);
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!((policy.cold_target(), clock(&policy)), (1, vec![]));
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// Capacity 3 (hot target 2): 0 and 1 load hot, 2 cold in test; the clock is [1 2 0].
+    /// - 2 is proposed; InUse counts as a reference, so the next search turns 2 hot, HAND_hot
+    ///   turns 0 cold, and 0 is proposed.
+    /// - SwizzledChildren on 0 moves HAND_cold on to 1, and makes HAND_hot turn one hot page
+    ///   cold in 0's place at the next proposal: 1, which HAND_cold then proposes. Evict it.
+    /// - HAND_cold passes hot 2 and comes back to 0, the only cold page. Root blocks it.
+    /// - With no cold page left, HAND_hot is forced to turn 2 cold: 2 is proposed.
+    ///   NotResident forgets it, and only root 0 is left to propose.
+    /// - A new page in frame 1 is cold (warm-up ended with the first eviction) and is proposed
+    ///   before the root.
+    #[test]
+    fn r3_rejections() {
+        let policy = ClockPro::new(3);
+        let h = TestHooks::new(3);
+        h.insert(&policy, &[0, 1, 2]);
+        assert_eq!(clock(&policy), [1, 2, 0]);
+        let propose = || policy.next_candidate(&h).map(|f| f.0);
+        assert_eq!(propose(), Some(2));
+        policy.on_rejected(FrameId(2), Rejection::InUse, &h[2]);
+        assert_eq!(propose(), Some(0));
+        assert_eq!((status(&policy, 2), status(&policy, 0)), (Status::Hot, Status::Cold));
+        policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
+        assert_eq!(h.evict(&policy), 1, "a hot page is turned cold in place of the stuck one");
+        assert_eq!(propose(), Some(0));
+        policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
+        assert_eq!(status(&policy, 0), Status::Blocked);
+        assert_eq!(propose(), Some(2));
+        policy.on_rejected(FrameId(2), Rejection::NotResident, &h[2]);
+        assert_eq!(propose(), Some(0), "only the root is resident");
+        h.insert(&policy, &[1]);
+        assert_eq!(status(&policy, 1), Status::Cold);
+        assert_eq!(propose(), Some(1));
+    }
+
+    /// A hit sets the reference bit in the hook and touches nothing else (R5).
+    #[test]
+    fn r5_hit_is_only_a_hook_store() {
+        let policy = ClockPro::new(4);
+        let h = TestHooks::new(4);
+        h.insert(&policy, &[0, 1, 2]);
+        let snapshot = || {
+            let state = policy.state.lock();
+            (state.clock.to_vec(), state.hot, state.cold, state.hand_hot, state.hand_cold, state.hand_test)
+        };
+        let before = snapshot();
+        h.hit(&policy, &[2, 2, 0]);
+        assert_eq!(h.bits(), [1, 0, 1, 0]);
+        assert_eq!(before, snapshot());
+    }
+
+    /// The invariants of README "CLOCK-Pro", checked against the simulated pool.
+    fn check_invariants(policy: &ClockPro, pool: &Pool) {
+        let state = policy.state.lock();
+        let capacity = pool.pages.len();
+        let count = |s: Status| state.status.iter().filter(|&&x| x == s).count();
+        let tests = count(Status::Test);
+        assert_eq!((state.hot, state.cold), (count(Status::Hot), count(Status::Cold)));
+        assert_eq!(state.hot + state.cold + count(Status::Blocked), pool.resident(), "resident count");
+        assert!(tests <= capacity, "{tests} test pages > capacity {capacity}");
+        assert_eq!(state.ghosts.len(), tests);
+        assert_eq!(state.clock.len(), state.hot + state.cold + tests);
+        let cold_min = (capacity / 100).max(1);
+        assert_eq!((state.cold_min, state.cold_max), (cold_min, (capacity - cold_min).max(cold_min)));
+        assert!((state.cold_min..=state.cold_max).contains(&state.cold_target));
+        for node in 0..state.status.len() {
+            let on_clock = state.clock.contains(node);
+            match state.status[node] {
+                Status::Hot | Status::Cold => assert!(on_clock && node < capacity),
+                Status::Test => {
+                    assert!(on_clock && node >= capacity);
+                    let page = state.ghosts.page(node).unwrap().get() - 1;
+                    assert!(!pool.pages.contains(&Some(page)), "test page {page} is resident");
+                }
+                Status::Free | Status::Blocked => assert!(!on_clock),
+            }
+        }
+        for f in 0..capacity {
+            assert_eq!(state.status[f] != Status::Free, pool.pages[f].is_some(), "frame {f} residency");
+            assert_eq!(state.status[f] == Status::Blocked, pool.blocked[f], "frame {f} blocked");
+            assert!(!state.in_test[f] || state.status[f] == Status::Cold, "only cold pages are in test");
+        }
+        for hand in [state.hand_hot, state.hand_cold, state.hand_test] {
+            match hand {
+                Some(node) => assert!(state.clock.contains(node), "hand on {node}, off the clock"),
+                None => assert_eq!(state.clock.len(), 0, "a hand is missing"),
+            }
+        }
+    }
+
+    proptest! {
+        /// hot + cold (+ blocked) = resident, test pages <= capacity, the cold target within
+        /// [min, max], statuses match the clock, hands on the clock; and proposals obey R3 and
+        /// R4 (checked by the simulated pool).
+        #[test]
+        fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario()) {
+            let policy = ClockPro::new(capacity);
+            sim::drive(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
+        }
+    }
+}

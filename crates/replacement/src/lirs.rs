@@ -1,0 +1,616 @@
+//! LIRS, Low Inter-reference Recency Set (Jiang & Zhang, SIGMETRICS 2002; README "LIRS").
+//!
+//! Pages with a small *inter-reference recency* (IRR: the number of distinct other pages
+//! referenced between a page's last two references) are LIR and hold almost all frames; the others
+//! are HIR, of which only a few stay resident, in the queue Q. The stack S orders LIR pages and
+//! recently referenced HIR pages (resident or not) by recency; its bottom is always an LIR page,
+//! so a HIR page found in S has an IRR below the largest recency of any LIR page and is promoted
+//! on its next reference. Hits reorder S, so they take the policy's mutex, like [`crate::Lru`]
+//! (a documented breach of R5).
+
+use parking_lot::Mutex;
+
+use crate::history_p3::{Chain, Ghosts};
+use crate::list::FrameList;
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+/// Share of the frames reserved for resident HIR pages, in percent (the paper's 1%).
+const HIR_PERCENT: usize = 1;
+/// Non-resident HIR entries are bounded by this many times the capacity.
+const GHOST_FACTOR: usize = 2;
+
+/// What a node is. Nodes `0..capacity` are frames; the rest are ghost slots.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Status {
+    /// A free frame or an unused ghost slot.
+    Free,
+    /// A resident LIR page: in S, not in Q.
+    Lir,
+    /// A resident HIR page: in Q, and in S if it was referenced recently enough.
+    Hir,
+    /// A non-resident HIR page remembered in S (ghost slots only).
+    Ghost,
+    /// A resident page rejected as a root: in neither S nor Q (R3).
+    Blocked,
+}
+
+/// Where a search that skipped frames with swizzled children stands: the next proposal is this
+/// node of Q, or this LIR node of S.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Cursor {
+    Queue(usize),
+    Stack(usize),
+}
+
+struct State {
+    /// Most LIR pages allowed: capacity minus the resident-HIR share.
+    lir_target: usize,
+    /// Most ghosts kept in S.
+    ghost_limit: usize,
+    status: Box<[Status]>,
+    /// The page in each frame, by frame.
+    pages: Box<[Option<PageId>]>,
+    /// S, from the bottom (front, largest recency) to the top (back, just referenced).
+    stack: Chain,
+    /// Q, resident HIR pages from the next victim (front) to the newest (back); frames only.
+    queue: Chain,
+    /// Ghost slots and the pages they remember.
+    ghosts: Ghosts,
+    /// Ghost nodes from the oldest eviction (front) to the newest: the order in which they are
+    /// dropped when there are more than `ghost_limit`.
+    ghost_order: Chain,
+    blocked: FrameList,
+    /// Number of `Lir` nodes.
+    lir: usize,
+    /// The next proposal after `SwizzledChildren` rejections; `None` starts at Q's front.
+    cursor: Option<Cursor>,
+}
+
+impl State {
+    fn new(capacity: usize) -> State {
+        let hir_target = (capacity * HIR_PERCENT / 100).max(1).min(capacity);
+        let ghost_limit = capacity * GHOST_FACTOR;
+        let nodes = capacity + ghost_limit;
+        State {
+            lir_target: capacity - hir_target,
+            ghost_limit,
+            status: vec![Status::Free; nodes].into_boxed_slice(),
+            pages: vec![None; capacity].into_boxed_slice(),
+            stack: Chain::new(nodes),
+            queue: Chain::new(capacity),
+            ghosts: Ghosts::new(capacity, ghost_limit),
+            ghost_order: Chain::new(nodes),
+            blocked: FrameList::new(capacity),
+            lir: 0,
+            cursor: None,
+        }
+    }
+
+    /// Stack pruning: removes HIR entries from the bottom of S until an LIR page is there.
+    /// Resident ones stay in Q; ghosts are forgotten.
+    fn prune(&mut self) {
+        while let Some(bottom) = self.stack.front() {
+            match self.status[bottom] {
+                Status::Lir => break,
+                Status::Ghost => self.drop_ghost(bottom),
+                _ => {
+                    self.stack.unlink(bottom);
+                }
+            }
+        }
+    }
+
+    fn drop_ghost(&mut self, node: usize) {
+        self.stack.unlink(node);
+        self.ghost_order.unlink(node);
+        self.ghosts.forget(node);
+        self.status[node] = Status::Free;
+    }
+
+    /// The LIR page at the bottom of S becomes a resident HIR page at the back of Q; then S is
+    /// pruned.
+    fn demote_bottom(&mut self) {
+        if let Some(bottom) = self.stack.front() {
+            debug_assert_eq!(self.status[bottom], Status::Lir, "S's bottom is LIR");
+            self.step_off(bottom);
+            self.stack.unlink(bottom);
+            self.status[bottom] = Status::Hir;
+            self.queue.push_back(bottom);
+            self.lir -= 1;
+            self.prune();
+        }
+    }
+
+    /// `frame` becomes an LIR page at the top of S; if that makes one LIR page too many, the
+    /// bottom one is demoted.
+    fn promote(&mut self, frame: usize) {
+        self.queue.unlink(frame);
+        self.stack.move_to_back(frame);
+        self.status[frame] = Status::Lir;
+        self.lir += 1;
+        if self.lir > self.lir_target {
+            self.demote_bottom();
+        }
+    }
+
+    /// A reference to the resident page in `frame` (the paper's cases 1 and 2).
+    fn hit(&mut self, frame: usize) {
+        match self.status[frame] {
+            Status::Lir => {
+                self.step_off(frame);
+                self.stack.move_to_back(frame);
+                self.prune();
+            }
+            Status::Hir => {
+                self.step_off(frame);
+                if self.stack.contains(frame) {
+                    // Its new IRR is below the recency of S's bottom LIR page.
+                    self.promote(frame);
+                } else {
+                    self.stack.push_back(frame);
+                    self.queue.move_to_back(frame);
+                    // With no LIR page in S (capacity 1) the new top is also the bottom.
+                    self.prune();
+                }
+            }
+            Status::Free | Status::Ghost | Status::Blocked => {}
+        }
+    }
+
+    /// The frame holds no page any more. An evicted HIR page that is in S stays there as a ghost
+    /// (the paper's non-resident HIR block); nothing else keeps history.
+    fn remove(&mut self, frame: usize, evicted: bool) {
+        self.step_off(frame);
+        match self.status[frame] {
+            Status::Lir => {
+                self.stack.unlink(frame);
+                self.lir -= 1;
+                self.prune();
+            }
+            Status::Hir => {
+                self.queue.unlink(frame);
+                if self.stack.contains(frame) {
+                    match evicted.then(|| self.remember(frame)).flatten() {
+                        Some(ghost) => self.stack.replace(frame, ghost),
+                        None => {
+                            self.stack.unlink(frame);
+                        }
+                    }
+                }
+            }
+            Status::Blocked => {
+                self.blocked.unlink(frame);
+            }
+            Status::Free | Status::Ghost => {}
+        }
+        self.status[frame] = Status::Free;
+        self.pages[frame] = None;
+    }
+
+    /// A ghost slot for the page in `frame`, dropping the ghost evicted longest ago if all are
+    /// in use. `None` if there are no slots at all (capacity 0) or the page already has one.
+    fn remember(&mut self, frame: usize) -> Option<usize> {
+        let page = self.pages[frame]?;
+        if self.ghosts.is_full() {
+            let oldest = self.ghost_order.front()?;
+            self.drop_ghost(oldest);
+        }
+        let ghost = self.ghosts.remember(page)?;
+        self.status[ghost] = Status::Ghost;
+        self.ghost_order.push_back(ghost);
+        debug_assert!(self.ghosts.len() <= self.ghost_limit);
+        Some(ghost)
+    }
+
+    /// The cursor's position after `at`: Q front to back, then S's LIR pages bottom to top,
+    /// then `None` (back to the start).
+    fn after(&self, at: Cursor) -> Option<Cursor> {
+        match at {
+            Cursor::Queue(node) => match self.queue.next(node) {
+                Some(next) => Some(Cursor::Queue(next)),
+                None => self.stack.front().map(Cursor::Stack),
+            },
+            Cursor::Stack(node) => {
+                let mut next = self.stack.next(node);
+                while let Some(n) = next.filter(|&n| self.status[n] != Status::Lir) {
+                    next = self.stack.next(n);
+                }
+                next.map(Cursor::Stack)
+            }
+        }
+    }
+
+    /// Before `frame` leaves its place in Q or S, moves the cursor off it.
+    fn step_off(&mut self, frame: usize) {
+        if let Some(at @ (Cursor::Queue(node) | Cursor::Stack(node))) = self.cursor {
+            if node == frame {
+                self.cursor = self.after(at);
+            }
+        }
+    }
+
+    /// The cursor's node if it still stands where it was put, else `None`.
+    fn cursor_node(&self) -> Option<usize> {
+        match self.cursor? {
+            Cursor::Queue(node) => {
+                (self.status[node] == Status::Hir && self.queue.contains(node)).then_some(node)
+            }
+            Cursor::Stack(node) => (self.status[node] == Status::Lir).then_some(node),
+        }
+    }
+}
+
+/// LIRS replacement, with the resident-HIR share at 1% of the frames (at least one) and at most
+/// `2 × capacity` non-resident HIR entries.
+///
+/// Every hook takes the policy's mutex, hits included: a hit reorders the stack S, as in
+/// [`crate::Lru`] (not R5; the BP-Wrapper issue will batch hits). The frames' [`FrameHook`]s are
+/// neither read nor written (R7).
+pub struct Lirs {
+    capacity: usize,
+    state: Mutex<State>,
+}
+
+impl Lirs {
+    /// LIRS over frames `0..capacity`, all initially free.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(capacity: usize) -> Lirs {
+        check_capacity(capacity);
+        Lirs { capacity, state: Mutex::new(State::new(capacity)) }
+    }
+
+    /// The most frames LIR pages may hold: the capacity minus the resident-HIR share.
+    #[must_use]
+    pub fn lir_target(&self) -> usize {
+        self.state.lock().lir_target
+    }
+}
+
+impl Policy for Lirs {
+    fn name(&self) -> String {
+        "lirs".to_owned()
+    }
+
+    /// The paper's case 3 after the victim has gone: a page remembered in S becomes LIR (its IRR
+    /// is below the largest LIR recency); a new page is LIR while fewer than `lir_target` pages
+    /// are, else a resident HIR page on top of S and at the back of Q.
+    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+        let index = frame.index();
+        if index >= self.capacity {
+            return;
+        }
+        let mut state = self.state.lock();
+        state.remove(index, false);
+        state.pages[index] = Some(page);
+        if let Some(ghost) = state.ghosts.find(page) {
+            state.stack.replace(ghost, index);
+            state.ghost_order.unlink(ghost);
+            state.ghosts.forget(ghost);
+            state.status[ghost] = Status::Free;
+            state.promote(index);
+        } else if state.lir < state.lir_target {
+            state.status[index] = Status::Lir;
+            state.lir += 1;
+            state.stack.push_back(index);
+        } else {
+            state.status[index] = Status::Hir;
+            state.stack.push_back(index);
+            state.queue.push_back(index);
+            state.prune();
+        }
+    }
+
+    /// The paper's cases 1 and 2, under the lock (not R5).
+    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
+        if frame.index() < self.capacity {
+            self.state.lock().hit(frame.index());
+        }
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let index = frame.index();
+        if index >= self.capacity {
+            return;
+        }
+        let mut state = self.state.lock();
+        match why {
+            // In use right now: as good as a reference.
+            Rejection::InUse => state.hit(index),
+            // Stays where it is; the search moves on.
+            Rejection::SwizzledChildren => {
+                let at = match state.status[index] {
+                    Status::Hir => Cursor::Queue(index),
+                    Status::Lir => Cursor::Stack(index),
+                    _ => return,
+                };
+                state.cursor = state.after(at);
+            }
+            Rejection::Root => {
+                if matches!(state.status[index], Status::Lir | Status::Hir) {
+                    state.remove(index, false);
+                    state.status[index] = Status::Blocked;
+                    state.blocked.push_newest(index);
+                }
+            }
+            Rejection::NotResident => state.remove(index, false),
+        }
+    }
+
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        if frame.index() >= self.capacity {
+            return;
+        }
+        let mut state = self.state.lock();
+        state.remove(frame.index(), evicted);
+        if evicted {
+            state.cursor = None;
+        }
+    }
+
+    /// The cursor's frame if a search is under way; else the front of Q; else, if Q is empty
+    /// (the pool evicted ahead of misses), the LIR page at the bottom of S; else a blocked frame;
+    /// else `None` (R4).
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
+        let mut state = self.state.lock();
+        let bottom_lir = state.stack.front().filter(|&node| state.status[node] == Status::Lir);
+        let unblocked = state.cursor_node().or_else(|| state.queue.front()).or(bottom_lir);
+        let proposal = unblocked.or_else(|| {
+            let frame = state.blocked.tail()?;
+            state.blocked.move_to_newest(frame);
+            Some(frame)
+        });
+        proposal.map(frame_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::history_p3::sim::{self, Pool};
+    use crate::TestHooks;
+
+    /// The blocks of the example, A..E, as the simulated pool's pages 0..4.
+    fn block(name: char) -> u64 {
+        u64::from(name as u8 - b'A')
+    }
+
+    fn name(page: u64) -> char {
+        char::from(b'A' + u8::try_from(page).unwrap())
+    }
+
+    /// S from bottom to top and Q from front to back, one token per page: an LIR page in upper
+    /// case, a resident HIR page in lower case, a non-resident HIR page (ghost) with a quote.
+    fn render(policy: &Lirs, pool: &Pool) -> (String, String) {
+        let state = policy.state.lock();
+        let token = |node: usize| {
+            let page = match state.status[node] {
+                Status::Ghost => state.ghosts.page(node).unwrap().get() - 1,
+                _ => pool.pages[node].unwrap(),
+            };
+            let letter = name(page);
+            match state.status[node] {
+                Status::Lir => letter.to_string(),
+                Status::Hir => letter.to_ascii_lowercase().to_string(),
+                Status::Ghost => format!("{}'", letter.to_ascii_lowercase()),
+                other => panic!("{other:?} node {node} in S or Q"),
+            }
+        };
+        let join = |nodes: Vec<usize>| nodes.into_iter().map(token).collect::<Vec<_>>().join(" ");
+        (join(state.stack.to_vec()), join(state.queue.to_vec()))
+    }
+
+    /// Plays `refs` (block names) and returns the evicted blocks, in order.
+    fn play(policy: &Lirs, pool: &mut Pool, refs: &str) -> String {
+        refs.chars().filter_map(|b| pool.fix(policy, block(b))).map(name).collect()
+    }
+
+    /// Recency and IRR of `b` after the reference string `refs`, by the paper's definitions:
+    /// the number of distinct other blocks referenced since the last reference to `b`, and
+    /// between its last two references (`None` for an infinite IRR).
+    fn recency_and_irr(refs: &str, b: char) -> (usize, Option<usize>) {
+        let refs: Vec<char> = refs.chars().collect();
+        let at: Vec<usize> = (0..refs.len()).filter(|&t| refs[t] == b).collect();
+        let distinct = |from: usize, to: usize| {
+            let mut seen: Vec<char> = refs[from..to].iter().copied().filter(|&x| x != b).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len()
+        };
+        let last = *at.last().unwrap();
+        let irr = (at.len() >= 2).then(|| distinct(at[at.len() - 2] + 1, last));
+        (distinct(last + 1, refs.len()), irr)
+    }
+
+    /// The string of the LIRS paper's example (Jiang & Zhang 2002, §3: blocks A..E, virtual
+    /// times 1..9, L_lirs = 2, L_hirs = 1), reconstructed from memory and the definitions (the
+    /// paper is not at hand): A at 1, 6, 8; B at 2, 5; D at 3, 7; C at 4; E at 9. It yields the
+    /// recencies we recall from the paper's table and its split: LIR = {A, B} (the two smallest
+    /// IRRs), HIR = {C, D, E}, E the resident HIR block.
+    const PAPER_REFS: &str = "ABDCBADAE";
+
+    #[test]
+    fn paper_example_recency_and_irr_by_definition() {
+        let expected =
+            [('A', 1, Some(1)), ('B', 3, Some(2)), ('C', 4, None), ('D', 2, Some(3)), ('E', 0, None)];
+        for (b, recency, irr) in expected {
+            assert_eq!(recency_and_irr(PAPER_REFS, b), (recency, irr), "block {b}");
+        }
+    }
+
+    /// The paper's example on a cache of 3 frames (1% of 3 rounds up to one HIR frame, so
+    /// L_lirs = 2). Derivation, S bottom to top (LIR upper case, resident HIR lower case, ghost
+    /// quoted), Q front first:
+    /// - t1 A, t2 B: free frames, LIR while fewer than 2: S [A B].
+    /// - t3 D: resident HIR: S [A B d], Q [d].
+    /// - t4 C: evicts Q's front D, which stays in S as a ghost; C is HIR: S [A B d' c], Q [c].
+    /// - t5 B: LIR hit, to the top: S [A d' c B].
+    /// - t6 A: LIR hit on the bottom; pruning drops d' and takes c out of S: S [B A], Q [c].
+    /// - t7 D: evicts C (not in S: forgotten); D is new again: S [B A d], Q [d].
+    /// - t8 A: S [B d A]. t9 E: evicts D (ghost): S [B d' A e], Q [e].
+    ///
+    /// LIR = {A, B} and E is the resident HIR block, as in the paper. Then at t10:
+    /// - D (IRR 2 < B's recency 3): evicts E (ghost); D becomes LIR; the bottom LIR B becomes a
+    ///   resident HIR block at Q's end; S [A e' D], Q [b] — the paper's outcome.
+    /// - C instead (IRR 4 > 3): evicts E; C stays HIR: S [B d' A e' c], Q [c].
+    #[test]
+    fn r4_paper_example_abcde() {
+        let policy = Lirs::new(3);
+        assert_eq!(policy.lir_target(), 2);
+        let mut pool = Pool::new(3);
+        assert_eq!(play(&policy, &mut pool, PAPER_REFS), "DCD");
+        assert_eq!(render(&policy, &pool), ("B d' A e".into(), "e".into()));
+
+        let mut with_d = Pool::new(3);
+        let policy_d = Lirs::new(3);
+        assert_eq!(play(&policy_d, &mut with_d, &format!("{PAPER_REFS}D")), "DCDE");
+        assert_eq!(render(&policy_d, &with_d), ("A e' D".into(), "b".into()));
+
+        let mut with_c = Pool::new(3);
+        let policy_c = Lirs::new(3);
+        assert_eq!(play(&policy_c, &mut with_c, &format!("{PAPER_REFS}C")), "DCDE");
+        assert_eq!(render(&policy_c, &with_c), ("B d' A e' c".into(), "c".into()));
+    }
+
+    /// A loop over 4 blocks on 3 frames, LRU's worst case: LRU misses every reference, while
+    /// LIRS keeps the two LIR blocks A and B and cycles the others through its one HIR frame.
+    /// Hand-worked: after the first pass (A B LIR, C then D in the HIR frame), every C or D
+    /// reference misses and evicts the other; A and B always hit.
+    #[test]
+    fn r4_loop_keeps_lir_blocks() {
+        let policy = Lirs::new(3);
+        let mut pool = Pool::new(3);
+        assert_eq!(play(&policy, &mut pool, "ABCD"), "C");
+        assert_eq!(play(&policy, &mut pool, "ABCDABCDABCD"), "DCDCDC");
+    }
+
+    /// Rejections, hand-worked on 3 frames (frame f holds page f + 1; S bottom first):
+    /// - load 0 1 2: S [0 1 2] with 0 and 1 LIR, Q [2].
+    /// - SwizzledChildren on 2 moves the search past Q's end to S's bottom LIR 0; again on 0,
+    ///   to the next LIR up, 1. InUse on 1 is a hit: 1 goes to the top, S [0 2 1], and the
+    ///   search restarts at Q's front: 2, evicted (ghost): S [0 2' 1].
+    /// - Q is empty: the bottom LIR 0 is proposed. Root blocks it; pruning drops the ghost.
+    /// - 1 is proposed and evicted; then only the blocked 0 is left and is proposed.
+    /// - A new page in frame 2 is LIR (fewer than 2 LIR pages) and is proposed before root 0.
+    #[test]
+    fn r3_rejections_move_the_search_and_block_roots() {
+        let policy = Lirs::new(3);
+        let h = TestHooks::new(3);
+        h.insert(&policy, &[0, 1, 2]);
+        let propose = || policy.next_candidate(&h).map(|f| f.0);
+        assert_eq!(propose(), Some(2));
+        policy.on_rejected(FrameId(2), Rejection::SwizzledChildren, &h[2]);
+        assert_eq!(propose(), Some(0));
+        policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
+        assert_eq!(propose(), Some(1));
+        policy.on_rejected(FrameId(1), Rejection::InUse, &h[1]);
+        assert_eq!(policy.state.lock().stack.to_vec(), [0, 2, 1]);
+        assert_eq!(h.evict(&policy), 2);
+        assert_eq!(policy.state.lock().ghosts.len(), 1);
+        assert_eq!(propose(), Some(0));
+        policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
+        let (stack, ghosts) = {
+            let state = policy.state.lock();
+            (state.stack.to_vec(), state.ghosts.len())
+        };
+        assert_eq!((stack, ghosts), (vec![1], 0));
+        assert_eq!(h.evict(&policy), 1);
+        assert_eq!(propose(), Some(0), "only the root is resident");
+        h.insert(&policy, &[2]);
+        assert_eq!(policy.state.lock().status[2], Status::Lir);
+        assert_eq!(propose(), Some(2));
+    }
+
+    /// Capacity 1 (L_lirs = 0, so LIRS is FIFO over one frame): S never keeps an entry, so a
+    /// hit (here through `InUse`) on the lone HIR page cannot leave it at S's bottom, and its
+    /// eviction leaves no ghost to propose. Regression: the hit used to push it onto S unpruned,
+    /// and the next proposal was the ghost's node, not a frame (R4).
+    #[test]
+    fn r4_capacity_one_never_proposes_a_ghost() {
+        let policy = Lirs::new(1);
+        let h = TestHooks::new(1);
+        h.insert(&policy, &[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
+        assert_eq!(policy.state.lock().stack.len(), 0);
+        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// Evicted HIR pages in S leave ghosts, up to `2 * capacity`, the oldest dropped first;
+    /// freed pages leave none. Hand-worked on 2 frames (L_lirs = 1): A is LIR and every other page
+    /// passes through the one HIR frame, staying in S as a ghost: S [A b' c' d' e' f' g] after
+    /// G, with B's ghost dropped when F's was made. Freeing G leaves no ghost; a hit on the
+    /// bottom LIR A then prunes every ghost.
+    #[test]
+    fn ghosts_are_bounded_and_freed_pages_forgotten() {
+        let policy = Lirs::new(2);
+        let mut pool = Pool::new(2);
+        // A is LIR; every other page passes through the one HIR frame and stays in S as a ghost.
+        play(&policy, &mut pool, "ABCDEFG");
+        let state = policy.state.lock();
+        assert_eq!((state.ghosts.len(), state.ghost_limit), (4, 4));
+        let remembered: Vec<u64> =
+            state.ghost_order.to_vec().iter().map(|&g| state.ghosts.page(g).unwrap().get() - 1).collect();
+        assert_eq!(remembered, [block('C'), block('D'), block('E'), block('F')], "B was dropped first");
+        drop(state);
+        assert_eq!(render(&policy, &pool).0, "A c' d' e' f' g");
+        let frame = pool.pages.iter().position(|&p| p == Some(block('G'))).unwrap();
+        pool.remove(&policy, frame, false);
+        assert_eq!(render(&policy, &pool).0, "A c' d' e' f'");
+        assert!(policy.state.lock().ghosts.find(PageId::new(block('G') + 1).unwrap()).is_none());
+        pool.fix(&policy, block('A'));
+        assert_eq!((render(&policy, &pool).0, policy.state.lock().ghosts.len()), ("A".into(), 0));
+    }
+
+    /// The invariants of README "LIRS", checked against the simulated pool.
+    fn check_invariants(policy: &Lirs, pool: &Pool) {
+        let state = policy.state.lock();
+        let capacity = pool.pages.len();
+        let count = |s: Status| state.status.iter().filter(|&&x| x == s).count();
+        let stack = state.stack.to_vec();
+        if let Some(&bottom) = stack.first() {
+            assert_eq!(state.status[bottom], Status::Lir, "S's bottom is LIR");
+        }
+        assert_eq!(state.lir_target, capacity - (capacity / 100).max(1));
+        assert_eq!(state.lir, count(Status::Lir));
+        assert!(state.lir <= state.lir_target, "|LIR| {} > {}", state.lir, state.lir_target);
+        for node in 0..state.status.len() {
+            let (in_s, in_q) = (state.stack.contains(node), node < capacity && state.queue.contains(node));
+            match state.status[node] {
+                Status::Lir => assert!(in_s && !in_q, "LIR {node} is in S only"),
+                Status::Hir => assert!(in_q, "resident HIR {node} is in Q"),
+                Status::Ghost => assert!(in_s && !in_q && node >= capacity, "ghost {node} is in S only"),
+                Status::Free | Status::Blocked => assert!(!in_s && !in_q, "{node} is in neither"),
+            }
+        }
+        assert_eq!(state.queue.len(), count(Status::Hir));
+        assert_eq!(state.ghosts.len(), count(Status::Ghost));
+        assert_eq!(state.ghost_order.len(), count(Status::Ghost));
+        assert!(state.ghosts.len() <= 2 * capacity);
+        for f in 0..capacity {
+            let resident = matches!(state.status[f], Status::Lir | Status::Hir | Status::Blocked);
+            assert_eq!(resident, pool.pages[f].is_some(), "frame {f} residency");
+            assert_eq!(state.status[f] == Status::Blocked, pool.blocked[f], "frame {f} blocked");
+        }
+        for ghost in state.ghost_order.to_vec() {
+            let page = state.ghosts.page(ghost).unwrap().get() - 1;
+            assert!(!pool.pages.contains(&Some(page)), "ghost page {page} is resident");
+        }
+    }
+
+    proptest! {
+        /// S's bottom is LIR, |LIR| <= c - |HIR target|, statuses match S and Q, resident
+        /// counts match the pool, ghosts <= 2c; and proposals obey R3 and R4 (checked by the
+        /// simulated pool).
+        #[test]
+        fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario()) {
+            let policy = Lirs::new(capacity);
+            sim::drive(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
+        }
+    }
+}
