@@ -92,7 +92,7 @@ enum Experiment {
     Fix(FixArgs),
     /// Gilbert 2017 Figs. 3.4/3.5/3.9: lookups with each replacement policy, swizzling off and
     /// on, at pools of a fraction of the data: throughput, hit ratio, evictioner time per call and
-    /// refused candidates (about 5 minutes with the defaults)
+    /// refused candidates (about 12 minutes with the defaults; --duration 1 for a quicker look)
     Policies(PoliciesArgs),
 }
 
