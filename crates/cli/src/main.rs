@@ -4,9 +4,12 @@
 //! - `swizzledb bench lookup` — random verified lookups with every knob exposed, optionally swept.
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
 //!   buffer modes as the data grows from far below to several times the pool.
+//! - `swizzledb trace analyze` / `trace generate` — miss-ratio curves of every replacement policy
+//!   and Belady's OPT over a reference string; synthetic reference strings.
 
 #![forbid(unsafe_code)]
 
+mod analyze;
 mod drift;
 mod fixcost;
 mod insert;
@@ -50,6 +53,21 @@ enum Command {
         #[command(subcommand)]
         which: Experiment,
     },
+    /// Buffer reference traces: simulate replacement policies over them, or generate them
+    Trace {
+        #[command(subcommand)]
+        action: TraceAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum TraceAction {
+    /// Miss ratios of every replacement policy and of Belady's OPT at several cache sizes, and
+    /// the LRU stack-distance histogram, over a plain-text trace or a synthetic one
+    Analyze(analyze::AnalyzeArgs),
+    /// Write a synthetic reference string (uniform, Zipf, scans, loops, mixtures, a drifting
+    /// hot set) as a plain-text trace
+    Generate(analyze::GenerateArgs),
 }
 
 #[derive(Subcommand)]
@@ -242,6 +260,8 @@ fn main() -> ExitCode {
         Command::Experiment { which: Experiment::Fig12(args) } => {
             bench_insert("graefe-fig12", &args.common, args.records, None, None)
         }
+        Command::Trace { action: TraceAction::Analyze(args) } => analyze::analyze(&args),
+        Command::Trace { action: TraceAction::Generate(args) } => analyze::generate(&args),
     };
     match outcome {
         Ok(code) => code,
