@@ -174,6 +174,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
     let analysis = swizzledb_sim::analyze(&trace, &plan)?;
     let sim_secs = start.elapsed().as_secs_f64();
     eprintln!("Simulated {} runs and the stack distances in {sim_secs:.1} s.", analysis.outcomes.len());
+    print_costs(&plan, &analysis, trace.len());
     let stack = analysis.stack.as_ref().expect("planned");
 
     let mut out = std::io::stdout().lock();
@@ -201,6 +202,22 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
         eprintln!("Plotted {}.", names.join(" and "));
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Wall-clock time per run of each subject, and of the shared passes, on stderr (a rough cost:
+/// runs share the cores).
+fn print_costs(plan: &Plan, analysis: &Analysis, refs: usize) {
+    let per_ref = |d: std::time::Duration| d.as_secs_f64() * 1e9 / refs as f64;
+    let mut parts = vec![
+        format!("stack distances {:.0}", per_ref(analysis.stack_elapsed)),
+        format!("OPT next-use pass {:.0}", per_ref(analysis.next_use_elapsed)),
+    ];
+    for &subject in &plan.subjects {
+        let runs: Vec<_> = analysis.outcomes.iter().filter(|o| o.subject == subject).collect();
+        let total: std::time::Duration = runs.iter().map(|o| o.elapsed).sum();
+        parts.push(format!("{subject} {:.0}", per_ref(total / runs.len().max(1) as u32)));
+    }
+    eprintln!("Wall-clock ns per reference (mean over sizes): {}.", parts.join(", "));
 }
 
 /// Bad trace input is a usage error; a failing read of an existing file is not.

@@ -8,6 +8,7 @@ use crate::trace::Trace;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use swizzledb_replacement::PolicyKind;
 
 /// What is simulated: a replacement policy, or Belady's OPT.
@@ -38,6 +39,8 @@ pub struct Outcome {
     pub cache_pages: u64,
     /// Requests and misses.
     pub counts: Counts,
+    /// Wall-clock time of the simulation (on a shared machine, a rough cost).
+    pub elapsed: Duration,
 }
 
 /// What to simulate.
@@ -62,6 +65,10 @@ pub struct Analysis {
     pub outcomes: Vec<Outcome>,
     /// The histogram, if asked for.
     pub stack: Option<StackDistances>,
+    /// Wall-clock time of the histogram's pass.
+    pub stack_elapsed: Duration,
+    /// Wall-clock time of OPT's next-use pass (zero without OPT).
+    pub next_use_elapsed: Duration,
 }
 
 /// The frames a simulation of `cache_pages` needs: no more than the distinct pages of the trace,
@@ -79,8 +86,8 @@ enum Job {
 }
 
 enum Done {
-    Stack(StackDistances),
-    Sim(usize, Counts),
+    Stack(StackDistances, Duration),
+    Sim(usize, Counts, Duration),
 }
 
 /// Runs `plan` over `trace` on `plan.threads` threads, one simulation per job.
@@ -95,7 +102,9 @@ pub fn analyze(trace: &Trace, plan: &Plan) -> Result<Analysis, SimError> {
     assert!(plan.threads > 0, "at least one thread");
     let pairs: Vec<(Subject, u64)> =
         plan.subjects.iter().flat_map(|&s| plan.sizes.iter().map(move |&c| (s, c))).collect();
+    let start = Instant::now();
     let next = plan.subjects.contains(&Subject::Opt).then(|| NextUse::new(trace));
+    let next_use_elapsed = start.elapsed();
     // The histogram is the longest job: start it first.
     let jobs: Vec<Job> = plan
         .stack_distances
@@ -114,8 +123,9 @@ pub fn analyze(trace: &Trace, plan: &Plan) -> Result<Analysis, SimError> {
                 if failed.load(Ordering::Relaxed) {
                     break;
                 }
+                let start = Instant::now();
                 let done = match *job {
-                    Job::Stack => Ok(Done::Stack(StackDistances::new(trace))),
+                    Job::Stack => Ok(Done::Stack(StackDistances::new(trace), start.elapsed())),
                     Job::Sim(p) => {
                         let (subject, size) = pairs[p];
                         let frames = effective_frames(trace, size);
@@ -129,7 +139,7 @@ pub fn analyze(trace: &Trace, plan: &Plan) -> Result<Analysis, SimError> {
                                     .run(trace.refs())
                             }
                         }
-                        .map(|counts| Done::Sim(p, counts))
+                        .map(|counts| Done::Sim(p, counts, start.elapsed()))
                     }
                 };
                 if done.is_err() {
@@ -140,19 +150,20 @@ pub fn analyze(trace: &Trace, plan: &Plan) -> Result<Analysis, SimError> {
         }
     });
     let mut stack = None;
-    let mut counts = vec![Counts::default(); pairs.len()];
+    let mut stack_elapsed = Duration::ZERO;
+    let mut counts = vec![(Counts::default(), Duration::ZERO); pairs.len()];
     for done in results.into_inner().expect("workers finished") {
         match done? {
-            Done::Stack(s) => stack = Some(s),
-            Done::Sim(p, c) => counts[p] = c,
+            Done::Stack(s, t) => (stack, stack_elapsed) = (Some(s), t),
+            Done::Sim(p, c, t) => counts[p] = (c, t),
         }
     }
     let outcomes = pairs
         .iter()
         .zip(counts)
-        .map(|(&(subject, cache_pages), counts)| Outcome { subject, cache_pages, counts })
+        .map(|(&(subject, cache_pages), (counts, elapsed))| Outcome { subject, cache_pages, counts, elapsed })
         .collect();
-    Ok(Analysis { outcomes, stack })
+    Ok(Analysis { outcomes, stack, stack_elapsed, next_use_elapsed })
 }
 
 /// The subjects of a full comparison: OPT, then every policy of [`PolicyKind::all`].

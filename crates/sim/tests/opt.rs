@@ -150,10 +150,30 @@ fn s4_parallel_analysis_matches_sequential_runs() {
 fn s4_below_opt_reports_a_policy_under_the_floor() {
     let c = |misses| Counts { requests: 10, misses };
     let outcomes = [
-        swizzledb_sim::Outcome { subject: Subject::Opt, cache_pages: 4, counts: c(5) },
-        swizzledb_sim::Outcome { subject: Subject::Policy(PolicyKind::Lru), cache_pages: 4, counts: c(4) },
-        swizzledb_sim::Outcome { subject: Subject::Policy(PolicyKind::Fifo), cache_pages: 4, counts: c(5) },
-        swizzledb_sim::Outcome { subject: Subject::Policy(PolicyKind::Lru), cache_pages: 8, counts: c(1) },
+        swizzledb_sim::Outcome {
+            subject: Subject::Opt,
+            cache_pages: 4,
+            counts: c(5),
+            elapsed: Default::default(),
+        },
+        swizzledb_sim::Outcome {
+            subject: Subject::Policy(PolicyKind::Lru),
+            cache_pages: 4,
+            counts: c(4),
+            elapsed: Default::default(),
+        },
+        swizzledb_sim::Outcome {
+            subject: Subject::Policy(PolicyKind::Fifo),
+            cache_pages: 4,
+            counts: c(5),
+            elapsed: Default::default(),
+        },
+        swizzledb_sim::Outcome {
+            subject: Subject::Policy(PolicyKind::Lru),
+            cache_pages: 8,
+            counts: c(1),
+            elapsed: Default::default(),
+        },
     ];
     let below = below_opt(&outcomes);
     assert_eq!(below.len(), 1);
