@@ -350,19 +350,51 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// `distance,references,lru_misses,lru_miss_ratio`: one row per stack distance that occurs, and
-/// a last row `inf` for the cold misses. `lru_misses` is LRU's misses with `distance` frames
-/// (with unbounded frames on the `inf` row).
+/// Distances up to this get a row each; beyond, rows are buckets of 1/64 of an octave.
+const EXACT_DISTANCES: u64 = 1024;
+
+/// The histogram bucket of distance `d`: `(first, last)` distance of the bucket.
+fn bucket(d: u64) -> (u64, u64) {
+    if d <= EXACT_DISTANCES {
+        return (d, d);
+    }
+    let shift = (63 - d.leading_zeros()).saturating_sub(6);
+    let first = (d >> shift) << shift;
+    // The bucket that starts at EXACT_DISTANCES would overlap its exact row.
+    (first.max(EXACT_DISTANCES + 1), first + (1 << shift) - 1)
+}
+
+/// `distance_min,distance_max,references,lru_misses,lru_miss_ratio`: references with an LRU
+/// stack distance in `distance_min..=distance_max`, one row per distance up to 1024 and one per
+/// 1/64 of an octave beyond (so 10^7 distinct pages give about 2,000 rows, not 10^7), empty
+/// buckets left out; then a row `inf,inf` for the cold misses. `lru_misses` is LRU's misses with
+/// `distance_max` frames (unbounded on the `inf` row), exact at every row.
 fn write_stack_csv(path: &Path, stack: &StackDistances) -> std::io::Result<()> {
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     let requests = stack.requests() as f64;
-    writeln!(w, "distance,references,lru_misses,lru_miss_ratio")?;
+    writeln!(w, "distance_min,distance_max,references,lru_misses,lru_miss_ratio")?;
+    let mut row = |w: &mut std::io::BufWriter<std::fs::File>, (lo, hi): (u64, u64), count: u64| {
+        let misses = stack.lru_misses(hi);
+        writeln!(w, "{lo},{hi},{count},{misses},{}", misses as f64 / requests)
+    };
+    let mut open: Option<((u64, u64), u64)> = None;
     for (d, count) in stack.histogram() {
-        let misses = stack.lru_misses(d);
-        writeln!(w, "{d},{count},{misses},{}", misses as f64 / requests)?;
+        let b = bucket(d);
+        match &mut open {
+            Some((current, sum)) if *current == b => *sum += count,
+            _ => {
+                if let Some((b, sum)) = open.take() {
+                    row(&mut w, b, sum)?;
+                }
+                open = Some((b, count));
+            }
+        }
+    }
+    if let Some((b, sum)) = open {
+        row(&mut w, b, sum)?;
     }
     let cold = stack.cold();
-    writeln!(w, "inf,{cold},{cold},{}", cold as f64 / requests)?;
+    writeln!(w, "inf,inf,{cold},{cold},{}", cold as f64 / requests)?;
     w.flush()
 }
 
@@ -457,6 +489,23 @@ mod tests {
         assert_eq!(parse_sizes("1000,100, 1e4,10k").unwrap().0, vec![100, 1000, 10_000]);
         for bad in ["", "100,,200", "0", "100,0", "ten", "100,"] {
             assert!(parse_sizes(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn histogram_buckets_are_exact_then_64_per_octave() {
+        assert_eq!(bucket(1), (1, 1));
+        assert_eq!(bucket(1024), (1024, 1024));
+        assert_eq!(bucket(1025), (1025, 1039));
+        assert_eq!(bucket(1040), (1040, 1055));
+        assert_eq!(bucket(2047), (2032, 2047));
+        assert_eq!(bucket(2048), (2048, 2079));
+        // Buckets tile the distances: each starts right after the previous one ends.
+        let mut d = 1;
+        while d < 1 << 24 {
+            let (lo, hi) = bucket(d);
+            assert!(lo == d && hi >= lo && bucket(hi) == (lo, hi), "{d}");
+            d = hi + 1;
         }
     }
 

@@ -397,7 +397,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_components_and_mixtures() {
+    fn s7_parses_components_and_mixtures() {
         assert_eq!(pattern("Uniform"), Pattern::single(Component::Uniform));
         assert_eq!(pattern("zipf:0.9"), Pattern::single(Component::Zipf { s: 0.9 }));
         assert_eq!(pattern("scan"), Pattern::single(Component::Scan { run: None }));
@@ -414,7 +414,7 @@ mod tests {
     }
 
     #[test]
-    fn rejects_bad_patterns_with_reasons() {
+    fn s7_rejects_bad_patterns_with_reasons() {
         for (spec, needle) in [
             ("", "empty component"),
             ("zipf", "zipf:S"),
@@ -442,7 +442,7 @@ mod tests {
     }
 
     #[test]
-    fn components_must_fit_the_pages() {
+    fn s7_components_must_fit_the_pages() {
         assert_eq!(pattern("uniform").stream(0, 1).err(), Some(GenError::NoPages));
         for spec in ["loop:11", "drift:11:5", "scan:11", "uniform@50%+loop:11@50%"] {
             let err = pattern(spec).stream(10, 1).err().unwrap();

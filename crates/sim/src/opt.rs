@@ -86,20 +86,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn next_use_by_hand() {
+    fn s4_next_use_by_hand() {
         let t = Trace::new(vec![0, 1, 0, 2, 1, 0], 3).unwrap();
         assert_eq!(NextUse::new(&t).times(), &[2, 4, 5, NEVER, NEVER, NEVER]);
     }
 
     #[test]
-    fn classic_string_with_three_frames_by_hand() {
+    fn s4_classic_string_with_three_frames_by_hand() {
         // 7 0 1 2 0 3 0 4 2 3 0 3 2 1 2 0 1 7 0 1: 9 faults under OPT (Silberschatz et al.).
         let t = Trace::new(crate::pool::tests_support::CLASSIC.to_vec(), 8).unwrap();
         assert_eq!(opt(&t, &NextUse::new(&t), 3), Counts { requests: 20, misses: 9 });
     }
 
     #[test]
-    fn long_runs_of_hits_keep_the_result_exact() {
+    fn s4_long_runs_of_hits_keep_the_result_exact() {
         // A long run of hits on a small cache leaves many stale keys (purged along the way).
         let refs: Vec<u32> = (0..10_000).map(|i| i % 3).chain([3, 0, 1, 2]).collect();
         let t = Trace::new(refs, 4).unwrap();

@@ -222,14 +222,14 @@ mod tests {
     }
 
     #[test]
-    fn classic_string_with_three_frames_by_hand() {
+    fn s1_classic_string_with_three_frames_by_hand() {
         // LRU: 12 faults, FIFO: 15 (Silberschatz et al.'s worked example).
         assert_eq!(misses("lru", 3, &CLASSIC), 12);
         assert_eq!(misses("fifo", 3, &CLASSIC), 15);
     }
 
     #[test]
-    fn fifo_belady_anomaly() {
+    fn s1_fifo_belady_anomaly() {
         // 1 2 3 4 1 2 5 1 2 3 4 5: FIFO faults 9 times with 3 frames and 10 times with 4.
         let refs = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5];
         assert_eq!(misses("fifo", 3, &refs), 9);
@@ -237,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn counts_hits_misses_and_free_frames() {
+    fn s1_counts_hits_misses_and_free_frames() {
         let mut pool = SimPool::for_kind(PolicyKind::Lru, 2, 4, 0);
         assert_eq!(pool.access(3), Ok(false));
         assert_eq!(pool.resident(), 1);
@@ -268,7 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn contract_breaches_are_errors_not_panics() {
+    fn s2_contract_breaches_are_errors_not_panics() {
         for (proposal, frame) in [(None, None), (Some(FrameId(5)), Some(5))] {
             let mut pool = SimPool::new(Box::new(Broken(proposal)), 2, 4);
             pool.run(&[0, 1]).unwrap();

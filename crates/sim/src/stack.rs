@@ -171,7 +171,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn distances_by_hand() {
+    fn s5_distances_by_hand() {
         // a b c b a a d c: distances inf inf inf 2 3 1 inf 4.
         let t = Trace::new(vec![0, 1, 2, 1, 0, 0, 3, 2], 4).unwrap();
         let s = StackDistances::new(&t);
@@ -182,13 +182,13 @@ mod tests {
     }
 
     #[test]
-    fn classic_string_lru_faults_by_hand() {
+    fn s5_classic_string_lru_faults_by_hand() {
         let t = Trace::new(crate::pool::tests_support::CLASSIC.to_vec(), 8).unwrap();
         assert_eq!(StackDistances::new(&t).lru_misses(3), 12);
     }
 
     #[test]
-    fn distances_survive_many_compactions() {
+    fn s5_distances_survive_many_compactions() {
         // A loop over 3 pages: after the cold misses every distance is 3. With 70 slots the
         // slots are renumbered about every 67 references.
         let t = Trace::new((0..10_000).map(|i| i % 3).collect(), 3).unwrap();
@@ -225,7 +225,7 @@ mod tests {
     }
 
     #[test]
-    fn empty_trace() {
+    fn s5_empty_trace() {
         let s = StackDistances::new(&Trace::new(Vec::new(), 0).unwrap());
         assert_eq!((s.requests(), s.cold(), s.lru_misses(10)), (0, 0, 0));
         assert_eq!(s.histogram().count(), 0);

@@ -313,14 +313,14 @@ mod tests {
     }
 
     #[test]
-    fn text_remaps_in_order_of_first_appearance() {
+    fn s6_text_remaps_in_order_of_first_appearance() {
         let t = parse("# header\n900\n\n  7 \r\n900 # again\n18446744073709551615\n7\n").unwrap();
         assert_eq!(t.refs(), &[0, 1, 0, 2, 1]);
         assert_eq!((t.page_slots(), t.distinct_pages(), t.len()), (3, 3, 5));
     }
 
     #[test]
-    fn bad_lines_name_their_number_and_text() {
+    fn s6_bad_lines_name_their_number_and_text() {
         for (text, line, content) in [
             ("1\n2\nx3\n", 3, "x3"),
             ("1\n\n# c\n-4\n", 4, "-4"),
@@ -341,26 +341,33 @@ mod tests {
     }
 
     #[test]
-    fn long_bad_lines_are_shortened() {
+    fn s6_long_bad_lines_are_shortened() {
         let text = format!("{}\n", "z".repeat(500));
         let Err(TraceError::BadLine { content, .. }) = parse(&text) else { panic!() };
         assert_eq!(content.chars().count(), 81);
     }
 
     #[test]
-    fn empty_and_comment_only_texts_give_empty_traces() {
+    fn s6_empty_and_comment_only_texts_give_empty_traces() {
         assert!(parse("").unwrap().is_empty());
         assert!(parse("# nothing\n\n   \n").unwrap().is_empty());
     }
 
     #[test]
-    fn write_then_read_round_trips() {
+    fn s6_write_then_read_round_trips() {
         let pages = [5u32, 0, 4_294_967_295, 5, 10];
         let mut out = Vec::new();
         write_text(&mut out, &["made by a test".into()], pages, "buffer").unwrap();
         let text = String::from_utf8(out.clone()).unwrap();
         assert!(text.starts_with("# made by a test\n5\n0\n4294967295\n"), "{text}");
         assert_eq!(parse(&text).unwrap().refs(), &[0, 1, 2, 0, 3]);
+    }
+
+    #[test]
+    fn s6_from_pages_remaps_like_text() {
+        let t = Trace::from_pages([u64::MAX, 3, u64::MAX, 0]).unwrap();
+        assert_eq!(t.refs(), &[0, 1, 0, 2]);
+        assert_eq!(t, parse("18446744073709551615\n3\n18446744073709551615\n0\n").unwrap());
     }
 
     #[test]
@@ -374,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn missing_files_are_io_errors_naming_the_file() {
+    fn s6_missing_files_are_io_errors_naming_the_file() {
         let err = read_text_file(Path::new("no-such-trace-file.txt")).unwrap_err();
         assert!(matches!(err, TraceError::Io { .. }));
         assert!(err.to_string().contains("no-such-trace-file.txt"), "{err}");
