@@ -373,7 +373,7 @@ fn write_stack_csv(path: &Path, stack: &StackDistances) -> std::io::Result<()> {
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     let requests = stack.requests() as f64;
     writeln!(w, "distance_min,distance_max,references,lru_misses,lru_miss_ratio")?;
-    let mut row = |w: &mut std::io::BufWriter<std::fs::File>, (lo, hi): (u64, u64), count: u64| {
+    let row = |w: &mut std::io::BufWriter<std::fs::File>, (lo, hi): (u64, u64), count: u64| {
         let misses = stack.lru_misses(hi);
         writeln!(w, "{lo},{hi},{count},{misses},{}", misses as f64 / requests)
     };
