@@ -30,5 +30,5 @@ pub use swizzledb_replacement::{PolicyKind, PolicySpec};
 pub use swizzledb_sync::{FrameId, Lsn, PageId};
 pub use trace::{
     export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,
-    TraceWriter,
+    TraceWriter, TRACE_MAGIC,
 };

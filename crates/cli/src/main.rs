@@ -5,9 +5,12 @@
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
 //!   buffer modes as the data grows from far below to several times the pool.
 //! - `swizzledb trace record --out FILE -- <command>` — buffer reference traces of any command.
+//! - `swizzledb trace analyze` / `trace generate` — miss-ratio curves of every replacement policy
+//!   and Belady's OPT over a reference string; synthetic reference strings.
 
 #![forbid(unsafe_code)]
 
+mod analyze;
 mod drift;
 mod fixcost;
 mod insert;
@@ -53,7 +56,8 @@ enum Command {
         #[command(subcommand)]
         which: Experiment,
     },
-    /// Record buffer reference traces of any command, and export them
+    /// Buffer reference traces: record them from any command, export them, simulate every
+    /// replacement policy and Belady's OPT over them, or generate synthetic ones
     Trace {
         #[command(subcommand)]
         action: trace::TraceAction,

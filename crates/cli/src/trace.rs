@@ -23,6 +23,12 @@ pub enum TraceAction {
     Record(RecordArgs),
     /// Write a trace as CSV: event, thread, page, parent, latch, hit, time_ns
     Export(ExportArgs),
+    /// Miss ratios of every replacement policy and of Belady's OPT at several cache sizes, and
+    /// the LRU stack-distance histogram, over a recorded, plain-text or synthetic trace
+    Analyze(crate::analyze::AnalyzeArgs),
+    /// Write a synthetic reference string (uniform, Zipf, scans, loops, mixtures, a drifting
+    /// hot set) as a plain-text trace
+    Generate(crate::analyze::GenerateArgs),
 }
 
 /// Arguments of `trace record`.
@@ -83,6 +89,8 @@ pub fn run(action: TraceAction) -> Result<ExitCode, Box<dyn Error>> {
     match action {
         TraceAction::Record(args) => record(&args),
         TraceAction::Export(args) => export(&args),
+        TraceAction::Analyze(args) => crate::analyze::analyze(&args),
+        TraceAction::Generate(args) => crate::analyze::generate(&args),
     }
 }
 

@@ -342,6 +342,23 @@ fn trace_record_and_export() {
     assert!(fixes == refs, "{} fix rows, {} references, not in the same order", fixes.len(), refs.len());
     assert!(rows.iter().any(|r| r[0] == "evict"), "a 512 KiB pool evicts");
 
+    // `trace analyze` reads the recorded (binary) trace: one request per fix, OPT the floor.
+    let res = scratch.0.join("res");
+    let out = Command::new(BIN)
+        .args(["trace", "analyze", "--sizes", "8,32", "--input"])
+        .arg(&second)
+        .arg("--out")
+        .arg(&res)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("OPT has the fewest misses at every size: ok"), "{stdout}");
+    let curve = std::fs::read_to_string(res.join("miss-ratio.csv")).unwrap();
+    let requests: Vec<usize> =
+        curve.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse().unwrap()).collect();
+    assert!(!requests.is_empty() && requests.iter().all(|&r| r == refs.len()), "{curve}");
+
     // A bad trace file is an error with a message, not a panic.
     std::fs::write(scratch.0.join("bad"), b"not a trace").unwrap();
     let out = Command::new(BIN)

@@ -1,0 +1,539 @@
+//! `swizzledb trace analyze` and `swizzledb trace generate`: miss-ratio curves of every
+//! replacement policy and of Belady's OPT over a reference string, and synthetic reference
+//! strings in the plain-text trace format. The simulation itself is in `swizzledb-sim`.
+
+use crate::{plot, prepare_out, report, units, Usage};
+use clap::Args;
+use std::error::Error;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+use swizzledb_sim::{
+    Analysis, Outcome, Pattern, Plan, PolicyKind, StackDistances, Subject, Trace, TraceError, TraceSource,
+};
+
+/// Options of `trace analyze`.
+#[derive(Args)]
+pub struct AnalyzeArgs {
+    /// Plain-text trace: one page id (unsigned integer) per line; blank lines and text after #
+    /// are skipped
+    #[arg(long, value_name = "FILE", required_unless_present = "pattern", conflicts_with = "pattern")]
+    input: Option<PathBuf>,
+    /// Analyze a synthetic trace instead of a file, drawn as by `trace generate` (needs --pages
+    /// and --refs)
+    #[arg(long, value_name = "SPEC", value_parser = parse_pattern, requires_all = ["pages", "refs"])]
+    pattern: Option<Pattern>,
+    /// Pages the synthetic trace draws from
+    #[arg(long, value_parser = parse_pages, requires = "pattern")]
+    pages: Option<u32>,
+    /// References in the synthetic trace (1e7, 10M, ...)
+    #[arg(long, value_parser = parse_refs, requires = "pattern")]
+    refs: Option<usize>,
+    /// Seed of the synthetic trace and of policies that draw random numbers
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Cache sizes in pages, comma-separated (each at least 1)
+    #[arg(long, default_value = "100,1000,10000", value_parser = parse_sizes)]
+    sizes: Sizes,
+    /// Replacement policies: all, or a comma-separated list such as lru,sieve,gclock:4 (OPT is
+    /// always simulated)
+    #[arg(long, default_value = "all", value_parser = parse_policies)]
+    policies: Policies,
+    /// Simulations run at once [default: the available cores]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
+    /// Directory for miss-ratio.csv, stack-distance.csv and the plot miss-ratio.svg/.png
+    /// (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// Options of `trace generate`.
+#[derive(Args)]
+pub struct GenerateArgs {
+    /// What to draw: uniform, zipf:S (page r-1 has weight 1/r^S), scan (all pages in order),
+    /// scan:L (runs of L pages from random starts), loop:N (pages 0..N over and over),
+    /// drift:H:E (a hot window of H pages sliding by H/4 every E references), or a mixture such
+    /// as zipf:0.9@70%+scan@30%
+    #[arg(long, value_name = "SPEC", value_parser = parse_pattern)]
+    pattern: Pattern,
+    /// Page ids are drawn from 0..pages
+    #[arg(long, value_parser = parse_pages)]
+    pages: u32,
+    /// Number of references (1e7, 10M, ...)
+    #[arg(long, value_parser = parse_refs)]
+    refs: usize,
+    /// Seed: the same pattern, pages, refs and seed give the same trace
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Text file to write: a # header naming the command, then one page id per line
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+/// Cache sizes in pages, ascending, without duplicates.
+#[derive(Clone, Debug)]
+pub struct Sizes(Vec<u64>);
+
+/// The policies to simulate besides OPT, in the order given.
+#[derive(Clone, Debug)]
+pub struct Policies(Vec<PolicyKind>);
+
+fn parse_pattern(input: &str) -> Result<Pattern, String> {
+    input.parse().map_err(|e: swizzledb_sim::GenError| e.to_string())
+}
+
+fn parse_pages(input: &str) -> Result<u32, String> {
+    let n = units::parse_positive_count(input)?;
+    u32::try_from(n).map_err(|_| format!("{n} pages are more than the {} a trace can name", u32::MAX))
+}
+
+fn parse_refs(input: &str) -> Result<usize, String> {
+    let n = units::parse_positive_count(input)?;
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n <= swizzledb_sim::MAX_REFS)
+        .ok_or_else(|| format!("{n} references are more than the {} a trace holds", swizzledb_sim::MAX_REFS))
+}
+
+/// Parses `100,1000,10000` (each part as a count: `1e4`, `10k`, `10_000`).
+fn parse_sizes(input: &str) -> Result<Sizes, String> {
+    let mut sizes = Vec::new();
+    for part in input.split(',') {
+        if part.trim().is_empty() {
+            return Err(format!(
+                "empty cache size in {input:?}; give a comma-separated list such as 100,1000,10000"
+            ));
+        }
+        let size = units::parse_count(part)?;
+        if size == 0 {
+            return Err(format!("cache size {:?} must be at least 1 page", part.trim()));
+        }
+        sizes.push(size);
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    Ok(Sizes(sizes))
+}
+
+/// Parses `all` or a comma-separated list of policy names; `opt` is accepted and ignored (OPT
+/// always runs).
+fn parse_policies(input: &str) -> Result<Policies, String> {
+    if input.trim().eq_ignore_ascii_case("all") {
+        return Ok(Policies(PolicyKind::all()));
+    }
+    let mut chosen = Vec::new();
+    for part in input.split(',') {
+        if part.trim().eq_ignore_ascii_case("opt") {
+            continue;
+        }
+        let kind: PolicyKind = part.parse().map_err(|e| format!("{e}; or all (opt always runs)"))?;
+        if !chosen.contains(&kind) {
+            chosen.push(kind);
+        }
+    }
+    Ok(Policies(chosen))
+}
+
+/// Runs `trace analyze`.
+pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let source = match (&args.input, &args.pattern, args.pages, args.refs) {
+        (Some(path), ..) => TraceSource::Text(path.clone()),
+        (None, Some(pattern), Some(pages), Some(refs)) => {
+            TraceSource::Generated { pattern: pattern.clone(), pages, refs, seed: args.seed }
+        }
+        _ => {
+            return Err(
+                Usage("give --input FILE, or --pattern SPEC with --pages N and --refs M".into()).into()
+            )
+        }
+    };
+    let threads = match args.threads {
+        Some(t) => usize::from(t),
+        None => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    prepare_out(args.out.as_deref()).map_err(Usage)?;
+
+    let start = Instant::now();
+    let trace = match &args.input {
+        Some(path) if is_engine_trace(path) => load_engine_trace(path)?,
+        _ => source.load().map_err(|e| load_error(&source, e))?,
+    };
+    if trace.is_empty() {
+        return Err(Usage(format!("{} holds no references", describe(&source))).into());
+    }
+    let load_secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "Loaded {} references to {} distinct pages in {load_secs:.1} s; simulating on {threads} thread(s) ...",
+        report::thousands(trace.len() as u64),
+        report::thousands(u64::from(trace.distinct_pages())),
+    );
+    let mut subjects = vec![Subject::Opt];
+    subjects.extend(args.policies.0.iter().map(|&k| Subject::Policy(k)));
+    let plan =
+        Plan { subjects, sizes: args.sizes.0.clone(), stack_distances: true, seed: args.seed, threads };
+    let start = Instant::now();
+    let analysis = swizzledb_sim::analyze(&trace, &plan)?;
+    let sim_secs = start.elapsed().as_secs_f64();
+    eprintln!("Simulated {} runs and the stack distances in {sim_secs:.1} s.", analysis.outcomes.len());
+    print_costs(&plan, &analysis, trace.len());
+    let stack = analysis.stack.as_ref().expect("planned");
+
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}: {} references, {} distinct pages (cold misses)\n",
+        describe(&source),
+        report::thousands(trace.len() as u64),
+        report::thousands(u64::from(trace.distinct_pages()))
+    )?;
+    print_table(&mut out, &plan, &analysis, stack)?;
+    let ok = print_checks(&mut out, &plan, &analysis, stack)?;
+    drop(out);
+
+    if let Some(dir) = &args.out {
+        let csv = dir.join("miss-ratio.csv");
+        write_miss_ratio_csv(&csv, &analysis.outcomes)
+            .map_err(|e| format!("writing {}: {e}", csv.display()))?;
+        let hist = dir.join("stack-distance.csv");
+        write_stack_csv(&hist, stack).map_err(|e| format!("writing {}: {e}", hist.display()))?;
+        eprintln!("Wrote {} and {}.", csv.display(), hist.display());
+        let chart = curve_chart(&describe(&source), &trace, &plan, &analysis, stack);
+        let files = plot::write_chart(&dir.join("miss-ratio"), &chart)?;
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        eprintln!("Plotted {}.", names.join(" and "));
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Wall-clock time per run of each subject, and of the shared passes, on stderr (a rough cost:
+/// runs share the cores).
+fn print_costs(plan: &Plan, analysis: &Analysis, refs: usize) {
+    let per_ref = |d: std::time::Duration| d.as_secs_f64() * 1e9 / refs as f64;
+    let mut parts = vec![
+        format!("stack distances {:.0}", per_ref(analysis.stack_elapsed)),
+        format!("OPT next-use pass {:.0}", per_ref(analysis.next_use_elapsed)),
+    ];
+    for &subject in &plan.subjects {
+        let runs: Vec<_> = analysis.outcomes.iter().filter(|o| o.subject == subject).collect();
+        let total: std::time::Duration = runs.iter().map(|o| o.elapsed).sum();
+        parts.push(format!("{subject} {:.0}", per_ref(total / runs.len().max(1) as u32)));
+    }
+    eprintln!("Wall-clock ns per reference (mean over sizes): {}.", parts.join(", "));
+}
+
+/// True if `path` starts with the magic of the engine's binary trace format (`trace record`).
+fn is_engine_trace(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
+        && magic == swizzledb_buffer::TRACE_MAGIC
+}
+
+/// The fix events of a recorded trace, in time order (every fix is one reference, hit or miss;
+/// unfixes, reads and evictions are the pool's side of the story and are not replayed).
+fn load_engine_trace(path: &std::path::Path) -> Result<Trace, Box<dyn Error>> {
+    let pages = swizzledb_buffer::page_references(path)
+        .map_err(|e| Usage(format!("recorded trace {}: {e}", path.display())))?;
+    Ok(Trace::from_pages(pages)?)
+}
+
+/// Bad trace input is a usage error; a failing read of an existing file is not.
+fn load_error(input: &TraceSource, e: TraceError) -> Box<dyn Error> {
+    match e {
+        TraceError::Io { ref source, .. }
+            if !matches!(
+                source.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            ) =>
+        {
+            e.into()
+        }
+        e => Usage(format!("{}: {e}", describe(input))).into(),
+    }
+}
+
+/// How the trace is named in output.
+fn describe(source: &TraceSource) -> String {
+    match source {
+        TraceSource::Text(path) => format!("trace {}", path.display()),
+        TraceSource::Generated { pattern, pages, seed, .. } => {
+            format!("pattern {pattern} over {} pages (seed {seed})", report::thousands(u64::from(*pages)))
+        }
+        _ => "trace".to_string(),
+    }
+}
+
+fn outcome(analysis: &Analysis, subject: Subject, size: u64) -> Option<&Outcome> {
+    analysis.outcomes.iter().find(|o| o.subject == subject && o.cache_pages == size)
+}
+
+/// The miss ratio of every subject at every size, with the stack-distance LRU curve below.
+fn print_table(
+    out: &mut impl Write,
+    plan: &Plan,
+    analysis: &Analysis,
+    stack: &StackDistances,
+) -> std::io::Result<()> {
+    let names: Vec<String> = plan.subjects.iter().map(Subject::to_string).collect();
+    let lru_stack = "lru (stack distance)";
+    let width = names.iter().map(String::len).chain([lru_stack.len(), 6]).max().unwrap_or(6);
+    writeln!(out, "miss ratio by cache size (pages)")?;
+    write!(out, "{:<width$}", "policy")?;
+    for &size in &plan.sizes {
+        write!(out, " {:>12}", report::thousands(size))?;
+    }
+    writeln!(out)?;
+    for (subject, name) in plan.subjects.iter().zip(&names) {
+        write!(out, "{name:<width$}")?;
+        for &size in &plan.sizes {
+            let ratio = outcome(analysis, *subject, size).map_or(f64::NAN, |o| o.counts.miss_ratio());
+            write!(out, " {ratio:>12.4}")?;
+        }
+        writeln!(out)?;
+    }
+    write!(out, "{lru_stack:<width$}")?;
+    for &size in &plan.sizes {
+        write!(out, " {:>12.4}", stack.lru_misses(size) as f64 / stack.requests() as f64)?;
+    }
+    writeln!(out, "\n")
+}
+
+/// Prints whether OPT is the floor at every size and whether the stack-distance curve matches
+/// the simulated LRU; false if either fails.
+fn print_checks(
+    out: &mut impl Write,
+    plan: &Plan,
+    analysis: &Analysis,
+    stack: &StackDistances,
+) -> std::io::Result<bool> {
+    let below = swizzledb_sim::below_opt(&analysis.outcomes);
+    if below.is_empty() {
+        writeln!(out, "check: OPT has the fewest misses at every size: ok")?;
+    } else {
+        for o in &below {
+            writeln!(
+                out,
+                "check FAILED: {} has {} misses at {} pages, fewer than OPT",
+                o.subject, o.counts.misses, o.cache_pages
+            )?;
+        }
+    }
+    let lru = Subject::Policy(PolicyKind::Lru);
+    let mut lru_ok = true;
+    if plan.subjects.contains(&lru) {
+        for &size in &plan.sizes {
+            let sim = outcome(analysis, lru, size).map(|o| o.counts.misses);
+            if sim != Some(stack.lru_misses(size)) {
+                lru_ok = false;
+                writeln!(
+                    out,
+                    "check FAILED: at {size} pages the stack distances give LRU {} misses, the simulated lru {sim:?}",
+                    stack.lru_misses(size)
+                )?;
+            }
+        }
+        if lru_ok {
+            writeln!(out, "check: the stack-distance LRU curve equals the simulated lru at every size: ok")?;
+        }
+    }
+    Ok(below.is_empty() && lru_ok)
+}
+
+/// `policy,cache_pages,requests,misses,miss_ratio`, one row per subject and size.
+fn write_miss_ratio_csv(path: &Path, outcomes: &[Outcome]) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(w, "policy,cache_pages,requests,misses,miss_ratio")?;
+    for o in outcomes {
+        writeln!(
+            w,
+            "{},{},{},{},{}",
+            csv_field(&o.subject.to_string()),
+            o.cache_pages,
+            o.counts.requests,
+            o.counts.misses,
+            o.counts.miss_ratio()
+        )?;
+    }
+    w.flush()
+}
+
+/// Quotes a field that holds a comma or a quote (policy names such as `lru-k(k=2)` do not, but
+/// parameter lists might).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Distances up to this get a row each; beyond, rows are buckets of 1/64 of an octave.
+const EXACT_DISTANCES: u64 = 1024;
+
+/// The histogram bucket of distance `d`: `(first, last)` distance of the bucket.
+fn bucket(d: u64) -> (u64, u64) {
+    if d <= EXACT_DISTANCES {
+        return (d, d);
+    }
+    let shift = (63 - d.leading_zeros()).saturating_sub(6);
+    let first = (d >> shift) << shift;
+    // The bucket that starts at EXACT_DISTANCES would overlap its exact row.
+    (first.max(EXACT_DISTANCES + 1), first + (1 << shift) - 1)
+}
+
+/// `distance_min,distance_max,references,lru_misses,lru_miss_ratio`: references with an LRU
+/// stack distance in `distance_min..=distance_max`, one row per distance up to 1024 and one per
+/// 1/64 of an octave beyond (so 10^7 distinct pages give about 2,000 rows, not 10^7), empty
+/// buckets left out; then a row `inf,inf` for the cold misses. `lru_misses` is LRU's misses with
+/// `distance_max` frames (unbounded on the `inf` row), exact at every row.
+fn write_stack_csv(path: &Path, stack: &StackDistances) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let requests = stack.requests() as f64;
+    writeln!(w, "distance_min,distance_max,references,lru_misses,lru_miss_ratio")?;
+    let row = |w: &mut std::io::BufWriter<std::fs::File>, (lo, hi): (u64, u64), count: u64| {
+        let misses = stack.lru_misses(hi);
+        writeln!(w, "{lo},{hi},{count},{misses},{}", misses as f64 / requests)
+    };
+    let mut open: Option<((u64, u64), u64)> = None;
+    for (d, count) in stack.histogram() {
+        let b = bucket(d);
+        match &mut open {
+            Some((current, sum)) if *current == b => *sum += count,
+            _ => {
+                if let Some((b, sum)) = open.take() {
+                    row(&mut w, b, sum)?;
+                }
+                open = Some((b, count));
+            }
+        }
+    }
+    if let Some((b, sum)) = open {
+        row(&mut w, b, sum)?;
+    }
+    let cold = stack.cold();
+    writeln!(w, "inf,inf,{cold},{cold},{}", cold as f64 / requests)?;
+    w.flush()
+}
+
+/// Points of the exact LRU curve from the histogram: log-spaced between the smallest and the
+/// largest size.
+const CURVE_POINTS: u32 = 48;
+
+/// Miss ratio against cache size: a line per subject through its sizes, and the exact LRU
+/// curve from the stack distances.
+fn curve_chart(
+    what: &str,
+    trace: &Trace,
+    plan: &Plan,
+    analysis: &Analysis,
+    stack: &StackDistances,
+) -> plot::Chart {
+    let point = |x: u64, y: f64| plot::Point { x: x as f64, y, y_min: y, y_max: y };
+    let mut series: Vec<plot::Series> = plan
+        .subjects
+        .iter()
+        .map(|&s| plot::Series {
+            name: s.to_string(),
+            points: plan
+                .sizes
+                .iter()
+                .filter_map(|&c| outcome(analysis, s, c))
+                .map(|o| point(o.cache_pages, o.counts.miss_ratio()))
+                .collect(),
+        })
+        .collect();
+    let (lo, hi) = (plan.sizes[0] as f64, plan.sizes[plan.sizes.len() - 1] as f64);
+    let mut xs: Vec<u64> = (0..=CURVE_POINTS)
+        .map(|i| (lo * (hi / lo).powf(f64::from(i) / f64::from(CURVE_POINTS))).round() as u64)
+        .collect();
+    xs.dedup();
+    series.push(plot::Series {
+        name: "lru (stack distance)".to_string(),
+        points: xs
+            .into_iter()
+            .map(|c| point(c, stack.lru_misses(c) as f64 / stack.requests() as f64))
+            .collect(),
+    });
+    plot::Chart {
+        title: "Miss ratio by cache size".to_string(),
+        x_label: "cache size (pages)".to_string(),
+        y_label: "miss ratio".to_string(),
+        x_scale: plot::Scale::Log2,
+        series,
+        note: Some(format!(
+            "{what}: {} references, {} distinct pages; OPT is Belady's optimum",
+            report::thousands(trace.len() as u64),
+            report::thousands(u64::from(trace.distinct_pages()))
+        )),
+        vline: None,
+    }
+}
+
+/// Runs `trace generate`.
+pub fn generate(args: &GenerateArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let stream = args.pattern.stream(args.pages, args.seed).map_err(|e| Usage(e.to_string()))?;
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Usage(format!("cannot create the directory of --out {}: {e}", args.out.display()))
+        })?;
+    }
+    let file = std::fs::File::create(&args.out)
+        .map_err(|e| Usage(format!("cannot create --out {}: {e}", args.out.display())))?;
+    let header = [
+        "swizzledb trace: one page id per line".to_string(),
+        format!(
+            "swizzledb trace generate --pattern {} --pages {} --refs {} --seed {}",
+            args.pattern, args.pages, args.refs, args.seed
+        ),
+    ];
+    let start = Instant::now();
+    swizzledb_sim::write_text(file, &header, stream.take(args.refs), &args.out.display().to_string())?;
+    eprintln!(
+        "Wrote {} references to {} in {:.1} s.",
+        report::thousands(args.refs as u64),
+        args.out.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_sort_and_reject_bad_lists() {
+        assert_eq!(parse_sizes("1000,100, 1e4,10k").unwrap().0, vec![100, 1000, 10_000]);
+        for bad in ["", "100,,200", "0", "100,0", "ten", "100,"] {
+            assert!(parse_sizes(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn histogram_buckets_are_exact_then_64_per_octave() {
+        assert_eq!(bucket(1), (1, 1));
+        assert_eq!(bucket(1024), (1024, 1024));
+        assert_eq!(bucket(1025), (1025, 1039));
+        assert_eq!(bucket(1040), (1040, 1055));
+        assert_eq!(bucket(2047), (2032, 2047));
+        assert_eq!(bucket(2048), (2048, 2079));
+        // Buckets tile the distances: each starts right after the previous one ends.
+        let mut d = 1;
+        while d < 1 << 24 {
+            let (lo, hi) = bucket(d);
+            assert!(lo == d && hi >= lo && bucket(hi) == (lo, hi), "{d}");
+            d = hi + 1;
+        }
+    }
+
+    #[test]
+    fn policies_parse_all_lists_and_opt() {
+        assert_eq!(parse_policies("ALL").unwrap().0, PolicyKind::all());
+        assert_eq!(parse_policies("lru,opt,fifo,lru").unwrap().0, vec![PolicyKind::Lru, PolicyKind::Fifo]);
+        assert!(parse_policies("opt").unwrap().0.is_empty());
+        let err = parse_policies("lru,lfu").unwrap_err();
+        assert!(err.contains("\"lfu\"") && err.contains("all"), "{err}");
+    }
+}

@@ -1,0 +1,39 @@
+//! Offline trace simulation for SwizzleDB's replacement policies.
+//!
+//! The same policy objects that serve the live buffer pool run here over a reference string:
+//! a [`SimPool`] plays the pool's part (hits, misses, evictions) for one policy and one cache
+//! size. Beside the policies it computes Belady's OPT ([`opt()`]), the lower bound of misses for
+//! any demand-paging policy, and the LRU stack-distance histogram ([`StackDistances`]), which
+//! gives LRU's miss-ratio curve for every cache size in one pass. [`analyze`] runs a whole
+//! comparison in parallel. Traces come from plain-text files ([`read_text`]) or from seeded
+//! generators ([`Pattern`]); see `README.md` for what the simulation models and what it does not.
+//!
+//! ```
+//! use swizzledb_sim::{opt, NextUse, Pattern, SimPool, StackDistances};
+//! use swizzledb_replacement::PolicyKind;
+//!
+//! let pattern: Pattern = "zipf:0.9@70%+scan@30%".parse().unwrap();
+//! let trace = pattern.generate(1_000, 20_000, 7).unwrap();
+//! let lru = SimPool::for_kind(PolicyKind::Lru, 100, trace.page_slots(), 0).run(trace.refs()).unwrap();
+//! let best = opt(&trace, &NextUse::new(&trace), 100);
+//! assert!(best.misses <= lru.misses);
+//! assert_eq!(StackDistances::new(&trace).lru_misses(100), lru.misses);
+//! ```
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod generate;
+mod opt;
+mod pool;
+mod run;
+mod stack;
+mod trace;
+
+pub use generate::{Component, GenError, Generator, Pattern, SYNTAX};
+pub use opt::{opt, NextUse, NEVER};
+pub use pool::{Counts, SimError, SimPool};
+pub use run::{all_subjects, analyze, below_opt, effective_frames, Analysis, Outcome, Plan, Subject};
+pub use stack::StackDistances;
+pub use swizzledb_replacement::PolicyKind;
+pub use trace::{read_text, read_text_file, write_text, Trace, TraceError, TraceSource, MAX_REFS};
