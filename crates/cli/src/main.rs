@@ -275,6 +275,9 @@ struct LookupArgs {
     /// Append one row per mode and repetition to this CSV file
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 for uniform keys
+    #[arg(long, default_value = "0", value_parser = parse_zipf)]
+    zipf: f64,
 }
 
 #[derive(Args)]
@@ -444,7 +447,8 @@ fn prepare_out(out: Option<&Path>) -> Result<(), String> {
 fn bench_lookup(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     let largest = args.sweep.as_ref().filter(|s| s.var == SweepVar::Records).and_then(|s| s.values.last());
     let default_pool = rndread::default_pool_bytes(largest.map_or(args.records, |b| b / RECORD_BYTES));
-    let base = base_config("rndread", &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
+    let mut base = base_config("rndread", &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
+    base.zipf = (args.zipf > 0.0).then_some(args.zipf);
     let configs = points(&base, args.records, args.working_set, args.sweep.as_ref()).map_err(Usage)?;
     prepare_out(args.common.out.as_deref()).map_err(Usage)?;
     let outcome = run_points(&configs)?;

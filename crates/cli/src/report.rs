@@ -110,12 +110,13 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
     };
     writeln!(
         out,
-        "{}: {} records ({} of keys and values; {} accessed), {} thread{}, pool {} per mode, {} \
-         pages, {}, {timing}",
+        "{}: {} records ({} of keys and values; {} accessed, {}), {} thread{}, pool {} per mode, \
+         {} pages, {}, {timing}",
         cfg.experiment,
         thousands(cfg.records),
         bytes(cfg.records.saturating_mul(RECORD_BYTES)),
         bytes(cfg.working_set.saturating_mul(RECORD_BYTES)),
+        cfg.zipf.map_or_else(|| "uniform".to_string(), |s| format!("Zipf s={s}")),
         cfg.threads,
         if cfg.threads == 1 { "" } else { "s" },
         bytes(cfg.pool_bytes as u64),
