@@ -182,7 +182,7 @@ mod tests {
     /// (T1, T2) frames from the head, p, and (B1, B2) pages from the oldest.
     fn snapshot(policy: &Car) -> (Vec<usize>, Vec<usize>, usize, Vec<u64>, Vec<u64>) {
         let state = policy.state.lock();
-        let ids = |list: &crate::ghost_p2::GhostList| list.oldest_first().iter().map(|p| p.get()).collect();
+        let ids = |list: &crate::ghost::Ghosts| list.oldest_first().iter().map(|p| p.get()).collect();
         (
             state.lists.first.oldest_first(),
             state.lists.second.oldest_first(),
@@ -381,7 +381,7 @@ mod tests {
             let pages = |list: &crate::list::FrameList| -> Vec<u64> {
                 list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
             };
-            let ghosts = |list: &crate::ghost_p2::GhostList| -> Vec<u64> {
+            let ghosts = |list: &crate::ghost::Ghosts| -> Vec<u64> {
                 list.oldest_first().iter().map(|p| p.get()).collect()
             };
             prop_assert_eq!(pages(&state.lists.first), Vec::from(model.t1));

@@ -12,7 +12,8 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p3::{Chain, Ghosts};
+use crate::ghost::Ghosts;
+use crate::history_p3::Chain;
 use crate::list::FrameList;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
@@ -77,7 +78,7 @@ impl State {
             in_test: vec![false; capacity].into_boxed_slice(),
             pages: vec![None; capacity].into_boxed_slice(),
             clock: Chain::new(nodes),
-            ghosts: Ghosts::new(capacity, ghost_slots),
+            ghosts: Ghosts::with_base(capacity, ghost_slots),
             blocked: FrameList::new(capacity),
             hand_hot: None,
             hand_cold: None,
@@ -141,10 +142,19 @@ impl State {
         }
     }
 
+    /// A ghost node for `page`; `None` if every slot is in use or the page already has one (a
+    /// page resident twice, which the pool never does; then no history is kept).
+    fn remember(&mut self, page: PageId) -> Option<usize> {
+        if self.ghosts.is_full() || self.ghosts.contains(page) {
+            return None;
+        }
+        self.ghosts.insert(page, ())
+    }
+
     /// Drops test page `ghost` from the clock.
     fn drop_test(&mut self, ghost: usize) {
         self.unlink(ghost);
-        self.ghosts.forget(ghost);
+        self.ghosts.remove_handle(ghost);
         self.status[ghost] = Status::Free;
     }
 
@@ -227,7 +237,7 @@ impl State {
             Status::Cold => {
                 self.cold -= 1;
                 let ghost = if evicted && self.in_test[frame] {
-                    self.pages[frame].and_then(|page| self.ghosts.remember(page))
+                    self.pages[frame].and_then(|page| self.remember(page))
                 } else {
                     None
                 };

@@ -1,127 +1,9 @@
-//! Shared helpers of ARC, CAR and S3-FIFO: a *ghost list* of page ids (the history of recently
-//! evicted pages, README "ARC", "CAR", "S3-FIFO"), and the per-frame bookkeeping of policies that
-//! keep their resident frames in two lists.
-//!
-//! A ghost list is ordered from the most recently added entry (newest) to the least recently added
-//! one (oldest). It supports the four operations the papers need, all in O(1): add a page as the
-//! newest, drop the oldest, test membership, and remove an arbitrary page (a ghost hit). The entries
-//! live in a slab of slots linked by index, found through an `FxHashMap` from page id to slot; slots
-//! freed by removals are reused, so the memory is that of the largest length the list ever had,
-//! which each policy bounds in terms of its capacity.
+//! Shared helpers of ARC, CAR and S3-FIFO: the per-frame bookkeeping of policies that keep their
+//! resident frames in two lists, and ARC/CAR's history (ghost lists B1, B2 and the target p).
 
-use rustc_hash::FxHashMap;
-
+use crate::ghost::Ghosts;
 use crate::list::FrameList;
 use crate::PageId;
-
-/// No slot: the end of the list.
-const NIL: u32 = u32::MAX;
-
-#[derive(Copy, Clone)]
-struct Slot {
-    page: PageId,
-    /// Toward the newest end.
-    newer: u32,
-    /// Toward the oldest end.
-    older: u32,
-}
-
-/// An ordered set of page ids, newest to oldest (see the module documentation).
-pub(crate) struct GhostList {
-    slot_of: FxHashMap<PageId, u32>,
-    slots: Vec<Slot>,
-    free: Vec<u32>,
-    newest: u32,
-    oldest: u32,
-}
-
-fn link(slot: u32) -> Option<usize> {
-    (slot != NIL).then_some(slot as usize)
-}
-
-impl GhostList {
-    /// An empty list with room for `bound` entries before it allocates again.
-    pub(crate) fn with_capacity(bound: usize) -> GhostList {
-        let mut slot_of = FxHashMap::default();
-        slot_of.reserve(bound);
-        GhostList { slot_of, slots: Vec::with_capacity(bound), free: Vec::new(), newest: NIL, oldest: NIL }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.slot_of.len()
-    }
-
-    #[cfg(test)]
-    pub(crate) fn contains(&self, page: PageId) -> bool {
-        self.slot_of.contains_key(&page)
-    }
-
-    /// Adds `page` as the newest entry; a page already present moves to the newest end.
-    pub(crate) fn push_newest(&mut self, page: PageId) {
-        self.remove(page);
-        let slot = Slot { page, newer: NIL, older: self.newest };
-        let index = match self.free.pop() {
-            Some(index) => {
-                self.slots[index as usize] = slot;
-                index
-            }
-            None => {
-                let index = u32::try_from(self.slots.len()).expect("ghost list fits u32 slots");
-                self.slots.push(slot);
-                index
-            }
-        };
-        match link(self.newest) {
-            Some(newest) => self.slots[newest].newer = index,
-            None => self.oldest = index,
-        }
-        self.newest = index;
-        self.slot_of.insert(page, index);
-    }
-
-    /// Removes `page`; false if it was not in the list.
-    pub(crate) fn remove(&mut self, page: PageId) -> bool {
-        let Some(index) = self.slot_of.remove(&page) else {
-            return false;
-        };
-        let Slot { newer, older, .. } = self.slots[index as usize];
-        match link(newer) {
-            Some(n) => self.slots[n].older = older,
-            None => self.newest = older,
-        }
-        match link(older) {
-            Some(o) => self.slots[o].newer = newer,
-            None => self.oldest = newer,
-        }
-        self.free.push(index);
-        true
-    }
-
-    /// Removes and returns the oldest entry.
-    pub(crate) fn pop_oldest(&mut self) -> Option<PageId> {
-        let page = self.slots[link(self.oldest)?].page;
-        self.remove(page);
-        Some(page)
-    }
-
-    /// The pages from oldest to newest (for tests).
-    #[cfg(test)]
-    pub(crate) fn oldest_first(&self) -> Vec<PageId> {
-        let mut out = Vec::with_capacity(self.len());
-        let mut at = self.oldest;
-        while let Some(index) = link(at) {
-            out.push(self.slots[index].page);
-            at = self.slots[index].newer;
-        }
-        out
-    }
-
-    /// Number of slots ever allocated: the memory bound the tests check.
-    #[cfg(test)]
-    pub(crate) fn allocated(&self) -> usize {
-        self.slots.len()
-    }
-}
 
 /// Where a frame is, for policies with two lists of resident frames (ARC's T1/T2, CAR's two
 /// clocks, S3-FIFO's small and main queues) and a list of frames blocked as roots (R3).
@@ -306,8 +188,8 @@ impl Lists {
 /// The history of ARC and CAR: the ghost lists B1 and B2 and the adaptive target `p` for the size
 /// of T1 (README "ARC", steps 2 and 5). `c` is the capacity.
 pub(crate) struct History {
-    pub(crate) b1: GhostList,
-    pub(crate) b2: GhostList,
+    pub(crate) b1: Ghosts,
+    pub(crate) b2: Ghosts,
     pub(crate) p: usize,
     pub(crate) c: usize,
 }
@@ -315,8 +197,10 @@ pub(crate) struct History {
 impl History {
     pub(crate) fn new(capacity: usize) -> History {
         History {
-            b1: GhostList::with_capacity(capacity + 1),
-            b2: GhostList::with_capacity(2 * capacity + 1),
+            // One more than the bounds `remember` restores, so that the directories never drop
+            // an entry on their own.
+            b1: Ghosts::preallocated(capacity + 1),
+            b2: Ghosts::preallocated(2 * capacity + 1),
             p: 0,
             c: capacity,
         }
@@ -328,10 +212,10 @@ impl History {
     /// of B2 if the directory holds `2c` entries, so that the new page fits both bounds.
     pub(crate) fn admit(&mut self, page: PageId, t1: usize, t2: usize) -> bool {
         let (b1, b2) = (self.b1.len(), self.b2.len());
-        if self.b1.remove(page) {
+        if self.b1.remove(page).is_some() {
             self.p = (self.p + (b2 / b1).max(1)).min(self.c);
             true
-        } else if self.b2.remove(page) {
+        } else if self.b2.remove(page).is_some() {
             self.p = self.p.saturating_sub((b1 / b2).max(1));
             true
         } else {
@@ -349,9 +233,9 @@ impl History {
     /// no longer counted it).
     pub(crate) fn remember(&mut self, page: PageId, second: bool, t1: usize, t2: usize) {
         if second {
-            self.b2.push_newest(page);
+            self.b2.insert(page, ());
         } else {
-            self.b1.push_newest(page);
+            self.b1.insert(page, ());
         }
         while t1 + self.b1.len() > self.c {
             self.b1.pop_oldest();
@@ -372,41 +256,6 @@ impl History {
         assert!(t1 + t2 + b1 + b2 <= 2 * c, "directory {t1} + {t2} + {b1} + {b2} > 2c, c = {c}");
         assert!(self.p <= c, "p = {} > c = {c}", self.p);
         assert!(self.b1.allocated() <= c + 1 && self.b2.allocated() <= 2 * c + 1, "ghost memory");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pages(ids: &[u64]) -> Vec<PageId> {
-        ids.iter().map(|&id| PageId::new(id).unwrap()).collect()
-    }
-
-    /// Adds, ghost hits in the middle and at both ends, pops and re-adds keep the order, and freed
-    /// slots are reused: the list never allocates more slots than its largest length.
-    #[test]
-    fn order_membership_and_slot_reuse() {
-        let mut list = GhostList::with_capacity(4);
-        for p in pages(&[1, 2, 3, 4]) {
-            list.push_newest(p);
-        }
-        assert_eq!(list.oldest_first(), pages(&[1, 2, 3, 4]));
-        assert!(list.remove(PageId::new(3).unwrap()) && !list.remove(PageId::new(3).unwrap()));
-        assert!(list.remove(PageId::new(4).unwrap()));
-        assert_eq!(list.pop_oldest(), PageId::new(1));
-        assert_eq!(list.oldest_first(), pages(&[2]));
-        list.push_newest(PageId::new(5).unwrap());
-        list.push_newest(PageId::new(2).unwrap());
-        assert_eq!(list.oldest_first(), pages(&[5, 2]), "re-adding moves to the newest end");
-        assert!(list.contains(PageId::new(5).unwrap()) && !list.contains(PageId::new(1).unwrap()));
-        for p in pages(&[6, 7]) {
-            list.push_newest(p);
-        }
-        assert_eq!(list.len(), 4);
-        assert_eq!(list.allocated(), 4);
-        assert_eq!(std::iter::from_fn(|| list.pop_oldest()).collect::<Vec<_>>(), pages(&[5, 2, 6, 7]));
-        assert_eq!(list.len(), 0);
     }
 }
 

@@ -3,16 +3,8 @@
 //! - [`Queues`]: several intrusive doubly linked lists over frame indices, each frame in at most
 //!   one of them, O(1) per operation and no allocation after construction. The policies use one
 //!   queue per paper queue (A1in and Am, Q0..Q7, ...) plus a last queue of blocked frames (R3).
-//! - [`Ghosts`]: a FIFO directory of non-resident pages keyed by [`PageId`], bounded to a fixed
-//!   number of entries (2Q's A1out, MQ's Qout, LRU-K's retained history).
 //!
-//! Neither is synchronized; the policies keep them under their mutex.
-
-use std::collections::VecDeque;
-
-use rustc_hash::FxHashMap;
-
-use crate::PageId;
+//! It is not synchronized; the policies keep them under their mutex.
 
 /// No frame: the end of a list.
 const NIL: usize = usize::MAX;
@@ -137,85 +129,6 @@ impl Queues {
     #[cfg(test)]
     pub(crate) fn oldest_first(&self, q: usize) -> Vec<usize> {
         std::iter::successors(self.oldest(q), |&f| self.newer(f)).collect()
-    }
-}
-
-/// A bounded FIFO directory of non-resident pages, each with a value: inserting into a full
-/// directory drops the oldest entry. Removal by page id is O(1): the order queue keeps stale
-/// entries, recognized by their sequence number and compacted when they outnumber live ones.
-pub(crate) struct Ghosts<V> {
-    map: FxHashMap<PageId, (V, u64)>,
-    /// Page ids with the sequence number they were inserted under, oldest first.
-    order: VecDeque<(PageId, u64)>,
-    next_seq: u64,
-    limit: usize,
-}
-
-impl<V> Ghosts<V> {
-    /// An empty directory holding at most `limit` entries (0 keeps nothing).
-    pub(crate) fn new(limit: usize) -> Ghosts<V> {
-        Ghosts { map: FxHashMap::default(), order: VecDeque::new(), next_seq: 0, limit }
-    }
-
-    #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    #[cfg(test)]
-    pub(crate) fn contains(&self, page: PageId) -> bool {
-        self.map.contains_key(&page)
-    }
-
-    /// Adds `page` as the newest entry (replacing any older entry for it) and drops the oldest
-    /// entries beyond the limit.
-    pub(crate) fn insert(&mut self, page: PageId, value: V) {
-        if self.limit == 0 {
-            return;
-        }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.map.insert(page, (value, seq));
-        self.order.push_back((page, seq));
-        while self.map.len() > self.limit {
-            let (oldest, seq) = self.order.pop_front().expect("every live entry is in the order");
-            if self.map.get(&oldest).is_some_and(|&(_, s)| s == seq) {
-                self.map.remove(&oldest);
-            }
-        }
-        self.compact();
-    }
-
-    /// Takes `page`'s entry out, if present.
-    pub(crate) fn remove(&mut self, page: PageId) -> Option<V> {
-        let (value, _) = self.map.remove(&page)?;
-        self.compact();
-        Some(value)
-    }
-
-    /// Drops stale order entries once they outnumber the live ones, keeping memory O(limit).
-    fn compact(&mut self) {
-        if self.order.len() > 2 * self.map.len() + 16 {
-            let map = &self.map;
-            self.order.retain(|(page, seq)| map.get(page).is_some_and(|&(_, s)| s == *seq));
-        }
-    }
-
-    /// The live page ids, oldest first (tests and debugging).
-    #[cfg(test)]
-    pub(crate) fn oldest_first(&self) -> Vec<PageId> {
-        let map = &self.map;
-        self.order
-            .iter()
-            .filter(|(page, seq)| map.get(page).is_some_and(|&(_, s)| s == *seq))
-            .map(|&(page, _)| page)
-            .collect()
-    }
-
-    /// Memory bound check for tests: the order queue stays within a constant factor of the limit.
-    #[cfg(test)]
-    pub(crate) fn order_len(&self) -> usize {
-        self.order.len()
     }
 }
 
@@ -366,7 +279,6 @@ pub(crate) mod sim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     #[test]
     fn queues_keep_links_consistent() {
@@ -394,39 +306,5 @@ mod tests {
         assert_eq!(q.oldest_first(1), [5, 0, 1]);
         assert_eq!((q.len(0), q.len(1), q.len(2)), (1, 3, 0));
         assert_eq!(q.cyclic_successor(&[0], 3), 3, "a lone frame is its own successor");
-    }
-
-    /// A FIFO reference model: a `VecDeque` of distinct pages, oldest first, truncated at the limit.
-    #[test]
-    fn ghosts_match_a_fifo_model_and_stay_bounded() {
-        proptest!(|(limit in 0usize..6, ops in proptest::collection::vec((any::<bool>(), 0u64..10), 0..300))| {
-            let mut ghosts = Ghosts::new(limit);
-            let mut model: VecDeque<u64> = VecDeque::new();
-            for (insert, page) in ops {
-                let id = PageId::new(page).unwrap();
-                let in_model = model.iter().position(|&p| p == page);
-                if insert {
-                    if let Some(at) = in_model {
-                        model.remove(at);
-                    }
-                    if limit > 0 {
-                        model.push_back(page);
-                        if model.len() > limit {
-                            model.pop_front();
-                        }
-                    }
-                    ghosts.insert(id, page * 10);
-                } else {
-                    prop_assert_eq!(ghosts.remove(id), in_model.map(|_| page * 10));
-                    if let Some(at) = in_model {
-                        model.remove(at);
-                    }
-                }
-                let live: Vec<u64> = ghosts.oldest_first().iter().map(|p| p.get()).collect();
-                prop_assert_eq!(&live, &Vec::from(model.clone()));
-                prop_assert_eq!(ghosts.len(), model.len());
-                prop_assert!(ghosts.order_len() <= 2 * limit + 17);
-            }
-        });
     }
 }

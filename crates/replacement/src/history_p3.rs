@@ -1,16 +1,11 @@
-//! Building blocks shared by LIRS and CLOCK-Pro (README "LIRS", "CLOCK-Pro"): an index-linked
-//! list over *nodes*, and a directory of *ghost* nodes keyed by page.
+//! The list shared by LIRS and CLOCK-Pro (README "LIRS", "CLOCK-Pro"): an index-linked list
+//! over *nodes*.
 //!
 //! Both policies keep entries for resident pages and for pages evicted not long ago, in the same
 //! lists. Node `f < capacity` is the page resident in frame `f`; nodes `capacity..` are ghost
-//! slots, each remembering one evicted page. When a page is evicted its frame node is replaced,
-//! in place, by a ghost node ([`Chain::replace`]), so the page keeps its position while the frame
-//! is reused. Everything is allocated at construction; no operation allocates afterwards except
-//! the ghost directory's hash map, whose size is bounded by the number of ghost slots.
-
-use rustc_hash::FxHashMap;
-
-use crate::PageId;
+//! handles of a [`crate::ghost::Ghosts`] directory. When a page is evicted its frame node is
+//! replaced, in place, by a ghost node ([`Chain::replace`]), so the page keeps its position while
+//! the frame is reused. Everything is allocated at construction.
 
 /// No node: the end of a chain.
 const NIL: usize = usize::MAX;
@@ -158,70 +153,6 @@ impl Chain {
     }
 }
 
-/// The ghost slots `base..base + slots` and the pages they remember, with a lookup by page.
-pub(crate) struct Ghosts {
-    base: usize,
-    pages: Box<[Option<PageId>]>,
-    /// Unused slots, as node indices.
-    free: Vec<usize>,
-    by_page: FxHashMap<PageId, usize>,
-}
-
-impl Ghosts {
-    /// `slots` ghost slots, numbered as nodes from `base`.
-    pub(crate) fn new(base: usize, slots: usize) -> Ghosts {
-        let mut by_page = FxHashMap::default();
-        by_page.reserve(slots);
-        Ghosts {
-            base,
-            pages: vec![None; slots].into_boxed_slice(),
-            free: (base..base + slots).rev().collect(),
-            by_page,
-        }
-    }
-
-    /// Number of slots in use.
-    pub(crate) fn len(&self) -> usize {
-        self.by_page.len()
-    }
-
-    /// Whether every slot is in use.
-    pub(crate) fn is_full(&self) -> bool {
-        self.free.is_empty()
-    }
-
-    /// The ghost node remembering `page`, if any.
-    pub(crate) fn find(&self, page: PageId) -> Option<usize> {
-        self.by_page.get(&page).copied()
-    }
-
-    /// Takes a slot to remember `page`. `None` if every slot is in use or `page` already has one
-    /// (a page resident twice, which the pool never does; the caller then keeps no history).
-    pub(crate) fn remember(&mut self, page: PageId) -> Option<usize> {
-        if self.by_page.contains_key(&page) {
-            return None;
-        }
-        let node = self.free.pop()?;
-        self.pages[node - self.base] = Some(page);
-        self.by_page.insert(page, node);
-        Some(node)
-    }
-
-    /// The page ghost `node` remembers.
-    #[cfg(test)]
-    pub(crate) fn page(&self, node: usize) -> Option<PageId> {
-        self.pages[node - self.base]
-    }
-
-    /// Frees the slot `node` (a ghost node in use).
-    pub(crate) fn forget(&mut self, node: usize) {
-        if let Some(page) = self.pages[node - self.base].take() {
-            self.by_page.remove(&page);
-            self.free.push(node);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,21 +176,6 @@ mod tests {
         assert_eq!((chain.to_vec(), chain.len(), chain.front()), (vec![2, 5, 4], 3, Some(2)));
         chain.replace(4, 0);
         assert_eq!(chain.to_vec(), [2, 5, 0]);
-    }
-
-    #[test]
-    fn ghosts_remember_each_page_once() {
-        let page = |n| PageId::new(n).unwrap();
-        let mut ghosts = Ghosts::new(10, 2);
-        let a = ghosts.remember(page(1)).unwrap();
-        assert_eq!(ghosts.remember(page(1)), None, "no second slot for the same page");
-        let b = ghosts.remember(page(2)).unwrap();
-        assert!(ghosts.is_full() && ghosts.remember(page(3)).is_none());
-        assert!((10..12).contains(&a) && (10..12).contains(&b) && a != b);
-        assert_eq!((ghosts.find(page(1)), ghosts.find(page(2)), ghosts.len()), (Some(a), Some(b), 2));
-        ghosts.forget(a);
-        assert_eq!((ghosts.find(page(1)), ghosts.len()), (None, 1));
-        assert_eq!(ghosts.remember(page(3)), Some(a));
     }
 }
 

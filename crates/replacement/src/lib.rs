@@ -15,6 +15,7 @@ mod clock;
 mod clock_pro;
 mod fifo;
 mod gclock;
+mod ghost;
 mod ghost_p2;
 mod history_p1;
 mod history_p3;

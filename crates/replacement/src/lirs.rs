@@ -10,7 +10,8 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p3::{Chain, Ghosts};
+use crate::ghost::Ghosts;
+use crate::history_p3::Chain;
 use crate::list::FrameList;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
@@ -54,11 +55,9 @@ struct State {
     stack: Chain,
     /// Q, resident HIR pages from the next victim (front) to the newest (back); frames only.
     queue: Chain,
-    /// Ghost slots and the pages they remember.
+    /// The ghosts, as nodes `capacity..`, from the oldest eviction to the newest: the order in
+    /// which they are dropped when there are more than `ghost_limit`.
     ghosts: Ghosts,
-    /// Ghost nodes from the oldest eviction (front) to the newest: the order in which they are
-    /// dropped when there are more than `ghost_limit`.
-    ghost_order: Chain,
     blocked: FrameList,
     /// Number of `Lir` nodes.
     lir: usize,
@@ -78,8 +77,7 @@ impl State {
             pages: vec![None; capacity].into_boxed_slice(),
             stack: Chain::new(nodes),
             queue: Chain::new(capacity),
-            ghosts: Ghosts::new(capacity, ghost_limit),
-            ghost_order: Chain::new(nodes),
+            ghosts: Ghosts::with_base(capacity, ghost_limit),
             blocked: FrameList::new(capacity),
             lir: 0,
             cursor: None,
@@ -102,8 +100,7 @@ impl State {
 
     fn drop_ghost(&mut self, node: usize) {
         self.stack.unlink(node);
-        self.ghost_order.unlink(node);
-        self.ghosts.forget(node);
+        self.ghosts.remove_handle(node);
         self.status[node] = Status::Free;
     }
 
@@ -192,12 +189,14 @@ impl State {
     fn remember(&mut self, frame: usize) -> Option<usize> {
         let page = self.pages[frame]?;
         if self.ghosts.is_full() {
-            let oldest = self.ghost_order.front()?;
+            let oldest = self.ghosts.oldest()?;
             self.drop_ghost(oldest);
         }
-        let ghost = self.ghosts.remember(page)?;
+        if self.ghosts.contains(page) {
+            return None;
+        }
+        let ghost = self.ghosts.insert(page, ())?;
         self.status[ghost] = Status::Ghost;
-        self.ghost_order.push_back(ghost);
         debug_assert!(self.ghosts.len() <= self.ghost_limit);
         Some(ghost)
     }
@@ -287,8 +286,7 @@ impl Policy for Lirs {
         state.pages[index] = Some(page);
         if let Some(ghost) = state.ghosts.find(page) {
             state.stack.replace(ghost, index);
-            state.ghost_order.unlink(ghost);
-            state.ghosts.forget(ghost);
+            state.ghosts.remove_handle(ghost);
             state.status[ghost] = Status::Free;
             state.promote(index);
         } else if state.lir < state.lir_target {
@@ -554,8 +552,7 @@ mod tests {
         play(&policy, &mut pool, "ABCDEFG");
         let state = policy.state.lock();
         assert_eq!((state.ghosts.len(), state.ghost_limit), (4, 4));
-        let remembered: Vec<u64> =
-            state.ghost_order.to_vec().iter().map(|&g| state.ghosts.page(g).unwrap().get() - 1).collect();
+        let remembered: Vec<u64> = state.ghosts.oldest_first().iter().map(|p| p.get() - 1).collect();
         assert_eq!(remembered, [block('C'), block('D'), block('E'), block('F')], "B was dropped first");
         drop(state);
         assert_eq!(render(&policy, &pool).0, "A c' d' e' f' g");
@@ -590,15 +587,17 @@ mod tests {
         }
         assert_eq!(state.queue.len(), count(Status::Hir));
         assert_eq!(state.ghosts.len(), count(Status::Ghost));
-        assert_eq!(state.ghost_order.len(), count(Status::Ghost));
+        for node in (0..state.status.len()).filter(|&n| state.status[n] == Status::Ghost) {
+            assert!(state.ghosts.page(node).is_some(), "ghost {node} remembers a page");
+        }
         assert!(state.ghosts.len() <= 2 * capacity);
         for f in 0..capacity {
             let resident = matches!(state.status[f], Status::Lir | Status::Hir | Status::Blocked);
             assert_eq!(resident, pool.pages[f].is_some(), "frame {f} residency");
             assert_eq!(state.status[f] == Status::Blocked, pool.blocked[f], "frame {f} blocked");
         }
-        for ghost in state.ghost_order.to_vec() {
-            let page = state.ghosts.page(ghost).unwrap().get() - 1;
+        for ghost in state.ghosts.oldest_first() {
+            let page = ghost.get() - 1;
             assert!(!pool.pages.contains(&Some(page)), "ghost page {page} is resident");
         }
     }

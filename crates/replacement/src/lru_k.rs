@@ -9,7 +9,8 @@ use std::ops::Bound;
 
 use parking_lot::Mutex;
 
-use crate::history_p1::{Ghosts, Queues};
+use crate::ghost::Ghosts;
+use crate::history_p1::Queues;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// Where a frame stands.

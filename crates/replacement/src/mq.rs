@@ -6,7 +6,8 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p1::{Ghosts, Queues};
+use crate::ghost::Ghosts;
+use crate::history_p1::Queues;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// Number of sample distances between two re-estimations of `lifeTime`.

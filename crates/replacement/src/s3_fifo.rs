@@ -7,7 +7,8 @@
 
 use parking_lot::Mutex;
 
-use crate::ghost_p2::{GhostList, Lists, Place};
+use crate::ghost::Ghosts;
+use crate::ghost_p2::{Lists, Place};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// The counter's cap: two bits.
@@ -16,9 +17,9 @@ const MAX_FREQ: u32 = 3;
 struct State {
     /// S (`first`) and M (`second`), each from the tail (oldest) to the head (newest).
     lists: Lists,
-    /// G: page ids evicted from S, newest first, at most `ghost_capacity` of them.
-    ghost: GhostList,
-    ghost_capacity: usize,
+    /// G: page ids evicted from S, at most `capacity - capacity / 10` of them (the oldest goes
+    /// first).
+    ghost: Ghosts,
     capacity: usize,
     /// Frames of S and M moved to their queue's head because the pool rejected them (`InUse`,
     /// `SwizzledChildren`) since the last eviction; when they reach a queue's length, the search
@@ -75,8 +76,7 @@ impl S3Fifo {
         S3Fifo {
             state: Mutex::new(State {
                 lists: Lists::new(capacity),
-                ghost: GhostList::with_capacity(ghost_capacity + 1),
-                ghost_capacity,
+                ghost: Ghosts::preallocated(ghost_capacity),
                 capacity,
                 passed: [0, 0],
             }),
@@ -96,7 +96,7 @@ impl Policy for S3Fifo {
         let mut guard = self.state.lock();
         let state = &mut *guard;
         state.lists.take(frame.index());
-        let to_main = state.ghost.remove(page);
+        let to_main = state.ghost.remove(page).is_some();
         state.lists.insert(frame.index(), page, to_main);
     }
 
@@ -139,10 +139,7 @@ impl Policy for S3Fifo {
         if evicted {
             state.passed = [0, 0];
             if let (Place::First | Place::Blocked { from_second: false }, Some(page)) = (place, page) {
-                state.ghost.push_newest(page);
-                while state.ghost.len() > state.ghost_capacity {
-                    state.ghost.pop_oldest();
-                }
+                state.ghost.insert(page, ());
             }
         }
     }
@@ -421,8 +418,9 @@ mod tests {
             sim::run(capacity, &ops, &policy, || {
                 let state = policy.state.lock();
                 state.lists.check();
-                assert!(state.ghost.len() <= state.ghost_capacity);
-                assert!(state.ghost.allocated() <= state.ghost_capacity + 1);
+                let ghost_capacity = state.capacity - state.capacity / 10;
+                assert!(state.ghost.len() <= ghost_capacity);
+                assert!(state.ghost.allocated() <= ghost_capacity + 1);
                 for ghost in state.ghost.oldest_first() {
                     assert!(!state.lists.holds(ghost), "resident page {ghost:?} has a ghost");
                 }
