@@ -44,7 +44,7 @@ impl State {
             Place::Free | Place::Blocked { .. } => return,
         };
         let own = self.lists.list(second);
-        self.cursor = own.newer(frame).or_else(|| self.lists.list(!second).tail()).or_else(|| own.tail());
+        self.cursor = own.newer(frame).or_else(|| self.lists.list(!second).oldest()).or_else(|| own.oldest());
     }
 
     /// REPLACE without the missing page: T1's LRU frame if `|T1| > p` (or T2 is empty), else T2's.
@@ -155,7 +155,7 @@ impl Policy for ArcPolicy {
         }
         let cursor = state.cursor.filter(|&f| matches!(state.lists.place(f), Place::First | Place::Second));
         let from_t1 = state.replace_from_t1();
-        cursor.or_else(|| state.lists.list(!from_t1).tail()).map(frame_id)
+        cursor.or_else(|| state.lists.list(!from_t1).oldest()).map(frame_id)
     }
 }
 

@@ -150,7 +150,7 @@ impl Policy for Car {
         }
         for _ in 0..2 * tracked + 1 {
             let from_t2 = state.choose();
-            let head = state.lists.list(from_t2).tail().expect("choose picks a non-empty clock");
+            let head = state.lists.list(from_t2).oldest().expect("choose picks a non-empty clock");
             let hook = hooks.hook(frame_id(head));
             match hook.get() {
                 0 => return Some(frame_id(head)),
@@ -161,7 +161,7 @@ impl Policy for Car {
             }
         }
         let from_t2 = state.choose();
-        state.lists.list(from_t2).tail().map(frame_id)
+        state.lists.list(from_t2).oldest().map(frame_id)
     }
 }
 

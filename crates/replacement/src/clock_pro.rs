@@ -13,7 +13,6 @@
 use parking_lot::Mutex;
 
 use crate::ghost::Ghosts;
-use crate::history_p3::Chain;
 use crate::list::FrameList;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
@@ -43,9 +42,9 @@ struct State {
     in_test: Box<[bool]>,
     /// The page in each frame, by frame.
     pages: Box<[Option<PageId>]>,
-    /// The clock, read as a circle: the hands move from front to back and wrap to the front.
+    /// The clock, read as a circle: the hands move from the oldest node to the newest and wrap.
     /// The list head (where pages are placed) is just behind HAND_hot.
-    clock: Chain,
+    clock: FrameList,
     ghosts: Ghosts,
     blocked: FrameList,
     hand_hot: Option<usize>,
@@ -77,7 +76,7 @@ impl State {
             status: vec![Status::Free; nodes].into_boxed_slice(),
             in_test: vec![false; capacity].into_boxed_slice(),
             pages: vec![None; capacity].into_boxed_slice(),
-            clock: Chain::new(nodes),
+            clock: FrameList::new(nodes),
             ghosts: Ghosts::with_base(capacity, ghost_slots),
             blocked: FrameList::new(capacity),
             hand_hot: None,
@@ -100,9 +99,9 @@ impl State {
     /// Places `node` (off the clock) at the list head, just behind HAND_hot.
     fn place_at_head(&mut self, node: usize) {
         match self.hand_hot {
-            Some(hand) => self.clock.insert_before(node, hand),
+            Some(hand) => self.clock.insert_older_than(node, hand),
             None => {
-                self.clock.push_back(node);
+                self.clock.push_newest(node);
                 self.hand_hot = Some(node);
                 self.hand_cold = Some(node);
                 self.hand_test = Some(node);
@@ -426,9 +425,7 @@ impl Policy for ClockPro {
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
         let mut state = self.state.lock();
         if state.hot + state.cold == 0 {
-            let frame = state.blocked.tail()?;
-            state.blocked.move_to_newest(frame);
-            return Some(frame_id(frame));
+            return state.blocked.rotate_oldest().map(frame_id);
         }
         state.run_hot(hooks, false);
         while state.stuck > 0 {
@@ -440,7 +437,7 @@ impl Policy for ClockPro {
         if let Some(node) = state.search_cold(hooks) {
             return Some(frame_id(node));
         }
-        let mut at = state.hand_cold.or(state.clock.front())?;
+        let mut at = state.hand_cold.or(state.clock.oldest())?;
         for _ in 0..state.clock.len() {
             if matches!(state.status[at], Status::Hot | Status::Cold) {
                 state.hand_cold = Some(at);
@@ -461,7 +458,7 @@ mod tests {
     use crate::TestHooks;
 
     fn clock(policy: &ClockPro) -> Vec<usize> {
-        policy.state.lock().clock.to_vec()
+        policy.state.lock().clock.oldest_first()
     }
 
     fn status(policy: &ClockPro, node: usize) -> Status {
@@ -575,7 +572,14 @@ mod tests {
         h.insert(&policy, &[0, 1, 2]);
         let snapshot = || {
             let state = policy.state.lock();
-            (state.clock.to_vec(), state.hot, state.cold, state.hand_hot, state.hand_cold, state.hand_test)
+            (
+                state.clock.oldest_first(),
+                state.hot,
+                state.cold,
+                state.hand_hot,
+                state.hand_cold,
+                state.hand_test,
+            )
         };
         let before = snapshot();
         h.hit(&policy, &[2, 2, 0]);

@@ -137,9 +137,7 @@ impl Lists {
     /// The proposal when both lists are empty: the longest-blocked frame, rotated to the back so
     /// that repeated calls cycle through all of them; `None` if nothing is resident (R4).
     pub(crate) fn blocked_candidate(&mut self) -> Option<usize> {
-        let frame = self.blocked.tail()?;
-        self.blocked.move_to_newest(frame);
-        Some(frame)
+        self.blocked.rotate_oldest()
     }
 
     fn list_mut(&mut self, second: bool) -> &mut FrameList {

@@ -11,7 +11,6 @@
 use parking_lot::Mutex;
 
 use crate::ghost::Ghosts;
-use crate::history_p3::Chain;
 use crate::list::FrameList;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
@@ -51,10 +50,10 @@ struct State {
     status: Box<[Status]>,
     /// The page in each frame, by frame.
     pages: Box<[Option<PageId>]>,
-    /// S, from the bottom (front, largest recency) to the top (back, just referenced).
-    stack: Chain,
-    /// Q, resident HIR pages from the next victim (front) to the newest (back); frames only.
-    queue: Chain,
+    /// S, from the bottom (oldest, largest recency) to the top (newest, just referenced).
+    stack: FrameList,
+    /// Q, resident HIR pages from the next victim (oldest) to the newest; frames only.
+    queue: FrameList,
     /// The ghosts, as nodes `capacity..`, from the oldest eviction to the newest: the order in
     /// which they are dropped when there are more than `ghost_limit`.
     ghosts: Ghosts,
@@ -75,8 +74,8 @@ impl State {
             ghost_limit,
             status: vec![Status::Free; nodes].into_boxed_slice(),
             pages: vec![None; capacity].into_boxed_slice(),
-            stack: Chain::new(nodes),
-            queue: Chain::new(capacity),
+            stack: FrameList::new(nodes),
+            queue: FrameList::new(capacity),
             ghosts: Ghosts::with_base(capacity, ghost_limit),
             blocked: FrameList::new(capacity),
             lir: 0,
@@ -87,7 +86,7 @@ impl State {
     /// Stack pruning: removes HIR entries from the bottom of S until an LIR page is there.
     /// Resident ones stay in Q; ghosts are forgotten.
     fn prune(&mut self) {
-        while let Some(bottom) = self.stack.front() {
+        while let Some(bottom) = self.stack.oldest() {
             match self.status[bottom] {
                 Status::Lir => break,
                 Status::Ghost => self.drop_ghost(bottom),
@@ -107,12 +106,12 @@ impl State {
     /// The LIR page at the bottom of S becomes a resident HIR page at the back of Q; then S is
     /// pruned.
     fn demote_bottom(&mut self) {
-        if let Some(bottom) = self.stack.front() {
+        if let Some(bottom) = self.stack.oldest() {
             debug_assert_eq!(self.status[bottom], Status::Lir, "S's bottom is LIR");
             self.step_off(bottom);
             self.stack.unlink(bottom);
             self.status[bottom] = Status::Hir;
-            self.queue.push_back(bottom);
+            self.queue.push_newest(bottom);
             self.lir -= 1;
             self.prune();
         }
@@ -122,7 +121,7 @@ impl State {
     /// bottom one is demoted.
     fn promote(&mut self, frame: usize) {
         self.queue.unlink(frame);
-        self.stack.move_to_back(frame);
+        self.stack.relink_newest(frame);
         self.status[frame] = Status::Lir;
         self.lir += 1;
         if self.lir > self.lir_target {
@@ -135,7 +134,7 @@ impl State {
         match self.status[frame] {
             Status::Lir => {
                 self.step_off(frame);
-                self.stack.move_to_back(frame);
+                self.stack.relink_newest(frame);
                 self.prune();
             }
             Status::Hir => {
@@ -144,8 +143,8 @@ impl State {
                     // Its new IRR is below the recency of S's bottom LIR page.
                     self.promote(frame);
                 } else {
-                    self.stack.push_back(frame);
-                    self.queue.move_to_back(frame);
+                    self.stack.push_newest(frame);
+                    self.queue.relink_newest(frame);
                     // With no LIR page in S (capacity 1) the new top is also the bottom.
                     self.prune();
                 }
@@ -205,14 +204,14 @@ impl State {
     /// then `None` (back to the start).
     fn after(&self, at: Cursor) -> Option<Cursor> {
         match at {
-            Cursor::Queue(node) => match self.queue.next(node) {
+            Cursor::Queue(node) => match self.queue.newer(node) {
                 Some(next) => Some(Cursor::Queue(next)),
-                None => self.stack.front().map(Cursor::Stack),
+                None => self.stack.oldest().map(Cursor::Stack),
             },
             Cursor::Stack(node) => {
-                let mut next = self.stack.next(node);
+                let mut next = self.stack.newer(node);
                 while let Some(n) = next.filter(|&n| self.status[n] != Status::Lir) {
-                    next = self.stack.next(n);
+                    next = self.stack.newer(n);
                 }
                 next.map(Cursor::Stack)
             }
@@ -292,11 +291,11 @@ impl Policy for Lirs {
         } else if state.lir < state.lir_target {
             state.status[index] = Status::Lir;
             state.lir += 1;
-            state.stack.push_back(index);
+            state.stack.push_newest(index);
         } else {
             state.status[index] = Status::Hir;
-            state.stack.push_back(index);
-            state.queue.push_back(index);
+            state.stack.push_newest(index);
+            state.queue.push_newest(index);
             state.prune();
         }
     }
@@ -353,14 +352,9 @@ impl Policy for Lirs {
     /// else `None` (R4).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let mut state = self.state.lock();
-        let bottom_lir = state.stack.front().filter(|&node| state.status[node] == Status::Lir);
-        let unblocked = state.cursor_node().or_else(|| state.queue.front()).or(bottom_lir);
-        let proposal = unblocked.or_else(|| {
-            let frame = state.blocked.tail()?;
-            state.blocked.move_to_newest(frame);
-            Some(frame)
-        });
-        proposal.map(frame_id)
+        let bottom_lir = state.stack.oldest().filter(|&node| state.status[node] == Status::Lir);
+        let unblocked = state.cursor_node().or_else(|| state.queue.oldest()).or(bottom_lir);
+        unblocked.or_else(|| state.blocked.rotate_oldest()).map(frame_id)
     }
 }
 
@@ -399,7 +393,7 @@ mod tests {
             }
         };
         let join = |nodes: Vec<usize>| nodes.into_iter().map(token).collect::<Vec<_>>().join(" ");
-        (join(state.stack.to_vec()), join(state.queue.to_vec()))
+        (join(state.stack.oldest_first()), join(state.queue.oldest_first()))
     }
 
     /// Plays `refs` (block names) and returns the evicted blocks, in order.
@@ -506,14 +500,14 @@ mod tests {
         policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
         assert_eq!(propose(), Some(1));
         policy.on_rejected(FrameId(1), Rejection::InUse, &h[1]);
-        assert_eq!(policy.state.lock().stack.to_vec(), [0, 2, 1]);
+        assert_eq!(policy.state.lock().stack.oldest_first(), [0, 2, 1]);
         assert_eq!(h.evict(&policy), 2);
         assert_eq!(policy.state.lock().ghosts.len(), 1);
         assert_eq!(propose(), Some(0));
         policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
         let (stack, ghosts) = {
             let state = policy.state.lock();
-            (state.stack.to_vec(), state.ghosts.len())
+            (state.stack.oldest_first(), state.ghosts.len())
         };
         assert_eq!((stack, ghosts), (vec![1], 0));
         assert_eq!(h.evict(&policy), 1);
@@ -569,7 +563,7 @@ mod tests {
         let state = policy.state.lock();
         let capacity = pool.pages.len();
         let count = |s: Status| state.status.iter().filter(|&&x| x == s).count();
-        let stack = state.stack.to_vec();
+        let stack = state.stack.oldest_first();
         if let Some(&bottom) = stack.first() {
             assert_eq!(state.status[bottom], Status::Lir, "S's bottom is LIR");
         }

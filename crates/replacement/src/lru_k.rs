@@ -10,7 +10,7 @@ use std::ops::Bound;
 use parking_lot::Mutex;
 
 use crate::ghost::Ghosts;
-use crate::history_p1::Queues;
+use crate::list::Queues;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// Where a frame stands.

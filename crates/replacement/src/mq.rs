@@ -7,7 +7,7 @@
 use parking_lot::Mutex;
 
 use crate::ghost::Ghosts;
-use crate::history_p1::Queues;
+use crate::list::Queues;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// Number of sample distances between two re-estimations of `lifeTime`.

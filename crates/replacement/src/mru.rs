@@ -5,7 +5,7 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p1::Queues;
+use crate::list::Queues;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// The list of unblocked resident frames, from least (oldest) to most recently used (newest).

@@ -163,10 +163,10 @@ impl Policy for S3Fifo {
         }
         let mut in_main = state.start_in_main();
         for _ in 0..4 * tracked + 2 {
-            if state.lists.list(in_main).tail().is_none() {
+            if state.lists.list(in_main).oldest().is_none() {
                 in_main = !in_main;
             }
-            let oldest = state.lists.list(in_main).tail().expect("one queue is non-empty");
+            let oldest = state.lists.list(in_main).oldest().expect("one queue is non-empty");
             let hook = hooks.hook(frame_id(oldest));
             let freq = hook.get();
             if in_main {
@@ -183,8 +183,8 @@ impl Policy for S3Fifo {
                 in_main = state.main_is_over();
             }
         }
-        let queue = if state.lists.list(in_main).tail().is_none() { !in_main } else { in_main };
-        state.lists.list(queue).tail().map(frame_id)
+        let queue = if state.lists.list(in_main).oldest().is_none() { !in_main } else { in_main };
+        state.lists.list(queue).oldest().map(frame_id)
     }
 }
 
