@@ -166,7 +166,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::ghost_p2::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
 
     fn page(id: u64) -> PageId {
@@ -375,10 +375,10 @@ mod tests {
         /// Serving a trace one eviction per miss, `ArcPolicy` hits, evicts, adapts `p` and keeps
         /// lists and ghosts exactly as the reference model of the paper does.
         #[test]
-        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
-            let policy = ArcPolicy::new(capacity as usize);
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace(8)) {
+            let policy = ArcPolicy::new(capacity);
             let served = sim::replay(capacity, &trace, &policy);
-            let c = capacity as usize;
+            let c = capacity;
             let mut model =
                 Model { c, p: 0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() };
             let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
@@ -401,9 +401,9 @@ mod tests {
         /// 0 <= p <= c, no ghost for a resident page, ghost memory bounded) and the rejection
         /// rules hold after every step of random pool histories with ghost hits.
         #[test]
-        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
-            let policy = ArcPolicy::new(capacity as usize);
-            sim::run(capacity, &ops, &policy, || {
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario(10)) {
+            let policy = ArcPolicy::new(capacity);
+            sim::run(capacity, &ops, &policy, |_| {
                 let state = policy.state.lock();
                 state.lists.check();
                 state.history.check(state.lists.first.len(), state.lists.second.len());

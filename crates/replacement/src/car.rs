@@ -172,7 +172,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::ghost_p2::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
 
     fn load(policy: &Car, h: &TestHooks, frame: u32, id: u64) {
@@ -362,10 +362,10 @@ mod tests {
         /// and ghosts exactly as the reference model of the paper does (no deviation applies
         /// here: CAR's paper, too, replaces before it adapts).
         #[test]
-        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
-            let policy = Car::new(capacity as usize);
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace(8)) {
+            let policy = Car::new(capacity);
             let served = sim::replay(capacity, &trace, &policy);
-            let c = capacity as usize;
+            let c = capacity;
             let mut model = Model {
                 c,
                 p: 0,
@@ -395,9 +395,9 @@ mod tests {
         /// 0 <= p <= c, no ghost for a resident page, ghost memory bounded, bits 0 or 1) and the
         /// rejection rules hold after every step of random pool histories with ghost hits.
         #[test]
-        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
-            let policy = Car::new(capacity as usize);
-            sim::run(capacity, &ops, &policy, || {
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario(10)) {
+            let policy = Car::new(capacity);
+            sim::run(capacity, &ops, &policy, |_| {
                 let state = policy.state.lock();
                 state.lists.check();
                 state.history.check(state.lists.first.len(), state.lists.second.len());

@@ -17,8 +17,6 @@ mod fifo;
 mod gclock;
 mod ghost;
 mod ghost_p2;
-mod history_p1;
-mod history_p3;
 mod kind;
 mod leaf;
 mod lirs;
@@ -31,6 +29,8 @@ mod random;
 mod s3_fifo;
 mod sieve;
 mod spec;
+#[cfg(test)]
+mod testpool;
 mod two_q;
 
 pub use arc::ArcPolicy;

@@ -277,7 +277,7 @@ impl Policy for LruK {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history_p1::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
     use proptest::prelude::*;
 
@@ -474,7 +474,7 @@ mod tests {
             sim::run(capacity, &ops, &policy, |pool| {
                 let state = policy.state.lock();
                 let mut ranked = BTreeSet::new();
-                for (f, page) in pool.frames.iter().enumerate() {
+                for (f, page) in pool.pages.iter().enumerate() {
                     let expected = match page {
                         None => Slot::Free,
                         Some(_) if pool.blocked[f] => Slot::Blocked,

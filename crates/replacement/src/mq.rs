@@ -288,7 +288,7 @@ impl Policy for Mq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history_p1::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
     use proptest::prelude::*;
     use std::collections::{HashMap, VecDeque};
@@ -489,7 +489,7 @@ mod tests {
             let policy = Mq::with_params(capacity, m, 2 * capacity, life);
             sim::run(capacity, &ops, &policy, |pool| {
                 let state = policy.state.lock();
-                for (f, page) in pool.frames.iter().enumerate() {
+                for (f, page) in pool.pages.iter().enumerate() {
                     let list = state.queues.queue_of(f);
                     match page {
                         None => assert_eq!(list, None),
@@ -505,7 +505,7 @@ mod tests {
                     }
                 }
                 assert!(state.qout.len() <= 2 * capacity);
-                for (f, page) in pool.frames.iter().enumerate() {
+                for (f, page) in pool.pages.iter().enumerate() {
                     if page.is_some() {
                         assert!(state.last[f] < state.now);
                         if let Some(life) = life {

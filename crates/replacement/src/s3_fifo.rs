@@ -195,7 +195,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::ghost_p2::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
 
     fn load(policy: &S3Fifo, h: &TestHooks, frame: u32, id: u64) {
@@ -387,11 +387,11 @@ mod tests {
         /// Serving a trace one eviction per miss, `S3Fifo` hits, evicts and keeps its queues and
         /// ghosts exactly as the reference model of the paper does.
         #[test]
-        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
-            let policy = S3Fifo::new(capacity as usize);
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace(8)) {
+            let policy = S3Fifo::new(capacity);
             let served = sim::replay(capacity, &trace, &policy);
             let mut model = Model {
-                c: capacity as usize,
+                c: capacity,
                 small: VecDeque::new(),
                 main: VecDeque::new(),
                 ghost: VecDeque::new(),
@@ -413,9 +413,9 @@ mod tests {
         /// a resident page, queues consistent) and the rejection rules hold after every step of
         /// random pool histories with ghost hits.
         #[test]
-        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
-            let policy = S3Fifo::new(capacity as usize);
-            sim::run(capacity, &ops, &policy, || {
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario(10)) {
+            let policy = S3Fifo::new(capacity);
+            sim::run(capacity, &ops, &policy, |_| {
                 let state = policy.state.lock();
                 state.lists.check();
                 let ghost_capacity = state.capacity - state.capacity / 10;

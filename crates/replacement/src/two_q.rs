@@ -186,7 +186,7 @@ impl Policy for TwoQ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history_p1::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
     use proptest::prelude::*;
     use std::collections::VecDeque;
@@ -382,7 +382,7 @@ mod tests {
             let (kin, kout) = policy.sizes();
             sim::run(capacity, &ops, &policy, |pool| {
                 let state = policy.state.lock();
-                for (f, page) in pool.frames.iter().enumerate() {
+                for (f, page) in pool.pages.iter().enumerate() {
                     let list = state.queues.queue_of(f);
                     match page {
                         None => assert_eq!(list, None),
