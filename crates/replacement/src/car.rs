@@ -9,12 +9,13 @@
 
 use parking_lot::Mutex;
 
-use crate::ghost_p2::{History, Lists, Place};
+use crate::arc::History;
+use crate::list::{Place, TwoLists};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 struct State {
     /// T1 (`first`) and T2 (`second`), each from the head (oldest) to the tail (newest).
-    lists: Lists,
+    lists: TwoLists,
     history: History,
     /// Frames of T1 and T2 that the hand passed because the pool rejected them (`InUse`,
     /// `SwizzledChildren`) since the last eviction. When they reach a clock's size, the search
@@ -60,7 +61,7 @@ impl Car {
         check_capacity(capacity);
         Car {
             state: Mutex::new(State {
-                lists: Lists::new(capacity),
+                lists: TwoLists::new(capacity),
                 history: History::new(capacity),
                 passed: [0, 0],
             }),

@@ -16,7 +16,6 @@ mod clock_pro;
 mod fifo;
 mod gclock;
 mod ghost;
-mod ghost_p2;
 mod kind;
 mod leaf;
 mod lirs;

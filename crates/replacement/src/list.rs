@@ -8,9 +8,13 @@
 //!   S3-FIFO their two lists, LIRS its stack S and queue Q, CLOCK-Pro its clock. LIRS and
 //!   CLOCK-Pro index it by *node*: frames `0..capacity`, then ghost handles (`crate::ghost`).
 //! - [`Tracked`]: a queue plus a list of frames blocked as roots (FIFO, LRU, SIEVE).
+//! - [`TwoLists`]: two lists plus a list of blocked frames, with each frame's [`Place`] and page
+//!   (ARC's T1/T2, CAR's two clocks, S3-FIFO's small and main queues).
 //!
 //! Every operation is O(1) and allocates nothing after construction. The lists are not
 //! synchronized; the policies keep them under a lock.
+
+use crate::PageId;
 
 /// No index: the end of a list.
 const NIL: usize = usize::MAX;
@@ -299,6 +303,184 @@ impl Tracked {
     /// resident (R4).
     pub(crate) fn blocked_candidate(&mut self) -> Option<usize> {
         self.blocked.rotate_oldest()
+    }
+}
+
+/// Where a frame is, for policies with two lists of resident frames (ARC's T1/T2, CAR's two
+/// clocks, S3-FIFO's small and main queues) and a list of frames blocked as roots (R3).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Place {
+    /// No page.
+    Free,
+    /// Resident in the first list (ARC/CAR T1, S3-FIFO small queue).
+    First,
+    /// Resident in the second list (ARC/CAR T2, S3-FIFO main queue).
+    Second,
+    /// Resident, rejected as a root; `true` if it came from the second list. It is in the blocked
+    /// list and in neither of the other two.
+    Blocked { from_second: bool },
+}
+
+/// The resident frames of a two-list policy: `first` and `second` (each a [`FrameList`], newest
+/// at the head), frames blocked as roots in `blocked` (R3), and each frame's [`Place`] and page. A
+/// resident frame is in exactly one of the three lists, as its place says.
+pub(crate) struct TwoLists {
+    pub(crate) first: FrameList,
+    pub(crate) second: FrameList,
+    pub(crate) blocked: FrameList,
+    place: Box<[Place]>,
+    pages: Box<[Option<PageId>]>,
+}
+
+impl TwoLists {
+    pub(crate) fn new(capacity: usize) -> TwoLists {
+        TwoLists {
+            first: FrameList::new(capacity),
+            second: FrameList::new(capacity),
+            blocked: FrameList::new(capacity),
+            place: vec![Place::Free; capacity].into_boxed_slice(),
+            pages: vec![None; capacity].into_boxed_slice(),
+        }
+    }
+
+    pub(crate) fn place(&self, frame: usize) -> Place {
+        self.place[frame]
+    }
+
+    /// The first (`false`) or second (`true`) list.
+    pub(crate) fn list(&self, second: bool) -> &FrameList {
+        if second {
+            &self.second
+        } else {
+            &self.first
+        }
+    }
+
+    /// Frames in the two lists (blocked frames excluded).
+    pub(crate) fn unblocked(&self) -> usize {
+        self.first.len() + self.second.len()
+    }
+
+    /// `frame` now holds `page`, newest in the first or second list. A frame the policy still
+    /// tracks (a broken R1) is forgotten first.
+    pub(crate) fn insert(&mut self, frame: usize, page: PageId, second: bool) {
+        self.take(frame);
+        if second {
+            self.second.push_newest(frame);
+            self.place[frame] = Place::Second;
+        } else {
+            self.first.push_newest(frame);
+            self.place[frame] = Place::First;
+        }
+        self.pages[frame] = Some(page);
+    }
+
+    /// Forgets `frame`: returns where it was and its page (`Place::Free` and `None` for a free
+    /// frame).
+    pub(crate) fn take(&mut self, frame: usize) -> (Place, Option<PageId>) {
+        let place = std::mem::replace(&mut self.place[frame], Place::Free);
+        match place {
+            Place::Free => {}
+            Place::First => {
+                self.first.unlink(frame);
+            }
+            Place::Second => {
+                self.second.unlink(frame);
+            }
+            Place::Blocked { .. } => {
+                self.blocked.unlink(frame);
+            }
+        }
+        (place, self.pages[frame].take())
+    }
+
+    /// Moves an unblocked `frame` to the newest end of the second list (from either list).
+    pub(crate) fn promote(&mut self, frame: usize) {
+        match self.place[frame] {
+            Place::First => {
+                self.first.unlink(frame);
+                self.second.push_newest(frame);
+                self.place[frame] = Place::Second;
+            }
+            Place::Second => {
+                self.second.move_to_newest(frame);
+            }
+            Place::Free | Place::Blocked { .. } => {}
+        }
+    }
+
+    /// Moves an unblocked `frame` to the newest end of its own list.
+    pub(crate) fn rotate(&mut self, frame: usize) {
+        match self.place[frame] {
+            Place::First => {
+                self.first.move_to_newest(frame);
+            }
+            Place::Second => {
+                self.second.move_to_newest(frame);
+            }
+            Place::Free | Place::Blocked { .. } => {}
+        }
+    }
+
+    /// Moves an unblocked `frame` to the blocked list; a free or blocked frame is left alone, so
+    /// a stale rejection cannot resurrect a free frame.
+    pub(crate) fn block(&mut self, frame: usize) {
+        let from_second = match self.place[frame] {
+            Place::First => false,
+            Place::Second => true,
+            Place::Free | Place::Blocked { .. } => return,
+        };
+        self.list_mut(from_second).unlink(frame);
+        self.blocked.push_newest(frame);
+        self.place[frame] = Place::Blocked { from_second };
+    }
+
+    /// The proposal when both lists are empty: the longest-blocked frame, rotated to the back so
+    /// that repeated calls cycle through all of them; `None` if nothing is resident (R4).
+    pub(crate) fn blocked_candidate(&mut self) -> Option<usize> {
+        self.blocked.rotate_oldest()
+    }
+
+    fn list_mut(&mut self, second: bool) -> &mut FrameList {
+        if second {
+            &mut self.second
+        } else {
+            &mut self.first
+        }
+    }
+
+    /// Checks that places, lists and pages agree (for the proptests).
+    #[cfg(test)]
+    pub(crate) fn check(&self) {
+        let mut counts = [0usize; 3];
+        for (frame, place) in self.place.iter().enumerate() {
+            let (first, second, blocked) =
+                (self.first.contains(frame), self.second.contains(frame), self.blocked.contains(frame));
+            let expected = match place {
+                Place::Free => (false, false, false),
+                Place::First => (true, false, false),
+                Place::Second => (false, true, false),
+                Place::Blocked { .. } => (false, false, true),
+            };
+            assert_eq!((first, second, blocked), expected, "frame {frame} at {place:?}");
+            assert_eq!(self.pages[frame].is_some(), *place != Place::Free, "frame {frame}");
+            for (count, member) in counts.iter_mut().zip([first, second, blocked]) {
+                *count += usize::from(member);
+            }
+        }
+        assert_eq!(counts, [self.first.len(), self.second.len(), self.blocked.len()]);
+    }
+
+    /// The page `frame` holds (for the tests).
+    #[cfg(test)]
+    pub(crate) fn page(&self, frame: usize) -> Option<PageId> {
+        self.pages[frame]
+    }
+
+    /// Whether `page` is resident (for the proptests: a resident page has no ghost).
+    #[cfg(test)]
+    pub(crate) fn holds(&self, page: PageId) -> bool {
+        self.pages.contains(&Some(page))
     }
 }
 

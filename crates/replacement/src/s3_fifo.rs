@@ -8,7 +8,7 @@
 use parking_lot::Mutex;
 
 use crate::ghost::Ghosts;
-use crate::ghost_p2::{Lists, Place};
+use crate::list::{Place, TwoLists};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// The counter's cap: two bits.
@@ -16,7 +16,7 @@ const MAX_FREQ: u32 = 3;
 
 struct State {
     /// S (`first`) and M (`second`), each from the tail (oldest) to the head (newest).
-    lists: Lists,
+    lists: TwoLists,
     /// G: page ids evicted from S, at most `capacity - capacity / 10` of them (the oldest goes
     /// first).
     ghost: Ghosts,
@@ -75,7 +75,7 @@ impl S3Fifo {
         let ghost_capacity = capacity - capacity / 10;
         S3Fifo {
             state: Mutex::new(State {
-                lists: Lists::new(capacity),
+                lists: TwoLists::new(capacity),
                 ghost: Ghosts::preallocated(ghost_capacity),
                 capacity,
                 passed: [0, 0],
