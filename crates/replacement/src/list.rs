@@ -4,6 +4,7 @@
 //! - [`Queues`]: several lists over indices `0..capacity` sharing one pair of link arrays, each
 //!   index in at most one list. MRU, LRU-K, 2Q and MQ keep one list per paper queue (A1in and
 //!   Am, Q0..Q7, ...) plus a last list of blocked frames (R3).
+//! - [`SearchQueues`]: a [`Queues`] with a search cursor and a blocked list (2Q, MQ).
 //! - [`FrameList`]: a single such list. FIFO, LRU and SIEVE keep their queue in one, ARC, CAR and
 //!   S3-FIFO their two lists, LIRS its stack S and queue Q, CLOCK-Pro its clock. LIRS and
 //!   CLOCK-Pro index it by *node*: frames `0..capacity`, then ghost handles (`crate::ghost`).
@@ -176,6 +177,84 @@ impl Queues {
     #[cfg(test)]
     pub(crate) fn oldest_first(&self, q: usize) -> Vec<usize> {
         std::iter::successors(self.oldest(q), |&f| self.newer(f)).collect()
+    }
+}
+
+/// Lists `0..n` of a [`Queues`] searched for victims, list `n` of blocked frames (R3), and the
+/// search's *cursor* (2Q, MQ; README "MRU, LRU-K, 2Q and MQ"). A rejection for `InUse` or
+/// `SwizzledChildren` moves the cursor to the rejected frame's successor in victim order: toward
+/// the newest end of its list, then the next list from its oldest end, cyclically. Until the next
+/// eviction, the cursor's frame is proposed before the policy's own choice.
+pub(crate) struct SearchQueues {
+    pub(crate) queues: Queues,
+    /// The searched lists, `0..n`, in victim order.
+    order: Box<[usize]>,
+    /// The frame to propose next during a search (a frame of a searched list).
+    pub(crate) cursor: Option<usize>,
+}
+
+impl SearchQueues {
+    /// `n` searched lists and a list of blocked frames over frames `0..capacity`.
+    pub(crate) fn new(capacity: usize, n: usize) -> SearchQueues {
+        SearchQueues { queues: Queues::new(capacity, n + 1), order: (0..n).collect(), cursor: None }
+    }
+
+    /// The list of blocked frames.
+    pub(crate) fn blocked(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether `frame` is in a searched list.
+    pub(crate) fn searchable(&self, frame: usize) -> bool {
+        self.queues.queue_of(frame).is_some_and(|q| q < self.order.len())
+    }
+
+    /// The frame after `frame` in the search; `None` if `frame` is the only one.
+    fn successor(&self, frame: usize) -> Option<usize> {
+        let next = self.queues.cyclic_successor(&self.order, frame);
+        (next != frame).then_some(next)
+    }
+
+    /// Keeps the cursor valid before `frame` leaves its place.
+    pub(crate) fn step_off(&mut self, frame: usize) {
+        if self.cursor == Some(frame) && self.searchable(frame) {
+            self.cursor = self.successor(frame);
+        }
+    }
+
+    /// Moves `frame` to the newest end of list `q`, keeping the cursor valid.
+    pub(crate) fn relink(&mut self, q: usize, frame: usize) {
+        self.step_off(frame);
+        self.queues.push_newest(q, frame);
+    }
+
+    /// Unlinks `frame`, keeping the cursor valid; returns the list it was in.
+    pub(crate) fn unlink(&mut self, frame: usize) -> Option<usize> {
+        self.step_off(frame);
+        self.queues.unlink(frame)
+    }
+
+    /// A rejection for `InUse` or `SwizzledChildren`: the frame keeps its place (the fix that
+    /// holds it was reported as a hit already) and the search moves on.
+    pub(crate) fn pass(&mut self, frame: usize) {
+        if self.searchable(frame) {
+            self.cursor = self.successor(frame);
+        }
+    }
+
+    /// A `Root` rejection: a searched frame moves to the blocked list; a free or blocked frame is
+    /// left alone, so a stale rejection cannot resurrect a free frame.
+    pub(crate) fn block(&mut self, frame: usize) {
+        if self.searchable(frame) {
+            self.relink(self.blocked(), frame);
+        }
+    }
+
+    /// The proposal: the cursor's frame during a search, else `first_choice`, else a blocked
+    /// frame (rotating), else `None` (R4).
+    pub(crate) fn propose(&mut self, first_choice: impl FnOnce(&Queues) -> Option<usize>) -> Option<usize> {
+        let unblocked = self.cursor.filter(|&f| self.searchable(f)).or_else(|| first_choice(&self.queues));
+        unblocked.or_else(|| self.queues.rotate_oldest(self.blocked()))
     }
 }
 
