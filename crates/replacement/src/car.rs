@@ -17,28 +17,15 @@ struct State {
     /// T1 (`first`) and T2 (`second`), each from the head (oldest) to the tail (newest).
     lists: TwoLists,
     history: History,
-    /// Frames of T1 and T2 that the hand passed because the pool rejected them (`InUse`,
-    /// `SwizzledChildren`) since the last eviction. When they reach a clock's size, the search
-    /// turns to the other clock (README "CAR", step 6).
-    passed: [usize; 2],
 }
 
 impl State {
     /// The clock to examine next: T1 if `|T1| >= max(1, p)`, else T2; a clock whose every frame
-    /// was passed by rejections is avoided while the other still has unpassed frames; an empty
-    /// clock is never chosen (at least one must be non-empty). Returns true for T2.
+    /// was passed by rejections since the last eviction is avoided while the other still has
+    /// unpassed frames (README "CAR", step 6); an empty clock is never chosen (at least one must
+    /// be non-empty). Returns true for T2.
     fn choose(&self) -> bool {
-        let (t1, t2) = (self.lists.first.len(), self.lists.second.len());
-        let wants_t1 = t1 >= self.history.p.max(1);
-        let open1 = t1 > 0 && self.passed[0] < t1;
-        let open2 = t2 > 0 && self.passed[1] < t2;
-        let take_t1 = match (open1, open2) {
-            (true, true) => wants_t1,
-            (true, false) => true,
-            (false, true) => false,
-            (false, false) => wants_t1 || t2 == 0,
-        };
-        !take_t1
+        self.lists.choose_second(self.lists.first.len() >= self.history.p.max(1))
     }
 }
 
@@ -59,13 +46,7 @@ impl Car {
     #[must_use]
     pub fn new(capacity: usize) -> Car {
         check_capacity(capacity);
-        Car {
-            state: Mutex::new(State {
-                lists: TwoLists::new(capacity),
-                history: History::new(capacity),
-                passed: [0, 0],
-            }),
-        }
+        Car { state: Mutex::new(State { lists: TwoLists::new(capacity), history: History::new(capacity) }) }
     }
 }
 
@@ -97,15 +78,7 @@ impl Policy for Car {
         match why {
             // The hand passes the frame, its bit unchanged: for `InUse`, the fix holding the
             // latch has already set it (or is the load, which is no second reference).
-            Rejection::InUse | Rejection::SwizzledChildren => {
-                let clock = match state.lists.place(index) {
-                    Place::First => 0,
-                    Place::Second => 1,
-                    Place::Free | Place::Blocked { .. } => return,
-                };
-                state.lists.rotate(index);
-                state.passed[clock] += 1;
-            }
+            Rejection::InUse | Rejection::SwizzledChildren => state.lists.pass(index),
             Rejection::Root => state.lists.block(index),
             Rejection::NotResident => {
                 state.lists.take(index);
@@ -120,7 +93,7 @@ impl Policy for Car {
         let state = &mut *guard;
         let (place, page) = state.lists.take(frame.index());
         if evicted {
-            state.passed = [0, 0];
+            state.lists.reset_passes();
             let second = match place {
                 Place::Free => return,
                 Place::First | Place::Blocked { from_second: false } => false,

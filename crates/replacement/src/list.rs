@@ -403,12 +403,18 @@ pub(crate) enum Place {
 /// The resident frames of a two-list policy: `first` and `second` (each a [`FrameList`], newest
 /// at the head), frames blocked as roots in `blocked` (R3), and each frame's [`Place`] and page. A
 /// resident frame is in exactly one of the three lists, as its place says.
+///
+/// CAR and S3-FIFO walk the two lists from their oldest ends, and a rejected frame goes round
+/// ([`TwoLists::pass`]); the passes since the last eviction steer the walk away from a list
+/// that holds only passed frames ([`TwoLists::choose_second`]).
 pub(crate) struct TwoLists {
     pub(crate) first: FrameList,
     pub(crate) second: FrameList,
     pub(crate) blocked: FrameList,
     place: Box<[Place]>,
     pages: Box<[Option<PageId>]>,
+    /// Frames of each list passed by rejections since the last eviction.
+    passed: [usize; 2],
 }
 
 impl TwoLists {
@@ -419,6 +425,7 @@ impl TwoLists {
             blocked: FrameList::new(capacity),
             place: vec![Place::Free; capacity].into_boxed_slice(),
             pages: vec![None; capacity].into_boxed_slice(),
+            passed: [0, 0],
         }
     }
 
@@ -499,6 +506,40 @@ impl TwoLists {
             }
             Place::Free | Place::Blocked { .. } => {}
         }
+    }
+
+    /// A rejection for `InUse` or `SwizzledChildren`: an unblocked `frame` goes round to the
+    /// newest end of its own list, and counts as passed.
+    pub(crate) fn pass(&mut self, frame: usize) {
+        let list = match self.place[frame] {
+            Place::First => 0,
+            Place::Second => 1,
+            Place::Free | Place::Blocked { .. } => return,
+        };
+        self.rotate(frame);
+        self.passed[list] += 1;
+    }
+
+    /// An eviction: the passes start again.
+    pub(crate) fn reset_passes(&mut self) {
+        self.passed = [0, 0];
+    }
+
+    /// The list a walk examines next: the first if `wants_first`, else the second; a list whose
+    /// every frame was passed since the last eviction is avoided while the other still has
+    /// unpassed frames; an empty list is never chosen (at least one must be non-empty). Returns
+    /// true for the second list.
+    pub(crate) fn choose_second(&self, wants_first: bool) -> bool {
+        let (n1, n2) = (self.first.len(), self.second.len());
+        let open1 = n1 > 0 && self.passed[0] < n1;
+        let open2 = n2 > 0 && self.passed[1] < n2;
+        let take_first = match (open1, open2) {
+            (true, true) => wants_first,
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => wants_first || n2 == 0,
+        };
+        !take_first
     }
 
     /// Moves an unblocked `frame` to the blocked list; a free or blocked frame is left alone, so

@@ -21,10 +21,6 @@ struct State {
     /// first).
     ghost: Ghosts,
     capacity: usize,
-    /// Frames of S and M moved to their queue's head because the pool rejected them (`InUse`,
-    /// `SwizzledChildren`) since the last eviction; when they reach a queue's length, the search
-    /// turns to the other queue (README "S3-FIFO", step 6).
-    passed: [usize; 2],
 }
 
 impl State {
@@ -39,19 +35,11 @@ impl State {
     }
 
     /// The queue to start from: S if it is due, else M; a queue whose every frame was passed by
-    /// rejections is avoided while the other has unpassed frames; an empty queue is never chosen
-    /// (one must be non-empty). Returns true for M.
+    /// rejections since the last eviction is avoided while the other has unpassed frames
+    /// (README "S3-FIFO", step 6); an empty queue is never chosen (one must be non-empty).
+    /// Returns true for M.
     fn start_in_main(&self) -> bool {
-        let (s, m) = (self.lists.first.len(), self.lists.second.len());
-        let open_s = s > 0 && self.passed[0] < s;
-        let open_m = m > 0 && self.passed[1] < m;
-        let small = match (open_s, open_m) {
-            (true, true) => self.small_is_due(),
-            (true, false) => true,
-            (false, true) => false,
-            (false, false) => self.small_is_due() || m == 0,
-        };
-        !small
+        self.lists.choose_second(self.small_is_due())
     }
 }
 
@@ -78,7 +66,6 @@ impl S3Fifo {
                 lists: TwoLists::new(capacity),
                 ghost: Ghosts::preallocated(ghost_capacity),
                 capacity,
-                passed: [0, 0],
             }),
         }
     }
@@ -114,15 +101,7 @@ impl Policy for S3Fifo {
         match why {
             // Back to the head of its own queue, counter unchanged: for `InUse`, the fix holding
             // the latch has already counted (or is the load, which is no second access).
-            Rejection::InUse | Rejection::SwizzledChildren => {
-                let queue = match state.lists.place(index) {
-                    Place::First => 0,
-                    Place::Second => 1,
-                    Place::Free | Place::Blocked { .. } => return,
-                };
-                state.lists.rotate(index);
-                state.passed[queue] += 1;
-            }
+            Rejection::InUse | Rejection::SwizzledChildren => state.lists.pass(index),
             Rejection::Root => state.lists.block(index),
             Rejection::NotResident => {
                 state.lists.take(index);
@@ -137,7 +116,7 @@ impl Policy for S3Fifo {
         let state = &mut *guard;
         let (place, page) = state.lists.take(frame.index());
         if evicted {
-            state.passed = [0, 0];
+            state.lists.reset_passes();
             if let (Place::First | Place::Blocked { from_second: false }, Some(page)) = (place, page) {
                 state.ghost.insert(page, ());
             }
