@@ -156,13 +156,12 @@ mod tests {
     /// (T1, T2) frames from the head, p, and (B1, B2) pages from the oldest.
     fn snapshot(policy: &Car) -> (Vec<usize>, Vec<usize>, usize, Vec<u64>, Vec<u64>) {
         let state = policy.state.lock();
-        let ids = |list: &crate::ghost::Ghosts| list.oldest_first().iter().map(|p| p.get()).collect();
         (
             state.lists.first.oldest_first(),
             state.lists.second.oldest_first(),
             state.history.p,
-            ids(&state.history.b1),
-            ids(&state.history.b2),
+            state.history.b1.oldest_ids(),
+            state.history.b2.oldest_ids(),
         )
     }
 
@@ -352,16 +351,10 @@ mod tests {
             let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
             prop_assert_eq!(served, expected);
             let state = policy.state.lock();
-            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
-                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
-            };
-            let ghosts = |list: &crate::ghost::Ghosts| -> Vec<u64> {
-                list.oldest_first().iter().map(|p| p.get()).collect()
-            };
-            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.t1));
-            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.t2));
-            prop_assert_eq!(ghosts(&state.history.b1), Vec::from(model.b1));
-            prop_assert_eq!(ghosts(&state.history.b2), Vec::from(model.b2));
+            prop_assert_eq!(state.lists.page_ids(false), Vec::from(model.t1));
+            prop_assert_eq!(state.lists.page_ids(true), Vec::from(model.t2));
+            prop_assert_eq!(state.history.b1.oldest_ids(), Vec::from(model.b1));
+            prop_assert_eq!(state.history.b2.oldest_ids(), Vec::from(model.b2));
             prop_assert_eq!(state.history.p, model.p);
         }
 

@@ -189,6 +189,12 @@ impl<V> Ghosts<V> {
         out
     }
 
+    /// The page numbers from oldest to newest (for tests).
+    #[cfg(test)]
+    pub(crate) fn oldest_ids(&self) -> Vec<u64> {
+        self.oldest_first().iter().map(|page| page.get()).collect()
+    }
+
     /// Number of slots ever allocated: the memory bound the tests check.
     #[cfg(test)]
     pub(crate) fn allocated(&self) -> usize {

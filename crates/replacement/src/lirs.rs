@@ -546,7 +546,7 @@ mod tests {
         play(&policy, &mut pool, "ABCDEFG");
         let state = policy.state.lock();
         assert_eq!((state.ghosts.len(), state.ghost_limit), (4, 4));
-        let remembered: Vec<u64> = state.ghosts.oldest_first().iter().map(|p| p.get()).collect();
+        let remembered: Vec<u64> = state.ghosts.oldest_ids();
         assert_eq!(remembered, [block('C'), block('D'), block('E'), block('F')], "B was dropped first");
         drop(state);
         assert_eq!(render(&policy, &pool).0, "A c' d' e' f' g");

@@ -591,10 +591,12 @@ impl TwoLists {
         assert_eq!(counts, [self.first.len(), self.second.len(), self.blocked.len()]);
     }
 
-    /// The page `frame` holds (for the tests).
+    /// The page numbers of the first (`false`) or second (`true`) list, oldest first (for the
+    /// tests).
     #[cfg(test)]
-    pub(crate) fn page(&self, frame: usize) -> Option<PageId> {
-        self.pages[frame]
+    pub(crate) fn page_ids(&self, second: bool) -> Vec<u64> {
+        let page = |frame: usize| self.pages[frame].expect("a listed frame holds a page").get();
+        self.list(second).oldest_first().into_iter().map(page).collect()
     }
 
     /// Whether `page` is resident (for the proptests: a resident page has no ghost).

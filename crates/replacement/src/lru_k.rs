@@ -409,8 +409,7 @@ mod tests {
             policy.on_remove(FrameId(1), true, &h[1]);
             assert!(policy.state.lock().retained.len() <= 2);
         }
-        let retained: Vec<u64> =
-            policy.state.lock().retained.oldest_first().iter().map(|p| p.get()).collect();
+        let retained: Vec<u64> = policy.state.lock().retained.oldest_ids();
         assert_eq!(retained, [8, 9]);
     }
 

@@ -288,7 +288,7 @@ mod tests {
         load(&policy, &h, 2, 3);
         assert_eq!(queues(&policy), [vec![], vec![1, 2], vec![0]], "c back with f = 2");
         assert_eq!(h.evict(&policy), 1);
-        let qout: Vec<u64> = policy.state.lock().qout.oldest_first().iter().map(|p| p.get()).collect();
+        let qout: Vec<u64> = policy.state.lock().qout.oldest_ids();
         assert_eq!(qout, [4, 2]);
         assert_eq!(policy.state.lock().qout.remove(pid(2)), Some((2, 6)), "b: f = 2, last referenced at t6");
     }
@@ -337,7 +337,7 @@ mod tests {
         policy.on_remove(FrameId(1), false, &h[1]);
         assert_eq!(h.evict(&policy), 0);
         assert_eq!(h.evict(&policy), 2, "the root last");
-        let qout: Vec<u64> = policy.state.lock().qout.oldest_first().iter().map(|p| p.get()).collect();
+        let qout: Vec<u64> = policy.state.lock().qout.oldest_ids();
         assert_eq!(qout, [1, 3], "the freed page 2 is not remembered");
     }
 

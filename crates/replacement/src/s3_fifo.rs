@@ -184,11 +184,7 @@ mod tests {
     /// (S, M) frames from the oldest, and G's pages from the oldest.
     fn snapshot(policy: &S3Fifo) -> (Vec<usize>, Vec<usize>, Vec<u64>) {
         let state = policy.state.lock();
-        (
-            state.lists.first.oldest_first(),
-            state.lists.second.oldest_first(),
-            state.ghost.oldest_first().iter().map(|p| p.get()).collect(),
-        )
+        (state.lists.first.oldest_first(), state.lists.second.oldest_first(), state.ghost.oldest_ids())
     }
 
     /// Hand-worked from the paper's Algorithm 1 (its figures give no small trace), capacity 4:
@@ -379,13 +375,9 @@ mod tests {
             let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
             prop_assert_eq!(served, expected);
             let state = policy.state.lock();
-            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
-                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
-            };
-            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.small));
-            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.main));
-            let ghosts: Vec<u64> = state.ghost.oldest_first().iter().map(|p| p.get()).collect();
-            prop_assert_eq!(ghosts, Vec::from(model.ghost));
+            prop_assert_eq!(state.lists.page_ids(false), Vec::from(model.small));
+            prop_assert_eq!(state.lists.page_ids(true), Vec::from(model.main));
+            prop_assert_eq!(state.ghost.oldest_ids(), Vec::from(model.ghost));
         }
 
         /// S3-FIFO's invariants (counters in 0..=3, |G| <= capacity - capacity / 10, no ghost for

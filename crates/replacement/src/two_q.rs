@@ -167,7 +167,7 @@ mod tests {
     /// (A1in, Am) frames oldest first, and A1out's page ids oldest first.
     fn lists(policy: &TwoQ) -> (Vec<usize>, Vec<usize>, Vec<u64>) {
         let state = policy.state.lock();
-        let out = state.a1out.oldest_first().iter().map(|p| p.get()).collect();
+        let out = state.a1out.oldest_ids();
         (state.search.queues.oldest_first(A1IN), state.search.queues.oldest_first(AM), out)
     }
 
