@@ -181,7 +181,7 @@ impl Queues {
 }
 
 /// Lists `0..n` of a [`Queues`] searched for victims, list `n` of blocked frames (R3), and the
-/// search's *cursor* (2Q, MQ; README "MRU, LRU-K, 2Q and MQ"). A rejection for `InUse` or
+/// search's *cursor* (2Q, MQ; README "Shared building blocks"). A rejection for `InUse` or
 /// `SwizzledChildren` moves the cursor to the rejected frame's successor in victim order: toward
 /// the newest end of its list, then the next list from its oldest end, cyclically. Until the next
 /// eviction, the cursor's frame is proposed before the policy's own choice.
