@@ -8,12 +8,13 @@
 
 use parking_lot::Mutex;
 
-use crate::ghost_p2::{History, Lists, Place};
+use crate::ghost::Ghosts;
+use crate::list::{Place, TwoLists};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 struct State {
     /// T1 (`first`) and T2 (`second`), each from the LRU end (tail) to the MRU end (head).
-    lists: Lists,
+    lists: TwoLists,
     history: History,
     /// The frame to propose instead of the chosen LRU end after `InUse` or `SwizzledChildren`
     /// rejections (README "ARC", step 6). Always a frame of T1 or T2, or `None`; reset by every
@@ -44,7 +45,7 @@ impl State {
             Place::Free | Place::Blocked { .. } => return,
         };
         let own = self.lists.list(second);
-        self.cursor = own.newer(frame).or_else(|| self.lists.list(!second).tail()).or_else(|| own.tail());
+        self.cursor = own.newer(frame).or_else(|| self.lists.list(!second).oldest()).or_else(|| own.oldest());
     }
 
     /// REPLACE without the missing page: T1's LRU frame if `|T1| > p` (or T2 is empty), else T2's.
@@ -73,7 +74,7 @@ impl ArcPolicy {
         check_capacity(capacity);
         ArcPolicy {
             state: Mutex::new(State {
-                lists: Lists::new(capacity),
+                lists: TwoLists::new(capacity),
                 history: History::new(capacity),
                 cursor: None,
             }),
@@ -155,7 +156,81 @@ impl Policy for ArcPolicy {
         }
         let cursor = state.cursor.filter(|&f| matches!(state.lists.place(f), Place::First | Place::Second));
         let from_t1 = state.replace_from_t1();
-        cursor.or_else(|| state.lists.list(!from_t1).tail()).map(frame_id)
+        cursor.or_else(|| state.lists.list(!from_t1).oldest()).map(frame_id)
+    }
+}
+
+/// The history of ARC and CAR: the ghost lists B1 and B2 and the adaptive target `p` for the size
+/// of T1 (README "ARC", steps 2 and 5). `c` is the capacity.
+pub(crate) struct History {
+    pub(crate) b1: Ghosts,
+    pub(crate) b2: Ghosts,
+    pub(crate) p: usize,
+    pub(crate) c: usize,
+}
+
+impl History {
+    pub(crate) fn new(capacity: usize) -> History {
+        History {
+            // One more than the bounds `remember` restores, so that the directories never drop
+            // an entry on their own.
+            b1: Ghosts::preallocated(capacity + 1),
+            b2: Ghosts::preallocated(2 * capacity + 1),
+            p: 0,
+            c: capacity,
+        }
+    }
+
+    /// A miss loads `page` while T1 and T2 hold `t1` and `t2` frames. Returns true if the page
+    /// goes to T2 (a ghost hit, which adapts `p` and removes the ghost), false if it goes to T1;
+    /// for a page with no ghost, first drops the oldest ghost of B1 if `|T1| + |B1| >= c`, else
+    /// of B2 if the directory holds `2c` entries, so that the new page fits both bounds.
+    pub(crate) fn admit(&mut self, page: PageId, t1: usize, t2: usize) -> bool {
+        let (b1, b2) = (self.b1.len(), self.b2.len());
+        if self.b1.remove(page).is_some() {
+            self.p = (self.p + (b2 / b1).max(1)).min(self.c);
+            true
+        } else if self.b2.remove(page).is_some() {
+            self.p = self.p.saturating_sub((b1 / b2).max(1));
+            true
+        } else {
+            if t1 + b1 >= self.c {
+                self.b1.pop_oldest();
+            } else if t1 + t2 + b1 + b2 >= 2 * self.c {
+                self.b2.pop_oldest();
+            }
+            false
+        }
+    }
+
+    /// `page` was evicted from T2 (`second`) or T1: it becomes the newest ghost of B2 or B1. Then
+    /// the bounds are restored (they can only break when a blocked frame is evicted, as its list
+    /// no longer counted it).
+    pub(crate) fn remember(&mut self, page: PageId, second: bool, t1: usize, t2: usize) {
+        if second {
+            self.b2.insert(page, ());
+        } else {
+            self.b1.insert(page, ());
+        }
+        while t1 + self.b1.len() > self.c {
+            self.b1.pop_oldest();
+        }
+        while t1 + t2 + self.b1.len() + self.b2.len() > 2 * self.c {
+            if self.b2.pop_oldest().is_none() {
+                self.b1.pop_oldest();
+            }
+        }
+    }
+
+    /// The ARC/CAR invariants over lists of `t1` and `t2` frames (for the proptests).
+    #[cfg(test)]
+    pub(crate) fn check(&self, t1: usize, t2: usize) {
+        let (b1, b2, c) = (self.b1.len(), self.b2.len(), self.c);
+        assert!(t1 + t2 <= c, "|T1| + |T2| = {t1} + {t2} > c = {c}");
+        assert!(t1 + b1 <= c, "|T1| + |B1| = {t1} + {b1} > c = {c}");
+        assert!(t1 + t2 + b1 + b2 <= 2 * c, "directory {t1} + {t2} + {b1} + {b2} > 2c, c = {c}");
+        assert!(self.p <= c, "p = {} > c = {c}", self.p);
+        assert!(self.b1.allocated() <= c + 1 && self.b2.allocated() <= 2 * c + 1, "ghost memory");
     }
 }
 
@@ -166,7 +241,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::ghost_p2::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
 
     fn page(id: u64) -> PageId {
@@ -180,13 +255,12 @@ mod tests {
     /// (T1, T2) frames from the LRU end, p, and (B1, B2) pages from the oldest.
     fn snapshot(policy: &ArcPolicy) -> (Vec<usize>, Vec<usize>, usize, Vec<u64>, Vec<u64>) {
         let state = policy.state.lock();
-        let ids = |list: &crate::ghost_p2::GhostList| list.oldest_first().iter().map(|p| p.get()).collect();
         (
             state.lists.first.oldest_first(),
             state.lists.second.oldest_first(),
             state.history.p,
-            ids(&state.history.b1),
-            ids(&state.history.b2),
+            state.history.b1.oldest_ids(),
+            state.history.b2.oldest_ids(),
         )
     }
 
@@ -375,25 +449,19 @@ mod tests {
         /// Serving a trace one eviction per miss, `ArcPolicy` hits, evicts, adapts `p` and keeps
         /// lists and ghosts exactly as the reference model of the paper does.
         #[test]
-        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
-            let policy = ArcPolicy::new(capacity as usize);
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace(8)) {
+            let policy = ArcPolicy::new(capacity);
             let served = sim::replay(capacity, &trace, &policy);
-            let c = capacity as usize;
+            let c = capacity;
             let mut model =
                 Model { c, p: 0, t1: VecDeque::new(), t2: VecDeque::new(), b1: VecDeque::new(), b2: VecDeque::new() };
             let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
             prop_assert_eq!(served, expected);
             let state = policy.state.lock();
-            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
-                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
-            };
-            let ghosts = |list: &crate::ghost_p2::GhostList| -> Vec<u64> {
-                list.oldest_first().iter().map(|p| p.get()).collect()
-            };
-            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.t1));
-            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.t2));
-            prop_assert_eq!(ghosts(&state.history.b1), Vec::from(model.b1));
-            prop_assert_eq!(ghosts(&state.history.b2), Vec::from(model.b2));
+            prop_assert_eq!(state.lists.page_ids(false), Vec::from(model.t1));
+            prop_assert_eq!(state.lists.page_ids(true), Vec::from(model.t2));
+            prop_assert_eq!(state.history.b1.oldest_ids(), Vec::from(model.b1));
+            prop_assert_eq!(state.history.b2.oldest_ids(), Vec::from(model.b2));
             prop_assert_eq!(state.history.p, model.p);
         }
 
@@ -401,9 +469,9 @@ mod tests {
         /// 0 <= p <= c, no ghost for a resident page, ghost memory bounded) and the rejection
         /// rules hold after every step of random pool histories with ghost hits.
         #[test]
-        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
-            let policy = ArcPolicy::new(capacity as usize);
-            sim::run(capacity, &ops, &policy, || {
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario(10)) {
+            let policy = ArcPolicy::new(capacity);
+            sim::run(capacity, &ops, &policy, |_| {
                 let state = policy.state.lock();
                 state.lists.check();
                 state.history.check(state.lists.first.len(), state.lists.second.len());

@@ -9,35 +9,23 @@
 
 use parking_lot::Mutex;
 
-use crate::ghost_p2::{History, Lists, Place};
+use crate::arc::History;
+use crate::list::{Place, TwoLists};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 struct State {
     /// T1 (`first`) and T2 (`second`), each from the head (oldest) to the tail (newest).
-    lists: Lists,
+    lists: TwoLists,
     history: History,
-    /// Frames of T1 and T2 that the hand passed because the pool rejected them (`InUse`,
-    /// `SwizzledChildren`) since the last eviction. When they reach a clock's size, the search
-    /// turns to the other clock (README "CAR", step 6).
-    passed: [usize; 2],
 }
 
 impl State {
     /// The clock to examine next: T1 if `|T1| >= max(1, p)`, else T2; a clock whose every frame
-    /// was passed by rejections is avoided while the other still has unpassed frames; an empty
-    /// clock is never chosen (at least one must be non-empty). Returns true for T2.
+    /// was passed by rejections since the last eviction is avoided while the other still has
+    /// unpassed frames (README "CAR", step 6); an empty clock is never chosen (at least one must
+    /// be non-empty). Returns true for T2.
     fn choose(&self) -> bool {
-        let (t1, t2) = (self.lists.first.len(), self.lists.second.len());
-        let wants_t1 = t1 >= self.history.p.max(1);
-        let open1 = t1 > 0 && self.passed[0] < t1;
-        let open2 = t2 > 0 && self.passed[1] < t2;
-        let take_t1 = match (open1, open2) {
-            (true, true) => wants_t1,
-            (true, false) => true,
-            (false, true) => false,
-            (false, false) => wants_t1 || t2 == 0,
-        };
-        !take_t1
+        self.lists.choose_second(self.lists.first.len() >= self.history.p.max(1))
     }
 }
 
@@ -58,13 +46,7 @@ impl Car {
     #[must_use]
     pub fn new(capacity: usize) -> Car {
         check_capacity(capacity);
-        Car {
-            state: Mutex::new(State {
-                lists: Lists::new(capacity),
-                history: History::new(capacity),
-                passed: [0, 0],
-            }),
-        }
+        Car { state: Mutex::new(State { lists: TwoLists::new(capacity), history: History::new(capacity) }) }
     }
 }
 
@@ -96,15 +78,7 @@ impl Policy for Car {
         match why {
             // The hand passes the frame, its bit unchanged: for `InUse`, the fix holding the
             // latch has already set it (or is the load, which is no second reference).
-            Rejection::InUse | Rejection::SwizzledChildren => {
-                let clock = match state.lists.place(index) {
-                    Place::First => 0,
-                    Place::Second => 1,
-                    Place::Free | Place::Blocked { .. } => return,
-                };
-                state.lists.rotate(index);
-                state.passed[clock] += 1;
-            }
+            Rejection::InUse | Rejection::SwizzledChildren => state.lists.pass(index),
             Rejection::Root => state.lists.block(index),
             Rejection::NotResident => {
                 state.lists.take(index);
@@ -119,7 +93,7 @@ impl Policy for Car {
         let state = &mut *guard;
         let (place, page) = state.lists.take(frame.index());
         if evicted {
-            state.passed = [0, 0];
+            state.lists.reset_passes();
             let second = match place {
                 Place::Free => return,
                 Place::First | Place::Blocked { from_second: false } => false,
@@ -150,7 +124,7 @@ impl Policy for Car {
         }
         for _ in 0..2 * tracked + 1 {
             let from_t2 = state.choose();
-            let head = state.lists.list(from_t2).tail().expect("choose picks a non-empty clock");
+            let head = state.lists.list(from_t2).oldest().expect("choose picks a non-empty clock");
             let hook = hooks.hook(frame_id(head));
             match hook.get() {
                 0 => return Some(frame_id(head)),
@@ -161,7 +135,7 @@ impl Policy for Car {
             }
         }
         let from_t2 = state.choose();
-        state.lists.list(from_t2).tail().map(frame_id)
+        state.lists.list(from_t2).oldest().map(frame_id)
     }
 }
 
@@ -172,7 +146,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::ghost_p2::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
 
     fn load(policy: &Car, h: &TestHooks, frame: u32, id: u64) {
@@ -182,13 +156,12 @@ mod tests {
     /// (T1, T2) frames from the head, p, and (B1, B2) pages from the oldest.
     fn snapshot(policy: &Car) -> (Vec<usize>, Vec<usize>, usize, Vec<u64>, Vec<u64>) {
         let state = policy.state.lock();
-        let ids = |list: &crate::ghost_p2::GhostList| list.oldest_first().iter().map(|p| p.get()).collect();
         (
             state.lists.first.oldest_first(),
             state.lists.second.oldest_first(),
             state.history.p,
-            ids(&state.history.b1),
-            ids(&state.history.b2),
+            state.history.b1.oldest_ids(),
+            state.history.b2.oldest_ids(),
         )
     }
 
@@ -362,10 +335,10 @@ mod tests {
         /// and ghosts exactly as the reference model of the paper does (no deviation applies
         /// here: CAR's paper, too, replaces before it adapts).
         #[test]
-        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
-            let policy = Car::new(capacity as usize);
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace(8)) {
+            let policy = Car::new(capacity);
             let served = sim::replay(capacity, &trace, &policy);
-            let c = capacity as usize;
+            let c = capacity;
             let mut model = Model {
                 c,
                 p: 0,
@@ -378,16 +351,10 @@ mod tests {
             let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
             prop_assert_eq!(served, expected);
             let state = policy.state.lock();
-            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
-                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
-            };
-            let ghosts = |list: &crate::ghost_p2::GhostList| -> Vec<u64> {
-                list.oldest_first().iter().map(|p| p.get()).collect()
-            };
-            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.t1));
-            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.t2));
-            prop_assert_eq!(ghosts(&state.history.b1), Vec::from(model.b1));
-            prop_assert_eq!(ghosts(&state.history.b2), Vec::from(model.b2));
+            prop_assert_eq!(state.lists.page_ids(false), Vec::from(model.t1));
+            prop_assert_eq!(state.lists.page_ids(true), Vec::from(model.t2));
+            prop_assert_eq!(state.history.b1.oldest_ids(), Vec::from(model.b1));
+            prop_assert_eq!(state.history.b2.oldest_ids(), Vec::from(model.b2));
             prop_assert_eq!(state.history.p, model.p);
         }
 
@@ -395,9 +362,9 @@ mod tests {
         /// 0 <= p <= c, no ghost for a resident page, ghost memory bounded, bits 0 or 1) and the
         /// rejection rules hold after every step of random pool histories with ghost hits.
         #[test]
-        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
-            let policy = Car::new(capacity as usize);
-            sim::run(capacity, &ops, &policy, || {
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario(10)) {
+            let policy = Car::new(capacity);
+            sim::run(capacity, &ops, &policy, |_| {
                 let state = policy.state.lock();
                 state.lists.check();
                 state.history.check(state.lists.first.len(), state.lists.second.len());

@@ -12,7 +12,7 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p3::{Chain, Ghosts};
+use crate::ghost::Ghosts;
 use crate::list::FrameList;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
@@ -42,9 +42,9 @@ struct State {
     in_test: Box<[bool]>,
     /// The page in each frame, by frame.
     pages: Box<[Option<PageId>]>,
-    /// The clock, read as a circle: the hands move from front to back and wrap to the front.
+    /// The clock, read as a circle: the hands move from the oldest node to the newest and wrap.
     /// The list head (where pages are placed) is just behind HAND_hot.
-    clock: Chain,
+    clock: FrameList,
     ghosts: Ghosts,
     blocked: FrameList,
     hand_hot: Option<usize>,
@@ -76,8 +76,8 @@ impl State {
             status: vec![Status::Free; nodes].into_boxed_slice(),
             in_test: vec![false; capacity].into_boxed_slice(),
             pages: vec![None; capacity].into_boxed_slice(),
-            clock: Chain::new(nodes),
-            ghosts: Ghosts::new(capacity, ghost_slots),
+            clock: FrameList::new(nodes),
+            ghosts: Ghosts::with_base(capacity, ghost_slots),
             blocked: FrameList::new(capacity),
             hand_hot: None,
             hand_cold: None,
@@ -99,9 +99,9 @@ impl State {
     /// Places `node` (off the clock) at the list head, just behind HAND_hot.
     fn place_at_head(&mut self, node: usize) {
         match self.hand_hot {
-            Some(hand) => self.clock.insert_before(node, hand),
+            Some(hand) => self.clock.insert_older_than(node, hand),
             None => {
-                self.clock.push_back(node);
+                self.clock.push_newest(node);
                 self.hand_hot = Some(node);
                 self.hand_cold = Some(node);
                 self.hand_test = Some(node);
@@ -141,10 +141,19 @@ impl State {
         }
     }
 
+    /// A ghost node for `page`; `None` if every slot is in use or the page already has one (a
+    /// page resident twice, which the pool never does; then no history is kept).
+    fn remember(&mut self, page: PageId) -> Option<usize> {
+        if self.ghosts.is_full() || self.ghosts.contains(page) {
+            return None;
+        }
+        self.ghosts.insert(page, ())
+    }
+
     /// Drops test page `ghost` from the clock.
     fn drop_test(&mut self, ghost: usize) {
         self.unlink(ghost);
-        self.ghosts.forget(ghost);
+        self.ghosts.remove_handle(ghost);
         self.status[ghost] = Status::Free;
     }
 
@@ -227,7 +236,7 @@ impl State {
             Status::Cold => {
                 self.cold -= 1;
                 let ghost = if evicted && self.in_test[frame] {
-                    self.pages[frame].and_then(|page| self.ghosts.remember(page))
+                    self.pages[frame].and_then(|page| self.remember(page))
                 } else {
                     None
                 };
@@ -416,9 +425,7 @@ impl Policy for ClockPro {
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
         let mut state = self.state.lock();
         if state.hot + state.cold == 0 {
-            let frame = state.blocked.tail()?;
-            state.blocked.move_to_newest(frame);
-            return Some(frame_id(frame));
+            return state.blocked.rotate_oldest().map(frame_id);
         }
         state.run_hot(hooks, false);
         while state.stuck > 0 {
@@ -430,7 +437,7 @@ impl Policy for ClockPro {
         if let Some(node) = state.search_cold(hooks) {
             return Some(frame_id(node));
         }
-        let mut at = state.hand_cold.or(state.clock.front())?;
+        let mut at = state.hand_cold.or(state.clock.oldest())?;
         for _ in 0..state.clock.len() {
             if matches!(state.status[at], Status::Hot | Status::Cold) {
                 state.hand_cold = Some(at);
@@ -447,11 +454,11 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::history_p3::sim::{self, Pool};
+    use crate::testpool::{self as sim, Pool};
     use crate::TestHooks;
 
     fn clock(policy: &ClockPro) -> Vec<usize> {
-        policy.state.lock().clock.to_vec()
+        policy.state.lock().clock.oldest_first()
     }
 
     fn status(policy: &ClockPro, node: usize) -> Status {
@@ -565,7 +572,14 @@ mod tests {
         h.insert(&policy, &[0, 1, 2]);
         let snapshot = || {
             let state = policy.state.lock();
-            (state.clock.to_vec(), state.hot, state.cold, state.hand_hot, state.hand_cold, state.hand_test)
+            (
+                state.clock.oldest_first(),
+                state.hot,
+                state.cold,
+                state.hand_hot,
+                state.hand_cold,
+                state.hand_test,
+            )
         };
         let before = snapshot();
         h.hit(&policy, &[2, 2, 0]);
@@ -593,7 +607,7 @@ mod tests {
                 Status::Hot | Status::Cold => assert!(on_clock && node < capacity),
                 Status::Test => {
                     assert!(on_clock && node >= capacity);
-                    let page = state.ghosts.page(node).unwrap().get() - 1;
+                    let page = state.ghosts.page(node).unwrap().get();
                     assert!(!pool.pages.contains(&Some(page)), "test page {page} is resident");
                 }
                 Status::Free | Status::Blocked => assert!(!on_clock),
@@ -617,9 +631,9 @@ mod tests {
         /// [min, max], statuses match the clock, hands on the clock; and proposals obey R3 and
         /// R4 (checked by the simulated pool).
         #[test]
-        fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario()) {
+        fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario(12)) {
             let policy = ClockPro::new(capacity);
-            sim::drive(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
+            sim::run(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
         }
     }
 }

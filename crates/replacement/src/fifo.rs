@@ -56,7 +56,7 @@ impl Policy for Fifo {
     /// The oldest queued frame; if only blocked frames are resident, one of them; else `None`.
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let mut tracked = self.tracked.lock();
-        tracked.queue.tail().or_else(|| tracked.blocked_candidate()).map(frame_id)
+        tracked.queue.oldest().or_else(|| tracked.blocked_candidate()).map(frame_id)
     }
 }
 

@@ -114,7 +114,7 @@ impl Policy for LeafOnly {
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
         self.inner.next_candidate(hooks).or_else(|| {
             let mut list = self.parked_list.lock();
-            let frame = list.tail()?;
+            let frame = list.oldest()?;
             list.move_to_newest(frame);
             Some(frame_id(frame))
         })

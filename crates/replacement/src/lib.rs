@@ -15,9 +15,7 @@ mod clock;
 mod clock_pro;
 mod fifo;
 mod gclock;
-mod ghost_p2;
-mod history_p1;
-mod history_p3;
+mod ghost;
 mod kind;
 mod leaf;
 mod lirs;
@@ -30,6 +28,8 @@ mod random;
 mod s3_fifo;
 mod sieve;
 mod spec;
+#[cfg(test)]
+mod testpool;
 mod two_q;
 
 pub use arc::ArcPolicy;

@@ -10,7 +10,7 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p3::{Chain, Ghosts};
+use crate::ghost::Ghosts;
 use crate::list::FrameList;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
@@ -50,15 +50,13 @@ struct State {
     status: Box<[Status]>,
     /// The page in each frame, by frame.
     pages: Box<[Option<PageId>]>,
-    /// S, from the bottom (front, largest recency) to the top (back, just referenced).
-    stack: Chain,
-    /// Q, resident HIR pages from the next victim (front) to the newest (back); frames only.
-    queue: Chain,
-    /// Ghost slots and the pages they remember.
+    /// S, from the bottom (oldest, largest recency) to the top (newest, just referenced).
+    stack: FrameList,
+    /// Q, resident HIR pages from the next victim (oldest) to the newest; frames only.
+    queue: FrameList,
+    /// The ghosts, as nodes `capacity..`, from the oldest eviction to the newest: the order in
+    /// which they are dropped when there are more than `ghost_limit`.
     ghosts: Ghosts,
-    /// Ghost nodes from the oldest eviction (front) to the newest: the order in which they are
-    /// dropped when there are more than `ghost_limit`.
-    ghost_order: Chain,
     blocked: FrameList,
     /// Number of `Lir` nodes.
     lir: usize,
@@ -76,10 +74,9 @@ impl State {
             ghost_limit,
             status: vec![Status::Free; nodes].into_boxed_slice(),
             pages: vec![None; capacity].into_boxed_slice(),
-            stack: Chain::new(nodes),
-            queue: Chain::new(capacity),
-            ghosts: Ghosts::new(capacity, ghost_limit),
-            ghost_order: Chain::new(nodes),
+            stack: FrameList::new(nodes),
+            queue: FrameList::new(capacity),
+            ghosts: Ghosts::with_base(capacity, ghost_limit),
             blocked: FrameList::new(capacity),
             lir: 0,
             cursor: None,
@@ -89,7 +86,7 @@ impl State {
     /// Stack pruning: removes HIR entries from the bottom of S until an LIR page is there.
     /// Resident ones stay in Q; ghosts are forgotten.
     fn prune(&mut self) {
-        while let Some(bottom) = self.stack.front() {
+        while let Some(bottom) = self.stack.oldest() {
             match self.status[bottom] {
                 Status::Lir => break,
                 Status::Ghost => self.drop_ghost(bottom),
@@ -102,20 +99,19 @@ impl State {
 
     fn drop_ghost(&mut self, node: usize) {
         self.stack.unlink(node);
-        self.ghost_order.unlink(node);
-        self.ghosts.forget(node);
+        self.ghosts.remove_handle(node);
         self.status[node] = Status::Free;
     }
 
     /// The LIR page at the bottom of S becomes a resident HIR page at the back of Q; then S is
     /// pruned.
     fn demote_bottom(&mut self) {
-        if let Some(bottom) = self.stack.front() {
+        if let Some(bottom) = self.stack.oldest() {
             debug_assert_eq!(self.status[bottom], Status::Lir, "S's bottom is LIR");
             self.step_off(bottom);
             self.stack.unlink(bottom);
             self.status[bottom] = Status::Hir;
-            self.queue.push_back(bottom);
+            self.queue.push_newest(bottom);
             self.lir -= 1;
             self.prune();
         }
@@ -125,7 +121,7 @@ impl State {
     /// bottom one is demoted.
     fn promote(&mut self, frame: usize) {
         self.queue.unlink(frame);
-        self.stack.move_to_back(frame);
+        self.stack.relink_newest(frame);
         self.status[frame] = Status::Lir;
         self.lir += 1;
         if self.lir > self.lir_target {
@@ -138,7 +134,7 @@ impl State {
         match self.status[frame] {
             Status::Lir => {
                 self.step_off(frame);
-                self.stack.move_to_back(frame);
+                self.stack.relink_newest(frame);
                 self.prune();
             }
             Status::Hir => {
@@ -147,8 +143,8 @@ impl State {
                     // Its new IRR is below the recency of S's bottom LIR page.
                     self.promote(frame);
                 } else {
-                    self.stack.push_back(frame);
-                    self.queue.move_to_back(frame);
+                    self.stack.push_newest(frame);
+                    self.queue.relink_newest(frame);
                     // With no LIR page in S (capacity 1) the new top is also the bottom.
                     self.prune();
                 }
@@ -192,12 +188,14 @@ impl State {
     fn remember(&mut self, frame: usize) -> Option<usize> {
         let page = self.pages[frame]?;
         if self.ghosts.is_full() {
-            let oldest = self.ghost_order.front()?;
+            let oldest = self.ghosts.oldest()?;
             self.drop_ghost(oldest);
         }
-        let ghost = self.ghosts.remember(page)?;
+        if self.ghosts.contains(page) {
+            return None;
+        }
+        let ghost = self.ghosts.insert(page, ())?;
         self.status[ghost] = Status::Ghost;
-        self.ghost_order.push_back(ghost);
         debug_assert!(self.ghosts.len() <= self.ghost_limit);
         Some(ghost)
     }
@@ -206,14 +204,14 @@ impl State {
     /// then `None` (back to the start).
     fn after(&self, at: Cursor) -> Option<Cursor> {
         match at {
-            Cursor::Queue(node) => match self.queue.next(node) {
+            Cursor::Queue(node) => match self.queue.newer(node) {
                 Some(next) => Some(Cursor::Queue(next)),
-                None => self.stack.front().map(Cursor::Stack),
+                None => self.stack.oldest().map(Cursor::Stack),
             },
             Cursor::Stack(node) => {
-                let mut next = self.stack.next(node);
+                let mut next = self.stack.newer(node);
                 while let Some(n) = next.filter(|&n| self.status[n] != Status::Lir) {
-                    next = self.stack.next(n);
+                    next = self.stack.newer(n);
                 }
                 next.map(Cursor::Stack)
             }
@@ -287,18 +285,17 @@ impl Policy for Lirs {
         state.pages[index] = Some(page);
         if let Some(ghost) = state.ghosts.find(page) {
             state.stack.replace(ghost, index);
-            state.ghost_order.unlink(ghost);
-            state.ghosts.forget(ghost);
+            state.ghosts.remove_handle(ghost);
             state.status[ghost] = Status::Free;
             state.promote(index);
         } else if state.lir < state.lir_target {
             state.status[index] = Status::Lir;
             state.lir += 1;
-            state.stack.push_back(index);
+            state.stack.push_newest(index);
         } else {
             state.status[index] = Status::Hir;
-            state.stack.push_back(index);
-            state.queue.push_back(index);
+            state.stack.push_newest(index);
+            state.queue.push_newest(index);
             state.prune();
         }
     }
@@ -355,14 +352,9 @@ impl Policy for Lirs {
     /// else `None` (R4).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let mut state = self.state.lock();
-        let bottom_lir = state.stack.front().filter(|&node| state.status[node] == Status::Lir);
-        let unblocked = state.cursor_node().or_else(|| state.queue.front()).or(bottom_lir);
-        let proposal = unblocked.or_else(|| {
-            let frame = state.blocked.tail()?;
-            state.blocked.move_to_newest(frame);
-            Some(frame)
-        });
-        proposal.map(frame_id)
+        let bottom_lir = state.stack.oldest().filter(|&node| state.status[node] == Status::Lir);
+        let unblocked = state.cursor_node().or_else(|| state.queue.oldest()).or(bottom_lir);
+        unblocked.or_else(|| state.blocked.rotate_oldest()).map(frame_id)
     }
 }
 
@@ -371,7 +363,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::history_p3::sim::{self, Pool};
+    use crate::testpool::{self as sim, Pool};
     use crate::TestHooks;
 
     /// The blocks of the example, A..E, as the simulated pool's pages 0..4.
@@ -389,7 +381,7 @@ mod tests {
         let state = policy.state.lock();
         let token = |node: usize| {
             let page = match state.status[node] {
-                Status::Ghost => state.ghosts.page(node).unwrap().get() - 1,
+                Status::Ghost => state.ghosts.page(node).unwrap().get(),
                 _ => pool.pages[node].unwrap(),
             };
             let letter = name(page);
@@ -401,7 +393,7 @@ mod tests {
             }
         };
         let join = |nodes: Vec<usize>| nodes.into_iter().map(token).collect::<Vec<_>>().join(" ");
-        (join(state.stack.to_vec()), join(state.queue.to_vec()))
+        (join(state.stack.oldest_first()), join(state.queue.oldest_first()))
     }
 
     /// Plays `refs` (block names) and returns the evicted blocks, in order.
@@ -508,14 +500,14 @@ mod tests {
         policy.on_rejected(FrameId(0), Rejection::SwizzledChildren, &h[0]);
         assert_eq!(propose(), Some(1));
         policy.on_rejected(FrameId(1), Rejection::InUse, &h[1]);
-        assert_eq!(policy.state.lock().stack.to_vec(), [0, 2, 1]);
+        assert_eq!(policy.state.lock().stack.oldest_first(), [0, 2, 1]);
         assert_eq!(h.evict(&policy), 2);
         assert_eq!(policy.state.lock().ghosts.len(), 1);
         assert_eq!(propose(), Some(0));
         policy.on_rejected(FrameId(0), Rejection::Root, &h[0]);
         let (stack, ghosts) = {
             let state = policy.state.lock();
-            (state.stack.to_vec(), state.ghosts.len())
+            (state.stack.oldest_first(), state.ghosts.len())
         };
         assert_eq!((stack, ghosts), (vec![1], 0));
         assert_eq!(h.evict(&policy), 1);
@@ -554,15 +546,14 @@ mod tests {
         play(&policy, &mut pool, "ABCDEFG");
         let state = policy.state.lock();
         assert_eq!((state.ghosts.len(), state.ghost_limit), (4, 4));
-        let remembered: Vec<u64> =
-            state.ghost_order.to_vec().iter().map(|&g| state.ghosts.page(g).unwrap().get() - 1).collect();
+        let remembered: Vec<u64> = state.ghosts.oldest_ids();
         assert_eq!(remembered, [block('C'), block('D'), block('E'), block('F')], "B was dropped first");
         drop(state);
         assert_eq!(render(&policy, &pool).0, "A c' d' e' f' g");
         let frame = pool.pages.iter().position(|&p| p == Some(block('G'))).unwrap();
         pool.remove(&policy, frame, false);
         assert_eq!(render(&policy, &pool).0, "A c' d' e' f'");
-        assert!(policy.state.lock().ghosts.find(PageId::new(block('G') + 1).unwrap()).is_none());
+        assert!(policy.state.lock().ghosts.find(PageId::new(block('G')).unwrap()).is_none());
         pool.fix(&policy, block('A'));
         assert_eq!((render(&policy, &pool).0, policy.state.lock().ghosts.len()), ("A".into(), 0));
     }
@@ -572,7 +563,7 @@ mod tests {
         let state = policy.state.lock();
         let capacity = pool.pages.len();
         let count = |s: Status| state.status.iter().filter(|&&x| x == s).count();
-        let stack = state.stack.to_vec();
+        let stack = state.stack.oldest_first();
         if let Some(&bottom) = stack.first() {
             assert_eq!(state.status[bottom], Status::Lir, "S's bottom is LIR");
         }
@@ -590,15 +581,17 @@ mod tests {
         }
         assert_eq!(state.queue.len(), count(Status::Hir));
         assert_eq!(state.ghosts.len(), count(Status::Ghost));
-        assert_eq!(state.ghost_order.len(), count(Status::Ghost));
+        for node in (0..state.status.len()).filter(|&n| state.status[n] == Status::Ghost) {
+            assert!(state.ghosts.page(node).is_some(), "ghost {node} remembers a page");
+        }
         assert!(state.ghosts.len() <= 2 * capacity);
         for f in 0..capacity {
             let resident = matches!(state.status[f], Status::Lir | Status::Hir | Status::Blocked);
             assert_eq!(resident, pool.pages[f].is_some(), "frame {f} residency");
             assert_eq!(state.status[f] == Status::Blocked, pool.blocked[f], "frame {f} blocked");
         }
-        for ghost in state.ghost_order.to_vec() {
-            let page = state.ghosts.page(ghost).unwrap().get() - 1;
+        for ghost in state.ghosts.oldest_first() {
+            let page = ghost.get();
             assert!(!pool.pages.contains(&Some(page)), "ghost page {page} is resident");
         }
     }
@@ -608,9 +601,9 @@ mod tests {
         /// counts match the pool, ghosts <= 2c; and proposals obey R3 and R4 (checked by the
         /// simulated pool).
         #[test]
-        fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario()) {
+        fn r4_invariants_hold_over_random_histories((capacity, ops) in sim::scenario(12)) {
             let policy = Lirs::new(capacity);
-            sim::drive(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
+            sim::run(capacity, &ops, &policy, |pool| check_invariants(&policy, pool));
         }
     }
 }

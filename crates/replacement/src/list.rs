@@ -1,120 +1,348 @@
-//! An intrusive doubly linked list over frame indices, shared by the queue-based policies (FIFO,
-//! LRU, SIEVE), and the resident/blocked bookkeeping they have in common.
+//! Intrusive doubly linked lists over frame indices, shared by every policy that keeps its
+//! frames in lists, and the resident/blocked bookkeeping of the queue-based policies.
 //!
-//! Links live in two arrays indexed by frame, so every operation is O(1) and allocates nothing
-//! after construction. The list is not synchronized; the policies keep it under a lock.
+//! - [`Queues`]: several lists over indices `0..capacity` sharing one pair of link arrays, each
+//!   index in at most one list. MRU, LRU-K, 2Q and MQ keep one list per paper queue (A1in and
+//!   Am, Q0..Q7, ...) plus a last list of blocked frames (R3).
+//! - [`SearchQueues`]: a [`Queues`] with a search cursor and a blocked list (2Q, MQ).
+//! - [`FrameList`]: a single such list. FIFO, LRU and SIEVE keep their queue in one, ARC, CAR and
+//!   S3-FIFO their two lists, LIRS its stack S and queue Q, CLOCK-Pro its clock. LIRS and
+//!   CLOCK-Pro index it by *node*: frames `0..capacity`, then ghost handles (`crate::ghost`).
+//! - [`Tracked`]: a queue plus a list of frames blocked as roots (FIFO, LRU, SIEVE).
+//! - [`TwoLists`]: two lists plus a list of blocked frames, with each frame's [`Place`] and page
+//!   (ARC's T1/T2, CAR's two clocks, S3-FIFO's small and main queues).
+//!
+//! Every operation is O(1) and allocates nothing after construction. The lists are not
+//! synchronized; the policies keep them under a lock.
 
-/// No frame: the end of the list.
+use crate::PageId;
+
+/// No index: the end of a list.
 const NIL: usize = usize::MAX;
-
-/// A list of distinct frames `0..capacity`, from the newest (head) to the oldest (tail).
-pub(crate) struct FrameList {
-    /// Toward the head: the next newer frame, or [`NIL`].
-    newer: Box<[usize]>,
-    /// Toward the tail: the next older frame, or [`NIL`].
-    older: Box<[usize]>,
-    linked: Box<[bool]>,
-    head: usize,
-    tail: usize,
-    len: usize,
-}
+/// The list number of an index in no list.
+const NO_QUEUE: u8 = u8::MAX;
 
 fn link(index: usize) -> Option<usize> {
     (index != NIL).then_some(index)
 }
 
-impl FrameList {
-    pub(crate) fn new(capacity: usize) -> FrameList {
-        FrameList {
+/// `n` lists over indices `0..capacity`; each index is in at most one list. Within a list,
+/// indices run from the oldest (tail) to the newest (head).
+pub(crate) struct Queues {
+    newer: Box<[usize]>,
+    older: Box<[usize]>,
+    /// The list holding each frame, or [`NO_QUEUE`].
+    queue: Box<[u8]>,
+    heads: Box<[usize]>,
+    tails: Box<[usize]>,
+    lens: Box<[usize]>,
+}
+
+impl Queues {
+    /// `n` empty lists (`n < 255`) over frames `0..capacity`.
+    pub(crate) fn new(capacity: usize, n: usize) -> Queues {
+        assert!(n < usize::from(NO_QUEUE), "too many queues");
+        Queues {
             newer: vec![NIL; capacity].into_boxed_slice(),
             older: vec![NIL; capacity].into_boxed_slice(),
-            linked: vec![false; capacity].into_boxed_slice(),
-            head: NIL,
-            tail: NIL,
-            len: 0,
+            queue: vec![NO_QUEUE; capacity].into_boxed_slice(),
+            heads: vec![NIL; n].into_boxed_slice(),
+            tails: vec![NIL; n].into_boxed_slice(),
+            lens: vec![0; n].into_boxed_slice(),
         }
     }
 
-    pub(crate) fn contains(&self, frame: usize) -> bool {
-        self.linked[frame]
+    /// The list holding `frame`, if any.
+    pub(crate) fn queue_of(&self, frame: usize) -> Option<usize> {
+        (self.queue[frame] != NO_QUEUE).then_some(usize::from(self.queue[frame]))
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.len
+    pub(crate) fn len(&self, q: usize) -> usize {
+        self.lens[q]
     }
 
-    #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+    /// The oldest frame of list `q`.
+    pub(crate) fn oldest(&self, q: usize) -> Option<usize> {
+        link(self.tails[q])
     }
 
-    /// The oldest frame.
-    pub(crate) fn tail(&self) -> Option<usize> {
-        link(self.tail)
+    /// The newest frame of list `q`.
+    pub(crate) fn newest(&self, q: usize) -> Option<usize> {
+        link(self.heads[q])
     }
 
-    /// The next newer frame after `frame` (which is in the list), or `None` at the head.
+    /// The next newer frame after `frame` in its list, or `None` at the head.
     pub(crate) fn newer(&self, frame: usize) -> Option<usize> {
         link(self.newer[frame])
     }
 
+    /// The next older frame after `frame` in its list, or `None` at the tail.
+    pub(crate) fn older(&self, frame: usize) -> Option<usize> {
+        link(self.older[frame])
+    }
+
+    /// Links `frame` as the newest of list `q`, unlinking it first from wherever it was.
+    pub(crate) fn push_newest(&mut self, q: usize, frame: usize) {
+        self.unlink(frame);
+        self.queue[frame] = u8::try_from(q).expect("queue number below NO_QUEUE");
+        self.newer[frame] = NIL;
+        self.older[frame] = self.heads[q];
+        match link(self.heads[q]) {
+            Some(head) => self.newer[head] = frame,
+            None => self.tails[q] = frame,
+        }
+        self.heads[q] = frame;
+        self.lens[q] += 1;
+    }
+
+    /// Unlinks `frame`; returns the list it was in.
+    pub(crate) fn unlink(&mut self, frame: usize) -> Option<usize> {
+        let q = self.queue_of(frame)?;
+        let (newer, older) = (self.newer[frame], self.older[frame]);
+        match link(newer) {
+            Some(n) => self.older[n] = older,
+            None => self.heads[q] = older,
+        }
+        match link(older) {
+            Some(o) => self.newer[o] = newer,
+            None => self.tails[q] = newer,
+        }
+        self.queue[frame] = NO_QUEUE;
+        self.newer[frame] = NIL;
+        self.older[frame] = NIL;
+        self.lens[q] -= 1;
+        Some(q)
+    }
+
+    /// Links `node` (in no list) just older than `anchor`, in `anchor`'s list.
+    pub(crate) fn insert_older_than(&mut self, node: usize, anchor: usize) {
+        debug_assert!(self.queue_of(node).is_none(), "node {node} is already linked");
+        let q = self.queue_of(anchor).expect("the anchor is linked");
+        let older = self.older[anchor];
+        self.queue[node] = self.queue[anchor];
+        self.older[node] = older;
+        self.newer[node] = anchor;
+        self.older[anchor] = node;
+        match link(older) {
+            Some(o) => self.newer[o] = node,
+            None => self.tails[q] = node,
+        }
+        self.lens[q] += 1;
+    }
+
+    /// Puts `new` (in no list) in the place of `old` (linked), which ends up in no list.
+    pub(crate) fn replace(&mut self, old: usize, new: usize) {
+        debug_assert!(self.queue_of(new).is_none(), "node {new} is already linked");
+        let q = self.queue_of(old).expect("the replaced node is linked");
+        let (newer, older) = (self.newer[old], self.older[old]);
+        self.queue[new] = self.queue[old];
+        self.newer[new] = newer;
+        self.older[new] = older;
+        match link(newer) {
+            Some(n) => self.older[n] = new,
+            None => self.heads[q] = new,
+        }
+        match link(older) {
+            Some(o) => self.newer[o] = new,
+            None => self.tails[q] = new,
+        }
+        self.queue[old] = NO_QUEUE;
+        self.newer[old] = NIL;
+        self.older[old] = NIL;
+    }
+
+    /// The frame after `frame` in a cyclic walk that visits the lists of `order` in turn, each
+    /// from oldest to newest. `frame` must be in one of them. Returns `frame` itself when it is
+    /// the only frame in those lists.
+    pub(crate) fn cyclic_successor(&self, order: &[usize], frame: usize) -> usize {
+        if let Some(next) = self.newer(frame) {
+            return next;
+        }
+        let q = self.queue_of(frame).expect("the frame is linked");
+        let at = order.iter().position(|&o| o == q).expect("the frame's list is in the order");
+        (1..=order.len())
+            .find_map(|step| self.oldest(order[(at + step) % order.len()]))
+            .expect("the frame's own list is not empty")
+    }
+
+    /// The proposal when only blocked frames are resident: the oldest of list `blocked`, rotated
+    /// to its newest end so that repeated calls cycle through all of them (R3, R4).
+    pub(crate) fn rotate_oldest(&mut self, blocked: usize) -> Option<usize> {
+        let frame = self.oldest(blocked)?;
+        self.push_newest(blocked, frame);
+        Some(frame)
+    }
+
+    /// The frames of list `q` from oldest to newest (tests and debugging).
+    #[cfg(test)]
+    pub(crate) fn oldest_first(&self, q: usize) -> Vec<usize> {
+        std::iter::successors(self.oldest(q), |&f| self.newer(f)).collect()
+    }
+}
+
+/// Lists `0..n` of a [`Queues`] searched for victims, list `n` of blocked frames (R3), and the
+/// search's *cursor* (2Q, MQ; README "Shared building blocks"). A rejection for `InUse` or
+/// `SwizzledChildren` moves the cursor to the rejected frame's successor in victim order: toward
+/// the newest end of its list, then the next list from its oldest end, cyclically. Until the next
+/// eviction, the cursor's frame is proposed before the policy's own choice.
+pub(crate) struct SearchQueues {
+    pub(crate) queues: Queues,
+    /// The searched lists, `0..n`, in victim order.
+    order: Box<[usize]>,
+    /// The frame to propose next during a search (a frame of a searched list).
+    pub(crate) cursor: Option<usize>,
+}
+
+impl SearchQueues {
+    /// `n` searched lists and a list of blocked frames over frames `0..capacity`.
+    pub(crate) fn new(capacity: usize, n: usize) -> SearchQueues {
+        SearchQueues { queues: Queues::new(capacity, n + 1), order: (0..n).collect(), cursor: None }
+    }
+
+    /// The list of blocked frames.
+    pub(crate) fn blocked(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether `frame` is in a searched list.
+    pub(crate) fn searchable(&self, frame: usize) -> bool {
+        self.queues.queue_of(frame).is_some_and(|q| q < self.order.len())
+    }
+
+    /// The frame after `frame` in the search; `None` if `frame` is the only one.
+    fn successor(&self, frame: usize) -> Option<usize> {
+        let next = self.queues.cyclic_successor(&self.order, frame);
+        (next != frame).then_some(next)
+    }
+
+    /// Keeps the cursor valid before `frame` leaves its place.
+    pub(crate) fn step_off(&mut self, frame: usize) {
+        if self.cursor == Some(frame) && self.searchable(frame) {
+            self.cursor = self.successor(frame);
+        }
+    }
+
+    /// Moves `frame` to the newest end of list `q`, keeping the cursor valid.
+    pub(crate) fn relink(&mut self, q: usize, frame: usize) {
+        self.step_off(frame);
+        self.queues.push_newest(q, frame);
+    }
+
+    /// Unlinks `frame`, keeping the cursor valid; returns the list it was in.
+    pub(crate) fn unlink(&mut self, frame: usize) -> Option<usize> {
+        self.step_off(frame);
+        self.queues.unlink(frame)
+    }
+
+    /// A rejection for `InUse` or `SwizzledChildren`: the frame keeps its place (the fix that
+    /// holds it was reported as a hit already) and the search moves on.
+    pub(crate) fn pass(&mut self, frame: usize) {
+        if self.searchable(frame) {
+            self.cursor = self.successor(frame);
+        }
+    }
+
+    /// A `Root` rejection: a searched frame moves to the blocked list; a free or blocked frame is
+    /// left alone, so a stale rejection cannot resurrect a free frame.
+    pub(crate) fn block(&mut self, frame: usize) {
+        if self.searchable(frame) {
+            self.relink(self.blocked(), frame);
+        }
+    }
+
+    /// The proposal: the cursor's frame during a search, else `first_choice`, else a blocked
+    /// frame (rotating), else `None` (R4).
+    pub(crate) fn propose(&mut self, first_choice: impl FnOnce(&Queues) -> Option<usize>) -> Option<usize> {
+        let unblocked = self.cursor.filter(|&f| self.searchable(f)).or_else(|| first_choice(&self.queues));
+        unblocked.or_else(|| self.queues.rotate_oldest(self.blocked()))
+    }
+}
+
+/// One list of distinct indices `0..capacity`, from the oldest to the newest: a [`Queues`] with
+/// a single list.
+pub(crate) struct FrameList(Queues);
+
+impl FrameList {
+    pub(crate) fn new(capacity: usize) -> FrameList {
+        FrameList(Queues::new(capacity, 1))
+    }
+
+    pub(crate) fn contains(&self, frame: usize) -> bool {
+        self.0.queue_of(frame).is_some()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len(0)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The oldest frame.
+    pub(crate) fn oldest(&self) -> Option<usize> {
+        self.0.oldest(0)
+    }
+
+    /// The next newer frame after `frame` (which is in the list), or `None` at the newest.
+    pub(crate) fn newer(&self, frame: usize) -> Option<usize> {
+        self.0.newer(frame)
+    }
+
+    /// The next newer frame after `frame` (which is in the list), wrapping from the newest to
+    /// the oldest: the list read as a circle, for clock hands.
+    pub(crate) fn next_cyclic(&self, frame: usize) -> usize {
+        self.newer(frame).or_else(|| self.oldest()).expect("the frame is in the list")
+    }
+
     /// Links `frame` (not in the list) as the newest.
     pub(crate) fn push_newest(&mut self, frame: usize) {
-        debug_assert!(!self.linked[frame]);
-        self.linked[frame] = true;
-        self.newer[frame] = NIL;
-        self.older[frame] = self.head;
-        match link(self.head) {
-            Some(head) => self.newer[head] = frame,
-            None => self.tail = frame,
+        debug_assert!(!self.contains(frame), "frame {frame} is already linked");
+        self.0.push_newest(0, frame);
+    }
+
+    /// Makes `frame` the newest, linking it if it was not in the list.
+    pub(crate) fn relink_newest(&mut self, frame: usize) {
+        if self.0.newest(0) != Some(frame) {
+            self.0.push_newest(0, frame);
         }
-        self.head = frame;
-        self.len += 1;
+    }
+
+    /// Links `frame` (not in the list) just older than `anchor` (in the list).
+    pub(crate) fn insert_older_than(&mut self, frame: usize, anchor: usize) {
+        self.0.insert_older_than(frame, anchor);
+    }
+
+    /// Puts `new` (not in the list) in the place of `old` (in the list), which is unlinked.
+    pub(crate) fn replace(&mut self, old: usize, new: usize) {
+        self.0.replace(old, new);
     }
 
     /// Unlinks `frame`; false if it was not in the list.
     pub(crate) fn unlink(&mut self, frame: usize) -> bool {
-        if !self.linked[frame] {
-            return false;
-        }
-        let (newer, older) = (self.newer[frame], self.older[frame]);
-        match link(newer) {
-            Some(n) => self.older[n] = older,
-            None => self.head = older,
-        }
-        match link(older) {
-            Some(o) => self.newer[o] = newer,
-            None => self.tail = newer,
-        }
-        self.linked[frame] = false;
-        self.newer[frame] = NIL;
-        self.older[frame] = NIL;
-        self.len -= 1;
-        true
+        self.0.unlink(frame).is_some()
     }
 
-    /// Moves `frame` to the head if it is in the list; false otherwise.
+    /// Moves `frame` to the newest end if it is in the list; false otherwise.
     pub(crate) fn move_to_newest(&mut self, frame: usize) -> bool {
-        if self.head == frame {
-            return true;
+        let linked = self.contains(frame);
+        if linked {
+            self.relink_newest(frame);
         }
-        let moved = self.unlink(frame);
-        if moved {
-            self.push_newest(frame);
-        }
-        moved
+        linked
+    }
+
+    /// The oldest frame, moved to the newest end, so that repeated calls cycle through the list:
+    /// how a policy proposes blocked frames when only they are resident (R3, R4).
+    pub(crate) fn rotate_oldest(&mut self) -> Option<usize> {
+        self.0.rotate_oldest(0)
     }
 
     /// The frames from oldest to newest (for tests and debugging).
     #[cfg(test)]
     pub(crate) fn oldest_first(&self) -> Vec<usize> {
-        let mut out = Vec::with_capacity(self.len);
-        let mut at = self.tail;
-        while let Some(frame) = link(at) {
-            out.push(frame);
-            at = self.newer[frame];
-        }
-        out
+        self.0.oldest_first(0)
     }
 }
 
@@ -153,9 +381,228 @@ impl Tracked {
     /// the blocked list so that repeated calls cycle through all of them; `None` if nothing is
     /// resident (R4).
     pub(crate) fn blocked_candidate(&mut self) -> Option<usize> {
-        let frame = self.blocked.tail()?;
-        self.blocked.move_to_newest(frame);
-        Some(frame)
+        self.blocked.rotate_oldest()
+    }
+}
+
+/// Where a frame is, for policies with two lists of resident frames (ARC's T1/T2, CAR's two
+/// clocks, S3-FIFO's small and main queues) and a list of frames blocked as roots (R3).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Place {
+    /// No page.
+    Free,
+    /// Resident in the first list (ARC/CAR T1, S3-FIFO small queue).
+    First,
+    /// Resident in the second list (ARC/CAR T2, S3-FIFO main queue).
+    Second,
+    /// Resident, rejected as a root; `true` if it came from the second list. It is in the blocked
+    /// list and in neither of the other two.
+    Blocked { from_second: bool },
+}
+
+/// The resident frames of a two-list policy: `first` and `second` (each a [`FrameList`], newest
+/// at the head), frames blocked as roots in `blocked` (R3), and each frame's [`Place`] and page. A
+/// resident frame is in exactly one of the three lists, as its place says.
+///
+/// CAR and S3-FIFO walk the two lists from their oldest ends, and a rejected frame goes round
+/// ([`TwoLists::pass`]); the passes since the last eviction steer the walk away from a list
+/// that holds only passed frames ([`TwoLists::choose_second`]).
+pub(crate) struct TwoLists {
+    pub(crate) first: FrameList,
+    pub(crate) second: FrameList,
+    pub(crate) blocked: FrameList,
+    place: Box<[Place]>,
+    pages: Box<[Option<PageId>]>,
+    /// Frames of each list passed by rejections since the last eviction.
+    passed: [usize; 2],
+}
+
+impl TwoLists {
+    pub(crate) fn new(capacity: usize) -> TwoLists {
+        TwoLists {
+            first: FrameList::new(capacity),
+            second: FrameList::new(capacity),
+            blocked: FrameList::new(capacity),
+            place: vec![Place::Free; capacity].into_boxed_slice(),
+            pages: vec![None; capacity].into_boxed_slice(),
+            passed: [0, 0],
+        }
+    }
+
+    pub(crate) fn place(&self, frame: usize) -> Place {
+        self.place[frame]
+    }
+
+    /// The first (`false`) or second (`true`) list.
+    pub(crate) fn list(&self, second: bool) -> &FrameList {
+        if second {
+            &self.second
+        } else {
+            &self.first
+        }
+    }
+
+    /// Frames in the two lists (blocked frames excluded).
+    pub(crate) fn unblocked(&self) -> usize {
+        self.first.len() + self.second.len()
+    }
+
+    /// `frame` now holds `page`, newest in the first or second list. A frame the policy still
+    /// tracks (a broken R1) is forgotten first.
+    pub(crate) fn insert(&mut self, frame: usize, page: PageId, second: bool) {
+        self.take(frame);
+        if second {
+            self.second.push_newest(frame);
+            self.place[frame] = Place::Second;
+        } else {
+            self.first.push_newest(frame);
+            self.place[frame] = Place::First;
+        }
+        self.pages[frame] = Some(page);
+    }
+
+    /// Forgets `frame`: returns where it was and its page (`Place::Free` and `None` for a free
+    /// frame).
+    pub(crate) fn take(&mut self, frame: usize) -> (Place, Option<PageId>) {
+        let place = std::mem::replace(&mut self.place[frame], Place::Free);
+        match place {
+            Place::Free => {}
+            Place::First => {
+                self.first.unlink(frame);
+            }
+            Place::Second => {
+                self.second.unlink(frame);
+            }
+            Place::Blocked { .. } => {
+                self.blocked.unlink(frame);
+            }
+        }
+        (place, self.pages[frame].take())
+    }
+
+    /// Moves an unblocked `frame` to the newest end of the second list (from either list).
+    pub(crate) fn promote(&mut self, frame: usize) {
+        match self.place[frame] {
+            Place::First => {
+                self.first.unlink(frame);
+                self.second.push_newest(frame);
+                self.place[frame] = Place::Second;
+            }
+            Place::Second => {
+                self.second.move_to_newest(frame);
+            }
+            Place::Free | Place::Blocked { .. } => {}
+        }
+    }
+
+    /// Moves an unblocked `frame` to the newest end of its own list.
+    pub(crate) fn rotate(&mut self, frame: usize) {
+        match self.place[frame] {
+            Place::First => {
+                self.first.move_to_newest(frame);
+            }
+            Place::Second => {
+                self.second.move_to_newest(frame);
+            }
+            Place::Free | Place::Blocked { .. } => {}
+        }
+    }
+
+    /// A rejection for `InUse` or `SwizzledChildren`: an unblocked `frame` goes round to the
+    /// newest end of its own list, and counts as passed.
+    pub(crate) fn pass(&mut self, frame: usize) {
+        let list = match self.place[frame] {
+            Place::First => 0,
+            Place::Second => 1,
+            Place::Free | Place::Blocked { .. } => return,
+        };
+        self.rotate(frame);
+        self.passed[list] += 1;
+    }
+
+    /// An eviction: the passes start again.
+    pub(crate) fn reset_passes(&mut self) {
+        self.passed = [0, 0];
+    }
+
+    /// The list a walk examines next: the first if `wants_first`, else the second; a list whose
+    /// every frame was passed since the last eviction is avoided while the other still has
+    /// unpassed frames; an empty list is never chosen (at least one must be non-empty). Returns
+    /// true for the second list.
+    pub(crate) fn choose_second(&self, wants_first: bool) -> bool {
+        let (n1, n2) = (self.first.len(), self.second.len());
+        let open1 = n1 > 0 && self.passed[0] < n1;
+        let open2 = n2 > 0 && self.passed[1] < n2;
+        let take_first = match (open1, open2) {
+            (true, true) => wants_first,
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => wants_first || n2 == 0,
+        };
+        !take_first
+    }
+
+    /// Moves an unblocked `frame` to the blocked list; a free or blocked frame is left alone, so
+    /// a stale rejection cannot resurrect a free frame.
+    pub(crate) fn block(&mut self, frame: usize) {
+        let from_second = match self.place[frame] {
+            Place::First => false,
+            Place::Second => true,
+            Place::Free | Place::Blocked { .. } => return,
+        };
+        self.list_mut(from_second).unlink(frame);
+        self.blocked.push_newest(frame);
+        self.place[frame] = Place::Blocked { from_second };
+    }
+
+    /// The proposal when both lists are empty: the longest-blocked frame, rotated to the back so
+    /// that repeated calls cycle through all of them; `None` if nothing is resident (R4).
+    pub(crate) fn blocked_candidate(&mut self) -> Option<usize> {
+        self.blocked.rotate_oldest()
+    }
+
+    fn list_mut(&mut self, second: bool) -> &mut FrameList {
+        if second {
+            &mut self.second
+        } else {
+            &mut self.first
+        }
+    }
+
+    /// Checks that places, lists and pages agree (for the proptests).
+    #[cfg(test)]
+    pub(crate) fn check(&self) {
+        let mut counts = [0usize; 3];
+        for (frame, place) in self.place.iter().enumerate() {
+            let (first, second, blocked) =
+                (self.first.contains(frame), self.second.contains(frame), self.blocked.contains(frame));
+            let expected = match place {
+                Place::Free => (false, false, false),
+                Place::First => (true, false, false),
+                Place::Second => (false, true, false),
+                Place::Blocked { .. } => (false, false, true),
+            };
+            assert_eq!((first, second, blocked), expected, "frame {frame} at {place:?}");
+            assert_eq!(self.pages[frame].is_some(), *place != Place::Free, "frame {frame}");
+            for (count, member) in counts.iter_mut().zip([first, second, blocked]) {
+                *count += usize::from(member);
+            }
+        }
+        assert_eq!(counts, [self.first.len(), self.second.len(), self.blocked.len()]);
+    }
+
+    /// The page numbers of the first (`false`) or second (`true`) list, oldest first (for the
+    /// tests).
+    #[cfg(test)]
+    pub(crate) fn page_ids(&self, second: bool) -> Vec<u64> {
+        let page = |frame: usize| self.pages[frame].expect("a listed frame holds a page").get();
+        self.list(second).oldest_first().into_iter().map(page).collect()
+    }
+
+    /// Whether `page` is resident (for the proptests: a resident page has no ghost).
+    #[cfg(test)]
+    pub(crate) fn holds(&self, page: PageId) -> bool {
+        self.pages.contains(&Some(page))
     }
 }
 
@@ -174,8 +621,63 @@ mod tests {
         assert_eq!(list.oldest_first(), [3, 4, 1, 0]);
         assert!(list.unlink(3) && list.unlink(0) && !list.unlink(2));
         assert_eq!(list.oldest_first(), [4, 1]);
-        assert_eq!((list.tail(), list.newer(4), list.newer(1)), (Some(4), Some(1), None));
+        assert_eq!((list.oldest(), list.newer(4), list.newer(1)), (Some(4), Some(1), None));
         assert!(list.unlink(1) && list.unlink(4));
-        assert!(list.is_empty() && list.tail().is_none() && !list.move_to_newest(4));
+        assert!(list.is_empty() && list.oldest().is_none() && !list.move_to_newest(4));
+    }
+
+    /// The operations LIRS and CLOCK-Pro use: insertion next to an anchor, replacement in
+    /// place, relinking and the cyclic walk.
+    #[test]
+    fn chain_links_stay_consistent() {
+        let mut chain = FrameList::new(6);
+        for n in [3, 0, 4] {
+            chain.push_newest(n);
+        }
+        chain.insert_older_than(1, 3);
+        chain.insert_older_than(5, 4);
+        assert_eq!(chain.oldest_first(), [1, 3, 0, 5, 4]);
+        chain.replace(0, 2);
+        assert_eq!(chain.oldest_first(), [1, 3, 2, 5, 4]);
+        assert!(!chain.contains(0) && chain.contains(2));
+        chain.relink_newest(1);
+        assert_eq!(chain.oldest_first(), [3, 2, 5, 4, 1]);
+        assert_eq!((chain.next_cyclic(1), chain.next_cyclic(3)), (3, 2));
+        assert!(chain.unlink(3) && chain.unlink(1) && !chain.unlink(0));
+        assert_eq!((chain.oldest_first(), chain.len(), chain.oldest()), (vec![2, 5, 4], 3, Some(2)));
+        chain.replace(4, 0);
+        assert_eq!(chain.oldest_first(), [2, 5, 0]);
+        chain.relink_newest(4);
+        assert_eq!(chain.oldest_first(), [2, 5, 0, 4], "relinking links a node not in the list");
+        assert_eq!(chain.rotate_oldest(), Some(2));
+        assert_eq!(chain.oldest_first(), [5, 0, 4, 2]);
+    }
+
+    #[test]
+    fn queues_keep_links_consistent() {
+        let mut q = Queues::new(6, 3);
+        for f in [3, 0, 4] {
+            q.push_newest(0, f);
+        }
+        q.push_newest(1, 1);
+        q.push_newest(1, 5);
+        assert_eq!((q.oldest_first(0), q.oldest_first(1)), (vec![3, 0, 4], vec![1, 5]));
+        q.push_newest(1, 0);
+        assert_eq!((q.oldest_first(0), q.oldest_first(1)), (vec![3, 4], vec![1, 5, 0]));
+        assert_eq!(
+            (q.newest(0), q.older(4), q.older(3), q.queue_of(0), q.queue_of(2)),
+            (Some(4), Some(3), None, Some(1), None)
+        );
+        // Cyclic walk over lists 2 (empty), 0 and 1.
+        let order = [2, 0, 1];
+        let walk: Vec<usize> =
+            std::iter::successors(Some(3), |&f| Some(q.cyclic_successor(&order, f))).take(6).collect();
+        assert_eq!(walk, [3, 4, 1, 5, 0, 3]);
+        assert_eq!(q.unlink(4), Some(0));
+        assert_eq!(q.unlink(4), None);
+        assert_eq!(q.rotate_oldest(1), Some(1));
+        assert_eq!(q.oldest_first(1), [5, 0, 1]);
+        assert_eq!((q.len(0), q.len(1), q.len(2)), (1, 3, 0));
+        assert_eq!(q.cyclic_successor(&[0], 3), 3, "a lone frame is its own successor");
     }
 }

@@ -109,7 +109,7 @@ impl Policy for Lru {
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let mut state = self.state.lock();
         let queue = &state.tracked.queue;
-        let unblocked = state.cursor.filter(|&f| queue.contains(f)).or_else(|| queue.tail());
+        let unblocked = state.cursor.filter(|&f| queue.contains(f)).or_else(|| queue.oldest());
         unblocked.or_else(|| state.tracked.blocked_candidate()).map(frame_id)
     }
 }

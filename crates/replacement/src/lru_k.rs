@@ -9,7 +9,8 @@ use std::ops::Bound;
 
 use parking_lot::Mutex;
 
-use crate::history_p1::{Ghosts, Queues};
+use crate::ghost::Ghosts;
+use crate::list::Queues;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// Where a frame stands.
@@ -276,7 +277,7 @@ impl Policy for LruK {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history_p1::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
     use proptest::prelude::*;
 
@@ -408,8 +409,7 @@ mod tests {
             policy.on_remove(FrameId(1), true, &h[1]);
             assert!(policy.state.lock().retained.len() <= 2);
         }
-        let retained: Vec<u64> =
-            policy.state.lock().retained.oldest_first().iter().map(|p| p.get()).collect();
+        let retained: Vec<u64> = policy.state.lock().retained.oldest_ids();
         assert_eq!(retained, [8, 9]);
     }
 
@@ -473,7 +473,7 @@ mod tests {
             sim::run(capacity, &ops, &policy, |pool| {
                 let state = policy.state.lock();
                 let mut ranked = BTreeSet::new();
-                for (f, page) in pool.frames.iter().enumerate() {
+                for (f, page) in pool.pages.iter().enumerate() {
                     let expected = match page {
                         None => Slot::Free,
                         Some(_) if pool.blocked[f] => Slot::Blocked,

@@ -6,7 +6,8 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p1::{Ghosts, Queues};
+use crate::ghost::Ghosts;
+use crate::list::SearchQueues;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// Number of sample distances between two re-estimations of `lifeTime`.
@@ -45,9 +46,12 @@ impl LifeTime {
 }
 
 struct State {
-    /// `m`: the number of frequency queues; list `m` holds blocked frames.
+    /// `m`: the number of frequency queues.
     m: usize,
-    queues: Queues,
+    /// The frequency queues `Q0..Qm-1`, searched in that order, and the blocked list (list `m`);
+    /// the cursor starts at the LRU end of the lowest non-empty queue and is reset by every
+    /// eviction.
+    search: SearchQueues,
     pages: Box<[Option<PageId>]>,
     /// Reference count of the resident page (restored from `Qout` on a ghost hit).
     freq: Box<[u64]>,
@@ -60,12 +64,6 @@ struct State {
     life_time: LifeTime,
     /// The paper's `Qout`: `(freq, last reference)` of evicted pages.
     qout: Ghosts<(u64, u64)>,
-    /// The queue order of the search, `0..m`.
-    order: Box<[usize]>,
-    /// After `InUse` or `SwizzledChildren` rejections, the frame to propose next (in a
-    /// frequency queue); `None` starts at the LRU end of the lowest non-empty queue. Reset by
-    /// every eviction.
-    cursor: Option<usize>,
 }
 
 impl State {
@@ -74,28 +72,9 @@ impl State {
         (freq.max(1).ilog2() as usize).min(self.m - 1)
     }
 
-    fn searchable(&self, frame: usize) -> bool {
-        self.queues.queue_of(frame).is_some_and(|q| q < self.m)
-    }
-
-    fn successor(&self, frame: usize) -> Option<usize> {
-        let next = self.queues.cyclic_successor(&self.order, frame);
-        (next != frame).then_some(next)
-    }
-
-    /// Keeps the cursor valid before `frame` leaves its place.
-    fn step_off(&mut self, frame: usize) {
-        if self.cursor == Some(frame) {
-            self.cursor = self.successor(frame);
-        }
-    }
-
     /// Unlinks `frame`; returns its page, frequency and last reference if it was resident.
     fn forget(&mut self, frame: usize) -> Option<(PageId, u64, u64)> {
-        if self.searchable(frame) {
-            self.step_off(frame);
-        }
-        self.queues.unlink(frame)?;
+        self.search.unlink(frame)?;
         let page = self.pages[frame].take()?;
         Some((page, self.freq[frame], self.last[frame]))
     }
@@ -105,12 +84,9 @@ impl State {
     fn settle(&mut self, frame: usize) {
         self.expire[frame] = self.now + self.life_time.value;
         self.last[frame] = self.now;
-        if self.queues.queue_of(frame) != Some(self.m) {
-            if self.searchable(frame) {
-                self.step_off(frame);
-            }
+        if self.search.queues.queue_of(frame) != Some(self.search.blocked()) {
             let q = self.queue_num(self.freq[frame]);
-            self.queues.push_newest(q, frame);
+            self.search.relink(q, frame);
         }
         self.now += 1;
         self.adjust();
@@ -120,18 +96,12 @@ impl State {
     /// moves to the MRU end of the queue below, with a new `expireTime`.
     fn adjust(&mut self) {
         for k in 1..self.m {
-            let Some(head) = self.queues.oldest(k) else { continue };
+            let Some(head) = self.search.queues.oldest(k) else { continue };
             if self.expire[head] < self.now {
-                self.step_off(head);
-                self.queues.push_newest(k - 1, head);
+                self.search.relink(k - 1, head);
                 self.expire[head] = self.now + self.life_time.value;
             }
         }
-    }
-
-    /// The LRU page of the lowest non-empty queue.
-    fn first_choice(&self) -> Option<usize> {
-        (0..self.m).find_map(|q| self.queues.oldest(q))
     }
 }
 
@@ -171,7 +141,7 @@ impl Mq {
         let floor = (capacity as u64).max(1);
         let state = State {
             m: queues,
-            queues: Queues::new(capacity, queues + 1),
+            search: SearchQueues::new(capacity, queues),
             pages: vec![None; capacity].into_boxed_slice(),
             freq: vec![0; capacity].into_boxed_slice(),
             expire: vec![0; capacity].into_boxed_slice(),
@@ -185,8 +155,6 @@ impl Mq {
                 samples: 0,
             },
             qout: Ghosts::new(qout),
-            order: (0..queues).collect(),
-            cursor: None,
         };
         Mq { m: queues, state: Mutex::new(state) }
     }
@@ -219,7 +187,7 @@ impl Policy for Mq {
         };
         state.freq[f] = freq;
         state.pages[f] = Some(page);
-        state.queues.push_newest(0, f);
+        state.search.queues.push_newest(0, f);
         state.settle(f);
     }
 
@@ -228,7 +196,7 @@ impl Policy for Mq {
     fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
         let mut state = self.state.lock();
         let f = frame.index();
-        if state.queues.queue_of(f).is_none() {
+        if state.search.queues.queue_of(f).is_none() {
             return;
         }
         let distance = state.now - state.last[f];
@@ -243,18 +211,8 @@ impl Policy for Mq {
         match why {
             // The frame keeps its place and frequency (the fix that holds it was reported as a
             // hit already); the search moves on.
-            Rejection::InUse | Rejection::SwizzledChildren => {
-                if state.searchable(f) {
-                    state.cursor = state.successor(f);
-                }
-            }
-            Rejection::Root => {
-                if state.searchable(f) {
-                    state.step_off(f);
-                    let blocked = state.m;
-                    state.queues.push_newest(blocked, f);
-                }
-            }
+            Rejection::InUse | Rejection::SwizzledChildren => state.search.pass(f),
+            Rejection::Root => state.search.block(f),
             Rejection::NotResident => {
                 state.forget(f);
             }
@@ -267,7 +225,7 @@ impl Policy for Mq {
         let mut state = self.state.lock();
         let forgotten = state.forget(frame.index());
         if evicted {
-            state.cursor = None;
+            state.search.cursor = None;
             if let Some((page, freq, last)) = forgotten {
                 state.qout.insert(page, (freq, last));
             }
@@ -278,16 +236,16 @@ impl Policy for Mq {
     /// only blocked frames are resident, one of them; else `None` (R4).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let mut state = self.state.lock();
-        let unblocked = state.cursor.filter(|&f| state.searchable(f)).or_else(|| state.first_choice());
-        let blocked = self.m;
-        unblocked.or_else(|| state.queues.rotate_oldest(blocked)).map(frame_id)
+        let m = self.m;
+        // The LRU page of the lowest non-empty queue.
+        state.search.propose(|queues| (0..m).find_map(|q| queues.oldest(q))).map(frame_id)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history_p1::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
     use proptest::prelude::*;
     use std::collections::{HashMap, VecDeque};
@@ -303,7 +261,7 @@ mod tests {
     /// Each queue's frames, LRU end first.
     fn queues(policy: &Mq) -> Vec<Vec<usize>> {
         let state = policy.state.lock();
-        (0..state.m).map(|q| state.queues.oldest_first(q)).collect()
+        (0..state.m).map(|q| state.search.queues.oldest_first(q)).collect()
     }
 
     /// Hand-worked, 3 queues, 3 frames, lifeTime 100 (no demotion): frequencies put pages in
@@ -330,7 +288,7 @@ mod tests {
         load(&policy, &h, 2, 3);
         assert_eq!(queues(&policy), [vec![], vec![1, 2], vec![0]], "c back with f = 2");
         assert_eq!(h.evict(&policy), 1);
-        let qout: Vec<u64> = policy.state.lock().qout.oldest_first().iter().map(|p| p.get()).collect();
+        let qout: Vec<u64> = policy.state.lock().qout.oldest_ids();
         assert_eq!(qout, [4, 2]);
         assert_eq!(policy.state.lock().qout.remove(pid(2)), Some((2, 6)), "b: f = 2, last referenced at t6");
     }
@@ -379,7 +337,7 @@ mod tests {
         policy.on_remove(FrameId(1), false, &h[1]);
         assert_eq!(h.evict(&policy), 0);
         assert_eq!(h.evict(&policy), 2, "the root last");
-        let qout: Vec<u64> = policy.state.lock().qout.oldest_first().iter().map(|p| p.get()).collect();
+        let qout: Vec<u64> = policy.state.lock().qout.oldest_ids();
         assert_eq!(qout, [1, 3], "the freed page 2 is not remembered");
     }
 
@@ -488,8 +446,8 @@ mod tests {
             let policy = Mq::with_params(capacity, m, 2 * capacity, life);
             sim::run(capacity, &ops, &policy, |pool| {
                 let state = policy.state.lock();
-                for (f, page) in pool.frames.iter().enumerate() {
-                    let list = state.queues.queue_of(f);
+                for (f, page) in pool.pages.iter().enumerate() {
+                    let list = state.search.queues.queue_of(f);
                     match page {
                         None => assert_eq!(list, None),
                         Some(page) => {
@@ -504,7 +462,7 @@ mod tests {
                     }
                 }
                 assert!(state.qout.len() <= 2 * capacity);
-                for (f, page) in pool.frames.iter().enumerate() {
+                for (f, page) in pool.pages.iter().enumerate() {
                     if page.is_some() {
                         assert!(state.last[f] < state.now);
                         if let Some(life) = life {

@@ -5,7 +5,7 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p1::Queues;
+use crate::list::Queues;
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// The list of unblocked resident frames, from least (oldest) to most recently used (newest).
@@ -134,7 +134,7 @@ impl Policy for Mru {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history_p1::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
     use proptest::prelude::*;
 
@@ -228,7 +228,7 @@ mod tests {
             let policy = Mru::new(capacity);
             sim::run(capacity, &ops, &policy, |pool| {
                 let state = policy.state.lock();
-                for (f, page) in pool.frames.iter().enumerate() {
+                for (f, page) in pool.pages.iter().enumerate() {
                     let expected = page.map(|_| if pool.blocked[f] { BLOCKED } else { RESIDENT });
                     assert_eq!(state.queues.queue_of(f), expected, "frame {f}");
                 }

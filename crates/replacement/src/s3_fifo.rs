@@ -7,7 +7,8 @@
 
 use parking_lot::Mutex;
 
-use crate::ghost_p2::{GhostList, Lists, Place};
+use crate::ghost::Ghosts;
+use crate::list::{Place, TwoLists};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// The counter's cap: two bits.
@@ -15,15 +16,11 @@ const MAX_FREQ: u32 = 3;
 
 struct State {
     /// S (`first`) and M (`second`), each from the tail (oldest) to the head (newest).
-    lists: Lists,
-    /// G: page ids evicted from S, newest first, at most `ghost_capacity` of them.
-    ghost: GhostList,
-    ghost_capacity: usize,
+    lists: TwoLists,
+    /// G: page ids evicted from S, at most `capacity - capacity / 10` of them (the oldest goes
+    /// first).
+    ghost: Ghosts,
     capacity: usize,
-    /// Frames of S and M moved to their queue's head because the pool rejected them (`InUse`,
-    /// `SwizzledChildren`) since the last eviction; when they reach a queue's length, the search
-    /// turns to the other queue (README "S3-FIFO", step 6).
-    passed: [usize; 2],
 }
 
 impl State {
@@ -38,19 +35,11 @@ impl State {
     }
 
     /// The queue to start from: S if it is due, else M; a queue whose every frame was passed by
-    /// rejections is avoided while the other has unpassed frames; an empty queue is never chosen
-    /// (one must be non-empty). Returns true for M.
+    /// rejections since the last eviction is avoided while the other has unpassed frames
+    /// (README "S3-FIFO", step 6); an empty queue is never chosen (one must be non-empty).
+    /// Returns true for M.
     fn start_in_main(&self) -> bool {
-        let (s, m) = (self.lists.first.len(), self.lists.second.len());
-        let open_s = s > 0 && self.passed[0] < s;
-        let open_m = m > 0 && self.passed[1] < m;
-        let small = match (open_s, open_m) {
-            (true, true) => self.small_is_due(),
-            (true, false) => true,
-            (false, true) => false,
-            (false, false) => self.small_is_due() || m == 0,
-        };
-        !small
+        self.lists.choose_second(self.small_is_due())
     }
 }
 
@@ -74,11 +63,9 @@ impl S3Fifo {
         let ghost_capacity = capacity - capacity / 10;
         S3Fifo {
             state: Mutex::new(State {
-                lists: Lists::new(capacity),
-                ghost: GhostList::with_capacity(ghost_capacity + 1),
-                ghost_capacity,
+                lists: TwoLists::new(capacity),
+                ghost: Ghosts::preallocated(ghost_capacity),
                 capacity,
-                passed: [0, 0],
             }),
         }
     }
@@ -96,7 +83,7 @@ impl Policy for S3Fifo {
         let mut guard = self.state.lock();
         let state = &mut *guard;
         state.lists.take(frame.index());
-        let to_main = state.ghost.remove(page);
+        let to_main = state.ghost.remove(page).is_some();
         state.lists.insert(frame.index(), page, to_main);
     }
 
@@ -114,15 +101,7 @@ impl Policy for S3Fifo {
         match why {
             // Back to the head of its own queue, counter unchanged: for `InUse`, the fix holding
             // the latch has already counted (or is the load, which is no second access).
-            Rejection::InUse | Rejection::SwizzledChildren => {
-                let queue = match state.lists.place(index) {
-                    Place::First => 0,
-                    Place::Second => 1,
-                    Place::Free | Place::Blocked { .. } => return,
-                };
-                state.lists.rotate(index);
-                state.passed[queue] += 1;
-            }
+            Rejection::InUse | Rejection::SwizzledChildren => state.lists.pass(index),
             Rejection::Root => state.lists.block(index),
             Rejection::NotResident => {
                 state.lists.take(index);
@@ -137,12 +116,9 @@ impl Policy for S3Fifo {
         let state = &mut *guard;
         let (place, page) = state.lists.take(frame.index());
         if evicted {
-            state.passed = [0, 0];
+            state.lists.reset_passes();
             if let (Place::First | Place::Blocked { from_second: false }, Some(page)) = (place, page) {
-                state.ghost.push_newest(page);
-                while state.ghost.len() > state.ghost_capacity {
-                    state.ghost.pop_oldest();
-                }
+                state.ghost.insert(page, ());
             }
         }
     }
@@ -166,10 +142,10 @@ impl Policy for S3Fifo {
         }
         let mut in_main = state.start_in_main();
         for _ in 0..4 * tracked + 2 {
-            if state.lists.list(in_main).tail().is_none() {
+            if state.lists.list(in_main).oldest().is_none() {
                 in_main = !in_main;
             }
-            let oldest = state.lists.list(in_main).tail().expect("one queue is non-empty");
+            let oldest = state.lists.list(in_main).oldest().expect("one queue is non-empty");
             let hook = hooks.hook(frame_id(oldest));
             let freq = hook.get();
             if in_main {
@@ -186,8 +162,8 @@ impl Policy for S3Fifo {
                 in_main = state.main_is_over();
             }
         }
-        let queue = if state.lists.list(in_main).tail().is_none() { !in_main } else { in_main };
-        state.lists.list(queue).tail().map(frame_id)
+        let queue = if state.lists.list(in_main).oldest().is_none() { !in_main } else { in_main };
+        state.lists.list(queue).oldest().map(frame_id)
     }
 }
 
@@ -198,7 +174,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::ghost_p2::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
 
     fn load(policy: &S3Fifo, h: &TestHooks, frame: u32, id: u64) {
@@ -208,11 +184,7 @@ mod tests {
     /// (S, M) frames from the oldest, and G's pages from the oldest.
     fn snapshot(policy: &S3Fifo) -> (Vec<usize>, Vec<usize>, Vec<u64>) {
         let state = policy.state.lock();
-        (
-            state.lists.first.oldest_first(),
-            state.lists.second.oldest_first(),
-            state.ghost.oldest_first().iter().map(|p| p.get()).collect(),
-        )
+        (state.lists.first.oldest_first(), state.lists.second.oldest_first(), state.ghost.oldest_ids())
     }
 
     /// Hand-worked from the paper's Algorithm 1 (its figures give no small trace), capacity 4:
@@ -390,11 +362,11 @@ mod tests {
         /// Serving a trace one eviction per miss, `S3Fifo` hits, evicts and keeps its queues and
         /// ghosts exactly as the reference model of the paper does.
         #[test]
-        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace()) {
-            let policy = S3Fifo::new(capacity as usize);
+        fn r4_matches_the_paper_model_one_eviction_per_miss((capacity, trace) in sim::trace(8)) {
+            let policy = S3Fifo::new(capacity);
             let served = sim::replay(capacity, &trace, &policy);
             let mut model = Model {
-                c: capacity as usize,
+                c: capacity,
                 small: VecDeque::new(),
                 main: VecDeque::new(),
                 ghost: VecDeque::new(),
@@ -403,26 +375,23 @@ mod tests {
             let expected: Vec<_> = trace.iter().map(|&x| model.request(x)).collect();
             prop_assert_eq!(served, expected);
             let state = policy.state.lock();
-            let pages = |list: &crate::list::FrameList| -> Vec<u64> {
-                list.oldest_first().iter().map(|&f| state.lists.page(f).unwrap().get()).collect()
-            };
-            prop_assert_eq!(pages(&state.lists.first), Vec::from(model.small));
-            prop_assert_eq!(pages(&state.lists.second), Vec::from(model.main));
-            let ghosts: Vec<u64> = state.ghost.oldest_first().iter().map(|p| p.get()).collect();
-            prop_assert_eq!(ghosts, Vec::from(model.ghost));
+            prop_assert_eq!(state.lists.page_ids(false), Vec::from(model.small));
+            prop_assert_eq!(state.lists.page_ids(true), Vec::from(model.main));
+            prop_assert_eq!(state.ghost.oldest_ids(), Vec::from(model.ghost));
         }
 
         /// S3-FIFO's invariants (counters in 0..=3, |G| <= capacity - capacity / 10, no ghost for
         /// a resident page, queues consistent) and the rejection rules hold after every step of
         /// random pool histories with ghost hits.
         #[test]
-        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario()) {
-            let policy = S3Fifo::new(capacity as usize);
-            sim::run(capacity, &ops, &policy, || {
+        fn r3_r4_invariants_hold_on_random_histories((capacity, ops) in sim::scenario(10)) {
+            let policy = S3Fifo::new(capacity);
+            sim::run(capacity, &ops, &policy, |_| {
                 let state = policy.state.lock();
                 state.lists.check();
-                assert!(state.ghost.len() <= state.ghost_capacity);
-                assert!(state.ghost.allocated() <= state.ghost_capacity + 1);
+                let ghost_capacity = state.capacity - state.capacity / 10;
+                assert!(state.ghost.len() <= ghost_capacity);
+                assert!(state.ghost.allocated() <= ghost_capacity + 1);
                 for ghost in state.ghost.oldest_first() {
                     assert!(!state.lists.holds(ghost), "resident page {ghost:?} has a ghost");
                 }

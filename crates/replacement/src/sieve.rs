@@ -100,7 +100,7 @@ impl Policy for Sieve {
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
         let mut state = self.state.lock();
         let queue = &state.tracked.queue;
-        let Some(tail) = queue.tail() else {
+        let Some(tail) = queue.oldest() else {
             return state.tracked.blocked_candidate().map(frame_id);
         };
         let mut at = state.hand.filter(|&f| queue.contains(f)).unwrap_or(tail);

@@ -5,60 +5,37 @@
 
 use parking_lot::Mutex;
 
-use crate::history_p1::{Ghosts, Queues};
+use crate::ghost::Ghosts;
+use crate::list::{Queues, SearchQueues};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
 /// First-time pages, FIFO (oldest first).
 const A1IN: usize = 0;
 /// Re-referenced pages, LRU (least recently used first).
 const AM: usize = 1;
-/// Frames rejected as roots (R3).
-const BLOCKED: usize = 2;
 
 struct State {
     /// The paper's `Kin`: `A1in` is reclaimed from while it holds more than this many pages.
     kin: usize,
-    queues: Queues,
+    /// `A1in` and `Am`, searched in that order, and the blocked list; the cursor starts at the
+    /// paper's choice and is reset by every eviction.
+    search: SearchQueues,
     pages: Box<[Option<PageId>]>,
     /// The paper's `A1out`: ids of pages evicted from `A1in`, at most `Kout` of them.
     a1out: Ghosts<()>,
-    /// After `InUse` or `SwizzledChildren` rejections, the frame to propose next (a frame of
-    /// `A1in` or `Am`); `None` starts at the paper's choice. Reset by every eviction.
-    cursor: Option<usize>,
+}
+
+/// The paper's `reclaimfor`: the tail of `A1in` if it holds more than `kin` pages, else the
+/// tail of `Am`; the other list when the chosen one is empty.
+fn reclaim_for(queues: &Queues, kin: usize) -> Option<usize> {
+    let (first, second) = if queues.len(A1IN) > kin { (A1IN, AM) } else { (AM, A1IN) };
+    queues.oldest(first).or_else(|| queues.oldest(second))
 }
 
 impl State {
-    /// The paper's `reclaimfor`: the tail of `A1in` if it holds more than `Kin` pages, else the
-    /// tail of `Am`; the other list when the chosen one is empty.
-    fn first_choice(&self) -> Option<usize> {
-        let (first, second) = if self.queues.len(A1IN) > self.kin { (A1IN, AM) } else { (AM, A1IN) };
-        self.queues.oldest(first).or_else(|| self.queues.oldest(second))
-    }
-
-    /// The frame after `frame` in the search: toward the newest end of its list, then the other
-    /// list from its oldest end, cyclically; `None` if `frame` is the only one.
-    fn successor(&self, frame: usize) -> Option<usize> {
-        let next = self.queues.cyclic_successor(&[A1IN, AM], frame);
-        (next != frame).then_some(next)
-    }
-
-    fn searchable(&self, frame: usize) -> bool {
-        matches!(self.queues.queue_of(frame), Some(A1IN | AM))
-    }
-
-    /// Keeps the cursor valid before `frame` leaves its place.
-    fn step_off(&mut self, frame: usize) {
-        if self.cursor == Some(frame) {
-            self.cursor = self.successor(frame);
-        }
-    }
-
     /// Unlinks `frame`; returns its page and the list it was in, if it was resident.
     fn forget(&mut self, frame: usize) -> Option<(PageId, usize)> {
-        if self.searchable(frame) {
-            self.step_off(frame);
-        }
-        let list = self.queues.unlink(frame)?;
+        let list = self.search.unlink(frame)?;
         self.pages[frame].take().map(|page| (page, list))
     }
 }
@@ -95,10 +72,9 @@ impl TwoQ {
         check_capacity(capacity);
         let state = State {
             kin,
-            queues: Queues::new(capacity, 3),
+            search: SearchQueues::new(capacity, 2),
             pages: vec![None; capacity].into_boxed_slice(),
             a1out: Ghosts::new(kout),
-            cursor: None,
         };
         TwoQ { kin, kout, state: Mutex::new(state) }
     }
@@ -122,7 +98,7 @@ impl Policy for TwoQ {
         let f = frame.index();
         state.forget(f);
         let list = if state.a1out.remove(page).is_some() { AM } else { A1IN };
-        state.queues.push_newest(list, f);
+        state.search.queues.push_newest(list, f);
         state.pages[f] = Some(page);
     }
 
@@ -130,9 +106,8 @@ impl Policy for TwoQ {
     fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
         let mut state = self.state.lock();
         let f = frame.index();
-        if state.queues.queue_of(f) == Some(AM) {
-            state.step_off(f);
-            state.queues.push_newest(AM, f);
+        if state.search.queues.queue_of(f) == Some(AM) {
+            state.search.relink(AM, f);
         }
     }
 
@@ -142,17 +117,8 @@ impl Policy for TwoQ {
         match why {
             // The frame keeps its place (the fix that holds it was reported as a hit already);
             // the search moves on.
-            Rejection::InUse | Rejection::SwizzledChildren => {
-                if state.searchable(f) {
-                    state.cursor = state.successor(f);
-                }
-            }
-            Rejection::Root => {
-                if state.searchable(f) {
-                    state.step_off(f);
-                    state.queues.push_newest(BLOCKED, f);
-                }
-            }
+            Rejection::InUse | Rejection::SwizzledChildren => state.search.pass(f),
+            Rejection::Root => state.search.block(f),
             Rejection::NotResident => {
                 state.forget(f);
             }
@@ -165,7 +131,7 @@ impl Policy for TwoQ {
         let mut state = self.state.lock();
         let forgotten = state.forget(frame.index());
         if evicted {
-            state.cursor = None;
+            state.search.cursor = None;
             if let Some((page, A1IN)) = forgotten {
                 state.a1out.insert(page, ());
             }
@@ -177,15 +143,15 @@ impl Policy for TwoQ {
     /// else `None` (R4).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let mut state = self.state.lock();
-        let unblocked = state.cursor.filter(|&f| state.searchable(f)).or_else(|| state.first_choice());
-        unblocked.or_else(|| state.queues.rotate_oldest(BLOCKED)).map(frame_id)
+        let kin = state.kin;
+        state.search.propose(|queues| reclaim_for(queues, kin)).map(frame_id)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history_p1::sim;
+    use crate::testpool as sim;
     use crate::TestHooks;
     use proptest::prelude::*;
     use std::collections::VecDeque;
@@ -201,8 +167,8 @@ mod tests {
     /// (A1in, Am) frames oldest first, and A1out's page ids oldest first.
     fn lists(policy: &TwoQ) -> (Vec<usize>, Vec<usize>, Vec<u64>) {
         let state = policy.state.lock();
-        let out = state.a1out.oldest_first().iter().map(|p| p.get()).collect();
-        (state.queues.oldest_first(A1IN), state.queues.oldest_first(AM), out)
+        let out = state.a1out.oldest_ids();
+        (state.search.queues.oldest_first(A1IN), state.search.queues.oldest_first(AM), out)
     }
 
     /// Hand-worked (Johnson & Shasha give no step-by-step reference string): 4 frames, Kin = 1,
@@ -381,22 +347,23 @@ mod tests {
             let (kin, kout) = policy.sizes();
             sim::run(capacity, &ops, &policy, |pool| {
                 let state = policy.state.lock();
-                for (f, page) in pool.frames.iter().enumerate() {
-                    let list = state.queues.queue_of(f);
+                for (f, page) in pool.pages.iter().enumerate() {
+                    let list = state.search.queues.queue_of(f);
                     match page {
                         None => assert_eq!(list, None),
                         Some(page) => {
-                            assert_eq!(list == Some(BLOCKED), pool.blocked[f], "frame {f}");
+                            assert_eq!(list == Some(state.search.blocked()), pool.blocked[f], "frame {f}");
                             assert!(list.is_some());
                             assert!(!state.a1out.contains(pid(*page)), "resident {page} in A1out");
                         }
                     }
                 }
                 assert!(state.a1out.len() <= kout);
-                if state.cursor.is_none() {
-                    if let Some(first) = state.first_choice() {
-                        let from_a1in = state.queues.queue_of(first) == Some(A1IN);
-                        let a1in_over = state.queues.len(A1IN) > kin || state.queues.len(AM) == 0;
+                if state.search.cursor.is_none() {
+                    let queues = &state.search.queues;
+                    if let Some(first) = reclaim_for(queues, kin) {
+                        let from_a1in = queues.queue_of(first) == Some(A1IN);
+                        let a1in_over = queues.len(A1IN) > kin || queues.len(AM) == 0;
                         assert_eq!(from_a1in, a1in_over);
                     }
                 }
