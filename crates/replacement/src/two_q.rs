@@ -117,7 +117,16 @@ impl Policy for TwoQ {
         match why {
             // The frame keeps its place (the fix that holds it was reported as a hit already);
             // the search moves on.
-            Rejection::InUse | Rejection::SwizzledChildren => state.search.pass(f),
+            Rejection::InUse => state.search.pass(f),
+            // Unevictable until its children go: back to the newest end of its own queue, as if
+            // just loaded (A1in) or used (Am). Passing it instead would re-propose it after every
+            // eviction, since each eviction restarts the search: in a swizzling pool the A1in
+            // tail fills with inner nodes, and that cost 29 refusals per eviction.
+            Rejection::SwizzledChildren => {
+                if let Some(q) = state.search.queues.queue_of(f).filter(|&q| q == A1IN || q == AM) {
+                    state.search.relink(q, f);
+                }
+            }
             Rejection::Root => state.search.block(f),
             Rejection::NotResident => {
                 state.forget(f);
@@ -238,8 +247,9 @@ mod tests {
         assert_eq!(lists(&policy).2, Vec::<u64>::new(), "Am evictions are not remembered");
     }
 
-    /// `InUse` and `SwizzledChildren` move the search along A1in, then into Am, and wrap; `Root`
-    /// blocks; a freed page is not remembered in A1out and moves the search on.
+    /// `SwizzledChildren` requeues the frame at its queue's newest end; `InUse` moves the search
+    /// along A1in, then into Am, and wraps; `Root` blocks; a freed page is not remembered in A1out
+    /// and moves the search on.
     #[test]
     fn r3_rejections_and_frees() {
         let policy = TwoQ::with_sizes(4, 1, 4);
@@ -253,19 +263,22 @@ mod tests {
         assert_eq!(lists(&policy), (vec![1, 2, 3], vec![0], vec![]));
         assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
         policy.on_rejected(FrameId(1), Rejection::SwizzledChildren, &h[1]);
+        assert_eq!(lists(&policy).0, [2, 3, 1], "requeued at A1in's newest end");
         assert_eq!(policy.next_candidate(&h), Some(FrameId(2)));
         policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(3)));
         policy.on_rejected(FrameId(3), Rejection::InUse, &h[3]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
+        policy.on_rejected(FrameId(1), Rejection::InUse, &h[1]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(0)), "past A1in's head into Am");
         policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
-        assert_eq!(policy.next_candidate(&h), Some(FrameId(1)), "wraps to A1in's tail");
-        policy.on_remove(FrameId(1), false, &h[1]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(3)), "wraps to A1in's tail");
+        policy.on_remove(FrameId(3), false, &h[3]);
         assert_eq!(lists(&policy).2, Vec::<u64>::new(), "freed, not evicted");
-        assert_eq!(h.evict(&policy), 3, "the freed frame's successor in the search");
+        assert_eq!(h.evict(&policy), 1, "the freed frame's successor in the search");
         assert_eq!(h.evict(&policy), 0);
         assert_eq!(h.evict(&policy), 2, "the root last");
-        assert_eq!(lists(&policy).2, [4], "blocked and Am evictions are not remembered");
+        assert_eq!(lists(&policy).2, [2], "blocked and Am evictions are not remembered");
     }
 
     /// Victims of 2Q over page ids, written from the paper with plain `VecDeque`s (oldest or LRU
