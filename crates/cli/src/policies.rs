@@ -268,31 +268,71 @@ pub fn print_checks(out: &mut impl Write, plan: &Plan, variants: &[Variant]) -> 
             }
         }
         if let [a, b] = plan.modes[..] {
-            let order = |mode: PoolMode| {
-                let mut ranked: Vec<(f64, String)> = plan
-                    .policies
-                    .iter()
-                    .filter_map(|&p| {
-                        let v = variants
+            // Hit ratios of the policies measured in both modes, in plan order.
+            let pairs: Vec<(f64, f64)> = plan
+                .policies
+                .iter()
+                .filter_map(|&p| {
+                    let at = |mode| {
+                        variants
                             .iter()
-                            .find(|v| v.fraction == fraction && v.mode == mode && v.policy == p)?;
-                        Some((v.hit_ratio()?, p.to_string()))
-                    })
-                    .collect();
-                ranked.sort_by(|x, y| y.0.total_cmp(&x.0));
-                ranked.into_iter().map(|(_, n)| n).collect::<Vec<_>>()
-            };
-            let (ra, rb) = (order(a), order(b));
-            let top = |r: &[String]| r.iter().take(3).cloned().collect::<Vec<_>>().join(" > ");
-            writeln!(
-                out,
-                "  {pct:.0}%: best hit ratios {a}: {}; {b}: {} (paper: ranking unchanged by swizzling)",
-                top(&ra),
-                top(&rb)
-            )?;
+                            .find(|v| v.fraction == fraction && v.mode == mode && v.policy == p)
+                            .and_then(Variant::hit_ratio)
+                    };
+                    Some((at(a)?, at(b)?))
+                })
+                .collect();
+            if pairs.len() >= 3 {
+                let (xs, ys): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+                let spread = |v: &[f64]| {
+                    let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+                    (hi - lo) * 100.0
+                };
+                writeln!(
+                    out,
+                    "  {pct:.0}%: hit-ratio ranking {a} vs {b}: Spearman rho = {:.2} over {} policies \
+                     (spread {:.2} / {:.2} points; paper: ranking unchanged by swizzling)",
+                    spearman(&xs, &ys),
+                    pairs.len(),
+                    spread(&xs),
+                    spread(&ys)
+                )?;
+            }
         }
     }
     Ok(())
+}
+
+/// Spearman's rank correlation of two equally long samples (ties get their mean rank).
+fn spearman(xs: &[f64], ys: &[f64]) -> f64 {
+    fn ranks(v: &[f64]) -> Vec<f64> {
+        let mut order: Vec<usize> = (0..v.len()).collect();
+        order.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
+        let mut r = vec![0.0; v.len()];
+        let mut i = 0;
+        while i < order.len() {
+            let mut j = i;
+            while j + 1 < order.len() && v[order[j + 1]] == v[order[i]] {
+                j += 1;
+            }
+            for &k in &order[i..=j] {
+                r[k] = (i + j) as f64 / 2.0;
+            }
+            i = j + 1;
+        }
+        r
+    }
+    let (rx, ry) = (ranks(xs), ranks(ys));
+    let n = rx.len() as f64;
+    let mean = (n - 1.0) / 2.0;
+    let cov: f64 = rx.iter().zip(&ry).map(|(a, b)| (a - mean) * (b - mean)).sum();
+    let var = |r: &[f64]| r.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>();
+    let den = (var(&rx) * var(&ry)).sqrt();
+    if den == 0.0 {
+        0.0
+    } else {
+        cov / den
+    }
 }
 
 /// CSV header of [`write_csv`].
@@ -390,4 +430,17 @@ pub fn chart(
 /// The hit ratio of one measurement, for [`chart`].
 pub fn measurement_hit_ratio(m: &Measurement) -> Option<f64> {
     hit_ratio(&m.stats).map(|h| h * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spearman;
+
+    #[test]
+    fn spearman_of_same_reversed_and_tied_orders() {
+        assert!((spearman(&[1.0, 2.0, 3.0, 4.0], &[10.0, 20.0, 30.0, 40.0]) - 1.0).abs() < 1e-12);
+        assert!((spearman(&[1.0, 2.0, 3.0, 4.0], &[4.0, 3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
+        // Ranks (0.5, 0.5, 2, 3) against (0, 1, 2, 3): cov 4.5 / sqrt(4.5 * 5) = 0.9487.
+        assert!((spearman(&[1.0, 1.0, 2.0, 3.0], &[1.0, 2.0, 3.0, 4.0]) - 0.948_683).abs() < 1e-5);
+    }
 }
