@@ -23,6 +23,27 @@ impl PageOwner for BTreeOwner {
     fn check_page(&self, page: &[u8]) -> std::result::Result<(), String> {
         node::validate(page)
     }
+
+    /// The foster swip, or the record whose key range holds `child`'s low fence (binary
+    /// search); a full scan only if neither holds `raw` (a child whose fences are not yet those
+    /// of its place, which T2/T3 do not produce, so this is a safety net).
+    fn find_swip(&self, parent: &[u8], child: &[u8], raw: u64) -> Option<usize> {
+        if node::has_foster(parent) && page::get_u64(parent, node::FOSTER_SWIP) == raw {
+            return Some(node::FOSTER_SWIP);
+        }
+        if !node::is_leaf(parent) && node::count(parent) > 0 {
+            let i = node::child_index(parent, node::low_fence(child).unwrap_or(b""));
+            let off = node::child_swip_off(parent, i);
+            if page::get_u64(parent, off) == raw {
+                return Some(off);
+            }
+        }
+        let mut offs = Vec::new();
+        node::swip_offsets(parent, &mut offs);
+        let found = offs.into_iter().find(|&o| page::get_u64(parent, o) == raw);
+        debug_assert!(found.is_none(), "T2: the child's low fence did not lead to its swip");
+        found
+    }
 }
 
 /// Longest key for a page size: a node must hold its three fence keys and two records (T6).

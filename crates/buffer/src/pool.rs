@@ -126,6 +126,17 @@ pub trait PageOwner: Send + Sync {
     /// # Errors
     /// A description of the first inconsistency.
     fn check_page(&self, page: &[u8]) -> std::result::Result<(), String>;
+
+    /// The offset of the swip in `parent` that holds `raw` (a swizzled reference to `child`'s
+    /// frame), or `None` if there is none. Eviction calls this with both pages latched
+    /// exclusively (B6, B13). The default scans [`PageOwner::swip_offsets`]; an owner that can
+    /// search by key (the B-tree, by `child`'s low fence) makes it O(log n).
+    fn find_swip(&self, parent: &[u8], child: &[u8], raw: u64) -> Option<usize> {
+        let _ = child;
+        let mut offs = Vec::new();
+        self.swip_offsets(parent, &mut offs);
+        offs.into_iter().find(|&o| get_u64(parent, o) == raw)
+    }
 }
 
 const FREE: u8 = 0;
@@ -1053,10 +1064,8 @@ impl BufferPool {
             Some(p) => {
                 // SAFETY: B1 — we hold p's latch exclusively; `page` above is another frame.
                 let ppage = unsafe { self.page_mut(p) };
-                let mut offs = Vec::new();
-                self.owner.swip_offsets(ppage, &mut offs);
                 let me = Swip::frame(f).raw();
-                match offs.into_iter().find(|&o| get_u64(ppage, o) == me) {
+                match self.owner.find_swip(ppage, page, me) {
                     Some(o) => Some((ppage, o)),
                     None => {
                         debug_assert!(false, "B6: parent {p} does not reference {f}");
