@@ -612,22 +612,26 @@ fn policies_experiment(args: &PoliciesArgs) -> Result<ExitCode, Box<dyn Error>> 
         policies::write_csv(&csv, &plan, &variants, data_bytes)
             .map_err(|e| format!("writing {}: {e}", csv.display()))?;
         eprintln!("Wrote {}.", csv.display());
-        let throughput = policies::chart(
-            &plan,
-            &variants,
-            "Lookups per replacement policy and pool size (Gilbert 2017, Figs. 3.4/3.5)",
-            "lookups per second",
-            |m| Some(m.throughput()),
-        );
-        write_plot(Some(dir), "gilbert-policies-throughput", &throughput)?;
-        let hits = policies::chart(
-            &plan,
-            &variants,
-            "Hit ratio per replacement policy and pool size",
-            "hit ratio (%)",
-            policies::measurement_hit_ratio,
-        );
-        write_plot(Some(dir), "gilbert-policies-hit-ratio", &hits)?;
+        for &mode in &plan.modes {
+            let throughput = policies::chart(
+                &plan,
+                &variants,
+                mode,
+                "Lookups per replacement policy and pool size (Gilbert 2017, Figs. 3.4/3.5)",
+                "lookups per second",
+                |m| Some(m.throughput()),
+            );
+            write_plot(Some(dir), &format!("gilbert-policies-throughput-{}", mode.name()), &throughput)?;
+            let hits = policies::chart(
+                &plan,
+                &variants,
+                mode,
+                "Hit ratio per replacement policy and pool size",
+                "hit ratio (%)",
+                policies::measurement_hit_ratio,
+            );
+            write_plot(Some(dir), &format!("gilbert-policies-hit-ratio-{}", mode.name()), &hits)?;
+        }
     }
     let failed = variants.iter().any(|v| v.error.is_some());
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })

@@ -505,7 +505,19 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
         .map_err(e)?;
         cc.draw_series(LineSeries::new(pts.iter().map(|p| (p.x + shift, p.y)), color.stroke_width(2)))
             .map_err(e)?;
-        cc.draw_series(pts.iter().map(|p| Circle::new((p.x + shift, p.y), 3, color.filled()))).map_err(e)?;
+        let at = |p: &&Drawable| (p.x + shift, p.y);
+        match marker(i) {
+            Marker::Circle => cc.draw_series(pts.iter().map(|p| Circle::new(at(&p), 3, color.filled()))),
+            Marker::Square => cc.draw_series(
+                pts.iter()
+                    .map(|p| EmptyElement::at(at(&p)) + Rectangle::new([(-3, -3), (3, 3)], color.filled())),
+            ),
+            Marker::Triangle => {
+                cc.draw_series(pts.iter().map(|p| TriangleMarker::new(at(&p), 4, color.filled())))
+            }
+            Marker::Cross => cc.draw_series(pts.iter().map(|p| Cross::new(at(&p), 4, color.stroke_width(2)))),
+        }
+        .map_err(e)?;
     }
 
     if layout.empty {
@@ -516,14 +528,23 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
     }
 
     // Legend entries, then what the marks mean.
+    // Rows of 22 px, closer together when that would not fit (many series).
+    let room = i32::try_from(legend_area.dim_in_pixel().1).unwrap_or(i32::MAX) - 60;
+    let row = i32::try_from(names.len()).map_or(22, |n| if n > 0 { (room / n).clamp(12, 22) } else { 22 });
     let mut y = 16;
     for (i, name) in names.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         legend_area.draw(&PathElement::new(vec![(4, y), (30, y)], color.stroke_width(2))).map_err(e)?;
-        legend_area.draw(&Circle::new((17, y), 3, color.filled())).map_err(e)?;
+        match marker(i) {
+            Marker::Circle => legend_area.draw(&Circle::new((17, y), 3, color.filled())),
+            Marker::Square => legend_area.draw(&Rectangle::new([(14, y - 3), (20, y + 3)], color.filled())),
+            Marker::Triangle => legend_area.draw(&TriangleMarker::new((17, y), 4, color.filled())),
+            Marker::Cross => legend_area.draw(&Cross::new((17, y), 4, color.stroke_width(2))),
+        }
+        .map_err(e)?;
         let style = legend_font.color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
         legend_area.draw(&Text::new(name.clone(), (38, y), style)).map_err(e)?;
-        y += 22;
+        y += row;
     }
     if !names.is_empty() {
         let style =
@@ -532,6 +553,20 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
         legend_area.draw(&Text::new("bars: min\u{2013}max", (4, y + 20), style)).map_err(e)?;
     }
     Ok(())
+}
+
+/// The mark of series `i`: the palette's colours repeat every 8 series, so each repetition gets
+/// another shape (32 series stay distinguishable).
+#[derive(Clone, Copy)]
+enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Cross,
+}
+
+fn marker(i: usize) -> Marker {
+    [Marker::Circle, Marker::Square, Marker::Triangle, Marker::Cross][(i / PALETTE.len()) % 4]
 }
 
 /// Shortens `text` with an ellipsis until it is at most `max_w` pixels wide.

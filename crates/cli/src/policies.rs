@@ -383,16 +383,17 @@ pub fn write_csv(path: &Path, plan: &Plan, variants: &[Variant], data_bytes: u64
     std::fs::write(path, text)
 }
 
-/// Two panels' worth of series: per mode, the median of `f` per policy against the pool size.
+/// One mode's chart: the median of `f` per policy against the pool size.
 pub fn chart(
     plan: &Plan,
     variants: &[Variant],
+    mode: PoolMode,
     title: &str,
     y_label: &str,
     f: impl Fn(&Measurement) -> Option<f64>,
 ) -> crate::plot::Chart {
     let mut series = Vec::new();
-    for &mode in &plan.modes {
+    {
         for &policy in &plan.policies {
             let points = variants
                 .iter()
@@ -408,11 +409,11 @@ pub fn chart(
                     })
                 })
                 .collect();
-            series.push(crate::plot::Series { name: format!("{policy} ({})", mode.name()), points });
+            series.push(crate::plot::Series { name: policy.to_string(), points });
         }
     }
     crate::plot::Chart {
-        title: title.to_string(),
+        title: format!("{title}, {mode}"),
         x_label: "pool size (% of the data)".to_string(),
         y_label: y_label.to_string(),
         x_scale: crate::plot::Scale::Linear,

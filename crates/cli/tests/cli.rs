@@ -371,3 +371,68 @@ fn trace_record_and_export() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a SwizzleDB trace"));
 }
+
+/// `experiment policies` at a tiny scale: one CSV row per (pool size, mode, policy, repetition),
+/// counters that add up, the checks, and one throughput and one hit-ratio plot per mode; bad
+/// options are usage errors.
+#[test]
+fn policies_experiment_tiny() {
+    let scratch = Scratch::new("policies");
+    let out = scratch.0.join("results");
+    let o = Command::new(BIN)
+        .args(["experiment", "policies", "--records", "20000", "--policies", "gclock,car,leaf-lru"])
+        .args(["--fractions", "25%,50%", "--duration", "0.1", "--warmup", "0", "--repeat", "2"])
+        .args(["--mode", "traditional,swizzling", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("pool = 25% of the data") && stdout.contains("leaf-lru"), "{stdout}");
+    assert!(stdout.contains("CAR miss ratio / GCLOCK") && stdout.contains("Spearman rho"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("gilbert-policies.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2 * 2 * 3 * 2, "fractions x modes x policies x repetitions");
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for r in &rows {
+        assert_eq!(r.len(), header.len());
+        let n = |name: &str| r[col(name)].parse::<u64>().unwrap();
+        assert!(n("hits") <= n("fixes"));
+        let refused = n("rejected_in_use")
+            + n("rejected_root")
+            + n("rejected_swizzled_children")
+            + n("rejected_not_resident");
+        assert!(n("evictions") <= n("proposals") + n("sweep_evictions"), "{r:?}");
+        assert!(refused <= n("proposals"), "{r:?}");
+        if r[col("mode")] == "traditional" {
+            assert_eq!(n("rejected_swizzled_children"), 0, "no swizzled children without swizzling");
+        }
+    }
+    assert!(rows.iter().any(|r| r[col("evictions")] != "0"), "a 25% pool evicts");
+    for stem in ["throughput", "hit-ratio"] {
+        for mode in ["traditional", "swizzling"] {
+            assert_plots(&out, &format!("gilbert-policies-{stem}-{mode}"));
+        }
+    }
+    for bad in [
+        vec!["--fractions", "0%"],
+        vec!["--fractions", "150%"],
+        vec!["--zipf", "-1"],
+        vec!["--policies", "nosuch"],
+        vec!["--mode", "main-memory"],
+        vec!["--policy", "lru"],
+    ] {
+        let o = Command::new(BIN)
+            .args(["experiment", "policies", "--records", "1000"])
+            .args(&bad)
+            .arg("--dir")
+            .arg(&scratch.0)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
