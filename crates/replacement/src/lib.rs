@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod arc;
+mod bp_wrapper;
 mod car;
 mod clock;
 mod clock_pro;
@@ -33,6 +34,7 @@ mod testpool;
 mod two_q;
 
 pub use arc::ArcPolicy;
+pub use bp_wrapper::{BpConfig, BpConfigError, BpStats, BpWrapper, Variant};
 pub use car::Car;
 pub use clock::Clock;
 pub use clock_pro::ClockPro;

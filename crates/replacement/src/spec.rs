@@ -3,20 +3,27 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{LeafOnly, Policy, PolicyKind, UnknownPolicy};
+use crate::{BpWrapper, LeafOnly, Policy, PolicyKind, UnknownPolicy};
 
 /// The prefix that restricts a policy to the leaves of the cached subtree.
 const LEAF_PREFIX: &str = "leaf-";
 
+/// The prefix that batches a policy's hits (BP-Wrapper).
+const BPW_PREFIX: &str = "bpw-";
+
 /// A replacement policy and how it is wrapped. Parses as a [`PolicyKind`] spelling, optionally
-/// prefixed with `leaf-` for the structure-aware variant ([`LeafOnly`]): `gclock`, `leaf-lru`,
-/// `leaf-gclock:4`. Displays as the built policy's [`Policy::name`].
+/// prefixed with `bpw-` for BP-Wrapper's batching ([`BpWrapper`]) and, before that, with `leaf-`
+/// for the structure-aware variant ([`LeafOnly`]): `gclock`, `leaf-lru`, `bpw-2q`,
+/// `leaf-bpw-2q`, `leaf-gclock:4`. The prefixes read from the outside in: in `leaf-bpw-2q`,
+/// `LeafOnly` wraps `BpWrapper`, which wraps 2Q. Displays as the built policy's [`Policy::name`].
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct PolicySpec {
     /// The policy proper.
     pub kind: PolicyKind,
     /// Restrict the policy to frames without swizzled children (R8, [`LeafOnly`]).
     pub leaf_only: bool,
+    /// Batch the policy's hits per thread ([`BpWrapper`], default configuration).
+    pub bp_wrapper: bool,
 }
 
 impl PolicySpec {
@@ -32,18 +39,20 @@ impl PolicySpec {
     /// As [`PolicyKind::build`].
     #[must_use]
     pub fn build(&self, capacity: usize, seed: u64) -> Box<dyn Policy> {
-        let policy = self.kind.build(capacity, seed);
-        if self.leaf_only {
-            Box::new(LeafOnly::new(policy, capacity))
-        } else {
-            policy
+        let mut policy = self.kind.build(capacity, seed);
+        if self.bp_wrapper {
+            policy = Box::new(BpWrapper::new(policy, capacity));
         }
+        if self.leaf_only {
+            policy = Box::new(LeafOnly::new(policy, capacity));
+        }
+        policy
     }
 }
 
 impl From<PolicyKind> for PolicySpec {
     fn from(kind: PolicyKind) -> PolicySpec {
-        PolicySpec { kind, leaf_only: false }
+        PolicySpec { kind, leaf_only: false, bp_wrapper: false }
     }
 }
 
@@ -52,22 +61,34 @@ impl fmt::Display for PolicySpec {
         if self.leaf_only {
             f.write_str(LEAF_PREFIX)?;
         }
+        if self.bp_wrapper {
+            f.write_str(BPW_PREFIX)?;
+        }
         self.kind.fmt(f)
     }
+}
+
+/// Splits `prefix` (ASCII, matched case-insensitively) off `input`.
+fn strip_prefix_ignore_case<'a>(input: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = input.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix).then(|| &input[prefix.len()..])
 }
 
 impl FromStr for PolicySpec {
     type Err = UnknownPolicy;
 
     fn from_str(input: &str) -> Result<PolicySpec, UnknownPolicy> {
-        let trimmed = input.trim();
-        let lower = trimmed.to_ascii_lowercase();
-        let (leaf_only, rest) = match lower.strip_prefix(LEAF_PREFIX) {
-            Some(_) => (true, &trimmed[LEAF_PREFIX.len()..]),
-            None => (false, trimmed),
+        let rest = input.trim();
+        let (leaf_only, rest) = match strip_prefix_ignore_case(rest, LEAF_PREFIX) {
+            Some(rest) => (true, rest),
+            None => (false, rest),
+        };
+        let (bp_wrapper, rest) = match strip_prefix_ignore_case(rest, BPW_PREFIX) {
+            Some(rest) => (true, rest),
+            None => (false, rest),
         };
         let kind = rest.parse::<PolicyKind>().map_err(|_| UnknownPolicy { input: input.to_owned() })?;
-        Ok(PolicySpec { kind, leaf_only })
+        Ok(PolicySpec { kind, leaf_only, bp_wrapper })
     }
 }
 
@@ -80,18 +101,23 @@ mod tests {
     fn display_parses_back_and_names_the_policy() {
         for kind in PolicyKind::all() {
             for leaf_only in [false, true] {
-                let spec = PolicySpec { kind, leaf_only };
-                let shown = spec.to_string();
-                assert_eq!(shown.parse::<PolicySpec>(), Ok(spec));
-                assert_eq!(spec.build(8, 1).name(), shown);
+                for bp_wrapper in [false, true] {
+                    let spec = PolicySpec { kind, leaf_only, bp_wrapper };
+                    let shown = spec.to_string();
+                    assert_eq!(shown.parse::<PolicySpec>(), Ok(spec));
+                    assert_eq!(spec.build(8, 1).name(), shown);
+                }
             }
         }
         assert_eq!(" Leaf-GCLOCK:4 ".parse::<PolicySpec>().unwrap().to_string(), "leaf-gclock(k=4)");
+        assert_eq!("LEAF-BPW-2Q".parse::<PolicySpec>().unwrap().to_string(), "leaf-bpw-2q");
+        assert_eq!("bpw-lru".parse::<PolicySpec>().unwrap().to_string(), "bpw-lru");
     }
 
+    /// Only one order of the prefixes is accepted (`leaf-bpw-`), each at most once.
     #[test]
     fn unknown_names_are_refused_with_the_input() {
-        for bad in ["leaf-", "leaf-leaf-lru", "leafy", ""] {
+        for bad in ["leaf-", "leaf-leaf-lru", "leafy", "", "bpw-", "bpw-leaf-lru", "bpw-bpw-lru", "leaf-bpw-"] {
             let err = bad.parse::<PolicySpec>().unwrap_err();
             assert_eq!(err.input, bad);
         }

@@ -1,0 +1,419 @@
+//! BP-Wrapper (README "BP-Wrapper (`bpw-<policy>`)"): batching and prefetching around any policy
+//! whose hits take a lock (Ding, Shan & Jiang, TPDS 2015).
+//!
+//! Every hit is first appended to a private FIFO of the calling thread (one per thread and wrapper
+//! instance). Only when `batch_threshold` entries have piled up does the thread ask for the
+//! wrapper's lock, without blocking; if the lock is busy it keeps working until the queue is full
+//! (`queue_size`), and only then blocks. The queue is committed in FIFO order under the lock, so
+//! the inner policy sees each thread's hits in their order, one lock acquisition per batch.
+//! Every other hook takes the same lock, so the inner policy sees one serialized stream.
+//!
+//! # Per-thread queues
+//!
+//! A `thread_local!` map from the wrapper's id (a process-wide counter, never reused) to that
+//! thread's queue. A wrapper dropped while other threads still hold queued entries leaves their
+//! queues behind until those threads exit (at most `queue_size` entries each); a thread that exits
+//! with queued hits loses them, which only delays nothing: hits are statistics, not data.
+//!
+//! # Why the inner policy never sees a hit for a frame it does not hold (R1)
+//!
+//! Each queue entry is `(frame, page the frame held at the hit)`. The wrapper keeps, per frame,
+//! the page it currently holds (`pages`, `NO_PAGE` if free), and:
+//!
+//! 1. `pages[f]` is written only while holding the wrapper's lock, in the same critical section as
+//!    the inner policy's `on_insert` (page stored, then forwarded) or its `on_remove` / `NotResident`
+//!    rejection (`NO_PAGE` stored, then forwarded). So whenever the lock is free,
+//!    `pages[f] != NO_PAGE` exactly when the inner policy holds `f`.
+//! 2. A commit runs under the lock and forwards an entry only if `pages[f]` still equals the
+//!    entry's page (which is never `NO_PAGE`). By 1, the inner policy then holds `f`.
+//! 3. A frame removed and reused for another page since the hit has another page id: the entry is
+//!    skipped (counted as stale), so an old page's hit never lands on the new page. A frame removed
+//!    and reloaded with the *same* page gets the hit, which is a true hit on that page.
+//!
+//! The page id in an entry is read without the lock when the hit is queued. The pool reports a hit
+//! only for a resident frame under its latch (R1), after `on_insert` returned, so the read sees the
+//! current page.
+//!
+//! # Hooks
+//!
+//! A hit's [`FrameHook`] cannot be kept in a queue, so the wrapper gives the inner policy a private
+//! array of hooks, one per frame, for every hook call and as the [`HookTable`] of `next_candidate`
+//! (as the simulator does, R7). The pool's hooks are never read or written. A policy that keeps its
+//! hit state in the hook (CLOCK and kin) gains nothing from this wrapper anyway.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{Mutex, MutexGuard};
+use rustc_hash::FxHashMap;
+
+use crate::{check_capacity, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+
+/// No page: the frame is free as far as the wrapper knows.
+const NO_PAGE: u64 = 0;
+
+/// Source of wrapper ids, the keys of the per-thread queue maps.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's queue for each wrapper it has reported hits to.
+    static QUEUES: RefCell<FxHashMap<u64, Vec<Entry>>> = RefCell::new(FxHashMap::default());
+}
+
+/// Which of the paper's two techniques are on (for the ablation).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub enum Variant {
+    /// Every hit takes the lock and is forwarded at once: the "locked" baseline.
+    None,
+    /// Hits are queued and committed in batches; no pre-reading.
+    Batching,
+    /// Every hit takes the lock, after pre-reading what the critical section reads (`pgPref`).
+    Prefetching,
+    /// Batching, with the queue pre-read before every lock request.
+    #[default]
+    Both,
+}
+
+impl Variant {
+    fn batches(self) -> bool {
+        matches!(self, Variant::Batching | Variant::Both)
+    }
+
+    fn prefetches(self) -> bool {
+        matches!(self, Variant::Prefetching | Variant::Both)
+    }
+}
+
+/// The wrapper's parameters.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct BpConfig {
+    /// Which techniques are on.
+    pub variant: Variant,
+    /// S: a thread whose queue holds this many entries blocks on the lock to commit.
+    pub queue_size: usize,
+    /// T: from this many queued entries on, every hit tries the lock without blocking.
+    pub batch_threshold: usize,
+}
+
+impl Default for BpConfig {
+    /// The paper's PostgreSQL setting: S = 64, T = 32, both techniques.
+    fn default() -> BpConfig {
+        BpConfig { variant: Variant::Both, queue_size: 64, batch_threshold: 32 }
+    }
+}
+
+/// A [`BpConfig`] the wrapper cannot work with.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum BpConfigError {
+    /// T must be at least 1 and at most S.
+    #[error("batch threshold {threshold} must be between 1 and the queue size {size}; lower it or raise the queue size")]
+    Threshold {
+        /// The threshold asked for.
+        threshold: usize,
+        /// The queue size asked for.
+        size: usize,
+    },
+}
+
+/// The wrapper's counters, as read by [`BpWrapper::stats`].
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct BpStats {
+    /// Times the lock was taken (by any hook, batched or not).
+    pub lock_acquisitions: u64,
+    /// Non-blocking attempts of a hit that found the lock taken (the thread went on working).
+    pub failed_try_locks: u64,
+    /// Blocking acquisitions that found the lock taken and had to wait.
+    pub blocking_waits: u64,
+    /// Hits (and unfixes) forwarded to the inner policy.
+    pub entries_committed: u64,
+    /// Queued entries dropped because their frame no longer held their page.
+    pub stale_entries_skipped: u64,
+}
+
+/// What a queued entry reports.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Access {
+    Hit,
+    Unfix,
+}
+
+/// One queued access: the frame and the page it held then.
+#[derive(Copy, Clone, Debug)]
+struct Entry {
+    frame: FrameId,
+    access: Access,
+    page: u64,
+}
+
+/// The counters. Those outside the lock (`failed_try_locks`) are only bumped on a failure.
+#[derive(Default)]
+struct Counters {
+    lock_acquisitions: AtomicU64,
+    failed_try_locks: AtomicU64,
+    blocking_waits: AtomicU64,
+    entries_committed: AtomicU64,
+    stale_entries_skipped: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Wraps a policy whose hits lock so that hits are batched per thread (BP-Wrapper).
+pub struct BpWrapper {
+    inner: Box<dyn Policy>,
+    config: BpConfig,
+    /// Key of this wrapper's queue in every thread's map.
+    id: u64,
+    /// Serializes every call into `inner`; it guards no data of its own.
+    lock: Mutex<()>,
+    /// Per frame, the page it holds (`NO_PAGE` if free); written only under `lock` (module doc).
+    pages: Box<[AtomicU64]>,
+    /// The hooks the inner policy is given instead of the pool's.
+    hooks: Box<[FrameHook]>,
+    counters: Counters,
+}
+
+impl BpWrapper {
+    /// Wraps `inner`, a policy over frames `0..capacity`, with the default configuration.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    #[must_use]
+    pub fn new(inner: Box<dyn Policy>, capacity: usize) -> BpWrapper {
+        BpWrapper::with_config(inner, capacity, BpConfig::default()).expect("the default config is valid")
+    }
+
+    /// Wraps `inner` with the given parameters.
+    ///
+    /// # Errors
+    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`.
+    ///
+    /// # Panics
+    /// If `capacity - 1` does not fit a [`FrameId`].
+    pub fn with_config(
+        inner: Box<dyn Policy>,
+        capacity: usize,
+        config: BpConfig,
+    ) -> Result<BpWrapper, BpConfigError> {
+        if config.batch_threshold == 0 || config.batch_threshold > config.queue_size {
+            return Err(BpConfigError::Threshold {
+                threshold: config.batch_threshold,
+                size: config.queue_size,
+            });
+        }
+        check_capacity(capacity);
+        Ok(BpWrapper {
+            inner,
+            config,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            lock: Mutex::new(()),
+            pages: (0..capacity).map(|_| AtomicU64::new(NO_PAGE)).collect(),
+            hooks: (0..capacity).map(|_| FrameHook::new()).collect(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The parameters the wrapper was built with.
+    #[must_use]
+    pub fn config(&self) -> BpConfig {
+        self.config
+    }
+
+    /// A snapshot of the counters.
+    #[must_use]
+    pub fn stats(&self) -> BpStats {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        BpStats {
+            lock_acquisitions: get(&c.lock_acquisitions),
+            failed_try_locks: get(&c.failed_try_locks),
+            blocking_waits: get(&c.blocking_waits),
+            entries_committed: get(&c.entries_committed),
+            stale_entries_skipped: get(&c.stale_entries_skipped),
+        }
+    }
+
+    /// Commits the calling thread's queue now (for example before the thread exits).
+    pub fn flush(&self) {
+        let guard = self.lock();
+        self.commit_own_queue(&guard);
+    }
+
+    /// Takes the lock, blocking; counts a wait if it was taken.
+    fn lock(&self) -> MutexGuard<'_, ()> {
+        let guard = self.lock.try_lock().unwrap_or_else(|| {
+            bump(&self.counters.blocking_waits);
+            self.lock.lock()
+        });
+        bump(&self.counters.lock_acquisitions);
+        guard
+    }
+
+    /// Pre-reads what committing `entries` will read: the entries themselves, each frame's page
+    /// id and the hook given to the inner policy. Plain loads, folded into a value the optimizer
+    /// must keep; correctness never depends on them, since everything is read again under the lock.
+    fn prefetch(&self, entries: &[Entry]) {
+        let mut sum = 0u64;
+        for entry in entries {
+            let index = entry.frame.index();
+            sum ^= entry.page ^ self.pages[index].load(Ordering::Relaxed);
+            sum = sum.wrapping_add(u64::from(self.hooks[index].get()));
+        }
+        std::hint::black_box(sum);
+    }
+
+    /// Forwards one entry under the lock if its frame still holds its page (R1).
+    fn apply(&self, _guard: &MutexGuard<'_, ()>, entry: Entry) {
+        let index = entry.frame.index();
+        if self.pages[index].load(Ordering::Relaxed) != entry.page {
+            bump(&self.counters.stale_entries_skipped);
+            return;
+        }
+        let hook = &self.hooks[index];
+        match entry.access {
+            Access::Hit => self.inner.on_hit(entry.frame, hook),
+            Access::Unfix => self.inner.on_unfix(entry.frame, hook),
+        }
+        bump(&self.counters.entries_committed);
+    }
+
+    /// Commits the calling thread's queue in FIFO order; the caller holds the lock.
+    fn commit_own_queue(&self, guard: &MutexGuard<'_, ()>) {
+        // The queue leaves the map while the inner policy runs, so that no borrow of the
+        // thread-local map is held across foreign code (a nested wrapper uses the same map).
+        let mut queue = QUEUES.with(|q| q.borrow_mut().get_mut(&self.id).map(std::mem::take));
+        let Some(entries) = queue.as_mut() else {
+            return;
+        };
+        for &entry in entries.iter() {
+            self.apply(guard, entry);
+        }
+        entries.clear();
+        QUEUES.with(|q| {
+            let mut map = q.borrow_mut();
+            let slot = map.entry(self.id).or_default();
+            // Keep the allocation unless the slot was refilled meanwhile (it cannot be).
+            if slot.is_empty() {
+                *slot = queue.unwrap_or_default();
+            }
+        });
+    }
+
+    /// A hit or unfix of a resident frame.
+    fn access(&self, frame: FrameId, access: Access) {
+        let page = self.pages[frame.index()].load(Ordering::Acquire);
+        if page == NO_PAGE {
+            return; // not resident as far as the wrapper knows (a pool breaking R1): nothing to do
+        }
+        let entry = Entry { frame, access, page };
+        if !self.config.variant.batches() {
+            if self.config.variant.prefetches() {
+                self.prefetch(&[entry]);
+            }
+            let guard = self.lock();
+            self.apply(&guard, entry);
+            return;
+        }
+        let len = QUEUES.with(|q| {
+            let mut map = q.borrow_mut();
+            let queue = map.entry(self.id).or_insert_with(|| Vec::with_capacity(self.config.queue_size));
+            queue.push(entry);
+            if self.config.variant.prefetches() && queue.len() >= self.config.batch_threshold {
+                self.prefetch(queue);
+            }
+            queue.len()
+        });
+        if len < self.config.batch_threshold {
+            return;
+        }
+        let guard = match self.lock.try_lock() {
+            Some(guard) => {
+                bump(&self.counters.lock_acquisitions);
+                guard
+            }
+            None => {
+                bump(&self.counters.failed_try_locks);
+                if len < self.config.queue_size {
+                    return; // keep working; the next hit tries again
+                }
+                self.lock()
+            }
+        };
+        self.commit_own_queue(&guard);
+    }
+}
+
+impl Policy for BpWrapper {
+    fn name(&self) -> String {
+        format!("bpw-{}", self.inner.name())
+    }
+
+    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+        let guard = self.lock();
+        self.commit_own_queue(&guard);
+        self.pages[frame.index()].store(page.get(), Ordering::Release);
+        self.inner.on_insert(frame, page, &self.hooks[frame.index()]);
+    }
+
+    /// Queued (or, without batching, forwarded under the lock).
+    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
+        self.access(frame, Access::Hit);
+    }
+
+    /// As a hit, if the inner policy wants unfixes.
+    fn on_unfix(&self, frame: FrameId, _hook: &FrameHook) {
+        if self.inner.uses_unfix() {
+            self.access(frame, Access::Unfix);
+        }
+    }
+
+    fn uses_unfix(&self) -> bool {
+        self.inner.uses_unfix()
+    }
+
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        let _guard = self.lock();
+        if why == Rejection::NotResident {
+            self.pages[frame.index()].store(NO_PAGE, Ordering::Release);
+        }
+        self.inner.on_rejected(frame, why, &self.hooks[frame.index()]);
+    }
+
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        let guard = self.lock();
+        self.commit_own_queue(&guard);
+        self.pages[frame.index()].store(NO_PAGE, Ordering::Release);
+        self.inner.on_remove(frame, evicted, &self.hooks[frame.index()]);
+    }
+
+    /// Commits the caller's queue (the paper commits on the miss path), then asks the inner
+    /// policy, over the wrapper's own hooks.
+    fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
+        let guard = self.lock();
+        self.commit_own_queue(&guard);
+        self.inner.next_candidate(&self.hooks)
+    }
+
+    fn on_children(&self, frame: FrameId, swizzled: bool, _hook: &FrameHook) {
+        let _guard = self.lock();
+        self.inner.on_children(frame, swizzled, &self.hooks[frame.index()]);
+    }
+
+    fn prefers_sweep(&self) -> bool {
+        self.inner.prefers_sweep()
+    }
+
+    fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {
+        let _guard = self.lock();
+        self.inner.sweep_admits(frame, &self.hooks[frame.index()])
+    }
+}
+
+impl Drop for BpWrapper {
+    /// Frees the dropping thread's queue; other threads' queues go when those threads exit.
+    fn drop(&mut self) {
+        // `try_with`: the thread-local may already be gone if the wrapper drops during thread exit.
+        let _ = QUEUES.try_with(|q| q.borrow_mut().remove(&self.id));
+    }
+}
