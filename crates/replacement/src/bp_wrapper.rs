@@ -417,3 +417,245 @@ impl Drop for BpWrapper {
         let _ = QUEUES.try_with(|q| q.borrow_mut().remove(&self.id));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{Lru, TestHooks};
+
+    /// What the recording inner policy saw.
+    #[derive(Default)]
+    struct Log {
+        /// Frames the policy holds, with their pages.
+        tracked: FxHashMap<u32, u64>,
+        /// Every hit, as (frame, page held then), in the order received.
+        hits: Vec<(u32, u64)>,
+    }
+
+    /// An inner policy that panics on any R1 breach (a hook for a frame it does not hold, a double
+    /// insert) and records the hits it receives; it proposes its lowest frame.
+    #[derive(Default, Clone)]
+    struct Recording {
+        log: Arc<Mutex<Log>>,
+    }
+
+    impl Recording {
+        fn check(&self, frame: FrameId) -> u64 {
+            *self.log.lock().tracked.get(&frame.0).unwrap_or_else(|| panic!("R1: hook for untracked {frame:?}"))
+        }
+    }
+
+    impl Policy for Recording {
+        fn name(&self) -> String {
+            "recording".into()
+        }
+        fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+            let old = self.log.lock().tracked.insert(frame.0, page.get());
+            assert!(old.is_none(), "R1: double insert of {frame:?}");
+        }
+        fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
+            let page = self.check(frame);
+            self.log.lock().hits.push((frame.0, page));
+        }
+        fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+            self.check(frame);
+            if why == Rejection::NotResident {
+                self.log.lock().tracked.remove(&frame.0);
+            }
+        }
+        fn on_remove(&self, frame: FrameId, _evicted: bool, _hook: &FrameHook) {
+            assert!(self.log.lock().tracked.remove(&frame.0).is_some(), "R1: removal of untracked {frame:?}");
+        }
+        fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
+            self.log.lock().tracked.keys().min().map(|&f| FrameId(f))
+        }
+    }
+
+    fn page(raw: u64) -> PageId {
+        PageId::new(raw).unwrap()
+    }
+
+    fn small(variant: Variant, inner: Recording) -> BpWrapper {
+        let config = BpConfig { variant, queue_size: 4, batch_threshold: 3 };
+        BpWrapper::with_config(Box::new(inner), 4, config).unwrap()
+    }
+
+    /// Hand-worked, T = 3, S = 4: hits wait in the queue until the third, then reach the inner
+    /// policy in FIFO order; a hit queued for page 10 in frame 0 is skipped after another thread
+    /// removed that page and loaded page 20 into frame 0, so page 20 never gets it (R1, stale).
+    #[test]
+    fn r1_hits_commit_in_fifo_order_and_stale_entries_are_skipped() {
+        let inner = Recording::default();
+        let log = Arc::clone(&inner.log);
+        let policy = small(Variant::Both, inner);
+        let h = TestHooks::new(4);
+        for (f, p) in [(0, 10), (1, 11), (2, 12)] {
+            policy.on_insert(FrameId(f), page(p), &h[f as usize]);
+        }
+        h.hit(&policy, &[2, 0]);
+        assert!(log.lock().hits.is_empty(), "below T nothing is committed");
+        h.hit(&policy, &[1]);
+        assert_eq!(log.lock().hits, [(2, 12), (0, 10), (1, 11)]);
+        // Queue: hit on frame 0 (page 10), then frame 2.
+        h.hit(&policy, &[0, 2]);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                policy.on_remove(FrameId(0), true, &h[0]);
+                policy.on_insert(FrameId(0), page(20), &h[0]);
+            });
+        });
+        h.hit(&policy, &[1]);
+        assert_eq!(log.lock().hits[3..], [(2, 12), (1, 11)], "the hit for page 10 is not applied to 20");
+        let stats = policy.stats();
+        assert_eq!(stats.entries_committed, 5);
+        assert_eq!(stats.stale_entries_skipped, 1);
+        // Insert, insert, insert, batch, remove, insert, batch: no contention.
+        assert_eq!(stats.lock_acquisitions, 7);
+        assert_eq!((stats.failed_try_locks, stats.blocking_waits), (0, 0));
+        // A miss-path hook commits the caller's queue first.
+        h.hit(&policy, &[0]);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        assert_eq!(log.lock().hits.last(), Some(&(0, 20)));
+    }
+
+    /// Without batching every hit is forwarded at once, each under its own lock acquisition.
+    #[test]
+    fn r1_unbatched_variants_forward_every_hit() {
+        for variant in [Variant::None, Variant::Prefetching] {
+            let inner = Recording::default();
+            let log = Arc::clone(&inner.log);
+            let policy = small(variant, inner);
+            let h = TestHooks::new(4);
+            policy.on_insert(FrameId(3), page(7), &h[3]);
+            h.hit(&policy, &[3]);
+            assert_eq!(log.lock().hits, [(3, 7)], "{variant:?}");
+            assert_eq!(policy.stats().lock_acquisitions, 2);
+        }
+    }
+
+    /// While another thread holds the lock, hits from T on only try it, and a full queue (S)
+    /// blocks until the lock is free, then commits all S entries in order.
+    #[test]
+    fn failed_try_locks_keep_working_until_the_queue_is_full() {
+        let inner = Recording::default();
+        let log = Arc::clone(&inner.log);
+        let policy = small(Variant::Batching, inner);
+        let h = TestHooks::new(4);
+        policy.on_insert(FrameId(1), page(5), &h[1]);
+        let locked = AtomicBool::new(false);
+        let three_done = AtomicBool::new(false);
+        let released = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let held = policy.lock.lock();
+                locked.store(true, Ordering::SeqCst);
+                while !three_done.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                // Give the main thread time to block; correctness does not depend on it.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                released.store(true, Ordering::SeqCst);
+                drop(held);
+            });
+            while !locked.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            h.hit(&policy, &[1, 1, 1]);
+            assert_eq!(policy.stats().failed_try_locks, 1, "the third hit tried the lock and went on");
+            assert!(log.lock().hits.is_empty());
+            three_done.store(true, Ordering::SeqCst);
+            h.hit(&policy, &[1]); // the fourth entry fills the queue: blocks
+            assert!(released.load(Ordering::SeqCst), "a full queue waits for the lock");
+        });
+        assert_eq!(log.lock().hits, [(1, 5); 4]);
+    }
+
+    #[test]
+    fn bad_thresholds_are_refused() {
+        for (size, threshold) in [(4, 0), (4, 5)] {
+            let config = BpConfig { variant: Variant::Both, queue_size: size, batch_threshold: threshold };
+            let err = BpWrapper::with_config(Box::new(Lru::new(2)), 2, config).err();
+            assert_eq!(err, Some(BpConfigError::Threshold { threshold, size }));
+        }
+    }
+
+    /// One frame of the simulated pool: its latch and the page it holds.
+    type Frame = Mutex<Option<u64>>;
+
+    /// Four threads hit, load and free pages through the wrapper while one of them also evicts,
+    /// every frame under its latch as in the pool. The inner policy panics on any R1 breach, and
+    /// after everything is flushed it tracks exactly the pool's resident frames; every queued
+    /// entry was either committed or skipped as stale.
+    #[test]
+    fn r1_concurrent_hits_inserts_and_removes_keep_the_resident_sets_equal() {
+        const FRAMES: u32 = 16;
+        for variant in [Variant::None, Variant::Batching, Variant::Prefetching, Variant::Both] {
+            let inner = Recording::default();
+            let log = Arc::clone(&inner.log);
+            let config = BpConfig { variant, queue_size: 8, batch_threshold: 4 };
+            let policy = BpWrapper::with_config(Box::new(inner), FRAMES as usize, config).unwrap();
+            let hooks = TestHooks::new(FRAMES as usize);
+            let frames: Vec<Frame> = (0..FRAMES).map(|_| Mutex::new(None)).collect();
+            let next_page = AtomicU64::new(1);
+            let hits = AtomicU64::new(0);
+            std::thread::scope(|s| {
+                for thread in 0..4u32 {
+                    let (policy, hooks, frames, next_page, hits) = (&policy, &hooks, &frames, &next_page, &hits);
+                    s.spawn(move || {
+                        let mut x = thread.wrapping_mul(2_654_435_761).wrapping_add(12345);
+                        for _ in 0..20_000 {
+                            x ^= x << 13;
+                            x ^= x >> 17;
+                            x ^= x << 5;
+                            let f = FrameId(x % FRAMES);
+                            let hook = &hooks[f.index()];
+                            let mut latch = frames[f.index()].lock();
+                            match (x >> 8) % 16 {
+                                0 if latch.is_some() => {
+                                    policy.on_remove(f, false, hook);
+                                    *latch = None;
+                                }
+                                1 | 2 if latch.is_none() => {
+                                    let p = next_page.fetch_add(1, Ordering::Relaxed);
+                                    policy.on_insert(f, page(p), hook);
+                                    *latch = Some(p);
+                                }
+                                3 if thread == 0 => {
+                                    drop(latch); // R2: only thread 0 proposes
+                                    if let Some(v) = policy.next_candidate(hooks) {
+                                        let mut latch = frames[v.index()].lock();
+                                        if latch.is_some() {
+                                            policy.on_remove(v, true, &hooks[v.index()]);
+                                            *latch = None;
+                                        } else {
+                                            policy.on_rejected(v, Rejection::NotResident, &hooks[v.index()]);
+                                        }
+                                    }
+                                }
+                                _ if latch.is_some() => {
+                                    policy.on_hit(f, hook);
+                                    hits.fetch_add(1, Ordering::Relaxed);
+                                }
+                                _ => {}
+                            }
+                        }
+                        policy.flush();
+                    });
+                }
+            });
+            let resident: FxHashMap<u32, u64> =
+                (0..FRAMES).filter_map(|f| frames[f as usize].lock().map(|p| (f, p))).collect();
+            let log = log.lock();
+            assert_eq!(log.tracked, resident, "{variant:?}");
+            let stats = policy.stats();
+            assert_eq!(stats.entries_committed, log.hits.len() as u64);
+            assert_eq!(stats.entries_committed + stats.stale_entries_skipped, hits.load(Ordering::Relaxed));
+            let pages: HashSet<u64> = log.hits.iter().map(|&(_, p)| p).collect();
+            assert!(!pages.is_empty());
+        }
+    }
+}
