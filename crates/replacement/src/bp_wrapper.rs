@@ -240,6 +240,11 @@ impl BpWrapper {
         self.commit_own_queue(&guard);
     }
 
+    /// Whether the inner policy holds `frame`; exact while the caller holds the lock (module doc).
+    fn holds(&self, frame: FrameId) -> bool {
+        self.pages[frame.index()].load(Ordering::Relaxed) != NO_PAGE
+    }
+
     /// Takes the lock, blocking; counts a wait if it was taken.
     fn lock(&self) -> MutexGuard<'_, ()> {
         let guard = self.lock.try_lock().unwrap_or_else(|| {
@@ -372,8 +377,14 @@ impl Policy for BpWrapper {
         self.inner.uses_unfix()
     }
 
+    /// Forwarded only if the inner policy holds the frame: a proposal can be rejected as
+    /// `NotResident` after a concurrent free already removed it, and the inner policy then gets
+    /// no hook for a frame it does not hold (R1).
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
         let _guard = self.lock();
+        if !self.holds(frame) {
+            return;
+        }
         if why == Rejection::NotResident {
             self.pages[frame.index()].store(NO_PAGE, Ordering::Release);
         }
@@ -397,7 +408,9 @@ impl Policy for BpWrapper {
 
     fn on_children(&self, frame: FrameId, swizzled: bool, _hook: &FrameHook) {
         let _guard = self.lock();
-        self.inner.on_children(frame, swizzled, &self.hooks[frame.index()]);
+        if self.holds(frame) {
+            self.inner.on_children(frame, swizzled, &self.hooks[frame.index()]);
+        }
     }
 
     fn prefers_sweep(&self) -> bool {
@@ -406,7 +419,7 @@ impl Policy for BpWrapper {
 
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {
         let _guard = self.lock();
-        self.inner.sweep_admits(frame, &self.hooks[frame.index()])
+        !self.holds(frame) || self.inner.sweep_admits(frame, &self.hooks[frame.index()])
     }
 }
 
