@@ -49,8 +49,14 @@ use rustc_hash::FxHashMap;
 
 use crate::{check_capacity, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
-/// No page: the frame is free as far as the wrapper knows.
+/// No page: the frame is free as far as the wrapper knows. Pages are stored as id + 1 (`slot`),
+/// since page 0 is a valid page id.
 const NO_PAGE: u64 = 0;
+
+/// How `page` is stored in `pages` and in queue entries: never `NO_PAGE` (ids are below 2^63).
+fn slot(page: PageId) -> u64 {
+    page.get() + 1
+}
 
 /// Source of wrapper ids, the keys of the per-thread queue maps.
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -137,7 +143,7 @@ enum Access {
     Unfix,
 }
 
-/// One queued access: the frame and the page it held then.
+/// One queued access: the frame and the page it held then (as `slot`).
 #[derive(Copy, Clone, Debug)]
 struct Entry {
     frame: FrameId,
@@ -167,7 +173,8 @@ pub struct BpWrapper {
     id: u64,
     /// Serializes every call into `inner`; it guards no data of its own.
     lock: Mutex<()>,
-    /// Per frame, the page it holds (`NO_PAGE` if free); written only under `lock` (module doc).
+    /// Per frame, `slot` of the page it holds (`NO_PAGE` if free); written only under `lock` (module
+    /// doc).
     pages: Box<[AtomicU64]>,
     /// The hooks the inner policy is given instead of the pool's.
     hooks: Box<[FrameHook]>,
@@ -357,7 +364,7 @@ impl Policy for BpWrapper {
     fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
         let guard = self.lock();
         self.commit_own_queue(&guard);
-        self.pages[frame.index()].store(page.get(), Ordering::Release);
+        self.pages[frame.index()].store(slot(page), Ordering::Release);
         self.inner.on_insert(frame, page, &self.hooks[frame.index()]);
     }
 
@@ -458,7 +465,12 @@ mod tests {
 
     impl Recording {
         fn check(&self, frame: FrameId) -> u64 {
-            *self.log.lock().tracked.get(&frame.0).unwrap_or_else(|| panic!("R1: hook for untracked {frame:?}"))
+            *self
+                .log
+                .lock()
+                .tracked
+                .get(&frame.0)
+                .unwrap_or_else(|| panic!("R1: hook for untracked {frame:?}"))
         }
     }
 
@@ -535,7 +547,8 @@ mod tests {
         assert_eq!(log.lock().hits.last(), Some(&(0, 20)));
     }
 
-    /// Without batching every hit is forwarded at once, each under its own lock acquisition.
+    /// Without batching every hit is forwarded at once, each under its own lock acquisition (on
+    /// page 0, a valid page id that must not read as "no page").
     #[test]
     fn r1_unbatched_variants_forward_every_hit() {
         for variant in [Variant::None, Variant::Prefetching] {
@@ -543,9 +556,9 @@ mod tests {
             let log = Arc::clone(&inner.log);
             let policy = small(variant, inner);
             let h = TestHooks::new(4);
-            policy.on_insert(FrameId(3), page(7), &h[3]);
+            policy.on_insert(FrameId(3), page(0), &h[3]);
             h.hit(&policy, &[3]);
-            assert_eq!(log.lock().hits, [(3, 7)], "{variant:?}");
+            assert_eq!(log.lock().hits, [(3, 0)], "{variant:?}");
             assert_eq!(policy.stats().lock_acquisitions, 2);
         }
     }
@@ -617,7 +630,8 @@ mod tests {
             let hits = AtomicU64::new(0);
             std::thread::scope(|s| {
                 for thread in 0..4u32 {
-                    let (policy, hooks, frames, next_page, hits) = (&policy, &hooks, &frames, &next_page, &hits);
+                    let (policy, hooks, frames, next_page, hits) =
+                        (&policy, &hooks, &frames, &next_page, &hits);
                     s.spawn(move || {
                         let mut x = thread.wrapping_mul(2_654_435_761).wrapping_add(12345);
                         for _ in 0..20_000 {

@@ -117,7 +117,8 @@ mod tests {
     /// Only one order of the prefixes is accepted (`leaf-bpw-`), each at most once.
     #[test]
     fn unknown_names_are_refused_with_the_input() {
-        for bad in ["leaf-", "leaf-leaf-lru", "leafy", "", "bpw-", "bpw-leaf-lru", "bpw-bpw-lru", "leaf-bpw-"] {
+        for bad in ["leaf-", "leaf-leaf-lru", "leafy", "", "bpw-", "bpw-leaf-lru", "bpw-bpw-lru", "leaf-bpw-"]
+        {
             let err = bad.parse::<PolicySpec>().unwrap_err();
             assert_eq!(err.input, bad);
         }

@@ -1,4 +1,5 @@
-//! The README contract (R1–R7), checked for every policy through a simulated pool.
+//! The README contract (R1–R7), checked for every policy, and the BP-Wrapper'd LRU and 2Q,
+//! through a simulated pool.
 
 mod common;
 
@@ -6,14 +7,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::{drive, drive_with, ops, scenario, Hooks, Op, Outcome};
 use proptest::prelude::*;
-use swizzledb_replacement::{FrameId, Gclock, PageId, PolicyKind, Rejection};
+use swizzledb_replacement::{FrameId, Gclock, PageId, PolicyKind, PolicySpec, Rejection};
 
-/// Every default policy (`PolicyKind::all`) plus GCLOCK with small weights, where the hand wraps
-/// most often.
-fn kinds() -> impl Strategy<Value = PolicyKind> {
+/// Every default policy (`PolicySpec::all`) and the BP-Wrapper'd policies whose hits lock most
+/// (`bpw-lru`, `bpw-2q`, and `leaf-bpw-2q` with `LeafOnly` around the wrapper).
+fn specs() -> Vec<PolicySpec> {
+    let wrapped = ["bpw-lru", "bpw-2q", "leaf-bpw-2q"].map(|name| name.parse::<PolicySpec>().unwrap());
+    PolicySpec::all().into_iter().chain(wrapped).collect()
+}
+
+/// Every policy of [`specs`] plus GCLOCK with small weights, where the hand wraps most often.
+fn kinds() -> impl Strategy<Value = PolicySpec> {
     prop_oneof![
-        proptest::sample::select(PolicyKind::all()),
-        (1u16..=3).prop_map(|k| PolicyKind::Gclock { k }),
+        proptest::sample::select(specs()),
+        (1u16..=3).prop_map(|k| PolicySpec::from(PolicyKind::Gclock { k })),
     ]
 }
 
@@ -80,7 +87,7 @@ proptest! {
     fn r7_reused_hooks_behave_like_fresh_ones(
         kind in kinds(),
         seed in any::<u64>(),
-        previous in prop_oneof![kinds(), Just(PolicyKind::Gclock { k: Gclock::MAX_K })],
+        previous in prop_oneof![kinds(), Just(PolicySpec::from(PolicyKind::Gclock { k: Gclock::MAX_K }))],
         (capacity, previous_ops, ops) in (1u32..=12).prop_flat_map(|c| (Just(c), ops(c), ops(c))),
         overwrites in proptest::collection::vec(stale_word(), 12),
     ) {
@@ -105,7 +112,7 @@ proptest! {
 #[test]
 fn r3_terminates_when_every_resident_frame_is_blocked() {
     let capacity = 1000u32;
-    for kind in PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: u16::MAX - 1 }]) {
+    for kind in specs().into_iter().chain([PolicyKind::Gclock { k: u16::MAX - 1 }.into()]) {
         let policy = kind.build(capacity as usize, 3);
         let hooks = Hooks::new(capacity);
         // Every third frame holds a root; the others are free.
@@ -132,7 +139,7 @@ fn r3_terminates_when_every_resident_frame_is_blocked() {
 #[test]
 fn r2_concurrent_hits_with_one_evictor_terminate() {
     let capacity = 64u32;
-    for kind in PolicyKind::all().into_iter().chain([PolicyKind::Gclock { k: 1 }]) {
+    for kind in specs().into_iter().chain([PolicyKind::Gclock { k: 1 }.into()]) {
         let policy = kind.build(capacity as usize, 11);
         let hooks = Hooks::new(capacity);
         // Frames 0..48 hold pages; the rest stay free throughout.
