@@ -13,12 +13,13 @@
 //! A `thread_local!` map from the wrapper's id (a process-wide counter, never reused) to that
 //! thread's queue. A wrapper dropped while other threads still hold queued entries leaves their
 //! queues behind until those threads exit (at most `queue_size` entries each); a thread that exits
-//! with queued hits loses them, which only delays nothing: hits are statistics, not data.
+//! with queued hits loses them ([`BpWrapper::flush`] commits them first). Hits are statistics,
+//! not data, so a lost hit only changes what the policy learns.
 //!
 //! # Why the inner policy never sees a hit for a frame it does not hold (R1)
 //!
 //! Each queue entry is `(frame, page the frame held at the hit)`. The wrapper keeps, per frame,
-//! the page it currently holds (`pages`, `NO_PAGE` if free), and:
+//! the page it currently holds (`pages`, stored as id + 1 so that `NO_PAGE`, 0, means free), and:
 //!
 //! 1. `pages[f]` is written only while holding the wrapper's lock, in the same critical section as
 //!    the inner policy's `on_insert` (page stored, then forwarded) or its `on_remove` / `NotResident`
@@ -26,7 +27,9 @@
 //!    `pages[f] != NO_PAGE` exactly when the inner policy holds `f`.
 //! 2. A commit runs under the lock and forwards an entry only if `pages[f]` still equals the
 //!    entry's page (which is never `NO_PAGE`). By 1, the inner policy then holds `f`.
-//! 3. A frame removed and reused for another page since the hit has another page id: the entry is
+//! 3. Rejections, `on_children` and `sweep_admits` are forwarded only if `pages[f] != NO_PAGE`
+//!    under the lock, since a `NotResident` rejection can follow a concurrent free of the frame.
+//! 4. A frame removed and reused for another page since the hit has another page id: the entry is
 //!    skipped (counted as stale), so an old page's hit never lands on the new page. A frame removed
 //!    and reloaded with the *same* page gets the hit, which is a true hit on that page.
 //!

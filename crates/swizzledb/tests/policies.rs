@@ -1,6 +1,7 @@
-//! Every replacement policy, plain and structure-aware, drives a live pool that must evict: the
-//! tree matches a `BTreeMap` oracle, the pool's invariants hold (B16's child counts included),
-//! and a structure-aware policy never proposes a page with swizzled children (R8).
+//! Every replacement policy, plain and structure-aware, and the BP-Wrapper'd LRU and 2Q, drive a
+//! live pool that must evict: the tree matches a `BTreeMap` oracle, the pool's invariants hold
+//! (B16's child counts included), and a structure-aware policy never proposes a page with
+//! swizzled children (R8).
 
 use std::collections::BTreeMap;
 
@@ -59,6 +60,23 @@ fn r8_every_policy_plain_and_structure_aware_keeps_the_tree_intact() {
                 assert_eq!(leaf.rejected_swizzled_children, 0, "leaf-{kind}: {leaf:?}");
             } else {
                 assert_eq!(plain.rejected_swizzled_children + leaf.rejected_swizzled_children, 0);
+            }
+        }
+    }
+}
+
+/// The BP-Wrapper'd policies whose hits lock (`bpw-lru`, `bpw-2q`) and the structure-aware
+/// `leaf-bpw-2q` drive the live pool in both modes: the tree stays intact, the pool's invariants
+/// hold, and the root is refused at most once (R3), as for the unwrapped policies.
+#[test]
+fn r1_bp_wrapped_policies_keep_the_tree_intact() {
+    for name in ["bpw-lru", "bpw-2q", "leaf-bpw-2q"] {
+        let spec: PolicySpec = name.parse().unwrap();
+        for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
+            let stats = run(spec, mode);
+            assert!(stats.rejected_root <= 1, "{spec} {mode}");
+            if spec.leaf_only && mode == PoolMode::Swizzling {
+                assert_eq!(stats.rejected_swizzled_children, 0, "{spec}: {stats:?}");
             }
         }
     }
