@@ -387,11 +387,13 @@ impl Policy for BpWrapper {
         self.inner.uses_unfix()
     }
 
-    /// Forwarded only if the inner policy holds the frame: a proposal can be rejected as
+    /// Commits the caller's queue, then forwards if the inner policy holds the frame: a proposal
+    /// can be rejected as
     /// `NotResident` after a concurrent free already removed it, and the inner policy then gets
     /// no hook for a frame it does not hold (R1).
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
-        let _guard = self.lock();
+        let guard = self.lock();
+        self.commit_own_queue(&guard);
         if !self.holds(frame) {
             return;
         }
@@ -417,7 +419,8 @@ impl Policy for BpWrapper {
     }
 
     fn on_children(&self, frame: FrameId, swizzled: bool, _hook: &FrameHook) {
-        let _guard = self.lock();
+        let guard = self.lock();
+        self.commit_own_queue(&guard);
         if self.holds(frame) {
             self.inner.on_children(frame, swizzled, &self.hooks[frame.index()]);
         }
@@ -428,7 +431,8 @@ impl Policy for BpWrapper {
     }
 
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {
-        let _guard = self.lock();
+        let guard = self.lock();
+        self.commit_own_queue(&guard);
         !self.holds(frame) || self.inner.sweep_admits(frame, &self.hooks[frame.index()])
     }
 }

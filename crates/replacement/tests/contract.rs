@@ -109,6 +109,21 @@ proptest! {
     }
 }
 
+proptest! {
+    /// In one thread BP-Wrapper commits every queued hit before the next other hook, so the
+    /// wrapped policy proposes exactly what the policy itself proposes, for every policy (hooks
+    /// included: the inner policy's private hooks start at 0 like the pool's).
+    #[test]
+    fn r1_bpw_is_invisible_in_one_thread(
+        kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario(),
+    ) {
+        let plain = kind.build(capacity as usize, seed);
+        let wrapped = PolicySpec { bp_wrapper: true, ..kind }.build(capacity as usize, seed);
+        let check = |sim: &common::Sim, proposal: Option<FrameId>| sim.assert_resident(proposal);
+        prop_assert_eq!(drive(capacity, &ops, &*plain, check), drive(capacity, &ops, &*wrapped, check));
+    }
+}
+
 #[test]
 fn r3_terminates_when_every_resident_frame_is_blocked() {
     let capacity = 1000u32;
