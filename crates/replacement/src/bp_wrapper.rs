@@ -6,7 +6,8 @@
 //! wrapper's lock, without blocking; if the lock is busy it keeps working until the queue is full
 //! (`queue_size`), and only then blocks. The queue is committed in FIFO order under the lock, so
 //! the inner policy sees each thread's hits in their order, one lock acquisition per batch.
-//! Every other hook takes the same lock, so the inner policy sees one serialized stream.
+//! Every other hook takes the same lock and commits the calling thread's queue first, so the inner
+//! policy sees one serialized stream, and in a single thread exactly the unwrapped sequence.
 //!
 //! # Per-thread queues
 //!
