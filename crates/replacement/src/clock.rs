@@ -2,16 +2,10 @@
 //! the frame's [`FrameHook`] (R7), and a hand that clears set bits and proposes the first frame
 //! whose bit is clear.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::residency::{Residency, State};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
-
-/// The frame holds no page.
-const FREE: u8 = 0;
-/// The frame holds a page the hand may propose.
-const RESIDENT: u8 = 1;
-/// The frame holds a page the pool rejected as a root: proposed only if nothing else is resident.
-const BLOCKED: u8 = 2;
 
 /// CLOCK: a reference bit per frame in its hook, and a clock hand.
 ///
@@ -19,9 +13,7 @@ const BLOCKED: u8 = 2;
 /// policy's own per-frame state (free, resident or blocked) is touched only by inserts,
 /// removals, rejections and the hand.
 pub struct Clock {
-    states: Box<[AtomicU8]>,
-    /// Number of frames whose state is not [`FREE`].
-    resident: AtomicUsize,
+    frames: Residency,
     /// The next frame the hand examines. Only the evicting thread moves it (R2).
     hand: AtomicUsize,
 }
@@ -34,30 +26,12 @@ impl Clock {
     #[must_use]
     pub fn new(capacity: usize) -> Clock {
         check_capacity(capacity);
-        Clock {
-            states: (0..capacity).map(|_| AtomicU8::new(FREE)).collect(),
-            resident: AtomicUsize::new(0),
-            hand: AtomicUsize::new(0),
-        }
-    }
-
-    /// Moves `frame` to `new` state, keeping the resident count in step with the transition.
-    fn transition(&self, frame: FrameId, new: u8) {
-        let old = self.states[frame.index()].swap(new, Ordering::AcqRel);
-        match (old == FREE, new == FREE) {
-            (true, false) => {
-                self.resident.fetch_add(1, Ordering::AcqRel);
-            }
-            (false, true) => {
-                self.resident.fetch_sub(1, Ordering::AcqRel);
-            }
-            _ => {}
-        }
+        Clock { frames: Residency::new(capacity), hand: AtomicUsize::new(0) }
     }
 
     fn remove(&self, frame: FrameId, hook: &FrameHook) {
         hook.set(0);
-        self.transition(frame, FREE);
+        self.frames.remove(frame);
     }
 }
 
@@ -70,7 +44,7 @@ impl Policy for Clock {
     /// so the hand never reads a previous owner's word (R7).
     fn on_insert(&self, frame: FrameId, _page: PageId, hook: &FrameHook) {
         hook.set(0);
-        self.transition(frame, RESIDENT);
+        self.frames.insert(frame);
     }
 
     fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
@@ -83,15 +57,7 @@ impl Policy for Clock {
             Rejection::InUse => hook.set_if_changed(1),
             // Unchanged (R3): the hand has moved past and returns next revolution.
             Rejection::SwizzledChildren => {}
-            Rejection::Root => {
-                // Only a resident frame can become blocked (no resurrection by a stale rejection).
-                let _ = self.states[frame.index()].compare_exchange(
-                    RESIDENT,
-                    BLOCKED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                );
-            }
+            Rejection::Root => self.frames.block(frame),
             Rejection::NotResident => self.remove(frame, hook),
         }
     }
@@ -109,8 +75,8 @@ impl Policy for Clock {
     /// met, else the first blocked one, else `None` (R4). Without concurrent hits the bound is
     /// never reached: one revolution clears every bit.
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
-        let capacity = self.states.len();
-        if self.resident.load(Ordering::Acquire) == 0 {
+        let capacity = self.frames.capacity();
+        if self.frames.resident() == 0 {
             return None;
         }
         let mut hand = self.hand.load(Ordering::Relaxed) % capacity;
@@ -120,8 +86,8 @@ impl Policy for Clock {
         for step in 1..=capacity.saturating_mul(2) {
             let index = hand;
             hand = (hand + 1) % capacity;
-            match self.states[index].load(Ordering::Acquire) {
-                RESIDENT => {
+            match self.frames.state(index) {
+                State::Resident => {
                     let hook = hooks.hook(frame_id(index));
                     match hook.get() {
                         0 => {
@@ -135,7 +101,7 @@ impl Policy for Clock {
                         }
                     }
                 }
-                BLOCKED => {
+                State::Blocked => {
                     first_blocked.get_or_insert(index);
                 }
                 _ => {}

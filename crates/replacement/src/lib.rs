@@ -26,6 +26,7 @@ mod lru_k;
 mod mq;
 mod mru;
 mod random;
+mod residency;
 mod s3_fifo;
 mod sieve;
 mod spec;

@@ -9,20 +9,12 @@
 //! concept describes, and only falls back to a linear scan from a random start when residency is
 //! too sparse for random probing to pay off.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-
 use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::residency::{Residency, State};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
-
-/// The frame holds no page.
-const FREE: u8 = 0;
-/// The frame holds a page that may be proposed.
-const RESIDENT: u8 = 1;
-/// The frame holds a page the pool rejected as a root: proposed only if nothing else is resident.
-const BLOCKED: u8 = 2;
 
 /// Random probing is used while at least `1 / DENSITY_DIVISOR` of the frames are resident.
 const DENSITY_DIVISOR: usize = 4;
@@ -38,9 +30,7 @@ const PROBES: usize = 32;
 /// It neither reads nor writes the frames' [`FrameHook`]s (R7): its draws probe frames it may
 /// never have seen, whose hooks could hold anything, so residency must live in state it owns.
 pub struct RandomPolicy {
-    states: Box<[AtomicU8]>,
-    /// Number of frames whose state is not [`FREE`]; maintained from the state transitions.
-    resident: AtomicUsize,
+    frames: Residency,
     /// Only the evicting thread draws (R2), so this lock is uncontended.
     rng: Mutex<SmallRng>,
 }
@@ -54,37 +44,19 @@ impl RandomPolicy {
     #[must_use]
     pub fn new(capacity: usize, seed: u64) -> RandomPolicy {
         check_capacity(capacity);
-        RandomPolicy {
-            states: (0..capacity).map(|_| AtomicU8::new(FREE)).collect(),
-            resident: AtomicUsize::new(0),
-            rng: Mutex::new(SmallRng::seed_from_u64(seed)),
-        }
+        RandomPolicy { frames: Residency::new(capacity), rng: Mutex::new(SmallRng::seed_from_u64(seed)) }
     }
 
-    /// Moves `frame` to `new` state, keeping the resident count in step with the transition.
-    fn transition(&self, frame: FrameId, new: u8) {
-        let old = self.states[frame.index()].swap(new, Ordering::AcqRel);
-        match (old == FREE, new == FREE) {
-            (true, false) => {
-                self.resident.fetch_add(1, Ordering::AcqRel);
-            }
-            (false, true) => {
-                self.resident.fetch_sub(1, Ordering::AcqRel);
-            }
-            _ => {}
-        }
-    }
-
-    /// Scans every frame once from `start`: the first [`RESIDENT`] frame, else the first
-    /// [`BLOCKED`] one, else `None`.
+    /// Scans every frame once from `start`: the first resident frame, else the first blocked one,
+    /// else `None`.
     fn scan_from(&self, start: usize) -> Option<FrameId> {
-        let capacity = self.states.len();
+        let capacity = self.frames.capacity();
         let mut blocked = None;
         for offset in 0..capacity {
             let index = (start + offset) % capacity;
-            match self.states[index].load(Ordering::Acquire) {
-                RESIDENT => return Some(frame_id(index)),
-                BLOCKED => {
+            match self.frames.state(index) {
+                State::Resident => return Some(frame_id(index)),
+                State::Blocked => {
                     blocked.get_or_insert(index);
                 }
                 _ => {}
@@ -101,7 +73,7 @@ impl Policy for RandomPolicy {
 
     fn on_insert(&self, frame: FrameId, _page: PageId, _hook: &FrameHook) {
         // A new page: any block from a previous page in this frame is gone.
-        self.transition(frame, RESIDENT);
+        self.frames.insert(frame);
     }
 
     fn on_hit(&self, _frame: FrameId, _hook: &FrameHook) {}
@@ -110,30 +82,21 @@ impl Policy for RandomPolicy {
         match why {
             // Draws are independent: an in-use frame or a parent is simply drawn again later.
             Rejection::InUse | Rejection::SwizzledChildren => {}
-            Rejection::Root => {
-                // Only a resident frame can become blocked; a stale rejection of a freed frame
-                // must not resurrect it.
-                let _ = self.states[frame.index()].compare_exchange(
-                    RESIDENT,
-                    BLOCKED,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                );
-            }
-            Rejection::NotResident => self.transition(frame, FREE),
+            Rejection::Root => self.frames.block(frame),
+            Rejection::NotResident => self.frames.remove(frame),
         }
     }
 
     fn on_remove(&self, frame: FrameId, _evicted: bool, _hook: &FrameHook) {
-        self.transition(frame, FREE);
+        self.frames.remove(frame);
     }
 
     /// Draws up to `PROBES` (32) uniformly random frames while residency is dense, then scans
     /// linearly from a random start. Never proposes a free frame; proposes a blocked frame only
     /// when no unblocked frame is resident; `None` only when nothing is resident (R4).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
-        let capacity = self.states.len();
-        let resident = self.resident.load(Ordering::Acquire);
+        let capacity = self.frames.capacity();
+        let resident = self.frames.resident();
         if resident == 0 {
             return None;
         }
@@ -141,7 +104,7 @@ impl Policy for RandomPolicy {
         if resident.saturating_mul(DENSITY_DIVISOR) >= capacity {
             for _ in 0..PROBES {
                 let index = rng.gen_range(0..capacity);
-                if self.states[index].load(Ordering::Acquire) == RESIDENT {
+                if self.frames.state(index) == State::Resident {
                     return Some(frame_id(index));
                 }
             }
