@@ -73,17 +73,7 @@ impl Policy for Car {
     }
 
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
-        let mut state = self.state.lock();
-        let index = frame.index();
-        match why {
-            // The hand passes the frame, its bit unchanged: for `InUse`, the fix holding the
-            // latch has already set it (or is the load, which is no second reference).
-            Rejection::InUse | Rejection::SwizzledChildren => state.lists.pass(index),
-            Rejection::Root => state.lists.block(index),
-            Rejection::NotResident => {
-                state.lists.take(index);
-            }
-        }
+        self.state.lock().lists.reject(frame.index(), why);
     }
 
     /// An evicted page becomes the newest ghost of B1 or B2, after the clock it left; a freed

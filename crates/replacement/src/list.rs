@@ -15,7 +15,7 @@
 //! Every operation is O(1) and allocates nothing after construction. The lists are not
 //! synchronized; the policies keep them under a lock.
 
-use crate::PageId;
+use crate::{PageId, Rejection};
 
 /// No index: the end of a list.
 const NIL: usize = usize::MAX;
@@ -518,6 +518,20 @@ impl TwoLists {
         };
         self.rotate(frame);
         self.passed[list] += 1;
+    }
+
+    /// The rejection rules of the two-clock policies (CAR, S3-FIFO): `InUse` and
+    /// `SwizzledChildren` pass the frame with its bit or counter unchanged (for `InUse` the fix
+    /// holding the latch has already reported its own reference, or is the load, which is no
+    /// second one), `Root` blocks it, `NotResident` forgets it.
+    pub(crate) fn reject(&mut self, frame: usize, why: Rejection) {
+        match why {
+            Rejection::InUse | Rejection::SwizzledChildren => self.pass(frame),
+            Rejection::Root => self.block(frame),
+            Rejection::NotResident => {
+                self.take(frame);
+            }
+        }
     }
 
     /// An eviction: the passes start again.

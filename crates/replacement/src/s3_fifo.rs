@@ -96,17 +96,7 @@ impl Policy for S3Fifo {
     }
 
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
-        let mut state = self.state.lock();
-        let index = frame.index();
-        match why {
-            // Back to the head of its own queue, counter unchanged: for `InUse`, the fix holding
-            // the latch has already counted (or is the load, which is no second access).
-            Rejection::InUse | Rejection::SwizzledChildren => state.lists.pass(index),
-            Rejection::Root => state.lists.block(index),
-            Rejection::NotResident => {
-                state.lists.take(index);
-            }
-        }
+        self.state.lock().lists.reject(frame.index(), why);
     }
 
     /// A page evicted from S becomes the newest ghost in G (the oldest ghost goes if G is full);
