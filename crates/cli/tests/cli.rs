@@ -1,27 +1,10 @@
 //! Runs the built `swizzledb` binary end to end on a small data set.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_swizzledb");
+mod common;
 
-/// A fresh scratch directory under the system temp directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("swizzledb-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{Scratch, BIN};
 
 fn rndread(scratch: &Scratch, extra: &[&str]) -> Output {
     let csv = scratch.0.join("out.csv");

@@ -1,27 +1,11 @@
 //! `swizzledb trace generate` and `swizzledb trace analyze`, end to end on small traces.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_swizzledb");
+mod common;
 
-/// A fresh scratch directory under the system temp directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("swizzledb-trace-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{Scratch, BIN};
 
 fn run(args: &[&str], paths: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(BIN);
