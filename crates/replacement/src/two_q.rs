@@ -329,25 +329,7 @@ mod tests {
             refs in proptest::collection::vec(0u64..20, 0..300),
         ) {
             let policy = TwoQ::with_sizes(capacity, kin, kout);
-            let h = TestHooks::new(capacity);
-            let mut frames: Vec<Option<u64>> = vec![None; capacity];
-            let mut victims = Vec::new();
-            for &page in &refs {
-                if let Some(f) = frames.iter().position(|&p| p == Some(page)) {
-                    h.hit(&policy, &[f as u32]);
-                    continue;
-                }
-                let f = match frames.iter().position(Option::is_none) {
-                    Some(f) => f,
-                    None => {
-                        let f = h.evict(&policy) as usize;
-                        victims.push(frames[f].unwrap());
-                        f
-                    }
-                };
-                frames[f] = Some(page);
-                load(&policy, &h, f as u32, page);
-            }
+            let victims: Vec<u64> = sim::replay(capacity, &refs, &policy).into_iter().filter_map(|(_, v)| v).collect();
             prop_assert_eq!(victims, model_victims(capacity, kin, kout, &refs));
         }
 
