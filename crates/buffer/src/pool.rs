@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::Arc;
 use std::time::Instant;
-use swizzledb_replacement::{FrameHook, HookTable, Policy, PolicySpec, Rejection};
+use swizzledb_replacement::{Evictor, FrameHook, HookTable, Policy, PolicySpec, Rejection, Verdict};
 use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
 
 /// How child references are followed (chosen at open; all other code is shared).
@@ -986,24 +986,27 @@ impl BufferPool {
         let max_proposals = 2 * self.frames.len() + 16;
         let mut proposals = 0;
         while self.free_count.load(Relaxed) < target && proposals < max_proposals {
-            let Some(c) = self.policy.next_candidate(&DescHooks(&self.frames)) else {
-                break;
+            // R10: the policy records each verdict during the chunk; the victims reach the free
+            // list only afterwards, in one go (B13).
+            let mut chunk = EvictionChunk {
+                pool: self,
+                wanted: (target - self.free_count.load(Relaxed)).min(EVICTION_CHUNK),
+                freed: Vec::new(),
+                error: None,
             };
-            proposals += 1;
-            self.count(|b| bump(&b.proposals));
-            match self.try_evict(c)? {
-                None => freed += 1,
-                Some(why) => {
-                    self.count(|b| {
-                        bump(match why {
-                            Rejection::InUse => &b.rejected_in_use,
-                            Rejection::Root => &b.rejected_root,
-                            Rejection::SwizzledChildren => &b.rejected_swizzled_children,
-                            Rejection::NotResident => &b.rejected_not_resident,
-                        });
-                    });
-                    self.policy.on_rejected(c, why, &self.desc(c).hook);
-                }
+            let made =
+                self.policy.evict_batch(&DescHooks(&self.frames), &mut chunk, max_proposals - proposals);
+            proposals += made;
+            freed += chunk.freed.len();
+            for &f in &chunk.freed {
+                self.push_free(f);
+            }
+            self.count(|b| add(&b.evictions, chunk.freed.len() as u64));
+            if let Some(e) = chunk.error {
+                return Err(e);
+            }
+            if made == 0 {
+                break; // the policy tracks nothing (R4)
             }
         }
         if !sweep_first && self.free_count.load(Relaxed) < target && self.mode == PoolMode::Swizzling {
@@ -1015,7 +1018,9 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Tries to evict frame `f` without waiting for any latch (B13). `Ok(None)` if evicted.
+    /// Tries to evict frame `f` without waiting for any latch (B13). `Ok(None)` if evicted: the
+    /// frame is then `FREE` but neither on the free list nor removed from the policy; the caller
+    /// does both, in that order (R10).
     fn try_evict(&self, f: FrameId) -> Result<Option<Rejection>> {
         let d = self.desc(f);
         if d.root.load(Relaxed) {
@@ -1097,12 +1102,9 @@ impl BufferPool {
         }
         self.table.remove(pid, f);
         d.state.store(FREE, Release);
-        self.policy.on_remove(f, true, &d.hook);
         self.trace(EventKind::Evict, f, parent, None, None);
         d.latch.unlock_exclusive();
         unlatch_parent();
-        self.push_free(f);
-        self.count(|b| bump(&b.evictions));
         Ok(None)
     }
 
@@ -1177,6 +1179,9 @@ impl BufferPool {
                 break;
             }
             if self.try_evict(c)?.is_none() {
+                self.policy.on_remove(c, true, &self.desc(c).hook);
+                self.push_free(c);
+                self.count(|b| bump(&b.evictions));
                 freed += 1;
             }
         }
@@ -1186,7 +1191,55 @@ impl BufferPool {
         });
         Ok((freed, refused))
     }
+}
 
+/// Victims one [`Policy::evict_batch`] call looks for at most: they reach the free list together
+/// when the call returns (R10), so a chunk bounds how long they are withheld from other threads
+/// (BP-Wrapper's reclamation batch F).
+const EVICTION_CHUNK: usize = 64;
+
+/// The pool's side of one eviction chunk (R10).
+struct EvictionChunk<'a> {
+    pool: &'a BufferPool,
+    wanted: usize,
+    freed: Vec<FrameId>,
+    /// An I/O error writing a victim ends the chunk; the pool reports it after the chunk.
+    error: Option<BufferError>,
+}
+
+impl Evictor for EvictionChunk<'_> {
+    fn wants_more(&mut self) -> bool {
+        self.error.is_none() && self.freed.len() < self.wanted
+    }
+
+    fn try_evict(&mut self, frame: FrameId) -> Verdict {
+        let pool = self.pool;
+        pool.count(|b| bump(&b.proposals));
+        let why = match pool.try_evict(frame) {
+            Ok(None) => {
+                self.freed.push(frame);
+                return Verdict::Evicted;
+            }
+            Ok(Some(why)) => why,
+            Err(e) => {
+                // The victim keeps its page (the write failed before anything changed).
+                self.error = Some(e);
+                Rejection::InUse
+            }
+        };
+        pool.count(|b| {
+            bump(match why {
+                Rejection::InUse => &b.rejected_in_use,
+                Rejection::Root => &b.rejected_root,
+                Rejection::SwizzledChildren => &b.rejected_swizzled_children,
+                Rejection::NotResident => &b.rejected_not_resident,
+            });
+        });
+        Verdict::Rejected(why)
+    }
+}
+
+impl BufferPool {
     // ----------------------------------------------------------------------------------------
     // Flushing
     // ----------------------------------------------------------------------------------------

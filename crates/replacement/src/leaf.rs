@@ -142,6 +142,10 @@ impl Policy for LeafOnly {
         }
     }
 
+    // `evict_batch` stays the default, one proposal at a time through `next_candidate` and
+    // `on_rejected` above: handing the batch to the inner policy would let it record a rejection
+    // for a frame that `on_children` parked (removed from it) between proposal and verdict.
+
     fn prefers_sweep(&self) -> bool {
         self.inner.prefers_sweep()
     }

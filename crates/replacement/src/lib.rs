@@ -210,6 +210,58 @@ pub trait Policy: Send + Sync {
     fn sweep_admits(&self, _frame: FrameId, _hook: &FrameHook) -> bool {
         true
     }
+
+    /// Runs one eviction batch (R10): proposes candidates one at a time while
+    /// `evictor.wants_more()` and fewer than `max_proposals` were made, hands each to
+    /// `evictor.try_evict`, and records the verdict as a removal or a rejection before the next
+    /// proposal. Returns the number of proposals. The default is exactly that loop over
+    /// [`Policy::next_candidate`], [`Policy::on_remove`] and [`Policy::on_rejected`]; a policy
+    /// whose state sits behind one lock (BP-Wrapper) takes it once for the whole batch.
+    fn evict_batch(&self, hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
+        evict_one_by_one(self, hooks, evictor, max_proposals)
+    }
+}
+
+/// The default [`Policy::evict_batch`]: one `next_candidate` per proposal, each verdict recorded
+/// through `on_remove` or `on_rejected` before the next. Wrappers that override `evict_batch` call
+/// it for the part of a batch they do not handle themselves.
+pub fn evict_one_by_one<P: Policy + ?Sized>(
+    policy: &P,
+    hooks: &dyn HookTable,
+    evictor: &mut dyn Evictor,
+    max_proposals: usize,
+) -> usize {
+    let mut proposals = 0;
+    while proposals < max_proposals && evictor.wants_more() {
+        let Some(frame) = policy.next_candidate(hooks) else {
+            break;
+        };
+        proposals += 1;
+        match evictor.try_evict(frame) {
+            Verdict::Evicted => policy.on_remove(frame, true, hooks.hook(frame)),
+            Verdict::Rejected(why) => policy.on_rejected(frame, why, hooks.hook(frame)),
+        }
+    }
+    proposals
+}
+
+/// What the pool did with a candidate proposed during [`Policy::evict_batch`].
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Verdict {
+    /// The frame no longer holds its page. The pool has not yet made the frame free for reuse:
+    /// it does so only after `evict_batch` returns (R10), so the removal is recorded first.
+    Evicted,
+    /// The pool refused the candidate and the frame keeps its page.
+    Rejected(Rejection),
+}
+
+/// The pool's side of an eviction batch (R10).
+pub trait Evictor {
+    /// Whether the batch still needs victims (false also once an error stopped it).
+    fn wants_more(&mut self) -> bool;
+    /// Tries to evict `frame`, which the policy has just proposed, and says what happened. It
+    /// must not call the policy's `on_remove` or `on_rejected` for `frame`: the batch does.
+    fn try_evict(&mut self, frame: FrameId) -> Verdict;
 }
 
 /// Fresh hooks for the inline tests. `[FrameHook]` is unsized, so a slice cannot itself be passed
