@@ -1,73 +1,104 @@
 //! BP-Wrapper (README "BP-Wrapper (`bpw-<policy>`)"): batching and prefetching around any policy
 //! whose hits take a lock (Ding, Shan & Jiang, TPDS 2015).
 //!
-//! Every hit is first appended to a private FIFO of the calling thread (one per thread and wrapper
-//! instance). Only when `batch_threshold` entries have piled up does the thread ask for the
-//! wrapper's lock, without blocking; if the lock is busy it keeps working until the queue is full
-//! (`queue_size`), and only then blocks. The queue is committed in FIFO order under the lock, so
-//! the inner policy sees each thread's hits in their order, one lock acquisition per batch.
-//! Every other hook takes the same lock and commits the calling thread's queue first, so the inner
-//! policy sees one serialized stream, and in a single thread exactly the unwrapped sequence.
+//! Every hit, and every insert, is first appended to a private FIFO queue of the calling thread.
+//! Only when `batch_threshold` entries have piled up does the thread ask for the wrapper's lock,
+//! without blocking; if the lock is busy it keeps working until the queue is full (`queue_size`),
+//! and only then blocks. The queue is committed in FIFO order under the lock, so the inner policy
+//! sees each thread's accesses in their order, one lock acquisition per batch. Removals,
+//! rejections and proposals take the lock at once and commit the calling thread's queue first, so
+//! in a single thread the inner policy sees exactly the unwrapped sequence. An eviction batch
+//! (`evict_batch`, R10) holds the lock for the whole batch: the paper's "reclaim F victims under
+//! one lock".
 //!
-//! # Per-thread queues
+//! # Queues
 //!
-//! A `thread_local!` map from the wrapper's id (a process-wide counter, never reused) to that
-//! thread's queue. A wrapper dropped while other threads still hold queued entries leaves their
-//! queues behind until those threads exit (at most `queue_size` entries each); a thread that exits
-//! with queued hits loses them ([`BpWrapper::flush`] commits them first). Hits are statistics,
-//! not data, so a lost hit only changes what the policy learns.
+//! The queues live in the wrapper, in [`QUEUE_SLOTS`] cache-line-aligned slots, each behind its
+//! own mutex; a thread uses slot `thread number mod QUEUE_SLOTS`. With up to that many threads a
+//! slot's mutex is only ever taken by its thread, except when a thread that found no candidate
+//! commits every slot ("drain", below). Keeping the queues reachable is what lets an insert wait in
+//! a queue: a frame whose insert is still queued is not yet a candidate, and an evicting thread
+//! that runs out of candidates drains the other threads' queues.
 //!
-//! # Why the inner policy never sees a hit for a frame it does not hold (R1)
+//! # Why the inner policy never sees a hook for a frame it does not hold (R1)
 //!
-//! Each queue entry is `(frame, page the frame held at the hit)`. The wrapper keeps, per frame,
-//! the page it currently holds (`pages`, stored as id + 1 so that `NO_PAGE`, 0, means free), and:
+//! Each queue entry is `(frame, page the frame held at the access, kind)`. Per frame the wrapper
+//! keeps two words, both storing a page as id + 1 so that `NO_PAGE` (0) means none:
 //!
-//! 1. `pages[f]` is written only while holding the wrapper's lock, in the same critical section as
-//!    the inner policy's `on_insert` (page stored, then forwarded) or its `on_remove` / `NotResident`
-//!    rejection (`NO_PAGE` stored, then forwarded). So whenever the lock is free,
-//!    `pages[f] != NO_PAGE` exactly when the inner policy holds `f`.
-//! 2. A commit runs under the lock and forwards an entry only if `pages[f]` still equals the
-//!    entry's page (which is never `NO_PAGE`). By 1, the inner policy then holds `f`.
-//! 3. Rejections, `on_children` and `sweep_admits` are forwarded only if `pages[f] != NO_PAGE`
-//!    under the lock, since a `NotResident` rejection can follow a concurrent free of the frame.
-//! 4. A frame removed and reused for another page since the hit has another page id: the entry is
-//!    skipped (counted as stale), so an old page's hit never lands on the new page. A frame removed
-//!    and reloaded with the *same* page gets the hit, which is a true hit on that page.
+//! - `pages[f]`, the frame's current page, published by `on_insert` (the pool calls it under the
+//!   frame's exclusive latch, before any other hook for the page) and cleared by `on_remove` and
+//!   by an eviction in a batch, both under the lock;
+//! - `held[f]`, the page the inner policy holds the frame with, read and written only under the
+//!   lock, in the same critical section as the inner `on_insert` / `on_remove` / `NotResident`
+//!   rejection that changes it.
 //!
-//! The page id in an entry is read without the lock when the hit is queued. The pool reports a hit
-//! only for a resident frame under its latch (R1), after `on_insert` returned, so the read sees the
-//! current page.
+//! Then:
+//!
+//! 1. An entry is applied under the lock only if `held[f]` is the entry's page; the inner policy
+//!    then holds `f` with that page.
+//! 2. If `held[f]` is `NO_PAGE` but `pages[f]` is the entry's page, the page's insert is still
+//!    queued (in this or another thread's queue). The commit inserts it into the inner policy
+//!    first, then applies the entry; the queued insert, when its turn comes, finds the page held
+//!    and does nothing more. Any other entry is stale (its frame was emptied or reused) and is
+//!    skipped, so an old page's hit never lands on a new page.
+//! 3. `pages[f]` is cleared under the lock before the frame can be reused: by `on_remove`, which
+//!    the pool calls before returning the frame to its free list, and inside `evict_batch`,
+//!    before the pool frees the batch's victims (R10). So a frame is never republished while an
+//!    older removal of it is still unrecorded.
+//! 4. Removals, rejections and `sweep_admits` are forwarded only if `held[f]` is not `NO_PAGE`.
 //!
 //! # Hooks
 //!
-//! A hit's [`FrameHook`] cannot be kept in a queue, so the wrapper gives the inner policy a private
-//! array of hooks, one per frame, for every hook call and as the [`HookTable`] of `next_candidate`
-//! (as the simulator does, R7). The pool's hooks are never read or written. A policy that keeps its
-//! hit state in the hook (CLOCK and kin) gains nothing from this wrapper anyway.
+//! A queued entry cannot keep the pool's [`FrameHook`], so the wrapper gives the inner policy a
+//! private array of hooks, one per frame, for every hook call and as the [`HookTable`] of
+//! `next_candidate` (as the simulator does, R7). The pool's hooks are never read or written. A
+//! policy that keeps its hit state in the hook (CLOCK and kin) gains nothing from this wrapper.
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
 
-use parking_lot::{Mutex, MutexGuard};
-use rustc_hash::FxHashMap;
+use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 
-use crate::{check_capacity, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::{check_capacity, Evictor, FrameHook, FrameId, HookTable, PageId, Policy, Rejection, Verdict};
 
 /// No page: the frame is free as far as the wrapper knows. Pages are stored as id + 1 (`slot`),
 /// since page 0 is a valid page id.
 const NO_PAGE: u64 = 0;
 
-/// How `page` is stored in `pages` and in queue entries: never `NO_PAGE` (ids are below 2^63).
+/// How `page` is stored in `pages`, `held` and queue entries: never `NO_PAGE` (ids are below 2^63).
 fn slot(page: PageId) -> u64 {
     page.get() + 1
 }
 
-/// Source of wrapper ids, the keys of the per-thread queue maps.
-static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+/// The page a stored word names (which is not `NO_PAGE`).
+fn unslot(word: u64) -> PageId {
+    PageId::new(word - 1).expect("a stored page id is a valid page id")
+}
+
+/// Per-thread queues per wrapper; threads beyond this many share slots (module doc).
+pub const QUEUE_SLOTS: usize = 64;
+
+/// One lock acquisition in this many is timed, for the hold-time estimate (two clock reads per
+/// acquisition would lengthen the critical section they measure).
+const HOLD_SAMPLE: u64 = 16;
+
+/// Source of thread numbers, which pick a thread's queue slot.
+static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
-    /// This thread's queue for each wrapper it has reported hits to.
-    static QUEUES: RefCell<FxHashMap<u64, Vec<Entry>>> = RefCell::new(FxHashMap::default());
+    /// This thread's number, assigned on first use (`usize::MAX` until then).
+    static THREAD_NUMBER: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// The calling thread's number.
+fn thread_number() -> usize {
+    THREAD_NUMBER.with(|n| {
+        if n.get() == usize::MAX {
+            n.set(NEXT_THREAD.fetch_add(1, Ordering::Relaxed));
+        }
+        n.get()
+    })
 }
 
 /// Which of the paper's two techniques are on (for the ablation).
@@ -101,7 +132,7 @@ pub struct BpConfig {
     pub variant: Variant,
     /// S: a thread whose queue holds this many entries blocks on the lock to commit.
     pub queue_size: usize,
-    /// T: from this many queued entries on, every hit tries the lock without blocking.
+    /// T: from this many queued entries on, every access tries the lock without blocking.
     pub batch_threshold: usize,
 }
 
@@ -128,23 +159,75 @@ pub enum BpConfigError {
 /// The wrapper's counters, as read by [`BpWrapper::stats`].
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
 pub struct BpStats {
-    /// Times the lock was taken (by any hook, batched or not).
+    /// Page accesses reported: hits and inserts (misses).
+    pub accesses: u64,
+    /// Times the lock was taken (by any hook, batched or not; nested acquisitions by a thread
+    /// that already holds it are not counted).
     pub lock_acquisitions: u64,
-    /// Non-blocking attempts of a hit that found the lock taken (the thread went on working).
+    /// Non-blocking attempts that found the lock taken (the thread went on working).
     pub failed_try_locks: u64,
     /// Blocking acquisitions that found the lock taken and had to wait.
     pub blocking_waits: u64,
-    /// Hits (and unfixes) forwarded to the inner policy.
+    /// Queued entries applied to the inner policy (an insert that an earlier entry of the same
+    /// page already applied counts here too).
     pub entries_committed: u64,
     /// Queued entries dropped because their frame no longer held their page.
     pub stale_entries_skipped: u64,
+    /// Acquisitions whose hold time was measured (one in 16).
+    pub timed_holds: u64,
+    /// Total nanoseconds the timed acquisitions held the lock.
+    pub timed_hold_nanos: u64,
+}
+
+impl BpStats {
+    /// Blocking waits per million page accesses: the paper's contention metric.
+    #[must_use]
+    pub fn waits_per_million(&self) -> f64 {
+        per_million(self.blocking_waits, self.accesses)
+    }
+
+    /// Estimated nanoseconds of lock hold time per page access.
+    #[must_use]
+    pub fn hold_nanos_per_access(&self) -> f64 {
+        if self.timed_holds == 0 || self.accesses == 0 {
+            return 0.0;
+        }
+        let per_hold = self.timed_hold_nanos as f64 / self.timed_holds as f64;
+        per_hold * self.lock_acquisitions as f64 / self.accesses as f64
+    }
+
+    /// The counters of `self` and `other` added (for partitioned wrappers).
+    #[must_use]
+    pub fn plus(&self, other: &BpStats) -> BpStats {
+        BpStats {
+            accesses: self.accesses + other.accesses,
+            lock_acquisitions: self.lock_acquisitions + other.lock_acquisitions,
+            failed_try_locks: self.failed_try_locks + other.failed_try_locks,
+            blocking_waits: self.blocking_waits + other.blocking_waits,
+            entries_committed: self.entries_committed + other.entries_committed,
+            stale_entries_skipped: self.stale_entries_skipped + other.stale_entries_skipped,
+            timed_holds: self.timed_holds + other.timed_holds,
+            timed_hold_nanos: self.timed_hold_nanos + other.timed_hold_nanos,
+        }
+    }
+}
+
+/// `count` per million `of` (0 when `of` is 0).
+fn per_million(count: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        count as f64 * 1e6 / of as f64
+    }
 }
 
 /// What a queued entry reports.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Access {
+    Insert,
     Hit,
     Unfix,
+    Children(bool),
 }
 
 /// One queued access: the frame and the page it held then (as `slot`).
@@ -155,7 +238,55 @@ struct Entry {
     page: u64,
 }
 
-/// The counters. Those outside the lock (`failed_try_locks`) are only bumped on a failure.
+/// One thread's queue (module doc), with the accesses it counted.
+#[derive(Default)]
+struct Queue {
+    entries: Vec<Entry>,
+    /// Page accesses (hits and inserts) queued here, ever: counted off the shared lines.
+    accesses: u64,
+}
+
+/// A queue slot on its own cache lines, so that threads' queues never share a line.
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot(Mutex<Queue>);
+
+/// State under the lock.
+struct Locked {
+    /// Per frame, `slot` of the page the inner policy holds it with (module doc).
+    held: Vec<u64>,
+    /// How many guards the holding thread has open (the lock is reentrant).
+    depth: usize,
+    /// Acquisitions so far, for sampling hold times.
+    acquisitions: u64,
+}
+
+/// The lock, held: the state under it and, for a sampled acquisition, when it was taken.
+struct Guard<'a> {
+    guard: ReentrantMutexGuard<'a, RefCell<Locked>>,
+    /// When the lock was taken, for the outermost acquisition of a thread if it is a sampled one.
+    timed: Option<(Instant, &'a Counters)>,
+}
+
+impl Guard<'_> {
+    fn state(&self) -> std::cell::RefMut<'_, Locked> {
+        self.guard.borrow_mut()
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        self.guard.borrow_mut().depth -= 1;
+        if let Some((started, counters)) = self.timed {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            counters.timed_holds.fetch_add(1, Ordering::Relaxed);
+            counters.timed_hold_nanos.fetch_add(nanos, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The counters kept outside the lock. Each is bumped only on a slow path (a failed try-lock,
+/// a wait) or under the lock, so none adds a shared read-modify-write to the fast path.
 #[derive(Default)]
 struct Counters {
     lock_acquisitions: AtomicU64,
@@ -163,23 +294,27 @@ struct Counters {
     blocking_waits: AtomicU64,
     entries_committed: AtomicU64,
     stale_entries_skipped: AtomicU64,
+    /// Page accesses of the unbatched variants, which take the lock for each.
+    locked_accesses: AtomicU64,
+    timed_holds: AtomicU64,
+    timed_hold_nanos: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Wraps a policy whose hits lock so that hits are batched per thread (BP-Wrapper).
+/// Wraps a policy whose hits lock so that accesses are batched per thread (BP-Wrapper).
 pub struct BpWrapper {
     inner: Box<dyn Policy>,
     config: BpConfig,
-    /// Key of this wrapper's queue in every thread's map.
-    id: u64,
-    /// Serializes every call into `inner`; it guards no data of its own.
-    lock: Mutex<()>,
-    /// Per frame, `slot` of the page it holds (`NO_PAGE` if free); written only under `lock` (module
-    /// doc).
+    /// Serializes every call into `inner`. Reentrant: an eviction batch holds it while the pool
+    /// runs code (un-swizzling a parent) that reports hooks back to the wrapper.
+    lock: ReentrantMutex<RefCell<Locked>>,
+    /// Per frame, `slot` of its current page (`NO_PAGE` if none); module doc.
     pages: Box<[AtomicU64]>,
+    /// The per-thread queues.
+    queues: Box<[Slot]>,
     /// The hooks the inner policy is given instead of the pool's.
     hooks: Box<[FrameHook]>,
     counters: Counters,
@@ -214,12 +349,13 @@ impl BpWrapper {
             });
         }
         check_capacity(capacity);
+        let locked = Locked { held: vec![NO_PAGE; capacity], depth: 0, acquisitions: 0 };
         Ok(BpWrapper {
             inner,
             config,
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            lock: Mutex::new(()),
+            lock: ReentrantMutex::new(RefCell::new(locked)),
             pages: (0..capacity).map(|_| AtomicU64::new(NO_PAGE)).collect(),
+            queues: (0..QUEUE_SLOTS).map(|_| Slot::default()).collect(),
             hooks: (0..capacity).map(|_| FrameHook::new()).collect(),
             counters: Counters::default(),
         })
@@ -231,44 +367,65 @@ impl BpWrapper {
         self.config
     }
 
-    /// A snapshot of the counters.
+    /// A snapshot of the counters. Takes each queue slot's mutex briefly, never the lock.
     #[must_use]
     pub fn stats(&self) -> BpStats {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let queued: u64 = self.queues.iter().map(|q| q.0.lock().accesses).sum();
         BpStats {
+            accesses: queued + get(&c.locked_accesses),
             lock_acquisitions: get(&c.lock_acquisitions),
             failed_try_locks: get(&c.failed_try_locks),
             blocking_waits: get(&c.blocking_waits),
             entries_committed: get(&c.entries_committed),
             stale_entries_skipped: get(&c.stale_entries_skipped),
+            timed_holds: get(&c.timed_holds),
+            timed_hold_nanos: get(&c.timed_hold_nanos),
         }
     }
 
-    /// Commits the calling thread's queue now (for example before the thread exits).
+    /// Commits every thread's queue now, so that the inner policy has seen every access reported
+    /// so far (for example before comparing its resident set with the pool's).
     pub fn flush(&self) {
         let guard = self.lock();
-        self.commit_own_queue(&guard);
+        self.commit_all(&guard);
     }
 
-    /// Whether the inner policy holds `frame`; exact while the caller holds the lock (module doc).
-    fn holds(&self, frame: FrameId) -> bool {
-        self.pages[frame.index()].load(Ordering::Relaxed) != NO_PAGE
+    /// The calling thread's queue slot.
+    fn my_queue(&self) -> &Mutex<Queue> {
+        &self.queues[thread_number() % self.queues.len()].0
     }
 
-    /// Takes the lock, blocking; counts a wait if it was taken.
-    fn lock(&self) -> MutexGuard<'_, ()> {
+    /// Counts an acquisition and starts timing it if it is a sampled one (outermost only).
+    fn acquired<'a>(&'a self, guard: ReentrantMutexGuard<'a, RefCell<Locked>>) -> Guard<'a> {
+        let timed = {
+            let mut state = guard.borrow_mut();
+            state.depth += 1;
+            if state.depth > 1 {
+                None // nested in this thread's own acquisition
+            } else {
+                bump(&self.counters.lock_acquisitions);
+                state.acquisitions += 1;
+                (state.acquisitions % HOLD_SAMPLE == 0).then(|| (Instant::now(), &self.counters))
+            }
+        };
+        Guard { guard, timed }
+    }
+
+    /// Takes the lock, blocking; counts a wait if another thread held it.
+    fn lock(&self) -> Guard<'_> {
         let guard = self.lock.try_lock().unwrap_or_else(|| {
             bump(&self.counters.blocking_waits);
             self.lock.lock()
         });
-        bump(&self.counters.lock_acquisitions);
-        guard
+        self.acquired(guard)
     }
 
     /// Pre-reads what committing `entries` will read: the entries themselves, each frame's page
-    /// id and the hook given to the inner policy. Plain loads, folded into a value the optimizer
-    /// must keep; correctness never depends on them, since everything is read again under the lock.
+    /// words and the hook given to the inner policy. Plain loads, folded into a value the
+    /// optimizer must keep; correctness never depends on them, since everything is read again
+    /// under the lock.
     fn prefetch(&self, entries: &[Entry]) {
         let mut sum = 0u64;
         for entry in entries {
@@ -279,84 +436,109 @@ impl BpWrapper {
         std::hint::black_box(sum);
     }
 
-    /// Forwards one entry under the lock if its frame still holds its page (R1).
-    fn apply(&self, _guard: &MutexGuard<'_, ()>, entry: Entry) {
+    /// Applies one entry under the lock (module doc, steps 1 and 2).
+    fn apply(&self, guard: &Guard<'_>, entry: Entry) {
         let index = entry.frame.index();
-        if self.pages[index].load(Ordering::Relaxed) != entry.page {
-            bump(&self.counters.stale_entries_skipped);
-            return;
-        }
         let hook = &self.hooks[index];
+        let held = guard.state().held[index];
+        if held != entry.page {
+            if held != NO_PAGE || self.pages[index].load(Ordering::Acquire) != entry.page {
+                bump(&self.counters.stale_entries_skipped);
+                return;
+            }
+            // The page's insert is still queued somewhere: apply it now, before this entry.
+            guard.state().held[index] = entry.page;
+            self.inner.on_insert(entry.frame, unslot(entry.page), hook);
+        }
         match entry.access {
+            Access::Insert => {}
             Access::Hit => self.inner.on_hit(entry.frame, hook),
             Access::Unfix => self.inner.on_unfix(entry.frame, hook),
+            Access::Children(swizzled) => self.inner.on_children(entry.frame, swizzled, hook),
         }
         bump(&self.counters.entries_committed);
     }
 
-    /// Commits the calling thread's queue in FIFO order; the caller holds the lock.
-    fn commit_own_queue(&self, guard: &MutexGuard<'_, ()>) {
-        // The queue leaves the map while the inner policy runs, so that no borrow of the
-        // thread-local map is held across foreign code (a nested wrapper uses the same map).
-        let mut queue = QUEUES.with(|q| q.borrow_mut().get_mut(&self.id).map(std::mem::take));
-        let Some(entries) = queue.as_mut() else {
-            return;
-        };
-        for &entry in entries.iter() {
+    /// Commits one queue in FIFO order; the caller holds the lock.
+    fn commit(&self, guard: &Guard<'_>, queue: &Mutex<Queue>) {
+        // The entries leave the slot while the inner policy runs: the slot's mutex is never held
+        // across foreign code, and lock order stays wrapper lock, then slot.
+        let mut entries = std::mem::take(&mut queue.lock().entries);
+        for &entry in &entries {
             self.apply(guard, entry);
         }
         entries.clear();
-        QUEUES.with(|q| {
-            let mut map = q.borrow_mut();
-            let slot = map.entry(self.id).or_default();
-            // Keep the allocation unless the slot was refilled meanwhile (it cannot be).
-            if slot.is_empty() {
-                *slot = queue.unwrap_or_default();
-            }
-        });
+        let mut slot = queue.lock();
+        if slot.entries.is_empty() {
+            slot.entries = entries; // keep the allocation
+        }
     }
 
-    /// A hit or unfix of a resident frame.
+    /// Commits every queue (a drain: when candidates ran out, or on `flush`).
+    fn commit_all(&self, guard: &Guard<'_>) {
+        for queue in self.queues.iter() {
+            self.commit(guard, &queue.0);
+        }
+    }
+
+    /// Queues (or, without batching, applies at once) an access to a resident frame.
     fn access(&self, frame: FrameId, access: Access) {
         let page = self.pages[frame.index()].load(Ordering::Acquire);
         if page == NO_PAGE {
             return; // not resident as far as the wrapper knows (a pool breaking R1): nothing to do
         }
+        let counts = matches!(access, Access::Hit | Access::Insert);
         let entry = Entry { frame, access, page };
         if !self.config.variant.batches() {
             if self.config.variant.prefetches() {
                 self.prefetch(&[entry]);
             }
             let guard = self.lock();
+            if counts {
+                bump(&self.counters.locked_accesses);
+            }
             self.apply(&guard, entry);
             return;
         }
-        let len = QUEUES.with(|q| {
-            let mut map = q.borrow_mut();
-            let queue = map.entry(self.id).or_insert_with(|| Vec::with_capacity(self.config.queue_size));
-            queue.push(entry);
-            if self.config.variant.prefetches() && queue.len() >= self.config.batch_threshold {
-                self.prefetch(queue);
+        let queue = self.my_queue();
+        let len = {
+            let mut q = queue.lock();
+            q.entries.push(entry);
+            q.accesses += u64::from(counts);
+            if self.config.variant.prefetches() && q.entries.len() >= self.config.batch_threshold {
+                self.prefetch(&q.entries);
             }
-            queue.len()
-        });
+            q.entries.len()
+        };
         if len < self.config.batch_threshold {
             return;
         }
         let guard = match self.lock.try_lock() {
-            Some(guard) => {
-                bump(&self.counters.lock_acquisitions);
-                guard
-            }
+            Some(guard) => self.acquired(guard),
             None => {
                 bump(&self.counters.failed_try_locks);
                 if len < self.config.queue_size {
-                    return; // keep working; the next hit tries again
+                    return; // keep working; the next access tries again
                 }
                 self.lock()
             }
         };
-        self.commit_own_queue(&guard);
+        self.commit(&guard, queue);
+    }
+
+    /// The inner policy's next candidate; if it has none, drains every queue (a frame whose insert
+    /// is still queued is resident too, R4) and asks again.
+    fn inner_candidate(&self, guard: &Guard<'_>, drained: &mut bool) -> Option<FrameId> {
+        loop {
+            if let Some(frame) = self.inner.next_candidate(&self.hooks) {
+                return Some(frame);
+            }
+            if *drained {
+                return None;
+            }
+            *drained = true;
+            self.commit_all(guard);
+        }
     }
 }
 
@@ -365,11 +547,11 @@ impl Policy for BpWrapper {
         format!("bpw-{}", self.inner.name())
     }
 
+    /// Publishes the frame's page, then queues the insert like a hit (the paper's miss path
+    /// records a page taken from a free list "like a hit").
     fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
-        let guard = self.lock();
-        self.commit_own_queue(&guard);
         self.pages[frame.index()].store(slot(page), Ordering::Release);
-        self.inner.on_insert(frame, page, &self.hooks[frame.index()]);
+        self.access(frame, Access::Insert);
     }
 
     /// Queued (or, without batching, forwarded under the lock).
@@ -389,42 +571,86 @@ impl Policy for BpWrapper {
     }
 
     /// Commits the caller's queue, then forwards if the inner policy holds the frame: a proposal
-    /// can be rejected as
-    /// `NotResident` after a concurrent free already removed it, and the inner policy then gets
-    /// no hook for a frame it does not hold (R1).
+    /// can be rejected as `NotResident` after a concurrent free already removed it, and the inner
+    /// policy then gets no hook for a frame it does not hold (R1).
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
         let guard = self.lock();
-        self.commit_own_queue(&guard);
-        if !self.holds(frame) {
-            return;
+        self.commit(&guard, self.my_queue());
+        let index = frame.index();
+        {
+            let mut state = guard.state();
+            if state.held[index] == NO_PAGE {
+                return;
+            }
+            if why == Rejection::NotResident {
+                state.held[index] = NO_PAGE;
+            }
         }
-        if why == Rejection::NotResident {
-            self.pages[frame.index()].store(NO_PAGE, Ordering::Release);
-        }
-        self.inner.on_rejected(frame, why, &self.hooks[frame.index()]);
+        self.inner.on_rejected(frame, why, &self.hooks[index]);
     }
 
     fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
         let guard = self.lock();
-        self.commit_own_queue(&guard);
-        self.pages[frame.index()].store(NO_PAGE, Ordering::Release);
-        self.inner.on_remove(frame, evicted, &self.hooks[frame.index()]);
+        self.commit(&guard, self.my_queue());
+        let index = frame.index();
+        self.pages[index].store(NO_PAGE, Ordering::Release);
+        let held = std::mem::replace(&mut guard.state().held[index], NO_PAGE);
+        if held != NO_PAGE {
+            self.inner.on_remove(frame, evicted, &self.hooks[index]);
+        }
     }
 
     /// Commits the caller's queue (the paper commits on the miss path), then asks the inner
     /// policy, over the wrapper's own hooks.
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let guard = self.lock();
-        self.commit_own_queue(&guard);
-        self.inner.next_candidate(&self.hooks)
+        self.commit(&guard, self.my_queue());
+        self.inner_candidate(&guard, &mut false)
     }
 
-    fn on_children(&self, frame: FrameId, swizzled: bool, _hook: &FrameHook) {
+    /// The whole batch under one acquisition of the lock (R10): the caller's queue is committed,
+    /// then the inner policy proposes and learns each verdict. Hooks the pool reports while
+    /// trying a victim (a parent losing its last swizzled child) are queued as usual and may
+    /// commit in the middle of the batch: the lock is reentrant.
+    fn evict_batch(&self, _hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
         let guard = self.lock();
-        self.commit_own_queue(&guard);
-        if self.holds(frame) {
-            self.inner.on_children(frame, swizzled, &self.hooks[frame.index()]);
+        self.commit(&guard, self.my_queue());
+        let mut drained = false;
+        let mut proposals = 0;
+        while proposals < max_proposals && evictor.wants_more() {
+            let Some(frame) = self.inner_candidate(&guard, &mut drained) else {
+                break;
+            };
+            proposals += 1;
+            let verdict = evictor.try_evict(frame);
+            let index = frame.index();
+            let hook = &self.hooks[index];
+            let mut state = guard.state();
+            if state.held[index] == NO_PAGE {
+                continue; // cannot happen while we hold the lock; never forward for a frame not held
+            }
+            match verdict {
+                Verdict::Evicted => {
+                    state.held[index] = NO_PAGE;
+                    drop(state);
+                    self.pages[index].store(NO_PAGE, Ordering::Release);
+                    self.inner.on_remove(frame, true, hook);
+                }
+                Verdict::Rejected(why) => {
+                    if why == Rejection::NotResident {
+                        state.held[index] = NO_PAGE;
+                    }
+                    drop(state);
+                    self.inner.on_rejected(frame, why, hook);
+                }
+            }
         }
+        proposals
+    }
+
+    /// Queued like a hit (the pool calls it under the frame's exclusive latch, R8).
+    fn on_children(&self, frame: FrameId, swizzled: bool, _hook: &FrameHook) {
+        self.access(frame, Access::Children(swizzled));
     }
 
     fn prefers_sweep(&self) -> bool {
@@ -433,16 +659,9 @@ impl Policy for BpWrapper {
 
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {
         let guard = self.lock();
-        self.commit_own_queue(&guard);
-        !self.holds(frame) || self.inner.sweep_admits(frame, &self.hooks[frame.index()])
-    }
-}
-
-impl Drop for BpWrapper {
-    /// Frees the dropping thread's queue; other threads' queues go when those threads exit.
-    fn drop(&mut self) {
-        // `try_with`: the thread-local may already be gone if the wrapper drops during thread exit.
-        let _ = QUEUES.try_with(|q| q.borrow_mut().remove(&self.id));
+        self.commit(&guard, self.my_queue());
+        let held = guard.state().held[frame.index()] != NO_PAGE;
+        !held || self.inner.sweep_admits(frame, &self.hooks[frame.index()])
     }
 }
 
@@ -454,6 +673,7 @@ mod tests {
 
     use super::*;
     use crate::{Lru, TestHooks};
+    use rustc_hash::FxHashMap;
 
     /// What the recording inner policy saw.
     #[derive(Default)]
@@ -517,18 +737,26 @@ mod tests {
         BpWrapper::with_config(Box::new(inner), 4, config).unwrap()
     }
 
-    /// Hand-worked, T = 3, S = 4: hits wait in the queue until the third, then reach the inner
-    /// policy in FIFO order; a hit queued for page 10 in frame 0 is skipped after another thread
-    /// removed that page and loaded page 20 into frame 0, so page 20 never gets it (R1, stale).
+    /// Hand-worked, T = 3, S = 4. Inserts and hits wait in the queue until the third entry, then
+    /// reach the inner policy in FIFO order. A hit queued for page 10 in frame 0 is skipped after
+    /// another thread removed that page and loaded page 20 into frame 0, so page 20 never gets it
+    /// (R1, stale). That thread's insert of page 20 stays in its queue; the next hit on frame 0
+    /// (page 20) inserts the page into the inner policy first when it commits (step 2).
+    ///
+    /// Lock acquisitions: the third insert's batch (1), the third hit's (2), the other thread's
+    /// removal (3), the batch after it (4); nothing waited.
     #[test]
     fn r1_hits_commit_in_fifo_order_and_stale_entries_are_skipped() {
         let inner = Recording::default();
         let log = Arc::clone(&inner.log);
         let policy = small(Variant::Both, inner);
         let h = TestHooks::new(4);
-        for (f, p) in [(0, 10), (1, 11), (2, 12)] {
+        for (f, p) in [(0, 10), (1, 11)] {
             policy.on_insert(FrameId(f), page(p), &h[f as usize]);
         }
+        assert!(log.lock().tracked.is_empty(), "inserts are queued too");
+        policy.on_insert(FrameId(2), page(12), &h[2]);
+        assert_eq!(log.lock().tracked.len(), 3);
         h.hit(&policy, &[2, 0]);
         assert!(log.lock().hits.is_empty(), "below T nothing is committed");
         h.hit(&policy, &[1]);
@@ -543,16 +771,21 @@ mod tests {
         });
         h.hit(&policy, &[1]);
         assert_eq!(log.lock().hits[3..], [(2, 12), (1, 11)], "the hit for page 10 is not applied to 20");
+        assert!(!log.lock().tracked.contains_key(&0), "page 20's insert waits in the other queue");
         let stats = policy.stats();
-        assert_eq!(stats.entries_committed, 5);
+        assert_eq!(stats.entries_committed, 8);
         assert_eq!(stats.stale_entries_skipped, 1);
-        // Insert, insert, insert, batch, remove, insert, batch: no contention.
-        assert_eq!(stats.lock_acquisitions, 7);
+        assert_eq!(stats.accesses, 10, "four inserts and six hits");
+        assert_eq!(stats.lock_acquisitions, 4);
         assert_eq!((stats.failed_try_locks, stats.blocking_waits), (0, 0));
-        // A miss-path hook commits the caller's queue first.
+        // A miss-path hook commits the caller's queue first; the hit on page 20 inserts it.
         h.hit(&policy, &[0]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
+        assert_eq!(log.lock().tracked.get(&0), Some(&20));
         assert_eq!(log.lock().hits.last(), Some(&(0, 20)));
+        // The other thread's queued insert finds the page held: nothing more happens.
+        policy.flush();
+        assert_eq!(log.lock().tracked.len(), 3);
     }
 
     /// Without batching every hit is forwarded at once, each under its own lock acquisition (on
@@ -580,6 +813,7 @@ mod tests {
         let policy = small(Variant::Batching, inner);
         let h = TestHooks::new(4);
         policy.on_insert(FrameId(1), page(5), &h[1]);
+        policy.flush();
         let locked = AtomicBool::new(false);
         let three_done = AtomicBool::new(false);
         let released = AtomicBool::new(false);
@@ -617,13 +851,46 @@ mod tests {
         }
     }
 
-    /// One frame of the simulated pool: its latch and the page it holds.
-    type Frame = Mutex<Option<u64>>;
+    /// One frame of the simulated pool, under its latch.
+    #[derive(Copy, Clone, PartialEq, Eq, Debug)]
+    enum Frame {
+        Free,
+        Page(u64),
+        /// Evicted in a batch that has not returned yet: not reusable (R10).
+        Evicting,
+    }
 
-    /// Four threads hit, load and free pages through the wrapper while one of them also evicts,
-    /// every frame under its latch as in the pool. The inner policy panics on any R1 breach, and
-    /// after everything is flushed it tracks exactly the pool's resident frames; every queued
-    /// entry was either committed or skipped as stale.
+    /// The test pool's side of an eviction batch: try-latches each candidate, as the pool does.
+    struct TryLatch<'a> {
+        frames: &'a [Mutex<Frame>],
+        evicted: Vec<usize>,
+        wanted: usize,
+    }
+
+    impl Evictor for TryLatch<'_> {
+        fn wants_more(&mut self) -> bool {
+            self.evicted.len() < self.wanted
+        }
+
+        fn try_evict(&mut self, frame: FrameId) -> Verdict {
+            let Some(mut latch) = self.frames[frame.index()].try_lock() else {
+                return Verdict::Rejected(Rejection::InUse);
+            };
+            match *latch {
+                Frame::Page(_) => {
+                    *latch = Frame::Evicting;
+                    self.evicted.push(frame.index());
+                    Verdict::Evicted
+                }
+                _ => Verdict::Rejected(Rejection::NotResident),
+            }
+        }
+    }
+
+    /// Four threads hit, load and free pages through the wrapper while one of them also evicts in
+    /// batches (R10), every frame under its latch as in the pool. The inner policy panics on any
+    /// R1 breach, and after everything is flushed it tracks exactly the pool's resident frames;
+    /// every queued entry was either committed or skipped as stale.
     #[test]
     fn r1_concurrent_hits_inserts_and_removes_keep_the_resident_sets_equal() {
         const FRAMES: u32 = 16;
@@ -633,13 +900,13 @@ mod tests {
             let config = BpConfig { variant, queue_size: 8, batch_threshold: 4 };
             let policy = BpWrapper::with_config(Box::new(inner), FRAMES as usize, config).unwrap();
             let hooks = TestHooks::new(FRAMES as usize);
-            let frames: Vec<Frame> = (0..FRAMES).map(|_| Mutex::new(None)).collect();
+            let frames: Vec<Mutex<Frame>> = (0..FRAMES).map(|_| Mutex::new(Frame::Free)).collect();
             let next_page = AtomicU64::new(1);
-            let hits = AtomicU64::new(0);
+            let accesses = AtomicU64::new(0);
             std::thread::scope(|s| {
                 for thread in 0..4u32 {
-                    let (policy, hooks, frames, next_page, hits) =
-                        (&policy, &hooks, &frames, &next_page, &hits);
+                    let (policy, hooks, frames, next_page, accesses) =
+                        (&policy, &hooks, &frames, &next_page, &accesses);
                     s.spawn(move || {
                         let mut x = thread.wrapping_mul(2_654_435_761).wrapping_add(12345);
                         for _ in 0..20_000 {
@@ -649,46 +916,48 @@ mod tests {
                             let f = FrameId(x % FRAMES);
                             let hook = &hooks[f.index()];
                             let mut latch = frames[f.index()].lock();
-                            match (x >> 8) % 16 {
-                                0 if latch.is_some() => {
+                            match ((x >> 8) % 16, *latch) {
+                                (0, Frame::Page(_)) => {
                                     policy.on_remove(f, false, hook);
-                                    *latch = None;
+                                    *latch = Frame::Free;
                                 }
-                                1 | 2 if latch.is_none() => {
+                                (1 | 2, Frame::Free) => {
                                     let p = next_page.fetch_add(1, Ordering::Relaxed);
                                     policy.on_insert(f, page(p), hook);
-                                    *latch = Some(p);
+                                    accesses.fetch_add(1, Ordering::Relaxed);
+                                    *latch = Frame::Page(p);
                                 }
-                                3 if thread == 0 => {
-                                    drop(latch); // R2: only thread 0 proposes
-                                    if let Some(v) = policy.next_candidate(hooks) {
-                                        let mut latch = frames[v.index()].lock();
-                                        if latch.is_some() {
-                                            policy.on_remove(v, true, &hooks[v.index()]);
-                                            *latch = None;
-                                        } else {
-                                            policy.on_rejected(v, Rejection::NotResident, &hooks[v.index()]);
-                                        }
+                                (3, _) if thread == 0 => {
+                                    drop(latch); // R2: only thread 0 evicts
+                                    let mut batch = TryLatch { frames, evicted: Vec::new(), wanted: 3 };
+                                    policy.evict_batch(hooks, &mut batch, 8);
+                                    for v in batch.evicted {
+                                        *frames[v].lock() = Frame::Free;
                                     }
                                 }
-                                _ if latch.is_some() => {
+                                (_, Frame::Page(_)) => {
                                     policy.on_hit(f, hook);
-                                    hits.fetch_add(1, Ordering::Relaxed);
+                                    accesses.fetch_add(1, Ordering::Relaxed);
                                 }
                                 _ => {}
                             }
                         }
-                        policy.flush();
                     });
                 }
             });
-            let resident: FxHashMap<u32, u64> =
-                (0..FRAMES).filter_map(|f| frames[f as usize].lock().map(|p| (f, p))).collect();
+            policy.flush();
+            let resident: FxHashMap<u32, u64> = (0..FRAMES)
+                .filter_map(|f| match *frames[f as usize].lock() {
+                    Frame::Page(p) => Some((f, p)),
+                    _ => None,
+                })
+                .collect();
             let log = log.lock();
             assert_eq!(log.tracked, resident, "{variant:?}");
             let stats = policy.stats();
-            assert_eq!(stats.entries_committed, log.hits.len() as u64);
-            assert_eq!(stats.entries_committed + stats.stale_entries_skipped, hits.load(Ordering::Relaxed));
+            assert_eq!(stats.accesses, accesses.load(Ordering::Relaxed));
+            assert_eq!(stats.entries_committed + stats.stale_entries_skipped, stats.accesses, "{variant:?}");
+            assert!(log.hits.len() as u64 <= stats.entries_committed);
             let pages: HashSet<u64> = log.hits.iter().map(|&(_, p)| p).collect();
             assert!(!pages.is_empty());
         }
