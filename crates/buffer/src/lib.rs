@@ -26,7 +26,7 @@ pub use meta::{validate_tree_name, MAX_TREE_NAME};
 pub use pool::{BufferPool, PageOwner, PoolConfig, PoolMode, MIN_FRAMES};
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
-pub use swizzledb_replacement::{PolicyKind, PolicySpec};
+pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};
 pub use swizzledb_sync::{FrameId, Lsn, PageId};
 pub use trace::{
     export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,

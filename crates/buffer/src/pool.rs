@@ -365,7 +365,15 @@ impl BufferPool {
     /// Counters summed over all threads.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        self.stats.snapshot()
+        let mut stats = self.stats.snapshot();
+        if let Some(lock) = self.policy.lock_stats() {
+            stats.policy_lock_acquisitions = lock.lock_acquisitions;
+            stats.policy_lock_failed_tries = lock.failed_try_locks;
+            stats.policy_lock_waits = lock.blocking_waits;
+            stats.policy_lock_timed_holds = lock.timed_holds;
+            stats.policy_lock_hold_nanos = lock.timed_hold_nanos;
+        }
+        stats
     }
 
     /// Frames currently holding a page.

@@ -59,6 +59,11 @@ counters! {
     rejected_not_resident: "Proposals refused because the frame held no page any more.",
     sweep_evictions: "Frames freed by the depth-first sweep (B14) rather than by a proposal.",
     sweep_refusals: "Leaves the sweep found but the policy refused (recently used, R9).",
+    policy_lock_acquisitions: "Acquisitions of the policy's instrumented lock (BP-Wrapper, `locked-`; 0 otherwise).",
+    policy_lock_failed_tries: "Non-blocking attempts on the policy's lock that found it taken.",
+    policy_lock_waits: "Blocking acquisitions of the policy's lock that had to wait (contention).",
+    policy_lock_timed_holds: "Acquisitions of the policy's lock whose hold time was sampled.",
+    policy_lock_hold_nanos: "Nanoseconds the sampled acquisitions held the policy's lock.",
 }
 
 /// Adds one to a counter owned by the current thread (single writer: load + store).

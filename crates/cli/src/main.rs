@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod analyze;
+mod bpwrapper;
 mod drift;
 mod fixcost;
 mod insert;
@@ -98,6 +99,36 @@ enum Experiment {
     /// on, at pools of a fraction of the data: throughput, hit ratio, evictioner time per call and
     /// refused candidates (about 12 minutes with the defaults; --duration 1 for a quicker look)
     Policies(PoliciesArgs),
+    /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
+    /// with CLOCK, LRU and 2Q locked on every access (locked-*), and LRU and 2Q behind BP-Wrapper
+    /// (bpw-*), at 1 to 16 threads: throughput, hit ratio and lock waits per million accesses
+    #[command(name = "bp-wrapper")]
+    BpWrapper(BpWrapperArgs),
+}
+
+/// The policies the BP-Wrapper experiment compares by default.
+const BPW_POLICIES: &str = "clock,lru,locked-lru,bpw-lru,2q,locked-2q,bpw-2q";
+
+#[derive(Args)]
+struct BpWrapperArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records to load (1000000, 1e6 or 1M)
+    #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Policies to compare, comma-separated (replaces --policy)
+    #[arg(long, default_value = BPW_POLICIES, value_delimiter = ',')]
+    policies: Vec<PolicySpec>,
+    /// Thread counts, comma-separated (replaces --threads)
+    #[arg(long = "thread-counts", default_value = "1,2,4,8,16", value_delimiter = ',',
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    thread_counts: Vec<u16>,
+    /// Pool size as a percentage of the data
+    #[arg(long, default_value = "50%", value_parser = parse_fraction)]
+    fraction: f64,
+    /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 for uniform keys
+    #[arg(long, default_value = "0.9", value_parser = parse_zipf)]
+    zipf: f64,
 }
 
 /// The policies compared by default: Gilbert's three, the classics, the adaptive ones, today's
@@ -324,6 +355,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
         Command::Experiment { which: Experiment::Fix(args) } => fix_cost(&args),
         Command::Experiment { which: Experiment::Policies(args) } => policies_experiment(&args),
+        Command::Experiment { which: Experiment::BpWrapper(args) } => bpwrapper_experiment(&args),
         Command::Experiment { which: Experiment::Fig12(args) } => {
             bench_insert("graefe-fig12", &args.common, args.records, None, None)
         }
@@ -635,6 +667,62 @@ fn policies_experiment(args: &PoliciesArgs) -> Result<ExitCode, Box<dyn Error>> 
     }
     let failed = variants.iter().any(|v| v.error.is_some());
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+fn bpwrapper_experiment(args: &BpWrapperArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let c = &args.common;
+    if c.policy != PolicySpec::default() {
+        return Err(Usage("this experiment compares --policies; --policy does not apply".into()).into());
+    }
+    if c.threads != 1 {
+        return Err(
+            Usage("this experiment runs every --thread-counts; --threads does not apply".into()).into()
+        );
+    }
+    let mode = match c.mode.0.as_slice() {
+        [m] if *m != PoolMode::MainMemory => *m,
+        [_, _, ..] if c.mode.0.contains(&PoolMode::Traditional) => PoolMode::Traditional,
+        _ => return Err(Usage("choose one evicting --mode: traditional or swizzling".into()).into()),
+    };
+    let mut base =
+        base_config("ding-bpwrapper", c, rndread::default_pool_bytes(args.records)).map_err(Usage)?;
+    base.records = args.records;
+    base.working_set = args.records;
+    base.zipf = (args.zipf > 0.0).then_some(args.zipf);
+    let mut threads: Vec<usize> = args.thread_counts.iter().map(|&t| usize::from(t)).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let mut policies = args.policies.clone();
+    policies.dedup();
+    let plan = bpwrapper::Plan { base, policies, mode, fraction: args.fraction, threads };
+    prepare_out(c.out.as_deref()).map_err(Usage)?;
+    let results = bpwrapper::run(&plan, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    bpwrapper::print_tables(&mut out, &plan, &results)?;
+    bpwrapper::print_checks(&mut out, &plan, &results)?;
+    drop(out);
+    if let Some(dir) = c.out.as_deref() {
+        let csv = dir.join("ding-bpwrapper.csv");
+        bpwrapper::write_csv(&csv, &plan, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+        eprintln!("Wrote {}.", csv.display());
+        let throughput = bpwrapper::chart(
+            &plan,
+            &results,
+            "Lookups per second by threads (Ding et al. 2015, Figs. 8-9 on the live engine)",
+            "lookups per second",
+            bpwrapper::measurement_throughput,
+        );
+        write_plot(Some(dir), "ding-bpwrapper-throughput", &throughput)?;
+        let waits = bpwrapper::chart(
+            &plan,
+            &results,
+            "Blocking waits on the replacement lock",
+            "waits per million page accesses",
+            bpwrapper::measurement_waits,
+        );
+        write_plot(Some(dir), "ding-bpwrapper-waits", &waits)?;
+    }
+    Ok(if results.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn fig10_configs(c: &Common, pool: u64, max_factor: u64) -> Result<Vec<Config>, String> {

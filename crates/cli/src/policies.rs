@@ -87,7 +87,7 @@ fn rejections(s: &Stats) -> u64 {
 }
 
 /// The pool for `fraction` of `data_bytes`, never below the pool's minimum of 16 pages.
-fn pool_for(fraction: f64, data_bytes: u64, page_size: usize) -> usize {
+pub fn pool_for(fraction: f64, data_bytes: u64, page_size: usize) -> usize {
     ((fraction * data_bytes as f64) as usize).max(16 * page_size)
 }
 
@@ -98,41 +98,18 @@ fn pool_for(fraction: f64, data_bytes: u64, page_size: usize) -> usize {
 /// read is a bug, not a result). An engine error in one variant ends only that variant.
 pub fn run(plan: &Plan, progress: Progress) -> Result<(Vec<Variant>, u64), Box<dyn Error>> {
     let cfg = &plan.base;
-    let pid = std::process::id();
-    let base_path = cfg.dir.join(format!("swizzledb-policies-{pid}-base.swz"));
-    let base_file = {
-        let load_cfg =
-            Config { pool_bytes: rndread::default_pool_bytes(cfg.records) as usize, ..cfg.clone() };
-        let (db, file) = rndread::create(&load_cfg, PoolMode::Traditional, base_path.clone())?;
-        let bar = progress.counter(cfg.records, "loading the base file".to_string());
-        rndread::load(&db, cfg.records, &bar)?;
-        bar.finish_and_clear();
-        db.close()?;
-        file
-    };
-    let data_bytes = std::fs::metadata(&base_path)?.len();
-    progress.say(format_args!("base file: {}", bytes(data_bytes)));
+    let base = BaseFile::load(cfg, "policies", progress)?;
+    let data_bytes = base.bytes;
     let mut variants = Vec::new();
     for &fraction in &plan.fractions {
         let pool_bytes = pool_for(fraction, data_bytes, cfg.page_size);
         let mut open = Vec::new();
         for &mode in &plan.modes {
             for &policy in &plan.policies {
-                let path = cfg.dir.join(format!("swizzledb-policies-{pid}-{}.swz", open.len()));
-                let file = copy(&base_path, path)?;
                 let variant_cfg = Config { pool_bytes, policy, ..cfg.clone() };
                 let mut variant =
                     Variant { fraction, pool_bytes, mode, policy, runs: Vec::new(), error: None };
-                let loaded = Database::builder()
-                    .mode(mode)
-                    .pool_bytes(pool_bytes)
-                    .page_size(cfg.page_size)
-                    .policy(policy)
-                    .seed(cfg.seed)
-                    .direct_io(cfg.direct_io)
-                    .open(&file.0)
-                    .and_then(|db| Ok(Loaded { tree: db.tree("rndread")?, db, _file: file }));
-                match loaded {
+                match base.open_copy(&variant_cfg, mode, open.len()) {
                     Ok(l) => open.push((variant, variant_cfg, Some(l))),
                     Err(e) => {
                         variant.error = Some(e.to_string());
@@ -159,8 +136,55 @@ pub fn run(plan: &Plan, progress: Progress) -> Result<(Vec<Variant>, u64), Box<d
         progress.say(format_args!("closing and deleting the copies ..."));
         variants.extend(open.into_iter().map(|(v, _, _)| v));
     }
-    drop(base_file);
     Ok((variants, data_bytes))
+}
+
+/// The loaded base file that every variant copies (deleted on drop).
+pub struct BaseFile {
+    file: TempFile,
+    /// The file's size.
+    pub bytes: u64,
+    /// Names the copies: `swizzledb-<stem>-<pid>-<n>.swz`.
+    stem: String,
+}
+
+impl BaseFile {
+    /// Loads `cfg.records` records into a new file in `cfg.dir`.
+    ///
+    /// # Errors
+    /// Failures creating, loading or closing the file.
+    pub fn load(cfg: &Config, stem: &str, progress: Progress) -> Result<BaseFile, Box<dyn Error>> {
+        let stem = format!("{stem}-{}", std::process::id());
+        let path = cfg.dir.join(format!("swizzledb-{stem}-base.swz"));
+        let load_cfg =
+            Config { pool_bytes: rndread::default_pool_bytes(cfg.records) as usize, ..cfg.clone() };
+        let (db, file) = rndread::create(&load_cfg, PoolMode::Traditional, path.clone())?;
+        let bar = progress.counter(cfg.records, "loading the base file".to_string());
+        rndread::load(&db, cfg.records, &bar)?;
+        bar.finish_and_clear();
+        db.close()?;
+        let bytes = std::fs::metadata(&path)?.len();
+        progress.say(format_args!("base file: {}", report::bytes(bytes)));
+        Ok(BaseFile { file, bytes, stem })
+    }
+
+    /// Copies the base file (copy number `n`) and opens it with `cfg`'s pool and policy in `mode`.
+    ///
+    /// # Errors
+    /// Failures copying or opening the copy.
+    pub fn open_copy(&self, cfg: &Config, mode: PoolMode, n: usize) -> Result<Loaded, Box<dyn Error>> {
+        let path = cfg.dir.join(format!("swizzledb-{}-{n}.swz", self.stem));
+        let file = copy(&self.file.0, path)?;
+        let db = Database::builder()
+            .mode(mode)
+            .pool_bytes(cfg.pool_bytes)
+            .page_size(cfg.page_size)
+            .policy(cfg.policy)
+            .seed(cfg.seed)
+            .direct_io(cfg.direct_io)
+            .open(&file.0)?;
+        Ok(Loaded { tree: db.tree("rndread")?, db, _file: file })
+    }
 }
 
 fn copy(from: &Path, to: PathBuf) -> Result<TempFile, Box<dyn Error>> {

@@ -407,7 +407,7 @@ impl BpWrapper {
             } else {
                 bump(&self.counters.lock_acquisitions);
                 state.acquisitions += 1;
-                (state.acquisitions % HOLD_SAMPLE == 0).then(|| (Instant::now(), &self.counters))
+                state.acquisitions.is_multiple_of(HOLD_SAMPLE).then(|| (Instant::now(), &self.counters))
             }
         };
         Guard { guard, timed }
@@ -544,7 +544,7 @@ impl BpWrapper {
 
 impl Policy for BpWrapper {
     fn name(&self) -> String {
-        format!("bpw-{}", self.inner.name())
+        format!("{}{}", crate::spec::bpw_prefix(self.config.variant), self.inner.name())
     }
 
     /// Publishes the frame's page, then queues the insert like a hit (the paper's miss path
@@ -655,6 +655,10 @@ impl Policy for BpWrapper {
 
     fn prefers_sweep(&self) -> bool {
         self.inner.prefers_sweep()
+    }
+
+    fn lock_stats(&self) -> Option<BpStats> {
+        Some(self.stats())
     }
 
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {

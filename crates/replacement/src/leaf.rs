@@ -150,6 +150,10 @@ impl Policy for LeafOnly {
         self.inner.prefers_sweep()
     }
 
+    fn lock_stats(&self) -> Option<crate::BpStats> {
+        self.inner.lock_stats()
+    }
+
     fn sweep_admits(&self, frame: FrameId, hook: &FrameHook) -> bool {
         self.inner.sweep_admits(frame, hook)
     }

@@ -220,6 +220,12 @@ pub trait Policy: Send + Sync {
     fn evict_batch(&self, hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
         evict_one_by_one(self, hooks, evictor, max_proposals)
     }
+
+    /// The counters of the policy's instrumented lock (BP-Wrapper and its `locked-` baseline), or
+    /// `None` for a policy without one.
+    fn lock_stats(&self) -> Option<BpStats> {
+        None
+    }
 }
 
 /// The default [`Policy::evict_batch`]: one `next_candidate` per proposal, each verdict recorded

@@ -3,18 +3,30 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{BpWrapper, LeafOnly, Policy, PolicyKind, UnknownPolicy};
+use crate::{BpConfig, BpWrapper, LeafOnly, Policy, PolicyKind, UnknownPolicy, Variant};
 
 /// The prefix that restricts a policy to the leaves of the cached subtree.
 const LEAF_PREFIX: &str = "leaf-";
 
-/// The prefix that batches a policy's hits (BP-Wrapper).
-const BPW_PREFIX: &str = "bpw-";
+/// The BP-Wrapper prefixes, one per variant: `locked-` is the instrumented baseline (the lock on
+/// every access), `bpw-` the full wrapper, `bpw-batch-` and `bpw-pref-` the two techniques alone.
+const BPW_PREFIXES: [(&str, Variant); 4] = [
+    ("locked-", Variant::None),
+    ("bpw-batch-", Variant::Batching),
+    ("bpw-pref-", Variant::Prefetching),
+    ("bpw-", Variant::Both),
+];
+
+/// The prefix that names `variant` (also the prefix of the wrapper's [`Policy::name`]).
+pub(crate) fn bpw_prefix(variant: Variant) -> &'static str {
+    BPW_PREFIXES.iter().find(|(_, v)| *v == variant).map_or("bpw-", |(p, _)| p)
+}
 
 /// A replacement policy and how it is wrapped. Parses as a [`PolicyKind`] spelling, optionally
-/// prefixed with `bpw-` for BP-Wrapper's batching ([`BpWrapper`]) and, before that, with `leaf-`
-/// for the structure-aware variant ([`LeafOnly`]): `gclock`, `leaf-lru`, `bpw-2q`,
-/// `leaf-bpw-2q`, `leaf-gclock:4`. The prefixes read from the outside in: in `leaf-bpw-2q`,
+/// prefixed with a BP-Wrapper prefix ([`BpWrapper`]: `bpw-` batching and prefetching, `bpw-batch-`,
+/// `bpw-pref-`, or `locked-` for the same lock taken on every access) and, before that, with
+/// `leaf-` for the structure-aware variant ([`LeafOnly`]): `gclock`, `leaf-lru`, `bpw-2q`,
+/// `locked-lru`, `leaf-bpw-2q`, `leaf-gclock:4`. The prefixes read from the outside in: in `leaf-bpw-2q`,
 /// `LeafOnly` wraps `BpWrapper`, which wraps 2Q. Displays as the built policy's [`Policy::name`].
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
 pub struct PolicySpec {
@@ -22,8 +34,8 @@ pub struct PolicySpec {
     pub kind: PolicyKind,
     /// Restrict the policy to frames without swizzled children (R8, [`LeafOnly`]).
     pub leaf_only: bool,
-    /// Batch the policy's hits per thread ([`BpWrapper`], default configuration).
-    pub bp_wrapper: bool,
+    /// Wrap the policy in [`BpWrapper`] with this variant (and the default S and T).
+    pub bp_wrapper: Option<Variant>,
 }
 
 impl PolicySpec {
@@ -40,8 +52,11 @@ impl PolicySpec {
     #[must_use]
     pub fn build(&self, capacity: usize, seed: u64) -> Box<dyn Policy> {
         let mut policy = self.kind.build(capacity, seed);
-        if self.bp_wrapper {
-            policy = Box::new(BpWrapper::new(policy, capacity));
+        if let Some(variant) = self.bp_wrapper {
+            let config = BpConfig { variant, ..BpConfig::default() };
+            policy = Box::new(
+                BpWrapper::with_config(policy, capacity, config).expect("default S and T are valid"),
+            );
         }
         if self.leaf_only {
             policy = Box::new(LeafOnly::new(policy, capacity));
@@ -52,7 +67,7 @@ impl PolicySpec {
 
 impl From<PolicyKind> for PolicySpec {
     fn from(kind: PolicyKind) -> PolicySpec {
-        PolicySpec { kind, leaf_only: false, bp_wrapper: false }
+        PolicySpec { kind, leaf_only: false, bp_wrapper: None }
     }
 }
 
@@ -61,8 +76,8 @@ impl fmt::Display for PolicySpec {
         if self.leaf_only {
             f.write_str(LEAF_PREFIX)?;
         }
-        if self.bp_wrapper {
-            f.write_str(BPW_PREFIX)?;
+        if let Some(variant) = self.bp_wrapper {
+            f.write_str(bpw_prefix(variant))?;
         }
         self.kind.fmt(f)
     }
@@ -83,10 +98,10 @@ impl FromStr for PolicySpec {
             Some(rest) => (true, rest),
             None => (false, rest),
         };
-        let (bp_wrapper, rest) = match strip_prefix_ignore_case(rest, BPW_PREFIX) {
-            Some(rest) => (true, rest),
-            None => (false, rest),
-        };
+        let (bp_wrapper, rest) = BPW_PREFIXES
+            .iter()
+            .find_map(|&(prefix, variant)| Some((Some(variant), strip_prefix_ignore_case(rest, prefix)?)))
+            .unwrap_or((None, rest));
         let kind = rest.parse::<PolicyKind>().map_err(|_| UnknownPolicy { input: input.to_owned() })?;
         Ok(PolicySpec { kind, leaf_only, bp_wrapper })
     }
@@ -101,7 +116,13 @@ mod tests {
     fn display_parses_back_and_names_the_policy() {
         for kind in PolicyKind::all() {
             for leaf_only in [false, true] {
-                for bp_wrapper in [false, true] {
+                for bp_wrapper in [
+                    None,
+                    Some(Variant::None),
+                    Some(Variant::Batching),
+                    Some(Variant::Prefetching),
+                    Some(Variant::Both),
+                ] {
                     let spec = PolicySpec { kind, leaf_only, bp_wrapper };
                     let shown = spec.to_string();
                     assert_eq!(shown.parse::<PolicySpec>(), Ok(spec));
@@ -112,13 +133,27 @@ mod tests {
         assert_eq!(" Leaf-GCLOCK:4 ".parse::<PolicySpec>().unwrap().to_string(), "leaf-gclock(k=4)");
         assert_eq!("LEAF-BPW-2Q".parse::<PolicySpec>().unwrap().to_string(), "leaf-bpw-2q");
         assert_eq!("bpw-lru".parse::<PolicySpec>().unwrap().to_string(), "bpw-lru");
+        assert_eq!("Locked-LRU".parse::<PolicySpec>().unwrap().bp_wrapper, Some(Variant::None));
+        assert_eq!("bpw-batch-2q".parse::<PolicySpec>().unwrap().bp_wrapper, Some(Variant::Batching));
+        assert_eq!("leaf-bpw-pref-lru".parse::<PolicySpec>().unwrap().to_string(), "leaf-bpw-pref-lru");
     }
 
     /// Only one order of the prefixes is accepted (`leaf-bpw-`), each at most once.
     #[test]
     fn unknown_names_are_refused_with_the_input() {
-        for bad in ["leaf-", "leaf-leaf-lru", "leafy", "", "bpw-", "bpw-leaf-lru", "bpw-bpw-lru", "leaf-bpw-"]
-        {
+        for bad in [
+            "leaf-",
+            "leaf-leaf-lru",
+            "leafy",
+            "",
+            "bpw-",
+            "bpw-leaf-lru",
+            "bpw-bpw-lru",
+            "leaf-bpw-",
+            "locked-bpw-lru",
+            "bpw-locked-lru",
+            "bpw-batch-",
+        ] {
             let err = bad.parse::<PolicySpec>().unwrap_err();
             assert_eq!(err.input, bad);
         }

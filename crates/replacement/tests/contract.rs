@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::{drive, drive_with, ops, scenario, Hooks, Op, Outcome};
 use proptest::prelude::*;
-use swizzledb_replacement::{FrameId, Gclock, PageId, PolicyKind, PolicySpec, Rejection};
+use swizzledb_replacement::{FrameId, Gclock, PageId, PolicyKind, PolicySpec, Rejection, Variant};
 
 /// Every default policy (`PolicySpec::all`) and the BP-Wrapper'd policies whose hits lock most
 /// (`bpw-lru`, `bpw-2q`, and `leaf-bpw-2q` with `LeafOnly` around the wrapper).
@@ -110,15 +110,17 @@ proptest! {
 }
 
 proptest! {
-    /// In one thread BP-Wrapper commits every queued hit before the next other hook, so the
-    /// wrapped policy proposes exactly what the policy itself proposes, for every policy (hooks
+    /// In one thread BP-Wrapper commits every queued hit and insert before the next other hook, so
+    /// the wrapped policy proposes exactly what the policy itself proposes, for every policy and
+    /// every variant of the wrapper (hooks
     /// included: the inner policy's private hooks start at 0 like the pool's).
     #[test]
     fn r1_bpw_is_invisible_in_one_thread(
         kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario(),
+        variant in prop::sample::select(vec![Variant::None, Variant::Batching, Variant::Prefetching, Variant::Both]),
     ) {
         let plain = kind.build(capacity as usize, seed);
-        let wrapped = PolicySpec { bp_wrapper: true, ..kind }.build(capacity as usize, seed);
+        let wrapped = PolicySpec { bp_wrapper: Some(variant), ..kind }.build(capacity as usize, seed);
         let check = |sim: &common::Sim, proposal: Option<FrameId>| sim.assert_resident(proposal);
         prop_assert_eq!(drive(capacity, &ops, &*plain, check), drive(capacity, &ops, &*wrapped, check));
     }

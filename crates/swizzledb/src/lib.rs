@@ -34,8 +34,8 @@ use swizzledb_btree::BTreeOwner;
 
 pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
 pub use swizzledb_buffer::{
-    BufferError, EventKind, PolicyKind, PolicySpec, PoolConfig, PoolMode, Stats, TraceError, TraceEvent,
-    TraceReader, TraceSummary,
+    BpVariant, BufferError, EventKind, PolicyKind, PolicySpec, PoolConfig, PoolMode, Stats, TraceError,
+    TraceEvent, TraceReader, TraceSummary,
 };
 
 /// Every error SwizzleDB returns.

@@ -1,0 +1,398 @@
+//! Ding, Shan & Jiang 2015 (BP-Wrapper), the live-engine half: the lookup workload at a pool of
+//! half the data, with CLOCK, LRU and 2Q locked on every access, and LRU and 2Q behind
+//! BP-Wrapper, at 1 to 16 threads. Per (policy, threads): lookups/s, hit ratio, and the
+//! replacement lock's acquisitions, blocking waits and hold time per million page accesses.
+//!
+//! The data is loaded once; every policy opens its own copy, and every (threads, repetition) round
+//! measures all policies in turn, so the machine's drift hits them alike. On a machine with fewer
+//! cores than threads the threads oversubscribe the cores: a thread can be descheduled while it
+//! holds the lock (lock-holder preemption), the setting the paper studies on virtual machines.
+
+use std::error::Error;
+use std::io::{self, Write};
+use std::path::Path;
+
+use swizzledb::{BpVariant, PolicySpec, PoolMode, Stats};
+
+use crate::plot::{Chart, Point, Scale, Series};
+use crate::policies::{pool_for, BaseFile};
+use crate::report::{self, bytes, summarize, thousands};
+use crate::rndread::{self, Config, Measurement, Progress};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Everything but policy, pool size and threads.
+    pub base: Config,
+    /// Policies compared.
+    pub policies: Vec<PolicySpec>,
+    /// Buffer mode.
+    pub mode: PoolMode,
+    /// Pool size as a fraction of the data.
+    pub fraction: f64,
+    /// Thread counts, ascending.
+    pub threads: Vec<usize>,
+}
+
+/// The measurements of one (policy, threads).
+#[derive(Debug)]
+pub struct PolicyPoint {
+    /// Replacement policy.
+    pub policy: PolicySpec,
+    /// Lookup threads.
+    pub threads: usize,
+    /// Measurements in repetition order.
+    pub runs: Vec<Measurement>,
+}
+
+impl PolicyPoint {
+    fn median(&self, f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
+        let values: Vec<f64> = self.runs.iter().filter_map(f).collect();
+        summarize(&values).map(|s| s.median)
+    }
+
+    /// Median lookups/s.
+    pub fn throughput(&self) -> Option<f64> {
+        self.median(|m| Some(m.throughput()))
+    }
+
+    /// Median hit ratio, in percent.
+    pub fn hit_percent(&self) -> Option<f64> {
+        self.median(|m| hit_percent(&m.stats))
+    }
+
+    /// Median blocking waits on the replacement lock per million page accesses.
+    pub fn waits_per_million(&self) -> Option<f64> {
+        self.median(|m| waits_per_million(&m.stats))
+    }
+
+    /// Median lock acquisitions per million page accesses.
+    pub fn acquisitions_per_million(&self) -> Option<f64> {
+        self.median(|m| per_million(m.stats.policy_lock_acquisitions, &m.stats))
+    }
+}
+
+/// The results of a run: one point per (policy, threads), an error if a policy stopped early.
+#[derive(Debug, Default)]
+pub struct Results {
+    /// The points, by thread count then policy.
+    pub points: Vec<PolicyPoint>,
+    /// Bytes of the loaded base file.
+    pub data_bytes: u64,
+    /// Policies that failed, with the error.
+    pub errors: Vec<(PolicySpec, String)>,
+}
+
+impl Results {
+    fn at(&self, policy: &str, threads: usize) -> Option<&PolicyPoint> {
+        self.points.iter().find(|p| p.threads == threads && p.policy.to_string() == policy)
+    }
+}
+
+fn hit_percent(s: &Stats) -> Option<f64> {
+    (s.fixes > 0).then(|| s.hits as f64 * 100.0 / s.fixes as f64)
+}
+
+/// `count` per million page accesses (fixes); `None` without fixes or for a policy without an
+/// instrumented lock (which acquired it 0 times).
+fn per_million(count: u64, s: &Stats) -> Option<f64> {
+    (s.fixes > 0 && s.policy_lock_acquisitions > 0).then(|| count as f64 * 1e6 / s.fixes as f64)
+}
+
+fn waits_per_million(s: &Stats) -> Option<f64> {
+    per_million(s.policy_lock_waits, s)
+}
+
+/// Estimated lock hold time per page access, in nanoseconds.
+fn hold_ns_per_access(s: &Stats) -> Option<f64> {
+    (s.policy_lock_timed_holds > 0 && s.fixes > 0).then(|| {
+        s.policy_lock_hold_nanos as f64 / s.policy_lock_timed_holds as f64 * s.policy_lock_acquisitions as f64
+            / s.fixes as f64
+    })
+}
+
+/// Loads the base file, opens one copy per policy, and measures every (threads, repetition,
+/// policy) in that nesting order.
+///
+/// # Errors
+/// Failures creating, loading or copying the base file, and verification failures. An engine
+/// error in one policy ends only that policy.
+pub fn run(plan: &Plan, progress: Progress) -> Result<Results, Box<dyn Error>> {
+    let cfg = &plan.base;
+    let base = BaseFile::load(cfg, "bpwrapper", progress)?;
+    let pool_bytes = pool_for(plan.fraction, base.bytes, cfg.page_size);
+    let mut results = Results { data_bytes: base.bytes, ..Results::default() };
+    let mut open = Vec::new();
+    for (n, &policy) in plan.policies.iter().enumerate() {
+        let policy_cfg = Config { pool_bytes, policy, ..cfg.clone() };
+        match base.open_copy(&policy_cfg, plan.mode, n) {
+            Ok(loaded) => open.push((policy, policy_cfg, Some(loaded))),
+            Err(e) => results.errors.push((policy, e.to_string())),
+        }
+    }
+    for &threads in &plan.threads {
+        let first = results.points.len();
+        for &(policy, _, _) in &open {
+            results.points.push(PolicyPoint { policy, threads, runs: Vec::new() });
+        }
+        for rep in 0..cfg.repeat {
+            for (i, (policy, policy_cfg, live)) in open.iter_mut().enumerate() {
+                let Some(loaded) = live else { continue };
+                let point_cfg = Config { threads, ..policy_cfg.clone() };
+                let label = format!("{policy} {threads} thread(s)");
+                match rndread::measure_labelled(&point_cfg, loaded, rep, progress, &label) {
+                    Ok(m) => results.points[first + i].runs.push(m),
+                    Err(rndread::PhaseError::Engine(e)) => {
+                        eprintln!("error: {label}: {e}");
+                        results.errors.push((*policy, e.to_string()));
+                        *live = None;
+                    }
+                    Err(rndread::PhaseError::Verify(msg)) => return Err(format!("{label}: {msg}").into()),
+                }
+            }
+        }
+    }
+    progress.say(format_args!("closing and deleting the copies ..."));
+    drop(open);
+    Ok(results)
+}
+
+/// The note every output carries about cores and threads.
+pub fn oversubscription_note(threads: &[usize]) -> String {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let max = threads.iter().copied().max().unwrap_or(1);
+    if max > cores {
+        format!(
+            "This machine has {cores} core(s): runs with more threads oversubscribe them, so a thread can be \
+             descheduled while it holds the replacement lock (lock-holder preemption), the setting the paper \
+             studies on virtual machines (its Fig. 12)."
+        )
+    } else {
+        format!("This machine has {cores} core(s); no run oversubscribes them.")
+    }
+}
+
+/// Two tables (throughput with its ratio to CLOCK; hit ratio and lock waits), then the failures.
+pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Result<()> {
+    let cfg = &plan.base;
+    writeln!(
+        out,
+        "Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: {} records ({} file), {} lookups, {} mode, \
+         pool = {:.0}% of the data ({}), median of {} interleaved repetitions of {} s.",
+        thousands(cfg.records),
+        bytes(results.data_bytes),
+        cfg.zipf.map_or("uniform".to_string(), |s| format!("Zipf s={s}")),
+        plan.mode,
+        plan.fraction * 100.0,
+        bytes(pool_for(plan.fraction, results.data_bytes, cfg.page_size) as u64),
+        cfg.repeat,
+        cfg.duration
+    )?;
+    writeln!(out, "{}", oversubscription_note(&plan.threads))?;
+    let clock = plan.policies.iter().find(|p| p.to_string() == "clock").map(ToString::to_string);
+    let dash = || "-".to_string();
+    let mut header = vec!["lookups/s".to_string()];
+    header.extend(plan.threads.iter().map(|t| format!("{t} thr")));
+    let mut table = vec![header];
+    for policy in &plan.policies {
+        let name = policy.to_string();
+        let mut row = vec![name.clone()];
+        for &t in &plan.threads {
+            let x = results.at(&name, t).and_then(PolicyPoint::throughput);
+            let base = clock.as_deref().and_then(|c| results.at(c, t)).and_then(PolicyPoint::throughput);
+            row.push(match (x, base) {
+                (Some(x), Some(b)) if clock.as_deref() != Some(name.as_str()) => {
+                    format!("{} ({:.2}x)", thousands(x.round() as u64), x / b)
+                }
+                (Some(x), _) => thousands(x.round() as u64),
+                _ => dash(),
+            });
+        }
+        table.push(row);
+    }
+    writeln!(out, "\nthroughput (ratio to clock at the same thread count)")?;
+    report::write_aligned(out, &table)?;
+    let mut header = vec!["hit % / acquisitions / waits".to_string()];
+    header.extend(plan.threads.iter().map(|t| format!("{t} thr")));
+    let mut table = vec![header];
+    for policy in &plan.policies {
+        let name = policy.to_string();
+        let mut row = vec![name.clone()];
+        for &t in &plan.threads {
+            let p = results.at(&name, t);
+            let hit = p.and_then(PolicyPoint::hit_percent).map_or_else(dash, |h| format!("{h:.2}"));
+            let acquired =
+                p.and_then(PolicyPoint::acquisitions_per_million).map_or_else(dash, |a| format!("{a:.0}"));
+            let waits = p.and_then(PolicyPoint::waits_per_million).map_or_else(dash, |w| format!("{w:.0}"));
+            row.push(format!("{hit} / {acquired} / {waits}"));
+        }
+        table.push(row);
+    }
+    writeln!(
+        out,
+        "\nhit ratio (%) / acquisitions of the replacement lock / blocking waits for it, per million page accesses"
+    )?;
+    writeln!(out, "(waits are counted only for policies behind the instrumented lock: locked-* and bpw-*)")?;
+    report::write_aligned(out, &table)?;
+    for (policy, e) in &results.errors {
+        writeln!(out, "{policy} FAILED: {e}")?;
+    }
+    Ok(())
+}
+
+/// The paper's claims (and the issue's targets) at the largest thread count, each `ok` or
+/// `MISSED`; returns how many were missed.
+pub fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Result<usize> {
+    let Some(&t) = plan.threads.last() else { return Ok(0) };
+    writeln!(out, "\nchecks at {t} thread(s) (Ding et al. 2015, Sec. 4.1 and 4.3):")?;
+    let mut missed = 0;
+    let mut verdict = |out: &mut dyn Write, ok: bool, text: String| -> io::Result<()> {
+        missed += usize::from(!ok);
+        writeln!(out, "  {} {text}", if ok { "ok    " } else { "MISSED" })
+    };
+    for policy in &plan.policies {
+        let Some(BpVariant::Both) = policy.bp_wrapper else { continue };
+        let name = policy.to_string();
+        let plain = PolicySpec { bp_wrapper: None, ..*policy }.to_string();
+        let locked = PolicySpec { bp_wrapper: Some(BpVariant::None), ..*policy }.to_string();
+        let point = results.at(&name, t);
+        if let (Some(x), Some(c)) = (
+            point.and_then(PolicyPoint::throughput),
+            results.at("clock", t).and_then(PolicyPoint::throughput),
+        ) {
+            verdict(
+                out,
+                x >= 0.95 * c,
+                format!("{name} tracks CLOCK: {:.2}x its lookups/s (target >= 0.95x)", x / c),
+            )?;
+        }
+        if let (Some(w), Some(lw)) = (
+            point.and_then(PolicyPoint::waits_per_million),
+            results.at(&locked, t).and_then(PolicyPoint::waits_per_million),
+        ) {
+            let text = if w == 0.0 {
+                format!(
+                    "{name} never waited for the lock; {locked} waited {lw:.0} times per million accesses"
+                )
+            } else {
+                format!("{name} waits {:.0}x less than {locked} ({w:.1} vs {lw:.0} per million accesses; target >= 100x)", lw / w)
+            };
+            verdict(out, lw >= 100.0 * w, text)?;
+        }
+        for other in [plain, locked] {
+            if let (Some(h), Some(oh)) = (
+                point.and_then(PolicyPoint::hit_percent),
+                results.at(&other, t).and_then(PolicyPoint::hit_percent),
+            ) {
+                verdict(
+                    out,
+                    (h - oh).abs() <= 0.1,
+                    format!(
+                        "{name} keeps {other}'s hit ratio: {h:.2}% vs {oh:.2}% (target within 0.1 points)"
+                    ),
+                )?;
+            }
+        }
+    }
+    Ok(missed)
+}
+
+/// CSV header of [`write_csv`].
+pub const CSV_HEADER: &str =
+    "experiment,mode,policy,pool_fraction,pool_bytes,data_bytes,records,zipf,threads,\
+repetition,lookups_per_sec,fixes,hits,hit_ratio,lock_acquisitions,lock_failed_tries,lock_waits,\
+lock_acquisitions_per_million,waits_per_million,hold_ns_per_access,evictions,eviction_us_per_call";
+
+/// One row per (policy, threads, repetition).
+pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
+    let cfg = &plan.base;
+    let pool_bytes = pool_for(plan.fraction, results.data_bytes, cfg.page_size);
+    let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
+    let mut text = format!("{CSV_HEADER}\n");
+    for p in &results.points {
+        for m in &p.runs {
+            let s = &m.stats;
+            let eviction_us =
+                (s.eviction_rounds > 0).then(|| s.eviction_nanos as f64 / s.eviction_rounds as f64 / 1e3);
+            let fields = [
+                cfg.experiment.clone(),
+                plan.mode.name().to_string(),
+                p.policy.to_string(),
+                plan.fraction.to_string(),
+                pool_bytes.to_string(),
+                results.data_bytes.to_string(),
+                cfg.records.to_string(),
+                cfg.zipf.map_or(String::new(), |z| z.to_string()),
+                p.threads.to_string(),
+                m.repetition.to_string(),
+                format!("{:.1}", m.throughput()),
+                s.fixes.to_string(),
+                s.hits.to_string(),
+                opt(hit_percent(s).map(|h| h / 100.0)),
+                s.policy_lock_acquisitions.to_string(),
+                s.policy_lock_failed_tries.to_string(),
+                s.policy_lock_waits.to_string(),
+                opt(per_million(s.policy_lock_acquisitions, s)),
+                opt(waits_per_million(s)),
+                opt(hold_ns_per_access(s)),
+                s.evictions.to_string(),
+                opt(eviction_us),
+            ];
+            text.push_str(&fields.join(","));
+            text.push('\n');
+        }
+    }
+    std::fs::write(path, text)
+}
+
+/// The median of `f` per policy against the thread count.
+pub fn chart(
+    plan: &Plan,
+    results: &Results,
+    title: &str,
+    y_label: &str,
+    f: impl Fn(&Measurement) -> Option<f64>,
+) -> Chart {
+    let series = plan
+        .policies
+        .iter()
+        .map(|&policy| Series {
+            name: policy.to_string(),
+            points: results
+                .points
+                .iter()
+                .filter(|p| p.policy == policy)
+                .filter_map(|p| {
+                    let values: Vec<f64> = p.runs.iter().filter_map(&f).collect();
+                    let s = summarize(&values)?;
+                    Some(Point { x: p.threads as f64, y: s.median, y_min: s.min, y_max: s.max })
+                })
+                .collect(),
+        })
+        .collect();
+    Chart {
+        title: title.to_string(),
+        x_label: "lookup threads".to_string(),
+        y_label: y_label.to_string(),
+        x_scale: Scale::Log2,
+        series,
+        note: Some(format!(
+            "{} mode, pool {:.0}% of the data, {} lookups, median and min..max of {} repetitions",
+            plan.mode,
+            plan.fraction * 100.0,
+            plan.base.zipf.map_or("uniform".to_string(), |s| format!("Zipf s={s}")),
+            plan.base.repeat
+        )),
+        vline: None,
+    }
+}
+
+/// Lookups/s of one measurement, for [`chart`].
+pub fn measurement_throughput(m: &Measurement) -> Option<f64> {
+    Some(m.throughput())
+}
+
+/// Waits per million accesses of one measurement, for [`chart`].
+pub fn measurement_waits(m: &Measurement) -> Option<f64> {
+    waits_per_million(&m.stats)
+}
