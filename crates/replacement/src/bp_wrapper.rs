@@ -436,15 +436,15 @@ impl BpWrapper {
         std::hint::black_box(sum);
     }
 
-    /// Applies one entry under the lock (module doc, steps 1 and 2).
-    fn apply(&self, guard: &Guard<'_>, entry: Entry) {
+    /// Applies one entry under the lock (module doc, steps 1 and 2); false if it was stale. The
+    /// caller counts, once per batch (an atomic add per entry would lengthen the critical section).
+    fn apply(&self, guard: &Guard<'_>, entry: Entry) -> bool {
         let index = entry.frame.index();
         let hook = &self.hooks[index];
         let held = guard.state().held[index];
         if held != entry.page {
             if held != NO_PAGE || self.pages[index].load(Ordering::Acquire) != entry.page {
-                bump(&self.counters.stale_entries_skipped);
-                return;
+                return false;
             }
             // The page's insert is still queued somewhere: apply it now, before this entry.
             guard.state().held[index] = entry.page;
@@ -456,7 +456,17 @@ impl BpWrapper {
             Access::Unfix => self.inner.on_unfix(entry.frame, hook),
             Access::Children(swizzled) => self.inner.on_children(entry.frame, swizzled, hook),
         }
-        bump(&self.counters.entries_committed);
+        true
+    }
+
+    /// Counts `applied` committed and `stale` skipped entries.
+    fn count_commits(&self, applied: u64, stale: u64) {
+        if applied > 0 {
+            self.counters.entries_committed.fetch_add(applied, Ordering::Relaxed);
+        }
+        if stale > 0 {
+            self.counters.stale_entries_skipped.fetch_add(stale, Ordering::Relaxed);
+        }
     }
 
     /// Commits one queue in FIFO order; the caller holds the lock.
@@ -464,9 +474,8 @@ impl BpWrapper {
         // The entries leave the slot while the inner policy runs: the slot's mutex is never held
         // across foreign code, and lock order stays wrapper lock, then slot.
         let mut entries = std::mem::take(&mut queue.lock().entries);
-        for &entry in &entries {
-            self.apply(guard, entry);
-        }
+        let applied = entries.iter().filter(|&&entry| self.apply(guard, entry)).count() as u64;
+        self.count_commits(applied, entries.len() as u64 - applied);
         entries.clear();
         let mut slot = queue.lock();
         if slot.entries.is_empty() {
@@ -497,7 +506,8 @@ impl BpWrapper {
             if counts {
                 bump(&self.counters.locked_accesses);
             }
-            self.apply(&guard, entry);
+            let applied = self.apply(&guard, entry);
+            self.count_commits(u64::from(applied), u64::from(!applied));
             return;
         }
         let queue = self.my_queue();
