@@ -9,14 +9,15 @@ use swizzledb_sim::{SimPool, Trace};
 fn small(variant: EmuVariant, policy: PolicyKind, all_miss: bool) -> EmuConfig {
     EmuConfig {
         policy,
-        data_pages: 3_000,
-        buffer_pages: 300,
+        data_pages: 20_000,
+        buffer_pages: 2_000,
         threads: 4,
         compute_us: 0.0,
         all_miss,
         partitions: 8,
-        free_lists: 16,
-        reclaim: 8,
+        // 4 lists of 16 victims (bp-distlock: 1 list of 15 per partition, E6).
+        free_lists: 4,
+        reclaim: 16,
         ..EmuConfig::new(variant)
     }
 }
@@ -135,16 +136,28 @@ fn e2_all_miss_mode_never_hits_in_one_thread() {
     }
 }
 
+/// E6: F is capped so that full free lists hold at most 1/16 of a partition's frames.
+#[test]
+fn e6_reclaim_is_capped_on_small_buffers() {
+    let config = small(EmuVariant::BatPref, PolicyKind::Lru, false);
+    assert_eq!(config.effective_reclaim(), 16);
+    let per_partition = EmuConfig { variant: EmuVariant::BpDistLock, ..config.clone() };
+    assert_eq!(per_partition.lists_per_partition(), Some(1));
+    assert_eq!(per_partition.effective_reclaim(), 2_000 / 8 / 16);
+    assert_eq!(EmuConfig { buffer_pages: 100, ..config.clone() }.effective_reclaim(), 1);
+    assert_eq!(EmuConfig { variant: EmuVariant::Prim, ..config }.effective_reclaim(), 1);
+}
+
 /// E1: bad sizes are typed errors, not panics.
 #[test]
 fn e1_bad_configurations_are_refused() {
     let ok = small(EmuVariant::DistLock, PolicyKind::Lru, false);
     assert!(Emulator::new(&EmuConfig { threads: 0, ..ok.clone() }).is_err());
     assert!(Emulator::new(&EmuConfig { buffer_pages: 0, ..ok.clone() }).is_err());
-    assert!(Emulator::new(&EmuConfig { partitions: 301, ..ok.clone() }).is_err());
+    assert!(Emulator::new(&EmuConfig { partitions: 2_001, ..ok.clone() }).is_err());
     assert!(Emulator::new(&EmuConfig { compute_us: -1.0, ..ok.clone() }).is_err());
     assert!(Emulator::new(&EmuConfig { zipf: f64::NAN, ..ok.clone() }).is_err());
-    let fits = EmuConfig { all_miss: true, data_pages: 300, ..ok.clone() };
+    let fits = EmuConfig { all_miss: true, data_pages: 2_000, ..ok.clone() };
     let msg = Emulator::new(&fits).err().unwrap().to_string();
     assert!(msg.contains("more data pages"), "{msg}");
     let reclaim = EmuConfig { reclaim: 0, ..small(EmuVariant::Batching, PolicyKind::Lru, false) };

@@ -9,6 +9,9 @@ use swizzledb_replacement::{PolicyKind, Variant};
 /// (README E2; measured with this emulator at D = 10^6 and 10^7).
 pub const DEFAULT_ZIPF: f64 = 1.1;
 
+/// Full free lists hold at most 1/`FREE_SHARE` of a partition's frames ([`EmuConfig::effective_reclaim`]).
+const FREE_SHARE: usize = 16;
+
 /// The buffer variants of the paper's emulator (Figs. 11–13), plus CLOCK and prefetching alone.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
 pub enum EmuVariant {
@@ -179,6 +182,20 @@ impl EmuConfig {
     pub fn lists_per_partition(&self) -> Option<usize> {
         (self.variant.uses_free_lists() && self.free_lists > 0)
             .then(|| (self.free_lists / self.effective_partitions()).max(1))
+    }
+
+    /// F as used: `reclaim`, capped so that full free lists hold at most 1/16 of a partition's
+    /// frames (at least 1 victim), or 1 without free lists (README E6). The cap only bites on
+    /// small buffers: 64 lists of 64 victims need C >= 65,536.
+    #[must_use]
+    pub fn effective_reclaim(&self) -> usize {
+        match self.lists_per_partition() {
+            Some(lists) => {
+                let smallest = self.buffer_pages as usize / self.effective_partitions();
+                self.reclaim.min((smallest / (lists * FREE_SHARE)).max(1))
+            }
+            None => 1,
+        }
     }
 
     /// Checks the sizes and parameters.

@@ -98,7 +98,7 @@ impl Partition {
             None => Repl::Plain(Box::new(Clock::new(cap))),
         };
         let batched = config.lists_per_partition();
-        let (lists, reclaim) = batched.map_or((1, 1), |n| (n, config.reclaim));
+        let (lists, reclaim) = (batched.unwrap_or(1), config.effective_reclaim());
         Partition {
             base,
             capacity,
