@@ -387,13 +387,14 @@ fn print_checks(out: &mut impl Write, plan: &Plan, rows: &[Row]) -> io::Result<(
             let hit = |v| med(v, &|r| Some(r.result.hit_ratio()));
             for batched in [Batching, BatPref] {
                 if let (Some(l), Some(b)) = (waits(Lru), waits(batched)) {
-                    let ratio = if b > 0.0 {
-                        l / b
-                    } else if l > 0.0 {
-                        f64::INFINITY
-                    } else {
-                        f64::NAN
-                    };
+                    if l == 0.0 {
+                        writeln!(
+                            out,
+                            "  {point}: lru never waited for a lock; nothing for {batched} to cut"
+                        )?;
+                        continue;
+                    }
+                    let ratio = if b > 0.0 { l / b } else { f64::INFINITY };
                     let shown = if ratio >= 10.0 { format!("{ratio:.0}") } else { format!("{ratio:.2}") };
                     writeln!(
                         out,
