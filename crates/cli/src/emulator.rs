@@ -131,7 +131,7 @@ struct Plan {
     compute: Vec<f64>,
     variants: Vec<EmuVariant>,
     base: EmuConfig,
-    args_duration: f64,
+    duration: f64,
     warmup: f64,
     repeat: u16,
 }
@@ -186,7 +186,7 @@ fn plan(args: &EmulatorArgs) -> Result<Plan, String> {
         compute,
         variants: args.variant.0.clone(),
         base,
-        args_duration: args.duration,
+        duration: args.duration,
         warmup: args.warmup,
         repeat: args.repeat,
     };
@@ -243,7 +243,7 @@ fn print_caption(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
         b.free_lists,
         b.reclaim,
         plan.repeat,
-        plan.args_duration,
+        plan.duration,
         plan.warmup
     )?;
     if plan.variants.iter().any(|&v| v.uses_free_lists()) && b.free_lists > 0 {
@@ -285,7 +285,7 @@ fn measure(plan: &Plan, progress: Progress) -> Vec<Row> {
                     ));
                     let config = plan.config(variant, threads, compute_us);
                     let emu = Emulator::new(&config).expect("validated in plan");
-                    let result = emu.run(plan.warmup, Stop::After(plan.args_duration));
+                    let result = emu.run(plan.warmup, Stop::After(plan.duration));
                     rows.push(Row { variant, threads, compute_us, repetition, result, normalized: None });
                 }
             }
