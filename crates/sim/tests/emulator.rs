@@ -136,6 +136,39 @@ fn e2_all_miss_mode_never_hits_in_one_thread() {
     }
 }
 
+/// E6, E8 in one thread (nothing pinned, nothing contended): a variant without free lists takes
+/// the miss lock exactly once per miss; with F = 16 it takes it once per 16 misses of a list
+/// (plus at most one partial batch per list); CLOCK has no policy lock; nothing ever waits.
+#[test]
+fn e8_miss_lock_once_per_miss_or_per_batch() {
+    for variant in EmuVariant::ALL {
+        let config = EmuConfig { threads: 1, ..small(variant, PolicyKind::Lru, false) };
+        let emu = Emulator::new(&config).unwrap();
+        let r = emu.run(0.0, Stop::Accesses(20_000));
+        let (locks, misses) = (r.locks, r.misses);
+        assert!(misses > 100, "{variant}");
+        match config.lists_per_partition() {
+            None => assert_eq!(locks.miss_acquisitions, misses, "{variant}"),
+            Some(lists) => {
+                let f = config.effective_reclaim() as u64;
+                let partitions = config.effective_partitions() as u64;
+                assert!(locks.miss_acquisitions * f >= misses, "{variant}: {locks:?} for {misses} misses");
+                assert!(
+                    locks.miss_acquisitions <= misses / f + lists as u64 * partitions,
+                    "{variant}: {locks:?} for {misses} misses"
+                );
+            }
+        }
+        assert_eq!((locks.policy_waits, locks.miss_waits, locks.failed_try_locks), (0, 0, 0), "{variant}");
+        if variant == EmuVariant::Clock {
+            assert_eq!(locks.policy_acquisitions, 0);
+        } else {
+            assert!(locks.policy_acquisitions > 0, "{variant}");
+        }
+        emu.check().unwrap();
+    }
+}
+
 /// E6: F is capped so that full free lists hold at most 1/16 of a partition's frames.
 #[test]
 fn e6_reclaim_is_capped_on_small_buffers() {

@@ -258,20 +258,26 @@ impl Emulator {
     pub fn run(&self, warmup: f64, stop: Stop) -> RunResult {
         let spins = spins_per_us() * self.config.compute_us;
         let warmup = if warmup > 0.0 { Some(Duration::from_secs_f64(warmup)) } else { None };
-        self.phase.store(if warmup.is_some() { WARMUP } else { MEASURE }, Ordering::SeqCst);
         let limit = match stop {
             Stop::Accesses(n) => Some(n),
             Stop::After(_) => None,
         };
+        // Starts the measured phase: snapshot, then switch. Without warm-up this happens before
+        // the threads start, so the counters cover exactly their accesses.
+        let measure = || {
+            let snapshot = (self.lock_counts(), Instant::now());
+            self.phase.store(MEASURE, Ordering::SeqCst);
+            snapshot
+        };
+        self.phase.store(WARMUP, Ordering::SeqCst);
         std::thread::scope(|s| {
+            let early = warmup.is_none().then(measure);
             let workers: Vec<_> =
                 (0..self.config.threads).map(|t| s.spawn(move || self.worker(t, spins, limit))).collect();
-            if let Some(w) = warmup {
-                std::thread::sleep(w);
-            }
-            let before = self.lock_counts();
-            let start = Instant::now();
-            self.phase.store(MEASURE, Ordering::SeqCst);
+            let (before, start) = early.unwrap_or_else(|| {
+                std::thread::sleep(warmup.unwrap_or_default());
+                measure()
+            });
             if let Stop::After(seconds) = stop {
                 std::thread::sleep(Duration::from_secs_f64(seconds.max(0.0)));
                 self.phase.store(STOP, Ordering::SeqCst);
