@@ -2,6 +2,8 @@
 //!
 //! - `swizzledb demo` — the Graefe et al. Fig. 10/11 experiment at small scale (about a minute).
 //! - `swizzledb bench lookup` — random verified lookups with every knob exposed, optionally swept.
+//! - `swizzledb bench emulator` — the BP-Wrapper paper's buffer emulator: replacement-lock
+//!   contention of locked, partitioned, batched and CLOCK buffers (Ding et al. 2015, Figs. 11-13).
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
 //!   buffer modes as the data grows from far below to several times the pool.
 //! - `swizzledb trace record --out FILE -- <command>` — buffer reference traces of any command.
@@ -13,6 +15,7 @@
 mod analyze;
 mod bpwrapper;
 mod drift;
+mod emulator;
 mod fixcost;
 mod insert;
 mod plot;
@@ -77,6 +80,10 @@ enum Workload {
     /// Lookups in a hot key range that slides by a quarter of its length every interval, with a
     /// throughput time series
     Drift(DriftArgs),
+    /// The BP-Wrapper paper's buffer emulator (Ding et al. 2015, Figs. 11-13): threads share an
+    /// in-memory buffer and compute between accesses; locked LRU, DistLock, batching,
+    /// prefetching, full BP-Wrapper, BP-Wrapper per partition, bufBP-prim and CLOCK
+    Emulator(emulator::EmulatorArgs),
 }
 
 #[derive(Subcommand)]
@@ -351,6 +358,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             bench_insert("insert", &args.common, args.records, args.preload, args.pool)
         }
         Command::Bench { workload: Workload::Drift(args) } => bench_drift("drift", &args),
+        Command::Bench { workload: Workload::Emulator(args) } => emulator::run(&args),
         Command::Experiment { which: Experiment::Fig13(args) } => bench_drift("graefe-fig13", &args),
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
         Command::Experiment { which: Experiment::Fix(args) } => fix_cost(&args),

@@ -419,3 +419,73 @@ fn policies_experiment_tiny() {
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
     }
 }
+
+/// `bench emulator` end to end on a tiny buffer: every variant, two compute times, one thread
+/// count; the CSV has the documented columns, a row per variant, point and repetition, and
+/// distlock normalized to exactly 1.
+#[test]
+fn emulator_tiny_writes_csv_checks_and_plots() {
+    let scratch = Scratch::new("emulator");
+    let out = Command::new(BIN)
+        .args(["bench", "emulator", "--data-pages", "20000", "--buffer-pages", "2000", "--threads", "3"])
+        .args(["--compute-us", "0,0.5", "--partitions", "4", "--free-lists", "4", "--reclaim", "16"])
+        .args(["--duration", "0.05", "--warmup", "0", "--repeat", "2", "--out"])
+        .arg(&scratch.0)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for needle in ["checks (Ding", "lru / bat-pref", "bat-pref / distlock", "hit ratio batching - lru"] {
+        assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
+    }
+    let text = std::fs::read_to_string(scratch.0.join("emulator.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for column in [
+        "variant",
+        "policy",
+        "threads",
+        "compute_us",
+        "accesses_per_sec",
+        "waits_per_million",
+        "hit_ratio",
+        "normalized",
+        "lock_acquisitions_per_million",
+        "failed_trylocks_per_million",
+        "data_pages",
+        "buffer_pages",
+        "all_miss",
+        "repetition",
+    ] {
+        assert!(header.contains(&column), "{column} missing from {header:?}");
+    }
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 8 * 2 * 2, "8 variants x 2 compute times x 2 repetitions");
+    for row in &rows {
+        assert_eq!(row.len(), header.len(), "{row:?}");
+        assert!(row[col("accesses_per_sec")].parse::<f64>().unwrap() > 0.0, "{row:?}");
+        let hit: f64 = row[col("hit_ratio")].parse().unwrap();
+        assert!((0.0..=1.0).contains(&hit), "{row:?}");
+        if row[col("variant")] == "distlock" {
+            assert_eq!(row[col("normalized")].parse::<f64>().unwrap(), 1.0, "{row:?}");
+        }
+        let policy = if row[col("variant")] == "clock" { "clock" } else { "lru" };
+        assert_eq!(row[col("policy")], policy, "{row:?}");
+    }
+    assert_plots(&scratch.0, "emulator-fig11-t3");
+}
+
+#[test]
+fn emulator_bad_input_exits_2() {
+    for extra in
+        [&["--variant", "lru,fast"][..], &["--data-pages", "100", "--all-miss"], &["--compute-us", "-1"]]
+    {
+        let out = Command::new(BIN)
+            .args(["bench", "emulator", "--buffer-pages", "1000", "--duration", "0.05"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

@@ -7,6 +7,8 @@
 //! gives LRU's miss-ratio curve for every cache size in one pass. [`analyze`] runs a whole
 //! comparison in parallel. Traces come from plain-text files ([`read_text`]) or from seeded
 //! generators ([`Pattern`]); see `README.md` for what the simulation models and what it does not.
+//! The [`emulator`] module is the concurrent counterpart: the BP-Wrapper paper's buffer emulator,
+//! where threads share an in-memory buffer and the policies' locks are what is measured.
 //!
 //! ```
 //! use swizzledb_sim::{opt, NextUse, Pattern, SimPool, StackDistances};
@@ -23,6 +25,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod emulator;
 mod generate;
 mod opt;
 mod pool;
