@@ -253,8 +253,8 @@ struct Slot(Mutex<Queue>);
 
 /// State under the lock.
 struct Locked {
-    /// Per frame, `slot` of the page the inner policy holds it with (module doc).
-    held: Vec<u64>,
+    /// Scratch for a commit: the run of hits passed to the inner policy's `on_hits`.
+    hits: Vec<FrameId>,
     /// How many guards the holding thread has open (the lock is reentrant).
     depth: usize,
     /// Acquisitions so far, for sampling hold times.
@@ -313,6 +313,9 @@ pub struct BpWrapper {
     lock: ReentrantMutex<RefCell<Locked>>,
     /// Per frame, `slot` of its current page (`NO_PAGE` if none); module doc.
     pages: Box<[AtomicU64]>,
+    /// Per frame, `slot` of the page the inner policy holds it with (module doc). Atomics only so
+    /// that they need no `RefCell` borrow: read and written under the lock alone.
+    held: Box<[AtomicU64]>,
     /// The per-thread queues.
     queues: Box<[Slot]>,
     /// The hooks the inner policy is given instead of the pool's.
@@ -349,12 +352,13 @@ impl BpWrapper {
             });
         }
         check_capacity(capacity);
-        let locked = Locked { held: vec![NO_PAGE; capacity], depth: 0, acquisitions: 0 };
+        let locked = Locked { hits: Vec::new(), depth: 0, acquisitions: 0 };
         Ok(BpWrapper {
             inner,
             config,
             lock: ReentrantMutex::new(RefCell::new(locked)),
             pages: (0..capacity).map(|_| AtomicU64::new(NO_PAGE)).collect(),
+            held: (0..capacity).map(|_| AtomicU64::new(NO_PAGE)).collect(),
             queues: (0..QUEUE_SLOTS).map(|_| Slot::default()).collect(),
             hooks: (0..capacity).map(|_| FrameHook::new()).collect(),
             counters: Counters::default(),
@@ -422,34 +426,53 @@ impl BpWrapper {
         self.acquired(guard)
     }
 
-    /// Pre-reads what committing `entries` will read: the entries themselves, each frame's page
-    /// words and the hook given to the inner policy. Plain loads, folded into a value the
+    /// Pre-reads what committing `entries` will read: the entries themselves, each frame's `held`
+    /// word and the hook given to the inner policy. Plain loads, folded into a value the
     /// optimizer must keep; correctness never depends on them, since everything is read again
     /// under the lock.
     fn prefetch(&self, entries: &[Entry]) {
         let mut sum = 0u64;
         for entry in entries {
             let index = entry.frame.index();
-            sum ^= entry.page ^ self.pages[index].load(Ordering::Relaxed);
+            sum ^= entry.page ^ self.held[index].load(Ordering::Relaxed);
             sum = sum.wrapping_add(u64::from(self.hooks[index].get()));
         }
         std::hint::black_box(sum);
     }
 
-    /// Applies one entry under the lock (module doc, steps 1 and 2); false if it was stale. The
-    /// caller counts, once per batch (an atomic add per entry would lengthen the critical section).
-    fn apply(&self, guard: &Guard<'_>, entry: Entry) -> bool {
+    /// The page the inner policy holds `index` with; the caller holds the lock.
+    fn held(&self, index: usize) -> u64 {
+        self.held[index].load(Ordering::Relaxed)
+    }
+
+    fn set_held(&self, index: usize, page: u64) {
+        self.held[index].store(page, Ordering::Relaxed);
+    }
+
+    /// Checks one entry under the lock (module doc, steps 1 and 2): `Some` if the inner
+    /// policy holds the frame with the entry's page (after inserting it if its insert was still
+    /// queued, step 5), `None` if the entry is stale.
+    fn admit(&self, entry: Entry) -> Option<()> {
         let index = entry.frame.index();
-        let hook = &self.hooks[index];
-        let held = guard.state().held[index];
+        let held = self.held(index);
         if held != entry.page {
             if held != NO_PAGE || self.pages[index].load(Ordering::Acquire) != entry.page {
-                return false;
+                return None;
             }
             // The page's insert is still queued somewhere: apply it now, before this entry.
-            guard.state().held[index] = entry.page;
-            self.inner.on_insert(entry.frame, unslot(entry.page), hook);
+            self.set_held(index, entry.page);
+            self.inner.on_insert(entry.frame, unslot(entry.page), &self.hooks[index]);
         }
+        Some(())
+    }
+
+    /// Applies one entry under the lock; false if it was stale. The caller counts, once per batch
+    /// (an atomic add per entry would lengthen the critical section).
+    fn apply(&self, entry: Entry) -> bool {
+        if self.admit(entry).is_none() {
+            return false;
+        }
+        let hook = &self.hooks[entry.frame.index()];
         match entry.access {
             Access::Insert => {}
             Access::Hit => self.inner.on_hit(entry.frame, hook),
@@ -469,17 +492,50 @@ impl BpWrapper {
         }
     }
 
-    /// Commits one queue in FIFO order; the caller holds the lock.
+    /// Commits one queue in FIFO order; the caller holds the lock. Runs of hits reach the inner
+    /// policy through one `on_hits` call each (in order, so exactly as one `on_hit` per entry).
     fn commit(&self, guard: &Guard<'_>, queue: &Mutex<Queue>) {
         // The entries leave the slot while the inner policy runs: the slot's mutex is never held
         // across foreign code, and lock order stays wrapper lock, then slot.
         let mut entries = std::mem::take(&mut queue.lock().entries);
-        let applied = entries.iter().filter(|&&entry| self.apply(guard, entry)).count() as u64;
+        if entries.is_empty() {
+            return;
+        }
+        let mut hits = std::mem::take(&mut guard.state().hits);
+        let mut applied = 0u64;
+        for &entry in &entries {
+            if entry.access == Access::Hit {
+                if self.held(entry.frame.index()) == entry.page {
+                    hits.push(entry.frame);
+                    applied += 1;
+                    continue;
+                }
+                // Not held with this page: the hits so far go first, then the insert (if any).
+                self.flush_hits(&mut hits);
+                if self.admit(entry).is_some() {
+                    hits.push(entry.frame);
+                    applied += 1;
+                }
+                continue;
+            }
+            self.flush_hits(&mut hits);
+            applied += u64::from(self.apply(entry));
+        }
+        self.flush_hits(&mut hits);
+        guard.state().hits = hits;
         self.count_commits(applied, entries.len() as u64 - applied);
         entries.clear();
         let mut slot = queue.lock();
         if slot.entries.is_empty() {
             slot.entries = entries; // keep the allocation
+        }
+    }
+
+    /// Passes the collected run of hits to the inner policy.
+    fn flush_hits(&self, hits: &mut Vec<FrameId>) {
+        if !hits.is_empty() {
+            self.inner.on_hits(hits, &self.hooks);
+            hits.clear();
         }
     }
 
@@ -502,11 +558,11 @@ impl BpWrapper {
             if self.config.variant.prefetches() {
                 self.prefetch(&[entry]);
             }
-            let guard = self.lock();
+            let _guard = self.lock();
             if counts {
                 bump(&self.counters.locked_accesses);
             }
-            let applied = self.apply(&guard, entry);
+            let applied = self.apply(entry);
             self.count_commits(u64::from(applied), u64::from(!applied));
             return;
         }
@@ -587,14 +643,11 @@ impl Policy for BpWrapper {
         let guard = self.lock();
         self.commit(&guard, self.my_queue());
         let index = frame.index();
-        {
-            let mut state = guard.state();
-            if state.held[index] == NO_PAGE {
-                return;
-            }
-            if why == Rejection::NotResident {
-                state.held[index] = NO_PAGE;
-            }
+        if self.held(index) == NO_PAGE {
+            return;
+        }
+        if why == Rejection::NotResident {
+            self.set_held(index, NO_PAGE);
         }
         self.inner.on_rejected(frame, why, &self.hooks[index]);
     }
@@ -604,7 +657,8 @@ impl Policy for BpWrapper {
         self.commit(&guard, self.my_queue());
         let index = frame.index();
         self.pages[index].store(NO_PAGE, Ordering::Release);
-        let held = std::mem::replace(&mut guard.state().held[index], NO_PAGE);
+        let held = self.held(index);
+        self.set_held(index, NO_PAGE);
         if held != NO_PAGE {
             self.inner.on_remove(frame, evicted, &self.hooks[index]);
         }
@@ -635,22 +689,19 @@ impl Policy for BpWrapper {
             let verdict = evictor.try_evict(frame);
             let index = frame.index();
             let hook = &self.hooks[index];
-            let mut state = guard.state();
-            if state.held[index] == NO_PAGE {
+            if self.held(index) == NO_PAGE {
                 continue; // cannot happen while we hold the lock; never forward for a frame not held
             }
             match verdict {
                 Verdict::Evicted => {
-                    state.held[index] = NO_PAGE;
-                    drop(state);
+                    self.set_held(index, NO_PAGE);
                     self.pages[index].store(NO_PAGE, Ordering::Release);
                     self.inner.on_remove(frame, true, hook);
                 }
                 Verdict::Rejected(why) => {
                     if why == Rejection::NotResident {
-                        state.held[index] = NO_PAGE;
+                        self.set_held(index, NO_PAGE);
                     }
-                    drop(state);
                     self.inner.on_rejected(frame, why, hook);
                 }
             }
@@ -674,7 +725,7 @@ impl Policy for BpWrapper {
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {
         let guard = self.lock();
         self.commit(&guard, self.my_queue());
-        let held = guard.state().held[frame.index()] != NO_PAGE;
+        let held = self.held(frame.index()) != NO_PAGE;
         !held || self.inner.sweep_admits(frame, &self.hooks[frame.index()])
     }
 }

@@ -173,6 +173,14 @@ pub trait Policy: Send + Sync {
     /// A fix found the page resident in `frame`.
     fn on_hit(&self, frame: FrameId, hook: &FrameHook);
 
+    /// Several hits, in order, exactly as if [`Policy::on_hit`] were called for each frame (with
+    /// `hooks.hook(frame)`). BP-Wrapper commits its queued hits through this. The default is that
+    /// loop; a policy behind one lock may take it once for the whole slice.
+    fn on_hits(&self, frames: &[FrameId], hooks: &dyn HookTable) {
+        for &frame in frames {
+            self.on_hit(frame, hooks.hook(frame));
+        }
+    }
     /// A fix of `frame` ended. "Usage" can be defined by fix or by unfix; most policies ignore this.
     fn on_unfix(&self, _frame: FrameId, _hook: &FrameHook) {}
 

@@ -71,6 +71,14 @@ impl Policy for Lru {
         self.state.lock().touch(frame.index());
     }
 
+    /// The same moves, under one acquisition of the lock.
+    fn on_hits(&self, frames: &[FrameId], _hooks: &dyn HookTable) {
+        let mut state = self.state.lock();
+        for frame in frames {
+            state.touch(frame.index());
+        }
+    }
+
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
         let mut state = self.state.lock();
         let index = frame.index();

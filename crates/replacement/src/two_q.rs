@@ -38,6 +38,13 @@ impl State {
         let list = self.search.unlink(frame)?;
         self.pages[frame].take().map(|page| (page, list))
     }
+
+    /// A hit: an `Am` page moves to the MRU end; an `A1in` or blocked page stays.
+    fn hit(&mut self, frame: usize) {
+        if self.search.queues.queue_of(frame) == Some(AM) {
+            self.search.relink(AM, frame);
+        }
+    }
 }
 
 /// 2Q replacement (full version: `A1in`, `A1out`, `Am`).
@@ -104,10 +111,14 @@ impl Policy for TwoQ {
 
     /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing.
     fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
+        self.state.lock().hit(frame.index());
+    }
+
+    /// The same, under one acquisition of the lock.
+    fn on_hits(&self, frames: &[FrameId], _hooks: &dyn HookTable) {
         let mut state = self.state.lock();
-        let f = frame.index();
-        if state.search.queues.queue_of(f) == Some(AM) {
-            state.search.relink(AM, f);
+        for frame in frames {
+            state.hit(frame.index());
         }
     }
 

@@ -18,6 +18,8 @@ pub(crate) struct CountingLock {
     lock: Mutex<()>,
     acquisitions: AtomicU64,
     waits: AtomicU64,
+    /// Passes through the miss path, with or without the lock.
+    passes: AtomicU64,
 }
 
 impl CountingLock {
@@ -27,12 +29,20 @@ impl CountingLock {
             self.lock.lock()
         });
         self.acquisitions.fetch_add(1, Ordering::Relaxed);
+        self.passes.fetch_add(1, Ordering::Relaxed);
         guard
     }
 
-    /// (acquisitions, waits) so far.
-    pub(crate) fn counts(&self) -> (u64, u64) {
-        (self.acquisitions.load(Ordering::Relaxed), self.waits.load(Ordering::Relaxed))
+    /// Counts a pass through the miss path that takes no miss lock (BP-Wrapper's variants, whose
+    /// own lock serializes the batch).
+    pub(crate) fn count_unlocked(&self) {
+        self.passes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (acquisitions, waits, passes) so far.
+    pub(crate) fn counts(&self) -> (u64, u64, u64) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        (get(&self.acquisitions), get(&self.waits), get(&self.passes))
     }
 }
 
@@ -74,7 +84,8 @@ pub(crate) struct Partition {
     pub(crate) repl: Repl,
     /// The hooks of this partition's frames, by local frame.
     pub(crate) hooks: Box<[FrameHook]>,
-    /// Serializes eviction batches (R2): the miss lock.
+    /// Serializes eviction batches (R2) for CLOCK: the miss lock. BP-Wrapper's variants pass the
+    /// miss path without it (their own lock serializes the batch); it only counts their passes.
     pub(crate) evict_lock: CountingLock,
     /// Free frames (local ids). Without batched free lists there is one list, which only holds
     /// frames a failed install gave back (E6).
@@ -140,7 +151,15 @@ impl Partition {
         let mut tries = 0;
         loop {
             {
-                let _miss = self.evict_lock.lock();
+                // BP-Wrapper holds its own lock for the whole batch (R10), which keeps batches one
+                // at a time (R2), as the paper's miss path does; CLOCK needs the miss lock for it.
+                let _miss = match &self.repl {
+                    Repl::Wrapped(_) => {
+                        self.evict_lock.count_unlocked();
+                        None
+                    }
+                    Repl::Plain(_) => Some(self.evict_lock.lock()),
+                };
                 // Another thread may have refilled the list while this one waited.
                 if let Some(frame) = self.lists[list].lock().pop() {
                     return frame;

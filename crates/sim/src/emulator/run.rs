@@ -42,6 +42,9 @@ pub struct LockCounts {
     pub miss_acquisitions: u64,
     /// Acquisitions of the miss locks that had to wait.
     pub miss_waits: u64,
+    /// Passes through the miss path (`evict_batch` calls), whether or not they took a miss lock
+    /// (only CLOCK's do; BP-Wrapper's own lock serializes theirs).
+    pub miss_passes: u64,
 }
 
 impl LockCounts {
@@ -63,6 +66,7 @@ impl LockCounts {
             failed_try_locks: self.failed_try_locks - before.failed_try_locks,
             policy_waits: self.policy_waits - before.policy_waits,
             miss_acquisitions: self.miss_acquisitions - before.miss_acquisitions,
+            miss_passes: self.miss_passes - before.miss_passes,
             miss_waits: self.miss_waits - before.miss_waits,
         }
     }
@@ -245,9 +249,10 @@ impl Emulator {
                 sum.failed_try_locks += s.failed_try_locks;
                 sum.policy_waits += s.blocking_waits;
             }
-            let (acquisitions, waits) = part.evict_lock.counts();
+            let (acquisitions, waits, passes) = part.evict_lock.counts();
             sum.miss_acquisitions += acquisitions;
             sum.miss_waits += waits;
+            sum.miss_passes += passes;
         }
         sum
     }
