@@ -49,14 +49,14 @@ impl CountingLock {
 /// The replacement policy of a partition: a BP-Wrapper around the configured policy, or CLOCK
 /// on its own.
 pub(crate) enum Repl {
-    Wrapped(BpWrapper),
+    Wrapped(Box<BpWrapper>),
     Plain(Box<dyn Policy>),
 }
 
 impl Repl {
     pub(crate) fn policy(&self) -> &dyn Policy {
         match self {
-            Repl::Wrapped(w) => w,
+            Repl::Wrapped(w) => w.as_ref(),
             Repl::Plain(p) => p.as_ref(),
         }
     }
@@ -104,7 +104,9 @@ impl Partition {
             Some(variant) => {
                 let bp = BpConfig { variant, ..BpConfig::default() };
                 let inner = config.policy.build(cap, seed);
-                Repl::Wrapped(BpWrapper::with_config(inner, cap, bp).expect("the default S and T are valid"))
+                Repl::Wrapped(Box::new(
+                    BpWrapper::with_config(inner, cap, bp).expect("the default S and T are valid"),
+                ))
             }
             None => Repl::Plain(Box::new(Clock::new(cap))),
         };
