@@ -226,7 +226,7 @@ impl EmuConfig {
         if self.variant.uses_free_lists() && self.free_lists > 0 && self.reclaim == 0 {
             return Err(EmuError::Reclaim);
         }
-        if self.all_miss && self.data_pages <= self.buffer_pages {
+        if self.all_miss && u64::from(self.data_pages) <= u64::from(self.buffer_pages) + self.threads as u64 {
             return Err(EmuError::AllMissFits { data: self.data_pages, buffer: self.buffer_pages });
         }
         Ok(())
@@ -270,9 +270,9 @@ pub enum EmuError {
     /// F = 0 with free lists on.
     #[error("the reclaim batch must be at least 1 victim (or turn free lists off with 0 lists)")]
     Reclaim,
-    /// All-miss mode with the data fitting in the buffer.
+    /// All-miss mode with the data fitting in the buffer (plus one page per thread).
     #[error(
-        "all-miss mode needs more data pages ({data}) than buffer pages ({buffer}); \
+        "all-miss mode needs more data pages ({data}) than buffer pages ({buffer}) plus threads; \
          raise the data pages (10 x the buffer is the paper's ratio)"
     )]
     AllMissFits {

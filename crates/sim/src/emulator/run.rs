@@ -123,10 +123,15 @@ impl RunResult {
 pub enum PageStream {
     /// Zipf-distributed pages (the crate's generator).
     Zipf(Generator),
-    /// A sequential loop over all pages from a start of the thread's own (all-miss mode).
+    /// A loop over the thread's own pages, those congruent to it modulo the thread count, in
+    /// ascending order (all-miss mode).
     Loop {
         /// The next page.
         next: u32,
+        /// The thread's lowest page (its number), where the loop wraps to.
+        first: u32,
+        /// The thread count: the distance between the thread's pages.
+        stride: u32,
         /// D.
         pages: u32,
     },
@@ -139,9 +144,9 @@ impl Iterator for PageStream {
     fn next(&mut self) -> Option<u32> {
         match self {
             PageStream::Zipf(g) => g.next(),
-            PageStream::Loop { next, pages } => {
+            PageStream::Loop { next, first, stride, pages } => {
                 let page = *next;
-                *next = if page + 1 == *pages { 0 } else { page + 1 };
+                *next = if *pages - page <= *stride { *first } else { page + *stride };
                 Some(page)
             }
         }
@@ -150,18 +155,22 @@ impl Iterator for PageStream {
 
 impl EmuConfig {
     /// The pages thread `thread` accesses, in order: Zipf over D pages seeded by the run's seed
-    /// and the thread, or in all-miss mode a loop over D pages starting at
-    /// `C + thread · (D - C) / T`, past the pre-loaded pages `0..C`.
+    /// and the thread, or in all-miss mode a loop over the thread's own pages (those congruent to
+    /// `thread` modulo T), starting with the first past the pre-loaded pages `0..C`.
     ///
     /// # Errors
     /// [`EmuError`] if the configuration is invalid.
     pub fn page_stream(&self, thread: usize) -> Result<PageStream, EmuError> {
         self.validate()?;
         if self.all_miss {
-            // The pre-load holds pages 0..C (E7): start past them, spread over the rest.
-            let (c, d) = (u64::from(self.buffer_pages), u64::from(self.data_pages));
-            let start = (c + (d - c) * thread as u64 / self.threads as u64) as u32;
-            return Ok(PageStream::Loop { next: start, pages: self.data_pages });
+            // No two threads share a page, so a thread that runs ahead cannot hit pages another
+            // just loaded; the pre-load holds pages 0..C (E7), so each loop starts past them.
+            let stride = u32::try_from(self.threads).expect("validated: threads fit in u32");
+            let first = u32::try_from(thread).expect("thread < threads");
+            let past = u64::from(self.buffer_pages).div_ceil(u64::from(stride)) * u64::from(stride)
+                + u64::from(first);
+            let next = u32::try_from(past).ok().filter(|&p| p < self.data_pages).unwrap_or(first);
+            return Ok(PageStream::Loop { next, first, stride, pages: self.data_pages });
         }
         let pattern = Pattern::single(Component::Zipf { s: self.zipf });
         let generator =
