@@ -83,6 +83,10 @@ pub const QUEUE_SLOTS: usize = 64;
 /// acquisition would lengthen the critical section they measure).
 const HOLD_SAMPLE: u64 = 16;
 
+/// `try_lock` attempts of an eviction batch, 64 spin hints apart (several microseconds in all),
+/// before it blocks on the lock.
+const EVICTION_SPINS: usize = 20;
+
 /// Source of thread numbers, which pick a thread's queue slot.
 static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
 
@@ -426,6 +430,22 @@ impl BpWrapper {
         self.acquired(guard)
     }
 
+    /// Takes the lock for an eviction batch: spins on `try_lock` for a few microseconds (a commit
+    /// holds the lock for about that long) before blocking, because a thread that blocks may wait
+    /// a whole scheduling slice to run again when the cores are oversubscribed, and every thread
+    /// that needs a free frame waits for the evicting one.
+    fn lock_for_eviction(&self) -> Guard<'_> {
+        for _ in 0..EVICTION_SPINS {
+            if let Some(guard) = self.lock.try_lock() {
+                return self.acquired(guard);
+            }
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        }
+        self.lock()
+    }
+
     /// Pre-reads what committing `entries` will read: the entries themselves, each frame's `held`
     /// word and the hook given to the inner policy. Plain loads, folded into a value the
     /// optimizer must keep; correctness never depends on them, since everything is read again
@@ -677,7 +697,7 @@ impl Policy for BpWrapper {
     /// trying a victim (a parent losing its last swizzled child) are queued as usual and may
     /// commit in the middle of the batch: the lock is reentrant.
     fn evict_batch(&self, _hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
-        let guard = self.lock();
+        let guard = self.lock_for_eviction();
         self.commit(&guard, self.my_queue());
         let mut drained = false;
         let mut proposals = 0;
