@@ -133,8 +133,9 @@ struct BpWrapperArgs {
     /// Pool size as a percentage of the data
     #[arg(long, default_value = "50%", value_parser = parse_fraction)]
     fraction: f64,
-    /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 for uniform keys
-    #[arg(long, default_value = "0.9", value_parser = parse_zipf)]
+    /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 (the default) for
+    /// uniform keys, the rndread workload, where every policy has the same hit ratio
+    #[arg(long, default_value = "0", value_parser = parse_zipf)]
     zipf: f64,
 }
 
