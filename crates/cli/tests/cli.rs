@@ -489,3 +489,66 @@ fn emulator_bad_input_exits_2() {
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+/// `experiment bp-wrapper` at a tiny scale: one CSV row per (policy, thread count, repetition);
+/// lock counters only for the instrumented policies, where every lock-based access took the lock
+/// without batching (`locked-`) and far fewer acquisitions with it (`bpw-`); the oversubscription
+/// note, the tables and the checks; bad options are usage errors.
+#[test]
+fn bp_wrapper_experiment_tiny() {
+    let scratch = Scratch::new("bpwrapper");
+    let out = scratch.0.join("results");
+    let o = Command::new(BIN)
+        .args(["experiment", "bp-wrapper", "--records", "20000", "--policies", "clock,locked-lru,bpw-lru"])
+        .args(["--thread-counts", "1,3", "--duration", "0.2", "--warmup", "0", "--repeat", "2"])
+        .args(["--mode", "traditional", "--fraction", "25%", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("core(s)") && stdout.contains("ratio to clock"), "{stdout}");
+    assert!(
+        stdout.contains("bpw-lru tracks CLOCK") && stdout.contains("bpw-lru keeps locked-lru"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("less than locked-lru") || stdout.contains("never waited"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("ding-bpwrapper.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3 * 2 * 2, "policies x thread counts x repetitions");
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for r in &rows {
+        assert_eq!(r.len(), header.len());
+        let n = |name: &str| r[col(name)].parse::<u64>().unwrap();
+        assert!(n("hits") <= n("fixes") && n("fixes") > 0, "{r:?}");
+        let (acquired, waits) = (n("lock_acquisitions"), n("lock_waits"));
+        assert!(waits <= acquired, "{r:?}");
+        match r[col("policy")] {
+            "clock" => {
+                assert_eq!(acquired, 0, "CLOCK has no instrumented lock");
+                assert!(r[col("waits_per_million")].is_empty());
+            }
+            // Every hit and every miss takes the lock, plus one per eviction chunk.
+            "locked-lru" => assert!(acquired >= n("fixes") / 2, "{r:?}"),
+            // Batches of 32 accesses, plus the eviction chunks and end-of-thread flushes.
+            "bpw-lru" => assert!(acquired * 8 < n("fixes"), "{r:?}"),
+            other => panic!("unexpected policy {other}"),
+        }
+    }
+    assert_plots(&out, "ding-bpwrapper-throughput");
+    assert_plots(&out, "ding-bpwrapper-waits");
+    for bad in [vec!["--threads", "2"], vec!["--policy", "lru"], vec!["--mode", "main-memory"]] {
+        let o = Command::new(BIN)
+            .args(["experiment", "bp-wrapper", "--records", "1000"])
+            .args(&bad)
+            .arg("--dir")
+            .arg(&scratch.0)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
