@@ -55,7 +55,7 @@
 //! policy that keeps its hit state in the hook (CLOCK and kin) gains nothing from this wrapper.
 
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
@@ -324,6 +324,8 @@ pub struct BpWrapper {
     queues: Box<[Slot]>,
     /// The hooks the inner policy is given instead of the pool's.
     hooks: Box<[FrameHook]>,
+    /// Set while a thread spins for the lock in `lock_for_eviction` (one spinner at a time).
+    spinning: AtomicBool,
     counters: Counters,
 }
 
@@ -365,6 +367,7 @@ impl BpWrapper {
             held: (0..capacity).map(|_| AtomicU64::new(NO_PAGE)).collect(),
             queues: (0..QUEUE_SLOTS).map(|_| Slot::default()).collect(),
             hooks: (0..capacity).map(|_| FrameHook::new()).collect(),
+            spinning: AtomicBool::new(false),
             counters: Counters::default(),
         })
     }
@@ -434,13 +437,24 @@ impl BpWrapper {
     /// holds the lock for about that long) before blocking, because a thread that blocks may wait
     /// a whole scheduling slice to run again when the cores are oversubscribed, and every thread
     /// that needs a free frame waits for the evicting one.
+    ///
+    /// Only one thread spins at a time: where many threads evict at once (every miss in the
+    /// emulator's all-miss mode), spinners would take the cores from the lock holder.
     fn lock_for_eviction(&self) -> Guard<'_> {
-        for _ in 0..EVICTION_SPINS {
-            if let Some(guard) = self.lock.try_lock() {
-                return self.acquired(guard);
+        if self.spinning.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            let mut taken = None;
+            for _ in 0..EVICTION_SPINS {
+                if let Some(guard) = self.lock.try_lock() {
+                    taken = Some(guard);
+                    break;
+                }
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
             }
-            for _ in 0..64 {
-                std::hint::spin_loop();
+            self.spinning.store(false, Ordering::Release);
+            if let Some(guard) = taken {
+                return self.acquired(guard);
             }
         }
         self.lock()
