@@ -191,43 +191,27 @@ pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
     writeln!(out, "{}", oversubscription_note(&plan.threads))?;
     let clock = plan.policies.iter().find(|p| p.to_string() == "clock").map(ToString::to_string);
     let dash = || "-".to_string();
-    let mut header = vec!["lookups/s".to_string()];
-    header.extend(plan.threads.iter().map(|t| format!("{t} thr")));
-    let mut table = vec![header];
-    for policy in &plan.policies {
-        let name = policy.to_string();
-        let mut row = vec![name.clone()];
-        for &t in &plan.threads {
-            let x = results.at(&name, t).and_then(PolicyPoint::throughput);
-            let base = clock.as_deref().and_then(|c| results.at(c, t)).and_then(PolicyPoint::throughput);
-            row.push(match (x, base) {
-                (Some(x), Some(b)) if clock.as_deref() != Some(name.as_str()) => {
-                    format!("{} ({:.2}x)", thousands(x.round() as u64), x / b)
-                }
-                (Some(x), _) => thousands(x.round() as u64),
-                _ => dash(),
-            });
+    let table = policy_table(plan, "lookups/s", |name, t| {
+        let x = results.at(name, t).and_then(PolicyPoint::throughput);
+        let base = clock.as_deref().and_then(|c| results.at(c, t)).and_then(PolicyPoint::throughput);
+        match (x, base) {
+            (Some(x), Some(b)) if clock.as_deref() != Some(name) => {
+                format!("{} ({:.2}x)", thousands(x.round() as u64), x / b)
+            }
+            (Some(x), _) => thousands(x.round() as u64),
+            _ => dash(),
         }
-        table.push(row);
-    }
+    });
     writeln!(out, "\nthroughput (ratio to clock at the same thread count)")?;
     report::write_aligned(out, &table)?;
-    let mut header = vec!["hit % / acquisitions / waits".to_string()];
-    header.extend(plan.threads.iter().map(|t| format!("{t} thr")));
-    let mut table = vec![header];
-    for policy in &plan.policies {
-        let name = policy.to_string();
-        let mut row = vec![name.clone()];
-        for &t in &plan.threads {
-            let p = results.at(&name, t);
-            let hit = p.and_then(PolicyPoint::hit_percent).map_or_else(dash, |h| format!("{h:.2}"));
-            let acquired =
-                p.and_then(PolicyPoint::acquisitions_per_million).map_or_else(dash, |a| format!("{a:.0}"));
-            let waits = p.and_then(PolicyPoint::waits_per_million).map_or_else(dash, |w| format!("{w:.0}"));
-            row.push(format!("{hit} / {acquired} / {waits}"));
-        }
-        table.push(row);
-    }
+    let table = policy_table(plan, "hit % / acquisitions / waits", |name, t| {
+        let p = results.at(name, t);
+        let hit = p.and_then(PolicyPoint::hit_percent).map_or_else(dash, |h| format!("{h:.2}"));
+        let acquired =
+            p.and_then(PolicyPoint::acquisitions_per_million).map_or_else(dash, |a| format!("{a:.0}"));
+        let waits = p.and_then(PolicyPoint::waits_per_million).map_or_else(dash, |w| format!("{w:.0}"));
+        format!("{hit} / {acquired} / {waits}")
+    });
     writeln!(
         out,
         "\nhit ratio (%) / acquisitions of the replacement lock / blocking waits for it, per million page accesses"
@@ -238,6 +222,20 @@ pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
         writeln!(out, "{policy} FAILED: {e}")?;
     }
     Ok(())
+}
+
+/// A table with a row per policy and a column per thread count, `cell(policy name, threads)`.
+fn policy_table(plan: &Plan, label: &str, cell: impl Fn(&str, usize) -> String) -> Vec<Vec<String>> {
+    let mut header = vec![label.to_string()];
+    header.extend(plan.threads.iter().map(|t| format!("{t} thr")));
+    let mut table = vec![header];
+    for policy in &plan.policies {
+        let name = policy.to_string();
+        let mut row = vec![name.clone()];
+        row.extend(plan.threads.iter().map(|&t| cell(&name, t)));
+        table.push(row);
+    }
+    table
 }
 
 /// The paper's claims (and the targets) at the largest thread count, each `ok` or

@@ -190,6 +190,26 @@ fn bad_input_exits_2_and_writes_nothing() {
 }
 
 /// `<stem>.png` is a PNG and `<stem>.svg` an SVG document.
+/// A result CSV: its header and its rows, every row as long as the header.
+fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
+    let rows: Vec<Vec<String>> = lines.map(|l| l.split(',').map(str::to_string).collect()).collect();
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{r:?}");
+    }
+    (header, rows)
+}
+
+/// Every option list in `bads`, appended to `command`, is a usage error (exit code 2).
+fn assert_usage_errors(command: &[&str], bads: &[Vec<&str>], dir: &std::path::Path) {
+    for bad in bads {
+        let o = Command::new(BIN).args(command).args(bad).arg("--dir").arg(dir).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
 fn assert_plots(dir: &std::path::Path, stem: &str) {
     let png = std::fs::read(dir.join(format!("{stem}.png"))).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{stem}.png is not a PNG");
@@ -375,14 +395,10 @@ fn policies_experiment_tiny() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("pool = 25% of the data") && stdout.contains("leaf-lru"), "{stdout}");
     assert!(stdout.contains("CAR miss ratio / GCLOCK") && stdout.contains("Spearman rho"), "{stdout}");
-    let csv = std::fs::read_to_string(out.join("gilbert-policies.csv")).unwrap();
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let (header, rows) = read_csv(&out.join("gilbert-policies.csv"));
     assert_eq!(rows.len(), 2 * 2 * 3 * 2, "fractions x modes x policies x repetitions");
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     for r in &rows {
-        assert_eq!(r.len(), header.len());
         let n = |name: &str| r[col(name)].parse::<u64>().unwrap();
         assert!(n("hits") <= n("fixes"));
         let refused = n("rejected_in_use")
@@ -401,23 +417,15 @@ fn policies_experiment_tiny() {
             assert_plots(&out, &format!("gilbert-policies-{stem}-{mode}"));
         }
     }
-    for bad in [
+    let bads = [
         vec!["--fractions", "0%"],
         vec!["--fractions", "150%"],
         vec!["--zipf", "-1"],
         vec!["--policies", "nosuch"],
         vec!["--mode", "main-memory"],
         vec!["--policy", "lru"],
-    ] {
-        let o = Command::new(BIN)
-            .args(["experiment", "policies", "--records", "1000"])
-            .args(&bad)
-            .arg("--dir")
-            .arg(&scratch.0)
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
-    }
+    ];
+    assert_usage_errors(&["experiment", "policies", "--records", "1000"], &bads, &scratch.0);
 }
 
 /// `bench emulator` end to end on a tiny buffer: every variant, two compute times, one thread
@@ -515,19 +523,15 @@ fn bp_wrapper_experiment_tiny() {
         "{stdout}"
     );
     assert!(stdout.contains("less than locked-lru") || stdout.contains("never waited"), "{stdout}");
-    let csv = std::fs::read_to_string(out.join("ding-bpwrapper.csv")).unwrap();
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let (header, rows) = read_csv(&out.join("ding-bpwrapper.csv"));
     assert_eq!(rows.len(), 3 * 2 * 2, "policies x thread counts x repetitions");
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     for r in &rows {
-        assert_eq!(r.len(), header.len());
         let n = |name: &str| r[col(name)].parse::<u64>().unwrap();
         assert!(n("hits") <= n("fixes") && n("fixes") > 0, "{r:?}");
         let (acquired, waits) = (n("lock_acquisitions"), n("lock_waits"));
         assert!(waits <= acquired, "{r:?}");
-        match r[col("policy")] {
+        match r[col("policy")].as_str() {
             "clock" => {
                 assert_eq!(acquired, 0, "CLOCK has no instrumented lock");
                 assert!(r[col("waits_per_million")].is_empty());
@@ -541,14 +545,6 @@ fn bp_wrapper_experiment_tiny() {
     }
     assert_plots(&out, "ding-bpwrapper-throughput");
     assert_plots(&out, "ding-bpwrapper-waits");
-    for bad in [vec!["--threads", "2"], vec!["--policy", "lru"], vec!["--mode", "main-memory"]] {
-        let o = Command::new(BIN)
-            .args(["experiment", "bp-wrapper", "--records", "1000"])
-            .args(&bad)
-            .arg("--dir")
-            .arg(&scratch.0)
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
-    }
+    let bads = [vec!["--threads", "2"], vec!["--policy", "lru"], vec!["--mode", "main-memory"]];
+    assert_usage_errors(&["experiment", "bp-wrapper", "--records", "1000"], &bads, &scratch.0);
 }
