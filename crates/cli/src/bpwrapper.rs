@@ -47,8 +47,7 @@ pub struct PolicyPoint {
 
 impl PolicyPoint {
     fn median(&self, f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
-        let values: Vec<f64> = self.runs.iter().filter_map(f).collect();
-        summarize(&values).map(|s| s.median)
+        rndread::median_of(&self.runs, f)
     }
 
     /// Median lookups/s.

@@ -49,8 +49,7 @@ pub struct Variant {
 
 impl Variant {
     fn median(&self, f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
-        let values: Vec<f64> = self.runs.iter().filter_map(f).collect();
-        summarize(&values).map(|s| s.median)
+        rndread::median_of(&self.runs, f)
     }
 
     /// Median lookups/s.

@@ -92,6 +92,12 @@ pub struct Measurement {
     pub started: Instant,
 }
 
+/// The median of `f` over the measurements where it is defined (`None` if it is nowhere).
+pub fn median_of(runs: &[Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
+    let values: Vec<f64> = runs.iter().filter_map(f).collect();
+    crate::report::summarize(&values).map(|s| s.median)
+}
+
 /// Lookup latency percentiles in nanoseconds, from every `LATENCY_SAMPLE`-th lookup.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Latency {
