@@ -1199,55 +1199,7 @@ impl BufferPool {
         });
         Ok((freed, refused))
     }
-}
 
-/// Victims one [`Policy::evict_batch`] call looks for at most: they reach the free list together
-/// when the call returns (R10), so a chunk bounds how long they are withheld from other threads
-/// (BP-Wrapper's reclamation batch F).
-const EVICTION_CHUNK: usize = 64;
-
-/// The pool's side of one eviction chunk (R10).
-struct EvictionChunk<'a> {
-    pool: &'a BufferPool,
-    wanted: usize,
-    freed: Vec<FrameId>,
-    /// An I/O error writing a victim ends the chunk; the pool reports it after the chunk.
-    error: Option<BufferError>,
-}
-
-impl Evictor for EvictionChunk<'_> {
-    fn wants_more(&mut self) -> bool {
-        self.error.is_none() && self.freed.len() < self.wanted
-    }
-
-    fn try_evict(&mut self, frame: FrameId) -> Verdict {
-        let pool = self.pool;
-        pool.count(|b| bump(&b.proposals));
-        let why = match pool.try_evict(frame) {
-            Ok(None) => {
-                self.freed.push(frame);
-                return Verdict::Evicted;
-            }
-            Ok(Some(why)) => why,
-            Err(e) => {
-                // The victim keeps its page (the write failed before anything changed).
-                self.error = Some(e);
-                Rejection::InUse
-            }
-        };
-        pool.count(|b| {
-            bump(match why {
-                Rejection::InUse => &b.rejected_in_use,
-                Rejection::Root => &b.rejected_root,
-                Rejection::SwizzledChildren => &b.rejected_swizzled_children,
-                Rejection::NotResident => &b.rejected_not_resident,
-            });
-        });
-        Verdict::Rejected(why)
-    }
-}
-
-impl BufferPool {
     // ----------------------------------------------------------------------------------------
     // Flushing
     // ----------------------------------------------------------------------------------------
@@ -1369,5 +1321,51 @@ impl std::fmt::Debug for BufferPool {
             .field("page_size", &self.page_size)
             .field("path", &self.file.path())
             .finish_non_exhaustive()
+    }
+}
+
+/// Victims one [`Policy::evict_batch`] call looks for at most: they reach the free list together
+/// when the call returns (R10), so a chunk bounds how long they are withheld from other threads
+/// (BP-Wrapper's reclamation batch F).
+const EVICTION_CHUNK: usize = 64;
+
+/// The pool's side of one eviction chunk (R10).
+struct EvictionChunk<'a> {
+    pool: &'a BufferPool,
+    wanted: usize,
+    freed: Vec<FrameId>,
+    /// An I/O error writing a victim ends the chunk; the pool reports it after the chunk.
+    error: Option<BufferError>,
+}
+
+impl Evictor for EvictionChunk<'_> {
+    fn wants_more(&mut self) -> bool {
+        self.error.is_none() && self.freed.len() < self.wanted
+    }
+
+    fn try_evict(&mut self, frame: FrameId) -> Verdict {
+        let pool = self.pool;
+        pool.count(|b| bump(&b.proposals));
+        let why = match pool.try_evict(frame) {
+            Ok(None) => {
+                self.freed.push(frame);
+                return Verdict::Evicted;
+            }
+            Ok(Some(why)) => why,
+            Err(e) => {
+                // The victim keeps its page (the write failed before anything changed).
+                self.error = Some(e);
+                Rejection::InUse
+            }
+        };
+        pool.count(|b| {
+            bump(match why {
+                Rejection::InUse => &b.rejected_in_use,
+                Rejection::Root => &b.rejected_root,
+                Rejection::SwizzledChildren => &b.rejected_swizzled_children,
+                Rejection::NotResident => &b.rejected_not_resident,
+            });
+        });
+        Verdict::Rejected(why)
     }
 }

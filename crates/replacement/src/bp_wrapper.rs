@@ -483,27 +483,27 @@ impl BpWrapper {
         self.held[index].store(page, Ordering::Relaxed);
     }
 
-    /// Checks one entry under the lock (module doc, steps 1 and 2): `Some` if the inner
-    /// policy holds the frame with the entry's page (after inserting it if its insert was still
-    /// queued, step 5), `None` if the entry is stale.
-    fn admit(&self, entry: Entry) -> Option<()> {
+    /// Checks one entry under the lock (module doc, steps 1 and 2): true if the inner policy
+    /// holds the frame with the entry's page (after inserting it if its insert was still queued,
+    /// step 5), false if the entry is stale.
+    fn admit(&self, entry: Entry) -> bool {
         let index = entry.frame.index();
         let held = self.held(index);
         if held != entry.page {
             if held != NO_PAGE || self.pages[index].load(Ordering::Acquire) != entry.page {
-                return None;
+                return false;
             }
             // The page's insert is still queued somewhere: apply it now, before this entry.
             self.set_held(index, entry.page);
             self.inner.on_insert(entry.frame, unslot(entry.page), &self.hooks[index]);
         }
-        Some(())
+        true
     }
 
     /// Applies one entry under the lock; false if it was stale. The caller counts, once per batch
     /// (an atomic add per entry would lengthen the critical section).
     fn apply(&self, entry: Entry) -> bool {
-        if self.admit(entry).is_none() {
+        if !self.admit(entry) {
             return false;
         }
         let hook = &self.hooks[entry.frame.index()];
@@ -539,17 +539,15 @@ impl BpWrapper {
         let mut applied = 0u64;
         for &entry in &entries {
             if entry.access == Access::Hit {
-                if self.held(entry.frame.index()) == entry.page {
-                    hits.push(entry.frame);
-                    applied += 1;
-                    continue;
+                if self.held(entry.frame.index()) != entry.page {
+                    // `admit` may insert the page: the hits collected so far go first.
+                    self.flush_hits(&mut hits);
+                    if !self.admit(entry) {
+                        continue;
+                    }
                 }
-                // Not held with this page: the hits so far go first, then the insert (if any).
-                self.flush_hits(&mut hits);
-                if self.admit(entry).is_some() {
-                    hits.push(entry.frame);
-                    applied += 1;
-                }
+                hits.push(entry.frame);
+                applied += 1;
                 continue;
             }
             self.flush_hits(&mut hits);

@@ -237,9 +237,8 @@ pub trait Policy: Send + Sync {
 }
 
 /// The default [`Policy::evict_batch`]: one `next_candidate` per proposal, each verdict recorded
-/// through `on_remove` or `on_rejected` before the next. Wrappers that override `evict_batch` call
-/// it for the part of a batch they do not handle themselves.
-pub fn evict_one_by_one<P: Policy + ?Sized>(
+/// through `on_remove` or `on_rejected` before the next.
+fn evict_one_by_one<P: Policy + ?Sized>(
     policy: &P,
     hooks: &dyn HookTable,
     evictor: &mut dyn Evictor,
