@@ -6,6 +6,8 @@
 pub mod ids;
 pub mod latch;
 mod primitive;
+pub mod vfs;
 
 pub use ids::{FrameId, Lsn, PageId};
 pub use latch::{Latch, LatchMode};
+pub use vfs::{OpenMode, OsFs, Vfs, VfsFile};
