@@ -64,10 +64,28 @@ impl fmt::Display for FrameId {
     }
 }
 
-/// Log sequence number: a byte offset in the write-ahead log. `Lsn(0)` means "never logged"
-/// until the WAL exists.
+/// Log sequence number: the byte offset of a record in the write-ahead log. `Lsn(0)` is never a
+/// record's LSN: it means "never logged".
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct Lsn(pub u64);
+
+/// A transaction's number: assigned in increasing order as transactions begin, so a smaller
+/// number is an older transaction (wait-die compares them). `TxnId(0)` is no transaction (the
+/// system transactions of structure changes log under it).
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct TxnId(pub u64);
+
+impl fmt::Display for TxnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "txn {}", self.0)
+    }
+}
+
+impl fmt::Display for Lsn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LSN {}", self.0)
+    }
+}
 
 #[cfg(test)]
 mod tests {

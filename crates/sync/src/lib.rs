@@ -8,6 +8,6 @@ pub mod latch;
 mod primitive;
 pub mod vfs;
 
-pub use ids::{FrameId, Lsn, PageId};
+pub use ids::{FrameId, Lsn, PageId, TxnId};
 pub use latch::{Latch, LatchMode};
 pub use vfs::{OpenMode, OsFs, Vfs, VfsFile};
