@@ -25,6 +25,10 @@ pub enum TreeError {
     /// `insert` found the key already present (use `upsert` to replace).
     #[error("key already present; use upsert to replace its value")]
     DuplicateKey,
+    /// The write-ahead log could not record a change (T11): the change was not made, or — for a
+    /// structure change — the engine stops writing pages until it is reopened and restarted.
+    #[error("the write-ahead log failed: {0}; reopen the database to recover")]
+    Log(#[source] crate::log::LogFailure),
     /// The buffer pool or the file failed.
     #[error(transparent)]
     Buffer(#[from] BufferError),

@@ -9,8 +9,10 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod log;
 pub mod node;
 mod tree;
 
 pub use error::{Result, TreeError};
+pub use log::{ChangeLog, LeafChange};
 pub use tree::{max_key_len, max_value_len, BTreeOwner, RangeIter, RevRangeIter, Tree, TreeShape};

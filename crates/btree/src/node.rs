@@ -443,6 +443,22 @@ fn insert_slot(page: &mut [u8], i: usize, off: usize, k: &[u8]) {
     put_u16(page, N_SLOTS, len16(n + 1));
 }
 
+/// Whether [`insert_leaf`] of a record with this key and value would succeed (compacting if
+/// needed): lets a logged insert be logged before it is applied (T11).
+#[must_use]
+pub fn leaf_insert_fits(page: &[u8], k: &[u8], v: &[u8]) -> bool {
+    free_space(page) + usize::from(get_u16(page, GARBAGE)) >= 2 + k.len() + v.len() + SLOT_SIZE
+}
+
+/// Whether [`update_value`] of record `i` to `v` would succeed: the old record becomes garbage
+/// and its slot is reused.
+#[must_use]
+pub fn leaf_update_fits(page: &[u8], i: usize, v: &[u8]) -> bool {
+    let old = record_len(page, i);
+    let new = 2 + key(page, i).len() + v.len();
+    free_space(page) + usize::from(get_u16(page, GARBAGE)) + old >= new
+}
+
 /// Inserts a leaf record at position `i`. Returns false (changing nothing) if it does not fit.
 pub fn insert_leaf(page: &mut [u8], i: usize, k: &[u8], v: &[u8]) -> bool {
     debug_assert!(is_leaf(page));

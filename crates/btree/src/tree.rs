@@ -1,6 +1,7 @@
 //! Foster B-tree operations over the buffer pool (rules T1–T9 of `README.md`).
 
 use crate::error::{Result, TreeError};
+use crate::log::{ChangeLog, LeafChange};
 use crate::node::{self, Fence, FOSTER_SWIP};
 use std::collections::{HashSet, VecDeque};
 use std::ops::Bound;
@@ -9,6 +10,7 @@ use swizzledb_buffer::page::{self, HEADER_SIZE};
 use swizzledb_buffer::{
     BufferError, BufferPool, Exclusive, ExclusiveGuard, FrameId, PageId, PageOwner, Shared, SharedGuard, Swip,
 };
+use swizzledb_sync::Lsn;
 
 /// The B-tree's side of the PageOwner seam: where the swips of a node are, and whether a page read
 /// from disk is a well-formed node.
@@ -96,6 +98,35 @@ fn fits_merged(a: &[u8], b: &[u8]) -> bool {
     node::used_bytes(a) + node::used_bytes(b) <= node::capacity(a.len()) * 3 / 4
 }
 
+/// The log a tree operation reports to (T11); `None` when logging is off.
+type Log<'l> = Option<&'l dyn ChangeLog>;
+
+/// Reports a structure change to the log (T13), if there is one; the caller stamps the LSN
+/// into the pages with [`stamp`].
+fn log_structure(log: Log<'_>, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) -> Result<Option<Lsn>> {
+    log.map(|log| log.structure_change(pages, freed).map_err(TreeError::Log)).transpose()
+}
+
+/// Sets a logged page's LSN (T12).
+fn stamp(lsn: Option<Lsn>, g: &mut ExclusiveGuard<'_>) {
+    if let Some(lsn) = lsn {
+        page::set_page_lsn(g, lsn);
+    }
+}
+
+/// Logs a change to a leaf record before it is applied and stamps its LSN (T11).
+fn log_leaf(
+    log: Log<'_>,
+    tree: PageId,
+    leaf: &mut ExclusiveGuard<'_>,
+    change: &LeafChange<'_>,
+) -> Result<()> {
+    let Some(log) = log else { return Ok(()) };
+    let lsn = log.leaf_change(tree, leaf, change).map_err(TreeError::Log)?;
+    stamp(Some(lsn), leaf);
+    Ok(())
+}
+
 impl Tree {
     /// Creates an empty tree (one empty leaf as root) and records its root page; the caller
     /// records it in the catalog.
@@ -103,8 +134,18 @@ impl Tree {
     /// # Errors
     /// No frame for the root.
     pub fn create(pool: &Arc<BufferPool>) -> Result<Tree> {
+        Tree::create_logged(pool, None)
+    }
+
+    /// [`Tree::create`], logging the new root's contents as a structure change (T13).
+    ///
+    /// # Errors
+    /// No frame for the root, or the log failed.
+    pub fn create_logged(pool: &Arc<BufferPool>, log: Option<&dyn ChangeLog>) -> Result<Tree> {
         let mut g = pool.allocate_page()?;
         node::init(&mut g, 0, None, None);
+        let lsn = log_structure(log, &[&g], &[])?;
+        stamp(lsn, &mut g);
         pool.make_root(&g);
         let (root, root_page) = (g.frame(), g.page_id());
         drop(g);
@@ -288,7 +329,7 @@ impl Tree {
     /// # Errors
     /// Oversize key or value, duplicate key, or pool/I/O errors (nothing changes then).
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put(key, value, false).map(|_| ())
+        self.put(key, value, false, None).map(|_| ())
     }
 
     /// Inserts or replaces; returns true if the key existed.
@@ -296,15 +337,24 @@ impl Tree {
     /// # Errors
     /// Oversize key or value, or pool/I/O errors (nothing changes then).
     pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.put(key, value, true)
+        self.put(key, value, true, None)
     }
 
-    fn put(&self, key: &[u8], value: &[u8], replace: bool) -> Result<bool> {
+    /// [`Tree::insert`] (`replace` false) or [`Tree::upsert`] (true), logging the change before
+    /// it is applied and every structure change it makes (T11, T13).
+    ///
+    /// # Errors
+    /// As `insert`/`upsert`, or the log failed (nothing changes then).
+    pub fn put_logged(&self, key: &[u8], value: &[u8], replace: bool, log: &dyn ChangeLog) -> Result<bool> {
+        self.put(key, value, replace, Some(log))
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], replace: bool, log: Log<'_>) -> Result<bool> {
         self.check_sizes(key, value)?;
-        self.with_room(|| self.put_once(key, value, replace))
+        self.with_room(|| self.put_once(key, value, replace, log))
     }
 
-    fn put_once(&self, key: &[u8], value: &[u8], replace: bool) -> Result<bool> {
+    fn put_once(&self, key: &[u8], value: &[u8], replace: bool, log: Log<'_>) -> Result<bool> {
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
         let existed = loop {
             let at = match node::search(&leaf, key) {
@@ -312,20 +362,30 @@ impl Tree {
                     if !replace {
                         return Err(TreeError::DuplicateKey);
                     }
-                    if node::update_value(&mut leaf, i, value) {
+                    if node::leaf_update_fits(&leaf, i, value) {
+                        if log.is_some() {
+                            let old = node::value(&leaf, i).to_vec();
+                            let change = LeafChange::Update { key, old: &old, new: value };
+                            log_leaf(log, self.root_page, &mut leaf, &change)?;
+                        }
+                        let done = node::update_value(&mut leaf, i, value);
+                        debug_assert!(done, "T11: the update was checked to fit");
                         break true;
                     }
                     i
                 }
                 Err(i) => {
-                    if node::insert_leaf(&mut leaf, i, key, value) {
+                    if node::leaf_insert_fits(&leaf, key, value) {
+                        log_leaf(log, self.root_page, &mut leaf, &LeafChange::Insert { key, value })?;
+                        let done = node::insert_leaf(&mut leaf, i, key, value);
+                        debug_assert!(done, "T11: the insert was checked to fit");
                         break false;
                     }
                     i
                 }
             };
             // No room: split first, so a failed split changes nothing (T6).
-            let right = self.split(&mut leaf, at)?;
+            let right = self.split(&mut leaf, at, log)?;
             maintain = true;
             if node::goes_to_foster(&leaf, key) {
                 leaf = right;
@@ -334,7 +394,7 @@ impl Tree {
         drop(leaf);
         if maintain {
             // Opportunistic: the tree is correct with or without adoption (T9).
-            let _ = self.maintain(key);
+            let _ = self.maintain(key, log);
         }
         Ok(existed)
     }
@@ -344,19 +404,32 @@ impl Tree {
     /// # Errors
     /// Pool or I/O errors (nothing changes then).
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
-        self.with_room(|| self.delete_once(key))
+        self.with_room(|| self.delete_once(key, None))
     }
 
-    fn delete_once(&self, key: &[u8]) -> Result<bool> {
+    /// [`Tree::delete`], logging the removal (with the old value, for undo) before it is made,
+    /// and every structure change (T11, T13).
+    ///
+    /// # Errors
+    /// Pool or I/O errors, or the log failed (nothing changes then).
+    pub fn delete_logged(&self, key: &[u8], log: &dyn ChangeLog) -> Result<bool> {
+        self.with_room(|| self.delete_once(key, Some(log)))
+    }
+
+    fn delete_once(&self, key: &[u8], log: Log<'_>) -> Result<bool> {
         let (mut leaf, saw_foster) = self.leaf_exclusive(key)?;
         let Ok(i) = node::search(&leaf, key) else {
             return Ok(false);
         };
+        if log.is_some() {
+            let old = node::value(&leaf, i).to_vec();
+            log_leaf(log, self.root_page, &mut leaf, &LeafChange::Delete { key, old: &old })?;
+        }
         node::remove(&mut leaf, i);
         let merge = underfull(&leaf);
         drop(leaf);
         if saw_foster || merge {
-            let _ = self.maintain(key);
+            let _ = self.maintain(key, log);
         }
         Ok(true)
     }
@@ -369,7 +442,12 @@ impl Tree {
     /// foster child if it had one (T2). Only `left` and the new node are latched. When the
     /// record that did not fit goes to the end of the node (`insert_at == count`, as in loads in
     /// key order), only the last record moves, so ascending loads leave full nodes behind.
-    fn split<'a>(&'a self, left: &mut ExclusiveGuard<'a>, insert_at: usize) -> Result<ExclusiveGuard<'a>> {
+    fn split<'a>(
+        &'a self,
+        left: &mut ExclusiveGuard<'a>,
+        insert_at: usize,
+        log: Log<'_>,
+    ) -> Result<ExclusiveGuard<'a>> {
         let pool = &*self.pool;
         let mut right = pool.allocate_page()?;
         let n = node::count(left);
@@ -390,6 +468,9 @@ impl Tree {
         // The truncated records include `sep` itself, so the garbage covers the new foster key.
         let ok = node::set_foster(left, &sep, swip);
         debug_assert!(ok, "truncation freed room for the foster key");
+        let lsn = log_structure(log, &[left, &right], &[])?;
+        stamp(lsn, left);
+        stamp(lsn, &mut right);
         Ok(right)
     }
 
@@ -408,12 +489,12 @@ impl Tree {
     /// Top-down pass with exclusive latch coupling along `key`'s path: grows the root, adopts
     /// foster children, merges underfull nodes (T9). Bounded; gives up quietly (the tree is valid
     /// either way).
-    fn maintain(&self, key: &[u8]) -> Result<()> {
+    fn maintain(&self, key: &[u8], log: Log<'_>) -> Result<()> {
         let pool = &*self.pool;
         let mut p: ExclusiveGuard<'_> = pool.fix_root(self.root);
         for _ in 0..256 {
             if p.frame() == self.root && node::has_foster(&p) {
-                self.grow_root(&mut p)?;
+                self.grow_root(&mut p, log)?;
                 continue;
             }
             if node::is_leaf(&p) {
@@ -427,19 +508,19 @@ impl Tree {
             let off = node::child_swip_off(&p, i);
             let mut c: ExclusiveGuard<'_> = pool.fix_child(&mut p, off)?;
             if node::has_foster(&c) {
-                if self.merge_foster(&mut c)? || Self::adopt(pool, &mut p, i, &mut c) {
+                if self.merge_foster(&mut c, log)? || Self::adopt(pool, &mut p, i, &mut c, log)? {
                     continue;
                 }
                 // The parent is full: split it and start over, so its own parent adopts.
                 drop(c);
-                drop(self.split(&mut p, i + 1)?);
+                drop(self.split(&mut p, i + 1, log)?);
                 drop(p);
                 p = pool.fix_root(self.root);
                 continue;
             }
             if underfull(&c) && node::count(&p) > 1 {
                 drop(c);
-                if self.merge_siblings(&mut p, i)? {
+                if self.merge_siblings(&mut p, i, log)? {
                     continue;
                 }
                 c = pool.fix_child(&mut p, off)?;
@@ -451,7 +532,7 @@ impl Tree {
 
     /// Root growth (T7): the root's contents move to a new node, and the root becomes its
     /// parent, one level up; the root's page id never changes.
-    fn grow_root(&self, root: &mut ExclusiveGuard<'_>) -> Result<()> {
+    fn grow_root(&self, root: &mut ExclusiveGuard<'_>, log: Log<'_>) -> Result<()> {
         let pool = &*self.pool;
         let mut n = pool.allocate_page()?;
         n[HEADER_SIZE..].copy_from_slice(&root[HEADER_SIZE..]);
@@ -469,25 +550,37 @@ impl Tree {
         let swip = pool.swip_for(&n, root);
         let ok = node::insert_inner(root, 0, b"", swip);
         debug_assert!(ok, "an empty node holds one record");
+        let lsn = log_structure(log, &[root, &n], &[])?;
+        stamp(lsn, root);
+        stamp(lsn, &mut n);
         Ok(())
     }
 
     /// Adoption (T3): moves `c`'s foster child into `p` as the record after `c`. False if `p`
     /// has no room.
-    fn adopt(pool: &BufferPool, p: &mut ExclusiveGuard<'_>, i: usize, c: &mut ExclusiveGuard<'_>) -> bool {
+    fn adopt(
+        pool: &BufferPool,
+        p: &mut ExclusiveGuard<'_>,
+        i: usize,
+        c: &mut ExclusiveGuard<'_>,
+        log: Log<'_>,
+    ) -> Result<bool> {
         let (Some(fk), Some(fs)) = (node::foster_key(c).map(<[u8]>::to_vec), node::foster_swip(c)) else {
-            return false;
+            return Ok(false);
         };
         if !node::insert_inner(p, i + 1, &fk, fs) {
-            return false;
+            return Ok(false);
         }
         pool.note_swip_moved(fs, p);
         node::foster_key_becomes_high_fence(c);
-        true
+        let lsn = log_structure(log, &[p, c], &[])?;
+        stamp(lsn, p);
+        stamp(lsn, c);
+        Ok(true)
     }
 
     /// Merges `c`'s foster child back into `c` if both fit one node (T4); frees the foster child.
-    fn merge_foster(&self, c: &mut ExclusiveGuard<'_>) -> Result<bool> {
+    fn merge_foster(&self, c: &mut ExclusiveGuard<'_>, log: Log<'_>) -> Result<bool> {
         let pool = &*self.pool;
         let f: ExclusiveGuard<'_> = pool.fix_child(c, FOSTER_SWIP)?;
         if !fits_merged(c, &f) {
@@ -515,12 +608,14 @@ impl Tree {
             return Ok(false);
         }
         self.note_children_moved(c, before);
+        let logged = log_structure(log, &[c], &[f.page_id()]);
         Self::release_page(pool, f);
+        stamp(logged?, c);
         Ok(true)
     }
 
     /// Merges the children `i-1, i` (or `0, 1`) of `p` into the left one if they fit (T4).
-    fn merge_siblings(&self, p: &mut ExclusiveGuard<'_>, i: usize) -> Result<bool> {
+    fn merge_siblings(&self, p: &mut ExclusiveGuard<'_>, i: usize, log: Log<'_>) -> Result<bool> {
         let pool = &*self.pool;
         let (li, ri) = if i > 0 { (i - 1, i) } else { (0, 1) };
         let (loff, roff) = (node::child_swip_off(p, li), node::child_swip_off(p, ri));
@@ -557,7 +652,11 @@ impl Tree {
         }
         self.note_children_moved(&l, before);
         node::remove(p, ri);
+        let logged = log_structure(log, &[p, &l], &[r.page_id()]);
         Self::release_page(pool, r);
+        let lsn = logged?;
+        stamp(lsn, p);
+        stamp(lsn, &mut l);
         Ok(true)
     }
 

@@ -819,6 +819,22 @@ impl BufferPool {
         }
     }
 
+    /// The page as it must reach the disk (B8): a copy of the latched page in which every
+    /// swizzled swip holds its child's page id. The write-ahead log records these images.
+    #[must_use]
+    pub fn disk_image<M: LatchKind>(&self, g: &PageGuard<'_, M>) -> Vec<u8> {
+        let mut out = g.to_vec();
+        let mut offs = Vec::new();
+        self.owner.swip_offsets(&out, &mut offs);
+        for o in offs {
+            if let Some(s) = Swip::from_raw(get_u64(&out, o)) {
+                // Children of a latched page stay resident (B6), so the id is current.
+                put_u64(&mut out, o, Swip::page(self.swip_page_id(s)).raw());
+            }
+        }
+        out
+    }
+
     /// The frame a swizzled swip's child records as its parent (for structural checks).
     #[must_use]
     pub fn swizzled_parent(&self, swip: Swip) -> Option<FrameId> {

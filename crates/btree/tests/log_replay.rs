@@ -1,0 +1,264 @@
+//! T11–T13: the log a tree reports to is complete. A recording `ChangeLog` keeps every leaf
+//! change and every structure image; replaying that log alone, page by page (images replace a
+//! page, leaf changes are redone on it), must rebuild exactly the pages the live tree has, in
+//! every buffer mode and with a pool small enough to evict and un-swizzle all the time.
+
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use swizzledb_btree::log::{redo, LogFailure};
+use swizzledb_btree::{node, BTreeOwner, ChangeLog, LeafChange, Tree, TreeError};
+use swizzledb_buffer::page;
+use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId, PoolConfig, PoolMode, Shared};
+use swizzledb_sync::Lsn;
+
+/// A leaf change with owned bytes.
+#[derive(Clone, Debug)]
+enum Change {
+    Insert(Vec<u8>, Vec<u8>),
+    Update(Vec<u8>, Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>, Vec<u8>),
+}
+
+impl Change {
+    fn of(c: &LeafChange<'_>) -> Change {
+        match *c {
+            LeafChange::Insert { key, value } => Change::Insert(key.to_vec(), value.to_vec()),
+            LeafChange::Update { key, old, new } => Change::Update(key.to_vec(), old.to_vec(), new.to_vec()),
+            LeafChange::Delete { key, old } => Change::Delete(key.to_vec(), old.to_vec()),
+        }
+    }
+
+    fn borrow(&self) -> LeafChange<'_> {
+        match self {
+            Change::Insert(key, value) => LeafChange::Insert { key, value },
+            Change::Update(key, old, new) => LeafChange::Update { key, old, new },
+            Change::Delete(key, old) => LeafChange::Delete { key, old },
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Entry {
+    Leaf { lsn: Lsn, tree: PageId, page: PageId, change: Change },
+    Structure { lsn: Lsn, images: Vec<(PageId, Vec<u8>)>, freed: Vec<PageId> },
+}
+
+/// Records every call; fails the `fail_at`-th call (1-based) if set.
+#[derive(Default)]
+struct Recorder {
+    entries: Mutex<Vec<Entry>>,
+    calls: AtomicU64,
+    fail_at: Option<u64>,
+}
+
+impl Recorder {
+    fn next(&self) -> Result<Lsn, LogFailure> {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.fail_at == Some(n) {
+            return Err("injected log failure".into());
+        }
+        Ok(Lsn(n * 100))
+    }
+}
+
+impl ChangeLog for Recorder {
+    fn leaf_change(
+        &self,
+        tree: PageId,
+        leaf: &ExclusiveGuard<'_>,
+        change: &LeafChange<'_>,
+    ) -> Result<Lsn, LogFailure> {
+        let mut entries = self.entries.lock().unwrap();
+        let lsn = self.next()?;
+        entries.push(Entry::Leaf { lsn, tree, page: leaf.page_id(), change: Change::of(change) });
+        Ok(lsn)
+    }
+
+    fn structure_change(&self, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
+        let mut entries = self.entries.lock().unwrap();
+        let lsn = self.next()?;
+        let images = pages.iter().map(|g| (g.page_id(), g.pool().disk_image(g))).collect();
+        entries.push(Entry::Structure { lsn, images, freed: freed.to_vec() });
+        Ok(lsn)
+    }
+}
+
+/// Replays the log: the pages it rebuilds, by id (freed pages dropped).
+fn replay(entries: &[Entry]) -> BTreeMap<PageId, Vec<u8>> {
+    let mut pages: BTreeMap<PageId, Vec<u8>> = BTreeMap::new();
+    for e in entries {
+        match e {
+            Entry::Structure { lsn, images, freed } => {
+                for (id, image) in images {
+                    let mut p = image.clone();
+                    page::set_page_lsn(&mut p, *lsn);
+                    pages.insert(*id, p);
+                }
+                for id in freed {
+                    pages.remove(id);
+                }
+            }
+            Entry::Leaf { lsn, page: id, change, .. } => {
+                let p = pages.get_mut(id).unwrap_or_else(|| panic!("leaf change on {id:?} before any image"));
+                redo(p, &change.borrow()).unwrap_or_else(|e| panic!("redo at {lsn:?} on {id:?}: {e}"));
+                page::set_page_lsn(p, *lsn);
+            }
+        }
+    }
+    pages
+}
+
+/// What a node means, whatever its byte layout: type, level, page LSN, fences, foster key and
+/// child, records (child swips as page ids).
+fn logical(p: &[u8]) -> String {
+    let mut s = format!(
+        "type {:?} level {} lsn {:?} low {:?} high {:?} foster {:?}/{:?}",
+        page::page_type(p),
+        node::level(p),
+        page::page_lsn(p),
+        node::low_fence(p),
+        node::high_fence(p),
+        node::foster_key(p),
+        node::foster_swip(p).map(|s| s.raw()),
+    );
+    for i in 0..node::count(p) {
+        if node::is_leaf(p) {
+            s += &format!(" [{:?}={:?}]", node::key(p, i), node::value(p, i));
+        } else {
+            s += &format!(" [{:?}->{:?}]", node::key(p, i), node::child_swip(p, i).map(|s| s.raw()));
+        }
+    }
+    s
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(u16, u8),
+    Delete(u16),
+}
+
+fn key(k: u16) -> Vec<u8> {
+    let mut v = format!("key-{k:05}").into_bytes();
+    v.extend(std::iter::repeat_n(b'x', usize::from(k % 5) * 9));
+    v
+}
+
+fn value(k: u16, v: u8) -> Vec<u8> {
+    vec![v; 10 + usize::from(k % 11) * 23 + usize::from(v % 3) * 60]
+}
+
+fn pool(dir: &std::path::Path, mode: PoolMode) -> Arc<BufferPool> {
+    let bytes = if mode == PoolMode::MainMemory { 16 << 20 } else { 16 * 4096 };
+    let config = PoolConfig { mode, pool_bytes: bytes, page_size: 4096, ..PoolConfig::default() };
+    Arc::new(BufferPool::create(&dir.join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap())
+}
+
+fn check_replay(mode: PoolMode, ops: &[Op]) {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = pool(dir.path(), mode);
+    let log = Recorder::default();
+    let tree = Tree::create_logged(&pool, Some(&log)).unwrap();
+    let mut oracle = BTreeMap::new();
+    for op in ops {
+        match *op {
+            Op::Put(k, v) => {
+                let existed = tree.put_logged(&key(k), &value(k, v), true, &log).unwrap();
+                assert_eq!(existed, oracle.insert(k, v).is_some());
+            }
+            Op::Delete(k) => {
+                assert_eq!(tree.delete_logged(&key(k), &log).unwrap(), oracle.remove(&k).is_some());
+            }
+        }
+    }
+    tree.verify().unwrap();
+    let entries = log.entries.into_inner().unwrap();
+    let rebuilt = replay(&entries);
+    // Every page of the live tree (and no other page) is rebuilt, with the same meaning.
+    let mut live = BTreeSet::new();
+    let mut todo = vec![tree.root_page()];
+    while let Some(id) = todo.pop() {
+        live.insert(id);
+        let g = pool.fix_page::<Shared>(id).unwrap();
+        let image = pool.disk_image(&g);
+        drop(g);
+        let got = rebuilt.get(&id).unwrap_or_else(|| panic!("{id:?} is in the tree but not in the log"));
+        assert_eq!(logical(got), logical(&image), "{id:?} rebuilt from the log differs");
+        let children = (0..node::count(&image))
+            .filter(|_| !node::is_leaf(&image))
+            .filter_map(|i| node::child_swip(&image, i))
+            .chain(node::foster_swip(&image));
+        for s in children {
+            todo.push(PageId::new(s.raw()).unwrap());
+        }
+    }
+    let extra: Vec<_> = rebuilt.keys().filter(|id| !live.contains(id)).collect();
+    assert!(extra.is_empty(), "the log rebuilds pages the tree does not have: {extra:?}");
+    // Every logged leaf change names the tree.
+    for e in &entries {
+        if let Entry::Leaf { tree: t, .. } = e {
+            assert_eq!(*t, tree.root_page());
+        }
+    }
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(
+        prop_oneof![
+            3 => (0u16..600, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
+            1 => (0u16..600).prop_map(Op::Delete),
+        ],
+        1..1200,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn t11_t13_the_log_rebuilds_every_page(ops in ops(), mode in prop_oneof![
+        Just(PoolMode::Traditional), Just(PoolMode::Swizzling), Just(PoolMode::MainMemory)
+    ]) {
+        check_replay(mode, &ops);
+    }
+}
+
+/// Loads then deletes most keys, so splits, adoptions, root growth and both kinds of merge all
+/// happen, in every mode.
+#[test]
+fn t13_every_structure_change_is_logged() {
+    let mut ops: Vec<Op> =
+        (0..1500u32).map(|k| Op::Put(((k * 7919) % 1500) as u16, (k % 251) as u8)).collect();
+    ops.extend((0..1500).filter(|k| k % 10 != 0).map(Op::Delete));
+    ops.extend((0..300).map(|k| Op::Put(k * 5, 9)));
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory] {
+        check_replay(mode, &ops);
+    }
+}
+
+/// T11: a change the log refuses is not made; the operation fails with `TreeError::Log`.
+#[test]
+fn t11_a_refused_change_is_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = pool(dir.path(), PoolMode::Swizzling);
+    let setup = Recorder::default();
+    let tree = Tree::create_logged(&pool, Some(&setup)).unwrap();
+    for k in 0..50 {
+        tree.put_logged(&key(k), &value(k, 1), true, &setup).unwrap();
+    }
+    let failing = Recorder { fail_at: Some(1), ..Recorder::default() };
+    assert!(matches!(tree.put_logged(&key(7), &value(7, 2), true, &failing), Err(TreeError::Log(_))));
+    assert!(matches!(
+        tree.put_logged(&key(999), b"v", true, &Recorder { fail_at: Some(1), ..Recorder::default() }),
+        Err(TreeError::Log(_))
+    ));
+    assert!(matches!(
+        tree.delete_logged(&key(3), &Recorder { fail_at: Some(1), ..Recorder::default() }),
+        Err(TreeError::Log(_))
+    ));
+    assert_eq!(tree.get(&key(7)).unwrap(), Some(value(7, 1)), "update not made");
+    assert_eq!(tree.get(&key(999)).unwrap(), None, "insert not made");
+    assert_eq!(tree.get(&key(3)).unwrap(), Some(value(3, 1)), "delete not made");
+    tree.verify().unwrap();
+}
