@@ -26,6 +26,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod record;
+
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::Path;
