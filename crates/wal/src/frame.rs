@@ -1,0 +1,145 @@
+//! The frame format (README W2, W3): how one record, or the padding at the end of a segment, is
+//! laid out in the log.
+//!
+//! ```text
+//! offset 0   u32 LE  length field: bit 31 clear = record, bits 0..31 = body length
+//!                                  bit 31 set   = padding, bits 0..31 = padding length (whole frame)
+//! offset 4   u32 LE  CRC-32C over (frame LSN as u64 LE, length field as u32 LE, body)
+//! offset 8   body, then zero bytes up to a multiple of 8
+//! ```
+
+use swizzledb_sync::Lsn;
+
+/// Bytes of a frame header; also the alignment of every frame (W2).
+pub(crate) const HEADER: u64 = 8;
+
+/// Set in the length field of a padding frame.
+pub(crate) const PAD_FLAG: u32 = 1 << 31;
+
+/// The first LSN of the log: bytes 0..8 of segment 0 hold no frame, so `Lsn(0)` is never a
+/// record's LSN (W3).
+pub(crate) const FIRST_LSN: u64 = HEADER;
+
+/// `n` rounded up to a multiple of 8.
+#[inline]
+pub(crate) const fn round8(n: u64) -> u64 {
+    (n + 7) & !7
+}
+
+/// Bytes a record with a body of `body_len` bytes takes in the log.
+#[inline]
+pub(crate) const fn frame_len(body_len: usize) -> u64 {
+    HEADER + round8(body_len as u64)
+}
+
+/// The checksum of a frame at `lsn` with this length field and body (W2): the LSN is covered so
+/// that a frame copied, or left over, at another offset never validates.
+pub(crate) fn checksum(lsn: u64, len_field: u32, body: &[u8]) -> u32 {
+    let mut head = [0u8; 12];
+    head[..8].copy_from_slice(&lsn.to_le_bytes());
+    head[8..].copy_from_slice(&len_field.to_le_bytes());
+    crc32c::crc32c_append(crc32c::crc32c(&head), body)
+}
+
+/// The header of a record frame at `lsn`.
+pub(crate) fn record_header(lsn: u64, body: &[u8]) -> [u8; 8] {
+    let len_field = u32::try_from(body.len()).expect("W2: bodies are checked against max_body first");
+    debug_assert_eq!(len_field & PAD_FLAG, 0, "W2: a body length never sets the padding bit");
+    header_bytes(len_field, checksum(lsn, len_field, body))
+}
+
+/// The header of a padding frame at `lsn` that fills `len` bytes (the header included).
+pub(crate) fn pad_header(lsn: u64, len: u64) -> [u8; 8] {
+    let len_field = PAD_FLAG | u32::try_from(len).expect("W1: segments are below 2^31 bytes");
+    header_bytes(len_field, checksum(lsn, len_field, &[]))
+}
+
+fn header_bytes(len_field: u32, crc: u32) -> [u8; 8] {
+    let mut h = [0u8; 8];
+    h[..4].copy_from_slice(&len_field.to_le_bytes());
+    h[4..].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// A decoded frame header; the checksum still has to be checked against the body.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Header {
+    /// A record with a body of `len` bytes.
+    Record { len: u32, crc: u32 },
+    /// Padding of `len` bytes (header included) up to the end of the segment.
+    Pad { len: u32, crc: u32 },
+}
+
+impl Header {
+    /// Splits the 8 header bytes.
+    pub(crate) fn parse(bytes: &[u8]) -> Header {
+        let len_field = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+        let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
+        if len_field & PAD_FLAG == 0 {
+            Header::Record { len: len_field, crc }
+        } else {
+            Header::Pad { len: len_field & !PAD_FLAG, crc }
+        }
+    }
+
+    /// Whether a padding header at `lsn` carries the right checksum.
+    pub(crate) fn pad_is_valid(lsn: u64, len: u32, crc: u32) -> bool {
+        checksum(lsn, PAD_FLAG | len, &[]) == crc
+    }
+}
+
+/// Whether `lsn` could be a record's LSN at all (W3): frames start at multiples of 8, from 8 on.
+pub(crate) fn is_aligned(lsn: Lsn) -> bool {
+    lsn.0 >= FIRST_LSN && lsn.0 % HEADER == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn w2_frame_len_is_header_plus_body_rounded_to_8() {
+        assert_eq!(frame_len(0), 8);
+        assert_eq!(frame_len(1), 16);
+        assert_eq!(frame_len(8), 16);
+        assert_eq!(frame_len(9), 24);
+        assert_eq!(frame_len(100), 8 + 104);
+    }
+
+    #[test]
+    fn w2_record_header_round_trips_and_checks_lsn() {
+        let body = b"hello log";
+        let h = record_header(64, body);
+        let Header::Record { len, crc } = Header::parse(&h) else { panic!("a record header parses as a record") };
+        assert_eq!(len as usize, body.len());
+        assert_eq!(crc, checksum(64, len, body));
+        assert_ne!(crc, checksum(72, len, body), "W2: the same frame at another LSN must not validate");
+        assert_ne!(crc, checksum(64, len, b"hello loG"), "a changed body must not validate");
+    }
+
+    #[test]
+    fn w2_pad_header_round_trips() {
+        let h = pad_header(4000, 96);
+        let Header::Pad { len, crc } = Header::parse(&h) else { panic!("a padding header parses as padding") };
+        assert_eq!(len, 96);
+        assert!(Header::pad_is_valid(4000, len, crc));
+        assert!(!Header::pad_is_valid(4008, len, crc), "W2: padding at another LSN must not validate");
+        assert!(!Header::pad_is_valid(4000, 88, crc));
+    }
+
+    #[test]
+    fn w2_all_zero_header_never_validates_at_real_lsns() {
+        // A zero-filled hole (file extended but never written) reads as an empty record with
+        // checksum 0; the LSN in the checksum makes that invalid.
+        for lsn in (8..80_000u64).step_by(8) {
+            assert_ne!(checksum(lsn, 0, &[]), 0, "a zero header would validate at LSN {lsn}");
+        }
+    }
+
+    #[test]
+    fn w3_alignment() {
+        assert!(!is_aligned(Lsn(0)));
+        assert!(is_aligned(Lsn(8)));
+        assert!(!is_aligned(Lsn(12)));
+    }
+}

@@ -1,0 +1,848 @@
+//! The log manager: reservation, publication, the writer (group commit), open and truncation.
+//! README rules W1..W12 are the contract; comments cite them.
+
+use crate::error::{LogError, Result};
+use crate::frame::{self, FIRST_LSN, HEADER};
+use crate::master;
+use crate::ring::Ring;
+use crate::segment::{self, FrameReader, Segments, Step};
+use parking_lot::{Condvar, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use swizzledb_sync::{Lsn, OpenMode, OsFs, Vfs};
+
+/// How to open a log.
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// The directory of the segment files and the master record; created if missing.
+    pub dir: PathBuf,
+    /// Bytes per segment file (W1): a multiple of 8 between 4 KiB and 1 GiB. A log must always be
+    /// opened with the segment size it was created with. Default 16 MiB.
+    pub segment_bytes: u64,
+    /// Bytes of the in-memory ring buffer (W4): a multiple of 8, at least 4 KiB. Default 4 MiB.
+    pub buffer_bytes: usize,
+    /// How often the background flusher makes the completed prefix durable (for asynchronous
+    /// commit, W6); `None` runs no flusher. Default 5 ms.
+    pub flush_interval: Option<Duration>,
+    /// The file system all I/O goes through. Default [`OsFs`].
+    pub vfs: Arc<dyn Vfs>,
+}
+
+impl LogConfig {
+    /// The default configuration for a log in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> LogConfig {
+        LogConfig {
+            dir: dir.into(),
+            segment_bytes: 16 << 20,
+            buffer_bytes: 4 << 20,
+            flush_interval: Some(Duration::from_millis(5)),
+            vfs: Arc::new(OsFs),
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Err(LogError::BadConfig { reason });
+        if self.segment_bytes % HEADER != 0 || !(4096..=1 << 30).contains(&self.segment_bytes) {
+            return bad(format!(
+                "segment_bytes = {} must be a multiple of 8 between 4096 and 2^30",
+                self.segment_bytes
+            ));
+        }
+        if self.buffer_bytes % HEADER as usize != 0 || self.buffer_bytes < 4096 {
+            return bad(format!("buffer_bytes = {} must be a multiple of 8 and at least 4096", self.buffer_bytes));
+        }
+        if self.flush_interval == Some(Duration::ZERO) {
+            return bad("flush_interval must not be zero (use None for no background flusher)".into());
+        }
+        Ok(())
+    }
+
+    /// The largest body this configuration accepts (W2).
+    pub fn max_body(&self) -> usize {
+        let by_buffer = self.buffer_bytes / 4;
+        let by_segment = self.segment_bytes.saturating_sub(2 * HEADER) as usize;
+        by_buffer.min(by_segment).min(frame::PAD_FLAG as usize - 1)
+    }
+}
+
+/// Counters of a log's activity since it was opened. For every flush request exactly one of
+/// `flush_already_durable`, `flush_led`, `flush_joined`, `flush_failed` is counted (W6).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogStats {
+    /// Records appended.
+    pub appends: u64,
+    /// Body bytes appended.
+    pub body_bytes: u64,
+    /// Log bytes reserved: frame headers, alignment and segment padding included.
+    pub log_bytes: u64,
+    /// Times an appender found the ring full and had to wait for (or do) a write-out (W4).
+    pub buffer_full_waits: u64,
+    /// Calls of `flush` and `flush_all`.
+    pub flush_requests: u64,
+    /// Requests that found their LSN durable on entry and did no I/O.
+    pub flush_already_durable: u64,
+    /// Requests that led a sync round (each ran exactly one of the `fsyncs` rounds).
+    pub flush_led: u64,
+    /// Requests served by a round another thread (or the background flusher) ran.
+    pub flush_joined: u64,
+    /// Requests that returned an error.
+    pub flush_failed: u64,
+    /// Sync rounds run for flush requests: each writes the completed prefix and syncs every
+    /// segment file it touched (one `sync`, or more when it crosses a segment boundary).
+    pub fsyncs: u64,
+    /// Sync rounds run by the background flusher.
+    pub background_fsyncs: u64,
+    /// `sync` calls on segment files, from every kind of round and write-out.
+    pub file_syncs: u64,
+}
+
+impl LogStats {
+    /// Flush requests served per sync round: `(flush_led + flush_joined) / (fsyncs +
+    /// background_fsyncs)`, or 0 if there was no round.
+    pub fn requests_per_fsync(&self) -> f64 {
+        let rounds = self.fsyncs + self.background_fsyncs;
+        if rounds == 0 {
+            0.0
+        } else {
+            (self.flush_led + self.flush_joined) as f64 / rounds as f64
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    appends: AtomicU64,
+    body_bytes: AtomicU64,
+    log_bytes: AtomicU64,
+    buffer_full_waits: AtomicU64,
+    flush_requests: AtomicU64,
+    flush_already_durable: AtomicU64,
+    flush_led: AtomicU64,
+    flush_joined: AtomicU64,
+    flush_failed: AtomicU64,
+    fsyncs: AtomicU64,
+    background_fsyncs: AtomicU64,
+    file_syncs: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Ordering::Relaxed);
+}
+
+/// Ranges published out of order, waiting for the ranges before them (W5).
+#[derive(Debug)]
+struct Pending {
+    /// End of the completed prefix: every reserved byte below it has been copied into the ring.
+    upto: u64,
+    /// Completed ranges above `upto`: start -> end.
+    done: BTreeMap<u64, u64>,
+}
+
+/// State owned by whoever holds the writer mutex (the leader, W6).
+#[derive(Debug, Default)]
+struct Writer {
+    /// Segments written since their last sync.
+    dirty: BTreeSet<u64>,
+    /// Bytes copied out of the ring for one write-out.
+    scratch: Vec<u8>,
+}
+
+/// Why a flush returned `Ok`.
+enum Served {
+    AlreadyDurable,
+    Led,
+    Joined,
+}
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    vfs: Arc<dyn Vfs>,
+    segment_bytes: u64,
+    max_body: usize,
+    ring: Ring,
+    /// The reservation point: the LSN the next frame (or padding) starts at (W4, step 1).
+    next: Mutex<u64>,
+    /// Out-of-order completions; `published` is signalled when the completed prefix grows or the
+    /// log fails.
+    pending: Mutex<Pending>,
+    published: Condvar,
+    /// Mirror of `pending.upto`, stored with release after the ring words it covers.
+    completed: AtomicU64,
+    /// Every byte below this LSN is in a segment file (not necessarily durable). Written only
+    /// under the writer mutex; the ring space below it may be reused (W4).
+    written: AtomicU64,
+    /// Every record below this LSN is durable (W6). Written only under the writer mutex.
+    durable: AtomicU64,
+    /// The first LSN still kept (moved by truncation, W9).
+    oldest: AtomicU64,
+    /// The writer: held for one write-out or sync round (W6).
+    writer: Mutex<Writer>,
+    /// Segment files by start LSN. Lock order: `writer` before `files`.
+    files: Mutex<Segments>,
+    /// Set with the first failed write or sync (W11); `failure` holds its description.
+    failed: AtomicBool,
+    failure: Mutex<Option<String>>,
+    /// Serializes `write_master` (one temporary file).
+    master: Mutex<()>,
+    /// Tells the background flusher to stop.
+    stop: Mutex<bool>,
+    stop_signal: Condvar,
+    counters: Counters,
+}
+
+/// The write-ahead log. See the crate documentation and README for the protocol.
+#[derive(Debug)]
+pub struct LogManager {
+    inner: Arc<Inner>,
+    flusher: Option<JoinHandle<()>>,
+    closed: bool,
+}
+
+impl LogManager {
+    /// Opens the log in `config.dir` (created if missing), finds its end (W7), cuts any torn
+    /// tail, and starts the background flusher.
+    ///
+    /// # Errors
+    /// `BadConfig` for an impossible configuration or segment files that do not match
+    /// `segment_bytes`; `Corrupted` if valid records follow a damaged frame (W8); `Io`.
+    pub fn open(config: LogConfig) -> Result<LogManager> {
+        config.validate()?;
+        let LogConfig { dir, segment_bytes, buffer_bytes, flush_interval, vfs } = config.clone();
+        let max_body = config.max_body();
+        vfs.create_dir_all(&dir).map_err(|e| LogError::io("creating directory", &dir, e))?;
+        let mut files = Segments::new();
+        let listing = vfs.list(&dir).map_err(|e| LogError::io("listing", &dir, e))?;
+        for path in listing {
+            let Some(start) = segment::parse_name(&path) else { continue };
+            if start % segment_bytes != 0 {
+                return Err(LogError::BadConfig {
+                    reason: format!(
+                        "segment {} does not start at a multiple of segment_bytes = {segment_bytes}: open the log \
+                         with the segment size it was created with",
+                        path.display()
+                    ),
+                });
+            }
+            let f = vfs.open(&path, OpenMode::EXISTING).map_err(|e| LogError::io("opening", &path, e))?;
+            let len = f.len().map_err(|e| LogError::io("reading the length of", &path, e))?;
+            if len > segment_bytes {
+                return Err(LogError::BadConfig {
+                    reason: format!(
+                        "segment {} holds {len} bytes, more than segment_bytes = {segment_bytes}: open the log \
+                         with the segment size it was created with",
+                        path.display()
+                    ),
+                });
+            }
+            files.insert(start, f);
+        }
+
+        // W7: the end is the first frame that does not validate, scanning from the oldest segment.
+        let oldest = files.keys().next().map_or(FIRST_LSN, |&s| segment::first_frame(s));
+        let mut reader = FrameReader::new(files.clone(), segment_bytes, max_body, oldest);
+        let bad_reason = loop {
+            match reader.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
+                Step::Record { .. } => {}
+                Step::Invalid { reason } => break reason,
+            }
+        };
+        let end = reader.pos();
+        let end_seg = segment::start_of(end, segment_bytes);
+
+        // W8: a later segment whose first frame validates means damage in the middle.
+        for (&start, _) in files.range(end_seg + 1..) {
+            let mut probe =
+                FrameReader::new(files.clone(), segment_bytes, max_body, segment::first_frame(start));
+            if let Step::Record { .. } = probe.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
+                return Err(LogError::Corrupted {
+                    lsn: Lsn(end),
+                    reason: format!(
+                        "the frame there does not validate ({bad_reason}), yet the later segment {} holds \
+                         valid records",
+                        segment::file_name(start)
+                    ),
+                });
+            }
+        }
+
+        // W7: cut the tail and drop later segments, so no stale frame can come back.
+        if let Some(f) = files.get(&end_seg) {
+            let path = segment::path(&dir, end_seg);
+            let keep = end - end_seg;
+            if f.len().map_err(|e| LogError::io("reading the length of", &path, e))? != keep {
+                f.set_len(keep).map_err(|e| LogError::io("truncating", &path, e))?;
+            }
+            f.sync().map_err(|e| LogError::io("syncing", &path, e))?;
+        }
+        if let Some(prev) = end_seg.checked_sub(segment_bytes) {
+            if let Some(f) = files.get(&prev) {
+                let path = segment::path(&dir, prev);
+                f.sync().map_err(|e| LogError::io("syncing", &path, e))?;
+            }
+        }
+        let later: Vec<u64> = files.range(end_seg + 1..).map(|(&s, _)| s).collect();
+        for &start in &later {
+            let path = segment::path(&dir, start);
+            vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
+            files.remove(&start);
+        }
+        if !later.is_empty() {
+            vfs.sync_dir(&dir).map_err(|e| LogError::io("syncing directory", &dir, e))?;
+        }
+
+        let inner = Arc::new(Inner {
+            dir,
+            vfs,
+            segment_bytes,
+            max_body,
+            ring: Ring::new(buffer_bytes),
+            next: Mutex::new(end),
+            pending: Mutex::new(Pending { upto: end, done: BTreeMap::new() }),
+            published: Condvar::new(),
+            completed: AtomicU64::new(end),
+            written: AtomicU64::new(end),
+            durable: AtomicU64::new(end),
+            oldest: AtomicU64::new(oldest.min(end)),
+            writer: Mutex::new(Writer::default()),
+            files: Mutex::new(files),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            master: Mutex::new(()),
+            stop: Mutex::new(false),
+            stop_signal: Condvar::new(),
+            counters: Counters::default(),
+        });
+        let flusher = match flush_interval {
+            None => None,
+            Some(interval) => {
+                let inner = Arc::clone(&inner);
+                let handle = std::thread::Builder::new()
+                    .name("swizzledb-wal-flusher".into())
+                    .spawn(move || inner.background(interval))
+                    .map_err(|e| LogError::io("starting the flusher thread for", PathBuf::new(), e))?;
+                Some(handle)
+            }
+        };
+        Ok(LogManager { inner, flusher, closed: false })
+    }
+
+    /// Appends a record and returns its LSN (the byte offset of its frame, W3). The record is
+    /// durable only after a `flush` covering it returns, or the background flusher's next round.
+    ///
+    /// # Errors
+    /// `RecordTooLarge` (W2), `Failed` after an I/O failure (W11), or the `Io` error of a
+    /// write-out this call had to run because the buffer was full.
+    pub fn append(&self, body: &[u8]) -> Result<Lsn> {
+        self.inner.append(body)
+    }
+
+    /// Returns when every record with an LSN `<= lsn` is durable (W6). `Lsn(0)` ("never logged")
+    /// returns at once.
+    ///
+    /// # Errors
+    /// `NotAppended` if `lsn` is at or beyond `end()`; `Failed`/`Io` (W11).
+    pub fn flush(&self, lsn: Lsn) -> Result<()> {
+        self.inner.flush(lsn)
+    }
+
+    /// Makes every record appended before this call durable.
+    ///
+    /// # Errors
+    /// `Failed`/`Io` (W11).
+    pub fn flush_all(&self) -> Result<()> {
+        self.inner.flush_all()
+    }
+
+    /// The durable horizon: the record at `l` is durable iff `l < durable()`.
+    pub fn durable(&self) -> Lsn {
+        Lsn(self.inner.durable.load(Ordering::Acquire))
+    }
+
+    /// The LSN the next append would get if it fits in the current segment (a lower bound).
+    pub fn end(&self) -> Lsn {
+        Lsn(*self.inner.next.lock())
+    }
+
+    /// The first LSN still kept: records below it were truncated (W9).
+    pub fn oldest(&self) -> Lsn {
+        Lsn(self.inner.oldest.load(Ordering::Acquire))
+    }
+
+    /// The largest body `append` accepts (W2).
+    pub fn max_body(&self) -> usize {
+        self.inner.max_body
+    }
+
+    /// The body of the record at `lsn`. A record not yet in a segment file is written out first
+    /// (not synced), then read from its file.
+    ///
+    /// # Errors
+    /// `NotAppended`, `Truncated`, `NotARecord` (no record starts there), `Io`, or `Failed` if a
+    /// write-out was needed after a failure.
+    pub fn read(&self, lsn: Lsn) -> Result<Vec<u8>> {
+        self.inner.read(lsn)
+    }
+
+    /// Iterates over the records from `from` (a record's LSN, or `Lsn(0)` for the oldest) to the
+    /// end of the log as it is when `scan` is called, in LSN order.
+    ///
+    /// # Errors
+    /// `Truncated` if `from` was truncated, `NotAppended` beyond the end, `Failed`/`Io` if the
+    /// write-out of the buffered tail fails. Items are `NotARecord` if `from` is not a record's
+    /// LSN and `Corrupted` for a damaged frame later on.
+    pub fn scan(&self, from: Lsn) -> Result<LogScan> {
+        self.inner.scan(from)
+    }
+
+    /// Removes every segment file that holds only records below `min(lsn, durable())`, except
+    /// the newest segment file (W9).
+    ///
+    /// # Errors
+    /// `Io` if a removal fails (not sticky: nothing durable is lost).
+    pub fn truncate_before(&self, lsn: Lsn) -> Result<()> {
+        self.inner.truncate_before(lsn)
+    }
+
+    /// Makes `lsn` durable (if it is a record) and stores it as the master record, atomically
+    /// (W10).
+    ///
+    /// # Errors
+    /// Those of `flush`, and `Io` from writing the record.
+    pub fn write_master(&self, lsn: Lsn) -> Result<()> {
+        if lsn.0 != 0 {
+            self.flush(lsn)?;
+        }
+        let _one = self.inner.master.lock();
+        master::write(&*self.inner.vfs, &self.inner.dir, lsn)
+    }
+
+    /// The master record, or `None` if none was ever written.
+    ///
+    /// # Errors
+    /// `MasterCorrupted`, `Io`.
+    pub fn read_master(&self) -> Result<Option<Lsn>> {
+        master::read(&*self.inner.vfs, &self.inner.dir)
+    }
+
+    /// The activity counters.
+    pub fn stats(&self) -> LogStats {
+        let c = &self.inner.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        LogStats {
+            appends: l(&c.appends),
+            body_bytes: l(&c.body_bytes),
+            log_bytes: l(&c.log_bytes),
+            buffer_full_waits: l(&c.buffer_full_waits),
+            flush_requests: l(&c.flush_requests),
+            flush_already_durable: l(&c.flush_already_durable),
+            flush_led: l(&c.flush_led),
+            flush_joined: l(&c.flush_joined),
+            flush_failed: l(&c.flush_failed),
+            fsyncs: l(&c.fsyncs),
+            background_fsyncs: l(&c.background_fsyncs),
+            file_syncs: l(&c.file_syncs),
+        }
+    }
+
+    /// Stops the background flusher and makes every appended record durable.
+    ///
+    /// # Errors
+    /// Those of `flush_all`.
+    pub fn close(mut self) -> Result<()> {
+        self.stop_flusher();
+        self.closed = true;
+        self.inner.flush_all()
+    }
+
+    fn stop_flusher(&mut self) {
+        if let Some(handle) = self.flusher.take() {
+            *self.inner.stop.lock() = true;
+            self.inner.stop_signal.notify_all();
+            // The flusher never panics on I/O errors; a panic there is a bug worth surfacing.
+            handle.join().expect("the log flusher thread panicked");
+        }
+    }
+}
+
+impl Drop for LogManager {
+    /// Stops the flusher and flushes best-effort; use [`LogManager::close`] to see errors.
+    fn drop(&mut self) {
+        self.stop_flusher();
+        if !self.closed {
+            let _ = self.inner.flush_all();
+        }
+    }
+}
+
+impl Inner {
+    fn check_failed(&self) -> Result<()> {
+        if self.failed.load(Ordering::Acquire) {
+            let cause = self.failure.lock().clone().unwrap_or_default();
+            return Err(LogError::Failed { cause });
+        }
+        Ok(())
+    }
+
+    /// Records the first write/sync failure (W11) and wakes every waiter so that it sees it.
+    fn fail(&self, err: LogError) -> LogError {
+        {
+            let mut f = self.failure.lock();
+            if f.is_none() {
+                *f = Some(err.to_string());
+            }
+        }
+        self.failed.store(true, Ordering::Release);
+        let _p = self.pending.lock();
+        self.published.notify_all();
+        err
+    }
+
+    fn append(&self, body: &[u8]) -> Result<Lsn> {
+        self.check_failed()?;
+        if body.len() > self.max_body {
+            return Err(LogError::RecordTooLarge { len: body.len(), max: self.max_body });
+        }
+        let flen = frame::frame_len(body.len());
+        let cap = self.ring.capacity();
+        // W4 step 1: reserve [pos, end) — padding up to the next segment if the frame does not fit.
+        let (pos, start, end) = loop {
+            {
+                let mut next = self.next.lock();
+                let pos = *next;
+                let seg_end = segment::start_of(pos, self.segment_bytes) + self.segment_bytes;
+                let start = if pos + flen > seg_end { seg_end } else { pos };
+                let end = start + flen;
+                if end - self.written.load(Ordering::Acquire) <= cap {
+                    *next = end;
+                    break (pos, start, end);
+                }
+            }
+            self.make_room()?;
+        };
+        // W4 step 2: fill the reserved words, no lock held.
+        if start > pos {
+            self.ring.store(pos, &frame::pad_header(pos, start - pos));
+            self.ring.zero(pos + HEADER, start - pos - HEADER);
+        }
+        self.ring.store(start, &frame::record_header(start, body));
+        self.ring.store(start + HEADER, body);
+        // W4 step 3: publish.
+        self.publish(pos, end);
+        bump(&self.counters.appends, 1);
+        bump(&self.counters.body_bytes, body.len() as u64);
+        bump(&self.counters.log_bytes, end - pos);
+        Ok(Lsn(start))
+    }
+
+    /// W5: adds `[from, to)` to the completed ranges and advances the completed prefix.
+    fn publish(&self, from: u64, to: u64) {
+        let mut p = self.pending.lock();
+        if from == p.upto {
+            let mut upto = to;
+            while let Some(e) = p.done.remove(&upto) {
+                upto = e;
+            }
+            p.upto = upto;
+            self.completed.store(upto, Ordering::Release);
+            self.published.notify_all();
+        } else {
+            p.done.insert(from, to);
+        }
+    }
+
+    /// The ring is full (W4): write out the completed prefix, or wait until there is one.
+    fn make_room(&self) -> Result<()> {
+        bump(&self.counters.buffer_full_waits, 1);
+        let written = self.written.load(Ordering::Acquire);
+        if self.completed.load(Ordering::Acquire) > written {
+            let mut w = self.writer.lock();
+            self.check_failed()?;
+            let upto = self.completed.load(Ordering::Acquire);
+            self.write_out(&mut w, upto)
+        } else {
+            // The oldest reservation is still being copied; its owner publishes without waiting.
+            let mut p = self.pending.lock();
+            while p.upto <= written && !self.failed.load(Ordering::Acquire) {
+                self.published.wait(&mut p);
+            }
+            drop(p);
+            self.check_failed()
+        }
+    }
+
+    /// Waits until every reservation below `lsn + 1` is published.
+    fn wait_completed(&self, lsn: u64) -> Result<()> {
+        if self.completed.load(Ordering::Acquire) <= lsn {
+            let mut p = self.pending.lock();
+            while p.upto <= lsn && !self.failed.load(Ordering::Acquire) {
+                self.published.wait(&mut p);
+            }
+        }
+        self.check_failed()
+    }
+
+    /// Writes ring bytes `[written, upto)` to their segment files (no sync of the last one).
+    /// Caller holds the writer mutex. W6: a segment is synced before the next one gets a byte.
+    fn write_out(&self, w: &mut Writer, upto: u64) -> Result<()> {
+        let from = self.written.load(Ordering::Acquire);
+        if upto <= from {
+            return Ok(());
+        }
+        let mut scratch = std::mem::take(&mut w.scratch);
+        scratch.clear();
+        self.ring.load(from, upto, &mut scratch);
+        let result = self.write_segments(w, &scratch, from, upto);
+        w.scratch = scratch;
+        result?;
+        // Release: the ring words below `upto` have been read, so appenders may reuse them.
+        self.written.store(upto, Ordering::Release);
+        Ok(())
+    }
+
+    fn write_segments(&self, w: &mut Writer, bytes: &[u8], from: u64, upto: u64) -> Result<()> {
+        let mut pos = from;
+        while pos < upto {
+            let seg = segment::start_of(pos, self.segment_bytes);
+            let chunk_end = upto.min(seg + self.segment_bytes);
+            if w.dirty.iter().any(|&d| d < seg) {
+                self.sync_dirty(w)?;
+            }
+            let file = self.segment_for_write(seg)?;
+            w.dirty.insert(seg);
+            let path = || segment::path(&self.dir, seg);
+            let chunk = &bytes[(pos - from) as usize..(chunk_end - from) as usize];
+            file.write_all_at(chunk, pos - seg).map_err(|e| self.fail(LogError::io("writing", path(), e)))?;
+            pos = chunk_end;
+        }
+        Ok(())
+    }
+
+    /// The file of segment `seg`, created (and its directory entry synced) if it is new.
+    fn segment_for_write(&self, seg: u64) -> Result<Arc<dyn swizzledb_sync::VfsFile>> {
+        let mut files = self.files.lock();
+        if let Some(f) = files.get(&seg) {
+            return Ok(Arc::clone(f));
+        }
+        let path = segment::path(&self.dir, seg);
+        let f = self
+            .vfs
+            .open(&path, OpenMode::CREATE_NEW)
+            .map_err(|e| self.fail(LogError::io("creating", &path, e)))?;
+        self.vfs.sync_dir(&self.dir).map_err(|e| self.fail(LogError::io("syncing directory", &self.dir, e)))?;
+        files.insert(seg, Arc::clone(&f));
+        Ok(f)
+    }
+
+    fn sync_dirty(&self, w: &mut Writer) -> Result<()> {
+        while let Some(&seg) = w.dirty.first() {
+            let file = self.files.lock().get(&seg).cloned();
+            if let Some(file) = file {
+                let path = segment::path(&self.dir, seg);
+                file.sync().map_err(|e| self.fail(LogError::io("syncing", path, e)))?;
+                bump(&self.counters.file_syncs, 1);
+            }
+            w.dirty.remove(&seg);
+        }
+        Ok(())
+    }
+
+    /// One sync round (W6): write out the completed prefix and sync it. Caller holds the writer.
+    fn sync_round(&self, w: &mut Writer) -> Result<()> {
+        let upto = self.completed.load(Ordering::Acquire);
+        self.write_out(w, upto)?;
+        self.sync_dirty(w)?;
+        self.durable.fetch_max(upto, Ordering::Release);
+        Ok(())
+    }
+
+    fn flush(&self, lsn: Lsn) -> Result<()> {
+        bump(&self.counters.flush_requests, 1);
+        let counter = match self.flush_inner(lsn.0) {
+            Ok(Served::AlreadyDurable) => &self.counters.flush_already_durable,
+            Ok(Served::Led) => &self.counters.flush_led,
+            Ok(Served::Joined) => &self.counters.flush_joined,
+            Err(e) => {
+                bump(&self.counters.flush_failed, 1);
+                return Err(e);
+            }
+        };
+        bump(counter, 1);
+        Ok(())
+    }
+
+    fn flush_inner(&self, lsn: u64) -> Result<Served> {
+        self.check_failed()?;
+        if lsn == 0 || self.durable.load(Ordering::Acquire) > lsn {
+            return Ok(Served::AlreadyDurable);
+        }
+        let end = *self.next.lock();
+        if lsn >= end {
+            return Err(LogError::NotAppended { lsn: Lsn(lsn), end: Lsn(end) });
+        }
+        self.wait_completed(lsn)?;
+        // W6: the first thread to get the writer leads; the others find their LSN covered.
+        let mut w = self.writer.lock();
+        if self.durable.load(Ordering::Acquire) > lsn {
+            return Ok(Served::Joined);
+        }
+        self.check_failed()?;
+        self.sync_round(&mut w)?;
+        bump(&self.counters.fsyncs, 1);
+        Ok(Served::Led)
+    }
+
+    fn flush_all(&self) -> Result<()> {
+        let end = *self.next.lock();
+        // `end - 1` lies in the last reserved frame, so covering it covers every record.
+        self.flush(Lsn(end - 1))
+    }
+
+    /// The background flusher's loop (W6): a round every `interval` unless a leader is busy.
+    fn background(&self, interval: Duration) {
+        let mut stop = self.stop.lock();
+        while !*stop {
+            self.stop_signal.wait_for(&mut stop, interval);
+            if *stop {
+                break;
+            }
+            parking_lot::MutexGuard::unlocked(&mut stop, || {
+                if self.failed.load(Ordering::Acquire)
+                    || self.completed.load(Ordering::Acquire) <= self.durable.load(Ordering::Acquire)
+                {
+                    return;
+                }
+                if let Some(mut w) = self.writer.try_lock() {
+                    // An error is recorded by `fail` and returned to the next caller (W11).
+                    if self.sync_round(&mut w).is_ok() {
+                        bump(&self.counters.background_fsyncs, 1);
+                    }
+                }
+            });
+        }
+    }
+
+    fn read(&self, lsn: Lsn) -> Result<Vec<u8>> {
+        let end = *self.next.lock();
+        if lsn.0 >= end {
+            return Err(LogError::NotAppended { lsn, end: Lsn(end) });
+        }
+        let oldest = self.oldest.load(Ordering::Acquire);
+        if lsn.0 < oldest {
+            return Err(LogError::Truncated { lsn, oldest: Lsn(oldest) });
+        }
+        if !frame::is_aligned(lsn) {
+            return Err(LogError::NotARecord { lsn, reason: "frames start at multiples of 8".into() });
+        }
+        if self.written.load(Ordering::Acquire) <= lsn.0 {
+            self.wait_completed(lsn.0)?;
+            let mut w = self.writer.lock();
+            self.check_failed()?;
+            let upto = self.completed.load(Ordering::Acquire);
+            self.write_out(&mut w, upto)?;
+        }
+        let seg = segment::start_of(lsn.0, self.segment_bytes);
+        let files: Segments = self.files.lock().range(seg..=seg).map(|(&s, f)| (s, Arc::clone(f))).collect();
+        let mut reader = FrameReader::new(files, self.segment_bytes, self.max_body, lsn.0);
+        match reader.next_step().map_err(|e| LogError::io("reading", segment::path(&self.dir, seg), e))? {
+            Step::Record { lsn: at, body } if at == lsn.0 => Ok(body),
+            Step::Record { .. } => Err(LogError::NotARecord { lsn, reason: "segment padding starts there".into() }),
+            Step::Invalid { reason } => Err(LogError::NotARecord { lsn, reason }),
+        }
+    }
+
+    fn scan(&self, from: Lsn) -> Result<LogScan> {
+        let bound = {
+            let mut w = self.writer.lock();
+            let upto = self.completed.load(Ordering::Acquire);
+            if self.written.load(Ordering::Acquire) < upto {
+                self.check_failed()?;
+                self.write_out(&mut w, upto)?;
+            }
+            upto
+        };
+        let oldest = self.oldest.load(Ordering::Acquire);
+        let start = if from.0 == 0 { oldest } else { from.0 };
+        if start < oldest {
+            return Err(LogError::Truncated { lsn: from, oldest: Lsn(oldest) });
+        }
+        let end = *self.next.lock();
+        if start > end {
+            return Err(LogError::NotAppended { lsn: from, end: Lsn(end) });
+        }
+        let files = self.files.lock().clone();
+        Ok(LogScan {
+            reader: FrameReader::new(files, self.segment_bytes, self.max_body, start),
+            dir: self.dir.clone(),
+            segment_bytes: self.segment_bytes,
+            bound,
+            first: true,
+            done: false,
+        })
+    }
+
+    fn truncate_before(&self, lsn: Lsn) -> Result<()> {
+        let limit = lsn.0.min(self.durable.load(Ordering::Acquire));
+        let mut files = self.files.lock();
+        let Some(&newest) = files.keys().next_back() else { return Ok(()) };
+        let victims: Vec<u64> = files
+            .keys()
+            .copied()
+            .take_while(|&s| s != newest && s + self.segment_bytes <= limit)
+            .collect();
+        if victims.is_empty() {
+            return Ok(());
+        }
+        let mut result = Ok(());
+        for &s in &victims {
+            let path = segment::path(&self.dir, s);
+            if let Err(e) = self.vfs.remove(&path) {
+                result = Err(LogError::io("removing", path, e));
+                break;
+            }
+            files.remove(&s);
+        }
+        let first = *files.keys().next().expect("W9: the newest segment is never removed");
+        self.oldest.fetch_max(segment::first_frame(first), Ordering::AcqRel);
+        result?;
+        self.vfs.sync_dir(&self.dir).map_err(|e| LogError::io("syncing directory", &self.dir, e))
+    }
+}
+
+/// An iterator over `(Lsn, body)` pairs from a start LSN to the end the log had when the scan
+/// was created. It holds its own handles to the segment files, so truncation does not disturb it.
+#[derive(Debug)]
+pub struct LogScan {
+    reader: FrameReader,
+    dir: PathBuf,
+    segment_bytes: u64,
+    bound: u64,
+    first: bool,
+    done: bool,
+}
+
+impl Iterator for LogScan {
+    type Item = Result<(Lsn, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.reader.pos() >= self.bound {
+            return None;
+        }
+        let pos = self.reader.pos();
+        let item = match self.reader.next_step() {
+            Ok(Step::Record { lsn, body }) => Ok((Lsn(lsn), body)),
+            Ok(Step::Invalid { reason }) if self.first => Err(LogError::NotARecord { lsn: Lsn(pos), reason }),
+            Ok(Step::Invalid { reason }) => Err(LogError::Corrupted { lsn: Lsn(pos), reason }),
+            Err(e) => {
+                Err(LogError::io("reading", segment::path(&self.dir, segment::start_of(pos, self.segment_bytes)), e))
+            }
+        };
+        self.first = false;
+        self.done = item.is_err();
+        Some(item)
+    }
+}

@@ -1,0 +1,175 @@
+//! Segment files (README W1) and the frame reader that both `open` (to find the end, W7) and
+//! `scan` walk the log with.
+
+use crate::frame::{self, Header, FIRST_LSN, HEADER};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use swizzledb_sync::VfsFile;
+
+/// Open segment files by start LSN.
+pub(crate) type Segments = BTreeMap<u64, Arc<dyn VfsFile>>;
+
+/// Bytes the reader fetches from a file at a time (more if one frame is bigger).
+const READ_CHUNK: u64 = 64 << 10;
+
+/// The file name of the segment starting at `start`: 16 lower-case hex digits and `.log`.
+pub(crate) fn file_name(start: u64) -> String {
+    format!("{start:016x}.log")
+}
+
+/// The path of the segment starting at `start`.
+pub(crate) fn path(dir: &Path, start: u64) -> PathBuf {
+    dir.join(file_name(start))
+}
+
+/// The start LSN a segment file's name stands for, or `None` if the file is not a segment.
+pub(crate) fn parse_name(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    let hex = name.strip_suffix(".log")?;
+    if hex.len() != 16 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
+/// The start of the segment holding `lsn`.
+#[inline]
+pub(crate) fn start_of(lsn: u64, segment_bytes: u64) -> u64 {
+    lsn - lsn % segment_bytes
+}
+
+/// The first frame position in the segment starting at `start` (W3: segment 0 starts at 8).
+#[inline]
+pub(crate) fn first_frame(start: u64) -> u64 {
+    start.max(FIRST_LSN)
+}
+
+/// What the reader found at its position.
+#[derive(Debug)]
+pub(crate) enum Step {
+    /// A valid record; the reader has moved past it.
+    Record { lsn: u64, body: Vec<u8> },
+    /// No valid frame starts at the reader's position (the end of the log, or damage).
+    Invalid { reason: String },
+}
+
+/// Walks frames from a position, skipping padding, through a set of segment files.
+#[derive(Debug)]
+pub(crate) struct FrameReader {
+    files: Segments,
+    segment_bytes: u64,
+    max_body: u64,
+    /// The next frame's LSN.
+    pos: u64,
+    /// Bytes of the log from LSN `buf_start` on, all from one segment.
+    buf: Vec<u8>,
+    buf_start: u64,
+}
+
+impl FrameReader {
+    /// A reader at `pos` (a frame's LSN) over `files`.
+    pub(crate) fn new(files: Segments, segment_bytes: u64, max_body: usize, pos: u64) -> FrameReader {
+        FrameReader { files, segment_bytes, max_body: max_body as u64, pos, buf: Vec::new(), buf_start: 0 }
+    }
+
+    /// The LSN of the next frame.
+    pub(crate) fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Reads the frame at the current position. On `Invalid` the position stays at the bad frame.
+    ///
+    /// # Errors
+    /// A read error of a segment file.
+    pub(crate) fn next_step(&mut self) -> io::Result<Step> {
+        loop {
+            let pos = self.pos;
+            let seg = start_of(pos, self.segment_bytes);
+            let seg_end = seg + self.segment_bytes;
+            if !self.files.contains_key(&seg) {
+                return Ok(invalid(format!("segment file {} does not exist", file_name(seg))));
+            }
+            let Some(head) = self.bytes(seg, pos, HEADER)? else {
+                return Ok(invalid(format!("segment file {} ends before this frame", file_name(seg))));
+            };
+            match Header::parse(head) {
+                Header::Pad { len, crc } => {
+                    if !Header::pad_is_valid(pos, len, crc) {
+                        return Ok(invalid("checksum mismatch".into()));
+                    }
+                    if pos + u64::from(len) != seg_end {
+                        return Ok(invalid(format!("padding of {len} bytes does not end at the segment end")));
+                    }
+                    self.pos = seg_end;
+                }
+                Header::Record { len, crc } => {
+                    let len64 = u64::from(len);
+                    if len64 > self.max_body || pos + frame::frame_len(len as usize) > seg_end {
+                        return Ok(invalid(format!("frame length {len} does not fit the segment")));
+                    }
+                    let Some(body) = self.bytes(seg, pos + HEADER, len64)? else {
+                        return Ok(invalid(format!("segment file {} ends inside this frame", file_name(seg))));
+                    };
+                    if frame::checksum(pos, len, body) != crc {
+                        return Ok(invalid("checksum mismatch".into()));
+                    }
+                    let body = body.to_vec();
+                    self.pos = pos + frame::frame_len(len as usize);
+                    return Ok(Step::Record { lsn: pos, body });
+                }
+            }
+        }
+    }
+
+    /// The `len` bytes at LSN `at` in segment `seg`, or `None` if the file ends first.
+    fn bytes(&mut self, seg: u64, at: u64, len: u64) -> io::Result<Option<&[u8]>> {
+        let buf_end = self.buf_start + self.buf.len() as u64;
+        if at < self.buf_start || at + len > buf_end || start_of(self.buf_start, self.segment_bytes) != seg {
+            let want = len.max(READ_CHUNK).min(seg + self.segment_bytes - at);
+            let file = &self.files[&seg];
+            self.buf.resize(want as usize, 0);
+            let mut got = 0;
+            while got < self.buf.len() {
+                match file.read_at(&mut self.buf[got..], at - seg + got as u64) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            self.buf.truncate(got);
+            self.buf_start = at;
+        }
+        let from = (at - self.buf_start) as usize;
+        Ok(self.buf.get(from..from + len as usize))
+    }
+}
+
+fn invalid(reason: String) -> Step {
+    Step::Invalid { reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn w1_names_round_trip_and_reject_others() {
+        assert_eq!(file_name(0x1000), "0000000000001000.log");
+        assert_eq!(parse_name(Path::new("x/0000000000001000.log")), Some(0x1000));
+        assert_eq!(parse_name(Path::new("master")), None);
+        assert_eq!(parse_name(Path::new("000000000000100.log")), None, "15 digits");
+        assert_eq!(parse_name(Path::new("000000000000100A.log")), None, "upper case");
+        assert_eq!(parse_name(Path::new("0000000000001000.log.tmp")), None);
+    }
+
+    #[test]
+    fn w3_segment_zero_starts_at_8() {
+        assert_eq!(first_frame(0), 8);
+        assert_eq!(first_frame(4096), 4096);
+        assert_eq!(start_of(4095, 4096), 0);
+        assert_eq!(start_of(4096, 4096), 4096);
+    }
+}
