@@ -25,6 +25,9 @@ pub enum TreeError {
     /// `insert` found the key already present (use `upsert` to replace).
     #[error("key already present; use upsert to replace its value")]
     DuplicateKey,
+    /// An unlogged write on a tree of a database that logs every change (T11).
+    #[error("this database logs its changes: write through a transaction (Database::begin)")]
+    NeedsTransaction,
     /// The write-ahead log could not record a change (T11): the change was not made, or — for a
     /// structure change — the engine stops writing pages until it is reopened and restarted.
     #[error("the write-ahead log failed: {0}; reopen the database to recover")]

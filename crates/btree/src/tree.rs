@@ -66,6 +66,8 @@ pub struct Tree {
     pool: Arc<BufferPool>,
     root: FrameId,
     root_page: PageId,
+    /// Changes must go through a [`ChangeLog`] (T11): the unlogged writes refuse.
+    logged_only: bool,
 }
 
 /// Counts gathered by [`Tree::verify`].
@@ -149,7 +151,7 @@ impl Tree {
         pool.make_root(&g);
         let (root, root_page) = (g.frame(), g.page_id());
         drop(g);
-        Ok(Tree { pool: Arc::clone(pool), root, root_page })
+        Ok(Tree { pool: Arc::clone(pool), root, root_page, logged_only: false })
     }
 
     /// Opens the tree rooted at `root_page`, keeping the root resident.
@@ -158,7 +160,15 @@ impl Tree {
     /// I/O errors or corruption of the root (or, in main-memory mode, of any page).
     pub fn open(pool: &Arc<BufferPool>, root_page: PageId) -> Result<Tree> {
         let root = pool.load_root(root_page)?;
-        Ok(Tree { pool: Arc::clone(pool), root, root_page })
+        Ok(Tree { pool: Arc::clone(pool), root, root_page, logged_only: false })
+    }
+
+    /// This handle's unlogged writes (`insert`, `upsert`, `delete`) fail with
+    /// [`TreeError::NeedsTransaction`]: for a database whose every change must be logged (T11).
+    #[must_use]
+    pub fn logged_only(mut self) -> Tree {
+        self.logged_only = true;
+        self
     }
 
     /// The root's page id (stable for the tree's life: the root grows in place, T7).
@@ -195,6 +205,13 @@ impl Tree {
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    fn check_logged(&self, log: Log<'_>) -> Result<()> {
+        if self.logged_only && log.is_none() {
+            return Err(TreeError::NeedsTransaction);
+        }
+        Ok(())
     }
 
     fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -350,6 +367,7 @@ impl Tree {
     }
 
     fn put(&self, key: &[u8], value: &[u8], replace: bool, log: Log<'_>) -> Result<bool> {
+        self.check_logged(log)?;
         self.check_sizes(key, value)?;
         self.with_room(|| self.put_once(key, value, replace, log))
     }
@@ -404,6 +422,7 @@ impl Tree {
     /// # Errors
     /// Pool or I/O errors (nothing changes then).
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.check_logged(None)?;
         self.with_room(|| self.delete_once(key, None))
     }
 

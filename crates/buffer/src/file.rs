@@ -139,6 +139,21 @@ impl PageFile {
     /// shorter than the recorded page count, or a bad free-page chain (naming the page);
     /// [`BufferError::Config`] if direct I/O is not supported; [`BufferError::Io`] otherwise.
     pub fn open(path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
+        PageFile::open_impl(path, direct, true)
+    }
+
+    /// Like [`PageFile::open`], but without reading the free-page chain (`free_pages` is
+    /// empty): for a database whose allocation state is kept by its write-ahead log, where the
+    /// chain on disk is only as recent as the last clean close and its pages may have been
+    /// reused since (F10).
+    ///
+    /// # Errors
+    /// As [`PageFile::open`], except for free-chain errors.
+    pub fn open_logged(path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
+        PageFile::open_impl(path, direct, false)
+    }
+
+    fn open_impl(path: &Path, direct: bool, read_chain: bool) -> Result<(PageFile, Meta)> {
         let file = open_rw(path, direct)?;
         let len = file.metadata().map_err(|e| io_err(path, e))?.len();
         let not_db = |reason: String| BufferError::NotADatabase { file: path.to_path_buf(), reason };
@@ -192,7 +207,9 @@ impl PageFile {
             )));
         }
 
-        meta.free_pages = pf.read_free_chain(free_head, meta.page_count, &mut buf)?;
+        if read_chain {
+            meta.free_pages = pf.read_free_chain(free_head, meta.page_count, &mut buf)?;
+        }
         Ok((pf, meta))
     }
 
@@ -440,9 +457,18 @@ impl PageFile {
     }
 
     /// The page size in bytes.
-    #[cfg(test)]
+    #[must_use]
     pub fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    /// Whole pages the file holds now.
+    ///
+    /// # Errors
+    /// [`BufferError::Io`] if the length cannot be read.
+    pub fn len_pages(&self) -> Result<u64> {
+        let len = self.file.metadata().map_err(|e| io_err(&self.path, e))?.len();
+        Ok(len / self.page_size as u64)
     }
 
     /// True if the file was opened with `O_DIRECT`.

@@ -21,9 +21,10 @@ pub mod trace;
 
 pub use aligned::AlignedBuf;
 pub use error::{BufferError, Result};
+pub use file::PageFile;
 pub use guard::{Exclusive, ExclusiveGuard, LatchKind, PageGuard, Shared, SharedGuard};
-pub use meta::{validate_tree_name, MAX_TREE_NAME};
-pub use pool::{BufferPool, PageOwner, PoolConfig, PoolMode, MIN_FRAMES};
+pub use meta::{validate_tree_name, Meta, MAX_TREE_NAME};
+pub use pool::{Allocation, BufferPool, PageOwner, PoolConfig, PoolMode, MIN_FRAMES};
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};

@@ -233,6 +233,18 @@ unsafe impl Send for BufferPool {}
 // SAFETY: B1 — as above; shared access to page bytes is serialized by frame latches.
 unsafe impl Sync for BufferPool {}
 
+/// Which pages exist and which are free, and the catalog: what a logged database keeps in its
+/// checkpoints instead of trusting page 0 (F10).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Allocation {
+    /// Pages in the file, page 0 included.
+    pub page_count: u64,
+    /// The free-page set.
+    pub free_pages: Vec<PageId>,
+    /// Tree name to root page.
+    pub trees: std::collections::BTreeMap<String, PageId>,
+}
+
 impl BufferPool {
     /// Creates a new database file and a pool over it.
     ///
@@ -261,6 +273,52 @@ impl BufferPool {
             });
         }
         BufferPool::new(file, meta, config, owner)
+    }
+
+    /// Opens a database whose allocation state comes from its write-ahead log (F10): page 0's
+    /// page count, free-page chain and catalog are replaced by `allocation`, which restart
+    /// rebuilt from the last checkpoint and the log after it.
+    ///
+    /// # Errors
+    /// As [`BufferPool::open`].
+    pub fn open_recovered(
+        path: &Path,
+        config: &PoolConfig,
+        owner: Arc<dyn PageOwner>,
+        allocation: Allocation,
+    ) -> Result<BufferPool> {
+        let (file, mut meta) = PageFile::open_logged(path, config.direct_io)?;
+        if meta.page_size != config.page_size {
+            return Err(BufferError::PageSizeMismatch {
+                file: path.to_path_buf(),
+                found: meta.page_size,
+                requested: config.page_size,
+            });
+        }
+        meta.page_count = allocation.page_count.max(1);
+        meta.free_pages = allocation.free_pages;
+        meta.trees = allocation.trees;
+        BufferPool::new(file, meta, config, owner)
+    }
+
+    /// The allocation state and catalog as they are now, for a checkpoint (F10).
+    #[must_use]
+    pub fn allocation(&self) -> Allocation {
+        let meta = self.meta.lock();
+        Allocation {
+            page_count: meta.page_count,
+            free_pages: meta.free_pages.clone(),
+            trees: meta.trees.clone(),
+        }
+    }
+
+    /// Makes every page write that completed before this call durable (a checkpoint's data-file
+    /// sync: pages it saw clean must be on disk before it is complete).
+    ///
+    /// # Errors
+    /// I/O errors (sticky, F4).
+    pub fn sync_file(&self) -> Result<()> {
+        self.file.sync()
     }
 
     fn new(file: PageFile, meta: Meta, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {

@@ -26,13 +26,26 @@
 
 #![forbid(unsafe_code)]
 
+mod logging;
 pub mod record;
+mod restart;
+mod txn;
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use swizzledb_btree::BTreeOwner;
+use swizzledb_sync::{Lsn, PageId, TxnId};
+use swizzledb_wal::{LogConfig, LogError, LogManager};
+
+use crate::logging::{SystemLog, TxnLog, Undo, Wal};
+use crate::record::{Record, TxnState};
+
+pub use crate::logging::CommitMode;
+pub use crate::restart::RestartStats;
+pub use crate::txn::Transaction;
+pub use swizzledb_wal::LogStats;
 
 pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
 pub use swizzledb_buffer::{
@@ -67,6 +80,21 @@ pub enum Error {
     /// Writing the buffer reference trace failed.
     #[error(transparent)]
     Trace(#[from] TraceError),
+    /// The write-ahead log failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// A log record restart needs is damaged or missing (RECOVERY.md R10).
+    #[error("log corrupted at {lsn}: {reason}; restore the database and its log from a backup")]
+    LogCorrupted {
+        /// Where.
+        lsn: Lsn,
+        /// What was found.
+        reason: String,
+    },
+    /// A new database's log directory exists already and holds files: they belong to another
+    /// database and would be replayed onto this one.
+    #[error("the log directory {0} exists and is not empty; remove it or choose another path")]
+    StaleLog(std::path::PathBuf),
 }
 
 /// Result alias with [`Error`].
@@ -76,6 +104,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     config: PoolConfig,
+    logging: bool,
+    commit_mode: CommitMode,
+    log_segment_bytes: Option<u64>,
 }
 
 impl Builder {
@@ -136,6 +167,30 @@ impl Builder {
         self
     }
 
+    /// Write-ahead logging (default off for now): every change goes through a [`Transaction`],
+    /// commits are durable, and opening after a crash restarts from the log (RECOVERY.md). The
+    /// log lives in the directory `<path>.wal` beside the database file. With logging on, the
+    /// trees' own `insert`/`upsert`/`delete` refuse with [`TreeError::NeedsTransaction`].
+    #[must_use]
+    pub fn logging(mut self, on: bool) -> Self {
+        self.logging = on;
+        self
+    }
+
+    /// When commits return (default [`CommitMode::Sync`]); only with logging on.
+    #[must_use]
+    pub fn commit_mode(mut self, mode: CommitMode) -> Self {
+        self.commit_mode = mode;
+        self
+    }
+
+    /// Bytes per log segment file (default 16 MiB; a multiple of 8 from 4 KiB to 1 GiB).
+    #[must_use]
+    pub fn log_segment_bytes(mut self, bytes: u64) -> Self {
+        self.log_segment_bytes = Some(bytes);
+        self
+    }
+
     /// The pool settings.
     #[must_use]
     pub fn config(&self) -> &PoolConfig {
@@ -147,8 +202,28 @@ impl Builder {
     /// # Errors
     /// Invalid settings or I/O errors.
     pub fn create(self, path: &Path) -> Result<Database> {
+        if !self.logging {
+            let pool = swizzledb_buffer::BufferPool::create(path, &self.config, Arc::new(BTreeOwner))?;
+            return Ok(Database::with_pool(pool, None));
+        }
+        let dir = wal_dir(path);
+        if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+            return Err(Error::StaleLog(dir));
+        }
         let pool = swizzledb_buffer::BufferPool::create(path, &self.config, Arc::new(BTreeOwner))?;
-        Ok(Database::with_pool(pool))
+        let log = LogManager::open(self.log_config(path))?;
+        let wal = Wal::new(Arc::new(log), 1, self.commit_mode);
+        let db = Database::with_pool(pool, Some(Arc::new(wal)));
+        db.checkpoint()?;
+        Ok(db)
+    }
+
+    fn log_config(&self, path: &Path) -> LogConfig {
+        let mut config = LogConfig::new(wal_dir(path));
+        if let Some(bytes) = self.log_segment_bytes {
+            config.segment_bytes = bytes;
+        }
+        config
     }
 
     /// Opens an existing database file. In main-memory mode every tree is loaded here.
@@ -156,8 +231,14 @@ impl Builder {
     /// # Errors
     /// Not a SwizzleDB file, another format version or page size, corruption, or I/O errors.
     pub fn open(self, path: &Path) -> Result<Database> {
-        let pool = swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?;
-        let db = Database::with_pool(pool);
+        let db = if self.logging {
+            self.restart(path)?
+        } else {
+            Database::with_pool(
+                swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?,
+                None,
+            )
+        };
         if db.pool.mode() == PoolMode::MainMemory {
             for name in db.pool.catalog_names() {
                 db.tree(&name)?;
@@ -167,10 +248,46 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// Restart (RECOVERY.md "Restart"): analysis and redo on the file, then the pool opens with
+    /// the recovered allocation, the losers are rolled back with compensation records, and a
+    /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
+    fn restart(&self, path: &Path) -> Result<Database> {
+        let log = LogManager::open(self.log_config(path))?;
+        let recovered = restart::analyze_and_redo(path, self.config.direct_io, &log)?;
+        let pool = swizzledb_buffer::BufferPool::open_recovered(
+            path,
+            &self.config,
+            Arc::new(BTreeOwner),
+            recovered.allocation,
+        )?;
+        let wal = Wal::new(Arc::new(log), recovered.next_txn, self.commit_mode);
+        let db = Database::with_pool(pool, Some(Arc::new(wal)));
+        let mut stats = recovered.stats;
+        for entry in &recovered.unfinished {
+            stats.compensations += db.finish_loser(entry)?;
+            stats.losers += u64::from(entry.state != TxnState::Committed);
+        }
+        *db.restart_stats.lock() = stats;
+        db.checkpoint()?;
+        Ok(db)
+    }
+}
+
+/// The log directory of the database file at `path`: `<path>.wal`.
+#[must_use]
+pub fn wal_dir(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".wal");
+    name.into()
+}
+
 /// An open database: a file, its buffer pool, and its named trees.
 pub struct Database {
     pool: Arc<swizzledb_buffer::BufferPool>,
     trees: Mutex<HashMap<String, Tree>>,
+    wal: Option<Arc<Wal>>,
+    restart_stats: Mutex<RestartStats>,
     closed: bool,
 }
 
@@ -181,8 +298,129 @@ impl Database {
         Builder::default()
     }
 
-    fn with_pool(pool: swizzledb_buffer::BufferPool) -> Database {
-        Database { pool: Arc::new(pool), trees: Mutex::new(HashMap::new()), closed: false }
+    fn with_pool(pool: swizzledb_buffer::BufferPool, wal: Option<Arc<Wal>>) -> Database {
+        Database {
+            pool: Arc::new(pool),
+            trees: Mutex::new(HashMap::new()),
+            wal,
+            restart_stats: Mutex::new(RestartStats::default()),
+            closed: false,
+        }
+    }
+
+    /// Wraps a tree handle for this database: with logging on, its unlogged writes refuse.
+    fn handle(&self, tree: Tree) -> Tree {
+        if self.wal.is_some() {
+            tree.logged_only()
+        } else {
+            tree
+        }
+    }
+
+    /// Begins a transaction.
+    #[must_use]
+    pub fn begin(&self) -> Transaction<'_> {
+        let shared = match &self.wal {
+            Some(wal) => wal.begin(),
+            None => Arc::new(logging::TxnShared::unlogged()),
+        };
+        Transaction::new(self, self.wal.as_deref(), shared)
+    }
+
+    /// Whether this database logs its changes.
+    #[must_use]
+    pub fn is_logged(&self) -> bool {
+        self.wal.is_some()
+    }
+
+    /// The log's counters (`None` without logging).
+    #[must_use]
+    pub fn log_stats(&self) -> Option<LogStats> {
+        self.wal.as_ref().map(|w| w.log.stats())
+    }
+
+    /// What the restart that opened this database did (all zero for a created database or one
+    /// without logging).
+    #[must_use]
+    pub fn restart_stats(&self) -> RestartStats {
+        *self.restart_stats.lock()
+    }
+
+    /// Takes a checkpoint (RECOVERY.md R7); without logging, flushes.
+    ///
+    /// # Errors
+    /// Log or I/O errors.
+    pub fn checkpoint(&self) -> Result<()> {
+        match &self.wal {
+            Some(wal) => wal.checkpoint(&self.pool).map(|_| ()),
+            None => self.flush(),
+        }
+    }
+
+    /// A transaction ended: it leaves the transaction table.
+    pub(crate) fn finish_txn(&self, txn: TxnId) {
+        if let Some(wal) = &self.wal {
+            wal.forget(txn);
+        }
+    }
+
+    /// The tree whose root is `root` (undo names trees by root page).
+    pub(crate) fn tree_by_root(&self, root: PageId) -> Result<Tree> {
+        let name = self
+            .pool
+            .allocation()
+            .trees
+            .into_iter()
+            .find(|(_, r)| *r == root)
+            .map(|(name, _)| name)
+            .ok_or_else(|| Error::TreeNotFound(format!("<root page {root}>")))?;
+        self.tree(&name)
+    }
+
+    /// Finishes a transaction restart found unfinished (R10): a committed one gets its end
+    /// record; any other is rolled back along its undo chain from `undo_next`, with a
+    /// compensation record per undone change. Returns the number of compensations.
+    fn finish_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
+        let wal = self.wal.as_deref().expect("restart runs only with logging");
+        let shared = wal.register(entry.txn);
+        shared.last_lsn.store(entry.last_lsn.0, std::sync::atomic::Ordering::Release);
+        let log = TxnLog::new(Some(wal), shared);
+        let txn = entry.txn;
+        let mut compensations = 0;
+        if entry.state != TxnState::Committed {
+            if entry.state == TxnState::Active {
+                log.append(|prev| Record::Abort { txn, prev })?;
+            }
+            let mut cursor = entry.undo_next;
+            while cursor != Lsn(0) {
+                let body = wal
+                    .log
+                    .read(cursor)
+                    .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
+                let rec = Record::decode(&body)
+                    .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
+                cursor = match rec {
+                    Record::Leaf { undo_next: Some(next), .. } => next,
+                    Record::Leaf { undo_next: None, tree, change, prev, .. } => {
+                        let t = self.tree_by_root(tree)?;
+                        txn::compensate(&t, &log, &Undo::of_record(tree, change, prev))?;
+                        compensations += 1;
+                        prev
+                    }
+                    Record::Begin { .. } => Lsn(0),
+                    Record::Abort { prev, .. } | Record::Commit { prev, .. } => prev,
+                    other => {
+                        return Err(Error::LogCorrupted {
+                            lsn: cursor,
+                            reason: format!("the undo chain of {txn} reaches a {other:?}"),
+                        })
+                    }
+                };
+            }
+        }
+        log.append(|prev| Record::End { txn, prev })?;
+        wal.forget(txn);
+        Ok(compensations)
     }
 
     /// Creates a new, empty tree.
@@ -196,8 +434,16 @@ impl Database {
         if trees.contains_key(name) || self.pool.catalog_get(name).is_some() {
             return Err(Error::TreeExists(name.to_owned()));
         }
-        let tree = Tree::create(&self.pool)?;
+        let tree = match &self.wal {
+            None => Tree::create(&self.pool)?,
+            Some(wal) => {
+                let tree = Tree::create_logged(&self.pool, Some(&SystemLog(wal)))?;
+                wal.append(&Record::CreateTree { name: name.to_owned(), root: tree.root_page() })?;
+                tree
+            }
+        };
         self.pool.catalog_insert(name, tree.root_page())?;
+        let tree = self.handle(tree);
         trees.insert(name.to_owned(), tree.clone());
         Ok(tree)
     }
@@ -212,7 +458,7 @@ impl Database {
             return Ok(t.clone());
         }
         let root = self.pool.catalog_get(name).ok_or_else(|| Error::TreeNotFound(name.to_owned()))?;
-        let tree = Tree::open(&self.pool, root)?;
+        let tree = self.handle(Tree::open(&self.pool, root)?);
         trees.insert(name.to_owned(), tree.clone());
         Ok(tree)
     }
@@ -250,7 +496,7 @@ impl Database {
     /// As [`Database::flush`]; I/O errors finishing the trace.
     pub fn close(mut self) -> Result<()> {
         self.closed = true;
-        self.flush()?;
+        self.checkpoint()?;
         self.trees.lock().clear();
         if let Some(pool) = Arc::get_mut(&mut self.pool) {
             pool.finish_trace()?;
@@ -276,7 +522,7 @@ impl Drop for Database {
     /// them).
     fn drop(&mut self) {
         if !self.closed {
-            let _ = self.pool.flush();
+            let _ = self.checkpoint();
         }
     }
 }

@@ -110,7 +110,9 @@ mod tests {
     fn w2_record_header_round_trips_and_checks_lsn() {
         let body = b"hello log";
         let h = record_header(64, body);
-        let Header::Record { len, crc } = Header::parse(&h) else { panic!("a record header parses as a record") };
+        let Header::Record { len, crc } = Header::parse(&h) else {
+            panic!("a record header parses as a record")
+        };
         assert_eq!(len as usize, body.len());
         assert_eq!(crc, checksum(64, len, body));
         assert_ne!(crc, checksum(72, len, body), "W2: the same frame at another LSN must not validate");
@@ -120,7 +122,9 @@ mod tests {
     #[test]
     fn w2_pad_header_round_trips() {
         let h = pad_header(4000, 96);
-        let Header::Pad { len, crc } = Header::parse(&h) else { panic!("a padding header parses as padding") };
+        let Header::Pad { len, crc } = Header::parse(&h) else {
+            panic!("a padding header parses as padding")
+        };
         assert_eq!(len, 96);
         assert!(Header::pad_is_valid(4000, len, crc));
         assert!(!Header::pad_is_valid(4008, len, crc), "W2: padding at another LSN must not validate");

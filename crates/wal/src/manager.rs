@@ -53,7 +53,10 @@ impl LogConfig {
             ));
         }
         if self.buffer_bytes % HEADER as usize != 0 || self.buffer_bytes < 4096 {
-            return bad(format!("buffer_bytes = {} must be a multiple of 8 and at least 4096", self.buffer_bytes));
+            return bad(format!(
+                "buffer_bytes = {} must be a multiple of 8 and at least 4096",
+                self.buffer_bytes
+            ));
         }
         if self.flush_interval == Some(Duration::ZERO) {
             return bad("flush_interval must not be zero (use None for no background flusher)".into());
@@ -633,7 +636,9 @@ impl Inner {
             .vfs
             .open(&path, OpenMode::CREATE_NEW)
             .map_err(|e| self.fail(LogError::io("creating", &path, e)))?;
-        self.vfs.sync_dir(&self.dir).map_err(|e| self.fail(LogError::io("syncing directory", &self.dir, e)))?;
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(|e| self.fail(LogError::io("syncing directory", &self.dir, e)))?;
         files.insert(seg, Arc::clone(&f));
         Ok(f)
     }
@@ -750,7 +755,9 @@ impl Inner {
         let mut reader = FrameReader::new(files, self.segment_bytes, self.max_body, lsn.0);
         match reader.next_step().map_err(|e| LogError::io("reading", segment::path(&self.dir, seg), e))? {
             Step::Record { lsn: at, body } if at == lsn.0 => Ok(body),
-            Step::Record { .. } => Err(LogError::NotARecord { lsn, reason: "segment padding starts there".into() }),
+            Step::Record { .. } => {
+                Err(LogError::NotARecord { lsn, reason: "segment padding starts there".into() })
+            }
             Step::Invalid { reason } => Err(LogError::NotARecord { lsn, reason }),
         }
     }
@@ -789,11 +796,8 @@ impl Inner {
         let limit = lsn.0.min(self.durable.load(Ordering::Acquire));
         let mut files = self.files.lock();
         let Some(&newest) = files.keys().next_back() else { return Ok(()) };
-        let victims: Vec<u64> = files
-            .keys()
-            .copied()
-            .take_while(|&s| s != newest && s + self.segment_bytes <= limit)
-            .collect();
+        let victims: Vec<u64> =
+            files.keys().copied().take_while(|&s| s != newest && s + self.segment_bytes <= limit).collect();
         if victims.is_empty() {
             return Ok(());
         }
@@ -837,9 +841,11 @@ impl Iterator for LogScan {
             Ok(Step::Record { lsn, body }) => Ok((Lsn(lsn), body)),
             Ok(Step::Invalid { reason }) if self.first => Err(LogError::NotARecord { lsn: Lsn(pos), reason }),
             Ok(Step::Invalid { reason }) => Err(LogError::Corrupted { lsn: Lsn(pos), reason }),
-            Err(e) => {
-                Err(LogError::io("reading", segment::path(&self.dir, segment::start_of(pos, self.segment_bytes)), e))
-            }
+            Err(e) => Err(LogError::io(
+                "reading",
+                segment::path(&self.dir, segment::start_of(pos, self.segment_bytes)),
+                e,
+            )),
         };
         self.first = false;
         self.done = item.is_err();

@@ -100,7 +100,9 @@ impl FrameReader {
                         return Ok(invalid("checksum mismatch".into()));
                     }
                     if pos + u64::from(len) != seg_end {
-                        return Ok(invalid(format!("padding of {len} bytes does not end at the segment end")));
+                        return Ok(invalid(format!(
+                            "padding of {len} bytes does not end at the segment end"
+                        )));
                     }
                     self.pos = seg_end;
                 }
@@ -110,7 +112,10 @@ impl FrameReader {
                         return Ok(invalid(format!("frame length {len} does not fit the segment")));
                     }
                     let Some(body) = self.bytes(seg, pos + HEADER, len64)? else {
-                        return Ok(invalid(format!("segment file {} ends inside this frame", file_name(seg))));
+                        return Ok(invalid(format!(
+                            "segment file {} ends inside this frame",
+                            file_name(seg)
+                        )));
                     };
                     if frame::checksum(pos, len, body) != crc {
                         return Ok(invalid("checksum mismatch".into()));

@@ -1,0 +1,275 @@
+//! The engine's write-ahead logging (RECOVERY.md): the log manager, the transaction table, the
+//! [`ChangeLog`]s through which trees report their changes, and checkpoints.
+
+use parking_lot::Mutex;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use swizzledb_btree::log::LogFailure;
+use swizzledb_btree::{ChangeLog, LeafChange};
+use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId};
+use swizzledb_sync::{Lsn, TxnId};
+use swizzledb_wal::{LogError, LogManager};
+
+use crate::record::{Change, Checkpoint, Record, TxnEntry, TxnState};
+
+/// When a commit returns.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum CommitMode {
+    /// After its commit record is durable (group commit: one fsync serves every commit waiting).
+    #[default]
+    Sync,
+    /// At once; the log's background flusher makes the commit durable within its interval, so a
+    /// crash can lose the last few milliseconds of commits, never a part of one.
+    Async,
+}
+
+/// A running transaction, as the transaction table (and so a checkpoint) sees it.
+#[derive(Debug)]
+pub(crate) struct TxnShared {
+    pub(crate) id: TxnId,
+    /// Its newest record (0: none yet).
+    pub(crate) last_lsn: AtomicU64,
+    /// Its first record, which log truncation must keep (0: none yet).
+    pub(crate) first_lsn: AtomicU64,
+    /// The next record to undo (0: none).
+    pub(crate) undo_next: AtomicU64,
+    /// [`TxnState`] as a number.
+    state: AtomicU8,
+}
+
+impl TxnShared {
+    fn new(id: TxnId) -> TxnShared {
+        TxnShared {
+            id,
+            last_lsn: AtomicU64::new(0),
+            first_lsn: AtomicU64::new(0),
+            undo_next: AtomicU64::new(0),
+            state: AtomicU8::new(0),
+        }
+    }
+
+    /// A transaction of a database without logging (number 0: never logged).
+    pub(crate) fn unlogged() -> TxnShared {
+        TxnShared::new(TxnId(0))
+    }
+
+    pub(crate) fn set_state(&self, state: TxnState) {
+        let n = match state {
+            TxnState::Active => 0,
+            TxnState::Committed => 1,
+            TxnState::Aborting => 2,
+        };
+        self.state.store(n, Ordering::Release);
+    }
+
+    fn state(&self) -> TxnState {
+        match self.state.load(Ordering::Acquire) {
+            0 => TxnState::Active,
+            1 => TxnState::Committed,
+            _ => TxnState::Aborting,
+        }
+    }
+
+    pub(crate) fn last(&self) -> Lsn {
+        Lsn(self.last_lsn.load(Ordering::Acquire))
+    }
+}
+
+/// The log manager plus the transaction table: everything a logged database shares.
+pub(crate) struct Wal {
+    pub(crate) log: Arc<LogManager>,
+    txns: Mutex<BTreeMap<TxnId, Arc<TxnShared>>>,
+    next_txn: AtomicU64,
+    pub(crate) commit_mode: CommitMode,
+    /// Serializes checkpoints.
+    checkpointing: Mutex<()>,
+}
+
+fn failure(e: LogError) -> LogFailure {
+    Box::new(e)
+}
+
+impl Wal {
+    pub(crate) fn new(log: Arc<LogManager>, next_txn: u64, commit_mode: CommitMode) -> Wal {
+        Wal {
+            log,
+            txns: Mutex::new(BTreeMap::new()),
+            next_txn: AtomicU64::new(next_txn.max(1)),
+            commit_mode,
+            checkpointing: Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn append(&self, record: &Record) -> Result<Lsn, LogError> {
+        self.log.append(&record.encode())
+    }
+
+    /// Registers a new transaction.
+    pub(crate) fn begin(&self) -> Arc<TxnShared> {
+        let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
+        self.register(id)
+    }
+
+    /// Registers a transaction under a given id (restart's losers).
+    pub(crate) fn register(&self, id: TxnId) -> Arc<TxnShared> {
+        let shared = Arc::new(TxnShared::new(id));
+        self.txns.lock().insert(id, Arc::clone(&shared));
+        shared
+    }
+
+    pub(crate) fn forget(&self, id: TxnId) {
+        self.txns.lock().remove(&id);
+    }
+
+    /// Logs a structure change: the pages' disk images and the freed pages (T13).
+    pub(crate) fn log_structure(
+        &self,
+        pages: &[&ExclusiveGuard<'_>],
+        freed: &[PageId],
+    ) -> Result<Lsn, LogError> {
+        let images = pages.iter().map(|g| (g.page_id(), g.pool().disk_image(g))).collect();
+        self.append(&Record::Structure { images, freed: freed.to_vec() })
+    }
+
+    /// Takes a checkpoint (RECOVERY.md R7) and truncates the log below what restart could need.
+    /// While logged pages are written without the pool's WAL hook, the checkpoint is sharp: the
+    /// log is flushed, then every dirty page written, so its dirty page table is empty. Call it
+    /// only while no transaction changes pages.
+    pub(crate) fn checkpoint(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+        let _one = self.checkpointing.lock();
+        let begin = self.append(&Record::CheckpointBegin)?;
+        self.log.flush_all()?;
+        pool.flush()?;
+        let txns: Vec<TxnEntry> = self
+            .txns
+            .lock()
+            .values()
+            .filter(|t| t.last().0 != 0)
+            .map(|t| TxnEntry {
+                txn: t.id,
+                state: t.state(),
+                last_lsn: t.last(),
+                undo_next: Lsn(t.undo_next.load(Ordering::Acquire)),
+            })
+            .collect();
+        let oldest_txn =
+            self.txns.lock().values().map(|t| t.first_lsn.load(Ordering::Acquire)).filter(|&l| l != 0).min();
+        let allocation = pool.allocation();
+        let checkpoint = Checkpoint {
+            begin,
+            dirty: Vec::new(),
+            txns,
+            page_count: allocation.page_count,
+            free: allocation.free_pages,
+            catalog: allocation.trees.into_iter().collect(),
+        };
+        let end = self.append(&Record::CheckpointEnd(Box::new(checkpoint)))?;
+        self.log.write_master(end)?;
+        let keep = oldest_txn.map_or(begin, |t| Lsn(t.min(begin.0)));
+        self.log.truncate_before(keep)?;
+        Ok(end)
+    }
+}
+
+/// The [`ChangeLog`] of structure changes made outside any transaction (creating a tree).
+pub(crate) struct SystemLog<'a>(pub(crate) &'a Wal);
+
+impl ChangeLog for SystemLog<'_> {
+    fn leaf_change(
+        &self,
+        _tree: PageId,
+        _leaf: &ExclusiveGuard<'_>,
+        _change: &LeafChange<'_>,
+    ) -> Result<Lsn, LogFailure> {
+        Err("a record change outside a transaction".into())
+    }
+
+    fn structure_change(&self, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
+        self.0.log_structure(pages, freed).map_err(failure)
+    }
+}
+
+/// A change a transaction made, as its rollback needs it.
+#[derive(Debug)]
+pub(crate) struct Undo {
+    pub(crate) tree: PageId,
+    pub(crate) change: Change,
+    /// The record's own previous link: where the undo chain continues after it.
+    pub(crate) prev: Lsn,
+}
+
+/// The [`ChangeLog`] of one transaction: chains its records, remembers what rollback needs,
+/// and writes compensation records while `compensating` is set (RECOVERY.md R5). Without a log
+/// (logging off) it only remembers the undo information.
+pub(crate) struct TxnLog<'a> {
+    pub(crate) wal: Option<&'a Wal>,
+    pub(crate) shared: Arc<TxnShared>,
+    pub(crate) undo: RefCell<Vec<Undo>>,
+    /// During rollback: the undo-next link of the compensation record being written.
+    pub(crate) compensating: Cell<Option<Lsn>>,
+}
+
+impl<'a> TxnLog<'a> {
+    pub(crate) fn new(wal: Option<&'a Wal>, shared: Arc<TxnShared>) -> TxnLog<'a> {
+        TxnLog { wal, shared, undo: RefCell::new(Vec::new()), compensating: Cell::new(None) }
+    }
+
+    /// Appends one of this transaction's records, linking it to the previous one. Without a
+    /// log, nothing is written and the LSN is 0.
+    pub(crate) fn append(&self, make: impl FnOnce(Lsn) -> Record) -> Result<Lsn, LogError> {
+        let Some(wal) = self.wal else { return Ok(Lsn(0)) };
+        let prev = self.shared.last();
+        let lsn = wal.append(&make(prev))?;
+        self.shared.last_lsn.store(lsn.0, Ordering::Release);
+        let _ = self.shared.first_lsn.compare_exchange(0, lsn.0, Ordering::AcqRel, Ordering::Acquire);
+        Ok(lsn)
+    }
+
+    fn ensure_begun(&self) -> Result<(), LogError> {
+        if self.wal.is_some() && self.shared.last().0 == 0 {
+            let txn = self.shared.id;
+            self.append(|_| Record::Begin { txn })?;
+        }
+        Ok(())
+    }
+}
+
+impl ChangeLog for TxnLog<'_> {
+    fn leaf_change(
+        &self,
+        tree: PageId,
+        leaf: &ExclusiveGuard<'_>,
+        change: &LeafChange<'_>,
+    ) -> Result<Lsn, LogFailure> {
+        self.ensure_begun().map_err(failure)?;
+        let txn = self.shared.id;
+        let undo_next = self.compensating.get();
+        let change = Change::of(change);
+        let page = leaf.page_id();
+        let mut undo_prev = self.shared.last();
+        let lsn = self
+            .append(|prev| {
+                undo_prev = prev;
+                Record::Leaf { txn, prev, undo_next, tree, page, change: change.clone(), base: None }
+            })
+            .map_err(failure)?;
+        match undo_next {
+            // A compensation record is never undone; the chain continues at its undo-next link.
+            Some(next) => self.shared.undo_next.store(next.0, Ordering::Release),
+            None => {
+                self.shared.undo_next.store(lsn.0, Ordering::Release);
+                self.undo.borrow_mut().push(Undo { tree, change, prev: undo_prev });
+            }
+        }
+        Ok(lsn)
+    }
+
+    fn structure_change(&self, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
+        match self.wal {
+            Some(wal) => wal.log_structure(pages, freed).map_err(failure),
+            None => Ok(Lsn(0)),
+        }
+    }
+}
