@@ -14,6 +14,7 @@
 
 mod analyze;
 mod bpwrapper;
+mod crashtest;
 mod drift;
 mod emulator;
 mod fixcost;
@@ -66,6 +67,9 @@ enum Command {
         #[command(subcommand)]
         action: trace::TraceAction,
     },
+    /// Kill a logged writer with SIGKILL at random moments, restart, and check that every
+    /// acknowledged commit survived, nothing uncommitted is visible and the tree is valid
+    CrashTest(crashtest::CrashTestArgs),
 }
 
 #[derive(Subcommand)]
@@ -369,6 +373,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             bench_insert("graefe-fig12", &args.common, args.records, None, None)
         }
         Command::Trace { action } => trace::run(action),
+        Command::CrashTest(args) => crashtest::run(&args),
     }
 }
 
