@@ -30,7 +30,9 @@ pub enum LogError {
     },
 
     /// An earlier write or sync failed, so records may be lost from the tail (W11).
-    #[error("the log failed earlier ({cause}); nothing more can be appended or flushed: close and reopen it")]
+    #[error(
+        "the log failed earlier ({cause}); nothing more can be appended or flushed: close and reopen it"
+    )]
     Failed {
         /// The first failure.
         cause: String,

@@ -90,7 +90,7 @@ impl Header {
 
 /// Whether `lsn` could be a record's LSN at all (W3): frames start at multiples of 8, from 8 on.
 pub(crate) fn is_aligned(lsn: Lsn) -> bool {
-    lsn.0 >= FIRST_LSN && lsn.0 % HEADER == 0
+    lsn.0 >= FIRST_LSN && lsn.0.is_multiple_of(HEADER)
 }
 
 #[cfg(test)]
@@ -110,7 +110,9 @@ mod tests {
     fn w2_record_header_round_trips_and_checks_lsn() {
         let body = b"hello log";
         let h = record_header(64, body);
-        let Header::Record { len, crc } = Header::parse(&h) else { panic!("a record header parses as a record") };
+        let Header::Record { len, crc } = Header::parse(&h) else {
+            panic!("a record header parses as a record")
+        };
         assert_eq!(len as usize, body.len());
         assert_eq!(crc, checksum(64, len, body));
         assert_ne!(crc, checksum(72, len, body), "W2: the same frame at another LSN must not validate");
@@ -120,7 +122,9 @@ mod tests {
     #[test]
     fn w2_pad_header_round_trips() {
         let h = pad_header(4000, 96);
-        let Header::Pad { len, crc } = Header::parse(&h) else { panic!("a padding header parses as padding") };
+        let Header::Pad { len, crc } = Header::parse(&h) else {
+            panic!("a padding header parses as padding")
+        };
         assert_eq!(len, 96);
         assert!(Header::pad_is_valid(4000, len, crc));
         assert!(!Header::pad_is_valid(4008, len, crc), "W2: padding at another LSN must not validate");

@@ -46,14 +46,17 @@ impl LogConfig {
 
     fn validate(&self) -> Result<()> {
         let bad = |reason: String| Err(LogError::BadConfig { reason });
-        if self.segment_bytes % HEADER != 0 || !(4096..=1 << 30).contains(&self.segment_bytes) {
+        if !self.segment_bytes.is_multiple_of(HEADER) || !(4096..=1 << 30).contains(&self.segment_bytes) {
             return bad(format!(
                 "segment_bytes = {} must be a multiple of 8 between 4096 and 2^30",
                 self.segment_bytes
             ));
         }
-        if self.buffer_bytes % HEADER as usize != 0 || self.buffer_bytes < 4096 {
-            return bad(format!("buffer_bytes = {} must be a multiple of 8 and at least 4096", self.buffer_bytes));
+        if !self.buffer_bytes.is_multiple_of(HEADER as usize) || self.buffer_bytes < 4096 {
+            return bad(format!(
+                "buffer_bytes = {} must be a multiple of 8 and at least 4096",
+                self.buffer_bytes
+            ));
         }
         if self.flush_interval == Some(Duration::ZERO) {
             return bad("flush_interval must not be zero (use None for no background flusher)".into());
@@ -219,7 +222,7 @@ impl LogManager {
         let listing = vfs.list(&dir).map_err(|e| LogError::io("listing", &dir, e))?;
         for path in listing {
             let Some(start) = segment::parse_name(&path) else { continue };
-            if start % segment_bytes != 0 {
+            if !start.is_multiple_of(segment_bytes) {
                 return Err(LogError::BadConfig {
                     reason: format!(
                         "segment {} does not start at a multiple of segment_bytes = {segment_bytes}: open the log \
@@ -247,7 +250,7 @@ impl LogManager {
         let mut reader = FrameReader::new(files.clone(), segment_bytes, max_body, oldest);
         let bad_reason = loop {
             match reader.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
-                Step::Record { .. } => {}
+                Step::Record { .. } | Step::Pad => {}
                 Step::Invalid { reason } => break reason,
             }
         };
@@ -258,7 +261,9 @@ impl LogManager {
         for (&start, _) in files.range(end_seg + 1..) {
             let mut probe =
                 FrameReader::new(files.clone(), segment_bytes, max_body, segment::first_frame(start));
-            if let Step::Record { .. } = probe.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
+            if let Step::Record { .. } | Step::Pad =
+                probe.next_step().map_err(|e| LogError::io("reading", &dir, e))?
+            {
                 return Err(LogError::Corrupted {
                     lsn: Lsn(end),
                     reason: format!(
@@ -633,7 +638,9 @@ impl Inner {
             .vfs
             .open(&path, OpenMode::CREATE_NEW)
             .map_err(|e| self.fail(LogError::io("creating", &path, e)))?;
-        self.vfs.sync_dir(&self.dir).map_err(|e| self.fail(LogError::io("syncing directory", &self.dir, e)))?;
+        self.vfs
+            .sync_dir(&self.dir)
+            .map_err(|e| self.fail(LogError::io("syncing directory", &self.dir, e)))?;
         files.insert(seg, Arc::clone(&f));
         Ok(f)
     }
@@ -750,7 +757,9 @@ impl Inner {
         let mut reader = FrameReader::new(files, self.segment_bytes, self.max_body, lsn.0);
         match reader.next_step().map_err(|e| LogError::io("reading", segment::path(&self.dir, seg), e))? {
             Step::Record { lsn: at, body } if at == lsn.0 => Ok(body),
-            Step::Record { .. } => Err(LogError::NotARecord { lsn, reason: "segment padding starts there".into() }),
+            Step::Record { .. } | Step::Pad => {
+                Err(LogError::NotARecord { lsn, reason: "segment padding starts there".into() })
+            }
             Step::Invalid { reason } => Err(LogError::NotARecord { lsn, reason }),
         }
     }
@@ -789,11 +798,8 @@ impl Inner {
         let limit = lsn.0.min(self.durable.load(Ordering::Acquire));
         let mut files = self.files.lock();
         let Some(&newest) = files.keys().next_back() else { return Ok(()) };
-        let victims: Vec<u64> = files
-            .keys()
-            .copied()
-            .take_while(|&s| s != newest && s + self.segment_bytes <= limit)
-            .collect();
+        let victims: Vec<u64> =
+            files.keys().copied().take_while(|&s| s != newest && s + self.segment_bytes <= limit).collect();
         if victims.is_empty() {
             return Ok(());
         }
@@ -829,17 +835,25 @@ impl Iterator for LogScan {
     type Item = Result<(Lsn, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done || self.reader.pos() >= self.bound {
-            return None;
+        let mut pos = self.reader.pos();
+        let mut step = Ok(Step::Pad);
+        while let Ok(Step::Pad) = step {
+            pos = self.reader.pos();
+            if self.done || pos >= self.bound {
+                return None;
+            }
+            step = self.reader.next_step();
         }
-        let pos = self.reader.pos();
-        let item = match self.reader.next_step() {
+        let item = match step {
+            Ok(Step::Pad) => unreachable!("the loop above skips padding"),
             Ok(Step::Record { lsn, body }) => Ok((Lsn(lsn), body)),
             Ok(Step::Invalid { reason }) if self.first => Err(LogError::NotARecord { lsn: Lsn(pos), reason }),
             Ok(Step::Invalid { reason }) => Err(LogError::Corrupted { lsn: Lsn(pos), reason }),
-            Err(e) => {
-                Err(LogError::io("reading", segment::path(&self.dir, segment::start_of(pos, self.segment_bytes)), e))
-            }
+            Err(e) => Err(LogError::io(
+                "reading",
+                segment::path(&self.dir, segment::start_of(pos, self.segment_bytes)),
+                e,
+            )),
         };
         self.first = false;
         self.done = item.is_err();

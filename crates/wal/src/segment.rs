@@ -51,6 +51,8 @@ pub(crate) fn first_frame(start: u64) -> u64 {
 pub(crate) enum Step {
     /// A valid record; the reader has moved past it.
     Record { lsn: u64, body: Vec<u8> },
+    /// Valid padding; the reader has moved to the next segment's start.
+    Pad,
     /// No valid frame starts at the reader's position (the end of the log, or damage).
     Invalid { reason: String },
 }
@@ -80,11 +82,13 @@ impl FrameReader {
     }
 
     /// Reads the frame at the current position. On `Invalid` the position stays at the bad frame.
+    /// Callers check their own bound after each step: padding moves the position to the next
+    /// segment, which need not exist yet.
     ///
     /// # Errors
     /// A read error of a segment file.
     pub(crate) fn next_step(&mut self) -> io::Result<Step> {
-        loop {
+        {
             let pos = self.pos;
             let seg = start_of(pos, self.segment_bytes);
             let seg_end = seg + self.segment_bytes;
@@ -100,9 +104,12 @@ impl FrameReader {
                         return Ok(invalid("checksum mismatch".into()));
                     }
                     if pos + u64::from(len) != seg_end {
-                        return Ok(invalid(format!("padding of {len} bytes does not end at the segment end")));
+                        return Ok(invalid(format!(
+                            "padding of {len} bytes does not end at the segment end"
+                        )));
                     }
                     self.pos = seg_end;
+                    Ok(Step::Pad)
                 }
                 Header::Record { len, crc } => {
                     let len64 = u64::from(len);
@@ -110,14 +117,17 @@ impl FrameReader {
                         return Ok(invalid(format!("frame length {len} does not fit the segment")));
                     }
                     let Some(body) = self.bytes(seg, pos + HEADER, len64)? else {
-                        return Ok(invalid(format!("segment file {} ends inside this frame", file_name(seg))));
+                        return Ok(invalid(format!(
+                            "segment file {} ends inside this frame",
+                            file_name(seg)
+                        )));
                     };
                     if frame::checksum(pos, len, body) != crc {
                         return Ok(invalid("checksum mismatch".into()));
                     }
                     let body = body.to_vec();
                     self.pos = pos + frame::frame_len(len as usize);
-                    return Ok(Step::Record { lsn: pos, body });
+                    Ok(Step::Record { lsn: pos, body })
                 }
             }
         }

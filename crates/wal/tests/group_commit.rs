@@ -22,7 +22,8 @@ fn w6_eight_threads_append_and_flush_in_a_loop() {
     const THREADS: usize = 8;
     const COMMITS: usize = 300;
     let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(LogManager::open(LogConfig { flush_interval: None, ..LogConfig::new(dir.path()) }).unwrap());
+    let log =
+        Arc::new(LogManager::open(LogConfig { flush_interval: None, ..LogConfig::new(dir.path()) }).unwrap());
     let barrier = Arc::new(Barrier::new(THREADS));
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
@@ -60,7 +61,8 @@ fn w6_waiting_flushes_share_one_round() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Arc::new(Faults::default());
     let fs = TestFs { faults: Arc::clone(&faults) };
-    let log = Arc::new(LogManager::open(LogConfig { vfs: Arc::new(fs), ..small_config(dir.path()) }).unwrap());
+    let log =
+        Arc::new(LogManager::open(LogConfig { vfs: Arc::new(fs), ..small_config(dir.path()) }).unwrap());
     let syncs_at_open = faults.syncs.load(Ordering::SeqCst);
     faults.close_gate();
     let first = {
