@@ -34,7 +34,7 @@ proptest! {
         for (i, &len) in lens.iter().enumerate() {
             let b = body(i, len);
             let lsn = log.append(&b).unwrap();
-            prop_assert!(lsn.0 >= 8 && lsn.0 % 8 == 0, "W3: LSN {} is a frame start", lsn.0);
+            prop_assert!(lsn.0 >= 8 && lsn.0.is_multiple_of(8), "W3: LSN {} is a frame start", lsn.0);
             if let Some((prev, _)) = expected.last() {
                 prop_assert!(lsn > *prev, "W3: LSNs grow");
             }
