@@ -104,14 +104,15 @@ pub struct LogStats {
 }
 
 impl LogStats {
-    /// Flush requests served per sync round: `(flush_led + flush_joined) / (fsyncs +
-    /// background_fsyncs)`, or 0 if there was no round.
+    /// Successful flush requests per sync round: `(flush_requests - flush_failed) / (fsyncs +
+    /// background_fsyncs)`, or 0 if there was no round. A request that found its LSN already
+    /// durable was served by an earlier round, so it counts too.
     pub fn requests_per_fsync(&self) -> f64 {
         let rounds = self.fsyncs + self.background_fsyncs;
         if rounds == 0 {
             0.0
         } else {
-            (self.flush_led + self.flush_joined) as f64 / rounds as f64
+            (self.flush_requests - self.flush_failed) as f64 / rounds as f64
         }
     }
 }
