@@ -248,7 +248,7 @@ impl LogManager {
 
         // W7: the end is the first frame that does not validate, scanning from the oldest segment.
         let oldest = files.keys().next().map_or(FIRST_LSN, |&s| segment::first_frame(s));
-        let mut reader = FrameReader::new(files.clone(), segment_bytes, max_body, oldest);
+        let mut reader = FrameReader::new(files.clone(), segment_bytes, oldest);
         let bad_reason = loop {
             match reader.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
                 Step::Record { .. } | Step::Pad => {}
@@ -260,8 +260,7 @@ impl LogManager {
 
         // W8: a later segment whose first frame validates means damage in the middle.
         for (&start, _) in files.range(end_seg + 1..) {
-            let mut probe =
-                FrameReader::new(files.clone(), segment_bytes, max_body, segment::first_frame(start));
+            let mut probe = FrameReader::new(files.clone(), segment_bytes, segment::first_frame(start));
             if let Step::Record { .. } | Step::Pad =
                 probe.next_step().map_err(|e| LogError::io("reading", &dir, e))?
             {
@@ -755,7 +754,7 @@ impl Inner {
         }
         let seg = segment::start_of(lsn.0, self.segment_bytes);
         let files: Segments = self.files.lock().range(seg..=seg).map(|(&s, f)| (s, Arc::clone(f))).collect();
-        let mut reader = FrameReader::new(files, self.segment_bytes, self.max_body, lsn.0);
+        let mut reader = FrameReader::new(files, self.segment_bytes, lsn.0);
         match reader.next_step().map_err(|e| LogError::io("reading", segment::path(&self.dir, seg), e))? {
             Step::Record { lsn: at, body } if at == lsn.0 => Ok(body),
             Step::Record { .. } | Step::Pad => {
@@ -786,7 +785,7 @@ impl Inner {
         }
         let files = self.files.lock().clone();
         Ok(LogScan {
-            reader: FrameReader::new(files, self.segment_bytes, self.max_body, start),
+            reader: FrameReader::new(files, self.segment_bytes, start),
             dir: self.dir.clone(),
             segment_bytes: self.segment_bytes,
             bound,

@@ -62,7 +62,6 @@ pub(crate) enum Step {
 pub(crate) struct FrameReader {
     files: Segments,
     segment_bytes: u64,
-    max_body: u64,
     /// The next frame's LSN.
     pos: u64,
     /// Bytes of the log from LSN `buf_start` on, all from one segment.
@@ -72,8 +71,10 @@ pub(crate) struct FrameReader {
 
 impl FrameReader {
     /// A reader at `pos` (a frame's LSN) over `files`.
-    pub(crate) fn new(files: Segments, segment_bytes: u64, max_body: usize, pos: u64) -> FrameReader {
-        FrameReader { files, segment_bytes, max_body: max_body as u64, pos, buf: Vec::new(), buf_start: 0 }
+    /// Frame lengths are bounded by the segment only, not by this configuration's `max_body`: a
+    /// log written with a bigger buffer must read back whole (W2).
+    pub(crate) fn new(files: Segments, segment_bytes: u64, pos: u64) -> FrameReader {
+        FrameReader { files, segment_bytes, pos, buf: Vec::new(), buf_start: 0 }
     }
 
     /// The LSN of the next frame.
@@ -113,7 +114,7 @@ impl FrameReader {
                 }
                 Header::Record { len, crc } => {
                     let len64 = u64::from(len);
-                    if len64 > self.max_body || pos + frame::frame_len(len as usize) > seg_end {
+                    if pos + frame::frame_len(len as usize) > seg_end {
                         return Ok(invalid(format!("frame length {len} does not fit the segment")));
                     }
                     let Some(body) = self.bytes(seg, pos + HEADER, len64)? else {

@@ -135,3 +135,16 @@ fn w1_config_is_validated() {
     let other = LogConfig { segment_bytes: 8192, ..small_config(dir.path()) };
     assert!(matches!(LogManager::open(other), Err(LogError::BadConfig { .. })));
 }
+
+#[test]
+fn w2_records_bigger_than_a_smaller_buffers_max_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = LogConfig { buffer_bytes: 64 << 10, ..small_config(dir.path()) };
+    let log = LogManager::open(big).unwrap();
+    let records: Vec<_> = (0..10).map(|i| (log.append(&body(i, 3000)).unwrap(), body(i, 3000))).collect();
+    log.close().unwrap();
+    // 3000 bytes is above this configuration's max_body (2048), but the records are whole.
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    assert!(log.max_body() < 3000);
+    check(&log, &records);
+}
