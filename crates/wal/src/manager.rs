@@ -186,6 +186,9 @@ struct Inner {
     oldest: AtomicU64,
     /// The writer: held for one write-out or sync round (W6).
     writer: Mutex<Writer>,
+    /// Whether a flush leader is running a round; `round_done` is signalled when it ends (W6).
+    group: Mutex<bool>,
+    round_done: Condvar,
     /// Segment files by start LSN. Lock order: `writer` before `files`.
     files: Mutex<Segments>,
     /// Set with the first failed write or sync (W11); `failure` holds its description.
@@ -314,6 +317,8 @@ impl LogManager {
             durable: AtomicU64::new(end),
             oldest: AtomicU64::new(oldest.min(end)),
             writer: Mutex::new(Writer::default()),
+            group: Mutex::new(false),
+            round_done: Condvar::new(),
             files: Mutex::new(files),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -692,7 +697,30 @@ impl Inner {
             return Err(LogError::NotAppended { lsn: Lsn(lsn), end: Lsn(end) });
         }
         self.wait_completed(lsn)?;
-        // W6: the first thread to get the writer leads; the others find their LSN covered.
+        // W6: one leader at a time; the others wait for its round to end, then re-check.
+        {
+            let mut leading = self.group.lock();
+            loop {
+                if self.durable.load(Ordering::Acquire) > lsn {
+                    return Ok(Served::Joined);
+                }
+                self.check_failed()?;
+                if !*leading {
+                    *leading = true;
+                    break;
+                }
+                self.round_done.wait(&mut leading);
+            }
+        }
+        let result = self.lead_round(lsn);
+        *self.group.lock() = false;
+        self.round_done.notify_all();
+        result
+    }
+
+    /// The leader's part of W6: a sync round, unless a write-out by another path (the
+    /// background flusher) covered `lsn` meanwhile.
+    fn lead_round(&self, lsn: u64) -> Result<Served> {
         let mut w = self.writer.lock();
         if self.durable.load(Ordering::Acquire) > lsn {
             return Ok(Served::Joined);
