@@ -90,7 +90,7 @@ impl Header {
 
 /// Whether `lsn` could be a record's LSN at all (W3): frames start at multiples of 8, from 8 on.
 pub(crate) fn is_aligned(lsn: Lsn) -> bool {
-    lsn.0 >= FIRST_LSN && lsn.0 % HEADER == 0
+    lsn.0 >= FIRST_LSN && lsn.0.is_multiple_of(HEADER)
 }
 
 #[cfg(test)]

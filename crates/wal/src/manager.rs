@@ -46,13 +46,13 @@ impl LogConfig {
 
     fn validate(&self) -> Result<()> {
         let bad = |reason: String| Err(LogError::BadConfig { reason });
-        if self.segment_bytes % HEADER != 0 || !(4096..=1 << 30).contains(&self.segment_bytes) {
+        if !self.segment_bytes.is_multiple_of(HEADER) || !(4096..=1 << 30).contains(&self.segment_bytes) {
             return bad(format!(
                 "segment_bytes = {} must be a multiple of 8 between 4096 and 2^30",
                 self.segment_bytes
             ));
         }
-        if self.buffer_bytes % HEADER as usize != 0 || self.buffer_bytes < 4096 {
+        if !self.buffer_bytes.is_multiple_of(HEADER as usize) || self.buffer_bytes < 4096 {
             return bad(format!(
                 "buffer_bytes = {} must be a multiple of 8 and at least 4096",
                 self.buffer_bytes
@@ -104,14 +104,15 @@ pub struct LogStats {
 }
 
 impl LogStats {
-    /// Flush requests served per sync round: `(flush_led + flush_joined) / (fsyncs +
-    /// background_fsyncs)`, or 0 if there was no round.
+    /// Successful flush requests per sync round: `(flush_requests - flush_failed) / (fsyncs +
+    /// background_fsyncs)`, or 0 if there was no round. A request that found its LSN already
+    /// durable was served by an earlier round, so it counts too.
     pub fn requests_per_fsync(&self) -> f64 {
         let rounds = self.fsyncs + self.background_fsyncs;
         if rounds == 0 {
             0.0
         } else {
-            (self.flush_led + self.flush_joined) as f64 / rounds as f64
+            (self.flush_requests - self.flush_failed) as f64 / rounds as f64
         }
     }
 }
@@ -185,6 +186,9 @@ struct Inner {
     oldest: AtomicU64,
     /// The writer: held for one write-out or sync round (W6).
     writer: Mutex<Writer>,
+    /// Whether a flush leader is running a round; `round_done` is signalled when it ends (W6).
+    group: Mutex<bool>,
+    round_done: Condvar,
     /// Segment files by start LSN. Lock order: `writer` before `files`.
     files: Mutex<Segments>,
     /// Set with the first failed write or sync (W11); `failure` holds its description.
@@ -222,7 +226,7 @@ impl LogManager {
         let listing = vfs.list(&dir).map_err(|e| LogError::io("listing", &dir, e))?;
         for path in listing {
             let Some(start) = segment::parse_name(&path) else { continue };
-            if start % segment_bytes != 0 {
+            if !start.is_multiple_of(segment_bytes) {
                 return Err(LogError::BadConfig {
                     reason: format!(
                         "segment {} does not start at a multiple of segment_bytes = {segment_bytes}: open the log \
@@ -247,10 +251,10 @@ impl LogManager {
 
         // W7: the end is the first frame that does not validate, scanning from the oldest segment.
         let oldest = files.keys().next().map_or(FIRST_LSN, |&s| segment::first_frame(s));
-        let mut reader = FrameReader::new(files.clone(), segment_bytes, max_body, oldest);
+        let mut reader = FrameReader::new(files.clone(), segment_bytes, oldest);
         let bad_reason = loop {
             match reader.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
-                Step::Record { .. } => {}
+                Step::Record { .. } | Step::Pad => {}
                 Step::Invalid { reason } => break reason,
             }
         };
@@ -259,9 +263,10 @@ impl LogManager {
 
         // W8: a later segment whose first frame validates means damage in the middle.
         for (&start, _) in files.range(end_seg + 1..) {
-            let mut probe =
-                FrameReader::new(files.clone(), segment_bytes, max_body, segment::first_frame(start));
-            if let Step::Record { .. } = probe.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
+            let mut probe = FrameReader::new(files.clone(), segment_bytes, segment::first_frame(start));
+            if let Step::Record { .. } | Step::Pad =
+                probe.next_step().map_err(|e| LogError::io("reading", &dir, e))?
+            {
                 return Err(LogError::Corrupted {
                     lsn: Lsn(end),
                     reason: format!(
@@ -312,6 +317,8 @@ impl LogManager {
             durable: AtomicU64::new(end),
             oldest: AtomicU64::new(oldest.min(end)),
             writer: Mutex::new(Writer::default()),
+            group: Mutex::new(false),
+            round_done: Condvar::new(),
             files: Mutex::new(files),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -690,7 +697,30 @@ impl Inner {
             return Err(LogError::NotAppended { lsn: Lsn(lsn), end: Lsn(end) });
         }
         self.wait_completed(lsn)?;
-        // W6: the first thread to get the writer leads; the others find their LSN covered.
+        // W6: one leader at a time; the others wait for its round to end, then re-check.
+        {
+            let mut leading = self.group.lock();
+            loop {
+                if self.durable.load(Ordering::Acquire) > lsn {
+                    return Ok(Served::Joined);
+                }
+                self.check_failed()?;
+                if !*leading {
+                    *leading = true;
+                    break;
+                }
+                self.round_done.wait(&mut leading);
+            }
+        }
+        let result = self.lead_round(lsn);
+        *self.group.lock() = false;
+        self.round_done.notify_all();
+        result
+    }
+
+    /// The leader's part of W6: a sync round, unless a write-out by another path (the
+    /// background flusher) covered `lsn` meanwhile.
+    fn lead_round(&self, lsn: u64) -> Result<Served> {
         let mut w = self.writer.lock();
         if self.durable.load(Ordering::Acquire) > lsn {
             return Ok(Served::Joined);
@@ -752,10 +782,10 @@ impl Inner {
         }
         let seg = segment::start_of(lsn.0, self.segment_bytes);
         let files: Segments = self.files.lock().range(seg..=seg).map(|(&s, f)| (s, Arc::clone(f))).collect();
-        let mut reader = FrameReader::new(files, self.segment_bytes, self.max_body, lsn.0);
+        let mut reader = FrameReader::new(files, self.segment_bytes, lsn.0);
         match reader.next_step().map_err(|e| LogError::io("reading", segment::path(&self.dir, seg), e))? {
             Step::Record { lsn: at, body } if at == lsn.0 => Ok(body),
-            Step::Record { .. } => {
+            Step::Record { .. } | Step::Pad => {
                 Err(LogError::NotARecord { lsn, reason: "segment padding starts there".into() })
             }
             Step::Invalid { reason } => Err(LogError::NotARecord { lsn, reason }),
@@ -783,7 +813,7 @@ impl Inner {
         }
         let files = self.files.lock().clone();
         Ok(LogScan {
-            reader: FrameReader::new(files, self.segment_bytes, self.max_body, start),
+            reader: FrameReader::new(files, self.segment_bytes, start),
             dir: self.dir.clone(),
             segment_bytes: self.segment_bytes,
             bound,
@@ -833,11 +863,17 @@ impl Iterator for LogScan {
     type Item = Result<(Lsn, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done || self.reader.pos() >= self.bound {
-            return None;
+        let mut pos = self.reader.pos();
+        let mut step = Ok(Step::Pad);
+        while let Ok(Step::Pad) = step {
+            pos = self.reader.pos();
+            if self.done || pos >= self.bound {
+                return None;
+            }
+            step = self.reader.next_step();
         }
-        let pos = self.reader.pos();
-        let item = match self.reader.next_step() {
+        let item = match step {
+            Ok(Step::Pad) => unreachable!("the loop above skips padding"),
             Ok(Step::Record { lsn, body }) => Ok((Lsn(lsn), body)),
             Ok(Step::Invalid { reason }) if self.first => Err(LogError::NotARecord { lsn: Lsn(pos), reason }),
             Ok(Step::Invalid { reason }) => Err(LogError::Corrupted { lsn: Lsn(pos), reason }),

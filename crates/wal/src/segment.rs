@@ -51,6 +51,8 @@ pub(crate) fn first_frame(start: u64) -> u64 {
 pub(crate) enum Step {
     /// A valid record; the reader has moved past it.
     Record { lsn: u64, body: Vec<u8> },
+    /// Valid padding; the reader has moved to the next segment's start.
+    Pad,
     /// No valid frame starts at the reader's position (the end of the log, or damage).
     Invalid { reason: String },
 }
@@ -60,7 +62,6 @@ pub(crate) enum Step {
 pub(crate) struct FrameReader {
     files: Segments,
     segment_bytes: u64,
-    max_body: u64,
     /// The next frame's LSN.
     pos: u64,
     /// Bytes of the log from LSN `buf_start` on, all from one segment.
@@ -70,8 +71,10 @@ pub(crate) struct FrameReader {
 
 impl FrameReader {
     /// A reader at `pos` (a frame's LSN) over `files`.
-    pub(crate) fn new(files: Segments, segment_bytes: u64, max_body: usize, pos: u64) -> FrameReader {
-        FrameReader { files, segment_bytes, max_body: max_body as u64, pos, buf: Vec::new(), buf_start: 0 }
+    /// Frame lengths are bounded by the segment only, not by this configuration's `max_body`: a
+    /// log written with a bigger buffer must read back whole (W2).
+    pub(crate) fn new(files: Segments, segment_bytes: u64, pos: u64) -> FrameReader {
+        FrameReader { files, segment_bytes, pos, buf: Vec::new(), buf_start: 0 }
     }
 
     /// The LSN of the next frame.
@@ -80,11 +83,13 @@ impl FrameReader {
     }
 
     /// Reads the frame at the current position. On `Invalid` the position stays at the bad frame.
+    /// Callers check their own bound after each step: padding moves the position to the next
+    /// segment, which need not exist yet.
     ///
     /// # Errors
     /// A read error of a segment file.
     pub(crate) fn next_step(&mut self) -> io::Result<Step> {
-        loop {
+        {
             let pos = self.pos;
             let seg = start_of(pos, self.segment_bytes);
             let seg_end = seg + self.segment_bytes;
@@ -105,10 +110,11 @@ impl FrameReader {
                         )));
                     }
                     self.pos = seg_end;
+                    Ok(Step::Pad)
                 }
                 Header::Record { len, crc } => {
                     let len64 = u64::from(len);
-                    if len64 > self.max_body || pos + frame::frame_len(len as usize) > seg_end {
+                    if pos + frame::frame_len(len as usize) > seg_end {
                         return Ok(invalid(format!("frame length {len} does not fit the segment")));
                     }
                     let Some(body) = self.bytes(seg, pos + HEADER, len64)? else {
@@ -122,7 +128,7 @@ impl FrameReader {
                     }
                     let body = body.to_vec();
                     self.pos = pos + frame::frame_len(len as usize);
-                    return Ok(Step::Record { lsn: pos, body });
+                    Ok(Step::Record { lsn: pos, body })
                 }
             }
         }

@@ -1,0 +1,74 @@
+//! Segment files (W1) and truncation (W9).
+
+mod common;
+
+use common::{scan_all, segment_files, small_config};
+use swizzledb_wal::{LogError, LogManager, Lsn};
+
+const SEG: u64 = 4096;
+
+fn body(i: usize) -> Vec<u8> {
+    vec![i as u8; 100 + (i * 53) % 900]
+}
+
+#[test]
+fn w1_segment_files_are_named_by_start_and_never_exceed_the_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    let lsns: Vec<Lsn> = (0..300).map(|i| log.append(&body(i)).unwrap()).collect();
+    log.flush_all().unwrap();
+    let files = segment_files(dir.path());
+    let last = lsns.last().unwrap().0;
+    assert_eq!(files.len() as u64, last / SEG + 1, "one file per segment up to the last record");
+    for (i, f) in files.iter().enumerate() {
+        assert_eq!(f.file_name().unwrap().to_str().unwrap(), format!("{:016x}.log", i as u64 * SEG));
+        assert!(std::fs::metadata(f).unwrap().len() <= SEG);
+    }
+}
+
+#[test]
+fn w9_truncate_keeps_everything_at_or_after_the_lsn() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    let records: Vec<(Lsn, Vec<u8>)> = (0..300).map(|i| (log.append(&body(i)).unwrap(), body(i))).collect();
+    log.flush_all().unwrap();
+    for cut in [10usize, 11, 150, 299] {
+        let (lsn, _) = records[cut];
+        log.truncate_before(lsn).unwrap();
+        let oldest = log.oldest();
+        assert!(oldest <= lsn, "W9: nothing at or after {lsn} is removed (oldest is {oldest})");
+        assert!(lsn.0 - oldest.0 < SEG, "W9: every whole segment below {lsn} is removed");
+        for (l, b) in &records[cut..] {
+            assert_eq!(&log.read(*l).unwrap(), b);
+        }
+        let kept = scan_all(&log);
+        assert_eq!(kept.last(), records.last());
+        assert!(kept.first().unwrap().0 <= lsn);
+        assert!(records.ends_with(&kept), "the kept records are a suffix of the log");
+        let first_kept = kept.first().unwrap().0;
+        if let Some((gone, _)) = records.iter().rev().find(|(l, _)| *l < first_kept) {
+            assert!(matches!(log.read(*gone), Err(LogError::Truncated { .. })));
+            assert!(matches!(log.scan(*gone), Err(LogError::Truncated { .. })));
+        }
+    }
+}
+
+#[test]
+fn w9_truncate_never_removes_the_newest_segment_nor_undurable_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    let lsns: Vec<Lsn> = (0..100).map(|i| log.append(&body(i)).unwrap()).collect();
+    let durable = log.durable();
+    log.truncate_before(log.end()).unwrap();
+    assert!(log.oldest() <= durable, "W9: nothing above durable() is removed");
+    log.flush_all().unwrap();
+    let end = log.end();
+    log.truncate_before(Lsn(u64::MAX)).unwrap();
+    assert_eq!(segment_files(dir.path()).len(), 1, "only the newest segment stays");
+    assert_eq!(log.read(*lsns.last().unwrap()).unwrap(), body(99));
+    log.close().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    assert_eq!(log.end(), end, "W9: the end survives truncation and reopening");
+    let next = log.append(b"next").unwrap();
+    assert!(next >= end);
+}
