@@ -26,6 +26,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod lock;
+
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::Path;

@@ -1,0 +1,714 @@
+//! Record locks for transactions: shared and exclusive locks on `(tree, key)` names, held until
+//! the transaction ends (strict two-phase locking), with wait-die deadlock prevention.
+//!
+//! The contract lives in `LOCKS.md` next to this crate's manifest: vocabulary, the numbered rules
+//! K1–K13 cited below, the life of a request and the latch order. In short:
+//!
+//! - [`LockManager::lock`] grants at once, waits (only for younger transactions), or fails with
+//!   [`LockError::Conflict`] when the requester would have to wait for an older transaction
+//!   (wait-die, K6). Waits-for edges then only go from older to younger transactions, so there
+//!   is no deadlock (K7); a wait timeout is only a backstop (K9).
+//! - Locks are released all at once by [`LockManager::release_all`] at the end of the
+//!   transaction (K8), which hands the lock to the waiters in queue order (K4).
+//! - [`LockManager::try_lock`] never waits: the engine calls it while holding frame latches and
+//!   falls back to `lock` after releasing them (K11).
+//!
+//! ```
+//! use std::time::Duration;
+//! use swizzledb::lock::{LockError, LockManager, LockMode, TxnId};
+//!
+//! let locks = LockManager::new(16).with_wait_timeout(Duration::from_secs(5));
+//! let (older, younger) = (TxnId(7), TxnId(9));
+//! locks.lock(older, 1, b"alice", LockMode::Exclusive)?;
+//! // The younger transaction would wait for the older one: it dies (wait-die).
+//! let err = locks.lock(younger, 1, b"alice", LockMode::Shared).unwrap_err();
+//! assert!(matches!(err, LockError::Conflict { txn, holder, .. } if txn == younger && holder == older));
+//! locks.release_all(younger); // the engine aborts it; the client retries
+//! assert_eq!(locks.release_all(older), 1); // commit
+//! # Ok::<(), LockError>(())
+//! ```
+
+use parking_lot::{Condvar, Mutex};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::collections::VecDeque;
+use std::fmt;
+use std::hash::Hasher;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use swizzledb_sync::TxnId;
+
+/// How long [`LockManager::lock`] waits before giving up with [`LockError::Timeout`], unless
+/// [`LockManager::with_wait_timeout`] sets another value. Wait-die already prevents deadlocks
+/// (K7): the timeout is a backstop against a transaction that holds locks and never ends.
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most shards a [`LockManager`] uses; larger requests are capped.
+pub const MAX_SHARDS: usize = 1 << 12;
+
+/// A lock mode (K2).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum LockMode {
+    /// Read access: compatible with other shared locks.
+    Shared,
+    /// Write access: compatible with nothing.
+    Exclusive,
+}
+
+impl LockMode {
+    /// Whether two transactions may hold `self` and `other` on one lock at the same time (K2):
+    /// only shared with shared.
+    #[must_use]
+    pub fn compatible(self, other: LockMode) -> bool {
+        self == LockMode::Shared && other == LockMode::Shared
+    }
+
+    /// Whether holding `self` makes a request for `other` a no-op (K3): exclusive covers both.
+    #[must_use]
+    pub fn covers(self, other: LockMode) -> bool {
+        self == LockMode::Exclusive || other == LockMode::Shared
+    }
+}
+
+impl fmt::Display for LockMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LockMode::Shared => "shared",
+            LockMode::Exclusive => "exclusive",
+        })
+    }
+}
+
+/// Why a lock was not granted. After any of these the transaction still holds the locks it
+/// had; the engine aborts it and calls [`LockManager::release_all`] (K8).
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// Wait-die (K6): the request would have had to wait for an older transaction, so the
+    /// requester dies instead.
+    #[error(
+        "{txn} would wait for the older {holder} to get a {mode} lock on a key of tree {tree}, \
+         so it dies (wait-die); abort and retry the transaction"
+    )]
+    Conflict {
+        /// The requesting (younger) transaction.
+        txn: TxnId,
+        /// The oldest transaction it would have waited for: a holder of the lock or a request
+        /// queued ahead of it.
+        holder: TxnId,
+        /// The lock's tree.
+        tree: u32,
+        /// The lock's key.
+        key: Box<[u8]>,
+        /// The mode requested.
+        mode: LockMode,
+    },
+    /// The request waited longer than the wait timeout (K9) and was withdrawn.
+    #[error(
+        "{txn} waited {waited:?} for a {mode} lock on a key of tree {tree} without getting it; \
+         abort and retry the transaction (if this happens without long transactions, raise the \
+         lock wait timeout)"
+    )]
+    Timeout {
+        /// The requesting transaction.
+        txn: TxnId,
+        /// The lock's tree.
+        tree: u32,
+        /// The lock's key.
+        key: Box<[u8]>,
+        /// The mode requested.
+        mode: LockMode,
+        /// The timeout that expired.
+        waited: Duration,
+    },
+    /// `TxnId(0)` asked for a lock (K12).
+    #[error(
+        "transaction id 0 belongs to system transactions, which take no locks; lock with the id \
+         of a user transaction"
+    )]
+    SystemTransaction,
+}
+
+/// Lock manager counters, summed over all shards.
+#[derive(Copy, Clone, PartialEq, Eq, Default, Debug)]
+pub struct LockStats {
+    /// Calls of `lock`, `lock_timeout` and `try_lock` by a user transaction (re-requests
+    /// included).
+    pub requests: u64,
+    /// Requests that queued and waited (K4).
+    pub waits: u64,
+    /// Requests that died by wait-die (K6).
+    pub conflicts: u64,
+    /// Waits that ended by timeout (K9).
+    pub timeouts: u64,
+}
+
+impl LockStats {
+    fn add(&mut self, other: &LockStats) {
+        self.requests += other.requests;
+        self.waits += other.waits;
+        self.conflicts += other.conflicts;
+        self.timeouts += other.timeouts;
+    }
+}
+
+/// A hash of a lock name (K1): picks the shard and the bucket. Test code swaps it to force
+/// collisions.
+type NameHash = fn(u32, &[u8]) -> u64;
+
+fn fx_name_hash(tree: u32, key: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u32(tree);
+    h.write(key);
+    h.finish()
+}
+
+/// The record lock manager: a sharded table of lock heads plus, per transaction, the list of
+/// locks it holds. See the module docs and `LOCKS.md`.
+pub struct LockManager {
+    /// Lock heads; `shard_of(hash)` picks one. A thread holds at most one shard mutex, and
+    /// never together with a `txns` mutex (K11).
+    shards: Box<[Shard]>,
+    /// Held-lock lists by transaction, sharded by transaction id.
+    txns: Box<[TxnShard]>,
+    /// `shards.len() - 1` (a power of two minus one); also used for `txns`.
+    mask: usize,
+    wait_timeout: Duration,
+    hash: NameHash,
+}
+
+/// One shard of the lock table, on its own cache line.
+#[repr(align(64))]
+struct Shard {
+    table: Mutex<Table>,
+}
+
+/// One shard of the transaction table, on its own cache line.
+#[repr(align(64))]
+struct TxnShard {
+    held: Mutex<FxHashMap<TxnId, Vec<HeldLock>>>,
+}
+
+/// A lock a transaction holds: enough to find its head again without the key bytes.
+#[derive(Copy, Clone, Debug)]
+struct HeldLock {
+    hash: u64,
+    head: u64,
+}
+
+/// The lock heads of one shard (all fields protected by the shard mutex).
+#[derive(Default)]
+struct Table {
+    /// Name hash -> heads with that hash (more than one only on a collision, K1).
+    heads: FxHashMap<u64, Vec<LockHead>>,
+    /// Identifier for the next head created in this shard.
+    next_id: u64,
+    stats: LockStats,
+}
+
+impl Table {
+    fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
+        self.heads.get_mut(&hash)?.iter_mut().find(|h| h.id == id)
+    }
+
+    /// Drops the head if nobody holds or waits for it (K13).
+    fn remove_if_unused(&mut self, hash: u64, id: u64) {
+        if let Some(bucket) = self.heads.get_mut(&hash) {
+            bucket.retain(|h| h.id != id || !h.is_unused());
+            if bucket.is_empty() {
+                self.heads.remove(&hash);
+            }
+        }
+    }
+}
+
+/// What a waiting request parks on: its own condvar (used with the shard mutex) and the flag
+/// the granting thread sets (under the shard mutex) before waking it (K10).
+struct WaitSlot {
+    granted: AtomicBool,
+    cv: Condvar,
+}
+
+impl WaitSlot {
+    fn new() -> Arc<WaitSlot> {
+        Arc::new(WaitSlot { granted: AtomicBool::new(false), cv: Condvar::new() })
+    }
+
+    /// Read and written only under the shard mutex, which orders the accesses.
+    fn is_granted(&self) -> bool {
+        self.granted.load(Ordering::Relaxed)
+    }
+
+    fn grant(&self) {
+        self.granted.store(true, Ordering::Relaxed);
+        self.cv.notify_one();
+    }
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Holder {
+    txn: TxnId,
+    mode: LockMode,
+}
+
+/// A waiting request. `upgrade`: the transaction holds the lock shared and wants it exclusive.
+struct Request {
+    txn: TxnId,
+    mode: LockMode,
+    upgrade: bool,
+    slot: Arc<WaitSlot>,
+}
+
+/// What [`LockHead::request`] decided.
+enum Decision {
+    /// The transaction holds a mode that covers the request (K3).
+    AlreadyHeld,
+    /// Granted at once; `upgrade`: an S hold became X (no new held-lock entry).
+    Granted { upgrade: bool },
+    /// Wait-die: an older transaction is in the way (K6).
+    Die { older: TxnId },
+    /// It would have to wait, and the caller does not wait (`try_lock`).
+    WouldWait,
+    /// Queued (K4); park on `slot`.
+    Queued { slot: Arc<WaitSlot>, upgrade: bool },
+}
+
+/// One lock: its name, its holders and its queue of waiting requests. All fields are
+/// protected by the shard mutex.
+struct LockHead {
+    /// Unique within the shard; held-lock entries name the head by it.
+    id: u64,
+    tree: u32,
+    key: Box<[u8]>,
+    /// Pairwise compatible, one entry per transaction (K2).
+    holders: Vec<Holder>,
+    /// Waiting requests in grant order; an upgrade only at the front (K3, K4).
+    queue: VecDeque<Request>,
+}
+
+impl LockHead {
+    fn new(id: u64, tree: u32, key: &[u8]) -> LockHead {
+        LockHead { id, tree, key: key.into(), holders: Vec::new(), queue: VecDeque::new() }
+    }
+
+    fn is_unused(&self) -> bool {
+        self.holders.is_empty() && self.queue.is_empty()
+    }
+
+    /// Decides a request of `txn` for `mode` (K3, K4, K6); queues it if it must wait and
+    /// `may_wait`.
+    fn request(&mut self, txn: TxnId, mode: LockMode, may_wait: bool) -> Decision {
+        if let Some(i) = self.holders.iter().position(|h| h.txn == txn) {
+            if self.holders[i].mode.covers(mode) {
+                return Decision::AlreadyHeld;
+            }
+            // Upgrade S -> X: it waits only for the other (shared) holders and goes ahead of
+            // every waiting request (K3).
+            if self.holders.len() == 1 {
+                self.holders[i].mode = LockMode::Exclusive;
+                return Decision::Granted { upgrade: true };
+            }
+            if let Some(older) = self.holders.iter().map(|h| h.txn).filter(|&t| t < txn).min() {
+                return Decision::Die { older };
+            }
+            if !may_wait {
+                return Decision::WouldWait;
+            }
+            let slot = WaitSlot::new();
+            self.queue.push_front(Request { txn, mode, upgrade: true, slot: Arc::clone(&slot) });
+            return Decision::Queued { slot, upgrade: true };
+        }
+        // A fresh request waits for every holder and every queued request it conflicts with:
+        // all of them are ahead of it (K4).
+        let mut blocked = false;
+        let mut older: Option<TxnId> = None;
+        let blockers = self
+            .holders
+            .iter()
+            .filter(|h| !h.mode.compatible(mode))
+            .map(|h| h.txn)
+            .chain(self.queue.iter().filter(|r| !r.mode.compatible(mode)).map(|r| r.txn));
+        for t in blockers {
+            blocked = true;
+            if t < txn && older.is_none_or(|o| t < o) {
+                older = Some(t);
+            }
+        }
+        if !blocked {
+            self.holders.push(Holder { txn, mode });
+            return Decision::Granted { upgrade: false };
+        }
+        if let Some(older) = older {
+            return Decision::Die { older };
+        }
+        if !may_wait {
+            return Decision::WouldWait;
+        }
+        let slot = WaitSlot::new();
+        self.queue.push_back(Request { txn, mode, upgrade: false, slot: Arc::clone(&slot) });
+        Decision::Queued { slot, upgrade: false }
+    }
+
+    /// Grants waiting requests from the front while the front is compatible with the holders
+    /// (K4). Grants always form a prefix of the queue: a request behind a blocked one
+    /// conflicts with it or with the holders (K5).
+    fn grant_waiters(&mut self) {
+        while let Some(front) = self.queue.front() {
+            let grantable = match front.mode {
+                LockMode::Shared => self.holders.iter().all(|h| h.mode == LockMode::Shared),
+                LockMode::Exclusive => self.holders.iter().all(|h| h.txn == front.txn),
+            };
+            if !grantable {
+                break;
+            }
+            let Some(req) = self.queue.pop_front() else { break };
+            match self.holders.iter_mut().find(|h| h.txn == req.txn) {
+                Some(h) if req.upgrade => h.mode = req.mode,
+                _ => self.holders.push(Holder { txn: req.txn, mode: req.mode }),
+            }
+            req.slot.grant();
+        }
+    }
+
+    /// Drops `txn`'s hold and grants what that unblocks (K8). Returns whether it held the lock.
+    fn release(&mut self, txn: TxnId) -> bool {
+        let Some(i) = self.holders.iter().position(|h| h.txn == txn) else { return false };
+        self.holders.swap_remove(i);
+        self.grant_waiters();
+        true
+    }
+
+    /// Withdraws `txn`'s waiting request (timeout, K9) and grants what that unblocks. An
+    /// upgrader keeps its shared hold.
+    fn cancel(&mut self, txn: TxnId) {
+        self.queue.retain(|r| r.txn != txn);
+        self.grant_waiters();
+    }
+
+    /// Checks the per-lock rules K2, K3, K5 and the wait-die edge invariant of K6; says which
+    /// one fails.
+    fn check(&self) -> Result<(), String> {
+        let name = format!("lock (tree {}, key {:?})", self.tree, self.key);
+        if self.is_unused() {
+            return Err(format!("K13: {name} has no holders and no waiters but is still in the table"));
+        }
+        for (i, a) in self.holders.iter().enumerate() {
+            for b in &self.holders[i + 1..] {
+                if a.txn == b.txn {
+                    return Err(format!("K2: {name}: {} holds it twice", a.txn));
+                }
+                if !a.mode.compatible(b.mode) {
+                    return Err(format!(
+                        "K2: {name}: {} ({}) and {} ({}) hold incompatible modes",
+                        a.txn, a.mode, b.txn, b.mode
+                    ));
+                }
+            }
+        }
+        for (i, r) in self.queue.iter().enumerate() {
+            let held = self.holders.iter().find(|h| h.txn == r.txn);
+            match (r.upgrade, held) {
+                (true, Some(h)) if h.mode == LockMode::Shared && r.mode == LockMode::Exclusive && i == 0 => {}
+                (true, _) => {
+                    return Err(format!(
+                        "K3: {name}: the upgrade of {} is not at the front or its holder is not shared",
+                        r.txn
+                    ))
+                }
+                (false, Some(_)) => {
+                    return Err(format!("K3: {name}: holder {} also waits with a fresh request", r.txn))
+                }
+                (false, None) => {}
+            }
+            if self.queue.iter().take(i).any(|a| a.txn == r.txn) {
+                return Err(format!("K4: {name}: {} waits twice", r.txn));
+            }
+            // Everything `r` waits for: conflicting holders other than itself and conflicting
+            // requests ahead of it.
+            let waits_for: Vec<TxnId> = self
+                .holders
+                .iter()
+                .filter(|h| h.txn != r.txn && !h.mode.compatible(r.mode))
+                .map(|h| h.txn)
+                .chain(self.queue.iter().take(i).filter(|a| !a.mode.compatible(r.mode)).map(|a| a.txn))
+                .collect();
+            if waits_for.is_empty() {
+                return Err(format!(
+                    "K5: {name}: {} waits for {} although it conflicts with no holder and no \
+                     request ahead of it",
+                    r.txn, r.mode
+                ));
+            }
+            if let Some(older) = waits_for.iter().find(|&&t| t < r.txn) {
+                return Err(format!("K6: {name}: {} waits for the older {older}", r.txn));
+            }
+            if r.slot.is_granted() {
+                return Err(format!("K10: {name}: {} is granted but still queued", r.txn));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LockManager {
+    /// A lock manager with `shards` lock-table shards (rounded up to a power of two, at least
+    /// 1, at most [`MAX_SHARDS`]) and the [`DEFAULT_WAIT_TIMEOUT`]. Creating one allocates the
+    /// shards only; an engine running without locking keeps no manager at all.
+    #[must_use]
+    pub fn new(shards: usize) -> LockManager {
+        LockManager::with_hash(shards, fx_name_hash)
+    }
+
+    fn with_hash(shards: usize, hash: NameHash) -> LockManager {
+        let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
+        LockManager {
+            shards: (0..n).map(|_| Shard { table: Mutex::new(Table::default()) }).collect(),
+            txns: (0..n).map(|_| TxnShard { held: Mutex::new(FxHashMap::default()) }).collect(),
+            mask: n - 1,
+            wait_timeout: DEFAULT_WAIT_TIMEOUT,
+            hash,
+        }
+    }
+
+    /// Sets how long [`LockManager::lock`] waits before failing with [`LockError::Timeout`]
+    /// (K9). `Duration::ZERO` makes every wait time out at once; `Duration::MAX` waits forever.
+    #[must_use]
+    pub fn with_wait_timeout(mut self, timeout: Duration) -> LockManager {
+        self.wait_timeout = timeout;
+        self
+    }
+
+    /// The wait timeout of [`LockManager::lock`].
+    #[must_use]
+    pub fn wait_timeout(&self) -> Duration {
+        self.wait_timeout
+    }
+
+    /// The number of lock-table shards.
+    #[must_use]
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Acquires `(tree, key)` in `mode` for `txn`, waiting up to the manager's wait timeout.
+    /// Returns at once if `txn` already holds a covering mode (K3); an S holder asking for X
+    /// upgrades. The lock stays held until [`LockManager::release_all`]`(txn)`.
+    ///
+    /// Never call it while holding a frame latch (K11): use [`LockManager::try_lock`] there.
+    ///
+    /// # Errors
+    /// [`LockError::Conflict`] if `txn` would wait for an older transaction (wait-die, K6);
+    /// [`LockError::Timeout`] if the wait timed out (K9); [`LockError::SystemTransaction`] for
+    /// `TxnId(0)` (K12). In every case the transaction keeps the locks it had: abort it.
+    pub fn lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<(), LockError> {
+        self.acquire(txn, tree, key, mode, Some(self.wait_timeout)).map(|_| ())
+    }
+
+    /// As [`LockManager::lock`], with this call's own wait timeout.
+    ///
+    /// # Errors
+    /// As [`LockManager::lock`].
+    pub fn lock_timeout(
+        &self,
+        txn: TxnId,
+        tree: u32,
+        key: &[u8],
+        mode: LockMode,
+        timeout: Duration,
+    ) -> Result<(), LockError> {
+        self.acquire(txn, tree, key, mode, Some(timeout)).map(|_| ())
+    }
+
+    /// Acquires the lock only if that needs no wait: `Ok(true)` if granted (or already held),
+    /// `Ok(false)` if `txn` would have to wait (nothing is queued; release your latches, then
+    /// call [`LockManager::lock`], K11).
+    ///
+    /// # Errors
+    /// [`LockError::Conflict`] if `txn` would wait for an older transaction (wait-die, K6);
+    /// [`LockError::SystemTransaction`] for `TxnId(0)`.
+    pub fn try_lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<bool, LockError> {
+        self.acquire(txn, tree, key, mode, None)
+    }
+
+    /// Releases every lock `txn` holds (K8) and grants what that unblocks; returns how many it
+    /// released. Costs O(locks held); O(1) for a transaction that holds none. Call it once the
+    /// transaction has committed or rolled back, never while a lock call of the same
+    /// transaction is in progress.
+    pub fn release_all(&self, txn: TxnId) -> usize {
+        let held = self.txns[self.txn_shard(txn)].held.lock().remove(&txn);
+        let Some(held) = held else { return 0 };
+        for h in &held {
+            let mut table = self.shards[self.shard_of(h.hash)].table.lock();
+            if let Some(head) = table.head_mut(h.hash, h.head) {
+                head.release(txn);
+            }
+            table.remove_if_unused(h.hash, h.head);
+        }
+        held.len()
+    }
+
+    /// How many locks `txn` holds.
+    #[must_use]
+    pub fn locks_held(&self, txn: TxnId) -> usize {
+        self.txns[self.txn_shard(txn)].held.lock().get(&txn).map_or(0, Vec::len)
+    }
+
+    /// How many locks are in use (held or waited for) right now (K13).
+    #[must_use]
+    pub fn lock_count(&self) -> usize {
+        self.shards.iter().map(|s| s.table.lock().heads.values().map(Vec::len).sum::<usize>()).sum()
+    }
+
+    /// The counters, summed over the shards.
+    #[must_use]
+    pub fn stats(&self) -> LockStats {
+        let mut sum = LockStats::default();
+        for s in self.shards.iter() {
+            sum.add(&s.table.lock().stats);
+        }
+        sum
+    }
+
+    /// Checks the rules of `LOCKS.md` that can be checked on a snapshot of one shard at a
+    /// time (K1, K2, K3, K5, K6, K13) and that the transaction table lists exactly the
+    /// granted holds (K8). Meant for tests and debugging; takes every mutex in turn.
+    ///
+    /// # Errors
+    /// The first rule found broken, as text naming the rule.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut holds: FxHashMap<TxnId, Vec<(u64, u64)>> = FxHashMap::default();
+        for (s, shard) in self.shards.iter().enumerate() {
+            let table = shard.table.lock();
+            for (&hash, bucket) in &table.heads {
+                for (i, head) in bucket.iter().enumerate() {
+                    if (self.hash)(head.tree, &head.key) != hash || self.shard_of(hash) != s {
+                        return Err(format!("K1: lock (tree {}) is filed under another hash", head.tree));
+                    }
+                    if bucket[..i].iter().any(|o| o.tree == head.tree && o.key == head.key) {
+                        return Err(format!("K1: lock (tree {}) has two heads", head.tree));
+                    }
+                    head.check()?;
+                    for h in &head.holders {
+                        holds.entry(h.txn).or_default().push((hash, head.id));
+                    }
+                }
+            }
+        }
+        for shard in self.txns.iter() {
+            for (txn, list) in shard.held.lock().iter() {
+                let mut listed: Vec<(u64, u64)> = list.iter().map(|h| (h.hash, h.head)).collect();
+                let mut granted = holds.remove(txn).unwrap_or_default();
+                listed.sort_unstable();
+                granted.sort_unstable();
+                if listed != granted {
+                    return Err(format!(
+                        "K8: {txn} is listed with {} locks but holds {}",
+                        listed.len(),
+                        granted.len()
+                    ));
+                }
+            }
+        }
+        if let Some((txn, granted)) = holds.into_iter().next() {
+            return Err(format!("K8: {txn} holds {} locks that its list does not name", granted.len()));
+        }
+        Ok(())
+    }
+
+    fn shard_of(&self, hash: u64) -> usize {
+        // The high bits: the table's own hash map uses the low ones.
+        (hash >> 40) as usize & self.mask
+    }
+
+    fn txn_shard(&self, txn: TxnId) -> usize {
+        txn.0 as usize & self.mask
+    }
+
+    fn record(&self, txn: TxnId, lock: HeldLock) {
+        self.txns[self.txn_shard(txn)].held.lock().entry(txn).or_default().push(lock);
+    }
+
+    /// The one request path: `wait` is the timeout, or `None` for `try_lock`. Returns whether
+    /// the lock is held.
+    fn acquire(
+        &self,
+        txn: TxnId,
+        tree: u32,
+        key: &[u8],
+        mode: LockMode,
+        wait: Option<Duration>,
+    ) -> Result<bool, LockError> {
+        if txn == TxnId(0) {
+            return Err(LockError::SystemTransaction);
+        }
+        let hash = (self.hash)(tree, key);
+        let mut table = self.shards[self.shard_of(hash)].table.lock();
+        let Table { heads, next_id, stats } = &mut *table;
+        stats.requests += 1;
+        let bucket = heads.entry(hash).or_default();
+        let i = match bucket.iter().position(|h| h.tree == tree && *h.key == *key) {
+            Some(i) => i,
+            None => {
+                bucket.push(LockHead::new(*next_id, tree, key));
+                *next_id += 1;
+                bucket.len() - 1
+            }
+        };
+        let head = &mut bucket[i];
+        let id = head.id;
+        let held = HeldLock { hash, head: id };
+        let (slot, upgrade) = match head.request(txn, mode, wait.is_some()) {
+            Decision::AlreadyHeld | Decision::Granted { upgrade: true } => return Ok(true),
+            Decision::Granted { upgrade: false } => {
+                drop(table);
+                self.record(txn, held);
+                return Ok(true);
+            }
+            // A refused request has a blocker, so the head stays in use.
+            Decision::WouldWait => return Ok(false),
+            Decision::Die { older } => {
+                stats.conflicts += 1;
+                return Err(LockError::Conflict { txn, holder: older, tree, key: key.into(), mode });
+            }
+            Decision::Queued { slot, upgrade } => {
+                stats.waits += 1;
+                (slot, upgrade)
+            }
+        };
+        let timeout = wait.unwrap_or(Duration::ZERO);
+        let deadline = Instant::now().checked_add(timeout);
+        while !slot.is_granted() {
+            let timed_out = match deadline {
+                Some(d) => slot.cv.wait_until(&mut table, d).timed_out(),
+                None => {
+                    slot.cv.wait(&mut table);
+                    false
+                }
+            };
+            if timed_out && !slot.is_granted() {
+                if let Some(head) = table.head_mut(hash, id) {
+                    head.cancel(txn);
+                }
+                table.remove_if_unused(hash, id);
+                table.stats.timeouts += 1;
+                return Err(LockError::Timeout { txn, tree, key: key.into(), mode, waited: timeout });
+            }
+        }
+        drop(table);
+        if !upgrade {
+            self.record(txn, held);
+        }
+        Ok(true)
+    }
+}
+
+impl fmt::Debug for LockManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockManager")
+            .field("shards", &self.shards.len())
+            .field("wait_timeout", &self.wait_timeout)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
