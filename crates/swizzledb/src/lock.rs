@@ -712,3 +712,339 @@ impl fmt::Debug for LockManager {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::rngs::SmallRng;
+    use rand::seq::SliceRandom;
+    use rand::{Rng, SeedableRng};
+    use std::sync::atomic::{AtomicI64, AtomicU64};
+    use std::thread;
+
+    const S: LockMode = LockMode::Shared;
+    const X: LockMode = LockMode::Exclusive;
+    /// Hang guard for waits that must end: generous, never asserted on.
+    const HANG_GUARD: Duration = Duration::from_secs(60);
+
+    fn t(n: u64) -> TxnId {
+        TxnId(n)
+    }
+
+    fn manager() -> LockManager {
+        LockManager::new(4).with_wait_timeout(HANG_GUARD)
+    }
+
+    fn check(lm: &LockManager) {
+        if let Err(e) = lm.check_invariants() {
+            panic!("{e}");
+        }
+    }
+
+    /// Waits (yielding, not spinning hot) until `n` requests have queued in total; bounded by
+    /// the hang guard.
+    fn wait_for_waits(lm: &LockManager, n: u64) {
+        let start = Instant::now();
+        while lm.stats().waits < n {
+            assert!(start.elapsed() < HANG_GUARD, "no request queued within the hang guard");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The holders of `(tree, key)`, sorted by transaction.
+    fn holders_of(lm: &LockManager, tree: u32, key: &[u8]) -> Vec<(TxnId, LockMode)> {
+        let hash = (lm.hash)(tree, key);
+        let table = lm.shards[lm.shard_of(hash)].table.lock();
+        let head = table.heads.get(&hash).and_then(|b| b.iter().find(|h| h.tree == tree && *h.key == *key));
+        let mut v: Vec<_> = head.map_or(Vec::new(), |h| h.holders.iter().map(|h| (h.txn, h.mode)).collect());
+        v.sort_unstable_by_key(|h| h.0);
+        v
+    }
+
+    /// The waiting requests of `(tree, key)`, in queue order.
+    fn waiters_of(lm: &LockManager, tree: u32, key: &[u8]) -> Vec<(TxnId, LockMode)> {
+        let hash = (lm.hash)(tree, key);
+        let table = lm.shards[lm.shard_of(hash)].table.lock();
+        let head = table.heads.get(&hash).and_then(|b| b.iter().find(|h| h.tree == tree && *h.key == *key));
+        head.map_or(Vec::new(), |h| h.queue.iter().map(|r| (r.txn, r.mode)).collect())
+    }
+
+    fn conflict_parties(e: &LockError) -> (TxnId, TxnId) {
+        match e {
+            LockError::Conflict { txn, holder, .. } => (*txn, *holder),
+            other => panic!("expected a wait-die conflict, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn k2_compatibility_matrix() {
+        // (held, requested, granted without waiting)
+        for (held, req, ok) in [(S, S, true), (S, X, false), (X, S, false), (X, X, false)] {
+            let lm = manager();
+            lm.lock(t(2), 1, b"k", held).unwrap();
+            // The older requester would wait (try_lock refuses); the younger one dies.
+            assert_eq!(lm.try_lock(t(1), 1, b"k", req).unwrap(), ok, "{held} then {req}");
+            if !ok {
+                let e = lm.try_lock(t(3), 1, b"k", req).unwrap_err();
+                assert_eq!(conflict_parties(&e), (t(3), t(2)));
+            }
+            check(&lm);
+        }
+    }
+
+    #[test]
+    fn k1_same_tree_other_key_and_same_key_other_tree_do_not_conflict() {
+        let lm = manager();
+        lm.lock(t(1), 1, b"k", X).unwrap();
+        assert!(lm.try_lock(t(2), 1, b"j", X).unwrap());
+        assert!(lm.try_lock(t(2), 2, b"k", X).unwrap());
+        assert!(lm.try_lock(t(2), 1, b"", X).unwrap());
+        assert_eq!(lm.lock_count(), 4);
+        check(&lm);
+    }
+
+    #[test]
+    fn k1_hash_collisions_cause_no_false_conflicts() {
+        let lm = LockManager::with_hash(4, |_, _| 42).with_wait_timeout(HANG_GUARD);
+        lm.lock(t(1), 1, b"alice", X).unwrap();
+        lm.lock(t(2), 1, b"bob", X).unwrap();
+        lm.lock(t(3), 2, b"alice", X).unwrap();
+        check(&lm);
+        assert!(!lm.try_lock(t(1), 1, b"bob", S).unwrap(), "same name still conflicts");
+        let e = lm.try_lock(t(4), 1, b"alice", S).unwrap_err();
+        assert_eq!(conflict_parties(&e), (t(4), t(1)));
+        assert_eq!(lm.release_all(t(2)), 1);
+        assert!(lm.try_lock(t(4), 1, b"bob", S).unwrap(), "the right head was released");
+        assert_eq!(holders_of(&lm, 1, b"alice"), vec![(t(1), X)]);
+        assert_eq!(holders_of(&lm, 1, b"bob"), vec![(t(4), S)]);
+        check(&lm);
+        for n in 1..=4 {
+            lm.release_all(t(n));
+        }
+        assert_eq!(lm.lock_count(), 0);
+    }
+
+    #[test]
+    fn k3_re_requests_are_no_ops() {
+        let lm = manager();
+        lm.lock(t(1), 1, b"k", S).unwrap();
+        lm.lock(t(1), 1, b"k", S).unwrap();
+        lm.lock(t(1), 1, b"k", X).unwrap(); // upgrade, sole holder
+        lm.lock(t(1), 1, b"k", S).unwrap(); // X covers S
+        lm.lock(t(1), 1, b"k", X).unwrap();
+        assert_eq!(lm.locks_held(t(1)), 1);
+        assert_eq!(lm.stats(), LockStats { requests: 5, waits: 0, conflicts: 0, timeouts: 0 });
+        check(&lm);
+        assert_eq!(lm.release_all(t(1)), 1);
+        assert_eq!(lm.lock_count(), 0);
+        assert_eq!(lm.release_all(t(1)), 0);
+    }
+
+    #[test]
+    fn k3_upgrade_of_the_sole_holder_is_immediate_and_exclusive() {
+        let lm = manager();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"k", X).unwrap();
+        // Now exclusive: even a shared request of an older transaction must wait.
+        assert!(!lm.try_lock(t(1), 1, b"k", S).unwrap());
+        check(&lm);
+    }
+
+    #[test]
+    fn k8_release_all_wakes_the_waiter() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", X).unwrap();
+        lm.lock(t(5), 1, b"other", S).unwrap();
+        thread::scope(|s| {
+            let waiter = s.spawn(|| lm.lock(t(3), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            check(&lm);
+            assert_eq!(lm.release_all(t(5)), 2);
+            waiter.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.locks_held(t(3)), 1);
+        assert!(!lm.try_lock(t(1), 1, b"k", S).unwrap(), "t3 now holds X");
+        check(&lm);
+    }
+
+    #[test]
+    fn k4_shared_waiters_behind_an_exclusive_holder_are_granted_together() {
+        let lm = manager();
+        lm.lock(t(9), 1, b"k", X).unwrap();
+        thread::scope(|s| {
+            let a = s.spawn(|| lm.lock(t(1), 1, b"k", S));
+            wait_for_waits(&lm, 1);
+            let b = s.spawn(|| lm.lock(t(2), 1, b"k", S));
+            wait_for_waits(&lm, 2);
+            check(&lm);
+            assert_eq!(waiters_of(&lm, 1, b"k"), vec![(t(1), S), (t(2), S)]);
+            lm.release_all(t(9));
+            a.join().unwrap().unwrap();
+            b.join().unwrap().unwrap();
+        });
+        assert_eq!((lm.locks_held(t(1)), lm.locks_held(t(2))), (1, 1));
+        check(&lm);
+    }
+
+    #[test]
+    fn k4_a_waiting_exclusive_is_not_overtaken_by_a_later_shared() {
+        let lm = manager();
+        lm.lock(t(9), 1, b"k", S).unwrap();
+        thread::scope(|s| {
+            let writer = s.spawn(|| lm.lock(t(2), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            // Compatible with the holder, but an X waits ahead: the older reader would queue...
+            assert!(!lm.try_lock(t(1), 1, b"k", S).unwrap());
+            assert_eq!(waiters_of(&lm, 1, b"k"), vec![(t(2), X)], "try_lock queues nothing");
+            // ...and a reader younger than the waiting writer dies.
+            let e = lm.try_lock(t(3), 1, b"k", S).unwrap_err();
+            assert_eq!(conflict_parties(&e), (t(3), t(2)));
+            lm.release_all(t(9));
+            writer.join().unwrap().unwrap();
+        });
+        check(&lm);
+    }
+
+    #[test]
+    fn k6_older_waits_for_younger_and_younger_dies_at_once() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", X).unwrap();
+        let e = lm.lock(t(6), 1, b"k", S).unwrap_err();
+        assert_eq!(conflict_parties(&e), (t(6), t(5)));
+        assert_eq!(lm.stats().conflicts, 1);
+        assert_eq!(lm.locks_held(t(6)), 0);
+        thread::scope(|s| {
+            let older = s.spawn(|| lm.lock(t(4), 1, b"k", S));
+            wait_for_waits(&lm, 1);
+            lm.release_all(t(5));
+            older.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.stats().waits, 1);
+        check(&lm);
+    }
+
+    #[test]
+    fn k6_conflict_names_the_oldest_blocker() {
+        let lm = manager();
+        lm.lock(t(4), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        lm.lock(t(3), 1, b"k", S).unwrap();
+        let e = lm.lock(t(7), 1, b"k", X).unwrap_err();
+        assert_eq!(conflict_parties(&e), (t(7), t(2)));
+        assert!(e.to_string().contains("abort and retry the transaction"), "{e}");
+    }
+
+    #[test]
+    fn k6_two_upgraders_the_older_waits_and_the_younger_dies() {
+        let lm = manager();
+        lm.lock(t(1), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        thread::scope(|s| {
+            let older = s.spawn(|| lm.lock(t(1), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            check(&lm);
+            let e = lm.lock(t(2), 1, b"k", X).unwrap_err();
+            assert_eq!(conflict_parties(&e), (t(2), t(1)));
+            assert_eq!(lm.locks_held(t(2)), 1, "the dead upgrader keeps its S until release_all");
+            lm.release_all(t(2));
+            older.join().unwrap().unwrap();
+        });
+        assert!(!lm.try_lock(t(0xFFFF), 1, b"k", S).is_ok_and(|ok| ok), "t1 holds X");
+        check(&lm);
+    }
+
+    #[test]
+    fn k6_two_upgraders_the_younger_first_dies_and_the_older_then_gets_x() {
+        let lm = manager();
+        lm.lock(t(1), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        let e = lm.lock(t(2), 1, b"k", X).unwrap_err();
+        assert_eq!(conflict_parties(&e), (t(2), t(1)));
+        thread::scope(|s| {
+            let older = s.spawn(|| lm.lock(t(1), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            lm.release_all(t(2));
+            older.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.try_lock(t(3), 1, b"k", S).map_err(|e| conflict_parties(&e)), Err((t(3), t(1))));
+        check(&lm);
+    }
+
+    #[test]
+    fn k3_an_upgrade_goes_ahead_of_waiting_requests() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", S).unwrap();
+        lm.lock(t(6), 1, b"k", S).unwrap();
+        thread::scope(|s| {
+            let writer = s.spawn(|| lm.lock(t(2), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            let upgrader = s.spawn(|| lm.lock(t(5), 1, b"k", X));
+            wait_for_waits(&lm, 2);
+            check(&lm);
+            assert_eq!(waiters_of(&lm, 1, b"k"), vec![(t(5), X), (t(2), X)]);
+            // t6 leaves: the upgrade (front) is granted, the older writer still waits.
+            lm.release_all(t(6));
+            upgrader.join().unwrap().unwrap();
+            assert_eq!(holders_of(&lm, 1, b"k"), vec![(t(5), X)]);
+            assert_eq!(waiters_of(&lm, 1, b"k"), vec![(t(2), X)]);
+            check(&lm);
+            lm.release_all(t(5));
+            writer.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.locks_held(t(2)), 1);
+        check(&lm);
+    }
+
+    #[test]
+    fn k9_timeout_withdraws_the_request_and_keeps_other_locks() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"mine", X).unwrap();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        // The upgrade waits for t5, which never ends.
+        let e = lm.lock_timeout(t(2), 1, b"k", X, Duration::from_millis(5)).unwrap_err();
+        assert!(matches!(e, LockError::Timeout { txn, mode: X, .. } if txn == t(2)), "{e:?}");
+        assert_eq!(lm.stats().timeouts, 1);
+        assert_eq!(lm.locks_held(t(2)), 2, "the S hold and the other lock stay");
+        check(&lm);
+        // Zero timeout: never waits.
+        let lm0 = LockManager::new(1).with_wait_timeout(Duration::ZERO);
+        lm0.lock(t(5), 1, b"k", X).unwrap();
+        assert!(matches!(lm0.lock(t(1), 1, b"k", X), Err(LockError::Timeout { .. })));
+        check(&lm0);
+        lm0.release_all(t(5));
+        assert_eq!(lm0.lock_count(), 0);
+    }
+
+    #[test]
+    fn k9_a_timed_out_waiter_unblocks_those_behind_it() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", S).unwrap();
+        thread::scope(|s| {
+            let writer = s.spawn(|| lm.lock_timeout(t(2), 1, b"k", X, Duration::from_millis(20)));
+            wait_for_waits(&lm, 1);
+            // Behind the waiting writer, although compatible with the holder.
+            let reader = s.spawn(|| lm.lock(t(1), 1, b"k", S));
+            assert!(matches!(writer.join().unwrap(), Err(LockError::Timeout { .. })));
+            reader.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.stats().waits, 2);
+        check(&lm);
+    }
+
+    #[test]
+    fn k12_transaction_zero_takes_no_locks() {
+        let lm = manager();
+        assert_eq!(lm.lock(TxnId(0), 1, b"k", S), Err(LockError::SystemTransaction));
+        assert_eq!(lm.try_lock(TxnId(0), 1, b"k", X), Err(LockError::SystemTransaction));
+        assert_eq!((lm.lock_count(), lm.stats().requests), (0, 0));
+    }
+
+    #[test]
+    fn shard_counts_are_rounded_and_capped() {
+        assert_eq!(LockManager::new(0).shard_count(), 1);
+        assert_eq!(LockManager::new(5).shard_count(), 8);
+        assert_eq!(LockManager::new(usize::MAX).shard_count(), MAX_SHARDS);
+    }
+}
