@@ -1041,6 +1041,317 @@ mod tests {
         assert_eq!((lm.lock_count(), lm.stats().requests), (0, 0));
     }
 
+    // ---- Randomized schedules of one lock head (the state machine, without threads) ----
+
+    #[derive(Clone, Debug)]
+    enum HeadOp {
+        Request { txn: u64, mode: LockMode, wait: bool },
+        Release { txn: u64 },
+        Timeout { txn: u64 },
+    }
+
+    fn mode_strategy() -> impl Strategy<Value = LockMode> {
+        prop_oneof![Just(S), Just(X)]
+    }
+
+    fn head_op() -> impl Strategy<Value = HeadOp> {
+        prop_oneof![
+            5 => (1..=6u64, mode_strategy(), prop::bool::weighted(0.8))
+                .prop_map(|(txn, mode, wait)| HeadOp::Request { txn, mode, wait }),
+            3 => (1..=6u64).prop_map(|txn| HeadOp::Release { txn }),
+            1 => (1..=6u64).prop_map(|txn| HeadOp::Timeout { txn }),
+        ]
+    }
+
+    /// Parked requests of the model: transaction -> (mode asked for, its slot).
+    type Parked = FxHashMap<TxnId, (LockMode, Arc<WaitSlot>)>;
+
+    /// Moves granted requests out of `parked` (checking the grant is real: the transaction now
+    /// holds a covering mode) and checks that the rest are exactly the queue, then the head's
+    /// invariants.
+    fn settle(head: &LockHead, parked: &mut Parked) -> Result<(), TestCaseError> {
+        let mut granted = Vec::new();
+        for (&txn, (mode, slot)) in parked.iter() {
+            if slot.is_granted() {
+                let h = head.holders.iter().find(|h| h.txn == txn);
+                prop_assert!(h.is_some_and(|h| h.mode.covers(*mode)), "K10: {txn} woken without its lock");
+                granted.push(txn);
+            }
+        }
+        for txn in granted {
+            parked.remove(&txn);
+        }
+        let mut queued: Vec<TxnId> = head.queue.iter().map(|r| r.txn).collect();
+        let mut expected: Vec<TxnId> = parked.keys().copied().collect();
+        queued.sort_unstable();
+        expected.sort_unstable();
+        prop_assert_eq!(queued, expected, "queued requests != parked transactions");
+        if !head.is_unused() {
+            head.check().map_err(TestCaseError::fail)?;
+        }
+        Ok(())
+    }
+
+    /// Whom a request of `txn` for `mode` would wait for, by K3/K4, computed from scratch.
+    fn blockers(head: &LockHead, txn: TxnId, mode: LockMode) -> Vec<TxnId> {
+        if head.holders.iter().any(|h| h.txn == txn) {
+            head.holders.iter().filter(|h| h.txn != txn).map(|h| h.txn).collect()
+        } else {
+            head.holders
+                .iter()
+                .filter(|h| !h.mode.compatible(mode))
+                .map(|h| h.txn)
+                .chain(head.queue.iter().filter(|r| !r.mode.compatible(mode)).map(|r| r.txn))
+                .collect()
+        }
+    }
+
+    fn run_head_schedule(ops: &[HeadOp]) -> Result<(), TestCaseError> {
+        let mut head = LockHead::new(0, 1, b"k");
+        let mut parked = Parked::default();
+        for op in ops {
+            match *op {
+                HeadOp::Request { txn, mode, wait } => {
+                    let txn = t(txn);
+                    if parked.contains_key(&txn) {
+                        continue; // its thread is parked: it cannot ask for anything
+                    }
+                    let own = head.holders.iter().find(|h| h.txn == txn).map(|h| h.mode);
+                    let blockers = blockers(&head, txn, mode);
+                    let oldest_older = blockers.iter().copied().filter(|&b| b < txn).min();
+                    let (holders, queue) = (head.holders.len(), head.queue.len());
+                    match head.request(txn, mode, wait) {
+                        Decision::AlreadyHeld => prop_assert!(own.is_some_and(|m| m.covers(mode))),
+                        Decision::Granted { upgrade } => {
+                            prop_assert!(blockers.is_empty(), "granted over {blockers:?}");
+                            prop_assert_eq!(upgrade, own.is_some());
+                            let now = head.holders.iter().find(|h| h.txn == txn);
+                            prop_assert!(now.is_some_and(|h| h.mode == mode));
+                        }
+                        Decision::Die { older } => {
+                            prop_assert_eq!(Some(older), oldest_older, "K6: wrong or no older blocker");
+                            prop_assert_eq!((holders, queue), (head.holders.len(), head.queue.len()));
+                        }
+                        Decision::WouldWait => {
+                            prop_assert!(!wait && !blockers.is_empty() && oldest_older.is_none());
+                            prop_assert_eq!((holders, queue), (head.holders.len(), head.queue.len()));
+                        }
+                        Decision::Queued { slot, upgrade } => {
+                            prop_assert!(wait && !blockers.is_empty() && oldest_older.is_none());
+                            prop_assert_eq!(upgrade, own.is_some());
+                            parked.insert(txn, (mode, slot));
+                        }
+                    }
+                }
+                HeadOp::Release { txn } => {
+                    let txn = t(txn);
+                    if parked.contains_key(&txn) {
+                        continue;
+                    }
+                    let held = head.holders.iter().any(|h| h.txn == txn);
+                    prop_assert_eq!(head.release(txn), held);
+                }
+                HeadOp::Timeout { txn } => {
+                    if parked.remove(&t(txn)).is_some() {
+                        let held = head.holders.iter().find(|h| h.txn == t(txn)).map(|h| h.mode);
+                        head.cancel(t(txn));
+                        let after = head.holders.iter().find(|h| h.txn == t(txn)).map(|h| h.mode);
+                        prop_assert_eq!(held, after, "K9: a timeout changes no hold");
+                    }
+                }
+            }
+            settle(&head, &mut parked)?;
+        }
+        // Liveness: once the transactions that are not parked end, every parked one gets its
+        // lock and the head empties.
+        for _ in 0..64 {
+            if head.is_unused() {
+                break;
+            }
+            let Some(next) = head.holders.iter().map(|h| h.txn).find(|txn| !parked.contains_key(txn)) else {
+                return Err(TestCaseError::fail("stuck: every holder is parked"));
+            };
+            head.release(next);
+            settle(&head, &mut parked)?;
+        }
+        prop_assert!(head.is_unused() && parked.is_empty(), "the head did not drain");
+        Ok(())
+    }
+
+    proptest! {
+        /// K2 (holders compatible, an X holder alone), K3 (one upgrade, at the front), K5 (no
+        /// missed grant), K6 (every waits-for edge goes from older to younger), K9, K10 (every
+        /// woken request holds its lock), and liveness at the end.
+        #[test]
+        fn k5_k6_head_invariants_hold_over_random_schedules(ops in prop::collection::vec(head_op(), 1..120)) {
+            run_head_schedule(&ops)?;
+        }
+    }
+
+    // ---- The manager against a reference model (try_lock only: no waiting, one thread) ----
+
+    #[derive(Clone, Debug)]
+    enum ModelOp {
+        TryLock { txn: u64, tree: u32, key: usize, mode: LockMode },
+        ReleaseAll { txn: u64 },
+    }
+
+    const KEYS: [&[u8]; 4] = [b"", b"a", b"b", b"ab"];
+
+    fn model_op() -> impl Strategy<Value = ModelOp> {
+        prop_oneof![
+            4 => (1..=5u64, 1..=2u32, 0..KEYS.len(), mode_strategy())
+                .prop_map(|(txn, tree, key, mode)| ModelOp::TryLock { txn, tree, key, mode }),
+            1 => (1..=5u64).prop_map(|txn| ModelOp::ReleaseAll { txn }),
+        ]
+    }
+
+    fn run_model(lm: &LockManager, ops: &[ModelOp]) -> Result<(), TestCaseError> {
+        let mut model: std::collections::BTreeMap<(u32, usize), Vec<(TxnId, LockMode)>> = Default::default();
+        for op in ops {
+            match *op {
+                ModelOp::TryLock { txn, tree, key, mode } => {
+                    let txn = t(txn);
+                    let holders = model.entry((tree, key)).or_default();
+                    let own = holders.iter().position(|h| h.0 == txn);
+                    let blockers: Vec<TxnId> = holders
+                        .iter()
+                        .filter(|h| h.0 != txn && (own.is_some() || !h.1.compatible(mode)))
+                        .map(|h| h.0)
+                        .collect();
+                    let expected = if own.is_some_and(|i| holders[i].1.covers(mode)) {
+                        Ok(true)
+                    } else if blockers.is_empty() {
+                        match own {
+                            Some(i) => holders[i].1 = mode,
+                            None => holders.push((txn, mode)),
+                        }
+                        Ok(true)
+                    } else if let Some(older) = blockers.iter().copied().filter(|&b| b < txn).min() {
+                        Err((txn, older))
+                    } else {
+                        Ok(false)
+                    };
+                    let got = lm.try_lock(txn, tree, KEYS[key], mode).map_err(|e| conflict_parties(&e));
+                    prop_assert_eq!(got, expected, "{:?}", op);
+                }
+                ModelOp::ReleaseAll { txn } => {
+                    let mut n = 0;
+                    for holders in model.values_mut() {
+                        let before = holders.len();
+                        holders.retain(|h| h.0 != t(txn));
+                        n += before - holders.len();
+                    }
+                    prop_assert_eq!(lm.release_all(t(txn)), n);
+                }
+            }
+            model.retain(|_, holders| !holders.is_empty());
+            lm.check_invariants().map_err(TestCaseError::fail)?;
+            prop_assert_eq!(lm.lock_count(), model.len(), "K13: unused heads must go");
+            for txn in 1..=5 {
+                let n = model.values().filter(|hs| hs.iter().any(|h| h.0 == t(txn))).count();
+                prop_assert_eq!(lm.locks_held(t(txn)), n);
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Grants, re-requests, upgrades, refusals, deaths (with the oldest blocker named) and
+        /// releases match a model, with the real hash and with every name colliding (K1).
+        #[test]
+        fn k1_k3_k6_manager_matches_model(ops in prop::collection::vec(model_op(), 1..100), collide in any::<bool>()) {
+            let lm = if collide { LockManager::with_hash(2, |_, _| 7) } else { LockManager::new(2) };
+            run_model(&lm, &ops)?;
+        }
+    }
+
+    // ---- Threads: bank transfers and audits (K6, K7, K8 end to end) ----
+
+    /// K threads run transactions over M accounts: transfers lock two random accounts (X, or
+    /// S then upgrade) in random order and move money in two steps; audits lock every account
+    /// S in random order and check the total. A dead transaction releases its locks and
+    /// retries with the same id (so it ages). Checks: no audit sees a partial transfer, no
+    /// writer overlaps another holder of its account, the total is unchanged, nothing times out
+    /// (no deadlock: the hang guard is the timeout), and the table ends empty.
+    #[test]
+    fn k7_transfers_and_audits_keep_the_total_without_deadlock() {
+        const THREADS: u64 = 4;
+        const ACCOUNTS: usize = 6;
+        const TXNS_PER_THREAD: usize = 300;
+        const INITIAL: i64 = 1_000;
+        let lm = manager();
+        let balances: Vec<AtomicI64> = (0..ACCOUNTS).map(|_| AtomicI64::new(INITIAL)).collect();
+        // The transaction writing an account right now (0: none).
+        let writer: Vec<AtomicU64> = (0..ACCOUNTS).map(|_| AtomicU64::new(0)).collect();
+        let next_txn = AtomicU64::new(1);
+        let total = INITIAL * ACCOUNTS as i64;
+        let key = |a: usize| (a as u32).to_be_bytes();
+
+        let attempt = |txn: TxnId, rng: &mut SmallRng| -> Result<(), LockError> {
+            if rng.gen_bool(0.25) {
+                let mut order: Vec<usize> = (0..ACCOUNTS).collect();
+                order.shuffle(rng);
+                let mut sum = 0;
+                for &a in &order {
+                    lm.lock(txn, 1, &key(a), S)?;
+                    assert_eq!(writer[a].load(Ordering::SeqCst), 0, "K2: a writer overlaps a reader");
+                    sum += balances[a].load(Ordering::SeqCst);
+                }
+                assert_eq!(sum, total, "an audit saw a partial transfer");
+                return Ok(());
+            }
+            let from = rng.gen_range(0..ACCOUNTS);
+            let to = (from + rng.gen_range(1..ACCOUNTS)) % ACCOUNTS;
+            if rng.gen_bool(0.5) {
+                lm.lock(txn, 1, &key(from), S)?;
+                lm.lock(txn, 1, &key(to), S)?;
+            }
+            lm.lock(txn, 1, &key(from), X)?;
+            lm.lock(txn, 1, &key(to), X)?;
+            let amount = rng.gen_range(1..=50);
+            for (a, delta) in [(from, -amount), (to, amount)] {
+                assert_eq!(writer[a].swap(txn.0, Ordering::SeqCst), 0, "K2: two writers");
+                let v = balances[a].load(Ordering::SeqCst);
+                thread::yield_now();
+                balances[a].store(v + delta, Ordering::SeqCst);
+                assert_eq!(writer[a].swap(0, Ordering::SeqCst), txn.0, "K2: two writers");
+            }
+            Ok(())
+        };
+
+        let deaths = AtomicU64::new(0);
+        thread::scope(|s| {
+            for seed in 0..THREADS {
+                let (lm, attempt, deaths, next_txn) = (&lm, &attempt, &deaths, &next_txn);
+                s.spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(seed);
+                    for _ in 0..TXNS_PER_THREAD {
+                        let txn = TxnId(next_txn.fetch_add(1, Ordering::SeqCst));
+                        loop {
+                            match attempt(txn, &mut rng) {
+                                Ok(()) => break,
+                                Err(LockError::Conflict { .. }) => {
+                                    deaths.fetch_add(1, Ordering::SeqCst);
+                                    lm.release_all(txn);
+                                    thread::yield_now();
+                                }
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                        lm.release_all(txn);
+                    }
+                });
+            }
+        });
+        let stats = lm.stats();
+        assert_eq!(balances.iter().map(|b| b.load(Ordering::SeqCst)).sum::<i64>(), total);
+        assert_eq!(stats.timeouts, 0);
+        assert_eq!(stats.conflicts, deaths.load(Ordering::SeqCst));
+        assert_eq!(lm.lock_count(), 0, "K13: every head is gone");
+        check(&lm);
+    }
+
     #[test]
     fn shard_counts_are_rounded_and_capped() {
         assert_eq!(LockManager::new(0).shard_count(), 1);
