@@ -950,7 +950,7 @@ mod tests {
             lm.release_all(t(2));
             older.join().unwrap().unwrap();
         });
-        assert!(!lm.try_lock(t(0xFFFF), 1, b"k", S).is_ok_and(|ok| ok), "t1 holds X");
+        assert_eq!(holders_of(&lm, 1, b"k"), vec![(t(1), X)]);
         check(&lm);
     }
 
@@ -1017,20 +1017,25 @@ mod tests {
         assert_eq!(lm0.lock_count(), 0);
     }
 
+    /// On the head itself (no threads, so the order of timeout and queueing is fixed): the
+    /// writer's withdrawal lets the reader behind it join the shared holder.
     #[test]
-    fn k9_a_timed_out_waiter_unblocks_those_behind_it() {
-        let lm = manager();
-        lm.lock(t(5), 1, b"k", S).unwrap();
-        thread::scope(|s| {
-            let writer = s.spawn(|| lm.lock_timeout(t(2), 1, b"k", X, Duration::from_millis(20)));
-            wait_for_waits(&lm, 1);
-            // Behind the waiting writer, although compatible with the holder.
-            let reader = s.spawn(|| lm.lock(t(1), 1, b"k", S));
-            assert!(matches!(writer.join().unwrap(), Err(LockError::Timeout { .. })));
-            reader.join().unwrap().unwrap();
-        });
-        assert_eq!(lm.stats().waits, 2);
-        check(&lm);
+    fn k9_a_withdrawn_waiter_unblocks_those_behind_it() {
+        let mut head = LockHead::new(0, 1, b"k");
+        assert!(matches!(head.request(t(5), S, true), Decision::Granted { upgrade: false }));
+        let Decision::Queued { slot: writer, .. } = head.request(t(2), X, true) else {
+            panic!("the older writer must queue behind the shared holder");
+        };
+        let Decision::Queued { slot: reader, .. } = head.request(t(1), S, true) else {
+            panic!("the reader must queue behind the waiting writer (K4)");
+        };
+        head.check().unwrap();
+        head.cancel(t(2));
+        assert!(reader.is_granted() && !writer.is_granted());
+        let holders: Vec<_> = head.holders.iter().map(|h| (h.txn, h.mode)).collect();
+        assert_eq!(holders, vec![(t(5), S), (t(1), S)]);
+        assert!(head.queue.is_empty());
+        head.check().unwrap();
     }
 
     #[test]
