@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod lock;
 mod logging;
 pub mod record;
 mod restart;

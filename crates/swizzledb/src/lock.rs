@@ -1,0 +1,1366 @@
+//! Record locks for transactions: shared and exclusive locks on `(tree, key)` names, held until
+//! the transaction ends (strict two-phase locking), with wait-die deadlock prevention.
+//!
+//! The contract lives in `LOCKS.md` next to this crate's manifest: vocabulary, the numbered rules
+//! K1–K13 cited below, the life of a request and the latch order. In short:
+//!
+//! - [`LockManager::lock`] grants at once, waits (only for younger transactions), or fails with
+//!   [`LockError::Conflict`] when the requester would have to wait for an older transaction
+//!   (wait-die, K6). Waits-for edges then only go from older to younger transactions, so there
+//!   is no deadlock (K7); a wait timeout is only a backstop (K9).
+//! - Locks are released all at once by [`LockManager::release_all`] at the end of the
+//!   transaction (K8), which hands the lock to the waiters in queue order (K4).
+//! - [`LockManager::try_lock`] never waits: the engine calls it while holding frame latches and
+//!   falls back to `lock` after releasing them (K11).
+//!
+//! ```
+//! use std::time::Duration;
+//! use swizzledb::lock::{LockError, LockManager, LockMode, TxnId};
+//!
+//! let locks = LockManager::new(16).with_wait_timeout(Duration::from_secs(5));
+//! let (older, younger) = (TxnId(7), TxnId(9));
+//! locks.lock(older, 1, b"alice", LockMode::Exclusive)?;
+//! // The younger transaction would wait for the older one: it dies (wait-die).
+//! let err = locks.lock(younger, 1, b"alice", LockMode::Shared).unwrap_err();
+//! assert!(matches!(err, LockError::Conflict { txn, holder, .. } if txn == younger && holder == older));
+//! locks.release_all(younger); // the engine aborts it; the client retries
+//! assert_eq!(locks.release_all(older), 1); // commit
+//! # Ok::<(), LockError>(())
+//! ```
+
+use parking_lot::{Condvar, Mutex};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::collections::VecDeque;
+use std::fmt;
+use std::hash::Hasher;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use swizzledb_sync::TxnId;
+
+/// How long [`LockManager::lock`] waits before giving up with [`LockError::Timeout`], unless
+/// [`LockManager::with_wait_timeout`] sets another value. Wait-die already prevents deadlocks
+/// (K7): the timeout is a backstop against a transaction that holds locks and never ends.
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most shards a [`LockManager`] uses; larger requests are capped.
+pub const MAX_SHARDS: usize = 1 << 12;
+
+/// A lock mode (K2).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum LockMode {
+    /// Read access: compatible with other shared locks.
+    Shared,
+    /// Write access: compatible with nothing.
+    Exclusive,
+}
+
+impl LockMode {
+    /// Whether two transactions may hold `self` and `other` on one lock at the same time (K2):
+    /// only shared with shared.
+    #[must_use]
+    pub fn compatible(self, other: LockMode) -> bool {
+        self == LockMode::Shared && other == LockMode::Shared
+    }
+
+    /// Whether holding `self` makes a request for `other` a no-op (K3): exclusive covers both.
+    #[must_use]
+    pub fn covers(self, other: LockMode) -> bool {
+        self == LockMode::Exclusive || other == LockMode::Shared
+    }
+}
+
+impl fmt::Display for LockMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LockMode::Shared => "shared",
+            LockMode::Exclusive => "exclusive",
+        })
+    }
+}
+
+/// Why a lock was not granted. After any of these the transaction still holds the locks it
+/// had; the engine aborts it and calls [`LockManager::release_all`] (K8).
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// Wait-die (K6): the request would have had to wait for an older transaction, so the
+    /// requester dies instead.
+    #[error(
+        "{txn} would wait for the older {holder} to get a {mode} lock on a key of tree {tree}, \
+         so it dies (wait-die); abort and retry the transaction"
+    )]
+    Conflict {
+        /// The requesting (younger) transaction.
+        txn: TxnId,
+        /// The oldest transaction it would have waited for: a holder of the lock or a request
+        /// queued ahead of it.
+        holder: TxnId,
+        /// The lock's tree.
+        tree: u32,
+        /// The lock's key.
+        key: Box<[u8]>,
+        /// The mode requested.
+        mode: LockMode,
+    },
+    /// The request waited longer than the wait timeout (K9) and was withdrawn.
+    #[error(
+        "{txn} waited {waited:?} for a {mode} lock on a key of tree {tree} without getting it; \
+         abort and retry the transaction (if this happens without long transactions, raise the \
+         lock wait timeout)"
+    )]
+    Timeout {
+        /// The requesting transaction.
+        txn: TxnId,
+        /// The lock's tree.
+        tree: u32,
+        /// The lock's key.
+        key: Box<[u8]>,
+        /// The mode requested.
+        mode: LockMode,
+        /// The timeout that expired.
+        waited: Duration,
+    },
+    /// `TxnId(0)` asked for a lock (K12).
+    #[error(
+        "transaction id 0 belongs to system transactions, which take no locks; lock with the id \
+         of a user transaction"
+    )]
+    SystemTransaction,
+}
+
+/// Lock manager counters, summed over all shards.
+#[derive(Copy, Clone, PartialEq, Eq, Default, Debug)]
+pub struct LockStats {
+    /// Calls of `lock`, `lock_timeout` and `try_lock` by a user transaction (re-requests
+    /// included).
+    pub requests: u64,
+    /// Requests that queued and waited (K4).
+    pub waits: u64,
+    /// Requests that died by wait-die (K6).
+    pub conflicts: u64,
+    /// Waits that ended by timeout (K9).
+    pub timeouts: u64,
+}
+
+impl LockStats {
+    fn add(&mut self, other: &LockStats) {
+        self.requests += other.requests;
+        self.waits += other.waits;
+        self.conflicts += other.conflicts;
+        self.timeouts += other.timeouts;
+    }
+}
+
+/// A hash of a lock name (K1): picks the shard and the bucket. Test code swaps it to force
+/// collisions.
+type NameHash = fn(u32, &[u8]) -> u64;
+
+fn fx_name_hash(tree: u32, key: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u32(tree);
+    h.write(key);
+    h.finish()
+}
+
+/// The record lock manager: a sharded table of lock heads plus, per transaction, the list of
+/// locks it holds. See the module docs and `LOCKS.md`.
+pub struct LockManager {
+    /// Lock heads; `shard_of(hash)` picks one. A thread holds at most one shard mutex, and
+    /// never together with a `txns` mutex (K11).
+    shards: Box<[Shard]>,
+    /// Held-lock lists by transaction, sharded by transaction id.
+    txns: Box<[TxnShard]>,
+    /// `shards.len() - 1` (a power of two minus one); also used for `txns`.
+    mask: usize,
+    wait_timeout: Duration,
+    hash: NameHash,
+}
+
+/// One shard of the lock table, on its own cache line.
+#[repr(align(64))]
+struct Shard {
+    table: Mutex<Table>,
+}
+
+/// One shard of the transaction table, on its own cache line.
+#[repr(align(64))]
+struct TxnShard {
+    held: Mutex<FxHashMap<TxnId, Vec<HeldLock>>>,
+}
+
+/// A lock a transaction holds: enough to find its head again without the key bytes.
+#[derive(Copy, Clone, Debug)]
+struct HeldLock {
+    hash: u64,
+    head: u64,
+}
+
+/// The lock heads of one shard (all fields protected by the shard mutex).
+#[derive(Default)]
+struct Table {
+    /// Name hash -> heads with that hash (more than one only on a collision, K1).
+    heads: FxHashMap<u64, Vec<LockHead>>,
+    /// Identifier for the next head created in this shard.
+    next_id: u64,
+    stats: LockStats,
+}
+
+impl Table {
+    fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
+        self.heads.get_mut(&hash)?.iter_mut().find(|h| h.id == id)
+    }
+
+    /// Drops the head if nobody holds or waits for it (K13).
+    fn remove_if_unused(&mut self, hash: u64, id: u64) {
+        if let Some(bucket) = self.heads.get_mut(&hash) {
+            bucket.retain(|h| h.id != id || !h.is_unused());
+            if bucket.is_empty() {
+                self.heads.remove(&hash);
+            }
+        }
+    }
+}
+
+/// What a waiting request parks on: its own condvar (used with the shard mutex) and the flag
+/// the granting thread sets (under the shard mutex) before waking it (K10).
+struct WaitSlot {
+    granted: AtomicBool,
+    cv: Condvar,
+}
+
+impl WaitSlot {
+    fn new() -> Arc<WaitSlot> {
+        Arc::new(WaitSlot { granted: AtomicBool::new(false), cv: Condvar::new() })
+    }
+
+    /// Read and written only under the shard mutex, which orders the accesses.
+    fn is_granted(&self) -> bool {
+        self.granted.load(Ordering::Relaxed)
+    }
+
+    fn grant(&self) {
+        self.granted.store(true, Ordering::Relaxed);
+        self.cv.notify_one();
+    }
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Holder {
+    txn: TxnId,
+    mode: LockMode,
+}
+
+/// A waiting request. `upgrade`: the transaction holds the lock shared and wants it exclusive.
+struct Request {
+    txn: TxnId,
+    mode: LockMode,
+    upgrade: bool,
+    slot: Arc<WaitSlot>,
+}
+
+/// What [`LockHead::request`] decided.
+enum Decision {
+    /// The transaction holds a mode that covers the request (K3).
+    AlreadyHeld,
+    /// Granted at once; `upgrade`: an S hold became X (no new held-lock entry).
+    Granted { upgrade: bool },
+    /// Wait-die: an older transaction is in the way (K6).
+    Die { older: TxnId },
+    /// It would have to wait, and the caller does not wait (`try_lock`).
+    WouldWait,
+    /// Queued (K4); park on `slot`.
+    Queued { slot: Arc<WaitSlot>, upgrade: bool },
+}
+
+/// One lock: its name, its holders and its queue of waiting requests. All fields are
+/// protected by the shard mutex.
+struct LockHead {
+    /// Unique within the shard; held-lock entries name the head by it.
+    id: u64,
+    tree: u32,
+    key: Box<[u8]>,
+    /// Pairwise compatible, one entry per transaction (K2).
+    holders: Vec<Holder>,
+    /// Waiting requests in grant order; an upgrade only at the front (K3, K4).
+    queue: VecDeque<Request>,
+}
+
+impl LockHead {
+    fn new(id: u64, tree: u32, key: &[u8]) -> LockHead {
+        LockHead { id, tree, key: key.into(), holders: Vec::new(), queue: VecDeque::new() }
+    }
+
+    fn is_unused(&self) -> bool {
+        self.holders.is_empty() && self.queue.is_empty()
+    }
+
+    /// Decides a request of `txn` for `mode` (K3, K4, K6); queues it if it must wait and
+    /// `may_wait`.
+    fn request(&mut self, txn: TxnId, mode: LockMode, may_wait: bool) -> Decision {
+        if let Some(i) = self.holders.iter().position(|h| h.txn == txn) {
+            if self.holders[i].mode.covers(mode) {
+                return Decision::AlreadyHeld;
+            }
+            // Upgrade S -> X: it waits only for the other (shared) holders and goes ahead of
+            // every waiting request (K3).
+            if self.holders.len() == 1 {
+                self.holders[i].mode = LockMode::Exclusive;
+                return Decision::Granted { upgrade: true };
+            }
+            if let Some(older) = self.holders.iter().map(|h| h.txn).filter(|&t| t < txn).min() {
+                return Decision::Die { older };
+            }
+            if !may_wait {
+                return Decision::WouldWait;
+            }
+            let slot = WaitSlot::new();
+            self.queue.push_front(Request { txn, mode, upgrade: true, slot: Arc::clone(&slot) });
+            return Decision::Queued { slot, upgrade: true };
+        }
+        // A fresh request waits for every holder and every queued request it conflicts with:
+        // all of them are ahead of it (K4).
+        let mut blocked = false;
+        let mut older: Option<TxnId> = None;
+        let blockers = self
+            .holders
+            .iter()
+            .filter(|h| !h.mode.compatible(mode))
+            .map(|h| h.txn)
+            .chain(self.queue.iter().filter(|r| !r.mode.compatible(mode)).map(|r| r.txn));
+        for t in blockers {
+            blocked = true;
+            if t < txn && older.is_none_or(|o| t < o) {
+                older = Some(t);
+            }
+        }
+        if !blocked {
+            self.holders.push(Holder { txn, mode });
+            return Decision::Granted { upgrade: false };
+        }
+        if let Some(older) = older {
+            return Decision::Die { older };
+        }
+        if !may_wait {
+            return Decision::WouldWait;
+        }
+        let slot = WaitSlot::new();
+        self.queue.push_back(Request { txn, mode, upgrade: false, slot: Arc::clone(&slot) });
+        Decision::Queued { slot, upgrade: false }
+    }
+
+    /// Grants waiting requests from the front while the front is compatible with the holders
+    /// (K4). Grants always form a prefix of the queue: a request behind a blocked one
+    /// conflicts with it or with the holders (K5).
+    fn grant_waiters(&mut self) {
+        while let Some(front) = self.queue.front() {
+            let grantable = match front.mode {
+                LockMode::Shared => self.holders.iter().all(|h| h.mode == LockMode::Shared),
+                LockMode::Exclusive => self.holders.iter().all(|h| h.txn == front.txn),
+            };
+            if !grantable {
+                break;
+            }
+            let Some(req) = self.queue.pop_front() else { break };
+            match self.holders.iter_mut().find(|h| h.txn == req.txn) {
+                Some(h) if req.upgrade => h.mode = req.mode,
+                _ => self.holders.push(Holder { txn: req.txn, mode: req.mode }),
+            }
+            req.slot.grant();
+        }
+    }
+
+    /// Drops `txn`'s hold and grants what that unblocks (K8). Returns whether it held the lock.
+    fn release(&mut self, txn: TxnId) -> bool {
+        let Some(i) = self.holders.iter().position(|h| h.txn == txn) else { return false };
+        self.holders.swap_remove(i);
+        self.grant_waiters();
+        true
+    }
+
+    /// Withdraws `txn`'s waiting request (timeout, K9) and grants what that unblocks. An
+    /// upgrader keeps its shared hold.
+    fn cancel(&mut self, txn: TxnId) {
+        self.queue.retain(|r| r.txn != txn);
+        self.grant_waiters();
+    }
+
+    /// Checks the per-lock rules K2, K3, K5 and the wait-die edge invariant of K6; says which
+    /// one fails.
+    fn check(&self) -> Result<(), String> {
+        let name = format!("lock (tree {}, key {:?})", self.tree, self.key);
+        if self.is_unused() {
+            return Err(format!("K13: {name} has no holders and no waiters but is still in the table"));
+        }
+        for (i, a) in self.holders.iter().enumerate() {
+            for b in &self.holders[i + 1..] {
+                if a.txn == b.txn {
+                    return Err(format!("K2: {name}: {} holds it twice", a.txn));
+                }
+                if !a.mode.compatible(b.mode) {
+                    return Err(format!(
+                        "K2: {name}: {} ({}) and {} ({}) hold incompatible modes",
+                        a.txn, a.mode, b.txn, b.mode
+                    ));
+                }
+            }
+        }
+        for (i, r) in self.queue.iter().enumerate() {
+            let held = self.holders.iter().find(|h| h.txn == r.txn);
+            match (r.upgrade, held) {
+                (true, Some(h)) if h.mode == LockMode::Shared && r.mode == LockMode::Exclusive && i == 0 => {}
+                (true, _) => {
+                    return Err(format!(
+                        "K3: {name}: the upgrade of {} is not at the front or its holder is not shared",
+                        r.txn
+                    ))
+                }
+                (false, Some(_)) => {
+                    return Err(format!("K3: {name}: holder {} also waits with a fresh request", r.txn))
+                }
+                (false, None) => {}
+            }
+            if self.queue.iter().take(i).any(|a| a.txn == r.txn) {
+                return Err(format!("K4: {name}: {} waits twice", r.txn));
+            }
+            // Everything `r` waits for: conflicting holders other than itself and conflicting
+            // requests ahead of it.
+            let waits_for: Vec<TxnId> = self
+                .holders
+                .iter()
+                .filter(|h| h.txn != r.txn && !h.mode.compatible(r.mode))
+                .map(|h| h.txn)
+                .chain(self.queue.iter().take(i).filter(|a| !a.mode.compatible(r.mode)).map(|a| a.txn))
+                .collect();
+            if waits_for.is_empty() {
+                return Err(format!(
+                    "K5: {name}: {} waits for {} although it conflicts with no holder and no \
+                     request ahead of it",
+                    r.txn, r.mode
+                ));
+            }
+            if let Some(older) = waits_for.iter().find(|&&t| t < r.txn) {
+                return Err(format!("K6: {name}: {} waits for the older {older}", r.txn));
+            }
+            if r.slot.is_granted() {
+                return Err(format!("K10: {name}: {} is granted but still queued", r.txn));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LockManager {
+    /// A lock manager with `shards` lock-table shards (rounded up to a power of two, at least
+    /// 1, at most [`MAX_SHARDS`]) and the [`DEFAULT_WAIT_TIMEOUT`]. Creating one allocates the
+    /// shards only; an engine running without locking keeps no manager at all.
+    #[must_use]
+    pub fn new(shards: usize) -> LockManager {
+        LockManager::with_hash(shards, fx_name_hash)
+    }
+
+    fn with_hash(shards: usize, hash: NameHash) -> LockManager {
+        let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
+        LockManager {
+            shards: (0..n).map(|_| Shard { table: Mutex::new(Table::default()) }).collect(),
+            txns: (0..n).map(|_| TxnShard { held: Mutex::new(FxHashMap::default()) }).collect(),
+            mask: n - 1,
+            wait_timeout: DEFAULT_WAIT_TIMEOUT,
+            hash,
+        }
+    }
+
+    /// Sets how long [`LockManager::lock`] waits before failing with [`LockError::Timeout`]
+    /// (K9). `Duration::ZERO` makes every wait time out at once; `Duration::MAX` waits forever.
+    #[must_use]
+    pub fn with_wait_timeout(mut self, timeout: Duration) -> LockManager {
+        self.wait_timeout = timeout;
+        self
+    }
+
+    /// The wait timeout of [`LockManager::lock`].
+    #[must_use]
+    pub fn wait_timeout(&self) -> Duration {
+        self.wait_timeout
+    }
+
+    /// The number of lock-table shards.
+    #[must_use]
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Acquires `(tree, key)` in `mode` for `txn`, waiting up to the manager's wait timeout.
+    /// Returns at once if `txn` already holds a covering mode (K3); an S holder asking for X
+    /// upgrades. The lock stays held until [`LockManager::release_all`]`(txn)`.
+    ///
+    /// Never call it while holding a frame latch (K11): use [`LockManager::try_lock`] there.
+    ///
+    /// # Errors
+    /// [`LockError::Conflict`] if `txn` would wait for an older transaction (wait-die, K6);
+    /// [`LockError::Timeout`] if the wait timed out (K9); [`LockError::SystemTransaction`] for
+    /// `TxnId(0)` (K12). In every case the transaction keeps the locks it had: abort it.
+    pub fn lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<(), LockError> {
+        self.acquire(txn, tree, key, mode, Some(self.wait_timeout)).map(|_| ())
+    }
+
+    /// As [`LockManager::lock`], with this call's own wait timeout.
+    ///
+    /// # Errors
+    /// As [`LockManager::lock`].
+    pub fn lock_timeout(
+        &self,
+        txn: TxnId,
+        tree: u32,
+        key: &[u8],
+        mode: LockMode,
+        timeout: Duration,
+    ) -> Result<(), LockError> {
+        self.acquire(txn, tree, key, mode, Some(timeout)).map(|_| ())
+    }
+
+    /// Acquires the lock only if that needs no wait: `Ok(true)` if granted (or already held),
+    /// `Ok(false)` if `txn` would have to wait (nothing is queued; release your latches, then
+    /// call [`LockManager::lock`], K11).
+    ///
+    /// # Errors
+    /// [`LockError::Conflict`] if `txn` would wait for an older transaction (wait-die, K6);
+    /// [`LockError::SystemTransaction`] for `TxnId(0)`.
+    pub fn try_lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<bool, LockError> {
+        self.acquire(txn, tree, key, mode, None)
+    }
+
+    /// Releases every lock `txn` holds (K8) and grants what that unblocks; returns how many it
+    /// released. Costs O(locks held); O(1) for a transaction that holds none. Call it once the
+    /// transaction has committed or rolled back, never while a lock call of the same
+    /// transaction is in progress.
+    pub fn release_all(&self, txn: TxnId) -> usize {
+        let held = self.txns[self.txn_shard(txn)].held.lock().remove(&txn);
+        let Some(held) = held else { return 0 };
+        for h in &held {
+            let mut table = self.shards[self.shard_of(h.hash)].table.lock();
+            if let Some(head) = table.head_mut(h.hash, h.head) {
+                head.release(txn);
+            }
+            table.remove_if_unused(h.hash, h.head);
+        }
+        held.len()
+    }
+
+    /// How many locks `txn` holds.
+    #[must_use]
+    pub fn locks_held(&self, txn: TxnId) -> usize {
+        self.txns[self.txn_shard(txn)].held.lock().get(&txn).map_or(0, Vec::len)
+    }
+
+    /// How many locks are in use (held or waited for) right now (K13).
+    #[must_use]
+    pub fn lock_count(&self) -> usize {
+        self.shards.iter().map(|s| s.table.lock().heads.values().map(Vec::len).sum::<usize>()).sum()
+    }
+
+    /// The counters, summed over the shards.
+    #[must_use]
+    pub fn stats(&self) -> LockStats {
+        let mut sum = LockStats::default();
+        for s in self.shards.iter() {
+            sum.add(&s.table.lock().stats);
+        }
+        sum
+    }
+
+    /// Checks the rules of `LOCKS.md` that can be checked on a snapshot of one shard at a
+    /// time (K1, K2, K3, K5, K6, K13) and that the transaction table lists exactly the
+    /// granted holds (K8). Meant for tests and debugging; takes every mutex in turn.
+    ///
+    /// # Errors
+    /// The first rule found broken, as text naming the rule.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut holds: FxHashMap<TxnId, Vec<(u64, u64)>> = FxHashMap::default();
+        for (s, shard) in self.shards.iter().enumerate() {
+            let table = shard.table.lock();
+            for (&hash, bucket) in &table.heads {
+                for (i, head) in bucket.iter().enumerate() {
+                    if (self.hash)(head.tree, &head.key) != hash || self.shard_of(hash) != s {
+                        return Err(format!("K1: lock (tree {}) is filed under another hash", head.tree));
+                    }
+                    if bucket[..i].iter().any(|o| o.tree == head.tree && o.key == head.key) {
+                        return Err(format!("K1: lock (tree {}) has two heads", head.tree));
+                    }
+                    head.check()?;
+                    for h in &head.holders {
+                        holds.entry(h.txn).or_default().push((hash, head.id));
+                    }
+                }
+            }
+        }
+        for shard in self.txns.iter() {
+            for (txn, list) in shard.held.lock().iter() {
+                let mut listed: Vec<(u64, u64)> = list.iter().map(|h| (h.hash, h.head)).collect();
+                let mut granted = holds.remove(txn).unwrap_or_default();
+                listed.sort_unstable();
+                granted.sort_unstable();
+                if listed != granted {
+                    return Err(format!(
+                        "K8: {txn} is listed with {} locks but holds {}",
+                        listed.len(),
+                        granted.len()
+                    ));
+                }
+            }
+        }
+        if let Some((txn, granted)) = holds.into_iter().next() {
+            return Err(format!("K8: {txn} holds {} locks that its list does not name", granted.len()));
+        }
+        Ok(())
+    }
+
+    fn shard_of(&self, hash: u64) -> usize {
+        // The high bits: the table's own hash map uses the low ones.
+        (hash >> 40) as usize & self.mask
+    }
+
+    fn txn_shard(&self, txn: TxnId) -> usize {
+        txn.0 as usize & self.mask
+    }
+
+    fn record(&self, txn: TxnId, lock: HeldLock) {
+        self.txns[self.txn_shard(txn)].held.lock().entry(txn).or_default().push(lock);
+    }
+
+    /// The one request path: `wait` is the timeout, or `None` for `try_lock`. Returns whether
+    /// the lock is held.
+    fn acquire(
+        &self,
+        txn: TxnId,
+        tree: u32,
+        key: &[u8],
+        mode: LockMode,
+        wait: Option<Duration>,
+    ) -> Result<bool, LockError> {
+        if txn == TxnId(0) {
+            return Err(LockError::SystemTransaction);
+        }
+        let hash = (self.hash)(tree, key);
+        let mut table = self.shards[self.shard_of(hash)].table.lock();
+        let Table { heads, next_id, stats } = &mut *table;
+        stats.requests += 1;
+        let bucket = heads.entry(hash).or_default();
+        let i = match bucket.iter().position(|h| h.tree == tree && *h.key == *key) {
+            Some(i) => i,
+            None => {
+                bucket.push(LockHead::new(*next_id, tree, key));
+                *next_id += 1;
+                bucket.len() - 1
+            }
+        };
+        let head = &mut bucket[i];
+        let id = head.id;
+        let held = HeldLock { hash, head: id };
+        let (slot, upgrade) = match head.request(txn, mode, wait.is_some()) {
+            Decision::AlreadyHeld | Decision::Granted { upgrade: true } => return Ok(true),
+            Decision::Granted { upgrade: false } => {
+                drop(table);
+                self.record(txn, held);
+                return Ok(true);
+            }
+            // A refused request has a blocker, so the head stays in use.
+            Decision::WouldWait => return Ok(false),
+            Decision::Die { older } => {
+                stats.conflicts += 1;
+                return Err(LockError::Conflict { txn, holder: older, tree, key: key.into(), mode });
+            }
+            Decision::Queued { slot, upgrade } => {
+                stats.waits += 1;
+                (slot, upgrade)
+            }
+        };
+        let timeout = wait.unwrap_or(Duration::ZERO);
+        let deadline = Instant::now().checked_add(timeout);
+        while !slot.is_granted() {
+            let timed_out = match deadline {
+                Some(d) => slot.cv.wait_until(&mut table, d).timed_out(),
+                None => {
+                    slot.cv.wait(&mut table);
+                    false
+                }
+            };
+            if timed_out && !slot.is_granted() {
+                if let Some(head) = table.head_mut(hash, id) {
+                    head.cancel(txn);
+                }
+                table.remove_if_unused(hash, id);
+                table.stats.timeouts += 1;
+                return Err(LockError::Timeout { txn, tree, key: key.into(), mode, waited: timeout });
+            }
+        }
+        drop(table);
+        if !upgrade {
+            self.record(txn, held);
+        }
+        Ok(true)
+    }
+}
+
+impl fmt::Debug for LockManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockManager")
+            .field("shards", &self.shards.len())
+            .field("wait_timeout", &self.wait_timeout)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::rngs::SmallRng;
+    use rand::seq::SliceRandom;
+    use rand::{Rng, SeedableRng};
+    use std::sync::atomic::{AtomicI64, AtomicU64};
+    use std::thread;
+
+    const S: LockMode = LockMode::Shared;
+    const X: LockMode = LockMode::Exclusive;
+    /// Hang guard for waits that must end: generous, never asserted on.
+    const HANG_GUARD: Duration = Duration::from_secs(60);
+
+    fn t(n: u64) -> TxnId {
+        TxnId(n)
+    }
+
+    fn manager() -> LockManager {
+        LockManager::new(4).with_wait_timeout(HANG_GUARD)
+    }
+
+    fn check(lm: &LockManager) {
+        if let Err(e) = lm.check_invariants() {
+            panic!("{e}");
+        }
+    }
+
+    /// Waits (yielding, not spinning hot) until `n` requests have queued in total; bounded by
+    /// the hang guard.
+    fn wait_for_waits(lm: &LockManager, n: u64) {
+        let start = Instant::now();
+        while lm.stats().waits < n {
+            assert!(start.elapsed() < HANG_GUARD, "no request queued within the hang guard");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The holders of `(tree, key)`, sorted by transaction.
+    fn holders_of(lm: &LockManager, tree: u32, key: &[u8]) -> Vec<(TxnId, LockMode)> {
+        let hash = (lm.hash)(tree, key);
+        let table = lm.shards[lm.shard_of(hash)].table.lock();
+        let head = table.heads.get(&hash).and_then(|b| b.iter().find(|h| h.tree == tree && *h.key == *key));
+        let mut v: Vec<_> = head.map_or(Vec::new(), |h| h.holders.iter().map(|h| (h.txn, h.mode)).collect());
+        v.sort_unstable_by_key(|h| h.0);
+        v
+    }
+
+    /// The waiting requests of `(tree, key)`, in queue order.
+    fn waiters_of(lm: &LockManager, tree: u32, key: &[u8]) -> Vec<(TxnId, LockMode)> {
+        let hash = (lm.hash)(tree, key);
+        let table = lm.shards[lm.shard_of(hash)].table.lock();
+        let head = table.heads.get(&hash).and_then(|b| b.iter().find(|h| h.tree == tree && *h.key == *key));
+        head.map_or(Vec::new(), |h| h.queue.iter().map(|r| (r.txn, r.mode)).collect())
+    }
+
+    fn conflict_parties(e: &LockError) -> (TxnId, TxnId) {
+        match e {
+            LockError::Conflict { txn, holder, .. } => (*txn, *holder),
+            other => panic!("expected a wait-die conflict, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn k2_compatibility_matrix() {
+        // (held, requested, granted without waiting)
+        for (held, req, ok) in [(S, S, true), (S, X, false), (X, S, false), (X, X, false)] {
+            let lm = manager();
+            lm.lock(t(2), 1, b"k", held).unwrap();
+            // The older requester would wait (try_lock refuses); the younger one dies.
+            assert_eq!(lm.try_lock(t(1), 1, b"k", req).unwrap(), ok, "{held} then {req}");
+            if !ok {
+                let e = lm.try_lock(t(3), 1, b"k", req).unwrap_err();
+                assert_eq!(conflict_parties(&e), (t(3), t(2)));
+            }
+            check(&lm);
+        }
+    }
+
+    #[test]
+    fn k1_same_tree_other_key_and_same_key_other_tree_do_not_conflict() {
+        let lm = manager();
+        lm.lock(t(1), 1, b"k", X).unwrap();
+        assert!(lm.try_lock(t(2), 1, b"j", X).unwrap());
+        assert!(lm.try_lock(t(2), 2, b"k", X).unwrap());
+        assert!(lm.try_lock(t(2), 1, b"", X).unwrap());
+        assert_eq!(lm.lock_count(), 4);
+        check(&lm);
+    }
+
+    #[test]
+    fn k1_hash_collisions_cause_no_false_conflicts() {
+        let lm = LockManager::with_hash(4, |_, _| 42).with_wait_timeout(HANG_GUARD);
+        lm.lock(t(1), 1, b"alice", X).unwrap();
+        lm.lock(t(2), 1, b"bob", X).unwrap();
+        lm.lock(t(3), 2, b"alice", X).unwrap();
+        check(&lm);
+        assert!(!lm.try_lock(t(1), 1, b"bob", S).unwrap(), "same name still conflicts");
+        let e = lm.try_lock(t(4), 1, b"alice", S).unwrap_err();
+        assert_eq!(conflict_parties(&e), (t(4), t(1)));
+        assert_eq!(lm.release_all(t(2)), 1);
+        assert!(lm.try_lock(t(4), 1, b"bob", S).unwrap(), "the right head was released");
+        assert_eq!(holders_of(&lm, 1, b"alice"), vec![(t(1), X)]);
+        assert_eq!(holders_of(&lm, 1, b"bob"), vec![(t(4), S)]);
+        check(&lm);
+        for n in 1..=4 {
+            lm.release_all(t(n));
+        }
+        assert_eq!(lm.lock_count(), 0);
+    }
+
+    #[test]
+    fn k3_re_requests_are_no_ops() {
+        let lm = manager();
+        lm.lock(t(1), 1, b"k", S).unwrap();
+        lm.lock(t(1), 1, b"k", S).unwrap();
+        lm.lock(t(1), 1, b"k", X).unwrap(); // upgrade, sole holder
+        lm.lock(t(1), 1, b"k", S).unwrap(); // X covers S
+        lm.lock(t(1), 1, b"k", X).unwrap();
+        assert_eq!(lm.locks_held(t(1)), 1);
+        assert_eq!(lm.stats(), LockStats { requests: 5, waits: 0, conflicts: 0, timeouts: 0 });
+        check(&lm);
+        assert_eq!(lm.release_all(t(1)), 1);
+        assert_eq!(lm.lock_count(), 0);
+        assert_eq!(lm.release_all(t(1)), 0);
+    }
+
+    #[test]
+    fn k3_upgrade_of_the_sole_holder_is_immediate_and_exclusive() {
+        let lm = manager();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"k", X).unwrap();
+        // Now exclusive: even a shared request of an older transaction must wait.
+        assert!(!lm.try_lock(t(1), 1, b"k", S).unwrap());
+        check(&lm);
+    }
+
+    #[test]
+    fn k8_release_all_wakes_the_waiter() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", X).unwrap();
+        lm.lock(t(5), 1, b"other", S).unwrap();
+        thread::scope(|s| {
+            let waiter = s.spawn(|| lm.lock(t(3), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            check(&lm);
+            assert_eq!(lm.release_all(t(5)), 2);
+            waiter.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.locks_held(t(3)), 1);
+        assert!(!lm.try_lock(t(1), 1, b"k", S).unwrap(), "t3 now holds X");
+        check(&lm);
+    }
+
+    #[test]
+    fn k4_shared_waiters_behind_an_exclusive_holder_are_granted_together() {
+        let lm = manager();
+        lm.lock(t(9), 1, b"k", X).unwrap();
+        thread::scope(|s| {
+            let a = s.spawn(|| lm.lock(t(1), 1, b"k", S));
+            wait_for_waits(&lm, 1);
+            let b = s.spawn(|| lm.lock(t(2), 1, b"k", S));
+            wait_for_waits(&lm, 2);
+            check(&lm);
+            assert_eq!(waiters_of(&lm, 1, b"k"), vec![(t(1), S), (t(2), S)]);
+            lm.release_all(t(9));
+            a.join().unwrap().unwrap();
+            b.join().unwrap().unwrap();
+        });
+        assert_eq!((lm.locks_held(t(1)), lm.locks_held(t(2))), (1, 1));
+        check(&lm);
+    }
+
+    #[test]
+    fn k4_a_waiting_exclusive_is_not_overtaken_by_a_later_shared() {
+        let lm = manager();
+        lm.lock(t(9), 1, b"k", S).unwrap();
+        thread::scope(|s| {
+            let writer = s.spawn(|| lm.lock(t(2), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            // Compatible with the holder, but an X waits ahead: the older reader would queue...
+            assert!(!lm.try_lock(t(1), 1, b"k", S).unwrap());
+            assert_eq!(waiters_of(&lm, 1, b"k"), vec![(t(2), X)], "try_lock queues nothing");
+            // ...and a reader younger than the waiting writer dies.
+            let e = lm.try_lock(t(3), 1, b"k", S).unwrap_err();
+            assert_eq!(conflict_parties(&e), (t(3), t(2)));
+            lm.release_all(t(9));
+            writer.join().unwrap().unwrap();
+        });
+        check(&lm);
+    }
+
+    #[test]
+    fn k6_older_waits_for_younger_and_younger_dies_at_once() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", X).unwrap();
+        let e = lm.lock(t(6), 1, b"k", S).unwrap_err();
+        assert_eq!(conflict_parties(&e), (t(6), t(5)));
+        assert_eq!(lm.stats().conflicts, 1);
+        assert_eq!(lm.locks_held(t(6)), 0);
+        thread::scope(|s| {
+            let older = s.spawn(|| lm.lock(t(4), 1, b"k", S));
+            wait_for_waits(&lm, 1);
+            lm.release_all(t(5));
+            older.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.stats().waits, 1);
+        check(&lm);
+    }
+
+    #[test]
+    fn k6_conflict_names_the_oldest_blocker() {
+        let lm = manager();
+        lm.lock(t(4), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        lm.lock(t(3), 1, b"k", S).unwrap();
+        let e = lm.lock(t(7), 1, b"k", X).unwrap_err();
+        assert_eq!(conflict_parties(&e), (t(7), t(2)));
+        assert!(e.to_string().contains("abort and retry the transaction"), "{e}");
+    }
+
+    #[test]
+    fn k6_two_upgraders_the_older_waits_and_the_younger_dies() {
+        let lm = manager();
+        lm.lock(t(1), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        thread::scope(|s| {
+            let older = s.spawn(|| lm.lock(t(1), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            check(&lm);
+            let e = lm.lock(t(2), 1, b"k", X).unwrap_err();
+            assert_eq!(conflict_parties(&e), (t(2), t(1)));
+            assert_eq!(lm.locks_held(t(2)), 1, "the dead upgrader keeps its S until release_all");
+            lm.release_all(t(2));
+            older.join().unwrap().unwrap();
+        });
+        assert_eq!(holders_of(&lm, 1, b"k"), vec![(t(1), X)]);
+        check(&lm);
+    }
+
+    #[test]
+    fn k6_two_upgraders_the_younger_first_dies_and_the_older_then_gets_x() {
+        let lm = manager();
+        lm.lock(t(1), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        let e = lm.lock(t(2), 1, b"k", X).unwrap_err();
+        assert_eq!(conflict_parties(&e), (t(2), t(1)));
+        thread::scope(|s| {
+            let older = s.spawn(|| lm.lock(t(1), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            lm.release_all(t(2));
+            older.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.try_lock(t(3), 1, b"k", S).map_err(|e| conflict_parties(&e)), Err((t(3), t(1))));
+        check(&lm);
+    }
+
+    #[test]
+    fn k3_an_upgrade_goes_ahead_of_waiting_requests() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", S).unwrap();
+        lm.lock(t(6), 1, b"k", S).unwrap();
+        thread::scope(|s| {
+            let writer = s.spawn(|| lm.lock(t(2), 1, b"k", X));
+            wait_for_waits(&lm, 1);
+            let upgrader = s.spawn(|| lm.lock(t(5), 1, b"k", X));
+            wait_for_waits(&lm, 2);
+            check(&lm);
+            assert_eq!(waiters_of(&lm, 1, b"k"), vec![(t(5), X), (t(2), X)]);
+            // t6 leaves: the upgrade (front) is granted, the older writer still waits.
+            lm.release_all(t(6));
+            upgrader.join().unwrap().unwrap();
+            assert_eq!(holders_of(&lm, 1, b"k"), vec![(t(5), X)]);
+            assert_eq!(waiters_of(&lm, 1, b"k"), vec![(t(2), X)]);
+            check(&lm);
+            lm.release_all(t(5));
+            writer.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.locks_held(t(2)), 1);
+        check(&lm);
+    }
+
+    #[test]
+    fn k9_timeout_withdraws_the_request_and_keeps_other_locks() {
+        let lm = manager();
+        lm.lock(t(5), 1, b"k", S).unwrap();
+        lm.lock(t(2), 1, b"mine", X).unwrap();
+        lm.lock(t(2), 1, b"k", S).unwrap();
+        // The upgrade waits for t5, which never ends.
+        let e = lm.lock_timeout(t(2), 1, b"k", X, Duration::from_millis(5)).unwrap_err();
+        assert!(matches!(e, LockError::Timeout { txn, mode: X, .. } if txn == t(2)), "{e:?}");
+        assert_eq!(lm.stats().timeouts, 1);
+        assert_eq!(lm.locks_held(t(2)), 2, "the S hold and the other lock stay");
+        check(&lm);
+        // Zero timeout: never waits.
+        let lm0 = LockManager::new(1).with_wait_timeout(Duration::ZERO);
+        lm0.lock(t(5), 1, b"k", X).unwrap();
+        assert!(matches!(lm0.lock(t(1), 1, b"k", X), Err(LockError::Timeout { .. })));
+        check(&lm0);
+        lm0.release_all(t(5));
+        assert_eq!(lm0.lock_count(), 0);
+    }
+
+    /// On the head itself (no threads, so the order of timeout and queueing is fixed): the
+    /// writer's withdrawal lets the reader behind it join the shared holder.
+    #[test]
+    fn k9_a_withdrawn_waiter_unblocks_those_behind_it() {
+        let mut head = LockHead::new(0, 1, b"k");
+        assert!(matches!(head.request(t(5), S, true), Decision::Granted { upgrade: false }));
+        let Decision::Queued { slot: writer, .. } = head.request(t(2), X, true) else {
+            panic!("the older writer must queue behind the shared holder");
+        };
+        let Decision::Queued { slot: reader, .. } = head.request(t(1), S, true) else {
+            panic!("the reader must queue behind the waiting writer (K4)");
+        };
+        head.check().unwrap();
+        head.cancel(t(2));
+        assert!(reader.is_granted() && !writer.is_granted());
+        let holders: Vec<_> = head.holders.iter().map(|h| (h.txn, h.mode)).collect();
+        assert_eq!(holders, vec![(t(5), S), (t(1), S)]);
+        assert!(head.queue.is_empty());
+        head.check().unwrap();
+    }
+
+    #[test]
+    fn k12_transaction_zero_takes_no_locks() {
+        let lm = manager();
+        assert_eq!(lm.lock(TxnId(0), 1, b"k", S), Err(LockError::SystemTransaction));
+        assert_eq!(lm.try_lock(TxnId(0), 1, b"k", X), Err(LockError::SystemTransaction));
+        assert_eq!((lm.lock_count(), lm.stats().requests), (0, 0));
+    }
+
+    // ---- Randomized schedules of one lock head (the state machine, without threads) ----
+
+    #[derive(Clone, Debug)]
+    enum HeadOp {
+        Request { txn: u64, mode: LockMode, wait: bool },
+        Release { txn: u64 },
+        Timeout { txn: u64 },
+    }
+
+    fn mode_strategy() -> impl Strategy<Value = LockMode> {
+        prop_oneof![Just(S), Just(X)]
+    }
+
+    fn head_op() -> impl Strategy<Value = HeadOp> {
+        prop_oneof![
+            5 => (1..=6u64, mode_strategy(), prop::bool::weighted(0.8))
+                .prop_map(|(txn, mode, wait)| HeadOp::Request { txn, mode, wait }),
+            3 => (1..=6u64).prop_map(|txn| HeadOp::Release { txn }),
+            1 => (1..=6u64).prop_map(|txn| HeadOp::Timeout { txn }),
+        ]
+    }
+
+    /// Parked requests of the model: transaction -> (mode asked for, its slot).
+    type Parked = FxHashMap<TxnId, (LockMode, Arc<WaitSlot>)>;
+
+    /// Moves granted requests out of `parked` (checking the grant is real: the transaction now
+    /// holds a covering mode) and checks that the rest are exactly the queue, then the head's
+    /// invariants.
+    fn settle(head: &LockHead, parked: &mut Parked) -> Result<(), TestCaseError> {
+        let mut granted = Vec::new();
+        for (&txn, (mode, slot)) in parked.iter() {
+            if slot.is_granted() {
+                let h = head.holders.iter().find(|h| h.txn == txn);
+                prop_assert!(h.is_some_and(|h| h.mode.covers(*mode)), "K10: {txn} woken without its lock");
+                granted.push(txn);
+            }
+        }
+        for txn in granted {
+            parked.remove(&txn);
+        }
+        let mut queued: Vec<TxnId> = head.queue.iter().map(|r| r.txn).collect();
+        let mut expected: Vec<TxnId> = parked.keys().copied().collect();
+        queued.sort_unstable();
+        expected.sort_unstable();
+        prop_assert_eq!(queued, expected, "queued requests != parked transactions");
+        if !head.is_unused() {
+            head.check().map_err(TestCaseError::fail)?;
+        }
+        Ok(())
+    }
+
+    /// Whom a request of `txn` for `mode` would wait for, by K3/K4, computed from scratch.
+    fn blockers(head: &LockHead, txn: TxnId, mode: LockMode) -> Vec<TxnId> {
+        if head.holders.iter().any(|h| h.txn == txn) {
+            head.holders.iter().filter(|h| h.txn != txn).map(|h| h.txn).collect()
+        } else {
+            head.holders
+                .iter()
+                .filter(|h| !h.mode.compatible(mode))
+                .map(|h| h.txn)
+                .chain(head.queue.iter().filter(|r| !r.mode.compatible(mode)).map(|r| r.txn))
+                .collect()
+        }
+    }
+
+    fn run_head_schedule(ops: &[HeadOp]) -> Result<(), TestCaseError> {
+        let mut head = LockHead::new(0, 1, b"k");
+        let mut parked = Parked::default();
+        for op in ops {
+            match *op {
+                HeadOp::Request { txn, mode, wait } => {
+                    let txn = t(txn);
+                    if parked.contains_key(&txn) {
+                        continue; // its thread is parked: it cannot ask for anything
+                    }
+                    let own = head.holders.iter().find(|h| h.txn == txn).map(|h| h.mode);
+                    let blockers = blockers(&head, txn, mode);
+                    let oldest_older = blockers.iter().copied().filter(|&b| b < txn).min();
+                    let (holders, queue) = (head.holders.len(), head.queue.len());
+                    match head.request(txn, mode, wait) {
+                        Decision::AlreadyHeld => prop_assert!(own.is_some_and(|m| m.covers(mode))),
+                        Decision::Granted { upgrade } => {
+                            prop_assert!(blockers.is_empty(), "granted over {blockers:?}");
+                            prop_assert_eq!(upgrade, own.is_some());
+                            let now = head.holders.iter().find(|h| h.txn == txn);
+                            prop_assert!(now.is_some_and(|h| h.mode == mode));
+                        }
+                        Decision::Die { older } => {
+                            prop_assert_eq!(Some(older), oldest_older, "K6: wrong or no older blocker");
+                            prop_assert_eq!((holders, queue), (head.holders.len(), head.queue.len()));
+                        }
+                        Decision::WouldWait => {
+                            prop_assert!(!wait && !blockers.is_empty() && oldest_older.is_none());
+                            prop_assert_eq!((holders, queue), (head.holders.len(), head.queue.len()));
+                        }
+                        Decision::Queued { slot, upgrade } => {
+                            prop_assert!(wait && !blockers.is_empty() && oldest_older.is_none());
+                            prop_assert_eq!(upgrade, own.is_some());
+                            parked.insert(txn, (mode, slot));
+                        }
+                    }
+                }
+                HeadOp::Release { txn } => {
+                    let txn = t(txn);
+                    if parked.contains_key(&txn) {
+                        continue;
+                    }
+                    let held = head.holders.iter().any(|h| h.txn == txn);
+                    prop_assert_eq!(head.release(txn), held);
+                }
+                HeadOp::Timeout { txn } => {
+                    if parked.remove(&t(txn)).is_some() {
+                        let held = head.holders.iter().find(|h| h.txn == t(txn)).map(|h| h.mode);
+                        head.cancel(t(txn));
+                        let after = head.holders.iter().find(|h| h.txn == t(txn)).map(|h| h.mode);
+                        prop_assert_eq!(held, after, "K9: a timeout changes no hold");
+                    }
+                }
+            }
+            settle(&head, &mut parked)?;
+        }
+        // Liveness: once the transactions that are not parked end, every parked one gets its
+        // lock and the head empties.
+        for _ in 0..64 {
+            if head.is_unused() {
+                break;
+            }
+            let Some(next) = head.holders.iter().map(|h| h.txn).find(|txn| !parked.contains_key(txn)) else {
+                return Err(TestCaseError::fail("stuck: every holder is parked"));
+            };
+            head.release(next);
+            settle(&head, &mut parked)?;
+        }
+        prop_assert!(head.is_unused() && parked.is_empty(), "the head did not drain");
+        Ok(())
+    }
+
+    proptest! {
+        /// K2 (holders compatible, an X holder alone), K3 (one upgrade, at the front), K5 (no
+        /// missed grant), K6 (every waits-for edge goes from older to younger), K9, K10 (every
+        /// woken request holds its lock), and liveness at the end.
+        #[test]
+        fn k5_k6_head_invariants_hold_over_random_schedules(ops in prop::collection::vec(head_op(), 1..120)) {
+            run_head_schedule(&ops)?;
+        }
+    }
+
+    // ---- The manager against a reference model (try_lock only: no waiting, one thread) ----
+
+    #[derive(Clone, Debug)]
+    enum ModelOp {
+        TryLock { txn: u64, tree: u32, key: usize, mode: LockMode },
+        ReleaseAll { txn: u64 },
+    }
+
+    const KEYS: [&[u8]; 4] = [b"", b"a", b"b", b"ab"];
+
+    fn model_op() -> impl Strategy<Value = ModelOp> {
+        prop_oneof![
+            4 => (1..=5u64, 1..=2u32, 0..KEYS.len(), mode_strategy())
+                .prop_map(|(txn, tree, key, mode)| ModelOp::TryLock { txn, tree, key, mode }),
+            1 => (1..=5u64).prop_map(|txn| ModelOp::ReleaseAll { txn }),
+        ]
+    }
+
+    fn run_model(lm: &LockManager, ops: &[ModelOp]) -> Result<(), TestCaseError> {
+        let mut model: std::collections::BTreeMap<(u32, usize), Vec<(TxnId, LockMode)>> = Default::default();
+        for op in ops {
+            match *op {
+                ModelOp::TryLock { txn, tree, key, mode } => {
+                    let txn = t(txn);
+                    let holders = model.entry((tree, key)).or_default();
+                    let own = holders.iter().position(|h| h.0 == txn);
+                    let blockers: Vec<TxnId> = holders
+                        .iter()
+                        .filter(|h| h.0 != txn && (own.is_some() || !h.1.compatible(mode)))
+                        .map(|h| h.0)
+                        .collect();
+                    let expected = if own.is_some_and(|i| holders[i].1.covers(mode)) {
+                        Ok(true)
+                    } else if blockers.is_empty() {
+                        match own {
+                            Some(i) => holders[i].1 = mode,
+                            None => holders.push((txn, mode)),
+                        }
+                        Ok(true)
+                    } else if let Some(older) = blockers.iter().copied().filter(|&b| b < txn).min() {
+                        Err((txn, older))
+                    } else {
+                        Ok(false)
+                    };
+                    let got = lm.try_lock(txn, tree, KEYS[key], mode).map_err(|e| conflict_parties(&e));
+                    prop_assert_eq!(got, expected, "{:?}", op);
+                }
+                ModelOp::ReleaseAll { txn } => {
+                    let mut n = 0;
+                    for holders in model.values_mut() {
+                        let before = holders.len();
+                        holders.retain(|h| h.0 != t(txn));
+                        n += before - holders.len();
+                    }
+                    prop_assert_eq!(lm.release_all(t(txn)), n);
+                }
+            }
+            model.retain(|_, holders| !holders.is_empty());
+            lm.check_invariants().map_err(TestCaseError::fail)?;
+            prop_assert_eq!(lm.lock_count(), model.len(), "K13: unused heads must go");
+            for txn in 1..=5 {
+                let n = model.values().filter(|hs| hs.iter().any(|h| h.0 == t(txn))).count();
+                prop_assert_eq!(lm.locks_held(t(txn)), n);
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Grants, re-requests, upgrades, refusals, deaths (with the oldest blocker named) and
+        /// releases match a model, with the real hash and with every name colliding (K1).
+        #[test]
+        fn k1_k3_k6_manager_matches_model(ops in prop::collection::vec(model_op(), 1..100), collide in any::<bool>()) {
+            let lm = if collide { LockManager::with_hash(2, |_, _| 7) } else { LockManager::new(2) };
+            run_model(&lm, &ops)?;
+        }
+    }
+
+    // ---- Threads: bank transfers and audits (K6, K7, K8 end to end) ----
+
+    /// K threads run transactions over M accounts: transfers lock two random accounts (X, or
+    /// S then upgrade) in random order and move money in two steps; audits lock every account
+    /// S in random order and check the total. A dead transaction releases its locks and
+    /// retries with the same id (so it ages). Checks: no audit sees a partial transfer, no
+    /// writer overlaps another holder of its account, the total is unchanged, nothing times out
+    /// (no deadlock: the hang guard is the timeout), and the table ends empty.
+    #[test]
+    fn k7_transfers_and_audits_keep_the_total_without_deadlock() {
+        const THREADS: u64 = 4;
+        const ACCOUNTS: usize = 6;
+        const TXNS_PER_THREAD: usize = 300;
+        const INITIAL: i64 = 1_000;
+        let lm = manager();
+        let balances: Vec<AtomicI64> = (0..ACCOUNTS).map(|_| AtomicI64::new(INITIAL)).collect();
+        // The transaction writing an account right now (0: none).
+        let writer: Vec<AtomicU64> = (0..ACCOUNTS).map(|_| AtomicU64::new(0)).collect();
+        let next_txn = AtomicU64::new(1);
+        let total = INITIAL * ACCOUNTS as i64;
+        let key = |a: usize| (a as u32).to_be_bytes();
+
+        let attempt = |txn: TxnId, rng: &mut SmallRng| -> Result<(), LockError> {
+            if rng.gen_bool(0.25) {
+                let mut order: Vec<usize> = (0..ACCOUNTS).collect();
+                order.shuffle(rng);
+                let mut sum = 0;
+                for &a in &order {
+                    lm.lock(txn, 1, &key(a), S)?;
+                    assert_eq!(writer[a].load(Ordering::SeqCst), 0, "K2: a writer overlaps a reader");
+                    sum += balances[a].load(Ordering::SeqCst);
+                }
+                assert_eq!(sum, total, "an audit saw a partial transfer");
+                return Ok(());
+            }
+            let from = rng.gen_range(0..ACCOUNTS);
+            let to = (from + rng.gen_range(1..ACCOUNTS)) % ACCOUNTS;
+            if rng.gen_bool(0.5) {
+                lm.lock(txn, 1, &key(from), S)?;
+                lm.lock(txn, 1, &key(to), S)?;
+            }
+            lm.lock(txn, 1, &key(from), X)?;
+            lm.lock(txn, 1, &key(to), X)?;
+            let amount = rng.gen_range(1..=50);
+            for (a, delta) in [(from, -amount), (to, amount)] {
+                assert_eq!(writer[a].swap(txn.0, Ordering::SeqCst), 0, "K2: two writers");
+                let v = balances[a].load(Ordering::SeqCst);
+                thread::yield_now();
+                balances[a].store(v + delta, Ordering::SeqCst);
+                assert_eq!(writer[a].swap(0, Ordering::SeqCst), txn.0, "K2: two writers");
+            }
+            Ok(())
+        };
+
+        let deaths = AtomicU64::new(0);
+        thread::scope(|s| {
+            for seed in 0..THREADS {
+                let (lm, attempt, deaths, next_txn) = (&lm, &attempt, &deaths, &next_txn);
+                s.spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(seed);
+                    for _ in 0..TXNS_PER_THREAD {
+                        let txn = TxnId(next_txn.fetch_add(1, Ordering::SeqCst));
+                        loop {
+                            match attempt(txn, &mut rng) {
+                                Ok(()) => break,
+                                Err(LockError::Conflict { .. }) => {
+                                    deaths.fetch_add(1, Ordering::SeqCst);
+                                    lm.release_all(txn);
+                                    thread::yield_now();
+                                }
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                        lm.release_all(txn);
+                    }
+                });
+            }
+        });
+        let stats = lm.stats();
+        assert_eq!(balances.iter().map(|b| b.load(Ordering::SeqCst)).sum::<i64>(), total);
+        assert_eq!(stats.timeouts, 0);
+        assert_eq!(stats.conflicts, deaths.load(Ordering::SeqCst));
+        assert_eq!(lm.lock_count(), 0, "K13: every head is gone");
+        check(&lm);
+    }
+
+    #[test]
+    fn shard_counts_are_rounded_and_capped() {
+        assert_eq!(LockManager::new(0).shard_count(), 1);
+        assert_eq!(LockManager::new(5).shard_count(), 8);
+        assert_eq!(LockManager::new(usize::MAX).shard_count(), MAX_SHARDS);
+    }
+}
