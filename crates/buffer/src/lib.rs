@@ -27,7 +27,7 @@ pub use pool::{BufferPool, PageOwner, PoolConfig, PoolMode, MIN_FRAMES};
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};
-pub use swizzledb_sync::{FrameId, Lsn, PageId};
+pub use swizzledb_sync::{fault, FrameId, Lsn, OsFs, PageId, Vfs};
 pub use trace::{
     export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,
     TraceWriter, TRACE_MAGIC,

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize}
 use std::sync::Arc;
 use std::time::Instant;
 use swizzledb_replacement::{Evictor, FrameHook, HookTable, Policy, PolicySpec, Rejection, Verdict};
-use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
+use swizzledb_sync::{FrameId, Latch, LatchMode, OsFs, PageId, Vfs};
 
 /// How child references are followed (chosen at open; all other code is shared).
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Hash)]
@@ -78,6 +78,9 @@ impl std::str::FromStr for PoolMode {
 /// Buffer-pool settings.
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
+    /// The file system the database file lives on (default: the operating system's, [`OsFs`]);
+    /// tests pass a `FaultFs` to crash it or fail chosen calls.
+    pub vfs: Arc<dyn Vfs>,
     /// How child references are followed.
     pub mode: PoolMode,
     /// Memory for frames, in bytes (the memory limit in main-memory mode).
@@ -99,6 +102,7 @@ pub struct PoolConfig {
 impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {
+            vfs: Arc::new(OsFs),
             mode: PoolMode::Swizzling,
             pool_bytes: 64 << 20,
             page_size: page::DEFAULT_PAGE_SIZE,
@@ -239,7 +243,7 @@ impl BufferPool {
     /// # Errors
     /// Invalid configuration or I/O errors.
     pub fn create(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
-        let file = PageFile::create(path, config.page_size, config.direct_io)?;
+        let file = PageFile::create(&*config.vfs, path, config.page_size, config.direct_io)?;
         let meta = Meta::new(config.page_size);
         file.write_meta(&meta)?;
         file.sync()?;
@@ -252,7 +256,7 @@ impl BufferPool {
     /// The file is not a SwizzleDB file, has another version or page size, is corrupted, or I/O
     /// fails.
     pub fn open(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
-        let (file, meta) = PageFile::open(path, config.direct_io)?;
+        let (file, meta) = PageFile::open(&*config.vfs, path, config.direct_io)?;
         if meta.page_size != config.page_size {
             return Err(BufferError::PageSizeMismatch {
                 file: path.to_path_buf(),

@@ -121,6 +121,14 @@ impl Builder {
         self
     }
 
+    /// The file system the database file lives on (default: the operating system's). Tests
+    /// pass a `swizzledb_sync::FaultFs` to crash the database or fail chosen I/O calls.
+    #[must_use]
+    pub fn vfs(mut self, vfs: Arc<dyn swizzledb_buffer::Vfs>) -> Self {
+        self.config.vfs = vfs;
+        self
+    }
+
     /// Record a buffer reference trace to `path` (created or truncated): every fix (with hit or
     /// miss, latch mode and parent page), unfix, page read, eviction, allocation and free, with
     /// thread number and timestamp, in the binary format of `docs/trace-format.md` (rule B17 of
