@@ -18,6 +18,7 @@ mod pool;
 mod stats;
 mod swip;
 pub mod trace;
+mod wal;
 
 pub use aligned::AlignedBuf;
 pub use error::{BufferError, Result};
@@ -32,3 +33,4 @@ pub use trace::{
     export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,
     TraceWriter, TRACE_MAGIC,
 };
+pub use wal::LogFlush;
