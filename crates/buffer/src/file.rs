@@ -1,5 +1,5 @@
-//! The page file: positional page I/O on the database file, with checksums, optional direct
-//! I/O, the persisted free-page chain, and a sticky failure flag.
+//! The page file: positional page I/O on the database file through a [`Vfs`], with checksums,
+//! optional direct I/O, the persisted free-page chain, and a sticky failure flag.
 //!
 //! Rules (crate README): every page is sealed just before it is written (F2) and verified right
 //! after it is read (F3); a failed write, sync or resize makes every later call fail with

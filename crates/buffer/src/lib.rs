@@ -5,7 +5,10 @@
 //! (traditional), through swizzled frame references (Graefe et al. 2014), or main-memory style
 //! with everything resident. The rules the code relies on are numbered in `README.md` (B1…) and
 //! cited by every `// SAFETY:` comment. A pool can record a buffer reference trace ([`trace`],
-//! rule B17) for offline analysis.
+//! rule B17) for offline analysis. All file I/O goes through the [`Vfs`] of
+//! [`PoolConfig::vfs`], so tests can crash the file system or fail chosen calls ([`fault`]);
+//! with a [`LogFlush`] in [`PoolConfig::log`] the pool follows the WAL rule and keeps a recovery
+//! LSN per dirty frame (rules B18–B20).
 
 mod aligned;
 mod error;

@@ -318,11 +318,15 @@ impl Default for State {
 
 impl fmt::Debug for FaultFs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.lock();
-        f.debug_struct("FaultFs")
-            .field("files", &st.names.keys().collect::<Vec<_>>())
-            .field("epoch", &st.epoch)
-            .finish_non_exhaustive()
+        // `try_lock`: formatting must not wait for (or deadlock with) a call in progress.
+        match self.state.try_lock() {
+            Ok(st) => f
+                .debug_struct("FaultFs")
+                .field("files", &st.names.keys().collect::<Vec<_>>())
+                .field("epoch", &st.epoch)
+                .finish_non_exhaustive(),
+            Err(_) => f.write_str("FaultFs { <busy> }"),
+        }
     }
 }
 
