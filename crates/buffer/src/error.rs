@@ -1,7 +1,7 @@
 //! Errors of the page file and buffer pool.
 
 use std::path::PathBuf;
-use swizzledb_sync::PageId;
+use swizzledb_sync::{Lsn, PageId};
 
 /// What can go wrong below the B-tree: I/O, corruption, and running out of frames.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +49,24 @@ pub enum BufferError {
         found: usize,
         /// Page size the caller asked for.
         requested: usize,
+    },
+    /// The write-ahead log could not be made durable up to a page's LSN, so the page was not
+    /// written (WAL rule, B18); it stays dirty in memory.
+    #[error(
+        "the write-ahead log could not be made durable up to {lsn} before writing {page:?} of \
+         {file}: {source}; the page stays dirty: fix the log device and flush again, or close and \
+         recover"
+    )]
+    Wal {
+        /// The database file.
+        file: PathBuf,
+        /// The page that was to be written.
+        page: PageId,
+        /// Its page LSN, which the log had to reach.
+        lsn: Lsn,
+        /// What the log reported.
+        #[source]
+        source: std::io::Error,
     },
     /// A page failed its checksum or header check.
     #[error("{file}: {page:?} is corrupted: {reason}")]

@@ -1,5 +1,5 @@
-//! The page file: positional page I/O on the database file, with checksums, optional direct
-//! I/O, the persisted free-page chain, and a sticky failure flag.
+//! The page file: positional page I/O on the database file through a [`Vfs`], with checksums,
+//! optional direct I/O, the persisted free-page chain, and a sticky failure flag.
 //!
 //! Rules (crate README): every page is sealed just before it is written (F2) and verified right
 //! after it is read (F3); a failed write, sync or resize makes every later call fail with
@@ -12,13 +12,12 @@
 //! stored in the meta page. Page 0 is the meta page and can never be free.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use swizzledb_sync::PageId;
+use swizzledb_sync::{OpenMode, PageId, Vfs, VfsFile};
 
 use crate::aligned::AlignedBuf;
 use crate::error::{BufferError, Result};
@@ -29,12 +28,12 @@ use crate::page::{self, PageType, HEADER_SIZE, MIN_PAGE_SIZE};
 /// logical block size.
 pub const DIRECT_ALIGN: usize = 4096;
 
-/// The database file, accessed a page at a time with positional I/O.
+/// The database file, accessed a page at a time with positional I/O through a [`Vfs`].
 ///
 /// All methods take `&self` and may be called from several threads at once (F9).
 #[derive(Debug)]
 pub struct PageFile {
-    file: File,
+    file: Arc<dyn VfsFile>,
     path: PathBuf,
     page_size: usize,
     direct: bool,
@@ -56,15 +55,12 @@ fn io_err(path: &Path, source: io::Error) -> BufferError {
     BufferError::Io { file: path.to_path_buf(), source }
 }
 
-/// Opens `path` for reading and writing, with `O_DIRECT` if `direct`.
-fn open_rw(path: &Path, direct: bool) -> Result<File> {
-    let mut opts = OpenOptions::new();
-    opts.read(true).write(true);
-    if direct {
-        opts.custom_flags(libc::O_DIRECT);
-    }
-    opts.open(path).map_err(|e| {
-        if direct && e.raw_os_error() == Some(libc::EINVAL) {
+/// Opens `path` through `vfs` for reading and writing, with `O_DIRECT` if `direct` (F7: a file
+/// system that refuses it, with `EINVAL` or as unsupported, is a `Config` error).
+fn open_rw(vfs: &dyn Vfs, path: &Path, direct: bool) -> Result<Arc<dyn VfsFile>> {
+    vfs.open(path, OpenMode { create_new: false, direct }).map_err(|e| {
+        // EINVAL has kind InvalidInput; other systems call it Unsupported.
+        if direct && matches!(e.kind(), io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported) {
             direct_unsupported(path)
         } else {
             io_err(path, e)
@@ -72,28 +68,22 @@ fn open_rw(path: &Path, direct: bool) -> Result<File> {
     })
 }
 
-/// Makes the directory entry of a newly created file durable (F6).
-fn sync_parent_dir(path: &Path) -> io::Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    match File::open(parent).and_then(|d| d.sync_all()) {
-        // Some file systems cannot fsync directories; nothing more can be done there.
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
-        other => other,
-    }
+/// The directory holding `path`'s entry (empty for a bare file name: the current directory,
+/// as `Vfs::sync_dir` reads it).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new(""))
 }
 
 impl PageFile {
-    /// Creates a new, empty database file (it holds no pages until written; call
-    /// [`write_meta`](Self::write_meta) and [`sync`](Self::sync) with [`Meta::new`]).
+    /// Creates a new, empty database file through `vfs` (it holds no pages until written; call
+    /// [`write_meta`](Self::write_meta) and [`sync`](Self::sync) with [`Meta::new`]), and syncs
+    /// its directory so that the name survives a crash (F6).
     ///
     /// # Errors
     /// [`BufferError::Config`] for an unsupported page size or a file system that rejects
-    /// direct I/O; [`BufferError::Io`] if the file exists (kind `AlreadyExists`) or cannot be
-    /// created.
-    pub fn create(path: &Path, page_size: usize, direct: bool) -> Result<PageFile> {
+    /// direct I/O; [`BufferError::Io`] if the file exists (kind `AlreadyExists`), cannot be
+    /// created, or its directory cannot be synced.
+    pub fn create(vfs: &dyn Vfs, path: &Path, page_size: usize, direct: bool) -> Result<PageFile> {
         if !page::valid_page_size(page_size) {
             return Err(BufferError::Config(format!(
                 "{}: unsupported page size {page_size}; use a power of two from {} to {} bytes",
@@ -102,31 +92,26 @@ impl PageFile {
                 page::MAX_PAGE_SIZE
             )));
         }
-        let plain = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| io_err(path, e))?;
+        let plain = vfs.open(path, OpenMode::CREATE_NEW).map_err(|e| io_err(path, e))?;
         let file = if direct {
             // Created without O_DIRECT so that a rejection cannot leave a half-made file
             // behind unnoticed: the empty file is removed again (F7).
             drop(plain);
-            match open_rw(path, true) {
+            match open_rw(vfs, path, true) {
                 Ok(f) => f,
                 Err(e) => {
-                    let _ = std::fs::remove_file(path);
+                    let _ = vfs.remove(path);
                     return Err(e);
                 }
             }
         } else {
             plain
         };
-        sync_parent_dir(path).map_err(|e| io_err(path, e))?;
+        vfs.sync_dir(parent_dir(path)).map_err(|e| io_err(path, e))?;
         Ok(PageFile { file, path: path.to_path_buf(), page_size, direct, failed: AtomicBool::new(false) })
     }
 
-    /// Opens an existing database file and returns it with its metadata, `free_pages` filled
+    /// Opens an existing database file through `vfs` and returns it with its metadata, `free_pages` filled
     /// from the persisted free-page chain.
     ///
     /// The page size comes from the file; comparing it with the configured one is the caller's
@@ -138,8 +123,8 @@ impl PageFile {
     /// damaged meta page (page 0), a file length that is not a whole number of pages or is
     /// shorter than the recorded page count, or a bad free-page chain (naming the page);
     /// [`BufferError::Config`] if direct I/O is not supported; [`BufferError::Io`] otherwise.
-    pub fn open(path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
-        PageFile::open_impl(path, direct, true)
+    pub fn open(vfs: &dyn Vfs, path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
+        PageFile::open_impl(vfs, path, direct, true)
     }
 
     /// Like [`PageFile::open`], but without reading the free-page chain (`free_pages` is
@@ -149,13 +134,13 @@ impl PageFile {
     ///
     /// # Errors
     /// As [`PageFile::open`], except for free-chain errors.
-    pub fn open_logged(path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
-        PageFile::open_impl(path, direct, false)
+    pub fn open_logged(vfs: &dyn Vfs, path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
+        PageFile::open_impl(vfs, path, direct, false)
     }
 
-    fn open_impl(path: &Path, direct: bool, read_chain: bool) -> Result<(PageFile, Meta)> {
-        let file = open_rw(path, direct)?;
-        let len = file.metadata().map_err(|e| io_err(path, e))?.len();
+    fn open_impl(vfs: &dyn Vfs, path: &Path, direct: bool, read_chain: bool) -> Result<(PageFile, Meta)> {
+        let file = open_rw(vfs, path, direct)?;
+        let len = file.len().map_err(|e| io_err(path, e))?;
         let not_db = |reason: String| BufferError::NotADatabase { file: path.to_path_buf(), reason };
         let corrupt =
             |reason: String| BufferError::Corrupted { file: path.to_path_buf(), page: PageId::META, reason };
@@ -372,7 +357,7 @@ impl PageFile {
     /// [`BufferError::PreviousIoError`] after an earlier failure.
     pub fn sync(&self) -> Result<()> {
         self.check_usable()?;
-        self.file.sync_data().map_err(|e| self.fail(e))
+        self.file.sync().map_err(|e| self.fail(e))
     }
 
     /// Sets the file length to `pages` pages (extending with zeroes or truncating).
@@ -433,7 +418,7 @@ impl PageFile {
         let mut meta_page = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
         meta.encode(meta_page.as_mut_slice())?;
 
-        let len = self.file.metadata().map_err(|e| io_err(&self.path, e))?.len();
+        let len = self.file.len().map_err(|e| io_err(&self.path, e))?;
         let needed = meta.page_count.saturating_mul(self.page_size as u64);
         if len < needed {
             self.set_len_pages(meta.page_count)?;
@@ -467,7 +452,7 @@ impl PageFile {
     /// # Errors
     /// [`BufferError::Io`] if the length cannot be read.
     pub fn len_pages(&self) -> Result<u64> {
-        let len = self.file.metadata().map_err(|e| io_err(&self.path, e))?.len();
+        let len = self.file.len().map_err(|e| io_err(&self.path, e))?;
         Ok(len / self.page_size as u64)
     }
 
@@ -481,7 +466,10 @@ impl PageFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{File, OpenOptions};
     use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Op, OsFs};
 
     fn pid(n: u64) -> PageId {
         PageId::new(n).expect("small page id")
@@ -497,7 +485,7 @@ mod tests {
 
     /// A file of 10 pages: trees at 1 and 2, data pages 3, 5, 6, 8, 9, free chain 7 -> 4.
     fn build(path: &Path, ps: usize) -> Meta {
-        let pf = PageFile::create(path, ps, false).expect("create");
+        let pf = PageFile::create(&OsFs, path, ps, false).expect("create");
         let mut m = Meta::new(ps);
         m.page_count = 10;
         m.free_pages = vec![pid(7), pid(4)];
@@ -532,7 +520,7 @@ mod tests {
         for ps in [4096, 8192, 32768] {
             let _ = std::fs::remove_file(&path);
             let m = build(&path, ps);
-            let (pf, got) = PageFile::open(&path, false).expect("open");
+            let (pf, got) = PageFile::open(&OsFs, &path, false).expect("open");
             assert_eq!(got, m);
             assert_eq!(pf.page_size(), ps);
             assert_eq!(pf.path(), path.as_path());
@@ -552,7 +540,7 @@ mod tests {
             pf.write_meta(&m2).expect("write_meta");
             pf.sync().expect("sync");
             drop(pf);
-            let (_, got2) = PageFile::open(&path, false).expect("reopen");
+            let (_, got2) = PageFile::open(&OsFs, &path, false).expect("reopen");
             assert_eq!(got2, m2);
         }
     }
@@ -561,11 +549,11 @@ mod tests {
     fn fresh_file_roundtrip() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
-        let pf = PageFile::create(&path, 8192, false).expect("create");
+        let pf = PageFile::create(&OsFs, &path, 8192, false).expect("create");
         pf.write_meta(&Meta::new(8192)).expect("write_meta");
         pf.sync().expect("sync");
         drop(pf);
-        let (_, m) = PageFile::open(&path, false).expect("open");
+        let (_, m) = PageFile::open(&OsFs, &path, false).expect("open");
         assert_eq!(m, Meta::new(8192));
         assert_eq!(std::fs::metadata(&path).expect("stat").len(), 8192);
     }
@@ -575,7 +563,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
         write_raw(&path, b"hello");
-        match PageFile::create(&path, 4096, false) {
+        match PageFile::create(&OsFs, &path, 4096, false) {
             Err(BufferError::Io { source, file }) => {
                 assert_eq!(source.kind(), io::ErrorKind::AlreadyExists);
                 assert_eq!(file, path);
@@ -583,7 +571,7 @@ mod tests {
             other => panic!("expected AlreadyExists, got {other:?}"),
         }
         let path2 = dir.path().join("db2");
-        assert!(matches!(PageFile::create(&path2, 5000, false), Err(BufferError::Config(_))));
+        assert!(matches!(PageFile::create(&OsFs, &path2, 5000, false), Err(BufferError::Config(_))));
         assert!(!path2.exists());
     }
 
@@ -612,7 +600,7 @@ mod tests {
         ];
         for (bytes, want) in cases {
             write_raw(&path, &bytes);
-            match PageFile::open(&path, false) {
+            match PageFile::open(&OsFs, &path, false) {
                 Err(BufferError::NotADatabase { file, reason }) => {
                     assert_eq!(file, path);
                     assert!(reason.contains(want), "{reason:?} should contain {want:?}");
@@ -621,7 +609,7 @@ mod tests {
             }
         }
         assert!(matches!(
-            PageFile::open(&dir.path().join("missing"), false),
+            PageFile::open(&OsFs, &dir.path().join("missing"), false),
             Err(BufferError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound
         ));
     }
@@ -633,7 +621,7 @@ mod tests {
         build(&path, 4096);
         let f = OpenOptions::new().write(true).open(&path).expect("open raw");
         f.write_all_at(&7u32.to_le_bytes(), meta::OFF_VERSION as u64).expect("patch version");
-        match PageFile::open(&path, false) {
+        match PageFile::open(&OsFs, &path, false) {
             Err(BufferError::FormatVersion { found, expected, .. }) => {
                 assert_eq!((found, expected), (7, meta::FORMAT_VERSION));
             }
@@ -647,7 +635,7 @@ mod tests {
         let path = dir.path().join("db");
         build(&path, 4096);
         flip_byte(&path, 5 * 4096 + 1000);
-        let (pf, _) = PageFile::open(&path, false).expect("open still works");
+        let (pf, _) = PageFile::open(&OsFs, &path, false).expect("open still works");
         let mut buf = vec![0u8; 4096];
         match pf.read_page(pid(5), &mut buf) {
             Err(BufferError::Corrupted { file, page, reason }) => {
@@ -666,7 +654,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
         build(&path, 4096);
-        let (pf, _) = PageFile::open(&path, false).expect("open");
+        let (pf, _) = PageFile::open(&OsFs, &path, false).expect("open");
         // Copy page 3 over page 6: the header names page 3.
         let mut buf = vec![0u8; 4096];
         pf.read_page(pid(3), &mut buf).expect("read 3");
@@ -706,7 +694,7 @@ mod tests {
         for off in [0u64, 4, 9, 20, 33, 41, 45, 50, 60, 66, 70, 75, 90, 2000, 4095] {
             write_raw(&path, &bytes);
             flip_byte(&path, off);
-            match PageFile::open(&path, false) {
+            match PageFile::open(&OsFs, &path, false) {
                 Err(BufferError::Corrupted { page, .. }) => assert_eq!(page, PageId::META),
                 Err(BufferError::NotADatabase { .. } | BufferError::FormatVersion { .. }) => {}
                 other => panic!("flip at {off}: expected an error, got {other:?}"),
@@ -722,21 +710,21 @@ mod tests {
         let f = OpenOptions::new().write(true).open(&path).expect("open raw");
         f.set_len(10 * 4096 + 100).expect("torn");
         assert!(matches!(
-            PageFile::open(&path, false),
+            PageFile::open(&OsFs, &path, false),
             Err(BufferError::Corrupted { page, reason, .. })
                 if page == PageId::META && reason.contains("multiple")
         ));
         f.set_len(9 * 4096).expect("truncate");
         assert!(matches!(
-            PageFile::open(&path, false),
+            PageFile::open(&OsFs, &path, false),
             Err(BufferError::Corrupted { page, reason, .. })
                 if page == PageId::META && reason.contains("truncated")
         ));
         // Extra pages beyond page_count (extension not yet recorded) are tolerated.
         f.set_len(12 * 4096).expect("extend");
-        assert!(PageFile::open(&path, false).is_ok());
+        assert!(PageFile::open(&OsFs, &path, false).is_ok());
         // A meta page claiming 8 KiB pages in a 4 KiB file.
-        let pf = PageFile::create(&dir.path().join("small"), 8192, false).expect("create");
+        let pf = PageFile::create(&OsFs, &dir.path().join("small"), 8192, false).expect("create");
         pf.write_meta(&Meta::new(8192)).expect("meta");
         pf.set_len_pages(0).expect("shrink");
         let f2 = OpenOptions::new().write(true).open(pf.path()).expect("raw");
@@ -744,7 +732,7 @@ mod tests {
         Meta::new(8192).encode(&mut page).expect("encode");
         f2.write_all_at(&page[..4096], 0).expect("half page");
         assert!(matches!(
-            PageFile::open(pf.path(), false),
+            PageFile::open(&OsFs, pf.path(), false),
             Err(BufferError::Corrupted { page, reason, .. })
                 if page == PageId::META && reason.contains("shorter")
         ));
@@ -753,7 +741,7 @@ mod tests {
     /// A handle that skips `open`'s checks, for damaging files in tests.
     fn unchecked(path: &Path, page_size: usize) -> PageFile {
         PageFile {
-            file: OpenOptions::new().read(true).write(true).open(path).expect("raw"),
+            file: OsFs.open(path, OpenMode::EXISTING).expect("raw"),
             path: path.to_path_buf(),
             page_size,
             direct: false,
@@ -774,10 +762,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
         build(&path, 4096);
-        let (pf, _) = PageFile::open(&path, false).expect("open");
+        let (pf, _) = PageFile::open(&OsFs, &path, false).expect("open");
         relink(&pf, pid(4), 7); // 7 -> 4 -> 7
         drop(pf);
-        match PageFile::open(&path, false) {
+        match PageFile::open(&OsFs, &path, false) {
             Err(BufferError::Corrupted { page, reason, .. }) => {
                 assert_eq!(page, pid(7));
                 assert!(reason.contains("cycle"), "{reason}");
@@ -791,18 +779,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
         build(&path, 4096);
-        let (pf, _) = PageFile::open(&path, false).expect("open");
+        let (pf, _) = PageFile::open(&OsFs, &path, false).expect("open");
         relink(&pf, pid(4), 10); // beyond page_count
         drop(pf);
         assert!(matches!(
-            PageFile::open(&path, false),
+            PageFile::open(&OsFs, &path, false),
             Err(BufferError::Corrupted { page, reason, .. })
                 if page == pid(4) && reason.contains("beyond the page count")
         ));
         // Open fails now, so repair the link through an unchecked handle: point it at a leaf.
         relink(&unchecked(&path, 4096), pid(4), 3);
         assert!(matches!(
-            PageFile::open(&path, false),
+            PageFile::open(&OsFs, &path, false),
             Err(BufferError::Corrupted { page, reason, .. })
                 if page == pid(3) && reason.contains("Leaf")
         ));
@@ -810,7 +798,7 @@ mod tests {
         build(&dir.path().join("db2"), 4096);
         flip_byte(&dir.path().join("db2"), 4 * 4096 + 100);
         assert!(matches!(
-            PageFile::open(&dir.path().join("db2"), false),
+            PageFile::open(&OsFs, &dir.path().join("db2"), false),
             Err(BufferError::Corrupted { page, reason, .. })
                 if page == pid(4) && reason.contains("checksum")
         ));
@@ -821,7 +809,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
         let m = build(&path, 4096);
-        let (pf, _) = PageFile::open(&path, false).expect("open");
+        let (pf, _) = PageFile::open(&OsFs, &path, false).expect("open");
         for bad in [vec![pid(0)], vec![pid(10)], vec![pid(4), pid(4)]] {
             let mut m2 = m.clone();
             m2.free_pages = bad;
@@ -839,7 +827,7 @@ mod tests {
         // None of the rejected calls changed the file or made it unusable.
         pf.sync().expect("still usable");
         drop(pf);
-        let (_, got) = PageFile::open(&path, false).expect("reopen");
+        let (_, got) = PageFile::open(&OsFs, &path, false).expect("reopen");
         assert_eq!(got, m);
     }
 
@@ -847,14 +835,14 @@ mod tests {
     fn write_meta_extends_the_file() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
-        let pf = PageFile::create(&path, 4096, false).expect("create");
+        let pf = PageFile::create(&OsFs, &path, 4096, false).expect("create");
         let mut m = Meta::new(4096);
         m.page_count = 5;
         m.free_pages = vec![pid(2)];
         pf.write_meta(&m).expect("write_meta");
         assert_eq!(std::fs::metadata(&path).expect("stat").len(), 5 * 4096);
         drop(pf);
-        let (_, got) = PageFile::open(&path, false).expect("open");
+        let (_, got) = PageFile::open(&OsFs, &path, false).expect("open");
         assert_eq!(got, m);
     }
 
@@ -863,41 +851,178 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
         build(&path, 16384);
-        let (pf, m) = PageFile::open(&path, false).expect("open");
+        let (pf, m) = PageFile::open(&OsFs, &path, false).expect("open");
         assert_eq!(m.page_size, 16384);
         assert_eq!(pf.page_size(), 16384);
     }
 
+    /// A database file `/db/data` on a fresh `FaultFs`, built like [`build`] and synced.
+    fn build_on(fs: &FaultFs) -> (PageFile, Meta) {
+        fs.create_dir_all(Path::new("/db")).expect("mkdir");
+        let pf = PageFile::create(fs, Path::new("/db/data"), 4096, false).expect("create");
+        let mut m = Meta::new(4096);
+        m.page_count = 10;
+        m.free_pages = vec![pid(7), pid(4)];
+        for n in [1, 2, 3, 5, 6, 8, 9] {
+            pf.write_page(pid(n), &mut leaf(4096, pid(n), n as u8)).expect("write");
+        }
+        pf.write_meta(&m).expect("write_meta");
+        pf.sync().expect("sync");
+        (pf, m)
+    }
+
     #[test]
-    fn failed_write_is_sticky() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("db");
-        build(&path, 4096);
-        // A read-only handle makes every write fail with EBADF.
-        let pf = PageFile {
-            file: File::open(&path).expect("read-only"),
-            path: path.clone(),
-            page_size: 4096,
-            direct: false,
-            failed: AtomicBool::new(false),
-        };
+    fn f3_torn_page_reads_back_as_corrupted_naming_the_page() {
+        let (mut torn, mut kept, mut dropped) = (0, 0, 0);
+        for seed in 0..24 {
+            let fs = FaultFs::new();
+            let (pf, _) = build_on(&fs);
+            let mut new = leaf(4096, pid(5), 0xEE);
+            pf.write_page(pid(5), &mut new).expect("unsynced write");
+            fs.crash(CrashMode::Torn { seed });
+            assert!(
+                matches!(pf.read_page(pid(5), &mut vec![0u8; 4096]), Err(BufferError::Io { .. })),
+                "the handle from before the crash is dead"
+            );
+            let (pf, _) = PageFile::open(&fs, Path::new("/db/data"), false).expect("reopen");
+            let mut buf = vec![0u8; 4096];
+            match pf.read_page(pid(5), &mut buf) {
+                Ok(()) if buf == new => kept += 1,
+                Ok(()) => {
+                    assert_eq!(buf[HEADER_SIZE], 5, "seed {seed}: neither the old nor the new page");
+                    dropped += 1;
+                }
+                Err(BufferError::Corrupted { page, reason, .. }) => {
+                    assert_eq!(page, pid(5), "seed {seed}");
+                    assert!(reason.contains("checksum"), "seed {seed}: {reason}");
+                    torn += 1;
+                }
+                Err(e) => panic!("seed {seed}: unexpected {e}"),
+            }
+            pf.read_page(pid(6), &mut buf).expect("other pages are intact");
+        }
+        assert!(torn > 0, "24 seeds never tore an 8-sector page (kept {kept}, dropped {dropped})");
+    }
+
+    #[test]
+    fn f4_write_sync_and_resize_errors_are_sticky() {
+        let cases = [
+            (Op::Write, Fault::Eio),
+            (Op::Write, Fault::Enospc),
+            (Op::Sync, Fault::Eio),
+            (Op::Sync, Fault::Enospc),
+            (Op::SetLen, Fault::Eio),
+        ];
+        for (op, fault) in cases {
+            let fs = FaultFs::new();
+            let (pf, m) = build_on(&fs);
+            fs.fail_next(FaultRule::new(op, fault).on_path("/db/data"));
+            let mut page = leaf(4096, pid(3), 33);
+            let err = match op {
+                Op::Write => pf.write_page(pid(3), &mut page),
+                Op::Sync => pf.sync(),
+                _ => pf.set_len_pages(12),
+            };
+            let want = fault.to_io_error().raw_os_error();
+            assert!(
+                matches!(&err, Err(BufferError::Io { source, .. }) if source.raw_os_error() == want),
+                "{op:?}/{fault:?}: {err:?}"
+            );
+            let mut buf = vec![0u8; 4096];
+            let prev = |r: Result<()>| matches!(r, Err(BufferError::PreviousIoError { .. }));
+            assert!(prev(pf.read_page(pid(1), &mut buf)), "{op:?}: read after failure");
+            assert!(prev(pf.write_page(pid(3), &mut page)), "{op:?}: write after failure");
+            assert!(prev(pf.sync()), "{op:?}: sync after failure");
+            assert!(prev(pf.set_len_pages(10)), "{op:?}: resize after failure");
+            assert!(prev(pf.write_meta(&m)), "{op:?}: write_meta after failure");
+        }
+    }
+
+    #[test]
+    fn f4_read_errors_are_not_sticky() {
+        let fs = FaultFs::new();
+        let (pf, _) = build_on(&fs);
+        fs.fail_next(FaultRule::new(Op::Read, Fault::Eio));
         let mut buf = vec![0u8; 4096];
-        pf.read_page(pid(1), &mut buf).expect("read before failure");
-        assert!(matches!(pf.write_page(pid(1), &mut buf), Err(BufferError::Io { .. })));
         assert!(matches!(
-            pf.read_page(pid(1), &mut buf),
-            Err(BufferError::PreviousIoError { file }) if file == path
+            pf.read_page(pid(3), &mut buf),
+            Err(BufferError::Io { source, .. }) if source.raw_os_error() == Some(libc::EIO)
         ));
-        assert!(matches!(pf.sync(), Err(BufferError::PreviousIoError { .. })));
-        assert!(matches!(pf.set_len_pages(3), Err(BufferError::PreviousIoError { .. })));
-        assert!(matches!(pf.write_meta(&Meta::new(4096)), Err(BufferError::PreviousIoError { .. })));
+        pf.read_page(pid(3), &mut buf).expect("the next read works");
+        pf.sync().expect("and the file is still usable");
+    }
+
+    #[test]
+    fn f6_create_makes_the_name_durable_and_nothing_else() {
+        let fs = FaultFs::new();
+        let (pf, m) = build_on(&fs);
+        assert_eq!(fs.calls(Op::SyncDir, Some("/db")), 1, "create syncs the directory once");
+        let mut page = leaf(4096, pid(3), 99);
+        pf.write_page(pid(3), &mut page).expect("unsynced");
+        fs.crash(CrashMode::DropUnsynced);
+        let (pf, got) = PageFile::open(&fs, Path::new("/db/data"), false).expect("the file survives");
+        assert_eq!(got, m);
+        let mut buf = vec![0u8; 4096];
+        pf.read_page(pid(3), &mut buf).expect("old page");
+        assert_eq!(buf[HEADER_SIZE], 3, "the unsynced write is gone");
+
+        // A failing directory sync fails the create.
+        let fs = FaultFs::new();
+        fs.create_dir_all(Path::new("/db")).expect("mkdir");
+        fs.fail_next(FaultRule::new(Op::SyncDir, Fault::Eio));
+        assert!(matches!(
+            PageFile::create(&fs, Path::new("/db/data"), 4096, false),
+            Err(BufferError::Io { source, .. }) if source.raw_os_error() == Some(libc::EIO)
+        ));
+    }
+
+    #[test]
+    fn f7_direct_io_through_the_vfs_uses_aligned_calls_or_fails_as_config() {
+        let path = Path::new("direct.db");
+        // The plain create is open call 1, the direct reopen call 2: reject the latter, as
+        // EINVAL (kind InvalidInput) or as unsupported.
+        for kind in [io::ErrorKind::InvalidInput, io::ErrorKind::Unsupported] {
+            let fs = FaultFs::new();
+            fs.fail_next(FaultRule::new(Op::Open, Fault::Kind(kind)).nth(2));
+            match PageFile::create(&fs, path, 4096, true) {
+                Err(BufferError::Config(msg)) => assert!(msg.contains("--direct-io"), "{msg}"),
+                other => panic!("expected Config, got {other:?}"),
+            }
+            assert!(!fs.exists(path), "the rejected file is removed");
+        }
+        // Another error on the reopen is reported as it is; the empty file is removed too.
+        let fs = FaultFs::new();
+        fs.fail_next(FaultRule::new(Op::Open, Fault::Eio).nth(2));
+        assert!(matches!(PageFile::create(&fs, path, 4096, true), Err(BufferError::Io { .. })));
+        assert!(!fs.exists(path));
+
+        // Accepted: FaultFs fails any misaligned direct call with EINVAL, so this shows every call
+        // the page file makes is aligned, bounce buffers included.
+        let fs = FaultFs::new();
+        let pf = PageFile::create(&fs, path, 4096, true).expect("direct create");
+        let mut m = Meta::new(4096);
+        m.page_count = 4;
+        m.free_pages = vec![pid(3)];
+        pf.write_meta(&m).expect("write_meta");
+        let mut big = AlignedBuf::new(2 * 4096, DIRECT_ALIGN).expect("alloc");
+        let unaligned = &mut big.as_mut_slice()[1..4097];
+        page::format(unaligned, pid(2), PageType::Leaf, 0);
+        unaligned[200] = 43;
+        pf.write_page(pid(2), unaligned).expect("unaligned write");
+        pf.sync().expect("sync");
+        drop(pf);
+        let (pf, got) = PageFile::open(&fs, path, true).expect("open direct");
+        assert_eq!(got, m);
+        let unaligned = &mut big.as_mut_slice()[3..4099];
+        pf.read_page(pid(2), unaligned).expect("unaligned read");
+        assert_eq!(unaligned[200], 43);
     }
 
     #[test]
     fn direct_io_or_config_error() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("direct.db");
-        let pf = match PageFile::create(&path, 4096, true) {
+        let pf = match PageFile::create(&OsFs, &path, 4096, true) {
             Ok(pf) => pf,
             Err(BufferError::Config(msg)) => {
                 // tmpfs and some other file systems reject O_DIRECT.
@@ -927,7 +1052,7 @@ mod tests {
         pf.sync().expect("sync");
         drop(pf);
 
-        let (pf, got) = PageFile::open(&path, true).expect("open direct");
+        let (pf, got) = PageFile::open(&OsFs, &path, true).expect("open direct");
         assert_eq!(got, m);
         let mut big = AlignedBuf::new(2 * 4096, DIRECT_ALIGN).expect("alloc");
         let unaligned = &mut big.as_mut_slice()[7..4103];
@@ -946,7 +1071,7 @@ mod tests {
     fn concurrent_positional_io() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("db");
-        let pf = PageFile::create(&path, 4096, false).expect("create");
+        let pf = PageFile::create(&OsFs, &path, 4096, false).expect("create");
         let mut m = Meta::new(4096);
         m.page_count = 65;
         pf.write_meta(&m).expect("meta");

@@ -3,7 +3,8 @@
 use crate::pool::BufferPool;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use swizzledb_sync::{FrameId, LatchMode, PageId};
+use std::sync::atomic::Ordering::{Relaxed, Release};
+use swizzledb_sync::{FrameId, LatchMode, Lsn, PageId};
 
 /// Marker for the latch mode a guard holds.
 pub trait LatchKind: sealed::Sealed + 'static {
@@ -73,6 +74,14 @@ impl<'p, M: LatchKind> PageGuard<'p, M> {
         self.pool.frame_page_id(self.frame)
     }
 
+    /// The page LSN in the page's header: the LSN of the last logged change applied to it
+    /// (`Lsn(0)` if none).
+    #[inline]
+    #[must_use]
+    pub fn page_lsn(&self) -> Lsn {
+        crate::page::page_lsn(self)
+    }
+
     /// The pool the page belongs to.
     #[inline]
     #[must_use]
@@ -89,6 +98,20 @@ impl<'p> PageGuard<'p, Exclusive> {
         let f = self.into_frame();
         pool.desc(f).latch.downgrade();
         PageGuard::adopt(pool, f)
+    }
+
+    /// Records that a change just applied to the page was logged at `lsn` (B19): writes `lsn`
+    /// into the header as the page LSN, marks the page dirty, and, if the frame has no recovery
+    /// LSN yet, makes `lsn` its recovery LSN — the oldest change not yet in the file. Callers
+    /// pass increasing LSNs for a page and call this under the same exclusive latch under which
+    /// the change was logged and applied.
+    pub fn set_page_lsn(&mut self, lsn: Lsn) {
+        crate::page::set_page_lsn(self, lsn);
+        let d = self.pool.desc(self.frame);
+        // Only this latch holder writes rec_lsn now (B19); `dirty_pages` reads it racily.
+        if d.rec_lsn.load(Relaxed) == 0 {
+            d.rec_lsn.store(lsn.0, Release);
+        }
     }
 
     /// Converts to a guard of mode `M` (downgrading if `M` is shared).

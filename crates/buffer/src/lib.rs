@@ -5,7 +5,10 @@
 //! (traditional), through swizzled frame references (Graefe et al. 2014), or main-memory style
 //! with everything resident. The rules the code relies on are numbered in `README.md` (B1…) and
 //! cited by every `// SAFETY:` comment. A pool can record a buffer reference trace ([`trace`],
-//! rule B17) for offline analysis.
+//! rule B17) for offline analysis. All file I/O goes through the [`Vfs`] of
+//! [`PoolConfig::vfs`], so tests can crash the file system or fail chosen calls ([`fault`]);
+//! with a [`LogFlush`] in [`PoolConfig::log`] the pool follows the WAL rule and keeps a recovery
+//! LSN per dirty frame (rules B18–B20).
 
 mod aligned;
 mod error;
@@ -18,6 +21,7 @@ mod pool;
 mod stats;
 mod swip;
 pub mod trace;
+mod wal;
 
 pub use aligned::AlignedBuf;
 pub use error::{BufferError, Result};
@@ -28,8 +32,9 @@ pub use pool::{Allocation, BufferPool, PageOwner, PoolConfig, PoolMode, MIN_FRAM
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};
-pub use swizzledb_sync::{FrameId, Lsn, PageId};
+pub use swizzledb_sync::{fault, FrameId, Lsn, OsFs, PageId, Vfs};
 pub use trace::{
     export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,
     TraceWriter, TRACE_MAGIC,
 };
+pub use wal::LogFlush;

@@ -11,6 +11,7 @@ use crate::page_table::PageTable;
 use crate::stats::{add, bump, Registry, Stats};
 use crate::swip::{Swip, SwipTarget};
 use crate::trace::{EventKind, TraceError, TraceSummary, Tracer};
+use crate::wal::LogFlush;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize}
 use std::sync::Arc;
 use std::time::Instant;
 use swizzledb_replacement::{Evictor, FrameHook, HookTable, Policy, PolicySpec, Rejection, Verdict};
-use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
+use swizzledb_sync::{FrameId, Latch, LatchMode, Lsn, OsFs, PageId, Vfs};
 
 /// How child references are followed (chosen at open; all other code is shared).
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Hash)]
@@ -76,8 +77,11 @@ impl std::str::FromStr for PoolMode {
 }
 
 /// Buffer-pool settings.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct PoolConfig {
+    /// The file system the database file lives on (default: the operating system's, [`OsFs`]);
+    /// tests pass a `FaultFs` to crash it or fail chosen calls.
+    pub vfs: Arc<dyn Vfs>,
     /// How child references are followed.
     pub mode: PoolMode,
     /// Memory for frames, in bytes (the memory limit in main-memory mode).
@@ -94,11 +98,31 @@ pub struct PoolConfig {
     /// allocation and free, per thread. `None` (the default) records nothing and costs one
     /// predictable branch per event.
     pub trace: Option<PathBuf>,
+    /// The write-ahead log the pool flushes before writing a page (B18) and tells of every page
+    /// write (B20). `None` (the default): logging is off and no log call is made on any path.
+    pub log: Option<Arc<dyn LogFlush>>,
+}
+
+impl std::fmt::Debug for PoolConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolConfig")
+            .field("vfs", &self.vfs)
+            .field("mode", &self.mode)
+            .field("pool_bytes", &self.pool_bytes)
+            .field("page_size", &self.page_size)
+            .field("policy", &self.policy)
+            .field("seed", &self.seed)
+            .field("direct_io", &self.direct_io)
+            .field("trace", &self.trace)
+            .field("log", &self.log.as_ref().map(|_| "LogFlush"))
+            .finish()
+    }
 }
 
 impl Default for PoolConfig {
     fn default() -> Self {
         PoolConfig {
+            vfs: Arc::new(OsFs),
             mode: PoolMode::Swizzling,
             pool_bytes: 64 << 20,
             page_size: page::DEFAULT_PAGE_SIZE,
@@ -106,6 +130,7 @@ impl Default for PoolConfig {
             seed: 0x5EED,
             direct_io: false,
             trace: None,
+            log: None,
         }
     }
 }
@@ -165,10 +190,18 @@ pub(crate) struct FrameDesc {
     parent: AtomicU32,
     /// How many resident frames name this one as their parent: its swizzled children (B16).
     kids: AtomicU32,
+    /// Recovery LSN (B19): the LSN of the oldest change not yet in the file, 0 if the page is
+    /// clean or its changes carried no LSN. Set by `set_page_lsn` under the exclusive latch,
+    /// reset to 0 by a successful write-back under the latch that protects the write; read
+    /// without a latch by `dirty_pages`.
+    pub(crate) rec_lsn: AtomicU64,
     /// The replacement policy's word for this frame (R7 of the replacement README): on the
     /// cache line the fix has just loaded for the latch.
     hook: FrameHook,
 }
+
+// One descriptor per cache line: the hit path touches the latch, the hook and nothing else.
+const _: () = assert!(std::mem::size_of::<FrameDesc>() == 64);
 
 /// The policy's view of the hooks in the descriptors.
 struct DescHooks<'a>(&'a [FrameDesc]);
@@ -225,6 +258,8 @@ pub struct BufferPool {
     stats: Registry,
     /// The reference-trace recorder (B17); `None` when tracing is off.
     trace: Option<Box<Tracer>>,
+    /// The write-ahead log (B18–B20); `None` when logging is off.
+    log: Option<Arc<dyn LogFlush>>,
 }
 
 // SAFETY: B1 — `base` points into `memory`, which the pool owns for its whole life; all access to
@@ -251,7 +286,7 @@ impl BufferPool {
     /// # Errors
     /// Invalid configuration or I/O errors.
     pub fn create(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
-        let file = PageFile::create(path, config.page_size, config.direct_io)?;
+        let file = PageFile::create(&*config.vfs, path, config.page_size, config.direct_io)?;
         let meta = Meta::new(config.page_size);
         file.write_meta(&meta)?;
         file.sync()?;
@@ -264,7 +299,7 @@ impl BufferPool {
     /// The file is not a SwizzleDB file, has another version or page size, is corrupted, or I/O
     /// fails.
     pub fn open(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
-        let (file, meta) = PageFile::open(path, config.direct_io)?;
+        let (file, meta) = PageFile::open(&*config.vfs, path, config.direct_io)?;
         if meta.page_size != config.page_size {
             return Err(BufferError::PageSizeMismatch {
                 file: path.to_path_buf(),
@@ -287,7 +322,7 @@ impl BufferPool {
         owner: Arc<dyn PageOwner>,
         allocation: Allocation,
     ) -> Result<BufferPool> {
-        let (file, mut meta) = PageFile::open_logged(path, config.direct_io)?;
+        let (file, mut meta) = PageFile::open_logged(&*config.vfs, path, config.direct_io)?;
         if meta.page_size != config.page_size {
             return Err(BufferError::PageSizeMismatch {
                 file: path.to_path_buf(),
@@ -369,6 +404,7 @@ impl BufferPool {
             sweep_cursor: AtomicUsize::new(0),
             stats: Registry::new(),
             trace,
+            log: config.log.clone(),
         })
     }
 
@@ -764,6 +800,7 @@ impl BufferPool {
                 return Err(e);
             }
             d.dirty.store(false, Relaxed);
+            d.rec_lsn.store(0, Relaxed);
             d.set_parent(None);
             d.state.store(RESIDENT, Release);
             if self.mode != PoolMode::MainMemory {
@@ -829,6 +866,7 @@ impl BufferPool {
         let page = unsafe { self.page_mut(f) };
         page::format(page, pid, PageType::Leaf, 0);
         d.dirty.store(true, Relaxed);
+        d.rec_lsn.store(0, Relaxed);
         d.set_parent(None);
         d.state.store(RESIDENT, Release);
         if self.mode != PoolMode::MainMemory {
@@ -920,6 +958,7 @@ impl BufferPool {
         self.table.remove(pid, f);
         d.state.store(FREE, Release);
         d.dirty.store(false, Relaxed);
+        d.rec_lsn.store(0, Relaxed);
         if self.mode != PoolMode::MainMemory {
             self.policy.on_remove(f, false, &d.hook);
         }
@@ -1026,7 +1065,8 @@ impl BufferPool {
     /// experiments and tests drive it directly. Swizzling mode only (elsewhere it frees nothing).
     ///
     /// # Errors
-    /// I/O errors writing dirty victims.
+    /// I/O errors writing dirty victims; [`BufferError::Wal`] if nothing was freed and the log
+    /// could not be flushed for a victim (B18).
     pub fn sweep_evict(&self, frames: usize) -> Result<usize> {
         if self.mode != PoolMode::Swizzling {
             return Ok(0);
@@ -1034,14 +1074,18 @@ impl BufferPool {
         let _g = self.evict_lock.lock();
         let target = self.free_count.load(Relaxed) + frames;
         let mut freed = 0;
+        let mut wal_error = None;
         while self.free_count.load(Relaxed) < target {
-            let n = self.sweep_passes(target)?;
+            let n = self.sweep_passes(target, &mut wal_error)?;
             if n == 0 {
                 break;
             }
             freed += n;
         }
-        Ok(freed)
+        match wal_error {
+            Some(e) if freed == 0 => Err(e),
+            _ => Ok(freed),
+        }
     }
 
     /// Evicts until the high watermark of free frames is reached (B13), timing the batch. Called
@@ -1062,8 +1106,10 @@ impl BufferPool {
         let mut freed = 0usize;
         // R9: a policy may ask for the sweep first; otherwise it is the fallback (B14).
         let sweep_first = self.mode == PoolMode::Swizzling && self.policy.prefers_sweep();
+        // The first failure of the log (B18): reported only if nothing else could be freed.
+        let mut wal_error = None;
         if sweep_first {
-            freed += self.sweep_passes(target)?;
+            freed += self.sweep_passes(target, &mut wal_error)?;
         }
         let max_proposals = 2 * self.frames.len() + 16;
         let mut proposals = 0;
@@ -1075,6 +1121,7 @@ impl BufferPool {
                 wanted: (target - self.free_count.load(Relaxed)).min(EVICTION_CHUNK),
                 freed: Vec::new(),
                 error: None,
+                wal_error: None,
             };
             let made =
                 self.policy.evict_batch(&DescHooks(&self.frames), &mut chunk, max_proposals - proposals);
@@ -1087,23 +1134,27 @@ impl BufferPool {
             if let Some(e) = chunk.error {
                 return Err(e);
             }
+            if wal_error.is_none() {
+                wal_error = chunk.wal_error;
+            }
             if made == 0 {
                 break; // the policy tracks nothing (R4)
             }
         }
         if !sweep_first && self.free_count.load(Relaxed) < target && self.mode == PoolMode::Swizzling {
-            freed += self.sweep_passes(target)?;
+            freed += self.sweep_passes(target, &mut wal_error)?;
         }
         if freed == 0 && self.free_count.load(Relaxed) == 0 {
-            return Err(BufferError::PoolExhausted { frames: self.frames.len() });
+            return Err(wal_error.unwrap_or(BufferError::PoolExhausted { frames: self.frames.len() }));
         }
         Ok(())
     }
 
     /// Tries to evict frame `f` without waiting for any latch (B13). `Ok(None)` if evicted: the
     /// frame is then `FREE` but neither on the free list nor removed from the policy; the caller
-    /// does both, in that order (R10).
-    fn try_evict(&self, f: FrameId) -> Result<Option<Rejection>> {
+    /// does both, in that order (R10). A dirty victim is written only after the log is durable up
+    /// to its page LSN (B18); if the log fails, the victim keeps its page and stays dirty.
+    fn try_evict(&self, f: FrameId) -> Result<Option<Rejection>, EvictError> {
         let d = self.desc(f);
         if d.root.load(Relaxed) {
             return Ok(Some(Rejection::Root));
@@ -1163,12 +1214,20 @@ impl BufferPool {
         };
         if d.dirty.load(Relaxed) {
             // The page has no swizzled swips, so its bytes are already the on-disk form (B8).
+            let lsn = page::page_lsn(page);
+            if let Err(e) = self.wal_before_write(pid, lsn) {
+                d.latch.unlock_exclusive();
+                unlatch_parent();
+                self.count(|b| bump(&b.rejected_wal));
+                return Err(EvictError::Wal(e));
+            }
             if let Err(e) = self.file.write_page(pid, page) {
                 d.latch.unlock_exclusive();
                 unlatch_parent();
-                return Err(e);
+                return Err(EvictError::Io(e));
             }
             d.dirty.store(false, Relaxed);
+            self.written(d, pid, lsn);
             self.count(|b| {
                 bump(&b.write_backs);
                 bump(&b.pages_written);
@@ -1193,10 +1252,10 @@ impl BufferPool {
     /// Repeats the sweep while it frees too little but the policy refused leaves (R9): each
     /// refusal ages a leaf, so a few passes reach leaves that were used recently. Bounded by
     /// [`SWEEP_PASSES`]; returns the frames freed.
-    fn sweep_passes(&self, target: usize) -> Result<usize> {
+    fn sweep_passes(&self, target: usize, wal_error: &mut Option<BufferError>) -> Result<usize> {
         let mut freed = 0;
         for _ in 0..SWEEP_PASSES {
-            let (n, refused) = self.sweep(target)?;
+            let (n, refused) = self.sweep(target, wal_error)?;
             freed += n;
             if self.free_count.load(Relaxed) >= target || (n == 0 && refused == 0) {
                 break;
@@ -1207,8 +1266,9 @@ impl BufferPool {
 
     /// Graefe's depth-first sweep (B14): walks the cached part of each tree from its root, leaf-first,
     /// and evicts pages without swizzled children that the policy admits (R9). Returns the frames
-    /// freed and the leaves the policy refused.
-    fn sweep(&self, target: usize) -> Result<(usize, usize)> {
+    /// freed and the leaves the policy refused. A victim the log could not be flushed for (B18)
+    /// stays; the first such error is kept in `wal_error`.
+    fn sweep(&self, target: usize, wal_error: &mut Option<BufferError>) -> Result<(usize, usize)> {
         let roots = self.roots.lock().clone();
         let start = self.sweep_cursor.fetch_add(1, Relaxed);
         let mut candidates = Vec::new();
@@ -1260,11 +1320,18 @@ impl BufferPool {
             if self.free_count.load(Relaxed) >= target {
                 break;
             }
-            if self.try_evict(c)?.is_none() {
-                self.policy.on_remove(c, true, &self.desc(c).hook);
-                self.push_free(c);
-                self.count(|b| bump(&b.evictions));
-                freed += 1;
+            match self.try_evict(c) {
+                Ok(None) => {
+                    self.policy.on_remove(c, true, &self.desc(c).hook);
+                    self.push_free(c);
+                    self.count(|b| bump(&b.evictions));
+                    freed += 1;
+                }
+                Ok(Some(_)) => {}
+                Err(EvictError::Wal(e)) => {
+                    wal_error.get_or_insert(e);
+                }
+                Err(EvictError::Io(e)) => return Err(e),
             }
         }
         self.count(|b| {
@@ -1279,10 +1346,13 @@ impl BufferPool {
     // ----------------------------------------------------------------------------------------
 
     /// Writes every dirty page (with page ids in place of swizzled swips, B8), the free-page chain
-    /// and the metadata page, then syncs the file.
+    /// and the metadata page, then syncs the file. Each page is written under its shared latch,
+    /// after the log is durable up to its page LSN (B18).
     ///
     /// # Errors
-    /// I/O errors; the pool then refuses further I/O (sticky error).
+    /// [`BufferError::Wal`] if the log could not be flushed for a page (that page and the ones
+    /// after it stay dirty; the file stays usable); I/O errors, after which the pool refuses
+    /// further I/O (sticky error, F4).
     pub fn flush(&self) -> Result<()> {
         let mut buf = AlignedBuf::new(self.page_size, 4096)?;
         let mut offs = Vec::new();
@@ -1290,41 +1360,104 @@ impl BufferPool {
             if !d.dirty.load(Relaxed) {
                 continue;
             }
-            let f = FrameId(i as u32);
+            // The shared latch is held through the write: no one changes the page meanwhile
+            // (changes need the exclusive latch), eviction cannot take the frame (B2), and the
+            // dirty flag and recovery LSN are reset for exactly the bytes written (B19).
             d.latch.lock_shared();
-            if d.state.load(Acquire) != RESIDENT || !d.dirty.load(Relaxed) {
-                d.latch.unlock_shared();
-                continue;
-            }
-            let pid = self.frame_page_id(f);
-            // SAFETY: B1 — shared latch held while copying.
-            let page = unsafe { self.page(f) };
-            let out = buf.as_mut_slice();
-            out.copy_from_slice(page);
-            offs.clear();
-            self.owner.swip_offsets(out, &mut offs);
-            for &o in &offs {
-                if let Some(s) = Swip::from_raw(get_u64(out, o)) {
-                    // Children of a latched page stay resident (B6), so the id is current.
-                    put_u64(out, o, Swip::page(self.swip_page_id(s)).raw());
-                }
-            }
-            d.dirty.store(false, Relaxed);
+            let written = self.flush_frame(FrameId(i as u32), &mut buf, &mut offs);
             d.latch.unlock_shared();
-            if let Err(e) = self.file.write_page(pid, out) {
-                d.dirty.store(true, Relaxed);
-                return Err(e);
-            }
-            self.count(|b| {
-                bump(&b.write_backs);
-                bump(&b.pages_written);
-            });
+            written?;
         }
         let meta = self.meta.lock();
         self.file.set_len_pages(meta.page_count)?;
         self.file.write_meta(&meta)?;
         self.count(|b| bump(&b.pages_written));
         self.file.sync()
+    }
+
+    /// `flush` of one frame, which the caller holds latched shared.
+    fn flush_frame(&self, f: FrameId, buf: &mut AlignedBuf, offs: &mut Vec<usize>) -> Result<()> {
+        let d = self.desc(f);
+        if d.state.load(Acquire) != RESIDENT || !d.dirty.load(Relaxed) {
+            return Ok(());
+        }
+        let pid = self.frame_page_id(f);
+        // SAFETY: B1 — the caller holds f's latch (shared) while this borrow lives.
+        let page = unsafe { self.page(f) };
+        let out = buf.as_mut_slice();
+        out.copy_from_slice(page);
+        offs.clear();
+        self.owner.swip_offsets(out, offs);
+        for &o in offs.iter() {
+            if let Some(s) = Swip::from_raw(get_u64(out, o)) {
+                // Children of a latched page stay resident (B6), so the id is current.
+                put_u64(out, o, Swip::page(self.swip_page_id(s)).raw());
+            }
+        }
+        let lsn = page::page_lsn(out);
+        self.wal_before_write(pid, lsn)?;
+        // Claim the write: of two flushes holding the shared latch, only one writes (F9).
+        if !d.dirty.swap(false, Relaxed) {
+            return Ok(());
+        }
+        if let Err(e) = self.file.write_page(pid, out) {
+            d.dirty.store(true, Relaxed);
+            return Err(e);
+        }
+        self.written(d, pid, lsn);
+        self.count(|b| {
+            bump(&b.write_backs);
+            bump(&b.pages_written);
+        });
+        Ok(())
+    }
+
+    /// B18 (WAL rule): before a page carrying `lsn` is written, the log must be durable up to
+    /// `lsn`. No call when logging is off or the page carries no LSN.
+    fn wal_before_write(&self, page: PageId, lsn: Lsn) -> Result<()> {
+        let Some(log) = &self.log else { return Ok(()) };
+        if lsn == Lsn(0) {
+            return Ok(());
+        }
+        self.count(|b| bump(&b.wal_flushes));
+        log.flush_to(lsn).map_err(|source| BufferError::Wal {
+            file: self.file.path().to_path_buf(),
+            page,
+            lsn,
+            source,
+        })
+    }
+
+    /// B19, B20: `page` of frame `d` is now in the file carrying `lsn`. Called with the latch
+    /// that protected the write still held.
+    fn written(&self, d: &FrameDesc, page: PageId, lsn: Lsn) {
+        d.rec_lsn.store(0, Release);
+        if let Some(log) = &self.log {
+            log.page_written(page, lsn);
+        }
+    }
+
+    /// The dirty pages and their recovery LSNs (B19), for a fuzzy checkpoint: `(page, rec_lsn)`
+    /// of every resident dirty frame whose recovery LSN is set, in frame order.
+    ///
+    /// Reads the descriptors without latching or waiting, so the list is not a snapshot of one
+    /// instant. That is safe for a checkpoint (README B19): a page written back meanwhile is at
+    /// worst listed with its old recovery LSN (or listed although clean), which only makes redo
+    /// start earlier or look at a page it need not change — redo compares page LSNs; a frame
+    /// evicted and reused meanwhile can be listed under its old page id (same argument) or its
+    /// new one with the old page's, older, recovery LSN.
+    #[must_use]
+    pub fn dirty_pages(&self) -> Vec<(PageId, Lsn)> {
+        self.frames
+            .iter()
+            .filter_map(|d| {
+                let rec = d.rec_lsn.load(Acquire);
+                if rec == 0 || !d.dirty.load(Relaxed) || d.state.load(Acquire) != RESIDENT {
+                    return None;
+                }
+                Some((PageId::new(d.page_id.load(Relaxed))?, Lsn(rec)))
+            })
+            .collect()
     }
 
     /// Debug check of the pool's own invariants (B3, B6): every resident frame is in the page
@@ -1410,6 +1543,16 @@ struct EvictionChunk<'a> {
     freed: Vec<FrameId>,
     /// An I/O error writing a victim ends the chunk; the pool reports it after the chunk.
     error: Option<BufferError>,
+    /// The first failure of the log (B18): its victim was rejected and the chunk goes on.
+    wal_error: Option<BufferError>,
+}
+
+/// Why `try_evict` failed, beyond the rejections the policy hears of.
+enum EvictError {
+    /// The log could not be flushed to the victim's page LSN (B18): it keeps its page, dirty.
+    Wal(BufferError),
+    /// Writing the victim failed (sticky, F4).
+    Io(BufferError),
 }
 
 impl Evictor for EvictionChunk<'_> {
@@ -1426,7 +1569,12 @@ impl Evictor for EvictionChunk<'_> {
                 return Verdict::Evicted;
             }
             Ok(Some(why)) => why,
-            Err(e) => {
+            Err(EvictError::Wal(e)) => {
+                // Counted as `rejected_wal` by try_evict; the policy keeps the frame.
+                self.wal_error.get_or_insert(e);
+                return Verdict::Rejected(Rejection::InUse);
+            }
+            Err(EvictError::Io(e)) => {
                 // The victim keeps its page (the write failed before anything changed).
                 self.error = Some(e);
                 Rejection::InUse

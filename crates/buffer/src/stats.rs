@@ -48,6 +48,8 @@ counters! {
     unswizzles: "Swips turned back into page ids (on eviction).",
     evictions: "Frames freed by eviction.",
     write_backs: "Dirty pages written (eviction and flush).",
+    wal_flushes: "Calls of `LogFlush::flush_to` by the pool before page writes (WAL rule, B18).",
+    rejected_wal: "Eviction victims kept because the log could not be flushed to their page LSN (B18).",
     pages_read: "Pages read from the file.",
     pages_written: "Pages written to the file (including metadata and free-chain pages).",
     eviction_rounds: "Batches run by the evicting thread (B13): each one call of the evictioner.",

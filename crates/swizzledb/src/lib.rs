@@ -155,6 +155,14 @@ impl Builder {
         self
     }
 
+    /// The file system the database file lives on (default: the operating system's). Tests
+    /// pass a `swizzledb_sync::FaultFs` to crash the database or fail chosen I/O calls.
+    #[must_use]
+    pub fn vfs(mut self, vfs: Arc<dyn swizzledb_buffer::Vfs>) -> Self {
+        self.config.vfs = vfs;
+        self
+    }
+
     /// Record a buffer reference trace to `path` (created or truncated): every fix (with hit or
     /// miss, latch mode and parent page), unfix, page read, eviction, allocation and free, with
     /// thread number and timestamp, in the binary format of `docs/trace-format.md` (rule B17 of
@@ -255,7 +263,7 @@ impl Builder {
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
     fn restart(&self, path: &Path) -> Result<Database> {
         let log = LogManager::open(self.log_config(path))?;
-        let recovered = restart::analyze_and_redo(path, self.config.direct_io, &log)?;
+        let recovered = restart::analyze_and_redo(&*self.config.vfs, path, self.config.direct_io, &log)?;
         let pool = swizzledb_buffer::BufferPool::open_recovered(
             path,
             &self.config,

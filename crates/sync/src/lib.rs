@@ -3,11 +3,13 @@
 //! Everything above this crate speaks of pages, frames and log positions through the newtypes in
 //! [`ids`], and protects frame contents with the [`latch::Latch`] described in `README.md`.
 
+pub mod fault;
 pub mod ids;
 pub mod latch;
 mod primitive;
 pub mod vfs;
 
+pub use fault::{CrashMode, Fault, FaultFs, FaultRule, Op};
 pub use ids::{FrameId, Lsn, PageId, TxnId};
 pub use latch::{Latch, LatchMode};
 pub use vfs::{OpenMode, OsFs, Vfs, VfsFile};

@@ -1,0 +1,26 @@
+//! The write-ahead-log seam (ARCHITECTURE "LogFlush"): what the buffer pool needs from the log.
+//! The pool knows nothing of log records; the engine implements [`LogFlush`] over its log
+//! manager. Rules B18–B20 of the crate README say when the pool calls it.
+
+use swizzledb_sync::{Lsn, PageId};
+
+/// What the pool needs from the write-ahead log.
+///
+/// The pool calls both methods while it holds the latch of the frame being written (shared for
+/// `flush`, exclusive for eviction and the sweep, possibly with the parent frame latched too) and,
+/// during eviction, the eviction mutex. An implementation must therefore never fix pages of the
+/// pool or wait for anything that waits for a frame latch.
+pub trait LogFlush: Send + Sync {
+    /// Returns when every log record with LSN <= `lsn` is durable (the WAL rule, B18).
+    ///
+    /// # Errors
+    /// The log could not be made durable; the pool then does not write the page, which stays
+    /// dirty, and reports [`crate::BufferError::Wal`].
+    fn flush_to(&self, lsn: Lsn) -> std::io::Result<()>;
+
+    /// `page` reached the file carrying `page_lsn` (Lersch's page-write records, B20). Called
+    /// after the write succeeded and before the frame's latch is released, for every page the
+    /// pool writes back (the metadata page and the free-page chain are not frames and are not
+    /// reported).
+    fn page_written(&self, page: PageId, page_lsn: Lsn);
+}

@@ -1,0 +1,281 @@
+//! The WAL seam (README B18–B20): the pool flushes the log to a page's LSN before every page
+//! write, keeps a recovery LSN per dirty frame, and reports every page write to the log.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use swizzledb_buffer::fault::FaultFs;
+use swizzledb_buffer::{BufferError, BufferPool, Exclusive, LogFlush, Lsn, PoolMode};
+
+/// A pool on a recording file system with the recorder as its log.
+fn logged_pool(mode: PoolMode, frames: usize) -> (BufferPool, Arc<Recorder>, FaultFs) {
+    let rec = Arc::new(Recorder::default());
+    let fs = FaultFs::new();
+    let vfs = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
+    let log: Arc<dyn LogFlush> = rec.clone();
+    let pool = create(&fs, &config(vfs, mode, frames, Some(log)));
+    (pool, rec, fs)
+}
+
+#[test]
+fn b18_every_page_write_follows_a_log_flush_to_its_lsn_in_every_path_and_mode() {
+    for mode in PoolMode::ALL {
+        let (frames, leaves) = if mode == PoolMode::MainMemory { (64, 40) } else { (16, 60) };
+        let (pool, rec, _fs) = logged_pool(mode, frames);
+        let mut lsns = Lsns::default();
+        let root = make_root(&pool, &mut lsns);
+
+        // Eviction path: more leaves than frames.
+        for i in 0..leaves {
+            add_leaf(&pool, root, i as u8, &mut lsns);
+        }
+        // Change every third leaf again (re-reading evicted ones), under new LSNs.
+        for i in (0..leaves).step_by(3) {
+            with_child(&pool, root, i, |c| {
+                c[DATA] = c[DATA].wrapping_add(100);
+                c.set_page_lsn(lsns.next());
+            })
+            .expect("touch");
+        }
+        let after_eviction = rec.writes();
+        if mode == PoolMode::MainMemory {
+            assert_eq!(after_eviction, 1, "{mode}: only the metadata page at create");
+        } else {
+            assert!(after_eviction > leaves / 2, "{mode}: eviction wrote only {after_eviction} pages");
+        }
+
+        // Sweep path (swizzling mode only).
+        if mode == PoolMode::Swizzling {
+            let freed = pool.sweep_evict(6).expect("sweep");
+            assert!(freed > 0, "the sweep freed nothing");
+            assert!(rec.writes() > after_eviction, "the sweep wrote no dirty leaf");
+        }
+
+        // Flush path.
+        let before_flush = rec.writes();
+        pool.flush().expect("flush");
+        assert!(rec.writes() > before_flush + 1, "{mode}: flush wrote no data page");
+
+        let events = rec.events();
+        let logged = check_wal_order(&events);
+        assert!(logged > 0, "{mode}: no page with an LSN was written");
+        let stats = pool.stats();
+        let flushed = events.iter().filter(|e| matches!(e, Event::Flushed(_))).count() as u64;
+        let written = events.iter().filter(|e| matches!(e, Event::Written(..))).count() as u64;
+        assert_eq!(stats.wal_flushes, flushed, "{mode}: every flush_to is counted");
+        assert_eq!(stats.write_backs, written, "{mode}: every page write-back is reported once");
+        assert!(pool.dirty_pages().is_empty(), "{mode}: nothing is dirty after a flush");
+        pool.check_invariants().expect("invariants");
+
+        // Every change survived: reopen and read every leaf.
+        drop(pool);
+        let vfs = Arc::new(RecordingFs::new(_fs.clone(), rec.clone()));
+        let pool =
+            BufferPool::open(db_path(), &config(vfs, mode, frames, None), Arc::new(Owner)).expect("reopen");
+        let root = pool.load_root(pool.catalog_get("t").expect("catalog")).expect("root");
+        for i in 0..leaves {
+            let want = if i % 3 == 0 { (i as u8).wrapping_add(100) } else { i as u8 };
+            let got = with_child(&pool, root, i, |c| c[DATA]).expect("read back");
+            assert_eq!(got, want, "{mode}: leaf {i}");
+        }
+    }
+}
+
+#[test]
+fn b19_recovery_lsn_is_the_oldest_unwritten_change_and_resets_on_write() {
+    let (pool, rec, _fs) = logged_pool(PoolMode::Traditional, 16);
+    let mut g = pool.allocate_page().expect("page");
+    let p1 = g.page_id();
+    g.set_page_lsn(Lsn(10));
+    assert_eq!(g.page_lsn(), Lsn(10));
+    drop(g);
+    assert_eq!(pool.dirty_pages(), vec![(p1, Lsn(10))]);
+    let mut g = pool.fix_page::<Exclusive>(p1).expect("fix");
+    g.set_page_lsn(Lsn(20));
+    assert_eq!(g.page_lsn(), Lsn(20), "the page LSN is the newest change");
+    drop(g);
+    assert_eq!(pool.dirty_pages(), vec![(p1, Lsn(10))], "the recovery LSN is the oldest");
+
+    // A page changed without an LSN is dirty but has no recovery LSN ("unknown").
+    let p2 = pool.allocate_page().expect("page").page_id();
+    assert_eq!(pool.dirty_pages(), vec![(p1, Lsn(10))]);
+
+    pool.flush().expect("flush");
+    assert!(pool.dirty_pages().is_empty(), "a write resets the recovery LSN");
+    assert!(rec.events().contains(&Event::Written(p1, Lsn(20))));
+    assert!(rec.events().contains(&Event::Written(p2, Lsn(0))), "pages without an LSN are reported too");
+    assert!(!rec.events().contains(&Event::Flushed(Lsn(0))), "no flush_to for LSN 0");
+
+    let mut g = pool.fix_page::<Exclusive>(p1).expect("fix");
+    g.set_page_lsn(Lsn(30));
+    drop(g);
+    assert_eq!(pool.dirty_pages(), vec![(p1, Lsn(30))], "the next change after a write starts anew");
+
+    // Eviction writes p1 and resets its recovery LSN with the frame.
+    let mut lsns = Lsns(100);
+    let mut others = Vec::new();
+    while !rec.events().contains(&Event::Written(p1, Lsn(30))) {
+        let mut g = pool.allocate_page().expect("allocate");
+        g.set_page_lsn(lsns.next());
+        others.push(g.page_id());
+        assert!(others.len() < 200, "p1 was never evicted");
+    }
+    assert!(pool.dirty_pages().iter().all(|&(p, _)| p != p1), "an evicted page is not listed");
+    assert!(pool.dirty_pages().iter().all(|&(_, l)| l > Lsn(100)), "only the new pages are dirty");
+    check_wal_order(&rec.events());
+    // Read back: the LSN went to the file with the page; the frame starts clean.
+    let g = pool.fix_page::<Exclusive>(p1).expect("re-read");
+    assert_eq!(g.page_lsn(), Lsn(30));
+    drop(g);
+    assert!(pool.dirty_pages().iter().all(|&(p, _)| p != p1));
+    pool.check_invariants().expect("invariants");
+}
+
+#[test]
+fn b18_failing_flush_keeps_the_page_dirty_and_unwritten_on_flush() {
+    let (pool, rec, _fs) = logged_pool(PoolMode::Swizzling, 16);
+    let mut g = pool.allocate_page().expect("page");
+    let p = g.page_id();
+    g.set_page_lsn(Lsn(5));
+    drop(g);
+    rec.set_failing(true);
+    let writes = rec.writes();
+    match pool.flush() {
+        Err(BufferError::Wal { page, lsn, source, .. }) => {
+            assert_eq!((page, lsn), (p, Lsn(5)));
+            assert_eq!(source.raw_os_error(), Some(libc_eio()));
+        }
+        other => panic!("expected a Wal error, got {other:?}"),
+    }
+    assert_eq!(rec.writes(), writes, "nothing was written");
+    assert_eq!(pool.dirty_pages(), vec![(p, Lsn(5))], "the page stays dirty with its recovery LSN");
+    rec.set_failing(false);
+    pool.flush().expect("a WAL failure is not sticky: the file was never touched");
+    assert!(pool.dirty_pages().is_empty());
+    assert!(rec.events().contains(&Event::Write(p, Lsn(5))));
+    check_wal_order(&rec.events());
+}
+
+#[test]
+fn b18_failing_flush_rejects_eviction_victims_and_the_sweep() {
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
+        let (pool, rec, _fs) = logged_pool(mode, 16);
+        let mut lsns = Lsns::default();
+        let root = make_root(&pool, &mut lsns);
+        for i in 0..10 {
+            add_leaf(&pool, root, i, &mut lsns);
+        }
+        rec.set_failing(true);
+        let writes = rec.writes();
+        // Every resident page is dirty with an LSN: nothing can be evicted, and the error says why.
+        let err = (0..40).find_map(|i| {
+            let mut g = match pool.allocate_page() {
+                Ok(g) => g,
+                Err(e) => return Some(e),
+            };
+            g[DATA] = i;
+            g.set_page_lsn(lsns.next());
+            None
+        });
+        assert!(matches!(err, Some(BufferError::Wal { .. })), "{mode}: expected a Wal error, got {err:?}");
+        assert_eq!(rec.writes(), writes, "{mode}: no page was written while the log failed");
+        assert!(pool.stats().rejected_wal > 0, "{mode}");
+        pool.check_invariants().expect("the victims keep their pages");
+        if mode == PoolMode::Swizzling {
+            assert!(
+                matches!(pool.sweep_evict(4), Err(BufferError::Wal { .. })),
+                "the sweep writes nothing either"
+            );
+            assert_eq!(rec.writes(), writes);
+        }
+        let dirty = pool.dirty_pages().len();
+        assert_eq!(dirty, pool.resident_pages(), "{mode}: every resident page is still dirty");
+
+        rec.set_failing(false);
+        pool.allocate_page().expect("eviction works again once the log does");
+        assert!(rec.writes() > writes);
+        check_wal_order(&rec.events());
+        pool.check_invariants().expect("invariants");
+    }
+}
+
+#[test]
+fn b18_logging_off_makes_no_log_call() {
+    let fs = FaultFs::new();
+    let pool = create(&fs, &config(Arc::new(fs.clone()), PoolMode::Swizzling, 16, None));
+    let mut lsns = Lsns::default();
+    let root = make_root(&pool, &mut lsns);
+    for i in 0..40 {
+        add_leaf(&pool, root, i, &mut lsns);
+    }
+    pool.flush().expect("flush");
+    let stats = pool.stats();
+    assert!(stats.write_backs > 20);
+    assert_eq!((stats.wal_flushes, stats.rejected_wal), (0, 0));
+}
+
+#[test]
+fn b19_concurrent_changes_evictions_and_flushes_keep_the_wal_order_and_lose_nothing() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let (pool, rec, fs) = logged_pool(PoolMode::Traditional, 16);
+    let pages: Vec<_> = (0..40)
+        .map(|_| {
+            let mut g = pool.allocate_page().expect("page");
+            g.set_page_lsn(Lsn(1));
+            g.page_id()
+        })
+        .collect();
+    let next_lsn = AtomicU64::new(2);
+    let done = AtomicBool::new(false);
+    let finals: Vec<Vec<(usize, u8)>> = std::thread::scope(|s| {
+        let flusher = s.spawn(|| {
+            let mut flushes = 0;
+            while !done.load(Ordering::Relaxed) || flushes == 0 {
+                pool.flush().expect("concurrent flush");
+                flushes += 1;
+            }
+        });
+        let workers: Vec<_> = (0..2)
+            .map(|t| {
+                let (pool, pages, next_lsn) = (&pool, &pages, &next_lsn);
+                s.spawn(move || {
+                    let mut last = Vec::new();
+                    for round in 0..300usize {
+                        let i = (round * 7 + t) % pages.len();
+                        if i % 2 != t {
+                            continue;
+                        }
+                        let mut g = pool.fix_page::<Exclusive>(pages[i]).expect("fix");
+                        let v = (round % 251) as u8;
+                        g[DATA] = v;
+                        // Logged and applied under the one exclusive latch (B19's obligation).
+                        g.set_page_lsn(Lsn(next_lsn.fetch_add(1, Ordering::Relaxed)));
+                        last.push((i, v));
+                    }
+                    last
+                })
+            })
+            .collect();
+        let finals = workers.into_iter().map(|w| w.join().expect("worker")).collect();
+        done.store(true, Ordering::Relaxed);
+        flusher.join().expect("flusher");
+        finals
+    });
+    pool.flush().expect("final flush");
+    check_wal_order(&rec.events());
+    pool.check_invariants().expect("invariants");
+    drop(pool);
+
+    let mut want = std::collections::HashMap::new();
+    for (i, v) in finals.into_iter().flatten() {
+        want.insert(i, v);
+    }
+    let vfs = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
+    let pool = BufferPool::open(db_path(), &config(vfs, PoolMode::Traditional, 16, None), Arc::new(Owner))
+        .expect("reopen");
+    for (&i, &v) in &want {
+        assert_eq!(pool.fix_page::<Exclusive>(pages[i]).expect("read")[DATA], v, "page {i} lost an update");
+    }
+}

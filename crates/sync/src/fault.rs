@@ -1,0 +1,1027 @@
+//! An in-memory, deterministic [`Vfs`] for crash and fault tests (README "Fault injection",
+//! V5–V9).
+//!
+//! [`FaultFs`] keeps, for every file, the bytes a read sees (*visible*), the bytes that would
+//! survive a power loss (*durable*, as of the last successful `sync`), and the writes and length
+//! changes since then, in order (*unsynced*). Directory entries are visible at once and durable
+//! after `sync_dir` of their directory (V2). [`FaultFs::crash`] turns the visible state into what
+//! a machine would find after power loss, per [`CrashMode`]; [`FaultFs::fail_next`] makes a
+//! chosen call fail; [`FaultFs::calls`] counts calls so that a test can first run a workload to
+//! count the I/O sites and then inject a fault at each one.
+//!
+//! Cloning a `FaultFs` gives another handle on the same file system.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::vfs::{OpenMode, Vfs, VfsFile};
+
+/// The unit a torn write is cut into (V6): each 512-byte sector of the file that an unsynced
+/// write touches survives a `Torn` crash or not, on its own.
+pub const SECTOR: u64 = 512;
+
+/// Alignment of offsets, lengths and buffers that direct handles demand (V4).
+pub const DIRECT_ALIGN: u64 = 4096;
+
+/// Largest file a `FaultFs` holds (1 GiB); a write or `set_len` beyond it fails with `EFBIG`
+/// instead of exhausting memory.
+pub const MAX_FILE_LEN: u64 = 1 << 30;
+
+/// The operations a [`FaultRule`] can target and [`FaultFs::calls`] counts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// [`Vfs::open`].
+    Open,
+    /// [`VfsFile::read_at`] (and every read of `read_exact_at`).
+    Read,
+    /// [`VfsFile::write_all_at`].
+    Write,
+    /// [`VfsFile::sync`].
+    Sync,
+    /// [`VfsFile::set_len`].
+    SetLen,
+    /// [`VfsFile::len`].
+    Len,
+    /// [`Vfs::remove`].
+    Remove,
+    /// [`Vfs::rename`] (its filter matches the source or the target path).
+    Rename,
+    /// [`Vfs::list`].
+    List,
+    /// [`Vfs::sync_dir`].
+    SyncDir,
+}
+
+/// The error an injected fault returns.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// `EIO`: the device failed.
+    Eio,
+    /// `ENOSPC`: the device is full. A failing write stores a prefix first (V8).
+    Enospc,
+    /// Any other error, by kind.
+    Kind(io::ErrorKind),
+}
+
+impl Fault {
+    /// The I/O error this fault produces.
+    #[must_use]
+    pub fn to_io_error(self) -> io::Error {
+        match self {
+            Fault::Eio => io::Error::from_raw_os_error(libc::EIO),
+            Fault::Enospc => io::Error::from_raw_os_error(libc::ENOSPC),
+            Fault::Kind(kind) => io::Error::new(kind, "injected fault"),
+        }
+    }
+}
+
+/// Which call to fail, and how (V7).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultRule {
+    /// The operation.
+    pub op: Op,
+    /// Only calls whose path contains this substring match (`None`: every path). A file handle's
+    /// path is the one it was opened under.
+    pub path: Option<String>,
+    /// The `nth` matching call from when the rule is armed fails (1-based; 0 is treated as 1).
+    pub nth: u64,
+    /// The error returned.
+    pub fault: Fault,
+    /// Whether every later matching call fails too.
+    pub repeat: bool,
+}
+
+impl FaultRule {
+    /// Fails the next call of `op` (any path) with `fault`, once.
+    #[must_use]
+    pub fn new(op: Op, fault: Fault) -> FaultRule {
+        FaultRule { op, path: None, nth: 1, fault, repeat: false }
+    }
+
+    /// Only calls on paths containing `filter` match.
+    #[must_use]
+    pub fn on_path(mut self, filter: impl Into<String>) -> FaultRule {
+        self.path = Some(filter.into());
+        self
+    }
+
+    /// The `n`th matching call fails instead of the first (1-based).
+    #[must_use]
+    pub fn nth(mut self, n: u64) -> FaultRule {
+        self.nth = n;
+        self
+    }
+
+    /// Every matching call from the `nth` on fails.
+    #[must_use]
+    pub fn repeating(mut self) -> FaultRule {
+        self.repeat = true;
+        self
+    }
+}
+
+/// What survives a crash besides the durable state (V6).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CrashMode {
+    /// No unsynced write or length change survives.
+    DropUnsynced,
+    /// Every unsynced write and length change survives (the device wrote its cache in time).
+    KeepUnsynced,
+    /// Each 512-byte sector of each unsynced write, and each unsynced length change, survives
+    /// or not by a coin flip of a random generator seeded with `seed`, applied in write order.
+    Torn {
+        /// Seed of the coin flips: the same seed on the same history gives the same result.
+        seed: u64,
+    },
+}
+
+/// One unsynced change of a file, kept in order until a sync or a crash.
+#[derive(Clone, Debug)]
+enum Change {
+    Write { offset: u64, data: Vec<u8> },
+    SetLen(u64),
+}
+
+/// A file's contents, independent of its names.
+#[derive(Clone, Debug, Default)]
+struct Inode {
+    visible: Vec<u8>,
+    durable: Vec<u8>,
+    unsynced: Vec<Change>,
+}
+
+#[derive(Debug)]
+struct Armed {
+    rule: FaultRule,
+    seen: u64,
+}
+
+/// A counted call: the operation and the path (two for a rename).
+type CallKey = (Op, PathBuf, Option<PathBuf>);
+
+#[derive(Debug)]
+struct State {
+    /// Incremented by every crash; a handle from an older epoch fails every call (V6).
+    epoch: u64,
+    next_inode: u64,
+    inodes: BTreeMap<u64, Inode>,
+    /// Visible directory entries (file path -> inode).
+    names: BTreeMap<PathBuf, u64>,
+    /// Entries as of the last `sync_dir` of their directory.
+    durable_names: BTreeMap<PathBuf, u64>,
+    /// Directories (durable as soon as created, see V5).
+    dirs: BTreeSet<PathBuf>,
+    rules: Vec<Armed>,
+    calls: HashMap<CallKey, u64>,
+}
+
+fn matches(filter: Option<&str>, path: &Path, other: Option<&Path>) -> bool {
+    match filter {
+        None => true,
+        Some(f) => {
+            path.to_string_lossy().contains(f) || other.is_some_and(|o| o.to_string_lossy().contains(f))
+        }
+    }
+}
+
+fn errno(code: i32) -> io::Error {
+    io::Error::from_raw_os_error(code)
+}
+
+/// The directory a path's entry lives in (`""` for a bare file name).
+fn parent_of(path: &Path) -> PathBuf {
+    path.parent().map_or_else(PathBuf::new, Path::to_path_buf)
+}
+
+/// `end` of a change at `offset` of `len` bytes, or `EFBIG` beyond [`MAX_FILE_LEN`].
+fn checked_end(offset: u64, len: usize) -> io::Result<usize> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= MAX_FILE_LEN => Ok(end as usize),
+        _ => Err(errno(libc::EFBIG)),
+    }
+}
+
+/// Applies a write whose end was checked by [`checked_end`].
+fn apply_write(bytes: &mut Vec<u8>, offset: u64, data: &[u8]) {
+    let start = offset as usize;
+    let end = start + data.len();
+    if bytes.len() < end {
+        bytes.resize(end, 0);
+    }
+    bytes[start..end].copy_from_slice(data);
+}
+
+fn apply(bytes: &mut Vec<u8>, change: &Change) {
+    match change {
+        Change::Write { offset, data } => apply_write(bytes, *offset, data),
+        Change::SetLen(len) => bytes.resize(*len as usize, 0),
+    }
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            epoch: 0,
+            next_inode: 1,
+            inodes: BTreeMap::new(),
+            names: BTreeMap::new(),
+            durable_names: BTreeMap::new(),
+            dirs: [PathBuf::new(), PathBuf::from("/")].into_iter().collect(),
+            rules: Vec::new(),
+            calls: HashMap::new(),
+        }
+    }
+
+    /// Counts the call and returns the fault it must fail with, if an armed rule says so (V7).
+    fn check(&mut self, op: Op, path: &Path, other: Option<&Path>) -> Option<Fault> {
+        *self.calls.entry((op, path.to_path_buf(), other.map(Path::to_path_buf))).or_insert(0) += 1;
+        let mut fault = None;
+        self.rules.retain_mut(|armed| {
+            if armed.rule.op != op || !matches(armed.rule.path.as_deref(), path, other) {
+                return true;
+            }
+            armed.seen += 1;
+            let nth = armed.rule.nth.max(1);
+            let fires = armed.seen == nth || (armed.rule.repeat && armed.seen > nth);
+            if fires && fault.is_none() {
+                fault = Some(armed.rule.fault);
+            }
+            // A one-shot rule is done once it fired.
+            !fires || armed.rule.repeat
+        });
+        fault
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        self.dirs.contains(path)
+    }
+
+    fn crash(&mut self, how: CrashMode) {
+        let seed = match how {
+            CrashMode::Torn { seed } => seed,
+            CrashMode::DropUnsynced | CrashMode::KeepUnsynced => 0,
+        };
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let live: BTreeSet<u64> = self.durable_names.values().copied().collect();
+        self.inodes.retain(|ino, _| live.contains(ino));
+        for inode in self.inodes.values_mut() {
+            let mut bytes = std::mem::take(&mut inode.durable);
+            for change in inode.unsynced.drain(..) {
+                match (how, change) {
+                    (CrashMode::DropUnsynced, _) => {}
+                    (CrashMode::KeepUnsynced, change) => apply(&mut bytes, &change),
+                    (CrashMode::Torn { .. }, change @ Change::SetLen(_)) => {
+                        if rng.gen_bool(0.5) {
+                            apply(&mut bytes, &change);
+                        }
+                    }
+                    (CrashMode::Torn { .. }, Change::Write { offset, data }) => {
+                        // Cut the write at the file's sector boundaries.
+                        let mut at = 0usize;
+                        while at < data.len() {
+                            let pos = offset + at as u64;
+                            let room = (SECTOR - pos % SECTOR) as usize;
+                            let piece = &data[at..(at + room).min(data.len())];
+                            if rng.gen_bool(0.5) {
+                                apply_write(&mut bytes, pos, piece);
+                            }
+                            at += piece.len();
+                        }
+                    }
+                }
+            }
+            inode.visible.clone_from(&bytes);
+            inode.durable = bytes;
+        }
+        self.names = self.durable_names.clone();
+        self.epoch += 1;
+    }
+}
+
+/// An in-memory file system that can crash and fail chosen calls (module docs; README V5–V9).
+#[derive(Clone, Default)]
+pub struct FaultFs {
+    state: Arc<Mutex<State>>,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State::new()
+    }
+}
+
+impl fmt::Debug for FaultFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `try_lock`: formatting must not wait for (or deadlock with) a call in progress.
+        match self.state.try_lock() {
+            Ok(st) => f
+                .debug_struct("FaultFs")
+                .field("files", &st.names.keys().collect::<Vec<_>>())
+                .field("epoch", &st.epoch)
+                .finish_non_exhaustive(),
+            Err(_) => f.write_str("FaultFs { <busy> }"),
+        }
+    }
+}
+
+impl FaultFs {
+    /// An empty file system: only the root directories `""` (relative paths) and `/` exist.
+    #[must_use]
+    pub fn new() -> FaultFs {
+        FaultFs::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panicking test thread must not hide the state from the others.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Simulates power loss (V6): the visible state becomes the durable names and durable bytes
+    /// plus, per `how`, the unsynced changes that survive. Every handle opened before the call
+    /// fails every later call with `EIO`.
+    pub fn crash(&self, how: CrashMode) {
+        self.lock().crash(how);
+    }
+
+    /// Arms a fault rule (V7). Rules stay armed until they fire (or forever if repeating) or
+    /// [`FaultFs::clear_faults`] is called; several may be armed at once.
+    pub fn fail_next(&self, rule: FaultRule) {
+        self.lock().rules.push(Armed { rule, seen: 0 });
+    }
+
+    /// Disarms every fault rule.
+    pub fn clear_faults(&self) {
+        self.lock().rules.clear();
+    }
+
+    /// How many calls of `op` on paths containing `filter` (`None`: any path) were made since
+    /// this file system was created, failed ones included; calls on stale handles are not counted.
+    #[must_use]
+    pub fn calls(&self, op: Op, filter: Option<&str>) -> u64 {
+        self.lock()
+            .calls
+            .iter()
+            .filter(|((o, p, q), _)| *o == op && matches(filter, p, q.as_deref()))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The visible bytes of the file at `path`, or `None` if there is none (for inspection).
+    #[must_use]
+    pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
+        let st = self.lock();
+        st.names.get(path).map(|ino| st.inodes[ino].visible.clone())
+    }
+
+    /// How many unsynced changes (writes, length changes) the file at `path` has.
+    #[must_use]
+    pub fn unsynced_changes(&self, path: &Path) -> usize {
+        let st = self.lock();
+        st.names.get(path).map_or(0, |ino| st.inodes[ino].unsynced.len())
+    }
+}
+
+impl Vfs for FaultFs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
+        let mut st = self.lock();
+        if let Some(f) = st.check(Op::Open, path, None) {
+            return Err(f.to_io_error());
+        }
+        if st.is_dir(path) {
+            return Err(errno(libc::EISDIR));
+        }
+        let ino = match (st.names.get(path).copied(), mode.create_new) {
+            (Some(_), true) => return Err(io::ErrorKind::AlreadyExists.into()),
+            (Some(ino), false) => ino,
+            (None, false) => return Err(io::ErrorKind::NotFound.into()),
+            (None, true) => {
+                if !st.is_dir(&parent_of(path)) {
+                    return Err(io::ErrorKind::NotFound.into());
+                }
+                let ino = st.next_inode;
+                st.next_inode += 1;
+                st.inodes.insert(ino, Inode::default());
+                st.names.insert(path.to_path_buf(), ino);
+                ino
+            }
+        };
+        Ok(Arc::new(FaultFile {
+            fs: self.clone(),
+            inode: ino,
+            epoch: st.epoch,
+            path: path.to_path_buf(),
+            direct: mode.direct,
+        }))
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let mut st = self.lock();
+        if let Some(f) = st.check(Op::Remove, path, None) {
+            return Err(f.to_io_error());
+        }
+        if st.is_dir(path) {
+            return Err(errno(libc::EISDIR));
+        }
+        // Open handles keep the contents (POSIX unlink); a crash drops them.
+        st.names.remove(path).map(|_| ()).ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut st = self.lock();
+        if let Some(f) = st.check(Op::Rename, from, Some(to)) {
+            return Err(f.to_io_error());
+        }
+        if st.is_dir(to) || st.is_dir(from) {
+            return Err(errno(libc::EISDIR));
+        }
+        if !st.is_dir(&parent_of(to)) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let ino = st.names.remove(from).ok_or(io::ErrorKind::NotFound)?;
+        st.names.insert(to.to_path_buf(), ino);
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut st = self.lock();
+        if let Some(f) = st.check(Op::List, dir, None) {
+            return Err(f.to_io_error());
+        }
+        if !st.is_dir(dir) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let files = st.names.keys().filter(|p| parent_of(p) == dir);
+        let dirs = st.dirs.iter().filter(|p| p.parent() == Some(dir) && p.as_os_str() != dir.as_os_str());
+        Ok(files.chain(dirs).cloned().collect())
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut st = self.lock();
+        for d in dir.ancestors() {
+            if st.names.contains_key(d) {
+                return Err(io::ErrorKind::AlreadyExists.into());
+            }
+        }
+        for d in dir.ancestors() {
+            st.dirs.insert(d.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut st = self.lock();
+        if let Some(f) = st.check(Op::SyncDir, dir, None) {
+            return Err(f.to_io_error());
+        }
+        if !st.is_dir(dir) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let st = &mut *st;
+        st.durable_names.retain(|p, _| parent_of(p) != dir);
+        for (p, ino) in &st.names {
+            if parent_of(p) == dir {
+                st.durable_names.insert(p.clone(), *ino);
+            }
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        let st = self.lock();
+        st.names.contains_key(path) || st.is_dir(path)
+    }
+}
+
+/// A handle on a [`FaultFs`] file.
+struct FaultFile {
+    fs: FaultFs,
+    inode: u64,
+    /// The crash epoch the handle was opened in (V6).
+    epoch: u64,
+    path: PathBuf,
+    direct: bool,
+}
+
+impl fmt::Debug for FaultFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultFile").field("path", &self.path).field("direct", &self.direct).finish()
+    }
+}
+
+impl FaultFile {
+    /// Locks the file system for a call of `op`: fails stale handles (V6), then counts the call
+    /// and applies the fault rules (V7).
+    fn enter(&self, op: Op) -> io::Result<(MutexGuard<'_, State>, Option<Fault>)> {
+        let mut st = self.fs.lock();
+        if st.epoch != self.epoch {
+            return Err(errno(libc::EIO));
+        }
+        let fault = st.check(op, &self.path, None);
+        Ok((st, fault))
+    }
+
+    /// V4: direct handles need aligned offsets, lengths and buffers.
+    fn check_direct(&self, addr: usize, len: usize, offset: u64) -> io::Result<()> {
+        let a = DIRECT_ALIGN as usize;
+        if self.direct
+            && (!addr.is_multiple_of(a) || !len.is_multiple_of(a) || !offset.is_multiple_of(DIRECT_ALIGN))
+        {
+            return Err(errno(libc::EINVAL));
+        }
+        Ok(())
+    }
+}
+
+impl VfsFile for FaultFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let (st, fault) = self.enter(Op::Read)?;
+        if let Some(f) = fault {
+            return Err(f.to_io_error());
+        }
+        self.check_direct(buf.as_ptr() as usize, buf.len(), offset)?;
+        let bytes = &st.inodes[&self.inode].visible;
+        let Ok(start) = usize::try_from(offset) else { return Ok(0) };
+        if start >= bytes.len() {
+            return Ok(0);
+        }
+        let n = buf.len().min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
+    }
+
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let (mut st, fault) = self.enter(Op::Write)?;
+        self.check_direct(buf.as_ptr() as usize, buf.len(), offset)?;
+        checked_end(offset, buf.len())?;
+        let data = match fault {
+            None => buf,
+            // V8: a full device still took the write's first sector.
+            Some(Fault::Enospc) => &buf[..buf.len().min((SECTOR - offset % SECTOR) as usize)],
+            Some(f) => return Err(f.to_io_error()),
+        };
+        let inode = st.inodes.get_mut(&self.inode).expect("a handle's inode lives until a crash");
+        apply_write(&mut inode.visible, offset, data);
+        inode.unsynced.push(Change::Write { offset, data: data.to_vec() });
+        match fault {
+            Some(f) => Err(f.to_io_error()),
+            None => Ok(()),
+        }
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        let (mut st, fault) = self.enter(Op::Sync)?;
+        let inode = st.inodes.get_mut(&self.inode).expect("a handle's inode lives until a crash");
+        let changes = std::mem::take(&mut inode.unsynced);
+        if let Some(f) = fault {
+            // V8: like Linux after a failed writeback, the unsynced changes stay visible but are
+            // forgotten: no later sync makes them durable.
+            return Err(f.to_io_error());
+        }
+        for change in &changes {
+            apply(&mut inode.durable, change);
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        let (st, fault) = self.enter(Op::Len)?;
+        if let Some(f) = fault {
+            return Err(f.to_io_error());
+        }
+        Ok(st.inodes[&self.inode].visible.len() as u64)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let (mut st, fault) = self.enter(Op::SetLen)?;
+        if let Some(f) = fault {
+            return Err(f.to_io_error());
+        }
+        if len > MAX_FILE_LEN {
+            return Err(errno(libc::EFBIG));
+        }
+        let inode = st.inodes.get_mut(&self.inode).expect("a handle's inode lives until a crash");
+        apply(&mut inode.visible, &Change::SetLen(len));
+        inode.unsynced.push(Change::SetLen(len));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn p(s: &str) -> PathBuf {
+        PathBuf::from(s)
+    }
+
+    /// A file system with directory `/d` and a synced file `/d/f` holding `init`.
+    fn with_file(init: &[u8]) -> (FaultFs, Arc<dyn VfsFile>) {
+        let fs = FaultFs::new();
+        fs.create_dir_all(&p("/d")).unwrap();
+        let f = fs.open(&p("/d/f"), OpenMode::CREATE_NEW).unwrap();
+        f.write_all_at(init, 0).unwrap();
+        f.sync().unwrap();
+        fs.sync_dir(&p("/d")).unwrap();
+        (fs, f)
+    }
+
+    fn read_all(fs: &FaultFs, path: &str) -> Vec<u8> {
+        let f = fs.open(&p(path), OpenMode::EXISTING).unwrap();
+        let mut buf = vec![0u8; f.len().unwrap() as usize];
+        f.read_exact_at(&mut buf, 0).unwrap();
+        buf
+    }
+
+    fn raw(e: &io::Error) -> Option<i32> {
+        e.raw_os_error()
+    }
+
+    #[test]
+    fn v6_drop_unsynced_keeps_exactly_the_synced_bytes() {
+        let (fs, f) = with_file(b"synced data");
+        f.write_all_at(b"LOST", 0).unwrap();
+        f.write_all_at(b" and more", 11).unwrap();
+        assert_eq!(read_all(&fs, "/d/f"), b"LOSTed data and more", "reads see unsynced writes");
+        fs.crash(CrashMode::DropUnsynced);
+        assert_eq!(read_all(&fs, "/d/f"), b"synced data");
+    }
+
+    #[test]
+    fn v6_keep_unsynced_keeps_every_write_and_length_change() {
+        let (fs, f) = with_file(b"synced data");
+        f.write_all_at(b"KEPT", 0).unwrap();
+        f.set_len(6).unwrap();
+        f.write_all_at(b"!", 8).unwrap();
+        fs.crash(CrashMode::KeepUnsynced);
+        assert_eq!(read_all(&fs, "/d/f"), b"KEPTed\0\0!");
+        assert_eq!(fs.unsynced_changes(&p("/d/f")), 0, "after a crash everything is on disk");
+    }
+
+    #[test]
+    fn v6_torn_crash_keeps_or_drops_whole_sectors_and_is_deterministic() {
+        let old = vec![0x11u8; 4096];
+        let mut mixed = 0;
+        for seed in 0..16 {
+            let (fs, f) = with_file(&old);
+            // An unaligned write covering parts of sectors 0 and 8 and all of 1..=7.
+            f.write_all_at(&[0xAA; 4096], 100).unwrap();
+            fs.crash(CrashMode::Torn { seed });
+            let got = read_all(&fs, "/d/f");
+            let mut kept = Vec::new();
+            for (i, sector) in got.chunks(SECTOR as usize).enumerate() {
+                let lo = if i == 0 { 100 } else { 0 };
+                let part = &sector[lo..];
+                assert!(
+                    part.iter().all(|&b| b == 0xAA) || part.iter().all(|&b| b == 0x11 || b == 0),
+                    "seed {seed}: sector {i} is torn inside itself"
+                );
+                assert!(sector[..lo].iter().all(|&b| b == 0x11), "bytes before the write are untouched");
+                kept.push(part[0] == 0xAA);
+            }
+            if kept.iter().any(|&k| k) && kept.iter().any(|&k| !k) {
+                mixed += 1;
+            }
+            // Same history, same seed: same result.
+            let (fs2, f2) = with_file(&old);
+            f2.write_all_at(&[0xAA; 4096], 100).unwrap();
+            fs2.crash(CrashMode::Torn { seed });
+            assert_eq!(read_all(&fs2, "/d/f"), got, "seed {seed} is not deterministic");
+        }
+        assert!(mixed > 0, "16 seeds never tore a 9-sector write");
+    }
+
+    #[test]
+    fn v6_synced_data_survives_every_mode() {
+        for how in [CrashMode::DropUnsynced, CrashMode::KeepUnsynced, CrashMode::Torn { seed: 7 }] {
+            let (fs, f) = with_file(&[5u8; 2048]);
+            f.write_all_at(&[6u8; 1024], 4096).unwrap();
+            f.sync().unwrap();
+            f.write_all_at(&[9u8; 100], 5000).unwrap();
+            fs.crash(how);
+            let got = read_all(&fs, "/d/f");
+            assert_eq!(&got[..2048], &[5u8; 2048][..], "{how:?}");
+            assert_eq!(&got[4096..5000], &[6u8; 904][..], "{how:?}");
+        }
+    }
+
+    #[test]
+    fn v2_directory_entries_are_durable_only_after_sync_dir() {
+        let (fs, f) = with_file(b"x");
+        drop(f);
+        let g = fs.open(&p("/d/new"), OpenMode::CREATE_NEW).unwrap();
+        g.write_all_at(b"new", 0).unwrap();
+        g.sync().unwrap();
+        fs.rename(&p("/d/f"), &p("/d/renamed")).unwrap();
+        assert!(fs.exists(&p("/d/renamed")) && !fs.exists(&p("/d/f")), "renames are visible at once");
+        fs.crash(CrashMode::KeepUnsynced);
+        assert!(!fs.exists(&p("/d/new")), "a synced file without sync_dir is lost");
+        assert!(fs.exists(&p("/d/f")) && !fs.exists(&p("/d/renamed")), "the rename is undone");
+
+        fs.rename(&p("/d/f"), &p("/d/renamed")).unwrap();
+        let g = fs.open(&p("/d/new"), OpenMode::CREATE_NEW).unwrap();
+        g.write_all_at(b"new", 0).unwrap();
+        g.sync().unwrap();
+        fs.sync_dir(&p("/d")).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        assert_eq!(read_all(&fs, "/d/renamed"), b"x");
+        assert_eq!(read_all(&fs, "/d/new"), b"new");
+        let mut listed = fs.list(&p("/d")).unwrap();
+        listed.sort();
+        assert_eq!(listed, vec![p("/d/new"), p("/d/renamed")]);
+
+        fs.remove(&p("/d/new")).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        assert!(fs.exists(&p("/d/new")), "a remove without sync_dir is undone");
+        fs.remove(&p("/d/new")).unwrap();
+        fs.sync_dir(&p("/d")).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        assert!(!fs.exists(&p("/d/new")));
+    }
+
+    #[test]
+    fn v3_rename_replaces_the_target() {
+        let (fs, f) = with_file(b"old");
+        drop(f);
+        let t = fs.open(&p("/d/tmp"), OpenMode::CREATE_NEW).unwrap();
+        t.write_all_at(b"new", 0).unwrap();
+        t.sync().unwrap();
+        fs.rename(&p("/d/tmp"), &p("/d/f")).unwrap();
+        assert_eq!(read_all(&fs, "/d/f"), b"new");
+        assert_eq!(fs.list(&p("/d")).unwrap(), vec![p("/d/f")]);
+        fs.sync_dir(&p("/d")).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        assert_eq!(read_all(&fs, "/d/f"), b"new");
+    }
+
+    #[test]
+    fn v6_handles_opened_before_a_crash_fail_with_eio() {
+        let (fs, f) = with_file(b"data");
+        fs.crash(CrashMode::KeepUnsynced);
+        let mut buf = [0u8; 4];
+        assert_eq!(raw(&f.read_at(&mut buf, 0).unwrap_err()), Some(libc::EIO));
+        assert_eq!(raw(&f.write_all_at(b"zz", 0).unwrap_err()), Some(libc::EIO));
+        assert_eq!(raw(&f.sync().unwrap_err()), Some(libc::EIO));
+        assert_eq!(raw(&f.len().unwrap_err()), Some(libc::EIO));
+        assert_eq!(raw(&f.set_len(0).unwrap_err()), Some(libc::EIO));
+        assert_eq!(read_all(&fs, "/d/f"), b"data", "the dead handle changed nothing");
+        let before = fs.calls(Op::Write, None);
+        let _ = f.write_all_at(b"zz", 0);
+        assert_eq!(fs.calls(Op::Write, None), before, "stale calls are not counted");
+    }
+
+    #[test]
+    fn v7_each_operation_can_be_failed_once() {
+        let ops = [
+            Op::Open,
+            Op::Read,
+            Op::Write,
+            Op::Sync,
+            Op::SetLen,
+            Op::Len,
+            Op::Remove,
+            Op::Rename,
+            Op::List,
+            Op::SyncDir,
+        ];
+        for op in ops {
+            let (fs, f) = with_file(b"abc");
+            fs.fail_next(FaultRule::new(op, Fault::Eio));
+            let call = |fs: &FaultFs, f: &Arc<dyn VfsFile>| -> io::Result<()> {
+                match op {
+                    Op::Open => fs.open(&p("/d/f"), OpenMode::EXISTING).map(|_| ()),
+                    Op::Read => f.read_at(&mut [0u8; 3], 0).map(|_| ()),
+                    Op::Write => f.write_all_at(b"xyz", 0),
+                    Op::Sync => f.sync(),
+                    Op::SetLen => f.set_len(3),
+                    Op::Len => f.len().map(|_| ()),
+                    Op::Remove => fs.remove(&p("/d/f")),
+                    Op::Rename => fs.rename(&p("/d/f"), &p("/d/g")),
+                    Op::List => fs.list(&p("/d")).map(|_| ()),
+                    Op::SyncDir => fs.sync_dir(&p("/d")),
+                }
+            };
+            let err = call(&fs, &f).expect_err("the armed call fails");
+            assert_eq!(raw(&err), Some(libc::EIO), "{op:?}");
+            assert_eq!(
+                fs.calls(op, None),
+                if matches!(op, Op::Sync | Op::Write | Op::Open | Op::SyncDir) { 2 } else { 1 },
+                "{op:?}: the failed call is counted"
+            );
+            call(&fs, &f).unwrap_or_else(|e| panic!("{op:?}: a one-shot rule fails once, got {e}"));
+        }
+    }
+
+    #[test]
+    fn v7_nth_repeat_and_path_filters() {
+        let (fs, f) = with_file(b"abc");
+        let other = fs.open(&p("/d/other"), OpenMode::CREATE_NEW).unwrap();
+        fs.fail_next(
+            FaultRule::new(Op::Write, Fault::Kind(io::ErrorKind::PermissionDenied)).on_path("/f").nth(3),
+        );
+        other.write_all_at(b"1", 0).unwrap();
+        other.write_all_at(b"2", 0).unwrap();
+        other.write_all_at(b"3", 0).unwrap();
+        f.write_all_at(b"1", 0).unwrap();
+        f.write_all_at(b"2", 0).unwrap();
+        assert_eq!(f.write_all_at(b"3", 0).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        f.write_all_at(b"4", 0).unwrap();
+        assert_eq!(fs.calls(Op::Write, Some("/d/f")), 5, "one initial write and four here");
+        assert_eq!(fs.calls(Op::Write, Some("other")), 3);
+        assert_eq!(fs.calls(Op::Write, None), 8);
+
+        fs.fail_next(FaultRule::new(Op::Sync, Fault::Eio).nth(2).repeating());
+        f.sync().unwrap();
+        for _ in 0..3 {
+            assert_eq!(raw(&f.sync().unwrap_err()), Some(libc::EIO));
+        }
+        fs.clear_faults();
+        f.sync().unwrap();
+
+        fs.fail_next(FaultRule::new(Op::Rename, Fault::Eio).on_path("target"));
+        fs.rename(&p("/d/other"), &p("/d/o2")).unwrap();
+        assert_eq!(raw(&fs.rename(&p("/d/o2"), &p("/d/target")).unwrap_err()), Some(libc::EIO));
+        assert!(fs.exists(&p("/d/o2")), "a failed rename changes nothing");
+        assert_eq!(fs.calls(Op::Rename, Some("o2")), 2, "a rename matches by source or target");
+    }
+
+    #[test]
+    fn v8_enospc_write_stores_its_first_sector() {
+        let (fs, f) = with_file(&[1u8; 4096]);
+        fs.fail_next(FaultRule::new(Op::Write, Fault::Enospc));
+        let err = f.write_all_at(&[2u8; 4096], 0).unwrap_err();
+        assert_eq!(raw(&err), Some(libc::ENOSPC));
+        let got = read_all(&fs, "/d/f");
+        assert_eq!(&got[..512], &[2u8; 512][..]);
+        assert_eq!(&got[512..], &[1u8; 3584][..]);
+        // From an unaligned offset the prefix ends at the next sector boundary.
+        fs.fail_next(FaultRule::new(Op::Write, Fault::Enospc));
+        f.write_all_at(&[3u8; 1000], 1000).unwrap_err();
+        let got = read_all(&fs, "/d/f");
+        assert_eq!(&got[1000..1024], &[3u8; 24][..]);
+        assert_eq!(got[1024], 1);
+        // EIO writes nothing.
+        fs.fail_next(FaultRule::new(Op::Write, Fault::Eio));
+        f.write_all_at(&[4u8; 10], 0).unwrap_err();
+        assert_eq!(read_all(&fs, "/d/f")[0], 2);
+    }
+
+    #[test]
+    fn v8_failed_sync_forgets_the_unsynced_writes() {
+        let (fs, f) = with_file(b"old!");
+        f.write_all_at(b"new!", 0).unwrap();
+        fs.fail_next(FaultRule::new(Op::Sync, Fault::Eio));
+        assert!(f.sync().is_err());
+        assert_eq!(read_all(&fs, "/d/f"), b"new!", "still visible");
+        f.sync().expect("a retry reports success, as Linux does");
+        fs.crash(CrashMode::KeepUnsynced);
+        assert_eq!(read_all(&fs, "/d/f"), b"old!", "but the write never became durable");
+    }
+
+    #[test]
+    fn v4_direct_handles_reject_misaligned_calls() {
+        let fs = FaultFs::new();
+        let f = fs.open(&p("db"), OpenMode { create_new: true, direct: true }).unwrap();
+        let mut region = vec![0u8; 3 * 4096];
+        let start = region.as_ptr().align_offset(4096);
+        let aligned = &mut region[start..start + 4096];
+        aligned.fill(7);
+        f.write_all_at(aligned, 4096).expect("aligned write");
+        f.read_exact_at(aligned, 4096).expect("aligned read");
+        assert_eq!(raw(&f.write_all_at(aligned, 100).unwrap_err()), Some(libc::EINVAL), "offset");
+        assert_eq!(raw(&f.write_all_at(&aligned[..512], 0).unwrap_err()), Some(libc::EINVAL), "length");
+        let misaligned = &mut region[start + 1..start + 1 + 4096];
+        assert_eq!(raw(&f.read_at(misaligned, 0).unwrap_err()), Some(libc::EINVAL), "buffer");
+        let plain = fs.open(&p("db"), OpenMode::EXISTING).unwrap();
+        plain.write_all_at(b"any", 3).expect("buffered handles take anything");
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        let fs = FaultFs::new();
+        assert_eq!(
+            fs.open(&p("/missing/f"), OpenMode::CREATE_NEW).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert_eq!(fs.open(&p("f"), OpenMode::EXISTING).unwrap_err().kind(), io::ErrorKind::NotFound);
+        let f = fs.open(&p("f"), OpenMode::CREATE_NEW).unwrap();
+        assert_eq!(fs.open(&p("f"), OpenMode::CREATE_NEW).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(raw(&f.write_all_at(b"x", u64::MAX).unwrap_err()), Some(libc::EFBIG));
+        assert_eq!(raw(&f.set_len(MAX_FILE_LEN + 1).unwrap_err()), Some(libc::EFBIG));
+        assert_eq!(f.read_at(&mut [0u8; 4], u64::MAX).unwrap(), 0);
+        assert!(fs.remove(&p("nope")).is_err() && fs.rename(&p("nope"), &p("x")).is_err());
+        assert!(fs.list(&p("/nope")).is_err() && fs.sync_dir(&p("/nope")).is_err());
+        assert_eq!(fs.list(&p("")).unwrap(), vec![p("f")]);
+    }
+
+    /// The model of one file: its visible and durable bytes.
+    #[derive(Clone, Debug, Default)]
+    struct ModelFile {
+        visible: Vec<u8>,
+        durable: Vec<u8>,
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Create(usize),
+        Write(usize, u64, usize, u8),
+        SetLen(usize, u64),
+        Sync(usize),
+        SyncDir,
+        Rename(usize, usize),
+        Remove(usize),
+        Crash(bool),
+    }
+
+    const NAMES: [&str; 3] = ["/d/a", "/d/b", "/d/c"];
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0..3usize).prop_map(Step::Create),
+            (0..3usize, 0..3000u64, 1..1200usize, any::<u8>())
+                .prop_map(|(f, o, l, b)| Step::Write(f, o, l, b)),
+            (0..3usize, 0..5000u64).prop_map(|(f, l)| Step::SetLen(f, l)),
+            (0..3usize).prop_map(Step::Sync),
+            Just(Step::SyncDir),
+            (0..3usize, 0..3usize).prop_map(|(a, b)| Step::Rename(a, b)),
+            (0..3usize).prop_map(Step::Remove),
+            any::<bool>().prop_map(Step::Crash),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Random operation sequences against a model of visible and durable names and bytes.
+        #[test]
+        fn v2_v6_random_histories_match_the_model(steps in proptest::collection::vec(step(), 1..40)) {
+            let fs = FaultFs::new();
+            fs.create_dir_all(&p("/d")).unwrap();
+            let mut inodes: Vec<ModelFile> = Vec::new();
+            let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+            let mut durable_names: BTreeMap<&str, usize> = BTreeMap::new();
+            for s in steps {
+                match s {
+                    Step::Create(i) => {
+                        let r = fs.open(&p(NAMES[i]), OpenMode::CREATE_NEW);
+                        prop_assert_eq!(r.is_ok(), !names.contains_key(NAMES[i]));
+                        if r.is_ok() {
+                            inodes.push(ModelFile::default());
+                            names.insert(NAMES[i], inodes.len() - 1);
+                        }
+                    }
+                    Step::Write(i, off, len, b) => if let Some(&ino) = names.get(NAMES[i]) {
+                        let f = fs.open(&p(NAMES[i]), OpenMode::EXISTING).unwrap();
+                        f.write_all_at(&vec![b; len], off).unwrap();
+                        apply_write(&mut inodes[ino].visible, off, &vec![b; len]);
+                    },
+                    Step::SetLen(i, len) => if let Some(&ino) = names.get(NAMES[i]) {
+                        fs.open(&p(NAMES[i]), OpenMode::EXISTING).unwrap().set_len(len).unwrap();
+                        inodes[ino].visible.resize(len as usize, 0);
+                    },
+                    Step::Sync(i) => if let Some(&ino) = names.get(NAMES[i]) {
+                        fs.open(&p(NAMES[i]), OpenMode::EXISTING).unwrap().sync().unwrap();
+                        inodes[ino].durable = inodes[ino].visible.clone();
+                    },
+                    Step::SyncDir => {
+                        fs.sync_dir(&p("/d")).unwrap();
+                        durable_names = names.clone();
+                    }
+                    Step::Rename(a, b) => {
+                        let r = fs.rename(&p(NAMES[a]), &p(NAMES[b]));
+                        prop_assert_eq!(r.is_ok(), names.contains_key(NAMES[a]));
+                        if let Some(ino) = names.remove(NAMES[a]) {
+                            names.insert(NAMES[b], ino);
+                        }
+                    }
+                    Step::Remove(i) => {
+                        prop_assert_eq!(fs.remove(&p(NAMES[i])).is_ok(), names.remove(NAMES[i]).is_some());
+                    }
+                    Step::Crash(keep) => {
+                        fs.crash(if keep { CrashMode::KeepUnsynced } else { CrashMode::DropUnsynced });
+                        names = durable_names.clone();
+                        for m in &mut inodes {
+                            if keep {
+                                m.durable = m.visible.clone();
+                            } else {
+                                m.visible = m.durable.clone();
+                            }
+                        }
+                    }
+                }
+                for name in NAMES {
+                    prop_assert_eq!(fs.exists(&p(name)), names.contains_key(name), "{}", name);
+                    if let Some(&ino) = names.get(name) {
+                        prop_assert_eq!(&read_all(&fs, name), &inodes[ino].visible, "{}", name);
+                    }
+                }
+            }
+        }
+    }
+}
