@@ -112,7 +112,7 @@ fn log_structure(log: Log<'_>, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) 
 /// Sets a logged page's LSN (T12).
 fn stamp(lsn: Option<Lsn>, g: &mut ExclusiveGuard<'_>) {
     if let Some(lsn) = lsn {
-        page::set_page_lsn(g, lsn);
+        g.set_page_lsn(lsn);
     }
 }
 

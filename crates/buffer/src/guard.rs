@@ -114,6 +114,24 @@ impl<'p> PageGuard<'p, Exclusive> {
         }
     }
 
+    /// The frame's recovery LSN (B19): `Lsn(0)` while no logged change waits to be written.
+    #[must_use]
+    pub fn rec_lsn(&self) -> Lsn {
+        Lsn(self.pool.desc(self.frame).rec_lsn.load(Relaxed))
+    }
+
+    /// Called before a change to this page is logged, with a lower bound of the LSN the record
+    /// will get (B21): if the frame has no recovery LSN, `at_most` becomes it, and the page is
+    /// marked dirty. A checkpoint that begins after the record then lists the page, even if
+    /// [`set_page_lsn`](Self::set_page_lsn) has not run yet.
+    pub fn hold_rec_lsn(&self, at_most: Lsn) {
+        let d = self.pool.desc(self.frame);
+        if d.rec_lsn.load(Relaxed) == 0 {
+            d.rec_lsn.store(at_most.0.max(1), Release);
+        }
+        d.mark_dirty();
+    }
+
     /// Converts to a guard of mode `M` (downgrading if `M` is shared).
     pub(crate) fn into_mode<M: LatchKind>(self) -> PageGuard<'p, M> {
         let pool = self.pool;

@@ -129,7 +129,8 @@ fn builder(args: &CrashTestArgs) -> swizzledb::Builder {
 fn child(args: &CrashTestArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> {
     let db = builder(args).open(path)?;
     let tree = db.tree(TREE)?;
-    let start = tree.get(PROGRESS)?.and_then(|v| std::str::from_utf8(&v).ok()?.parse::<u64>().ok()).unwrap_or(0);
+    let start =
+        tree.get(PROGRESS)?.and_then(|v| std::str::from_utf8(&v).ok()?.parse::<u64>().ok()).unwrap_or(0);
     let mut out = std::io::stdout().lock();
     writeln!(out, "start {start}")?;
     out.flush()?;
@@ -174,6 +175,12 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: u64) -> Findings {
             return found;
         }
     };
+    // Structure first: a scan of a damaged tree need not end.
+    if let Err(e) = db.tree(TREE).map_err(|e| e.to_string()).and_then(|t| t.verify().map(|_| ())) {
+        eprintln!("the tree is invalid after {acked} acknowledged commits: {e}");
+        found.invalid = true;
+        return found;
+    }
     let got: State = match db.tree(TREE).map(|t| {
         t.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).collect::<Result<State, _>>()
     }) {
@@ -184,10 +191,6 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: u64) -> Findings {
             return found;
         }
     };
-    if let Err(e) = db.tree(TREE).map_err(|e| e.to_string()).and_then(|t| t.verify().map(|_| ())) {
-        eprintln!("the tree is invalid after {acked} acknowledged commits: {e}");
-        found.invalid = true;
-    }
     let mut before = State::new();
     for n in 1..=acked {
         apply(&mut before, args.seed, args.keys, n);
@@ -320,7 +323,10 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         args.seed,
         mode_name(args.mode)
     );
-    println!("kills={} lost_commits={lost} visible_uncommitted={uncommitted} invalid_trees={invalid}", args.kills);
+    println!(
+        "kills={} lost_commits={lost} visible_uncommitted={uncommitted} invalid_trees={invalid}",
+        args.kills
+    );
     Ok(if lost + uncommitted + invalid == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -40,7 +40,7 @@ use swizzledb_btree::BTreeOwner;
 use swizzledb_sync::{Lsn, PageId, TxnId};
 use swizzledb_wal::{LogConfig, LogError, LogManager};
 
-use crate::logging::{SystemLog, TxnLog, Undo, Wal};
+use crate::logging::{PoolLog, SystemLog, TxnLog, Undo, Wal};
 use crate::record::{Record, TxnState};
 
 pub use crate::logging::CommitMode;
@@ -216,12 +216,14 @@ impl Builder {
             return Ok(Database::with_pool(pool, None));
         }
         let dir = wal_dir(path);
-        if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+        if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
             return Err(Error::StaleLog(dir));
         }
-        let pool = swizzledb_buffer::BufferPool::create(path, &self.config, Arc::new(BTreeOwner))?;
-        let log = LogManager::open(self.log_config(path))?;
-        let wal = Wal::new(Arc::new(log), 1, self.commit_mode);
+        let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let mut config = self.config.clone();
+        config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
+        let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
+        let wal = Wal::new(log, 1, self.commit_mode);
         let db = Database::with_pool(pool, Some(Arc::new(wal)));
         db.checkpoint()?;
         Ok(db)
@@ -229,6 +231,7 @@ impl Builder {
 
     fn log_config(&self, path: &Path) -> LogConfig {
         let mut config = LogConfig::new(wal_dir(path));
+        config.vfs = Arc::clone(&self.config.vfs);
         if let Some(bytes) = self.log_segment_bytes {
             config.segment_bytes = bytes;
         }
@@ -262,15 +265,17 @@ impl Builder {
     /// the recovered allocation, the losers are rolled back with compensation records, and a
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
     fn restart(&self, path: &Path) -> Result<Database> {
-        let log = LogManager::open(self.log_config(path))?;
+        let log = Arc::new(LogManager::open(self.log_config(path))?);
         let recovered = restart::analyze_and_redo(&*self.config.vfs, path, self.config.direct_io, &log)?;
+        let mut config = self.config.clone();
+        config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
         let pool = swizzledb_buffer::BufferPool::open_recovered(
             path,
-            &self.config,
+            &config,
             Arc::new(BTreeOwner),
             recovered.allocation,
         )?;
-        let wal = Wal::new(Arc::new(log), recovered.next_txn, self.commit_mode);
+        let wal = Wal::new(log, recovered.next_txn, self.commit_mode);
         let db = Database::with_pool(pool, Some(Arc::new(wal)));
         let mut stats = recovered.stats;
         for entry in &recovered.unfinished {
@@ -505,6 +510,7 @@ impl Database {
     /// As [`Database::flush`]; I/O errors finishing the trace.
     pub fn close(mut self) -> Result<()> {
         self.closed = true;
+        self.flush()?;
         self.checkpoint()?;
         self.trees.lock().clear();
         if let Some(pool) = Arc::get_mut(&mut self.pool) {

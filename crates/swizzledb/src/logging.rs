@@ -123,43 +123,50 @@ impl Wal {
         self.txns.lock().remove(&id);
     }
 
-    /// Logs a structure change: the pages' disk images and the freed pages (T13).
+    /// Logs a structure change: the pages' disk images and the freed pages (T13). Each page
+    /// holds a recovery LSN before the record exists (R3).
     pub(crate) fn log_structure(
         &self,
         pages: &[&ExclusiveGuard<'_>],
         freed: &[PageId],
     ) -> Result<Lsn, LogError> {
         let images = pages.iter().map(|g| (g.page_id(), g.pool().disk_image(g))).collect();
+        let bound = self.log.end();
+        for g in pages {
+            g.hold_rec_lsn(bound);
+        }
         self.append(&Record::Structure { images, freed: freed.to_vec() })
     }
 
-    /// Takes a checkpoint (RECOVERY.md R7) and truncates the log below what restart could need.
-    /// While logged pages are written without the pool's WAL hook, the checkpoint is sharp: the
-    /// log is flushed, then every dirty page written, so its dirty page table is empty. Call it
-    /// only while no transaction changes pages.
+    /// Takes a fuzzy checkpoint (RECOVERY.md R7) while transactions run, and truncates the log
+    /// below what restart could need: begin record; dirty pages, transactions, allocation;
+    /// data-file sync (pages seen clean are on disk); end record, durable; master record.
     pub(crate) fn checkpoint(&self, pool: &BufferPool) -> crate::Result<Lsn> {
         let _one = self.checkpointing.lock();
         let begin = self.append(&Record::CheckpointBegin)?;
-        self.log.flush_all()?;
-        pool.flush()?;
-        let txns: Vec<TxnEntry> = self
-            .txns
-            .lock()
-            .values()
-            .filter(|t| t.last().0 != 0)
-            .map(|t| TxnEntry {
-                txn: t.id,
-                state: t.state(),
-                last_lsn: t.last(),
-                undo_next: Lsn(t.undo_next.load(Ordering::Acquire)),
-            })
-            .collect();
-        let oldest_txn =
-            self.txns.lock().values().map(|t| t.first_lsn.load(Ordering::Acquire)).filter(|&l| l != 0).min();
+        let dirty = pool.dirty_pages();
+        let (txns, oldest_txn) = {
+            let table = self.txns.lock();
+            let txns: Vec<TxnEntry> = table
+                .values()
+                .filter(|t| t.last().0 != 0)
+                .map(|t| TxnEntry {
+                    txn: t.id,
+                    state: t.state(),
+                    last_lsn: t.last(),
+                    undo_next: Lsn(t.undo_next.load(Ordering::Acquire)),
+                })
+                .collect();
+            let oldest =
+                table.values().map(|t| t.first_lsn.load(Ordering::Acquire)).filter(|&l| l != 0).min();
+            (txns, oldest)
+        };
         let allocation = pool.allocation();
+        pool.sync_file()?;
+        let keep = dirty.iter().map(|&(_, rec)| rec.0).chain(oldest_txn).fold(begin.0, u64::min);
         let checkpoint = Checkpoint {
             begin,
-            dirty: Vec::new(),
+            dirty,
             txns,
             page_count: allocation.page_count,
             free: allocation.free_pages,
@@ -167,9 +174,28 @@ impl Wal {
         };
         let end = self.append(&Record::CheckpointEnd(Box::new(checkpoint)))?;
         self.log.write_master(end)?;
-        let keep = oldest_txn.map_or(begin, |t| Lsn(t.min(begin.0)));
-        self.log.truncate_before(keep)?;
+        self.log.truncate_before(Lsn(keep))?;
         Ok(end)
+    }
+}
+
+/// The pool's view of the log (buffer README B18, B20): the WAL rule's flush, and a page-write
+/// record for every page written back.
+pub(crate) struct PoolLog(pub(crate) Arc<LogManager>);
+
+impl swizzledb_buffer::LogFlush for PoolLog {
+    fn flush_to(&self, lsn: Lsn) -> std::io::Result<()> {
+        if lsn >= self.0.end() {
+            // Not a record of this log's tail (restart's redo stamps record LSNs, which are
+            // always below the end): flush everything appended.
+            return self.0.flush_all().map_err(std::io::Error::other);
+        }
+        self.0.flush(lsn).map_err(std::io::Error::other)
+    }
+
+    fn page_written(&self, page: PageId, page_lsn: Lsn) {
+        // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
+        let _ = self.0.append(&Record::PageWrite { page, page_lsn }.encode());
     }
 }
 
@@ -249,10 +275,20 @@ impl ChangeLog for TxnLog<'_> {
         let change = Change::of(change);
         let page = leaf.page_id();
         let mut undo_prev = self.shared.last();
+        // The first change since the page was last written carries the page's image, so redo
+        // never depends on what the file holds for it (R3).
+        let base = match self.wal {
+            Some(wal) if leaf.rec_lsn() == Lsn(0) => {
+                let image = leaf.pool().disk_image(leaf);
+                leaf.hold_rec_lsn(wal.log.end());
+                Some(image)
+            }
+            _ => None,
+        };
         let lsn = self
             .append(|prev| {
                 undo_prev = prev;
-                Record::Leaf { txn, prev, undo_next, tree, page, change: change.clone(), base: None }
+                Record::Leaf { txn, prev, undo_next, tree, page, change: change.clone(), base }
             })
             .map_err(failure)?;
         match undo_next {

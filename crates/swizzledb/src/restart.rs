@@ -197,7 +197,12 @@ impl RedoPages<'_> {
 
 /// Analysis and redo (R8, R9): brings the page file to the state of the end of the durable
 /// log and returns what undo needs. Writes only data pages (never page 0), then syncs.
-pub(crate) fn analyze_and_redo(vfs: &dyn swizzledb_sync::Vfs, path: &Path, direct: bool, log: &LogManager) -> Result<Recovered> {
+pub(crate) fn analyze_and_redo(
+    vfs: &dyn swizzledb_sync::Vfs,
+    path: &Path,
+    direct: bool,
+    log: &LogManager,
+) -> Result<Recovered> {
     let (file, meta) = PageFile::open_logged(vfs, path, direct)?;
     let checkpoint = last_checkpoint(log, &meta)?;
     let mut a = Analysis::from_checkpoint(&checkpoint);
