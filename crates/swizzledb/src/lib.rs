@@ -84,6 +84,9 @@ pub enum Error {
     /// The write-ahead log failed.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// A record lock could not be granted: abort the transaction and retry it (LOCKS.md).
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
     /// A log record restart needs is damaged or missing (RECOVERY.md R10).
     #[error("log corrupted at {lsn}: {reason}; restore the database and its log from a backup")]
     LogCorrupted {
@@ -101,11 +104,20 @@ pub enum Error {
 /// Result alias with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Whether transactions take record locks.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+enum Locking {
+    #[default]
+    On,
+    Off,
+}
+
 /// Settings for opening or creating a database.
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     config: PoolConfig,
     logging: bool,
+    locking: Locking,
     commit_mode: CommitMode,
     log_segment_bytes: Option<u64>,
 }
@@ -186,6 +198,16 @@ impl Builder {
         self
     }
 
+    /// Record locks (default on): transactions lock the keys they read (shared) and write
+    /// (exclusive) until they end, so they are serializable for point operations (LOCKS.md).
+    /// Off, transactions see each other's uncommitted writes (for measuring what locking costs,
+    /// Graefe et al. Fig. 14).
+    #[must_use]
+    pub fn locking(mut self, on: bool) -> Self {
+        self.locking = if on { Locking::On } else { Locking::Off };
+        self
+    }
+
     /// When commits return (default [`CommitMode::Sync`]); only with logging on.
     #[must_use]
     pub fn commit_mode(mut self, mode: CommitMode) -> Self {
@@ -213,7 +235,7 @@ impl Builder {
     pub fn create(self, path: &Path) -> Result<Database> {
         if !self.logging {
             let pool = swizzledb_buffer::BufferPool::create(path, &self.config, Arc::new(BTreeOwner))?;
-            return Ok(Database::with_pool(pool, None));
+            return Ok(Database::with_pool(pool, None, self.locking));
         }
         let dir = wal_dir(path);
         if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
@@ -223,8 +245,8 @@ impl Builder {
         let mut config = self.config.clone();
         config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
         let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
-        let wal = Wal::new(log, 1, self.commit_mode);
-        let db = Database::with_pool(pool, Some(Arc::new(wal)));
+        let wal = Wal::new(log, self.commit_mode);
+        let db = Database::with_pool(pool, Some(Arc::new(wal)), self.locking);
         db.checkpoint()?;
         Ok(db)
     }
@@ -246,10 +268,8 @@ impl Builder {
         let db = if self.logging {
             self.restart(path)?
         } else {
-            Database::with_pool(
-                swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?,
-                None,
-            )
+            let pool = swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?;
+            Database::with_pool(pool, None, self.locking)
         };
         if db.pool.mode() == PoolMode::MainMemory {
             for name in db.pool.catalog_names() {
@@ -275,8 +295,9 @@ impl Builder {
             Arc::new(BTreeOwner),
             recovered.allocation,
         )?;
-        let wal = Wal::new(log, recovered.next_txn, self.commit_mode);
-        let db = Database::with_pool(pool, Some(Arc::new(wal)));
+        let wal = Wal::new(log, self.commit_mode);
+        let db = Database::with_pool(pool, Some(Arc::new(wal)), self.locking);
+        db.next_txn.store(recovered.next_txn, std::sync::atomic::Ordering::Relaxed);
         let mut stats = recovered.stats;
         for entry in &recovered.unfinished {
             stats.compensations += db.finish_loser(entry)?;
@@ -301,6 +322,8 @@ pub struct Database {
     pool: Arc<swizzledb_buffer::BufferPool>,
     trees: Mutex<HashMap<String, Tree>>,
     wal: Option<Arc<Wal>>,
+    locks: Option<lock::LockManager>,
+    next_txn: std::sync::atomic::AtomicU64,
     restart_stats: Mutex<RestartStats>,
     closed: bool,
 }
@@ -312,11 +335,13 @@ impl Database {
         Builder::default()
     }
 
-    fn with_pool(pool: swizzledb_buffer::BufferPool, wal: Option<Arc<Wal>>) -> Database {
+    fn with_pool(pool: swizzledb_buffer::BufferPool, wal: Option<Arc<Wal>>, locking: Locking) -> Database {
         Database {
             pool: Arc::new(pool),
             trees: Mutex::new(HashMap::new()),
             wal,
+            locks: (locking == Locking::On).then(|| lock::LockManager::new(64)),
+            next_txn: std::sync::atomic::AtomicU64::new(1),
             restart_stats: Mutex::new(RestartStats::default()),
             closed: false,
         }
@@ -334,11 +359,29 @@ impl Database {
     /// Begins a transaction.
     #[must_use]
     pub fn begin(&self) -> Transaction<'_> {
+        let id = TxnId(self.next_txn.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let shared = match &self.wal {
-            Some(wal) => wal.begin(),
-            None => Arc::new(logging::TxnShared::unlogged()),
+            Some(wal) => wal.register(id),
+            None => Arc::new(logging::TxnShared::unlogged(id)),
         };
         Transaction::new(self, self.wal.as_deref(), shared)
+    }
+
+    /// Locks `key` of `tree` for `txn` (no-op with locking off).
+    pub(crate) fn lock(&self, txn: TxnId, tree: &Tree, key: &[u8], mode: lock::LockMode) -> Result<()> {
+        if let Some(locks) = &self.locks {
+            let root = tree.root_page().get();
+            // Trees are told apart by root page; folding it to 32 bits can only merge two trees'
+            // lock names (a false conflict), never separate one's.
+            locks.lock(txn, (root ^ (root >> 32)) as u32, key, mode)?;
+        }
+        Ok(())
+    }
+
+    /// The record lock manager's counters (`None` with locking off).
+    #[must_use]
+    pub fn lock_stats(&self) -> Option<lock::LockStats> {
+        self.locks.as_ref().map(lock::LockManager::stats)
     }
 
     /// Whether this database logs its changes.
@@ -371,8 +414,11 @@ impl Database {
         }
     }
 
-    /// A transaction ended: it leaves the transaction table.
+    /// A transaction ended: it releases its locks and leaves the transaction table.
     pub(crate) fn finish_txn(&self, txn: TxnId) {
+        if let Some(locks) = &self.locks {
+            locks.release_all(txn);
+        }
         if let Some(wal) = &self.wal {
             wal.forget(txn);
         }

@@ -50,9 +50,9 @@ impl TxnShared {
         }
     }
 
-    /// A transaction of a database without logging (number 0: never logged).
-    pub(crate) fn unlogged() -> TxnShared {
-        TxnShared::new(TxnId(0))
+    /// A transaction of a database without logging.
+    pub(crate) fn unlogged(id: TxnId) -> TxnShared {
+        TxnShared::new(id)
     }
 
     pub(crate) fn set_state(&self, state: TxnState) {
@@ -81,7 +81,6 @@ impl TxnShared {
 pub(crate) struct Wal {
     pub(crate) log: Arc<LogManager>,
     txns: Mutex<BTreeMap<TxnId, Arc<TxnShared>>>,
-    next_txn: AtomicU64,
     pub(crate) commit_mode: CommitMode,
     /// Serializes checkpoints.
     checkpointing: Mutex<()>,
@@ -92,24 +91,12 @@ fn failure(e: LogError) -> LogFailure {
 }
 
 impl Wal {
-    pub(crate) fn new(log: Arc<LogManager>, next_txn: u64, commit_mode: CommitMode) -> Wal {
-        Wal {
-            log,
-            txns: Mutex::new(BTreeMap::new()),
-            next_txn: AtomicU64::new(next_txn.max(1)),
-            commit_mode,
-            checkpointing: Mutex::new(()),
-        }
+    pub(crate) fn new(log: Arc<LogManager>, commit_mode: CommitMode) -> Wal {
+        Wal { log, txns: Mutex::new(BTreeMap::new()), commit_mode, checkpointing: Mutex::new(()) }
     }
 
     pub(crate) fn append(&self, record: &Record) -> Result<Lsn, LogError> {
         self.log.append(&record.encode())
-    }
-
-    /// Registers a new transaction.
-    pub(crate) fn begin(&self) -> Arc<TxnShared> {
-        let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
-        self.register(id)
     }
 
     /// Registers a transaction under a given id (restart's losers).

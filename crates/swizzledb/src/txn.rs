@@ -5,13 +5,17 @@ use std::sync::Arc;
 use swizzledb_btree::{LeafChange, Tree, TreeError};
 use swizzledb_sync::{Lsn, TxnId};
 
+use crate::lock::LockMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Change, Record, TxnState};
 use crate::{CommitMode, Database, Result};
 
-/// A transaction. Its writes are visible to other threads at once (isolation comes with record
-/// locks); [`Transaction::commit`] makes them durable, [`Transaction::abort`] — or dropping the
-/// transaction unfinished — undoes them.
+/// A transaction: point reads and writes on the database's trees, under record locks held
+/// until it ends (shared for reads, exclusive for writes; LOCKS.md), so concurrent transactions
+/// are serializable for point operations. [`Transaction::commit`] makes its writes durable,
+/// [`Transaction::abort`] — or dropping the transaction unfinished — undoes them. A lock that
+/// cannot be granted ([`crate::Error::Lock`]: wait-die chose this transaction) leaves the
+/// transaction as it was; abort it and retry.
 pub struct Transaction<'db> {
     db: &'db Database,
     log: TxnLog<'db>,
@@ -34,6 +38,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// I/O errors or corruption.
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.lock(self.id(), tree, key, LockMode::Shared)?;
         Ok(tree.get(key)?)
     }
 
@@ -43,6 +48,7 @@ impl<'db> Transaction<'db> {
     /// Oversize key or value, pool or I/O errors, or the log failed; nothing changes then, and
     /// the transaction can still commit or abort.
     pub fn put(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
         Ok(tree.put_logged(key, value, true, &self.log)?)
     }
 
@@ -51,6 +57,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// As [`Transaction::put`], and the duplicate key.
     pub fn insert(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
         tree.put_logged(key, value, false, &self.log)?;
         Ok(())
     }
@@ -60,6 +67,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// As [`Transaction::put`].
     pub fn delete(&mut self, tree: &Tree, key: &[u8]) -> Result<bool> {
+        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
         Ok(tree.delete_logged(key, &self.log)?)
     }
 
