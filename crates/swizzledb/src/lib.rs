@@ -120,6 +120,7 @@ pub struct Builder {
     locking: Locking,
     commit_mode: CommitMode,
     log_segment_bytes: Option<u64>,
+    checkpoint_every: Option<Option<std::time::Duration>>,
 }
 
 impl Builder {
@@ -215,6 +216,19 @@ impl Builder {
         self
     }
 
+    /// How often a background thread takes a fuzzy checkpoint (default every 30 s; `None`: only
+    /// at open, close and [`Database::checkpoint`]). Restart reads the log back to the last
+    /// checkpoint, so this bounds restart time.
+    #[must_use]
+    pub fn checkpoint_interval(mut self, every: Option<std::time::Duration>) -> Self {
+        self.checkpoint_every = Some(every);
+        self
+    }
+
+    fn checkpoint_every(&self) -> Option<std::time::Duration> {
+        self.checkpoint_every.unwrap_or(Some(std::time::Duration::from_secs(30)))
+    }
+
     /// Bytes per log segment file (default 16 MiB; a multiple of 8 from 4 KiB to 1 GiB).
     #[must_use]
     pub fn log_segment_bytes(mut self, bytes: u64) -> Self {
@@ -248,6 +262,7 @@ impl Builder {
         let wal = Wal::new(log, self.commit_mode);
         let db = Database::with_pool(pool, Some(Arc::new(wal)), self.locking);
         db.checkpoint()?;
+        db.start_checkpointer(self.checkpoint_every());
         Ok(db)
     }
 
@@ -305,6 +320,7 @@ impl Builder {
         }
         *db.restart_stats.lock() = stats;
         db.checkpoint()?;
+        db.start_checkpointer(self.checkpoint_every());
         Ok(db)
     }
 }
@@ -323,6 +339,7 @@ pub struct Database {
     trees: Mutex<HashMap<String, Tree>>,
     wal: Option<Arc<Wal>>,
     locks: Option<lock::LockManager>,
+    checkpointer: Mutex<Option<logging::Checkpointer>>,
     next_txn: std::sync::atomic::AtomicU64,
     restart_stats: Mutex<RestartStats>,
     closed: bool,
@@ -341,6 +358,7 @@ impl Database {
             trees: Mutex::new(HashMap::new()),
             wal,
             locks: (locking == Locking::On).then(|| lock::LockManager::new(64)),
+            checkpointer: Mutex::new(None),
             next_txn: std::sync::atomic::AtomicU64::new(1),
             restart_stats: Mutex::new(RestartStats::default()),
             closed: false,
@@ -365,6 +383,29 @@ impl Database {
             None => Arc::new(logging::TxnShared::unlogged(id)),
         };
         Transaction::new(self, self.wal.as_deref(), shared)
+    }
+
+    fn start_checkpointer(&self, every: Option<std::time::Duration>) {
+        if let (Some(wal), Some(every)) = (&self.wal, every) {
+            *self.checkpointer.lock() =
+                Some(logging::Checkpointer::start(Arc::clone(wal), Arc::clone(&self.pool), every));
+        }
+    }
+
+    fn stop_checkpointer(&self) {
+        if let Some(mut c) = self.checkpointer.lock().take() {
+            c.stop();
+        }
+    }
+
+    /// Checkpoints taken since the database opened: `(all, by the background thread, failed)`
+    /// (zeros without logging).
+    #[must_use]
+    pub fn checkpoint_counts(&self) -> (u64, u64, u64) {
+        self.wal.as_ref().map_or((0, 0, 0), |w| {
+            let l = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            (l(&w.stats.checkpoints), l(&w.stats.background_checkpoints), l(&w.stats.failed_checkpoints))
+        })
     }
 
     /// Locks `key` of `tree` for `txn` (no-op with locking off).
@@ -556,6 +597,7 @@ impl Database {
     /// As [`Database::flush`]; I/O errors finishing the trace.
     pub fn close(mut self) -> Result<()> {
         self.closed = true;
+        self.stop_checkpointer();
         self.flush()?;
         self.checkpoint()?;
         self.trees.lock().clear();
@@ -582,6 +624,7 @@ impl Drop for Database {
     /// Dropping without [`Database::close`] still flushes, ignoring errors (call `close` to see
     /// them).
     fn drop(&mut self) {
+        self.stop_checkpointer();
         if !self.closed {
             let _ = self.checkpoint();
         }

@@ -84,6 +84,7 @@ pub(crate) struct Wal {
     pub(crate) commit_mode: CommitMode,
     /// Serializes checkpoints.
     checkpointing: Mutex<()>,
+    pub(crate) stats: WalStats,
 }
 
 fn failure(e: LogError) -> LogFailure {
@@ -92,7 +93,13 @@ fn failure(e: LogError) -> LogFailure {
 
 impl Wal {
     pub(crate) fn new(log: Arc<LogManager>, commit_mode: CommitMode) -> Wal {
-        Wal { log, txns: Mutex::new(BTreeMap::new()), commit_mode, checkpointing: Mutex::new(()) }
+        Wal {
+            log,
+            txns: Mutex::new(BTreeMap::new()),
+            commit_mode,
+            checkpointing: Mutex::new(()),
+            stats: WalStats::default(),
+        }
     }
 
     pub(crate) fn append(&self, record: &Record) -> Result<Lsn, LogError> {
@@ -162,6 +169,7 @@ impl Wal {
         let end = self.append(&Record::CheckpointEnd(Box::new(checkpoint)))?;
         self.log.write_master(end)?;
         self.log.truncate_before(Lsn(keep))?;
+        self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(end)
     }
 }
@@ -295,4 +303,60 @@ impl ChangeLog for TxnLog<'_> {
             None => Ok(Lsn(0)),
         }
     }
+}
+
+/// The background checkpointer: a fuzzy checkpoint every interval (RECOVERY.md R7), until
+/// stopped (by `Database::close` or drop). A failed checkpoint is counted and retried at the next
+/// interval; the log's own failure is sticky, so nothing is lost by waiting.
+pub(crate) struct Checkpointer {
+    stop: Arc<(Mutex<bool>, parking_lot::Condvar)>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    pub(crate) fn start(wal: Arc<Wal>, pool: Arc<BufferPool>, every: std::time::Duration) -> Checkpointer {
+        let stop = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
+        let signal = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("swizzledb-checkpointer".into())
+            .spawn(move || loop {
+                {
+                    let mut stopped = signal.0.lock();
+                    if !*stopped {
+                        signal.1.wait_for(&mut stopped, every);
+                    }
+                    if *stopped {
+                        return;
+                    }
+                }
+                match wal.checkpoint(&pool) {
+                    Ok(_) => wal.stats.background_checkpoints.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => wal.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed),
+                };
+            })
+            .ok();
+        Checkpointer { stop, handle }
+    }
+
+    pub(crate) fn stop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            *self.stop.0.lock() = true;
+            self.stop.1.notify_all();
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Checkpoint counters.
+#[derive(Debug, Default)]
+pub(crate) struct WalStats {
+    pub(crate) checkpoints: AtomicU64,
+    pub(crate) background_checkpoints: AtomicU64,
+    pub(crate) failed_checkpoints: AtomicU64,
 }
