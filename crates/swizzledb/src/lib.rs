@@ -20,9 +20,11 @@
 //! # Ok::<(), swizzledb::Error>(())
 //! ```
 //!
-//! **Durability (for now):** [`Database::flush`] and [`Database::close`] write every dirty page
-//! and fsync. There is no write-ahead log yet: a crash between flushes can lose the changes since
-//! the last flush and can leave the file inconsistent. Crash safety arrives with the WAL.
+//! **Durability:** without logging (the default for now), [`Database::flush`] and
+//! [`Database::close`] write every dirty page and fsync, and a crash between flushes can lose
+//! changes and leave the file inconsistent. With [`Builder::logging`], changes go through
+//! [`Transaction`]s, are logged ahead of the pages, survive a crash once committed, and opening
+//! after a crash restarts from the log (`RECOVERY.md`).
 
 #![forbid(unsafe_code)]
 
