@@ -64,6 +64,15 @@ fn insert(txn: u64, page: PageId, tree: PageId, key: &[u8], value: &[u8]) -> Rec
     }
 }
 
+/// A transaction that inserted `key` and committed, without its end record.
+fn committed(txn: u64, root: PageId, key: &[u8], value: &[u8]) -> Vec<Record> {
+    vec![
+        Record::Begin { txn: TxnId(txn) },
+        insert(txn, root, root, key, value),
+        Record::Commit { txn: TxnId(txn), prev: Lsn(0) },
+    ]
+}
+
 fn get(db: &Database, key: &[u8]) -> Option<Vec<u8>> {
     db.tree("t").unwrap().get(key).unwrap()
 }
@@ -155,14 +164,7 @@ fn r10_committed_without_end_is_a_winner() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.swz");
     let root = fresh(&path);
-    append(
-        &path,
-        vec![
-            Record::Begin { txn: TxnId(9) },
-            insert(9, root, root, b"k", b"v"),
-            Record::Commit { txn: TxnId(9), prev: Lsn(0) },
-        ],
-    );
+    append(&path, committed(9, root, b"k", b"v"));
     let db = builder().open(&path).unwrap();
     let s = db.restart_stats();
     assert_eq!((s.losers, s.compensations), (0, 0), "{s:?}");
@@ -207,14 +209,7 @@ fn r10_torn_tail_is_the_end_and_a_bad_master_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.swz");
     let root = fresh(&path);
-    append(
-        &path,
-        vec![
-            Record::Begin { txn: TxnId(3) },
-            insert(3, root, root, b"a", b"1"),
-            Record::Commit { txn: TxnId(3), prev: Lsn(0) },
-        ],
-    );
+    append(&path, committed(3, root, b"a", b"1"));
     // Garbage at the end of the newest segment.
     let wal = swizzledb::wal_dir(&path);
     let newest = std::fs::read_dir(&wal)
