@@ -128,12 +128,12 @@ impl Policy for TwoQ {
         }
     }
 
-    /// The same, under one acquisition of the lock, taken only if a frame's page is in `Am`.
-    fn on_hits(&self, frames: &[FrameId], hooks: &dyn HookTable) {
-        let in_am = |frame: &&FrameId| hooks.hook(**frame).get() == HOOK_IN_AM;
-        let Some(first) = frames.iter().position(|frame| in_am(&frame)) else { return };
+    /// The same, under one acquisition of the lock. The list is read under the lock rather than
+    /// from each frame's hook: BP-Wrapper, the caller, holds its own lock meanwhile, so this one
+    /// is uncontended, and the hooks are behind a `dyn` table.
+    fn on_hits(&self, frames: &[FrameId], _hooks: &dyn HookTable) {
         let mut state = self.state.lock();
-        for frame in frames[first..].iter().filter(in_am) {
+        for frame in frames {
             state.hit(frame.index());
         }
     }
