@@ -10,6 +10,9 @@
 //! * `miss/<policy>`: one miss per iteration: `next_candidate`, `on_remove(victim, true)` and
 //!   `on_insert` of a never-seen page in that frame. Every fifth iteration also re-inserts a page
 //!   evicted recently, so that ghost hits (ARC, CAR, 2Q, LIRS, CLOCK-Pro) are part of the cost.
+//! * `miss-large/<policy>`: the same with 262,144 frames, for CLOCK, LRU, 2Q and `bpw-2q` only.
+//!   At 4,096 frames every policy's state fits the L2 cache; here it does not, so the figure
+//!   includes the cache misses a live pool's eviction batch pays.
 //!
 //! Single-threaded: this is the price of the policy's bookkeeping, not of contention (BP-Wrapper's
 //! emulator measures that). Run: `cargo bench -p swizzledb-replacement --bench policy`.
@@ -25,6 +28,7 @@ use rand::{Rng, SeedableRng};
 use swizzledb_replacement::{FrameHook, FrameId, HookTable, PageId, Policy, PolicyKind, PolicySpec};
 
 const FRAMES: usize = 4096;
+const LARGE_FRAMES: usize = 1 << 18;
 const HITS_PER_ITER: usize = 1024;
 
 struct Hooks(Box<[FrameHook]>);
@@ -49,16 +53,16 @@ fn frame(i: usize) -> FrameId {
     FrameId(u32::try_from(i).expect("small frame index"))
 }
 
-/// A full, warmed-up policy and its hooks; pages `1..=FRAMES` resident.
-fn warmed(kind: PolicySpec) -> (Box<dyn Policy>, Hooks, SmallRng) {
-    let policy = kind.build(FRAMES, 7);
-    let hooks = Hooks((0..FRAMES).map(|_| FrameHook::new()).collect());
-    for f in 0..FRAMES {
+/// A full, warmed-up policy over `frames` frames and its hooks; pages `1..=frames` resident.
+fn warmed(kind: PolicySpec, frames: usize) -> (Box<dyn Policy>, Hooks, SmallRng) {
+    let policy = kind.build(frames, 7);
+    let hooks = Hooks((0..frames).map(|_| FrameHook::new()).collect());
+    for f in 0..frames {
         policy.on_insert(frame(f), PageId::new(f as u64 + 1).expect("small page id"), &hooks.0[f]);
     }
     let mut rng = SmallRng::seed_from_u64(1);
-    for _ in 0..10 * FRAMES {
-        let f = rng.gen_range(0..FRAMES);
+    for _ in 0..10 * frames {
+        let f = rng.gen_range(0..frames);
         policy.on_hit(frame(f), &hooks.0[f]);
     }
     (policy, hooks, rng)
@@ -68,7 +72,7 @@ fn hits(c: &mut Criterion) {
     let mut group = c.benchmark_group("hit");
     group.throughput(Throughput::Elements(HITS_PER_ITER as u64));
     for kind in specs() {
-        let (policy, hooks, mut rng) = warmed(kind);
+        let (policy, hooks, mut rng) = warmed(kind, FRAMES);
         let frames: Vec<usize> = (0..HITS_PER_ITER).map(|_| rng.gen_range(0..FRAMES)).collect();
         group.bench_function(kind.to_string(), |b| {
             b.iter(|| {
@@ -82,14 +86,20 @@ fn hits(c: &mut Criterion) {
 }
 
 fn misses(c: &mut Criterion) {
-    let mut group = c.benchmark_group("miss");
+    miss_group(c, "miss", FRAMES, specs());
+    let large = ["clock", "lru", "2q", "bpw-2q"].map(|name| name.parse().expect("a valid policy name"));
+    miss_group(c, "miss-large", LARGE_FRAMES, large.to_vec());
+}
+
+fn miss_group(c: &mut Criterion, name: &str, frames: usize, specs: Vec<PolicySpec>) {
+    let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(1));
-    for kind in specs() {
-        let (policy, hooks, mut rng) = warmed(kind);
+    for kind in specs {
+        let (policy, hooks, mut rng) = warmed(kind, frames);
         // Page ids held per frame, and a ring of recently evicted ones to come back as ghosts.
-        let mut pages: Vec<u64> = (1..=FRAMES as u64).collect();
+        let mut pages: Vec<u64> = (1..=frames as u64).collect();
         let mut evicted = vec![0u64; 64];
-        let mut next_page = FRAMES as u64 + 1;
+        let mut next_page = frames as u64 + 1;
         let mut i = 0usize;
         group.bench_function(kind.to_string(), |b| {
             b.iter(|| {
@@ -110,7 +120,7 @@ fn misses(c: &mut Criterion) {
                 pages[v] = page;
                 policy.on_insert(victim, PageId::new(page).expect("small page id"), &hooks.0[v]);
                 // Keep hits flowing so that clocks find referenced frames.
-                let f = rng.gen_range(0..FRAMES);
+                let f = rng.gen_range(0..frames);
                 policy.on_hit(frame(f), &hooks.0[f]);
                 i += 1;
                 black_box(victim)

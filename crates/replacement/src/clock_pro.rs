@@ -313,7 +313,7 @@ impl ClockPro {
     /// CLOCK-Pro over frames `0..capacity`, all initially free.
     ///
     /// # Panics
-    /// If `capacity - 1` does not fit a [`FrameId`].
+    /// If `capacity - 1` does not fit a [`FrameId`], or if its frames and test pages (2 × `capacity` + 1 nodes) exceed `u32::MAX`.
     #[must_use]
     pub fn new(capacity: usize) -> ClockPro {
         check_capacity(capacity);

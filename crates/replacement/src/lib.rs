@@ -17,6 +17,7 @@ mod clock_pro;
 mod fifo;
 mod gclock;
 mod ghost;
+mod ghost_ring;
 mod kind;
 mod leaf;
 mod lirs;

@@ -253,7 +253,7 @@ impl Lirs {
     /// LIRS over frames `0..capacity`, all initially free.
     ///
     /// # Panics
-    /// If `capacity - 1` does not fit a [`FrameId`].
+    /// If `capacity - 1` does not fit a [`FrameId`], or if its frames and ghosts (3 × `capacity` nodes) exceed `u32::MAX`.
     #[must_use]
     pub fn new(capacity: usize) -> Lirs {
         check_capacity(capacity);

@@ -26,11 +26,38 @@ fn link(index: usize) -> Option<usize> {
     (index != NIL).then_some(index)
 }
 
+/// A node's neighbours in its list, as `u32` indices; [`Links::END`] for none.
+#[derive(Copy, Clone)]
+struct Links {
+    newer: u32,
+    older: u32,
+}
+
+impl Links {
+    /// No neighbour.
+    const END: u32 = u32::MAX;
+    const UNLINKED: Links = Links { newer: Links::END, older: Links::END };
+
+    fn widen(link: u32) -> usize {
+        if link == Links::END {
+            NIL
+        } else {
+            usize::try_from(link).expect("a u32 fits usize")
+        }
+    }
+
+    /// [`NIL`] becomes [`Links::END`]; any other index is below it (checked in `Queues::new`).
+    fn narrow(index: usize) -> u32 {
+        u32::try_from(index).unwrap_or(Links::END)
+    }
+}
+
 /// `n` lists over indices `0..capacity`; each index is in at most one list. Within a list,
 /// indices run from the oldest (tail) to the newest (head).
 pub(crate) struct Queues {
-    newer: Box<[usize]>,
-    older: Box<[usize]>,
+    /// Each index's neighbours, both in one 8-byte word, so that unlinking reads one cache line
+    /// per node.
+    links: Box<[Links]>,
     /// The list holding each frame, or [`NO_QUEUE`].
     queue: Box<[u8]>,
     heads: Box<[usize]>,
@@ -40,16 +67,35 @@ pub(crate) struct Queues {
 
 impl Queues {
     /// `n` empty lists (`n < 255`) over frames `0..capacity`.
+    ///
+    /// # Panics
+    /// If `n` is 255 or more, or `capacity` exceeds `u32::MAX` (the links are `u32`s).
     pub(crate) fn new(capacity: usize, n: usize) -> Queues {
         assert!(n < usize::from(NO_QUEUE), "too many queues");
+        assert!(u32::try_from(capacity).is_ok(), "{capacity} list nodes exceed the u32 link range");
         Queues {
-            newer: vec![NIL; capacity].into_boxed_slice(),
-            older: vec![NIL; capacity].into_boxed_slice(),
+            links: vec![Links::UNLINKED; capacity].into_boxed_slice(),
             queue: vec![NO_QUEUE; capacity].into_boxed_slice(),
             heads: vec![NIL; n].into_boxed_slice(),
             tails: vec![NIL; n].into_boxed_slice(),
             lens: vec![0; n].into_boxed_slice(),
         }
+    }
+
+    fn newer_of(&self, node: usize) -> usize {
+        Links::widen(self.links[node].newer)
+    }
+
+    fn older_of(&self, node: usize) -> usize {
+        Links::widen(self.links[node].older)
+    }
+
+    fn set_newer(&mut self, node: usize, newer: usize) {
+        self.links[node].newer = Links::narrow(newer);
+    }
+
+    fn set_older(&mut self, node: usize, older: usize) {
+        self.links[node].older = Links::narrow(older);
     }
 
     /// The list holding `frame`, if any.
@@ -73,22 +119,22 @@ impl Queues {
 
     /// The next newer frame after `frame` in its list, or `None` at the head.
     pub(crate) fn newer(&self, frame: usize) -> Option<usize> {
-        link(self.newer[frame])
+        link(self.newer_of(frame))
     }
 
     /// The next older frame after `frame` in its list, or `None` at the tail.
     pub(crate) fn older(&self, frame: usize) -> Option<usize> {
-        link(self.older[frame])
+        link(self.older_of(frame))
     }
 
     /// Links `frame` as the newest of list `q`, unlinking it first from wherever it was.
     pub(crate) fn push_newest(&mut self, q: usize, frame: usize) {
         self.unlink(frame);
         self.queue[frame] = u8::try_from(q).expect("queue number below NO_QUEUE");
-        self.newer[frame] = NIL;
-        self.older[frame] = self.heads[q];
+        self.set_newer(frame, NIL);
+        self.set_older(frame, self.heads[q]);
         match link(self.heads[q]) {
-            Some(head) => self.newer[head] = frame,
+            Some(head) => self.set_newer(head, frame),
             None => self.tails[q] = frame,
         }
         self.heads[q] = frame;
@@ -98,18 +144,18 @@ impl Queues {
     /// Unlinks `frame`; returns the list it was in.
     pub(crate) fn unlink(&mut self, frame: usize) -> Option<usize> {
         let q = self.queue_of(frame)?;
-        let (newer, older) = (self.newer[frame], self.older[frame]);
+        let (newer, older) = (self.newer_of(frame), self.older_of(frame));
         match link(newer) {
-            Some(n) => self.older[n] = older,
+            Some(n) => self.set_older(n, older),
             None => self.heads[q] = older,
         }
         match link(older) {
-            Some(o) => self.newer[o] = newer,
+            Some(o) => self.set_newer(o, newer),
             None => self.tails[q] = newer,
         }
         self.queue[frame] = NO_QUEUE;
-        self.newer[frame] = NIL;
-        self.older[frame] = NIL;
+        self.set_newer(frame, NIL);
+        self.set_older(frame, NIL);
         self.lens[q] -= 1;
         Some(q)
     }
@@ -118,13 +164,13 @@ impl Queues {
     pub(crate) fn insert_older_than(&mut self, node: usize, anchor: usize) {
         debug_assert!(self.queue_of(node).is_none(), "node {node} is already linked");
         let q = self.queue_of(anchor).expect("the anchor is linked");
-        let older = self.older[anchor];
+        let older = self.older_of(anchor);
         self.queue[node] = self.queue[anchor];
-        self.older[node] = older;
-        self.newer[node] = anchor;
-        self.older[anchor] = node;
+        self.set_older(node, older);
+        self.set_newer(node, anchor);
+        self.set_older(anchor, node);
         match link(older) {
-            Some(o) => self.newer[o] = node,
+            Some(o) => self.set_newer(o, node),
             None => self.tails[q] = node,
         }
         self.lens[q] += 1;
@@ -134,21 +180,21 @@ impl Queues {
     pub(crate) fn replace(&mut self, old: usize, new: usize) {
         debug_assert!(self.queue_of(new).is_none(), "node {new} is already linked");
         let q = self.queue_of(old).expect("the replaced node is linked");
-        let (newer, older) = (self.newer[old], self.older[old]);
+        let (newer, older) = (self.newer_of(old), self.older_of(old));
         self.queue[new] = self.queue[old];
-        self.newer[new] = newer;
-        self.older[new] = older;
+        self.set_newer(new, newer);
+        self.set_older(new, older);
         match link(newer) {
-            Some(n) => self.older[n] = new,
+            Some(n) => self.set_older(n, new),
             None => self.heads[q] = new,
         }
         match link(older) {
-            Some(o) => self.newer[o] = new,
+            Some(o) => self.set_newer(o, new),
             None => self.tails[q] = new,
         }
         self.queue[old] = NO_QUEUE;
-        self.newer[old] = NIL;
-        self.older[old] = NIL;
+        self.set_newer(old, NIL);
+        self.set_older(old, NIL);
     }
 
     /// The frame after `frame` in a cyclic walk that visits the lists of `order` in turn, each

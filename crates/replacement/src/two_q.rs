@@ -5,7 +5,7 @@
 
 use parking_lot::Mutex;
 
-use crate::ghost::Ghosts;
+use crate::ghost_ring::GhostRing;
 use crate::list::{Queues, SearchQueues};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
@@ -14,15 +14,21 @@ const A1IN: usize = 0;
 /// Re-referenced pages, LRU (least recently used first).
 const AM: usize = 1;
 
+/// The hook of a frame whose page is in `Am`; any other value (0 after a reset) means `A1in`,
+/// blocked or free. Written under the lock, read by hits without it.
+const HOOK_IN_AM: u32 = 1;
+
 struct State {
     /// The paper's `Kin`: `A1in` is reclaimed from while it holds more than this many pages.
     kin: usize,
     /// `A1in` and `Am`, searched in that order, and the blocked list; the cursor starts at the
     /// paper's choice and is reset by every eviction.
     search: SearchQueues,
-    pages: Box<[Option<PageId>]>,
+    /// Each frame's page as a word, `id + 1` (0: no page), half the size of an
+    /// `Option<PageId>`, so that twice as many frames share a cache line.
+    pages: Box<[u64]>,
     /// The paper's `A1out`: ids of pages evicted from `A1in`, at most `Kout` of them.
-    a1out: Ghosts<()>,
+    a1out: GhostRing,
 }
 
 /// The paper's `reclaimfor`: the tail of `A1in` if it holds more than `kin` pages, else the
@@ -36,12 +42,15 @@ impl State {
     /// Unlinks `frame`; returns its page and the list it was in, if it was resident.
     fn forget(&mut self, frame: usize) -> Option<(PageId, usize)> {
         let list = self.search.unlink(frame)?;
-        self.pages[frame].take().map(|page| (page, list))
+        let page = std::mem::take(&mut self.pages[frame]).checked_sub(1)?;
+        Some((PageId::new(page).expect("stored from a PageId"), list))
     }
 
-    /// A hit: an `Am` page moves to the MRU end; an `A1in` or blocked page stays.
+    /// A hit: an `Am` page moves to the MRU end (unless it is there already); an `A1in` or
+    /// blocked page stays.
     fn hit(&mut self, frame: usize) {
-        if self.search.queues.queue_of(frame) == Some(AM) {
+        let queues = &self.search.queues;
+        if queues.queue_of(frame) == Some(AM) && queues.newest(AM) != Some(frame) {
             self.search.relink(AM, frame);
         }
     }
@@ -50,8 +59,9 @@ impl State {
 /// 2Q replacement (full version: `A1in`, `A1out`, `Am`).
 ///
 /// A hit on an `Am` page relinks it under the policy's mutex, a documented breach of R5 (README
-/// "2Q"); a hit on an `A1in` page changes nothing, as in the paper, but still takes the lock to
-/// find out. The frames' [`FrameHook`]s are neither read nor written (R7).
+/// "2Q"); a hit on an `A1in` or blocked page changes nothing, as in the paper, and takes no
+/// lock: each frame's [`FrameHook`] says whether its page is in `Am` (R7), and the hit reads it
+/// first.
 pub struct TwoQ {
     kin: usize,
     kout: usize,
@@ -80,8 +90,8 @@ impl TwoQ {
         let state = State {
             kin,
             search: SearchQueues::new(capacity, 2),
-            pages: vec![None; capacity].into_boxed_slice(),
-            a1out: Ghosts::new(kout),
+            pages: vec![0; capacity].into_boxed_slice(),
+            a1out: GhostRing::new(kout),
         };
         TwoQ { kin, kout, state: Mutex::new(state) }
     }
@@ -100,21 +110,27 @@ impl Policy for TwoQ {
 
     /// A page remembered in `A1out` enters `Am` (its id leaves `A1out`); any other page enters
     /// `A1in`. Both at the newest end.
-    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
         let mut state = self.state.lock();
         let f = frame.index();
         state.forget(f);
-        let list = if state.a1out.remove(page).is_some() { AM } else { A1IN };
+        let list = if state.a1out.remove(page) { AM } else { A1IN };
         state.search.queues.push_newest(list, f);
-        state.pages[f] = Some(page);
+        state.pages[f] = page.get() + 1;
+        hook.set(if list == AM { HOOK_IN_AM } else { 0 });
     }
 
-    /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing.
-    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
-        self.state.lock().hit(frame.index());
+    /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing, known
+    /// from the hook without the lock (R5).
+    fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
+        if hook.get() == HOOK_IN_AM {
+            self.state.lock().hit(frame.index());
+        }
     }
 
-    /// The same, under one acquisition of the lock.
+    /// The same, under one acquisition of the lock. The list is read under the lock rather than
+    /// from each frame's hook: BP-Wrapper, the caller, holds its own lock meanwhile, so this one
+    /// is uncontended, and the hooks are behind a `dyn` table.
     fn on_hits(&self, frames: &[FrameId], _hooks: &dyn HookTable) {
         let mut state = self.state.lock();
         for frame in frames {
@@ -122,7 +138,7 @@ impl Policy for TwoQ {
         }
     }
 
-    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
         let mut state = self.state.lock();
         let f = frame.index();
         match why {
@@ -138,22 +154,27 @@ impl Policy for TwoQ {
                     state.search.relink(q, f);
                 }
             }
-            Rejection::Root => state.search.block(f),
+            Rejection::Root => {
+                state.search.block(f);
+                hook.set(0);
+            }
             Rejection::NotResident => {
                 state.forget(f);
+                hook.set(0);
             }
         }
     }
 
     /// An eviction from `A1in` remembers the page in `A1out` (dropping its oldest id beyond
     /// `Kout`); an eviction from `Am` or of a blocked page, and a freed page, leave no trace.
-    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+    fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
         let mut state = self.state.lock();
         let forgotten = state.forget(frame.index());
+        hook.set(0);
         if evicted {
             state.search.cursor = None;
             if let Some((page, A1IN)) = forgotten {
-                state.a1out.insert(page, ());
+                state.a1out.insert(page);
             }
         }
     }
@@ -344,7 +365,8 @@ mod tests {
             prop_assert_eq!(victims, model_victims(capacity, kin, kout, &refs));
         }
 
-        /// Invariants: each resident frame is in exactly one of A1in, Am and the blocked list;
+        /// Invariants: each resident frame is in exactly one of A1in, Am and the blocked list,
+        /// and its hook says `Am` iff it is in Am (R5: hits skip the lock on that word);
         /// |A1out| <= Kout; no resident page is in A1out; an unblocked proposal without a search
         /// under way is A1in's tail iff |A1in| > Kin or Am is empty.
         #[test]
@@ -360,6 +382,8 @@ mod tests {
                         Some(page) => {
                             assert_eq!(list == Some(state.search.blocked()), pool.blocked[f], "frame {f}");
                             assert!(list.is_some());
+                            let hook_in_am = pool.hooks[f].get() == HOOK_IN_AM;
+                            assert_eq!(hook_in_am, list == Some(AM), "frame {f}'s hook");
                             assert!(!state.a1out.contains(pid(*page)), "resident {page} in A1out");
                         }
                     }
