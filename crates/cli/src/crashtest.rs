@@ -281,9 +281,10 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
             let mut last = None;
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 let mut words = line.split_whitespace();
-                match (words.next(), words.next().and_then(|n| n.parse::<u64>().ok())) {
-                    (Some("ack" | "start"), Some(n)) => last = Some(n),
-                    _ => {}
+                if let (Some("ack" | "start"), Some(n)) =
+                    (words.next(), words.next().and_then(|n| n.parse::<u64>().ok()))
+                {
+                    last = Some(n);
                 }
             }
             last
