@@ -25,6 +25,7 @@ mod report;
 mod rndread;
 mod trace;
 mod units;
+mod walbench;
 
 use clap::{Args, Parser, Subcommand};
 use rndread::{Config, Progress, RECORD_BYTES};
@@ -88,6 +89,9 @@ enum Workload {
     /// in-memory buffer and compute between accesses; locked LRU, DistLock, batching,
     /// prefetching, full BP-Wrapper, BP-Wrapper per partition, bufBP-prim and CLOCK
     Emulator(emulator::EmulatorArgs),
+    /// Write-ahead logging: overhead on inserts (logging off, async and sync commit), commits per
+    /// fsync under group commit, and restart time against the log since the last checkpoint
+    Wal(walbench::WalBenchArgs),
 }
 
 #[derive(Subcommand)]
@@ -364,6 +368,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         }
         Command::Bench { workload: Workload::Drift(args) } => bench_drift("drift", &args),
         Command::Bench { workload: Workload::Emulator(args) } => emulator::run(&args),
+        Command::Bench { workload: Workload::Wal(args) } => walbench::run(&args),
         Command::Experiment { which: Experiment::Fig13(args) } => bench_drift("graefe-fig13", &args),
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
         Command::Experiment { which: Experiment::Fix(args) } => fix_cost(&args),

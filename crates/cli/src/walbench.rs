@@ -1,0 +1,1362 @@
+//! `swizzledb bench wal`: what write-ahead logging costs, in three parts (issue 6, "Performance").
+//!
+//! 1. **overhead** — random-order inserts (8-byte keys, 100-byte values) in transactions of B
+//!    inserts at several thread counts, in the four configurations of Graefe et al. 2014 Fig. 14
+//!    that matter here: logging and locking off, logging off with locking, logging on with
+//!    asynchronous commit, logging on with synchronous commit (both with locking). A fresh
+//!    database per measurement; inserts/s, ratio to the fastest configuration, log bytes per
+//!    insert.
+//! 2. **group-commit** — T threads each commit one-put transactions synchronously for D seconds:
+//!    commits/s and commits per fsync (the log's sync rounds, those of its background flusher
+//!    included).
+//! 3. **restart** — a loaded database is opened by a child process, which updates records until
+//!    X bytes of log follow the last checkpoint and is then killed with SIGKILL; the restart
+//!    (`Database::open`) is timed in this process, with its counters (records analyzed and
+//!    redone, pages written).
+//!
+//! The crash is a real process kill on the real file system (not the in-process `FaultFs`), so
+//! nothing of the writer's memory survives and restart reads what the OS holds; the OS page
+//! cache is warm, so the restart times are those of a process crash, not of a power failure.
+//!
+//! Every part interleaves its configurations within each repetition (A B C D A B C D ...), so
+//! drift of the machine hits them alike; tables show medians.
+
+use std::error::Error;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use swizzledb::{CommitMode, Database, LogStats, RestartStats, Tree};
+
+use crate::insert::mix;
+use crate::plot::{Chart, Point, Scale, Series};
+use crate::report::{bytes, summarize, thousands, write_aligned};
+use crate::rndread::Progress;
+use crate::{units, Usage};
+
+/// Bytes per value (the brief's 100-byte values).
+const VALUE_BYTES: usize = 100;
+/// Inserts per transaction while loading the restart part's database.
+const LOAD_BATCH: u64 = 1000;
+/// Puts per transaction of the restart part's writer (large, so fsyncs do not dominate).
+const WRITER_BATCH: u64 = 64;
+/// The tree every part writes.
+const TREE: &str = "wal";
+/// Pool bytes per record (as `bench insert`): the index always fits in memory.
+const POOL_BYTES_PER_RECORD: u64 = 320;
+
+/// Options of `bench wal`.
+#[derive(Args, Debug)]
+pub struct WalBenchArgs {
+    /// Parts to run: all, or a comma-separated list of overhead, group-commit, restart
+    #[arg(long, default_value = "all", value_parser = parse_parts)]
+    parts: Parts,
+    /// Inserts per measurement of the overhead part; records loaded before the restart part
+    #[arg(long, default_value = "200000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Inserts per transaction in the overhead part, comma-separated
+    #[arg(long, default_value = "1,16", value_delimiter = ',',
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    batch: Vec<u32>,
+    /// Thread counts, comma-separated [default: 1,2,4 for overhead, 1,2,4,8,16 for group-commit]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<Vec<u16>>,
+    /// Seconds per group-commit measurement
+    #[arg(long, default_value = "3", value_parser = units::parse_positive_seconds)]
+    duration: f64,
+    /// Longest time of one overhead measurement: a configuration still inserting then stops, and
+    /// its row counts the inserts done (synchronous commit of one insert per transaction costs an
+    /// fsync per insert)
+    #[arg(long, default_value = "10", value_parser = units::parse_positive_seconds)]
+    time_limit: f64,
+    /// Log written after the last checkpoint before the crash, comma-separated sizes
+    #[arg(long, default_value = "4MiB,16MiB,64MiB", value_delimiter = ',', value_parser = parse_log_size)]
+    log_sizes: Vec<u64>,
+    /// Measurements per configuration, interleaved across configurations; tables show medians
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    repeat: u16,
+    /// Seed of the keys
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Directory for the temporary databases [default: the system temp directory]
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Directory for wal-bench.csv and the plots (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Internal: run as the restart part's writer on the database at this path
+    #[arg(long, hide = true)]
+    child: Option<PathBuf>,
+}
+
+/// The parts of the benchmark.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Logging overhead on inserts.
+    Overhead,
+    /// Commits per fsync under group commit.
+    GroupCommit,
+    /// Restart time against the log since the last checkpoint.
+    Restart,
+}
+
+impl Part {
+    const ALL: [Part; 3] = [Part::Overhead, Part::GroupCommit, Part::Restart];
+
+    fn name(self) -> &'static str {
+        match self {
+            Part::Overhead => "overhead",
+            Part::GroupCommit => "group-commit",
+            Part::Restart => "restart",
+        }
+    }
+}
+
+/// A set of parts, in [`Part::ALL`] order.
+#[derive(Clone, Debug)]
+pub struct Parts(Vec<Part>);
+
+fn parse_parts(input: &str) -> Result<Parts, String> {
+    if input.trim().eq_ignore_ascii_case("all") {
+        return Ok(Parts(Part::ALL.to_vec()));
+    }
+    let mut chosen = Vec::new();
+    for name in input.split(',').map(str::trim) {
+        let part = Part::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
+            format!("unknown part {name:?}: use all, or a comma-separated list of overhead, group-commit, restart")
+        })?;
+        chosen.push(part);
+    }
+    Ok(Parts(Part::ALL.into_iter().filter(|p| chosen.contains(p)).collect()))
+}
+
+fn parse_log_size(input: &str) -> Result<u64, String> {
+    match units::parse_size(input)? {
+        n if n >= 64 << 10 => Ok(n),
+        _ => Err(format!("log size {input:?} is too small; use at least 64KiB (e.g. 16MiB)")),
+    }
+}
+
+/// A configuration of the overhead part.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Setup {
+    /// No log, no record locks.
+    NoLogNoLock,
+    /// No log, record locks.
+    NoLogLock,
+    /// Log with asynchronous commit, record locks.
+    LogAsync,
+    /// Log with synchronous commit, record locks.
+    LogSync,
+}
+
+impl Setup {
+    const ALL: [Setup; 4] = [Setup::NoLogNoLock, Setup::NoLogLock, Setup::LogAsync, Setup::LogSync];
+
+    fn name(self) -> &'static str {
+        match self {
+            Setup::NoLogNoLock => "nolog-nolock",
+            Setup::NoLogLock => "nolog-lock",
+            Setup::LogAsync => "log-async",
+            Setup::LogSync => "log-sync",
+        }
+    }
+
+    fn logging(self) -> bool {
+        matches!(self, Setup::LogAsync | Setup::LogSync)
+    }
+
+    fn locking(self) -> bool {
+        self != Setup::NoLogNoLock
+    }
+
+    fn commit_mode(self) -> Option<CommitMode> {
+        match self {
+            Setup::LogAsync => Some(CommitMode::Async),
+            Setup::LogSync => Some(CommitMode::Sync),
+            _ => None,
+        }
+    }
+
+    fn builder(self, pool_bytes: usize) -> swizzledb::Builder {
+        Database::builder()
+            .pool_bytes(pool_bytes)
+            .logging(self.logging())
+            .locking(self.locking())
+            .commit_mode(self.commit_mode().unwrap_or_default())
+    }
+}
+
+/// The validated plan of a run.
+struct Plan {
+    parts: Vec<Part>,
+    records: u64,
+    batches: Vec<u32>,
+    overhead_threads: Vec<usize>,
+    group_threads: Vec<usize>,
+    duration: f64,
+    time_limit: f64,
+    log_sizes: Vec<u64>,
+    repeat: usize,
+    seed: u64,
+    dir: PathBuf,
+}
+
+impl Plan {
+    fn pool_bytes(&self) -> Result<usize, String> {
+        let bytes = self.records.saturating_mul(POOL_BYTES_PER_RECORD).max(64 << 20);
+        usize::try_from(bytes).map_err(|_| format!("--records {} needs too large a pool", self.records))
+    }
+
+    fn has(&self, part: Part) -> bool {
+        self.parts.contains(&part)
+    }
+}
+
+fn sorted(v: &[u16]) -> Vec<usize> {
+    let mut v: Vec<usize> = v.iter().map(|&t| usize::from(t)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
+    let mut batches = args.batch.clone();
+    batches.sort_unstable();
+    batches.dedup();
+    let mut log_sizes = args.log_sizes.clone();
+    log_sizes.sort_unstable();
+    log_sizes.dedup();
+    let plan = Plan {
+        parts: args.parts.0.clone(),
+        records: args.records,
+        batches,
+        overhead_threads: sorted(args.threads.as_deref().unwrap_or(&[1, 2, 4])),
+        group_threads: sorted(args.threads.as_deref().unwrap_or(&[1, 2, 4, 8, 16])),
+        duration: args.duration,
+        time_limit: args.time_limit,
+        log_sizes,
+        repeat: usize::from(args.repeat),
+        seed: args.seed,
+        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+    };
+    plan.pool_bytes()?;
+    if plan.parts.is_empty() {
+        return Err("--parts chose nothing; use all, overhead, group-commit or restart".into());
+    }
+    Ok(plan)
+}
+
+/// The key of counter `i`: a bijective mix, so distinct counters give distinct keys in random
+/// order.
+fn key_of(seed: u64, i: u64) -> [u8; 8] {
+    mix(i ^ mix(seed)).to_be_bytes()
+}
+
+/// A 100-byte value naming its key and a version.
+fn value_of(key: &[u8; 8], version: u64) -> [u8; VALUE_BYTES] {
+    let mut v = [0u8; VALUE_BYTES];
+    for (i, b) in v.iter_mut().enumerate() {
+        *b = key[i % 8] ^ (version as u8).wrapping_add(i as u8);
+    }
+    v
+}
+
+/// The counters of `after` minus those of `before`.
+fn log_delta(after: &LogStats, before: &LogStats) -> LogStats {
+    LogStats {
+        appends: after.appends - before.appends,
+        body_bytes: after.body_bytes - before.body_bytes,
+        log_bytes: after.log_bytes - before.log_bytes,
+        buffer_full_waits: after.buffer_full_waits - before.buffer_full_waits,
+        flush_requests: after.flush_requests - before.flush_requests,
+        flush_already_durable: after.flush_already_durable - before.flush_already_durable,
+        flush_led: after.flush_led - before.flush_led,
+        flush_joined: after.flush_joined - before.flush_joined,
+        flush_failed: after.flush_failed - before.flush_failed,
+        fsyncs: after.fsyncs - before.fsyncs,
+        background_fsyncs: after.background_fsyncs - before.background_fsyncs,
+        file_syncs: after.file_syncs - before.file_syncs,
+    }
+}
+
+/// Runs `body` in a transaction, retrying it when a record lock is refused (wait-die); returns
+/// the number of retries.
+fn with_retry(
+    db: &Database,
+    mut body: impl FnMut(&mut swizzledb::Transaction<'_>) -> swizzledb::Result<()>,
+) -> swizzledb::Result<u64> {
+    let mut retries = 0;
+    loop {
+        let mut t = db.begin();
+        match body(&mut t) {
+            Ok(()) => {
+                t.commit()?;
+                return Ok(retries);
+            }
+            Err(swizzledb::Error::Lock(_)) => {
+                t.abort()?;
+                retries += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 1: overhead
+
+/// One measurement of the overhead part.
+#[derive(Clone, Debug)]
+pub struct InsertRun {
+    setup: Setup,
+    threads: usize,
+    batch: u32,
+    repetition: usize,
+    inserts: u64,
+    commits: u64,
+    secs: f64,
+    /// Log counters of the measurement (`None` without logging).
+    log: Option<LogStats>,
+    lock_retries: u64,
+    /// The time limit stopped it before all inserts were done.
+    capped: bool,
+}
+
+impl InsertRun {
+    fn inserts_per_sec(&self) -> f64 {
+        self.inserts as f64 / self.secs
+    }
+
+    fn log_bytes_per_insert(&self) -> Option<f64> {
+        let log = self.log.as_ref()?;
+        (self.inserts > 0).then(|| log.log_bytes as f64 / self.inserts as f64)
+    }
+}
+
+/// One fresh database: `threads` threads insert the counters `0..records` in transactions of
+/// `batch`, transaction j going to thread j mod threads, until done or `time_limit`.
+fn measure_inserts(
+    plan: &Plan,
+    scratch: &Path,
+    setup: Setup,
+    threads: usize,
+    batch: u32,
+    repetition: usize,
+) -> Result<InsertRun, Box<dyn Error>> {
+    let path = scratch.join(format!("overhead-{}.swz", setup.name()));
+    let db = setup.builder(plan.pool_bytes()?).create(&path)?;
+    let tree = db.create_tree(TREE)?;
+    let batch64 = u64::from(batch);
+    let txns = plan.records.div_ceil(batch64);
+    let inserted = AtomicU64::new(0);
+    let commits = AtomicU64::new(0);
+    let retries = AtomicU64::new(0);
+    let capped = AtomicBool::new(false);
+    let before = db.log_stats();
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(plan.time_limit);
+    let results: Vec<swizzledb::Result<()>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads as u64)
+            .map(|t| {
+                let (db, tree, inserted, commits, retries, capped) =
+                    (&db, &tree, &inserted, &commits, &retries, &capped);
+                s.spawn(move || -> swizzledb::Result<()> {
+                    let mut j = t;
+                    while j < txns {
+                        if Instant::now() >= deadline {
+                            capped.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                        let range = j * batch64..((j + 1) * batch64).min(plan.records);
+                        let n = range.end - range.start;
+                        let r = with_retry(db, |txn| {
+                            for i in range.clone() {
+                                let key = key_of(plan.seed, i);
+                                txn.insert(tree, &key, &value_of(&key, 0))?;
+                            }
+                            Ok(())
+                        })?;
+                        retries.fetch_add(r, Ordering::Relaxed);
+                        inserted.fetch_add(n, Ordering::Relaxed);
+                        commits.fetch_add(1, Ordering::Relaxed);
+                        j += threads as u64;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("insert thread panicked")).collect()
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let log = match (db.log_stats(), before) {
+        (Some(after), Some(before)) => Some(log_delta(&after, &before)),
+        _ => None,
+    };
+    for r in results {
+        r?;
+    }
+    db.close()?;
+    remove_database(&path);
+    Ok(InsertRun {
+        setup,
+        threads,
+        batch,
+        repetition,
+        inserts: inserted.into_inner(),
+        commits: commits.into_inner(),
+        secs,
+        log,
+        lock_retries: retries.into_inner(),
+        capped: capped.into_inner(),
+    })
+}
+
+/// Removes a database file and its log directory (errors ignored: scratch files).
+fn remove_database(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_dir_all(swizzledb::wal_dir(path));
+}
+
+fn run_overhead(plan: &Plan, scratch: &Path, progress: Progress) -> Result<Vec<InsertRun>, Box<dyn Error>> {
+    let mut runs = Vec::new();
+    for rep in 0..plan.repeat {
+        for &threads in &plan.overhead_threads {
+            for &batch in &plan.batches {
+                for setup in Setup::ALL {
+                    let run = measure_inserts(plan, scratch, setup, threads, batch, rep)
+                        .map_err(|e| format!("overhead, {} at {threads} thread(s): {e}", setup.name()))?;
+                    progress.say(format_args!(
+                        "overhead rep {}/{}: {} {threads} thr batch {batch}: {} inserts/s{}",
+                        rep + 1,
+                        plan.repeat,
+                        setup.name(),
+                        thousands(run.inserts_per_sec().round() as u64),
+                        if run.capped { " (time limit)" } else { "" }
+                    ));
+                    runs.push(run);
+                }
+            }
+        }
+    }
+    Ok(runs)
+}
+
+fn insert_median(
+    runs: &[InsertRun],
+    setup: Setup,
+    threads: usize,
+    batch: u32,
+    f: impl Fn(&InsertRun) -> Option<f64>,
+) -> Option<f64> {
+    let values: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.setup == setup && r.threads == threads && r.batch == batch)
+        .filter_map(f)
+        .collect();
+    summarize(&values).map(|s| s.median)
+}
+
+fn print_overhead(out: &mut impl Write, plan: &Plan, runs: &[InsertRun]) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n1. overhead: {} random-order inserts ({VALUE_BYTES}-byte values) per measurement into a fresh \
+         database, at most {} s each; median of {} interleaved repetitions",
+        thousands(plan.records),
+        plan.time_limit,
+        plan.repeat
+    )?;
+    writeln!(
+        out,
+        "   inserts/s (ratio to the fastest configuration at the same threads and batch); log bytes per insert"
+    )?;
+    for &batch in &plan.batches {
+        let mut header = vec![format!("batch {batch}")];
+        header.extend(plan.overhead_threads.iter().map(|t| format!("{t} thr")));
+        header.push("log B/insert".to_string());
+        let mut table = vec![header];
+        for setup in Setup::ALL {
+            let mut row = vec![setup.name().to_string()];
+            for &t in &plan.overhead_threads {
+                let x = insert_median(runs, setup, t, batch, |r| Some(r.inserts_per_sec()));
+                let best = Setup::ALL
+                    .iter()
+                    .filter_map(|&s| insert_median(runs, s, t, batch, |r| Some(r.inserts_per_sec())))
+                    .fold(0.0, f64::max);
+                let capped =
+                    runs.iter().any(|r| r.setup == setup && r.threads == t && r.batch == batch && r.capped);
+                row.push(x.map_or("-".into(), |x| {
+                    format!(
+                        "{} ({:.2}x){}",
+                        thousands(x.round() as u64),
+                        x / best,
+                        if capped { "*" } else { "" }
+                    )
+                }));
+            }
+            let per_insert: Vec<f64> = plan
+                .overhead_threads
+                .iter()
+                .filter_map(|&t| insert_median(runs, setup, t, batch, InsertRun::log_bytes_per_insert))
+                .collect();
+            row.push(summarize(&per_insert).map_or("0".into(), |s| format!("{:.0}", s.median)));
+            table.push(row);
+        }
+        write_aligned(out, &table)?;
+    }
+    if runs.iter().any(|r| r.capped) {
+        writeln!(
+            out,
+            "   * the time limit (--time-limit {} s) stopped some repetitions early: their rate is over the \
+             inserts done (a smaller tree than the others')",
+            plan.time_limit
+        )?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 2: group commit
+
+/// One measurement of the group-commit part.
+#[derive(Clone, Debug)]
+pub struct CommitRun {
+    threads: usize,
+    repetition: usize,
+    commits: u64,
+    secs: f64,
+    log: LogStats,
+    lock_retries: u64,
+}
+
+impl CommitRun {
+    fn commits_per_sec(&self) -> f64 {
+        self.commits as f64 / self.secs
+    }
+
+    /// Commits per sync round of the log, background rounds included.
+    fn commits_per_fsync(&self) -> Option<f64> {
+        let rounds = self.log.fsyncs + self.log.background_fsyncs;
+        (rounds > 0).then(|| self.commits as f64 / rounds as f64)
+    }
+}
+
+fn measure_commits(
+    plan: &Plan,
+    db: &Database,
+    tree: &Tree,
+    threads: usize,
+    repetition: usize,
+) -> Result<CommitRun, Box<dyn Error>> {
+    let stop = AtomicBool::new(false);
+    let before = db.log_stats().ok_or("the group-commit database logs")?;
+    let start = Instant::now();
+    let results: Vec<swizzledb::Result<(u64, u64)>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads as u64)
+            .map(|t| {
+                let stop = &stop;
+                s.spawn(move || -> swizzledb::Result<(u64, u64)> {
+                    let (mut commits, mut retries) = (0u64, 0u64);
+                    // Disjoint keys per thread and repetition: no lock conflicts, new keys.
+                    let base = (t << 48) | ((repetition as u64) << 40);
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = key_of(plan.seed, base | commits);
+                        retries += with_retry(db, |txn| txn.put(tree, &key, &value_of(&key, 1)).map(drop))?;
+                        commits += 1;
+                    }
+                    Ok((commits, retries))
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs_f64(plan.duration));
+        stop.store(true, Ordering::Relaxed);
+        workers.into_iter().map(|w| w.join().expect("commit thread panicked")).collect()
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let after = db.log_stats().ok_or("the group-commit database logs")?;
+    let (mut commits, mut lock_retries) = (0, 0);
+    for r in results {
+        let (c, l) = r?;
+        commits += c;
+        lock_retries += l;
+    }
+    Ok(CommitRun { threads, repetition, commits, secs, log: log_delta(&after, &before), lock_retries })
+}
+
+fn run_group_commit(
+    plan: &Plan,
+    scratch: &Path,
+    progress: Progress,
+) -> Result<Vec<CommitRun>, Box<dyn Error>> {
+    let path = scratch.join("group-commit.swz");
+    let db = Setup::LogSync.builder(64 << 20).create(&path)?;
+    let tree = db.create_tree(TREE)?;
+    let mut runs = Vec::new();
+    for rep in 0..plan.repeat {
+        for &threads in &plan.group_threads {
+            let run = measure_commits(plan, &db, &tree, threads, rep)
+                .map_err(|e| format!("group commit at {threads} thread(s): {e}"))?;
+            progress.say(format_args!(
+                "group-commit rep {}/{}: {threads} thr: {} commits/s, {:.2} commits per fsync",
+                rep + 1,
+                plan.repeat,
+                thousands(run.commits_per_sec().round() as u64),
+                run.commits_per_fsync().unwrap_or(0.0)
+            ));
+            runs.push(run);
+        }
+    }
+    drop(tree);
+    db.close()?;
+    remove_database(&path);
+    Ok(runs)
+}
+
+/// Whether the thread counts oversubscribe the machine's cores.
+fn cores_note(threads: &[usize]) -> String {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads.iter().any(|&t| t > cores) {
+        format!(
+            "This machine has {cores} core(s): with more threads, committers also wait for the CPU, and an \
+             fsync round may end before the next committer has run."
+        )
+    } else {
+        format!("This machine has {cores} core(s); no run oversubscribes them.")
+    }
+}
+
+fn commit_median(runs: &[CommitRun], threads: usize, f: impl Fn(&CommitRun) -> Option<f64>) -> Option<f64> {
+    let values: Vec<f64> = runs.iter().filter(|r| r.threads == threads).filter_map(f).collect();
+    summarize(&values).map(|s| s.median)
+}
+
+fn print_group_commit(out: &mut impl Write, plan: &Plan, runs: &[CommitRun]) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n2. group commit: each thread commits one-put transactions synchronously for {} s; median of {} \
+         interleaved repetitions",
+        plan.duration, plan.repeat
+    )?;
+    writeln!(out, "   {}", cores_note(&plan.group_threads))?;
+    let mut table = vec![vec![
+        "threads".to_string(),
+        "commits/s".to_string(),
+        "commits per fsync".to_string(),
+        "flush requests per fsync".to_string(),
+    ]];
+    for &t in &plan.group_threads {
+        let dash = || "-".to_string();
+        table.push(vec![
+            t.to_string(),
+            commit_median(runs, t, |r| Some(r.commits_per_sec()))
+                .map_or_else(dash, |x| thousands(x.round() as u64)),
+            commit_median(runs, t, CommitRun::commits_per_fsync).map_or_else(dash, |x| format!("{x:.2}")),
+            commit_median(runs, t, |r| Some(r.log.requests_per_fsync()))
+                .map_or_else(dash, |x| format!("{x:.2}")),
+        ]);
+    }
+    write_aligned(out, &table)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 3: restart
+
+/// One measurement of the restart part.
+#[derive(Clone, Debug)]
+pub struct RestartRun {
+    /// Log bytes the writer was asked to write after the checkpoint.
+    target_bytes: u64,
+    repetition: usize,
+    /// Log bytes the writer wrote after the checkpoint before it was killed.
+    log_bytes: u64,
+    /// Transactions the writer committed.
+    commits: u64,
+    secs: f64,
+    stats: RestartStats,
+}
+
+impl RestartRun {
+    fn log_mib(&self) -> f64 {
+        self.log_bytes as f64 / f64::from(1u32 << 20)
+    }
+}
+
+fn restart_builder(pool_bytes: usize) -> swizzledb::Builder {
+    Setup::LogSync.builder(pool_bytes)
+}
+
+/// Copies a database file and its log directory.
+fn copy_database(from: &Path, to: &Path) -> io::Result<()> {
+    remove_database(to);
+    std::fs::copy(from, to)?;
+    let (from_log, to_log) = (swizzledb::wal_dir(from), swizzledb::wal_dir(to));
+    std::fs::create_dir_all(&to_log)?;
+    for entry in std::fs::read_dir(&from_log)? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), to_log.join(entry.file_name()))?;
+    }
+    Ok(())
+}
+
+/// The writer (a child process): opens the database, updates random loaded records in
+/// transactions of [`WRITER_BATCH`] puts until `target` log bytes follow the checkpoint the
+/// open ended with, prints `ready <log bytes> <commits>` and waits to be killed.
+fn child(args: &WalBenchArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> {
+    let target = *args.log_sizes.first().ok_or("the writer needs one --log-sizes value")?;
+    let plan = plan(args)?;
+    let db = restart_builder(plan.pool_bytes()?).open(path)?;
+    let tree = db.tree(TREE)?;
+    let start = db.log_stats().ok_or("the restart database logs")?.log_bytes;
+    let mut written = 0;
+    let mut commits = 0u64;
+    let mut i = 0u64;
+    while written < target {
+        with_retry(&db, |txn| {
+            for j in 0..WRITER_BATCH {
+                let n = mix(i * WRITER_BATCH + j) % plan.records;
+                let key = key_of(plan.seed, n);
+                txn.put(&tree, &key, &value_of(&key, i + 2))?;
+            }
+            Ok(())
+        })?;
+        i += 1;
+        commits += 1;
+        written = db.log_stats().ok_or("the restart database logs")?.log_bytes - start;
+    }
+    let mut out = io::stdout().lock();
+    writeln!(out, "ready {written} {commits}")?;
+    out.flush()?;
+    drop(out);
+    // Wait for SIGKILL; if the parent went away instead, leave without a checkpoint too.
+    let mut line = String::new();
+    let _ = io::stdin().read_line(&mut line);
+    std::process::exit(0)
+}
+
+/// Loads the base database: `records` inserts, then a clean close (which checkpoints).
+fn load_base(plan: &Plan, path: &Path, progress: Progress) -> Result<(), Box<dyn Error>> {
+    progress.say(format_args!("restart: loading {} records ...", thousands(plan.records)));
+    let db = restart_builder(plan.pool_bytes()?).create(path)?;
+    let tree = db.create_tree(TREE)?;
+    let mut from = 0;
+    while from < plan.records {
+        let to = (from + LOAD_BATCH).min(plan.records);
+        with_retry(&db, |txn| {
+            for i in from..to {
+                let key = key_of(plan.seed, i);
+                txn.insert(&tree, &key, &value_of(&key, 0))?;
+            }
+            Ok(())
+        })?;
+        from = to;
+    }
+    drop(tree);
+    db.close()?;
+    Ok(())
+}
+
+/// One crash and restart: copy the base, run the writer until `target` log bytes, SIGKILL it,
+/// time the open.
+fn measure_restart(
+    plan: &Plan,
+    args: &WalBenchArgs,
+    base: &Path,
+    run: &Path,
+    target: u64,
+    repetition: usize,
+) -> Result<RestartRun, Box<dyn Error>> {
+    copy_database(base, run)?;
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .args(["bench", "wal", "--records", &plan.records.to_string(), "--seed", &args.seed.to_string()])
+        .args(["--log-sizes", &target.to_string(), "--child"])
+        .arg(run)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout of the writer")?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let ready: Option<(u64, u64)> = {
+        let mut words = line.split_whitespace();
+        match (
+            words.next(),
+            words.next().and_then(|w| w.parse().ok()),
+            words.next().and_then(|w| w.parse().ok()),
+        ) {
+            (Some("ready"), Some(bytes), Some(commits)) => Some((bytes, commits)),
+            _ => None,
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait()?;
+    let Some((log_bytes, commits)) = ready else {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = io::Read::read_to_string(&mut e, &mut err);
+        }
+        return Err(format!("the writer stopped before writing {}: {}", bytes(target), err.trim()).into());
+    };
+    let start = Instant::now();
+    let db = restart_builder(plan.pool_bytes()?).open(run)?;
+    let secs = start.elapsed().as_secs_f64();
+    let stats = db.restart_stats();
+    db.close()?;
+    remove_database(run);
+    Ok(RestartRun { target_bytes: target, repetition, log_bytes, commits, secs, stats })
+}
+
+fn run_restart(
+    plan: &Plan,
+    args: &WalBenchArgs,
+    scratch: &Path,
+    progress: Progress,
+) -> Result<Vec<RestartRun>, Box<dyn Error>> {
+    let base = scratch.join("restart-base.swz");
+    load_base(plan, &base, progress)?;
+    let run = scratch.join("restart.swz");
+    let mut runs = Vec::new();
+    for rep in 0..plan.repeat {
+        for &target in &plan.log_sizes {
+            let r = measure_restart(plan, args, &base, &run, target, rep)
+                .map_err(|e| format!("restart after {}: {e}", bytes(target)))?;
+            progress.say(format_args!(
+                "restart rep {}/{}: {:.1} MiB of log: {:.3} s",
+                rep + 1,
+                plan.repeat,
+                r.log_mib(),
+                r.secs
+            ));
+            runs.push(r);
+        }
+    }
+    remove_database(&base);
+    Ok(runs)
+}
+
+fn restart_median(runs: &[RestartRun], target: u64, f: impl Fn(&RestartRun) -> f64) -> Option<f64> {
+    let values: Vec<f64> = runs.iter().filter(|r| r.target_bytes == target).map(f).collect();
+    summarize(&values).map(|s| s.median)
+}
+
+fn print_restart(out: &mut impl Write, plan: &Plan, runs: &[RestartRun]) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n3. restart: {} records loaded and checkpointed; a child process updates them until the log since the \
+         checkpoint reaches the size, is killed with SIGKILL, and Database::open restarts; median of {} \
+         interleaved repetitions",
+        thousands(plan.records),
+        plan.repeat
+    )?;
+    let mut table = vec![vec![
+        "log target".to_string(),
+        "log MiB".to_string(),
+        "restart s".to_string(),
+        "s per MiB".to_string(),
+        "analyzed".to_string(),
+        "redone".to_string(),
+        "pages written".to_string(),
+    ]];
+    for &target in &plan.log_sizes {
+        let m = |f: &dyn Fn(&RestartRun) -> f64| restart_median(runs, target, f);
+        let (Some(mib), Some(secs)) = (m(&|r| r.log_mib()), m(&|r| r.secs)) else { continue };
+        table.push(vec![
+            bytes(target),
+            format!("{mib:.1}"),
+            format!("{secs:.3}"),
+            format!("{:.4}", secs / mib),
+            thousands(m(&|r| r.stats.analyzed as f64).unwrap_or(0.0).round() as u64),
+            thousands(m(&|r| r.stats.redone as f64).unwrap_or(0.0).round() as u64),
+            thousands(m(&|r| r.stats.pages_written as f64).unwrap_or(0.0).round() as u64),
+        ]);
+    }
+    write_aligned(out, &table)
+}
+
+/// The least-squares line `y = a + b x` through the points and its R²; `None` for fewer than
+/// two distinct x.
+fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+    let syy: f64 = points.iter().map(|p| (p.1 - mean_y).powi(2)).sum();
+    if points.len() < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let b = sxy / sxx;
+    let a = mean_y - b * mean_x;
+    let r2 = if syy > 0.0 { (sxy * sxy) / (sxx * syy) } else { 1.0 };
+    Some((a, b, r2))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks, CSV, plots
+
+/// All measurements of a run.
+#[derive(Default)]
+struct Results {
+    inserts: Vec<InsertRun>,
+    commits: Vec<CommitRun>,
+    restarts: Vec<RestartRun>,
+}
+
+/// The expected properties, each `ok` or `MISSED`; returns how many were missed.
+fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Result<usize> {
+    writeln!(out, "\nchecks:")?;
+    let mut missed = 0;
+    let mut verdict = |out: &mut dyn Write, ok: bool, text: String| -> io::Result<()> {
+        missed += usize::from(!ok);
+        writeln!(out, "  {} {text}", if ok { "ok    " } else { "MISSED" })
+    };
+    let runs = &results.inserts;
+    if plan.has(Part::Overhead) {
+        let rate = |s, t, b| insert_median(runs, s, t, b, |r| Some(r.inserts_per_sec()));
+        for &b in &plan.batches {
+            for &t in &plan.overhead_threads {
+                if let (Some(sync), Some(async_), Some(off)) =
+                    (rate(Setup::LogSync, t, b), rate(Setup::LogAsync, t, b), rate(Setup::NoLogLock, t, b))
+                {
+                    verdict(
+                        out,
+                        async_ >= sync,
+                        format!(
+                            "batch {b}, {t} thr: async commit ({}) at least as fast as sync ({}); logging with async \
+                             commit keeps {:.0}% of nolog-lock's inserts/s",
+                            thousands(async_.round() as u64),
+                            thousands(sync.round() as u64),
+                            async_ / off * 100.0
+                        ),
+                    )?;
+                }
+            }
+        }
+        if let (Some(&small), Some(&large)) = (plan.batches.first(), plan.batches.last()) {
+            if small != large {
+                for &t in &plan.overhead_threads {
+                    if let (Some(a), Some(b)) =
+                        (rate(Setup::LogSync, t, small), rate(Setup::LogSync, t, large))
+                    {
+                        verdict(
+                            out,
+                            b > a,
+                            format!(
+                                "{t} thr: sync commit gains from larger transactions: {:.2}x inserts/s at batch {large} \
+                                 vs {small} (fewer commit fsyncs)",
+                                b / a
+                            ),
+                        )?;
+                    }
+                }
+            }
+        }
+        let min_bytes = runs
+            .iter()
+            .filter(|r| r.setup.logging())
+            .filter_map(InsertRun::log_bytes_per_insert)
+            .fold(f64::INFINITY, f64::min);
+        if min_bytes.is_finite() {
+            verdict(
+                out,
+                min_bytes >= VALUE_BYTES as f64,
+                format!("every logged insert writes its value to the log: at least {min_bytes:.0} bytes per insert"),
+            )?;
+        }
+    }
+    if plan.has(Part::GroupCommit) {
+        let per_fsync = |t| commit_median(&results.commits, t, CommitRun::commits_per_fsync);
+        if let (Some(&lo), Some(&hi)) = (plan.group_threads.first(), plan.group_threads.last()) {
+            if let (Some(a), Some(b)) = (per_fsync(lo), per_fsync(hi)) {
+                if lo != hi {
+                    verdict(
+                        out,
+                        b > a,
+                        format!(
+                            "group commit: {b:.2} commits per fsync at {hi} threads vs {a:.2} at {lo} (one fsync \
+                             serves several committers)"
+                        ),
+                    )?;
+                }
+            }
+        }
+    }
+    if plan.has(Part::Restart) {
+        let points: Vec<(f64, f64)> = plan
+            .log_sizes
+            .iter()
+            .filter_map(|&t| {
+                Some((
+                    restart_median(&results.restarts, t, RestartRun::log_mib)?,
+                    restart_median(&results.restarts, t, |r| r.secs)?,
+                ))
+            })
+            .collect();
+        if points.len() >= 3 {
+            if let Some((a, b, r2)) = fit_line(&points) {
+                verdict(
+                    out,
+                    b > 0.0 && r2 >= 0.9,
+                    format!(
+                        "restart time grows linearly with the log since the checkpoint: {a:.3} s + {:.1} ms per MiB, \
+                         R² = {r2:.3} (target: slope > 0, R² >= 0.9)",
+                        b * 1000.0
+                    ),
+                )?;
+            }
+        } else {
+            writeln!(out, "  (the linearity of restart time needs at least three --log-sizes)")?;
+        }
+        let analyzed: Vec<f64> = plan
+            .log_sizes
+            .iter()
+            .filter_map(|&t| restart_median(&results.restarts, t, |r| r.stats.analyzed as f64))
+            .collect();
+        if analyzed.len() >= 2 {
+            let text: Vec<String> = analyzed.iter().map(|&a| thousands(a.round() as u64)).collect();
+            verdict(
+                out,
+                analyzed.windows(2).all(|w| w[1] > w[0]),
+                format!("restart analyzes more records after more log: {}", text.join(" < ")),
+            )?;
+        }
+    }
+    Ok(missed)
+}
+
+/// CSV header of [`write_csv`].
+pub const CSV_HEADER: &str = "part,config,logging,locking,commit_mode,threads,batch,repetition,duration_s,\
+inserts,commits,inserts_per_sec,commits_per_sec,log_bytes,log_bytes_per_insert,flush_requests,fsyncs,\
+background_fsyncs,commits_per_fsync,requests_per_fsync,lock_retries,capped,log_target_bytes,\
+restart_s,analyzed,redone,pages_written,losers,compensations";
+
+fn write_csv(path: &Path, results: &Results) -> io::Result<()> {
+    let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
+    let mut text = format!("{CSV_HEADER}\n");
+    let mut row = |fields: Vec<String>| {
+        text.push_str(&fields.join(","));
+        text.push('\n');
+    };
+    let empty = String::new;
+    for r in &results.inserts {
+        let log = r.log.as_ref();
+        row(vec![
+            Part::Overhead.name().into(),
+            r.setup.name().into(),
+            r.setup.logging().to_string(),
+            r.setup.locking().to_string(),
+            r.setup.commit_mode().map_or_else(empty, |m| format!("{m:?}").to_lowercase()),
+            r.threads.to_string(),
+            r.batch.to_string(),
+            r.repetition.to_string(),
+            format!("{:.6}", r.secs),
+            r.inserts.to_string(),
+            r.commits.to_string(),
+            format!("{:.1}", r.inserts_per_sec()),
+            format!("{:.1}", r.commits as f64 / r.secs),
+            log.map_or(0, |l| l.log_bytes).to_string(),
+            opt(r.log_bytes_per_insert().or(Some(0.0))),
+            log.map_or(0, |l| l.flush_requests).to_string(),
+            log.map_or(0, |l| l.fsyncs).to_string(),
+            log.map_or(0, |l| l.background_fsyncs).to_string(),
+            opt(log.and_then(|l| {
+                let rounds = l.fsyncs + l.background_fsyncs;
+                (rounds > 0).then(|| r.commits as f64 / rounds as f64)
+            })),
+            opt(log.map(LogStats::requests_per_fsync)),
+            r.lock_retries.to_string(),
+            r.capped.to_string(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+        ]);
+    }
+    for r in &results.commits {
+        row(vec![
+            Part::GroupCommit.name().into(),
+            Setup::LogSync.name().into(),
+            "true".into(),
+            "true".into(),
+            "sync".into(),
+            r.threads.to_string(),
+            "1".into(),
+            r.repetition.to_string(),
+            format!("{:.6}", r.secs),
+            r.commits.to_string(),
+            r.commits.to_string(),
+            format!("{:.1}", r.commits_per_sec()),
+            format!("{:.1}", r.commits_per_sec()),
+            r.log.log_bytes.to_string(),
+            opt((r.commits > 0).then(|| r.log.log_bytes as f64 / r.commits as f64)),
+            r.log.flush_requests.to_string(),
+            r.log.fsyncs.to_string(),
+            r.log.background_fsyncs.to_string(),
+            opt(r.commits_per_fsync()),
+            opt(Some(r.log.requests_per_fsync())),
+            r.lock_retries.to_string(),
+            "false".into(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+        ]);
+    }
+    for r in &results.restarts {
+        let s = &r.stats;
+        row(vec![
+            Part::Restart.name().into(),
+            Setup::LogSync.name().into(),
+            "true".into(),
+            "true".into(),
+            "sync".into(),
+            "1".into(),
+            WRITER_BATCH.to_string(),
+            r.repetition.to_string(),
+            format!("{:.6}", r.secs),
+            empty(),
+            r.commits.to_string(),
+            empty(),
+            empty(),
+            r.log_bytes.to_string(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            empty(),
+            "false".into(),
+            r.target_bytes.to_string(),
+            format!("{:.6}", r.secs),
+            s.analyzed.to_string(),
+            s.redone.to_string(),
+            s.pages_written.to_string(),
+            s.losers.to_string(),
+            s.compensations.to_string(),
+        ]);
+    }
+    std::fs::write(path, text)
+}
+
+fn point_of(values: &[f64], x: f64) -> Option<Point> {
+    let s = summarize(values)?;
+    Some(Point { x, y: s.median, y_min: s.min, y_max: s.max })
+}
+
+fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
+    let mut charts = Vec::new();
+    if plan.has(Part::Overhead) {
+        for &batch in &plan.batches {
+            let series = Setup::ALL
+                .iter()
+                .map(|&setup| Series {
+                    name: setup.name().to_string(),
+                    points: plan
+                        .overhead_threads
+                        .iter()
+                        .filter_map(|&t| {
+                            let v: Vec<f64> = results
+                                .inserts
+                                .iter()
+                                .filter(|r| r.setup == setup && r.threads == t && r.batch == batch)
+                                .map(InsertRun::inserts_per_sec)
+                                .collect();
+                            point_of(&v, t as f64)
+                        })
+                        .collect(),
+                })
+                .collect();
+            charts.push((
+                format!("wal-bench-overhead-b{batch}"),
+                Chart {
+                    title: format!("Logging overhead on inserts, {batch} insert(s) per transaction"),
+                    x_label: "threads".into(),
+                    y_label: "inserts per second".into(),
+                    x_scale: Scale::Log2,
+                    series,
+                    note: Some(format!(
+                        "{} random-order inserts, median and min..max of {} repetitions",
+                        thousands(plan.records),
+                        plan.repeat
+                    )),
+                    vline: None,
+                },
+            ));
+        }
+    }
+    if plan.has(Part::GroupCommit) {
+        let by_threads = |f: &dyn Fn(&CommitRun) -> Option<f64>| -> Vec<Point> {
+            plan.group_threads
+                .iter()
+                .filter_map(|&t| {
+                    let v: Vec<f64> =
+                        results.commits.iter().filter(|r| r.threads == t).filter_map(f).collect();
+                    point_of(&v, t as f64)
+                })
+                .collect()
+        };
+        let note = Some(format!(
+            "one put per transaction, synchronous commit, {} s per point, median and min..max of {} repetitions",
+            plan.duration, plan.repeat
+        ));
+        charts.push((
+            "wal-bench-group-commit".into(),
+            Chart {
+                title: "Group commit: commits per fsync".into(),
+                x_label: "committing threads".into(),
+                y_label: "commits per fsync".into(),
+                x_scale: Scale::Log2,
+                series: vec![Series {
+                    name: "log-sync".into(),
+                    points: by_threads(&CommitRun::commits_per_fsync),
+                }],
+                note: note.clone(),
+                vline: None,
+            },
+        ));
+        charts.push((
+            "wal-bench-group-commit-throughput".into(),
+            Chart {
+                title: "Group commit: commits per second".into(),
+                x_label: "committing threads".into(),
+                y_label: "commits per second".into(),
+                x_scale: Scale::Log2,
+                series: vec![Series {
+                    name: "log-sync".into(),
+                    points: by_threads(&|r| Some(r.commits_per_sec())),
+                }],
+                note,
+                vline: None,
+            },
+        ));
+    }
+    if plan.has(Part::Restart) {
+        let points = plan
+            .log_sizes
+            .iter()
+            .filter_map(|&target| {
+                let v: Vec<f64> =
+                    results.restarts.iter().filter(|r| r.target_bytes == target).map(|r| r.secs).collect();
+                point_of(&v, restart_median(&results.restarts, target, RestartRun::log_mib)?)
+            })
+            .collect();
+        charts.push((
+            "wal-bench-restart".into(),
+            Chart {
+                title: "Restart time against the log since the last checkpoint".into(),
+                x_label: "log since the checkpoint (MiB)".into(),
+                y_label: "restart seconds".into(),
+                x_scale: Scale::Linear,
+                series: vec![Series { name: "Database::open after SIGKILL".into(), points }],
+                note: Some(format!(
+                    "{} records, median and min..max of {} repetitions",
+                    thousands(plan.records),
+                    plan.repeat
+                )),
+                vline: None,
+            },
+        ));
+    }
+    charts
+}
+
+/// Runs `bench wal` (or, with the hidden `--child`, the restart part's writer).
+///
+/// # Errors
+/// Bad options ([`Usage`]), engine and I/O errors; a failed part stops the run.
+pub fn run(args: &WalBenchArgs) -> Result<ExitCode, Box<dyn Error>> {
+    if let Some(path) = &args.child {
+        return child(args, path);
+    }
+    let plan = plan(args).map_err(Usage)?;
+    crate::prepare_out(args.out.as_deref()).map_err(Usage)?;
+    std::fs::create_dir_all(&plan.dir)
+        .map_err(|e| Usage(format!("cannot create --dir {}: {e}", plan.dir.display())))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("swizzledb-wal-bench-")
+        .tempdir_in(&plan.dir)
+        .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", plan.dir.display())))?;
+    let progress = Progress::on_terminal();
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "Write-ahead logging benchmarks (issue 6): parts {}; databases in {}.",
+        plan.parts.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "),
+        plan.dir.display()
+    )?;
+    out.flush()?;
+    drop(out);
+    let mut results = Results::default();
+    if plan.has(Part::Overhead) {
+        results.inserts = run_overhead(&plan, scratch.path(), progress)?;
+        print_overhead(&mut io::stdout().lock(), &plan, &results.inserts)?;
+    }
+    if plan.has(Part::GroupCommit) {
+        results.commits = run_group_commit(&plan, scratch.path(), progress)?;
+        print_group_commit(&mut io::stdout().lock(), &plan, &results.commits)?;
+    }
+    if plan.has(Part::Restart) {
+        results.restarts = run_restart(&plan, args, scratch.path(), progress)?;
+        print_restart(&mut io::stdout().lock(), &plan, &results.restarts)?;
+    }
+    print_checks(&mut io::stdout().lock(), &plan, &results)?;
+    if let Some(dir) = args.out.as_deref() {
+        let csv = dir.join("wal-bench.csv");
+        write_csv(&csv, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+        eprintln!("Wrote {}.", csv.display());
+        for (name, chart) in charts(&plan, &results) {
+            crate::write_plot(Some(dir), &name, &chart)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_line_recovers_a_hand_worked_line() {
+        // y = 0.5 + 2x exactly: slope 2, intercept 0.5, R² 1.
+        let (a, b, r2) = fit_line(&[(1.0, 2.5), (2.0, 4.5), (4.0, 8.5)]).unwrap();
+        assert!((a - 0.5).abs() < 1e-12 && (b - 2.0).abs() < 1e-12 && (r2 - 1.0).abs() < 1e-12);
+        // (0,0), (1,1), (2,0): slope 0, R² 0.
+        let (_, b, r2) = fit_line(&[(0.0, 0.0), (1.0, 1.0), (2.0, 0.0)]).unwrap();
+        assert!(b.abs() < 1e-12 && r2.abs() < 1e-12);
+        assert!(fit_line(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
+    }
+
+    #[test]
+    fn log_delta_subtracts_every_counter() {
+        let before =
+            LogStats { appends: 1, log_bytes: 10, fsyncs: 2, background_fsyncs: 1, ..LogStats::default() };
+        let after =
+            LogStats { appends: 5, log_bytes: 110, fsyncs: 7, background_fsyncs: 4, ..LogStats::default() };
+        let d = log_delta(&after, &before);
+        assert_eq!((d.appends, d.log_bytes, d.fsyncs, d.background_fsyncs), (4, 100, 5, 3));
+    }
+
+    #[test]
+    fn parts_parse_in_canonical_order_and_reject_unknown_names() {
+        assert_eq!(parse_parts("restart,overhead").unwrap().0, vec![Part::Overhead, Part::Restart]);
+        assert_eq!(parse_parts("all").unwrap().0, Part::ALL.to_vec());
+        assert!(parse_parts("overhead,fast").unwrap_err().contains("group-commit"));
+    }
+
+    #[test]
+    fn keys_of_distinct_counters_differ() {
+        let keys: std::collections::HashSet<[u8; 8]> = (0..10_000).map(|i| key_of(7, i)).collect();
+        assert_eq!(keys.len(), 10_000);
+    }
+}
