@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod dbmin;
 pub mod emulator;
 mod generate;
 mod opt;
