@@ -366,6 +366,15 @@ pub fn free_space(page: &[u8]) -> usize {
     usize::from(get_u16(page, HEAP_START)).saturating_sub(SLOTS + count(page) * SLOT_SIZE)
 }
 
+/// The unused bytes between the slot array and the heap: what a page image need not carry
+/// (the write-ahead log zeroes them, and its encoding elides a run of zeros).
+#[must_use]
+pub fn free_gap(page: &[u8]) -> std::ops::Range<usize> {
+    let start = (SLOTS + count(page) * SLOT_SIZE).min(page.len());
+    let end = usize::from(get_u16(page, HEAP_START)).clamp(start, page.len());
+    start..end
+}
+
 /// Bytes in use by slots, live records and fences (what a merge would have to move).
 #[must_use]
 pub fn used_bytes(page: &[u8]) -> usize {

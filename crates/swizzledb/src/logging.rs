@@ -87,6 +87,15 @@ pub(crate) struct Wal {
     pub(crate) stats: WalStats,
 }
 
+/// A node's disk image with its free gap zeroed, so that the record encoding leaves it out
+/// (a node after a split is about half empty).
+fn node_image(g: &ExclusiveGuard<'_>) -> Vec<u8> {
+    let mut image = g.pool().disk_image(g);
+    let gap = swizzledb_btree::node::free_gap(&image);
+    image[gap].fill(0);
+    image
+}
+
 fn failure(e: LogError) -> LogFailure {
     Box::new(e)
 }
@@ -124,7 +133,7 @@ impl Wal {
         pages: &[&ExclusiveGuard<'_>],
         freed: &[PageId],
     ) -> Result<Lsn, LogError> {
-        let images = pages.iter().map(|g| (g.page_id(), g.pool().disk_image(g))).collect();
+        let images = pages.iter().map(|g| (g.page_id(), node_image(g))).collect();
         let bound = self.log.end();
         for g in pages {
             g.hold_rec_lsn(bound);
@@ -274,7 +283,7 @@ impl ChangeLog for TxnLog<'_> {
         // never depends on what the file holds for it (R3).
         let base = match self.wal {
             Some(wal) if leaf.rec_lsn() == Lsn(0) => {
-                let image = leaf.pool().disk_image(leaf);
+                let image = node_image(leaf);
                 leaf.hold_rec_lsn(wal.log.end());
                 Some(image)
             }

@@ -247,7 +247,7 @@ impl Record {
                     None => w.u8(0),
                     Some(b) => {
                         w.u8(1);
-                        w.bytes(b);
+                        w.image(b);
                     }
                 }
             }
@@ -265,7 +265,7 @@ impl Record {
                 w.u32(images.len());
                 for (page, image) in images {
                     w.u64(page.get());
-                    w.bytes(image);
+                    w.image(image);
                 }
                 w.pages(freed);
             }
@@ -338,7 +338,7 @@ impl Record {
                 };
                 let base = match r.u8()? {
                     0 => None,
-                    1 => Some(r.bytes()?),
+                    1 => Some(r.image()?),
                     _ => return Err(Malformed("base image flag")),
                 };
                 Record::Leaf { txn, prev, undo_next, tree, page, change, base }
@@ -355,7 +355,7 @@ impl Record {
                 let n = r.count(8)?;
                 let mut images = Vec::with_capacity(n);
                 for _ in 0..n {
-                    images.push((r.page()?, r.bytes()?));
+                    images.push((r.page()?, r.image()?));
                 }
                 Record::Structure { images, freed: r.pages()? }
             }
@@ -420,12 +420,42 @@ impl Writer {
         self.0.extend_from_slice(b);
     }
 
+    /// A page image without its longest run of zero bytes: length, where the run starts, how
+    /// long it is, then the bytes before and after it.
+    fn image(&mut self, image: &[u8]) {
+        let (start, len) = longest_zero_run(image);
+        self.u32(image.len());
+        self.u32(start);
+        self.u32(len);
+        self.0.extend_from_slice(&image[..start]);
+        self.0.extend_from_slice(&image[start + len..]);
+    }
+
     fn pages(&mut self, pages: &[PageId]) {
         self.u32(pages.len());
         for p in pages {
             self.u64(p.get());
         }
     }
+}
+
+/// Where the longest run of zero bytes starts and how long it is (the first of equal runs).
+fn longest_zero_run(bytes: &[u8]) -> (usize, usize) {
+    let (mut best, mut run_start, mut run) = ((0, 0), 0, 0);
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == 0 {
+            if run == 0 {
+                run_start = i;
+            }
+            run += 1;
+            if run > best.1 {
+                best = (run_start, run);
+            }
+        } else {
+            run = 0;
+        }
+    }
+    best
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -468,6 +498,20 @@ impl Reader<'_> {
     fn bytes(&mut self) -> Result<Vec<u8>, Malformed> {
         let n = self.u32()?;
         Ok(self.take(n)?.to_vec())
+    }
+
+    fn image(&mut self) -> Result<Vec<u8>, Malformed> {
+        let (len, start, zeros) = (self.u32()?, self.u32()?, self.u32()?);
+        if len > swizzledb_buffer::page::MAX_PAGE_SIZE {
+            return Err(Malformed("an image larger than any page"));
+        }
+        let end =
+            start.checked_add(zeros).filter(|&e| e <= len).ok_or(Malformed("zero run beyond the image"))?;
+        let mut image = Vec::with_capacity(len);
+        image.extend_from_slice(self.take(start)?);
+        image.resize(end, 0);
+        image.extend_from_slice(self.take(len - end)?);
+        Ok(image)
     }
 
     fn string(&mut self) -> Result<String, Malformed> {
@@ -578,6 +622,20 @@ mod tests {
         fn garbage_never_panics(body in prop::collection::vec(any::<u8>(), 0..200)) {
             let _ = Record::decode(&body);
         }
+    }
+
+    /// Images leave out their longest zero run and come back byte for byte.
+    #[test]
+    fn images_elide_their_longest_zero_run() {
+        let mut image = vec![7u8; 4096];
+        image[100..3000].fill(0);
+        image[3100..3200].fill(0);
+        assert_eq!(longest_zero_run(&image), (100, 2900));
+        let rec = Record::Structure { images: vec![(pid(3), image)], freed: vec![] };
+        let body = rec.encode();
+        assert!(body.len() < 4096 - 2900 + 64, "{} bytes", body.len());
+        assert_eq!(Record::decode(&body), Ok(rec));
+        assert_eq!(longest_zero_run(&[1, 2]), (0, 0));
     }
 
     #[test]
