@@ -11,6 +11,10 @@
 //! | 8 `CheckpointBegin` | — |
 //! | 9 `CheckpointEnd` | begin LSN, dirty pages, transactions, page count, free pages, catalog |
 //! | 10 `PageWrite` | page, page LSN |
+//!
+//! A page image (structure images, base images) is stored without its longest run of zero
+//! bytes — the engine zeroes a node's free gap first — as: length, run start, run length, the
+//! bytes before and after the run.
 
 use swizzledb_btree::LeafChange;
 use swizzledb_buffer::PageId;
