@@ -11,8 +11,15 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use std::sync::Arc;
-use swizzledb::{Database, PoolMode};
-use swizzledb_sync::{CrashMode, FaultFs};
+use swizzledb::record::Record;
+use swizzledb::{wal_dir, Database, Error, PoolMode};
+use swizzledb_sync::{CrashMode, FaultFs, Lsn, OpenMode, TxnId, Vfs};
+use swizzledb_wal::{LogConfig, LogError, LogManager};
+
+/// Proptest cases: `PROPTEST_CASES` if set (more on demand), else `default` (kept small for CI).
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
 
 fn mode_strategy() -> impl Strategy<Value = PoolMode> {
     prop_oneof![Just(PoolMode::Traditional), Just(PoolMode::Swizzling), Just(PoolMode::MainMemory)]
@@ -64,8 +71,13 @@ fn continue_after_restart(db: &Database, model: &Model, salt: u8) -> Model {
     out.acked
 }
 
-/// Test 1: a random workload, a crash in a random mode, restart. Returns the restart's counters.
-fn random_workload_then_crash(mode: PoolMode, steps: &[Step], crash: CrashMode) -> swizzledb::RestartStats {
+/// Test 1: a random workload, a crash in a random mode, restart. Returns the pages written before
+/// the crash and the restart's counters.
+fn random_workload_then_crash(
+    mode: PoolMode,
+    steps: &[Step],
+    crash: CrashMode,
+) -> (u64, swizzledb::RestartStats) {
     let fs = new_fs();
     let builder = builder(mode, Arc::new(fs.clone()));
     let db = builder.clone().create(&db_path()).unwrap();
@@ -78,9 +90,7 @@ fn random_workload_then_crash(mode: PoolMode, steps: &[Step], crash: CrashMode) 
         // (Reading the tree directly sees the open transactions' writes: no check then.)
         assert_state(&db, &out.acked, "before the crash");
     }
-    if mode != PoolMode::MainMemory && steps.len() > 5 {
-        assert!(db.stats().write_backs > 0, "the pool is small enough to write pages before the crash");
-    }
+    let write_backs = db.stats().write_backs;
     fs.crash(crash);
     drop(open);
     drop(tree);
@@ -95,11 +105,11 @@ fn random_workload_then_crash(mode: PoolMode, steps: &[Step], crash: CrashMode) 
     let db = builder.open(&db_path()).unwrap();
     assert_state(&db, &model, "after a second crash");
     db.close().unwrap();
-    stats
+    (write_backs, stats)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(cases(12)))]
 
     /// R4, R10: after a crash, exactly the acknowledged commits are visible; aborted, dropped and
     /// unfinished transactions have left nothing; the tree is valid and the database works.
@@ -128,12 +138,266 @@ fn r10_fixed_workload_every_mode_and_crash_mode() {
     steps.push(Step::Txn((400..410).map(|k| Write::Put(k, 6)).collect(), End::Commit));
     for mode in [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory] {
         for crash in [CrashMode::DropUnsynced, CrashMode::KeepUnsynced, CrashMode::Torn { seed: 7 }] {
-            let stats = random_workload_then_crash(mode, &steps, crash);
+            let (write_backs, stats) = random_workload_then_crash(mode, &steps, crash);
+            if mode != PoolMode::MainMemory {
+                assert!(
+                    write_backs > 0,
+                    "{mode:?}: the pool is small enough to write pages before the crash"
+                );
+            }
             assert_eq!(stats.losers, 1, "{mode:?} {crash:?}: the open transaction is the loser: {stats:?}");
-            assert!(stats.compensations >= 84, "{mode:?} {crash:?}: each of its 84 writes is undone: {stats:?}");
+            assert!(
+                stats.compensations >= 84,
+                "{mode:?} {crash:?}: each of its 84 writes is undone: {stats:?}"
+            );
         }
     }
 }
 
-#[allow(dead_code)]
-fn unused(_: FaultFs) {}
+// ---------------------------------------------------------------------------------------------
+// Test 4: damage to the log.
+
+/// One frame of the log, as a scan finds it.
+#[derive(Clone, Debug)]
+struct Frame {
+    lsn: Lsn,
+    /// The frame's bytes: header, body, alignment (wal README W2).
+    len: u64,
+    /// The bytes of header and body: the frame is intact if these are (the alignment bytes
+    /// after the body are not checksummed).
+    used: u64,
+    record: Record,
+}
+
+/// The log's master LSN and frames, read with a log manager of its own (closed again).
+fn read_log(fs: &FaultFs) -> (Option<Lsn>, Vec<Frame>) {
+    let mut config = LogConfig::new(wal_dir(&db_path()));
+    config.vfs = Arc::new(fs.clone());
+    config.segment_bytes = SEGMENT;
+    config.flush_interval = None;
+    let log = LogManager::open(config).unwrap();
+    let master = log.read_master().unwrap();
+    let frames = log
+        .scan(Lsn(0))
+        .unwrap()
+        .map(|item| {
+            let (lsn, body) = item.unwrap();
+            let record = Record::decode(&body).unwrap();
+            let body_len = body.len() as u64;
+            Frame { lsn, len: 8 + body_len.div_ceil(8) * 8, used: 8 + body_len, record }
+        })
+        .collect();
+    log.close().unwrap();
+    (master, frames)
+}
+
+/// The segment file holding `lsn`, and `lsn`'s offset in it (W1).
+fn segment_of(lsn: Lsn) -> (std::path::PathBuf, u64) {
+    let start = lsn.0 / SEGMENT * SEGMENT;
+    (wal_dir(&db_path()).join(format!("{start:016x}.log")), lsn.0 - start)
+}
+
+/// Overwrites bytes of a file on `fs` and makes them durable.
+fn damage(fs: &FaultFs, path: &std::path::Path, offset: u64, bytes: &[u8]) {
+    let f = fs.open(path, OpenMode::EXISTING).unwrap();
+    f.write_all_at(bytes, offset).unwrap();
+    f.sync().unwrap();
+}
+
+/// A workload for the damage tests: committed transactions, a checkpoint, then `after` more
+/// committed transactions (each with its id and the state after it), the last one followed by a
+/// transaction left open, then a crash that keeps only what was synced (so the page file is as
+/// of the checkpoint, and the log holds every acknowledged commit).
+fn damage_scenario(after: u16, final_checkpoint: bool) -> (FaultFs, Model, Vec<(TxnId, Model)>) {
+    let fs = new_fs();
+    let builder = builder(PoolMode::Swizzling, Arc::new(fs.clone()));
+    let db = builder.create(&db_path()).unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    let first = [
+        Step::Txn((0..300).map(|k| Write::Put(k, 1)).collect(), End::Commit),
+        Step::Txn((0..300).step_by(3).map(Write::Delete).collect(), End::Commit),
+        Step::Checkpoint,
+    ];
+    let base = run_steps(&db, &tree, &first, &Model::new(), &mut Vec::new());
+    assert!(base.error.is_none());
+    let mut model = base.acked.clone();
+    let mut commits = Vec::new();
+    for i in 0..after {
+        let mut t = db.begin();
+        let id = t.id();
+        for k in (i * 13..i * 13 + 5).map(|k| k % 300) {
+            t.put(&tree, &key(k), &value(k, i as u8 + 10)).unwrap();
+            model.insert(k, i as u8 + 10);
+        }
+        t.delete(&tree, &key(i * 7 % 300)).unwrap();
+        model.remove(&(i * 7 % 300));
+        t.commit().unwrap();
+        commits.push((id, model.clone()));
+    }
+    let mut open = db.begin();
+    for k in 0..5 {
+        open.put(&tree, &key(k), &value(k, 99)).unwrap();
+    }
+    if final_checkpoint {
+        db.checkpoint().unwrap();
+    }
+    fs.crash(CrashMode::DropUnsynced);
+    drop(open);
+    drop(tree);
+    drop(db);
+    (fs, base.acked, commits)
+}
+
+/// The state restart must produce when the log is damaged from `end` on: the last transaction
+/// whose commit record's header and body lie below `end` (each commits on top of the previous
+/// one).
+fn state_with_log_end(frames: &[Frame], base: &Model, commits: &[(TxnId, Model)], end: u64) -> Model {
+    let committed = |id: TxnId| {
+        frames
+            .iter()
+            .any(|f| matches!(f.record, Record::Commit { txn, .. } if txn == id) && f.lsn.0 + f.used <= end)
+    };
+    commits.iter().rev().find(|(id, _)| committed(*id)).map_or_else(|| base.clone(), |(_, m)| m.clone())
+}
+
+/// W7 via restart: a damaged or truncated tail of the last segment ends the log there. The
+/// commits whose commit record lies wholly before the damage are kept (they were acknowledged,
+/// and the page file is as of the last checkpoint, so every later change is in the log); a
+/// transaction whose commit record is cut is a loser and rolled back. Garbage after the end
+/// loses nothing.
+#[test]
+fn w7_damaged_log_tail_is_the_end_and_keeps_the_commits_before_it() {
+    let (fs, _, _) = damage_scenario(30, false);
+    let (master, frames) = read_log(&fs);
+    let master = master.expect("a checkpoint was taken");
+    let after_master: Vec<Frame> = frames.iter().filter(|f| f.lsn > master).cloned().collect();
+    let last_segment = frames.last().unwrap().lsn.0 / SEGMENT * SEGMENT;
+    let cuts: Vec<u64> = after_master
+        .iter()
+        .filter(|f| f.lsn.0 >= last_segment)
+        .flat_map(|f| [f.lsn.0, f.lsn.0 + f.len / 2, f.lsn.0 + f.len - 1])
+        .collect();
+    let commit_cuts = after_master
+        .iter()
+        .filter(|f| f.lsn.0 >= last_segment && matches!(f.record, Record::Commit { .. }))
+        .count();
+    assert!(commit_cuts >= 2, "the workload puts commits into the last segment after the checkpoint");
+    let end = frames.last().map(|f| f.lsn.0 + f.len).unwrap();
+    let mut cases: Vec<(u64, bool)> = cuts.iter().map(|&c| (c, true)).collect();
+    cases.extend(cuts.iter().step_by(5).map(|&c| (c, false)));
+    cases.push((end, false));
+    for (i, &(cut, truncate)) in cases.iter().enumerate() {
+        let (fs, base, commits) = damage_scenario(30, false);
+        let (_, frames) = read_log(&fs);
+        let (path, offset) = segment_of(Lsn(cut));
+        if truncate {
+            let f = fs.open(&path, OpenMode::EXISTING).unwrap();
+            f.set_len(offset).unwrap();
+            f.sync().unwrap();
+        } else {
+            let garbage: Vec<u8> =
+                (0..1500u32).map(|j| (j.wrapping_mul(2_654_435_761) >> 13) as u8 ^ i as u8).collect();
+            let room = (SEGMENT - offset) as usize;
+            damage(&fs, &path, offset, &garbage[..garbage.len().min(room)]);
+        }
+        let want = state_with_log_end(&frames, &base, &commits, cut);
+        let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path()).unwrap();
+        assert_state(
+            &db,
+            &want,
+            &format!("log cut at {cut} ({})", if truncate { "truncated" } else { "garbage" }),
+        );
+        let model = continue_after_restart(&db, &want, 0x5A);
+        db.close().unwrap();
+        let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path()).unwrap();
+        assert_state(&db, &model, "reopened after the damaged restart");
+        drop(db);
+    }
+}
+
+/// A record's variant name.
+fn kind(record: &Record) -> String {
+    format!("{record:?}").split([' ', '(', '{']).next().unwrap_or_default().to_owned()
+}
+
+/// Whether `result` is a log-corruption error naming one of `lsns`.
+fn assert_corrupted(result: swizzledb::Result<Database>, lsns: &[Lsn], context: &str) {
+    match result {
+        Err(Error::LogCorrupted { lsn, .. }) | Err(Error::Log(LogError::Corrupted { lsn, .. })) => {
+            assert!(lsns.contains(&lsn), "{context}: corruption reported at {lsn}, expected one of {lsns:?}");
+        }
+        Err(e) => panic!("{context}: expected a log corruption error naming an LSN, got {e}"),
+        Ok(_) => panic!("{context}: restart accepted a damaged log"),
+    }
+}
+
+/// R10, W8: a damaged record in an earlier segment (before the last checkpoint) is an error
+/// naming its LSN, never a panic or a silently shortened log.
+#[test]
+fn w8_damage_before_the_last_checkpoint_is_an_error_naming_the_lsn() {
+    let (fs, _, _) = damage_scenario(12, true);
+    let (master, frames) = read_log(&fs);
+    let master = master.unwrap();
+    let last_segment = frames.last().unwrap().lsn.0 / SEGMENT * SEGMENT;
+    let victims: Vec<Frame> =
+        frames.iter().filter(|f| f.lsn.0 < last_segment && f.lsn < master).cloned().collect();
+    assert!(!victims.is_empty(), "the workload spans several segments");
+    for victim in victims.iter().step_by(victims.len().div_ceil(6)) {
+        let (fs, _, _) = damage_scenario(12, true);
+        let (path, offset) = segment_of(victim.lsn);
+        // Flip bytes inside the frame (its body, or its header if it has none).
+        damage(&fs, &path, offset + victim.len / 2, &[0xFF, 0x00, 0xFF]);
+        let result = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path());
+        assert_corrupted(
+            result,
+            &[victim.lsn],
+            &format!("damaged {} frame at {}", kind(&victim.record), victim.lsn),
+        );
+    }
+}
+
+/// W7 + R10: damage in the last segment before the checkpoint the master names cuts the log
+/// below that checkpoint; restart must then report the missing checkpoint, not start from an
+/// older state.
+#[test]
+fn r10_damage_below_the_master_checkpoint_in_the_last_segment_is_an_error() {
+    let (fs, _, _) = damage_scenario(12, true);
+    let (master, frames) = read_log(&fs);
+    let master = master.unwrap();
+    let segment = master.0 / SEGMENT * SEGMENT;
+    let victim = frames.iter().rev().find(|f| f.lsn < master && f.lsn.0 >= segment).cloned();
+    let victim = victim.expect("a record before the checkpoint end in its segment");
+    let (fs, _, _) = damage_scenario(12, true);
+    let (path, offset) = segment_of(victim.lsn);
+    damage(&fs, &path, offset + 4, &[0xDE, 0xAD, 0xBE, 0xEF]);
+    let result = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path());
+    assert_corrupted(result, &[victim.lsn, master], "damage below the master's checkpoint");
+}
+
+/// R10: a master record naming an LSN where no record starts, or a record that is not a
+/// checkpoint end, is an error naming that LSN; a damaged master file is a typed error.
+#[test]
+fn r10_master_naming_a_missing_or_wrong_record_is_an_error() {
+    let (fs, _, _) = damage_scenario(4, true);
+    let (_, frames) = read_log(&fs);
+    let commit = frames.iter().find(|f| matches!(f.record, Record::Commit { .. })).unwrap().lsn;
+    let inside = Lsn(frames[frames.len() / 2].lsn.0 + 8);
+    for wrong in [inside, commit] {
+        let (fs, _, _) = damage_scenario(4, true);
+        let mut config = LogConfig::new(wal_dir(&db_path()));
+        config.vfs = Arc::new(fs.clone());
+        config.segment_bytes = SEGMENT;
+        config.flush_interval = None;
+        let log = LogManager::open(config).unwrap();
+        log.write_master(wrong).unwrap();
+        log.close().unwrap();
+        let result = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path());
+        assert_corrupted(result, &[wrong], &format!("master naming {wrong}"));
+    }
+    let (fs, _, _) = damage_scenario(4, true);
+    damage(&fs, &wal_dir(&db_path()).join("master"), 9, &[0x55]);
+    match builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path()) {
+        Err(Error::Log(LogError::MasterCorrupted { .. })) => {}
+        other => panic!("a damaged master file: expected MasterCorrupted, got {:?}", other.map(|_| ())),
+    }
+}
