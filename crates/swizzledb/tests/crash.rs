@@ -605,15 +605,18 @@ fn fault_run(
     (result, counts)
 }
 
-/// Issue 6 "fault injection at every I/O call site at least once". The sites, counted per
-/// operation and file class on a run without faults, that this test fails (each at its first,
-/// middle and last call; writes with EIO and ENOSPC):
-/// - page file: open, read (a miss after eviction), write (eviction, checkpoint flush, restart
-///   redo not included here), sync (create, checkpoint), set_len / len (growing the file);
-/// - log segments: open/create, write (group-commit write-out), sync (commit), set_len and len
-///   (open's tail cut), remove (truncation at checkpoints);
-/// - master record: open (create of master.tmp), write, sync, rename, remove (of master.tmp);
-/// - directories: list (log open), sync_dir (new segments, master rename, page file create).
+/// Issue 6 "fault injection at every I/O call site at least once". The sites of this workload,
+/// counted per operation and file class on a run without faults, each failed at its first,
+/// middle and last call (writes with EIO and with ENOSPC):
+/// - page file: open, len, set_len (create), read (misses after eviction), write (eviction,
+///   checkpoint), sync (create, checkpoints);
+/// - log segments: open (new segments), write (group-commit write-out), sync (commits);
+/// - master record: open, write, sync, rename, remove (of `master.tmp`);
+/// - directories: list (log open), sync_dir (file creation, master rename).
+///
+/// The sites only restart reaches (segment reads, and the tail cut's set_len) are failed by
+/// `r11_restart_interrupted_by_faults_and_crashes_is_idempotent`. Not reached by either: the
+/// removal of a truncated segment (this workload's log never has a whole segment to drop).
 ///
 /// Whatever the site, the workload either stops with a typed error or gets over it, and a crash
 /// plus restart gives exactly the acknowledged commits (plus, possibly, the one whose commit
