@@ -130,10 +130,12 @@ impl PageFile {
     /// Like [`PageFile::open`], but without reading the free-page chain (`free_pages` is
     /// empty): for a database whose allocation state is kept by its write-ahead log, where the
     /// chain on disk is only as recent as the last clean close and its pages may have been
-    /// reused since (F10).
+    /// reused since (F10). A partial page at the end of the file (a torn extension) is not an
+    /// error here: it does not count as a page.
     ///
     /// # Errors
-    /// As [`PageFile::open`], except for free-chain errors.
+    /// As [`PageFile::open`], except for free-chain errors and a length that is not a whole
+    /// number of pages.
     pub fn open_logged(vfs: &dyn Vfs, path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
         PageFile::open_impl(vfs, path, direct, false)
     }
@@ -177,7 +179,10 @@ impl PageFile {
         let (mut meta, free_head) = Meta::decode_with_free_head(buf.as_slice(), path)?;
 
         let page_size_u64 = page_size as u64;
-        if len % page_size_u64 != 0 {
+        // A logged database may end in a partial page after a crash: an unsynced write that
+        // extended the file and was torn. Restart rewrites every page the log changed since the
+        // last checkpoint, so the partial page is ignored here (F10).
+        if len % page_size_u64 != 0 && read_chain {
             return Err(corrupt(format!(
                 "file length {len} is not a multiple of the page size {page_size} (torn \
                  extension?)"

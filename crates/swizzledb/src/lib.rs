@@ -313,11 +313,19 @@ impl Builder {
             recovered.allocation,
         )?;
         let wal = Wal::new(log, self.commit_mode);
-        let db = Database::with_pool(pool, Some(Arc::new(wal)), self.locking);
+        let mut db = Database::with_pool(pool, Some(Arc::new(wal)), self.locking);
         db.next_txn.store(recovered.next_txn, std::sync::atomic::Ordering::Relaxed);
         let mut stats = recovered.stats;
         for entry in &recovered.unfinished {
-            stats.compensations += db.finish_loser(entry)?;
+            match db.finish_loser(entry) {
+                Ok(compensations) => stats.compensations += compensations,
+                Err(e) => {
+                    // No checkpoint on the way out (Drop): it would list the unfinished losers
+                    // without their first records and truncate the log they still need.
+                    db.closed = true;
+                    return Err(e);
+                }
+            }
             stats.losers += u64::from(entry.state != TxnState::Committed);
         }
         *db.restart_stats.lock() = stats;

@@ -8,7 +8,7 @@ use swizzledb_sync::{Lsn, TxnId};
 use crate::lock::LockMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Change, Record, TxnState};
-use crate::{CommitMode, Database, Result};
+use crate::{CommitMode, Database, Error, Result};
 
 /// A transaction: point reads and writes on the database's trees, under record locks held
 /// until it ends (shared for reads, exclusive for writes; LOCKS.md), so concurrent transactions
@@ -79,10 +79,17 @@ impl<'db> Transaction<'db> {
     /// reached the disk commits; otherwise the transaction is rolled back).
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
-        let Some(wal) = self.log.wal else {
-            self.db.finish_txn(self.id());
-            return Ok(());
-        };
+        let result = self.log_commit();
+        // The transaction ends here even if its commit failed: commit fails only on a log
+        // failure, which is sticky (wal README W11), so nothing can commit after reading what it
+        // leaves in place, and restart decides its fate. Keeping its locks would block the
+        // others forever.
+        self.db.finish_txn(self.id());
+        result
+    }
+
+    fn log_commit(&self) -> Result<()> {
+        let Some(wal) = self.log.wal else { return Ok(()) };
         if self.log.shared.last() != Lsn(0) {
             let txn = self.id();
             let lsn = self.log.append(|prev| Record::Commit { txn, prev })?;
@@ -92,7 +99,6 @@ impl<'db> Transaction<'db> {
             }
             self.log.append(|prev| Record::End { txn, prev })?;
         }
-        self.db.finish_txn(self.id());
         Ok(())
     }
 
@@ -106,6 +112,20 @@ impl<'db> Transaction<'db> {
     }
 
     fn rollback(&mut self) -> Result<()> {
+        let result = self.undo_all();
+        match &result {
+            // A failed log is sticky (wal README W11): no one can commit after seeing what the
+            // rollback left in place, no checkpoint can drop its records, and restart finishes
+            // the rollback. So the transaction ends and releases its locks.
+            Ok(()) | Err(Error::Log(_) | Error::Tree(TreeError::Log(_))) => self.db.finish_txn(self.id()),
+            // Otherwise (the pool failed) it keeps its locks and its entry in the transaction
+            // table, so its uncommitted changes stay hidden and its records stay in the log.
+            Err(_) => {}
+        }
+        result
+    }
+
+    fn undo_all(&mut self) -> Result<()> {
         let txn = self.id();
         let logged = self.log.wal.is_some() && self.log.shared.last() != Lsn(0);
         if logged {
@@ -120,7 +140,6 @@ impl<'db> Transaction<'db> {
         if logged {
             self.log.append(|prev| Record::End { txn, prev })?;
         }
-        self.db.finish_txn(txn);
         Ok(())
     }
 }
