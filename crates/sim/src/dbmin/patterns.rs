@@ -141,7 +141,10 @@ impl Tree {
         let mut total: u64 = 0;
         for level in 0..=self.height {
             let width = (self.fanout as u64).checked_pow(level).ok_or_else(|| too_large.clone())?;
-            total = total.checked_add(width).filter(|t| *t <= u32::MAX as u64).ok_or_else(|| too_large.clone())?;
+            total = total
+                .checked_add(width)
+                .filter(|t| *t <= u32::MAX as u64)
+                .ok_or_else(|| too_large.clone())?;
         }
         Ok(())
     }
@@ -452,7 +455,9 @@ impl RefPattern {
                 let n = *pages as u64 * *per_page as u64;
                 (yao(n, *pages as u64, largest).ceil() as u32, LocalPolicy::Fifo)
             }
-            RefPattern::LoopingHierarchical { tree, k, .. } => (lh_ls_size(tree, *k, beta), LocalPolicy::Lifo),
+            RefPattern::LoopingHierarchical { tree, k, .. } => {
+                (lh_ls_size(tree, *k, beta), LocalPolicy::Lifo)
+            }
         };
         LsSpec { size: size.max(1), policy }
     }
@@ -549,7 +554,9 @@ mod tests {
         let refs = lh.references().unwrap();
         // Each traversal is root, level-1 page, leaf; all 16 leaves once.
         assert_eq!(refs.len(), 48);
-        assert!(refs.chunks(3).all(|p| p[0] == 0 && (1..5).contains(&p[1]) && p[2] == 5 + (p[1] - 1) * 4 + (p[2] - 5) % 4));
+        assert!(refs
+            .chunks(3)
+            .all(|p| p[0] == 0 && (1..5).contains(&p[1]) && p[2] == 5 + (p[1] - 1) * 4 + (p[2] - 5) % 4));
         let leaves: BTreeSet<u32> = refs.chunks(3).map(|p| p[2]).collect();
         assert_eq!(leaves, (5..21).collect());
         assert_eq!(lh.locality_set(2.0), LsSpec { size: 6, policy: LocalPolicy::Lifo });
@@ -607,7 +614,8 @@ mod tests {
         assert_eq!(refs.len(), 6);
         assert!(refs.iter().all(|p| *p < 5));
         // CR: clusters (3 records, 2 scans), (1, 1): a cluster's pages repeat in the same order.
-        let cr = RefPattern::ClusteredRandom { pages: 10, per_page: 2, clusters: vec![(3, 2), (1, 1)], seed: 4 };
+        let cr =
+            RefPattern::ClusteredRandom { pages: 10, per_page: 2, clusters: vec![(3, 2), (1, 1)], seed: 4 };
         let refs = cr.references().unwrap();
         assert_eq!(refs.len(), 7);
         assert_eq!(refs[0..3], refs[3..6]);

@@ -43,6 +43,10 @@ pub const INDEX_CAPACITY: u32 = (PAGE_BYTES - INDEX_HEADER_BYTES) / INDEX_ENTRY_
 /// Entries per leaf of the nonclustered index on B, bulk-loaded so that its 20 leaves are
 /// full and equal (D6).
 pub const NONCLUSTERED_PER_LEAF: u32 = 500;
+// The sparse index of a big relation fits one page, and a leaf of the dense index is not overfull.
+const _: () = assert!(BIG_TUPLES.div_ceil(TUPLES_PER_PAGE) <= INDEX_CAPACITY);
+const _: () = assert!(NONCLUSTERED_PER_LEAF <= INDEX_CAPACITY);
+
 /// Buckets (pages) of query VI's hash table (D12).
 pub const HASH_BUCKETS: u32 = 20;
 
@@ -86,7 +90,7 @@ pub const MATCH_VI: f64 = 0.735;
 
 /// The seed of the database itself (B's second attribute): fixed, so every query sees the
 /// same database whatever its own seed (D9).
-pub const DATABASE_SEED: u64 = 0x5EED_DB;
+pub const DATABASE_SEED: u64 = 0x005E_EDDB;
 
 /// Data pages of a relation of `tuples` tuples: `ceil(tuples / 22)`.
 pub const fn data_pages(tuples: u32) -> u32 {
@@ -308,7 +312,13 @@ impl Builder {
         self.work += units;
     }
 
-    fn open(&mut self, relation: RelationId, pattern: &'static str, ls: LsSpec, hot: HotRule) -> FileInstance {
+    fn open(
+        &mut self,
+        relation: RelationId,
+        pattern: &'static str,
+        ls: LsSpec,
+        hot: HotRule,
+    ) -> FileInstance {
         let file = FileInstance(self.instances.len() as u16);
         self.instances.push(InstanceInfo { file, relation, pattern, ls, hot });
         self.cpu(CPU_MODEL.open);
@@ -390,8 +400,10 @@ impl Workload {
     pub fn new() -> Self {
         let mut rng = SmallRng::seed_from_u64(DATABASE_SEED);
         let domain = (BIG_TUPLES as f64 / MATCH_IV).round() as usize;
-        let mut values: Vec<u32> =
-            rand::seq::index::sample(&mut rng, domain, BIG_TUPLES as usize).iter().map(|v| v as u32).collect();
+        let mut values: Vec<u32> = rand::seq::index::sample(&mut rng, domain, BIG_TUPLES as usize)
+            .iter()
+            .map(|v| v as u32)
+            .collect();
         values.sort_unstable();
         let mut position: Vec<u32> = (0..BIG_TUPLES).collect();
         position.shuffle(&mut rng);
@@ -461,7 +473,10 @@ impl Workload {
         let tree = nonclustered_tree();
         let idx = b.open(B_NONCLUSTERED, "H/SS", single(), HotRule::Current);
         let n = BIG_TUPLES as u64;
-        let ir = LsSpec { size: ir_ls_size(n, data_pages(BIG_TUPLES) as u64, 100, BETA), policy: LocalPolicy::Any };
+        let ir = LsSpec {
+            size: ir_ls_size(n, data_pages(BIG_TUPLES) as u64, 100, BETA),
+            policy: LocalPolicy::Any,
+        };
         let data = b.open(B_DATA, "IR", ir, HotRule::Current);
         let out = open_result(b);
         let first = Self::range_start(rng, 100);
@@ -518,10 +533,11 @@ impl Workload {
         let data = b.open(B_DATA, "IR", ir, HotRule::Current);
         let out = open_result(b);
         // Probe keys: `matched` present entries, the rest absent values, in random order.
-        let mut probes: Vec<(usize, bool)> = rand::seq::index::sample(rng, BIG_TUPLES as usize, matched as usize)
-            .iter()
-            .map(|e| (e, true))
-            .collect();
+        let mut probes: Vec<(usize, bool)> =
+            rand::seq::index::sample(rng, BIG_TUPLES as usize, matched as usize)
+                .iter()
+                .map(|e| (e, true))
+                .collect();
         let mut absent = HashSet::new();
         while probes.len() < 100 {
             let x = rng.gen_range(0..self.domain());
@@ -597,7 +613,8 @@ impl Workload {
         b.catalog(&[A_CLUSTERED, A_DATA, A_PRIME]);
         let (idx, data) = Self::clustered_range(b);
         let accesses = 400 + A_PRIME_TUPLES as u64;
-        let ir = LsSpec { size: ir_ls_size(400, HASH_BUCKETS as u64, accesses, BETA), policy: LocalPolicy::Any };
+        let ir =
+            LsSpec { size: ir_ls_size(400, HASH_BUCKETS as u64, accesses, BETA), policy: LocalPolicy::Any };
         let table = b.open(HASH_TABLE, "IR", ir, HotRule::Table { pages: HASH_BUCKETS });
         let probe = b.open(A_PRIME, "SS", single(), HotRule::Current);
         let out = open_result(b);
@@ -613,7 +630,8 @@ impl Workload {
         for t in 0..A_PRIME_TUPLES {
             b.touch(probe, page_of(t), false);
             b.cpu(CPU_MODEL.tuple + CPU_MODEL.hash);
-            let key = if hits.contains(&(t as usize)) { rng.gen_range(start..start + 400) } else { rng.gen() };
+            let key =
+                if hits.contains(&(t as usize)) { rng.gen_range(start..start + 400) } else { rng.gen() };
             b.touch(table, key % HASH_BUCKETS, false);
             b.cpu(CPU_MODEL.compare * (400 / HASH_BUCKETS) as f64);
             if hits.contains(&(t as usize)) {
