@@ -2,7 +2,7 @@
 //! and 3.2.1–3.2.7): generators of each pattern's page reference string over one file, each
 //! pattern's locality-set size rule and local policy, Yao's formula, the residual-value rule of
 //! independent random references and the sizing of looping hierarchical references
-//! (README "DBMIN workload", decisions D1–D6).
+//! (README "DBMIN workload", decisions D1–D4).
 //!
 //! Page numbers are positions within the file (`0..pages`). Index files are complete trees
 //! ([`Tree`]) numbered level by level from the root (page 0).
