@@ -5,6 +5,9 @@
 //! (reference patterns, the six queries, their traces) and the simulation side (buffer
 //! managers, CPU and disk, experiments).
 
+pub mod patterns;
+pub mod queries;
+
 /// How a locality set's pages are replaced, as a file-open event names it (QLSM, Sec. 3.2).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LocalPolicy {
