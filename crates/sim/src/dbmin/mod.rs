@@ -114,3 +114,6 @@ pub struct QueryTrace {
     /// Its hot set size (Sacco & Schkolnick; Table 2), for HOT.
     pub hot_set: u32,
 }
+
+pub mod managers;
+pub mod simulator;
