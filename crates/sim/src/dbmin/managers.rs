@@ -121,8 +121,14 @@ pub trait BufferManager {
     /// The query closed a file instance. Returns the waiting queries activated.
     fn close(&mut self, q: QueryId, file: FileInstance) -> Vec<QueryId>;
     /// The query references `page` through `file` at its CPU time `cpu_us`.
-    fn request(&mut self, q: QueryId, file: FileInstance, page: GlobalPage, write: bool, cpu_us: u64)
-        -> Access;
+    fn request(
+        &mut self,
+        q: QueryId,
+        file: FileInstance,
+        page: GlobalPage,
+        write: bool,
+        cpu_us: u64,
+    ) -> Access;
     /// The query used up its time quantum at CPU time `cpu_us`. Returns the queries activated.
     fn quantum_end(&mut self, q: QueryId, cpu_us: u64) -> Vec<QueryId>;
     /// The read into `frame` completed: the frame is no longer pinned.
@@ -323,7 +329,14 @@ impl BufferManager for GlobalManager {
         Vec::new()
     }
 
-    fn request(&mut self, _q: QueryId, _file: FileInstance, page: GlobalPage, write: bool, _cpu: u64) -> Access {
+    fn request(
+        &mut self,
+        _q: QueryId,
+        _file: FileInstance,
+        page: GlobalPage,
+        write: bool,
+        _cpu: u64,
+    ) -> Access {
         if let Some(&f) = self.frames.table.get(&page) {
             self.referenced[f.ix()] = true;
             return self.frames.resident_access(f, write);
@@ -738,6 +751,14 @@ impl BufferManager for LocalManager {
                 }
             }
         }
+        // A full set whose pool has no free frame left replaces within itself first (HOT's pools
+        // may fill memory exactly, DS5); the victim's frame goes to the free list and is reused.
+        let no_free = self.free.iter().all(|f| self.frames.reading[f.ix()]);
+        if no_free && self.sets.get(&key).is_some_and(|s| s.members.len() >= s.l as usize) {
+            if let Some(v) = self.set_victim(key, FrameId(u32::MAX)) {
+                self.release(v);
+            }
+        }
         match self.take_free(page, write) {
             Some(access) => {
                 if let Access::Miss { frame, .. } = access {
@@ -781,7 +802,11 @@ impl BufferManager for LocalManager {
 impl LocalManager {
     fn set_victim_lru(&self, key: SetKey) -> Option<FrameId> {
         let set = self.sets.get(&key)?;
-        set.members.iter().filter(|m| !self.frames.reading[m.frame.ix()]).min_by_key(|m| m.used).map(|m| m.frame)
+        set.members
+            .iter()
+            .filter(|m| !self.frames.reading[m.frame.ix()])
+            .min_by_key(|m| m.used)
+            .map(|m| m.frame)
     }
 
     /// The resident set size (r) of a set, for tests.
