@@ -722,8 +722,12 @@ impl BufferManager for LocalManager {
             match self.owner[f.ix()] {
                 // Case 1: in this set.
                 Some(k) if k == key => self.touch(key, f, cpu),
-                // Case 2, owned elsewhere: just use it.
-                Some(_) => {}
+                // Case 2, owned elsewhere: just use it (for WS a fault: recompute, DS7).
+                Some(_) => {
+                    if self.kind == LocalKind::Ws {
+                        self.ws_recompute(q, cpu);
+                    }
+                }
                 // Case 2, on the free list: it joins this set.
                 None => {
                     if self.kind == LocalKind::Ws {
