@@ -117,3 +117,6 @@ pub struct QueryTrace {
     /// Its hot set size (Sacco & Schkolnick; Table 2), for HOT.
     pub hot_set: u32,
 }
+
+pub mod managers;
+pub mod simulator;
