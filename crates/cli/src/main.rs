@@ -15,6 +15,7 @@
 mod analyze;
 mod bpwrapper;
 mod crashtest;
+mod dbmin;
 mod drift;
 mod emulator;
 mod fixcost;
@@ -71,6 +72,11 @@ enum Command {
     /// Kill a logged writer with SIGKILL at random moments, restart, and check that every
     /// acknowledged commit survived, nothing uncommitted is visible and the tree is valid
     CrashTest(crashtest::CrashTestArgs),
+    /// Simulators of buffer management papers
+    Sim {
+        #[command(subcommand)]
+        which: dbmin::SimCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -379,6 +385,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         }
         Command::Trace { action } => trace::run(action),
         Command::CrashTest(args) => crashtest::run(&args),
+        Command::Sim { which: dbmin::SimCommand::Dbmin(args) } => dbmin::run(&args),
     }
 }
 
