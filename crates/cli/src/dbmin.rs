@@ -293,7 +293,7 @@ fn run_grid(plan: &Plan) -> Result<Vec<Run>, DbminError> {
                 });
                 slots.lock().expect("a simulation thread panicked")[i] = Some(outcome);
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if d % 50 == 0 || d == total {
+                if d.is_multiple_of(50) || d == total {
                     eprintln!("  {d}/{total} runs done");
                 }
             });
