@@ -342,7 +342,9 @@ pub fn run(args: &DbminArgs) -> Result<ExitCode, Box<dyn Error>> {
     let results = Results { runs };
     let mut out = io::stdout().lock();
     print_tables(&mut out, &plan, &results)?;
-    let missed = print_checks(&mut out, &plan, &results)?;
+    // The checks compare with a paper run on other hardware and traces: a miss is reported, not
+    // an error (the exit status stays 0).
+    print_checks(&mut out, &plan, &results)?;
     let cpu: f64 = results.runs.iter().map(|r| r.wall_s).sum();
     writeln!(
         out,
@@ -362,9 +364,6 @@ pub fn run(args: &DbminArgs) -> Result<ExitCode, Box<dyn Error>> {
             }
         }
     }
-    // The checks compare with a paper run on other hardware and traces: a miss is reported, not
-    // an error.
-    let _ = missed;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -423,9 +422,9 @@ fn verdict(out: &mut impl Write, missed: &mut usize, ok: bool, text: &str) -> io
     writeln!(out, "  {} {text}", if ok { "ok    " } else { "MISSED" })
 }
 
-/// The paper's claims (Sec. 4.3), each `ok` or `MISSED`; returns the number missed. A claim is
+/// The paper's claims (Sec. 4.3), each `ok` or `MISSED`, then how many were missed. A claim is
 /// checked only when its lines and points were simulated.
-fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Result<usize> {
+fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Result<()> {
     writeln!(out, "\nchecks of the paper's claims (Chou & DeWitt 1986, Sec. 4.3):")?;
     let mut missed = 0;
     let plain = |algorithm| Line { algorithm, load_control: false };
@@ -559,7 +558,7 @@ fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
         writeln!(out, "  (none applies to the figures, algorithms and NCQ points simulated)")?;
     }
     writeln!(out, "  {missed} of {checked} missed")?;
-    Ok(missed)
+    Ok(())
 }
 
 /// CSV header of [`write_csv`]; `docs/results-schema.md` describes every column.

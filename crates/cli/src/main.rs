@@ -9,6 +9,8 @@
 //! - `swizzledb trace record --out FILE -- <command>` — buffer reference traces of any command.
 //! - `swizzledb trace analyze` / `trace generate` — miss-ratio curves of every replacement policy
 //!   and Belady's OPT over a reference string; synthetic reference strings.
+//! - `swizzledb sim dbmin` — Chou & DeWitt 1986 Figs. 2-5: DBMIN and five other buffer managers
+//!   in a simulated multiuser system, throughput against concurrent queries.
 
 #![forbid(unsafe_code)]
 
