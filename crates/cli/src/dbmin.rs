@@ -382,7 +382,7 @@ fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
             let buffers = plan.configs.iter().find(|c| c.mix == mix).map_or(mix.buffers(), |c| c.buffers);
             let what = match figure {
                 5 => "feedback load control, no sharing".to_string(),
-                _ => format!("{} sharing", if sharing == Sharing::None { "no" } else { sharing.name() }),
+                _ => sharing_text(sharing),
             };
             writeln!(out, "\nFig. {figure} ({what}), {}, {buffers} buffers", mix.name())?;
             let mut header = vec!["NCQ".to_string()];
@@ -401,6 +401,11 @@ fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
         }
     }
     Ok(())
+}
+
+/// "no sharing", "half sharing" or "full sharing".
+fn sharing_text(sharing: Sharing) -> String {
+    format!("{} sharing", if sharing == Sharing::None { "no" } else { sharing.name() })
 }
 
 /// The difference of `a` over `b` relative to the better of the two, in percent (the paper's
@@ -638,7 +643,7 @@ fn chart(plan: &Plan, results: &Results, figure: u8, mix: Mix) -> Chart {
     let buffers = plan.configs.iter().find(|c| c.mix == mix).map_or(mix.buffers(), |c| c.buffers);
     let what = match figure {
         5 => "simple algorithms with feedback load control (+lc), no sharing".to_string(),
-        _ => format!("{} sharing", sharing.name()),
+        _ => sharing_text(sharing),
     };
     Chart {
         title: format!("Chou & DeWitt 1986, Fig. {figure}: {what}, {}", mix.name()),
