@@ -9,12 +9,15 @@
 //! - `swizzledb trace record --out FILE -- <command>` — buffer reference traces of any command.
 //! - `swizzledb trace analyze` / `trace generate` — miss-ratio curves of every replacement policy
 //!   and Belady's OPT over a reference string; synthetic reference strings.
+//! - `swizzledb sim dbmin` — Chou & DeWitt 1986 Figs. 2-5: DBMIN and five other buffer managers
+//!   in a simulated multiuser system, throughput against concurrent queries.
 
 #![forbid(unsafe_code)]
 
 mod analyze;
 mod bpwrapper;
 mod crashtest;
+mod dbmin;
 mod drift;
 mod emulator;
 mod fixcost;
@@ -71,6 +74,11 @@ enum Command {
     /// Kill a logged writer with SIGKILL at random moments, restart, and check that every
     /// acknowledged commit survived, nothing uncommitted is visible and the tree is valid
     CrashTest(crashtest::CrashTestArgs),
+    /// Simulators of buffer management papers
+    Sim {
+        #[command(subcommand)]
+        which: dbmin::SimCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -379,6 +387,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         }
         Command::Trace { action } => trace::run(action),
         Command::CrashTest(args) => crashtest::run(&args),
+        Command::Sim { which: dbmin::SimCommand::Dbmin(args) } => dbmin::run(&args),
     }
 }
 

@@ -289,7 +289,10 @@ impl GlobalManager {
             }
             GlobalKind::Clock => {
                 // DS8: first sweep takes unreferenced clean pages and schedules unreferenced dirty
-                // ones for writing; the second sweep takes any unreferenced page.
+                // ones for writing; the second sweep takes any unreferenced page. A dirty page
+                // is skipped once: if its write is still pending when the hand comes back (the
+                // disk was never idle), it is taken like a clean one, else a saturated disk
+                // would keep dirty pages skipped forever and shrink the pool.
                 for step in 0..2 * n {
                     let f = self.hand;
                     self.hand = (self.hand + 1) % n;
@@ -300,7 +303,7 @@ impl GlobalManager {
                         self.referenced[f] = false;
                         continue;
                     }
-                    if step < n && self.frames.dirty[f] {
+                    if step < n && self.frames.dirty[f] && !self.frames.write_scheduled[f] {
                         self.frames.schedule_write(FrameId(f as u32));
                         continue;
                     }
@@ -1147,6 +1150,28 @@ mod tests {
         assert!(m.frame_of(gp(2)).is_some());
         assert!(m.frame_of(gp(3)).is_none());
         assert_eq!(m.drain_async_writes(), vec![gp(2)]);
+    }
+
+    /// DS8: a dirty page is skipped only once. Continuing the scenario above (hand at frame 0;
+    /// frame 0 page 4 referenced, frame 1 page 2 dirty with its write pending, frame 2 page 5
+    /// referenced), request 6 clears frame 0's bit and takes frame 1 with a write-back, since the
+    /// write never ran. Had the write run, the page would be clean and taken without one.
+    #[test]
+    fn ds8_clock_skips_a_dirty_page_only_once() {
+        for written in [false, true] {
+            let mut m = GlobalManager::new(GlobalKind::Clock, 3, 0);
+            req(&mut m, 0, F0, 1, false);
+            req(&mut m, 0, F0, 2, true);
+            req(&mut m, 0, F0, 3, false);
+            req(&mut m, 0, F0, 4, false);
+            assert_eq!(req(&mut m, 0, F0, 5, false), Access::Miss { frame: FrameId(2), write_back: None });
+            assert_eq!(m.drain_async_writes(), vec![gp(2)]);
+            if written {
+                m.write_done(gp(2));
+            }
+            let write_back = (!written).then_some(gp(2));
+            assert_eq!(req(&mut m, 0, F0, 6, false), Access::Miss { frame: FrameId(1), write_back });
+        }
     }
 
     /// DS8: when every page is dirty, the second sweep takes one anyway, with a write-back.

@@ -1,0 +1,115 @@
+//! `swizzledb sim dbmin` end to end: a quick run of one mix writes one CSV row per
+//! configuration with sane values, one plot per figure, the tables and the check lines; bad
+//! input is a usage error (exit 2) before anything is written.
+
+use std::process::{Command, Output};
+
+mod common;
+
+use common::{Scratch, BIN};
+
+fn dbmin(extra: &[&str]) -> Output {
+    Command::new(BIN).args(["sim", "dbmin"]).args(extra).output().unwrap()
+}
+
+#[test]
+fn quick_run_of_one_mix_writes_rows_plots_and_checks() {
+    let scratch = Scratch::new("dbmin");
+    let out_dir = scratch.0.to_str().unwrap();
+    let out = dbmin(&["--quick", "--mixes", "m3", "--figures", "2,5", "--jobs", "2", "--out", out_dir]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+
+    // Rows: Fig. 2 has 6 algorithms at NCQ 1,4,8,16; Fig. 5 adds RAND, FIFO and CLOCK with load
+    // control (its DBMIN, HOT and WS lines are Fig. 2's runs, not repeated).
+    let text = std::fs::read_to_string(scratch.0.join("chou-dbmin.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name}"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 6 * 4 + 3 * 4, "{text}");
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{r:?}");
+        assert_eq!(r[col("mix")], "M3");
+        assert_eq!(r[col("sharing")], "none");
+        assert_eq!(r[col("buffers")], "60");
+        let tp: f64 = r[col("throughput")].parse().unwrap();
+        let ci: f64 = r[col("ci_halfwidth")].parse().unwrap();
+        let util: f64 = r[col("disk_utilization")].parse().unwrap();
+        assert!(tp > 0.0 && tp < 10.0, "throughput {tp} in {r:?}");
+        assert!(ci >= 0.0 && ci.is_finite(), "{r:?}");
+        assert!((0.0..=1.0).contains(&util), "{r:?}");
+        let lc = r[col("load_control")] == "true";
+        let global = ["rand", "fifo", "clock"].contains(&r[col("algorithm")]);
+        assert!(!lc || global, "load control only on the simple algorithms: {r:?}");
+        let figures = r[col("figures")];
+        let expected = match (lc, global) {
+            (true, _) => "5",
+            (false, true) => "2",
+            (false, false) => "2;5",
+        };
+        assert_eq!(figures, expected, "{r:?}");
+        assert!(seen.insert((r[col("algorithm")], lc, r[col("ncq")])), "duplicate {r:?}");
+    }
+    // With one query at a time, sharing and load control change nothing for a query alone, so
+    // every algorithm runs the same queries in the same order: DBMIN (the QLSM's minimum
+    // faults) is at least as fast as the simple global algorithms at NCQ 1.
+    let at = |alg: &str, lc: &str, ncq: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| r[col("algorithm")] == alg && r[col("load_control")] == lc && r[col("ncq")] == ncq)
+            .unwrap();
+        r[col("throughput")].parse().unwrap()
+    };
+    for alg in ["rand", "fifo"] {
+        assert!(at("dbmin", "false", "1") >= at(alg, "false", "1"), "dbmin vs {alg} at NCQ 1");
+    }
+
+    for stem in ["chou-dbmin-fig2-m3", "chou-dbmin-fig5-m3"] {
+        for ext in ["svg", "png"] {
+            let path = scratch.0.join(format!("{stem}.{ext}"));
+            assert!(std::fs::metadata(&path).map(|m| m.len() > 0).unwrap_or(false), "{}", path.display());
+        }
+    }
+    assert!(!scratch.0.join("chou-dbmin-fig3-m3.svg").exists(), "figure 3 was not asked for");
+
+    for needle in [
+        "Fig. 2 (no sharing), M3, 60 buffers",
+        "Fig. 5 (feedback load control, no sharing), M3, 60 buffers",
+        "clock+lc",
+        "checks of the paper's claims",
+        "DBMIN above HOT by",
+        "DBMIN above WS by",
+        "CLOCK thrashes without load control",
+        "CLOCK with load control at",
+        "wall time of the grid:",
+    ] {
+        assert!(stdout.contains(needle), "{needle:?} missing from\n{stdout}");
+    }
+    let verdicts = stdout.lines().filter(|l| l.starts_with("  ok ") || l.starts_with("  MISSED ")).count();
+    assert_eq!(verdicts, 2 + 3 + 1 + 3, "one verdict per claim and algorithm:\n{stdout}");
+}
+
+#[test]
+fn bad_input_is_a_usage_error_before_anything_is_written() {
+    let scratch = Scratch::new("dbmin-bad");
+    let dir = scratch.0.join("out");
+    let dir = dir.to_str().unwrap();
+    for (args, message) in [
+        (&["--algorithms", "dbmin,lru"][..], "unknown algorithm \"lru\""),
+        (&["--mixes", "m4"][..], "unknown query mix \"m4\""),
+        (&["--ncq", "0"][..], "NCQ must be between 1 and 32"),
+        (&["--ncq", "33"][..], "NCQ must be between 1 and 32"),
+        (&["--figures", "6"][..], "unknown figure"),
+        // Query VI's largest locality set is far above 10 buffers.
+        (&["--buffers", "10", "--algorithms", "clock"][..], "buffers are too few"),
+        (&["--buffers", "0"][..], "--buffers must be at least 1"),
+    ] {
+        let out = dbmin(&[args, &["--quick", "--out", dir]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {message:?} missing from {stderr}");
+        assert!(!std::path::Path::new(dir).exists(), "{args:?} wrote {dir}");
+    }
+}
