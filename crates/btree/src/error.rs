@@ -25,6 +25,15 @@ pub enum TreeError {
     /// `insert` found the key already present (use `upsert` to replace).
     #[error("key already present; use upsert to replace its value")]
     DuplicateKey,
+    /// The tree's structure is broken (a page passed its checksum but contradicts T1–T3), found
+    /// while following it; `Tree::verify` describes all of it.
+    #[error("the tree is damaged at page {page}: {reason}; run verify and restore from a backup")]
+    Damaged {
+        /// Where it was noticed.
+        page: swizzledb_buffer::PageId,
+        /// What is wrong.
+        reason: String,
+    },
     /// An unlogged write on a tree of a database that logs every change (T11).
     #[error("this database logs its changes: write through a transaction (Database::begin)")]
     NeedsTransaction,

@@ -872,6 +872,15 @@ impl RangeIter<'_> {
             }
             if !ended {
                 self.next = node::own_high(&g).map(<[u8]>::to_vec);
+                if self.next.as_deref().is_some_and(|h| h <= start.as_slice()) {
+                    // T1 says the next leaf starts above this one; a damaged tree could send
+                    // the scan back forever. What this leaf gave is not returned.
+                    self.buf.clear();
+                    return Err(TreeError::Damaged {
+                        page: g.page_id(),
+                        reason: "a leaf's upper bound is not above the scan's position".into(),
+                    });
+                }
                 if self.next.as_deref().is_some_and(|h| self.past_end(h)) {
                     self.next = None;
                 }
@@ -950,6 +959,16 @@ impl RevRangeIter<'_> {
                     Some(l) if self.start.as_deref().is_none_or(|s| l > s) => Some(Some(l.to_vec())),
                     _ => None,
                 };
+                if let (Some(Some(l)), Some(b)) = (&self.next, &bound) {
+                    if l >= b {
+                        // The mirror image of the forward scan's guard (T1).
+                        self.buf.clear();
+                        return Err(TreeError::Damaged {
+                            page: g.page_id(),
+                            reason: "a leaf's low fence is not below the scan's position".into(),
+                        });
+                    }
+                }
             }
         }
         Ok(())
