@@ -569,7 +569,8 @@ fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
 /// CSV header of [`write_csv`]; `docs/results-schema.md` describes every column.
 pub const CSV_HEADER: &str = "experiment,figures,algorithm,load_control,mix,sharing,ncq,buffers,throughput,\
 ci_halfwidth,ci_percent,disk_utilization,hit_ratio,requests,reads,sync_writes,async_writes,completions,\
-measured_s,warmup_queries,batches,batch_queries,seed,wall_s";
+measured_s,warmup_queries,batches,batch_queries,seed,wall_s,admitted,deferred,suspensions,activations,\
+reclaims,rereads_after_suspension,reclaims_after_suspension,mean_resident,mean_active";
 
 /// The figures a run belongs to, `;`-separated (a no-sharing DBMIN run is in Figs. 2 and 5).
 fn figures_of(plan: &Plan, c: &Config) -> String {
@@ -613,6 +614,15 @@ fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
             c.batch_queries.to_string(),
             c.seed.to_string(),
             format!("{:.3}", run.wall_s),
+            r.manager.admitted.to_string(),
+            r.manager.deferred.to_string(),
+            r.manager.suspensions.to_string(),
+            r.manager.activations.to_string(),
+            r.manager.reclaims.to_string(),
+            r.manager.rereads_after_suspension.to_string(),
+            r.manager.reclaims_after_suspension.to_string(),
+            format!("{:.3}", r.mean_resident),
+            format!("{:.3}", r.mean_active),
         ];
         text.push_str(&fields.join(","));
         text.push('\n');

@@ -8,7 +8,7 @@
 //! or write, and it lists the pages it wants written asynchronously ([`BufferManager::drain_async_writes`]).
 //! The rules it follows are DS1–DS9 of the README section "DBMIN simulator".
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -141,6 +141,34 @@ pub trait BufferManager {
     fn drain_async_writes(&mut self) -> Vec<GlobalPage>;
     /// The frame holding `page`, if any.
     fn frame_of(&self, page: GlobalPage) -> Option<FrameId>;
+    /// The manager's counters since it was built (DS18); the global algorithms count nothing.
+    fn stats(&self) -> ManagerStats {
+        ManagerStats::default()
+    }
+}
+
+/// Counters of a local manager's load control and free list (DS18), cumulative since the manager
+/// was built; `resident` and `active` are the current values.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ManagerStats {
+    /// New queries admitted at once.
+    pub admitted: u64,
+    /// New queries made to wait at their start.
+    pub deferred: u64,
+    /// Suspensions of an active query (DBMIN at an open, WS at a fault).
+    pub suspensions: u64,
+    /// Activations of a waiting query (deferred or suspended).
+    pub activations: u64,
+    /// Requests that found their page on the free list and took it back without I/O.
+    pub reclaims: u64,
+    /// Reads of a page the same query lost when it was suspended.
+    pub rereads_after_suspension: u64,
+    /// Reclaims from the free list of a page the same query lost when it was suspended.
+    pub reclaims_after_suspension: u64,
+    /// Frames now held by local sets (DBMIN's locality sets, HOT's pools, WS's working sets).
+    pub resident: u64,
+    /// Queries now active (admitted and not suspended).
+    pub active: u64,
 }
 
 /// Builds the manager for `algorithm` over `buffers` frames. `seed` drives RAND's choices.
@@ -420,6 +448,9 @@ struct QueryState {
     demand: u32,
     /// WS: the chosen window, µs of the query's CPU time.
     window_us: u64,
+    /// WS: the query was admitted or activated on `demand` and has not finished a quantum since,
+    /// so its working set is still being rebuilt and it counts as at least `demand` (DS7).
+    reserved: bool,
 }
 
 /// The two windows of the WS algorithm (Sec. 4.2.1), µs of CPU time.
@@ -488,6 +519,9 @@ pub struct LocalManager {
     wait: VecDeque<QueryId>,
     ws_cache: HashMap<QueryType, WsChoice>,
     stamp: u64,
+    stats: ManagerStats,
+    /// Pages each query lost at its suspensions and has not referenced since (DS18).
+    lost: HashMap<QueryId, HashSet<GlobalPage>>,
 }
 
 impl LocalManager {
@@ -503,6 +537,8 @@ impl LocalManager {
             wait: VecDeque::new(),
             ws_cache: HashMap::new(),
             stamp: 0,
+            stats: ManagerStats::default(),
+            lost: HashMap::new(),
         }
     }
 
@@ -514,8 +550,13 @@ impl LocalManager {
             LocalKind::Hot => self.queries.get(&q).map_or(0, |s| s.demand as u64),
             LocalKind::Ws => {
                 let st = self.queries.get(&q);
-                if st.is_some_and(|s| s.active) {
-                    self.sets.get(&(q, 0)).map_or(0, |s| s.members.len() as u64)
+                if let Some(s) = st.filter(|s| s.active) {
+                    let size = self.sets.get(&(q, 0)).map_or(0, |s| s.members.len() as u64);
+                    if s.reserved {
+                        size.max(s.demand as u64)
+                    } else {
+                        size
+                    }
                 } else {
                     st.map_or(0, |s| s.demand as u64)
                 }
@@ -545,7 +586,9 @@ impl LocalManager {
             self.wait.pop_front();
             if let Some(s) = self.queries.get_mut(&q) {
                 s.active = true;
+                s.reserved = true;
             }
+            self.stats.activations += 1;
             out.push(q);
         }
         out
@@ -578,6 +621,14 @@ impl LocalManager {
 
     /// Suspends an active query: its frames go to the free list, it waits at the front (DS3, DS6).
     fn suspend(&mut self, q: QueryId, demand: u32) {
+        self.stats.suspensions += 1;
+        let pages: Vec<GlobalPage> = self
+            .sets
+            .iter()
+            .filter(|(k, _)| k.0 == q)
+            .flat_map(|(_, s)| s.members.iter().filter_map(|m| self.frames.page[m.frame.ix()]))
+            .collect();
+        self.lost.entry(q).or_default().extend(pages);
         self.release_all(q);
         if let Some(s) = self.queries.get_mut(&q) {
             s.active = false;
@@ -672,8 +723,11 @@ impl BufferManager for LocalManager {
                 self.wait.is_empty() && self.fits(self.active_demand() + demand as u64)
             }
         };
-        self.queries.insert(q, QueryState { active: admit, demand, window_us });
-        if !admit {
+        self.queries.insert(q, QueryState { active: admit, demand, window_us, reserved: admit });
+        if admit {
+            self.stats.admitted += 1;
+        } else {
+            self.stats.deferred += 1;
             self.wait.push_back(q);
         }
         admit
@@ -683,6 +737,7 @@ impl BufferManager for LocalManager {
         self.release_all(q);
         self.sets.retain(|k, _| k.0 != q);
         self.queries.remove(&q);
+        self.lost.remove(&q);
         self.wait.retain(|&w| w != q);
         self.activate_waiting()
     }
@@ -736,6 +791,10 @@ impl BufferManager for LocalManager {
                     if self.kind == LocalKind::Ws {
                         self.ws_recompute(q, cpu);
                     }
+                    self.stats.reclaims += 1;
+                    if self.lost.get_mut(&q).is_some_and(|l| l.remove(&page)) {
+                        self.stats.reclaims_after_suspension += 1;
+                    }
                     self.free.retain(|&x| x != f);
                     self.add_member(key, f, cpu);
                 }
@@ -768,6 +827,9 @@ impl BufferManager for LocalManager {
         }
         match self.take_free(page, write) {
             Some(access) => {
+                if self.lost.get_mut(&q).is_some_and(|l| l.remove(&page)) {
+                    self.stats.rereads_after_suspension += 1;
+                }
                 if let Access::Miss { frame, .. } = access {
                     self.add_member(key, frame, cpu);
                 }
@@ -782,6 +844,11 @@ impl BufferManager for LocalManager {
             return Vec::new();
         }
         self.ws_recompute(q, cpu);
+        // DS7: a full quantum (longer than either window) rebuilt the working set; from now on
+        // the query counts as its working set only.
+        if let Some(s) = self.queries.get_mut(&q) {
+            s.reserved = false;
+        }
         self.activate_waiting()
     }
 
@@ -803,6 +870,14 @@ impl BufferManager for LocalManager {
 
     fn frame_of(&self, page: GlobalPage) -> Option<FrameId> {
         self.frames.table.get(&page).copied()
+    }
+
+    fn stats(&self) -> ManagerStats {
+        ManagerStats {
+            resident: self.owner.iter().filter(|o| o.is_some()).count() as u64,
+            active: self.queries.values().filter(|s| s.active).count() as u64,
+            ..self.stats
+        }
     }
 }
 
@@ -1041,6 +1116,53 @@ mod tests {
         assert_eq!(m.owner_of(gp(2)), None);
         assert_eq!(m.r(0, 0), 3);
         assert_eq!(m.query_end(0), vec![1, 2]);
+    }
+
+    /// DS7: an admitted (or activated) WS query counts as its demand until its first quantum
+    /// ends, even while its working set is still empty: otherwise every newcomer would see it as
+    /// 0 and be admitted beside it. ws_trace's demand is ⌈1.75⌉ = 2.
+    #[test]
+    fn ds7_ws_admitted_query_counts_its_demand_until_a_quantum_ends() {
+        let mut m = LocalManager::new(LocalKind::Ws, 4);
+        assert!(m.query_start(0, &ws_trace()));
+        assert!(m.query_start(1, &ws_trace()), "2 + 2 <= 4");
+        assert!(!m.query_start(2, &ws_trace()), "2 + 2 + 2 > 4 although no page is resident");
+        assert_eq!(m.stats().deferred, 1);
+        // q0 finishes a quantum with an empty working set: it counts 0 now, q2 fits.
+        assert_eq!(m.quantum_end(0, 20_000), vec![2]);
+        assert_eq!(m.stats().activations, 1);
+        // q2, activated, counts as 2 again: a newcomer waits.
+        assert!(!m.query_start(3, &ws_trace()));
+    }
+
+    /// DS18: a suspended query's pages are remembered; reading one back counts as a re-read
+    /// after suspension, taking one back from the free list as a reclaim after suspension.
+    #[test]
+    fn ds18_counts_rereads_and_reclaims_after_suspension() {
+        let mut m = LocalManager::new(LocalKind::Ws, 4);
+        assert!(m.query_start(0, &ws_trace()));
+        for (p, f) in [(1, 0), (2, 1)] {
+            assert!(is_miss(m.request(0, F0, gp(p), false, 0)));
+            m.read_done(FrameId(f));
+        }
+        m.quantum_end(0, 1_000);
+        assert!(m.query_start(1, &ws_trace()), "2 + 2 <= 4");
+        for (p, f) in [(5, 2), (6, 3)] {
+            assert!(is_miss(m.request(1, F0, gp(p), false, 0)));
+            m.read_done(FrameId(f));
+        }
+        // No free frame: q0's fault suspends it; pages 1 and 2 go to the free list (1 first).
+        assert_eq!(m.request(0, F0, gp(3), false, 2_000), Access::Suspend);
+        assert_eq!(m.stats().suspensions, 1);
+        // q1 takes page 1's frame for page 7.
+        assert!(is_miss(m.request(1, F0, gp(7), false, 1)));
+        m.read_done(FrameId(0));
+        assert_eq!(m.query_end(1), vec![0]);
+        assert_eq!(m.request(0, F0, gp(2), false, 2_000), Access::Hit, "page 2 is still on the free list");
+        assert!(is_miss(m.request(0, F0, gp(1), false, 2_000)), "page 1 was reused: read back");
+        let st = m.stats();
+        assert_eq!((st.rereads_after_suspension, st.reclaims_after_suspension), (1, 1));
+        assert_eq!((st.admitted, st.activations, st.active), (2, 1, 1));
     }
 
     fn ws_trace() -> QueryTrace {

@@ -22,7 +22,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::managers::{
-    self, Access, Adjust, Algorithm, BufferManager, FeedbackController, FrameId, GlobalPage, QueryId,
+    self, Access, Adjust, Algorithm, BufferManager, FeedbackController, FrameId, GlobalPage, ManagerStats,
+    QueryId,
 };
 use super::{Event, QueryTrace, QueryType};
 
@@ -353,6 +354,13 @@ pub struct RunResult {
     pub sync_writes: u64,
     /// Asynchronous writes served.
     pub async_writes: u64,
+    /// The local manager's counters over the measured phase (DS18); `resident` and `active` are
+    /// left at 0, their time averages are `mean_resident` and `mean_active`.
+    pub manager: ManagerStats,
+    /// Frames held by local sets, averaged over the measured time (DS18).
+    pub mean_resident: f64,
+    /// Active queries, averaged over the measured time (DS18).
+    pub mean_active: f64,
 }
 
 /// Checks the configuration and the traces (DS17).
@@ -535,6 +543,10 @@ pub struct Simulator<'t> {
     batch_marks: Vec<u64>,
     completions: [u64; 6],
     counters: [u64; 5],
+    /// The manager's counters when measuring started, and ∫ resident dt, ∫ active dt (ns).
+    stats0: ManagerStats,
+    resident_ns: f64,
+    active_ns: f64,
 }
 
 fn type_index(t: QueryType) -> usize {
@@ -578,6 +590,9 @@ impl<'t> Simulator<'t> {
             batch_marks: Vec::new(),
             completions: [0; 6],
             counters: [0; 5],
+            stats0: ManagerStats::default(),
+            resident_ns: 0.0,
+            active_ns: 0.0,
         };
         if config.warmup_queries == 0 {
             sim.measure_start = Some((0, 0));
@@ -640,6 +655,12 @@ impl<'t> Simulator<'t> {
         let Some(Reverse((t, _, ev))) = self.events.pop() else {
             return Err(DbminError::Stalled { time_s: self.now as f64 / 1e9 });
         };
+        if self.measure_start.is_some() {
+            let st = self.mgr.stats();
+            let dt = t.saturating_sub(self.now) as f64;
+            self.resident_ns += st.resident as f64 * dt;
+            self.active_ns += st.active as f64 * dt;
+        }
         self.now = t;
         match ev {
             Ev::CpuStop => self.cpu_stop(),
@@ -823,6 +844,7 @@ impl<'t> Simulator<'t> {
         }
         if self.measure_start.is_none() && self.completed >= self.config.warmup_queries {
             self.measure_start = Some((self.now, self.busy_ns(self.now)));
+            self.stats0 = self.mgr.stats();
         } else if let Some((_, _)) = self.measure_start {
             let measured = self.completions.iter().sum::<u64>();
             if measured % self.config.batch_queries == 0 {
@@ -1015,6 +1037,22 @@ impl<'t> Simulator<'t> {
             reads: self.counters[2],
             sync_writes: self.counters[3],
             async_writes: self.counters[4],
+            manager: {
+                let (a, b) = (self.mgr.stats(), self.stats0);
+                ManagerStats {
+                    admitted: a.admitted - b.admitted,
+                    deferred: a.deferred - b.deferred,
+                    suspensions: a.suspensions - b.suspensions,
+                    activations: a.activations - b.activations,
+                    reclaims: a.reclaims - b.reclaims,
+                    rereads_after_suspension: a.rereads_after_suspension - b.rereads_after_suspension,
+                    reclaims_after_suspension: a.reclaims_after_suspension - b.reclaims_after_suspension,
+                    resident: 0,
+                    active: 0,
+                }
+            },
+            mean_resident: if self.now > t0 { self.resident_ns / (self.now - t0) as f64 } else { 0.0 },
+            mean_active: if self.now > t0 { self.active_ns / (self.now - t0) as f64 } else { 0.0 },
         }
     }
 }
