@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{Scratch, BIN};
+use common::{assert_usage_errors, Scratch, BIN};
 
 fn rndread(scratch: &Scratch, extra: &[&str]) -> Output {
     let csv = scratch.0.join("out.csv");
@@ -200,14 +200,6 @@ fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
         assert_eq!(r.len(), header.len(), "{r:?}");
     }
     (header, rows)
-}
-
-/// Every option list in `bads`, appended to `command`, is a usage error (exit code 2).
-fn assert_usage_errors(command: &[&str], bads: &[Vec<&str>], dir: &std::path::Path) {
-    for bad in bads {
-        let o = Command::new(BIN).args(command).args(bad).arg("--dir").arg(dir).output().unwrap();
-        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
-    }
 }
 
 fn assert_plots(dir: &std::path::Path, stem: &str) {
@@ -417,13 +409,13 @@ fn policies_experiment_tiny() {
             assert_plots(&out, &format!("gilbert-policies-{stem}-{mode}"));
         }
     }
-    let bads = [
-        vec!["--fractions", "0%"],
-        vec!["--fractions", "150%"],
-        vec!["--zipf", "-1"],
-        vec!["--policies", "nosuch"],
-        vec!["--mode", "main-memory"],
-        vec!["--policy", "lru"],
+    let bads: [&[&str]; 6] = [
+        &["--fractions", "0%"],
+        &["--fractions", "150%"],
+        &["--zipf", "-1"],
+        &["--policies", "nosuch"],
+        &["--mode", "main-memory"],
+        &["--policy", "lru"],
     ];
     assert_usage_errors(&["experiment", "policies", "--records", "1000"], &bads, &scratch.0);
 }
@@ -545,6 +537,6 @@ fn bp_wrapper_experiment_tiny() {
     }
     assert_plots(&out, "ding-bpwrapper-throughput");
     assert_plots(&out, "ding-bpwrapper-waits");
-    let bads = [vec!["--threads", "2"], vec!["--policy", "lru"], vec!["--mode", "main-memory"]];
+    let bads: [&[&str]; 3] = [&["--threads", "2"], &["--policy", "lru"], &["--mode", "main-memory"]];
     assert_usage_errors(&["experiment", "bp-wrapper", "--records", "1000"], &bads, &scratch.0);
 }

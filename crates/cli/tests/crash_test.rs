@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Scratch, BIN};
+use common::{assert_usage_errors, Scratch, BIN};
 use std::process::Command;
 
 fn summary(stdout: &str) -> Vec<(String, u64)> {
@@ -37,9 +37,9 @@ fn fifty_kills_lose_nothing() {
 #[test]
 fn crash_test_rejects_bad_input() {
     let scratch = Scratch::new("crash-bad");
-    for bad in [&["--kills", "0"][..], &["--threads", "0"], &["--mode", "fast"]] {
-        let out =
-            Command::new(BIN).arg("crash-test").args(bad).arg("--dir").arg(&scratch.0).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    assert_usage_errors(
+        &["crash-test"],
+        &[&["--kills", "0"], &["--threads", "0"], &["--mode", "fast"]],
+        &scratch.0,
+    );
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{Scratch, BIN};
+use common::{assert_usage_errors, Scratch, BIN};
 
 /// The CSV rows as maps from column name to value; every row is as long as the header.
 fn read_rows(path: &std::path::Path) -> Vec<HashMap<String, String>> {
@@ -125,13 +125,9 @@ fn wal_bench_tiny_writes_rows_checks_and_plots() {
 #[test]
 fn wal_bench_bad_input_exits_2() {
     let scratch = Scratch::new("wal-bench-bad");
-    for bad in
-        [&["--parts", "overhead,fast"][..], &["--log-sizes", "1KiB"], &["--batch", "0"], &["--threads", "0"]]
-    {
-        let o =
-            Command::new(BIN).args(["bench", "wal"]).args(bad).arg("--dir").arg(&scratch.0).output().unwrap();
-        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
-    }
+    let bads: [&[&str]; 4] =
+        [&["--parts", "overhead,fast"], &["--log-sizes", "1KiB"], &["--batch", "0"], &["--threads", "0"]];
+    assert_usage_errors(&["bench", "wal"], &bads, &scratch.0);
 }
 
 #[test]
