@@ -390,7 +390,7 @@ impl Database {
         let id = TxnId(self.next_txn.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let shared = match &self.wal {
             Some(wal) => wal.register(id),
-            None => Arc::new(logging::TxnShared::unlogged(id)),
+            None => Arc::new(logging::TxnShared::new(id)),
         };
         Transaction::new(self, self.wal.as_deref(), shared)
     }
@@ -514,7 +514,7 @@ impl Database {
                     Record::Leaf { undo_next: Some(next), .. } => next,
                     Record::Leaf { undo_next: None, tree, change, prev, .. } => {
                         let t = self.tree_by_root(tree)?;
-                        txn::compensate(&t, &log, &Undo::of_record(tree, change, prev))?;
+                        txn::compensate(&t, &log, &Undo { tree, change, prev })?;
                         compensations += 1;
                         prev
                     }

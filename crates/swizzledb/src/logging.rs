@@ -40,7 +40,7 @@ pub(crate) struct TxnShared {
 }
 
 impl TxnShared {
-    fn new(id: TxnId) -> TxnShared {
+    pub(crate) fn new(id: TxnId) -> TxnShared {
         TxnShared {
             id,
             last_lsn: AtomicU64::new(0),
@@ -48,11 +48,6 @@ impl TxnShared {
             undo_next: AtomicU64::new(0),
             state: AtomicU8::new(0),
         }
-    }
-
-    /// A transaction of a database without logging.
-    pub(crate) fn unlogged(id: TxnId) -> TxnShared {
-        TxnShared::new(id)
     }
 
     pub(crate) fn set_state(&self, state: TxnState) {

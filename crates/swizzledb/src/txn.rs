@@ -7,7 +7,7 @@ use swizzledb_sync::{Lsn, TxnId};
 
 use crate::lock::LockMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
-use crate::record::{Change, Record, TxnState};
+use crate::record::{Record, TxnState};
 use crate::{CommitMode, Database, Error, Result};
 
 /// A transaction: point reads and writes on the database's trees, under record locks held
@@ -159,13 +159,6 @@ pub(crate) fn compensate(tree: &Tree, log: &TxnLog<'_>, entry: &Undo) -> Result<
     match result {
         Ok(()) | Err(TreeError::DuplicateKey) => Ok(()),
         Err(e) => Err(e.into()),
-    }
-}
-
-impl Undo {
-    /// The undo entry of a logged forward change (restart's losers).
-    pub(crate) fn of_record(tree: swizzledb_buffer::PageId, change: Change, prev: Lsn) -> Undo {
-        Undo { tree, change, prev }
     }
 }
 
