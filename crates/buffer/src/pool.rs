@@ -1031,6 +1031,7 @@ impl BufferPool {
             if let Some(f) = self.pop_free() {
                 return Ok(f);
             }
+            self.count(|b| bump(&b.free_frame_waits));
             let _g = self.evict_lock.lock();
             if let Some(f) = self.pop_free() {
                 return Ok(f);

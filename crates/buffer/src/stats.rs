@@ -54,6 +54,7 @@ counters! {
     pages_written: "Pages written to the file (including metadata and free-chain pages).",
     eviction_rounds: "Batches run by the evicting thread (B13): each one call of the evictioner.",
     eviction_nanos: "Wall-clock nanoseconds spent in eviction batches, sweeps included.",
+    free_frame_waits: "Misses that found the free list empty and blocked on the eviction lock (B13).",
     proposals: "Candidates the policy proposed.",
     rejected_in_use: "Proposals refused because a latch on the frame or its parent was held.",
     rejected_root: "Proposals refused because the frame holds a tree root.",

@@ -255,6 +255,29 @@ struct Queue {
 #[derive(Default)]
 struct Slot(Mutex<Queue>);
 
+/// A frame's words in the wrapper (module doc): two per frame to a cache line.
+#[repr(align(32))]
+#[derive(Default)]
+struct FrameWords {
+    /// `slot` of the frame's current page (`NO_PAGE` if none): `pages[f]`.
+    page: AtomicU64,
+    /// `slot` of the page the inner policy holds the frame with: `held[f]`. An atomic only so
+    /// that it needs no `RefCell` borrow: read and written under the lock alone.
+    held: AtomicU64,
+    /// The hook the inner policy is given instead of the pool's.
+    hook: FrameHook,
+}
+
+/// Every frame's words; the inner policy's hook table.
+struct Frames(Box<[FrameWords]>);
+
+impl HookTable for Frames {
+    #[inline]
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        &self.0[frame.index()].hook
+    }
+}
+
 /// State under the lock.
 struct Locked {
     /// Scratch for a commit: the run of hits passed to the inner policy's `on_hits`.
@@ -315,15 +338,11 @@ pub struct BpWrapper {
     /// Serializes every call into `inner`. Reentrant: an eviction batch holds it while the pool
     /// runs code (un-swizzling a parent) that reports hooks back to the wrapper.
     lock: ReentrantMutex<RefCell<Locked>>,
-    /// Per frame, `slot` of its current page (`NO_PAGE` if none); module doc.
-    pages: Box<[AtomicU64]>,
-    /// Per frame, `slot` of the page the inner policy holds it with (module doc). Atomics only so
-    /// that they need no `RefCell` borrow: read and written under the lock alone.
-    held: Box<[AtomicU64]>,
+    /// Per frame, its words (`pages[f]`, `held[f]` and the inner policy's hook of the module doc)
+    /// together, so that an access, its commit and the inner policy's hook share one cache line.
+    frames: Frames,
     /// The per-thread queues.
     queues: Box<[Slot]>,
-    /// The hooks the inner policy is given instead of the pool's.
-    hooks: Box<[FrameHook]>,
     /// Set while a thread spins for the lock in `lock_for_eviction` (one spinner at a time).
     spinning: AtomicBool,
     counters: Counters,
@@ -363,10 +382,8 @@ impl BpWrapper {
             inner,
             config,
             lock: ReentrantMutex::new(RefCell::new(locked)),
-            pages: (0..capacity).map(|_| AtomicU64::new(NO_PAGE)).collect(),
-            held: (0..capacity).map(|_| AtomicU64::new(NO_PAGE)).collect(),
+            frames: Frames((0..capacity).map(|_| FrameWords::default()).collect()),
             queues: (0..QUEUE_SLOTS).map(|_| Slot::default()).collect(),
-            hooks: (0..capacity).map(|_| FrameHook::new()).collect(),
             spinning: AtomicBool::new(false),
             counters: Counters::default(),
         })
@@ -468,19 +485,19 @@ impl BpWrapper {
         let mut sum = 0u64;
         for entry in entries {
             let index = entry.frame.index();
-            sum ^= entry.page ^ self.held[index].load(Ordering::Relaxed);
-            sum = sum.wrapping_add(u64::from(self.hooks[index].get()));
+            sum ^= entry.page ^ self.frames.0[index].held.load(Ordering::Relaxed);
+            sum = sum.wrapping_add(u64::from(self.frames.0[index].hook.get()));
         }
         std::hint::black_box(sum);
     }
 
     /// The page the inner policy holds `index` with; the caller holds the lock.
     fn held(&self, index: usize) -> u64 {
-        self.held[index].load(Ordering::Relaxed)
+        self.frames.0[index].held.load(Ordering::Relaxed)
     }
 
     fn set_held(&self, index: usize, page: u64) {
-        self.held[index].store(page, Ordering::Relaxed);
+        self.frames.0[index].held.store(page, Ordering::Relaxed);
     }
 
     /// Checks one entry under the lock (module doc, steps 1 and 2): true if the inner policy
@@ -490,12 +507,12 @@ impl BpWrapper {
         let index = entry.frame.index();
         let held = self.held(index);
         if held != entry.page {
-            if held != NO_PAGE || self.pages[index].load(Ordering::Acquire) != entry.page {
+            if held != NO_PAGE || self.frames.0[index].page.load(Ordering::Acquire) != entry.page {
                 return false;
             }
             // The page's insert is still queued somewhere: apply it now, before this entry.
             self.set_held(index, entry.page);
-            self.inner.on_insert(entry.frame, unslot(entry.page), &self.hooks[index]);
+            self.inner.on_insert(entry.frame, unslot(entry.page), &self.frames.0[index].hook);
         }
         true
     }
@@ -506,7 +523,7 @@ impl BpWrapper {
         if !self.admit(entry) {
             return false;
         }
-        let hook = &self.hooks[entry.frame.index()];
+        let hook = &self.frames.0[entry.frame.index()].hook;
         match entry.access {
             Access::Insert => {}
             Access::Hit => self.inner.on_hit(entry.frame, hook),
@@ -566,7 +583,7 @@ impl BpWrapper {
     /// Passes the collected run of hits to the inner policy.
     fn flush_hits(&self, hits: &mut Vec<FrameId>) {
         if !hits.is_empty() {
-            self.inner.on_hits(hits, &self.hooks);
+            self.inner.on_hits(hits, &self.frames);
             hits.clear();
         }
     }
@@ -580,7 +597,7 @@ impl BpWrapper {
 
     /// Queues (or, without batching, applies at once) an access to a resident frame.
     fn access(&self, frame: FrameId, access: Access) {
-        let page = self.pages[frame.index()].load(Ordering::Acquire);
+        let page = self.frames.0[frame.index()].page.load(Ordering::Acquire);
         if page == NO_PAGE {
             return; // not resident as far as the wrapper knows (a pool breaking R1): nothing to do
         }
@@ -628,7 +645,7 @@ impl BpWrapper {
     /// is still queued is resident too, R4) and asks again.
     fn inner_candidate(&self, guard: &Guard<'_>, drained: &mut bool) -> Option<FrameId> {
         loop {
-            if let Some(frame) = self.inner.next_candidate(&self.hooks) {
+            if let Some(frame) = self.inner.next_candidate(&self.frames) {
                 return Some(frame);
             }
             if *drained {
@@ -648,7 +665,7 @@ impl Policy for BpWrapper {
     /// Publishes the frame's page, then queues the insert like a hit (the paper's miss path
     /// records a page taken from a free list "like a hit").
     fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
-        self.pages[frame.index()].store(slot(page), Ordering::Release);
+        self.frames.0[frame.index()].page.store(slot(page), Ordering::Release);
         self.access(frame, Access::Insert);
     }
 
@@ -681,18 +698,18 @@ impl Policy for BpWrapper {
         if why == Rejection::NotResident {
             self.set_held(index, NO_PAGE);
         }
-        self.inner.on_rejected(frame, why, &self.hooks[index]);
+        self.inner.on_rejected(frame, why, &self.frames.0[index].hook);
     }
 
     fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
         let guard = self.lock();
         self.commit(&guard, self.my_queue());
         let index = frame.index();
-        self.pages[index].store(NO_PAGE, Ordering::Release);
+        self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
         let held = self.held(index);
         self.set_held(index, NO_PAGE);
         if held != NO_PAGE {
-            self.inner.on_remove(frame, evicted, &self.hooks[index]);
+            self.inner.on_remove(frame, evicted, &self.frames.0[index].hook);
         }
     }
 
@@ -720,14 +737,14 @@ impl Policy for BpWrapper {
             proposals += 1;
             let verdict = evictor.try_evict(frame);
             let index = frame.index();
-            let hook = &self.hooks[index];
+            let hook = &self.frames.0[index].hook;
             if self.held(index) == NO_PAGE {
                 continue; // cannot happen while we hold the lock; never forward for a frame not held
             }
             match verdict {
                 Verdict::Evicted => {
                     self.set_held(index, NO_PAGE);
-                    self.pages[index].store(NO_PAGE, Ordering::Release);
+                    self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
                     self.inner.on_remove(frame, true, hook);
                 }
                 Verdict::Rejected(why) => {
@@ -758,7 +775,7 @@ impl Policy for BpWrapper {
         let guard = self.lock();
         self.commit(&guard, self.my_queue());
         let held = self.held(frame.index()) != NO_PAGE;
-        !held || self.inner.sweep_admits(frame, &self.hooks[frame.index()])
+        !held || self.inner.sweep_admits(frame, &self.frames.0[frame.index()].hook)
     }
 }
 
