@@ -13,12 +13,27 @@
 //!
 //! # Queues
 //!
-//! The queues live in the wrapper, in [`QUEUE_SLOTS`] cache-line-aligned slots, each behind its
-//! own mutex; a thread uses slot `thread number mod QUEUE_SLOTS`. With up to that many threads a
-//! slot's mutex is only ever taken by its thread, except when a thread that found no candidate
-//! commits every slot ("drain", below). Keeping the queues reachable is what lets an insert wait in
-//! a queue: a frame whose insert is still queued is not yet a candidate, and an evicting thread
-//! that runs out of candidates drains the other threads' queues.
+//! The queues live in the wrapper, in [`QUEUE_SLOTS`] cache-line-aligned slots. Thread numbers are
+//! handed out smallest-free-first and returned when a thread ends, so live threads have distinct
+//! numbers, and a thread numbered below [`QUEUE_SLOTS`] owns slot `number` alone; a thread beyond
+//! them (more than 64 alive at once) has no queue and applies each access under the lock, like
+//! the unbatched variants. A slot is a ring of `queue_size` entries with one producer and no
+//! mutex, which is what makes a hit cheap:
+//!
+//! - The producer, the owning thread, writes an entry's two words and then advances `tail`
+//!   (release). It appends only while fewer than `queue_size` entries are queued: the access
+//!   that fills the queue blocks on the lock and commits before the thread goes on.
+//! - Consumers hold the wrapper's lock: the owner committing its own queue, or any thread that
+//!   drains every queue. A consumer reads `tail` (acquire), applies the entries from `head` to
+//!   it, then advances `head` (release). The producer reads `head` (acquire) when it counts its
+//!   queue after an append, so a ring position is overwritten only after its entry was read.
+//! - Entries are atomics, so even a broken assumption (two producers on one slot) could only mix
+//!   up an entry's words; a mixed entry names a frame and a page, and it is applied only if the
+//!   frame holds that page (rules 1 and 2 below), so the inner policy's structures stay exact.
+//!
+//! Keeping the queues reachable is what lets an insert wait in a queue: a frame whose insert is
+//! still queued is not yet a candidate, and an evicting thread that runs out of candidates drains
+//! the other threads' queues.
 //!
 //! # Why the inner policy never sees a hook for a frame it does not hold (R1)
 //!
@@ -54,7 +69,7 @@
 //! `next_candidate` (as the simulator does, R7). The pool's hooks are never read or written. A
 //! policy that keeps its hit state in the hook (CLOCK and kin) gains nothing from this wrapper.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -76,7 +91,8 @@ fn unslot(word: u64) -> PageId {
     PageId::new(word - 1).expect("a stored page id is a valid page id")
 }
 
-/// Per-thread queues per wrapper; threads beyond this many share slots (module doc).
+/// Per-thread queues per wrapper; a thread numbered beyond them applies accesses under the lock
+/// (module doc).
 pub const QUEUE_SLOTS: usize = 64;
 
 /// One lock acquisition in this many is timed, for the hold-time estimate (two clock reads per
@@ -87,22 +103,37 @@ const HOLD_SAMPLE: u64 = 16;
 /// before it blocks on the lock.
 const EVICTION_SPINS: usize = 20;
 
-/// Source of thread numbers, which pick a thread's queue slot.
+/// Source of new thread numbers, which pick a thread's queue slot.
 static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    /// This thread's number, assigned on first use (`usize::MAX` until then).
-    static THREAD_NUMBER: Cell<usize> = const { Cell::new(usize::MAX) };
+/// Numbers of threads that have ended, for reuse: the numbers of live threads are distinct and
+/// stay below the largest number of threads alive at once.
+static FREE_NUMBERS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// A thread's number, returned for reuse when the thread ends.
+struct ThreadNumber(usize);
+
+impl ThreadNumber {
+    fn take() -> ThreadNumber {
+        let reused = FREE_NUMBERS.lock().pop();
+        ThreadNumber(reused.unwrap_or_else(|| NEXT_THREAD.fetch_add(1, Ordering::Relaxed)))
+    }
 }
 
-/// The calling thread's number.
-fn thread_number() -> usize {
-    THREAD_NUMBER.with(|n| {
-        if n.get() == usize::MAX {
-            n.set(NEXT_THREAD.fetch_add(1, Ordering::Relaxed));
-        }
-        n.get()
-    })
+impl Drop for ThreadNumber {
+    fn drop(&mut self) {
+        FREE_NUMBERS.lock().push(self.0);
+    }
+}
+
+thread_local! {
+    /// This thread's number, taken on first use.
+    static THREAD_NUMBER: ThreadNumber = ThreadNumber::take();
+}
+
+/// The calling thread's number; `None` while the thread is being torn down.
+fn thread_number() -> Option<usize> {
+    THREAD_NUMBER.try_with(|n| n.0).ok()
 }
 
 /// Which of the paper's two techniques are on (for the ablation).
@@ -235,25 +266,85 @@ enum Access {
 }
 
 /// One queued access: the frame and the page it held then (as `slot`).
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct Entry {
     frame: FrameId,
     access: Access,
     page: u64,
 }
 
-/// One thread's queue (module doc), with the accesses it counted.
-#[derive(Default)]
-struct Queue {
-    entries: Vec<Entry>,
-    /// Page accesses (hits and inserts) queued here, ever: counted off the shared lines.
-    accesses: u64,
+impl Entry {
+    /// The entry's second word: frame index in the low half, kind above it.
+    fn kind_word(self) -> u64 {
+        let kind = match self.access {
+            Access::Insert => 0,
+            Access::Hit => 1,
+            Access::Unfix => 2,
+            Access::Children(false) => 3,
+            Access::Children(true) => 4,
+        };
+        (kind << 32) | u64::from(self.frame.0)
+    }
+
+    /// The entry stored as `page` and `kind_word`.
+    fn decode(page: u64, word: u64) -> Entry {
+        let access = match word >> 32 {
+            0 => Access::Insert,
+            1 => Access::Hit,
+            2 => Access::Unfix,
+            3 => Access::Children(false),
+            _ => Access::Children(true),
+        };
+        // The low half is the frame index (the truncation is the point).
+        #[allow(clippy::cast_possible_truncation)]
+        let frame = FrameId(word as u32);
+        Entry { frame, access, page }
+    }
 }
 
-/// A queue slot on its own cache lines, so that threads' queues never share a line.
+/// One thread's queue (module doc, "Queues"): a ring of `queue_size` entries with one producer,
+/// the thread whose number is the slot's, and consumers that hold the wrapper's lock.
 #[repr(align(128))]
-#[derive(Default)]
-struct Slot(Mutex<Queue>);
+struct Slot {
+    /// Entries ever queued: written by the producer only (release), after the entry's words.
+    tail: AtomicUsize,
+    /// Entries ever committed: written under the lock only (release), after reading them.
+    head: AtomicUsize,
+    /// Page accesses (hits and inserts) queued here, ever: written by the producer only.
+    accesses: AtomicU64,
+    /// Entry `i` is in `ring[i % len]`: its page word and its kind word.
+    ring: Box<[[AtomicU64; 2]]>,
+}
+
+impl Slot {
+    fn new(size: usize) -> Slot {
+        Slot {
+            tail: AtomicUsize::new(0),
+            head: AtomicUsize::new(0),
+            accesses: AtomicU64::new(0),
+            ring: (0..size).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(),
+        }
+    }
+
+    /// Appends `entry` (the producer; the queue is not full); returns the queue's length.
+    fn push(&self, entry: Entry, counts: bool) -> usize {
+        let tail = self.tail.load(Ordering::Relaxed);
+        let words = &self.ring[tail % self.ring.len()];
+        words[0].store(entry.page, Ordering::Relaxed);
+        words[1].store(entry.kind_word(), Ordering::Relaxed);
+        self.tail.store(tail + 1, Ordering::Release);
+        if counts {
+            self.accesses.store(self.accesses.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+        tail + 1 - self.head.load(Ordering::Acquire)
+    }
+
+    /// Entry `i` (between head and the tail read with acquire).
+    fn entry(&self, i: usize) -> Entry {
+        let words = &self.ring[i % self.ring.len()];
+        Entry::decode(words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed))
+    }
+}
 
 /// A frame's words in the wrapper (module doc): two per frame to a cache line.
 #[repr(align(32))]
@@ -383,7 +474,7 @@ impl BpWrapper {
             config,
             lock: ReentrantMutex::new(RefCell::new(locked)),
             frames: Frames((0..capacity).map(|_| FrameWords::default()).collect()),
-            queues: (0..QUEUE_SLOTS).map(|_| Slot::default()).collect(),
+            queues: (0..QUEUE_SLOTS).map(|_| Slot::new(config.queue_size)).collect(),
             spinning: AtomicBool::new(false),
             counters: Counters::default(),
         })
@@ -400,7 +491,7 @@ impl BpWrapper {
     pub fn stats(&self) -> BpStats {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let queued: u64 = self.queues.iter().map(|q| q.0.lock().accesses).sum();
+        let queued: u64 = self.queues.iter().map(|q| q.accesses.load(Ordering::Relaxed)).sum();
         BpStats {
             accesses: queued + get(&c.locked_accesses),
             lock_acquisitions: get(&c.lock_acquisitions),
@@ -420,9 +511,16 @@ impl BpWrapper {
         self.commit_all(&guard);
     }
 
-    /// The calling thread's queue slot.
-    fn my_queue(&self) -> &Mutex<Queue> {
-        &self.queues[thread_number() % self.queues.len()].0
+    /// The calling thread's queue slot, if its number has one (module doc, "Queues").
+    fn my_queue(&self) -> Option<&Slot> {
+        thread_number().and_then(|n| self.queues.get(n))
+    }
+
+    /// Commits the calling thread's queue, if it has one; the caller holds the lock.
+    fn commit_mine(&self, guard: &Guard<'_>) {
+        if let Some(queue) = self.my_queue() {
+            self.commit(guard, queue);
+        }
     }
 
     /// Counts an acquisition and starts timing it if it is a sampled one (outermost only).
@@ -477,18 +575,24 @@ impl BpWrapper {
         self.lock()
     }
 
-    /// Pre-reads what committing `entries` will read: the entries themselves, each frame's `held`
-    /// word and the hook given to the inner policy. Plain loads, folded into a value the
-    /// optimizer must keep; correctness never depends on them, since everything is read again
-    /// under the lock.
-    fn prefetch(&self, entries: &[Entry]) {
+    /// Pre-reads what committing `queue` (the caller's) will read: the entries themselves, each
+    /// frame's `held` word and the hook given to the inner policy. Plain loads, folded into a
+    /// value the optimizer must keep; correctness never depends on them, since everything is read
+    /// again under the lock.
+    fn prefetch(&self, queue: &Slot) {
         let mut sum = 0u64;
-        for entry in entries {
-            let index = entry.frame.index();
-            sum ^= entry.page ^ self.frames.0[index].held.load(Ordering::Relaxed);
-            sum = sum.wrapping_add(u64::from(self.frames.0[index].hook.get()));
+        for i in queue.head.load(Ordering::Acquire)..queue.tail.load(Ordering::Relaxed) {
+            let entry = queue.entry(i);
+            sum ^= entry.page ^ self.held(entry.frame.index());
+            sum = sum.wrapping_add(u64::from(self.frames.0[entry.frame.index()].hook.get()));
         }
         std::hint::black_box(sum);
+    }
+
+    /// Pre-reads what applying `entry` will read (the unbatched variant).
+    fn prefetch_one(&self, entry: Entry) {
+        let words = &self.frames.0[entry.frame.index()];
+        std::hint::black_box(entry.page ^ words.held.load(Ordering::Relaxed) ^ u64::from(words.hook.get()));
     }
 
     /// The page the inner policy holds `index` with; the caller holds the lock.
@@ -545,16 +649,18 @@ impl BpWrapper {
 
     /// Commits one queue in FIFO order; the caller holds the lock. Runs of hits reach the inner
     /// policy through one `on_hits` call each (in order, so exactly as one `on_hit` per entry).
-    fn commit(&self, guard: &Guard<'_>, queue: &Mutex<Queue>) {
-        // The entries leave the slot while the inner policy runs: the slot's mutex is never held
-        // across foreign code, and lock order stays wrapper lock, then slot.
-        let mut entries = std::mem::take(&mut queue.lock().entries);
-        if entries.is_empty() {
+    fn commit(&self, guard: &Guard<'_>, queue: &Slot) {
+        // Only lock holders move `head`; the producer may append behind `tail` meanwhile, never
+        // over entries before `head` is stored (module doc, "Queues").
+        let head = queue.head.load(Ordering::Relaxed);
+        let tail = queue.tail.load(Ordering::Acquire);
+        if head == tail {
             return;
         }
         let mut hits = std::mem::take(&mut guard.state().hits);
         let mut applied = 0u64;
-        for &entry in &entries {
+        for i in head..tail {
+            let entry = queue.entry(i);
             if entry.access == Access::Hit {
                 if self.held(entry.frame.index()) != entry.page {
                     // `admit` may insert the page: the hits collected so far go first.
@@ -572,12 +678,8 @@ impl BpWrapper {
         }
         self.flush_hits(&mut hits);
         guard.state().hits = hits;
-        self.count_commits(applied, entries.len() as u64 - applied);
-        entries.clear();
-        let mut slot = queue.lock();
-        if slot.entries.is_empty() {
-            slot.entries = entries; // keep the allocation
-        }
+        queue.head.store(tail, Ordering::Release);
+        self.count_commits(applied, (tail - head) as u64 - applied);
     }
 
     /// Passes the collected run of hits to the inner policy.
@@ -591,7 +693,7 @@ impl BpWrapper {
     /// Commits every queue (a drain: when candidates ran out, or on `flush`).
     fn commit_all(&self, guard: &Guard<'_>) {
         for queue in self.queues.iter() {
-            self.commit(guard, &queue.0);
+            self.commit(guard, queue);
         }
     }
 
@@ -603,9 +705,11 @@ impl BpWrapper {
         }
         let counts = matches!(access, Access::Hit | Access::Insert);
         let entry = Entry { frame, access, page };
-        if !self.config.variant.batches() {
+        let queue = if self.config.variant.batches() { self.my_queue() } else { None };
+        let Some(queue) = queue else {
+            // Unbatched, or a thread without a queue slot: the access is applied at once.
             if self.config.variant.prefetches() {
-                self.prefetch(&[entry]);
+                self.prefetch_one(entry);
             }
             let _guard = self.lock();
             if counts {
@@ -614,19 +718,13 @@ impl BpWrapper {
             let applied = self.apply(entry);
             self.count_commits(u64::from(applied), u64::from(!applied));
             return;
-        }
-        let queue = self.my_queue();
-        let len = {
-            let mut q = queue.lock();
-            q.entries.push(entry);
-            q.accesses += u64::from(counts);
-            if self.config.variant.prefetches() && q.entries.len() >= self.config.batch_threshold {
-                self.prefetch(&q.entries);
-            }
-            q.entries.len()
         };
+        let len = queue.push(entry, counts);
         if len < self.config.batch_threshold {
             return;
+        }
+        if self.config.variant.prefetches() {
+            self.prefetch(queue);
         }
         let guard = match self.lock.try_lock() {
             Some(guard) => self.acquired(guard),
@@ -690,7 +788,7 @@ impl Policy for BpWrapper {
     /// policy then gets no hook for a frame it does not hold (R1).
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
         let guard = self.lock();
-        self.commit(&guard, self.my_queue());
+        self.commit_mine(&guard);
         let index = frame.index();
         if self.held(index) == NO_PAGE {
             return;
@@ -703,7 +801,7 @@ impl Policy for BpWrapper {
 
     fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
         let guard = self.lock();
-        self.commit(&guard, self.my_queue());
+        self.commit_mine(&guard);
         let index = frame.index();
         self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
         let held = self.held(index);
@@ -717,7 +815,7 @@ impl Policy for BpWrapper {
     /// policy, over the wrapper's own hooks.
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let guard = self.lock();
-        self.commit(&guard, self.my_queue());
+        self.commit_mine(&guard);
         self.inner_candidate(&guard, &mut false)
     }
 
@@ -727,7 +825,7 @@ impl Policy for BpWrapper {
     /// commit in the middle of the batch: the lock is reentrant.
     fn evict_batch(&self, _hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
         let guard = self.lock_for_eviction();
-        self.commit(&guard, self.my_queue());
+        self.commit_mine(&guard);
         let mut drained = false;
         let mut proposals = 0;
         while proposals < max_proposals && evictor.wants_more() {
@@ -773,7 +871,7 @@ impl Policy for BpWrapper {
 
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {
         let guard = self.lock();
-        self.commit(&guard, self.my_queue());
+        self.commit_mine(&guard);
         let held = self.held(frame.index()) != NO_PAGE;
         !held || self.inner.sweep_admits(frame, &self.frames.0[frame.index()].hook)
     }
@@ -954,6 +1052,68 @@ mod tests {
             assert!(released.load(Ordering::SeqCst), "a full queue waits for the lock");
         });
         assert_eq!(log.lock().hits, [(1, 5); 4]);
+    }
+
+    /// The lock-free queues under a draining thread: four producers hit their own four frames in
+    /// a known pseudo-random order (no period, so an entry overwritten by a later one would
+    /// show) while another thread drains every queue as fast as it can. Every hit reaches the inner policy
+    /// exactly once, and each producer's hits in its own order, whoever commits them.
+    #[test]
+    fn queues_hand_every_hit_over_once_and_in_order_under_concurrent_drains() {
+        const PRODUCERS: u32 = 4;
+        const HITS: usize = 50_000;
+        // Producer t's i-th hit: one of its frames t * 4 .. t * 4 + 3.
+        let frame_of =
+            |t: u32, i: usize| t * 4 + ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62) as u32;
+        let inner = Recording::default();
+        let log = Arc::clone(&inner.log);
+        let config = BpConfig { variant: Variant::Both, queue_size: 8, batch_threshold: 5 };
+        let policy = BpWrapper::with_config(Box::new(inner), 16, config).unwrap();
+        let h = TestHooks::new(16);
+        for f in 0..16u32 {
+            policy.on_insert(FrameId(f), page(u64::from(f)), &h[f as usize]);
+        }
+        policy.flush();
+        let done = AtomicBool::new(false);
+        let start = std::sync::Barrier::new(PRODUCERS as usize + 1);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                start.wait();
+                while !done.load(Ordering::SeqCst) {
+                    policy.flush();
+                }
+            });
+            let producers: Vec<_> = (0..PRODUCERS)
+                .map(|t| {
+                    let (policy, h, start, frame_of) = (&policy, &h, &start, &frame_of);
+                    s.spawn(move || {
+                        start.wait();
+                        for i in 0..HITS {
+                            if i % 64 == 0 {
+                                std::thread::yield_now(); // interleave with the others
+                            }
+                            let f = frame_of(t, i);
+                            policy.on_hit(FrameId(f), &h[f as usize]);
+                        }
+                    })
+                })
+                .collect();
+            for p in producers {
+                p.join().unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+        });
+        policy.flush();
+        let hits = log.lock().hits.clone();
+        assert_eq!(hits.len(), PRODUCERS as usize * HITS, "no hit lost or applied twice");
+        for t in 0..PRODUCERS {
+            let mine: Vec<u32> = hits.iter().map(|&(f, _)| f).filter(|f| f / 4 == t).collect();
+            let expected: Vec<u32> = (0..HITS).map(|i| frame_of(t, i)).collect();
+            assert!(mine == expected, "producer {t}'s hits arrived out of order");
+        }
+        let stats = policy.stats();
+        assert_eq!(stats.accesses, 16 + u64::from(PRODUCERS) * HITS as u64);
+        assert_eq!(stats.stale_entries_skipped, 0);
     }
 
     #[test]
