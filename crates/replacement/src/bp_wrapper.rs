@@ -312,24 +312,28 @@ struct Slot {
     head: AtomicUsize,
     /// Page accesses (hits and inserts) queued here, ever: written by the producer only.
     accesses: AtomicU64,
-    /// Entry `i` is in `ring[i % len]`: its page word and its kind word.
+    /// Entry `i` is in `ring[i & mask]`: its page word and its kind word. At least `queue_size`
+    /// positions, a power of two so that no division is needed.
     ring: Box<[[AtomicU64; 2]]>,
+    mask: usize,
 }
 
 impl Slot {
     fn new(size: usize) -> Slot {
+        let positions = size.next_power_of_two();
         Slot {
             tail: AtomicUsize::new(0),
             head: AtomicUsize::new(0),
             accesses: AtomicU64::new(0),
-            ring: (0..size).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(),
+            ring: (0..positions).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(),
+            mask: positions - 1,
         }
     }
 
     /// Appends `entry` (the producer; the queue is not full); returns the queue's length.
     fn push(&self, entry: Entry, counts: bool) -> usize {
         let tail = self.tail.load(Ordering::Relaxed);
-        let words = &self.ring[tail % self.ring.len()];
+        let words = &self.ring[tail & self.mask];
         words[0].store(entry.page, Ordering::Relaxed);
         words[1].store(entry.kind_word(), Ordering::Relaxed);
         self.tail.store(tail + 1, Ordering::Release);
@@ -341,7 +345,7 @@ impl Slot {
 
     /// Entry `i` (between head and the tail read with acquire).
     fn entry(&self, i: usize) -> Entry {
-        let words = &self.ring[i % self.ring.len()];
+        let words = &self.ring[i & self.mask];
         Entry::decode(words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed))
     }
 }
