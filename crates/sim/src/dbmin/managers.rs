@@ -19,11 +19,16 @@ use super::{Event, FileInstance, LocalPolicy, PageRef, QueryTrace, QueryType};
 /// the one that completed.
 pub type QueryId = usize;
 
-/// A page of one database copy: what the global buffer table maps to a frame.
+/// A page of one database copy, or of one query run's temporary file: what the global buffer
+/// table maps to a frame.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GlobalPage {
     /// The database copy (`0..32`), chosen by the simulator from the sharing level.
     pub copy: u16,
+    /// For a page of a temporary file (result, hash table), the serial number of the query run
+    /// that created it, from 1: temporary files belong to one run whatever the sharing level
+    /// (D8, DS19). 0 for the pages of permanent files.
+    pub run: u32,
     /// The page within the copy.
     pub page: PageRef,
 }
@@ -141,6 +146,10 @@ pub trait BufferManager {
     fn drain_async_writes(&mut self) -> Vec<GlobalPage>;
     /// The frame holding `page`, if any.
     fn frame_of(&self, page: GlobalPage) -> Option<FrameId>;
+    /// The file holding `page` was dropped (query VI's hash table at its close, DS19): if the
+    /// page is resident it leaves the buffer table without being written, and its frame, now
+    /// empty, is the next one taken. The caller never drops a page that is being read.
+    fn discard(&mut self, page: GlobalPage);
     /// The manager's counters since it was built (DS18); the global algorithms count nothing.
     fn stats(&self) -> ManagerStats {
         ManagerStats::default()
@@ -261,6 +270,15 @@ impl Frames {
 
     fn needs_write(&self, page: GlobalPage) -> bool {
         self.table.get(&page).is_some_and(|f| self.dirty[f.ix()])
+    }
+
+    /// Forgets a dropped page without writing it (DS19); returns the frame it held, now empty.
+    fn discard(&mut self, page: GlobalPage) -> Option<FrameId> {
+        let f = self.table.remove(&page)?;
+        self.page[f.ix()] = None;
+        self.dirty[f.ix()] = false;
+        self.write_scheduled[f.ix()] = false;
+        Some(f)
     }
 }
 
@@ -408,6 +426,15 @@ impl BufferManager for GlobalManager {
 
     fn frame_of(&self, page: GlobalPage) -> Option<FrameId> {
         self.frames.table.get(&page).copied()
+    }
+
+    fn discard(&mut self, page: GlobalPage) {
+        if let Some(f) = self.frames.discard(page) {
+            // The frame holds no page now: like a frame that never held one, it is used first.
+            self.fifo.retain(|&x| x != f);
+            self.referenced[f.ix()] = false;
+            self.empty.push(f);
+        }
     }
 }
 
@@ -872,6 +899,19 @@ impl BufferManager for LocalManager {
         self.frames.table.get(&page).copied()
     }
 
+    fn discard(&mut self, page: GlobalPage) {
+        let Some(f) = self.frames.discard(page) else { return };
+        // Out of its set (HOT and WS keep a query's pages until its end) or off the free list;
+        // the empty frame goes to the front of the free list, so it is reused first.
+        if let Some(key) = self.owner[f.ix()].take() {
+            if let Some(set) = self.sets.get_mut(&key) {
+                set.members.retain(|m| m.frame != f);
+            }
+        }
+        self.free.retain(|&x| x != f);
+        self.free.push_front(f);
+    }
+
     fn stats(&self) -> ManagerStats {
         ManagerStats {
             resident: self.owner.iter().filter(|o| o.is_some()).count() as u64,
@@ -960,7 +1000,7 @@ mod tests {
     use crate::dbmin::RelationId;
 
     fn gp(page: u32) -> GlobalPage {
-        GlobalPage { copy: 0, page: PageRef { relation: RelationId(0), page } }
+        GlobalPage { copy: 0, run: 0, page: PageRef { relation: RelationId(0), page } }
     }
 
     fn trace(query: QueryType, hot_set: u32) -> QueryTrace {

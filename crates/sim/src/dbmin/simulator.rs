@@ -15,7 +15,7 @@
 //! ```
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::str::FromStr;
 
 use rand::rngs::SmallRng;
@@ -25,7 +25,8 @@ use super::managers::{
     self, Access, Adjust, Algorithm, BufferManager, FeedbackController, FrameId, GlobalPage, ManagerStats,
     QueryId,
 };
-use super::{Event, QueryTrace, QueryType};
+use super::queries::{is_temporary, HASH_TABLE};
+use super::{Event, PageRef, QueryTrace, QueryType};
 
 /// Errors of a simulation run: all are bad input, reported before anything runs (except
 /// `Stalled`, which would be a bug).
@@ -496,12 +497,22 @@ struct Slot {
     status: Status,
     activated: u64,
     hold: bool,
+    /// The serial number of the query run in the slot (from 1): its temporary files' identity.
+    run: u32,
+    /// Pages of temporary files this run has created (DS19).
+    created: HashSet<PageRef>,
 }
 
 #[derive(Copy, Clone, Debug)]
 enum DiskReq {
     Read(FrameId),
-    Write(GlobalPage, bool),
+    /// A write of a page: synchronous (a dirty victim) or not; a synchronous write-back for a
+    /// page being created (DS19) unpins the new page's frame when it completes.
+    Write {
+        page: GlobalPage,
+        sync: bool,
+        unpin: Option<FrameId>,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -536,6 +547,7 @@ pub struct Simulator<'t> {
     fb_wait: VecDeque<QueryId>,
     fb_last: (u64, u64),
     activations: u64,
+    runs: u32,
     mix_rng: SmallRng,
     // Measurement.
     completed: u64,
@@ -584,6 +596,7 @@ impl<'t> Simulator<'t> {
             fb_wait: VecDeque::new(),
             fb_last: (0, 0),
             activations: 0,
+            runs: 0,
             mix_rng: SmallRng::seed_from_u64(config.seed),
             completed: 0,
             measure_start: None,
@@ -607,6 +620,8 @@ impl<'t> Simulator<'t> {
                 status: Status::Waiting,
                 activated: 0,
                 hold: false,
+                run: 0,
+                created: HashSet::new(),
             });
             sim.start_query(q);
         }
@@ -676,7 +691,10 @@ impl<'t> Simulator<'t> {
     fn start_query(&mut self, q: QueryId) {
         let trace = &self.traces[self.slots[q].trace];
         let admitted = self.mgr.query_start(q, trace);
+        self.runs += 1;
         let s = &mut self.slots[q];
+        s.run = self.runs;
+        s.created.clear();
         s.pos = 0;
         s.cpu_us = 0;
         s.hold = false;
@@ -787,10 +805,16 @@ impl<'t> Simulator<'t> {
                 self.slots[q].pos += 1;
                 let acts = self.mgr.close(q, file);
                 self.activate_all(acts);
+                if self.closes_hash_table(q, file) {
+                    self.drop_hash_table(q);
+                }
                 true
             }
             Event::Ref { file, page, write, cpu_us } => {
-                let gp = GlobalPage { copy: s.copy, page };
+                let temporary = is_temporary(page.relation);
+                let gp = GlobalPage { copy: s.copy, run: if temporary { s.run } else { 0 }, page };
+                // DS19: the first reference to a page of a temporary file creates it: no read.
+                let creates = temporary && !s.created.contains(&page);
                 let access = self.mgr.request(q, file, gp, write, cpu_us);
                 let count = |c: &mut [u64; 5], i: usize| {
                     if measuring {
@@ -799,6 +823,9 @@ impl<'t> Simulator<'t> {
                 };
                 match access {
                     Access::Hit => {
+                        if temporary {
+                            self.slots[q].created.insert(page);
+                        }
                         count(&mut self.counters, 0);
                         count(&mut self.counters, 1);
                         self.slots[q].pos += 1;
@@ -811,11 +838,31 @@ impl<'t> Simulator<'t> {
                         self.slots[q].status = Status::Io(f);
                         false
                     }
+                    Access::Miss { frame, write_back } if creates => {
+                        count(&mut self.counters, 0);
+                        let s = &mut self.slots[q];
+                        s.pos += 1;
+                        s.created.insert(page);
+                        match write_back {
+                            // The frame's dirty page must reach the disk before the frame is
+                            // overwritten: the query waits for that write, not for a read.
+                            Some(old) => {
+                                let w = DiskReq::Write { page: old, sync: true, unpin: Some(frame) };
+                                self.fcfs.push_back(w);
+                                s.status = Status::Io(frame);
+                                false
+                            }
+                            None => {
+                                self.mgr.read_done(frame);
+                                true
+                            }
+                        }
+                    }
                     Access::Miss { frame, write_back } => {
                         count(&mut self.counters, 0);
                         self.slots[q].pos += 1;
                         if let Some(old) = write_back {
-                            self.fcfs.push_back(DiskReq::Write(old, true));
+                            self.fcfs.push_back(DiskReq::Write { page: old, sync: true, unpin: None });
                         }
                         self.fcfs.push_back(DiskReq::Read(frame));
                         self.slots[q].status = Status::Io(frame);
@@ -894,7 +941,9 @@ impl<'t> Simulator<'t> {
             None => loop {
                 // DS12: asynchronous writes only when the disk would idle; stale ones are dropped.
                 match self.async_q.pop_front() {
-                    Some(p) if self.mgr.needs_write(p) => break DiskReq::Write(p, false),
+                    Some(p) if self.mgr.needs_write(p) => {
+                        break DiskReq::Write { page: p, sync: false, unpin: None }
+                    }
                     Some(_) => continue,
                     None => return,
                 }
@@ -915,24 +964,52 @@ impl<'t> Simulator<'t> {
                 if measuring {
                     self.counters[2] += 1;
                 }
-                self.mgr.read_done(f);
-                for q in 0..self.slots.len() {
-                    if self.slots[q].status == Status::Io(f) {
-                        self.wake(q);
-                    }
-                }
+                self.unpin(f);
             }
-            DiskReq::Write(p, sync) => {
+            DiskReq::Write { page, sync, unpin } => {
                 if measuring {
                     self.counters[if sync { 3 } else { 4 }] += 1;
                 }
-                self.mgr.write_done(p);
+                self.mgr.write_done(page);
+                if let Some(f) = unpin {
+                    self.unpin(f);
+                }
             }
         }
         for q in 0..self.slots.len() {
             if self.slots[q].status == Status::FrameWait {
                 self.wake(q);
             }
+        }
+    }
+
+    /// The frame's page is in memory: the frame is unpinned and its waiters go on.
+    fn unpin(&mut self, f: FrameId) {
+        self.mgr.read_done(f);
+        for q in 0..self.slots.len() {
+            if self.slots[q].status == Status::Io(f) {
+                self.wake(q);
+            }
+        }
+    }
+
+    /// Whether `file` of the query in slot `q` is an instance of the hash table (DS19).
+    fn closes_hash_table(&self, q: QueryId, file: super::FileInstance) -> bool {
+        let tr = &self.traces[self.slots[q].trace];
+        tr.events[..self.slots[q].pos].iter().rev().any(
+            |e| matches!(e, Event::Open { file: f, relation, .. } if *f == file && *relation == HASH_TABLE),
+        )
+    }
+
+    /// DS19: the hash table is a scratch file dropped when the join closes it: its pages are
+    /// discarded, never written.
+    fn drop_hash_table(&mut self, q: QueryId) {
+        let s = &self.slots[q];
+        let mut pages: Vec<PageRef> = s.created.iter().filter(|p| p.relation == HASH_TABLE).copied().collect();
+        pages.sort();
+        let (copy, run) = (s.copy, s.run);
+        for page in pages {
+            self.mgr.discard(GlobalPage { copy, run, page });
         }
     }
 
