@@ -1273,6 +1273,54 @@ mod tests {
         assert!(matches!(run(&small(Algorithm::Hot, 2), &bad), Err(DbminError::BadTrace { event: 0, .. })));
     }
 
+    /// A query that builds a hash table of `k` pages (writing each) and probes it `rounds` times.
+    fn hash_trace(query: QueryType, k: u32, rounds: u32) -> QueryTrace {
+        let f = FileInstance(0);
+        let relation = crate::dbmin::queries::HASH_TABLE;
+        let mut events = vec![Event::Open { file: f, relation, ls_size: k, policy: LocalPolicy::Any }];
+        let mut t = 0;
+        for r in 0..=rounds {
+            for p in 0..k {
+                t += 1_000;
+                events.push(Event::Ref { file: f, page: PageRef { relation, page: p }, write: r == 0, cpu_us: t });
+            }
+        }
+        events.push(Event::Close { file: f, cpu_us: t + 1_000 });
+        QueryTrace { query, events, cpu_us: t + 2_000, hot_set: k }
+    }
+
+    /// DS19: temporary pages belong to one query run whatever the sharing level. Each run creates
+    /// its hash table without reading it and drops it at its close without writing it, so with
+    /// memory for every table no page is ever read or written, and each run's first reference
+    /// to each page is not a hit (every later one is). Sharing the pages between runs (the slot's
+    /// previous query or, at full sharing, every query) would turn those first references into
+    /// hits; reading them at creation or writing them back at the end would show up as I/O.
+    #[test]
+    fn ds19_temporary_pages_are_created_and_dropped_without_io() {
+        let k = 3;
+        let tr: Vec<QueryTrace> =
+            QueryType::ALL.iter().enumerate().map(|(i, &q)| hash_trace(q, k, i as u32 + 1)).collect();
+        for a in Algorithm::ALL {
+            for sharing in Sharing::ALL {
+                let mut c = small(a, 4);
+                c.sharing = sharing;
+                c.buffers = 4 * k + 1;
+                let r = run(&c, &tr).unwrap();
+                let what = format!("{a} {sharing:?}");
+                assert_eq!((r.reads, r.sync_writes, r.async_writes), (0, 0, 0), "{what}");
+                let done: u64 = r.completions.iter().sum();
+                let per_run: Vec<u64> = (1..=6).map(|rounds| (rounds + 1) * k as u64).collect();
+                let refs: u64 = r.completions.iter().zip(&per_run).map(|(n, m)| n * m).sum();
+                // Queries running at the batch boundaries make the counts differ by at most
+                // NCQ queries' references.
+                let slack = 4 * 7 * k as u64;
+                assert!(r.requests.abs_diff(refs) <= slack, "{what}: {} requests vs {refs}", r.requests);
+                let misses = r.requests - r.hits;
+                assert!(misses.abs_diff(done * k as u64) <= 4 * k as u64, "{what}: {misses} creations");
+            }
+        }
+    }
+
     fn every_setup() -> Vec<Config> {
         let mut out = Vec::new();
         for a in Algorithm::ALL {
