@@ -381,6 +381,7 @@ pub fn chart(
             plan.base.repeat
         )),
         vline: None,
+        marks: None,
     }
 }
 

@@ -339,6 +339,9 @@ pub struct RunResult {
     pub ci_halfwidth: f64,
     /// Each batch's throughput.
     pub batch_throughputs: Vec<f64>,
+    /// Completions per batch: the configuration's `batch_queries`, doubled by each lengthening
+    /// of [`run_to_precision`] (DS15).
+    pub batch_queries: u64,
     /// Fraction of the measured time the disk was busy.
     pub disk_utilization: f64,
     /// Completions per query type I..VI.
@@ -463,6 +466,50 @@ pub fn run(config: &Config, traces: &[QueryTrace]) -> Result<RunResult, DbminErr
     Ok(sim.result())
 }
 
+/// When [`run_to_precision`] lengthens a run's batches (DS15).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Precision {
+    /// The largest acceptable half-width, relative to the throughput (0.05: within 5%).
+    pub relative_halfwidth: f64,
+    /// At most this many doublings of the batch length.
+    pub max_doublings: u32,
+}
+
+impl Precision {
+    /// The paper's 5% (Sec. 4.1), at most 2 doublings (4 times the batch length), which keeps
+    /// the full grid of `swizzledb sim dbmin` within about 4 minutes on 2 cores.
+    pub const PAPER: Precision = Precision { relative_halfwidth: 0.05, max_doublings: 2 };
+}
+
+/// Runs one simulation and, while the confidence half-width exceeds `precision` of the
+/// throughput, doubles the batch length and goes on (DS15; the paper's "batches were lengthened
+/// until all intervals were within 5%"), at most `precision.max_doublings` times. The result's
+/// `batch_queries` is the final batch length.
+pub fn run_to_precision(
+    config: &Config,
+    traces: &[QueryTrace],
+    precision: Precision,
+) -> Result<RunResult, DbminError> {
+    if !(precision.relative_halfwidth > 0.0) {
+        return Err(DbminError::BadParameter("the relative half-width must be above 0"));
+    }
+    let mut sim = Simulator::new(config, traces)?;
+    let mut doublings = 0;
+    loop {
+        while !sim.finished() {
+            sim.step()?;
+        }
+        let r = sim.result();
+        if r.ci_halfwidth <= precision.relative_halfwidth * r.throughput
+            || doublings >= precision.max_doublings
+        {
+            return Ok(r);
+        }
+        sim.lengthen_batches();
+        doublings += 1;
+    }
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     /// The running query reaches its CPU target.
@@ -552,7 +599,10 @@ pub struct Simulator<'t> {
     // Measurement.
     completed: u64,
     measure_start: Option<(u64, u64)>,
+    /// The end of each measured stretch of `config.batch_queries` completions; a batch is
+    /// `merge` consecutive stretches (DS15).
     batch_marks: Vec<u64>,
+    merge: u64,
     completions: [u64; 6],
     counters: [u64; 5],
     /// The manager's counters when measuring started, and ∫ resident dt, ∫ active dt (ns).
@@ -601,6 +651,7 @@ impl<'t> Simulator<'t> {
             completed: 0,
             measure_start: None,
             batch_marks: Vec::new(),
+            merge: 1,
             completions: [0; 6],
             counters: [0; 5],
             stats0: ManagerStats::default(),
@@ -652,7 +703,19 @@ impl<'t> Simulator<'t> {
 
     /// Whether every batch has been measured.
     pub fn finished(&self) -> bool {
-        self.batch_marks.len() >= self.config.batches as usize
+        self.batch_marks.len() as u64 >= self.config.batches as u64 * self.merge
+    }
+
+    /// Doubles the batch length (DS15): the run goes on until it has as many batches of twice
+    /// the completions, the batches measured so far merged in pairs. The warm-up is not
+    /// repeated.
+    pub fn lengthen_batches(&mut self) {
+        self.merge *= 2;
+    }
+
+    /// Completions per batch now: `batch_queries` times 2 per [`Simulator::lengthen_batches`].
+    pub fn batch_queries(&self) -> u64 {
+        self.config.batch_queries * self.merge
     }
 
     /// Simulated time, ns.
@@ -1005,7 +1068,8 @@ impl<'t> Simulator<'t> {
     /// discarded, never written.
     fn drop_hash_table(&mut self, q: QueryId) {
         let s = &self.slots[q];
-        let mut pages: Vec<PageRef> = s.created.iter().filter(|p| p.relation == HASH_TABLE).copied().collect();
+        let mut pages: Vec<PageRef> =
+            s.created.iter().filter(|p| p.relation == HASH_TABLE).copied().collect();
         pages.sort();
         let (copy, run) = (s.copy, s.run);
         for page in pages {
@@ -1085,14 +1149,17 @@ impl<'t> Simulator<'t> {
         let (t0, b0) = self.measure_start.unwrap_or((0, 0));
         let end = self.batch_marks.last().copied().unwrap_or(self.now);
         let mut prev = t0;
+        let batch_queries = self.batch_queries();
         let batch_throughputs: Vec<f64> = self
             .batch_marks
             .iter()
+            .skip(self.merge as usize - 1)
+            .step_by(self.merge as usize)
             .map(|&m| {
                 let dt = (m - prev) as f64 / 1e9;
                 prev = m;
                 if dt > 0.0 {
-                    self.config.batch_queries as f64 / dt
+                    batch_queries as f64 / dt
                 } else {
                     f64::INFINITY
                 }
@@ -1106,6 +1173,7 @@ impl<'t> Simulator<'t> {
             throughput: if measured_s > 0.0 { done as f64 / measured_s } else { 0.0 },
             ci_halfwidth: ci,
             batch_throughputs,
+            batch_queries,
             disk_utilization: if self.now > t0 { busy as f64 / (self.now - t0) as f64 } else { 0.0 },
             completions: self.completions,
             measured_s,
@@ -1282,11 +1350,44 @@ mod tests {
         for r in 0..=rounds {
             for p in 0..k {
                 t += 1_000;
-                events.push(Event::Ref { file: f, page: PageRef { relation, page: p }, write: r == 0, cpu_us: t });
+                events.push(Event::Ref {
+                    file: f,
+                    page: PageRef { relation, page: p },
+                    write: r == 0,
+                    cpu_us: t,
+                });
             }
         }
         events.push(Event::Close { file: f, cpu_us: t + 1_000 });
         QueryTrace { query, events, cpu_us: t + 2_000, hot_set: k }
+    }
+
+    /// DS15: an interval wider than asked doubles the batches, at most `max_doublings` times;
+    /// going on with merged pairs of batches gives exactly the run configured with the final
+    /// batch length from the start (same warm-up, same completions at every batch end). A run
+    /// within the precision is not lengthened.
+    #[test]
+    fn ds15_wide_intervals_lengthen_the_batches() {
+        let tr = traces();
+        for a in [Algorithm::Dbmin, Algorithm::Ws, Algorithm::Fifo] {
+            let c = small(a, 6);
+            let base = run(&c, &tr).unwrap();
+            assert!(base.ci_halfwidth > 0.0, "{a}: the batches differ");
+            let tight = Precision { relative_halfwidth: 1e-9, max_doublings: 2 };
+            let long = run_to_precision(&c, &tr, tight).unwrap();
+            assert_eq!(long.batch_queries, 4 * c.batch_queries, "{a}");
+            assert_eq!(long.batch_throughputs.len(), c.batches as usize, "{a}");
+            let mut c4 = c.clone();
+            c4.batch_queries *= 4;
+            assert_eq!(long, run(&c4, &tr).unwrap(), "{a}: lengthened = configured long");
+            let loose = Precision { relative_halfwidth: 10.0, max_doublings: 2 };
+            assert_eq!(run_to_precision(&c, &tr, loose).unwrap(), base, "{a}: within precision");
+        }
+        let none = Precision { relative_halfwidth: 0.0, max_doublings: 2 };
+        assert!(matches!(
+            run_to_precision(&small(Algorithm::Hot, 2), &tr, none),
+            Err(DbminError::BadParameter(_))
+        ));
     }
 
     /// DS19: temporary pages belong to one query run whatever the sharing level. Each run creates

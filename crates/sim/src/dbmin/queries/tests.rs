@@ -204,4 +204,3 @@ fn d12_plans_use_the_qlsm_rules() {
     assert_eq!(names(QueryType::V)[2], ("LS", 14, Mru));
     assert_eq!(names(QueryType::VI)[2], ("IR", 20, Any));
 }
-
