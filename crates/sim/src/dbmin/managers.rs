@@ -8,7 +8,9 @@
 //! or write, and it lists the pages it wants written asynchronously ([`BufferManager::drain_async_writes`]).
 //! The rules it follows are DS1–DS9 of the README section "DBMIN simulator".
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -199,7 +201,7 @@ struct Frames {
     dirty: Vec<bool>,
     reading: Vec<bool>,
     write_scheduled: Vec<bool>,
-    table: HashMap<GlobalPage, FrameId>,
+    table: FxHashMap<GlobalPage, FrameId>,
     async_out: Vec<GlobalPage>,
 }
 
@@ -211,7 +213,7 @@ impl Frames {
             dirty: vec![false; n],
             reading: vec![false; n],
             write_scheduled: vec![false; n],
-            table: HashMap::new(),
+            table: FxHashMap::default(),
             async_out: Vec::new(),
         }
     }
@@ -504,7 +506,7 @@ pub struct WsChoice {
 pub fn ws_choose_window(trace: &QueryTrace) -> WsChoice {
     let mut best: Option<(f64, WsChoice)> = None;
     for &window in &WS_WINDOWS_US {
-        let mut last: HashMap<PageRef, u64> = HashMap::new();
+        let mut last: FxHashMap<PageRef, u64> = FxHashMap::default();
         let mut faults = 0u64;
         let mut page_time = 0u64;
         for e in &trace.events {
@@ -539,16 +541,21 @@ pub struct LocalManager {
     kind: LocalKind,
     frames: Frames,
     n: u32,
-    sets: HashMap<SetKey, LocalSet>,
+    sets: FxHashMap<SetKey, LocalSet>,
     owner: Vec<Option<SetKey>>,
     free: VecDeque<FrameId>,
-    queries: HashMap<QueryId, QueryState>,
+    queries: FxHashMap<QueryId, QueryState>,
     wait: VecDeque<QueryId>,
-    ws_cache: HashMap<QueryType, WsChoice>,
+    ws_cache: FxHashMap<QueryType, WsChoice>,
     stamp: u64,
     stats: ManagerStats,
     /// Pages each query lost at its suspensions and has not referenced since (DS18).
-    lost: HashMap<QueryId, HashSet<GlobalPage>>,
+    lost: FxHashMap<QueryId, FxHashSet<GlobalPage>>,
+    /// Frames with an owner (`owner[f].is_some()`), kept up to date for [`BufferManager::stats`],
+    /// which the simulator calls at every event.
+    owned: u64,
+    /// Queries with `active` set, kept up to date for the same reason.
+    active: u64,
 }
 
 impl LocalManager {
@@ -557,15 +564,17 @@ impl LocalManager {
             kind,
             frames: Frames::new(buffers),
             n: buffers,
-            sets: HashMap::new(),
+            sets: FxHashMap::default(),
             owner: vec![None; buffers as usize],
             free: (0..buffers).map(FrameId).collect(),
-            queries: HashMap::new(),
+            queries: FxHashMap::default(),
             wait: VecDeque::new(),
-            ws_cache: HashMap::new(),
+            ws_cache: FxHashMap::default(),
             stamp: 0,
             stats: ManagerStats::default(),
-            lost: HashMap::new(),
+            lost: FxHashMap::default(),
+            owned: 0,
+            active: 0,
         }
     }
 
@@ -612,6 +621,9 @@ impl LocalManager {
             }
             self.wait.pop_front();
             if let Some(s) = self.queries.get_mut(&q) {
+                if !s.active {
+                    self.active += 1;
+                }
                 s.active = true;
                 s.reserved = true;
             }
@@ -624,6 +636,7 @@ impl LocalManager {
     /// Moves a member frame to the back of the free list, scheduling a write if it is dirty.
     fn release(&mut self, f: FrameId) {
         if let Some(key) = self.owner[f.ix()].take() {
+            self.owned -= 1;
             if let Some(set) = self.sets.get_mut(&key) {
                 set.members.retain(|m| m.frame != f);
             }
@@ -658,6 +671,9 @@ impl LocalManager {
         self.lost.entry(q).or_default().extend(pages);
         self.release_all(q);
         if let Some(s) = self.queries.get_mut(&q) {
+            if s.active {
+                self.active -= 1;
+            }
             s.active = false;
             s.demand = demand;
         }
@@ -681,7 +697,9 @@ impl LocalManager {
     fn add_member(&mut self, key: SetKey, f: FrameId, cpu: u64) {
         self.stamp += 1;
         let stamp = self.stamp;
-        self.owner[f.ix()] = Some(key);
+        if self.owner[f.ix()].replace(key).is_none() {
+            self.owned += 1;
+        }
         let Some(set) = self.sets.get_mut(&key) else { return };
         set.members.push(Member { frame: f, loaded: stamp, used: stamp, used_cpu: cpu });
         while self.sets.get(&key).is_some_and(|s| s.members.len() > s.l as usize) {
@@ -750,7 +768,11 @@ impl BufferManager for LocalManager {
                 self.wait.is_empty() && self.fits(self.active_demand() + demand as u64)
             }
         };
-        self.queries.insert(q, QueryState { active: admit, demand, window_us, reserved: admit });
+        let state = QueryState { active: admit, demand, window_us, reserved: admit };
+        if let Some(old) = self.queries.insert(q, state) {
+            self.active -= u64::from(old.active);
+        }
+        self.active += u64::from(admit);
         if admit {
             self.stats.admitted += 1;
         } else {
@@ -763,7 +785,9 @@ impl BufferManager for LocalManager {
     fn query_end(&mut self, q: QueryId) -> Vec<QueryId> {
         self.release_all(q);
         self.sets.retain(|k, _| k.0 != q);
-        self.queries.remove(&q);
+        if let Some(old) = self.queries.remove(&q) {
+            self.active -= u64::from(old.active);
+        }
         self.lost.remove(&q);
         self.wait.retain(|&w| w != q);
         self.activate_waiting()
@@ -904,6 +928,7 @@ impl BufferManager for LocalManager {
         // Out of its set (HOT and WS keep a query's pages until its end) or off the free list;
         // the empty frame goes to the front of the free list, so it is reused first.
         if let Some(key) = self.owner[f.ix()].take() {
+            self.owned -= 1;
             if let Some(set) = self.sets.get_mut(&key) {
                 set.members.retain(|m| m.frame != f);
             }
@@ -913,11 +938,7 @@ impl BufferManager for LocalManager {
     }
 
     fn stats(&self) -> ManagerStats {
-        ManagerStats {
-            resident: self.owner.iter().filter(|o| o.is_some()).count() as u64,
-            active: self.queries.values().filter(|s| s.active).count() as u64,
-            ..self.stats
-        }
+        ManagerStats { resident: self.owned, active: self.active, ..self.stats }
     }
 }
 
@@ -1374,6 +1395,9 @@ mod tests {
             }
             let owned: usize = m.sets.values().map(|s| s.members.len()).sum();
             assert_eq!(owned + m.free.len(), 6);
+            assert_eq!(m.stats().resident as usize, owned, "the owned-frame count is kept up to date");
+            let active = m.queries.values().filter(|s| s.active).count() as u64;
+            assert_eq!(m.stats().active, active, "the active count is kept up to date");
             for (k, s) in &m.sets {
                 assert!(s.members.len() <= s.l as usize);
                 for mb in &s.members {

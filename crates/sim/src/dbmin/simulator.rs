@@ -15,7 +15,9 @@
 //! ```
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use rustc_hash::FxHashSet;
 use std::str::FromStr;
 
 use rand::rngs::SmallRng;
@@ -547,7 +549,7 @@ struct Slot {
     /// The serial number of the query run in the slot (from 1): its temporary files' identity.
     run: u32,
     /// Pages of temporary files this run has created (DS19).
-    created: HashSet<PageRef>,
+    created: FxHashSet<PageRef>,
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -672,7 +674,7 @@ impl<'t> Simulator<'t> {
                 activated: 0,
                 hold: false,
                 run: 0,
-                created: HashSet::new(),
+                created: FxHashSet::default(),
             });
             sim.start_query(q);
         }
