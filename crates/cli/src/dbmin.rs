@@ -482,9 +482,12 @@ fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
             let Some((min, max)) = range(&gains) else { continue };
             checked += 1;
             let ok = min >= lo && max <= hi;
+            // A miss points at the measured explanation (query VI's hash table under WS's
+            // window and in HOT's LRU pool).
+            let why = if ok { "" } else { "; why: sim README DS18" };
             let text = format!(
                 "{}, no sharing: DBMIN above {} by {min:.1}%..{max:.1}% at NCQ >= 8 (paper: {lo:.0}-{hi:.0}%, \
-                 relative to the better algorithm)",
+                 relative to the better algorithm{why})",
                 mix.name(),
                 other.algorithm.name().to_ascii_uppercase()
             );
