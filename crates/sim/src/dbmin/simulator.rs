@@ -492,7 +492,7 @@ pub fn run_to_precision(
     traces: &[QueryTrace],
     precision: Precision,
 ) -> Result<RunResult, DbminError> {
-    if !(precision.relative_halfwidth > 0.0) {
+    if precision.relative_halfwidth.is_nan() || precision.relative_halfwidth <= 0.0 {
         return Err(DbminError::BadParameter("the relative half-width must be above 0"));
     }
     let mut sim = Simulator::new(config, traces)?;
