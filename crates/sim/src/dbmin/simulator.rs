@@ -1385,11 +1385,11 @@ mod tests {
             let loose = Precision { relative_halfwidth: 10.0, max_doublings: 2 };
             assert_eq!(run_to_precision(&c, &tr, loose).unwrap(), base, "{a}: within precision");
         }
-        let none = Precision { relative_halfwidth: 0.0, max_doublings: 2 };
-        assert!(matches!(
-            run_to_precision(&small(Algorithm::Hot, 2), &tr, none),
-            Err(DbminError::BadParameter(_))
-        ));
+        for bad in [0.0, -0.05, f64::NAN] {
+            let p = Precision { relative_halfwidth: bad, max_doublings: 2 };
+            let r = run_to_precision(&small(Algorithm::Hot, 2), &tr, p);
+            assert!(matches!(r, Err(DbminError::BadParameter(_))), "{bad}");
+        }
     }
 
     /// DS19: temporary pages belong to one query run whatever the sharing level. Each run creates
