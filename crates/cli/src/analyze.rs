@@ -468,6 +468,7 @@ fn curve_chart(
             report::thousands(u64::from(trace.distinct_pages()))
         )),
         vline: None,
+        marks: None,
     }
 }
 

@@ -402,6 +402,7 @@ pub fn chart(
             plan.base.repeat
         )),
         vline: None,
+        marks: None,
     }
 }
 

@@ -533,6 +533,7 @@ fn write_charts(dir: &Path, plan: &Plan, rows: &[Row]) -> Result<(), Box<dyn Err
                 series: series(plan, rows, &xs, f),
                 note: Some(note.clone()),
                 vline: None,
+                marks: None,
             };
             crate::write_plot(Some(dir), &format!("emulator-fig11-t{t}"), &chart)?;
         }
@@ -548,6 +549,7 @@ fn write_charts(dir: &Path, plan: &Plan, rows: &[Row]) -> Result<(), Box<dyn Err
                 series: series(plan, rows, &xs, &|r| Some(r.result.accesses_per_sec())),
                 note: Some(note.clone()),
                 vline: None,
+                marks: None,
             };
             crate::write_plot(Some(dir), &format!("emulator-fig13-c{m}"), &chart)?;
         }

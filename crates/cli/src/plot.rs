@@ -61,6 +61,25 @@ pub struct Chart {
     /// A vertical dashed marker at this x (e.g. the pool size), with its label at the top. The x
     /// range is widened to include it; a non-finite x (or `x <= 0` on Log2) is not drawn.
     pub vline: Option<(f64, String)>,
+    /// What the line and the error bars show, for the legend; `None` keeps the default,
+    /// [`Marks::median_min_max`].
+    pub marks: Option<Marks>,
+}
+
+/// The legend's explanation of the marks: what the line connects and what the bars span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marks {
+    /// The line's text, e.g. "line: median".
+    pub line: String,
+    /// The bars' text, e.g. "bars: min–max".
+    pub bars: String,
+}
+
+impl Marks {
+    /// The default: the line joins medians and the bars span minimum to maximum.
+    pub fn median_min_max() -> Marks {
+        Marks { line: "line: median".into(), bars: "bars: min\u{2013}max".into() }
+    }
 }
 
 /// A chart that could not be written; every variant names the file.
@@ -549,8 +568,9 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
     if !names.is_empty() {
         let style =
             TextStyle::from((FONT, 12).into_font()).color(&GREY).pos(Pos::new(HPos::Left, VPos::Center));
-        legend_area.draw(&Text::new("line: median", (4, y + 4), style.clone())).map_err(e)?;
-        legend_area.draw(&Text::new("bars: min\u{2013}max", (4, y + 20), style)).map_err(e)?;
+        let marks = chart.marks.clone().unwrap_or_else(Marks::median_min_max);
+        legend_area.draw(&Text::new(marks.line, (4, y + 4), style.clone())).map_err(e)?;
+        legend_area.draw(&Text::new(marks.bars, (4, y + 20), style)).map_err(e)?;
     }
     Ok(())
 }
@@ -612,6 +632,7 @@ mod tests {
             ],
             note: Some("pool = 64 MiB, 4 threads, 5 runs".into()),
             vline: Some((67_108_864.0, "pool = 64Mi".into())),
+            marks: None,
         }
     }
 
@@ -703,6 +724,20 @@ mod tests {
         }
     }
 
+    /// The legend explains the marks: min–max bars by default, the chart's own text otherwise
+    /// (the DBMIN plots' 95% confidence intervals).
+    #[test]
+    fn legend_names_what_the_marks_show() {
+        let dir = tempfile::tempdir().unwrap();
+        let svg = svg_text(&write_chart(&dir.path().join("default"), &sample()).unwrap()[0]);
+        assert!(svg.contains("line: median") && svg.contains("bars: min\u{2013}max"), "default marks");
+        let mut chart = sample();
+        chart.marks = Some(Marks { line: "line: throughput".into(), bars: "bars: 95% CI".into() });
+        let svg = svg_text(&write_chart(&dir.path().join("ci"), &chart).unwrap()[0]);
+        assert!(svg.contains("line: throughput") && svg.contains("bars: 95% CI"), "own marks");
+        assert!(!svg.contains("min\u{2013}max") && !svg.contains("line: median"), "no default marks");
+    }
+
     #[test]
     fn linear_scale_and_odd_values_do_not_panic() {
         let dir = tempfile::tempdir().unwrap();
@@ -738,6 +773,7 @@ mod tests {
                 series,
                 note: None,
                 vline: None,
+                marks: None,
             };
             let paths = write_chart(&dir.path().join(format!("empty{i}")), &chart).unwrap();
             assert_eq!(png_size(&paths[1]), (800, 500));

@@ -448,6 +448,7 @@ pub fn chart(
             plan.base.repeat
         )),
         vline: None,
+        marks: None,
     }
 }
 

@@ -592,6 +592,7 @@ pub fn sweep_chart(
             )
         }),
         vline: (pool > 0).then(|| (pool as f64, format!("pool = {}", bytes(pool)))),
+        marks: None,
     }
 }
 
@@ -627,6 +628,7 @@ pub fn repetition_chart(title: &str, cfg: &Config, results: &[ModeResult]) -> cr
             bytes(cfg.pool_bytes as u64)
         )),
         vline: None,
+        marks: None,
     }
 }
 
@@ -668,6 +670,7 @@ pub fn drift_chart(
             bytes(cfg.pool_bytes as u64)
         )),
         vline: Some((interval, "first shift".to_string())),
+        marks: None,
     }
 }
 
@@ -766,6 +769,7 @@ pub fn fix_chart(cfg: &Config, samples: &[crate::fixcost::FixSample]) -> crate::
         series,
         note: Some(format!("children of the root of a {}-record tree, all resident", thousands(cfg.records))),
         vline: None,
+        marks: None,
     }
 }
 

@@ -1191,6 +1191,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                         plan.repeat
                     )),
                     vline: None,
+                    marks: None,
                 },
             ));
         }
@@ -1223,6 +1224,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                 }],
                 note: note.clone(),
                 vline: None,
+                marks: None,
             },
         ));
         charts.push((
@@ -1238,6 +1240,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                 }],
                 note,
                 vline: None,
+                marks: None,
             },
         ));
     }
@@ -1265,6 +1268,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                     plan.repeat
                 )),
                 vline: None,
+                marks: None,
             },
         ));
     }

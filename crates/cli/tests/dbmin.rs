@@ -51,6 +51,7 @@ fn quick_run_of_one_mix_writes_rows_plots_and_checks() {
         };
         assert_eq!(figures, expected, "{r:?}");
         assert!(seen.insert((r[col("algorithm")], lc, r[col("ncq")])), "duplicate {r:?}");
+        assert_eq!(r[col("final_batch_queries")], r[col("batch_queries")], "--quick never lengthens");
     }
     // With one query at a time, sharing and load control change nothing for a query alone, so
     // every algorithm runs the same queries in the same order: DBMIN (the QLSM's minimum
@@ -73,6 +74,8 @@ fn quick_run_of_one_mix_writes_rows_plots_and_checks() {
         }
     }
     assert!(!scratch.0.join("chou-dbmin-fig3-m3.svg").exists(), "figure 3 was not asked for");
+    let svg = std::fs::read_to_string(scratch.0.join("chou-dbmin-fig2-m3.svg")).unwrap();
+    assert!(svg.contains("bars: 95% CI") && !svg.contains("min\u{2013}max"), "the legend names the CIs");
 
     for needle in [
         "Fig. 2 (no sharing), M3, 60 buffers",
@@ -89,6 +92,35 @@ fn quick_run_of_one_mix_writes_rows_plots_and_checks() {
     }
     let verdicts = stdout.lines().filter(|l| l.starts_with("  ok ") || l.starts_with("  MISSED ")).count();
     assert_eq!(verdicts, 2 + 3 + 1 + 3, "one verdict per claim and algorithm:\n{stdout}");
+}
+
+/// DS15: with --max-doublings 1 a run whose half-width exceeds 5% of its throughput measures
+/// batches of twice the configured size; a run left at the configured size is within 5%.
+#[test]
+fn wide_intervals_lengthen_the_batches() {
+    let scratch = Scratch::new("dbmin-lengthen");
+    let out_dir = scratch.0.to_str().unwrap();
+    let args =
+        ["--quick", "--max-doublings", "1", "--mixes", "m3", "--figures", "2", "--algorithms", "ws,fifo"];
+    let out = dbmin(&[&args[..], &["--ncq", "4,8", "--jobs", "2", "--out", out_dir]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(scratch.0.join("chou-dbmin.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name}"));
+    let mut lengthened = 0;
+    for line in lines {
+        let r: Vec<&str> = line.split(',').collect();
+        let (configured, measured) = (r[col("batch_queries")], r[col("final_batch_queries")]);
+        assert_eq!(configured, "10", "{r:?}");
+        match measured {
+            "20" => lengthened += 1,
+            "10" => assert!(r[col("ci_percent")].parse::<f64>().unwrap() <= 5.0, "{r:?}"),
+            other => panic!("batch length {other} after at most one doubling: {r:?}"),
+        }
+    }
+    // Five batches of ten queries are far from 5% for these thrashing runs.
+    assert!(lengthened > 0, "{text}");
 }
 
 #[test]

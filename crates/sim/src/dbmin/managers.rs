@@ -8,7 +8,9 @@
 //! or write, and it lists the pages it wants written asynchronously ([`BufferManager::drain_async_writes`]).
 //! The rules it follows are DS1–DS9 of the README section "DBMIN simulator".
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -19,11 +21,16 @@ use super::{Event, FileInstance, LocalPolicy, PageRef, QueryTrace, QueryType};
 /// the one that completed.
 pub type QueryId = usize;
 
-/// A page of one database copy: what the global buffer table maps to a frame.
+/// A page of one database copy, or of one query run's temporary file: what the global buffer
+/// table maps to a frame.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GlobalPage {
     /// The database copy (`0..32`), chosen by the simulator from the sharing level.
     pub copy: u16,
+    /// For a page of a temporary file (result, hash table), the serial number of the query run
+    /// that created it, from 1: temporary files belong to one run whatever the sharing level
+    /// (D8, DS19). 0 for the pages of permanent files.
+    pub run: u32,
     /// The page within the copy.
     pub page: PageRef,
 }
@@ -141,6 +148,10 @@ pub trait BufferManager {
     fn drain_async_writes(&mut self) -> Vec<GlobalPage>;
     /// The frame holding `page`, if any.
     fn frame_of(&self, page: GlobalPage) -> Option<FrameId>;
+    /// The file holding `page` was dropped (query VI's hash table at its close, DS19): if the
+    /// page is resident it leaves the buffer table without being written, and its frame, now
+    /// empty, is the next one taken. The caller never drops a page that is being read.
+    fn discard(&mut self, page: GlobalPage);
     /// The manager's counters since it was built (DS18); the global algorithms count nothing.
     fn stats(&self) -> ManagerStats {
         ManagerStats::default()
@@ -190,7 +201,7 @@ struct Frames {
     dirty: Vec<bool>,
     reading: Vec<bool>,
     write_scheduled: Vec<bool>,
-    table: HashMap<GlobalPage, FrameId>,
+    table: FxHashMap<GlobalPage, FrameId>,
     async_out: Vec<GlobalPage>,
 }
 
@@ -202,7 +213,7 @@ impl Frames {
             dirty: vec![false; n],
             reading: vec![false; n],
             write_scheduled: vec![false; n],
-            table: HashMap::new(),
+            table: FxHashMap::default(),
             async_out: Vec::new(),
         }
     }
@@ -261,6 +272,15 @@ impl Frames {
 
     fn needs_write(&self, page: GlobalPage) -> bool {
         self.table.get(&page).is_some_and(|f| self.dirty[f.ix()])
+    }
+
+    /// Forgets a dropped page without writing it (DS19); returns the frame it held, now empty.
+    fn discard(&mut self, page: GlobalPage) -> Option<FrameId> {
+        let f = self.table.remove(&page)?;
+        self.page[f.ix()] = None;
+        self.dirty[f.ix()] = false;
+        self.write_scheduled[f.ix()] = false;
+        Some(f)
     }
 }
 
@@ -409,6 +429,15 @@ impl BufferManager for GlobalManager {
     fn frame_of(&self, page: GlobalPage) -> Option<FrameId> {
         self.frames.table.get(&page).copied()
     }
+
+    fn discard(&mut self, page: GlobalPage) {
+        if let Some(f) = self.frames.discard(page) {
+            // The frame holds no page now: like a frame that never held one, it is used first.
+            self.fifo.retain(|&x| x != f);
+            self.referenced[f.ix()] = false;
+            self.empty.push(f);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -477,7 +506,7 @@ pub struct WsChoice {
 pub fn ws_choose_window(trace: &QueryTrace) -> WsChoice {
     let mut best: Option<(f64, WsChoice)> = None;
     for &window in &WS_WINDOWS_US {
-        let mut last: HashMap<PageRef, u64> = HashMap::new();
+        let mut last: FxHashMap<PageRef, u64> = FxHashMap::default();
         let mut faults = 0u64;
         let mut page_time = 0u64;
         for e in &trace.events {
@@ -512,16 +541,21 @@ pub struct LocalManager {
     kind: LocalKind,
     frames: Frames,
     n: u32,
-    sets: HashMap<SetKey, LocalSet>,
+    sets: FxHashMap<SetKey, LocalSet>,
     owner: Vec<Option<SetKey>>,
     free: VecDeque<FrameId>,
-    queries: HashMap<QueryId, QueryState>,
+    queries: FxHashMap<QueryId, QueryState>,
     wait: VecDeque<QueryId>,
-    ws_cache: HashMap<QueryType, WsChoice>,
+    ws_cache: FxHashMap<QueryType, WsChoice>,
     stamp: u64,
     stats: ManagerStats,
     /// Pages each query lost at its suspensions and has not referenced since (DS18).
-    lost: HashMap<QueryId, HashSet<GlobalPage>>,
+    lost: FxHashMap<QueryId, FxHashSet<GlobalPage>>,
+    /// Frames with an owner (`owner[f].is_some()`), kept up to date for [`BufferManager::stats`],
+    /// which the simulator calls at every event.
+    owned: u64,
+    /// Queries with `active` set, kept up to date for the same reason.
+    active: u64,
 }
 
 impl LocalManager {
@@ -530,15 +564,17 @@ impl LocalManager {
             kind,
             frames: Frames::new(buffers),
             n: buffers,
-            sets: HashMap::new(),
+            sets: FxHashMap::default(),
             owner: vec![None; buffers as usize],
             free: (0..buffers).map(FrameId).collect(),
-            queries: HashMap::new(),
+            queries: FxHashMap::default(),
             wait: VecDeque::new(),
-            ws_cache: HashMap::new(),
+            ws_cache: FxHashMap::default(),
             stamp: 0,
             stats: ManagerStats::default(),
-            lost: HashMap::new(),
+            lost: FxHashMap::default(),
+            owned: 0,
+            active: 0,
         }
     }
 
@@ -585,6 +621,9 @@ impl LocalManager {
             }
             self.wait.pop_front();
             if let Some(s) = self.queries.get_mut(&q) {
+                if !s.active {
+                    self.active += 1;
+                }
                 s.active = true;
                 s.reserved = true;
             }
@@ -597,6 +636,7 @@ impl LocalManager {
     /// Moves a member frame to the back of the free list, scheduling a write if it is dirty.
     fn release(&mut self, f: FrameId) {
         if let Some(key) = self.owner[f.ix()].take() {
+            self.owned -= 1;
             if let Some(set) = self.sets.get_mut(&key) {
                 set.members.retain(|m| m.frame != f);
             }
@@ -631,6 +671,9 @@ impl LocalManager {
         self.lost.entry(q).or_default().extend(pages);
         self.release_all(q);
         if let Some(s) = self.queries.get_mut(&q) {
+            if s.active {
+                self.active -= 1;
+            }
             s.active = false;
             s.demand = demand;
         }
@@ -654,7 +697,9 @@ impl LocalManager {
     fn add_member(&mut self, key: SetKey, f: FrameId, cpu: u64) {
         self.stamp += 1;
         let stamp = self.stamp;
-        self.owner[f.ix()] = Some(key);
+        if self.owner[f.ix()].replace(key).is_none() {
+            self.owned += 1;
+        }
         let Some(set) = self.sets.get_mut(&key) else { return };
         set.members.push(Member { frame: f, loaded: stamp, used: stamp, used_cpu: cpu });
         while self.sets.get(&key).is_some_and(|s| s.members.len() > s.l as usize) {
@@ -723,7 +768,11 @@ impl BufferManager for LocalManager {
                 self.wait.is_empty() && self.fits(self.active_demand() + demand as u64)
             }
         };
-        self.queries.insert(q, QueryState { active: admit, demand, window_us, reserved: admit });
+        let state = QueryState { active: admit, demand, window_us, reserved: admit };
+        if let Some(old) = self.queries.insert(q, state) {
+            self.active -= u64::from(old.active);
+        }
+        self.active += u64::from(admit);
         if admit {
             self.stats.admitted += 1;
         } else {
@@ -736,7 +785,9 @@ impl BufferManager for LocalManager {
     fn query_end(&mut self, q: QueryId) -> Vec<QueryId> {
         self.release_all(q);
         self.sets.retain(|k, _| k.0 != q);
-        self.queries.remove(&q);
+        if let Some(old) = self.queries.remove(&q) {
+            self.active -= u64::from(old.active);
+        }
         self.lost.remove(&q);
         self.wait.retain(|&w| w != q);
         self.activate_waiting()
@@ -872,12 +923,22 @@ impl BufferManager for LocalManager {
         self.frames.table.get(&page).copied()
     }
 
-    fn stats(&self) -> ManagerStats {
-        ManagerStats {
-            resident: self.owner.iter().filter(|o| o.is_some()).count() as u64,
-            active: self.queries.values().filter(|s| s.active).count() as u64,
-            ..self.stats
+    fn discard(&mut self, page: GlobalPage) {
+        let Some(f) = self.frames.discard(page) else { return };
+        // Out of its set (HOT and WS keep a query's pages until its end) or off the free list;
+        // the empty frame goes to the front of the free list, so it is reused first.
+        if let Some(key) = self.owner[f.ix()].take() {
+            self.owned -= 1;
+            if let Some(set) = self.sets.get_mut(&key) {
+                set.members.retain(|m| m.frame != f);
+            }
         }
+        self.free.retain(|&x| x != f);
+        self.free.push_front(f);
+    }
+
+    fn stats(&self) -> ManagerStats {
+        ManagerStats { resident: self.owned, active: self.active, ..self.stats }
     }
 }
 
@@ -960,7 +1021,7 @@ mod tests {
     use crate::dbmin::RelationId;
 
     fn gp(page: u32) -> GlobalPage {
-        GlobalPage { copy: 0, page: PageRef { relation: RelationId(0), page } }
+        GlobalPage { copy: 0, run: 0, page: PageRef { relation: RelationId(0), page } }
     }
 
     fn trace(query: QueryType, hot_set: u32) -> QueryTrace {
@@ -1334,6 +1395,9 @@ mod tests {
             }
             let owned: usize = m.sets.values().map(|s| s.members.len()).sum();
             assert_eq!(owned + m.free.len(), 6);
+            assert_eq!(m.stats().resident as usize, owned, "the owned-frame count is kept up to date");
+            let active = m.queries.values().filter(|s| s.active).count() as u64;
+            assert_eq!(m.stats().active, active, "the active count is kept up to date");
             for (k, s) in &m.sets {
                 assert!(s.members.len() <= s.l as usize);
                 for mb in &s.members {

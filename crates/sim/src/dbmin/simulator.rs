@@ -16,6 +16,8 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use rustc_hash::FxHashSet;
 use std::str::FromStr;
 
 use rand::rngs::SmallRng;
@@ -25,7 +27,8 @@ use super::managers::{
     self, Access, Adjust, Algorithm, BufferManager, FeedbackController, FrameId, GlobalPage, ManagerStats,
     QueryId,
 };
-use super::{Event, QueryTrace, QueryType};
+use super::queries::{is_temporary, HASH_TABLE};
+use super::{Event, PageRef, QueryTrace, QueryType};
 
 /// Errors of a simulation run: all are bad input, reported before anything runs (except
 /// `Stalled`, which would be a bug).
@@ -338,6 +341,9 @@ pub struct RunResult {
     pub ci_halfwidth: f64,
     /// Each batch's throughput.
     pub batch_throughputs: Vec<f64>,
+    /// Completions per batch: the configuration's `batch_queries`, doubled by each lengthening
+    /// of [`run_to_precision`] (DS15).
+    pub batch_queries: u64,
     /// Fraction of the measured time the disk was busy.
     pub disk_utilization: f64,
     /// Completions per query type I..VI.
@@ -462,6 +468,50 @@ pub fn run(config: &Config, traces: &[QueryTrace]) -> Result<RunResult, DbminErr
     Ok(sim.result())
 }
 
+/// When [`run_to_precision`] lengthens a run's batches (DS15).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Precision {
+    /// The largest acceptable half-width, relative to the throughput (0.05: within 5%).
+    pub relative_halfwidth: f64,
+    /// At most this many doublings of the batch length.
+    pub max_doublings: u32,
+}
+
+impl Precision {
+    /// The paper's 5% (Sec. 4.1), at most 2 doublings (4 times the batch length), which keeps
+    /// the full grid of `swizzledb sim dbmin` within about 4 minutes on 2 cores.
+    pub const PAPER: Precision = Precision { relative_halfwidth: 0.05, max_doublings: 2 };
+}
+
+/// Runs one simulation and, while the confidence half-width exceeds `precision` of the
+/// throughput, doubles the batch length and goes on (DS15; the paper's "batches were lengthened
+/// until all intervals were within 5%"), at most `precision.max_doublings` times. The result's
+/// `batch_queries` is the final batch length.
+pub fn run_to_precision(
+    config: &Config,
+    traces: &[QueryTrace],
+    precision: Precision,
+) -> Result<RunResult, DbminError> {
+    if precision.relative_halfwidth.is_nan() || precision.relative_halfwidth <= 0.0 {
+        return Err(DbminError::BadParameter("the relative half-width must be above 0"));
+    }
+    let mut sim = Simulator::new(config, traces)?;
+    let mut doublings = 0;
+    loop {
+        while !sim.finished() {
+            sim.step()?;
+        }
+        let r = sim.result();
+        if r.ci_halfwidth <= precision.relative_halfwidth * r.throughput
+            || doublings >= precision.max_doublings
+        {
+            return Ok(r);
+        }
+        sim.lengthen_batches();
+        doublings += 1;
+    }
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     /// The running query reaches its CPU target.
@@ -496,12 +546,22 @@ struct Slot {
     status: Status,
     activated: u64,
     hold: bool,
+    /// The serial number of the query run in the slot (from 1): its temporary files' identity.
+    run: u32,
+    /// Pages of temporary files this run has created (DS19).
+    created: FxHashSet<PageRef>,
 }
 
 #[derive(Copy, Clone, Debug)]
 enum DiskReq {
     Read(FrameId),
-    Write(GlobalPage, bool),
+    /// A write of a page: synchronous (a dirty victim) or not; a synchronous write-back for a
+    /// page being created (DS19) unpins the new page's frame when it completes.
+    Write {
+        page: GlobalPage,
+        sync: bool,
+        unpin: Option<FrameId>,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -536,11 +596,15 @@ pub struct Simulator<'t> {
     fb_wait: VecDeque<QueryId>,
     fb_last: (u64, u64),
     activations: u64,
+    runs: u32,
     mix_rng: SmallRng,
     // Measurement.
     completed: u64,
     measure_start: Option<(u64, u64)>,
+    /// The end of each measured stretch of `config.batch_queries` completions; a batch is
+    /// `merge` consecutive stretches (DS15).
     batch_marks: Vec<u64>,
+    merge: u64,
     completions: [u64; 6],
     counters: [u64; 5],
     /// The manager's counters when measuring started, and ∫ resident dt, ∫ active dt (ns).
@@ -584,10 +648,12 @@ impl<'t> Simulator<'t> {
             fb_wait: VecDeque::new(),
             fb_last: (0, 0),
             activations: 0,
+            runs: 0,
             mix_rng: SmallRng::seed_from_u64(config.seed),
             completed: 0,
             measure_start: None,
             batch_marks: Vec::new(),
+            merge: 1,
             completions: [0; 6],
             counters: [0; 5],
             stats0: ManagerStats::default(),
@@ -607,6 +673,8 @@ impl<'t> Simulator<'t> {
                 status: Status::Waiting,
                 activated: 0,
                 hold: false,
+                run: 0,
+                created: FxHashSet::default(),
             });
             sim.start_query(q);
         }
@@ -637,7 +705,19 @@ impl<'t> Simulator<'t> {
 
     /// Whether every batch has been measured.
     pub fn finished(&self) -> bool {
-        self.batch_marks.len() >= self.config.batches as usize
+        self.batch_marks.len() as u64 >= self.config.batches as u64 * self.merge
+    }
+
+    /// Doubles the batch length (DS15): the run goes on until it has as many batches of twice
+    /// the completions, the batches measured so far merged in pairs. The warm-up is not
+    /// repeated.
+    pub fn lengthen_batches(&mut self) {
+        self.merge *= 2;
+    }
+
+    /// Completions per batch now: `batch_queries` times 2 per [`Simulator::lengthen_batches`].
+    pub fn batch_queries(&self) -> u64 {
+        self.config.batch_queries * self.merge
     }
 
     /// Simulated time, ns.
@@ -676,7 +756,10 @@ impl<'t> Simulator<'t> {
     fn start_query(&mut self, q: QueryId) {
         let trace = &self.traces[self.slots[q].trace];
         let admitted = self.mgr.query_start(q, trace);
+        self.runs += 1;
         let s = &mut self.slots[q];
+        s.run = self.runs;
+        s.created.clear();
         s.pos = 0;
         s.cpu_us = 0;
         s.hold = false;
@@ -787,10 +870,16 @@ impl<'t> Simulator<'t> {
                 self.slots[q].pos += 1;
                 let acts = self.mgr.close(q, file);
                 self.activate_all(acts);
+                if self.closes_hash_table(q, file) {
+                    self.drop_hash_table(q);
+                }
                 true
             }
             Event::Ref { file, page, write, cpu_us } => {
-                let gp = GlobalPage { copy: s.copy, page };
+                let temporary = is_temporary(page.relation);
+                let gp = GlobalPage { copy: s.copy, run: if temporary { s.run } else { 0 }, page };
+                // DS19: the first reference to a page of a temporary file creates it: no read.
+                let creates = temporary && !s.created.contains(&page);
                 let access = self.mgr.request(q, file, gp, write, cpu_us);
                 let count = |c: &mut [u64; 5], i: usize| {
                     if measuring {
@@ -799,6 +888,9 @@ impl<'t> Simulator<'t> {
                 };
                 match access {
                     Access::Hit => {
+                        if temporary {
+                            self.slots[q].created.insert(page);
+                        }
                         count(&mut self.counters, 0);
                         count(&mut self.counters, 1);
                         self.slots[q].pos += 1;
@@ -811,11 +903,31 @@ impl<'t> Simulator<'t> {
                         self.slots[q].status = Status::Io(f);
                         false
                     }
+                    Access::Miss { frame, write_back } if creates => {
+                        count(&mut self.counters, 0);
+                        let s = &mut self.slots[q];
+                        s.pos += 1;
+                        s.created.insert(page);
+                        match write_back {
+                            // The frame's dirty page must reach the disk before the frame is
+                            // overwritten: the query waits for that write, not for a read.
+                            Some(old) => {
+                                let w = DiskReq::Write { page: old, sync: true, unpin: Some(frame) };
+                                self.fcfs.push_back(w);
+                                s.status = Status::Io(frame);
+                                false
+                            }
+                            None => {
+                                self.mgr.read_done(frame);
+                                true
+                            }
+                        }
+                    }
                     Access::Miss { frame, write_back } => {
                         count(&mut self.counters, 0);
                         self.slots[q].pos += 1;
                         if let Some(old) = write_back {
-                            self.fcfs.push_back(DiskReq::Write(old, true));
+                            self.fcfs.push_back(DiskReq::Write { page: old, sync: true, unpin: None });
                         }
                         self.fcfs.push_back(DiskReq::Read(frame));
                         self.slots[q].status = Status::Io(frame);
@@ -894,7 +1006,9 @@ impl<'t> Simulator<'t> {
             None => loop {
                 // DS12: asynchronous writes only when the disk would idle; stale ones are dropped.
                 match self.async_q.pop_front() {
-                    Some(p) if self.mgr.needs_write(p) => break DiskReq::Write(p, false),
+                    Some(p) if self.mgr.needs_write(p) => {
+                        break DiskReq::Write { page: p, sync: false, unpin: None }
+                    }
                     Some(_) => continue,
                     None => return,
                 }
@@ -915,24 +1029,53 @@ impl<'t> Simulator<'t> {
                 if measuring {
                     self.counters[2] += 1;
                 }
-                self.mgr.read_done(f);
-                for q in 0..self.slots.len() {
-                    if self.slots[q].status == Status::Io(f) {
-                        self.wake(q);
-                    }
-                }
+                self.unpin(f);
             }
-            DiskReq::Write(p, sync) => {
+            DiskReq::Write { page, sync, unpin } => {
                 if measuring {
                     self.counters[if sync { 3 } else { 4 }] += 1;
                 }
-                self.mgr.write_done(p);
+                self.mgr.write_done(page);
+                if let Some(f) = unpin {
+                    self.unpin(f);
+                }
             }
         }
         for q in 0..self.slots.len() {
             if self.slots[q].status == Status::FrameWait {
                 self.wake(q);
             }
+        }
+    }
+
+    /// The frame's page is in memory: the frame is unpinned and its waiters go on.
+    fn unpin(&mut self, f: FrameId) {
+        self.mgr.read_done(f);
+        for q in 0..self.slots.len() {
+            if self.slots[q].status == Status::Io(f) {
+                self.wake(q);
+            }
+        }
+    }
+
+    /// Whether `file` of the query in slot `q` is an instance of the hash table (DS19).
+    fn closes_hash_table(&self, q: QueryId, file: super::FileInstance) -> bool {
+        let tr = &self.traces[self.slots[q].trace];
+        tr.events[..self.slots[q].pos].iter().rev().any(
+            |e| matches!(e, Event::Open { file: f, relation, .. } if *f == file && *relation == HASH_TABLE),
+        )
+    }
+
+    /// DS19: the hash table is a scratch file dropped when the join closes it: its pages are
+    /// discarded, never written.
+    fn drop_hash_table(&mut self, q: QueryId) {
+        let s = &self.slots[q];
+        let mut pages: Vec<PageRef> =
+            s.created.iter().filter(|p| p.relation == HASH_TABLE).copied().collect();
+        pages.sort();
+        let (copy, run) = (s.copy, s.run);
+        for page in pages {
+            self.mgr.discard(GlobalPage { copy, run, page });
         }
     }
 
@@ -1008,14 +1151,17 @@ impl<'t> Simulator<'t> {
         let (t0, b0) = self.measure_start.unwrap_or((0, 0));
         let end = self.batch_marks.last().copied().unwrap_or(self.now);
         let mut prev = t0;
+        let batch_queries = self.batch_queries();
         let batch_throughputs: Vec<f64> = self
             .batch_marks
             .iter()
+            .skip(self.merge as usize - 1)
+            .step_by(self.merge as usize)
             .map(|&m| {
                 let dt = (m - prev) as f64 / 1e9;
                 prev = m;
                 if dt > 0.0 {
-                    self.config.batch_queries as f64 / dt
+                    batch_queries as f64 / dt
                 } else {
                     f64::INFINITY
                 }
@@ -1029,6 +1175,7 @@ impl<'t> Simulator<'t> {
             throughput: if measured_s > 0.0 { done as f64 / measured_s } else { 0.0 },
             ci_halfwidth: ci,
             batch_throughputs,
+            batch_queries,
             disk_utilization: if self.now > t0 { busy as f64 / (self.now - t0) as f64 } else { 0.0 },
             completions: self.completions,
             measured_s,
@@ -1194,6 +1341,87 @@ mod tests {
         let mut bad = traces();
         bad[0].events.remove(0);
         assert!(matches!(run(&small(Algorithm::Hot, 2), &bad), Err(DbminError::BadTrace { event: 0, .. })));
+    }
+
+    /// A query that builds a hash table of `k` pages (writing each) and probes it `rounds` times.
+    fn hash_trace(query: QueryType, k: u32, rounds: u32) -> QueryTrace {
+        let f = FileInstance(0);
+        let relation = crate::dbmin::queries::HASH_TABLE;
+        let mut events = vec![Event::Open { file: f, relation, ls_size: k, policy: LocalPolicy::Any }];
+        let mut t = 0;
+        for r in 0..=rounds {
+            for p in 0..k {
+                t += 1_000;
+                events.push(Event::Ref {
+                    file: f,
+                    page: PageRef { relation, page: p },
+                    write: r == 0,
+                    cpu_us: t,
+                });
+            }
+        }
+        events.push(Event::Close { file: f, cpu_us: t + 1_000 });
+        QueryTrace { query, events, cpu_us: t + 2_000, hot_set: k }
+    }
+
+    /// DS15: an interval wider than asked doubles the batches, at most `max_doublings` times;
+    /// going on with merged pairs of batches gives exactly the run configured with the final
+    /// batch length from the start (same warm-up, same completions at every batch end). A run
+    /// within the precision is not lengthened.
+    #[test]
+    fn ds15_wide_intervals_lengthen_the_batches() {
+        let tr = traces();
+        for a in [Algorithm::Dbmin, Algorithm::Ws, Algorithm::Fifo] {
+            let c = small(a, 6);
+            let base = run(&c, &tr).unwrap();
+            assert!(base.ci_halfwidth > 0.0, "{a}: the batches differ");
+            let tight = Precision { relative_halfwidth: 1e-9, max_doublings: 2 };
+            let long = run_to_precision(&c, &tr, tight).unwrap();
+            assert_eq!(long.batch_queries, 4 * c.batch_queries, "{a}");
+            assert_eq!(long.batch_throughputs.len(), c.batches as usize, "{a}");
+            let mut c4 = c.clone();
+            c4.batch_queries *= 4;
+            assert_eq!(long, run(&c4, &tr).unwrap(), "{a}: lengthened = configured long");
+            let loose = Precision { relative_halfwidth: 10.0, max_doublings: 2 };
+            assert_eq!(run_to_precision(&c, &tr, loose).unwrap(), base, "{a}: within precision");
+        }
+        for bad in [0.0, -0.05, f64::NAN] {
+            let p = Precision { relative_halfwidth: bad, max_doublings: 2 };
+            let r = run_to_precision(&small(Algorithm::Hot, 2), &tr, p);
+            assert!(matches!(r, Err(DbminError::BadParameter(_))), "{bad}");
+        }
+    }
+
+    /// DS19: temporary pages belong to one query run whatever the sharing level. Each run creates
+    /// its hash table without reading it and drops it at its close without writing it, so with
+    /// memory for every table no page is ever read or written, and each run's first reference
+    /// to each page is not a hit (every later one is). Sharing the pages between runs (the slot's
+    /// previous query or, at full sharing, every query) would turn those first references into
+    /// hits; reading them at creation or writing them back at the end would show up as I/O.
+    #[test]
+    fn ds19_temporary_pages_are_created_and_dropped_without_io() {
+        let k = 3;
+        let tr: Vec<QueryTrace> =
+            QueryType::ALL.iter().enumerate().map(|(i, &q)| hash_trace(q, k, i as u32 + 1)).collect();
+        for a in Algorithm::ALL {
+            for sharing in Sharing::ALL {
+                let mut c = small(a, 4);
+                c.sharing = sharing;
+                c.buffers = 4 * k + 1;
+                let r = run(&c, &tr).unwrap();
+                let what = format!("{a} {sharing:?}");
+                assert_eq!((r.reads, r.sync_writes, r.async_writes), (0, 0, 0), "{what}");
+                let done: u64 = r.completions.iter().sum();
+                let per_run: Vec<u64> = (1..=6).map(|rounds| (rounds + 1) * k as u64).collect();
+                let refs: u64 = r.completions.iter().zip(&per_run).map(|(n, m)| n * m).sum();
+                // Queries running at the batch boundaries make the counts differ by at most
+                // NCQ queries' references.
+                let slack = 4 * 7 * k as u64;
+                assert!(r.requests.abs_diff(refs) <= slack, "{what}: {} requests vs {refs}", r.requests);
+                let misses = r.requests - r.hits;
+                assert!(misses.abs_diff(done * k as u64) <= 4 * k as u64, "{what}: {misses} creations");
+            }
+        }
     }
 
     fn every_setup() -> Vec<Config> {
