@@ -65,6 +65,11 @@ impl PolicyPoint {
         self.median(|m| waits_per_million(&m.stats))
     }
 
+    /// Median process CPU microseconds per lookup.
+    pub fn cpu_us_per_lookup(&self) -> Option<f64> {
+        self.median(Measurement::cpu_us_per_op)
+    }
+
     /// Median lock acquisitions per million page accesses.
     pub fn acquisitions_per_million(&self) -> Option<f64> {
         self.median(|m| per_million(m.stats.policy_lock_acquisitions, &m.stats))
@@ -92,13 +97,24 @@ impl Results {
     /// machine's drift between repetitions. Median, min and max of those ratios; `None` if
     /// either point is missing. Pairs only the repetitions both finished.
     pub fn paired_ratio(&self, policy: &str, base: &str, threads: usize) -> Option<Summary> {
+        self.paired(policy, base, threads, |m| Some(m.throughput()))
+    }
+
+    /// The same pairing for process CPU time per lookup (`None` where it was not measured).
+    pub fn paired_cpu_ratio(&self, policy: &str, base: &str, threads: usize) -> Option<Summary> {
+        self.paired(policy, base, threads, Measurement::cpu_us_per_op)
+    }
+
+    fn paired(
+        &self,
+        policy: &str,
+        base: &str,
+        threads: usize,
+        metric: impl Fn(&Measurement) -> Option<f64>,
+    ) -> Option<Summary> {
         let (p, b) = (self.at(policy, threads)?, self.at(base, threads)?);
-        let ratios: Vec<f64> = p
-            .runs
-            .iter()
-            .zip(&b.runs)
-            .filter_map(|(x, y)| report::ratio(x.throughput(), y.throughput()))
-            .collect();
+        let ratios: Vec<f64> =
+            p.runs.iter().zip(&b.runs).filter_map(|(x, y)| report::ratio(metric(x)?, metric(y)?)).collect();
         report::summarize(&ratios)
     }
 }
@@ -222,6 +238,22 @@ pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
          per-repetition ratios, each policy against clock's run in the same repetition)"
     )?;
     report::write_aligned(out, &table)?;
+    let table = policy_table(plan, "CPU us/lookup", |name, t| {
+        let x = results.at(name, t).and_then(PolicyPoint::cpu_us_per_lookup);
+        let ratio =
+            clock.as_deref().filter(|&c| c != name).and_then(|c| results.paired_cpu_ratio(name, c, t));
+        match (x, ratio) {
+            (Some(x), Some(r)) => format!("{x:.2} ({:.2}x, {:.2}-{:.2})", r.median, r.min, r.max),
+            (Some(x), None) => format!("{x:.2}"),
+            _ => dash(),
+        }
+    });
+    writeln!(
+        out,
+        "\nprocess CPU time per lookup, user + system, every thread (ratio to clock, paired as above): \
+         the work a lookup costs, without the time threads spend waiting or descheduled"
+    )?;
+    report::write_aligned(out, &table)?;
     let table = policy_table(plan, "hit % / acquisitions / waits", |name, t| {
         let p = results.at(name, t);
         let hit = p.and_then(PolicyPoint::hit_percent).map_or_else(dash, |h| format!("{h:.2}"));
@@ -318,7 +350,7 @@ pub fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
 pub const CSV_HEADER: &str =
     "experiment,mode,policy,pool_fraction,pool_bytes,data_bytes,records,zipf,threads,\
 repetition,lookups_per_sec,fixes,hits,hit_ratio,lock_acquisitions,lock_failed_tries,lock_waits,\
-lock_acquisitions_per_million,waits_per_million,hold_ns_per_access,evictions,eviction_us_per_call,free_frame_waits";
+lock_acquisitions_per_million,waits_per_million,hold_ns_per_access,evictions,eviction_us_per_call,free_frame_waits,cpu_us_per_lookup";
 
 /// One row per (policy, threads, repetition).
 pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
@@ -355,6 +387,7 @@ pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> 
                 s.evictions.to_string(),
                 opt(eviction_us),
                 s.free_frame_waits.to_string(),
+                opt(m.cpu_us_per_op()),
             ];
             text.push_str(&fields.join(","));
             text.push('\n');

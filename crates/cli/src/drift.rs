@@ -200,6 +200,7 @@ fn measure(
         latency: crate::rndread::Latency::default(),
         resident_bytes: 0,
         started: start,
+        cpu_secs: None,
     };
     Ok((m, samples))
 }

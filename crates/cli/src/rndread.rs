@@ -90,6 +90,24 @@ pub struct Measurement {
     pub resident_bytes: u64,
     /// When the measured phase began (shows the interleaving of modes).
     pub started: Instant,
+    /// CPU seconds (user + system) the whole process used during the measured phase, where the
+    /// system reports it ([`process_cpu_secs`]): unlike the throughput, it does not count time
+    /// the threads spent waiting or descheduled.
+    pub cpu_secs: Option<f64>,
+}
+
+/// User + system CPU seconds of the whole process so far, every thread included (ended ones
+/// too), from `/proc/self/stat` in clock ticks of 1/100 s (Linux's fixed `USER_HZ`); `None`
+/// where that file does not exist or cannot be read.
+#[must_use]
+pub fn process_cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 and 15 of the file (utime, stime) are the 12th and 13th after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 /// The median of `f` over the measurements where it is defined (`None` if it is nowhere).
@@ -125,6 +143,12 @@ impl Measurement {
     #[must_use]
     pub fn throughput(&self) -> f64 {
         self.ops as f64 / self.secs
+    }
+
+    /// Process CPU microseconds per operation, where measured.
+    #[must_use]
+    pub fn cpu_us_per_op(&self) -> Option<f64> {
+        self.cpu_secs.filter(|_| self.ops > 0).map(|c| c * 1e6 / self.ops as f64)
     }
 }
 
@@ -374,9 +398,11 @@ pub(crate) fn measure_labelled(
         lookups(cfg, &loaded.tree, seed ^ (1 << 32), wait)?;
     }
     let before = loaded.db.stats();
+    let cpu_before = process_cpu_secs();
     let started = Instant::now();
     let wait = || progress.wait(cfg.duration, format!("{mode}: measuring {}/{}", rep + 1, cfg.repeat));
     let (ops, secs, hist) = lookups(cfg, &loaded.tree, seed, wait)?;
+    let cpu_secs = process_cpu_secs().zip(cpu_before).map(|(after, before)| after - before);
     let pool = loaded.db.pool();
     Ok(Measurement {
         repetition: rep,
@@ -391,6 +417,7 @@ pub(crate) fn measure_labelled(
         },
         resident_bytes: (pool.resident_pages() * pool.page_size()) as u64,
         started,
+        cpu_secs,
     })
 }
 
@@ -532,6 +559,32 @@ fn worker(tree: &Tree, keys: KeyDraw, seed: u64, stop: &AtomicBool) -> Result<Ta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Process CPU time counts the work of a thread that has ended: a thread spins until the
+    /// reading has grown by two ticks (20 ms), which must happen well within 10 s of wall time
+    /// however busy the machine is. (Skipped where the system has no `/proc/self/stat`.)
+    #[test]
+    fn process_cpu_time_counts_a_busy_thread() {
+        let Some(before) = process_cpu_secs() else { return };
+        let grew = std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut x = 0u64;
+            while start.elapsed().as_secs() < 10 {
+                for _ in 0..100_000 {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                if process_cpu_secs().is_some_and(|now| now >= before + 0.02) {
+                    return true;
+                }
+            }
+            false
+        })
+        .join()
+        .unwrap();
+        assert!(grew, "10 s of spinning never showed as 20 ms of process CPU time");
+        let after = process_cpu_secs().expect("readable once, readable again");
+        assert!(after >= before + 0.02, "{before} -> {after}: the ended thread's time is kept");
+    }
 
     /// Zipf draws stay in range, rank r always maps to the same key (a bijection of ranks onto
     /// the working set), and the hottest key gets its Zipf share: 1 / H(1000) = 13.4% for s = 1.
