@@ -194,6 +194,32 @@ pub fn build(algorithm: Algorithm, buffers: u32, seed: u64) -> Box<dyn BufferMan
     }
 }
 
+/// The [`BufferManager`] methods that only pass through to the manager's `frames` table, the
+/// same for the global and the local managers.
+macro_rules! frame_table_hooks {
+    () => {
+        fn read_done(&mut self, frame: FrameId) {
+            self.frames.read_done(frame);
+        }
+
+        fn write_done(&mut self, page: GlobalPage) {
+            self.frames.write_done(page);
+        }
+
+        fn needs_write(&self, page: GlobalPage) -> bool {
+            self.frames.needs_write(page)
+        }
+
+        fn drain_async_writes(&mut self) -> Vec<GlobalPage> {
+            std::mem::take(&mut self.frames.async_out)
+        }
+
+        fn frame_of(&self, page: GlobalPage) -> Option<FrameId> {
+            self.frames.table.get(&page).copied()
+        }
+    };
+}
+
 /// The frames and the global buffer table shared by every manager.
 #[derive(Debug)]
 struct Frames {
@@ -410,25 +436,7 @@ impl BufferManager for GlobalManager {
         Vec::new()
     }
 
-    fn read_done(&mut self, frame: FrameId) {
-        self.frames.read_done(frame);
-    }
-
-    fn write_done(&mut self, page: GlobalPage) {
-        self.frames.write_done(page);
-    }
-
-    fn needs_write(&self, page: GlobalPage) -> bool {
-        self.frames.needs_write(page)
-    }
-
-    fn drain_async_writes(&mut self) -> Vec<GlobalPage> {
-        std::mem::take(&mut self.frames.async_out)
-    }
-
-    fn frame_of(&self, page: GlobalPage) -> Option<FrameId> {
-        self.frames.table.get(&page).copied()
-    }
+    frame_table_hooks!();
 
     fn discard(&mut self, page: GlobalPage) {
         if let Some(f) = self.frames.discard(page) {
@@ -903,25 +911,7 @@ impl BufferManager for LocalManager {
         self.activate_waiting()
     }
 
-    fn read_done(&mut self, frame: FrameId) {
-        self.frames.read_done(frame);
-    }
-
-    fn write_done(&mut self, page: GlobalPage) {
-        self.frames.write_done(page);
-    }
-
-    fn needs_write(&self, page: GlobalPage) -> bool {
-        self.frames.needs_write(page)
-    }
-
-    fn drain_async_writes(&mut self) -> Vec<GlobalPage> {
-        std::mem::take(&mut self.frames.async_out)
-    }
-
-    fn frame_of(&self, page: GlobalPage) -> Option<FrameId> {
-        self.frames.table.get(&page).copied()
-    }
+    frame_table_hooks!();
 
     fn discard(&mut self, page: GlobalPage) {
         let Some(f) = self.frames.discard(page) else { return };
