@@ -266,7 +266,7 @@ enum Access {
 }
 
 /// One queued access: the frame and the page it held then (as `slot`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug)]
 struct Entry {
     frame: FrameId,
     access: Access,

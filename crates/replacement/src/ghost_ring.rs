@@ -15,9 +15,9 @@
 //!   probing, at most half full, deletion by backward shift, so no tombstones). A word holds the
 //!   high 32 bits of the page's hash (its fingerprint, whose top bits are also its home position)
 //!   and its ring slot; a fingerprint match is confirmed against the ring. So a lookup of an
-//!   absent page, the common case, reads one cache line of a table an eighth the size of one
-//!   with inline keys, where a hash map plus a linked slab touched three or four lines per
-//!   addition or removal.
+//!   absent page, the common case, reads one cache line of a table a quarter the size of one
+//!   with 16-byte inline-key entries at most a quarter full, where a hash map plus a linked slab
+//!   touched three or four lines per addition or removal.
 //!
 //! Every operation is O(1) (packing amortized) and allocates nothing after construction. The
 //! ring is not synchronized; 2Q keeps it under its mutex.
