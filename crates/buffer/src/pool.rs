@@ -690,7 +690,7 @@ impl BufferPool {
                     bump(&b.hits);
                 });
                 if self.mode != PoolMode::MainMemory {
-                    self.policy.on_hit(f, &d.hook);
+                    self.policy.on_page_hit(f, self.frame_page_id(f), &d.hook);
                 }
                 self.trace(EventKind::Fix, f, Some(parent.frame), Some(M::MODE), Some(true));
                 Ok(PageGuard::adopt(self, f))
@@ -767,7 +767,7 @@ impl BufferPool {
                         bump(&b.hits);
                     });
                     if self.mode != PoolMode::MainMemory {
-                        self.policy.on_hit(f, &d.hook);
+                        self.policy.on_page_hit(f, pid, &d.hook);
                     }
                     self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(true));
                     return Ok(PageGuard::adopt(self, f));
@@ -1559,6 +1559,15 @@ enum EvictError {
 impl Evictor for EvictionChunk<'_> {
     fn wants_more(&mut self) -> bool {
         self.error.is_none() && self.freed.len() < self.wanted
+    }
+
+    /// Starts loading the descriptor that `try_evict` reads first (replacement R10; a hint, sync
+    /// H1). Worth it for policies whose victims come in no particular frame order: CLOCK's hand
+    /// walks the descriptors in order, and the hardware prefetcher follows it.
+    fn prefetch(&mut self, frame: FrameId) {
+        if let Some(d) = self.pool.frames.get(frame.index()) {
+            swizzledb_sync::hint::prefetch(d);
+        }
     }
 
     fn try_evict(&mut self, frame: FrameId) -> Verdict {

@@ -99,6 +99,9 @@ pub const QUEUE_SLOTS: usize = 64;
 /// acquisition would lengthen the critical section they measure).
 const HOLD_SAMPLE: u64 = 16;
 
+/// Queued entries handed to the inner policy's `prefetch_accesses` at a time (a stack buffer).
+const PREFETCH_CHUNK: usize = 64;
+
 /// `try_lock` attempts of an eviction batch, 64 spin hints apart (several microseconds in all),
 /// before it blocks on the lock.
 const EVICTION_SPINS: usize = 20;
@@ -580,23 +583,43 @@ impl BpWrapper {
     }
 
     /// Pre-reads what committing `queue` (the caller's) will read: the entries themselves, each
-    /// frame's `held` word and the hook given to the inner policy. Plain loads, folded into a
-    /// value the optimizer must keep; correctness never depends on them, since everything is read
-    /// again under the lock.
+    /// frame's words (its `held` word and the hook given to the inner policy), and, through the
+    /// inner policy's [`Policy::prefetch_accesses`], what its hooks will read. Prefetches, not
+    /// loads, so the misses overlap; correctness never depends on them (sync README H1), since
+    /// everything is read again under the lock.
     fn prefetch(&self, queue: &Slot) {
-        let mut sum = 0u64;
+        let mut frames = [FrameId(0); PREFETCH_CHUNK];
+        let mut inserted = [unslot(1); PREFETCH_CHUNK];
+        let (mut nf, mut ni) = (0, 0);
         for i in queue.head.load(Ordering::Acquire)..queue.tail.load(Ordering::Relaxed) {
             let entry = queue.entry(i);
-            sum ^= entry.page ^ self.held(entry.frame.index());
-            sum = sum.wrapping_add(u64::from(self.frames.0[entry.frame.index()].hook.get()));
+            if let Some(words) = self.frames.0.get(entry.frame.index()) {
+                swizzledb_sync::hint::prefetch(words);
+            }
+            frames[nf] = entry.frame;
+            nf += 1;
+            if entry.access == Access::Insert && entry.page != NO_PAGE {
+                inserted[ni] = unslot(entry.page);
+                ni += 1;
+            }
+            if nf == PREFETCH_CHUNK {
+                self.inner.prefetch_accesses(&frames, &inserted[..ni]);
+                (nf, ni) = (0, 0);
+            }
         }
-        std::hint::black_box(sum);
+        if nf > 0 {
+            self.inner.prefetch_accesses(&frames[..nf], &inserted[..ni]);
+        }
     }
 
     /// Pre-reads what applying `entry` will read (the unbatched variant).
     fn prefetch_one(&self, entry: Entry) {
-        let words = &self.frames.0[entry.frame.index()];
-        std::hint::black_box(entry.page ^ words.held.load(Ordering::Relaxed) ^ u64::from(words.hook.get()));
+        if let Some(words) = self.frames.0.get(entry.frame.index()) {
+            swizzledb_sync::hint::prefetch(words);
+        }
+        let inserted = [unslot(entry.page.max(1))];
+        let inserted = if entry.access == Access::Insert { &inserted[..] } else { &[] };
+        self.inner.prefetch_accesses(&[entry.frame], inserted);
     }
 
     /// The page the inner policy holds `index` with; the caller holds the lock.
@@ -707,8 +730,12 @@ impl BpWrapper {
         if page == NO_PAGE {
             return; // not resident as far as the wrapper knows (a pool breaking R1): nothing to do
         }
-        let counts = matches!(access, Access::Hit | Access::Insert);
-        let entry = Entry { frame, access, page };
+        self.queue_access(Entry { frame, access, page });
+    }
+
+    /// Queues (or, without batching, applies at once) `entry`.
+    fn queue_access(&self, entry: Entry) {
+        let counts = matches!(entry.access, Access::Hit | Access::Insert);
         let queue = if self.config.variant.batches() { self.my_queue() } else { None };
         let Some(queue) = queue else {
             // Unbatched, or a thread without a queue slot: the access is applied at once.
@@ -776,6 +803,13 @@ impl Policy for BpWrapper {
         self.access(frame, Access::Hit);
     }
 
+    /// As `on_hit`, with the page the pool named instead of the frame's `pages[f]`, which costs a
+    /// cache miss. An entry whose page the frame does not hold is skipped at commit (rule 2), as
+    /// for any stale entry.
+    fn on_page_hit(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+        self.queue_access(Entry { frame, access: Access::Hit, page: slot(page) });
+    }
+
     /// As a hit, if the inner policy wants unfixes.
     fn on_unfix(&self, frame: FrameId, _hook: &FrameHook) {
         if self.inner.uses_unfix() {
@@ -837,6 +871,12 @@ impl Policy for BpWrapper {
                 break;
             };
             proposals += 1;
+            if let Some(next) = self.inner.candidate_after(frame) {
+                evictor.prefetch(next);
+                if let Some(words) = self.frames.0.get(next.index()) {
+                    swizzledb_sync::hint::prefetch(words);
+                }
+            }
             let verdict = evictor.try_evict(frame);
             let index = frame.index();
             let hook = &self.frames.0[index].hook;
@@ -871,6 +911,12 @@ impl Policy for BpWrapper {
 
     fn lock_stats(&self) -> Option<BpStats> {
         Some(self.stats())
+    }
+
+    /// The inner policy's guess (the caller holds the lock during a batch: it is reentrant).
+    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
+        let _guard = self.lock();
+        self.inner.candidate_after(frame)
     }
 
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {
@@ -1002,6 +1048,29 @@ mod tests {
         // The other thread's queued insert finds the page held: nothing more happens.
         policy.flush();
         assert_eq!(log.lock().tracked.len(), 3);
+    }
+
+    /// A hit that names its page (`on_page_hit`, as the live pool reports hits) is tagged with
+    /// that page, not the frame's published one: a hit naming a page the frame does not hold is
+    /// skipped as stale (rule 2), and one naming the page whose insert is still queued inserts it
+    /// first, as a hit through `on_hit` would.
+    #[test]
+    fn r1_hits_naming_their_page_are_checked_like_queued_ones() {
+        let inner = Recording::default();
+        let log = Arc::clone(&inner.log);
+        let policy = small(Variant::Both, inner);
+        let h = TestHooks::new(4);
+        policy.on_insert(FrameId(0), page(10), &h[0]);
+        policy.on_page_hit(FrameId(0), page(10), &h[0]);
+        policy.on_page_hit(FrameId(0), page(99), &h[0]);
+        assert_eq!(log.lock().hits, [(0, 10)], "the insert went first; page 99's hit was skipped");
+        assert_eq!(log.lock().tracked.get(&0), Some(&10));
+        let stats = policy.stats();
+        assert_eq!((stats.entries_committed, stats.stale_entries_skipped), (2, 1));
+        policy.on_page_hit(FrameId(1), page(11), &h[1]);
+        policy.flush();
+        assert!(!log.lock().tracked.contains_key(&1), "a hit on a frame never loaded inserts nothing");
+        assert_eq!(policy.stats().stale_entries_skipped, 2);
     }
 
     /// Without batching every hit is forwarded at once, each under its own lock acquisition (on

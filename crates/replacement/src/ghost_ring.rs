@@ -106,6 +106,28 @@ impl GhostRing {
         (u64::from(fp) << 32 >> self.shift) as usize
     }
 
+    /// Starts loading the index line where a lookup of `page` begins (a hint, sync README H1).
+    pub(crate) fn prefetch(&self, page: PageId) {
+        let fp = fingerprint(word(page)) & self.fp_mask;
+        if let Some(w) = self.index.get(self.home(fp)) {
+            swizzledb_sync::hint::prefetch(w);
+        }
+    }
+
+    /// Starts loading the index lines an [`GhostRing::insert`] of `page` will touch: the page's
+    /// own and, if the ring is full, its oldest entry's (a hint).
+    pub(crate) fn prefetch_insert(&self, page: PageId) {
+        self.prefetch(page);
+        if self.live >= self.limit {
+            let oldest = self.ring[self.head];
+            if oldest != 0 {
+                if let Some(w) = self.index.get(self.home(fingerprint(oldest) & self.fp_mask)) {
+                    swizzledb_sync::hint::prefetch(w);
+                }
+            }
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.live

@@ -81,6 +81,13 @@ impl Policy for LeafOnly {
         }
     }
 
+    /// As `on_hit`.
+    fn on_page_hit(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        if !self.is_parked(frame) {
+            self.inner.on_page_hit(frame, page, hook);
+        }
+    }
+
     fn on_unfix(&self, frame: FrameId, hook: &FrameHook) {
         if !self.is_parked(frame) {
             self.inner.on_unfix(frame, hook);
@@ -140,6 +147,11 @@ impl Policy for LeafOnly {
             drop(list);
             self.inner.on_insert(frame, page, hook);
         }
+    }
+
+    /// The inner policy's guess; a parked frame is never proposed by it anyway.
+    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
+        self.inner.candidate_after(frame)
     }
 
     // `evict_batch` stays the default, one proposal at a time through `next_candidate` and

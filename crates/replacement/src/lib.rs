@@ -174,6 +174,14 @@ pub trait Policy: Send + Sync {
     /// A fix found the page resident in `frame`.
     fn on_hit(&self, frame: FrameId, hook: &FrameHook);
 
+    /// [`Policy::on_hit`], naming the page the fix found, which the pool has at hand (in the
+    /// descriptor line the fix has just loaded). A policy that would otherwise look the frame's
+    /// page up (BP-Wrapper, to tag its queue entry) saves that cache miss. The default forgets
+    /// the page; the pool calls this, the offline simulator `on_hit`.
+    fn on_page_hit(&self, frame: FrameId, _page: PageId, hook: &FrameHook) {
+        self.on_hit(frame, hook);
+    }
+
     /// Several hits, in order, exactly as if [`Policy::on_hit`] were called for each frame (with
     /// `hooks.hook(frame)`). BP-Wrapper commits its queued hits through this. The default is that
     /// loop; a policy behind one lock may take it once for the whole slice.
@@ -235,6 +243,22 @@ pub trait Policy: Send + Sync {
     fn lock_stats(&self) -> Option<BpStats> {
         None
     }
+
+    /// A guess at the candidate this policy will propose after `frame`, its latest proposal, once
+    /// `frame` has left: a hint the eviction batch passes to [`Evictor::prefetch`] so that the
+    /// pool's checks of the next victim find its descriptor in the cache (R10). Wrong or missing
+    /// guesses cost only the prefetch. A policy whose candidates already come in frame order, or
+    /// that cannot tell cheaply, returns `None` (the default).
+    fn candidate_after(&self, _frame: FrameId) -> Option<FrameId> {
+        None
+    }
+
+    /// A hint from BP-Wrapper's prefetching: hits on `frames` and inserts of `inserted` pages are
+    /// about to be committed, so the policy may start loading what those hooks will read (its
+    /// list links, its ghost index). It is called *before* the wrapper's lock is requested, so it
+    /// must not block: a policy whose state sits behind its own mutex tries that lock and skips
+    /// the hint if it is taken. It must change nothing. The default ignores it.
+    fn prefetch_accesses(&self, _frames: &[FrameId], _inserted: &[PageId]) {}
 }
 
 /// The default [`Policy::evict_batch`]: one `next_candidate` per proposal, each verdict recorded
@@ -251,6 +275,9 @@ fn evict_one_by_one<P: Policy + ?Sized>(
             break;
         };
         proposals += 1;
+        if let Some(next) = policy.candidate_after(frame) {
+            evictor.prefetch(next);
+        }
         match evictor.try_evict(frame) {
             Verdict::Evicted => policy.on_remove(frame, true, hooks.hook(frame)),
             Verdict::Rejected(why) => policy.on_rejected(frame, why, hooks.hook(frame)),
@@ -276,6 +303,10 @@ pub trait Evictor {
     /// Tries to evict `frame`, which the policy has just proposed, and says what happened. It
     /// must not call the policy's `on_remove` or `on_rejected` for `frame`: the batch does.
     fn try_evict(&mut self, frame: FrameId) -> Verdict;
+    /// A hint that `frame` will probably be proposed next ([`Policy::candidate_after`]): the pool
+    /// may start loading what `try_evict` will read of it. It must change nothing. The default
+    /// ignores it.
+    fn prefetch(&mut self, _frame: FrameId) {}
 }
 
 /// Fresh hooks for the inline tests. `[FrameHook]` is unsized, so a slice cannot itself be passed

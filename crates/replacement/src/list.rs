@@ -127,6 +127,21 @@ impl Queues {
         link(self.older_of(frame))
     }
 
+    /// The oldest frame of list `q` once `frame` has left it (wherever `frame` is).
+    pub(crate) fn oldest_without(&self, q: usize, frame: usize) -> Option<usize> {
+        match self.oldest(q) {
+            Some(f) if f == frame => self.newer(f),
+            oldest => oldest,
+        }
+    }
+
+    /// Starts loading `frame`'s links into the cache (a hint, sync README H1).
+    pub(crate) fn prefetch(&self, frame: usize) {
+        if let Some(links) = self.links.get(frame) {
+            swizzledb_sync::hint::prefetch(links);
+        }
+    }
+
     /// Links `frame` as the newest of list `q`, unlinking it first from wherever it was.
     pub(crate) fn push_newest(&mut self, q: usize, frame: usize) {
         self.unlink(frame);
@@ -334,6 +349,16 @@ impl FrameList {
     /// The next newer frame after `frame` (which is in the list), or `None` at the newest.
     pub(crate) fn newer(&self, frame: usize) -> Option<usize> {
         self.0.newer(frame)
+    }
+
+    /// Starts loading `frame`'s links into the cache (a hint, sync README H1).
+    pub(crate) fn prefetch(&self, frame: usize) {
+        self.0.prefetch(frame);
+    }
+
+    /// The oldest frame once `frame` has left the list (wherever `frame` is).
+    pub(crate) fn oldest_without(&self, frame: usize) -> Option<usize> {
+        self.0.oldest_without(0, frame)
     }
 
     /// The next newer frame after `frame` (which is in the list), wrapping from the newest to

@@ -120,6 +120,28 @@ impl Policy for Lru {
         let unblocked = state.cursor.filter(|&f| queue.contains(f)).or_else(|| queue.oldest());
         unblocked.or_else(|| state.tracked.blocked_candidate()).map(frame_id)
     }
+
+    /// Prefetches each frame's links, if the lock is free (never waits).
+    fn prefetch_accesses(&self, frames: &[FrameId], _inserted: &[PageId]) {
+        if let Some(state) = self.state.try_lock() {
+            for frame in frames {
+                state.tracked.queue.prefetch(frame.index());
+            }
+        }
+    }
+
+    /// The LRU end once `frame` has been evicted (which resets the search), with its links
+    /// prefetched.
+    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
+        let state = self.state.lock();
+        let queue = &state.tracked.queue;
+        if !queue.contains(frame.index()) {
+            return None;
+        }
+        let next = queue.oldest_without(frame.index())?;
+        queue.prefetch(next);
+        Some(frame_id(next))
+    }
 }
 
 #[cfg(test)]

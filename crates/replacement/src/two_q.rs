@@ -187,6 +187,43 @@ impl Policy for TwoQ {
         let kin = state.kin;
         state.search.propose(|queues| reclaim_for(queues, kin)).map(frame_id)
     }
+
+    /// Prefetches each frame's links and page word and each inserted page's `A1out` index line,
+    /// if the lock is free (never waits).
+    fn prefetch_accesses(&self, frames: &[FrameId], inserted: &[PageId]) {
+        let Some(state) = self.state.try_lock() else { return };
+        for frame in frames {
+            state.search.queues.prefetch(frame.index());
+            if let Some(word) = state.pages.get(frame.index()) {
+                swizzledb_sync::hint::prefetch(word);
+            }
+        }
+        for &page in inserted {
+            state.a1out.prefetch(page);
+        }
+    }
+
+    /// The paper's choice once `frame` (in `A1in` or `Am`) has been evicted, which resets the
+    /// search: the oldest frame of the list reclaimed from then, or of the other list if that one
+    /// is empty. Its links and page word are prefetched, for the proposal and removal that
+    /// follow, and so are the `A1out` index lines that evicting `frame` from `A1in` will touch.
+    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
+        let state = self.state.lock();
+        let queues = &state.search.queues;
+        let f = frame.index();
+        let list = queues.queue_of(f).filter(|&q| q == A1IN || q == AM)?;
+        if list == A1IN {
+            if let Some(page) = state.pages[f].checked_sub(1).and_then(PageId::new) {
+                state.a1out.prefetch_insert(page);
+            }
+        }
+        let in_after = queues.len(A1IN) - usize::from(list == A1IN);
+        let (first, second) = if in_after > state.kin { (A1IN, AM) } else { (AM, A1IN) };
+        let next = queues.oldest_without(first, f).or_else(|| queues.oldest_without(second, f))?;
+        queues.prefetch(next);
+        swizzledb_sync::hint::prefetch(&state.pages[next]);
+        Some(frame_id(next))
+    }
 }
 
 #[cfg(test)]

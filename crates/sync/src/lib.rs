@@ -2,8 +2,10 @@
 //!
 //! Everything above this crate speaks of pages, frames and log positions through the newtypes in
 //! [`ids`], and protects frame contents with the [`latch::Latch`] described in `README.md`.
+//! [`hint::prefetch`] lets the layers above, which have no `unsafe`, ask for a cache line early.
 
 pub mod fault;
+pub mod hint;
 pub mod ids;
 pub mod latch;
 mod primitive;

@@ -144,14 +144,23 @@ pub fn drive_with(
     let capacity = hooks.len();
     let mut sim = Sim { resident: vec![false; capacity], blocked: vec![false; capacity], hooks };
     let mut proposals = Vec::new();
+    // R10: the policy's guess at its next proposal, made just before its last proposal was
+    // evicted; a guess must name exactly the next proposal if nothing happens in between.
+    let mut guess = None;
     for &op in ops {
+        let guessed = guess.take();
         match op {
             Op::Insert(f) if !sim.resident[f as usize] => {
                 sim.resident[f as usize] = true;
                 policy.on_insert(FrameId(f), PageId::new(u64::from(f)).unwrap(), &sim.hooks[f as usize]);
             }
             Op::Hit(f) if sim.resident[f as usize] => {
-                policy.on_hit(FrameId(f), &sim.hooks[f as usize]);
+                // The live pool names the page; the offline simulator does not.
+                if f % 2 == 0 {
+                    policy.on_page_hit(FrameId(f), PageId::new(u64::from(f)).unwrap(), &sim.hooks[f as usize]);
+                } else {
+                    policy.on_hit(FrameId(f), &sim.hooks[f as usize]);
+                }
                 policy.on_unfix(FrameId(f), &sim.hooks[f as usize]);
             }
             Op::Remove(f) if sim.resident[f as usize] => {
@@ -161,11 +170,15 @@ pub fn drive_with(
             Op::Propose(outcome) => {
                 let proposal = policy.next_candidate(&sim.hooks);
                 check(&sim, proposal);
+                if let Some(guessed) = guessed {
+                    assert_eq!(proposal, Some(guessed), "candidate_after guessed wrong");
+                }
                 proposals.push(proposal);
                 let Some(frame) = proposal else { continue };
                 let hook = &sim.hooks[frame.index()];
                 match outcome {
                     Outcome::Evict => {
+                        guess = policy.candidate_after(frame);
                         policy.on_remove(frame, true, hook);
                         sim.remove(frame.index());
                     }
