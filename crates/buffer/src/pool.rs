@@ -788,6 +788,10 @@ impl BufferPool {
                 self.push_free(f);
                 continue;
             }
+            if self.mode != PoolMode::MainMemory {
+                // The insert follows the read: the policy's words for it can load meanwhile.
+                self.policy.prefetch_accesses(&[f], &[pid]);
+            }
             // SAFETY: B1 — we hold the exclusive latch of a frame nobody else can have reached
             // in a usable state (it is LOADING).
             let page = unsafe { self.page_mut(f) };

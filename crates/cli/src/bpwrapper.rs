@@ -142,7 +142,9 @@ fn hold_ns_per_access(s: &Stats) -> Option<f64> {
 }
 
 /// Loads the base file, opens one copy per policy, and measures every (threads, repetition,
-/// policy) in that nesting order.
+/// policy) in that nesting order. Repetition `r` starts with policy `r mod n` and goes round, so
+/// that no policy always runs first (right after the thread count changed) or always after the
+/// same neighbour.
 ///
 /// # Errors
 /// Failures creating, loading or copying the base file, and verification failures. An engine
@@ -166,7 +168,9 @@ pub fn run(plan: &Plan, progress: Progress) -> Result<Results, Box<dyn Error>> {
             results.points.push(PolicyPoint { policy, threads, runs: Vec::new() });
         }
         for rep in 0..cfg.repeat {
-            for (i, (policy, policy_cfg, live)) in open.iter_mut().enumerate() {
+            let n = open.len();
+            for i in (0..n).map(|k| (k + rep) % n) {
+                let (policy, policy_cfg, live) = &mut open[i];
                 let Some(loaded) = live else { continue };
                 let point_cfg = Config { threads, ..policy_cfg.clone() };
                 let label = format!("{policy} {threads} thread(s)");

@@ -47,6 +47,11 @@
 //!   lock, in the same critical section as the inner `on_insert` / `on_remove` / `NotResident`
 //!   rejection that changes it.
 //!
+//! `held[f]` is always `NO_PAGE` or `pages[f]`: it is set only to an entry's page that equals
+//! `pages[f]` (step 2 below), and `pages[f]` changes only while `held[f]` is `NO_PAGE` (a new
+//! page is published after the old one's removal cleared both, R1; a removal clears `held[f]`
+//! first). So it is stored as one flag next to `pages[f]`, and a frame's words take 16 bytes.
+//!
 //! Then:
 //!
 //! 1. An entry is applied under the lock only if `held[f]` is the entry's page; the inner policy
@@ -125,18 +130,33 @@ impl ThreadNumber {
 
 impl Drop for ThreadNumber {
     fn drop(&mut self) {
+        // Forgotten by the fast path before it is handed to another thread.
+        let _ = CACHED_NUMBER.try_with(|n| n.set(NO_NUMBER));
         FREE_NUMBERS.lock().push(self.0);
     }
 }
 
+/// `CACHED_NUMBER` before the thread's number is taken, and after it was returned.
+const NO_NUMBER: usize = usize::MAX;
+
 thread_local! {
     /// This thread's number, taken on first use.
     static THREAD_NUMBER: ThreadNumber = ThreadNumber::take();
+    /// A copy of this thread's number while it holds one: a constant-initialized word without a
+    /// destructor, so reading it is one load (`THREAD_NUMBER` has a destructor, and every access
+    /// to it checks whether it is alive).
+    static CACHED_NUMBER: std::cell::Cell<usize> = const { std::cell::Cell::new(NO_NUMBER) };
 }
 
 /// The calling thread's number; `None` while the thread is being torn down.
 fn thread_number() -> Option<usize> {
-    THREAD_NUMBER.try_with(|n| n.0).ok()
+    let cached = CACHED_NUMBER.get();
+    if cached != NO_NUMBER {
+        return Some(cached);
+    }
+    let number = THREAD_NUMBER.try_with(|n| n.0).ok()?;
+    CACHED_NUMBER.set(number);
+    Some(number)
 }
 
 /// Which of the paper's two techniques are on (for the ablation).
@@ -353,18 +373,21 @@ impl Slot {
     }
 }
 
-/// A frame's words in the wrapper (module doc): two per frame to a cache line.
-#[repr(align(32))]
+/// A frame's words in the wrapper (module doc): four per frame to a cache line.
+#[repr(align(16))]
 #[derive(Default)]
 struct FrameWords {
     /// `slot` of the frame's current page (`NO_PAGE` if none): `pages[f]`.
     page: AtomicU64,
-    /// `slot` of the page the inner policy holds the frame with: `held[f]`. An atomic only so
-    /// that it needs no `RefCell` borrow: read and written under the lock alone.
-    held: AtomicU64,
     /// The hook the inner policy is given instead of the pool's.
     hook: FrameHook,
+    /// Whether the inner policy holds the frame, with page `pages[f]` (`held[f]` is then
+    /// `pages[f]`, else `NO_PAGE`; module doc, rule 3). An atomic only so that it needs no
+    /// `RefCell` borrow: read and written under the lock alone.
+    held: AtomicBool,
 }
+
+const _: () = assert!(std::mem::size_of::<FrameWords>() == 16);
 
 /// Every frame's words; the inner policy's hook table.
 struct Frames(Box<[FrameWords]>);
@@ -624,11 +647,20 @@ impl BpWrapper {
 
     /// The page the inner policy holds `index` with; the caller holds the lock.
     fn held(&self, index: usize) -> u64 {
-        self.frames.0[index].held.load(Ordering::Relaxed)
+        let words = &self.frames.0[index];
+        if words.held.load(Ordering::Relaxed) {
+            words.page.load(Ordering::Relaxed)
+        } else {
+            NO_PAGE
+        }
     }
 
+    /// Records that the inner policy holds the frame with `page`, which is `pages[f]`, or with
+    /// nothing (`NO_PAGE`); the caller holds the lock.
     fn set_held(&self, index: usize, page: u64) {
-        self.frames.0[index].held.store(page, Ordering::Relaxed);
+        let words = &self.frames.0[index];
+        debug_assert!(page == NO_PAGE || page == words.page.load(Ordering::Relaxed), "held[f] is pages[f]");
+        words.held.store(page != NO_PAGE, Ordering::Relaxed);
     }
 
     /// Checks one entry under the lock (module doc, steps 1 and 2): true if the inner policy
@@ -755,7 +787,13 @@ impl BpWrapper {
             return;
         }
         if self.config.variant.prefetches() {
-            self.prefetch(queue);
+            // The whole queue when it reaches T; after a failed try-lock, only the new entry's
+            // record (the rest is still on its way).
+            if len == self.config.batch_threshold {
+                self.prefetch(queue);
+            } else if let Some(words) = self.frames.0.get(entry.frame.index()) {
+                swizzledb_sync::hint::prefetch(words);
+            }
         }
         let guard = match self.lock.try_lock() {
             Some(guard) => self.acquired(guard),
@@ -841,9 +879,9 @@ impl Policy for BpWrapper {
         let guard = self.lock();
         self.commit_mine(&guard);
         let index = frame.index();
-        self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
         let held = self.held(index);
         self.set_held(index, NO_PAGE);
+        self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
         if held != NO_PAGE {
             self.inner.on_remove(frame, evicted, &self.frames.0[index].hook);
         }
@@ -911,6 +949,17 @@ impl Policy for BpWrapper {
 
     fn lock_stats(&self) -> Option<BpStats> {
         Some(self.stats())
+    }
+
+    /// Prefetches the frames' records, which `on_insert` writes. The hint is not passed on: the
+    /// inner policy sees these accesses only at the next commit, which prefetches for it then
+    /// (trying its lock now would only contend with a committing thread).
+    fn prefetch_accesses(&self, frames: &[FrameId], _inserted: &[PageId]) {
+        for frame in frames {
+            if let Some(words) = self.frames.0.get(frame.index()) {
+                swizzledb_sync::hint::prefetch(words);
+            }
+        }
     }
 
     /// The inner policy's guess (the caller holds the lock during a batch: it is reentrant).

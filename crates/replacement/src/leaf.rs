@@ -149,6 +149,10 @@ impl Policy for LeafOnly {
         }
     }
 
+    fn prefetch_accesses(&self, frames: &[FrameId], inserted: &[PageId]) {
+        self.inner.prefetch_accesses(frames, inserted);
+    }
+
     /// The inner policy's guess; a parked frame is never proposed by it anyway.
     fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
         self.inner.candidate_after(frame)

@@ -253,11 +253,13 @@ pub trait Policy: Send + Sync {
         None
     }
 
-    /// A hint from BP-Wrapper's prefetching: hits on `frames` and inserts of `inserted` pages are
-    /// about to be committed, so the policy may start loading what those hooks will read (its
-    /// list links, its ghost index). It is called *before* the wrapper's lock is requested, so it
-    /// must not block: a policy whose state sits behind its own mutex tries that lock and skips
-    /// the hint if it is taken. It must change nothing. The default ignores it.
+    /// A hint that hooks for `frames`, among them inserts of the `inserted` pages, will soon
+    /// reach the policy, so that it may start loading what they will read (its list links, its
+    /// ghost index). The pool calls it for a missing page before reading the page (its insert
+    /// follows the read); BP-Wrapper's prefetching for its queued entries before it asks for its
+    /// lock to commit them. It must not block: a policy whose state sits behind its own mutex
+    /// tries that lock and skips the hint if it is taken. It must change nothing. The default
+    /// ignores it.
     fn prefetch_accesses(&self, _frames: &[FrameId], _inserted: &[PageId]) {}
 }
 

@@ -71,9 +71,15 @@ impl Policy for Lru {
         self.state.lock().touch(frame.index());
     }
 
-    /// The same moves, under one acquisition of the lock.
+    /// The same moves, under one acquisition of the lock, after a pass that prefetches the
+    /// frames' neighbours, so that the relinks' cache misses overlap.
     fn on_hits(&self, frames: &[FrameId], _hooks: &dyn HookTable) {
         let mut state = self.state.lock();
+        if frames.len() > 1 {
+            for frame in frames {
+                state.tracked.queue.prefetch_neighbours(frame.index());
+            }
+        }
         for frame in frames {
             state.touch(frame.index());
         }

@@ -131,8 +131,20 @@ impl Policy for TwoQ {
     /// The same, under one acquisition of the lock. The list is read under the lock rather than
     /// from each frame's hook: BP-Wrapper, the caller, holds its own lock meanwhile, so this one
     /// is uncontended, and the hooks are behind a `dyn` table.
+    ///
+    /// A first pass prefetches the neighbours of the `Am` frames (their links were prefetched
+    /// before the commit by BP-Wrapper's prefetching), so that the relinks' cache misses
+    /// overlap instead of coming one after another.
     fn on_hits(&self, frames: &[FrameId], _hooks: &dyn HookTable) {
         let mut state = self.state.lock();
+        if frames.len() > 1 {
+            let queues = &state.search.queues;
+            for frame in frames {
+                if queues.queue_of(frame.index()) == Some(AM) {
+                    queues.prefetch_neighbours(frame.index());
+                }
+            }
+        }
         for frame in frames {
             state.hit(frame.index());
         }
