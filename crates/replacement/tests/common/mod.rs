@@ -157,7 +157,11 @@ pub fn drive_with(
             Op::Hit(f) if sim.resident[f as usize] => {
                 // The live pool names the page; the offline simulator does not.
                 if f % 2 == 0 {
-                    policy.on_page_hit(FrameId(f), PageId::new(u64::from(f)).unwrap(), &sim.hooks[f as usize]);
+                    policy.on_page_hit(
+                        FrameId(f),
+                        PageId::new(u64::from(f)).unwrap(),
+                        &sim.hooks[f as usize],
+                    );
                 } else {
                     policy.on_hit(FrameId(f), &sim.hooks[f as usize]);
                 }
