@@ -80,7 +80,9 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 
-use crate::{check_capacity, Evictor, FrameHook, FrameId, HookTable, PageId, Policy, Rejection, Verdict};
+use crate::{
+    check_capacity, Evictor, FrameHook, FrameId, HookTable, PageId, Policy, QueuedHook, Rejection, Verdict,
+};
 
 /// No page: the frame is free as far as the wrapper knows. Pages are stored as id + 1 (`slot`),
 /// since page 0 is a valid page id.
@@ -401,8 +403,8 @@ impl HookTable for Frames {
 
 /// State under the lock.
 struct Locked {
-    /// Scratch for a commit: the run of hits passed to the inner policy's `on_hits`.
-    hits: Vec<FrameId>,
+    /// Scratch for a commit: the calls passed to the inner policy's `on_queued`.
+    calls: Vec<(FrameId, QueuedHook)>,
     /// How many guards the holding thread has open (the lock is reentrant).
     depth: usize,
     /// Acquisitions so far, for sampling hold times.
@@ -498,7 +500,7 @@ impl BpWrapper {
             });
         }
         check_capacity(capacity);
-        let locked = Locked { hits: Vec::new(), depth: 0, acquisitions: 0 };
+        let locked = Locked { calls: Vec::new(), depth: 0, acquisitions: 0 };
         Ok(BpWrapper {
             inner,
             config,
@@ -706,8 +708,9 @@ impl BpWrapper {
         }
     }
 
-    /// Commits one queue in FIFO order; the caller holds the lock. Runs of hits reach the inner
-    /// policy through one `on_hits` call each (in order, so exactly as one `on_hit` per entry).
+    /// Commits one queue in FIFO order; the caller holds the lock. The admitted entries reach the
+    /// inner policy through one `on_queued` call, in order (so exactly as one hook call each): an
+    /// inner policy behind its own lock takes it once per commit.
     fn commit(&self, guard: &Guard<'_>, queue: &Slot) {
         // Only lock holders move `head`; the producer may append behind `tail` meanwhile, never
         // over entries before `head` is stored (module doc, "Queues").
@@ -716,37 +719,38 @@ impl BpWrapper {
         if head == tail {
             return;
         }
-        let mut hits = std::mem::take(&mut guard.state().hits);
+        let mut calls = std::mem::take(&mut guard.state().calls);
         let mut applied = 0u64;
         for i in head..tail {
             let entry = queue.entry(i);
-            if entry.access == Access::Hit {
-                if self.held(entry.frame.index()) != entry.page {
-                    // `admit` may insert the page: the hits collected so far go first.
-                    self.flush_hits(&mut hits);
-                    if !self.admit(entry) {
-                        continue;
-                    }
+            let index = entry.frame.index();
+            if self.held(index) != entry.page {
+                if self.held(index) != NO_PAGE
+                    || self.frames.0[index].page.load(Ordering::Acquire) != entry.page
+                {
+                    continue; // stale (rule 2)
                 }
-                hits.push(entry.frame);
-                applied += 1;
-                continue;
+                // The page's insert is still queued somewhere: it goes first (step 5). `held[f]`
+                // is set now, so the rest of the batch sees the frame held, as the inner policy
+                // will when it gets to this call.
+                self.set_held(index, entry.page);
+                calls.push((entry.frame, QueuedHook::Insert(unslot(entry.page))));
             }
-            self.flush_hits(&mut hits);
-            applied += u64::from(self.apply(entry));
+            applied += 1;
+            match entry.access {
+                Access::Insert => {}
+                Access::Hit => calls.push((entry.frame, QueuedHook::Hit)),
+                Access::Unfix => calls.push((entry.frame, QueuedHook::Unfix)),
+                Access::Children(swizzled) => calls.push((entry.frame, QueuedHook::Children(swizzled))),
+            }
         }
-        self.flush_hits(&mut hits);
-        guard.state().hits = hits;
+        if !calls.is_empty() {
+            self.inner.on_queued(&calls, &self.frames);
+            calls.clear();
+        }
+        guard.state().calls = calls;
         queue.head.store(tail, Ordering::Release);
         self.count_commits(applied, (tail - head) as u64 - applied);
-    }
-
-    /// Passes the collected run of hits to the inner policy.
-    fn flush_hits(&self, hits: &mut Vec<FrameId>) {
-        if !hits.is_empty() {
-            self.inner.on_hits(hits, &self.frames);
-            hits.clear();
-        }
     }
 
     /// Commits every queue (a drain: when candidates ran out, or on `flush`).

@@ -72,6 +72,19 @@ fn check_capacity(capacity: usize) {
     );
 }
 
+/// A hook call that BP-Wrapper queued, as [`Policy::on_queued`] receives it.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum QueuedHook {
+    /// [`Policy::on_insert`] of this page.
+    Insert(PageId),
+    /// [`Policy::on_hit`].
+    Hit,
+    /// [`Policy::on_unfix`].
+    Unfix,
+    /// [`Policy::on_children`] with this flag.
+    Children(bool),
+}
+
 /// Why the pool refused a proposed victim.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Rejection {
@@ -182,12 +195,18 @@ pub trait Policy: Send + Sync {
         self.on_hit(frame, hook);
     }
 
-    /// Several hits, in order, exactly as if [`Policy::on_hit`] were called for each frame (with
-    /// `hooks.hook(frame)`). BP-Wrapper commits its queued hits through this. The default is that
-    /// loop; a policy behind one lock may take it once for the whole slice.
-    fn on_hits(&self, frames: &[FrameId], hooks: &dyn HookTable) {
-        for &frame in frames {
-            self.on_hit(frame, hooks.hook(frame));
+    /// Several hook calls, in order, exactly as if each were made on its own with
+    /// `table.hook(frame)`: BP-Wrapper commits a batch of queued accesses through this. The
+    /// default is that loop; a policy behind one lock (LRU, 2Q) takes it once for the whole batch.
+    fn on_queued(&self, calls: &[(FrameId, QueuedHook)], table: &dyn HookTable) {
+        for &(frame, call) in calls {
+            let hook = table.hook(frame);
+            match call {
+                QueuedHook::Insert(page) => self.on_insert(frame, page, hook),
+                QueuedHook::Hit => self.on_hit(frame, hook),
+                QueuedHook::Unfix => self.on_unfix(frame, hook),
+                QueuedHook::Children(swizzled) => self.on_children(frame, swizzled, hook),
+            }
         }
     }
     /// A fix of `frame` ended. "Usage" can be defined by fix or by unfix; most policies ignore this.

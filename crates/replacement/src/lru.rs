@@ -6,7 +6,7 @@
 use parking_lot::Mutex;
 
 use crate::list::Tracked;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, QueuedHook, Rejection};
 
 struct State {
     /// `queue` runs from the LRU end (tail, oldest) to the MRU end (head, newest).
@@ -23,6 +23,11 @@ impl State {
         if self.cursor == Some(frame) {
             self.cursor = self.tracked.queue.newer(frame);
         }
+    }
+
+    fn insert(&mut self, frame: usize) {
+        self.step_off(frame);
+        self.tracked.insert(frame);
     }
 
     fn touch(&mut self, frame: usize) {
@@ -61,9 +66,7 @@ impl Policy for Lru {
     }
 
     fn on_insert(&self, frame: FrameId, _page: PageId, _hook: &FrameHook) {
-        let mut state = self.state.lock();
-        state.step_off(frame.index());
-        state.tracked.insert(frame.index());
+        self.state.lock().insert(frame.index());
     }
 
     /// Moves the frame to the MRU end, under the lock (not R5: see the type's documentation).
@@ -71,17 +74,24 @@ impl Policy for Lru {
         self.state.lock().touch(frame.index());
     }
 
-    /// The same moves, under one acquisition of the lock, after a pass that prefetches the
-    /// frames' neighbours, so that the relinks' cache misses overlap.
-    fn on_hits(&self, frames: &[FrameId], _hooks: &dyn HookTable) {
+    /// BP-Wrapper's batch of inserts and hits, under one acquisition of the lock, after a pass
+    /// that prefetches the neighbours of the frames hit, so that the relinks' cache misses
+    /// overlap. LRU ignores unfixes and changes of children.
+    fn on_queued(&self, calls: &[(FrameId, QueuedHook)], _table: &dyn HookTable) {
         let mut state = self.state.lock();
-        if frames.len() > 1 {
-            for frame in frames {
-                state.tracked.queue.prefetch_neighbours(frame.index());
+        if calls.len() > 1 {
+            for &(frame, call) in calls {
+                if call == QueuedHook::Hit {
+                    state.tracked.queue.prefetch_neighbours(frame.index());
+                }
             }
         }
-        for frame in frames {
-            state.touch(frame.index());
+        for &(frame, call) in calls {
+            match call {
+                QueuedHook::Insert(_) => state.insert(frame.index()),
+                QueuedHook::Hit => state.touch(frame.index()),
+                QueuedHook::Unfix | QueuedHook::Children(_) => {}
+            }
         }
     }
 

@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 
 use crate::ghost_ring::GhostRing;
 use crate::list::{Queues, SearchQueues};
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, QueuedHook, Rejection};
 
 /// First-time pages, FIFO (oldest first).
 const A1IN: usize = 0;
@@ -44,6 +44,15 @@ impl State {
         let list = self.search.unlink(frame)?;
         let page = std::mem::take(&mut self.pages[frame]).checked_sub(1)?;
         Some((PageId::new(page).expect("stored from a PageId"), list))
+    }
+
+    /// An insert (`on_insert`, under the lock).
+    fn insert(&mut self, f: usize, page: PageId, hook: &FrameHook) {
+        self.forget(f);
+        let list = if self.a1out.remove(page) { AM } else { A1IN };
+        self.search.queues.push_newest(list, f);
+        self.pages[f] = page.get() + 1;
+        hook.set(if list == AM { HOOK_IN_AM } else { 0 });
     }
 
     /// A hit: an `Am` page moves to the MRU end (unless it is there already); an `A1in` or
@@ -111,13 +120,7 @@ impl Policy for TwoQ {
     /// A page remembered in `A1out` enters `Am` (its id leaves `A1out`); any other page enters
     /// `A1in`. Both at the newest end.
     fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
-        let mut state = self.state.lock();
-        let f = frame.index();
-        state.forget(f);
-        let list = if state.a1out.remove(page) { AM } else { A1IN };
-        state.search.queues.push_newest(list, f);
-        state.pages[f] = page.get() + 1;
-        hook.set(if list == AM { HOOK_IN_AM } else { 0 });
+        self.state.lock().insert(frame.index(), page, hook);
     }
 
     /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing, known
@@ -128,25 +131,30 @@ impl Policy for TwoQ {
         }
     }
 
-    /// The same, under one acquisition of the lock. The list is read under the lock rather than
-    /// from each frame's hook: BP-Wrapper, the caller, holds its own lock meanwhile, so this one
-    /// is uncontended, and the hooks are behind a `dyn` table.
+    /// BP-Wrapper's batch of inserts and hits, under one acquisition of the lock. A hit reads
+    /// the list under the lock rather than the frame's hook: the wrapper, the caller, holds its
+    /// own lock meanwhile, so this one is uncontended. 2Q ignores unfixes and changes of
+    /// children.
     ///
-    /// A first pass prefetches the neighbours of the `Am` frames (their links were prefetched
-    /// before the commit by BP-Wrapper's prefetching), so that the relinks' cache misses
-    /// overlap instead of coming one after another.
-    fn on_hits(&self, frames: &[FrameId], _hooks: &dyn HookTable) {
+    /// A first pass prefetches the neighbours of the frames hit in `Am` (their links were
+    /// prefetched before the commit by the wrapper's prefetching), so that the relinks' cache
+    /// misses overlap instead of coming one after another.
+    fn on_queued(&self, calls: &[(FrameId, QueuedHook)], table: &dyn HookTable) {
         let mut state = self.state.lock();
-        if frames.len() > 1 {
+        if calls.len() > 1 {
             let queues = &state.search.queues;
-            for frame in frames {
-                if queues.queue_of(frame.index()) == Some(AM) {
+            for &(frame, call) in calls {
+                if call == QueuedHook::Hit && queues.queue_of(frame.index()) == Some(AM) {
                     queues.prefetch_neighbours(frame.index());
                 }
             }
         }
-        for frame in frames {
-            state.hit(frame.index());
+        for &(frame, call) in calls {
+            match call {
+                QueuedHook::Insert(page) => state.insert(frame.index(), page, table.hook(frame)),
+                QueuedHook::Hit => state.hit(frame.index()),
+                QueuedHook::Unfix | QueuedHook::Children(_) => {}
+            }
         }
     }
 

@@ -210,3 +210,63 @@ fn r4_queue_policies_without_hits_evict_in_insertion_order() {
         assert_eq!(victims, order, "{kind}");
     }
 }
+
+proptest! {
+    /// `on_queued` applies a batch exactly as the individual hook calls would: for every policy,
+    /// a history whose inserts and hits reach the policy in batches proposes exactly what the
+    /// same history with one call per hook proposes (LRU and 2Q take their lock once per batch).
+    #[test]
+    fn on_queued_is_the_individual_calls_in_order(
+        kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario(),
+    ) {
+        use swizzledb_replacement::{Policy, QueuedHook};
+        let run = |batched: bool| {
+            let policy = kind.build(capacity as usize, seed);
+            let hooks = Hooks::new(capacity);
+            let mut resident = vec![false; capacity as usize];
+            let mut batch: Vec<(FrameId, QueuedHook)> = Vec::new();
+            let mut proposals = Vec::new();
+            let flush = |policy: &dyn Policy, batch: &mut Vec<(FrameId, QueuedHook)>| {
+                policy.on_queued(batch, &hooks);
+                batch.clear();
+            };
+            for &op in &ops {
+                let call = match op {
+                    Op::Insert(f) if !resident[f as usize] => {
+                        resident[f as usize] = true;
+                        Some((FrameId(f), QueuedHook::Insert(page(f))))
+                    }
+                    Op::Hit(f) if resident[f as usize] => Some((FrameId(f), QueuedHook::Hit)),
+                    _ => None,
+                };
+                if let Some((frame, call)) = call {
+                    let hook = &hooks[frame.index()];
+                    match call {
+                        _ if batched => batch.push((frame, call)),
+                        QueuedHook::Insert(p) => policy.on_insert(frame, p, hook),
+                        _ => policy.on_hit(frame, hook),
+                    }
+                    continue;
+                }
+                flush(&*policy, &mut batch);
+                match op {
+                    Op::Remove(f) if resident[f as usize] => {
+                        resident[f as usize] = false;
+                        policy.on_remove(FrameId(f), false, &hooks[f as usize]);
+                    }
+                    Op::Propose(_) => {
+                        let proposal = policy.next_candidate(&hooks);
+                        proposals.push(proposal);
+                        if let Some(frame) = proposal {
+                            resident[frame.index()] = false;
+                            policy.on_remove(frame, true, &hooks[frame.index()]);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            proposals
+        };
+        prop_assert_eq!(run(false), run(true));
+    }
+}
