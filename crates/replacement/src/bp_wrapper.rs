@@ -401,6 +401,44 @@ impl HookTable for Frames {
     }
 }
 
+/// The pool's evictor as the inner policy's batch sees it (`evict_batch`, step 4): a verdict
+/// first updates the wrapper's words for the frame (an eviction clears `held[f]` and `pages[f]`,
+/// rule 3; a `NotResident` rejection clears `held[f]`), and then the inner policy records it.
+/// The pool frees the batch's victims only after the batch (R10), so no frame is republished
+/// before its removal is recorded.
+struct Victims<'a> {
+    wrapper: &'a BpWrapper,
+    pool: &'a mut dyn Evictor,
+}
+
+impl Evictor for Victims<'_> {
+    fn wants_more(&mut self) -> bool {
+        self.pool.wants_more()
+    }
+
+    fn try_evict(&mut self, frame: FrameId) -> Verdict {
+        let verdict = self.pool.try_evict(frame);
+        let index = frame.index();
+        match verdict {
+            Verdict::Evicted => {
+                self.wrapper.set_held(index, NO_PAGE);
+                self.wrapper.frames.0[index].page.store(NO_PAGE, Ordering::Release);
+            }
+            Verdict::Rejected(Rejection::NotResident) => self.wrapper.set_held(index, NO_PAGE),
+            Verdict::Rejected(_) => {}
+        }
+        verdict
+    }
+
+    /// The pool's descriptor and the wrapper's words for the frame.
+    fn prefetch(&mut self, frame: FrameId) {
+        self.pool.prefetch(frame);
+        if let Some(words) = self.wrapper.frames.0.get(frame.index()) {
+            swizzledb_sync::hint::prefetch(words);
+        }
+    }
+}
+
 /// State under the lock.
 struct Locked {
     /// Scratch for a commit: the calls passed to the inner policy's `on_queued`.
@@ -900,44 +938,20 @@ impl Policy for BpWrapper {
     }
 
     /// The whole batch under one acquisition of the lock (R10): the caller's queue is committed,
-    /// then the inner policy proposes and learns each verdict. Hooks the pool reports while
-    /// trying a victim (a parent losing its last swizzled child) are queued as usual and may
-    /// commit in the middle of the batch: the lock is reentrant.
+    /// then the inner policy runs its own batch (`evict_batch`) over the pool's evictor, seen
+    /// through [`Victims`], which updates the wrapper's words for each verdict before the inner
+    /// policy records it. If the inner policy runs out of candidates, every queue is committed
+    /// (a frame whose insert is still queued is resident too, R4) and it is asked once more. Hooks
+    /// the pool reports while trying a victim (a parent losing its last swizzled child) are
+    /// queued as usual and may commit in the middle of the batch: the lock is reentrant.
     fn evict_batch(&self, _hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
         let guard = self.lock_for_eviction();
         self.commit_mine(&guard);
-        let mut drained = false;
-        let mut proposals = 0;
-        while proposals < max_proposals && evictor.wants_more() {
-            let Some(frame) = self.inner_candidate(&guard, &mut drained) else {
-                break;
-            };
-            proposals += 1;
-            if let Some(next) = self.inner.candidate_after(frame) {
-                evictor.prefetch(next);
-                if let Some(words) = self.frames.0.get(next.index()) {
-                    swizzledb_sync::hint::prefetch(words);
-                }
-            }
-            let verdict = evictor.try_evict(frame);
-            let index = frame.index();
-            let hook = &self.frames.0[index].hook;
-            if self.held(index) == NO_PAGE {
-                continue; // cannot happen while we hold the lock; never forward for a frame not held
-            }
-            match verdict {
-                Verdict::Evicted => {
-                    self.set_held(index, NO_PAGE);
-                    self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
-                    self.inner.on_remove(frame, true, hook);
-                }
-                Verdict::Rejected(why) => {
-                    if why == Rejection::NotResident {
-                        self.set_held(index, NO_PAGE);
-                    }
-                    self.inner.on_rejected(frame, why, hook);
-                }
-            }
+        let mut victims = Victims { wrapper: self, pool: evictor };
+        let mut proposals = self.inner.evict_batch(&self.frames, &mut victims, max_proposals);
+        if proposals < max_proposals && victims.pool.wants_more() {
+            self.commit_all(&guard);
+            proposals += self.inner.evict_batch(&self.frames, &mut victims, max_proposals - proposals);
         }
         proposals
     }

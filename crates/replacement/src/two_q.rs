@@ -7,7 +7,10 @@ use parking_lot::Mutex;
 
 use crate::ghost_ring::GhostRing;
 use crate::list::{Queues, SearchQueues};
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, QueuedHook, Rejection};
+use crate::{
+    check_capacity, frame_id, Evictor, FrameHook, FrameId, HookTable, PageId, Policy, QueuedHook, Rejection,
+    Verdict,
+};
 
 /// First-time pages, FIFO (oldest first).
 const A1IN: usize = 0;
@@ -62,6 +65,75 @@ impl State {
         if queues.queue_of(frame) == Some(AM) && queues.newest(AM) != Some(frame) {
             self.search.relink(AM, frame);
         }
+    }
+
+    /// A rejection (`on_rejected`, under the lock).
+    fn reject(&mut self, f: usize, why: Rejection, hook: &FrameHook) {
+        match why {
+            // The frame keeps its place (the fix that holds it was reported as a hit already);
+            // the search moves on.
+            Rejection::InUse => self.search.pass(f),
+            // Unevictable until its children go: back to the newest end of its own queue, as if
+            // just loaded (A1in) or used (Am). Passing it instead would re-propose it after every
+            // eviction, since each eviction restarts the search: in a swizzling pool the A1in
+            // tail fills with inner nodes, and that cost 29 refusals per eviction.
+            Rejection::SwizzledChildren => {
+                if let Some(q) = self.search.queues.queue_of(f).filter(|&q| q == A1IN || q == AM) {
+                    self.search.relink(q, f);
+                }
+            }
+            Rejection::Root => {
+                self.search.block(f);
+                hook.set(0);
+            }
+            Rejection::NotResident => {
+                self.forget(f);
+                hook.set(0);
+            }
+        }
+    }
+
+    /// A removal (`on_remove`, under the lock).
+    fn remove(&mut self, f: usize, evicted: bool, hook: &FrameHook) {
+        let forgotten = self.forget(f);
+        hook.set(0);
+        if evicted {
+            self.search.cursor = None;
+            if let Some((page, A1IN)) = forgotten {
+                self.a1out.insert(page);
+            }
+        }
+    }
+
+    /// The next proposal (`next_candidate`, under the lock).
+    fn propose(&mut self) -> Option<usize> {
+        let kin = self.kin;
+        self.search.propose(|queues| reclaim_for(queues, kin))
+    }
+
+    /// A pool's verdict on the proposed `f` (R10, under the lock).
+    fn record(&mut self, f: usize, verdict: Verdict, hook: &FrameHook) {
+        match verdict {
+            Verdict::Evicted => self.remove(f, true, hook),
+            Verdict::Rejected(why) => self.reject(f, why, hook),
+        }
+    }
+
+    /// `candidate_after` (under the lock).
+    fn guess_after(&self, f: usize) -> Option<usize> {
+        let queues = &self.search.queues;
+        let list = queues.queue_of(f).filter(|&q| q == A1IN || q == AM)?;
+        if list == A1IN {
+            if let Some(page) = self.pages[f].checked_sub(1).and_then(PageId::new) {
+                self.a1out.prefetch_insert(page);
+            }
+        }
+        let in_after = queues.len(A1IN) - usize::from(list == A1IN);
+        let (first, second) = if in_after > self.kin { (A1IN, AM) } else { (AM, A1IN) };
+        let next = queues.oldest_without(first, f).or_else(|| queues.oldest_without(second, f))?;
+        queues.prefetch(next);
+        swizzledb_sync::hint::prefetch(&self.pages[next]);
+        Some(next)
     }
 }
 
@@ -159,53 +231,20 @@ impl Policy for TwoQ {
     }
 
     fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
-        let mut state = self.state.lock();
-        let f = frame.index();
-        match why {
-            // The frame keeps its place (the fix that holds it was reported as a hit already);
-            // the search moves on.
-            Rejection::InUse => state.search.pass(f),
-            // Unevictable until its children go: back to the newest end of its own queue, as if
-            // just loaded (A1in) or used (Am). Passing it instead would re-propose it after every
-            // eviction, since each eviction restarts the search: in a swizzling pool the A1in
-            // tail fills with inner nodes, and that cost 29 refusals per eviction.
-            Rejection::SwizzledChildren => {
-                if let Some(q) = state.search.queues.queue_of(f).filter(|&q| q == A1IN || q == AM) {
-                    state.search.relink(q, f);
-                }
-            }
-            Rejection::Root => {
-                state.search.block(f);
-                hook.set(0);
-            }
-            Rejection::NotResident => {
-                state.forget(f);
-                hook.set(0);
-            }
-        }
+        self.state.lock().reject(frame.index(), why, hook);
     }
 
     /// An eviction from `A1in` remembers the page in `A1out` (dropping its oldest id beyond
     /// `Kout`); an eviction from `Am` or of a blocked page, and a freed page, leave no trace.
     fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
-        let mut state = self.state.lock();
-        let forgotten = state.forget(frame.index());
-        hook.set(0);
-        if evicted {
-            state.search.cursor = None;
-            if let Some((page, A1IN)) = forgotten {
-                state.a1out.insert(page);
-            }
-        }
+        self.state.lock().remove(frame.index(), evicted, hook);
     }
 
     /// The cursor's frame during a search, else the paper's choice (the `A1in` tail while
     /// `|A1in| > Kin`, else the `Am` tail); if only blocked frames are resident, one of them;
     /// else `None` (R4).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
-        let mut state = self.state.lock();
-        let kin = state.kin;
-        state.search.propose(|queues| reclaim_for(queues, kin)).map(frame_id)
+        self.state.lock().propose().map(frame_id)
     }
 
     /// Prefetches each frame's links and page word and each inserted page's `A1out` index line,
@@ -228,21 +267,33 @@ impl Policy for TwoQ {
     /// is empty. Its links and page word are prefetched, for the proposal and removal that
     /// follow, and so are the `A1out` index lines that evicting `frame` from `A1in` will touch.
     fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
-        let state = self.state.lock();
-        let queues = &state.search.queues;
-        let f = frame.index();
-        let list = queues.queue_of(f).filter(|&q| q == A1IN || q == AM)?;
-        if list == A1IN {
-            if let Some(page) = state.pages[f].checked_sub(1).and_then(PageId::new) {
-                state.a1out.prefetch_insert(page);
+        self.state.lock().guess_after(frame.index()).map(frame_id)
+    }
+
+    /// The default loop's order, with one acquisition of the lock per victim instead of three:
+    /// the verdict on one victim, the next proposal and the guess after it share one critical
+    /// section. The lock is not held while the pool tries a victim, so hooks the pool reports
+    /// meanwhile (from this thread or another) take it as usual.
+    fn evict_batch(&self, hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
+        let mut proposals = 0;
+        let mut last: Option<(FrameId, Verdict)> = None;
+        loop {
+            let more = proposals < max_proposals && evictor.wants_more();
+            let mut state = self.state.lock();
+            if let Some((frame, verdict)) = last.take() {
+                state.record(frame.index(), verdict, hooks.hook(frame));
             }
+            let Some(frame) = more.then(|| state.propose()).flatten() else { break };
+            let next = state.guess_after(frame);
+            drop(state);
+            proposals += 1;
+            if let Some(next) = next {
+                evictor.prefetch(frame_id(next));
+            }
+            let frame = frame_id(frame);
+            last = Some((frame, evictor.try_evict(frame)));
         }
-        let in_after = queues.len(A1IN) - usize::from(list == A1IN);
-        let (first, second) = if in_after > state.kin { (A1IN, AM) } else { (AM, A1IN) };
-        let next = queues.oldest_without(first, f).or_else(|| queues.oldest_without(second, f))?;
-        queues.prefetch(next);
-        swizzledb_sync::hint::prefetch(&state.pages[next]);
-        Some(frame_id(next))
+        proposals
     }
 }
 

@@ -270,3 +270,78 @@ proptest! {
         prop_assert_eq!(run(false), run(true));
     }
 }
+
+/// Answers an eviction batch from a script: each proposal gets the next outcome (`Ignore` is
+/// taken as an `InUse` rejection), until the script runs out.
+struct Scripted<'a> {
+    outcomes: &'a [Outcome],
+    seen: Vec<FrameId>,
+}
+
+impl Scripted<'_> {
+    fn verdict(&mut self, frame: FrameId) -> swizzledb_replacement::Verdict {
+        use swizzledb_replacement::Verdict;
+        let outcome = self.outcomes[self.seen.len()];
+        self.seen.push(frame);
+        match outcome {
+            Outcome::Evict => Verdict::Evicted,
+            Outcome::Reject(why) => Verdict::Rejected(why),
+            Outcome::Ignore => Verdict::Rejected(Rejection::InUse),
+        }
+    }
+}
+
+impl swizzledb_replacement::Evictor for Scripted<'_> {
+    fn wants_more(&mut self) -> bool {
+        self.seen.len() < self.outcomes.len()
+    }
+
+    fn try_evict(&mut self, frame: FrameId) -> swizzledb_replacement::Verdict {
+        self.verdict(frame)
+    }
+}
+
+proptest! {
+    /// R10: a policy's `evict_batch` (2Q's and LRU's take their lock once per victim; the
+    /// wrapper hands the batch to its inner policy) proposes, and leaves behind, exactly what the
+    /// plain loop over `next_candidate`, `on_remove` and `on_rejected` does, for every policy.
+    #[test]
+    fn r10_evict_batch_is_the_plain_loop(
+        kind in kinds(), seed in any::<u64>(), (capacity, history) in scenario(),
+        outcomes in proptest::collection::vec(
+            prop_oneof![3 => Just(Outcome::Evict), 1 => Just(Outcome::Reject(Rejection::InUse)),
+                        1 => Just(Outcome::Reject(Rejection::SwizzledChildren)),
+                        1 => Just(Outcome::Reject(Rejection::Root))],
+            0..16),
+    ) {
+        use swizzledb_replacement::{Evictor, Verdict};
+        let history: Vec<Op> = history.into_iter().filter(|op| !matches!(op, Op::Propose(_))).collect();
+        let run = |batched: bool| {
+            let policy = kind.build(capacity as usize, seed);
+            let (_, hooks) = drive_with(Hooks::new(capacity), &history, &*policy, |_, _| {});
+            let mut script = Scripted { outcomes: &outcomes, seen: Vec::new() };
+            if batched {
+                policy.evict_batch(&hooks, &mut script, usize::MAX);
+            } else {
+                while script.wants_more() {
+                    let Some(frame) = policy.next_candidate(&hooks) else { break };
+                    match script.verdict(frame) {
+                        Verdict::Evicted => policy.on_remove(frame, true, &hooks[frame.index()]),
+                        Verdict::Rejected(why) => policy.on_rejected(frame, why, &hooks[frame.index()]),
+                    }
+                }
+            }
+            // What is left: propose and evict until nothing is.
+            let mut rest = Vec::new();
+            while let Some(frame) = policy.next_candidate(&hooks) {
+                rest.push(frame);
+                policy.on_remove(frame, true, &hooks[frame.index()]);
+                if rest.len() > 2 * capacity as usize {
+                    break;
+                }
+            }
+            (script.seen, rest)
+        };
+        prop_assert_eq!(run(false), run(true));
+    }
+}
