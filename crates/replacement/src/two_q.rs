@@ -247,14 +247,18 @@ impl Policy for TwoQ {
         self.state.lock().propose().map(frame_id)
     }
 
-    /// Prefetches each frame's links and page word and each inserted page's `A1out` index line,
-    /// if the lock is free (never waits).
+    /// Prefetches the links of the frames in `Am` (the only hits that relink) and each inserted
+    /// page's `A1out` index line, if the lock is free (never waits). Nothing else: an insert
+    /// only writes the frame's links and page word, and fewer prefetches in flight leave the
+    /// cache's miss buffers to the ones that matter. (Prefetching the ring slots that confirm
+    /// the inserted pages' fingerprints too, after reading their index words, moved the stall
+    /// here instead of removing it.)
     fn prefetch_accesses(&self, frames: &[FrameId], inserted: &[PageId]) {
         let Some(state) = self.state.try_lock() else { return };
+        let queues = &state.search.queues;
         for frame in frames {
-            state.search.queues.prefetch(frame.index());
-            if let Some(word) = state.pages.get(frame.index()) {
-                swizzledb_sync::hint::prefetch(word);
+            if queues.queue_of(frame.index()) == Some(AM) {
+                queues.prefetch(frame.index());
             }
         }
         for &page in inserted {
