@@ -112,10 +112,21 @@ impl Results {
         threads: usize,
         metric: impl Fn(&Measurement) -> Option<f64>,
     ) -> Option<Summary> {
-        let (p, b) = (self.at(policy, threads)?, self.at(base, threads)?);
-        let ratios: Vec<f64> =
-            p.runs.iter().zip(&b.runs).filter_map(|(x, y)| report::ratio(metric(x)?, metric(y)?)).collect();
-        report::summarize(&ratios)
+        report::summarize(&self.paired_values(policy, base, threads, metric))
+    }
+
+    /// The per-repetition ratios behind [`Results::paired_ratio`] (empty if a point is missing).
+    fn paired_values(
+        &self,
+        policy: &str,
+        base: &str,
+        threads: usize,
+        metric: impl Fn(&Measurement) -> Option<f64>,
+    ) -> Vec<f64> {
+        let (Some(p), Some(b)) = (self.at(policy, threads), self.at(base, threads)) else {
+            return Vec::new();
+        };
+        p.runs.iter().zip(&b.runs).filter_map(|(x, y)| report::ratio(metric(x)?, metric(y)?)).collect()
     }
 }
 
@@ -309,12 +320,26 @@ pub fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
         let locked = PolicySpec { bp_wrapper: Some(BpVariant::None), ..*policy }.to_string();
         let point = results.at(&name, t);
         if let Some(r) = results.paired_ratio(&name, "clock", t) {
+            let ratios = results.paired_values(&name, "clock", t, |m| Some(m.throughput()));
+            let interval = match report::median_interval(&ratios) {
+                Some((lo, hi)) => {
+                    let verdict = if lo >= 0.95 {
+                        "above the target"
+                    } else if hi < 0.95 {
+                        "below the target"
+                    } else {
+                        "straddles the target: more repetitions or a quieter machine could tell"
+                    };
+                    format!("; 95% interval of the median {lo:.2}-{hi:.2}, {verdict}")
+                }
+                None => String::new(),
+            };
             verdict(
                 out,
                 r.median >= 0.95,
                 format!(
                     "{name} tracks CLOCK: {:.2}x its lookups/s, median of the per-repetition ratios \
-                     ({:.2}-{:.2}; target >= 0.95x)",
+                     (range {:.2}-{:.2}{interval}; target >= 0.95x)",
                     r.median, r.min, r.max
                 ),
             )?;
