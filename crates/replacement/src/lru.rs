@@ -7,8 +7,8 @@ use parking_lot::Mutex;
 
 use crate::list::Tracked;
 use crate::{
-    check_capacity, frame_id, Evictor, FrameHook, FrameId, HookTable, PageId, Policy, QueuedHook, Rejection,
-    Verdict,
+    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HookTable, LockedBatch,
+    PageId, Policy, QueuedHook, Rejection, Verdict,
 };
 
 struct State {
@@ -65,14 +65,21 @@ impl State {
         }
     }
 
-    /// The next proposal (`next_candidate`, under the lock).
+    fn touch(&mut self, frame: usize) {
+        if self.tracked.queue.contains(frame) {
+            self.step_off(frame);
+            self.tracked.queue.move_to_newest(frame);
+        }
+    }
+}
+
+impl LockedBatch for State {
     fn propose(&mut self) -> Option<usize> {
         let queue = &self.tracked.queue;
         let unblocked = self.cursor.filter(|&f| queue.contains(f)).or_else(|| queue.oldest());
         unblocked.or_else(|| self.tracked.blocked_candidate())
     }
 
-    /// `candidate_after` (under the lock).
     fn guess_after(&self, frame: usize) -> Option<usize> {
         let queue = &self.tracked.queue;
         if !queue.contains(frame) {
@@ -83,10 +90,10 @@ impl State {
         Some(next)
     }
 
-    fn touch(&mut self, frame: usize) {
-        if self.tracked.queue.contains(frame) {
-            self.step_off(frame);
-            self.tracked.queue.move_to_newest(frame);
+    fn record(&mut self, frame: usize, verdict: Verdict, _hook: &FrameHook) {
+        match verdict {
+            Verdict::Evicted => self.remove(frame, true),
+            Verdict::Rejected(why) => self.reject(frame, why),
         }
     }
 }
@@ -162,30 +169,9 @@ impl Policy for Lru {
         self.state.lock().propose().map(frame_id)
     }
 
-    /// The default loop's order, with one acquisition of the lock per victim instead of three
-    /// (as 2Q's): the verdict on one victim, the next proposal and the guess after it share one
-    /// critical section, and the lock is not held while the pool tries a victim.
-    fn evict_batch(&self, _hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
-        let mut proposals = 0;
-        let mut last: Option<(usize, Verdict)> = None;
-        loop {
-            let more = proposals < max_proposals && evictor.wants_more();
-            let mut state = self.state.lock();
-            match last.take() {
-                Some((f, Verdict::Evicted)) => state.remove(f, true),
-                Some((f, Verdict::Rejected(why))) => state.reject(f, why),
-                None => {}
-            }
-            let Some(frame) = more.then(|| state.propose()).flatten() else { break };
-            let next = state.guess_after(frame);
-            drop(state);
-            proposals += 1;
-            if let Some(next) = next {
-                evictor.prefetch(frame_id(next));
-            }
-            last = Some((frame, evictor.try_evict(frame_id(frame))));
-        }
-        proposals
+    /// One acquisition of the lock per victim (`evict_batch_locked`).
+    fn evict_batch(&self, hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
+        evict_batch_locked(&self.state, hooks, evictor, max_proposals)
     }
 
     /// Prefetches each frame's links, if the lock is free (never waits).

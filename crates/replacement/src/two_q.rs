@@ -8,8 +8,8 @@ use parking_lot::Mutex;
 use crate::ghost_ring::GhostRing;
 use crate::list::{Queues, SearchQueues};
 use crate::{
-    check_capacity, frame_id, Evictor, FrameHook, FrameId, HookTable, PageId, Policy, QueuedHook, Rejection,
-    Verdict,
+    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HookTable, LockedBatch,
+    PageId, Policy, QueuedHook, Rejection, Verdict,
 };
 
 /// First-time pages, FIFO (oldest first).
@@ -104,14 +104,14 @@ impl State {
             }
         }
     }
+}
 
-    /// The next proposal (`next_candidate`, under the lock).
+impl LockedBatch for State {
     fn propose(&mut self) -> Option<usize> {
         let kin = self.kin;
         self.search.propose(|queues| reclaim_for(queues, kin))
     }
 
-    /// A pool's verdict on the proposed `f` (R10, under the lock).
     fn record(&mut self, f: usize, verdict: Verdict, hook: &FrameHook) {
         match verdict {
             Verdict::Evicted => self.remove(f, true, hook),
@@ -119,7 +119,6 @@ impl State {
         }
     }
 
-    /// `candidate_after` (under the lock).
     fn guess_after(&self, f: usize) -> Option<usize> {
         let queues = &self.search.queues;
         let list = queues.queue_of(f).filter(|&q| q == A1IN || q == AM)?;
@@ -274,30 +273,9 @@ impl Policy for TwoQ {
         self.state.lock().guess_after(frame.index()).map(frame_id)
     }
 
-    /// The default loop's order, with one acquisition of the lock per victim instead of three:
-    /// the verdict on one victim, the next proposal and the guess after it share one critical
-    /// section. The lock is not held while the pool tries a victim, so hooks the pool reports
-    /// meanwhile (from this thread or another) take it as usual.
+    /// One acquisition of the lock per victim (`evict_batch_locked`).
     fn evict_batch(&self, hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
-        let mut proposals = 0;
-        let mut last: Option<(FrameId, Verdict)> = None;
-        loop {
-            let more = proposals < max_proposals && evictor.wants_more();
-            let mut state = self.state.lock();
-            if let Some((frame, verdict)) = last.take() {
-                state.record(frame.index(), verdict, hooks.hook(frame));
-            }
-            let Some(frame) = more.then(|| state.propose()).flatten() else { break };
-            let next = state.guess_after(frame);
-            drop(state);
-            proposals += 1;
-            if let Some(next) = next {
-                evictor.prefetch(frame_id(next));
-            }
-            let frame = frame_id(frame);
-            last = Some((frame, evictor.try_evict(frame)));
-        }
-        proposals
+        evict_batch_locked(&self.state, hooks, evictor, max_proposals)
     }
 }
 
