@@ -70,14 +70,13 @@ impl State {
     /// A rejection (`on_rejected`, under the lock).
     fn reject(&mut self, f: usize, why: Rejection, hook: &FrameHook) {
         match why {
-            // The frame keeps its place (the fix that holds it was reported as a hit already);
-            // the search moves on.
-            Rejection::InUse => self.search.pass(f),
-            // Unevictable until its children go: back to the newest end of its own queue, as if
-            // just loaded (A1in) or used (Am). Passing it instead would re-propose it after every
-            // eviction, since each eviction restarts the search: in a swizzling pool the A1in
-            // tail fills with inner nodes, and that cost 29 refusals per eviction.
-            Rejection::SwizzledChildren => {
+            // Unevictable for now: back to the newest end of its own queue, as if just loaded
+            // (A1in) or used (Am). Passing it instead would re-propose it after every eviction,
+            // since each eviction restarts the search. A parent with swizzled children stays
+            // unevictable for as long as its children are cached (in a swizzling pool the A1in
+            // tail fills with inner nodes: 29 refusals per eviction with the cursor alone), and a
+            // leaf whose parent readers keep latched is refused again and again at 16 threads.
+            Rejection::InUse | Rejection::SwizzledChildren => {
                 if let Some(q) = self.search.queues.queue_of(f).filter(|&q| q == A1IN || q == AM) {
                     self.search.relink(q, f);
                 }
@@ -369,9 +368,8 @@ mod tests {
         assert_eq!(lists(&policy).2, Vec::<u64>::new(), "Am evictions are not remembered");
     }
 
-    /// `SwizzledChildren` requeues the frame at its queue's newest end; `InUse` moves the search
-    /// along A1in, then into Am, and wraps; `Root` blocks; a freed page is not remembered in A1out
-    /// and moves the search on.
+    /// `SwizzledChildren` and `InUse` requeue the frame at its queue's newest end; `Root` blocks;
+    /// a freed page is not remembered in A1out.
     #[test]
     fn r3_rejections_and_frees() {
         let policy = TwoQ::with_sizes(4, 1, 4);
@@ -390,15 +388,14 @@ mod tests {
         policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(3)));
         policy.on_rejected(FrameId(3), Rejection::InUse, &h[3]);
+        assert_eq!(lists(&policy).0, [1, 3], "requeued at A1in's newest end");
         assert_eq!(policy.next_candidate(&h), Some(FrameId(1)));
-        policy.on_rejected(FrameId(1), Rejection::InUse, &h[1]);
-        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)), "past A1in's head into Am");
-        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
-        assert_eq!(policy.next_candidate(&h), Some(FrameId(3)), "wraps to A1in's tail");
         policy.on_remove(FrameId(3), false, &h[3]);
         assert_eq!(lists(&policy).2, Vec::<u64>::new(), "freed, not evicted");
-        assert_eq!(h.evict(&policy), 1, "the freed frame's successor in the search");
-        assert_eq!(h.evict(&policy), 0);
+        assert_eq!(policy.next_candidate(&h), Some(FrameId(0)), "|A1in| = Kin: Am's LRU end");
+        policy.on_rejected(FrameId(0), Rejection::InUse, &h[0]);
+        assert_eq!(h.evict(&policy), 0, "Am's only frame, requeued at its own newest end");
+        assert_eq!(h.evict(&policy), 1);
         assert_eq!(h.evict(&policy), 2, "the root last");
         assert_eq!(lists(&policy).2, [2], "blocked and Am evictions are not remembered");
     }
