@@ -703,37 +703,45 @@ impl BpWrapper {
         words.held.store(page != NO_PAGE, Ordering::Relaxed);
     }
 
-    /// Checks one entry under the lock (module doc, steps 1 and 2): true if the inner policy
-    /// holds the frame with the entry's page (after inserting it if its insert was still queued,
-    /// step 5), false if the entry is stale.
-    fn admit(&self, entry: Entry) -> bool {
+    /// Checks one entry under the lock (module doc, steps 1, 2 and 5) and appends the calls it
+    /// makes of the inner policy to `calls`: first its page's insert if that is still queued
+    /// (`held[f]` is set at once, so the rest of a batch sees the frame held, as the inner policy
+    /// will by then), then the access itself. False, with nothing appended, if the entry is stale.
+    fn admit(&self, entry: Entry, calls: &mut Vec<(FrameId, QueuedHook)>) -> bool {
         let index = entry.frame.index();
         let held = self.held(index);
         if held != entry.page {
             if held != NO_PAGE || self.frames.0[index].page.load(Ordering::Acquire) != entry.page {
                 return false;
             }
-            // The page's insert is still queued somewhere: apply it now, before this entry.
             self.set_held(index, entry.page);
-            self.inner.on_insert(entry.frame, unslot(entry.page), &self.frames.0[index].hook);
+            calls.push((entry.frame, QueuedHook::Insert(unslot(entry.page))));
+        }
+        match entry.access {
+            Access::Insert => {}
+            Access::Hit => calls.push((entry.frame, QueuedHook::Hit)),
+            Access::Unfix => calls.push((entry.frame, QueuedHook::Unfix)),
+            Access::Children(swizzled) => calls.push((entry.frame, QueuedHook::Children(swizzled))),
         }
         true
     }
 
-    /// Applies one entry under the lock; false if it was stale. The caller counts, once per batch
-    /// (an atomic add per entry would lengthen the critical section).
-    fn apply(&self, entry: Entry) -> bool {
-        if !self.admit(entry) {
-            return false;
+    /// Hands `calls` to the inner policy in one `on_queued` call and empties it.
+    fn forward(&self, calls: &mut Vec<(FrameId, QueuedHook)>) {
+        if !calls.is_empty() {
+            self.inner.on_queued(calls, &self.frames);
+            calls.clear();
         }
-        let hook = &self.frames.0[entry.frame.index()].hook;
-        match entry.access {
-            Access::Insert => {}
-            Access::Hit => self.inner.on_hit(entry.frame, hook),
-            Access::Unfix => self.inner.on_unfix(entry.frame, hook),
-            Access::Children(swizzled) => self.inner.on_children(entry.frame, swizzled, hook),
-        }
-        true
+    }
+
+    /// Applies one entry at once (the unbatched variants); false if it was stale. The caller
+    /// counts (an atomic add per entry would lengthen the critical section of a commit).
+    fn apply(&self, guard: &Guard<'_>, entry: Entry) -> bool {
+        let mut calls = std::mem::take(&mut guard.state().calls);
+        let admitted = self.admit(entry, &mut calls);
+        self.forward(&mut calls);
+        guard.state().calls = calls;
+        admitted
     }
 
     /// Counts `applied` committed and `stale` skipped entries.
@@ -760,32 +768,9 @@ impl BpWrapper {
         let mut calls = std::mem::take(&mut guard.state().calls);
         let mut applied = 0u64;
         for i in head..tail {
-            let entry = queue.entry(i);
-            let index = entry.frame.index();
-            if self.held(index) != entry.page {
-                if self.held(index) != NO_PAGE
-                    || self.frames.0[index].page.load(Ordering::Acquire) != entry.page
-                {
-                    continue; // stale (rule 2)
-                }
-                // The page's insert is still queued somewhere: it goes first (step 5). `held[f]`
-                // is set now, so the rest of the batch sees the frame held, as the inner policy
-                // will when it gets to this call.
-                self.set_held(index, entry.page);
-                calls.push((entry.frame, QueuedHook::Insert(unslot(entry.page))));
-            }
-            applied += 1;
-            match entry.access {
-                Access::Insert => {}
-                Access::Hit => calls.push((entry.frame, QueuedHook::Hit)),
-                Access::Unfix => calls.push((entry.frame, QueuedHook::Unfix)),
-                Access::Children(swizzled) => calls.push((entry.frame, QueuedHook::Children(swizzled))),
-            }
+            applied += u64::from(self.admit(queue.entry(i), &mut calls));
         }
-        if !calls.is_empty() {
-            self.inner.on_queued(&calls, &self.frames);
-            calls.clear();
-        }
+        self.forward(&mut calls);
         guard.state().calls = calls;
         queue.head.store(tail, Ordering::Release);
         self.count_commits(applied, (tail - head) as u64 - applied);
@@ -816,11 +801,11 @@ impl BpWrapper {
             if self.config.variant.prefetches() {
                 self.prefetch_one(entry);
             }
-            let _guard = self.lock();
+            let guard = self.lock();
             if counts {
                 bump(&self.counters.locked_accesses);
             }
-            let applied = self.apply(entry);
+            let applied = self.apply(&guard, entry);
             self.count_commits(u64::from(applied), u64::from(!applied));
             return;
         };
