@@ -680,9 +680,8 @@ impl BpWrapper {
         if let Some(words) = self.frames.0.get(entry.frame.index()) {
             swizzledb_sync::hint::prefetch(words);
         }
-        let inserted = [unslot(entry.page.max(1))];
-        let inserted = if entry.access == Access::Insert { &inserted[..] } else { &[] };
-        self.inner.prefetch_accesses(&[entry.frame], inserted);
+        let inserted = (entry.access == Access::Insert && entry.page != NO_PAGE).then(|| unslot(entry.page));
+        self.inner.prefetch_accesses(&[entry.frame], inserted.as_slice());
     }
 
     /// The page the inner policy holds `index` with; the caller holds the lock.

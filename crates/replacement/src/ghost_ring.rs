@@ -106,25 +106,25 @@ impl GhostRing {
         (u64::from(fp) << 32 >> self.shift) as usize
     }
 
-    /// Starts loading the index line where a lookup of `page` begins (a hint, sync README H1).
-    pub(crate) fn prefetch(&self, page: PageId) {
-        let fp = fingerprint(word(page)) & self.fp_mask;
-        if let Some(w) = self.index.get(self.home(fp)) {
+    /// Starts loading the index line where a lookup of the page word `key` begins (a hint, sync
+    /// README H1).
+    fn prefetch_key(&self, key: u64) {
+        if let Some(w) = self.index.get(self.home(fingerprint(key) & self.fp_mask)) {
             swizzledb_sync::hint::prefetch(w);
         }
     }
 
+    /// Starts loading the index line where a lookup of `page` begins.
+    pub(crate) fn prefetch(&self, page: PageId) {
+        self.prefetch_key(word(page));
+    }
+
     /// Starts loading the index lines an [`GhostRing::insert`] of `page` will touch: the page's
-    /// own and, if the ring is full, its oldest entry's (a hint).
+    /// own and, if the ring is full, its oldest entry's.
     pub(crate) fn prefetch_insert(&self, page: PageId) {
-        self.prefetch(page);
-        if self.live >= self.limit {
-            let oldest = self.ring[self.head];
-            if oldest != 0 {
-                if let Some(w) = self.index.get(self.home(fingerprint(oldest) & self.fp_mask)) {
-                    swizzledb_sync::hint::prefetch(w);
-                }
-            }
+        self.prefetch_key(word(page));
+        if self.live >= self.limit && self.ring[self.head] != 0 {
+            self.prefetch_key(self.ring[self.head]);
         }
     }
 

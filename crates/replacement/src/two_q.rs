@@ -24,8 +24,8 @@ const HOOK_IN_AM: u32 = 1;
 struct State {
     /// The paper's `Kin`: `A1in` is reclaimed from while it holds more than this many pages.
     kin: usize,
-    /// `A1in` and `Am`, searched in that order, and the blocked list; the cursor starts at the
-    /// paper's choice and is reset by every eviction.
+    /// `A1in` and `Am`, and the blocked list. 2Q never moves the search cursor (a refused frame is
+    /// requeued instead, `reject`), so every proposal is the paper's choice.
     search: SearchQueues,
     /// Each frame's page as a word, `id + 1` (0: no page), half the size of an
     /// `Option<PageId>`, so that twice as many frames share a cache line.
@@ -96,11 +96,8 @@ impl State {
     fn remove(&mut self, f: usize, evicted: bool, hook: &FrameHook) {
         let forgotten = self.forget(f);
         hook.set(0);
-        if evicted {
-            self.search.cursor = None;
-            if let Some((page, A1IN)) = forgotten {
-                self.a1out.insert(page);
-            }
+        if let (true, Some((page, A1IN))) = (evicted, forgotten) {
+            self.a1out.insert(page);
         }
     }
 }
@@ -238,7 +235,7 @@ impl Policy for TwoQ {
         self.state.lock().remove(frame.index(), evicted, hook);
     }
 
-    /// The cursor's frame during a search, else the paper's choice (the `A1in` tail while
+    /// The paper's choice (the `A1in` tail while
     /// `|A1in| > Kin`, else the `Am` tail); if only blocked frames are resident, one of them;
     /// else `None` (R4).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
@@ -264,9 +261,8 @@ impl Policy for TwoQ {
         }
     }
 
-    /// The paper's choice once `frame` (in `A1in` or `Am`) has been evicted, which resets the
-    /// search: the oldest frame of the list reclaimed from then, or of the other list if that one
-    /// is empty. Its links and page word are prefetched, for the proposal and removal that
+    /// The paper's choice once `frame` (in `A1in` or `Am`) has been evicted: the oldest frame of
+    /// the list reclaimed from then, or of the other list if that one is empty. Its links and page word are prefetched, for the proposal and removal that
     /// follow, and so are the `A1out` index lines that evicting `frame` from `A1in` will touch.
     fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
         self.state.lock().guess_after(frame.index()).map(frame_id)
@@ -476,13 +472,12 @@ mod tests {
                     }
                 }
                 assert!(state.a1out.len() <= kout);
-                if state.search.cursor.is_none() {
-                    let queues = &state.search.queues;
-                    if let Some(first) = reclaim_for(queues, kin) {
-                        let from_a1in = queues.queue_of(first) == Some(A1IN);
-                        let a1in_over = queues.len(A1IN) > kin || queues.len(AM) == 0;
-                        assert_eq!(from_a1in, a1in_over);
-                    }
+                assert_eq!(state.search.cursor, None, "2Q never moves the search cursor");
+                let queues = &state.search.queues;
+                if let Some(first) = reclaim_for(queues, kin) {
+                    let from_a1in = queues.queue_of(first) == Some(A1IN);
+                    let a1in_over = queues.len(A1IN) > kin || queues.len(AM) == 0;
+                    assert_eq!(from_a1in, a1in_over);
                 }
             });
         }
