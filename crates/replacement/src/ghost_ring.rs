@@ -11,13 +11,14 @@
 //!   has at least twice as many slots as the limit. When the slots between head and tail fill
 //!   up with live entries and tombstones, the live entries are packed to the front in their
 //!   order: at most `limit` of them move, and at least `limit` additions separate two packings.
-//! - The index from page to ring slot is an open-addressing table of 8-byte words (linear
-//!   probing, at most half full, deletion by backward shift, so no tombstones). A word holds the
-//!   high 32 bits of the page's hash (its fingerprint, whose top bits are also its home position)
-//!   and its ring slot; a fingerprint match is confirmed against the ring. So a lookup of an
-//!   absent page, the common case, reads one cache line of a table a quarter the size of one
-//!   with 16-byte inline-key entries at most a quarter full, where a hash map plus a linked slab
-//!   touched three or four lines per addition or removal.
+//! - The index from page to ring slot is an open-addressing table of 16-byte entries (linear
+//!   probing, at most half full, deletion by backward shift, so no tombstones), each the page
+//!   word and its ring slot, four to a cache line. A lookup reads the table and nothing else: of
+//!   an absent page, the common case, usually one line; of a present one (a ghost hit), one line,
+//!   and then clearing its ring slot is a store that nothing waits for. (An earlier index kept
+//!   8-byte words, a 32-bit fingerprint and the slot, and confirmed a fingerprint match by reading
+//!   the ring: on a ghost hit that read was a second cache miss, dependent on the first, and the
+//!   largest single stall of 2Q's inserts in the live pool.)
 //!
 //! Every operation is O(1) (packing amortized) and allocates nothing after construction. The
 //! ring is not synchronized; 2Q keeps it under its mutex.
@@ -29,32 +30,27 @@ fn word(page: PageId) -> u64 {
     page.get() + 1
 }
 
-/// Fibonacci hashing: the top `bits` bits of the word times 2^64 / φ.
-/// The page word's hash; its high 32 bits are the fingerprint kept in the index.
+/// Fibonacci hashing: the high bits of the product depend on every bit of the key; a key's home
+/// in the index is the product's top bits.
 fn hash(key: u64) -> u64 {
-    // Fibonacci hashing: the high bits of the product depend on every bit of the key.
     key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// The fingerprint of a page word: the hash's high 32 bits (the truncation is the point).
-#[allow(clippy::cast_possible_truncation)]
-fn fingerprint(key: u64) -> u32 {
-    (hash(key) >> 32) as u32
+/// An index entry: a page word (0 = empty) and the ring slot holding it.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Indexed {
+    key: u64,
+    slot: u64,
 }
 
-/// An index word: fingerprint in the high half, ring slot + 1 in the low half (0 = empty).
-fn index_word(fp: u32, slot: usize) -> u64 {
-    (u64::from(fp) << 32) | (slot as u64 + 1)
+impl Indexed {
+    /// The ring slot of a non-empty entry (slots are below the ring's length, a `usize`).
+    #[allow(clippy::cast_possible_truncation)]
+    fn slot(self) -> usize {
+        self.slot as usize
+    }
 }
-
-/// The ring slot of a non-empty index word.
-#[allow(clippy::cast_possible_truncation)]
-fn slot_of(word: u64) -> usize {
-    (word as u32 - 1) as usize
-}
-
-/// The most ring slots a ring may have: slot + 1 must fit the index word's low half.
-const MAX_SLOTS: usize = 1 << 31;
 
 pub(crate) struct GhostRing {
     ring: Box<[u64]>,
@@ -62,55 +58,60 @@ pub(crate) struct GhostRing {
     span: usize,
     live: usize,
     limit: usize,
-    /// Fingerprint and ring slot per entry (module doc), as many words as ring slots.
-    index: Box<[u64]>,
-    /// `64 - log2(index.len())`: a word's home is its top bits.
+    /// Page word and ring slot per entry (module doc), as many entries as ring slots.
+    index: Box<[Indexed]>,
+    /// `64 - log2(index.len())`: a key's home is its hash's top bits.
     shift: u32,
-    /// Bits of the fingerprint kept: all of them, except in tests that force collisions.
-    fp_mask: u32,
+    /// Home positions kept: all of them, except in tests that crowd keys onto a few homes.
+    home_mask: usize,
 }
 
 impl GhostRing {
     /// A ring for at most `limit` ids.
     ///
     /// # Panics
-    /// If `limit` is so large (over 2^30) that ring slots would not fit an index word.
+    /// If `limit` is so large (over 2^62) that twice as many slots would not fit a `usize`.
     pub(crate) fn new(limit: usize) -> GhostRing {
-        let slots = (2 * limit).next_power_of_two().max(2);
-        assert!(slots <= MAX_SLOTS, "A1out limit {limit} is too large (at most 2^30 ids)");
+        let slots = limit
+            .checked_mul(2)
+            .and_then(usize::checked_next_power_of_two)
+            .unwrap_or_else(|| panic!("A1out limit {limit} is too large"))
+            .max(2);
         GhostRing {
             ring: vec![0; slots].into_boxed_slice(),
             head: 0,
             span: 0,
             live: 0,
             limit,
-            index: vec![0; slots].into_boxed_slice(),
+            index: vec![Indexed::default(); slots].into_boxed_slice(),
             shift: 64 - slots.trailing_zeros(),
-            fp_mask: u32::MAX,
+            home_mask: usize::MAX,
         }
     }
 
-    /// A ring whose fingerprints keep only the home bits and `extra` more, so that different
-    /// pages share fingerprints and the confirmation against the ring is exercised.
+    /// A ring whose keys all have one of the `homes` lowest home positions (a power of two),
+    /// so that probe runs are long, wrap around and merge, and backward-shift deletion has to
+    /// move entries past each other.
     #[cfg(test)]
-    fn with_weak_fingerprints(limit: usize, extra: u32) -> GhostRing {
+    fn with_crowded_homes(limit: usize, homes: usize) -> GhostRing {
         let mut ring = GhostRing::new(limit);
-        let kept = (64 - ring.shift + extra).min(32);
-        ring.fp_mask = !(u32::MAX >> kept);
+        assert!(homes.is_power_of_two() && homes <= ring.index.len());
+        ring.home_mask = homes - 1;
         ring
     }
 
-    /// The home position of a fingerprint.
-    fn home(&self, fp: u32) -> usize {
-        // The top bits of the fingerprint are the top bits of the hash; `shift` >= 33.
-        (u64::from(fp) << 32 >> self.shift) as usize
+    /// The home position of a page word: its hash's top bits.
+    #[allow(clippy::cast_possible_truncation)]
+    fn home(&self, key: u64) -> usize {
+        // `shift` >= 1 and the index has 2^(64 - shift) entries, so the result is an index.
+        (hash(key) >> self.shift) as usize & self.home_mask
     }
 
     /// Starts loading the index line where a lookup of the page word `key` begins (a hint, sync
     /// README H1).
     fn prefetch_key(&self, key: u64) {
-        if let Some(w) = self.index.get(self.home(fingerprint(key) & self.fp_mask)) {
-            swizzledb_sync::hint::prefetch(w);
+        if let Some(entry) = self.index.get(self.home(key)) {
+            swizzledb_sync::hint::prefetch(entry);
         }
     }
 
@@ -139,22 +140,16 @@ impl GhostRing {
         self.find(word(page)).is_ok()
     }
 
-    /// The index position of `key` (`Ok`), or the empty position where it would go (`Err`).
     /// The index position of `key` (`Ok`), or the empty position ending its probe run (`Err`).
     fn find(&self, key: u64) -> Result<usize, usize> {
         let mask = self.index.len() - 1;
-        let fp = fingerprint(key) & self.fp_mask;
-        let mut at = self.home(fp);
+        let mut at = self.home(key);
         loop {
-            let word = self.index[at];
-            if word == 0 {
-                return Err(at);
+            match self.index[at].key {
+                0 => return Err(at),
+                k if k == key => return Ok(at),
+                _ => at = (at + 1) & mask,
             }
-            #[allow(clippy::cast_possible_truncation)]
-            if (word >> 32) as u32 == fp && self.ring[slot_of(word)] == key {
-                return Ok(at);
-            }
-            at = (at + 1) & mask;
         }
     }
 
@@ -164,20 +159,19 @@ impl GhostRing {
         let mut next = at;
         loop {
             next = (next + 1) & mask;
-            let word = self.index[next];
-            if word == 0 {
+            let entry = self.index[next];
+            if entry.key == 0 {
                 break;
             }
             // The entry may fill the hole if the hole lies on its probe path, between its home
-            // and its position (cyclically). Its home comes from its fingerprint alone.
-            #[allow(clippy::cast_possible_truncation)]
-            let from_home = next.wrapping_sub(self.home((word >> 32) as u32)) & mask;
+            // and its position (cyclically).
+            let from_home = next.wrapping_sub(self.home(entry.key)) & mask;
             if from_home >= next.wrapping_sub(hole) & mask {
-                self.index[hole] = word;
+                self.index[hole] = entry;
                 hole = next;
             }
         }
-        self.index[hole] = 0;
+        self.index[hole] = Indexed::default();
     }
 
     fn ring_slot(&self, offset: usize) -> usize {
@@ -194,7 +188,7 @@ impl GhostRing {
         let at = match self.find(key) {
             Ok(at) => {
                 // Already present: its old place becomes a tombstone.
-                self.ring[slot_of(self.index[at])] = 0;
+                self.ring[self.index[at].slot()] = 0;
                 self.live -= 1;
                 at
             }
@@ -215,13 +209,13 @@ impl GhostRing {
         self.ring[slot] = key;
         self.span += 1;
         self.live += 1;
-        self.index[at] = index_word(fingerprint(key) & self.fp_mask, slot);
+        self.index[at] = Indexed { key, slot: slot as u64 };
     }
 
     /// Takes `page` out (a ghost hit); false if it was not in the ring.
     pub(crate) fn remove(&mut self, page: PageId) -> bool {
         let Ok(at) = self.find(word(page)) else { return false };
-        self.ring[slot_of(self.index[at])] = 0;
+        self.ring[self.index[at].slot()] = 0;
         self.delete_at(at);
         self.live -= 1;
         if self.live == 0 {
@@ -239,7 +233,6 @@ impl GhostRing {
             self.head = (self.head + 1) & mask;
             self.span -= 1;
         }
-        // Found before the slot is cleared: the fingerprint's confirmation reads it.
         let key = self.ring[self.head];
         let at = self.find(key).expect("a live ring entry is indexed");
         self.ring[self.head] = 0;
@@ -259,12 +252,11 @@ impl GhostRing {
                 continue;
             }
             if to != from {
-                // Found while the key is still at its old slot (the confirmation reads it).
                 let at = self.find(key).expect("a live ring entry is indexed");
                 let slot = self.ring_slot(to);
                 self.ring[slot] = key;
                 self.ring[self.ring_slot(from)] = 0;
-                self.index[at] = index_word(fingerprint(key) & self.fp_mask, slot);
+                self.index[at].slot = slot as u64;
             }
             to += 1;
         }
@@ -295,12 +287,10 @@ mod tests {
     /// from its home by an unbroken run, and nothing else is indexed.
     fn check(ring: &GhostRing) {
         let mut indexed = 0;
-        for (at, &word) in ring.index.iter().enumerate().filter(|(_, &w)| w != 0) {
+        for (at, entry) in ring.index.iter().enumerate().filter(|(_, e)| e.key != 0) {
             indexed += 1;
-            let key = ring.ring[slot_of(word)];
-            assert_ne!(key, 0, "index points at a live ring slot");
-            assert_eq!(word >> 32, u64::from(fingerprint(key) & ring.fp_mask), "fingerprint of its key");
-            assert_eq!(ring.find(key), Ok(at), "reachable from its home");
+            assert_eq!(ring.ring[entry.slot()], entry.key, "index points at its key's ring slot");
+            assert_eq!(ring.find(entry.key), Ok(at), "reachable from its home");
         }
         assert_eq!(indexed, ring.live);
         assert_eq!(ring.oldest_ids().len(), ring.live);
@@ -343,10 +333,11 @@ mod tests {
         check(&ring);
     }
 
-    /// Fingerprints cut down to home positions: several live ids share a fingerprint, and each
-    /// is still found, removed and told apart from absent ids sharing it.
+    /// Ids crowded onto four homes of a 128-entry index: probe runs are long and merge, and
+    /// each id is still found, removed and told apart from absent ids, and deleting from the
+    /// middle of a run leaves every other id reachable.
     #[test]
-    fn shared_fingerprints_are_confirmed_against_the_ring() {
+    fn crowded_homes_keep_every_id_reachable() {
         // Scrambled ids: an arithmetic progression would spread evenly over the homes.
         let mut x = 88_172_645_463_325_252u64;
         let ids: Vec<u64> = (0..64)
@@ -357,23 +348,23 @@ mod tests {
                 x >> 24
             })
             .collect();
-        let mut ring = GhostRing::with_weak_fingerprints(64, 0);
+        let mut ring = GhostRing::with_crowded_homes(64, 4);
         for &id in &ids {
             ring.insert(page(id));
         }
         check(&ring);
-        let mut fps: Vec<u64> = ring.index.iter().filter(|&&w| w != 0).map(|w| w >> 32).collect();
-        fps.sort_unstable();
-        fps.dedup();
-        assert!(fps.len() < ids.len(), "64 ids over 128 homes: some share one");
+        let longest_run = ring.index.split(|e| e.key == 0).map(<[Indexed]>::len).max();
+        assert!(longest_run > Some(16), "64 ids on 4 homes make long runs: {longest_run:?}");
         assert!(ids.iter().all(|&id| ring.contains(page(id))));
         assert!((0..20_000)
             .chain(ids.iter().map(|id| id + 1))
             .filter(|id| !ids.contains(id))
             .all(|id| !ring.contains(page(id))));
-        assert!(ring.remove(page(ids[5])) && !ring.contains(page(ids[5])));
-        assert!(ids.iter().filter(|&&id| id != ids[5]).all(|&id| ring.contains(page(id))));
-        check(&ring);
+        for &gone in &ids[5..40] {
+            assert!(ring.remove(page(gone)) && !ring.contains(page(gone)));
+            check(&ring);
+        }
+        assert!(ids[..5].iter().chain(&ids[40..]).all(|&id| ring.contains(page(id))));
     }
 
     /// A limit of 0 keeps nothing.
@@ -387,15 +378,14 @@ mod tests {
     proptest! {
         /// A FIFO reference model (a `VecDeque` of distinct ids, oldest first, truncated at the
         /// limit) over random additions and ghost hits, with ids that collide in the index; with
-        /// `weak`, fingerprints keep one bit beyond the home, so that different ids share them
-        /// and only the confirmation against the ring tells them apart.
+        /// `crowded`, every id has one of two homes, so that runs are long and wrap around.
         #[test]
         fn ring_matches_a_fifo_model(
             limit in 0usize..9,
-            weak in any::<bool>(),
+            crowded in any::<bool>(),
             ops in proptest::collection::vec((any::<bool>(), 0u64..24), 0..400),
         ) {
-            let mut ring = if weak { GhostRing::with_weak_fingerprints(limit, 1) } else { GhostRing::new(limit) };
+            let mut ring = if crowded { GhostRing::with_crowded_homes(limit, 2) } else { GhostRing::new(limit) };
             let mut model: VecDeque<u64> = VecDeque::new();
             for (insert, p) in ops {
                 let in_model = model.iter().position(|&q| q == p);
@@ -423,14 +413,14 @@ mod tests {
         }
 
         /// Large, spread ids (B-tree pages are anywhere below 2^63) behave like small ones, even
-        /// when fingerprints are no more than home positions.
+        /// when they crowd onto four homes.
         #[test]
         fn large_ids_match_a_fifo_model(
             ids in proptest::collection::vec(0u64..(1 << 63), 1..12),
             picks in proptest::collection::vec((any::<bool>(), any::<proptest::sample::Index>()), 0..300),
         ) {
             let limit = 5;
-            let mut ring = GhostRing::with_weak_fingerprints(limit, 0);
+            let mut ring = GhostRing::with_crowded_homes(limit, 4);
             let mut model: VecDeque<u64> = VecDeque::new();
             for (insert, pick) in picks {
                 let p = ids[pick.index(ids.len())];

@@ -245,9 +245,8 @@ impl Policy for TwoQ {
     /// Prefetches the links of the frames in `Am` (the only hits that relink) and each inserted
     /// page's `A1out` index line, if the lock is free (never waits). Nothing else: an insert
     /// only writes the frame's links and page word, and fewer prefetches in flight leave the
-    /// cache's miss buffers to the ones that matter. (Prefetching the ring slots that confirm
-    /// the inserted pages' fingerprints too, after reading their index words, moved the stall
-    /// here instead of removing it.)
+    /// cache's miss buffers to the ones that matter. The index line is all a lookup in `A1out`
+    /// reads (its entries hold the page ids).
     fn prefetch_accesses(&self, frames: &[FrameId], inserted: &[PageId]) {
         let Some(state) = self.state.try_lock() else { return };
         let queues = &state.search.queues;
