@@ -66,6 +66,31 @@
 //!    before the pool frees the batch's victims (R10). So a frame is never republished while an
 //!    older removal of it is still unrecorded.
 //! 4. Removals, rejections and `sweep_admits` are forwarded only if `held[f]` is not `NO_PAGE`.
+//! 5. A hit is dropped, neither queued nor forwarded, only if `held[f]` is its page and the inner
+//!    policy's [`Policy::ignores_hit`] says the hit would change nothing (next section). A hit for
+//!    a page whose insert is still queued is queued as usual.
+//!
+//! # Hits the inner policy ignores (the paper's Fig. 7)
+//!
+//! Ding et al. combine BP-Wrapper with a policy whose hot pages need no lock (Oracle's hot FIFO
+//! and cold LRU; here [`crate::HotCold`]): a hit on a hot page runs the policy's lock-free code
+//! at once and is not queued, and only misses and cold hits fill the queue. The batching
+//! variants do this for any inner policy through [`Policy::ignores_hit`]: a dropped hit still
+//! counts toward the threshold (the paper's `Access_Count`) if the queue holds entries, and does
+//! nothing more when it is empty (BP-Wrapper idle). The unbatched variants forward every hit, as
+//! the locked baseline should.
+//!
+//! The answer is read when the hit happens, the queued accesses before it not yet applied. For
+//! 2Q (a page outside `Am`) and FIFO (every page) it depends only on the frame's own insert,
+//! removal and rejection, which commit the caller's queue first or are queued behind it (rule 5),
+//! so in one thread the wrapped policy still sees exactly the unwrapped sequence. For hot/cold
+//! it also depends on other pages' promotions, which demote the oldest hot page: a hit on that
+//! page dropped while such a promotion waits in the queue would have promoted it again. That is
+//! the paper's design (the hot check at the access, the commit later), an approximation only
+//! while the queue holds entries. Between threads, a hit that reads `held[f]` while another
+//! thread commits the page's insert may see the inner policy's state from before the insert; it
+//! is dropped only if that state ignores hits, and the page has just been inserted at its list's
+//! newest end anyway.
 //!
 //! # Hooks
 //!
@@ -233,6 +258,10 @@ pub struct BpStats {
     pub entries_committed: u64,
     /// Queued entries dropped because their frame no longer held their page.
     pub stale_entries_skipped: u64,
+    /// Hits neither queued nor forwarded because the inner policy ignores them (its lock-free
+    /// hits, such as 2Q's `A1in` and hot/cold's hot pages; the paper's Fig. 7). Counted in
+    /// `accesses` too.
+    pub dropped_hits: u64,
     /// Acquisitions whose hold time was measured (one in 16).
     pub timed_holds: u64,
     /// Total nanoseconds the timed acquisitions held the lock.
@@ -266,6 +295,7 @@ impl BpStats {
             blocking_waits: self.blocking_waits + other.blocking_waits,
             entries_committed: self.entries_committed + other.entries_committed,
             stale_entries_skipped: self.stale_entries_skipped + other.stale_entries_skipped,
+            dropped_hits: self.dropped_hits + other.dropped_hits,
             timed_holds: self.timed_holds + other.timed_holds,
             timed_hold_nanos: self.timed_hold_nanos + other.timed_hold_nanos,
         }
@@ -335,8 +365,15 @@ struct Slot {
     tail: AtomicUsize,
     /// Entries ever committed: written under the lock only (release), after reading them.
     head: AtomicUsize,
-    /// Page accesses (hits and inserts) queued here, ever: written by the producer only.
+    /// Page accesses (hits and inserts) reported by the owner, ever, queued or not: written by
+    /// the producer only.
     accesses: AtomicU64,
+    /// Hits the owner dropped because the inner policy ignores them (module doc, "Hits the inner
+    /// policy ignores"), ever: written by the producer only.
+    dropped: AtomicU64,
+    /// Hits dropped while the queue held entries, since the owner's last commit: the part of the
+    /// paper's `Access_Count` (Fig. 7) that is not in the queue. Producer only.
+    dropped_since: AtomicUsize,
     /// Entry `i` is in `ring[i & mask]`: its page word and its kind word. At least `queue_size`
     /// positions, a power of two so that no division is needed.
     ring: Box<[[AtomicU64; 2]]>,
@@ -350,6 +387,8 @@ impl Slot {
             tail: AtomicUsize::new(0),
             head: AtomicUsize::new(0),
             accesses: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            dropped_since: AtomicUsize::new(0),
             ring: (0..positions).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(),
             mask: positions - 1,
         }
@@ -363,9 +402,24 @@ impl Slot {
         words[1].store(entry.kind_word(), Ordering::Relaxed);
         self.tail.store(tail + 1, Ordering::Release);
         if counts {
-            self.accesses.store(self.accesses.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            bump_own(&self.accesses);
         }
         tail + 1 - self.head.load(Ordering::Acquire)
+    }
+
+    /// Counts a dropped hit (the producer); returns the paper's `Access_Count` and the queue's
+    /// length, or `None` if the queue is empty (BP-Wrapper is idle, Fig. 7).
+    fn drop_hit(&self) -> Option<(usize, usize)> {
+        bump_own(&self.accesses);
+        bump_own(&self.dropped);
+        let len = self.tail.load(Ordering::Relaxed) - self.head.load(Ordering::Acquire);
+        if len == 0 {
+            self.dropped_since.store(0, Ordering::Relaxed);
+            return None;
+        }
+        let since = self.dropped_since.load(Ordering::Relaxed) + 1;
+        self.dropped_since.store(since, Ordering::Relaxed);
+        Some((len + since, len))
     }
 
     /// Entry `i` (between head and the tail read with acquire).
@@ -384,8 +438,8 @@ struct FrameWords {
     /// The hook the inner policy is given instead of the pool's.
     hook: FrameHook,
     /// Whether the inner policy holds the frame, with page `pages[f]` (`held[f]` is then
-    /// `pages[f]`, else `NO_PAGE`; module doc, rule 3). An atomic only so that it needs no
-    /// `RefCell` borrow: read and written under the lock alone.
+    /// `pages[f]`, else `NO_PAGE`; module doc, rule 3). Written under the lock alone; read
+    /// under it, and without it by the check for hits the inner policy ignores (rule 5).
     held: AtomicBool,
 }
 
@@ -492,6 +546,12 @@ fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
+/// Adds one to a counter that only the calling thread writes (a plain load and store, no
+/// read-modify-write).
+fn bump_own(counter: &AtomicU64) {
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
 /// Wraps a policy whose hits lock so that accesses are batched per thread (BP-Wrapper).
 pub struct BpWrapper {
     inner: Box<dyn Policy>,
@@ -562,6 +622,7 @@ impl BpWrapper {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let queued: u64 = self.queues.iter().map(|q| q.accesses.load(Ordering::Relaxed)).sum();
+        let dropped: u64 = self.queues.iter().map(|q| q.dropped.load(Ordering::Relaxed)).sum();
         BpStats {
             accesses: queued + get(&c.locked_accesses),
             lock_acquisitions: get(&c.lock_acquisitions),
@@ -569,6 +630,7 @@ impl BpWrapper {
             blocking_waits: get(&c.blocking_waits),
             entries_committed: get(&c.entries_committed),
             stale_entries_skipped: get(&c.stale_entries_skipped),
+            dropped_hits: dropped,
             timed_holds: get(&c.timed_holds),
             timed_hold_nanos: get(&c.timed_hold_nanos),
         }
@@ -699,7 +761,8 @@ impl BpWrapper {
     fn set_held(&self, index: usize, page: u64) {
         let words = &self.frames.0[index];
         debug_assert!(page == NO_PAGE || page == words.page.load(Ordering::Relaxed), "held[f] is pages[f]");
-        words.held.store(page != NO_PAGE, Ordering::Relaxed);
+        // Release: a hit that reads the flag set without the lock also reads `pages[f]` (rule 5).
+        words.held.store(page != NO_PAGE, Ordering::Release);
     }
 
     /// Checks one entry under the lock (module doc, steps 1, 2 and 5) and appends the calls it
@@ -808,16 +871,42 @@ impl BpWrapper {
             self.count_commits(u64::from(applied), u64::from(!applied));
             return;
         };
+        if entry.access == Access::Hit && self.ignorable(entry.frame, entry.page) {
+            if let Some((count, len)) = queue.drop_hit() {
+                self.maybe_commit(queue, count, len, None);
+            }
+            return;
+        }
         let len = queue.push(entry, counts);
-        if len < self.config.batch_threshold {
+        let count = len + queue.dropped_since.load(Ordering::Relaxed);
+        self.maybe_commit(queue, count, len, Some(entry.frame));
+    }
+
+    /// Whether a hit on `frame`, which held `page` at the access, can be dropped (module doc,
+    /// "Hits the inner policy ignores"): the inner policy holds the frame with that page, and
+    /// says the hit would change nothing.
+    fn ignorable(&self, frame: FrameId, page: u64) -> bool {
+        let Some(words) = self.frames.0.get(frame.index()) else { return false };
+        words.held.load(Ordering::Acquire)
+            && words.page.load(Ordering::Relaxed) == page
+            && self.inner.ignores_hit(frame, &words.hook)
+    }
+
+    /// The paper's lines 15-23 of Fig. 7, for the caller's own `queue` after an access: once
+    /// `count` accesses (queued entries and hits dropped since) reach T, the thread tries the
+    /// lock, and commits if it gets it; it blocks only when the queue holds S entries. (Fig. 7
+    /// compares its access count with S, but its queue holds one entry more than it counts, so
+    /// the entry that fills the queue would overrun it: the queue's own length decides here.)
+    fn maybe_commit(&self, queue: &Slot, count: usize, len: usize, newest: Option<FrameId>) {
+        if count < self.config.batch_threshold {
             return;
         }
         if self.config.variant.prefetches() {
             // The whole queue when it reaches T; after a failed try-lock, only the new entry's
             // record (the rest is still on its way).
-            if len == self.config.batch_threshold {
+            if count == self.config.batch_threshold {
                 self.prefetch(queue);
-            } else if let Some(words) = self.frames.0.get(entry.frame.index()) {
+            } else if let Some(words) = newest.and_then(|frame| self.frames.0.get(frame.index())) {
                 swizzledb_sync::hint::prefetch(words);
             }
         }
@@ -832,6 +921,7 @@ impl BpWrapper {
             }
         };
         self.commit(&guard, queue);
+        queue.dropped_since.store(0, Ordering::Relaxed);
     }
 
     /// The inner policy's next candidate; if it has none, drains every queue (a frame whose insert
@@ -1002,6 +1092,8 @@ mod tests {
     #[derive(Default, Clone)]
     struct Recording {
         log: Arc<Mutex<Log>>,
+        /// Frames whose hits it says it ignores (`ignores_hit`); it records them if they come.
+        ignores: Arc<Mutex<HashSet<u32>>>,
     }
 
     impl Recording {
@@ -1038,6 +1130,9 @@ mod tests {
         }
         fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
             self.log.lock().tracked.keys().min().map(|&f| FrameId(f))
+        }
+        fn ignores_hit(&self, frame: FrameId, _hook: &FrameHook) -> bool {
+            self.ignores.lock().contains(&frame.0)
         }
     }
 
@@ -1122,6 +1217,77 @@ mod tests {
         policy.flush();
         assert!(!log.lock().tracked.contains_key(&1), "a hit on a frame never loaded inserts nothing");
         assert_eq!(policy.stats().stale_entries_skipped, 2);
+    }
+
+    /// Fig. 7, T = 3, S = 4, with frame 0's hits ignored by the inner policy: such a hit is
+    /// neither queued nor forwarded; while the queue is empty it does nothing more (BP-Wrapper
+    /// idle), while the queue holds entries it counts toward T, and the third access since the
+    /// queue's first entry commits it. A hit for a page whose insert is still queued is queued
+    /// even if the inner policy would ignore it (rule 5). The unbatched variants forward all.
+    #[test]
+    fn fig7_ignored_hits_are_dropped_and_count_toward_the_threshold() {
+        let inner = Recording::default();
+        let (log, ignores) = (Arc::clone(&inner.log), Arc::clone(&inner.ignores));
+        let policy = small(Variant::Both, inner);
+        let h = TestHooks::new(4);
+        for (f, p) in [(0, 10), (1, 11), (2, 12)] {
+            policy.on_insert(FrameId(f), page(p), &h[f as usize]);
+        }
+        assert_eq!(log.lock().tracked.len(), 3);
+        ignores.lock().extend([0, 3]);
+        let before = policy.stats();
+        h.hit(&policy, &[0, 0, 0, 0]);
+        let idle = policy.stats();
+        assert_eq!(idle.dropped_hits, 4);
+        assert_eq!(idle.accesses - before.accesses, 4);
+        assert_eq!(idle.lock_acquisitions, before.lock_acquisitions, "idle: no lock, no commit");
+        h.hit(&policy, &[1, 0]);
+        assert!(log.lock().hits.is_empty(), "one entry and one dropped hit: below T");
+        policy.on_page_hit(FrameId(0), page(10), &h[0]);
+        assert_eq!(log.lock().hits, [(1, 11)], "the third access since the entry commits it");
+        assert_eq!(policy.stats().lock_acquisitions, before.lock_acquisitions + 1);
+        // Frame 3's insert is queued: its hit is queued too, though the inner policy ignores it.
+        policy.on_insert(FrameId(3), page(13), &h[3]);
+        h.hit(&policy, &[3, 2]);
+        assert_eq!(log.lock().hits[1..], [(3, 13), (2, 12)]);
+        let stats = policy.stats();
+        assert_eq!((stats.dropped_hits, stats.stale_entries_skipped), (6, 0));
+        assert!(log.lock().hits.iter().all(|&(f, _)| f != 0), "no ignored hit was forwarded");
+        for variant in [Variant::None, Variant::Prefetching] {
+            let inner = Recording::default();
+            let log = Arc::clone(&inner.log);
+            inner.ignores.lock().insert(0);
+            let policy = small(variant, inner);
+            policy.on_insert(FrameId(0), page(10), &h[0]);
+            h.hit(&policy, &[0]);
+            assert_eq!(log.lock().hits, [(0, 10)], "{variant:?}");
+            assert_eq!(policy.stats().dropped_hits, 0);
+        }
+    }
+
+    /// Fig. 7's approximation for hot/cold (module doc): 4 frames, one hot page. With page 1 hot,
+    /// a hit on cold page 2 is queued, and a hit on page 1 right after it is dropped, since page
+    /// 1 is still hot when it is read; the commit then promotes 2 and demotes 1. Unwrapped, the
+    /// hit on 1 comes after 2's promotion demoted it, so it promotes 1 back and demotes 2. With
+    /// T = 1 every access commits before the next, and the two agree.
+    #[test]
+    fn fig7_hot_cold_checks_hotness_at_the_access() {
+        let h = TestHooks::new(4);
+        let victims = |policy: &dyn Policy| {
+            h.insert(policy, &[0, 1, 2, 3]);
+            h.hit(policy, &[1]);
+            policy.next_candidate(&h); // commits the queue: page 1 is hot
+            h.hit(policy, &[2, 1]);
+            (0..4).map(|_| h.evict(policy)).collect::<Vec<_>>()
+        };
+        let plain = victims(&crate::HotCold::with_hot_limit(4, 1));
+        assert_eq!(plain, [0, 3, 2, 1], "unwrapped: 1 promoted again, 2 demoted");
+        let wrap = |threshold| {
+            let config = BpConfig { variant: Variant::Both, queue_size: 4, batch_threshold: threshold };
+            BpWrapper::with_config(Box::new(crate::HotCold::with_hot_limit(4, 1)), 4, config).unwrap()
+        };
+        assert_eq!(victims(&wrap(3)), [0, 3, 1, 2], "batched: the hit on 1 was dropped");
+        assert_eq!(victims(&wrap(1)), plain, "T = 1: nothing waits in the queue");
     }
 
     /// Without batching every hit is forwarded at once, each under its own lock acquisition (on

@@ -36,6 +36,11 @@ impl Policy for Fifo {
 
     fn on_hit(&self, _frame: FrameId, _hook: &FrameHook) {}
 
+    /// Every hit changes nothing.
+    fn ignores_hit(&self, _frame: FrameId, _hook: &FrameHook) -> bool {
+        true
+    }
+
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
         let mut tracked = self.tracked.lock();
         match why {

@@ -4,14 +4,14 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::{
-    ArcPolicy, Car, Clock, ClockPro, Fifo, Gclock, GclockSweep, Lirs, Lru, LruK, Mq, Mru, Policy,
+    ArcPolicy, Car, Clock, ClockPro, Fifo, Gclock, GclockSweep, HotCold, Lirs, Lru, LruK, Mq, Mru, Policy,
     RandomPolicy, S3Fifo, Sieve, TwoQ,
 };
 
 /// The accepted spellings, for error messages.
 const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K), gclock-sweep, \
      gclock-sweep:K, gclock-sweep(k=K) with 1 <= K <= 65534, mru, lru-k, lru-k:K, lru-k(k=K) with \
-     1 <= K <= 8, 2q, mq, arc, car, s3-fifo, lirs, clock-pro";
+     1 <= K <= 8, 2q, hot-cold, mq, arc, car, s3-fifo, lirs, clock-pro";
 
 /// Which replacement policy to build. Parses case-insensitively from the names in `ACCEPTED`
 /// (see the crate README); displays as the canonical spelling (`random`, `fifo`, `gclock(k=10)`,
@@ -53,6 +53,8 @@ pub enum PolicyKind {
     },
     /// [`TwoQ`] (full version, default sizes; locks on every hit).
     TwoQ,
+    /// [`HotCold`] (hot FIFO region of half the frames, cold LRU region; locks on cold hits).
+    HotCold,
     /// [`Mq`] (default parameters; locks on every hit).
     Mq,
     /// [`Lirs`] (locks on every hit).
@@ -87,6 +89,7 @@ impl PolicyKind {
             PolicyKind::Mru,
             PolicyKind::LruK { k: LruK::DEFAULT_K as u8 },
             PolicyKind::TwoQ,
+            PolicyKind::HotCold,
             PolicyKind::Mq,
             PolicyKind::Lirs,
             PolicyKind::ClockPro,
@@ -116,6 +119,7 @@ impl PolicyKind {
             PolicyKind::Mru => Box::new(Mru::new(capacity)),
             PolicyKind::LruK { k } => Box::new(LruK::new(capacity, usize::from(k))),
             PolicyKind::TwoQ => Box::new(TwoQ::new(capacity)),
+            PolicyKind::HotCold => Box::new(HotCold::new(capacity)),
             PolicyKind::Mq => Box::new(Mq::new(capacity)),
             PolicyKind::Lirs => Box::new(Lirs::new(capacity)),
             PolicyKind::ClockPro => Box::new(ClockPro::new(capacity)),
@@ -145,6 +149,7 @@ impl fmt::Display for PolicyKind {
             PolicyKind::Mru => f.write_str("mru"),
             PolicyKind::LruK { k } => write!(f, "lru-k(k={k})"),
             PolicyKind::TwoQ => f.write_str("2q"),
+            PolicyKind::HotCold => f.write_str("hot-cold"),
             PolicyKind::Mq => f.write_str("mq"),
             PolicyKind::Lirs => f.write_str("lirs"),
             PolicyKind::ClockPro => f.write_str("clock-pro"),
@@ -169,6 +174,7 @@ impl FromStr for PolicyKind {
             "s3-fifo" => return Ok(PolicyKind::S3Fifo),
             "mru" => return Ok(PolicyKind::Mru),
             "2q" => return Ok(PolicyKind::TwoQ),
+            "hot-cold" => return Ok(PolicyKind::HotCold),
             "mq" => return Ok(PolicyKind::Mq),
             "lirs" => return Ok(PolicyKind::Lirs),
             "clock-pro" => return Ok(PolicyKind::ClockPro),
@@ -238,6 +244,7 @@ mod tests {
             ("lru-k(k=8)", PolicyKind::LruK { k: 8 }),
             (" Lru-K(K=1) ", PolicyKind::LruK { k: 1 }),
             ("2Q", PolicyKind::TwoQ),
+            (" Hot-Cold", PolicyKind::HotCold),
             ("mq", PolicyKind::Mq),
             ("LIRS", PolicyKind::Lirs),
             (" Clock-Pro ", PolicyKind::ClockPro),
@@ -277,6 +284,8 @@ mod tests {
             "lru-k(2)",
             "lru-2",
             "2q:1",
+            "hotcold",
+            "hot-cold:2",
             "mq(k=1)",
             "lirs:2",
             "clockpro",

@@ -18,6 +18,7 @@ mod fifo;
 mod gclock;
 mod ghost;
 mod ghost_ring;
+mod hot_cold;
 mod kind;
 mod leaf;
 mod lirs;
@@ -42,6 +43,7 @@ pub use clock::Clock;
 pub use clock_pro::ClockPro;
 pub use fifo::Fifo;
 pub use gclock::{Gclock, GclockSweep};
+pub use hot_cold::HotCold;
 pub use kind::{PolicyKind, UnknownPolicy};
 pub use leaf::LeafOnly;
 pub use lirs::Lirs;
@@ -193,6 +195,16 @@ pub trait Policy: Send + Sync {
     /// the page; the pool calls this, the offline simulator `on_hit`.
     fn on_page_hit(&self, frame: FrameId, _page: PageId, hook: &FrameHook) {
         self.on_hit(frame, hook);
+    }
+
+    /// True if a hit on the resident `frame` would change nothing now, as the policy's own
+    /// `on_hit` finds without taking a lock (2Q: a page in `A1in`; hot/cold: a hot page; FIFO:
+    /// every page). It must not block or write, and must be true only when `on_hit` would then
+    /// change nothing. BP-Wrapper asks it before queueing a hit, so that it neither queues nor
+    /// commits what the policy would drop (the paper's lock-free hot hits, its Fig. 7). The
+    /// default, false, queues every hit.
+    fn ignores_hit(&self, _frame: FrameId, _hook: &FrameHook) -> bool {
+        false
     }
 
     /// Several hook calls, in order, exactly as if each were made on its own with

@@ -193,9 +193,14 @@ impl Policy for TwoQ {
     /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing, known
     /// from the hook without the lock (R5).
     fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
-        if hook.get() == HOOK_IN_AM {
+        if !self.ignores_hit(frame, hook) {
             self.state.lock().hit(frame.index());
         }
+    }
+
+    /// A page outside `Am` (in `A1in`, or blocked): its hit changes nothing.
+    fn ignores_hit(&self, _frame: FrameId, hook: &FrameHook) -> bool {
+        hook.get() != HOOK_IN_AM
     }
 
     /// BP-Wrapper's batch of inserts and hits, under one acquisition of the lock. A hit reads
