@@ -12,7 +12,7 @@ use std::error::Error;
 use std::io::{self, Write};
 use std::path::Path;
 
-use swizzledb::{BpVariant, PolicySpec, PoolMode, Stats};
+use swizzledb::{BpVariant, PolicyKind, PolicySpec, PoolMode, Stats};
 
 use crate::plot::{Chart, Point, Scale, Series};
 use crate::policies::{pool_for, BaseFile};
@@ -73,6 +73,12 @@ impl PolicyPoint {
     /// Median lock acquisitions per million page accesses.
     pub fn acquisitions_per_million(&self) -> Option<f64> {
         self.median(|m| per_million(m.stats.policy_lock_acquisitions, &m.stats))
+    }
+
+    /// Median share of the hits that BP-Wrapper dropped (neither queued nor forwarded) because
+    /// the policy ignores them, in percent.
+    pub fn dropped_hit_percent(&self) -> Option<f64> {
+        self.median(|m| dropped_hit_percent(&m.stats))
     }
 }
 
@@ -136,6 +142,12 @@ fn hit_percent(s: &Stats) -> Option<f64> {
 
 /// `count` per million page accesses (fixes); `None` without fixes or for a policy without an
 /// instrumented lock (which acquired it 0 times).
+/// Hits dropped by BP-Wrapper as a percentage of all hits (empty without an instrumented lock).
+fn dropped_hit_percent(s: &Stats) -> Option<f64> {
+    (s.hits > 0 && s.policy_lock_acquisitions > 0)
+        .then(|| s.policy_dropped_hits as f64 * 100.0 / s.hits as f64)
+}
+
 fn per_million(count: u64, s: &Stats) -> Option<f64> {
     (s.fixes > 0 && s.policy_lock_acquisitions > 0).then(|| count as f64 * 1e6 / s.fixes as f64)
 }
@@ -269,19 +281,21 @@ pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
          the work a lookup costs, without the time threads spend waiting or descheduled"
     )?;
     report::write_aligned(out, &table)?;
-    let table = policy_table(plan, "hit % / acquisitions / waits", |name, t| {
+    let table = policy_table(plan, "hit % / acquisitions / waits / dropped %", |name, t| {
         let p = results.at(name, t);
         let hit = p.and_then(PolicyPoint::hit_percent).map_or_else(dash, |h| format!("{h:.2}"));
         let acquired =
             p.and_then(PolicyPoint::acquisitions_per_million).map_or_else(dash, |a| format!("{a:.0}"));
         let waits = p.and_then(PolicyPoint::waits_per_million).map_or_else(dash, |w| format!("{w:.0}"));
-        format!("{hit} / {acquired} / {waits}")
+        let dropped = p.and_then(PolicyPoint::dropped_hit_percent).map_or_else(dash, |d| format!("{d:.1}"));
+        format!("{hit} / {acquired} / {waits} / {dropped}")
     });
     writeln!(
         out,
-        "\nhit ratio (%) / acquisitions of the replacement lock / blocking waits for it, per million page accesses"
+        "\nhit ratio (%) / acquisitions of the replacement lock / blocking waits for it, per million page accesses \
+         / hits BP-Wrapper dropped because the policy ignores them (% of hits: 2Q's A1in, hot/cold's hot pages)"
     )?;
-    writeln!(out, "(waits are counted only for policies behind the instrumented lock: locked-* and bpw-*)")?;
+    writeln!(out, "(lock counts exist only for policies behind the instrumented lock: locked-* and bpw-*)")?;
     report::write_aligned(out, &table)?;
     for (policy, e) in &results.errors {
         writeln!(out, "{policy} FAILED: {e}")?;
@@ -357,6 +371,18 @@ pub fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
             };
             verdict(out, lw >= 100.0 * w, text)?;
         }
+        if policy.kind == PolicyKind::HotCold {
+            if let Some(d) = point.and_then(PolicyPoint::dropped_hit_percent) {
+                verdict(
+                    out,
+                    d >= 50.0,
+                    format!(
+                        "{name} leaves most hits out of its queues: {d:.1}% of them were hot, handled \
+                         without the lock and not queued (Sec. 4.2, Fig. 7; target >= 50%)"
+                    ),
+                )?;
+            }
+        }
         for other in [plain, locked] {
             if let (Some(h), Some(oh)) = (
                 point.and_then(PolicyPoint::hit_percent),
@@ -379,7 +405,8 @@ pub fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
 pub const CSV_HEADER: &str =
     "experiment,mode,policy,pool_fraction,pool_bytes,data_bytes,records,zipf,threads,\
 repetition,lookups_per_sec,fixes,hits,hit_ratio,lock_acquisitions,lock_failed_tries,lock_waits,\
-lock_acquisitions_per_million,waits_per_million,hold_ns_per_access,evictions,eviction_us_per_call,free_frame_waits,cpu_us_per_lookup";
+lock_acquisitions_per_million,waits_per_million,hold_ns_per_access,evictions,eviction_us_per_call,free_frame_waits,cpu_us_per_lookup,\
+dropped_hits";
 
 /// One row per (policy, threads, repetition).
 pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
@@ -417,6 +444,7 @@ pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> 
                 opt(eviction_us),
                 s.free_frame_waits.to_string(),
                 opt(m.cpu_us_per_op()),
+                s.policy_dropped_hits.to_string(),
             ];
             text.push_str(&fields.join(","));
             text.push('\n');

@@ -123,14 +123,16 @@ enum Experiment {
     /// refused candidates (about 12 minutes with the defaults; --duration 1 for a quicker look)
     Policies(PoliciesArgs),
     /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
-    /// with CLOCK, LRU and 2Q locked on every access (locked-*), and LRU and 2Q behind BP-Wrapper
-    /// (bpw-*), at 1 to 16 threads: throughput, hit ratio and lock waits per million accesses
+    /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), and behind BP-Wrapper
+    /// (bpw-*; hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads:
+    /// throughput, hit ratio and lock waits per million accesses
     #[command(name = "bp-wrapper")]
     BpWrapper(BpWrapperArgs),
 }
 
 /// The policies the BP-Wrapper experiment compares by default.
-const BPW_POLICIES: &str = "clock,lru,locked-lru,bpw-lru,2q,locked-2q,bpw-2q";
+const BPW_POLICIES: &str =
+    "clock,lru,locked-lru,bpw-lru,2q,locked-2q,bpw-2q,hot-cold,locked-hot-cold,bpw-hot-cold";
 
 #[derive(Args)]
 struct BpWrapperArgs {
