@@ -466,6 +466,7 @@ impl BufferPool {
             stats.policy_lock_waits = lock.blocking_waits;
             stats.policy_lock_timed_holds = lock.timed_holds;
             stats.policy_lock_hold_nanos = lock.timed_hold_nanos;
+            stats.policy_accesses = lock.accesses;
             stats.policy_dropped_hits = lock.dropped_hits;
         }
         stats

@@ -67,6 +67,7 @@ counters! {
     policy_lock_waits: "Blocking acquisitions of the policy's lock that had to wait (contention).",
     policy_lock_timed_holds: "Acquisitions of the policy's lock whose hold time was sampled.",
     policy_lock_hold_nanos: "Nanoseconds the sampled acquisitions held the policy's lock.",
+    policy_accesses: "Page accesses (hits and inserts) reported to the instrumented policy; root fixes are not reported.",
     policy_dropped_hits: "Hits BP-Wrapper neither queued nor forwarded because the policy ignores them (2Q's A1in, hot/cold's hot pages; Ding et al. Fig. 7).",
 }
 
