@@ -556,6 +556,8 @@ fn bump_own(counter: &AtomicU64) {
 pub struct BpWrapper {
     inner: Box<dyn Policy>,
     config: BpConfig,
+    /// Whether hits can be dropped: batching, and an inner policy that ignores some hits.
+    drops_hits: bool,
     /// Serializes every call into `inner`. Reentrant: an eviction batch holds it while the pool
     /// runs code (un-swizzling a parent) that reports hooks back to the wrapper.
     lock: ReentrantMutex<RefCell<Locked>>,
@@ -600,6 +602,7 @@ impl BpWrapper {
         check_capacity(capacity);
         let locked = Locked { calls: Vec::new(), depth: 0, acquisitions: 0 };
         Ok(BpWrapper {
+            drops_hits: config.variant.batches() && inner.ignores_some_hits(),
             inner,
             config,
             lock: ReentrantMutex::new(RefCell::new(locked)),
@@ -871,7 +874,7 @@ impl BpWrapper {
             self.count_commits(u64::from(applied), u64::from(!applied));
             return;
         };
-        if entry.access == Access::Hit && self.ignorable(entry.frame, entry.page) {
+        if self.drops_hits && entry.access == Access::Hit && self.ignorable(entry.frame, entry.page) {
             if let Some((count, len)) = queue.drop_hit() {
                 self.maybe_commit(queue, count, len, None);
             }
@@ -1133,6 +1136,9 @@ mod tests {
         }
         fn ignores_hit(&self, frame: FrameId, _hook: &FrameHook) -> bool {
             self.ignores.lock().contains(&frame.0)
+        }
+        fn ignores_some_hits(&self) -> bool {
+            true
         }
     }
 

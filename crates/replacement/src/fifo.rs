@@ -41,6 +41,10 @@ impl Policy for Fifo {
         true
     }
 
+    fn ignores_some_hits(&self) -> bool {
+        true
+    }
+
     fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
         let mut tracked = self.tracked.lock();
         match why {

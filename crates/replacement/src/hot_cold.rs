@@ -175,6 +175,10 @@ impl Policy for HotCold {
         self.hot.get(frame.index()).is_some_and(|hot| hot.load(Ordering::Relaxed))
     }
 
+    fn ignores_some_hits(&self) -> bool {
+        true
+    }
+
     /// BP-Wrapper's batch under one acquisition of the lock. Unfixes and changes of children are
     /// ignored.
     fn on_queued(&self, calls: &[(FrameId, QueuedHook)], _table: &dyn HookTable) {
@@ -323,6 +327,30 @@ mod tests {
             let policy = HotCold::with_hot_limit(capacity, hot_limit);
             let victims: Vec<u64> = sim::replay(capacity, &refs, &policy).into_iter().filter_map(|(_, v)| v).collect();
             prop_assert_eq!(victims, model_victims(capacity, hot_limit, &refs));
+        }
+
+        /// R5's `ignores_hit`: whenever it says a hit changes nothing (a hot page), the hit leaves
+        /// both lists as they were; a cold page's hit is not ignored.
+        #[test]
+        fn ignored_hits_change_nothing((capacity, ops) in sim::scenario(10), hot_limit in 0usize..5) {
+            let policy = HotCold::with_hot_limit(capacity, hot_limit);
+            let mut pool = sim::Pool::new(capacity);
+            for op in ops {
+                if let sim::Op::Fix(page) = op {
+                    if let Some(f) = pool.frame_of(page) {
+                        let ignored = policy.ignores_hit(FrameId(f as u32), &pool.hooks[f]);
+                        let cold = policy.state.lock().search.queues.queue_of(f) == Some(COLD);
+                        prop_assert!(!(ignored && cold), "a cold page's hit promotes it");
+                        let before = lists(&policy);
+                        pool.fix(&policy, page);
+                        if ignored {
+                            prop_assert_eq!(lists(&policy), before);
+                        }
+                        continue;
+                    }
+                }
+                sim::apply(&mut pool, &policy, op);
+            }
         }
 
         /// Invariants: each resident frame is in exactly one of the hot, cold and blocked lists,

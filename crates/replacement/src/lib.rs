@@ -207,6 +207,13 @@ pub trait Policy: Send + Sync {
         false
     }
 
+    /// True if [`Policy::ignores_hit`] can ever be true. BP-Wrapper asks once, when it is built,
+    /// so that a policy that reacts to every hit (LRU) costs its hits no look at the frame's
+    /// record. The default is false; a policy overriding `ignores_hit` overrides this too.
+    fn ignores_some_hits(&self) -> bool {
+        false
+    }
+
     /// Several hook calls, in order, exactly as if each were made on its own with
     /// `table.hook(frame)`: BP-Wrapper commits a batch of queued accesses through this. The
     /// default is that loop; a policy behind one lock (LRU, 2Q) takes it once for the whole batch.

@@ -157,22 +157,27 @@ impl Pool {
 pub(crate) fn run(capacity: usize, ops: &[Op], policy: &dyn Policy, mut check: impl FnMut(&Pool)) {
     let mut pool = Pool::new(capacity);
     for &op in ops {
-        match op {
-            Op::Fix(page) => {
-                pool.fix(policy, page);
-            }
-            Op::Free(page) => {
-                if let Some(f) = pool.frame_of(page) {
-                    pool.remove(policy, f, false);
-                }
-            }
-            Op::Propose(outcome) => {
-                if let Some(frame) = pool.propose(policy) {
-                    pool.answer(policy, frame, outcome);
-                }
+        apply(&mut pool, policy, op);
+        check(&pool);
+    }
+}
+
+/// Plays one step on `pool` and `policy`, checking R3 and R4 on a proposal.
+pub(crate) fn apply(pool: &mut Pool, policy: &dyn Policy, op: Op) {
+    match op {
+        Op::Fix(page) => {
+            pool.fix(policy, page);
+        }
+        Op::Free(page) => {
+            if let Some(f) = pool.frame_of(page) {
+                pool.remove(policy, f, false);
             }
         }
-        check(&pool);
+        Op::Propose(outcome) => {
+            if let Some(frame) = pool.propose(policy) {
+                pool.answer(policy, frame, outcome);
+            }
+        }
     }
 }
 

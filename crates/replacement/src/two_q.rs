@@ -203,6 +203,10 @@ impl Policy for TwoQ {
         hook.get() != HOOK_IN_AM
     }
 
+    fn ignores_some_hits(&self) -> bool {
+        true
+    }
+
     /// BP-Wrapper's batch of inserts and hits, under one acquisition of the lock. A hit reads
     /// the list under the lock rather than the frame's hook: the wrapper, the caller, holds its
     /// own lock meanwhile, so this one is uncontended. 2Q ignores unfixes and changes of
@@ -450,6 +454,31 @@ mod tests {
             let policy = TwoQ::with_sizes(capacity, kin, kout);
             let victims: Vec<u64> = sim::replay(capacity, &refs, &policy).into_iter().filter_map(|(_, v)| v).collect();
             prop_assert_eq!(victims, model_victims(capacity, kin, kout, &refs));
+        }
+
+        /// R5's `ignores_hit`: whenever it says a hit changes nothing (a page outside `Am`), the
+        /// hit leaves the lists and `A1out` exactly as they were; hits on `Am` pages are not
+        /// ignored.
+        #[test]
+        fn ignored_hits_change_nothing((capacity, ops) in sim::scenario(10)) {
+            let policy = TwoQ::with_sizes(capacity, (capacity / 4).max(1), capacity);
+            let mut pool = sim::Pool::new(capacity);
+            for op in ops {
+                if let sim::Op::Fix(page) = op {
+                    if let Some(f) = pool.frame_of(page) {
+                        let ignored = policy.ignores_hit(FrameId(f as u32), &pool.hooks[f]);
+                        let in_am = policy.state.lock().search.queues.queue_of(f) == Some(AM);
+                        prop_assert_eq!(ignored, !in_am);
+                        let before = lists(&policy);
+                        pool.fix(&policy, page);
+                        if ignored {
+                            prop_assert_eq!(lists(&policy), before);
+                        }
+                        continue;
+                    }
+                }
+                sim::apply(&mut pool, &policy, op);
+            }
         }
 
         /// Invariants: each resident frame is in exactly one of A1in, Am and the blocked list,

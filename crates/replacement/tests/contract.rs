@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::{drive, drive_with, ops, scenario, Hooks, Op, Outcome};
 use proptest::prelude::*;
-use swizzledb_replacement::{FrameId, Gclock, PageId, PolicyKind, PolicySpec, Rejection, Variant};
+use swizzledb_replacement::{
+    FrameHook, FrameId, Gclock, HookTable, PageId, Policy, PolicyKind, PolicySpec, Rejection, Variant,
+};
 
 /// Every default policy (`PolicySpec::all`) and the BP-Wrapper'd policies whose hits lock most
 /// (`bpw-lru`, `bpw-2q`, and `leaf-bpw-2q` with `LeafOnly` around the wrapper), and the wrapped
@@ -108,6 +110,77 @@ proptest! {
         let fresh = drive(capacity, &ops, &*kind.build(capacity as usize, seed), check);
         let (reused, _) = drive_with(stale, &ops, &*kind.build(capacity as usize, seed), check);
         prop_assert_eq!(fresh, reused);
+    }
+}
+
+/// A policy whose hits reach it only when it does not ignore them (`ignores_hit`), as
+/// BP-Wrapper drops them; it notes whether any hit was dropped.
+struct SkipIgnored<'a> {
+    inner: &'a dyn Policy,
+    dropped: AtomicBool,
+}
+
+impl SkipIgnored<'_> {
+    fn ignored(&self, frame: FrameId, hook: &FrameHook) -> bool {
+        let ignored = self.inner.ignores_hit(frame, hook);
+        if ignored {
+            self.dropped.store(true, Ordering::Relaxed);
+        }
+        ignored
+    }
+}
+
+impl Policy for SkipIgnored<'_> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        self.inner.on_insert(frame, page, hook);
+    }
+    fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
+        if !self.ignored(frame, hook) {
+            self.inner.on_hit(frame, hook);
+        }
+    }
+    fn on_page_hit(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        if !self.ignored(frame, hook) {
+            self.inner.on_page_hit(frame, page, hook);
+        }
+    }
+    fn on_unfix(&self, frame: FrameId, hook: &FrameHook) {
+        self.inner.on_unfix(frame, hook);
+    }
+    fn uses_unfix(&self) -> bool {
+        self.inner.uses_unfix()
+    }
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
+        self.inner.on_rejected(frame, why, hook);
+    }
+    fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
+        self.inner.on_remove(frame, evicted, hook);
+    }
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.inner.next_candidate(hooks)
+    }
+    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
+        self.inner.candidate_after(frame)
+    }
+}
+
+proptest! {
+    /// R5's `ignores_hit`: a hit the policy says it ignores changes nothing, so dropping every
+    /// such hit (as BP-Wrapper does) leaves every proposal as it was; and a policy that ignores
+    /// some hit says so in `ignores_some_hits`, which BP-Wrapper reads once.
+    #[test]
+    fn r5_ignored_hits_change_nothing(kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario()) {
+        let plain = kind.build(capacity as usize, seed);
+        let other = kind.build(capacity as usize, seed);
+        let skipping = SkipIgnored { inner: &*other, dropped: AtomicBool::new(false) };
+        let check = |sim: &common::Sim, proposal: Option<FrameId>| sim.assert_resident(proposal);
+        prop_assert_eq!(drive(capacity, &ops, &*plain, check), drive(capacity, &ops, &skipping, check));
+        if skipping.dropped.load(Ordering::Relaxed) {
+            prop_assert!(other.ignores_some_hits(), "{} ignores a hit but not some hits", other.name());
+        }
     }
 }
 
