@@ -1,8 +1,10 @@
 //! BP-Wrapper (README "BP-Wrapper (`bpw-<policy>`)"): batching and prefetching around any policy
 //! whose hits take a lock (Ding, Shan & Jiang, TPDS 2015).
 //!
-//! Every hit, and every insert, is first appended to a private FIFO queue of the calling thread.
-//! Only when `batch_threshold` entries have piled up does the thread ask for the wrapper's lock,
+//! Every hit, and every insert, is first appended to a private FIFO queue of the calling thread
+//! (except hits the inner policy ignores, which are dropped: rule 5). Only when `batch_threshold`
+//! accesses have piled up (entries, and hits dropped since the first of them) does the thread ask
+//! for the wrapper's lock,
 //! without blocking; if the lock is busy it keeps working until the queue is full (`queue_size`),
 //! and only then blocks. The queue is committed in FIFO order under the lock, so the inner policy
 //! sees each thread's accesses in their order, one lock acquisition per batch. Removals,
