@@ -334,23 +334,10 @@ mod tests {
         #[test]
         fn ignored_hits_change_nothing((capacity, ops) in sim::scenario(10), hot_limit in 0usize..5) {
             let policy = HotCold::with_hot_limit(capacity, hot_limit);
-            let mut pool = sim::Pool::new(capacity);
-            for op in ops {
-                if let sim::Op::Fix(page) = op {
-                    if let Some(f) = pool.frame_of(page) {
-                        let ignored = policy.ignores_hit(FrameId(f as u32), &pool.hooks[f]);
-                        let cold = policy.state.lock().search.queues.queue_of(f) == Some(COLD);
-                        prop_assert!(!(ignored && cold), "a cold page's hit promotes it");
-                        let before = lists(&policy);
-                        pool.fix(&policy, page);
-                        if ignored {
-                            prop_assert_eq!(lists(&policy), before);
-                        }
-                        continue;
-                    }
-                }
-                sim::apply(&mut pool, &policy, op);
-            }
+            sim::run_checking_ignored_hits(capacity, &ops, &policy, || lists(&policy), |f, ignored| {
+                let cold = policy.state.lock().search.queues.queue_of(f) == Some(COLD);
+                assert!(!(ignored && cold), "a cold page's hit promotes it (frame {f})");
+            });
         }
 
         /// Invariants: each resident frame is in exactly one of the hot, cold and blocked lists,

@@ -162,6 +162,34 @@ pub(crate) fn run(capacity: usize, ops: &[Op], policy: &dyn Policy, mut check: i
     }
 }
 
+/// Plays `ops` like [`run`] and, before every hit, asks `policy.ignores_hit` (R5): `check(frame,
+/// ignored)` compares the answer with the policy's state, and an ignored hit must leave
+/// `snapshot()` as it was.
+pub(crate) fn run_checking_ignored_hits<S: PartialEq + std::fmt::Debug>(
+    capacity: usize,
+    ops: &[Op],
+    policy: &dyn Policy,
+    snapshot: impl Fn() -> S,
+    check: impl Fn(usize, bool),
+) {
+    let mut pool = Pool::new(capacity);
+    for &op in ops {
+        if let Op::Fix(page) = op {
+            if let Some(f) = pool.frame_of(page) {
+                let ignored = policy.ignores_hit(FrameId(f as u32), &pool.hooks[f]);
+                check(f, ignored);
+                let before = snapshot();
+                pool.fix(policy, page);
+                if ignored {
+                    assert_eq!(snapshot(), before, "an ignored hit on frame {f} changed the policy");
+                }
+                continue;
+            }
+        }
+        apply(&mut pool, policy, op);
+    }
+}
+
 /// Plays one step on `pool` and `policy`, checking R3 and R4 on a proposal.
 pub(crate) fn apply(pool: &mut Pool, policy: &dyn Policy, op: Op) {
     match op {

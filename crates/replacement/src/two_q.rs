@@ -462,23 +462,10 @@ mod tests {
         #[test]
         fn ignored_hits_change_nothing((capacity, ops) in sim::scenario(10)) {
             let policy = TwoQ::with_sizes(capacity, (capacity / 4).max(1), capacity);
-            let mut pool = sim::Pool::new(capacity);
-            for op in ops {
-                if let sim::Op::Fix(page) = op {
-                    if let Some(f) = pool.frame_of(page) {
-                        let ignored = policy.ignores_hit(FrameId(f as u32), &pool.hooks[f]);
-                        let in_am = policy.state.lock().search.queues.queue_of(f) == Some(AM);
-                        prop_assert_eq!(ignored, !in_am);
-                        let before = lists(&policy);
-                        pool.fix(&policy, page);
-                        if ignored {
-                            prop_assert_eq!(lists(&policy), before);
-                        }
-                        continue;
-                    }
-                }
-                sim::apply(&mut pool, &policy, op);
-            }
+            sim::run_checking_ignored_hits(capacity, &ops, &policy, || lists(&policy), |f, ignored| {
+                let in_am = policy.state.lock().search.queues.queue_of(f) == Some(AM);
+                assert_eq!(ignored, !in_am, "frame {f}");
+            });
         }
 
         /// Invariants: each resident frame is in exactly one of A1in, Am and the blocked list,
