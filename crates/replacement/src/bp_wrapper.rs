@@ -1462,12 +1462,17 @@ mod tests {
     /// Four threads hit, load and free pages through the wrapper while one of them also evicts in
     /// batches (R10), every frame under its latch as in the pool. The inner policy panics on any
     /// R1 breach, and after everything is flushed it tracks exactly the pool's resident frames;
-    /// every queued entry was either committed or skipped as stale.
+    /// every access was committed, skipped as stale, or dropped as a hit the inner policy ignores
+    /// (in the second round it ignores hits on even frames: rule 5).
     #[test]
     fn r1_concurrent_hits_inserts_and_removes_keep_the_resident_sets_equal() {
         const FRAMES: u32 = 16;
-        for variant in [Variant::None, Variant::Batching, Variant::Prefetching, Variant::Both] {
+        let variants = [Variant::None, Variant::Batching, Variant::Prefetching, Variant::Both];
+        for (variant, ignore_even) in variants.into_iter().flat_map(|v| [(v, false), (v, true)]) {
             let inner = Recording::default();
+            if ignore_even {
+                inner.ignores.lock().extend((0..FRAMES).step_by(2));
+            }
             let log = Arc::clone(&inner.log);
             let config = BpConfig { variant, queue_size: 8, batch_threshold: 4 };
             let policy = BpWrapper::with_config(Box::new(inner), FRAMES as usize, config).unwrap();
@@ -1528,7 +1533,9 @@ mod tests {
             assert_eq!(log.tracked, resident, "{variant:?}");
             let stats = policy.stats();
             assert_eq!(stats.accesses, accesses.load(Ordering::Relaxed));
-            assert_eq!(stats.entries_committed + stats.stale_entries_skipped, stats.accesses, "{variant:?}");
+            let handled = stats.entries_committed + stats.stale_entries_skipped + stats.dropped_hits;
+            assert_eq!(handled, stats.accesses, "{variant:?}");
+            assert_eq!(stats.dropped_hits > 0, ignore_even && variant.batches(), "{variant:?}");
             assert!(log.hits.len() as u64 <= stats.entries_committed);
             let pages: HashSet<u64> = log.hits.iter().map(|&(_, p)| p).collect();
             assert!(!pages.is_empty());
