@@ -1018,7 +1018,7 @@ impl Policy for BpWrapper {
 
     /// The whole batch under one acquisition of the lock (R10): the caller's queue is committed,
     /// then the inner policy runs its own batch (`evict_batch`) over the pool's evictor, seen
-    /// through [`Victims`], which updates the wrapper's words for each verdict before the inner
+    /// through `Victims`, which updates the wrapper's words for each verdict before the inner
     /// policy records it. If the inner policy runs out of candidates, every queue is committed
     /// (a frame whose insert is still queued is resident too, R4) and it is asked once more. Hooks
     /// the pool reports while trying a victim (a parent losing its last swizzled child) are
