@@ -57,7 +57,7 @@ impl AlignedBuf {
         Ok(AlignedBuf { ptr, layout, mapping: None })
     }
 
-    /// Allocates `len` zeroed bytes aligned to [`HUGE_PAGE`] from an anonymous mapping that the
+    /// Allocates `len` zeroed bytes aligned to `HUGE_PAGE` from an anonymous mapping that the
     /// kernel fills on first touch (so memory is committed on demand), advised for transparent
     /// huge pages. For the buffer pool's frame region.
     ///

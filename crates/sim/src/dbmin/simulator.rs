@@ -1,7 +1,7 @@
 //! The hybrid multiuser simulator of Chou & DeWitt (1986, Sec. 4.1): a closed system of NCQ
 //! queries, each replaying the trace of its query type, on one round-robin CPU, one FCFS disk
 //! with a low-priority queue of asynchronous writes, and a buffer pool run by one of the
-//! [`managers`](super::managers). A discrete-event simulation: an event queue keyed by simulated
+//! [`managers`]. A discrete-event simulation: an event queue keyed by simulated
 //! time (ns) and an insertion sequence number, so that a run is deterministic under its seed.
 //! Rules DS10–DS17 of the README section "DBMIN simulator".
 //!

@@ -7,7 +7,7 @@ use std::time::Instant;
 /// Spin-loop iterations in one calibration sample.
 const SAMPLE_SPINS: u64 = 200_000;
 
-/// Iterations of [`spin`] per microsecond on this machine: the fastest of a few timed samples
+/// Iterations of `spin` per microsecond on this machine: the fastest of a few timed samples
 /// (the least disturbed by other processes), measured on first use.
 pub fn spins_per_us() -> f64 {
     static RATE: OnceLock<f64> = OnceLock::new();
