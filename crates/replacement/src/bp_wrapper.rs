@@ -1035,6 +1035,13 @@ impl Policy for BpWrapper {
         proposals
     }
 
+    /// Holds the lock, taken as for an eviction batch (it spins briefly before blocking), while
+    /// `work` runs; the hooks `work` makes take it again without counting (reentrant).
+    fn hold_lock_for(&self, work: &mut dyn FnMut()) {
+        let _guard = self.lock_for_eviction();
+        work();
+    }
+
     /// Queued like a hit (the pool calls it under the frame's exclusive latch, R8).
     fn on_children(&self, frame: FrameId, swizzled: bool, _hook: &FrameHook) {
         self.access(frame, Access::Children(swizzled));

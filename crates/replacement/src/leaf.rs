@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::list::FrameList;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::{
+    check_capacity, evict_one_by_one, frame_id, Evictor, FrameHook, FrameId, HookTable, PageId, Policy,
+    Rejection,
+};
 
 /// No page: the frame is free as far as the wrapper knows.
 const NO_PAGE: u64 = 0;
@@ -158,9 +161,21 @@ impl Policy for LeafOnly {
         self.inner.candidate_after(frame)
     }
 
-    // `evict_batch` stays the default, one proposal at a time through `next_candidate` and
-    // `on_rejected` above: handing the batch to the inner policy would let it record a rejection
-    // for a frame that `on_children` parked (removed from it) between proposal and verdict.
+    /// The default loop, one proposal at a time through `next_candidate`, `on_remove` and
+    /// `on_rejected` above, run inside the inner policy's lock if it has one (`hold_lock_for`:
+    /// BP-Wrapper takes its lock once for the batch, not three times per victim). Handing the
+    /// batch to the inner policy's own `evict_batch` instead would let a policy that releases its
+    /// lock while the pool tries a victim (2Q, LRU) record a rejection for a frame that
+    /// `on_children` parked, removing it from the inner policy, between proposal and verdict.
+    fn evict_batch(&self, hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
+        let mut proposals = 0;
+        self.inner.hold_lock_for(&mut || proposals = evict_one_by_one(self, hooks, evictor, max_proposals));
+        proposals
+    }
+
+    fn hold_lock_for(&self, work: &mut dyn FnMut()) {
+        self.inner.hold_lock_for(work);
+    }
 
     fn prefers_sweep(&self) -> bool {
         self.inner.prefers_sweep()
@@ -237,6 +252,40 @@ mod tests {
         assert_eq!(h.evict(&policy), 1);
         assert_eq!(h.evict(&policy), 0);
         assert_eq!(policy.next_candidate(&h), None);
+    }
+
+    /// Evicts every proposal until `left` victims are gone.
+    struct EvictAll {
+        left: usize,
+        victims: Vec<u32>,
+    }
+
+    impl Evictor for EvictAll {
+        fn wants_more(&mut self) -> bool {
+            self.left > 0
+        }
+        fn try_evict(&mut self, frame: FrameId) -> crate::Verdict {
+            self.left -= 1;
+            self.victims.push(frame.0);
+            crate::Verdict::Evicted
+        }
+    }
+
+    /// R10 around BP-Wrapper: a batch of three victims, in the wrapped LRU's order and skipping
+    /// the parked branch, takes the wrapper's lock once (one acquisition for the batch, where
+    /// proposals and verdicts one by one took three per victim).
+    #[test]
+    fn r10_a_batch_around_bp_wrapper_takes_its_lock_once() {
+        let policy = LeafOnly::new(Box::new(crate::BpWrapper::new(Box::new(Lru::new(5)), 5)), 5);
+        let h = TestHooks::new(5);
+        h.insert(&policy, &[0, 1, 2, 3, 4]);
+        policy.on_children(FrameId(1), true, &h[1]);
+        h.hit(&policy, &[0]);
+        let before = policy.lock_stats().unwrap().lock_acquisitions;
+        let mut batch = EvictAll { left: 3, victims: Vec::new() };
+        assert_eq!(policy.evict_batch(&h, &mut batch, 8), 3);
+        assert_eq!(batch.victims, [2, 3, 4], "LRU order among the leaves; 1 is parked, 0 was hit");
+        assert_eq!(policy.lock_stats().unwrap().lock_acquisitions, before + 1);
     }
 
     /// R4: with only parked frames resident, they are proposed in rotation, never `None`.

@@ -276,6 +276,14 @@ pub trait Policy: Send + Sync {
         evict_one_by_one(self, hooks, evictor, max_proposals)
     }
 
+    /// Runs `work` while holding the policy's lock, if it has a reentrant one that every hook
+    /// takes (BP-Wrapper), so that the hooks `work` makes take it again for free: a wrapper
+    /// around this policy (`LeafOnly`) runs its eviction batch (R10) inside, one acquisition for
+    /// the batch instead of one per proposal and verdict. The default runs `work` as it is.
+    fn hold_lock_for(&self, work: &mut dyn FnMut()) {
+        work();
+    }
+
     /// The counters of the policy's instrumented lock (BP-Wrapper and its `locked-` baseline), or
     /// `None` for a policy without one.
     fn lock_stats(&self) -> Option<BpStats> {
