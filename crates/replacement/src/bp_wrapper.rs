@@ -774,6 +774,7 @@ impl BpWrapper {
     /// makes of the inner policy to `calls`: first its page's insert if that is still queued
     /// (`held[f]` is set at once, so the rest of a batch sees the frame held, as the inner policy
     /// will by then), then the access itself. False, with nothing appended, if the entry is stale.
+    #[inline]
     fn admit(&self, entry: Entry, calls: &mut Vec<(FrameId, QueuedHook)>) -> bool {
         let index = entry.frame.index();
         let held = self.held(index);
@@ -859,32 +860,50 @@ impl BpWrapper {
         self.queue_access(Entry { frame, access, page });
     }
 
-    /// Queues (or, without batching, applies at once) `entry`.
+    /// Queues (or, without batching, applies at once) `entry`. The common path, an append below
+    /// T, is inlined into the hooks; everything else is out of line, so that the append saves no
+    /// registers it does not use.
+    #[inline]
     fn queue_access(&self, entry: Entry) {
-        let counts = matches!(entry.access, Access::Hit | Access::Insert);
         let queue = if self.config.variant.batches() { self.my_queue() } else { None };
         let Some(queue) = queue else {
-            // Unbatched, or a thread without a queue slot: the access is applied at once.
-            if self.config.variant.prefetches() {
-                self.prefetch_one(entry);
-            }
-            let guard = self.lock();
-            if counts {
-                bump(&self.counters.locked_accesses);
-            }
-            let applied = self.apply(&guard, entry);
-            self.count_commits(u64::from(applied), u64::from(!applied));
+            self.apply_now(entry);
             return;
         };
-        if self.drops_hits && entry.access == Access::Hit && self.ignorable(entry.frame, entry.page) {
-            if let Some((count, len)) = queue.drop_hit() {
-                self.maybe_commit(queue, count, len, None);
-            }
+        if self.drops_hits && entry.access == Access::Hit && self.try_drop(queue, entry) {
             return;
         }
-        let len = queue.push(entry, counts);
+        let len = queue.push(entry, matches!(entry.access, Access::Hit | Access::Insert));
         let count = len + queue.dropped_since.load(Ordering::Relaxed);
         self.maybe_commit(queue, count, len, Some(entry.frame));
+    }
+
+    /// Applies `entry` under the lock at once: the unbatched variants, or a thread without a
+    /// queue slot.
+    #[inline(never)]
+    fn apply_now(&self, entry: Entry) {
+        if self.config.variant.prefetches() {
+            self.prefetch_one(entry);
+        }
+        let guard = self.lock();
+        if matches!(entry.access, Access::Hit | Access::Insert) {
+            bump(&self.counters.locked_accesses);
+        }
+        let applied = self.apply(&guard, entry);
+        self.count_commits(u64::from(applied), u64::from(!applied));
+    }
+
+    /// Drops the hit `entry` if the inner policy ignores it (rule 5), counting it toward T while
+    /// the caller's `queue` holds entries; false if it must be queued.
+    #[inline(never)]
+    fn try_drop(&self, queue: &Slot, entry: Entry) -> bool {
+        if !self.ignorable(entry.frame, entry.page) {
+            return false;
+        }
+        if let Some((count, len)) = queue.drop_hit() {
+            self.maybe_commit(queue, count, len, None);
+        }
+        true
     }
 
     /// Whether a hit on `frame`, which held `page` at the access, can be dropped (module doc,
@@ -902,10 +921,17 @@ impl BpWrapper {
     /// lock, and commits if it gets it; it blocks only when the queue holds S entries. (Fig. 7
     /// compares its access count with S, but its queue holds one entry more than it counts, so
     /// the entry that fills the queue would overrun it: the queue's own length decides here.)
+    #[inline]
     fn maybe_commit(&self, queue: &Slot, count: usize, len: usize, newest: Option<FrameId>) {
-        if count < self.config.batch_threshold {
-            return;
+        if count >= self.config.batch_threshold {
+            self.try_commit(queue, count, len, newest);
         }
+    }
+
+    /// [`BpWrapper::maybe_commit`] from T accesses on: out of line, so that the common access
+    /// below T costs one comparison.
+    #[inline(never)]
+    fn try_commit(&self, queue: &Slot, count: usize, len: usize, newest: Option<FrameId>) {
         if self.config.variant.prefetches() {
             // The whole queue when it reaches T; after a failed try-lock, only the new entry's
             // record (the rest is still on its way).
