@@ -75,11 +75,7 @@ impl State {
         match why {
             // Unevictable for now: back to the newest end of its own list, as 2Q does, so that the
             // next proposal is another frame.
-            Rejection::InUse | Rejection::SwizzledChildren => {
-                if let Some(q) = self.search.queues.queue_of(frame).filter(|&q| q == HOT || q == COLD) {
-                    self.search.relink(q, frame);
-                }
-            }
+            Rejection::InUse | Rejection::SwizzledChildren => self.search.requeue(frame),
             Rejection::Root => {
                 self.search.block(frame);
                 self.set_hot(frame, false);

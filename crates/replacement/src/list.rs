@@ -340,6 +340,15 @@ impl SearchQueues {
         }
     }
 
+    /// A rejection for `InUse` or `SwizzledChildren` in a policy that requeues instead of moving
+    /// the cursor (2Q, hot/cold): a searched frame moves to its own list's newest end, as if just
+    /// loaded or used; a free or blocked frame is left alone.
+    pub(crate) fn requeue(&mut self, frame: usize) {
+        if let Some(q) = self.queues.queue_of(frame).filter(|&q| q < self.order.len()) {
+            self.relink(q, frame);
+        }
+    }
+
     /// A `Root` rejection: a searched frame moves to the blocked list; a free or blocked frame is
     /// left alone, so a stale rejection cannot resurrect a free frame.
     pub(crate) fn block(&mut self, frame: usize) {

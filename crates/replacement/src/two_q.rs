@@ -76,11 +76,7 @@ impl State {
             // unevictable for as long as its children are cached (in a swizzling pool the A1in
             // tail fills with inner nodes: 29 refusals per eviction with the cursor alone), and a
             // leaf whose parent readers keep latched is refused again and again at 16 threads.
-            Rejection::InUse | Rejection::SwizzledChildren => {
-                if let Some(q) = self.search.queues.queue_of(f).filter(|&q| q == A1IN || q == AM) {
-                    self.search.relink(q, f);
-                }
-            }
+            Rejection::InUse | Rejection::SwizzledChildren => self.search.requeue(f),
             Rejection::Root => {
                 self.search.block(f);
                 hook.set(0);
