@@ -11,14 +11,17 @@
 //!   has at least twice as many slots as the limit. When the slots between head and tail fill
 //!   up with live entries and tombstones, the live entries are packed to the front in their
 //!   order: at most `limit` of them move, and at least `limit` additions separate two packings.
-//! - The index from page to ring slot is an open-addressing table of 16-byte entries (linear
-//!   probing, at most half full, deletion by backward shift, so no tombstones), each the page
-//!   word and its ring slot, four to a cache line. A lookup reads the table and nothing else: of
-//!   an absent page, the common case, usually one line; of a present one (a ghost hit), one line,
-//!   and then clearing its ring slot is a store that nothing waits for. (An earlier index kept
-//!   8-byte words, a 32-bit fingerprint and the slot, and confirmed a fingerprint match by reading
-//!   the ring: on a ghost hit that read was a second cache miss, dependent on the first, and the
-//!   largest single stall of 2Q's inserts in the live pool.)
+//! - The index from page to ring slot is an open-addressing table of 8-byte entries (linear
+//!   probing, at most half full, deletion by backward shift, so no tombstones), eight to a cache
+//!   line. An entry holds the page word's low 32 bits, a flag for a word of 2^32 or more, and the
+//!   ring slot. For a word below 2^32 (every page of a database under 32 TiB of 8 KiB pages) the
+//!   entry holds the whole word, so a lookup reads the table and nothing else: of an absent page,
+//!   the common case, usually one line; of a present one (a ghost hit), one line, and then
+//!   clearing its ring slot is a store that nothing waits for. A larger word is confirmed against
+//!   the ring, and its home is read from there when a deletion shifts it. (Two earlier layouts:
+//!   a 32-bit hash fingerprint with the slot, confirmed by reading the ring on every match, a
+//!   second miss dependent on the first on each ghost hit, the largest single stall of 2Q's
+//!   inserts in the live pool; then 16-byte entries with the whole word, twice the footprint.)
 //!
 //! Every operation is O(1) (packing amortized) and allocates nothing after construction. The
 //! ring is not synchronized; 2Q keeps it under its mutex.
@@ -36,19 +39,57 @@ fn hash(key: u64) -> u64 {
     key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// An index entry: a page word (0 = empty) and the ring slot holding it.
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(16))]
-struct Indexed {
-    key: u64,
-    slot: u64,
-}
+/// The flag of an index entry whose page word is 2^32 or more (only its low half is kept).
+const LARGE: u64 = 1 << 31;
+
+/// The most ring slots: slot + 1 must fit the 31 bits below [`LARGE`].
+const MAX_SLOTS: usize = 1 << 30;
+
+/// An index entry (module doc), 0 when empty: the page word's low 32 bits in the high half,
+/// [`LARGE`] if the word has more, and the ring slot + 1 below it.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+struct Indexed(u64);
 
 impl Indexed {
-    /// The ring slot of a non-empty entry (slots are below the ring's length, a `usize`).
+    fn new(key: u64, slot: usize) -> Indexed {
+        let large = if key > u64::from(u32::MAX) { LARGE } else { 0 };
+        Indexed((key << 32) | large | (slot as u64 + 1))
+    }
+
+    fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    fn is_large(self) -> bool {
+        self.0 & LARGE != 0
+    }
+
+    /// The ring slot of a non-empty entry.
     #[allow(clippy::cast_possible_truncation)]
     fn slot(self) -> usize {
-        self.slot as usize
+        (self.0 & (LARGE - 1)) as usize - 1
+    }
+
+    /// The same page word at another ring slot.
+    fn with_slot(self, slot: usize) -> Indexed {
+        Indexed((self.0 & !(LARGE - 1)) | (slot as u64 + 1))
+    }
+
+    /// The page word of a non-empty entry: whole in the entry, or read from the ring.
+    fn key(self, ring: &[u64]) -> u64 {
+        if self.is_large() {
+            ring[self.slot()]
+        } else {
+            self.0 >> 32
+        }
+    }
+
+    /// Whether the entry is `key`'s: its low half and size class agree, and a large word is
+    /// confirmed against the ring.
+    fn holds(self, key: u64, ring: &[u64]) -> bool {
+        self.0 >> 32 == key & u64::from(u32::MAX)
+            && self.is_large() == (key > u64::from(u32::MAX))
+            && (!self.is_large() || ring[self.slot()] == key)
     }
 }
 
@@ -58,7 +99,7 @@ pub(crate) struct GhostRing {
     span: usize,
     live: usize,
     limit: usize,
-    /// Page word and ring slot per entry (module doc), as many entries as ring slots.
+    /// One entry per ring slot (module doc).
     index: Box<[Indexed]>,
     /// `64 - log2(index.len())`: a key's home is its hash's top bits.
     shift: u32,
@@ -70,13 +111,10 @@ impl GhostRing {
     /// A ring for at most `limit` ids.
     ///
     /// # Panics
-    /// If `limit` is so large (over 2^62) that twice as many slots would not fit a `usize`.
+    /// If `limit` is so large (over 2^29) that twice as many slots would not fit an index entry.
     pub(crate) fn new(limit: usize) -> GhostRing {
-        let slots = limit
-            .checked_mul(2)
-            .and_then(usize::checked_next_power_of_two)
-            .unwrap_or_else(|| panic!("A1out limit {limit} is too large"))
-            .max(2);
+        let slots = limit.saturating_mul(2).next_power_of_two().max(2);
+        assert!(slots <= MAX_SLOTS, "A1out limit {limit} is too large (at most 2^29 ids)");
         GhostRing {
             ring: vec![0; slots].into_boxed_slice(),
             head: 0,
@@ -145,11 +183,14 @@ impl GhostRing {
         let mask = self.index.len() - 1;
         let mut at = self.home(key);
         loop {
-            match self.index[at].key {
-                0 => return Err(at),
-                k if k == key => return Ok(at),
-                _ => at = (at + 1) & mask,
+            let entry = self.index[at];
+            if entry.is_empty() {
+                return Err(at);
             }
+            if entry.holds(key, &self.ring) {
+                return Ok(at);
+            }
+            at = (at + 1) & mask;
         }
     }
 
@@ -160,12 +201,12 @@ impl GhostRing {
         loop {
             next = (next + 1) & mask;
             let entry = self.index[next];
-            if entry.key == 0 {
+            if entry.is_empty() {
                 break;
             }
             // The entry may fill the hole if the hole lies on its probe path, between its home
             // and its position (cyclically).
-            let from_home = next.wrapping_sub(self.home(entry.key)) & mask;
+            let from_home = next.wrapping_sub(self.home(entry.key(&self.ring))) & mask;
             if from_home >= next.wrapping_sub(hole) & mask {
                 self.index[hole] = entry;
                 hole = next;
@@ -209,7 +250,7 @@ impl GhostRing {
         self.ring[slot] = key;
         self.span += 1;
         self.live += 1;
-        self.index[at] = Indexed { key, slot: slot as u64 };
+        self.index[at] = Indexed::new(key, slot);
     }
 
     /// Takes `page` out (a ghost hit); false if it was not in the ring.
@@ -256,7 +297,7 @@ impl GhostRing {
                 let slot = self.ring_slot(to);
                 self.ring[slot] = key;
                 self.ring[self.ring_slot(from)] = 0;
-                self.index[at].slot = slot as u64;
+                self.index[at] = self.index[at].with_slot(slot);
             }
             to += 1;
         }
@@ -287,10 +328,12 @@ mod tests {
     /// from its home by an unbroken run, and nothing else is indexed.
     fn check(ring: &GhostRing) {
         let mut indexed = 0;
-        for (at, entry) in ring.index.iter().enumerate().filter(|(_, e)| e.key != 0) {
+        for (at, entry) in ring.index.iter().enumerate().filter(|(_, e)| !e.is_empty()) {
             indexed += 1;
-            assert_eq!(ring.ring[entry.slot()], entry.key, "index points at its key's ring slot");
-            assert_eq!(ring.find(entry.key), Ok(at), "reachable from its home");
+            let key = entry.key(&ring.ring);
+            assert_ne!(key, 0, "index points at a live ring slot");
+            assert_eq!(ring.ring[entry.slot()], key, "index points at its key's ring slot");
+            assert_eq!(ring.find(key), Ok(at), "reachable from its home");
         }
         assert_eq!(indexed, ring.live);
         assert_eq!(ring.oldest_ids().len(), ring.live);
@@ -353,7 +396,7 @@ mod tests {
             ring.insert(page(id));
         }
         check(&ring);
-        let longest_run = ring.index.split(|e| e.key == 0).map(<[Indexed]>::len).max();
+        let longest_run = ring.index.split(|e| e.is_empty()).map(<[Indexed]>::len).max();
         assert!(longest_run > Some(16), "64 ids on 4 homes make long runs: {longest_run:?}");
         assert!(ids.iter().all(|&id| ring.contains(page(id))));
         assert!((0..20_000)
@@ -365,6 +408,28 @@ mod tests {
             check(&ring);
         }
         assert!(ids[..5].iter().chain(&ids[40..]).all(|&id| ring.contains(page(id))));
+    }
+
+    /// Ids whose words share their low 32 bits, below and above 2^32 and at the boundary, are
+    /// told apart: the small ones by the size flag, the large ones by the ring; each is found,
+    /// removed and re-added without disturbing the others, with all of them on one home.
+    #[test]
+    fn words_sharing_their_low_half_are_told_apart() {
+        let low = 41u64;
+        let ids = [low, low + (1 << 32), low + (2 << 32), (1 << 32) - 2, (1 << 32) - 1, (5 << 32) - 1];
+        let mut ring = GhostRing::with_crowded_homes(8, 1);
+        for &id in &ids {
+            ring.insert(page(id));
+        }
+        check(&ring);
+        assert_eq!(ring.oldest_ids(), ids);
+        assert!(!ring.contains(page(low + (3 << 32))) && !ring.contains(page(low + 1)));
+        assert!(ring.remove(page(low + (1 << 32))) && !ring.contains(page(low + (1 << 32))));
+        assert!(ring.contains(page(low)) && ring.contains(page(low + (2 << 32))));
+        check(&ring);
+        ring.insert(page(low));
+        assert_eq!(ring.oldest_ids(), [low + (2 << 32), (1 << 32) - 2, (1 << 32) - 1, (5 << 32) - 1, low]);
+        check(&ring);
     }
 
     /// A limit of 0 keeps nothing.
