@@ -45,9 +45,10 @@
 //! - `pages[f]`, the frame's current page, published by `on_insert` (the pool calls it under the
 //!   frame's exclusive latch, before any other hook for the page) and cleared by `on_remove` and
 //!   by an eviction in a batch, both under the lock;
-//! - `held[f]`, the page the inner policy holds the frame with, read and written only under the
-//!   lock, in the same critical section as the inner `on_insert` / `on_remove` / `NotResident`
-//!   rejection that changes it.
+//! - `held[f]`, the page the inner policy holds the frame with, written only under the lock, in
+//!   the same critical section as the inner `on_insert` / `on_remove` / `NotResident` rejection
+//!   that changes it (release order), and read under the lock or, by the check for hits the
+//!   inner policy ignores, without it (acquire order, rule 5).
 //!
 //! `held[f]` is always `NO_PAGE` or `pages[f]`: it is set only to an entry's page that equals
 //! `pages[f]` (step 2 below), and `pages[f]` changes only while `held[f]` is `NO_PAGE` (a new

@@ -251,7 +251,7 @@ impl Policy for TwoQ {
     /// page's `A1out` index line, if the lock is free (never waits). Nothing else: an insert
     /// only writes the frame's links and page word, and fewer prefetches in flight leave the
     /// cache's miss buffers to the ones that matter. The index line is all a lookup in `A1out`
-    /// reads (its entries hold the page ids).
+    /// reads for a page id below 2^32 (its entries hold such ids whole).
     fn prefetch_accesses(&self, frames: &[FrameId], inserted: &[PageId]) {
         let Some(state) = self.state.try_lock() else { return };
         let queues = &state.search.queues;
