@@ -45,10 +45,9 @@
 //! - `pages[f]`, the frame's current page, published by `on_insert` (the pool calls it under the
 //!   frame's exclusive latch, before any other hook for the page) and cleared by `on_remove` and
 //!   by an eviction in a batch, both under the lock;
-//! - `held[f]`, the page the inner policy holds the frame with, written only under the lock, in
-//!   the same critical section as the inner `on_insert` / `on_remove` / `NotResident` rejection
-//!   that changes it (release order), and read under the lock or, by the check for hits the
-//!   inner policy ignores, without it (acquire order, rule 5).
+//! - `held[f]`, the page the inner policy holds the frame with, written and read only under the
+//!   lock, in the same critical section as the inner `on_insert` / `on_remove` / `NotResident`
+//!   rejection that changes it.
 //!
 //! `held[f]` is always `NO_PAGE` or `pages[f]`: it is set only to an entry's page that equals
 //! `pages[f]` (step 2 below), and `pages[f]` changes only while `held[f]` is `NO_PAGE` (a new
@@ -69,9 +68,10 @@
 //!    before the pool frees the batch's victims (R10). So a frame is never republished while an
 //!    older removal of it is still unrecorded.
 //! 4. Removals, rejections and `sweep_admits` are forwarded only if `held[f]` is not `NO_PAGE`.
-//! 5. A hit is dropped, neither queued nor forwarded, only if `held[f]` is its page and the inner
-//!    policy's [`Policy::ignores_hit`] says the hit would change nothing (next section). A hit for
-//!    a page whose insert is still queued is queued as usual.
+//! 5. A hit is dropped, neither queued nor forwarded, only if the inner policy's
+//!    [`Policy::ignores_hit`] says the hit would change nothing (next section). That answer is
+//!    false for a frame the inner policy does not hold (R5, unless no hit ever changes anything),
+//!    so a hit for a page whose insert is still queued is queued as usual.
 //!
 //! # Hits the inner policy ignores (the paper's Fig. 7)
 //!
@@ -90,10 +90,14 @@
 //! it also depends on other pages' promotions, which demote the oldest hot page: a hit on that
 //! page dropped while such a promotion waits in the queue would have promoted it again. That is
 //! the paper's design (the hot check at the access, the commit later), an approximation only
-//! while the queue holds entries. Between threads, a hit that reads `held[f]` while another
-//! thread commits the page's insert may see the inner policy's state from before the insert; it
-//! is dropped only if that state ignores hits, and the page has just been inserted at its list's
-//! newest end anyway.
+//! while the queue holds entries.
+//!
+//! The check reads only the inner policy's state, never the wrapper's words for the frame: the
+//! inner policy cleared its state for the frame when it forgot the previous page (under the
+//! lock, before the frame was freed, rule 3), the pool's free list and page table order that
+//! before any hit on the new page, and only the commit of the new page's insert sets it again.
+//! So a hit racing with that commit reads either the cleared state (and is queued) or the state
+//! the insert set.
 //!
 //! # Hooks
 //!
@@ -441,8 +445,7 @@ struct FrameWords {
     /// The hook the inner policy is given instead of the pool's.
     hook: FrameHook,
     /// Whether the inner policy holds the frame, with page `pages[f]` (`held[f]` is then
-    /// `pages[f]`, else `NO_PAGE`; module doc, rule 3). Written under the lock alone; read
-    /// under it, and without it by the check for hits the inner policy ignores (rule 5).
+    /// `pages[f]`, else `NO_PAGE`; module doc, rule 3). Written and read under the lock only.
     held: AtomicBool,
 }
 
@@ -767,8 +770,7 @@ impl BpWrapper {
     fn set_held(&self, index: usize, page: u64) {
         let words = &self.frames.0[index];
         debug_assert!(page == NO_PAGE || page == words.page.load(Ordering::Relaxed), "held[f] is pages[f]");
-        // Release: a hit that reads the flag set without the lock also reads `pages[f]` (rule 5).
-        words.held.store(page != NO_PAGE, Ordering::Release);
+        words.held.store(page != NO_PAGE, Ordering::Relaxed);
     }
 
     /// Checks one entry under the lock (module doc, steps 1, 2 and 5) and appends the calls it
@@ -898,7 +900,7 @@ impl BpWrapper {
     /// the caller's `queue` holds entries; false if it must be queued.
     #[inline(never)]
     fn try_drop(&self, queue: &Slot, entry: Entry) -> bool {
-        if !self.ignorable(entry.frame, entry.page) {
+        if !self.ignorable(entry.frame) {
             return false;
         }
         if let Some((count, len)) = queue.drop_hit() {
@@ -907,14 +909,14 @@ impl BpWrapper {
         true
     }
 
-    /// Whether a hit on `frame`, which held `page` at the access, can be dropped (module doc,
-    /// "Hits the inner policy ignores"): the inner policy holds the frame with that page, and
-    /// says the hit would change nothing.
-    fn ignorable(&self, frame: FrameId, page: u64) -> bool {
+    /// Whether a hit on `frame` can be dropped (rule 5): the inner policy says a hit on the
+    /// frame's page would change nothing, which it says only of a page whose insert it has seen
+    /// or of hits that never change anything (R5). The wrapper's own words for the frame are not
+    /// read: the hook's address is only computed, so an inner policy that keeps its answer
+    /// elsewhere (2Q, hot/cold) costs the hit no miss on them.
+    fn ignorable(&self, frame: FrameId) -> bool {
         let Some(words) = self.frames.0.get(frame.index()) else { return false };
-        words.held.load(Ordering::Acquire)
-            && words.page.load(Ordering::Relaxed) == page
-            && self.inner.ignores_hit(frame, &words.hook)
+        self.inner.ignores_hit(frame, &words.hook)
     }
 
     /// The paper's lines 15-23 of Fig. 7, for the caller's own `queue` after an access: once
@@ -1170,8 +1172,9 @@ mod tests {
         fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
             self.log.lock().tracked.keys().min().map(|&f| FrameId(f))
         }
+        /// R5: only for frames it holds (a hit on a page whose insert is queued must reach it).
         fn ignores_hit(&self, frame: FrameId, _hook: &FrameHook) -> bool {
-            self.ignores.lock().contains(&frame.0)
+            self.ignores.lock().contains(&frame.0) && self.log.lock().tracked.contains_key(&frame.0)
         }
         fn ignores_some_hits(&self) -> bool {
             true

@@ -166,7 +166,8 @@ impl Policy for HotCold {
         }
     }
 
-    /// A hot page's hit changes nothing.
+    /// A hot page's hit changes nothing. The flag is clear for a frame the policy does not hold
+    /// (cleared when it forgets the frame), as R5 asks.
     fn ignores_hit(&self, frame: FrameId, _hook: &FrameHook) -> bool {
         self.hot.get(frame.index()).is_some_and(|hot| hot.load(Ordering::Relaxed))
     }

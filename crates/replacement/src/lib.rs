@@ -197,12 +197,15 @@ pub trait Policy: Send + Sync {
         self.on_hit(frame, hook);
     }
 
-    /// True if a hit on the resident `frame` would change nothing now, as the policy's own
+    /// True if a hit on the page in `frame` would change nothing now, as the policy's own
     /// `on_hit` finds without taking a lock (2Q: a page in `A1in`; hot/cold: a hot page; FIFO:
     /// every page). It must not block or write, and must be true only when `on_hit` would then
-    /// change nothing. BP-Wrapper asks it before queueing a hit, so that it neither queues nor
-    /// commits what the policy would drop (the paper's lock-free hot hits, its Fig. 7). The
-    /// default, false, queues every hit.
+    /// change nothing. It must also be false for a frame the policy does not hold, unless no hit
+    /// ever changes anything (FIFO): BP-Wrapper asks it before queueing a hit, possibly before the
+    /// page's insert has reached the policy, so that it neither queues nor commits what the
+    /// policy would drop (the paper's lock-free hot hits, its Fig. 7), and it trusts the answer
+    /// without a look at its own record of the frame. A policy that answers from per-frame state
+    /// clears that state when it forgets the frame. The default, false, queues every hit.
     fn ignores_hit(&self, _frame: FrameId, _hook: &FrameHook) -> bool {
         false
     }

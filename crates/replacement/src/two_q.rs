@@ -3,6 +3,9 @@
 //! its id is in `A1out` was referenced again after a while, so it enters the LRU list `Am`. A
 //! burst of correlated references stays in `A1in` and never pollutes `Am`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use parking_lot::Mutex;
 
 use crate::ghost_ring::GhostRing;
@@ -17,10 +20,6 @@ const A1IN: usize = 0;
 /// Re-referenced pages, LRU (least recently used first).
 const AM: usize = 1;
 
-/// The hook of a frame whose page is in `Am`; any other value (0 after a reset) means `A1in`,
-/// blocked or free. Written under the lock, read by hits without it.
-const HOOK_IN_AM: u32 = 1;
-
 struct State {
     /// The paper's `Kin`: `A1in` is reclaimed from while it holds more than this many pages.
     kin: usize,
@@ -32,6 +31,12 @@ struct State {
     pages: Box<[u64]>,
     /// The paper's `A1out`: ids of pages evicted from `A1in`, at most `Kout` of them.
     a1out: GhostRing,
+    /// Per frame: the policy holds the frame and its page is outside `Am` (in `A1in` or
+    /// blocked), so a hit changes nothing. Written here, under the lock, after every change of
+    /// the frame's list; read by hits without it (R5). False for a frame the policy does not
+    /// hold, so that a hit on a page whose insert has not reached the policy yet is not ignored.
+    /// One byte per frame, apart from the links, so that the check costs no miss on them.
+    quiet: Arc<[AtomicBool]>,
 }
 
 /// The paper's `reclaimfor`: the tail of `A1in` if it holds more than `kin` pages, else the
@@ -45,17 +50,18 @@ impl State {
     /// Unlinks `frame`; returns its page and the list it was in, if it was resident.
     fn forget(&mut self, frame: usize) -> Option<(PageId, usize)> {
         let list = self.search.unlink(frame)?;
+        self.quiet[frame].store(false, Ordering::Relaxed);
         let page = std::mem::take(&mut self.pages[frame]).checked_sub(1)?;
         Some((PageId::new(page).expect("stored from a PageId"), list))
     }
 
     /// An insert (`on_insert`, under the lock).
-    fn insert(&mut self, f: usize, page: PageId, hook: &FrameHook) {
+    fn insert(&mut self, f: usize, page: PageId) {
         self.forget(f);
         let list = if self.a1out.remove(page) { AM } else { A1IN };
         self.search.queues.push_newest(list, f);
         self.pages[f] = page.get() + 1;
-        hook.set(if list == AM { HOOK_IN_AM } else { 0 });
+        self.quiet[f].store(list == A1IN, Ordering::Relaxed);
     }
 
     /// A hit: an `Am` page moves to the MRU end (unless it is there already); an `A1in` or
@@ -68,7 +74,7 @@ impl State {
     }
 
     /// A rejection (`on_rejected`, under the lock).
-    fn reject(&mut self, f: usize, why: Rejection, hook: &FrameHook) {
+    fn reject(&mut self, f: usize, why: Rejection) {
         match why {
             // Unevictable for now: back to the newest end of its own queue, as if just loaded
             // (A1in) or used (Am). Passing it instead would re-propose it after every eviction,
@@ -79,19 +85,20 @@ impl State {
             Rejection::InUse | Rejection::SwizzledChildren => self.search.requeue(f),
             Rejection::Root => {
                 self.search.block(f);
-                hook.set(0);
+                // A blocked page's hit changes nothing; a free frame stays free (`block`).
+                if self.search.queues.queue_of(f).is_some() {
+                    self.quiet[f].store(true, Ordering::Relaxed);
+                }
             }
             Rejection::NotResident => {
                 self.forget(f);
-                hook.set(0);
             }
         }
     }
 
     /// A removal (`on_remove`, under the lock).
-    fn remove(&mut self, f: usize, evicted: bool, hook: &FrameHook) {
+    fn remove(&mut self, f: usize, evicted: bool) {
         let forgotten = self.forget(f);
-        hook.set(0);
         if let (true, Some((page, A1IN))) = (evicted, forgotten) {
             self.a1out.insert(page);
         }
@@ -104,10 +111,10 @@ impl LockedBatch for State {
         self.search.propose(|queues| reclaim_for(queues, kin))
     }
 
-    fn record(&mut self, f: usize, verdict: Verdict, hook: &FrameHook) {
+    fn record(&mut self, f: usize, verdict: Verdict, _hook: &FrameHook) {
         match verdict {
-            Verdict::Evicted => self.remove(f, true, hook),
-            Verdict::Rejected(why) => self.reject(f, why, hook),
+            Verdict::Evicted => self.remove(f, true),
+            Verdict::Rejected(why) => self.reject(f, why),
         }
     }
 
@@ -132,12 +139,14 @@ impl LockedBatch for State {
 ///
 /// A hit on an `Am` page relinks it under the policy's mutex, a documented breach of R5 (README
 /// "2Q"); a hit on an `A1in` or blocked page changes nothing, as in the paper, and takes no
-/// lock: each frame's [`FrameHook`] says whether its page is in `Am` (R7), and the hit reads it
-/// first.
+/// lock: a byte per frame, written under the mutex, says whether its page is outside `Am`, and
+/// the hit reads it first. 2Q keeps nothing in the frames' hooks.
 pub struct TwoQ {
     kin: usize,
     kout: usize,
     state: Mutex<State>,
+    /// The `quiet` flags of [`State`], read by hits without the lock.
+    quiet: Arc<[AtomicBool]>,
 }
 
 impl TwoQ {
@@ -159,13 +168,15 @@ impl TwoQ {
     #[must_use]
     pub fn with_sizes(capacity: usize, kin: usize, kout: usize) -> TwoQ {
         check_capacity(capacity);
+        let quiet: Arc<[AtomicBool]> = (0..capacity).map(|_| AtomicBool::new(false)).collect();
         let state = State {
             kin,
             search: SearchQueues::new(capacity, 2),
             pages: vec![0; capacity].into_boxed_slice(),
             a1out: GhostRing::new(kout),
+            quiet: Arc::clone(&quiet),
         };
-        TwoQ { kin, kout, state: Mutex::new(state) }
+        TwoQ { kin, kout, state: Mutex::new(state), quiet }
     }
 
     /// `Kin` and `Kout`.
@@ -182,21 +193,22 @@ impl Policy for TwoQ {
 
     /// A page remembered in `A1out` enters `Am` (its id leaves `A1out`); any other page enters
     /// `A1in`. Both at the newest end.
-    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
-        self.state.lock().insert(frame.index(), page, hook);
+    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+        self.state.lock().insert(frame.index(), page);
     }
 
     /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing, known
-    /// from the hook without the lock (R5).
+    /// from the frame's `quiet` flag without the lock (R5).
     fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
         if !self.ignores_hit(frame, hook) {
             self.state.lock().hit(frame.index());
         }
     }
 
-    /// A page outside `Am` (in `A1in`, or blocked): its hit changes nothing.
-    fn ignores_hit(&self, _frame: FrameId, hook: &FrameHook) -> bool {
-        hook.get() != HOOK_IN_AM
+    /// A page outside `Am` (in `A1in`, or blocked): its hit changes nothing. False for a frame
+    /// 2Q does not hold: its page's insert may still be on its way (BP-Wrapper's queues).
+    fn ignores_hit(&self, frame: FrameId, _hook: &FrameHook) -> bool {
+        self.quiet.get(frame.index()).is_some_and(|quiet| quiet.load(Ordering::Relaxed))
     }
 
     fn ignores_some_hits(&self) -> bool {
@@ -211,7 +223,7 @@ impl Policy for TwoQ {
     /// A first pass prefetches the neighbours of the frames hit in `Am` (their links were
     /// prefetched before the commit by the wrapper's prefetching), so that the relinks' cache
     /// misses overlap instead of coming one after another.
-    fn on_queued(&self, calls: &[(FrameId, QueuedHook)], table: &dyn HookTable) {
+    fn on_queued(&self, calls: &[(FrameId, QueuedHook)], _table: &dyn HookTable) {
         let mut state = self.state.lock();
         if calls.len() > 1 {
             let queues = &state.search.queues;
@@ -223,21 +235,21 @@ impl Policy for TwoQ {
         }
         for &(frame, call) in calls {
             match call {
-                QueuedHook::Insert(page) => state.insert(frame.index(), page, table.hook(frame)),
+                QueuedHook::Insert(page) => state.insert(frame.index(), page),
                 QueuedHook::Hit => state.hit(frame.index()),
                 QueuedHook::Unfix | QueuedHook::Children(_) => {}
             }
         }
     }
 
-    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
-        self.state.lock().reject(frame.index(), why, hook);
+    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
+        self.state.lock().reject(frame.index(), why);
     }
 
     /// An eviction from `A1in` remembers the page in `A1out` (dropping its oldest id beyond
     /// `Kout`); an eviction from `Am` or of a blocked page, and a freed page, leave no trace.
-    fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
-        self.state.lock().remove(frame.index(), evicted, hook);
+    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
+        self.state.lock().remove(frame.index(), evicted);
     }
 
     /// The paper's choice (the `A1in` tail while
@@ -465,7 +477,8 @@ mod tests {
         }
 
         /// Invariants: each resident frame is in exactly one of A1in, Am and the blocked list,
-        /// and its hook says `Am` iff it is in Am (R5: hits skip the lock on that word);
+        /// and its `quiet` flag is set iff it is not in Am (R5: hits skip the lock on that flag),
+        /// and clear for every free frame;
         /// |A1out| <= Kout; no resident page is in A1out; an unblocked proposal without a search
         /// under way is A1in's tail iff |A1in| > Kin or Am is empty.
         #[test]
@@ -476,13 +489,16 @@ mod tests {
                 let state = policy.state.lock();
                 for (f, page) in pool.pages.iter().enumerate() {
                     let list = state.search.queues.queue_of(f);
+                    let quiet = policy.quiet[f].load(Ordering::Relaxed);
                     match page {
-                        None => assert_eq!(list, None),
+                        None => {
+                            assert_eq!(list, None);
+                            assert!(!quiet, "free frame {f} is quiet");
+                        }
                         Some(page) => {
                             assert_eq!(list == Some(state.search.blocked()), pool.blocked[f], "frame {f}");
                             assert!(list.is_some());
-                            let hook_in_am = pool.hooks[f].get() == HOOK_IN_AM;
-                            assert_eq!(hook_in_am, list == Some(AM), "frame {f}'s hook");
+                            assert_eq!(quiet, list != Some(AM), "frame {f}'s quiet flag");
                             assert!(!state.a1out.contains(pid(*page)), "resident {page} in A1out");
                         }
                     }

@@ -3,7 +3,9 @@
 
 mod common;
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use common::{drive, drive_with, ops, scenario, Hooks, Op, Outcome};
 use proptest::prelude::*;
@@ -114,19 +116,37 @@ proptest! {
 }
 
 /// A policy whose hits reach it only when it does not ignore them (`ignores_hit`), as
-/// BP-Wrapper drops them; it notes whether any hit was dropped.
+/// BP-Wrapper drops them; it notes whether any hit was dropped, whether any was not, and
+/// whether the policy said it ignores hits on a frame it did not hold (asked just before each
+/// insert, as BP-Wrapper may ask while the insert waits in a queue).
 struct SkipIgnored<'a> {
     inner: &'a dyn Policy,
     dropped: AtomicBool,
+    forwarded: AtomicBool,
+    ignored_unheld: AtomicBool,
+    held: Mutex<HashSet<u32>>,
 }
 
-impl SkipIgnored<'_> {
+impl<'a> SkipIgnored<'a> {
+    fn new(inner: &'a dyn Policy) -> Self {
+        SkipIgnored {
+            inner,
+            dropped: AtomicBool::new(false),
+            forwarded: AtomicBool::new(false),
+            ignored_unheld: AtomicBool::new(false),
+            held: Mutex::new(HashSet::new()),
+        }
+    }
+
     fn ignored(&self, frame: FrameId, hook: &FrameHook) -> bool {
         let ignored = self.inner.ignores_hit(frame, hook);
-        if ignored {
-            self.dropped.store(true, Ordering::Relaxed);
-        }
+        let flag = if ignored { &self.dropped } else { &self.forwarded };
+        flag.store(true, Ordering::Relaxed);
         ignored
+    }
+
+    fn forget(&self, frame: FrameId) {
+        self.held.lock().unwrap().remove(&frame.0);
     }
 }
 
@@ -135,6 +155,10 @@ impl Policy for SkipIgnored<'_> {
         self.inner.name()
     }
     fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        if !self.held.lock().unwrap().contains(&frame.0) && self.inner.ignores_hit(frame, hook) {
+            self.ignored_unheld.store(true, Ordering::Relaxed);
+        }
+        self.held.lock().unwrap().insert(frame.0);
         self.inner.on_insert(frame, page, hook);
     }
     fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
@@ -154,9 +178,13 @@ impl Policy for SkipIgnored<'_> {
         self.inner.uses_unfix()
     }
     fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
+        if why == Rejection::NotResident {
+            self.forget(frame);
+        }
         self.inner.on_rejected(frame, why, hook);
     }
     fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
+        self.forget(frame);
         self.inner.on_remove(frame, evicted, hook);
     }
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
@@ -169,18 +197,24 @@ impl Policy for SkipIgnored<'_> {
 
 proptest! {
     /// R5's `ignores_hit`: a hit the policy says it ignores changes nothing, so dropping every
-    /// such hit (as BP-Wrapper does) leaves every proposal as it was; and a policy that ignores
-    /// some hit says so in `ignores_some_hits`, which BP-Wrapper reads once.
+    /// such hit (as BP-Wrapper does) leaves every proposal as it was; a policy that ignores
+    /// some hit says so in `ignores_some_hits`, which BP-Wrapper reads once; and a policy that
+    /// ignores hits on a frame it does not hold (whose insert BP-Wrapper may still be holding
+    /// back) ignores every hit.
     #[test]
     fn r5_ignored_hits_change_nothing(kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario()) {
         let plain = kind.build(capacity as usize, seed);
         let other = kind.build(capacity as usize, seed);
-        let skipping = SkipIgnored { inner: &*other, dropped: AtomicBool::new(false) };
+        let skipping = SkipIgnored::new(&*other);
         let check = |sim: &common::Sim, proposal: Option<FrameId>| sim.assert_resident(proposal);
         prop_assert_eq!(drive(capacity, &ops, &*plain, check), drive(capacity, &ops, &skipping, check));
         if skipping.dropped.load(Ordering::Relaxed) {
             prop_assert!(other.ignores_some_hits(), "{} ignores a hit but not some hits", other.name());
         }
+        prop_assert!(
+            !(skipping.ignored_unheld.load(Ordering::Relaxed) && skipping.forwarded.load(Ordering::Relaxed)),
+            "{} ignores hits on a frame it does not hold, but not every hit", other.name()
+        );
     }
 }
 
