@@ -335,32 +335,46 @@ struct Entry {
     page: u64,
 }
 
+/// An entry's kind, as stored in the high half of its second word.
+const KIND_INSERT: u64 = 0;
+const KIND_HIT: u64 = 1;
+const KIND_UNFIX: u64 = 2;
+const KIND_CHILDREN: u64 = 3;
+const KIND_CHILDREN_SWIZZLED: u64 = 4;
+
+/// The frame a stored kind word names (its low half).
+#[inline(always)]
+fn word_frame(word: u64) -> FrameId {
+    // The truncation is the point.
+    #[allow(clippy::cast_possible_truncation)]
+    FrameId(word as u32)
+}
+
 impl Entry {
     /// The entry's second word: frame index in the low half, kind above it.
+    #[inline(always)]
     fn kind_word(self) -> u64 {
         let kind = match self.access {
-            Access::Insert => 0,
-            Access::Hit => 1,
-            Access::Unfix => 2,
-            Access::Children(false) => 3,
-            Access::Children(true) => 4,
+            Access::Insert => KIND_INSERT,
+            Access::Hit => KIND_HIT,
+            Access::Unfix => KIND_UNFIX,
+            Access::Children(false) => KIND_CHILDREN,
+            Access::Children(true) => KIND_CHILDREN_SWIZZLED,
         };
         (kind << 32) | u64::from(self.frame.0)
     }
 
     /// The entry stored as `page` and `kind_word`.
+    #[inline(always)]
     fn decode(page: u64, word: u64) -> Entry {
         let access = match word >> 32 {
-            0 => Access::Insert,
-            1 => Access::Hit,
-            2 => Access::Unfix,
-            3 => Access::Children(false),
+            KIND_INSERT => Access::Insert,
+            KIND_HIT => Access::Hit,
+            KIND_UNFIX => Access::Unfix,
+            KIND_CHILDREN => Access::Children(false),
             _ => Access::Children(true),
         };
-        // The low half is the frame index (the truncation is the point).
-        #[allow(clippy::cast_possible_truncation)]
-        let frame = FrameId(word as u32);
-        Entry { frame, access, page }
+        Entry { frame: word_frame(word), access, page }
     }
 }
 
@@ -402,6 +416,7 @@ impl Slot {
     }
 
     /// Appends `entry` (the producer; the queue is not full); returns the queue's length.
+    #[inline(always)]
     fn push(&self, entry: Entry, counts: bool) -> usize {
         let tail = self.tail.load(Ordering::Relaxed);
         let words = &self.ring[tail & self.mask];
@@ -429,10 +444,12 @@ impl Slot {
         Some((len + since, len))
     }
 
-    /// Entry `i` (between head and the tail read with acquire).
-    fn entry(&self, i: usize) -> Entry {
+    /// Entry `i` (between head and the tail read with acquire) as stored: its page word and its
+    /// kind word.
+    #[inline(always)]
+    fn words(&self, i: usize) -> (u64, u64) {
         let words = &self.ring[i & self.mask];
-        Entry::decode(words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed))
+        (words[0].load(Ordering::Relaxed), words[1].load(Ordering::Relaxed))
     }
 }
 
@@ -726,14 +743,15 @@ impl BpWrapper {
         let mut inserted = [unslot(1); PREFETCH_CHUNK];
         let (mut nf, mut ni) = (0, 0);
         for i in queue.head.load(Ordering::Acquire)..queue.tail.load(Ordering::Relaxed) {
-            let entry = queue.entry(i);
-            if let Some(words) = self.frames.0.get(entry.frame.index()) {
+            let (page, word) = queue.words(i);
+            let frame = word_frame(word);
+            if let Some(words) = self.frames.0.get(frame.index()) {
                 swizzledb_sync::hint::prefetch(words);
             }
-            frames[nf] = entry.frame;
+            frames[nf] = frame;
             nf += 1;
-            if entry.access == Access::Insert && entry.page != NO_PAGE {
-                inserted[ni] = unslot(entry.page);
+            if word >> 32 == KIND_INSERT && page != NO_PAGE {
+                inserted[ni] = unslot(page);
                 ni += 1;
             }
             if nf == PREFETCH_CHUNK {
@@ -756,6 +774,7 @@ impl BpWrapper {
     }
 
     /// The page the inner policy holds `index` with; the caller holds the lock.
+    #[inline(always)]
     fn held(&self, index: usize) -> u64 {
         let words = &self.frames.0[index];
         if words.held.load(Ordering::Relaxed) {
@@ -763,6 +782,15 @@ impl BpWrapper {
         } else {
             NO_PAGE
         }
+    }
+
+    /// Whether the inner policy holds `frame` with `page` (`held[f]` is `page`); the caller holds
+    /// the lock.
+    #[inline(always)]
+    fn holds(&self, frame: FrameId, page: u64) -> bool {
+        self.frames.0.get(frame.index()).is_some_and(|words| {
+            words.held.load(Ordering::Relaxed) && words.page.load(Ordering::Relaxed) == page
+        })
     }
 
     /// Records that the inner policy holds the frame with `page`, which is `pages[f]`, or with
@@ -777,7 +805,7 @@ impl BpWrapper {
     /// makes of the inner policy to `calls`: first its page's insert if that is still queued
     /// (`held[f]` is set at once, so the rest of a batch sees the frame held, as the inner policy
     /// will by then), then the access itself. False, with nothing appended, if the entry is stale.
-    #[inline]
+    #[inline(never)]
     fn admit(&self, entry: Entry, calls: &mut Vec<(FrameId, QueuedHook)>) -> bool {
         let index = entry.frame.index();
         let held = self.held(index);
@@ -839,7 +867,15 @@ impl BpWrapper {
         let mut calls = std::mem::take(&mut guard.state().calls);
         let mut applied = 0u64;
         for i in head..tail {
-            applied += u64::from(self.admit(queue.entry(i), &mut calls));
+            let (page, word) = queue.words(i);
+            // The common entry, a hit on a frame the inner policy holds with the hit's page
+            // (step 1), without decoding it; anything else through `admit`.
+            if word >> 32 == KIND_HIT && self.holds(word_frame(word), page) {
+                calls.push((word_frame(word), QueuedHook::Hit));
+                applied += 1;
+            } else {
+                applied += u64::from(self.admit(Entry::decode(page, word), &mut calls));
+            }
         }
         self.forward(&mut calls);
         guard.state().calls = calls;
@@ -866,7 +902,7 @@ impl BpWrapper {
     /// Queues (or, without batching, applies at once) `entry`. The common path, an append below
     /// T, is inlined into the hooks; everything else is out of line, so that the append saves no
     /// registers it does not use.
-    #[inline]
+    #[inline(always)]
     fn queue_access(&self, entry: Entry) {
         let queue = if self.config.variant.batches() { self.my_queue() } else { None };
         let Some(queue) = queue else {
