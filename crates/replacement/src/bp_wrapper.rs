@@ -909,7 +909,8 @@ impl BpWrapper {
             self.apply_now(entry);
             return;
         };
-        if self.drops_hits && entry.access == Access::Hit && self.try_drop(queue, entry) {
+        if self.drops_hits && entry.access == Access::Hit && self.ignorable(entry.frame) {
+            self.drop_hit(queue);
             return;
         }
         let len = queue.push(entry, matches!(entry.access, Access::Hit | Access::Insert));
@@ -932,17 +933,13 @@ impl BpWrapper {
         self.count_commits(u64::from(applied), u64::from(!applied));
     }
 
-    /// Drops the hit `entry` if the inner policy ignores it (rule 5), counting it toward T while
-    /// the caller's `queue` holds entries; false if it must be queued.
+    /// Drops a hit the inner policy ignores (rule 5), counting it toward T while the caller's
+    /// `queue` holds entries.
     #[inline(never)]
-    fn try_drop(&self, queue: &Slot, entry: Entry) -> bool {
-        if !self.ignorable(entry.frame) {
-            return false;
-        }
+    fn drop_hit(&self, queue: &Slot) {
         if let Some((count, len)) = queue.drop_hit() {
             self.maybe_commit(queue, count, len, None);
         }
-        true
     }
 
     /// Whether a hit on `frame` can be dropped (rule 5): the inner policy says a hit on the
@@ -950,6 +947,7 @@ impl BpWrapper {
     /// or of hits that never change anything (R5). The wrapper's own words for the frame are not
     /// read: the hook's address is only computed, so an inner policy that keeps its answer
     /// elsewhere (2Q, hot/cold) costs the hit no miss on them.
+    #[inline(always)]
     fn ignorable(&self, frame: FrameId) -> bool {
         let Some(words) = self.frames.0.get(frame.index()) else { return false };
         self.inner.ignores_hit(frame, &words.hook)
