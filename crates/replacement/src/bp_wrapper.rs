@@ -69,16 +69,17 @@
 //!    older removal of it is still unrecorded.
 //! 4. Removals, rejections and `sweep_admits` are forwarded only if `held[f]` is not `NO_PAGE`.
 //! 5. A hit is dropped, neither queued nor forwarded, only if the inner policy's
-//!    [`Policy::ignores_hit`] says the hit would change nothing (next section). That answer is
-//!    false for a frame the inner policy does not hold (R5, unless no hit ever changes anything),
-//!    so a hit for a page whose insert is still queued is queued as usual.
+//!    [`Policy::hit_effect`] says the hit would change nothing (next section), now or, for a
+//!    policy whose answers are stable, earlier for the same page (section "Hooks"). That answer
+//!    is never given for a frame the inner policy does not hold (R5, unless no hit ever changes
+//!    anything), so a hit for a page whose insert is still queued is queued as usual.
 //!
 //! # Hits the inner policy ignores (the paper's Fig. 7)
 //!
 //! Ding et al. combine BP-Wrapper with a policy whose hot pages need no lock (Oracle's hot FIFO
 //! and cold LRU; here [`crate::HotCold`]): a hit on a hot page runs the policy's lock-free code
 //! at once and is not queued, and only misses and cold hits fill the queue. The batching
-//! variants do this for any inner policy through [`Policy::ignores_hit`]: a dropped hit still
+//! variants do this for any inner policy through [`Policy::hit_effect`]: a dropped hit still
 //! counts toward the threshold (the paper's `Access_Count`) if the queue holds entries, and does
 //! nothing more when it is empty (BP-Wrapper idle). The unbatched variants forward every hit, as
 //! the locked baseline should.
@@ -103,8 +104,15 @@
 //!
 //! A queued entry cannot keep the pool's [`FrameHook`], so the wrapper gives the inner policy a
 //! private array of hooks, one per frame, for every hook call and as the [`HookTable`] of
-//! `next_candidate` (as the simulator does, R7). The pool's hooks are never read or written. A
-//! policy that keeps its hit state in the hook (CLOCK and kin) gains nothing from this wrapper.
+//! `next_candidate` (as the simulator does, R7). A policy that keeps its hit state in the hook
+//! (CLOCK and kin) gains nothing from this wrapper.
+//!
+//! The pool's hooks are the wrapper's own. If the inner policy's `Nothing` answers are stable
+//! ([`Policy::hit_effects_are_stable`]: 2Q, FIFO), the pool's hook of a frame remembers the
+//! definite answer for the frame's page (`HOOK_UNKNOWN`, `HOOK_CHANGES`, `HOOK_NOTHING`): the
+//! page's `on_insert` resets it, the first hit that gets a definite answer sets it, and later
+//! hits read only that word, in the descriptor line the fix has just loaded. A stale `Changes`
+//! only queues a hit that changes nothing; a `Nothing` stays true while the page is held.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -113,8 +121,15 @@ use std::time::Instant;
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 
 use crate::{
-    check_capacity, Evictor, FrameHook, FrameId, HookTable, PageId, Policy, QueuedHook, Rejection, Verdict,
+    check_capacity, Evictor, FrameHook, FrameId, HitEffect, HookTable, PageId, Policy, QueuedHook, Rejection,
+    Verdict,
 };
+
+/// Values of a pool hook (module doc, "Hooks"): the inner policy's answer for the frame's page
+/// is not known yet; a hit on it changes something; a hit on it changes nothing.
+const HOOK_UNKNOWN: u32 = 0;
+const HOOK_CHANGES: u32 = 1;
+const HOOK_NOTHING: u32 = 2;
 
 /// No page: the frame is free as far as the wrapper knows. Pages are stored as id + 1 (`slot`),
 /// since page 0 is a valid page id.
@@ -581,6 +596,9 @@ pub struct BpWrapper {
     config: BpConfig,
     /// Whether hits can be dropped: batching, and an inner policy that ignores some hits.
     drops_hits: bool,
+    /// Whether the inner policy's answers are remembered in the pool's hooks: hits are dropped
+    /// and its `Nothing` answers are stable (module doc, "Hooks").
+    caches_effects: bool,
     /// Serializes every call into `inner`. Reentrant: an eviction batch holds it while the pool
     /// runs code (un-swizzling a parent) that reports hooks back to the wrapper.
     lock: ReentrantMutex<RefCell<Locked>>,
@@ -626,6 +644,9 @@ impl BpWrapper {
         let locked = Locked { calls: Vec::new(), depth: 0, acquisitions: 0 };
         Ok(BpWrapper {
             drops_hits: config.variant.batches() && inner.ignores_some_hits(),
+            caches_effects: config.variant.batches()
+                && inner.ignores_some_hits()
+                && inner.hit_effects_are_stable(),
             inner,
             config,
             lock: ReentrantMutex::new(RefCell::new(locked)),
@@ -890,26 +911,27 @@ impl BpWrapper {
         }
     }
 
-    /// Queues (or, without batching, applies at once) an access to a resident frame.
-    fn access(&self, frame: FrameId, access: Access) {
+    /// Queues (or, without batching, applies at once) an access to a resident frame; `hook` is
+    /// the pool's hook of the frame.
+    fn access(&self, frame: FrameId, access: Access, hook: &FrameHook) {
         let page = self.frames.0[frame.index()].page.load(Ordering::Acquire);
         if page == NO_PAGE {
             return; // not resident as far as the wrapper knows (a pool breaking R1): nothing to do
         }
-        self.queue_access(Entry { frame, access, page });
+        self.queue_access(Entry { frame, access, page }, hook);
     }
 
     /// Queues (or, without batching, applies at once) `entry`. The common path, an append below
     /// T, is inlined into the hooks; everything else is out of line, so that the append saves no
     /// registers it does not use.
     #[inline(always)]
-    fn queue_access(&self, entry: Entry) {
+    fn queue_access(&self, entry: Entry, hook: &FrameHook) {
         let queue = if self.config.variant.batches() { self.my_queue() } else { None };
         let Some(queue) = queue else {
             self.apply_now(entry);
             return;
         };
-        if self.drops_hits && entry.access == Access::Hit && self.ignorable(entry.frame) {
+        if self.drops_hits && entry.access == Access::Hit && self.ignorable(entry.frame, hook) {
             self.drop_hit(queue);
             return;
         }
@@ -946,11 +968,35 @@ impl BpWrapper {
     /// frame's page would change nothing, which it says only of a page whose insert it has seen
     /// or of hits that never change anything (R5). The wrapper's own words for the frame are not
     /// read: the hook's address is only computed, so an inner policy that keeps its answer
-    /// elsewhere (2Q, hot/cold) costs the hit no miss on them.
+    /// elsewhere (2Q, hot/cold) costs the hit no miss on them. If its answers are stable, a
+    /// definite one is remembered in `pool_hook`, the pool's hook of the frame, whose cache line
+    /// the fix has just loaded, and later hits on the page read only that (module doc, "Hooks").
     #[inline(always)]
-    fn ignorable(&self, frame: FrameId) -> bool {
+    fn ignorable(&self, frame: FrameId, pool_hook: &FrameHook) -> bool {
+        if self.caches_effects {
+            match pool_hook.get() {
+                HOOK_NOTHING => return true,
+                HOOK_CHANGES => return false,
+                _ => {}
+            }
+        }
+        self.ask_inner(frame, pool_hook)
+    }
+
+    /// [`BpWrapper::ignorable`] when the pool's hook does not know yet: asks the inner policy,
+    /// and remembers a definite answer if its answers are stable.
+    #[inline(never)]
+    fn ask_inner(&self, frame: FrameId, pool_hook: &FrameHook) -> bool {
         let Some(words) = self.frames.0.get(frame.index()) else { return false };
-        self.inner.ignores_hit(frame, &words.hook)
+        let effect = self.inner.hit_effect(frame, &words.hook);
+        if self.caches_effects {
+            match effect {
+                HitEffect::Nothing => pool_hook.set(HOOK_NOTHING),
+                HitEffect::Changes => pool_hook.set(HOOK_CHANGES),
+                HitEffect::Unknown => {}
+            }
+        }
+        effect == HitEffect::Nothing
     }
 
     /// The paper's lines 15-23 of Fig. 7, for the caller's own `queue` after an access: once
@@ -1015,27 +1061,32 @@ impl Policy for BpWrapper {
 
     /// Publishes the frame's page, then queues the insert like a hit (the paper's miss path
     /// records a page taken from a free list "like a hit").
-    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
+    /// The pool's hook forgets what it remembered of the frame's previous page (module doc,
+    /// "Hooks").
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        if self.caches_effects {
+            hook.set(HOOK_UNKNOWN);
+        }
         self.frames.0[frame.index()].page.store(slot(page), Ordering::Release);
-        self.access(frame, Access::Insert);
+        self.access(frame, Access::Insert, hook);
     }
 
     /// Queued (or, without batching, forwarded under the lock).
-    fn on_hit(&self, frame: FrameId, _hook: &FrameHook) {
-        self.access(frame, Access::Hit);
+    fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
+        self.access(frame, Access::Hit, hook);
     }
 
     /// As `on_hit`, with the page the pool named instead of the frame's `pages[f]`, which costs a
     /// cache miss. An entry whose page the frame does not hold is skipped at commit (rule 2), as
     /// for any stale entry.
-    fn on_page_hit(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
-        self.queue_access(Entry { frame, access: Access::Hit, page: slot(page) });
+    fn on_page_hit(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        self.queue_access(Entry { frame, access: Access::Hit, page: slot(page) }, hook);
     }
 
     /// As a hit, if the inner policy wants unfixes.
-    fn on_unfix(&self, frame: FrameId, _hook: &FrameHook) {
+    fn on_unfix(&self, frame: FrameId, hook: &FrameHook) {
         if self.inner.uses_unfix() {
-            self.access(frame, Access::Unfix);
+            self.access(frame, Access::Unfix, hook);
         }
     }
 
@@ -1106,8 +1157,8 @@ impl Policy for BpWrapper {
     }
 
     /// Queued like a hit (the pool calls it under the frame's exclusive latch, R8).
-    fn on_children(&self, frame: FrameId, swizzled: bool, _hook: &FrameHook) {
-        self.access(frame, Access::Children(swizzled));
+    fn on_children(&self, frame: FrameId, swizzled: bool, hook: &FrameHook) {
+        self.access(frame, Access::Children(swizzled), hook);
     }
 
     fn prefers_sweep(&self) -> bool {
@@ -1167,7 +1218,7 @@ mod tests {
     #[derive(Default, Clone)]
     struct Recording {
         log: Arc<Mutex<Log>>,
-        /// Frames whose hits it says it ignores (`ignores_hit`); it records them if they come.
+        /// Frames whose hits it says it ignores (`hit_effect`); it records them if they come.
         ignores: Arc<Mutex<HashSet<u32>>>,
     }
 
@@ -1206,9 +1257,14 @@ mod tests {
         fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
             self.log.lock().tracked.keys().min().map(|&f| FrameId(f))
         }
-        /// R5: only for frames it holds (a hit on a page whose insert is queued must reach it).
-        fn ignores_hit(&self, frame: FrameId, _hook: &FrameHook) -> bool {
-            self.ignores.lock().contains(&frame.0) && self.log.lock().tracked.contains_key(&frame.0)
+        /// R5: `Nothing` only for frames it holds (a hit on a page whose insert is queued must
+        /// reach it).
+        fn hit_effect(&self, frame: FrameId, _hook: &FrameHook) -> HitEffect {
+            if self.ignores.lock().contains(&frame.0) && self.log.lock().tracked.contains_key(&frame.0) {
+                HitEffect::Nothing
+            } else {
+                HitEffect::Unknown
+            }
         }
         fn ignores_some_hits(&self) -> bool {
             true

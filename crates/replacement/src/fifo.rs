@@ -3,7 +3,7 @@
 use parking_lot::Mutex;
 
 use crate::list::Tracked;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::{check_capacity, frame_id, FrameHook, FrameId, HitEffect, HookTable, PageId, Policy, Rejection};
 
 /// FIFO replacement: a queue of resident frames in insertion order under a mutex.
 ///
@@ -37,11 +37,15 @@ impl Policy for Fifo {
     fn on_hit(&self, _frame: FrameId, _hook: &FrameHook) {}
 
     /// Every hit changes nothing.
-    fn ignores_hit(&self, _frame: FrameId, _hook: &FrameHook) -> bool {
-        true
+    fn hit_effect(&self, _frame: FrameId, _hook: &FrameHook) -> HitEffect {
+        HitEffect::Nothing
     }
 
     fn ignores_some_hits(&self) -> bool {
+        true
+    }
+
+    fn hit_effects_are_stable(&self) -> bool {
         true
     }
 

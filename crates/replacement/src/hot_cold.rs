@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 
 use crate::list::{Queues, SearchQueues};
 use crate::{
-    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HookTable, LockedBatch,
-    PageId, Policy, QueuedHook, Rejection, Verdict,
+    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HitEffect, HookTable,
+    LockedBatch, PageId, Policy, QueuedHook, Rejection, Verdict,
 };
 
 /// Pages hit while cold, in the order they became hot (oldest first).
@@ -166,10 +166,15 @@ impl Policy for HotCold {
         }
     }
 
-    /// A hot page's hit changes nothing. The flag is clear for a frame the policy does not hold
-    /// (cleared when it forgets the frame), as R5 asks.
-    fn ignores_hit(&self, frame: FrameId, _hook: &FrameHook) -> bool {
-        self.hot.get(frame.index()).is_some_and(|hot| hot.load(Ordering::Relaxed))
+    /// A hot page's hit changes nothing; anything else is `Unknown` (a cold page's hit promotes
+    /// it, and a frame the policy does not hold has its flag clear: cleared when it forgets the
+    /// frame, as R5 asks). Not stable: a promotion elsewhere may demote a hot page.
+    fn hit_effect(&self, frame: FrameId, _hook: &FrameHook) -> HitEffect {
+        if self.hot.get(frame.index()).is_some_and(|hot| hot.load(Ordering::Relaxed)) {
+            HitEffect::Nothing
+        } else {
+            HitEffect::Unknown
+        }
     }
 
     fn ignores_some_hits(&self) -> bool {

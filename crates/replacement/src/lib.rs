@@ -74,6 +74,19 @@ fn check_capacity(capacity: usize) {
     );
 }
 
+/// What a hit on a frame would do now, as a policy can tell without its lock
+/// ([`Policy::hit_effect`], R5).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum HitEffect {
+    /// The policy cannot tell: it does not hold the frame (the page's insert may still be on its
+    /// way, in BP-Wrapper's queues), or it would need its lock to know.
+    Unknown,
+    /// The hit would change the policy's state (2Q: a page in `Am`).
+    Changes,
+    /// The hit would change nothing (2Q: a page in `A1in`; hot/cold: a hot page; FIFO: any).
+    Nothing,
+}
+
 /// A hook call that BP-Wrapper queued, as [`Policy::on_queued`] receives it.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum QueuedHook {
@@ -197,23 +210,37 @@ pub trait Policy: Send + Sync {
         self.on_hit(frame, hook);
     }
 
-    /// True if a hit on the page in `frame` would change nothing now, as the policy's own
-    /// `on_hit` finds without taking a lock (2Q: a page in `A1in`; hot/cold: a hot page; FIFO:
-    /// every page). It must not block or write, and must be true only when `on_hit` would then
-    /// change nothing. It must also be false for a frame the policy does not hold, unless no hit
-    /// ever changes anything (FIFO): BP-Wrapper asks it before queueing a hit, possibly before the
-    /// page's insert has reached the policy, so that it neither queues nor commits what the
-    /// policy would drop (the paper's lock-free hot hits, its Fig. 7), and it trusts the answer
-    /// without a look at its own record of the frame. A policy that answers from per-frame state
-    /// clears that state when it forgets the frame. The default, false, queues every hit.
-    fn ignores_hit(&self, _frame: FrameId, _hook: &FrameHook) -> bool {
+    /// What a hit on the page in `frame` would do now, as the policy's own `on_hit` finds
+    /// without taking a lock. It must not block or write. `Nothing` only when `on_hit` would then
+    /// change nothing, and, for a frame the policy does not hold, only if no hit ever changes
+    /// anything (FIFO): BP-Wrapper asks before queueing a hit, possibly before the page's insert
+    /// has reached the policy, so that it neither queues nor commits what the policy would drop
+    /// (the paper's lock-free hot hits, its Fig. 7), and it trusts the answer without a look at
+    /// its own record of the frame. A policy that answers from per-frame state clears that state
+    /// when it forgets the frame. `Changes` is a hint (a hit that is queued for it may still
+    /// change nothing). The default, `Unknown`, queues every hit.
+    fn hit_effect(&self, _frame: FrameId, _hook: &FrameHook) -> HitEffect {
+        HitEffect::Unknown
+    }
+
+    /// Whether a hit on `frame` would change nothing: [`Policy::hit_effect`] is `Nothing`.
+    fn ignores_hit(&self, frame: FrameId, hook: &FrameHook) -> bool {
+        self.hit_effect(frame, hook) == HitEffect::Nothing
+    }
+
+    /// True if [`Policy::hit_effect`] can ever be `Nothing`. BP-Wrapper asks once, when it is
+    /// built, so that a policy that reacts to every hit (LRU) costs its hits nothing for the
+    /// check. The default is false; a policy overriding `hit_effect` overrides this too.
+    fn ignores_some_hits(&self) -> bool {
         false
     }
 
-    /// True if [`Policy::ignores_hit`] can ever be true. BP-Wrapper asks once, when it is built,
-    /// so that a policy that reacts to every hit (LRU) costs its hits no look at the frame's
-    /// record. The default is false; a policy overriding `ignores_hit` overrides this too.
-    fn ignores_some_hits(&self) -> bool {
+    /// True if a `Nothing` from [`Policy::hit_effect`] holds for as long as the policy holds
+    /// the frame with the same page (2Q: an `A1in` or blocked page stays so; FIFO), so that
+    /// BP-Wrapper may remember the answer in the pool's hook of the frame, which a hit reads
+    /// anyway, until the frame's next insert. Not hot/cold, whose hot pages are demoted. The
+    /// default is false.
+    fn hit_effects_are_stable(&self) -> bool {
         false
     }
 

@@ -3,7 +3,7 @@
 //! its id is in `A1out` was referenced again after a while, so it enters the LRU list `Am`. A
 //! burst of correlated references stays in `A1in` and never pollutes `Am`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 use crate::ghost_ring::GhostRing;
 use crate::list::{Queues, SearchQueues};
 use crate::{
-    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HookTable, LockedBatch,
-    PageId, Policy, QueuedHook, Rejection, Verdict,
+    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HitEffect, HookTable,
+    LockedBatch, PageId, Policy, QueuedHook, Rejection, Verdict,
 };
 
 /// First-time pages, FIFO (oldest first).
@@ -31,12 +31,13 @@ struct State {
     pages: Box<[u64]>,
     /// The paper's `A1out`: ids of pages evicted from `A1in`, at most `Kout` of them.
     a1out: GhostRing,
-    /// Per frame: the policy holds the frame and its page is outside `Am` (in `A1in` or
-    /// blocked), so a hit changes nothing. Written here, under the lock, after every change of
-    /// the frame's list; read by hits without it (R5). False for a frame the policy does not
-    /// hold, so that a hit on a page whose insert has not reached the policy yet is not ignored.
-    /// One byte per frame, apart from the links, so that the check costs no miss on them.
-    quiet: Arc<[AtomicBool]>,
+    /// Per frame, what a hit would do ([`effect_code`]): `Nothing` while its page is outside `Am`
+    /// (in `A1in` or blocked), `Changes` while it is in `Am`, `Unknown` while 2Q does not hold the
+    /// frame, so that a hit on a page whose insert has not reached the policy yet is not ignored.
+    /// Written here, under the lock, after every change of the frame's list; read by hits
+    /// without it (R5). One byte per frame, apart from the links, so that the check costs no
+    /// miss on them.
+    effects: Arc<[AtomicU8]>,
 }
 
 /// The paper's `reclaimfor`: the tail of `A1in` if it holds more than `kin` pages, else the
@@ -46,11 +47,24 @@ fn reclaim_for(queues: &Queues, kin: usize) -> Option<usize> {
     queues.oldest(first).or_else(|| queues.oldest(second))
 }
 
+/// A [`HitEffect`] as stored in `effects`.
+fn effect_code(effect: HitEffect) -> u8 {
+    match effect {
+        HitEffect::Unknown => 0,
+        HitEffect::Changes => 1,
+        HitEffect::Nothing => 2,
+    }
+}
+
 impl State {
+    fn set_effect(&self, frame: usize, effect: HitEffect) {
+        self.effects[frame].store(effect_code(effect), Ordering::Relaxed);
+    }
+
     /// Unlinks `frame`; returns its page and the list it was in, if it was resident.
     fn forget(&mut self, frame: usize) -> Option<(PageId, usize)> {
         let list = self.search.unlink(frame)?;
-        self.quiet[frame].store(false, Ordering::Relaxed);
+        self.set_effect(frame, HitEffect::Unknown);
         let page = std::mem::take(&mut self.pages[frame]).checked_sub(1)?;
         Some((PageId::new(page).expect("stored from a PageId"), list))
     }
@@ -61,7 +75,7 @@ impl State {
         let list = if self.a1out.remove(page) { AM } else { A1IN };
         self.search.queues.push_newest(list, f);
         self.pages[f] = page.get() + 1;
-        self.quiet[f].store(list == A1IN, Ordering::Relaxed);
+        self.set_effect(f, if list == AM { HitEffect::Changes } else { HitEffect::Nothing });
     }
 
     /// A hit: an `Am` page moves to the MRU end (unless it is there already); an `A1in` or
@@ -87,7 +101,7 @@ impl State {
                 self.search.block(f);
                 // A blocked page's hit changes nothing; a free frame stays free (`block`).
                 if self.search.queues.queue_of(f).is_some() {
-                    self.quiet[f].store(true, Ordering::Relaxed);
+                    self.set_effect(f, HitEffect::Nothing);
                 }
             }
             Rejection::NotResident => {
@@ -145,8 +159,8 @@ pub struct TwoQ {
     kin: usize,
     kout: usize,
     state: Mutex<State>,
-    /// The `quiet` flags of [`State`], read by hits without the lock.
-    quiet: Arc<[AtomicBool]>,
+    /// The `effects` of [`State`], read by hits without the lock.
+    effects: Arc<[AtomicU8]>,
 }
 
 impl TwoQ {
@@ -168,15 +182,15 @@ impl TwoQ {
     #[must_use]
     pub fn with_sizes(capacity: usize, kin: usize, kout: usize) -> TwoQ {
         check_capacity(capacity);
-        let quiet: Arc<[AtomicBool]> = (0..capacity).map(|_| AtomicBool::new(false)).collect();
+        let effects: Arc<[AtomicU8]> = (0..capacity).map(|_| AtomicU8::new(0)).collect();
         let state = State {
             kin,
             search: SearchQueues::new(capacity, 2),
             pages: vec![0; capacity].into_boxed_slice(),
             a1out: GhostRing::new(kout),
-            quiet: Arc::clone(&quiet),
+            effects: Arc::clone(&effects),
         };
-        TwoQ { kin, kout, state: Mutex::new(state), quiet }
+        TwoQ { kin, kout, state: Mutex::new(state), effects }
     }
 
     /// `Kin` and `Kout`.
@@ -198,20 +212,30 @@ impl Policy for TwoQ {
     }
 
     /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing, known
-    /// from the frame's `quiet` flag without the lock (R5).
+    /// from the frame's byte in `effects` without the lock (R5).
     fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
         if !self.ignores_hit(frame, hook) {
             self.state.lock().hit(frame.index());
         }
     }
 
-    /// A page outside `Am` (in `A1in`, or blocked): its hit changes nothing. False for a frame
-    /// 2Q does not hold: its page's insert may still be on its way (BP-Wrapper's queues).
-    fn ignores_hit(&self, frame: FrameId, _hook: &FrameHook) -> bool {
-        self.quiet.get(frame.index()).is_some_and(|quiet| quiet.load(Ordering::Relaxed))
+    /// A page outside `Am` (in `A1in`, or blocked): `Nothing`; in `Am`: `Changes`; a frame 2Q
+    /// does not hold: `Unknown` (its page's insert may still be on its way, in BP-Wrapper's
+    /// queues).
+    fn hit_effect(&self, frame: FrameId, _hook: &FrameHook) -> HitEffect {
+        match self.effects.get(frame.index()).map(|e| e.load(Ordering::Relaxed)) {
+            Some(2) => HitEffect::Nothing,
+            Some(1) => HitEffect::Changes,
+            _ => HitEffect::Unknown,
+        }
     }
 
     fn ignores_some_hits(&self) -> bool {
+        true
+    }
+
+    /// An `A1in` page stays in `A1in` and a blocked page blocked until they leave.
+    fn hit_effects_are_stable(&self) -> bool {
         true
     }
 
@@ -477,8 +501,8 @@ mod tests {
         }
 
         /// Invariants: each resident frame is in exactly one of A1in, Am and the blocked list,
-        /// and its `quiet` flag is set iff it is not in Am (R5: hits skip the lock on that flag),
-        /// and clear for every free frame;
+        /// and its effect is `Changes` iff it is in Am, else `Nothing` (R5: hits skip the lock on
+        /// that byte), and `Unknown` for every free frame;
         /// |A1out| <= Kout; no resident page is in A1out; an unblocked proposal without a search
         /// under way is A1in's tail iff |A1in| > Kin or Am is empty.
         #[test]
@@ -489,16 +513,17 @@ mod tests {
                 let state = policy.state.lock();
                 for (f, page) in pool.pages.iter().enumerate() {
                     let list = state.search.queues.queue_of(f);
-                    let quiet = policy.quiet[f].load(Ordering::Relaxed);
+                    let effect = policy.hit_effect(FrameId(f as u32), &pool.hooks[f]);
                     match page {
                         None => {
                             assert_eq!(list, None);
-                            assert!(!quiet, "free frame {f} is quiet");
+                            assert_eq!(effect, HitEffect::Unknown, "free frame {f}");
                         }
                         Some(page) => {
                             assert_eq!(list == Some(state.search.blocked()), pool.blocked[f], "frame {f}");
                             assert!(list.is_some());
-                            assert_eq!(quiet, list != Some(AM), "frame {f}'s quiet flag");
+                            let expected = if list == Some(AM) { HitEffect::Changes } else { HitEffect::Nothing };
+                            assert_eq!(effect, expected, "frame {f}'s effect");
                             assert!(!state.a1out.contains(pid(*page)), "resident {page} in A1out");
                         }
                     }

@@ -116,15 +116,19 @@ proptest! {
 }
 
 /// A policy whose hits reach it only when it does not ignore them (`ignores_hit`), as
-/// BP-Wrapper drops them; it notes whether any hit was dropped, whether any was not, and
-/// whether the policy said it ignores hits on a frame it did not hold (asked just before each
-/// insert, as BP-Wrapper may ask while the insert waits in a queue).
+/// BP-Wrapper drops them; it notes whether any hit was dropped, whether any was not, whether
+/// the policy said it ignores hits on a frame it did not hold (asked just before each insert,
+/// as BP-Wrapper may ask while the insert waits in a queue), and whether a frame whose hits it
+/// ignored stopped being ignored while it held the same page (`hit_effects_are_stable`).
 struct SkipIgnored<'a> {
     inner: &'a dyn Policy,
     dropped: AtomicBool,
     forwarded: AtomicBool,
     ignored_unheld: AtomicBool,
+    unstable: AtomicBool,
     held: Mutex<HashSet<u32>>,
+    /// Held frames whose hits were ignored since their insert.
+    ignored: Mutex<HashSet<u32>>,
 }
 
 impl<'a> SkipIgnored<'a> {
@@ -134,7 +138,9 @@ impl<'a> SkipIgnored<'a> {
             dropped: AtomicBool::new(false),
             forwarded: AtomicBool::new(false),
             ignored_unheld: AtomicBool::new(false),
+            unstable: AtomicBool::new(false),
             held: Mutex::new(HashSet::new()),
+            ignored: Mutex::new(HashSet::new()),
         }
     }
 
@@ -142,11 +148,18 @@ impl<'a> SkipIgnored<'a> {
         let ignored = self.inner.ignores_hit(frame, hook);
         let flag = if ignored { &self.dropped } else { &self.forwarded };
         flag.store(true, Ordering::Relaxed);
+        let mut seen = self.ignored.lock().unwrap();
+        if ignored {
+            seen.insert(frame.0);
+        } else if seen.contains(&frame.0) {
+            self.unstable.store(true, Ordering::Relaxed);
+        }
         ignored
     }
 
     fn forget(&self, frame: FrameId) {
         self.held.lock().unwrap().remove(&frame.0);
+        self.ignored.lock().unwrap().remove(&frame.0);
     }
 }
 
@@ -159,6 +172,7 @@ impl Policy for SkipIgnored<'_> {
             self.ignored_unheld.store(true, Ordering::Relaxed);
         }
         self.held.lock().unwrap().insert(frame.0);
+        self.ignored.lock().unwrap().remove(&frame.0);
         self.inner.on_insert(frame, page, hook);
     }
     fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
@@ -198,9 +212,10 @@ impl Policy for SkipIgnored<'_> {
 proptest! {
     /// R5's `ignores_hit`: a hit the policy says it ignores changes nothing, so dropping every
     /// such hit (as BP-Wrapper does) leaves every proposal as it was; a policy that ignores
-    /// some hit says so in `ignores_some_hits`, which BP-Wrapper reads once; and a policy that
+    /// some hit says so in `ignores_some_hits`, which BP-Wrapper reads once; a policy that
     /// ignores hits on a frame it does not hold (whose insert BP-Wrapper may still be holding
-    /// back) ignores every hit.
+    /// back) ignores every hit; and a policy whose answers are stable keeps ignoring a page's
+    /// hits once it ignored one, until the page leaves it (BP-Wrapper remembers the answer).
     #[test]
     fn r5_ignored_hits_change_nothing(kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario()) {
         let plain = kind.build(capacity as usize, seed);
@@ -214,6 +229,10 @@ proptest! {
         prop_assert!(
             !(skipping.ignored_unheld.load(Ordering::Relaxed) && skipping.forwarded.load(Ordering::Relaxed)),
             "{} ignores hits on a frame it does not hold, but not every hit", other.name()
+        );
+        prop_assert!(
+            !(other.hit_effects_are_stable() && skipping.unstable.load(Ordering::Relaxed)),
+            "{} says its answers are stable, but stopped ignoring a page's hits", other.name()
         );
     }
 }
