@@ -283,18 +283,17 @@ impl Policy for TwoQ {
         self.state.lock().propose().map(frame_id)
     }
 
-    /// Prefetches the links of the frames in `Am` (the only hits that relink) and each inserted
-    /// page's `A1out` index line, if the lock is free (never waits). Nothing else: an insert
-    /// only writes the frame's links and page word, and fewer prefetches in flight leave the
-    /// cache's miss buffers to the ones that matter. The index line is all a lookup in `A1out`
+    /// Prefetches each frame's links and each inserted page's `A1out` index line, if the lock
+    /// is free (never waits). The links of every frame, though only hits in `Am` relink: reading
+    /// a frame's list byte to pick them would be a load, which the committing thread on the
+    /// other core keeps invalidating, where a useless prefetch costs no wait (`A1in` hits are
+    /// mostly dropped before they are queued anyway). The index line is all a lookup in `A1out`
     /// reads for a page id below 2^32 (its entries hold such ids whole).
     fn prefetch_accesses(&self, frames: &[FrameId], inserted: &[PageId]) {
         let Some(state) = self.state.try_lock() else { return };
         let queues = &state.search.queues;
         for frame in frames {
-            if queues.queue_of(frame.index()) == Some(AM) {
-                queues.prefetch(frame.index());
-            }
+            queues.prefetch(frame.index());
         }
         for &page in inserted {
             state.a1out.prefetch(page);
