@@ -932,7 +932,7 @@ impl BpWrapper {
             return;
         };
         if self.drops_hits && entry.access == Access::Hit && self.ignorable(entry.frame, hook) {
-            self.drop_hit(queue);
+            self.drop_ignored_hit(queue);
             return;
         }
         let len = queue.push(entry, matches!(entry.access, Access::Hit | Access::Insert));
@@ -958,7 +958,7 @@ impl BpWrapper {
     /// Drops a hit the inner policy ignores (rule 5), counting it toward T while the caller's
     /// `queue` holds entries.
     #[inline(never)]
-    fn drop_hit(&self, queue: &Slot) {
+    fn drop_ignored_hit(&self, queue: &Slot) {
         if let Some((count, len)) = queue.drop_hit() {
             self.maybe_commit(queue, count, len, None);
         }

@@ -56,6 +56,15 @@ fn effect_code(effect: HitEffect) -> u8 {
     }
 }
 
+/// The [`HitEffect`] stored as `code`.
+fn effect_of(code: u8) -> HitEffect {
+    match code {
+        1 => HitEffect::Changes,
+        2 => HitEffect::Nothing,
+        _ => HitEffect::Unknown,
+    }
+}
+
 impl State {
     fn set_effect(&self, frame: usize, effect: HitEffect) {
         self.effects[frame].store(effect_code(effect), Ordering::Relaxed);
@@ -223,11 +232,7 @@ impl Policy for TwoQ {
     /// does not hold: `Unknown` (its page's insert may still be on its way, in BP-Wrapper's
     /// queues).
     fn hit_effect(&self, frame: FrameId, _hook: &FrameHook) -> HitEffect {
-        match self.effects.get(frame.index()).map(|e| e.load(Ordering::Relaxed)) {
-            Some(2) => HitEffect::Nothing,
-            Some(1) => HitEffect::Changes,
-            _ => HitEffect::Unknown,
-        }
+        self.effects.get(frame.index()).map_or(HitEffect::Unknown, |e| effect_of(e.load(Ordering::Relaxed)))
     }
 
     fn ignores_some_hits(&self) -> bool {
