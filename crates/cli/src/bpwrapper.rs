@@ -12,6 +12,10 @@ use std::error::Error;
 use std::io::{self, Write};
 use std::path::Path;
 
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
 use swizzledb::{BpVariant, PolicyKind, PolicySpec, PoolMode, Stats};
 
 use crate::plot::{Chart, Point, Scale, Series};
@@ -165,10 +169,20 @@ fn hold_ns_per_access(s: &Stats) -> Option<f64> {
     })
 }
 
+/// The order in which repetition `rep` measures `n` policies: a shuffle seeded by the run's seed
+/// and the repetition, so that the same command measures in the same orders. A rotation would
+/// leave each policy after the same neighbour in all but one repetition in `n`.
+fn repetition_order(n: usize, seed: u64, rep: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let rep = u64::try_from(rep).unwrap_or(u64::MAX);
+    order.shuffle(&mut SmallRng::seed_from_u64(seed ^ rep.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+    order
+}
+
 /// Loads the base file, opens one copy per policy, and measures every (threads, repetition,
-/// policy) in that nesting order. Repetition `r` starts with policy `r mod n` and goes round, so
-/// that no policy always runs first (right after the thread count changed) or always after the
-/// same neighbour.
+/// policy) in that nesting order. Each repetition measures the policies in its own order
+/// ([`repetition_order`]), so that no policy always runs first (right after the thread count
+/// changed) or always after the same neighbour.
 ///
 /// # Errors
 /// Failures creating, loading or copying the base file, and verification failures. An engine
@@ -193,7 +207,7 @@ pub fn run(plan: &Plan, progress: Progress) -> Result<Results, Box<dyn Error>> {
         }
         for rep in 0..cfg.repeat {
             let n = open.len();
-            for i in (0..n).map(|k| (k + rep) % n) {
+            for i in repetition_order(n, cfg.seed, rep) {
                 let (policy, policy_cfg, live) = &mut open[i];
                 let Some(loaded) = live else { continue };
                 let point_cfg = Config { threads, ..policy_cfg.clone() };
@@ -508,4 +522,39 @@ pub fn measurement_throughput(m: &Measurement) -> Option<f64> {
 /// Waits per million accesses of one measurement, for [`chart`].
 pub fn measurement_waits(m: &Measurement) -> Option<f64> {
     waits_per_million(&m.stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::repetition_order;
+
+    /// Every repetition measures every policy once; the same seed gives the same orders; over
+    /// many repetitions every policy runs first at some point and follows several neighbours (a
+    /// rotation gives each policy one predecessor in all but one repetition in `n`).
+    #[test]
+    fn repetition_orders_are_seeded_permutations_that_vary_first_and_neighbour() {
+        let n = 5;
+        let mut firsts = HashSet::new();
+        let mut before: Vec<HashSet<usize>> = vec![HashSet::new(); n];
+        for rep in 0..40 {
+            let order = repetition_order(n, 42, rep);
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "repetition {rep}: {order:?}");
+            assert_eq!(order, repetition_order(n, 42, rep), "deterministic");
+            firsts.insert(order[0]);
+            for pair in order.windows(2) {
+                before[pair[1]].insert(pair[0]);
+            }
+        }
+        assert_eq!(firsts.len(), n, "every policy runs first at some point");
+        for (policy, preds) in before.iter().enumerate() {
+            assert!(preds.len() >= 3, "policy {policy} follows only {preds:?}");
+        }
+        assert_ne!(repetition_order(n, 1, 0), repetition_order(n, 2, 0), "the seed matters");
+        assert_eq!(repetition_order(1, 7, 3), vec![0]);
+        assert!(repetition_order(0, 7, 3).is_empty());
+    }
 }
