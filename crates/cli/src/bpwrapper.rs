@@ -360,7 +360,7 @@ pub fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
                     } else {
                         "straddles the target: more repetitions or a quieter machine could tell"
                     };
-                    format!("; 95% interval of the median {lo:.2}-{hi:.2}, {verdict}")
+                    format!("; 95% interval of this run's median {lo:.2}-{hi:.2}, {verdict}")
                 }
                 None => String::new(),
             };
