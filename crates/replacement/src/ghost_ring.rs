@@ -221,6 +221,7 @@ impl GhostRing {
 
     /// Adds `page` as the newest id, moving it there if it was already in the ring, and drops
     /// the oldest id if the ring held `limit` of them.
+    #[inline]
     pub(crate) fn insert(&mut self, page: PageId) {
         if self.limit == 0 {
             return;
@@ -254,6 +255,7 @@ impl GhostRing {
     }
 
     /// Takes `page` out (a ghost hit); false if it was not in the ring.
+    #[inline]
     pub(crate) fn remove(&mut self, page: PageId) -> bool {
         let Ok(at) = self.find(word(page)) else { return false };
         self.ring[self.index[at].slot()] = 0;

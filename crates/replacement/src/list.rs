@@ -15,6 +15,9 @@
 //! Every operation is O(1) and allocates nothing after construction. The lists are not
 //! synchronized; the policies keep them under a lock.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
 use crate::{PageId, Rejection};
 
 /// No index: the end of a list.
@@ -58,8 +61,9 @@ pub(crate) struct Queues {
     /// Each index's neighbours, both in one 8-byte word, so that unlinking reads one cache line
     /// per node.
     links: Box<[Links]>,
-    /// The list holding each frame, or [`NO_QUEUE`].
-    queue: Box<[u8]>,
+    /// The list holding each frame, or [`NO_QUEUE`]. Written only by the owner, under its lock;
+    /// atomics so that a [`ListBytes`] handle can read them without it.
+    queue: Arc<[AtomicU8]>,
     heads: Box<[usize]>,
     tails: Box<[usize]>,
     lens: Box<[usize]>,
@@ -75,7 +79,7 @@ impl Queues {
         assert!(u32::try_from(capacity).is_ok(), "{capacity} list nodes exceed the u32 link range");
         Queues {
             links: vec![Links::UNLINKED; capacity].into_boxed_slice(),
-            queue: vec![NO_QUEUE; capacity].into_boxed_slice(),
+            queue: (0..capacity).map(|_| AtomicU8::new(NO_QUEUE)).collect(),
             heads: vec![NIL; n].into_boxed_slice(),
             tails: vec![NIL; n].into_boxed_slice(),
             lens: vec![0; n].into_boxed_slice(),
@@ -100,7 +104,21 @@ impl Queues {
 
     /// The list holding `frame`, if any.
     pub(crate) fn queue_of(&self, frame: usize) -> Option<usize> {
-        (self.queue[frame] != NO_QUEUE).then_some(usize::from(self.queue[frame]))
+        let q = self.queue_byte(frame);
+        (q != NO_QUEUE).then_some(usize::from(q))
+    }
+
+    fn queue_byte(&self, frame: usize) -> u8 {
+        self.queue[frame].load(Ordering::Relaxed)
+    }
+
+    fn set_queue_byte(&self, frame: usize, q: u8) {
+        self.queue[frame].store(q, Ordering::Relaxed);
+    }
+
+    /// A handle on each index's list number, for readers that do not hold the owner's lock.
+    pub(crate) fn list_bytes(&self) -> ListBytes {
+        ListBytes(Arc::clone(&self.queue))
     }
 
     pub(crate) fn len(&self, q: usize) -> usize {
@@ -163,7 +181,7 @@ impl Queues {
             return;
         }
         self.unlink(frame);
-        self.queue[frame] = u8::try_from(q).expect("queue number below NO_QUEUE");
+        self.set_queue_byte(frame, u8::try_from(q).expect("queue number below NO_QUEUE"));
         self.set_newer(frame, NIL);
         self.set_older(frame, self.heads[q]);
         match link(self.heads[q]) {
@@ -205,7 +223,7 @@ impl Queues {
             Some(o) => self.set_newer(o, newer),
             None => self.tails[q] = newer,
         }
-        self.queue[frame] = NO_QUEUE;
+        self.set_queue_byte(frame, NO_QUEUE);
         self.set_newer(frame, NIL);
         self.set_older(frame, NIL);
         self.lens[q] -= 1;
@@ -217,7 +235,7 @@ impl Queues {
         debug_assert!(self.queue_of(node).is_none(), "node {node} is already linked");
         let q = self.queue_of(anchor).expect("the anchor is linked");
         let older = self.older_of(anchor);
-        self.queue[node] = self.queue[anchor];
+        self.set_queue_byte(node, self.queue_byte(anchor));
         self.set_older(node, older);
         self.set_newer(node, anchor);
         self.set_older(anchor, node);
@@ -233,7 +251,7 @@ impl Queues {
         debug_assert!(self.queue_of(new).is_none(), "node {new} is already linked");
         let q = self.queue_of(old).expect("the replaced node is linked");
         let (newer, older) = (self.newer_of(old), self.older_of(old));
-        self.queue[new] = self.queue[old];
+        self.set_queue_byte(new, self.queue_byte(old));
         self.set_newer(new, newer);
         self.set_older(new, older);
         match link(newer) {
@@ -244,7 +262,7 @@ impl Queues {
             Some(o) => self.set_newer(o, new),
             None => self.tails[q] = new,
         }
-        self.queue[old] = NO_QUEUE;
+        self.set_queue_byte(old, NO_QUEUE);
         self.set_newer(old, NIL);
         self.set_older(old, NIL);
     }
@@ -275,6 +293,19 @@ impl Queues {
     #[cfg(test)]
     pub(crate) fn oldest_first(&self, q: usize) -> Vec<usize> {
         std::iter::successors(self.oldest(q), |&f| self.newer(f)).collect()
+    }
+}
+
+/// The list number of each index of a [`Queues`], readable without the owner's lock: a reader
+/// sees the number stored by the last change of the index's list that reached it, which the
+/// owner makes under its lock (2Q's hits ask whether their frame is in `Am` this way, R5).
+pub(crate) struct ListBytes(Arc<[AtomicU8]>);
+
+impl ListBytes {
+    /// The list holding `index` as last stored, or `None` if it is in none (or out of range).
+    pub(crate) fn list_of(&self, index: usize) -> Option<usize> {
+        let q = self.0.get(index)?.load(Ordering::Relaxed);
+        (q != NO_QUEUE).then_some(usize::from(q))
     }
 }
 

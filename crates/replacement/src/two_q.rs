@@ -3,13 +3,10 @@
 //! its id is in `A1out` was referenced again after a while, so it enters the LRU list `Am`. A
 //! burst of correlated references stays in `A1in` and never pollutes `Am`.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
-
 use parking_lot::Mutex;
 
 use crate::ghost_ring::GhostRing;
-use crate::list::{Queues, SearchQueues};
+use crate::list::{ListBytes, Queues, SearchQueues};
 use crate::{
     check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HitEffect, HookTable,
     LockedBatch, PageId, Policy, QueuedHook, Rejection, Verdict,
@@ -31,13 +28,6 @@ struct State {
     pages: Box<[u64]>,
     /// The paper's `A1out`: ids of pages evicted from `A1in`, at most `Kout` of them.
     a1out: GhostRing,
-    /// Per frame, what a hit would do ([`effect_code`]): `Nothing` while its page is outside `Am`
-    /// (in `A1in` or blocked), `Changes` while it is in `Am`, `Unknown` while 2Q does not hold the
-    /// frame, so that a hit on a page whose insert has not reached the policy yet is not ignored.
-    /// Written here, under the lock, after every change of the frame's list; read by hits
-    /// without it (R5). One byte per frame, apart from the links, so that the check costs no
-    /// miss on them.
-    effects: Arc<[AtomicU8]>,
 }
 
 /// The paper's `reclaimfor`: the tail of `A1in` if it holds more than `kin` pages, else the
@@ -47,33 +37,22 @@ fn reclaim_for(queues: &Queues, kin: usize) -> Option<usize> {
     queues.oldest(first).or_else(|| queues.oldest(second))
 }
 
-/// A [`HitEffect`] as stored in `effects`.
-fn effect_code(effect: HitEffect) -> u8 {
-    match effect {
-        HitEffect::Unknown => 0,
-        HitEffect::Changes => 1,
-        HitEffect::Nothing => 2,
-    }
-}
-
-/// The [`HitEffect`] stored as `code`.
-fn effect_of(code: u8) -> HitEffect {
-    match code {
-        1 => HitEffect::Changes,
-        2 => HitEffect::Nothing,
-        _ => HitEffect::Unknown,
+/// What a hit on a frame in `list` would do (R5): move it within `Am`; nothing in `A1in` or
+/// blocked; and `Unknown` for a frame 2Q does not hold, so that a hit on a page whose insert has
+/// not reached the policy yet (queued in BP-Wrapper) is not ignored.
+fn effect_in(list: Option<usize>) -> HitEffect {
+    match list {
+        Some(AM) => HitEffect::Changes,
+        Some(_) => HitEffect::Nothing,
+        None => HitEffect::Unknown,
     }
 }
 
 impl State {
-    fn set_effect(&self, frame: usize, effect: HitEffect) {
-        self.effects[frame].store(effect_code(effect), Ordering::Relaxed);
-    }
-
     /// Unlinks `frame`; returns its page and the list it was in, if it was resident.
+    #[inline]
     fn forget(&mut self, frame: usize) -> Option<(PageId, usize)> {
         let list = self.search.unlink(frame)?;
-        self.set_effect(frame, HitEffect::Unknown);
         let page = std::mem::take(&mut self.pages[frame]).checked_sub(1)?;
         Some((PageId::new(page).expect("stored from a PageId"), list))
     }
@@ -84,11 +63,11 @@ impl State {
         let list = if self.a1out.remove(page) { AM } else { A1IN };
         self.search.queues.push_newest(list, f);
         self.pages[f] = page.get() + 1;
-        self.set_effect(f, if list == AM { HitEffect::Changes } else { HitEffect::Nothing });
     }
 
     /// A hit: an `Am` page moves to the MRU end (unless it is there already); an `A1in` or
     /// blocked page stays.
+    #[inline]
     fn hit(&mut self, frame: usize) {
         let queues = &self.search.queues;
         if queues.queue_of(frame) == Some(AM) && queues.newest(AM) != Some(frame) {
@@ -106,13 +85,8 @@ impl State {
             // tail fills with inner nodes: 29 refusals per eviction with the cursor alone), and a
             // leaf whose parent readers keep latched is refused again and again at 16 threads.
             Rejection::InUse | Rejection::SwizzledChildren => self.search.requeue(f),
-            Rejection::Root => {
-                self.search.block(f);
-                // A blocked page's hit changes nothing; a free frame stays free (`block`).
-                if self.search.queues.queue_of(f).is_some() {
-                    self.set_effect(f, HitEffect::Nothing);
-                }
-            }
+            // A free frame stays free (`block`).
+            Rejection::Root => self.search.block(f),
             Rejection::NotResident => {
                 self.forget(f);
             }
@@ -162,14 +136,14 @@ impl LockedBatch for State {
 ///
 /// A hit on an `Am` page relinks it under the policy's mutex, a documented breach of R5 (README
 /// "2Q"); a hit on an `A1in` or blocked page changes nothing, as in the paper, and takes no
-/// lock: a byte per frame, written under the mutex, says whether its page is outside `Am`, and
-/// the hit reads it first. 2Q keeps nothing in the frames' hooks.
+/// lock: the lists' byte per frame, which says which list holds it and is written under the
+/// mutex, is read first, without it. 2Q keeps nothing in the frames' hooks.
 pub struct TwoQ {
     kin: usize,
     kout: usize,
     state: Mutex<State>,
-    /// The `effects` of [`State`], read by hits without the lock.
-    effects: Arc<[AtomicU8]>,
+    /// Each frame's list number in `state`, read by hits without the lock.
+    lists: ListBytes,
 }
 
 impl TwoQ {
@@ -191,15 +165,11 @@ impl TwoQ {
     #[must_use]
     pub fn with_sizes(capacity: usize, kin: usize, kout: usize) -> TwoQ {
         check_capacity(capacity);
-        let effects: Arc<[AtomicU8]> = (0..capacity).map(|_| AtomicU8::new(0)).collect();
-        let state = State {
-            kin,
-            search: SearchQueues::new(capacity, 2),
-            pages: vec![0; capacity].into_boxed_slice(),
-            a1out: GhostRing::new(kout),
-            effects: Arc::clone(&effects),
-        };
-        TwoQ { kin, kout, state: Mutex::new(state), effects }
+        let search = SearchQueues::new(capacity, 2);
+        let lists = search.queues.list_bytes();
+        let state =
+            State { kin, search, pages: vec![0; capacity].into_boxed_slice(), a1out: GhostRing::new(kout) };
+        TwoQ { kin, kout, state: Mutex::new(state), lists }
     }
 
     /// `Kin` and `Kout`.
@@ -221,7 +191,7 @@ impl Policy for TwoQ {
     }
 
     /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing, known
-    /// from the frame's byte in `effects` without the lock (R5).
+    /// from the frame's list byte without the lock (R5).
     fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
         if !self.ignores_hit(frame, hook) {
             self.state.lock().hit(frame.index());
@@ -232,7 +202,7 @@ impl Policy for TwoQ {
     /// does not hold: `Unknown` (its page's insert may still be on its way, in BP-Wrapper's
     /// queues).
     fn hit_effect(&self, frame: FrameId, _hook: &FrameHook) -> HitEffect {
-        self.effects.get(frame.index()).map_or(HitEffect::Unknown, |e| effect_of(e.load(Ordering::Relaxed)))
+        effect_in(self.lists.list_of(frame.index()))
     }
 
     fn ignores_some_hits(&self) -> bool {
