@@ -369,8 +369,9 @@ fn evict_one_by_one<P: Policy + ?Sized>(
 trait LockedBatch {
     /// The next proposal (`next_candidate`).
     fn propose(&mut self) -> Option<usize>;
-    /// The guess at the proposal after `frame` (`candidate_after`), prefetching what it can.
-    fn guess_after(&self, frame: usize) -> Option<usize>;
+    /// The guess at the proposal after `frame` (`candidate_after`), prefetching what it can;
+    /// `hooks` are the frames' hooks when the caller has them (a batch does).
+    fn guess_after(&self, frame: usize, hooks: Option<&dyn HookTable>) -> Option<usize>;
     /// The pool's verdict on the proposed `frame` (`on_remove` or `on_rejected`).
     fn record(&mut self, frame: usize, verdict: Verdict, hook: &FrameHook);
 }
@@ -395,7 +396,7 @@ fn evict_batch_locked<S: LockedBatch>(
             locked.record(frame.index(), verdict, hooks.hook(frame));
         }
         let Some(frame) = more.then(|| locked.propose()).flatten() else { break };
-        let next = locked.guess_after(frame);
+        let next = locked.guess_after(frame, Some(hooks));
         drop(locked);
         proposals += 1;
         if let Some(next) = next {

@@ -23,9 +23,9 @@ struct State {
     /// `A1in` and `Am`, and the blocked list. 2Q never moves the search cursor (a refused frame is
     /// requeued instead, `reject`), so every proposal is the paper's choice.
     search: SearchQueues,
-    /// Each frame's page as a word, `id + 1` (0: no page), half the size of an
-    /// `Option<PageId>`, so that twice as many frames share a cache line.
-    pages: Box<[u64]>,
+    /// The page words of the frames whose hook says [`HOOK_LARGE`]; untouched while every page
+    /// id fits a hook.
+    large: Box<[u64]>,
     /// The paper's `A1out`: ids of pages evicted from `A1in`, at most `Kout` of them.
     a1out: GhostRing,
 }
@@ -36,6 +36,14 @@ fn reclaim_for(queues: &Queues, kin: usize) -> Option<usize> {
     let (first, second) = if queues.len(A1IN) > kin { (A1IN, AM) } else { (AM, A1IN) };
     queues.oldest(first).or_else(|| queues.oldest(second))
 }
+
+/// The hook (R7) of a frame 2Q holds: its page word, `id + 1`, if that is below this value;
+/// else this value, and the word is in `State::large`. It is read only for a frame 2Q holds (any
+/// other frame's hook may hold anything, R7), at the frame's eviction, which puts the page into
+/// `A1out`: the hook sits in a line the eviction touches anyway (the pool's frame descriptor, or
+/// BP-Wrapper's frame record), where an array of pages cost a line of its own at each insert
+/// and each eviction.
+const HOOK_LARGE: u32 = u32::MAX;
 
 /// What a hit on a frame in `list` would do (R5): move it within `Am`; nothing in `A1in` or
 /// blocked; and `Unknown` for a frame 2Q does not hold, so that a hit on a page whose insert has
@@ -49,20 +57,40 @@ fn effect_in(list: Option<usize>) -> HitEffect {
 }
 
 impl State {
+    /// Records `page` as frame `f`'s: in its hook, or in `large` if its word does not fit.
+    fn set_page(&mut self, f: usize, hook: &FrameHook, page: PageId) {
+        let word = page.get() + 1;
+        match u32::try_from(word) {
+            Ok(small) if small != HOOK_LARGE => hook.set(small),
+            _ => {
+                self.large[f] = word;
+                hook.set(HOOK_LARGE);
+            }
+        }
+    }
+
+    /// The page of frame `f`, which 2Q holds, as `set_page` recorded it.
+    fn page_of(&self, f: usize, hook: &FrameHook) -> PageId {
+        let word = match hook.get() {
+            HOOK_LARGE => self.large[f],
+            small => u64::from(small),
+        };
+        PageId::new(word.wrapping_sub(1)).expect("a held frame's hook holds its page word")
+    }
+
     /// Unlinks `frame`; returns its page and the list it was in, if it was resident.
     #[inline]
-    fn forget(&mut self, frame: usize) -> Option<(PageId, usize)> {
+    fn forget(&mut self, frame: usize, hook: &FrameHook) -> Option<(PageId, usize)> {
         let list = self.search.unlink(frame)?;
-        let page = std::mem::take(&mut self.pages[frame]).checked_sub(1)?;
-        Some((PageId::new(page).expect("stored from a PageId"), list))
+        Some((self.page_of(frame, hook), list))
     }
 
     /// An insert (`on_insert`, under the lock).
-    fn insert(&mut self, f: usize, page: PageId) {
-        self.forget(f);
+    fn insert(&mut self, f: usize, page: PageId, hook: &FrameHook) {
+        self.forget(f, hook);
         let list = if self.a1out.remove(page) { AM } else { A1IN };
         self.search.queues.push_newest(list, f);
-        self.pages[f] = page.get() + 1;
+        self.set_page(f, hook, page);
     }
 
     /// A hit: an `Am` page moves to the MRU end (unless it is there already); an `A1in` or
@@ -76,7 +104,7 @@ impl State {
     }
 
     /// A rejection (`on_rejected`, under the lock).
-    fn reject(&mut self, f: usize, why: Rejection) {
+    fn reject(&mut self, f: usize, why: Rejection, hook: &FrameHook) {
         match why {
             // Unevictable for now: back to the newest end of its own queue, as if just loaded
             // (A1in) or used (Am). Passing it instead would re-propose it after every eviction,
@@ -88,14 +116,14 @@ impl State {
             // A free frame stays free (`block`).
             Rejection::Root => self.search.block(f),
             Rejection::NotResident => {
-                self.forget(f);
+                self.forget(f, hook);
             }
         }
     }
 
     /// A removal (`on_remove`, under the lock).
-    fn remove(&mut self, f: usize, evicted: bool) {
-        let forgotten = self.forget(f);
+    fn remove(&mut self, f: usize, evicted: bool, hook: &FrameHook) {
+        let forgotten = self.forget(f, hook);
         if let (true, Some((page, A1IN))) = (evicted, forgotten) {
             self.a1out.insert(page);
         }
@@ -108,26 +136,23 @@ impl LockedBatch for State {
         self.search.propose(|queues| reclaim_for(queues, kin))
     }
 
-    fn record(&mut self, f: usize, verdict: Verdict, _hook: &FrameHook) {
+    fn record(&mut self, f: usize, verdict: Verdict, hook: &FrameHook) {
         match verdict {
-            Verdict::Evicted => self.remove(f, true),
-            Verdict::Rejected(why) => self.reject(f, why),
+            Verdict::Evicted => self.remove(f, true, hook),
+            Verdict::Rejected(why) => self.reject(f, why, hook),
         }
     }
 
-    fn guess_after(&self, f: usize) -> Option<usize> {
+    fn guess_after(&self, f: usize, hooks: Option<&dyn HookTable>) -> Option<usize> {
         let queues = &self.search.queues;
         let list = queues.queue_of(f).filter(|&q| q == A1IN || q == AM)?;
-        if list == A1IN {
-            if let Some(page) = self.pages[f].checked_sub(1).and_then(PageId::new) {
-                self.a1out.prefetch_insert(page);
-            }
+        if let (A1IN, Some(hooks)) = (list, hooks) {
+            self.a1out.prefetch_insert(self.page_of(f, hooks.hook(frame_id(f))));
         }
         let in_after = queues.len(A1IN) - usize::from(list == A1IN);
         let (first, second) = if in_after > self.kin { (A1IN, AM) } else { (AM, A1IN) };
         let next = queues.oldest_without(first, f).or_else(|| queues.oldest_without(second, f))?;
         queues.prefetch(next);
-        swizzledb_sync::hint::prefetch(&self.pages[next]);
         Some(next)
     }
 }
@@ -137,7 +162,7 @@ impl LockedBatch for State {
 /// A hit on an `Am` page relinks it under the policy's mutex, a documented breach of R5 (README
 /// "2Q"); a hit on an `A1in` or blocked page changes nothing, as in the paper, and takes no
 /// lock: the lists' byte per frame, which says which list holds it and is written under the
-/// mutex, is read first, without it. 2Q keeps nothing in the frames' hooks.
+/// mutex, is read first, without it. Each frame's hook holds its page's id ([`HOOK_LARGE`]).
 pub struct TwoQ {
     kin: usize,
     kout: usize,
@@ -168,7 +193,7 @@ impl TwoQ {
         let search = SearchQueues::new(capacity, 2);
         let lists = search.queues.list_bytes();
         let state =
-            State { kin, search, pages: vec![0; capacity].into_boxed_slice(), a1out: GhostRing::new(kout) };
+            State { kin, search, large: vec![0; capacity].into_boxed_slice(), a1out: GhostRing::new(kout) };
         TwoQ { kin, kout, state: Mutex::new(state), lists }
     }
 
@@ -186,8 +211,8 @@ impl Policy for TwoQ {
 
     /// A page remembered in `A1out` enters `Am` (its id leaves `A1out`); any other page enters
     /// `A1in`. Both at the newest end.
-    fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
-        self.state.lock().insert(frame.index(), page);
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        self.state.lock().insert(frame.index(), page, hook);
     }
 
     /// `Am`: move to the MRU end (under the lock, not R5). `A1in` and blocked: nothing, known
@@ -222,7 +247,7 @@ impl Policy for TwoQ {
     /// A first pass prefetches the neighbours of the frames hit in `Am` (their links were
     /// prefetched before the commit by the wrapper's prefetching), so that the relinks' cache
     /// misses overlap instead of coming one after another.
-    fn on_queued(&self, calls: &[(FrameId, QueuedHook)], _table: &dyn HookTable) {
+    fn on_queued(&self, calls: &[(FrameId, QueuedHook)], table: &dyn HookTable) {
         let mut state = self.state.lock();
         if calls.len() > 1 {
             let queues = &state.search.queues;
@@ -234,21 +259,21 @@ impl Policy for TwoQ {
         }
         for &(frame, call) in calls {
             match call {
-                QueuedHook::Insert(page) => state.insert(frame.index(), page),
+                QueuedHook::Insert(page) => state.insert(frame.index(), page, table.hook(frame)),
                 QueuedHook::Hit => state.hit(frame.index()),
                 QueuedHook::Unfix | QueuedHook::Children(_) => {}
             }
         }
     }
 
-    fn on_rejected(&self, frame: FrameId, why: Rejection, _hook: &FrameHook) {
-        self.state.lock().reject(frame.index(), why);
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
+        self.state.lock().reject(frame.index(), why, hook);
     }
 
     /// An eviction from `A1in` remembers the page in `A1out` (dropping its oldest id beyond
     /// `Kout`); an eviction from `Am` or of a blocked page, and a freed page, leave no trace.
-    fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
-        self.state.lock().remove(frame.index(), evicted);
+    fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
+        self.state.lock().remove(frame.index(), evicted, hook);
     }
 
     /// The paper's choice (the `A1in` tail while
@@ -279,7 +304,7 @@ impl Policy for TwoQ {
     /// the list reclaimed from then, or of the other list if that one is empty. Its links and page word are prefetched, for the proposal and removal that
     /// follow, and so are the `A1out` index lines that evicting `frame` from `A1in` will touch.
     fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
-        self.state.lock().guess_after(frame.index()).map(frame_id)
+        self.state.lock().guess_after(frame.index(), None).map(frame_id)
     }
 
     /// One acquisition of the lock per victim (`evict_batch_locked`).
@@ -354,6 +379,47 @@ mod tests {
         assert_eq!(h.evict(&policy), 3, "Am empty: A1in");
         assert_eq!(policy.next_candidate(&h), None);
         assert_eq!(lists(&policy).2, [6, 2], "only A1in evictions are remembered");
+    }
+
+    /// A page's id reaches `A1out` from the frame's hook, whole whatever its size: ids whose word
+    /// fits the hook, the largest that does, the first that does not (its word is `HOOK_LARGE`
+    /// itself) and larger ones, evicted one by one from A1in and through a batch.
+    #[test]
+    fn r4_page_ids_of_every_size_reach_a1out() {
+        let ids = [
+            1,
+            u64::from(u32::MAX) - 2,
+            u64::from(u32::MAX) - 1,
+            u64::from(u32::MAX),
+            1 << 40,
+            (1 << 63) - 1,
+        ];
+        for batched in [false, true] {
+            let policy = TwoQ::with_sizes(ids.len(), 1, ids.len());
+            let h = TestHooks::new(ids.len());
+            for (f, &page) in ids.iter().enumerate() {
+                load(&policy, &h, f as u32, page);
+            }
+            if batched {
+                /// Evicts every proposal until it has evicted `.0` frames.
+                struct Evict(usize);
+                impl Evictor for Evict {
+                    fn wants_more(&mut self) -> bool {
+                        self.0 > 0
+                    }
+                    fn try_evict(&mut self, _frame: FrameId) -> Verdict {
+                        self.0 -= 1;
+                        Verdict::Evicted
+                    }
+                }
+                policy.evict_batch(&h, &mut Evict(ids.len() - 1), usize::MAX);
+            } else {
+                for _ in 1..ids.len() {
+                    h.evict(&policy);
+                }
+            }
+            assert_eq!(lists(&policy).2, ids[..ids.len() - 1], "batched: {batched}");
+        }
     }
 
     /// Am is LRU: hits reorder it, and the tail is evicted once A1in is at or below Kin.
