@@ -301,8 +301,10 @@ impl Policy for TwoQ {
     }
 
     /// The paper's choice once `frame` (in `A1in` or `Am`) has been evicted: the oldest frame of
-    /// the list reclaimed from then, or of the other list if that one is empty. Its links and page word are prefetched, for the proposal and removal that
-    /// follow, and so are the `A1out` index lines that evicting `frame` from `A1in` will touch.
+    /// the list reclaimed from then, or of the other list if that one is empty, with its links
+    /// prefetched for the proposal and removal that follow. Inside a batch (`evict_batch`), which
+    /// has the hooks and so `frame`'s page, the `A1out` index lines that evicting `frame` from
+    /// `A1in` will touch are prefetched too; here, without them, they are not.
     fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
         self.state.lock().guess_after(frame.index(), None).map(frame_id)
     }
