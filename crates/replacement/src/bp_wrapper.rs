@@ -1181,9 +1181,9 @@ impl Policy for BpWrapper {
     }
 
     /// The inner policy's guess (the caller holds the lock during a batch: it is reentrant).
-    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
+    fn candidate_after(&self, frame: FrameId, _hooks: &dyn HookTable) -> Option<FrameId> {
         let _guard = self.lock();
-        self.inner.candidate_after(frame)
+        self.inner.candidate_after(frame, &self.frames)
     }
 
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {

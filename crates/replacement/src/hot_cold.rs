@@ -90,7 +90,7 @@ impl LockedBatch for State {
         self.search.propose(first_choice)
     }
 
-    fn guess_after(&self, frame: usize, _hooks: Option<&dyn HookTable>) -> Option<usize> {
+    fn guess_after(&self, frame: usize, _hooks: &dyn HookTable) -> Option<usize> {
         let queues = &self.search.queues;
         queues.queue_of(frame).filter(|&q| q == HOT || q == COLD)?;
         let next = queues.oldest_without(COLD, frame).or_else(|| queues.oldest_without(HOT, frame))?;
@@ -225,8 +225,8 @@ impl Policy for HotCold {
     }
 
     /// The cold region's LRU end once `frame` has left, else the hot region's oldest.
-    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
-        self.state.lock().guess_after(frame.index(), None).map(frame_id)
+    fn candidate_after(&self, frame: FrameId, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.state.lock().guess_after(frame.index(), hooks).map(frame_id)
     }
 }
 

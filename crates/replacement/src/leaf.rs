@@ -157,8 +157,8 @@ impl Policy for LeafOnly {
     }
 
     /// The inner policy's guess; a parked frame is never proposed by it anyway.
-    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
-        self.inner.candidate_after(frame)
+    fn candidate_after(&self, frame: FrameId, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.inner.candidate_after(frame, hooks)
     }
 
     /// The default loop, one proposal at a time through `next_candidate`, `on_remove` and

@@ -324,8 +324,9 @@ pub trait Policy: Send + Sync {
     /// `frame` has left: a hint the eviction batch passes to [`Evictor::prefetch`] so that the
     /// pool's checks of the next victim find its descriptor in the cache (R10). Wrong or missing
     /// guesses cost only the prefetch. A policy whose candidates already come in frame order, or
-    /// that cannot tell cheaply, returns `None` (the default).
-    fn candidate_after(&self, _frame: FrameId) -> Option<FrameId> {
+    /// that cannot tell cheaply, returns `None` (the default). `hooks` are the frames' hooks, as
+    /// for `next_candidate`.
+    fn candidate_after(&self, _frame: FrameId, _hooks: &dyn HookTable) -> Option<FrameId> {
         None
     }
 
@@ -353,7 +354,7 @@ fn evict_one_by_one<P: Policy + ?Sized>(
             break;
         };
         proposals += 1;
-        if let Some(next) = policy.candidate_after(frame) {
+        if let Some(next) = policy.candidate_after(frame, hooks) {
             evictor.prefetch(next);
         }
         match evictor.try_evict(frame) {
@@ -369,9 +370,8 @@ fn evict_one_by_one<P: Policy + ?Sized>(
 trait LockedBatch {
     /// The next proposal (`next_candidate`).
     fn propose(&mut self) -> Option<usize>;
-    /// The guess at the proposal after `frame` (`candidate_after`), prefetching what it can;
-    /// `hooks` are the frames' hooks when the caller has them (a batch does).
-    fn guess_after(&self, frame: usize, hooks: Option<&dyn HookTable>) -> Option<usize>;
+    /// The guess at the proposal after `frame` (`candidate_after`), prefetching what it can.
+    fn guess_after(&self, frame: usize, hooks: &dyn HookTable) -> Option<usize>;
     /// The pool's verdict on the proposed `frame` (`on_remove` or `on_rejected`).
     fn record(&mut self, frame: usize, verdict: Verdict, hook: &FrameHook);
 }
@@ -396,7 +396,7 @@ fn evict_batch_locked<S: LockedBatch>(
             locked.record(frame.index(), verdict, hooks.hook(frame));
         }
         let Some(frame) = more.then(|| locked.propose()).flatten() else { break };
-        let next = locked.guess_after(frame, Some(hooks));
+        let next = locked.guess_after(frame, hooks);
         drop(locked);
         proposals += 1;
         if let Some(next) = next {

@@ -80,7 +80,7 @@ impl LockedBatch for State {
         unblocked.or_else(|| self.tracked.blocked_candidate())
     }
 
-    fn guess_after(&self, frame: usize, _hooks: Option<&dyn HookTable>) -> Option<usize> {
+    fn guess_after(&self, frame: usize, _hooks: &dyn HookTable) -> Option<usize> {
         let queue = &self.tracked.queue;
         if !queue.contains(frame) {
             return None;
@@ -185,8 +185,8 @@ impl Policy for Lru {
 
     /// The LRU end once `frame` has been evicted (which resets the search), with its links
     /// prefetched.
-    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
-        self.state.lock().guess_after(frame.index(), None).map(frame_id)
+    fn candidate_after(&self, frame: FrameId, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.state.lock().guess_after(frame.index(), hooks).map(frame_id)
     }
 }
 

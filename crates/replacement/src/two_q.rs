@@ -143,10 +143,10 @@ impl LockedBatch for State {
         }
     }
 
-    fn guess_after(&self, f: usize, hooks: Option<&dyn HookTable>) -> Option<usize> {
+    fn guess_after(&self, f: usize, hooks: &dyn HookTable) -> Option<usize> {
         let queues = &self.search.queues;
         let list = queues.queue_of(f).filter(|&q| q == A1IN || q == AM)?;
-        if let (A1IN, Some(hooks)) = (list, hooks) {
+        if list == A1IN {
             self.a1out.prefetch_insert(self.page_of(f, hooks.hook(frame_id(f))));
         }
         let in_after = queues.len(A1IN) - usize::from(list == A1IN);
@@ -301,12 +301,11 @@ impl Policy for TwoQ {
     }
 
     /// The paper's choice once `frame` (in `A1in` or `Am`) has been evicted: the oldest frame of
-    /// the list reclaimed from then, or of the other list if that one is empty, with its links
-    /// prefetched for the proposal and removal that follow. Inside a batch (`evict_batch`), which
-    /// has the hooks and so `frame`'s page, the `A1out` index lines that evicting `frame` from
-    /// `A1in` will touch are prefetched too; here, without them, they are not.
-    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
-        self.state.lock().guess_after(frame.index(), None).map(frame_id)
+    /// the list reclaimed from then, or of the other list if that one is empty. Its links are
+    /// prefetched, for the proposal and removal that follow, and so are the `A1out` index lines
+    /// that evicting `frame` from `A1in` will touch (its page is in its hook).
+    fn candidate_after(&self, frame: FrameId, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.state.lock().guess_after(frame.index(), hooks).map(frame_id)
     }
 
     /// One acquisition of the lock per victim (`evict_batch_locked`).

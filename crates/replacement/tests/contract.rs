@@ -204,8 +204,8 @@ impl Policy for SkipIgnored<'_> {
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
         self.inner.next_candidate(hooks)
     }
-    fn candidate_after(&self, frame: FrameId) -> Option<FrameId> {
-        self.inner.candidate_after(frame)
+    fn candidate_after(&self, frame: FrameId, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.inner.candidate_after(frame, hooks)
     }
 }
 

@@ -182,7 +182,7 @@ pub fn drive_with(
                 let hook = &sim.hooks[frame.index()];
                 match outcome {
                     Outcome::Evict => {
-                        guess = policy.candidate_after(frame);
+                        guess = policy.candidate_after(frame, &sim.hooks);
                         policy.on_remove(frame, true, hook);
                         sim.remove(frame.index());
                     }
