@@ -145,18 +145,6 @@ impl Queues {
         link(self.older_of(frame))
     }
 
-    /// Starts loading the links of `frame`'s neighbours, which unlinking it will write (a hint).
-    /// Reads `frame`'s own links, so it pays only when those are cached already.
-    pub(crate) fn prefetch_neighbours(&self, frame: usize) {
-        if let Some(links) = self.links.get(frame) {
-            for n in [links.newer, links.older] {
-                if let Some(l) = self.links.get(Links::widen(n)) {
-                    swizzledb_sync::hint::prefetch(l);
-                }
-            }
-        }
-    }
-
     /// The oldest frame of list `q` once `frame` has left it (wherever `frame` is).
     pub(crate) fn oldest_without(&self, q: usize, frame: usize) -> Option<usize> {
         match self.oldest(q) {
@@ -431,11 +419,6 @@ impl FrameList {
     /// Starts loading `frame`'s links into the cache (a hint, sync README H1).
     pub(crate) fn prefetch(&self, frame: usize) {
         self.0.prefetch(frame);
-    }
-
-    /// Starts loading the links of `frame`'s neighbours (a hint).
-    pub(crate) fn prefetch_neighbours(&self, frame: usize) {
-        self.0.prefetch_neighbours(frame);
     }
 
     /// The oldest frame once `frame` has left the list (wherever `frame` is).

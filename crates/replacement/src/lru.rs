@@ -134,18 +134,11 @@ impl Policy for Lru {
         self.state.lock().touch(frame.index());
     }
 
-    /// BP-Wrapper's batch of inserts and hits, under one acquisition of the lock, after a pass
-    /// that prefetches the neighbours of the frames hit, so that the relinks' cache misses
-    /// overlap. LRU ignores unfixes and changes of children.
+    /// BP-Wrapper's batch of inserts and hits, under one acquisition of the lock. LRU ignores
+    /// unfixes and changes of children. (A first pass that prefetched the hit frames'
+    /// neighbours was dropped: README "BP-Wrapper", it shortened no critical section.)
     fn on_queued(&self, calls: &[(FrameId, QueuedHook)], _table: &dyn HookTable) {
         let mut state = self.state.lock();
-        if calls.len() > 1 {
-            for &(frame, call) in calls {
-                if call == QueuedHook::Hit {
-                    state.tracked.queue.prefetch_neighbours(frame.index());
-                }
-            }
-        }
         for &(frame, call) in calls {
             match call {
                 QueuedHook::Insert(_) => state.insert(frame.index()),

@@ -242,21 +242,10 @@ impl Policy for TwoQ {
     /// BP-Wrapper's batch of inserts and hits, under one acquisition of the lock. A hit reads
     /// the list under the lock rather than the frame's hook: the wrapper, the caller, holds its
     /// own lock meanwhile, so this one is uncontended. 2Q ignores unfixes and changes of
-    /// children.
-    ///
-    /// A first pass prefetches the neighbours of the frames hit in `Am` (their links were
-    /// prefetched before the commit by the wrapper's prefetching), so that the relinks' cache
-    /// misses overlap instead of coming one after another.
+    /// children. (A first pass that prefetched the neighbours of the frames hit in `Am` was
+    /// dropped: README "BP-Wrapper", it shortened no critical section.)
     fn on_queued(&self, calls: &[(FrameId, QueuedHook)], table: &dyn HookTable) {
         let mut state = self.state.lock();
-        if calls.len() > 1 {
-            let queues = &state.search.queues;
-            for &(frame, call) in calls {
-                if call == QueuedHook::Hit && queues.queue_of(frame.index()) == Some(AM) {
-                    queues.prefetch_neighbours(frame.index());
-                }
-            }
-        }
         for &(frame, call) in calls {
             match call {
                 QueuedHook::Insert(page) => state.insert(frame.index(), page, table.hook(frame)),
