@@ -260,6 +260,7 @@ pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
         cfg.repeat,
         cfg.duration
     )?;
+    report::write_logging_note(out)?;
     writeln!(out, "{}", oversubscription_note(&plan.threads))?;
     let clock = plan.policies.iter().find(|p| p.to_string() == "clock").map(ToString::to_string);
     let dash = || "-".to_string();
@@ -423,7 +424,7 @@ pub const CSV_HEADER: &str =
     "experiment,mode,policy,pool_fraction,pool_bytes,data_bytes,records,zipf,threads,\
 repetition,lookups_per_sec,fixes,hits,hit_ratio,lock_acquisitions,lock_failed_tries,lock_waits,\
 lock_acquisitions_per_million,waits_per_million,hold_ns_per_access,evictions,eviction_us_per_call,free_frame_waits,cpu_us_per_lookup,\
-policy_accesses,dropped_hits";
+policy_accesses,dropped_hits,logging";
 
 /// One row per (policy, threads, repetition).
 pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
@@ -463,6 +464,7 @@ pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> 
                 opt(m.cpu_us_per_op()),
                 s.policy_accesses.to_string(),
                 s.policy_dropped_hits.to_string(),
+                rndread::LOGGING.to_string(),
             ];
             text.push_str(&fields.join(","));
             text.push('\n');

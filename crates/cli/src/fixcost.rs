@@ -7,7 +7,7 @@
 //! Repetitions alternate between the modes. For a statistically careful version of the same
 //! measurement see `cargo bench -p swizzledb --bench fix` (criterion).
 
-use crate::rndread::{create, value_for, Config, Progress};
+use crate::rndread::{create, value_for, Config, Progress, LOGGING};
 use std::time::Instant;
 use swizzledb::{Error, PoolMode};
 use swizzledb_btree::node;
@@ -26,6 +26,8 @@ pub struct FixSample {
     pub fixes: u64,
     /// Nanoseconds per fix (and unfix).
     pub ns_per_fix: f64,
+    /// Whether a write-ahead log was on (never: this measures the buffer).
+    pub logging: bool,
 }
 
 /// Runs the measurement: `fixes` fixes per mode, latch mode and repetition.
@@ -79,6 +81,7 @@ pub fn run(
                     repetition: rep,
                     fixes,
                     ns_per_fix: ns,
+                    logging: LOGGING,
                 });
             }
         }

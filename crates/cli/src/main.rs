@@ -512,6 +512,9 @@ fn bench_lookup(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     let mut base = base_config("rndread", &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
     base.zipf = (args.zipf > 0.0).then_some(args.zipf);
     let configs = points(&base, args.records, args.working_set, args.sweep.as_ref()).map_err(Usage)?;
+    if let Some(path) = &args.csv {
+        report::check_csv_appendable(path).map_err(Usage)?;
+    }
     prepare_out(args.common.out.as_deref()).map_err(Usage)?;
     let outcome = run_points(&configs)?;
     if let Some(path) = &args.csv {
@@ -556,10 +559,12 @@ fn bench_insert(
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{} new records inserted in random order after {} preloaded; throughput = inserts/s, load = preload time\n",
+        "{} new records inserted in random order after {} preloaded; throughput = inserts/s, load = preload time",
         report::thousands(records - preload),
         report::thousands(preload)
     )?;
+    report::write_logging_note(&mut out)?;
+    writeln!(out)?;
     report::print_table(&mut out, &cfg, &results)?;
     if experiment == "graefe-fig12" {
         report::print_fig12_check(&mut out, &results)?;
@@ -595,11 +600,13 @@ fn bench_drift(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn E
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "hot range of {} slides by a quarter every {} s, {} shifts; throughput = lookups/s over the whole run\n",
+        "hot range of {} slides by a quarter every {} s, {} shifts; throughput = lookups/s over the whole run",
         report::bytes(args.hot),
         args.interval,
         args.shifts
     )?;
+    report::write_logging_note(&mut out)?;
+    writeln!(out)?;
     report::print_table(&mut out, &cfg, &results)?;
     report::print_drift_summary(&mut out, &samples, args.interval, &cfg.modes)?;
     drop(out);
@@ -851,9 +858,10 @@ fn run_points(configs: &[Config]) -> Result<Outcome, Box<dyn Error>> {
         }
         let (results, open) = rndread::run(cfg, progress)?;
         let mut out = std::io::stdout().lock();
-        if i > 0 {
-            writeln!(out)?;
+        if i == 0 {
+            report::write_logging_note(&mut out)?;
         }
+        writeln!(out)?;
         report::print_table(&mut out, cfg, &results)?;
         out.flush()?;
         drop(out);

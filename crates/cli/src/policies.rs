@@ -181,6 +181,7 @@ impl BaseFile {
             .policy(cfg.policy)
             .seed(cfg.seed)
             .direct_io(cfg.direct_io)
+            .logging(rndread::LOGGING)
             .open(&file.0)?;
         Ok(Loaded { tree: db.tree("rndread")?, db, _file: file })
     }
@@ -216,6 +217,7 @@ pub fn print_tables(
         cfg.repeat,
         cfg.duration
     )?;
+    report::write_logging_note(out)?;
     for &fraction in &plan.fractions {
         let at: Vec<&Variant> = variants.iter().filter(|v| v.fraction == fraction).collect();
         let Some(first) = at.first() else { continue };
@@ -363,7 +365,7 @@ pub const CSV_HEADER: &str =
     "experiment,mode,policy,pool_fraction,pool_bytes,data_bytes,records,working_set,\
 zipf,threads,repetition,lookups_per_sec,fixes,hits,hit_ratio,evictions,eviction_rounds,eviction_us_per_call,\
 proposals,rejected_in_use,rejected_root,rejected_swizzled_children,rejected_not_resident,sweep_evictions,\
-sweep_refusals";
+sweep_refusals,logging";
 
 /// One row per variant and repetition.
 pub fn write_csv(path: &Path, plan: &Plan, variants: &[Variant], data_bytes: u64) -> io::Result<()> {
@@ -374,7 +376,7 @@ pub fn write_csv(path: &Path, plan: &Plan, variants: &[Variant], data_bytes: u64
             let s = &m.stats;
             let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
             text.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 cfg.experiment,
                 v.mode.name(),
                 v.policy,
@@ -400,6 +402,7 @@ pub fn write_csv(path: &Path, plan: &Plan, variants: &[Variant], data_bytes: u64
                 s.rejected_not_resident,
                 s.sweep_evictions,
                 s.sweep_refusals,
+                rndread::LOGGING,
             ));
         }
     }

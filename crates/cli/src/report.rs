@@ -1,10 +1,22 @@
 //! Turning measurements into the results table, the check lines and CSV rows.
 
-use crate::rndread::{Config, ModeResult, RECORD_BYTES};
+use crate::rndread::{Config, ModeResult, LOGGING, RECORD_BYTES};
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
 use swizzledb::PoolMode;
+
+/// The line every buffer experiment and benchmark prints before its tables: they run without a
+/// write-ahead log ([`crate::rndread::LOGGING`]).
+pub const LOGGING_NOTE: &str = "logging: off (buffer only; see bench wal for the log's cost)";
+
+/// Writes [`LOGGING_NOTE`] as a line of its own.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn write_logging_note(out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "{LOGGING_NOTE}")
+}
 
 /// Median, minimum and maximum of a sample.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -390,10 +402,10 @@ pub fn print_drift_summary(
 /// # Errors
 /// Errors creating or writing the file.
 pub fn write_series_csv(path: &Path, samples: &[crate::drift::Sample]) -> io::Result<()> {
-    let mut text = String::from("experiment,mode,repetition,t_s,phase,throughput,hit_ratio\n");
+    let mut text = String::from("experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging\n");
     for s in samples {
         text.push_str(&format!(
-            "{},{},{},{:.3},{},{:.1},{:.6}\n",
+            "{},{},{},{:.3},{},{:.1},{:.6},{LOGGING}\n",
             s.experiment, s.mode, s.repetition, s.t_s, s.phase, s.throughput, s.hit_ratio
         ));
     }
@@ -469,12 +481,14 @@ pub struct Record {
     /// When this measurement started, in seconds after the first measurement of its run (shows
     /// the interleaving of modes and repetitions).
     pub started_s: f64,
+    /// Whether a write-ahead log was on (never, for these experiments: they measure the buffer).
+    pub logging: bool,
 }
 
 /// The CSV header: the field names of [`Record`], in order.
 pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,working_set_bytes,\
 repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,swizzles,unswizzles,evictions,\
-pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s";
+pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s,logging";
 
 /// The rows of one run: one per (mode, repetition).
 #[must_use]
@@ -507,6 +521,7 @@ pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
                 p99_ns: m.latency.p99_ns,
                 p999_ns: m.latency.p999_ns,
                 started_s: first.map_or(0.0, |f| m.started.duration_since(f).as_secs_f64()),
+                logging: LOGGING,
             });
         }
     }
@@ -515,7 +530,7 @@ pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
 
 fn csv_line(r: &Record) -> String {
     format!(
-        "{},{},{},{},{},{},{},{},{:.3},{:.1},{:.6},{:.4},{},{},{},{},{},{},{},{},{},{:.3}\n",
+        "{},{},{},{},{},{},{},{},{:.3},{:.1},{:.6},{:.4},{},{},{},{},{},{},{},{},{},{:.3},{}\n",
         r.experiment,
         r.mode,
         r.policy,
@@ -538,7 +553,33 @@ fn csv_line(r: &Record) -> String {
         r.p99_ns,
         r.p999_ns,
         r.started_s,
+        r.logging,
     )
+}
+
+/// Checks that rows written by [`write_csv`] can be appended to the file at `path`: it is
+/// missing, empty, or starts with [`CSV_HEADER`] (a file from a version with other columns
+/// would get rows that do not line up with its header).
+///
+/// # Errors
+/// A message naming the file, if it has another header or cannot be read.
+pub fn check_csv_appendable(path: &Path) -> Result<(), String> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot read --csv {}: {e}", path.display())),
+    };
+    let mut first = String::new();
+    let read = io::BufRead::read_line(&mut io::BufReader::new(file), &mut first)
+        .map_err(|e| format!("cannot read --csv {}: {e}", path.display()))?;
+    if read == 0 || first.trim_end_matches(['\n', '\r']) == CSV_HEADER {
+        Ok(())
+    } else {
+        Err(format!(
+            "--csv {} has other columns than this version writes (docs/results-schema.md); use a new file",
+            path.display()
+        ))
+    }
 }
 
 /// Appends `rows` to the CSV file at `path`, writing the header first if the file is new or
@@ -715,10 +756,12 @@ pub fn print_fix_table(
 ) -> io::Result<()> {
     writeln!(
         out,
-        "fix(): ns per fix + unfix of a resident child of the root, {} records, {} repetitions\n",
+        "fix(): ns per fix + unfix of a resident child of the root, {} records, {} repetitions",
         thousands(cfg.records),
         cfg.repeat
     )?;
+    write_logging_note(out)?;
+    writeln!(out)?;
     let mut table =
         vec![vec!["mode".to_string(), "latch".into(), "median ns".into(), "min ns".into(), "max ns".into()]];
     for &m in &cfg.modes {
@@ -760,11 +803,11 @@ pub fn print_fix_table(
 /// # Errors
 /// Errors writing the file.
 pub fn write_fix_csv(path: &Path, samples: &[crate::fixcost::FixSample]) -> io::Result<()> {
-    let mut text = String::from("experiment,mode,latch,repetition,fixes,ns_per_fix\n");
+    let mut text = String::from("experiment,mode,latch,repetition,fixes,ns_per_fix,logging\n");
     for s in samples {
         text.push_str(&format!(
-            "fix,{},{},{},{},{:.3}\n",
-            s.mode, s.latch, s.repetition, s.fixes, s.ns_per_fix
+            "fix,{},{},{},{},{:.3},{}\n",
+            s.mode, s.latch, s.repetition, s.fixes, s.ns_per_fix, s.logging
         ));
     }
     std::fs::write(path, text)
@@ -835,6 +878,31 @@ mod tests {
         assert_eq!(ratio(1.0, 2.0), Some(0.5));
         assert_eq!(ratio(1.0, 0.0), None);
         assert_eq!(ratio(1.0, -1.0), None);
+    }
+
+    /// `docs/results-schema.md` documents every column of the result files written from
+    /// [`Record`], of `gilbert-policies.csv` and of `ding-bpwrapper.csv`, each in its section.
+    #[test]
+    fn results_schema_documents_every_column() {
+        let doc = include_str!("../../../docs/results-schema.md");
+        let section = |heading: Option<&str>| -> &str {
+            let mut sections = doc.split("\n## ");
+            match heading {
+                None => sections.next().unwrap(),
+                Some(h) => sections.find(|s| s.starts_with(h)).unwrap_or_else(|| panic!("no section {h}")),
+            }
+        };
+        for (header, heading) in [
+            (CSV_HEADER, None),
+            (crate::policies::CSV_HEADER, Some("`gilbert-policies.csv`")),
+            (crate::bpwrapper::CSV_HEADER, Some("`ding-bpwrapper.csv`")),
+        ] {
+            let text = section(heading);
+            for column in header.split(',') {
+                assert!(text.contains(&format!("`{column}`")), "{column} ({heading:?}) is not documented");
+            }
+            assert!(header.ends_with(",logging"), "{header}");
+        }
     }
 
     #[test]

@@ -24,6 +24,11 @@ const VALUE_LEN: usize = 120;
 const POOL_BYTES_PER_RECORD: u64 = 200;
 /// Lookups between two looks at the stop flag.
 const BATCH: u64 = 256;
+/// Whether the buffer experiments run with a write-ahead log: never. They measure the buffer
+/// alone (`bench wal` measures the log's cost), so every database they create or open says so
+/// explicitly instead of relying on the engine's default, and their CSV and JSON rows carry this
+/// value in the `logging` column.
+pub const LOGGING: bool = false;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -327,7 +332,8 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         .page_size(cfg.page_size)
         .policy(cfg.policy)
         .seed(cfg.seed)
-        .direct_io(cfg.direct_io);
+        .direct_io(cfg.direct_io)
+        .logging(LOGGING);
     // Under `swizzledb trace record`, every database records a trace.
     if let Some(trace) = crate::trace::next_trace_path() {
         builder = builder.trace(trace);

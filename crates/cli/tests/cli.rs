@@ -64,6 +64,41 @@ fn rndread_all_modes_writes_three_rows() {
     assert!(leftovers(&scratch).is_empty(), "{:?}", leftovers(&scratch));
 }
 
+/// The buffer benchmarks run without a write-ahead log and say so: a note before the tables,
+/// and a `logging` column that is `false` in every CSV row and JSON row. A `--csv` file with
+/// another version's header is refused before the run and left as it was.
+#[test]
+fn lookup_says_logging_is_off() {
+    let scratch = Scratch::new("logging");
+    let out = scratch.0.join("results");
+    let o = rndread(&scratch, &["--mode", "swizzling", "--out", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        stdout.lines().next(),
+        Some("logging: off (buffer only; see bench wal for the log's cost)"),
+        "{stdout}"
+    );
+    for csv in [scratch.0.join("out.csv"), out.join("rndread.csv")] {
+        let (header, rows) = read_csv(&csv);
+        let logging = header.iter().position(|h| h == "logging").expect("a logging column");
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert!(rows.iter().all(|r| r[logging] == "false"), "{rows:?}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("rndread.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert!(!rows.is_empty() && rows.iter().all(|r| r["logging"] == false), "{json}");
+
+    let old = "experiment,mode,policy,threads\nrndread,swizzling,gclock(k=10),1\n";
+    std::fs::write(scratch.0.join("out.csv"), old).unwrap();
+    let o = rndread(&scratch, &["--mode", "swizzling"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--csv") && stderr.contains("other columns"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(scratch.0.join("out.csv")).unwrap(), old);
+}
+
 #[test]
 fn zero_threads_is_rejected() {
     let scratch = Scratch::new("threads0");
