@@ -34,9 +34,14 @@ pub enum TreeError {
         /// What is wrong.
         reason: String,
     },
-    /// An unlogged write on a tree of a database that logs every change (T11).
-    #[error("this database logs its changes: write through a transaction (Database::begin)")]
-    NeedsTransaction,
+    /// The database this tree belongs to was closed or dropped (T15): nothing was read or
+    /// changed.
+    #[error("the database is closed; open it again and take a new tree handle")]
+    Closed,
+    /// The transaction an auto-commit write ran in (T14) could not finish: a record lock stayed
+    /// refused, or the engine failed. Nothing was changed; retry the write.
+    #[error("the auto-commit transaction of this write failed: {0}")]
+    Transaction(#[source] crate::log::LogFailure),
     /// The write-ahead log could not record a change (T11): the change was not made, or — for a
     /// structure change — the engine stops writing pages until it is reopened and restarted.
     #[error("the write-ahead log failed: {0}; reopen the database to recover")]

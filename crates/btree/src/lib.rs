@@ -15,4 +15,6 @@ mod tree;
 
 pub use error::{Result, TreeError};
 pub use log::{ChangeLog, LeafChange};
-pub use tree::{max_key_len, max_value_len, BTreeOwner, RangeIter, RevRangeIter, Tree, TreeShape};
+pub use tree::{
+    max_key_len, max_value_len, AutoCommit, BTreeOwner, RangeIter, RevRangeIter, Tree, TreeShape,
+};

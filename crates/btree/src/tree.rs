@@ -66,8 +66,25 @@ pub struct Tree {
     pool: Arc<BufferPool>,
     root: FrameId,
     root_page: PageId,
-    /// Changes must go through a [`ChangeLog`] (T11): the unlogged writes refuse.
-    logged_only: bool,
+    /// On a logged database, where `insert`, `upsert` and `delete` go instead (T14).
+    auto_commit: Option<Arc<dyn AutoCommit>>,
+}
+
+/// How a tree's own writes (`insert`, `upsert`, `delete`) are carried out on a database that
+/// logs every change (T11, T14): the engine runs each as a transaction of its own, through the
+/// logged writes ([`Tree::put_logged`], [`Tree::delete_logged`]) of the tree it is given.
+pub trait AutoCommit: Send + Sync {
+    /// `insert` (`replace` false) or `upsert` (true) of `key` in `tree`.
+    ///
+    /// # Errors
+    /// As the tree's write, or the transaction around it failed.
+    fn put(&self, tree: &Tree, key: &[u8], value: &[u8], replace: bool) -> Result<bool>;
+
+    /// `delete` of `key` in `tree`.
+    ///
+    /// # Errors
+    /// As the tree's write, or the transaction around it failed.
+    fn delete(&self, tree: &Tree, key: &[u8]) -> Result<bool>;
 }
 
 /// Counts gathered by [`Tree::verify`].
@@ -151,7 +168,7 @@ impl Tree {
         pool.make_root(&g);
         let (root, root_page) = (g.frame(), g.page_id());
         drop(g);
-        Ok(Tree { pool: Arc::clone(pool), root, root_page, logged_only: false })
+        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None })
     }
 
     /// Opens the tree rooted at `root_page`, keeping the root resident.
@@ -160,15 +177,31 @@ impl Tree {
     /// I/O errors or corruption of the root (or, in main-memory mode, of any page).
     pub fn open(pool: &Arc<BufferPool>, root_page: PageId) -> Result<Tree> {
         let root = pool.load_root(root_page)?;
-        Ok(Tree { pool: Arc::clone(pool), root, root_page, logged_only: false })
+        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None })
     }
 
-    /// This handle's unlogged writes (`insert`, `upsert`, `delete`) fail with
-    /// [`TreeError::NeedsTransaction`]: for a database whose every change must be logged (T11).
+    /// This handle's own writes (`insert`, `upsert`, `delete`) go through `auto_commit`, which
+    /// runs each as a logged transaction (T14): for a database whose every change is logged.
     #[must_use]
-    pub fn logged_only(mut self) -> Tree {
-        self.logged_only = true;
+    pub fn with_auto_commit(mut self, auto_commit: Arc<dyn AutoCommit>) -> Tree {
+        self.auto_commit = Some(auto_commit);
         self
+    }
+
+    /// This handle without its auto-commit: its own writes change the tree unlogged.
+    #[must_use]
+    pub fn without_auto_commit(mut self) -> Tree {
+        self.auto_commit = None;
+        self
+    }
+
+    /// [`TreeError::Closed`] once the database (its pool) is closed (T15).
+    #[inline]
+    fn check_open(&self) -> Result<()> {
+        if self.pool.is_closed() {
+            return Err(TreeError::Closed);
+        }
+        Ok(())
     }
 
     /// The root's page id (stable for the tree's life: the root grows in place, T7).
@@ -205,13 +238,6 @@ impl Tree {
                 Err(e) => return Err(e.into()),
             }
         }
-    }
-
-    fn check_logged(&self, log: Log<'_>) -> Result<()> {
-        if self.logged_only && log.is_none() {
-            return Err(TreeError::NeedsTransaction);
-        }
-        Ok(())
     }
 
     fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -332,6 +358,7 @@ impl Tree {
     /// # Errors
     /// I/O errors or corruption.
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        self.check_open()?;
         let g = match self.leaf_shared(key) {
             Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {
                 self.with_room(|| self.leaf_shared(key))?
@@ -346,7 +373,7 @@ impl Tree {
     /// # Errors
     /// Oversize key or value, duplicate key, or pool/I/O errors (nothing changes then).
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.put(key, value, false, None).map(|_| ())
+        self.put_own(key, value, false).map(|_| ())
     }
 
     /// Inserts or replaces; returns true if the key existed.
@@ -354,7 +381,16 @@ impl Tree {
     /// # Errors
     /// Oversize key or value, or pool/I/O errors (nothing changes then).
     pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.put(key, value, true, None)
+        self.put_own(key, value, true)
+    }
+
+    /// `insert`/`upsert` of this handle: through the auto-commit if there is one (T14).
+    fn put_own(&self, key: &[u8], value: &[u8], replace: bool) -> Result<bool> {
+        self.check_open()?;
+        match &self.auto_commit {
+            Some(ac) => ac.put(self, key, value, replace),
+            None => self.put(key, value, replace, None),
+        }
     }
 
     /// [`Tree::insert`] (`replace` false) or [`Tree::upsert`] (true), logging the change before
@@ -367,7 +403,7 @@ impl Tree {
     }
 
     fn put(&self, key: &[u8], value: &[u8], replace: bool, log: Log<'_>) -> Result<bool> {
-        self.check_logged(log)?;
+        self.check_open()?;
         self.check_sizes(key, value)?;
         self.with_room(|| self.put_once(key, value, replace, log))
     }
@@ -422,8 +458,11 @@ impl Tree {
     /// # Errors
     /// Pool or I/O errors (nothing changes then).
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
-        self.check_logged(None)?;
-        self.with_room(|| self.delete_once(key, None))
+        self.check_open()?;
+        match &self.auto_commit {
+            Some(ac) => ac.delete(self, key),
+            None => self.with_room(|| self.delete_once(key, None)),
+        }
     }
 
     /// [`Tree::delete`], logging the removal (with the old value, for undo) before it is made,
@@ -432,6 +471,7 @@ impl Tree {
     /// # Errors
     /// Pool or I/O errors, or the log failed (nothing changes then).
     pub fn delete_logged(&self, key: &[u8], log: &dyn ChangeLog) -> Result<bool> {
+        self.check_open()?;
         self.with_room(|| self.delete_once(key, Some(log)))
     }
 
@@ -905,10 +945,25 @@ fn next_entry(filled: Result<()>, buf: &mut VecDeque<Entry>, stop: impl FnOnce()
     }
 }
 
+/// A scan of a closed tree (T15): `Closed` once, if anything was left to return, then the end;
+/// `None` while the tree is open.
+fn closed_scan(tree: &Tree, buf: &mut VecDeque<Entry>, more: bool) -> Option<Option<Result<Entry>>> {
+    if !tree.pool.is_closed() {
+        return None;
+    }
+    let left = more || !buf.is_empty();
+    buf.clear();
+    Some(left.then_some(Err(TreeError::Closed)))
+}
+
 impl Iterator for RangeIter<'_> {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
+            self.next = None;
+            return closed;
+        }
         let filled = self.fill();
         next_entry(filled, &mut self.buf, || self.next = None)
     }
@@ -979,6 +1034,10 @@ impl Iterator for RevRangeIter<'_> {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
+            self.next = None;
+            return closed;
+        }
         let filled = self.fill();
         next_entry(filled, &mut self.buf, || self.next = None)
     }

@@ -39,6 +39,11 @@ pub struct PageFile {
     direct: bool,
     /// Set after a failed write, sync or resize (F4).
     failed: AtomicBool,
+    /// F11: page 0 as the file holds it while its CLEAN flag is set on disk (`None`: the file
+    /// says unclean, or the database is logged). The first change of the file clears it.
+    clean_marker: parking_lot::Mutex<Option<Vec<u8>>>,
+    /// Whether `clean_marker` is `Some` (read without the mutex on every write).
+    marker_armed: AtomicBool,
 }
 
 /// The `Config` error for a file system that rejects `O_DIRECT`.
@@ -75,6 +80,62 @@ fn parent_dir(path: &Path) -> &Path {
 }
 
 impl PageFile {
+    fn with_file(file: Arc<dyn VfsFile>, path: &Path, page_size: usize, direct: bool) -> PageFile {
+        PageFile {
+            file,
+            path: path.to_path_buf(),
+            page_size,
+            direct,
+            failed: AtomicBool::new(false),
+            clean_marker: parking_lot::Mutex::new(None),
+            marker_armed: AtomicBool::new(false),
+        }
+    }
+
+    fn arm_marker(&self, page0: &[u8]) {
+        *self.clean_marker.lock() = Some(page0.to_vec());
+        self.marker_armed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// F11: before the first change of a file whose page 0 says CLEAN, page 0 is rewritten
+    /// without the flag and synced, so a crash from here on is seen as unclean at the next open.
+    fn before_change(&self) -> Result<()> {
+        if !self.marker_armed.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut marker = self.clean_marker.lock();
+        let Some(page0) = marker.as_ref() else { return Ok(()) };
+        let mut buf = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
+        buf.as_mut_slice().copy_from_slice(page0);
+        let flags = page::get_u32(buf.as_slice(), meta::OFF_FLAGS) & !meta::FLAG_CLEAN;
+        page::put_u32(buf.as_mut_slice(), meta::OFF_FLAGS, flags);
+        self.write_raw(PageId::META, buf.as_mut_slice())?;
+        self.sync()?;
+        *marker = None;
+        self.marker_armed.store(false, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Writes `meta` as page 0 with its CLEAN flag set, alone, and syncs (F11): the last step
+    /// of a clean close, after every page, the free-page chain and page 0 without the flag were
+    /// written and synced. The next change of the file clears the flag again.
+    ///
+    /// # Errors
+    /// As [`write_meta`](Self::write_meta) and [`sync`](Self::sync).
+    pub fn mark_clean(&self, meta: &Meta) -> Result<()> {
+        self.check_usable()?;
+        let mut clean = meta.clone();
+        clean.clean = true;
+        let mut page0 = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
+        clean.encode(page0.as_mut_slice())?;
+        self.write_raw(PageId::META, page0.as_mut_slice())?;
+        self.sync()?;
+        if !clean.logged {
+            self.arm_marker(page0.as_slice());
+        }
+        Ok(())
+    }
+
     /// Creates a new, empty database file through `vfs` (it holds no pages until written; call
     /// [`write_meta`](Self::write_meta) and [`sync`](Self::sync) with [`Meta::new`]), and syncs
     /// its directory so that the name survives a crash (F6).
@@ -108,7 +169,7 @@ impl PageFile {
             plain
         };
         vfs.sync_dir(parent_dir(path)).map_err(|e| io_err(path, e))?;
-        Ok(PageFile { file, path: path.to_path_buf(), page_size, direct, failed: AtomicBool::new(false) })
+        Ok(PageFile::with_file(file, path, page_size, direct))
     }
 
     /// Opens an existing database file through `vfs` and returns it with its metadata, `free_pages` filled
@@ -172,11 +233,13 @@ impl PageFile {
             )));
         }
 
-        let pf =
-            PageFile { file, path: path.to_path_buf(), page_size, direct, failed: AtomicBool::new(false) };
+        let pf = PageFile::with_file(file, path, page_size, direct);
         let mut buf = AlignedBuf::new(page_size, DIRECT_ALIGN)?;
         pf.read_page(PageId::META, buf.as_mut_slice())?;
         let (mut meta, free_head) = Meta::decode_with_free_head(buf.as_slice(), path)?;
+        if meta.clean && !meta.logged {
+            pf.arm_marker(buf.as_slice());
+        }
 
         let page_size_u64 = page_size as u64;
         // A logged database may end in a partial page after a crash: an unsynced write that
@@ -331,6 +394,12 @@ impl PageFile {
     /// fails, after which the file is unusable (F4); [`BufferError::PreviousIoError`] after an
     /// earlier failure.
     pub fn write_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        self.before_change()?;
+        self.write_raw(id, buf)
+    }
+
+    /// [`write_page`](Self::write_page) without the clean-marker step (F11).
+    fn write_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         self.check_usable()?;
         self.check_len(buf)?;
         debug_assert_eq!(
@@ -373,6 +442,7 @@ impl PageFile {
     /// failure.
     pub fn set_len_pages(&self, pages: u64) -> Result<()> {
         self.check_usable()?;
+        self.before_change()?;
         let len = pages.checked_mul(self.page_size as u64).ok_or_else(|| {
             BufferError::Config(format!(
                 "{}: {pages} pages of {} bytes exceed the largest file size",
@@ -437,7 +507,11 @@ impl PageFile {
             page::put_u64(page, HEADER_SIZE, next);
             self.write_page(id, page)?;
         }
-        self.write_page(PageId::META, meta_page.as_mut_slice())
+        self.write_page(PageId::META, meta_page.as_mut_slice())?;
+        if meta.clean && !meta.logged {
+            self.arm_marker(meta_page.as_slice());
+        }
+        Ok(())
     }
 
     /// The file's path.
@@ -559,7 +633,7 @@ mod tests {
         pf.sync().expect("sync");
         drop(pf);
         let (_, m) = PageFile::open(&OsFs, &path, false).expect("open");
-        assert_eq!(m, Meta::new(8192));
+        assert_eq!(m, Meta { id: m.id, ..Meta::new(8192) });
         assert_eq!(std::fs::metadata(&path).expect("stat").len(), 8192);
     }
 
@@ -745,13 +819,7 @@ mod tests {
 
     /// A handle that skips `open`'s checks, for damaging files in tests.
     fn unchecked(path: &Path, page_size: usize) -> PageFile {
-        PageFile {
-            file: OsFs.open(path, OpenMode::EXISTING).expect("raw"),
-            path: path.to_path_buf(),
-            page_size,
-            direct: false,
-            failed: AtomicBool::new(false),
-        }
+        PageFile::with_file(OsFs.open(path, OpenMode::EXISTING).expect("raw"), path, page_size, false)
     }
 
     /// Rewrites the free-page link stored in page `id`.
@@ -966,7 +1034,8 @@ mod tests {
         pf.write_page(pid(3), &mut page).expect("unsynced");
         fs.crash(CrashMode::DropUnsynced);
         let (pf, got) = PageFile::open(&fs, Path::new("/db/data"), false).expect("the file survives");
-        assert_eq!(got, m);
+        // F11: the page write cleared the CLEAN flag, durably, before it was made.
+        assert_eq!(got, Meta { clean: false, ..m.clone() });
         let mut buf = vec![0u8; 4096];
         pf.read_page(pid(3), &mut buf).expect("old page");
         assert_eq!(buf[HEADER_SIZE], 3, "the unsynced write is gone");
@@ -1017,7 +1086,7 @@ mod tests {
         pf.sync().expect("sync");
         drop(pf);
         let (pf, got) = PageFile::open(&fs, path, true).expect("open direct");
-        assert_eq!(got, m);
+        assert_eq!(got, Meta { clean: false, ..m.clone() }, "F11: a page write clears CLEAN");
         let unaligned = &mut big.as_mut_slice()[3..4099];
         pf.read_page(pid(2), unaligned).expect("unaligned read");
         assert_eq!(unaligned[200], 43);
@@ -1058,7 +1127,7 @@ mod tests {
         drop(pf);
 
         let (pf, got) = PageFile::open(&OsFs, &path, true).expect("open direct");
-        assert_eq!(got, m);
+        assert_eq!(got, Meta { clean: false, ..m.clone() }, "F11: a page write clears CLEAN");
         let mut big = AlignedBuf::new(2 * 4096, DIRECT_ALIGN).expect("alloc");
         let unaligned = &mut big.as_mut_slice()[7..4103];
         pf.read_page(pid(1), unaligned).expect("unaligned read");

@@ -12,8 +12,12 @@
 //!     44     4  page size in bytes
 //!     48     8  page count (pages 0..page_count are in use or free)
 //!     56     8  free-page chain head (0 = no free pages)
-//!     64     4  tree count n
-//!     68        n catalog entries, back to back:
+//!     64     4  flags: bit 0 LOGGED (the database has a write-ahead log), bit 1 CLEAN (closed
+//!               cleanly: no page was written since page 0 was last written with it, F11)
+//!     68     4  reserved (zero)
+//!     72     8  database id (random at creation; the log directory records it too)
+//!     80     4  tree count n
+//!     84        n catalog entries, back to back:
 //!                 2  name length L (1..=MAX_TREE_NAME)
 //!                 L  name, UTF-8
 //!                 8  root page id (1..page_count)
@@ -36,7 +40,7 @@ use crate::page::{self, PageType, HEADER_SIZE};
 /// Identifies a SwizzleDB file; stored right after the page header of page 0.
 pub const MAGIC: [u8; 8] = *b"SWIZZLDB";
 /// The on-disk format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// Longest tree name, in bytes of UTF-8.
 pub const MAX_TREE_NAME: usize = 64;
 
@@ -50,10 +54,19 @@ pub(crate) const OFF_PAGE_SIZE: usize = HEADER_SIZE + 12;
 const OFF_PAGE_COUNT: usize = HEADER_SIZE + 16;
 /// Offset of the free-page chain head.
 const OFF_FREE_HEAD: usize = HEADER_SIZE + 24;
+/// Offset of the flags word.
+pub(crate) const OFF_FLAGS: usize = HEADER_SIZE + 32;
+/// Offset of the database id.
+const OFF_ID: usize = HEADER_SIZE + 40;
 /// Offset of the tree count.
-const OFF_TREE_COUNT: usize = HEADER_SIZE + 32;
+const OFF_TREE_COUNT: usize = HEADER_SIZE + 48;
 /// Offset of the first catalog entry.
-const OFF_CATALOG: usize = HEADER_SIZE + 36;
+const OFF_CATALOG: usize = HEADER_SIZE + 52;
+/// Flag: the database has a write-ahead log.
+pub(crate) const FLAG_LOGGED: u32 = 1;
+/// Flag: the file was closed cleanly (F11).
+pub(crate) const FLAG_CLEAN: u32 = 2;
+const KNOWN_FLAGS: u32 = FLAG_LOGGED | FLAG_CLEAN;
 /// Fixed bytes of one catalog entry besides the name: name length and root page id.
 const ENTRY_OVERHEAD: usize = 2 + 8;
 
@@ -68,6 +81,24 @@ pub struct Meta {
     pub free_pages: Vec<PageId>,
     /// The catalog: tree name to root page id.
     pub trees: BTreeMap<String, PageId>,
+    /// The database has a write-ahead log: it is opened only through restart.
+    pub logged: bool,
+    /// The file was closed cleanly: every page is as the last close left it (F11).
+    pub clean: bool,
+    /// Identifies the database; its log directory records the same id.
+    pub id: u64,
+}
+
+/// A new database id: random (std's per-process random hash keys, mixed with the time).
+#[must_use]
+pub fn new_database_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish().max(1)
 }
 
 /// Checks a tree name: 1..=[`MAX_TREE_NAME`] bytes of UTF-8.
@@ -135,10 +166,19 @@ pub(crate) fn check_prefix(page: &[u8], file: &Path) -> Result<u32> {
 }
 
 impl Meta {
-    /// Metadata of a new, empty file: one page (the meta page), no free pages, no trees.
+    /// Metadata of a new, empty, unlogged and clean file: one page (the meta page), no free
+    /// pages, no trees, a new database id.
     #[must_use]
     pub fn new(page_size: usize) -> Meta {
-        Meta { page_size, page_count: 1, free_pages: Vec::new(), trees: BTreeMap::new() }
+        Meta {
+            page_size,
+            page_count: 1,
+            free_pages: Vec::new(),
+            trees: BTreeMap::new(),
+            logged: false,
+            clean: true,
+            id: new_database_id(),
+        }
     }
 
     /// Bytes of page 0 that [`encode`](Self::encode) needs for this catalog; it fits if this
@@ -191,6 +231,9 @@ impl Meta {
         page::put_u32(page, OFF_PAGE_SIZE, page_size);
         page::put_u64(page, OFF_PAGE_COUNT, self.page_count);
         page::put_u64(page, OFF_FREE_HEAD, head);
+        let flags = if self.logged { FLAG_LOGGED } else { 0 } | if self.clean { FLAG_CLEAN } else { 0 };
+        page::put_u32(page, OFF_FLAGS, flags);
+        page::put_u64(page, OFF_ID, self.id);
         page::put_u32(page, OFF_TREE_COUNT, tree_count);
         let mut off = OFF_CATALOG;
         for (name, root) in &self.trees {
@@ -263,6 +306,11 @@ impl Meta {
                 "free-page chain head {head_raw} is beyond the page count {page_count}"
             )));
         };
+        let flags = read_u32(page, OFF_FLAGS).ok_or_else(short)?;
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(corrupt(format!("unknown flags {flags:#x} in the metadata page")));
+        }
+        let id = read_u64(page, OFF_ID).ok_or_else(short)?;
         let tree_count = read_u32(page, OFF_TREE_COUNT).ok_or_else(short)?;
 
         let mut trees = BTreeMap::new();
@@ -294,7 +342,15 @@ impl Meta {
                 return Err(entry_corrupt(&format!("tree {name:?} appears twice")));
             }
         }
-        let meta = Meta { page_size, page_count, free_pages: Vec::new(), trees };
+        let meta = Meta {
+            page_size,
+            page_count,
+            free_pages: Vec::new(),
+            trees,
+            logged: flags & FLAG_LOGGED != 0,
+            clean: flags & FLAG_CLEAN != 0,
+            id,
+        };
         Ok((meta, free_head))
     }
 }
@@ -393,10 +449,10 @@ mod tests {
         ));
         let mut page = vec![0u8; 4096];
         sample().encode(&mut page).expect("encode");
-        page::put_u32(&mut page, OFF_VERSION, 2);
+        page::put_u32(&mut page, OFF_VERSION, 1);
         assert!(matches!(
             Meta::decode(&page, file),
-            Err(BufferError::FormatVersion { found: 2, expected: FORMAT_VERSION, .. })
+            Err(BufferError::FormatVersion { found: 1, expected: FORMAT_VERSION, .. })
         ));
     }
 

@@ -260,6 +260,27 @@ pub struct BufferPool {
     trace: Option<Box<Tracer>>,
     /// The write-ahead log (B18–B20); `None` when logging is off.
     log: Option<Arc<dyn LogFlush>>,
+    /// What page 0 said when the file was opened (or created).
+    opened: FileState,
+    /// Set by [`BufferPool::close`] (B22): tree operations refuse from then on.
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// What page 0 of a database file records about the file (F11).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FileState {
+    /// The database has a write-ahead log.
+    pub logged: bool,
+    /// The file was closed cleanly (always true for a file just created).
+    pub clean: bool,
+    /// The database id (random at creation).
+    pub id: u64,
+}
+
+impl FileState {
+    fn of(meta: &Meta) -> FileState {
+        FileState { logged: meta.logged, clean: meta.clean, id: meta.id }
+    }
 }
 
 // SAFETY: B1 — `base` points into `memory`, which the pool owns for its whole life; all access to
@@ -287,7 +308,8 @@ impl BufferPool {
     /// Invalid configuration or I/O errors.
     pub fn create(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
         let file = PageFile::create(&*config.vfs, path, config.page_size, config.direct_io)?;
-        let meta = Meta::new(config.page_size);
+        let mut meta = Meta::new(config.page_size);
+        meta.logged = config.log.is_some();
         file.write_meta(&meta)?;
         file.sync()?;
         BufferPool::new(file, meta, config, owner)
@@ -356,7 +378,15 @@ impl BufferPool {
         self.file.sync()
     }
 
-    fn new(file: PageFile, meta: Meta, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
+    fn new(
+        file: PageFile,
+        mut meta: Meta,
+        config: &PoolConfig,
+        owner: Arc<dyn PageOwner>,
+    ) -> Result<BufferPool> {
+        let opened = FileState::of(&meta);
+        // From now on page 0 is written without the CLEAN flag; only `close` sets it (F11).
+        meta.clean = false;
         let page_size = meta.page_size;
         let capacity = config.pool_bytes / page_size;
         if capacity < MIN_FRAMES {
@@ -405,7 +435,53 @@ impl BufferPool {
             stats: Registry::new(),
             trace,
             log: config.log.clone(),
+            opened,
+            closed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// What page 0 recorded when the file was opened or created (F11).
+    #[must_use]
+    pub fn file_state(&self) -> FileState {
+        self.opened
+    }
+
+    /// Closes the pool (B22): from now on [`BufferPool::is_closed`] is true, and every tree
+    /// operation refuses. Then writes every dirty page, the free-page chain and page 0, syncs,
+    /// and writes page 0 again with its CLEAN flag and syncs (F11), so the next `open` knows
+    /// nothing was written after. A failure leaves the pool closed and the file unclean.
+    ///
+    /// # Errors
+    /// As [`BufferPool::flush`].
+    pub fn close(&self) -> Result<()> {
+        self.closed.store(true, Release);
+        self.flush()?;
+        let meta = self.meta.lock().clone();
+        self.file.mark_clean(&meta)
+    }
+
+    /// Records in page 0 that the database now has a write-ahead log (F11), and syncs: the
+    /// last step of converting an unlogged database, after its log holds a checkpoint.
+    ///
+    /// # Errors
+    /// As [`PageFile::write_meta`] and [`PageFile::sync`].
+    pub fn mark_logged(&self) -> Result<()> {
+        let mut meta = self.meta.lock();
+        meta.logged = true;
+        self.file.write_meta(&meta)?;
+        self.file.sync()
+    }
+
+    /// Marks the pool closed without writing anything (B22): for an owner that gives up on it.
+    pub fn mark_closed(&self) {
+        self.closed.store(true, Release);
+    }
+
+    /// Whether [`BufferPool::close`] (or [`BufferPool::mark_closed`]) was called.
+    #[inline]
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Acquire)
     }
 
     /// The pool's mode.
@@ -1382,11 +1458,47 @@ impl BufferPool {
         self.file.sync()
     }
 
-    /// `flush` of one frame, which the caller holds latched shared.
-    fn flush_frame(&self, f: FrameId, buf: &mut AlignedBuf, offs: &mut Vec<usize>) -> Result<()> {
+    /// The page cleaner's write-back (B23): writes the dirty pages whose recovery LSN is below
+    /// `below`, oldest first up to `max` pages, then in page-id order, each under its shared
+    /// latch as `flush` does, after the log is durable up to its page LSN (B18). Returns how many
+    /// pages it wrote. Takes one latch at a time and no other lock, so it may wait.
+    ///
+    /// # Errors
+    /// As [`BufferPool::flush`]: a log failure leaves that page dirty; I/O errors are sticky.
+    pub fn write_back_older(&self, below: Lsn, max: usize) -> Result<usize> {
+        let mut batch: Vec<(u64, u64, usize)> = self
+            .frames
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                let rec = d.rec_lsn.load(Acquire);
+                (rec != 0 && rec < below.0 && d.state.load(Acquire) == RESIDENT)
+                    .then(|| (rec, d.page_id.load(Relaxed), i))
+            })
+            .collect();
+        if batch.len() > max {
+            batch.select_nth_unstable(max);
+            batch.truncate(max);
+        }
+        batch.sort_unstable_by_key(|&(_, page, _)| page);
+        let mut buf = AlignedBuf::new(self.page_size, 4096)?;
+        let mut offs = Vec::new();
+        let mut written = 0;
+        for (_, _, i) in batch {
+            let d = &self.frames[i];
+            d.latch.lock_shared();
+            let r = self.flush_frame(FrameId(i as u32), &mut buf, &mut offs);
+            d.latch.unlock_shared();
+            written += usize::from(r?);
+        }
+        Ok(written)
+    }
+
+    /// `flush` of one frame, which the caller holds latched shared. Returns whether it wrote.
+    fn flush_frame(&self, f: FrameId, buf: &mut AlignedBuf, offs: &mut Vec<usize>) -> Result<bool> {
         let d = self.desc(f);
         if d.state.load(Acquire) != RESIDENT || !d.dirty.load(Relaxed) {
-            return Ok(());
+            return Ok(false);
         }
         let pid = self.frame_page_id(f);
         // SAFETY: B1 — the caller holds f's latch (shared) while this borrow lives.
@@ -1405,7 +1517,7 @@ impl BufferPool {
         self.wal_before_write(pid, lsn)?;
         // Claim the write: of two flushes holding the shared latch, only one writes (F9).
         if !d.dirty.swap(false, Relaxed) {
-            return Ok(());
+            return Ok(false);
         }
         if let Err(e) = self.file.write_page(pid, out) {
             d.dirty.store(true, Relaxed);
@@ -1416,7 +1528,7 @@ impl BufferPool {
             bump(&b.write_backs);
             bump(&b.pages_written);
         });
-        Ok(())
+        Ok(true)
     }
 
     /// B18 (WAL rule): before a page carrying `lsn` is written, the log must be durable up to
@@ -1459,7 +1571,10 @@ impl BufferPool {
             .iter()
             .filter_map(|d| {
                 let rec = d.rec_lsn.load(Acquire);
-                if rec == 0 || !d.dirty.load(Relaxed) || d.state.load(Acquire) != RESIDENT {
+                // Not `dirty`: a write-back clears it before its write and resets `rec_lsn`
+                // only after (B19), so `rec_lsn` alone keeps the page listed until it is in
+                // the file.
+                if rec == 0 || d.state.load(Acquire) != RESIDENT {
                     return None;
                 }
                 Some((PageId::new(d.page_id.load(Relaxed))?, Lsn(rec)))

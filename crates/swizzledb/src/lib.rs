@@ -20,14 +20,19 @@
 //! # Ok::<(), swizzledb::Error>(())
 //! ```
 //!
-//! **Durability:** without logging (the default for now), [`Database::flush`] and
-//! [`Database::close`] write every dirty page and fsync, and a crash between flushes can lose
-//! changes and leave the file inconsistent. With [`Builder::logging`], changes go through
-//! [`Transaction`]s, are logged ahead of the pages, survive a crash once committed, and opening
-//! after a crash restarts from the log (`RECOVERY.md`).
+//! **Durability:** a database logs every change by default ([`Builder::logging`]): the trees'
+//! own `insert`/`upsert`/`delete` each run as a transaction of their own (auto-commit, in the
+//! builder's [`CommitMode`]), [`Transaction`]s batch several changes, a commit survives a crash,
+//! and every open of a logged file restarts from its log (`RECOVERY.md`). A background page
+//! cleaner keeps the log below [`Builder::max_log_bytes`]. `logging(false)` makes a scratch
+//! database for measurements: only [`Database::close`] leaves its file consistent, and after a
+//! crash `open` refuses it ([`Error::Unclean`]). One `Database` at a time may have a file open
+//! ([`Error::AlreadyOpen`]); a closed database's tree handles refuse ([`TreeError::Closed`]).
 
 #![forbid(unsafe_code)]
 
+mod cleaner;
+mod files;
 pub mod lock;
 mod logging;
 pub mod record;
@@ -36,15 +41,18 @@ mod txn;
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
-use swizzledb_btree::BTreeOwner;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use swizzledb_btree::{AutoCommit, BTreeOwner};
 use swizzledb_sync::{Lsn, PageId, TxnId};
 use swizzledb_wal::{LogConfig, LogError, LogManager};
 
 use crate::logging::{PoolLog, SystemLog, TxnLog, Undo, Wal};
 use crate::record::{Record, TxnState};
+use swizzledb_buffer::PageFile;
 
+pub use crate::cleaner::{Cleaner, CleanerStats};
 pub use crate::logging::CommitMode;
 pub use crate::restart::RestartStats;
 pub use crate::txn::Transaction;
@@ -101,6 +109,46 @@ pub enum Error {
     /// database and would be replayed onto this one.
     #[error("the log directory {0} exists and is not empty; remove it or choose another path")]
     StaleLog(std::path::PathBuf),
+    /// The database file is open already, in this or another process (RECOVERY.md R13).
+    #[error("{0} is open already (in this or another process); close it there before opening it again")]
+    AlreadyOpen(PathBuf),
+    /// A logged database's log directory is missing, empty or damaged (R14): without it the
+    /// committed changes since the last checkpoint cannot be recovered.
+    #[error(
+        "{file} is a logged database but its log {dir} cannot be used: {reason}; restore the log \
+         directory beside the file (or, if the database was being created when it stopped, remove \
+         the file and create it again)"
+    )]
+    LogMissing {
+        /// The database file.
+        file: PathBuf,
+        /// Its log directory.
+        dir: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The log directory belongs to another database (R14).
+    #[error("the log {dir} belongs to another database than {file}; put the file's own log beside it")]
+    ForeignLog {
+        /// The database file.
+        file: PathBuf,
+        /// The log directory found.
+        dir: PathBuf,
+    },
+    /// `logging(true)` was asked of a database created without a log (R13).
+    #[error(
+        "{0} was created without a write-ahead log: open it without .logging(true), or convert it \
+         with Builder::convert_to_logged(true)"
+    )]
+    NotLogged(PathBuf),
+    /// An unlogged database was not closed cleanly (R13): its pages may be half-written and
+    /// nothing can repair them.
+    #[error(
+        "{0} has no write-ahead log and was not closed cleanly, so it may be damaged and cannot be \
+         recovered; restore it from a backup, or open it with Builder::discard_unclean(true) to \
+         start over with an empty database"
+    )]
+    Unclean(PathBuf),
 }
 
 /// Result alias with [`Error`].
@@ -118,12 +166,20 @@ enum Locking {
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     config: PoolConfig,
-    logging: bool,
+    /// `None`: not said (create logs; open follows the file).
+    logging: Option<bool>,
     locking: Locking,
     commit_mode: CommitMode,
     log_segment_bytes: Option<u64>,
     checkpoint_every: Option<Option<std::time::Duration>>,
+    max_log_bytes: Option<u64>,
+    cleaner: Cleaner,
+    discard_unclean: bool,
+    convert_to_logged: bool,
 }
+
+/// Default bound of the log kept on disk (R15).
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 128 << 20;
 
 impl Builder {
     /// Buffer mode (default: swizzling).
@@ -191,13 +247,59 @@ impl Builder {
         self
     }
 
-    /// Write-ahead logging (default off for now): every change goes through a [`Transaction`],
-    /// commits are durable, and opening after a crash restarts from the log (RECOVERY.md). The
-    /// log lives in the directory `<path>.wal` beside the database file. With logging on, the
-    /// trees' own `insert`/`upsert`/`delete` refuse with [`TreeError::NeedsTransaction`].
+    /// Write-ahead logging for a new database (default on): every change is logged before it
+    /// reaches the file, commits are durable, and every open restarts from the log
+    /// (RECOVERY.md). The log lives in the directory `<path>.wal` beside the database file. The
+    /// trees' own `insert`/`upsert`/`delete` run as single-operation transactions
+    /// (auto-commit, in the [`CommitMode`]); a [`Transaction`] batches several.
+    ///
+    /// `false` makes a scratch database without a log, for measuring the buffer alone: its file
+    /// is consistent only after [`Database::close`], and `open` refuses it after a crash
+    /// ([`Error::Unclean`]).
+    ///
+    /// On `open`, the file decides (page 0 records whether it is logged): a logged database
+    /// always restarts from its log; `logging(true)` on an unlogged one is [`Error::NotLogged`]
+    /// unless [`Builder::convert_to_logged`] is set.
     #[must_use]
     pub fn logging(mut self, on: bool) -> Self {
-        self.logging = on;
+        self.logging = Some(on);
+        self
+    }
+
+    /// How `open` treats an unlogged database that was not closed cleanly (default `false`:
+    /// refuse with [`Error::Unclean`]). `true` discards it: the file is replaced by a new, empty
+    /// unlogged database with this builder's settings. No effect on logged databases, which
+    /// restart from their log.
+    #[must_use]
+    pub fn discard_unclean(mut self, on: bool) -> Self {
+        self.discard_unclean = on;
+        self
+    }
+
+    /// With [`Builder::logging`]`(true)`, `open` converts a cleanly closed unlogged database into
+    /// a logged one (a new log directory, page 0 marked logged) instead of refusing with
+    /// [`Error::NotLogged`] (default `false`).
+    #[must_use]
+    pub fn convert_to_logged(mut self, on: bool) -> Self {
+        self.convert_to_logged = on;
+        self
+    }
+
+    /// The bound of the log kept on disk, in bytes (default [`DEFAULT_MAX_LOG_BYTES`], at least
+    /// four log segments): the page cleaner writes back the pages that hold older log and
+    /// checkpoints once the log passes half of it, and transactions that begin while it is
+    /// over the bound wait for the cleaner (RECOVERY.md R15). Restart reads at most about this
+    /// much log, plus what transactions running at the crash had written.
+    #[must_use]
+    pub fn max_log_bytes(mut self, bytes: u64) -> Self {
+        self.max_log_bytes = Some(bytes);
+        self
+    }
+
+    /// Which page cleaner runs (default [`Cleaner::Classical`]); only with logging.
+    #[must_use]
+    pub fn cleaner(mut self, cleaner: Cleaner) -> Self {
+        self.cleaner = cleaner;
         self
     }
 
@@ -219,8 +321,9 @@ impl Builder {
     }
 
     /// How often a background thread takes a fuzzy checkpoint (default every 30 s; `None`: only
-    /// at open, close and [`Database::checkpoint`]). Restart reads the log back to the last
-    /// checkpoint, so this bounds restart time.
+    /// at open, close, [`Database::checkpoint`] and the page cleaner's rounds). Restart reads
+    /// the log back to the last checkpoint, and from the oldest change not yet written back:
+    /// the page cleaner bounds that by [`Builder::max_log_bytes`].
     #[must_use]
     pub fn checkpoint_interval(mut self, every: Option<std::time::Duration>) -> Self {
         self.checkpoint_every = Some(every);
@@ -244,14 +347,17 @@ impl Builder {
         &self.config
     }
 
-    /// Creates a new database file (fails if it exists).
+    /// Creates a new database file (fails if it exists), logged unless
+    /// [`Builder::logging`]`(false)`.
     ///
     /// # Errors
-    /// Invalid settings or I/O errors.
+    /// Invalid settings, a non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
     pub fn create(self, path: &Path) -> Result<Database> {
-        if !self.logging {
+        self.check_log_settings()?;
+        if self.logging == Some(false) {
             let pool = swizzledb_buffer::BufferPool::create(path, &self.config, Arc::new(BTreeOwner))?;
-            return Ok(Database::with_pool(pool, None, self.locking));
+            let lock = files::FileLock::acquire(&*self.config.vfs, path, path)?;
+            return Ok(self.database(pool, None, vec![lock]));
         }
         let dir = wal_dir(path);
         if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
@@ -261,11 +367,32 @@ impl Builder {
         let mut config = self.config.clone();
         config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
         let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
+        let mut locks = vec![files::FileLock::acquire(&*self.config.vfs, path, path)?];
+        locks.push(files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, path)?);
         let wal = Wal::new(log, self.commit_mode);
-        let db = Database::with_pool(pool, Some(Arc::new(wal)), self.locking);
+        let db = self.database(pool, Some(Arc::new(wal)), locks);
         db.checkpoint()?;
-        db.start_checkpointer(self.checkpoint_every());
+        self.start_background(&db);
         Ok(db)
+    }
+
+    fn check_log_settings(&self) -> Result<()> {
+        let segment = self.log_segment_bytes.unwrap_or(LogConfig::new("").segment_bytes);
+        let bound = self.log_bound();
+        if bound < 4 * segment {
+            return Err(Error::Log(LogError::BadConfig {
+                reason: format!(
+                    "max_log_bytes = {bound} must be at least four log segments ({}): raise it or \
+                     lower log_segment_bytes",
+                    4 * segment
+                ),
+            }));
+        }
+        Ok(())
+    }
+
+    fn log_bound(&self) -> u64 {
+        self.max_log_bytes.unwrap_or(DEFAULT_MAX_LOG_BYTES)
     }
 
     fn log_config(&self, path: &Path) -> LogConfig {
@@ -277,23 +404,120 @@ impl Builder {
         config
     }
 
-    /// Opens an existing database file. In main-memory mode every tree is loaded here.
+    /// Opens an existing database file. A logged database restarts from its log (whatever
+    /// [`Builder::logging`] says); an unlogged one must have been closed cleanly. In
+    /// main-memory mode every tree is loaded here.
     ///
     /// # Errors
-    /// Not a SwizzleDB file, another format version or page size, corruption, or I/O errors.
+    /// Not a SwizzleDB file, another format version or page size, corruption, or I/O errors;
+    /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
+    /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
+    /// [`Error::NotLogged`].
     pub fn open(self, path: &Path) -> Result<Database> {
-        let db = if self.logging {
-            self.restart(path)?
-        } else {
-            let pool = swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?;
-            Database::with_pool(pool, None, self.locking)
+        self.check_log_settings()?;
+        let vfs = Arc::clone(&self.config.vfs);
+        // The lock first, so that nothing below reads a file another opener is writing.
+        let lock = match files::FileLock::acquire(&*vfs, path, path) {
+            Ok(lock) => lock,
+            Err(Error::AlreadyOpen(p)) => return Err(Error::AlreadyOpen(p)),
+            // Let the page file name what is wrong with the path (missing, not a database...).
+            Err(e) => {
+                PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
+                return Err(e);
+            }
         };
-        if db.pool.mode() == PoolMode::MainMemory {
-            for name in db.pool.catalog_names() {
+        let (_, meta) = PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
+        let db = if meta.logged {
+            let log_lock = files::check_identity(&*vfs, &wal_dir(path), meta.id, path)?;
+            self.restart(path, vec![lock, log_lock])?
+        } else if self.logging == Some(true) && !self.convert_to_logged {
+            return Err(Error::NotLogged(path.to_path_buf()));
+        } else {
+            if !meta.clean {
+                if !self.discard_unclean {
+                    return Err(Error::Unclean(path.to_path_buf()));
+                }
+                drop(lock);
+                vfs.remove(path).map_err(|e| BufferError::Io { file: path.to_path_buf(), source: e })?;
+                return self.logging(false).create(path);
+            }
+            if self.logging == Some(true) {
+                return self.convert(path, lock);
+            }
+            let pool = swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?;
+            self.database(pool, None, vec![lock])
+        };
+        if db.core.pool.mode() == PoolMode::MainMemory {
+            for name in db.core.pool.catalog_names() {
                 db.tree(&name)?;
             }
         }
         Ok(db)
+    }
+
+    /// Converts the cleanly closed unlogged database at `path` into a logged one: a new log
+    /// with a first checkpoint of the file's state, then page 0 marked logged (R13). A crash
+    /// before page 0 is written leaves the unlogged database, still clean, and a log directory
+    /// that the next conversion refuses as stale ([`Error::StaleLog`]).
+    fn convert(self, path: &Path, lock: files::FileLock) -> Result<Database> {
+        let dir = wal_dir(path);
+        if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
+            return Err(Error::StaleLog(dir));
+        }
+        let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let mut config = self.config.clone();
+        config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
+        let pool = swizzledb_buffer::BufferPool::open(path, &config, Arc::new(BTreeOwner))?;
+        let log_lock = files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, path)?;
+        let wal = Arc::new(Wal::new(log, self.commit_mode));
+        wal.checkpoint(&pool)?;
+        pool.mark_logged()?;
+        let db = self.database(pool, Some(wal), vec![lock, log_lock]);
+        self.start_background(&db);
+        Ok(db)
+    }
+
+    fn database(
+        &self,
+        pool: swizzledb_buffer::BufferPool,
+        wal: Option<Arc<Wal>>,
+        locks: Vec<files::FileLock>,
+    ) -> Database {
+        let cleaner = wal.is_some().then(|| Arc::new(cleaner::Shared::new(self.log_bound())));
+        let core = Arc::new_cyclic(|me| Core {
+            me: Mutex::new(me.clone()),
+            pool: Arc::new(pool),
+            trees: Mutex::new(HashMap::new()),
+            wal,
+            locks: (self.locking == Locking::On).then(|| lock::LockManager::new(64)),
+            cleaner,
+            next_txn: AtomicU64::new(1),
+            restart_stats: Mutex::new(RestartStats::default()),
+        });
+        Database {
+            core,
+            background: Mutex::new(Background::default()),
+            files: Mutex::new(locks),
+            closed: false,
+        }
+    }
+
+    fn start_background(&self, db: &Database) {
+        let Some(wal) = &db.core.wal else { return };
+        let mut threads = db.background.lock();
+        if let Some(every) = self.checkpoint_every() {
+            threads.checkpointer =
+                Some(logging::Checkpointer::start(Arc::clone(wal), Arc::clone(&db.core.pool), every));
+        }
+        if self.cleaner == Cleaner::Classical {
+            if let Some(shared) = &db.core.cleaner {
+                threads.cleaner = Some(cleaner::Thread::start(
+                    Arc::clone(shared),
+                    Arc::clone(wal),
+                    Arc::clone(&db.core.pool),
+                ));
+            }
+        }
     }
 }
 
@@ -301,8 +525,15 @@ impl Builder {
     /// Restart (RECOVERY.md "Restart"): analysis and redo on the file, then the pool opens with
     /// the recovered allocation, the losers are rolled back with compensation records, and a
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
-    fn restart(&self, path: &Path) -> Result<Database> {
+    fn restart(&self, path: &Path, locks: Vec<files::FileLock>) -> Result<Database> {
         let log = Arc::new(LogManager::open(self.log_config(path))?);
+        if log.read_master()?.is_none() {
+            return Err(Error::LogMissing {
+                file: path.to_path_buf(),
+                dir: wal_dir(path),
+                reason: "it holds no checkpoint".into(),
+            });
+        }
         let recovered = restart::analyze_and_redo(&*self.config.vfs, path, self.config.direct_io, &log)?;
         let mut config = self.config.clone();
         config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
@@ -313,24 +544,25 @@ impl Builder {
             recovered.allocation,
         )?;
         let wal = Wal::new(log, self.commit_mode);
-        let mut db = Database::with_pool(pool, Some(Arc::new(wal)), self.locking);
-        db.next_txn.store(recovered.next_txn, std::sync::atomic::Ordering::Relaxed);
+        let mut db = self.database(pool, Some(Arc::new(wal)), locks);
+        db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
         let mut stats = recovered.stats;
         for entry in &recovered.unfinished {
-            match db.finish_loser(entry) {
+            match db.core.finish_loser(entry) {
                 Ok(compensations) => stats.compensations += compensations,
                 Err(e) => {
                     // No checkpoint on the way out (Drop): it would list the unfinished losers
                     // without their first records and truncate the log they still need.
                     db.closed = true;
+                    db.core.pool.mark_closed();
                     return Err(e);
                 }
             }
             stats.losers += u64::from(entry.state != TxnState::Committed);
         }
-        *db.restart_stats.lock() = stats;
+        *db.core.restart_stats.lock() = stats;
         db.checkpoint()?;
-        db.start_checkpointer(self.checkpoint_every());
+        self.start_background(&db);
         Ok(db)
     }
 }
@@ -345,49 +577,76 @@ pub fn wal_dir(path: &Path) -> std::path::PathBuf {
 
 /// An open database: a file, its buffer pool, and its named trees.
 pub struct Database {
+    core: Arc<Core>,
+    background: Mutex<Background>,
+    /// The advisory locks on the file and the log directory (R13), released at close.
+    files: Mutex<Vec<files::FileLock>>,
+    closed: bool,
+}
+
+/// The background threads of a logged database.
+#[derive(Default)]
+struct Background {
+    checkpointer: Option<logging::Checkpointer>,
+    cleaner: Option<cleaner::Thread>,
+}
+
+/// What a database's transactions and tree handles share; tree handles reach it through a weak
+/// reference (their auto-commit), so a dropped `Database` leaves them nothing to write to.
+pub(crate) struct Core {
+    /// This core, for the auto-commit of its tree handles; emptied at close, so that the pool
+    /// can be had exclusively when no handle outlives the database.
+    me: Mutex<Weak<Core>>,
     pool: Arc<swizzledb_buffer::BufferPool>,
     trees: Mutex<HashMap<String, Tree>>,
     wal: Option<Arc<Wal>>,
     locks: Option<lock::LockManager>,
-    checkpointer: Mutex<Option<logging::Checkpointer>>,
-    next_txn: std::sync::atomic::AtomicU64,
+    cleaner: Option<Arc<cleaner::Shared>>,
+    next_txn: AtomicU64,
     restart_stats: Mutex<RestartStats>,
-    closed: bool,
 }
 
-impl Database {
-    /// Settings for creating or opening a database.
-    #[must_use]
-    pub fn builder() -> Builder {
-        Builder::default()
+/// How long an auto-commit write retries a refused record lock before it gives up (T14).
+const AUTO_COMMIT_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The auto-commit of a logged database's tree handles (btree T14, R12).
+struct AutoCommitter(Weak<Core>);
+
+impl AutoCommit for AutoCommitter {
+    fn put(&self, tree: &Tree, key: &[u8], value: &[u8], replace: bool) -> Result<bool, TreeError> {
+        let core = self.0.upgrade().ok_or(TreeError::Closed)?;
+        core.auto_commit(|tx| {
+            if replace {
+                tx.put(tree, key, value)
+            } else {
+                tx.insert(tree, key, value).map(|()| false)
+            }
+        })
     }
 
-    fn with_pool(pool: swizzledb_buffer::BufferPool, wal: Option<Arc<Wal>>, locking: Locking) -> Database {
-        Database {
-            pool: Arc::new(pool),
-            trees: Mutex::new(HashMap::new()),
-            wal,
-            locks: (locking == Locking::On).then(|| lock::LockManager::new(64)),
-            checkpointer: Mutex::new(None),
-            next_txn: std::sync::atomic::AtomicU64::new(1),
-            restart_stats: Mutex::new(RestartStats::default()),
-            closed: false,
+    fn delete(&self, tree: &Tree, key: &[u8]) -> Result<bool, TreeError> {
+        let core = self.0.upgrade().ok_or(TreeError::Closed)?;
+        core.auto_commit(|tx| tx.delete(tree, key))
+    }
+}
+
+/// An engine error as the tree's error type, for the tree's own writes (T14).
+fn into_tree_error(e: Error) -> TreeError {
+    match e {
+        Error::Tree(t) => t,
+        Error::Buffer(b) => TreeError::Buffer(b),
+        Error::Log(l) => TreeError::Log(Box::new(l)),
+        other => TreeError::Transaction(Box::new(other)),
+    }
+}
+
+impl Core {
+    /// Begins a transaction; first waits while the log is over its bound (R15).
+    fn begin(&self) -> Transaction<'_> {
+        if let (Some(wal), Some(cleaner)) = (&self.wal, &self.cleaner) {
+            cleaner.throttle(wal);
         }
-    }
-
-    /// Wraps a tree handle for this database: with logging on, its unlogged writes refuse.
-    fn handle(&self, tree: Tree) -> Tree {
-        if self.wal.is_some() {
-            tree.logged_only()
-        } else {
-            tree
-        }
-    }
-
-    /// Begins a transaction.
-    #[must_use]
-    pub fn begin(&self) -> Transaction<'_> {
-        let id = TxnId(self.next_txn.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
         let shared = match &self.wal {
             Some(wal) => wal.register(id),
             None => Arc::new(logging::TxnShared::new(id)),
@@ -395,27 +654,35 @@ impl Database {
         Transaction::new(self, self.wal.as_deref(), shared)
     }
 
-    fn start_checkpointer(&self, every: Option<std::time::Duration>) {
-        if let (Some(wal), Some(every)) = (&self.wal, every) {
-            *self.checkpointer.lock() =
-                Some(logging::Checkpointer::start(Arc::clone(wal), Arc::clone(&self.pool), every));
+    /// Runs `op` as a transaction of its own and commits it (R12); a refused record lock is
+    /// retried with a new transaction, backing off, for up to `AUTO_COMMIT_RETRY`.
+    fn auto_commit<R>(&self, mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R, TreeError> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(20);
+        loop {
+            let mut tx = self.begin();
+            match op(&mut tx) {
+                Ok(r) => return tx.commit().map(|()| r).map_err(into_tree_error),
+                Err(Error::Lock(_)) if started.elapsed() < AUTO_COMMIT_RETRY => {
+                    drop(tx);
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(10));
+                }
+                Err(e) => {
+                    drop(tx);
+                    return Err(into_tree_error(e));
+                }
+            }
         }
     }
 
-    fn stop_checkpointer(&self) {
-        if let Some(mut c) = self.checkpointer.lock().take() {
-            c.stop();
+    /// A tree handle for this database: on a logged one, its own writes auto-commit (T14).
+    fn handle(&self, tree: Tree) -> Tree {
+        if self.wal.is_some() {
+            tree.with_auto_commit(Arc::new(AutoCommitter(self.me.lock().clone())))
+        } else {
+            tree
         }
-    }
-
-    /// Checkpoints taken since the database opened: `(all, by the background thread, failed)`
-    /// (zeros without logging).
-    #[must_use]
-    pub fn checkpoint_counts(&self) -> (u64, u64, u64) {
-        self.wal.as_ref().map_or((0, 0, 0), |w| {
-            let l = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-            (l(&w.stats.checkpoints), l(&w.stats.background_checkpoints), l(&w.stats.failed_checkpoints))
-        })
     }
 
     /// Locks `key` of `tree` for `txn` (no-op with locking off).
@@ -427,42 +694,6 @@ impl Database {
             locks.lock(txn, (root ^ (root >> 32)) as u32, key, mode)?;
         }
         Ok(())
-    }
-
-    /// The record lock manager's counters (`None` with locking off).
-    #[must_use]
-    pub fn lock_stats(&self) -> Option<lock::LockStats> {
-        self.locks.as_ref().map(lock::LockManager::stats)
-    }
-
-    /// Whether this database logs its changes.
-    #[must_use]
-    pub fn is_logged(&self) -> bool {
-        self.wal.is_some()
-    }
-
-    /// The log's counters (`None` without logging).
-    #[must_use]
-    pub fn log_stats(&self) -> Option<LogStats> {
-        self.wal.as_ref().map(|w| w.log.stats())
-    }
-
-    /// What the restart that opened this database did (all zero for a created database or one
-    /// without logging).
-    #[must_use]
-    pub fn restart_stats(&self) -> RestartStats {
-        *self.restart_stats.lock()
-    }
-
-    /// Takes a checkpoint (RECOVERY.md R7); without logging, flushes.
-    ///
-    /// # Errors
-    /// Log or I/O errors.
-    pub fn checkpoint(&self) -> Result<()> {
-        match &self.wal {
-            Some(wal) => wal.checkpoint(&self.pool).map(|_| ()),
-            None => self.flush(),
-        }
     }
 
     /// A transaction ended: it releases its locks and leaves the transaction table.
@@ -494,7 +725,7 @@ impl Database {
     fn finish_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
         let wal = self.wal.as_deref().expect("restart runs only with logging");
         let shared = wal.register(entry.txn);
-        shared.last_lsn.store(entry.last_lsn.0, std::sync::atomic::Ordering::Release);
+        shared.last_lsn.store(entry.last_lsn.0, Ordering::Release);
         let log = TxnLog::new(Some(wal), shared);
         let txn = entry.txn;
         let mut compensations = 0;
@@ -534,13 +765,12 @@ impl Database {
         Ok(compensations)
     }
 
-    /// Creates a new, empty tree.
-    ///
-    /// # Errors
-    /// The name is invalid or taken, the catalog is full, or no frame is free.
-    pub fn create_tree(&self, name: &str) -> Result<Tree> {
+    fn create_tree(&self, name: &str) -> Result<Tree> {
         swizzledb_buffer::validate_tree_name(name)
             .map_err(|reason| Error::InvalidTreeName { name: name.to_owned(), reason })?;
+        if self.pool.is_closed() {
+            return Err(TreeError::Closed.into());
+        }
         let mut trees = self.trees.lock();
         if trees.contains_key(name) || self.pool.catalog_get(name).is_some() {
             return Err(Error::TreeExists(name.to_owned()));
@@ -559,19 +789,133 @@ impl Database {
         Ok(tree)
     }
 
-    /// Opens an existing tree.
-    ///
-    /// # Errors
-    /// No such tree, or I/O errors loading its root.
-    pub fn tree(&self, name: &str) -> Result<Tree> {
+    fn tree(&self, name: &str) -> Result<Tree> {
         let mut trees = self.trees.lock();
         if let Some(t) = trees.get(name) {
             return Ok(t.clone());
+        }
+        if self.pool.is_closed() {
+            return Err(TreeError::Closed.into());
         }
         let root = self.pool.catalog_get(name).ok_or_else(|| Error::TreeNotFound(name.to_owned()))?;
         let tree = self.handle(Tree::open(&self.pool, root)?);
         trees.insert(name.to_owned(), tree.clone());
         Ok(tree)
+    }
+
+    fn checkpoint(&self) -> Result<()> {
+        match &self.wal {
+            Some(wal) => wal.checkpoint(&self.pool).map(|_| ()),
+            None => Ok(self.pool.flush()?),
+        }
+    }
+
+    /// The close sequence (R13): every page and page 0 written, page 0 marked clean, and with a
+    /// log a last checkpoint (which finds no dirty page and truncates the log to it).
+    fn close(&self) -> Result<()> {
+        self.pool.close()?;
+        if let Some(wal) = &self.wal {
+            wal.checkpoint(&self.pool)?;
+        }
+        Ok(())
+    }
+}
+
+impl Database {
+    /// Settings for creating or opening a database.
+    #[must_use]
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Begins a transaction. While the log is over [`Builder::max_log_bytes`], first waits
+    /// (up to about two seconds) for the page cleaner to shrink it.
+    #[must_use]
+    pub fn begin(&self) -> Transaction<'_> {
+        self.core.begin()
+    }
+
+    fn stop_background(&self) {
+        let mut threads = self.background.lock();
+        if let Some(mut c) = threads.cleaner.take() {
+            c.stop();
+        }
+        if let Some(mut c) = threads.checkpointer.take() {
+            c.stop();
+        }
+    }
+
+    /// Checkpoints taken since the database opened: `(all, by the background thread, failed)`
+    /// (zeros without logging).
+    #[must_use]
+    pub fn checkpoint_counts(&self) -> (u64, u64, u64) {
+        self.core.wal.as_ref().map_or((0, 0, 0), |w| {
+            let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            (l(&w.stats.checkpoints), l(&w.stats.background_checkpoints), l(&w.stats.failed_checkpoints))
+        })
+    }
+
+    /// What the page cleaner did since the database opened (`None` without logging).
+    #[must_use]
+    pub fn cleaner_stats(&self) -> Option<CleanerStats> {
+        self.core.cleaner.as_ref().map(|c| c.counters.snapshot())
+    }
+
+    /// Bytes of log kept on disk now, from the oldest record restart could need (or not yet
+    /// truncated) to the end (`None` without logging). The page cleaner keeps it below
+    /// [`Builder::max_log_bytes`] (R15).
+    #[must_use]
+    pub fn log_bytes(&self) -> Option<u64> {
+        self.core.wal.as_deref().map(cleaner::log_bytes)
+    }
+
+    /// The record lock manager's counters (`None` with locking off).
+    #[must_use]
+    pub fn lock_stats(&self) -> Option<lock::LockStats> {
+        self.core.locks.as_ref().map(lock::LockManager::stats)
+    }
+
+    /// Whether this database logs its changes.
+    #[must_use]
+    pub fn is_logged(&self) -> bool {
+        self.core.wal.is_some()
+    }
+
+    /// The log's counters (`None` without logging).
+    #[must_use]
+    pub fn log_stats(&self) -> Option<LogStats> {
+        self.core.wal.as_ref().map(|w| w.log.stats())
+    }
+
+    /// What the restart that opened this database did (all zero for a created database or one
+    /// without logging).
+    #[must_use]
+    pub fn restart_stats(&self) -> RestartStats {
+        *self.core.restart_stats.lock()
+    }
+
+    /// Takes a checkpoint (RECOVERY.md R7); without logging, flushes.
+    ///
+    /// # Errors
+    /// Log or I/O errors.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.core.checkpoint()
+    }
+
+    /// Creates a new, empty tree.
+    ///
+    /// # Errors
+    /// The name is invalid or taken, the catalog is full, or no frame is free.
+    pub fn create_tree(&self, name: &str) -> Result<Tree> {
+        self.core.create_tree(name)
+    }
+
+    /// Opens an existing tree.
+    ///
+    /// # Errors
+    /// No such tree, or I/O errors loading its root.
+    pub fn tree(&self, name: &str) -> Result<Tree> {
+        self.core.tree(name)
     }
 
     /// Opens the tree, creating it if it does not exist.
@@ -588,31 +932,41 @@ impl Database {
     /// Names of all trees.
     #[must_use]
     pub fn tree_names(&self) -> Vec<String> {
-        self.pool.catalog_names()
+        self.core.pool.catalog_names()
     }
 
-    /// Writes every dirty page and the metadata, then fsyncs.
+    /// Writes every dirty page and the metadata, then fsyncs. On an unlogged database this is
+    /// not a consistent point: writes running meanwhile may be half in the file, and only
+    /// [`Database::close`] marks the file clean (R13).
     ///
     /// # Errors
     /// I/O errors (sticky: reopen the database afterwards).
     pub fn flush(&self) -> Result<()> {
-        Ok(self.pool.flush()?)
+        Ok(self.core.pool.flush()?)
     }
 
-    /// Flushes and closes the database. If it records a trace and no [`Tree`] handle outlives
-    /// the database, the trace is finished here and its errors reported; otherwise it is
-    /// finished when the last handle is dropped.
+    /// Flushes and closes the database: every page written, page 0 marked clean, a last
+    /// checkpoint with a log, the file locks released. Every [`Tree`] handle that outlives it
+    /// refuses from then on ([`TreeError::Closed`]). If it records a trace and no [`Tree`]
+    /// handle outlives the database, the trace is finished here and its errors reported;
+    /// otherwise it is finished when the last handle is dropped.
     ///
     /// # Errors
-    /// As [`Database::flush`]; I/O errors finishing the trace.
+    /// As [`Database::flush`]; I/O errors finishing the trace. The database is closed even
+    /// then (its handles refuse); a logged one restarts from its log at the next open.
     pub fn close(mut self) -> Result<()> {
         self.closed = true;
-        self.stop_checkpointer();
-        self.flush()?;
-        self.checkpoint()?;
-        self.trees.lock().clear();
-        if let Some(pool) = Arc::get_mut(&mut self.pool) {
-            pool.finish_trace()?;
+        self.stop_background();
+        let result = self.core.close();
+        self.core.pool.mark_closed();
+        *self.core.me.lock() = Weak::new();
+        self.core.trees.lock().clear();
+        self.files.lock().clear();
+        result?;
+        if let Some(core) = Arc::get_mut(&mut self.core) {
+            if let Some(pool) = Arc::get_mut(&mut core.pool) {
+                pool.finish_trace()?;
+            }
         }
         Ok(())
     }
@@ -620,29 +974,36 @@ impl Database {
     /// The buffer pool's counters, summed over all threads.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        self.pool.stats()
+        self.core.pool.stats()
     }
 
     /// The buffer pool (for experiments and checks).
     #[must_use]
     pub fn pool(&self) -> &Arc<swizzledb_buffer::BufferPool> {
-        &self.pool
+        &self.core.pool
     }
 }
 
 impl Drop for Database {
-    /// Dropping without [`Database::close`] still flushes, ignoring errors (call `close` to see
-    /// them).
+    /// Dropping without [`Database::close`] closes the same way; a failure is reported as a
+    /// `log` warning (call `close` to get the error).
     fn drop(&mut self) {
-        self.stop_checkpointer();
+        self.stop_background();
         if !self.closed {
-            let _ = self.checkpoint();
+            if let Err(e) = self.core.close() {
+                log::warn!(
+                    "swizzledb: dropping the database {} could not close it cleanly: {e}",
+                    self.core.pool.path().display()
+                );
+            }
+            self.core.pool.mark_closed();
+            self.core.trees.lock().clear();
         }
     }
 }
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database").field("pool", &self.pool).finish_non_exhaustive()
+        f.debug_struct("Database").field("pool", &self.core.pool).finish_non_exhaustive()
     }
 }

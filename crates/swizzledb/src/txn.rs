@@ -8,7 +8,7 @@ use swizzledb_sync::{Lsn, TxnId};
 use crate::lock::LockMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Record, TxnState};
-use crate::{CommitMode, Database, Error, Result};
+use crate::{CommitMode, Core, Error, Result};
 
 /// A transaction: point reads and writes on the database's trees, under record locks held
 /// until it ends (shared for reads, exclusive for writes; LOCKS.md), so concurrent transactions
@@ -17,13 +17,13 @@ use crate::{CommitMode, Database, Error, Result};
 /// cannot be granted ([`crate::Error::Lock`]: wait-die chose this transaction) leaves the
 /// transaction as it was; abort it and retry.
 pub struct Transaction<'db> {
-    db: &'db Database,
+    db: &'db Core,
     log: TxnLog<'db>,
     done: bool,
 }
 
 impl<'db> Transaction<'db> {
-    pub(crate) fn new(db: &'db Database, wal: Option<&'db Wal>, shared: Arc<TxnShared>) -> Transaction<'db> {
+    pub(crate) fn new(db: &'db Core, wal: Option<&'db Wal>, shared: Arc<TxnShared>) -> Transaction<'db> {
         Transaction { db, log: TxnLog::new(wal, shared), done: false }
     }
 

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use swizzledb::{Database, PoolMode, TreeError};
+use swizzledb::{CommitMode, Database, PoolMode, TreeError};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -44,7 +44,10 @@ fn run(mode: PoolMode, ops: &[Op]) {
     let path = dir.path().join("oracle.swz");
     // 16 frames of 4 KiB: the tree outgrows the pool after a few hundred records.
     let pool = if mode == PoolMode::MainMemory { 64 << 20 } else { 16 * 4096 };
-    let builder = Database::builder().mode(mode).page_size(4096).pool_bytes(pool);
+    // The default configuration (logged, so every tree write auto-commits, R12), with
+    // asynchronous commits so the proptest does not wait for an fsync per operation.
+    let builder =
+        Database::builder().mode(mode).page_size(4096).pool_bytes(pool).commit_mode(CommitMode::Async);
     let mut db = builder.clone().create(&path).unwrap();
     let mut tree = db.create_tree("t").unwrap();
     let mut oracle = BTreeMap::new();

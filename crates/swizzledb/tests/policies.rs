@@ -13,6 +13,7 @@ use swizzledb::{Database, PolicySpec, PoolMode};
 fn run(spec: PolicySpec, mode: PoolMode) -> swizzledb::Stats {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::builder()
+        .logging(false)
         .mode(mode)
         .page_size(4096)
         .pool_bytes(24 * 4096)

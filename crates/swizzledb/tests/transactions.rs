@@ -117,19 +117,28 @@ fn r5_rollback_of_a_transaction_that_split_the_tree() {
     }
 }
 
-/// With logging on, the trees' own writes refuse: every change must be logged.
+/// With logging on, the trees' own writes are transactions of their own (R12): they take the
+/// key's lock, so a transaction holding it makes them wait and, as the younger, give up; an
+/// insert of a present key changes nothing.
 #[test]
-fn r4_unlogged_writes_refuse_on_a_logged_database() {
+fn r12_tree_writes_auto_commit_on_a_logged_database() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::builder().logging(true).create(&dir.path().join("t.swz")).unwrap();
     let tree = db.create_tree("t").unwrap();
-    assert!(matches!(tree.insert(b"a", b"1"), Err(TreeError::NeedsTransaction)));
-    assert!(matches!(tree.upsert(b"a", b"1"), Err(TreeError::NeedsTransaction)));
-    assert!(matches!(tree.delete(b"a"), Err(TreeError::NeedsTransaction)));
+    tree.insert(b"a", b"1").unwrap();
+    assert!(tree.upsert(b"a", b"2").unwrap());
+    assert!(matches!(tree.insert(b"a", b"3"), Err(TreeError::DuplicateKey)));
+    tree.insert(b"b", b"1").unwrap();
+    assert!(tree.delete(b"b").unwrap());
+    let commits_before = db.log_stats().unwrap().appends;
     let mut t = db.begin();
-    t.insert(&tree, b"a", b"1").unwrap();
+    t.put(&tree, b"a", b"held").unwrap();
+    // The auto-commit is younger than `t`: wait-die refuses it until it gives up.
+    assert!(matches!(tree.upsert(b"a", b"x"), Err(TreeError::Transaction(_))));
     t.commit().unwrap();
-    assert_eq!(tree.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert!(db.log_stats().unwrap().appends > commits_before);
+    assert_eq!(tree.get(b"a").unwrap().as_deref(), Some(&b"held"[..]));
+    assert_eq!(tree.get(b"b").unwrap(), None);
     db.close().unwrap();
 }
 

@@ -64,6 +64,26 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
     /// The underlying I/O error.
     fn set_len(&self, len: u64) -> io::Result<()>;
 
+    /// Takes an exclusive advisory lock on the file without waiting (V10): `Ok(true)` if this
+    /// handle holds it now, `Ok(false)` if another open file description holds it (in this or
+    /// another process). The lock lasts until [`VfsFile::unlock`] or until the last clone of
+    /// the handle is dropped (or its process ends). The default, for file systems that cannot
+    /// lock (`FaultFs`), grants every request.
+    ///
+    /// # Errors
+    /// The underlying I/O error.
+    fn try_lock(&self) -> io::Result<bool> {
+        Ok(true)
+    }
+
+    /// Releases the lock of [`VfsFile::try_lock`] (nothing if it is not held).
+    ///
+    /// # Errors
+    /// The underlying I/O error.
+    fn unlock(&self) -> io::Result<()> {
+        Ok(())
+    }
+
     /// Whether the file is empty.
     ///
     /// # Errors
@@ -163,6 +183,20 @@ impl VfsFile for OsFile {
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
     }
+
+    fn try_lock(&self) -> io::Result<bool> {
+        // `flock` on Linux: held by the open file description, so a second `open` of the same
+        // file in this process conflicts just as another process does.
+        match self.0.try_lock() {
+            Ok(()) => Ok(true),
+            Err(fs::TryLockError::WouldBlock) => Ok(false),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
+    fn unlock(&self) -> io::Result<()> {
+        self.0.unlock()
+    }
 }
 
 /// `O_DIRECT` on Linux; other systems have no portable equivalent, and opening with `direct`
@@ -250,6 +284,26 @@ mod tests {
         assert_eq!(OsFs.list(&dir).unwrap(), vec![dir.join("g")]);
         OsFs.sync_dir(&dir).unwrap();
         OsFs.remove(&dir.join("g")).unwrap();
+        fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn v10_one_lock_holder_per_file_even_within_a_process() {
+        let dir = std::env::temp_dir().join(format!("swizzledb-vfs-lock-{}", std::process::id()));
+        OsFs.create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let _ = OsFs.remove(&path);
+        let a = OsFs.open(&path, OpenMode::CREATE_NEW).unwrap();
+        let b = OsFs.open(&path, OpenMode::EXISTING).unwrap();
+        assert!(a.try_lock().unwrap(), "the first handle gets the lock");
+        assert!(!b.try_lock().unwrap(), "a second open file description is refused");
+        a.unlock().unwrap();
+        assert!(b.try_lock().unwrap(), "unlock hands the lock on");
+        drop(b);
+        let c = OsFs.open(&path, OpenMode::EXISTING).unwrap();
+        assert!(c.try_lock().unwrap(), "dropping the holder releases the lock");
+        drop((a, c));
+        OsFs.remove(&path).unwrap();
         fs::remove_dir(&dir).unwrap();
     }
 }

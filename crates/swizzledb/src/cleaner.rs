@@ -1,0 +1,202 @@
+//! The classical page cleaner (RECOVERY.md R15): a background thread that keeps a logged
+//! database's log below its bound by writing back the pages that hold truncation back, then
+//! taking a checkpoint, which truncates.
+//!
+//! One round: if the log kept on disk (`end - oldest`) exceeds half the bound, write back every
+//! dirty page whose recovery LSN lies in the oldest half of the bound (oldest first, in batches,
+//! each batch in page-id order: `BufferPool::write_back_older`), then checkpoint. Writers that
+//! begin a transaction while the log is over its bound wait for a round (`Throttle`), so a
+//! writer faster than the disk cannot outrun the cleaner.
+
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use swizzledb_buffer::BufferPool;
+use swizzledb_sync::Lsn;
+
+use crate::logging::Wal;
+
+/// Which page cleaner a logged database runs.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cleaner {
+    /// The classical cleaner: writes back the pages whose changes are oldest in the log, then
+    /// checkpoints (RECOVERY.md R15).
+    #[default]
+    Classical,
+    /// No cleaner: the log shrinks only when evictions and checkpoints let it.
+    None,
+}
+
+/// What the page cleaner did since the database opened.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CleanerStats {
+    /// Rounds that found the log over half its bound and cleaned.
+    pub rounds: u64,
+    /// Pages written back by the cleaner.
+    pub pages_written: u64,
+    /// Rounds that failed (I/O or log errors); the next round retries.
+    pub failures: u64,
+    /// Transactions that waited at `begin` for the log to get below its bound.
+    pub throttled: u64,
+    /// The largest log size (bytes kept on disk) any round saw.
+    pub max_log_bytes_seen: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    rounds: AtomicU64,
+    pages_written: AtomicU64,
+    failures: AtomicU64,
+    throttled: AtomicU64,
+    max_seen: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> CleanerStats {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        CleanerStats {
+            rounds: l(&self.rounds),
+            pages_written: l(&self.pages_written),
+            failures: l(&self.failures),
+            throttled: l(&self.throttled),
+            max_log_bytes_seen: l(&self.max_seen),
+        }
+    }
+}
+
+/// Pages per write-back batch: a round writes batches until no page below its target is left.
+const BATCH: usize = 256;
+/// How often the cleaner looks at the log when no writer wakes it.
+const PERIOD: Duration = Duration::from_millis(20);
+/// The longest a transaction waits at `begin` for the log to shrink: a long-running transaction
+/// can hold truncation back, and then waiting longer would not help.
+const MAX_THROTTLE: Duration = Duration::from_secs(2);
+
+/// State shared by the cleaner thread and the writers it throttles.
+pub(crate) struct Shared {
+    pub(crate) max_log_bytes: u64,
+    pub(crate) counters: Counters,
+    /// Stop flag and round number, under one mutex: writers wait for the round to advance.
+    state: Mutex<(bool, u64)>,
+    wake: Condvar,
+    done: Condvar,
+}
+
+impl Shared {
+    pub(crate) fn new(max_log_bytes: u64) -> Shared {
+        Shared {
+            max_log_bytes,
+            counters: Counters::default(),
+            state: Mutex::new((false, 0)),
+            wake: Condvar::new(),
+            done: Condvar::new(),
+        }
+    }
+
+    /// Called by `begin` (no latch held): if the log is over its bound, wake the cleaner and
+    /// wait for its rounds until the log is below the bound again, or `MAX_THROTTLE` passed.
+    pub(crate) fn throttle(&self, wal: &Wal) {
+        if log_bytes(wal) <= self.max_log_bytes {
+            return;
+        }
+        self.counters.throttled.fetch_add(1, Ordering::Relaxed);
+        let deadline = std::time::Instant::now() + MAX_THROTTLE;
+        let mut state = self.state.lock();
+        while !state.0 && log_bytes(wal) > self.max_log_bytes {
+            let round = state.1;
+            self.wake.notify_one();
+            while state.1 == round && !state.0 {
+                if self.done.wait_until(&mut state, deadline).timed_out() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Bytes of log kept on disk: from the oldest record not yet truncated to the end.
+pub(crate) fn log_bytes(wal: &Wal) -> u64 {
+    wal.log.end().0.saturating_sub(wal.log.oldest().0)
+}
+
+/// The cleaner thread; stops (and is joined) on [`Thread::stop`] or drop.
+pub(crate) struct Thread {
+    shared: Arc<Shared>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Thread {
+    pub(crate) fn start(shared: Arc<Shared>, wal: Arc<Wal>, pool: Arc<BufferPool>) -> Thread {
+        let s = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("swizzledb-cleaner".into())
+            .spawn(move || loop {
+                {
+                    let mut state = s.state.lock();
+                    if state.0 {
+                        return;
+                    }
+                    if log_bytes(&wal) <= s.max_log_bytes / 2 {
+                        s.wake.wait_for(&mut state, PERIOD);
+                        if state.0 {
+                            return;
+                        }
+                    }
+                }
+                round(&s, &wal, &pool);
+                let mut state = s.state.lock();
+                state.1 += 1;
+                s.done.notify_all();
+            })
+            .ok();
+        Thread { shared, handle }
+    }
+
+    pub(crate) fn stop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            let mut state = self.shared.state.lock();
+            state.0 = true;
+            self.shared.wake.notify_all();
+            self.shared.done.notify_all();
+            drop(state);
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Thread {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One round (see the module doc).
+fn round(s: &Shared, wal: &Wal, pool: &BufferPool) {
+    let size = log_bytes(wal);
+    s.counters.max_seen.fetch_max(size, Ordering::Relaxed);
+    if size <= s.max_log_bytes / 2 {
+        return;
+    }
+    s.counters.rounds.fetch_add(1, Ordering::Relaxed);
+    // Everything older than the newest quarter of the bound goes: after the checkpoint the log
+    // keeps about a quarter of the bound plus what running transactions hold.
+    let target = Lsn(wal.log.end().0.saturating_sub(s.max_log_bytes / 4));
+    let result = (|| -> crate::Result<()> {
+        loop {
+            let n = pool.write_back_older(target, BATCH)?;
+            s.counters.pages_written.fetch_add(n as u64, Ordering::Relaxed);
+            if n < BATCH {
+                break;
+            }
+        }
+        wal.checkpoint(pool)?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        s.counters.failures.fetch_add(1, Ordering::Relaxed);
+        log::warn!("swizzledb page cleaner: a round failed ({e}); the next round retries");
+    }
+}

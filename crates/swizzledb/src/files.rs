@@ -1,0 +1,122 @@
+//! What a database owns on disk besides its pages (RECOVERY.md R13, R14): the exclusive lock on
+//! the data file, and the log directory's identity file, which names the database the log
+//! belongs to and carries the log directory's lock.
+//!
+//! ```text
+//! <path>.wal/database-id   (created with the database, never rewritten)
+//! offset 0   8 bytes  magic "SWZDBID1"
+//! offset 8   u64 LE   database id (page 0 of the data file records the same id)
+//! offset 16  u32 LE   CRC-32C of bytes 0..16
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use swizzledb_sync::{OpenMode, Vfs, VfsFile};
+
+use crate::{Error, Result};
+
+/// The identity file's name in the log directory.
+const ID_FILE: &str = "database-id";
+const ID_MAGIC: &[u8; 8] = b"SWZDBID1";
+const ID_LEN: usize = 20;
+
+/// An advisory lock held for the `Database`'s life (R13); released by [`FileLock::release`] or
+/// when dropped.
+pub(crate) struct FileLock {
+    file: Option<Arc<dyn VfsFile>>,
+}
+
+impl FileLock {
+    /// Locks `path` (which must exist), or fails with [`Error::AlreadyOpen`] naming `database`.
+    pub(crate) fn acquire(vfs: &dyn Vfs, path: &Path, database: &Path) -> Result<FileLock> {
+        let file = vfs.open(path, OpenMode::EXISTING).map_err(|e| io(path, e))?;
+        FileLock::take(file, path, database)
+    }
+
+    fn take(file: Arc<dyn VfsFile>, path: &Path, database: &Path) -> Result<FileLock> {
+        match file.try_lock() {
+            Ok(true) => Ok(FileLock { file: Some(file) }),
+            Ok(false) => Err(Error::AlreadyOpen(database.to_path_buf())),
+            Err(e) => Err(io(path, e)),
+        }
+    }
+
+    /// Gives the lock up now (a closed database can be opened again while handles of it live).
+    pub(crate) fn release(&mut self) {
+        if let Some(file) = self.file.take() {
+            let _ = file.unlock();
+        }
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::Buffer(swizzledb_buffer::BufferError::Io { file: path.to_path_buf(), source: e })
+}
+
+fn id_path(dir: &Path) -> PathBuf {
+    dir.join(ID_FILE)
+}
+
+fn encode_id(id: u64) -> [u8; ID_LEN] {
+    let mut b = [0u8; ID_LEN];
+    b[..8].copy_from_slice(ID_MAGIC);
+    b[8..16].copy_from_slice(&id.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..16]);
+    b[16..].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// Writes a new log directory's identity file (synced, with its directory) and returns it
+/// locked (R13, R14).
+pub(crate) fn create_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Path) -> Result<FileLock> {
+    let path = id_path(dir);
+    let file = vfs.open(&path, OpenMode::CREATE_NEW).map_err(|e| io(&path, e))?;
+    let lock = FileLock::take(Arc::clone(&file), &path, database)?;
+    file.write_all_at(&encode_id(id), 0).map_err(|e| io(&path, e))?;
+    file.sync().map_err(|e| io(&path, e))?;
+    vfs.sync_dir(dir).map_err(|e| io(dir, e))?;
+    Ok(lock)
+}
+
+/// Checks that `dir` is the log of the logged database `database` whose page 0 records `id`,
+/// and locks it (R14): a missing directory or identity file is [`Error::LogMissing`], another
+/// id [`Error::ForeignLog`].
+pub(crate) fn check_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Path) -> Result<FileLock> {
+    let missing = |reason: &str| Error::LogMissing {
+        file: database.to_path_buf(),
+        dir: dir.to_path_buf(),
+        reason: reason.to_owned(),
+    };
+    if !vfs.exists(dir) {
+        return Err(missing("the directory does not exist"));
+    }
+    let path = id_path(dir);
+    let file = match vfs.open(&path, OpenMode::EXISTING) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(missing("it holds no database-id file (empty, or not a SwizzleDB log)"))
+        }
+        Err(e) => return Err(io(&path, e)),
+    };
+    let lock = FileLock::take(Arc::clone(&file), &path, database)?;
+    let mut b = [0u8; ID_LEN];
+    let found = match file.read_exact_at(&mut b, 0) {
+        Ok(())
+            if &b[..8] == ID_MAGIC
+                && crc32c::crc32c(&b[..16]) == u32::from_le_bytes(b[16..].try_into().expect("4 bytes")) =>
+        {
+            u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"))
+        }
+        Ok(()) | Err(_) => return Err(missing("its database-id file is damaged")),
+    };
+    if found != id {
+        return Err(Error::ForeignLog { file: database.to_path_buf(), dir: dir.to_path_buf() });
+    }
+    Ok(lock)
+}
