@@ -483,7 +483,8 @@ impl Builder {
         wal: Option<Arc<Wal>>,
         locks: Vec<files::FileLock>,
     ) -> Database {
-        let cleaner = wal.is_some().then(|| Arc::new(cleaner::Shared::new(self.log_bound())));
+        let cleaner = (wal.is_some() && self.cleaner == Cleaner::Classical)
+            .then(|| Arc::new(cleaner::Shared::new(self.log_bound())));
         let core = Arc::new_cyclic(|me| Core {
             me: Mutex::new(me.clone()),
             pool: Arc::new(pool),
@@ -509,14 +510,9 @@ impl Builder {
             threads.checkpointer =
                 Some(logging::Checkpointer::start(Arc::clone(wal), Arc::clone(&db.core.pool), every));
         }
-        if self.cleaner == Cleaner::Classical {
-            if let Some(shared) = &db.core.cleaner {
-                threads.cleaner = Some(cleaner::Thread::start(
-                    Arc::clone(shared),
-                    Arc::clone(wal),
-                    Arc::clone(&db.core.pool),
-                ));
-            }
+        if let Some(shared) = &db.core.cleaner {
+            threads.cleaner =
+                Some(cleaner::Thread::start(Arc::clone(shared), Arc::clone(wal), Arc::clone(&db.core.pool)));
         }
     }
 }

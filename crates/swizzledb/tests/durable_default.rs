@@ -1,0 +1,312 @@
+//! Durable by default (RECOVERY.md R12–R15): what a user who takes the defaults, forgets a
+//! setting or misuses a handle gets — through the public API only.
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use swizzledb::{wal_dir, Cleaner, CommitMode, Database, Error, PoolMode, TreeError};
+use swizzledb_sync::{CrashMode, FaultFs, OpenMode, Vfs};
+
+fn fault_fs() -> FaultFs {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    fs
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// R12: the default database logs, so a crash right after the tree's own writes returned keeps
+/// every one of them, whatever the next opener's builder says about logging.
+#[test]
+fn r12_default_tree_writes_survive_a_crash_and_every_open_restarts() {
+    for reopen_logging in [None, Some(false), Some(true)] {
+        let fs = fault_fs();
+        let path = Path::new("/d/db");
+        let builder = Database::builder().page_size(4096).pool_bytes(32 * 4096).vfs(Arc::new(fs.clone()));
+        let db = builder.clone().create(path).unwrap();
+        assert!(db.is_logged(), "logging is on by default");
+        let t = db.create_tree("t").unwrap();
+        for i in 0..300 {
+            t.upsert(&key(i), &[i as u8; 50]).unwrap();
+        }
+        for i in (0..300).step_by(3) {
+            assert!(t.delete(&key(i)).unwrap());
+        }
+        let mut tx = db.begin();
+        tx.put(&t, b"zz-uncommitted", b"x").unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        drop(tx);
+        drop(t);
+        drop(db);
+
+        let reopen = match reopen_logging {
+            None => builder.clone(),
+            Some(on) => builder.clone().logging(on),
+        };
+        let db = reopen.open(path).unwrap();
+        assert!(db.is_logged(), "the file decides: {reopen_logging:?}");
+        assert!(db.restart_stats().analyzed > 0, "open went through restart");
+        let t = db.tree("t").unwrap();
+        t.verify().unwrap();
+        for i in 0..300 {
+            let want = (i % 3 != 0).then(|| vec![i as u8; 50]);
+            assert_eq!(t.get(&key(i)).unwrap(), want, "key {i} after reopening with {reopen_logging:?}");
+        }
+        assert_eq!(t.get(b"zz-uncommitted").unwrap(), None);
+        db.close().unwrap();
+    }
+}
+
+/// R13: one opener at a time, in this process as in another; close and drop release the lock.
+#[test]
+fn r13_a_second_open_is_refused_until_the_first_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    for logging in [true, false] {
+        let path = dir.path().join(format!("db-{logging}"));
+        let db = Database::builder().logging(logging).create(&path).unwrap();
+        match Database::builder().open(&path) {
+            Err(Error::AlreadyOpen(p)) => assert_eq!(p, path),
+            other => panic!("a second open while the first is open: {other:?}"),
+        }
+        let t = db.create_tree("t").unwrap();
+        t.insert(b"a", b"1").unwrap();
+        db.close().unwrap();
+        // The handle outlives the database, yet the file can be opened again.
+        let db = Database::builder().open(&path).unwrap();
+        assert_eq!(db.tree("t").unwrap().get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+        assert!(matches!(t.get(b"a"), Err(TreeError::Closed)));
+        drop(db);
+        let db = Database::builder().open(&path).unwrap();
+        db.close().unwrap();
+    }
+}
+
+/// R13 (T15): every operation of a handle of a closed or dropped database is `Closed`; nothing
+/// returns `Ok` and is lost.
+#[test]
+fn r13_handles_of_a_closed_or_dropped_database_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    for (logging, close) in [(true, true), (true, false), (false, true), (false, false)] {
+        let path = dir.path().join(format!("db-{logging}-{close}"));
+        let db = Database::builder().logging(logging).create(&path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..100 {
+            t.insert(&key(i), b"v").unwrap();
+        }
+        let mut scan = t.range(Bound::Unbounded, Bound::Unbounded);
+        assert!(scan.next().unwrap().is_ok());
+        let clone = t.clone();
+        if close {
+            db.close().unwrap();
+        } else {
+            drop(db);
+        }
+        let closed = |r: Result<(), TreeError>| assert!(matches!(r, Err(TreeError::Closed)), "{r:?}");
+        closed(clone.upsert(b"late", b"lost?").map(|_| ()));
+        closed(clone.insert(b"late", b"lost?"));
+        closed(clone.delete(&key(1)).map(|_| ()));
+        closed(clone.get(&key(1)).map(|_| ()));
+        closed(t.range(Bound::Unbounded, Bound::Unbounded).next().unwrap().map(|_| ()));
+        closed(t.range_rev(Bound::Unbounded, Bound::Unbounded).next().unwrap().map(|_| ()));
+        closed(scan.next().unwrap().map(|_| ()));
+        assert!(scan.next().is_none(), "a closed scan ends after saying so");
+        drop(scan);
+        drop((t, clone));
+        let db = Database::builder().open(&path).unwrap();
+        let t = db.tree("t").unwrap();
+        assert_eq!(t.get(b"late").unwrap(), None);
+        assert_eq!(t.range(Bound::Unbounded, Bound::Unbounded).count(), 100);
+        db.close().unwrap();
+    }
+}
+
+fn unlogged_with_writes(fs: &FaultFs, path: &Path) -> swizzledb::Builder {
+    let builder =
+        Database::builder().logging(false).page_size(4096).pool_bytes(16 * 4096).vfs(Arc::new(fs.clone()));
+    let db = builder.clone().create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..2000 {
+        t.upsert(&key(i), &[7; 40]).unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..500 {
+        t.upsert(&key(i), &[8; 40]).unwrap();
+    }
+    fs.crash(CrashMode::KeepUnsynced);
+    drop(t);
+    drop(db);
+    builder
+}
+
+/// R13: an unlogged database that was not closed cleanly is refused, naming the file, unless
+/// the caller discards it; one closed cleanly, or only read since, opens.
+#[test]
+fn r13_unclean_unlogged_databases_are_refused_or_discarded() {
+    let fs = fault_fs();
+    let path = Path::new("/d/scratch");
+    let builder = unlogged_with_writes(&fs, path);
+    match builder.clone().open(path) {
+        Err(e @ Error::Unclean(_)) => {
+            let msg = e.to_string();
+            assert!(msg.contains("/d/scratch") && msg.contains("discard_unclean"), "{msg}");
+        }
+        other => panic!("an unclean unlogged database opened: {other:?}"),
+    }
+    let db = builder.clone().discard_unclean(true).open(path).unwrap();
+    assert!(!db.is_logged());
+    assert!(db.tree_names().is_empty(), "discarded: a new, empty database");
+    db.create_tree("t").unwrap().insert(b"a", b"1").unwrap();
+    db.close().unwrap();
+
+    // Closed cleanly, then opened and only read, then crashed: still clean.
+    let db = builder.clone().open(path).unwrap();
+    assert_eq!(db.tree("t").unwrap().get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    let db = builder.clone().open(path).unwrap();
+    // One write, a crash before close: unclean.
+    db.tree("t").unwrap().upsert(b"b", b"2").unwrap();
+    db.flush().unwrap();
+    fs.crash(CrashMode::KeepUnsynced);
+    drop(db);
+    assert!(matches!(builder.open(path), Err(Error::Unclean(_))));
+}
+
+/// R13: `logging(true)` on an unlogged database is refused with what to do, or converts it.
+#[test]
+fn r13_logging_on_an_unlogged_database_is_refused_or_converts() {
+    let fs = fault_fs();
+    let path = Path::new("/d/plain");
+    let builder = Database::builder().page_size(4096).pool_bytes(32 * 4096).vfs(Arc::new(fs.clone()));
+    let db = builder.clone().logging(false).create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..500 {
+        t.insert(&key(i), b"v").unwrap();
+    }
+    db.close().unwrap();
+    match builder.clone().logging(true).open(path) {
+        Err(e @ Error::NotLogged(_)) => assert!(e.to_string().contains("convert_to_logged"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    // Opening with the defaults follows the file: unlogged.
+    let db = builder.clone().open(path).unwrap();
+    assert!(!db.is_logged());
+    db.close().unwrap();
+
+    let db = builder.clone().logging(true).convert_to_logged(true).open(path).unwrap();
+    assert!(db.is_logged());
+    let t = db.tree("t").unwrap();
+    t.upsert(&key(1), b"after").unwrap();
+    fs.crash(CrashMode::DropUnsynced);
+    drop(t);
+    drop(db);
+    let db = builder.open(path).unwrap();
+    assert!(db.is_logged(), "page 0 now says logged");
+    let t = db.tree("t").unwrap();
+    assert_eq!(t.get(&key(1)).unwrap().as_deref(), Some(&b"after"[..]));
+    assert_eq!(t.range(Bound::Unbounded, Bound::Unbounded).count(), 500);
+    t.verify().unwrap();
+    db.close().unwrap();
+}
+
+fn remove_dir(fs: &FaultFs, dir: &Path) {
+    for f in fs.list(dir).unwrap() {
+        fs.remove(&f).unwrap();
+    }
+}
+
+/// R14: a logged database whose log is missing, empty or another database's is refused with a
+/// typed error naming the file; nothing is silently recreated.
+#[test]
+fn r14_missing_empty_or_foreign_logs_are_refused() {
+    let fs = fault_fs();
+    let builder = Database::builder().page_size(4096).pool_bytes(32 * 4096).vfs(Arc::new(fs.clone()));
+    let (a, b) = (PathBuf::from("/d/a"), PathBuf::from("/d/b"));
+    for p in [&a, &b] {
+        let db = builder.clone().create(p).unwrap();
+        db.create_tree("t").unwrap().insert(b"k", p.to_str().unwrap().as_bytes()).unwrap();
+        db.close().unwrap();
+    }
+    // Foreign: b's log put beside a.
+    let (wa, wb) = (wal_dir(&a), wal_dir(&b));
+    remove_dir(&fs, &wa);
+    for f in fs.list(&wb).unwrap() {
+        let dst = wa.join(f.file_name().unwrap());
+        let src = fs.open(&f, OpenMode::EXISTING).unwrap();
+        let mut bytes = vec![0; src.len().unwrap() as usize];
+        src.read_exact_at(&mut bytes, 0).unwrap();
+        fs.open(&dst, OpenMode::CREATE_NEW).unwrap().write_all_at(&bytes, 0).unwrap();
+    }
+    match builder.clone().open(&a) {
+        Err(Error::ForeignLog { file, dir }) => assert_eq!((file, dir), (a.clone(), wa.clone())),
+        other => panic!("a foreign log: {other:?}"),
+    }
+    // Empty.
+    remove_dir(&fs, &wa);
+    assert!(matches!(builder.clone().open(&a), Err(Error::LogMissing { .. })), "an empty log directory");
+    assert!(fs.list(&wa).unwrap().is_empty(), "nothing was recreated");
+    // b without its identity file, then without its directory's files at all.
+    fs.remove(&wb.join("database-id")).unwrap();
+    assert!(matches!(builder.clone().open(&b), Err(Error::LogMissing { .. })));
+    // The file itself is untouched: b's log restored, it opens.
+    let db = builder.clone().logging(false).open(&a);
+    assert!(matches!(db, Err(Error::LogMissing { .. })), "logging(false) does not skip the log");
+}
+
+/// R15: 100k updates to 100 keys with the pool holding everything (so nothing is evicted): the
+/// page cleaner keeps the log on disk below its bound.
+#[test]
+fn r15_the_log_stays_below_its_bound_without_evictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let bound = 1 << 20;
+    let segment = 64 << 10;
+    let db = Database::builder()
+        .mode(PoolMode::Swizzling)
+        .pool_bytes(16 << 20)
+        .commit_mode(CommitMode::Async)
+        .log_segment_bytes(segment)
+        .max_log_bytes(bound)
+        .create(&path)
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let on_disk = || -> u64 {
+        std::fs::read_dir(wal_dir(&path)).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum()
+    };
+    let (mut max_kept, mut max_disk) = (0, 0);
+    for i in 0..100_000u32 {
+        t.upsert(&key(i % 100), &i.to_le_bytes().repeat(10)).unwrap();
+        if i % 500 == 0 {
+            max_kept = max_kept.max(db.log_bytes().unwrap());
+            max_disk = max_disk.max(on_disk());
+        }
+    }
+    let stats = db.cleaner_stats().unwrap();
+    assert!(stats.rounds > 0 && stats.pages_written > 0, "{stats:?}");
+    // A transaction that began just below the bound may add its few records above it.
+    assert!(max_kept <= bound + 4096, "log kept {max_kept} bytes, bound {bound}");
+    // The files also hold the partly filled last segment and the small master/id files.
+    assert!(max_disk <= bound + segment, "log files {max_disk} bytes, bound {bound}");
+    assert_eq!(db.stats().evictions, 0, "the cleaner, not eviction, bounded the log");
+    db.close().unwrap();
+
+    // Without the cleaner the same run keeps far more log (nothing is ever written back).
+    let path2 = dir.path().join("db2");
+    let db = Database::builder()
+        .pool_bytes(16 << 20)
+        .commit_mode(CommitMode::Async)
+        .log_segment_bytes(segment)
+        .max_log_bytes(bound)
+        .cleaner(Cleaner::None)
+        .checkpoint_interval(None)
+        .create(&path2)
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..20_000u32 {
+        t.upsert(&key(i % 100), &i.to_le_bytes().repeat(10)).unwrap();
+    }
+    assert!(db.log_bytes().unwrap() > 2 * bound, "{}", db.log_bytes().unwrap());
+    db.close().unwrap();
+}
