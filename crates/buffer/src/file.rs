@@ -130,7 +130,10 @@ impl PageFile {
         clean.encode(page0.as_mut_slice())?;
         self.write_raw(PageId::META, page0.as_mut_slice())?;
         self.sync()?;
-        if !clean.logged {
+        if clean.logged {
+            *self.clean_marker.lock() = None;
+            self.marker_armed.store(false, std::sync::atomic::Ordering::Release);
+        } else {
             self.arm_marker(page0.as_slice());
         }
         Ok(())
@@ -942,6 +945,44 @@ mod tests {
         pf.write_meta(&m).expect("write_meta");
         pf.sync().expect("sync");
         (pf, m)
+    }
+
+    /// F11: the first change after an open of a clean file clears CLEAN durably before it is
+    /// made; a file only read stays clean; `mark_clean` sets it; logged files never arm it.
+    #[test]
+    fn f11_the_first_change_clears_clean_durably_before_it_is_made() {
+        let fs = FaultFs::new();
+        let (pf, m) = build_on(&fs);
+        assert!(m.clean);
+        drop(pf);
+        let path = Path::new("/db/data");
+        let (pf, got) = PageFile::open(&fs, path, false).expect("open");
+        assert!(got.clean, "written clean and synced");
+        let mut buf = vec![0u8; 4096];
+        pf.read_page(pid(3), &mut buf).expect("read");
+        fs.crash(CrashMode::DropUnsynced);
+        drop(pf);
+        let (pf, got) = PageFile::open(&fs, path, false).expect("open");
+        assert!(got.clean, "a file only read stays clean");
+        let syncs = fs.calls(Op::Sync, Some("/db/data"));
+        pf.write_page(pid(3), &mut leaf(4096, pid(3), 42)).expect("write");
+        pf.write_page(pid(5), &mut leaf(4096, pid(5), 42)).expect("write");
+        assert_eq!(fs.calls(Op::Sync, Some("/db/data")), syncs + 1, "one sync, before the first write");
+        // Even if every unsynced write survives, page 0 says unclean.
+        fs.crash(CrashMode::KeepUnsynced);
+        drop(pf);
+        let (pf, got) = PageFile::open(&fs, path, false).expect("open");
+        assert!(!got.clean);
+        pf.mark_clean(&got).expect("mark clean");
+        fs.crash(CrashMode::DropUnsynced);
+        drop(pf);
+        let (pf, got) = PageFile::open(&fs, path, false).expect("open");
+        assert!(got.clean, "mark_clean is durable");
+        let logged = Meta { logged: true, ..got.clone() };
+        pf.mark_clean(&logged).expect("mark clean");
+        let syncs = fs.calls(Op::Sync, Some("/db/data"));
+        pf.write_page(pid(3), &mut leaf(4096, pid(3), 43)).expect("write");
+        assert_eq!(fs.calls(Op::Sync, Some("/db/data")), syncs, "a logged file never rewrites page 0");
     }
 
     #[test]

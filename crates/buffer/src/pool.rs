@@ -461,15 +461,17 @@ impl BufferPool {
     }
 
     /// Records in page 0 that the database now has a write-ahead log (F11), and syncs: the
-    /// last step of converting an unlogged database, after its log holds a checkpoint.
+    /// last step of converting an unlogged database that was opened clean and not changed
+    /// since, after its log holds a checkpoint.
     ///
     /// # Errors
     /// As [`PageFile::write_meta`] and [`PageFile::sync`].
     pub fn mark_logged(&self) -> Result<()> {
         let mut meta = self.meta.lock();
         meta.logged = true;
-        self.file.write_meta(&meta)?;
-        self.file.sync()
+        // Page 0 alone, in one write: the file changes from "unlogged, clean" to "logged" with
+        // nothing in between (F11).
+        self.file.mark_clean(&meta)
     }
 
     /// Marks the pool closed without writing anything (B22): for an owner that gives up on it.
