@@ -354,6 +354,10 @@ impl Builder {
     /// Invalid settings, a non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
     pub fn create(self, path: &Path) -> Result<Database> {
         self.check_log_settings()?;
+        if self.config.vfs.exists(path) {
+            let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
+            return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
+        }
         if self.logging == Some(false) {
             let pool = swizzledb_buffer::BufferPool::create(path, &self.config, Arc::new(BTreeOwner))?;
             let lock = files::FileLock::acquire(&*self.config.vfs, path, path)?;
@@ -802,13 +806,33 @@ impl Core {
     fn checkpoint(&self) -> Result<()> {
         match &self.wal {
             Some(wal) => wal.checkpoint(&self.pool).map(|_| ()),
-            None => Ok(self.pool.flush()?),
+            None => self.flush(),
         }
     }
 
-    /// The close sequence (R13): every page and page 0 written, page 0 marked clean, and with a
-    /// log a last checkpoint (which finds no dirty page and truncates the log to it).
+    /// Writes every dirty page and syncs: unlogged, with page 0 and the free-page chain (no
+    /// consistent point while writers run); logged, the pages only, after the whole log is
+    /// durable — page 0 and the free chain of a logged database are written only at close
+    /// (R13), since the records that freed a page may not be durable yet.
+    fn flush(&self) -> Result<()> {
+        match &self.wal {
+            None => Ok(self.pool.flush()?),
+            Some(wal) => {
+                wal.log.flush_all()?;
+                self.pool.write_back_older(Lsn(u64::MAX), usize::MAX)?;
+                Ok(self.pool.sync_file()?)
+            }
+        }
+    }
+
+    /// The close sequence (R13): the log made durable (so no page, free-page chain or page 0
+    /// reaches the file ahead of the records that explain it), every page and page 0 written,
+    /// page 0 marked clean, and with a log a last checkpoint (which finds no dirty page and
+    /// truncates the log to it).
     fn close(&self) -> Result<()> {
+        if let Some(wal) = &self.wal {
+            wal.log.flush_all()?;
+        }
         self.pool.close()?;
         if let Some(wal) = &self.wal {
             wal.checkpoint(&self.pool)?;
@@ -931,14 +955,15 @@ impl Database {
         self.core.pool.catalog_names()
     }
 
-    /// Writes every dirty page and the metadata, then fsyncs. On an unlogged database this is
-    /// not a consistent point: writes running meanwhile may be half in the file, and only
-    /// [`Database::close`] marks the file clean (R13).
+    /// Writes every dirty page and fsyncs (a logged database's commits are durable without it;
+    /// it shortens the next restart's redo). On an unlogged database it also writes the
+    /// metadata, but it is no consistent point: writes running meanwhile may be half in the
+    /// file, and only [`Database::close`] marks the file clean (R13).
     ///
     /// # Errors
-    /// I/O errors (sticky: reopen the database afterwards).
+    /// Log or I/O errors (sticky: reopen the database afterwards).
     pub fn flush(&self) -> Result<()> {
-        Ok(self.core.pool.flush()?)
+        self.core.flush()
     }
 
     /// Flushes and closes the database: every page written, page 0 marked clean, a last
