@@ -1,18 +1,25 @@
-//! `swizzledb bench wal`: what write-ahead logging costs, in three parts (issue 6, "Performance").
+//! `swizzledb bench wal`: what write-ahead logging costs, in four parts (issue 6, "Performance").
 //!
 //! 1. **overhead** — random-order inserts (8-byte keys, 100-byte values) in transactions of B
 //!    inserts at several thread counts, in the four configurations of Graefe et al. 2014 Fig. 14
 //!    that matter here: logging and locking off, logging off with locking, logging on with
-//!    asynchronous commit, logging on with synchronous commit (both with locking). A fresh
+//!    asynchronous commit, logging on with synchronous commit (both with locking); beside them
+//!    the engine's default write path, the trees' own `insert` (auto-commit: one transaction per
+//!    insert, no explicit `Transaction`) with synchronous and with asynchronous commit. A fresh
 //!    database per measurement; inserts/s, ratio to the fastest configuration, log bytes per
 //!    insert.
 //! 2. **group-commit** — T threads each commit one-put transactions synchronously for D seconds:
 //!    commits/s and commits per fsync (the log's sync rounds, those of its background flusher
 //!    included).
-//! 3. **restart** — a loaded database is opened by a child process, which updates records until
-//!    X bytes of log follow the last checkpoint and is then killed with SIGKILL; the restart
-//!    (`Database::open`) is timed in this process, with its counters (records analyzed and
-//!    redone, pages written).
+//! 3. **restart** — a loaded database is opened by a child process, which updates records and is
+//!    then killed with SIGKILL; the restart (`Database::open`) is timed in this process, with its
+//!    counters (records analyzed and redone, pages written). Two series: without the page cleaner,
+//!    the writer stops once X bytes of log follow the last checkpoint (`--log-sizes`: restart time
+//!    against the log); and, with the cleaner on at a log bound and off, the writer runs for T
+//!    seconds (`--run-times`: restart time against how long the process ran).
+//! 4. **log-size** — one thread updates a few keys (auto-commit, asynchronous commit) many times,
+//!    with the page cleaner on at a log bound and, for contrast, off; `Database::log_bytes()` and
+//!    the bytes of the log's segment files are sampled every N updates.
 //!
 //! The crash is a real process kill on the real file system (not the in-process `FaultFs`), so
 //! nothing of the writer's memory survives and restart reads what the OS holds; the OS page
@@ -20,6 +27,8 @@
 //!
 //! Every part interleaves its configurations within each repetition (A B C D A B C D ...), so
 //! drift of the machine hits them alike; tables show medians.
+//!
+//! Every database sets logging explicitly (the engine's default is on).
 
 use std::error::Error;
 use std::io::{self, BufRead, BufReader, Write};
@@ -29,7 +38,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use swizzledb::{CommitMode, Database, LogStats, RestartStats, Tree};
+use swizzledb::{Cleaner, CleanerStats, CommitMode, Database, LogStats, RestartStats, Tree};
 
 use crate::insert::mix;
 use crate::plot::{Chart, Point, Scale, Series};
@@ -47,11 +56,19 @@ const WRITER_BATCH: u64 = 64;
 const TREE: &str = "wal";
 /// Pool bytes per record (as `bench insert`): the index always fits in memory.
 const POOL_BYTES_PER_RECORD: u64 = 320;
+/// The log bound set with `Cleaner::None` (1 PiB). Without a cleaner nothing enforces a bound;
+/// this one only passes the builder's check that the bound holds four segments, whatever the
+/// segment size.
+pub const NO_BOUND: u64 = 1 << 50;
+/// The engine's default log segment (`LogConfig`), set explicitly where the bench means it.
+const DEFAULT_SEGMENT: u64 = 16 << 20;
+/// Pool of the log-size part: far more than its few keys need.
+const LOG_SIZE_POOL: usize = 64 << 20;
 
 /// Options of `bench wal`.
 #[derive(Args, Debug)]
 pub struct WalBenchArgs {
-    /// Parts to run: all, or a comma-separated list of overhead, group-commit, restart
+    /// Parts to run: all, or a comma-separated list of overhead, group-commit, restart, log-size
     #[arg(long, default_value = "all", value_parser = parse_parts)]
     parts: Parts,
     /// Inserts per measurement of the overhead part; records loaded before the restart part
@@ -72,9 +89,31 @@ pub struct WalBenchArgs {
     /// fsync per insert)
     #[arg(long, default_value = "10", value_parser = units::parse_positive_seconds)]
     time_limit: f64,
-    /// Log written after the last checkpoint before the crash, comma-separated sizes
-    #[arg(long, default_value = "4MiB,16MiB,64MiB", value_delimiter = ',', value_parser = parse_log_size)]
-    log_sizes: Vec<u64>,
+    /// Restart part without the page cleaner: log written after the last checkpoint before the
+    /// crash, comma-separated sizes, or none
+    #[arg(long, default_value = "4MiB,16MiB,64MiB", value_parser = parse_log_sizes)]
+    log_sizes: List<u64>,
+    /// Restart part with the page cleaner on (at --max-log) and off: seconds the writer runs
+    /// before the crash, comma-separated, or none
+    #[arg(long, default_value = "1,4,16", value_parser = parse_run_times)]
+    run_times: List<f64>,
+    /// Log bound (Builder::max_log_bytes) with the cleaner on, in the log-size part and the
+    /// restart part's --run-times
+    #[arg(long, default_value = "8MiB", value_parser = units::parse_size)]
+    max_log: u64,
+    /// Log segment bytes (Builder::log_segment_bytes) of the log-size part and the restart
+    /// part's --run-times; --max-log must be at least four segments
+    #[arg(long, default_value = "256KiB", value_parser = parse_segment)]
+    log_segment: u64,
+    /// Updates per run of the log-size part
+    #[arg(long, default_value = "1M", value_parser = units::parse_positive_count)]
+    updates: u64,
+    /// Keys the log-size part updates
+    #[arg(long, default_value = "100", value_parser = units::parse_positive_count)]
+    keys: u64,
+    /// Updates between two samples of the log size in the log-size part [default: --updates / 200]
+    #[arg(long, value_parser = units::parse_positive_count)]
+    sample_every: Option<u64>,
     /// Measurements per configuration, interleaved across configurations; tables show medians
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
@@ -90,6 +129,12 @@ pub struct WalBenchArgs {
     /// Internal: run as the restart part's writer on the database at this path
     #[arg(long, hide = true)]
     child: Option<PathBuf>,
+    /// Internal: the writer runs this many seconds (instead of up to the first --log-sizes)
+    #[arg(long, hide = true, value_parser = units::parse_positive_seconds)]
+    child_secs: Option<f64>,
+    /// Internal: the writer's page cleaner is on (at --max-log; off: no bound)
+    #[arg(long, hide = true)]
+    child_cleaner: bool,
 }
 
 /// The parts of the benchmark.
@@ -99,18 +144,22 @@ pub enum Part {
     Overhead,
     /// Commits per fsync under group commit.
     GroupCommit,
-    /// Restart time against the log since the last checkpoint.
+    /// Restart time against the log since the last checkpoint, and against the writer's run time
+    /// with and without the page cleaner.
     Restart,
+    /// The log kept on disk over a long update run, with and without the page cleaner.
+    LogSize,
 }
 
 impl Part {
-    const ALL: [Part; 3] = [Part::Overhead, Part::GroupCommit, Part::Restart];
+    const ALL: [Part; 4] = [Part::Overhead, Part::GroupCommit, Part::Restart, Part::LogSize];
 
     fn name(self) -> &'static str {
         match self {
             Part::Overhead => "overhead",
             Part::GroupCommit => "group-commit",
             Part::Restart => "restart",
+            Part::LogSize => "log-size",
         }
     }
 }
@@ -126,7 +175,10 @@ fn parse_parts(input: &str) -> Result<Parts, String> {
     let mut chosen = Vec::new();
     for name in input.split(',').map(str::trim) {
         let part = Part::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
-            format!("unknown part {name:?}: use all, or a comma-separated list of overhead, group-commit, restart")
+            format!(
+                "unknown part {name:?}: use all, or a comma-separated list of overhead, group-commit, restart, \
+                 log-size"
+            )
         })?;
         chosen.push(part);
     }
@@ -137,6 +189,32 @@ fn parse_log_size(input: &str) -> Result<u64, String> {
     match units::parse_size(input)? {
         n if n >= 64 << 10 => Ok(n),
         _ => Err(format!("log size {input:?} is too small; use at least 64KiB (e.g. 16MiB)")),
+    }
+}
+
+/// A comma-separated option list that may be `none` (empty).
+#[derive(Clone, Debug, PartialEq)]
+pub struct List<T>(Vec<T>);
+
+fn parse_list<T>(input: &str, item: impl Fn(&str) -> Result<T, String>) -> Result<List<T>, String> {
+    if input.trim().eq_ignore_ascii_case("none") {
+        return Ok(List(Vec::new()));
+    }
+    input.split(',').map(|w| item(w.trim())).collect::<Result<_, _>>().map(List)
+}
+
+fn parse_log_sizes(input: &str) -> Result<List<u64>, String> {
+    parse_list(input, parse_log_size)
+}
+
+fn parse_run_times(input: &str) -> Result<List<f64>, String> {
+    parse_list(input, units::parse_positive_seconds)
+}
+
+fn parse_segment(input: &str) -> Result<u64, String> {
+    match units::parse_size(input)? {
+        n if n % 8 == 0 && (4096..=1 << 30).contains(&n) => Ok(n),
+        _ => Err(format!("log segment {input:?}: use a multiple of 8 bytes from 4KiB to 1GiB (e.g. 256KiB)")),
     }
 }
 
@@ -151,10 +229,22 @@ pub enum Setup {
     LogAsync,
     /// Log with synchronous commit, record locks.
     LogSync,
+    /// The trees' own `insert` with the engine's defaults (log, record locks, page cleaner):
+    /// auto-commit, one transaction per insert, asynchronous commit.
+    AutoAsync,
+    /// As [`Setup::AutoAsync`] with synchronous commit (the engine's default commit mode).
+    AutoSync,
 }
 
 impl Setup {
-    const ALL: [Setup; 4] = [Setup::NoLogNoLock, Setup::NoLogLock, Setup::LogAsync, Setup::LogSync];
+    const ALL: [Setup; 6] = [
+        Setup::NoLogNoLock,
+        Setup::NoLogLock,
+        Setup::LogAsync,
+        Setup::LogSync,
+        Setup::AutoAsync,
+        Setup::AutoSync,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -162,25 +252,44 @@ impl Setup {
             Setup::NoLogLock => "nolog-lock",
             Setup::LogAsync => "log-async",
             Setup::LogSync => "log-sync",
+            Setup::AutoAsync => "auto-async",
+            Setup::AutoSync => "auto-sync",
         }
     }
 
     fn logging(self) -> bool {
-        matches!(self, Setup::LogAsync | Setup::LogSync)
+        !matches!(self, Setup::NoLogNoLock | Setup::NoLogLock)
     }
 
     fn locking(self) -> bool {
         self != Setup::NoLogNoLock
     }
 
+    /// Inserts through `Tree::insert`, one auto-committed transaction each.
+    fn auto_commit(self) -> bool {
+        matches!(self, Setup::AutoAsync | Setup::AutoSync)
+    }
+
+    /// The batch a measurement of this configuration runs with: auto-commit is one insert per
+    /// transaction whatever `--batch` says.
+    fn batch(self, batch: u32) -> u32 {
+        if self.auto_commit() {
+            1
+        } else {
+            batch
+        }
+    }
+
     fn commit_mode(self) -> Option<CommitMode> {
         match self {
-            Setup::LogAsync => Some(CommitMode::Async),
-            Setup::LogSync => Some(CommitMode::Sync),
+            Setup::LogAsync | Setup::AutoAsync => Some(CommitMode::Async),
+            Setup::LogSync | Setup::AutoSync => Some(CommitMode::Sync),
             _ => None,
         }
     }
 
+    /// Logging and locking set explicitly; the page cleaner, its bound and the log segments are
+    /// the engine's defaults.
     fn builder(self, pool_bytes: usize) -> swizzledb::Builder {
         Database::builder()
             .pool_bytes(pool_bytes)
@@ -188,6 +297,37 @@ impl Setup {
             .locking(self.locking())
             .commit_mode(self.commit_mode().unwrap_or_default())
     }
+}
+
+/// The page cleaner of a database, as the CSV names it.
+fn cleaner_name(cleaner: Cleaner) -> &'static str {
+    match cleaner {
+        Cleaner::None => "none",
+        _ => "classical",
+    }
+}
+
+/// A logged database with the bench's cleaner settings: `Cleaner::Classical` at `max_log`, or
+/// `Cleaner::None` without a bound ([`NO_BOUND`]); `segment` bytes per log segment.
+fn cleaner_builder(
+    builder: swizzledb::Builder,
+    cleaner: Cleaner,
+    max_log: u64,
+    segment: u64,
+) -> swizzledb::Builder {
+    let bound = if cleaner == Cleaner::None { NO_BOUND } else { max_log };
+    builder.logging(true).cleaner(cleaner).max_log_bytes(bound).log_segment_bytes(segment)
+}
+
+/// Bytes of the log's segment files (`*.log`) in the log directory of the database at `path`.
+fn wal_dir_bytes(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(swizzledb::wal_dir(path)) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// The validated plan of a run.
@@ -200,15 +340,26 @@ struct Plan {
     duration: f64,
     time_limit: f64,
     log_sizes: Vec<u64>,
+    run_times: Vec<f64>,
+    max_log: u64,
+    log_segment: u64,
+    updates: u64,
+    keys: u64,
+    sample_every: u64,
     repeat: usize,
     seed: u64,
     dir: PathBuf,
 }
 
+/// The pool for `records` records: [`POOL_BYTES_PER_RECORD`] each, at least 64 MiB.
+fn pool_bytes(records: u64) -> Result<usize, String> {
+    let bytes = records.saturating_mul(POOL_BYTES_PER_RECORD).max(64 << 20);
+    usize::try_from(bytes).map_err(|_| format!("--records {records} needs too large a pool"))
+}
+
 impl Plan {
     fn pool_bytes(&self) -> Result<usize, String> {
-        let bytes = self.records.saturating_mul(POOL_BYTES_PER_RECORD).max(64 << 20);
-        usize::try_from(bytes).map_err(|_| format!("--records {} needs too large a pool", self.records))
+        pool_bytes(self.records)
     }
 
     fn has(&self, part: Part) -> bool {
@@ -227,9 +378,12 @@ fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
     let mut batches = args.batch.clone();
     batches.sort_unstable();
     batches.dedup();
-    let mut log_sizes = args.log_sizes.clone();
+    let mut log_sizes = args.log_sizes.0.clone();
     log_sizes.sort_unstable();
     log_sizes.dedup();
+    let mut run_times = args.run_times.0.clone();
+    run_times.sort_by(f64::total_cmp);
+    run_times.dedup();
     let plan = Plan {
         parts: args.parts.0.clone(),
         records: args.records,
@@ -239,13 +393,30 @@ fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
         duration: args.duration,
         time_limit: args.time_limit,
         log_sizes,
+        run_times,
+        max_log: args.max_log,
+        log_segment: args.log_segment,
+        updates: args.updates,
+        keys: args.keys,
+        sample_every: args.sample_every.unwrap_or((args.updates / 200).max(1)),
         repeat: usize::from(args.repeat),
         seed: args.seed,
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.pool_bytes()?;
     if plan.parts.is_empty() {
-        return Err("--parts chose nothing; use all, overhead, group-commit or restart".into());
+        return Err("--parts chose nothing; use all, overhead, group-commit, restart or log-size".into());
+    }
+    let bounded = plan.has(Part::LogSize) || (plan.has(Part::Restart) && !plan.run_times.is_empty());
+    if bounded && plan.max_log < 4 * plan.log_segment {
+        return Err(format!(
+            "--max-log {} must be at least four log segments (--log-segment {}): raise it or lower --log-segment",
+            bytes(plan.max_log),
+            bytes(plan.log_segment)
+        ));
+    }
+    if plan.has(Part::Restart) && plan.log_sizes.is_empty() && plan.run_times.is_empty() {
+        return Err("the restart part needs --log-sizes or --run-times (both are none)".into());
     }
     Ok(plan)
 }
@@ -280,6 +451,32 @@ fn log_delta(after: &LogStats, before: &LogStats) -> LogStats {
         fsyncs: after.fsyncs - before.fsyncs,
         background_fsyncs: after.background_fsyncs - before.background_fsyncs,
         file_syncs: after.file_syncs - before.file_syncs,
+    }
+}
+
+/// What the page cleaner did: rounds, pages written back, transactions throttled at `begin`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cleaning {
+    rounds: u64,
+    pages_written: u64,
+    throttled: u64,
+}
+
+impl Cleaning {
+    fn of(db: &Database) -> Option<Cleaning> {
+        db.cleaner_stats().map(|c: CleanerStats| Cleaning {
+            rounds: c.rounds,
+            pages_written: c.pages_written,
+            throttled: c.throttled,
+        })
+    }
+
+    fn since(self, before: Cleaning) -> Cleaning {
+        Cleaning {
+            rounds: self.rounds - before.rounds,
+            pages_written: self.pages_written - before.pages_written,
+            throttled: self.throttled - before.throttled,
+        }
     }
 }
 
@@ -324,6 +521,10 @@ pub struct InsertRun {
     lock_retries: u64,
     /// The time limit stopped it before all inserts were done.
     capped: bool,
+    /// The page cleaner's counters at the end (`None` without logging).
+    cleaning: Option<Cleaning>,
+    /// `Database::log_bytes()` at the end (`None` without logging).
+    log_kept: Option<u64>,
 }
 
 impl InsertRun {
@@ -338,7 +539,8 @@ impl InsertRun {
 }
 
 /// One fresh database: `threads` threads insert the counters `0..records` in transactions of
-/// `batch`, transaction j going to thread j mod threads, until done or `time_limit`.
+/// `batch`, transaction j going to thread j mod threads, until done or `time_limit`; an
+/// auto-commit configuration calls `Tree::insert` instead (`batch` is 1 for it).
 fn measure_inserts(
     plan: &Plan,
     scratch: &Path,
@@ -373,16 +575,25 @@ fn measure_inserts(
                         }
                         let range = j * batch64..((j + 1) * batch64).min(plan.records);
                         let n = range.end - range.start;
-                        let r = with_retry(db, |txn| {
-                            for i in range.clone() {
+                        if setup.auto_commit() {
+                            // One transaction per insert; the tree retries refused locks itself.
+                            for i in range {
                                 let key = key_of(plan.seed, i);
-                                txn.insert(tree, &key, &value_of(&key, 0))?;
+                                tree.insert(&key, &value_of(&key, 0))?;
                             }
-                            Ok(())
-                        })?;
-                        retries.fetch_add(r, Ordering::Relaxed);
+                            commits.fetch_add(n, Ordering::Relaxed);
+                        } else {
+                            let r = with_retry(db, |txn| {
+                                for i in range.clone() {
+                                    let key = key_of(plan.seed, i);
+                                    txn.insert(tree, &key, &value_of(&key, 0))?;
+                                }
+                                Ok(())
+                            })?;
+                            retries.fetch_add(r, Ordering::Relaxed);
+                            commits.fetch_add(1, Ordering::Relaxed);
+                        }
                         inserted.fetch_add(n, Ordering::Relaxed);
-                        commits.fetch_add(1, Ordering::Relaxed);
                         j += threads as u64;
                     }
                     Ok(())
@@ -396,6 +607,7 @@ fn measure_inserts(
         (Some(after), Some(before)) => Some(log_delta(&after, &before)),
         _ => None,
     };
+    let (cleaning, log_kept) = (Cleaning::of(&db), db.log_bytes());
     for r in results {
         r?;
     }
@@ -412,6 +624,8 @@ fn measure_inserts(
         log,
         lock_retries: retries.into_inner(),
         capped: capped.into_inner(),
+        cleaning,
+        log_kept,
     })
 }
 
@@ -425,20 +639,24 @@ fn run_overhead(plan: &Plan, scratch: &Path, progress: Progress) -> Result<Vec<I
     let mut runs = Vec::new();
     for rep in 0..plan.repeat {
         for &threads in &plan.overhead_threads {
+            // The batched configurations at every batch size, then the auto-commit ones once.
+            let mut measurements: Vec<(Setup, u32)> = Vec::new();
             for &batch in &plan.batches {
-                for setup in Setup::ALL {
-                    let run = measure_inserts(plan, scratch, setup, threads, batch, rep)
-                        .map_err(|e| format!("overhead, {} at {threads} thread(s): {e}", setup.name()))?;
-                    progress.say(format_args!(
-                        "overhead rep {}/{}: {} {threads} thr batch {batch}: {} inserts/s{}",
-                        rep + 1,
-                        plan.repeat,
-                        setup.name(),
-                        thousands(run.inserts_per_sec().round() as u64),
-                        if run.capped { " (time limit)" } else { "" }
-                    ));
-                    runs.push(run);
-                }
+                measurements.extend(Setup::ALL.iter().filter(|s| !s.auto_commit()).map(|&s| (s, batch)));
+            }
+            measurements.extend(Setup::ALL.iter().filter(|s| s.auto_commit()).map(|&s| (s, 1)));
+            for (setup, batch) in measurements {
+                let run = measure_inserts(plan, scratch, setup, threads, batch, rep)
+                    .map_err(|e| format!("overhead, {} at {threads} thread(s): {e}", setup.name()))?;
+                progress.say(format_args!(
+                    "overhead rep {}/{}: {} {threads} thr batch {batch}: {} inserts/s{}",
+                    rep + 1,
+                    plan.repeat,
+                    setup.name(),
+                    thousands(run.inserts_per_sec().round() as u64),
+                    if run.capped { " (time limit)" } else { "" }
+                ));
+                runs.push(run);
             }
         }
     }
@@ -452,6 +670,7 @@ fn insert_median(
     batch: u32,
     f: impl Fn(&InsertRun) -> Option<f64>,
 ) -> Option<f64> {
+    let batch = setup.batch(batch);
     let values: Vec<f64> = runs
         .iter()
         .filter(|r| r.setup == setup && r.threads == threads && r.batch == batch)
@@ -486,8 +705,9 @@ fn print_overhead(out: &mut impl Write, plan: &Plan, runs: &[InsertRun]) -> io::
                     .iter()
                     .filter_map(|&s| insert_median(runs, s, t, batch, |r| Some(r.inserts_per_sec())))
                     .fold(0.0, f64::max);
-                let capped =
-                    runs.iter().any(|r| r.setup == setup && r.threads == t && r.batch == batch && r.capped);
+                let capped = runs
+                    .iter()
+                    .any(|r| r.setup == setup && r.threads == t && r.batch == setup.batch(batch) && r.capped);
                 row.push(x.map_or("-".into(), |x| {
                     format!(
                         "{} ({:.2}x){}",
@@ -507,6 +727,11 @@ fn print_overhead(out: &mut impl Write, plan: &Plan, runs: &[InsertRun]) -> io::
         }
         write_aligned(out, &table)?;
     }
+    writeln!(
+        out,
+        "   auto-async, auto-sync: Tree::insert with the engine's defaults (log, record locks, page cleaner), one \
+         auto-committed transaction per insert whatever the batch (the same measurements in every table)"
+    )?;
     if runs.iter().any(|r| r.capped) {
         writeln!(
             out,
@@ -530,6 +755,10 @@ pub struct CommitRun {
     secs: f64,
     log: LogStats,
     lock_retries: u64,
+    /// The page cleaner during the measurement.
+    cleaning: Cleaning,
+    /// `Database::log_bytes()` at the end.
+    log_kept: u64,
 }
 
 impl CommitRun {
@@ -553,6 +782,7 @@ fn measure_commits(
 ) -> Result<CommitRun, Box<dyn Error>> {
     let stop = AtomicBool::new(false);
     let before = db.log_stats().ok_or("the group-commit database logs")?;
+    let cleaning_before = Cleaning::of(db).unwrap_or_default();
     let start = Instant::now();
     let results: Vec<swizzledb::Result<(u64, u64)>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads as u64)
@@ -583,7 +813,16 @@ fn measure_commits(
         commits += c;
         lock_retries += l;
     }
-    Ok(CommitRun { threads, repetition, commits, secs, log: log_delta(&after, &before), lock_retries })
+    Ok(CommitRun {
+        threads,
+        repetition,
+        commits,
+        secs,
+        log: log_delta(&after, &before),
+        lock_retries,
+        cleaning: Cleaning::of(db).unwrap_or_default().since(cleaning_before),
+        log_kept: db.log_bytes().unwrap_or(0),
+    })
 }
 
 fn run_group_commit(
@@ -664,14 +903,67 @@ fn print_group_commit(out: &mut impl Write, plan: &Plan, runs: &[CommitRun]) -> 
 // ---------------------------------------------------------------------------------------------
 // Part 3: restart
 
+/// What stops the restart part's writer.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Stop {
+    /// The first commit at or past this many bytes of log after the checkpoint its open ended
+    /// with (`--log-sizes`).
+    LogBytes(u64),
+    /// The first commit at or past this many seconds after its open (`--run-times`).
+    Secs(f64),
+}
+
+/// The database settings of the restart part's writer (and of the restart after it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WriterSetup {
+    cleaner: Cleaner,
+    /// The bound with the cleaner on (with `Cleaner::None` the bench sets [`NO_BOUND`]).
+    max_log: u64,
+    segment: u64,
+}
+
+impl WriterSetup {
+    /// The `--log-sizes` series: no page cleaner, the engine's default segments.
+    fn unbounded() -> WriterSetup {
+        WriterSetup { cleaner: Cleaner::None, max_log: NO_BOUND, segment: DEFAULT_SEGMENT }
+    }
+
+    /// The `--run-times` series with or without the cleaner.
+    fn timed(plan: &Plan, cleaner: Cleaner) -> WriterSetup {
+        WriterSetup { cleaner, max_log: plan.max_log, segment: plan.log_segment }
+    }
+
+    /// The log bound the database runs with.
+    fn bound(self) -> u64 {
+        if self.cleaner == Cleaner::None {
+            NO_BOUND
+        } else {
+            self.max_log
+        }
+    }
+
+    fn builder(self, pool_bytes: usize) -> swizzledb::Builder {
+        cleaner_builder(Setup::LogSync.builder(pool_bytes), self.cleaner, self.max_log, self.segment)
+    }
+}
+
 /// One measurement of the restart part.
 #[derive(Clone, Debug)]
 pub struct RestartRun {
-    /// Log bytes the writer was asked to write after the checkpoint.
-    target_bytes: u64,
+    /// What the writer was asked to do.
+    stop: Stop,
+    setup: WriterSetup,
     repetition: usize,
     /// Log bytes the writer wrote after the checkpoint before it was killed.
     log_bytes: u64,
+    /// `Database::log_bytes()` in the writer when it stopped.
+    log_kept: u64,
+    /// Bytes of the log's segment files after the kill.
+    wal_dir: u64,
+    /// Seconds the writer wrote.
+    writer_secs: f64,
+    /// What the writer's page cleaner did.
+    cleaning: Cleaning,
     /// Transactions the writer committed.
     commits: u64,
     secs: f64,
@@ -682,10 +974,20 @@ impl RestartRun {
     fn log_mib(&self) -> f64 {
         self.log_bytes as f64 / f64::from(1u32 << 20)
     }
-}
 
-fn restart_builder(pool_bytes: usize) -> swizzledb::Builder {
-    Setup::LogSync.builder(pool_bytes)
+    fn target_bytes(&self) -> Option<u64> {
+        match self.stop {
+            Stop::LogBytes(t) => Some(t),
+            Stop::Secs(_) => None,
+        }
+    }
+
+    fn target_secs(&self) -> Option<f64> {
+        match self.stop {
+            Stop::Secs(s) => Some(s),
+            Stop::LogBytes(_) => None,
+        }
+    }
 }
 
 /// Copies a database file and its log directory.
@@ -702,22 +1004,30 @@ fn copy_database(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// The writer (a child process): opens the database, updates random loaded records in
-/// transactions of [`WRITER_BATCH`] puts until `target` log bytes follow the checkpoint the
-/// open ended with, prints `ready <log bytes> <commits>` and waits to be killed.
+/// transactions of [`WRITER_BATCH`] puts (synchronous commit) until `--log-sizes` bytes of log
+/// follow the checkpoint the open ended with, or for `--child-secs`; prints `ready <log bytes>
+/// <commits> <log kept> <seconds> <cleaner rounds> <pages written> <throttled>` and waits to be
+/// killed.
 fn child(args: &WalBenchArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> {
-    let target = *args.log_sizes.first().ok_or("the writer needs one --log-sizes value")?;
-    let plan = plan(args)?;
-    let db = restart_builder(plan.pool_bytes()?).open(path)?;
+    let stop = match args.child_secs {
+        Some(secs) => Stop::Secs(secs),
+        None => Stop::LogBytes(*args.log_sizes.0.first().ok_or("the writer needs one --log-sizes value")?),
+    };
+    let cleaner = if args.child_cleaner { Cleaner::Classical } else { Cleaner::None };
+    let setup = WriterSetup { cleaner, max_log: args.max_log, segment: args.log_segment };
+    let records = args.records;
+    let db = setup.builder(pool_bytes(records)?).open(path)?;
     let tree = db.tree(TREE)?;
     let start = db.log_stats().ok_or("the restart database logs")?.log_bytes;
-    let mut written = 0;
+    let started = Instant::now();
+    let mut written;
     let mut commits = 0u64;
     let mut i = 0u64;
-    while written < target {
+    loop {
         with_retry(&db, |txn| {
             for j in 0..WRITER_BATCH {
-                let n = mix(i * WRITER_BATCH + j) % plan.records;
-                let key = key_of(plan.seed, n);
+                let n = mix(i * WRITER_BATCH + j) % records;
+                let key = key_of(args.seed, n);
                 txn.put(&tree, &key, &value_of(&key, i + 2))?;
             }
             Ok(())
@@ -725,9 +1035,23 @@ fn child(args: &WalBenchArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> {
         i += 1;
         commits += 1;
         written = db.log_stats().ok_or("the restart database logs")?.log_bytes - start;
+        let done = match stop {
+            Stop::LogBytes(target) => written >= target,
+            Stop::Secs(secs) => started.elapsed().as_secs_f64() >= secs,
+        };
+        if done {
+            break;
+        }
     }
+    let secs = started.elapsed().as_secs_f64();
+    let kept = db.log_bytes().unwrap_or(0);
+    let c = Cleaning::of(&db).unwrap_or_default();
     let mut out = io::stdout().lock();
-    writeln!(out, "ready {written} {commits}")?;
+    writeln!(
+        out,
+        "ready {written} {commits} {kept} {secs} {} {} {}",
+        c.rounds, c.pages_written, c.throttled
+    )?;
     out.flush()?;
     drop(out);
     // Wait for SIGKILL; if the parent went away instead, leave without a checkpoint too.
@@ -736,10 +1060,14 @@ fn child(args: &WalBenchArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> {
     std::process::exit(0)
 }
 
-/// Loads the base database: `records` inserts, then a clean close (which checkpoints).
-fn load_base(plan: &Plan, path: &Path, progress: Progress) -> Result<(), Box<dyn Error>> {
-    progress.say(format_args!("restart: loading {} records ...", thousands(plan.records)));
-    let db = restart_builder(plan.pool_bytes()?).create(path)?;
+/// Loads a base database: `records` inserts, then a clean close (which checkpoints).
+fn load_base(plan: &Plan, path: &Path, setup: WriterSetup, progress: Progress) -> Result<(), Box<dyn Error>> {
+    progress.say(format_args!(
+        "restart: loading {} records ({} log segments) ...",
+        thousands(plan.records),
+        bytes(setup.segment)
+    ));
+    let db = setup.builder(plan.pool_bytes()?).create(path)?;
     let tree = db.create_tree(TREE)?;
     let mut from = 0;
     while from < plan.records {
@@ -758,21 +1086,53 @@ fn load_base(plan: &Plan, path: &Path, progress: Progress) -> Result<(), Box<dyn
     Ok(())
 }
 
-/// One crash and restart: copy the base, run the writer until `target` log bytes, SIGKILL it,
-/// time the open.
+/// The writer's `ready` line.
+struct Ready {
+    log_bytes: u64,
+    commits: u64,
+    log_kept: u64,
+    secs: f64,
+    cleaning: Cleaning,
+}
+
+fn parse_ready(line: &str) -> Option<Ready> {
+    let mut words = line.split_whitespace();
+    if words.next()? != "ready" {
+        return None;
+    }
+    let mut n = || words.next()?.parse::<u64>().ok();
+    let (log_bytes, commits, log_kept) = (n()?, n()?, n()?);
+    let secs = words.next()?.parse::<f64>().ok()?;
+    let mut n = || words.next()?.parse::<u64>().ok();
+    let cleaning = Cleaning { rounds: n()?, pages_written: n()?, throttled: n()? };
+    Some(Ready { log_bytes, commits, log_kept, secs, cleaning })
+}
+
+/// One crash and restart: copy the base, run the writer until `stop`, SIGKILL it, time the
+/// open.
 fn measure_restart(
     plan: &Plan,
-    args: &WalBenchArgs,
     base: &Path,
     run: &Path,
-    target: u64,
+    stop: Stop,
+    setup: WriterSetup,
     repetition: usize,
 ) -> Result<RestartRun, Box<dyn Error>> {
     copy_database(base, run)?;
     let exe = std::env::current_exe()?;
-    let mut child = Command::new(exe)
-        .args(["bench", "wal", "--records", &plan.records.to_string(), "--seed", &args.seed.to_string()])
-        .args(["--log-sizes", &target.to_string(), "--child"])
+    let mut command = Command::new(exe);
+    command
+        .args(["bench", "wal", "--records", &plan.records.to_string(), "--seed", &plan.seed.to_string()])
+        .args(["--max-log", &setup.max_log.to_string(), "--log-segment", &setup.segment.to_string()]);
+    match stop {
+        Stop::LogBytes(target) => command.args(["--log-sizes", &target.to_string()]),
+        Stop::Secs(secs) => command.args(["--child-secs", &secs.to_string()]),
+    };
+    if setup.cleaner != Cleaner::None {
+        command.arg("--child-cleaner");
+    }
+    let mut child = command
+        .arg("--child")
         .arg(run)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -781,97 +1141,364 @@ fn measure_restart(
     let stdout = child.stdout.take().ok_or("no stdout of the writer")?;
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line)?;
-    let ready: Option<(u64, u64)> = {
-        let mut words = line.split_whitespace();
-        match (
-            words.next(),
-            words.next().and_then(|w| w.parse().ok()),
-            words.next().and_then(|w| w.parse().ok()),
-        ) {
-            (Some("ready"), Some(bytes), Some(commits)) => Some((bytes, commits)),
-            _ => None,
-        }
-    };
+    let ready = parse_ready(&line);
     let _ = child.kill();
     let _ = child.wait()?;
-    let Some((log_bytes, commits)) = ready else {
+    let Some(ready) = ready else {
         let mut err = String::new();
         if let Some(mut e) = child.stderr.take() {
             let _ = io::Read::read_to_string(&mut e, &mut err);
         }
-        return Err(format!("the writer stopped before writing {}: {}", bytes(target), err.trim()).into());
+        return Err(format!("the writer stopped before it was done: {}", err.trim()).into());
     };
+    let wal_dir = wal_dir_bytes(run);
     let start = Instant::now();
-    let db = restart_builder(plan.pool_bytes()?).open(run)?;
+    let db = setup.builder(plan.pool_bytes()?).open(run)?;
     let secs = start.elapsed().as_secs_f64();
     let stats = db.restart_stats();
     db.close()?;
     remove_database(run);
-    Ok(RestartRun { target_bytes: target, repetition, log_bytes, commits, secs, stats })
+    Ok(RestartRun {
+        stop,
+        setup,
+        repetition,
+        log_bytes: ready.log_bytes,
+        log_kept: ready.log_kept,
+        wal_dir,
+        writer_secs: ready.secs,
+        cleaning: ready.cleaning,
+        commits: ready.commits,
+        secs,
+        stats,
+    })
 }
 
-fn run_restart(
-    plan: &Plan,
-    args: &WalBenchArgs,
-    scratch: &Path,
-    progress: Progress,
-) -> Result<Vec<RestartRun>, Box<dyn Error>> {
+/// The page cleaners of the `--run-times` series, interleaved in this order.
+const TIMED_CLEANERS: [Cleaner; 2] = [Cleaner::Classical, Cleaner::None];
+
+fn run_restart(plan: &Plan, scratch: &Path, progress: Progress) -> Result<Vec<RestartRun>, Box<dyn Error>> {
+    // The base of the --log-sizes series has the default segments; that of --run-times
+    // --log-segment (a log opens only with the segment size it was written with).
     let base = scratch.join("restart-base.swz");
-    load_base(plan, &base, progress)?;
+    let timed_base = scratch.join("restart-base-timed.swz");
+    if !plan.log_sizes.is_empty() {
+        load_base(plan, &base, WriterSetup::unbounded(), progress)?;
+    }
+    if !plan.run_times.is_empty() {
+        load_base(plan, &timed_base, WriterSetup::timed(plan, Cleaner::None), progress)?;
+    }
     let run = scratch.join("restart.swz");
     let mut runs = Vec::new();
     for rep in 0..plan.repeat {
-        for &target in &plan.log_sizes {
-            let r = measure_restart(plan, args, &base, &run, target, rep)
-                .map_err(|e| format!("restart after {}: {e}", bytes(target)))?;
+        let mut measurements: Vec<(Stop, WriterSetup, &Path)> = plan
+            .log_sizes
+            .iter()
+            .map(|&t| (Stop::LogBytes(t), WriterSetup::unbounded(), base.as_path()))
+            .collect();
+        for &secs in &plan.run_times {
+            for cleaner in TIMED_CLEANERS {
+                measurements.push((
+                    Stop::Secs(secs),
+                    WriterSetup::timed(plan, cleaner),
+                    timed_base.as_path(),
+                ));
+            }
+        }
+        for (stop, setup, from) in measurements {
+            let what = match stop {
+                Stop::LogBytes(t) => format!("{} of log", bytes(t)),
+                Stop::Secs(s) => format!("{s} s with cleaner {}", cleaner_name(setup.cleaner)),
+            };
+            let r = measure_restart(plan, from, &run, stop, setup, rep)
+                .map_err(|e| format!("restart after {what}: {e}"))?;
             progress.say(format_args!(
-                "restart rep {}/{}: {:.1} MiB of log: {:.3} s",
+                "restart rep {}/{}: {what}: {:.1} MiB written, {} kept: {:.3} s",
                 rep + 1,
                 plan.repeat,
                 r.log_mib(),
+                bytes(r.log_kept),
                 r.secs
             ));
             runs.push(r);
         }
     }
     remove_database(&base);
+    remove_database(&timed_base);
     Ok(runs)
 }
 
 fn restart_median(runs: &[RestartRun], target: u64, f: impl Fn(&RestartRun) -> f64) -> Option<f64> {
-    let values: Vec<f64> = runs.iter().filter(|r| r.target_bytes == target).map(f).collect();
+    let values: Vec<f64> = runs.iter().filter(|r| r.target_bytes() == Some(target)).map(f).collect();
     summarize(&values).map(|s| s.median)
 }
+
+/// The median of `f` over the `--run-times` runs of `secs` with `cleaner`.
+fn timed_median(
+    runs: &[RestartRun],
+    secs: f64,
+    cleaner: Cleaner,
+    f: impl Fn(&RestartRun) -> f64,
+) -> Option<f64> {
+    let values: Vec<f64> =
+        runs.iter().filter(|r| r.target_secs() == Some(secs) && r.setup.cleaner == cleaner).map(f).collect();
+    summarize(&values).map(|s| s.median)
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
 
 fn print_restart(out: &mut impl Write, plan: &Plan, runs: &[RestartRun]) -> io::Result<()> {
     writeln!(
         out,
-        "\n3. restart: {} records loaded and checkpointed; a child process updates them until the log since the \
-         checkpoint reaches the size, is killed with SIGKILL, and Database::open restarts; median of {} \
+        "\n3. restart: {} records loaded and checkpointed; a child process updates them ({WRITER_BATCH} puts per \
+         transaction, synchronous commit), is killed with SIGKILL, and Database::open restarts; median of {} \
          interleaved repetitions",
         thousands(plan.records),
         plan.repeat
     )?;
-    let mut table = vec![vec![
-        "log target".to_string(),
-        "log MiB".to_string(),
-        "restart s".to_string(),
-        "s per MiB".to_string(),
-        "analyzed".to_string(),
-        "redone".to_string(),
-        "pages written".to_string(),
-    ]];
-    for &target in &plan.log_sizes {
-        let m = |f: &dyn Fn(&RestartRun) -> f64| restart_median(runs, target, f);
-        let (Some(mib), Some(secs)) = (m(&|r| r.log_mib()), m(&|r| r.secs)) else { continue };
+    if !plan.log_sizes.is_empty() {
+        writeln!(
+            out,
+            "   page cleaner off, {} log segments: the writer stops once the log since the checkpoint reaches the size",
+            bytes(DEFAULT_SEGMENT)
+        )?;
+        let mut table = vec![vec![
+            "log target".to_string(),
+            "log MiB".to_string(),
+            "restart s".to_string(),
+            "s per MiB".to_string(),
+            "analyzed".to_string(),
+            "redone".to_string(),
+            "pages written".to_string(),
+        ]];
+        for &target in &plan.log_sizes {
+            let m = |f: &dyn Fn(&RestartRun) -> f64| restart_median(runs, target, f);
+            let (Some(mib), Some(secs)) = (m(&|r| r.log_mib()), m(&|r| r.secs)) else { continue };
+            table.push(vec![
+                bytes(target),
+                format!("{mib:.1}"),
+                format!("{secs:.3}"),
+                format!("{:.4}", secs / mib),
+                thousands(m(&|r| r.stats.analyzed as f64).unwrap_or(0.0).round() as u64),
+                thousands(m(&|r| r.stats.redone as f64).unwrap_or(0.0).round() as u64),
+                thousands(m(&|r| r.stats.pages_written as f64).unwrap_or(0.0).round() as u64),
+            ]);
+        }
+        write_aligned(out, &table)?;
+    }
+    if !plan.run_times.is_empty() {
+        writeln!(
+            out,
+            "   page cleaner on (log bound {}) and off (no bound), {} log segments: the writer runs for the time, then is \
+             killed; log kept = its Database::log_bytes() then, on disk = the segment files after the kill",
+            bytes(plan.max_log),
+            bytes(plan.log_segment)
+        )?;
+        let mut table = vec![[
+            "writer s",
+            "cleaner",
+            "written MiB",
+            "kept MiB",
+            "on disk MiB",
+            "rounds",
+            "throttled",
+            "restart s",
+            "analyzed",
+            "redone",
+            "pages written",
+        ]
+        .map(String::from)
+        .to_vec()];
+        for &secs in &plan.run_times {
+            for cleaner in TIMED_CLEANERS {
+                let m = |f: &dyn Fn(&RestartRun) -> f64| timed_median(runs, secs, cleaner, f);
+                let Some(restart) = m(&|r| r.secs) else { continue };
+                let count = |f: &dyn Fn(&RestartRun) -> f64| thousands(m(f).unwrap_or(0.0).round() as u64);
+                let mib = |f: &dyn Fn(&RestartRun) -> f64| format!("{:.1}", m(f).unwrap_or(0.0) / MIB);
+                table.push(vec![
+                    format!("{secs}"),
+                    cleaner_name(cleaner).to_string(),
+                    mib(&|r| r.log_bytes as f64),
+                    mib(&|r| r.log_kept as f64),
+                    mib(&|r| r.wal_dir as f64),
+                    count(&|r| r.cleaning.rounds as f64),
+                    count(&|r| r.cleaning.throttled as f64),
+                    format!("{restart:.3}"),
+                    count(&|r| r.stats.analyzed as f64),
+                    count(&|r| r.stats.redone as f64),
+                    count(&|r| r.stats.pages_written as f64),
+                ]);
+            }
+        }
+        write_aligned(out, &table)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 4: log size
+
+/// One sample of a log-size run; counters since the update run began.
+#[derive(Clone, Debug)]
+pub struct LogSample {
+    updates: u64,
+    secs: f64,
+    /// `Database::log_bytes()`.
+    log_kept: u64,
+    /// Bytes of the log's segment files.
+    wal_dir: u64,
+    /// Log bytes written.
+    log_written: u64,
+    cleaning: Cleaning,
+}
+
+/// One run of the log-size part.
+#[derive(Clone, Debug)]
+pub struct LogSizeRun {
+    cleaner: Cleaner,
+    repetition: usize,
+    /// The first after the keys are loaded, then one every `--sample-every` updates and the
+    /// last.
+    samples: Vec<LogSample>,
+}
+
+impl LogSizeRun {
+    fn last(&self) -> &LogSample {
+        self.samples.last().expect("a run has samples")
+    }
+
+    fn max_kept(&self) -> u64 {
+        self.samples.iter().map(|s| s.log_kept).max().unwrap_or(0)
+    }
+
+    fn max_on_disk(&self) -> u64 {
+        self.samples.iter().map(|s| s.wal_dir).max().unwrap_or(0)
+    }
+
+    fn updates_per_sec(&self) -> f64 {
+        let last = self.last();
+        last.updates as f64 / last.secs
+    }
+}
+
+/// One run: a fresh database with `keys` records, then `updates` upserts of random ones, each its
+/// own transaction (auto-commit, asynchronous commit).
+fn measure_log_size(
+    plan: &Plan,
+    scratch: &Path,
+    cleaner: Cleaner,
+    repetition: usize,
+) -> Result<LogSizeRun, Box<dyn Error>> {
+    let path = scratch.join(format!("log-size-{}.swz", cleaner_name(cleaner)));
+    let builder =
+        cleaner_builder(Setup::AutoAsync.builder(LOG_SIZE_POOL), cleaner, plan.max_log, plan.log_segment);
+    let db = builder.create(&path)?;
+    let tree = db.create_tree(TREE)?;
+    for k in 0..plan.keys {
+        let key = key_of(plan.seed, k);
+        tree.insert(&key, &value_of(&key, 0))?;
+    }
+    let written = || db.log_stats().map_or(0, |l| l.log_bytes);
+    let (written0, cleaning0) = (written(), Cleaning::of(&db).unwrap_or_default());
+    let sample = |updates: u64, secs: f64| LogSample {
+        updates,
+        secs,
+        log_kept: db.log_bytes().unwrap_or(0),
+        wal_dir: wal_dir_bytes(&path),
+        log_written: written() - written0,
+        cleaning: Cleaning::of(&db).unwrap_or_default().since(cleaning0),
+    };
+    let mut samples = vec![sample(0, 0.0)];
+    let start = Instant::now();
+    let pick = mix(plan.seed ^ 0x5eed);
+    for u in 1..=plan.updates {
+        let key = key_of(plan.seed, mix(u ^ pick) % plan.keys);
+        tree.upsert(&key, &value_of(&key, u))?;
+        if u % plan.sample_every == 0 || u == plan.updates {
+            samples.push(sample(u, start.elapsed().as_secs_f64()));
+        }
+    }
+    drop(tree);
+    db.close()?;
+    remove_database(&path);
+    Ok(LogSizeRun { cleaner, repetition, samples })
+}
+
+/// The page cleaners of the log-size part, interleaved in this order.
+const LOG_SIZE_CLEANERS: [Cleaner; 2] = [Cleaner::Classical, Cleaner::None];
+
+fn run_log_size(plan: &Plan, scratch: &Path, progress: Progress) -> Result<Vec<LogSizeRun>, Box<dyn Error>> {
+    let mut runs = Vec::new();
+    for rep in 0..plan.repeat {
+        for cleaner in LOG_SIZE_CLEANERS {
+            let run = measure_log_size(plan, scratch, cleaner, rep)
+                .map_err(|e| format!("log size, cleaner {}: {e}", cleaner_name(cleaner)))?;
+            progress.say(format_args!(
+                "log-size rep {}/{}: cleaner {}: {} updates/s, log kept at most {}, at the end {}",
+                rep + 1,
+                plan.repeat,
+                cleaner_name(cleaner),
+                thousands(run.updates_per_sec().round() as u64),
+                bytes(run.max_kept()),
+                bytes(run.last().log_kept)
+            ));
+            runs.push(run);
+        }
+    }
+    Ok(runs)
+}
+
+fn log_size_median(runs: &[LogSizeRun], cleaner: Cleaner, f: impl Fn(&LogSizeRun) -> f64) -> Option<f64> {
+    let values: Vec<f64> = runs.iter().filter(|r| r.cleaner == cleaner).map(f).collect();
+    summarize(&values).map(|s| s.median)
+}
+
+fn print_log_size(out: &mut impl Write, plan: &Plan, runs: &[LogSizeRun]) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n4. log size: {} updates of {} keys ({VALUE_BYTES}-byte values; Tree::upsert, one auto-committed \
+         transaction each, asynchronous commit, one thread; pool {}, the data fits), {} log segments, page cleaner \
+         on (log bound {}) and off (no bound); log kept (Database::log_bytes()) and the segment files on disk \
+         sampled every {} updates; median of {} interleaved repetitions",
+        thousands(plan.updates),
+        thousands(plan.keys),
+        bytes(LOG_SIZE_POOL as u64),
+        bytes(plan.log_segment),
+        bytes(plan.max_log),
+        thousands(plan.sample_every),
+        plan.repeat
+    )?;
+    let mut table = vec![[
+        "cleaner",
+        "bound",
+        "updates/s",
+        "log written",
+        "max kept",
+        "final kept",
+        "max on disk",
+        "final on disk",
+        "rounds",
+        "pages written",
+        "throttled",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for cleaner in LOG_SIZE_CLEANERS {
+        let m = |f: &dyn Fn(&LogSizeRun) -> f64| log_size_median(runs, cleaner, f);
+        let Some(rate) = m(&|r| r.updates_per_sec()) else { continue };
+        let size = |f: &dyn Fn(&LogSizeRun) -> f64| bytes(m(f).unwrap_or(0.0).round() as u64);
+        let count = |f: &dyn Fn(&LogSizeRun) -> f64| thousands(m(f).unwrap_or(0.0).round() as u64);
         table.push(vec![
-            bytes(target),
-            format!("{mib:.1}"),
-            format!("{secs:.3}"),
-            format!("{:.4}", secs / mib),
-            thousands(m(&|r| r.stats.analyzed as f64).unwrap_or(0.0).round() as u64),
-            thousands(m(&|r| r.stats.redone as f64).unwrap_or(0.0).round() as u64),
-            thousands(m(&|r| r.stats.pages_written as f64).unwrap_or(0.0).round() as u64),
+            cleaner_name(cleaner).to_string(),
+            if cleaner == Cleaner::None { "none".to_string() } else { bytes(plan.max_log) },
+            thousands(rate.round() as u64),
+            size(&|r| r.last().log_written as f64),
+            size(&|r| r.max_kept() as f64),
+            size(&|r| r.last().log_kept as f64),
+            size(&|r| r.max_on_disk() as f64),
+            size(&|r| r.last().wal_dir as f64),
+            count(&|r| r.last().cleaning.rounds as f64),
+            count(&|r| r.last().cleaning.pages_written as f64),
+            count(&|r| r.last().cleaning.throttled as f64),
         ]);
     }
     write_aligned(out, &table)
@@ -904,6 +1531,7 @@ struct Results {
     inserts: Vec<InsertRun>,
     commits: Vec<CommitRun>,
     restarts: Vec<RestartRun>,
+    log_sizes: Vec<LogSizeRun>,
 }
 
 /// The expected properties, each `ok` or `MISSED`; returns how many were missed.
@@ -934,6 +1562,20 @@ fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
                         ),
                     )?;
                 }
+            }
+        }
+        for &t in &plan.overhead_threads {
+            if let (Some(sync), Some(async_)) = (rate(Setup::AutoSync, t, 1), rate(Setup::AutoAsync, t, 1)) {
+                verdict(
+                    out,
+                    async_ >= sync,
+                    format!(
+                        "auto-commit, {t} thr: async commit ({}) at least as fast as sync ({}) with one transaction \
+                         per Tree::insert",
+                        thousands(async_.round() as u64),
+                        thousands(sync.round() as u64)
+                    ),
+                )?;
             }
         }
         if let (Some(&small), Some(&large)) = (plan.batches.first(), plan.batches.last()) {
@@ -1024,17 +1666,182 @@ fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
                 format!("restart analyzes more records after more log: {}", text.join(" < ")),
             )?;
         }
+        restart_bound_checks(out, &mut verdict, plan, &results.restarts)?;
+    }
+    if plan.has(Part::LogSize) {
+        log_size_checks(out, &mut verdict, plan, &results.log_sizes)?;
     }
     Ok(missed)
+}
+
+/// A printed check: `ok` or `MISSED` and its text.
+type Verdict<'a> = dyn FnMut(&mut dyn Write, bool, String) -> io::Result<()> + 'a;
+
+/// The `--run-times` series: with the cleaner the log at the kill stays within its bound and
+/// restart time does not grow with the run; without it, both grow.
+fn restart_bound_checks(
+    out: &mut dyn Write,
+    verdict: &mut Verdict<'_>,
+    plan: &Plan,
+    runs: &[RestartRun],
+) -> io::Result<()> {
+    let timed: Vec<&RestartRun> = runs.iter().filter(|r| r.target_secs().is_some()).collect();
+    let bounded: Vec<&&RestartRun> = timed.iter().filter(|r| r.setup.cleaner != Cleaner::None).collect();
+    if let Some(max) = bounded.iter().map(|r| r.log_kept).max() {
+        let disk = bounded.iter().map(|r| r.wal_dir).max().unwrap_or(0);
+        verdict(
+            out,
+            max <= plan.max_log,
+            format!(
+                "restart, cleaner on: the log kept when the writer was killed stayed below its bound: at most {} of {} \
+                 ({} of segment files on disk)",
+                bytes(max),
+                bytes(plan.max_log),
+                bytes(disk)
+            ),
+        )?;
+    }
+    let (Some(&short), Some(&long)) = (plan.run_times.first(), plan.run_times.last()) else { return Ok(()) };
+    if short == long {
+        return Ok(());
+    }
+    let growth = |cleaner| -> Option<(f64, f64)> {
+        let a = timed_median(runs, short, cleaner, |r| r.secs)?;
+        let b = timed_median(runs, long, cleaner, |r| r.secs)?;
+        Some((a, b))
+    };
+    if let Some((a, b)) = growth(Cleaner::Classical) {
+        let contrast = growth(Cleaner::None).map_or(String::new(), |(c, d)| {
+            format!("; without the cleaner {c:.3} s -> {d:.3} s ({:.1}x)", d / c)
+        });
+        verdict(
+            out,
+            b <= 2.0 * a.max(0.05),
+            format!(
+                "restart, cleaner on: restart time does not grow with how long the writer ran: {a:.3} s after {short} s, \
+                 {b:.3} s after {long} s ({:.1}x for {:.0}x the run; target: at most 2x){contrast}",
+                b / a,
+                long / short
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// The log-size part: with the cleaner the log stays below its bound; without it, it grows
+/// linearly with the updates.
+fn log_size_checks(
+    out: &mut dyn Write,
+    verdict: &mut Verdict<'_>,
+    plan: &Plan,
+    runs: &[LogSizeRun],
+) -> io::Result<()> {
+    let with: Vec<&LogSizeRun> = runs.iter().filter(|r| r.cleaner != Cleaner::None).collect();
+    if let Some(max) = with.iter().map(|r| r.max_kept()).max() {
+        let samples: usize = with.iter().map(|r| r.samples.len()).sum();
+        let disk = with.iter().map(|r| r.max_on_disk()).max().unwrap_or(0);
+        let written = with.iter().map(|r| r.last().log_written).max().unwrap_or(0);
+        verdict(
+            out,
+            max <= plan.max_log,
+            format!(
+                "log size, cleaner on: log stayed below its bound: at most {} kept of {} over {samples} samples while {} \
+                 was written ({} of segment files on disk at most)",
+                bytes(max),
+                bytes(plan.max_log),
+                bytes(written),
+                bytes(disk)
+            ),
+        )?;
+    }
+    for run in runs.iter().filter(|r| r.cleaner == Cleaner::None).take(1) {
+        let points: Vec<(f64, f64)> =
+            run.samples.iter().map(|s| (s.updates as f64, s.log_kept as f64)).collect();
+        if let Some((_, b, r2)) = fit_line(&points) {
+            let last = run.last();
+            verdict(
+                out,
+                b > 0.0 && r2 >= 0.99,
+                format!(
+                    "log size, cleaner off: the log grows linearly with the updates: {} kept after {} updates ({:.1}x \
+                     the cleaner's bound), {b:.0} bytes per update, R² = {r2:.4} (target: R² >= 0.99; repetition 0)",
+                    bytes(last.log_kept),
+                    thousands(last.updates),
+                    last.log_kept as f64 / plan.max_log as f64
+                ),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// CSV header of [`write_csv`].
 pub const CSV_HEADER: &str = "part,config,logging,locking,commit_mode,threads,batch,repetition,duration_s,\
 inserts,commits,inserts_per_sec,commits_per_sec,log_bytes,log_bytes_per_insert,flush_requests,fsyncs,\
 background_fsyncs,commits_per_fsync,requests_per_fsync,lock_retries,capped,log_target_bytes,\
-restart_s,analyzed,redone,pages_written,losers,compensations";
+restart_s,analyzed,redone,pages_written,losers,compensations,cleaner,max_log_bytes,log_segment_bytes,keys,\
+updates,log_kept_bytes,wal_dir_bytes,cleaner_rounds,cleaner_pages_written,throttled,writer_target_s,writer_s";
 
-fn write_csv(path: &Path, results: &Results) -> io::Result<()> {
+/// The columns after `compensations`; `cleaner` is the page cleaner, the log bound and the
+/// segment bytes (`None`: no log).
+struct Tail {
+    cleaner: Option<(Cleaner, u64, u64)>,
+    keys: Option<u64>,
+    updates: Option<u64>,
+    log_kept: Option<u64>,
+    wal_dir: Option<u64>,
+    cleaning: Option<Cleaning>,
+    writer_target_s: Option<f64>,
+    writer_s: Option<f64>,
+}
+
+impl Tail {
+    /// No log: every column empty.
+    fn none() -> Tail {
+        Tail {
+            cleaner: None,
+            keys: None,
+            updates: None,
+            log_kept: None,
+            wal_dir: None,
+            cleaning: None,
+            writer_target_s: None,
+            writer_s: None,
+        }
+    }
+
+    /// A logged database with the engine's default cleaner, bound and segments.
+    fn defaults(log_kept: Option<u64>, cleaning: Option<Cleaning>) -> Tail {
+        Tail {
+            cleaner: Some((Cleaner::Classical, swizzledb::DEFAULT_MAX_LOG_BYTES, DEFAULT_SEGMENT)),
+            log_kept,
+            cleaning,
+            ..Tail::none()
+        }
+    }
+
+    fn fields(&self) -> Vec<String> {
+        let n = |x: Option<u64>| x.map_or(String::new(), |x| x.to_string());
+        let s = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
+        vec![
+            self.cleaner.map_or(String::new(), |c| cleaner_name(c.0).to_string()),
+            // Without a cleaner nothing bounds the log: empty.
+            n(self.cleaner.filter(|c| c.0 != Cleaner::None).map(|c| c.1)),
+            n(self.cleaner.map(|c| c.2)),
+            n(self.keys),
+            n(self.updates),
+            n(self.log_kept),
+            n(self.wal_dir),
+            n(self.cleaning.map(|c| c.rounds)),
+            n(self.cleaning.map(|c| c.pages_written)),
+            n(self.cleaning.map(|c| c.throttled)),
+            s(self.writer_target_s),
+            s(self.writer_s),
+        ]
+    }
+}
+
+fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
     let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
     let mut text = format!("{CSV_HEADER}\n");
     let mut row = |fields: Vec<String>| {
@@ -1077,7 +1884,10 @@ fn write_csv(path: &Path, results: &Results) -> io::Result<()> {
             empty(),
             empty(),
             empty(),
-        ]);
+        ]
+        .into_iter()
+        .chain(if r.setup.logging() { Tail::defaults(r.log_kept, r.cleaning) } else { Tail::none() }.fields())
+        .collect());
     }
     for r in &results.commits {
         row(vec![
@@ -1110,7 +1920,10 @@ fn write_csv(path: &Path, results: &Results) -> io::Result<()> {
             empty(),
             empty(),
             empty(),
-        ]);
+        ]
+        .into_iter()
+        .chain(Tail::defaults(Some(r.log_kept), Some(r.cleaning)).fields())
+        .collect());
     }
     for r in &results.restarts {
         let s = &r.stats;
@@ -1137,14 +1950,80 @@ fn write_csv(path: &Path, results: &Results) -> io::Result<()> {
             empty(),
             empty(),
             "false".into(),
-            r.target_bytes.to_string(),
+            r.target_bytes().map_or_else(empty, |t| t.to_string()),
             format!("{:.6}", r.secs),
             s.analyzed.to_string(),
             s.redone.to_string(),
             s.pages_written.to_string(),
             s.losers.to_string(),
             s.compensations.to_string(),
-        ]);
+        ]
+        .into_iter()
+        .chain(
+            Tail {
+                cleaner: Some((r.setup.cleaner, r.setup.bound(), r.setup.segment)),
+                keys: None,
+                updates: None,
+                log_kept: Some(r.log_kept),
+                wal_dir: Some(r.wal_dir),
+                cleaning: Some(r.cleaning),
+                writer_target_s: r.target_secs(),
+                writer_s: Some(r.writer_secs),
+            }
+            .fields(),
+        )
+        .collect());
+    }
+    for r in &results.log_sizes {
+        let bound = if r.cleaner == Cleaner::None { NO_BOUND } else { plan.max_log };
+        for s in &r.samples {
+            row(vec![
+                Part::LogSize.name().into(),
+                Setup::AutoAsync.name().into(),
+                "true".into(),
+                "true".into(),
+                "async".into(),
+                "1".into(),
+                "1".into(),
+                r.repetition.to_string(),
+                format!("{:.6}", s.secs),
+                empty(),
+                s.updates.to_string(),
+                empty(),
+                opt((s.secs > 0.0).then(|| s.updates as f64 / s.secs)),
+                s.log_written.to_string(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                "false".into(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+                empty(),
+            ]
+            .into_iter()
+            .chain(
+                Tail {
+                    cleaner: Some((r.cleaner, bound, plan.log_segment)),
+                    keys: Some(plan.keys),
+                    updates: Some(s.updates),
+                    log_kept: Some(s.log_kept),
+                    wal_dir: Some(s.wal_dir),
+                    cleaning: Some(s.cleaning),
+                    writer_target_s: None,
+                    writer_s: None,
+                }
+                .fields(),
+            )
+            .collect());
+        }
     }
     std::fs::write(path, text)
 }
@@ -1169,7 +2048,9 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                             let v: Vec<f64> = results
                                 .inserts
                                 .iter()
-                                .filter(|r| r.setup == setup && r.threads == t && r.batch == batch)
+                                .filter(|r| {
+                                    r.setup == setup && r.threads == t && r.batch == setup.batch(batch)
+                                })
                                 .map(InsertRun::inserts_per_sec)
                                 .collect();
                             point_of(&v, t as f64)
@@ -1186,7 +2067,8 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                     x_scale: Scale::Log2,
                     series,
                     note: Some(format!(
-                        "{} random-order inserts, median and min..max of {} repetitions",
+                        "{} random-order inserts, median and min..max of {} repetitions; auto-*: Tree::insert, one \
+                         transaction per insert",
                         thousands(plan.records),
                         plan.repeat
                     )),
@@ -1244,13 +2126,114 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
             },
         ));
     }
-    if plan.has(Part::Restart) {
+    if plan.has(Part::Restart) && !plan.run_times.is_empty() {
+        let series = TIMED_CLEANERS
+            .iter()
+            .map(|&cleaner| Series {
+                name: match cleaner {
+                    Cleaner::None => "cleaner off".to_string(),
+                    _ => format!("cleaner on, bound {}", bytes(plan.max_log)),
+                },
+                points: plan
+                    .run_times
+                    .iter()
+                    .filter_map(|&secs| {
+                        let v: Vec<f64> = results
+                            .restarts
+                            .iter()
+                            .filter(|r| r.target_secs() == Some(secs) && r.setup.cleaner == cleaner)
+                            .map(|r| r.secs)
+                            .collect();
+                        point_of(&v, secs)
+                    })
+                    .collect(),
+            })
+            .collect();
+        charts.push((
+            "wal-bench-restart-bounded".into(),
+            Chart {
+                title: "Restart time against how long the writer ran before the kill".into(),
+                x_label: "writer run time (s)".into(),
+                y_label: "restart seconds".into(),
+                x_scale: Scale::Log2,
+                series,
+                note: Some(format!(
+                    "{} records, {} log segments, median and min..max of {} repetitions",
+                    thousands(plan.records),
+                    bytes(plan.log_segment),
+                    plan.repeat
+                )),
+                vline: None,
+                marks: None,
+            },
+        ));
+    }
+    if plan.has(Part::LogSize) {
+        let by_sample = |cleaner: Cleaner, f: fn(&LogSample) -> u64| -> Vec<Point> {
+            let runs: Vec<&LogSizeRun> = results.log_sizes.iter().filter(|r| r.cleaner == cleaner).collect();
+            let n = runs.iter().map(|r| r.samples.len()).min().unwrap_or(0);
+            (0..n)
+                .filter_map(|i| {
+                    let v: Vec<f64> = runs.iter().map(|r| f(&r.samples[i]) as f64 / MIB).collect();
+                    point_of(&v, runs[0].samples[i].updates as f64)
+                })
+                .collect()
+        };
+        let kept = |s: &LogSample| s.log_kept;
+        let disk = |s: &LogSample| s.wal_dir;
+        let note = format!(
+            "{} keys, {} log segments, bound {} with the cleaner; median and min..max of {} repetitions",
+            thousands(plan.keys),
+            bytes(plan.log_segment),
+            bytes(plan.max_log),
+            plan.repeat
+        );
+        let series = |cleaners: &[Cleaner]| -> Vec<Series> {
+            cleaners
+                .iter()
+                .flat_map(|&c| {
+                    let name = if c == Cleaner::None { "cleaner off" } else { "cleaner on" };
+                    [
+                        Series { name: format!("log kept, {name}"), points: by_sample(c, kept) },
+                        Series { name: format!("segment files, {name}"), points: by_sample(c, disk) },
+                    ]
+                })
+                .collect()
+        };
+        for (stem, title, cleaners) in [
+            ("wal-bench-log-size", "Log kept on disk over an update run", &LOG_SIZE_CLEANERS[..]),
+            (
+                "wal-bench-log-size-cleaner",
+                "Log kept on disk over an update run, cleaner on",
+                &LOG_SIZE_CLEANERS[..1],
+            ),
+        ] {
+            charts.push((
+                stem.into(),
+                Chart {
+                    title: title.into(),
+                    x_label: "updates".into(),
+                    y_label: "log (MiB)".into(),
+                    x_scale: Scale::Linear,
+                    series: series(cleaners),
+                    note: Some(note.clone()),
+                    vline: None,
+                    marks: None,
+                },
+            ));
+        }
+    }
+    if plan.has(Part::Restart) && !plan.log_sizes.is_empty() {
         let points = plan
             .log_sizes
             .iter()
             .filter_map(|&target| {
-                let v: Vec<f64> =
-                    results.restarts.iter().filter(|r| r.target_bytes == target).map(|r| r.secs).collect();
+                let v: Vec<f64> = results
+                    .restarts
+                    .iter()
+                    .filter(|r| r.target_bytes() == Some(target))
+                    .map(|r| r.secs)
+                    .collect();
                 point_of(&v, restart_median(&results.restarts, target, RestartRun::log_mib)?)
             })
             .collect();
@@ -1263,7 +2246,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                 x_scale: Scale::Linear,
                 series: vec![Series { name: "Database::open after SIGKILL".into(), points }],
                 note: Some(format!(
-                    "{} records, median and min..max of {} repetitions",
+                    "{} records, page cleaner off, median and min..max of {} repetitions",
                     thousands(plan.records),
                     plan.repeat
                 )),
@@ -1311,13 +2294,17 @@ pub fn run(args: &WalBenchArgs) -> Result<ExitCode, Box<dyn Error>> {
         print_group_commit(&mut io::stdout().lock(), &plan, &results.commits)?;
     }
     if plan.has(Part::Restart) {
-        results.restarts = run_restart(&plan, args, scratch.path(), progress)?;
+        results.restarts = run_restart(&plan, scratch.path(), progress)?;
         print_restart(&mut io::stdout().lock(), &plan, &results.restarts)?;
+    }
+    if plan.has(Part::LogSize) {
+        results.log_sizes = run_log_size(&plan, scratch.path(), progress)?;
+        print_log_size(&mut io::stdout().lock(), &plan, &results.log_sizes)?;
     }
     print_checks(&mut io::stdout().lock(), &plan, &results)?;
     if let Some(dir) = args.out.as_deref() {
         let csv = dir.join("wal-bench.csv");
-        write_csv(&csv, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+        write_csv(&csv, &plan, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
         eprintln!("Wrote {}.", csv.display());
         for (name, chart) in charts(&plan, &results) {
             crate::write_plot(Some(dir), &name, &chart)?;
