@@ -1,18 +1,43 @@
 //! `swizzledb crash-test`: run a logged write workload in a child process, kill it with SIGKILL
-//! at a random moment, restart, and check that every acknowledged commit survived, that nothing
-//! uncommitted is visible and that the tree is valid; repeat.
+//! at a random moment, restart, and check that every acknowledged write survived, that nothing
+//! unacknowledged beyond the one write in flight is visible and that the tree is valid; repeat.
 //!
-//! The writer process runs `--threads` writers. Writer `t` runs transactions numbered 1, 2, …,
-//! each a deterministic function of the seed, `t` and its number (puts and deletes over the keys
-//! congruent to `t`, values naming the transaction), each also writing its number under the key
-//! `__progress<t>`; it prints `ack t N` once commit N has returned. Background fuzzy checkpoints
-//! run meanwhile. After a kill, each writer's keys must hold exactly the state after its
-//! transactions 1..=A, or 1..=A+1 (A = its last acknowledged: the next one may have committed
-//! without being acknowledged). Anything else is counted: values of committed transactions that
-//! are missing or older are lost commits; values of later transactions, or a part of the
-//! in-flight one, are visible uncommitted changes.
+//! The writer process runs `--threads` writers. Writer `t` writes only the keys congruent to `t`
+//! (and its `__progress<t>` key), so writers never conflict and each one's history can be checked
+//! on its own. It runs steps numbered 1, 2, …, each a deterministic function of the seed, `t`,
+//! its number and the state its earlier steps left, and prints `ack t N` once step N returned Ok.
+//! Every value a step writes names the step (`N:j:...`).
+//!
+//! Two configurations (`--config`):
+//!
+//! - `default`: the engine's defaults. The database is created and opened with
+//!   `Database::builder()` plus only the pool settings and a small log (`--log-segment-kib`,
+//!   default 64, and `--max-log-kib`, default 1024), so the classical page cleaner runs during
+//!   short runs; logging, sync commit, locking, checkpoints and page size are the engine's
+//!   defaults. A step is either one auto-commit operation (`Tree::upsert` of a new value,
+//!   `Tree::insert` of a key the writer's state lacks, `Tree::delete` of a key it holds) or a
+//!   multi-operation `Transaction` (puts and deletes, and `__progress<t>` = N) acknowledged when
+//!   its commit returned Ok. Every step therefore changes the writer's state. The writer learns
+//!   where to continue from the harness (`--resume`, the steps the checker found committed) and
+//!   reads its state from the database; it also checks what each operation returns (whether
+//!   the key existed) against that state. The checker opens the database after each kill with
+//!   `Database::builder()` defaults plus the pool settings and the log segment size (a log must
+//!   be opened with the segment size it was created with), so the open follows the file.
+//! - `transactions` (the original harness): only multi-operation transactions, each also writing
+//!   `__progress<t>` (from which the restarted writer continues), with `.logging(true)`,
+//!   `CommitMode::Sync`, 4 KiB pages, 1 MiB log segments and background fuzzy checkpoints
+//!   every `--checkpoint-ms`.
+//!
+//! After a kill, each writer's keys must hold exactly the state after its steps 1..=A, or
+//! 1..=A+1 (A = its last acknowledged step: the next one may have committed without being
+//! acknowledged). The checker keeps each writer's expected state and computes both from it;
+//! since every step changes the state, the two differ and the match decides how far the writer
+//! got. Anything else is counted: values of acknowledged steps that are missing, older or (for
+//! a delete) still present are lost commits; values of later steps, or a part of the in-flight
+//! transaction, are visible uncommitted changes. The tree must pass `Tree::verify`. The writers
+//! report the page cleaner's counters as they run; the summary sums the last report of each run.
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,10 +45,30 @@ use std::error::Error;
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
-use swizzledb::{CommitMode, Database, PoolMode};
+use swizzledb::{CommitMode, Database, PoolMode, Tree};
 
 use crate::Usage;
+
+/// The workload and database settings the writer runs with.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Config {
+    /// The engine's defaults (auto-commit single operations mixed with transactions, the page
+    /// cleaner on a small log bound)
+    Default,
+    /// Multi-operation transactions only, explicit logging and sync commit, frequent checkpoints
+    Transactions,
+}
+
+impl Config {
+    fn name(self) -> &'static str {
+        match self {
+            Config::Default => "default",
+            Config::Transactions => "transactions",
+        }
+    }
+}
 
 /// Options of `swizzledb crash-test`.
 #[derive(Args, Debug)]
@@ -38,15 +83,30 @@ pub struct CrashTestArgs {
     /// time up to this)
     #[arg(long, default_value_t = 200)]
     max_run_ms: u64,
-    /// Keys the transactions write
+    /// Keys the writers write
     #[arg(long, default_value_t = 3000)]
     keys: u32,
-    /// Concurrent writers (each with its own keys and its own sequence of transactions)
+    /// Concurrent writers (each with its own keys and its own sequence of steps)
     #[arg(long, default_value_t = 2)]
     threads: u32,
-    /// Interval of the background fuzzy checkpoints in the writer, in milliseconds
-    #[arg(long, default_value_t = 50)]
-    checkpoint_ms: u64,
+    /// Workload and settings: `default` mixes auto-commit single operations with transactions on
+    /// the engine's default settings and a small log bound (the page cleaner runs);
+    /// `transactions` runs multi-operation transactions only, with explicit logging, sync commit
+    /// and checkpoints every --checkpoint-ms
+    #[arg(long, value_enum, default_value_t = Config::Default)]
+    config: Config,
+    /// Bound of the log kept on disk, in KiB (at least four log segments; default: 1024 with
+    /// --config default, the engine's default with --config transactions)
+    #[arg(long)]
+    max_log_kib: Option<u64>,
+    /// Log segment size in KiB (default: 64 with --config default, 1024 with --config
+    /// transactions)
+    #[arg(long)]
+    log_segment_kib: Option<u64>,
+    /// Interval of the background fuzzy checkpoints in the writer, in milliseconds (default: 50
+    /// with --config transactions, the engine's default with --config default)
+    #[arg(long)]
+    checkpoint_ms: Option<u64>,
     /// Buffer mode
     #[arg(long, default_value = "swizzling", value_parser = parse_mode)]
     mode: PoolMode,
@@ -59,6 +119,9 @@ pub struct CrashTestArgs {
     /// Internal: run as the killed writer on the database at this path
     #[arg(long, hide = true)]
     child: Option<PathBuf>,
+    /// Internal (--config default): the steps each writer has committed, comma-separated
+    #[arg(long, hide = true)]
+    resume: Option<String>,
 }
 
 fn parse_mode(s: &str) -> Result<PoolMode, String> {
@@ -93,33 +156,183 @@ fn transaction(seed: u64, keys: u32, t: u32, threads: u32, n: u64) -> Vec<Op> {
     let count = rng.gen_range(1..=8);
     (0..count)
         .map(|j| {
-            let key = format!("key{:06}", rng.gen_range(0..per_writer) * threads + t).into_bytes();
+            let key = writer_key(rng.gen_range(0..per_writer), t, threads);
             if rng.gen_bool(0.2) {
                 Op::Delete(key)
             } else {
-                let len = rng.gen_range(8..300);
-                let mut value = format!("{n}:{j}:").into_bytes();
-                value.resize(len.max(value.len()), b'.');
-                Op::Put(key, value)
+                Op::Put(key, value(n, j, rng.gen_range(8..300)))
             }
         })
         .collect()
 }
 
-type State = BTreeMap<Vec<u8>, Vec<u8>>;
+/// The `i`th key of writer `t`.
+fn writer_key(i: u32, t: u32, threads: u32) -> Vec<u8> {
+    format!("key{:06}", i * threads + t).into_bytes()
+}
 
-fn apply(state: &mut State, args: &CrashTestArgs, t: u32, n: u64) {
-    for w in transaction(args.seed, args.keys, t, args.threads, n) {
-        match w {
-            Op::Put(k, v) => {
-                state.insert(k, v);
-            }
-            Op::Delete(k) => {
-                state.remove(&k);
+/// The value write `j` of step `n` writes: `n:j:` padded to `len` bytes.
+fn value(n: u64, j: usize, len: usize) -> Vec<u8> {
+    let mut value = format!("{n}:{j}:").into_bytes();
+    value.resize(len.max(value.len()), b'.');
+    value
+}
+
+/// One step of a writer: acknowledged once it returned Ok.
+enum Step {
+    /// A multi-operation transaction (its last write puts the progress key).
+    Txn(Vec<Op>),
+    /// Auto-commit `Tree::upsert`.
+    Upsert(Vec<u8>, Vec<u8>),
+    /// Auto-commit `Tree::insert` of a key the writer's state lacks.
+    Insert(Vec<u8>, Vec<u8>),
+    /// Auto-commit `Tree::delete` of a key the writer's state holds.
+    Delete(Vec<u8>),
+}
+
+impl Step {
+    /// Step `n` of writer `t`, whose keys hold `state` (the state after steps 1..n).
+    fn new(args: &CrashTestArgs, t: u32, n: u64, state: &State) -> Step {
+        let txn = || {
+            let mut ops = transaction(args.seed, args.keys, t, args.threads, n);
+            ops.push(Op::Put(progress_key(t), n.to_string().into_bytes()));
+            Step::Txn(ops)
+        };
+        if args.config == Config::Transactions {
+            return txn();
+        }
+        let mut rng = SmallRng::seed_from_u64(
+            args.seed ^ 0xA076_1D64_78BD_642F ^ n.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ (u64::from(t) << 56),
+        );
+        let per_writer = (args.keys / args.threads).max(1);
+        let start = rng.gen_range(0..per_writer);
+        let len = rng.gen_range(8..300);
+        let upsert = Step::Upsert(writer_key(start, t, args.threads), value(n, 0, len));
+        match rng.gen_range(0..100) {
+            0..=29 => txn(),
+            30..=59 => upsert,
+            60..=79 => (0..per_writer)
+                .map(|d| writer_key((start + d) % per_writer, t, args.threads))
+                .find(|k| !state.contains_key(k))
+                .map_or(upsert, |k| Step::Insert(k, value(n, 0, len))),
+            _ => {
+                let from = writer_key(start, t, args.threads);
+                state
+                    .range(from.clone()..)
+                    .chain(state.range(..from))
+                    .map(|(k, _)| k)
+                    .find(|k| k.starts_with(b"key"))
+                    .map_or(upsert, |k| Step::Delete(k.clone()))
             }
         }
     }
-    state.insert(progress_key(t), n.to_string().into_bytes());
+
+    /// Applies the step to `state`.
+    fn apply(&self, state: &mut State) {
+        let mut write = |op: &Op| match op {
+            Op::Put(k, v) => {
+                state.insert(k.clone(), v.clone());
+            }
+            Op::Delete(k) => {
+                state.remove(k);
+            }
+        };
+        match self {
+            Step::Txn(ops) => ops.iter().for_each(write),
+            Step::Upsert(k, v) | Step::Insert(k, v) => write(&Op::Put(k.clone(), v.clone())),
+            Step::Delete(k) => write(&Op::Delete(k.clone())),
+        }
+    }
+
+    /// The keys the step writes.
+    fn keys(&self) -> Vec<&Vec<u8>> {
+        match self {
+            Step::Txn(ops) => ops
+                .iter()
+                .map(|op| match op {
+                    Op::Put(k, _) | Op::Delete(k) => k,
+                })
+                .collect(),
+            Step::Upsert(k, _) | Step::Insert(k, _) | Step::Delete(k) => vec![k],
+        }
+    }
+
+    /// Runs the step against the database; `state` is the writer's state before it, to check
+    /// what the auto-commit operations return.
+    fn run(&self, db: &Database, tree: &Tree, state: &State) -> Result<(), String> {
+        let e = |e: &dyn std::fmt::Display| e.to_string();
+        match self {
+            Step::Txn(ops) => {
+                let mut txn = db.begin();
+                for op in ops {
+                    match op {
+                        Op::Put(k, v) => txn.put(tree, k, v).map_err(|x| e(&x))?,
+                        Op::Delete(k) => txn.delete(tree, k).map_err(|x| e(&x))?,
+                    };
+                }
+                txn.commit().map_err(|x| e(&x))
+            }
+            Step::Upsert(k, v) => {
+                let existed = tree.upsert(k, v).map_err(|x| e(&x))?;
+                expect_existed("upsert", k, existed, state.contains_key(k))
+            }
+            Step::Insert(k, v) => tree.insert(k, v).map_err(|x| format!("insert of a new key: {x}")),
+            Step::Delete(k) => {
+                let existed = tree.delete(k).map_err(|x| e(&x))?;
+                expect_existed("delete", k, existed, true)
+            }
+        }
+    }
+}
+
+fn expect_existed(what: &str, key: &[u8], existed: bool, expected: bool) -> Result<(), String> {
+    if existed == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} of {} found the key {}, but the writer's committed steps {}",
+            String::from_utf8_lossy(key),
+            if existed { "present" } else { "absent" },
+            if expected { "left it present" } else { "had not written it" }
+        ))
+    }
+}
+
+type State = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// What the checker expects of one writer: its state after its first `step` steps.
+#[derive(Clone, Default)]
+struct Model {
+    step: u64,
+    state: State,
+    /// The step that last wrote each key (put or delete).
+    written_by: BTreeMap<Vec<u8>, u64>,
+    auto_commits: u64,
+    transactions: u64,
+}
+
+impl Model {
+    /// Applies the writer's next step.
+    fn advance(&mut self, args: &CrashTestArgs, t: u32) {
+        let n = self.step + 1;
+        let step = Step::new(args, t, n, &self.state);
+        for k in step.keys() {
+            self.written_by.insert(k.clone(), n);
+        }
+        step.apply(&mut self.state);
+        if matches!(step, Step::Txn(_)) {
+            self.transactions += 1;
+        } else {
+            self.auto_commits += 1;
+        }
+        self.step = n;
+    }
+
+    fn advance_to(&mut self, args: &CrashTestArgs, t: u32, n: u64) {
+        while self.step < n {
+            self.advance(args, t);
+        }
+    }
 }
 
 /// Which writer a key belongs to.
@@ -131,95 +344,203 @@ fn writer_of(key: &[u8], threads: u32) -> Option<u32> {
     Some(s.strip_prefix("key")?.parse::<u32>().ok()? % threads)
 }
 
-/// The transaction number a value names (`n:j:...`), if any.
-fn txn_of(value: &[u8]) -> Option<u64> {
+/// The step number a value names (`n:j:...`, or a progress value `n`), if any.
+fn step_of(value: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(value).ok()?;
     s.split(':').next()?.trim_end_matches('.').parse().ok()
 }
 
-fn builder(args: &CrashTestArgs) -> swizzledb::Builder {
-    let pool = if args.mode == PoolMode::MainMemory { 64 << 20 } else { args.pool_kib << 10 };
-    Database::builder()
-        .logging(true)
-        .commit_mode(CommitMode::Sync)
-        .mode(args.mode)
-        .page_size(4096)
-        .pool_bytes(pool)
-        .log_segment_bytes(1 << 20)
-        .checkpoint_interval(Some(Duration::from_millis(args.checkpoint_ms.max(1))))
+fn pool_bytes(args: &CrashTestArgs) -> usize {
+    if args.mode == PoolMode::MainMemory {
+        64 << 20
+    } else {
+        args.pool_kib << 10
+    }
 }
 
-/// The writers: restart the database, each continues after its last committed transaction,
-/// prints `ack T N` after each commit, and runs until killed.
-fn child(args: &CrashTestArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> {
-    let db = builder(args).open(path)?;
-    let tree = db.tree(TREE)?;
-    let out = std::sync::Mutex::new(std::io::stdout());
-    std::thread::scope(|scope| -> Result<(), Box<dyn Error + Send + Sync>> {
-        let handles: Vec<_> = (0..args.threads)
-            .map(|t| {
-                let (db, tree, out) = (&db, &tree, &out);
-                scope.spawn(move || -> Result<(), Box<dyn Error + Send + Sync>> {
-                    let start = tree
-                        .get(&progress_key(t))?
-                        .and_then(|v| std::str::from_utf8(&v).ok()?.parse::<u64>().ok())
-                        .unwrap_or(0);
-                    for n in start + 1.. {
-                        let mut txn = db.begin();
-                        for w in transaction(args.seed, args.keys, t, args.threads, n) {
-                            match w {
-                                Op::Put(k, v) => {
-                                    txn.put(tree, &k, &v)?;
-                                }
-                                Op::Delete(k) => {
-                                    txn.delete(tree, &k)?;
-                                }
-                            }
-                        }
-                        txn.put(tree, &progress_key(t), n.to_string().as_bytes())?;
-                        txn.commit()?;
-                        let mut o = out.lock().map_err(|_| "stdout lock poisoned")?;
-                        writeln!(o, "ack {t} {n}")?;
-                        o.flush()?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().map_err(|_| "a writer panicked")??;
+fn log_segment_bytes(args: &CrashTestArgs) -> u64 {
+    let default = match args.config {
+        Config::Default => 64,
+        Config::Transactions => 1024,
+    };
+    args.log_segment_kib.unwrap_or(default) << 10
+}
+
+fn max_log_bytes(args: &CrashTestArgs) -> Option<u64> {
+    match args.config {
+        Config::Default => Some(args.max_log_kib.unwrap_or(1024) << 10),
+        Config::Transactions => args.max_log_kib.map(|k| k << 10),
+    }
+}
+
+/// Who opens the database: the writer (and the creator), or the checker after a kill.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Opener {
+    Writer,
+    Checker,
+}
+
+fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
+    let b = Database::builder().mode(args.mode).pool_bytes(pool_bytes(args));
+    match args.config {
+        Config::Transactions => {
+            let b = b
+                .logging(true)
+                .commit_mode(CommitMode::Sync)
+                .page_size(4096)
+                .log_segment_bytes(log_segment_bytes(args))
+                .checkpoint_interval(Some(Duration::from_millis(args.checkpoint_ms.unwrap_or(50).max(1))));
+            match max_log_bytes(args) {
+                Some(bytes) => b.max_log_bytes(bytes),
+                None => b,
+            }
         }
-        Ok(())
+        Config::Default => {
+            // The log must be opened with the segment size it was created with; everything
+            // else the checker leaves to the defaults and the file.
+            let b = b.log_segment_bytes(log_segment_bytes(args));
+            if who == Opener::Checker {
+                return b;
+            }
+            let b = b.max_log_bytes(max_log_bytes(args).expect("the default config has a bound"));
+            match args.checkpoint_ms {
+                Some(ms) => b.checkpoint_interval(Some(Duration::from_millis(ms.max(1)))),
+                None => b,
+            }
+        }
+    }
+}
+
+/// The writer process's report of its page cleaner: counters since it opened, and the largest
+/// log it saw on disk.
+#[derive(Copy, Clone, Default, Debug)]
+struct CleanerReport {
+    rounds: u64,
+    pages: u64,
+    throttled: u64,
+    failures: u64,
+    max_log_bytes: u64,
+}
+
+impl CleanerReport {
+    fn line(&self) -> String {
+        format!(
+            "cleaner {} {} {} {} {}",
+            self.rounds, self.pages, self.throttled, self.failures, self.max_log_bytes
+        )
+    }
+
+    fn parse(words: &[&str]) -> Option<CleanerReport> {
+        let n: Vec<u64> = words.iter().map(|w| w.parse().ok()).collect::<Option<_>>()?;
+        let [rounds, pages, throttled, failures, max_log_bytes] = n[..] else { return None };
+        Some(CleanerReport { rounds, pages, throttled, failures, max_log_bytes })
+    }
+}
+
+fn say(out: &Mutex<std::io::Stdout>, line: &str) -> std::io::Result<()> {
+    let mut o = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    writeln!(o, "{line}")?;
+    o.flush()
+}
+
+/// The writers: restart the database, each continues after its last committed step, prints
+/// `ack T N` after each acknowledged step, and runs until killed. A writer that fails ends the
+/// process (exit code 1), which the harness counts.
+fn child(args: &CrashTestArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> {
+    let db = builder(args, Opener::Writer).open(path)?;
+    let tree = db.tree(TREE)?;
+    let resume: Option<Vec<u64>> = match (args.config, &args.resume) {
+        (Config::Transactions, _) => None,
+        (Config::Default, Some(list)) => Some(list.split(',').map(str::parse).collect::<Result<_, _>>()?),
+        (Config::Default, None) => return Err("--config default needs --resume".into()),
+    };
+    // Each writer's state, as the database holds it now (the checker has compared it with the
+    // writer's committed steps).
+    let mut states = vec![State::new(); args.threads as usize];
+    for kv in tree.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded) {
+        let (k, v) = kv?;
+        if let Some(t) = writer_of(&k, args.threads) {
+            states.get_mut(t as usize).ok_or("a key of an unknown writer")?.insert(k, v);
+        }
+    }
+    let out = Mutex::new(std::io::stdout());
+    let fail = |what: String| -> ! {
+        eprintln!("{what}");
+        std::process::exit(1)
+    };
+    std::thread::scope(|scope| {
+        for (t, mut state) in (0..args.threads).zip(states) {
+            let (db, tree, out, resume) = (&db, &tree, &out, &resume);
+            scope.spawn(move || {
+                let start = match resume {
+                    Some(r) => r.get(t as usize).copied().unwrap_or(0),
+                    None => state.get(&progress_key(t)).and_then(|v| step_of(v)).unwrap_or(0),
+                };
+                for n in start + 1.. {
+                    let step = Step::new(args, t, n, &state);
+                    if let Err(e) = step.run(db, tree, &state) {
+                        fail(format!("writer {t}, step {n}: {e}"));
+                    }
+                    step.apply(&mut state);
+                    if let Err(e) = say(out, &format!("ack {t} {n}")) {
+                        fail(format!("writer {t}: writing to stdout: {e}"));
+                    }
+                }
+            });
+        }
+        // The page cleaner's counters, for the summary (the last report before the kill).
+        let mut last = String::new();
+        loop {
+            std::thread::sleep(Duration::from_millis(5));
+            let s = db.cleaner_stats().unwrap_or_default();
+            let report = CleanerReport {
+                rounds: s.rounds,
+                pages: s.pages_written,
+                throttled: s.throttled,
+                failures: s.failures,
+                max_log_bytes: s.max_log_bytes_seen.max(db.log_bytes().unwrap_or(0)),
+            };
+            let line = report.line();
+            if line != last {
+                if let Err(e) = say(&out, &line) {
+                    fail(format!("writing to stdout: {e}"));
+                }
+                last = line;
+            }
+        }
     })
-    .map_err(|e| e.to_string())?;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// What one verification found.
 #[derive(Default)]
 struct Findings {
-    /// Per writer: transactions known committed.
-    committed: Vec<u64>,
     lost: BTreeSet<(u32, u64)>,
     uncommitted: BTreeSet<(u32, u64)>,
     invalid: bool,
 }
 
 /// Opens (restarting) the database and compares each writer's keys with the states after its
-/// transactions 1..=acked and 1..=acked+1.
-fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64]) -> Findings {
-    let mut found = Findings { committed: acked.to_vec(), ..Findings::default() };
-    let db = match builder(args).open(path) {
+/// steps 1..=acked and 1..=acked+1; moves each model to the state found (or to acked).
+fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64], models: &mut [Model]) -> Findings {
+    let mut found = Findings::default();
+    for (t, model) in models.iter_mut().enumerate() {
+        model.advance_to(args, t as u32, acked[t]);
+    }
+    let db = match builder(args, Opener::Checker).open(path) {
         Ok(db) => db,
         Err(e) => {
-            eprintln!("restart failed after {acked:?} acknowledged commits: {e}");
+            eprintln!("restart failed after {acked:?} acknowledged steps: {e}");
             found.invalid = true;
             return found;
         }
     };
+    if !db.is_logged() {
+        eprintln!("the database opened without its log");
+        found.invalid = true;
+    }
     // Structure first: a scan of a damaged tree need not end.
     if let Err(e) = db.tree(TREE).map_err(|e| e.to_string()).and_then(|t| t.verify().map(|_| ())) {
-        eprintln!("the tree is invalid after {acked:?} acknowledged commits: {e}");
+        eprintln!("the tree is invalid after {acked:?} acknowledged steps: {e}");
         found.invalid = true;
         return found;
     }
@@ -233,24 +554,28 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64]) -> Findings {
             return found;
         }
     };
-    for t in 0..args.threads {
+    for k in got.keys() {
+        if writer_of(k, args.threads).is_none_or(|t| t >= args.threads) {
+            eprintln!("a key no writer writes: {}", String::from_utf8_lossy(k));
+            found.invalid = true;
+        }
+    }
+    for (t, model) in (0..args.threads).zip(models.iter_mut()) {
         let a = acked[t as usize];
         let mine: State = got
             .iter()
             .filter(|(k, _)| writer_of(k, args.threads) == Some(t))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let mut before = State::new();
-        for n in 1..=a {
-            apply(&mut before, args, t, n);
-        }
-        let mut after = before.clone();
-        apply(&mut after, args, t, a + 1);
-        if mine == before {
+        let mut next = model.clone();
+        next.advance(args, t);
+        let (before, after) = (&model.state, &next.state);
+        assert_ne!(before, after, "every step changes its writer's state");
+        if mine == *before {
             continue;
         }
-        if mine == after {
-            found.committed[t as usize] = a + 1;
+        if mine == *after {
+            *model = next;
             continue;
         }
         let keys: BTreeSet<&Vec<u8>> = mine.keys().chain(before.keys()).chain(after.keys()).collect();
@@ -265,12 +590,12 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64]) -> Findings {
                 }
             }
             if g != b && g != n {
-                match g.and_then(|v| txn_of(v)) {
+                match g.and_then(|v| step_of(v)) {
                     Some(x) if x > a + 1 => {
                         found.uncommitted.insert((t, x));
                     }
                     _ => {
-                        found.lost.insert((t, b.and_then(|v| txn_of(v)).unwrap_or(0)));
+                        found.lost.insert((t, model.written_by.get(k).copied().unwrap_or(0)));
                     }
                 }
             }
@@ -297,6 +622,15 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if !(1..=64).contains(&args.threads) || args.keys < args.threads {
         return Err(Usage("--threads must be 1 to 64, and --keys at least --threads".into()).into());
     }
+    let segment = log_segment_bytes(args);
+    if !(4 << 10..=1 << 30).contains(&segment) {
+        return Err(Usage("--log-segment-kib must be 4 to 1048576".into()).into());
+    }
+    if max_log_bytes(args).is_some_and(|bound| bound < 4 * segment) {
+        return Err(
+            Usage("--max-log-kib must be at least four log segments (--log-segment-kib)".into()).into()
+        );
+    }
     let temp;
     let dir = match &args.dir {
         Some(d) => {
@@ -310,54 +644,71 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     };
     let path = dir.join("crash.swz");
     {
-        let db = builder(args).create(&path)?;
+        let db = builder(args, Opener::Writer).create(&path)?;
         db.create_tree(TREE)?;
         db.close()?;
     }
     let exe = std::env::current_exe()?;
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let (mut lost, mut uncommitted, mut invalid) = (0usize, 0usize, 0usize);
-    let mut committed = vec![0u64; args.threads as usize];
+    let mut models = vec![Model::default(); args.threads as usize];
+    let mut cleaner = CleanerReport::default();
     let started = std::time::Instant::now();
     for kill in 1..=args.kills {
-        let mut child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        command
             .arg("crash-test")
-            .args(["--seed", &args.seed.to_string(), "--keys", &args.keys.to_string()])
-            .args([
-                "--threads",
-                &args.threads.to_string(),
-                "--checkpoint-ms",
-                &args.checkpoint_ms.to_string(),
-            ])
+            .args(["--config", args.config.name(), "--seed", &args.seed.to_string()])
+            .args(["--keys", &args.keys.to_string(), "--threads", &args.threads.to_string()])
             .args(["--pool-kib", &args.pool_kib.to_string(), "--mode", mode_name(args.mode)])
-            .arg("--child")
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
+            .args(["--log-segment-kib", &(segment >> 10).to_string()]);
+        if let Some(bound) = max_log_bytes(args) {
+            command.args(["--max-log-kib", &(bound >> 10).to_string()]);
+        }
+        if let Some(ms) = args.checkpoint_ms {
+            command.args(["--checkpoint-ms", &ms.to_string()]);
+        }
+        if args.config == Config::Default {
+            let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
+            command.args(["--resume", &resume.join(",")]);
+        }
+        let mut child =
+            command.arg("--child").arg(&path).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         let stdout = child.stdout.take().expect("piped stdout");
         let threads = args.threads as usize;
         let reader = std::thread::spawn(move || {
             let mut last = vec![None; threads];
+            let mut cleaner = CleanerReport::default();
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let mut words = line.split_whitespace();
-                if let (Some("ack"), Some(t), Some(n)) = (
-                    words.next(),
-                    words.next().and_then(|t| t.parse::<usize>().ok()),
-                    words.next().and_then(|n| n.parse::<u64>().ok()),
-                ) {
-                    if let Some(slot) = last.get_mut(t) {
-                        *slot = Some(n);
+                let words: Vec<&str> = line.split_whitespace().collect();
+                match words[..] {
+                    ["ack", t, n] => {
+                        if let (Ok(t), Ok(n)) = (t.parse::<usize>(), n.parse::<u64>()) {
+                            if let Some(slot) = last.get_mut(t) {
+                                *slot = Some(n);
+                            }
+                        }
                     }
+                    ["cleaner", ref rest @ ..] => {
+                        if let Some(report) = CleanerReport::parse(rest) {
+                            cleaner = report;
+                        }
+                    }
+                    _ => {}
                 }
             }
-            last
+            (last, cleaner)
         });
         std::thread::sleep(Duration::from_millis(rng.gen_range(1..=args.max_run_ms.max(1))));
         let exited_early = child.try_wait()?.is_some();
         let _ = child.kill();
         let status = child.wait()?;
-        let last = reader.join().map_err(|_| "the output reader panicked")?;
+        let (last, report) = reader.join().map_err(|_| "the output reader panicked")?;
+        cleaner.rounds += report.rounds;
+        cleaner.pages += report.pages;
+        cleaner.throttled += report.throttled;
+        cleaner.failures += report.failures;
+        cleaner.max_log_bytes = cleaner.max_log_bytes.max(report.max_log_bytes);
         if exited_early {
             let mut err = String::new();
             if let Some(mut e) = child.stderr.take() {
@@ -366,8 +717,9 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
             eprintln!("kill {kill}: the writer exited by itself ({status}): {}", err.trim());
             invalid += 1;
         }
-        let acked: Vec<u64> = committed.iter().zip(&last).map(|(&c, l)| l.unwrap_or(c).max(c)).collect();
-        let found = verify(args, &path, &acked);
+        let acked: Vec<u64> =
+            models.iter().zip(&last).map(|(m, l)| l.unwrap_or(m.step).max(m.step)).collect();
+        let found = verify(args, &path, &acked, &mut models);
         if !found.lost.is_empty() || !found.uncommitted.is_empty() || found.invalid {
             eprintln!(
                 "kill {kill}: {acked:?} acknowledged, lost from {:?}, uncommitted from {:?}{}",
@@ -379,20 +731,34 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         lost += found.lost.len();
         uncommitted += found.uncommitted.len();
         invalid += usize::from(found.invalid);
-        committed = found.committed;
     }
+    let auto_commits: u64 = models.iter().map(|m| m.auto_commits).sum();
+    let transactions: u64 = models.iter().map(|m| m.transactions).sum();
     println!(
-        "{} transactions committed by {} writers over {} kills in {:.1} s (seed {}, {} mode)",
-        committed.iter().sum::<u64>(),
+        "{} steps committed ({auto_commits} auto-commit operations, {transactions} transactions) by {} \
+         writers over {} kills in {:.1} s (seed {}, {} mode, {} configuration)",
+        auto_commits + transactions,
         args.threads,
         args.kills,
         started.elapsed().as_secs_f64(),
         args.seed,
-        mode_name(args.mode)
+        mode_name(args.mode),
+        args.config.name()
     );
     println!(
-        "kills={} lost_commits={lost} visible_uncommitted={uncommitted} invalid_trees={invalid}",
-        args.kills
+        "page cleaner: {} rounds, {} pages written, {} begins throttled, {} failed rounds; log at most \
+         {} KiB on disk (bound {})",
+        cleaner.rounds,
+        cleaner.pages,
+        cleaner.throttled,
+        cleaner.failures,
+        cleaner.max_log_bytes >> 10,
+        max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10))
+    );
+    println!(
+        "kills={} lost_commits={lost} visible_uncommitted={uncommitted} invalid_trees={invalid} \
+         auto_commits={auto_commits} transactions={transactions} cleaner_rounds={} cleaner_pages={}",
+        args.kills, cleaner.rounds, cleaner.pages
     );
     Ok(if lost + uncommitted + invalid == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
