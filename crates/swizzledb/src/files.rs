@@ -6,7 +6,8 @@
 //! <path>.wal/database-id   (created with the database, never rewritten)
 //! offset 0   8 bytes  magic "SWZDBID1"
 //! offset 8   u64 LE   database id (page 0 of the data file records the same id)
-//! offset 16  u32 LE   CRC-32C of bytes 0..16
+//! offset 16  u64 LE   the log's segment size in bytes (open uses it, whatever the builder says)
+//! offset 24  u32 LE   CRC-32C of bytes 0..24
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use crate::{Error, Result};
 /// The identity file's name in the log directory.
 const ID_FILE: &str = "database-id";
 const ID_MAGIC: &[u8; 8] = b"SWZDBID1";
-const ID_LEN: usize = 20;
+const ID_LEN: usize = 28;
 
 /// An advisory lock held for the `Database`'s life (R13); released by [`FileLock::release`] or
 /// when dropped.
@@ -63,22 +64,33 @@ fn id_path(dir: &Path) -> PathBuf {
     dir.join(ID_FILE)
 }
 
-fn encode_id(id: u64) -> [u8; ID_LEN] {
+fn encode_id(id: u64, segment_bytes: u64) -> [u8; ID_LEN] {
     let mut b = [0u8; ID_LEN];
     b[..8].copy_from_slice(ID_MAGIC);
     b[8..16].copy_from_slice(&id.to_le_bytes());
-    let crc = crc32c::crc32c(&b[..16]);
-    b[16..].copy_from_slice(&crc.to_le_bytes());
+    b[16..24].copy_from_slice(&segment_bytes.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..24]);
+    b[24..].copy_from_slice(&crc.to_le_bytes());
     b
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
 /// Writes a new log directory's identity file (synced, with its directory) and returns it
 /// locked (R13, R14).
-pub(crate) fn create_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Path) -> Result<FileLock> {
+pub(crate) fn create_identity(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    id: u64,
+    segment_bytes: u64,
+    database: &Path,
+) -> Result<FileLock> {
     let path = id_path(dir);
     let file = vfs.open(&path, OpenMode::CREATE_NEW).map_err(|e| io(&path, e))?;
     let lock = FileLock::take(Arc::clone(&file), &path, database)?;
-    file.write_all_at(&encode_id(id), 0).map_err(|e| io(&path, e))?;
+    file.write_all_at(&encode_id(id, segment_bytes), 0).map_err(|e| io(&path, e))?;
     file.sync().map_err(|e| io(&path, e))?;
     vfs.sync_dir(dir).map_err(|e| io(dir, e))?;
     Ok(lock)
@@ -86,8 +98,8 @@ pub(crate) fn create_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Pat
 
 /// Checks that `dir` is the log of the logged database `database` whose page 0 records `id`,
 /// and locks it (R14): a missing directory or identity file is [`Error::LogMissing`], another
-/// id [`Error::ForeignLog`].
-pub(crate) fn check_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Path) -> Result<FileLock> {
+/// id [`Error::ForeignLog`]. Returns the lock and the log's segment size.
+pub(crate) fn check_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Path) -> Result<(FileLock, u64)> {
     let missing = |reason: &str| Error::LogMissing {
         file: database.to_path_buf(),
         dir: dir.to_path_buf(),
@@ -106,17 +118,17 @@ pub(crate) fn check_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Path
     };
     let lock = FileLock::take(Arc::clone(&file), &path, database)?;
     let mut b = [0u8; ID_LEN];
-    let found = match file.read_exact_at(&mut b, 0) {
+    let (found, segment_bytes) = match file.read_exact_at(&mut b, 0) {
         Ok(())
             if &b[..8] == ID_MAGIC
-                && crc32c::crc32c(&b[..16]) == u32::from_le_bytes(b[16..].try_into().expect("4 bytes")) =>
+                && crc32c::crc32c(&b[..24]) == u32::from_le_bytes(b[24..].try_into().expect("4 bytes")) =>
         {
-            u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"))
+            (u64_at(&b, 8), u64_at(&b, 16))
         }
         Ok(()) | Err(_) => return Err(missing("its database-id file is damaged")),
     };
     if found != id {
         return Err(Error::ForeignLog { file: database.to_path_buf(), dir: dir.to_path_buf() });
     }
-    Ok(lock)
+    Ok((lock, segment_bytes))
 }

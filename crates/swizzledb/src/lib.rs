@@ -334,7 +334,8 @@ impl Builder {
         self.checkpoint_every.unwrap_or(Some(std::time::Duration::from_secs(30)))
     }
 
-    /// Bytes per log segment file (default 16 MiB; a multiple of 8 from 4 KiB to 1 GiB).
+    /// Bytes per log segment file of a new database (default 16 MiB; a multiple of 8 from 4 KiB
+    /// to 1 GiB). An existing database keeps the size it was created with.
     #[must_use]
     pub fn log_segment_bytes(mut self, bytes: u64) -> Self {
         self.log_segment_bytes = Some(bytes);
@@ -372,7 +373,14 @@ impl Builder {
         config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
         let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
         let mut locks = vec![files::FileLock::acquire(&*self.config.vfs, path, path)?];
-        locks.push(files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, path)?);
+        let segment_bytes = self.log_config(path).segment_bytes;
+        locks.push(files::create_identity(
+            &*self.config.vfs,
+            &dir,
+            pool.file_state().id,
+            segment_bytes,
+            path,
+        )?);
         let wal = Wal::new(log, self.commit_mode);
         let db = self.database(pool, Some(Arc::new(wal)), locks);
         db.checkpoint()?;
@@ -432,8 +440,12 @@ impl Builder {
         };
         let (_, meta) = PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
         let db = if meta.logged {
-            let log_lock = files::check_identity(&*vfs, &wal_dir(path), meta.id, path)?;
-            self.restart(path, vec![lock, log_lock])?
+            let (log_lock, segment_bytes) = files::check_identity(&*vfs, &wal_dir(path), meta.id, path)?;
+            // The log's segment size is the log's, whatever the builder says (R14).
+            let mut this = self;
+            this.log_segment_bytes = Some(segment_bytes);
+            this.check_log_settings()?;
+            this.restart(path, vec![lock, log_lock])?
         } else if self.logging == Some(true) && !self.convert_to_logged {
             return Err(Error::NotLogged(path.to_path_buf()));
         } else {
@@ -472,7 +484,9 @@ impl Builder {
         let mut config = self.config.clone();
         config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
         let pool = swizzledb_buffer::BufferPool::open(path, &config, Arc::new(BTreeOwner))?;
-        let log_lock = files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, path)?;
+        let segment_bytes = self.log_config(path).segment_bytes;
+        let log_lock =
+            files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, segment_bytes, path)?;
         let wal = Arc::new(Wal::new(log, self.commit_mode));
         wal.checkpoint(&pool)?;
         pool.mark_logged()?;

@@ -348,3 +348,34 @@ fn r13_flush_then_crash_keeps_a_valid_prefix_of_async_commits() {
         db.close().unwrap();
     }
 }
+
+/// R14: the log's segment size is recorded with it, so an open with the defaults reads a log
+/// made with other segments.
+#[test]
+fn r14_open_follows_the_logs_segment_size() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let db = Database::builder()
+        .log_segment_bytes(16 << 10)
+        .max_log_bytes(1 << 20)
+        .vfs(vfs.clone())
+        .create(path)
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..2000 {
+        t.upsert(&key(i % 50), &[3; 100]).unwrap();
+    }
+    fs.crash(CrashMode::DropUnsynced);
+    drop(t);
+    drop(db);
+    for segment in [None, Some(1 << 20)] {
+        let mut b = Database::builder().vfs(vfs.clone());
+        if let Some(s) = segment {
+            b = b.log_segment_bytes(s).max_log_bytes(64 << 20);
+        }
+        let db = b.open(path).unwrap();
+        assert_eq!(db.tree("t").unwrap().get(&key(49)).unwrap().as_deref(), Some(&[3; 100][..]));
+        db.close().unwrap();
+    }
+}
