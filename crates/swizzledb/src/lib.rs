@@ -426,7 +426,6 @@ impl Builder {
     /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
     /// [`Error::NotLogged`].
     pub fn open(self, path: &Path) -> Result<Database> {
-        self.check_log_settings()?;
         let vfs = Arc::clone(&self.config.vfs);
         // The lock first, so that nothing below reads a file another opener is writing.
         let lock = match files::FileLock::acquire(&*vfs, path, path) {
@@ -476,6 +475,7 @@ impl Builder {
     /// before page 0 is written leaves the unlogged database, still clean, and a log directory
     /// that the next conversion refuses as stale ([`Error::StaleLog`]).
     fn convert(self, path: &Path, lock: files::FileLock) -> Result<Database> {
+        self.check_log_settings()?;
         let dir = wal_dir(path);
         if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
             return Err(Error::StaleLog(dir));
