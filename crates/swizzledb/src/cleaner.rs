@@ -2,9 +2,12 @@
 //! database's log below its bound by writing back the pages that hold truncation back, then
 //! taking a checkpoint, which truncates.
 //!
-//! One round: if the log kept on disk (`end - oldest`) exceeds half the bound, write back every
-//! dirty page whose recovery LSN lies in the oldest half of the bound (oldest first, in batches,
-//! each batch in page-id order: `BufferPool::write_back_older`), then checkpoint. Writers that
+//! One round: if the log kept on disk (`end - oldest`) exceeds three quarters of the bound, write
+//! back every dirty page whose recovery LSN lies more than half the bound behind the end (oldest
+//! first, in batches, each batch in page-id order: `BufferPool::write_back_older`), then
+//! checkpoint. Pages changed within the newest half stay dirty: a page written back logs its
+//! whole image with its next change (R3), so writing recently changed pages would mostly add
+//! log. Writers that
 //! begin a transaction while the log is over its bound wait for a round (`Throttle`), so a
 //! writer faster than the disk cannot outrun the cleaner.
 
@@ -33,7 +36,7 @@ pub enum Cleaner {
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CleanerStats {
-    /// Rounds that found the log over half its bound and cleaned.
+    /// Rounds that found the log over three quarters of its bound and cleaned.
     pub rounds: u64,
     /// Pages written back by the cleaner.
     pub pages_written: u64,
@@ -117,6 +120,11 @@ impl Shared {
     }
 }
 
+/// The log kept past which a round cleans: three quarters of the bound.
+fn trigger(bound: u64) -> u64 {
+    bound / 4 * 3
+}
+
 /// Bytes of log kept on disk: from the oldest record not yet truncated to the end.
 pub(crate) fn log_bytes(wal: &Wal) -> u64 {
     wal.log.end().0.saturating_sub(wal.log.oldest().0)
@@ -139,7 +147,7 @@ impl Thread {
                     if state.0 {
                         return;
                     }
-                    if log_bytes(&wal) <= s.max_log_bytes / 2 {
+                    if log_bytes(&wal) <= trigger(s.max_log_bytes) {
                         s.wake.wait_for(&mut state, PERIOD);
                         if state.0 {
                             return;
@@ -177,13 +185,14 @@ impl Drop for Thread {
 fn round(s: &Shared, wal: &Wal, pool: &BufferPool) {
     let size = log_bytes(wal);
     s.counters.max_seen.fetch_max(size, Ordering::Relaxed);
-    if size <= s.max_log_bytes / 2 {
+    if size <= trigger(s.max_log_bytes) {
         return;
     }
     s.counters.rounds.fetch_add(1, Ordering::Relaxed);
-    // Everything older than the newest quarter of the bound goes: after the checkpoint the log
-    // keeps about a quarter of the bound plus what running transactions hold.
-    let target = Lsn(wal.log.end().0.saturating_sub(s.max_log_bytes / 4));
+    // Everything older than the newest half of the bound goes: after the checkpoint the log
+    // keeps about half the bound plus what running transactions hold, and the next round comes
+    // a quarter of the bound later.
+    let target = Lsn(wal.log.end().0.saturating_sub(s.max_log_bytes / 2));
     let result = (|| -> crate::Result<()> {
         loop {
             let n = pool.write_back_older(target, BATCH)?;
