@@ -97,8 +97,9 @@ enum Workload {
     /// in-memory buffer and compute between accesses; locked LRU, DistLock, batching,
     /// prefetching, full BP-Wrapper, BP-Wrapper per partition, bufBP-prim and CLOCK
     Emulator(emulator::EmulatorArgs),
-    /// Write-ahead logging: overhead on inserts (logging off, async and sync commit), commits per
-    /// fsync under group commit, and restart time against the log since the last checkpoint
+    /// Write-ahead logging: overhead on inserts (logging off, async and sync commit, auto-commit),
+    /// commits per fsync under group commit, the log kept with the page cleaner on and off, and
+    /// restart time against the log since the last checkpoint and against the writer's run time
     Wal(walbench::WalBenchArgs),
 }
 
