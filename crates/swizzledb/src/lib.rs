@@ -176,6 +176,8 @@ pub struct Builder {
     cleaner: Cleaner,
     discard_unclean: bool,
     convert_to_logged: bool,
+    /// `page_size` was called: `open` checks the file's against it instead of adopting it.
+    page_size_set: bool,
 }
 
 /// Default bound of the log kept on disk (R15).
@@ -196,11 +198,13 @@ impl Builder {
         self
     }
 
-    /// Page size for a new file (default 8 KiB; a power of two from 4 KiB to 32 KiB). Opening
-    /// a file with another page size is an error.
+    /// Page size for a new file (default 8 KiB; a power of two from 4 KiB to 32 KiB). `open`
+    /// uses the file's page size, unless one is set here: then a file with another page size is
+    /// an error.
     #[must_use]
     pub fn page_size(mut self, bytes: usize) -> Self {
         self.config.page_size = bytes;
+        self.page_size_set = true;
         self
     }
 
@@ -438,7 +442,23 @@ impl Builder {
             }
         };
         let (_, meta) = PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
-        let db = if meta.logged {
+        let mut this = self;
+        if !this.page_size_set {
+            this.config.page_size = meta.page_size;
+        }
+        let db = this.open_as(path, &meta, lock)?;
+        if db.core.pool.mode() == PoolMode::MainMemory {
+            for name in db.core.pool.catalog_names() {
+                db.tree(&name)?;
+            }
+        }
+        Ok(db)
+    }
+
+    /// `open` once the file is locked and its page 0 read.
+    fn open_as(self, path: &Path, meta: &swizzledb_buffer::Meta, lock: files::FileLock) -> Result<Database> {
+        let vfs = Arc::clone(&self.config.vfs);
+        Ok(if meta.logged {
             let (log_lock, segment_bytes) = files::check_identity(&*vfs, &wal_dir(path), meta.id, path)?;
             // The log's segment size is the log's, whatever the builder says (R14).
             let mut this = self;
@@ -461,13 +481,7 @@ impl Builder {
             }
             let pool = swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?;
             self.database(pool, None, vec![lock])
-        };
-        if db.core.pool.mode() == PoolMode::MainMemory {
-            for name in db.core.pool.catalog_names() {
-                db.tree(&name)?;
-            }
-        }
-        Ok(db)
+        })
     }
 
     /// Converts the cleanly closed unlogged database at `path` into a logged one: a new log

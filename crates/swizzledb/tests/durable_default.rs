@@ -379,3 +379,23 @@ fn r14_open_follows_the_logs_segment_size() {
         db.close().unwrap();
     }
 }
+
+/// Open follows the file's page size unless the builder sets one (then another is an error).
+#[test]
+fn open_follows_the_files_page_size_unless_one_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    for logging in [true, false] {
+        let path = dir.path().join(format!("db-{logging}"));
+        let db = Database::builder().logging(logging).page_size(4096).create(&path).unwrap();
+        db.create_tree("t").unwrap().insert(b"a", b"1").unwrap();
+        db.close().unwrap();
+        let db = Database::builder().open(&path).unwrap();
+        assert_eq!(db.pool().page_size(), 4096);
+        assert_eq!(db.tree("t").unwrap().get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+        db.close().unwrap();
+        assert!(matches!(
+            Database::builder().page_size(8192).open(&path),
+            Err(Error::Buffer(swizzledb::BufferError::PageSizeMismatch { .. }))
+        ));
+    }
+}
