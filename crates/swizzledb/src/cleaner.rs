@@ -194,6 +194,9 @@ fn round(s: &Shared, wal: &Wal, pool: &BufferPool) {
     // a quarter of the bound later.
     let target = Lsn(wal.log.end().0.saturating_sub(s.max_log_bytes / 2));
     let result = (|| -> crate::Result<()> {
+        // One log flush for the round, so that no page write waits for an fsync of the log
+        // while it holds the page's latch (B18 then finds the log durable).
+        wal.log.flush_all()?;
         loop {
             let n = pool.write_back_older(target, BATCH)?;
             s.counters.pages_written.fetch_add(n as u64, Ordering::Relaxed);
