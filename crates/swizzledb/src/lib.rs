@@ -35,6 +35,8 @@ mod cleaner;
 mod files;
 pub mod lock;
 mod logging;
+#[cfg(test)]
+mod race_tests;
 pub mod record;
 mod restart;
 mod txn;

@@ -79,6 +79,10 @@ pub(crate) struct Wal {
     pub(crate) commit_mode: CommitMode,
     /// Serializes checkpoints.
     checkpointing: Mutex<()>,
+    /// R16: a transaction holds it shared from appending a record to updating its entry in the
+    /// transaction table; a checkpoint holds it exclusive from its begin record to its snapshot
+    /// of the table. Taken under page latches by transactions; the checkpointer holds no latch.
+    table_gate: parking_lot::RwLock<()>,
     pub(crate) stats: WalStats,
 }
 
@@ -102,6 +106,7 @@ impl Wal {
             txns: Mutex::new(BTreeMap::new()),
             commit_mode,
             checkpointing: Mutex::new(()),
+            table_gate: parking_lot::RwLock::new(()),
             stats: WalStats::default(),
         }
     }
@@ -141,8 +146,11 @@ impl Wal {
     /// data-file sync (pages seen clean are on disk); end record, durable; master record.
     pub(crate) fn checkpoint(&self, pool: &BufferPool) -> crate::Result<Lsn> {
         let _one = self.checkpointing.lock();
+        // R16: no transaction is between a record and its table entry while the begin record is
+        // placed and the table read, so each record is either before the begin record and in
+        // the snapshot, or after it and seen by analysis.
+        let quiet = self.table_gate.write();
         let begin = self.append(&Record::CheckpointBegin)?;
-        let dirty = pool.dirty_pages();
         let (txns, oldest_txn) = {
             let table = self.txns.lock();
             let txns: Vec<TxnEntry> = table
@@ -159,6 +167,8 @@ impl Wal {
                 table.values().map(|t| t.first_lsn.load(Ordering::Acquire)).filter(|&l| l != 0).min();
             (txns, oldest)
         };
+        drop(quiet);
+        let dirty = pool.dirty_pages();
         let allocation = pool.allocation();
         pool.sync_file()?;
         let keep = dirty.iter().map(|&(_, rec)| rec.0).chain(oldest_txn).fold(begin.0, u64::min);
@@ -244,11 +254,26 @@ impl<'a> TxnLog<'a> {
     /// Appends one of this transaction's records, linking it to the previous one. Without a
     /// log, nothing is written and the LSN is 0.
     pub(crate) fn append(&self, make: impl FnOnce(Lsn) -> Record) -> Result<Lsn, LogError> {
+        self.append_then(make, |_| {})
+    }
+
+    /// [`TxnLog::append`], then `update` of the transaction's entry with the record's LSN, both
+    /// under the table gate (R16): a checkpoint sees the record and its effect on the entry
+    /// together, or neither.
+    pub(crate) fn append_then(
+        &self,
+        make: impl FnOnce(Lsn) -> Record,
+        update: impl FnOnce(Lsn),
+    ) -> Result<Lsn, LogError> {
         let Some(wal) = self.wal else { return Ok(Lsn(0)) };
+        let _in_table = wal.table_gate.read();
         let prev = self.shared.last();
-        let lsn = wal.append(&make(prev))?;
+        let record = make(prev);
+        let lsn = wal.append(&record)?;
+        test_point::reached(&record);
         self.shared.last_lsn.store(lsn.0, Ordering::Release);
         let _ = self.shared.first_lsn.compare_exchange(0, lsn.0, Ordering::AcqRel, Ordering::Acquire);
+        update(lsn);
         Ok(lsn)
     }
 
@@ -273,7 +298,6 @@ impl ChangeLog for TxnLog<'_> {
         let undo_next = self.compensating.get();
         let change = Change::of(change);
         let page = leaf.page_id();
-        let mut undo_prev = self.shared.last();
         // The first change since the page was last written carries the page's image, so redo
         // never depends on what the file holds for it (R3).
         let base = match self.wal {
@@ -284,19 +308,20 @@ impl ChangeLog for TxnLog<'_> {
             }
             _ => None,
         };
+        let undo_prev = Cell::new(Lsn(0));
         let lsn = self
-            .append(|prev| {
-                undo_prev = prev;
-                Record::Leaf { txn, prev, undo_next, tree, page, change: change.clone(), base }
-            })
+            .append_then(
+                |prev| {
+                    undo_prev.set(prev);
+                    Record::Leaf { txn, prev, undo_next, tree, page, change: change.clone(), base }
+                },
+                // A compensation record is never undone; the chain continues at its undo-next
+                // link.
+                |lsn| self.shared.undo_next.store(undo_next.unwrap_or(lsn).0, Ordering::Release),
+            )
             .map_err(failure)?;
-        match undo_next {
-            // A compensation record is never undone; the chain continues at its undo-next link.
-            Some(next) => self.shared.undo_next.store(next.0, Ordering::Release),
-            None => {
-                self.shared.undo_next.store(lsn.0, Ordering::Release);
-                self.undo.borrow_mut().push(Undo { tree, change, prev: undo_prev });
-            }
+        if undo_next.is_none() {
+            self.undo.borrow_mut().push(Undo { tree, change, prev: undo_prev.get() });
         }
         Ok(lsn)
     }
@@ -307,6 +332,31 @@ impl ChangeLog for TxnLog<'_> {
             None => Ok(Lsn(0)),
         }
     }
+}
+
+/// Pause points for the deterministic race tests (R16): a test installs a hook that runs where a
+/// transaction has appended a record and not yet updated its table entry. Nothing outside unit
+/// tests.
+pub(crate) mod test_point {
+    use crate::record::Record;
+
+    #[cfg(test)]
+    pub(crate) type Hook = Box<dyn Fn(&Record) + Send + Sync>;
+
+    #[cfg(test)]
+    pub(crate) static HOOK: parking_lot::Mutex<Option<Hook>> = parking_lot::Mutex::new(None);
+
+    #[cfg(test)]
+    pub(crate) fn reached(record: &Record) {
+        let hook = HOOK.lock();
+        if let Some(h) = hook.as_ref() {
+            h(record);
+        }
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(crate) fn reached(_: &Record) {}
 }
 
 /// The background checkpointer: a fuzzy checkpoint every interval (RECOVERY.md R7), until

@@ -92,8 +92,10 @@ impl<'db> Transaction<'db> {
         let Some(wal) = self.log.wal else { return Ok(()) };
         if self.log.shared.last() != Lsn(0) {
             let txn = self.id();
-            let lsn = self.log.append(|prev| Record::Commit { txn, prev })?;
-            self.log.shared.set_state(TxnState::Committed);
+            let lsn = self.log.append_then(
+                |prev| Record::Commit { txn, prev },
+                |_| self.log.shared.set_state(TxnState::Committed),
+            )?;
             if wal.commit_mode == CommitMode::Sync {
                 wal.log.flush(lsn)?;
             }
@@ -129,8 +131,10 @@ impl<'db> Transaction<'db> {
         let txn = self.id();
         let logged = self.log.wal.is_some() && self.log.shared.last() != Lsn(0);
         if logged {
-            self.log.append(|prev| Record::Abort { txn, prev })?;
-            self.log.shared.set_state(TxnState::Aborting);
+            self.log.append_then(
+                |prev| Record::Abort { txn, prev },
+                |_| self.log.shared.set_state(TxnState::Aborting),
+            )?;
         }
         let undo = std::mem::take(&mut *self.log.undo.borrow_mut());
         for entry in undo.iter().rev() {

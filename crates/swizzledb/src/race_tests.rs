@@ -1,0 +1,147 @@
+//! Deterministic tests of write-path races (RECOVERY.md R16): a pause point holds one thread
+//! between appending a record and updating the transaction table while a checkpoint runs, then
+//! the file system crashes and the database restarts.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+use swizzledb_sync::{CrashMode, FaultFs, Vfs};
+
+use crate::logging::test_point;
+use crate::record::Record;
+use crate::{CommitMode, Database};
+
+/// The name of the thread a hook pauses (other tests' threads pass through).
+const PAUSED: &str = "race-test-paused";
+
+/// The hook is global: the race tests run one at a time.
+static SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+/// Installs a hook that stops the thread named [`PAUSED`] at the first record `pick` accepts
+/// until the returned sender is used; the receiver says when it stopped.
+fn pause_at(pick: fn(&Record) -> bool) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (reached_tx, reached_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let armed = parking_lot::Mutex::new(Some((reached_tx, go_rx)));
+    *test_point::HOOK.lock() = Some(Box::new(move |record| {
+        if !pick(record) || std::thread::current().name() != Some(PAUSED) {
+            return;
+        }
+        if let Some((reached, go)) = armed.lock().take() {
+            let _ = reached.send(());
+            let _ = go.recv_timeout(Duration::from_secs(10));
+        }
+    }));
+    (reached_rx, go_tx)
+}
+
+/// R16: a checkpoint taken while a transaction has appended a change but not yet recorded it as
+/// the next to undo must not list the transaction without it: restart would redo the change
+/// and never undo it. Without the table gate the uncommitted value survives this test's crash.
+#[test]
+fn r16_a_checkpoint_between_change_record_and_undo_link_undoes_the_loser() {
+    let _one = SERIAL.lock();
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/r")).unwrap();
+    let path = Path::new("/r/db");
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .checkpoint_interval(None)
+        .vfs(Arc::new(fs.clone()));
+    let db = builder.clone().create(path).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    tree.insert(b"before", b"1").unwrap();
+
+    let (reached, go) = pause_at(|r| matches!(r, Record::Leaf { .. }));
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (crashed_tx, crashed_rx) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let (db_ref, tree_ref) = (&db, &tree);
+        let writer = std::thread::Builder::new()
+            .name(PAUSED.into())
+            .spawn_scoped(s, move || {
+                let mut t = db_ref.begin();
+                t.put(tree_ref, b"uncommitted", b"no").unwrap();
+                done_tx.send(()).unwrap();
+                // Never commits: the crash comes first.
+                let _ = crashed_rx.recv_timeout(Duration::from_secs(10));
+                std::mem::forget(t);
+            })
+            .unwrap();
+        reached.recv_timeout(Duration::from_secs(10)).expect("the change reached its pause point");
+        let checkpointer = s.spawn(|| db.checkpoint().unwrap());
+        std::thread::sleep(Duration::from_millis(200));
+        go.send(()).unwrap();
+        done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        checkpointer.join().unwrap();
+        // The checkpoint made the change's record durable; the page holding it goes to the file
+        // too, so redo has something to repeat and undo something to take back.
+        db.flush().unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        crashed_tx.send(()).unwrap();
+        writer.join().unwrap();
+    });
+    *test_point::HOOK.lock() = None;
+    drop(tree);
+    drop(db);
+
+    let db = builder.open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    assert_eq!(t.get(b"uncommitted").unwrap(), None, "{:?}", db.restart_stats());
+    assert_eq!(t.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
+    db.close().unwrap();
+}
+
+/// R16: a checkpoint taken while a committing transaction has appended its commit record but
+/// not yet marked itself committed must not record it as active: restart would roll back a
+/// commit that was acknowledged (its end record lost in the crash). Without the table gate the
+/// checkpoint completes while the commit is paused and this test loses the commit.
+#[test]
+fn r16_a_checkpoint_between_commit_record_and_state_keeps_the_commit() {
+    let _one = SERIAL.lock();
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/r")).unwrap();
+    let path = Path::new("/r/db");
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .commit_mode(CommitMode::Sync)
+        .checkpoint_interval(None)
+        .vfs(Arc::new(fs.clone()));
+    let db = builder.clone().create(path).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    tree.insert(b"before", b"1").unwrap();
+
+    let (reached, go) = pause_at(|r| matches!(r, Record::Commit { .. }));
+    std::thread::scope(|s| {
+        let committer = std::thread::Builder::new()
+            .name(PAUSED.into())
+            .spawn_scoped(s, || {
+                let mut t = db.begin();
+                t.put(&tree, b"acked", b"yes").unwrap();
+                t.commit().unwrap();
+            })
+            .unwrap();
+        reached.recv_timeout(Duration::from_secs(10)).expect("the commit reached its pause point");
+        let checkpointer = s.spawn(|| db.checkpoint().unwrap());
+        // Without the gate the checkpoint finishes now; with it, it waits for the commit.
+        std::thread::sleep(Duration::from_millis(200));
+        go.send(()).unwrap();
+        committer.join().unwrap();
+        checkpointer.join().unwrap();
+    });
+    *test_point::HOOK.lock() = None;
+    // The commit was acknowledged; its end record is not durable yet (sync commit flushes only
+    // up to the commit record, and the checkpoint may have run before the end was appended).
+    fs.crash(CrashMode::DropUnsynced);
+    drop(tree);
+    drop(db);
+
+    let db = builder.open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    assert_eq!(t.get(b"acked").unwrap().as_deref(), Some(&b"yes"[..]), "{:?}", db.restart_stats());
+    assert_eq!(t.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
+    db.close().unwrap();
+}
