@@ -37,6 +37,8 @@ pub(crate) struct TxnShared {
     pub(crate) undo_next: AtomicU64,
     /// [`TxnState`] as a number.
     state: AtomicU8,
+    /// Set from before the transaction appends a record until its entry shows it (R16).
+    appending: std::sync::atomic::AtomicBool,
 }
 
 impl TxnShared {
@@ -47,6 +49,21 @@ impl TxnShared {
             first_lsn: AtomicU64::new(0),
             undo_next: AtomicU64::new(0),
             state: AtomicU8::new(0),
+            appending: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Waits until the transaction is not between appending a record and updating its entry
+    /// (R16): at most one append, which never waits for a checkpoint.
+    fn wait_not_appending(&self) {
+        let mut spins = 0u32;
+        while self.appending.load(Ordering::SeqCst) {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
         }
     }
 
@@ -79,10 +96,6 @@ pub(crate) struct Wal {
     pub(crate) commit_mode: CommitMode,
     /// Serializes checkpoints.
     checkpointing: Mutex<()>,
-    /// R16: a transaction holds it shared from appending a record to updating its entry in the
-    /// transaction table; a checkpoint holds it exclusive from its begin record to its snapshot
-    /// of the table. Taken under page latches by transactions; the checkpointer holds no latch.
-    table_gate: parking_lot::RwLock<()>,
     pub(crate) stats: WalStats,
 }
 
@@ -106,7 +119,6 @@ impl Wal {
             txns: Mutex::new(BTreeMap::new()),
             commit_mode,
             checkpointing: Mutex::new(()),
-            table_gate: parking_lot::RwLock::new(()),
             stats: WalStats::default(),
         }
     }
@@ -146,28 +158,28 @@ impl Wal {
     /// data-file sync (pages seen clean are on disk); end record, durable; master record.
     pub(crate) fn checkpoint(&self, pool: &BufferPool) -> crate::Result<Lsn> {
         let _one = self.checkpointing.lock();
-        // R16: no transaction is between a record and its table entry while the begin record is
-        // placed and the table read, so each record is either before the begin record and in
-        // the snapshot, or after it and seen by analysis.
-        let quiet = self.table_gate.write();
         let begin = self.append(&Record::CheckpointBegin)?;
-        let (txns, oldest_txn) = {
-            let table = self.txns.lock();
-            let txns: Vec<TxnEntry> = table
-                .values()
-                .filter(|t| t.last().0 != 0)
-                .map(|t| TxnEntry {
+        // R16: a transaction whose record precedes the begin record is read only once its entry
+        // shows that record; one that appends later may be read before or after, since analysis
+        // reads its records from the begin record on.
+        let listed: Vec<Arc<TxnShared>> = self.txns.lock().values().cloned().collect();
+        let mut txns = Vec::new();
+        let mut oldest_txn: Option<u64> = None;
+        for t in &listed {
+            t.wait_not_appending();
+            let first = t.first_lsn.load(Ordering::Acquire);
+            if first != 0 {
+                oldest_txn = Some(oldest_txn.map_or(first, |o| o.min(first)));
+            }
+            if t.last().0 != 0 {
+                txns.push(TxnEntry {
                     txn: t.id,
                     state: t.state(),
                     last_lsn: t.last(),
                     undo_next: Lsn(t.undo_next.load(Ordering::Acquire)),
-                })
-                .collect();
-            let oldest =
-                table.values().map(|t| t.first_lsn.load(Ordering::Acquire)).filter(|&l| l != 0).min();
-            (txns, oldest)
-        };
-        drop(quiet);
+                });
+            }
+        }
         let dirty = pool.dirty_pages();
         let allocation = pool.allocation();
         pool.sync_file()?;
@@ -257,24 +269,28 @@ impl<'a> TxnLog<'a> {
         self.append_then(make, |_| {})
     }
 
-    /// [`TxnLog::append`], then `update` of the transaction's entry with the record's LSN, both
-    /// under the table gate (R16): a checkpoint sees the record and its effect on the entry
-    /// together, or neither.
+    /// [`TxnLog::append`], then `update` of the transaction's entry with the record's LSN, the
+    /// two marked as one step (R16): a checkpoint whose begin record follows the record waits
+    /// until the entry shows it.
     pub(crate) fn append_then(
         &self,
         make: impl FnOnce(Lsn) -> Record,
         update: impl FnOnce(Lsn),
     ) -> Result<Lsn, LogError> {
         let Some(wal) = self.wal else { return Ok(Lsn(0)) };
-        let _in_table = wal.table_gate.read();
         let prev = self.shared.last();
         let record = make(prev);
-        let lsn = wal.append(&record)?;
-        test_point::reached(&record);
-        self.shared.last_lsn.store(lsn.0, Ordering::Release);
-        let _ = self.shared.first_lsn.compare_exchange(0, lsn.0, Ordering::AcqRel, Ordering::Acquire);
-        update(lsn);
-        Ok(lsn)
+        // R16: marked before the record gets its LSN, cleared once the entry shows it.
+        self.shared.appending.store(true, Ordering::SeqCst);
+        let appended = wal.append(&record);
+        if let Ok(lsn) = appended {
+            test_point::reached(&record);
+            self.shared.last_lsn.store(lsn.0, Ordering::Release);
+            let _ = self.shared.first_lsn.compare_exchange(0, lsn.0, Ordering::AcqRel, Ordering::Acquire);
+            update(lsn);
+        }
+        self.shared.appending.store(false, Ordering::Release);
+        appended
     }
 
     fn ensure_begun(&self) -> Result<(), LogError> {
