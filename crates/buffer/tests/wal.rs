@@ -279,3 +279,49 @@ fn b19_concurrent_changes_evictions_and_flushes_keep_the_wal_order_and_lose_noth
         assert_eq!(pool.fix_page::<Exclusive>(pages[i]).expect("read")[DATA], v, "page {i} lost an update");
     }
 }
+
+/// B19, B23 (issue 19, second race): while a write-back is between claiming a page (clearing
+/// its dirty flag) and writing it, a checkpoint's `dirty_pages` must still list the page, or the
+/// checkpoint would truncate log the page still needs if the write never reaches the disk. A
+/// file system hook holds the write of one page while the test reads `dirty_pages`, for the
+/// flush, the cleaner's write-back and eviction.
+#[test]
+fn b19_a_page_being_written_stays_in_the_dirty_page_table_until_written() {
+    for path in ["flush", "write_back_older", "eviction"] {
+        let (pool, rec, _fs) = logged_pool(PoolMode::Traditional, 16);
+        let mut lsns = Lsns::default();
+        let root = make_root(&pool, &mut lsns);
+        let leaf = add_leaf(&pool, root, 1, &mut lsns);
+        let rec_lsn = pool.dirty_pages().into_iter().find(|&(p, _)| p == leaf).expect("dirty").1;
+        let (reached_tx, reached_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let held = std::sync::Mutex::new(Some((reached_tx, go_rx)));
+        *rec.before_write.lock().unwrap() = Some(Arc::new(move |page| {
+            if page == leaf {
+                if let Some((reached, go)) = held.lock().unwrap().take() {
+                    reached.send(()).unwrap();
+                    go.recv().unwrap();
+                }
+            }
+        }));
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| match path {
+                "flush" => pool.flush().map(|_| ()),
+                "write_back_older" => pool.write_back_older(Lsn(u64::MAX), usize::MAX).map(|_| ()),
+                _ => {
+                    for i in 0..40 {
+                        add_leaf(&pool, root, i as u8, &mut Lsns(1000 + i));
+                    }
+                    Ok(())
+                }
+            });
+            reached_rx.recv().unwrap();
+            let dpt = pool.dirty_pages();
+            go_tx.send(()).unwrap();
+            writer.join().unwrap().expect("write-back");
+            assert!(dpt.contains(&(leaf, rec_lsn)), "{path}: page {leaf} missing from {dpt:?}");
+        });
+        *rec.before_write.lock().unwrap() = None;
+        assert!(!pool.dirty_pages().iter().any(|&(p, _)| p == leaf), "{path}: written, so no longer listed");
+    }
+}

@@ -68,6 +68,8 @@ pub enum Event {
 pub struct Recorder {
     pub events: Mutex<Vec<Event>>,
     pub fail: AtomicBool,
+    /// Called with the page of every page-sized write before it is made (a test's pause point).
+    pub before_write: Mutex<Option<Arc<dyn Fn(PageId) + Send + Sync>>>,
 }
 
 impl Recorder {
@@ -173,6 +175,10 @@ impl VfsFile for RecordingFile {
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         if buf.len() == PS && offset.is_multiple_of(PS as u64) {
             let page = PageId::new(offset / PS as u64).expect("small offset");
+            let hook = self.rec.0.before_write.lock().unwrap().clone();
+            if let Some(hook) = hook {
+                hook(page);
+            }
             self.rec.0.events.lock().unwrap().push(Event::Write(page, page::page_lsn(buf)));
         }
         self.inner.write_all_at(buf, offset)
