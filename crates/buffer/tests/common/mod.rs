@@ -69,8 +69,11 @@ pub struct Recorder {
     pub events: Mutex<Vec<Event>>,
     pub fail: AtomicBool,
     /// Called with the page of every page-sized write before it is made (a test's pause point).
-    pub before_write: Mutex<Option<Arc<dyn Fn(PageId) + Send + Sync>>>,
+    pub before_write: Mutex<Option<WriteHook>>,
 }
+
+/// A test's hook on page writes (see `Recorder::before_write`).
+pub type WriteHook = Arc<dyn Fn(PageId) + Send + Sync>;
 
 impl Recorder {
     pub fn events(&self) -> Vec<Event> {
