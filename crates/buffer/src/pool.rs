@@ -213,6 +213,32 @@ impl HookTable for DescHooks<'_> {
     }
 }
 
+/// B3, B10: latches a frame the page table named for `pid`, waiting only while the frame still
+/// holds `pid` (read racily). The caller may hold the parent's latch: if the frame was evicted
+/// and reused for another page — an ancestor held exclusively by a thread that now waits for
+/// that parent — a blocking wait would never end. Returns false when the frame no longer holds
+/// the page (look it up again).
+#[inline]
+fn latch_while_holding(d: &FrameDesc, pid: PageId, mode: LatchMode) -> bool {
+    let mut tries = 0u32;
+    loop {
+        if d.latch.try_lock(mode) {
+            return true;
+        }
+        if d.page_id.load(Relaxed) != pid.get() || d.state.load(Acquire) == FREE {
+            return false;
+        }
+        tries += 1;
+        if tries < 64 {
+            std::hint::spin_loop();
+        } else if tries < 128 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+    }
+}
+
 impl FrameDesc {
     #[inline]
     pub(crate) fn mark_dirty(&self) {
@@ -839,7 +865,9 @@ impl BufferPool {
             self.count(|b| bump(&b.page_table_lookups));
             if let Some(f) = self.table.get(pid) {
                 let d = self.desc(f);
-                d.latch.lock(M::MODE);
+                if !latch_while_holding(d, pid, M::MODE) {
+                    continue;
+                }
                 // B3: a frame found in the table may have been reused before we latched it.
                 if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
                     self.count(|b| {
