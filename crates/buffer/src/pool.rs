@@ -220,6 +220,13 @@ impl HookTable for DescHooks<'_> {
 /// the page (look it up again).
 #[inline]
 fn latch_while_holding(d: &FrameDesc, pid: PageId, mode: LatchMode) -> bool {
+    d.latch.try_lock(mode) || latch_while_holding_slow(d, pid, mode)
+}
+
+/// The waiting part of [`latch_while_holding`], out of the hit path.
+#[cold]
+#[inline(never)]
+fn latch_while_holding_slow(d: &FrameDesc, pid: PageId, mode: LatchMode) -> bool {
     let mut tries = 0u32;
     loop {
         if d.latch.try_lock(mode) {
