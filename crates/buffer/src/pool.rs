@@ -709,6 +709,18 @@ impl BufferPool {
         self.meta.lock().trees.keys().cloned().collect()
     }
 
+    /// Whether a tree named `name` would fit the catalog now, without adding it (a logged
+    /// database checks before it logs the new tree).
+    ///
+    /// # Errors
+    /// [`BufferError::CatalogFull`] (or `Config` for an invalid name) as `catalog_insert` would.
+    pub fn catalog_fits(&self, name: &str) -> Result<()> {
+        let mut meta = self.meta.lock().clone();
+        meta.trees.insert(name.to_owned(), PageId::new(1).expect("page 1"));
+        let mut probe = vec![0u8; self.page_size];
+        meta.encode(&mut probe)
+    }
+
     /// Records a tree in the catalog (persisted by the next flush).
     ///
     /// # Errors

@@ -805,6 +805,8 @@ impl Core {
         if trees.contains_key(name) || self.pool.catalog_get(name).is_some() {
             return Err(Error::TreeExists(name.to_owned()));
         }
+        // Checked before anything is logged: a refused tree must leave no record behind.
+        self.pool.catalog_fits(name)?;
         let tree = match &self.wal {
             None => Tree::create(&self.pool)?,
             Some(wal) => {

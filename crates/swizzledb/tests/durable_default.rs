@@ -399,3 +399,33 @@ fn open_follows_the_files_page_size_unless_one_is_set() {
         ));
     }
 }
+
+/// Issue 19 (fifth race): a tree refused because the catalog is full leaves nothing in the log, so
+/// a restart does not bring it back (or fail on a catalog that cannot be written).
+#[test]
+fn a_tree_refused_for_a_full_catalog_leaves_no_record() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let builder = Database::builder().page_size(4096).pool_bytes(256 * 4096).vfs(Arc::new(fs.clone()));
+    let db = builder.clone().create(path).unwrap();
+    let mut made = Vec::new();
+    let refused = loop {
+        let name = format!("{:0>60}", made.len());
+        match db.create_tree(&name) {
+            Ok(_) => made.push(name),
+            Err(Error::Buffer(swizzledb::BufferError::CatalogFull { .. })) => break name,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    // A commit makes everything logged so far durable, the refused tree's records included if
+    // there were any.
+    db.tree(&made[0]).unwrap().insert(b"k", b"v").unwrap();
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    let db = builder.open(path).unwrap();
+    let mut names = db.tree_names();
+    names.sort();
+    assert!(!names.contains(&refused), "the refused tree {refused} came back");
+    assert!(names == made, "{} trees after restart, {} made", names.len(), made.len());
+    db.close().unwrap();
+}
