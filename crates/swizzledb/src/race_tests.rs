@@ -36,23 +36,33 @@ fn pause_at(pick: fn(&Record) -> bool) -> (mpsc::Receiver<()>, mpsc::Sender<()>)
     (reached_rx, go_tx)
 }
 
+const PATH: &str = "/r/db";
+
+/// A logged database on a fault-injecting file system (sync commits, no background checkpoints)
+/// whose tree `t` holds `before`.
+fn setup() -> (FaultFs, crate::Builder, Database) {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/r")).unwrap();
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .commit_mode(CommitMode::Sync)
+        .checkpoint_interval(None)
+        .vfs(Arc::new(fs.clone()));
+    let db = builder.clone().create(Path::new(PATH)).unwrap();
+    db.create_tree("t").unwrap().insert(b"before", b"1").unwrap();
+    (fs, builder, db)
+}
+
 /// R16: a checkpoint taken while a transaction has appended a change but not yet recorded it as
 /// the next to undo must not list the transaction without it: restart would redo the change
 /// and never undo it. Without the checkpoint's wait on the appending mark the uncommitted value survives this test's crash.
 #[test]
 fn r16_a_checkpoint_between_change_record_and_undo_link_undoes_the_loser() {
     let _one = SERIAL.lock();
-    let fs = FaultFs::new();
-    fs.create_dir_all(Path::new("/r")).unwrap();
-    let path = Path::new("/r/db");
-    let builder = Database::builder()
-        .page_size(4096)
-        .pool_bytes(64 * 4096)
-        .checkpoint_interval(None)
-        .vfs(Arc::new(fs.clone()));
-    let db = builder.clone().create(path).unwrap();
-    let tree = db.create_tree("t").unwrap();
-    tree.insert(b"before", b"1").unwrap();
+    let (fs, builder, db) = setup();
+    let path = Path::new(PATH);
+    let tree = db.tree("t").unwrap();
 
     let (reached, go) = pause_at(|r| matches!(r, Record::Leaf { .. }));
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -101,18 +111,9 @@ fn r16_a_checkpoint_between_change_record_and_undo_link_undoes_the_loser() {
 #[test]
 fn r16_a_checkpoint_between_commit_record_and_state_keeps_the_commit() {
     let _one = SERIAL.lock();
-    let fs = FaultFs::new();
-    fs.create_dir_all(Path::new("/r")).unwrap();
-    let path = Path::new("/r/db");
-    let builder = Database::builder()
-        .page_size(4096)
-        .pool_bytes(64 * 4096)
-        .commit_mode(CommitMode::Sync)
-        .checkpoint_interval(None)
-        .vfs(Arc::new(fs.clone()));
-    let db = builder.clone().create(path).unwrap();
-    let tree = db.create_tree("t").unwrap();
-    tree.insert(b"before", b"1").unwrap();
+    let (fs, builder, db) = setup();
+    let path = Path::new(PATH);
+    let tree = db.tree("t").unwrap();
 
     let (reached, go) = pause_at(|r| matches!(r, Record::Commit { .. }));
     std::thread::scope(|s| {
