@@ -150,7 +150,12 @@ impl Wal {
         for g in pages {
             g.hold_rec_lsn(bound);
         }
-        self.append(&Record::Structure { images, freed: freed.to_vec() })
+        // T13: the pages are changed already. If the log refuses their record (it may be too
+        // large for the log's segments), the log is failed for good, so none of them, nor
+        // anything after, reaches the file; the next open restarts from what was logged.
+        self.append(&Record::Structure { images, freed: freed.to_vec() }).inspect_err(|e| {
+            self.log.poison(&format!("a structure change could not be logged: {e}"));
+        })
     }
 
     /// Takes a fuzzy checkpoint (RECOVERY.md R7) while transactions run, and truncates the log

@@ -429,3 +429,45 @@ fn a_tree_refused_for_a_full_catalog_leaves_no_record() {
     assert!(names == made, "{} trees after restart, {} made", names.len(), made.len());
     db.close().unwrap();
 }
+
+/// T13, W11 (issue 19, fifth race, split half): a structure change made in memory whose record the
+/// log refuses (here too large for 8 KiB segments holding 8 KiB pages) fails the log for good:
+/// no later write succeeds and nothing of the change reaches the file, and the next open
+/// restarts to a valid tree with every acknowledged write.
+#[test]
+fn a_refused_structure_record_fails_the_log_for_good() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let builder = Database::builder()
+        .pool_bytes(64 * 8192)
+        .log_segment_bytes(8 << 10)
+        .max_log_bytes(1 << 20)
+        .vfs(Arc::new(fs.clone()));
+    let db = builder.clone().create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut acked = Vec::new();
+    let mut refused = None;
+    for i in 0..400 {
+        match t.upsert(&key(i), &[5; 30]) {
+            Ok(_) => acked.push(i),
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let refused = refused.expect("a split's record exceeds the log's largest record");
+    assert!(matches!(refused, TreeError::Log(_)), "{refused:?}");
+    assert!(t.upsert(b"after", b"x").is_err(), "the log is failed: no later write succeeds");
+    fs.crash(CrashMode::KeepUnsynced);
+    drop(t);
+    drop(db);
+    let db = builder.open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    t.verify().unwrap();
+    for &i in &acked {
+        assert_eq!(t.get(&key(i)).unwrap().as_deref(), Some(&[5; 30][..]), "key {i}");
+    }
+    assert_eq!(t.get(b"after").unwrap(), None);
+    db.close().unwrap();
+}

@@ -418,6 +418,12 @@ impl LogManager {
         self.inner.truncate_before(lsn)
     }
 
+    /// Fails the log for good (W11) on the caller's word: for a caller that already made a change
+    /// whose record the log refused, so that nothing after it may become durable or be written.
+    pub fn poison(&self, reason: &str) {
+        let _ = self.inner.fail(LogError::Failed { cause: reason.to_owned() });
+    }
+
     /// Makes `lsn` durable (if it is a record) and stores it as the master record, atomically
     /// (W10).
     ///
