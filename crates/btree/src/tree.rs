@@ -8,7 +8,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 use swizzledb_buffer::page::{self, HEADER_SIZE};
 use swizzledb_buffer::{
-    BufferError, BufferPool, Exclusive, ExclusiveGuard, FrameId, PageId, PageOwner, Shared, SharedGuard, Swip,
+    BufferError, BufferPool, Exclusive, ExclusiveGuard, FrameId, LatchKind, PageGuard, PageId, PageOwner,
+    Shared, SharedGuard, Swip, SwipTarget,
 };
 use swizzledb_sync::Lsn;
 
@@ -255,6 +256,46 @@ impl Tree {
     // Descent
     // ------------------------------------------------------------------------------------------
 
+    /// One step of a descent (T2, T16): the child (or, at `FOSTER_SWIP`, the foster child) of
+    /// `parent`, refused as `Damaged` — before it is latched — if its swip names the parent
+    /// itself, and after if its level is not one below the parent's (the foster child's: the
+    /// same). So a damaged page that points back up the tree ends the descent instead of
+    /// looping or waiting on a latch the descent holds.
+    fn step<'a, P: LatchKind, C: LatchKind>(
+        &'a self,
+        parent: &mut PageGuard<'a, P>,
+        off: usize,
+    ) -> Result<PageGuard<'a, C>> {
+        let damaged = |page: PageId, reason: String| TreeError::Damaged { page, reason };
+        let level = node::level(parent);
+        let foster = off == FOSTER_SWIP;
+        if !foster && level == 0 {
+            return Err(damaged(parent.page_id(), "a leaf was asked for a child".into()));
+        }
+        let raw = page::get_u64(parent, off);
+        if let Some(SwipTarget::Page(id)) = Swip::from_raw(raw).map(Swip::target) {
+            if id == parent.page_id() {
+                return Err(damaged(
+                    parent.page_id(),
+                    format!("the swip at offset {off} names the page itself"),
+                ));
+            }
+        }
+        let child = self.pool.fix_child::<P, C>(parent, off)?;
+        let want = if foster { level } else { level - 1 };
+        if node::level(&child) != want {
+            return Err(damaged(
+                child.page_id(),
+                format!(
+                    "level {} reached from page {} at level {level} (expected {want})",
+                    node::level(&child),
+                    parent.page_id()
+                ),
+            ));
+        }
+        Ok(child)
+    }
+
     /// The leaf holding `key`, latched shared (lock coupling from the root, T8).
     fn leaf_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
         let pool = &*self.pool;
@@ -267,7 +308,7 @@ impl Tree {
             } else {
                 node::child_swip_off(&g, node::child_index(&g, key))
             };
-            g = pool.fix_child::<Shared, Shared>(&mut g, off)?;
+            g = self.step::<Shared, Shared>(&mut g, off)?;
         }
     }
 
@@ -289,7 +330,7 @@ impl Tree {
             } else {
                 node::child_swip_off(&g, node::child_before(&g, bound))
             };
-            g = pool.fix_child::<Shared, Shared>(&mut g, off)?;
+            g = self.step::<Shared, Shared>(&mut g, off)?;
         }
     }
 
@@ -312,16 +353,16 @@ impl Tree {
         loop {
             if node::goes_to_foster(&g, key) {
                 saw_foster = true;
-                g = pool.fix_child::<Shared, Shared>(&mut g, FOSTER_SWIP)?;
+                g = self.step::<Shared, Shared>(&mut g, FOSTER_SWIP)?;
                 continue;
             }
             let off = node::child_swip_off(&g, node::child_index(&g, key));
             if node::level(&g) == 1 {
-                let leaf = pool.fix_child::<Shared, Exclusive>(&mut g, off)?;
+                let leaf = self.step::<Shared, Exclusive>(&mut g, off)?;
                 drop(g);
                 return self.foster_walk(leaf, key, saw_foster);
             }
-            g = pool.fix_child::<Shared, Shared>(&mut g, off)?;
+            g = self.step::<Shared, Shared>(&mut g, off)?;
             saw_foster |= node::has_foster(&g);
         }
     }
@@ -334,7 +375,7 @@ impl Tree {
     ) -> Result<(ExclusiveGuard<'a>, bool)> {
         while node::goes_to_foster(&x, key) {
             saw_foster = true;
-            x = self.pool.fix_child::<Exclusive, Exclusive>(&mut x, FOSTER_SWIP)?;
+            x = self.step::<Exclusive, Exclusive>(&mut x, FOSTER_SWIP)?;
         }
         saw_foster |= node::has_foster(&x);
         Ok((x, saw_foster))
@@ -560,7 +601,7 @@ impl Tree {
                 return Ok(());
             }
             if node::goes_to_foster(&p, key) {
-                p = pool.fix_child::<Exclusive, Exclusive>(&mut p, FOSTER_SWIP)?;
+                p = self.step::<Exclusive, Exclusive>(&mut p, FOSTER_SWIP)?;
                 continue;
             }
             let i = node::child_index(&p, key);

@@ -166,3 +166,55 @@ fn main_memory_limit_is_a_clear_error_and_loses_nothing() {
         .unwrap();
     assert_eq!(db.tree("t").unwrap().verify().unwrap().records, inserted as usize);
 }
+
+/// Issue 19 (hostile pages, descents): a closed database whose root's first child reference
+/// names the root itself (checksum resealed), or a page at the wrong level, makes reads and
+/// writes fail with `Damaged` naming a page instead of looping or waiting on their own latch.
+#[test]
+fn t16_a_child_reference_back_up_the_tree_is_damage_not_a_hang() {
+    for (mode, logging) in [(PoolMode::Traditional, false), (PoolMode::Swizzling, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let db = Database::builder().logging(logging).mode(mode).page_size(4096).create(&path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..20_000u32 {
+            t.upsert(&i.to_be_bytes(), &[1; 40]).unwrap();
+        }
+        let root = t.root_page();
+        drop(t);
+        db.close().unwrap();
+        // Point the root's first child at the root itself; keep the checksum valid.
+        let mut file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let mut page = vec![0u8; 4096];
+        use std::io::Read;
+        file.seek(SeekFrom::Start(root.get() * 4096)).unwrap();
+        file.read_exact(&mut page).unwrap();
+        assert!(swizzledb_btree::node::level(&page) > 0, "the tree has inner nodes");
+        let off = swizzledb_btree::node::child_swip_off(&page, 0);
+        page[off..off + 8].copy_from_slice(&root.get().to_le_bytes());
+        swizzledb_buffer::page::seal(&mut page);
+        file.seek(SeekFrom::Start(root.get() * 4096)).unwrap();
+        file.write_all(&page).unwrap();
+        drop(file);
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let db = Database::builder().mode(mode).open(&p).unwrap();
+            let t = db.tree("t").unwrap();
+            let read = t.get(&0u32.to_be_bytes());
+            let write = t.upsert(&0u32.to_be_bytes(), b"x").map(|_| ());
+            let scan = t.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).find_map(Result::err);
+            tx.send((read.map(|_| ()), write, scan)).unwrap();
+        });
+        let (read, write, scan) = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("no hang");
+        let damaged =
+            |r: &Result<(), TreeError>| matches!(r, Err(TreeError::Damaged { page, .. }) if *page == root);
+        assert!(damaged(&read), "{mode:?}: read {read:?}");
+        assert!(
+            damaged(&write) || matches!(write, Err(TreeError::Transaction(_))),
+            "{mode:?}: write {write:?}"
+        );
+        assert!(matches!(scan, Some(TreeError::Damaged { .. })), "{mode:?}: scan {scan:?}");
+    }
+}
