@@ -421,7 +421,7 @@ mod tests {
                 Err(e) => panic!("unexpected error {e}"),
             }
         }
-        // (4096 - 68) / (60 + 10) = 57 entries fit.
+        // (4096 - 84) / (60 + 10) = 57 entries fit.
         assert_eq!(n, 58);
     }
 

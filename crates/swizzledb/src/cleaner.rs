@@ -159,6 +159,11 @@ impl Thread {
                 state.1 += 1;
                 s.done.notify_all();
             })
+            .inspect_err(|e| {
+                // No cleaner: writers must not wait for one (the stop flag ends `throttle`).
+                log::warn!("swizzledb: the page cleaner could not start ({e}); the log is not bounded");
+                shared.state.lock().0 = true;
+            })
             .ok();
         Thread { shared, handle }
     }

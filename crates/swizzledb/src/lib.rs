@@ -293,8 +293,8 @@ impl Builder {
 
     /// The bound of the log kept on disk, in bytes (default [`DEFAULT_MAX_LOG_BYTES`], at least
     /// four log segments): the page cleaner writes back the pages that hold older log and
-    /// checkpoints once the log passes three quarters of it, and transactions that begin while it is
-    /// over the bound wait for the cleaner (RECOVERY.md R15). Restart reads at most about this
+    /// checkpoints once the log passes three quarters of it, and transactions that begin while
+    /// it is over the bound wait for the cleaner (RECOVERY.md R15). Restart reads at most about this
     /// much log, plus what transactions running at the crash had written.
     #[must_use]
     pub fn max_log_bytes(mut self, bytes: u64) -> Self {

@@ -56,7 +56,8 @@ fn setup() -> (FaultFs, crate::Builder, Database) {
 
 /// R16: a checkpoint taken while a transaction has appended a change but not yet recorded it as
 /// the next to undo must not list the transaction without it: restart would redo the change
-/// and never undo it. Without the checkpoint's wait on the appending mark the uncommitted value survives this test's crash.
+/// and never undo it. Without the checkpoint's wait on the appending mark the uncommitted value
+/// survives this test's crash.
 #[test]
 fn r16_a_checkpoint_between_change_record_and_undo_link_undoes_the_loser() {
     let _one = SERIAL.lock();
@@ -106,8 +107,9 @@ fn r16_a_checkpoint_between_change_record_and_undo_link_undoes_the_loser() {
 
 /// R16: a checkpoint taken while a committing transaction has appended its commit record but
 /// not yet marked itself committed must not record it as active: restart would roll back a
-/// commit that was acknowledged (its end record lost in the crash). Without the checkpoint's wait on the appending mark the
-/// checkpoint completes while the commit is paused and this test loses the commit.
+/// commit that was acknowledged (its end record lost in the crash). Without the checkpoint's
+/// wait on the appending mark the checkpoint completes while the commit is paused and this test
+/// loses the commit.
 #[test]
 fn r16_a_checkpoint_between_commit_record_and_state_keeps_the_commit() {
     let _one = SERIAL.lock();
