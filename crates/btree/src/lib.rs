@@ -11,10 +11,10 @@
 mod error;
 pub mod log;
 pub mod node;
+mod scan;
 mod tree;
 
 pub use error::{Result, TreeError};
 pub use log::{ChangeLog, LeafChange};
-pub use tree::{
-    max_key_len, max_value_len, AutoCommit, BTreeOwner, RangeIter, RevRangeIter, Tree, TreeShape,
-};
+pub use scan::{NoGate, RangeIter, ReadGate, RevRangeIter};
+pub use tree::{max_key_len, max_value_len, AutoCommit, BTreeOwner, Tree, TreeShape};

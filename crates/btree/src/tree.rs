@@ -3,8 +3,8 @@
 use crate::error::{Result, TreeError};
 use crate::log::{ChangeLog, LeafChange};
 use crate::node::{self, Fence, FOSTER_SWIP};
-use std::collections::{HashSet, VecDeque};
-use std::ops::Bound;
+use crate::scan::{NoGate, ReadGate};
+use std::collections::HashSet;
 use std::sync::Arc;
 use swizzledb_buffer::page::{self, HEADER_SIZE};
 use swizzledb_buffer::{
@@ -64,11 +64,13 @@ pub fn max_value_len(page_size: usize) -> usize {
 /// A Foster B-tree stored in a buffer pool. Cheap to clone; all clones share the tree.
 #[derive(Clone)]
 pub struct Tree {
-    pool: Arc<BufferPool>,
+    pub(crate) pool: Arc<BufferPool>,
     root: FrameId,
     root_page: PageId,
     /// On a logged database, where `insert`, `upsert` and `delete` go instead (T14).
     auto_commit: Option<Arc<dyn AutoCommit>>,
+    /// What decides whether this handle's plain reads may return a record (T17); `None`: all.
+    pub(crate) read_gate: Option<Arc<dyn ReadGate + Send + Sync>>,
 }
 
 /// How a tree's own writes (`insert`, `upsert`, `delete`) are carried out on a database that
@@ -169,7 +171,7 @@ impl Tree {
         pool.make_root(&g);
         let (root, root_page) = (g.frame(), g.page_id());
         drop(g);
-        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None })
+        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None, read_gate: None })
     }
 
     /// Opens the tree rooted at `root_page`, keeping the root resident.
@@ -178,7 +180,7 @@ impl Tree {
     /// I/O errors or corruption of the root (or, in main-memory mode, of any page).
     pub fn open(pool: &Arc<BufferPool>, root_page: PageId) -> Result<Tree> {
         let root = pool.load_root(root_page)?;
-        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None })
+        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None, read_gate: None })
     }
 
     /// This handle's own writes (`insert`, `upsert`, `delete`) go through `auto_commit`, which
@@ -196,9 +198,25 @@ impl Tree {
         self
     }
 
+    /// This handle's plain reads (`get`, `get_with`, `range`, `range_rev`) pass `gate` (T17):
+    /// the engine gives a logged database's handles one that holds back uncommitted records.
+    #[must_use]
+    pub fn with_read_gate(mut self, gate: Arc<dyn ReadGate + Send + Sync>) -> Tree {
+        self.read_gate = Some(gate);
+        self
+    }
+
+    /// The gate of this handle's plain reads (T17).
+    pub(crate) fn own_gate(&self) -> &(dyn ReadGate + '_) {
+        match &self.read_gate {
+            Some(g) => &**g,
+            None => &NoGate,
+        }
+    }
+
     /// [`TreeError::Closed`] once the database (its pool) is closed (T15).
     #[inline]
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.pool.is_closed() {
             return Err(TreeError::Closed);
         }
@@ -221,7 +239,7 @@ impl Tree {
     /// of frames while holding latches (B13; every intermediate state is a valid tree, T6).
     /// Other threads' latches can pin frames for a moment, so retries back off for up to about
     /// two seconds before the pool is declared exhausted.
-    fn with_room<R>(&self, mut op: impl FnMut() -> Result<R>) -> Result<R> {
+    pub(crate) fn with_room<R>(&self, mut op: impl FnMut() -> Result<R>) -> Result<R> {
         let mut waited = std::time::Duration::ZERO;
         let mut pause = std::time::Duration::from_micros(50);
         loop {
@@ -297,7 +315,7 @@ impl Tree {
     }
 
     /// The leaf holding `key`, latched shared (lock coupling from the root, T8).
-    fn leaf_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
+    pub(crate) fn leaf_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
         let pool = &*self.pool;
         let mut g: SharedGuard<'_> = pool.fix_root(self.root);
         loop {
@@ -314,7 +332,7 @@ impl Tree {
 
     /// The leaf holding the greatest keys below `bound` (`None` = +inf), latched shared: the
     /// leaf L with L.low < bound <= L's own upper bound (T1).
-    fn leaf_before(&self, bound: Option<&[u8]>) -> Result<SharedGuard<'_>> {
+    pub(crate) fn leaf_before(&self, bound: Option<&[u8]>) -> Result<SharedGuard<'_>> {
         let pool = &*self.pool;
         let mut g: SharedGuard<'_> = pool.fix_root(self.root);
         loop {
@@ -399,14 +417,34 @@ impl Tree {
     /// # Errors
     /// I/O errors or corruption.
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        self.get_gated(key, self.own_gate(), f)
+    }
+
+    /// [`Tree::get_with`] through `gate` instead of the handle's own (T17): `f` runs, with the
+    /// leaf latched, once the gate lets `key` pass.
+    ///
+    /// # Errors
+    /// I/O errors, corruption, or the gate's.
+    pub fn get_gated<R>(
+        &self,
+        key: &[u8],
+        gate: &dyn ReadGate,
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R> {
         self.check_open()?;
-        let g = match self.leaf_shared(key) {
-            Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {
-                self.with_room(|| self.leaf_shared(key))?
+        loop {
+            let g = match self.leaf_shared(key) {
+                Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {
+                    self.with_room(|| self.leaf_shared(key))?
+                }
+                r => r?,
+            };
+            if gate.try_pass(self, Some(key))? {
+                return Ok(f(node::search(&g, key).ok().map(|i| node::value(&g, i))));
             }
-            r => r?,
-        };
-        Ok(f(node::search(&g, key).ok().map(|i| node::value(&g, i))))
+            drop(g);
+            gate.wait(self, Some(key))?;
+        }
     }
 
     /// Inserts a new record; fails with [`TreeError::DuplicateKey`] if the key exists.
@@ -768,47 +806,8 @@ impl Tree {
     }
 
     // ------------------------------------------------------------------------------------------
-    // Scans and verification
+    // Verification (scans: scan.rs)
     // ------------------------------------------------------------------------------------------
-
-    /// Records with keys in `range`, in key order. Each leaf is copied out under its latch; the
-    /// next leaf is found by a fresh descent from the root (no sibling links, T1).
-    pub fn range<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'t> {
-        let next = match start {
-            Bound::Unbounded => Some(Vec::new()),
-            Bound::Included(k) => Some(k.to_vec()),
-            Bound::Excluded(k) => {
-                let mut k = k.to_vec();
-                k.push(0);
-                Some(k)
-            }
-        };
-        RangeIter { tree: self, next, end: end.map(<[u8]>::to_vec), buf: VecDeque::new() }
-    }
-
-    /// Records with keys in `range`, in descending key order: each step copies out the records of
-    /// the leaf just below the current bound, then continues below that leaf's low fence.
-    pub fn range_rev<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter<'t> {
-        let next = match end {
-            Bound::Unbounded => Some(None),
-            Bound::Excluded(k) => Some(Some(k.to_vec())),
-            Bound::Included(k) => {
-                let mut k = k.to_vec();
-                k.push(0);
-                Some(Some(k))
-            }
-        };
-        let start = match start {
-            Bound::Unbounded => None,
-            Bound::Included(k) => Some(k.to_vec()),
-            Bound::Excluded(k) => {
-                let mut k = k.to_vec();
-                k.push(0);
-                Some(k)
-            }
-        };
-        RevRangeIter { tree: self, next, start, buf: VecDeque::new() }
-    }
 
     /// Full structural check (T1–T4 and B6): fences, key order, levels, every node reached by
     /// exactly one reference, swizzled references matching the child's recorded parent. Call it
@@ -913,173 +912,5 @@ impl Tree {
 impl std::fmt::Debug for Tree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tree").field("root_page", &self.root_page).finish_non_exhaustive()
-    }
-}
-
-/// Iterator over a key range; see [`Tree::range`].
-pub struct RangeIter<'t> {
-    tree: &'t Tree,
-    /// Inclusive lower bound of the next leaf to read; `None` when done.
-    next: Option<Vec<u8>>,
-    end: Bound<Vec<u8>>,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
-}
-
-impl RangeIter<'_> {
-    fn past_end(&self, k: &[u8]) -> bool {
-        match &self.end {
-            Bound::Unbounded => false,
-            Bound::Included(e) => k > e.as_slice(),
-            Bound::Excluded(e) => k >= e.as_slice(),
-        }
-    }
-
-    fn fill(&mut self) -> Result<()> {
-        while self.buf.is_empty() {
-            let Some(start) = self.next.take() else {
-                return Ok(());
-            };
-            let g = self.tree.with_room(|| self.tree.leaf_shared(&start))?;
-            let (Ok(mut i) | Err(mut i)) = node::search(&g, &start);
-            let mut ended = false;
-            while i < node::count(&g) {
-                let k = node::key(&g, i);
-                if self.past_end(k) {
-                    ended = true;
-                    break;
-                }
-                self.buf.push_back((k.to_vec(), node::value(&g, i).to_vec()));
-                i += 1;
-            }
-            if !ended {
-                self.next = node::own_high(&g).map(<[u8]>::to_vec);
-                if self.next.as_deref().is_some_and(|h| h <= start.as_slice()) {
-                    // T1 says the next leaf starts above this one; a damaged tree could send
-                    // the scan back forever. What this leaf gave is not returned.
-                    self.buf.clear();
-                    return Err(TreeError::Damaged {
-                        page: g.page_id(),
-                        reason: "a leaf's upper bound is not above the scan's position".into(),
-                    });
-                }
-                if self.next.as_deref().is_some_and(|h| self.past_end(h)) {
-                    self.next = None;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// One record of a scan: key and value.
-type Entry = (Vec<u8>, Vec<u8>);
-
-/// The common end of both scans' `next`: after a refill, the next buffered record; a failed
-/// refill is returned once and ends the scan (`stop`).
-fn next_entry(filled: Result<()>, buf: &mut VecDeque<Entry>, stop: impl FnOnce()) -> Option<Result<Entry>> {
-    match filled {
-        Err(e) => {
-            stop();
-            Some(Err(e))
-        }
-        Ok(()) => buf.pop_front().map(Ok),
-    }
-}
-
-/// A scan of a closed tree (T15): `Closed` once, if anything was left to return, then the end;
-/// `None` while the tree is open.
-fn closed_scan(tree: &Tree, buf: &mut VecDeque<Entry>, more: bool) -> Option<Option<Result<Entry>>> {
-    if !tree.pool.is_closed() {
-        return None;
-    }
-    let left = more || !buf.is_empty();
-    buf.clear();
-    Some(left.then_some(Err(TreeError::Closed)))
-}
-
-impl Iterator for RangeIter<'_> {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
-            self.next = None;
-            return closed;
-        }
-        let filled = self.fill();
-        next_entry(filled, &mut self.buf, || self.next = None)
-    }
-}
-
-/// Iterator over a key range in descending order; see [`Tree::range_rev`].
-pub struct RevRangeIter<'t> {
-    tree: &'t Tree,
-    /// Exclusive upper bound of the next leaf to read (`Some(None)`: +inf); `None` when done.
-    next: Option<Option<Vec<u8>>>,
-    /// Inclusive lower bound.
-    start: Option<Vec<u8>>,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
-}
-
-impl RevRangeIter<'_> {
-    fn before_start(&self, k: &[u8]) -> bool {
-        self.start.as_deref().is_some_and(|s| k < s)
-    }
-
-    fn fill(&mut self) -> Result<()> {
-        while self.buf.is_empty() {
-            let Some(bound) = self.next.take() else {
-                return Ok(());
-            };
-            let g = self.tree.with_room(|| self.tree.leaf_before(bound.as_deref()))?;
-            let mut i = match bound.as_deref() {
-                None => node::count(&g),
-                Some(b) => {
-                    let (Ok(i) | Err(i)) = node::search(&g, b);
-                    i
-                }
-            };
-            let mut ended = false;
-            while i > 0 {
-                i -= 1;
-                let k = node::key(&g, i);
-                if self.before_start(k) {
-                    ended = true;
-                    break;
-                }
-                self.buf.push_back((k.to_vec(), node::value(&g, i).to_vec()));
-            }
-            if !ended {
-                // Keys left of this leaf are below its low fence; done if that is -inf or the
-                // fence is at or below the start.
-                self.next = match node::low_fence(&g) {
-                    Some(l) if self.start.as_deref().is_none_or(|s| l > s) => Some(Some(l.to_vec())),
-                    _ => None,
-                };
-                if let (Some(Some(l)), Some(b)) = (&self.next, &bound) {
-                    if l >= b {
-                        // The mirror image of the forward scan's guard (T1).
-                        self.buf.clear();
-                        return Err(TreeError::Damaged {
-                            page: g.page_id(),
-                            reason: "a leaf's low fence is not below the scan's position".into(),
-                        });
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Iterator for RevRangeIter<'_> {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
-            self.next = None;
-            return closed;
-        }
-        let filled = self.fill();
-        next_entry(filled, &mut self.buf, || self.next = None)
     }
 }

@@ -33,6 +33,7 @@
 
 mod cleaner;
 mod files;
+mod isolation;
 pub mod lock;
 mod logging;
 #[cfg(test)]
@@ -57,7 +58,7 @@ use swizzledb_buffer::PageFile;
 pub use crate::cleaner::{Cleaner, CleanerStats};
 pub use crate::logging::CommitMode;
 pub use crate::restart::RestartStats;
-pub use crate::txn::Transaction;
+pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
 pub use swizzledb_wal::LogStats;
 
 pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
@@ -524,7 +525,7 @@ impl Builder {
             pool: Arc::new(pool),
             trees: Mutex::new(HashMap::new()),
             wal,
-            locks: (self.locking == Locking::On).then(|| lock::LockManager::new(64)),
+            locks: (self.locking == Locking::On).then(|| Arc::new(lock::LockManager::new(64))),
             cleaner,
             next_txn: AtomicU64::new(1),
             restart_stats: Mutex::new(RestartStats::default()),
@@ -630,7 +631,7 @@ pub(crate) struct Core {
     pool: Arc<swizzledb_buffer::BufferPool>,
     trees: Mutex<HashMap<String, Tree>>,
     wal: Option<Arc<Wal>>,
-    locks: Option<lock::LockManager>,
+    pub(crate) locks: Option<Arc<lock::LockManager>>,
     cleaner: Option<Arc<cleaner::Shared>>,
     next_txn: AtomicU64,
     restart_stats: Mutex<RestartStats>,
@@ -673,10 +674,15 @@ fn into_tree_error(e: Error) -> TreeError {
 impl Core {
     /// Begins a transaction; first waits while the log is over its bound (R15).
     fn begin(&self) -> Transaction<'_> {
+        self.begin_as(TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// Begins a transaction under a given number: a retry keeps its first attempt's, and with
+    /// it its age under wait-die (K6), so it cannot starve.
+    fn begin_as(&self, id: TxnId) -> Transaction<'_> {
         if let (Some(wal), Some(cleaner)) = (&self.wal, &self.cleaner) {
             cleaner.throttle(wal);
         }
-        let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
         let shared = match &self.wal {
             Some(wal) => wal.register(id),
             None => Arc::new(logging::TxnShared::new(id)),
@@ -684,44 +690,60 @@ impl Core {
         Transaction::new(self, self.wal.as_deref(), shared)
     }
 
-    /// Runs `op` as a transaction of its own and commits it (R12); a refused record lock is
-    /// retried with a new transaction, backing off, for up to `AUTO_COMMIT_RETRY`.
-    fn auto_commit<R>(&self, mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R, TreeError> {
+    /// Runs `op` in a transaction and commits it. A refused record lock ([`Error::Lock`]) rolls
+    /// the attempt back and runs `op` again under the same transaction number (so the retry
+    /// only gets older, K6), backing off, until `give_up` says so for the time spent.
+    fn run_retrying<R>(
+        &self,
+        mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
+        give_up: impl Fn(std::time::Duration) -> bool,
+    ) -> Result<R> {
         let started = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
+        let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
         loop {
-            let mut tx = self.begin();
+            let mut tx = self.begin_as(id);
             match op(&mut tx) {
-                Ok(r) => return tx.commit().map(|()| r).map_err(into_tree_error),
-                Err(Error::Lock(_)) if started.elapsed() < AUTO_COMMIT_RETRY => {
-                    drop(tx);
+                Ok(r) => return tx.commit().map(|()| r),
+                Err(Error::Lock(lock::LockError::Conflict { .. })) if !give_up(started.elapsed()) => {
+                    // A rollback that failed keeps the attempt's locks and its entry in the
+                    // transaction table: no retry under its number then.
+                    tx.abort()?;
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(std::time::Duration::from_millis(10));
                 }
                 Err(e) => {
                     drop(tx);
-                    return Err(into_tree_error(e));
+                    return Err(e);
                 }
             }
         }
     }
 
-    /// A tree handle for this database: on a logged one, its own writes auto-commit (T14).
+    /// Runs `op` as a transaction of its own and commits it (R12), retrying a refused record
+    /// lock for up to `AUTO_COMMIT_RETRY`.
+    fn auto_commit<R>(&self, op: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R, TreeError> {
+        self.run_retrying(op, |spent| spent >= AUTO_COMMIT_RETRY).map_err(into_tree_error)
+    }
+
+    /// A tree handle for this database: on a logged one, its own writes auto-commit (T14) and
+    /// its reads return only committed records (K14).
     fn handle(&self, tree: Tree) -> Tree {
-        if self.wal.is_some() {
-            tree.with_auto_commit(Arc::new(AutoCommitter(self.me.lock().clone())))
-        } else {
-            tree
+        let Some(_) = &self.wal else { return tree };
+        let tree = tree.with_auto_commit(Arc::new(AutoCommitter(self.me.lock().clone())));
+        match &self.locks {
+            Some(locks) => {
+                tree.with_read_gate(Arc::new(isolation::CommittedReads { locks: Arc::clone(locks) }))
+            }
+            None => tree,
         }
     }
 
     /// Locks `key` of `tree` for `txn` (no-op with locking off).
     pub(crate) fn lock(&self, txn: TxnId, tree: &Tree, key: &[u8], mode: lock::LockMode) -> Result<()> {
         if let Some(locks) = &self.locks {
-            let root = tree.root_page().get();
-            // Trees are told apart by root page; folding it to 32 bits can only merge two trees'
-            // lock names (a false conflict), never separate one's.
-            locks.lock(txn, (root ^ (root >> 32)) as u32, key, mode)?;
+            let (t, k) = isolation::lock_name(tree, Some(key));
+            locks.lock(txn, t, k, mode)?;
         }
         Ok(())
     }
@@ -887,6 +909,41 @@ impl Database {
         self.core.begin()
     }
 
+    /// Runs `op` in a transaction and commits it, retrying when a record lock is refused.
+    ///
+    /// If `op` fails with [`Error::Lock`] (wait-die chose this transaction, LOCKS.md K6), its
+    /// changes are rolled back and `op` runs again from the start, backing off, under the same
+    /// transaction number: every retry is as old as the first attempt, so it wins against the
+    /// transactions that started after it and cannot be starved. Any other error of `op` rolls
+    /// the transaction back and is returned; so is a failed commit. `op` may run more than once:
+    /// keep side effects out of it, or make them idempotent.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = swizzledb::Database::builder().create(&dir.path().join("bank.swz"))?;
+    /// let accounts = db.create_tree("accounts")?;
+    /// accounts.insert(b"alice", &100u64.to_be_bytes())?;
+    /// accounts.insert(b"bob", &0u64.to_be_bytes())?;
+    /// db.transact(|tx| {
+    ///     let read = |v: Option<Vec<u8>>| u64::from_be_bytes(v.unwrap().try_into().unwrap());
+    ///     let alice = read(tx.get(&accounts, b"alice")?);
+    ///     let bob = read(tx.get(&accounts, b"bob")?);
+    ///     tx.put(&accounts, b"alice", &(alice - 30).to_be_bytes())?;
+    ///     tx.put(&accounts, b"bob", &(bob + 30).to_be_bytes())?;
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(accounts.get(b"bob")?, Some(30u64.to_be_bytes().to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The first error of `op` other than a refused lock, a lock wait that timed out
+    /// ([`crate::lock::LockError::Timeout`]), a rollback that failed (the pool or the log; no
+    /// retry then), or the commit's error.
+    pub fn transact<R>(&self, op: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R> {
+        self.core.run_retrying(op, |_| false)
+    }
+
     fn stop_background(&self) {
         let mut threads = self.background.lock();
         if let Some(mut c) = threads.cleaner.take() {
@@ -924,7 +981,7 @@ impl Database {
     /// The record lock manager's counters (`None` with locking off).
     #[must_use]
     pub fn lock_stats(&self) -> Option<lock::LockStats> {
-        self.core.locks.as_ref().map(lock::LockManager::stats)
+        self.core.locks.as_deref().map(lock::LockManager::stats)
     }
 
     /// Whether this database logs its changes.

@@ -122,6 +122,20 @@ pub enum LockError {
         /// The timeout that expired.
         waited: Duration,
     },
+    /// A read outside any transaction waited longer than the wait timeout for a transaction's
+    /// uncommitted change to the record to commit or roll back (K14).
+    #[error(
+        "a read outside a transaction waited {waited:?} for an uncommitted change to a key of tree \
+         {tree} to commit or roll back; retry the read, and look for a transaction that stays open"
+    )]
+    ReadWait {
+        /// The lock's tree.
+        tree: u32,
+        /// The lock's key.
+        key: Box<[u8]>,
+        /// How long it waited.
+        waited: Duration,
+    },
     /// `TxnId(0)` asked for a lock (K12).
     #[error(
         "transaction id 0 belongs to system transactions, which take no locks; lock with the id \
@@ -546,6 +560,66 @@ impl LockManager {
             table.remove_if_unused(h.hash, h.head);
         }
         held.len()
+    }
+
+    /// Whether some transaction holds the lock on `(tree, key)` exclusively right now (K14):
+    /// the question a read outside any transaction asks before it returns a record. Never waits;
+    /// creates no head.
+    #[must_use]
+    pub fn is_exclusively_held(&self, tree: u32, key: &[u8]) -> bool {
+        let hash = (self.hash)(tree, key);
+        let table = self.shards[self.shard_of(hash)].table.lock();
+        table.heads.get(&hash).is_some_and(|bucket| {
+            bucket.iter().any(|h| {
+                h.tree == tree && *h.key == *key && h.holders.iter().any(|x| x.mode == LockMode::Exclusive)
+            })
+        })
+    }
+
+    /// The mode in which `txn` holds the lock on `(tree, key)`, if it does.
+    #[must_use]
+    pub fn held_mode(&self, txn: TxnId, tree: u32, key: &[u8]) -> Option<LockMode> {
+        let hash = (self.hash)(tree, key);
+        let table = self.shards[self.shard_of(hash)].table.lock();
+        table
+            .heads
+            .get(&hash)?
+            .iter()
+            .find(|h| h.tree == tree && *h.key == *key)
+            .and_then(|h| h.holders.iter().find(|x| x.txn == txn).map(|x| x.mode))
+    }
+
+    /// Releases one lock of `txn` before the transaction ends (K15: only a lock the engine took
+    /// for the length of one operation, never one that protects what the transaction read or
+    /// wrote) and grants what that unblocks. Returns whether `txn` held it.
+    pub fn release(&self, txn: TxnId, tree: u32, key: &[u8]) -> bool {
+        let hash = (self.hash)(tree, key);
+        let id = {
+            let mut table = self.shards[self.shard_of(hash)].table.lock();
+            let Some(head) = table
+                .heads
+                .get_mut(&hash)
+                .and_then(|b| b.iter_mut().find(|h| h.tree == tree && *h.key == *key))
+            else {
+                return false;
+            };
+            let id = head.id;
+            if !head.release(txn) {
+                return false;
+            }
+            table.remove_if_unused(hash, id);
+            id
+        };
+        let mut held = self.txns[self.txn_shard(txn)].held.lock();
+        if let Some(list) = held.get_mut(&txn) {
+            if let Some(i) = list.iter().position(|h| h.hash == hash && h.head == id) {
+                list.swap_remove(i);
+            }
+            if list.is_empty() {
+                held.remove(&txn);
+            }
+        }
+        true
     }
 
     /// How many locks `txn` holds.

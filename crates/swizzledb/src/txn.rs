@@ -1,30 +1,36 @@
 //! Transactions (RECOVERY.md R4–R6): point reads and writes on any of the database's trees,
 //! committed or rolled back as a whole.
 
+use std::ops::Bound;
 use std::sync::Arc;
-use swizzledb_btree::{LeafChange, Tree, TreeError};
+use swizzledb_btree::{LeafChange, NoGate, RangeIter, ReadGate, RevRangeIter, Tree, TreeError};
 use swizzledb_sync::{Lsn, TxnId};
 
+use crate::isolation::{self, lock_name, TxnReads};
 use crate::lock::LockMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Record, TxnState};
 use crate::{CommitMode, Core, Error, Result};
 
-/// A transaction: point reads and writes on the database's trees, under record locks held
-/// until it ends (shared for reads, exclusive for writes; LOCKS.md), so concurrent transactions
-/// are serializable for point operations. [`Transaction::commit`] makes its writes durable,
+/// A transaction: point reads, range reads and writes on the database's trees, under record
+/// locks held until it ends (shared for reads, exclusive for writes, and next-key locks on the
+/// gaps a range read covers; LOCKS.md K14–K16), so concurrent transactions are serializable,
+/// phantoms included. [`Transaction::commit`] makes its writes durable,
 /// [`Transaction::abort`] — or dropping the transaction unfinished — undoes them. A lock that
 /// cannot be granted ([`crate::Error::Lock`]: wait-die chose this transaction) leaves the
 /// transaction as it was; abort it and retry.
 pub struct Transaction<'db> {
     db: &'db Core,
     log: TxnLog<'db>,
+    /// The gate of its range reads: shared locks (`None` with locking off).
+    reads: Option<TxnReads<'db>>,
     done: bool,
 }
 
 impl<'db> Transaction<'db> {
     pub(crate) fn new(db: &'db Core, wal: Option<&'db Wal>, shared: Arc<TxnShared>) -> Transaction<'db> {
-        Transaction { db, log: TxnLog::new(wal, shared), done: false }
+        let reads = db.locks.as_deref().map(|locks| TxnReads { locks, txn: shared.id });
+        Transaction { db, log: TxnLog::new(wal, shared), reads, done: false }
     }
 
     /// The transaction's number.
@@ -33,23 +39,51 @@ impl<'db> Transaction<'db> {
         self.log.shared.id
     }
 
-    /// The value stored under `key` in `tree`.
+    /// The value stored under `key` in `tree`, read under the key's shared lock: what this
+    /// transaction wrote, or what was committed.
     ///
     /// # Errors
-    /// I/O errors or corruption.
+    /// A refused lock ([`Error::Lock`]), I/O errors or corruption.
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.db.lock(self.id(), tree, key, LockMode::Shared)?;
-        Ok(tree.get(key)?)
+        Ok(tree.get_gated(key, &NoGate, |v| v.map(<[u8]>::to_vec))?)
+    }
+
+    /// The records of `tree` with keys in the range, in key order. Every key returned, and the
+    /// key closing the range (the first one past its end, or the end of the tree), is locked
+    /// shared until the transaction ends (next-key locking, K16): reading the range again in
+    /// this transaction returns the same records, whatever others insert or delete.
+    ///
+    /// Each item is a record or an error; after [`Error::Lock`] (wait-die chose this
+    /// transaction) abort the transaction and retry it.
+    pub fn range<'t>(&'t self, tree: &'t Tree, start: Bound<&[u8]>, end: Bound<&[u8]>) -> TxnRange<'t> {
+        TxnRange { inner: tree.range_gated(start, end, self.gate()) }
+    }
+
+    /// [`Transaction::range`] in descending key order.
+    pub fn range_rev<'t>(
+        &'t self,
+        tree: &'t Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> TxnRevRange<'t> {
+        TxnRevRange { inner: tree.range_rev_gated(start, end, self.gate()) }
+    }
+
+    fn gate(&self) -> &dyn ReadGate {
+        match &self.reads {
+            Some(r) => r,
+            None => &NoGate,
+        }
     }
 
     /// Inserts or replaces; returns true if the key existed.
     ///
     /// # Errors
-    /// Oversize key or value, pool or I/O errors, or the log failed; nothing changes then, and
-    /// the transaction can still commit or abort.
+    /// A refused lock, oversize key or value, pool or I/O errors, or the log failed; nothing
+    /// changes then, and the transaction can still commit or abort.
     pub fn put(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
-        Ok(tree.put_logged(key, value, true, &self.log)?)
+        self.write(tree, key, Some(value), true)
     }
 
     /// Inserts a new record; fails with [`TreeError::DuplicateKey`] if the key exists.
@@ -57,9 +91,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// As [`Transaction::put`], and the duplicate key.
     pub fn insert(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<()> {
-        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
-        tree.put_logged(key, value, false, &self.log)?;
-        Ok(())
+        self.write(tree, key, Some(value), false).map(|_| ())
     }
 
     /// Deletes `key`; returns true if it existed.
@@ -67,8 +99,40 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// As [`Transaction::put`].
     pub fn delete(&mut self, tree: &Tree, key: &[u8]) -> Result<bool> {
-        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
-        Ok(tree.delete_logged(key, &self.log)?)
+        self.write(tree, key, None, true)
+    }
+
+    /// A write (`value` `None`: a delete) under the key's exclusive lock; a write that adds a key
+    /// to a gap or removes one also locks the gap's closing key (K15): an insert until it is
+    /// made, a delete to the end of the transaction.
+    fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>, replace: bool) -> Result<bool> {
+        let txn = self.id();
+        self.db.lock(txn, tree, key, LockMode::Exclusive)?;
+        let apply = |log: &TxnLog<'_>| -> Result<bool> {
+            Ok(match value {
+                Some(v) => tree.put_logged(key, v, replace, log)?,
+                None => tree.delete_logged(key, log)?,
+            })
+        };
+        let Some(locks) = self.db.locks.as_deref() else { return apply(&self.log) };
+        // With the key locked exclusively, whether it exists cannot change under us.
+        let exists = tree.get_gated(key, &NoGate, |v| v.is_some())?;
+        match (value, exists) {
+            (Some(_), false) => {
+                let (next, had) = isolation::lock_gap(locks, txn, tree, key)?;
+                let result = apply(&self.log);
+                if !had {
+                    let (t, k) = lock_name(tree, next.as_deref());
+                    locks.release(txn, t, k);
+                }
+                result
+            }
+            (None, true) => {
+                isolation::lock_gap(locks, txn, tree, key)?;
+                apply(&self.log)
+            }
+            _ => apply(&self.log),
+        }
     }
 
     /// Commits: logs the commit record and, in [`CommitMode::Sync`], returns once it is durable.
@@ -179,5 +243,43 @@ impl Drop for Transaction<'_> {
 impl std::fmt::Debug for Transaction<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Transaction").field("id", &self.id()).finish_non_exhaustive()
+    }
+}
+
+/// A transaction's range read; see [`Transaction::range`].
+pub struct TxnRange<'t> {
+    inner: RangeIter<'t>,
+}
+
+impl Iterator for TxnRange<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|r| r.map_err(isolation::engine_error))
+    }
+}
+
+/// A transaction's range read in descending order; see [`Transaction::range_rev`].
+pub struct TxnRevRange<'t> {
+    inner: RevRangeIter<'t>,
+}
+
+impl Iterator for TxnRevRange<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|r| r.map_err(isolation::engine_error))
+    }
+}
+
+impl std::fmt::Debug for TxnRange<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxnRange").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for TxnRevRange<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxnRevRange").finish_non_exhaustive()
     }
 }

@@ -1,0 +1,514 @@
+//! Scans, and the read gate that decides which records a read may return (T17).
+//!
+//! A scan copies the records of one leaf at a time out under its shared latch; the next leaf is
+//! found by a fresh descent from the root (no sibling links, T1). With a [`ReadGate`] that
+//! checks, every key the scan meets is offered to the gate while its leaf is latched, and so is
+//! the *closing key* of every gap the scan covers: the first key after the gap (the first key
+//! past the range's end, or the end of the tree). That is what lets the engine hide uncommitted
+//! records and make a transaction's range read phantom-free with next-key locking (LOCKS.md).
+//!
+//! A gap's closing key can sit in a later leaf than the gap's start. The scan then checks, after
+//! the closing key passed, that the leaves holding the gap did not change since it read them
+//! (same page LSN and record count); if one did, it reads again from just after the last record
+//! it returned.
+
+use std::collections::VecDeque;
+use std::ops::Bound;
+use swizzledb_buffer::{PageId, Shared};
+use swizzledb_sync::Lsn;
+
+use crate::error::{Result, TreeError};
+use crate::node;
+use crate::tree::Tree;
+
+/// Decides whether a read may return what a leaf holds for a key (T17). The engine implements
+/// it twice: outside a transaction it holds back records with uncommitted changes; in a
+/// transaction it takes the key's shared lock.
+pub trait ReadGate {
+    /// Whether `key` (`None`: the end of the tree) may be read now. Called with the leaf that
+    /// holds the key (for `None`, the last leaf) latched shared, so it must neither wait nor
+    /// latch. `Ok(false)`: the reader unlatches, calls [`ReadGate::wait`], and reads afresh.
+    ///
+    /// # Errors
+    /// The read must fail (e.g. a lock refused under wait-die).
+    fn try_pass(&self, tree: &Tree, key: Option<&[u8]>) -> Result<bool>;
+
+    /// Waits, with no latch held, until `key` may be tried again.
+    ///
+    /// # Errors
+    /// The wait failed or timed out; the read fails with it.
+    fn wait(&self, tree: &Tree, key: Option<&[u8]>) -> Result<()>;
+
+    /// Whether a key that passed stays passable until the reader is done (a lock held to the
+    /// end of the transaction). A reverse scan then need not check a gap's closing key again.
+    fn holds(&self) -> bool {
+        false
+    }
+
+    /// Whether the gate checks anything. The open gate ([`NoGate`]) lets scans skip the closing
+    /// keys altogether.
+    fn checks(&self) -> bool {
+        true
+    }
+}
+
+/// The gate that lets everything pass: a read returns whatever the leaf holds, uncommitted
+/// changes included. The default of an unlogged database's handles, and what a transaction
+/// uses for a key whose lock it already holds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoGate;
+
+impl ReadGate for NoGate {
+    fn try_pass(&self, _: &Tree, _: Option<&[u8]>) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn wait(&self, _: &Tree, _: Option<&[u8]>) -> Result<()> {
+        Ok(())
+    }
+
+    fn checks(&self) -> bool {
+        false
+    }
+}
+
+/// One record of a scan: key and value.
+type Entry = (Vec<u8>, Vec<u8>);
+
+/// A leaf as a scan read it, to check later that it did not change.
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    page: PageId,
+    lsn: Lsn,
+    count: usize,
+}
+
+/// What a gated look for the first key at or after a position found.
+enum Probe {
+    /// The key (or the end of the tree) passed the gate.
+    Passed,
+    /// The gate made the reader wait: what was read before may be stale.
+    Waited,
+}
+
+/// The smallest key above `k`.
+fn key_after(k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 1);
+    v.extend_from_slice(k);
+    v.push(0);
+    v
+}
+
+impl Tree {
+    /// Records with keys in `range`, in key order, through this handle's read gate (T17).
+    pub fn range<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'t> {
+        self.range_gated(start, end, self.own_gate())
+    }
+
+    /// [`Tree::range`] through `gate` instead of the handle's own.
+    pub fn range_gated<'t>(
+        &'t self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        gate: &'t dyn ReadGate,
+    ) -> RangeIter<'t> {
+        let first = match start {
+            Bound::Unbounded => Vec::new(),
+            Bound::Included(k) => k.to_vec(),
+            Bound::Excluded(k) => key_after(k),
+        };
+        RangeIter {
+            tree: self,
+            gate,
+            next: Some(first.clone()),
+            resume: first,
+            end: end.map(<[u8]>::to_vec),
+            open_gap: Vec::new(),
+            buf: VecDeque::new(),
+        }
+    }
+
+    /// Records with keys in `range`, in descending key order, through this handle's read gate:
+    /// each step copies out the records of the leaf just below the current bound, then
+    /// continues below that leaf's low fence.
+    pub fn range_rev<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter<'t> {
+        self.range_rev_gated(start, end, self.own_gate())
+    }
+
+    /// [`Tree::range_rev`] through `gate` instead of the handle's own.
+    pub fn range_rev_gated<'t>(
+        &'t self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        gate: &'t dyn ReadGate,
+    ) -> RevRangeIter<'t> {
+        let bound = match end {
+            Bound::Unbounded => None,
+            Bound::Excluded(k) => Some(k.to_vec()),
+            Bound::Included(k) => Some(key_after(k)),
+        };
+        let start = match start {
+            Bound::Unbounded => None,
+            Bound::Included(k) => Some(k.to_vec()),
+            Bound::Excluded(k) => Some(key_after(k)),
+        };
+        RevRangeIter {
+            tree: self,
+            gate,
+            next: Some(bound.clone()),
+            resume: bound,
+            first: true,
+            start,
+            buf: VecDeque::new(),
+        }
+    }
+
+    /// The smallest key at or after `from`, or `None` past the last one. No gate: it sees
+    /// uncommitted keys (the engine uses it to find the key whose lock guards a gap).
+    ///
+    /// # Errors
+    /// I/O errors or corruption.
+    pub fn first_key_from(&self, from: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let mut from = from.to_vec();
+        loop {
+            let g = self.with_room(|| self.leaf_shared(&from))?;
+            let (Ok(i) | Err(i)) = node::search(&g, &from);
+            if i < node::count(&g) {
+                return Ok(Some(node::key(&g, i).to_vec()));
+            }
+            match node::own_high(&g) {
+                None => return Ok(None),
+                Some(h) if h <= from.as_slice() => return Err(fence_back(g.page_id())),
+                Some(h) => from = h.to_vec(),
+            }
+        }
+    }
+
+    /// Finds the first key at or after `from` (or the end of the tree) and offers it to `gate`
+    /// while its leaf is latched; waits if the gate says so.
+    fn probe_gated(&self, gate: &dyn ReadGate, from: &[u8]) -> Result<Probe> {
+        let mut from = from.to_vec();
+        loop {
+            let g = self.with_room(|| self.leaf_shared(&from))?;
+            let (Ok(i) | Err(i)) = node::search(&g, &from);
+            let key = if i < node::count(&g) {
+                Some(node::key(&g, i))
+            } else {
+                match node::own_high(&g) {
+                    None => None,
+                    Some(h) if h <= from.as_slice() => return Err(fence_back(g.page_id())),
+                    Some(h) => {
+                        from = h.to_vec();
+                        continue;
+                    }
+                }
+            };
+            if gate.try_pass(self, key)? {
+                return Ok(Probe::Passed);
+            }
+            let key = key.map(<[u8]>::to_vec);
+            drop(g);
+            gate.wait(self, key.as_deref())?;
+            return Ok(Probe::Waited);
+        }
+    }
+
+    /// Whether the leaves a scan read are as it read them (T17): same page LSN and record count.
+    /// Every logged change of a page moves its LSN; the count covers a page emptied for freeing.
+    fn unchanged(&self, seen: &[Seen]) -> Result<bool> {
+        for s in seen {
+            let g = self.with_room(|| Ok(self.pool.fix_page::<Shared>(s.page)?))?;
+            if !node::is_leaf(&g) || g.page_lsn() != s.lsn || node::count(&g) != s.count {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+fn fence_back(page: PageId) -> TreeError {
+    TreeError::Damaged { page, reason: "a leaf's upper bound is not above the scan's position".into() }
+}
+
+/// Iterator over a key range; see [`Tree::range`].
+pub struct RangeIter<'t> {
+    tree: &'t Tree,
+    gate: &'t dyn ReadGate,
+    /// Inclusive lower bound of the next leaf to read; `None` when done.
+    next: Option<Vec<u8>>,
+    /// Where to read again after a wait or a changed leaf: just after the last record returned.
+    resume: Vec<u8>,
+    end: Bound<Vec<u8>>,
+    /// The leaves read since the last key that passed the gate: the gap after that key is
+    /// closed by a key in a later leaf, and holds only if these did not change meanwhile.
+    open_gap: Vec<Seen>,
+    buf: VecDeque<Entry>,
+}
+
+impl RangeIter<'_> {
+    fn past_end(&self, k: &[u8]) -> bool {
+        match &self.end {
+            Bound::Unbounded => false,
+            Bound::Included(e) => k > e.as_slice(),
+            Bound::Excluded(e) => k >= e.as_slice(),
+        }
+    }
+
+    /// Reads again from just after the last record returned.
+    fn restart(&mut self) {
+        self.buf.clear();
+        self.open_gap.clear();
+        self.next = Some(self.resume.clone());
+    }
+
+    fn fill(&mut self) -> Result<()> {
+        let gated = self.gate.checks();
+        while self.buf.is_empty() {
+            let Some(start) = self.next.take() else {
+                return Ok(());
+            };
+            let g = self.tree.with_room(|| self.tree.leaf_shared(&start))?;
+            let (Ok(mut i) | Err(mut i)) = node::search(&g, &start);
+            // `Some(key)`: the gate refused `key` (`None`: the end of the tree).
+            let mut blocked: Option<Option<Vec<u8>>> = None;
+            let mut ended = false;
+            let mut passed_any = false;
+            while i < node::count(&g) {
+                let k = node::key(&g, i);
+                if gated {
+                    if !self.gate.try_pass(self.tree, Some(k))? {
+                        blocked = Some(Some(k.to_vec()));
+                        break;
+                    }
+                    passed_any = true;
+                }
+                if self.past_end(k) {
+                    ended = true;
+                    break;
+                }
+                self.buf.push_back((k.to_vec(), node::value(&g, i).to_vec()));
+                i += 1;
+            }
+            if blocked.is_none() && !ended {
+                match node::own_high(&g) {
+                    None => {
+                        if gated && !self.gate.try_pass(self.tree, None)? {
+                            blocked = Some(None);
+                        } else {
+                            passed_any = true;
+                            ended = true;
+                        }
+                    }
+                    Some(h) if h <= start.as_slice() => {
+                        // T1 says the next leaf starts above this one; a damaged tree could send
+                        // the scan back forever. What this leaf gave is not returned.
+                        self.buf.clear();
+                        return Err(fence_back(g.page_id()));
+                    }
+                    // Without a gate the scan ends at the range's end; with one it goes on to
+                    // the first key past it, which closes the range's last gap.
+                    Some(h) if !gated && self.past_end(h) => ended = true,
+                    Some(h) => self.next = Some(h.to_vec()),
+                }
+            }
+            let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
+            drop(g);
+            if let Some(key) = blocked {
+                self.gate.wait(self.tree, key.as_deref())?;
+                self.restart();
+                continue;
+            }
+            if passed_any {
+                // This leaf's first key closed the gap left open by the leaves before it.
+                let open = std::mem::take(&mut self.open_gap);
+                if !self.tree.unchanged(&open)? {
+                    self.restart();
+                    continue;
+                }
+            }
+            if gated && !ended {
+                self.open_gap.push(here);
+            }
+            if ended {
+                self.next = None;
+            }
+            if let Some((k, _)) = self.buf.back() {
+                self.resume = key_after(k);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The common end of both scans' `next`: after a refill, the next buffered record; a failed
+/// refill is returned once and ends the scan (`stop`).
+fn next_entry(filled: Result<()>, buf: &mut VecDeque<Entry>, stop: impl FnOnce()) -> Option<Result<Entry>> {
+    match filled {
+        Err(e) => {
+            stop();
+            Some(Err(e))
+        }
+        Ok(()) => buf.pop_front().map(Ok),
+    }
+}
+
+/// A scan of a closed tree (T15): `Closed` once, if anything was left to return, then the end;
+/// `None` while the tree is open.
+fn closed_scan(tree: &Tree, buf: &mut VecDeque<Entry>, more: bool) -> Option<Option<Result<Entry>>> {
+    if !tree.pool.is_closed() {
+        return None;
+    }
+    let left = more || !buf.is_empty();
+    buf.clear();
+    Some(left.then_some(Err(TreeError::Closed)))
+}
+
+impl Iterator for RangeIter<'_> {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
+            self.next = None;
+            return closed;
+        }
+        let filled = self.fill();
+        next_entry(filled, &mut self.buf, || self.next = None)
+    }
+}
+
+/// Iterator over a key range in descending order; see [`Tree::range_rev`].
+pub struct RevRangeIter<'t> {
+    tree: &'t Tree,
+    gate: &'t dyn ReadGate,
+    /// Exclusive upper bound of the next leaf to read (`Some(None)`: +inf); `None` when done.
+    next: Option<Option<Vec<u8>>>,
+    /// Where to read again after a wait or a changed leaf: the last record returned (exclusive).
+    resume: Option<Vec<u8>>,
+    /// Whether the next leaf read is the scan's first since it (re)started.
+    first: bool,
+    /// Inclusive lower bound.
+    start: Option<Vec<u8>>,
+    buf: VecDeque<Entry>,
+}
+
+impl RevRangeIter<'_> {
+    fn before_start(&self, k: &[u8]) -> bool {
+        self.start.as_deref().is_some_and(|s| k < s)
+    }
+
+    fn restart(&mut self) {
+        self.buf.clear();
+        self.first = true;
+        self.next = Some(self.resume.clone());
+    }
+
+    fn fill(&mut self) -> Result<()> {
+        let gated = self.gate.checks();
+        while self.buf.is_empty() {
+            let Some(bound) = self.next.take() else {
+                return Ok(());
+            };
+            let g = self.tree.with_room(|| self.tree.leaf_before(bound.as_deref()))?;
+            let top = match bound.as_deref() {
+                None => node::count(&g),
+                Some(b) => {
+                    let (Ok(i) | Err(i)) = node::search(&g, b);
+                    i
+                }
+            };
+            let mut blocked: Option<Option<Vec<u8>>> = None;
+            // The gap above this leaf's records in range is closed by the first key at or
+            // after the bound. A gate that holds what passed has it already, unless this is
+            // the first leaf; otherwise check it: here if this leaf has it, else after.
+            let mut probe_from: Option<Vec<u8>> = None;
+            if gated && (self.first || !self.gate.holds()) {
+                if top < node::count(&g) {
+                    let k = node::key(&g, top);
+                    if !self.gate.try_pass(self.tree, Some(k))? {
+                        blocked = Some(Some(k.to_vec()));
+                    }
+                } else {
+                    match node::own_high(&g) {
+                        None => {
+                            if !self.gate.try_pass(self.tree, None)? {
+                                blocked = Some(None);
+                            }
+                        }
+                        Some(h) => probe_from = Some(h.to_vec()),
+                    }
+                }
+            }
+            let mut i = top;
+            let mut ended = false;
+            while blocked.is_none() && i > 0 {
+                i -= 1;
+                let k = node::key(&g, i);
+                if self.before_start(k) {
+                    ended = true;
+                    break;
+                }
+                if gated && !self.gate.try_pass(self.tree, Some(k))? {
+                    blocked = Some(Some(k.to_vec()));
+                    break;
+                }
+                self.buf.push_back((k.to_vec(), node::value(&g, i).to_vec()));
+            }
+            if blocked.is_none() && !ended {
+                // Keys left of this leaf are below its low fence; done if that is -inf or the
+                // fence is at or below the start.
+                self.next = match node::low_fence(&g) {
+                    Some(l) if self.start.as_deref().is_none_or(|s| l > s) => Some(Some(l.to_vec())),
+                    _ => None,
+                };
+                if let (Some(Some(l)), Some(b)) = (&self.next, &bound) {
+                    if l >= b {
+                        // The mirror image of the forward scan's guard (T1).
+                        self.buf.clear();
+                        return Err(TreeError::Damaged {
+                            page: g.page_id(),
+                            reason: "a leaf's low fence is not below the scan's position".into(),
+                        });
+                    }
+                }
+            }
+            let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
+            drop(g);
+            if let Some(key) = blocked {
+                self.gate.wait(self.tree, key.as_deref())?;
+                self.restart();
+                continue;
+            }
+            if let Some(from) = probe_from {
+                // The closing key is in a later leaf: it must pass now, and this leaf must be as
+                // it was read.
+                let passed = matches!(self.tree.probe_gated(self.gate, &from)?, Probe::Passed);
+                if !passed || !self.tree.unchanged(&[here])? {
+                    self.restart();
+                    continue;
+                }
+            }
+            self.first = false;
+            if ended {
+                self.next = None;
+            }
+            if let Some((k, _)) = self.buf.back() {
+                self.resume = Some(k.clone());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for RevRangeIter<'_> {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
+            self.next = None;
+            return closed;
+        }
+        let filled = self.fill();
+        next_entry(filled, &mut self.buf, || self.next = None)
+    }
+}

@@ -1,0 +1,143 @@
+//! Isolation (LOCKS.md K14–K16): which records a read may return, and the next-key locks that
+//! keep a transaction's range reads free of phantoms.
+//!
+//! - Reads outside a transaction, on a logged database, pass [`CommittedReads`]: a record whose
+//!   lock a transaction holds exclusively has an uncommitted change, so the read waits until the
+//!   lock is released and reads again (K14).
+//! - A transaction's reads pass [`TxnReads`]: every key a scan meets, and the key closing each
+//!   gap it covers, is locked shared until the transaction ends (K16).
+//! - Writers lock the gap's closing key exclusively: an insert for the length of the insert, a
+//!   delete to the end of the transaction (K15).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use swizzledb_btree::{ReadGate, Tree, TreeError};
+use swizzledb_sync::TxnId;
+
+use crate::lock::{LockError, LockManager, LockMode};
+use crate::Error;
+
+/// Mixed into a tree's lock id for the name of its end-of-tree lock, the closing key of the gap
+/// after its last key (K15). Any value serves: a name that happens to equal another tree's only
+/// adds a conflict, never removes one.
+const END_OF_TREE: u32 = 0x9E37_79B9;
+
+/// The lock name of `key` in `tree` (`None`: the end of the tree). Trees are told apart by root
+/// page; folding it to 32 bits can only merge two trees' names (a false conflict), never split
+/// one's.
+pub(crate) fn lock_name<'k>(tree: &Tree, key: Option<&'k [u8]>) -> (u32, &'k [u8]) {
+    let root = tree.root_page().get();
+    let id = (root ^ (root >> 32)) as u32;
+    match key {
+        Some(k) => (id, k),
+        None => (id.rotate_left(16) ^ END_OF_TREE, &[]),
+    }
+}
+
+/// A lock refusal as the tree's error, to cross the read gate; [`engine_error`] takes it back.
+fn lock_failure(e: LockError) -> TreeError {
+    TreeError::Transaction(Box::new(Error::Lock(e)))
+}
+
+/// A tree error as the engine's, unwrapping what a gate or an auto-commit wrapped.
+pub(crate) fn engine_error(e: TreeError) -> Error {
+    match e {
+        TreeError::Transaction(inner) => match inner.downcast::<Error>() {
+            Ok(e) => *e,
+            Err(other) => Error::Tree(TreeError::Transaction(other)),
+        },
+        e => Error::Tree(e),
+    }
+}
+
+/// The gate of a logged database's tree handles (K14): a record passes unless a transaction
+/// holds its lock exclusively, i.e. it has an uncommitted change. Writers change a record only
+/// while holding its lock and the leaf's exclusive latch, and the check runs under the leaf's
+/// shared latch, so what the reader then copies is committed.
+pub(crate) struct CommittedReads {
+    pub(crate) locks: Arc<LockManager>,
+}
+
+impl ReadGate for CommittedReads {
+    fn try_pass(&self, tree: &Tree, key: Option<&[u8]>) -> Result<bool, TreeError> {
+        let (t, k) = lock_name(tree, key);
+        Ok(!self.locks.is_exclusively_held(t, k))
+    }
+
+    /// Polls, backing off, until no transaction holds the lock exclusively. The reader holds no
+    /// lock, so it cannot be part of a deadlock and never needs to die; it gives up after the
+    /// lock manager's wait timeout (a transaction that stays open).
+    fn wait(&self, tree: &Tree, key: Option<&[u8]>) -> Result<(), TreeError> {
+        let (t, k) = lock_name(tree, key);
+        let started = Instant::now();
+        let mut pause = Duration::from_micros(5);
+        while self.locks.is_exclusively_held(t, k) {
+            let waited = started.elapsed();
+            if waited >= self.locks.wait_timeout() {
+                return Err(lock_failure(LockError::ReadWait { tree: t, key: k.into(), waited }));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(1));
+        }
+        Ok(())
+    }
+}
+
+/// The gate of a transaction's reads (K16): each key passes once the transaction holds its
+/// shared lock, kept to the end. Under a latch only `try_lock` (K11); the wait takes the lock
+/// with wait-die, so a refusal ends the read with [`crate::Error::Lock`].
+pub(crate) struct TxnReads<'a> {
+    pub(crate) locks: &'a LockManager,
+    pub(crate) txn: TxnId,
+}
+
+impl ReadGate for TxnReads<'_> {
+    fn try_pass(&self, tree: &Tree, key: Option<&[u8]>) -> Result<bool, TreeError> {
+        let (t, k) = lock_name(tree, key);
+        self.locks.try_lock(self.txn, t, k, LockMode::Shared).map_err(lock_failure)
+    }
+
+    fn wait(&self, tree: &Tree, key: Option<&[u8]>) -> Result<(), TreeError> {
+        let (t, k) = lock_name(tree, key);
+        self.locks.lock(self.txn, t, k, LockMode::Shared).map_err(lock_failure)
+    }
+
+    fn holds(&self) -> bool {
+        true
+    }
+}
+
+/// The smallest key above `k`.
+pub(crate) fn key_after(k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 1);
+    v.extend_from_slice(k);
+    v.push(0);
+    v
+}
+
+/// The closing key of the gap `key` falls into, locked exclusively by `txn` (K15): the first
+/// key after `key` (`None`: the end of the tree). Returns it and whether `txn` held its lock
+/// before (then the caller must not release it early). The gap is checked again once the lock
+/// is held: a key inserted meanwhile becomes the closing key.
+pub(crate) fn lock_gap(
+    locks: &LockManager,
+    txn: TxnId,
+    tree: &Tree,
+    key: &[u8],
+) -> Result<(Option<Vec<u8>>, bool), Error> {
+    let after = key_after(key);
+    let mut next = tree.first_key_from(&after)?;
+    loop {
+        let (t, k) = lock_name(tree, next.as_deref());
+        let had = locks.held_mode(txn, t, k).is_some();
+        locks.lock(txn, t, k, LockMode::Exclusive)?;
+        let now = tree.first_key_from(&after)?;
+        if now == next {
+            return Ok((next, had));
+        }
+        if !had {
+            locks.release(txn, t, k);
+        }
+        next = now;
+    }
+}
