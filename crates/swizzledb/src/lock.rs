@@ -2,7 +2,7 @@
 //! the transaction ends (strict two-phase locking), with wait-die deadlock prevention.
 //!
 //! The contract lives in `LOCKS.md` next to this crate's manifest: vocabulary, the numbered rules
-//! K1–K13 cited below, the life of a request and the latch order. In short:
+//! K1–K16 cited below, the life of a request and the latch order. In short:
 //!
 //! - [`LockManager::lock`] grants at once, waits (only for younger transactions), or fails with
 //!   [`LockError::Conflict`] when the requester would have to wait for an older transaction
@@ -1110,6 +1110,37 @@ mod tests {
         assert_eq!(holders, vec![(t(5), S), (t(1), S)]);
         assert!(head.queue.is_empty());
         head.check().unwrap();
+    }
+
+    #[test]
+    fn k14_k15_exclusive_holders_are_visible_and_one_lock_can_be_released_early() {
+        let lm = manager();
+        assert!(!lm.is_exclusively_held(1, b"a"));
+        lm.lock(t(1), 1, b"a", S).unwrap();
+        assert!(!lm.is_exclusively_held(1, b"a"), "a shared hold is no uncommitted change");
+        lm.lock(t(1), 1, b"next", X).unwrap();
+        assert!(lm.is_exclusively_held(1, b"next"));
+        assert_eq!(lm.held_mode(t(1), 1, b"next"), Some(X));
+        assert_eq!(lm.held_mode(t(2), 1, b"next"), None);
+        check(&lm);
+        // An older transaction waits for a closing-key lock; releasing it alone grants it.
+        let lm2 = Arc::new(manager());
+        lm2.lock(t(5), 1, b"next", X).unwrap();
+        lm2.lock(t(5), 1, b"key", X).unwrap();
+        let w = {
+            let lm2 = Arc::clone(&lm2);
+            std::thread::spawn(move || lm2.lock(t(3), 1, b"next", S))
+        };
+        wait_for_waits(&lm2, 1);
+        assert!(lm2.release(t(5), 1, b"next"));
+        w.join().unwrap().unwrap();
+        assert!(!lm2.release(t(5), 1, b"next"), "released once");
+        assert_eq!(lm2.locks_held(t(5)), 1, "the key's own lock stays");
+        check(&lm2);
+        lm2.release_all(t(3));
+        lm2.release_all(t(5));
+        assert_eq!(lm2.lock_count(), 0);
+        check(&lm2);
     }
 
     #[test]

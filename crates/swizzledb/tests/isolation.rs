@@ -1,0 +1,403 @@
+//! Isolation (LOCKS.md K14–K16): reads outside a transaction return only committed records, a
+//! transaction's range reads are repeatable with no phantoms, and `Database::transact` retries
+//! under its first attempt's age.
+
+use std::collections::BTreeSet;
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+use swizzledb::lock::LockError;
+use swizzledb::lock::TxnId;
+use swizzledb::{Database, Error, PoolMode, Tree};
+
+/// How long a test waits to be sure a blocked reader stays blocked.
+const BLOCKED: Duration = Duration::from_millis(150);
+/// A watchdog for anything that should finish.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn db(dir: &std::path::Path, mode: PoolMode) -> (Arc<Database>, Tree) {
+    let db = Database::builder()
+        .mode(mode)
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .create(&dir.join("iso.swz"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    (Arc::new(db), t)
+}
+
+fn key(k: u32) -> Vec<u8> {
+    format!("k{k:06}").into_bytes()
+}
+
+/// 400 keys of 100 bytes: about a dozen 4 KiB leaves, so scans cross leaf boundaries.
+fn fill(t: &Tree) {
+    for k in (0..800).step_by(2) {
+        t.insert(&key(k), &[b'c'; 100]).unwrap();
+    }
+}
+
+fn keys_of(items: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>), Error>>) -> Result<Vec<Vec<u8>>, Error> {
+    items.map(|r| r.map(|(k, _)| k)).collect()
+}
+
+/// Runs `f` on a thread; the receiver gets its result when it finishes.
+fn spawn<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> mpsc::Receiver<R> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx
+}
+
+fn still_blocked<R>(rx: &mpsc::Receiver<R>) -> bool {
+    matches!(rx.recv_timeout(BLOCKED), Err(mpsc::RecvTimeoutError::Timeout))
+}
+
+#[test]
+fn k14_a_read_outside_a_transaction_waits_for_an_uncommitted_update_and_sees_the_outcome() {
+    for commit in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db(dir.path(), PoolMode::Swizzling);
+        fill(&t);
+        let mut tx = db.begin();
+        tx.put(&t, &key(100), b"dirty").unwrap();
+        let (t2, t3) = (t.clone(), t.clone());
+        let get = spawn(move || t2.get(&key(100)).unwrap());
+        let scan = spawn(move || {
+            t3.range(Included(&key(90)[..]), Excluded(&key(110)[..]))
+                .map(|r| r.unwrap().1)
+                .collect::<Vec<_>>()
+        });
+        assert!(still_blocked(&get), "a get returned while the update was uncommitted");
+        assert!(still_blocked(&scan), "a scan returned while the update was uncommitted");
+        // Another key is readable meanwhile: only the changed record waits.
+        assert_eq!(t.get(&key(300)).unwrap().unwrap(), vec![b'c'; 100]);
+        if commit {
+            tx.commit().unwrap();
+        } else {
+            tx.abort().unwrap();
+        }
+        let want = if commit { b"dirty".to_vec() } else { vec![b'c'; 100] };
+        assert_eq!(get.recv_timeout(DEADLINE).unwrap().unwrap(), want);
+        let values = scan.recv_timeout(DEADLINE).unwrap();
+        assert_eq!(values.len(), 10);
+        assert_eq!(values[5], want);
+    }
+}
+
+#[test]
+fn k14_k15_an_uncommitted_insert_or_delete_is_not_seen_outside_its_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    fill(&t);
+    let committed: Vec<Vec<u8>> = (0..800).step_by(2).map(key).collect();
+    for (op, rollback) in [("insert", true), ("delete", true), ("insert", false), ("delete", false)] {
+        let mut before: BTreeSet<Vec<u8>> =
+            keys_of(t.range(Unbounded, Unbounded).map(|r| r.map_err(Error::from)))
+                .unwrap()
+                .into_iter()
+                .collect();
+        let target = if op == "insert" { key(401) } else { key(402) };
+        let mut tx = db.begin();
+        match op {
+            "insert" => tx.insert(&t, &target, b"new").unwrap(),
+            _ => assert!(tx.delete(&t, &target).unwrap()),
+        }
+        let (t2, t3, t4) = (t.clone(), t.clone(), t.clone());
+        let target2 = target.clone();
+        let get = spawn(move || t2.get(&target2).unwrap());
+        let fwd =
+            spawn(move || keys_of(t3.range(Unbounded, Unbounded).map(|r| r.map_err(Error::from))).unwrap());
+        let rev = spawn(move || {
+            keys_of(t4.range_rev(Unbounded, Unbounded).map(|r| r.map_err(Error::from))).unwrap()
+        });
+        assert!(still_blocked(&get), "{op}: a get saw the uncommitted {op}");
+        assert!(still_blocked(&fwd), "{op}: a forward scan passed the uncommitted {op}");
+        assert!(still_blocked(&rev), "{op}: a reverse scan passed the uncommitted {op}");
+        if rollback {
+            tx.abort().unwrap();
+        } else {
+            tx.commit().unwrap();
+            if op == "insert" {
+                before.insert(target.clone());
+            } else {
+                before.remove(&target);
+            }
+        }
+        let got = get.recv_timeout(DEADLINE).unwrap();
+        assert_eq!(got.is_some(), before.contains(&target), "{op} rollback={rollback}");
+        let want: Vec<Vec<u8>> = before.iter().cloned().collect();
+        assert_eq!(fwd.recv_timeout(DEADLINE).unwrap(), want, "{op} rollback={rollback}");
+        let mut rev_keys = rev.recv_timeout(DEADLINE).unwrap();
+        rev_keys.reverse();
+        assert_eq!(rev_keys, want, "{op} rollback={rollback}");
+    }
+    assert!(committed.iter().all(|k| k != &key(402) || t.get(k).unwrap().is_none()));
+}
+
+/// Inserting into a range a transaction read waits for that transaction (a younger inserter
+/// dies and retries), in both scan directions and up to the end of the tree; inserting
+/// elsewhere does not wait.
+#[test]
+fn k16_a_range_read_is_repeatable_while_another_inserts_into_the_range() {
+    type Range = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+    let ranges: Vec<(Range, Vec<u8>, Vec<u8>)> = vec![
+        // (range, a key inside or in the gap just past it, a key far away)
+        ((Included(key(100)), Excluded(key(300))), key(201), key(701)),
+        ((Included(key(100)), Excluded(key(300))), key(299), key(701)),
+        ((Included(key(700)), Unbounded), b"z".to_vec(), key(11)),
+        ((Unbounded, Included(key(10))), key(3), key(701)),
+    ];
+    for reverse in [false, true] {
+        for ((lo, hi), inside, elsewhere) in &ranges {
+            let dir = tempfile::tempdir().unwrap();
+            let (db, t) = db(dir.path(), PoolMode::Traditional);
+            fill(&t);
+            let bounds = || (as_ref(lo), as_ref(hi));
+            let tx = db.begin();
+            let read = |tx: &swizzledb::Transaction<'_>| -> Vec<Vec<u8>> {
+                let (a, b) = bounds();
+                if reverse {
+                    let mut v = keys_of(tx.range_rev(&t, a, b)).unwrap();
+                    v.reverse();
+                    v
+                } else {
+                    keys_of(tx.range(&t, a, b)).unwrap()
+                }
+            };
+            let first = read(&tx);
+            assert!(!first.is_empty());
+            let t2 = t.clone();
+            let inside2 = inside.clone();
+            let insert = spawn(move || t2.insert(&inside2, b"phantom"));
+            // A key far from the range is not held up.
+            t.insert(elsewhere, b"far").unwrap();
+            assert!(still_blocked(&insert), "an insert into a range read by an open transaction went ahead");
+            assert_eq!(read(&tx), first, "the second read of the range differs (phantom)");
+            tx.commit().unwrap();
+            // The auto-commit retries for up to 2 s; the reader ended well within that.
+            insert.recv_timeout(DEADLINE).unwrap().unwrap();
+            assert_eq!(t.get(inside).unwrap().as_deref(), Some(&b"phantom"[..]));
+        }
+    }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Included(k) => Included(k.as_slice()),
+        Excluded(k) => Excluded(k.as_slice()),
+        Unbounded => Unbounded,
+    }
+}
+
+/// A delete inside a range read by an open transaction waits too, and so does a delete of the
+/// key just past the range (its closing key).
+#[test]
+fn k16_a_delete_in_or_closing_a_read_range_waits_for_the_reader() {
+    for victim in [key(150), key(300)] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db(dir.path(), PoolMode::Swizzling);
+        fill(&t);
+        let tx = db.begin();
+        let first = keys_of(tx.range(&t, Included(&key(100)), Excluded(&key(300)))).unwrap();
+        let t2 = t.clone();
+        let v2 = victim.clone();
+        let delete = spawn(move || t2.delete(&v2));
+        assert!(still_blocked(&delete), "a delete went ahead of a reader of its range");
+        assert_eq!(keys_of(tx.range(&t, Included(&key(100)), Excluded(&key(300)))).unwrap(), first);
+        tx.commit().unwrap();
+        assert!(delete.recv_timeout(DEADLINE).unwrap().unwrap());
+    }
+}
+
+/// Serializability with phantoms in play: transfers move money between accounts, and some
+/// transfers close an account (delete) and open another (insert) with its balance, so the set
+/// of keys changes. Auditors sum every account with a transaction's range read, forward or
+/// backward; each sum must be the total. Readers outside transactions never see the poison
+/// value written only by transactions that always roll back.
+#[test]
+fn k14_k16_audits_by_range_read_always_see_the_total() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db(dir.path(), mode);
+        const ACCOUNTS: u32 = 120;
+        const EACH: u64 = 1000;
+        for a in 0..ACCOUNTS {
+            t.insert(&key(a * 10), &EACH.to_be_bytes()).unwrap();
+        }
+        let total = u64::from(ACCOUNTS) * EACH;
+        let stop = Arc::new(AtomicBool::new(false));
+        let audits = Arc::new(AtomicU64::new(0));
+        let next_account = Arc::new(AtomicU64::new(u64::from(ACCOUNTS) * 10 + 1));
+        let barrier = Arc::new(Barrier::new(6));
+        let mut handles = Vec::new();
+        for w in 0..3u64 {
+            let (db, t, stop, next, barrier) =
+                (db.clone(), t.clone(), stop.clone(), next_account.clone(), barrier.clone());
+            handles.push(std::thread::spawn(move || {
+                barrier.wait();
+                let mut rng = w * 7919 + 1;
+                let mut step = || {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng
+                };
+                while !stop.load(Ordering::Relaxed) {
+                    let (r1, r2, r3) = (step(), step(), step());
+                    db.transact(|tx| {
+                        // Two existing accounts, found by range reads from random points.
+                        let pick =
+                            |tx: &swizzledb::Transaction<'_>, r: u64| -> Result<Option<Vec<u8>>, Error> {
+                                let from = key((r % (u64::from(ACCOUNTS) * 12)) as u32);
+                                Ok(tx
+                                    .range(&t, Included(&from[..]), Unbounded)
+                                    .next()
+                                    .transpose()?
+                                    .map(|(k, _)| k))
+                            };
+                        let (Some(a), Some(b)) = (pick(tx, r1)?, pick(tx, r2)?) else { return Ok(()) };
+                        if a == b {
+                            return Ok(());
+                        }
+                        let bal = |v: Option<Vec<u8>>| u64::from_be_bytes(v.unwrap().try_into().unwrap());
+                        let (va, vb) = (bal(tx.get(&t, &a)?), bal(tx.get(&t, &b)?));
+                        let amount = (r3 % 50).min(va);
+                        if r3 % 4 == 0 {
+                            // Close `b`, open a new account with its balance plus the amount.
+                            assert!(tx.delete(&t, &b)?);
+                            let n = next.fetch_add(1, Ordering::Relaxed);
+                            tx.insert(&t, &key(n as u32), &(vb + amount).to_be_bytes())?;
+                        } else {
+                            tx.put(&t, &b, &(vb + amount).to_be_bytes())?;
+                        }
+                        tx.put(&t, &a, &(va - amount).to_be_bytes())?;
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            }));
+        }
+        for a in 0..2u64 {
+            let (db, t, stop, audits, barrier) =
+                (db.clone(), t.clone(), stop.clone(), audits.clone(), barrier.clone());
+            handles.push(std::thread::spawn(move || {
+                barrier.wait();
+                while !stop.load(Ordering::Relaxed) {
+                    let sum = db
+                        .transact(|tx| {
+                            let items: Vec<_> = if a == 0 {
+                                tx.range(&t, Unbounded, Unbounded).collect::<Result<_, _>>()?
+                            } else {
+                                tx.range_rev(&t, Unbounded, Unbounded).collect::<Result<_, _>>()?
+                            };
+                            Ok(items
+                                .iter()
+                                .map(|(_, v)| u64::from_be_bytes(v[..].try_into().unwrap()))
+                                .sum::<u64>())
+                        })
+                        .unwrap();
+                    assert_eq!(sum, total, "an audit saw {sum}, not {total}");
+                    audits.fetch_add(1, Ordering::Relaxed);
+                }
+            }));
+        }
+        // Poisoners: a value that is never committed, and a reader outside transactions that
+        // must never see it.
+        {
+            let (db, t, stop, barrier) = (db.clone(), t.clone(), stop.clone(), barrier.clone());
+            handles.push(std::thread::spawn(move || {
+                barrier.wait();
+                let mut i = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    let mut tx = db.begin();
+                    let k = key((i * 37) % (ACCOUNTS * 10));
+                    if tx.put(&t, &k, b"poison").is_ok() {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    tx.abort().unwrap();
+                    i += 1;
+                    for r in t.range(Unbounded, Unbounded) {
+                        assert_ne!(
+                            r.unwrap().1,
+                            b"poison",
+                            "a scan outside a transaction saw an uncommitted value"
+                        );
+                    }
+                    assert_ne!(t.get(&k).unwrap().as_deref(), Some(&b"poison"[..]));
+                }
+            }));
+        }
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(3) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stop.store(true, Ordering::Relaxed);
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert!(audits.load(Ordering::Relaxed) > 0, "no audit finished");
+        let sum: u64 = t
+            .range(Unbounded, Unbounded)
+            .map(|r| u64::from_be_bytes(r.unwrap().1[..].try_into().unwrap()))
+            .sum();
+        assert_eq!(sum, total);
+        t.verify().unwrap();
+    }
+}
+
+/// A retry of `transact` keeps its transaction number, so under wait-die it stays older than
+/// everything that began after it.
+#[test]
+fn k6_transact_retries_under_its_first_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    t.insert(b"k", b"0").unwrap();
+    let ids = std::sync::Mutex::new(Vec::<TxnId>::new());
+    let got = std::thread::scope(|s| {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (db2, t2) = (&db, &t);
+        s.spawn(move || {
+            let mut older = db2.begin();
+            older.put(t2, b"k", b"1").unwrap();
+            ready_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            older.commit().unwrap();
+        });
+        ready_rx.recv().unwrap();
+        db.transact(|tx| {
+            ids.lock().unwrap().push(tx.id());
+            let v = tx.get(&t, b"k")?;
+            tx.put(&t, b"k", b"2")?;
+            Ok(v)
+        })
+        .unwrap()
+    });
+    assert_eq!(got.as_deref(), Some(&b"1"[..]), "the retry ran after the older transaction committed");
+    let ids = ids.lock().unwrap();
+    assert!(ids.len() > 1, "the first attempt should have died under wait-die");
+    assert!(ids.iter().all(|&i| i == ids[0]), "retries changed the transaction number: {ids:?}");
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"2"[..]));
+}
+
+/// `transact` returns the closure's own errors after rolling back, without retrying.
+#[test]
+fn transact_rolls_back_and_returns_other_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    t.insert(b"a", b"1").unwrap();
+    let mut runs = 0;
+    let r: Result<(), Error> = db.transact(|tx| {
+        runs += 1;
+        tx.put(&t, b"b", b"2")?;
+        tx.insert(&t, b"a", b"again")?; // duplicate
+        Ok(())
+    });
+    assert!(matches!(r, Err(Error::Tree(swizzledb::TreeError::DuplicateKey))), "{r:?}");
+    assert_eq!(runs, 1);
+    assert_eq!(t.get(b"b").unwrap(), None, "the failed transaction's write was rolled back");
+    let _ = LockError::SystemTransaction; // the type is public for matching refusals
+}
