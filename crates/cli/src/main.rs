@@ -22,6 +22,7 @@ mod drift;
 mod emulator;
 mod fixcost;
 mod insert;
+mod isolation;
 mod plot;
 mod policies;
 mod report;
@@ -101,6 +102,9 @@ enum Workload {
     /// commits per fsync under group commit, the log kept with the page cleaner on and off, and
     /// restart time against the log since the last checkpoint and against the writer's run time
     Wal(walbench::WalBenchArgs),
+    /// What record locks with next-key locking cost (LOCKS.md K14-K16): point transactions,
+    /// scan-heavy transactions and reads outside a transaction, locking on against off
+    Isolation(isolation::IsolationArgs),
 }
 
 #[derive(Subcommand)]
@@ -380,6 +384,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Bench { workload: Workload::Drift(args) } => bench_drift("drift", &args),
         Command::Bench { workload: Workload::Emulator(args) } => emulator::run(&args),
         Command::Bench { workload: Workload::Wal(args) } => walbench::run(&args),
+        Command::Bench { workload: Workload::Isolation(args) } => isolation::run(&args),
         Command::Experiment { which: Experiment::Fig13(args) } => bench_drift("graefe-fig13", &args),
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
         Command::Experiment { which: Experiment::Fix(args) } => fix_cost(&args),
