@@ -315,6 +315,7 @@ impl RangeIter<'_> {
             let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
             drop(g);
             if let Some(key) = blocked {
+                self.buf.clear();
                 self.gate.wait(self.tree, key.as_deref())?;
                 self.restart();
                 continue;
@@ -342,10 +343,11 @@ impl RangeIter<'_> {
 }
 
 /// The common end of both scans' `next`: after a refill, the next buffered record; a failed
-/// refill is returned once and ends the scan (`stop`).
+/// refill is returned once and ends the scan (`stop`), dropping what was buffered.
 fn next_entry(filled: Result<()>, buf: &mut VecDeque<Entry>, stop: impl FnOnce()) -> Option<Result<Entry>> {
     match filled {
         Err(e) => {
+            buf.clear();
             stop();
             Some(Err(e))
         }
@@ -475,6 +477,7 @@ impl RevRangeIter<'_> {
             let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
             drop(g);
             if let Some(key) = blocked {
+                self.buf.clear();
                 self.gate.wait(self.tree, key.as_deref())?;
                 self.restart();
                 continue;

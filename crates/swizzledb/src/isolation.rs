@@ -9,12 +9,14 @@
 //! - Writers lock the gap's closing key exclusively: an insert for the length of the insert, a
 //!   delete to the end of the transaction (K15).
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swizzledb_btree::{ReadGate, Tree, TreeError};
 use swizzledb_sync::TxnId;
 
 use crate::lock::{LockError, LockManager, LockMode};
+use crate::logging::{thread_tag, Wal};
 use crate::Error;
 
 /// Mixed into a tree's lock id for the name of its end-of-tree lock, the closing key of the gap
@@ -56,22 +58,31 @@ pub(crate) fn engine_error(e: TreeError) -> Error {
 /// shared latch, so what the reader then copies is committed.
 pub(crate) struct CommittedReads {
     pub(crate) locks: Arc<LockManager>,
+    pub(crate) wal: Arc<Wal>,
 }
 
 impl ReadGate for CommittedReads {
     fn try_pass(&self, tree: &Tree, key: Option<&[u8]>) -> Result<bool, TreeError> {
         let (t, k) = lock_name(tree, key);
-        Ok(!self.locks.is_exclusively_held(t, k))
+        Ok(self.locks.exclusive_holder(t, k).is_none())
     }
 
     /// Polls, backing off, until no transaction holds the lock exclusively. The reader holds no
     /// lock, so it cannot be part of a deadlock and never needs to die; it gives up after the
-    /// lock manager's wait timeout (a transaction that stays open).
+    /// lock manager's wait timeout (a transaction that stays open), and at once if the holder
+    /// last wrote from this thread: it would be waiting for itself.
     fn wait(&self, tree: &Tree, key: Option<&[u8]>) -> Result<(), TreeError> {
         let (t, k) = lock_name(tree, key);
         let started = Instant::now();
         let mut pause = Duration::from_micros(5);
-        while self.locks.is_exclusively_held(t, k) {
+        while let Some(holder) = self.locks.exclusive_holder(t, k) {
+            let mine = self
+                .wal
+                .running(holder)
+                .is_some_and(|h| h.writer_thread.load(Ordering::Relaxed) == thread_tag());
+            if mine {
+                return Err(lock_failure(LockError::OwnUncommitted { txn: holder, tree: t, key: k.into() }));
+            }
             let waited = started.elapsed();
             if waited >= self.locks.wait_timeout() {
                 return Err(lock_failure(LockError::ReadWait { tree: t, key: k.into(), waited }));

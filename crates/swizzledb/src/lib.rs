@@ -729,12 +729,13 @@ impl Core {
     /// A tree handle for this database: on a logged one, its own writes auto-commit (T14) and
     /// its reads return only committed records (K14).
     fn handle(&self, tree: Tree) -> Tree {
-        let Some(_) = &self.wal else { return tree };
+        let Some(wal) = &self.wal else { return tree };
         let tree = tree.with_auto_commit(Arc::new(AutoCommitter(self.me.lock().clone())));
         match &self.locks {
-            Some(locks) => {
-                tree.with_read_gate(Arc::new(isolation::CommittedReads { locks: Arc::clone(locks) }))
-            }
+            Some(locks) => tree.with_read_gate(Arc::new(isolation::CommittedReads {
+                locks: Arc::clone(locks),
+                wal: Arc::clone(wal),
+            })),
             None => tree,
         }
     }

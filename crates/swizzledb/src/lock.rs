@@ -136,6 +136,21 @@ pub enum LockError {
         /// How long it waited.
         waited: Duration,
     },
+    /// A read outside any transaction asked for a record that a transaction open in the same
+    /// thread changed and has not committed: waiting would never end (K14).
+    #[error(
+        "a read outside a transaction asks for a key of tree {tree} that {txn}, open in this \
+         thread, changed and has not committed; read it through that transaction \
+         (Transaction::get) or end the transaction first"
+    )]
+    OwnUncommitted {
+        /// The transaction holding the change.
+        txn: TxnId,
+        /// The lock's tree.
+        tree: u32,
+        /// The lock's key.
+        key: Box<[u8]>,
+    },
     /// `TxnId(0)` asked for a lock (K12).
     #[error(
         "transaction id 0 belongs to system transactions, which take no locks; lock with the id \
@@ -562,18 +577,19 @@ impl LockManager {
         held.len()
     }
 
-    /// Whether some transaction holds the lock on `(tree, key)` exclusively right now (K14):
+    /// The transaction holding the lock on `(tree, key)` exclusively right now, if any (K14):
     /// the question a read outside any transaction asks before it returns a record. Never waits;
     /// creates no head.
     #[must_use]
-    pub fn is_exclusively_held(&self, tree: u32, key: &[u8]) -> bool {
+    pub fn exclusive_holder(&self, tree: u32, key: &[u8]) -> Option<TxnId> {
         let hash = (self.hash)(tree, key);
         let table = self.shards[self.shard_of(hash)].table.lock();
-        table.heads.get(&hash).is_some_and(|bucket| {
-            bucket.iter().any(|h| {
-                h.tree == tree && *h.key == *key && h.holders.iter().any(|x| x.mode == LockMode::Exclusive)
-            })
-        })
+        table
+            .heads
+            .get(&hash)?
+            .iter()
+            .filter(|h| h.tree == tree && *h.key == *key)
+            .find_map(|h| h.holders.iter().find(|x| x.mode == LockMode::Exclusive).map(|x| x.txn))
     }
 
     /// The mode in which `txn` holds the lock on `(tree, key)`, if it does.
@@ -1115,11 +1131,11 @@ mod tests {
     #[test]
     fn k14_k15_exclusive_holders_are_visible_and_one_lock_can_be_released_early() {
         let lm = manager();
-        assert!(!lm.is_exclusively_held(1, b"a"));
+        assert_eq!(lm.exclusive_holder(1, b"a"), None);
         lm.lock(t(1), 1, b"a", S).unwrap();
-        assert!(!lm.is_exclusively_held(1, b"a"), "a shared hold is no uncommitted change");
+        assert_eq!(lm.exclusive_holder(1, b"a"), None, "a shared hold is no uncommitted change");
         lm.lock(t(1), 1, b"next", X).unwrap();
-        assert!(lm.is_exclusively_held(1, b"next"));
+        assert_eq!(lm.exclusive_holder(1, b"next"), Some(t(1)));
         assert_eq!(lm.held_mode(t(1), 1, b"next"), Some(X));
         assert_eq!(lm.held_mode(t(2), 1, b"next"), None);
         check(&lm);

@@ -39,6 +39,18 @@ pub(crate) struct TxnShared {
     state: AtomicU8,
     /// Set from before the transaction appends a record until its entry shows it (R16).
     appending: std::sync::atomic::AtomicBool,
+    /// The thread that last wrote through the transaction ([`thread_tag`]; 0: none yet), so a
+    /// read outside transactions in that thread can tell it would wait for itself (K14).
+    pub(crate) writer_thread: AtomicU64,
+}
+
+/// A number for the current thread, unique in the process (never 0).
+pub(crate) fn thread_tag() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TAG: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TAG.with(|t| *t)
 }
 
 impl TxnShared {
@@ -50,6 +62,7 @@ impl TxnShared {
             undo_next: AtomicU64::new(0),
             state: AtomicU8::new(0),
             appending: std::sync::atomic::AtomicBool::new(false),
+            writer_thread: AtomicU64::new(0),
         }
     }
 
@@ -132,6 +145,11 @@ impl Wal {
         let shared = Arc::new(TxnShared::new(id));
         self.txns.lock().insert(id, Arc::clone(&shared));
         shared
+    }
+
+    /// The entry of a running transaction.
+    pub(crate) fn running(&self, id: TxnId) -> Option<Arc<TxnShared>> {
+        self.txns.lock().get(&id).cloned()
     }
 
     pub(crate) fn forget(&self, id: TxnId) {

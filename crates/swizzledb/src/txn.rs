@@ -107,6 +107,10 @@ impl<'db> Transaction<'db> {
     /// made, a delete to the end of the transaction.
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>, replace: bool) -> Result<bool> {
         let txn = self.id();
+        self.log
+            .shared
+            .writer_thread
+            .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
         self.db.lock(txn, tree, key, LockMode::Exclusive)?;
         let apply = |log: &TxnLog<'_>| -> Result<bool> {
             Ok(match value {

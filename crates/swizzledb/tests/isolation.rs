@@ -401,3 +401,25 @@ fn transact_rolls_back_and_returns_other_errors() {
     assert_eq!(t.get(b"b").unwrap(), None, "the failed transaction's write was rolled back");
     let _ = LockError::SystemTransaction; // the type is public for matching refusals
 }
+
+/// A read outside transactions of a key that a transaction open in the same thread changed
+/// would wait for itself: it fails at once, naming the transaction; other keys read normally.
+#[test]
+fn k14_a_read_of_this_threads_own_uncommitted_change_fails_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    fill(&t);
+    let mut tx = db.begin();
+    tx.put(&t, &key(100), b"mine").unwrap();
+    let started = Instant::now();
+    let e = t.get(&key(100)).unwrap_err();
+    let e = swizzledb::TreeError::to_string(&e);
+    assert!(e.contains("open in this thread") && e.contains(&tx.id().to_string()), "{e}");
+    let scan: Vec<_> = t.range(Included(&key(90)[..]), Excluded(&key(110)[..])).collect();
+    assert!(scan.last().unwrap().is_err(), "the scan stops with the error");
+    assert!(started.elapsed() < Duration::from_secs(2), "it did not wait");
+    assert_eq!(t.get(&key(102)).unwrap().unwrap(), vec![b'c'; 100]);
+    assert_eq!(tx.get(&t, &key(100)).unwrap().as_deref(), Some(&b"mine"[..]), "the transaction sees its write");
+    tx.commit().unwrap();
+    assert_eq!(t.get(&key(100)).unwrap().as_deref(), Some(&b"mine"[..]));
+}
