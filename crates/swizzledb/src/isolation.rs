@@ -127,17 +127,22 @@ pub(crate) fn key_after(k: &[u8]) -> Vec<u8> {
 }
 
 /// The closing key of the gap `key` falls into, locked exclusively by `txn` (K15): the first
-/// key after `key` (`None`: the end of the tree). Returns it and whether `txn` held its lock
-/// before (then the caller must not release it early). The gap is checked again once the lock
-/// is held: a key inserted meanwhile becomes the closing key.
+/// key after `key` (`None`: the end of the tree). `first` is the caller's look-up of it, if it
+/// made one. Returns it and whether `txn` held its lock before (then the caller must not release
+/// it early). The gap is checked again once the lock is held: a key inserted meanwhile becomes
+/// the closing key. The caller holds `key`'s exclusive lock, so `key` itself cannot appear.
 pub(crate) fn lock_gap(
     locks: &LockManager,
     txn: TxnId,
     tree: &Tree,
     key: &[u8],
+    first: Option<Option<Vec<u8>>>,
 ) -> Result<(Option<Vec<u8>>, bool), Error> {
     let after = key_after(key);
-    let mut next = tree.first_key_from(&after)?;
+    let mut next = match first {
+        Some(f) => f,
+        None => tree.first_key_from(&after)?,
+    };
     loop {
         let (t, k) = lock_name(tree, next.as_deref());
         let had = locks.held_mode(txn, t, k).is_some();

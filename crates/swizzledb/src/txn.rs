@@ -119,11 +119,13 @@ impl<'db> Transaction<'db> {
             })
         };
         let Some(locks) = self.db.locks.as_deref() else { return apply(&self.log) };
-        // With the key locked exclusively, whether it exists cannot change under us.
-        let exists = tree.get_gated(key, &NoGate, |v| v.is_some())?;
+        // With the key locked exclusively, whether it exists cannot change under us. The first
+        // key from `key` is `key` itself or, if absent, the closing key of its gap.
+        let first = tree.first_key_from(key)?;
+        let exists = first.as_deref() == Some(key);
         match (value, exists) {
             (Some(_), false) => {
-                let (next, had) = isolation::lock_gap(locks, txn, tree, key)?;
+                let (next, had) = isolation::lock_gap(locks, txn, tree, key, Some(first))?;
                 let result = apply(&self.log);
                 if !had {
                     let (t, k) = lock_name(tree, next.as_deref());
@@ -132,7 +134,7 @@ impl<'db> Transaction<'db> {
                 result
             }
             (None, true) => {
-                isolation::lock_gap(locks, txn, tree, key)?;
+                isolation::lock_gap(locks, txn, tree, key, None)?;
                 apply(&self.log)
             }
             _ => apply(&self.log),
