@@ -883,6 +883,8 @@ impl BufferPool {
         loop {
             self.count(|b| bump(&b.page_table_lookups));
             if let Some(f) = self.table.get(pid) {
+                #[cfg(test)]
+                race_tests::found_in_table(pid, f);
                 let d = self.desc(f);
                 if !latch_while_holding(d, pid, M::MODE) {
                     continue;
@@ -1771,3 +1773,9 @@ impl Evictor for EvictionChunk<'_> {
         Verdict::Rejected(why)
     }
 }
+
+/// Deterministic tests of the page-table hit path (issue 19, fourth race), with their pause
+/// point.
+#[cfg(test)]
+#[path = "pool_race_tests.rs"]
+mod race_tests;

@@ -13,8 +13,9 @@
 //! - `default`: the engine's defaults. The database is created and opened with
 //!   `Database::builder()` plus only the pool settings and a small log (`--log-segment-kib`,
 //!   default 64, and `--max-log-kib`, default 1024), so the classical page cleaner runs during
-//!   short runs; logging, sync commit, locking, checkpoints and page size are the engine's
-//!   defaults. A step is either one auto-commit operation (`Tree::upsert` of a new value,
+//!   short runs, and background fuzzy checkpoints every `--checkpoint-ms` (default 5), so that
+//!   checkpoints and cleaner rounds race the writers' commits; logging, sync commit, locking and
+//!   page size are the engine's defaults. A step is either one auto-commit operation (`Tree::upsert` of a new value,
 //!   `Tree::insert` of a key the writer's state lacks, `Tree::delete` of a key it holds) or a
 //!   multi-operation `Transaction` (puts and deletes, and `__progress<t>` = N) acknowledged when
 //!   its commit returned Ok. Every step therefore changes the writer's state. The writer learns
@@ -35,7 +36,9 @@
 //! got. Anything else is counted: values of acknowledged steps that are missing, older or (for
 //! a delete) still present are lost commits; values of later steps, or a part of the in-flight
 //! transaction, are visible uncommitted changes. The tree must pass `Tree::verify`. The writers
-//! report the page cleaner's counters as they run; the summary sums the last report of each run.
+//! report the page cleaner's and the checkpoints' counters as they run; the summary sums the
+//! last report of each run. The first line of the output names the configuration, including the
+//! checkpoint interval and the log bound.
 
 use clap::{Args, ValueEnum};
 use rand::rngs::SmallRng;
@@ -103,8 +106,9 @@ pub struct CrashTestArgs {
     /// transactions)
     #[arg(long)]
     log_segment_kib: Option<u64>,
-    /// Interval of the background fuzzy checkpoints in the writer, in milliseconds (default: 50
-    /// with --config transactions, the engine's default with --config default)
+    /// Interval of the background fuzzy checkpoints in the writer, in milliseconds, so that they
+    /// race the writers' commits (default: 5 with --config default, 50 with --config
+    /// transactions; at least 1)
     #[arg(long)]
     checkpoint_ms: Option<u64>,
     /// Buffer mode
@@ -373,6 +377,16 @@ fn max_log_bytes(args: &CrashTestArgs) -> Option<u64> {
     }
 }
 
+/// The writer's checkpoint interval in milliseconds (`--checkpoint-ms`, or the configuration's
+/// default).
+fn checkpoint_ms(args: &CrashTestArgs) -> u64 {
+    let default = match args.config {
+        Config::Default => 5,
+        Config::Transactions => 50,
+    };
+    args.checkpoint_ms.unwrap_or(default)
+}
+
 /// Who opens the database: the writer (and the creator), or the checker after a kill.
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Opener {
@@ -389,7 +403,7 @@ fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
                 .commit_mode(CommitMode::Sync)
                 .page_size(4096)
                 .log_segment_bytes(log_segment_bytes(args))
-                .checkpoint_interval(Some(Duration::from_millis(args.checkpoint_ms.unwrap_or(50).max(1))));
+                .checkpoint_interval(Some(Duration::from_millis(checkpoint_ms(args))));
             match max_log_bytes(args) {
                 Some(bytes) => b.max_log_bytes(bytes),
                 None => b,
@@ -402,11 +416,8 @@ fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
             if who == Opener::Checker {
                 return b;
             }
-            let b = b.max_log_bytes(max_log_bytes(args).expect("the default config has a bound"));
-            match args.checkpoint_ms {
-                Some(ms) => b.checkpoint_interval(Some(Duration::from_millis(ms.max(1)))),
-                None => b,
-            }
+            b.max_log_bytes(max_log_bytes(args).expect("the default config has a bound"))
+                .checkpoint_interval(Some(Duration::from_millis(checkpoint_ms(args))))
         }
     }
 }
@@ -415,6 +426,8 @@ fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
 /// log it saw on disk.
 #[derive(Copy, Clone, Default, Debug)]
 struct CleanerReport {
+    /// Checkpoints the writer took (background and the cleaner's).
+    checkpoints: u64,
     rounds: u64,
     pages: u64,
     throttled: u64,
@@ -425,15 +438,15 @@ struct CleanerReport {
 impl CleanerReport {
     fn line(&self) -> String {
         format!(
-            "cleaner {} {} {} {} {}",
-            self.rounds, self.pages, self.throttled, self.failures, self.max_log_bytes
+            "cleaner {} {} {} {} {} {}",
+            self.checkpoints, self.rounds, self.pages, self.throttled, self.failures, self.max_log_bytes
         )
     }
 
     fn parse(words: &[&str]) -> Option<CleanerReport> {
         let n: Vec<u64> = words.iter().map(|w| w.parse().ok()).collect::<Option<_>>()?;
-        let [rounds, pages, throttled, failures, max_log_bytes] = n[..] else { return None };
-        Some(CleanerReport { rounds, pages, throttled, failures, max_log_bytes })
+        let [checkpoints, rounds, pages, throttled, failures, max_log_bytes] = n[..] else { return None };
+        Some(CleanerReport { checkpoints, rounds, pages, throttled, failures, max_log_bytes })
     }
 }
 
@@ -488,12 +501,14 @@ fn child(args: &CrashTestArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> 
                 }
             });
         }
-        // The page cleaner's counters, for the summary (the last report before the kill).
+        // The page cleaner's and the checkpoints' counters, for the summary (the last report
+        // before the kill).
         let mut last = String::new();
         loop {
             std::thread::sleep(Duration::from_millis(5));
             let s = db.cleaner_stats().unwrap_or_default();
             let report = CleanerReport {
+                checkpoints: db.checkpoint_counts().0,
                 rounds: s.rounds,
                 pages: s.pages_written,
                 throttled: s.throttled,
@@ -619,6 +634,9 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if args.kills == 0 {
         return Err(Usage("--kills must be at least 1".into()).into());
     }
+    if args.checkpoint_ms == Some(0) {
+        return Err(Usage("--checkpoint-ms must be at least 1".into()).into());
+    }
     if !(1..=64).contains(&args.threads) || args.keys < args.threads {
         return Err(Usage("--threads must be 1 to 64, and --keys at least --threads".into()).into());
     }
@@ -648,6 +666,17 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         db.create_tree(TREE)?;
         db.close()?;
     }
+    println!(
+        "crash-test: {} configuration, {} mode, {} writers, {} kills (seed {}); background checkpoints \
+         every {} ms and the page cleaner (log bound {}) racing the commits",
+        args.config.name(),
+        mode_name(args.mode),
+        args.threads,
+        args.kills,
+        args.seed,
+        checkpoint_ms(args),
+        max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10))
+    );
     let exe = std::env::current_exe()?;
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let (mut lost, mut uncommitted, mut invalid) = (0usize, 0usize, 0usize);
@@ -665,9 +694,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         if let Some(bound) = max_log_bytes(args) {
             command.args(["--max-log-kib", &(bound >> 10).to_string()]);
         }
-        if let Some(ms) = args.checkpoint_ms {
-            command.args(["--checkpoint-ms", &ms.to_string()]);
-        }
+        command.args(["--checkpoint-ms", &checkpoint_ms(args).to_string()]);
         if args.config == Config::Default {
             let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
             command.args(["--resume", &resume.join(",")]);
@@ -704,6 +731,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         let _ = child.kill();
         let status = child.wait()?;
         let (last, report) = reader.join().map_err(|_| "the output reader panicked")?;
+        cleaner.checkpoints += report.checkpoints;
         cleaner.rounds += report.rounds;
         cleaner.pages += report.pages;
         cleaner.throttled += report.throttled;
@@ -746,8 +774,10 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         args.config.name()
     );
     println!(
-        "page cleaner: {} rounds, {} pages written, {} begins throttled, {} failed rounds; log at most \
-         {} KiB on disk (bound {})",
+        "{} checkpoints (every {} ms); page cleaner: {} rounds, {} pages written, {} begins throttled, \
+         {} failed rounds; log at most {} KiB on disk (bound {})",
+        cleaner.checkpoints,
+        checkpoint_ms(args),
         cleaner.rounds,
         cleaner.pages,
         cleaner.throttled,
@@ -757,8 +787,9 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     );
     println!(
         "kills={} lost_commits={lost} visible_uncommitted={uncommitted} invalid_trees={invalid} \
-         auto_commits={auto_commits} transactions={transactions} cleaner_rounds={} cleaner_pages={}",
-        args.kills, cleaner.rounds, cleaner.pages
+         auto_commits={auto_commits} transactions={transactions} checkpoints={} cleaner_rounds={} \
+         cleaner_pages={}",
+        args.kills, cleaner.checkpoints, cleaner.rounds, cleaner.pages
     );
     Ok(if lost + uncommitted + invalid == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -2,7 +2,8 @@
 //! keep every acknowledged write, show nothing unacknowledged beyond the write in flight and
 //! leave a valid tree (issue 6's CI run; more with `--kills N`). The default configuration
 //! (auto-commit single operations mixed with transactions, the page cleaner on a small log
-//! bound) runs at small scale, and so does the original transactions-only one.
+//! bound, background checkpoints every 5 ms racing the commits) runs at small scale, and so does
+//! the original transactions-only one.
 
 mod common;
 
@@ -39,7 +40,14 @@ fn crash_test(name: &str, kills: u64, options: &[&str]) -> BTreeMap<String, u64>
     for (k, v) in [("kills", kills), ("lost_commits", 0), ("visible_uncommitted", 0), ("invalid_trees", 0)] {
         assert_eq!(found.get(k), Some(&v), "{k}: {stdout}");
     }
-    let committed: u64 = stdout.split_whitespace().next().and_then(|n| n.parse().ok()).expect("a count");
+    let header = stdout.lines().next().unwrap_or_default();
+    assert!(header.starts_with("crash-test: ") && header.contains(" ms and the page cleaner"), "{stdout}");
+    let committed: u64 = stdout
+        .lines()
+        .find(|l| l.contains(" steps committed "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
     assert_eq!(committed, found["auto_commits"] + found["transactions"], "{stdout}");
     assert!(found["transactions"] > 0, "the writers committed no transaction: {stdout}");
     found
@@ -50,6 +58,8 @@ fn default_configuration_kills_lose_nothing() {
     // A small log bound, so the page cleaner runs within a second of writing.
     let found = crash_test("crash-default", 12, &["--max-log-kib", "256", "--log-segment-kib", "16"]);
     assert!(found["auto_commits"] > 0, "no auto-commit operation was acknowledged: {found:?}");
+    // Background checkpoints every 5 ms by default: they race the commits.
+    assert!(found["checkpoints"] > 0, "no checkpoint ran: {found:?}");
     assert!(
         found["cleaner_rounds"] > 0 && found["cleaner_pages"] > 0,
         "the page cleaner did not run: {found:?}"
@@ -69,6 +79,7 @@ fn crash_test_rejects_bad_input() {
         &["crash-test"],
         &[
             &["--kills", "0"],
+            &["--checkpoint-ms", "0"],
             &["--threads", "0"],
             &["--mode", "fast"],
             &["--config", "fast"],

@@ -154,10 +154,16 @@ impl Thread {
                         }
                     }
                 }
-                round(&s, &wal, &pool);
+                let failed = !round(&s, &wal, &pool);
                 let mut state = s.state.lock();
                 state.1 += 1;
                 s.done.notify_all();
+                if failed && !state.0 {
+                    // Not at once, even for a throttled writer's wake-up: a failed log or file
+                    // stays failed (W11, F4), and retrying back to back spins a core and floods
+                    // the warnings. (`stop` notifies `done` too.)
+                    s.done.wait_for(&mut state, PERIOD);
+                }
             })
             .inspect_err(|e| {
                 // No cleaner: writers must not wait for one (the stop flag ends `throttle`).
@@ -186,12 +192,12 @@ impl Drop for Thread {
     }
 }
 
-/// One round (see the module doc).
-fn round(s: &Shared, wal: &Wal, pool: &BufferPool) {
+/// One round (see the module doc). Returns false if it failed.
+fn round(s: &Shared, wal: &Wal, pool: &BufferPool) -> bool {
     let size = log_bytes(wal);
     s.counters.max_seen.fetch_max(size, Ordering::Relaxed);
     if size <= trigger(s.max_log_bytes) {
-        return;
+        return true;
     }
     s.counters.rounds.fetch_add(1, Ordering::Relaxed);
     // Everything older than the newest half of the bound goes: after the checkpoint the log
@@ -212,8 +218,9 @@ fn round(s: &Shared, wal: &Wal, pool: &BufferPool) {
         wal.checkpoint(pool)?;
         Ok(())
     })();
-    if let Err(e) = result {
+    if let Err(e) = &result {
         s.counters.failures.fetch_add(1, Ordering::Relaxed);
         log::warn!("swizzledb page cleaner: a round failed ({e}); the next round retries");
     }
+    result.is_ok()
 }
