@@ -266,16 +266,19 @@ impl Step {
     fn run(&self, db: &Database, tree: &Tree, state: &State) -> Result<(), String> {
         let e = |e: &dyn std::fmt::Display| e.to_string();
         match self {
-            Step::Txn(ops) => {
-                let mut txn = db.begin();
-                for op in ops {
-                    match op {
-                        Op::Put(k, v) => txn.put(tree, k, v).map_err(|x| e(&x))?,
-                        Op::Delete(k) => txn.delete(tree, k).map_err(|x| e(&x))?,
-                    };
-                }
-                txn.commit().map_err(|x| e(&x))
-            }
+            // Writers own disjoint keys, but a neighbour's key can close a gap this one writes
+            // (next-key locking): `transact` retries a transaction wait-die refused.
+            Step::Txn(ops) => db
+                .transact(|txn| {
+                    for op in ops {
+                        match op {
+                            Op::Put(k, v) => txn.put(tree, k, v)?,
+                            Op::Delete(k) => txn.delete(tree, k)?,
+                        };
+                    }
+                    Ok(())
+                })
+                .map_err(|x| e(&x)),
             Step::Upsert(k, v) => {
                 let existed = tree.upsert(k, v).map_err(|x| e(&x))?;
                 expect_existed("upsert", k, existed, state.contains_key(k))
