@@ -121,7 +121,11 @@ fn b3_a_hit_whose_frame_is_reused_for_the_parents_parent_does_not_deadlock() {
         .spawn(move || {
             let mut parent = pool_a.fix_page::<Exclusive>(p).unwrap();
             let child = pool_a.fix_child::<Exclusive, Shared>(&mut parent, SWIPS).unwrap();
-            let _ = a_done.send(child.page_id());
+            let id = child.page_id();
+            // Unlatched before the result is sent: the checks after it expect no latch held.
+            drop(child);
+            drop(parent);
+            let _ = a_done.send(id);
         })
         .unwrap();
     let found = reached.recv_timeout(WAIT).expect("A found C in the page table");
@@ -136,7 +140,10 @@ fn b3_a_hit_whose_frame_is_reused_for_the_parents_parent_does_not_deadlock() {
         let mut grand = pool_b.fix_page::<Exclusive>(g).unwrap();
         let _ = b_holds.send(grand.frame());
         let parent = pool_b.fix_child::<Exclusive, Exclusive>(&mut grand, SWIPS).unwrap();
-        let _ = b_done.send(parent.page_id());
+        let id = parent.page_id();
+        drop(parent);
+        drop(grand);
+        let _ = b_done.send(id);
     });
     let frame = b_frame.recv_timeout(WAIT).expect("B fixed G");
     assert_eq!(frame, c_frame, "precondition: G took the frame C left");
