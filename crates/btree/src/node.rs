@@ -243,16 +243,15 @@ fn cmp_at(page: &[u8], i: usize, k: &[u8], h: Option<u64>) -> Ordering {
     }
 }
 
-/// The head of `k` for this node. T10: callers search a node only for keys inside its fences
-/// (descents guarantee it), so `k` shares the node's prefix; in debug builds this is checked.
-/// A key outside the fences would only get a wrong position, never an out-of-bounds access.
+/// The head of `k` for this node, or `None` if `k` does not share the node's prefix (T10):
+/// descents search a node only for keys inside its fences, but a damaged tree can lead a
+/// search elsewhere, and then whole keys are compared (a correct position, never a panic).
 #[inline]
 fn search_head(page: &[u8], k: &[u8]) -> Option<u64> {
     let p = prefix_len(page);
-    debug_assert!(
-        p == 0 || low_fence(page).is_some_and(|l| k.get(..p) == l.get(..p)),
-        "T10: searched a node for a key outside its fences"
-    );
+    if p > 0 && low_fence(page).is_none_or(|l| k.get(..p) != l.get(..p)) {
+        return None;
+    }
     Some(head_of(k, p))
 }
 
@@ -647,8 +646,17 @@ pub fn swip_offsets(page: &[u8], out: &mut Vec<usize>) {
     }
 }
 
-/// Checks that every length and offset stays within the page, so that no accessor above can
-/// panic on a page read from disk (T5).
+/// Highest level a node may have: a tree of 33 levels would hold more pages than a file can.
+pub const MAX_LEVEL: u8 = 32;
+
+/// Checks a node fully before it is used (T5, T17): every length and offset stays within the
+/// page, heap items do not overlap and the garbage count fits, the level is plausible, fences
+/// are ordered and the foster key lies strictly between them, the prefix length is one the
+/// fences allow and every slot head is the one of its key (T10), keys are strictly increasing
+/// and inside the node's own range (an inner node's first key is its low fence), and child
+/// references name no page twice and never the page itself. So no accessor above can panic and
+/// no search can go astray on a page that passed its checksum but is structurally wrong.
+/// Allocates only for inner nodes (the duplicate check).
 ///
 /// # Errors
 /// The first inconsistency found.
@@ -657,30 +665,34 @@ pub fn validate(page: &[u8]) -> Result<(), String> {
     let ty = page::page_type(page);
     match (ty, level(page)) {
         (Some(PageType::Leaf), 0) => {}
-        (Some(PageType::Inner), l) if l > 0 => {}
+        (Some(PageType::Inner), l) if l > 0 && l <= MAX_LEVEL => {}
         _ => return Err(format!("page type {:?} does not match level {}", ty, level(page))),
+    }
+    if flags(page) & !(LOW_INF | HIGH_INF | HAS_FOSTER) != 0 {
+        return Err(format!("unknown flags {:#x}", flags(page)));
     }
     let n = count(page);
     let heap = usize::from(get_u16(page, HEAP_START));
     if SLOTS + n * SLOT_SIZE > heap || heap > ps {
         return Err(format!("slot array of {n} slots overlaps heap start {heap}"));
     }
-    let in_heap = |off: usize, len: usize| off >= heap && off + len <= ps;
+    let leaf = is_leaf(page);
+    // Every heap item (fences, foster key, records) as (offset, length): inside the heap, no
+    // two overlapping, and together with the garbage no more than the heap (compaction relies
+    // on it).
+    let mut items: Vec<(usize, usize)> = Vec::with_capacity(n + 3);
     for (field, flag) in [(LOW, LOW_INF), (HIGH, HIGH_INF)] {
         if flags(page) & flag == 0 {
-            let (off, len) = (usize::from(get_u16(page, field)), usize::from(get_u16(page, field + 2)));
-            if !in_heap(off, len) {
-                return Err("fence key outside the heap".into());
-            }
+            items.push((usize::from(get_u16(page, field)), usize::from(get_u16(page, field + 2))));
         }
     }
     if has_foster(page) {
-        let (off, len) = (usize::from(get_u16(page, FOSTER_KEY)), usize::from(get_u16(page, FOSTER_KEY + 2)));
-        if !in_heap(off, len) {
-            return Err("foster key outside the heap".into());
-        }
+        items.push((usize::from(get_u16(page, FOSTER_KEY)), usize::from(get_u16(page, FOSTER_KEY + 2))));
     }
-    let leaf = is_leaf(page);
+    let in_heap = |off: usize, len: usize| off >= heap && off + len <= ps;
+    if let Some(&(off, len)) = items.iter().find(|&&(off, len)| !in_heap(off, len)) {
+        return Err(format!("fence or foster key of {len} bytes at {off} outside the heap"));
+    }
     for i in 0..n {
         let (off, klen) = slot(page, i);
         let head = if leaf { 2 } else { 8 };
@@ -691,9 +703,81 @@ pub fn validate(page: &[u8]) -> Result<(), String> {
         if !in_heap(off, len) {
             return Err(format!("record {i} runs past the page end"));
         }
+        items.push((off, len));
+    }
+    let garbage = usize::from(get_u16(page, GARBAGE));
+    let live: usize = items.iter().map(|&(_, len)| len).sum();
+    if live + garbage > ps - heap {
+        return Err(format!(
+            "{live} live and {garbage} garbage bytes exceed the heap of {} bytes",
+            ps - heap
+        ));
+    }
+    items.sort_unstable();
+    if let Some(w) = items.windows(2).find(|w| w[0].0 + w[0].1 > w[1].0) {
+        return Err(format!("heap items at {} and {} overlap", w[0].0, w[1].0));
     }
     if !leaf && n == 0 {
         return Err("inner node without children".into());
+    }
+    // Fences, foster key and prefix (T1, T2, T10).
+    let (low, high) = (low_fence(page), high_fence(page));
+    if let (Some(l), Some(h)) = (low, high) {
+        if l >= h {
+            return Err("low fence not below the high fence".into());
+        }
+    }
+    let fk = foster_key(page);
+    if let Some(fk) = fk {
+        if low.is_some_and(|l| fk <= l) || high.is_some_and(|h| fk >= h) {
+            return Err("foster key not strictly between the fences".into());
+        }
+    }
+    let p = prefix_len(page);
+    if p > fence_prefix(low, high) {
+        return Err(format!("prefix length {p} longer than the fences share"));
+    }
+    // Keys: heads match, strictly increasing, inside [low, own high); an inner node's first key
+    // is its low fence.
+    let own_high = fk.or(high);
+    for i in 0..n {
+        let k = key(page, i);
+        if slot_head(page, i) != head_of(k, p) {
+            return Err(format!("slot {i}'s head does not match its key"));
+        }
+        if i > 0 && cmp_at(page, i - 1, k, Some(slot_head(page, i))) != Ordering::Less {
+            return Err(format!("keys {} and {i} out of order", i - 1));
+        }
+    }
+    if n > 0 {
+        let first = key(page, 0);
+        let first_ok = if leaf { low.is_none_or(|l| first >= l) } else { first == low.unwrap_or(b"") };
+        if !first_ok {
+            return Err("first key below the low fence (inner: not the low fence)".into());
+        }
+        if own_high.is_some_and(|h| key(page, n - 1) >= h) {
+            return Err("last key not below the node's upper bound".into());
+        }
+    }
+    // Child references: never the page itself, never one page twice.
+    let own = page::page_id(page);
+    let mut swips = Vec::new();
+    swip_offsets(page, &mut swips);
+    let mut raws: Vec<u64> = swips.iter().map(|&o| get_u64(page, o)).collect();
+    for &raw in &raws {
+        match Swip::from_raw(raw).map(Swip::target) {
+            None => return Err(format!("invalid child reference {raw:#x}")),
+            Some(swizzledb_buffer::SwipTarget::Page(id)) if id.get() == own => {
+                return Err("a child reference names the page itself".into());
+            }
+            Some(_) => {}
+        }
+    }
+    if raws.len() > 1 {
+        raws.sort_unstable();
+        if let Some(w) = raws.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("child reference {:#x} appears twice", w[0]));
+        }
     }
     Ok(())
 }
