@@ -646,6 +646,22 @@ pub fn swip_offsets(page: &[u8], out: &mut Vec<usize>) {
     }
 }
 
+/// Marks bytes `off..off + len` in `bits`; false if one of them was marked already.
+fn claim_bytes(bits: &mut [u64], off: usize, len: usize) -> bool {
+    let (mut i, end) = (off, off + len);
+    while i < end {
+        let (w, b) = (i / 64, i % 64);
+        let k = (64 - b).min(end - i);
+        let mask = if k == 64 { u64::MAX } else { ((1u64 << k) - 1) << b };
+        if bits[w] & mask != 0 {
+            return false;
+        }
+        bits[w] |= mask;
+        i += k;
+    }
+    true
+}
+
 /// Highest level a node may have: a tree of 33 levels would hold more pages than a file can.
 pub const MAX_LEVEL: u8 = 32;
 
@@ -677,45 +693,46 @@ pub fn validate(page: &[u8]) -> Result<(), String> {
         return Err(format!("slot array of {n} slots overlaps heap start {heap}"));
     }
     let leaf = is_leaf(page);
-    // Every heap item (fences, foster key, records) as (offset, length): inside the heap, no
-    // two overlapping, and together with the garbage no more than the heap (compaction relies
-    // on it).
-    let mut items: Vec<(usize, usize)> = Vec::with_capacity(n + 3);
+    // Every heap item (fences, foster key, records): inside the heap, no two overlapping (each
+    // claims its bytes in a bitmap of the heap), and together with the garbage no more than the
+    // heap (compaction relies on it).
+    let mut bits = [0u64; page::MAX_PAGE_SIZE / 64];
+    let mut live = 0;
+    let mut claim = |what: &dyn Fn() -> String, off: usize, len: usize| -> Result<(), String> {
+        if off < heap || off + len > ps {
+            return Err(format!("{} outside the heap", what()));
+        }
+        if !claim_bytes(&mut bits, off - heap, len) {
+            return Err(format!("{} overlaps another heap item", what()));
+        }
+        live += len;
+        Ok(())
+    };
     for (field, flag) in [(LOW, LOW_INF), (HIGH, HIGH_INF)] {
         if flags(page) & flag == 0 {
-            items.push((usize::from(get_u16(page, field)), usize::from(get_u16(page, field + 2))));
+            let (off, len) = (usize::from(get_u16(page, field)), usize::from(get_u16(page, field + 2)));
+            claim(&|| format!("fence key of {len} bytes at {off}"), off, len)?;
         }
     }
     if has_foster(page) {
-        items.push((usize::from(get_u16(page, FOSTER_KEY)), usize::from(get_u16(page, FOSTER_KEY + 2))));
-    }
-    let in_heap = |off: usize, len: usize| off >= heap && off + len <= ps;
-    if let Some(&(off, len)) = items.iter().find(|&&(off, len)| !in_heap(off, len)) {
-        return Err(format!("fence or foster key of {len} bytes at {off} outside the heap"));
+        let (off, len) = (usize::from(get_u16(page, FOSTER_KEY)), usize::from(get_u16(page, FOSTER_KEY + 2)));
+        claim(&|| format!("foster key of {len} bytes at {off}"), off, len)?;
     }
     for i in 0..n {
         let (off, klen) = slot(page, i);
         let head = if leaf { 2 } else { 8 };
-        if !in_heap(off, head) {
+        if off < heap || off + head > ps {
             return Err(format!("record {i} outside the heap"));
         }
         let len = if leaf { head + klen + usize::from(get_u16(page, off)) } else { head + klen };
-        if !in_heap(off, len) {
-            return Err(format!("record {i} runs past the page end"));
-        }
-        items.push((off, len));
+        claim(&|| format!("record {i}"), off, len)?;
     }
     let garbage = usize::from(get_u16(page, GARBAGE));
-    let live: usize = items.iter().map(|&(_, len)| len).sum();
     if live + garbage > ps - heap {
         return Err(format!(
             "{live} live and {garbage} garbage bytes exceed the heap of {} bytes",
             ps - heap
         ));
-    }
-    items.sort_unstable();
-    if let Some(w) = items.windows(2).find(|w| w[0].0 + w[0].1 > w[1].0) {
-        return Err(format!("heap items at {} and {} overlap", w[0].0, w[1].0));
     }
     if !leaf && n == 0 {
         return Err("inner node without children".into());
@@ -920,6 +937,80 @@ mod tests {
         for i in 0..40u8 {
             assert_eq!(value(&a, i as usize), &[i; 20]);
         }
+    }
+
+    /// T17: each structural rule is checked on its own (the page passes before each change).
+    #[test]
+    fn t17_validate_checks_order_ranges_prefix_overlap_and_children() {
+        let leaf = || {
+            let mut p = vec![0u8; 4096];
+            page::format(&mut p, PageId::new(3).unwrap(), PageType::Leaf, 0);
+            init(&mut p, 0, Some(b"user:0000"), Some(b"user:9999"));
+            for (i, k) in [b"user:1", b"user:2", b"user:3"].iter().enumerate() {
+                assert!(insert_leaf(&mut p, i, *k, b"value"));
+            }
+            assert_eq!(validate(&p), Ok(()));
+            p
+        };
+        let refused = |p: &[u8], what: &str| {
+            let e = validate(p).expect_err(what);
+            assert!(e.contains(what), "{e:?} lacks {what:?}");
+        };
+        // Keys out of order: swap two slots.
+        let mut p = leaf();
+        let s = SLOTS;
+        let tmp = p[s..s + SLOT_SIZE].to_vec();
+        p.copy_within(s + SLOT_SIZE..s + 2 * SLOT_SIZE, s);
+        p[s + SLOT_SIZE..s + 2 * SLOT_SIZE].copy_from_slice(&tmp);
+        refused(&p, "out of order");
+        // A head that does not match its key.
+        let mut p = leaf();
+        put_u64(&mut p, SLOTS + 4, 0);
+        refused(&p, "head");
+        // A prefix the fences do not share.
+        let mut p = leaf();
+        put_u16(&mut p, PREFIX, 6);
+        refused(&p, "prefix");
+        // A key outside the node's own range: a foster key below the last key.
+        let mut p = leaf();
+        assert!(set_foster(&mut p, b"user:2", Swip::page(PageId::new(9).unwrap())));
+        refused(&p, "upper bound");
+        // Overlapping records: record 1 claims record 0's bytes.
+        let mut p = leaf();
+        let s0 = p[SLOTS..SLOTS + 4].to_vec();
+        p[SLOTS + SLOT_SIZE..SLOTS + SLOT_SIZE + 4].copy_from_slice(&s0);
+        refused(&p, "overlaps");
+        // Garbage beyond the heap.
+        let mut p = leaf();
+        put_u16(&mut p, GARBAGE, 4000);
+        refused(&p, "garbage");
+        // A foster key at the high fence.
+        let mut p = leaf();
+        assert!(set_foster(&mut p, b"user:9999", Swip::page(PageId::new(9).unwrap())));
+        refused(&p, "foster key");
+        // A level no tree reaches; unknown flags.
+        let mut p = leaf();
+        page::set_type(&mut p, PageType::Inner, MAX_LEVEL + 1);
+        refused(&p, "level");
+        let mut p = leaf();
+        p[FLAGS] |= 0x80;
+        refused(&p, "flags");
+        // Children: the page itself, or one page twice.
+        let mut inner = fresh(1);
+        let s = |n| Swip::page(PageId::new(n).unwrap());
+        assert!(insert_inner(&mut inner, 0, b"", s(10)));
+        assert!(insert_inner(&mut inner, 1, b"m", s(11)));
+        assert_eq!(validate(&inner), Ok(()));
+        let mut p = inner.clone();
+        put_u64(&mut p, child_swip_off(&inner, 1), 3);
+        refused(&p, "itself");
+        let mut p = inner.clone();
+        put_u64(&mut p, child_swip_off(&inner, 1), 10);
+        refused(&p, "twice");
+        // An inner node whose first key is not its low fence.
+        let mut p = inner;
+        remove(&mut p, 0);
+        refused(&p, "low fence");
     }
 
     #[test]
