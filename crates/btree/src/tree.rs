@@ -620,7 +620,9 @@ impl Tree {
             let off = node::child_swip_off(&p, i);
             let mut c = self.step::<Exclusive, Exclusive>(&mut p, off)?;
             if node::has_foster(&c) {
-                if self.merge_foster(&mut c, log)? || Self::adopt(pool, &mut p, i, &mut c, log)? {
+                if self.merge_foster(&mut c, (p.page_id(), p.frame()), log)?
+                    || Self::adopt(pool, &mut p, i, &mut c, log)?
+                {
                     continue;
                 }
                 // The parent is full: split it and start over, so its own parent adopts.
@@ -692,8 +694,23 @@ impl Tree {
     }
 
     /// Merges `c`'s foster child back into `c` if both fit one node (T4); frees the foster child.
-    fn merge_foster<'a>(&'a self, c: &mut ExclusiveGuard<'a>, log: Log<'_>) -> Result<bool> {
+    /// `held` is `c`'s parent, latched exclusively by the caller: a foster swip naming it is
+    /// damage (T16), refused before it is latched (the step would wait on the caller's latch).
+    /// (The swip could be swizzled to it only if the parent was reached by page id, B6.)
+    fn merge_foster<'a>(
+        &'a self,
+        c: &mut ExclusiveGuard<'a>,
+        held: (PageId, FrameId),
+        log: Log<'_>,
+    ) -> Result<bool> {
         let pool = &*self.pool;
+        let raw = page::get_u64(c, FOSTER_SWIP);
+        if raw == Swip::page(held.0).raw() || raw == Swip::frame(held.1).raw() {
+            return Err(TreeError::Damaged {
+                page: c.page_id(),
+                reason: format!("the foster swip names page {}, its parent", held.0),
+            });
+        }
         let f = self.step::<Exclusive, Exclusive>(c, FOSTER_SWIP)?;
         if !fits_merged(c, &f) {
             return Ok(false);
