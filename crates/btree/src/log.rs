@@ -64,14 +64,19 @@ impl<'a> LeafChange<'a> {
 
 /// Applies `change` to the leaf `page` during redo (T12): the record must be absent for an
 /// insert and present for an update or delete, and it must fit, because redo repeats the
-/// history that produced the page. A page where that fails was not the page the change was
-/// logged for (a corrupted log or page); nothing is changed then.
+/// history that produced the page; the key must lie in the page's own range (T1). A page where
+/// that fails was not the page the change was logged for (a corrupted log or page); nothing is
+/// changed then.
 ///
 /// # Errors
 /// What did not match, for the caller to report with the record's LSN and page.
 pub fn redo(page: &mut [u8], change: &LeafChange<'_>) -> Result<(), String> {
     if !node::is_leaf(page) {
         return Err("a leaf change on a page that is not a leaf".into());
+    }
+    let k = change.key();
+    if node::low_fence(page).is_some_and(|l| k < l) || node::own_high(page).is_some_and(|h| k >= h) {
+        return Err("the key lies outside the page's own range".into());
     }
     match (*change, node::search(page, change.key())) {
         (LeafChange::Insert { key, value }, Err(i)) => node::insert_leaf(page, i, key, value)

@@ -243,16 +243,15 @@ fn cmp_at(page: &[u8], i: usize, k: &[u8], h: Option<u64>) -> Ordering {
     }
 }
 
-/// The head of `k` for this node. T10: callers search a node only for keys inside its fences
-/// (descents guarantee it), so `k` shares the node's prefix; in debug builds this is checked.
-/// A key outside the fences would only get a wrong position, never an out-of-bounds access.
+/// The head of `k` for this node, or `None` if `k` does not share the node's prefix (T10):
+/// descents search a node only for keys inside its fences, but a damaged tree can lead a
+/// search elsewhere, and then whole keys are compared (a correct position, never a panic).
 #[inline]
 fn search_head(page: &[u8], k: &[u8]) -> Option<u64> {
     let p = prefix_len(page);
-    debug_assert!(
-        p == 0 || low_fence(page).is_some_and(|l| k.get(..p) == l.get(..p)),
-        "T10: searched a node for a key outside its fences"
-    );
+    if p > 0 && low_fence(page).is_none_or(|l| k.get(..p) != l.get(..p)) {
+        return None;
+    }
     Some(head_of(k, p))
 }
 
@@ -647,8 +646,33 @@ pub fn swip_offsets(page: &[u8], out: &mut Vec<usize>) {
     }
 }
 
-/// Checks that every length and offset stays within the page, so that no accessor above can
-/// panic on a page read from disk (T5).
+/// Marks bytes `off..off + len` in `bits`; false if one of them was marked already.
+fn claim_bytes(bits: &mut [u64], off: usize, len: usize) -> bool {
+    let (mut i, end) = (off, off + len);
+    while i < end {
+        let (w, b) = (i / 64, i % 64);
+        let k = (64 - b).min(end - i);
+        let mask = if k == 64 { u64::MAX } else { ((1u64 << k) - 1) << b };
+        if bits[w] & mask != 0 {
+            return false;
+        }
+        bits[w] |= mask;
+        i += k;
+    }
+    true
+}
+
+/// Highest level a node may have: a tree of 33 levels would hold more pages than a file can.
+pub const MAX_LEVEL: u8 = 32;
+
+/// Checks a node fully before it is used (T5, T17): every length and offset stays within the
+/// page, heap items do not overlap and the garbage count fits, the level is plausible, fences
+/// are ordered and the foster key lies strictly between them, the prefix length is one the
+/// fences allow and every slot head is the one of its key (T10), keys are strictly increasing
+/// and inside the node's own range (an inner node's first key is its low fence), and child
+/// references name no page twice and never the page itself. So no accessor above can panic and
+/// no search can go astray on a page that passed its checksum but is structurally wrong.
+/// Allocates only for inner nodes (the duplicate check).
 ///
 /// # Errors
 /// The first inconsistency found.
@@ -657,43 +681,120 @@ pub fn validate(page: &[u8]) -> Result<(), String> {
     let ty = page::page_type(page);
     match (ty, level(page)) {
         (Some(PageType::Leaf), 0) => {}
-        (Some(PageType::Inner), l) if l > 0 => {}
+        (Some(PageType::Inner), l) if l > 0 && l <= MAX_LEVEL => {}
         _ => return Err(format!("page type {:?} does not match level {}", ty, level(page))),
+    }
+    if flags(page) & !(LOW_INF | HIGH_INF | HAS_FOSTER) != 0 {
+        return Err(format!("unknown flags {:#x}", flags(page)));
     }
     let n = count(page);
     let heap = usize::from(get_u16(page, HEAP_START));
     if SLOTS + n * SLOT_SIZE > heap || heap > ps {
         return Err(format!("slot array of {n} slots overlaps heap start {heap}"));
     }
-    let in_heap = |off: usize, len: usize| off >= heap && off + len <= ps;
+    let leaf = is_leaf(page);
+    // Every heap item (fences, foster key, records): inside the heap, no two overlapping (each
+    // claims its bytes in a bitmap of the heap), and together with the garbage no more than the
+    // heap (compaction relies on it).
+    let mut bits = [0u64; page::MAX_PAGE_SIZE / 64];
+    let mut live = 0;
+    let mut claim = |what: &dyn Fn() -> String, off: usize, len: usize| -> Result<(), String> {
+        if off < heap || off + len > ps {
+            return Err(format!("{} outside the heap", what()));
+        }
+        if !claim_bytes(&mut bits, off - heap, len) {
+            return Err(format!("{} overlaps another heap item", what()));
+        }
+        live += len;
+        Ok(())
+    };
     for (field, flag) in [(LOW, LOW_INF), (HIGH, HIGH_INF)] {
         if flags(page) & flag == 0 {
             let (off, len) = (usize::from(get_u16(page, field)), usize::from(get_u16(page, field + 2)));
-            if !in_heap(off, len) {
-                return Err("fence key outside the heap".into());
-            }
+            claim(&|| format!("fence key of {len} bytes at {off}"), off, len)?;
         }
     }
     if has_foster(page) {
         let (off, len) = (usize::from(get_u16(page, FOSTER_KEY)), usize::from(get_u16(page, FOSTER_KEY + 2)));
-        if !in_heap(off, len) {
-            return Err("foster key outside the heap".into());
-        }
+        claim(&|| format!("foster key of {len} bytes at {off}"), off, len)?;
     }
-    let leaf = is_leaf(page);
     for i in 0..n {
         let (off, klen) = slot(page, i);
         let head = if leaf { 2 } else { 8 };
-        if !in_heap(off, head) {
+        if off < heap || off + head > ps {
             return Err(format!("record {i} outside the heap"));
         }
         let len = if leaf { head + klen + usize::from(get_u16(page, off)) } else { head + klen };
-        if !in_heap(off, len) {
-            return Err(format!("record {i} runs past the page end"));
-        }
+        claim(&|| format!("record {i}"), off, len)?;
+    }
+    let garbage = usize::from(get_u16(page, GARBAGE));
+    if live + garbage > ps - heap {
+        return Err(format!(
+            "{live} live and {garbage} garbage bytes exceed the heap of {} bytes",
+            ps - heap
+        ));
     }
     if !leaf && n == 0 {
         return Err("inner node without children".into());
+    }
+    // Fences, foster key and prefix (T1, T2, T10).
+    let (low, high) = (low_fence(page), high_fence(page));
+    if let (Some(l), Some(h)) = (low, high) {
+        if l >= h {
+            return Err("low fence not below the high fence".into());
+        }
+    }
+    let fk = foster_key(page);
+    if let Some(fk) = fk {
+        if low.is_some_and(|l| fk <= l) || high.is_some_and(|h| fk >= h) {
+            return Err("foster key not strictly between the fences".into());
+        }
+    }
+    let p = prefix_len(page);
+    if p > fence_prefix(low, high) {
+        return Err(format!("prefix length {p} longer than the fences share"));
+    }
+    // Keys: heads match, strictly increasing, inside [low, own high); an inner node's first key
+    // is its low fence.
+    let own_high = fk.or(high);
+    for i in 0..n {
+        let k = key(page, i);
+        if slot_head(page, i) != head_of(k, p) {
+            return Err(format!("slot {i}'s head does not match its key"));
+        }
+        if i > 0 && cmp_at(page, i - 1, k, Some(slot_head(page, i))) != Ordering::Less {
+            return Err(format!("keys {} and {i} out of order", i - 1));
+        }
+    }
+    if n > 0 {
+        let first = key(page, 0);
+        let first_ok = if leaf { low.is_none_or(|l| first >= l) } else { first == low.unwrap_or(b"") };
+        if !first_ok {
+            return Err("first key below the low fence (inner: not the low fence)".into());
+        }
+        if own_high.is_some_and(|h| key(page, n - 1) >= h) {
+            return Err("last key not below the node's upper bound".into());
+        }
+    }
+    // Child references: never the page itself, never one page twice.
+    let own = page::page_id(page);
+    let mut swips = Vec::new();
+    swip_offsets(page, &mut swips);
+    let mut raws: Vec<u64> = swips.iter().map(|&o| get_u64(page, o)).collect();
+    for &raw in &raws {
+        match Swip::from_raw(raw).map(Swip::target) {
+            None => return Err(format!("invalid child reference {raw:#x}")),
+            Some(swizzledb_buffer::SwipTarget::Page(id)) if id.get() == own => {
+                return Err("a child reference names the page itself".into());
+            }
+            Some(_) => {}
+        }
+    }
+    if raws.len() > 1 {
+        raws.sort_unstable();
+        if let Some(w) = raws.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("child reference {:#x} appears twice", w[0]));
+        }
     }
     Ok(())
 }
@@ -836,6 +937,80 @@ mod tests {
         for i in 0..40u8 {
             assert_eq!(value(&a, i as usize), &[i; 20]);
         }
+    }
+
+    /// T17: each structural rule is checked on its own (the page passes before each change).
+    #[test]
+    fn t17_validate_checks_order_ranges_prefix_overlap_and_children() {
+        let leaf = || {
+            let mut p = vec![0u8; 4096];
+            page::format(&mut p, PageId::new(3).unwrap(), PageType::Leaf, 0);
+            init(&mut p, 0, Some(b"user:0000"), Some(b"user:9999"));
+            for (i, k) in [b"user:1", b"user:2", b"user:3"].iter().enumerate() {
+                assert!(insert_leaf(&mut p, i, *k, b"value"));
+            }
+            assert_eq!(validate(&p), Ok(()));
+            p
+        };
+        let refused = |p: &[u8], what: &str| {
+            let e = validate(p).expect_err(what);
+            assert!(e.contains(what), "{e:?} lacks {what:?}");
+        };
+        // Keys out of order: swap two slots.
+        let mut p = leaf();
+        let s = SLOTS;
+        let tmp = p[s..s + SLOT_SIZE].to_vec();
+        p.copy_within(s + SLOT_SIZE..s + 2 * SLOT_SIZE, s);
+        p[s + SLOT_SIZE..s + 2 * SLOT_SIZE].copy_from_slice(&tmp);
+        refused(&p, "out of order");
+        // A head that does not match its key.
+        let mut p = leaf();
+        put_u64(&mut p, SLOTS + 4, 0);
+        refused(&p, "head");
+        // A prefix the fences do not share.
+        let mut p = leaf();
+        put_u16(&mut p, PREFIX, 6);
+        refused(&p, "prefix");
+        // A key outside the node's own range: a foster key below the last key.
+        let mut p = leaf();
+        assert!(set_foster(&mut p, b"user:2", Swip::page(PageId::new(9).unwrap())));
+        refused(&p, "upper bound");
+        // Overlapping records: record 1 claims record 0's bytes.
+        let mut p = leaf();
+        let s0 = p[SLOTS..SLOTS + 4].to_vec();
+        p[SLOTS + SLOT_SIZE..SLOTS + SLOT_SIZE + 4].copy_from_slice(&s0);
+        refused(&p, "overlaps");
+        // Garbage beyond the heap.
+        let mut p = leaf();
+        put_u16(&mut p, GARBAGE, 4000);
+        refused(&p, "garbage");
+        // A foster key at the high fence.
+        let mut p = leaf();
+        assert!(set_foster(&mut p, b"user:9999", Swip::page(PageId::new(9).unwrap())));
+        refused(&p, "foster key");
+        // A level no tree reaches; unknown flags.
+        let mut p = leaf();
+        page::set_type(&mut p, PageType::Inner, MAX_LEVEL + 1);
+        refused(&p, "level");
+        let mut p = leaf();
+        p[FLAGS] |= 0x80;
+        refused(&p, "flags");
+        // Children: the page itself, or one page twice.
+        let mut inner = fresh(1);
+        let s = |n| Swip::page(PageId::new(n).unwrap());
+        assert!(insert_inner(&mut inner, 0, b"", s(10)));
+        assert!(insert_inner(&mut inner, 1, b"m", s(11)));
+        assert_eq!(validate(&inner), Ok(()));
+        let mut p = inner.clone();
+        put_u64(&mut p, child_swip_off(&inner, 1), 3);
+        refused(&p, "itself");
+        let mut p = inner.clone();
+        put_u64(&mut p, child_swip_off(&inner, 1), 10);
+        refused(&p, "twice");
+        // An inner node whose first key is not its low fence.
+        let mut p = inner;
+        remove(&mut p, 0);
+        refused(&p, "low fence");
     }
 
     #[test]

@@ -842,6 +842,13 @@ impl BufferPool {
         if cd.root.load(Relaxed) {
             return;
         }
+        // B6 on a damaged file: a child that already has a swizzled holder (a page named by two
+        // swips) or that holds the parent (a reference back up the tree) stays a page id, so a
+        // second swizzled swip or a cycle of them (which eviction and the sweep would follow)
+        // never exists. The owner reports the damage; the pool only stays sound.
+        if cd.parent().is_some() || self.holds(child.frame, parent.frame) {
+            return;
+        }
         let pd = self.desc(parent.frame);
         let upgraded = match P::MODE {
             LatchMode::Exclusive => false,
@@ -868,6 +875,20 @@ impl BufferPool {
             pd.latch.downgrade();
         }
         self.count(|b| bump(&b.swizzles));
+    }
+
+    /// Whether `frame` is `of` or one of its swizzled ancestors (parent frames, B6). A chain
+    /// longer than any tree (B6 makes the parent links a forest) counts as holding.
+    fn holds(&self, frame: FrameId, of: FrameId) -> bool {
+        let mut at = Some(of);
+        for _ in 0..64 {
+            match at {
+                None => return false,
+                Some(f) if f == frame => return true,
+                Some(f) => at = self.desc(f).parent(),
+            }
+        }
+        true
     }
 
     /// Fixes a page by id through the page table, reading it on a miss (B3).
@@ -958,12 +979,22 @@ impl BufferPool {
         self.owner.check_page(page).map_err(|r| self.corrupted(pid, r))?;
         let mut offs = Vec::new();
         self.owner.swip_offsets(page, &mut offs);
+        if offs.is_empty() {
+            return Ok(());
+        }
+        let page_count = self.meta.lock().page_count;
         for off in offs {
             let raw = get_u64(page, off);
             if Swip::from_raw(raw).is_none_or(Swip::is_swizzled) || raw == 0 {
                 return Err(
                     self.corrupted(pid, format!("child reference {raw:#x} at {off} is not a page id"))
                 );
+            }
+            if raw >= page_count || raw == pid.get() {
+                return Err(self.corrupted(
+                    pid,
+                    format!("child reference to page {raw} at {off}: not another page of the {page_count} in the file"),
+                ));
             }
         }
         Ok(())

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use swizzledb_btree::log::redo;
+use swizzledb_btree::node;
 use swizzledb_buffer::page;
 use swizzledb_buffer::{Allocation, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
@@ -176,9 +177,12 @@ impl RedoPages<'_> {
     fn get(&mut self, id: PageId, lsn: Lsn) -> Result<&mut Vec<u8>> {
         if !self.pages.contains_key(&id) {
             let mut buf = vec![0u8; self.file.page_size()];
-            self.file.read_page(id, &mut buf).map_err(|e| {
+            let damaged = |e: String| {
                 corrupted(lsn, format!("redo needs page {id} from disk, and it is damaged ({e}) with no image in the log to replace it"))
-            })?;
+            };
+            self.file.read_page(id, &mut buf).map_err(|e| damaged(e.to_string()))?;
+            // R16: redo works only on a page that is a well-formed node (btree README T17).
+            node::validate(&buf).map_err(damaged)?;
             self.pages.insert(id, buf);
         }
         Ok(self.pages.get_mut(&id).expect("just inserted"))
@@ -187,6 +191,15 @@ impl RedoPages<'_> {
     fn install(&mut self, id: PageId, image: &[u8], lsn: Lsn) -> Result<()> {
         if image.len() != self.file.page_size() {
             return Err(corrupted(lsn, format!("an image of page {id} of {} bytes", image.len())));
+        }
+        // R16: an image is a node's disk form; a damaged one is refused before anything uses it.
+        node::validate(image)
+            .map_err(|e| corrupted(lsn, format!("the image of page {id} is damaged: {e}")))?;
+        if page::page_id(image) != id.get() {
+            return Err(corrupted(
+                lsn,
+                format!("the image of page {id} names page {}", page::page_id(image)),
+            ));
         }
         let mut p = image.to_vec();
         page::set_page_lsn(&mut p, lsn);
