@@ -1,4 +1,4 @@
-//! Scans, and the read gate that decides which records a read may return (T17).
+//! Scans, and the read gate that decides which records a read may return (T18).
 //!
 //! A scan copies the records of one leaf at a time out under its shared latch; the next leaf is
 //! found by a fresh descent from the root (no sibling links, T1). With a [`ReadGate`] that
@@ -21,7 +21,7 @@ use crate::error::{Result, TreeError};
 use crate::node;
 use crate::tree::Tree;
 
-/// Decides whether a read may return what a leaf holds for a key (T17). The engine implements
+/// Decides whether a read may return what a leaf holds for a key (T18). The engine implements
 /// it twice: outside a transaction it holds back records with uncommitted changes; in a
 /// transaction it takes the key's shared lock.
 pub trait ReadGate {
@@ -100,7 +100,7 @@ fn key_after(k: &[u8]) -> Vec<u8> {
 }
 
 impl Tree {
-    /// Records with keys in `range`, in key order, through this handle's read gate (T17).
+    /// Records with keys in `range`, in key order, through this handle's read gate (T18).
     pub fn range<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'t> {
         self.range_gated(start, end, self.own_gate())
     }
@@ -214,7 +214,7 @@ impl Tree {
         }
     }
 
-    /// Whether the leaves a scan read are as it read them (T17): same page LSN and record count.
+    /// Whether the leaves a scan read are as it read them (T18): same page LSN and record count.
     /// Every logged change of a page moves its LSN; the count covers a page emptied for freeing.
     fn unchanged(&self, seen: &[Seen]) -> Result<bool> {
         for s in seen {

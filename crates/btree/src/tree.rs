@@ -69,7 +69,7 @@ pub struct Tree {
     root_page: PageId,
     /// On a logged database, where `insert`, `upsert` and `delete` go instead (T14).
     auto_commit: Option<Arc<dyn AutoCommit>>,
-    /// What decides whether this handle's plain reads may return a record (T17); `None`: all.
+    /// What decides whether this handle's plain reads may return a record (T18); `None`: all.
     pub(crate) read_gate: Option<Arc<dyn ReadGate + Send + Sync>>,
 }
 
@@ -198,7 +198,7 @@ impl Tree {
         self
     }
 
-    /// This handle's plain reads (`get`, `get_with`, `range`, `range_rev`) pass `gate` (T17):
+    /// This handle's plain reads (`get`, `get_with`, `range`, `range_rev`) pass `gate` (T18):
     /// the engine gives a logged database's handles one that holds back uncommitted records.
     #[must_use]
     pub fn with_read_gate(mut self, gate: Arc<dyn ReadGate + Send + Sync>) -> Tree {
@@ -206,7 +206,7 @@ impl Tree {
         self
     }
 
-    /// The gate of this handle's plain reads (T17).
+    /// The gate of this handle's plain reads (T18).
     pub(crate) fn own_gate(&self) -> &(dyn ReadGate + '_) {
         match &self.read_gate {
             Some(g) => &**g,
@@ -432,7 +432,7 @@ impl Tree {
         self.get_gated(key, self.own_gate(), f)
     }
 
-    /// [`Tree::get_with`] through `gate` instead of the handle's own (T17): `f` runs, with the
+    /// [`Tree::get_with`] through `gate` instead of the handle's own (T18): `f` runs, with the
     /// leaf latched, once the gate lets `key` pass.
     ///
     /// # Errors

@@ -1,4 +1,4 @@
-//! T17: a gated scan whose gap spans two leaves reads again when the first leaf changed before
+//! T18: a gated scan whose gap spans two leaves reads again when the first leaf changed before
 //! the key closing the gap passed the gate. The gate itself is the pause point: when it is
 //! asked about the closing key (the second leaf latched, the first not), another thread inserts
 //! into the first leaf's end gap.

@@ -181,7 +181,7 @@ impl RedoPages<'_> {
                 corrupted(lsn, format!("redo needs page {id} from disk, and it is damaged ({e}) with no image in the log to replace it"))
             };
             self.file.read_page(id, &mut buf).map_err(|e| damaged(e.to_string()))?;
-            // R16: redo works only on a page that is a well-formed node (btree README T17).
+            // R9: redo works only on a page that is a well-formed node (btree README T17).
             node::validate(&buf).map_err(damaged)?;
             self.pages.insert(id, buf);
         }
