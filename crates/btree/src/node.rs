@@ -692,17 +692,31 @@ pub fn validate(page: &[u8]) -> Result<(), String> {
     if SLOTS + n * SLOT_SIZE > heap || heap > ps {
         return Err(format!("slot array of {n} slots overlaps heap start {heap}"));
     }
-    let leaf = is_leaf(page);
     // Every heap item (fences, foster key, records): inside the heap, no two overlapping (each
     // claims its bytes in a bitmap of the heap), and together with the garbage no more than the
     // heap (compaction relies on it).
-    let mut bits = [0u64; page::MAX_PAGE_SIZE / 64];
+    HEAP_BITS.with(|bits| validate_with(page, heap, &mut bits.borrow_mut()))
+}
+
+thread_local! {
+    /// The heap bitmap of [`validate`], kept per thread: clearing the words a page's heap needs
+    /// costs far less than zeroing one for the largest page on every call.
+    static HEAP_BITS: std::cell::RefCell<Vec<u64>> = std::cell::RefCell::new(vec![0; page::MAX_PAGE_SIZE / 64]);
+}
+
+/// [`validate`] past the slot-array check, with `bits` to claim heap bytes in.
+fn validate_with(page: &[u8], heap: usize, bits: &mut [u64]) -> Result<(), String> {
+    let ps = page.len();
+    let n = count(page);
+    let leaf = is_leaf(page);
+    let bits = &mut bits[..(ps - heap).div_ceil(64)];
+    bits.fill(0);
     let mut live = 0;
     let mut claim = |what: &dyn Fn() -> String, off: usize, len: usize| -> Result<(), String> {
         if off < heap || off + len > ps {
             return Err(format!("{} outside the heap", what()));
         }
-        if !claim_bytes(&mut bits, off - heap, len) {
+        if !claim_bytes(bits, off - heap, len) {
             return Err(format!("{} overlaps another heap item", what()));
         }
         live += len;
