@@ -190,6 +190,9 @@ pub struct Emulator {
     pub(super) buffer: Buffer,
     pub(super) partitions: Vec<Partition>,
     phase: AtomicU8,
+    /// Threads that have entered the measured phase; a timed phase starts its clock only once
+    /// all have, so a thread the scheduler has not run yet cannot miss the whole phase.
+    measuring: std::sync::atomic::AtomicUsize,
 }
 
 impl Emulator {
@@ -214,6 +217,7 @@ impl Emulator {
             buffer: Buffer::new(config.data_pages, c),
             partitions,
             phase: AtomicU8::new(WARMUP),
+            measuring: std::sync::atomic::AtomicUsize::new(0),
         };
         emulator.preload();
         Ok(emulator)
@@ -284,6 +288,7 @@ impl Emulator {
             snapshot
         };
         self.phase.store(WARMUP, Ordering::SeqCst);
+        self.measuring.store(0, Ordering::SeqCst);
         std::thread::scope(|s| {
             let early = warmup.is_none().then(measure);
             let workers: Vec<_> =
@@ -293,6 +298,15 @@ impl Emulator {
                 measure()
             });
             if let Stop::After(seconds) = stop {
+                // Every thread makes at least one measured access: it counts itself in, then
+                // accesses before it looks at the phase again.
+                // (Bounded: a thread that panicked never counts itself in; join reports it.)
+                let waiting = Instant::now();
+                while self.measuring.load(Ordering::SeqCst) < self.config.threads
+                    && waiting.elapsed() < Duration::from_secs(30)
+                {
+                    std::thread::yield_now();
+                }
                 std::thread::sleep(Duration::from_secs_f64(seconds.max(0.0)));
                 self.phase.store(STOP, Ordering::SeqCst);
             }
@@ -323,6 +337,7 @@ impl Emulator {
                 MEASURE if !measuring => {
                     measuring = true;
                     (accesses, hits) = (0, 0);
+                    self.measuring.fetch_add(1, Ordering::SeqCst);
                 }
                 _ => {}
             }
