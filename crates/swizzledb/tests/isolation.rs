@@ -419,7 +419,11 @@ fn k14_a_read_of_this_threads_own_uncommitted_change_fails_at_once() {
     assert!(scan.last().unwrap().is_err(), "the scan stops with the error");
     assert!(started.elapsed() < Duration::from_secs(2), "it did not wait");
     assert_eq!(t.get(&key(102)).unwrap().unwrap(), vec![b'c'; 100]);
-    assert_eq!(tx.get(&t, &key(100)).unwrap().as_deref(), Some(&b"mine"[..]), "the transaction sees its write");
+    assert_eq!(
+        tx.get(&t, &key(100)).unwrap().as_deref(),
+        Some(&b"mine"[..]),
+        "the transaction sees its write"
+    );
     tx.commit().unwrap();
     assert_eq!(t.get(&key(100)).unwrap().as_deref(), Some(&b"mine"[..]));
 }
