@@ -38,8 +38,8 @@ pub struct TpccArgs {
     /// Record-locking settings, comma-separated: on, off
     #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
     locking: Vec<bool>,
-    /// Buffer-pool size per database [default: twice the loaded records plus 16 MiB per
-    /// second measured, so that everything stays in memory]
+    /// Buffer-pool size per database [default: twice the loaded records plus 32 MiB per thread
+    /// and second measured, so that everything stays in memory]
     #[arg(long, value_parser = units::parse_size)]
     pool: Option<u64>,
     /// Replacement policy [default: the engine's, gclock]

@@ -39,18 +39,25 @@ pub struct BenchPlan {
     pub dir: PathBuf,
 }
 
-/// Growth a database is given room for per second measured: New-Orders add about 1 KiB each
-/// (an order, its index entry, ten lines); 16 MiB/s covers about 35,000 transactions per
-/// second.
-const GROWTH_PER_SECOND: u64 = 16 << 20;
+/// Room a database is given per second measured and per thread: a New-Order adds about 1 KiB
+/// of records (an order, its index entries, ten lines), and pages filled at their right end
+/// are split half full, so one thread at 30,000 transactions per second grows the file by
+/// about 25 MiB/s.
+const GROWTH_PER_THREAD_SECOND: u64 = 32 << 20;
 
 impl BenchPlan {
     /// A pool holding the loaded data twice over (pages are not full), plus the growth of every
     /// measurement the database will see.
     #[must_use]
     pub fn default_pool_bytes(&self) -> u64 {
-        let seconds = self.duration.as_secs_f64() * f64::from(self.repeat) * self.threads.len() as f64;
-        2 * self.config.record_bytes() + (seconds.ceil() as u64) * GROWTH_PER_SECOND + (64 << 20)
+        let thread_seconds: f64 = self
+            .threads
+            .iter()
+            .map(|&t| t as f64 * self.duration.as_secs_f64() * f64::from(self.repeat))
+            .sum();
+        2 * self.config.record_bytes()
+            + (thread_seconds.ceil() as u64) * GROWTH_PER_THREAD_SECOND
+            + (64 << 20)
     }
 
     /// The pool size used.
