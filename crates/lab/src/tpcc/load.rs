@@ -25,12 +25,12 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    fn insert(&mut self, tree: usize, key: Vec<u8>, value: Vec<u8>) -> Result<(), WorkloadError> {
+    fn insert(&mut self, tree: usize, key: &[u8], value: Vec<u8>) -> Result<(), WorkloadError> {
         self.add(tree, key, value, false)
     }
 
-    fn add(&mut self, tree: usize, key: Vec<u8>, value: Vec<u8>, replace: bool) -> Result<(), WorkloadError> {
-        self.pending.push((tree, key, value, replace));
+    fn add(&mut self, tree: usize, key: &[u8], value: Vec<u8>, replace: bool) -> Result<(), WorkloadError> {
+        self.pending.push((tree, key.to_vec(), value, replace));
         if self.pending.len() >= BATCH {
             self.flush()?;
         }
@@ -79,11 +79,11 @@ pub(super) fn load(tpcc: &Tpcc, db: &Database) -> Result<(), WorkloadError> {
             price: rng.range_i64(100, 10_000),
             data: rng.data50(),
         };
-        l.insert(t::ITEM, key([i_id]), item.encode())?;
+        l.insert(t::ITEM, &key([i_id]), item.encode())?;
     }
     for w_id in 1..=cfg.warehouses {
         let w = Warehouse { address: address(&mut rng), tax: rng.range_i64(0, 2000), ytd: 30_000_000 };
-        l.insert(t::WAREHOUSE, key([w_id]), w.encode())?;
+        l.insert(t::WAREHOUSE, &key([w_id]), w.encode())?;
     }
     l.flush()?;
     let threads =
@@ -129,7 +129,7 @@ fn load_warehouse(
             remote_cnt: 0,
             data: rng.data50(),
         };
-        l.insert(t::STOCK, key([w_id, i_id]), s.encode())?;
+        l.insert(t::STOCK, &key([w_id, i_id]), s.encode())?;
     }
     let now = 1;
     for d_id in 1..=DISTRICTS {
@@ -139,7 +139,7 @@ fn load_warehouse(
             ytd: 3_000_000,
             next_o_id: cfg.customers + 1,
         };
-        l.insert(t::DISTRICT, key([w_id, d_id]), d.encode())?;
+        l.insert(t::DISTRICT, &key([w_id, d_id]), d.encode())?;
         for c_id in 1..=cfg.customers {
             let last = if c_id <= 1000 {
                 last_name(c_id - 1)
@@ -169,11 +169,11 @@ fn load_warehouse(
             // Two customers may share first and last name: the index then keeps one of them.
             l.add(
                 t::CUSTOMER_NAME,
-                name_key(w_id, d_id, c.last.as_bytes(), c.first.as_bytes()),
+                &name_key(w_id, d_id, c.last.as_bytes(), c.first.as_bytes()),
                 CustomerName { c_id }.encode(),
                 true,
             )?;
-            l.insert(t::CUSTOMER, key([w_id, d_id, c_id]), c.encode())?;
+            l.insert(t::CUSTOMER, &key([w_id, d_id, c_id]), c.encode())?;
             let h = History {
                 c_id,
                 c_d_id: d_id,
@@ -184,7 +184,7 @@ fn load_warehouse(
                 amount: 1000,
                 data: rng.astring(12, 24),
             };
-            l.insert(t::HISTORY, key([stream, *sequence]), h.encode())?;
+            l.insert(t::HISTORY, &key([stream, *sequence]), h.encode())?;
             *sequence += 1;
         }
         // Orders: one per customer, in a random permutation of the customers.
@@ -204,8 +204,8 @@ fn load_warehouse(
                 ol_cnt: i64::from(count),
                 all_local: 1,
             };
-            l.insert(t::ORDER, key([w_id, d_id, o_id]), o.encode())?;
-            l.insert(t::ORDER_CUSTOMER, key([w_id, d_id, c_id, o_id]), Vec::new())?;
+            l.insert(t::ORDER, &key([w_id, d_id, o_id]), o.encode())?;
+            l.insert(t::ORDER_CUSTOMER, &key([w_id, d_id, c_id, o_id]), Vec::new())?;
             for n in 1..=count {
                 let line = OrderLine {
                     i_id: rng.urand(1, cfg.items),
@@ -215,10 +215,10 @@ fn load_warehouse(
                     amount: if done { 0 } else { rng.range_i64(1, 999_999) },
                     dist_info: rng.astring(24, 24),
                 };
-                l.insert(t::ORDER_LINE, key([w_id, d_id, o_id, n]), line.encode())?;
+                l.insert(t::ORDER_LINE, &key([w_id, d_id, o_id, n]), line.encode())?;
             }
             if !done {
-                l.insert(t::NEW_ORDER, key([w_id, d_id, o_id]), Vec::new())?;
+                l.insert(t::NEW_ORDER, &key([w_id, d_id, o_id]), Vec::new())?;
             }
         }
     }

@@ -28,12 +28,34 @@ pub const TREES: [&str; 11] = [
     "tpcc-stock",
 ];
 
-/// Builds a key from 4-byte big-endian parts.
+/// A key of up to four 4-byte parts, built on the stack (the transactions build several per
+/// record they touch).
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key {
+    len: u8,
+    bytes: [u8; 16],
+}
+
+impl std::ops::Deref for Key {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&show_key(self))
+    }
+}
+
+/// Builds a key from up to four 4-byte big-endian parts.
 #[must_use]
-pub fn key<const N: usize>(parts: [u32; N]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(N * 4);
-    for p in parts {
-        k.extend_from_slice(&p.to_be_bytes());
+pub fn key<const N: usize>(parts: [u32; N]) -> Key {
+    const { assert!(N <= 4, "keys have at most four parts") };
+    let mut k = Key { len: (N * 4) as u8, bytes: [0; 16] };
+    for (i, p) in parts.iter().enumerate() {
+        k.bytes[i * 4..i * 4 + 4].copy_from_slice(&p.to_be_bytes());
     }
     k
 }
@@ -63,7 +85,7 @@ pub fn show_key(key: &[u8]) -> String {
 /// Key of the customer-name index: `(w, d, last\0, first\0)`.
 #[must_use]
 pub fn name_key(w: u32, d: u32, last: &[u8], first: &[u8]) -> Vec<u8> {
-    let mut k = key([w, d]);
+    let mut k = key([w, d]).to_vec();
     k.extend_from_slice(last);
     k.push(0);
     k.extend_from_slice(first);
@@ -74,7 +96,7 @@ pub fn name_key(w: u32, d: u32, last: &[u8], first: &[u8]) -> Vec<u8> {
 /// The range of the name index holding every customer `(w, d)` named `last`: `[from, to)`.
 #[must_use]
 pub fn name_range(w: u32, d: u32, last: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let mut from = key([w, d]);
+    let mut from = key([w, d]).to_vec();
     from.extend_from_slice(last);
     let mut to = from.clone();
     from.push(0);
@@ -611,8 +633,9 @@ mod tests {
 
     #[test]
     fn key_order_is_byte_order() {
-        assert!(key([1, 2, 300]) < key([1, 3, 0]));
-        assert!(key([1, 255]) < key([1, 256]));
+        assert!(*key([1, 2, 300]) < *key([1, 3, 0]));
+        assert!(*key([1, 255]) < *key([1, 256]));
+        assert!(*key([1]) < *key([1, 0]));
         assert!(name_key(1, 1, b"BAR", b"ZZ") < name_key(1, 1, b"BARA", b"AA"));
         let (from, to) = name_range(1, 1, b"BAR");
         let k = name_key(1, 1, b"BAR", b"Q7");
