@@ -2,6 +2,7 @@
 //!
 //! - `swizzledb demo` — the Graefe et al. Fig. 10/11 experiment at small scale (about a minute).
 //! - `swizzledb bench lookup` — random verified lookups with every knob exposed, optionally swept.
+//! - `swizzledb bench tpcc` — TPC-C per buffer mode, logging and locking (`swizzledb_lab::tpcc`).
 //! - `swizzledb bench emulator` — the BP-Wrapper paper's buffer emulator: replacement-lock
 //!   contention of locked, partitioned, batched and CLOCK buffers (Ding et al. 2015, Figs. 11-13).
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
@@ -27,6 +28,7 @@ mod plot;
 mod policies;
 mod report;
 mod rndread;
+mod tpcc;
 mod trace;
 mod units;
 mod walbench;
@@ -105,6 +107,10 @@ enum Workload {
     /// What record locks with next-key locking cost (LOCKS.md K14-K16): point transactions,
     /// scan-heavy transactions and reads outside a transaction, locking on against off
     Isolation(isolation::IsolationArgs),
+    /// TPC-C (five transactions, standard mix, no think time; vmcache's schema and key layout):
+    /// throughput per buffer mode, logging and locking setting and thread count, consistency
+    /// conditions 1-4 checked after the run
+    Tpcc(tpcc::TpccArgs),
 }
 
 #[derive(Subcommand)]
@@ -385,6 +391,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Bench { workload: Workload::Emulator(args) } => emulator::run(&args),
         Command::Bench { workload: Workload::Wal(args) } => walbench::run(&args),
         Command::Bench { workload: Workload::Isolation(args) } => isolation::run(&args),
+        Command::Bench { workload: Workload::Tpcc(args) } => tpcc::run(&args),
         Command::Experiment { which: Experiment::Fig13(args) } => bench_drift("graefe-fig13", &args),
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
         Command::Experiment { which: Experiment::Fix(args) } => fix_cost(&args),

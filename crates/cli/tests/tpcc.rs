@@ -1,0 +1,79 @@
+//! `bench tpcc` end to end: one warehouse, a short run, a CSV row per measurement; bad input
+//! exits with 2 and writes nothing.
+
+use std::process::Command;
+
+mod common;
+
+use common::{assert_usage_errors, Scratch, BIN};
+
+#[test]
+fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
+    let scratch = Scratch::new("tpcc");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "tpcc",
+            "--warehouses",
+            "1",
+            "--threads",
+            "1,2",
+            "--duration",
+            "0.2",
+            "--repeat",
+            "1",
+        ])
+        .args(["--modes", "swizzling", "--logging", "off", "--locking", "on,off"])
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("new-order/s") && stdout.contains("conditions 1-4 hold"), "{stdout}");
+    let text = std::fs::read_to_string(out.join("tpcc.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 2 locking settings x 2 thread counts x 1 repetition.
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{r:?}");
+        assert_eq!(r[col("experiment")], "tpcc");
+        let tx: f64 = r[col("tx_per_sec")].parse().unwrap();
+        let new_orders: u64 = r[col("new_order")].parse().unwrap();
+        let total: u64 = r[col("transactions")].parse().unwrap();
+        assert!(tx > 0.0 && new_orders > 0 && new_orders < total, "{r:?}");
+    }
+    let left: Vec<String> = std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "out")
+        .collect();
+    assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+}
+
+#[test]
+fn bench_tpcc_bad_input_exits_2_and_writes_nothing() {
+    let scratch = Scratch::new("tpcc-bad");
+    let out = scratch.0.join("out");
+    let out_arg = out.to_str().unwrap();
+    let bads: [&[&str]; 6] = [
+        &["--warehouses", "0", "--out", out_arg],
+        &["--pool", "1MiB", "--out", out_arg],
+        &["--pool", "64MiB", "--modes", "main-memory", "--out", out_arg],
+        &["--modes", "paged", "--out", out_arg],
+        &["--logging", "maybe", "--out", out_arg],
+        &["--threads", "0", "--out", out_arg],
+    ];
+    assert_usage_errors(&["bench", "tpcc"], &bads, &scratch.0);
+    assert!(!out.exists(), "bad input created --out");
+    let o = Command::new(BIN).args(["bench", "tpcc", "--pool", "1MiB"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--pool"), "{stderr}");
+}

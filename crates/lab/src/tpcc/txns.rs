@@ -1,0 +1,288 @@
+//! The five transactions (clause 2). Each draws its inputs first, then runs its body through
+//! [`transact`], so a retried body sees the same inputs. Each returns whether it committed (not
+//! rolled back) and how many attempts it took.
+
+use std::ops::Bound::{Excluded, Included};
+use swizzledb::{Database, Transaction};
+
+use super::random::{last_name, C_ID, C_LAST_RUN, OL_I_ID};
+use super::schema::{
+    key, key_part, name_range, Customer, CustomerName, District, History, Item, Order, OrderLine, Record,
+    Stock, Text, Warehouse,
+};
+use super::{get, missing, t, transact, Abort, Tables, Tpcc, TpccWorker, DISTRICTS};
+use crate::workload::WorkloadError;
+
+type Done = Result<(bool, u32), WorkloadError>;
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_secs() as i64)
+}
+
+/// A customer chosen by id, or by last name (clause 2.5.2.2: the middle one of those with the
+/// name, sorted by first name).
+#[derive(Clone, Copy)]
+enum Who {
+    Id(u32),
+    Name(Text<16>),
+}
+
+impl Tpcc {
+    fn home(&self, w: &mut TpccWorker) -> u32 {
+        w.rng.urand(1, self.config.warehouses)
+    }
+
+    fn customer_id(&self, w: &mut TpccWorker) -> u32 {
+        w.rng.nurand(1023, 1, self.config.customers, C_ID)
+    }
+
+    fn who(&self, w: &mut TpccWorker) -> Who {
+        if w.rng.percent(60) {
+            Who::Name(last_name(w.rng.nurand(255, 0, self.config.max_name(), C_LAST_RUN)))
+        } else {
+            Who::Id(self.customer_id(w))
+        }
+    }
+
+    /// New-Order (clause 2.4).
+    pub(super) fn new_order(&self, db: &Database, w: &mut TpccWorker) -> Done {
+        let cfg = &self.config;
+        let w_id = self.home(w);
+        let d_id = w.rng.urand(1, DISTRICTS);
+        let c_id = self.customer_id(w);
+        let count = w.rng.urand(5, 15);
+        let rollback = w.rng.percent(1);
+        // (supply warehouse, item, quantity) per line.
+        let lines: Vec<(u32, u32, i64)> = (1..=count)
+            .map(|n| {
+                let supply = if cfg.remote && cfg.warehouses > 1 && w.rng.percent(1) {
+                    w.rng.urand_except(1, cfg.warehouses, w_id)
+                } else {
+                    w_id
+                };
+                let item = if rollback && n == count {
+                    cfg.items + 1
+                } else {
+                    w.rng.nurand(8191, 1, cfg.items, OL_I_ID)
+                };
+                (supply, item, i64::from(w.rng.urand(1, 10)))
+            })
+            .collect();
+        let all_local = i64::from(lines.iter().all(|l| l.0 == w_id));
+        let (latch, tables, entry_d) = (w.latch, &w.tables, now());
+        let (done, attempts) = transact(db, |tx| {
+            let tb = |i| tables.tree(i);
+            let mut prices = Vec::with_capacity(lines.len());
+            for &(_, item, _) in &lines {
+                match tx.get(tb(t::ITEM), &key([item]))? {
+                    Some(v) => prices.push(Item::decode(&v)?.price),
+                    None if item > cfg.items => return Err(Abort::Rollback),
+                    None => return Err(missing(Item::TABLE, &key([item])).into()),
+                }
+            }
+            let w_tax = get::<Warehouse>(tx, tb(t::WAREHOUSE), &key([w_id]))?.tax;
+            let discount = get::<Customer>(tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]))?.discount;
+            let (o_id, d_tax) =
+                self.update(latch, tx, tb(t::DISTRICT), &key([w_id, d_id]), |d: &mut District| {
+                    d.next_o_id += 1;
+                    (d.next_o_id - 1, d.tax)
+                })?;
+            let order = Order { c_id, entry_d, carrier_id: 0, ol_cnt: lines.len() as i64, all_local };
+            tx.insert(tb(t::ORDER), &key([w_id, d_id, o_id]), &order.encode())?;
+            tx.insert(tb(t::ORDER_CUSTOMER), &key([w_id, d_id, c_id, o_id]), &[])?;
+            for (n, (&(supply, item, qty), price)) in lines.iter().zip(prices).enumerate() {
+                let dist_info =
+                    self.update(latch, tx, tb(t::STOCK), &key([supply, item]), |s: &mut Stock| {
+                        s.quantity =
+                            if s.quantity >= qty + 10 { s.quantity - qty } else { s.quantity + 91 - qty };
+                        s.ytd += qty;
+                        s.order_cnt += 1;
+                        s.remote_cnt += i64::from(supply != w_id);
+                        s.dist[(d_id - 1) as usize]
+                    })?;
+                // qty * price * (1 + w_tax + d_tax) * (1 - discount), rates in 1/10000.
+                let amount = qty * price * (10_000 + w_tax + d_tax) * (10_000 - discount) / 100_000_000;
+                let line = OrderLine {
+                    i_id: item,
+                    supply_w_id: supply,
+                    delivery_d: 0,
+                    quantity: qty,
+                    amount,
+                    dist_info,
+                };
+                tx.insert(tb(t::ORDER_LINE), &key([w_id, d_id, o_id, n as u32 + 1]), &line.encode())?;
+            }
+            tx.insert(tb(t::NEW_ORDER), &key([w_id, d_id, o_id]), &[])?;
+            Ok(())
+        })?;
+        Ok((done.is_some(), attempts))
+    }
+
+    /// Payment (clause 2.5).
+    pub(super) fn payment(&self, db: &Database, w: &mut TpccWorker) -> Done {
+        let cfg = &self.config;
+        let w_id = self.home(w);
+        let d_id = w.rng.urand(1, DISTRICTS);
+        let (c_w_id, c_d_id) = if cfg.remote && cfg.warehouses > 1 && w.rng.percent(15) {
+            (w.rng.urand_except(1, cfg.warehouses, w_id), w.rng.urand(1, DISTRICTS))
+        } else {
+            (w_id, d_id)
+        };
+        let who = self.who(w);
+        let amount = w.rng.range_i64(100, 500_000);
+        let history_key = key([w.stream, w.sequence]);
+        let (latch, tables, date) = (w.latch, &w.tables, now());
+        let (_, attempts) = transact(db, |tx| {
+            let tb = |i| tables.tree(i);
+            let w_name = self.update(latch, tx, tb(t::WAREHOUSE), &key([w_id]), |r: &mut Warehouse| {
+                r.ytd += amount;
+                r.address.name
+            })?;
+            let d_name =
+                self.update(latch, tx, tb(t::DISTRICT), &key([w_id, d_id]), |r: &mut District| {
+                    r.ytd += amount;
+                    r.address.name
+                })?;
+            let c_id = find_customer(tx, tables, c_w_id, c_d_id, who)?;
+            self.update(latch, tx, tb(t::CUSTOMER), &key([c_w_id, c_d_id, c_id]), |c: &mut Customer| {
+                c.balance -= amount;
+                c.ytd_payment += amount;
+                c.payment_cnt += 1;
+                if c.credit.as_bytes() == b"BC" {
+                    let mut data = format!("| {c_id} {c_d_id} {c_w_id} {d_id} {w_id} {amount} ").into_bytes();
+                    data.extend_from_slice(c.data.as_bytes());
+                    c.data = Text::new(&data);
+                }
+            })?;
+            let mut h_data = w_name.as_bytes().to_vec();
+            h_data.extend_from_slice(b"    ");
+            h_data.extend_from_slice(d_name.as_bytes());
+            let h = History { c_id, c_d_id, c_w_id, d_id, w_id, date, amount, data: Text::new(&h_data) };
+            tx.insert(tb(t::HISTORY), &history_key, &h.encode())?;
+            Ok(())
+        })?;
+        w.sequence += 1;
+        Ok((true, attempts))
+    }
+
+    /// Order-Status (clause 2.6).
+    pub(super) fn order_status(&self, db: &Database, w: &mut TpccWorker) -> Done {
+        let w_id = self.home(w);
+        let d_id = w.rng.urand(1, DISTRICTS);
+        let who = self.who(w);
+        let tables = &w.tables;
+        let (_, attempts) = transact(db, |tx| {
+            let tb = |i| tables.tree(i);
+            let c_id = find_customer(tx, tables, w_id, d_id, who)?;
+            let _customer: Customer = get(tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]))?;
+            let (from, to) = (key([w_id, d_id, c_id, 0]), key([w_id, d_id, c_id, u32::MAX]));
+            let newest =
+                tx.range_rev(tb(t::ORDER_CUSTOMER), Included(&from), Included(&to)).next().transpose()?;
+            let Some((k, _)) = newest else { return Ok(()) };
+            let o_id = key_part(&k, 3);
+            let _order: Order = get(tx, tb(t::ORDER), &key([w_id, d_id, o_id]))?;
+            let (from, to) = (key([w_id, d_id, o_id, 0]), key([w_id, d_id, o_id + 1, 0]));
+            for r in tx.range(tb(t::ORDER_LINE), Included(&from), Excluded(&to)) {
+                let (_, v) = r?;
+                OrderLine::decode(&v)?;
+            }
+            Ok(())
+        })?;
+        Ok((true, attempts))
+    }
+
+    /// Delivery (clause 2.7), all ten districts in one transaction.
+    pub(super) fn delivery(&self, db: &Database, w: &mut TpccWorker) -> Done {
+        let w_id = self.home(w);
+        let carrier = w.rng.urand(1, 10);
+        let (latch, tables, date) = (w.latch, &w.tables, now());
+        let (_, attempts) = transact(db, |tx| {
+            let tb = |i| tables.tree(i);
+            for d_id in 1..=DISTRICTS {
+                let (from, to) = (key([w_id, d_id, 0]), key([w_id, d_id + 1, 0]));
+                let oldest = tx.range(tb(t::NEW_ORDER), Included(&from), Excluded(&to)).next().transpose()?;
+                let Some((no_key, _)) = oldest else { continue };
+                // Claim it; with locking off another Delivery may have been first.
+                if !tx.delete(tb(t::NEW_ORDER), &no_key)? {
+                    continue;
+                }
+                let o_id = key_part(&no_key, 2);
+                let (c_id, count) = self.update(latch, tx, tb(t::ORDER), &no_key, |o: &mut Order| {
+                    o.carrier_id = carrier;
+                    (o.c_id, o.ol_cnt)
+                })?;
+                let mut total = 0;
+                for n in 1..=count as u32 {
+                    total += self.update(
+                        latch,
+                        tx,
+                        tb(t::ORDER_LINE),
+                        &key([w_id, d_id, o_id, n]),
+                        |l: &mut OrderLine| {
+                            l.delivery_d = date;
+                            l.amount
+                        },
+                    )?;
+                }
+                self.update(latch, tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), |c: &mut Customer| {
+                    c.balance += total;
+                    c.delivery_cnt += 1;
+                })?;
+            }
+            Ok(())
+        })?;
+        Ok((true, attempts))
+    }
+
+    /// Stock-Level (clause 2.8): distinct items of the district's last 20 orders whose stock is
+    /// below a threshold.
+    pub(super) fn stock_level(&self, db: &Database, w: &mut TpccWorker) -> Done {
+        let w_id = self.home(w);
+        let d_id = w.rng.urand(1, DISTRICTS);
+        let threshold = i64::from(w.rng.urand(10, 20));
+        let tables = &w.tables;
+        let (_, attempts) = transact(db, |tx| {
+            let tb = |i| tables.tree(i);
+            let next = get::<District>(tx, tb(t::DISTRICT), &key([w_id, d_id]))?.next_o_id;
+            let (from, to) = (key([w_id, d_id, next.saturating_sub(20), 0]), key([w_id, d_id, next, 0]));
+            let mut items = Vec::with_capacity(300);
+            for r in tx.range(tb(t::ORDER_LINE), Included(&from), Excluded(&to)) {
+                let (_, v) = r?;
+                items.push(OrderLine::decode(&v)?.i_id);
+            }
+            items.sort_unstable();
+            items.dedup();
+            let mut low = 0u32;
+            for i_id in items {
+                let s: Stock = get(tx, tb(t::STOCK), &key([w_id, i_id]))?;
+                low += u32::from(s.quantity < threshold);
+            }
+            Ok(low)
+        })?;
+        Ok((true, attempts))
+    }
+}
+
+/// The customer's id: given, or the middle one of those with the last name.
+fn find_customer(
+    tx: &Transaction<'_>,
+    tables: &Tables,
+    w_id: u32,
+    d_id: u32,
+    who: Who,
+) -> Result<u32, Abort> {
+    let name = match who {
+        Who::Id(id) => return Ok(id),
+        Who::Name(name) => name,
+    };
+    let (from, to) = name_range(w_id, d_id, name.as_bytes());
+    let mut ids = Vec::with_capacity(8);
+    for r in tx.range(tables.tree(t::CUSTOMER_NAME), Included(&from), Excluded(&to)) {
+        let (_, v) = r?;
+        ids.push(CustomerName::decode(&v)?.c_id);
+    }
+    if ids.is_empty() {
+        return Err(missing(CustomerName::TABLE, &from).into());
+    }
+    Ok(ids[ids.len().div_ceil(2) - 1])
+}

@@ -1,0 +1,117 @@
+//! TPC-C at test scale: after a run of the five transactions on two threads the consistency
+//! conditions 1–4 (clause 3.3.2) hold, in swizzling and traditional mode, with logging and
+//! locking both on and both off; and a damaged database fails them.
+
+use std::path::Path;
+use swizzledb::{Database, PoolMode};
+use swizzledb_lab::harness::{self, Until};
+use swizzledb_lab::tpcc::schema::{key, District, Record, Warehouse};
+use swizzledb_lab::tpcc::{Tpcc, TpccConfig, KINDS};
+use swizzledb_lab::{Workload, WorkloadError};
+
+fn open(path: &Path, mode: PoolMode, on: bool) -> Database {
+    Database::builder()
+        .mode(mode)
+        .pool_bytes(64 << 20)
+        .logging(on)
+        .locking(on)
+        .commit_mode(swizzledb::CommitMode::Async)
+        .create(path)
+        .unwrap()
+}
+
+/// Loads two warehouses, runs 1500 transactions on each of two threads, verifies.
+fn run_and_verify(mode: PoolMode, on: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("tpcc.swz"), mode, on);
+    let tpcc = Tpcc::new(TpccConfig::tiny(2)).unwrap();
+    tpcc.load(&db).unwrap();
+    tpcc.verify(&db).unwrap();
+    let m = harness::run(&tpcc, &db, 2, Until::Operations(1500)).unwrap();
+    assert_eq!(m.operations(), 3000);
+    // Every kind ran (4% of 3000 is 120 expected for the rarest).
+    for (k, c) in KINDS.iter().zip(&m.kinds) {
+        assert!(c.done > 30, "{k}: {c:?}");
+    }
+    // About 1% of New-Orders roll back.
+    assert!(m.rolled_back() > 0 && m.rolled_back() < m.kinds[0].done / 20, "{m:?}");
+    tpcc.verify(&db).unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn consistent_after_run_swizzling_logging_and_locking_on() {
+    run_and_verify(PoolMode::Swizzling, true);
+}
+
+#[test]
+fn consistent_after_run_swizzling_logging_and_locking_off() {
+    run_and_verify(PoolMode::Swizzling, false);
+}
+
+#[test]
+fn consistent_after_run_traditional_logging_and_locking_on() {
+    run_and_verify(PoolMode::Traditional, true);
+}
+
+#[test]
+fn consistent_after_run_traditional_logging_and_locking_off() {
+    run_and_verify(PoolMode::Traditional, false);
+}
+
+fn condition(e: WorkloadError) -> &'static str {
+    match e {
+        WorkloadError::Inconsistent { condition, .. } => condition,
+        other => panic!("expected an inconsistency, got {other}"),
+    }
+}
+
+/// Each condition catches its own kind of damage.
+#[test]
+fn damaged_database_fails_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("tpcc.swz"), PoolMode::Swizzling, false);
+    let tpcc = Tpcc::new(TpccConfig::tiny(1)).unwrap();
+    tpcc.load(&db).unwrap();
+    harness::run(&tpcc, &db, 1, Until::Operations(300)).unwrap();
+    tpcc.verify(&db).unwrap();
+
+    // 1: a payment to the warehouse that missed its district.
+    let warehouses = db.tree("tpcc-warehouse").unwrap();
+    let before = warehouses.get(&key([1])).unwrap().unwrap();
+    let mut w = Warehouse::decode(&before).unwrap();
+    w.ytd += 1;
+    warehouses.upsert(&key([1]), &w.encode()).unwrap();
+    assert_eq!(condition(tpcc.verify(&db).unwrap_err()), "3.3.2.1");
+    warehouses.upsert(&key([1]), &before).unwrap();
+
+    // 2: a district whose order counter ran ahead of its orders.
+    let districts = db.tree("tpcc-district").unwrap();
+    let before = districts.get(&key([1, 3])).unwrap().unwrap();
+    let mut d = District::decode(&before).unwrap();
+    d.next_o_id += 1;
+    districts.upsert(&key([1, 3]), &d.encode()).unwrap();
+    assert_eq!(condition(tpcc.verify(&db).unwrap_err()), "3.3.2.2");
+    districts.upsert(&key([1, 3]), &before).unwrap();
+
+    // 3: a hole in the new-order queue (its oldest entries stay; one in the middle goes).
+    let new_orders = db.tree("tpcc-new-order").unwrap();
+    let next = d.next_o_id - 1; // the counter before the damage
+    let hole = key([1, 3, next - 5]);
+    assert!(new_orders.delete(&hole).unwrap());
+    assert_eq!(condition(tpcc.verify(&db).unwrap_err()), "3.3.2.3");
+    new_orders.insert(&hole, &[]).unwrap();
+
+    // 4: an order line lost.
+    let lines = db.tree("tpcc-order-line").unwrap();
+    assert!(lines.delete(&key([1, 7, 10, 1])).unwrap());
+    assert_eq!(condition(tpcc.verify(&db).unwrap_err()), "3.3.2.4");
+    db.close().unwrap();
+}
+
+#[test]
+fn bad_scale_is_refused() {
+    for config in [TpccConfig::tiny(0), TpccConfig { customers: 3, ..TpccConfig::tiny(1) }] {
+        assert!(matches!(Tpcc::new(config), Err(WorkloadError::Config(_))));
+    }
+}
