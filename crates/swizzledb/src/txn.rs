@@ -49,6 +49,17 @@ impl<'db> Transaction<'db> {
         Ok(tree.get_gated(key, &NoGate, |v| v.map(<[u8]>::to_vec))?)
     }
 
+    /// Calls `f` with the value stored under `key` in `tree` (or `None`), read under the key's
+    /// shared lock as [`Transaction::get`] does, while the leaf is latched: no copy of the value.
+    /// `f` must not call into the database.
+    ///
+    /// # Errors
+    /// A refused lock ([`Error::Lock`]), I/O errors or corruption.
+    pub fn get_with<R>(&self, tree: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        self.db.lock(self.id(), tree, key, LockMode::Shared)?;
+        Ok(tree.get_gated(key, &NoGate, f)?)
+    }
+
     /// The records of `tree` with keys in the range, in key order. Every key returned, and the
     /// key closing the range (the first one past its end, or the end of the tree), is locked
     /// shared until the transaction ends (next-key locking, K16): reading the range again in

@@ -252,8 +252,8 @@ impl From<WorkloadError> for Abort {
 
 /// Reads a record that must exist.
 pub(crate) fn get<R: Record>(tx: &Transaction<'_>, tree: &Tree, key: &[u8]) -> Result<R, Abort> {
-    match tx.get(tree, key)? {
-        Some(v) => Ok(R::decode(&v)?),
+    match tx.get_with(tree, key, |v| v.map(R::decode))? {
+        Some(r) => Ok(r?),
         None => Err(missing(R::TABLE, key).into()),
     }
 }

@@ -74,8 +74,8 @@ impl Tpcc {
             let tb = |i| tables.tree(i);
             let mut prices = Vec::with_capacity(lines.len());
             for &(_, item, _) in &lines {
-                match tx.get(tb(t::ITEM), &key([item]))? {
-                    Some(v) => prices.push(Item::decode(&v)?.price),
+                match tx.get_with(tb(t::ITEM), &key([item]), |v| v.map(Item::decode))? {
+                    Some(r) => prices.push(r?.price),
                     None if item > cfg.items => return Err(Abort::Rollback),
                     None => return Err(missing(Item::TABLE, &key([item])).into()),
                 }
