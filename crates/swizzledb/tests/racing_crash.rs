@@ -186,7 +186,10 @@ fn run(seed: u64) -> (u64, u64, u64) {
         std::thread::sleep(run_for);
         let checkpoints = db.checkpoint_counts().0;
         let rounds = db.cleaner_stats().map_or(0, |c| c.rounds);
-        fs.crash(crash);
+        // Power stays off while the dead instance's threads wind down: none of them may touch
+        // the files that survived (a checkpoint finishing after the crash used to remove a log
+        // segment the surviving master record still needs).
+        fs.power_off(crash);
         stop.store(true, Ordering::Relaxed);
         checkpointer.join().unwrap();
         let writers: Vec<Writer> = handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -194,6 +197,7 @@ fn run(seed: u64) -> (u64, u64, u64) {
     });
     drop(tree);
     drop(db);
+    fs.power_on();
 
     let context = format!("seed {seed} ({mode}, {crash:?}, {run_for:?})");
     let db = builder.open(path).unwrap_or_else(|e| panic!("{context}: restart failed: {e}"));

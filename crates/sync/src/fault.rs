@@ -179,6 +179,8 @@ struct State {
     dirs: BTreeSet<PathBuf>,
     rules: Vec<Armed>,
     calls: HashMap<CallKey, u64>,
+    /// Between `power_off` and `power_on`: every call fails with `EIO` (V6).
+    down: bool,
 }
 
 fn matches(filter: Option<&str>, path: &Path, other: Option<&Path>) -> bool {
@@ -235,11 +237,15 @@ impl State {
             dirs: [PathBuf::new(), PathBuf::from("/")].into_iter().collect(),
             rules: Vec::new(),
             calls: HashMap::new(),
+            down: false,
         }
     }
 
     /// Counts the call and returns the fault it must fail with, if an armed rule says so (V7).
     fn check(&mut self, op: Op, path: &Path, other: Option<&Path>) -> Option<Fault> {
+        if self.down {
+            return Some(Fault::Eio);
+        }
         *self.calls.entry((op, path.to_path_buf(), other.map(Path::to_path_buf))).or_insert(0) += 1;
         let mut fault = None;
         self.rules.retain_mut(|armed| {
@@ -347,6 +353,22 @@ impl FaultFs {
     /// fails every later call with `EIO`.
     pub fn crash(&self, how: CrashMode) {
         self.lock().crash(how);
+    }
+
+    /// A power loss that keeps the power off (V6): [`FaultFs::crash`], and then every call —
+    /// by handle or by path, from any thread — fails with `EIO` until [`FaultFs::power_on`]. So
+    /// threads of the dead engine instance that are still running (a checkpointer, a cleaner,
+    /// the drop of the database) cannot remove, rename or create files in the state that
+    /// survived, which no real process could do after a power loss.
+    pub fn power_off(&self, how: CrashMode) {
+        let mut st = self.lock();
+        st.crash(how);
+        st.down = true;
+    }
+
+    /// Ends [`FaultFs::power_off`]: calls work again (handles opened before it stay dead).
+    pub fn power_on(&self) {
+        self.lock().down = false;
     }
 
     /// Arms a fault rule (V7). Rules stay armed until they fire (or forever if repeating) or
@@ -463,6 +485,9 @@ impl Vfs for FaultFs {
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut st = self.lock();
+        if st.down {
+            return Err(errno(libc::EIO));
+        }
         for d in dir.ancestors() {
             if st.names.contains_key(d) {
                 return Err(io::ErrorKind::AlreadyExists.into());
@@ -1023,5 +1048,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn v6_power_off_refuses_calls_by_path_until_power_on() {
+        let fs = FaultFs::new();
+        fs.create_dir_all(&p("/d")).unwrap();
+        let f = fs.open(&p("/d/a"), OpenMode::CREATE_NEW).unwrap();
+        fs.sync_dir(&p("/d")).unwrap();
+        f.write_all_at(b"x", 0).unwrap();
+        f.sync().unwrap();
+        fs.power_off(CrashMode::DropUnsynced);
+        // A dead instance's thread cannot remove, rename, create or sync by path.
+        assert_eq!(raw(&fs.remove(&p("/d/a")).unwrap_err()), Some(libc::EIO));
+        assert_eq!(raw(&fs.rename(&p("/d/a"), &p("/d/b")).unwrap_err()), Some(libc::EIO));
+        assert_eq!(raw(&fs.open(&p("/d/c"), OpenMode::CREATE_NEW).err().unwrap()), Some(libc::EIO));
+        assert_eq!(raw(&fs.sync_dir(&p("/d")).unwrap_err()), Some(libc::EIO));
+        assert_eq!(raw(&fs.create_dir_all(&p("/e")).unwrap_err()), Some(libc::EIO));
+        fs.power_on();
+        assert_eq!(fs.contents(&p("/d/a")).as_deref(), Some(&b"x"[..]), "the durable state survived");
+        assert_eq!(raw(&f.sync().unwrap_err()), Some(libc::EIO), "old handles stay dead");
+        fs.remove(&p("/d/a")).unwrap();
     }
 }
