@@ -85,6 +85,10 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The code running in [`Database::transact`] asked to roll back (it returned
+    /// `Err(Error::Aborted(reason))`): the transaction was rolled back and not retried.
+    #[error("the transaction rolled back at its own request: {0}")]
+    Aborted(String),
     /// A tree operation failed.
     #[error(transparent)]
     Tree(#[from] TreeError),
@@ -916,7 +920,8 @@ impl Database {
     /// changes are rolled back and `op` runs again from the start, backing off, under the same
     /// transaction number: every retry is as old as the first attempt, so it wins against the
     /// transactions that started after it and cannot be starved. Any other error of `op` rolls
-    /// the transaction back and is returned; so is a failed commit. `op` may run more than once:
+    /// the transaction back and is returned; so is a failed commit. To roll back on purpose,
+    /// return `Err(Error::Aborted(reason))`. `op` may run more than once:
     /// keep side effects out of it, or make them idempotent.
     ///
     /// ```

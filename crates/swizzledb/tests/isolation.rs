@@ -427,3 +427,19 @@ fn k14_a_read_of_this_threads_own_uncommitted_change_fails_at_once() {
     tx.commit().unwrap();
     assert_eq!(t.get(&key(100)).unwrap().as_deref(), Some(&b"mine"[..]));
 }
+
+/// `Error::Aborted` returned by the closure rolls the transaction back once, without a retry.
+#[test]
+fn transact_rolls_back_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    let mut runs = 0;
+    let r: Result<(), Error> = db.transact(|tx| {
+        runs += 1;
+        tx.put(&t, b"x", b"1")?;
+        Err(Error::Aborted("no stock".into()))
+    });
+    assert!(matches!(&r, Err(Error::Aborted(why)) if why == "no stock"), "{r:?}");
+    assert_eq!(runs, 1);
+    assert_eq!(t.get(b"x").unwrap(), None);
+}

@@ -277,9 +277,8 @@ pub(crate) fn transact<R>(
             Err(Abort::Db(e)) => Err(e),
             Err(other) => {
                 stopped = Some(other);
-                // Any error other than a lock refusal makes `transact` roll back and return;
-                // the reason travels in `stopped`.
-                Err(swizzledb::Error::TreeNotFound("(TPC-C transaction stopped)".into()))
+                // `transact` rolls back and returns; the workload's reason travels in `stopped`.
+                Err(swizzledb::Error::Aborted("TPC-C transaction stopped".into()))
             }
         }
     });
