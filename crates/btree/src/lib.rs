@@ -16,5 +16,5 @@ mod tree;
 
 pub use error::{Result, TreeError};
 pub use log::{ChangeLog, LeafChange};
-pub use scan::{NoGate, RangeIter, ReadGate, RevRangeIter};
+pub use scan::{key_after, NoGate, RangeIter, ReadGate, RevRangeIter};
 pub use tree::{max_key_len, max_value_len, AutoCommit, BTreeOwner, Tree, TreeShape};

@@ -91,12 +91,22 @@ enum Probe {
     Waited,
 }
 
-/// The smallest key above `k`.
-fn key_after(k: &[u8]) -> Vec<u8> {
+/// The smallest key above `k` (keys are byte strings: `k` followed by a zero byte).
+#[must_use]
+pub fn key_after(k: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(k.len() + 1);
     v.extend_from_slice(k);
     v.push(0);
     v
+}
+
+/// A range's lower bound as the smallest key in it (`None`: unbounded).
+fn lower_bound(start: Bound<&[u8]>) -> Option<Vec<u8>> {
+    match start {
+        Bound::Unbounded => None,
+        Bound::Included(k) => Some(k.to_vec()),
+        Bound::Excluded(k) => Some(key_after(k)),
+    }
 }
 
 impl Tree {
@@ -112,11 +122,7 @@ impl Tree {
         end: Bound<&[u8]>,
         gate: &'t dyn ReadGate,
     ) -> RangeIter<'t> {
-        let first = match start {
-            Bound::Unbounded => Vec::new(),
-            Bound::Included(k) => k.to_vec(),
-            Bound::Excluded(k) => key_after(k),
-        };
+        let first = lower_bound(start).unwrap_or_default();
         RangeIter {
             tree: self,
             gate,
@@ -147,11 +153,7 @@ impl Tree {
             Bound::Excluded(k) => Some(k.to_vec()),
             Bound::Included(k) => Some(key_after(k)),
         };
-        let start = match start {
-            Bound::Unbounded => None,
-            Bound::Included(k) => Some(k.to_vec()),
-            Bound::Excluded(k) => Some(key_after(k)),
-        };
+        let start = lower_bound(start);
         RevRangeIter {
             tree: self,
             gate,
@@ -170,15 +172,21 @@ impl Tree {
     /// I/O errors or corruption.
     pub fn first_key_from(&self, from: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
+        self.at_first_key_from(from, |k| k.map(<[u8]>::to_vec))
+    }
+
+    /// Calls `at` with the first key at or after `from` (`None`: the end of the tree) while its
+    /// leaf is latched shared, walking right across leaves that hold no such key.
+    fn at_first_key_from<R>(&self, from: &[u8], at: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
         let mut from = from.to_vec();
         loop {
             let g = self.with_room(|| self.leaf_shared(&from))?;
             let (Ok(i) | Err(i)) = node::search(&g, &from);
             if i < node::count(&g) {
-                return Ok(Some(node::key(&g, i).to_vec()));
+                return Ok(at(Some(node::key(&g, i))));
             }
             match node::own_high(&g) {
-                None => return Ok(None),
+                None => return Ok(at(None)),
                 Some(h) if h <= from.as_slice() => return Err(fence_back(g.page_id())),
                 Some(h) => from = h.to_vec(),
             }
@@ -186,31 +194,18 @@ impl Tree {
     }
 
     /// Finds the first key at or after `from` (or the end of the tree) and offers it to `gate`
-    /// while its leaf is latched; waits if the gate says so.
+    /// while its leaf is latched; waits, unlatched, if the gate says so.
     fn probe_gated(&self, gate: &dyn ReadGate, from: &[u8]) -> Result<Probe> {
-        let mut from = from.to_vec();
-        loop {
-            let g = self.with_room(|| self.leaf_shared(&from))?;
-            let (Ok(i) | Err(i)) = node::search(&g, &from);
-            let key = if i < node::count(&g) {
-                Some(node::key(&g, i))
-            } else {
-                match node::own_high(&g) {
-                    None => None,
-                    Some(h) if h <= from.as_slice() => return Err(fence_back(g.page_id())),
-                    Some(h) => {
-                        from = h.to_vec();
-                        continue;
-                    }
-                }
-            };
-            if gate.try_pass(self, key)? {
-                return Ok(Probe::Passed);
+        // `Ok(None)`: passed; `Ok(Some(key))`: refused at `key`.
+        let refused = self.at_first_key_from(from, |k| {
+            gate.try_pass(self, k).map(|passed| (!passed).then(|| k.map(<[u8]>::to_vec)))
+        })??;
+        match refused {
+            None => Ok(Probe::Passed),
+            Some(key) => {
+                gate.wait(self, key.as_deref())?;
+                Ok(Probe::Waited)
             }
-            let key = key.map(<[u8]>::to_vec);
-            drop(g);
-            gate.wait(self, key.as_deref())?;
-            return Ok(Probe::Waited);
         }
     }
 

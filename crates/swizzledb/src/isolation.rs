@@ -12,7 +12,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swizzledb_btree::{ReadGate, Tree, TreeError};
+use swizzledb_btree::{key_after, ReadGate, Tree, TreeError};
 use swizzledb_sync::TxnId;
 
 use crate::lock::{LockError, LockManager, LockMode};
@@ -116,14 +116,6 @@ impl ReadGate for TxnReads<'_> {
     fn holds(&self) -> bool {
         true
     }
-}
-
-/// The smallest key above `k`.
-pub(crate) fn key_after(k: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(k.len() + 1);
-    v.extend_from_slice(k);
-    v.push(0);
-    v
 }
 
 /// The closing key of the gap `key` falls into, locked exclusively by `txn` (K15): the first

@@ -582,27 +582,22 @@ impl LockManager {
     /// creates no head.
     #[must_use]
     pub fn exclusive_holder(&self, tree: u32, key: &[u8]) -> Option<TxnId> {
-        let hash = (self.hash)(tree, key);
-        let table = self.shards[self.shard_of(hash)].table.lock();
-        table
-            .heads
-            .get(&hash)?
-            .iter()
-            .filter(|h| h.tree == tree && *h.key == *key)
-            .find_map(|h| h.holders.iter().find(|x| x.mode == LockMode::Exclusive).map(|x| x.txn))
+        self.holder(tree, key, |x| x.mode == LockMode::Exclusive).map(|x| x.txn)
     }
 
     /// The mode in which `txn` holds the lock on `(tree, key)`, if it does.
     #[must_use]
     pub fn held_mode(&self, txn: TxnId, tree: u32, key: &[u8]) -> Option<LockMode> {
+        self.holder(tree, key, |x| x.txn == txn).map(|x| x.mode)
+    }
+
+    /// The first holder of the lock on `(tree, key)` that `which` picks, looked up under the
+    /// shard mutex without creating a head.
+    fn holder(&self, tree: u32, key: &[u8], which: impl Fn(&Holder) -> bool) -> Option<Holder> {
         let hash = (self.hash)(tree, key);
         let table = self.shards[self.shard_of(hash)].table.lock();
-        table
-            .heads
-            .get(&hash)?
-            .iter()
-            .find(|h| h.tree == tree && *h.key == *key)
-            .and_then(|h| h.holders.iter().find(|x| x.txn == txn).map(|x| x.mode))
+        let head = table.heads.get(&hash)?.iter().find(|h| h.tree == tree && *h.key == *key)?;
+        head.holders.iter().copied().find(|x| which(x))
     }
 
     /// Releases one lock of `txn` before the transaction ends (K15: only a lock the engine took
