@@ -63,7 +63,10 @@ impl<'db> Transaction<'db> {
     /// The records of `tree` with keys in the range, in key order. Every key returned, and the
     /// key closing the range (the first one past its end, or the end of the tree), is locked
     /// shared until the transaction ends (next-key locking, K16): reading the range again in
-    /// this transaction returns the same records, whatever others insert or delete.
+    /// this transaction returns the same records, whatever others insert or delete. This holds
+    /// exactly on a logged database; on an unlogged one pages carry no LSNs, and a key inserted
+    /// into a gap that spans two leaves at the moment its closing key is locked can be missed
+    /// (LOCKS.md). With locking off nothing is locked.
     ///
     /// Each item is a record or an error; after [`Error::Lock`] (wait-die chose this
     /// transaction) abort the transaction and retry it.
