@@ -12,8 +12,8 @@ use std::error::Error;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
 use swizzledb::{TraceError, TraceReader};
+use swizzledb_lab::recording;
 
 /// What `swizzledb trace` does.
 #[derive(Subcommand)]
@@ -25,10 +25,10 @@ pub enum TraceAction {
     Export(ExportArgs),
     /// Miss ratios of every replacement policy and of Belady's OPT at several cache sizes, and
     /// the LRU stack-distance histogram, over a recorded, plain-text or synthetic trace
-    Analyze(crate::analyze::AnalyzeArgs),
+    Analyze(swizzledb_lab::experiments::trace_analyze::AnalyzeArgs),
     /// Write a synthetic reference string (uniform, Zipf, scans, loops, mixtures, a drifting
     /// hot set) as a plain-text trace
-    Generate(crate::analyze::GenerateArgs),
+    Generate(swizzledb_lab::experiments::trace_analyze::GenerateArgs),
 }
 
 /// Arguments of `trace record`.
@@ -53,44 +53,16 @@ pub struct ExportArgs {
     csv: PathBuf,
 }
 
-/// The recording in progress: set by `trace record` while its command runs.
-struct Recording {
-    base: PathBuf,
-    files: Vec<PathBuf>,
-}
-
-static RECORDING: Mutex<Option<Recording>> = Mutex::new(None);
-
-/// The trace file for the next database the running command creates, if `trace record` runs
-/// it (`None` otherwise). Every call hands out a new file name.
-pub fn next_trace_path() -> Option<PathBuf> {
-    let mut rec = RECORDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let rec = rec.as_mut()?;
-    let path = numbered(&rec.base, rec.files.len());
-    rec.files.push(path.clone());
-    Some(path)
-}
-
-/// `base` for the first database, `base.N` for the N-th further one.
-fn numbered(base: &Path, n: usize) -> PathBuf {
-    if n == 0 {
-        return base.to_path_buf();
-    }
-    let mut s = base.as_os_str().to_owned();
-    s.push(format!(".{n}"));
-    PathBuf::from(s)
-}
-
 /// Runs a `trace` action.
 ///
 /// # Errors
-/// Bad arguments (as [`crate::Usage`]), errors of the traced command, trace I/O errors.
+/// Bad arguments (as [`swizzledb_lab::Usage`]), errors of the traced command, trace I/O errors.
 pub fn run(action: TraceAction) -> Result<ExitCode, Box<dyn Error>> {
     match action {
         TraceAction::Record(args) => record(&args),
         TraceAction::Export(args) => export(&args),
-        TraceAction::Analyze(args) => crate::analyze::analyze(&args),
-        TraceAction::Generate(args) => crate::analyze::generate(&args),
+        TraceAction::Analyze(args) => swizzledb_lab::experiments::trace_analyze::analyze(&args),
+        TraceAction::Generate(args) => swizzledb_lab::experiments::trace_analyze::generate(&args),
     }
 }
 
@@ -105,25 +77,19 @@ fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
         }
     };
     if matches!(cli.command, crate::Command::Trace { .. }) {
-        return Err(crate::Usage(
+        return Err(swizzledb_lab::Usage(
             "trace record runs a bench, experiment or demo command, not another trace command".into(),
         )
         .into());
     }
     // Fail before the run, not after it, if the trace cannot be written.
     std::fs::File::create(&args.out)
-        .map_err(|e| crate::Usage(format!("cannot write --out {}: {e}", args.out.display())))?;
+        .map_err(|e| swizzledb_lab::Usage(format!("cannot write --out {}: {e}", args.out.display())))?;
     std::fs::remove_file(&args.out).map_err(|e| format!("removing {}: {e}", args.out.display()))?;
 
-    *RECORDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-        Some(Recording { base: args.out.clone(), files: Vec::new() });
+    recording::start(&args.out);
     let outcome = crate::run(cli.command);
-    let files = RECORDING
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
-        .map(|r| r.files)
-        .unwrap_or_default();
+    let files = recording::finish();
     if files.is_empty() {
         eprintln!("The command opened no database; no trace was written.");
     } else {
@@ -151,8 +117,8 @@ fn describe(path: &Path) -> String {
             path.display(),
             h.mode,
             h.frames,
-            crate::report::thousands(events),
-            crate::report::bytes(bytes)
+            swizzledb_lab::text::thousands(events),
+            swizzledb_lab::text::bytes(bytes)
         ))
     };
     summary().unwrap_or_else(|e| format!("{}: {e}", path.display()))
@@ -160,17 +126,6 @@ fn describe(path: &Path) -> String {
 
 fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
     let rows = swizzledb_buffer::export_csv(&args.input, &args.csv)?;
-    eprintln!("Wrote {} events to {}.", crate::report::thousands(rows), args.csv.display());
+    eprintln!("Wrote {} events to {}.", swizzledb_lab::text::thousands(rows), args.csv.display());
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn further_databases_get_numbered_files() {
-        assert_eq!(numbered(Path::new("t.swzt"), 0), PathBuf::from("t.swzt"));
-        assert_eq!(numbered(Path::new("dir/t.swzt"), 2), PathBuf::from("dir/t.swzt.2"));
-    }
 }

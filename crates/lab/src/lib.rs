@@ -1,12 +1,15 @@
-//! The lab: SwizzleDB's experiments as a library, so that the `swizzledb` command only parses
-//! arguments and a new workload is one folder.
+//! The lab: SwizzleDB's workloads, benchmarks and paper experiments as a library. The
+//! `swizzledb` command only holds the command tree; every command's options, run, tables,
+//! checks and output files live here.
 //!
-//! - [`workload`]: the [`Workload`] contract (load, run one operation on a thread, verify) and
-//!   its error type.
-//! - [`harness`]: runs a workload on several threads for a time or a number of operations and
-//!   counts what finished, per operation kind.
+//! - [`workload`] and [`harness`]: the [`Workload`] contract (load, run one operation on a
+//!   thread, verify) and the harnesses that run workloads and buffer measurements.
 //! - [`tpcc`]: TPC-C (all five transactions, the nine tables and two secondary indexes), laid out
-//!   as vmcache's public driver lays it out, and the `bench tpcc` experiment.
+//!   as vmcache's public driver lays it out.
+//! - [`experiments`]: one module per benchmark or experiment, named as its command and its
+//!   output files.
+//! - [`stats`], [`text`], [`output`], [`plot`], [`units`]: the shared pieces every experiment
+//!   uses (medians and intervals, number formatting, result files, charts, option parsers).
 //!
 //! ```
 //! use swizzledb_lab::tpcc::{Tpcc, TpccConfig};
@@ -23,8 +26,20 @@
 
 #![forbid(unsafe_code)]
 
+pub mod experiments;
 pub mod harness;
+pub mod output;
+pub mod plot;
+pub mod recording;
+pub mod stats;
+pub mod text;
 pub mod tpcc;
+pub mod units;
 pub mod workload;
 
 pub use workload::{Outcome, Workload, WorkloadError};
+
+/// Bad input found before anything ran or was written: the command exits with status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);

@@ -6,8 +6,21 @@
 //! seconds, giving a time series per mode: a dip at every shift (misses on the new quarter) and
 //! the steady state between shifts.
 
-use crate::rndread::{create, fail, is_value_for, load, Config, ModeResult, Progress};
+use crate::experiments::common::{base_config, Common, Outcome};
+use crate::harness::buffer::RECORD_BYTES;
+use crate::harness::buffer::{create, fail, is_value_for, load, Config, ModeResult, Progress, LOGGING};
+use crate::harness::buffer_report::{self as report};
+use crate::output::{prepare_out, write_outputs, write_plot};
+use crate::stats::{summarize, Summary};
+use crate::text::{thousands, write_aligned};
+use crate::units::{self};
+use crate::{text, Usage};
+use clap::Args;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
+use std::error::Error as StdError;
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use swizzledb::{Error, PoolMode, Stats, Tree};
@@ -84,7 +97,7 @@ pub fn run(
                         "{mode}: repetition {}/{}: {} lookups/s overall",
                         rep + 1,
                         cfg.repeat,
-                        crate::report::thousands(m.throughput().round() as u64)
+                        crate::text::thousands(m.throughput().round() as u64)
                     ));
                     result.runs.push(m);
                     samples.extend(s.into_iter().map(|mut x| {
@@ -112,7 +125,7 @@ fn measure(
     stats: &dyn Fn() -> Stats,
     mode: PoolMode,
     rep: usize,
-) -> Result<(crate::rndread::Measurement, Vec<Sample>), Failure> {
+) -> Result<(crate::harness::buffer::Measurement, Vec<Sample>), Failure> {
     let hot = cfg.working_set.min(cfg.records);
     let step = (hot / 4).max(1);
     // The hot range starts at `base` (a multiple of `step`) and wraps around the key space.
@@ -192,15 +205,154 @@ fn measure(
     if wrong > 0 {
         return Err(Failure::Verify(format!("verification failed: {wrong} missing or wrong values")));
     }
-    let m = crate::rndread::Measurement {
+    let m = crate::harness::buffer::Measurement {
         repetition: rep,
         ops: ops.load(Relaxed),
         secs,
         stats: stats().since(&before),
-        latency: crate::rndread::Latency::default(),
+        latency: crate::harness::buffer::Latency::default(),
         resident_bytes: 0,
         started: start,
         cpu_secs: None,
     };
     Ok((m, samples))
+}
+
+#[derive(Args)]
+pub struct DriftArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records in the database (far more than the pool holds)
+    #[arg(long, default_value = "8M", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Size of the hot key range (bytes of keys and values, 128 per record)
+    #[arg(long, default_value = "16MiB", value_parser = units::parse_size)]
+    hot: u64,
+    /// Buffer-pool size per database
+    #[arg(long, default_value = "128MiB", value_parser = units::parse_size)]
+    pool: u64,
+    /// Seconds between shifts of the hot range
+    #[arg(long, default_value = "5", value_parser = units::parse_positive_seconds)]
+    interval: f64,
+    /// Shifts measured
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    shifts: u32,
+    /// Seconds per throughput sample
+    #[arg(long, default_value = "0.5", value_parser = units::parse_positive_seconds)]
+    sample: f64,
+}
+
+pub fn execute(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
+    let hot = args.hot / RECORD_BYTES;
+    if hot == 0 || hot > args.records {
+        return Err(Usage(format!(
+            "--hot {} must hold at least one record and at most the {} records of --records",
+            text::bytes(args.hot),
+            args.records
+        ))
+        .into());
+    }
+    let mut cfg = base_config(experiment, &args.common, args.pool).map_err(Usage)?;
+    cfg.records = args.records;
+    cfg.working_set = hot;
+    cfg.duration = args.interval * f64::from(args.shifts + 1);
+    cfg.warmup = 0.0;
+    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
+    let drift = Drift { interval: args.interval, shifts: args.shifts, sample: args.sample };
+    let (results, samples) = run(&cfg, drift, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "hot range of {} slides by a quarter every {} s, {} shifts; throughput = lookups/s over the whole run",
+        text::bytes(args.hot),
+        args.interval,
+        args.shifts
+    )?;
+    report::write_logging_note(&mut out)?;
+    writeln!(out)?;
+    report::print_table(&mut out, &cfg, &results)?;
+    print_drift_summary(&mut out, &samples, args.interval, &cfg.modes)?;
+    drop(out);
+    let rows = report::records(&cfg, &results);
+    write_outputs(args.common.out.as_deref(), experiment, &rows)?;
+    if let Some(dir) = &args.common.out {
+        let path = dir.join(format!("{experiment}-series.csv"));
+        write_series_csv(&path, &samples).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        eprintln!("Wrote the time series to {}.", path.display());
+    }
+    let chart = report::drift_chart(
+        "Drifting working set (Graefe et al. 2014, Fig. 13)",
+        &cfg,
+        &samples,
+        args.interval,
+    );
+    write_plot(args.common.out.as_deref(), experiment, &chart)?;
+    let outcome = Outcome { points: vec![results], rows };
+    Ok(outcome.code(true))
+}
+
+/// Graefe et al. Fig. 13: steady-state throughput (second half of every interval) and the
+/// throughput right after each shift (first sample of an interval), per mode, and the check.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_drift_summary(
+    out: &mut impl Write,
+    samples: &[Sample],
+    interval: f64,
+    modes: &[PoolMode],
+) -> io::Result<()> {
+    let in_phase = |s: &Sample| s.t_s - interval * f64::from(s.phase);
+    let pick = |mode: PoolMode, steady: bool| -> Option<Summary> {
+        let v: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.mode == mode.name())
+            .filter(|s| {
+                if steady {
+                    in_phase(s) > interval / 2.0
+                } else {
+                    in_phase(s) <= interval / 4.0 && s.phase > 0
+                }
+            })
+            .map(|s| s.throughput)
+            .collect();
+        summarize(&v)
+    };
+    writeln!(out)?;
+    let mut table =
+        vec![vec!["mode".to_string(), "steady/s".into(), "after shift/s".into(), "recovery".into()]];
+    for &m in modes {
+        let (st, sh) = (pick(m, true), pick(m, false));
+        let Some(st) = st else { continue };
+        let cell = |v: Option<Summary>| v.map_or("-".to_string(), |s| thousands(s.median.round() as u64));
+        let rec = sh.map_or("-".to_string(), |sh| format!("{:.2}", sh.median / st.median));
+        table.push(vec![m.name().to_string(), cell(Some(st)), cell(sh), rec]);
+    }
+    write_aligned(out, &table)?;
+    writeln!(
+        out,
+        "steady = medians of samples in the second half of each interval; after shift = first quarter"
+    )?;
+    let (t, s) = (pick(PoolMode::Traditional, true), pick(PoolMode::Swizzling, true));
+    if let (Some(t), Some(s)) = (t, s) {
+        let v = s.median / t.median;
+        let ok = if v > 1.0 { "✓" } else { "✗" };
+        writeln!(out, "\ndrift: swizzling/traditional in the steady state = {v:.2} (paper: ~2) {ok}")?;
+    }
+    Ok(())
+}
+
+/// Writes the drift time series (replacing the file).
+///
+/// # Errors
+/// Errors creating or writing the file.
+pub fn write_series_csv(path: &Path, samples: &[Sample]) -> io::Result<()> {
+    let mut text = String::from("experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging\n");
+    for s in samples {
+        text.push_str(&format!(
+            "{},{},{},{:.3},{},{:.1},{:.6},{LOGGING}\n",
+            s.experiment, s.mode, s.repetition, s.t_s, s.phase, s.throughput, s.hit_ratio
+        ));
+    }
+    std::fs::write(path, text)
 }

@@ -8,14 +8,20 @@
 //! are open at once and their repetitions are interleaved (rep 1 of every variant, then rep 2,
 //! ...), so that drift in the machine's speed hits them alike.
 
+use crate::experiments::common::{base_config, parse_fraction, parse_zipf, working_set_records, Common};
+use crate::harness::buffer::{self, Config, Loaded, Measurement, Progress, TempFile};
+use crate::harness::buffer_report as report;
+use crate::output::{prepare_out, write_plot};
+use crate::stats::summarize;
+use crate::text::{bytes, thousands};
+use crate::units::{self, WorkingSet};
+use crate::{text, Usage};
+use clap::Args;
 use std::error::Error;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-
+use std::process::ExitCode;
 use swizzledb::{Database, PolicySpec, PoolMode, Stats};
-
-use crate::report::{self, bytes, summarize, thousands};
-use crate::rndread::{self, Config, Loaded, Measurement, Progress, TempFile};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -49,7 +55,7 @@ pub struct Variant {
 
 impl Variant {
     fn median(&self, f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
-        rndread::median_of(&self.runs, f)
+        buffer::median_of(&self.runs, f)
     }
 
     /// Median lookups/s.
@@ -121,14 +127,14 @@ pub fn run(plan: &Plan, progress: Progress) -> Result<(Vec<Variant>, u64), Box<d
             for (variant, variant_cfg, live) in &mut open {
                 let Some(loaded) = live else { continue };
                 let label = format!("{} {} {:.0}%", variant.mode, variant.policy, fraction * 100.0);
-                match rndread::measure_labelled(variant_cfg, loaded, rep, progress, &label) {
+                match buffer::measure_labelled(variant_cfg, loaded, rep, progress, &label) {
                     Ok(m) => variant.runs.push(m),
-                    Err(rndread::PhaseError::Engine(e)) => {
+                    Err(buffer::PhaseError::Engine(e)) => {
                         eprintln!("error: {label}: {e}");
                         variant.error = Some(e.to_string());
                         *live = None;
                     }
-                    Err(rndread::PhaseError::Verify(msg)) => return Err(format!("{label}: {msg}").into()),
+                    Err(buffer::PhaseError::Verify(msg)) => return Err(format!("{label}: {msg}").into()),
                 }
             }
         }
@@ -155,15 +161,14 @@ impl BaseFile {
     pub fn load(cfg: &Config, stem: &str, progress: Progress) -> Result<BaseFile, Box<dyn Error>> {
         let stem = format!("{stem}-{}", std::process::id());
         let path = cfg.dir.join(format!("swizzledb-{stem}-base.swz"));
-        let load_cfg =
-            Config { pool_bytes: rndread::default_pool_bytes(cfg.records) as usize, ..cfg.clone() };
-        let (db, file) = rndread::create(&load_cfg, PoolMode::Traditional, path.clone())?;
+        let load_cfg = Config { pool_bytes: buffer::default_pool_bytes(cfg.records) as usize, ..cfg.clone() };
+        let (db, file) = buffer::create(&load_cfg, PoolMode::Traditional, path.clone())?;
         let bar = progress.counter(cfg.records, "loading the base file".to_string());
-        rndread::load(&db, cfg.records, &bar)?;
+        buffer::load(&db, cfg.records, &bar)?;
         bar.finish_and_clear();
         db.close()?;
         let bytes = std::fs::metadata(&path)?.len();
-        progress.say(format_args!("base file: {}", report::bytes(bytes)));
+        progress.say(format_args!("base file: {}", text::bytes(bytes)));
         Ok(BaseFile { file, bytes, stem })
     }
 
@@ -181,7 +186,7 @@ impl BaseFile {
             .policy(cfg.policy)
             .seed(cfg.seed)
             .direct_io(cfg.direct_io)
-            .logging(rndread::LOGGING)
+            .logging(buffer::LOGGING)
             .open(&file.0)?;
         Ok(Loaded { tree: db.tree("rndread")?, db, _file: file })
     }
@@ -250,7 +255,7 @@ pub fn print_tables(
             }
             table.push(row);
         }
-        report::write_aligned(out, &table)?;
+        text::write_aligned(out, &table)?;
     }
     for v in variants.iter().filter(|v| v.error.is_some()) {
         writeln!(out, "{} {} FAILED: {}", v.mode, v.policy, v.error.as_deref().unwrap_or_default())?;
@@ -402,7 +407,7 @@ pub fn write_csv(path: &Path, plan: &Plan, variants: &[Variant], data_bytes: u64
                 s.rejected_not_resident,
                 s.sweep_evictions,
                 s.sweep_refusals,
-                rndread::LOGGING,
+                buffer::LOGGING,
             ));
         }
     }
@@ -471,4 +476,86 @@ mod tests {
         // Ranks (0.5, 0.5, 2, 3) against (0, 1, 2, 3): cov 4.5 / sqrt(4.5 * 5) = 0.9487.
         assert!((spearman(&[1.0, 1.0, 2.0, 3.0], &[1.0, 2.0, 3.0, 4.0]) - 0.948_683).abs() < 1e-5);
     }
+}
+
+/// The policies compared by default: Gilbert's three, the classics, the adaptive ones, today's
+/// FIFO-based ones, and the structure-aware variants.
+pub const DEFAULT_POLICIES: &str =
+    "random,gclock,car,clock,lru,2q,arc,lirs,clock-pro,sieve,s3-fifo,leaf-gclock,gclock-sweep";
+
+#[derive(Args)]
+pub struct PoliciesArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records to load (1000000, 1e6 or 1M)
+    #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Records looked up: a percentage of the records or bytes [default: all records]
+    #[arg(long, value_parser = units::parse_working_set)]
+    working_set: Option<WorkingSet>,
+    /// Policies to compare, comma-separated (replaces --policy)
+    #[arg(long, default_value = DEFAULT_POLICIES, value_delimiter = ',')]
+    policies: Vec<PolicySpec>,
+    /// Pool sizes as percentages of the data, comma-separated
+    #[arg(long, default_value = "25%,50%", value_delimiter = ',', value_parser = parse_fraction)]
+    fractions: Vec<f64>,
+    /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 for uniform keys
+    #[arg(long, default_value = "0.9", value_parser = parse_zipf)]
+    zipf: f64,
+}
+
+pub fn execute(args: &PoliciesArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let c = &args.common;
+    if c.policy != PolicySpec::default() {
+        return Err(Usage("this experiment compares --policies; --policy does not apply".into()).into());
+    }
+    let modes: Vec<PoolMode> = c.mode.0.iter().copied().filter(|&m| m != PoolMode::MainMemory).collect();
+    if modes.is_empty() {
+        return Err(Usage("main-memory mode never evicts; choose traditional and/or swizzling".into()).into());
+    }
+    let mut base =
+        base_config("gilbert-policies", c, buffer::default_pool_bytes(args.records)).map_err(Usage)?;
+    base.records = args.records;
+    base.working_set = working_set_records(args.working_set, args.records).map_err(Usage)?;
+    base.zipf = (args.zipf > 0.0).then_some(args.zipf);
+    let mut fractions = args.fractions.clone();
+    fractions.sort_by(f64::total_cmp);
+    fractions.dedup();
+    let mut policies = args.policies.clone();
+    policies.dedup();
+    let plan = Plan { base, policies, modes, fractions };
+    prepare_out(c.out.as_deref()).map_err(Usage)?;
+    let (variants, data_bytes) = run(&plan, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    print_tables(&mut out, &plan, &variants, data_bytes)?;
+    print_checks(&mut out, &plan, &variants)?;
+    drop(out);
+    if let Some(dir) = c.out.as_deref() {
+        let csv = dir.join("gilbert-policies.csv");
+        write_csv(&csv, &plan, &variants, data_bytes)
+            .map_err(|e| format!("writing {}: {e}", csv.display()))?;
+        eprintln!("Wrote {}.", csv.display());
+        for &mode in &plan.modes {
+            let throughput = chart(
+                &plan,
+                &variants,
+                mode,
+                "Lookups per replacement policy and pool size (Gilbert 2017, Figs. 3.4/3.5)",
+                "lookups per second",
+                |m| Some(m.throughput()),
+            );
+            write_plot(Some(dir), &format!("gilbert-policies-throughput-{}", mode.name()), &throughput)?;
+            let hits = chart(
+                &plan,
+                &variants,
+                mode,
+                "Hit ratio per replacement policy and pool size",
+                "hit ratio (%)",
+                measurement_hit_ratio,
+            );
+            write_plot(Some(dir), &format!("gilbert-policies-hit-ratio-{}", mode.name()), &hits)?;
+        }
+    }
+    let failed = variants.iter().any(|v| v.error.is_some());
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

@@ -118,7 +118,7 @@ pub fn process_cpu_secs() -> Option<f64> {
 /// The median of `f` over the measurements where it is defined (`None` if it is nowhere).
 pub fn median_of(runs: &[Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
     let values: Vec<f64> = runs.iter().filter_map(f).collect();
-    crate::report::summarize(&values).map(|s| s.median)
+    crate::stats::summarize(&values).map(|s| s.median)
 }
 
 /// Lookup latency percentiles in nanoseconds, from every `LATENCY_SAMPLE`-th lookup.
@@ -235,7 +235,7 @@ pub struct OpenDatabases {
 
 /// A loaded database; its file is deleted when this is dropped (first, so that nothing is left
 /// behind even if the flush fails).
-pub(crate) struct Loaded {
+pub struct Loaded {
     pub(crate) _file: TempFile,
     pub(crate) tree: Tree,
     pub(crate) db: Database,
@@ -301,7 +301,7 @@ pub fn run(
                         result.mode,
                         rep + 1,
                         cfg.repeat,
-                        crate::report::thousands(m.throughput().round() as u64)
+                        crate::text::thousands(m.throughput().round() as u64)
                     ));
                     result.runs.push(m);
                 }
@@ -335,7 +335,7 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         .direct_io(cfg.direct_io)
         .logging(LOGGING);
     // Under `swizzledb trace record`, every database records a trace.
-    if let Some(trace) = crate::trace::next_trace_path() {
+    if let Some(trace) = crate::recording::next_trace_path() {
         builder = builder.trace(trace);
     }
     let db = builder.create(&file.0)?;

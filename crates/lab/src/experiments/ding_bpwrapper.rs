@@ -8,20 +8,25 @@
 //! cores than threads the threads oversubscribe the cores: a thread can be descheduled while it
 //! holds the lock (lock-holder preemption), the setting the paper studies on virtual machines.
 
-use std::error::Error;
-use std::io::{self, Write};
-use std::path::Path;
-
+use crate::experiments::common::{base_config, parse_fraction, parse_zipf, Common};
+use crate::experiments::gilbert_policies::{pool_for, BaseFile};
+use crate::harness::buffer::{self, Config, Measurement, Progress};
+use crate::harness::buffer_report as report;
+use crate::output::{prepare_out, write_plot};
+use crate::plot::{Chart, Point, Scale, Series};
+use crate::stats::{summarize, Summary};
+use crate::text::{bytes, thousands};
+use crate::units::{self};
+use crate::{stats, text, Usage};
+use clap::Args;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-
+use std::error::Error;
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
 use swizzledb::{BpVariant, PolicyKind, PolicySpec, PoolMode, Stats};
-
-use crate::plot::{Chart, Point, Scale, Series};
-use crate::policies::{pool_for, BaseFile};
-use crate::report::{self, bytes, summarize, thousands, Summary};
-use crate::rndread::{self, Config, Measurement, Progress};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -51,7 +56,7 @@ pub struct PolicyPoint {
 
 impl PolicyPoint {
     fn median(&self, f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
-        rndread::median_of(&self.runs, f)
+        buffer::median_of(&self.runs, f)
     }
 
     /// Median lookups/s.
@@ -122,7 +127,7 @@ impl Results {
         threads: usize,
         metric: impl Fn(&Measurement) -> Option<f64>,
     ) -> Option<Summary> {
-        report::summarize(&self.paired_values(policy, base, threads, metric))
+        stats::summarize(&self.paired_values(policy, base, threads, metric))
     }
 
     /// The per-repetition ratios behind [`Results::paired_ratio`] (empty if a point is missing).
@@ -136,7 +141,7 @@ impl Results {
         let (Some(p), Some(b)) = (self.at(policy, threads), self.at(base, threads)) else {
             return Vec::new();
         };
-        p.runs.iter().zip(&b.runs).filter_map(|(x, y)| report::ratio(metric(x)?, metric(y)?)).collect()
+        p.runs.iter().zip(&b.runs).filter_map(|(x, y)| stats::ratio(metric(x)?, metric(y)?)).collect()
     }
 }
 
@@ -212,14 +217,14 @@ pub fn run(plan: &Plan, progress: Progress) -> Result<Results, Box<dyn Error>> {
                 let Some(loaded) = live else { continue };
                 let point_cfg = Config { threads, ..policy_cfg.clone() };
                 let label = format!("{policy} {threads} thread(s)");
-                match rndread::measure_labelled(&point_cfg, loaded, rep, progress, &label) {
+                match buffer::measure_labelled(&point_cfg, loaded, rep, progress, &label) {
                     Ok(m) => results.points[first + i].runs.push(m),
-                    Err(rndread::PhaseError::Engine(e)) => {
+                    Err(buffer::PhaseError::Engine(e)) => {
                         eprintln!("error: {label}: {e}");
                         results.errors.push((*policy, e.to_string()));
                         *live = None;
                     }
-                    Err(rndread::PhaseError::Verify(msg)) => return Err(format!("{label}: {msg}").into()),
+                    Err(buffer::PhaseError::Verify(msg)) => return Err(format!("{label}: {msg}").into()),
                 }
             }
         }
@@ -280,7 +285,7 @@ pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
         "\nthroughput: median lookups/s (ratio to clock at the same thread count: median and range of the \
          per-repetition ratios, each policy against clock's run in the same repetition)"
     )?;
-    report::write_aligned(out, &table)?;
+    text::write_aligned(out, &table)?;
     let table = policy_table(plan, "CPU us/lookup", |name, t| {
         let x = results.at(name, t).and_then(PolicyPoint::cpu_us_per_lookup);
         let ratio =
@@ -296,7 +301,7 @@ pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
         "\nprocess CPU time per lookup, user + system, every thread (ratio to clock, paired as above): \
          the work a lookup costs, without the time threads spend waiting or descheduled"
     )?;
-    report::write_aligned(out, &table)?;
+    text::write_aligned(out, &table)?;
     let table = policy_table(plan, "hit % / acquisitions / waits / dropped %", |name, t| {
         let p = results.at(name, t);
         let hit = p.and_then(PolicyPoint::hit_percent).map_or_else(dash, |h| format!("{h:.2}"));
@@ -313,7 +318,7 @@ pub fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
          accesses reported to the policy (root fixes are not)"
     )?;
     writeln!(out, "(lock counts exist only for policies behind the instrumented lock: locked-* and bpw-*)")?;
-    report::write_aligned(out, &table)?;
+    text::write_aligned(out, &table)?;
     for (policy, e) in &results.errors {
         writeln!(out, "{policy} FAILED: {e}")?;
     }
@@ -352,7 +357,7 @@ pub fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io:
         let point = results.at(&name, t);
         if let Some(r) = results.paired_ratio(&name, "clock", t) {
             let ratios = results.paired_values(&name, "clock", t, |m| Some(m.throughput()));
-            let interval = match report::median_interval(&ratios) {
+            let interval = match stats::median_interval(&ratios) {
                 Some((lo, hi)) => {
                     let verdict = if lo >= 0.95 {
                         "above the target"
@@ -464,7 +469,7 @@ pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> 
                 opt(m.cpu_us_per_op()),
                 s.policy_accesses.to_string(),
                 s.policy_dropped_hits.to_string(),
-                rndread::LOGGING.to_string(),
+                buffer::LOGGING.to_string(),
             ];
             text.push_str(&fields.join(","));
             text.push('\n');
@@ -559,4 +564,87 @@ mod tests {
         assert_eq!(repetition_order(1, 7, 3), vec![0]);
         assert!(repetition_order(0, 7, 3).is_empty());
     }
+}
+
+/// The policies the BP-Wrapper experiment compares by default.
+pub const BPW_POLICIES: &str =
+    "clock,lru,locked-lru,bpw-lru,2q,locked-2q,bpw-2q,hot-cold,locked-hot-cold,bpw-hot-cold";
+
+#[derive(Args)]
+pub struct BpWrapperArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records to load (1000000, 1e6 or 1M)
+    #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Policies to compare, comma-separated (replaces --policy)
+    #[arg(long, default_value = BPW_POLICIES, value_delimiter = ',')]
+    policies: Vec<PolicySpec>,
+    /// Thread counts, comma-separated (replaces --threads)
+    #[arg(long = "thread-counts", default_value = "1,2,4,8,16", value_delimiter = ',',
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    thread_counts: Vec<u16>,
+    /// Pool size as a percentage of the data
+    #[arg(long, default_value = "50%", value_parser = parse_fraction)]
+    fraction: f64,
+    /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 (the default) for
+    /// uniform keys, the rndread workload, where every policy has the same hit ratio
+    #[arg(long, default_value = "0", value_parser = parse_zipf)]
+    zipf: f64,
+}
+
+pub fn execute(args: &BpWrapperArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let c = &args.common;
+    if c.policy != PolicySpec::default() {
+        return Err(Usage("this experiment compares --policies; --policy does not apply".into()).into());
+    }
+    if c.threads != 1 {
+        return Err(
+            Usage("this experiment runs every --thread-counts; --threads does not apply".into()).into()
+        );
+    }
+    let mode = match c.mode.0.as_slice() {
+        [m] if *m != PoolMode::MainMemory => *m,
+        [_, _, ..] if c.mode.0.contains(&PoolMode::Traditional) => PoolMode::Traditional,
+        _ => return Err(Usage("choose one evicting --mode: traditional or swizzling".into()).into()),
+    };
+    let mut base =
+        base_config("ding-bpwrapper", c, buffer::default_pool_bytes(args.records)).map_err(Usage)?;
+    base.records = args.records;
+    base.working_set = args.records;
+    base.zipf = (args.zipf > 0.0).then_some(args.zipf);
+    let mut threads: Vec<usize> = args.thread_counts.iter().map(|&t| usize::from(t)).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let mut policies = args.policies.clone();
+    policies.dedup();
+    let plan = Plan { base, policies, mode, fraction: args.fraction, threads };
+    prepare_out(c.out.as_deref()).map_err(Usage)?;
+    let results = run(&plan, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    print_tables(&mut out, &plan, &results)?;
+    print_checks(&mut out, &plan, &results)?;
+    drop(out);
+    if let Some(dir) = c.out.as_deref() {
+        let csv = dir.join("ding-bpwrapper.csv");
+        write_csv(&csv, &plan, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
+        eprintln!("Wrote {}.", csv.display());
+        let throughput = chart(
+            &plan,
+            &results,
+            "Lookups per second by threads (Ding et al. 2015, Figs. 8-9 on the live engine)",
+            "lookups per second",
+            measurement_throughput,
+        );
+        write_plot(Some(dir), "ding-bpwrapper-throughput", &throughput)?;
+        let waits = chart(
+            &plan,
+            &results,
+            "Blocking waits on the replacement lock",
+            "waits per million page accesses",
+            measurement_waits,
+        );
+        write_plot(Some(dir), "ding-bpwrapper-waits", &waits)?;
+    }
+    Ok(if results.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -13,9 +13,10 @@ use clap::Args;
 use swizzledb_sim::emulator::{EmuConfig, EmuVariant, Emulator, RunResult, Stop, DEFAULT_ZIPF};
 use swizzledb_sim::PolicyKind;
 
+use crate::harness::buffer::Progress;
 use crate::plot::{Chart, Point, Scale, Series};
-use crate::report::{summarize, thousands, write_aligned};
-use crate::rndread::Progress;
+use crate::stats::summarize;
+use crate::text::{thousands, write_aligned};
 use crate::{units, Usage};
 
 /// Options of `bench emulator`.
@@ -206,7 +207,7 @@ fn plan(args: &EmulatorArgs) -> Result<Plan, String> {
 /// Bad options ([`Usage`], before anything runs), and failures writing the outputs.
 pub fn run(args: &EmulatorArgs) -> Result<ExitCode, Box<dyn Error>> {
     let plan = plan(args).map_err(Usage)?;
-    crate::prepare_out(args.out.as_deref()).map_err(Usage)?;
+    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
     let progress = Progress::on_terminal();
     let mut out = io::stdout().lock();
     print_caption(&mut out, &plan)?;
@@ -535,7 +536,7 @@ fn write_charts(dir: &Path, plan: &Plan, rows: &[Row]) -> Result<(), Box<dyn Err
                 vline: None,
                 marks: None,
             };
-            crate::write_plot(Some(dir), &format!("emulator-fig11-t{t}"), &chart)?;
+            crate::output::write_plot(Some(dir), &format!("emulator-fig11-t{t}"), &chart)?;
         }
     }
     if plan.threads.len() > 1 {
@@ -551,7 +552,7 @@ fn write_charts(dir: &Path, plan: &Plan, rows: &[Row]) -> Result<(), Box<dyn Err
                 vline: None,
                 marks: None,
             };
-            crate::write_plot(Some(dir), &format!("emulator-fig13-c{m}"), &chart)?;
+            crate::output::write_plot(Some(dir), &format!("emulator-fig13-c{m}"), &chart)?;
         }
     }
     Ok(())

@@ -40,10 +40,11 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use swizzledb::{Cleaner, CleanerStats, CommitMode, Database, LogStats, RestartStats, Tree};
 
-use crate::insert::mix;
+use crate::experiments::insert::mix;
+use crate::harness::buffer::Progress;
 use crate::plot::{Chart, Marks, Point, Scale, Series};
-use crate::report::{bytes, summarize, thousands, write_aligned};
-use crate::rndread::Progress;
+use crate::stats::summarize;
+use crate::text::{bytes, thousands, write_aligned};
 use crate::{units, Usage};
 
 /// Bytes per value (the brief's 100-byte values).
@@ -2284,7 +2285,7 @@ pub fn run(args: &WalBenchArgs) -> Result<ExitCode, Box<dyn Error>> {
         return child(args, path);
     }
     let plan = plan(args).map_err(Usage)?;
-    crate::prepare_out(args.out.as_deref()).map_err(Usage)?;
+    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
     std::fs::create_dir_all(&plan.dir)
         .map_err(|e| Usage(format!("cannot create --dir {}: {e}", plan.dir.display())))?;
     let scratch = tempfile::Builder::new()
@@ -2324,7 +2325,7 @@ pub fn run(args: &WalBenchArgs) -> Result<ExitCode, Box<dyn Error>> {
         write_csv(&csv, &plan, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
         eprintln!("Wrote {}.", csv.display());
         for (name, chart) in charts(&plan, &results) {
-            crate::write_plot(Some(dir), &name, &chart)?;
+            crate::output::write_plot(Some(dir), &name, &chart)?;
         }
     }
     Ok(ExitCode::SUCCESS)

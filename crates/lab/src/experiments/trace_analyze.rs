@@ -2,7 +2,8 @@
 //! replacement policy and of Belady's OPT over a reference string, and synthetic reference
 //! strings in the plain-text trace format. The simulation itself is in `swizzledb-sim`.
 
-use crate::{plot, prepare_out, report, units, Usage};
+use crate::output::prepare_out;
+use crate::{plot, text, units, Usage};
 use clap::Args;
 use std::error::Error;
 use std::io::Write;
@@ -166,8 +167,8 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
     let load_secs = start.elapsed().as_secs_f64();
     eprintln!(
         "Loaded {} references to {} distinct pages in {load_secs:.1} s; simulating on {threads} thread(s) ...",
-        report::thousands(trace.len() as u64),
-        report::thousands(u64::from(trace.distinct_pages())),
+        text::thousands(trace.len() as u64),
+        text::thousands(u64::from(trace.distinct_pages())),
     );
     let mut subjects = vec![Subject::Opt];
     subjects.extend(args.policies.0.iter().map(|&k| Subject::Policy(k)));
@@ -185,8 +186,8 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
         out,
         "{}: {} references, {} distinct pages (cold misses)\n",
         describe(&source),
-        report::thousands(trace.len() as u64),
-        report::thousands(u64::from(trace.distinct_pages()))
+        text::thousands(trace.len() as u64),
+        text::thousands(u64::from(trace.distinct_pages()))
     )?;
     print_table(&mut out, &plan, &analysis, stack)?;
     let ok = print_checks(&mut out, &plan, &analysis, stack)?;
@@ -259,7 +260,7 @@ fn describe(source: &TraceSource) -> String {
     match source {
         TraceSource::Text(path) => format!("trace {}", path.display()),
         TraceSource::Generated { pattern, pages, seed, .. } => {
-            format!("pattern {pattern} over {} pages (seed {seed})", report::thousands(u64::from(*pages)))
+            format!("pattern {pattern} over {} pages (seed {seed})", text::thousands(u64::from(*pages)))
         }
         _ => "trace".to_string(),
     }
@@ -282,7 +283,7 @@ fn print_table(
     writeln!(out, "miss ratio by cache size (pages)")?;
     write!(out, "{:<width$}", "policy")?;
     for &size in &plan.sizes {
-        write!(out, " {:>12}", report::thousands(size))?;
+        write!(out, " {:>12}", text::thousands(size))?;
     }
     writeln!(out)?;
     for (subject, name) in plan.subjects.iter().zip(&names) {
@@ -464,8 +465,8 @@ fn curve_chart(
         series,
         note: Some(format!(
             "{what}: {} references, {} distinct pages; OPT is Belady's optimum",
-            report::thousands(trace.len() as u64),
-            report::thousands(u64::from(trace.distinct_pages()))
+            text::thousands(trace.len() as u64),
+            text::thousands(u64::from(trace.distinct_pages()))
         )),
         vline: None,
         marks: None,
@@ -493,7 +494,7 @@ pub fn generate(args: &GenerateArgs) -> Result<ExitCode, Box<dyn Error>> {
     swizzledb_sim::write_text(file, &header, stream.take(args.refs), &args.out.display().to_string())?;
     eprintln!(
         "Wrote {} references to {} in {:.1} s.",
-        report::thousands(args.refs as u64),
+        text::thousands(args.refs as u64),
         args.out.display(),
         start.elapsed().as_secs_f64()
     );

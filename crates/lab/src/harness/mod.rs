@@ -1,4 +1,10 @@
-//! Runs a [`Workload`] on several threads and counts what finished, per operation kind.
+//! Harnesses: [`run`] runs a [`Workload`] on several threads and counts what finished, per
+//! operation kind; [`buffer`] measures lookups, inserts and drifts per buffer mode with
+//! interleaved repetitions, and [`buffer_report`] turns those measurements into tables, rows
+//! and charts.
+
+pub mod buffer;
+pub mod buffer_report;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};

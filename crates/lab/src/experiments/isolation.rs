@@ -14,7 +14,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 use swizzledb::{CommitMode, Database, Error as DbError, Tree};
 
-use crate::report::summarize;
+use crate::stats::summarize;
 use crate::units;
 use crate::Usage;
 
@@ -237,7 +237,7 @@ fn measure(
 /// # Errors
 /// Bad options, or a database or I/O failure.
 pub fn run(args: &IsolationArgs) -> Result<ExitCode, Box<dyn Error>> {
-    crate::prepare_out(args.out.as_deref()).map_err(Usage)?;
+    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let scratch = tempfile::Builder::new()
         .prefix("swizzledb-isolation-")

@@ -6,11 +6,21 @@
 //! bijective mix (splitmix64) of a counter, so consecutive inserts land at random places in the
 //! tree and new keys interleave with preloaded ones. Repetitions alternate between the modes.
 
-use crate::rndread::{
+use crate::experiments::common::{base_config, Common, Outcome};
+use crate::harness::buffer::{
     create, fail, new_histogram, value_for, Config, Latency, Measurement, ModeResult, Progress,
     LATENCY_SAMPLE,
 };
+use crate::harness::buffer_report::{self as report, median_of};
+use crate::output::{prepare_out, write_outputs, write_plot};
+use crate::units::{self};
+use crate::{text, Usage};
+use clap::Args;
+use std::error::Error as StdError;
+use std::io::{self, Write};
+use std::process::ExitCode;
 use std::time::Instant;
+use swizzledb::PoolMode;
 use swizzledb::{Database, Error, Tree};
 
 /// splitmix64's finalizer: a bijection on u64, so distinct counters give distinct keys.
@@ -58,7 +68,7 @@ pub fn run(
                         "{mode}: repetition {}/{}: {} inserts/s",
                         rep + 1,
                         cfg.repeat,
-                        crate::report::thousands(m.throughput().round() as u64)
+                        crate::text::thousands(m.throughput().round() as u64)
                     ));
                     result.runs.push(m);
                 }
@@ -138,4 +148,111 @@ mod tests {
         let keys: std::collections::HashSet<u64> = (0..100_000).map(mix).collect();
         assert_eq!(keys.len(), 100_000);
     }
+}
+
+#[derive(Args)]
+pub struct InsertArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records in the database at the end
+    #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Records inserted (unmeasured) before the timed insertions [default: records / 6, as
+    /// Graefe et al.'s 10M before 50M]
+    #[arg(long, value_parser = units::parse_count)]
+    preload: Option<u64>,
+    /// Buffer-pool size per database [default: records x 320 bytes, at least 64MiB: the index
+    /// fits in memory]
+    #[arg(long, value_parser = units::parse_size)]
+    pool: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct Fig12Args {
+    #[command(flatten)]
+    common: Common,
+    /// Records at the end (a sixth of them preloaded)
+    #[arg(long, default_value = "2400000", value_parser = units::parse_positive_count)]
+    records: u64,
+}
+
+/// Pool bytes per record for random-order inserts: splits leave leaves about 70% full.
+pub const INSERT_POOL_BYTES_PER_RECORD: u64 = 320;
+
+/// Runs `bench insert`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
+pub fn execute_bench(args: &InsertArgs) -> Result<ExitCode, Box<dyn StdError>> {
+    execute("insert", &args.common, args.records, args.preload, args.pool)
+}
+
+/// Runs `experiment fig12` (Graefe et al. 2014, Fig. 12).
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
+pub fn execute_fig12(args: &Fig12Args) -> Result<ExitCode, Box<dyn StdError>> {
+    execute("graefe-fig12", &args.common, args.records, None, None)
+}
+
+fn execute(
+    experiment: &str,
+    common: &Common,
+    records: u64,
+    preload: Option<u64>,
+    pool: Option<u64>,
+) -> Result<ExitCode, Box<dyn StdError>> {
+    let preload = preload.unwrap_or(records / 6);
+    if preload >= records {
+        return Err(Usage(format!("--preload {preload} must be below --records {records}")).into());
+    }
+    let pool = pool.unwrap_or_else(|| records.saturating_mul(INSERT_POOL_BYTES_PER_RECORD).max(64 << 20));
+    let mut cfg = base_config(experiment, common, pool).map_err(Usage)?;
+    cfg.records = records;
+    cfg.working_set = records;
+    cfg.timed_ops = Some(records - preload);
+    prepare_out(common.out.as_deref()).map_err(Usage)?;
+    let results = run(&cfg, preload, Progress::on_terminal())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} new records inserted in random order after {} preloaded; throughput = inserts/s, load = preload time",
+        text::thousands(records - preload),
+        text::thousands(preload)
+    )?;
+    report::write_logging_note(&mut out)?;
+    writeln!(out)?;
+    report::print_table(&mut out, &cfg, &results)?;
+    if experiment == "graefe-fig12" {
+        print_fig12_check(&mut out, &results)?;
+    }
+    drop(out);
+    let rows = report::records(&cfg, &results);
+    write_outputs(common.out.as_deref(), experiment, &rows)?;
+    let chart =
+        report::repetition_chart("Random-order insertions (Graefe et al. 2014, Fig. 12)", &cfg, &results);
+    write_plot(common.out.as_deref(), experiment, &chart)?;
+    let outcome = Outcome { points: vec![results], rows };
+    Ok(outcome.code(false))
+}
+
+/// Graefe et al. Fig. 12: swizzling = main-memory > traditional on random inserts.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_fig12_check(out: &mut impl Write, results: &[ModeResult]) -> io::Result<()> {
+    let m = |mode| results.iter().find(|r| r.mode == mode).and_then(median_of);
+    let (t, s, mm) = (m(PoolMode::Traditional), m(PoolMode::Swizzling), m(PoolMode::MainMemory));
+    writeln!(out)?;
+    if let (Some(s), Some(mm)) = (s, mm) {
+        let v = s / mm;
+        let ok = if v >= 0.9 { "✓" } else { "✗" };
+        writeln!(out, "inserts: swizzling/main-memory = {v:.2} (paper: equal) {ok}")?;
+    }
+    if let (Some(t), Some(s)) = (t, s) {
+        let v = t / s;
+        let ok = if v < 1.0 { "✓" } else { "✗" };
+        writeln!(out, "inserts: traditional/swizzling = {v:.2} (paper: traditional below) {ok}")?;
+    }
+    Ok(())
 }

@@ -1,6 +1,8 @@
 //! `bench tpcc`: argument parsing for the TPC-C benchmark; the workload, the measurements and
-//! the table live in `swizzledb_lab::tpcc`.
+//! the table live in `crate::tpcc`.
 
+use crate::tpcc::{print_table, run_bench, write_csv, BenchPlan, TpccConfig};
+use crate::WorkloadError;
 use clap::Args;
 use std::error::Error;
 use std::io::{self, Write};
@@ -8,8 +10,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use swizzledb::PolicySpec;
-use swizzledb_lab::tpcc::{print_table, run_bench, write_csv, BenchPlan, TpccConfig};
-use swizzledb_lab::WorkloadError;
 
 use crate::units;
 use crate::Usage;
@@ -89,7 +89,7 @@ pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.validate().map_err(|e| Usage(e.to_string()))?;
-    crate::prepare_out(args.out.as_deref()).map_err(Usage)?;
+    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
     let mut out = io::stdout().lock();
     writeln!(
         out,

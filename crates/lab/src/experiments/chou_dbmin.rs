@@ -24,7 +24,7 @@ use swizzledb_sim::dbmin::simulator::{self, Config, DbminError, Mix, Precision, 
 use swizzledb_sim::dbmin::{QueryTrace, QueryType};
 
 use crate::plot::{Chart, Marks, Point, Scale, Series};
-use crate::report;
+use crate::text;
 use crate::Usage;
 
 /// The simulators.
@@ -338,7 +338,7 @@ impl Results {
 /// Runs `sim dbmin`.
 pub fn run(args: &DbminArgs) -> Result<ExitCode, Box<dyn Error>> {
     let plan = Plan::new(args)?;
-    crate::prepare_out(args.out.as_deref()).map_err(Usage)?;
+    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
     eprintln!(
         "Simulating {} configurations on {} thread(s) (figures {}; {} batches of {} queries each, \
          doubled at most {} time(s) while the 95% half-width exceeds {}% of the throughput) ...",
@@ -387,7 +387,7 @@ pub fn run(args: &DbminArgs) -> Result<ExitCode, Box<dyn Error>> {
         for &figure in &plan.figures {
             for &mix in &plan.mixes {
                 let stem = format!("chou-dbmin-fig{figure}-{}", mix.name().to_ascii_lowercase());
-                crate::write_plot(Some(dir), &stem, &chart(&plan, &results, figure, mix))?;
+                crate::output::write_plot(Some(dir), &stem, &chart(&plan, &results, figure, mix))?;
             }
         }
     }
@@ -424,7 +424,7 @@ fn print_tables(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
                 }));
                 table.push(row);
             }
-            report::write_aligned(out, &table)?;
+            text::write_aligned(out, &table)?;
         }
     }
     Ok(())

@@ -1,0 +1,219 @@
+//! Options and helpers shared by the buffer benchmarks (lookup, insert, drift, fix, the policy
+//! experiments): the common options, one point's configuration, and running a list of points.
+
+use clap::Args;
+use std::error::Error;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use swizzledb::{PolicySpec, PoolMode};
+
+use crate::harness::buffer::{self, Config, ModeResult, Progress, RECORD_BYTES};
+use crate::harness::buffer_report::{self as report, Record};
+use crate::text;
+use crate::units::{self, Sweep, SweepVar, WorkingSet};
+
+pub fn parse_fraction(input: &str) -> Result<f64, String> {
+    let s = input.trim();
+    let v: f64 = s
+        .strip_suffix('%')
+        .unwrap_or(s)
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid pool fraction {input:?}; expected a percentage such as 25%"))?;
+    if v > 0.0 && v <= 100.0 {
+        Ok(v / 100.0)
+    } else {
+        Err(format!("pool fraction {input:?} must be above 0% and at most 100%"))
+    }
+}
+
+pub fn parse_zipf(input: &str) -> Result<f64, String> {
+    match input.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("invalid Zipf exponent {input:?}; expected a number >= 0 (0: uniform)")),
+    }
+}
+
+/// Options shared by every workload.
+#[derive(Args, Clone)]
+pub struct Common {
+    /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
+    #[arg(long, default_value = "all", value_parser = units::parse_modes)]
+    pub mode: units::Modes,
+    /// Lookup threads (threads beyond the cores oversubscribe them)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: u16,
+    /// Page size in bytes (4KiB to 32KiB, a power of two)
+    #[arg(long, default_value = "8192", value_parser = units::parse_size)]
+    pub page_size: u64,
+    /// Replacement policy, e.g. gclock, gclock:4, random, clock, lru, sieve, gclock-sweep; prefix
+    /// leaf- for the structure-aware variant (leaf-lru); an unknown name lists them all
+    #[arg(long, default_value = "gclock")]
+    pub policy: PolicySpec,
+    /// Seconds per measurement
+    #[arg(long, default_value = "3", value_parser = units::parse_positive_seconds)]
+    pub duration: f64,
+    /// Seconds of unmeasured operations before each measurement
+    #[arg(long, default_value = "1", value_parser = units::parse_seconds)]
+    pub warmup: f64,
+    /// Measurements per mode (interleaved across modes: A B C A B C ...)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub repeat: u16,
+    /// Seed for the workload threads and randomized policies
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Directory for the temporary database files [default: the system temp directory]
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Mode the printed ratios are relative to [default: main-memory, else the first mode]
+    #[arg(long, value_parser = parse_mode)]
+    pub baseline: Option<PoolMode>,
+    /// Read and write the database file with O_DIRECT, bypassing the OS page cache, so misses
+    /// cost real device I/O
+    #[arg(long)]
+    pub direct_io: bool,
+    /// Directory for results: <experiment>.csv, <experiment>.json (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+pub fn parse_mode(s: &str) -> Result<PoolMode, String> {
+    s.parse().map_err(|e: swizzledb::BufferError| e.to_string())
+}
+
+pub fn to_usize(what: &str, v: u64) -> Result<usize, String> {
+    usize::try_from(v).map_err(|_| format!("{what} {v} does not fit in memory addresses"))
+}
+
+/// The configuration of one point, before records and working set are chosen.
+pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String> {
+    if !usize::try_from(c.page_size).is_ok_and(swizzledb_buffer::page::valid_page_size) {
+        return Err(format!(
+            "--page-size {} is not supported; use a power of two from 4KiB to 32KiB",
+            c.page_size
+        ));
+    }
+    let min_pool = swizzledb_buffer::MIN_FRAMES as u64 * c.page_size;
+    if pool < min_pool {
+        return Err(format!(
+            "--pool {} is below the minimum of {} ({} pages of {})",
+            text::bytes(pool),
+            text::bytes(min_pool),
+            swizzledb_buffer::MIN_FRAMES,
+            text::bytes(c.page_size)
+        ));
+    }
+    Ok(Config {
+        experiment: experiment.to_string(),
+        records: 0,
+        working_set: 0,
+        zipf: None,
+        threads: usize::from(c.threads),
+        modes: c.mode.0.clone(),
+        pool_bytes: to_usize("--pool", pool)?,
+        page_size: to_usize("--page-size", c.page_size)?,
+        policy: c.policy,
+        duration: c.duration,
+        timed_ops: None,
+        warmup: c.warmup,
+        repeat: usize::from(c.repeat),
+        seed: c.seed,
+        direct_io: c.direct_io,
+        baseline: c.baseline,
+        dir: c.dir.clone().unwrap_or_else(std::env::temp_dir),
+    })
+}
+
+/// Records accessed for a working-set option over `records` records.
+pub fn working_set_records(ws: Option<WorkingSet>, records: u64) -> Result<u64, String> {
+    let n = match ws {
+        None => records,
+        Some(WorkingSet::Fraction(f)) => ((records as f64 * f).round() as u64).max(1),
+        Some(WorkingSet::Bytes(b)) => (b / RECORD_BYTES).max(1),
+    };
+    if n > records {
+        return Err(format!(
+            "the working set ({} records) is larger than the data ({records} records); lower \
+             --working-set or raise --records",
+            n
+        ));
+    }
+    Ok(n)
+}
+
+/// The points of a run: one, or one per sweep value.
+pub fn points(
+    base: &Config,
+    records: u64,
+    ws: Option<WorkingSet>,
+    sweep: Option<&Sweep>,
+) -> Result<Vec<Config>, String> {
+    let point = |records: u64, working_set: u64| Config { records, working_set, ..base.clone() };
+    match sweep {
+        None => Ok(vec![point(records, working_set_records(ws, records)?)]),
+        Some(s) => {
+            s.values
+                .iter()
+                .map(|&v| {
+                    let n = (v / RECORD_BYTES).max(1);
+                    match s.var {
+                        SweepVar::Records => Ok(point(n, n)),
+                        SweepVar::WorkingSet => working_set_records(Some(WorkingSet::Bytes(v)), records)
+                            .map(|w| point(records, w)),
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// Results of all points of a run.
+pub struct Outcome {
+    /// Per point, per mode.
+    pub points: Vec<Vec<ModeResult>>,
+    /// The result rows of every point.
+    pub rows: Vec<Record>,
+}
+
+impl Outcome {
+    /// Exit code 1 if a mode failed at some point; with `expect_memory_limit` (sweeps past the
+    /// pool), main-memory mode reaching its memory limit is an expected result, not a failure.
+    pub fn code(&self, expect_memory_limit: bool) -> ExitCode {
+        let failed = self.points.iter().flatten().any(|r| {
+            r.error.as_deref().is_some_and(|e| {
+                !(expect_memory_limit && r.mode == PoolMode::MainMemory && e.contains("main-memory mode"))
+            })
+        });
+        if failed {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Runs every point, printing each point's table as it completes.
+pub fn run_points(configs: &[Config]) -> Result<Outcome, Box<dyn Error>> {
+    let progress = Progress::on_terminal();
+    let mut outcome = Outcome { points: Vec::new(), rows: Vec::new() };
+    for (i, cfg) in configs.iter().enumerate() {
+        if configs.len() > 1 {
+            progress.say(format_args!("point {}/{}", i + 1, configs.len()));
+        }
+        let (results, open) = buffer::run(cfg, progress)?;
+        let mut out = std::io::stdout().lock();
+        if i == 0 {
+            report::write_logging_note(&mut out)?;
+        }
+        writeln!(out)?;
+        report::print_table(&mut out, cfg, &results)?;
+        out.flush()?;
+        drop(out);
+        progress.say(format_args!("closing and deleting the temporary databases ..."));
+        drop(open);
+        outcome.rows.extend(report::records(cfg, &results));
+        outcome.points.push(results);
+    }
+    Ok(outcome)
+}

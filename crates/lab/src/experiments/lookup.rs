@@ -1,0 +1,69 @@
+//! `bench lookup`: random verified lookups with every knob exposed, optionally swept.
+
+use clap::Args;
+use std::error::Error;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::experiments::common::{base_config, parse_zipf, points, run_points, Common};
+use crate::harness::buffer::{self, Config, RECORD_BYTES};
+use crate::harness::buffer_report::{self as report};
+use crate::output::{prepare_out, write_outputs, write_plot};
+use crate::units::{self, Sweep, SweepVar, WorkingSet};
+use crate::Usage;
+
+#[derive(Args)]
+pub struct LookupArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Records to load (1000000, 1_000_000, 1e6 or 1M)
+    #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
+    records: u64,
+    /// Part of the key range that is looked up: a fraction (0.25, 25%) or bytes of keys and
+    /// values (64MiB; 128 bytes per record) [default: all records]
+    #[arg(long, value_parser = units::parse_working_set)]
+    working_set: Option<WorkingSet>,
+    /// Buffer-pool size per database (64MiB, 1GiB, 512KiB or bytes) [default: records x 200
+    /// bytes, at least 64MiB]
+    #[arg(long, value_parser = units::parse_size)]
+    pool: Option<u64>,
+    /// Run a grid instead of one point: records=8MiB..256MiB:x2 (database size) or
+    /// working-set=16MiB..1GiB:x2 (accessed range), or a list records=8MiB,64MiB
+    #[arg(long, value_parser = units::parse_sweep)]
+    sweep: Option<Sweep>,
+    /// Append one row per mode and repetition to this CSV file
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 for uniform keys
+    #[arg(long, default_value = "0", value_parser = parse_zipf)]
+    zipf: f64,
+}
+
+pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let largest = args.sweep.as_ref().filter(|s| s.var == SweepVar::Records).and_then(|s| s.values.last());
+    let default_pool = buffer::default_pool_bytes(largest.map_or(args.records, |b| b / RECORD_BYTES));
+    let mut base = base_config("rndread", &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
+    base.zipf = (args.zipf > 0.0).then_some(args.zipf);
+    let configs = points(&base, args.records, args.working_set, args.sweep.as_ref()).map_err(Usage)?;
+    if let Some(path) = &args.csv {
+        report::check_csv_appendable(path).map_err(Usage)?;
+    }
+    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
+    let outcome = run_points(&configs)?;
+    if let Some(path) = &args.csv {
+        report::write_csv(path, &outcome.rows, false)
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    write_outputs(args.common.out.as_deref(), "rndread", &outcome.rows)?;
+    if let Some(sweep) = &args.sweep {
+        let (label, x_of): (&str, fn(&Config) -> u64) = match sweep.var {
+            SweepVar::Records => ("database size (bytes of keys and values)", |c| c.records * RECORD_BYTES),
+            SweepVar::WorkingSet => {
+                ("working set (bytes of keys and values)", |c| c.working_set * RECORD_BYTES)
+            }
+        };
+        let chart = report::sweep_chart("Random lookups", label, &configs, &outcome.points, x_of);
+        write_plot(args.common.out.as_deref(), "rndread", &chart)?;
+    }
+    Ok(outcome.code(args.sweep.is_some()))
+}
