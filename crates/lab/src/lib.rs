@@ -26,10 +26,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cpu;
+pub mod experiment;
 pub mod experiments;
 pub mod harness;
 pub mod output;
 pub mod plot;
+pub mod progress;
 pub mod recording;
 pub mod stats;
 pub mod text;

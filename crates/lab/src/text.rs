@@ -29,7 +29,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// Writes rows with the first column left-aligned and the others right-aligned.
-pub fn write_aligned(out: &mut impl Write, table: &[Vec<String>]) -> io::Result<()> {
+pub fn write_aligned(out: &mut (impl Write + ?Sized), table: &[Vec<String>]) -> io::Result<()> {
     let cols = table.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| table.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))

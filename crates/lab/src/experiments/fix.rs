@@ -10,24 +10,26 @@
 use crate::experiments::common::{base_config, Common};
 use crate::harness::buffer::{self};
 use crate::harness::buffer::{create, value_for, Config, Progress, LOGGING};
-use crate::harness::buffer_report::write_logging_note;
-use crate::output::{prepare_out, write_plot};
+use crate::experiment::{self, Check, Experiment, Verdict};
+use crate::harness::buffer_report::LOGGING_NOTE;
+use crate::plot::Chart;
 use crate::text::{thousands, write_aligned};
 use crate::units::{self};
 use crate::Usage;
 use clap::Args;
 use std::error::Error as StdError;
 use std::io::{self, Write};
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 use swizzledb::{Error, PoolMode};
 use swizzledb_btree::node;
 use swizzledb_buffer::{Exclusive, LatchKind, Shared};
 
-/// One timed loop: nanoseconds per fix.
-#[derive(Clone, Debug, serde::Serialize)]
+/// One timed loop: nanoseconds per fix; one row of `fix.csv`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct FixSample {
+    /// Always `fix`.
+    pub experiment: &'static str,
     /// Buffer mode.
     pub mode: String,
     /// `shared` or `exclusive`.
@@ -88,6 +90,7 @@ pub fn run(
                 }
                 let ns = start.elapsed().as_nanos() as f64 / fixes as f64;
                 samples.push(FixSample {
+                    experiment: Fix::NAME,
                     mode: mode.name().to_string(),
                     latch: if exclusive { "exclusive" } else { "shared" }.to_string(),
                     repetition: rep,
@@ -132,94 +135,95 @@ pub struct FixArgs {
     fixes: u64,
 }
 
+/// Runs `experiment fix`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn execute(args: &FixArgs) -> Result<ExitCode, Box<dyn StdError>> {
     let pool = buffer::default_pool_bytes(args.records);
-    let mut cfg = base_config("fix", &args.common, pool).map_err(Usage)?;
+    let mut cfg = base_config(Fix::NAME, &args.common, pool).map_err(Usage)?;
     cfg.records = args.records;
     cfg.working_set = args.records;
-    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
-    let samples = run(&cfg, args.fixes, Progress::on_terminal())?;
-    let mut out = std::io::stdout().lock();
-    print_fix_table(&mut out, &cfg, &samples)?;
-    drop(out);
-    if let Some(dir) = &args.common.out {
-        let csv = dir.join("fix.csv");
-        write_fix_csv(&csv, &samples).map_err(|e| format!("writing {}: {e}", csv.display()))?;
-        let json = dir.join("fix.json");
-        std::fs::write(&json, serde_json::to_string_pretty(&samples)?)
-            .map_err(|e| format!("writing {}: {e}", json.display()))?;
-        eprintln!("Wrote {} and {}.", csv.display(), json.display());
-    }
-    write_plot(args.common.out.as_deref(), "fix", &fix_chart(&cfg, &samples))?;
-    Ok(ExitCode::SUCCESS)
+    experiment::execute(&Fix { cfg, fixes: args.fixes }, args.common.out.as_deref())
 }
 
-/// The fix() table: ns per fix by mode and latch mode, and the checks.
-///
-/// # Errors
-/// Errors writing to `out`.
-pub fn print_fix_table(
-    out: &mut impl Write,
-    cfg: &Config,
-    samples: &[crate::experiments::fix::FixSample],
-) -> io::Result<()> {
-    writeln!(
-        out,
-        "fix(): ns per fix + unfix of a resident child of the root, {} records, {} repetitions",
-        thousands(cfg.records),
-        cfg.repeat
-    )?;
-    write_logging_note(out)?;
-    writeln!(out)?;
-    let mut table =
-        vec![vec!["mode".to_string(), "latch".into(), "median ns".into(), "min ns".into(), "max ns".into()]];
-    for &m in &cfg.modes {
-        for latch in ["shared", "exclusive"] {
-            if let Some(s) = crate::experiments::fix::median(samples, m, latch) {
-                table.push(vec![
-                    m.name().to_string(),
-                    latch.to_string(),
-                    format!("{:.1}", s.median),
-                    format!("{:.1}", s.min),
-                    format!("{:.1}", s.max),
-                ]);
+/// The plan: databases per mode as `cfg` says, `fixes` timed fixes per mode, latch mode and
+/// repetition.
+pub struct Fix {
+    /// Modes, records, repetitions.
+    pub cfg: Config,
+    /// Fixes per timed loop.
+    pub fixes: u64,
+}
+
+impl Experiment for Fix {
+    const NAME: &'static str = "fix";
+    type Row = FixSample;
+    type Results = Vec<FixSample>;
+
+    fn caption(&self) -> String {
+        format!(
+            "fix(): ns per fix + unfix of a resident child of the root, {} records, {} repetitions\n{LOGGING_NOTE}",
+            thousands(self.cfg.records),
+            self.cfg.repeat
+        )
+    }
+
+    fn run(&self, progress: Progress) -> Result<Vec<FixSample>, Box<dyn StdError>> {
+        Ok(run(&self.cfg, self.fixes, progress)?)
+    }
+
+    fn tables(&self, samples: &Vec<FixSample>, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out)?;
+        let mut table =
+            vec![vec!["mode".to_string(), "latch".into(), "median ns".into(), "min ns".into(), "max ns".into()]];
+        for &m in &self.cfg.modes {
+            for latch in ["shared", "exclusive"] {
+                if let Some(s) = median(samples, m, latch) {
+                    table.push(vec![
+                        m.name().to_string(),
+                        latch.to_string(),
+                        format!("{:.1}", s.median),
+                        format!("{:.1}", s.min),
+                        format!("{:.1}", s.max),
+                    ]);
+                }
             }
         }
+        write_aligned(out, &table)
     }
-    write_aligned(out, &table)?;
-    let med = |m, l| crate::experiments::fix::median(samples, m, l).map(|s| s.median);
-    writeln!(out)?;
-    if let (Some(s), Some(t)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::Traditional, "shared")) {
-        let v = s / t;
-        let ok = if v < 0.85 { "✓" } else { "✗" };
-        writeln!(
-            out,
-            "fix: swizzled/page-table = {v:.2} (Gilbert 2017: about 0.7; Graefe 2014: larger gains) {ok}"
-        )?;
-    }
-    if let (Some(s), Some(mm)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::MainMemory, "shared")) {
-        writeln!(
-            out,
-            "fix: swizzling/main-memory = {:.2} (the difference is the replacement policy's hit hook)",
-            s / mm
-        )?;
-    }
-    Ok(())
-}
 
-/// Writes the fix() samples as CSV (replacing the file).
-///
-/// # Errors
-/// Errors writing the file.
-pub fn write_fix_csv(path: &Path, samples: &[crate::experiments::fix::FixSample]) -> io::Result<()> {
-    let mut text = String::from("experiment,mode,latch,repetition,fixes,ns_per_fix,logging\n");
-    for s in samples {
-        text.push_str(&format!(
-            "fix,{},{},{},{},{:.3},{}\n",
-            s.mode, s.latch, s.repetition, s.fixes, s.ns_per_fix, s.logging
-        ));
+    fn checks(&self, samples: &Vec<FixSample>) -> Vec<Check> {
+        let med = |m, l| median(samples, m, l).map(|s| s.median);
+        let mut checks = Vec::new();
+        if let (Some(s), Some(t)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::Traditional, "shared")) {
+            let v = s / t;
+            checks.push(Check {
+                what: "fix: swizzled/page-table, shared hits in a tight loop".into(),
+                paper: "about 0.7 inside TPC-C (Gilbert 2017); larger gains (Graefe 2014); below 0.85 counts".into(),
+                ours: format!("{v:.2}"),
+                verdict: Verdict::of(v < 0.85),
+            });
+        }
+        if let (Some(s), Some(mm)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::MainMemory, "shared")) {
+            let v = s / mm;
+            checks.push(Check {
+                what: "fix: swizzling/main-memory, shared hits".into(),
+                paper: "equal; the difference is the replacement policy's hit hook; within 1.5 counts".into(),
+                ours: format!("{v:.2}"),
+                verdict: Verdict::of(v <= 1.5),
+            });
+        }
+        checks
     }
-    std::fs::write(path, text)
+
+    fn rows(&self, samples: &Vec<FixSample>) -> Vec<FixSample> {
+        samples.clone()
+    }
+
+    fn charts(&self, samples: &Vec<FixSample>) -> Vec<(String, Chart)> {
+        vec![(Self::NAME.to_string(), fix_chart(&self.cfg, samples))]
+    }
 }
 
 /// The fix() chart: ns per fix in each repetition, one line per mode and latch mode.

@@ -51,8 +51,7 @@ pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     prepare_out(args.common.out.as_deref()).map_err(Usage)?;
     let outcome = run_points(&configs)?;
     if let Some(path) = &args.csv {
-        report::write_csv(path, &outcome.rows, false)
-            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        crate::output::write_csv(path, &outcome.rows, true)?;
     }
     write_outputs(args.common.out.as_deref(), "rndread", &outcome.rows)?;
     if let Some(sweep) = &args.sweep {

@@ -6,13 +6,11 @@
 //! machine (frequency, other load) hits all modes alike.
 
 use hdrhistogram::Histogram;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use std::fmt;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use swizzledb::{BufferError, Database, Error, PolicySpec, PoolMode, Stats, Tree};
 
 /// Key (8) plus value (120) bytes: the logical size of one record.
@@ -101,19 +99,7 @@ pub struct Measurement {
     pub cpu_secs: Option<f64>,
 }
 
-/// User + system CPU seconds of the whole process so far, every thread included (ended ones
-/// too), from `/proc/self/stat` in clock ticks of 1/100 s (Linux's fixed `USER_HZ`); `None`
-/// where that file does not exist or cannot be read.
-#[must_use]
-pub fn process_cpu_secs() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 14 and 15 of the file (utime, stime) are the 12th and 13th after the name.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
-}
+pub use crate::cpu::process_cpu_secs;
 
 /// The median of `f` over the measurements where it is defined (`None` if it is nowhere).
 pub fn median_of(runs: &[Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
@@ -172,60 +158,7 @@ pub struct ModeResult {
     pub error: Option<String>,
 }
 
-/// Status lines on stderr, only when stderr is a terminal.
-#[derive(Clone, Copy, Debug)]
-pub struct Progress(bool);
-
-impl Progress {
-    /// Progress on stderr if it is a terminal.
-    #[must_use]
-    pub fn on_terminal() -> Progress {
-        Progress(std::io::stderr().is_terminal())
-    }
-
-    /// Prints `msg` on stderr if progress is on.
-    pub fn say(self, msg: fmt::Arguments<'_>) {
-        if self.0 {
-            eprintln!("{msg}");
-        }
-    }
-
-    /// A progress bar over `len` items on stderr (hidden when progress is off).
-    #[must_use]
-    pub fn counter(self, len: u64, msg: String) -> ProgressBar {
-        if !self.0 {
-            return ProgressBar::hidden();
-        }
-        let bar = ProgressBar::new(len).with_message(msg);
-        if let Ok(style) = ProgressStyle::with_template("{msg:28} [{bar:30}] {pos}/{len} ({eta} left)") {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar
-    }
-
-    /// Sleeps `secs` seconds, showing the time as a bar (a plain sleep when progress is off).
-    pub fn wait(self, secs: f64, msg: String) {
-        if !self.0 {
-            std::thread::sleep(Duration::from_secs_f64(secs));
-            return;
-        }
-        let total = (secs * 1000.0).round() as u64;
-        let bar = ProgressBar::new(total).with_message(msg);
-        if let Ok(style) = ProgressStyle::with_template("{msg:28} [{bar:30}] {elapsed} of {len} ms") {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        let start = Instant::now();
-        loop {
-            let done = start.elapsed().as_millis() as u64;
-            if done >= total {
-                break;
-            }
-            bar.set_position(done);
-            std::thread::sleep(Duration::from_millis(100).min(Duration::from_millis(total - done)));
-        }
-        bar.finish_and_clear();
-    }
-}
+pub use crate::progress::Progress;
 
 /// The databases still open after a run: dropping this flushes and closes them and deletes their
 /// files (about a second per 1M records), so print results first.
@@ -565,32 +498,6 @@ fn worker(tree: &Tree, keys: KeyDraw, seed: u64, stop: &AtomicBool) -> Result<Ta
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Process CPU time counts the work of a thread that has ended: a thread spins until the
-    /// reading has grown by two ticks (20 ms), which must happen well within 10 s of wall time
-    /// however busy the machine is. (Skipped where the system has no `/proc/self/stat`.)
-    #[test]
-    fn process_cpu_time_counts_a_busy_thread() {
-        let Some(before) = process_cpu_secs() else { return };
-        let grew = std::thread::spawn(move || {
-            let start = Instant::now();
-            let mut x = 0u64;
-            while start.elapsed().as_secs() < 10 {
-                for _ in 0..100_000 {
-                    x = std::hint::black_box(x.wrapping_add(1));
-                }
-                if process_cpu_secs().is_some_and(|now| now >= before + 0.02) {
-                    return true;
-                }
-            }
-            false
-        })
-        .join()
-        .unwrap();
-        assert!(grew, "10 s of spinning never showed as 20 ms of process CPU time");
-        let after = process_cpu_secs().expect("readable once, readable again");
-        assert!(after >= before + 0.02, "{before} -> {after}: the ended thread's time is kept");
-    }
 
     /// Zipf draws stay in range, rank r always maps to the same key (a bijection of ranks onto
     /// the working set), and the hottest key gets its Zipf share: 1 / H(1000) = 13.4% for s = 1.

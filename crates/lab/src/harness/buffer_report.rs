@@ -1,7 +1,6 @@
 //! Turning measurements into the results table, the check lines and CSV rows.
 
 use crate::harness::buffer::{Config, ModeResult, LOGGING, RECORD_BYTES};
-use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -170,7 +169,7 @@ pub fn ratio_over(
 
 /// One result row: one mode, one repetition (and one sweep point). The CSV and JSON outputs
 /// share this schema; `docs/results-schema.md` describes every column.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Record {
     /// Experiment name (`rndread`, `graefe-fig10`, ...).
     pub experiment: String,
@@ -264,34 +263,6 @@ pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
     rows
 }
 
-fn csv_line(r: &Record) -> String {
-    format!(
-        "{},{},{},{},{},{},{},{},{:.3},{:.1},{:.6},{:.4},{},{},{},{},{},{},{},{},{},{:.3},{}\n",
-        r.experiment,
-        r.mode,
-        r.policy,
-        r.threads,
-        r.records,
-        r.pool_bytes,
-        r.working_set_bytes,
-        r.repetition,
-        r.duration_s,
-        r.throughput,
-        r.hit_ratio,
-        r.page_table_lookups_per_op,
-        r.swizzles,
-        r.unswizzles,
-        r.evictions,
-        r.pages_read,
-        r.pages_written,
-        r.memory_bytes,
-        r.p50_ns,
-        r.p99_ns,
-        r.p999_ns,
-        r.started_s,
-        r.logging,
-    )
-}
 
 /// Checks that rows written by [`write_csv`] can be appended to the file at `path`: it is
 /// missing, empty, or starts with [`CSV_HEADER`] (a file from a version with other columns
@@ -308,7 +279,7 @@ pub fn check_csv_appendable(path: &Path) -> Result<(), String> {
     let mut first = String::new();
     let read = io::BufRead::read_line(&mut io::BufReader::new(file), &mut first)
         .map_err(|e| format!("cannot read --csv {}: {e}", path.display()))?;
-    if read == 0 || first.trim_end_matches(['\n', '\r']) == CSV_HEADER {
+    if read == 0 || first.trim_end_matches(['\n', '\r']) == crate::output::columns::<Record>().join(",") {
         Ok(())
     } else {
         Err(format!(
@@ -318,37 +289,6 @@ pub fn check_csv_appendable(path: &Path) -> Result<(), String> {
     }
 }
 
-/// Appends `rows` to the CSV file at `path`, writing the header first if the file is new or
-/// empty (or if `fresh`, which empties it first).
-///
-/// # Errors
-/// Errors opening or writing the file.
-pub fn write_csv(path: &Path, rows: &[Record], fresh: bool) -> io::Result<()> {
-    let mut file = OpenOptions::new().create(true).append(!fresh).write(true).truncate(fresh).open(path)?;
-    let mut text = String::new();
-    if file.metadata()?.len() == 0 {
-        text.push_str(CSV_HEADER);
-        text.push('\n');
-    }
-    for r in rows {
-        text.push_str(&csv_line(r));
-    }
-    file.write_all(text.as_bytes())
-}
-
-/// Writes `rows` as a JSON document `{"schema": 1, "rows": [...]}` (replacing the file).
-///
-/// # Errors
-/// Errors creating or writing the file.
-pub fn write_json(path: &Path, rows: &[Record]) -> io::Result<()> {
-    #[derive(serde::Serialize)]
-    struct Doc<'a> {
-        schema: u32,
-        rows: &'a [Record],
-    }
-    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    serde_json::to_writer_pretty(file, &Doc { schema: 1, rows }).map_err(io::Error::other)
-}
 
 /// One series per mode from `(x, results)` pairs: median with min..max bars of the throughput.
 fn mode_series(modes: &[PoolMode], at: &[(f64, &[ModeResult])]) -> Vec<crate::plot::Series> {
@@ -484,6 +424,12 @@ pub fn drift_chart(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rows' columns are the ones this version has always written, in the same order.
+    #[test]
+    fn record_columns_are_the_documented_header() {
+        assert_eq!(crate::output::columns::<Record>().join(","), CSV_HEADER);
+    }
 
     /// `docs/results-schema.md` documents every column of the result files written from
     /// [`Record`], of `gilbert-policies.csv` and of `ding-bpwrapper.csv`, each in its section.

@@ -1,0 +1,167 @@
+//! The shape every experiment has: a plan (its options, validated before anything runs), a run,
+//! then tables, checks of the paper's claims, result rows and charts made from the results.
+//! [`execute`] does the rest the same way for all of them: the output directory is checked
+//! before the run (bad input writes nothing), the caption and tables go to stdout, the rows to
+//! `<NAME>.csv` and `<NAME>.json`, the charts beside them.
+//!
+//! A new experiment is one file under `experiments/`: a plan type implementing [`Experiment`],
+//! and (for the command line) a `clap` options struct that builds the plan.
+
+use serde::Serialize;
+use std::error::Error;
+use std::fmt;
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::output::{prepare_out, write_plot, write_rows};
+use crate::plot::Chart;
+use crate::progress::Progress;
+use crate::Usage;
+
+/// An experiment's plan: what to run, and how to show what came of it.
+pub trait Experiment {
+    /// The experiment's one name: its module, its command and the stem of its output files.
+    const NAME: &'static str;
+    /// One row of `<NAME>.csv` / `<NAME>.json`: a flat serde struct whose fields are the columns
+    /// (`docs/results-schema.md` documents each; a test checks it).
+    type Row: Serialize + Default;
+    /// What a run produced.
+    type Results;
+
+    /// What runs, in a line or two, printed before the run.
+    fn caption(&self) -> String;
+
+    /// Runs the plan; progress goes to stderr through `progress`, nothing to stdout.
+    ///
+    /// # Errors
+    /// The engine or the file system failed.
+    fn run(&self, progress: Progress) -> Result<Self::Results, Box<dyn Error>>;
+
+    /// The tables printed after the run.
+    ///
+    /// # Errors
+    /// Writing to `out` failed.
+    fn tables(&self, results: &Self::Results, out: &mut dyn Write) -> io::Result<()>;
+
+    /// The paper's claims held against the results (none for a plain benchmark).
+    fn checks(&self, _results: &Self::Results) -> Vec<Check> {
+        Vec::new()
+    }
+
+    /// The result rows.
+    fn rows(&self, results: &Self::Results) -> Vec<Self::Row>;
+
+    /// Charts, each with the stem of its files.
+    fn charts(&self, _results: &Self::Results) -> Vec<(String, Chart)> {
+        Vec::new()
+    }
+
+    /// The exit status: failure if some configuration failed to run.
+    fn status(&self, _results: &Self::Results) -> ExitCode {
+        ExitCode::SUCCESS
+    }
+}
+
+/// How a result compares with the paper's claim.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The numbers agree within the stated tolerance.
+    Holds,
+    /// Some of the claim holds (the direction, or some of the points).
+    Partial,
+    /// The numbers disagree.
+    Fails,
+}
+
+impl Verdict {
+    /// `Holds` if `ok`, else `Fails`.
+    #[must_use]
+    pub fn of(ok: bool) -> Verdict {
+        if ok {
+            Verdict::Holds
+        } else {
+            Verdict::Fails
+        }
+    }
+
+    /// ✓, ~ or ✗.
+    #[must_use]
+    pub fn mark(self) -> &'static str {
+        match self {
+            Verdict::Holds => "✓",
+            Verdict::Partial => "~",
+            Verdict::Fails => "✗",
+        }
+    }
+}
+
+/// One claim of a paper held against our numbers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Check {
+    /// What is compared, e.g. `lookups: swizzling / main-memory in memory`.
+    pub what: String,
+    /// The paper's number and condition.
+    pub paper: String,
+    /// Ours.
+    pub ours: String,
+    /// How they compare.
+    pub verdict: Verdict,
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} (paper: {}) {}", self.what, self.ours, self.paper, self.verdict.mark())
+    }
+}
+
+/// Runs `experiment` and writes what it produced: caption, tables and checks on stdout; rows
+/// and charts into `out` if given.
+///
+/// # Errors
+/// `out` cannot be written (as [`Usage`], before the run), the run failed, or an output file
+/// could not be written.
+pub fn execute<E: Experiment>(experiment: &E, out: Option<&Path>) -> Result<ExitCode, Box<dyn Error>> {
+    prepare_out(out).map_err(Usage)?;
+    {
+        let mut stdout = io::stdout().lock();
+        writeln!(stdout, "{}", experiment.caption())?;
+        stdout.flush()?;
+    }
+    let results = experiment.run(Progress::on_terminal())?;
+    let mut stdout = io::stdout().lock();
+    experiment.tables(&results, &mut stdout)?;
+    let checks = experiment.checks(&results);
+    if !checks.is_empty() {
+        writeln!(stdout)?;
+        for c in &checks {
+            writeln!(stdout, "{c}")?;
+        }
+    }
+    drop(stdout);
+    if let Some(dir) = out {
+        write_rows(dir, E::NAME, &experiment.rows(&results))?;
+        for (stem, chart) in experiment.charts(&results) {
+            write_plot(Some(dir), &stem, &chart)?;
+        }
+    }
+    Ok(experiment.status(&results))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_says_both_numbers_and_the_verdict() {
+        let c = Check {
+            what: "inserts: swizzling / main-memory".into(),
+            paper: "1.0".into(),
+            ours: "0.97".into(),
+            verdict: Verdict::of(true),
+        };
+        assert_eq!(c.to_string(), "inserts: swizzling / main-memory: 0.97 (paper: 1.0) ✓");
+        assert_eq!(Verdict::of(false).mark(), "✗");
+    }
+}
