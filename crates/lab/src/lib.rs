@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod child;
 pub mod cpu;
 pub mod experiment;
 pub mod experiments;

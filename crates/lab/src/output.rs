@@ -112,7 +112,11 @@ pub fn write_rows<R: Serialize + Default>(dir: &Path, stem: &str, rows: &[R]) ->
 ///
 /// # Errors
 /// A file cannot be written.
-pub fn write_outputs<R: Serialize + Default>(out: Option<&Path>, stem: &str, rows: &[R]) -> Result<(), OutputError> {
+pub fn write_outputs<R: Serialize + Default>(
+    out: Option<&Path>,
+    stem: &str,
+    rows: &[R],
+) -> Result<(), OutputError> {
     match out {
         Some(dir) => write_rows(dir, stem, rows),
         None => Ok(()),

@@ -17,6 +17,12 @@ impl Progress {
         Progress(std::io::stderr().is_terminal())
     }
 
+    /// No progress at all (tests, scripted runs).
+    #[must_use]
+    pub fn off() -> Progress {
+        Progress(false)
+    }
+
     /// Prints `msg` on stderr if progress is on.
     pub fn say(self, msg: fmt::Arguments<'_>) {
         if self.0 {

@@ -45,13 +45,14 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error;
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 use swizzledb::{CommitMode, Database, PoolMode, Tree};
 
+use crate::child::Child;
 use crate::Usage;
 
 /// The workload and database settings the writer runs with.
@@ -629,6 +630,58 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64], models: &mut [Model]
     found
 }
 
+/// The last acknowledged step per writer thread and the last cleaner report in a child's output.
+fn parse_child_output(lines: &[String], threads: usize) -> (Vec<Option<u64>>, CleanerReport) {
+    let mut last = vec![None; threads];
+    let mut cleaner = CleanerReport::default();
+    for line in lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[..] {
+            ["ack", t, n] => {
+                if let (Ok(t), Ok(n)) = (t.parse::<usize>(), n.parse::<u64>()) {
+                    if let Some(slot) = last.get_mut(t) {
+                        *slot = Some(n);
+                    }
+                }
+            }
+            ["cleaner", ref rest @ ..] => {
+                if let Some(report) = CleanerReport::parse(rest) {
+                    cleaner = report;
+                }
+            }
+            _ => {}
+        }
+    }
+    (last, cleaner)
+}
+
+/// The arguments of a child run, built like a `Command`'s.
+#[derive(Default)]
+struct ChildArgs(Vec<std::ffi::OsString>);
+
+impl ChildArgs {
+    fn arg(&mut self, a: impl AsRef<std::ffi::OsStr>) -> &mut Self {
+        self.0.push(a.as_ref().to_owned());
+        self
+    }
+
+    fn args<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(&mut self, args: I) -> &mut Self {
+        for a in args {
+            self.arg(a);
+        }
+        self
+    }
+}
+
+impl IntoIterator for ChildArgs {
+    type Item = std::ffi::OsString;
+    type IntoIter = std::vec::IntoIter<std::ffi::OsString>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
 /// Runs the harness: `kills` rounds of start, run, SIGKILL, verify.
 pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(path) = &args.child {
@@ -680,14 +733,13 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         checkpoint_ms(args),
         max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10))
     );
-    let exe = std::env::current_exe()?;
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let (mut lost, mut uncommitted, mut invalid) = (0usize, 0usize, 0usize);
     let mut models = vec![Model::default(); args.threads as usize];
     let mut cleaner = CleanerReport::default();
     let started = std::time::Instant::now();
     for kill in 1..=args.kills {
-        let mut command = Command::new(&exe);
+        let mut command = ChildArgs::default();
         command
             .arg("crash-test")
             .args(["--config", args.config.name(), "--seed", &args.seed.to_string()])
@@ -702,50 +754,19 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
             let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
             command.args(["--resume", &resume.join(",")]);
         }
-        let mut child =
-            command.arg("--child").arg(&path).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-        let stdout = child.stdout.take().expect("piped stdout");
-        let threads = args.threads as usize;
-        let reader = std::thread::spawn(move || {
-            let mut last = vec![None; threads];
-            let mut cleaner = CleanerReport::default();
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let words: Vec<&str> = line.split_whitespace().collect();
-                match words[..] {
-                    ["ack", t, n] => {
-                        if let (Ok(t), Ok(n)) = (t.parse::<usize>(), n.parse::<u64>()) {
-                            if let Some(slot) = last.get_mut(t) {
-                                *slot = Some(n);
-                            }
-                        }
-                    }
-                    ["cleaner", ref rest @ ..] => {
-                        if let Some(report) = CleanerReport::parse(rest) {
-                            cleaner = report;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            (last, cleaner)
-        });
+        command.arg("--child").arg(&path);
+        let child = Child::spawn(command)?;
         std::thread::sleep(Duration::from_millis(rng.gen_range(1..=args.max_run_ms.max(1))));
-        let exited_early = child.try_wait()?.is_some();
-        let _ = child.kill();
-        let status = child.wait()?;
-        let (last, report) = reader.join().map_err(|_| "the output reader panicked")?;
+        let ended = child.kill()?;
+        let (last, report) = parse_child_output(&ended.lines, args.threads as usize);
         cleaner.checkpoints += report.checkpoints;
         cleaner.rounds += report.rounds;
         cleaner.pages += report.pages;
         cleaner.throttled += report.throttled;
         cleaner.failures += report.failures;
         cleaner.max_log_bytes = cleaner.max_log_bytes.max(report.max_log_bytes);
-        if exited_early {
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut e, &mut err);
-            }
-            eprintln!("kill {kill}: the writer exited by itself ({status}): {}", err.trim());
+        if ended.exited_early {
+            eprintln!("kill {kill}: the writer exited by itself ({}): {}", ended.status, ended.stderr.trim());
             invalid += 1;
         }
         let acked: Vec<u64> =

@@ -7,10 +7,10 @@
 //! Repetitions alternate between the modes. For a statistically careful version of the same
 //! measurement see `cargo bench -p swizzledb --bench fix` (criterion).
 
+use crate::experiment::{self, Check, Experiment, Verdict};
 use crate::experiments::common::{base_config, Common};
 use crate::harness::buffer::{self};
 use crate::harness::buffer::{create, value_for, Config, Progress, LOGGING};
-use crate::experiment::{self, Check, Experiment, Verdict};
 use crate::harness::buffer_report::LOGGING_NOTE;
 use crate::plot::Chart;
 use crate::text::{thousands, write_aligned};
@@ -170,13 +170,18 @@ impl Experiment for Fix {
     }
 
     fn run(&self, progress: Progress) -> Result<Vec<FixSample>, Box<dyn StdError>> {
-        Ok(run(&self.cfg, self.fixes, progress)?)
+        run(&self.cfg, self.fixes, progress)
     }
 
     fn tables(&self, samples: &Vec<FixSample>, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
-        let mut table =
-            vec![vec!["mode".to_string(), "latch".into(), "median ns".into(), "min ns".into(), "max ns".into()]];
+        let mut table = vec![vec![
+            "mode".to_string(),
+            "latch".into(),
+            "median ns".into(),
+            "min ns".into(),
+            "max ns".into(),
+        ]];
         for &m in &self.cfg.modes {
             for latch in ["shared", "exclusive"] {
                 if let Some(s) = median(samples, m, latch) {
@@ -196,16 +201,19 @@ impl Experiment for Fix {
     fn checks(&self, samples: &Vec<FixSample>) -> Vec<Check> {
         let med = |m, l| median(samples, m, l).map(|s| s.median);
         let mut checks = Vec::new();
-        if let (Some(s), Some(t)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::Traditional, "shared")) {
+        if let (Some(s), Some(t)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::Traditional, "shared"))
+        {
             let v = s / t;
             checks.push(Check {
                 what: "fix: swizzled/page-table, shared hits in a tight loop".into(),
-                paper: "about 0.7 inside TPC-C (Gilbert 2017); larger gains (Graefe 2014); below 0.85 counts".into(),
+                paper: "about 0.7 inside TPC-C (Gilbert 2017); larger gains (Graefe 2014); below 0.85 counts"
+                    .into(),
                 ours: format!("{v:.2}"),
                 verdict: Verdict::of(v < 0.85),
             });
         }
-        if let (Some(s), Some(mm)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::MainMemory, "shared")) {
+        if let (Some(s), Some(mm)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::MainMemory, "shared"))
+        {
             let v = s / mm;
             checks.push(Check {
                 what: "fix: swizzling/main-memory, shared hits".into(),

@@ -31,15 +31,16 @@
 //! Every database sets logging explicitly (the engine's default is on).
 
 use std::error::Error;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use swizzledb::{Cleaner, CleanerStats, CommitMode, Database, LogStats, RestartStats, Tree};
 
+use crate::child::Child;
 use crate::experiments::insert::mix;
 use crate::harness::buffer::Progress;
 use crate::plot::{Chart, Marks, Point, Scale, Series};
@@ -1120,37 +1121,27 @@ fn measure_restart(
     repetition: usize,
 ) -> Result<RestartRun, Box<dyn Error>> {
     copy_database(base, run)?;
-    let exe = std::env::current_exe()?;
-    let mut command = Command::new(exe);
-    command
-        .args(["bench", "wal", "--records", &plan.records.to_string(), "--seed", &plan.seed.to_string()])
-        .args(["--max-log", &setup.max_log.to_string(), "--log-segment", &setup.segment.to_string()]);
+    let mut args: Vec<String> = vec!["bench".into(), "wal".into()];
+    let mut arg = |k: &str, v: String| args.extend([k.to_string(), v]);
+    arg("--records", plan.records.to_string());
+    arg("--seed", plan.seed.to_string());
+    arg("--max-log", setup.max_log.to_string());
+    arg("--log-segment", setup.segment.to_string());
     match stop {
-        Stop::LogBytes(target) => command.args(["--log-sizes", &target.to_string()]),
-        Stop::Secs(secs) => command.args(["--child-secs", &secs.to_string()]),
-    };
-    if setup.cleaner != Cleaner::None {
-        command.arg("--child-cleaner");
+        Stop::LogBytes(target) => arg("--log-sizes", target.to_string()),
+        Stop::Secs(secs) => arg("--child-secs", secs.to_string()),
     }
-    let mut child = command
-        .arg("--child")
-        .arg(run)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout of the writer")?;
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line)?;
-    let ready = parse_ready(&line);
-    let _ = child.kill();
-    let _ = child.wait()?;
+    if setup.cleaner != Cleaner::None {
+        args.push("--child-cleaner".into());
+    }
+    args.push("--child".into());
+    let mut child = Child::spawn(
+        args.iter().map(String::as_str).chain([run.as_os_str().to_str().ok_or("a non-UTF-8 path")?]),
+    )?;
+    let ready = child.next_line().as_deref().and_then(parse_ready);
+    let ended = child.kill()?;
     let Some(ready) = ready else {
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = io::Read::read_to_string(&mut e, &mut err);
-        }
-        return Err(format!("the writer stopped before it was done: {}", err.trim()).into());
+        return Err(format!("the writer stopped before it was done: {}", ended.stderr.trim()).into());
     };
     let wal_dir = wal_dir_bytes(run);
     let start = Instant::now();

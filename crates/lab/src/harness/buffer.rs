@@ -545,7 +545,7 @@ mod tests {
             baseline: None,
             dir: dir.clone(),
         };
-        let (results, open) = run(&cfg, Progress(false)).unwrap();
+        let (results, open) = run(&cfg, Progress::off()).unwrap();
         drop(open);
         let _ = std::fs::remove_dir_all(&dir);
         let mut order: Vec<(Instant, usize, PoolMode)> = results

@@ -263,7 +263,6 @@ pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
     rows
 }
 
-
 /// Checks that rows written by [`write_csv`] can be appended to the file at `path`: it is
 /// missing, empty, or starts with [`CSV_HEADER`] (a file from a version with other columns
 /// would get rows that do not line up with its header).
@@ -288,7 +287,6 @@ pub fn check_csv_appendable(path: &Path) -> Result<(), String> {
         ))
     }
 }
-
 
 /// One series per mode from `(x, results)` pairs: median with min..max bars of the throughput.
 fn mode_series(modes: &[PoolMode], at: &[(f64, &[ModeResult])]) -> Vec<crate::plot::Series> {
