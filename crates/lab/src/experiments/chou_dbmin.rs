@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::error::Error;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -381,9 +381,7 @@ pub fn run(args: &DbminArgs) -> Result<ExitCode, Box<dyn Error>> {
     )?;
     drop(out);
     if let Some(dir) = &args.out {
-        let csv = dir.join("chou-dbmin.csv");
-        write_csv(&csv, &plan, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
-        eprintln!("Wrote {}.", csv.display());
+        crate::output::write_rows(dir, "chou-dbmin", &rows(&plan, &results))?;
         for &figure in &plan.figures {
             for &mix in &plan.mixes {
                 let stem = format!("chou-dbmin-fig{figure}-{}", mix.name().to_ascii_lowercase());
@@ -614,51 +612,91 @@ fn figures_of(plan: &Plan, c: &Config) -> String {
 }
 
 /// One row per simulated configuration.
-fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
-    let mut text = format!("{CSV_HEADER}\n");
-    for run in &results.runs {
-        let (c, r) = (&run.config, &run.result);
-        let hit = if r.requests > 0 { r.hits as f64 / r.requests as f64 } else { f64::NAN };
-        let fields = [
-            "chou-dbmin".to_string(),
-            figures_of(plan, c),
-            c.algorithm.name().to_string(),
-            c.load_control.to_string(),
-            c.mix.name().to_string(),
-            c.sharing.name().to_string(),
-            c.ncq.to_string(),
-            c.buffers.to_string(),
-            format!("{:.6}", r.throughput),
-            format!("{:.6}", r.ci_halfwidth),
-            format!("{:.3}", r.ci_halfwidth / r.throughput * 100.0),
-            format!("{:.6}", r.disk_utilization),
-            format!("{hit:.6}"),
-            r.requests.to_string(),
-            r.reads.to_string(),
-            r.sync_writes.to_string(),
-            r.async_writes.to_string(),
-            r.completions.iter().sum::<u64>().to_string(),
-            format!("{:.3}", r.measured_s),
-            c.warmup_queries.to_string(),
-            c.batches.to_string(),
-            c.batch_queries.to_string(),
-            r.batch_queries.to_string(),
-            c.seed.to_string(),
-            format!("{:.3}", run.wall_s),
-            r.manager.admitted.to_string(),
-            r.manager.deferred.to_string(),
-            r.manager.suspensions.to_string(),
-            r.manager.activations.to_string(),
-            r.manager.reclaims.to_string(),
-            r.manager.rereads_after_suspension.to_string(),
-            r.manager.reclaims_after_suspension.to_string(),
-            format!("{:.3}", r.mean_resident),
-            format!("{:.3}", r.mean_active),
-        ];
-        text.push_str(&fields.join(","));
-        text.push('\n');
-    }
-    std::fs::write(path, text)
+/// One row of `chou-dbmin.csv`: one simulated configuration (columns in
+/// `docs/results-schema.md`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct DbminRow {
+    pub experiment: &'static str,
+    pub figures: String,
+    pub algorithm: String,
+    pub load_control: bool,
+    pub mix: String,
+    pub sharing: String,
+    pub ncq: u32,
+    pub buffers: u32,
+    pub throughput: f64,
+    pub ci_halfwidth: f64,
+    pub ci_percent: f64,
+    pub disk_utilization: f64,
+    pub hit_ratio: f64,
+    pub requests: u64,
+    pub reads: u64,
+    pub sync_writes: u64,
+    pub async_writes: u64,
+    pub completions: u64,
+    pub measured_s: f64,
+    pub warmup_queries: u64,
+    pub batches: u32,
+    pub batch_queries: u64,
+    pub final_batch_queries: u64,
+    pub seed: u64,
+    pub wall_s: f64,
+    pub admitted: u64,
+    pub deferred: u64,
+    pub suspensions: u64,
+    pub activations: u64,
+    pub reclaims: u64,
+    pub rereads_after_suspension: u64,
+    pub reclaims_after_suspension: u64,
+    pub mean_resident: f64,
+    pub mean_active: f64,
+}
+
+fn rows(plan: &Plan, results: &Results) -> Vec<DbminRow> {
+    results
+        .runs
+        .iter()
+        .map(|run| {
+            let (c, r) = (&run.config, &run.result);
+            let hit = if r.requests > 0 { r.hits as f64 / r.requests as f64 } else { f64::NAN };
+            DbminRow {
+                experiment: "chou-dbmin",
+                figures: figures_of(plan, c),
+                algorithm: c.algorithm.name().to_string(),
+                load_control: c.load_control,
+                mix: c.mix.name().to_string(),
+                sharing: c.sharing.name().to_string(),
+                ncq: c.ncq,
+                buffers: c.buffers,
+                throughput: r.throughput,
+                ci_halfwidth: r.ci_halfwidth,
+                ci_percent: r.ci_halfwidth / r.throughput * 100.0,
+                disk_utilization: r.disk_utilization,
+                hit_ratio: hit,
+                requests: r.requests,
+                reads: r.reads,
+                sync_writes: r.sync_writes,
+                async_writes: r.async_writes,
+                completions: r.completions.iter().sum::<u64>(),
+                measured_s: r.measured_s,
+                warmup_queries: c.warmup_queries,
+                batches: c.batches,
+                batch_queries: c.batch_queries,
+                final_batch_queries: r.batch_queries,
+                seed: c.seed,
+                wall_s: run.wall_s,
+                admitted: r.manager.admitted,
+                deferred: r.manager.deferred,
+                suspensions: r.manager.suspensions,
+                activations: r.manager.activations,
+                reclaims: r.manager.reclaims,
+                rereads_after_suspension: r.manager.rereads_after_suspension,
+                reclaims_after_suspension: r.manager.reclaims_after_suspension,
+                mean_resident: r.mean_resident,
+                mean_active: r.mean_active,
+            }
+        })
+        .collect()
 }
 
 /// Throughput against NCQ for one figure and mix, one line per algorithm, 95% CI error bars.

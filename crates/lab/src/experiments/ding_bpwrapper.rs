@@ -24,7 +24,6 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::error::Error;
 use std::io::{self, Write};
-use std::path::Path;
 use std::process::ExitCode;
 use swizzledb::{BpVariant, PolicyKind, PolicySpec, PoolMode, Stats};
 
@@ -431,51 +430,81 @@ repetition,lookups_per_sec,fixes,hits,hit_ratio,lock_acquisitions,lock_failed_tr
 lock_acquisitions_per_million,waits_per_million,hold_ns_per_access,evictions,eviction_us_per_call,free_frame_waits,cpu_us_per_lookup,\
 policy_accesses,dropped_hits,logging";
 
-/// One row per (policy, threads, repetition).
-pub fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
+/// One row of `ding-bpwrapper.csv`: one policy, thread count and repetition (columns in
+/// `docs/results-schema.md`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct BpWrapperRow {
+    pub experiment: String,
+    pub mode: &'static str,
+    pub policy: String,
+    pub pool_fraction: f64,
+    pub pool_bytes: u64,
+    pub data_bytes: u64,
+    pub records: u64,
+    pub zipf: Option<f64>,
+    pub threads: usize,
+    pub repetition: usize,
+    pub lookups_per_sec: f64,
+    pub fixes: u64,
+    pub hits: u64,
+    pub hit_ratio: Option<f64>,
+    pub lock_acquisitions: u64,
+    pub lock_failed_tries: u64,
+    pub lock_waits: u64,
+    pub lock_acquisitions_per_million: Option<f64>,
+    pub waits_per_million: Option<f64>,
+    pub hold_ns_per_access: Option<f64>,
+    pub evictions: u64,
+    pub eviction_us_per_call: Option<f64>,
+    pub free_frame_waits: u64,
+    pub cpu_us_per_lookup: Option<f64>,
+    pub policy_accesses: u64,
+    pub dropped_hits: u64,
+    pub logging: bool,
+}
+
+/// The rows of `ding-bpwrapper.csv`.
+#[must_use]
+pub fn rows(plan: &Plan, results: &Results) -> Vec<BpWrapperRow> {
     let cfg = &plan.base;
     let pool_bytes = pool_for(plan.fraction, results.data_bytes, cfg.page_size);
-    let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
-    let mut text = format!("{CSV_HEADER}\n");
+    let mut rows = Vec::new();
     for p in &results.points {
         for m in &p.runs {
             let s = &m.stats;
-            let eviction_us =
-                (s.eviction_rounds > 0).then(|| s.eviction_nanos as f64 / s.eviction_rounds as f64 / 1e3);
-            let fields = [
-                cfg.experiment.clone(),
-                plan.mode.name().to_string(),
-                p.policy.to_string(),
-                plan.fraction.to_string(),
-                pool_bytes.to_string(),
-                results.data_bytes.to_string(),
-                cfg.records.to_string(),
-                cfg.zipf.map_or(String::new(), |z| z.to_string()),
-                p.threads.to_string(),
-                m.repetition.to_string(),
-                format!("{:.1}", m.throughput()),
-                s.fixes.to_string(),
-                s.hits.to_string(),
-                opt(hit_percent(s).map(|h| h / 100.0)),
-                s.policy_lock_acquisitions.to_string(),
-                s.policy_lock_failed_tries.to_string(),
-                s.policy_lock_waits.to_string(),
-                opt(per_million(s.policy_lock_acquisitions, s)),
-                opt(waits_per_million(s)),
-                opt(hold_ns_per_access(s)),
-                s.evictions.to_string(),
-                opt(eviction_us),
-                s.free_frame_waits.to_string(),
-                opt(m.cpu_us_per_op()),
-                s.policy_accesses.to_string(),
-                s.policy_dropped_hits.to_string(),
-                buffer::LOGGING.to_string(),
-            ];
-            text.push_str(&fields.join(","));
-            text.push('\n');
+            rows.push(BpWrapperRow {
+                experiment: cfg.experiment.clone(),
+                mode: plan.mode.name(),
+                policy: p.policy.to_string(),
+                pool_fraction: plan.fraction,
+                pool_bytes: pool_bytes as u64,
+                data_bytes: results.data_bytes,
+                records: cfg.records,
+                zipf: cfg.zipf,
+                threads: p.threads,
+                repetition: m.repetition,
+                lookups_per_sec: m.throughput(),
+                fixes: s.fixes,
+                hits: s.hits,
+                hit_ratio: hit_percent(s).map(|h| h / 100.0),
+                lock_acquisitions: s.policy_lock_acquisitions,
+                lock_failed_tries: s.policy_lock_failed_tries,
+                lock_waits: s.policy_lock_waits,
+                lock_acquisitions_per_million: per_million(s.policy_lock_acquisitions, s),
+                waits_per_million: waits_per_million(s),
+                hold_ns_per_access: hold_ns_per_access(s),
+                evictions: s.evictions,
+                eviction_us_per_call: (s.eviction_rounds > 0)
+                    .then(|| s.eviction_nanos as f64 / s.eviction_rounds as f64 / 1e3),
+                free_frame_waits: s.free_frame_waits,
+                cpu_us_per_lookup: m.cpu_us_per_op(),
+                policy_accesses: s.policy_accesses,
+                dropped_hits: s.policy_dropped_hits,
+                logging: buffer::LOGGING,
+            });
         }
     }
-    std::fs::write(path, text)
+    rows
 }
 
 /// The median of `f` per policy against the thread count.
@@ -626,9 +655,7 @@ pub fn execute(args: &BpWrapperArgs) -> Result<ExitCode, Box<dyn Error>> {
     print_checks(&mut out, &plan, &results)?;
     drop(out);
     if let Some(dir) = c.out.as_deref() {
-        let csv = dir.join("ding-bpwrapper.csv");
-        write_csv(&csv, &plan, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
-        eprintln!("Wrote {}.", csv.display());
+        crate::output::write_rows(dir, "ding-bpwrapper", &rows(&plan, &results))?;
         let throughput = chart(
             &plan,
             &results,

@@ -19,7 +19,6 @@ use clap::Args;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::error::Error as StdError;
 use std::io::{self, Write};
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -37,7 +36,7 @@ pub struct Drift {
 }
 
 /// One throughput sample.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Sample {
     /// Experiment name.
     pub experiment: String,
@@ -53,6 +52,8 @@ pub struct Sample {
     pub throughput: f64,
     /// Hits / fixes during the sample.
     pub hit_ratio: f64,
+    /// Whether a write-ahead log was on (never: this measures the buffer).
+    pub logging: bool,
 }
 
 /// Runs the workload: per repetition and mode, load, then one drifting measurement.
@@ -186,6 +187,7 @@ fn measure(
                 } else {
                     d.hits as f64 / (d.hits + d.misses) as f64
                 },
+                logging: LOGGING,
             });
             last = (n, st, now);
             if t >= total_secs {
@@ -276,9 +278,7 @@ pub fn execute(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn S
     let rows = report::records(&cfg, &results);
     write_outputs(args.common.out.as_deref(), experiment, &rows)?;
     if let Some(dir) = &args.common.out {
-        let path = dir.join(format!("{experiment}-series.csv"));
-        write_series_csv(&path, &samples).map_err(|e| format!("writing {}: {e}", path.display()))?;
-        eprintln!("Wrote the time series to {}.", path.display());
+        crate::output::write_rows(dir, &format!("{experiment}-series"), &samples)?;
     }
     let chart = report::drift_chart(
         "Drifting working set (Graefe et al. 2014, Fig. 13)",
@@ -340,19 +340,4 @@ pub fn print_drift_summary(
         writeln!(out, "\ndrift: swizzling/traditional in the steady state = {v:.2} (paper: ~2) {ok}")?;
     }
     Ok(())
-}
-
-/// Writes the drift time series (replacing the file).
-///
-/// # Errors
-/// Errors creating or writing the file.
-pub fn write_series_csv(path: &Path, samples: &[Sample]) -> io::Result<()> {
-    let mut text = String::from("experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging\n");
-    for s in samples {
-        text.push_str(&format!(
-            "{},{},{},{:.3},{},{:.1},{:.6},{LOGGING}\n",
-            s.experiment, s.mode, s.repetition, s.t_s, s.phase, s.throughput, s.hit_ratio
-        ));
-    }
-    std::fs::write(path, text)
 }

@@ -4,15 +4,14 @@
 //! The emulator itself is `swizzledb_sim::emulator` (its README section "Buffer emulator").
 
 use std::error::Error;
-use std::fmt::Write as _;
 use std::io::{self, Write};
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
 use swizzledb_sim::emulator::{EmuConfig, EmuVariant, Emulator, RunResult, Stop, DEFAULT_ZIPF};
 use swizzledb_sim::PolicyKind;
 
+use crate::experiment::{self, Experiment};
 use crate::harness::buffer::Progress;
 use crate::plot::{Chart, Point, Scale, Series};
 use crate::stats::summarize;
@@ -110,7 +109,7 @@ fn parse_zipf(input: &str) -> Result<f64, String> {
 }
 
 /// One measurement.
-struct Row {
+pub struct Row {
     variant: EmuVariant,
     threads: usize,
     compute_us: f64,
@@ -127,7 +126,7 @@ impl Row {
 }
 
 /// The whole grid, validated.
-struct Plan {
+pub struct Plan {
     threads: Vec<usize>,
     compute: Vec<f64>,
     variants: Vec<EmuVariant>,
@@ -207,24 +206,36 @@ fn plan(args: &EmulatorArgs) -> Result<Plan, String> {
 /// Bad options ([`Usage`], before anything runs), and failures writing the outputs.
 pub fn run(args: &EmulatorArgs) -> Result<ExitCode, Box<dyn Error>> {
     let plan = plan(args).map_err(Usage)?;
-    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
-    let progress = Progress::on_terminal();
-    let mut out = io::stdout().lock();
-    print_caption(&mut out, &plan)?;
-    out.flush()?;
-    drop(out);
-    let rows = measure(&plan, progress);
-    let mut out = io::stdout().lock();
-    print_tables(&mut out, &plan, &rows)?;
-    print_checks(&mut out, &plan, &rows)?;
-    drop(out);
-    if let Some(dir) = args.out.as_deref() {
-        let csv = dir.join("emulator.csv");
-        write_csv(&csv, &plan, &rows).map_err(|e| format!("writing {}: {e}", csv.display()))?;
-        eprintln!("Wrote {}.", csv.display());
-        write_charts(dir, &plan, &rows)?;
+    experiment::execute(&plan, args.out.as_deref())
+}
+
+impl Experiment for Plan {
+    const NAME: &'static str = "emulator";
+    type Row = EmulatorRow;
+    type Results = Vec<Row>;
+
+    fn caption(&self) -> String {
+        let mut text = Vec::new();
+        let _ = print_caption(&mut text, self);
+        String::from_utf8_lossy(&text).trim_end().to_string()
     }
-    Ok(ExitCode::SUCCESS)
+
+    fn run(&self, progress: Progress) -> Result<Vec<Row>, Box<dyn Error>> {
+        Ok(measure(self, progress))
+    }
+
+    fn tables(&self, rows: &Vec<Row>, mut out: &mut dyn Write) -> io::Result<()> {
+        print_tables(&mut out, self, rows)?;
+        print_checks(&mut out, self, rows)
+    }
+
+    fn rows(&self, rows: &Vec<Row>) -> Vec<EmulatorRow> {
+        rows.iter().map(|r| EmulatorRow::new(self, r)).collect()
+    }
+
+    fn charts(&self, rows: &Vec<Row>) -> Vec<(String, Chart)> {
+        charts(self, rows)
+    }
 }
 
 fn print_caption(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
@@ -450,39 +461,62 @@ pub const CSV_HEADER: &str = "variant,policy,threads,compute_us,data_pages,buffe
 partitions,free_lists,reclaim,repetition,duration_s,accesses,hits,accesses_per_sec,normalized,hit_ratio,\
 lock_acquisitions_per_million,failed_trylocks_per_million,waits_per_million,miss_lock_waits_per_million";
 
-fn write_csv(path: &Path, plan: &Plan, rows: &[Row]) -> io::Result<()> {
-    let b = &plan.base;
-    let mut text = format!("{CSV_HEADER}\n");
-    for r in rows {
+/// One row of `emulator.csv`: one variant, thread count, compute time and repetition.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct EmulatorRow {
+    pub variant: String,
+    pub policy: String,
+    pub threads: usize,
+    pub compute_us: f64,
+    pub data_pages: u32,
+    pub buffer_pages: u32,
+    pub zipf: f64,
+    pub all_miss: bool,
+    pub partitions: usize,
+    pub free_lists: usize,
+    pub reclaim: usize,
+    pub repetition: u16,
+    pub duration_s: f64,
+    pub accesses: u64,
+    pub hits: u64,
+    pub accesses_per_sec: f64,
+    pub normalized: Option<f64>,
+    pub hit_ratio: f64,
+    pub lock_acquisitions_per_million: f64,
+    pub failed_trylocks_per_million: f64,
+    pub waits_per_million: f64,
+    pub miss_lock_waits_per_million: f64,
+}
+
+impl EmulatorRow {
+    fn new(plan: &Plan, r: &Row) -> EmulatorRow {
+        let b = &plan.base;
         let x = &r.result;
-        let _ = writeln!(
-            text,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{:.1},{},{:.6},{:.3},{:.3},{:.3},{:.3}",
-            r.variant,
-            plan.policy_name(r.variant),
-            r.threads,
-            r.compute_us,
-            b.data_pages,
-            b.buffer_pages,
-            b.zipf,
-            b.all_miss,
-            b.partitions,
-            b.free_lists,
-            plan.config(r.variant, r.threads, r.compute_us).effective_reclaim(),
-            r.repetition,
-            x.seconds,
-            x.accesses,
-            x.hits,
-            x.accesses_per_sec(),
-            r.normalized.map_or(String::new(), |n| format!("{n:.6}")),
-            x.hit_ratio(),
-            x.per_million(x.locks.acquisitions()),
-            x.per_million(x.locks.failed_try_locks),
-            r.waits_per_million(),
-            x.per_million(x.locks.miss_waits),
-        );
+        EmulatorRow {
+            variant: r.variant.to_string(),
+            policy: plan.policy_name(r.variant).to_string(),
+            threads: r.threads,
+            compute_us: r.compute_us,
+            data_pages: b.data_pages,
+            buffer_pages: b.buffer_pages,
+            zipf: b.zipf,
+            all_miss: b.all_miss,
+            partitions: b.partitions,
+            free_lists: b.free_lists,
+            reclaim: plan.config(r.variant, r.threads, r.compute_us).effective_reclaim(),
+            repetition: r.repetition,
+            duration_s: x.seconds,
+            accesses: x.accesses,
+            hits: x.hits,
+            accesses_per_sec: x.accesses_per_sec(),
+            normalized: r.normalized,
+            hit_ratio: x.hit_ratio(),
+            lock_acquisitions_per_million: x.per_million(x.locks.acquisitions()),
+            failed_trylocks_per_million: x.per_million(x.locks.failed_try_locks),
+            waits_per_million: r.waits_per_million(),
+            miss_lock_waits_per_million: x.per_million(x.locks.miss_waits),
+        }
     }
-    std::fs::write(path, text)
 }
 
 /// What a chart plots of each row.
@@ -507,7 +541,8 @@ fn series(plan: &Plan, rows: &[Row], xs: &[(f64, usize, f64)], f: RowValue<'_>) 
 
 /// Fig. 11 (against compute time, per thread count) and Fig. 13 (against threads, per compute
 /// time), whenever the grid has more than one value on the axis.
-fn write_charts(dir: &Path, plan: &Plan, rows: &[Row]) -> Result<(), Box<dyn Error>> {
+fn charts(plan: &Plan, rows: &[Row]) -> Vec<(String, Chart)> {
+    let mut charts = Vec::new();
     let workload =
         if plan.base.all_miss { "all-miss".to_string() } else { format!("Zipf s={}", plan.base.zipf) };
     let note = format!(
@@ -536,7 +571,7 @@ fn write_charts(dir: &Path, plan: &Plan, rows: &[Row]) -> Result<(), Box<dyn Err
                 vline: None,
                 marks: None,
             };
-            crate::output::write_plot(Some(dir), &format!("emulator-fig11-t{t}"), &chart)?;
+            charts.push((format!("emulator-fig11-t{t}"), chart));
         }
     }
     if plan.threads.len() > 1 {
@@ -552,8 +587,8 @@ fn write_charts(dir: &Path, plan: &Plan, rows: &[Row]) -> Result<(), Box<dyn Err
                 vline: None,
                 marks: None,
             };
-            crate::output::write_plot(Some(dir), &format!("emulator-fig13-c{m}"), &chart)?;
+            charts.push((format!("emulator-fig13-c{m}"), chart));
         }
     }
-    Ok(())
+    charts
 }

@@ -372,46 +372,77 @@ zipf,threads,repetition,lookups_per_sec,fixes,hits,hit_ratio,evictions,eviction_
 proposals,rejected_in_use,rejected_root,rejected_swizzled_children,rejected_not_resident,sweep_evictions,\
 sweep_refusals,logging";
 
-/// One row per variant and repetition.
-pub fn write_csv(path: &Path, plan: &Plan, variants: &[Variant], data_bytes: u64) -> io::Result<()> {
+/// One row of `gilbert-policies.csv`: one mode, policy, pool size and repetition (columns in
+/// `docs/results-schema.md`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PolicyRow {
+    pub experiment: String,
+    pub mode: &'static str,
+    pub policy: String,
+    pub pool_fraction: f64,
+    pub pool_bytes: u64,
+    pub data_bytes: u64,
+    pub records: u64,
+    pub working_set: u64,
+    pub zipf: Option<f64>,
+    pub threads: usize,
+    pub repetition: usize,
+    pub lookups_per_sec: f64,
+    pub fixes: u64,
+    pub hits: u64,
+    pub hit_ratio: Option<f64>,
+    pub evictions: u64,
+    pub eviction_rounds: u64,
+    pub eviction_us_per_call: Option<f64>,
+    pub proposals: u64,
+    pub rejected_in_use: u64,
+    pub rejected_root: u64,
+    pub rejected_swizzled_children: u64,
+    pub rejected_not_resident: u64,
+    pub sweep_evictions: u64,
+    pub sweep_refusals: u64,
+    pub logging: bool,
+}
+
+/// The rows of `gilbert-policies.csv`.
+#[must_use]
+pub fn rows(plan: &Plan, variants: &[Variant], data_bytes: u64) -> Vec<PolicyRow> {
     let cfg = &plan.base;
-    let mut text = format!("{CSV_HEADER}\n");
+    let mut rows = Vec::new();
     for v in variants {
         for m in &v.runs {
             let s = &m.stats;
-            let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
-            text.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                cfg.experiment,
-                v.mode.name(),
-                v.policy,
-                v.fraction,
-                v.pool_bytes,
+            rows.push(PolicyRow {
+                experiment: cfg.experiment.clone(),
+                mode: v.mode.name(),
+                policy: v.policy.to_string(),
+                pool_fraction: v.fraction,
+                pool_bytes: v.pool_bytes as u64,
                 data_bytes,
-                cfg.records,
-                cfg.working_set,
-                cfg.zipf.map_or(String::new(), |z| z.to_string()),
-                cfg.threads,
-                m.repetition,
-                m.throughput(),
-                s.fixes,
-                s.hits,
-                opt(hit_ratio(s)),
-                s.evictions,
-                s.eviction_rounds,
-                opt(per(s.eviction_nanos, s.eviction_rounds).map(|ns| ns / 1e3)),
-                s.proposals,
-                s.rejected_in_use,
-                s.rejected_root,
-                s.rejected_swizzled_children,
-                s.rejected_not_resident,
-                s.sweep_evictions,
-                s.sweep_refusals,
-                buffer::LOGGING,
-            ));
+                records: cfg.records,
+                working_set: cfg.working_set,
+                zipf: cfg.zipf,
+                threads: cfg.threads,
+                repetition: m.repetition,
+                lookups_per_sec: m.throughput(),
+                fixes: s.fixes,
+                hits: s.hits,
+                hit_ratio: hit_ratio(s),
+                evictions: s.evictions,
+                eviction_rounds: s.eviction_rounds,
+                eviction_us_per_call: per(s.eviction_nanos, s.eviction_rounds).map(|ns| ns / 1e3),
+                proposals: s.proposals,
+                rejected_in_use: s.rejected_in_use,
+                rejected_root: s.rejected_root,
+                rejected_swizzled_children: s.rejected_swizzled_children,
+                rejected_not_resident: s.rejected_not_resident,
+                sweep_evictions: s.sweep_evictions,
+                sweep_refusals: s.sweep_refusals,
+                logging: buffer::LOGGING,
+            });
         }
     }
-    std::fs::write(path, text)
+    rows
 }
 
 /// One mode's chart: the median of `f` per policy against the pool size.
@@ -531,10 +562,7 @@ pub fn execute(args: &PoliciesArgs) -> Result<ExitCode, Box<dyn Error>> {
     print_checks(&mut out, &plan, &variants)?;
     drop(out);
     if let Some(dir) = c.out.as_deref() {
-        let csv = dir.join("gilbert-policies.csv");
-        write_csv(&csv, &plan, &variants, data_bytes)
-            .map_err(|e| format!("writing {}: {e}", csv.display()))?;
-        eprintln!("Wrote {}.", csv.display());
+        crate::output::write_rows(dir, "gilbert-policies", &rows(&plan, &variants, data_bytes))?;
         for &mode in &plan.modes {
             let throughput = chart(
                 &plan,

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use swizzledb::{CommitMode, Database, Error as DbError, Tree};
 
-use crate::stats::summarize;
-use crate::units;
-use crate::Usage;
+use crate::experiment::{self, Experiment};
+use crate::progress::Progress;
+use crate::{stats, units, Usage};
 
 /// Bytes per value.
 const VALUE_BYTES: usize = 100;
@@ -49,7 +49,7 @@ pub struct IsolationArgs {
 
 /// The transaction mixes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Mix {
+pub enum Mix {
     /// Transactions of four point operations: two reads, an update, and an insert or a delete
     /// (a gap write, K15).
     Point,
@@ -76,7 +76,7 @@ impl Mix {
 
 /// One measurement.
 #[derive(Clone, Debug)]
-struct Row {
+pub struct Row {
     mix: Mix,
     locking: bool,
     threads: u16,
@@ -237,61 +237,108 @@ fn measure(
 /// # Errors
 /// Bad options, or a database or I/O failure.
 pub fn run(args: &IsolationArgs) -> Result<ExitCode, Box<dyn Error>> {
-    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
-    let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let scratch = tempfile::Builder::new()
-        .prefix("swizzledb-isolation-")
-        .tempdir_in(&base)
-        .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", base.display())))?;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "Isolation cost (LOCKS.md K14-K16): {} records of {VALUE_BYTES} B, logged, async commit, in memory; \
-         locking on (record and next-key locks) against off; {} s per measurement, {} repetitions, medians.",
-        args.records, args.duration, args.repeat
-    )?;
-    out.flush()?;
-    let dbs = [open(scratch.path(), true, args.records)?, open(scratch.path(), false, args.records)?];
-    let mut rows = Vec::new();
-    let started = Instant::now();
-    for rep in 0..args.repeat {
-        for &threads in &args.threads {
-            for mix in Mix::ALL {
-                for (db, t) in &dbs {
-                    let locking = db.lock_stats().is_some();
-                    let (n, recs, tries, locks) = measure(db, t, args, mix, threads)?;
-                    let secs = args.duration;
-                    rows.push(Row {
-                        mix,
-                        locking,
-                        threads,
-                        rep,
-                        per_sec: n as f64 / secs,
-                        records_per_sec: recs as f64 / secs,
-                        retries_per_1000: if n == 0 { 0.0 } else { (tries - n) as f64 * 1000.0 / n as f64 },
-                        locks_per_txn: if n == 0 { 0.0 } else { locks as f64 / n as f64 },
-                    });
+    experiment::execute(args, args.out.as_deref())
+}
+
+/// One row of `isolation.csv`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct IsolationRow {
+    /// Always `isolation`.
+    pub experiment: &'static str,
+    /// `point-txn`, `scan-txn`, `get` or `scan`.
+    pub mix: &'static str,
+    /// `on` or `off`.
+    pub locking: &'static str,
+    /// Threads.
+    pub threads: u16,
+    /// Repetition, from 0.
+    pub rep: u16,
+    /// Transactions (or reads outside one) per second.
+    pub per_sec: f64,
+    /// Records read or written per second.
+    pub records_per_sec: f64,
+    /// Wait-die retries per 1000 transactions.
+    pub retries_per_1000: f64,
+    /// Lock requests per transaction.
+    pub locks_per_txn: f64,
+}
+
+impl Experiment for IsolationArgs {
+    const NAME: &'static str = "isolation";
+    type Row = IsolationRow;
+    type Results = Vec<Row>;
+
+    fn caption(&self) -> String {
+        format!(
+            "Isolation cost (LOCKS.md K14-K16): {} records of {VALUE_BYTES} B, logged, async commit, in memory; \
+             locking on (record and next-key locks) against off; {} s per measurement, {} repetitions, medians.",
+            self.records, self.duration, self.repeat
+        )
+    }
+
+    fn run(&self, _progress: Progress) -> Result<Vec<Row>, Box<dyn Error>> {
+        let base = self.dir.clone().unwrap_or_else(std::env::temp_dir);
+        let scratch = tempfile::Builder::new()
+            .prefix("swizzledb-isolation-")
+            .tempdir_in(&base)
+            .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", base.display())))?;
+        let dbs = [open(scratch.path(), true, self.records)?, open(scratch.path(), false, self.records)?];
+        let mut rows = Vec::new();
+        for rep in 0..self.repeat {
+            for &threads in &self.threads {
+                for mix in Mix::ALL {
+                    for (db, t) in &dbs {
+                        let locking = db.lock_stats().is_some();
+                        let (n, recs, tries, locks) = measure(db, t, self, mix, threads)?;
+                        let secs = self.duration;
+                        rows.push(Row {
+                            mix,
+                            locking,
+                            threads,
+                            rep,
+                            per_sec: n as f64 / secs,
+                            records_per_sec: recs as f64 / secs,
+                            retries_per_1000: if n == 0 {
+                                0.0
+                            } else {
+                                (tries - n) as f64 * 1000.0 / n as f64
+                            },
+                            locks_per_txn: if n == 0 { 0.0 } else { locks as f64 / n as f64 },
+                        });
+                    }
                 }
             }
         }
+        Ok(rows)
     }
-    print_table(&mut out, args, &rows)?;
-    writeln!(out, "({:.0} s)", started.elapsed().as_secs_f64())?;
-    if let Some(dir) = &args.out {
-        let path = dir.join("isolation.csv");
-        write_csv(&path, &rows)?;
-        writeln!(out, "wrote {}", path.display())?;
+
+    fn tables(&self, rows: &Vec<Row>, out: &mut dyn Write) -> io::Result<()> {
+        print_table(out, self, rows)
     }
-    Ok(ExitCode::SUCCESS)
+
+    fn rows(&self, rows: &Vec<Row>) -> Vec<IsolationRow> {
+        rows.iter()
+            .map(|r| IsolationRow {
+                experiment: Self::NAME,
+                mix: r.mix.name(),
+                locking: if r.locking { "on" } else { "off" },
+                threads: r.threads,
+                rep: r.rep,
+                per_sec: r.per_sec,
+                records_per_sec: r.records_per_sec,
+                retries_per_1000: r.retries_per_1000,
+                locks_per_txn: r.locks_per_txn,
+            })
+            .collect()
+    }
 }
 
 fn median(rows: &[Row], mix: Mix, threads: u16, locking: bool, f: impl Fn(&Row) -> f64) -> f64 {
-    let v: Vec<f64> =
-        rows.iter().filter(|r| r.mix == mix && r.threads == threads && r.locking == locking).map(f).collect();
-    summarize(&v).map_or(f64::NAN, |s| s.median)
+    stats::median_by(rows, |r| r.mix == mix && r.threads == threads && r.locking == locking, |r| Some(f(r)))
+        .unwrap_or(f64::NAN)
 }
 
-fn print_table(out: &mut impl Write, args: &IsolationArgs, rows: &[Row]) -> io::Result<()> {
+fn print_table(out: &mut dyn Write, args: &IsolationArgs, rows: &[Row]) -> io::Result<()> {
     writeln!(
         out,
         "{:<10} {:>7} {:>14} {:>14} {:>8} {:>12} {:>13}",
@@ -320,24 +367,4 @@ fn print_table(out: &mut impl Write, args: &IsolationArgs, rows: &[Row]) -> io::
          records and 1 update; get and scan: outside transactions. Per second: transactions, or reads.",
         args.scan_len
     )
-}
-
-fn write_csv(path: &Path, rows: &[Row]) -> io::Result<()> {
-    let mut f = io::BufWriter::new(std::fs::File::create(path)?);
-    writeln!(f, "experiment,mix,locking,threads,rep,per_sec,records_per_sec,retries_per_1000,locks_per_txn")?;
-    for r in rows {
-        writeln!(
-            f,
-            "isolation,{},{},{},{},{:.1},{:.1},{:.3},{:.2}",
-            r.mix.name(),
-            if r.locking { "on" } else { "off" },
-            r.threads,
-            r.rep,
-            r.per_sec,
-            r.records_per_sec,
-            r.retries_per_1000,
-            r.locks_per_txn
-        )?;
-    }
-    f.flush()
 }

@@ -16,3 +16,99 @@ pub mod lookup;
 pub mod tpcc;
 pub mod trace_analyze;
 pub mod wal;
+
+#[cfg(test)]
+mod tests {
+    use crate::output::columns;
+
+    /// The result files and their row types: the section of `docs/results-schema.md` that
+    /// documents each (`None`: the opening section) and its columns.
+    fn result_files() -> Vec<(&'static str, Option<&'static str>, Vec<String>)> {
+        vec![
+            ("rndread.csv", None, columns::<crate::harness::buffer_report::Record>()),
+            ("<experiment>-series.csv", None, columns::<super::drift::Sample>()),
+            ("fix.csv", None, columns::<super::fix::FixSample>()),
+            ("miss-ratio.csv", None, columns::<super::trace_analyze::MissRatioRow>()),
+            ("stack-distance.csv", None, columns::<super::trace_analyze::StackDistanceRow>()),
+            (
+                "gilbert-policies.csv",
+                Some("`gilbert-policies.csv`"),
+                columns::<super::gilbert_policies::PolicyRow>(),
+            ),
+            (
+                "ding-bpwrapper.csv",
+                Some("`ding-bpwrapper.csv`"),
+                columns::<super::ding_bpwrapper::BpWrapperRow>(),
+            ),
+            ("chou-dbmin.csv", Some("`chou-dbmin.csv`"), columns::<super::chou_dbmin::DbminRow>()),
+            ("emulator.csv", Some("`emulator.csv`"), columns::<super::emulator::EmulatorRow>()),
+            ("wal.csv", Some("`wal.csv`"), columns::<super::wal::WalRow>()),
+            ("isolation.csv", Some("`isolation.csv`"), columns::<super::isolation::IsolationRow>()),
+        ]
+    }
+
+    /// Every column of every result file is named (in backquotes) in its section of
+    /// `docs/results-schema.md`.
+    #[test]
+    fn results_schema_documents_every_column() {
+        let doc = include_str!("../../../../docs/results-schema.md");
+        for (file, heading, cols) in result_files() {
+            assert!(!cols.is_empty(), "{file}: no columns");
+            let section = match heading {
+                None => doc.split("\n## ").next().unwrap(),
+                Some(h) => doc
+                    .split("\n## ")
+                    .find(|s| s.starts_with(h))
+                    .unwrap_or_else(|| panic!("docs/results-schema.md has no section {h}")),
+            };
+            let named: std::collections::BTreeSet<&str> = section
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .flat_map(|span| span.split([',', ' ']))
+                .map(str::trim)
+                .collect();
+            for c in &cols {
+                assert!(named.contains(c.as_str()), "{file}: column {c} is not documented");
+            }
+        }
+    }
+
+    /// The columns are the ones these files have always had, in the same order (columns are only
+    /// ever added at the end).
+    #[test]
+    fn columns_keep_their_order() {
+        let joined = |c: Vec<String>| c.join(",");
+        assert_eq!(
+            joined(columns::<super::gilbert_policies::PolicyRow>()),
+            super::gilbert_policies::CSV_HEADER
+        );
+        assert_eq!(
+            joined(columns::<super::ding_bpwrapper::BpWrapperRow>()),
+            super::ding_bpwrapper::CSV_HEADER
+        );
+        assert_eq!(joined(columns::<super::chou_dbmin::DbminRow>()), super::chou_dbmin::CSV_HEADER);
+        assert_eq!(joined(columns::<super::emulator::EmulatorRow>()), super::emulator::CSV_HEADER);
+        assert_eq!(joined(columns::<super::wal::WalRow>()), super::wal::CSV_HEADER);
+        assert_eq!(
+            joined(columns::<super::isolation::IsolationRow>()),
+            "experiment,mix,locking,threads,rep,per_sec,records_per_sec,retries_per_1000,locks_per_txn"
+        );
+        assert_eq!(
+            joined(columns::<super::drift::Sample>()),
+            "experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging"
+        );
+        assert_eq!(
+            joined(columns::<super::fix::FixSample>()),
+            "experiment,mode,latch,repetition,fixes,ns_per_fix,logging"
+        );
+        assert_eq!(
+            joined(columns::<super::trace_analyze::MissRatioRow>()),
+            "policy,cache_pages,requests,misses,miss_ratio"
+        );
+        assert_eq!(
+            joined(columns::<super::trace_analyze::StackDistanceRow>()),
+            "distance_min,distance_max,references,lru_misses,lru_miss_ratio"
+        );
+    }
+}

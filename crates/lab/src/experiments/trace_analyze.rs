@@ -7,7 +7,7 @@ use crate::{plot, text, units, Usage};
 use clap::Args;
 use std::error::Error;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 use swizzledb_sim::{
@@ -194,16 +194,10 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
     drop(out);
 
     if let Some(dir) = &args.out {
-        let csv = dir.join("miss-ratio.csv");
-        write_miss_ratio_csv(&csv, &analysis.outcomes)
-            .map_err(|e| format!("writing {}: {e}", csv.display()))?;
-        let hist = dir.join("stack-distance.csv");
-        write_stack_csv(&hist, stack).map_err(|e| format!("writing {}: {e}", hist.display()))?;
-        eprintln!("Wrote {} and {}.", csv.display(), hist.display());
+        crate::output::write_rows(dir, "miss-ratio", &miss_ratio_rows(&analysis.outcomes))?;
+        crate::output::write_rows(dir, "stack-distance", &stack_rows(stack))?;
         let chart = curve_chart(&describe(&source), &trace, &plan, &analysis, stack);
-        let files = plot::write_chart(&dir.join("miss-ratio"), &chart)?;
-        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-        eprintln!("Plotted {}.", names.join(" and "));
+        crate::output::write_plot(Some(dir), "miss-ratio", &chart)?;
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -343,31 +337,27 @@ fn print_checks(
 }
 
 /// `policy,cache_pages,requests,misses,miss_ratio`, one row per subject and size.
-fn write_miss_ratio_csv(path: &Path, outcomes: &[Outcome]) -> std::io::Result<()> {
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
-    writeln!(w, "policy,cache_pages,requests,misses,miss_ratio")?;
-    for o in outcomes {
-        writeln!(
-            w,
-            "{},{},{},{},{}",
-            csv_field(&o.subject.to_string()),
-            o.cache_pages,
-            o.counts.requests,
-            o.counts.misses,
-            o.counts.miss_ratio()
-        )?;
-    }
-    w.flush()
+/// One row of `miss-ratio.csv`: one policy (or OPT) at one cache size.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct MissRatioRow {
+    pub policy: String,
+    pub cache_pages: u64,
+    pub requests: u64,
+    pub misses: u64,
+    pub miss_ratio: f64,
 }
 
-/// Quotes a field that holds a comma or a quote (policy names such as `lru-k(k=2)` do not, but
-/// parameter lists might).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+fn miss_ratio_rows(outcomes: &[Outcome]) -> Vec<MissRatioRow> {
+    outcomes
+        .iter()
+        .map(|o| MissRatioRow {
+            policy: o.subject.to_string(),
+            cache_pages: o.cache_pages,
+            requests: o.counts.requests,
+            misses: o.counts.misses,
+            miss_ratio: o.counts.miss_ratio(),
+        })
+        .collect()
 }
 
 /// Distances up to this get a row each; beyond, rows are buckets of 1/64 of an octave.
@@ -384,18 +374,33 @@ fn bucket(d: u64) -> (u64, u64) {
     (first.max(EXACT_DISTANCES + 1), first + (1 << shift) - 1)
 }
 
-/// `distance_min,distance_max,references,lru_misses,lru_miss_ratio`: references with an LRU
-/// stack distance in `distance_min..=distance_max`, one row per distance up to 1024 and one per
-/// 1/64 of an octave beyond (so 10^7 distinct pages give about 2,000 rows, not 10^7), empty
-/// buckets left out; then a row `inf,inf` for the cold misses. `lru_misses` is LRU's misses with
-/// `distance_max` frames (unbounded on the `inf` row), exact at every row.
-fn write_stack_csv(path: &Path, stack: &StackDistances) -> std::io::Result<()> {
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+/// One row of `stack-distance.csv`: the references whose LRU stack distance lies in
+/// `distance_min..=distance_max` (`inf` for the cold misses), and LRU's misses with
+/// `distance_max` frames.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct StackDistanceRow {
+    pub distance_min: String,
+    pub distance_max: String,
+    pub references: u64,
+    pub lru_misses: u64,
+    pub lru_miss_ratio: f64,
+}
+
+/// One row per distance up to 1024 and one per 1/64 of an octave beyond (so 10^7 distinct
+/// pages give about 2,000 rows, not 10^7), empty buckets left out; then a row `inf,inf` for the
+/// cold misses. `lru_misses` is exact at every row.
+fn stack_rows(stack: &StackDistances) -> Vec<StackDistanceRow> {
     let requests = stack.requests() as f64;
-    writeln!(w, "distance_min,distance_max,references,lru_misses,lru_miss_ratio")?;
-    let row = |w: &mut std::io::BufWriter<std::fs::File>, (lo, hi): (u64, u64), count: u64| {
-        let misses = stack.lru_misses(hi);
-        writeln!(w, "{lo},{hi},{count},{misses},{}", misses as f64 / requests)
+    let mut rows = Vec::new();
+    let mut row = |(lo, hi): (u64, u64), references: u64| {
+        let lru_misses = stack.lru_misses(hi);
+        rows.push(StackDistanceRow {
+            distance_min: lo.to_string(),
+            distance_max: hi.to_string(),
+            references,
+            lru_misses,
+            lru_miss_ratio: lru_misses as f64 / requests,
+        });
     };
     let mut open: Option<((u64, u64), u64)> = None;
     for (d, count) in stack.histogram() {
@@ -404,18 +409,24 @@ fn write_stack_csv(path: &Path, stack: &StackDistances) -> std::io::Result<()> {
             Some((current, sum)) if *current == b => *sum += count,
             _ => {
                 if let Some((b, sum)) = open.take() {
-                    row(&mut w, b, sum)?;
+                    row(b, sum);
                 }
                 open = Some((b, count));
             }
         }
     }
     if let Some((b, sum)) = open {
-        row(&mut w, b, sum)?;
+        row(b, sum);
     }
     let cold = stack.cold();
-    writeln!(w, "inf,inf,{cold},{cold},{}", cold as f64 / requests)?;
-    w.flush()
+    rows.push(StackDistanceRow {
+        distance_min: "inf".into(),
+        distance_max: "inf".into(),
+        references: cold,
+        lru_misses: cold,
+        lru_miss_ratio: cold as f64 / requests,
+    });
+    rows
 }
 
 /// Points of the exact LRU curve from the histogram: log-spaced between the smallest and the

@@ -125,7 +125,7 @@ pub struct WalBenchArgs {
     /// Directory for the temporary databases [default: the system temp directory]
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Directory for wal-bench.csv and the plots (created if missing)
+    /// Directory for wal.csv, wal.json and the plots (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Internal: run as the restart part's writer on the database at this path
@@ -1787,250 +1787,210 @@ background_fsyncs,commits_per_fsync,requests_per_fsync,lock_retries,capped,log_t
 restart_s,analyzed,redone,pages_written,losers,compensations,cleaner,max_log_bytes,log_segment_bytes,keys,\
 updates,log_kept_bytes,wal_dir_bytes,cleaner_rounds,cleaner_pages_written,throttled,writer_target_s,writer_s";
 
-/// The columns after `compensations`; `cleaner` is the page cleaner, the log bound and the
-/// segment bytes (`None`: no log).
-struct Tail {
-    cleaner: Option<(Cleaner, u64, u64)>,
-    keys: Option<u64>,
-    updates: Option<u64>,
-    log_kept: Option<u64>,
-    wal_dir: Option<u64>,
-    cleaning: Option<Cleaning>,
-    writer_target_s: Option<f64>,
-    writer_s: Option<f64>,
+/// One row of `wal.csv`: one measurement of one part; the columns a part does not measure are
+/// empty (columns in `docs/results-schema.md`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct WalRow {
+    pub part: &'static str,
+    pub config: &'static str,
+    pub logging: bool,
+    pub locking: bool,
+    pub commit_mode: Option<&'static str>,
+    pub threads: usize,
+    pub batch: u64,
+    pub repetition: usize,
+    pub duration_s: f64,
+    pub inserts: Option<u64>,
+    pub commits: u64,
+    pub inserts_per_sec: Option<f64>,
+    pub commits_per_sec: Option<f64>,
+    pub log_bytes: u64,
+    pub log_bytes_per_insert: Option<f64>,
+    pub flush_requests: Option<u64>,
+    pub fsyncs: Option<u64>,
+    pub background_fsyncs: Option<u64>,
+    pub commits_per_fsync: Option<f64>,
+    pub requests_per_fsync: Option<f64>,
+    pub lock_retries: Option<u64>,
+    pub capped: bool,
+    pub log_target_bytes: Option<u64>,
+    pub restart_s: Option<f64>,
+    pub analyzed: Option<u64>,
+    pub redone: Option<u64>,
+    pub pages_written: Option<u64>,
+    pub losers: Option<u64>,
+    pub compensations: Option<u64>,
+    pub cleaner: Option<&'static str>,
+    pub max_log_bytes: Option<u64>,
+    pub log_segment_bytes: Option<u64>,
+    pub keys: Option<u64>,
+    pub updates: Option<u64>,
+    pub log_kept_bytes: Option<u64>,
+    pub wal_dir_bytes: Option<u64>,
+    pub cleaner_rounds: Option<u64>,
+    pub cleaner_pages_written: Option<u64>,
+    pub throttled: Option<u64>,
+    pub writer_target_s: Option<f64>,
+    pub writer_s: Option<f64>,
 }
 
-impl Tail {
-    /// No log: every column empty.
-    fn none() -> Tail {
-        Tail {
-            cleaner: None,
-            keys: None,
-            updates: None,
-            log_kept: None,
-            wal_dir: None,
-            cleaning: None,
-            writer_target_s: None,
-            writer_s: None,
-        }
+impl WalRow {
+    /// The log columns: the page cleaner, the log bound (none without a cleaner) and the
+    /// segment bytes, the log kept and what the cleaner did.
+    fn log(
+        mut self,
+        cleaner: (Cleaner, u64, u64),
+        log_kept: Option<u64>,
+        cleaning: Option<Cleaning>,
+    ) -> WalRow {
+        self.cleaner = Some(cleaner_name(cleaner.0));
+        self.max_log_bytes = (cleaner.0 != Cleaner::None).then_some(cleaner.1);
+        self.log_segment_bytes = Some(cleaner.2);
+        self.log_kept_bytes = log_kept;
+        self.cleaner_rounds = cleaning.map(|c| c.rounds);
+        self.cleaner_pages_written = cleaning.map(|c| c.pages_written);
+        self.throttled = cleaning.map(|c| c.throttled);
+        self
     }
 
-    /// A logged database with the engine's default cleaner, bound and segments.
-    fn defaults(log_kept: Option<u64>, cleaning: Option<Cleaning>) -> Tail {
-        Tail {
-            cleaner: Some((Cleaner::Classical, swizzledb::DEFAULT_MAX_LOG_BYTES, DEFAULT_SEGMENT)),
-            log_kept,
-            cleaning,
-            ..Tail::none()
-        }
-    }
-
-    fn fields(&self) -> Vec<String> {
-        let n = |x: Option<u64>| x.map_or(String::new(), |x| x.to_string());
-        let s = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
-        vec![
-            self.cleaner.map_or(String::new(), |c| cleaner_name(c.0).to_string()),
-            // Without a cleaner nothing bounds the log: empty.
-            n(self.cleaner.filter(|c| c.0 != Cleaner::None).map(|c| c.1)),
-            n(self.cleaner.map(|c| c.2)),
-            n(self.keys),
-            n(self.updates),
-            n(self.log_kept),
-            n(self.wal_dir),
-            n(self.cleaning.map(|c| c.rounds)),
-            n(self.cleaning.map(|c| c.pages_written)),
-            n(self.cleaning.map(|c| c.throttled)),
-            s(self.writer_target_s),
-            s(self.writer_s),
-        ]
+    /// [`WalRow::log`] for a logged database with the engine's default cleaner, bound and segments.
+    fn default_log(self, log_kept: Option<u64>, cleaning: Option<Cleaning>) -> WalRow {
+        self.log((Cleaner::Classical, swizzledb::DEFAULT_MAX_LOG_BYTES, DEFAULT_SEGMENT), log_kept, cleaning)
     }
 }
 
-fn write_csv(path: &Path, plan: &Plan, results: &Results) -> io::Result<()> {
-    let opt = |x: Option<f64>| x.map_or(String::new(), |x| format!("{x:.6}"));
-    let mut text = format!("{CSV_HEADER}\n");
-    let mut row = |fields: Vec<String>| {
-        text.push_str(&fields.join(","));
-        text.push('\n');
-    };
-    let empty = String::new;
+/// The rows of `wal.csv`, part by part.
+fn rows(plan: &Plan, results: &Results) -> Vec<WalRow> {
+    let mut rows = Vec::new();
     for r in &results.inserts {
         let log = r.log.as_ref();
-        row(vec![
-            Part::Overhead.name().into(),
-            r.setup.name().into(),
-            r.setup.logging().to_string(),
-            r.setup.locking().to_string(),
-            r.setup.commit_mode().map_or_else(empty, |m| format!("{m:?}").to_lowercase()),
-            r.threads.to_string(),
-            r.batch.to_string(),
-            r.repetition.to_string(),
-            format!("{:.6}", r.secs),
-            r.inserts.to_string(),
-            r.commits.to_string(),
-            format!("{:.1}", r.inserts_per_sec()),
-            format!("{:.1}", r.commits as f64 / r.secs),
-            log.map_or(0, |l| l.log_bytes).to_string(),
-            opt(r.log_bytes_per_insert().or(Some(0.0))),
-            log.map_or(0, |l| l.flush_requests).to_string(),
-            log.map_or(0, |l| l.fsyncs).to_string(),
-            log.map_or(0, |l| l.background_fsyncs).to_string(),
-            opt(log.and_then(|l| {
+        let row = WalRow {
+            part: Part::Overhead.name(),
+            config: r.setup.name(),
+            logging: r.setup.logging(),
+            locking: r.setup.locking(),
+            commit_mode: r.setup.commit_mode().map(commit_mode_name),
+            threads: r.threads,
+            batch: r.batch as u64,
+            repetition: r.repetition,
+            duration_s: r.secs,
+            inserts: Some(r.inserts),
+            commits: r.commits,
+            inserts_per_sec: Some(r.inserts_per_sec()),
+            commits_per_sec: Some(r.commits as f64 / r.secs),
+            log_bytes: log.map_or(0, |l| l.log_bytes),
+            log_bytes_per_insert: r.log_bytes_per_insert().or(Some(0.0)),
+            flush_requests: Some(log.map_or(0, |l| l.flush_requests)),
+            fsyncs: Some(log.map_or(0, |l| l.fsyncs)),
+            background_fsyncs: Some(log.map_or(0, |l| l.background_fsyncs)),
+            commits_per_fsync: log.and_then(|l| {
                 let rounds = l.fsyncs + l.background_fsyncs;
                 (rounds > 0).then(|| r.commits as f64 / rounds as f64)
-            })),
-            opt(log.map(LogStats::requests_per_fsync)),
-            r.lock_retries.to_string(),
-            r.capped.to_string(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-        ]
-        .into_iter()
-        .chain(if r.setup.logging() { Tail::defaults(r.log_kept, r.cleaning) } else { Tail::none() }.fields())
-        .collect());
+            }),
+            requests_per_fsync: log.map(LogStats::requests_per_fsync),
+            lock_retries: Some(r.lock_retries),
+            capped: r.capped,
+            ..WalRow::default()
+        };
+        rows.push(if r.setup.logging() { row.default_log(r.log_kept, r.cleaning) } else { row });
     }
     for r in &results.commits {
-        row(vec![
-            Part::GroupCommit.name().into(),
-            Setup::LogSync.name().into(),
-            "true".into(),
-            "true".into(),
-            "sync".into(),
-            r.threads.to_string(),
-            "1".into(),
-            r.repetition.to_string(),
-            format!("{:.6}", r.secs),
-            r.commits.to_string(),
-            r.commits.to_string(),
-            format!("{:.1}", r.commits_per_sec()),
-            format!("{:.1}", r.commits_per_sec()),
-            r.log.log_bytes.to_string(),
-            opt((r.commits > 0).then(|| r.log.log_bytes as f64 / r.commits as f64)),
-            r.log.flush_requests.to_string(),
-            r.log.fsyncs.to_string(),
-            r.log.background_fsyncs.to_string(),
-            opt(r.commits_per_fsync()),
-            opt(Some(r.log.requests_per_fsync())),
-            r.lock_retries.to_string(),
-            "false".into(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-        ]
-        .into_iter()
-        .chain(Tail::defaults(Some(r.log_kept), Some(r.cleaning)).fields())
-        .collect());
+        rows.push(
+            WalRow {
+                part: Part::GroupCommit.name(),
+                config: Setup::LogSync.name(),
+                logging: true,
+                locking: true,
+                commit_mode: Some("sync"),
+                threads: r.threads,
+                batch: 1,
+                repetition: r.repetition,
+                duration_s: r.secs,
+                inserts: Some(r.commits),
+                commits: r.commits,
+                inserts_per_sec: Some(r.commits_per_sec()),
+                commits_per_sec: Some(r.commits_per_sec()),
+                log_bytes: r.log.log_bytes,
+                log_bytes_per_insert: (r.commits > 0).then(|| r.log.log_bytes as f64 / r.commits as f64),
+                flush_requests: Some(r.log.flush_requests),
+                fsyncs: Some(r.log.fsyncs),
+                background_fsyncs: Some(r.log.background_fsyncs),
+                commits_per_fsync: r.commits_per_fsync(),
+                requests_per_fsync: Some(r.log.requests_per_fsync()),
+                lock_retries: Some(r.lock_retries),
+                ..WalRow::default()
+            }
+            .default_log(Some(r.log_kept), Some(r.cleaning)),
+        );
     }
     for r in &results.restarts {
         let s = &r.stats;
-        row(vec![
-            Part::Restart.name().into(),
-            Setup::LogSync.name().into(),
-            "true".into(),
-            "true".into(),
-            "sync".into(),
-            "1".into(),
-            WRITER_BATCH.to_string(),
-            r.repetition.to_string(),
-            format!("{:.6}", r.secs),
-            empty(),
-            r.commits.to_string(),
-            empty(),
-            empty(),
-            r.log_bytes.to_string(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            empty(),
-            "false".into(),
-            r.target_bytes().map_or_else(empty, |t| t.to_string()),
-            format!("{:.6}", r.secs),
-            s.analyzed.to_string(),
-            s.redone.to_string(),
-            s.pages_written.to_string(),
-            s.losers.to_string(),
-            s.compensations.to_string(),
-        ]
-        .into_iter()
-        .chain(
-            Tail {
-                cleaner: Some((r.setup.cleaner, r.setup.bound(), r.setup.segment)),
-                keys: None,
-                updates: None,
-                log_kept: Some(r.log_kept),
-                wal_dir: Some(r.wal_dir),
-                cleaning: Some(r.cleaning),
-                writer_target_s: r.target_secs(),
-                writer_s: Some(r.writer_secs),
-            }
-            .fields(),
-        )
-        .collect());
+        let mut row = WalRow {
+            part: Part::Restart.name(),
+            config: Setup::LogSync.name(),
+            logging: true,
+            locking: true,
+            commit_mode: Some("sync"),
+            threads: 1,
+            batch: WRITER_BATCH,
+            repetition: r.repetition,
+            duration_s: r.secs,
+            commits: r.commits,
+            log_bytes: r.log_bytes,
+            log_target_bytes: r.target_bytes(),
+            restart_s: Some(r.secs),
+            analyzed: Some(s.analyzed),
+            redone: Some(s.redone),
+            pages_written: Some(s.pages_written),
+            losers: Some(s.losers),
+            compensations: Some(s.compensations),
+            wal_dir_bytes: Some(r.wal_dir),
+            writer_target_s: r.target_secs(),
+            writer_s: Some(r.writer_secs),
+            ..WalRow::default()
+        }
+        .log((r.setup.cleaner, r.setup.bound(), r.setup.segment), Some(r.log_kept), Some(r.cleaning));
+        row.wal_dir_bytes = Some(r.wal_dir);
+        rows.push(row);
     }
     for r in &results.log_sizes {
         let bound = if r.cleaner == Cleaner::None { NO_BOUND } else { plan.max_log };
         for s in &r.samples {
-            row(vec![
-                Part::LogSize.name().into(),
-                Setup::AutoAsync.name().into(),
-                "true".into(),
-                "true".into(),
-                "async".into(),
-                "1".into(),
-                "1".into(),
-                r.repetition.to_string(),
-                format!("{:.6}", s.secs),
-                empty(),
-                s.updates.to_string(),
-                empty(),
-                opt((s.secs > 0.0).then(|| s.updates as f64 / s.secs)),
-                s.log_written.to_string(),
-                empty(),
-                empty(),
-                empty(),
-                empty(),
-                empty(),
-                empty(),
-                empty(),
-                "false".into(),
-                empty(),
-                empty(),
-                empty(),
-                empty(),
-                empty(),
-                empty(),
-                empty(),
-            ]
-            .into_iter()
-            .chain(
-                Tail {
-                    cleaner: Some((r.cleaner, bound, plan.log_segment)),
+            rows.push(
+                WalRow {
+                    part: Part::LogSize.name(),
+                    config: Setup::AutoAsync.name(),
+                    logging: true,
+                    locking: true,
+                    commit_mode: Some("async"),
+                    threads: 1,
+                    batch: 1,
+                    repetition: r.repetition,
+                    duration_s: s.secs,
+                    commits: s.updates,
+                    commits_per_sec: (s.secs > 0.0).then(|| s.updates as f64 / s.secs),
+                    log_bytes: s.log_written,
                     keys: Some(plan.keys),
                     updates: Some(s.updates),
-                    log_kept: Some(s.log_kept),
-                    wal_dir: Some(s.wal_dir),
-                    cleaning: Some(s.cleaning),
-                    writer_target_s: None,
-                    writer_s: None,
+                    wal_dir_bytes: Some(s.wal_dir),
+                    ..WalRow::default()
                 }
-                .fields(),
-            )
-            .collect());
+                .log(
+                    (r.cleaner, bound, plan.log_segment),
+                    Some(s.log_kept),
+                    Some(s.cleaning),
+                ),
+            );
         }
     }
-    std::fs::write(path, text)
+    rows
+}
+
+fn commit_mode_name(m: CommitMode) -> &'static str {
+    match m {
+        CommitMode::Sync => "sync",
+        CommitMode::Async => "async",
+    }
 }
 
 fn point_of(values: &[f64], x: f64) -> Option<Point> {
@@ -2064,7 +2024,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                 })
                 .collect();
             charts.push((
-                format!("wal-bench-overhead-b{batch}"),
+                format!("wal-overhead-b{batch}"),
                 Chart {
                     title: format!("Logging overhead on inserts, {batch} insert(s) per transaction"),
                     x_label: "threads".into(),
@@ -2099,7 +2059,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
             plan.duration, plan.repeat
         ));
         charts.push((
-            "wal-bench-group-commit".into(),
+            "wal-group-commit".into(),
             Chart {
                 title: "Group commit: commits per fsync".into(),
                 x_label: "committing threads".into(),
@@ -2115,7 +2075,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
             },
         ));
         charts.push((
-            "wal-bench-group-commit-throughput".into(),
+            "wal-group-commit-throughput".into(),
             Chart {
                 title: "Group commit: commits per second".into(),
                 x_label: "committing threads".into(),
@@ -2155,7 +2115,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
             })
             .collect();
         charts.push((
-            "wal-bench-restart-bounded".into(),
+            "wal-restart-bounded".into(),
             Chart {
                 title: "Restart time against how long the writer ran before the kill".into(),
                 x_label: "writer run time (s)".into(),
@@ -2210,9 +2170,9 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
                 .collect()
         };
         for (stem, title, cleaners) in [
-            ("wal-bench-log-size", "Log kept on disk over an update run", &LOG_SIZE_CLEANERS[..]),
+            ("wal-log-size", "Log kept on disk over an update run", &LOG_SIZE_CLEANERS[..]),
             (
-                "wal-bench-log-size-cleaner",
+                "wal-log-size-cleaner",
                 "Log kept on disk over an update run, cleaner on",
                 &LOG_SIZE_CLEANERS[..1],
             ),
@@ -2247,7 +2207,7 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
             })
             .collect();
         charts.push((
-            "wal-bench-restart".into(),
+            "wal-restart".into(),
             Chart {
                 title: "Restart time against the log since the last checkpoint".into(),
                 x_label: "log since the checkpoint (MiB)".into(),
@@ -2280,7 +2240,7 @@ pub fn run(args: &WalBenchArgs) -> Result<ExitCode, Box<dyn Error>> {
     std::fs::create_dir_all(&plan.dir)
         .map_err(|e| Usage(format!("cannot create --dir {}: {e}", plan.dir.display())))?;
     let scratch = tempfile::Builder::new()
-        .prefix("swizzledb-wal-bench-")
+        .prefix("swizzledb-wal-")
         .tempdir_in(&plan.dir)
         .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", plan.dir.display())))?;
     let progress = Progress::on_terminal();
@@ -2312,9 +2272,7 @@ pub fn run(args: &WalBenchArgs) -> Result<ExitCode, Box<dyn Error>> {
     }
     print_checks(&mut io::stdout().lock(), &plan, &results)?;
     if let Some(dir) = args.out.as_deref() {
-        let csv = dir.join("wal-bench.csv");
-        write_csv(&csv, &plan, &results).map_err(|e| format!("writing {}: {e}", csv.display()))?;
-        eprintln!("Wrote {}.", csv.display());
+        crate::output::write_rows(dir, "wal", &rows(&plan, &results))?;
         for (name, chart) in charts(&plan, &results) {
             crate::output::write_plot(Some(dir), &name, &chart)?;
         }

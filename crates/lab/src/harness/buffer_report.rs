@@ -428,29 +428,4 @@ mod tests {
     fn record_columns_are_the_documented_header() {
         assert_eq!(crate::output::columns::<Record>().join(","), CSV_HEADER);
     }
-
-    /// `docs/results-schema.md` documents every column of the result files written from
-    /// [`Record`], of `gilbert-policies.csv` and of `ding-bpwrapper.csv`, each in its section.
-    #[test]
-    fn results_schema_documents_every_column() {
-        let doc = include_str!("../../../../docs/results-schema.md");
-        let section = |heading: Option<&str>| -> &str {
-            let mut sections = doc.split("\n## ");
-            match heading {
-                None => sections.next().unwrap(),
-                Some(h) => sections.find(|s| s.starts_with(h)).unwrap_or_else(|| panic!("no section {h}")),
-            }
-        };
-        for (header, heading) in [
-            (CSV_HEADER, None),
-            (crate::experiments::gilbert_policies::CSV_HEADER, Some("`gilbert-policies.csv`")),
-            (crate::experiments::ding_bpwrapper::CSV_HEADER, Some("`ding-bpwrapper.csv`")),
-        ] {
-            let text = section(heading);
-            for column in header.split(',') {
-                assert!(text.contains(&format!("`{column}`")), "{column} ({heading:?}) is not documented");
-            }
-            assert!(header.ends_with(",logging"), "{header}");
-        }
-    }
 }
