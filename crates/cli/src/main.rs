@@ -22,8 +22,8 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb_lab::experiments::{
-    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_policies, graefe_fig10, insert,
-    isolation, lookup, tpcc, wal,
+    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_policies, graefe_fig10,
+    graefe_fig12, graefe_fig13, insert, isolation, lookup, tpcc, wal,
 };
 use swizzledb_lab::Usage;
 
@@ -102,14 +102,17 @@ enum Workload {
 enum Experiment {
     /// Graefe et al. 2014 Fig. 10/11: lookups as the data grows from 1/8 of the pool to 8 times
     /// it; swizzling should match main-memory in memory and degrade like traditional beyond
+    #[command(name = "graefe-fig10", alias = "fig10")]
     Fig10(graefe_fig10::Fig10Args),
     /// Graefe et al. 2014 Fig. 12: random-order insertions into an index that fits in memory
     /// (2,000,000 new records after 400,000 preloaded); swizzling should match main-memory and
     /// beat traditional
-    Fig12(insert::Fig12Args),
+    #[command(name = "graefe-fig12", alias = "fig12")]
+    Fig12(graefe_fig12::Fig12Args),
     /// Graefe et al. 2014 Fig. 13: a drifting working set (16 MiB hot range, 25% replaced every
     /// 5 s) in 1 GiB of data with a 128 MiB pool; swizzling should beat traditional in the steady
     /// state and recover from each shift as fast
+    #[command(name = "graefe-fig13", alias = "fig13")]
     Fig13(drift::DriftArgs),
     /// The cost of one fix() hit per buffer mode and latch mode, in nanoseconds (Graefe et al.
     /// 2014; Gilbert 2017 found a swizzled fix about 30% cheaper than a page-table fix)
@@ -117,12 +120,13 @@ enum Experiment {
     /// Gilbert 2017 Figs. 3.4/3.5/3.9: lookups with each replacement policy, swizzling off and
     /// on, at pools of a fraction of the data: throughput, hit ratio, evictioner time per call and
     /// refused candidates (about 12 minutes with the defaults; --duration 1 for a quicker look)
+    #[command(name = "gilbert-policies", alias = "policies")]
     Policies(gilbert_policies::PoliciesArgs),
     /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
     /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), and behind BP-Wrapper
     /// (bpw-*; hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads:
     /// throughput, hit ratio and lock waits per million accesses
-    #[command(name = "bp-wrapper")]
+    #[command(name = "ding-bpwrapper", alias = "bp-wrapper")]
     BpWrapper(ding_bpwrapper::BpWrapperArgs),
 }
 
@@ -148,8 +152,8 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Demo { out } => graefe_fig10::demo(&out),
         Command::Bench { workload } => match workload {
             Workload::Lookup(args) => lookup::execute(&args),
-            Workload::Insert(args) => insert::execute_bench(&args),
-            Workload::Drift(args) => drift::execute("drift", &args),
+            Workload::Insert(args) => insert::execute(&args),
+            Workload::Drift(args) => drift::execute(&args),
             Workload::Emulator(args) => emulator::run(&args),
             Workload::Wal(args) => wal::run(&args),
             Workload::Isolation(args) => isolation::run(&args),
@@ -157,8 +161,8 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         },
         Command::Experiment { which } => match which {
             Experiment::Fig10(args) => graefe_fig10::execute(&args),
-            Experiment::Fig12(args) => insert::execute_fig12(&args),
-            Experiment::Fig13(args) => drift::execute("graefe-fig13", &args),
+            Experiment::Fig12(args) => graefe_fig12::execute(&args),
+            Experiment::Fig13(args) => graefe_fig13::execute(&args),
             Experiment::Fix(args) => fix::execute(&args),
             Experiment::Policies(args) => gilbert_policies::execute(&args),
             Experiment::BpWrapper(args) => ding_bpwrapper::execute(&args),

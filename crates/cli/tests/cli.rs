@@ -80,14 +80,14 @@ fn lookup_says_logging_is_off() {
         Some("logging: off (buffer only; see bench wal for the log's cost)"),
         "{stdout}"
     );
-    for csv in [scratch.0.join("out.csv"), out.join("rndread.csv")] {
+    for csv in [scratch.0.join("out.csv"), out.join("lookup.csv")] {
         let (header, rows) = read_csv(&csv);
         let logging = header.iter().position(|h| h == "logging").expect("a logging column");
         assert_eq!(rows.len(), 1, "{rows:?}");
         assert!(rows.iter().all(|r| r[logging] == "false"), "{rows:?}");
     }
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("rndread.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out.join("lookup.json")).unwrap()).unwrap();
     let rows = json["rows"].as_array().unwrap();
     assert!(!rows.is_empty() && rows.iter().all(|r| r["logging"] == false), "{json}");
 
@@ -622,4 +622,30 @@ fn bench_isolation_tiny_writes_a_row_per_measurement() {
     }
     let left: Vec<String> = leftovers(&scratch).into_iter().filter(|n| n != "out").collect();
     assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+}
+
+/// One name per experiment: each command is named as its output files (and its module); the
+/// short names of earlier versions still work.
+#[test]
+fn experiments_answer_to_their_file_names_and_to_their_old_names() {
+    let help = |args: &[&str]| {
+        let o = Command::new(BIN).args(args).arg("--help").output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let listed = help(&["experiment"]);
+    for (name, old) in [
+        ("graefe-fig10", "fig10"),
+        ("graefe-fig12", "fig12"),
+        ("graefe-fig13", "fig13"),
+        ("gilbert-policies", "policies"),
+        ("ding-bpwrapper", "bp-wrapper"),
+        ("fix", "fix"),
+    ] {
+        assert!(listed.contains(name), "{name} not in\n{listed}");
+        assert_eq!(help(&["experiment", name]), help(&["experiment", old]), "{name} and {old} differ");
+    }
+    assert!(help(&["sim"]).contains("chou-dbmin"));
+    assert_eq!(help(&["sim", "chou-dbmin"]), help(&["sim", "dbmin"]));
+    assert_eq!(help(&["bench", "lookup"]), help(&["bench", "rndread"]));
 }

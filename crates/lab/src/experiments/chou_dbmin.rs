@@ -33,6 +33,7 @@ pub enum SimCommand {
     /// Chou & DeWitt 1986, Figs. 2-5: throughput vs concurrent queries of DBMIN, HOT, WS, RAND,
     /// FIFO and CLOCK for mixes M1-M3 at no, half and full sharing, and the simple algorithms
     /// with feedback load control; prints the check of the paper's claims (a few minutes)
+    #[command(name = "chou-dbmin", alias = "dbmin")]
     Dbmin(DbminArgs),
 }
 

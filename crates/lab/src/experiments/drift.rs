@@ -244,7 +244,19 @@ pub struct DriftArgs {
     sample: f64,
 }
 
-pub fn execute(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
+/// Runs `bench drift`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
+pub fn execute(args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
+    execute_as("drift", args)
+}
+
+/// Runs the drift workload as `experiment` (`drift` or `graefe-fig13`).
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
+pub fn execute_as(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
     let hot = args.hot / RECORD_BYTES;
     if hot == 0 || hot > args.records {
         return Err(Usage(format!(

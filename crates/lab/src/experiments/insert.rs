@@ -11,16 +11,15 @@ use crate::harness::buffer::{
     create, fail, new_histogram, value_for, Config, Latency, Measurement, ModeResult, Progress,
     LATENCY_SAMPLE,
 };
-use crate::harness::buffer_report::{self as report, median_of};
+use crate::harness::buffer_report::{self as report};
 use crate::output::{prepare_out, write_outputs, write_plot};
 use crate::units::{self};
 use crate::{text, Usage};
 use clap::Args;
 use std::error::Error as StdError;
-use std::io::{self, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
-use swizzledb::PoolMode;
 use swizzledb::{Database, Error, Tree};
 
 /// splitmix64's finalizer: a bijection on u64, so distinct counters give distinct keys.
@@ -167,15 +166,6 @@ pub struct InsertArgs {
     pool: Option<u64>,
 }
 
-#[derive(Args)]
-pub struct Fig12Args {
-    #[command(flatten)]
-    common: Common,
-    /// Records at the end (a sixth of them preloaded)
-    #[arg(long, default_value = "2400000", value_parser = units::parse_positive_count)]
-    records: u64,
-}
-
 /// Pool bytes per record for random-order inserts: splits leave leaves about 70% full.
 pub const INSERT_POOL_BYTES_PER_RECORD: u64 = 320;
 
@@ -183,19 +173,15 @@ pub const INSERT_POOL_BYTES_PER_RECORD: u64 = 320;
 ///
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
-pub fn execute_bench(args: &InsertArgs) -> Result<ExitCode, Box<dyn StdError>> {
-    execute("insert", &args.common, args.records, args.preload, args.pool)
+pub fn execute(args: &InsertArgs) -> Result<ExitCode, Box<dyn StdError>> {
+    execute_as("insert", &args.common, args.records, args.preload, args.pool)
 }
 
-/// Runs `experiment fig12` (Graefe et al. 2014, Fig. 12).
+/// Runs the insert workload as `experiment` (`insert` or `graefe-fig12`, which adds its check).
 ///
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
-pub fn execute_fig12(args: &Fig12Args) -> Result<ExitCode, Box<dyn StdError>> {
-    execute("graefe-fig12", &args.common, args.records, None, None)
-}
-
-fn execute(
+pub fn execute_as(
     experiment: &str,
     common: &Common,
     records: u64,
@@ -223,8 +209,8 @@ fn execute(
     report::write_logging_note(&mut out)?;
     writeln!(out)?;
     report::print_table(&mut out, &cfg, &results)?;
-    if experiment == "graefe-fig12" {
-        print_fig12_check(&mut out, &results)?;
+    if experiment == crate::experiments::graefe_fig12::NAME {
+        crate::experiments::graefe_fig12::print_check(&mut out, &results)?;
     }
     drop(out);
     let rows = report::records(&cfg, &results);
@@ -234,25 +220,4 @@ fn execute(
     write_plot(common.out.as_deref(), experiment, &chart)?;
     let outcome = Outcome { points: vec![results], rows };
     Ok(outcome.code(false))
-}
-
-/// Graefe et al. Fig. 12: swizzling = main-memory > traditional on random inserts.
-///
-/// # Errors
-/// Errors writing to `out`.
-pub fn print_fig12_check(out: &mut impl Write, results: &[ModeResult]) -> io::Result<()> {
-    let m = |mode| results.iter().find(|r| r.mode == mode).and_then(median_of);
-    let (t, s, mm) = (m(PoolMode::Traditional), m(PoolMode::Swizzling), m(PoolMode::MainMemory));
-    writeln!(out)?;
-    if let (Some(s), Some(mm)) = (s, mm) {
-        let v = s / mm;
-        let ok = if v >= 0.9 { "✓" } else { "✗" };
-        writeln!(out, "inserts: swizzling/main-memory = {v:.2} (paper: equal) {ok}")?;
-    }
-    if let (Some(t), Some(s)) = (t, s) {
-        let v = t / s;
-        let ok = if v < 1.0 { "✓" } else { "✗" };
-        writeln!(out, "inserts: traditional/swizzling = {v:.2} (paper: traditional below) {ok}")?;
-    }
-    Ok(())
 }

@@ -12,6 +12,10 @@ use crate::output::{prepare_out, write_outputs, write_plot};
 use crate::units::{self, Sweep, SweepVar, WorkingSet};
 use crate::Usage;
 
+/// The benchmark's name: its command, and the stem of its output files.
+pub const NAME: &str = "lookup";
+
+/// Options of `bench lookup`.
 #[derive(Args)]
 pub struct LookupArgs {
     #[command(flatten)]
@@ -42,7 +46,7 @@ pub struct LookupArgs {
 pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     let largest = args.sweep.as_ref().filter(|s| s.var == SweepVar::Records).and_then(|s| s.values.last());
     let default_pool = buffer::default_pool_bytes(largest.map_or(args.records, |b| b / RECORD_BYTES));
-    let mut base = base_config("rndread", &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
+    let mut base = base_config(NAME, &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
     base.zipf = (args.zipf > 0.0).then_some(args.zipf);
     let configs = points(&base, args.records, args.working_set, args.sweep.as_ref()).map_err(Usage)?;
     if let Some(path) = &args.csv {
@@ -53,7 +57,7 @@ pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(path) = &args.csv {
         crate::output::write_csv(path, &outcome.rows, true)?;
     }
-    write_outputs(args.common.out.as_deref(), "rndread", &outcome.rows)?;
+    write_outputs(args.common.out.as_deref(), NAME, &outcome.rows)?;
     if let Some(sweep) = &args.sweep {
         let (label, x_of): (&str, fn(&Config) -> u64) = match sweep.var {
             SweepVar::Records => ("database size (bytes of keys and values)", |c| c.records * RECORD_BYTES),
@@ -62,7 +66,7 @@ pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
             }
         };
         let chart = report::sweep_chart("Random lookups", label, &configs, &outcome.points, x_of);
-        write_plot(args.common.out.as_deref(), "rndread", &chart)?;
+        write_plot(args.common.out.as_deref(), NAME, &chart)?;
     }
     Ok(outcome.code(args.sweep.is_some()))
 }

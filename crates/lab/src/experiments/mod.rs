@@ -10,6 +10,8 @@ pub mod emulator;
 pub mod fix;
 pub mod gilbert_policies;
 pub mod graefe_fig10;
+pub mod graefe_fig12;
+pub mod graefe_fig13;
 pub mod insert;
 pub mod isolation;
 pub mod lookup;

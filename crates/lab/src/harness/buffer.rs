@@ -527,7 +527,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("swizzledb-interleave-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cfg = Config {
-            experiment: "rndread".into(),
+            experiment: "lookup".into(),
             records: 2000,
             working_set: 2000,
             zipf: None,

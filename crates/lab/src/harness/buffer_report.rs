@@ -126,7 +126,7 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
             (_, None) => "n/a (main-memory failed)".into(),
         })
     };
-    if cfg.experiment != "rndread" {
+    if cfg.experiment != crate::experiments::lookup::NAME {
         return Ok(());
     }
     let mut first = true;
