@@ -29,7 +29,7 @@ pub trait Experiment {
     /// What a run produced.
     type Results;
 
-    /// What runs, in a line or two, printed before the run.
+    /// What runs, in a line or two, printed before the run (nothing if empty).
     fn caption(&self) -> String;
 
     /// Runs the plan; progress goes to stderr through `progress`, nothing to stdout.
@@ -124,9 +124,10 @@ impl fmt::Display for Check {
 /// could not be written.
 pub fn execute<E: Experiment>(experiment: &E, out: Option<&Path>) -> Result<ExitCode, Box<dyn Error>> {
     prepare_out(out).map_err(Usage)?;
-    {
+    let caption = experiment.caption();
+    if !caption.is_empty() {
         let mut stdout = io::stdout().lock();
-        writeln!(stdout, "{}", experiment.caption())?;
+        writeln!(stdout, "{caption}")?;
         stdout.flush()?;
     }
     let results = experiment.run(Progress::on_terminal())?;

@@ -23,7 +23,9 @@ use swizzledb_sim::dbmin::queries::Workload;
 use swizzledb_sim::dbmin::simulator::{self, Config, DbminError, Mix, Precision, RunResult, Sharing};
 use swizzledb_sim::dbmin::{QueryTrace, QueryType};
 
+use crate::experiment::{self, Experiment};
 use crate::plot::{Chart, Marks, Point, Scale, Series};
+use crate::progress::Progress;
 use crate::text;
 use crate::Usage;
 
@@ -318,6 +320,8 @@ fn run_grid(plan: &Plan) -> Result<Vec<Run>, DbminError> {
 /// The results, looked up by configuration.
 struct Results {
     runs: Vec<Run>,
+    /// Wall seconds of the whole grid.
+    wall_s: f64,
 }
 
 impl Results {
@@ -339,58 +343,79 @@ impl Results {
 /// Runs `sim dbmin`.
 pub fn run(args: &DbminArgs) -> Result<ExitCode, Box<dyn Error>> {
     let plan = Plan::new(args)?;
-    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
-    eprintln!(
-        "Simulating {} configurations on {} thread(s) (figures {}; {} batches of {} queries each, \
-         doubled at most {} time(s) while the 95% half-width exceeds {}% of the throughput) ...",
-        plan.configs.len(),
-        plan.jobs,
-        plan.figures.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
-        plan.configs.first().map_or(0, |c| c.batches),
-        plan.configs.first().map_or(0, |c| c.batch_queries),
-        plan.precision.max_doublings,
-        plan.precision.relative_halfwidth * 100.0
-    );
-    let start = Instant::now();
-    let runs = run_grid(&plan)?;
-    let wall = start.elapsed().as_secs_f64();
-    let results = Results { runs };
-    let mut out = io::stdout().lock();
-    print_tables(&mut out, &plan, &results)?;
-    // The checks compare with a paper run on other hardware and traces: a miss is reported, not
-    // an error (the exit status stays 0).
-    print_checks(&mut out, &plan, &results)?;
-    let cpu: f64 = results.runs.iter().map(|r| r.wall_s).sum();
-    let lengthened = results.runs.iter().filter(|r| r.result.batch_queries > r.config.batch_queries).count();
-    let wide = results
-        .runs
-        .iter()
-        .filter(|r| r.result.ci_halfwidth > plan.precision.relative_halfwidth * r.result.throughput)
-        .count();
-    writeln!(
-        out,
-        "\nbatches lengthened in {lengthened} of {} runs; {wide} still have a half-width above {}% \
-         (column final_batch_queries)",
-        results.runs.len(),
-        plan.precision.relative_halfwidth * 100.0
-    )?;
-    writeln!(
-        out,
-        "\nwall time of the grid: {wall:.1} s ({} runs on {} thread(s); {cpu:.1} s of simulation in all)",
-        results.runs.len(),
-        plan.jobs
-    )?;
-    drop(out);
-    if let Some(dir) = &args.out {
-        crate::output::write_rows(dir, "chou-dbmin", &rows(&plan, &results))?;
-        for &figure in &plan.figures {
-            for &mix in &plan.mixes {
-                let stem = format!("chou-dbmin-fig{figure}-{}", mix.name().to_ascii_lowercase());
-                crate::output::write_plot(Some(dir), &stem, &chart(&plan, &results, figure, mix))?;
+    experiment::execute(&plan, args.out.as_deref())
+}
+
+impl Experiment for Plan {
+    const NAME: &'static str = "chou-dbmin";
+    type Row = DbminRow;
+    type Results = Results;
+
+    fn caption(&self) -> String {
+        String::new()
+    }
+
+    fn run(&self, _progress: Progress) -> Result<Results, Box<dyn Error>> {
+        eprintln!(
+            "Simulating {} configurations on {} thread(s) (figures {}; {} batches of {} queries each, \
+             doubled at most {} time(s) while the 95% half-width exceeds {}% of the throughput) ...",
+            self.configs.len(),
+            self.jobs,
+            self.figures.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
+            self.configs.first().map_or(0, |c| c.batches),
+            self.configs.first().map_or(0, |c| c.batch_queries),
+            self.precision.max_doublings,
+            self.precision.relative_halfwidth * 100.0
+        );
+        let start = Instant::now();
+        let runs = run_grid(self)?;
+        Ok(Results { runs, wall_s: start.elapsed().as_secs_f64() })
+    }
+
+    fn tables(&self, results: &Results, mut out: &mut dyn Write) -> io::Result<()> {
+        let plan = self;
+        print_tables(&mut out, plan, results)?;
+        // The checks compare with a paper run on other hardware and traces: a miss is reported,
+        // not an error (the exit status stays 0).
+        print_checks(&mut out, plan, results)?;
+        let cpu: f64 = results.runs.iter().map(|r| r.wall_s).sum();
+        let lengthened =
+            results.runs.iter().filter(|r| r.result.batch_queries > r.config.batch_queries).count();
+        let wide = results
+            .runs
+            .iter()
+            .filter(|r| r.result.ci_halfwidth > plan.precision.relative_halfwidth * r.result.throughput)
+            .count();
+        writeln!(
+            out,
+            "\nbatches lengthened in {lengthened} of {} runs; {wide} still have a half-width above {}% \
+             (column final_batch_queries)",
+            results.runs.len(),
+            plan.precision.relative_halfwidth * 100.0
+        )?;
+        writeln!(
+            out,
+            "\nwall time of the grid: {:.1} s ({} runs on {} thread(s); {cpu:.1} s of simulation in all)",
+            results.wall_s,
+            results.runs.len(),
+            plan.jobs
+        )
+    }
+
+    fn rows(&self, results: &Results) -> Vec<DbminRow> {
+        rows(self, results)
+    }
+
+    fn charts(&self, results: &Results) -> Vec<(String, Chart)> {
+        let mut charts = Vec::new();
+        for &figure in &self.figures {
+            for &mix in &self.mixes {
+                let stem = format!("{}-fig{figure}-{}", Self::NAME, mix.name().to_ascii_lowercase());
+                charts.push((stem, chart(self, results, figure, mix)));
             }
         }
+        charts
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// One table per figure and mix: a row per line, a column per NCQ, throughput ± half-width.

@@ -8,11 +8,11 @@
 //! cores than threads the threads oversubscribe the cores: a thread can be descheduled while it
 //! holds the lock (lock-holder preemption), the setting the paper studies on virtual machines.
 
+use crate::experiment::{self, Experiment};
 use crate::experiments::common::{base_config, parse_fraction, parse_zipf, Common};
 use crate::experiments::gilbert_policies::{pool_for, BaseFile};
 use crate::harness::buffer::{self, Config, Measurement, Progress};
 use crate::harness::buffer_report as report;
-use crate::output::{prepare_out, write_plot};
 use crate::plot::{Chart, Point, Scale, Series};
 use crate::stats::{summarize, Summary};
 use crate::text::{bytes, thousands};
@@ -637,8 +637,8 @@ pub fn execute(args: &BpWrapperArgs) -> Result<ExitCode, Box<dyn Error>> {
         [_, _, ..] if c.mode.0.contains(&PoolMode::Traditional) => PoolMode::Traditional,
         _ => return Err(Usage("choose one evicting --mode: traditional or swizzling".into()).into()),
     };
-    let mut base =
-        base_config("ding-bpwrapper", c, buffer::default_pool_bytes(args.records)).map_err(Usage)?;
+    let mut base = base_config(<Plan as Experiment>::NAME, c, buffer::default_pool_bytes(args.records))
+        .map_err(Usage)?;
     base.records = args.records;
     base.working_set = args.records;
     base.zipf = (args.zipf > 0.0).then_some(args.zipf);
@@ -648,30 +648,54 @@ pub fn execute(args: &BpWrapperArgs) -> Result<ExitCode, Box<dyn Error>> {
     let mut policies = args.policies.clone();
     policies.dedup();
     let plan = Plan { base, policies, mode, fraction: args.fraction, threads };
-    prepare_out(c.out.as_deref()).map_err(Usage)?;
-    let results = run(&plan, Progress::on_terminal())?;
-    let mut out = std::io::stdout().lock();
-    print_tables(&mut out, &plan, &results)?;
-    print_checks(&mut out, &plan, &results)?;
-    drop(out);
-    if let Some(dir) = c.out.as_deref() {
-        crate::output::write_rows(dir, "ding-bpwrapper", &rows(&plan, &results))?;
+    experiment::execute(&plan, c.out.as_deref())
+}
+
+impl Experiment for Plan {
+    const NAME: &'static str = "ding-bpwrapper";
+    type Row = BpWrapperRow;
+    type Results = Results;
+
+    fn caption(&self) -> String {
+        String::new()
+    }
+
+    fn run(&self, progress: Progress) -> Result<Results, Box<dyn Error>> {
+        run(self, progress)
+    }
+
+    fn tables(&self, results: &Results, mut out: &mut dyn Write) -> io::Result<()> {
+        print_tables(&mut out, self, results)?;
+        print_checks(&mut out, self, results).map(|_| ())
+    }
+
+    fn rows(&self, results: &Results) -> Vec<BpWrapperRow> {
+        rows(self, results)
+    }
+
+    fn charts(&self, results: &Results) -> Vec<(String, Chart)> {
         let throughput = chart(
-            &plan,
-            &results,
+            self,
+            results,
             "Lookups per second by threads (Ding et al. 2015, Figs. 8-9 on the live engine)",
             "lookups per second",
             measurement_throughput,
         );
-        write_plot(Some(dir), "ding-bpwrapper-throughput", &throughput)?;
         let waits = chart(
-            &plan,
-            &results,
+            self,
+            results,
             "Blocking waits on the replacement lock",
             "waits per million page accesses",
             measurement_waits,
         );
-        write_plot(Some(dir), "ding-bpwrapper-waits", &waits)?;
+        vec![(format!("{}-throughput", Self::NAME), throughput), (format!("{}-waits", Self::NAME), waits)]
     }
-    Ok(if results.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+
+    fn status(&self, results: &Results) -> ExitCode {
+        if results.errors.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -8,10 +8,11 @@
 //! are open at once and their repetitions are interleaved (rep 1 of every variant, then rep 2,
 //! ...), so that drift in the machine's speed hits them alike.
 
+use crate::experiment::{self, Experiment};
 use crate::experiments::common::{base_config, parse_fraction, parse_zipf, working_set_records, Common};
 use crate::harness::buffer::{self, Config, Loaded, Measurement, Progress, TempFile};
 use crate::harness::buffer_report as report;
-use crate::output::{prepare_out, write_plot};
+use crate::plot::Chart;
 use crate::stats::summarize;
 use crate::text::{bytes, thousands};
 use crate::units::{self, WorkingSet};
@@ -544,8 +545,8 @@ pub fn execute(args: &PoliciesArgs) -> Result<ExitCode, Box<dyn Error>> {
     if modes.is_empty() {
         return Err(Usage("main-memory mode never evicts; choose traditional and/or swizzling".into()).into());
     }
-    let mut base =
-        base_config("gilbert-policies", c, buffer::default_pool_bytes(args.records)).map_err(Usage)?;
+    let mut base = base_config(<Plan as Experiment>::NAME, c, buffer::default_pool_bytes(args.records))
+        .map_err(Usage)?;
     base.records = args.records;
     base.working_set = working_set_records(args.working_set, args.records).map_err(Usage)?;
     base.zipf = (args.zipf > 0.0).then_some(args.zipf);
@@ -555,35 +556,70 @@ pub fn execute(args: &PoliciesArgs) -> Result<ExitCode, Box<dyn Error>> {
     let mut policies = args.policies.clone();
     policies.dedup();
     let plan = Plan { base, policies, modes, fractions };
-    prepare_out(c.out.as_deref()).map_err(Usage)?;
-    let (variants, data_bytes) = run(&plan, Progress::on_terminal())?;
-    let mut out = std::io::stdout().lock();
-    print_tables(&mut out, &plan, &variants, data_bytes)?;
-    print_checks(&mut out, &plan, &variants)?;
-    drop(out);
-    if let Some(dir) = c.out.as_deref() {
-        crate::output::write_rows(dir, "gilbert-policies", &rows(&plan, &variants, data_bytes))?;
-        for &mode in &plan.modes {
+    experiment::execute(&plan, c.out.as_deref())
+}
+
+/// What a run measured: per (pool size, mode, policy), and the base file's bytes.
+pub struct Results {
+    /// The measurements.
+    pub variants: Vec<Variant>,
+    /// Bytes of the base file the pools are fractions of.
+    pub data_bytes: u64,
+}
+
+impl Experiment for Plan {
+    const NAME: &'static str = "gilbert-policies";
+    type Row = PolicyRow;
+    type Results = Results;
+
+    fn caption(&self) -> String {
+        String::new()
+    }
+
+    fn run(&self, progress: Progress) -> Result<Results, Box<dyn Error>> {
+        let (variants, data_bytes) = run(self, progress)?;
+        Ok(Results { variants, data_bytes })
+    }
+
+    fn tables(&self, r: &Results, mut out: &mut dyn Write) -> io::Result<()> {
+        print_tables(&mut out, self, &r.variants, r.data_bytes)?;
+        print_checks(&mut out, self, &r.variants)
+    }
+
+    fn rows(&self, r: &Results) -> Vec<PolicyRow> {
+        rows(self, &r.variants, r.data_bytes)
+    }
+
+    fn charts(&self, r: &Results) -> Vec<(String, Chart)> {
+        let mut charts = Vec::new();
+        for &mode in &self.modes {
             let throughput = chart(
-                &plan,
-                &variants,
+                self,
+                &r.variants,
                 mode,
                 "Lookups per replacement policy and pool size (Gilbert 2017, Figs. 3.4/3.5)",
                 "lookups per second",
                 |m| Some(m.throughput()),
             );
-            write_plot(Some(dir), &format!("gilbert-policies-throughput-{}", mode.name()), &throughput)?;
+            charts.push((format!("{}-throughput-{}", Self::NAME, mode.name()), throughput));
             let hits = chart(
-                &plan,
-                &variants,
+                self,
+                &r.variants,
                 mode,
                 "Hit ratio per replacement policy and pool size",
                 "hit ratio (%)",
                 measurement_hit_ratio,
             );
-            write_plot(Some(dir), &format!("gilbert-policies-hit-ratio-{}", mode.name()), &hits)?;
+            charts.push((format!("{}-hit-ratio-{}", Self::NAME, mode.name()), hits));
+        }
+        charts
+    }
+
+    fn status(&self, r: &Results) -> ExitCode {
+        if r.variants.iter().any(|v| v.error.is_some()) {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
         }
     }
-    let failed = variants.iter().any(|v| v.error.is_some());
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

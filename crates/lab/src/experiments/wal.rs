@@ -41,6 +41,7 @@ use clap::Args;
 use swizzledb::{Cleaner, CleanerStats, CommitMode, Database, LogStats, RestartStats, Tree};
 
 use crate::child::Child;
+use crate::experiment::{self, Experiment};
 use crate::experiments::insert::mix;
 use crate::harness::buffer::Progress;
 use crate::plot::{Chart, Marks, Point, Scale, Series};
@@ -2236,48 +2237,70 @@ pub fn run(args: &WalBenchArgs) -> Result<ExitCode, Box<dyn Error>> {
         return child(args, path);
     }
     let plan = plan(args).map_err(Usage)?;
-    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
-    std::fs::create_dir_all(&plan.dir)
-        .map_err(|e| Usage(format!("cannot create --dir {}: {e}", plan.dir.display())))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("swizzledb-wal-")
-        .tempdir_in(&plan.dir)
-        .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", plan.dir.display())))?;
-    let progress = Progress::on_terminal();
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "Write-ahead logging benchmarks (issue 6): parts {}; databases in {}.",
-        plan.parts.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "),
-        plan.dir.display()
-    )?;
-    out.flush()?;
-    drop(out);
-    let mut results = Results::default();
-    if plan.has(Part::Overhead) {
-        results.inserts = run_overhead(&plan, scratch.path(), progress)?;
-        print_overhead(&mut io::stdout().lock(), &plan, &results.inserts)?;
+    experiment::execute(&plan, args.out.as_deref())
+}
+
+impl Experiment for Plan {
+    const NAME: &'static str = "wal";
+    type Row = WalRow;
+    type Results = Results;
+
+    fn caption(&self) -> String {
+        format!(
+            "Write-ahead logging benchmarks (issue 6): parts {}; databases in {}.",
+            self.parts.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "),
+            self.dir.display()
+        )
     }
-    if plan.has(Part::GroupCommit) {
-        results.commits = run_group_commit(&plan, scratch.path(), progress)?;
-        print_group_commit(&mut io::stdout().lock(), &plan, &results.commits)?;
-    }
-    if plan.has(Part::Restart) {
-        results.restarts = run_restart(&plan, scratch.path(), progress)?;
-        print_restart(&mut io::stdout().lock(), &plan, &results.restarts)?;
-    }
-    if plan.has(Part::LogSize) {
-        results.log_sizes = run_log_size(&plan, scratch.path(), progress)?;
-        print_log_size(&mut io::stdout().lock(), &plan, &results.log_sizes)?;
-    }
-    print_checks(&mut io::stdout().lock(), &plan, &results)?;
-    if let Some(dir) = args.out.as_deref() {
-        crate::output::write_rows(dir, "wal", &rows(&plan, &results))?;
-        for (name, chart) in charts(&plan, &results) {
-            crate::output::write_plot(Some(dir), &name, &chart)?;
+
+    fn run(&self, progress: Progress) -> Result<Results, Box<dyn Error>> {
+        let plan = self;
+        std::fs::create_dir_all(&plan.dir)
+            .map_err(|e| Usage(format!("cannot create --dir {}: {e}", plan.dir.display())))?;
+        let scratch = tempfile::Builder::new()
+            .prefix("swizzledb-wal-")
+            .tempdir_in(&plan.dir)
+            .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", plan.dir.display())))?;
+        let mut results = Results::default();
+        if plan.has(Part::Overhead) {
+            results.inserts = run_overhead(plan, scratch.path(), progress)?;
         }
+        if plan.has(Part::GroupCommit) {
+            results.commits = run_group_commit(plan, scratch.path(), progress)?;
+        }
+        if plan.has(Part::Restart) {
+            results.restarts = run_restart(plan, scratch.path(), progress)?;
+        }
+        if plan.has(Part::LogSize) {
+            results.log_sizes = run_log_size(plan, scratch.path(), progress)?;
+        }
+        Ok(results)
     }
-    Ok(ExitCode::SUCCESS)
+
+    fn tables(&self, results: &Results, mut out: &mut dyn Write) -> io::Result<()> {
+        let plan = self;
+        if plan.has(Part::Overhead) {
+            print_overhead(&mut out, plan, &results.inserts)?;
+        }
+        if plan.has(Part::GroupCommit) {
+            print_group_commit(&mut out, plan, &results.commits)?;
+        }
+        if plan.has(Part::Restart) {
+            print_restart(&mut out, plan, &results.restarts)?;
+        }
+        if plan.has(Part::LogSize) {
+            print_log_size(&mut out, plan, &results.log_sizes)?;
+        }
+        print_checks(&mut out, plan, results).map(|_| ())
+    }
+
+    fn rows(&self, results: &Results) -> Vec<WalRow> {
+        rows(self, results)
+    }
+
+    fn charts(&self, results: &Results) -> Vec<(String, Chart)> {
+        charts(self, results)
+    }
 }
 
 #[cfg(test)]
