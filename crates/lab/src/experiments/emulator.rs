@@ -330,7 +330,7 @@ fn at(rows: &[Row], variant: EmuVariant, threads: usize, compute_us: f64) -> imp
 /// The median of `f` over a variant's repetitions at a point.
 fn median(rows: &[Row], v: EmuVariant, t: usize, m: f64, f: impl Fn(&Row) -> Option<f64>) -> Option<f64> {
     let values: Vec<f64> = at(rows, v, t, m).filter_map(f).collect();
-    summarize(&values).map(|s| s.median)
+    crate::stats::median(&values)
 }
 
 fn print_tables(out: &mut impl Write, plan: &Plan, rows: &[Row]) -> io::Result<()> {

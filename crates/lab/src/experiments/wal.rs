@@ -45,7 +45,7 @@ use crate::experiment::{self, Experiment};
 use crate::experiments::insert::mix;
 use crate::harness::buffer::Progress;
 use crate::plot::{Chart, Marks, Point, Scale, Series};
-use crate::stats::summarize;
+use crate::stats::{self, summarize};
 use crate::text::{bytes, thousands, write_aligned};
 use crate::{units, Usage};
 
@@ -674,12 +674,7 @@ fn insert_median(
     f: impl Fn(&InsertRun) -> Option<f64>,
 ) -> Option<f64> {
     let batch = setup.batch(batch);
-    let values: Vec<f64> = runs
-        .iter()
-        .filter(|r| r.setup == setup && r.threads == threads && r.batch == batch)
-        .filter_map(f)
-        .collect();
-    summarize(&values).map(|s| s.median)
+    stats::median_by(runs, |r| r.setup == setup && r.threads == threads && r.batch == batch, f)
 }
 
 fn print_overhead(out: &mut impl Write, plan: &Plan, runs: &[InsertRun]) -> io::Result<()> {
@@ -871,8 +866,7 @@ fn cores_note(threads: &[usize]) -> String {
 }
 
 fn commit_median(runs: &[CommitRun], threads: usize, f: impl Fn(&CommitRun) -> Option<f64>) -> Option<f64> {
-    let values: Vec<f64> = runs.iter().filter(|r| r.threads == threads).filter_map(f).collect();
-    summarize(&values).map(|s| s.median)
+    stats::median_by(runs, |r| r.threads == threads, f)
 }
 
 fn print_group_commit(out: &mut impl Write, plan: &Plan, runs: &[CommitRun]) -> io::Result<()> {
@@ -1221,8 +1215,7 @@ fn run_restart(plan: &Plan, scratch: &Path, progress: Progress) -> Result<Vec<Re
 }
 
 fn restart_median(runs: &[RestartRun], target: u64, f: impl Fn(&RestartRun) -> f64) -> Option<f64> {
-    let values: Vec<f64> = runs.iter().filter(|r| r.target_bytes() == Some(target)).map(f).collect();
-    summarize(&values).map(|s| s.median)
+    stats::median_by(runs, |r| r.target_bytes() == Some(target), |r| Some(f(r)))
 }
 
 /// The median of `f` over the `--run-times` runs of `secs` with `cleaner`.
@@ -1232,9 +1225,7 @@ fn timed_median(
     cleaner: Cleaner,
     f: impl Fn(&RestartRun) -> f64,
 ) -> Option<f64> {
-    let values: Vec<f64> =
-        runs.iter().filter(|r| r.target_secs() == Some(secs) && r.setup.cleaner == cleaner).map(f).collect();
-    summarize(&values).map(|s| s.median)
+    stats::median_by(runs, |r| r.target_secs() == Some(secs) && r.setup.cleaner == cleaner, |r| Some(f(r)))
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -1441,8 +1432,7 @@ fn run_log_size(plan: &Plan, scratch: &Path, progress: Progress) -> Result<Vec<L
 }
 
 fn log_size_median(runs: &[LogSizeRun], cleaner: Cleaner, f: impl Fn(&LogSizeRun) -> f64) -> Option<f64> {
-    let values: Vec<f64> = runs.iter().filter(|r| r.cleaner == cleaner).map(f).collect();
-    summarize(&values).map(|s| s.median)
+    stats::median_by(runs, |r| r.cleaner == cleaner, |r| Some(f(r)))
 }
 
 fn print_log_size(out: &mut impl Write, plan: &Plan, runs: &[LogSizeRun]) -> io::Result<()> {

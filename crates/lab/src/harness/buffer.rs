@@ -103,8 +103,7 @@ pub use crate::cpu::process_cpu_secs;
 
 /// The median of `f` over the measurements where it is defined (`None` if it is nowhere).
 pub fn median_of(runs: &[Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
-    let values: Vec<f64> = runs.iter().filter_map(f).collect();
-    crate::stats::summarize(&values).map(|s| s.median)
+    crate::stats::median_by(runs, |_| true, f)
 }
 
 /// Lookup latency percentiles in nanoseconds, from every `LATENCY_SAMPLE`-th lookup.

@@ -276,13 +276,8 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     Ok(rows)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+fn median(v: Vec<f64>) -> f64 {
+    crate::stats::median(&v).unwrap_or(f64::NAN)
 }
 
 /// Prints the medians per configuration and thread count.
