@@ -808,7 +808,14 @@ impl Core {
                     }
                     Record::Begin { .. } => Lsn(0),
                     Record::Abort { prev, .. } | Record::Commit { prev, .. } => prev,
-                    other => {
+                    // An unfinished transaction's undo chain reaches none of these (R6): the log
+                    // is damaged.
+                    other @ (Record::End { .. }
+                    | Record::Structure { .. }
+                    | Record::CreateTree { .. }
+                    | Record::CheckpointBegin
+                    | Record::CheckpointEnd(_)
+                    | Record::PageWrite { .. }) => {
                         return Err(Error::LogCorrupted {
                             lsn: cursor,
                             reason: format!("the undo chain of {txn} reaches a {other:?}"),

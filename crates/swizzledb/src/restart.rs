@@ -256,7 +256,17 @@ pub(crate) fn analyze_and_redo(
                         }
                     }
                 }
-                _ => {}
+                // A leaf change redo does not want (R9), and the kinds that change no page:
+                // analysis took what they say (R8).
+                Record::Leaf { .. }
+                | Record::Begin { .. }
+                | Record::Commit { .. }
+                | Record::Abort { .. }
+                | Record::End { .. }
+                | Record::CreateTree { .. }
+                | Record::CheckpointBegin
+                | Record::CheckpointEnd(_)
+                | Record::PageWrite { .. } => {}
             }
         }
     }
