@@ -557,7 +557,7 @@ impl Builder {
 }
 
 impl Builder {
-    /// Restart (RECOVERY.md "Restart"): analysis and redo on the file, then the pool opens with
+    /// Restart (RECOVERY.md R8–R11): analysis and redo on the file, then the pool opens with
     /// the recovered allocation, the losers are rolled back with compensation records, and a
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
     fn restart(&self, path: &Path, locks: Vec<files::FileLock>) -> Result<Database> {

@@ -1,4 +1,4 @@
-//! Restart (RECOVERY.md "Restart"): analysis from the last complete checkpoint and redo of the
+//! Restart (RECOVERY.md R8–R10): analysis from the last complete checkpoint and redo of the
 //! page changes since, on the page file directly, before the buffer pool opens. Undo of the
 //! losers runs afterwards through the trees (`Database::open`), writing compensation records.
 

@@ -36,8 +36,8 @@ pub use crate::config::{PoolConfig, PoolMode};
 /// Smallest pool, in frames.
 pub const MIN_FRAMES: usize = 16;
 
-/// What the pool needs to know about the pages it holds (the PageOwner seam of ARCHITECTURE.md).
-/// The B-tree implements it; eviction, un-swizzling and flushing use nothing else.
+/// What the pool needs to know about the pages it holds (the **owner** of the crate README's
+/// vocabulary). The B-tree implements it; eviction, un-swizzling and flushing use nothing else.
 pub trait PageOwner: Send + Sync {
     /// Appends the byte offset of every child reference (swip) in `page` to `out`, the foster
     /// reference included. Called under the page's latch.

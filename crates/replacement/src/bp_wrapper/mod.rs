@@ -1,5 +1,5 @@
-//! BP-Wrapper (README "BP-Wrapper (`bpw-<policy>`)"): batching and prefetching around any policy
-//! whose hits take a lock (Ding, Shan & Jiang, TPDS 2015).
+//! BP-Wrapper (README "BP-Wrapper (`bpw-<policy>`, `BpWrapper`)"): batching and prefetching
+//! around any policy whose hits take a lock (Ding, Shan & Jiang, TPDS 2015).
 //!
 //! Every hit, and every insert, is first appended to a private FIFO queue of the calling thread
 //! (except hits the inner policy ignores, which are dropped: rule 5). Only when `batch_threshold`
