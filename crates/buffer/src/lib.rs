@@ -11,6 +11,7 @@
 //! LSN per dirty frame (rules B18–B20).
 
 mod aligned;
+mod config;
 mod error;
 mod file;
 mod guard;
@@ -24,11 +25,12 @@ pub mod trace;
 mod wal;
 
 pub use aligned::AlignedBuf;
+pub use config::{PoolConfig, PoolMode};
 pub use error::{BufferError, Result};
 pub use file::PageFile;
 pub use guard::{Exclusive, ExclusiveGuard, LatchKind, PageGuard, Shared, SharedGuard};
 pub use meta::{validate_tree_name, Meta, MAX_TREE_NAME};
-pub use pool::{Allocation, BufferPool, FileState, PageOwner, PoolConfig, PoolMode, MIN_FRAMES};
+pub use pool::{Allocation, BufferPool, FileState, PageOwner, MIN_FRAMES};
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};

@@ -1,6 +1,7 @@
-//! The write-ahead-log seam (ARCHITECTURE "LogFlush"): what the buffer pool needs from the log.
-//! The pool knows nothing of log records; the engine implements [`LogFlush`] over its log
-//! manager. Rules B18–B20 of the crate README say when the pool calls it.
+//! The write-ahead-log seam (the **log** of the crate README's vocabulary): what the buffer pool
+//! needs from the log. The pool knows nothing of log records; the engine implements
+//! [`LogFlush`] over its log manager. Rules B18–B20 of the crate README say when the pool calls
+//! it.
 
 use swizzledb_sync::{Lsn, PageId};
 

@@ -557,7 +557,7 @@ impl Builder {
 }
 
 impl Builder {
-    /// Restart (RECOVERY.md "Restart"): analysis and redo on the file, then the pool opens with
+    /// Restart (RECOVERY.md R8–R11): analysis and redo on the file, then the pool opens with
     /// the recovered allocation, the losers are rolled back with compensation records, and a
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
     fn restart(&self, path: &Path, locks: Vec<files::FileLock>) -> Result<Database> {
@@ -808,7 +808,14 @@ impl Core {
                     }
                     Record::Begin { .. } => Lsn(0),
                     Record::Abort { prev, .. } | Record::Commit { prev, .. } => prev,
-                    other => {
+                    // An unfinished transaction's undo chain reaches none of these (R6): the log
+                    // is damaged.
+                    other @ (Record::End { .. }
+                    | Record::Structure { .. }
+                    | Record::CreateTree { .. }
+                    | Record::CheckpointBegin
+                    | Record::CheckpointEnd(_)
+                    | Record::PageWrite { .. }) => {
                         return Err(Error::LogCorrupted {
                             lsn: cursor,
                             reason: format!("the undo chain of {txn} reaches a {other:?}"),

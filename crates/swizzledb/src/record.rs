@@ -1,5 +1,7 @@
-//! Log records: what the engine writes to the log manager, as opaque bodies (RECOVERY.md
-//! "Records"). Every integer is little endian; byte strings carry a u32 length.
+//! Log records: what the engine writes to the log manager, as opaque bodies (record kinds in
+//! RECOVERY.md "Vocabulary", what restart does with each in its rules R8–R10). Every integer is
+//! little endian; byte strings carry a u32 length. The first byte of a body is its
+//! [`RecordKind`]:
 //!
 //! | kind | fields |
 //! |---|---|
@@ -193,7 +195,105 @@ pub enum Record {
 #[error("malformed log record: {0}")]
 pub struct Malformed(pub &'static str);
 
+/// A record's kind: the first byte of its body (the table in the module doc). Every match over
+/// kinds or records in the engine is exhaustive, so a new kind cannot be forgotten by analysis,
+/// redo or undo.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RecordKind {
+    /// [`Record::Begin`].
+    Begin = 1,
+    /// [`Record::Leaf`].
+    Leaf = 2,
+    /// [`Record::Commit`].
+    Commit = 3,
+    /// [`Record::Abort`].
+    Abort = 4,
+    /// [`Record::End`].
+    End = 5,
+    /// [`Record::Structure`].
+    Structure = 6,
+    /// [`Record::CreateTree`].
+    CreateTree = 7,
+    /// [`Record::CheckpointBegin`].
+    CheckpointBegin = 8,
+    /// [`Record::CheckpointEnd`].
+    CheckpointEnd = 9,
+    /// [`Record::PageWrite`].
+    PageWrite = 10,
+}
+
+impl RecordKind {
+    /// Every kind, in byte order.
+    pub const ALL: [RecordKind; 10] = [
+        RecordKind::Begin,
+        RecordKind::Leaf,
+        RecordKind::Commit,
+        RecordKind::Abort,
+        RecordKind::End,
+        RecordKind::Structure,
+        RecordKind::CreateTree,
+        RecordKind::CheckpointBegin,
+        RecordKind::CheckpointEnd,
+        RecordKind::PageWrite,
+    ];
+}
+
+impl From<RecordKind> for u8 {
+    fn from(kind: RecordKind) -> u8 {
+        kind as u8
+    }
+}
+
+/// A byte that names no [`RecordKind`].
+#[derive(Copy, Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown log record kind {0}")]
+pub struct UnknownRecordKind(pub u8);
+
+impl TryFrom<u8> for RecordKind {
+    type Error = UnknownRecordKind;
+
+    fn try_from(byte: u8) -> Result<RecordKind, UnknownRecordKind> {
+        Ok(match byte {
+            1 => RecordKind::Begin,
+            2 => RecordKind::Leaf,
+            3 => RecordKind::Commit,
+            4 => RecordKind::Abort,
+            5 => RecordKind::End,
+            6 => RecordKind::Structure,
+            7 => RecordKind::CreateTree,
+            8 => RecordKind::CheckpointBegin,
+            9 => RecordKind::CheckpointEnd,
+            10 => RecordKind::PageWrite,
+            other => return Err(UnknownRecordKind(other)),
+        })
+    }
+}
+
+impl From<UnknownRecordKind> for Malformed {
+    fn from(_: UnknownRecordKind) -> Malformed {
+        Malformed("record kind")
+    }
+}
+
 impl Record {
+    /// The record's kind (its first byte when encoded).
+    #[must_use]
+    pub fn kind(&self) -> RecordKind {
+        match self {
+            Record::Begin { .. } => RecordKind::Begin,
+            Record::Leaf { .. } => RecordKind::Leaf,
+            Record::Commit { .. } => RecordKind::Commit,
+            Record::Abort { .. } => RecordKind::Abort,
+            Record::End { .. } => RecordKind::End,
+            Record::Structure { .. } => RecordKind::Structure,
+            Record::CreateTree { .. } => RecordKind::CreateTree,
+            Record::CheckpointBegin => RecordKind::CheckpointBegin,
+            Record::CheckpointEnd(_) => RecordKind::CheckpointEnd,
+            Record::PageWrite { .. } => RecordKind::PageWrite,
+        }
+    }
+
     /// The transaction and previous-record link of a transaction's record.
     #[must_use]
     pub fn txn_link(&self) -> Option<(TxnId, Lsn)> {
@@ -203,7 +303,11 @@ impl Record {
             | Record::Abort { txn, prev }
             | Record::End { txn, prev } => Some((txn, prev)),
             Record::Begin { txn } => Some((txn, Lsn(0))),
-            _ => None,
+            Record::Structure { .. }
+            | Record::CreateTree { .. }
+            | Record::CheckpointBegin
+            | Record::CheckpointEnd(_)
+            | Record::PageWrite { .. } => None,
         }
     }
 
@@ -211,13 +315,10 @@ impl Record {
     #[must_use]
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer(Vec::with_capacity(64));
+        w.u8(self.kind().into());
         match self {
-            Record::Begin { txn } => {
-                w.u8(1);
-                w.u64(txn.0);
-            }
+            Record::Begin { txn } => w.u64(txn.0),
             Record::Leaf { txn, prev, undo_next, tree, page, change, base } => {
-                w.u8(2);
                 w.u64(txn.0);
                 w.u64(prev.0);
                 match undo_next {
@@ -256,16 +357,10 @@ impl Record {
                 }
             }
             Record::Commit { txn, prev } | Record::Abort { txn, prev } | Record::End { txn, prev } => {
-                w.u8(match self {
-                    Record::Commit { .. } => 3,
-                    Record::Abort { .. } => 4,
-                    _ => 5,
-                });
                 w.u64(txn.0);
                 w.u64(prev.0);
             }
             Record::Structure { images, freed } => {
-                w.u8(6);
                 w.u32(images.len());
                 for (page, image) in images {
                     w.u64(page.get());
@@ -274,13 +369,11 @@ impl Record {
                 w.pages(freed);
             }
             Record::CreateTree { name, root } => {
-                w.u8(7);
                 w.bytes(name.as_bytes());
                 w.u64(root.get());
             }
-            Record::CheckpointBegin => w.u8(8),
+            Record::CheckpointBegin => {}
             Record::CheckpointEnd(c) => {
-                w.u8(9);
                 w.u64(c.begin.0);
                 w.u32(c.dirty.len());
                 for (page, rec) in &c.dirty {
@@ -307,7 +400,6 @@ impl Record {
                 }
             }
             Record::PageWrite { page, page_lsn } => {
-                w.u8(10);
                 w.u64(page.get());
                 w.u64(page_lsn.0);
             }
@@ -322,9 +414,9 @@ impl Record {
     /// [`Malformed`] naming what did not decode.
     pub fn decode(body: &[u8]) -> Result<Record, Malformed> {
         let mut r = Reader(body);
-        let record = match r.u8()? {
-            1 => Record::Begin { txn: TxnId(r.u64()?) },
-            2 => {
+        let record = match RecordKind::try_from(r.u8()?)? {
+            RecordKind::Begin => Record::Begin { txn: TxnId(r.u64()?) },
+            RecordKind::Leaf => {
                 let txn = TxnId(r.u64()?);
                 let prev = Lsn(r.u64()?);
                 let undo_next = match r.u8()? {
@@ -347,15 +439,19 @@ impl Record {
                 };
                 Record::Leaf { txn, prev, undo_next, tree, page, change, base }
             }
-            kind @ 3..=5 => {
+            RecordKind::Commit => {
                 let (txn, prev) = (TxnId(r.u64()?), Lsn(r.u64()?));
-                match kind {
-                    3 => Record::Commit { txn, prev },
-                    4 => Record::Abort { txn, prev },
-                    _ => Record::End { txn, prev },
-                }
+                Record::Commit { txn, prev }
             }
-            6 => {
+            RecordKind::Abort => {
+                let (txn, prev) = (TxnId(r.u64()?), Lsn(r.u64()?));
+                Record::Abort { txn, prev }
+            }
+            RecordKind::End => {
+                let (txn, prev) = (TxnId(r.u64()?), Lsn(r.u64()?));
+                Record::End { txn, prev }
+            }
+            RecordKind::Structure => {
                 let n = r.count(8)?;
                 let mut images = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -363,9 +459,9 @@ impl Record {
                 }
                 Record::Structure { images, freed: r.pages()? }
             }
-            7 => Record::CreateTree { name: r.string()?, root: r.page()? },
-            8 => Record::CheckpointBegin,
-            9 => {
+            RecordKind::CreateTree => Record::CreateTree { name: r.string()?, root: r.page()? },
+            RecordKind::CheckpointBegin => Record::CheckpointBegin,
+            RecordKind::CheckpointEnd => {
                 let begin = Lsn(r.u64()?);
                 let n = r.count(16)?;
                 let mut dirty = Vec::with_capacity(n);
@@ -393,8 +489,7 @@ impl Record {
                 }
                 Record::CheckpointEnd(Box::new(Checkpoint { begin, dirty, txns, page_count, free, catalog }))
             }
-            10 => Record::PageWrite { page: r.page()?, page_lsn: Lsn(r.u64()?) },
-            _ => return Err(Malformed("record kind")),
+            RecordKind::PageWrite => Record::PageWrite { page: r.page()?, page_lsn: Lsn(r.u64()?) },
         };
         if !r.0.is_empty() {
             return Err(Malformed("trailing bytes"));
@@ -604,10 +699,12 @@ mod tests {
     }
 
     proptest! {
-        /// Every record decodes to itself.
+        /// Every record decodes to itself, and its body starts with its kind's byte.
         #[test]
         fn records_round_trip(rec in record()) {
-            prop_assert_eq!(Record::decode(&rec.encode()), Ok(rec));
+            let body = rec.encode();
+            prop_assert_eq!(RecordKind::try_from(body[0]), Ok(rec.kind()));
+            prop_assert_eq!(Record::decode(&body), Ok(rec));
         }
 
         /// Any strict prefix, and any body with a byte appended, is refused without panicking.
@@ -640,6 +737,21 @@ mod tests {
         assert!(body.len() < 4096 - 2900 + 64, "{} bytes", body.len());
         assert_eq!(Record::decode(&body), Ok(rec));
         assert_eq!(longest_zero_run(&[1, 2]), (0, 0));
+    }
+
+    /// Every kind round-trips through its byte; every other byte is a typed error, which a
+    /// decoder reports as a malformed record.
+    #[test]
+    fn record_kinds_round_trip_through_their_byte() {
+        for kind in RecordKind::ALL {
+            assert_eq!(RecordKind::try_from(u8::from(kind)), Ok(kind));
+        }
+        let bytes: Vec<u8> = RecordKind::ALL.iter().map(|&k| u8::from(k)).collect();
+        assert_eq!(bytes, (1..=10).collect::<Vec<u8>>(), "kinds are numbered 1.. in table order");
+        for byte in (0..=u8::MAX).filter(|b| !bytes.contains(b)) {
+            assert_eq!(RecordKind::try_from(byte), Err(UnknownRecordKind(byte)));
+            assert_eq!(Record::decode(&[byte]), Err(Malformed("record kind")));
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Restart (RECOVERY.md "Restart"): analysis from the last complete checkpoint and redo of the
+//! Restart (RECOVERY.md R8–R10): analysis from the last complete checkpoint and redo of the
 //! page changes since, on the page file directly, before the buffer pool opens. Undo of the
 //! losers runs afterwards through the trees (`Database::open`), writing compensation records.
 
@@ -256,7 +256,17 @@ pub(crate) fn analyze_and_redo(
                         }
                     }
                 }
-                _ => {}
+                // A leaf change redo does not want (R9), and the kinds that change no page:
+                // analysis took what they say (R8).
+                Record::Leaf { .. }
+                | Record::Begin { .. }
+                | Record::Commit { .. }
+                | Record::Abort { .. }
+                | Record::End { .. }
+                | Record::CreateTree { .. }
+                | Record::CheckpointBegin
+                | Record::CheckpointEnd(_)
+                | Record::PageWrite { .. } => {}
             }
         }
     }

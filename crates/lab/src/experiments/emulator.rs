@@ -1,7 +1,7 @@
 //! `swizzledb bench emulator`: the BP-Wrapper paper's buffer emulator (Ding, Shan & Jiang, TPDS
 //! 2015, Figs. 11–13) over a grid of thread counts and compute times, every variant at every
 //! point, repetitions interleaved across the variants (rep 1 of every variant, then rep 2, ...).
-//! The emulator itself is `swizzledb_sim::emulator` (its README section "Buffer emulator").
+//! The emulator itself is `swizzledb_sim::emulator` (`crates/sim/README.md`, "Buffer emulator").
 
 use std::error::Error;
 use std::io::{self, Write};

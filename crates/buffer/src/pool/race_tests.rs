@@ -5,11 +5,11 @@
 //! holds a thread at the pause point between the lookup and the latch ([`found_in_table`]).
 
 use super::*;
-use crate::guard::Shared;
-use crate::page::{get_u16, put_u16, HEADER_SIZE};
+use crate::guard::{Exclusive, Shared};
+use crate::page::{self, get_u16, put_u16, put_u64, PageType, HEADER_SIZE};
 use std::sync::mpsc;
 use std::time::Duration;
-use swizzledb_sync::FaultFs;
+use swizzledb_sync::{FaultFs, Vfs};
 
 type Hook = Arc<dyn Fn(PageId, FrameId) + Send + Sync>;
 

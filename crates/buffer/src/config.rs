@@ -1,0 +1,124 @@
+//! Buffer-pool settings: how child references are followed ([`PoolMode`]) and everything else a
+//! pool is opened with ([`PoolConfig`]). A leaf module: the pool, its errors and its trace
+//! recorder all read it, and it needs nothing of them but the error type.
+
+use crate::error::{BufferError, Result};
+use crate::page;
+use crate::wal::LogFlush;
+use std::path::PathBuf;
+use std::sync::Arc;
+use swizzledb_replacement::PolicySpec;
+use swizzledb_sync::{OsFs, Vfs};
+
+/// How child references are followed (chosen at open; all other code is shared).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Hash)]
+pub enum PoolMode {
+    /// Child references stay page ids; every step goes through the page table.
+    Traditional,
+    /// Child references are swizzled to frame references on first use (Graefe et al. 2014).
+    Swizzling,
+    /// Everything is loaded at open and referenced directly; no page table on any path, no
+    /// eviction; running out of frames is an error.
+    MainMemory,
+}
+
+impl PoolMode {
+    /// All modes, in the order experiments print them.
+    pub const ALL: [PoolMode; 3] = [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory];
+
+    /// True if child references are turned into frame references.
+    #[inline]
+    #[must_use]
+    pub fn swizzles(self) -> bool {
+        self != PoolMode::Traditional
+    }
+
+    /// Short name used on the command line and in CSV files.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolMode::Traditional => "traditional",
+            PoolMode::Swizzling => "swizzling",
+            PoolMode::MainMemory => "main-memory",
+        }
+    }
+}
+
+impl std::fmt::Display for PoolMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PoolMode {
+    type Err = BufferError;
+    fn from_str(s: &str) -> Result<PoolMode> {
+        match s.to_ascii_lowercase().as_str() {
+            "traditional" | "trad" => Ok(PoolMode::Traditional),
+            "swizzling" | "swizzle" => Ok(PoolMode::Swizzling),
+            "main-memory" | "mainmemory" | "mm" | "main_memory" => Ok(PoolMode::MainMemory),
+            _ => Err(BufferError::Config(format!(
+                "unknown mode {s:?}; expected traditional, swizzling or main-memory"
+            ))),
+        }
+    }
+}
+
+/// Buffer-pool settings.
+#[derive(Clone)]
+pub struct PoolConfig {
+    /// The file system the database file lives on (default: the operating system's, [`OsFs`]);
+    /// tests pass a `FaultFs` to crash it or fail chosen calls.
+    pub vfs: Arc<dyn Vfs>,
+    /// How child references are followed.
+    pub mode: PoolMode,
+    /// Memory for frames, in bytes (the memory limit in main-memory mode).
+    pub pool_bytes: usize,
+    /// Page size for new files; must match the file when opening.
+    pub page_size: usize,
+    /// Replacement policy and its wrappers (ignored in main-memory mode).
+    pub policy: PolicySpec,
+    /// Seed for randomized policies.
+    pub seed: u64,
+    /// Open the file with O_DIRECT.
+    pub direct_io: bool,
+    /// Record a buffer reference trace to this file (B17): every fix, unfix, read, eviction,
+    /// allocation and free, per thread. `None` (the default) records nothing and costs one
+    /// predictable branch per event.
+    pub trace: Option<PathBuf>,
+    /// The write-ahead log the pool flushes before writing a page (B18) and tells of every page
+    /// write (B20). `None` (the default): logging is off and no log call is made on any path.
+    pub log: Option<Arc<dyn LogFlush>>,
+}
+
+impl std::fmt::Debug for PoolConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolConfig")
+            .field("vfs", &self.vfs)
+            .field("mode", &self.mode)
+            .field("pool_bytes", &self.pool_bytes)
+            .field("page_size", &self.page_size)
+            .field("policy", &self.policy)
+            .field("seed", &self.seed)
+            .field("direct_io", &self.direct_io)
+            .field("trace", &self.trace)
+            .field("log", &self.log.as_ref().map(|_| "LogFlush"))
+            .finish()
+    }
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            vfs: Arc::new(OsFs),
+            mode: PoolMode::Swizzling,
+            pool_bytes: 64 << 20,
+            page_size: page::DEFAULT_PAGE_SIZE,
+            policy: PolicySpec::default(),
+            seed: 0x5EED,
+            direct_io: false,
+            trace: None,
+            log: None,
+        }
+    }
+}

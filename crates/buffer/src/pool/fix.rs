@@ -1,0 +1,259 @@
+//! Fix paths (B3, B6, B10): following a swip or a page id to a latched frame, reading the page
+//! on a miss, and swizzling the parent's swip on the way.
+
+use super::{BufferPool, FrameDesc, PoolMode, FREE, LOADING, RESIDENT};
+use crate::error::Result;
+use crate::guard::{Exclusive, LatchKind, PageGuard};
+use crate::page::{self, get_u64, put_u64, PageType};
+use crate::stats::bump;
+use crate::swip::{Swip, SwipTarget};
+use crate::trace::EventKind;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use swizzledb_sync::{FrameId, LatchMode, PageId};
+
+/// B3, B10: latches a frame the page table named for `pid`, waiting only while the frame still
+/// holds `pid` (read racily). The caller may hold the parent's latch: if the frame was evicted
+/// and reused for another page — an ancestor held exclusively by a thread that now waits for
+/// that parent — a blocking wait would never end. Returns false when the frame no longer holds
+/// the page (look it up again).
+#[inline]
+fn latch_while_holding(d: &FrameDesc, pid: PageId, mode: LatchMode) -> bool {
+    d.latch.try_lock(mode) || latch_while_holding_slow(d, pid, mode)
+}
+
+/// The waiting part of [`latch_while_holding`], out of the hit path.
+#[cold]
+#[inline(never)]
+fn latch_while_holding_slow(d: &FrameDesc, pid: PageId, mode: LatchMode) -> bool {
+    let mut tries = 0u32;
+    loop {
+        if d.latch.try_lock(mode) {
+            return true;
+        }
+        if d.page_id.load(Relaxed) != pid.get() || d.state.load(Acquire) == FREE {
+            return false;
+        }
+        tries += 1;
+        if tries < 64 {
+            std::hint::spin_loop();
+        } else if tries < 128 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+    }
+}
+
+impl BufferPool {
+    /// Fixes the child referenced by the swip at byte `swip_off` of the parent's page, latching
+    /// the child before the caller releases the parent (lock coupling, B10). In swizzling modes an
+    /// unswizzled swip is swizzled if the parent's latch can be held exclusively without waiting
+    /// (B6).
+    ///
+    /// # Errors
+    /// I/O errors, corruption, or no free frame.
+    #[inline]
+    pub fn fix_child<'p, P: LatchKind, M: LatchKind>(
+        &'p self,
+        parent: &mut PageGuard<'_, P>,
+        swip_off: usize,
+    ) -> Result<PageGuard<'p, M>> {
+        assert!(std::ptr::eq(parent.pool, self), "B1: the parent guard belongs to another pool");
+        let raw = get_u64(parent, swip_off);
+        let Some(swip) = Swip::from_raw(raw) else {
+            return Err(self.corrupted(parent.page_id(), format!("invalid swip {raw:#x} at {swip_off}")));
+        };
+        match swip.target() {
+            SwipTarget::Frame(f) => {
+                let d = self.desc(f);
+                d.latch.lock(M::MODE);
+                self.count(|b| {
+                    bump(&b.fixes);
+                    bump(&b.hits);
+                });
+                if self.mode != PoolMode::MainMemory {
+                    self.policy.on_page_hit(f, self.frame_page_id(f), &d.hook);
+                }
+                self.trace(EventKind::Fix, f, Some(parent.frame), Some(M::MODE), Some(true));
+                Ok(PageGuard::adopt(self, f))
+            }
+            SwipTarget::Page(pid) => {
+                let child = self.fix_page_from::<M>(pid, Some(parent.frame))?;
+                if self.mode.swizzles() {
+                    self.try_swizzle(parent, swip_off, &child);
+                }
+                Ok(child)
+            }
+        }
+    }
+
+    /// B6: swizzles the parent's swip at `off` to `child`'s frame, if the parent can be held
+    /// exclusively without waiting.
+    fn try_swizzle<P: LatchKind, M: LatchKind>(
+        &self,
+        parent: &mut PageGuard<'_, P>,
+        off: usize,
+        child: &PageGuard<'_, M>,
+    ) {
+        let cd = self.desc(child.frame);
+        if cd.root.load(Relaxed) {
+            return;
+        }
+        // B6 on a damaged file: a child that already has a swizzled holder (a page named by two
+        // swips) or that holds the parent (a reference back up the tree) stays a page id, so a
+        // second swizzled swip or a cycle of them (which eviction and the sweep would follow)
+        // never exists. The owner reports the damage; the pool only stays sound.
+        if cd.parent().is_some() || self.holds(child.frame, parent.frame) {
+            return;
+        }
+        let pd = self.desc(parent.frame);
+        let upgraded = match P::MODE {
+            LatchMode::Exclusive => false,
+            LatchMode::Shared => {
+                if !pd.latch.try_upgrade() {
+                    return;
+                }
+                true
+            }
+        };
+        // SAFETY: B1 — the parent (a frame of this pool, asserted in fix_child) is now latched
+        // exclusively by this thread, and `&mut parent` guarantees no slice borrowed from the
+        // guard is alive.
+        let page = unsafe { self.page_mut(parent.frame) };
+        debug_assert_eq!(
+            get_u64(page, off),
+            Swip::page(child.page_id()).raw(),
+            "B6: swip changed under latch"
+        );
+        cd.set_parent(Some(parent.frame));
+        put_u64(page, off, Swip::frame(child.frame).raw());
+        self.gained_child(parent.frame);
+        if upgraded {
+            pd.latch.downgrade();
+        }
+        self.count(|b| bump(&b.swizzles));
+    }
+
+    /// Whether `frame` is `of` or one of its swizzled ancestors (parent frames, B6). A chain
+    /// longer than any tree (B6 makes the parent links a forest) counts as holding.
+    fn holds(&self, frame: FrameId, of: FrameId) -> bool {
+        let mut at = Some(of);
+        for _ in 0..64 {
+            match at {
+                None => return false,
+                Some(f) if f == frame => return true,
+                Some(f) => at = self.desc(f).parent(),
+            }
+        }
+        true
+    }
+
+    /// Fixes a page by id through the page table, reading it on a miss (B3).
+    ///
+    /// # Errors
+    /// I/O errors, corruption, or no free frame.
+    pub fn fix_page<M: LatchKind>(&self, pid: PageId) -> Result<PageGuard<'_, M>> {
+        self.fix_page_from(pid, None)
+    }
+
+    /// `fix_page`, naming the latched parent frame the page id came from (for the trace, B17).
+    fn fix_page_from<M: LatchKind>(&self, pid: PageId, parent: Option<FrameId>) -> Result<PageGuard<'_, M>> {
+        loop {
+            self.count(|b| bump(&b.page_table_lookups));
+            if let Some(f) = self.table.get(pid) {
+                #[cfg(test)]
+                super::race_tests::found_in_table(pid, f);
+                let d = self.desc(f);
+                if !latch_while_holding(d, pid, M::MODE) {
+                    continue;
+                }
+                // B3: a frame found in the table may have been reused before we latched it.
+                if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
+                    self.count(|b| {
+                        bump(&b.fixes);
+                        bump(&b.hits);
+                    });
+                    if self.mode != PoolMode::MainMemory {
+                        self.policy.on_page_hit(f, pid, &d.hook);
+                    }
+                    self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(true));
+                    return Ok(PageGuard::adopt(self, f));
+                }
+                d.latch.unlock(M::MODE);
+                std::thread::yield_now();
+                continue;
+            }
+            let f = self.grab_free_frame()?;
+            let d = self.desc(f);
+            d.latch.lock_exclusive();
+            d.page_id.store(pid.get(), Relaxed);
+            d.state.store(LOADING, Release);
+            if self.table.insert_if_absent(pid, f).is_err() {
+                // Another thread is loading the same page; use its frame.
+                d.state.store(FREE, Release);
+                d.latch.unlock_exclusive();
+                self.push_free(f);
+                continue;
+            }
+            if self.mode != PoolMode::MainMemory {
+                // The insert follows the read: the policy's words for it can load meanwhile.
+                self.policy.prefetch_accesses(&[f], &[pid]);
+            }
+            // SAFETY: B1 — we hold the exclusive latch of a frame nobody else can have reached
+            // in a usable state (it is LOADING).
+            let page = unsafe { self.page_mut(f) };
+            let loaded = self.file.read_page(pid, page).and_then(|()| self.check_loaded(pid, page));
+            if let Err(e) = loaded {
+                self.table.remove(pid, f);
+                d.state.store(FREE, Release);
+                d.latch.unlock_exclusive();
+                self.push_free(f);
+                return Err(e);
+            }
+            d.dirty.store(false, Relaxed);
+            d.rec_lsn.store(0, Relaxed);
+            d.set_parent(None);
+            d.state.store(RESIDENT, Release);
+            if self.mode != PoolMode::MainMemory {
+                self.policy.on_insert(f, pid, &d.hook);
+            }
+            self.count(|b| {
+                bump(&b.fixes);
+                bump(&b.misses);
+                bump(&b.pages_read);
+            });
+            self.trace(EventKind::Read, f, None, None, None);
+            self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(false));
+            return Ok(PageGuard::<Exclusive>::adopt(self, f).into_mode::<M>());
+        }
+    }
+
+    /// B8: pages in the file never hold swizzled swips, and their structure must be sound.
+    fn check_loaded(&self, pid: PageId, page: &[u8]) -> Result<()> {
+        if page::page_type(page) == Some(PageType::Free) || page::page_type(page) == Some(PageType::Meta) {
+            return Err(self.corrupted(pid, "expected a B-tree node, found a free or metadata page"));
+        }
+        self.owner.check_page(page).map_err(|r| self.corrupted(pid, r))?;
+        let mut offs = Vec::new();
+        self.owner.swip_offsets(page, &mut offs);
+        if offs.is_empty() {
+            return Ok(());
+        }
+        let page_count = self.meta.lock().page_count;
+        for off in offs {
+            let raw = get_u64(page, off);
+            if Swip::from_raw(raw).is_none_or(Swip::is_swizzled) || raw == 0 {
+                return Err(
+                    self.corrupted(pid, format!("child reference {raw:#x} at {off} is not a page id"))
+                );
+            }
+            if raw >= page_count || raw == pid.get() {
+                return Err(self.corrupted(
+                    pid,
+                    format!("child reference to page {raw} at {off}: not another page of the {page_count} in the file"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}

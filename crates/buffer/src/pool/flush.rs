@@ -1,0 +1,167 @@
+//! Flushing (B18–B20, B23): writing dirty pages back under the WAL rule, for `close`, the page
+//! cleaner and fuzzy checkpoints.
+
+use super::{BufferPool, FrameDesc, RESIDENT};
+use crate::aligned::AlignedBuf;
+use crate::error::{BufferError, Result};
+use crate::page::{self, get_u64, put_u64};
+use crate::stats::bump;
+use crate::swip::Swip;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use swizzledb_sync::{FrameId, Lsn, PageId};
+
+impl BufferPool {
+    /// Writes every dirty page (with page ids in place of swizzled swips, B8), the free-page chain
+    /// and the metadata page, then syncs the file. Each page is written under its shared latch,
+    /// after the log is durable up to its page LSN (B18).
+    ///
+    /// # Errors
+    /// [`BufferError::Wal`] if the log could not be flushed for a page (that page and the ones
+    /// after it stay dirty; the file stays usable); I/O errors, after which the pool refuses
+    /// further I/O (sticky error, F4).
+    pub fn flush(&self) -> Result<()> {
+        let mut buf = AlignedBuf::new(self.page_size, 4096)?;
+        let mut offs = Vec::new();
+        for (i, d) in self.frames.iter().enumerate() {
+            if !d.dirty.load(Relaxed) {
+                continue;
+            }
+            // The shared latch is held through the write: no one changes the page meanwhile
+            // (changes need the exclusive latch), eviction cannot take the frame (B2), and the
+            // dirty flag and recovery LSN are reset for exactly the bytes written (B19).
+            d.latch.lock_shared();
+            let written = self.flush_frame(FrameId(i as u32), &mut buf, &mut offs);
+            d.latch.unlock_shared();
+            written?;
+        }
+        let meta = self.meta.lock();
+        self.file.set_len_pages(meta.page_count)?;
+        self.file.write_meta(&meta)?;
+        self.count(|b| bump(&b.pages_written));
+        self.file.sync()
+    }
+
+    /// The page cleaner's write-back (B23): writes the dirty pages whose recovery LSN is below
+    /// `below`, oldest first up to `max` pages, then in page-id order, each under its shared
+    /// latch as `flush` does, after the log is durable up to its page LSN (B18). Returns how many
+    /// pages it wrote. Takes one latch at a time and no other lock, so it may wait.
+    ///
+    /// # Errors
+    /// As [`BufferPool::flush`]: a log failure leaves that page dirty; I/O errors are sticky.
+    pub fn write_back_older(&self, below: Lsn, max: usize) -> Result<usize> {
+        let mut batch: Vec<(u64, u64, usize)> = self
+            .frames
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                let rec = d.rec_lsn.load(Acquire);
+                (rec != 0 && rec < below.0 && d.state.load(Acquire) == RESIDENT)
+                    .then(|| (rec, d.page_id.load(Relaxed), i))
+            })
+            .collect();
+        if batch.len() > max {
+            batch.select_nth_unstable(max);
+            batch.truncate(max);
+        }
+        batch.sort_unstable_by_key(|&(_, page, _)| page);
+        let mut buf = AlignedBuf::new(self.page_size, 4096)?;
+        let mut offs = Vec::new();
+        let mut written = 0;
+        for (_, _, i) in batch {
+            let d = &self.frames[i];
+            d.latch.lock_shared();
+            let r = self.flush_frame(FrameId(i as u32), &mut buf, &mut offs);
+            d.latch.unlock_shared();
+            written += usize::from(r?);
+        }
+        Ok(written)
+    }
+
+    /// `flush` of one frame, which the caller holds latched shared. Returns whether it wrote.
+    fn flush_frame(&self, f: FrameId, buf: &mut AlignedBuf, offs: &mut Vec<usize>) -> Result<bool> {
+        let d = self.desc(f);
+        if d.state.load(Acquire) != RESIDENT || !d.dirty.load(Relaxed) {
+            return Ok(false);
+        }
+        let pid = self.frame_page_id(f);
+        // SAFETY: B1 — the caller holds f's latch (shared) while this borrow lives.
+        let page = unsafe { self.page(f) };
+        let out = buf.as_mut_slice();
+        out.copy_from_slice(page);
+        offs.clear();
+        self.owner.swip_offsets(out, offs);
+        for &o in offs.iter() {
+            if let Some(s) = Swip::from_raw(get_u64(out, o)) {
+                // Children of a latched page stay resident (B6), so the id is current.
+                put_u64(out, o, Swip::page(self.swip_page_id(s)).raw());
+            }
+        }
+        let lsn = page::page_lsn(out);
+        self.wal_before_write(pid, lsn)?;
+        // Claim the write: of two flushes holding the shared latch, only one writes (F9).
+        if !d.dirty.swap(false, Relaxed) {
+            return Ok(false);
+        }
+        if let Err(e) = self.file.write_page(pid, out) {
+            d.dirty.store(true, Relaxed);
+            return Err(e);
+        }
+        self.written(d, pid, lsn);
+        self.count(|b| {
+            bump(&b.write_backs);
+            bump(&b.pages_written);
+        });
+        Ok(true)
+    }
+
+    /// B18 (WAL rule): before a page carrying `lsn` is written, the log must be durable up to
+    /// `lsn`. No call when logging is off or the page carries no LSN.
+    pub(super) fn wal_before_write(&self, page: PageId, lsn: Lsn) -> Result<()> {
+        let Some(log) = &self.log else { return Ok(()) };
+        if lsn == Lsn(0) {
+            return Ok(());
+        }
+        self.count(|b| bump(&b.wal_flushes));
+        log.flush_to(lsn).map_err(|source| BufferError::Wal {
+            file: self.file.path().to_path_buf(),
+            page,
+            lsn,
+            source,
+        })
+    }
+
+    /// B19, B20: `page` of frame `d` is now in the file carrying `lsn`. Called with the latch
+    /// that protected the write still held.
+    pub(super) fn written(&self, d: &FrameDesc, page: PageId, lsn: Lsn) {
+        d.rec_lsn.store(0, Release);
+        if let Some(log) = &self.log {
+            log.page_written(page, lsn);
+        }
+    }
+
+    /// The dirty pages and their recovery LSNs (B19), for a fuzzy checkpoint: `(page, rec_lsn)`
+    /// of every resident dirty frame whose recovery LSN is set, in frame order.
+    ///
+    /// Reads the descriptors without latching or waiting, so the list is not a snapshot of one
+    /// instant. That is safe for a checkpoint (README B19): a page written back meanwhile is at
+    /// worst listed with its old recovery LSN (or listed although clean), which only makes redo
+    /// start earlier or look at a page it need not change — redo compares page LSNs; a frame
+    /// evicted and reused meanwhile can be listed under its old page id (same argument) or its
+    /// new one with the old page's, older, recovery LSN.
+    #[must_use]
+    pub fn dirty_pages(&self) -> Vec<(PageId, Lsn)> {
+        self.frames
+            .iter()
+            .filter_map(|d| {
+                let rec = d.rec_lsn.load(Acquire);
+                // Not `dirty`: a write-back clears it before its write and resets `rec_lsn`
+                // only after (B19), so `rec_lsn` alone keeps the page listed until it is in
+                // the file.
+                if rec == 0 || d.state.load(Acquire) != RESIDENT {
+                    return None;
+                }
+                Some((PageId::new(d.page_id.load(Relaxed))?, Lsn(rec)))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,622 @@
+//! The buffer pool: frames, descriptors, fix paths, swizzling, eviction and flushing.
+//! The rules cited as B1… are in this crate's `README.md`.
+//!
+//! This file holds the pool's state (descriptors, the pool itself) and what every path uses;
+//! the paths live next to it, one job per file: [`catalog`] (roots and the catalog), [`fix`]
+//! (fix paths and swizzling), [`alloc`] (allocation and structure changes), [`evict`] (free
+//! frames and eviction) and [`flush`] (write-back and checkpoint support).
+
+mod alloc;
+mod catalog;
+mod evict;
+mod fix;
+mod flush;
+
+use crate::aligned::AlignedBuf;
+use crate::error::{BufferError, Result};
+use crate::file::PageFile;
+use crate::meta::Meta;
+use crate::page::get_u64;
+use crate::page_table::PageTable;
+use crate::stats::{Registry, Stats};
+use crate::swip::Swip;
+use crate::trace::{EventKind, TraceError, TraceSummary, Tracer};
+use crate::wal::LogFlush;
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::Arc;
+use swizzledb_replacement::{FrameHook, Policy};
+use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
+
+pub use crate::config::{PoolConfig, PoolMode};
+
+/// Smallest pool, in frames.
+pub const MIN_FRAMES: usize = 16;
+
+/// What the pool needs to know about the pages it holds (the **owner** of the crate README's
+/// vocabulary). The B-tree implements it; eviction, un-swizzling and flushing use nothing else.
+pub trait PageOwner: Send + Sync {
+    /// Appends the byte offset of every child reference (swip) in `page` to `out`, the foster
+    /// reference included. Called under the page's latch.
+    fn swip_offsets(&self, page: &[u8], out: &mut Vec<usize>);
+
+    /// Checks the structure of a page just read from the file (after its checksum passed), so that
+    /// no later code can be led out of bounds by it.
+    ///
+    /// # Errors
+    /// A description of the first inconsistency.
+    fn check_page(&self, page: &[u8]) -> std::result::Result<(), String>;
+
+    /// The offset of the swip in `parent` that holds `raw` (a swizzled reference to `child`'s
+    /// frame), or `None` if there is none. Eviction calls this with both pages latched
+    /// exclusively (B6, B13). The default scans [`PageOwner::swip_offsets`]; an owner that can
+    /// search by key (the B-tree, by `child`'s low fence) makes it O(log n).
+    fn find_swip(&self, parent: &[u8], child: &[u8], raw: u64) -> Option<usize> {
+        let _ = child;
+        let mut offs = Vec::new();
+        self.swip_offsets(parent, &mut offs);
+        offs.into_iter().find(|&o| get_u64(parent, o) == raw)
+    }
+}
+
+const FREE: u8 = 0;
+const LOADING: u8 = 1;
+const RESIDENT: u8 = 2;
+const NO_PARENT: u32 = u32::MAX;
+
+/// A frame descriptor: everything about a frame except its page bytes (B4 names the protection of
+/// each field).
+#[repr(align(64))]
+#[derive(Debug, Default)]
+pub(crate) struct FrameDesc {
+    pub(crate) latch: Latch,
+    /// Page held; written under the exclusive latch while the frame leaves or enters FREE.
+    page_id: AtomicU64,
+    /// FREE, LOADING or RESIDENT; changed only under the exclusive latch.
+    state: AtomicU8,
+    /// The page differs from its copy in the file; set under the exclusive latch.
+    dirty: AtomicBool,
+    /// The page is a tree root: never evicted.
+    root: AtomicBool,
+    /// The frame whose page holds the swizzled swip to this frame (B6), or NO_PARENT.
+    parent: AtomicU32,
+    /// How many resident frames name this one as their parent: its swizzled children (B16).
+    kids: AtomicU32,
+    /// Recovery LSN (B19): the LSN of the oldest change not yet in the file, 0 if the page is
+    /// clean or its changes carried no LSN. Set by `set_page_lsn` under the exclusive latch,
+    /// reset to 0 by a successful write-back under the latch that protects the write; read
+    /// without a latch by `dirty_pages`.
+    pub(crate) rec_lsn: AtomicU64,
+    /// The replacement policy's word for this frame (R7 of the replacement README): on the
+    /// cache line the fix has just loaded for the latch.
+    hook: FrameHook,
+}
+
+// One descriptor per cache line: the hit path touches the latch, the hook and nothing else.
+const _: () = assert!(std::mem::size_of::<FrameDesc>() == 64);
+
+impl FrameDesc {
+    #[inline]
+    pub(crate) fn mark_dirty(&self) {
+        if !self.dirty.load(Relaxed) {
+            self.dirty.store(true, Relaxed);
+        }
+    }
+
+    fn parent(&self) -> Option<FrameId> {
+        match self.parent.load(Acquire) {
+            NO_PARENT => None,
+            p => Some(FrameId(p)),
+        }
+    }
+
+    fn set_parent(&self, p: Option<FrameId>) {
+        self.parent.store(p.map_or(NO_PARENT, |f| f.0), Release);
+    }
+}
+
+/// The buffer pool. See the crate README for its rules.
+pub struct BufferPool {
+    mode: PoolMode,
+    page_size: usize,
+    frames: Box<[FrameDesc]>,
+    /// Base of the frame region (`memory`), cached as a raw pointer for page access (B1).
+    base: *mut u8,
+    memory: AlignedBuf,
+    table: PageTable,
+    free: Mutex<VecDeque<FrameId>>,
+    free_count: AtomicUsize,
+    evict_lock: Mutex<()>,
+    low_watermark: usize,
+    high_watermark: usize,
+    policy: Box<dyn Policy>,
+    /// Whether unfixes are reported to the policy (cached `Policy::uses_unfix`).
+    unfix_hook: bool,
+    owner: Arc<dyn PageOwner>,
+    file: PageFile,
+    meta: Mutex<Meta>,
+    roots: Mutex<Vec<FrameId>>,
+    sweep_cursor: AtomicUsize,
+    stats: Registry,
+    /// The reference-trace recorder (B17); `None` when tracing is off.
+    trace: Option<Box<Tracer>>,
+    /// The write-ahead log (B18–B20); `None` when logging is off.
+    log: Option<Arc<dyn LogFlush>>,
+    /// What page 0 said when the file was opened (or created).
+    opened: FileState,
+    /// Set by [`BufferPool::close`] (B22): tree operations refuse from then on.
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// What page 0 of a database file records about the file (F11).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FileState {
+    /// The database has a write-ahead log.
+    pub logged: bool,
+    /// The file was closed cleanly (always true for a file just created).
+    pub clean: bool,
+    /// The database id (random at creation).
+    pub id: u64,
+}
+
+impl FileState {
+    fn of(meta: &Meta) -> FileState {
+        FileState { logged: meta.logged, clean: meta.clean, id: meta.id }
+    }
+}
+
+// SAFETY: B1 — `base` points into `memory`, which the pool owns for its whole life; all access to
+// page bytes goes through latched guards or pool code holding the frame's latch.
+unsafe impl Send for BufferPool {}
+// SAFETY: B1 — as above; shared access to page bytes is serialized by frame latches.
+unsafe impl Sync for BufferPool {}
+
+/// Which pages exist and which are free, and the catalog: what a logged database keeps in its
+/// checkpoints instead of trusting page 0 (F10).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Allocation {
+    /// Pages in the file, page 0 included.
+    pub page_count: u64,
+    /// The free-page set.
+    pub free_pages: Vec<PageId>,
+    /// Tree name to root page.
+    pub trees: std::collections::BTreeMap<String, PageId>,
+}
+
+impl BufferPool {
+    /// Creates a new database file and a pool over it.
+    ///
+    /// # Errors
+    /// Invalid configuration or I/O errors.
+    pub fn create(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
+        let file = PageFile::create(&*config.vfs, path, config.page_size, config.direct_io)?;
+        let mut meta = Meta::new(config.page_size);
+        meta.logged = config.log.is_some();
+        file.write_meta(&meta)?;
+        file.sync()?;
+        BufferPool::new(file, meta, config, owner)
+    }
+
+    /// Opens an existing database file.
+    ///
+    /// # Errors
+    /// The file is not a SwizzleDB file, has another version or page size, is corrupted, or I/O
+    /// fails.
+    pub fn open(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
+        let (file, meta) = PageFile::open(&*config.vfs, path, config.direct_io)?;
+        if meta.page_size != config.page_size {
+            return Err(BufferError::PageSizeMismatch {
+                file: path.to_path_buf(),
+                found: meta.page_size,
+                requested: config.page_size,
+            });
+        }
+        BufferPool::new(file, meta, config, owner)
+    }
+
+    /// Opens a database whose allocation state comes from its write-ahead log (F10): page 0's
+    /// page count, free-page chain and catalog are replaced by `allocation`, which restart
+    /// rebuilt from the last checkpoint and the log after it.
+    ///
+    /// # Errors
+    /// As [`BufferPool::open`].
+    pub fn open_recovered(
+        path: &Path,
+        config: &PoolConfig,
+        owner: Arc<dyn PageOwner>,
+        allocation: Allocation,
+    ) -> Result<BufferPool> {
+        let (file, mut meta) = PageFile::open_logged(&*config.vfs, path, config.direct_io)?;
+        if meta.page_size != config.page_size {
+            return Err(BufferError::PageSizeMismatch {
+                file: path.to_path_buf(),
+                found: meta.page_size,
+                requested: config.page_size,
+            });
+        }
+        meta.page_count = allocation.page_count.max(1);
+        meta.free_pages = allocation.free_pages;
+        meta.trees = allocation.trees;
+        BufferPool::new(file, meta, config, owner)
+    }
+
+    /// The allocation state and catalog as they are now, for a checkpoint (F10).
+    #[must_use]
+    pub fn allocation(&self) -> Allocation {
+        let meta = self.meta.lock();
+        Allocation {
+            page_count: meta.page_count,
+            free_pages: meta.free_pages.clone(),
+            trees: meta.trees.clone(),
+        }
+    }
+
+    /// Makes every page write that completed before this call durable (a checkpoint's data-file
+    /// sync: pages it saw clean must be on disk before it is complete).
+    ///
+    /// # Errors
+    /// I/O errors (sticky, F4).
+    pub fn sync_file(&self) -> Result<()> {
+        self.file.sync()
+    }
+
+    fn new(
+        file: PageFile,
+        mut meta: Meta,
+        config: &PoolConfig,
+        owner: Arc<dyn PageOwner>,
+    ) -> Result<BufferPool> {
+        let opened = FileState::of(&meta);
+        // From now on page 0 is written without the CLEAN flag; only `close` sets it (F11).
+        meta.clean = false;
+        let page_size = meta.page_size;
+        let capacity = config.pool_bytes / page_size;
+        if capacity < MIN_FRAMES {
+            return Err(BufferError::Config(format!(
+                "a pool of {} bytes holds {capacity} pages of {page_size} bytes; at least {MIN_FRAMES} \
+                 pages are needed",
+                config.pool_bytes
+            )));
+        }
+        if capacity >= NO_PARENT as usize {
+            return Err(BufferError::Config(format!("a pool of {capacity} frames is too large")));
+        }
+        // One lazily committed region, aligned and advised for huge pages: fewer TLB misses on
+        // the hit path, and main-memory mode takes memory only as pages are created.
+        let mut memory = AlignedBuf::new_lazy(capacity * page_size)?;
+        let base = memory.as_mut_ptr();
+        let frames: Box<[FrameDesc]> = (0..capacity).map(|_| FrameDesc::default()).collect();
+        for d in frames.iter() {
+            d.parent.store(NO_PARENT, Relaxed);
+        }
+        let low = (capacity / 64).clamp(2, 256);
+        let policy = config.policy.build(capacity, config.seed);
+        let trace = match &config.trace {
+            Some(p) => Some(Box::new(Tracer::create(p, page_size, config.mode, capacity)?)),
+            None => None,
+        };
+        Ok(BufferPool {
+            mode: config.mode,
+            page_size,
+            frames,
+            base,
+            memory,
+            table: PageTable::new(capacity),
+            free: Mutex::new((0..capacity as u32).map(FrameId).collect()),
+            free_count: AtomicUsize::new(capacity),
+            evict_lock: Mutex::new(()),
+            low_watermark: low,
+            high_watermark: (low * 2).min(capacity / 2),
+            unfix_hook: policy.uses_unfix() && config.mode != PoolMode::MainMemory,
+            policy,
+            owner,
+            file,
+            meta: Mutex::new(meta),
+            roots: Mutex::new(Vec::new()),
+            sweep_cursor: AtomicUsize::new(0),
+            stats: Registry::new(),
+            trace,
+            log: config.log.clone(),
+            opened,
+            closed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// What page 0 recorded when the file was opened or created (F11).
+    #[must_use]
+    pub fn file_state(&self) -> FileState {
+        self.opened
+    }
+
+    /// Closes the pool (B22): from now on [`BufferPool::is_closed`] is true, and every tree
+    /// operation refuses. Then writes every dirty page, the free-page chain and page 0, syncs,
+    /// and writes page 0 again with its CLEAN flag and syncs (F11), so the next `open` knows
+    /// nothing was written after. A failure leaves the pool closed and the file unclean.
+    ///
+    /// # Errors
+    /// As [`BufferPool::flush`].
+    pub fn close(&self) -> Result<()> {
+        self.closed.store(true, Release);
+        self.flush()?;
+        let meta = self.meta.lock().clone();
+        self.file.mark_clean(&meta)
+    }
+
+    /// Records in page 0 that the database now has a write-ahead log (F11), and syncs: the
+    /// last step of converting an unlogged database that was opened clean and not changed
+    /// since, after its log holds a checkpoint.
+    ///
+    /// # Errors
+    /// As [`PageFile::write_meta`] and [`PageFile::sync`].
+    pub fn mark_logged(&self) -> Result<()> {
+        let mut meta = self.meta.lock();
+        meta.logged = true;
+        // Page 0 alone, in one write: the file changes from "unlogged, clean" to "logged" with
+        // nothing in between (F11).
+        self.file.mark_clean(&meta)
+    }
+
+    /// Marks the pool closed without writing anything (B22): for an owner that gives up on it.
+    pub fn mark_closed(&self) {
+        self.closed.store(true, Release);
+    }
+
+    /// Whether [`BufferPool::close`] (or [`BufferPool::mark_closed`]) was called.
+    #[inline]
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Acquire)
+    }
+
+    /// The pool's mode.
+    #[inline]
+    #[must_use]
+    pub fn mode(&self) -> PoolMode {
+        self.mode
+    }
+
+    /// Page size in bytes.
+    #[inline]
+    #[must_use]
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Number of frames.
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Bytes of memory held by frames and descriptors.
+    #[must_use]
+    pub fn memory_bytes(&self) -> usize {
+        self.memory.len() + self.frames.len() * std::mem::size_of::<FrameDesc>()
+    }
+
+    /// The replacement policy's name.
+    #[must_use]
+    pub fn policy_name(&self) -> String {
+        if self.mode == PoolMode::MainMemory {
+            "none".into()
+        } else {
+            self.policy.name()
+        }
+    }
+
+    /// True if the file was opened with O_DIRECT.
+    #[must_use]
+    pub fn direct_io(&self) -> bool {
+        self.file.is_direct()
+    }
+
+    /// The database file's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Counters summed over all threads.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.stats.snapshot();
+        if let Some(lock) = self.policy.lock_stats() {
+            stats.policy_lock_acquisitions = lock.lock_acquisitions;
+            stats.policy_lock_failed_tries = lock.failed_try_locks;
+            stats.policy_lock_waits = lock.blocking_waits;
+            stats.policy_lock_timed_holds = lock.timed_holds;
+            stats.policy_lock_hold_nanos = lock.timed_hold_nanos;
+            stats.policy_accesses = lock.accesses;
+            stats.policy_dropped_hits = lock.dropped_hits;
+        }
+        stats
+    }
+
+    /// Frames currently holding a page.
+    #[must_use]
+    pub fn resident_pages(&self) -> usize {
+        self.frames.len() - self.free_count.load(Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn desc(&self, f: FrameId) -> &FrameDesc {
+        &self.frames[f.index()]
+    }
+
+    #[inline]
+    pub(crate) fn frame_page_id(&self, f: FrameId) -> PageId {
+        PageId::new(self.desc(f).page_id.load(Relaxed)).expect("frame holds a valid page id")
+    }
+
+    /// The page bytes of frame `f`.
+    ///
+    /// # Safety
+    /// B1: the caller holds `f`'s latch (any mode) for as long as the slice lives, and no
+    /// `page_mut` borrow of `f` is alive.
+    #[inline]
+    pub(crate) unsafe fn page(&self, f: FrameId) -> &[u8] {
+        debug_assert!(f.index() < self.frames.len());
+        // SAFETY: B1 — the frame lies inside `memory` (index checked against capacity) and the
+        // caller's latch keeps writers out.
+        unsafe { std::slice::from_raw_parts(self.base.add(f.index() * self.page_size), self.page_size) }
+    }
+
+    /// The page bytes of frame `f`, mutably.
+    ///
+    /// # Safety
+    /// B1: the caller holds `f`'s latch exclusively and no other borrow of the page is alive.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn page_mut(&self, f: FrameId) -> &mut [u8] {
+        debug_assert!(f.index() < self.frames.len());
+        // SAFETY: B1 — inside `memory`; the exclusive latch makes this the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(f.index() * self.page_size), self.page_size) }
+    }
+
+    #[inline]
+    fn count(&self, f: impl FnOnce(&crate::stats::Block)) {
+        self.stats.with(f);
+    }
+
+    /// The reference-trace file, if this pool records one (B17).
+    #[must_use]
+    pub fn trace_path(&self) -> Option<PathBuf> {
+        self.trace.as_ref().map(|t| t.path())
+    }
+
+    /// Ends the reference trace (B17): writes every thread's pending events and flushes the file.
+    /// Returns `None` if the pool records no trace. Dropping the pool does the same but cannot
+    /// report errors.
+    ///
+    /// # Errors
+    /// I/O errors writing the trace file.
+    pub fn finish_trace(&mut self) -> std::result::Result<Option<TraceSummary>, TraceError> {
+        match self.trace.take() {
+            Some(mut t) => t.close().map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Trace hook (B17): one predictable branch when tracing is off. `f` (and `parent`) are
+    /// latched by the caller, so their page ids are current.
+    #[inline(always)]
+    fn trace(
+        &self,
+        kind: EventKind,
+        f: FrameId,
+        parent: Option<FrameId>,
+        latch: Option<LatchMode>,
+        hit: Option<bool>,
+    ) {
+        if let Some(t) = &self.trace {
+            self.trace_slow(t, kind, f, parent, latch, hit);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn trace_slow(
+        &self,
+        t: &Tracer,
+        kind: EventKind,
+        f: FrameId,
+        parent: Option<FrameId>,
+        latch: Option<LatchMode>,
+        hit: Option<bool>,
+    ) {
+        let page = |f: FrameId| PageId::new(self.desc(f).page_id.load(Relaxed));
+        let Some(pid) = page(f) else { return };
+        t.record(kind, pid, parent.and_then(page), latch, hit);
+    }
+
+    #[inline]
+    pub(crate) fn unfix(&self, f: FrameId, mode: LatchMode) {
+        self.trace(EventKind::Unfix, f, None, Some(mode), None);
+        if self.unfix_hook {
+            self.policy.on_unfix(f, &self.desc(f).hook);
+        }
+        self.desc(f).latch.unlock(mode);
+    }
+
+    fn corrupted(&self, page: PageId, reason: impl Into<String>) -> BufferError {
+        BufferError::Corrupted { file: self.file.path().to_path_buf(), page, reason: reason.into() }
+    }
+
+    /// Debug check of the pool's own invariants (B3, B6): every resident frame is in the page
+    /// table, and every frame recording a parent is referenced by a swizzled swip there.
+    /// Must be called while no other thread uses the pool.
+    ///
+    /// # Errors
+    /// A description of the first violated rule.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let mut resident = 0;
+        let mut offs = Vec::new();
+        let mut kids = vec![0u32; self.frames.len()];
+        for d in self.frames.iter() {
+            if d.state.load(Acquire) == RESIDENT {
+                if let Some(p) = d.parent() {
+                    kids[p.index()] += 1;
+                }
+            }
+        }
+        for (i, d) in self.frames.iter().enumerate() {
+            if d.kids.load(Relaxed) != kids[i] {
+                return Err(format!(
+                    "B16: frame {i} counts {} swizzled children, {} frames name it as parent",
+                    d.kids.load(Relaxed),
+                    kids[i]
+                ));
+            }
+            let f = FrameId(i as u32);
+            if d.latch.is_latched() {
+                return Err(format!("{f} is still latched"));
+            }
+            if d.state.load(Acquire) != RESIDENT {
+                continue;
+            }
+            resident += 1;
+            let pid = self.frame_page_id(f);
+            if self.table.get(pid) != Some(f) {
+                return Err(format!("B3: {pid:?} in {f} is missing from the page table"));
+            }
+            if let Some(p) = d.parent() {
+                // SAFETY: B1 — no other thread uses the pool (documented precondition).
+                let ppage = unsafe { self.page(p) };
+                offs.clear();
+                self.owner.swip_offsets(ppage, &mut offs);
+                if !offs.iter().any(|&o| get_u64(ppage, o) == Swip::frame(f).raw()) {
+                    return Err(format!("B6: {f} names {p} as parent, which does not reference it"));
+                }
+            }
+        }
+        if resident != self.table.len() {
+            return Err(format!(
+                "B3: {resident} resident frames but {} page-table entries",
+                self.table.len()
+            ));
+        }
+        if resident + self.free_count.load(Relaxed) != self.frames.len() {
+            return Err("B13: resident + free frames != capacity".into());
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("mode", &self.mode)
+            .field("frames", &self.frames.len())
+            .field("page_size", &self.page_size)
+            .field("path", &self.file.path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Deterministic tests of the page-table hit path (issue 19, fourth race), with their pause
+/// point.
+#[cfg(test)]
+mod race_tests;

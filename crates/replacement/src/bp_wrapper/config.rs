@@ -1,0 +1,56 @@
+//! The wrapper's parameters: which of the paper's techniques are on, S and T.
+
+/// Which of the paper's two techniques are on (for the ablation).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub enum Variant {
+    /// Every hit takes the lock and is forwarded at once: the "locked" baseline.
+    None,
+    /// Hits are queued and committed in batches; no pre-reading.
+    Batching,
+    /// Every hit takes the lock, after pre-reading what the critical section reads (`pgPref`).
+    Prefetching,
+    /// Batching, with the queue pre-read before every lock request.
+    #[default]
+    Both,
+}
+
+impl Variant {
+    pub(super) fn batches(self) -> bool {
+        matches!(self, Variant::Batching | Variant::Both)
+    }
+
+    pub(super) fn prefetches(self) -> bool {
+        matches!(self, Variant::Prefetching | Variant::Both)
+    }
+}
+
+/// The wrapper's parameters.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct BpConfig {
+    /// Which techniques are on.
+    pub variant: Variant,
+    /// S: a thread whose queue holds this many entries blocks on the lock to commit.
+    pub queue_size: usize,
+    /// T: from this many queued entries on, every access tries the lock without blocking.
+    pub batch_threshold: usize,
+}
+
+impl Default for BpConfig {
+    /// The paper's PostgreSQL setting: S = 64, T = 32, both techniques.
+    fn default() -> BpConfig {
+        BpConfig { variant: Variant::Both, queue_size: 64, batch_threshold: 32 }
+    }
+}
+
+/// A [`BpConfig`] the wrapper cannot work with.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum BpConfigError {
+    /// T must be at least 1 and at most S.
+    #[error("batch threshold {threshold} must be between 1 and the queue size {size}; lower it or raise the queue size")]
+    Threshold {
+        /// The threshold asked for.
+        threshold: usize,
+        /// The queue size asked for.
+        size: usize,
+    },
+}

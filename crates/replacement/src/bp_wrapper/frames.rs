@@ -1,0 +1,116 @@
+//! The wrapper's words per frame (`bp_wrapper` module doc, "Why the inner policy never sees a
+//! hook for a frame it does not hold"): `pages[f]`, `held[f]` and the inner policy's hook, and
+//! the evictor through which a batch's verdicts update them.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::BpWrapper;
+use crate::{Evictor, FrameHook, FrameId, HookTable, PageId, Rejection, Verdict};
+
+/// No page: the frame is free as far as the wrapper knows. Pages are stored as id + 1 (`slot`),
+/// since page 0 is a valid page id.
+pub(super) const NO_PAGE: u64 = 0;
+
+/// How `page` is stored in `pages`, `held` and queue entries: never `NO_PAGE` (ids are below 2^63).
+pub(super) fn slot(page: PageId) -> u64 {
+    page.get() + 1
+}
+
+/// The page a stored word names (which is not `NO_PAGE`).
+pub(super) fn unslot(word: u64) -> PageId {
+    PageId::new(word - 1).expect("a stored page id is a valid page id")
+}
+
+/// A frame's words in the wrapper (`bp_wrapper` module doc): four per frame to a cache line.
+#[repr(align(16))]
+#[derive(Default)]
+pub(super) struct FrameWords {
+    /// `slot` of the frame's current page (`NO_PAGE` if none): `pages[f]`.
+    pub(super) page: AtomicU64,
+    /// The hook the inner policy is given instead of the pool's.
+    pub(super) hook: FrameHook,
+    /// Whether the inner policy holds the frame, with page `pages[f]` (`held[f]` is then
+    /// `pages[f]`, else `NO_PAGE`; `bp_wrapper` module doc, rule 3). Written and read under the
+    /// lock only.
+    pub(super) held: AtomicBool,
+}
+
+const _: () = assert!(std::mem::size_of::<FrameWords>() == 16);
+
+/// Every frame's words; the inner policy's hook table.
+pub(super) struct Frames(pub(super) Box<[FrameWords]>);
+
+impl HookTable for Frames {
+    #[inline]
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        &self.0[frame.index()].hook
+    }
+}
+
+/// The pool's evictor as the inner policy's batch sees it (`evict_batch`, step 4): a verdict
+/// first updates the wrapper's words for the frame (an eviction clears `held[f]` and `pages[f]`,
+/// rule 3; a `NotResident` rejection clears `held[f]`), and then the inner policy records it.
+/// The pool frees the batch's victims only after the batch (R10), so no frame is republished
+/// before its removal is recorded.
+pub(super) struct Victims<'a> {
+    pub(super) wrapper: &'a BpWrapper,
+    pub(super) pool: &'a mut dyn Evictor,
+}
+
+impl Evictor for Victims<'_> {
+    fn wants_more(&mut self) -> bool {
+        self.pool.wants_more()
+    }
+
+    fn try_evict(&mut self, frame: FrameId) -> Verdict {
+        let verdict = self.pool.try_evict(frame);
+        let index = frame.index();
+        match verdict {
+            Verdict::Evicted => {
+                self.wrapper.set_held(index, NO_PAGE);
+                self.wrapper.frames.0[index].page.store(NO_PAGE, Ordering::Release);
+            }
+            Verdict::Rejected(Rejection::NotResident) => self.wrapper.set_held(index, NO_PAGE),
+            Verdict::Rejected(_) => {}
+        }
+        verdict
+    }
+
+    /// The pool's descriptor and the wrapper's words for the frame.
+    fn prefetch(&mut self, frame: FrameId) {
+        self.pool.prefetch(frame);
+        if let Some(words) = self.wrapper.frames.0.get(frame.index()) {
+            swizzledb_sync::hint::prefetch(words);
+        }
+    }
+}
+
+impl BpWrapper {
+    /// The page the inner policy holds `index` with; the caller holds the lock.
+    #[inline(always)]
+    pub(super) fn held(&self, index: usize) -> u64 {
+        let words = &self.frames.0[index];
+        if words.held.load(Ordering::Relaxed) {
+            words.page.load(Ordering::Relaxed)
+        } else {
+            NO_PAGE
+        }
+    }
+
+    /// Whether the inner policy holds `frame` with `page` (`held[f]` is `page`); the caller holds
+    /// the lock.
+    #[inline(always)]
+    pub(super) fn holds(&self, frame: FrameId, page: u64) -> bool {
+        self.frames.0.get(frame.index()).is_some_and(|words| {
+            words.held.load(Ordering::Relaxed) && words.page.load(Ordering::Relaxed) == page
+        })
+    }
+
+    /// Records that the inner policy holds the frame with `page`, which is `pages[f]`, or with
+    /// nothing (`NO_PAGE`); the caller holds the lock.
+    pub(super) fn set_held(&self, index: usize, page: u64) {
+        let words = &self.frames.0[index];
+        debug_assert!(page == NO_PAGE || page == words.page.load(Ordering::Relaxed), "held[f] is pages[f]");
+        words.held.store(page != NO_PAGE, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,108 @@
+//! The wrapper's lock: a reentrant mutex around the state below it, with counted and sampled
+//! acquisitions, and the brief spin of an eviction batch.
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use parking_lot::ReentrantMutexGuard;
+
+use super::stats::{bump, Counters};
+use super::BpWrapper;
+use crate::{FrameId, QueuedHook};
+
+/// One lock acquisition in this many is timed, for the hold-time estimate (two clock reads per
+/// acquisition would lengthen the critical section they measure).
+const HOLD_SAMPLE: u64 = 16;
+
+/// `try_lock` attempts of an eviction batch, 64 spin hints apart (several microseconds in all),
+/// before it blocks on the lock.
+const EVICTION_SPINS: usize = 20;
+
+/// State under the lock.
+pub(super) struct Locked {
+    /// Scratch for a commit: the calls passed to the inner policy's `on_queued`.
+    pub(super) calls: Vec<(FrameId, QueuedHook)>,
+    /// How many guards the holding thread has open (the lock is reentrant).
+    pub(super) depth: usize,
+    /// Acquisitions so far, for sampling hold times.
+    pub(super) acquisitions: u64,
+}
+
+/// The lock, held: the state under it and, for a sampled acquisition, when it was taken.
+pub(super) struct Guard<'a> {
+    guard: ReentrantMutexGuard<'a, RefCell<Locked>>,
+    /// When the lock was taken, for the outermost acquisition of a thread if it is a sampled one.
+    timed: Option<(Instant, &'a Counters)>,
+}
+
+impl Guard<'_> {
+    pub(super) fn state(&self) -> std::cell::RefMut<'_, Locked> {
+        self.guard.borrow_mut()
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        self.guard.borrow_mut().depth -= 1;
+        if let Some((started, counters)) = self.timed {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            counters.timed_holds.fetch_add(1, Ordering::Relaxed);
+            counters.timed_hold_nanos.fetch_add(nanos, Ordering::Relaxed);
+        }
+    }
+}
+
+impl BpWrapper {
+    /// Counts an acquisition and starts timing it if it is a sampled one (outermost only).
+    pub(super) fn acquired<'a>(&'a self, guard: ReentrantMutexGuard<'a, RefCell<Locked>>) -> Guard<'a> {
+        let timed = {
+            let mut state = guard.borrow_mut();
+            state.depth += 1;
+            if state.depth > 1 {
+                None // nested in this thread's own acquisition
+            } else {
+                bump(&self.counters.lock_acquisitions);
+                state.acquisitions += 1;
+                state.acquisitions.is_multiple_of(HOLD_SAMPLE).then(|| (Instant::now(), &self.counters))
+            }
+        };
+        Guard { guard, timed }
+    }
+
+    /// Takes the lock, blocking; counts a wait if another thread held it.
+    pub(super) fn lock(&self) -> Guard<'_> {
+        let guard = self.lock.try_lock().unwrap_or_else(|| {
+            bump(&self.counters.blocking_waits);
+            self.lock.lock()
+        });
+        self.acquired(guard)
+    }
+
+    /// Takes the lock for an eviction batch: spins on `try_lock` for a few microseconds (a commit
+    /// holds the lock for about that long) before blocking, because a thread that blocks may wait
+    /// a whole scheduling slice to run again when the cores are oversubscribed, and every thread
+    /// that needs a free frame waits for the evicting one.
+    ///
+    /// Only one thread spins at a time: where many threads evict at once (every miss in the
+    /// emulator's all-miss mode), spinners would take the cores from the lock holder.
+    pub(super) fn lock_for_eviction(&self) -> Guard<'_> {
+        if self.spinning.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+            let mut taken = None;
+            for _ in 0..EVICTION_SPINS {
+                if let Some(guard) = self.lock.try_lock() {
+                    taken = Some(guard);
+                    break;
+                }
+                for _ in 0..64 {
+                    std::hint::spin_loop();
+                }
+            }
+            self.spinning.store(false, Ordering::Release);
+            if let Some(guard) = taken {
+                return self.acquired(guard);
+            }
+        }
+        self.lock()
+    }
+}
