@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb_lab::experiments::{
     chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_policies, graefe_fig10,
-    graefe_fig12, graefe_fig13, insert, isolation, lookup, tpcc, wal,
+    graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lookup, tpcc, wal,
 };
 use swizzledb_lab::Usage;
 
@@ -114,6 +114,11 @@ enum Experiment {
     /// state and recover from each shift as fast
     #[command(name = "graefe-fig13", alias = "fig13")]
     Fig13(drift::DriftArgs),
+    /// Graefe et al. 2014 Fig. 14: TPC-C in the three buffer modes with logging and locking each
+    /// on and off, the pool larger than the data; swizzling should gain about 10% over traditional
+    /// with both on and about 50% with both off, and match main-memory throughout
+    #[command(name = "graefe-fig14", alias = "fig14")]
+    Fig14(graefe_fig14::Fig14Args),
     /// The cost of one fix() hit per buffer mode and latch mode, in nanoseconds (Graefe et al.
     /// 2014; Gilbert 2017 found a swizzled fix about 30% cheaper than a page-table fix)
     Fix(fix::FixArgs),
@@ -163,6 +168,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Experiment::Fig10(args) => graefe_fig10::execute(&args),
             Experiment::Fig12(args) => graefe_fig12::execute(&args),
             Experiment::Fig13(args) => graefe_fig13::execute(&args),
+            Experiment::Fig14(args) => graefe_fig14::execute(&args),
             Experiment::Fix(args) => fix::execute(&args),
             Experiment::Policies(args) => gilbert_policies::execute(&args),
             Experiment::BpWrapper(args) => ding_bpwrapper::execute(&args),

@@ -77,3 +77,44 @@ fn bench_tpcc_bad_input_exits_2_and_writes_nothing() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--pool"), "{stderr}");
 }
+
+/// `experiment graefe-fig14` at the smallest scale: every setting of logging and locking runs,
+/// the table, the checks and the files come out, and the databases pass conditions 1-4.
+#[test]
+fn graefe_fig14_runs_the_four_settings() {
+    let scratch = Scratch::new("fig14");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["experiment", "graefe-fig14", "--warehouses", "1", "--duration", "0.2", "--repeat", "1"])
+        .args(["--modes", "traditional,swizzling", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "logging+locking",
+        "neither",
+        "swizzling / traditional, logging and locking on: ",
+        "swizzling / traditional, logging and locking off: ",
+        "conditions 1-4 hold",
+    ] {
+        assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
+    }
+    let text = std::fs::read_to_string(out.join("graefe-fig14.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 2 modes x 4 settings x 1 thread count x 1 repetition.
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    let mut settings: Vec<(&str, &str, &str)> =
+        rows.iter().map(|r| (r[col("mode")], r[col("logging")], r[col("locking")])).collect();
+    settings.sort_unstable();
+    settings.dedup();
+    assert_eq!(settings.len(), 8, "{settings:?}");
+    assert!(rows.iter().all(|r| r[col("experiment")] == "graefe-fig14"));
+    assert!(out.join("graefe-fig14.json").exists() && out.join("graefe-fig14.svg").exists());
+}

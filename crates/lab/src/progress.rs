@@ -23,6 +23,12 @@ impl Progress {
         Progress(false)
     }
 
+    /// Whether progress is shown.
+    #[must_use]
+    pub fn is_on(self) -> bool {
+        self.0
+    }
+
     /// Prints `msg` on stderr if progress is on.
     pub fn say(self, msg: fmt::Arguments<'_>) {
         if self.0 {

@@ -12,6 +12,7 @@ pub mod gilbert_policies;
 pub mod graefe_fig10;
 pub mod graefe_fig12;
 pub mod graefe_fig13;
+pub mod graefe_fig14;
 pub mod insert;
 pub mod isolation;
 pub mod lookup;
@@ -46,6 +47,8 @@ mod tests {
             ("emulator.csv", Some("`emulator.csv`"), columns::<super::emulator::EmulatorRow>()),
             ("wal.csv", Some("`wal.csv`"), columns::<super::wal::WalRow>()),
             ("isolation.csv", Some("`isolation.csv`"), columns::<super::isolation::IsolationRow>()),
+            ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
+            ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
         ]
     }
 
@@ -92,6 +95,7 @@ mod tests {
         assert_eq!(joined(columns::<super::chou_dbmin::DbminRow>()), super::chou_dbmin::CSV_HEADER);
         assert_eq!(joined(columns::<super::emulator::EmulatorRow>()), super::emulator::CSV_HEADER);
         assert_eq!(joined(columns::<super::wal::WalRow>()), super::wal::CSV_HEADER);
+        assert_eq!(joined(columns::<crate::tpcc::TpccRow>()), crate::tpcc::CSV_COLUMNS);
         assert_eq!(
             joined(columns::<super::isolation::IsolationRow>()),
             "experiment,mix,locking,threads,rep,per_sec,records_per_sec,retries_per_1000,locks_per_txn"

@@ -1,7 +1,9 @@
 //! `bench tpcc`: argument parsing for the TPC-C benchmark; the workload, the measurements and
 //! the table live in `crate::tpcc`.
 
-use crate::tpcc::{print_table, run_bench, write_csv, BenchPlan, TpccConfig};
+use crate::experiment::{self, Experiment};
+use crate::progress::Progress;
+use crate::tpcc::{print_table, run_bench, BenchPlan, BenchRow, TpccConfig, TpccRow};
 use crate::WorkloadError;
 use clap::Args;
 use std::error::Error;
@@ -89,25 +91,51 @@ pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.validate().map_err(|e| Usage(e.to_string()))?;
-    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "TPC-C: {} warehouses, pool {} MiB per database, {} s per measurement, {} repetitions",
-        args.warehouses,
-        plan.pool() >> 20,
-        args.duration,
-        args.repeat
-    )?;
-    let rows = match run_bench(&plan, &mut out) {
-        Err(WorkloadError::Config(e)) => return Err(Usage(e).into()),
-        r => r?,
-    };
-    print_table(&mut out, &plan, &rows)?;
-    if let Some(dir) = &args.out {
-        let path = dir.join("tpcc.csv");
-        write_csv(&path, &rows)?;
-        writeln!(out, "wrote {}", path.display())?;
+    experiment::execute(&Tpcc(plan), args.out.as_deref())
+}
+
+/// `bench tpcc` as an experiment.
+pub struct Tpcc(pub BenchPlan);
+
+/// Runs a plan: progress lines on stderr when it is a terminal; a bad plan is a [`Usage`] error.
+///
+/// # Errors
+/// Bad options, a database failure, or a failed consistency check.
+pub fn measure(plan: &BenchPlan, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
+    let mut log: Box<dyn Write> =
+        if progress.is_on() { Box::new(io::stderr()) } else { Box::new(io::sink()) };
+    match run_bench(plan, &mut log) {
+        Err(WorkloadError::Config(e)) => Err(Usage(e).into()),
+        r => Ok(r?),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+impl Experiment for Tpcc {
+    const NAME: &'static str = "tpcc";
+    type Row = TpccRow;
+    type Results = Vec<BenchRow>;
+
+    fn caption(&self) -> String {
+        let p = &self.0;
+        format!(
+            "TPC-C: {} warehouses, pool {} MiB per database, {} s per measurement, {} repetitions",
+            p.config.warehouses,
+            p.pool() >> 20,
+            p.duration.as_secs_f64(),
+            p.repeat
+        )
+    }
+
+    fn run(&self, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
+        measure(&self.0, progress)
+    }
+
+    fn tables(&self, rows: &Vec<BenchRow>, mut out: &mut dyn Write) -> io::Result<()> {
+        print_table(&mut out, &self.0, rows)?;
+        writeln!(out, "consistency conditions 1-4 hold in every database")
+    }
+
+    fn rows(&self, rows: &Vec<BenchRow>) -> Vec<TpccRow> {
+        rows.iter().map(|r| TpccRow::new(Self::NAME, r)).collect()
+    }
 }

@@ -5,7 +5,7 @@
 //! after its last measurement.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use swizzledb::{CommitMode, Database, PolicySpec, PoolMode};
 
@@ -330,40 +330,56 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     )
 }
 
-/// Writes `rows` as CSV with the header [`CSV_COLUMNS`].
-///
-/// # Errors
-/// [`WorkloadError::Io`] naming the file.
-pub fn write_csv(path: &Path, rows: &[BenchRow]) -> Result<(), WorkloadError> {
-    let write = || -> io::Result<()> {
-        let mut f = io::BufWriter::new(std::fs::File::create(path)?);
-        writeln!(f, "{CSV_COLUMNS}")?;
-        for r in rows {
-            writeln!(
-                f,
-                "tpcc,{},{},{},{},{},{},{:.3},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{:.2}",
-                r.mode.name(),
-                on_off(r.logging),
-                on_off(r.locking),
-                r.warehouses,
-                r.threads,
-                r.rep,
-                r.seconds,
-                r.transactions(),
-                r.tx_per_sec(),
-                r.new_order_per_sec(),
-                r.done[0],
-                r.done[1],
-                r.done[2],
-                r.done[3],
-                r.done[4],
-                r.rollbacks,
-                r.retries,
-                r.pool_bytes,
-                r.load_seconds
-            )?;
+/// One row of `tpcc.csv` (columns [`CSV_COLUMNS`], described in `docs/results-schema.md`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TpccRow {
+    pub experiment: &'static str,
+    pub mode: &'static str,
+    pub logging: &'static str,
+    pub locking: &'static str,
+    pub warehouses: u32,
+    pub threads: usize,
+    pub rep: u32,
+    pub seconds: f64,
+    pub transactions: u64,
+    pub tx_per_sec: f64,
+    pub new_order_per_sec: f64,
+    pub new_order: u64,
+    pub payment: u64,
+    pub order_status: u64,
+    pub delivery: u64,
+    pub stock_level: u64,
+    pub rollbacks: u64,
+    pub retries: u64,
+    pub pool_bytes: u64,
+    pub load_seconds: f64,
+}
+
+impl TpccRow {
+    /// The row of measurement `r`, for the result file of experiment `experiment`.
+    #[must_use]
+    pub fn new(experiment: &'static str, r: &BenchRow) -> TpccRow {
+        TpccRow {
+            experiment,
+            mode: r.mode.name(),
+            logging: on_off(r.logging),
+            locking: on_off(r.locking),
+            warehouses: r.warehouses,
+            threads: r.threads,
+            rep: r.rep,
+            seconds: r.seconds,
+            transactions: r.transactions(),
+            tx_per_sec: r.tx_per_sec(),
+            new_order_per_sec: r.new_order_per_sec(),
+            new_order: r.done[0],
+            payment: r.done[1],
+            order_status: r.done[2],
+            delivery: r.done[3],
+            stock_level: r.done[4],
+            rollbacks: r.rollbacks,
+            retries: r.retries,
+            pool_bytes: r.pool_bytes,
+            load_seconds: r.load_seconds,
         }
-        f.flush()
-    };
-    write().map_err(|e| WorkloadError::Io { path: path.display().to_string(), source: e })
+    }
 }

@@ -52,7 +52,7 @@ use crate::workload::{Outcome, Workload, WorkloadError};
 use random::TpccRng;
 use schema::{show_key, Record, TREES};
 
-pub use bench::{print_table, run_bench, write_csv, BenchPlan, BenchRow, CSV_COLUMNS};
+pub use bench::{print_table, run_bench, BenchPlan, BenchRow, TpccRow, CSV_COLUMNS};
 
 /// Districts per warehouse (fixed by the specification).
 pub const DISTRICTS: u32 = 10;

@@ -1,0 +1,299 @@
+//! `experiment graefe-fig14`: Graefe et al. 2014 Fig. 14, TPC-C in the three buffer modes with
+//! the logging and locking modules each on and off, the pool larger than the data.
+//!
+//! The paper (100 warehouses, 12 clients) reports: with logging and locking on, swizzling gains
+//! about 10% over the traditional pool; with both off about 50%; the traditional pool gains little
+//! from turning both off; swizzling is statistically equivalent to main-memory in every setting.
+//! Here the scale is `--warehouses` (4 by default) on this machine's cores; the checks compare
+//! ratios of medians of interleaved measurements.
+
+use clap::Args;
+use std::error::Error;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use swizzledb::{PolicySpec, PoolMode};
+
+use crate::experiment::{self, Check, Experiment, Verdict};
+use crate::experiments::tpcc::measure;
+use crate::plot::{Chart, Point, Scale, Series};
+use crate::progress::Progress;
+use crate::stats;
+use crate::text::write_aligned;
+use crate::tpcc::{BenchPlan, BenchRow, TpccConfig, TpccRow};
+use crate::{units, Usage};
+
+/// Options of `experiment graefe-fig14`.
+#[derive(Args, Debug)]
+pub struct Fig14Args {
+    /// Warehouses (about 100 MiB of records each; the paper ran 100)
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    warehouses: u32,
+    /// Thread counts, comma-separated (the paper ran 12 clients on many cores)
+    #[arg(long, default_value = "1", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Vec<u16>,
+    /// Seconds per measurement
+    #[arg(long, default_value = "5", value_parser = units::parse_positive_seconds)]
+    duration: f64,
+    /// Measurements per configuration, interleaved; tables and checks use medians
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    repeat: u16,
+    /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
+    #[arg(long, default_value = "all", value_parser = units::parse_modes)]
+    modes: units::Modes,
+    /// Buffer-pool size per database [default: larger than the data and its growth, as in the paper]
+    #[arg(long, value_parser = units::parse_size)]
+    pool: Option<u64>,
+    /// Replacement policy [default: the engine's, gclock]
+    #[arg(long)]
+    policy: Option<PolicySpec>,
+    /// Directory for the temporary databases [default: the system temp directory]
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Directory for graefe-fig14.csv, .json and the plot (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// The four settings of the figure, in its order: (logging, locking, label).
+pub const SETTINGS: [(bool, bool, &str); 4] = [
+    (true, true, "logging+locking"),
+    (true, false, "logging only"),
+    (false, true, "locking only"),
+    (false, false, "neither"),
+];
+
+/// Runs `experiment graefe-fig14`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
+pub fn execute(args: &Fig14Args) -> Result<ExitCode, Box<dyn Error>> {
+    let mut threads: Vec<usize> = args.threads.iter().map(|&t| usize::from(t)).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let plan = BenchPlan {
+        config: TpccConfig::standard(args.warehouses),
+        threads,
+        duration: Duration::from_secs_f64(args.duration),
+        repeat: u32::from(args.repeat),
+        modes: args.modes.0.clone(),
+        logging: vec![true, false],
+        locking: vec![true, false],
+        pool_bytes: args.pool,
+        policy: args.policy,
+        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+    };
+    plan.validate().map_err(|e| Usage(e.to_string()))?;
+    experiment::execute(&Fig14(plan), args.out.as_deref())
+}
+
+/// The plan: TPC-C with every mode × setting × thread count.
+pub struct Fig14(pub BenchPlan);
+
+impl Fig14 {
+    /// Median tx/s of `mode` in `setting` at `threads`.
+    fn median(
+        &self,
+        rows: &[BenchRow],
+        mode: PoolMode,
+        (logging, locking): (bool, bool),
+        threads: usize,
+    ) -> Option<f64> {
+        stats::median_by(
+            rows,
+            |r| r.mode == mode && r.logging == logging && r.locking == locking && r.threads == threads,
+            |r| Some(r.tx_per_sec()),
+        )
+    }
+
+    /// Median over thread counts of the ratio of `num` to `den` in `setting`.
+    fn ratio(&self, rows: &[BenchRow], num: PoolMode, den: PoolMode, setting: (bool, bool)) -> Option<f64> {
+        let v: Vec<f64> = self
+            .0
+            .threads
+            .iter()
+            .filter_map(|&t| {
+                stats::ratio(self.median(rows, num, setting, t)?, self.median(rows, den, setting, t)?)
+            })
+            .collect();
+        stats::median(&v)
+    }
+}
+
+/// `✓` within `tolerance` of the paper's ratio; partial if on the same side of 1; else `✗`.
+fn compare(ours: f64, paper: f64, tolerance: f64) -> Verdict {
+    if (ours - paper).abs() <= tolerance {
+        Verdict::Holds
+    } else if (ours > 1.0) == (paper > 1.0) {
+        Verdict::Partial
+    } else {
+        Verdict::Fails
+    }
+}
+
+impl Experiment for Fig14 {
+    const NAME: &'static str = "graefe-fig14";
+    type Row = TpccRow;
+    type Results = Vec<BenchRow>;
+
+    fn caption(&self) -> String {
+        let p = &self.0;
+        format!(
+            "Graefe et al. 2014 Fig. 14: TPC-C, {} warehouses, pool {} MiB per database (larger than the data), \
+             logging and locking each on and off; {} s per measurement, {} repetitions, medians.",
+            p.config.warehouses,
+            p.pool() >> 20,
+            p.duration.as_secs_f64(),
+            p.repeat
+        )
+    }
+
+    fn run(&self, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
+        measure(&self.0, progress)
+    }
+
+    fn tables(&self, rows: &Vec<BenchRow>, out: &mut dyn Write) -> io::Result<()> {
+        let mut table = vec![["mode", "threads"]
+            .iter()
+            .map(|s| (*s).to_string())
+            .chain(SETTINGS.iter().map(|s| s.2.to_string()))
+            .chain(["neither / both".to_string()])
+            .collect::<Vec<_>>()];
+        for &threads in &self.0.threads {
+            for &mode in &self.0.modes {
+                let cells: Vec<Option<f64>> =
+                    SETTINGS.iter().map(|&(g, k, _)| self.median(rows, mode, (g, k), threads)).collect();
+                let mut row = vec![mode.name().to_string(), threads.to_string()];
+                row.extend(cells.iter().map(|c| c.map_or("-".into(), |v| format!("{v:.0}"))));
+                row.push(match (cells[3], cells[0]) {
+                    (Some(n), Some(b)) if b > 0.0 => format!("{:.2}", n / b),
+                    _ => "-".into(),
+                });
+                table.push(row);
+            }
+        }
+        writeln!(out, "\nTPC-C transactions per second (medians):")?;
+        write_aligned(out, &table)?;
+        writeln!(out, "consistency conditions 1-4 hold in every database")
+    }
+
+    fn checks(&self, rows: &Vec<BenchRow>) -> Vec<Check> {
+        use PoolMode::{MainMemory, Swizzling, Traditional};
+        let mut checks = Vec::new();
+        let modes = &self.0.modes;
+        if modes.contains(&Swizzling) && modes.contains(&Traditional) {
+            for ((logging, locking), paper, label) in [
+                ((true, true), 1.10, "logging and locking on"),
+                ((false, false), 1.50, "logging and locking off"),
+            ] {
+                if let Some(v) = self.ratio(rows, Swizzling, Traditional, (logging, locking)) {
+                    checks.push(Check {
+                        what: format!("swizzling / traditional, {label}"),
+                        paper: format!("about {paper:.2} (100 warehouses, 12 clients); within 0.10 counts"),
+                        ours: format!("{v:.2}"),
+                        verdict: compare(v, paper, 0.10),
+                    });
+                }
+            }
+            let gain = |mode| {
+                let v: Vec<f64> = self
+                    .0
+                    .threads
+                    .iter()
+                    .filter_map(|&t| {
+                        stats::ratio(
+                            self.median(rows, mode, (false, false), t)?,
+                            self.median(rows, mode, (true, true), t)?,
+                        )
+                    })
+                    .collect();
+                stats::median(&v)
+            };
+            if let (Some(t), Some(s)) = (gain(Traditional), gain(Swizzling)) {
+                checks.push(Check {
+                    what: "gain from turning logging and locking off: traditional / swizzling".into(),
+                    paper: "traditional gains little, swizzling much (ratio well below 1; below 0.8 counts)"
+                        .into(),
+                    ours: format!("{t:.2}x / {s:.2}x = {:.2}", t / s),
+                    verdict: Verdict::of(t / s < 0.8),
+                });
+            }
+        }
+        if modes.contains(&Swizzling) && modes.contains(&MainMemory) {
+            let v: Vec<f64> = SETTINGS
+                .iter()
+                .filter_map(|&(g, k, _)| self.ratio(rows, Swizzling, MainMemory, (g, k)))
+                .collect();
+            if let (Some(lo), Some(hi)) =
+                (v.iter().copied().reduce(f64::min), v.iter().copied().reduce(f64::max))
+            {
+                checks.push(Check {
+                    what: "swizzling / main-memory, over the four settings".into(),
+                    paper: "statistically equivalent in every setting; 0.90 to 1.10 counts".into(),
+                    ours: format!("{lo:.2} to {hi:.2}"),
+                    verdict: Verdict::of(lo >= 0.9 && hi <= 1.1),
+                });
+            }
+        }
+        checks
+    }
+
+    fn rows(&self, rows: &Vec<BenchRow>) -> Vec<TpccRow> {
+        rows.iter().map(|r| TpccRow::new(Self::NAME, r)).collect()
+    }
+
+    fn charts(&self, rows: &Vec<BenchRow>) -> Vec<(String, Chart)> {
+        let threads = self.0.threads.iter().copied().max().unwrap_or(1);
+        let series = self
+            .0
+            .modes
+            .iter()
+            .map(|&mode| Series {
+                name: mode.name().to_string(),
+                points: SETTINGS
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, &(g, k, _))| {
+                        let v: Vec<f64> = rows
+                            .iter()
+                            .filter(|r| {
+                                r.mode == mode && r.logging == g && r.locking == k && r.threads == threads
+                            })
+                            .map(BenchRow::tx_per_sec)
+                            .collect();
+                        let s = stats::summarize(&v)?;
+                        Some(Point { x: (i + 1) as f64, y: s.median, y_min: s.min, y_max: s.max })
+                    })
+                    .collect(),
+            })
+            .collect();
+        let chart = Chart {
+            title: "TPC-C with logging and locking on and off (Graefe et al. 2014, Fig. 14)".into(),
+            x_label: "1 logging+locking, 2 logging only, 3 locking only, 4 neither".into(),
+            y_label: "transactions per second".into(),
+            x_scale: Scale::Linear,
+            series,
+            note: Some(format!(
+                "{} warehouses, {threads} thread(s); median and min..max of {} repetitions",
+                self.0.config.warehouses, self.0.repeat
+            )),
+            vline: None,
+            marks: None,
+        };
+        vec![(Self::NAME.to_string(), chart)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_compare_with_a_tolerance_then_the_direction() {
+        assert_eq!(compare(1.45, 1.5, 0.1), Verdict::Holds);
+        assert_eq!(compare(1.2, 1.5, 0.1), Verdict::Partial);
+        assert_eq!(compare(0.9, 1.1, 0.1), Verdict::Holds);
+        assert_eq!(compare(0.8, 1.1, 0.1), Verdict::Fails);
+    }
+}
