@@ -293,7 +293,7 @@ mod tests {
     fn verdicts_compare_with_a_tolerance_then_the_direction() {
         assert_eq!(compare(1.45, 1.5, 0.1), Verdict::Holds);
         assert_eq!(compare(1.2, 1.5, 0.1), Verdict::Partial);
-        assert_eq!(compare(0.9, 1.1, 0.1), Verdict::Holds);
+        assert_eq!(compare(1.05, 1.1, 0.1), Verdict::Holds);
         assert_eq!(compare(0.8, 1.1, 0.1), Verdict::Fails);
     }
 }
