@@ -22,8 +22,8 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb_lab::experiments::{
-    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_policies, graefe_fig10,
-    graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lookup, tpcc, wal,
+    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_policies, gilbert_pools,
+    graefe_fig10, graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lookup, tpcc, wal,
 };
 use swizzledb_lab::Usage;
 
@@ -127,6 +127,12 @@ enum Experiment {
     /// refused candidates (about 12 minutes with the defaults; --duration 1 for a quicker look)
     #[command(name = "gilbert-policies", alias = "policies")]
     Policies(gilbert_policies::PoliciesArgs),
+    /// Gilbert 2017 Figs. 2.3 and 3.4-3.9: TPC-C against pools of a few percent of the data to
+    /// more than all of it, swizzling off and on, RANDOM, GCLOCK and CAR, every run cold:
+    /// throughput, miss ratio, evictioner time per call and in total (about 15 minutes with the
+    /// defaults; --duration 1 --repeat 1 for a quicker look)
+    #[command(name = "gilbert-pools")]
+    Pools(gilbert_pools::PoolsArgs),
     /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
     /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), and behind BP-Wrapper
     /// (bpw-*; hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads:
@@ -171,6 +177,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Experiment::Fig14(args) => graefe_fig14::execute(&args),
             Experiment::Fix(args) => fix::execute(&args),
             Experiment::Policies(args) => gilbert_policies::execute(&args),
+            Experiment::Pools(args) => gilbert_pools::execute(&args),
             Experiment::BpWrapper(args) => ding_bpwrapper::execute(&args),
         },
         Command::Trace { action } => trace::run(action),

@@ -118,3 +118,55 @@ fn graefe_fig14_runs_the_four_settings() {
     assert!(rows.iter().all(|r| r[col("experiment")] == "graefe-fig14"));
     assert!(out.join("graefe-fig14.json").exists() && out.join("graefe-fig14.svg").exists());
 }
+
+/// `experiment gilbert-pools` at the smallest scale: a row per run with the pool, the misses and
+/// the evictioner's time, checks printed, plots written, no database left behind.
+#[test]
+fn gilbert_pools_sweeps_pool_sizes_and_policies() {
+    let scratch = Scratch::new("gilbert-pools");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["experiment", "gilbert-pools", "--warehouses", "1", "--fractions", "5%,120%"])
+        .args([
+            "--policies",
+            "random,car",
+            "--modes",
+            "swizzling",
+            "--duration",
+            "0.2",
+            "--repeat",
+            "1",
+            "--dir",
+        ])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for needle in
+        ["miss ratio (%)", "evictioner microseconds per call", "Fig. 2.3/3.4: throughput at 120% over 5%", "conditions 1-4 hold"]
+    {
+        assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
+    }
+    let text = std::fs::read_to_string(out.join("gilbert-pools.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4, "2 sizes x 2 policies: {rows:?}");
+    let n = |r: &Vec<&str>, c: &str| r[col(c)].parse::<f64>().unwrap();
+    for r in &rows {
+        assert!(n(r, "tx_per_sec") > 0.0 && n(r, "fixes") > 0.0, "{r:?}");
+        if n(r, "pool_fraction") > 1.0 {
+            assert_eq!(n(r, "evictions"), 0.0, "a pool beyond the data evicted: {r:?}");
+        } else {
+            assert!(n(r, "pool_bytes") < n(r, "data_bytes"), "{r:?}");
+        }
+    }
+    assert!(out.join("gilbert-pools-miss-ratio.svg").exists());
+    let left: Vec<_> =
+        std::fs::read_dir(&scratch.0).unwrap().filter(|e| e.as_ref().unwrap().file_name() != "out").collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -9,6 +9,7 @@ pub mod drift;
 pub mod emulator;
 pub mod fix;
 pub mod gilbert_policies;
+pub mod gilbert_pools;
 pub mod graefe_fig10;
 pub mod graefe_fig12;
 pub mod graefe_fig13;
@@ -49,6 +50,7 @@ mod tests {
             ("isolation.csv", Some("`isolation.csv`"), columns::<super::isolation::IsolationRow>()),
             ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
+            ("gilbert-pools.csv", Some("`gilbert-pools.csv`"), columns::<super::gilbert_pools::PoolsRow>()),
         ]
     }
 

@@ -5,6 +5,7 @@
 
 pub mod buffer;
 pub mod buffer_report;
+pub mod pools;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};

@@ -1,0 +1,211 @@
+//! A workload against buffer pools of several sizes, modes and replacement policies, each run
+//! starting cold, as Gilbert 2017 measured TPC-C and TPC-B.
+//!
+//! The workload is loaded once into a base file (with a pool that holds it). Every measurement
+//! copies the base file, opens the copy with its point's mode, pool size and policy (an empty
+//! pool: the run starts cold), runs the workload on `threads` threads for `duration`, and records
+//! the throughput, the buffer counters and the process CPU time of the run; the copy is then
+//! checked with the workload's `verify`, closed and deleted. Repetitions are interleaved: every point once, then every point again.
+//! Logging and record locking are off (the buffer alone); the caller says so.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use swizzledb::{Database, PolicySpec, PoolMode, Stats};
+
+use crate::cpu;
+use crate::harness::{self, Measurement, Until};
+use crate::progress::Progress;
+use crate::workload::{Workload, WorkloadError};
+
+/// One configuration measured.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct PoolPoint {
+    /// Buffer mode.
+    pub mode: PoolMode,
+    /// Replacement policy.
+    pub policy: PolicySpec,
+    /// The pool as a fraction of the base file's bytes.
+    pub fraction: f64,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct PoolSweep {
+    /// The configurations, measured in this order within each repetition.
+    pub points: Vec<PoolPoint>,
+    /// Threads running the workload.
+    pub threads: usize,
+    /// Length of each measurement.
+    pub duration: Duration,
+    /// Measurements per point.
+    pub repeat: u32,
+    /// Directory for the base file and the copies.
+    pub dir: PathBuf,
+    /// Pool bytes while loading the base file (it should hold the loaded data).
+    pub load_pool_bytes: u64,
+    /// Smallest pool given to a run, whatever the fraction (the pool needs some frames).
+    pub min_pool_bytes: u64,
+    /// Read and write the copies with O_DIRECT, so that misses cost device reads rather than
+    /// copies from the OS page cache.
+    pub direct_io: bool,
+}
+
+/// One measurement.
+#[derive(Clone, Debug)]
+pub struct PoolRun {
+    /// Index into [`PoolSweep::points`].
+    pub point: usize,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// Pool bytes of the run.
+    pub pool_bytes: u64,
+    /// Operations and time.
+    pub measurement: Measurement,
+    /// Buffer counters of the run (from the open to the end of the measurement).
+    pub stats: Stats,
+    /// Process CPU seconds during the measurement, where the system reports it.
+    pub cpu_secs: Option<f64>,
+}
+
+impl PoolRun {
+    /// Misses / fixes.
+    #[must_use]
+    pub fn miss_ratio(&self) -> Option<f64> {
+        let fixes = self.stats.hits + self.stats.misses;
+        (fixes > 0).then(|| self.stats.misses as f64 / fixes as f64)
+    }
+}
+
+/// Removes a file and its log directory when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_dir_all(wal_dir(&self.0));
+    }
+}
+
+fn wal_dir(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".wal");
+    PathBuf::from(s)
+}
+
+/// The pool bytes of `point` over a base file of `data_bytes`.
+#[must_use]
+pub fn pool_bytes(sweep: &PoolSweep, point: &PoolPoint, data_bytes: u64) -> u64 {
+    ((point.fraction * data_bytes as f64) as u64).max(sweep.min_pool_bytes)
+}
+
+/// Loads `workload` into a base file, then measures every point `repeat` times (interleaved);
+/// returns the runs and the base file's bytes.
+///
+/// # Errors
+/// `threads` or `repeat` is 0, a point's fraction is not positive, the base file cannot be
+/// made, or a run fails (a workload error is a bug or a damaged database, not a result).
+pub fn run<W: Workload>(
+    workload: &W,
+    sweep: &PoolSweep,
+    progress: Progress,
+) -> Result<(Vec<PoolRun>, u64), WorkloadError> {
+    let bad = |s: &str| Err(WorkloadError::Config(s.to_string()));
+    if sweep.threads == 0 || sweep.repeat == 0 || sweep.points.is_empty() {
+        return bad("a pool sweep needs threads, repetitions and points");
+    }
+    if sweep.points.iter().any(|p| !(p.fraction > 0.0 && p.fraction.is_finite())) {
+        return bad("pool fractions must be above 0");
+    }
+    std::fs::create_dir_all(&sweep.dir)
+        .map_err(|e| WorkloadError::Io { path: sweep.dir.display().to_string(), source: e })?;
+    let stem = format!("swizzledb-{}-pools-{}", workload.name(), std::process::id());
+    let base = Scratch(sweep.dir.join(format!("{stem}-base.swz")));
+    {
+        progress.say(format_args!("loading {} into the base file ...", workload.name()));
+        let db = Database::builder()
+            .pool_bytes(usize::try_from(sweep.load_pool_bytes).unwrap_or(usize::MAX))
+            .logging(false)
+            .locking(false)
+            .create(&base.0)?;
+        workload.load(&db)?;
+        db.close()?;
+    }
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| WorkloadError::Io { path, source }
+    };
+    let data_bytes = std::fs::metadata(&base.0).map_err(io(&base.0))?.len();
+    let mut runs = Vec::new();
+    let total = u64::from(sweep.repeat) * sweep.points.len() as u64;
+    let bar = progress.counter(total, format!("{} runs", workload.name()));
+    for rep in 0..sweep.repeat {
+        for (i, point) in sweep.points.iter().enumerate() {
+            let copy = Scratch(sweep.dir.join(format!("{stem}-run.swz")));
+            std::fs::copy(&base.0, &copy.0).map_err(io(&copy.0))?;
+            let pool = pool_bytes(sweep, point, data_bytes);
+            let db = Database::builder()
+                .mode(point.mode)
+                .policy(point.policy)
+                .pool_bytes(usize::try_from(pool).unwrap_or(usize::MAX))
+                .logging(false)
+                .locking(false)
+                .direct_io(sweep.direct_io)
+                .open(&copy.0)?;
+            let before = db.stats();
+            let cpu_before = cpu::process_cpu_secs();
+            let measurement = harness::run(workload, &db, sweep.threads, Until::Elapsed(sweep.duration))?;
+            let cpu_secs = cpu::process_cpu_secs().zip(cpu_before).map(|(a, b)| a - b);
+            let stats = db.stats().since(&before);
+            // Every run leaves a consistent database, however small its pool.
+            workload.verify(&db)?;
+            db.close()?;
+            drop(copy);
+            runs.push(PoolRun { point: i, rep, pool_bytes: pool, measurement, stats, cpu_secs });
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    Ok((runs, data_bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tpcc::{Tpcc, TpccConfig};
+
+    /// Every point runs `repeat` times in interleaved order; a small pool misses and evicts, a
+    /// pool beyond the data never evicts; the base file and the copies are gone afterwards.
+    #[test]
+    fn small_pools_miss_and_large_ones_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let tpcc = Tpcc::new(TpccConfig::tiny(1)).unwrap();
+        let point =
+            |fraction| PoolPoint { mode: PoolMode::Swizzling, policy: PolicySpec::default(), fraction };
+        let sweep = PoolSweep {
+            points: vec![point(0.05), point(20.0)],
+            threads: 1,
+            duration: Duration::from_millis(300),
+            repeat: 2,
+            dir: dir.path().to_path_buf(),
+            load_pool_bytes: 64 << 20,
+            min_pool_bytes: 256 * 8192,
+            direct_io: false,
+        };
+        let (runs, data_bytes) = run(&tpcc, &sweep, Progress::off()).unwrap();
+        assert!(data_bytes > 0);
+        assert_eq!(
+            runs.iter().map(|r| (r.rep, r.point)).collect::<Vec<_>>(),
+            [(0, 0), (0, 1), (1, 0), (1, 1)]
+        );
+        for r in &runs {
+            assert!(r.measurement.operations() > 0, "{r:?}");
+            if r.point == 1 {
+                assert_eq!(r.stats.evictions, 0, "a pool 20 times the data evicted: {r:?}");
+            }
+        }
+        let small_misses: u64 = runs.iter().filter(|r| r.point == 0).map(|r| r.stats.misses).sum();
+        let small_evictions: u64 = runs.iter().filter(|r| r.point == 0).map(|r| r.stats.evictions).sum();
+        assert!(small_misses > 0 && small_evictions > 0, "{runs:?}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
+    }
+}
