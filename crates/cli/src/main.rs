@@ -23,7 +23,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb_lab::experiments::{
     chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_policies, gilbert_pools,
-    graefe_fig10, graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lookup, tpcc, wal,
+    gilbert_stack_depth, graefe_fig10, graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lookup,
+    tpcc, wal,
 };
 use swizzledb_lab::Usage;
 
@@ -133,6 +134,11 @@ enum Experiment {
     /// defaults; --duration 1 --repeat 1 for a quicker look)
     #[command(name = "gilbert-pools")]
     Pools(gilbert_pools::PoolsArgs),
+    /// Gilbert 2017 Figs. 1.5/3.1: the LRU stack-depth histogram of TPC-C's page references,
+    /// traced per thread count; the share of references at a distance below 20 and the frames LRU
+    /// needs for a 75% hit ratio
+    #[command(name = "gilbert-stack-depth")]
+    StackDepth(gilbert_stack_depth::StackDepthArgs),
     /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
     /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), and behind BP-Wrapper
     /// (bpw-*; hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads:
@@ -178,6 +184,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Experiment::Fix(args) => fix::execute(&args),
             Experiment::Policies(args) => gilbert_policies::execute(&args),
             Experiment::Pools(args) => gilbert_pools::execute(&args),
+            Experiment::StackDepth(args) => gilbert_stack_depth::execute(&args),
             Experiment::BpWrapper(args) => ding_bpwrapper::execute(&args),
         },
         Command::Trace { action } => trace::run(action),

@@ -145,9 +145,12 @@ fn gilbert_pools_sweeps_pool_sizes_and_policies() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    for needle in
-        ["miss ratio (%)", "evictioner microseconds per call", "Fig. 2.3/3.4: throughput at 120% over 5%", "conditions 1-4 hold"]
-    {
+    for needle in [
+        "miss ratio (%)",
+        "evictioner microseconds per call",
+        "Fig. 2.3/3.4: throughput at 120% over 5%",
+        "conditions 1-4 hold",
+    ] {
         assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
     }
     let text = std::fs::read_to_string(out.join("gilbert-pools.csv")).unwrap();
@@ -166,6 +169,44 @@ fn gilbert_pools_sweeps_pool_sizes_and_policies() {
         }
     }
     assert!(out.join("gilbert-pools-miss-ratio.svg").exists());
+    let left: Vec<_> =
+        std::fs::read_dir(&scratch.0).unwrap().filter(|e| e.as_ref().unwrap().file_name() != "out").collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// `experiment gilbert-stack-depth` at the smallest scale: one histogram per thread count whose
+/// buckets add up to the references, and LRU's misses fall as the frames grow.
+#[test]
+fn gilbert_stack_depth_histograms_add_up() {
+    let scratch = Scratch::new("stack-depth");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["experiment", "gilbert-stack-depth", "--warehouses", "1", "--threads", "1,2"])
+        .args(["--transactions", "2000", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("distance < 20") && stdout.contains("below 20"), "{stdout}");
+    let text = std::fs::read_to_string(out.join("gilbert-stack-depth.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for threads in ["1", "2"] {
+        let mine: Vec<&Vec<&str>> = rows.iter().filter(|r| r[col("threads")] == threads).collect();
+        assert!(mine.len() > 2, "{threads}: {mine:?}");
+        let share: f64 = mine.iter().map(|r| r[col("share")].parse::<f64>().unwrap()).sum();
+        assert!((share - 1.0).abs() < 1e-9, "{threads}: shares add up to {share}");
+        let misses: Vec<u64> = mine.iter().map(|r| r[col("lru_misses")].parse().unwrap()).collect();
+        let finite = &misses[..misses.len() - 1];
+        assert!(finite.windows(2).all(|w| w[0] >= w[1]), "LRU misses grow with frames: {misses:?}");
+        assert_eq!(mine.last().unwrap()[col("distance_min")], "inf");
+        assert_eq!(*finite.last().unwrap(), misses[misses.len() - 1], "all frames: only cold misses");
+    }
     let left: Vec<_> =
         std::fs::read_dir(&scratch.0).unwrap().filter(|e| e.as_ref().unwrap().file_name() != "out").collect();
     assert!(left.is_empty(), "left behind: {left:?}");

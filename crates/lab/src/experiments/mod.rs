@@ -10,6 +10,7 @@ pub mod emulator;
 pub mod fix;
 pub mod gilbert_policies;
 pub mod gilbert_pools;
+pub mod gilbert_stack_depth;
 pub mod graefe_fig10;
 pub mod graefe_fig12;
 pub mod graefe_fig13;
@@ -51,6 +52,11 @@ mod tests {
             ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("gilbert-pools.csv", Some("`gilbert-pools.csv`"), columns::<super::gilbert_pools::PoolsRow>()),
+            (
+                "gilbert-stack-depth.csv",
+                Some("`gilbert-stack-depth.csv`"),
+                columns::<super::gilbert_stack_depth::StackDepthRow>(),
+            ),
         ]
     }
 
