@@ -23,8 +23,12 @@
 
 #![forbid(unsafe_code)]
 
+mod bench;
 pub mod harness;
+pub mod tpcb;
 pub mod tpcc;
+mod txn;
 pub mod workload;
+pub mod ycsb;
 
 pub use workload::{Outcome, Workload, WorkloadError};
