@@ -28,10 +28,12 @@ mod plot;
 mod policies;
 mod report;
 mod rndread;
+mod tpcb;
 mod tpcc;
 mod trace;
 mod units;
 mod walbench;
+mod ycsb;
 
 use clap::{Args, Parser, Subcommand};
 use rndread::{Config, Progress, RECORD_BYTES};
@@ -111,6 +113,14 @@ enum Workload {
     /// throughput per buffer mode, logging and locking setting and thread count, consistency
     /// conditions 1-4 checked after the run
     Tpcc(tpcc::TpccArgs),
+    /// TPC-B (branches, tellers, accounts, history; one transaction moving a random delta):
+    /// throughput per buffer mode, logging and locking setting and thread count, balances
+    /// checked against each other and the history after the run
+    Tpcb(tpcb::TpcbArgs),
+    /// YCSB core workloads A-F (zipfian 0.99 or latest requests, 1 KiB records): operations per
+    /// second per workload, buffer mode, logging and locking setting and thread count, every
+    /// record checked after the run
+    Ycsb(ycsb::YcsbArgs),
 }
 
 #[derive(Subcommand)]
@@ -392,6 +402,8 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Bench { workload: Workload::Wal(args) } => walbench::run(&args),
         Command::Bench { workload: Workload::Isolation(args) } => isolation::run(&args),
         Command::Bench { workload: Workload::Tpcc(args) } => tpcc::run(&args),
+        Command::Bench { workload: Workload::Tpcb(args) } => tpcb::run(&args),
+        Command::Bench { workload: Workload::Ycsb(args) } => ycsb::run(&args),
         Command::Experiment { which: Experiment::Fig13(args) } => bench_drift("graefe-fig13", &args),
         Command::Experiment { which: Experiment::Fig10(args) } => fig10(&args),
         Command::Experiment { which: Experiment::Fix(args) } => fix_cost(&args),

@@ -134,8 +134,8 @@ pub(crate) fn validate_pool(
     }
     if modes.contains(&PoolMode::MainMemory) && pool < data {
         return Err(WorkloadError::Config(format!(
-            "--pool {} MiB cannot hold the {} MiB of records {what} loads, and main-memory mode never \
-             evicts; raise --pool or drop main-memory from --modes",
+            "--pool {} MiB cannot hold the {} MiB of records loaded ({what}), and main-memory mode \
+             never evicts; raise --pool or drop main-memory from --modes",
             pool >> 20,
             data.div_ceil(1 << 20)
         )));
