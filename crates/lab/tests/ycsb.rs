@@ -214,3 +214,24 @@ fn bad_configurations_are_refused() {
     let other = open(&dir.path().join("b.swz"), false, false);
     assert!(matches!(small.load(&other), Err(WorkloadError::Config(_))));
 }
+
+/// Whether the keys of records `0..n` are distinct (their key numbers are: the decimal form of a
+/// number is one key).
+fn keys_distinct(n: u64) -> bool {
+    let mut numbers: Vec<i64> = (0..n).map(swizzledb_lab::ycsb::record::key_number).collect();
+    numbers.sort_unstable();
+    numbers.windows(2).all(|w| w[0] != w[1])
+}
+
+#[test]
+fn keys_of_a_million_records_are_distinct() {
+    assert!(keys_distinct(1_000_000));
+}
+
+/// The same for every record count a configuration accepts (800 MB of memory, seconds in a
+/// release build): `cargo test --release -p swizzledb-lab --test ycsb -- --ignored`.
+#[test]
+#[ignore = "800 MB and about 10 s in a release build; run with --ignored"]
+fn keys_of_every_accepted_record_count_are_distinct() {
+    assert!(keys_distinct(swizzledb_lab::ycsb::MAX_RECORDS));
+}
