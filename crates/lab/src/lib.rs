@@ -7,6 +7,11 @@
 //!   counts what finished, per operation kind.
 //! - [`tpcc`]: TPC-C (all five transactions, the nine tables and two secondary indexes), laid out
 //!   as vmcache's public driver lays it out, and the `bench tpcc` experiment.
+//! - [`tpcb`]: TPC-B (branches, tellers, accounts, history; one transaction moving a random
+//!   delta), its consistency conditions, and the `bench tpcb` experiment.
+//! - [`ycsb`]: the YCSB core workloads A–F over one table (scrambled zipfian and `latest`
+//!   requests, scans, read-modify-writes, inserts), every record checked afterwards, and the
+//!   `bench ycsb` experiment.
 //!
 //! ```
 //! use swizzledb_lab::tpcc::{Tpcc, TpccConfig};

@@ -256,9 +256,11 @@ impl Workload for Tpcb {
             tx.insert(&trees[t::HISTORY], &key, &history.encode())?;
             Ok(())
         })?;
-        w.sequence = w.sequence.checked_add(1).ok_or_else(|| {
-            WorkloadError::Config("a worker ran 2^32 transactions; its history keys ran out".into())
-        })?;
+        // After 2^32 transactions a worker's history keys continue in a new stream.
+        w.sequence = w.sequence.checked_add(1).unwrap_or_else(|| {
+            w.stream = self.streams.fetch_add(1, Ordering::Relaxed);
+            0
+        });
         Ok(Outcome { kind: 0, attempts, rolled_back: false })
     }
 
