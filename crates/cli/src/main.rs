@@ -2,7 +2,8 @@
 //!
 //! - `swizzledb demo` — the Graefe et al. Fig. 10/11 experiment at small scale (about a minute).
 //! - `swizzledb bench lookup` — random verified lookups with every knob exposed, optionally swept.
-//! - `swizzledb bench tpcc` — TPC-C per buffer mode, logging and locking (`swizzledb_lab::tpcc`).
+//! - `swizzledb bench tpcc`, `bench tpcb`, `bench ycsb` — TPC-C, TPC-B and YCSB A-F per buffer
+//!   mode, logging and locking.
 //! - `swizzledb bench emulator` — the BP-Wrapper paper's buffer emulator: replacement-lock
 //!   contention of locked, partitioned, batched and CLOCK buffers (Ding et al. 2015, Figs. 11-13).
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
@@ -24,7 +25,7 @@ use std::process::ExitCode;
 use swizzledb_lab::experiments::{
     chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_policies, gilbert_pools,
     gilbert_stack_depth, graefe_fig10, graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lookup,
-    tpcc, wal,
+    tpcb, tpcc, wal, ycsb,
 };
 use swizzledb_lab::Usage;
 
@@ -97,6 +98,14 @@ enum Workload {
     /// throughput per buffer mode, logging and locking setting and thread count, consistency
     /// conditions 1-4 checked after the run
     Tpcc(tpcc::TpccArgs),
+    /// TPC-B (branches, tellers, accounts, history; one transaction moving a random delta):
+    /// throughput per buffer mode, logging and locking setting and thread count, balances
+    /// checked against each other and the history after the run
+    Tpcb(tpcb::TpcbArgs),
+    /// YCSB core workloads A-F (zipfian 0.99 or latest requests, 1 KiB records): operations per
+    /// second per workload, buffer mode, logging and locking setting and thread count, every
+    /// record checked after the run
+    Ycsb(ycsb::YcsbArgs),
 }
 
 #[derive(Subcommand)]
@@ -175,6 +184,8 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Workload::Wal(args) => wal::run(&args),
             Workload::Isolation(args) => isolation::run(&args),
             Workload::Tpcc(args) => tpcc::run(&args),
+            Workload::Tpcb(args) => tpcb::run(&args),
+            Workload::Ycsb(args) => ycsb::run(&args),
         },
         Command::Experiment { which } => match which {
             Experiment::Fig10(args) => graefe_fig10::execute(&args),

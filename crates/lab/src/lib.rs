@@ -6,6 +6,10 @@
 //!   thread, verify) and the harnesses that run workloads and buffer measurements.
 //! - [`tpcc`]: TPC-C (all five transactions, the nine tables and two secondary indexes), laid out
 //!   as vmcache's public driver lays it out.
+//! - [`tpcb`]: TPC-B (branches, tellers, accounts, history; one transaction moving a random
+//!   delta) and its consistency conditions.
+//! - [`ycsb`]: the YCSB core workloads A–F over one table (scrambled zipfian and `latest`
+//!   requests, scans, read-modify-writes, inserts), every record checked afterwards.
 //! - [`experiments`]: one module per benchmark or experiment, named as its command and its
 //!   output files.
 //! - [`stats`], [`text`], [`output`], [`plot`], [`units`]: the shared pieces every experiment
@@ -26,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+mod bench;
 pub mod child;
 pub mod cpu;
 pub mod experiment;
@@ -37,9 +42,12 @@ pub mod progress;
 pub mod recording;
 pub mod stats;
 pub mod text;
+pub mod tpcb;
 pub mod tpcc;
+mod txn;
 pub mod units;
 pub mod workload;
+pub mod ycsb;
 
 pub use workload::{Outcome, Workload, WorkloadError};
 

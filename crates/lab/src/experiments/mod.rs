@@ -18,9 +18,11 @@ pub mod graefe_fig14;
 pub mod insert;
 pub mod isolation;
 pub mod lookup;
+pub mod tpcb;
 pub mod tpcc;
 pub mod trace_analyze;
 pub mod wal;
+pub mod ycsb;
 
 #[cfg(test)]
 mod tests {

@@ -55,7 +55,7 @@ pub struct TpccArgs {
     out: Option<PathBuf>,
 }
 
-fn parse_on_off(s: &str) -> Result<bool, String> {
+pub(crate) fn parse_on_off(s: &str) -> Result<bool, String> {
     match s.trim() {
         "on" => Ok(true),
         "off" => Ok(false),
@@ -63,7 +63,7 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
     }
 }
 
-fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+pub(crate) fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
     let mut out = Vec::new();
     for &x in v {
         if !out.contains(&x) {

@@ -45,9 +45,10 @@ pub mod schema;
 mod txns;
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 use swizzledb::{Database, Transaction, Tree};
 
+use crate::txn::Latches;
+pub(crate) use crate::txn::{transact, Abort};
 use crate::workload::{Outcome, Workload, WorkloadError};
 use random::TpccRng;
 use schema::{show_key, Record, TREES};
@@ -171,7 +172,7 @@ impl Tables {
 pub struct Tpcc {
     config: TpccConfig,
     /// Latches for read-modify-writes with locking off (see the module docs).
-    latches: Vec<Mutex<()>>,
+    latches: Latches,
     /// History key streams handed out (to the loader and to each worker).
     streams: AtomicU32,
 }
@@ -194,7 +195,7 @@ impl Tpcc {
     /// [`WorkloadError::Config`] if a parameter is out of range.
     pub fn new(config: TpccConfig) -> Result<Tpcc, WorkloadError> {
         config.validate()?;
-        Ok(Tpcc { config, latches: (0..1024).map(|_| Mutex::new(())).collect(), streams: AtomicU32::new(0) })
+        Ok(Tpcc { config, latches: Latches::new(), streams: AtomicU32::new(0) })
     }
 
     /// The scale.
@@ -216,37 +217,11 @@ impl Tpcc {
         key: &[u8],
         f: impl FnOnce(&mut R) -> T,
     ) -> Result<T, Abort> {
-        let _held = latch.then(|| {
-            let h = key.iter().fold(R::SIZE as u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3));
-            let stripe = (h ^ (h >> 29)) as usize % self.latches.len();
-            self.latches[stripe].lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-        });
+        let _held = latch.then(|| self.latches.hold(R::SIZE as u64, key));
         let mut r: R = get(tx, tree, key)?;
         let out = f(&mut r);
         tx.put(tree, key, &r.encode())?;
         Ok(out)
-    }
-}
-
-/// Why a transaction body stopped.
-pub(crate) enum Abort {
-    /// The engine refused or failed ([`Database::transact`] retries wait-die refusals).
-    Db(swizzledb::Error),
-    /// A record is missing or damaged.
-    Workload(WorkloadError),
-    /// The transaction asked to roll back (New-Order's unused item).
-    Rollback,
-}
-
-impl From<swizzledb::Error> for Abort {
-    fn from(e: swizzledb::Error) -> Self {
-        Abort::Db(e)
-    }
-}
-
-impl From<WorkloadError> for Abort {
-    fn from(e: WorkloadError) -> Self {
-        Abort::Workload(e)
     }
 }
 
@@ -260,34 +235,6 @@ pub(crate) fn get<R: Record>(tx: &Transaction<'_>, tree: &Tree, key: &[u8]) -> R
 
 pub(crate) fn missing(table: &'static str, key: &[u8]) -> WorkloadError {
     WorkloadError::Missing { table, key: show_key(key) }
-}
-
-/// Runs `body` as one transaction through [`Database::transact`] (which retries it after a
-/// wait-die refusal). Returns `None` if it rolled back on request, and the attempts.
-pub(crate) fn transact<R>(
-    db: &Database,
-    mut body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,
-) -> Result<(Option<R>, u32), WorkloadError> {
-    let mut attempts = 0u32;
-    let mut stopped: Option<Abort> = None;
-    let result = db.transact(|tx| {
-        attempts += 1;
-        match body(tx) {
-            Ok(r) => Ok(r),
-            Err(Abort::Db(e)) => Err(e),
-            Err(other) => {
-                stopped = Some(other);
-                // `transact` rolls back and returns; the workload's reason travels in `stopped`.
-                Err(swizzledb::Error::Aborted("TPC-C transaction stopped".into()))
-            }
-        }
-    });
-    match (result, stopped) {
-        (Ok(r), _) => Ok((Some(r), attempts)),
-        (Err(_), Some(Abort::Rollback)) => Ok((None, attempts)),
-        (Err(_), Some(Abort::Workload(e))) => Err(e),
-        (Err(e), _) => Err(e.into()),
-    }
 }
 
 impl Workload for Tpcc {

@@ -1,0 +1,108 @@
+//! `bench ycsb` end to end: a small table, three workloads, a CSV row per measurement; bad
+//! input exits with 2, says what is wrong in one line and writes nothing.
+
+use std::process::Command;
+
+mod common;
+
+use common::{assert_usage_errors, Scratch, BIN};
+
+#[test]
+fn bench_ycsb_writes_a_row_per_workload_and_measurement() {
+    let scratch = Scratch::new("ycsb");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["bench", "ycsb", "--workload", "a,E,D", "--records", "2000", "--threads", "1,2"])
+        .args(["--duration", "0.2", "--repeat", "1", "--modes", "swizzling", "--locking", "on,off"])
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("ops/s") && stdout.contains("intact in every database"), "{stdout}");
+    let text = std::fs::read_to_string(out.join("ycsb.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.join(","), swizzledb_lab::ycsb::CSV_COLUMNS);
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 3 workloads x 2 locking settings x 2 thread counts x 1 repetition.
+    assert_eq!(rows.len(), 12);
+    let num = |r: &[&str], c: &str| -> u64 { r[col(c)].parse().unwrap() };
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{r:?}");
+        assert_eq!(r[col("experiment")], "ycsb");
+        assert_eq!(num(r, "records"), 2000);
+        assert_eq!(num(r, "value_bytes"), 1024);
+        assert_eq!(r[col("zipf_theta")], "0.99");
+        let ops: f64 = r[col("ops_per_sec")].parse().unwrap();
+        assert!(ops > 0.0, "{r:?}");
+        let kinds = ["read", "update", "insert", "scan", "read_modify_write"].map(|k| num(r, k));
+        assert_eq!(kinds.iter().sum::<u64>(), num(r, "operations"), "{r:?}");
+        // Which kinds ran is the workload's mix.
+        let ran = kinds.map(|n| n > 0);
+        match r[col("workload")] {
+            "A" => assert_eq!(ran, [true, true, false, false, false], "{r:?}"),
+            "E" => assert!(ran[3] && !ran[0] && !ran[1] && !ran[4], "{r:?}"),
+            "D" => assert!(ran[0] && !ran[1] && !ran[3] && !ran[4], "{r:?}"),
+            other => panic!("workload {other} was not asked for"),
+        }
+        assert!(num(r, "records_after") >= 2000, "{r:?}");
+    }
+    // The table only grows, by the inserts, per database.
+    for locking in ["on", "off"] {
+        let mut records = 2000;
+        for r in rows.iter().filter(|r| r[col("locking")] == locking) {
+            records += num(r, "insert");
+            assert_eq!(num(r, "records_after"), records, "{r:?}");
+        }
+    }
+    let left: Vec<String> = std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "out")
+        .collect();
+    assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+}
+
+#[test]
+fn bench_ycsb_bad_input_exits_2_and_writes_nothing() {
+    let scratch = Scratch::new("ycsb-bad");
+    let out = scratch.0.join("out");
+    let out_arg = out.to_str().unwrap();
+    // Bad values the benchmark checks itself: one line naming the problem.
+    let one_line: [(&[&str], &str); 6] = [
+        (&["--records", "0"], "--records"),
+        (&["--workload", "A,G"], "\"G\""),
+        (&["--workload", "AB"], "\"AB\""),
+        (&["--pool", "1MiB"], "--pool"),
+        (&["--records", "100k", "--pool", "16MiB", "--modes", "main-memory"], "main-memory"),
+        (&["--zipf-theta", "1"], "--zipf-theta"),
+    ];
+    for (bad, names) in one_line {
+        let o = Command::new(BIN)
+            .args(["bench", "ycsb"])
+            .args(bad)
+            .args(["--out", out_arg])
+            .arg("--dir")
+            .arg(&scratch.0)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{bad:?}: {stderr}");
+        assert!(stderr.contains(names), "{bad:?}: {stderr}");
+    }
+    // Bad syntax clap refuses.
+    let bads: [&[&str]; 3] = [
+        &["--records", "many", "--out", out_arg],
+        &["--logging", "maybe", "--out", out_arg],
+        &["--threads", "0", "--out", out_arg],
+    ];
+    assert_usage_errors(&["bench", "ycsb"], &bads, &scratch.0);
+    assert!(!out.exists(), "bad input created --out");
+    assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "bad input created files");
+}

@@ -1,0 +1,124 @@
+//! `bench ycsb`: argument parsing for the YCSB core workloads; the workloads, the measurements
+//! and the table live in `crate::ycsb`.
+
+use crate::ycsb::{parse_letter, print_table, run_bench, write_csv, BenchPlan, YcsbConfig};
+use crate::WorkloadError;
+use clap::Args;
+use std::error::Error;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use swizzledb::PolicySpec;
+
+use crate::experiments::tpcc::{dedup, parse_on_off};
+use crate::units;
+use crate::Usage;
+
+/// Options of `bench ycsb`.
+#[derive(Args, Debug)]
+pub struct YcsbArgs {
+    /// Core workloads to run, comma-separated, in this order on one load: A (50% read, 50%
+    /// update), B (95/5), C (read only), D (95% read of the latest, 5% insert), E (95% scan,
+    /// 5% insert), F (50% read, 50% read-modify-write)
+    #[arg(long, default_value = "A,B,C,D,E,F", value_delimiter = ',')]
+    workload: Vec<String>,
+    /// Records loaded (1e6, 1M, 1_000_000)
+    #[arg(long, default_value = "1M", value_parser = units::parse_count)]
+    records: u64,
+    /// Fields per record (YCSB's fieldcount)
+    #[arg(long, default_value_t = 10)]
+    field_count: u32,
+    /// Bytes per field (YCSB's fieldlength); a value is 24 header bytes plus the fields
+    #[arg(long, default_value_t = 100)]
+    field_length: u32,
+    /// The zipfian constant, above 0 and below 1
+    #[arg(long, default_value_t = 0.99)]
+    zipf_theta: f64,
+    /// Thread counts, comma-separated
+    #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Vec<u16>,
+    /// Seconds per measurement
+    #[arg(long, default_value = "5", value_parser = units::parse_positive_seconds)]
+    duration: f64,
+    /// Measurements per configuration and workload, interleaved; the table shows medians
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    repeat: u16,
+    /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
+    #[arg(long, default_value = "all", value_parser = units::parse_modes)]
+    modes: units::Modes,
+    /// Logging settings, comma-separated: on, off (with logging, commits are asynchronous)
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
+    logging: Vec<bool>,
+    /// Record-locking settings, comma-separated: on, off
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
+    locking: Vec<bool>,
+    /// Buffer-pool size per database [default: twice the loaded records plus what the inserts
+    /// of D and E add, so that everything stays in memory]
+    #[arg(long, value_parser = units::parse_size)]
+    pool: Option<u64>,
+    /// Replacement policy [default: the engine's, gclock]
+    #[arg(long)]
+    policy: Option<PolicySpec>,
+    /// Directory for the temporary databases [default: the system temp directory]
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Directory for ycsb.csv (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// Runs `bench ycsb`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
+pub fn run(args: &YcsbArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let usage = |e: WorkloadError| Usage(e.to_string());
+    let letters: Vec<char> =
+        args.workload.iter().map(|w| parse_letter(w)).collect::<Result<_, _>>().map_err(usage)?;
+    let plan = BenchPlan {
+        config: YcsbConfig {
+            records: args.records,
+            field_count: args.field_count,
+            field_length: args.field_length,
+            theta: args.zipf_theta,
+            ..YcsbConfig::new(letters.first().copied().unwrap_or('A'), args.records)
+        },
+        workloads: dedup(&letters),
+        threads: dedup(&args.threads).into_iter().map(usize::from).collect(),
+        duration: Duration::from_secs_f64(args.duration),
+        repeat: u32::from(args.repeat),
+        modes: args.modes.0.clone(),
+        logging: dedup(&args.logging),
+        locking: dedup(&args.locking),
+        pool_bytes: args.pool,
+        policy: args.policy,
+        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+    };
+    plan.validate().map_err(usage)?;
+    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "YCSB {}: {} records of {} bytes, zipfian constant {}, pool {} MiB per database, {} s per measurement, \
+         {} repetitions",
+        plan.workloads.iter().collect::<String>(),
+        plan.config.records,
+        plan.config.value_bytes(),
+        plan.config.theta,
+        plan.pool() >> 20,
+        args.duration,
+        args.repeat
+    )?;
+    let rows = match run_bench(&plan, &mut out) {
+        Err(WorkloadError::Config(e)) => return Err(Usage(e).into()),
+        r => r?,
+    };
+    print_table(&mut out, &plan, &rows)?;
+    if let Some(dir) = &args.out {
+        let path = dir.join("ycsb.csv");
+        write_csv(&path, &rows)?;
+        writeln!(out, "wrote {}", path.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

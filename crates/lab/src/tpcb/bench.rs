@@ -1,0 +1,263 @@
+//! `bench tpcb`: TPC-B throughput per buffer mode, logging and locking setting and thread
+//! count. One database per configuration (mode × logging × locking), loaded once; the
+//! measurements are interleaved (repetition, then thread count, then configuration) so that
+//! machine noise hits every configuration alike; each database is verified after its last
+//! measurement.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use swizzledb::{PolicySpec, PoolMode};
+
+use super::{Tpcb, TpcbConfig, HISTORY_BYTES};
+use crate::bench::{self, on_off, Scratch, Setting};
+use crate::harness::{self, Until};
+use crate::workload::{Workload, WorkloadError};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchPlan {
+    /// The scale.
+    pub config: TpcbConfig,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Length of one measurement.
+    pub duration: Duration,
+    /// Measurements per configuration and thread count.
+    pub repeat: u32,
+    /// Buffer modes.
+    pub modes: Vec<PoolMode>,
+    /// Logging settings (with logging, commits are asynchronous: they return before the log
+    /// is flushed).
+    pub logging: Vec<bool>,
+    /// Record-locking settings.
+    pub locking: Vec<bool>,
+    /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
+    pub pool_bytes: Option<u64>,
+    /// Replacement policy (`None`: the engine's default).
+    pub policy: Option<PolicySpec>,
+    /// Directory for the temporary databases.
+    pub dir: PathBuf,
+}
+
+/// Transactions per second and thread the default pool is sized for (one thread ran 470,000
+/// with logging and locking off): each adds a history record (58 bytes with its key) at the
+/// right end of the history tree, whose pages split half full. Main-memory mode needs all of
+/// it; the other modes touch only the frames they fill.
+const SIZED_FOR_TX_PER_THREAD_SECOND: u64 = 600_000;
+
+impl BenchPlan {
+    /// A pool holding the loaded data twice over (pages are not full), plus the history every
+    /// measurement the database will see adds, plus 64 MiB.
+    #[must_use]
+    pub fn default_pool_bytes(&self) -> u64 {
+        let thread_seconds = bench::thread_seconds(&self.threads, self.duration, self.repeat);
+        let growth = thread_seconds * (SIZED_FOR_TX_PER_THREAD_SECOND * 2 * HISTORY_BYTES) as f64;
+        2 * self.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
+    }
+
+    /// The pool size used.
+    #[must_use]
+    pub fn pool(&self) -> u64 {
+        self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
+    }
+
+    /// Checks the plan before anything runs.
+    ///
+    /// # Errors
+    /// [`WorkloadError::Config`] naming the bad parameter and what to do.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        self.config.validate()?;
+        bench::validate_common(
+            &self.threads,
+            self.duration,
+            self.repeat,
+            &self.modes,
+            &self.logging,
+            &self.locking,
+        )?;
+        let what = format!("{} branches", self.config.branches);
+        bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
+    }
+}
+
+/// One measurement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchRow {
+    /// Buffer mode.
+    pub mode: PoolMode,
+    /// Logging on.
+    pub logging: bool,
+    /// Record locking on.
+    pub locking: bool,
+    /// Branches.
+    pub branches: u32,
+    /// Accounts per branch.
+    pub accounts: u32,
+    /// Threads.
+    pub threads: usize,
+    /// Repetition (0-based).
+    pub rep: u32,
+    /// Seconds measured.
+    pub seconds: f64,
+    /// Transactions committed.
+    pub transactions: u64,
+    /// Wait-die retries.
+    pub retries: u64,
+    /// Pool bytes.
+    pub pool_bytes: u64,
+    /// Seconds the database took to load.
+    pub load_seconds: f64,
+}
+
+impl BenchRow {
+    /// Transactions per second.
+    #[must_use]
+    pub fn tx_per_sec(&self) -> f64 {
+        self.transactions as f64 / self.seconds
+    }
+
+    /// Retries per 1000 transactions.
+    #[must_use]
+    pub fn retries_per_1000(&self) -> f64 {
+        self.retries as f64 * 1000.0 / self.transactions.max(1) as f64
+    }
+}
+
+/// The columns of `tpcb.csv` (docs/results-schema.md).
+pub const CSV_COLUMNS: &str =
+    "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
+transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds";
+
+/// Runs the plan, printing progress to `log`; returns one row per measurement.
+///
+/// # Errors
+/// A bad plan ([`WorkloadError::Config`], before anything is created), a database failure, or
+/// a database that fails its consistency check after the run.
+pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>, WorkloadError> {
+    plan.validate()?;
+    let io_err = |e: io::Error| WorkloadError::Io { path: "standard output".into(), source: e };
+    let scratch = Scratch::new(&plan.dir, "tpcb")?;
+    let tpcb = Tpcb::new(plan.config.clone())?;
+    let pool = plan.pool();
+    let mut dbs = Vec::new();
+    for setting in Setting::all(&plan.modes, &plan.logging, &plan.locking) {
+        let db = setting.create(&scratch.0, "tpcb", pool, plan.policy)?;
+        let started = Instant::now();
+        tpcb.load(&db)?;
+        let load = started.elapsed().as_secs_f64();
+        writeln!(log, "loaded {} branches: {} in {load:.1} s", plan.config.branches, setting.describe())
+            .map_err(io_err)?;
+        dbs.push((setting, db, load));
+    }
+    let mut rows = Vec::new();
+    for rep in 0..plan.repeat {
+        for &threads in &plan.threads {
+            for (s, db, load) in &dbs {
+                let m = harness::run(&tpcb, db, threads, Until::Elapsed(plan.duration))?;
+                let row = BenchRow {
+                    mode: s.mode,
+                    logging: s.logging,
+                    locking: s.locking,
+                    branches: plan.config.branches,
+                    accounts: plan.config.accounts,
+                    threads,
+                    rep,
+                    seconds: m.elapsed.as_secs_f64(),
+                    transactions: m.operations(),
+                    retries: m.retries(),
+                    pool_bytes: pool,
+                    load_seconds: *load,
+                };
+                writeln!(log, "rep {rep} threads {threads} {}: {:.0} tx/s", s.describe(), row.tx_per_sec())
+                    .map_err(io_err)?;
+                rows.push(row);
+            }
+        }
+    }
+    for (s, db, _) in dbs {
+        tpcb.verify(&db).map_err(|e| match e {
+            WorkloadError::Inconsistent { condition, detail } => {
+                WorkloadError::Inconsistent { condition, detail: format!("{}: {detail}", s.describe()) }
+            }
+            other => other,
+        })?;
+        db.close()?;
+    }
+    writeln!(log, "balances agree with each other and with the history in every database").map_err(io_err)?;
+    Ok(rows)
+}
+
+/// Prints the medians per configuration and thread count.
+///
+/// # Errors
+/// Writing failed.
+pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<12} {:>7} {:>7} {:>7} {:>12} {:>13}",
+        "mode", "logging", "locking", "threads", "tx/s", "retries/1000"
+    )?;
+    for &threads in &plan.threads {
+        for s in Setting::all(&plan.modes, &plan.logging, &plan.locking) {
+            let sel: Vec<&BenchRow> = rows
+                .iter()
+                .filter(|r| {
+                    r.threads == threads
+                        && r.mode == s.mode
+                        && r.logging == s.logging
+                        && r.locking == s.locking
+                })
+                .collect();
+            let m = |f: &dyn Fn(&BenchRow) -> f64| bench::median(sel.iter().map(|r| f(r)).collect());
+            writeln!(
+                out,
+                "{:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.2}",
+                s.mode.name(),
+                on_off(s.logging),
+                on_off(s.locking),
+                threads,
+                m(&BenchRow::tx_per_sec),
+                m(&BenchRow::retries_per_1000),
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "TPC-B, {} branches of {} accounts: medians of {} x {:.1} s; logging commits asynchronously.",
+        plan.config.branches,
+        plan.config.accounts,
+        plan.repeat,
+        plan.duration.as_secs_f64()
+    )
+}
+
+/// Writes `rows` as CSV with the header [`CSV_COLUMNS`].
+///
+/// # Errors
+/// [`WorkloadError::Io`] naming the file.
+pub fn write_csv(path: &Path, rows: &[BenchRow]) -> Result<(), WorkloadError> {
+    bench::write_lines(
+        path,
+        CSV_COLUMNS,
+        rows.iter().map(|r| {
+            format!(
+                "tpcb,{},{},{},{},{},{},{},{:.3},{},{:.1},{},{:.2},{},{:.2}",
+                r.mode.name(),
+                on_off(r.logging),
+                on_off(r.locking),
+                r.branches,
+                r.accounts,
+                r.threads,
+                r.rep,
+                r.seconds,
+                r.transactions,
+                r.tx_per_sec(),
+                r.retries,
+                r.retries_per_1000(),
+                r.pool_bytes,
+                r.load_seconds
+            )
+        }),
+    )
+}

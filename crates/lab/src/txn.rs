@@ -1,0 +1,76 @@
+//! What every workload's transactions share: running a body through [`Database::transact`]
+//! with the workload's own reasons to stop, and latches that make read-modify-writes atomic
+//! when record locking is off.
+
+use std::sync::{Mutex, MutexGuard};
+use swizzledb::{Database, Transaction};
+
+use crate::workload::WorkloadError;
+
+/// Why a transaction body stopped.
+pub(crate) enum Abort {
+    /// The engine refused or failed ([`Database::transact`] retries wait-die refusals).
+    Db(swizzledb::Error),
+    /// A record is missing or damaged.
+    Workload(WorkloadError),
+    /// The transaction asked to roll back (TPC-C New-Order's unused item).
+    Rollback,
+}
+
+impl From<swizzledb::Error> for Abort {
+    fn from(e: swizzledb::Error) -> Self {
+        Abort::Db(e)
+    }
+}
+
+impl From<WorkloadError> for Abort {
+    fn from(e: WorkloadError) -> Self {
+        Abort::Workload(e)
+    }
+}
+
+/// Runs `body` as one transaction through [`Database::transact`] (which retries it after a
+/// wait-die refusal). Returns `None` if it rolled back on request, and the attempts.
+pub(crate) fn transact<R>(
+    db: &Database,
+    mut body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,
+) -> Result<(Option<R>, u32), WorkloadError> {
+    let mut attempts = 0u32;
+    let mut stopped: Option<Abort> = None;
+    let result = db.transact(|tx| {
+        attempts += 1;
+        match body(tx) {
+            Ok(r) => Ok(r),
+            Err(Abort::Db(e)) => Err(e),
+            Err(other) => {
+                stopped = Some(other);
+                // `transact` rolls back and returns; the workload's reason travels in `stopped`.
+                Err(swizzledb::Error::Aborted("the workload stopped its transaction".into()))
+            }
+        }
+    });
+    match (result, stopped) {
+        (Ok(r), _) => Ok((Some(r), attempts)),
+        (Err(_), Some(Abort::Rollback)) => Ok((None, attempts)),
+        (Err(_), Some(Abort::Workload(e))) => Err(e),
+        (Err(e), _) => Err(e.into()),
+    }
+}
+
+/// Latches striped by key, for read-modify-writes of one record with locking off (as an
+/// in-place update holds the page latch in vmcache): with record locks the locks do this.
+pub(crate) struct Latches(Vec<Mutex<()>>);
+
+impl Latches {
+    /// 1024 stripes.
+    pub(crate) fn new() -> Latches {
+        Latches((0..1024).map(|_| Mutex::new(())).collect())
+    }
+
+    /// Holds the stripe of `key` (`salt` tells tables with equal keys apart).
+    pub(crate) fn hold(&self, salt: u64, key: &[u8]) -> MutexGuard<'_, ()> {
+        let h = key.iter().fold(salt, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3));
+        let stripe = (h ^ (h >> 29)) as usize % self.0.len();
+        self.0[stripe].lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

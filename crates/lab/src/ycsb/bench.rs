@@ -1,0 +1,313 @@
+//! `bench ycsb`: throughput of YCSB core workloads per buffer mode, logging and locking
+//! setting and thread count. One database per configuration (mode × logging × locking),
+//! loaded once and shared by the workloads in order (the inserts of D and E stay for the
+//! workloads after them, as when YCSB runs A–F on one load); the measurements are interleaved
+//! (repetition, then thread count, then workload, then configuration); each database is
+//! verified after its last measurement.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use swizzledb::{PolicySpec, PoolMode};
+
+use super::{kind, Mix, Ycsb, YcsbConfig, KINDS};
+use crate::bench::{self, on_off, Scratch, Setting};
+use crate::harness::{self, Until};
+use crate::workload::{Workload, WorkloadError};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchPlan {
+    /// The table (its `letter` is replaced by each of `workloads`).
+    pub config: YcsbConfig,
+    /// The workloads, run in this order within each repetition and thread count.
+    pub workloads: Vec<char>,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Length of one measurement.
+    pub duration: Duration,
+    /// Measurements per configuration, workload and thread count.
+    pub repeat: u32,
+    /// Buffer modes.
+    pub modes: Vec<PoolMode>,
+    /// Logging settings (with logging, commits are asynchronous).
+    pub logging: Vec<bool>,
+    /// Record-locking settings.
+    pub locking: Vec<bool>,
+    /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
+    pub pool_bytes: Option<u64>,
+    /// Replacement policy (`None`: the engine's default).
+    pub policy: Option<PolicySpec>,
+    /// Directory for the temporary databases.
+    pub dir: PathBuf,
+}
+
+/// Inserts per second and thread the default pool is sized for (5% of a million operations).
+/// Main-memory mode needs all of it; the other modes touch only the frames they fill.
+const SIZED_FOR_INSERTS_PER_THREAD_SECOND: u64 = 50_000;
+
+impl BenchPlan {
+    /// A pool holding the loaded data twice over (pages are not full), plus twice what the
+    /// inserting workloads (D, E) may add, plus 64 MiB.
+    #[must_use]
+    pub fn default_pool_bytes(&self) -> u64 {
+        let inserting = self.workloads.iter().filter(|&&l| Mix::of(l).is_ok_and(|m| m.inserts())).count();
+        let thread_seconds = bench::thread_seconds(&self.threads, self.duration, self.repeat);
+        let per_insert = self.config.value_bytes() as u64 + 24;
+        let growth =
+            thread_seconds * inserting as f64 * (SIZED_FOR_INSERTS_PER_THREAD_SECOND * 2 * per_insert) as f64;
+        2 * self.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
+    }
+
+    /// The pool size used.
+    #[must_use]
+    pub fn pool(&self) -> u64 {
+        self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
+    }
+
+    /// Checks the plan before anything runs.
+    ///
+    /// # Errors
+    /// [`WorkloadError::Config`] naming the bad parameter and what to do.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        if self.workloads.is_empty() {
+            return Err(WorkloadError::Config("--workload needs at least one of A, B, C, D, E, F".into()));
+        }
+        for &l in &self.workloads {
+            YcsbConfig { letter: l, ..self.config.clone() }.validate()?;
+        }
+        bench::validate_common(
+            &self.threads,
+            self.duration,
+            self.repeat,
+            &self.modes,
+            &self.logging,
+            &self.locking,
+        )?;
+        let what = format!("{} records of {} bytes", self.config.records, self.config.value_bytes());
+        bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
+    }
+}
+
+/// One measurement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchRow {
+    /// The workload letter.
+    pub workload: char,
+    /// Buffer mode.
+    pub mode: PoolMode,
+    /// Logging on.
+    pub logging: bool,
+    /// Record locking on.
+    pub locking: bool,
+    /// Records loaded.
+    pub records: u64,
+    /// Records after the measurement (loaded plus inserted so far).
+    pub records_after: u64,
+    /// Threads.
+    pub threads: usize,
+    /// Repetition (0-based).
+    pub rep: u32,
+    /// Seconds measured.
+    pub seconds: f64,
+    /// Operations finished per kind, in [`KINDS`] order.
+    pub done: [u64; 5],
+    /// Wait-die retries.
+    pub retries: u64,
+    /// Bytes per value.
+    pub value_bytes: usize,
+    /// The zipfian constant.
+    pub theta: f64,
+    /// Pool bytes.
+    pub pool_bytes: u64,
+    /// Seconds the database took to load.
+    pub load_seconds: f64,
+}
+
+impl BenchRow {
+    /// Operations finished.
+    #[must_use]
+    pub fn operations(&self) -> u64 {
+        self.done.iter().sum()
+    }
+
+    /// Operations per second.
+    #[must_use]
+    pub fn ops_per_sec(&self) -> f64 {
+        self.operations() as f64 / self.seconds
+    }
+
+    /// Retries per 1000 operations.
+    #[must_use]
+    pub fn retries_per_1000(&self) -> f64 {
+        self.retries as f64 * 1000.0 / self.operations().max(1) as f64
+    }
+}
+
+/// The columns of `ycsb.csv` (docs/results-schema.md).
+pub const CSV_COLUMNS: &str =
+    "experiment,workload,mode,logging,locking,records,threads,rep,seconds,operations,\
+ops_per_sec,read,update,insert,scan,read_modify_write,retries,retries_per_1000,records_after,value_bytes,\
+zipf_theta,pool_bytes,load_seconds";
+
+/// Runs the plan, printing progress to `log`; returns one row per measurement.
+///
+/// # Errors
+/// A bad plan ([`WorkloadError::Config`], before anything is created), a database failure, or
+/// a database that fails its check after the run.
+pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>, WorkloadError> {
+    plan.validate()?;
+    let io_err = |e: io::Error| WorkloadError::Io { path: "standard output".into(), source: e };
+    let scratch = Scratch::new(&plan.dir, "ycsb")?;
+    let pool = plan.pool();
+    // Per database: its setting, the workloads over it (in plan order), its load time.
+    let mut dbs = Vec::new();
+    for setting in Setting::all(&plan.modes, &plan.logging, &plan.locking) {
+        let db = setting.create(&scratch.0, "ycsb", pool, plan.policy)?;
+        let base = Ycsb::new(YcsbConfig { letter: plan.workloads[0], ..plan.config.clone() })?;
+        let started = Instant::now();
+        base.load(&db)?;
+        let load = started.elapsed().as_secs_f64();
+        writeln!(log, "loaded {} records: {} in {load:.1} s", plan.config.records, setting.describe())
+            .map_err(io_err)?;
+        let workloads: Vec<Ycsb> =
+            plan.workloads.iter().map(|&l| base.with_letter(l)).collect::<Result<_, _>>()?;
+        dbs.push((setting, db, workloads, load));
+    }
+    let mut rows = Vec::new();
+    for rep in 0..plan.repeat {
+        for &threads in &plan.threads {
+            for (w, &letter) in plan.workloads.iter().enumerate() {
+                for (s, db, workloads, load) in &dbs {
+                    let ycsb = &workloads[w];
+                    let m = harness::run(ycsb, db, threads, Until::Elapsed(plan.duration))?;
+                    let row = BenchRow {
+                        workload: letter,
+                        mode: s.mode,
+                        logging: s.logging,
+                        locking: s.locking,
+                        records: plan.config.records,
+                        records_after: ycsb.records(),
+                        threads,
+                        rep,
+                        seconds: m.elapsed.as_secs_f64(),
+                        done: std::array::from_fn(|k| m.kinds[k].done),
+                        retries: m.retries(),
+                        value_bytes: plan.config.value_bytes(),
+                        theta: plan.config.theta,
+                        pool_bytes: pool,
+                        load_seconds: *load,
+                    };
+                    writeln!(
+                        log,
+                        "rep {rep} threads {threads} workload {letter} {}: {:.0} ops/s",
+                        s.describe(),
+                        row.ops_per_sec()
+                    )
+                    .map_err(io_err)?;
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    for (s, db, workloads, _) in dbs {
+        workloads[0].verify(&db).map_err(|e| match e {
+            WorkloadError::Inconsistent { condition, detail } => {
+                WorkloadError::Inconsistent { condition, detail: format!("{}: {detail}", s.describe()) }
+            }
+            other => other,
+        })?;
+        db.close()?;
+    }
+    writeln!(log, "every record is present, in its place and intact in every database").map_err(io_err)?;
+    Ok(rows)
+}
+
+/// Prints the medians per workload, configuration and thread count.
+///
+/// # Errors
+/// Writing failed.
+pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> io::Result<()> {
+    writeln!(
+        out,
+        "{:<8} {:<12} {:>7} {:>7} {:>7} {:>12} {:>13}",
+        "workload", "mode", "logging", "locking", "threads", "ops/s", "retries/1000"
+    )?;
+    for &letter in &plan.workloads {
+        for &threads in &plan.threads {
+            for s in Setting::all(&plan.modes, &plan.logging, &plan.locking) {
+                let sel: Vec<&BenchRow> = rows
+                    .iter()
+                    .filter(|r| {
+                        r.workload == letter
+                            && r.threads == threads
+                            && r.mode == s.mode
+                            && r.logging == s.logging
+                            && r.locking == s.locking
+                    })
+                    .collect();
+                let m = |f: &dyn Fn(&BenchRow) -> f64| bench::median(sel.iter().map(|r| f(r)).collect());
+                writeln!(
+                    out,
+                    "{:<8} {:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.2}",
+                    letter,
+                    s.mode.name(),
+                    on_off(s.logging),
+                    on_off(s.locking),
+                    threads,
+                    m(&BenchRow::ops_per_sec),
+                    m(&BenchRow::retries_per_1000),
+                )?;
+            }
+        }
+    }
+    writeln!(
+        out,
+        "YCSB, {} records of {} bytes, zipfian constant {}: medians of {} x {:.1} s; kinds {}; logging commits \
+         asynchronously.",
+        plan.config.records,
+        plan.config.value_bytes(),
+        plan.config.theta,
+        plan.repeat,
+        plan.duration.as_secs_f64(),
+        KINDS.join("/")
+    )
+}
+
+/// Writes `rows` as CSV with the header [`CSV_COLUMNS`].
+///
+/// # Errors
+/// [`WorkloadError::Io`] naming the file.
+pub fn write_csv(path: &Path, rows: &[BenchRow]) -> Result<(), WorkloadError> {
+    bench::write_lines(
+        path,
+        CSV_COLUMNS,
+        rows.iter().map(|r| {
+            format!(
+                "ycsb,{},{},{},{},{},{},{},{:.3},{},{:.1},{},{},{},{},{},{},{:.2},{},{},{},{},{:.2}",
+                r.workload,
+                r.mode.name(),
+                on_off(r.logging),
+                on_off(r.locking),
+                r.records,
+                r.threads,
+                r.rep,
+                r.seconds,
+                r.operations(),
+                r.ops_per_sec(),
+                r.done[kind::READ],
+                r.done[kind::UPDATE],
+                r.done[kind::INSERT],
+                r.done[kind::SCAN],
+                r.done[kind::READ_MODIFY_WRITE],
+                r.retries,
+                r.retries_per_1000(),
+                r.records_after,
+                r.value_bytes,
+                r.theta,
+                r.pool_bytes,
+                r.load_seconds
+            )
+        }),
+    )
+}
