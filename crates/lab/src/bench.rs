@@ -157,21 +157,3 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
         n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
-
-/// Writes a CSV file: the header, then the lines.
-pub(crate) fn write_lines(
-    path: &Path,
-    header: &str,
-    lines: impl Iterator<Item = String>,
-) -> Result<(), WorkloadError> {
-    use std::io::Write;
-    let write = || -> std::io::Result<()> {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-        writeln!(f, "{header}")?;
-        for l in lines {
-            writeln!(f, "{l}")?;
-        }
-        f.flush()
-    };
-    write().map_err(|e| WorkloadError::Io { path: path.display().to_string(), source: e })
-}

@@ -53,6 +53,8 @@ mod tests {
             ("isolation.csv", Some("`isolation.csv`"), columns::<super::isolation::IsolationRow>()),
             ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
+            ("tpcb.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
+            ("ycsb.csv", Some("`ycsb.csv`"), columns::<crate::ycsb::YcsbRow>()),
             ("gilbert-pools.csv", Some("`gilbert-pools.csv`"), columns::<super::gilbert_pools::PoolsRow>()),
             (
                 "gilbert-stack-depth.csv",
@@ -106,6 +108,8 @@ mod tests {
         assert_eq!(joined(columns::<super::emulator::EmulatorRow>()), super::emulator::CSV_HEADER);
         assert_eq!(joined(columns::<super::wal::WalRow>()), super::wal::CSV_HEADER);
         assert_eq!(joined(columns::<crate::tpcc::TpccRow>()), crate::tpcc::CSV_COLUMNS);
+        assert_eq!(joined(columns::<crate::tpcb::TpcbRow>()), crate::tpcb::CSV_COLUMNS);
+        assert_eq!(joined(columns::<crate::ycsb::YcsbRow>()), crate::ycsb::CSV_COLUMNS);
         assert_eq!(
             joined(columns::<super::isolation::IsolationRow>()),
             "experiment,mix,locking,threads,rep,per_sec,records_per_sec,retries_per_1000,locks_per_txn"

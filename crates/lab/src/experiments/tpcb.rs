@@ -1,7 +1,9 @@
 //! `bench tpcb`: argument parsing for the TPC-B benchmark; the workload, the measurements and
 //! the table live in `crate::tpcb`.
 
-use crate::tpcb::{print_table, run_bench, write_csv, BenchPlan, TpcbConfig};
+use crate::experiment::{self, Experiment};
+use crate::progress::Progress;
+use crate::tpcb::{print_table, run_bench, BenchPlan, BenchRow, TpcbConfig, TpcbRow};
 use crate::WorkloadError;
 use clap::Args;
 use std::error::Error;
@@ -72,25 +74,43 @@ pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.validate().map_err(|e| Usage(e.to_string()))?;
-    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "TPC-B: {} branches, pool {} MiB per database, {} s per measurement, {} repetitions",
-        args.branches,
-        plan.pool() >> 20,
-        args.duration,
-        args.repeat
-    )?;
-    let rows = match run_bench(&plan, &mut out) {
-        Err(WorkloadError::Config(e)) => return Err(Usage(e).into()),
-        r => r?,
-    };
-    print_table(&mut out, &plan, &rows)?;
-    if let Some(dir) = &args.out {
-        let path = dir.join("tpcb.csv");
-        write_csv(&path, &rows)?;
-        writeln!(out, "wrote {}", path.display())?;
+    experiment::execute(&Tpcb(plan), args.out.as_deref())
+}
+
+/// `bench tpcb` as an experiment.
+pub struct Tpcb(pub BenchPlan);
+
+impl Experiment for Tpcb {
+    const NAME: &'static str = "tpcb";
+    type Row = TpcbRow;
+    type Results = Vec<BenchRow>;
+
+    fn caption(&self) -> String {
+        let p = &self.0;
+        format!(
+            "TPC-B: {} branches, pool {} MiB per database, {} s per measurement, {} repetitions",
+            p.config.branches,
+            p.pool() >> 20,
+            p.duration.as_secs_f64(),
+            p.repeat
+        )
     }
-    Ok(ExitCode::SUCCESS)
+
+    fn run(&self, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
+        let mut log: Box<dyn Write> =
+            if progress.is_on() { Box::new(io::stderr()) } else { Box::new(io::sink()) };
+        match run_bench(&self.0, &mut log) {
+            Err(WorkloadError::Config(e)) => Err(Usage(e).into()),
+            r => Ok(r?),
+        }
+    }
+
+    fn tables(&self, rows: &Vec<BenchRow>, mut out: &mut dyn Write) -> io::Result<()> {
+        print_table(&mut out, &self.0, rows)?;
+        writeln!(out, "balances agree with each other and with the history in every database")
+    }
+
+    fn rows(&self, rows: &Vec<BenchRow>) -> Vec<TpcbRow> {
+        rows.iter().map(TpcbRow::new).collect()
+    }
 }

@@ -1,7 +1,9 @@
 //! `bench ycsb`: argument parsing for the YCSB core workloads; the workloads, the measurements
 //! and the table live in `crate::ycsb`.
 
-use crate::ycsb::{parse_letter, print_table, run_bench, write_csv, BenchPlan, YcsbConfig};
+use crate::experiment::{self, Experiment};
+use crate::progress::Progress;
+use crate::ycsb::{parse_letter, print_table, run_bench, BenchPlan, BenchRow, YcsbConfig, YcsbRow};
 use crate::WorkloadError;
 use clap::Args;
 use std::error::Error;
@@ -96,29 +98,47 @@ pub fn run(args: &YcsbArgs) -> Result<ExitCode, Box<dyn Error>> {
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.validate().map_err(usage)?;
-    crate::output::prepare_out(args.out.as_deref()).map_err(Usage)?;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "YCSB {}: {} records of {} bytes, zipfian constant {}, pool {} MiB per database, {} s per measurement, \
-         {} repetitions",
-        plan.workloads.iter().collect::<String>(),
-        plan.config.records,
-        plan.config.value_bytes(),
-        plan.config.theta,
-        plan.pool() >> 20,
-        args.duration,
-        args.repeat
-    )?;
-    let rows = match run_bench(&plan, &mut out) {
-        Err(WorkloadError::Config(e)) => return Err(Usage(e).into()),
-        r => r?,
-    };
-    print_table(&mut out, &plan, &rows)?;
-    if let Some(dir) = &args.out {
-        let path = dir.join("ycsb.csv");
-        write_csv(&path, &rows)?;
-        writeln!(out, "wrote {}", path.display())?;
+    experiment::execute(&Ycsb(plan), args.out.as_deref())
+}
+
+/// `bench ycsb` as an experiment.
+pub struct Ycsb(pub BenchPlan);
+
+impl Experiment for Ycsb {
+    const NAME: &'static str = "ycsb";
+    type Row = YcsbRow;
+    type Results = Vec<BenchRow>;
+
+    fn caption(&self) -> String {
+        let p = &self.0;
+        format!(
+            "YCSB {}: {} records of {} bytes, zipfian constant {}, pool {} MiB per database, {} s per measurement, \
+             {} repetitions",
+            p.workloads.iter().collect::<String>(),
+            p.config.records,
+            p.config.value_bytes(),
+            p.config.theta,
+            p.pool() >> 20,
+            p.duration.as_secs_f64(),
+            p.repeat
+        )
     }
-    Ok(ExitCode::SUCCESS)
+
+    fn run(&self, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
+        let mut log: Box<dyn Write> =
+            if progress.is_on() { Box::new(io::stderr()) } else { Box::new(io::sink()) };
+        match run_bench(&self.0, &mut log) {
+            Err(WorkloadError::Config(e)) => Err(Usage(e).into()),
+            r => Ok(r?),
+        }
+    }
+
+    fn tables(&self, rows: &Vec<BenchRow>, mut out: &mut dyn Write) -> io::Result<()> {
+        print_table(&mut out, &self.0, rows)?;
+        writeln!(out, "every record is present, in its place and intact in every database")
+    }
+
+    fn rows(&self, rows: &Vec<BenchRow>) -> Vec<YcsbRow> {
+        rows.iter().map(YcsbRow::new).collect()
+    }
 }

@@ -5,7 +5,7 @@
 //! measurement.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use swizzledb::{PolicySpec, PoolMode};
 
@@ -232,32 +232,46 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     )
 }
 
-/// Writes `rows` as CSV with the header [`CSV_COLUMNS`].
-///
-/// # Errors
-/// [`WorkloadError::Io`] naming the file.
-pub fn write_csv(path: &Path, rows: &[BenchRow]) -> Result<(), WorkloadError> {
-    bench::write_lines(
-        path,
-        CSV_COLUMNS,
-        rows.iter().map(|r| {
-            format!(
-                "tpcb,{},{},{},{},{},{},{},{:.3},{},{:.1},{},{:.2},{},{:.2}",
-                r.mode.name(),
-                on_off(r.logging),
-                on_off(r.locking),
-                r.branches,
-                r.accounts,
-                r.threads,
-                r.rep,
-                r.seconds,
-                r.transactions,
-                r.tx_per_sec(),
-                r.retries,
-                r.retries_per_1000(),
-                r.pool_bytes,
-                r.load_seconds
-            )
-        }),
-    )
+/// One row of `tpcb.csv` (columns [`CSV_COLUMNS`], described in `docs/results-schema.md`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TpcbRow {
+    pub experiment: &'static str,
+    pub mode: &'static str,
+    pub logging: &'static str,
+    pub locking: &'static str,
+    pub branches: u32,
+    pub accounts_per_branch: u32,
+    pub threads: usize,
+    pub rep: u32,
+    pub seconds: f64,
+    pub transactions: u64,
+    pub tx_per_sec: f64,
+    pub retries: u64,
+    pub retries_per_1000: f64,
+    pub pool_bytes: u64,
+    pub load_seconds: f64,
+}
+
+impl TpcbRow {
+    /// The row of measurement `r`.
+    #[must_use]
+    pub fn new(r: &BenchRow) -> TpcbRow {
+        TpcbRow {
+            experiment: "tpcb",
+            mode: r.mode.name(),
+            logging: on_off(r.logging),
+            locking: on_off(r.locking),
+            branches: r.branches,
+            accounts_per_branch: r.accounts,
+            threads: r.threads,
+            rep: r.rep,
+            seconds: r.seconds,
+            transactions: r.transactions,
+            tx_per_sec: r.tx_per_sec(),
+            retries: r.retries,
+            retries_per_1000: r.retries_per_1000(),
+            pool_bytes: r.pool_bytes,
+            load_seconds: r.load_seconds,
+        }
+    }
 }

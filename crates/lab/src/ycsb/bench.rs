@@ -6,7 +6,7 @@
 //! verified after its last measurement.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use swizzledb::{PolicySpec, PoolMode};
 
@@ -274,40 +274,62 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     )
 }
 
-/// Writes `rows` as CSV with the header [`CSV_COLUMNS`].
-///
-/// # Errors
-/// [`WorkloadError::Io`] naming the file.
-pub fn write_csv(path: &Path, rows: &[BenchRow]) -> Result<(), WorkloadError> {
-    bench::write_lines(
-        path,
-        CSV_COLUMNS,
-        rows.iter().map(|r| {
-            format!(
-                "ycsb,{},{},{},{},{},{},{},{:.3},{},{:.1},{},{},{},{},{},{},{:.2},{},{},{},{},{:.2}",
-                r.workload,
-                r.mode.name(),
-                on_off(r.logging),
-                on_off(r.locking),
-                r.records,
-                r.threads,
-                r.rep,
-                r.seconds,
-                r.operations(),
-                r.ops_per_sec(),
-                r.done[kind::READ],
-                r.done[kind::UPDATE],
-                r.done[kind::INSERT],
-                r.done[kind::SCAN],
-                r.done[kind::READ_MODIFY_WRITE],
-                r.retries,
-                r.retries_per_1000(),
-                r.records_after,
-                r.value_bytes,
-                r.theta,
-                r.pool_bytes,
-                r.load_seconds
-            )
-        }),
-    )
+/// One row of `ycsb.csv` (columns [`CSV_COLUMNS`], described in `docs/results-schema.md`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct YcsbRow {
+    pub experiment: &'static str,
+    pub workload: String,
+    pub mode: &'static str,
+    pub logging: &'static str,
+    pub locking: &'static str,
+    pub records: u64,
+    pub threads: usize,
+    pub rep: u32,
+    pub seconds: f64,
+    pub operations: u64,
+    pub ops_per_sec: f64,
+    pub read: u64,
+    pub update: u64,
+    pub insert: u64,
+    pub scan: u64,
+    pub read_modify_write: u64,
+    pub retries: u64,
+    pub retries_per_1000: f64,
+    pub records_after: u64,
+    pub value_bytes: usize,
+    pub zipf_theta: f64,
+    pub pool_bytes: u64,
+    pub load_seconds: f64,
+}
+
+impl YcsbRow {
+    /// The row of measurement `r`.
+    #[must_use]
+    pub fn new(r: &BenchRow) -> YcsbRow {
+        YcsbRow {
+            experiment: "ycsb",
+            workload: r.workload.to_string(),
+            mode: r.mode.name(),
+            logging: on_off(r.logging),
+            locking: on_off(r.locking),
+            records: r.records,
+            threads: r.threads,
+            rep: r.rep,
+            seconds: r.seconds,
+            operations: r.operations(),
+            ops_per_sec: r.ops_per_sec(),
+            read: r.done[kind::READ],
+            update: r.done[kind::UPDATE],
+            insert: r.done[kind::INSERT],
+            scan: r.done[kind::SCAN],
+            read_modify_write: r.done[kind::READ_MODIFY_WRITE],
+            retries: r.retries,
+            retries_per_1000: r.retries_per_1000(),
+            records_after: r.records_after,
+            value_bytes: r.value_bytes,
+            zipf_theta: r.theta,
+            pool_bytes: r.pool_bytes,
+            load_seconds: r.load_seconds,
+        }
+    }
 }

@@ -53,7 +53,7 @@ use crate::workload::{Outcome, Workload, WorkloadError};
 use generator::{zeta, KeyChooser, Zipfian};
 use record::{key_into, HEADER, TABLE};
 
-pub use bench::{print_table, run_bench, write_csv, BenchPlan, BenchRow, CSV_COLUMNS};
+pub use bench::{print_table, run_bench, BenchPlan, BenchRow, YcsbRow, CSV_COLUMNS};
 
 /// The operation kinds, in [`Outcome::kind`] order (every letter counts all five).
 pub const KINDS: [&str; 5] = ["read", "update", "insert", "scan", "read-modify-write"];
