@@ -23,9 +23,9 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb_lab::experiments::{
-    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_policies, gilbert_pools,
-    gilbert_stack_depth, graefe_fig10, graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lookup,
-    tpcb, tpcc, wal, ycsb,
+    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_long_run, gilbert_policies,
+    gilbert_pools, gilbert_stack_depth, graefe_fig10, graefe_fig12, graefe_fig13, graefe_fig14, insert,
+    isolation, lookup, tpcb, tpcc, wal, ycsb,
 };
 use swizzledb_lab::Usage;
 
@@ -148,6 +148,10 @@ enum Experiment {
     /// needs for a 75% hit ratio
     #[command(name = "gilbert-stack-depth")]
     StackDepth(gilbert_stack_depth::StackDepthArgs),
+    /// Gilbert 2017 Fig. 2.12: long TPC-C runs with swizzling off and on, starting cold, as a
+    /// throughput time series (the gain of swizzling appears once the pool is warm)
+    #[command(name = "gilbert-long-run")]
+    LongRun(gilbert_long_run::LongRunArgs),
     /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
     /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), and behind BP-Wrapper
     /// (bpw-*; hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads:
@@ -196,6 +200,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Experiment::Policies(args) => gilbert_policies::execute(&args),
             Experiment::Pools(args) => gilbert_pools::execute(&args),
             Experiment::StackDepth(args) => gilbert_stack_depth::execute(&args),
+            Experiment::LongRun(args) => gilbert_long_run::execute(&args),
             Experiment::BpWrapper(args) => ding_bpwrapper::execute(&args),
         },
         Command::Trace { action } => trace::run(action),

@@ -211,3 +211,44 @@ fn gilbert_stack_depth_histograms_add_up() {
         std::fs::read_dir(&scratch.0).unwrap().filter(|e| e.as_ref().unwrap().file_name() != "out").collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// `experiment gilbert-long-run` at the smallest scale: every database runs every sample in
+/// turn, its clock only advancing, and the series and the check come out.
+#[test]
+fn gilbert_long_run_samples_every_database_in_turn() {
+    let scratch = Scratch::new("long-run");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["experiment", "gilbert-long-run", "--warehouses", "1", "--fractions", "20%,120%"])
+        .args(["--duration", "0.6", "--sample", "0.2", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("Fig. 2.12: swizzling / traditional") && stdout.contains("last quarter"),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(out.join("gilbert-long-run.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 2 sizes x 2 modes x 3 samples.
+    assert_eq!(rows.len(), 12, "{rows:?}");
+    for db in ["traditional", "swizzling"] {
+        for size in ["0.2", "1.2"] {
+            let t: Vec<f64> = rows
+                .iter()
+                .filter(|r| r[col("mode")] == db && r[col("pool_fraction")] == size)
+                .map(|r| r[col("t_s")].parse().unwrap())
+                .collect();
+            assert_eq!(t.len(), 3, "{db} {size}: {rows:?}");
+            assert!(t.windows(2).all(|w| w[0] < w[1]), "{db} {size}: {t:?}");
+        }
+    }
+    assert!(out.join("gilbert-long-run.svg").exists());
+}

@@ -207,6 +207,23 @@ fn scale(num: &str, multiplier: u64) -> Option<u64> {
     (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= 9_007_199_254_740_992.0).then_some(v as u64)
 }
 
+/// A pool size as a percentage of the data (`25%` or `25`), up to 1000%: a fraction above 0.
+///
+/// # Errors
+/// Not a number, or not above 0% and at most 1000%.
+pub fn parse_pool_percent(input: &str) -> Result<f64, String> {
+    let s = input.trim();
+    let v: f64 =
+        s.strip_suffix('%').unwrap_or(s).trim().parse().map_err(|_| {
+            format!("invalid pool size {input:?}; expected a percentage of the data such as 25%")
+        })?;
+    if v > 0.0 && v <= 1000.0 {
+        Ok(v / 100.0)
+    } else {
+        Err(format!("pool size {input:?} must be above 0% and at most 1000% of the data"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,7 @@ pub struct PoolsArgs {
     #[arg(long, default_value = "random,gclock,car", value_delimiter = ',')]
     policies: Vec<PolicySpec>,
     /// Pool sizes as percentages of the loaded database's file, comma-separated (up to 1000%)
-    #[arg(long, default_value = "5%,10%,25%,50%,100%,120%", value_delimiter = ',', value_parser = parse_percent)]
+    #[arg(long, default_value = "5%,10%,25%,50%,100%,120%", value_delimiter = ',', value_parser = units::parse_pool_percent)]
     fractions: Vec<f64>,
     /// Buffer modes: swizzling off (traditional) and on (swizzling)
     #[arg(long, default_value = "traditional,swizzling", value_parser = units::parse_modes)]
@@ -65,19 +65,6 @@ pub struct PoolsArgs {
     /// Directory for gilbert-pools.csv, .json and the plots (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-}
-
-fn parse_percent(input: &str) -> Result<f64, String> {
-    let s = input.trim();
-    let v: f64 =
-        s.strip_suffix('%').unwrap_or(s).trim().parse().map_err(|_| {
-            format!("invalid pool size {input:?}; expected a percentage of the data such as 25%")
-        })?;
-    if v > 0.0 && v <= 1000.0 {
-        Ok(v / 100.0)
-    } else {
-        Err(format!("pool size {input:?} must be above 0% and at most 1000% of the data"))
-    }
 }
 
 /// Runs `experiment gilbert-pools`.
@@ -593,10 +580,12 @@ mod tests {
 
     #[test]
     fn pool_sizes_may_exceed_the_data() {
-        assert_eq!(parse_percent("120%"), Ok(1.2));
-        assert_eq!(parse_percent("5"), Ok(0.05));
+        assert_eq!(units::parse_pool_percent("120%"), Ok(1.2));
+        assert_eq!(units::parse_pool_percent("5"), Ok(0.05));
         assert!(
-            parse_percent("0%").is_err() && parse_percent("2000%").is_err() && parse_percent("x").is_err()
+            units::parse_pool_percent("0%").is_err()
+                && units::parse_pool_percent("2000%").is_err()
+                && units::parse_pool_percent("x").is_err()
         );
     }
 }

@@ -8,6 +8,7 @@ pub mod ding_bpwrapper;
 pub mod drift;
 pub mod emulator;
 pub mod fix;
+pub mod gilbert_long_run;
 pub mod gilbert_policies;
 pub mod gilbert_pools;
 pub mod gilbert_stack_depth;
@@ -55,6 +56,11 @@ mod tests {
             ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("tpcb.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
             ("ycsb.csv", Some("`ycsb.csv`"), columns::<crate::ycsb::YcsbRow>()),
+            (
+                "gilbert-long-run.csv",
+                Some("`gilbert-long-run.csv`"),
+                columns::<super::gilbert_long_run::LongRunRow>(),
+            ),
             ("gilbert-pools.csv", Some("`gilbert-pools.csv`"), columns::<super::gilbert_pools::PoolsRow>()),
             (
                 "gilbert-stack-depth.csv",

@@ -76,8 +76,8 @@ impl PoolRun {
     }
 }
 
-/// Removes a file and its log directory when dropped.
-struct Scratch(PathBuf);
+/// A database file removed (with its log directory) when dropped.
+pub struct Scratch(pub PathBuf);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -90,6 +90,74 @@ fn wal_dir(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(".wal");
     PathBuf::from(s)
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> WorkloadError {
+    let path = path.display().to_string();
+    move |source| WorkloadError::Io { path, source }
+}
+
+/// A workload loaded once into a file (unlogged, unlocked), to be copied for each run.
+pub struct BaseFile {
+    file: Scratch,
+    stem: String,
+    /// The file's bytes.
+    pub bytes: u64,
+}
+
+impl BaseFile {
+    /// Loads `workload` into a new file in `dir` with a pool of `pool_bytes`.
+    ///
+    /// # Errors
+    /// The directory or the file cannot be made, or loading fails.
+    pub fn load<W: Workload>(
+        workload: &W,
+        dir: &Path,
+        pool_bytes: u64,
+        progress: Progress,
+    ) -> Result<BaseFile, WorkloadError> {
+        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+        let stem = format!("swizzledb-{}-{}", workload.name(), std::process::id());
+        let file = Scratch(dir.join(format!("{stem}-base.swz")));
+        progress.say(format_args!("loading {} into the base file ...", workload.name()));
+        let db = Database::builder()
+            .pool_bytes(usize::try_from(pool_bytes).unwrap_or(usize::MAX))
+            .logging(false)
+            .locking(false)
+            .create(&file.0)?;
+        workload.load(&db)?;
+        db.close()?;
+        let bytes = std::fs::metadata(&file.0).map_err(io_error(&file.0))?.len();
+        Ok(BaseFile { file, stem, bytes })
+    }
+
+    /// Copy number `n` of the base file, opened cold with `mode`, `policy` and a pool of
+    /// `pool_bytes` (logging and locking off); the copy goes when the returned [`Scratch`] drops
+    /// (after the database is closed).
+    ///
+    /// # Errors
+    /// Copying or opening fails.
+    pub fn open_copy(
+        &self,
+        n: usize,
+        mode: PoolMode,
+        policy: PolicySpec,
+        pool_bytes: u64,
+        direct_io: bool,
+    ) -> Result<(Database, Scratch), WorkloadError> {
+        let dir = self.file.0.parent().unwrap_or(Path::new("."));
+        let copy = Scratch(dir.join(format!("{}-{n}.swz", self.stem)));
+        std::fs::copy(&self.file.0, &copy.0).map_err(io_error(&copy.0))?;
+        let db = Database::builder()
+            .mode(mode)
+            .policy(policy)
+            .pool_bytes(usize::try_from(pool_bytes).unwrap_or(usize::MAX))
+            .logging(false)
+            .locking(false)
+            .direct_io(direct_io)
+            .open(&copy.0)?;
+        Ok((db, copy))
+    }
 }
 
 /// The pool bytes of `point` over a base file of `data_bytes`.
@@ -116,41 +184,15 @@ pub fn run<W: Workload>(
     if sweep.points.iter().any(|p| !(p.fraction > 0.0 && p.fraction.is_finite())) {
         return bad("pool fractions must be above 0");
     }
-    std::fs::create_dir_all(&sweep.dir)
-        .map_err(|e| WorkloadError::Io { path: sweep.dir.display().to_string(), source: e })?;
-    let stem = format!("swizzledb-{}-pools-{}", workload.name(), std::process::id());
-    let base = Scratch(sweep.dir.join(format!("{stem}-base.swz")));
-    {
-        progress.say(format_args!("loading {} into the base file ...", workload.name()));
-        let db = Database::builder()
-            .pool_bytes(usize::try_from(sweep.load_pool_bytes).unwrap_or(usize::MAX))
-            .logging(false)
-            .locking(false)
-            .create(&base.0)?;
-        workload.load(&db)?;
-        db.close()?;
-    }
-    let io = |path: &Path| {
-        let path = path.display().to_string();
-        move |source| WorkloadError::Io { path, source }
-    };
-    let data_bytes = std::fs::metadata(&base.0).map_err(io(&base.0))?.len();
+    let base = BaseFile::load(workload, &sweep.dir, sweep.load_pool_bytes, progress)?;
+    let data_bytes = base.bytes;
     let mut runs = Vec::new();
     let total = u64::from(sweep.repeat) * sweep.points.len() as u64;
     let bar = progress.counter(total, format!("{} runs", workload.name()));
     for rep in 0..sweep.repeat {
         for (i, point) in sweep.points.iter().enumerate() {
-            let copy = Scratch(sweep.dir.join(format!("{stem}-run.swz")));
-            std::fs::copy(&base.0, &copy.0).map_err(io(&copy.0))?;
             let pool = pool_bytes(sweep, point, data_bytes);
-            let db = Database::builder()
-                .mode(point.mode)
-                .policy(point.policy)
-                .pool_bytes(usize::try_from(pool).unwrap_or(usize::MAX))
-                .logging(false)
-                .locking(false)
-                .direct_io(sweep.direct_io)
-                .open(&copy.0)?;
+            let (db, copy) = base.open_copy(0, point.mode, point.policy, pool, sweep.direct_io)?;
             let before = db.stats();
             let cpu_before = cpu::process_cpu_secs();
             let measurement = harness::run(workload, &db, sweep.threads, Until::Elapsed(sweep.duration))?;

@@ -1,0 +1,358 @@
+//! `experiment gilbert-long-run`: Gilbert 2017 Fig. 2.12, long TPC-C runs with swizzling off and
+//! on, as a throughput time series.
+//!
+//! The thesis's 10-minute cold runs showed no gain from swizzling (Fig. 2.3), but its 50-minute
+//! runs (one per pool size) showed up to +18%: the gain appears once the pool is warm. Here one
+//! TPC-C database per (pool size, mode) is opened cold on a copy of one loaded file
+//! (`harness::pools`), and the runs advance in turns of `--sample` seconds (every database one
+//! sample, then every database the next), so that the machine's drift hits all alike; each sample
+//! is a point of the series. Logging and locking are off (the buffer alone).
+
+use clap::Args;
+use std::error::Error;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+use swizzledb::{PolicySpec, PoolMode, Stats};
+
+use crate::experiment::{self, Check, Experiment, Verdict};
+use crate::harness::pools::BaseFile;
+use crate::harness::{self, Until};
+use crate::plot::{Chart, Point, Scale, Series};
+use crate::progress::Progress;
+use crate::text::{bytes, write_aligned};
+use crate::tpcc::{Tpcc, TpccConfig};
+use crate::workload::Workload;
+use crate::{stats, units, Usage};
+
+/// Options of `experiment gilbert-long-run`.
+#[derive(Args, Debug)]
+pub struct LongRunArgs {
+    /// Warehouses (about 100 MiB of records each; the thesis ran 100)
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    warehouses: u32,
+    /// Pool sizes as percentages of the loaded database, comma-separated
+    #[arg(long, default_value = "25%,100%", value_delimiter = ',', value_parser = units::parse_pool_percent)]
+    fractions: Vec<f64>,
+    /// Buffer modes compared: swizzling off (traditional) and on (swizzling)
+    #[arg(long, default_value = "traditional,swizzling", value_parser = units::parse_modes)]
+    modes: units::Modes,
+    /// Replacement policy (the thesis's chapter 2 used RANDOM)
+    #[arg(long, default_value = "random")]
+    policy: PolicySpec,
+    /// Threads running transactions
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: u16,
+    /// Seconds each database runs in all (the thesis ran 50 minutes)
+    #[arg(long, default_value = "120", value_parser = units::parse_positive_seconds)]
+    duration: f64,
+    /// Seconds per sample of the series
+    #[arg(long, default_value = "5", value_parser = units::parse_positive_seconds)]
+    sample: f64,
+    /// Read and write with O_DIRECT, so that misses cost device reads
+    #[arg(long)]
+    direct_io: bool,
+    /// Directory for the base file and its copies [default: the system temp directory]
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Directory for gilbert-long-run.csv, .json and the plot (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// Runs `experiment gilbert-long-run`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
+pub fn execute(args: &LongRunArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let modes: Vec<PoolMode> = args.modes.0.iter().copied().filter(|&m| m != PoolMode::MainMemory).collect();
+    if modes.is_empty() {
+        return Err(Usage("main-memory mode never evicts; choose traditional and/or swizzling".into()).into());
+    }
+    if args.sample > args.duration {
+        return Err(Usage("--sample must not be longer than --duration".into()).into());
+    }
+    let config = TpccConfig::standard(args.warehouses);
+    config.validate().map_err(|e| Usage(e.to_string()))?;
+    let mut fractions = args.fractions.clone();
+    fractions.sort_by(f64::total_cmp);
+    fractions.dedup();
+    let plan = LongRun {
+        config,
+        fractions,
+        modes,
+        policy: args.policy,
+        threads: usize::from(args.threads),
+        samples: (args.duration / args.sample).round().max(1.0) as u32,
+        sample: Duration::from_secs_f64(args.sample),
+        direct_io: args.direct_io,
+        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+    };
+    experiment::execute(&plan, args.out.as_deref())
+}
+
+/// The plan.
+pub struct LongRun {
+    /// TPC-C's scale.
+    pub config: TpccConfig,
+    /// Pool sizes as fractions of the loaded file.
+    pub fractions: Vec<f64>,
+    /// Modes compared.
+    pub modes: Vec<PoolMode>,
+    /// The replacement policy.
+    pub policy: PolicySpec,
+    /// Threads.
+    pub threads: usize,
+    /// Samples per database.
+    pub samples: u32,
+    /// Length of one sample.
+    pub sample: Duration,
+    /// O_DIRECT.
+    pub direct_io: bool,
+    /// Scratch directory.
+    pub dir: PathBuf,
+}
+
+/// One sample of one database.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct LongRunRow {
+    pub experiment: &'static str,
+    pub mode: &'static str,
+    pub policy: String,
+    pub pool_fraction: f64,
+    pub pool_bytes: u64,
+    pub data_bytes: u64,
+    pub threads: usize,
+    pub sample: u32,
+    pub t_s: f64,
+    pub seconds: f64,
+    pub transactions: u64,
+    pub tx_per_sec: f64,
+    pub hits: u64,
+    pub misses: u64,
+    pub miss_ratio: Option<f64>,
+    pub evictions: u64,
+    pub logging: bool,
+    pub direct_io: bool,
+}
+
+/// Every sample, and the loaded file's bytes.
+pub struct Results {
+    /// The samples, in the order they ran.
+    pub rows: Vec<LongRunRow>,
+    /// Bytes of the loaded file.
+    pub data_bytes: u64,
+}
+
+fn miss_ratio(s: &Stats) -> Option<f64> {
+    let fixes = s.hits + s.misses;
+    (fixes > 0).then(|| s.misses as f64 / fixes as f64)
+}
+
+impl LongRun {
+    /// Transactions per second of (mode, fraction) over samples `from..to` (all transactions in
+    /// them over their time).
+    fn rate(&self, rows: &[LongRunRow], mode: PoolMode, fraction: f64, from: u32, to: u32) -> Option<f64> {
+        let sel: Vec<&LongRunRow> = rows
+            .iter()
+            .filter(|r| {
+                r.mode == mode.name() && r.pool_fraction == fraction && r.sample >= from && r.sample < to
+            })
+            .collect();
+        let secs: f64 = sel.iter().map(|r| r.seconds).sum();
+        (secs > 0.0).then(|| sel.iter().map(|r| r.transactions).sum::<u64>() as f64 / secs)
+    }
+}
+
+impl Experiment for LongRun {
+    const NAME: &'static str = "gilbert-long-run";
+    type Row = LongRunRow;
+    type Results = Results;
+
+    fn caption(&self) -> String {
+        format!(
+            "Gilbert 2017 Fig. 2.12: long TPC-C runs, {} warehouses, {} thread(s), {}, pools of {} of the data, \
+             {} samples of {} s per database, in turns; every database starts cold.\n\
+             logging: off (buffer only; see bench wal for the log's cost)",
+            self.config.warehouses,
+            self.threads,
+            self.policy,
+            self.fractions.iter().map(|f| format!("{:.0}%", f * 100.0)).collect::<Vec<_>>().join(", "),
+            self.samples,
+            self.sample.as_secs_f64()
+        )
+    }
+
+    fn run(&self, progress: Progress) -> Result<Results, Box<dyn Error>> {
+        let tpcc = Tpcc::new(self.config.clone())?;
+        let load_pool = 2 * self.config.record_bytes() + (64 << 20);
+        let base = BaseFile::load(&tpcc, &self.dir, load_pool, progress)?;
+        let mut dbs = Vec::new();
+        for &fraction in &self.fractions {
+            let pool = ((fraction * base.bytes as f64) as u64).max(256 * 8192);
+            for &mode in &self.modes {
+                let (db, copy) = base.open_copy(dbs.len(), mode, self.policy, pool, self.direct_io)?;
+                dbs.push((fraction, mode, pool, db, copy, 0.0f64));
+            }
+        }
+        let mut rows = Vec::new();
+        let bar = progress.counter(u64::from(self.samples) * dbs.len() as u64, "samples".into());
+        for sample in 0..self.samples {
+            for (fraction, mode, pool, db, _, t) in &mut dbs {
+                let before = db.stats();
+                let m = harness::run(&tpcc, db, self.threads, Until::Elapsed(self.sample))?;
+                let s = db.stats().since(&before);
+                let seconds = m.elapsed.as_secs_f64();
+                *t += seconds;
+                rows.push(LongRunRow {
+                    experiment: Self::NAME,
+                    mode: mode.name(),
+                    policy: self.policy.to_string(),
+                    pool_fraction: *fraction,
+                    pool_bytes: *pool,
+                    data_bytes: base.bytes,
+                    threads: self.threads,
+                    sample,
+                    t_s: *t,
+                    seconds,
+                    transactions: m.operations(),
+                    tx_per_sec: m.rate(m.operations()),
+                    hits: s.hits,
+                    misses: s.misses,
+                    miss_ratio: miss_ratio(&s),
+                    evictions: s.evictions,
+                    logging: false,
+                    direct_io: self.direct_io,
+                });
+                bar.inc(1);
+            }
+        }
+        bar.finish_and_clear();
+        for (_, _, _, db, copy, _) in dbs {
+            tpcc.verify(&db)?;
+            db.close()?;
+            drop(copy);
+        }
+        Ok(Results { rows, data_bytes: base.bytes })
+    }
+
+    fn tables(&self, r: &Results, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "\nloaded database: {}", bytes(r.data_bytes))?;
+        let quarter = (self.samples / 4).max(1);
+        let mut table = vec![[
+            "pool",
+            "mode",
+            "tx/s, whole run",
+            "first quarter",
+            "last quarter",
+            "miss %, last quarter",
+        ]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect::<Vec<_>>()];
+        for &fraction in &self.fractions {
+            for &mode in &self.modes {
+                let cell = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+                let last: Vec<&LongRunRow> = r
+                    .rows
+                    .iter()
+                    .filter(|x| {
+                        x.mode == mode.name()
+                            && x.pool_fraction == fraction
+                            && x.sample >= self.samples - quarter
+                    })
+                    .collect();
+                let (h, m): (u64, u64) = last.iter().fold((0, 0), |(h, m), x| (h + x.hits, m + x.misses));
+                table.push(vec![
+                    format!("{:.0}%", fraction * 100.0),
+                    mode.name().to_string(),
+                    cell(self.rate(&r.rows, mode, fraction, 0, self.samples)),
+                    cell(self.rate(&r.rows, mode, fraction, 0, quarter)),
+                    cell(self.rate(&r.rows, mode, fraction, self.samples - quarter, self.samples)),
+                    if h + m > 0 { format!("{:.2}", m as f64 * 100.0 / (h + m) as f64) } else { "-".into() },
+                ]);
+            }
+        }
+        write_aligned(out, &table)?;
+        writeln!(out, "consistency conditions 1-4 hold in every database after its run")
+    }
+
+    fn checks(&self, r: &Results) -> Vec<Check> {
+        use PoolMode::{Swizzling, Traditional};
+        if !(self.modes.contains(&Swizzling) && self.modes.contains(&Traditional)) {
+            return Vec::new();
+        }
+        let ratios: Vec<f64> = self
+            .fractions
+            .iter()
+            .filter_map(|&f| {
+                stats::ratio(
+                    self.rate(&r.rows, Swizzling, f, 0, self.samples)?,
+                    self.rate(&r.rows, Traditional, f, 0, self.samples)?,
+                )
+            })
+            .collect();
+        let Some(best) = ratios.iter().copied().reduce(f64::max) else { return Vec::new() };
+        vec![Check {
+            what: "Fig. 2.12: swizzling / traditional throughput over a long run, best pool size".into(),
+            paper: "up to 1.18 in 50-minute runs (one run per size); 1.00 to 1.25 counts".into(),
+            ours: format!(
+                "{best:.2} (sizes: {})",
+                ratios.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>().join(", ")
+            ),
+            verdict: if (1.0..=1.25).contains(&best) {
+                Verdict::Holds
+            } else if best > 0.95 {
+                Verdict::Partial
+            } else {
+                Verdict::Fails
+            },
+        }]
+    }
+
+    fn rows(&self, r: &Results) -> Vec<LongRunRow> {
+        r.rows.clone()
+    }
+
+    fn charts(&self, r: &Results) -> Vec<(String, Chart)> {
+        let mut series = Vec::new();
+        for &fraction in &self.fractions {
+            for &mode in &self.modes {
+                series.push(Series {
+                    name: format!("{mode}, {:.0}% pool", fraction * 100.0),
+                    points: r
+                        .rows
+                        .iter()
+                        .filter(|x| x.mode == mode.name() && x.pool_fraction == fraction)
+                        .map(|x| Point {
+                            x: x.t_s,
+                            y: x.tx_per_sec,
+                            y_min: x.tx_per_sec,
+                            y_max: x.tx_per_sec,
+                        })
+                        .collect(),
+                });
+            }
+        }
+        vec![(
+            Self::NAME.to_string(),
+            Chart {
+                title: "Long TPC-C runs, swizzling off and on (Gilbert 2017, Fig. 2.12)".into(),
+                x_label: "seconds the database has run".into(),
+                y_label: "transactions per second".into(),
+                x_scale: Scale::Linear,
+                series,
+                note: Some(format!(
+                    "{} warehouses ({}), {} thread(s), {}; each database starts cold",
+                    self.config.warehouses,
+                    bytes(r.data_bytes),
+                    self.threads,
+                    self.policy
+                )),
+                vline: None,
+                marks: None,
+            },
+        )]
+    }
+}
