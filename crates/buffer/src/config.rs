@@ -89,6 +89,10 @@ pub struct PoolConfig {
     /// The write-ahead log the pool flushes before writing a page (B18) and tells of every page
     /// write (B20). `None` (the default): logging is off and no log call is made on any path.
     pub log: Option<Arc<dyn LogFlush>>,
+    /// Time every fix and count the nanoseconds by hit or miss and latch mode (B12a; the
+    /// `*_nanos` and `timed_*` counters of `Stats`). Off by default: timing costs two clock
+    /// reads per fix.
+    pub time_fixes: bool,
 }
 
 impl std::fmt::Debug for PoolConfig {
@@ -119,6 +123,7 @@ impl Default for PoolConfig {
             direct_io: false,
             trace: None,
             log: None,
+            time_fixes: false,
         }
     }
 }

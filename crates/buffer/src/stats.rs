@@ -69,6 +69,14 @@ counters! {
     policy_lock_hold_nanos: "Nanoseconds the sampled acquisitions held the policy's lock.",
     policy_accesses: "Page accesses (hits and inserts) reported to the instrumented policy; root fixes are not reported.",
     policy_dropped_hits: "Hits BP-Wrapper neither queued nor forwarded because the policy ignores them (2Q's A1in, hot/cold's hot pages; Ding et al. Fig. 7).",
+    timed_hits_shared: "Fixes timed (`time_fixes`, B12a) that hit, with a shared latch.",
+    hit_shared_nanos: "Nanoseconds of the timed shared-latch hits.",
+    timed_hits_exclusive: "Fixes timed that hit, with an exclusive latch.",
+    hit_exclusive_nanos: "Nanoseconds of the timed exclusive-latch hits.",
+    timed_misses_shared: "Fixes timed that missed (read the page), with a shared latch.",
+    miss_shared_nanos: "Nanoseconds of the timed shared-latch misses (eviction and the read included).",
+    timed_misses_exclusive: "Fixes timed that missed, with an exclusive latch.",
+    miss_exclusive_nanos: "Nanoseconds of the timed exclusive-latch misses.",
 }
 
 /// Adds one to a counter owned by the current thread (single writer: load + store).

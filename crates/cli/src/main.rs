@@ -23,9 +23,9 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb_lab::experiments::{
-    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_long_run, gilbert_policies,
-    gilbert_pools, gilbert_stack_depth, graefe_fig10, graefe_fig12, graefe_fig13, graefe_fig14, insert,
-    isolation, lookup, tpcb, tpcc, wal, ycsb,
+    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_fix_time, gilbert_long_run,
+    gilbert_policies, gilbert_pools, gilbert_stack_depth, graefe_fig10, graefe_fig12, graefe_fig13,
+    graefe_fig14, insert, isolation, lookup, tpcb, tpcc, wal, ycsb,
 };
 use swizzledb_lab::Usage;
 
@@ -152,6 +152,10 @@ enum Experiment {
     /// throughput time series (the gain of swizzling appears once the pool is warm)
     #[command(name = "gilbert-long-run")]
     LongRun(gilbert_long_run::LongRunArgs),
+    /// Gilbert 2017 Figs. 2.7/2.8: nanoseconds per fix() inside TPC-C by hit or miss and latch
+    /// mode, swizzling off and on, at a pool larger than the data and at a small one
+    #[command(name = "gilbert-fix-time")]
+    FixTime(gilbert_fix_time::FixTimeArgs),
     /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
     /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), and behind BP-Wrapper
     /// (bpw-*; hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads:
@@ -201,6 +205,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Experiment::Pools(args) => gilbert_pools::execute(&args),
             Experiment::StackDepth(args) => gilbert_stack_depth::execute(&args),
             Experiment::LongRun(args) => gilbert_long_run::execute(&args),
+            Experiment::FixTime(args) => gilbert_fix_time::execute(&args),
             Experiment::BpWrapper(args) => ding_bpwrapper::execute(&args),
         },
         Command::Trace { action } => trace::run(action),

@@ -252,3 +252,35 @@ fn gilbert_long_run_samples_every_database_in_turn() {
     }
     assert!(out.join("gilbert-long-run.svg").exists());
 }
+
+/// `experiment gilbert-fix-time` at the smallest scale: both modes at both sizes, the timed fixes
+/// of every run add up, and only the small pool misses after its cold start settles.
+#[test]
+fn gilbert_fix_time_splits_fixes_by_kind() {
+    let scratch = Scratch::new("fix-time");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["experiment", "gilbert-fix-time", "--warehouses", "1", "--fractions", "5%,150%"])
+        .args(["--duration", "0.3", "--repeat", "1", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("hit, shared") && stdout.contains("Fig. 2.7: shared hits"), "{stdout}");
+    let text = std::fs::read_to_string(out.join("gilbert-fix-time.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4, "2 sizes x 2 modes: {rows:?}");
+    let n = |r: &Vec<&str>, c: &str| r[col(c)].parse::<u64>().unwrap();
+    for r in &rows {
+        let parts =
+            n(r, "hits_shared") + n(r, "hits_exclusive") + n(r, "misses_shared") + n(r, "misses_exclusive");
+        assert_eq!(parts, n(r, "fixes_timed"), "{r:?}");
+        assert!(n(r, "hits_shared") > 0 && r[col("hit_shared_ns")].parse::<f64>().unwrap() > 0.0, "{r:?}");
+    }
+}

@@ -237,6 +237,15 @@ impl Builder {
         self
     }
 
+    /// Time every page fix, by hit or miss and latch mode, into the `*_nanos` and `timed_*`
+    /// counters of [`Database::stats`] (buffer README, B12a). Off by default: two clock reads
+    /// per fix.
+    #[must_use]
+    pub fn time_fixes(mut self, on: bool) -> Self {
+        self.config.time_fixes = on;
+        self
+    }
+
     /// The file system the database file lives on (default: the operating system's). Tests
     /// pass a `swizzledb_sync::FaultFs` to crash the database or fail chosen I/O calls.
     #[must_use]

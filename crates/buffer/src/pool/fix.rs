@@ -5,7 +5,7 @@ use super::{BufferPool, FrameDesc, PoolMode, FREE, LOADING, RESIDENT};
 use crate::error::Result;
 use crate::guard::{Exclusive, LatchKind, PageGuard};
 use crate::page::{self, get_u64, put_u64, PageType};
-use crate::stats::bump;
+use crate::stats::{add, bump};
 use crate::swip::{Swip, SwipTarget};
 use crate::trace::EventKind;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
@@ -59,6 +59,7 @@ impl BufferPool {
         swip_off: usize,
     ) -> Result<PageGuard<'p, M>> {
         assert!(std::ptr::eq(parent.pool, self), "B1: the parent guard belongs to another pool");
+        let timer = self.fix_timer();
         let raw = get_u64(parent, swip_off);
         let Some(swip) = Swip::from_raw(raw) else {
             return Err(self.corrupted(parent.page_id(), format!("invalid swip {raw:#x} at {swip_off}")));
@@ -75,13 +76,15 @@ impl BufferPool {
                     self.policy.on_page_hit(f, self.frame_page_id(f), &d.hook);
                 }
                 self.trace(EventKind::Fix, f, Some(parent.frame), Some(M::MODE), Some(true));
+                self.fix_timed(timer, true, M::MODE);
                 Ok(PageGuard::adopt(self, f))
             }
             SwipTarget::Page(pid) => {
-                let child = self.fix_page_from::<M>(pid, Some(parent.frame))?;
+                let (child, hit) = self.fix_untimed::<M>(pid, Some(parent.frame))?;
                 if self.mode.swizzles() {
                     self.try_swizzle(parent, swip_off, &child);
                 }
+                self.fix_timed(timer, hit, M::MODE);
                 Ok(child)
             }
         }
@@ -158,6 +161,41 @@ impl BufferPool {
 
     /// `fix_page`, naming the latched parent frame the page id came from (for the trace, B17).
     fn fix_page_from<M: LatchKind>(&self, pid: PageId, parent: Option<FrameId>) -> Result<PageGuard<'_, M>> {
+        let timer = self.fix_timer();
+        let (guard, hit) = self.fix_untimed(pid, parent)?;
+        self.fix_timed(timer, hit, M::MODE);
+        Ok(guard)
+    }
+
+    /// The start of a timed fix, if fixes are timed (B12a).
+    #[inline]
+    fn fix_timer(&self) -> Option<std::time::Instant> {
+        self.time_fixes.then(std::time::Instant::now)
+    }
+
+    /// B12a: adds a fix that began at `timer` to the counters of its kind.
+    #[inline]
+    fn fix_timed(&self, timer: Option<std::time::Instant>, hit: bool, mode: LatchMode) {
+        let Some(start) = timer else { return };
+        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.count(|b| {
+            let (n, t) = match (hit, mode) {
+                (true, LatchMode::Shared) => (&b.timed_hits_shared, &b.hit_shared_nanos),
+                (true, LatchMode::Exclusive) => (&b.timed_hits_exclusive, &b.hit_exclusive_nanos),
+                (false, LatchMode::Shared) => (&b.timed_misses_shared, &b.miss_shared_nanos),
+                (false, LatchMode::Exclusive) => (&b.timed_misses_exclusive, &b.miss_exclusive_nanos),
+            };
+            bump(n);
+            add(t, ns);
+        });
+    }
+
+    /// The fix proper: the guard, and whether the page was resident (a hit).
+    fn fix_untimed<M: LatchKind>(
+        &self,
+        pid: PageId,
+        parent: Option<FrameId>,
+    ) -> Result<(PageGuard<'_, M>, bool)> {
         loop {
             self.count(|b| bump(&b.page_table_lookups));
             if let Some(f) = self.table.get(pid) {
@@ -177,7 +215,7 @@ impl BufferPool {
                         self.policy.on_page_hit(f, pid, &d.hook);
                     }
                     self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(true));
-                    return Ok(PageGuard::adopt(self, f));
+                    return Ok((PageGuard::adopt(self, f), true));
                 }
                 d.latch.unlock(M::MODE);
                 std::thread::yield_now();
@@ -224,7 +262,7 @@ impl BufferPool {
             });
             self.trace(EventKind::Read, f, None, None, None);
             self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(false));
-            return Ok(PageGuard::<Exclusive>::adopt(self, f).into_mode::<M>());
+            return Ok((PageGuard::<Exclusive>::adopt(self, f).into_mode::<M>(), false));
         }
     }
 

@@ -145,6 +145,8 @@ pub struct BufferPool {
     trace: Option<Box<Tracer>>,
     /// The write-ahead log (B18–B20); `None` when logging is off.
     log: Option<Arc<dyn LogFlush>>,
+    /// Whether fixes are timed (B12a).
+    time_fixes: bool,
     /// What page 0 said when the file was opened (or created).
     opened: FileState,
     /// Set by [`BufferPool::close`] (B22): tree operations refuse from then on.
@@ -320,6 +322,7 @@ impl BufferPool {
             stats: Registry::new(),
             trace,
             log: config.log.clone(),
+            time_fixes: config.time_fixes,
             opened,
             closed: std::sync::atomic::AtomicBool::new(false),
         })

@@ -192,7 +192,7 @@ impl Experiment for LongRun {
         for &fraction in &self.fractions {
             let pool = ((fraction * base.bytes as f64) as u64).max(256 * 8192);
             for &mode in &self.modes {
-                let (db, copy) = base.open_copy(dbs.len(), mode, self.policy, pool, self.direct_io)?;
+                let (db, copy) = base.open_copy(dbs.len(), mode, self.policy, pool, self.direct_io, false)?;
                 dbs.push((fraction, mode, pool, db, copy, 0.0f64));
             }
         }

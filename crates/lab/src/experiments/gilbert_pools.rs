@@ -105,6 +105,7 @@ pub fn execute(args: &PoolsArgs) -> Result<ExitCode, Box<dyn Error>> {
         load_pool_bytes: 2 * workload.record_bytes() + (64 << 20),
         min_pool_bytes: 256 * 8192,
         direct_io: args.direct_io,
+        time_fixes: false,
     };
     let plan = Pools { workload, sweep, fractions, modes, policies };
     experiment::execute(&plan, args.out.as_deref())

@@ -8,6 +8,7 @@ pub mod ding_bpwrapper;
 pub mod drift;
 pub mod emulator;
 pub mod fix;
+pub mod gilbert_fix_time;
 pub mod gilbert_long_run;
 pub mod gilbert_policies;
 pub mod gilbert_pools;

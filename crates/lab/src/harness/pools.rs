@@ -48,6 +48,8 @@ pub struct PoolSweep {
     /// Read and write the copies with O_DIRECT, so that misses cost device reads rather than
     /// copies from the OS page cache.
     pub direct_io: bool,
+    /// Time every fix (buffer README, B12a).
+    pub time_fixes: bool,
 }
 
 /// One measurement.
@@ -131,8 +133,8 @@ impl BaseFile {
         Ok(BaseFile { file, stem, bytes })
     }
 
-    /// Copy number `n` of the base file, opened cold with `mode`, `policy` and a pool of
-    /// `pool_bytes` (logging and locking off); the copy goes when the returned [`Scratch`] drops
+    /// Copy number `n` of the base file, opened cold with `mode`, `policy`, a pool of
+    /// `pool_bytes`, O_DIRECT and fix timing as asked (logging and locking off); the copy goes when the returned [`Scratch`] drops
     /// (after the database is closed).
     ///
     /// # Errors
@@ -144,6 +146,7 @@ impl BaseFile {
         policy: PolicySpec,
         pool_bytes: u64,
         direct_io: bool,
+        time_fixes: bool,
     ) -> Result<(Database, Scratch), WorkloadError> {
         let dir = self.file.0.parent().unwrap_or(Path::new("."));
         let copy = Scratch(dir.join(format!("{}-{n}.swz", self.stem)));
@@ -155,6 +158,7 @@ impl BaseFile {
             .logging(false)
             .locking(false)
             .direct_io(direct_io)
+            .time_fixes(time_fixes)
             .open(&copy.0)?;
         Ok((db, copy))
     }
@@ -192,7 +196,8 @@ pub fn run<W: Workload>(
     for rep in 0..sweep.repeat {
         for (i, point) in sweep.points.iter().enumerate() {
             let pool = pool_bytes(sweep, point, data_bytes);
-            let (db, copy) = base.open_copy(0, point.mode, point.policy, pool, sweep.direct_io)?;
+            let (db, copy) =
+                base.open_copy(0, point.mode, point.policy, pool, sweep.direct_io, sweep.time_fixes)?;
             let before = db.stats();
             let cpu_before = cpu::process_cpu_secs();
             let measurement = harness::run(workload, &db, sweep.threads, Until::Elapsed(sweep.duration))?;
@@ -232,6 +237,7 @@ mod tests {
             load_pool_bytes: 64 << 20,
             min_pool_bytes: 256 * 8192,
             direct_io: false,
+            time_fixes: false,
         };
         let (runs, data_bytes) = run(&tpcc, &sweep, Progress::off()).unwrap();
         assert!(data_bytes > 0);
