@@ -149,11 +149,6 @@ pub(crate) fn thread_seconds(threads: &[usize], duration: Duration, repeat: u32)
 }
 
 /// The median (NaN for none).
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+pub(crate) fn median(v: Vec<f64>) -> f64 {
+    crate::stats::median(&v).unwrap_or(f64::NAN)
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use swizzledb::{CommitMode, Database, PolicySpec, PoolMode};
 
 use super::{Tpcc, TpccConfig, KINDS};
+use crate::bench::{median, on_off, Scratch};
 use crate::harness::{self, Until};
 use crate::workload::{Workload, WorkloadError};
 
@@ -168,23 +169,6 @@ pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,thread
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
 load_seconds";
 
-/// Removes the scratch directory when dropped.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn on_off(b: bool) -> &'static str {
-    if b {
-        "on"
-    } else {
-        "off"
-    }
-}
-
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
 /// # Errors
@@ -193,9 +177,7 @@ fn on_off(b: bool) -> &'static str {
 pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>, WorkloadError> {
     plan.validate()?;
     let io_err = |e: io::Error| WorkloadError::Io { path: "standard output".into(), source: e };
-    let scratch = Scratch(plan.dir.join(format!("swizzledb-tpcc-{}", std::process::id())));
-    std::fs::create_dir_all(&scratch.0)
-        .map_err(|e| WorkloadError::Io { path: scratch.0.display().to_string(), source: e })?;
+    let scratch = Scratch::new(&plan.dir, "tpcc")?;
     let tpcc = Tpcc::new(plan.config.clone())?;
     let pool = plan.pool();
     let mut dbs: Vec<(PoolMode, bool, bool, Database, f64)> = Vec::new();
@@ -274,10 +256,6 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     }
     writeln!(log, "consistency conditions 1-4 hold in every database").map_err(io_err)?;
     Ok(rows)
-}
-
-fn median(v: Vec<f64>) -> f64 {
-    crate::stats::median(&v).unwrap_or(f64::NAN)
 }
 
 /// Prints the medians per configuration and thread count.
