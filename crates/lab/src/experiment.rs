@@ -61,6 +61,21 @@ pub trait Experiment {
     fn status(&self, _results: &Self::Results) -> ExitCode {
         ExitCode::SUCCESS
     }
+
+    /// The name of this plan's output files: [`Experiment::NAME`], unless one plan type serves
+    /// two experiments (`bench insert` and `experiment graefe-fig12` share one).
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    /// Files beyond `<name>.csv`, `.json` and the charts (a time series, rows appended to a
+    /// file the user named); `out` is the output directory if one was given.
+    ///
+    /// # Errors
+    /// A file cannot be written.
+    fn write_extra(&self, _results: &Self::Results, _out: Option<&Path>) -> Result<(), Box<dyn Error>> {
+        Ok(())
+    }
 }
 
 /// How a result compares with the paper's claim.
@@ -142,11 +157,12 @@ pub fn execute<E: Experiment>(experiment: &E, out: Option<&Path>) -> Result<Exit
     }
     drop(stdout);
     if let Some(dir) = out {
-        write_rows(dir, E::NAME, &experiment.rows(&results))?;
+        write_rows(dir, experiment.name(), &experiment.rows(&results))?;
         for (stem, chart) in experiment.charts(&results) {
             write_plot(Some(dir), &stem, &chart)?;
         }
     }
+    experiment.write_extra(&results, out)?;
     Ok(experiment.status(&results))
 }
 

@@ -108,21 +108,6 @@ pub fn write_rows<R: Serialize + Default>(dir: &Path, stem: &str, rows: &[R]) ->
     Ok(())
 }
 
-/// [`write_rows`] if there is an output directory.
-///
-/// # Errors
-/// A file cannot be written.
-pub fn write_outputs<R: Serialize + Default>(
-    out: Option<&Path>,
-    stem: &str,
-    rows: &[R],
-) -> Result<(), OutputError> {
-    match out {
-        Some(dir) => write_rows(dir, stem, rows),
-        None => Ok(()),
-    }
-}
-
 /// Draws `chart` to `<out>/<name>.svg` and `.png` and says so on stderr (stdout carries only
 /// the tables, for scripts).
 ///

@@ -3,7 +3,7 @@
 
 use clap::Args;
 use std::error::Error;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb::{PolicySpec, PoolMode};
@@ -193,27 +193,35 @@ impl Outcome {
     }
 }
 
-/// Runs every point, printing each point's table as it completes.
-pub fn run_points(configs: &[Config]) -> Result<Outcome, Box<dyn Error>> {
-    let progress = Progress::on_terminal();
+/// Runs every point (one database per mode and point, repetitions interleaved across modes).
+///
+/// # Errors
+/// A database or I/O failure (a mode that fails at a point is recorded in its result instead).
+pub fn measure_points(configs: &[Config], progress: Progress) -> Result<Outcome, Box<dyn Error>> {
     let mut outcome = Outcome { points: Vec::new(), rows: Vec::new() };
     for (i, cfg) in configs.iter().enumerate() {
         if configs.len() > 1 {
             progress.say(format_args!("point {}/{}", i + 1, configs.len()));
         }
         let (results, open) = buffer::run(cfg, progress)?;
-        let mut out = std::io::stdout().lock();
-        if i == 0 {
-            report::write_logging_note(&mut out)?;
-        }
-        writeln!(out)?;
-        report::print_table(&mut out, cfg, &results)?;
-        out.flush()?;
-        drop(out);
         progress.say(format_args!("closing and deleting the temporary databases ..."));
         drop(open);
         outcome.rows.extend(report::records(cfg, &results));
         outcome.points.push(results);
     }
     Ok(outcome)
+}
+
+/// The logging note, then every point's table.
+///
+/// # Errors
+/// Writing to `out` failed.
+pub fn print_points(out: &mut dyn Write, configs: &[Config], outcome: &Outcome) -> io::Result<()> {
+    let mut out = out;
+    report::write_logging_note(&mut out)?;
+    for (cfg, results) in configs.iter().zip(&outcome.points) {
+        writeln!(out)?;
+        report::print_table(&mut out, cfg, results)?;
+    }
+    Ok(())
 }

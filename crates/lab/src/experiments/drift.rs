@@ -6,11 +6,11 @@
 //! seconds, giving a time series per mode: a dip at every shift (misses on the new quarter) and
 //! the steady state between shifts.
 
+use crate::experiment::{self, Experiment};
 use crate::experiments::common::{base_config, Common, Outcome};
 use crate::harness::buffer::RECORD_BYTES;
 use crate::harness::buffer::{create, fail, is_value_for, load, Config, ModeResult, Progress, LOGGING};
 use crate::harness::buffer_report::{self as report};
-use crate::output::{prepare_out, write_outputs, write_plot};
 use crate::stats::{summarize, Summary};
 use crate::text::{thousands, write_aligned};
 use crate::units::{self};
@@ -256,7 +256,7 @@ pub fn execute(args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
 ///
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
-pub fn execute_as(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
+pub fn execute_as(experiment: &'static str, args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
     let hot = args.hot / RECORD_BYTES;
     if hot == 0 || hot > args.records {
         return Err(Usage(format!(
@@ -271,36 +271,85 @@ pub fn execute_as(experiment: &str, args: &DriftArgs) -> Result<ExitCode, Box<dy
     cfg.working_set = hot;
     cfg.duration = args.interval * f64::from(args.shifts + 1);
     cfg.warmup = 0.0;
-    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
     let drift = Drift { interval: args.interval, shifts: args.shifts, sample: args.sample };
-    let (results, samples) = run(&cfg, drift, Progress::on_terminal())?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "hot range of {} slides by a quarter every {} s, {} shifts; throughput = lookups/s over the whole run",
-        text::bytes(args.hot),
-        args.interval,
-        args.shifts
-    )?;
-    report::write_logging_note(&mut out)?;
-    writeln!(out)?;
-    report::print_table(&mut out, &cfg, &results)?;
-    print_drift_summary(&mut out, &samples, args.interval, &cfg.modes)?;
-    drop(out);
-    let rows = report::records(&cfg, &results);
-    write_outputs(args.common.out.as_deref(), experiment, &rows)?;
-    if let Some(dir) = &args.common.out {
-        crate::output::write_rows(dir, &format!("{experiment}-series"), &samples)?;
+    let plan = DriftPlan { name: experiment, cfg, drift, hot_bytes: args.hot };
+    experiment::execute(&plan, args.common.out.as_deref())
+}
+
+/// The plan of `bench drift` and `experiment graefe-fig13`.
+pub struct DriftPlan {
+    /// `drift` or `graefe-fig13`.
+    pub name: &'static str,
+    /// Modes, records (working set = the hot range), repetitions.
+    pub cfg: Config,
+    /// The drift.
+    pub drift: Drift,
+    /// Bytes of the hot range.
+    pub hot_bytes: u64,
+}
+
+/// Per-mode results and the throughput series.
+pub struct DriftResults {
+    /// Per mode.
+    pub results: Vec<ModeResult>,
+    /// The series.
+    pub samples: Vec<Sample>,
+}
+
+impl Experiment for DriftPlan {
+    const NAME: &'static str = "drift";
+    type Row = crate::harness::buffer_report::Record;
+    type Results = DriftResults;
+
+    fn name(&self) -> &'static str {
+        self.name
     }
-    let chart = report::drift_chart(
-        "Drifting working set (Graefe et al. 2014, Fig. 13)",
-        &cfg,
-        &samples,
-        args.interval,
-    );
-    write_plot(args.common.out.as_deref(), experiment, &chart)?;
-    let outcome = Outcome { points: vec![results], rows };
-    Ok(outcome.code(true))
+
+    fn caption(&self) -> String {
+        format!(
+            "hot range of {} slides by a quarter every {} s, {} shifts; throughput = lookups/s over the whole run",
+            text::bytes(self.hot_bytes),
+            self.drift.interval,
+            self.drift.shifts
+        )
+    }
+
+    fn run(&self, progress: Progress) -> Result<DriftResults, Box<dyn StdError>> {
+        let (results, samples) = run(&self.cfg, self.drift, progress)?;
+        Ok(DriftResults { results, samples })
+    }
+
+    fn tables(&self, r: &DriftResults, mut out: &mut dyn Write) -> io::Result<()> {
+        report::write_logging_note(&mut out)?;
+        writeln!(out)?;
+        report::print_table(&mut out, &self.cfg, &r.results)?;
+        print_drift_summary(&mut out, &r.samples, self.drift.interval, &self.cfg.modes)
+    }
+
+    fn rows(&self, r: &DriftResults) -> Vec<crate::harness::buffer_report::Record> {
+        report::records(&self.cfg, &r.results)
+    }
+
+    fn charts(&self, r: &DriftResults) -> Vec<(String, crate::plot::Chart)> {
+        let chart = report::drift_chart(
+            "Drifting working set (Graefe et al. 2014, Fig. 13)",
+            &self.cfg,
+            &r.samples,
+            self.drift.interval,
+        );
+        vec![(self.name.to_string(), chart)]
+    }
+
+    fn status(&self, r: &DriftResults) -> ExitCode {
+        Outcome { points: vec![r.results.clone()], rows: Vec::new() }.code(true)
+    }
+
+    fn write_extra(&self, r: &DriftResults, out: Option<&std::path::Path>) -> Result<(), Box<dyn StdError>> {
+        if let Some(dir) = out {
+            crate::output::write_rows(dir, &format!("{}-series", self.name), &r.samples)?;
+        }
+        Ok(())
+    }
 }
 
 /// Graefe et al. Fig. 13: steady-state throughput (second half of every interval) and the

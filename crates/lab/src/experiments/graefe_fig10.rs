@@ -7,12 +7,15 @@ use std::path::Path;
 use std::process::ExitCode;
 use swizzledb::{PolicySpec, PoolMode};
 
-use crate::experiments::common::{base_config, points, run_points, Common, Outcome};
+use crate::experiment::{self, Experiment};
+use crate::experiments::common::{base_config, measure_points, points, print_points, Common, Outcome};
 use crate::harness::buffer::ModeResult;
 use crate::harness::buffer::{Config, RECORD_BYTES};
+use crate::harness::buffer_report::Record;
 use crate::harness::buffer_report::{self as report};
 use crate::harness::buffer_report::{median_of, ratio_over};
-use crate::output::{prepare_out, write_outputs, write_plot};
+use crate::plot::Chart;
+use crate::progress::Progress;
 use crate::text::{bytes, thousands, write_aligned};
 use crate::units::{self, Sweep, SweepVar};
 use crate::{plot, text, Usage};
@@ -53,16 +56,19 @@ pub fn fig10_chart(configs: &[Config], outcome: &Outcome) -> plot::Chart {
     )
 }
 
+/// Runs `experiment graefe-fig10`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn execute(args: &Fig10Args) -> Result<ExitCode, Box<dyn Error>> {
     let configs = fig10_configs(&args.common, args.pool, args.max_factor).map_err(Usage)?;
-    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
-    let outcome = run_points(&configs)?;
-    print_fig10_summary(&mut std::io::stdout().lock(), &configs, &outcome.points)?;
-    write_outputs(args.common.out.as_deref(), "graefe-fig10", &outcome.rows)?;
-    write_plot(args.common.out.as_deref(), "graefe-fig10", &fig10_chart(&configs, &outcome))?;
-    Ok(outcome.code(true))
+    experiment::execute(&Fig10 { configs, caption: String::new() }, args.common.out.as_deref())
 }
 
+/// Runs `demo`: the experiment at a scale of about a minute, writing into `out`.
+///
+/// # Errors
+/// `out` cannot be written, or a database or I/O failure.
 pub fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
     let common = Common {
         mode: units::Modes(PoolMode::ALL.to_vec()),
@@ -79,7 +85,7 @@ pub fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
         out: Some(out.to_path_buf()),
     };
     let configs = fig10_configs(&common, DEMO_POOL, 4)?;
-    println!(
+    let caption = format!(
         "Graefe et al. 2014, Fig. 10/11 in miniature: random lookups in databases of {} to {} with a \
          {} buffer pool, in traditional, swizzling and main-memory mode. Every value is verified; \
          repetitions alternate between the modes. Takes about a minute.\n",
@@ -87,12 +93,46 @@ pub fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
         text::bytes(configs[configs.len() - 1].records * RECORD_BYTES),
         text::bytes(DEMO_POOL),
     );
-    prepare_out(Some(out))?;
-    let outcome = run_points(&configs)?;
-    print_fig10_summary(&mut std::io::stdout().lock(), &configs, &outcome.points)?;
-    write_outputs(Some(out), "graefe-fig10", &outcome.rows)?;
-    write_plot(Some(out), "graefe-fig10", &fig10_chart(&configs, &outcome))?;
-    Ok(outcome.code(true))
+    experiment::execute(&Fig10 { configs, caption }, Some(out))
+}
+
+/// The plan: one point per database size.
+pub struct Fig10 {
+    /// The points.
+    pub configs: Vec<Config>,
+    /// Printed first (the demo's introduction; empty for the experiment).
+    pub caption: String,
+}
+
+impl Experiment for Fig10 {
+    const NAME: &'static str = "graefe-fig10";
+    type Row = Record;
+    type Results = Outcome;
+
+    fn caption(&self) -> String {
+        self.caption.clone()
+    }
+
+    fn run(&self, progress: Progress) -> Result<Outcome, Box<dyn Error>> {
+        measure_points(&self.configs, progress)
+    }
+
+    fn tables(&self, outcome: &Outcome, mut out: &mut dyn Write) -> io::Result<()> {
+        print_points(out, &self.configs, outcome)?;
+        print_fig10_summary(&mut out, &self.configs, &outcome.points)
+    }
+
+    fn rows(&self, outcome: &Outcome) -> Vec<Record> {
+        outcome.rows.clone()
+    }
+
+    fn charts(&self, outcome: &Outcome) -> Vec<(String, Chart)> {
+        vec![(Self::NAME.to_string(), fig10_chart(&self.configs, outcome))]
+    }
+
+    fn status(&self, outcome: &Outcome) -> ExitCode {
+        outcome.code(true)
+    }
 }
 
 /// Graefe et al. Fig. 10/11: a table of median lookups/s per database size and mode, and the

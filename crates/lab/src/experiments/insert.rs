@@ -6,18 +6,18 @@
 //! bijective mix (splitmix64) of a counter, so consecutive inserts land at random places in the
 //! tree and new keys interleave with preloaded ones. Repetitions alternate between the modes.
 
+use crate::experiment::{self, Experiment};
 use crate::experiments::common::{base_config, Common, Outcome};
 use crate::harness::buffer::{
     create, fail, new_histogram, value_for, Config, Latency, Measurement, ModeResult, Progress,
     LATENCY_SAMPLE,
 };
 use crate::harness::buffer_report::{self as report};
-use crate::output::{prepare_out, write_outputs, write_plot};
 use crate::units::{self};
 use crate::{text, Usage};
 use clap::Args;
 use std::error::Error as StdError;
-use std::io::Write;
+use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 use swizzledb::{Database, Error, Tree};
@@ -182,7 +182,7 @@ pub fn execute(args: &InsertArgs) -> Result<ExitCode, Box<dyn StdError>> {
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn execute_as(
-    experiment: &str,
+    experiment: &'static str,
     common: &Common,
     records: u64,
     preload: Option<u64>,
@@ -197,27 +197,64 @@ pub fn execute_as(
     cfg.records = records;
     cfg.working_set = records;
     cfg.timed_ops = Some(records - preload);
-    prepare_out(common.out.as_deref()).map_err(Usage)?;
-    let results = run(&cfg, preload, Progress::on_terminal())?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{} new records inserted in random order after {} preloaded; throughput = inserts/s, load = preload time",
-        text::thousands(records - preload),
-        text::thousands(preload)
-    )?;
-    report::write_logging_note(&mut out)?;
-    writeln!(out)?;
-    report::print_table(&mut out, &cfg, &results)?;
-    if experiment == crate::experiments::graefe_fig12::NAME {
-        crate::experiments::graefe_fig12::print_check(&mut out, &results)?;
+    experiment::execute(&InsertPlan { name: experiment, cfg, preload }, common.out.as_deref())
+}
+
+/// The plan of `bench insert` and `experiment graefe-fig12`.
+pub struct InsertPlan {
+    /// `insert` or `graefe-fig12` (which adds the paper's check).
+    pub name: &'static str,
+    /// Modes, records, repetitions; `timed_ops` are the timed inserts.
+    pub cfg: Config,
+    /// Records inserted, unmeasured, before.
+    pub preload: u64,
+}
+
+impl Experiment for InsertPlan {
+    const NAME: &'static str = "insert";
+    type Row = crate::harness::buffer_report::Record;
+    type Results = Vec<ModeResult>;
+
+    fn name(&self) -> &'static str {
+        self.name
     }
-    drop(out);
-    let rows = report::records(&cfg, &results);
-    write_outputs(common.out.as_deref(), experiment, &rows)?;
-    let chart =
-        report::repetition_chart("Random-order insertions (Graefe et al. 2014, Fig. 12)", &cfg, &results);
-    write_plot(common.out.as_deref(), experiment, &chart)?;
-    let outcome = Outcome { points: vec![results], rows };
-    Ok(outcome.code(false))
+
+    fn caption(&self) -> String {
+        format!(
+            "{} new records inserted in random order after {} preloaded; throughput = inserts/s, load = preload time",
+            text::thousands(self.cfg.records - self.preload),
+            text::thousands(self.preload)
+        )
+    }
+
+    fn run(&self, progress: Progress) -> Result<Vec<ModeResult>, Box<dyn StdError>> {
+        run(&self.cfg, self.preload, progress)
+    }
+
+    fn tables(&self, results: &Vec<ModeResult>, mut out: &mut dyn Write) -> io::Result<()> {
+        report::write_logging_note(&mut out)?;
+        writeln!(out)?;
+        report::print_table(&mut out, &self.cfg, results)?;
+        if self.name == crate::experiments::graefe_fig12::NAME {
+            crate::experiments::graefe_fig12::print_check(&mut out, results)?;
+        }
+        Ok(())
+    }
+
+    fn rows(&self, results: &Vec<ModeResult>) -> Vec<crate::harness::buffer_report::Record> {
+        report::records(&self.cfg, results)
+    }
+
+    fn charts(&self, results: &Vec<ModeResult>) -> Vec<(String, crate::plot::Chart)> {
+        let chart = report::repetition_chart(
+            "Random-order insertions (Graefe et al. 2014, Fig. 12)",
+            &self.cfg,
+            results,
+        );
+        vec![(self.name.to_string(), chart)]
+    }
+
+    fn status(&self, results: &Vec<ModeResult>) -> ExitCode {
+        Outcome { points: vec![results.clone()], rows: Vec::new() }.code(false)
+    }
 }

@@ -2,13 +2,19 @@
 
 use clap::Args;
 use std::error::Error;
-use std::path::PathBuf;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::experiments::common::{base_config, parse_zipf, points, run_points, Common};
+use crate::experiment::{self, Experiment};
+use crate::experiments::common::{
+    base_config, measure_points, parse_zipf, points, print_points, Common, Outcome,
+};
 use crate::harness::buffer::{self, Config, RECORD_BYTES};
+use crate::harness::buffer_report::Record;
 use crate::harness::buffer_report::{self as report};
-use crate::output::{prepare_out, write_outputs, write_plot};
+use crate::plot::Chart;
+use crate::progress::Progress;
 use crate::units::{self, Sweep, SweepVar, WorkingSet};
 use crate::Usage;
 
@@ -43,6 +49,10 @@ pub struct LookupArgs {
     zipf: f64,
 }
 
+/// Runs `bench lookup`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     let largest = args.sweep.as_ref().filter(|s| s.var == SweepVar::Records).and_then(|s| s.values.last());
     let default_pool = buffer::default_pool_bytes(largest.map_or(args.records, |b| b / RECORD_BYTES));
@@ -52,21 +62,63 @@ pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(path) = &args.csv {
         report::check_csv_appendable(path).map_err(Usage)?;
     }
-    prepare_out(args.common.out.as_deref()).map_err(Usage)?;
-    let outcome = run_points(&configs)?;
-    if let Some(path) = &args.csv {
-        crate::output::write_csv(path, &outcome.rows, true)?;
+    let plan = Lookup { configs, sweep: args.sweep.as_ref().map(|s| s.var), csv: args.csv.clone() };
+    experiment::execute(&plan, args.common.out.as_deref())
+}
+
+/// The plan: one point, or one per sweep value.
+pub struct Lookup {
+    /// The points.
+    pub configs: Vec<Config>,
+    /// What the sweep varies, if there is one (then a chart is drawn).
+    pub sweep: Option<SweepVar>,
+    /// A CSV file the rows are appended to (`--csv`).
+    pub csv: Option<PathBuf>,
+}
+
+impl Experiment for Lookup {
+    const NAME: &'static str = NAME;
+    type Row = Record;
+    type Results = Outcome;
+
+    fn caption(&self) -> String {
+        String::new()
     }
-    write_outputs(args.common.out.as_deref(), NAME, &outcome.rows)?;
-    if let Some(sweep) = &args.sweep {
-        let (label, x_of): (&str, fn(&Config) -> u64) = match sweep.var {
+
+    fn run(&self, progress: Progress) -> Result<Outcome, Box<dyn Error>> {
+        measure_points(&self.configs, progress)
+    }
+
+    fn tables(&self, outcome: &Outcome, out: &mut dyn Write) -> io::Result<()> {
+        print_points(out, &self.configs, outcome)
+    }
+
+    fn rows(&self, outcome: &Outcome) -> Vec<Record> {
+        outcome.rows.clone()
+    }
+
+    fn charts(&self, outcome: &Outcome) -> Vec<(String, Chart)> {
+        let Some(var) = self.sweep else { return Vec::new() };
+        let (label, x_of): (&str, fn(&Config) -> u64) = match var {
             SweepVar::Records => ("database size (bytes of keys and values)", |c| c.records * RECORD_BYTES),
             SweepVar::WorkingSet => {
                 ("working set (bytes of keys and values)", |c| c.working_set * RECORD_BYTES)
             }
         };
-        let chart = report::sweep_chart("Random lookups", label, &configs, &outcome.points, x_of);
-        write_plot(args.common.out.as_deref(), NAME, &chart)?;
+        vec![(
+            NAME.to_string(),
+            report::sweep_chart("Random lookups", label, &self.configs, &outcome.points, x_of),
+        )]
     }
-    Ok(outcome.code(args.sweep.is_some()))
+
+    fn status(&self, outcome: &Outcome) -> ExitCode {
+        outcome.code(self.sweep.is_some())
+    }
+
+    fn write_extra(&self, outcome: &Outcome, _out: Option<&Path>) -> Result<(), Box<dyn Error>> {
+        if let Some(path) = &self.csv {
+            crate::output::write_csv(path, &outcome.rows, true)?;
+        }
+        Ok(())
+    }
 }
