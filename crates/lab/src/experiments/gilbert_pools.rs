@@ -203,6 +203,7 @@ pub struct PoolsRow {
     pub cpu_seconds: Option<f64>,
     pub logging: bool,
     pub direct_io: bool,
+    pub eviction_ns_per_page: Option<f64>,
 }
 
 impl Pools {
@@ -239,6 +240,12 @@ impl Pools {
 
 fn tx_per_sec(r: &PoolRun) -> Option<f64> {
     Some(r.measurement.rate(r.measurement.operations()))
+}
+
+/// Evictioner nanoseconds per page evicted: the thesis's time per `pick_victim` call, which
+/// chooses one victim (the pool's evictioner frees a batch per call, B13).
+fn ns_per_eviction(r: &PoolRun) -> Option<f64> {
+    (r.stats.evictions > 0).then(|| r.stats.eviction_nanos as f64 / r.stats.evictions as f64)
 }
 
 fn us_per_call(r: &PoolRun) -> Option<f64> {
@@ -286,10 +293,11 @@ impl Experiment for Pools {
     fn tables(&self, r: &Results, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "\nloaded database: {}; medians of {} runs", bytes(r.data_bytes), self.sweep.repeat)?;
         type Metric = (&'static str, usize, fn(&PoolRun) -> Option<f64>);
-        let metrics: [Metric; 4] = [
+        let metrics: [Metric; 5] = [
             ("transactions per second", 0, tx_per_sec),
             ("miss ratio (%)", 2, |r| r.miss_ratio().map(|x| x * 100.0)),
-            ("evictioner microseconds per call", 1, us_per_call),
+            ("evictioner nanoseconds per evicted page", 0, ns_per_eviction),
+            ("evictioner microseconds per call (a batch of evictions)", 1, us_per_call),
             ("evictioner nanoseconds per transaction (total cost)", 0, eviction_ns_per_tx),
         ];
         for (title, digits, f) in metrics {
@@ -439,15 +447,19 @@ impl Experiment for Pools {
             }
             // Fig. 3.9: time per evictioner call, CAR far above GCLOCK, RANDOM below GCLOCK.
             let per_call = |p: PolicySpec| {
-                let v: Vec<f64> =
-                    below_data.iter().filter_map(|&f| self.median(runs, mode, p, f, us_per_call)).collect();
+                let v: Vec<f64> = below_data
+                    .iter()
+                    .filter_map(|&f| self.median(runs, mode, p, f, ns_per_eviction))
+                    .collect();
                 stats::median(&v)
             };
             if let (Some(car), Some(gclock)) = (car.and_then(per_call), gclock.and_then(per_call)) {
                 let v = car / gclock;
                 checks.push(Check {
-                    what: format!("Fig. 3.9 ({mode}): evictioner time per call, CAR / GCLOCK"),
-                    paper: "about 28-30 (CAR's eviction is far costlier per call); above 10 counts".into(),
+                    what: format!("Fig. 3.9 ({mode}): evictioner time per victim, CAR / GCLOCK"),
+                    paper:
+                        "about 28-30 per pick_victim call (CAR's eviction is far costlier); above 10 counts"
+                            .into(),
                     ours: format!("{v:.1}"),
                     verdict: if v > 10.0 {
                         Verdict::Holds
@@ -511,6 +523,7 @@ impl Experiment for Pools {
                     cpu_seconds: run.cpu_secs,
                     logging: false,
                     direct_io: self.sweep.direct_io,
+                    eviction_ns_per_page: ns_per_eviction(run),
                 }
             })
             .collect()
@@ -522,7 +535,7 @@ impl Experiment for Pools {
         let metrics: [Metric; 3] = [
             ("throughput", "transactions per second", tx_per_sec),
             ("miss-ratio", "miss ratio (%)", |r| r.miss_ratio().map(|m| m * 100.0)),
-            ("eviction-per-call", "evictioner microseconds per call", us_per_call),
+            ("eviction-per-page", "evictioner nanoseconds per evicted page", ns_per_eviction),
         ];
         for (stem, label, f) in metrics {
             let mut series = Vec::new();
