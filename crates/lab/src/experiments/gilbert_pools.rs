@@ -566,7 +566,7 @@ impl Experiment for Pools {
                 Chart {
                     title: format!(
                         "{} against the pool size (Gilbert 2017): {label}",
-                        self.workload.name().to_uppercase()
+                        if matches!(self.workload, PoolsWorkload::Tpcc(_)) { "TPC-C" } else { "TPC-B" }
                     ),
                     x_label: "pool size (% of the loaded database)".into(),
                     y_label: label.into(),
