@@ -245,8 +245,8 @@ impl RangeIter<'_> {
     fn past_end(&self, k: &[u8]) -> bool {
         match &self.end {
             Bound::Unbounded => false,
-            Bound::Included(e) => k > e.as_slice(),
-            Bound::Excluded(e) => k >= e.as_slice(),
+            Bound::Included(e) => node::cmp_keys(k, e) == std::cmp::Ordering::Greater,
+            Bound::Excluded(e) => node::cmp_keys(k, e) != std::cmp::Ordering::Less,
         }
     }
 
