@@ -508,10 +508,12 @@ impl Tree {
                         return Err(TreeError::DuplicateKey);
                     }
                     if node::leaf_update_fits(&leaf, i, value) {
-                        if log.is_some() {
-                            let old = node::value(&leaf, i).to_vec();
-                            let change = LeafChange::Update { key, old: &old, new: value };
-                            log_leaf(log, self.root_page, &mut leaf, &change)?;
+                        if let Some(log) = log {
+                            // The old value is read from the latched leaf, not copied (T11).
+                            let change = LeafChange::Update { key, old: node::value(&leaf, i), new: value };
+                            let lsn =
+                                log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
+                            stamp(Some(lsn), &mut leaf);
                         }
                         let done = node::update_value(&mut leaf, i, value);
                         debug_assert!(done, "T11: the update was checked to fit");
@@ -571,9 +573,10 @@ impl Tree {
         let Ok(i) = node::search(&leaf, key) else {
             return Ok(false);
         };
-        if log.is_some() {
-            let old = node::value(&leaf, i).to_vec();
-            log_leaf(log, self.root_page, &mut leaf, &LeafChange::Delete { key, old: &old })?;
+        if let Some(log) = log {
+            let change = LeafChange::Delete { key, old: node::value(&leaf, i) };
+            let lsn = log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
+            stamp(Some(lsn), &mut leaf);
         }
         node::remove(&mut leaf, i);
         let merge = underfull(&leaf);

@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use swizzledb_btree::{LeafChange, NoGate, RangeIter, ReadGate, RevRangeIter, Tree, TreeError};
+use swizzledb_btree::{NoGate, RangeIter, ReadGate, RevRangeIter, Tree, TreeError};
 use swizzledb_sync::{Lsn, TxnId};
 
 use crate::isolation::{self, lock_name, TxnReads};
@@ -164,6 +164,7 @@ impl<'db> Transaction<'db> {
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
         let result = self.log_commit();
+        std::mem::take(&mut *self.log.undo.borrow_mut()).recycle();
         // The transaction ends here even if its commit failed: commit fails only on a log
         // failure, which is sticky (wal README W11), so nothing can commit after reading what it
         // leaves in place, and restart decides its fate. Keeping its locks would block the
@@ -221,10 +222,12 @@ impl<'db> Transaction<'db> {
             )?;
         }
         let undo = std::mem::take(&mut *self.log.undo.borrow_mut());
-        for entry in undo.iter().rev() {
+        for i in (0..undo.len()).rev() {
+            let entry = undo.get(i);
             let tree = self.db.tree_by_root(entry.tree)?;
-            compensate(&tree, &self.log, entry)?;
+            compensate(&tree, &self.log, &entry)?;
         }
+        undo.recycle();
         if logged {
             self.log.append(|prev| Record::End { txn, prev })?;
         }
@@ -235,13 +238,11 @@ impl<'db> Transaction<'db> {
 /// Undoes one change through the tree, logging a compensation record whose undo-next link is
 /// the undone record's previous one (R5). The inverse is applied logically, by key: the record
 /// may have moved to another page since (splits and merges are never undone, T13).
-pub(crate) fn compensate(tree: &Tree, log: &TxnLog<'_>, entry: &Undo) -> Result<()> {
+pub(crate) fn compensate(tree: &Tree, log: &TxnLog<'_>, entry: &Undo<'_>) -> Result<()> {
     log.compensating.set(Some(entry.prev));
-    let result = match entry.change.borrow().inverse() {
-        LeafChange::Delete { key, .. } => tree.delete_logged(key, log).map(|_| ()),
-        LeafChange::Insert { key, value } | LeafChange::Update { key, new: value, .. } => {
-            tree.put_logged(key, value, true, log).map(|_| ())
-        }
+    let result = match entry.old {
+        None => tree.delete_logged(entry.key, log).map(|_| ()),
+        Some(old) => tree.put_logged(entry.key, old, true, log).map(|_| ()),
     };
     log.compensating.set(None);
     match result {
