@@ -272,6 +272,14 @@ pub struct TxnRange<'t> {
     inner: RangeIter<'t>,
 }
 
+impl TxnRange<'_> {
+    /// The next record given to `f` as borrowed key and value (no copies); as
+    /// [`Iterator::next`] otherwise.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        self.inner.next_with(f).map(|r| r.map_err(isolation::engine_error))
+    }
+}
+
 impl Iterator for TxnRange<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
@@ -283,6 +291,14 @@ impl Iterator for TxnRange<'_> {
 /// A transaction's range read in descending order; see [`Transaction::range_rev`].
 pub struct TxnRevRange<'t> {
     inner: RevRangeIter<'t>,
+}
+
+impl TxnRevRange<'_> {
+    /// The next record given to `f` as borrowed key and value (no copies); as
+    /// [`Iterator::next`] otherwise.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        self.inner.next_with(f).map(|r| r.map_err(isolation::engine_error))
+    }
 }
 
 impl Iterator for TxnRevRange<'_> {
