@@ -100,6 +100,28 @@ impl<'db> Transaction<'db> {
         self.write(tree, key, Some(value), true)
     }
 
+    /// Replaces the value under `key` with what `f` makes of it, under the key's exclusive lock
+    /// and in one descent ([`Tree::update_logged`]): `f` gets the current value and an empty
+    /// buffer to write the new one into. Returns `f`'s result, or `None` if the key is absent
+    /// (then nothing changes and `f` is not called). `f` must not call into the database.
+    ///
+    /// # Errors
+    /// As [`Transaction::put`].
+    pub fn update_with<R>(
+        &mut self,
+        tree: &Tree,
+        key: &[u8],
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
+    ) -> Result<Option<R>> {
+        self.log
+            .shared
+            .writer_thread
+            .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
+        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
+        // Neither adds nor removes a key: no gap to lock (K15).
+        Ok(tree.update_logged(key, &self.log, f)?)
+    }
+
     /// Inserts a new record; fails with [`TreeError::DuplicateKey`] if the key exists.
     ///
     /// # Errors
