@@ -88,10 +88,13 @@ pub fn prefix_len(page: &[u8]) -> usize {
 #[must_use]
 pub fn head_of(k: &[u8], p: usize) -> u64 {
     let rest = k.get(p..).unwrap_or(&[]);
-    let mut b = [0u8; 8];
-    let n = rest.len().min(8);
-    b[..n].copy_from_slice(&rest[..n]);
-    u64::from_be_bytes(b)
+    if rest.len() >= 8 {
+        word(&rest[..8])
+    } else if rest.is_empty() {
+        0
+    } else {
+        be_value(rest) << (8 * (8 - rest.len()))
+    }
 }
 
 /// Recomputes the prefix length from the fences and every slot head; needed when the fences
@@ -207,7 +210,7 @@ pub fn own_high(page: &[u8]) -> Fence<'_> {
 #[must_use]
 pub fn goes_to_foster(page: &[u8], key: &[u8]) -> bool {
     match foster_key(page) {
-        Some(fk) => key >= fk,
+        Some(fk) => cmp_keys(key, fk) != Ordering::Less,
         None => false,
     }
 }
@@ -236,10 +239,74 @@ fn slot_head(page: &[u8], i: usize) -> u64 {
 fn cmp_at(page: &[u8], i: usize, k: &[u8], h: Option<u64>) -> Ordering {
     match h {
         Some(h) => match slot_head(page, i).cmp(&h) {
-            Ordering::Equal => key(page, i).cmp(k),
+            Ordering::Equal => {
+                // Both keys share the node's prefix, and equal heads mean equal bytes up to
+                // `p + 8` or the shorter key's end: only what follows can differ (T10).
+                let a = key(page, i);
+                let s = (prefix_len(page) + 8).min(a.len()).min(k.len());
+                cmp_keys(&a[s..], &k[s..])
+            }
             o => o,
         },
-        None => key(page, i).cmp(k),
+        None => cmp_keys(key(page, i), k),
+    }
+}
+
+/// Byte-wise (lexicographic) order of two keys, as `<[u8]>::cmp`, comparing 8-byte big-endian
+/// words inline: node keys are short, and a call into the C library's `memcmp` for each of a
+/// search's comparisons costs more than the comparison.
+#[inline]
+#[must_use]
+pub fn cmp_keys(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let (x, y) = (word(&a[i..i + 8]), word(&b[i..i + 8]));
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    if i < n {
+        // The last (up to 7) common bytes: as the word ending at `n` when there is one (its
+        // first bytes were found equal already), else as numbers of the same length.
+        let (x, y) = if n >= 8 {
+            (word(&a[n - 8..n]), word(&b[n - 8..n]))
+        } else {
+            (be_value(&a[..n]), be_value(&b[..n]))
+        };
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// Whether two keys are equal ([`cmp_keys`]' inline comparison).
+#[inline]
+#[must_use]
+pub fn eq_keys(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && cmp_keys(a, b) == Ordering::Equal
+}
+
+#[inline]
+fn word(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b.try_into().unwrap_or([0; 8]))
+}
+
+/// Up to 8 bytes as a big-endian number.
+#[inline]
+fn be_value(b: &[u8]) -> u64 {
+    let n = b.len();
+    if n >= 8 {
+        word(&b[..8])
+    } else if n >= 4 {
+        // Two overlapping 4-byte loads: the bytes they share land on the same bits.
+        let hi = u64::from(u32::from_be_bytes(b[..4].try_into().unwrap_or([0; 4])));
+        let lo = u64::from(u32::from_be_bytes(b[n - 4..n].try_into().unwrap_or([0; 4])));
+        (hi << (8 * (n - 4))) | lo
+    } else {
+        b.iter().fold(0u64, |w, &x| (w << 8) | u64::from(x))
     }
 }
 
@@ -249,7 +316,10 @@ fn cmp_at(page: &[u8], i: usize, k: &[u8], h: Option<u64>) -> Ordering {
 #[inline]
 fn search_head(page: &[u8], k: &[u8]) -> Option<u64> {
     let p = prefix_len(page);
-    if p > 0 && low_fence(page).is_none_or(|l| k.get(..p) != l.get(..p)) {
+    if p > 0
+        && low_fence(page)
+            .is_none_or(|l| !matches!((k.get(..p), l.get(..p)), (Some(a), Some(b)) if eq_keys(a, b)))
+    {
         return None;
     }
     Some(head_of(k, p))
@@ -817,6 +887,59 @@ fn validate_with(page: &[u8], heap: usize, bits: &mut [u64]) -> Result<(), Strin
 mod tests {
     use super::*;
 
+    /// Keys over a small alphabet that includes 0 and 255, of every length to 20, so that words,
+    /// overlapping tails, zero bytes and prefixes all meet.
+    fn sample_keys() -> Vec<Vec<u8>> {
+        let mut keys = vec![Vec::new()];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for len in 1..=20usize {
+            for _ in 0..24 {
+                let k: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        [0u8, 1, 0x7f, 0x80, 0xfe, 0xff][(x % 6) as usize]
+                    })
+                    .collect();
+                keys.push(k);
+            }
+        }
+        // Keys that differ only past a shared start, and proper prefixes of each other.
+        let base: Vec<u8> = (1..=17).collect();
+        for cut in 0..=base.len() {
+            keys.push(base[..cut].to_vec());
+            let mut k = base[..cut].to_vec();
+            k.push(0);
+            keys.push(k);
+        }
+        keys
+    }
+
+    #[test]
+    fn t10_inline_key_order_is_byte_order() {
+        let keys = sample_keys();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(cmp_keys(a, b), a.as_slice().cmp(b.as_slice()), "{a:?} vs {b:?}");
+                assert_eq!(eq_keys(a, b), a == b);
+            }
+        }
+    }
+
+    #[test]
+    fn t10_head_is_the_eight_bytes_after_the_prefix() {
+        for k in sample_keys() {
+            for p in 0..=k.len() + 1 {
+                let mut b = [0u8; 8];
+                let rest = k.get(p..).unwrap_or(&[]);
+                let n = rest.len().min(8);
+                b[..n].copy_from_slice(&rest[..n]);
+                assert_eq!(head_of(&k, p), u64::from_be_bytes(b), "{k:?} prefix {p}");
+            }
+        }
+    }
+
     fn fresh(level: u8) -> Vec<u8> {
         let mut p = vec![0u8; 4096];
         page::format(&mut p, PageId::new(3).unwrap(), PageType::Leaf, 0);
@@ -868,6 +991,25 @@ mod tests {
         assert!(insert_leaf(&mut p, at, &[0xff, 0xff], &[0u8; 500]), "compaction frees room");
         assert_eq!(value(&p, at), &[0u8; 500][..]);
         assert!(validate(&p).is_ok());
+    }
+
+    #[test]
+    fn t10_search_finds_what_a_sorted_list_finds() {
+        let mut p = vec![0u8; 16384];
+        page::format(&mut p, PageId::new(3).unwrap(), PageType::Leaf, 0);
+        init(&mut p, 0, Some(b"pre:"), Some(b"pre;"));
+        assert_eq!(prefix_len(&p), 3);
+        let with_prefix = |k: &[u8]| [b"pre:".as_slice(), k].concat();
+        let mut stored: Vec<Vec<u8>> = sample_keys().iter().step_by(2).map(|k| with_prefix(k)).collect();
+        stored.sort();
+        stored.dedup();
+        for k in &stored {
+            let i = search(&p, k).unwrap_err();
+            assert!(insert_leaf(&mut p, i, k, b""));
+        }
+        for probe in sample_keys().iter().map(|k| with_prefix(k)) {
+            assert_eq!(search(&p, &probe), stored.binary_search(&probe), "{probe:?}");
+        }
     }
 
     #[test]

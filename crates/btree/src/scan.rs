@@ -12,7 +12,6 @@
 //! (same page LSN and record count); if one did, it reads again from just after the last record
 //! it returned.
 
-use std::collections::VecDeque;
 use std::ops::Bound;
 use swizzledb_buffer::{PageId, Shared};
 use swizzledb_sync::Lsn;
@@ -75,6 +74,60 @@ impl ReadGate for NoGate {
 /// One record of a scan: key and value.
 type Entry = (Vec<u8>, Vec<u8>);
 
+/// The records a scan copied out of a leaf and has not returned yet, in one byte buffer: a
+/// record costs an allocation only when it is returned as an [`Entry`] (none through
+/// `next_with`), so a scan that stops after a few records pays little for the rest of the leaf.
+#[derive(Debug, Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    /// Per record: where its key starts in `bytes`, key length, value length (value follows).
+    items: Vec<(usize, usize, usize)>,
+    /// The next record to return.
+    pos: usize,
+}
+
+impl Batch {
+    fn is_empty(&self) -> bool {
+        self.pos == self.items.len()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.items.clear();
+        self.pos = 0;
+    }
+
+    fn push_back(&mut self, k: &[u8], v: &[u8]) {
+        if self.is_empty() && self.pos > 0 {
+            self.clear();
+        }
+        self.items.push((self.bytes.len(), k.len(), v.len()));
+        self.bytes.extend_from_slice(k);
+        self.bytes.extend_from_slice(v);
+    }
+
+    fn record(&self, i: usize) -> (&[u8], &[u8]) {
+        let (at, kl, vl) = self.items[i];
+        (&self.bytes[at..at + kl], &self.bytes[at + kl..at + kl + vl])
+    }
+
+    /// The key of the last record copied in.
+    fn back_key(&self) -> Option<&[u8]> {
+        (!self.is_empty()).then(|| self.record(self.items.len() - 1).0)
+    }
+
+    /// Calls `f` with the next record and moves past it.
+    fn pop_front_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<R> {
+        if self.is_empty() {
+            return None;
+        }
+        let (k, v) = self.record(self.pos);
+        let r = f(k, v);
+        self.pos += 1;
+        Some(r)
+    }
+}
+
 /// A leaf as a scan read it, to check later that it did not change.
 #[derive(Clone, Copy, Debug)]
 struct Seen {
@@ -130,7 +183,7 @@ impl Tree {
             resume: first,
             end: end.map(<[u8]>::to_vec),
             open_gap: Vec::new(),
-            buf: VecDeque::new(),
+            buf: Batch::default(),
         }
     }
 
@@ -161,7 +214,7 @@ impl Tree {
             resume: bound,
             first: true,
             start,
-            buf: VecDeque::new(),
+            buf: Batch::default(),
         }
     }
 
@@ -238,15 +291,15 @@ pub struct RangeIter<'t> {
     /// The leaves read since the last key that passed the gate: the gap after that key is
     /// closed by a key in a later leaf, and holds only if these did not change meanwhile.
     open_gap: Vec<Seen>,
-    buf: VecDeque<Entry>,
+    buf: Batch,
 }
 
 impl RangeIter<'_> {
     fn past_end(&self, k: &[u8]) -> bool {
         match &self.end {
             Bound::Unbounded => false,
-            Bound::Included(e) => k > e.as_slice(),
-            Bound::Excluded(e) => k >= e.as_slice(),
+            Bound::Included(e) => node::cmp_keys(k, e) == std::cmp::Ordering::Greater,
+            Bound::Excluded(e) => node::cmp_keys(k, e) != std::cmp::Ordering::Less,
         }
     }
 
@@ -282,7 +335,7 @@ impl RangeIter<'_> {
                     ended = true;
                     break;
                 }
-                self.buf.push_back((k.to_vec(), node::value(&g, i).to_vec()));
+                self.buf.push_back(k, node::value(&g, i));
                 i += 1;
             }
             if blocked.is_none() && !ended {
@@ -329,7 +382,7 @@ impl RangeIter<'_> {
             if ended {
                 self.next = None;
             }
-            if let Some((k, _)) = self.buf.back() {
+            if let Some(k) = self.buf.back_key() {
                 self.resume = key_after(k);
             }
         }
@@ -339,20 +392,25 @@ impl RangeIter<'_> {
 
 /// The common end of both scans' `next`: after a refill, the next buffered record; a failed
 /// refill is returned once and ends the scan (`stop`), dropping what was buffered.
-fn next_entry(filled: Result<()>, buf: &mut VecDeque<Entry>, stop: impl FnOnce()) -> Option<Result<Entry>> {
+fn next_entry<R>(
+    filled: Result<()>,
+    buf: &mut Batch,
+    stop: impl FnOnce(),
+    f: impl FnOnce(&[u8], &[u8]) -> R,
+) -> Option<Result<R>> {
     match filled {
         Err(e) => {
             buf.clear();
             stop();
             Some(Err(e))
         }
-        Ok(()) => buf.pop_front().map(Ok),
+        Ok(()) => buf.pop_front_with(f).map(Ok),
     }
 }
 
 /// A scan of a closed tree (T15): `Closed` once, if anything was left to return, then the end;
 /// `None` while the tree is open.
-fn closed_scan(tree: &Tree, buf: &mut VecDeque<Entry>, more: bool) -> Option<Option<Result<Entry>>> {
+fn closed_scan<R>(tree: &Tree, buf: &mut Batch, more: bool) -> Option<Option<Result<R>>> {
     if !tree.pool.is_closed() {
         return None;
     }
@@ -361,16 +419,24 @@ fn closed_scan(tree: &Tree, buf: &mut VecDeque<Entry>, more: bool) -> Option<Opt
     Some(left.then_some(Err(TreeError::Closed)))
 }
 
-impl Iterator for RangeIter<'_> {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl RangeIter<'_> {
+    /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
+    /// instead of copied into two new vectors.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
             self.next = None;
             return closed;
         }
         let filled = self.fill();
-        next_entry(filled, &mut self.buf, || self.next = None)
+        next_entry(filled, &mut self.buf, || self.next = None, f)
+    }
+}
+
+impl Iterator for RangeIter<'_> {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with(|k, v| (k.to_vec(), v.to_vec()))
     }
 }
 
@@ -386,7 +452,7 @@ pub struct RevRangeIter<'t> {
     first: bool,
     /// Inclusive lower bound.
     start: Option<Vec<u8>>,
-    buf: VecDeque<Entry>,
+    buf: Batch,
 }
 
 impl RevRangeIter<'_> {
@@ -449,7 +515,7 @@ impl RevRangeIter<'_> {
                     blocked = Some(Some(k.to_vec()));
                     break;
                 }
-                self.buf.push_back((k.to_vec(), node::value(&g, i).to_vec()));
+                self.buf.push_back(k, node::value(&g, i));
             }
             if blocked.is_none() && !ended {
                 // Keys left of this leaf are below its low fence; done if that is -inf or the
@@ -490,11 +556,24 @@ impl RevRangeIter<'_> {
             if ended {
                 self.next = None;
             }
-            if let Some((k, _)) = self.buf.back() {
-                self.resume = Some(k.clone());
+            if let Some(k) = self.buf.back_key() {
+                self.resume = Some(k.to_vec());
             }
         }
         Ok(())
+    }
+}
+
+impl RevRangeIter<'_> {
+    /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
+    /// instead of copied into two new vectors.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
+            self.next = None;
+            return closed;
+        }
+        let filled = self.fill();
+        next_entry(filled, &mut self.buf, || self.next = None, f)
     }
 }
 
@@ -502,11 +581,6 @@ impl Iterator for RevRangeIter<'_> {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
-            self.next = None;
-            return closed;
-        }
-        let filled = self.fill();
-        next_entry(filled, &mut self.buf, || self.next = None)
+        self.next_with(|k, v| (k.to_vec(), v.to_vec()))
     }
 }

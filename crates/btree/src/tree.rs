@@ -508,10 +508,12 @@ impl Tree {
                         return Err(TreeError::DuplicateKey);
                     }
                     if node::leaf_update_fits(&leaf, i, value) {
-                        if log.is_some() {
-                            let old = node::value(&leaf, i).to_vec();
-                            let change = LeafChange::Update { key, old: &old, new: value };
-                            log_leaf(log, self.root_page, &mut leaf, &change)?;
+                        if let Some(log) = log {
+                            // The old value is read from the latched leaf, not copied (T11).
+                            let change = LeafChange::Update { key, old: node::value(&leaf, i), new: value };
+                            let lsn =
+                                log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
+                            stamp(Some(lsn), &mut leaf);
                         }
                         let done = node::update_value(&mut leaf, i, value);
                         debug_assert!(done, "T11: the update was checked to fit");
@@ -544,6 +546,71 @@ impl Tree {
         Ok(existed)
     }
 
+    /// Replaces the value under `key` with what `f` makes of it, in one descent: `f` gets the
+    /// current value, latched, and an empty buffer to write the new value into; the change is
+    /// logged (T11) and applied before the leaf is released, so no other writer comes between
+    /// the read and the write. Returns `f`'s result, or `None` (nothing called, nothing changed)
+    /// if the key is absent. `f` must not call into the tree.
+    ///
+    /// `f` runs once. If the new value does not fit, the leaf is split first, still latched; if
+    /// that split runs out of frames, the operation is retried after freeing some (B13) and
+    /// writes the value `f` made then, so a writer that does not lock the key (see
+    /// [`Tree::with_room`]) can slip in between only in that case.
+    ///
+    /// # Errors
+    /// An oversize new value, pool or I/O errors, or the log failed; nothing changes then.
+    pub fn update_logged<R>(
+        &self,
+        key: &[u8],
+        log: &dyn ChangeLog,
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
+    ) -> Result<Option<R>> {
+        self.check_open()?;
+        let (mut f, mut new, mut out) = (Some(f), Vec::new(), None);
+        let found = self.with_room(|| self.update_once(key, Some(log), &mut f, &mut new, &mut out))?;
+        Ok(out.filter(|_| found))
+    }
+
+    fn update_once<R, F: FnOnce(&[u8], &mut Vec<u8>) -> R>(
+        &self,
+        key: &[u8],
+        log: Log<'_>,
+        f: &mut Option<F>,
+        new: &mut Vec<u8>,
+        out: &mut Option<R>,
+    ) -> Result<bool> {
+        let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
+        loop {
+            let Ok(i) = node::search(&leaf, key) else { return Ok(false) };
+            if let Some(f) = f.take() {
+                *out = Some(f(node::value(&leaf, i), new));
+                self.check_sizes(key, new)?;
+            }
+            if node::leaf_update_fits(&leaf, i, new) {
+                if let Some(log) = log {
+                    let change = LeafChange::Update { key, old: node::value(&leaf, i), new };
+                    let lsn = log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
+                    stamp(Some(lsn), &mut leaf);
+                }
+                let done = node::update_value(&mut leaf, i, new);
+                debug_assert!(done, "T11: the update was checked to fit");
+                break;
+            }
+            // No room: split first, so a failed split changes nothing (T6).
+            let right = self.split(&mut leaf, i, log)?;
+            maintain = true;
+            if node::goes_to_foster(&leaf, key) {
+                leaf = right;
+            }
+        }
+        drop(leaf);
+        if maintain {
+            // Opportunistic: the tree is correct with or without adoption (T9).
+            let _ = self.maintain(key, log);
+        }
+        Ok(true)
+    }
+
     /// Deletes `key`; returns true if it existed.
     ///
     /// # Errors
@@ -571,9 +638,10 @@ impl Tree {
         let Ok(i) = node::search(&leaf, key) else {
             return Ok(false);
         };
-        if log.is_some() {
-            let old = node::value(&leaf, i).to_vec();
-            log_leaf(log, self.root_page, &mut leaf, &LeafChange::Delete { key, old: &old })?;
+        if let Some(log) = log {
+            let change = LeafChange::Delete { key, old: node::value(&leaf, i) };
+            let lsn = log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
+            stamp(Some(lsn), &mut leaf);
         }
         node::remove(&mut leaf, i);
         let merge = underfull(&leaf);

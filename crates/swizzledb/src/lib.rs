@@ -811,7 +811,7 @@ impl Core {
                     Record::Leaf { undo_next: Some(next), .. } => next,
                     Record::Leaf { undo_next: None, tree, change, prev, .. } => {
                         let t = self.tree_by_root(tree)?;
-                        txn::compensate(&t, &log, &Undo { tree, change, prev })?;
+                        txn::compensate(&t, &log, &Undo::of(tree, &change, prev))?;
                         compensations += 1;
                         prev
                     }

@@ -261,13 +261,96 @@ impl ChangeLog for SystemLog<'_> {
     }
 }
 
-/// A change a transaction made, as its rollback needs it.
-#[derive(Debug)]
-pub(crate) struct Undo {
+/// A change a transaction made, as its rollback needs it (R5): the key, and the old value of an
+/// update or delete. The new value is not kept: the inverse puts the old value back or deletes
+/// the key, and the compensation record takes what it replaces from the page.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Undo<'u> {
     pub(crate) tree: PageId,
-    pub(crate) change: Change,
+    /// `None`: the change inserted the key (undone by deleting it); else the old value.
+    pub(crate) old: Option<&'u [u8]>,
+    pub(crate) key: &'u [u8],
     /// The record's own previous link: where the undo chain continues after it.
     pub(crate) prev: Lsn,
+}
+
+impl<'u> Undo<'u> {
+    /// What restart's rollback reads from a logged change.
+    pub(crate) fn of(tree: PageId, change: &'u Change, prev: Lsn) -> Undo<'u> {
+        let (key, old) = match change {
+            Change::Insert { key, .. } => (key, None),
+            Change::Update { key, old, .. } | Change::Delete { key, old } => (key, Some(old.as_slice())),
+        };
+        Undo { tree, old, key, prev }
+    }
+}
+
+/// A transaction's undo information, newest last: the keys and old values in one byte buffer,
+/// so that a write costs no allocation of its own. Emptied buffers are kept per thread and
+/// reused by the thread's next transaction.
+#[derive(Debug, Default)]
+pub(crate) struct UndoList {
+    entries: Vec<UndoEntry>,
+    bytes: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct UndoEntry {
+    tree: PageId,
+    prev: Lsn,
+    /// Where the key starts in `bytes`; the old value (if any) follows it.
+    at: usize,
+    key_len: usize,
+    /// `usize::MAX`: an insert (no old value).
+    old_len: usize,
+}
+
+thread_local! {
+    static SPARE_UNDO: Cell<Option<UndoList>> = const { Cell::new(None) };
+}
+
+impl UndoList {
+    /// An empty list, reusing the buffers the thread's last transaction left.
+    pub(crate) fn take_spare() -> UndoList {
+        SPARE_UNDO.with(Cell::take).unwrap_or_default()
+    }
+
+    /// Empties the list and keeps its buffers for the thread's next transaction (large ones are
+    /// dropped, so one huge transaction does not pin its memory).
+    pub(crate) fn recycle(mut self) {
+        if self.bytes.capacity() <= 1 << 20 && self.entries.capacity() <= 1 << 14 {
+            self.entries.clear();
+            self.bytes.clear();
+            SPARE_UNDO.with(|s| s.set(Some(self)));
+        }
+    }
+
+    pub(crate) fn push(&mut self, tree: PageId, change: &LeafChange<'_>, prev: Lsn) {
+        let (key, old) = match *change {
+            LeafChange::Insert { key, .. } => (key, None),
+            LeafChange::Update { key, old, .. } | LeafChange::Delete { key, old } => (key, Some(old)),
+        };
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(old.unwrap_or_default());
+        let old_len = old.map_or(usize::MAX, <[u8]>::len);
+        self.entries.push(UndoEntry { tree, prev, at, key_len: key.len(), old_len });
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entry `i` (0 is the oldest).
+    pub(crate) fn get(&self, i: usize) -> Undo<'_> {
+        let e = self.entries[i];
+        let key = &self.bytes[e.at..e.at + e.key_len];
+        let old = (e.old_len != usize::MAX).then(|| {
+            let v = e.at + e.key_len;
+            &self.bytes[v..v + e.old_len]
+        });
+        Undo { tree: e.tree, old, key, prev: e.prev }
+    }
 }
 
 /// The [`ChangeLog`] of one transaction: chains its records, remembers what rollback needs,
@@ -276,14 +359,14 @@ pub(crate) struct Undo {
 pub(crate) struct TxnLog<'a> {
     pub(crate) wal: Option<&'a Wal>,
     pub(crate) shared: Arc<TxnShared>,
-    pub(crate) undo: RefCell<Vec<Undo>>,
+    pub(crate) undo: RefCell<UndoList>,
     /// During rollback: the undo-next link of the compensation record being written.
     pub(crate) compensating: Cell<Option<Lsn>>,
 }
 
 impl<'a> TxnLog<'a> {
     pub(crate) fn new(wal: Option<&'a Wal>, shared: Arc<TxnShared>) -> TxnLog<'a> {
-        TxnLog { wal, shared, undo: RefCell::new(Vec::new()), compensating: Cell::new(None) }
+        TxnLog { wal, shared, undo: RefCell::new(UndoList::take_spare()), compensating: Cell::new(None) }
     }
 
     /// Appends one of this transaction's records, linking it to the previous one. Without a
@@ -335,7 +418,6 @@ impl ChangeLog for TxnLog<'_> {
         self.ensure_begun().map_err(failure)?;
         let txn = self.shared.id;
         let undo_next = self.compensating.get();
-        let change = Change::of(change);
         let page = leaf.page_id();
         // The first change since the page was last written carries the page's image, so redo
         // never depends on what the file holds for it (R3).
@@ -352,7 +434,7 @@ impl ChangeLog for TxnLog<'_> {
             .append_then(
                 |prev| {
                     undo_prev.set(prev);
-                    Record::Leaf { txn, prev, undo_next, tree, page, change: change.clone(), base }
+                    Record::Leaf { txn, prev, undo_next, tree, page, change: Change::of(change), base }
                 },
                 // A compensation record is never undone; the chain continues at its undo-next
                 // link.
@@ -360,7 +442,7 @@ impl ChangeLog for TxnLog<'_> {
             )
             .map_err(failure)?;
         if undo_next.is_none() {
-            self.undo.borrow_mut().push(Undo { tree, change, prev: undo_prev.get() });
+            self.undo.borrow_mut().push(tree, change, undo_prev.get());
         }
         Ok(lsn)
     }
@@ -452,4 +534,32 @@ pub(crate) struct WalStats {
     pub(crate) checkpoints: AtomicU64,
     pub(crate) background_checkpoints: AtomicU64,
     pub(crate) failed_checkpoints: AtomicU64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn r5_undo_list_keeps_keys_and_old_values_and_is_reused_empty() {
+        let tree = PageId::new(7).unwrap();
+        let mut list = UndoList::take_spare();
+        list.push(tree, &LeafChange::Insert { key: b"a", value: b"new" }, Lsn(1));
+        list.push(tree, &LeafChange::Update { key: b"bb", old: b"old", new: b"newer" }, Lsn(2));
+        list.push(tree, &LeafChange::Delete { key: b"", old: b"" }, Lsn(3));
+        assert_eq!(list.len(), 3);
+        let got: Vec<_> = (0..3).map(|i| list.get(i)).map(|u| (u.key, u.old, u.prev, u.tree)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (&b"a"[..], None, Lsn(1), tree),
+                (&b"bb"[..], Some(&b"old"[..]), Lsn(2), tree),
+                (&b""[..], Some(&b""[..]), Lsn(3), tree),
+            ]
+        );
+        list.recycle();
+        let again = UndoList::take_spare();
+        assert_eq!(again.len(), 0, "a reused list starts empty");
+        assert!(again.bytes.capacity() > 0, "and keeps its buffer");
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use swizzledb_btree::{LeafChange, NoGate, RangeIter, ReadGate, RevRangeIter, Tree, TreeError};
+use swizzledb_btree::{NoGate, RangeIter, ReadGate, RevRangeIter, Tree, TreeError};
 use swizzledb_sync::{Lsn, TxnId};
 
 use crate::isolation::{self, lock_name, TxnReads};
@@ -100,6 +100,28 @@ impl<'db> Transaction<'db> {
         self.write(tree, key, Some(value), true)
     }
 
+    /// Replaces the value under `key` with what `f` makes of it, under the key's exclusive lock
+    /// and in one descent ([`Tree::update_logged`]): `f` gets the current value and an empty
+    /// buffer to write the new one into. Returns `f`'s result, or `None` if the key is absent
+    /// (then nothing changes and `f` is not called). `f` must not call into the database.
+    ///
+    /// # Errors
+    /// As [`Transaction::put`].
+    pub fn update_with<R>(
+        &mut self,
+        tree: &Tree,
+        key: &[u8],
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
+    ) -> Result<Option<R>> {
+        self.log
+            .shared
+            .writer_thread
+            .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
+        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
+        // Neither adds nor removes a key: no gap to lock (K15).
+        Ok(tree.update_logged(key, &self.log, f)?)
+    }
+
     /// Inserts a new record; fails with [`TreeError::DuplicateKey`] if the key exists.
     ///
     /// # Errors
@@ -164,6 +186,7 @@ impl<'db> Transaction<'db> {
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
         let result = self.log_commit();
+        std::mem::take(&mut *self.log.undo.borrow_mut()).recycle();
         // The transaction ends here even if its commit failed: commit fails only on a log
         // failure, which is sticky (wal README W11), so nothing can commit after reading what it
         // leaves in place, and restart decides its fate. Keeping its locks would block the
@@ -221,10 +244,12 @@ impl<'db> Transaction<'db> {
             )?;
         }
         let undo = std::mem::take(&mut *self.log.undo.borrow_mut());
-        for entry in undo.iter().rev() {
+        for i in (0..undo.len()).rev() {
+            let entry = undo.get(i);
             let tree = self.db.tree_by_root(entry.tree)?;
-            compensate(&tree, &self.log, entry)?;
+            compensate(&tree, &self.log, &entry)?;
         }
+        undo.recycle();
         if logged {
             self.log.append(|prev| Record::End { txn, prev })?;
         }
@@ -235,13 +260,11 @@ impl<'db> Transaction<'db> {
 /// Undoes one change through the tree, logging a compensation record whose undo-next link is
 /// the undone record's previous one (R5). The inverse is applied logically, by key: the record
 /// may have moved to another page since (splits and merges are never undone, T13).
-pub(crate) fn compensate(tree: &Tree, log: &TxnLog<'_>, entry: &Undo) -> Result<()> {
+pub(crate) fn compensate(tree: &Tree, log: &TxnLog<'_>, entry: &Undo<'_>) -> Result<()> {
     log.compensating.set(Some(entry.prev));
-    let result = match entry.change.borrow().inverse() {
-        LeafChange::Delete { key, .. } => tree.delete_logged(key, log).map(|_| ()),
-        LeafChange::Insert { key, value } | LeafChange::Update { key, new: value, .. } => {
-            tree.put_logged(key, value, true, log).map(|_| ())
-        }
+    let result = match entry.old {
+        None => tree.delete_logged(entry.key, log).map(|_| ()),
+        Some(old) => tree.put_logged(entry.key, old, true, log).map(|_| ()),
     };
     log.compensating.set(None);
     match result {
@@ -271,6 +294,14 @@ pub struct TxnRange<'t> {
     inner: RangeIter<'t>,
 }
 
+impl TxnRange<'_> {
+    /// The next record given to `f` as borrowed key and value (no copies); as
+    /// [`Iterator::next`] otherwise.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        self.inner.next_with(f).map(|r| r.map_err(isolation::engine_error))
+    }
+}
+
 impl Iterator for TxnRange<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
@@ -282,6 +313,14 @@ impl Iterator for TxnRange<'_> {
 /// A transaction's range read in descending order; see [`Transaction::range_rev`].
 pub struct TxnRevRange<'t> {
     inner: RevRangeIter<'t>,
+}
+
+impl TxnRevRange<'_> {
+    /// The next record given to `f` as borrowed key and value (no copies); as
+    /// [`Iterator::next`] otherwise.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        self.inner.next_with(f).map(|r| r.map_err(isolation::engine_error))
+    }
 }
 
 impl Iterator for TxnRevRange<'_> {

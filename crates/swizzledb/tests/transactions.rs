@@ -1,6 +1,6 @@
 //! Transactions against a `BTreeMap` oracle, with logging on and off: committed changes stay,
 //! aborted and dropped transactions leave no trace, in every buffer mode and through splits and
-//! merges (RECOVERY.md R4–R6).
+//! merges (RECOVERY.md R4–R6), whether written by put, delete or update_with.
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -10,6 +10,8 @@ use swizzledb::{Database, PoolMode, TreeError};
 enum Op {
     Put(u16, u8),
     Delete(u16),
+    /// `update_with`: sees the current value, writes `value(k, v)`.
+    Update(u16, u8),
 }
 
 #[derive(Clone, Debug)]
@@ -33,6 +35,7 @@ fn txn() -> impl Strategy<Value = (Vec<Op>, End)> {
             prop_oneof![
                 3 => (0u16..400, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
                 1 => (0u16..400).prop_map(Op::Delete),
+                2 => (0u16..400, any::<u8>()).prop_map(|(k, v)| Op::Update(k, v)),
             ],
             1..60,
         ),
@@ -58,6 +61,21 @@ fn run(mode: PoolMode, logging: bool, txns: &[(Vec<Op>, End)]) {
                     assert_eq!(existed, local.insert(k, v).is_some());
                 }
                 Op::Delete(k) => assert_eq!(t.delete(&tree, &key(k)).unwrap(), local.remove(&k).is_some()),
+                Op::Update(k, v) => {
+                    let seen = t
+                        .update_with(&tree, &key(k), |old, new| {
+                            new.extend_from_slice(&value(k, v));
+                            old.to_vec()
+                        })
+                        .unwrap();
+                    match local.get_mut(&k) {
+                        Some(cur) => {
+                            assert_eq!(seen, Some(value(k, *cur)), "update_with sees the current value");
+                            *cur = v;
+                        }
+                        None => assert_eq!(seen, None, "an absent key is not updated"),
+                    }
+                }
             }
         }
         match end {

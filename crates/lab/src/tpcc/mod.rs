@@ -27,9 +27,9 @@
 //!   its order lines before its new-order record, so that a Delivery finds only whole orders
 //!   even with locking off.
 //! - **Atomic updates with locking off:** every read-modify-write of one record (a district's
-//!   order counter, a stock's quantity, year-to-date sums, balances) holds a workload latch
-//!   striped by key while it reads and writes, as vmcache's in-place update holds the page
-//!   latch; a Delivery claims an order by deleting its new-order record and skips the district
+//!   order counter, a stock's quantity, year-to-date sums, balances) goes through
+//!   `Transaction::update_with`, one descent that reads and writes under the leaf's exclusive
+//!   latch as vmcache's in-place update does, and also holds a workload latch striped by key; a Delivery claims an order by deleting its new-order record and skips the district
 //!   if another one deleted it first. So the consistency conditions hold after a run with
 //!   locking off too. With locking on, the record locks do this and no latch is taken.
 //! - Every transaction runs through [`Database::transact`], which retries a transaction chosen
@@ -218,10 +218,23 @@ impl Tpcc {
         f: impl FnOnce(&mut R) -> T,
     ) -> Result<T, Abort> {
         let _held = latch.then(|| self.latches.hold(R::SIZE as u64, key));
-        let mut r: R = get(tx, tree, key)?;
-        let out = f(&mut r);
-        tx.put(tree, key, &r.encode())?;
-        Ok(out)
+        // One descent: read, change and write back under the leaf's latch.
+        let done = tx.update_with(tree, key, |old, new| match R::decode(old) {
+            Ok(mut r) => {
+                let out = f(&mut r);
+                r.encode_into(new);
+                Ok(out)
+            }
+            Err(e) => {
+                // Damaged: write back what was there, and report it.
+                new.extend_from_slice(old);
+                Err(e)
+            }
+        })?;
+        match done {
+            Some(out) => Ok(out?),
+            None => Err(missing(R::TABLE, key).into()),
+        }
     }
 }
 

@@ -197,6 +197,13 @@ pub trait Record: Sized {
         e.0
     }
 
+    /// Appends the record's bytes to `out`.
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        let mut e = Enc(std::mem::take(out));
+        self.write(&mut e);
+        *out = e.0;
+    }
+
     /// Decodes a record, checking its size.
     ///
     /// # Errors

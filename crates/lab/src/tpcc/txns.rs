@@ -176,15 +176,16 @@ impl Tpcc {
             let c_id = find_customer(tx, tables, w_id, d_id, who)?;
             let _customer: Customer = get(tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]))?;
             let (from, to) = (key([w_id, d_id, c_id, 0]), key([w_id, d_id, c_id, u32::MAX]));
-            let newest =
-                tx.range_rev(tb(t::ORDER_CUSTOMER), Included(&from), Included(&to)).next().transpose()?;
-            let Some((k, _)) = newest else { return Ok(()) };
-            let o_id = key_part(&k, 3);
+            let newest = tx
+                .range_rev(tb(t::ORDER_CUSTOMER), Included(&from), Included(&to))
+                .next_with(|k, _| key_part(k, 3))
+                .transpose()?;
+            let Some(o_id) = newest else { return Ok(()) };
             let _order: Order = get(tx, tb(t::ORDER), &key([w_id, d_id, o_id]))?;
             let (from, to) = (key([w_id, d_id, o_id, 0]), key([w_id, d_id, o_id + 1, 0]));
-            for r in tx.range(tb(t::ORDER_LINE), Included(&from), Excluded(&to)) {
-                let (_, v) = r?;
-                OrderLine::decode(&v)?;
+            let mut lines = tx.range(tb(t::ORDER_LINE), Included(&from), Excluded(&to));
+            while let Some(r) = lines.next_with(|_, v| OrderLine::decode(v).map(|_| ())) {
+                r??;
             }
             Ok(())
         })?;
@@ -200,8 +201,11 @@ impl Tpcc {
             let tb = |i| tables.tree(i);
             for d_id in 1..=DISTRICTS {
                 let (from, to) = (key([w_id, d_id, 0]), key([w_id, d_id + 1, 0]));
-                let oldest = tx.range(tb(t::NEW_ORDER), Included(&from), Excluded(&to)).next().transpose()?;
-                let Some((no_key, _)) = oldest else { continue };
+                let oldest = tx
+                    .range(tb(t::NEW_ORDER), Included(&from), Excluded(&to))
+                    .next_with(|k, _| k.to_vec())
+                    .transpose()?;
+                let Some(no_key) = oldest else { continue };
                 // Claim it; with locking off another Delivery may have been first.
                 if !tx.delete(tb(t::NEW_ORDER), &no_key)? {
                     continue;
@@ -246,9 +250,9 @@ impl Tpcc {
             let next = get::<District>(tx, tb(t::DISTRICT), &key([w_id, d_id]))?.next_o_id;
             let (from, to) = (key([w_id, d_id, next.saturating_sub(20), 0]), key([w_id, d_id, next, 0]));
             let mut items = Vec::with_capacity(300);
-            for r in tx.range(tb(t::ORDER_LINE), Included(&from), Excluded(&to)) {
-                let (_, v) = r?;
-                items.push(OrderLine::decode(&v)?.i_id);
+            let mut lines = tx.range(tb(t::ORDER_LINE), Included(&from), Excluded(&to));
+            while let Some(r) = lines.next_with(|_, v| OrderLine::decode(v).map(|l| l.i_id)) {
+                items.push(r??);
             }
             items.sort_unstable();
             items.dedup();
@@ -277,9 +281,9 @@ fn find_customer(
     };
     let (from, to) = name_range(w_id, d_id, name.as_bytes());
     let mut ids = Vec::with_capacity(8);
-    for r in tx.range(tables.tree(t::CUSTOMER_NAME), Included(&from), Excluded(&to)) {
-        let (_, v) = r?;
-        ids.push(CustomerName::decode(&v)?.c_id);
+    let mut names = tx.range(tables.tree(t::CUSTOMER_NAME), Included(&from), Excluded(&to));
+    while let Some(r) = names.next_with(|_, v| CustomerName::decode(v).map(|n| n.c_id)) {
+        ids.push(r??);
     }
     if ids.is_empty() {
         return Err(missing(CustomerName::TABLE, &from).into());
