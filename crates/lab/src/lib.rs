@@ -52,6 +52,7 @@ pub mod units;
 pub mod workload;
 pub mod ycsb;
 
+pub use bench::Setting;
 pub use workload::{Outcome, Workload, WorkloadError};
 
 /// Bad input found before anything ran or was written: the command exits with status 2.

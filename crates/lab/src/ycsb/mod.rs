@@ -53,7 +53,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub use bench::{print_table, run_bench, BenchPlan, BenchRow, YcsbRow, CSV_COLUMNS};
+pub use bench::{print_table, run_bench, BenchPlan, BenchRow, Config, YcsbRow, CSV_COLUMNS};
 
 /// The operation kinds, in [`Outcome::kind`] order (every letter counts all five).
 pub const KINDS: [&str; 5] = ["read", "update", "insert", "scan", "read-modify-write"];
