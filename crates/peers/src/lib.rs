@@ -16,6 +16,8 @@
 //! Everything done with the environment afterwards (transactions, reads, writes) is heed's safe
 //! API, used by the lab.
 
+#![deny(unsafe_code)]
+
 pub use heed;
 
 use std::path::{Path, PathBuf};
@@ -102,6 +104,7 @@ pub enum PeersError {
 /// # Errors
 /// [`PeersError::Directory`] if `dir` exists or cannot be created, [`PeersError::MapTooLarge`],
 /// or LMDB's own error.
+#[allow(unsafe_code)]
 pub fn create_lmdb(dir: &Path, options: &LmdbOptions) -> Result<Env, PeersError> {
     const MIB: u64 = 1 << 20;
     let map = options.map_bytes.max(1).div_ceil(MIB).checked_mul(MIB);

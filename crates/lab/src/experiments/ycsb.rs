@@ -69,7 +69,8 @@ pub struct YcsbArgs {
     /// Replacement policy [default: the engine's, gclock]
     #[arg(long)]
     policy: Option<PolicySpec>,
-    /// Directory for the temporary databases [default: the system temp directory]
+    /// Directory for the temporary databases [default: the system temp directory]; on a tmpfs
+    /// the OS does not write LMDB's map back to disk during the run (docs/ycsb.md)
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Directory for ycsb.csv (created if missing)
