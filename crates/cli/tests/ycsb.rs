@@ -68,13 +68,98 @@ fn bench_ycsb_writes_a_row_per_workload_and_measurement() {
     assert!(left.is_empty(), "temporary databases left behind: {left:?}");
 }
 
+/// SwizzleDB's three modes and LMDB in one interleaved run: a row per engine configuration,
+/// workload and thread count, with `engine` last and LMDB's `mode`, `locking` and `pool_bytes`
+/// left as documented.
+#[cfg(feature = "lmdb")]
+#[test]
+fn bench_ycsb_runs_swizzledb_beside_lmdb() {
+    let scratch = Scratch::new("ycsb-engines");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["bench", "ycsb", "--engine", "swizzledb,lmdb", "--workload", "A,E", "--records", "2000"])
+        .args(["--duration", "0.2", "--repeat", "1"])
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("SwizzleDB beside LMDB") && stdout.contains("intact in every database"),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(out.join("ycsb.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.join(","), swizzledb_lab::ycsb::CSV_COLUMNS);
+    assert_eq!(header.last(), Some(&"engine"), "engine is the last column");
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // (3 SwizzleDB modes + LMDB) x 2 workloads x 2 thread counts.
+    assert_eq!(rows.len(), 16);
+    let num = |r: &[&str], c: &str| -> u64 { r[col(c)].parse().unwrap() };
+    let mut per_engine = std::collections::BTreeMap::new();
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{r:?}");
+        *per_engine.entry(r[col("engine")]).or_insert(0) += 1;
+        match r[col("engine")] {
+            "swizzledb" => {
+                assert!(["traditional", "swizzling", "main-memory"].contains(&r[col("mode")]), "{r:?}");
+                assert_eq!(r[col("locking")], "off");
+                assert!(num(r, "pool_bytes") > 0, "{r:?}");
+            }
+            "lmdb" => {
+                assert_eq!(
+                    (r[col("mode")], r[col("locking")], r[col("pool_bytes")]),
+                    ("-", "-", ""),
+                    "{r:?}"
+                );
+                assert_eq!(num(r, "retries"), 0, "{r:?}");
+            }
+            other => panic!("engine {other}"),
+        }
+        assert_eq!(r[col("logging")], "off");
+        let ops: f64 = r[col("ops_per_sec")].parse().unwrap();
+        assert!(ops > 0.0, "{r:?}");
+        let kinds = ["read", "update", "insert", "scan", "read_modify_write"].map(|k| num(r, k));
+        assert_eq!(kinds.iter().sum::<u64>(), num(r, "operations"), "{r:?}");
+        let ran = kinds.map(|n| n > 0);
+        match r[col("workload")] {
+            "A" => assert_eq!(ran, [true, true, false, false, false], "{r:?}"),
+            "E" => assert!(ran[3] && !ran[0] && !ran[1] && !ran[4], "{r:?}"),
+            other => panic!("workload {other} was not asked for"),
+        }
+    }
+    assert_eq!(per_engine.into_iter().collect::<Vec<_>>(), [("lmdb", 4), ("swizzledb", 12)]);
+    // Each database only grows, by its own inserts: LMDB's rows follow LMDB's inserts.
+    for (engine, mode) in [("lmdb", "-"), ("swizzledb", "swizzling")] {
+        let mut records = 2000;
+        for r in rows.iter().filter(|r| r[col("engine")] == engine && r[col("mode")] == mode) {
+            records += num(r, "insert");
+            assert_eq!(num(r, "records_after"), records, "{r:?}");
+        }
+        assert!(records > 2000, "{engine} inserted nothing");
+    }
+    let left: Vec<String> = std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "out")
+        .collect();
+    assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+}
+
 #[test]
 fn bench_ycsb_bad_input_exits_2_and_writes_nothing() {
     let scratch = Scratch::new("ycsb-bad");
     let out = scratch.0.join("out");
     let out_arg = out.to_str().unwrap();
     // Bad values the benchmark checks itself: one line naming the problem.
-    let one_line: [(&[&str], &str); 6] = [
+    let one_line: [(&[&str], &str); 8] = [
+        (&["--engine", "swizzledb,rocksdb"], "\"rocksdb\""),
+        (&["--engine", "LMDB,"], "unknown engine \"\""),
         (&["--records", "0"], "--records"),
         (&["--workload", "A,G"], "\"G\""),
         (&["--workload", "AB"], "\"AB\""),

@@ -7,11 +7,14 @@ use swizzledb::{CommitMode, Database, PolicySpec, PoolMode};
 
 use crate::workload::WorkloadError;
 
-/// One database configuration of a bench run.
+/// One SwizzleDB configuration of a bench run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Setting {
+pub struct Setting {
+    /// Buffer mode.
     pub mode: PoolMode,
+    /// Write-ahead logging (commits asynchronous).
     pub logging: bool,
+    /// Record locking.
     pub locking: bool,
 }
 

@@ -10,6 +10,8 @@
 //!   delta) and its consistency conditions.
 //! - [`ycsb`]: the YCSB core workloads A–F over one table (scrambled zipfian and `latest`
 //!   requests, scans, read-modify-writes, inserts), every record checked afterwards.
+//! - [`engine`]: the engine adapter YCSB runs on: SwizzleDB's `Database`, and LMDB (feature
+//!   `lmdb`) beside it.
 //! - [`experiments`]: one module per benchmark or experiment, named as its command and its
 //!   output files.
 //! - [`stats`], [`text`], [`output`], [`plot`], [`units`]: the shared pieces every experiment
@@ -33,6 +35,7 @@
 mod bench;
 pub mod child;
 pub mod cpu;
+pub mod engine;
 pub mod experiment;
 pub mod experiments;
 pub mod harness;
@@ -49,6 +52,7 @@ pub mod units;
 pub mod workload;
 pub mod ycsb;
 
+pub use bench::Setting;
 pub use workload::{Outcome, Workload, WorkloadError};
 
 /// Bad input found before anything ran or was written: the command exits with status 2.

@@ -25,8 +25,9 @@ pub struct Outcome {
     pub rolled_back: bool,
 }
 
-/// A workload: load, run one operation per thread, verify.
-pub trait Workload: Send + Sync {
+/// A workload: load, run one operation per thread, verify, over a database of type `Db`:
+/// SwizzleDB's [`Database`] unless the workload runs on any [`crate::engine::Engine`] (YCSB).
+pub trait Workload<Db: ?Sized = Database>: Send + Sync {
     /// Per-thread state, made by [`Workload::worker`].
     type Worker: Send;
 
@@ -40,25 +41,25 @@ pub trait Workload: Send + Sync {
     ///
     /// # Errors
     /// The database failed, or its trees exist already.
-    fn load(&self, db: &Database) -> Result<(), WorkloadError>;
+    fn load(&self, db: &Db) -> Result<(), WorkloadError>;
 
     /// State for thread number `thread` of a run on `db` (loaded before).
     ///
     /// # Errors
     /// The workload's trees are missing.
-    fn worker(&self, db: &Database, thread: usize) -> Result<Self::Worker, WorkloadError>;
+    fn worker(&self, db: &Db, thread: usize) -> Result<Self::Worker, WorkloadError>;
 
     /// Runs one operation to its end (commit or rollback).
     ///
     /// # Errors
     /// The database failed, or a record the workload needs is missing or damaged.
-    fn run_one(&self, db: &Database, worker: &mut Self::Worker) -> Result<Outcome, WorkloadError>;
+    fn run_one(&self, db: &Db, worker: &mut Self::Worker) -> Result<Outcome, WorkloadError>;
 
     /// Checks the workload's invariants; call it while no operation runs.
     ///
     /// # Errors
     /// [`WorkloadError::Inconsistent`] for the first invariant that fails, or a database error.
-    fn verify(&self, db: &Database) -> Result<(), WorkloadError>;
+    fn verify(&self, db: &Db) -> Result<(), WorkloadError>;
 }
 
 /// Every error of a workload or of the harness running it.
@@ -71,6 +72,10 @@ pub enum WorkloadError {
     /// The database failed.
     #[error(transparent)]
     Database(#[from] swizzledb::Error),
+    /// LMDB failed (a peer engine, `--engine lmdb`).
+    #[cfg(feature = "lmdb")]
+    #[error(transparent)]
+    Lmdb(#[from] crate::engine::LmdbError),
     /// A record the workload wrote is not there.
     #[error("{table}: no record {key}; the database was not loaded by this workload, or it is damaged")]
     Missing {

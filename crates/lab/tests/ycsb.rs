@@ -1,11 +1,15 @@
 //! YCSB at test scale: every core workload runs on several threads and leaves every record in
-//! place and intact; the mixes and distributions are the ones YCSB specifies; damage is found.
+//! place and intact, on SwizzleDB and (feature `lmdb`) on LMDB; the mixes and distributions are
+//! the ones YCSB specifies; damage is found.
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::collections::HashMap;
 use std::path::Path;
 use swizzledb::{Database, PoolMode};
+use swizzledb_lab::engine::Engine;
+#[cfg(feature = "lmdb")]
+use swizzledb_lab::engine::Lmdb;
 use swizzledb_lab::harness::{self, Until};
 use swizzledb_lab::ycsb::generator::{KeyChooser, Zipfian};
 use swizzledb_lab::ycsb::record::{key, TABLE};
@@ -24,42 +28,60 @@ fn open(path: &Path, logging: bool, locking: bool) -> Database {
 }
 
 /// One load, then A to F in turn on three threads (as `bench ycsb` runs them), verified after
-/// each: inserts of D and E count for the workloads after them.
-fn all_letters_on_one_load(logging: bool, locking: bool) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(&dir.path().join("ycsb.swz"), logging, locking);
+/// each: inserts of D and E count for the workloads after them. On any engine.
+fn all_letters_on_one_load<E: Engine>(db: &E) {
     let base = Ycsb::new(YcsbConfig::tiny('A')).unwrap();
-    base.load(&db).unwrap();
-    base.verify(&db).unwrap();
+    base.load(db).unwrap();
+    base.verify(db).unwrap();
     let mut records = base.records();
     assert_eq!(records, 2_000);
     for letter in LETTERS {
         let ycsb = base.with_letter(letter).unwrap();
         let ops = if letter == 'E' { 150 } else { 600 };
-        let m = harness::run(&ycsb, &db, 3, Until::Operations(ops)).unwrap();
+        let m = harness::run(&ycsb, db, 3, Until::Operations(ops)).unwrap();
         assert_eq!(m.operations(), 3 * ops);
         // Every insert became a record that the next workload sees.
         records += m.kinds[kind::INSERT].done;
         assert_eq!(ycsb.records(), records, "{letter}");
         assert_eq!(base.records(), records, "{letter}");
-        ycsb.verify(&db).unwrap();
+        ycsb.verify(db).unwrap();
     }
     assert!(records > 2_000, "D and E inserted");
-    assert_eq!(
-        db.tree(TABLE).unwrap().range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).count() as u64,
-        records
-    );
+    let mut count = 0u64;
+    db.for_each(&db.table(TABLE).unwrap(), |_, _| {
+        count += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(count, records);
+}
+
+fn swizzledb_all_letters(logging: bool, locking: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("ycsb.swz"), logging, locking);
+    all_letters_on_one_load(&db);
     db.close().unwrap();
 }
 
 #[test]
 fn every_workload_keeps_the_table_intact_logging_and_locking_on() {
-    all_letters_on_one_load(true, true);
+    swizzledb_all_letters(true, true);
 }
 
 #[test]
 fn every_workload_keeps_the_table_intact_locking_off() {
-    all_letters_on_one_load(false, false);
+    swizzledb_all_letters(false, false);
+}
+
+/// The same consistency test on LMDB, with either durability setting.
+#[cfg(feature = "lmdb")]
+#[test]
+fn every_workload_keeps_the_table_intact_on_lmdb() {
+    let dir = tempfile::tempdir().unwrap();
+    for logging in [true, false] {
+        let db = Lmdb::create(&dir.path().join(format!("lmdb-{logging}")), 256 << 20, 16, logging).unwrap();
+        all_letters_on_one_load(&db);
+    }
 }
 
 /// Over many operations each kind's share is the mix's, within five standard deviations.
@@ -150,6 +172,47 @@ fn condition(e: WorkloadError) -> &'static str {
         WorkloadError::Inconsistent { condition, .. } => condition,
         other => panic!("expected an inconsistency, got {other}"),
     }
+}
+
+/// Damage written through the engine adapter is found, on any engine.
+fn damage_through_the_adapter_is_found<E: Engine>(db: &E) {
+    let ycsb = Ycsb::new(YcsbConfig::tiny('F')).unwrap();
+    ycsb.load(db).unwrap();
+    harness::run(&ycsb, db, 2, Until::Operations(300)).unwrap();
+    ycsb.verify(db).unwrap();
+    let table = db.table(TABLE).unwrap();
+    let get = |o: u64| db.read(&table, &key(o), |v| Ok(v.unwrap().to_vec())).unwrap().0;
+    let original = get(17);
+    let mut flipped = original.clone();
+    flipped[500] ^= 1;
+    assert!(db.update(&table, &key(17), &flipped).unwrap().0);
+    assert_eq!(condition(ycsb.verify(db).unwrap_err()), "record checksum");
+    assert!(db.update(&table, &key(17), &get(18)).unwrap().0);
+    assert_eq!(condition(ycsb.verify(db).unwrap_err()), "record header");
+    assert!(db.update(&table, &key(17), &original[..1000]).unwrap().0);
+    assert!(matches!(ycsb.verify(db), Err(WorkloadError::Corrupt { len: 1000, expected: 1024, .. })));
+    assert!(db.update(&table, &key(17), &original).unwrap().0);
+    ycsb.verify(db).unwrap();
+    let mut extra = original.clone();
+    swizzledb_lab::ycsb::record::seal(&mut extra, 5_000, 0);
+    db.insert(&table, &key(5_000), &extra).unwrap();
+    assert_eq!(condition(ycsb.verify(db).unwrap_err()), "record count");
+}
+
+#[test]
+fn damage_through_the_adapter_is_found_on_swizzledb() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("ycsb.swz"), false, false);
+    damage_through_the_adapter_is_found(&db);
+    db.close().unwrap();
+}
+
+#[cfg(feature = "lmdb")]
+#[test]
+fn damage_through_the_adapter_is_found_on_lmdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Lmdb::create(&dir.path().join("lmdb"), 64 << 20, 8, false).unwrap();
+    damage_through_the_adapter_is_found(&db);
 }
 
 /// Damage behind the workload's back is found, and repairing it passes again.

@@ -1,6 +1,7 @@
 //! `bench ycsb`: argument parsing for the YCSB core workloads; the workloads, the measurements
 //! and the table live in `crate::ycsb`.
 
+use crate::engine::EngineName;
 use crate::experiment::{self, Experiment};
 use crate::progress::Progress;
 use crate::ycsb::{parse_letter, print_table, run_bench, BenchPlan, BenchRow, YcsbConfig, YcsbRow};
@@ -20,6 +21,11 @@ use crate::Usage;
 /// Options of `bench ycsb`.
 #[derive(Args, Debug)]
 pub struct YcsbArgs {
+    /// Engines, comma-separated, measured interleaved: swizzledb (in each of --modes ×
+    /// --logging × --locking), lmdb (once per --logging setting; it has no modes and serializes
+    /// its writers)
+    #[arg(long, default_value = "swizzledb", value_delimiter = ',')]
+    engine: Vec<String>,
     /// Core workloads to run, comma-separated, in this order on one load: A (50% read, 50%
     /// update), B (95/5), C (read only), D (95% read of the latest, 5% insert), E (95% scan,
     /// 5% insert), F (50% read, 50% read-modify-write)
@@ -49,10 +55,11 @@ pub struct YcsbArgs {
     /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
     #[arg(long, default_value = "all", value_parser = units::parse_modes)]
     modes: units::Modes,
-    /// Logging settings, comma-separated: on, off (with logging, commits are asynchronous)
+    /// Logging settings, comma-separated: on, off (with logging, commits are asynchronous; LMDB:
+    /// on is MDB_NOSYNC, off adds MDB_NOMETASYNC, MDB_WRITEMAP, MDB_MAPASYNC)
     #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
     logging: Vec<bool>,
-    /// Record-locking settings, comma-separated: on, off
+    /// SwizzleDB's record-locking settings, comma-separated: on, off (LMDB has none)
     #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
     locking: Vec<bool>,
     /// Buffer-pool size per database [default: twice the loaded records plus what the inserts
@@ -62,7 +69,8 @@ pub struct YcsbArgs {
     /// Replacement policy [default: the engine's, gclock]
     #[arg(long)]
     policy: Option<PolicySpec>,
-    /// Directory for the temporary databases [default: the system temp directory]
+    /// Directory for the temporary databases [default: the system temp directory]; on a tmpfs
+    /// the OS does not write LMDB's map back to disk during the run (docs/ycsb.md)
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Directory for ycsb.csv (created if missing)
@@ -78,7 +86,10 @@ pub fn run(args: &YcsbArgs) -> Result<ExitCode, Box<dyn Error>> {
     let usage = |e: WorkloadError| Usage(e.to_string());
     let letters: Vec<char> =
         args.workload.iter().map(|w| parse_letter(w)).collect::<Result<_, _>>().map_err(usage)?;
+    let engines: Vec<EngineName> =
+        args.engine.iter().map(|e| EngineName::parse(e)).collect::<Result<_, _>>().map_err(usage)?;
     let plan = BenchPlan {
+        engines: dedup(&engines),
         config: YcsbConfig {
             records: args.records,
             field_count: args.field_count,
@@ -111,14 +122,21 @@ impl Experiment for Ycsb {
 
     fn caption(&self) -> String {
         let p = &self.0;
+        let mut memory = Vec::new();
+        if p.engines.contains(&EngineName::SwizzleDb) {
+            memory.push(format!("pool {} MiB per SwizzleDB database", p.pool() >> 20));
+        }
+        if p.engines.contains(&EngineName::Lmdb) {
+            memory.push(format!("LMDB map {} MiB", p.lmdb_map_bytes() >> 20));
+        }
         format!(
-            "YCSB {}: {} records of {} bytes, zipfian constant {}, pool {} MiB per database, {} s per measurement, \
-             {} repetitions",
+            "YCSB {} on {}: {} records of {} bytes, zipfian constant {}, {}, {} s per measurement, {} repetitions",
             p.workloads.iter().collect::<String>(),
+            p.engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
             p.config.records,
             p.config.value_bytes(),
             p.config.theta,
-            p.pool() >> 20,
+            memory.join(", "),
             p.duration.as_secs_f64(),
             p.repeat
         )

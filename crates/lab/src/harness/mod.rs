@@ -10,7 +10,6 @@ pub mod pools;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
-use swizzledb::Database;
 
 use crate::workload::{Workload, WorkloadError};
 
@@ -74,9 +73,9 @@ impl Measurement {
 ///
 /// # Errors
 /// `threads` is 0, a worker could not be made, or an operation failed.
-pub fn run<W: Workload>(
+pub fn run<D: Sync + ?Sized, W: Workload<D>>(
     workload: &W,
-    db: &Database,
+    db: &D,
     threads: usize,
     until: Until,
 ) -> Result<Measurement, WorkloadError> {

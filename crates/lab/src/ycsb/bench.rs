@@ -1,23 +1,28 @@
-//! `bench ycsb`: throughput of YCSB core workloads per buffer mode, logging and locking
-//! setting and thread count. One database per configuration (mode × logging × locking),
-//! loaded once and shared by the workloads in order (the inserts of D and E stay for the
-//! workloads after them, as when YCSB runs A–F on one load); the measurements are interleaved
-//! (repetition, then thread count, then workload, then configuration); each database is
-//! verified after its last measurement.
+//! `bench ycsb`: throughput of YCSB core workloads per engine, buffer mode, logging and
+//! locking setting and thread count. One database per configuration (SwizzleDB: mode × logging
+//! × locking; LMDB: one per logging setting, as it has no modes and no locking setting), loaded
+//! once and shared by the workloads in order (the inserts of D and E stay for the workloads
+//! after them, as when YCSB runs A–F on one load); the measurements are interleaved
+//! (repetition, then thread count, then workload, then configuration, engines included); each
+//! database is verified after its last measurement.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use swizzledb::{PolicySpec, PoolMode};
+use swizzledb::{Database, PolicySpec, PoolMode};
 
 use super::{kind, Mix, Ycsb, YcsbConfig, KINDS};
 use crate::bench::{self, on_off, Scratch, Setting};
-use crate::harness::{self, Until};
+use crate::engine::EngineName;
+use crate::harness::{self, Measurement, Until};
 use crate::workload::{Workload, WorkloadError};
 
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct BenchPlan {
+    /// Engines, in table order: SwizzleDB (in each of `modes` × `logging` × `locking`) and
+    /// LMDB (once per `logging` setting).
+    pub engines: Vec<EngineName>,
     /// The table (its `letter` is replaced by each of `workloads`).
     pub config: YcsbConfig,
     /// The workloads, run in this order within each repetition and thread count.
@@ -28,13 +33,14 @@ pub struct BenchPlan {
     pub duration: Duration,
     /// Measurements per configuration, workload and thread count.
     pub repeat: u32,
-    /// Buffer modes.
+    /// SwizzleDB's buffer modes.
     pub modes: Vec<PoolMode>,
-    /// Logging settings (with logging, commits are asynchronous).
+    /// Logging settings (with logging, SwizzleDB commits asynchronously and LMDB does not
+    /// fsync; without, LMDB drops durability entirely: `crate::engine::Lmdb`).
     pub logging: Vec<bool>,
-    /// Record-locking settings.
+    /// SwizzleDB's record-locking settings (LMDB has none: it serializes writers).
     pub locking: Vec<bool>,
-    /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
+    /// SwizzleDB's pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
     pub pool_bytes: Option<u64>,
     /// Replacement policy (`None`: the engine's default).
     pub policy: Option<PolicySpec>,
@@ -65,11 +71,54 @@ impl BenchPlan {
         self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
     }
 
+    /// LMDB's map per environment: three times what the default pool is sized for (LMDB fills
+    /// its 4 KiB pages with two or three 1 KiB records, and copy-on-write needs free pages
+    /// besides), plus 256 MiB. Address space only: the file takes the pages written.
+    #[must_use]
+    pub fn lmdb_map_bytes(&self) -> u64 {
+        3 * (self.default_pool_bytes() - (64 << 20)) + (256 << 20)
+    }
+
+    /// Reader slots per LMDB environment: every thread keeps one.
+    #[must_use]
+    pub fn lmdb_readers(&self) -> u32 {
+        let most = self.threads.iter().copied().max().unwrap_or(1);
+        u32::try_from(most).unwrap_or(u32::MAX).saturating_add(8)
+    }
+
+    /// Every database configuration measured, in table order: SwizzleDB's settings (modes
+    /// outermost), then LMDB's logging settings.
+    #[must_use]
+    pub fn configs(&self) -> Vec<Config> {
+        let mut out = Vec::new();
+        for &e in &self.engines {
+            match e {
+                EngineName::SwizzleDb => out.extend(
+                    Setting::all(&self.modes, &self.logging, &self.locking)
+                        .into_iter()
+                        .map(Config::SwizzleDb),
+                ),
+                EngineName::Lmdb => out.extend(self.logging.iter().map(|&logging| Config::Lmdb { logging })),
+            }
+        }
+        out
+    }
+
+    fn runs(&self, e: EngineName) -> bool {
+        self.engines.contains(&e)
+    }
+
     /// Checks the plan before anything runs.
     ///
     /// # Errors
     /// [`WorkloadError::Config`] naming the bad parameter and what to do.
     pub fn validate(&self) -> Result<(), WorkloadError> {
+        if self.engines.is_empty() {
+            return Err(WorkloadError::Config("--engine needs at least one of swizzledb, lmdb".into()));
+        }
+        for &e in &self.engines {
+            EngineName::parse(e.name())?;
+        }
         if self.workloads.is_empty() {
             return Err(WorkloadError::Config("--workload needs at least one of A, B, C, D, E, F".into()));
         }
@@ -84,8 +133,132 @@ impl BenchPlan {
             &self.logging,
             &self.locking,
         )?;
+        if !self.runs(EngineName::SwizzleDb) {
+            return Ok(());
+        }
         let what = format!("{} records of {} bytes", self.config.records, self.config.value_bytes());
         bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
+    }
+}
+
+/// One database configuration of a run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Config {
+    /// SwizzleDB in a buffer mode, with logging and locking on or off.
+    SwizzleDb(Setting),
+    /// LMDB, with the durability that stands for `logging` (`crate::engine::Lmdb`).
+    Lmdb {
+        /// Logging on: `MDB_NOSYNC`; off: no durability at all.
+        logging: bool,
+    },
+}
+
+impl Config {
+    /// The engine.
+    #[must_use]
+    pub fn engine(&self) -> EngineName {
+        match self {
+            Config::SwizzleDb(_) => EngineName::SwizzleDb,
+            Config::Lmdb { .. } => EngineName::Lmdb,
+        }
+    }
+
+    /// SwizzleDB's buffer mode (none for LMDB).
+    #[must_use]
+    pub fn mode(&self) -> Option<PoolMode> {
+        match self {
+            Config::SwizzleDb(s) => Some(s.mode),
+            Config::Lmdb { .. } => None,
+        }
+    }
+
+    /// The logging setting.
+    #[must_use]
+    pub fn logging(&self) -> bool {
+        match *self {
+            Config::SwizzleDb(s) => s.logging,
+            Config::Lmdb { logging } => logging,
+        }
+    }
+
+    /// SwizzleDB's locking setting (none for LMDB).
+    #[must_use]
+    pub fn locking(&self) -> Option<bool> {
+        match self {
+            Config::SwizzleDb(s) => Some(s.locking),
+            Config::Lmdb { .. } => None,
+        }
+    }
+
+    /// For messages: `swizzledb traditional, logging on, locking off` or `lmdb, logging on`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Config::SwizzleDb(s) => format!("swizzledb {}", s.describe()),
+            Config::Lmdb { logging } => format!("lmdb, logging {}", on_off(*logging)),
+        }
+    }
+}
+
+/// A database of either engine.
+enum Db {
+    SwizzleDb(Database),
+    #[cfg(feature = "lmdb")]
+    Lmdb(crate::engine::Lmdb),
+}
+
+impl Db {
+    fn create(config: Config, plan: &BenchPlan, dir: &Path) -> Result<Db, WorkloadError> {
+        match config {
+            Config::SwizzleDb(s) => Ok(Db::SwizzleDb(s.create(dir, "ycsb", plan.pool(), plan.policy)?)),
+            #[cfg(feature = "lmdb")]
+            Config::Lmdb { logging } => Ok(Db::Lmdb(crate::engine::Lmdb::create(
+                &dir.join(format!("ycsb-lmdb-log-{}", on_off(logging))),
+                plan.lmdb_map_bytes(),
+                plan.lmdb_readers(),
+                logging,
+            )?)),
+            #[cfg(not(feature = "lmdb"))]
+            Config::Lmdb { .. } => Err(WorkloadError::Config(
+                "--engine lmdb: this build has no LMDB; build the swizzledb command with the lmdb feature"
+                    .into(),
+            )),
+        }
+    }
+
+    fn load(&self, ycsb: &Ycsb) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => ycsb.load(db),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => ycsb.load(db),
+        }
+    }
+
+    fn run(&self, ycsb: &Ycsb, threads: usize, until: Until) -> Result<Measurement, WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => harness::run(ycsb, db, threads, until),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => harness::run(ycsb, db, threads, until),
+        }
+    }
+
+    fn verify(&self, ycsb: &Ycsb) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => ycsb.verify(db),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => ycsb.verify(db),
+        }
+    }
+
+    fn close(self) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => Ok(db.close()?),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => {
+                drop(db);
+                Ok(())
+            }
+        }
     }
 }
 
@@ -94,12 +267,8 @@ impl BenchPlan {
 pub struct BenchRow {
     /// The workload letter.
     pub workload: char,
-    /// Buffer mode.
-    pub mode: PoolMode,
-    /// Logging on.
-    pub logging: bool,
-    /// Record locking on.
-    pub locking: bool,
+    /// The database configuration (engine, mode, logging, locking).
+    pub config: Config,
     /// Records loaded.
     pub records: u64,
     /// Records after the measurement (loaded plus inserted so far).
@@ -118,8 +287,8 @@ pub struct BenchRow {
     pub value_bytes: usize,
     /// The zipfian constant.
     pub theta: f64,
-    /// Pool bytes.
-    pub pool_bytes: u64,
+    /// SwizzleDB's pool bytes (none for LMDB).
+    pub pool_bytes: Option<u64>,
     /// Seconds the database took to load.
     pub load_seconds: f64,
 }
@@ -148,7 +317,7 @@ impl BenchRow {
 pub const CSV_COLUMNS: &str =
     "experiment,workload,mode,logging,locking,records,threads,rep,seconds,operations,\
 ops_per_sec,read,update,insert,scan,read_modify_write,retries,retries_per_1000,records_after,value_bytes,\
-zipf_theta,pool_bytes,load_seconds";
+zipf_theta,pool_bytes,load_seconds,engine";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -159,33 +328,30 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     plan.validate()?;
     let io_err = |e: io::Error| WorkloadError::Io { path: "standard output".into(), source: e };
     let scratch = Scratch::new(&plan.dir, "ycsb")?;
-    let pool = plan.pool();
-    // Per database: its setting, the workloads over it (in plan order), its load time.
+    // Per database: its configuration, the workloads over it (in plan order), its load time.
     let mut dbs = Vec::new();
-    for setting in Setting::all(&plan.modes, &plan.logging, &plan.locking) {
-        let db = setting.create(&scratch.0, "ycsb", pool, plan.policy)?;
+    for config in plan.configs() {
+        let db = Db::create(config, plan, &scratch.0)?;
         let base = Ycsb::new(YcsbConfig { letter: plan.workloads[0], ..plan.config.clone() })?;
         let started = Instant::now();
-        base.load(&db)?;
+        db.load(&base)?;
         let load = started.elapsed().as_secs_f64();
-        writeln!(log, "loaded {} records: {} in {load:.1} s", plan.config.records, setting.describe())
+        writeln!(log, "loaded {} records: {} in {load:.1} s", plan.config.records, config.describe())
             .map_err(io_err)?;
         let workloads: Vec<Ycsb> =
             plan.workloads.iter().map(|&l| base.with_letter(l)).collect::<Result<_, _>>()?;
-        dbs.push((setting, db, workloads, load));
+        dbs.push((config, db, workloads, load));
     }
     let mut rows = Vec::new();
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
             for (w, &letter) in plan.workloads.iter().enumerate() {
-                for (s, db, workloads, load) in &dbs {
+                for (config, db, workloads, load) in &dbs {
                     let ycsb = &workloads[w];
-                    let m = harness::run(ycsb, db, threads, Until::Elapsed(plan.duration))?;
+                    let m = db.run(ycsb, threads, Until::Elapsed(plan.duration))?;
                     let row = BenchRow {
                         workload: letter,
-                        mode: s.mode,
-                        logging: s.logging,
-                        locking: s.locking,
+                        config: *config,
                         records: plan.config.records,
                         records_after: ycsb.records(),
                         threads,
@@ -195,13 +361,13 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                         retries: m.retries(),
                         value_bytes: plan.config.value_bytes(),
                         theta: plan.config.theta,
-                        pool_bytes: pool,
+                        pool_bytes: config.mode().map(|_| plan.pool()),
                         load_seconds: *load,
                     };
                     writeln!(
                         log,
                         "rep {rep} threads {threads} workload {letter} {}: {:.0} ops/s",
-                        s.describe(),
+                        config.describe(),
                         row.ops_per_sec()
                     )
                     .map_err(io_err)?;
@@ -210,10 +376,10 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
             }
         }
     }
-    for (s, db, workloads, _) in dbs {
-        workloads[0].verify(&db).map_err(|e| match e {
+    for (config, db, workloads, _) in dbs {
+        db.verify(&workloads[0]).map_err(|e| match e {
             WorkloadError::Inconsistent { condition, detail } => {
-                WorkloadError::Inconsistent { condition, detail: format!("{}: {detail}", s.describe()) }
+                WorkloadError::Inconsistent { condition, detail: format!("{}: {detail}", config.describe()) }
             }
             other => other,
         })?;
@@ -228,35 +394,34 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
 /// # Errors
 /// Writing failed.
 pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> io::Result<()> {
+    let median = |letter: char, threads: usize, c: &Config, f: &dyn Fn(&BenchRow) -> f64| {
+        bench::median(
+            rows.iter()
+                .filter(|r| r.workload == letter && r.threads == threads && r.config == *c)
+                .map(f)
+                .collect(),
+        )
+    };
+    let configs = plan.configs();
     writeln!(
         out,
-        "{:<8} {:<12} {:>7} {:>7} {:>7} {:>12} {:>13}",
-        "workload", "mode", "logging", "locking", "threads", "ops/s", "retries/1000"
+        "{:<8} {:<9} {:<12} {:>7} {:>7} {:>7} {:>12} {:>13}",
+        "workload", "engine", "mode", "logging", "locking", "threads", "ops/s", "retries/1000"
     )?;
     for &letter in &plan.workloads {
         for &threads in &plan.threads {
-            for s in Setting::all(&plan.modes, &plan.logging, &plan.locking) {
-                let sel: Vec<&BenchRow> = rows
-                    .iter()
-                    .filter(|r| {
-                        r.workload == letter
-                            && r.threads == threads
-                            && r.mode == s.mode
-                            && r.logging == s.logging
-                            && r.locking == s.locking
-                    })
-                    .collect();
-                let m = |f: &dyn Fn(&BenchRow) -> f64| bench::median(sel.iter().map(|r| f(r)).collect());
+            for c in &configs {
                 writeln!(
                     out,
-                    "{:<8} {:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.2}",
+                    "{:<8} {:<9} {:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.2}",
                     letter,
-                    s.mode.name(),
-                    on_off(s.logging),
-                    on_off(s.locking),
+                    c.engine().name(),
+                    c.mode().map_or("-", PoolMode::name),
+                    on_off(c.logging()),
+                    c.locking().map_or("-", on_off),
                     threads,
-                    m(&BenchRow::ops_per_sec),
-                    m(&BenchRow::retries_per_1000),
+                    median(letter, threads, c, &BenchRow::ops_per_sec),
+                    median(letter, threads, c, &BenchRow::retries_per_1000),
                 )?;
             }
         }
@@ -264,14 +429,53 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     writeln!(
         out,
         "YCSB, {} records of {} bytes, zipfian constant {}: medians of {} x {:.1} s; kinds {}; logging commits \
-         asynchronously.",
+         asynchronously{}.",
         plan.config.records,
         plan.config.value_bytes(),
         plan.config.theta,
         plan.repeat,
         plan.duration.as_secs_f64(),
-        KINDS.join("/")
-    )
+        KINDS.join("/"),
+        if plan.runs(EngineName::Lmdb) {
+            "; LMDB: logging on is MDB_NOSYNC, off is MDB_NOSYNC|MDB_NOMETASYNC|MDB_WRITEMAP|MDB_MAPASYNC; \
+             LMDB has no modes and serializes its writers (no locking setting)"
+        } else {
+            ""
+        }
+    )?;
+    if !(plan.runs(EngineName::SwizzleDb) && plan.runs(EngineName::Lmdb)) {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "SwizzleDB beside LMDB at the same logging setting: ratio of median ops/s (from the same interleaved run)")?;
+    writeln!(
+        out,
+        "{:<8} {:<12} {:>7} {:>7} {:>7} {:>12} {:>12} {:>9}",
+        "workload", "mode", "logging", "locking", "threads", "swizzledb", "lmdb", "ratio"
+    )?;
+    for &letter in &plan.workloads {
+        for &threads in &plan.threads {
+            for c in &configs {
+                let Config::SwizzleDb(s) = c else { continue };
+                let ours = median(letter, threads, c, &BenchRow::ops_per_sec);
+                let theirs =
+                    median(letter, threads, &Config::Lmdb { logging: s.logging }, &BenchRow::ops_per_sec);
+                writeln!(
+                    out,
+                    "{:<8} {:<12} {:>7} {:>7} {:>7} {:>12.0} {:>12.0} {:>9.2}",
+                    letter,
+                    s.mode.name(),
+                    on_off(s.logging),
+                    on_off(s.locking),
+                    threads,
+                    ours,
+                    theirs,
+                    ours / theirs
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One row of `ycsb.csv` (columns [`CSV_COLUMNS`], described in `docs/results-schema.md`).
@@ -298,8 +502,9 @@ pub struct YcsbRow {
     pub records_after: u64,
     pub value_bytes: usize,
     pub zipf_theta: f64,
-    pub pool_bytes: u64,
+    pub pool_bytes: Option<u64>,
     pub load_seconds: f64,
+    pub engine: &'static str,
 }
 
 impl YcsbRow {
@@ -309,9 +514,9 @@ impl YcsbRow {
         YcsbRow {
             experiment: "ycsb",
             workload: r.workload.to_string(),
-            mode: r.mode.name(),
-            logging: on_off(r.logging),
-            locking: on_off(r.locking),
+            mode: r.config.mode().map_or("-", PoolMode::name),
+            logging: on_off(r.config.logging()),
+            locking: r.config.locking().map_or("-", on_off),
             records: r.records,
             threads: r.threads,
             rep: r.rep,
@@ -330,6 +535,7 @@ impl YcsbRow {
             zipf_theta: r.theta,
             pool_bytes: r.pool_bytes,
             load_seconds: r.load_seconds,
+            engine: r.config.engine().name(),
         }
     }
 }

@@ -24,13 +24,16 @@
 //!   (so the most popular record gets 1/zeta(records) of the requests: 6.5% at a million
 //!   records against YCSB's 3.8%), and it places ranks by jump consistent hashing
 //!   ([`generator`]).
-//! - Every operation is a transaction through [`Database::transact`] (retried when wait-die
-//!   refuses a lock); read-only ones log nothing.
+//! - Every operation is one atomic operation of the engine adapter ([`crate::engine::Engine`]):
+//!   on SwizzleDB a transaction through `Database::transact` (retried when wait-die refuses a
+//!   lock; read-only ones log nothing), on LMDB one read or write transaction.
 //! - Inserts take the next ordinal from a counter shared by the threads and count as records
 //!   for the other threads' choices once every smaller ordinal is committed too (YCSB's
 //!   acknowledged counter).
 //!
-//! One [`Ycsb`] belongs to one database: it holds that database's record count. Load it once
+//! `Ycsb` implements [`Workload`] over any [`Engine`]: SwizzleDB's `Database` and, with the
+//! `lmdb` feature, [`crate::engine::Lmdb`]. One [`Ycsb`] belongs to one database: it holds that
+//! database's record count. Load it once
 //! with [`Workload::load`]; [`Ycsb::with_letter`] makes the other workloads over the same
 //! database. [`Workload::verify`] then checks the whole table: exactly the records
 //! `0..records()` exist, each under its own key, of the configured length, with an intact
@@ -40,20 +43,17 @@ mod bench;
 pub mod generator;
 pub mod record;
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-use std::collections::BTreeSet;
-use std::ops::Bound::{Included, Unbounded};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use swizzledb::{Database, Tree};
-
-use crate::txn::{transact, Abort};
+use crate::engine::Engine;
 use crate::workload::{Outcome, Workload, WorkloadError};
 use generator::{zeta, KeyChooser, Zipfian};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use record::{key_into, HEADER, TABLE};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-pub use bench::{print_table, run_bench, BenchPlan, BenchRow, YcsbRow, CSV_COLUMNS};
+pub use bench::{print_table, run_bench, BenchPlan, BenchRow, Config, YcsbRow, CSV_COLUMNS};
 
 /// The operation kinds, in [`Outcome::kind`] order (every letter counts all five).
 pub const KINDS: [&str; 5] = ["read", "update", "insert", "scan", "read-modify-write"];
@@ -267,9 +267,9 @@ pub struct Ycsb {
     keys: Arc<Keyspace>,
 }
 
-/// A thread's state.
-pub struct YcsbWorker {
-    tree: Tree,
+/// A thread's state (`T`: the engine's table handle).
+pub struct YcsbWorker<T> {
+    table: T,
     rng: SmallRng,
     chooser: KeyChooser,
     stream: u32,
@@ -278,16 +278,13 @@ pub struct YcsbWorker {
     value: Vec<u8>,
 }
 
-impl YcsbWorker {
+impl<T> YcsbWorker<T> {
     /// A stamp naming this worker's next write.
     fn stamp(&mut self) -> u64 {
         self.writes = self.writes.wrapping_add(1);
         (u64::from(self.stream) + 1) << 32 | u64::from(self.writes)
     }
 }
-
-/// Inserts per loading transaction.
-const BATCH: u64 = 500;
 
 impl Ycsb {
     /// Workload `config.letter` over a database of `config.records` records (to be loaded).
@@ -335,73 +332,72 @@ impl Ycsb {
         self.keys.committed.load(Ordering::Acquire)
     }
 
-    fn read(&self, db: &Database, w: &mut YcsbWorker, ordinal: u64) -> Result<u32, WorkloadError> {
+    fn read<E: Engine>(
+        &self,
+        db: &E,
+        w: &mut YcsbWorker<E::Table>,
+        ordinal: u64,
+    ) -> Result<u32, WorkloadError> {
         key_into(ordinal, &mut w.key);
-        let (len, tree, key) = (self.config.value_bytes(), &w.tree, &w.key);
-        let (_, attempts) = transact(db, |tx| {
-            match tx.get_with(tree, key, |v| v.map(|v| record::check(v, ordinal, len).map(|_| ())))? {
-                Some(r) => Ok(r?),
-                None => Err(missing(ordinal).into()),
-            }
+        let len = self.config.value_bytes();
+        let (_, attempts) = db.read(&w.table, &w.key, |v| match v {
+            Some(v) => record::check(v, ordinal, len).map(|_| ()),
+            None => Err(missing(ordinal)),
         })?;
         Ok(attempts)
     }
 
-    fn update(&self, db: &Database, w: &mut YcsbWorker, ordinal: u64) -> Result<u32, WorkloadError> {
+    fn update<E: Engine>(
+        &self,
+        db: &E,
+        w: &mut YcsbWorker<E::Table>,
+        ordinal: u64,
+    ) -> Result<u32, WorkloadError> {
         key_into(ordinal, &mut w.key);
         let stamp = w.stamp();
         record::fill(&mut w.value, self.config.value_bytes(), ordinal, stamp, &mut w.rng);
-        let (tree, key, value) = (&w.tree, &w.key, &w.value);
-        let (_, attempts) = transact(db, |tx| {
-            if tx.put(tree, key, value)? {
-                Ok(())
-            } else {
-                // It inserted a record that should have been there: roll that back.
-                Err(missing(ordinal).into())
-            }
-        })?;
-        Ok(attempts)
+        match db.update(&w.table, &w.key, &w.value)? {
+            (true, attempts) => Ok(attempts),
+            // The record should have been there (the adapter wrote nothing).
+            (false, _) => Err(missing(ordinal)),
+        }
     }
 
-    fn insert(&self, db: &Database, w: &mut YcsbWorker) -> Result<u32, WorkloadError> {
+    fn insert<E: Engine>(&self, db: &E, w: &mut YcsbWorker<E::Table>) -> Result<u32, WorkloadError> {
         let ordinal = self.keys.next.fetch_add(1, Ordering::Relaxed);
         key_into(ordinal, &mut w.key);
         record::fill(&mut w.value, self.config.value_bytes(), ordinal, 0, &mut w.rng);
-        let (tree, key, value) = (&w.tree, &w.key, &w.value);
-        let (_, attempts) = transact(db, |tx| Ok(tx.insert(tree, key, value)?))?;
+        let attempts = db.insert(&w.table, &w.key, &w.value)?;
         self.keys.commit(ordinal);
         Ok(attempts)
     }
 
-    fn scan(
+    fn scan<E: Engine>(
         &self,
-        db: &Database,
-        w: &mut YcsbWorker,
+        db: &E,
+        w: &mut YcsbWorker<E::Table>,
         ordinal: u64,
         length: usize,
     ) -> Result<u32, WorkloadError> {
         key_into(ordinal, &mut w.key);
-        let (len, tree, start) = (self.config.value_bytes(), &w.tree, &w.key);
+        let len = self.config.value_bytes();
         let mut expected = Vec::with_capacity(24);
-        let (_, attempts) = transact(db, |tx| {
-            for r in tx.range(tree, Included(&start[..]), Unbounded).take(length) {
-                let (k, v) = r?;
-                // Each record is the one its key names.
-                let h = record::header(&v, len)?;
-                key_into(h.ordinal, &mut expected);
-                if k != expected {
-                    return Err(Abort::Workload(misplaced(&k, h.ordinal)));
-                }
+        db.scan(&w.table, &w.key, length, |k, v| {
+            // Each record is the one its key names.
+            let h = record::header(v, len)?;
+            key_into(h.ordinal, &mut expected);
+            if k == expected {
+                Ok(())
+            } else {
+                Err(misplaced(k, h.ordinal))
             }
-            Ok(())
-        })?;
-        Ok(attempts)
+        })
     }
 
-    fn read_modify_write(
+    fn read_modify_write<E: Engine>(
         &self,
-        db: &Database,
-        w: &mut YcsbWorker,
+        db: &E,
+        w: &mut YcsbWorker<E::Table>,
         ordinal: u64,
     ) -> Result<u32, WorkloadError> {
         key_into(ordinal, &mut w.key);
@@ -410,25 +406,20 @@ impl Ycsb {
         let mut fresh = vec![0u8; c.field_length as usize];
         w.rng.fill(&mut fresh[..]);
         let stamp = w.stamp();
-        let (len, tree, key, value) = (c.value_bytes(), &w.tree, &w.key, &mut w.value);
-        let (_, attempts) = transact(db, |tx| {
-            let found = tx.get_with(tree, key, |v| {
-                v.map(|v| {
-                    record::check(v, ordinal, len)?;
-                    value.clear();
-                    value.extend_from_slice(v);
-                    Ok::<(), WorkloadError>(())
-                })
-            })?;
-            match found {
-                Some(r) => r?,
-                None => return Err(missing(ordinal).into()),
-            }
-            record::replace_field(value, field, &fresh, stamp);
-            tx.put(tree, key, value)?;
-            Ok(())
-        })?;
-        Ok(attempts)
+        let len = c.value_bytes();
+        db.read_modify_write(
+            &w.table,
+            &w.key,
+            &mut w.value,
+            |v, value| {
+                let v = v.ok_or_else(|| missing(ordinal))?;
+                record::check(v, ordinal, len)?;
+                value.clear();
+                value.extend_from_slice(v);
+                Ok(())
+            },
+            |value| record::replace_field(value, field, &fresh, stamp),
+        )
     }
 }
 
@@ -450,8 +441,8 @@ fn misplaced(key: &[u8], ordinal: u64) -> WorkloadError {
     }
 }
 
-impl Workload for Ycsb {
-    type Worker = YcsbWorker;
+impl<E: Engine> Workload<E> for Ycsb {
+    type Worker = YcsbWorker<E::Table>;
 
     fn name(&self) -> &'static str {
         "ycsb"
@@ -461,7 +452,7 @@ impl Workload for Ycsb {
         &KINDS
     }
 
-    fn load(&self, db: &Database) -> Result<(), WorkloadError> {
+    fn load(&self, db: &E) -> Result<(), WorkloadError> {
         if self.keys.loaded.swap(true, Ordering::AcqRel) {
             return Err(WorkloadError::Config(
                 "this Ycsb has loaded a database already and holds its record count; make a new Ycsb \
@@ -469,38 +460,31 @@ impl Workload for Ycsb {
                     .into(),
             ));
         }
-        let tree = db.create_tree(TABLE)?;
+        let table = db.create_table(TABLE)?;
         let mut rng = SmallRng::seed_from_u64(self.config.seed);
         let (len, records) = (self.config.value_bytes(), self.config.records);
-        let (mut key, mut value) = (Vec::new(), Vec::new());
+        let mut value = Vec::new();
         let mut first = 0;
         while first < records {
-            let last = records.min(first + BATCH);
-            // Values are made before the transaction, so that a retry writes the same ones.
-            let batch: Vec<Vec<u8>> = (first..last)
+            let last = records.min(first + E::LOAD_BATCH as u64);
+            let batch: Vec<(Vec<u8>, Vec<u8>)> = (first..last)
                 .map(|o| {
                     record::fill(&mut value, len, o, 0, &mut rng);
-                    value.clone()
+                    (record::key(o), value.clone())
                 })
                 .collect();
-            db.transact(|tx| {
-                for (o, v) in (first..last).zip(&batch) {
-                    key_into(o, &mut key);
-                    tx.insert(&tree, &key, v)?;
-                }
-                Ok(())
-            })?;
+            db.load(&table, &batch)?;
             first = last;
         }
         Ok(())
     }
 
-    fn worker(&self, db: &Database, thread: usize) -> Result<YcsbWorker, WorkloadError> {
+    fn worker(&self, db: &E, thread: usize) -> Result<YcsbWorker<E::Table>, WorkloadError> {
         let stream = self.keys.streams.fetch_add(1, Ordering::Relaxed);
         let records = self.records();
         let zipf = Zipfian::with_zeta(self.config.theta, records, self.keys.zeta(records, self.config.theta));
         Ok(YcsbWorker {
-            tree: db.tree(TABLE)?,
+            table: db.table(TABLE)?,
             rng: SmallRng::seed_from_u64(self.config.seed ^ (u64::from(stream) << 32) ^ thread as u64),
             chooser: if self.mix.latest { KeyChooser::Latest(zipf) } else { KeyChooser::Zipfian(zipf) },
             stream,
@@ -510,7 +494,7 @@ impl Workload for Ycsb {
         })
     }
 
-    fn run_one(&self, db: &Database, w: &mut YcsbWorker) -> Result<Outcome, WorkloadError> {
+    fn run_one(&self, db: &E, w: &mut YcsbWorker<E::Table>) -> Result<Outcome, WorkloadError> {
         let mut r = w.rng.gen_range(0..100);
         let mut kind = 0;
         while r >= self.mix.percent[kind] {
@@ -536,7 +520,7 @@ impl Workload for Ycsb {
         Ok(Outcome { kind, attempts, rolled_back: false })
     }
 
-    fn verify(&self, db: &Database) -> Result<(), WorkloadError> {
+    fn verify(&self, db: &E) -> Result<(), WorkloadError> {
         let records = self.records();
         let next = self.keys.next.load(Ordering::Acquire);
         if next != records {
@@ -545,15 +529,14 @@ impl Workload for Ycsb {
                 next - records
             )));
         }
-        let (len, tree) = (self.config.value_bytes(), db.tree(TABLE)?);
+        let (len, table) = (self.config.value_bytes(), db.table(TABLE)?);
         let mut count = 0u64;
         let mut expected = Vec::with_capacity(24);
-        for r in tree.range(Unbounded, Unbounded) {
-            let (k, v) = r.map_err(swizzledb::Error::from)?;
-            let h = record::header(&v, len)?;
+        db.for_each(&table, |k, v| {
+            let h = record::header(v, len)?;
             key_into(h.ordinal, &mut expected);
             if k != expected {
-                return Err(misplaced(&k, h.ordinal));
+                return Err(misplaced(k, h.ordinal));
             }
             if h.ordinal >= records {
                 return Err(WorkloadError::Inconsistent {
@@ -564,15 +547,16 @@ impl Workload for Ycsb {
                     ),
                 });
             }
-            record::full_check(&v, h.ordinal, len)?;
+            record::full_check(v, h.ordinal, len)?;
             count += 1;
-        }
+            Ok(())
+        })?;
         // Every record is one of 0..records under its own key, and keys are unique: if there
         // are fewer, some are missing; find the first.
         if count < records {
             for o in 0..records {
                 key_into(o, &mut expected);
-                if tree.get_with(&expected, |v| v.is_none()).map_err(swizzledb::Error::from)? {
+                if db.read(&table, &expected, |v| Ok(v.is_none()))?.0 {
                     return Err(missing(o));
                 }
             }

@@ -1,0 +1,379 @@
+//! Engine adapters: what a key-value workload needs of a storage engine, so that the same
+//! workload runs on SwizzleDB and on its peers in one harness.
+//!
+//! [`Engine`] is small on purpose: tables of byte keys and values, and the operations YCSB
+//! makes, each one atomic (a transaction of its own): a read that borrows the value through a
+//! closure, an update of an existing record, an insert, a scan of n records from a key, and a
+//! read-modify-write; a bulk load in batches; a walk over a whole table for checks. Each
+//! operation returns how many times it ran (1, plus one per retry after SwizzleDB's wait-die
+//! refused a lock).
+//!
+//! | engine | adapter | transactions |
+//! |---|---|---|
+//! | SwizzleDB | `impl Engine for swizzledb::Database` | [`Database::transact`], exactly the calls the workloads made before there were adapters |
+//! | LMDB | [`Lmdb`] (feature `lmdb`, through heed) | one write transaction per write (LMDB serializes writers), one read transaction per read or scan |
+
+#[cfg(feature = "lmdb")]
+mod lmdb;
+
+#[cfg(feature = "lmdb")]
+pub use lmdb::{Lmdb, LmdbError, LmdbTable};
+
+use std::ops::Bound::{Included, Unbounded};
+use swizzledb::{Database, Tree};
+
+use crate::txn::{transact, Abort};
+use crate::workload::WorkloadError;
+
+/// A storage engine as a key-value workload sees it. Every method is one atomic operation
+/// (SwizzleDB: one transaction, retried after a wait-die refusal; LMDB: one transaction).
+pub trait Engine: Send + Sync {
+    /// A handle on one table, held by each thread.
+    type Table: Send;
+
+    /// Which engine: the `engine` column of result files.
+    const ENGINE: EngineName;
+
+    /// Records per loading transaction.
+    const LOAD_BATCH: usize;
+
+    /// Creates the table `name`.
+    ///
+    /// # Errors
+    /// It exists, or the engine failed.
+    fn create_table(&self, name: &str) -> Result<Self::Table, WorkloadError>;
+
+    /// The table `name`, created before.
+    ///
+    /// # Errors
+    /// It does not exist, or the engine failed.
+    fn table(&self, name: &str) -> Result<Self::Table, WorkloadError>;
+
+    /// Inserts `records` (keys not in the table yet) in one transaction.
+    ///
+    /// # Errors
+    /// A key exists, or the engine failed; nothing of the batch is written then.
+    fn load(&self, table: &Self::Table, records: &[(Vec<u8>, Vec<u8>)]) -> Result<(), WorkloadError>;
+
+    /// Runs `f` on the value under `key` (`None` if absent), borrowed in place, in a read-only
+    /// transaction. An error of `f` ends the transaction and is returned. Returns `f`'s result
+    /// and the attempts (`f` runs once per attempt).
+    ///
+    /// # Errors
+    /// `f`'s error, or the engine failed.
+    fn read<R>(
+        &self,
+        table: &Self::Table,
+        key: &[u8],
+        f: impl FnMut(Option<&[u8]>) -> Result<R, WorkloadError>,
+    ) -> Result<(R, u32), WorkloadError>;
+
+    /// Replaces the value of an existing `key`. Returns whether it existed (if not, nothing is
+    /// written) and the attempts.
+    ///
+    /// # Errors
+    /// The engine failed.
+    fn update(&self, table: &Self::Table, key: &[u8], value: &[u8]) -> Result<(bool, u32), WorkloadError>;
+
+    /// Inserts a new `key`. Returns the attempts.
+    ///
+    /// # Errors
+    /// The key exists, or the engine failed.
+    fn insert(&self, table: &Self::Table, key: &[u8], value: &[u8]) -> Result<u32, WorkloadError>;
+
+    /// Runs `f` on up to `limit` records from `start` on (inclusive), in key order, in one
+    /// read-only transaction. Returns the attempts.
+    ///
+    /// # Errors
+    /// `f`'s error (which ends the scan), or the engine failed.
+    fn scan(
+        &self,
+        table: &Self::Table,
+        start: &[u8],
+        limit: usize,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
+    ) -> Result<u32, WorkloadError>;
+
+    /// One atomic read-modify-write of `key`: `read` sees the stored value in place (`None` if
+    /// absent) and copies what it keeps into `value`; then `modify` changes `value` (outside any
+    /// latch), and `value` is written back under `key`; no other write to `key` comes between.
+    /// Returns the attempts.
+    ///
+    /// # Errors
+    /// `read`'s error (nothing is written then), or the engine failed.
+    fn read_modify_write(
+        &self,
+        table: &Self::Table,
+        key: &[u8],
+        value: &mut Vec<u8>,
+        read: impl FnMut(Option<&[u8]>, &mut Vec<u8>) -> Result<(), WorkloadError>,
+        modify: impl FnMut(&mut Vec<u8>),
+    ) -> Result<u32, WorkloadError>;
+
+    /// Runs `f` on every record of the table in key order; call it while nothing writes.
+    ///
+    /// # Errors
+    /// `f`'s error (which ends the walk), or the engine failed.
+    fn for_each(
+        &self,
+        table: &Self::Table,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
+    ) -> Result<(), WorkloadError>;
+}
+
+/// The engines a bench can run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EngineName {
+    /// SwizzleDB, in any of its buffer modes.
+    SwizzleDb,
+    /// LMDB, through heed (feature `lmdb`).
+    Lmdb,
+}
+
+impl EngineName {
+    /// Every engine, in table order.
+    pub const ALL: [EngineName; 2] = [EngineName::SwizzleDb, EngineName::Lmdb];
+
+    /// `swizzledb` or `lmdb`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineName::SwizzleDb => "swizzledb",
+            EngineName::Lmdb => "lmdb",
+        }
+    }
+
+    /// Whether this build has the engine (LMDB needs the `lmdb` feature, on by default in the
+    /// `swizzledb` command).
+    #[must_use]
+    pub fn built(self) -> bool {
+        match self {
+            EngineName::SwizzleDb => true,
+            EngineName::Lmdb => cfg!(feature = "lmdb"),
+        }
+    }
+
+    /// Parses `swizzledb` or `lmdb` (either case) and checks that this build has it.
+    ///
+    /// # Errors
+    /// [`WorkloadError::Config`] naming the bad name, or the missing feature.
+    pub fn parse(s: &str) -> Result<EngineName, WorkloadError> {
+        let t = s.trim();
+        let Some(e) = EngineName::ALL.into_iter().find(|e| e.name().eq_ignore_ascii_case(t)) else {
+            return Err(WorkloadError::Config(format!(
+                "unknown engine {t:?}; the engines are swizzledb and lmdb"
+            )));
+        };
+        if !e.built() {
+            return Err(WorkloadError::Config(format!(
+                "--engine {}: this build has no LMDB; build the swizzledb command with the lmdb feature \
+                 (on by default)",
+                e.name()
+            )));
+        }
+        Ok(e)
+    }
+}
+
+impl std::fmt::Display for EngineName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// SwizzleDB: each operation is one [`Database::transact`] (through the lab's `transact`,
+/// which counts attempts and carries the workload's own errors), in whatever buffer mode,
+/// logging and locking the database was created with.
+impl Engine for Database {
+    type Table = Tree;
+
+    const ENGINE: EngineName = EngineName::SwizzleDb;
+
+    const LOAD_BATCH: usize = 500;
+
+    fn create_table(&self, name: &str) -> Result<Tree, WorkloadError> {
+        Ok(self.create_tree(name)?)
+    }
+
+    fn table(&self, name: &str) -> Result<Tree, WorkloadError> {
+        Ok(self.tree(name)?)
+    }
+
+    fn load(&self, table: &Tree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<(), WorkloadError> {
+        self.transact(|tx| {
+            for (k, v) in records {
+                tx.insert(table, k, v)?;
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    #[inline]
+    fn read<R>(
+        &self,
+        table: &Tree,
+        key: &[u8],
+        mut f: impl FnMut(Option<&[u8]>) -> Result<R, WorkloadError>,
+    ) -> Result<(R, u32), WorkloadError> {
+        let (r, attempts) = transact(self, |tx| Ok(tx.get_with(table, key, &mut f)??))?;
+        // The body never asks for a rollback, so there is a result.
+        r.map(|r| (r, attempts)).ok_or_else(|| WorkloadError::Inconsistent {
+            condition: "engine",
+            detail: "a read rolled back without a reason".into(),
+        })
+    }
+
+    #[inline]
+    fn update(&self, table: &Tree, key: &[u8], value: &[u8]) -> Result<(bool, u32), WorkloadError> {
+        let (done, attempts) = transact(self, |tx| {
+            if tx.put(table, key, value)? {
+                Ok(())
+            } else {
+                // It inserted a record that was not there: roll that back.
+                Err(Abort::Rollback)
+            }
+        })?;
+        Ok((done.is_some(), attempts))
+    }
+
+    #[inline]
+    fn insert(&self, table: &Tree, key: &[u8], value: &[u8]) -> Result<u32, WorkloadError> {
+        let (_, attempts) = transact(self, |tx| Ok(tx.insert(table, key, value)?))?;
+        Ok(attempts)
+    }
+
+    #[inline]
+    fn scan(
+        &self,
+        table: &Tree,
+        start: &[u8],
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
+    ) -> Result<u32, WorkloadError> {
+        let (_, attempts) = transact(self, |tx| {
+            for r in tx.range(table, Included(start), Unbounded).take(limit) {
+                let (k, v) = r?;
+                f(&k, &v)?;
+            }
+            Ok(())
+        })?;
+        Ok(attempts)
+    }
+
+    #[inline]
+    fn read_modify_write(
+        &self,
+        table: &Tree,
+        key: &[u8],
+        value: &mut Vec<u8>,
+        mut read: impl FnMut(Option<&[u8]>, &mut Vec<u8>) -> Result<(), WorkloadError>,
+        mut modify: impl FnMut(&mut Vec<u8>),
+    ) -> Result<u32, WorkloadError> {
+        let (_, attempts) = transact(self, |tx| {
+            tx.get_with(table, key, |v| read(v, value))??;
+            modify(value);
+            tx.put(table, key, value)?;
+            Ok(())
+        })?;
+        Ok(attempts)
+    }
+
+    fn for_each(
+        &self,
+        table: &Tree,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
+    ) -> Result<(), WorkloadError> {
+        for r in table.range(Unbounded, Unbounded) {
+            let (k, v) = r.map_err(swizzledb::Error::from)?;
+            f(&k, &v)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_names_parse_and_print() {
+        assert_eq!(EngineName::parse(" SwizzleDB ").unwrap(), EngineName::SwizzleDb);
+        assert_eq!(EngineName::SwizzleDb.to_string(), "swizzledb");
+        for bad in ["", "rocksdb", "lmdb,swizzledb"] {
+            match EngineName::parse(bad) {
+                Err(WorkloadError::Config(m)) => assert!(m.contains("unknown engine"), "{m}"),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        match EngineName::parse("LMDB") {
+            Ok(e) => assert!(cfg!(feature = "lmdb") && e == EngineName::Lmdb),
+            Err(WorkloadError::Config(m)) => {
+                assert!(!cfg!(feature = "lmdb") && m.contains("lmdb feature"), "{m}")
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    /// Every operation of the SwizzleDB adapter does what the contract says, including the
+    /// cases the workloads only meet when something is wrong.
+    #[test]
+    fn swizzledb_adapter_keeps_the_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder().logging(false).create(&dir.path().join("e.swz")).unwrap();
+        contract(&db);
+        db.close().unwrap();
+    }
+
+    /// The contract, checked on any engine.
+    pub(crate) fn contract<E: Engine>(e: &E) {
+        assert!(e.table("t").is_err(), "no table yet");
+        let t = e.create_table("t").unwrap();
+        let records: Vec<(Vec<u8>, Vec<u8>)> =
+            (0..10u8).map(|i| (vec![b'k', b'0' + i], vec![i; 10])).collect();
+        e.load(&t, &records).unwrap();
+        assert!(e.load(&t, &records[3..4]).is_err(), "a duplicate key fails the batch");
+        let t = e.table("t").unwrap();
+        let (v, attempts) = e.read(&t, b"k3", |v| Ok(v.map(<[u8]>::to_vec))).unwrap();
+        assert_eq!((v, attempts), (Some(vec![3; 10]), 1));
+        assert!(e.read(&t, b"nope", |v| Ok(v.is_none())).unwrap().0);
+        let refused = e.read(&t, b"k3", |_| Err::<(), _>(WorkloadError::Config("no".into())));
+        assert!(matches!(refused, Err(WorkloadError::Config(m)) if m == "no"));
+
+        assert!(e.update(&t, b"k4", b"four").unwrap().0);
+        assert!(!e.update(&t, b"k99", b"new").unwrap().0, "an update does not insert");
+        assert!(e.read(&t, b"k99", |v| Ok(v.is_none())).unwrap().0);
+        e.insert(&t, b"k99", b"new").unwrap();
+        assert!(e.insert(&t, b"k99", b"again").is_err(), "an insert does not overwrite");
+
+        let mut seen = Vec::new();
+        e.scan(&t, b"k35", 3, |k, v| {
+            seen.push((k.to_vec(), v.len()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [(b"k4".to_vec(), 4), (b"k5".to_vec(), 10), (b"k6".to_vec(), 10)]);
+
+        let mut buf = Vec::new();
+        let copy = |v: Option<&[u8]>, buf: &mut Vec<u8>| {
+            let v = v.ok_or_else(|| WorkloadError::Config("missing".into()))?;
+            buf.clear();
+            buf.extend_from_slice(v);
+            Ok(())
+        };
+        e.read_modify_write(&t, b"k5", &mut buf, copy, |b| b[0] = 55).unwrap();
+        assert_eq!(e.read(&t, b"k5", |v| Ok(v.unwrap()[..2].to_vec())).unwrap().0, [55, 5]);
+        let missing = e.read_modify_write(&t, b"k77", &mut buf, copy, |b| b[0] = 77);
+        assert!(matches!(missing, Err(WorkloadError::Config(m)) if m == "missing"));
+        assert!(e.read(&t, b"k77", |v| Ok(v.is_none())).unwrap().0, "nothing written");
+
+        let mut keys = Vec::new();
+        e.for_each(&t, |k, _| {
+            keys.push(k.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(keys.len(), 11);
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "key order");
+    }
+}
