@@ -31,7 +31,7 @@ pub trait Engine: Send + Sync {
     /// A handle on one table, held by each thread.
     type Table: Send;
 
-    /// Which engine: the `engine` column of result files.
+    /// Which engine this is (what the `engine` column of result files names).
     const ENGINE: EngineName;
 
     /// Records per loading transaction.
