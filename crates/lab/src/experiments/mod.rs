@@ -24,6 +24,7 @@ pub mod tpcb;
 pub mod tpcc;
 pub mod trace_analyze;
 pub mod wal;
+pub mod workload_options;
 pub mod ycsb;
 
 #[cfg(test)]

@@ -2,18 +2,14 @@
 //! the table live in `crate::tpcc`.
 
 use crate::experiment::{self, Experiment};
+use crate::experiments::workload_options::{run_logged, WorkloadOptions};
 use crate::progress::Progress;
 use crate::tpcc::{print_table, run_bench, BenchPlan, BenchRow, TpccConfig, TpccRow};
-use crate::WorkloadError;
 use clap::Args;
 use std::error::Error;
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
-use swizzledb::PolicySpec;
 
-use crate::units;
 use crate::Usage;
 
 /// Options of `bench tpcc`.
@@ -22,55 +18,8 @@ pub struct TpccArgs {
     /// Warehouses (the scale: about 100 MiB of records each)
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     warehouses: u32,
-    /// Thread counts, comma-separated
-    #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
-    threads: Vec<u16>,
-    /// Seconds per measurement
-    #[arg(long, default_value = "5", value_parser = units::parse_positive_seconds)]
-    duration: f64,
-    /// Measurements per configuration, interleaved; the table shows medians
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
-    repeat: u16,
-    /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
-    #[arg(long, default_value = "all", value_parser = units::parse_modes)]
-    modes: units::Modes,
-    /// Logging settings, comma-separated: on, off (with logging, commits are asynchronous)
-    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
-    logging: Vec<bool>,
-    /// Record-locking settings, comma-separated: on, off
-    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
-    locking: Vec<bool>,
-    /// Buffer-pool size per database [default: twice the loaded records plus 32 MiB per thread
-    /// and second measured, so that everything stays in memory]
-    #[arg(long, value_parser = units::parse_size)]
-    pool: Option<u64>,
-    /// Replacement policy [default: the engine's, gclock]
-    #[arg(long)]
-    policy: Option<PolicySpec>,
-    /// Directory for the temporary databases [default: the system temp directory]
-    #[arg(long)]
-    dir: Option<PathBuf>,
-    /// Directory for tpcc.csv (created if missing)
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-}
-
-pub(crate) fn parse_on_off(s: &str) -> Result<bool, String> {
-    match s.trim() {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        other => Err(format!("{other:?} is neither on nor off")),
-    }
-}
-
-pub(crate) fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
-    let mut out = Vec::new();
-    for &x in v {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-    }
-    out
+    #[command(flatten)]
+    options: WorkloadOptions,
 }
 
 /// Runs `bench tpcc`.
@@ -80,18 +29,18 @@ pub(crate) fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
 pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
     let plan = BenchPlan {
         config: TpccConfig::standard(args.warehouses),
-        threads: dedup(&args.threads).into_iter().map(usize::from).collect(),
-        duration: Duration::from_secs_f64(args.duration),
-        repeat: u32::from(args.repeat),
-        modes: args.modes.0.clone(),
-        logging: dedup(&args.logging),
-        locking: dedup(&args.locking),
-        pool_bytes: args.pool,
-        policy: args.policy,
-        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+        threads: args.options.threads(),
+        duration: args.options.duration(),
+        repeat: u32::from(args.options.repeat),
+        modes: args.options.modes(),
+        logging: args.options.logging(),
+        locking: args.options.locking(),
+        pool_bytes: args.options.pool,
+        policy: args.options.policy,
+        dir: args.options.dir(),
     };
     plan.validate().map_err(|e| Usage(e.to_string()))?;
-    experiment::execute(&Tpcc(plan), args.out.as_deref())
+    experiment::execute(&Tpcc(plan), args.options.out.as_deref())
 }
 
 /// `bench tpcc` as an experiment.
@@ -102,12 +51,7 @@ pub struct Tpcc(pub BenchPlan);
 /// # Errors
 /// Bad options, a database failure, or a failed consistency check.
 pub fn measure(plan: &BenchPlan, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
-    let mut log: Box<dyn Write> =
-        if progress.is_on() { Box::new(io::stderr()) } else { Box::new(io::sink()) };
-    match run_bench(plan, &mut log) {
-        Err(WorkloadError::Config(e)) => Err(Usage(e).into()),
-        r => Ok(r?),
-    }
+    run_logged(progress, |log| run_bench(plan, log))
 }
 
 impl Experiment for Tpcc {

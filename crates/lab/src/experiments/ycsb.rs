@@ -9,12 +9,9 @@ use crate::WorkloadError;
 use clap::Args;
 use std::error::Error;
 use std::io::{self, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
-use swizzledb::PolicySpec;
 
-use crate::experiments::tpcc::{dedup, parse_on_off};
+use crate::experiments::workload_options::{dedup, run_logged, WorkloadOptions};
 use crate::units;
 use crate::Usage;
 
@@ -22,8 +19,9 @@ use crate::Usage;
 #[derive(Args, Debug)]
 pub struct YcsbArgs {
     /// Engines, comma-separated, measured interleaved: swizzledb (in each of --modes ×
-    /// --logging × --locking), lmdb (once per --logging setting; it has no modes and serializes
-    /// its writers)
+    /// --logging × --locking), lmdb (once per --logging setting; it has no modes, no record locks
+    /// and serializes its writers; --logging on is MDB_NOSYNC, off adds MDB_NOMETASYNC,
+    /// MDB_WRITEMAP and MDB_MAPASYNC; keep --dir on a tmpfs, docs/ycsb.md)
     #[arg(long, default_value = "swizzledb", value_delimiter = ',')]
     engine: Vec<String>,
     /// Core workloads to run, comma-separated, in this order on one load: A (50% read, 50%
@@ -43,39 +41,8 @@ pub struct YcsbArgs {
     /// The zipfian constant, above 0 and below 1
     #[arg(long, default_value_t = 0.99)]
     zipf_theta: f64,
-    /// Thread counts, comma-separated
-    #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
-    threads: Vec<u16>,
-    /// Seconds per measurement
-    #[arg(long, default_value = "5", value_parser = units::parse_positive_seconds)]
-    duration: f64,
-    /// Measurements per configuration and workload, interleaved; the table shows medians
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
-    repeat: u16,
-    /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
-    #[arg(long, default_value = "all", value_parser = units::parse_modes)]
-    modes: units::Modes,
-    /// Logging settings, comma-separated: on, off (with logging, commits are asynchronous; LMDB:
-    /// on is MDB_NOSYNC, off adds MDB_NOMETASYNC, MDB_WRITEMAP, MDB_MAPASYNC)
-    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
-    logging: Vec<bool>,
-    /// SwizzleDB's record-locking settings, comma-separated: on, off (LMDB has none)
-    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
-    locking: Vec<bool>,
-    /// Buffer-pool size per database [default: twice the loaded records plus what the inserts
-    /// of D and E add, so that everything stays in memory]
-    #[arg(long, value_parser = units::parse_size)]
-    pool: Option<u64>,
-    /// Replacement policy [default: the engine's, gclock]
-    #[arg(long)]
-    policy: Option<PolicySpec>,
-    /// Directory for the temporary databases [default: the system temp directory]; on a tmpfs
-    /// the OS does not write LMDB's map back to disk during the run (docs/ycsb.md)
-    #[arg(long)]
-    dir: Option<PathBuf>,
-    /// Directory for ycsb.csv (created if missing)
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
+    #[command(flatten)]
+    options: WorkloadOptions,
 }
 
 /// Runs `bench ycsb`.
@@ -98,18 +65,18 @@ pub fn run(args: &YcsbArgs) -> Result<ExitCode, Box<dyn Error>> {
             ..YcsbConfig::new(letters.first().copied().unwrap_or('A'), args.records)
         },
         workloads: dedup(&letters),
-        threads: dedup(&args.threads).into_iter().map(usize::from).collect(),
-        duration: Duration::from_secs_f64(args.duration),
-        repeat: u32::from(args.repeat),
-        modes: args.modes.0.clone(),
-        logging: dedup(&args.logging),
-        locking: dedup(&args.locking),
-        pool_bytes: args.pool,
-        policy: args.policy,
-        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+        threads: args.options.threads(),
+        duration: args.options.duration(),
+        repeat: u32::from(args.options.repeat),
+        modes: args.options.modes(),
+        logging: args.options.logging(),
+        locking: args.options.locking(),
+        pool_bytes: args.options.pool,
+        policy: args.options.policy,
+        dir: args.options.dir(),
     };
     plan.validate().map_err(usage)?;
-    experiment::execute(&Ycsb(plan), args.out.as_deref())
+    experiment::execute(&Ycsb(plan), args.options.out.as_deref())
 }
 
 /// `bench ycsb` as an experiment.
@@ -143,12 +110,7 @@ impl Experiment for Ycsb {
     }
 
     fn run(&self, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
-        let mut log: Box<dyn Write> =
-            if progress.is_on() { Box::new(io::stderr()) } else { Box::new(io::sink()) };
-        match run_bench(&self.0, &mut log) {
-            Err(WorkloadError::Config(e)) => Err(Usage(e).into()),
-            r => Ok(r?),
-        }
+        run_logged(progress, |log| run_bench(&self.0, log))
     }
 
     fn tables(&self, rows: &Vec<BenchRow>, mut out: &mut dyn Write) -> io::Result<()> {

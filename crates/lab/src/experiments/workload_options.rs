@@ -1,0 +1,129 @@
+//! The options every workload benchmark (`bench tpcc`, `bench tpcb`, `bench ycsb`) shares, and
+//! running a workload plan with its progress on stderr.
+
+use clap::Args;
+use std::error::Error;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+use swizzledb::{PolicySpec, PoolMode};
+
+use crate::progress::Progress;
+use crate::workload::WorkloadError;
+use crate::{units, Usage};
+
+/// Threads, time, repetitions, the configurations measured (buffer mode × logging × locking),
+/// pool, policy and directories.
+#[derive(Args, Debug)]
+pub struct WorkloadOptions {
+    /// Thread counts, comma-separated
+    #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Vec<u16>,
+    /// Seconds per measurement
+    #[arg(long, default_value = "5", value_parser = units::parse_positive_seconds)]
+    pub duration: f64,
+    /// Measurements per configuration, interleaved; the table shows medians
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub repeat: u16,
+    /// Buffer modes: all, or a comma-separated list of traditional, swizzling, main-memory
+    #[arg(long, default_value = "all", value_parser = units::parse_modes)]
+    pub modes: units::Modes,
+    /// Logging settings, comma-separated: on, off (with logging, commits are asynchronous)
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
+    pub logging: Vec<bool>,
+    /// Record-locking settings, comma-separated: on, off
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
+    pub locking: Vec<bool>,
+    /// Buffer-pool size per database [default: twice the loaded records plus what the
+    /// measurements add, so that everything stays in memory]
+    #[arg(long, value_parser = units::parse_size)]
+    pub pool: Option<u64>,
+    /// Replacement policy [default: the engine's, gclock]
+    #[arg(long)]
+    pub policy: Option<PolicySpec>,
+    /// Directory for the temporary databases [default: the system temp directory]
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Directory for the result files, <command>.csv and .json (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl WorkloadOptions {
+    /// The thread counts, each once, in the order given.
+    #[must_use]
+    pub fn threads(&self) -> Vec<usize> {
+        dedup(&self.threads).into_iter().map(usize::from).collect()
+    }
+
+    /// The length of one measurement.
+    #[must_use]
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.duration)
+    }
+
+    /// The buffer modes.
+    #[must_use]
+    pub fn modes(&self) -> Vec<PoolMode> {
+        self.modes.0.clone()
+    }
+
+    /// The logging settings, each once.
+    #[must_use]
+    pub fn logging(&self) -> Vec<bool> {
+        dedup(&self.logging)
+    }
+
+    /// The locking settings, each once.
+    #[must_use]
+    pub fn locking(&self) -> Vec<bool> {
+        dedup(&self.locking)
+    }
+
+    /// The scratch directory.
+    #[must_use]
+    pub fn dir(&self) -> PathBuf {
+        self.dir.clone().unwrap_or_else(std::env::temp_dir)
+    }
+}
+
+/// `on` or `off`.
+///
+/// # Errors
+/// Anything else.
+pub fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("{other:?} is neither on nor off")),
+    }
+}
+
+/// `v` with repeated items dropped, in the order of their first appearance.
+#[must_use]
+pub fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+    let mut out = Vec::new();
+    for &x in v {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+/// Runs a workload plan with its progress lines on stderr (when progress is on); a bad plan
+/// ([`WorkloadError::Config`]) becomes a [`Usage`] error.
+///
+/// # Errors
+/// The plan is bad, the database failed, or a check after the run failed.
+pub fn run_logged<T>(
+    progress: Progress,
+    run: impl FnOnce(&mut dyn Write) -> Result<T, WorkloadError>,
+) -> Result<T, Box<dyn Error>> {
+    let mut log: Box<dyn Write> =
+        if progress.is_on() { Box::new(io::stderr()) } else { Box::new(io::sink()) };
+    match run(&mut log) {
+        Err(WorkloadError::Config(e)) => Err(Usage(e).into()),
+        r => Ok(r?),
+    }
+}
