@@ -583,7 +583,11 @@ impl Tree {
         loop {
             let Ok(i) = node::search(&leaf, key) else { return Ok(false) };
             if let Some(f) = f.take() {
-                *out = Some(f(node::value(&leaf, i), new));
+                let old = node::value(&leaf, i);
+                // Room for a value of the old size, so a writer appending field by field does
+                // not grow the buffer step by step.
+                new.reserve(old.len());
+                *out = Some(f(old, new));
                 self.check_sizes(key, new)?;
             }
             if node::leaf_update_fits(&leaf, i, new) {

@@ -102,6 +102,27 @@ impl AlignedBuf {
         Ok(AlignedBuf { ptr, layout, mapping: Some((start, map_len)) })
     }
 
+    /// Advises the kernel to back the untouched spare capacity of `v` with transparent huge
+    /// pages, where it covers whole huge pages (F1a). For large per-frame arrays filled right
+    /// after: one TLB entry then covers 2 MiB of them instead of 4 KiB, so a hit on a cold frame
+    /// costs no page walk for its descriptor.
+    pub fn advise_huge<T>(v: &Vec<T>) {
+        let bytes = v.capacity() * std::mem::size_of::<T>();
+        let start = v.as_ptr().cast::<u8>();
+        let skip = start.align_offset(HUGE_PAGE);
+        if skip >= bytes {
+            return;
+        }
+        let len = (bytes - skip) / HUGE_PAGE * HUGE_PAGE;
+        if len == 0 {
+            return;
+        }
+        // SAFETY: F1a — advice on whole pages inside the vector's own allocation
+        // (`skip + len <= capacity` bytes from its start); MADV_HUGEPAGE changes neither contents
+        // nor validity, only how the kernel backs the range. Failure (no THP) is harmless.
+        let _ = unsafe { libc::madvise(start.add(skip).cast_mut().cast(), len, libc::MADV_HUGEPAGE) };
+    }
+
     /// Length of the region in bytes (never zero).
     #[inline]
     #[must_use]

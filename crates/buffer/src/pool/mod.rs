@@ -290,7 +290,11 @@ impl BufferPool {
         // the hit path, and main-memory mode takes memory only as pages are created.
         let mut memory = AlignedBuf::new_lazy(capacity * page_size)?;
         let base = memory.as_mut_ptr();
-        let frames: Box<[FrameDesc]> = (0..capacity).map(|_| FrameDesc::default()).collect();
+        // Descriptors too (one cache line per frame): advised before they are first touched.
+        let mut frames: Vec<FrameDesc> = Vec::with_capacity(capacity);
+        AlignedBuf::advise_huge(&frames);
+        frames.extend((0..capacity).map(|_| FrameDesc::default()));
+        let frames: Box<[FrameDesc]> = frames.into_boxed_slice();
         for d in frames.iter() {
             d.parent.store(NO_PARENT, Relaxed);
         }
