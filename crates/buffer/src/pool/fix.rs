@@ -66,6 +66,9 @@ impl BufferPool {
         };
         match swip.target() {
             SwipTarget::Frame(f) => {
+                // The page's first line (header and first slots) is read right after the latch
+                // is taken: start its miss now, beside the descriptor's (F12).
+                crate::page::prefetch_addr(self.base.wrapping_add(f.index() * self.page_size));
                 let d = self.desc(f);
                 d.latch.lock(M::MODE);
                 self.count(|b| {
