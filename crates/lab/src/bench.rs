@@ -1,11 +1,14 @@
-//! What the TPC-B and YCSB bench drivers share: the database settings measured (buffer mode ×
-//! logging × locking), scratch directories, checks of the common plan fields, medians.
+//! What the TPC-B, TPC-C and YCSB bench drivers share: the database settings measured (buffer
+//! mode × logging × locking, and the peer engines beside SwizzleDB), a database of either
+//! engine, scratch directories, checks of the common plan fields, medians.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use swizzledb::{CommitMode, Database, PolicySpec, PoolMode};
 
-use crate::workload::WorkloadError;
+use crate::engine::EngineName;
+use crate::harness::{self, Measurement, Until};
+use crate::workload::{Workload, WorkloadError};
 
 /// One SwizzleDB configuration of a bench run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -63,6 +66,189 @@ impl Setting {
             b = b.policy(p);
         }
         Ok(b.create(&path)?)
+    }
+}
+
+/// One database configuration of a bench run on several engines (`bench ycsb`, `bench tpcc`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Config {
+    /// SwizzleDB in a buffer mode, with logging and locking on or off.
+    SwizzleDb(Setting),
+    /// LMDB, with the durability that stands for `logging` (`crate::engine::Lmdb`).
+    Lmdb {
+        /// Logging on: `MDB_NOSYNC`; off: no durability at all.
+        logging: bool,
+    },
+}
+
+impl Config {
+    /// Every configuration, in table order: per engine (in the order given), SwizzleDB's
+    /// settings (modes outermost), LMDB's logging settings (it has no modes and no locking
+    /// setting).
+    #[must_use]
+    pub fn all(
+        engines: &[EngineName],
+        modes: &[PoolMode],
+        logging: &[bool],
+        locking: &[bool],
+    ) -> Vec<Config> {
+        let mut out = Vec::new();
+        for &e in engines {
+            match e {
+                EngineName::SwizzleDb => {
+                    out.extend(Setting::all(modes, logging, locking).into_iter().map(Config::SwizzleDb));
+                }
+                EngineName::Lmdb => out.extend(logging.iter().map(|&logging| Config::Lmdb { logging })),
+            }
+        }
+        out
+    }
+
+    /// The engine.
+    #[must_use]
+    pub fn engine(&self) -> EngineName {
+        match self {
+            Config::SwizzleDb(_) => EngineName::SwizzleDb,
+            Config::Lmdb { .. } => EngineName::Lmdb,
+        }
+    }
+
+    /// SwizzleDB's buffer mode (none for LMDB).
+    #[must_use]
+    pub fn mode(&self) -> Option<PoolMode> {
+        match self {
+            Config::SwizzleDb(s) => Some(s.mode),
+            Config::Lmdb { .. } => None,
+        }
+    }
+
+    /// The logging setting.
+    #[must_use]
+    pub fn logging(&self) -> bool {
+        match *self {
+            Config::SwizzleDb(s) => s.logging,
+            Config::Lmdb { logging } => logging,
+        }
+    }
+
+    /// SwizzleDB's locking setting (none for LMDB).
+    #[must_use]
+    pub fn locking(&self) -> Option<bool> {
+        match self {
+            Config::SwizzleDb(s) => Some(s.locking),
+            Config::Lmdb { .. } => None,
+        }
+    }
+
+    /// For messages: `swizzledb traditional, logging on, locking off` or `lmdb, logging on`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Config::SwizzleDb(s) => format!("swizzledb {}", s.describe()),
+            Config::Lmdb { logging } => format!("lmdb, logging {}", on_off(*logging)),
+        }
+    }
+}
+
+/// A workload that runs on every engine this build has.
+#[cfg(feature = "lmdb")]
+pub(crate) trait OnEveryEngine: Workload<Database> + Workload<crate::engine::Lmdb> {}
+#[cfg(feature = "lmdb")]
+impl<W: Workload<Database> + Workload<crate::engine::Lmdb>> OnEveryEngine for W {}
+/// A workload that runs on every engine this build has.
+#[cfg(not(feature = "lmdb"))]
+pub(crate) trait OnEveryEngine: Workload<Database> {}
+#[cfg(not(feature = "lmdb"))]
+impl<W: Workload<Database>> OnEveryEngine for W {}
+
+/// How the databases of a bench run are made: where, under which name, SwizzleDB's pool and
+/// policy, LMDB's map and reader slots.
+pub(crate) struct DbSpec<'a> {
+    pub dir: &'a Path,
+    pub name: &'a str,
+    pub pool: u64,
+    pub policy: Option<PolicySpec>,
+    // Read only where this build has LMDB.
+    #[cfg_attr(not(feature = "lmdb"), allow(dead_code))]
+    pub lmdb_map_bytes: u64,
+    #[cfg_attr(not(feature = "lmdb"), allow(dead_code))]
+    pub lmdb_readers: u32,
+}
+
+/// Reader slots per LMDB environment: every thread keeps one, plus a few.
+pub(crate) fn lmdb_readers(threads: &[usize]) -> u32 {
+    let most = threads.iter().copied().max().unwrap_or(1);
+    u32::try_from(most).unwrap_or(u32::MAX).saturating_add(8)
+}
+
+/// A database of either engine.
+pub(crate) enum Db {
+    SwizzleDb(Database),
+    #[cfg(feature = "lmdb")]
+    Lmdb(crate::engine::Lmdb),
+}
+
+impl Db {
+    /// Creates the database of `config` (SwizzleDB: a file in `spec.dir`; LMDB: a directory
+    /// there, `<name>-lmdb-log-<on|off>`).
+    pub(crate) fn create(config: Config, spec: &DbSpec<'_>) -> Result<Db, WorkloadError> {
+        match config {
+            Config::SwizzleDb(s) => {
+                Ok(Db::SwizzleDb(s.create(spec.dir, spec.name, spec.pool, spec.policy)?))
+            }
+            #[cfg(feature = "lmdb")]
+            Config::Lmdb { logging } => Ok(Db::Lmdb(crate::engine::Lmdb::create(
+                &spec.dir.join(format!("{}-lmdb-log-{}", spec.name, on_off(logging))),
+                spec.lmdb_map_bytes,
+                spec.lmdb_readers,
+                logging,
+            )?)),
+            #[cfg(not(feature = "lmdb"))]
+            Config::Lmdb { .. } => Err(WorkloadError::Config(
+                "--engine lmdb: this build has no LMDB; build the swizzledb command with the lmdb feature"
+                    .into(),
+            )),
+        }
+    }
+
+    pub(crate) fn load<W: OnEveryEngine>(&self, w: &W) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => w.load(db),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => w.load(db),
+        }
+    }
+
+    pub(crate) fn run<W: OnEveryEngine>(
+        &self,
+        w: &W,
+        threads: usize,
+        until: Until,
+    ) -> Result<Measurement, WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => harness::run(w, db, threads, until),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => harness::run(w, db, threads, until),
+        }
+    }
+
+    pub(crate) fn verify<W: OnEveryEngine>(&self, w: &W) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => w.verify(db),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => w.verify(db),
+        }
+    }
+
+    pub(crate) fn close(self) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => Ok(db.close()?),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => {
+                drop(db);
+                Ok(())
+            }
+        }
     }
 }
 

@@ -7,11 +7,14 @@ use swizzledb::{Database, Transaction};
 
 use crate::workload::WorkloadError;
 
-/// Why a transaction body stopped.
-pub(crate) enum Abort {
-    /// The engine refused or failed ([`Database::transact`] retries wait-die refusals).
+/// Why a transaction body stopped (re-exported as `engine::Abort`: the error of every
+/// [`crate::engine::TxRead`] and [`crate::engine::TxWrite`] call).
+#[derive(Debug)]
+pub enum Abort {
+    /// SwizzleDB refused or failed ([`Database::transact`] retries wait-die refusals).
     Db(swizzledb::Error),
-    /// A record is missing or damaged.
+    /// A record is missing or damaged, or another engine failed (LMDB's errors travel here:
+    /// they are never retried).
     Workload(WorkloadError),
     /// The transaction asked to roll back (TPC-C New-Order's unused item).
     Rollback,

@@ -1,9 +1,11 @@
 //! TPC-C at test scale: after a run of the five transactions on two threads the consistency
 //! conditions 1–4 (clause 3.3.2) hold, in swizzling and traditional mode, with logging and
-//! locking both on and both off; and a damaged database fails them.
+//! locking both on and both off, and on LMDB (feature `lmdb`); and a damaged database fails
+//! them.
 
 use std::path::Path;
 use swizzledb::{Database, PoolMode};
+use swizzledb_lab::engine::Engine;
 use swizzledb_lab::harness::{self, Until};
 use swizzledb_lab::tpcc::schema::{key, District, Record, Warehouse};
 use swizzledb_lab::tpcc::{Tpcc, TpccConfig, KINDS};
@@ -24,10 +26,16 @@ fn open(path: &Path, mode: PoolMode, on: bool) -> Database {
 fn run_and_verify(mode: PoolMode, on: bool) {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir.path().join("tpcc.swz"), mode, on);
+    load_run_and_verify(&db);
+    db.close().unwrap();
+}
+
+/// The test on any engine.
+fn load_run_and_verify<E: Engine>(db: &E) {
     let tpcc = Tpcc::new(TpccConfig::tiny(2)).unwrap();
-    tpcc.load(&db).unwrap();
-    tpcc.verify(&db).unwrap();
-    let m = harness::run(&tpcc, &db, 2, Until::Operations(1500)).unwrap();
+    tpcc.load(db).unwrap();
+    tpcc.verify(db).unwrap();
+    let m = harness::run(&tpcc, db, 2, Until::Operations(1500)).unwrap();
     assert_eq!(m.operations(), 3000);
     // Every kind ran (4% of 3000 is 120 expected for the rarest).
     for (k, c) in KINDS.iter().zip(&m.kinds) {
@@ -35,8 +43,51 @@ fn run_and_verify(mode: PoolMode, on: bool) {
     }
     // About 1% of New-Orders roll back.
     assert!(m.rolled_back() > 0 && m.rolled_back() < m.kinds[0].done / 20, "{m:?}");
+    tpcc.verify(db).unwrap();
+}
+
+/// LMDB through the engine adapter, with the durability of either logging setting: the same
+/// transactions, one write transaction each (read-only ones in snapshots), never retried.
+#[cfg(feature = "lmdb")]
+#[test]
+fn consistent_after_run_lmdb() {
+    let dir = tempfile::tempdir().unwrap();
+    for logging in [true, false] {
+        let db = swizzledb_lab::engine::Lmdb::create(
+            &dir.path().join(format!("log-{logging}")),
+            1 << 30,
+            8,
+            logging,
+        )
+        .unwrap();
+        load_run_and_verify(&db);
+    }
+}
+
+/// A damaged LMDB database fails the check as SwizzleDB's does: the check reads through the
+/// adapter.
+#[cfg(feature = "lmdb")]
+#[test]
+fn damaged_lmdb_database_fails_verify() {
+    use swizzledb_lab::engine::{Abort, TxWrite};
+    let dir = tempfile::tempdir().unwrap();
+    let db = swizzledb_lab::engine::Lmdb::create(&dir.path().join("lmdb"), 1 << 30, 8, false).unwrap();
+    let tpcc = Tpcc::new(TpccConfig::tiny(1)).unwrap();
+    tpcc.load(&db).unwrap();
+    harness::run(&tpcc, &db, 1, Until::Operations(300)).unwrap();
     tpcc.verify(&db).unwrap();
-    db.close().unwrap();
+    // 1: a payment to the warehouse that missed its district.
+    let warehouses = db.table("tpcc-warehouse").unwrap();
+    db.transact(|tx| {
+        tx.update_with(&warehouses, &key([1]), |old, new| {
+            let mut w = Warehouse::decode(old).unwrap();
+            w.ytd += 1;
+            new.extend_from_slice(&w.encode());
+        })?;
+        Ok::<_, Abort>(())
+    })
+    .unwrap();
+    assert_eq!(condition(tpcc.verify(&db).unwrap_err()), "3.3.2.1");
 }
 
 #[test]

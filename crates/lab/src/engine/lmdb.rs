@@ -6,6 +6,9 @@
 //!   committed; a read-modify-write reads inside its write transaction, so it is atomic;
 //! - every read and scan is one read-only transaction (a snapshot), tied to its thread (LMDB's
 //!   default: each thread keeps one reader slot, so beginning a read transaction takes no lock);
+//! - [`Engine::transact`] (a transaction over several tables) is one write transaction
+//!   ([`LmdbWrite`]), committed if the body succeeds and aborted otherwise;
+//!   [`Engine::transact_read`] one read-only transaction ([`LmdbRead`]);
 //! - nothing is ever refused or retried: every operation reports 1 attempt.
 //!
 //! Durability follows SwizzleDB's logging setting (`swizzledb_peers::Durability`): logging on
@@ -13,14 +16,14 @@
 //! MDB_NOMETASYNC | MDB_WRITEMAP | MDB_MAPASYNC`. SwizzleDB's record locking has no LMDB
 //! counterpart: LMDB's transactions are serializable whatever is set.
 
-use std::ops::Bound::{Included, Unbounded};
+use std::ops::Bound::{self, Included, Unbounded};
 use std::path::Path;
 
 use swizzledb_peers::heed::types::Bytes;
-use swizzledb_peers::heed::{self, CommitOrAbort, Database, Env, MdbError, PutFlags};
+use swizzledb_peers::heed::{self, CommitOrAbort, Database, Env, MdbError, PutFlags, RoTxn, RwTxn, WithTls};
 use swizzledb_peers::{create_lmdb, Durability, LmdbOptions, PeersError};
 
-use super::{Engine, EngineName};
+use super::{Abort, Engine, EngineName, TxRead, TxWrite};
 use crate::workload::WorkloadError;
 
 /// A table of an LMDB environment (a named database of byte keys and values).
@@ -53,6 +56,9 @@ pub enum LmdbError {
     Heed(#[from] heed::Error),
 }
 
+/// Tables an environment may hold (TPC-C has 11).
+const MAX_TABLES: u32 = 32;
+
 /// An LMDB environment as an [`Engine`].
 pub struct Lmdb {
     env: Env,
@@ -79,7 +85,8 @@ impl Lmdb {
     /// [`LmdbError::Create`]: `dir` exists, or LMDB refused.
     pub fn create(dir: &Path, map_bytes: u64, readers: u32, logging: bool) -> Result<Lmdb, LmdbError> {
         let durability = if logging { Durability::NoSync } else { Durability::None };
-        let options = LmdbOptions { map_bytes, max_readers: readers.max(126), max_dbs: 8, durability };
+        let options =
+            LmdbOptions { map_bytes, max_readers: readers.max(126), max_dbs: MAX_TABLES, durability };
         let env = create_lmdb(dir, &options)?;
         Ok(Lmdb { env, map_bytes, logging })
     }
@@ -104,6 +111,23 @@ impl Lmdb {
         (info.last_page_number as u64 + 1) * page
     }
 
+    /// Runs `f` on the value under `key` (`None` if absent) in a read-only transaction of its
+    /// own (what [`Engine::read`] does, without its attempts and with an `f` that cannot fail).
+    ///
+    /// # Errors
+    /// LMDB failed.
+    #[inline]
+    pub fn get_with<R>(
+        &self,
+        table: &LmdbTable,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, WorkloadError> {
+        let r = self.env.read_txn().map_err(|e| self.err(e))?;
+        let v = table.get(&r, key).map_err(|e| self.err(e))?;
+        Ok(f(v))
+    }
+
     fn err(&self, e: heed::Error) -> WorkloadError {
         match e {
             heed::Error::Mdb(MdbError::MapFull) => {
@@ -122,6 +146,43 @@ impl Engine for Lmdb {
     /// Larger than SwizzleDB's: LMDB's cost of a commit is writing the pages it touched, and
     /// the inner pages of the tree are touched by every batch.
     const LOAD_BATCH: usize = 5_000;
+
+    type ReadTx<'a> = LmdbRead<'a>;
+
+    type Tx<'a> = LmdbWrite<'a>;
+
+    fn transact<R>(
+        &self,
+        mut body: impl FnMut(&mut LmdbWrite<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError> {
+        let txn = self.env.write_txn().map_err(|e| self.err(e))?;
+        let mut tx = LmdbWrite { txn, lmdb: self, buf: Vec::new() };
+        // Dropping the transaction without a commit aborts it.
+        match body(&mut tx) {
+            Ok(r) => {
+                tx.txn.commit().map_err(|e| self.err(e))?;
+                Ok((Some(r), 1))
+            }
+            Err(abort) => ended(abort),
+        }
+    }
+
+    fn transact_read<R>(
+        &self,
+        mut body: impl FnMut(&LmdbRead<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError> {
+        let txn = self.env.read_txn().map_err(|e| self.err(e))?;
+        let tx = LmdbRead { txn, lmdb: self };
+        match body(&tx) {
+            Ok(r) => Ok((Some(r), 1)),
+            Err(abort) => ended(abort),
+        }
+    }
+
+    /// Always: LMDB has one writer at a time, and readers see snapshots.
+    fn isolates(&self) -> bool {
+        true
+    }
 
     fn create_table(&self, name: &str) -> Result<LmdbTable, WorkloadError> {
         if self.table(name).is_ok() {
@@ -167,11 +228,9 @@ impl Engine for Lmdb {
         &self,
         table: &LmdbTable,
         key: &[u8],
-        mut f: impl FnMut(Option<&[u8]>) -> Result<R, WorkloadError>,
+        f: impl FnMut(Option<&[u8]>) -> Result<R, WorkloadError>,
     ) -> Result<(R, u32), WorkloadError> {
-        let r = self.env.read_txn().map_err(|e| self.err(e))?;
-        let v = table.get(&r, key).map_err(|e| self.err(e))?;
-        Ok((f(v)?, 1))
+        Ok((self.get_with(table, key, f)??, 1))
     }
 
     #[inline]
@@ -228,17 +287,205 @@ impl Engine for Lmdb {
         Ok(1)
     }
 
-    fn for_each(
+    fn for_each_in(
         &self,
         table: &LmdbTable,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
     ) -> Result<(), WorkloadError> {
         let r = self.env.read_txn().map_err(|e| self.err(e))?;
-        for item in table.iter(&r).map_err(|e| self.err(e))? {
+        for item in table.range(&r, &(start, end)).map_err(|e| self.err(e))? {
             let (k, v) = item.map_err(|e| self.err(e))?;
             f(k, v)?;
         }
         Ok(())
+    }
+}
+
+/// What an aborted transaction returns: `None` for a requested rollback, else the error.
+fn ended<R>(abort: Abort) -> Result<(Option<R>, u32), WorkloadError> {
+    match abort {
+        Abort::Rollback => Ok((None, 1)),
+        Abort::Workload(e) => Err(e),
+        // Only SwizzleDB's calls make these; a body may still pass one on.
+        Abort::Db(e) => Err(e.into()),
+    }
+}
+
+/// A read-only LMDB transaction (a snapshot), as [`Engine::transact_read`] gives it.
+pub struct LmdbRead<'a> {
+    txn: RoTxn<'a, WithTls>,
+    lmdb: &'a Lmdb,
+}
+
+/// A read-write LMDB transaction, as [`Engine::transact`] gives it: it holds LMDB's writer
+/// lock until it ends.
+pub struct LmdbWrite<'a> {
+    txn: RwTxn<'a>,
+    lmdb: &'a Lmdb,
+    /// The new value of [`TxWrite::update_with`], reused.
+    buf: Vec<u8>,
+}
+
+/// The reads, on any LMDB transaction.
+#[inline]
+fn get_in<R>(
+    lmdb: &Lmdb,
+    txn: &RoTxn<'_>,
+    table: &LmdbTable,
+    key: &[u8],
+    f: impl FnOnce(Option<&[u8]>) -> R,
+) -> Result<R, Abort> {
+    Ok(f(table.get(txn, key).map_err(|e| lmdb.err(e))?))
+}
+
+#[inline]
+fn scan_in(
+    lmdb: &Lmdb,
+    txn: &RoTxn<'_>,
+    table: &LmdbTable,
+    range: (Bound<&[u8]>, Bound<&[u8]>),
+    limit: usize,
+    reverse: bool,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+) -> Result<(), Abort> {
+    let err = |e| Abort::from(lmdb.err(e));
+    if reverse {
+        for item in table.rev_range(txn, &range).map_err(err)?.take(limit) {
+            let (k, v) = item.map_err(err)?;
+            f(k, v)?;
+        }
+    } else {
+        for item in table.range(txn, &range).map_err(err)?.take(limit) {
+            let (k, v) = item.map_err(err)?;
+            f(k, v)?;
+        }
+    }
+    Ok(())
+}
+
+impl TxRead for LmdbRead<'_> {
+    type Table = LmdbTable;
+
+    #[inline]
+    fn get_with<R>(
+        &self,
+        table: &LmdbTable,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, Abort> {
+        get_in(self.lmdb, &self.txn, table, key, f)
+    }
+
+    #[inline]
+    fn scan(
+        &self,
+        table: &LmdbTable,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        scan_in(self.lmdb, &self.txn, table, (start, end), limit, false, f)
+    }
+
+    #[inline]
+    fn scan_rev(
+        &self,
+        table: &LmdbTable,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        scan_in(self.lmdb, &self.txn, table, (start, end), limit, true, f)
+    }
+}
+
+impl TxRead for LmdbWrite<'_> {
+    type Table = LmdbTable;
+
+    #[inline]
+    fn get_with<R>(
+        &self,
+        table: &LmdbTable,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, Abort> {
+        get_in(self.lmdb, &self.txn, table, key, f)
+    }
+
+    #[inline]
+    fn scan(
+        &self,
+        table: &LmdbTable,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        scan_in(self.lmdb, &self.txn, table, (start, end), limit, false, f)
+    }
+
+    #[inline]
+    fn scan_rev(
+        &self,
+        table: &LmdbTable,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        scan_in(self.lmdb, &self.txn, table, (start, end), limit, true, f)
+    }
+}
+
+impl TxWrite for LmdbWrite<'_> {
+    #[inline]
+    fn insert(&mut self, table: &LmdbTable, key: &[u8], value: &[u8]) -> Result<(), Abort> {
+        let lmdb = self.lmdb;
+        table.put_with_flags(&mut self.txn, PutFlags::NO_OVERWRITE, key, value).map_err(|e| lmdb.err(e))?;
+        Ok(())
+    }
+
+    #[inline]
+    fn put(&mut self, table: &LmdbTable, key: &[u8], value: &[u8]) -> Result<bool, Abort> {
+        let lmdb = self.lmdb;
+        let existed = table.get(&self.txn, key).map_err(|e| lmdb.err(e))?.is_some();
+        table.put(&mut self.txn, key, value).map_err(|e| lmdb.err(e))?;
+        Ok(existed)
+    }
+
+    /// A lookup, `f` into a buffer, and a put of the buffer (LMDB writes a record by copying
+    /// its page, so there is no cheaper in-place update).
+    #[inline]
+    fn update_with<R>(
+        &mut self,
+        table: &LmdbTable,
+        key: &[u8],
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
+    ) -> Result<Option<R>, Abort> {
+        let lmdb = self.lmdb;
+        let mut new = std::mem::take(&mut self.buf);
+        new.clear();
+        let out = match table.get(&self.txn, key).map_err(|e| lmdb.err(e))? {
+            Some(old) => f(old, &mut new),
+            None => {
+                self.buf = new;
+                return Ok(None);
+            }
+        };
+        let put = table.put(&mut self.txn, key, &new).map_err(|e| lmdb.err(e));
+        self.buf = new;
+        put?;
+        Ok(Some(out))
+    }
+
+    #[inline]
+    fn delete(&mut self, table: &LmdbTable, key: &[u8]) -> Result<bool, Abort> {
+        let lmdb = self.lmdb;
+        Ok(table.delete(&mut self.txn, key).map_err(|e| lmdb.err(e))?)
     }
 }
 
@@ -252,6 +499,8 @@ mod tests {
         for logging in [true, false] {
             let e = Lmdb::create(&dir.path().join(format!("log-{logging}")), 16 << 20, 8, logging).unwrap();
             crate::engine::tests::contract(&e);
+            crate::engine::tests::tx_contract(&e);
+            assert!(e.isolates());
             assert!(matches!(e.create_table("t"), Err(WorkloadError::Lmdb(LmdbError::TableExists(_)))));
             assert!(e.used_bytes() > 0);
         }

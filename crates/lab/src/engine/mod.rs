@@ -1,29 +1,119 @@
-//! Engine adapters: what a key-value workload needs of a storage engine, so that the same
-//! workload runs on SwizzleDB and on its peers in one harness.
+//! Engine adapters: what a workload needs of a storage engine, so that the same workload runs
+//! on SwizzleDB and on its peers in one harness.
 //!
-//! [`Engine`] is small on purpose: tables of byte keys and values, and the operations YCSB
-//! makes, each one atomic (a transaction of its own): a read that borrows the value through a
-//! closure, an update of an existing record, an insert, a scan of n records from a key, and a
-//! read-modify-write; a bulk load in batches; a walk over a whole table for checks. Each
-//! operation returns how many times it ran (1, plus one per retry after SwizzleDB's wait-die
-//! refused a lock).
+//! [`Engine`] is small on purpose: tables of byte keys and values, and two levels of use.
+//!
+//! - **Single operations** (what YCSB makes), each atomic (a transaction of its own): a read
+//!   that borrows the value through a closure, an update of an existing record, an insert, a
+//!   scan of n records from a key, and a read-modify-write; a bulk load in batches; walks over
+//!   a table (or a key range of it) for checks.
+//! - **Transactions over several tables** (what TPC-C makes): [`Engine::transact`] runs a body
+//!   on a [`TxWrite`] (point reads, inserts, puts, in-place updates, deletes, and scans of the
+//!   first n records of a key range, forward or backward), [`Engine::transact_read`] a
+//!   read-only body on a [`TxRead`]. The body returns [`Abort::Rollback`] to roll back; any
+//!   other error rolls back and is returned.
+//!
+//! Every operation and transaction returns how many times it ran (1, plus one per retry after
+//! SwizzleDB's wait-die refused a lock).
 //!
 //! | engine | adapter | transactions |
 //! |---|---|---|
-//! | SwizzleDB | `impl Engine for swizzledb::Database` | [`Database::transact`], exactly the calls the workloads made before there were adapters |
-//! | LMDB | [`Lmdb`] (feature `lmdb`, through heed) | one write transaction per write (LMDB serializes writers), one read transaction per read or scan |
+//! | SwizzleDB | `impl Engine for swizzledb::Database` | [`Database::transact`]; `TxRead` and `TxWrite` are `swizzledb::Transaction` itself, so the workloads make exactly the calls they made before there were adapters |
+//! | LMDB | [`Lmdb`] (feature `lmdb`, through heed) | one write transaction per write or [`Engine::transact`] (LMDB serializes writers), one read transaction per read, scan or [`Engine::transact_read`] |
 
 #[cfg(feature = "lmdb")]
 mod lmdb;
 
 #[cfg(feature = "lmdb")]
-pub use lmdb::{Lmdb, LmdbError, LmdbTable};
+pub use lmdb::{Lmdb, LmdbError, LmdbRead, LmdbTable, LmdbWrite};
 
-use std::ops::Bound::{Included, Unbounded};
-use swizzledb::{Database, Tree};
+pub use crate::txn::Abort;
 
-use crate::txn::{transact, Abort};
+use std::ops::Bound::{self, Included, Unbounded};
+use swizzledb::{Database, Transaction, Tree};
+
+use crate::txn::transact;
 use crate::workload::WorkloadError;
+
+/// The reads of a transaction over several tables. Closures given to it run while the engine
+/// holds the record in place (SwizzleDB: under the leaf's latch), so they must not call into
+/// the engine.
+pub trait TxRead {
+    /// A table handle ([`Engine::Table`]).
+    type Table;
+
+    /// Runs `f` on the value under `key` (`None` if absent), borrowed in place.
+    ///
+    /// # Errors
+    /// The engine refused (SwizzleDB's wait-die: the transaction is retried) or failed.
+    fn get_with<R>(
+        &self,
+        table: &Self::Table,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, Abort>;
+
+    /// Runs `f` on up to `limit` records with keys between `start` and `end`, in ascending key
+    /// order.
+    ///
+    /// # Errors
+    /// `f`'s error (which ends the scan), or the engine refused or failed.
+    fn scan(
+        &self,
+        table: &Self::Table,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort>;
+
+    /// [`TxRead::scan`] in descending key order (from `end` down to `start`).
+    ///
+    /// # Errors
+    /// As [`TxRead::scan`].
+    fn scan_rev(
+        &self,
+        table: &Self::Table,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort>;
+}
+
+/// The writes of a transaction over several tables; it reads its own writes.
+pub trait TxWrite: TxRead {
+    /// Inserts a new record.
+    ///
+    /// # Errors
+    /// The key exists, or the engine refused or failed.
+    fn insert(&mut self, table: &Self::Table, key: &[u8], value: &[u8]) -> Result<(), Abort>;
+
+    /// Inserts or replaces; returns whether the key existed.
+    ///
+    /// # Errors
+    /// The engine refused or failed.
+    fn put(&mut self, table: &Self::Table, key: &[u8], value: &[u8]) -> Result<bool, Abort>;
+
+    /// Replaces the value under `key` with what `f` writes into the (empty) buffer it gets
+    /// beside the current value. Returns `f`'s result, or `None` if the key is absent (then
+    /// nothing changes and `f` is not called).
+    ///
+    /// # Errors
+    /// The engine refused or failed.
+    fn update_with<R>(
+        &mut self,
+        table: &Self::Table,
+        key: &[u8],
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
+    ) -> Result<Option<R>, Abort>;
+
+    /// Deletes `key`; returns whether it existed.
+    ///
+    /// # Errors
+    /// The engine refused or failed.
+    fn delete(&mut self, table: &Self::Table, key: &[u8]) -> Result<bool, Abort>;
+}
 
 /// A storage engine as a key-value workload sees it. Every method is one atomic operation
 /// (SwizzleDB: one transaction, retried after a wait-die refusal; LMDB: one transaction).
@@ -36,6 +126,42 @@ pub trait Engine: Send + Sync {
 
     /// Records per loading transaction.
     const LOAD_BATCH: usize;
+
+    /// A read-only transaction ([`Engine::transact_read`]).
+    type ReadTx<'a>: TxRead<Table = Self::Table>
+    where
+        Self: 'a;
+
+    /// A read-write transaction ([`Engine::transact`]).
+    type Tx<'a>: TxWrite<Table = Self::Table>
+    where
+        Self: 'a;
+
+    /// Runs `body` as one transaction and commits it. [`Abort::Rollback`] rolls it back and
+    /// returns `None`; any other error rolls it back and is returned. Returns the body's result
+    /// and the attempts (SwizzleDB runs the body again after a wait-die refusal).
+    ///
+    /// # Errors
+    /// The body's error, or the engine failed (or, on LMDB, its map is full).
+    fn transact<R>(
+        &self,
+        body: impl FnMut(&mut Self::Tx<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError>;
+
+    /// Runs `body` as one read-only transaction (LMDB: a snapshot; SwizzleDB: a transaction
+    /// that logs nothing), as [`Engine::transact`] does.
+    ///
+    /// # Errors
+    /// As [`Engine::transact`].
+    fn transact_read<R>(
+        &self,
+        body: impl FnMut(&Self::ReadTx<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError>;
+
+    /// Whether the engine keeps concurrent transactions apart by itself (SwizzleDB with record
+    /// locking, LMDB always: it has one writer at a time). If not, a workload latches its
+    /// read-modify-writes itself.
+    fn isolates(&self) -> bool;
 
     /// Creates the table `name`.
     ///
@@ -118,6 +244,21 @@ pub trait Engine: Send + Sync {
         &self,
         table: &Self::Table,
         f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
+    ) -> Result<(), WorkloadError> {
+        self.for_each_in(table, Unbounded, Unbounded, f)
+    }
+
+    /// Runs `f` on every record with a key between `start` and `end`, in key order; call it
+    /// while nothing writes.
+    ///
+    /// # Errors
+    /// `f`'s error (which ends the walk), or the engine failed.
+    fn for_each_in(
+        &self,
+        table: &Self::Table,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
     ) -> Result<(), WorkloadError>;
 }
 
@@ -190,6 +331,30 @@ impl Engine for Database {
     const ENGINE: EngineName = EngineName::SwizzleDb;
 
     const LOAD_BATCH: usize = 500;
+
+    type ReadTx<'a> = Transaction<'a>;
+
+    type Tx<'a> = Transaction<'a>;
+
+    #[inline]
+    fn transact<R>(
+        &self,
+        body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError> {
+        transact(self, body)
+    }
+
+    #[inline]
+    fn transact_read<R>(
+        &self,
+        mut body: impl FnMut(&Transaction<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError> {
+        transact(self, |tx| body(tx))
+    }
+
+    fn isolates(&self) -> bool {
+        self.lock_stats().is_some()
+    }
 
     fn create_table(&self, name: &str) -> Result<Tree, WorkloadError> {
         Ok(self.create_tree(name)?)
@@ -279,16 +444,90 @@ impl Engine for Database {
         Ok(attempts)
     }
 
-    fn for_each(
+    fn for_each_in(
         &self,
         table: &Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
     ) -> Result<(), WorkloadError> {
-        for r in table.range(Unbounded, Unbounded) {
+        for r in table.range(start, end) {
             let (k, v) = r.map_err(swizzledb::Error::from)?;
             f(&k, &v)?;
         }
         Ok(())
+    }
+}
+
+/// SwizzleDB's transaction is the transaction of the adapter: each call is the method of the
+/// same name (a scan is `range` or `range_rev` read with `next_with`).
+impl TxRead for Transaction<'_> {
+    type Table = Tree;
+
+    #[inline]
+    fn get_with<R>(&self, table: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Abort> {
+        Ok(Transaction::get_with(self, table, key, f)?)
+    }
+
+    #[inline]
+    fn scan(
+        &self,
+        table: &Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        let mut records = self.range(table, start, end);
+        for _ in 0..limit {
+            let Some(r) = records.next_with(&mut f) else { break };
+            r??;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn scan_rev(
+        &self,
+        table: &Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        let mut records = self.range_rev(table, start, end);
+        for _ in 0..limit {
+            let Some(r) = records.next_with(&mut f) else { break };
+            r??;
+        }
+        Ok(())
+    }
+}
+
+impl TxWrite for Transaction<'_> {
+    #[inline]
+    fn insert(&mut self, table: &Tree, key: &[u8], value: &[u8]) -> Result<(), Abort> {
+        Ok(Transaction::insert(self, table, key, value)?)
+    }
+
+    #[inline]
+    fn put(&mut self, table: &Tree, key: &[u8], value: &[u8]) -> Result<bool, Abort> {
+        Ok(Transaction::put(self, table, key, value)?)
+    }
+
+    #[inline]
+    fn update_with<R>(
+        &mut self,
+        table: &Tree,
+        key: &[u8],
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
+    ) -> Result<Option<R>, Abort> {
+        Ok(Transaction::update_with(self, table, key, f)?)
+    }
+
+    #[inline]
+    fn delete(&mut self, table: &Tree, key: &[u8]) -> Result<bool, Abort> {
+        Ok(Transaction::delete(self, table, key)?)
     }
 }
 
@@ -322,7 +561,111 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::builder().logging(false).create(&dir.path().join("e.swz")).unwrap();
         contract(&db);
+        tx_contract(&db);
         db.close().unwrap();
+        for locking in [false, true] {
+            let db = Database::builder()
+                .logging(locking)
+                .locking(locking)
+                .create(&dir.path().join(format!("lock-{locking}.swz")))
+                .unwrap();
+            assert_eq!(db.isolates(), locking);
+            tx_contract(&db);
+            db.close().unwrap();
+        }
+    }
+
+    /// The transactions over several tables, checked on any engine: reads see the
+    /// transaction's own writes, a rollback or an error leaves nothing behind, scans keep
+    /// their bounds, limit and order.
+    pub(crate) fn tx_contract<E: Engine>(e: &E) {
+        let (a, b) = (e.create_table("a").unwrap(), e.create_table("b").unwrap());
+        let (r, attempts) = e
+            .transact(|tx| {
+                for i in 0..10u8 {
+                    tx.insert(&a, &[i], &[i; 4])?;
+                }
+                tx.insert(&b, b"x", b"1")?;
+                assert!(!tx.put(&b, b"y", b"2")?, "a new key");
+                assert!(tx.put(&b, b"y", b"3")?, "an existing key");
+                assert_eq!(tx.get_with(&b, b"y", |v| v.map(<[u8]>::to_vec))?, Some(b"3".to_vec()));
+                let out = tx.update_with(&a, &[3], |old, new| {
+                    new.extend_from_slice(old);
+                    new.push(9);
+                    old.len()
+                })?;
+                assert_eq!(out, Some(4));
+                assert_eq!(tx.update_with(&a, &[99], |_, _| unreachable!("absent"))?, None);
+                assert!(tx.delete(&a, &[5])? && !tx.delete(&a, &[5])?);
+                Ok(7)
+            })
+            .unwrap();
+        assert_eq!((r, attempts), (Some(7), 1));
+        let keys = |tx: &E::ReadTx<'_>, s: Bound<&[u8]>, t: Bound<&[u8]>, n: usize, rev: bool| {
+            let mut seen = Vec::new();
+            let f = |k: &[u8], _: &[u8]| {
+                seen.push(k[0]);
+                Ok(())
+            };
+            if rev {
+                tx.scan_rev(&a, s, t, n, f)?;
+            } else {
+                tx.scan(&a, s, t, n, f)?;
+            }
+            Ok::<_, Abort>(seen)
+        };
+        let (seen, _) = e
+            .transact_read(|tx| {
+                assert_eq!(tx.get_with(&a, &[3], |v| v.map(<[u8]>::len))?, Some(5));
+                assert!(tx.get_with(&a, &[5], |v| v.is_none())?);
+                Ok(vec![
+                    keys(tx, Unbounded, Unbounded, usize::MAX, false)?,
+                    keys(tx, Included(&[2]), Bound::Excluded(&[7]), usize::MAX, false)?,
+                    keys(tx, Bound::Excluded(&[2]), Included(&[7]), 2, false)?,
+                    keys(tx, Included(&[2]), Included(&[7]), 2, true)?,
+                    keys(tx, Included(&[2]), Bound::Excluded(&[7]), 1, true)?,
+                    keys(tx, Included(&[20]), Unbounded, 5, false)?,
+                ])
+            })
+            .unwrap();
+        assert_eq!(
+            seen.unwrap(),
+            [vec![0, 1, 2, 3, 4, 6, 7, 8, 9], vec![2, 3, 4, 6], vec![3, 4], vec![7, 6], vec![6], vec![]]
+        );
+        // A requested rollback and an error both leave nothing behind.
+        let (r, _) = e
+            .transact(|tx| {
+                tx.insert(&a, &[50], b"gone")?;
+                tx.delete(&b, b"x")?;
+                Err::<(), _>(Abort::Rollback)
+            })
+            .unwrap();
+        assert!(r.is_none());
+        let failed = e.transact(|tx| {
+            tx.insert(&a, &[51], b"gone")?;
+            tx.insert(&a, &[0], b"duplicate")
+        });
+        assert!(failed.is_err(), "a duplicate insert fails the transaction");
+        let failed = e.transact(|tx| {
+            tx.insert(&a, &[52], b"gone")?;
+            Err::<(), _>(Abort::Workload(WorkloadError::Config("stop".into())))
+        });
+        assert!(matches!(failed, Err(WorkloadError::Config(m)) if m == "stop"));
+        let mut all = Vec::new();
+        e.for_each(&a, |k, _| {
+            all.push(k[0]);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(all, [0, 1, 2, 3, 4, 6, 7, 8, 9]);
+        assert!(e.read(&b, b"x", |v| Ok(v == Some(&b"1"[..]))).unwrap().0);
+        let mut some = Vec::new();
+        e.for_each_in(&a, Bound::Excluded(&[1]), Included(&[4]), |k, _| {
+            some.push(k[0]);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(some, [2, 3, 4]);
     }
 
     /// The contract, checked on any engine.

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb::{PolicySpec, PoolMode};
 
-use crate::harness::buffer::{self, Config, ModeResult, Progress, RECORD_BYTES};
+use crate::engine::EngineName;
+use crate::harness::buffer::{self, Config, ModeResult, PeerResult, Progress, RECORD_BYTES};
 use crate::harness::buffer_report::{self as report, Record};
 use crate::text;
 use crate::units::{self, Sweep, SweepVar, WorkingSet};
@@ -172,6 +173,8 @@ pub fn points(
 pub struct Outcome {
     /// Per point, per mode.
     pub points: Vec<Vec<ModeResult>>,
+    /// Per point, per peer engine (`bench lookup --engine lmdb`; empty otherwise).
+    pub peers: Vec<Vec<PeerResult>>,
     /// The result rows of every point.
     pub rows: Vec<Record>,
 }
@@ -184,7 +187,7 @@ impl Outcome {
             r.error.as_deref().is_some_and(|e| {
                 !(expect_memory_limit && r.mode == PoolMode::MainMemory && e.contains("main-memory mode"))
             })
-        });
+        }) || self.peers.iter().flatten().any(|p| p.error.is_some());
         if failed {
             ExitCode::FAILURE
         } else {
@@ -198,16 +201,30 @@ impl Outcome {
 /// # Errors
 /// A database or I/O failure (a mode that fails at a point is recorded in its result instead).
 pub fn measure_points(configs: &[Config], progress: Progress) -> Result<Outcome, Box<dyn Error>> {
-    let mut outcome = Outcome { points: Vec::new(), rows: Vec::new() };
+    measure_points_with_peers(configs, &[], progress)
+}
+
+/// [`measure_points`], with the same lookups on each engine of `peers` at every point,
+/// interleaved with the modes.
+///
+/// # Errors
+/// As [`measure_points`]; and a peer this build does not have.
+pub fn measure_points_with_peers(
+    configs: &[Config],
+    peers: &[EngineName],
+    progress: Progress,
+) -> Result<Outcome, Box<dyn Error>> {
+    let mut outcome = Outcome { points: Vec::new(), peers: Vec::new(), rows: Vec::new() };
     for (i, cfg) in configs.iter().enumerate() {
         if configs.len() > 1 {
             progress.say(format_args!("point {}/{}", i + 1, configs.len()));
         }
-        let (results, open) = buffer::run(cfg, progress)?;
+        let (results, peer_results, open) = buffer::run_with_peers(cfg, peers, progress)?;
         progress.say(format_args!("closing and deleting the temporary databases ..."));
         drop(open);
-        outcome.rows.extend(report::records(cfg, &results));
+        outcome.rows.extend(report::records_with_peers(cfg, &results, &peer_results));
         outcome.points.push(results);
+        outcome.peers.push(peer_results);
     }
     Ok(outcome)
 }
@@ -219,9 +236,10 @@ pub fn measure_points(configs: &[Config], progress: Progress) -> Result<Outcome,
 pub fn print_points(out: &mut dyn Write, configs: &[Config], outcome: &Outcome) -> io::Result<()> {
     let mut out = out;
     report::write_logging_note(&mut out)?;
-    for (cfg, results) in configs.iter().zip(&outcome.points) {
+    for (i, (cfg, results)) in configs.iter().zip(&outcome.points).enumerate() {
         writeln!(out)?;
-        report::print_table(&mut out, cfg, results)?;
+        let peers = outcome.peers.get(i).map_or(&[][..], Vec::as_slice);
+        report::print_table_with_peers(&mut out, cfg, results, peers)?;
     }
     Ok(())
 }

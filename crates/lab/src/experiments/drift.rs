@@ -341,7 +341,7 @@ impl Experiment for DriftPlan {
     }
 
     fn status(&self, r: &DriftResults) -> ExitCode {
-        Outcome { points: vec![r.results.clone()], rows: Vec::new() }.code(true)
+        Outcome { points: vec![r.results.clone()], peers: Vec::new(), rows: Vec::new() }.code(true)
     }
 
     fn write_extra(&self, r: &DriftResults, out: Option<&std::path::Path>) -> Result<(), Box<dyn StdError>> {

@@ -15,6 +15,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use swizzledb::{PolicySpec, PoolMode};
 
+use crate::bench::{Config, Setting};
+use crate::engine::EngineName;
 use crate::experiment::{self, Check, Experiment, Verdict};
 use crate::experiments::tpcc::measure;
 use crate::plot::{Chart, Point, Scale, Series};
@@ -73,6 +75,7 @@ pub fn execute(args: &Fig14Args) -> Result<ExitCode, Box<dyn Error>> {
     threads.sort_unstable();
     threads.dedup();
     let plan = BenchPlan {
+        engines: vec![EngineName::SwizzleDb],
         config: TpccConfig::standard(args.warehouses),
         threads,
         duration: Duration::from_secs_f64(args.duration),
@@ -86,6 +89,11 @@ pub fn execute(args: &Fig14Args) -> Result<ExitCode, Box<dyn Error>> {
     };
     plan.validate().map_err(|e| Usage(e.to_string()))?;
     experiment::execute(&Fig14(plan), args.out.as_deref())
+}
+
+/// SwizzleDB's configuration `mode`, `logging`, `locking`.
+fn swizzledb(mode: PoolMode, logging: bool, locking: bool) -> Config {
+    Config::SwizzleDb(Setting { mode, logging, locking })
 }
 
 /// The plan: TPC-C with every mode × setting × thread count.
@@ -102,7 +110,7 @@ impl Fig14 {
     ) -> Option<f64> {
         stats::median_by(
             rows,
-            |r| r.mode == mode && r.logging == logging && r.locking == locking && r.threads == threads,
+            |r| r.config == swizzledb(mode, logging, locking) && r.threads == threads,
             |r| Some(r.tx_per_sec()),
         )
     }
@@ -257,9 +265,7 @@ impl Experiment for Fig14 {
                     .filter_map(|(i, &(g, k, _))| {
                         let v: Vec<f64> = rows
                             .iter()
-                            .filter(|r| {
-                                r.mode == mode && r.logging == g && r.locking == k && r.threads == threads
-                            })
+                            .filter(|r| r.config == swizzledb(mode, g, k) && r.threads == threads)
                             .map(BenchRow::tx_per_sec)
                             .collect();
                         let s = stats::summarize(&v)?;

@@ -255,6 +255,6 @@ impl Experiment for InsertPlan {
     }
 
     fn status(&self, results: &Vec<ModeResult>) -> ExitCode {
-        Outcome { points: vec![results.clone()], rows: Vec::new() }.code(false)
+        Outcome { points: vec![results.clone()], peers: Vec::new(), rows: Vec::new() }.code(false)
     }
 }

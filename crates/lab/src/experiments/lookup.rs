@@ -6,10 +6,12 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::engine::EngineName;
 use crate::experiment::{self, Experiment};
 use crate::experiments::common::{
-    base_config, measure_points, parse_zipf, points, print_points, Common, Outcome,
+    base_config, measure_points_with_peers, parse_zipf, points, print_points, Common, Outcome,
 };
+use crate::experiments::workload_options::dedup;
 use crate::harness::buffer::{self, Config, RECORD_BYTES};
 use crate::harness::buffer_report::Record;
 use crate::harness::buffer_report::{self as report};
@@ -24,6 +26,12 @@ pub const NAME: &str = "lookup";
 /// Options of `bench lookup`.
 #[derive(Args)]
 pub struct LookupArgs {
+    /// Engines, comma-separated, measured interleaved: swizzledb (in each of --mode), lmdb (the
+    /// same records and lookups, one read-only transaction per lookup, no durability as
+    /// SwizzleDB runs here without a log; --mode, --pool, --page-size, --policy and
+    /// --direct-io do not apply to it; keep --dir on a tmpfs, docs/peers.md)
+    #[arg(long, default_value = "swizzledb", value_delimiter = ',')]
+    engine: Vec<String>,
     #[command(flatten)]
     common: Common,
     /// Records to load (1000000, 1_000_000, 1e6 or 1M)
@@ -54,15 +62,26 @@ pub struct LookupArgs {
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let engines: Vec<EngineName> = args
+        .engine
+        .iter()
+        .map(|e| EngineName::parse(e))
+        .collect::<Result<_, _>>()
+        .map_err(|e| Usage(e.to_string()))?;
+    let engines = dedup(&engines);
     let largest = args.sweep.as_ref().filter(|s| s.var == SweepVar::Records).and_then(|s| s.values.last());
     let default_pool = buffer::default_pool_bytes(largest.map_or(args.records, |b| b / RECORD_BYTES));
     let mut base = base_config(NAME, &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
     base.zipf = (args.zipf > 0.0).then_some(args.zipf);
+    if !engines.contains(&EngineName::SwizzleDb) {
+        base.modes.clear();
+    }
     let configs = points(&base, args.records, args.working_set, args.sweep.as_ref()).map_err(Usage)?;
     if let Some(path) = &args.csv {
         report::check_csv_appendable(path).map_err(Usage)?;
     }
-    let plan = Lookup { configs, sweep: args.sweep.as_ref().map(|s| s.var), csv: args.csv.clone() };
+    let peers = engines.into_iter().filter(|&e| e != EngineName::SwizzleDb).collect();
+    let plan = Lookup { configs, peers, sweep: args.sweep.as_ref().map(|s| s.var), csv: args.csv.clone() };
     experiment::execute(&plan, args.common.out.as_deref())
 }
 
@@ -70,6 +89,8 @@ pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
 pub struct Lookup {
     /// The points.
     pub configs: Vec<Config>,
+    /// Peer engines measured beside SwizzleDB's modes at every point (`--engine`).
+    pub peers: Vec<EngineName>,
     /// What the sweep varies, if there is one (then a chart is drawn).
     pub sweep: Option<SweepVar>,
     /// A CSV file the rows are appended to (`--csv`).
@@ -86,7 +107,7 @@ impl Experiment for Lookup {
     }
 
     fn run(&self, progress: Progress) -> Result<Outcome, Box<dyn Error>> {
-        measure_points(&self.configs, progress)
+        measure_points_with_peers(&self.configs, &self.peers, progress)
     }
 
     fn tables(&self, outcome: &Outcome, out: &mut dyn Write) -> io::Result<()> {
@@ -105,10 +126,21 @@ impl Experiment for Lookup {
                 ("working set (bytes of keys and values)", |c| c.working_set * RECORD_BYTES)
             }
         };
-        vec![(
-            NAME.to_string(),
-            report::sweep_chart("Random lookups", label, &self.configs, &outcome.points, x_of),
-        )]
+        let mut chart = report::sweep_chart("Random lookups", label, &self.configs, &outcome.points, x_of);
+        for (i, &engine) in self.peers.iter().enumerate() {
+            let points = self
+                .configs
+                .iter()
+                .zip(&outcome.peers)
+                .filter_map(|(c, peers)| {
+                    let tp: Vec<f64> = peers.get(i)?.runs.iter().map(|m| m.throughput()).collect();
+                    let s = crate::stats::summarize(&tp)?;
+                    Some(crate::plot::Point { x: x_of(c) as f64, y: s.median, y_min: s.min, y_max: s.max })
+                })
+                .collect();
+            chart.series.push(crate::plot::Series { name: engine.name().to_string(), points });
+        }
+        vec![(NAME.to_string(), chart)]
     }
 
     fn status(&self, outcome: &Outcome) -> ExitCode {

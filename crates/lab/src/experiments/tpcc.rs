@@ -1,10 +1,12 @@
 //! `bench tpcc`: argument parsing for the TPC-C benchmark; the workload, the measurements and
 //! the table live in `crate::tpcc`.
 
+use crate::engine::EngineName;
 use crate::experiment::{self, Experiment};
-use crate::experiments::workload_options::{run_logged, WorkloadOptions};
+use crate::experiments::workload_options::{dedup, run_logged, WorkloadOptions};
 use crate::progress::Progress;
 use crate::tpcc::{print_table, run_bench, BenchPlan, BenchRow, TpccConfig, TpccRow};
+use crate::WorkloadError;
 use clap::Args;
 use std::error::Error;
 use std::io::{self, Write};
@@ -15,6 +17,14 @@ use crate::Usage;
 /// Options of `bench tpcc`.
 #[derive(Args, Debug)]
 pub struct TpccArgs {
+    /// Engines, comma-separated, measured interleaved: swizzledb (in each of --modes ×
+    /// --logging × --locking), lmdb (once per --logging setting, one write transaction per
+    /// TPC-C transaction and read snapshots for Order-Status and Stock-Level; --modes,
+    /// --locking, --pool and --policy do not apply to it, it serializes its writers; --logging
+    /// on is MDB_NOSYNC, off adds MDB_NOMETASYNC, MDB_WRITEMAP and MDB_MAPASYNC; keep --dir on
+    /// a tmpfs, docs/tpcc.md)
+    #[arg(long, default_value = "swizzledb", value_delimiter = ',')]
+    engine: Vec<String>,
     /// Warehouses (the scale: about 100 MiB of records each)
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     warehouses: u32,
@@ -27,7 +37,11 @@ pub struct TpccArgs {
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let usage = |e: WorkloadError| Usage(e.to_string());
+    let engines: Vec<EngineName> =
+        args.engine.iter().map(|e| EngineName::parse(e)).collect::<Result<_, _>>().map_err(usage)?;
     let plan = BenchPlan {
+        engines: dedup(&engines),
         config: TpccConfig::standard(args.warehouses),
         threads: args.options.threads(),
         duration: args.options.duration(),
@@ -39,7 +53,7 @@ pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
         policy: args.options.policy,
         dir: args.options.dir(),
     };
-    plan.validate().map_err(|e| Usage(e.to_string()))?;
+    plan.validate().map_err(usage)?;
     experiment::execute(&Tpcc(plan), args.options.out.as_deref())
 }
 
@@ -61,10 +75,27 @@ impl Experiment for Tpcc {
 
     fn caption(&self) -> String {
         let p = &self.0;
+        if p.engines == [EngineName::SwizzleDb] {
+            return format!(
+                "TPC-C: {} warehouses, pool {} MiB per database, {} s per measurement, {} repetitions",
+                p.config.warehouses,
+                p.pool() >> 20,
+                p.duration.as_secs_f64(),
+                p.repeat
+            );
+        }
+        let mut memory = Vec::new();
+        if p.engines.contains(&EngineName::SwizzleDb) {
+            memory.push(format!("pool {} MiB per SwizzleDB database", p.pool() >> 20));
+        }
+        if p.engines.contains(&EngineName::Lmdb) {
+            memory.push(format!("LMDB map {} MiB", p.lmdb_map_bytes() >> 20));
+        }
         format!(
-            "TPC-C: {} warehouses, pool {} MiB per database, {} s per measurement, {} repetitions",
+            "TPC-C on {}: {} warehouses, {}, {} s per measurement, {} repetitions",
+            p.engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
             p.config.warehouses,
-            p.pool() >> 20,
+            memory.join(", "),
             p.duration.as_secs_f64(),
             p.repeat
         )

@@ -4,6 +4,12 @@
 //!
 //! Repetitions are interleaved (`for rep { for mode { warmup; measure } }`) so that drift of the
 //! machine (frequency, other load) hits all modes alike.
+//!
+//! [`run_with_peers`] runs the same lookups on peer engines beside the modes (`bench lookup
+//! --engine swizzledb,lmdb`): the same records loaded into an LMDB environment, the same key
+//! sequences per repetition, interleaved with the modes (`for rep { modes...; peers... }`).
+//! SwizzleDB's lookups read the tree outside any transaction (one latched descent); LMDB's
+//! each open a read-only transaction, the least LMDB reads with.
 
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
@@ -12,6 +18,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Instant;
 use swizzledb::{BufferError, Database, Error, PolicySpec, PoolMode, Stats, Tree};
+
+use crate::engine::EngineName;
 
 /// Key (8) plus value (120) bytes: the logical size of one record.
 pub const RECORD_BYTES: u64 = 128;
@@ -157,12 +165,83 @@ pub struct ModeResult {
     pub error: Option<String>,
 }
 
+/// Everything measured for one peer engine (`bench lookup --engine lmdb`).
+#[derive(Clone, Debug)]
+pub struct PeerResult {
+    /// The engine (not SwizzleDB).
+    pub engine: EngineName,
+    /// Seconds the load took, if it finished.
+    pub load_secs: Option<f64>,
+    /// Records inserted by the load.
+    pub loaded: u64,
+    /// The measurements, in repetition order (no buffer-pool counters: `stats` is all zeros;
+    /// `resident_bytes` is the database file in use).
+    pub runs: Vec<Measurement>,
+    /// Why the engine stopped early, if it did.
+    pub error: Option<String>,
+    /// LMDB's map: the most the database may grow to.
+    pub map_bytes: u64,
+}
+
 pub use crate::progress::Progress;
 
 /// The databases still open after a run: dropping this flushes and closes them and deletes their
 /// files (about a second per 1M records), so print results first.
 pub struct OpenDatabases {
     _dbs: Vec<Loaded>,
+    #[cfg(feature = "lmdb")]
+    _peers: Vec<LoadedPeer>,
+}
+
+/// Where lookups read: a SwizzleDB tree (outside transactions: one latched descent), or a
+/// peer engine's table.
+pub(crate) trait Source: Sync {
+    /// The engine's error.
+    type Error: Send;
+
+    /// Runs `f` on the value under `key` (`None` if absent), borrowed in place.
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Self::Error>;
+}
+
+impl Source for Tree {
+    type Error = Error;
+
+    #[inline]
+    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Error> {
+        Ok(Tree::get_with(self, key, f)?)
+    }
+}
+
+/// An LMDB environment loaded with the records; its scratch directory is deleted when this is
+/// dropped (after the environment is closed).
+#[cfg(feature = "lmdb")]
+pub(crate) struct LoadedPeer {
+    db: crate::engine::Lmdb,
+    table: crate::engine::LmdbTable,
+    _scratch: crate::bench::Scratch,
+}
+
+/// Each lookup is one read-only LMDB transaction.
+#[cfg(feature = "lmdb")]
+impl Source for LoadedPeer {
+    type Error = crate::workload::WorkloadError;
+
+    #[inline]
+    fn get_with<R>(
+        &self,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, crate::workload::WorkloadError> {
+        self.db.get_with(&self.table, key, f)
+    }
+}
+
+/// LMDB's map for `records` records: 1 KiB per record (8 times the keys and values: pages
+/// split half full, and copy-on-write needs free pages besides), plus 256 MiB. Address space
+/// only: the file takes the pages written.
+#[must_use]
+pub fn lmdb_map_bytes(records: u64) -> u64 {
+    records.saturating_mul(1024).saturating_add(256 << 20)
 }
 
 /// A loaded database; its file is deleted when this is dropped (first, so that nothing is left
@@ -183,8 +262,8 @@ impl Drop for TempFile {
 }
 
 /// Why a lookup phase ended early.
-pub(crate) enum PhaseError {
-    Engine(Error),
+pub(crate) enum PhaseError<E = Error> {
+    Engine(E),
     Verify(String),
 }
 
@@ -198,6 +277,23 @@ pub fn run(
     cfg: &Config,
     progress: Progress,
 ) -> Result<(Vec<ModeResult>, OpenDatabases), Box<dyn std::error::Error>> {
+    let (results, _, open) = run_with_peers(cfg, &[], progress)?;
+    Ok((results, open))
+}
+
+/// What [`run_with_peers`] returns: per mode, per peer engine, and the databases still open.
+pub type WithPeers = (Vec<ModeResult>, Vec<PeerResult>, OpenDatabases);
+
+/// [`run`], and the same lookups on each engine of `peers` (other than SwizzleDB) beside the
+/// modes, interleaved with them; a peer's errors end only that peer, as a mode's do.
+///
+/// # Errors
+/// As [`run`]; and a peer this build does not have.
+pub fn run_with_peers(
+    cfg: &Config,
+    peers: &[EngineName],
+    progress: Progress,
+) -> Result<WithPeers, Box<dyn std::error::Error>> {
     let mut slots = Vec::new();
     for &mode in &cfg.modes {
         let mut result =
@@ -222,6 +318,21 @@ pub fn run(
         };
         slots.push((result, live));
     }
+    #[cfg(feature = "lmdb")]
+    let mut peer_slots = Vec::new();
+    for &engine in peers {
+        match engine {
+            EngineName::SwizzleDb => continue,
+            #[cfg(feature = "lmdb")]
+            EngineName::Lmdb => peer_slots.push(load_lmdb(cfg, progress)?),
+            #[cfg(not(feature = "lmdb"))]
+            EngineName::Lmdb => return Err(crate::workload::WorkloadError::Config(
+                "--engine lmdb: this build has no LMDB; build the swizzledb command with the lmdb feature"
+                    .into(),
+            )
+            .into()),
+        }
+    }
 
     for rep in 0..cfg.repeat {
         for (result, live) in &mut slots {
@@ -244,9 +355,137 @@ pub fn run(
                 Err(PhaseError::Verify(msg)) => return Err(format!("{} mode: {msg}", result.mode).into()),
             }
         }
+        #[cfg(feature = "lmdb")]
+        for (result, live) in &mut peer_slots {
+            let Some(peer) = live else { continue };
+            match measure_peer(cfg, peer, rep, progress) {
+                Ok(m) => {
+                    progress.say(format_args!(
+                        "{}: repetition {}/{}: {} lookups/s",
+                        result.engine,
+                        rep + 1,
+                        cfg.repeat,
+                        crate::text::thousands(m.throughput().round() as u64)
+                    ));
+                    result.runs.push(m);
+                }
+                Err(PhaseError::Engine(e)) => {
+                    fail_peer(result, &e);
+                    *live = None;
+                }
+                Err(PhaseError::Verify(msg)) => return Err(format!("{}: {msg}", result.engine).into()),
+            }
+        }
     }
     let (results, open) = slots.into_iter().unzip::<_, _, Vec<_>, Vec<_>>();
-    Ok((results, OpenDatabases { _dbs: open.into_iter().flatten().collect() }))
+    #[cfg(feature = "lmdb")]
+    {
+        let (peer_results, peers_open) = peer_slots.into_iter().unzip::<_, _, Vec<_>, Vec<_>>();
+        let open = OpenDatabases {
+            _dbs: open.into_iter().flatten().collect(),
+            _peers: peers_open.into_iter().flatten().collect(),
+        };
+        Ok((results, peer_results, open))
+    }
+    #[cfg(not(feature = "lmdb"))]
+    Ok((results, Vec::new(), OpenDatabases { _dbs: open.into_iter().flatten().collect() }))
+}
+
+/// Creates an LMDB environment in a scratch directory of `cfg.dir` (as `bench ycsb` does, with
+/// the durability of SwizzleDB without a log: these benchmarks measure reads, not durability)
+/// and loads the records into it, 5,000 per write transaction. An error creating the directory
+/// ends the run; one of LMDB's is recorded in the result.
+#[cfg(feature = "lmdb")]
+fn load_lmdb(
+    cfg: &Config,
+    progress: Progress,
+) -> Result<(PeerResult, Option<LoadedPeer>), Box<dyn std::error::Error>> {
+    use crate::engine::{Engine, Lmdb};
+    let map_bytes = lmdb_map_bytes(cfg.records);
+    let mut result = PeerResult {
+        engine: EngineName::Lmdb,
+        load_secs: None,
+        loaded: cfg.records,
+        runs: Vec::new(),
+        error: None,
+        map_bytes,
+    };
+    let scratch = crate::bench::Scratch::new(&cfg.dir, "lookup-lmdb")?;
+    let readers = u32::try_from(cfg.threads).unwrap_or(u32::MAX).saturating_add(8);
+    let db = Lmdb::create(&scratch.0.join("lmdb"), map_bytes, readers, LOGGING)?;
+    let bar = progress.counter(cfg.records, "lmdb: loading".to_string());
+    let start = Instant::now();
+    let loaded = (|| {
+        let table = db.create_table("rndread")?;
+        let mut batch = Vec::with_capacity(Lmdb::LOAD_BATCH);
+        for k in 0..cfg.records {
+            let key = k.to_be_bytes();
+            batch.push((key.to_vec(), value_for(&key).to_vec()));
+            if batch.len() == Lmdb::LOAD_BATCH || k + 1 == cfg.records {
+                db.load(&table, &batch)?;
+                bar.inc(batch.len() as u64);
+                batch.clear();
+            }
+        }
+        Ok::<_, crate::workload::WorkloadError>(table)
+    })();
+    bar.finish_and_clear();
+    match loaded {
+        Ok(table) => {
+            let secs = start.elapsed().as_secs_f64();
+            result.load_secs = Some(secs);
+            progress.say(format_args!("lmdb: loaded in {secs:.2} s"));
+            Ok((result, Some(LoadedPeer { db, table, _scratch: scratch })))
+        }
+        Err(e) => {
+            fail_peer(&mut result, &e);
+            Ok((result, None))
+        }
+    }
+}
+
+#[cfg(feature = "lmdb")]
+fn fail_peer(result: &mut PeerResult, e: &crate::workload::WorkloadError) {
+    let msg = e.to_string();
+    eprintln!("error: {}: {msg}", result.engine);
+    result.error = Some(msg);
+}
+
+/// One warm-up and one measured phase on a peer engine, with the seeds of the modes' phases of
+/// the same repetition (so the same keys).
+#[cfg(feature = "lmdb")]
+fn measure_peer(
+    cfg: &Config,
+    peer: &LoadedPeer,
+    rep: usize,
+    progress: Progress,
+) -> Result<Measurement, PhaseError<crate::workload::WorkloadError>> {
+    let seed = cfg.seed ^ ((rep as u64) << 40);
+    let name = EngineName::Lmdb.name();
+    if cfg.warmup > 0.0 {
+        let wait = || progress.wait(cfg.warmup, format!("{name}: warm-up {}/{}", rep + 1, cfg.repeat));
+        lookups(cfg, peer, seed ^ (1 << 32), wait)?;
+    }
+    let cpu_before = process_cpu_secs();
+    let started = Instant::now();
+    let wait = || progress.wait(cfg.duration, format!("{name}: measuring {}/{}", rep + 1, cfg.repeat));
+    let (ops, secs, hist) = lookups(cfg, peer, seed, wait)?;
+    let cpu_secs = process_cpu_secs().zip(cpu_before).map(|(after, before)| after - before);
+    Ok(Measurement {
+        repetition: rep,
+        ops,
+        secs,
+        stats: Stats::default(),
+        latency: Latency {
+            p50_ns: hist.value_at_quantile(0.50),
+            p99_ns: hist.value_at_quantile(0.99),
+            p999_ns: hist.value_at_quantile(0.999),
+            max_ns: hist.max(),
+        },
+        resident_bytes: peer.db.used_bytes(),
+        started,
+        cpu_secs,
+    })
 }
 
 /// Creates the database file for `mode` (an error here is not specific to the mode).
@@ -361,16 +600,16 @@ pub(crate) fn measure_labelled(
 
 /// Random verified lookups on `cfg.threads` threads until `wait` returns: (lookups, seconds,
 /// sampled latencies).
-fn lookups(
+fn lookups<S: Source>(
     cfg: &Config,
-    tree: &Tree,
+    tree: &S,
     seed: u64,
     wait: impl FnOnce(),
-) -> Result<(u64, f64, Histogram<u64>), PhaseError> {
+) -> Result<(u64, f64, Histogram<u64>), PhaseError<S::Error>> {
     let keys = KeyDraw::new(cfg.working_set, cfg.zipf).map_err(PhaseError::Verify)?;
     let stop = AtomicBool::new(false);
     let start = Instant::now();
-    let tallies: Vec<Result<Tally, Error>> = std::thread::scope(|s| {
+    let tallies: Vec<Result<Tally, S::Error>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..cfg.threads)
             .map(|t| {
                 let stop = &stop;
@@ -465,7 +704,7 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-fn worker(tree: &Tree, keys: KeyDraw, seed: u64, stop: &AtomicBool) -> Result<Tally, Error> {
+fn worker<S: Source>(tree: &S, keys: KeyDraw, seed: u64, stop: &AtomicBool) -> Result<Tally, S::Error> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut tally = Tally::default();
     while !stop.load(Relaxed) {
@@ -484,7 +723,7 @@ fn worker(tree: &Tree, keys: KeyDraw, seed: u64, stop: &AtomicBool) -> Result<Ta
                 Ok(None) => tally.missing += 1,
                 Err(e) => {
                     stop.store(true, Relaxed);
-                    return Err(e.into());
+                    return Err(e);
                 }
             }
             tally.first_bad.get_or_insert(k);

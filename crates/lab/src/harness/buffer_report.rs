@@ -1,6 +1,6 @@
 //! Turning measurements into the results table, the check lines and CSV rows.
 
-use crate::harness::buffer::{Config, ModeResult, LOGGING, RECORD_BYTES};
+use crate::harness::buffer::{Config, Measurement, ModeResult, PeerResult, LOGGING, RECORD_BYTES};
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -21,27 +21,54 @@ pub fn write_logging_note(out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "{LOGGING_NOTE}")
 }
 
-/// Median, minimum and maximum of a sample.
-/// Per-mode figures over all of its measurements.
+/// Per-mode (or per peer engine) figures over all of its measurements.
 struct Row<'a> {
-    result: &'a ModeResult,
+    /// The mode's name, or the peer engine's.
+    label: &'static str,
+    /// The buffer mode (none for a peer engine).
+    mode: Option<PoolMode>,
+    load_secs: Option<f64>,
+    loaded: u64,
+    error: Option<&'a str>,
     throughput: Option<Summary>,
     pt_per_op: Option<f64>,
     hit_ratio: Option<f64>,
 }
 
+fn throughputs(runs: &[Measurement]) -> Option<Summary> {
+    let tp: Vec<f64> = runs.iter().map(Measurement::throughput).collect();
+    summarize(&tp)
+}
+
 impl<'a> Row<'a> {
     fn new(result: &'a ModeResult) -> Row<'a> {
-        let tp: Vec<f64> = result.runs.iter().map(|m| m.throughput()).collect();
         let ops: u64 = result.runs.iter().map(|m| m.ops).sum();
         let sum = |f: fn(&swizzledb::Stats) -> u64| result.runs.iter().map(|m| f(&m.stats)).sum();
         let (hits, misses, pt): (u64, u64, u64) =
             (sum(|s| s.hits), sum(|s| s.misses), sum(|s| s.page_table_lookups));
         Row {
-            result,
-            throughput: summarize(&tp),
+            label: result.mode.name(),
+            mode: Some(result.mode),
+            load_secs: result.load_secs,
+            loaded: result.loaded,
+            error: result.error.as_deref(),
+            throughput: throughputs(&result.runs),
             pt_per_op: ratio(pt as f64, ops as f64),
             hit_ratio: ratio(hits as f64, (hits + misses) as f64),
+        }
+    }
+
+    /// A peer engine: no buffer pool, so no page-table lookups or hit ratio.
+    fn peer(result: &'a PeerResult) -> Row<'a> {
+        Row {
+            label: result.engine.name(),
+            mode: None,
+            load_secs: result.load_secs,
+            loaded: result.loaded,
+            error: result.error.as_deref(),
+            throughput: throughputs(&result.runs),
+            pt_per_op: None,
+            hit_ratio: None,
         }
     }
 
@@ -55,12 +82,26 @@ impl<'a> Row<'a> {
 /// # Errors
 /// Errors writing to `out`.
 pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -> io::Result<()> {
-    let rows: Vec<Row<'_>> = results.iter().map(Row::new).collect();
+    print_table_with_peers(out, cfg, results, &[])
+}
+
+/// [`print_table`] with a row per peer engine below the modes, and (for `bench lookup`) the
+/// ratio of each mode to each peer.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_table_with_peers(
+    out: &mut impl Write,
+    cfg: &Config,
+    results: &[ModeResult],
+    peers: &[PeerResult],
+) -> io::Result<()> {
+    let rows: Vec<Row<'_>> = results.iter().map(Row::new).chain(peers.iter().map(Row::peer)).collect();
     // Ratios are relative to main-memory if it was measured, else to the first measured mode.
     let preferred = cfg.baseline.unwrap_or(PoolMode::MainMemory);
     let base = rows
         .iter()
-        .find(|r| r.result.mode == preferred && r.median().is_some())
+        .find(|r| r.mode == Some(preferred) && r.median().is_some())
         .or_else(|| rows.iter().find(|r| r.median().is_some()));
 
     let timing = match cfg.timed_ops {
@@ -87,7 +128,7 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
     let header = ["mode", "median/s", "min/s", "max/s", "ratio", "pt/op", "hit ratio", "load", "load rate"];
     let mut table: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     for r in &rows {
-        let mut cells = vec![r.result.mode.name().to_string()];
+        let mut cells = vec![r.label.to_string()];
         let rate = |v: f64| thousands(v.round() as u64);
         match r.throughput {
             Some(s) => cells.extend([rate(s.median), rate(s.min), rate(s.max)]),
@@ -98,14 +139,14 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
         cells.push(opt(r.median().and_then(|m| ratio(m, base_median)), &|v| format!("{v:.2}")));
         cells.push(opt(r.pt_per_op, &|v| format!("{v:.2}")));
         cells.push(opt(r.hit_ratio, &|v| format!("{:.2}%", v * 100.0)));
-        cells.push(opt(r.result.load_secs, &|v| format!("{v:.prec$} s", prec = if v < 1.0 { 3 } else { 2 })));
-        cells.push(opt(r.result.load_secs, &|v| format!("{}/s", rate(r.result.loaded as f64 / v))));
+        cells.push(opt(r.load_secs, &|v| format!("{v:.prec$} s", prec = if v < 1.0 { 3 } else { 2 })));
+        cells.push(opt(r.load_secs, &|v| format!("{}/s", rate(r.loaded as f64 / v))));
         table.push(cells);
     }
     write_aligned(out, &table)?;
 
     writeln!(out)?;
-    let base_name = base.map_or("-", |b| b.result.mode.name());
+    let base_name = base.map_or("-", |b| b.label);
     writeln!(
         out,
         "operations/s over {} repetition{}; ratio = median / {base_name} median; pt/op = \
@@ -113,12 +154,22 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
         cfg.repeat,
         if cfg.repeat == 1 { "" } else { "s" },
     )?;
-    for r in rows.iter().filter(|r| r.result.error.is_some()) {
-        writeln!(out, "{} FAILED: {}", r.result.mode, r.result.error.as_deref().unwrap_or_default())?;
+    for p in peers {
+        writeln!(
+            out,
+            "{}: LMDB through heed, the same records, one read-only transaction per lookup, no buffer \
+             pool (pt/op and hit ratio do not apply), map {}, no durability (MDB_NOSYNC|MDB_NOMETASYNC|\
+             MDB_WRITEMAP|MDB_MAPASYNC)",
+            p.engine,
+            bytes(p.map_bytes)
+        )?;
+    }
+    for r in rows.iter().filter(|r| r.error.is_some()) {
+        writeln!(out, "{} FAILED: {}", r.label, r.error.unwrap_or_default())?;
     }
 
     let check = |mode: PoolMode| -> Option<String> {
-        let find = |m: PoolMode| rows.iter().find(|r| r.result.mode == m);
+        let find = |m: PoolMode| rows.iter().find(|r| r.mode == Some(m));
         let (num, den) = (find(mode)?, find(PoolMode::MainMemory)?);
         Some(match (num.median(), den.median()) {
             (Some(n), Some(d)) => ratio(n, d).map_or("n/a".into(), |v| format!("{v:.2}")),
@@ -138,6 +189,19 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
                 first = false;
             }
             writeln!(out, "{mode}/main-memory = {value} ({note})")?;
+        }
+    }
+    for p in rows.iter().filter(|r| r.mode.is_none()) {
+        for r in rows.iter().filter(|r| r.mode.is_some()) {
+            if first {
+                writeln!(out)?;
+                first = false;
+            }
+            let value = match (r.median(), p.median()) {
+                (Some(n), Some(d)) => ratio(n, d).map_or("n/a".into(), |v| format!("{v:.2}")),
+                _ => "n/a (failed)".into(),
+            };
+            writeln!(out, "{}/{} = {value} (same records, keys and threads, interleaved)", r.label, p.label)?;
         }
     }
     Ok(())
@@ -181,8 +245,8 @@ pub struct Record {
     pub threads: usize,
     /// Records in the database.
     pub records: u64,
-    /// Buffer-pool bytes (the memory limit in main-memory mode).
-    pub pool_bytes: u64,
+    /// Buffer-pool bytes (the memory limit in main-memory mode); empty for a peer engine.
+    pub pool_bytes: Option<u64>,
     /// Bytes of keys and values in the accessed key range (128 per record).
     pub working_set_bytes: u64,
     /// Repetition number, from 0.
@@ -191,10 +255,10 @@ pub struct Record {
     pub duration_s: f64,
     /// Operations per second.
     pub throughput: f64,
-    /// Fixes that found the page resident / all fixes.
-    pub hit_ratio: f64,
-    /// Page-table lookups per operation.
-    pub page_table_lookups_per_op: f64,
+    /// Fixes that found the page resident / all fixes; empty for a peer engine.
+    pub hit_ratio: Option<f64>,
+    /// Page-table lookups per operation; empty for a peer engine.
+    pub page_table_lookups_per_op: Option<f64>,
     /// Swips swizzled during the measurement.
     pub swizzles: u64,
     /// Swips un-swizzled during the measurement.
@@ -218,18 +282,32 @@ pub struct Record {
     pub started_s: f64,
     /// Whether a write-ahead log was on (never, for these experiments: they measure the buffer).
     pub logging: bool,
+    /// `swizzledb`, or the peer engine (`lmdb`).
+    pub engine: &'static str,
 }
 
 /// The CSV header: the field names of [`Record`], in order.
 pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,working_set_bytes,\
 repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,swizzles,unswizzles,evictions,\
-pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s,logging";
+pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s,logging,engine";
 
 /// The rows of one run: one per (mode, repetition).
 #[must_use]
 pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
+    records_with_peers(cfg, results, &[])
+}
+
+/// [`records`], then one row per peer engine and repetition (`mode` and `policy` `-`, the
+/// buffer-pool columns empty or 0, `memory_bytes` the database file in use).
+#[must_use]
+pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerResult]) -> Vec<Record> {
     let mut rows = Vec::new();
-    let first = results.iter().flat_map(|r| r.runs.iter().map(|m| m.started)).min();
+    let first = results
+        .iter()
+        .flat_map(|r| r.runs.iter().map(|m| m.started))
+        .chain(peers.iter().flat_map(|r| r.runs.iter().map(|m| m.started)))
+        .min();
+    let started_s = |m: &Measurement| first.map_or(0.0, |f| m.started.duration_since(f).as_secs_f64());
     for r in results {
         for m in &r.runs {
             let s = &m.stats;
@@ -239,13 +317,15 @@ pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
                 policy: cfg.policy.to_string(),
                 threads: cfg.threads,
                 records: cfg.records,
-                pool_bytes: cfg.pool_bytes as u64,
+                pool_bytes: Some(cfg.pool_bytes as u64),
                 working_set_bytes: cfg.working_set.saturating_mul(RECORD_BYTES),
                 repetition: m.repetition,
                 duration_s: m.secs,
                 throughput: m.throughput(),
-                hit_ratio: ratio(s.hits as f64, (s.hits + s.misses) as f64).unwrap_or(1.0),
-                page_table_lookups_per_op: ratio(s.page_table_lookups as f64, m.ops as f64).unwrap_or(0.0),
+                hit_ratio: Some(ratio(s.hits as f64, (s.hits + s.misses) as f64).unwrap_or(1.0)),
+                page_table_lookups_per_op: Some(
+                    ratio(s.page_table_lookups as f64, m.ops as f64).unwrap_or(0.0),
+                ),
                 swizzles: s.swizzles,
                 unswizzles: s.unswizzles,
                 evictions: s.evictions,
@@ -255,8 +335,39 @@ pub fn records(cfg: &Config, results: &[ModeResult]) -> Vec<Record> {
                 p50_ns: m.latency.p50_ns,
                 p99_ns: m.latency.p99_ns,
                 p999_ns: m.latency.p999_ns,
-                started_s: first.map_or(0.0, |f| m.started.duration_since(f).as_secs_f64()),
+                started_s: started_s(m),
                 logging: LOGGING,
+                engine: crate::engine::EngineName::SwizzleDb.name(),
+            });
+        }
+    }
+    for p in peers {
+        for m in &p.runs {
+            rows.push(Record {
+                experiment: cfg.experiment.clone(),
+                mode: "-".into(),
+                policy: "-".into(),
+                threads: cfg.threads,
+                records: cfg.records,
+                pool_bytes: None,
+                working_set_bytes: cfg.working_set.saturating_mul(RECORD_BYTES),
+                repetition: m.repetition,
+                duration_s: m.secs,
+                throughput: m.throughput(),
+                hit_ratio: None,
+                page_table_lookups_per_op: None,
+                swizzles: 0,
+                unswizzles: 0,
+                evictions: 0,
+                pages_read: 0,
+                pages_written: 0,
+                memory_bytes: m.resident_bytes,
+                p50_ns: m.latency.p50_ns,
+                p99_ns: m.latency.p99_ns,
+                p999_ns: m.latency.p999_ns,
+                started_s: started_s(m),
+                logging: LOGGING,
+                engine: p.engine.name(),
             });
         }
     }

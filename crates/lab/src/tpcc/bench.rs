@@ -1,22 +1,27 @@
-//! `bench tpcc`: TPC-C throughput per buffer mode, logging and locking setting and thread
-//! count. One database per configuration (mode × logging × locking), loaded once; the
-//! measurements are interleaved (repetition, then thread count, then configuration) so that
-//! machine noise hits every configuration alike; each database is verified (conditions 1–4)
-//! after its last measurement.
+//! `bench tpcc`: TPC-C throughput per engine, buffer mode, logging and locking setting and
+//! thread count. One database per configuration (SwizzleDB: mode × logging × locking; LMDB: one
+//! per logging setting, as it has no modes and no locking setting), loaded once; the
+//! measurements are interleaved (repetition, then thread count, then configuration, engines
+//! included) so that machine noise hits every configuration alike; each database is verified
+//! (conditions 1–4) after its last measurement.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use swizzledb::{CommitMode, Database, PolicySpec, PoolMode};
+use swizzledb::{PolicySpec, PoolMode};
 
 use super::{Tpcc, TpccConfig, KINDS};
-use crate::bench::{median, on_off, Scratch};
-use crate::harness::{self, Until};
-use crate::workload::{Workload, WorkloadError};
+use crate::bench::{self, median, on_off, Config, Db, DbSpec, Scratch};
+use crate::engine::EngineName;
+use crate::harness::Until;
+use crate::workload::WorkloadError;
 
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct BenchPlan {
+    /// Engines, in table order: SwizzleDB (in each of `modes` × `logging` × `locking`) and
+    /// LMDB (once per `logging` setting).
+    pub engines: Vec<EngineName>,
     /// The scale.
     pub config: TpccConfig,
     /// Thread counts.
@@ -25,16 +30,17 @@ pub struct BenchPlan {
     pub duration: Duration,
     /// Measurements per configuration and thread count.
     pub repeat: u32,
-    /// Buffer modes.
+    /// SwizzleDB's buffer modes.
     pub modes: Vec<PoolMode>,
-    /// Logging settings (with logging, commits are asynchronous: they return before the log
-    /// is flushed).
+    /// Logging settings (with logging, SwizzleDB commits asynchronously: commits return before
+    /// the log is flushed, and LMDB does not fsync; without, LMDB drops durability entirely:
+    /// `crate::engine::Lmdb`).
     pub logging: Vec<bool>,
-    /// Record-locking settings.
+    /// SwizzleDB's record-locking settings (LMDB has none: it serializes writers).
     pub locking: Vec<bool>,
-    /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
+    /// SwizzleDB's pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
     pub pool_bytes: Option<u64>,
-    /// Replacement policy (`None`: the engine's default).
+    /// SwizzleDB's replacement policy (`None`: the engine's default).
     pub policy: Option<PolicySpec>,
     /// Directory for the temporary databases.
     pub dir: PathBuf,
@@ -67,6 +73,25 @@ impl BenchPlan {
         self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
     }
 
+    /// LMDB's map per environment: three times what the default pool is sized for (LMDB's
+    /// pages are half full after splits, and copy-on-write needs free pages besides), plus
+    /// 256 MiB. Address space only: the file takes the pages written.
+    #[must_use]
+    pub fn lmdb_map_bytes(&self) -> u64 {
+        3 * (self.default_pool_bytes() - (64 << 20)) + (256 << 20)
+    }
+
+    /// Every database configuration measured, in table order: SwizzleDB's settings (modes
+    /// outermost), then LMDB's logging settings.
+    #[must_use]
+    pub fn configs(&self) -> Vec<Config> {
+        Config::all(&self.engines, &self.modes, &self.logging, &self.locking)
+    }
+
+    fn runs(&self, e: EngineName) -> bool {
+        self.engines.contains(&e)
+    }
+
     /// Checks the plan before anything runs.
     ///
     /// # Errors
@@ -74,6 +99,12 @@ impl BenchPlan {
     pub fn validate(&self) -> Result<(), WorkloadError> {
         self.config.validate()?;
         let bad = |s: String| Err(WorkloadError::Config(s));
+        if self.engines.is_empty() {
+            return bad("--engine needs at least one of swizzledb, lmdb".into());
+        }
+        for &e in &self.engines {
+            EngineName::parse(e.name())?;
+        }
         if self.threads.is_empty() || self.threads.contains(&0) {
             return bad("--threads needs thread counts of at least 1".into());
         }
@@ -85,6 +116,9 @@ impl BenchPlan {
         }
         if self.modes.is_empty() || self.logging.is_empty() || self.locking.is_empty() {
             return bad("--modes, --logging and --locking each need at least one value".into());
+        }
+        if !self.runs(EngineName::SwizzleDb) {
+            return Ok(());
         }
         // A transaction fixes a few pages per tree it touches at once; 256 pages of 8 KiB are
         // far more than any one needs.
@@ -112,12 +146,8 @@ impl BenchPlan {
 /// One measurement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchRow {
-    /// Buffer mode.
-    pub mode: PoolMode,
-    /// Logging on.
-    pub logging: bool,
-    /// Record locking on.
-    pub locking: bool,
+    /// The database configuration (engine, mode, logging, locking).
+    pub config: Config,
     /// Warehouses.
     pub warehouses: u32,
     /// Threads.
@@ -132,8 +162,8 @@ pub struct BenchRow {
     pub rollbacks: u64,
     /// Wait-die retries.
     pub retries: u64,
-    /// Pool bytes.
-    pub pool_bytes: u64,
+    /// SwizzleDB's pool bytes (none for LMDB).
+    pub pool_bytes: Option<u64>,
     /// Seconds the database took to load.
     pub load_seconds: f64,
 }
@@ -167,7 +197,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds";
+load_seconds,engine";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -180,48 +210,31 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let scratch = Scratch::new(&plan.dir, "tpcc")?;
     let tpcc = Tpcc::new(plan.config.clone())?;
     let pool = plan.pool();
-    let mut dbs: Vec<(PoolMode, bool, bool, Database, f64)> = Vec::new();
-    for &mode in &plan.modes {
-        for &logging in &plan.logging {
-            for &locking in &plan.locking {
-                let path =
-                    scratch.0.join(format!("{mode}-log-{}-lock-{}.swz", on_off(logging), on_off(locking)));
-                let mut b = Database::builder()
-                    .mode(mode)
-                    .pool_bytes(usize::try_from(pool).unwrap_or(usize::MAX))
-                    .logging(logging)
-                    .locking(locking);
-                if logging {
-                    b = b.commit_mode(CommitMode::Async);
-                }
-                if let Some(p) = plan.policy {
-                    b = b.policy(p);
-                }
-                let db = b.create(&path)?;
-                let started = Instant::now();
-                tpcc.load(&db)?;
-                let load = started.elapsed().as_secs_f64();
-                writeln!(
-                    log,
-                    "loaded {} warehouses: {mode}, logging {}, locking {} in {load:.1} s",
-                    plan.config.warehouses,
-                    on_off(logging),
-                    on_off(locking)
-                )
-                .map_err(io_err)?;
-                dbs.push((mode, logging, locking, db, load));
-            }
-        }
+    let spec = DbSpec {
+        dir: &scratch.0,
+        name: "tpcc",
+        pool,
+        policy: plan.policy,
+        lmdb_map_bytes: plan.lmdb_map_bytes(),
+        lmdb_readers: bench::lmdb_readers(&plan.threads),
+    };
+    let mut dbs: Vec<(Config, Db, f64)> = Vec::new();
+    for config in plan.configs() {
+        let db = Db::create(config, &spec)?;
+        let started = Instant::now();
+        db.load(&tpcc)?;
+        let load = started.elapsed().as_secs_f64();
+        writeln!(log, "loaded {} warehouses: {} in {load:.1} s", plan.config.warehouses, config.describe())
+            .map_err(io_err)?;
+        dbs.push((config, db, load));
     }
     let mut rows = Vec::new();
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
-            for (mode, logging, locking, db, load) in &dbs {
-                let m = harness::run(&tpcc, db, threads, Until::Elapsed(plan.duration))?;
+            for (config, db, load) in &dbs {
+                let m = db.run(&tpcc, threads, Until::Elapsed(plan.duration))?;
                 let row = BenchRow {
-                    mode: *mode,
-                    logging: *logging,
-                    locking: *locking,
+                    config: *config,
                     warehouses: plan.config.warehouses,
                     threads,
                     rep,
@@ -229,14 +242,13 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     done: std::array::from_fn(|k| m.kinds[k].done),
                     rollbacks: m.rolled_back(),
                     retries: m.retries(),
-                    pool_bytes: pool,
+                    pool_bytes: config.mode().map(|_| pool),
                     load_seconds: *load,
                 };
                 writeln!(
                     log,
-                    "rep {rep} threads {threads} {mode} logging {} locking {}: {:.0} tx/s",
-                    on_off(*logging),
-                    on_off(*locking),
+                    "rep {rep} threads {threads} {}: {:.0} tx/s",
+                    config.describe(),
                     row.tx_per_sec()
                 )
                 .map_err(io_err)?;
@@ -244,12 +256,11 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
             }
         }
     }
-    for (mode, logging, locking, db, _) in dbs {
-        tpcc.verify(&db).map_err(|e| match e {
-            WorkloadError::Inconsistent { condition, detail } => WorkloadError::Inconsistent {
-                condition,
-                detail: format!("{mode}, logging {}, locking {}: {detail}", on_off(logging), on_off(locking)),
-            },
+    for (config, db, _) in dbs {
+        db.verify(&tpcc).map_err(|e| match e {
+            WorkloadError::Inconsistent { condition, detail } => {
+                WorkloadError::Inconsistent { condition, detail: format!("{}: {detail}", config.describe()) }
+            }
             other => other,
         })?;
         db.close()?;
@@ -263,49 +274,85 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
 /// # Errors
 /// Writing failed.
 pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> io::Result<()> {
+    let median = |threads: usize, c: &Config, f: &dyn Fn(&BenchRow) -> f64| {
+        median(rows.iter().filter(|r| r.threads == threads && r.config == *c).map(f).collect())
+    };
+    let configs = plan.configs();
     writeln!(
         out,
-        "{:<12} {:>7} {:>7} {:>7} {:>12} {:>13} {:>10} {:>13}",
-        "mode", "logging", "locking", "threads", "tx/s", "new-order/s", "rollback %", "retries/1000"
+        "{:<9} {:<12} {:>7} {:>7} {:>7} {:>12} {:>13} {:>10} {:>13}",
+        "engine",
+        "mode",
+        "logging",
+        "locking",
+        "threads",
+        "tx/s",
+        "new-order/s",
+        "rollback %",
+        "retries/1000"
     )?;
     for &threads in &plan.threads {
-        for &mode in &plan.modes {
-            for &logging in &plan.logging {
-                for &locking in &plan.locking {
-                    let sel: Vec<&BenchRow> = rows
-                        .iter()
-                        .filter(|r| {
-                            r.threads == threads
-                                && r.mode == mode
-                                && r.logging == logging
-                                && r.locking == locking
-                        })
-                        .collect();
-                    let m = |f: &dyn Fn(&BenchRow) -> f64| median(sel.iter().map(|r| f(r)).collect());
-                    writeln!(
-                        out,
-                        "{:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2}",
-                        mode.name(),
-                        on_off(logging),
-                        on_off(locking),
-                        threads,
-                        m(&BenchRow::tx_per_sec),
-                        m(&BenchRow::new_order_per_sec),
-                        m(&|r| r.rollbacks as f64 * 100.0 / r.done[0].max(1) as f64),
-                        m(&BenchRow::retries_per_1000),
-                    )?;
-                }
-            }
+        for c in &configs {
+            writeln!(
+                out,
+                "{:<9} {:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2}",
+                c.engine().name(),
+                c.mode().map_or("-", PoolMode::name),
+                on_off(c.logging()),
+                c.locking().map_or("-", on_off),
+                threads,
+                median(threads, c, &BenchRow::tx_per_sec),
+                median(threads, c, &BenchRow::new_order_per_sec),
+                median(threads, c, &|r| r.rollbacks as f64 * 100.0 / r.done[0].max(1) as f64),
+                median(threads, c, &BenchRow::retries_per_1000),
+            )?;
         }
     }
     writeln!(
         out,
-        "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders; logging commits asynchronously.",
+        "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders; logging commits \
+         asynchronously{}.",
         plan.config.warehouses,
         KINDS.join("/"),
         plan.repeat,
-        plan.duration.as_secs_f64()
-    )
+        plan.duration.as_secs_f64(),
+        if plan.runs(EngineName::Lmdb) {
+            "; LMDB: one write transaction per transaction (read snapshots for Order-Status and Stock-Level), \
+             logging on is MDB_NOSYNC, off is MDB_NOSYNC|MDB_NOMETASYNC|MDB_WRITEMAP|MDB_MAPASYNC; LMDB has no \
+             modes and serializes its writers (no locking setting)"
+        } else {
+            ""
+        }
+    )?;
+    if !(plan.runs(EngineName::SwizzleDb) && plan.runs(EngineName::Lmdb)) {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "SwizzleDB beside LMDB at the same logging setting: ratio of median tx/s (from the same interleaved run)")?;
+    writeln!(
+        out,
+        "{:<12} {:>7} {:>7} {:>7} {:>12} {:>12} {:>9}",
+        "mode", "logging", "locking", "threads", "swizzledb", "lmdb", "ratio"
+    )?;
+    for &threads in &plan.threads {
+        for c in &configs {
+            let Config::SwizzleDb(s) = c else { continue };
+            let ours = median(threads, c, &BenchRow::tx_per_sec);
+            let theirs = median(threads, &Config::Lmdb { logging: s.logging }, &BenchRow::tx_per_sec);
+            writeln!(
+                out,
+                "{:<12} {:>7} {:>7} {:>7} {:>12.0} {:>12.0} {:>9.2}",
+                s.mode.name(),
+                on_off(s.logging),
+                on_off(s.locking),
+                threads,
+                ours,
+                theirs,
+                ours / theirs
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// One row of `tpcc.csv` (columns [`CSV_COLUMNS`], described in `docs/results-schema.md`).
@@ -329,8 +376,9 @@ pub struct TpccRow {
     pub stock_level: u64,
     pub rollbacks: u64,
     pub retries: u64,
-    pub pool_bytes: u64,
+    pub pool_bytes: Option<u64>,
     pub load_seconds: f64,
+    pub engine: &'static str,
 }
 
 impl TpccRow {
@@ -339,9 +387,9 @@ impl TpccRow {
     pub fn new(experiment: &'static str, r: &BenchRow) -> TpccRow {
         TpccRow {
             experiment,
-            mode: r.mode.name(),
-            logging: on_off(r.logging),
-            locking: on_off(r.locking),
+            mode: r.config.mode().map_or("-", PoolMode::name),
+            logging: on_off(r.config.logging()),
+            locking: r.config.locking().map_or("-", on_off),
             warehouses: r.warehouses,
             threads: r.threads,
             rep: r.rep,
@@ -358,6 +406,7 @@ impl TpccRow {
             retries: r.retries,
             pool_bytes: r.pool_bytes,
             load_seconds: r.load_seconds,
+            engine: r.config.engine().name(),
         }
     }
 }

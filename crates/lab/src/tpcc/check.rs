@@ -1,23 +1,24 @@
 //! Consistency conditions 1–4 of clause 3.3.2, checked per warehouse and district on a quiet
-//! database (reads outside transactions).
+//! database, on any engine (SwizzleDB: point reads in transactions of their own, scans outside
+//! transactions).
 
 use std::ops::Bound::{Excluded, Included};
-use swizzledb::{Database, Tree};
 
 use super::schema::{key, key_part, District, Order, Record, Warehouse};
 use super::{missing, t, Tables, Tpcc, DISTRICTS};
+use crate::engine::Engine;
 use crate::workload::WorkloadError;
 
-fn read<R: Record>(tree: &Tree, k: &[u8]) -> Result<R, WorkloadError> {
-    let v = tree.get(k).map_err(swizzledb::Error::from)?.ok_or_else(|| missing(R::TABLE, k))?;
-    R::decode(&v)
+fn read<E: Engine, R: Record>(db: &E, tree: &E::Table, k: &[u8]) -> Result<R, WorkloadError> {
+    db.read(tree, k, |v| v.map(R::decode).ok_or_else(|| missing(R::TABLE, k))?).map(|(r, _)| r)
 }
 
 /// Calls `f` with the key and value of every record of `tree` with `prefix`.
-fn scan(
-    tree: &Tree,
+fn scan<E: Engine>(
+    db: &E,
+    tree: &E::Table,
     prefix: &[u8],
-    mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
+    f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
 ) -> Result<(), WorkloadError> {
     let mut end = prefix.to_vec();
     // Prefixes here are whole key parts below u32::MAX, so adding one to the last byte that is
@@ -28,41 +29,37 @@ fn scan(
     if let Some(b) = end.last_mut() {
         *b += 1;
     }
-    for r in tree.range(Included(prefix), Excluded(&end[..])) {
-        let (k, v) = r.map_err(swizzledb::Error::from)?;
-        f(&k, &v)?;
-    }
-    Ok(())
+    db.for_each_in(tree, Included(prefix), Excluded(&end[..]), f)
 }
 
 fn fail(condition: &'static str, detail: String) -> Result<(), WorkloadError> {
     Err(WorkloadError::Inconsistent { condition, detail })
 }
 
-pub(super) fn verify(tpcc: &Tpcc, db: &Database) -> Result<(), WorkloadError> {
+pub(super) fn verify<E: Engine>(tpcc: &Tpcc, db: &E) -> Result<(), WorkloadError> {
     let tables = Tables::open(db)?;
     let tb = |i| tables.tree(i);
     for w_id in 1..=tpcc.config.warehouses {
-        let w: Warehouse = read(tb(t::WAREHOUSE), &key([w_id]))?;
+        let w: Warehouse = read(db, tb(t::WAREHOUSE), &key([w_id]))?;
         let mut d_ytd = 0;
         for d_id in 1..=DISTRICTS {
-            let d: District = read(tb(t::DISTRICT), &key([w_id, d_id]))?;
+            let d: District = read(db, tb(t::DISTRICT), &key([w_id, d_id]))?;
             d_ytd += d.ytd;
             let prefix = key([w_id, d_id]);
             let (mut max_o, mut ol_cnt) = (0u32, 0i64);
-            scan(tb(t::ORDER), &prefix, |k, v| {
+            scan(db, tb(t::ORDER), &prefix, |k, v| {
                 max_o = max_o.max(key_part(k, 2));
                 ol_cnt += Order::decode(v)?.ol_cnt;
                 Ok(())
             })?;
             let (mut min_no, mut max_no, mut new_orders) = (u32::MAX, 0u32, 0u64);
-            scan(tb(t::NEW_ORDER), &prefix, |k, _| {
+            scan(db, tb(t::NEW_ORDER), &prefix, |k, _| {
                 let o = key_part(k, 2);
                 (min_no, max_no, new_orders) = (min_no.min(o), max_no.max(o), new_orders + 1);
                 Ok(())
             })?;
             let mut lines = 0i64;
-            scan(tb(t::ORDER_LINE), &prefix, |_, _| {
+            scan(db, tb(t::ORDER_LINE), &prefix, |_, _| {
                 lines += 1;
                 Ok(())
             })?;

@@ -1,9 +1,9 @@
 //! The initial database (clause 4.3.3), at the scale of [`TpccConfig`](super::TpccConfig):
 //! items and warehouses first, then each warehouse (its stock, districts, customers with their
 //! name-index entries and history, and orders with their lines and new-order records) on up to
-//! two threads. Records go in through transactions of a few hundred inserts.
+//! two threads. Records go in through transactions of a few hundred inserts, on any engine.
 
-use swizzledb::Database;
+use crate::engine::{Engine, TxWrite};
 
 use super::random::{last_name, TpccRng, C_LAST_LOAD};
 use super::schema::{
@@ -17,14 +17,14 @@ use crate::workload::WorkloadError;
 const BATCH: usize = 400;
 
 /// Buffers inserts and writes them a batch per transaction.
-struct Loader<'a> {
-    db: &'a Database,
-    tables: Tables,
+struct Loader<'a, E: Engine> {
+    db: &'a E,
+    tables: Tables<E::Table>,
     /// (tree, key, value, replace an existing key)
     pending: Vec<(usize, Vec<u8>, Vec<u8>, bool)>,
 }
 
-impl Loader<'_> {
+impl<E: Engine> Loader<'_, E> {
     fn insert(&mut self, tree: usize, key: &[u8], value: Vec<u8>) -> Result<(), WorkloadError> {
         self.add(tree, key, value, false)
     }
@@ -65,9 +65,9 @@ fn address(rng: &mut TpccRng) -> Address {
     }
 }
 
-pub(super) fn load(tpcc: &Tpcc, db: &Database) -> Result<(), WorkloadError> {
+pub(super) fn load<E: Engine>(tpcc: &Tpcc, db: &E) -> Result<(), WorkloadError> {
     for name in TREES {
-        db.create_tree(name)?;
+        db.create_table(name)?;
     }
     let cfg = &tpcc.config;
     let mut rng = TpccRng::new(cfg.seed);
@@ -111,9 +111,9 @@ pub(super) fn load(tpcc: &Tpcc, db: &Database) -> Result<(), WorkloadError> {
     results.into_iter().collect()
 }
 
-fn load_warehouse(
+fn load_warehouse<E: Engine>(
     tpcc: &Tpcc,
-    l: &mut Loader<'_>,
+    l: &mut Loader<'_, E>,
     rng: &mut TpccRng,
     w_id: u32,
     stream: u32,

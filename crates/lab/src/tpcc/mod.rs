@@ -32,8 +32,11 @@
 //!   latch as vmcache's in-place update does, and also holds a workload latch striped by key; a Delivery claims an order by deleting its new-order record and skips the district
 //!   if another one deleted it first. So the consistency conditions hold after a run with
 //!   locking off too. With locking on, the record locks do this and no latch is taken.
-//! - Every transaction runs through [`Database::transact`], which retries a transaction chosen
-//!   by wait-die; the retries are counted. Read-only transactions commit without logging.
+//! - Every transaction runs through the engine adapter's [`Engine::transact`] (Order-Status
+//!   and Stock-Level through [`Engine::transact_read`]): on SwizzleDB that is
+//!   [`Database::transact`], which retries a transaction chosen by wait-die (the retries are
+//!   counted; read-only transactions commit without logging); on LMDB one write transaction
+//!   (LMDB serializes writers, so no latches are taken) or one read-only snapshot.
 //! - **Scale-down** for tests only: [`TpccConfig::tiny`] has fewer items and customers per
 //!   district; [`TpccConfig::standard`] is the specification's 100,000 and 3,000.
 
@@ -45,10 +48,12 @@ pub mod schema;
 mod txns;
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use swizzledb::{Database, Transaction, Tree};
+#[cfg(doc)]
+use swizzledb::Database;
+use swizzledb::Tree;
 
+use crate::engine::{Abort, Engine, TxRead, TxWrite};
 use crate::txn::Latches;
-pub(crate) use crate::txn::{transact, Abort};
 use crate::workload::{Outcome, Workload, WorkloadError};
 use random::TpccRng;
 use schema::{show_key, Record, TREES};
@@ -154,16 +159,16 @@ impl TpccConfig {
     }
 }
 
-/// The trees, opened.
-pub(crate) struct Tables([Tree; 11]);
+/// The trees, opened (SwizzleDB's [`Tree`]s, or another engine's tables).
+pub(crate) struct Tables<T = Tree>([T; 11]);
 
-impl Tables {
-    fn open(db: &Database) -> Result<Tables, WorkloadError> {
-        let trees: Vec<Tree> = TREES.iter().map(|n| db.tree(n)).collect::<Result<_, _>>()?;
-        Ok(Tables(trees.try_into().unwrap_or_else(|_| unreachable!("eleven names give eleven trees"))))
+impl<T> Tables<T> {
+    fn open<E: Engine<Table = T>>(db: &E) -> Result<Tables<T>, WorkloadError> {
+        let tables: Vec<T> = TREES.iter().map(|n| db.table(n)).collect::<Result<_, _>>()?;
+        Ok(Tables(tables.try_into().unwrap_or_else(|_| unreachable!("eleven names give eleven trees"))))
     }
 
-    pub(crate) fn tree(&self, i: usize) -> &Tree {
+    pub(crate) fn tree(&self, i: usize) -> &T {
         &self.0[i]
     }
 }
@@ -177,14 +182,15 @@ pub struct Tpcc {
     streams: AtomicU32,
 }
 
-/// A thread's state.
-pub struct TpccWorker {
-    tables: Tables,
+/// A thread's state (over SwizzleDB's trees, or another engine's tables).
+pub struct TpccWorker<T = Tree> {
+    tables: Tables<T>,
     rng: TpccRng,
     /// History key: this worker's stream and its next sequence number.
     stream: u32,
     sequence: u32,
-    /// Locking is off: read-modify-writes take the workload's latches.
+    /// The engine does not isolate transactions (SwizzleDB with locking off):
+    /// read-modify-writes take the workload's latches.
     latch: bool,
 }
 
@@ -209,11 +215,11 @@ impl Tpcc {
     }
 
     /// Reads, changes and writes back one record; with `latch`, under the key's latch.
-    fn update<R: Record, T>(
+    fn update<X: TxWrite, R: Record, T>(
         &self,
         latch: bool,
-        tx: &mut Transaction<'_>,
-        tree: &Tree,
+        tx: &mut X,
+        tree: &X::Table,
         key: &[u8],
         f: impl FnOnce(&mut R) -> T,
     ) -> Result<T, Abort> {
@@ -239,7 +245,7 @@ impl Tpcc {
 }
 
 /// Reads a record that must exist.
-pub(crate) fn get<R: Record>(tx: &Transaction<'_>, tree: &Tree, key: &[u8]) -> Result<R, Abort> {
+pub(crate) fn get<R: Record, X: TxRead>(tx: &X, tree: &X::Table, key: &[u8]) -> Result<R, Abort> {
     match tx.get_with(tree, key, |v| v.map(R::decode))? {
         Some(r) => Ok(r?),
         None => Err(missing(R::TABLE, key).into()),
@@ -250,8 +256,10 @@ pub(crate) fn missing(table: &'static str, key: &[u8]) -> WorkloadError {
     WorkloadError::Missing { table, key: show_key(key) }
 }
 
-impl Workload for Tpcc {
-    type Worker = TpccWorker;
+/// TPC-C runs on any engine: SwizzleDB's `Database` and, with the `lmdb` feature,
+/// [`crate::engine::Lmdb`].
+impl<E: Engine> Workload<E> for Tpcc {
+    type Worker = TpccWorker<E::Table>;
 
     fn name(&self) -> &'static str {
         "tpcc"
@@ -261,22 +269,22 @@ impl Workload for Tpcc {
         &KINDS
     }
 
-    fn load(&self, db: &Database) -> Result<(), WorkloadError> {
+    fn load(&self, db: &E) -> Result<(), WorkloadError> {
         load::load(self, db)
     }
 
-    fn worker(&self, db: &Database, thread: usize) -> Result<TpccWorker, WorkloadError> {
+    fn worker(&self, db: &E, thread: usize) -> Result<TpccWorker<E::Table>, WorkloadError> {
         let stream = self.next_stream();
         Ok(TpccWorker {
             tables: Tables::open(db)?,
             rng: TpccRng::new(self.config.seed ^ (u64::from(stream) << 32) ^ thread as u64),
             stream,
             sequence: 0,
-            latch: db.lock_stats().is_none(),
+            latch: !db.isolates(),
         })
     }
 
-    fn run_one(&self, db: &Database, w: &mut TpccWorker) -> Result<Outcome, WorkloadError> {
+    fn run_one(&self, db: &E, w: &mut TpccWorker<E::Table>) -> Result<Outcome, WorkloadError> {
         // The mix of clause 5.2.3 at its minimum percentages, New-Order taking the rest.
         let r = w.rng.urand(1, 100);
         let (kind, (done, attempts)) = match r {
@@ -289,7 +297,7 @@ impl Workload for Tpcc {
         Ok(Outcome { kind, attempts, rolled_back: !done })
     }
 
-    fn verify(&self, db: &Database) -> Result<(), WorkloadError> {
+    fn verify(&self, db: &E) -> Result<(), WorkloadError> {
         check::verify(self, db)
     }
 }

@@ -1,16 +1,18 @@
-//! The five transactions (clause 2). Each draws its inputs first, then runs its body through
-//! [`transact`], so a retried body sees the same inputs. Each returns whether it committed (not
-//! rolled back) and how many attempts it took.
+//! The five transactions (clause 2), on any [`Engine`]. Each draws its inputs first, then runs
+//! its body through [`Engine::transact`] (or [`Engine::transact_read`]), so a retried body sees
+//! the same inputs. Each returns whether it committed (not rolled back) and how many attempts
+//! it took.
 
 use std::ops::Bound::{Excluded, Included};
-use swizzledb::{Database, Transaction};
+
+use crate::engine::{Abort, Engine, TxRead, TxWrite};
 
 use super::random::{last_name, C_ID, C_LAST_RUN, OL_I_ID};
 use super::schema::{
     key, key_part, name_range, Customer, CustomerName, District, History, Item, Order, OrderLine, Record,
     Stock, Text, Warehouse,
 };
-use super::{get, missing, t, transact, Abort, Tables, Tpcc, TpccWorker, DISTRICTS};
+use super::{get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
 use crate::workload::WorkloadError;
 
 type Done = Result<(bool, u32), WorkloadError>;
@@ -28,15 +30,15 @@ enum Who {
 }
 
 impl Tpcc {
-    fn home(&self, w: &mut TpccWorker) -> u32 {
+    fn home<T>(&self, w: &mut TpccWorker<T>) -> u32 {
         w.rng.urand(1, self.config.warehouses)
     }
 
-    fn customer_id(&self, w: &mut TpccWorker) -> u32 {
+    fn customer_id<T>(&self, w: &mut TpccWorker<T>) -> u32 {
         w.rng.nurand(1023, 1, self.config.customers, C_ID)
     }
 
-    fn who(&self, w: &mut TpccWorker) -> Who {
+    fn who<T>(&self, w: &mut TpccWorker<T>) -> Who {
         if w.rng.percent(60) {
             Who::Name(last_name(w.rng.nurand(255, 0, self.config.max_name(), C_LAST_RUN)))
         } else {
@@ -45,7 +47,7 @@ impl Tpcc {
     }
 
     /// New-Order (clause 2.4).
-    pub(super) fn new_order(&self, db: &Database, w: &mut TpccWorker) -> Done {
+    pub(super) fn new_order<E: Engine>(&self, db: &E, w: &mut TpccWorker<E::Table>) -> Done {
         let cfg = &self.config;
         let w_id = self.home(w);
         let d_id = w.rng.urand(1, DISTRICTS);
@@ -70,7 +72,7 @@ impl Tpcc {
             .collect();
         let all_local = i64::from(lines.iter().all(|l| l.0 == w_id));
         let (latch, tables, entry_d) = (w.latch, &w.tables, now());
-        let (done, attempts) = transact(db, |tx| {
+        let (done, attempts) = db.transact(|tx| {
             let tb = |i| tables.tree(i);
             let mut prices = Vec::with_capacity(lines.len());
             for &(_, item, _) in &lines {
@@ -80,8 +82,8 @@ impl Tpcc {
                     None => return Err(missing(Item::TABLE, &key([item])).into()),
                 }
             }
-            let w_tax = get::<Warehouse>(tx, tb(t::WAREHOUSE), &key([w_id]))?.tax;
-            let discount = get::<Customer>(tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]))?.discount;
+            let w_tax = get::<Warehouse, _>(&*tx, tb(t::WAREHOUSE), &key([w_id]))?.tax;
+            let discount = get::<Customer, _>(&*tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]))?.discount;
             let (o_id, d_tax) =
                 self.update(latch, tx, tb(t::DISTRICT), &key([w_id, d_id]), |d: &mut District| {
                     d.next_o_id += 1;
@@ -119,7 +121,7 @@ impl Tpcc {
     }
 
     /// Payment (clause 2.5).
-    pub(super) fn payment(&self, db: &Database, w: &mut TpccWorker) -> Done {
+    pub(super) fn payment<E: Engine>(&self, db: &E, w: &mut TpccWorker<E::Table>) -> Done {
         let cfg = &self.config;
         let w_id = self.home(w);
         let d_id = w.rng.urand(1, DISTRICTS);
@@ -132,7 +134,7 @@ impl Tpcc {
         let amount = w.rng.range_i64(100, 500_000);
         let history_key = key([w.stream, w.sequence]);
         let (latch, tables, date) = (w.latch, &w.tables, now());
-        let (_, attempts) = transact(db, |tx| {
+        let (_, attempts) = db.transact(|tx| {
             let tb = |i| tables.tree(i);
             let w_name = self.update(latch, tx, tb(t::WAREHOUSE), &key([w_id]), |r: &mut Warehouse| {
                 r.ytd += amount;
@@ -166,45 +168,46 @@ impl Tpcc {
     }
 
     /// Order-Status (clause 2.6).
-    pub(super) fn order_status(&self, db: &Database, w: &mut TpccWorker) -> Done {
+    pub(super) fn order_status<E: Engine>(&self, db: &E, w: &mut TpccWorker<E::Table>) -> Done {
         let w_id = self.home(w);
         let d_id = w.rng.urand(1, DISTRICTS);
         let who = self.who(w);
         let tables = &w.tables;
-        let (_, attempts) = transact(db, |tx| {
+        let (_, attempts) = db.transact_read(|tx| {
             let tb = |i| tables.tree(i);
             let c_id = find_customer(tx, tables, w_id, d_id, who)?;
             let _customer: Customer = get(tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]))?;
             let (from, to) = (key([w_id, d_id, c_id, 0]), key([w_id, d_id, c_id, u32::MAX]));
-            let newest = tx
-                .range_rev(tb(t::ORDER_CUSTOMER), Included(&from), Included(&to))
-                .next_with(|k, _| key_part(k, 3))
-                .transpose()?;
+            let mut newest = None;
+            tx.scan_rev(tb(t::ORDER_CUSTOMER), Included(&from), Included(&to), 1, |k, _| {
+                newest = Some(key_part(k, 3));
+                Ok(())
+            })?;
             let Some(o_id) = newest else { return Ok(()) };
             let _order: Order = get(tx, tb(t::ORDER), &key([w_id, d_id, o_id]))?;
             let (from, to) = (key([w_id, d_id, o_id, 0]), key([w_id, d_id, o_id + 1, 0]));
-            let mut lines = tx.range(tb(t::ORDER_LINE), Included(&from), Excluded(&to));
-            while let Some(r) = lines.next_with(|_, v| OrderLine::decode(v).map(|_| ())) {
-                r??;
-            }
-            Ok(())
+            tx.scan(tb(t::ORDER_LINE), Included(&from), Excluded(&to), usize::MAX, |_, v| {
+                OrderLine::decode(v)?;
+                Ok(())
+            })
         })?;
         Ok((true, attempts))
     }
 
     /// Delivery (clause 2.7), all ten districts in one transaction.
-    pub(super) fn delivery(&self, db: &Database, w: &mut TpccWorker) -> Done {
+    pub(super) fn delivery<E: Engine>(&self, db: &E, w: &mut TpccWorker<E::Table>) -> Done {
         let w_id = self.home(w);
         let carrier = w.rng.urand(1, 10);
         let (latch, tables, date) = (w.latch, &w.tables, now());
-        let (_, attempts) = transact(db, |tx| {
+        let (_, attempts) = db.transact(|tx| {
             let tb = |i| tables.tree(i);
             for d_id in 1..=DISTRICTS {
                 let (from, to) = (key([w_id, d_id, 0]), key([w_id, d_id + 1, 0]));
-                let oldest = tx
-                    .range(tb(t::NEW_ORDER), Included(&from), Excluded(&to))
-                    .next_with(|k, _| k.to_vec())
-                    .transpose()?;
+                let mut oldest = None;
+                tx.scan(tb(t::NEW_ORDER), Included(&from), Excluded(&to), 1, |k, _| {
+                    oldest = Some(k.to_vec());
+                    Ok(())
+                })?;
                 let Some(no_key) = oldest else { continue };
                 // Claim it; with locking off another Delivery may have been first.
                 if !tx.delete(tb(t::NEW_ORDER), &no_key)? {
@@ -240,20 +243,20 @@ impl Tpcc {
 
     /// Stock-Level (clause 2.8): distinct items of the district's last 20 orders whose stock is
     /// below a threshold.
-    pub(super) fn stock_level(&self, db: &Database, w: &mut TpccWorker) -> Done {
+    pub(super) fn stock_level<E: Engine>(&self, db: &E, w: &mut TpccWorker<E::Table>) -> Done {
         let w_id = self.home(w);
         let d_id = w.rng.urand(1, DISTRICTS);
         let threshold = i64::from(w.rng.urand(10, 20));
         let tables = &w.tables;
-        let (_, attempts) = transact(db, |tx| {
+        let (_, attempts) = db.transact_read(|tx| {
             let tb = |i| tables.tree(i);
-            let next = get::<District>(tx, tb(t::DISTRICT), &key([w_id, d_id]))?.next_o_id;
+            let next = get::<District, _>(tx, tb(t::DISTRICT), &key([w_id, d_id]))?.next_o_id;
             let (from, to) = (key([w_id, d_id, next.saturating_sub(20), 0]), key([w_id, d_id, next, 0]));
             let mut items = Vec::with_capacity(300);
-            let mut lines = tx.range(tb(t::ORDER_LINE), Included(&from), Excluded(&to));
-            while let Some(r) = lines.next_with(|_, v| OrderLine::decode(v).map(|l| l.i_id)) {
-                items.push(r??);
-            }
+            tx.scan(tb(t::ORDER_LINE), Included(&from), Excluded(&to), usize::MAX, |_, v| {
+                items.push(OrderLine::decode(v)?.i_id);
+                Ok(())
+            })?;
             items.sort_unstable();
             items.dedup();
             let mut low = 0u32;
@@ -268,9 +271,9 @@ impl Tpcc {
 }
 
 /// The customer's id: given, or the middle one of those with the last name.
-fn find_customer(
-    tx: &Transaction<'_>,
-    tables: &Tables,
+fn find_customer<X: TxRead>(
+    tx: &X,
+    tables: &Tables<X::Table>,
     w_id: u32,
     d_id: u32,
     who: Who,
@@ -281,10 +284,10 @@ fn find_customer(
     };
     let (from, to) = name_range(w_id, d_id, name.as_bytes());
     let mut ids = Vec::with_capacity(8);
-    let mut names = tx.range(tables.tree(t::CUSTOMER_NAME), Included(&from), Excluded(&to));
-    while let Some(r) = names.next_with(|_, v| CustomerName::decode(v).map(|n| n.c_id)) {
-        ids.push(r??);
-    }
+    tx.scan(tables.tree(t::CUSTOMER_NAME), Included(&from), Excluded(&to), usize::MAX, |_, v| {
+        ids.push(CustomerName::decode(v)?.c_id);
+        Ok(())
+    })?;
     if ids.is_empty() {
         return Err(missing(CustomerName::TABLE, &from).into());
     }

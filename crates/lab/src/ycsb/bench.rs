@@ -7,15 +7,16 @@
 //! database is verified after its last measurement.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use swizzledb::{Database, PolicySpec, PoolMode};
+use swizzledb::{PolicySpec, PoolMode};
 
 use super::{kind, Mix, Ycsb, YcsbConfig, KINDS};
-use crate::bench::{self, on_off, Scratch, Setting};
+pub use crate::bench::Config;
+use crate::bench::{self, on_off, Db, DbSpec, Scratch};
 use crate::engine::EngineName;
-use crate::harness::{self, Measurement, Until};
-use crate::workload::{Workload, WorkloadError};
+use crate::harness::Until;
+use crate::workload::WorkloadError;
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -82,26 +83,14 @@ impl BenchPlan {
     /// Reader slots per LMDB environment: every thread keeps one.
     #[must_use]
     pub fn lmdb_readers(&self) -> u32 {
-        let most = self.threads.iter().copied().max().unwrap_or(1);
-        u32::try_from(most).unwrap_or(u32::MAX).saturating_add(8)
+        bench::lmdb_readers(&self.threads)
     }
 
     /// Every database configuration measured, in table order: SwizzleDB's settings (modes
     /// outermost), then LMDB's logging settings.
     #[must_use]
     pub fn configs(&self) -> Vec<Config> {
-        let mut out = Vec::new();
-        for &e in &self.engines {
-            match e {
-                EngineName::SwizzleDb => out.extend(
-                    Setting::all(&self.modes, &self.logging, &self.locking)
-                        .into_iter()
-                        .map(Config::SwizzleDb),
-                ),
-                EngineName::Lmdb => out.extend(self.logging.iter().map(|&logging| Config::Lmdb { logging })),
-            }
-        }
-        out
+        Config::all(&self.engines, &self.modes, &self.logging, &self.locking)
     }
 
     fn runs(&self, e: EngineName) -> bool {
@@ -138,127 +127,6 @@ impl BenchPlan {
         }
         let what = format!("{} records of {} bytes", self.config.records, self.config.value_bytes());
         bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
-    }
-}
-
-/// One database configuration of a run.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Config {
-    /// SwizzleDB in a buffer mode, with logging and locking on or off.
-    SwizzleDb(Setting),
-    /// LMDB, with the durability that stands for `logging` (`crate::engine::Lmdb`).
-    Lmdb {
-        /// Logging on: `MDB_NOSYNC`; off: no durability at all.
-        logging: bool,
-    },
-}
-
-impl Config {
-    /// The engine.
-    #[must_use]
-    pub fn engine(&self) -> EngineName {
-        match self {
-            Config::SwizzleDb(_) => EngineName::SwizzleDb,
-            Config::Lmdb { .. } => EngineName::Lmdb,
-        }
-    }
-
-    /// SwizzleDB's buffer mode (none for LMDB).
-    #[must_use]
-    pub fn mode(&self) -> Option<PoolMode> {
-        match self {
-            Config::SwizzleDb(s) => Some(s.mode),
-            Config::Lmdb { .. } => None,
-        }
-    }
-
-    /// The logging setting.
-    #[must_use]
-    pub fn logging(&self) -> bool {
-        match *self {
-            Config::SwizzleDb(s) => s.logging,
-            Config::Lmdb { logging } => logging,
-        }
-    }
-
-    /// SwizzleDB's locking setting (none for LMDB).
-    #[must_use]
-    pub fn locking(&self) -> Option<bool> {
-        match self {
-            Config::SwizzleDb(s) => Some(s.locking),
-            Config::Lmdb { .. } => None,
-        }
-    }
-
-    /// For messages: `swizzledb traditional, logging on, locking off` or `lmdb, logging on`.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        match self {
-            Config::SwizzleDb(s) => format!("swizzledb {}", s.describe()),
-            Config::Lmdb { logging } => format!("lmdb, logging {}", on_off(*logging)),
-        }
-    }
-}
-
-/// A database of either engine.
-enum Db {
-    SwizzleDb(Database),
-    #[cfg(feature = "lmdb")]
-    Lmdb(crate::engine::Lmdb),
-}
-
-impl Db {
-    fn create(config: Config, plan: &BenchPlan, dir: &Path) -> Result<Db, WorkloadError> {
-        match config {
-            Config::SwizzleDb(s) => Ok(Db::SwizzleDb(s.create(dir, "ycsb", plan.pool(), plan.policy)?)),
-            #[cfg(feature = "lmdb")]
-            Config::Lmdb { logging } => Ok(Db::Lmdb(crate::engine::Lmdb::create(
-                &dir.join(format!("ycsb-lmdb-log-{}", on_off(logging))),
-                plan.lmdb_map_bytes(),
-                plan.lmdb_readers(),
-                logging,
-            )?)),
-            #[cfg(not(feature = "lmdb"))]
-            Config::Lmdb { .. } => Err(WorkloadError::Config(
-                "--engine lmdb: this build has no LMDB; build the swizzledb command with the lmdb feature"
-                    .into(),
-            )),
-        }
-    }
-
-    fn load(&self, ycsb: &Ycsb) -> Result<(), WorkloadError> {
-        match self {
-            Db::SwizzleDb(db) => ycsb.load(db),
-            #[cfg(feature = "lmdb")]
-            Db::Lmdb(db) => ycsb.load(db),
-        }
-    }
-
-    fn run(&self, ycsb: &Ycsb, threads: usize, until: Until) -> Result<Measurement, WorkloadError> {
-        match self {
-            Db::SwizzleDb(db) => harness::run(ycsb, db, threads, until),
-            #[cfg(feature = "lmdb")]
-            Db::Lmdb(db) => harness::run(ycsb, db, threads, until),
-        }
-    }
-
-    fn verify(&self, ycsb: &Ycsb) -> Result<(), WorkloadError> {
-        match self {
-            Db::SwizzleDb(db) => ycsb.verify(db),
-            #[cfg(feature = "lmdb")]
-            Db::Lmdb(db) => ycsb.verify(db),
-        }
-    }
-
-    fn close(self) -> Result<(), WorkloadError> {
-        match self {
-            Db::SwizzleDb(db) => Ok(db.close()?),
-            #[cfg(feature = "lmdb")]
-            Db::Lmdb(db) => {
-                drop(db);
-                Ok(())
-            }
-        }
     }
 }
 
@@ -329,9 +197,17 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let io_err = |e: io::Error| WorkloadError::Io { path: "standard output".into(), source: e };
     let scratch = Scratch::new(&plan.dir, "ycsb")?;
     // Per database: its configuration, the workloads over it (in plan order), its load time.
+    let spec = DbSpec {
+        dir: &scratch.0,
+        name: "ycsb",
+        pool: plan.pool(),
+        policy: plan.policy,
+        lmdb_map_bytes: plan.lmdb_map_bytes(),
+        lmdb_readers: plan.lmdb_readers(),
+    };
     let mut dbs = Vec::new();
     for config in plan.configs() {
-        let db = Db::create(config, plan, &scratch.0)?;
+        let db = Db::create(config, &spec)?;
         let base = Ycsb::new(YcsbConfig { letter: plan.workloads[0], ..plan.config.clone() })?;
         let started = Instant::now();
         db.load(&base)?;
