@@ -56,7 +56,7 @@ use crate::engine::{Abort, Engine, TxRead, TxWrite};
 use crate::txn::Latches;
 use crate::workload::{Outcome, Workload, WorkloadError};
 use random::TpccRng;
-use schema::{show_key, Record, TREES};
+use schema::{check_size, show_key, Field, Record, Scalar, TREES};
 
 pub use bench::{print_table, run_bench, BenchPlan, BenchRow, TpccRow, CSV_COLUMNS};
 
@@ -215,6 +215,29 @@ impl Tpcc {
     }
 
     /// Reads, changes and writes back one record; with `latch`, under the key's latch.
+    /// [`Tpcc::update`] that changes fields in place ([`Field::set`]) on a copy of the encoded
+    /// record instead of decoding it and encoding it again: `f` gets the record's bytes, of the
+    /// right size.
+    fn patch<X: TxWrite, R: Record, T>(
+        &self,
+        latch: bool,
+        tx: &mut X,
+        tree: &X::Table,
+        key: &[u8],
+        f: impl FnOnce(&mut [u8]) -> T,
+    ) -> Result<T, Abort> {
+        let _held = latch.then(|| self.latches.hold(R::SIZE as u64, key));
+        let done = tx.update_with(tree, key, |old, new| {
+            // A damaged record is written back as it was, and reported.
+            new.extend_from_slice(old);
+            check_size::<R>(old).map(|()| f(new))
+        })?;
+        match done {
+            Some(out) => Ok(out?),
+            None => Err(missing(R::TABLE, key).into()),
+        }
+    }
+
     fn update<X: TxWrite, R: Record, T>(
         &self,
         latch: bool,
@@ -241,6 +264,19 @@ impl Tpcc {
             Some(out) => Ok(out?),
             None => Err(missing(R::TABLE, key).into()),
         }
+    }
+}
+
+/// Reads one field of a record that must exist, without decoding the rest.
+pub(crate) fn field<R: Record, T: Scalar, X: TxRead>(
+    tx: &X,
+    tree: &X::Table,
+    key: &[u8],
+    f: &Field<R, T>,
+) -> Result<T, Abort> {
+    match tx.get_with(tree, key, |v| v.map(|b| check_size::<R>(b).map(|()| f.get(b))))? {
+        Some(r) => Ok(r?),
+        None => Err(missing(R::TABLE, key).into()),
     }
 }
 

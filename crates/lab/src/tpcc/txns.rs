@@ -9,10 +9,10 @@ use crate::engine::{Abort, Engine, TxRead, TxWrite};
 
 use super::random::{last_name, C_ID, C_LAST_RUN, OL_I_ID};
 use super::schema::{
-    key, key_part, name_range, Customer, CustomerName, District, History, Item, Order, OrderLine, Record,
-    Stock, Text, Warehouse,
+    check_size, key, key_part, name_range, Customer, CustomerName, District, History, Item, Order, OrderLine,
+    Record, Stock, Text, Warehouse,
 };
-use super::{get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
+use super::{field, get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
 use crate::workload::WorkloadError;
 
 type Done = Result<(bool, u32), WorkloadError>;
@@ -82,25 +82,26 @@ impl Tpcc {
                     None => return Err(missing(Item::TABLE, &key([item])).into()),
                 }
             }
-            let w_tax = get::<Warehouse, _>(&*tx, tb(t::WAREHOUSE), &key([w_id]))?.tax;
-            let discount = get::<Customer, _>(&*tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]))?.discount;
+            let w_tax = field(&*tx, tb(t::WAREHOUSE), &key([w_id]), &Warehouse::TAX)?;
+            let discount = field(&*tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), &Customer::DISCOUNT)?;
             let (o_id, d_tax) =
-                self.update(latch, tx, tb(t::DISTRICT), &key([w_id, d_id]), |d: &mut District| {
-                    d.next_o_id += 1;
-                    (d.next_o_id - 1, d.tax)
+                self.patch::<_, District, _>(latch, tx, tb(t::DISTRICT), &key([w_id, d_id]), |d| {
+                    let o_id = District::NEXT_O_ID.get(d);
+                    District::NEXT_O_ID.set(d, o_id + 1);
+                    (o_id, District::TAX.get(d))
                 })?;
             let order = Order { c_id, entry_d, carrier_id: 0, ol_cnt: lines.len() as i64, all_local };
             tx.insert(tb(t::ORDER), &key([w_id, d_id, o_id]), &order.encode())?;
             tx.insert(tb(t::ORDER_CUSTOMER), &key([w_id, d_id, c_id, o_id]), &[])?;
             for (n, (&(supply, item, qty), price)) in lines.iter().zip(prices).enumerate() {
                 let dist_info =
-                    self.update(latch, tx, tb(t::STOCK), &key([supply, item]), |s: &mut Stock| {
-                        s.quantity =
-                            if s.quantity >= qty + 10 { s.quantity - qty } else { s.quantity + 91 - qty };
-                        s.ytd += qty;
-                        s.order_cnt += 1;
-                        s.remote_cnt += i64::from(supply != w_id);
-                        s.dist[(d_id - 1) as usize]
+                    self.patch::<_, Stock, _>(latch, tx, tb(t::STOCK), &key([supply, item]), |s| {
+                        let q = Stock::QUANTITY.get(s);
+                        Stock::QUANTITY.set(s, if q >= qty + 10 { q - qty } else { q + 91 - qty });
+                        Stock::YTD.set(s, Stock::YTD.get(s) + qty);
+                        Stock::ORDER_CNT.set(s, Stock::ORDER_CNT.get(s) + 1);
+                        Stock::REMOTE_CNT.set(s, Stock::REMOTE_CNT.get(s) + i64::from(supply != w_id));
+                        Stock::dist(d_id).get(s)
                     })?;
                 // qty * price * (1 + w_tax + d_tax) * (1 - discount), rates in 1/10000.
                 let amount = qty * price * (10_000 + w_tax + d_tax) * (10_000 - discount) / 100_000_000;
@@ -220,20 +221,15 @@ impl Tpcc {
                 })?;
                 let mut total = 0;
                 for n in 1..=count as u32 {
-                    total += self.update(
-                        latch,
-                        tx,
-                        tb(t::ORDER_LINE),
-                        &key([w_id, d_id, o_id, n]),
-                        |l: &mut OrderLine| {
-                            l.delivery_d = date;
-                            l.amount
-                        },
-                    )?;
+                    let line = key([w_id, d_id, o_id, n]);
+                    total += self.patch::<_, OrderLine, _>(latch, tx, tb(t::ORDER_LINE), &line, |l| {
+                        OrderLine::DELIVERY_D.set(l, date);
+                        OrderLine::AMOUNT.get(l)
+                    })?;
                 }
-                self.update(latch, tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), |c: &mut Customer| {
-                    c.balance += total;
-                    c.delivery_cnt += 1;
+                self.patch::<_, Customer, _>(latch, tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), |c| {
+                    Customer::BALANCE.set(c, Customer::BALANCE.get(c) + total);
+                    Customer::DELIVERY_CNT.set(c, Customer::DELIVERY_CNT.get(c) + 1);
                 })?;
             }
             Ok(())
@@ -250,19 +246,20 @@ impl Tpcc {
         let tables = &w.tables;
         let (_, attempts) = db.transact_read(|tx| {
             let tb = |i| tables.tree(i);
-            let next = get::<District, _>(tx, tb(t::DISTRICT), &key([w_id, d_id]))?.next_o_id;
+            let next = field(tx, tb(t::DISTRICT), &key([w_id, d_id]), &District::NEXT_O_ID)?;
             let (from, to) = (key([w_id, d_id, next.saturating_sub(20), 0]), key([w_id, d_id, next, 0]));
             let mut items = Vec::with_capacity(300);
             tx.scan(tb(t::ORDER_LINE), Included(&from), Excluded(&to), usize::MAX, |_, v| {
-                items.push(OrderLine::decode(v)?.i_id);
+                check_size::<OrderLine>(v)?;
+                items.push(OrderLine::I_ID.get(v));
                 Ok(())
             })?;
             items.sort_unstable();
             items.dedup();
             let mut low = 0u32;
             for i_id in items {
-                let s: Stock = get(tx, tb(t::STOCK), &key([w_id, i_id]))?;
-                low += u32::from(s.quantity < threshold);
+                let quantity = field(tx, tb(t::STOCK), &key([w_id, i_id]), &Stock::QUANTITY)?;
+                low += u32::from(quantity < threshold);
             }
             Ok(low)
         })?;
