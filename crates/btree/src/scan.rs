@@ -184,6 +184,7 @@ impl Tree {
             end: end.map(<[u8]>::to_vec),
             open_gap: Vec::new(),
             buf: Batch::default(),
+            left: usize::MAX,
         }
     }
 
@@ -292,6 +293,8 @@ pub struct RangeIter<'t> {
     /// closed by a key in a later leaf, and holds only if these did not change meanwhile.
     open_gap: Vec<Seen>,
     buf: Batch,
+    /// Records still to return ([`RangeIter::limit`]); `usize::MAX` for no limit.
+    left: usize,
 }
 
 impl RangeIter<'_> {
@@ -322,7 +325,14 @@ impl RangeIter<'_> {
             let mut blocked: Option<Option<Vec<u8>>> = None;
             let mut ended = false;
             let mut passed_any = false;
+            // Without a gate a limited scan copies no more than it will return (T19).
+            let cap = if gated { usize::MAX } else { self.left };
+            let (mut copied, mut capped) = (0, false);
             while i < node::count(&g) {
+                if copied >= cap {
+                    capped = true;
+                    break;
+                }
                 let k = node::key(&g, i);
                 if gated {
                     if !self.gate.try_pass(self.tree, Some(k))? {
@@ -336,9 +346,14 @@ impl RangeIter<'_> {
                     break;
                 }
                 self.buf.push_back(k, node::value(&g, i));
+                copied += 1;
                 i += 1;
             }
-            if blocked.is_none() && !ended {
+            if capped {
+                if let Some(k) = self.buf.back_key() {
+                    self.next = Some(key_after(k));
+                }
+            } else if blocked.is_none() && !ended {
                 match node::own_high(&g) {
                     None => {
                         if gated && !self.gate.try_pass(self.tree, None)? {
@@ -423,12 +438,30 @@ impl RangeIter<'_> {
     /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
     /// instead of copied into two new vectors.
     pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if self.left == 0 {
+            self.next = None;
+            self.buf.clear();
+            return None;
+        }
         if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
             self.next = None;
             return closed;
         }
         let filled = self.fill();
-        next_entry(filled, &mut self.buf, || self.next = None, f)
+        let r = next_entry(filled, &mut self.buf, || self.next = None, f);
+        if matches!(r, Some(Ok(_))) {
+            self.left -= 1;
+        }
+        r
+    }
+
+    /// Returns at most `n` more records (T19): the scan ends after them, and without a read gate
+    /// that checks, it copies no more of a leaf than that — a scan for the first record of a
+    /// range reads one record, not the rest of its leaf.
+    #[must_use]
+    pub fn limit(mut self, n: usize) -> Self {
+        self.left = n;
+        self
     }
 }
 

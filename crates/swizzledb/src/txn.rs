@@ -300,6 +300,14 @@ impl TxnRange<'_> {
     pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         self.inner.next_with(f).map(|r| r.map_err(isolation::engine_error))
     }
+
+    /// Returns at most `n` more records; with locking off, the scan then reads no more of a
+    /// leaf than it returns (`take(n)` would end the scan too, but only after the leaf's other
+    /// records were copied).
+    #[must_use]
+    pub fn limit(self, n: usize) -> Self {
+        TxnRange { inner: self.inner.limit(n) }
+    }
 }
 
 impl Iterator for TxnRange<'_> {

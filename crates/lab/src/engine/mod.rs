@@ -478,9 +478,8 @@ impl TxRead for Transaction<'_> {
         limit: usize,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
     ) -> Result<(), Abort> {
-        let mut records = self.range(table, start, end);
-        for _ in 0..limit {
-            let Some(r) = records.next_with(&mut f) else { break };
+        let mut records = self.range(table, start, end).limit(limit);
+        while let Some(r) = records.next_with(&mut f) {
             r??;
         }
         Ok(())
