@@ -75,6 +75,7 @@ impl Tpcc {
         let (done, attempts) = db.transact(|tx| {
             let tb = |i| tables.tree(i);
             let mut prices = Vec::with_capacity(lines.len());
+            let mut buf = Vec::with_capacity(OrderLine::SIZE);
             for &(_, item, _) in &lines {
                 match tx.get_with(tb(t::ITEM), &key([item]), |v| v.map(Item::decode))? {
                     Some(r) => prices.push(r?.price),
@@ -113,7 +114,10 @@ impl Tpcc {
                     amount,
                     dist_info,
                 };
-                tx.insert(tb(t::ORDER_LINE), &key([w_id, d_id, o_id, n as u32 + 1]), &line.encode())?;
+                // One buffer for every line's bytes: no allocation per line.
+                buf.clear();
+                line.encode_into(&mut buf);
+                tx.insert(tb(t::ORDER_LINE), &key([w_id, d_id, o_id, n as u32 + 1]), &buf)?;
             }
             tx.insert(tb(t::NEW_ORDER), &key([w_id, d_id, o_id]), &[])?;
             Ok(())
