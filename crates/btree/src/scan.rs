@@ -216,6 +216,7 @@ impl Tree {
             first: true,
             start,
             buf: Batch::default(),
+            left: usize::MAX,
         }
     }
 
@@ -486,6 +487,8 @@ pub struct RevRangeIter<'t> {
     /// Inclusive lower bound.
     start: Option<Vec<u8>>,
     buf: Batch,
+    /// Records still to return ([`RevRangeIter::limit`]); `usize::MAX` for no limit.
+    left: usize,
 }
 
 impl RevRangeIter<'_> {
@@ -537,7 +540,14 @@ impl RevRangeIter<'_> {
             }
             let mut i = top;
             let mut ended = false;
+            // Without a gate a limited scan copies no more than it will return (T19).
+            let cap = if gated { usize::MAX } else { self.left };
+            let (mut copied, mut capped) = (0, false);
             while blocked.is_none() && i > 0 {
+                if copied >= cap {
+                    capped = true;
+                    break;
+                }
                 i -= 1;
                 let k = node::key(&g, i);
                 if self.before_start(k) {
@@ -549,8 +559,13 @@ impl RevRangeIter<'_> {
                     break;
                 }
                 self.buf.push_back(k, node::value(&g, i));
+                copied += 1;
             }
-            if blocked.is_none() && !ended {
+            if capped {
+                if let Some(k) = self.buf.back_key() {
+                    self.next = Some(Some(k.to_vec()));
+                }
+            } else if blocked.is_none() && !ended {
                 // Keys left of this leaf are below its low fence; done if that is -inf or the
                 // fence is at or below the start.
                 self.next = match node::low_fence(&g) {
@@ -601,12 +616,28 @@ impl RevRangeIter<'_> {
     /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
     /// instead of copied into two new vectors.
     pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if self.left == 0 {
+            self.next = None;
+            self.buf.clear();
+            return None;
+        }
         if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
             self.next = None;
             return closed;
         }
         let filled = self.fill();
-        next_entry(filled, &mut self.buf, || self.next = None, f)
+        let r = next_entry(filled, &mut self.buf, || self.next = None, f);
+        if matches!(r, Some(Ok(_))) {
+            self.left -= 1;
+        }
+        r
+    }
+
+    /// [`RangeIter::limit`] for the descending scan (T19).
+    #[must_use]
+    pub fn limit(mut self, n: usize) -> Self {
+        self.left = n;
+        self
     }
 }
 

@@ -1,5 +1,5 @@
-//! T19: a limited scan returns exactly the first `n` records of its range, in order, across
-//! leaves, with and without a read gate that checks, mixed with `next`; a limit of 0 returns
+//! T19: a limited scan returns exactly the first `n` records of its range, in order (ascending
+//! or descending), across leaves, with and without a read gate that checks, mixed with `next`; a limit of 0 returns
 //! nothing.
 
 use std::collections::BTreeMap;
@@ -76,6 +76,17 @@ fn t19_limited_scans_return_the_first_n_records() {
 
             let gated: Vec<_> = tree.range_gated(s, e, &gate).limit(n).map(Result::unwrap).collect();
             assert_eq!(gated, expect, "gated, range {start:?}..{end:?} limit {n}");
+
+            let expect_rev: Vec<_> =
+                want.iter().rev().take(n).map(|(k, v)| ((*k).clone(), (*v).clone())).collect();
+            let mut scan = tree.range_rev(s, e).limit(n);
+            let mut got = Vec::new();
+            while let Some(r) = scan.next_with(|k, v| (k.to_vec(), v.to_vec())) {
+                got.push(r.unwrap());
+            }
+            assert_eq!(got, expect_rev, "descending, range {start:?}..{end:?} limit {n}");
+            let gated: Vec<_> = tree.range_rev_gated(s, e, &gate).limit(n).map(Result::unwrap).collect();
+            assert_eq!(gated, expect_rev, "descending gated, range {start:?}..{end:?} limit {n}");
         }
     }
     assert!(gate.0.load(std::sync::atomic::Ordering::Relaxed) > 0, "the gated path ran");

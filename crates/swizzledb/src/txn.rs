@@ -329,6 +329,12 @@ impl TxnRevRange<'_> {
     pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         self.inner.next_with(f).map(|r| r.map_err(isolation::engine_error))
     }
+
+    /// [`TxnRange::limit`] for the descending scan.
+    #[must_use]
+    pub fn limit(self, n: usize) -> Self {
+        TxnRevRange { inner: self.inner.limit(n) }
+    }
 }
 
 impl Iterator for TxnRevRange<'_> {

@@ -494,9 +494,8 @@ impl TxRead for Transaction<'_> {
         limit: usize,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
     ) -> Result<(), Abort> {
-        let mut records = self.range_rev(table, start, end);
-        for _ in 0..limit {
-            let Some(r) = records.next_with(&mut f) else { break };
+        let mut records = self.range_rev(table, start, end).limit(limit);
+        while let Some(r) = records.next_with(&mut f) {
             r??;
         }
         Ok(())
