@@ -235,7 +235,10 @@ pub fn measure_points_with_peers(
 /// Writing to `out` failed.
 pub fn print_points(out: &mut dyn Write, configs: &[Config], outcome: &Outcome) -> io::Result<()> {
     let mut out = out;
-    report::write_logging_note(&mut out)?;
+    if configs.iter().any(|c| !c.modes.is_empty()) {
+        // SwizzleDB's logging setting; peers alone have none.
+        report::write_logging_note(&mut out)?;
+    }
     for (i, (cfg, results)) in configs.iter().zip(&outcome.points).enumerate() {
         writeln!(out)?;
         let peers = outcome.peers.get(i).map_or(&[][..], Vec::as_slice);

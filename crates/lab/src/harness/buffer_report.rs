@@ -108,10 +108,20 @@ pub fn print_table_with_peers(
         Some(n) => format!("{} x {} operations timed", cfg.repeat, thousands(n)),
         None => format!("{} x {} s measured after {} s warmup", cfg.repeat, cfg.duration, cfg.warmup),
     };
+    // The pool, page size and policy describe SwizzleDB's modes; a run of peers alone has none.
+    let engine = if cfg.modes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", pool {} per mode, {} pages, {}",
+            bytes(cfg.pool_bytes as u64),
+            bytes(cfg.page_size as u64),
+            cfg.policy
+        )
+    };
     writeln!(
         out,
-        "{}: {} records ({} of keys and values; {} accessed, {}), {} thread{}, pool {} per mode, \
-         {} pages, {}, {timing}",
+        "{}: {} records ({} of keys and values; {} accessed, {}), {} thread{}{engine}, {timing}",
         cfg.experiment,
         thousands(cfg.records),
         bytes(cfg.records.saturating_mul(RECORD_BYTES)),
@@ -119,9 +129,6 @@ pub fn print_table_with_peers(
         cfg.zipf.map_or_else(|| "uniform".to_string(), |s| format!("Zipf s={s}")),
         cfg.threads,
         if cfg.threads == 1 { "" } else { "s" },
-        bytes(cfg.pool_bytes as u64),
-        bytes(cfg.page_size as u64),
-        cfg.policy,
     )?;
     writeln!(out)?;
 

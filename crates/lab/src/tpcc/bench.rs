@@ -310,12 +310,12 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     }
     writeln!(
         out,
-        "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders; logging commits \
-         asynchronously{}.",
+        "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders{}{}.",
         plan.config.warehouses,
         KINDS.join("/"),
         plan.repeat,
         plan.duration.as_secs_f64(),
+        if plan.runs(EngineName::SwizzleDb) { "; SwizzleDB's logging commits asynchronously" } else { "" },
         if plan.runs(EngineName::Lmdb) {
             "; LMDB: one write transaction per transaction (read snapshots for Order-Status and Stock-Level), \
              logging on is MDB_NOSYNC, off is MDB_NOSYNC|MDB_NOMETASYNC|MDB_WRITEMAP|MDB_MAPASYNC; LMDB has no \
