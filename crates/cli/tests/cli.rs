@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{assert_usage_errors, Scratch, BIN};
+use common::{assert_usage_errors, Scratch, Table, BIN};
 
 fn rndread(scratch: &Scratch, extra: &[&str]) -> Output {
     let csv = scratch.0.join("out.csv");
@@ -230,14 +230,8 @@ fn bad_input_exits_2_and_writes_nothing() {
 /// `<stem>.png` is a PNG and `<stem>.svg` an SVG document.
 /// A result CSV: its header and its rows, every row as long as the header.
 fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
-    let rows: Vec<Vec<String>> = lines.map(|l| l.split(',').map(str::to_string).collect()).collect();
-    for r in &rows {
-        assert_eq!(r.len(), header.len(), "{r:?}");
-    }
-    (header, rows)
+    let t = Table::read(path);
+    (t.header, t.rows)
 }
 
 fn assert_plots(dir: &std::path::Path, stem: &str) {

@@ -6,19 +6,15 @@ use std::process::Command;
 
 mod common;
 
+#[cfg(feature = "lmdb")]
+use common::Table;
 use common::{Scratch, BIN};
 
 /// A result CSV: its header and its rows, every row as long as the header.
 #[cfg(feature = "lmdb")]
 fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
-    let rows: Vec<Vec<String>> = lines.map(|l| l.split(',').map(str::to_string).collect()).collect();
-    for r in &rows {
-        assert_eq!(r.len(), header.len(), "{r:?}");
-    }
-    (header, rows)
+    let t = Table::read(path);
+    (t.header, t.rows)
 }
 
 /// Nothing but `out` is left in the scratch directory.

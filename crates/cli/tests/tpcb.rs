@@ -5,7 +5,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{assert_usage_errors, Scratch, BIN};
+use common::{assert_usage_errors, Scratch, Table, BIN};
 
 #[test]
 fn bench_tpcb_one_branch_writes_a_row_per_measurement() {
@@ -23,16 +23,13 @@ fn bench_tpcb_one_branch_writes_a_row_per_measurement() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("tx/s") && stdout.contains("balances agree"), "{stdout}");
-    let text = std::fs::read_to_string(out.join("tpcb.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(header.join(","), swizzledb_lab::tpcb::CSV_COLUMNS);
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("tpcb.csv"));
+    assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // 2 locking settings x 2 thread counts x 1 repetition.
     assert_eq!(rows.len(), 4);
     for r in &rows {
-        assert_eq!(r.len(), header.len(), "{r:?}");
         assert_eq!(r[col("experiment")], "tpcb");
         assert_eq!(r[col("branches")], "1");
         assert_eq!(r[col("accounts_per_branch")], "100000");

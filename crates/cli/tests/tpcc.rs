@@ -5,7 +5,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{assert_usage_errors, Scratch, BIN};
+use common::{assert_usage_errors, Scratch, Table, BIN};
 
 #[test]
 fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
@@ -34,15 +34,12 @@ fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("new-order/s") && stdout.contains("conditions 1-4 hold"), "{stdout}");
-    let text = std::fs::read_to_string(out.join("tpcc.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("tpcc.csv"));
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // 2 locking settings x 2 thread counts x 1 repetition.
     assert_eq!(rows.len(), 4);
     for r in &rows {
-        assert_eq!(r.len(), header.len(), "{r:?}");
         assert_eq!(r[col("experiment")], "tpcc");
         let tx: f64 = r[col("tx_per_sec")].parse().unwrap();
         let new_orders: u64 = r[col("new_order")].parse().unwrap();
@@ -103,11 +100,9 @@ fn graefe_fig14_runs_the_four_settings() {
     ] {
         assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
     }
-    let text = std::fs::read_to_string(out.join("graefe-fig14.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("graefe-fig14.csv"));
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // 2 modes x 4 settings x 1 thread count x 1 repetition.
     assert_eq!(rows.len(), 8, "{rows:?}");
     let mut settings: Vec<(&str, &str, &str)> =
@@ -153,11 +148,9 @@ fn gilbert_pools_sweeps_pool_sizes_and_policies() {
     ] {
         assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
     }
-    let text = std::fs::read_to_string(out.join("gilbert-pools.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("gilbert-pools.csv"));
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     assert_eq!(rows.len(), 4, "2 sizes x 2 policies: {rows:?}");
     let n = |r: &Vec<&str>, c: &str| r[col(c)].parse::<f64>().unwrap();
     for r in &rows {
@@ -191,11 +184,9 @@ fn gilbert_stack_depth_histograms_add_up() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("distance < 20") && stdout.contains("below 20"), "{stdout}");
-    let text = std::fs::read_to_string(out.join("gilbert-stack-depth.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("gilbert-stack-depth.csv"));
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     for threads in ["1", "2"] {
         let mine: Vec<&Vec<&str>> = rows.iter().filter(|r| r[col("threads")] == threads).collect();
         assert!(mine.len() > 2, "{threads}: {mine:?}");
@@ -232,11 +223,9 @@ fn gilbert_long_run_samples_every_database_in_turn() {
         stdout.contains("Fig. 2.12: swizzling / traditional") && stdout.contains("last quarter"),
         "{stdout}"
     );
-    let text = std::fs::read_to_string(out.join("gilbert-long-run.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("gilbert-long-run.csv"));
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // 2 sizes x 2 modes x 3 samples.
     assert_eq!(rows.len(), 12, "{rows:?}");
     for db in ["traditional", "swizzling"] {
@@ -270,11 +259,9 @@ fn gilbert_fix_time_splits_fixes_by_kind() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("hit, shared") && stdout.contains("Fig. 2.7: shared hits"), "{stdout}");
-    let text = std::fs::read_to_string(out.join("gilbert-fix-time.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("gilbert-fix-time.csv"));
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     assert_eq!(rows.len(), 4, "2 sizes x 2 modes: {rows:?}");
     let n = |r: &Vec<&str>, c: &str| r[col(c)].parse::<u64>().unwrap();
     for r in &rows {

@@ -5,7 +5,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{assert_usage_errors, Scratch, BIN};
+use common::{assert_usage_errors, Scratch, Table, BIN};
 
 #[test]
 fn bench_ycsb_writes_a_row_per_workload_and_measurement() {
@@ -23,17 +23,14 @@ fn bench_ycsb_writes_a_row_per_workload_and_measurement() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("ops/s") && stdout.contains("intact in every database"), "{stdout}");
-    let text = std::fs::read_to_string(out.join("ycsb.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(header.join(","), swizzledb_lab::ycsb::CSV_COLUMNS);
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("ycsb.csv"));
+    assert_eq!(table.header_line(), swizzledb_lab::ycsb::CSV_COLUMNS);
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // 3 workloads x 2 locking settings x 2 thread counts x 1 repetition.
     assert_eq!(rows.len(), 12);
     let num = |r: &[&str], c: &str| -> u64 { r[col(c)].parse().unwrap() };
     for r in &rows {
-        assert_eq!(r.len(), header.len(), "{r:?}");
         assert_eq!(r[col("experiment")], "ycsb");
         assert_eq!(num(r, "records"), 2000);
         assert_eq!(num(r, "value_bytes"), 1024);
@@ -91,19 +88,16 @@ fn bench_ycsb_runs_swizzledb_beside_lmdb() {
         stdout.contains("SwizzleDB beside LMDB") && stdout.contains("intact in every database"),
         "{stdout}"
     );
-    let text = std::fs::read_to_string(out.join("ycsb.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(header.join(","), swizzledb_lab::ycsb::CSV_COLUMNS);
-    assert_eq!(header.last(), Some(&"engine"), "engine is the last column");
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let table = Table::read(&out.join("ycsb.csv"));
+    assert_eq!(table.header_line(), swizzledb_lab::ycsb::CSV_COLUMNS);
+    assert_eq!(table.header.last().map(String::as_str), Some("engine"), "engine is the last column");
+    let col = |name: &str| table.col(name);
+    let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // (3 SwizzleDB modes + LMDB) x 2 workloads x 2 thread counts.
     assert_eq!(rows.len(), 16);
     let num = |r: &[&str], c: &str| -> u64 { r[col(c)].parse().unwrap() };
     let mut per_engine = std::collections::BTreeMap::new();
     for r in &rows {
-        assert_eq!(r.len(), header.len(), "{r:?}");
         *per_engine.entry(r[col("engine")]).or_insert(0) += 1;
         match r[col("engine")] {
             "swizzledb" => {

@@ -34,3 +34,41 @@ pub fn assert_usage_errors(command: &[&str], bads: &[&[&str]], dir: &Path) {
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
     }
 }
+
+/// A result CSV read whole: its header and its rows, every row checked to be as long as the
+/// header. Not every test binary reads result files.
+#[allow(dead_code)]
+pub struct Table {
+    /// The column names.
+    pub header: Vec<String>,
+    /// The rows, as text.
+    pub rows: Vec<Vec<String>>,
+}
+
+#[allow(dead_code)]
+impl Table {
+    /// Reads `path`.
+    pub fn read(path: &Path) -> Table {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut lines = text.lines();
+        let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
+        let rows: Vec<Vec<String>> = lines.map(|l| l.split(',').map(str::to_string).collect()).collect();
+        for r in &rows {
+            assert_eq!(r.len(), header.len(), "{}: {r:?}", path.display());
+        }
+        Table { header, rows }
+    }
+
+    /// The index of column `name`.
+    pub fn col(&self, name: &str) -> usize {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name} in {:?}", self.header))
+    }
+
+    /// The header as the file has it.
+    pub fn header_line(&self) -> String {
+        self.header.join(",")
+    }
+}
