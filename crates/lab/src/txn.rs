@@ -62,18 +62,23 @@ pub(crate) fn transact<R>(
 
 /// Latches striped by key, for read-modify-writes of one record with locking off (as an
 /// in-place update holds the page latch in vmcache): with record locks the locks do this.
-pub(crate) struct Latches(Vec<Mutex<()>>);
+pub(crate) struct Latches(Vec<Stripe>);
+
+/// One stripe per cache line, so that threads holding different stripes do not pass the line
+/// between their cores.
+#[repr(align(64))]
+struct Stripe(Mutex<()>);
 
 impl Latches {
     /// 1024 stripes.
     pub(crate) fn new() -> Latches {
-        Latches((0..1024).map(|_| Mutex::new(())).collect())
+        Latches((0..1024).map(|_| Stripe(Mutex::new(()))).collect())
     }
 
     /// Holds the stripe of `key` (`salt` tells tables with equal keys apart).
     pub(crate) fn hold(&self, salt: u64, key: &[u8]) -> MutexGuard<'_, ()> {
         let h = key.iter().fold(salt, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01B3));
         let stripe = (h ^ (h >> 29)) as usize % self.0.len();
-        self.0[stripe].lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0[stripe].0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
