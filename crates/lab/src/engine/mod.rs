@@ -221,9 +221,10 @@ pub trait Engine: Send + Sync {
     ) -> Result<u32, WorkloadError>;
 
     /// One atomic read-modify-write of `key`: `read` sees the stored value in place (`None` if
-    /// absent) and copies what it keeps into `value`; then `modify` changes `value` (outside any
-    /// latch), and `value` is written back under `key`; no other write to `key` comes between.
-    /// Returns the attempts.
+    /// absent) and copies what it keeps into `value`; then `modify` changes `value`, and `value`
+    /// is written back under `key`; no other write to `key` comes between. Both may run while
+    /// the engine holds the record (SwizzleDB: under the leaf's latch), so keep them short and
+    /// out of the engine. Returns the attempts.
     ///
     /// # Errors
     /// `read`'s error (nothing is written then), or the engine failed.
@@ -417,9 +418,10 @@ impl Engine for Database {
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
     ) -> Result<u32, WorkloadError> {
         let (_, attempts) = transact(self, |tx| {
-            for r in tx.range(table, Included(start), Unbounded).take(limit) {
-                let (k, v) = r?;
-                f(&k, &v)?;
+            // Lent records, and no more of a leaf copied than the scan returns (T19).
+            let mut records = tx.range(table, Included(start), Unbounded).limit(limit);
+            while let Some(r) = records.next_with(&mut f) {
+                r??;
             }
             Ok(())
         })?;
@@ -436,10 +438,32 @@ impl Engine for Database {
         mut modify: impl FnMut(&mut Vec<u8>),
     ) -> Result<u32, WorkloadError> {
         let (_, attempts) = transact(self, |tx| {
-            tx.get_with(table, key, |v| read(v, value))??;
-            modify(value);
-            tx.put(table, key, value)?;
-            Ok(())
+            // One descent under the record's exclusive lock from the start: a read under a
+            // shared lock and then a write would have to upgrade it, which wait-die refuses
+            // whenever another reader holds it.
+            let done = tx.update_with(table, key, |old, new| match read(Some(old), value) {
+                Ok(()) => {
+                    modify(value);
+                    new.extend_from_slice(value);
+                    Ok(())
+                }
+                Err(e) => {
+                    // Nothing changes: the old value is written back, and the error ends the
+                    // transaction (rolled back).
+                    new.extend_from_slice(old);
+                    Err(e)
+                }
+            })?;
+            match done {
+                Some(r) => Ok(r?),
+                None => {
+                    // Absent: `read` decides; if it makes a value, it is inserted.
+                    read(None, value)?;
+                    modify(value);
+                    tx.put(table, key, value)?;
+                    Ok(())
+                }
+            }
         })?;
         Ok(attempts)
     }
