@@ -67,6 +67,9 @@ pub struct PoolRun {
     pub stats: Stats,
     /// Process CPU seconds during the measurement, where the system reports it.
     pub cpu_secs: Option<f64>,
+    /// The database file's bytes after the run (closed): TPC-C and TPC-B grow the data, so the
+    /// pool holds a smaller part of it at the end than at the start.
+    pub end_bytes: u64,
 }
 
 impl PoolRun {
@@ -206,8 +209,9 @@ pub fn run<W: Workload>(
             // Every run leaves a consistent database, however small its pool.
             workload.verify(&db)?;
             db.close()?;
+            let end_bytes = std::fs::metadata(&copy.0).map_err(io_error(&copy.0))?.len();
             drop(copy);
-            runs.push(PoolRun { point: i, rep, pool_bytes: pool, measurement, stats, cpu_secs });
+            runs.push(PoolRun { point: i, rep, pool_bytes: pool, measurement, stats, cpu_secs, end_bytes });
             bar.inc(1);
         }
     }
