@@ -50,6 +50,16 @@ impl<'a> LeafChange<'a> {
         }
     }
 
+    /// The value the change replaced or removed, `None` for an insert: with the key, all that
+    /// undoing it logically needs (the inverse deletes the key or puts this value back).
+    #[must_use]
+    pub fn old(&self) -> Option<&'a [u8]> {
+        match *self {
+            LeafChange::Insert { .. } => None,
+            LeafChange::Update { old, .. } | LeafChange::Delete { old, .. } => Some(old),
+        }
+    }
+
     /// The change that undoes this one: an insert's inverse deletes the record, a delete's
     /// re-inserts the old value, an update's restores it.
     #[must_use]

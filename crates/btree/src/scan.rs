@@ -91,6 +91,11 @@ impl Batch {
         self.pos == self.items.len()
     }
 
+    /// Records copied in and not returned yet.
+    fn len(&self) -> usize {
+        self.items.len() - self.pos
+    }
+
     fn clear(&mut self) {
         self.bytes.clear();
         self.items.clear();
@@ -328,9 +333,9 @@ impl RangeIter<'_> {
             let mut passed_any = false;
             // Without a gate a limited scan copies no more than it will return (T19).
             let cap = if gated { usize::MAX } else { self.left };
-            let (mut copied, mut capped) = (0, false);
+            let mut capped = false;
             while i < node::count(&g) {
-                if copied >= cap {
+                if self.buf.len() >= cap {
                     capped = true;
                     break;
                 }
@@ -347,7 +352,6 @@ impl RangeIter<'_> {
                     break;
                 }
                 self.buf.push_back(k, node::value(&g, i));
-                copied += 1;
                 i += 1;
             }
             if capped {
@@ -542,9 +546,9 @@ impl RevRangeIter<'_> {
             let mut ended = false;
             // Without a gate a limited scan copies no more than it will return (T19).
             let cap = if gated { usize::MAX } else { self.left };
-            let (mut copied, mut capped) = (0, false);
+            let mut capped = false;
             while blocked.is_none() && i > 0 {
-                if copied >= cap {
+                if self.buf.len() >= cap {
                     capped = true;
                     break;
                 }
@@ -559,7 +563,6 @@ impl RevRangeIter<'_> {
                     break;
                 }
                 self.buf.push_back(k, node::value(&g, i));
-                copied += 1;
             }
             if capped {
                 if let Some(k) = self.buf.back_key() {

@@ -17,17 +17,6 @@ fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
     (t.header, t.rows)
 }
 
-/// Nothing but `out` is left in the scratch directory.
-#[cfg(feature = "lmdb")]
-fn assert_nothing_left(scratch: &Scratch) {
-    let left: Vec<String> = std::fs::read_dir(&scratch.0)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "out")
-        .collect();
-    assert!(left.is_empty(), "temporary databases left behind: {left:?}");
-}
-
 /// SwizzleDB's three modes and LMDB: the same lookups, a row per engine configuration and
 /// repetition, LMDB's buffer-pool columns empty, LMDB beside the modes in the table.
 #[cfg(feature = "lmdb")]
@@ -83,7 +72,7 @@ fn bench_lookup_runs_swizzledb_beside_lmdb() {
     let engines: Vec<&str> =
         json["rows"].as_array().unwrap().iter().map(|r| r["engine"].as_str().unwrap()).collect();
     assert_eq!(engines.iter().filter(|e| **e == "lmdb").count(), 2, "{engines:?}");
-    assert_nothing_left(&scratch);
+    scratch.assert_only_out_left();
 }
 
 /// A sweep measures LMDB at every point too, and draws it beside the modes.
@@ -110,7 +99,7 @@ fn bench_lookup_sweeps_lmdb_too() {
     assert_eq!(seen, want.map(|(a, b)| (a.to_string(), b.to_string())));
     let svg = std::fs::read_to_string(out.join("lookup.svg")).unwrap();
     assert!(svg.contains("lmdb") && svg.contains("swizzling"), "both series in the chart");
-    assert_nothing_left(&scratch);
+    scratch.assert_only_out_left();
 }
 
 /// TPC-C on SwizzleDB and LMDB in one run: a row per engine configuration and thread count,
@@ -160,7 +149,7 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
             assert!(num(r, "pool_bytes") > 0, "{r:?}");
         }
     }
-    assert_nothing_left(&scratch);
+    scratch.assert_only_out_left();
 }
 
 /// An unknown engine is one line on stderr naming it, exit status 2, and nothing written.

@@ -41,12 +41,7 @@ fn bench_tpcb_one_branch_writes_a_row_per_measurement() {
             assert_eq!(r[col("retries")], "0", "{r:?}");
         }
     }
-    let left: Vec<String> = std::fs::read_dir(&scratch.0)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "out")
-        .collect();
-    assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+    scratch.assert_only_out_left();
 }
 
 #[test]

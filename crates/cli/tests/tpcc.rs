@@ -46,12 +46,7 @@ fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
         let total: u64 = r[col("transactions")].parse().unwrap();
         assert!(tx > 0.0 && new_orders > 0 && new_orders < total, "{r:?}");
     }
-    let left: Vec<String> = std::fs::read_dir(&scratch.0)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "out")
-        .collect();
-    assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+    scratch.assert_only_out_left();
 }
 
 #[test]
@@ -162,9 +157,7 @@ fn gilbert_pools_sweeps_pool_sizes_and_policies() {
         }
     }
     assert!(out.join("gilbert-pools-miss-ratio.svg").exists());
-    let left: Vec<_> =
-        std::fs::read_dir(&scratch.0).unwrap().filter(|e| e.as_ref().unwrap().file_name() != "out").collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    scratch.assert_only_out_left();
 }
 
 /// `experiment gilbert-stack-depth` at the smallest scale: one histogram per thread count whose
@@ -198,9 +191,7 @@ fn gilbert_stack_depth_histograms_add_up() {
         assert_eq!(mine.last().unwrap()[col("distance_min")], "inf");
         assert_eq!(*finite.last().unwrap(), misses[misses.len() - 1], "all frames: only cold misses");
     }
-    let left: Vec<_> =
-        std::fs::read_dir(&scratch.0).unwrap().filter(|e| e.as_ref().unwrap().file_name() != "out").collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    scratch.assert_only_out_left();
 }
 
 /// `experiment gilbert-long-run` at the smallest scale: every database runs every sample in

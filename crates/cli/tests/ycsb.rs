@@ -57,12 +57,7 @@ fn bench_ycsb_writes_a_row_per_workload_and_measurement() {
             assert_eq!(num(r, "records_after"), records, "{r:?}");
         }
     }
-    let left: Vec<String> = std::fs::read_dir(&scratch.0)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "out")
-        .collect();
-    assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+    scratch.assert_only_out_left();
 }
 
 /// SwizzleDB's three modes and LMDB in one interleaved run: a row per engine configuration,
@@ -137,12 +132,7 @@ fn bench_ycsb_runs_swizzledb_beside_lmdb() {
         }
         assert!(records > 2000, "{engine} inserted nothing");
     }
-    let left: Vec<String> = std::fs::read_dir(&scratch.0)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "out")
-        .collect();
-    assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+    scratch.assert_only_out_left();
 }
 
 #[test]

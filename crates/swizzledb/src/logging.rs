@@ -277,11 +277,8 @@ pub(crate) struct Undo<'u> {
 impl<'u> Undo<'u> {
     /// What restart's rollback reads from a logged change.
     pub(crate) fn of(tree: PageId, change: &'u Change, prev: Lsn) -> Undo<'u> {
-        let (key, old) = match change {
-            Change::Insert { key, .. } => (key, None),
-            Change::Update { key, old, .. } | Change::Delete { key, old } => (key, Some(old.as_slice())),
-        };
-        Undo { tree, old, key, prev }
+        let change = change.borrow();
+        Undo { tree, old: change.old(), key: change.key(), prev }
     }
 }
 
@@ -326,10 +323,7 @@ impl UndoList {
     }
 
     pub(crate) fn push(&mut self, tree: PageId, change: &LeafChange<'_>, prev: Lsn) {
-        let (key, old) = match *change {
-            LeafChange::Insert { key, .. } => (key, None),
-            LeafChange::Update { key, old, .. } | LeafChange::Delete { key, old } => (key, Some(old)),
-        };
+        let (key, old) = (change.key(), change.old());
         let at = self.bytes.len();
         self.bytes.extend_from_slice(key);
         self.bytes.extend_from_slice(old.unwrap_or_default());

@@ -113,11 +113,7 @@ impl<'db> Transaction<'db> {
         key: &[u8],
         f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
     ) -> Result<Option<R>> {
-        self.log
-            .shared
-            .writer_thread
-            .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
-        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
+        self.lock_to_write(tree, key)?;
         // Neither adds nor removes a key: no gap to lock (K15).
         Ok(tree.update_logged(key, &self.log, f)?)
     }
@@ -138,16 +134,22 @@ impl<'db> Transaction<'db> {
         self.write(tree, key, None, true)
     }
 
+    /// Records this thread as the transaction's writer and locks `key` exclusively: what every
+    /// write does first.
+    fn lock_to_write(&self, tree: &Tree, key: &[u8]) -> Result<()> {
+        self.log
+            .shared
+            .writer_thread
+            .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
+        self.db.lock(self.id(), tree, key, LockMode::Exclusive)
+    }
+
     /// A write (`value` `None`: a delete) under the key's exclusive lock; a write that adds a key
     /// to a gap or removes one also locks the gap's closing key (K15): an insert until it is
     /// made, a delete to the end of the transaction.
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>, replace: bool) -> Result<bool> {
         let txn = self.id();
-        self.log
-            .shared
-            .writer_thread
-            .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
-        self.db.lock(txn, tree, key, LockMode::Exclusive)?;
+        self.lock_to_write(tree, key)?;
         let apply = |log: &TxnLog<'_>| -> Result<bool> {
             Ok(match value {
                 Some(v) => tree.put_logged(key, v, replace, log)?,

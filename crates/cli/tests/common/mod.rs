@@ -19,6 +19,20 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Nothing but the `out` directory is left in the scratch directory: every temporary
+    /// database was removed.
+    #[allow(dead_code)]
+    pub fn assert_only_out_left(&self) {
+        let left: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "out")
+            .collect();
+        assert!(left.is_empty(), "temporary databases left behind: {left:?}");
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);

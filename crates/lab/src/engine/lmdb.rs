@@ -365,81 +365,52 @@ fn scan_in(
     Ok(())
 }
 
-impl TxRead for LmdbRead<'_> {
-    type Table = LmdbTable;
+/// The reads, the same on both kinds of LMDB transaction (a write transaction reads its own
+/// writes).
+macro_rules! lmdb_reads {
+    ($t:ty) => {
+        impl TxRead for $t {
+            type Table = LmdbTable;
 
-    #[inline]
-    fn get_with<R>(
-        &self,
-        table: &LmdbTable,
-        key: &[u8],
-        f: impl FnOnce(Option<&[u8]>) -> R,
-    ) -> Result<R, Abort> {
-        get_in(self.lmdb, &self.txn, table, key, f)
-    }
+            #[inline]
+            fn get_with<R>(
+                &self,
+                table: &LmdbTable,
+                key: &[u8],
+                f: impl FnOnce(Option<&[u8]>) -> R,
+            ) -> Result<R, Abort> {
+                get_in(self.lmdb, &self.txn, table, key, f)
+            }
 
-    #[inline]
-    fn scan(
-        &self,
-        table: &LmdbTable,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-        limit: usize,
-        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
-    ) -> Result<(), Abort> {
-        scan_in(self.lmdb, &self.txn, table, (start, end), limit, false, f)
-    }
+            #[inline]
+            fn scan(
+                &self,
+                table: &LmdbTable,
+                start: Bound<&[u8]>,
+                end: Bound<&[u8]>,
+                limit: usize,
+                f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+            ) -> Result<(), Abort> {
+                scan_in(self.lmdb, &self.txn, table, (start, end), limit, false, f)
+            }
 
-    #[inline]
-    fn scan_rev(
-        &self,
-        table: &LmdbTable,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-        limit: usize,
-        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
-    ) -> Result<(), Abort> {
-        scan_in(self.lmdb, &self.txn, table, (start, end), limit, true, f)
-    }
+            #[inline]
+            fn scan_rev(
+                &self,
+                table: &LmdbTable,
+                start: Bound<&[u8]>,
+                end: Bound<&[u8]>,
+                limit: usize,
+                f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+            ) -> Result<(), Abort> {
+                scan_in(self.lmdb, &self.txn, table, (start, end), limit, true, f)
+            }
+        }
+    };
 }
 
-impl TxRead for LmdbWrite<'_> {
-    type Table = LmdbTable;
-
-    #[inline]
-    fn get_with<R>(
-        &self,
-        table: &LmdbTable,
-        key: &[u8],
-        f: impl FnOnce(Option<&[u8]>) -> R,
-    ) -> Result<R, Abort> {
-        get_in(self.lmdb, &self.txn, table, key, f)
-    }
-
-    #[inline]
-    fn scan(
-        &self,
-        table: &LmdbTable,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-        limit: usize,
-        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
-    ) -> Result<(), Abort> {
-        scan_in(self.lmdb, &self.txn, table, (start, end), limit, false, f)
-    }
-
-    #[inline]
-    fn scan_rev(
-        &self,
-        table: &LmdbTable,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-        limit: usize,
-        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
-    ) -> Result<(), Abort> {
-        scan_in(self.lmdb, &self.txn, table, (start, end), limit, true, f)
-    }
-}
+lmdb_reads!(LmdbRead<'_>);
+lmdb_reads!(LmdbWrite<'_>);
 
 impl TxWrite for LmdbWrite<'_> {
     #[inline]

@@ -452,7 +452,7 @@ fn fail_peer(result: &mut PeerResult, e: &crate::workload::WorkloadError) {
 }
 
 /// One warm-up and one measured phase on a peer engine, with the seeds of the modes' phases of
-/// the same repetition (so the same keys).
+/// the same repetition (so the same keys); a peer has no buffer-pool counters.
 #[cfg(feature = "lmdb")]
 fn measure_peer(
     cfg: &Config,
@@ -460,32 +460,7 @@ fn measure_peer(
     rep: usize,
     progress: Progress,
 ) -> Result<Measurement, PhaseError<crate::workload::WorkloadError>> {
-    let seed = cfg.seed ^ ((rep as u64) << 40);
-    let name = EngineName::Lmdb.name();
-    if cfg.warmup > 0.0 {
-        let wait = || progress.wait(cfg.warmup, format!("{name}: warm-up {}/{}", rep + 1, cfg.repeat));
-        lookups(cfg, peer, seed ^ (1 << 32), wait)?;
-    }
-    let cpu_before = process_cpu_secs();
-    let started = Instant::now();
-    let wait = || progress.wait(cfg.duration, format!("{name}: measuring {}/{}", rep + 1, cfg.repeat));
-    let (ops, secs, hist) = lookups(cfg, peer, seed, wait)?;
-    let cpu_secs = process_cpu_secs().zip(cpu_before).map(|(after, before)| after - before);
-    Ok(Measurement {
-        repetition: rep,
-        ops,
-        secs,
-        stats: Stats::default(),
-        latency: Latency {
-            p50_ns: hist.value_at_quantile(0.50),
-            p99_ns: hist.value_at_quantile(0.99),
-            p999_ns: hist.value_at_quantile(0.999),
-            max_ns: hist.max(),
-        },
-        resident_bytes: peer.db.used_bytes(),
-        started,
-        cpu_secs,
-    })
+    measure_source(cfg, peer, rep, progress, EngineName::Lmdb.name(), Stats::default, || peer.db.used_bytes())
 }
 
 /// Creates the database file for `mode` (an error here is not specific to the mode).
@@ -568,31 +543,46 @@ pub(crate) fn measure_labelled(
     progress: Progress,
     mode: &str,
 ) -> Result<Measurement, PhaseError> {
-    // Same key sequences for every mode within a repetition, different across phases.
+    let pool = loaded.db.pool();
+    let resident = || (pool.resident_pages() * pool.page_size()) as u64;
+    measure_source(cfg, &loaded.tree, rep, progress, mode, || loaded.db.stats(), resident)
+}
+
+/// One warm-up and one measured phase of lookups in `source`; `label` names it in progress
+/// messages, `stats` reads its buffer-pool counters and `resident` the bytes it holds in memory.
+fn measure_source<S: Source>(
+    cfg: &Config,
+    source: &S,
+    rep: usize,
+    progress: Progress,
+    label: &str,
+    stats: impl Fn() -> Stats,
+    resident: impl FnOnce() -> u64,
+) -> Result<Measurement, PhaseError<S::Error>> {
+    // Same key sequences for every mode and peer within a repetition, different across phases.
     let seed = cfg.seed ^ ((rep as u64) << 40);
     if cfg.warmup > 0.0 {
-        let wait = || progress.wait(cfg.warmup, format!("{mode}: warm-up {}/{}", rep + 1, cfg.repeat));
-        lookups(cfg, &loaded.tree, seed ^ (1 << 32), wait)?;
+        let wait = || progress.wait(cfg.warmup, format!("{label}: warm-up {}/{}", rep + 1, cfg.repeat));
+        lookups(cfg, source, seed ^ (1 << 32), wait)?;
     }
-    let before = loaded.db.stats();
+    let before = stats();
     let cpu_before = process_cpu_secs();
     let started = Instant::now();
-    let wait = || progress.wait(cfg.duration, format!("{mode}: measuring {}/{}", rep + 1, cfg.repeat));
-    let (ops, secs, hist) = lookups(cfg, &loaded.tree, seed, wait)?;
+    let wait = || progress.wait(cfg.duration, format!("{label}: measuring {}/{}", rep + 1, cfg.repeat));
+    let (ops, secs, hist) = lookups(cfg, source, seed, wait)?;
     let cpu_secs = process_cpu_secs().zip(cpu_before).map(|(after, before)| after - before);
-    let pool = loaded.db.pool();
     Ok(Measurement {
         repetition: rep,
         ops,
         secs,
-        stats: loaded.db.stats().since(&before),
+        stats: stats().since(&before),
         latency: Latency {
             p50_ns: hist.value_at_quantile(0.50),
             p99_ns: hist.value_at_quantile(0.99),
             p999_ns: hist.value_at_quantile(0.999),
             max_ns: hist.max(),
         },
-        resident_bytes: (pool.resident_pages() * pool.page_size()) as u64,
+        resident_bytes: resident(),
         started,
         cpu_secs,
     })

@@ -215,6 +215,24 @@ impl Tpcc {
     }
 
     /// Reads, changes and writes back one record; with `latch`, under the key's latch.
+    /// Reads, changes and writes back one record in one descent, under the leaf's latch and,
+    /// with `latch`, under the key's workload latch: `change` gets the stored bytes and the buffer
+    /// for the new ones. A missing record is an error.
+    fn change<X: TxWrite, R: Record, T>(
+        &self,
+        latch: bool,
+        tx: &mut X,
+        tree: &X::Table,
+        key: &[u8],
+        change: impl FnOnce(&[u8], &mut Vec<u8>) -> Result<T, WorkloadError>,
+    ) -> Result<T, Abort> {
+        let _held = latch.then(|| self.latches.hold(R::SIZE as u64, key));
+        match tx.update_with(tree, key, change)? {
+            Some(out) => Ok(out?),
+            None => Err(missing(R::TABLE, key).into()),
+        }
+    }
+
     /// [`Tpcc::update`] that changes fields in place ([`Field::set`]) on a copy of the encoded
     /// record instead of decoding it and encoding it again: `f` gets the record's bytes, of the
     /// right size.
@@ -226,18 +244,14 @@ impl Tpcc {
         key: &[u8],
         f: impl FnOnce(&mut [u8]) -> T,
     ) -> Result<T, Abort> {
-        let _held = latch.then(|| self.latches.hold(R::SIZE as u64, key));
-        let done = tx.update_with(tree, key, |old, new| {
+        self.change::<X, R, T>(latch, tx, tree, key, |old, new| {
             // A damaged record is written back as it was, and reported.
             new.extend_from_slice(old);
             check_size::<R>(old).map(|()| f(new))
-        })?;
-        match done {
-            Some(out) => Ok(out?),
-            None => Err(missing(R::TABLE, key).into()),
-        }
+        })
     }
 
+    /// Reads, changes and writes back one record, decoded.
     fn update<X: TxWrite, R: Record, T>(
         &self,
         latch: bool,
@@ -246,9 +260,7 @@ impl Tpcc {
         key: &[u8],
         f: impl FnOnce(&mut R) -> T,
     ) -> Result<T, Abort> {
-        let _held = latch.then(|| self.latches.hold(R::SIZE as u64, key));
-        // One descent: read, change and write back under the leaf's latch.
-        let done = tx.update_with(tree, key, |old, new| match R::decode(old) {
+        self.change::<X, R, T>(latch, tx, tree, key, |old, new| match R::decode(old) {
             Ok(mut r) => {
                 let out = f(&mut r);
                 r.encode_into(new);
@@ -259,11 +271,7 @@ impl Tpcc {
                 new.extend_from_slice(old);
                 Err(e)
             }
-        })?;
-        match done {
-            Some(out) => Ok(out?),
-            None => Err(missing(R::TABLE, key).into()),
-        }
+        })
     }
 }
 
