@@ -11,6 +11,7 @@
 mod error;
 pub mod log;
 pub mod node;
+mod optimistic;
 mod scan;
 mod tree;
 

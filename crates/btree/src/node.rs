@@ -28,7 +28,7 @@
 
 use std::cmp::Ordering;
 use swizzledb_buffer::page::{self, get_u16, get_u64, put_u16, put_u64, PageType, HEADER_SIZE};
-use swizzledb_buffer::{PageId, Swip};
+use swizzledb_buffer::{LatchKind, PageGuard, PageId, PageView, Swip};
 
 const N_SLOTS: usize = 32;
 const HEAP_START: usize = 34;
@@ -52,6 +52,121 @@ const _: () = assert!(FOSTER_SWIP.is_multiple_of(8) && FOSTER_SWIP + 8 == SLOTS)
 
 /// A fence: a key, or infinity on that side.
 pub type Fence<'a> = Option<&'a [u8]>;
+
+/// What a search reads of a node: the bytes of a latched page, or an optimistic view of an
+/// unlatched one (buffer README B24; btree README T20), whose loads return garbage rather
+/// than fail when the page changes under them, and count only once the view validates. One
+/// search code serves both.
+pub trait NodeBytes {
+    /// Byte `off`.
+    fn byte(&self, off: usize) -> u8;
+    /// The little-endian `u16` at `off`.
+    fn u16_at(&self, off: usize) -> u16;
+    /// The little-endian `u64` at `off`.
+    fn u64_at(&self, off: usize) -> u64;
+    /// Orders the key in bytes `off..off + len` against `k`, both from position `skip` on.
+    fn cmp_key_at(&self, off: usize, len: usize, skip: usize, k: &[u8]) -> Ordering;
+    /// Whether the `n` bytes at `off` equal `k`'s first `n` (`k` holds at least `n`).
+    fn eq_prefix_at(&self, off: usize, n: usize, k: &[u8]) -> bool;
+    /// Starts loading the cache line of byte `off` (a hint, F12 of the buffer README).
+    fn prefetch_at(&self, off: usize);
+}
+
+impl NodeBytes for [u8] {
+    #[inline]
+    fn byte(&self, off: usize) -> u8 {
+        self[off]
+    }
+    #[inline]
+    fn u16_at(&self, off: usize) -> u16 {
+        get_u16(self, off)
+    }
+    #[inline]
+    fn u64_at(&self, off: usize) -> u64 {
+        get_u64(self, off)
+    }
+    #[inline]
+    fn cmp_key_at(&self, off: usize, len: usize, skip: usize, k: &[u8]) -> Ordering {
+        cmp_keys(&self[off + skip..off + len], &k[skip..])
+    }
+    #[inline]
+    fn eq_prefix_at(&self, off: usize, n: usize, k: &[u8]) -> bool {
+        eq_keys(&self[off..off + n], &k[..n])
+    }
+    #[inline]
+    fn prefetch_at(&self, off: usize) {
+        page::prefetch(self, off);
+    }
+}
+
+/// Delegates to the bytes a type dereferences to.
+macro_rules! node_bytes_via_deref {
+    ($(impl$([$($g:tt)*])? for $t:ty;)*) => {$(
+        impl$(<$($g)*>)? NodeBytes for $t {
+            #[inline]
+            fn byte(&self, off: usize) -> u8 {
+                (**self).byte(off)
+            }
+            #[inline]
+            fn u16_at(&self, off: usize) -> u16 {
+                (**self).u16_at(off)
+            }
+            #[inline]
+            fn u64_at(&self, off: usize) -> u64 {
+                (**self).u64_at(off)
+            }
+            #[inline]
+            fn cmp_key_at(&self, off: usize, len: usize, skip: usize, k: &[u8]) -> Ordering {
+                (**self).cmp_key_at(off, len, skip, k)
+            }
+            #[inline]
+            fn eq_prefix_at(&self, off: usize, n: usize, k: &[u8]) -> bool {
+                (**self).eq_prefix_at(off, n, k)
+            }
+            #[inline]
+            fn prefetch_at(&self, off: usize) {
+                (**self).prefetch_at(off);
+            }
+        }
+    )*};
+}
+
+node_bytes_via_deref! {
+    impl[M: LatchKind] for PageGuard<'_, M>;
+    impl for Vec<u8>;
+}
+
+impl NodeBytes for PageView<'_> {
+    #[inline]
+    fn byte(&self, off: usize) -> u8 {
+        self.u8(off)
+    }
+    #[inline]
+    fn u16_at(&self, off: usize) -> u16 {
+        self.u16(off)
+    }
+    #[inline]
+    fn u64_at(&self, off: usize) -> u64 {
+        self.u64(off)
+    }
+    fn cmp_key_at(&self, off: usize, len: usize, skip: usize, k: &[u8]) -> Ordering {
+        let n = len.min(k.len());
+        for (i, &b) in k.iter().enumerate().take(n).skip(skip) {
+            match self.u8(off + i).cmp(&b) {
+                Ordering::Equal => {}
+                o => return o,
+            }
+        }
+        len.cmp(&k.len())
+    }
+    fn eq_prefix_at(&self, off: usize, n: usize, k: &[u8]) -> bool {
+        k[..n].iter().enumerate().all(|(i, &b)| self.u8(off + i) == b)
+    }
+    #[inline]
+    fn prefetch_at(&self, off: usize) {
+        self.prefetch(off);
+    }
+}
 
 /// Formats `page` (already holding a page header for its id) as an empty node.
 pub fn init(page: &mut [u8], level: u8, low: Fence<'_>, high: Fence<'_>) {
@@ -78,8 +193,8 @@ fn fence_prefix(low: Fence<'_>, high: Fence<'_>) -> usize {
 /// Length of the prefix shared by all keys of the node (T10).
 #[inline]
 #[must_use]
-pub fn prefix_len(page: &[u8]) -> usize {
-    usize::from(get_u16(page, PREFIX))
+pub fn prefix_len<P: NodeBytes + ?Sized>(page: &P) -> usize {
+    usize::from(page.u16_at(PREFIX))
 }
 
 /// The slot head of `k` for prefix length `p`: the 8 bytes after the prefix, big-endian,
@@ -133,27 +248,27 @@ fn set_fence(page: &mut [u8], field: usize, inf_flag: u8, fence: Fence<'_>) {
 /// Number of records.
 #[inline]
 #[must_use]
-pub fn count(page: &[u8]) -> usize {
-    usize::from(get_u16(page, N_SLOTS))
+pub fn count<P: NodeBytes + ?Sized>(page: &P) -> usize {
+    usize::from(page.u16_at(N_SLOTS))
 }
 
 /// Level: 0 for leaves.
 #[inline]
 #[must_use]
-pub fn level(page: &[u8]) -> u8 {
-    page::level(page)
+pub fn level<P: NodeBytes + ?Sized>(page: &P) -> u8 {
+    page.byte(page::LEVEL)
 }
 
 /// True for leaves.
 #[inline]
 #[must_use]
-pub fn is_leaf(page: &[u8]) -> bool {
+pub fn is_leaf<P: NodeBytes + ?Sized>(page: &P) -> bool {
     level(page) == 0
 }
 
 #[inline]
-fn flags(page: &[u8]) -> u8 {
-    page[FLAGS]
+fn flags<P: NodeBytes + ?Sized>(page: &P) -> u8 {
+    page.byte(FLAGS)
 }
 
 #[inline]
@@ -178,7 +293,7 @@ pub fn high_fence(page: &[u8]) -> Fence<'_> {
 /// True if the node has a foster child.
 #[inline]
 #[must_use]
-pub fn has_foster(page: &[u8]) -> bool {
+pub fn has_foster<P: NodeBytes + ?Sized>(page: &P) -> bool {
     flags(page) & HAS_FOSTER != 0
 }
 
@@ -216,9 +331,9 @@ pub fn goes_to_foster(page: &[u8], key: &[u8]) -> bool {
 }
 
 #[inline]
-fn slot(page: &[u8], i: usize) -> (usize, usize) {
+fn slot<P: NodeBytes + ?Sized>(page: &P, i: usize) -> (usize, usize) {
     let s = SLOTS + i * SLOT_SIZE;
-    (usize::from(get_u16(page, s)), usize::from(get_u16(page, s + 2)))
+    (usize::from(page.u16_at(s)), usize::from(page.u16_at(s + 2)))
 }
 
 #[inline]
@@ -230,25 +345,26 @@ fn set_slot(page: &mut [u8], i: usize, off: usize, klen: usize, head: u64) {
 }
 
 #[inline]
-fn slot_head(page: &[u8], i: usize) -> u64 {
-    get_u64(page, SLOTS + i * SLOT_SIZE + 4)
+fn slot_head<P: NodeBytes + ?Sized>(page: &P, i: usize) -> u64 {
+    page.u64_at(SLOTS + i * SLOT_SIZE + 4)
 }
 
 /// Orders record `i`'s key against `k`, by head first (`h` = head of `k`).
 #[inline]
-fn cmp_at(page: &[u8], i: usize, k: &[u8], h: Option<u64>) -> Ordering {
+fn cmp_at<P: NodeBytes + ?Sized>(page: &P, i: usize, k: &[u8], h: Option<u64>) -> Ordering {
+    let (off, klen) = slot(page, i);
+    let start = key_start(page, off);
     match h {
         Some(h) => match slot_head(page, i).cmp(&h) {
             Ordering::Equal => {
                 // Both keys share the node's prefix, and equal heads mean equal bytes up to
                 // `p + 8` or the shorter key's end: only what follows can differ (T10).
-                let a = key(page, i);
-                let s = (prefix_len(page) + 8).min(a.len()).min(k.len());
-                cmp_keys(&a[s..], &k[s..])
+                let s = (prefix_len(page) + 8).min(klen).min(k.len());
+                page.cmp_key_at(start, klen, s, k)
             }
             o => o,
         },
-        None => cmp_keys(key(page, i), k),
+        None => page.cmp_key_at(start, klen, 0, k),
     }
 }
 
@@ -314,11 +430,13 @@ fn be_value(b: &[u8]) -> u64 {
 /// descents search a node only for keys inside its fences, but a damaged tree can lead a
 /// search elsewhere, and then whole keys are compared (a correct position, never a panic).
 #[inline]
-fn search_head(page: &[u8], k: &[u8]) -> Option<u64> {
+fn search_head<P: NodeBytes + ?Sized>(page: &P, k: &[u8]) -> Option<u64> {
     let p = prefix_len(page);
     if p > 0
-        && low_fence(page)
-            .is_none_or(|l| !matches!((k.get(..p), l.get(..p)), (Some(a), Some(b)) if eq_keys(a, b)))
+        && (flags(page) & LOW_INF != 0
+            || k.len() < p
+            || usize::from(page.u16_at(LOW + 2)) < p
+            || !page.eq_prefix_at(usize::from(page.u16_at(LOW)), p, k))
     {
         return None;
     }
@@ -326,7 +444,7 @@ fn search_head(page: &[u8], k: &[u8]) -> Option<u64> {
 }
 
 #[inline]
-fn key_start(page: &[u8], off: usize) -> usize {
+fn key_start<P: NodeBytes + ?Sized>(page: &P, off: usize) -> usize {
     if is_leaf(page) {
         off + 2
     } else {
@@ -356,7 +474,7 @@ pub fn value(page: &[u8], i: usize) -> &[u8] {
 /// Byte offset of inner record `i`'s child swip.
 #[inline]
 #[must_use]
-pub fn child_swip_off(page: &[u8], i: usize) -> usize {
+pub fn child_swip_off<P: NodeBytes + ?Sized>(page: &P, i: usize) -> usize {
     slot(page, i).0
 }
 
@@ -381,18 +499,18 @@ const PREFETCH_SLOTS: usize = 26;
 /// Starts the misses of the slot lines the first three probes of a binary search over
 /// `lo..hi` can touch (its 1/8 points), so they overlap instead of following one another.
 #[inline]
-fn prefetch_probes(page: &[u8], lo: usize, hi: usize) {
+fn prefetch_probes<P: NodeBytes + ?Sized>(page: &P, lo: usize, hi: usize) {
     if hi - lo >= PREFETCH_SLOTS {
         let n = hi - lo;
         for k in 1..8 {
-            page::prefetch(page, SLOTS + (lo + n * k / 8) * SLOT_SIZE + 4);
+            page.prefetch_at(SLOTS + (lo + n * k / 8) * SLOT_SIZE + 4);
         }
     }
 }
 
 /// Binary search over the keys: `Ok(i)` if found, `Err(i)` for the insertion position.
 #[inline]
-pub fn search(page: &[u8], k: &[u8]) -> Result<usize, usize> {
+pub fn search<P: NodeBytes + ?Sized>(page: &P, k: &[u8]) -> Result<usize, usize> {
     let (mut lo, mut hi) = (0, count(page));
     prefetch_probes(page, lo, hi);
     let h = search_head(page, k);
@@ -411,7 +529,7 @@ pub fn search(page: &[u8], k: &[u8]) -> Result<usize, usize> {
 /// record 0 stands for the low fence and matches every key of the node).
 #[inline]
 #[must_use]
-pub fn child_index(page: &[u8], k: &[u8]) -> usize {
+pub fn child_index<P: NodeBytes + ?Sized>(page: &P, k: &[u8]) -> usize {
     let (mut lo, mut hi) = (1, count(page));
     prefetch_probes(page, lo, hi.max(lo));
     let h = search_head(page, k);
@@ -502,7 +620,7 @@ fn reserve(page: &mut [u8], need: usize) -> bool {
 /// Rewrites the heap without garbage.
 pub fn compact(page: &mut [u8]) {
     let copy = page.to_vec();
-    let n = count(&copy);
+    let n = count(&copy[..]);
     let mut top = page.len();
     let mut place = |page: &mut [u8], bytes: &[u8]| -> usize {
         top -= bytes.len();
@@ -515,15 +633,15 @@ pub fn compact(page: &mut [u8]) {
             put_u16(page, field, len16(off));
         }
     }
-    if has_foster(&copy) {
+    if has_foster(&copy[..]) {
         let off = place(page, bytes_at(&copy, FOSTER_KEY));
         put_u16(page, FOSTER_KEY, len16(off));
     }
     for i in 0..n {
-        let (off, klen) = slot(&copy, i);
-        let len = record_len(&copy, i);
+        let (off, klen) = slot(&copy[..], i);
+        let len = record_len(&copy[..], i);
         let new = place(page, &copy[off..off + len]);
-        set_slot(page, i, new, klen, slot_head(&copy, i));
+        set_slot(page, i, new, klen, slot_head(&copy[..], i));
     }
     put_u16(page, HEAP_START, len16(top));
     put_u16(page, GARBAGE, 0);

@@ -3,6 +3,7 @@
 use crate::error::{Result, TreeError};
 use crate::log::{ChangeLog, LeafChange};
 use crate::node::{self, Fence, FOSTER_SWIP};
+use crate::optimistic::Reached;
 use crate::scan::{NoGate, ReadGate};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -65,7 +66,7 @@ pub fn max_value_len(page_size: usize) -> usize {
 #[derive(Clone)]
 pub struct Tree {
     pub(crate) pool: Arc<BufferPool>,
-    root: FrameId,
+    pub(crate) root: FrameId,
     root_page: PageId,
     /// On a logged database, where `insert`, `upsert` and `delete` go instead (T14).
     auto_commit: Option<Arc<dyn AutoCommit>>,
@@ -326,10 +327,14 @@ impl Tree {
         Ok(child)
     }
 
-    /// The leaf holding `key`, latched shared (lock coupling from the root, T8).
+    /// The leaf holding `key`, latched shared: optimistically through the inner nodes (T20),
+    /// else by lock coupling from the root (T8).
     pub(crate) fn leaf_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
         let pool = &*self.pool;
-        let mut g: SharedGuard<'_> = pool.fix_root(self.root);
+        let mut g: SharedGuard<'_> = match self.descend_optimistic::<Shared>(key) {
+            Some(Reached::Leaf(g) | Reached::Inner(g)) => g,
+            None => pool.fix_root(self.root),
+        };
         loop {
             let off = if node::goes_to_foster(&g, key) {
                 FOSTER_SWIP
@@ -364,12 +369,21 @@ impl Tree {
         }
     }
 
-    /// The leaf holding `key`, latched exclusively; shared latches above it. Also tells whether a
-    /// foster child was passed, which calls for adoption (T9).
+    /// The leaf holding `key`, latched exclusively; inner nodes read optimistically (T20) or
+    /// latched shared. Also tells whether a foster child was passed, which calls for adoption
+    /// (T9).
     fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
         let pool = &*self.pool;
         let mut saw_foster = false;
-        let root: SharedGuard<'_> = pool.fix_root(self.root);
+        let root: SharedGuard<'_> = match self.descend_optimistic::<Exclusive>(key) {
+            Some(Reached::Leaf(leaf)) => return self.foster_walk(leaf, key, false),
+            // An inner node with a foster child, or whose next swip is a page id.
+            Some(Reached::Inner(g)) => {
+                saw_foster = node::has_foster(&g);
+                g
+            }
+            None => pool.fix_root(self.root),
+        };
         let mut g = if node::is_leaf(&root) {
             drop(root);
             let x: ExclusiveGuard<'_> = pool.fix_root(self.root);

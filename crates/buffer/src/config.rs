@@ -93,6 +93,10 @@ pub struct PoolConfig {
     /// `*_nanos` and `timed_*` counters of `Stats`). Off by default: timing costs two clock
     /// reads per fix.
     pub time_fixes: bool,
+    /// Let tree descents read inner nodes without latching them, validated by each latch's
+    /// version (B24), in the swizzling modes. On by default; it does nothing in traditional
+    /// mode, or while a trace is recorded or fixes are timed (which count latched fixes).
+    pub optimistic_reads: bool,
 }
 
 impl std::fmt::Debug for PoolConfig {
@@ -107,6 +111,8 @@ impl std::fmt::Debug for PoolConfig {
             .field("direct_io", &self.direct_io)
             .field("trace", &self.trace)
             .field("log", &self.log.as_ref().map(|_| "LogFlush"))
+            .field("time_fixes", &self.time_fixes)
+            .field("optimistic_reads", &self.optimistic_reads)
             .finish()
     }
 }
@@ -124,6 +130,7 @@ impl Default for PoolConfig {
             trace: None,
             log: None,
             time_fixes: false,
+            optimistic_reads: true,
         }
     }
 }

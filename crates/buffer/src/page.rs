@@ -108,11 +108,14 @@ pub fn page_type(page: &[u8]) -> Option<PageType> {
     PageType::from_u8(page[4])
 }
 
+/// Offset of the level byte in the header.
+pub const LEVEL: usize = 5;
+
 /// The B-tree level (0 = leaf).
 #[inline]
 #[must_use]
 pub fn level(page: &[u8]) -> u8 {
-    page[5]
+    page[LEVEL]
 }
 
 /// The page id stored in the header.

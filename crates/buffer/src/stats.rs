@@ -45,6 +45,8 @@ counters! {
     misses: "Fixes that had to read the page.",
     page_table_lookups: "Lookups in the page table (page id -> frame).",
     swizzles: "Swips turned into frame references.",
+    optimistic_reads: "Inner pages read without a latch on an optimistic descent (B24); also counted as fixes and hits.",
+    optimistic_restarts: "Optimistic descents started again because a page changed under them (B24).",
     unswizzles: "Swips turned back into page ids (on eviction).",
     evictions: "Frames freed by eviction.",
     write_backs: "Dirty pages written (eviction and flush).",

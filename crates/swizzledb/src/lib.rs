@@ -246,6 +246,17 @@ impl Builder {
         self
     }
 
+    /// Let tree descents read inner nodes without latching them, validated by version
+    /// (optimistic latching; buffer README B24, btree README T20). On by default; it applies
+    /// in the swizzling and main-memory modes only, and is off while a trace is recorded or
+    /// fixes are timed. Turn it off to measure descents with shared-latch coupling, as the
+    /// papers' engines ran them.
+    #[must_use]
+    pub fn optimistic_reads(mut self, on: bool) -> Self {
+        self.config.optimistic_reads = on;
+        self
+    }
+
     /// The file system the database file lives on (default: the operating system's). Tests
     /// pass a `swizzledb_sync::FaultFs` to crash the database or fail chosen I/O calls.
     #[must_use]

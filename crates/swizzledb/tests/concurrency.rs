@@ -109,10 +109,35 @@ fn stress_disjoint_keys_all_modes() {
             if mode == PoolMode::Swizzling {
                 assert!(stats.unswizzles > 0, "{mode}: eviction must un-swizzle");
             }
+            // T20: the swizzling modes descended optimistically through these races.
+            assert_eq!(stats.optimistic_reads > 0, mode.swizzles(), "{mode}: {stats:?}");
             db.close().unwrap();
             let db = builder.open(&path).unwrap();
             let tree = db.tree("t").unwrap();
             check_all(&tree, &db, &want, mode);
+        });
+    }
+}
+
+/// T20 switched off: the same races with lock coupling only, and no optimistic read counted.
+#[test]
+fn stress_disjoint_keys_with_latch_coupling_only() {
+    for mode in [PoolMode::Swizzling, PoolMode::MainMemory] {
+        with_watchdog(mode.name(), move || {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Database::builder()
+                .mode(mode)
+                .page_size(4096)
+                .pool_bytes(pool_for(mode))
+                .optimistic_reads(false)
+                .create(&dir.path().join("coupling.swz"))
+                .unwrap();
+            let tree = db.create_tree("t").unwrap();
+            let want: BTreeMap<_, _> = disjoint_workers(&tree, 5_000).into_iter().flatten().collect();
+            check_all(&tree, &db, &want, mode);
+            let stats = db.stats();
+            assert_eq!((stats.optimistic_reads, stats.optimistic_restarts), (0, 0), "{mode}");
+            assert!(stats.fixes > 0);
         });
     }
 }

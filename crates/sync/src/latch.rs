@@ -18,11 +18,17 @@
 //! * L4. `version` is odd exactly while the latch is held exclusively and grows by two per
 //!   exclusive section, so an optimistic reader that sees the same even version before and after
 //!   reading saw no writer.
+//! * L5. Optimistic reads: `read_begin` returns the version if it is even (Acquire);
+//!   `read_validate(v)` issues an Acquire fence and then compares the version with `v`.
+//!   `begin_exclusive` stores the odd version and then issues a Release fence before the holder
+//!   writes anything, so a reader whose loads saw any write of an exclusive section validates
+//!   against the odd (or a later) version and fails. Readers load the protected bytes with
+//!   atomic loads only, and use nothing they read before validation succeeds.
 //!
 //! Waiting spins briefly, then yields the CPU: latches are held for short sections (and for one
 //! page read on a miss), and yielding keeps oversubscribed runs (threads > cores) moving.
 
-use crate::primitive::{spin_loop, yield_now, AtomicU32, AtomicU64};
+use crate::primitive::{fence, spin_loop, yield_now, AtomicU32, AtomicU64};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 const WRITER: u32 = 1 << 31;
@@ -208,6 +214,22 @@ impl Latch {
         self.version.load(Acquire)
     }
 
+    /// Starts an optimistic read (L5): the version if no exclusive section is under way, else
+    /// `None`. Nothing read after this may be used before [`Latch::read_validate`] succeeds.
+    #[inline]
+    pub fn read_begin(&self) -> Option<u64> {
+        let v = self.version.load(Acquire);
+        v.is_multiple_of(2).then_some(v)
+    }
+
+    /// Ends an optimistic read begun at version `v` (L5): true if no exclusive section began
+    /// since, so every atomic load made in between saw the bytes as they were at `v`.
+    #[inline]
+    pub fn read_validate(&self, v: u64) -> bool {
+        fence(Acquire);
+        self.version.load(Relaxed) == v
+    }
+
     /// True if anyone holds the latch in any mode (a racy hint, for eviction heuristics).
     #[inline]
     pub fn is_latched(&self) -> bool {
@@ -217,7 +239,9 @@ impl Latch {
     fn begin_exclusive(&self) {
         let v = self.version.load(Relaxed);
         debug_assert!(v.is_multiple_of(2), "L4: version odd on exclusive acquire");
-        self.version.store(v + 1, Release);
+        self.version.store(v + 1, Relaxed);
+        // L5: the odd version is ordered before every write of the section.
+        fence(Release);
     }
 
     fn end_exclusive(&self) {
@@ -372,5 +396,91 @@ mod loom_tests {
             let v = s.value.with(|v| unsafe { *v });
             assert!(v == 1 || v == 11, "lost update: {v}");
         });
+    }
+
+    /// L5 model-checked: an optimistic reader that validates saw no write of an exclusive
+    /// section (the page's two words, written together, are equal in what it read).
+    #[test]
+    fn loom_optimistic_read_validates_only_consistent_images() {
+        use loom::sync::atomic::AtomicU64;
+        use std::sync::atomic::Ordering::Relaxed;
+        loom::model(|| {
+            let latch = Arc::new(Latch::new());
+            let words = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+            let w = {
+                let (latch, words) = (latch.clone(), words.clone());
+                loom::thread::spawn(move || {
+                    latch.lock_exclusive();
+                    words[0].store(1, Relaxed);
+                    words[1].store(1, Relaxed);
+                    latch.unlock_exclusive();
+                })
+            };
+            if let Some(v) = latch.read_begin() {
+                let (a, b) = (words[0].load(Relaxed), words[1].load(Relaxed));
+                if latch.read_validate(v) {
+                    assert_eq!(a, b, "L5: a validated read saw half of a write");
+                }
+            }
+            w.join().unwrap();
+        });
+    }
+
+    /// L5 with the buffer pool's optimistic step (buffer README B24): a reader follows a
+    /// swizzled swip of a parent it reads optimistically to the child frame, latches the child
+    /// (or reads it optimistically too) and only then validates the parent. An evictor
+    /// un-swizzles the swip under both exclusive latches and reuses the frame for another page.
+    /// A reader whose validations succeed always sees the child it followed the swip to.
+    #[test]
+    fn loom_optimistic_step_never_reaches_a_reused_frame() {
+        use loom::sync::atomic::AtomicU64;
+        use std::sync::atomic::Ordering::Relaxed;
+        const SWIZZLED: u64 = 1;
+        const PAGE_ID: u64 = 2;
+        const CHILD: u64 = 7;
+        const OTHER: u64 = 9;
+        for latch_child in [true, false] {
+            loom::model(move || {
+                let parent = Arc::new(Latch::new());
+                let child = Arc::new(Latch::new());
+                let swip = Arc::new(AtomicU64::new(SWIZZLED));
+                let page = Arc::new(AtomicU64::new(CHILD));
+                let evictor = {
+                    let (parent, child, swip, page) =
+                        (parent.clone(), child.clone(), swip.clone(), page.clone());
+                    loom::thread::spawn(move || {
+                        parent.lock_exclusive();
+                        if child.try_lock_exclusive() {
+                            swip.store(PAGE_ID, Relaxed);
+                            parent.unlock_exclusive();
+                            // The frame is reused for another page while still latched.
+                            page.store(OTHER, Relaxed);
+                            child.unlock_exclusive();
+                        } else {
+                            parent.unlock_exclusive();
+                        }
+                    })
+                };
+                if let Some(v) = parent.read_begin() {
+                    if swip.load(Relaxed) == SWIZZLED {
+                        if latch_child {
+                            child.lock_shared();
+                            if parent.read_validate(v) {
+                                assert_eq!(page.load(Relaxed), CHILD, "B24: latched a reused frame");
+                            }
+                            child.unlock_shared();
+                        } else if let Some(cv) = child.read_begin() {
+                            if parent.read_validate(v) {
+                                let seen = page.load(Relaxed);
+                                if child.read_validate(cv) {
+                                    assert_eq!(seen, CHILD, "B24: read a reused frame");
+                                }
+                            }
+                        }
+                    }
+                }
+                evictor.join().unwrap();
+            });
+        }
     }
 }

@@ -66,19 +66,9 @@ impl BufferPool {
         };
         match swip.target() {
             SwipTarget::Frame(f) => {
-                // The page's first line (header and first slots) is read right after the latch
-                // is taken: start its miss now, beside the descriptor's (F12).
-                crate::page::prefetch_addr(self.base.wrapping_add(f.index() * self.page_size));
-                let d = self.desc(f);
-                d.latch.lock(M::MODE);
-                self.count(|b| {
-                    bump(&b.fixes);
-                    bump(&b.hits);
-                });
-                if self.mode != PoolMode::MainMemory {
-                    self.policy.on_page_hit(f, self.frame_page_id(f), &d.hook);
-                }
-                self.trace(EventKind::Fix, f, Some(parent.frame), Some(M::MODE), Some(true));
+                self.prefetch_frame(f);
+                self.desc(f).latch.lock(M::MODE);
+                self.hit(f, Some(parent.frame), M::MODE);
                 self.fix_timed(timer, true, M::MODE);
                 Ok(PageGuard::adopt(self, f))
             }
@@ -91,6 +81,27 @@ impl BufferPool {
                 Ok(child)
             }
         }
+    }
+
+    /// Starts the cache misses of a frame's page's first line (header and first slots), read
+    /// right after the latch is taken, beside the descriptor's (F12).
+    #[inline]
+    pub(crate) fn prefetch_frame(&self, f: FrameId) {
+        crate::page::prefetch_addr(self.base.wrapping_add(f.index() * self.page_size));
+    }
+
+    /// A hit on frame `f` just latched in `mode` through a swizzled swip of `parent` (B6):
+    /// counted, told to the policy, traced.
+    #[inline]
+    pub(crate) fn hit(&self, f: FrameId, parent: Option<FrameId>, mode: LatchMode) {
+        self.count(|b| {
+            bump(&b.fixes);
+            bump(&b.hits);
+        });
+        if self.mode != PoolMode::MainMemory {
+            self.policy.on_page_hit(f, self.frame_page_id(f), &self.desc(f).hook);
+        }
+        self.trace(EventKind::Fix, f, parent, Some(mode), Some(true));
     }
 
     /// B6: swizzles the parent's swip at `off` to `child`'s frame, if the parent can be held

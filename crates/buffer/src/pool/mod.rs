@@ -11,6 +11,7 @@ mod catalog;
 mod evict;
 mod fix;
 mod flush;
+mod view;
 
 use crate::aligned::AlignedBuf;
 use crate::error::{BufferError, Result};
@@ -32,6 +33,7 @@ use swizzledb_replacement::{FrameHook, Policy};
 use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
 
 pub use crate::config::{PoolConfig, PoolMode};
+pub use view::{PageView, Step};
 
 /// Smallest pool, in frames.
 pub const MIN_FRAMES: usize = 16;
@@ -147,6 +149,8 @@ pub struct BufferPool {
     log: Option<Arc<dyn LogFlush>>,
     /// Whether fixes are timed (B12a).
     time_fixes: bool,
+    /// Whether descents may read inner nodes optimistically (B24).
+    optimistic: bool,
     /// What page 0 said when the file was opened (or created).
     opened: FileState,
     /// Set by [`BufferPool::close`] (B22): tree operations refuse from then on.
@@ -327,6 +331,10 @@ impl BufferPool {
             trace,
             log: config.log.clone(),
             time_fixes: config.time_fixes,
+            optimistic: config.optimistic_reads
+                && config.mode.swizzles()
+                && config.trace.is_none()
+                && !config.time_fixes,
             opened,
             closed: std::sync::atomic::AtomicBool::new(false),
         })
@@ -627,3 +635,7 @@ impl std::fmt::Debug for BufferPool {
 /// point.
 #[cfg(test)]
 mod race_tests;
+
+/// Optimistic reads (B24) against exclusive sections, eviction and frame reuse.
+#[cfg(test)]
+mod view_tests;

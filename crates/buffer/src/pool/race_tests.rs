@@ -26,11 +26,11 @@ pub(super) fn found_in_table(pid: PageId, f: FrameId) {
 }
 
 /// Where an inner page keeps its child count; its swips follow at `SWIPS`.
-const COUNT: usize = HEADER_SIZE;
-const SWIPS: usize = HEADER_SIZE + 8;
+pub(super) const COUNT: usize = HEADER_SIZE;
+pub(super) const SWIPS: usize = HEADER_SIZE + 8;
 
 /// Inner pages hold a count and that many swips; leaves hold none.
-struct Owner;
+pub(super) struct Owner;
 
 impl PageOwner for Owner {
     fn swip_offsets(&self, page: &[u8], out: &mut Vec<usize>) {
@@ -46,7 +46,7 @@ impl PageOwner for Owner {
 }
 
 /// A new inner page at `level` whose only child is `child`.
-fn inner(pool: &BufferPool, child: PageId, level: u8) -> PageId {
+pub(super) fn inner(pool: &BufferPool, child: PageId, level: u8) -> PageId {
     let mut g = pool.allocate_page().unwrap();
     let pid = g.page_id();
     page::format(&mut g, pid, PageType::Inner, level);
@@ -57,7 +57,7 @@ fn inner(pool: &BufferPool, child: PageId, level: u8) -> PageId {
 
 /// Evicts frame `f` as an eviction batch would, and puts it first on the free list, so that the
 /// next page loaded takes it.
-fn evict_to_front(pool: &BufferPool, f: FrameId) {
+pub(super) fn evict_to_front(pool: &BufferPool, f: FrameId) {
     assert!(matches!(pool.try_evict(f), Ok(None)), "frame {f} could not be evicted");
     pool.policy.on_remove(f, true, &pool.desc(f).hook);
     pool.free.lock().push_front(f);

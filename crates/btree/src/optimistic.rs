@@ -1,0 +1,94 @@
+//! Optimistic descents (T20): inner nodes are read without latching them, through the buffer
+//! pool's version-validated views (buffer README B24), and only the leaf — or the node where a
+//! descent must go on with latches — is latched. A descent that finds a page changed under it
+//! starts again; after a few restarts, or wherever it meets something it does not handle (a
+//! foster child, an unswizzled swip, a leaf root, a damaged page), it hands over to lock
+//! coupling (T8).
+
+use crate::node;
+use crate::tree::Tree;
+use swizzledb_buffer::{LatchKind, PageGuard, PageView, SharedGuard, Step};
+
+/// Restarts before a descent gives up on reading optimistically: a page that keeps changing is
+/// better waited for with a latch than re-read.
+const MAX_RESTARTS: u32 = 8;
+
+/// Where an optimistic descent stopped.
+pub(crate) enum Reached<'a, M: LatchKind> {
+    /// The leaf whose range holds the key (or the foster chain that does), latched in `M`.
+    Leaf(PageGuard<'a, M>),
+    /// An inner node on the key's path, latched shared: the descent goes on with lock coupling
+    /// from here (its swip to the next node is not swizzled, or it has a foster child).
+    Inner(SharedGuard<'a>),
+}
+
+/// One attempt's outcome.
+enum Attempt<'a, M: LatchKind> {
+    Reached(Reached<'a, M>),
+    /// A page changed under the reader: start again.
+    Restart,
+    /// Lock coupling from the root does the rest (and reports any damage).
+    HandOver,
+}
+
+impl Tree {
+    /// Descends towards `key` optimistically (T20), or `None` where lock coupling from the root
+    /// must do it: optimistic reads are off (traditional mode, a trace, timed fixes), the root
+    /// is a leaf, or the tree kept changing under the reader. The caller holds no latch.
+    pub(crate) fn descend_optimistic<M: LatchKind>(&self, key: &[u8]) -> Option<Reached<'_, M>> {
+        let pool = &*self.pool;
+        if !pool.optimistic_reads() {
+            return None;
+        }
+        for _ in 0..MAX_RESTARTS {
+            match self.attempt::<M>(key) {
+                Attempt::Reached(r) => return Some(r),
+                Attempt::HandOver => return None,
+                Attempt::Restart => {
+                    pool.count_optimistic_restart();
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        None
+    }
+
+    fn attempt<M: LatchKind>(&self, key: &[u8]) -> Attempt<'_, M> {
+        let Some(mut view) = self.pool.view_root(self.root) else { return Attempt::Restart };
+        let mut expect: Option<u8> = None;
+        loop {
+            let level = node::level(&view);
+            if level == 0 || expect.is_some_and(|e| e != level) {
+                // A leaf root, or a level other than one below the parent: valid only on a
+                // damaged tree (or a leaf root), which lock coupling handles.
+                return if view.validate() { Attempt::HandOver } else { Attempt::Restart };
+            }
+            if node::has_foster(&view) {
+                return go_on_latched(view);
+            }
+            let off = node::child_swip_off(&view, node::child_index(&view, key));
+            if level == 1 {
+                return match view.fix_child::<M>(off) {
+                    Step::Ready(leaf) if node::is_leaf(&leaf) => Attempt::Reached(Reached::Leaf(leaf)),
+                    Step::Ready(_) => Attempt::HandOver,
+                    Step::Retry => Attempt::Restart,
+                    Step::Unswizzled => go_on_latched(view),
+                };
+            }
+            view = match view.child(off) {
+                Step::Ready(child) => child,
+                Step::Retry => return Attempt::Restart,
+                Step::Unswizzled => return go_on_latched(view),
+            };
+            expect = Some(level - 1);
+        }
+    }
+}
+
+/// Latches the viewed inner node shared, if it is unchanged, to go on from it with latches.
+fn go_on_latched<M: LatchKind>(view: PageView<'_>) -> Attempt<'_, M> {
+    match view.lock_shared() {
+        Some(g) => Attempt::Reached(Reached::Inner(g)),
+        None => Attempt::Restart,
+    }
+}

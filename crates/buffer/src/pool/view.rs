@@ -1,0 +1,243 @@
+//! Optimistic reads (B24): inner nodes read without a latch, validated by the latch's version
+//! (sync README, L5), so a descent through resident, swizzled nodes performs no atomic
+//! read-modify-write until it latches the leaf.
+
+use super::{BufferPool, RESIDENT};
+use crate::guard::{LatchKind, PageGuard, Shared, SharedGuard};
+use crate::stats::bump;
+use crate::swip::{Swip, SwipTarget};
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8};
+use swizzledb_sync::FrameId;
+
+/// A page read without a latch (B24): every load is atomic and bounds-checked, so a page
+/// that changes under the reader yields wrong numbers but never undefined behaviour or an
+/// out-of-range access. Nothing read through a view may be acted on before
+/// [`PageView::validate`] (or a step that validates) has succeeded.
+#[derive(Clone, Copy)]
+pub struct PageView<'p> {
+    pool: &'p BufferPool,
+    frame: FrameId,
+    version: u64,
+}
+
+/// The outcome of one optimistic step.
+pub enum Step<T> {
+    /// The step is valid.
+    Ready(T),
+    /// A page changed under the reader, or a writer holds it: start the descent again.
+    Retry,
+    /// The swip is a page id (not swizzled): latch the view ([`PageView::lock_shared`]) and go
+    /// on with latches.
+    Unswizzled,
+}
+
+impl BufferPool {
+    /// Whether tree descents may read inner nodes optimistically (B24): in the swizzling
+    /// modes, with optimistic reads configured, and with neither a reference trace nor fix
+    /// timing, which count every latched fix.
+    #[inline]
+    #[must_use]
+    pub fn optimistic_reads(&self) -> bool {
+        self.optimistic
+    }
+
+    /// Starts an optimistic read of a root frame (B5: roots stay resident). `None` while a
+    /// writer holds it.
+    #[inline]
+    #[must_use]
+    pub fn view_root(&self, root: FrameId) -> Option<PageView<'_>> {
+        debug_assert!(self.desc(root).root.load(Relaxed), "B5: view_root on a non-root frame");
+        let version = self.desc(root).latch.read_begin()?;
+        self.count_view();
+        Some(PageView { pool: self, frame: root, version })
+    }
+
+    /// Counts a page read through a view as a fix and a hit (B12).
+    #[inline]
+    fn count_view(&self) {
+        self.count(|b| {
+            bump(&b.fixes);
+            bump(&b.hits);
+            bump(&b.optimistic_reads);
+        });
+    }
+
+    /// Counts an optimistic descent that started again.
+    #[inline]
+    pub fn count_optimistic_restart(&self) {
+        self.count(|b| bump(&b.optimistic_restarts));
+    }
+}
+
+impl<'p> PageView<'p> {
+    /// The frame read.
+    #[inline]
+    #[must_use]
+    pub fn frame(&self) -> FrameId {
+        self.frame
+    }
+
+    /// The page size.
+    #[inline]
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.pool.page_size
+    }
+
+    /// Pages are never empty; present for symmetry with `len`.
+    #[inline]
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    #[inline]
+    fn at(&self, off: usize) -> *mut u8 {
+        self.pool.base.wrapping_add(self.frame.index() * self.pool.page_size + off)
+    }
+
+    /// Byte `off` (0 if out of range).
+    #[inline]
+    #[must_use]
+    pub fn u8(&self, off: usize) -> u8 {
+        if off >= self.len() {
+            return 0;
+        }
+        // SAFETY: B24 — in range of this frame's page (checked above) inside the pool's memory,
+        // which lives as long as the pool; an atomic load, whose value is used only after the
+        // version validates.
+        unsafe { AtomicU8::from_ptr(self.at(off)) }.load(Relaxed)
+    }
+
+    /// The little-endian `u16` at `off` (0 if out of range).
+    #[inline]
+    #[must_use]
+    pub fn u16(&self, off: usize) -> u16 {
+        if off.checked_add(2).is_none_or(|end| end > self.len()) {
+            return 0;
+        }
+        if off.is_multiple_of(2) {
+            // SAFETY: B24 — in range (checked), 2-aligned (pages are page-aligned), an atomic load.
+            u16::from_le(unsafe { AtomicU16::from_ptr(self.at(off).cast()) }.load(Relaxed))
+        } else {
+            u16::from_le_bytes([self.u8(off), self.u8(off + 1)])
+        }
+    }
+
+    /// The little-endian `u32` at `off` (0 if out of range).
+    #[inline]
+    #[must_use]
+    pub fn u32(&self, off: usize) -> u32 {
+        if off.checked_add(4).is_none_or(|end| end > self.len()) {
+            return 0;
+        }
+        if off.is_multiple_of(4) {
+            // SAFETY: B24 — in range (checked), 4-aligned, an atomic load.
+            u32::from_le(unsafe { AtomicU32::from_ptr(self.at(off).cast()) }.load(Relaxed))
+        } else {
+            u32::from(self.u16(off)) | u32::from(self.u16(off + 2)) << 16
+        }
+    }
+
+    /// The little-endian `u64` at `off` (0 if out of range).
+    #[inline]
+    #[must_use]
+    pub fn u64(&self, off: usize) -> u64 {
+        if off.checked_add(8).is_none_or(|end| end > self.len()) {
+            return 0;
+        }
+        if off.is_multiple_of(8) {
+            // SAFETY: B24 — in range (checked), 8-aligned, an atomic load.
+            u64::from_le(unsafe { AtomicU64::from_ptr(self.at(off).cast()) }.load(Relaxed))
+        } else {
+            u64::from(self.u32(off)) | u64::from(self.u32(off + 4)) << 32
+        }
+    }
+
+    /// Starts loading the cache line of byte `off` (F12); nothing if out of range.
+    #[inline]
+    pub fn prefetch(&self, off: usize) {
+        if off < self.len() {
+            crate::page::prefetch_addr(self.at(off));
+        }
+    }
+
+    /// True if the page has not changed since the view began (L5): everything read through the
+    /// view so far is a consistent image of the page.
+    #[inline]
+    #[must_use]
+    pub fn validate(&self) -> bool {
+        self.pool.desc(self.frame).latch.read_validate(self.version)
+    }
+
+    /// The frame a swizzled swip at `swip_off` names, once the view has validated (B24): the
+    /// child of this page at this moment.
+    #[inline]
+    fn swizzled_child(&self, swip_off: usize) -> Step<FrameId> {
+        let raw = self.u64(swip_off);
+        match Swip::from_raw(raw).map(Swip::target) {
+            Some(SwipTarget::Frame(f)) if f.index() < self.pool.frames.len() => Step::Ready(f),
+            Some(SwipTarget::Page(_)) if self.validate() => Step::Unswizzled,
+            // A torn or out-of-range value: only a concurrent change can produce it (B6, B8).
+            _ => Step::Retry,
+        }
+    }
+
+    /// Starts an optimistic read of the child whose swizzled swip is at `swip_off` (B24): the
+    /// child's version is read before this page is validated, so a valid step proves that the
+    /// frame still held the child when its read began (eviction changes the parent first, B13).
+    #[inline]
+    #[must_use]
+    pub fn child(&self, swip_off: usize) -> Step<PageView<'p>> {
+        let f = match self.swizzled_child(swip_off) {
+            Step::Ready(f) => f,
+            Step::Retry => return Step::Retry,
+            Step::Unswizzled => return Step::Unswizzled,
+        };
+        self.pool.prefetch_frame(f);
+        let Some(version) = self.pool.desc(f).latch.read_begin() else { return Step::Retry };
+        if !self.validate() {
+            return Step::Retry;
+        }
+        self.pool.count_view();
+        Step::Ready(PageView { pool: self.pool, frame: f, version })
+    }
+
+    /// Latches the child whose swizzled swip is at `swip_off` in mode `M` (B24) and validates
+    /// this page afterwards, so the latched frame is this page's child. The caller holds no
+    /// latch, so the blocking wait cannot close a cycle (B10).
+    #[inline]
+    #[must_use]
+    pub fn fix_child<M: LatchKind>(&self, swip_off: usize) -> Step<PageGuard<'p, M>> {
+        let f = match self.swizzled_child(swip_off) {
+            Step::Ready(f) => f,
+            Step::Retry => return Step::Retry,
+            Step::Unswizzled => return Step::Unswizzled,
+        };
+        self.pool.prefetch_frame(f);
+        let d = self.pool.desc(f);
+        d.latch.lock(M::MODE);
+        if !self.validate() || d.state.load(Acquire) != RESIDENT {
+            d.latch.unlock(M::MODE);
+            return Step::Retry;
+        }
+        self.pool.hit(f, Some(self.frame), M::MODE);
+        Step::Ready(PageGuard::adopt(self.pool, f))
+    }
+
+    /// Latches this page shared if it has not changed since the view began, so a descent can go
+    /// on with lock coupling from here (B24). `None`: it changed; start again. The caller holds
+    /// no latch.
+    #[must_use]
+    pub fn lock_shared(self) -> Option<SharedGuard<'p>> {
+        let d = self.pool.desc(self.frame);
+        d.latch.lock_shared();
+        if d.latch.read_validate(self.version) {
+            Some(PageGuard::<Shared>::adopt(self.pool, self.frame))
+        } else {
+            d.latch.unlock_shared();
+            None
+        }
+    }
+}

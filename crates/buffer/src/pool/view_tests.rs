@@ -1,0 +1,134 @@
+//! B24: what an optimistic view reads, and that every change under it — an exclusive section,
+//! the child's eviction, the frame's reuse — makes its next validation or step fail.
+
+use super::race_tests::{evict_to_front, inner, Owner, COUNT, SWIPS};
+use super::*;
+use crate::guard::{Exclusive, Shared};
+use crate::page::{self, get_u16, get_u64, PageType};
+use swizzledb_sync::{FaultFs, Vfs};
+
+/// A pool in `mode` with an inner root P (level 1) over a leaf C, and C's page id.
+fn tree(mode: PoolMode, tweak: impl FnOnce(&mut PoolConfig)) -> (BufferPool, FrameId, PageId) {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/v")).unwrap();
+    let mut config = PoolConfig {
+        vfs: Arc::new(fs),
+        mode,
+        pool_bytes: MIN_FRAMES * 4096,
+        page_size: 4096,
+        ..PoolConfig::default()
+    };
+    tweak(&mut config);
+    let pool = BufferPool::create(Path::new("/v/db"), &config, Arc::new(Owner)).unwrap();
+    let c = {
+        let mut g = pool.allocate_page().unwrap();
+        let id = g.page_id();
+        page::format(&mut g, id, PageType::Leaf, 0);
+        id
+    };
+    let p = inner(&pool, c, 1);
+    let root = {
+        let g = pool.fix_page::<Exclusive>(p).unwrap();
+        pool.make_root(&g);
+        g.frame()
+    };
+    (pool, root, c)
+}
+
+/// Fixes C through the root's swip, which swizzles it (B6), and returns C's frame.
+fn swizzle_child(pool: &BufferPool, root: FrameId) -> FrameId {
+    let mut r = pool.fix_root::<Shared>(root);
+    let c = pool.fix_child::<Shared, Shared>(&mut r, SWIPS).unwrap();
+    let f = c.frame();
+    drop(c);
+    assert!(Swip::from_raw(get_u64(&r, SWIPS)).is_some_and(Swip::is_swizzled), "B6: the swip is swizzled");
+    f
+}
+
+#[test]
+fn b24_only_swizzling_modes_without_trace_or_timing_read_optimistically() {
+    assert!(tree(PoolMode::Swizzling, |_| ()).0.optimistic_reads());
+    assert!(tree(PoolMode::MainMemory, |_| ()).0.optimistic_reads());
+    assert!(!tree(PoolMode::Traditional, |_| ()).0.optimistic_reads());
+    assert!(!tree(PoolMode::Swizzling, |c| c.optimistic_reads = false).0.optimistic_reads());
+    assert!(!tree(PoolMode::Swizzling, |c| c.time_fixes = true).0.optimistic_reads());
+}
+
+#[test]
+fn b24_a_view_reads_the_latched_bytes_and_zero_out_of_range() {
+    let (pool, root, c) = tree(PoolMode::Swizzling, |_| ());
+    let v = pool.view_root(root).expect("no writer holds the root");
+    let g = pool.fix_root::<Shared>(root);
+    assert_eq!(v.u16(COUNT), get_u16(&g, COUNT));
+    assert_eq!(v.u64(SWIPS), get_u64(&g, SWIPS));
+    assert_eq!(v.u64(SWIPS), Swip::page(c).raw());
+    // Unaligned reads are assembled from smaller atomic loads.
+    for off in [SWIPS + 1, SWIPS + 3, SWIPS + 4, 7] {
+        assert_eq!(v.u64(off), get_u64(&g, off), "u64 at {off}");
+        assert_eq!(v.u32(off), u32::from_le_bytes(g[off..off + 4].try_into().unwrap()));
+        assert_eq!(v.u16(off), u16::from_le_bytes(g[off..off + 2].try_into().unwrap()));
+    }
+    for off in [4096, 4095, 4093, usize::MAX - 2] {
+        assert_eq!(v.u64(off), 0, "u64 at {off}");
+    }
+    assert_eq!((v.u8(4096), v.u16(4095), v.u32(4093)), (0, 0, 0));
+    drop(g);
+    assert!(v.validate(), "a shared latch is no change");
+    assert_eq!(pool.stats().optimistic_reads, 1);
+}
+
+#[test]
+fn b24_an_exclusive_section_fails_the_view() {
+    let (pool, root, _) = tree(PoolMode::Swizzling, |_| ());
+    let v = pool.view_root(root).unwrap();
+    let x = pool.fix_root::<Exclusive>(root);
+    assert!(pool.view_root(root).is_none(), "L5: no view while a writer holds the page");
+    drop(x);
+    assert!(!v.validate());
+    assert!(v.lock_shared().is_none(), "B24: latching a changed view fails");
+    let again = pool.view_root(root).unwrap();
+    let g = again.lock_shared().expect("B24: latching an unchanged view succeeds");
+    assert_eq!(g.frame(), root);
+}
+
+#[test]
+fn b24_steps_follow_swizzled_swips_only() {
+    let (pool, root, c) = tree(PoolMode::Swizzling, |_| ());
+    let v = pool.view_root(root).unwrap();
+    assert!(matches!(v.child(SWIPS), Step::Unswizzled));
+    assert!(matches!(v.fix_child::<Shared>(SWIPS), Step::Unswizzled));
+    let cf = swizzle_child(&pool, root);
+    assert!(matches!(v.child(SWIPS), Step::Retry), "the swizzling changed the parent");
+    let v = pool.view_root(root).unwrap();
+    let Step::Ready(cv) = v.child(SWIPS) else { panic!("B24: a step through a swizzled swip") };
+    assert_eq!((cv.frame(), cv.u64(8)), (cf, c.get()));
+    assert!(cv.validate());
+    let Step::Ready(g) = v.fix_child::<Exclusive>(SWIPS) else { panic!("B24: a latched step") };
+    assert_eq!(g.page_id(), c);
+    assert!(!cv.validate(), "the exclusive latch on the child fails the child's view");
+}
+
+#[test]
+fn b24_a_step_after_the_child_was_evicted_and_its_frame_reused_retries() {
+    let (pool, root, c) = tree(PoolMode::Swizzling, |_| ());
+    let cf = swizzle_child(&pool, root);
+    let v = pool.view_root(root).unwrap();
+    let Step::Ready(cv) = v.child(SWIPS) else { panic!("B24: a step through a swizzled swip") };
+    // Eviction un-swizzles the parent's swip under its exclusive latch (B13); the frame is
+    // then reused for another page.
+    evict_to_front(&pool, cf);
+    let other = {
+        let mut g = pool.allocate_page().unwrap();
+        let id = g.page_id();
+        page::format(&mut g, id, PageType::Leaf, 0);
+        assert_eq!(g.frame(), cf, "precondition: the new page took C's frame");
+        id
+    };
+    assert_ne!(other, c);
+    assert!(!v.validate() && !cv.validate(), "L4: both pages changed");
+    assert!(matches!(v.child(SWIPS), Step::Retry));
+    assert!(matches!(v.fix_child::<Shared>(SWIPS), Step::Retry));
+    // A fresh descent sees the page id again.
+    assert!(matches!(pool.view_root(root).unwrap().child(SWIPS), Step::Unswizzled));
+    pool.check_invariants().unwrap();
+}
