@@ -97,7 +97,9 @@ pub trait TxWrite: TxRead {
 
     /// Replaces the value under `key` with what `f` writes into the (empty) buffer it gets
     /// beside the current value. Returns `f`'s result, or `None` if the key is absent (then
-    /// nothing changes and `f` is not called).
+    /// nothing changes and `f` is not called). Atomic in every engine, also without record
+    /// locks: no other writer changes the record between the read and the write (SwizzleDB
+    /// holds the leaf's exclusive latch throughout; LMDB has one writer at a time).
     ///
     /// # Errors
     /// The engine refused or failed.
@@ -159,8 +161,9 @@ pub trait Engine: Send + Sync {
     ) -> Result<(Option<R>, u32), WorkloadError>;
 
     /// Whether the engine keeps concurrent transactions apart by itself (SwizzleDB with record
-    /// locking, LMDB always: it has one writer at a time). If not, a workload latches its
-    /// read-modify-writes itself.
+    /// locking, LMDB always: it has one writer at a time). If not, a workload that reads a
+    /// record and writes it back in two calls must latch the pair itself
+    /// ([`TxWrite::update_with`] needs no latch).
     fn isolates(&self) -> bool;
 
     /// Creates the table `name`.

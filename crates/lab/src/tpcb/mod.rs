@@ -20,8 +20,8 @@
 //! (every thread runs transactions back to back), no response-time limit, and any scale
 //! ([`TpcbConfig::tiny`] has fewer accounts, for tests). Each transaction runs through
 //! [`Database::transact`], which retries it when wait-die refuses a lock. With locking off,
-//! each balance's read-modify-write holds a workload latch striped by key (as TPC-C here
-//! does), so the conditions hold after a run with locking off too.
+//! each balance's read-modify-write (a read, then a write) holds a workload latch striped by
+//! key, so the conditions hold after a run with locking off too.
 
 mod bench;
 mod check;

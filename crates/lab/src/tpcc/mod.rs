@@ -29,9 +29,10 @@
 //! - **Atomic updates with locking off:** every read-modify-write of one record (a district's
 //!   order counter, a stock's quantity, year-to-date sums, balances) goes through
 //!   `Transaction::update_with`, one descent that reads and writes under the leaf's exclusive
-//!   latch as vmcache's in-place update does, and also holds a workload latch striped by key; a Delivery claims an order by deleting its new-order record and skips the district
-//!   if another one deleted it first. So the consistency conditions hold after a run with
-//!   locking off too. With locking on, the record locks do this and no latch is taken.
+//!   latch as vmcache's in-place update does (no other latch is needed); a Delivery claims an
+//!   order by deleting its new-order record and skips the district if another one deleted it
+//!   first. So the consistency conditions hold after a run with locking off too. With locking
+//!   on, the record locks also keep transactions apart.
 //! - Every transaction runs through the engine adapter's [`Engine::transact`] (Order-Status
 //!   and Stock-Level through [`Engine::transact_read`]): on SwizzleDB that is
 //!   [`Database::transact`], which retries a transaction chosen by wait-die (the retries are
@@ -53,7 +54,6 @@ use swizzledb::Database;
 use swizzledb::Tree;
 
 use crate::engine::{Abort, Engine, TxRead, TxWrite};
-use crate::txn::Latches;
 use crate::workload::{Outcome, Workload, WorkloadError};
 use random::TpccRng;
 use schema::{check_size, show_key, Field, Record, Scalar, TREES};
@@ -176,8 +176,6 @@ impl<T> Tables<T> {
 /// TPC-C over one database.
 pub struct Tpcc {
     config: TpccConfig,
-    /// Latches for read-modify-writes with locking off (see the module docs).
-    latches: Latches,
     /// History key streams handed out (to the loader and to each worker).
     streams: AtomicU32,
 }
@@ -189,9 +187,6 @@ pub struct TpccWorker<T = Tree> {
     /// History key: this worker's stream and its next sequence number.
     stream: u32,
     sequence: u32,
-    /// The engine does not isolate transactions (SwizzleDB with locking off):
-    /// read-modify-writes take the workload's latches.
-    latch: bool,
 }
 
 impl Tpcc {
@@ -201,7 +196,7 @@ impl Tpcc {
     /// [`WorkloadError::Config`] if a parameter is out of range.
     pub fn new(config: TpccConfig) -> Result<Tpcc, WorkloadError> {
         config.validate()?;
-        Ok(Tpcc { config, latches: Latches::new(), streams: AtomicU32::new(0) })
+        Ok(Tpcc { config, streams: AtomicU32::new(0) })
     }
 
     /// The scale.
@@ -214,19 +209,16 @@ impl Tpcc {
         self.streams.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Reads, changes and writes back one record; with `latch`, under the key's latch.
-    /// Reads, changes and writes back one record in one descent, under the leaf's latch and,
-    /// with `latch`, under the key's workload latch: `change` gets the stored bytes and the buffer
-    /// for the new ones. A missing record is an error.
+    /// Reads, changes and writes back one record atomically ([`TxWrite::update_with`]: on
+    /// SwizzleDB one descent under the leaf's exclusive latch): `change` gets the stored bytes
+    /// and the buffer for the new ones. A missing record is an error.
     fn change<X: TxWrite, R: Record, T>(
         &self,
-        latch: bool,
         tx: &mut X,
         tree: &X::Table,
         key: &[u8],
         change: impl FnOnce(&[u8], &mut Vec<u8>) -> Result<T, WorkloadError>,
     ) -> Result<T, Abort> {
-        let _held = latch.then(|| self.latches.hold(R::SIZE as u64, key));
         match tx.update_with(tree, key, change)? {
             Some(out) => Ok(out?),
             None => Err(missing(R::TABLE, key).into()),
@@ -238,13 +230,12 @@ impl Tpcc {
     /// right size.
     fn patch<X: TxWrite, R: Record, T>(
         &self,
-        latch: bool,
         tx: &mut X,
         tree: &X::Table,
         key: &[u8],
         f: impl FnOnce(&mut [u8]) -> T,
     ) -> Result<T, Abort> {
-        self.change::<X, R, T>(latch, tx, tree, key, |old, new| {
+        self.change::<X, R, T>(tx, tree, key, |old, new| {
             // A damaged record is written back as it was, and reported.
             new.extend_from_slice(old);
             check_size::<R>(old).map(|()| f(new))
@@ -254,13 +245,12 @@ impl Tpcc {
     /// Reads, changes and writes back one record, decoded.
     fn update<X: TxWrite, R: Record, T>(
         &self,
-        latch: bool,
         tx: &mut X,
         tree: &X::Table,
         key: &[u8],
         f: impl FnOnce(&mut R) -> T,
     ) -> Result<T, Abort> {
-        self.change::<X, R, T>(latch, tx, tree, key, |old, new| match R::decode(old) {
+        self.change::<X, R, T>(tx, tree, key, |old, new| match R::decode(old) {
             Ok(mut r) => {
                 let out = f(&mut r);
                 r.encode_into(new);
@@ -324,7 +314,6 @@ impl<E: Engine> Workload<E> for Tpcc {
             rng: TpccRng::new(self.config.seed ^ (u64::from(stream) << 32) ^ thread as u64),
             stream,
             sequence: 0,
-            latch: !db.isolates(),
         })
     }
 

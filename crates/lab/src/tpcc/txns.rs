@@ -71,7 +71,7 @@ impl Tpcc {
             })
             .collect();
         let all_local = i64::from(lines.iter().all(|l| l.0 == w_id));
-        let (latch, tables, entry_d) = (w.latch, &w.tables, now());
+        let (tables, entry_d) = (&w.tables, now());
         let (done, attempts) = db.transact(|tx| {
             let tb = |i| tables.tree(i);
             let mut prices = Vec::with_capacity(lines.len());
@@ -86,7 +86,7 @@ impl Tpcc {
             let w_tax = field(&*tx, tb(t::WAREHOUSE), &key([w_id]), &Warehouse::TAX)?;
             let discount = field(&*tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), &Customer::DISCOUNT)?;
             let (o_id, d_tax) =
-                self.patch::<_, District, _>(latch, tx, tb(t::DISTRICT), &key([w_id, d_id]), |d| {
+                self.patch::<_, District, _>(tx, tb(t::DISTRICT), &key([w_id, d_id]), |d| {
                     let o_id = District::NEXT_O_ID.get(d);
                     District::NEXT_O_ID.set(d, o_id + 1);
                     (o_id, District::TAX.get(d))
@@ -95,15 +95,14 @@ impl Tpcc {
             tx.insert(tb(t::ORDER), &key([w_id, d_id, o_id]), &order.encode())?;
             tx.insert(tb(t::ORDER_CUSTOMER), &key([w_id, d_id, c_id, o_id]), &[])?;
             for (n, (&(supply, item, qty), price)) in lines.iter().zip(prices).enumerate() {
-                let dist_info =
-                    self.patch::<_, Stock, _>(latch, tx, tb(t::STOCK), &key([supply, item]), |s| {
-                        let q = Stock::QUANTITY.get(s);
-                        Stock::QUANTITY.set(s, if q >= qty + 10 { q - qty } else { q + 91 - qty });
-                        Stock::YTD.set(s, Stock::YTD.get(s) + qty);
-                        Stock::ORDER_CNT.set(s, Stock::ORDER_CNT.get(s) + 1);
-                        Stock::REMOTE_CNT.set(s, Stock::REMOTE_CNT.get(s) + i64::from(supply != w_id));
-                        Stock::dist(d_id).get(s)
-                    })?;
+                let dist_info = self.patch::<_, Stock, _>(tx, tb(t::STOCK), &key([supply, item]), |s| {
+                    let q = Stock::QUANTITY.get(s);
+                    Stock::QUANTITY.set(s, if q >= qty + 10 { q - qty } else { q + 91 - qty });
+                    Stock::YTD.set(s, Stock::YTD.get(s) + qty);
+                    Stock::ORDER_CNT.set(s, Stock::ORDER_CNT.get(s) + 1);
+                    Stock::REMOTE_CNT.set(s, Stock::REMOTE_CNT.get(s) + i64::from(supply != w_id));
+                    Stock::dist(d_id).get(s)
+                })?;
                 // qty * price * (1 + w_tax + d_tax) * (1 - discount), rates in 1/10000.
                 let amount = qty * price * (10_000 + w_tax + d_tax) * (10_000 - discount) / 100_000_000;
                 let line = OrderLine {
@@ -138,20 +137,19 @@ impl Tpcc {
         let who = self.who(w);
         let amount = w.rng.range_i64(100, 500_000);
         let history_key = key([w.stream, w.sequence]);
-        let (latch, tables, date) = (w.latch, &w.tables, now());
+        let (tables, date) = (&w.tables, now());
         let (_, attempts) = db.transact(|tx| {
             let tb = |i| tables.tree(i);
-            let w_name = self.update(latch, tx, tb(t::WAREHOUSE), &key([w_id]), |r: &mut Warehouse| {
+            let w_name = self.update(tx, tb(t::WAREHOUSE), &key([w_id]), |r: &mut Warehouse| {
                 r.ytd += amount;
                 r.address.name
             })?;
-            let d_name =
-                self.update(latch, tx, tb(t::DISTRICT), &key([w_id, d_id]), |r: &mut District| {
-                    r.ytd += amount;
-                    r.address.name
-                })?;
+            let d_name = self.update(tx, tb(t::DISTRICT), &key([w_id, d_id]), |r: &mut District| {
+                r.ytd += amount;
+                r.address.name
+            })?;
             let c_id = find_customer(tx, tables, c_w_id, c_d_id, who)?;
-            self.update(latch, tx, tb(t::CUSTOMER), &key([c_w_id, c_d_id, c_id]), |c: &mut Customer| {
+            self.update(tx, tb(t::CUSTOMER), &key([c_w_id, c_d_id, c_id]), |c: &mut Customer| {
                 c.balance -= amount;
                 c.ytd_payment += amount;
                 c.payment_cnt += 1;
@@ -203,7 +201,7 @@ impl Tpcc {
     pub(super) fn delivery<E: Engine>(&self, db: &E, w: &mut TpccWorker<E::Table>) -> Done {
         let w_id = self.home(w);
         let carrier = w.rng.urand(1, 10);
-        let (latch, tables, date) = (w.latch, &w.tables, now());
+        let (tables, date) = (&w.tables, now());
         let (_, attempts) = db.transact(|tx| {
             let tb = |i| tables.tree(i);
             for d_id in 1..=DISTRICTS {
@@ -219,19 +217,19 @@ impl Tpcc {
                     continue;
                 }
                 let o_id = key_part(&no_key, 2);
-                let (c_id, count) = self.update(latch, tx, tb(t::ORDER), &no_key, |o: &mut Order| {
+                let (c_id, count) = self.update(tx, tb(t::ORDER), &no_key, |o: &mut Order| {
                     o.carrier_id = carrier;
                     (o.c_id, o.ol_cnt)
                 })?;
                 let mut total = 0;
                 for n in 1..=count as u32 {
                     let line = key([w_id, d_id, o_id, n]);
-                    total += self.patch::<_, OrderLine, _>(latch, tx, tb(t::ORDER_LINE), &line, |l| {
+                    total += self.patch::<_, OrderLine, _>(tx, tb(t::ORDER_LINE), &line, |l| {
                         OrderLine::DELIVERY_D.set(l, date);
                         OrderLine::AMOUNT.get(l)
                     })?;
                 }
-                self.patch::<_, Customer, _>(latch, tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), |c| {
+                self.patch::<_, Customer, _>(tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), |c| {
                     Customer::BALANCE.set(c, Customer::BALANCE.get(c) + total);
                     Customer::DELIVERY_CNT.set(c, Customer::DELIVERY_CNT.get(c) + 1);
                 })?;
