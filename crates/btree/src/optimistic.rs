@@ -92,3 +92,50 @@ fn go_on_latched<M: LatchKind>(view: PageView<'_>) -> Attempt<'_, M> {
         None => Attempt::Restart,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::node;
+    use crate::tree::{BTreeOwner, Tree};
+    use std::sync::Arc;
+    use swizzledb_buffer::{BufferPool, PoolConfig, PoolMode, Shared, SharedGuard};
+
+    /// T20: a view of an unchanged node searches exactly as its latched bytes do — child
+    /// choice and leaf search — with keys whose slot heads tie, so the word-wise comparison of
+    /// the bytes behind the heads decides.
+    #[test]
+    fn t20_a_view_searches_as_the_latched_page_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = PoolConfig { mode: PoolMode::Swizzling, page_size: 4096, ..PoolConfig::default() };
+        let pool =
+            Arc::new(BufferPool::create(&dir.path().join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
+        let tree = Tree::create(&pool).unwrap();
+        let key = |i: u32| {
+            let mut k = b"shared-middle-bytes:".to_vec();
+            k.extend_from_slice(format!("{:07}", i * 7 % 10_000).as_bytes());
+            k.extend(std::iter::repeat_n(b'z', (i % 13) as usize));
+            k
+        };
+        for i in 0..3000 {
+            tree.upsert(&key(i), b"value").unwrap();
+        }
+        let view = pool.view_root(tree.root).unwrap();
+        let g: SharedGuard<'_> = pool.fix_root::<Shared>(tree.root);
+        assert!(node::level(&g) >= 1, "the root must be an inner node");
+        let mut probes: Vec<Vec<u8>> = (0..3000).map(key).collect();
+        probes.extend((0..3000).map(|i| {
+            let mut k = key(i);
+            k.push(0);
+            k
+        }));
+        probes.extend([Vec::new(), b"shared".to_vec(), b"shared-middle-bytes;".to_vec(), vec![0xff; 40]]);
+        for k in &probes {
+            assert_eq!(node::child_index(&view, k), node::child_index(&g, k), "{k:?}");
+            assert_eq!(node::search(&view, k), node::search(&g, k), "{k:?}");
+        }
+        assert_eq!(node::level(&view), node::level(&g));
+        assert_eq!(node::has_foster(&view), node::has_foster(&g));
+        drop(g);
+        assert!(view.validate());
+    }
+}

@@ -97,6 +97,10 @@ pub struct PoolConfig {
     /// version (B24), in the swizzling modes. On by default; it does nothing in traditional
     /// mode, or while a trace is recorded or fixes are timed (which count latched fixes).
     pub optimistic_reads: bool,
+    /// Fault the whole frame region in when the pool is made (F1b), so that a database growing
+    /// into fresh frames pays no page faults later. The pool's memory is committed at once and
+    /// opening takes longer (the kernel zeroes it all). Off by default.
+    pub prefault: bool,
 }
 
 impl std::fmt::Debug for PoolConfig {
@@ -113,6 +117,7 @@ impl std::fmt::Debug for PoolConfig {
             .field("log", &self.log.as_ref().map(|_| "LogFlush"))
             .field("time_fixes", &self.time_fixes)
             .field("optimistic_reads", &self.optimistic_reads)
+            .field("prefault", &self.prefault)
             .finish()
     }
 }
@@ -131,6 +136,7 @@ impl Default for PoolConfig {
             log: None,
             time_fixes: false,
             optimistic_reads: true,
+            prefault: false,
         }
     }
 }

@@ -54,9 +54,12 @@ impl Setting {
             on_off(self.logging),
             on_off(self.locking)
         ));
+        // Prefaulted: a run that grows the data must not measure the first touch of the pool's
+        // memory (on a virtual machine, fresh huge pages cost far more than their zeroing).
         let mut b = Database::builder()
             .mode(self.mode)
             .pool_bytes(usize::try_from(pool).unwrap_or(usize::MAX))
+            .prefault(true)
             .logging(self.logging)
             .locking(self.locking);
         if self.logging {

@@ -257,6 +257,17 @@ impl Builder {
         self
     }
 
+    /// Fault all of the pool's memory in when the database opens (buffer README F1b), so that
+    /// a growing database pays no page faults while it runs: the memory is committed at once
+    /// and opening takes longer. Off by default. The lab's benchmarks turn it on, so that a
+    /// measurement does not include the operating system's (or hypervisor's) first touch of
+    /// the pool.
+    #[must_use]
+    pub fn prefault(mut self, on: bool) -> Self {
+        self.config.prefault = on;
+        self
+    }
+
     /// The file system the database file lives on (default: the operating system's). Tests
     /// pass a `swizzledb_sync::FaultFs` to crash the database or fail chosen I/O calls.
     #[must_use]

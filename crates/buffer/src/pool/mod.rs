@@ -293,6 +293,9 @@ impl BufferPool {
         // One lazily committed region, aligned and advised for huge pages: fewer TLB misses on
         // the hit path, and main-memory mode takes memory only as pages are created.
         let mut memory = AlignedBuf::new_lazy(capacity * page_size)?;
+        if config.prefault {
+            memory.prefault();
+        }
         let base = memory.as_mut_ptr();
         // Descriptors too (one cache line per frame): advised before they are first touched.
         let mut frames: Vec<FrameDesc> = Vec::with_capacity(capacity);
