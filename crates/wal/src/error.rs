@@ -84,6 +84,16 @@ pub enum LogError {
         oldest: Lsn,
     },
 
+    /// A run of the log archive is damaged (A3): its header, index or an entry fails its
+    /// checksum or does not fit, or its interval does not fit the runs around it.
+    #[error("log archive run {} is damaged: {reason}; restore the archive from a copy, or rebuild it from the log if the log still holds the run's interval", run.display())]
+    ArchiveCorrupted {
+        /// The run file.
+        run: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// The master record exists but is damaged (W10).
     #[error("the master record is damaged ({reason}); restart must scan the log from its oldest record")]
     MasterCorrupted {

@@ -29,6 +29,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod archive;
 pub mod error;
 mod frame;
 mod manager;
@@ -36,6 +37,7 @@ mod master;
 mod ring;
 mod segment;
 
+pub use archive::{Archive, Entry as ArchiveEntry, RunSummary};
 pub use error::{LogError, Result};
 pub use manager::{LogConfig, LogManager, LogScan, LogStats};
 pub use swizzledb_sync::Lsn;

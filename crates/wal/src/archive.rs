@@ -1,0 +1,608 @@
+//! The log archive (README A1–A8; Lersch 2015, Sec. 2.3): logged page changes sorted by
+//! (page id, LSN) into runs, each covering one LSN interval and indexed by page, so that the
+//! changes of one page, or of a range of pages, are read without scanning the log.
+//!
+//! The archive stores opaque entries — a page id, an LSN and a body — as the log manager
+//! stores opaque records: the engine decides which records are page changes and what an
+//! entry's body holds.
+//!
+//! Run file `<begin LSN, 16 hex digits>-<end LSN, 16 hex digits>.run`, all integers little
+//! endian:
+//!
+//! ```text
+//! offset  size  header
+//!      0     8  magic "SWZARCRN"
+//!      8     4  format version (1)
+//!     12     4  zero
+//!     16     8  begin LSN (inclusive)
+//!     24     8  end LSN (exclusive)
+//!     32     8  entries
+//!     40     8  bytes of the entry section (it starts at 64)
+//!     48     8  pages: entries of the index
+//!     56     4  zero
+//!     60     4  CRC-32C of bytes 0..60
+//!     64        entries, sorted by (page id, LSN), each 8-aligned:
+//!                 page id u64, LSN u64, body length u32, CRC-32C u32 of (the 20 bytes before
+//!                 it, the body), body, zero bytes to a multiple of 8
+//!      …        index, one per page: page id u64, offset of its first entry u64, entries u32,
+//!               zero u32; then CRC-32C u32 of the index bytes and a zero u32
+//! ```
+
+use crate::error::{LogError, Result};
+use parking_lot::Mutex;
+use std::collections::BinaryHeap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use swizzledb_sync::{Lsn, OpenMode, Vfs, VfsFile};
+
+const MAGIC: &[u8; 8] = b"SWZARCRN";
+const VERSION: u32 = 1;
+const HEADER: usize = 64;
+const ENTRY_HEADER: usize = 24;
+const INDEX_ENTRY: usize = 24;
+/// Entries larger than this are refused (A2): far above any page change the engine logs, and a
+/// bound on what a damaged length field can make a reader allocate.
+pub const MAX_ENTRY_BODY: usize = 64 << 20;
+/// Bytes a merge or scan reads from a run at a time.
+const READ_CHUNK: usize = 1 << 20;
+
+/// One archived page change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The page changed.
+    pub page: u64,
+    /// The LSN of the log record it came from.
+    pub lsn: Lsn,
+    /// What the engine stored for it.
+    pub body: Vec<u8>,
+}
+
+/// What the archive holds, run by run (oldest first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSummary {
+    /// First LSN the run covers.
+    pub begin: Lsn,
+    /// First LSN after it.
+    pub end: Lsn,
+    /// Entries in the run.
+    pub entries: u64,
+    /// Distinct pages in the run.
+    pub pages: u64,
+    /// The run file's size in bytes.
+    pub bytes: u64,
+}
+
+/// One run file, opened and checked (A3): its header and index in memory.
+struct Run {
+    path: PathBuf,
+    file: Arc<dyn VfsFile>,
+    summary: RunSummary,
+    /// (page id, offset of its first entry, entries), sorted by page id.
+    index: Vec<(u64, u64, u32)>,
+}
+
+/// The log archive: a directory of runs over consecutive LSN intervals (A1).
+pub struct Archive {
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    /// The runs, oldest first; replaced whole when a run is added or runs are merged.
+    runs: Mutex<Arc<Vec<Arc<Run>>>>,
+    /// Held by whoever writes run files (A4): one writer at a time.
+    writer: Mutex<()>,
+}
+
+impl std::fmt::Debug for Archive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Archive").field("dir", &self.dir).field("runs", &self.runs().len()).finish()
+    }
+}
+
+fn corrupted(path: &Path, reason: impl Into<String>) -> LogError {
+    LogError::ArchiveCorrupted { run: path.to_path_buf(), reason: reason.into() }
+}
+
+fn run_name(begin: Lsn, end: Lsn) -> String {
+    format!("{:016x}-{:016x}.run", begin.0, end.0)
+}
+
+/// The interval a run file's name states, if it is a run file's name.
+fn parse_name(path: &Path) -> Option<(Lsn, Lsn)> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".run")?;
+    let (b, e) = stem.split_once('-')?;
+    if b.len() != 16 || e.len() != 16 {
+        return None;
+    }
+    Some((Lsn(u64::from_str_radix(b, 16).ok()?), Lsn(u64::from_str_radix(e, 16).ok()?)))
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().expect("8 bytes"))
+}
+
+fn padded(n: usize) -> usize {
+    n.div_ceil(8) * 8
+}
+
+/// Reads exactly `buf.len()` bytes at `off`; a short file is damage.
+fn read_exact(file: &dyn VfsFile, path: &Path, buf: &mut [u8], off: u64) -> Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = file
+            .read_at(&mut buf[done..], off + done as u64)
+            .map_err(|e| LogError::io("reading", path, e))?;
+        if n == 0 {
+            return Err(corrupted(path, format!("the file ends before byte {}", off + buf.len() as u64)));
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// Appends the encoding of `e` to `out` (A2).
+fn encode_entry(e: &Entry, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&e.page.to_le_bytes());
+    out.extend_from_slice(&e.lsn.0.to_le_bytes());
+    out.extend_from_slice(&u32::try_from(e.body.len()).expect("bounded by MAX_ENTRY_BODY").to_le_bytes());
+    let mut crc = crc32c::crc32c(&out[start..start + 20]);
+    crc = crc32c::crc32c_append(crc, &e.body);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&e.body);
+    out.resize(start + ENTRY_HEADER + padded(e.body.len()), 0);
+}
+
+/// Decodes the entry at the start of `b` (at file offset `off`): the entry and its encoded
+/// length, `Ok(None)` if `b` holds only part of it.
+fn decode_entry(path: &Path, b: &[u8], off: u64) -> Result<Option<(Entry, usize)>> {
+    if b.len() < ENTRY_HEADER {
+        return Ok(None);
+    }
+    let len = u32_at(b, 16) as usize;
+    if len > MAX_ENTRY_BODY {
+        return Err(corrupted(path, format!("entry at byte {off} claims {len} bytes")));
+    }
+    let total = ENTRY_HEADER + padded(len);
+    if b.len() < total {
+        return Ok(None);
+    }
+    let body = &b[ENTRY_HEADER..ENTRY_HEADER + len];
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&b[..20]), body);
+    if crc != u32_at(b, 20) {
+        return Err(corrupted(path, format!("entry at byte {off} fails its checksum")));
+    }
+    Ok(Some((Entry { page: u64_at(b, 0), lsn: Lsn(u64_at(b, 8)), body: body.to_vec() }, total)))
+}
+
+impl Run {
+    /// Opens and checks the run at `path` (A3): header, name and index.
+    fn open(vfs: &dyn Vfs, path: &Path, (begin, end): (Lsn, Lsn)) -> Result<Run> {
+        let file = vfs.open(path, OpenMode::EXISTING).map_err(|e| LogError::io("opening", path, e))?;
+        let len = file.len().map_err(|e| LogError::io("reading the length of", path, e))?;
+        let mut h = [0u8; HEADER];
+        read_exact(&*file, path, &mut h, 0)?;
+        if &h[..8] != MAGIC {
+            return Err(corrupted(path, "not an archive run (wrong magic)"));
+        }
+        if crc32c::crc32c(&h[..60]) != u32_at(&h, 60) {
+            return Err(corrupted(path, "header fails its checksum"));
+        }
+        if u32_at(&h, 8) != VERSION {
+            return Err(corrupted(path, format!("format version {} (expected {VERSION})", u32_at(&h, 8))));
+        }
+        if (Lsn(u64_at(&h, 16)), Lsn(u64_at(&h, 24))) != (begin, end) {
+            return Err(corrupted(path, "the header's LSN interval differs from the file name's"));
+        }
+        let (entries, data, pages) = (u64_at(&h, 32), u64_at(&h, 40), u64_at(&h, 48));
+        let index_bytes = pages.checked_mul(INDEX_ENTRY as u64);
+        let want =
+            index_bytes.and_then(|i| i.checked_add(HEADER as u64 + 8)).and_then(|x| x.checked_add(data));
+        if want != Some(len) || pages > entries {
+            return Err(corrupted(
+                path,
+                format!("{len} bytes do not fit {entries} entries of {data} bytes on {pages} pages"),
+            ));
+        }
+        let mut ib = vec![0u8; index_bytes.unwrap_or(0) as usize + 8];
+        read_exact(&*file, path, &mut ib, HEADER as u64 + data)?;
+        let (body, tail) = ib.split_at(ib.len() - 8);
+        if crc32c::crc32c(body) != u32_at(tail, 0) {
+            return Err(corrupted(path, "index fails its checksum"));
+        }
+        let mut index = Vec::with_capacity(pages as usize);
+        let mut counted = 0u64;
+        for chunk in body.chunks_exact(INDEX_ENTRY) {
+            let (page, off, n) = (u64_at(chunk, 0), u64_at(chunk, 8), u32_at(chunk, 16));
+            let in_data = off >= HEADER as u64 && off < HEADER as u64 + data;
+            if !in_data || n == 0 || index.last().is_some_and(|&(p, _, _)| p >= page) {
+                return Err(corrupted(path, format!("index entry for page {page} is out of order or range")));
+            }
+            counted += u64::from(n);
+            index.push((page, off, n));
+        }
+        if counted != entries {
+            return Err(corrupted(path, format!("the index counts {counted} entries, the header {entries}")));
+        }
+        let summary = RunSummary { begin, end, entries, pages, bytes: len };
+        Ok(Run { path: path.to_path_buf(), file, summary, index })
+    }
+
+    /// The entries of `page` with an LSN of at least `from`, in LSN order (A5).
+    fn page_entries(&self, page: u64, from: Lsn, out: &mut Vec<Entry>) -> Result<()> {
+        let Ok(i) = self.index.binary_search_by_key(&page, |&(p, _, _)| p) else { return Ok(()) };
+        let (_, mut off, n) = self.index[i];
+        let mut buf = Vec::new();
+        for _ in 0..n {
+            buf.resize(ENTRY_HEADER, 0);
+            read_exact(&*self.file, &self.path, &mut buf, off)?;
+            let len = u32_at(&buf, 16) as usize;
+            if len > MAX_ENTRY_BODY {
+                return Err(corrupted(&self.path, format!("entry at byte {off} claims {len} bytes")));
+            }
+            buf.resize(ENTRY_HEADER + padded(len), 0);
+            read_exact(&*self.file, &self.path, &mut buf[ENTRY_HEADER..], off + ENTRY_HEADER as u64)?;
+            let (e, total) = decode_entry(&self.path, &buf, off)?.expect("the whole entry was read");
+            if e.page != page || e.lsn < self.summary.begin || e.lsn >= self.summary.end {
+                return Err(corrupted(
+                    &self.path,
+                    format!("entry at byte {off} is not page {page}'s in the run's interval"),
+                ));
+            }
+            if e.lsn >= from {
+                out.push(e);
+            }
+            off += total as u64;
+        }
+        Ok(())
+    }
+
+    /// Every entry, in (page, LSN) order (A2), read in chunks.
+    fn scan(self: &Arc<Run>) -> RunScan {
+        RunScan {
+            run: Arc::clone(self),
+            buf: Vec::new(),
+            at: 0,
+            off: HEADER as u64,
+            left: self.summary.entries,
+        }
+    }
+}
+
+/// A run's entries in order; damage is an error naming the run.
+struct RunScan {
+    run: Arc<Run>,
+    buf: Vec<u8>,
+    at: usize,
+    off: u64,
+    left: u64,
+}
+
+impl RunScan {
+    fn next_entry(&mut self) -> Result<Option<Entry>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        let end = HEADER as u64 + self.run.summary.entries_bytes();
+        loop {
+            if let Some((e, n)) = decode_entry(&self.run.path, &self.buf[self.at..], self.off)? {
+                self.at += n;
+                self.off += n as u64;
+                self.left -= 1;
+                return Ok(Some(e));
+            }
+            // Keep the partial entry and read the next chunk after it.
+            self.buf.drain(..self.at);
+            self.at = 0;
+            let have = self.buf.len() as u64;
+            let want = (end - self.off - have).min(READ_CHUNK as u64) as usize;
+            if want == 0 {
+                return Err(corrupted(
+                    &self.run.path,
+                    format!("entry at byte {} runs past the entries", self.off),
+                ));
+            }
+            let start = self.buf.len();
+            self.buf.resize(start + want, 0);
+            read_exact(&*self.run.file, &self.run.path, &mut self.buf[start..], self.off + have)?;
+        }
+    }
+}
+
+impl RunSummary {
+    fn entries_bytes(&self) -> u64 {
+        self.bytes - HEADER as u64 - 8 - self.pages * INDEX_ENTRY as u64
+    }
+}
+
+/// Writes a run of `entries` (sorted by page and LSN) covering `[begin, end)` to its file (A4):
+/// a temporary file, synced, renamed to the run's name, the directory synced.
+fn write_run(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    (begin, end): (Lsn, Lsn),
+    entries: &mut dyn Iterator<Item = Result<Entry>>,
+) -> Result<PathBuf> {
+    let path = dir.join(run_name(begin, end));
+    let tmp = dir.join(format!("{}.tmp", run_name(begin, end)));
+    match vfs.remove(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(LogError::io("removing", &tmp, e)),
+        _ => {}
+    }
+    let file = vfs.open(&tmp, OpenMode::CREATE_NEW).map_err(|e| LogError::io("creating", &tmp, e))?;
+    let mut out = Vec::with_capacity(READ_CHUNK + 4096);
+    let mut off = HEADER as u64;
+    let (mut count, mut index): (u64, Vec<(u64, u64, u32)>) = (0, Vec::new());
+    let mut last: Option<(u64, Lsn)> = None;
+    for e in entries {
+        let e = e?;
+        if e.lsn < begin || e.lsn >= end || e.body.len() > MAX_ENTRY_BODY {
+            return Err(LogError::BadConfig {
+                reason: format!("archive entry of page {} at {} (body of {} bytes) does not belong in a run of [{begin}, {end})", e.page, e.lsn, e.body.len()),
+            });
+        }
+        if last.is_some_and(|l| l >= (e.page, e.lsn)) {
+            return Err(LogError::BadConfig {
+                reason: format!("archive entries out of (page, LSN) order at page {} {}", e.page, e.lsn),
+            });
+        }
+        match index.last_mut() {
+            Some((p, _, n)) if *p == e.page => *n += 1,
+            _ => index.push((e.page, off + out.len() as u64, 1)),
+        }
+        last = Some((e.page, e.lsn));
+        count += 1;
+        encode_entry(&e, &mut out);
+        if out.len() >= READ_CHUNK {
+            file.write_all_at(&out, off).map_err(|e| LogError::io("writing", &tmp, e))?;
+            off += out.len() as u64;
+            out.clear();
+        }
+    }
+    let mut ib = Vec::with_capacity(index.len() * INDEX_ENTRY + 8);
+    for &(p, o, n) in &index {
+        ib.extend_from_slice(&p.to_le_bytes());
+        ib.extend_from_slice(&o.to_le_bytes());
+        ib.extend_from_slice(&n.to_le_bytes());
+        ib.extend_from_slice(&0u32.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&ib);
+    ib.extend_from_slice(&crc.to_le_bytes());
+    ib.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&ib);
+    let data = off + out.len() as u64 - HEADER as u64 - ib.len() as u64;
+    file.write_all_at(&out, off).map_err(|e| LogError::io("writing", &tmp, e))?;
+    let mut h = [0u8; HEADER];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[16..24].copy_from_slice(&begin.0.to_le_bytes());
+    h[24..32].copy_from_slice(&end.0.to_le_bytes());
+    h[32..40].copy_from_slice(&count.to_le_bytes());
+    h[40..48].copy_from_slice(&data.to_le_bytes());
+    h[48..56].copy_from_slice(&(index.len() as u64).to_le_bytes());
+    let crc = crc32c::crc32c(&h[..60]);
+    h[60..].copy_from_slice(&crc.to_le_bytes());
+    file.write_all_at(&h, 0).map_err(|e| LogError::io("writing", &tmp, e))?;
+    file.sync().map_err(|e| LogError::io("syncing", &tmp, e))?;
+    drop(file);
+    vfs.rename(&tmp, &path).map_err(|e| LogError::io("renaming", &tmp, e))?;
+    vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
+    Ok(path)
+}
+
+/// The next entry of a k-way merge: the smallest (page, LSN) at the head of a run's scan.
+struct Head {
+    entry: Entry,
+    source: usize,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Self) -> bool {
+        (self.entry.page, self.entry.lsn) == (other.entry.page, other.entry.lsn)
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Head {
+    // Reversed: BinaryHeap is a max-heap, the merge wants the smallest first.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.entry.page, other.entry.lsn).cmp(&(self.entry.page, self.entry.lsn))
+    }
+}
+
+impl Archive {
+    /// Opens the archive in `dir`, creating the directory if needed (A6): removes temporary
+    /// files and runs whose interval another run covers (inputs of a finished merge), then
+    /// checks every run and that the runs' intervals follow each other without gap or overlap.
+    ///
+    /// # Errors
+    /// I/O errors; [`LogError::ArchiveCorrupted`] naming the first damaged run, or the runs
+    /// around a gap or an overlap.
+    pub fn open(vfs: Arc<dyn Vfs>, dir: impl Into<PathBuf>) -> Result<Archive> {
+        let dir = dir.into();
+        vfs.create_dir_all(&dir).map_err(|e| LogError::io("creating directory", &dir, e))?;
+        let mut found: Vec<(Lsn, Lsn, PathBuf)> = Vec::new();
+        let mut removed = false;
+        for path in vfs.list(&dir).map_err(|e| LogError::io("listing", &dir, e))? {
+            if path.extension().is_some_and(|x| x == "tmp") {
+                vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
+                removed = true;
+            } else if let Some((b, e)) = parse_name(&path) {
+                if b >= e {
+                    return Err(corrupted(&path, "the name's interval is empty"));
+                }
+                found.push((b, e, path));
+            }
+        }
+        // Widest first among runs starting at the same LSN, so covered runs follow their cover.
+        found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut kept: Vec<(Lsn, Lsn, PathBuf)> = Vec::new();
+        for (b, e, path) in found {
+            if let Some(last) = kept.last() {
+                if e <= last.1 {
+                    // A6: an input of a merge whose output is complete.
+                    vfs.remove(&path).map_err(|err| LogError::io("removing", &path, err))?;
+                    removed = true;
+                    continue;
+                }
+                if b != last.1 {
+                    let what = if b < last.1 { "overlaps" } else { "leaves a gap after" };
+                    return Err(corrupted(
+                        &path,
+                        format!("its interval [{b}, {e}) {what} the run ending at {}", last.1),
+                    ));
+                }
+            }
+            kept.push((b, e, path));
+        }
+        if removed {
+            vfs.sync_dir(&dir).map_err(|e| LogError::io("syncing directory", &dir, e))?;
+        }
+        let runs = kept
+            .into_iter()
+            .map(|(b, e, path)| Run::open(&*vfs, &path, (b, e)).map(Arc::new))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Archive { vfs, dir, runs: Mutex::new(Arc::new(runs)), writer: Mutex::new(()) })
+    }
+
+    /// The archive's directory.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The runs, oldest first.
+    #[must_use]
+    pub fn runs(&self) -> Vec<RunSummary> {
+        self.runs.lock().iter().map(|r| r.summary.clone()).collect()
+    }
+
+    /// The first LSN not archived yet (the newest run's end), `None` while the archive is empty.
+    #[must_use]
+    pub fn end(&self) -> Option<Lsn> {
+        self.runs.lock().last().map(|r| r.summary.end)
+    }
+
+    /// The first LSN archived (the oldest run's begin), `None` while the archive is empty.
+    #[must_use]
+    pub fn begin(&self) -> Option<Lsn> {
+        self.runs.lock().first().map(|r| r.summary.begin)
+    }
+
+    /// Adds a run covering `[begin, end)` holding `entries` (any order; sorted here) (A4). The
+    /// run must start where the archive ends (or anywhere, while it is empty), and every entry's
+    /// LSN must lie in the interval. The run is durable when this returns.
+    ///
+    /// # Errors
+    /// [`LogError::BadConfig`] for an interval that does not follow the archive, or an entry
+    /// outside it; I/O errors (the archive is then as before: the run's temporary file is
+    /// removed at the next open).
+    pub fn add_run(&self, begin: Lsn, end: Lsn, mut entries: Vec<Entry>) -> Result<RunSummary> {
+        let _w = self.writer.lock();
+        if begin >= end || self.end().is_some_and(|e| e != begin) {
+            return Err(LogError::BadConfig {
+                reason: format!(
+                    "a run of [{begin}, {end}) does not follow the archive, which ends at {:?}",
+                    self.end()
+                ),
+            });
+        }
+        entries.sort_by_key(|e| (e.page, e.lsn));
+        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut entries.into_iter().map(Ok))?;
+        let run = Arc::new(Run::open(&*self.vfs, &path, (begin, end))?);
+        let summary = run.summary.clone();
+        let mut runs = self.runs.lock();
+        let mut next = Vec::clone(&runs);
+        next.push(run);
+        *runs = Arc::new(next);
+        Ok(summary)
+    }
+
+    /// Merges the `n` oldest runs into one (A7; at least two, at most all), by a k-way merge that
+    /// reads each in chunks. The merged run is durable before its inputs are removed; a crash
+    /// in between leaves both, and [`Archive::open`] removes the inputs. Returns the merged
+    /// run, or `None` if there were fewer than two runs to merge.
+    ///
+    /// # Errors
+    /// I/O errors and damage in an input ([`LogError::ArchiveCorrupted`] naming it); the
+    /// archive is then as before.
+    pub fn merge_oldest(&self, n: usize) -> Result<Option<RunSummary>> {
+        let _w = self.writer.lock();
+        let all = Arc::clone(&self.runs.lock());
+        let n = n.min(all.len());
+        if n < 2 {
+            return Ok(None);
+        }
+        let inputs = &all[..n];
+        let (begin, end) = (inputs[0].summary.begin, inputs[n - 1].summary.end);
+        let mut scans: Vec<RunScan> = inputs.iter().map(Run::scan).collect();
+        let mut heap = BinaryHeap::with_capacity(n);
+        for (i, s) in scans.iter_mut().enumerate() {
+            if let Some(entry) = s.next_entry()? {
+                heap.push(Head { entry, source: i });
+            }
+        }
+        let mut merged = std::iter::from_fn(|| {
+            let Head { entry, source } = heap.pop()?;
+            match scans[source].next_entry() {
+                Ok(Some(next)) => heap.push(Head { entry: next, source }),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            Some(Ok(entry))
+        });
+        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut merged)?;
+        let run = Arc::new(Run::open(&*self.vfs, &path, (begin, end))?);
+        let summary = run.summary.clone();
+        {
+            let mut runs = self.runs.lock();
+            let mut next = vec![run];
+            next.extend(runs[n..].iter().cloned());
+            *runs = Arc::new(next);
+        }
+        // Readers that still hold an input read it through its open handle (V5).
+        for r in inputs {
+            self.vfs.remove(&r.path).map_err(|e| LogError::io("removing", &r.path, e))?;
+        }
+        self.vfs.sync_dir(&self.dir).map_err(|e| LogError::io("syncing directory", &self.dir, e))?;
+        Ok(Some(summary))
+    }
+
+    /// Every archived change of `page` with an LSN of at least `from`, in LSN order (A5): one
+    /// index lookup per run whose interval ends after `from`.
+    ///
+    /// # Errors
+    /// I/O errors; [`LogError::ArchiveCorrupted`] naming the run an entry is damaged in.
+    pub fn page_entries(&self, page: u64, from: Lsn) -> Result<Vec<Entry>> {
+        let runs = Arc::clone(&self.runs.lock());
+        let mut out = Vec::new();
+        for r in runs.iter().filter(|r| r.summary.end > from) {
+            r.page_entries(page, from, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Every archived entry, run by run (oldest first), each run in (page, LSN) order.
+    ///
+    /// # Errors
+    /// I/O errors; [`LogError::ArchiveCorrupted`] naming a damaged run.
+    pub fn entries(&self) -> Result<Vec<Entry>> {
+        let runs = Arc::clone(&self.runs.lock());
+        let mut out = Vec::new();
+        for r in runs.iter() {
+            let mut s = r.scan();
+            while let Some(e) = s.next_entry()? {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+}
