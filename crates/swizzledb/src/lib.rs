@@ -59,7 +59,7 @@ pub use crate::cleaner::{Cleaner, CleanerStats};
 pub use crate::logging::CommitMode;
 pub use crate::restart::RestartStats;
 pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
-pub use swizzledb_wal::LogStats;
+pub use swizzledb_wal::{Archive, ArchiveEntry, LogStats, RunSummary};
 
 pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
 pub use swizzledb_buffer::{
@@ -181,6 +181,7 @@ pub struct Builder {
     checkpoint_every: Option<Option<std::time::Duration>>,
     max_log_bytes: Option<u64>,
     cleaner: Cleaner,
+    log_archive: bool,
     discard_unclean: bool,
     convert_to_logged: bool,
     /// `page_size` was called: `open` checks the file's against it instead of adopting it.
@@ -338,6 +339,17 @@ impl Builder {
         self
     }
 
+    /// Keep a log archive (Lersch 2015; RECOVERY.md R17) in `<path>.wal/archive`: every
+    /// checkpoint first sorts the page changes of the durable log into a new run, indexed by
+    /// page (wal README A1–A8), and the log is never truncated past what is archived. Off by
+    /// default; only with logging. It is the input of the decoupled cleaner and single-page
+    /// recovery, which do not exist yet: today it only costs the archiving.
+    #[must_use]
+    pub fn log_archive(mut self, on: bool) -> Self {
+        self.log_archive = on;
+        self
+    }
+
     /// Which page cleaner runs (default [`Cleaner::Classical`]); only with logging.
     #[must_use]
     pub fn cleaner(mut self, cleaner: Cleaner) -> Self {
@@ -423,11 +435,21 @@ impl Builder {
             segment_bytes,
             path,
         )?);
-        let wal = Wal::new(log, self.commit_mode);
+        let wal = self.wal(log, path)?;
         let db = self.database(pool, Some(Arc::new(wal)), locks);
         db.checkpoint()?;
         self.start_background(&db);
         Ok(db)
+    }
+
+    /// The engine's log over `log`, with the log archive if asked for (R17).
+    fn wal(&self, log: Arc<LogManager>, path: &Path) -> Result<Wal> {
+        let wal = Wal::new(log, self.commit_mode);
+        if !self.log_archive {
+            return Ok(wal);
+        }
+        let archive = swizzledb_wal::Archive::open(Arc::clone(&self.config.vfs), archive_dir(path))?;
+        Ok(wal.with_archive(archive)?)
     }
 
     fn check_log_settings(&self) -> Result<()> {
@@ -539,7 +561,7 @@ impl Builder {
         let segment_bytes = self.log_config(path).segment_bytes;
         let log_lock =
             files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, segment_bytes, path)?;
-        let wal = Arc::new(Wal::new(log, self.commit_mode));
+        let wal = Arc::new(self.wal(log, path)?);
         wal.checkpoint(&pool)?;
         pool.mark_logged()?;
         let db = self.database(pool, Some(wal), vec![lock, log_lock]);
@@ -609,7 +631,7 @@ impl Builder {
             Arc::new(BTreeOwner),
             recovered.allocation,
         )?;
-        let wal = Wal::new(log, self.commit_mode);
+        let wal = self.wal(log, path)?;
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
         db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
         let mut stats = recovered.stats;
@@ -631,6 +653,12 @@ impl Builder {
         self.start_background(&db);
         Ok(db)
     }
+}
+
+/// The log archive's directory of the database file at `path`: `<path>.wal/archive` (R17).
+#[must_use]
+pub fn archive_dir(path: &Path) -> std::path::PathBuf {
+    wal_dir(path).join("archive")
 }
 
 /// The log directory of the database file at `path`: `<path>.wal`.
@@ -1032,6 +1060,25 @@ impl Database {
     #[must_use]
     pub fn is_logged(&self) -> bool {
         self.core.wal.is_some()
+    }
+
+    /// Archives the durable log now (R17): its page changes not archived yet become one new
+    /// run. `None` without an archive ([`Builder::log_archive`]) or with nothing new to archive.
+    /// Checkpoints do this too.
+    ///
+    /// # Errors
+    /// Reading the log or writing the run failed; the archive is as before (wal README A4).
+    pub fn archive_log(&self) -> Result<Option<RunSummary>> {
+        match &self.core.wal {
+            Some(wal) => wal.archive_durable(),
+            None => Ok(None),
+        }
+    }
+
+    /// The log archive's runs, oldest first (`None` without an archive).
+    #[must_use]
+    pub fn archive_runs(&self) -> Option<Vec<RunSummary>> {
+        self.core.wal.as_ref().and_then(|w| w.archive.as_ref()).map(swizzledb_wal::Archive::runs)
     }
 
     /// The log's counters (`None` without logging).

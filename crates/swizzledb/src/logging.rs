@@ -10,7 +10,7 @@ use swizzledb_btree::log::LogFailure;
 use swizzledb_btree::{ChangeLog, LeafChange};
 use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId};
 use swizzledb_sync::{Lsn, TxnId};
-use swizzledb_wal::{LogError, LogManager};
+use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
 use crate::record::{Change, Checkpoint, Record, TxnEntry, TxnState};
 
@@ -110,7 +110,14 @@ pub(crate) struct Wal {
     /// Serializes checkpoints.
     checkpointing: Mutex<()>,
     pub(crate) stats: WalStats,
+    /// The log archive, if the database keeps one (R17).
+    pub(crate) archive: Option<Archive>,
+    /// Serializes archiving: runs must follow each other (wal README A1).
+    archiving: Mutex<()>,
 }
+
+/// Runs the archive keeps before the archiver merges them into one (wal README A7).
+const MERGE_RUNS: usize = 16;
 
 /// A node's disk image with its free gap zeroed, so that the record encoding leaves it out
 /// (a node after a split is about half empty).
@@ -133,7 +140,60 @@ impl Wal {
             commit_mode,
             checkpointing: Mutex::new(()),
             stats: WalStats::default(),
+            archive: None,
+            archiving: Mutex::new(()),
         }
+    }
+
+    /// Adds the log archive (R17), after checking that it continues the log: it may not end
+    /// beyond the log's end, nor before its oldest record (the records between would never be
+    /// archived).
+    pub(crate) fn with_archive(mut self, archive: Archive) -> Result<Wal, LogError> {
+        if let Some(end) = archive.end() {
+            let (oldest, log_end) = (self.log.oldest(), self.log.end());
+            if end > log_end || end < oldest {
+                return Err(LogError::ArchiveCorrupted {
+                    run: archive.dir().to_path_buf(),
+                    reason: format!(
+                        "the archive ends at {end} but the log holds [{oldest}, {log_end}): it belongs to \
+                         another log, or the log was truncated while the archive was off; move the \
+                         archive away to start a new one"
+                    ),
+                });
+            }
+        }
+        self.archive = Some(archive);
+        Ok(self)
+    }
+
+    /// R17: sorts the page changes of the durable log not archived yet into one new run, and
+    /// merges the oldest runs once there are 16. `None` if there is no archive or nothing new.
+    pub(crate) fn archive_durable(&self) -> Result<Option<RunSummary>, crate::Error> {
+        let Some(archive) = &self.archive else { return Ok(None) };
+        let _one = self.archiving.lock();
+        let from = archive.end().unwrap_or_else(|| self.log.oldest());
+        let to = self.log.durable();
+        if to <= from {
+            return Ok(None);
+        }
+        let mut entries = Vec::new();
+        for item in self.log.scan(from)? {
+            let (lsn, body) = item?;
+            if lsn >= to {
+                break;
+            }
+            let pages = Record::decode(&body)
+                .map_err(|e| LogError::Corrupted { lsn, reason: e.to_string() })?
+                .pages_changed();
+            for page in pages {
+                entries.push(ArchiveEntry { page: page.get(), lsn, body: body.clone() });
+            }
+        }
+        let run = archive.add_run(from, to, entries)?;
+        if archive.runs().len() >= MERGE_RUNS {
+            archive.merge_oldest(MERGE_RUNS)?;
+        }
+        Ok(Some(run))
     }
 
     pub(crate) fn append(&self, record: &Record) -> Result<Lsn, LogError> {
@@ -217,8 +277,20 @@ impl Wal {
         };
         let end = self.append(&Record::CheckpointEnd(Box::new(checkpoint)))?;
         self.log.write_master(end)?;
+        // R17: the log is archived before it is truncated, and never truncated past the archive.
+        let (keep, archived) = match &self.archive {
+            Some(archive) => {
+                let archived = self.archive_durable();
+                (keep.min(archive.end().map_or(0, |e| e.0)), archived.map(|_| ()))
+            }
+            None => (keep, Ok(())),
+        };
         self.log.truncate_before(Lsn(keep))?;
         self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+        // The checkpoint is complete, but a failed archiving holds the log back: say so.
+        archived.inspect_err(|_| {
+            self.stats.failed_archiving.fetch_add(1, Ordering::Relaxed);
+        })?;
         Ok(end)
     }
 }
@@ -528,6 +600,7 @@ pub(crate) struct WalStats {
     pub(crate) checkpoints: AtomicU64,
     pub(crate) background_checkpoints: AtomicU64,
     pub(crate) failed_checkpoints: AtomicU64,
+    pub(crate) failed_archiving: AtomicU64,
 }
 
 #[cfg(test)]

@@ -277,6 +277,26 @@ impl From<UnknownRecordKind> for Malformed {
 }
 
 impl Record {
+    /// The pages whose contents the record changes (what the log archive files it under,
+    /// RECOVERY.md R17): a leaf change's leaf; a structure change's pages and freed pages.
+    #[must_use]
+    pub fn pages_changed(&self) -> Vec<PageId> {
+        match self {
+            Record::Leaf { page, .. } => vec![*page],
+            Record::Structure { images, freed } => {
+                images.iter().map(|(p, _)| *p).chain(freed.iter().copied()).collect()
+            }
+            Record::Begin { .. }
+            | Record::Commit { .. }
+            | Record::Abort { .. }
+            | Record::End { .. }
+            | Record::CreateTree { .. }
+            | Record::CheckpointBegin
+            | Record::CheckpointEnd(_)
+            | Record::PageWrite { .. } => Vec::new(),
+        }
+    }
+
     /// The record's kind (its first byte when encoded).
     #[must_use]
     pub fn kind(&self) -> RecordKind {

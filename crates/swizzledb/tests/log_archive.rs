@@ -1,0 +1,222 @@
+//! The log archive (RECOVERY.md R17; wal README A1–A8), through the public API: every page
+//! change of the log is archived once, under each page it changes; the log is never truncated
+//! past the archive; an archive that does not continue the log is refused; a failed archiving
+//! keeps the log instead of losing records.
+
+use std::path::Path;
+use std::sync::Arc;
+use swizzledb::record::Record;
+use swizzledb::{archive_dir, wal_dir, Archive, ArchiveEntry, Database, Error};
+use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Op, Vfs};
+use swizzledb_wal::{LogConfig, LogError, LogManager, Lsn};
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn log_config(path: &Path, fs: &FaultFs, segment_bytes: u64) -> LogConfig {
+    let mut c = LogConfig::new(wal_dir(path));
+    c.vfs = Arc::new(fs.clone());
+    c.segment_bytes = segment_bytes;
+    c
+}
+
+fn fault_fs() -> FaultFs {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    fs
+}
+
+/// Inserts, updates, deletes and an aborted transaction (its compensation records are page
+/// changes too), enough for splits (structure records).
+fn workload(db: &Database, from: u32, n: u32) {
+    let t = db.tree("t").or_else(|_| db.create_tree("t")).unwrap();
+    for i in from..from + n {
+        t.upsert(&key(i), &[i as u8; 60]).unwrap();
+    }
+    for i in (from..from + n).step_by(5) {
+        t.upsert(&key(i), b"updated").unwrap();
+    }
+    for i in (from..from + n).step_by(7) {
+        assert!(t.delete(&key(i)).unwrap());
+    }
+    let mut tx = db.begin();
+    tx.put(&t, b"zz-rolled-back", b"x").unwrap();
+    tx.abort().unwrap();
+}
+
+/// The page changes the log holds below `end`, as the archive files them.
+fn logged_changes(log: &LogManager, end: Lsn) -> Vec<ArchiveEntry> {
+    let mut out = Vec::new();
+    for item in log.scan(log.oldest()).unwrap() {
+        let (lsn, body) = item.unwrap();
+        if lsn >= end {
+            break;
+        }
+        for page in Record::decode(&body).unwrap().pages_changed() {
+            out.push(ArchiveEntry { page: page.get(), lsn, body: body.clone() });
+        }
+    }
+    out.sort_by_key(|e| (e.page, e.lsn));
+    out
+}
+
+#[test]
+fn r17_every_page_change_is_archived_once_under_each_page_it_changes() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .vfs(Arc::new(fs.clone()))
+        .log_archive(true);
+    let db = builder.clone().create(path).unwrap();
+    workload(&db, 0, 1500);
+    let run = db.archive_log().unwrap().expect("a run of the new records");
+    assert!(run.entries > 1500, "R17: {run:?}");
+    // The log's background flusher may have made a few more records durable since.
+    if let Some(more) = db.archive_log().unwrap() {
+        assert_eq!(more.begin, run.end, "A1: runs follow each other");
+    }
+    let runs = db.archive_runs().unwrap();
+    assert!(runs.windows(2).all(|w| w[0].end == w[1].begin), "A1: {runs:?}");
+    db.close().unwrap();
+
+    // The log was not truncated (one segment), so it is the oracle.
+    let log = LogManager::open(log_config(path, &fs, 16 << 20)).unwrap();
+    assert_eq!(log.oldest(), Lsn(8), "precondition: nothing truncated");
+    let archive = Archive::open(Arc::new(fs.clone()), archive_dir(path)).unwrap();
+    assert_eq!(archive.begin(), Some(Lsn(8)));
+    assert!(archive.runs().len() > runs.len(), "close's checkpoint archived what came after");
+    let mut got = archive.entries().unwrap();
+    got.sort_by_key(|e| (e.page, e.lsn));
+    assert_eq!(
+        got,
+        logged_changes(&log, archive.end().unwrap()),
+        "R17: the archive is the log's page changes"
+    );
+    // A page's history: every change of the first leaf, in LSN order.
+    let page = got[0].page;
+    let history: Vec<Lsn> = archive.page_entries(page, Lsn(0)).unwrap().iter().map(|e| e.lsn).collect();
+    assert!(history.windows(2).all(|w| w[0] < w[1]) && !history.is_empty());
+    drop((log, archive));
+
+    let db = builder.open(path).unwrap();
+    assert_eq!(db.tree("t").unwrap().get(&key(1)).unwrap(), Some(vec![1u8; 60]));
+    assert!(db.archive_runs().unwrap().len() >= runs.len());
+}
+
+#[test]
+fn r17_the_log_is_truncated_but_never_past_the_archive() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .vfs(Arc::new(fs.clone()))
+        .log_segment_bytes(64 << 10)
+        .max_log_bytes(256 << 10)
+        .log_archive(true);
+    let db = builder.create(path).unwrap();
+    for round in 0..6 {
+        workload(&db, round * 400, 400);
+        db.checkpoint().unwrap();
+    }
+    db.close().unwrap();
+    let log = LogManager::open(log_config(path, &fs, 64 << 10)).unwrap();
+    let archive = Archive::open(Arc::new(fs.clone()), archive_dir(path)).unwrap();
+    assert!(log.oldest() > Lsn(8), "the log was truncated");
+    assert_eq!(archive.begin(), Some(Lsn(8)), "the archive starts with the log");
+    assert!(archive.end().unwrap() >= log.oldest(), "R17: no record between the archive and the log is lost");
+    // What both still hold agrees.
+    let both: Vec<ArchiveEntry> = {
+        let mut v: Vec<_> =
+            archive.entries().unwrap().into_iter().filter(|e| e.lsn >= log.oldest()).collect();
+        v.sort_by_key(|e| (e.page, e.lsn));
+        v
+    };
+    let logged: Vec<ArchiveEntry> = logged_changes(&log, archive.end().unwrap());
+    assert_eq!(both, logged);
+}
+
+#[test]
+fn r17_an_archive_that_does_not_continue_the_log_is_refused() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let base = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .vfs(Arc::new(fs.clone()))
+        .log_segment_bytes(64 << 10)
+        .max_log_bytes(256 << 10);
+    let db = base.clone().log_archive(true).create(path).unwrap();
+    workload(&db, 0, 200);
+    db.close().unwrap();
+    // Without the archive the log is truncated past its end.
+    let db = base.clone().open(path).unwrap();
+    for round in 0..6 {
+        workload(&db, 1000 + round * 400, 400);
+        db.checkpoint().unwrap();
+    }
+    db.close().unwrap();
+    match base.clone().log_archive(true).open(path) {
+        Err(Error::Log(LogError::ArchiveCorrupted { run, reason })) => {
+            assert_eq!(run, archive_dir(path));
+            assert!(reason.contains("move the archive away"), "{reason}");
+        }
+        other => panic!("R17: expected the gap refused, got {:?}", other.map(|_| ())),
+    }
+    // Moving it away starts a new archive.
+    for f in fs.list(&archive_dir(path)).unwrap() {
+        fs.remove(&f).unwrap();
+    }
+    let db = base.log_archive(true).open(path).unwrap();
+    assert!(!db.archive_runs().unwrap().is_empty(), "the open's checkpoint archived the log");
+}
+
+#[test]
+fn r17_a_failed_archiving_keeps_the_log_and_loses_no_commit() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .vfs(Arc::new(fs.clone()))
+        .log_segment_bytes(64 << 10)
+        .max_log_bytes(256 << 10)
+        .log_archive(true);
+    let db = builder.clone().create(path).unwrap();
+    let archived = db.archive_runs().unwrap().last().map(|r| r.end);
+    // Every run written from now on fails.
+    fs.fail_next(FaultRule::new(Op::Write, Fault::Eio).on_path(".run.tmp").repeating());
+    let t = db.create_tree("t").unwrap();
+    for round in 0..3u32 {
+        // One transaction a round: once the log is over its bound, each `begin` waits up to
+        // two seconds for a cleaner that cannot truncate (R15).
+        db.transact(|tx| {
+            for i in round * 500..(round + 1) * 500 {
+                tx.put(&t, &key(i), &[i as u8; 60])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let err = db.checkpoint().expect_err("R17: the checkpoint reports the failed archiving");
+        assert!(err.to_string().contains(".run.tmp"), "{err}");
+    }
+    assert!(db.archive_log().is_err(), "archiving reports the failure");
+    assert_eq!(db.archive_runs().unwrap().last().map(|r| r.end), archived, "nothing archived");
+    let kept = db.log_bytes().unwrap();
+    assert!(kept > 256 << 10, "R17: the log is kept ({kept} bytes) rather than truncated past the archive");
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    fs.clear_faults();
+    let db = builder.open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    for i in 0..1500 {
+        assert_eq!(t.get(&key(i)).unwrap(), Some(vec![i as u8; 60]), "key {i}");
+    }
+    assert!(
+        db.archive_runs().unwrap().last().map(|r| r.end) > archived,
+        "the open's checkpoint archived the kept log"
+    );
+}
