@@ -3,7 +3,7 @@
 //! - `swizzledb demo` — the Graefe et al. Fig. 10/11 experiment at small scale (about a minute).
 //! - `swizzledb bench lookup` — random verified lookups with every knob exposed, optionally swept.
 //! - `swizzledb bench tpcc`, `bench tpcb`, `bench ycsb` — TPC-C, TPC-B and YCSB A-F per buffer
-//!   mode, logging and locking.
+//!   mode, logging, locking and optimistic descents.
 //! - `swizzledb bench emulator` — the BP-Wrapper paper's buffer emulator: replacement-lock
 //!   contention of locked, partitioned, batched and CLOCK buffers (Ding et al. 2015, Figs. 11-13).
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
@@ -95,16 +95,16 @@ enum Workload {
     /// scan-heavy transactions and reads outside a transaction, locking on against off
     Isolation(isolation::IsolationArgs),
     /// TPC-C (five transactions, standard mix, no think time; vmcache's schema and key layout):
-    /// throughput per buffer mode, logging and locking setting and thread count, consistency
-    /// conditions 1-4 checked after the run
+    /// throughput per buffer mode, logging, locking and optimistic-descent setting and thread
+    /// count, consistency conditions 1-4 checked after the run
     Tpcc(tpcc::TpccArgs),
     /// TPC-B (branches, tellers, accounts, history; one transaction moving a random delta):
-    /// throughput per buffer mode, logging and locking setting and thread count, balances
-    /// checked against each other and the history after the run
+    /// throughput per buffer mode, logging, locking and optimistic-descent setting and thread
+    /// count, balances checked against each other and the history after the run
     Tpcb(tpcb::TpcbArgs),
     /// YCSB core workloads A-F (zipfian 0.99 or latest requests, 1 KiB records): operations per
-    /// second per workload, buffer mode, logging and locking setting and thread count, every
-    /// record checked after the run
+    /// second per workload, buffer mode, logging, locking and optimistic-descent setting and
+    /// thread count, every record checked after the run
     Ycsb(ycsb::YcsbArgs),
 }
 
@@ -125,7 +125,8 @@ enum Experiment {
     #[command(name = "graefe-fig13", alias = "fig13")]
     Fig13(drift::DriftArgs),
     /// Graefe et al. 2014 Fig. 14: TPC-C in the three buffer modes with logging and locking each
-    /// on and off, the pool larger than the data; swizzling should gain about 10% over traditional
+    /// on and off, the pool larger than the data, descents coupling latches as the paper's
+    /// engine did (no optimistic descents); swizzling should gain about 10% over traditional
     /// with both on and about 50% with both off, and match main-memory throughout
     #[command(name = "graefe-fig14", alias = "fig14")]
     Fig14(graefe_fig14::Fig14Args),

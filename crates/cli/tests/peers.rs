@@ -103,7 +103,7 @@ fn bench_lookup_sweeps_lmdb_too() {
 }
 
 /// TPC-C on SwizzleDB and LMDB in one run: a row per engine configuration and thread count,
-/// LMDB's mode, locking and pool empty or `-`, both databases consistent.
+/// LMDB's mode, locking, pool and optimistic descents empty or `-`, both databases consistent.
 #[cfg(feature = "lmdb")]
 #[test]
 fn bench_tpcc_runs_swizzledb_beside_lmdb() {
@@ -125,7 +125,8 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
     );
     let (header, rows) = read_csv(&out.join("tpcc.csv"));
     assert_eq!(header.join(","), swizzledb_lab::tpcc::CSV_COLUMNS);
-    assert_eq!(header.last().map(String::as_str), Some("engine"), "engine is the last column");
+    let last_two: Vec<&str> = header.iter().rev().take(2).map(String::as_str).collect();
+    assert_eq!(last_two, ["optimistic", "engine"], "engine, then optimistic, end the header");
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     // (swizzling + LMDB) x 2 thread counts.
     assert_eq!(rows.len(), 4, "{rows:?}");
@@ -141,11 +142,12 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
         assert_eq!(kinds.iter().sum::<u64>(), num(r, "transactions"), "{r:?}");
         assert_eq!(r[col("logging")], "off");
         if r[col("engine")] == "lmdb" {
-            let cells = ["mode", "locking", "pool_bytes"].map(|c| r[col(c)].as_str());
-            assert_eq!(cells, ["-", "-", ""], "{r:?}");
+            let cells = ["mode", "locking", "pool_bytes", "optimistic"].map(|c| r[col(c)].as_str());
+            assert_eq!(cells, ["-", "-", "", "-"], "{r:?}");
             assert_eq!(num(r, "retries"), 0, "{r:?}");
         } else {
-            assert_eq!((r[col("mode")].as_str(), r[col("locking")].as_str()), ("swizzling", "off"));
+            let cells = ["mode", "locking", "optimistic"].map(|c| r[col(c)].as_str());
+            assert_eq!(cells, ["swizzling", "off", "on"], "{r:?}");
             assert!(num(r, "pool_bytes") > 0, "{r:?}");
         }
     }

@@ -40,6 +40,8 @@ fn bench_tpcb_one_branch_writes_a_row_per_measurement() {
         if r[col("locking")] == "off" {
             assert_eq!(r[col("retries")], "0", "{r:?}");
         }
+        // Optimistic descents are on unless --optimistic says otherwise.
+        assert_eq!(r[col("optimistic")], "on", "{r:?}");
     }
     scratch.assert_only_out_left();
 }
@@ -70,9 +72,10 @@ fn bench_tpcb_bad_input_exits_2_and_writes_nothing() {
         assert!(stderr.contains(names), "{bad:?}: {stderr}");
     }
     // Bad syntax clap refuses.
-    let bads: [&[&str]; 3] = [
+    let bads: [&[&str]; 4] = [
         &["--modes", "paged", "--out", out_arg],
         &["--locking", "maybe", "--out", out_arg],
+        &["--optimistic", "maybe", "--out", out_arg],
         &["--threads", "0", "--out", out_arg],
     ];
     assert_usage_errors(&["bench", "tpcb"], &bads, &scratch.0);

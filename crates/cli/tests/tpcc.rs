@@ -49,17 +49,72 @@ fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
     scratch.assert_only_out_left();
 }
 
+/// `--optimistic on,off` beside traditional mode: the swizzling database runs with optimistic
+/// descents on and off, traditional mode once, as `off` (it always couples latches), and every
+/// row says which in its last column.
+#[test]
+fn bench_tpcc_measures_optimistic_descents_on_and_off() {
+    let scratch = Scratch::new("tpcc-optimistic");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["bench", "tpcc", "--warehouses", "1", "--threads", "1", "--duration", "0.2", "--repeat", "1"])
+        .args(["--modes", "swizzling,traditional", "--optimistic", "on,off"])
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("optimistic") && stdout.contains("conditions 1-4 hold"), "{stdout}");
+    let table = Table::read(&out.join("tpcc.csv"));
+    assert_eq!(table.header_line(), swizzledb_lab::tpcc::CSV_COLUMNS);
+    assert_eq!(table.header.last().map(String::as_str), Some("optimistic"), "optimistic is the last column");
+    let col = |name: &str| table.col(name);
+    let mut settings: Vec<(&str, &str)> =
+        table.rows.iter().map(|r| (r[col("mode")].as_str(), r[col("optimistic")].as_str())).collect();
+    settings.sort_unstable();
+    assert_eq!(settings, [("swizzling", "off"), ("swizzling", "on"), ("traditional", "off")]);
+    for r in &table.rows {
+        let tx: f64 = r[col("tx_per_sec")].parse().unwrap();
+        assert!(tx > 0.0, "{r:?}");
+    }
+    scratch.assert_only_out_left();
+}
+
+/// A value of `--optimistic` other than on and off: exit status 2, one line naming the value,
+/// nothing written.
+#[test]
+fn bench_tpcc_bad_optimistic_exits_2_and_writes_nothing() {
+    let scratch = Scratch::new("tpcc-optimistic-bad");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["bench", "tpcc", "--warehouses", "1", "--optimistic", "maybe", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("--optimistic") && stderr.contains("maybe"), "{stderr}");
+    assert!(!out.exists(), "bad input created --out");
+    assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "bad input created files");
+}
+
 #[test]
 fn bench_tpcc_bad_input_exits_2_and_writes_nothing() {
     let scratch = Scratch::new("tpcc-bad");
     let out = scratch.0.join("out");
     let out_arg = out.to_str().unwrap();
-    let bads: [&[&str]; 6] = [
+    let bads: [&[&str]; 7] = [
         &["--warehouses", "0", "--out", out_arg],
         &["--pool", "1MiB", "--out", out_arg],
         &["--pool", "64MiB", "--modes", "main-memory", "--out", out_arg],
         &["--modes", "paged", "--out", out_arg],
         &["--logging", "maybe", "--out", out_arg],
+        &["--optimistic", "on,maybe", "--out", out_arg],
         &["--threads", "0", "--out", out_arg],
     ];
     assert_usage_errors(&["bench", "tpcc"], &bads, &scratch.0);
@@ -92,6 +147,7 @@ fn graefe_fig14_runs_the_four_settings() {
         "swizzling / traditional, logging and locking on: ",
         "swizzling / traditional, logging and locking off: ",
         "conditions 1-4 hold",
+        "optimistic descents: off in every mode",
     ] {
         assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
     }
@@ -106,6 +162,8 @@ fn graefe_fig14_runs_the_four_settings() {
     settings.dedup();
     assert_eq!(settings.len(), 8, "{settings:?}");
     assert!(rows.iter().all(|r| r[col("experiment")] == "graefe-fig14"));
+    // The paper's engine coupled latches: no optimistic descents in any mode.
+    assert!(rows.iter().all(|r| r[col("optimistic")] == "off"), "{rows:?}");
     assert!(out.join("graefe-fig14.json").exists() && out.join("graefe-fig14.svg").exists());
 }
 

@@ -61,8 +61,8 @@ fn bench_ycsb_writes_a_row_per_workload_and_measurement() {
 }
 
 /// SwizzleDB's three modes and LMDB in one interleaved run: a row per engine configuration,
-/// workload and thread count, with `engine` last and LMDB's `mode`, `locking` and `pool_bytes`
-/// left as documented.
+/// workload and thread count, with `optimistic` last, after `engine`, and LMDB's `mode`,
+/// `locking`, `pool_bytes` and `optimistic` left as documented.
 #[cfg(feature = "lmdb")]
 #[test]
 fn bench_ycsb_runs_swizzledb_beside_lmdb() {
@@ -85,7 +85,8 @@ fn bench_ycsb_runs_swizzledb_beside_lmdb() {
     );
     let table = Table::read(&out.join("ycsb.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::ycsb::CSV_COLUMNS);
-    assert_eq!(table.header.last().map(String::as_str), Some("engine"), "engine is the last column");
+    let last_two: Vec<&str> = table.header.iter().rev().take(2).map(String::as_str).collect();
+    assert_eq!(last_two, ["optimistic", "engine"], "engine, then optimistic, end the header");
     let col = |name: &str| table.col(name);
     let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // (3 SwizzleDB modes + LMDB) x 2 workloads x 2 thread counts.
@@ -98,12 +99,15 @@ fn bench_ycsb_runs_swizzledb_beside_lmdb() {
             "swizzledb" => {
                 assert!(["traditional", "swizzling", "main-memory"].contains(&r[col("mode")]), "{r:?}");
                 assert_eq!(r[col("locking")], "off");
+                // Traditional mode always couples latches; the others default to optimistic.
+                let optimistic = if r[col("mode")] == "traditional" { "off" } else { "on" };
+                assert_eq!(r[col("optimistic")], optimistic, "{r:?}");
                 assert!(num(r, "pool_bytes") > 0, "{r:?}");
             }
             "lmdb" => {
                 assert_eq!(
-                    (r[col("mode")], r[col("locking")], r[col("pool_bytes")]),
-                    ("-", "-", ""),
+                    (r[col("mode")], r[col("locking")], r[col("pool_bytes")], r[col("optimistic")]),
+                    ("-", "-", "", "-"),
                     "{r:?}"
                 );
                 assert_eq!(num(r, "retries"), 0, "{r:?}");
@@ -166,9 +170,10 @@ fn bench_ycsb_bad_input_exits_2_and_writes_nothing() {
         assert!(stderr.contains(names), "{bad:?}: {stderr}");
     }
     // Bad syntax clap refuses.
-    let bads: [&[&str]; 3] = [
+    let bads: [&[&str]; 4] = [
         &["--records", "many", "--out", out_arg],
         &["--logging", "maybe", "--out", out_arg],
+        &["--optimistic", "maybe", "--out", out_arg],
         &["--threads", "0", "--out", out_arg],
     ];
     assert_usage_errors(&["bench", "ycsb"], &bads, &scratch.0);

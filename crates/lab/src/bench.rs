@@ -1,6 +1,6 @@
 //! What the TPC-B, TPC-C and YCSB bench drivers share: the database settings measured (buffer
-//! mode × logging × locking, and the peer engines beside SwizzleDB), a database of either
-//! engine, scratch directories, checks of the common plan fields, medians.
+//! mode × logging × locking × optimistic descents, and the peer engines beside SwizzleDB), a
+//! database of either engine, scratch directories, checks of the common plan fields, medians.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -19,25 +19,46 @@ pub struct Setting {
     pub logging: bool,
     /// Record locking.
     pub locking: bool,
+    /// Optimistic descents: inner nodes read without latches, validated by version
+    /// (`swizzledb::Builder::optimistic_reads`). They apply in the swizzling and main-memory
+    /// modes only; traditional mode always couples latches, so its settings have `false`.
+    pub optimistic: bool,
 }
 
 impl Setting {
-    /// Every combination, modes outermost.
-    pub(crate) fn all(modes: &[PoolMode], logging: &[bool], locking: &[bool]) -> Vec<Setting> {
+    /// Every combination, modes outermost, then logging, locking, optimistic descents.
+    /// Traditional mode gets one setting per (logging, locking), with `optimistic: false`
+    /// whatever `optimistic` lists: it always couples latches, so an `on` setting would
+    /// measure the same engine twice under a wrong name.
+    pub(crate) fn all(
+        modes: &[PoolMode],
+        logging: &[bool],
+        locking: &[bool],
+        optimistic: &[bool],
+    ) -> Vec<Setting> {
         let mut out = Vec::new();
         for &mode in modes {
+            let optimistic: &[bool] = if mode == PoolMode::Traditional { &[false] } else { optimistic };
             for &logging in logging {
                 for &locking in locking {
-                    out.push(Setting { mode, logging, locking });
+                    for &optimistic in optimistic {
+                        out.push(Setting { mode, logging, locking, optimistic });
+                    }
                 }
             }
         }
         out
     }
 
-    /// `traditional, logging on, locking off`, for messages.
+    /// `swizzling, logging on, locking off, optimistic on`, for messages.
     pub(crate) fn describe(&self) -> String {
-        format!("{}, logging {}, locking {}", self.mode, on_off(self.logging), on_off(self.locking))
+        format!(
+            "{}, logging {}, locking {}, optimistic {}",
+            self.mode,
+            on_off(self.logging),
+            on_off(self.locking),
+            on_off(self.optimistic)
+        )
     }
 
     /// Creates the database `name` in `dir` with this setting (logging commits asynchronously).
@@ -49,10 +70,11 @@ impl Setting {
         policy: Option<PolicySpec>,
     ) -> Result<Database, WorkloadError> {
         let path = dir.join(format!(
-            "{name}-{}-log-{}-lock-{}.swz",
+            "{name}-{}-log-{}-lock-{}-opt-{}.swz",
             self.mode,
             on_off(self.logging),
-            on_off(self.locking)
+            on_off(self.locking),
+            on_off(self.optimistic)
         ));
         // Prefaulted: a run that grows the data must not measure the first touch of the pool's
         // memory (on a virtual machine, fresh huge pages cost far more than their zeroing).
@@ -61,7 +83,8 @@ impl Setting {
             .pool_bytes(usize::try_from(pool).unwrap_or(usize::MAX))
             .prefault(true)
             .logging(self.logging)
-            .locking(self.locking);
+            .locking(self.locking)
+            .optimistic_reads(self.optimistic);
         if self.logging {
             b = b.commit_mode(CommitMode::Async);
         }
@@ -75,7 +98,7 @@ impl Setting {
 /// One database configuration of a bench run on several engines (`bench ycsb`, `bench tpcc`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Config {
-    /// SwizzleDB in a buffer mode, with logging and locking on or off.
+    /// SwizzleDB in a buffer mode, with logging, locking and optimistic descents on or off.
     SwizzleDb(Setting),
     /// LMDB, with the durability that stands for `logging` (`crate::engine::Lmdb`).
     Lmdb {
@@ -86,21 +109,23 @@ pub enum Config {
 
 impl Config {
     /// Every configuration, in table order: per engine (in the order given), SwizzleDB's
-    /// settings (modes outermost), LMDB's logging settings (it has no modes and no locking
-    /// setting).
+    /// settings (modes outermost; traditional mode only with optimistic descents off:
+    /// [`Setting`]), LMDB's logging settings (it has no modes, no locking setting and no
+    /// optimistic descents).
     #[must_use]
     pub fn all(
         engines: &[EngineName],
         modes: &[PoolMode],
         logging: &[bool],
         locking: &[bool],
+        optimistic: &[bool],
     ) -> Vec<Config> {
         let mut out = Vec::new();
         for &e in engines {
             match e {
-                EngineName::SwizzleDb => {
-                    out.extend(Setting::all(modes, logging, locking).into_iter().map(Config::SwizzleDb));
-                }
+                EngineName::SwizzleDb => out.extend(
+                    Setting::all(modes, logging, locking, optimistic).into_iter().map(Config::SwizzleDb),
+                ),
                 EngineName::Lmdb => out.extend(logging.iter().map(|&logging| Config::Lmdb { logging })),
             }
         }
@@ -143,7 +168,17 @@ impl Config {
         }
     }
 
-    /// For messages: `swizzledb traditional, logging on, locking off` or `lmdb, logging on`.
+    /// SwizzleDB's optimistic-descents setting (none for LMDB).
+    #[must_use]
+    pub fn optimistic(&self) -> Option<bool> {
+        match self {
+            Config::SwizzleDb(s) => Some(s.optimistic),
+            Config::Lmdb { .. } => None,
+        }
+    }
+
+    /// For messages: `swizzledb traditional, logging on, locking off, optimistic off` or
+    /// `lmdb, logging on`.
     #[must_use]
     pub fn describe(&self) -> String {
         match self {
@@ -294,6 +329,7 @@ pub(crate) fn validate_common(
     modes: &[PoolMode],
     logging: &[bool],
     locking: &[bool],
+    optimistic: &[bool],
 ) -> Result<(), WorkloadError> {
     let bad = |s: &str| Err(WorkloadError::Config(s.into()));
     if threads.is_empty() || threads.contains(&0) {
@@ -305,11 +341,15 @@ pub(crate) fn validate_common(
     if repeat == 0 {
         return bad("--repeat must be at least 1");
     }
-    if modes.is_empty() || logging.is_empty() || locking.is_empty() {
-        return bad("--modes, --logging and --locking each need at least one value");
+    if modes.is_empty() || logging.is_empty() || locking.is_empty() || optimistic.is_empty() {
+        return bad(EMPTY_SETTINGS);
     }
     Ok(())
 }
+
+/// The message for a plan with an empty list of settings.
+pub(crate) const EMPTY_SETTINGS: &str =
+    "--modes, --logging, --locking and --optimistic each need at least one value";
 
 /// Checks that `pool` bytes can run a workload that loads `data` bytes of records (`what`
 /// says whose, for the message).
@@ -343,4 +383,53 @@ pub(crate) fn thread_seconds(threads: &[usize], duration: Duration, repeat: u32)
 /// The median (NaN for none).
 pub(crate) fn median(v: Vec<f64>) -> f64 {
     crate::stats::median(&v).unwrap_or(f64::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traditional_mode_gets_one_setting_with_optimistic_descents_off() {
+        use PoolMode::{MainMemory, Swizzling, Traditional};
+        let all = Setting::all(&[Swizzling, Traditional, MainMemory], &[false], &[true], &[true, false]);
+        let got: Vec<(PoolMode, bool)> = all.iter().map(|s| (s.mode, s.optimistic)).collect();
+        assert_eq!(
+            got,
+            [
+                (Swizzling, true),
+                (Swizzling, false),
+                (Traditional, false),
+                (MainMemory, true),
+                (MainMemory, false)
+            ]
+        );
+        assert!(all.iter().all(|s| !s.logging && s.locking));
+        // Traditional mode is measured even when only `on` is asked for: as what it is, `off`.
+        let only_on = Setting::all(&[Traditional], &[true, false], &[false], &[true]);
+        assert_eq!(only_on.len(), 2);
+        assert!(only_on.iter().all(|s| !s.optimistic));
+    }
+
+    #[test]
+    fn configs_carry_optimistic_descents_for_swizzledb_only() {
+        let configs = Config::all(
+            &[EngineName::SwizzleDb, EngineName::Lmdb],
+            &[PoolMode::Swizzling],
+            &[true],
+            &[false],
+            &[false, true],
+        );
+        let got: Vec<Option<bool>> = configs.iter().map(Config::optimistic).collect();
+        assert_eq!(got, [Some(false), Some(true), None]);
+        assert_eq!(configs[1].describe(), "swizzledb swizzling, logging on, locking off, optimistic on");
+    }
+
+    #[test]
+    fn an_empty_optimistic_list_is_refused() {
+        let err =
+            validate_common(&[1], Duration::from_secs(1), 1, &[PoolMode::Swizzling], &[false], &[false], &[])
+                .unwrap_err();
+        assert!(matches!(err, WorkloadError::Config(ref m) if m.contains("--optimistic")), "{err}");
+    }
 }

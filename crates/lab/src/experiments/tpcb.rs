@@ -35,6 +35,7 @@ pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
         modes: args.options.modes(),
         logging: args.options.logging(),
         locking: args.options.locking(),
+        optimistic: args.options.optimistic(),
         pool_bytes: args.options.pool,
         policy: args.options.policy,
         dir: args.options.dir(),

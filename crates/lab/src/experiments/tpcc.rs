@@ -18,9 +18,10 @@ use crate::Usage;
 #[derive(Args, Debug)]
 pub struct TpccArgs {
     /// Engines, comma-separated, measured interleaved: swizzledb (in each of --modes ×
-    /// --logging × --locking), lmdb (once per --logging setting, one write transaction per
-    /// TPC-C transaction and read snapshots for Order-Status and Stock-Level; --modes,
-    /// --locking, --pool and --policy do not apply to it, it serializes its writers; --logging
+    /// --logging × --locking × --optimistic), lmdb (once per --logging setting, one write
+    /// transaction per TPC-C transaction and read snapshots for Order-Status and Stock-Level;
+    /// --modes, --locking, --optimistic, --pool and --policy do not apply to it, it serializes
+    /// its writers; --logging
     /// on is MDB_NOSYNC, off adds MDB_NOMETASYNC, MDB_WRITEMAP and MDB_MAPASYNC; keep --dir on
     /// a tmpfs, docs/tpcc.md)
     #[arg(long, default_value = "swizzledb", value_delimiter = ',')]
@@ -49,6 +50,7 @@ pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
         modes: args.options.modes(),
         logging: args.options.logging(),
         locking: args.options.locking(),
+        optimistic: args.options.optimistic(),
         pool_bytes: args.options.pool,
         policy: args.options.policy,
         dir: args.options.dir(),

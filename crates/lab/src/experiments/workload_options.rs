@@ -12,8 +12,8 @@ use crate::progress::Progress;
 use crate::workload::WorkloadError;
 use crate::{units, Usage};
 
-/// Threads, time, repetitions, the configurations measured (buffer mode × logging × locking),
-/// pool, policy and directories.
+/// Threads, time, repetitions, the configurations measured (buffer mode × logging × locking ×
+/// optimistic descents), pool, policy and directories.
 #[derive(Args, Debug)]
 pub struct WorkloadOptions {
     /// Thread counts, comma-separated
@@ -34,6 +34,12 @@ pub struct WorkloadOptions {
     /// Record-locking settings, comma-separated: on, off
     #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
     pub locking: Vec<bool>,
+    /// Optimistic-descent settings, comma-separated: on, off. On: tree descents read inner
+    /// nodes without latches, validated by version; off: they couple shared latches. Applies
+    /// to the swizzling and main-memory modes; traditional mode always couples latches and is
+    /// measured once, as off
+    #[arg(long, default_value = "on", value_delimiter = ',', value_parser = parse_on_off)]
+    pub optimistic: Vec<bool>,
     /// Buffer-pool size per database [default: twice the loaded records plus what the
     /// measurements add, so that everything stays in memory]. The pool's memory is faulted in
     /// when the database is made (Builder::prefault), so runs do not measure its first touch
@@ -79,6 +85,12 @@ impl WorkloadOptions {
     #[must_use]
     pub fn locking(&self) -> Vec<bool> {
         dedup(&self.locking)
+    }
+
+    /// The optimistic-descent settings, each once.
+    #[must_use]
+    pub fn optimistic(&self) -> Vec<bool> {
+        dedup(&self.optimistic)
     }
 
     /// The scratch directory.

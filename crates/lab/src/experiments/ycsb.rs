@@ -19,9 +19,10 @@ use crate::Usage;
 #[derive(Args, Debug)]
 pub struct YcsbArgs {
     /// Engines, comma-separated, measured interleaved: swizzledb (in each of --modes ×
-    /// --logging × --locking), lmdb (once per --logging setting; it has no modes, no record locks
-    /// and serializes its writers; --logging on is MDB_NOSYNC, off adds MDB_NOMETASYNC,
-    /// MDB_WRITEMAP and MDB_MAPASYNC; keep --dir on a tmpfs, docs/ycsb.md)
+    /// --logging × --locking × --optimistic), lmdb (once per --logging setting; it has no
+    /// modes, no record locks, no optimistic descents and serializes its writers; --logging on
+    /// is MDB_NOSYNC, off adds MDB_NOMETASYNC, MDB_WRITEMAP and MDB_MAPASYNC; keep --dir on a
+    /// tmpfs, docs/ycsb.md)
     #[arg(long, default_value = "swizzledb", value_delimiter = ',')]
     engine: Vec<String>,
     /// Core workloads to run, comma-separated, in this order on one load: A (50% read, 50%
@@ -71,6 +72,7 @@ pub fn run(args: &YcsbArgs) -> Result<ExitCode, Box<dyn Error>> {
         modes: args.options.modes(),
         logging: args.options.logging(),
         locking: args.options.locking(),
+        optimistic: args.options.optimistic(),
         pool_bytes: args.options.pool,
         policy: args.options.policy,
         dir: args.options.dir(),

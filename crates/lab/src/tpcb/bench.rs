@@ -1,8 +1,9 @@
-//! `bench tpcb`: TPC-B throughput per buffer mode, logging and locking setting and thread
-//! count. One database per configuration (mode × logging × locking), loaded once; the
-//! measurements are interleaved (repetition, then thread count, then configuration) so that
-//! machine noise hits every configuration alike; each database is verified after its last
-//! measurement.
+//! `bench tpcb`: TPC-B throughput per buffer mode, logging, locking and optimistic-descent
+//! setting and thread count. One database per configuration (mode × logging × locking ×
+//! optimistic descents, traditional mode only with them off as it always couples latches),
+//! loaded once; the measurements are interleaved (repetition, then thread count, then
+//! configuration) so that machine noise hits every configuration alike; each database is
+//! verified after its last measurement.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -32,6 +33,10 @@ pub struct BenchPlan {
     pub logging: Vec<bool>,
     /// Record-locking settings.
     pub locking: Vec<bool>,
+    /// Optimistic-descent settings (`swizzledb::Builder::optimistic_reads`); they apply to the
+    /// swizzling and main-memory modes, traditional mode runs once with them off
+    /// ([`Setting`]).
+    pub optimistic: Vec<bool>,
     /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
     pub pool_bytes: Option<u64>,
     /// Replacement policy (`None`: the engine's default).
@@ -62,6 +67,12 @@ impl BenchPlan {
         self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
     }
 
+    /// Every setting measured, in table order (modes outermost).
+    #[must_use]
+    pub fn settings(&self) -> Vec<Setting> {
+        Setting::all(&self.modes, &self.logging, &self.locking, &self.optimistic)
+    }
+
     /// Checks the plan before anything runs.
     ///
     /// # Errors
@@ -75,6 +86,7 @@ impl BenchPlan {
             &self.modes,
             &self.logging,
             &self.locking,
+            &self.optimistic,
         )?;
         let what = format!("{} branches", self.config.branches);
         bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
@@ -90,6 +102,8 @@ pub struct BenchRow {
     pub logging: bool,
     /// Record locking on.
     pub locking: bool,
+    /// Optimistic descents on.
+    pub optimistic: bool,
     /// Branches.
     pub branches: u32,
     /// Accounts per branch.
@@ -127,7 +141,7 @@ impl BenchRow {
 /// The columns of `tpcb.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str =
     "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
-transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds";
+transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -141,7 +155,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let tpcb = Tpcb::new(plan.config.clone())?;
     let pool = plan.pool();
     let mut dbs = Vec::new();
-    for setting in Setting::all(&plan.modes, &plan.logging, &plan.locking) {
+    for setting in plan.settings() {
         let db = setting.create(&scratch.0, "tpcb", pool, plan.policy)?;
         let started = Instant::now();
         tpcb.load(&db)?;
@@ -159,6 +173,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     mode: s.mode,
                     logging: s.logging,
                     locking: s.locking,
+                    optimistic: s.optimistic,
                     branches: plan.config.branches,
                     accounts: plan.config.accounts,
                     threads,
@@ -195,11 +210,11 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
 pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> io::Result<()> {
     writeln!(
         out,
-        "{:<12} {:>7} {:>7} {:>7} {:>12} {:>13}",
-        "mode", "logging", "locking", "threads", "tx/s", "retries/1000"
+        "{:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13}",
+        "mode", "logging", "locking", "optimistic", "threads", "tx/s", "retries/1000"
     )?;
     for &threads in &plan.threads {
-        for s in Setting::all(&plan.modes, &plan.logging, &plan.locking) {
+        for s in plan.settings() {
             let sel: Vec<&BenchRow> = rows
                 .iter()
                 .filter(|r| {
@@ -207,15 +222,17 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                         && r.mode == s.mode
                         && r.logging == s.logging
                         && r.locking == s.locking
+                        && r.optimistic == s.optimistic
                 })
                 .collect();
             let m = |f: &dyn Fn(&BenchRow) -> f64| bench::median(sel.iter().map(|r| f(r)).collect());
             writeln!(
                 out,
-                "{:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.2}",
+                "{:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.2}",
                 s.mode.name(),
                 on_off(s.logging),
                 on_off(s.locking),
+                on_off(s.optimistic),
                 threads,
                 m(&BenchRow::tx_per_sec),
                 m(&BenchRow::retries_per_1000),
@@ -224,7 +241,8 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     }
     writeln!(
         out,
-        "TPC-B, {} branches of {} accounts: medians of {} x {:.1} s; logging commits asynchronously.",
+        "TPC-B, {} branches of {} accounts: medians of {} x {:.1} s; logging commits asynchronously; optimistic \
+         descents apply to the swizzling and main-memory modes (traditional mode always couples latches).",
         plan.config.branches,
         plan.config.accounts,
         plan.repeat,
@@ -250,6 +268,7 @@ pub struct TpcbRow {
     pub retries_per_1000: f64,
     pub pool_bytes: u64,
     pub load_seconds: f64,
+    pub optimistic: &'static str,
 }
 
 impl TpcbRow {
@@ -272,6 +291,7 @@ impl TpcbRow {
             retries_per_1000: r.retries_per_1000(),
             pool_bytes: r.pool_bytes,
             load_seconds: r.load_seconds,
+            optimistic: on_off(r.optimistic),
         }
     }
 }

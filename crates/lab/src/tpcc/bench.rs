@@ -1,9 +1,11 @@
-//! `bench tpcc`: TPC-C throughput per engine, buffer mode, logging and locking setting and
-//! thread count. One database per configuration (SwizzleDB: mode × logging × locking; LMDB: one
-//! per logging setting, as it has no modes and no locking setting), loaded once; the
-//! measurements are interleaved (repetition, then thread count, then configuration, engines
-//! included) so that machine noise hits every configuration alike; each database is verified
-//! (conditions 1–4) after its last measurement.
+//! `bench tpcc`: TPC-C throughput per engine, buffer mode, logging, locking and
+//! optimistic-descent setting and thread count. One database per configuration (SwizzleDB:
+//! mode × logging × locking × optimistic descents, traditional mode only with them off as it
+//! always couples latches; LMDB: one per logging setting, as it has no modes, no locking
+//! setting and no optimistic descents), loaded once; the measurements are interleaved
+//! (repetition, then thread count, then configuration, engines included) so that machine noise
+//! hits every configuration alike; each database is verified (conditions 1–4) after its last
+//! measurement.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -19,8 +21,8 @@ use crate::workload::WorkloadError;
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct BenchPlan {
-    /// Engines, in table order: SwizzleDB (in each of `modes` × `logging` × `locking`) and
-    /// LMDB (once per `logging` setting).
+    /// Engines, in table order: SwizzleDB (in each of `modes` × `logging` × `locking` ×
+    /// `optimistic`) and LMDB (once per `logging` setting).
     pub engines: Vec<EngineName>,
     /// The scale.
     pub config: TpccConfig,
@@ -38,6 +40,10 @@ pub struct BenchPlan {
     pub logging: Vec<bool>,
     /// SwizzleDB's record-locking settings (LMDB has none: it serializes writers).
     pub locking: Vec<bool>,
+    /// SwizzleDB's optimistic-descent settings (`swizzledb::Builder::optimistic_reads`); they
+    /// apply to the swizzling and main-memory modes, traditional mode runs once with them off
+    /// ([`crate::Setting`]).
+    pub optimistic: Vec<bool>,
     /// SwizzleDB's pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
     pub pool_bytes: Option<u64>,
     /// SwizzleDB's replacement policy (`None`: the engine's default).
@@ -85,7 +91,7 @@ impl BenchPlan {
     /// outermost), then LMDB's logging settings.
     #[must_use]
     pub fn configs(&self) -> Vec<Config> {
-        Config::all(&self.engines, &self.modes, &self.logging, &self.locking)
+        Config::all(&self.engines, &self.modes, &self.logging, &self.locking, &self.optimistic)
     }
 
     fn runs(&self, e: EngineName) -> bool {
@@ -114,8 +120,12 @@ impl BenchPlan {
         if self.repeat == 0 {
             return bad("--repeat must be at least 1".into());
         }
-        if self.modes.is_empty() || self.logging.is_empty() || self.locking.is_empty() {
-            return bad("--modes, --logging and --locking each need at least one value".into());
+        if self.modes.is_empty()
+            || self.logging.is_empty()
+            || self.locking.is_empty()
+            || self.optimistic.is_empty()
+        {
+            return bad(bench::EMPTY_SETTINGS.into());
         }
         if !self.runs(EngineName::SwizzleDb) {
             return Ok(());
@@ -146,7 +156,7 @@ impl BenchPlan {
 /// One measurement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchRow {
-    /// The database configuration (engine, mode, logging, locking).
+    /// The database configuration (engine, mode, logging, locking, optimistic descents).
     pub config: Config,
     /// Warehouses.
     pub warehouses: u32,
@@ -197,7 +207,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,engine";
+load_seconds,engine,optimistic";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -280,11 +290,12 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     let configs = plan.configs();
     writeln!(
         out,
-        "{:<9} {:<12} {:>7} {:>7} {:>7} {:>12} {:>13} {:>10} {:>13}",
+        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13}",
         "engine",
         "mode",
         "logging",
         "locking",
+        "optimistic",
         "threads",
         "tx/s",
         "new-order/s",
@@ -295,11 +306,12 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         for c in &configs {
             writeln!(
                 out,
-                "{:<9} {:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2}",
+                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2}",
                 c.engine().name(),
                 c.mode().map_or("-", PoolMode::name),
                 on_off(c.logging()),
                 c.locking().map_or("-", on_off),
+                c.optimistic().map_or("-", on_off),
                 threads,
                 median(threads, c, &BenchRow::tx_per_sec),
                 median(threads, c, &BenchRow::new_order_per_sec),
@@ -315,11 +327,16 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         KINDS.join("/"),
         plan.repeat,
         plan.duration.as_secs_f64(),
-        if plan.runs(EngineName::SwizzleDb) { "; SwizzleDB's logging commits asynchronously" } else { "" },
+        if plan.runs(EngineName::SwizzleDb) {
+            "; SwizzleDB's logging commits asynchronously, its optimistic descents apply to the swizzling and \
+             main-memory modes (traditional mode always couples latches)"
+        } else {
+            ""
+        },
         if plan.runs(EngineName::Lmdb) {
             "; LMDB: one write transaction per transaction (read snapshots for Order-Status and Stock-Level), \
              logging on is MDB_NOSYNC, off is MDB_NOSYNC|MDB_NOMETASYNC|MDB_WRITEMAP|MDB_MAPASYNC; LMDB has no \
-             modes and serializes its writers (no locking setting)"
+             modes and serializes its writers (no locking setting, no optimistic descents)"
         } else {
             ""
         }
@@ -331,8 +348,8 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     writeln!(out, "SwizzleDB beside LMDB at the same logging setting: ratio of median tx/s (from the same interleaved run)")?;
     writeln!(
         out,
-        "{:<12} {:>7} {:>7} {:>7} {:>12} {:>12} {:>9}",
-        "mode", "logging", "locking", "threads", "swizzledb", "lmdb", "ratio"
+        "{:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>12} {:>9}",
+        "mode", "logging", "locking", "optimistic", "threads", "swizzledb", "lmdb", "ratio"
     )?;
     for &threads in &plan.threads {
         for c in &configs {
@@ -341,10 +358,11 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
             let theirs = median(threads, &Config::Lmdb { logging: s.logging }, &BenchRow::tx_per_sec);
             writeln!(
                 out,
-                "{:<12} {:>7} {:>7} {:>7} {:>12.0} {:>12.0} {:>9.2}",
+                "{:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>12.0} {:>9.2}",
                 s.mode.name(),
                 on_off(s.logging),
                 on_off(s.locking),
+                on_off(s.optimistic),
                 threads,
                 ours,
                 theirs,
@@ -379,6 +397,7 @@ pub struct TpccRow {
     pub pool_bytes: Option<u64>,
     pub load_seconds: f64,
     pub engine: &'static str,
+    pub optimistic: &'static str,
 }
 
 impl TpccRow {
@@ -407,6 +426,33 @@ impl TpccRow {
             pool_bytes: r.pool_bytes,
             load_seconds: r.load_seconds,
             engine: r.config.engine().name(),
+            optimistic: r.config.optimistic().map_or("-", on_off),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_without_optimistic_settings_is_refused() {
+        let plan = BenchPlan {
+            engines: vec![EngineName::SwizzleDb],
+            config: TpccConfig::standard(1),
+            threads: vec![1],
+            duration: Duration::from_secs(1),
+            repeat: 1,
+            modes: vec![PoolMode::Swizzling],
+            logging: vec![false],
+            locking: vec![false],
+            optimistic: vec![],
+            pool_bytes: None,
+            policy: None,
+            dir: std::env::temp_dir(),
+        };
+        let err = plan.validate().unwrap_err();
+        assert!(matches!(err, WorkloadError::Config(ref m) if m.contains("--optimistic")), "{err}");
+        assert!(BenchPlan { optimistic: vec![true, false], ..plan }.validate().is_ok());
     }
 }

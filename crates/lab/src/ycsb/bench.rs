@@ -1,10 +1,11 @@
-//! `bench ycsb`: throughput of YCSB core workloads per engine, buffer mode, logging and
-//! locking setting and thread count. One database per configuration (SwizzleDB: mode × logging
-//! × locking; LMDB: one per logging setting, as it has no modes and no locking setting), loaded
-//! once and shared by the workloads in order (the inserts of D and E stay for the workloads
-//! after them, as when YCSB runs A–F on one load); the measurements are interleaved
-//! (repetition, then thread count, then workload, then configuration, engines included); each
-//! database is verified after its last measurement.
+//! `bench ycsb`: throughput of YCSB core workloads per engine, buffer mode, logging, locking
+//! and optimistic-descent setting and thread count. One database per configuration (SwizzleDB:
+//! mode × logging × locking × optimistic descents, traditional mode only with them off as it
+//! always couples latches; LMDB: one per logging setting, as it has no modes, no locking
+//! setting and no optimistic descents), loaded once and shared by the workloads in order (the
+//! inserts of D and E stay for the workloads after them, as when YCSB runs A–F on one load);
+//! the measurements are interleaved (repetition, then thread count, then workload, then
+//! configuration, engines included); each database is verified after its last measurement.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -21,8 +22,8 @@ use crate::workload::WorkloadError;
 /// What to measure.
 #[derive(Clone, Debug)]
 pub struct BenchPlan {
-    /// Engines, in table order: SwizzleDB (in each of `modes` × `logging` × `locking`) and
-    /// LMDB (once per `logging` setting).
+    /// Engines, in table order: SwizzleDB (in each of `modes` × `logging` × `locking` ×
+    /// `optimistic`) and LMDB (once per `logging` setting).
     pub engines: Vec<EngineName>,
     /// The table (its `letter` is replaced by each of `workloads`).
     pub config: YcsbConfig,
@@ -41,6 +42,10 @@ pub struct BenchPlan {
     pub logging: Vec<bool>,
     /// SwizzleDB's record-locking settings (LMDB has none: it serializes writers).
     pub locking: Vec<bool>,
+    /// SwizzleDB's optimistic-descent settings (`swizzledb::Builder::optimistic_reads`); they
+    /// apply to the swizzling and main-memory modes, traditional mode runs once with them off
+    /// ([`crate::Setting`]).
+    pub optimistic: Vec<bool>,
     /// SwizzleDB's pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
     pub pool_bytes: Option<u64>,
     /// Replacement policy (`None`: the engine's default).
@@ -90,7 +95,7 @@ impl BenchPlan {
     /// outermost), then LMDB's logging settings.
     #[must_use]
     pub fn configs(&self) -> Vec<Config> {
-        Config::all(&self.engines, &self.modes, &self.logging, &self.locking)
+        Config::all(&self.engines, &self.modes, &self.logging, &self.locking, &self.optimistic)
     }
 
     fn runs(&self, e: EngineName) -> bool {
@@ -121,6 +126,7 @@ impl BenchPlan {
             &self.modes,
             &self.logging,
             &self.locking,
+            &self.optimistic,
         )?;
         if !self.runs(EngineName::SwizzleDb) {
             return Ok(());
@@ -135,7 +141,7 @@ impl BenchPlan {
 pub struct BenchRow {
     /// The workload letter.
     pub workload: char,
-    /// The database configuration (engine, mode, logging, locking).
+    /// The database configuration (engine, mode, logging, locking, optimistic descents).
     pub config: Config,
     /// Records loaded.
     pub records: u64,
@@ -185,7 +191,7 @@ impl BenchRow {
 pub const CSV_COLUMNS: &str =
     "experiment,workload,mode,logging,locking,records,threads,rep,seconds,operations,\
 ops_per_sec,read,update,insert,scan,read_modify_write,retries,retries_per_1000,records_after,value_bytes,\
-zipf_theta,pool_bytes,load_seconds,engine";
+zipf_theta,pool_bytes,load_seconds,engine,optimistic";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -281,20 +287,21 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     let configs = plan.configs();
     writeln!(
         out,
-        "{:<8} {:<9} {:<12} {:>7} {:>7} {:>7} {:>12} {:>13}",
-        "workload", "engine", "mode", "logging", "locking", "threads", "ops/s", "retries/1000"
+        "{:<8} {:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13}",
+        "workload", "engine", "mode", "logging", "locking", "optimistic", "threads", "ops/s", "retries/1000"
     )?;
     for &letter in &plan.workloads {
         for &threads in &plan.threads {
             for c in &configs {
                 writeln!(
                     out,
-                    "{:<8} {:<9} {:<12} {:>7} {:>7} {:>7} {:>12.0} {:>13.2}",
+                    "{:<8} {:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.2}",
                     letter,
                     c.engine().name(),
                     c.mode().map_or("-", PoolMode::name),
                     on_off(c.logging()),
                     c.locking().map_or("-", on_off),
+                    c.optimistic().map_or("-", on_off),
                     threads,
                     median(letter, threads, c, &BenchRow::ops_per_sec),
                     median(letter, threads, c, &BenchRow::retries_per_1000),
@@ -305,7 +312,8 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     writeln!(
         out,
         "YCSB, {} records of {} bytes, zipfian constant {}: medians of {} x {:.1} s; kinds {}; logging commits \
-         asynchronously{}.",
+         asynchronously; optimistic descents apply to the swizzling and main-memory modes (traditional mode \
+         always couples latches){}.",
         plan.config.records,
         plan.config.value_bytes(),
         plan.config.theta,
@@ -314,7 +322,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         KINDS.join("/"),
         if plan.runs(EngineName::Lmdb) {
             "; LMDB: logging on is MDB_NOSYNC, off is MDB_NOSYNC|MDB_NOMETASYNC|MDB_WRITEMAP|MDB_MAPASYNC; \
-             LMDB has no modes and serializes its writers (no locking setting)"
+             LMDB has no modes and serializes its writers (no locking setting, no optimistic descents)"
         } else {
             ""
         }
@@ -326,8 +334,8 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     writeln!(out, "SwizzleDB beside LMDB at the same logging setting: ratio of median ops/s (from the same interleaved run)")?;
     writeln!(
         out,
-        "{:<8} {:<12} {:>7} {:>7} {:>7} {:>12} {:>12} {:>9}",
-        "workload", "mode", "logging", "locking", "threads", "swizzledb", "lmdb", "ratio"
+        "{:<8} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>12} {:>9}",
+        "workload", "mode", "logging", "locking", "optimistic", "threads", "swizzledb", "lmdb", "ratio"
     )?;
     for &letter in &plan.workloads {
         for &threads in &plan.threads {
@@ -338,11 +346,12 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                     median(letter, threads, &Config::Lmdb { logging: s.logging }, &BenchRow::ops_per_sec);
                 writeln!(
                     out,
-                    "{:<8} {:<12} {:>7} {:>7} {:>7} {:>12.0} {:>12.0} {:>9.2}",
+                    "{:<8} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>12.0} {:>9.2}",
                     letter,
                     s.mode.name(),
                     on_off(s.logging),
                     on_off(s.locking),
+                    on_off(s.optimistic),
                     threads,
                     ours,
                     theirs,
@@ -381,6 +390,7 @@ pub struct YcsbRow {
     pub pool_bytes: Option<u64>,
     pub load_seconds: f64,
     pub engine: &'static str,
+    pub optimistic: &'static str,
 }
 
 impl YcsbRow {
@@ -412,6 +422,7 @@ impl YcsbRow {
             pool_bytes: r.pool_bytes,
             load_seconds: r.load_seconds,
             engine: r.config.engine().name(),
+            optimistic: r.config.optimistic().map_or("-", on_off),
         }
     }
 }
