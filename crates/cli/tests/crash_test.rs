@@ -67,6 +67,15 @@ fn default_configuration_kills_lose_nothing() {
     );
 }
 
+/// R17: kills while checkpoints archive the log; every reopen checks that the archive
+/// continues the log and reads back.
+#[test]
+fn kills_with_the_log_archive_lose_nothing() {
+    let found =
+        crash_test("crash-archive", 10, &["--max-log-kib", "64", "--log-segment-kib", "16", "--log-archive"]);
+    assert!(found["checkpoints"] > 0, "no checkpoint ran, so nothing was archived: {found:?}");
+}
+
 #[test]
 fn transactions_configuration_kills_lose_nothing() {
     let found = crash_test("crash-transactions", 8, &["--config", "transactions"]);

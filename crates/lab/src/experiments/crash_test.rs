@@ -118,6 +118,11 @@ pub struct CrashTestArgs {
     /// Pool size in KiB (small, so pages are evicted and written while the writer runs)
     #[arg(long, default_value_t = 256)]
     pool_kib: usize,
+    /// Keep the log archive (RECOVERY.md R17): checkpoints archive the log while the writers run
+    /// and are killed; the checker opens with it too (the archive must continue the log) and
+    /// then reads every archived entry (each checksummed)
+    #[arg(long)]
+    log_archive: bool,
     /// Directory for the database (default: a temporary directory, removed afterwards)
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -399,7 +404,7 @@ enum Opener {
 }
 
 fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
-    let b = Database::builder().mode(args.mode).pool_bytes(pool_bytes(args));
+    let b = Database::builder().mode(args.mode).pool_bytes(pool_bytes(args)).log_archive(args.log_archive);
     match args.config {
         Config::Transactions => {
             let b = b
@@ -627,6 +632,24 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64], models: &mut [Model]
         eprintln!("closing after verification failed: {e}");
         found.invalid = true;
     }
+    if args.log_archive {
+        let read = swizzledb::Archive::open(
+            std::sync::Arc::new(swizzledb_buffer::OsFs),
+            swizzledb::archive_dir(path),
+        )
+        .and_then(|a| a.entries().map(|e| (a.runs(), e.len())));
+        match read {
+            Ok((runs, _)) if runs.windows(2).all(|w| w[0].end == w[1].begin) => {}
+            Ok((runs, _)) => {
+                eprintln!("the log archive's runs do not follow each other: {runs:?}");
+                found.invalid = true;
+            }
+            Err(e) => {
+                eprintln!("the log archive does not read back: {e}");
+                found.invalid = true;
+            }
+        }
+    }
     found
 }
 
@@ -724,14 +747,15 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     }
     println!(
         "crash-test: {} configuration, {} mode, {} writers, {} kills (seed {}); background checkpoints \
-         every {} ms and the page cleaner (log bound {}) racing the commits",
+         every {} ms and the page cleaner (log bound {}) racing the commits{}",
         args.config.name(),
         mode_name(args.mode),
         args.threads,
         args.kills,
         args.seed,
         checkpoint_ms(args),
-        max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10))
+        max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10)),
+        if args.log_archive { "; the log archive on" } else { "" }
     );
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let (mut lost, mut uncommitted, mut invalid) = (0usize, 0usize, 0usize);
@@ -750,6 +774,9 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
             command.args(["--max-log-kib", &(bound >> 10).to_string()]);
         }
         command.args(["--checkpoint-ms", &checkpoint_ms(args).to_string()]);
+        if args.log_archive {
+            command.arg("--log-archive");
+        }
         if args.config == Config::Default {
             let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
             command.args(["--resume", &resume.join(",")]);
