@@ -116,8 +116,11 @@ pub(crate) struct Wal {
     archiving: Mutex<()>,
 }
 
-/// Runs the archive keeps before the archiver merges them into one (wal README A7).
-const MERGE_RUNS: usize = 16;
+/// Runs of about one size the archiver merges into one (R17; wal README A7).
+const MERGE_RUNS: usize = 8;
+/// Runs smaller than this count as this large when sizes are compared, so that tiny runs (a
+/// checkpoint with little new log) merge with small ones instead of piling up.
+const MERGE_FLOOR_BYTES: u64 = 64 << 10;
 
 /// A node's disk image with its free gap zeroed, so that the record encoding leaves it out
 /// (a node after a split is about half empty).
@@ -190,8 +193,19 @@ impl Wal {
             }
         }
         let run = archive.add_run(from, to, entries)?;
-        if archive.runs().len() >= MERGE_RUNS {
-            archive.merge_oldest(MERGE_RUNS)?;
+        // Size tiers: whenever the newest MERGE_RUNS runs are of about one size (the largest at
+        // most four times the smallest), they become one run of the next tier, which may
+        // complete a group of that tier in turn. So each entry is rewritten once per tier
+        // (logarithmically often) and the archive keeps fewer than MERGE_RUNS runs per tier.
+        loop {
+            let runs = archive.runs();
+            let Some(first) = runs.len().checked_sub(MERGE_RUNS) else { break };
+            let sizes = runs[first..].iter().map(|r| r.bytes.max(MERGE_FLOOR_BYTES));
+            let (small, large) = sizes.fold((u64::MAX, 0), |(s, l), b| (s.min(b), l.max(b)));
+            if large > small.saturating_mul(4) {
+                break;
+            }
+            archive.merge(first, MERGE_RUNS)?;
         }
         Ok(Some(run))
     }

@@ -220,3 +220,34 @@ fn r17_a_failed_archiving_keeps_the_log_and_loses_no_commit() {
         "the open's checkpoint archived the kept log"
     );
 }
+
+/// R17: many checkpoints make many runs; the size tiers keep few of them, and merging loses and
+/// repeats nothing.
+#[test]
+fn r17_size_tiers_keep_the_runs_few() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .vfs(Arc::new(fs.clone()))
+        .log_archive(true);
+    let db = builder.create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for round in 0..120u32 {
+        for i in 0..20 {
+            t.upsert(&key(round * 20 + i), &[round as u8; 40]).unwrap();
+        }
+        db.checkpoint().unwrap();
+        let runs = db.archive_runs().unwrap();
+        assert!(runs.len() < 16, "round {round}: {} runs", runs.len());
+        assert!(runs.windows(2).all(|w| w[0].end == w[1].begin), "A1");
+    }
+    db.close().unwrap();
+    let log = LogManager::open(log_config(path, &fs, 16 << 20)).unwrap();
+    let archive = Archive::open(Arc::new(fs.clone()), archive_dir(path)).unwrap();
+    assert!(archive.runs().len() < 16);
+    let mut got = archive.entries().unwrap();
+    got.sort_by_key(|e| (e.page, e.lsn));
+    assert_eq!(got, logged_changes(&log, archive.end().unwrap()), "merges lost or repeated nothing");
+}

@@ -526,22 +526,31 @@ impl Archive {
         Ok(summary)
     }
 
-    /// Merges the `n` oldest runs into one (A7; at least two, at most all), by a k-way merge that
-    /// reads each in chunks. The merged run is durable before its inputs are removed; a crash
-    /// in between leaves both, and [`Archive::open`] removes the inputs. Returns the merged
-    /// run, or `None` if there were fewer than two runs to merge.
+    /// Merges the `n` oldest runs into one: [`Archive::merge`] of `0..n`.
+    ///
+    /// # Errors
+    /// As [`Archive::merge`].
+    pub fn merge_oldest(&self, n: usize) -> Result<Option<RunSummary>> {
+        self.merge(0, n)
+    }
+
+    /// Merges the `n` adjacent runs from the `first` (0 = the oldest) into one (A7; at least two),
+    /// by a k-way merge that reads each in chunks. The merged run is durable before its inputs
+    /// are removed; a crash in between leaves both, and [`Archive::open`] removes the inputs.
+    /// Returns the merged run, or `None` if the range holds fewer than two runs.
     ///
     /// # Errors
     /// I/O errors and damage in an input ([`LogError::ArchiveCorrupted`] naming it); the
     /// archive is then as before.
-    pub fn merge_oldest(&self, n: usize) -> Result<Option<RunSummary>> {
+    pub fn merge(&self, first: usize, n: usize) -> Result<Option<RunSummary>> {
         let _w = self.writer.lock();
         let all = Arc::clone(&self.runs.lock());
-        let n = n.min(all.len());
+        let first = first.min(all.len());
+        let n = n.min(all.len() - first);
         if n < 2 {
             return Ok(None);
         }
-        let inputs = &all[..n];
+        let inputs = &all[first..first + n];
         let (begin, end) = (inputs[0].summary.begin, inputs[n - 1].summary.end);
         let mut scans: Vec<RunScan> = inputs.iter().map(Run::scan).collect();
         let mut heap = BinaryHeap::with_capacity(n);
@@ -563,9 +572,11 @@ impl Archive {
         let run = Arc::new(Run::open(&*self.vfs, &path, (begin, end))?);
         let summary = run.summary.clone();
         {
+            // Only this writer changes the list, so it still holds `all`.
             let mut runs = self.runs.lock();
-            let mut next = vec![run];
-            next.extend(runs[n..].iter().cloned());
+            let mut next: Vec<Arc<Run>> = runs[..first].to_vec();
+            next.push(run);
+            next.extend(runs[first + n..].iter().cloned());
             *runs = Arc::new(next);
         }
         // Readers that still hold an input read it through its open handle (V5).

@@ -257,7 +257,7 @@ proptest! {
     fn a5_a7_runs_and_merges_match_the_model(
         changes in prop::collection::vec((0u64..20, 1usize..40), 1..120),
         cuts in prop::collection::vec(1usize..120, 0..6),
-        merges in prop::collection::vec(2usize..5, 0..4),
+        merges in prop::collection::vec((0usize..6, 2usize..5), 0..4),
     ) {
         let fs = fs();
         let a = open(&fs).unwrap();
@@ -274,8 +274,19 @@ proptest! {
             let part: Vec<Entry> = entries.iter().filter(|e| e.lsn.0 >= w[0] && e.lsn.0 < w[1]).cloned().collect();
             a.add_run(Lsn(w[0]), Lsn(w[1]), part).unwrap();
         }
-        for m in merges {
-            a.merge_oldest(m).unwrap();
+        for (first, n) in merges {
+            let before = a.runs();
+            let merged = a.merge(first, n).unwrap();
+            let after = a.runs();
+            match merged {
+                Some(m) => {
+                    prop_assert_eq!(after.len(), before.len() + 1 - n.min(before.len() - first));
+                    prop_assert_eq!(&after[first], &m);
+                    prop_assert_eq!(m.begin, before[first].begin);
+                }
+                None => prop_assert_eq!(&after, &before),
+            }
+            prop_assert!(after.windows(2).all(|w| w[0].end == w[1].begin), "A1");
             assert_holds(&a, &entries);
         }
         assert_holds(&a, &entries);
