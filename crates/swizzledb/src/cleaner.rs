@@ -46,6 +46,9 @@ pub struct CleanerStats {
     pub throttled: u64,
     /// The largest log size (bytes kept on disk) any round saw.
     pub max_log_bytes_seen: u64,
+    /// Rounds that left the log over the trigger (a running transaction, or a failed archiving,
+    /// held truncation back); the next round waits 20 ms.
+    pub held_back: u64,
 }
 
 #[derive(Default)]
@@ -55,6 +58,7 @@ pub(crate) struct Counters {
     failures: AtomicU64,
     throttled: AtomicU64,
     max_seen: AtomicU64,
+    held_back: AtomicU64,
 }
 
 impl Counters {
@@ -66,6 +70,7 @@ impl Counters {
             failures: l(&self.failures),
             throttled: l(&self.throttled),
             max_log_bytes_seen: l(&self.max_seen),
+            held_back: l(&self.held_back),
         }
     }
 }
@@ -155,13 +160,17 @@ impl Thread {
                     }
                 }
                 let failed = !round(&s, &wal, &pool);
+                let stuck = log_bytes(&wal) > trigger(s.max_log_bytes);
                 let mut state = s.state.lock();
                 state.1 += 1;
                 s.done.notify_all();
-                if failed && !state.0 {
+                if (failed || stuck) && !state.0 {
                     // Not at once, even for a throttled writer's wake-up: a failed log or file
                     // stays failed (W11, F4), and retrying back to back spins a core and floods
-                    // the warnings. (`stop` notifies `done` too.)
+                    // the warnings; a round that left the log over the trigger was held back by
+                    // a running transaction (or the archive, R17), and repeating it at once
+                    // would only append checkpoints. (`stop` notifies `done` too.)
+                    s.counters.held_back.fetch_add(u64::from(stuck && !failed), Ordering::Relaxed);
                     s.done.wait_for(&mut state, PERIOD);
                 }
             })

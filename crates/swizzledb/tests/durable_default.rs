@@ -311,6 +311,44 @@ fn r15_the_log_stays_below_its_bound_without_evictions() {
     db.close().unwrap();
 }
 
+/// R15: while a running transaction holds truncation back with the log over the cleaner's
+/// trigger, the cleaner rounds at its period instead of back to back (each round would append
+/// another checkpoint to the log it cannot shrink).
+#[test]
+fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
+    let fs = fault_fs();
+    let bound = 64 << 10;
+    let db = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .vfs(Arc::new(fs.clone()))
+        .log_segment_bytes(16 << 10)
+        .max_log_bytes(bound)
+        .commit_mode(CommitMode::Async)
+        .checkpoint_interval(None)
+        .create(Path::new("/d/db"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut long = db.begin();
+    long.put(&t, b"held", b"open").unwrap();
+    // Past three quarters of the bound (the trigger), below the bound (no writer throttled).
+    let mut i = 0;
+    while db.log_bytes().unwrap() < bound / 4 * 3 + 4096 {
+        t.upsert(&key(i), &[7; 64]).unwrap();
+        i += 1;
+    }
+    assert!(db.log_bytes().unwrap() < bound, "precondition: below the bound");
+    let before = db.cleaner_stats().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let after = db.cleaner_stats().unwrap();
+    let rounds = after.rounds - before.rounds;
+    // At most one round per 20 ms period (25 in 0.5 s), with room for a slow machine's
+    // scheduling; back to back they were thousands.
+    assert!(rounds <= 40, "{rounds} rounds in 0.5 s: {after:?}");
+    assert!(after.held_back > before.held_back, "{after:?}");
+    long.commit().unwrap();
+}
+
 /// R13: a logged database's `flush` (log first, then pages) in the middle of asynchronous
 /// commits that merged leaves and freed pages, then a crash: restart finds a valid tree holding
 /// a prefix of the commits.
