@@ -3,7 +3,7 @@
 //! - `swizzledb demo` — the Graefe et al. Fig. 10/11 experiment at small scale (about a minute).
 //! - `swizzledb bench lookup` — random verified lookups with every knob exposed, optionally swept.
 //! - `swizzledb bench tpcc`, `bench tpcb`, `bench ycsb` — TPC-C, TPC-B and YCSB A-F per buffer
-//!   mode, logging, locking and optimistic descents.
+//!   mode, logging, locking and optimistic descents (TPC-B also with and without a log archive).
 //! - `swizzledb bench emulator` — the BP-Wrapper paper's buffer emulator: replacement-lock
 //!   contention of locked, partitioned, batched and CLOCK buffers (Ding et al. 2015, Figs. 11-13).
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
@@ -99,8 +99,8 @@ enum Workload {
     /// count, consistency conditions 1-4 checked after the run
     Tpcc(tpcc::TpccArgs),
     /// TPC-B (branches, tellers, accounts, history; one transaction moving a random delta):
-    /// throughput per buffer mode, logging, locking and optimistic-descent setting and thread
-    /// count, balances checked against each other and the history after the run
+    /// throughput per buffer mode, logging, locking, optimistic-descent and log-archive setting
+    /// and thread count, balances checked against each other and the history after the run
     Tpcb(tpcb::TpcbArgs),
     /// YCSB core workloads A-F (zipfian 0.99 or latest requests, 1 KiB records): operations per
     /// second per workload, buffer mode, logging, locking and optimistic-descent setting and

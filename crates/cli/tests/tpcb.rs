@@ -42,8 +42,92 @@ fn bench_tpcb_one_branch_writes_a_row_per_measurement() {
         }
         // Optimistic descents are on unless --optimistic says otherwise.
         assert_eq!(r[col("optimistic")], "on", "{r:?}");
+        // No log archive unless --log-archive says otherwise.
+        assert_eq!(r[col("log_archive")], "off", "{r:?}");
     }
     scratch.assert_only_out_left();
+}
+
+/// Runs `bench tpcb` at the smallest scale (one branch, one thread, 0.2 s, swizzling mode) with
+/// `extra` options; returns the table of `tpcb.csv` and the printed output.
+fn run_smallest(name: &str, extra: &[&str]) -> (Table, String) {
+    let scratch = Scratch::new(name);
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["bench", "tpcb", "--branches", "1", "--threads", "1", "--duration", "0.2", "--repeat", "1"])
+        .args(["--modes", "swizzling"])
+        .args(extra)
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(stdout.contains("log archive") && stdout.contains("balances agree"), "{stdout}");
+    let table = Table::read(&out.join("tpcb.csv"));
+    assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
+    assert_eq!(
+        table.header.last().map(String::as_str),
+        Some("log_archive"),
+        "log_archive is the last column"
+    );
+    for r in &table.rows {
+        let tx: f64 = r[table.col("tx_per_sec")].parse().unwrap();
+        assert!(tx > 0.0, "{r:?}");
+    }
+    scratch.assert_only_out_left();
+    (table, stdout)
+}
+
+/// (logging, log_archive) of every row, sorted.
+fn logging_and_archive(table: &Table) -> Vec<(String, String)> {
+    let mut got: Vec<(String, String)> = table
+        .rows
+        .iter()
+        .map(|r| (r[table.col("logging")].clone(), r[table.col("log_archive")].clone()))
+        .collect();
+    got.sort_unstable();
+    got
+}
+
+/// `--log-archive on,off` with logging on: one database with the archive and one without, a
+/// row each.
+#[test]
+fn bench_tpcb_measures_the_log_archive_on_and_off() {
+    let (table, _) = run_smallest("tpcb-archive", &["--logging", "on", "--log-archive", "on,off"]);
+    let pair = |l: &str, a: &str| (l.to_string(), a.to_string());
+    assert_eq!(logging_and_archive(&table), [pair("on", "off"), pair("on", "on")]);
+}
+
+/// `--logging on,off --log-archive on,off`: an archive needs a log, so logging off is measured
+/// once, as `off`.
+#[test]
+fn bench_tpcb_logging_off_runs_once_without_an_archive() {
+    let (table, _) = run_smallest("tpcb-archive-nolog", &["--logging", "on,off", "--log-archive", "on,off"]);
+    let pair = |l: &str, a: &str| (l.to_string(), a.to_string());
+    assert_eq!(logging_and_archive(&table), [pair("off", "off"), pair("on", "off"), pair("on", "on")]);
+}
+
+/// A value of `--log-archive` other than on and off: exit status 2, the option and the value
+/// named, nothing written.
+#[test]
+fn bench_tpcb_bad_log_archive_exits_2_and_writes_nothing() {
+    let scratch = Scratch::new("tpcb-archive-bad");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["bench", "tpcb", "--branches", "1", "--log-archive", "maybe", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("--log-archive") && stderr.contains("maybe"), "{stderr}");
+    assert!(!out.exists(), "bad input created --out");
+    assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "bad input created files");
 }
 
 #[test]
@@ -72,10 +156,11 @@ fn bench_tpcb_bad_input_exits_2_and_writes_nothing() {
         assert!(stderr.contains(names), "{bad:?}: {stderr}");
     }
     // Bad syntax clap refuses.
-    let bads: [&[&str]; 4] = [
+    let bads: [&[&str]; 5] = [
         &["--modes", "paged", "--out", out_arg],
         &["--locking", "maybe", "--out", out_arg],
         &["--optimistic", "maybe", "--out", out_arg],
+        &["--log-archive", "on,maybe", "--out", out_arg],
         &["--threads", "0", "--out", out_arg],
     ];
     assert_usage_errors(&["bench", "tpcb"], &bads, &scratch.0);

@@ -1,6 +1,7 @@
 //! What the TPC-B, TPC-C and YCSB bench drivers share: the database settings measured (buffer
-//! mode × logging × locking × optimistic descents, and the peer engines beside SwizzleDB), a
-//! database of either engine, scratch directories, checks of the common plan fields, medians.
+//! mode × logging × locking × optimistic descents × log archive, and the peer engines beside
+//! SwizzleDB), a database of either engine, scratch directories, checks of the common plan
+//! fields, medians.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,26 +24,37 @@ pub struct Setting {
     /// (`swizzledb::Builder::optimistic_reads`). They apply in the swizzling and main-memory
     /// modes only; traditional mode always couples latches, so its settings have `false`.
     pub optimistic: bool,
+    /// A log archive: every checkpoint sorts the durable log's page changes into a run
+    /// (`swizzledb::Builder::log_archive`, RECOVERY.md R17). It needs the log, so settings
+    /// with logging off have `false`.
+    pub log_archive: bool,
 }
 
 impl Setting {
-    /// Every combination, modes outermost, then logging, locking, optimistic descents.
-    /// Traditional mode gets one setting per (logging, locking), with `optimistic: false`
-    /// whatever `optimistic` lists: it always couples latches, so an `on` setting would
-    /// measure the same engine twice under a wrong name.
+    /// Every combination, modes outermost, then logging, locking, optimistic descents, log
+    /// archive. Traditional mode gets one setting per (logging, locking, log archive), with
+    /// `optimistic: false` whatever `optimistic` lists: it always couples latches, so an `on`
+    /// setting would measure the same engine twice under a wrong name. Likewise logging off
+    /// gets one setting per (mode, locking, optimistic), with `log_archive: false` whatever
+    /// `log_archive` lists: an archive is made from the log, and without one there is nothing
+    /// to archive.
     pub(crate) fn all(
         modes: &[PoolMode],
         logging: &[bool],
         locking: &[bool],
         optimistic: &[bool],
+        log_archive: &[bool],
     ) -> Vec<Setting> {
         let mut out = Vec::new();
         for &mode in modes {
             let optimistic: &[bool] = if mode == PoolMode::Traditional { &[false] } else { optimistic };
             for &logging in logging {
+                let log_archive: &[bool] = if logging { log_archive } else { &[false] };
                 for &locking in locking {
                     for &optimistic in optimistic {
-                        out.push(Setting { mode, logging, locking, optimistic });
+                        for &log_archive in log_archive {
+                            out.push(Setting { mode, logging, locking, optimistic, log_archive });
+                        }
                     }
                 }
             }
@@ -50,14 +62,15 @@ impl Setting {
         out
     }
 
-    /// `swizzling, logging on, locking off, optimistic on`, for messages.
+    /// `swizzling, logging on, locking off, optimistic on, log archive off`, for messages.
     pub(crate) fn describe(&self) -> String {
         format!(
-            "{}, logging {}, locking {}, optimistic {}",
+            "{}, logging {}, locking {}, optimistic {}, log archive {}",
             self.mode,
             on_off(self.logging),
             on_off(self.locking),
-            on_off(self.optimistic)
+            on_off(self.optimistic),
+            on_off(self.log_archive)
         )
     }
 
@@ -70,11 +83,12 @@ impl Setting {
         policy: Option<PolicySpec>,
     ) -> Result<Database, WorkloadError> {
         let path = dir.join(format!(
-            "{name}-{}-log-{}-lock-{}-opt-{}.swz",
+            "{name}-{}-log-{}-lock-{}-opt-{}-arc-{}.swz",
             self.mode,
             on_off(self.logging),
             on_off(self.locking),
-            on_off(self.optimistic)
+            on_off(self.optimistic),
+            on_off(self.log_archive)
         ));
         // Prefaulted: a run that grows the data must not measure the first touch of the pool's
         // memory (on a virtual machine, fresh huge pages cost far more than their zeroing).
@@ -84,7 +98,8 @@ impl Setting {
             .prefault(true)
             .logging(self.logging)
             .locking(self.locking)
-            .optimistic_reads(self.optimistic);
+            .optimistic_reads(self.optimistic)
+            .log_archive(self.log_archive);
         if self.logging {
             b = b.commit_mode(CommitMode::Async);
         }
@@ -109,9 +124,9 @@ pub enum Config {
 
 impl Config {
     /// Every configuration, in table order: per engine (in the order given), SwizzleDB's
-    /// settings (modes outermost; traditional mode only with optimistic descents off:
-    /// [`Setting`]), LMDB's logging settings (it has no modes, no locking setting and no
-    /// optimistic descents).
+    /// settings (modes outermost; traditional mode only with optimistic descents off, logging
+    /// off only without a log archive: [`Setting`]), LMDB's logging settings (it has no modes,
+    /// no locking setting, no optimistic descents and no log archive).
     #[must_use]
     pub fn all(
         engines: &[EngineName],
@@ -119,12 +134,15 @@ impl Config {
         logging: &[bool],
         locking: &[bool],
         optimistic: &[bool],
+        log_archive: &[bool],
     ) -> Vec<Config> {
         let mut out = Vec::new();
         for &e in engines {
             match e {
                 EngineName::SwizzleDb => out.extend(
-                    Setting::all(modes, logging, locking, optimistic).into_iter().map(Config::SwizzleDb),
+                    Setting::all(modes, logging, locking, optimistic, log_archive)
+                        .into_iter()
+                        .map(Config::SwizzleDb),
                 ),
                 EngineName::Lmdb => out.extend(logging.iter().map(|&logging| Config::Lmdb { logging })),
             }
@@ -177,8 +195,8 @@ impl Config {
         }
     }
 
-    /// For messages: `swizzledb traditional, logging on, locking off, optimistic off` or
-    /// `lmdb, logging on`.
+    /// For messages: `swizzledb traditional, logging on, locking off, optimistic off, log
+    /// archive off` or `lmdb, logging on`.
     #[must_use]
     pub fn describe(&self) -> String {
         match self {
@@ -392,7 +410,8 @@ mod tests {
     #[test]
     fn traditional_mode_gets_one_setting_with_optimistic_descents_off() {
         use PoolMode::{MainMemory, Swizzling, Traditional};
-        let all = Setting::all(&[Swizzling, Traditional, MainMemory], &[false], &[true], &[true, false]);
+        let all =
+            Setting::all(&[Swizzling, Traditional, MainMemory], &[false], &[true], &[true, false], &[false]);
         let got: Vec<(PoolMode, bool)> = all.iter().map(|s| (s.mode, s.optimistic)).collect();
         assert_eq!(
             got,
@@ -406,7 +425,7 @@ mod tests {
         );
         assert!(all.iter().all(|s| !s.logging && s.locking));
         // Traditional mode is measured even when only `on` is asked for: as what it is, `off`.
-        let only_on = Setting::all(&[Traditional], &[true, false], &[false], &[true]);
+        let only_on = Setting::all(&[Traditional], &[true, false], &[false], &[true], &[false]);
         assert_eq!(only_on.len(), 2);
         assert!(only_on.iter().all(|s| !s.optimistic));
     }
@@ -419,10 +438,38 @@ mod tests {
             &[true],
             &[false],
             &[false, true],
+            &[false],
         );
         let got: Vec<Option<bool>> = configs.iter().map(Config::optimistic).collect();
         assert_eq!(got, [Some(false), Some(true), None]);
-        assert_eq!(configs[1].describe(), "swizzledb swizzling, logging on, locking off, optimistic on");
+        assert_eq!(
+            configs[1].describe(),
+            "swizzledb swizzling, logging on, locking off, optimistic on, log archive off"
+        );
+    }
+
+    #[test]
+    fn logging_off_gets_one_setting_without_a_log_archive() {
+        use PoolMode::{Swizzling, Traditional};
+        let all = Setting::all(&[Swizzling, Traditional], &[true, false], &[false], &[true], &[true, false]);
+        let got: Vec<(PoolMode, bool, bool)> =
+            all.iter().map(|s| (s.mode, s.logging, s.log_archive)).collect();
+        assert_eq!(
+            got,
+            [
+                (Swizzling, true, true),
+                (Swizzling, true, false),
+                (Swizzling, false, false),
+                (Traditional, true, true),
+                (Traditional, true, false),
+                (Traditional, false, false)
+            ]
+        );
+        // Logging off is measured even when only `on` is asked for: as what it is, `off`.
+        let only_on = Setting::all(&[Swizzling], &[false], &[false], &[true], &[true]);
+        assert_eq!(only_on.len(), 1);
+        assert!(!only_on[0].log_archive);
+        assert_eq!(all[0].describe(), "swizzling, logging on, locking off, optimistic on, log archive on");
     }
 
     #[test]

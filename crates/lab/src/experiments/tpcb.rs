@@ -9,7 +9,7 @@ use std::error::Error;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use crate::experiments::workload_options::{run_logged, WorkloadOptions};
+use crate::experiments::workload_options::{dedup, parse_on_off, run_logged, WorkloadOptions};
 use crate::Usage;
 
 /// Options of `bench tpcb`.
@@ -18,6 +18,11 @@ pub struct TpcbArgs {
     /// Branches (the scale: 10 tellers and 100,000 accounts, about 10 MiB of records, each)
     #[arg(long, default_value_t = 4)]
     branches: u32,
+    /// Log-archive settings, comma-separated: on, off. On: every checkpoint sorts the durable
+    /// log's page changes into a run of an archive directory (Builder::log_archive). Applies
+    /// with logging on; logging off is measured once, as off (an archive needs a log)
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
+    log_archive: Vec<bool>,
     #[command(flatten)]
     options: WorkloadOptions,
 }
@@ -36,6 +41,7 @@ pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
         logging: args.options.logging(),
         locking: args.options.locking(),
         optimistic: args.options.optimistic(),
+        log_archive: dedup(&args.log_archive),
         pool_bytes: args.options.pool,
         policy: args.options.policy,
         dir: args.options.dir(),

@@ -1,9 +1,10 @@
-//! `bench tpcb`: TPC-B throughput per buffer mode, logging, locking and optimistic-descent
-//! setting and thread count. One database per configuration (mode × logging × locking ×
-//! optimistic descents, traditional mode only with them off as it always couples latches),
-//! loaded once; the measurements are interleaved (repetition, then thread count, then
-//! configuration) so that machine noise hits every configuration alike; each database is
-//! verified after its last measurement.
+//! `bench tpcb`: TPC-B throughput per buffer mode, logging, locking, optimistic-descent and
+//! log-archive setting and thread count. One database per configuration (mode × logging ×
+//! locking × optimistic descents × log archive, traditional mode only with optimistic descents
+//! off as it always couples latches, logging off only without a log archive as the archive is
+//! made from the log), loaded once; the measurements are interleaved (repetition, then thread
+//! count, then configuration) so that machine noise hits every configuration alike; each
+//! database is verified after its last measurement.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -37,6 +38,10 @@ pub struct BenchPlan {
     /// swizzling and main-memory modes, traditional mode runs once with them off
     /// ([`Setting`]).
     pub optimistic: Vec<bool>,
+    /// Log-archive settings (`swizzledb::Builder::log_archive`: every checkpoint sorts the
+    /// durable log's page changes into a run); they apply with logging on, logging off runs
+    /// once without an archive ([`Setting`]).
+    pub log_archive: Vec<bool>,
     /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
     pub pool_bytes: Option<u64>,
     /// Replacement policy (`None`: the engine's default).
@@ -70,7 +75,7 @@ impl BenchPlan {
     /// Every setting measured, in table order (modes outermost).
     #[must_use]
     pub fn settings(&self) -> Vec<Setting> {
-        Setting::all(&self.modes, &self.logging, &self.locking, &self.optimistic)
+        Setting::all(&self.modes, &self.logging, &self.locking, &self.optimistic, &self.log_archive)
     }
 
     /// Checks the plan before anything runs.
@@ -88,6 +93,9 @@ impl BenchPlan {
             &self.locking,
             &self.optimistic,
         )?;
+        if self.log_archive.is_empty() {
+            return Err(WorkloadError::Config("--log-archive needs at least one value: on, off".into()));
+        }
         let what = format!("{} branches", self.config.branches);
         bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
     }
@@ -104,6 +112,8 @@ pub struct BenchRow {
     pub locking: bool,
     /// Optimistic descents on.
     pub optimistic: bool,
+    /// Log archive on.
+    pub log_archive: bool,
     /// Branches.
     pub branches: u32,
     /// Accounts per branch.
@@ -125,6 +135,18 @@ pub struct BenchRow {
 }
 
 impl BenchRow {
+    /// The setting measured.
+    #[must_use]
+    pub fn setting(&self) -> Setting {
+        Setting {
+            mode: self.mode,
+            logging: self.logging,
+            locking: self.locking,
+            optimistic: self.optimistic,
+            log_archive: self.log_archive,
+        }
+    }
+
     /// Transactions per second.
     #[must_use]
     pub fn tx_per_sec(&self) -> f64 {
@@ -141,7 +163,7 @@ impl BenchRow {
 /// The columns of `tpcb.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str =
     "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
-transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic";
+transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -174,6 +196,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     logging: s.logging,
                     locking: s.locking,
                     optimistic: s.optimistic,
+                    log_archive: s.log_archive,
                     branches: plan.config.branches,
                     accounts: plan.config.accounts,
                     threads,
@@ -210,29 +233,22 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
 pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> io::Result<()> {
     writeln!(
         out,
-        "{:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13}",
-        "mode", "logging", "locking", "optimistic", "threads", "tx/s", "retries/1000"
+        "{:<12} {:>7} {:>7} {:>10} {:>11} {:>7} {:>12} {:>13}",
+        "mode", "logging", "locking", "optimistic", "log archive", "threads", "tx/s", "retries/1000"
     )?;
     for &threads in &plan.threads {
         for s in plan.settings() {
-            let sel: Vec<&BenchRow> = rows
-                .iter()
-                .filter(|r| {
-                    r.threads == threads
-                        && r.mode == s.mode
-                        && r.logging == s.logging
-                        && r.locking == s.locking
-                        && r.optimistic == s.optimistic
-                })
-                .collect();
+            let sel: Vec<&BenchRow> =
+                rows.iter().filter(|r| r.threads == threads && r.setting() == s).collect();
             let m = |f: &dyn Fn(&BenchRow) -> f64| bench::median(sel.iter().map(|r| f(r)).collect());
             writeln!(
                 out,
-                "{:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.2}",
+                "{:<12} {:>7} {:>7} {:>10} {:>11} {:>7} {:>12.0} {:>13.2}",
                 s.mode.name(),
                 on_off(s.logging),
                 on_off(s.locking),
                 on_off(s.optimistic),
+                on_off(s.log_archive),
                 threads,
                 m(&BenchRow::tx_per_sec),
                 m(&BenchRow::retries_per_1000),
@@ -242,7 +258,8 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     writeln!(
         out,
         "TPC-B, {} branches of {} accounts: medians of {} x {:.1} s; logging commits asynchronously; optimistic \
-         descents apply to the swizzling and main-memory modes (traditional mode always couples latches).",
+         descents apply to the swizzling and main-memory modes (traditional mode always couples latches); the \
+         log archive applies with logging on (it is made from the log).",
         plan.config.branches,
         plan.config.accounts,
         plan.repeat,
@@ -269,6 +286,7 @@ pub struct TpcbRow {
     pub pool_bytes: u64,
     pub load_seconds: f64,
     pub optimistic: &'static str,
+    pub log_archive: &'static str,
 }
 
 impl TpcbRow {
@@ -292,6 +310,43 @@ impl TpcbRow {
             pool_bytes: r.pool_bytes,
             load_seconds: r.load_seconds,
             optimistic: on_off(r.optimistic),
+            log_archive: on_off(r.log_archive),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(log_archive: Vec<bool>) -> BenchPlan {
+        BenchPlan {
+            config: TpcbConfig::standard(1),
+            threads: vec![1],
+            duration: Duration::from_millis(100),
+            repeat: 1,
+            modes: vec![PoolMode::Swizzling],
+            logging: vec![true, false],
+            locking: vec![false],
+            optimistic: vec![true],
+            log_archive,
+            pool_bytes: None,
+            policy: None,
+            dir: std::env::temp_dir(),
+        }
+    }
+
+    #[test]
+    fn an_empty_log_archive_list_is_refused() {
+        let err = plan(vec![]).validate().unwrap_err();
+        assert!(matches!(err, WorkloadError::Config(ref m) if m.contains("--log-archive")), "{err}");
+        plan(vec![true]).validate().unwrap();
+    }
+
+    #[test]
+    fn logging_off_is_planned_once_without_an_archive() {
+        let got: Vec<(bool, bool)> =
+            plan(vec![true, false]).settings().iter().map(|s| (s.logging, s.log_archive)).collect();
+        assert_eq!(got, [(true, true), (true, false), (false, false)]);
     }
 }

@@ -88,10 +88,11 @@ impl BenchPlan {
     }
 
     /// Every database configuration measured, in table order: SwizzleDB's settings (modes
-    /// outermost), then LMDB's logging settings.
+    /// outermost; no log archive, which only `bench tpcb` measures), then LMDB's logging
+    /// settings.
     #[must_use]
     pub fn configs(&self) -> Vec<Config> {
-        Config::all(&self.engines, &self.modes, &self.logging, &self.locking, &self.optimistic)
+        Config::all(&self.engines, &self.modes, &self.logging, &self.locking, &self.optimistic, &[false])
     }
 
     fn runs(&self, e: EngineName) -> bool {
