@@ -70,8 +70,8 @@ fn run_smallest(name: &str, extra: &[&str]) -> (Table, String) {
     assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
     assert_eq!(
         table.header.last().map(String::as_str),
-        Some("log_archive"),
-        "log_archive is the last column"
+        Some("checkpoint_ms"),
+        "checkpoint_ms is the last column"
     );
     for r in &table.rows {
         let tx: f64 = r[table.col("tx_per_sec")].parse().unwrap();
@@ -96,9 +96,14 @@ fn logging_and_archive(table: &Table) -> Vec<(String, String)> {
 /// row each.
 #[test]
 fn bench_tpcb_measures_the_log_archive_on_and_off() {
-    let (table, _) = run_smallest("tpcb-archive", &["--logging", "on", "--log-archive", "on,off"]);
+    let (table, stdout) = run_smallest(
+        "tpcb-archive",
+        &["--logging", "on", "--log-archive", "on,off", "--checkpoint-ms", "50"],
+    );
     let pair = |l: &str, a: &str| (l.to_string(), a.to_string());
     assert_eq!(logging_and_archive(&table), [pair("on", "off"), pair("on", "on")]);
+    assert!(table.rows.iter().all(|r| r[table.col("checkpoint_ms")] == "50"), "{:?}", table.rows);
+    assert!(stdout.contains("checkpoints every 50 ms"), "{stdout}");
 }
 
 /// `--logging on,off --log-archive on,off`: an archive needs a log, so logging off is measured
@@ -156,12 +161,13 @@ fn bench_tpcb_bad_input_exits_2_and_writes_nothing() {
         assert!(stderr.contains(names), "{bad:?}: {stderr}");
     }
     // Bad syntax clap refuses.
-    let bads: [&[&str]; 5] = [
+    let bads: [&[&str]; 6] = [
         &["--modes", "paged", "--out", out_arg],
         &["--locking", "maybe", "--out", out_arg],
         &["--optimistic", "maybe", "--out", out_arg],
         &["--log-archive", "on,maybe", "--out", out_arg],
         &["--threads", "0", "--out", out_arg],
+        &["--checkpoint-ms", "0", "--out", out_arg],
     ];
     assert_usage_errors(&["bench", "tpcb"], &bads, &scratch.0);
     assert!(!out.exists(), "bad input created --out");

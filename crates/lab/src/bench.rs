@@ -82,6 +82,19 @@ impl Setting {
         pool: u64,
         policy: Option<PolicySpec>,
     ) -> Result<Database, WorkloadError> {
+        self.create_with(dir, name, pool, policy, None)
+    }
+
+    /// [`Setting::create`], with background checkpoints every `checkpoint_interval` instead of
+    /// the engine's default.
+    pub(crate) fn create_with(
+        &self,
+        dir: &Path,
+        name: &str,
+        pool: u64,
+        policy: Option<PolicySpec>,
+        checkpoint_interval: Option<Duration>,
+    ) -> Result<Database, WorkloadError> {
         let path = dir.join(format!(
             "{name}-{}-log-{}-lock-{}-opt-{}-arc-{}.swz",
             self.mode,
@@ -105,6 +118,9 @@ impl Setting {
         }
         if let Some(p) = policy {
             b = b.policy(p);
+        }
+        if let Some(every) = checkpoint_interval {
+            b = b.checkpoint_interval(Some(every));
         }
         Ok(b.create(&path)?)
     }

@@ -23,6 +23,10 @@ pub struct TpcbArgs {
     /// with logging on; logging off is measured once, as off (an archive needs a log)
     #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_on_off)]
     log_archive: Vec<bool>,
+    /// Interval of the background fuzzy checkpoints, in milliseconds (each also archives the
+    /// log when the archive is on) [default: the engine's, 30 s]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    checkpoint_ms: Option<u64>,
     #[command(flatten)]
     options: WorkloadOptions,
 }
@@ -42,6 +46,7 @@ pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
         locking: args.options.locking(),
         optimistic: args.options.optimistic(),
         log_archive: dedup(&args.log_archive),
+        checkpoint_interval: args.checkpoint_ms.map(std::time::Duration::from_millis),
         pool_bytes: args.options.pool,
         policy: args.options.policy,
         dir: args.options.dir(),

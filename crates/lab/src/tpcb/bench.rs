@@ -42,6 +42,9 @@ pub struct BenchPlan {
     /// durable log's page changes into a run); they apply with logging on, logging off runs
     /// once without an archive ([`Setting`]).
     pub log_archive: Vec<bool>,
+    /// Interval of the background fuzzy checkpoints (`None`: the engine's, 30 s); each also
+    /// archives the log when the archive is on.
+    pub checkpoint_interval: Option<Duration>,
     /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
     pub pool_bytes: Option<u64>,
     /// Replacement policy (`None`: the engine's default).
@@ -112,6 +115,8 @@ pub struct BenchRow {
     pub locking: bool,
     /// Optimistic descents on.
     pub optimistic: bool,
+    /// Checkpoint interval in milliseconds (`None`: the engine's default).
+    pub checkpoint_ms: Option<u64>,
     /// Log archive on.
     pub log_archive: bool,
     /// Branches.
@@ -163,7 +168,7 @@ impl BenchRow {
 /// The columns of `tpcb.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str =
     "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
-transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive";
+transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive,checkpoint_ms";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -178,7 +183,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let pool = plan.pool();
     let mut dbs = Vec::new();
     for setting in plan.settings() {
-        let db = setting.create(&scratch.0, "tpcb", pool, plan.policy)?;
+        let db = setting.create_with(&scratch.0, "tpcb", pool, plan.policy, plan.checkpoint_interval)?;
         let started = Instant::now();
         tpcb.load(&db)?;
         let load = started.elapsed().as_secs_f64();
@@ -197,6 +202,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     locking: s.locking,
                     optimistic: s.optimistic,
                     log_archive: s.log_archive,
+                    checkpoint_ms: plan.checkpoint_interval.map(|d| d.as_millis() as u64),
                     branches: plan.config.branches,
                     accounts: plan.config.accounts,
                     threads,
@@ -259,11 +265,12 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         out,
         "TPC-B, {} branches of {} accounts: medians of {} x {:.1} s; logging commits asynchronously; optimistic \
          descents apply to the swizzling and main-memory modes (traditional mode always couples latches); the \
-         log archive applies with logging on (it is made from the log).",
+         log archive applies with logging on (it is made from the log); checkpoints every {}.",
         plan.config.branches,
         plan.config.accounts,
         plan.repeat,
-        plan.duration.as_secs_f64()
+        plan.duration.as_secs_f64(),
+        plan.checkpoint_interval.map_or_else(|| "30 s (the engine's default)".to_owned(), |d| format!("{} ms", d.as_millis()))
     )
 }
 
@@ -287,6 +294,7 @@ pub struct TpcbRow {
     pub load_seconds: f64,
     pub optimistic: &'static str,
     pub log_archive: &'static str,
+    pub checkpoint_ms: Option<u64>,
 }
 
 impl TpcbRow {
@@ -311,6 +319,7 @@ impl TpcbRow {
             load_seconds: r.load_seconds,
             optimistic: on_off(r.optimistic),
             log_archive: on_off(r.log_archive),
+            checkpoint_ms: r.checkpoint_ms,
         }
     }
 }
@@ -330,6 +339,7 @@ mod tests {
             locking: vec![false],
             optimistic: vec![true],
             log_archive,
+            checkpoint_interval: None,
             pool_bytes: None,
             policy: None,
             dir: std::env::temp_dir(),
