@@ -185,11 +185,13 @@ impl Wal {
             if lsn >= to {
                 break;
             }
-            let pages = Record::decode(&body)
-                .map_err(|e| LogError::Corrupted { lsn, reason: e.to_string() })?
-                .pages_changed();
-            for page in pages {
-                entries.push(ArchiveEntry { page: page.get(), lsn, body: body.clone() });
+            let pages =
+                Record::pages_in(&body).map_err(|e| LogError::Corrupted { lsn, reason: e.to_string() })?;
+            if let Some((last, rest)) = pages.split_last() {
+                for page in rest {
+                    entries.push(ArchiveEntry { page: page.get(), lsn, body: body.clone() });
+                }
+                entries.push(ArchiveEntry { page: last.get(), lsn, body });
             }
         }
         let run = archive.add_run(from, to, entries)?;
