@@ -21,6 +21,16 @@ fn log_config(path: &Path, fs: &FaultFs, segment_bytes: u64) -> LogConfig {
     c
 }
 
+/// 4 KiB pages, a pool of 256 of them, on `fs`.
+fn builder(fs: &FaultFs) -> swizzledb::Builder {
+    Database::builder().page_size(4096).pool_bytes(256 * 4096).vfs(Arc::new(fs.clone()))
+}
+
+/// [`builder`] with 64 KiB log segments and a 256 KiB log bound, so checkpoints truncate.
+fn small_log(fs: &FaultFs) -> swizzledb::Builder {
+    builder(fs).log_segment_bytes(64 << 10).max_log_bytes(256 << 10)
+}
+
 fn fault_fs() -> FaultFs {
     let fs = FaultFs::new();
     fs.create_dir_all(Path::new("/d")).unwrap();
@@ -65,11 +75,7 @@ fn logged_changes(log: &LogManager, end: Lsn) -> Vec<ArchiveEntry> {
 fn r17_every_page_change_is_archived_once_under_each_page_it_changes() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
-    let builder = Database::builder()
-        .page_size(4096)
-        .pool_bytes(256 * 4096)
-        .vfs(Arc::new(fs.clone()))
-        .log_archive(true);
+    let builder = builder(&fs).log_archive(true);
     let db = builder.clone().create(path).unwrap();
     workload(&db, 0, 1500);
     let run = db.archive_log().unwrap().expect("a run of the new records");
@@ -110,13 +116,7 @@ fn r17_every_page_change_is_archived_once_under_each_page_it_changes() {
 fn r17_the_log_is_truncated_but_never_past_the_archive() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
-    let builder = Database::builder()
-        .page_size(4096)
-        .pool_bytes(256 * 4096)
-        .vfs(Arc::new(fs.clone()))
-        .log_segment_bytes(64 << 10)
-        .max_log_bytes(256 << 10)
-        .log_archive(true);
+    let builder = small_log(&fs).log_archive(true);
     let db = builder.create(path).unwrap();
     for round in 0..6 {
         workload(&db, round * 400, 400);
@@ -143,12 +143,7 @@ fn r17_the_log_is_truncated_but_never_past_the_archive() {
 fn r17_an_archive_that_does_not_continue_the_log_is_refused() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
-    let base = Database::builder()
-        .page_size(4096)
-        .pool_bytes(256 * 4096)
-        .vfs(Arc::new(fs.clone()))
-        .log_segment_bytes(64 << 10)
-        .max_log_bytes(256 << 10);
+    let base = small_log(&fs);
     let db = base.clone().log_archive(true).create(path).unwrap();
     workload(&db, 0, 200);
     db.close().unwrap();
@@ -178,13 +173,7 @@ fn r17_an_archive_that_does_not_continue_the_log_is_refused() {
 fn r17_a_failed_archiving_keeps_the_log_and_loses_no_commit() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
-    let builder = Database::builder()
-        .page_size(4096)
-        .pool_bytes(256 * 4096)
-        .vfs(Arc::new(fs.clone()))
-        .log_segment_bytes(64 << 10)
-        .max_log_bytes(256 << 10)
-        .log_archive(true);
+    let builder = small_log(&fs).log_archive(true);
     let db = builder.clone().create(path).unwrap();
     let archived = db.archive_runs().unwrap().last().map(|r| r.end);
     // Every run written from now on fails.
@@ -227,11 +216,7 @@ fn r17_a_failed_archiving_keeps_the_log_and_loses_no_commit() {
 fn r17_size_tiers_keep_the_runs_few() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
-    let builder = Database::builder()
-        .page_size(4096)
-        .pool_bytes(256 * 4096)
-        .vfs(Arc::new(fs.clone()))
-        .log_archive(true);
+    let builder = builder(&fs).log_archive(true);
     let db = builder.create(path).unwrap();
     let t = db.create_tree("t").unwrap();
     for round in 0..120u32 {
