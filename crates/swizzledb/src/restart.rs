@@ -167,14 +167,93 @@ impl Analysis {
     }
 }
 
+/// Where page-local redo finds the page a record applies to, and puts an image (R9).
+pub(crate) trait RedoTarget {
+    /// The page's current state, for a change on top of it; `lsn` names the record that needs
+    /// it, for errors.
+    ///
+    /// # Errors
+    /// The page is not available (damaged on disk, or no image precedes the record).
+    fn page(&mut self, id: PageId, lsn: Lsn) -> Result<&mut Vec<u8>>;
+
+    /// Makes `image` the page's state, stamped with `lsn` (`Lsn(0)` for a base image, which
+    /// precedes its record's change).
+    ///
+    /// # Errors
+    /// The image is not a valid node of this page (R9).
+    fn install(&mut self, id: PageId, image: &[u8], lsn: Lsn) -> Result<()>;
+}
+
+/// Checks an image from the log before anything uses it (R9): its size, its node structure
+/// (btree README T17) and the page id it names.
+pub(crate) fn check_image(id: PageId, image: &[u8], page_size: usize, lsn: Lsn) -> Result<()> {
+    if image.len() != page_size {
+        return Err(corrupted(lsn, format!("an image of page {id} of {} bytes", image.len())));
+    }
+    node::validate(image).map_err(|e| corrupted(lsn, format!("the image of page {id} is damaged: {e}")))?;
+    if page::page_id(image) != id.get() {
+        return Err(corrupted(lsn, format!("the image of page {id} names page {}", page::page_id(image))));
+    }
+    Ok(())
+}
+
+/// Page-local redo (R9): what the record at `lsn` does to page `id`, given only that page's
+/// state before it (or nothing, when the record carries the page's image). Restart applies it
+/// to every page of its dirty page table; single-page recovery (R18) to one page. Returns
+/// whether the record changed the page (a change already in the page, by its page LSN, is
+/// skipped).
+///
+/// # Errors
+/// The page is missing or damaged, or the change does not match it (`LogCorrupted`).
+pub(crate) fn redo_on_page(
+    target: &mut impl RedoTarget,
+    id: PageId,
+    lsn: Lsn,
+    record: &Record,
+) -> Result<bool> {
+    match record {
+        Record::Leaf { page: leaf, change, base, .. } if *leaf == id => {
+            if let Some(image) = base {
+                target.install(id, image, Lsn(0))?;
+            }
+            let p = target.page(id, lsn)?;
+            if page::page_lsn(p) >= lsn {
+                return Ok(false);
+            }
+            redo(p, &change.borrow()).map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
+            page::set_page_lsn(p, lsn);
+            Ok(true)
+        }
+        Record::Structure { images, .. } => match images.iter().find(|(p, _)| *p == id) {
+            Some((_, image)) => {
+                target.install(id, image, lsn)?;
+                Ok(true)
+            }
+            // A freed page: its contents no longer matter (it is allocated again only with
+            // a new image).
+            None => Ok(false),
+        },
+        // Records that change no page, or not this one.
+        Record::Leaf { .. }
+        | Record::Begin { .. }
+        | Record::Commit { .. }
+        | Record::Abort { .. }
+        | Record::End { .. }
+        | Record::CreateTree { .. }
+        | Record::CheckpointBegin
+        | Record::CheckpointEnd(_)
+        | Record::PageWrite { .. } => Ok(false),
+    }
+}
+
 /// The pages redo works on: read from the file on first use, written back at the end.
 struct RedoPages<'f> {
     file: &'f PageFile,
     pages: HashMap<PageId, Vec<u8>>,
 }
 
-impl RedoPages<'_> {
-    fn get(&mut self, id: PageId, lsn: Lsn) -> Result<&mut Vec<u8>> {
+impl RedoTarget for RedoPages<'_> {
+    fn page(&mut self, id: PageId, lsn: Lsn) -> Result<&mut Vec<u8>> {
         if !self.pages.contains_key(&id) {
             let mut buf = vec![0u8; self.file.page_size()];
             let damaged = |e: String| {
@@ -189,18 +268,7 @@ impl RedoPages<'_> {
     }
 
     fn install(&mut self, id: PageId, image: &[u8], lsn: Lsn) -> Result<()> {
-        if image.len() != self.file.page_size() {
-            return Err(corrupted(lsn, format!("an image of page {id} of {} bytes", image.len())));
-        }
-        // R16: an image is a node's disk form; a damaged one is refused before anything uses it.
-        node::validate(image)
-            .map_err(|e| corrupted(lsn, format!("the image of page {id} is damaged: {e}")))?;
-        if page::page_id(image) != id.get() {
-            return Err(corrupted(
-                lsn,
-                format!("the image of page {id} names page {}", page::page_id(image)),
-            ));
-        }
+        check_image(id, image, self.file.page_size(), lsn)?;
         let mut p = image.to_vec();
         page::set_page_lsn(&mut p, lsn);
         self.pages.insert(id, p);
@@ -232,41 +300,11 @@ pub(crate) fn analyze_and_redo(
     if let Some(&start) = a.dirty.values().min() {
         for item in log.scan(start)? {
             let (lsn, body) = item?;
-            match decode(lsn, &body)? {
-                Record::Leaf { page: id, change, base, .. } if a.wants(id, lsn) => {
-                    let p = match base {
-                        Some(image) => {
-                            pages.install(id, &image, Lsn(0))?;
-                            pages.get(id, lsn)?
-                        }
-                        None => pages.get(id, lsn)?,
-                    };
-                    if page::page_lsn(p) < lsn {
-                        redo(p, &change.borrow())
-                            .map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
-                        page::set_page_lsn(p, lsn);
-                        stats.redone += 1;
-                    }
+            let record = decode(lsn, &body)?;
+            for id in record.pages_changed() {
+                if a.wants(id, lsn) && redo_on_page(&mut pages, id, lsn, &record)? {
+                    stats.redone += 1;
                 }
-                Record::Structure { images, .. } => {
-                    for (id, image) in images {
-                        if a.wants(id, lsn) {
-                            pages.install(id, &image, lsn)?;
-                            stats.redone += 1;
-                        }
-                    }
-                }
-                // A leaf change redo does not want (R9), and the kinds that change no page:
-                // analysis took what they say (R8).
-                Record::Leaf { .. }
-                | Record::Begin { .. }
-                | Record::Commit { .. }
-                | Record::Abort { .. }
-                | Record::End { .. }
-                | Record::CreateTree { .. }
-                | Record::CheckpointBegin
-                | Record::CheckpointEnd(_)
-                | Record::PageWrite { .. } => {}
             }
         }
     }
