@@ -24,4 +24,24 @@ pub trait LogFlush: Send + Sync {
     /// pool writes back (the metadata page and the free-page chain are not frames and are not
     /// reported).
     fn page_written(&self, page: PageId, page_lsn: Lsn);
+
+    /// Single-page recovery (B25): the page LSN the file's copy of `page` must carry at least —
+    /// that of its newest write the log knows of — or `None`. Called after every read of a page
+    /// from the file; a copy below it is stale (a lost write) and is repaired.
+    fn expected_page_lsn(&self, page: PageId) -> Option<Lsn> {
+        let _ = page;
+        None
+    }
+
+    /// Single-page recovery (B25): rebuilds `page` into `buf` from the log, because the file's
+    /// copy is damaged or stale (`damage` says how). Called while the pool holds the exclusive
+    /// latch of the frame being loaded (and possibly its parent's), so it must not fix pages of
+    /// the pool. The default cannot repair.
+    ///
+    /// # Errors
+    /// Why the page cannot be rebuilt; the fix then fails with `Corrupted` naming both.
+    fn repair_page(&self, page: PageId, buf: &mut [u8], damage: &str) -> Result<(), String> {
+        let _ = (page, buf, damage);
+        Err("no single-page recovery".into())
+    }
 }

@@ -39,6 +39,7 @@ mod logging;
 #[cfg(test)]
 mod race_tests;
 pub mod record;
+mod repair;
 mod restart;
 mod txn;
 
@@ -110,6 +111,18 @@ pub enum Error {
         /// Where.
         lsn: Lsn,
         /// What was found.
+        reason: String,
+    },
+    /// A page's copy in the file is damaged or older than its last write, and single-page
+    /// recovery could not rebuild it from the log (RECOVERY.md R18).
+    #[error(
+        "page {page} is damaged and cannot be rebuilt from the log: {reason}; restore the database \
+         from a backup (a log archive, Builder::log_archive, makes every page rebuildable)"
+    )]
+    PageUnrecoverable {
+        /// The page.
+        page: PageId,
+        /// Why it could not be rebuilt.
         reason: String,
     },
     /// A new database's log directory exists already and holds files: they belong to another
@@ -342,10 +355,11 @@ impl Builder {
     /// Keep a log archive (Lersch 2015; RECOVERY.md R17) in `<path>.wal/archive`: every
     /// checkpoint first sorts the page changes of the durable log into a new run, indexed by
     /// page (wal README A1–A8), and the log is never truncated past what is archived. Off by
-    /// default; only with logging. It is the input of the decoupled cleaner and single-page
-    /// recovery, which do not exist yet: today it only costs the archiving, which is not cheap
-    /// yet (with checkpoints every 100 ms a TPC-B run keeps about 0.4 of its throughput;
-    /// measured in `docs/tpcb.md`).
+    /// default; only with logging. With it, single-page recovery (RECOVERY.md R18) can rebuild
+    /// any page whose copy in the file is damaged or stale; without it, only pages whose newest
+    /// image is still in the log. It is also the input of Lersch's decoupled cleaner, which does
+    /// not exist yet. The archiving is not cheap yet (with checkpoints every 100 ms a TPC-B run
+    /// keeps about 0.4 of its throughput; measured in `docs/tpcb.md`).
     #[must_use]
     pub fn log_archive(mut self, on: bool) -> Self {
         self.log_archive = on;
@@ -425,8 +439,9 @@ impl Builder {
             return Err(Error::StaleLog(dir));
         }
         let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let archive = self.archive(path, &log)?;
         let mut config = self.config.clone();
-        config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
+        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
         let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
         let mut locks = vec![files::FileLock::acquire(&*self.config.vfs, path, path)?];
         let segment_bytes = self.log_config(path).segment_bytes;
@@ -437,21 +452,27 @@ impl Builder {
             segment_bytes,
             path,
         )?);
-        let wal = self.wal(log, path)?;
+        let wal = self.wal(log, archive);
         let db = self.database(pool, Some(Arc::new(wal)), locks);
         db.checkpoint()?;
         self.start_background(&db);
         Ok(db)
     }
 
-    /// The engine's log over `log`, with the log archive if asked for (R17).
-    fn wal(&self, log: Arc<LogManager>, path: &Path) -> Result<Wal> {
-        let wal = Wal::new(log, self.commit_mode);
+    /// The log archive of the database at `path`, if asked for, checked to continue `log`
+    /// (R17).
+    fn archive(&self, path: &Path, log: &LogManager) -> Result<Option<Arc<swizzledb_wal::Archive>>> {
         if !self.log_archive {
-            return Ok(wal);
+            return Ok(None);
         }
         let archive = swizzledb_wal::Archive::open(Arc::clone(&self.config.vfs), archive_dir(path))?;
-        Ok(wal.with_archive(archive)?)
+        logging::check_archive(log, &archive)?;
+        Ok(Some(Arc::new(archive)))
+    }
+
+    /// The engine's log over `log`, with the log archive if the database keeps one (R17).
+    fn wal(&self, log: Arc<LogManager>, archive: Option<Arc<swizzledb_wal::Archive>>) -> Wal {
+        Wal::new(log, self.commit_mode).with_archive(archive)
     }
 
     fn check_log_settings(&self) -> Result<()> {
@@ -557,13 +578,14 @@ impl Builder {
             return Err(Error::StaleLog(dir));
         }
         let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let archive = self.archive(path, &log)?;
         let mut config = self.config.clone();
-        config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
+        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
         let pool = swizzledb_buffer::BufferPool::open(path, &config, Arc::new(BTreeOwner))?;
         let segment_bytes = self.log_config(path).segment_bytes;
         let log_lock =
             files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, segment_bytes, path)?;
-        let wal = Arc::new(self.wal(log, path)?);
+        let wal = Arc::new(self.wal(log, archive));
         wal.checkpoint(&pool)?;
         pool.mark_logged()?;
         let db = self.database(pool, Some(wal), vec![lock, log_lock]);
@@ -617,6 +639,7 @@ impl Builder {
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
     fn restart(&self, path: &Path, locks: Vec<files::FileLock>) -> Result<Database> {
         let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let archive = self.archive(path, &log)?;
         if log.read_master()?.is_none() {
             return Err(Error::LogMissing {
                 file: path.to_path_buf(),
@@ -624,16 +647,22 @@ impl Builder {
                 reason: "it holds no checkpoint".into(),
             });
         }
-        let recovered = restart::analyze_and_redo(&*self.config.vfs, path, self.config.direct_io, &log)?;
+        let recovered = restart::analyze_and_redo(
+            &*self.config.vfs,
+            path,
+            self.config.direct_io,
+            &log,
+            archive.as_deref(),
+        )?;
         let mut config = self.config.clone();
-        config.log = Some(Arc::new(PoolLog(Arc::clone(&log))));
+        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
         let pool = swizzledb_buffer::BufferPool::open_recovered(
             path,
             &config,
             Arc::new(BTreeOwner),
             recovered.allocation,
         )?;
-        let wal = self.wal(log, path)?;
+        let wal = self.wal(log, archive);
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
         db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
         let mut stats = recovered.stats;
@@ -1080,7 +1109,7 @@ impl Database {
     /// The log archive's runs, oldest first (`None` without an archive).
     #[must_use]
     pub fn archive_runs(&self) -> Option<Vec<RunSummary>> {
-        self.core.wal.as_ref().and_then(|w| w.archive.as_ref()).map(swizzledb_wal::Archive::runs)
+        self.core.wal.as_ref().and_then(|w| w.archive.as_deref()).map(swizzledb_wal::Archive::runs)
     }
 
     /// The log's counters (`None` without logging).

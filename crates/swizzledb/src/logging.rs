@@ -111,7 +111,7 @@ pub(crate) struct Wal {
     checkpointing: Mutex<()>,
     pub(crate) stats: WalStats,
     /// The log archive, if the database keeps one (R17).
-    pub(crate) archive: Option<Archive>,
+    pub(crate) archive: Option<Arc<Archive>>,
     /// Serializes archiving: runs must follow each other (wal README A1).
     archiving: Mutex<()>,
 }
@@ -135,6 +135,25 @@ fn failure(e: LogError) -> LogFailure {
     Box::new(e)
 }
 
+/// R17: the archive must continue the log: it may not end beyond the log's end, nor before
+/// its oldest record (the records between would never be archived).
+pub(crate) fn check_archive(log: &LogManager, archive: &Archive) -> Result<(), LogError> {
+    if let Some(end) = archive.end() {
+        let (oldest, log_end) = (log.oldest(), log.end());
+        if end > log_end || end < oldest {
+            return Err(LogError::ArchiveCorrupted {
+                run: archive.dir().to_path_buf(),
+                reason: format!(
+                    "the archive ends at {end} but the log holds [{oldest}, {log_end}): it belongs to \
+                     another log, or the log was truncated while the archive was off; move the \
+                     archive away to start a new one"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Wal {
     pub(crate) fn new(log: Arc<LogManager>, commit_mode: CommitMode) -> Wal {
         Wal {
@@ -148,25 +167,10 @@ impl Wal {
         }
     }
 
-    /// Adds the log archive (R17), after checking that it continues the log: it may not end
-    /// beyond the log's end, nor before its oldest record (the records between would never be
-    /// archived).
-    pub(crate) fn with_archive(mut self, archive: Archive) -> Result<Wal, LogError> {
-        if let Some(end) = archive.end() {
-            let (oldest, log_end) = (self.log.oldest(), self.log.end());
-            if end > log_end || end < oldest {
-                return Err(LogError::ArchiveCorrupted {
-                    run: archive.dir().to_path_buf(),
-                    reason: format!(
-                        "the archive ends at {end} but the log holds [{oldest}, {log_end}): it belongs to \
-                         another log, or the log was truncated while the archive was off; move the \
-                         archive away to start a new one"
-                    ),
-                });
-            }
-        }
-        self.archive = Some(archive);
-        Ok(self)
+    /// Adds the log archive (R17), checked by [`check_archive`].
+    pub(crate) fn with_archive(mut self, archive: Option<Arc<Archive>>) -> Wal {
+        self.archive = archive;
+        self
     }
 
     /// R17: sorts the page changes of the durable log not archived yet into one new run, and
@@ -311,23 +315,66 @@ impl Wal {
     }
 }
 
-/// The pool's view of the log (buffer README B18, B20): the WAL rule's flush, and a page-write
-/// record for every page written back.
-pub(crate) struct PoolLog(pub(crate) Arc<LogManager>);
+/// Shards of [`PoolLog`]'s table of page writes.
+const WRITTEN_SHARDS: usize = 64;
+
+/// The pool's view of the log (buffer README B18, B20, B25): the WAL rule's flush, a page-write
+/// record for every page written back, and single-page recovery (R18).
+pub(crate) struct PoolLog {
+    log: Arc<LogManager>,
+    archive: Option<Arc<Archive>>,
+    /// The page LSN of every page's newest write since open (R18's staleness test), sharded by
+    /// page id.
+    written: Box<[Mutex<rustc_hash::FxHashMap<u64, Lsn>>]>,
+}
+
+impl PoolLog {
+    pub(crate) fn new(log: Arc<LogManager>, archive: Option<Arc<Archive>>) -> PoolLog {
+        let written = (0..WRITTEN_SHARDS).map(|_| Mutex::new(rustc_hash::FxHashMap::default())).collect();
+        PoolLog { log, archive, written }
+    }
+
+    fn shard(&self, page: PageId) -> &Mutex<rustc_hash::FxHashMap<u64, Lsn>> {
+        &self.written[(page.get() as usize) % WRITTEN_SHARDS]
+    }
+}
 
 impl swizzledb_buffer::LogFlush for PoolLog {
     fn flush_to(&self, lsn: Lsn) -> std::io::Result<()> {
-        if lsn >= self.0.end() {
+        if lsn >= self.log.end() {
             // Not a record of this log's tail (restart's redo stamps record LSNs, which are
             // always below the end): flush everything appended.
-            return self.0.flush_all().map_err(std::io::Error::other);
+            return self.log.flush_all().map_err(std::io::Error::other);
         }
-        self.0.flush(lsn).map_err(std::io::Error::other)
+        self.log.flush(lsn).map_err(std::io::Error::other)
     }
 
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
+        self.shard(page).lock().insert(page.get(), page_lsn);
         // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
-        let _ = self.0.append(&Record::PageWrite { page, page_lsn }.encode());
+        let _ = self.log.append(&Record::PageWrite { page, page_lsn }.encode());
+    }
+
+    fn expected_page_lsn(&self, page: PageId) -> Option<Lsn> {
+        self.shard(page).lock().get(&page.get()).copied()
+    }
+
+    fn repair_page(&self, page: PageId, buf: &mut [u8], damage: &str) -> Result<(), String> {
+        match crate::repair::rebuild_page(&self.log, self.archive.as_deref(), page, buf.len(), Lsn(u64::MAX))
+        {
+            Ok(rebuilt) => {
+                buf.copy_from_slice(&rebuilt);
+                log::warn!(
+                    "page {page} was {damage}; rebuilt by single-page recovery from the log, to page LSN {}",
+                    swizzledb_buffer::page::page_lsn(buf)
+                );
+                Ok(())
+            }
+            Err(e) => {
+                log::error!("page {page} is {damage}, and single-page recovery failed: {e}");
+                Err(e.to_string())
+            }
+        }
     }
 }
 

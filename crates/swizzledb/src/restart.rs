@@ -9,7 +9,7 @@ use swizzledb_btree::node;
 use swizzledb_buffer::page;
 use swizzledb_buffer::{Allocation, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
-use swizzledb_wal::LogManager;
+use swizzledb_wal::{Archive, LogManager};
 
 use crate::record::{Checkpoint, Record, TxnEntry, TxnState};
 use crate::{Error, Result};
@@ -40,6 +40,8 @@ pub struct RestartStats {
     pub losers: u64,
     /// Compensation records written while rolling them back.
     pub compensations: u64,
+    /// Pages redo found damaged in the file and rebuilt by single-page recovery (R18).
+    pub pages_repaired: u64,
 }
 
 fn corrupted(lsn: Lsn, reason: impl Into<String>) -> Error {
@@ -249,19 +251,27 @@ pub(crate) fn redo_on_page(
 /// The pages redo works on: read from the file on first use, written back at the end.
 struct RedoPages<'f> {
     file: &'f PageFile,
+    log: &'f LogManager,
+    archive: Option<&'f Archive>,
     pages: HashMap<PageId, Vec<u8>>,
+    repaired: u64,
 }
 
 impl RedoTarget for RedoPages<'_> {
     fn page(&mut self, id: PageId, lsn: Lsn) -> Result<&mut Vec<u8>> {
         if !self.pages.contains_key(&id) {
             let mut buf = vec![0u8; self.file.page_size()];
-            let damaged = |e: String| {
-                corrupted(lsn, format!("redo needs page {id} from disk, and it is damaged ({e}) with no image in the log to replace it"))
-            };
-            self.file.read_page(id, &mut buf).map_err(|e| damaged(e.to_string()))?;
-            // R9: redo works only on a page that is a well-formed node (btree README T17).
-            node::validate(&buf).map_err(damaged)?;
+            let damaged =
+                |e: String| corrupted(lsn, format!("redo needs page {id} from disk, and it is damaged: {e}"));
+            // R9: redo works only on a page that is a well-formed node (btree README T17); a
+            // damaged one is rebuilt from the log by single-page recovery (R18).
+            let read = self.file.read_page(id, &mut buf).map_err(|e| e.to_string());
+            if let Err(damage) = read.and_then(|()| node::validate(&buf)) {
+                buf = crate::repair::rebuild_page(self.log, self.archive, id, self.file.page_size(), lsn)
+                    .map_err(|e| damaged(format!("{damage}; single-page recovery failed: {e}")))?;
+                log::warn!("restart: page {id} was damaged ({damage}); rebuilt by single-page recovery");
+                self.repaired += 1;
+            }
             self.pages.insert(id, buf);
         }
         Ok(self.pages.get_mut(&id).expect("just inserted"))
@@ -283,6 +293,7 @@ pub(crate) fn analyze_and_redo(
     path: &Path,
     direct: bool,
     log: &LogManager,
+    archive: Option<&Archive>,
 ) -> Result<Recovered> {
     let (file, meta) = PageFile::open_logged(vfs, path, direct)?;
     let checkpoint = last_checkpoint(log, &meta)?;
@@ -296,7 +307,7 @@ pub(crate) fn analyze_and_redo(
         stats.analyzed += 1;
     }
 
-    let mut pages = RedoPages { file: &file, pages: HashMap::new() };
+    let mut pages = RedoPages { file: &file, log, archive, pages: HashMap::new(), repaired: 0 };
     if let Some(&start) = a.dirty.values().min() {
         for item in log.scan(start)? {
             let (lsn, body) = item?;
@@ -308,6 +319,7 @@ pub(crate) fn analyze_and_redo(
             }
         }
     }
+    stats.pages_repaired = pages.repaired;
     let page_count = a.page_count.max(pages.pages.keys().map(|p| p.get() + 1).max().unwrap_or(0));
     for (id, mut p) in pages.pages {
         file.write_page(id, &mut p)?;

@@ -2,7 +2,7 @@
 //! on a miss, and swizzling the parent's swip on the way.
 
 use super::{BufferPool, FrameDesc, PoolMode, FREE, LOADING, RESIDENT};
-use crate::error::Result;
+use crate::error::{BufferError, Result};
 use crate::guard::{Exclusive, LatchKind, PageGuard};
 use crate::page::{self, get_u64, put_u64, PageType};
 use crate::stats::{add, bump};
@@ -254,7 +254,7 @@ impl BufferPool {
             // SAFETY: B1 — we hold the exclusive latch of a frame nobody else can have reached
             // in a usable state (it is LOADING).
             let page = unsafe { self.page_mut(f) };
-            let loaded = self.file.read_page(pid, page).and_then(|()| self.check_loaded(pid, page));
+            let loaded = self.load_page(pid, page);
             if let Err(e) = loaded {
                 self.table.remove(pid, f);
                 d.state.store(FREE, Release);
@@ -278,6 +278,45 @@ impl BufferPool {
             self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(false));
             return Ok((PageGuard::<Exclusive>::adopt(self, f).into_mode::<M>(), false));
         }
+    }
+
+    /// Reads page `pid` into `page` (F3, B8), and repairs it through the log if its copy is
+    /// damaged or stale (B25): the rebuilt page is checked like a read one and written back at
+    /// once, so the file holds a good copy again.
+    fn load_page(&self, pid: PageId, page: &mut [u8]) -> Result<()> {
+        let read = self.file.read_page(pid, page).and_then(|()| self.check_loaded(pid, page));
+        let Some(log) = &self.log else { return read };
+        let damage = match read {
+            Ok(()) => match log.expected_page_lsn(pid) {
+                Some(want) if page::page_lsn(page) < want => format!(
+                    "stale: its page LSN {} is below {want}, the page LSN of its last write (a lost write)",
+                    page::page_lsn(page)
+                ),
+                _ => return Ok(()),
+            },
+            Err(BufferError::Corrupted { reason, .. }) => reason,
+            Err(e) => return Err(e),
+        };
+        log.repair_page(pid, page, &damage)
+            .map_err(|why| self.corrupted(pid, format!("{damage}; single-page recovery failed: {why}")))?;
+        self.check_loaded(pid, page).map_err(|e| {
+            self.corrupted(pid, format!("{damage}; the page single-page recovery built fails: {e}"))
+        })?;
+        let lsn = page::page_lsn(page);
+        if let Some(want) = log.expected_page_lsn(pid).filter(|&want| lsn < want) {
+            return Err(self.corrupted(
+                pid,
+                format!("{damage}; single-page recovery reached page LSN {lsn}, short of its last write at {want}"),
+            ));
+        }
+        self.wal_before_write(pid, lsn)?;
+        self.file.write_page(pid, page)?;
+        log.page_written(pid, lsn);
+        self.count(|b| {
+            bump(&b.pages_repaired);
+            bump(&b.pages_written);
+        });
+        Ok(())
     }
 
     /// B8: pages in the file never hold swizzled swips, and their structure must be sound.

@@ -1,0 +1,151 @@
+//! Single-page recovery (RECOVERY.md R18; Lersch 2015, Sec. 4.3, after Graefe and Kuno): a
+//! page whose copy in the file is damaged, or older than its last write, is rebuilt from the
+//! log alone — its newest image in the log archive or the log, then every change after it,
+//! replayed page-locally (R9) — without reading any other page.
+
+use swizzledb_btree::node;
+use swizzledb_buffer::page;
+use swizzledb_buffer::PageId;
+use swizzledb_sync::Lsn;
+use swizzledb_wal::{Archive, LogError, LogManager};
+
+use crate::record::Record;
+use crate::restart::{check_image, redo_on_page, RedoTarget};
+use crate::{Error, Result};
+
+/// Why a page could not be rebuilt (part of the error the read then fails with).
+fn unrecoverable(page: PageId, reason: impl std::fmt::Display) -> Error {
+    Error::PageUnrecoverable { page, reason: reason.to_string() }
+}
+
+/// The page's history, oldest first: every record of the archive and the log that changes it,
+/// below `before` and the log's durable end.
+fn history(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    id: PageId,
+    before: Lsn,
+) -> Result<Vec<(Lsn, Record)>> {
+    let decode = |lsn: Lsn, body: &[u8]| {
+        Record::decode(body).map_err(|e| Error::LogCorrupted { lsn, reason: e.to_string() })
+    };
+    // The archive may advance, and the log be truncated below its new end, while we read: then
+    // the log no longer holds where the archive ended when we looked; look again.
+    for _ in 0..8 {
+        let mut out = Vec::new();
+        let from = match archive {
+            Some(a) => {
+                let end = a.end();
+                for e in a.page_entries(id.get(), Lsn(0))? {
+                    if end.is_some_and(|end| e.lsn < end) && e.lsn < before {
+                        out.push((e.lsn, decode(e.lsn, &e.body)?));
+                    }
+                }
+                end.unwrap_or(Lsn(0))
+            }
+            None => Lsn(0),
+        };
+        let to = log.durable().min(before);
+        let scan = match log.scan(from) {
+            Ok(scan) => scan,
+            Err(LogError::Truncated { .. }) if archive.is_some() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for item in scan {
+            let (lsn, body) = item?;
+            if lsn >= to {
+                break;
+            }
+            let pages =
+                Record::pages_in(&body).map_err(|e| Error::LogCorrupted { lsn, reason: e.to_string() })?;
+            if pages.contains(&id) {
+                out.push((lsn, decode(lsn, &body)?));
+            }
+        }
+        return Ok(out);
+    }
+    Err(unrecoverable(id, "the log kept being truncated under the repair; try again"))
+}
+
+/// Whether `record` carries the whole image of `id` (a structure image, or a leaf change's
+/// base image), so that nothing before it matters.
+fn carries_image(record: &Record, id: PageId) -> bool {
+    match record {
+        Record::Structure { images, .. } => images.iter().any(|(p, _)| *p == id),
+        Record::Leaf { page, base, .. } => *page == id && base.is_some(),
+        Record::Begin { .. }
+        | Record::Commit { .. }
+        | Record::Abort { .. }
+        | Record::End { .. }
+        | Record::CreateTree { .. }
+        | Record::CheckpointBegin
+        | Record::CheckpointEnd(_)
+        | Record::PageWrite { .. } => false,
+    }
+}
+
+/// Whether `record` frees `id`.
+fn frees(record: &Record, id: PageId) -> bool {
+    matches!(record, Record::Structure { freed, .. } if freed.contains(&id))
+}
+
+/// The one page single-page recovery builds.
+struct OnePage {
+    page_size: usize,
+    page: Option<Vec<u8>>,
+}
+
+impl RedoTarget for OnePage {
+    fn page(&mut self, id: PageId, lsn: Lsn) -> Result<&mut Vec<u8>> {
+        self.page.as_mut().ok_or_else(|| Error::LogCorrupted {
+            lsn,
+            reason: format!("a change to page {id} with no image of the page before it"),
+        })
+    }
+
+    fn install(&mut self, id: PageId, image: &[u8], lsn: Lsn) -> Result<()> {
+        check_image(id, image, self.page_size, lsn)?;
+        let mut p = image.to_vec();
+        page::set_page_lsn(&mut p, lsn);
+        self.page = Some(p);
+        Ok(())
+    }
+}
+
+/// Rebuilds page `id` as it was just before the record at `before` (`Lsn(u64::MAX)`: as of
+/// the log's durable end) (R18): its newest image in the archive or the log, then every change
+/// after it. The result is a well-formed node (btree README T17) carrying the page LSN of its
+/// newest change.
+///
+/// # Errors
+/// [`Error::PageUnrecoverable`] if no image of the page is in the archive or the log (without
+/// an archive, only pages changed since the log was last truncated can be rebuilt) or the page
+/// is free; [`Error::LogCorrupted`] or [`Error::Log`] if a record cannot be read.
+pub(crate) fn rebuild_page(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    id: PageId,
+    page_size: usize,
+    before: Lsn,
+) -> Result<Vec<u8>> {
+    let history = history(log, archive, id, before)?;
+    let Some(start) = history.iter().rposition(|(_, r)| carries_image(r, id)) else {
+        let hint = if archive.is_some() {
+            "neither the log archive nor the log holds an image of it"
+        } else {
+            "the log holds no image of it, and the database keeps no log archive (Builder::log_archive)"
+        };
+        return Err(unrecoverable(id, hint));
+    };
+    let mut target = OnePage { page_size, page: None };
+    for (lsn, record) in &history[start..] {
+        if frees(record, id) {
+            return Err(unrecoverable(id, format!("the page was freed at LSN {lsn}")));
+        }
+        redo_on_page(&mut target, id, *lsn, record)?;
+    }
+    let page = target.page.expect("the first record carries an image");
+    node::validate(&page)
+        .map_err(|e| unrecoverable(id, format!("the rebuilt page is not a valid node: {e}")))?;
+    Ok(page)
+}
