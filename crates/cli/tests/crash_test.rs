@@ -76,6 +76,18 @@ fn kills_with_the_log_archive_lose_nothing() {
     assert!(found["checkpoints"] > 0, "no checkpoint ran, so nothing was archived: {found:?}");
 }
 
+/// R18: after every kill, node pages of the file are damaged; restart and the checker's reads
+/// rebuild them from the archive and the log, and nothing is lost.
+#[test]
+fn kills_with_damaged_pages_lose_nothing() {
+    let found = crash_test(
+        "crash-damage",
+        8,
+        &["--max-log-kib", "64", "--log-segment-kib", "16", "--log-archive", "--damage-pages", "4"],
+    );
+    assert!(found["damaged_pages"] > 0 && found["rebuilt_pages"] > 0, "{found:?}");
+}
+
 #[test]
 fn transactions_configuration_kills_lose_nothing() {
     let found = crash_test("crash-transactions", 8, &["--config", "transactions"]);
@@ -96,6 +108,7 @@ fn crash_test_rejects_bad_input() {
             &["--log-segment-kib", "2"],
             &["--max-log-kib", "200", "--log-segment-kib", "64"],
             &["--config", "transactions", "--max-log-kib", "1024"],
+            &["--damage-pages", "3"],
         ],
         &scratch.0,
     );
