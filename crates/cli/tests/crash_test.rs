@@ -88,6 +88,18 @@ fn kills_with_damaged_pages_lose_nothing() {
     assert!(found["damaged_pages"] > 0 && found["rebuilt_pages"] > 0, "{found:?}");
 }
 
+/// R19: the writer takes decoupled (log-based) checkpoints racing its commits; restart starts
+/// from them.
+#[test]
+fn kills_with_decoupled_checkpoints_lose_nothing() {
+    let found = crash_test(
+        "crash-decoupled-checkpoint",
+        10,
+        &["--max-log-kib", "64", "--log-segment-kib", "16", "--checkpoint-kind", "decoupled"],
+    );
+    assert!(found["checkpoints"] > 0, "no checkpoint ran: {found:?}");
+}
+
 #[test]
 fn transactions_configuration_kills_lose_nothing() {
     let found = crash_test("crash-transactions", 8, &["--config", "transactions"]);
@@ -109,6 +121,7 @@ fn crash_test_rejects_bad_input() {
             &["--max-log-kib", "200", "--log-segment-kib", "64"],
             &["--config", "transactions", "--max-log-kib", "1024"],
             &["--damage-pages", "3"],
+            &["--checkpoint-kind", "fuzzy"],
         ],
         &scratch.0,
     );

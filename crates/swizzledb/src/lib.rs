@@ -32,6 +32,8 @@
 #![forbid(unsafe_code)]
 
 mod cleaner;
+#[cfg(test)]
+mod decoupled_tests;
 mod files;
 mod isolation;
 pub mod lock;
@@ -52,6 +54,7 @@ use swizzledb_btree::{AutoCommit, BTreeOwner};
 use swizzledb_sync::{Lsn, PageId, TxnId};
 use swizzledb_wal::{LogConfig, LogError, LogManager};
 
+pub use crate::logging::{CheckpointKind, CheckpointStats};
 use crate::logging::{PoolLog, SystemLog, TxnLog, Undo, Wal};
 use crate::record::{Record, TxnState};
 use swizzledb_buffer::PageFile;
@@ -194,6 +197,7 @@ pub struct Builder {
     checkpoint_every: Option<Option<std::time::Duration>>,
     max_log_bytes: Option<u64>,
     cleaner: Cleaner,
+    checkpoint_kind: CheckpointKind,
     log_archive: bool,
     discard_unclean: bool,
     convert_to_logged: bool,
@@ -366,6 +370,17 @@ impl Builder {
         self
     }
 
+    /// Which checkpoints the database takes (default [`CheckpointKind::Classical`], fuzzy
+    /// checkpoints from the pool and the transaction table, RECOVERY.md R7);
+    /// [`CheckpointKind::Decoupled`] computes them from the log instead (R19). Checkpoints at
+    /// open, at the end of restart and at close are classical either way: the pool is exact
+    /// then. Only with logging.
+    #[must_use]
+    pub fn checkpoint_kind(mut self, kind: CheckpointKind) -> Self {
+        self.checkpoint_kind = kind;
+        self
+    }
+
     /// Which page cleaner runs (default [`Cleaner::Classical`]); only with logging.
     #[must_use]
     pub fn cleaner(mut self, cleaner: Cleaner) -> Self {
@@ -472,7 +487,7 @@ impl Builder {
 
     /// The engine's log over `log`, with the log archive if the database keeps one (R17).
     fn wal(&self, log: Arc<LogManager>, archive: Option<Arc<swizzledb_wal::Archive>>) -> Wal {
-        Wal::new(log, self.commit_mode).with_archive(archive)
+        Wal::new(log, self.commit_mode).with_archive(archive).with_checkpoint_kind(self.checkpoint_kind)
     }
 
     fn check_log_settings(&self) -> Result<()> {
@@ -586,7 +601,7 @@ impl Builder {
         let log_lock =
             files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, segment_bytes, path)?;
         let wal = Arc::new(self.wal(log, archive));
-        wal.checkpoint(&pool)?;
+        wal.checkpoint_classical(&pool)?;
         pool.mark_logged()?;
         let db = self.database(pool, Some(wal), vec![lock, log_lock]);
         self.start_background(&db);
@@ -680,7 +695,11 @@ impl Builder {
             stats.losers += u64::from(entry.state != TxnState::Committed);
         }
         *db.core.restart_stats.lock() = stats;
-        db.checkpoint()?;
+        // Classical whatever the configured kind: redo wrote pages without page-write records,
+        // and the pool knows exactly which pages are dirty now.
+        if let Some(wal) = &db.core.wal {
+            wal.checkpoint_classical(&db.core.pool)?;
+        }
         self.start_background(&db);
         Ok(db)
     }
@@ -991,7 +1010,7 @@ impl Core {
         }
         self.pool.close()?;
         if let Some(wal) = &self.wal {
-            wal.checkpoint(&self.pool)?;
+            wal.checkpoint_classical(&self.pool)?;
         }
         Ok(())
     }
@@ -1057,8 +1076,15 @@ impl Database {
         }
     }
 
+    /// Checkpoints taken since the database opened, by kind and outcome (`None` without
+    /// logging).
+    #[must_use]
+    pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
+        self.core.wal.as_ref().map(|w| w.stats.snapshot())
+    }
+
     /// Checkpoints taken since the database opened: `(all, by the background thread, failed)`
-    /// (zeros without logging).
+    /// (zeros without logging); [`Database::checkpoint_stats`] has more.
     #[must_use]
     pub fn checkpoint_counts(&self) -> (u64, u64, u64) {
         self.core.wal.as_ref().map_or((0, 0, 0), |w| {

@@ -114,6 +114,8 @@ pub(crate) struct Wal {
     pub(crate) archive: Option<Arc<Archive>>,
     /// Serializes archiving: runs must follow each other (wal README A1).
     archiving: Mutex<()>,
+    /// Which checkpoints `checkpoint` takes (R7, R19).
+    checkpoint_kind: CheckpointKind,
 }
 
 /// Runs of about one size the archiver merges into one (R17; wal README A7).
@@ -164,7 +166,14 @@ impl Wal {
             stats: WalStats::default(),
             archive: None,
             archiving: Mutex::new(()),
+            checkpoint_kind: CheckpointKind::Classical,
         }
+    }
+
+    /// Sets the kind of checkpoint `checkpoint` takes (R7, R19).
+    pub(crate) fn with_checkpoint_kind(mut self, kind: CheckpointKind) -> Wal {
+        self.checkpoint_kind = kind;
+        self
     }
 
     /// Adds the log archive (R17), checked by [`check_archive`].
@@ -256,10 +265,57 @@ impl Wal {
         })
     }
 
+    /// Takes a checkpoint of the kind the database was configured with: classical (R7) or
+    /// decoupled (R19).
+    pub(crate) fn checkpoint(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+        match self.checkpoint_kind {
+            CheckpointKind::Classical => self.checkpoint_classical(pool),
+            CheckpointKind::Decoupled => self.checkpoint_decoupled(pool),
+        }
+    }
+
+    /// Takes a decoupled (log-based) checkpoint (RECOVERY.md R19; Lersch 2015, ch. 3): the
+    /// tables are those of the previous checkpoint carried forward by analysis of the log from
+    /// its begin record to this one's — page-write records included — without reading the
+    /// buffer pool, the transaction table or the pool's allocation. The data file is synced
+    /// (so the page writes analysis trusted are durable) before the end record. Falls back to a
+    /// classical checkpoint when there is no previous one.
+    pub(crate) fn checkpoint_decoupled(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+        let _one = self.checkpointing.lock();
+        let Some(prev_end) = self.log.read_master()? else {
+            drop(_one);
+            return self.checkpoint_classical(pool);
+        };
+        let prev = crate::restart::read_checkpoint(&self.log, prev_end)?;
+        let begin = self.append(&Record::CheckpointBegin)?;
+        // Every record before the begin record is complete once the begin record is durable
+        // (wal README W5), so the scan below sees them all.
+        self.log.flush(begin)?;
+        let mut a = crate::restart::Analysis::for_checkpoint(&prev);
+        let mut scanned = 0u64;
+        for item in self.log.scan(prev.begin)? {
+            let (lsn, body) = item?;
+            if lsn >= begin {
+                break;
+            }
+            let record = Record::decode(&body)
+                .map_err(|e| crate::Error::LogCorrupted { lsn, reason: e.to_string() })?;
+            a.record(lsn, &record);
+            scanned += body.len() as u64;
+        }
+        self.stats.decoupled_scanned_bytes.fetch_add(scanned, Ordering::Relaxed);
+        pool.sync_file()?;
+        // A transaction running since before the previous checkpoint began has its first record
+        // somewhere in the log kept: keep all of it while such a transaction runs.
+        let (checkpoint, keep) = a.into_checkpoint(begin, self.log.oldest());
+        self.stats.decoupled_checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.finish_checkpoint(checkpoint, keep.0)
+    }
+
     /// Takes a fuzzy checkpoint (RECOVERY.md R7) while transactions run, and truncates the log
     /// below what restart could need: begin record; dirty pages, transactions, allocation;
     /// data-file sync (pages seen clean are on disk); end record, durable; master record.
-    pub(crate) fn checkpoint(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+    pub(crate) fn checkpoint_classical(&self, pool: &BufferPool) -> crate::Result<Lsn> {
         let _one = self.checkpointing.lock();
         let begin = self.append(&Record::CheckpointBegin)?;
         // R16: a transaction whose record precedes the begin record is read only once its entry
@@ -295,6 +351,13 @@ impl Wal {
             free: allocation.free_pages,
             catalog: allocation.trees.into_iter().collect(),
         };
+        self.finish_checkpoint(checkpoint, keep)
+    }
+
+    /// The end of both kinds of checkpoint (R7, R19): the end record, durable; the master
+    /// record; archiving (R17); truncation below `keep` and the archive's end. Called with
+    /// `checkpointing` held.
+    fn finish_checkpoint(&self, checkpoint: Checkpoint, keep: u64) -> crate::Result<Lsn> {
         let end = self.append(&Record::CheckpointEnd(Box::new(checkpoint)))?;
         self.log.write_master(end)?;
         // R17: the log is archived before it is truncated, and never truncated past the archive.
@@ -664,6 +727,54 @@ pub(crate) struct WalStats {
     pub(crate) background_checkpoints: AtomicU64,
     pub(crate) failed_checkpoints: AtomicU64,
     pub(crate) failed_archiving: AtomicU64,
+    pub(crate) decoupled_checkpoints: AtomicU64,
+    pub(crate) decoupled_scanned_bytes: AtomicU64,
+}
+
+/// Which checkpoints a logged database takes.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CheckpointKind {
+    /// Fuzzy checkpoints from the pool's descriptors and the transaction table (RECOVERY.md
+    /// R7).
+    #[default]
+    Classical,
+    /// Decoupled (log-based) checkpoints: the previous checkpoint carried forward by analysis
+    /// of the log since (RECOVERY.md R19; Lersch 2015, ch. 3). They read no in-memory
+    /// structure, at the cost of reading the log written since the previous checkpoint.
+    Decoupled,
+}
+
+/// Checkpoints taken since the database opened.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CheckpointStats {
+    /// Every checkpoint that completed (open, close, background, cleaner, explicit).
+    pub checkpoints: u64,
+    /// Those the background thread took.
+    pub background: u64,
+    /// Checkpoints that failed.
+    pub failed: u64,
+    /// Checkpoints whose archiving failed (R17); they completed otherwise.
+    pub failed_archiving: u64,
+    /// Decoupled checkpoints (R19) among `checkpoints`.
+    pub decoupled: u64,
+    /// Bytes of log record bodies the decoupled checkpoints read.
+    pub decoupled_scanned_bytes: u64,
+}
+
+impl WalStats {
+    pub(crate) fn snapshot(&self) -> CheckpointStats {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        CheckpointStats {
+            checkpoints: l(&self.checkpoints),
+            background: l(&self.background_checkpoints),
+            failed: l(&self.failed_checkpoints),
+            failed_archiving: l(&self.failed_archiving),
+            decoupled: l(&self.decoupled_checkpoints),
+            decoupled_scanned_bytes: l(&self.decoupled_scanned_bytes),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -52,16 +52,7 @@ fn corrupted(lsn: Lsn, reason: impl Into<String>) -> Error {
 /// before the first checkpoint completed) the state page 0 describes and the whole log.
 fn last_checkpoint(log: &LogManager, meta: &swizzledb_buffer::Meta) -> Result<Checkpoint> {
     match log.read_master()? {
-        Some(end) => {
-            let body = log.read(end).map_err(|e| corrupted(end, format!("the last checkpoint: {e}")))?;
-            match Record::decode(&body) {
-                Ok(Record::CheckpointEnd(c)) => Ok(*c),
-                Ok(other) => {
-                    Err(corrupted(end, format!("the master names a {other:?}, not a checkpoint end")))
-                }
-                Err(e) => Err(corrupted(end, e.to_string())),
-            }
-        }
+        Some(end) => read_checkpoint(log, end),
         None => Ok(Checkpoint {
             begin: Lsn(0),
             page_count: meta.page_count,
@@ -71,8 +62,18 @@ fn last_checkpoint(log: &LogManager, meta: &swizzledb_buffer::Meta) -> Result<Ch
     }
 }
 
-/// Analysis state (RECOVERY.md R8).
-struct Analysis {
+/// The checkpoint whose end record is at `end`.
+pub(crate) fn read_checkpoint(log: &LogManager, end: Lsn) -> Result<Checkpoint> {
+    let body = log.read(end).map_err(|e| corrupted(end, format!("the last checkpoint: {e}")))?;
+    match Record::decode(&body) {
+        Ok(Record::CheckpointEnd(c)) => Ok(*c),
+        Ok(other) => Err(corrupted(end, format!("the master names a {other:?}, not a checkpoint end"))),
+        Err(e) => Err(corrupted(end, e.to_string())),
+    }
+}
+
+/// Analysis state (RECOVERY.md R8), also the decoupled checkpoint's (R19).
+pub(crate) struct Analysis {
     dirty: HashMap<PageId, Lsn>,
     last_image: HashMap<PageId, Lsn>,
     txns: BTreeMap<TxnId, TxnEntry>,
@@ -80,11 +81,48 @@ struct Analysis {
     free: BTreeSet<PageId>,
     catalog: BTreeMap<String, PageId>,
     max_txn: u64,
+    /// R19: page-write records remove their page from the dirty page table (only when the
+    /// data file is synced after the scan; restart's analysis does not trust them, R8).
+    trust_page_writes: bool,
+    /// The first record of each transaction the scan saw begin (R19's truncation bound).
+    first: HashMap<TxnId, Lsn>,
 }
 
 impl Analysis {
+    /// R19: the analysis a decoupled checkpoint runs: page-write records are trusted.
+    pub(crate) fn for_checkpoint(c: &Checkpoint) -> Analysis {
+        Analysis { trust_page_writes: true, ..Analysis::from_checkpoint(c) }
+    }
+
+    /// The checkpoint of the state analyzed, as of the begin record `begin`, and the oldest LSN
+    /// restart could need from it (R19): the smallest recovery LSN, the first record of every
+    /// transaction still running, and `unknown_first` for a running transaction whose first
+    /// record the scan did not see.
+    pub(crate) fn into_checkpoint(self, begin: Lsn, unknown_first: Lsn) -> (Checkpoint, Lsn) {
+        let mut keep = begin;
+        for &rec in self.dirty.values() {
+            keep = keep.min(rec);
+        }
+        for t in self.txns.keys() {
+            keep = keep.min(self.first.get(t).copied().unwrap_or(unknown_first));
+        }
+        let mut dirty: Vec<(PageId, Lsn)> = self.dirty.into_iter().collect();
+        dirty.sort_unstable();
+        let checkpoint = Checkpoint {
+            begin,
+            dirty,
+            txns: self.txns.into_values().collect(),
+            page_count: self.page_count,
+            free: self.free.into_iter().collect(),
+            catalog: self.catalog.into_iter().collect(),
+        };
+        (checkpoint, keep)
+    }
+
     fn from_checkpoint(c: &Checkpoint) -> Analysis {
         Analysis {
+            trust_page_writes: false,
+            first: HashMap::new(),
             dirty: c.dirty.iter().copied().collect(),
             last_image: HashMap::new(),
             txns: c.txns.iter().map(|t| (t.txn, t.clone())).collect(),
@@ -123,10 +161,11 @@ impl Analysis {
         entry
     }
 
-    fn record(&mut self, lsn: Lsn, record: &Record) {
+    pub(crate) fn record(&mut self, lsn: Lsn, record: &Record) {
         match record {
             Record::Begin { txn } => {
                 self.txn_record(*txn, lsn, None);
+                self.first.entry(*txn).or_insert(lsn);
             }
             Record::Leaf { txn, undo_next, page, base, .. } => {
                 self.txn_record(*txn, lsn, Some(undo_next.unwrap_or(lsn)));
@@ -140,6 +179,7 @@ impl Analysis {
             Record::End { txn, .. } => {
                 self.max_txn = self.max_txn.max(txn.0);
                 self.txns.remove(txn);
+                self.first.remove(txn);
             }
             Record::Structure { images, freed } => {
                 for (p, _) in images {
@@ -149,15 +189,27 @@ impl Analysis {
                 }
                 for p in freed {
                     self.free.insert(*p);
+                    // R19: a freed page's changes no longer matter (it comes back only with a
+                    // new image), and the pool no longer lists it as dirty.
+                    if self.trust_page_writes {
+                        self.dirty.remove(p);
+                    }
                 }
             }
             Record::CreateTree { name, root } => {
                 self.catalog.insert(name.clone(), *root);
                 self.allocated(*root);
             }
-            // Page writes are not trusted to shrink the dirty page table: the data file is not
-            // synced when they are logged (R8).
-            Record::CheckpointBegin | Record::CheckpointEnd(_) | Record::PageWrite { .. } => {}
+            // R19: the page reached the file with every change logged before this record (the
+            // write held the page's latch until the record was appended, buffer B20), and the
+            // decoupled checkpoint syncs the file before it ends. Restart does not trust page
+            // writes: the data file is not synced when they are logged (R8).
+            Record::PageWrite { page, page_lsn } => {
+                if self.trust_page_writes && self.dirty.get(page).is_some_and(|&rec| rec <= *page_lsn) {
+                    self.dirty.remove(page);
+                }
+            }
+            Record::CheckpointBegin | Record::CheckpointEnd(_) => {}
         }
     }
 

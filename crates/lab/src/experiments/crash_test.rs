@@ -50,11 +50,36 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
-use swizzledb::{CommitMode, Database, PoolMode, Tree};
+use swizzledb::{CheckpointKind, CommitMode, Database, PoolMode, Tree};
 use swizzledb_buffer::PageId;
 
 use crate::child::Child;
 use crate::Usage;
+
+/// `--checkpoint-kind`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CheckpointArg {
+    /// Fuzzy checkpoints from the pool and the transaction table (R7)
+    Classical,
+    /// Checkpoints computed from the log since the previous one (R19)
+    Decoupled,
+}
+
+impl CheckpointArg {
+    fn kind(self) -> CheckpointKind {
+        match self {
+            CheckpointArg::Classical => CheckpointKind::Classical,
+            CheckpointArg::Decoupled => CheckpointKind::Decoupled,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            CheckpointArg::Classical => "classical",
+            CheckpointArg::Decoupled => "decoupled",
+        }
+    }
+}
 
 /// The workload and database settings the writer runs with.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -130,6 +155,10 @@ pub struct CrashTestArgs {
     /// --log-archive
     #[arg(long, default_value_t = 0)]
     damage_pages: usize,
+    /// Which checkpoints the writer takes: classical (fuzzy, RECOVERY.md R7) or decoupled
+    /// (computed from the log, R19)
+    #[arg(long, value_enum, default_value_t = CheckpointArg::Classical)]
+    checkpoint_kind: CheckpointArg,
     /// Directory for the database (default: a temporary directory, removed afterwards)
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -419,7 +448,11 @@ fn page_size(args: &CrashTestArgs) -> usize {
 }
 
 fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
-    let b = Database::builder().mode(args.mode).pool_bytes(pool_bytes(args)).log_archive(args.log_archive);
+    let b = Database::builder()
+        .mode(args.mode)
+        .pool_bytes(pool_bytes(args))
+        .log_archive(args.log_archive)
+        .checkpoint_kind(args.checkpoint_kind.kind());
     match args.config {
         Config::Transactions => {
             let b = b
@@ -797,13 +830,14 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         db.close()?;
     }
     println!(
-        "crash-test: {} configuration, {} mode, {} writers, {} kills (seed {}); background checkpoints \
+        "crash-test: {} configuration, {} mode, {} writers, {} kills (seed {}); background {} checkpoints \
          every {} ms and the page cleaner (log bound {}) racing the commits{}",
         args.config.name(),
         mode_name(args.mode),
         args.threads,
         args.kills,
         args.seed,
+        args.checkpoint_kind.name(),
         checkpoint_ms(args),
         max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10)),
         if args.log_archive { "; the log archive on" } else { "" }
@@ -829,6 +863,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         if args.log_archive {
             command.arg("--log-archive");
         }
+        command.args(["--checkpoint-kind", args.checkpoint_kind.name()]);
         if args.config == Config::Default {
             let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
             command.args(["--resume", &resume.join(",")]);
