@@ -25,6 +25,15 @@ pub trait LogFlush: Send + Sync {
     /// reported).
     fn page_written(&self, page: PageId, page_lsn: Lsn);
 
+    /// `page` reached the file carrying `page_lsn` and every change of the page below
+    /// `complete_below`, written from outside the pool through a [`crate::FilePage`] (B26): no
+    /// frame latch was held, so later changes of the page may already be logged. Default:
+    /// [`LogFlush::page_written`].
+    fn page_propagated(&self, page: PageId, page_lsn: Lsn, complete_below: Lsn) {
+        let _ = complete_below;
+        self.page_written(page, page_lsn);
+    }
+
     /// Single-page recovery (B25): the page LSN the file's copy of `page` must carry at least —
     /// that of its newest write the log knows of — or `None`. Called after every read of a page
     /// from the file; a copy below it is stale (a lost write) and is repaired.

@@ -1,6 +1,8 @@
-//! The classical page cleaner (RECOVERY.md R15): a background thread that keeps a logged
-//! database's log below its bound by writing back the pages that hold truncation back, then
-//! taking a checkpoint, which truncates.
+//! The page cleaners (RECOVERY.md R15, R20): a background thread that keeps a logged
+//! database's log below its bound. The classical one writes back the pages that hold
+//! truncation back, then takes a checkpoint, which truncates; the decoupled one (Lersch 2015,
+//! ch. 4) replays the log archive onto the pages' copies in the file instead (`decoupled.rs`),
+//! then takes a decoupled checkpoint (R19).
 //!
 //! One round: if the log kept on disk (`end - oldest`) exceeds three quarters of the bound, write
 //! back every dirty page whose recovery LSN lies more than half the bound behind the end (oldest
@@ -30,6 +32,11 @@ pub enum Cleaner {
     Classical,
     /// No cleaner: the log shrinks only when evictions and checkpoints let it.
     None,
+    /// The decoupled cleaner (Lersch 2015): replays the page changes of the log archive onto
+    /// the pages' copies in the data file, in page-id order, without latching or copying
+    /// buffer-pool frames, then takes a decoupled checkpoint (RECOVERY.md R19, R20). Needs
+    /// [`crate::Builder::log_archive`].
+    Decoupled,
 }
 
 /// What the page cleaner did since the database opened.
@@ -46,6 +53,8 @@ pub struct CleanerStats {
     pub throttled: u64,
     /// The largest log size (bytes kept on disk) any round saw.
     pub max_log_bytes_seen: u64,
+    /// Decoupled cleaner: frames the pool marked clean after their page was written (R20).
+    pub marked_clean: u64,
     /// Rounds that left the log over the trigger (a running transaction, or a failed archiving,
     /// held truncation back); the next round waits 20 ms.
     pub held_back: u64,
@@ -59,6 +68,7 @@ pub(crate) struct Counters {
     throttled: AtomicU64,
     max_seen: AtomicU64,
     held_back: AtomicU64,
+    marked_clean: AtomicU64,
 }
 
 impl Counters {
@@ -71,6 +81,7 @@ impl Counters {
             throttled: l(&self.throttled),
             max_log_bytes_seen: l(&self.max_seen),
             held_back: l(&self.held_back),
+            marked_clean: l(&self.marked_clean),
         }
     }
 }
@@ -85,6 +96,9 @@ const MAX_THROTTLE: Duration = Duration::from_secs(2);
 
 /// State shared by the cleaner thread and the writers it throttles.
 pub(crate) struct Shared {
+    pub(crate) kind: Cleaner,
+    /// Also clean every this often, whatever the log's size (`Builder::cleaner_interval`).
+    pub(crate) every: Option<Duration>,
     pub(crate) max_log_bytes: u64,
     pub(crate) counters: Counters,
     /// Stop flag and round number, under one mutex: writers wait for the round to advance.
@@ -94,8 +108,10 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(max_log_bytes: u64) -> Shared {
+    pub(crate) fn new(kind: Cleaner, every: Option<Duration>, max_log_bytes: u64) -> Shared {
         Shared {
+            kind,
+            every,
             max_log_bytes,
             counters: Counters::default(),
             state: Mutex::new((false, 0)),
@@ -146,32 +162,48 @@ impl Thread {
         let s = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name("swizzledb-cleaner".into())
-            .spawn(move || loop {
-                {
-                    let mut state = s.state.lock();
-                    if state.0 {
-                        return;
-                    }
-                    if log_bytes(&wal) <= trigger(s.max_log_bytes) {
-                        s.wake.wait_for(&mut state, PERIOD);
+            .spawn(move || {
+                // The decoupled cleaner's progress (R20): every page's copy in the file holds
+                // every change below it.
+                let mut replayed = match s.kind {
+                    Cleaner::Decoupled => crate::decoupled::progress(&wal).unwrap_or(Lsn(0)),
+                    Cleaner::Classical | Cleaner::None => Lsn(0),
+                };
+                let period = s.every.map_or(PERIOD, |e| e.min(PERIOD));
+                let mut last = std::time::Instant::now();
+                loop {
+                    {
+                        let mut state = s.state.lock();
                         if state.0 {
                             return;
                         }
+                        let due = s.every.is_some_and(|e| last.elapsed() >= e);
+                        if !due && log_bytes(&wal) <= trigger(s.max_log_bytes) {
+                            s.wake.wait_for(&mut state, period);
+                            if state.0 {
+                                return;
+                            }
+                        }
                     }
-                }
-                let failed = !round(&s, &wal, &pool);
-                let stuck = log_bytes(&wal) > trigger(s.max_log_bytes);
-                let mut state = s.state.lock();
-                state.1 += 1;
-                s.done.notify_all();
-                if (failed || stuck) && !state.0 {
-                    // Not at once, even for a throttled writer's wake-up: a failed log or file
-                    // stays failed (W11, F4), and retrying back to back spins a core and floods
-                    // the warnings; a round that left the log over the trigger was held back by
-                    // a running transaction (or the archive, R17), and repeating it at once
-                    // would only append checkpoints. (`stop` notifies `done` too.)
-                    s.counters.held_back.fetch_add(u64::from(stuck && !failed), Ordering::Relaxed);
-                    s.done.wait_for(&mut state, PERIOD);
+                    let forced = s.every.is_some_and(|e| last.elapsed() >= e);
+                    if forced {
+                        last = std::time::Instant::now();
+                    }
+                    let failed = !round(&s, &wal, &pool, forced, &mut replayed);
+                    let stuck = log_bytes(&wal) > trigger(s.max_log_bytes);
+                    let mut state = s.state.lock();
+                    state.1 += 1;
+                    s.done.notify_all();
+                    if (failed || stuck) && !state.0 {
+                        // Not at once, even for a throttled writer's wake-up: a failed log or
+                        // file stays failed (W11, F4), and retrying back to back spins a core
+                        // and floods the warnings; a round that left the log over the trigger
+                        // was held back by a running transaction (or the archive, R17), and
+                        // repeating it at once would only append checkpoints. (`stop`
+                        // notifies `done` too.)
+                        s.counters.held_back.fetch_add(u64::from(stuck && !failed), Ordering::Relaxed);
+                        s.done.wait_for(&mut state, PERIOD);
+                    }
                 }
             })
             .inspect_err(|e| {
@@ -201,32 +233,45 @@ impl Drop for Thread {
     }
 }
 
-/// One round (see the module doc). Returns false if it failed.
-fn round(s: &Shared, wal: &Wal, pool: &BufferPool) -> bool {
+/// One round (see the module doc): cleans if the log is over the trigger, or if `forced` (the
+/// cleaner interval came round). Returns false if it failed.
+fn round(s: &Shared, wal: &Wal, pool: &BufferPool, forced: bool, replayed: &mut Lsn) -> bool {
     let size = log_bytes(wal);
     s.counters.max_seen.fetch_max(size, Ordering::Relaxed);
-    if size <= trigger(s.max_log_bytes) {
+    if size <= trigger(s.max_log_bytes) && !forced {
         return true;
     }
     s.counters.rounds.fetch_add(1, Ordering::Relaxed);
-    // Everything older than the newest half of the bound goes: after the checkpoint the log
-    // keeps about half the bound plus what running transactions hold, and the next round comes
-    // a quarter of the bound later.
-    let target = Lsn(wal.log.end().0.saturating_sub(s.max_log_bytes / 2));
-    let result = (|| -> crate::Result<()> {
-        // One log flush for the round, so that no page write waits for an fsync of the log
-        // while it holds the page's latch (B18 then finds the log durable).
-        wal.log.flush_all()?;
-        loop {
-            let n = pool.write_back_older(target, BATCH)?;
-            s.counters.pages_written.fetch_add(n as u64, Ordering::Relaxed);
-            if n < BATCH {
-                break;
+    let result = match s.kind {
+        Cleaner::Decoupled => (|| -> crate::Result<()> {
+            let (to, done) = crate::decoupled::replay(wal, pool, *replayed)?;
+            *replayed = to;
+            s.counters.pages_written.fetch_add(done.pages_written, Ordering::Relaxed);
+            s.counters.marked_clean.fetch_add(done.marked_clean, Ordering::Relaxed);
+            wal.checkpoint_decoupled(pool)?;
+            Ok(())
+        })(),
+        Cleaner::Classical | Cleaner::None => (|| -> crate::Result<()> {
+            // Everything older than the newest half of the bound goes (everything, when the
+            // interval forced the round): after the checkpoint the log keeps about half the
+            // bound plus what running transactions hold, and the next round comes a quarter
+            // of the bound later.
+            let keep = if size > trigger(s.max_log_bytes) { s.max_log_bytes / 2 } else { 0 };
+            let target = Lsn(wal.log.end().0.saturating_sub(keep));
+            // One log flush for the round, so that no page write waits for an fsync of the log
+            // while it holds the page's latch (B18 then finds the log durable).
+            wal.log.flush_all()?;
+            loop {
+                let n = pool.write_back_older(target, BATCH)?;
+                s.counters.pages_written.fetch_add(n as u64, Ordering::Relaxed);
+                if n < BATCH {
+                    break;
+                }
             }
-        }
-        wal.checkpoint(pool)?;
-        Ok(())
-    })();
+            wal.checkpoint(pool)?;
+            Ok(())
+        })(),
+    };
     if let Err(e) = &result {
         s.counters.failures.fetch_add(1, Ordering::Relaxed);
         log::warn!("swizzledb page cleaner: a round failed ({e}); the next round retries");

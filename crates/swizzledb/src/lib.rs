@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod cleaner;
+mod decoupled;
 #[cfg(test)]
 mod decoupled_tests;
 mod files;
@@ -197,6 +198,7 @@ pub struct Builder {
     checkpoint_every: Option<Option<std::time::Duration>>,
     max_log_bytes: Option<u64>,
     cleaner: Cleaner,
+    cleaner_every: Option<std::time::Duration>,
     checkpoint_kind: CheckpointKind,
     log_archive: bool,
     discard_unclean: bool,
@@ -382,9 +384,21 @@ impl Builder {
     }
 
     /// Which page cleaner runs (default [`Cleaner::Classical`]); only with logging.
+    /// [`Cleaner::Decoupled`] needs the log archive ([`Builder::log_archive`]); `create` and
+    /// `open` refuse it without.
     #[must_use]
     pub fn cleaner(mut self, cleaner: Cleaner) -> Self {
         self.cleaner = cleaner;
+        self
+    }
+
+    /// Makes the page cleaner also run a full round every `every` (default `None`: only when
+    /// the log passes three quarters of [`Builder::max_log_bytes`], RECOVERY.md R15): the
+    /// classical cleaner then writes back every dirty page, the decoupled one replays
+    /// everything archived (R20). The cleaner-interval experiments of Lersch 2015 vary it.
+    #[must_use]
+    pub fn cleaner_interval(mut self, every: Option<std::time::Duration>) -> Self {
+        self.cleaner_every = every;
         self
     }
 
@@ -478,6 +492,12 @@ impl Builder {
     /// (R17).
     fn archive(&self, path: &Path, log: &LogManager) -> Result<Option<Arc<swizzledb_wal::Archive>>> {
         if !self.log_archive {
+            if self.cleaner == Cleaner::Decoupled {
+                return Err(Error::Log(LogError::BadConfig {
+                    reason: "Cleaner::Decoupled replays the log archive: add Builder::log_archive(true)"
+                        .into(),
+                }));
+            }
             return Ok(None);
         }
         let archive = swizzledb_wal::Archive::open(Arc::clone(&self.config.vfs), archive_dir(path))?;
@@ -614,8 +634,8 @@ impl Builder {
         wal: Option<Arc<Wal>>,
         locks: Vec<files::FileLock>,
     ) -> Database {
-        let cleaner = (wal.is_some() && self.cleaner == Cleaner::Classical)
-            .then(|| Arc::new(cleaner::Shared::new(self.log_bound())));
+        let cleaner = (wal.is_some() && self.cleaner != Cleaner::None)
+            .then(|| Arc::new(cleaner::Shared::new(self.cleaner, self.cleaner_every, self.log_bound())));
         let core = Arc::new_cyclic(|me| Core {
             me: Mutex::new(me.clone()),
             pool: Arc::new(pool),

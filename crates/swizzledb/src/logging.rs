@@ -415,7 +415,14 @@ impl swizzledb_buffer::LogFlush for PoolLog {
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
         self.shard(page).lock().insert(page.get(), page_lsn);
         // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
-        let _ = self.log.append(&Record::PageWrite { page, page_lsn }.encode());
+        let _ = self.log.append(&Record::PageWrite { page, page_lsn, decoupled: None }.encode());
+    }
+
+    fn page_propagated(&self, page: PageId, page_lsn: Lsn, complete_below: Lsn) {
+        self.shard(page).lock().insert(page.get(), page_lsn);
+        // Best effort, as above: without it a decoupled checkpoint keeps the page dirty.
+        let record = Record::PageWrite { page, page_lsn, decoupled: Some(complete_below) };
+        let _ = self.log.append(&record.encode());
     }
 
     fn expected_page_lsn(&self, page: PageId) -> Option<Lsn> {

@@ -12,7 +12,7 @@
 //! | 7 `CreateTree` | name, root |
 //! | 8 `CheckpointBegin` | — |
 //! | 9 `CheckpointEnd` | begin LSN, dirty pages, transactions, page count, free pages, catalog |
-//! | 10 `PageWrite` | page, page LSN |
+//! | 10 `PageWrite` | page, page LSN, then (written by the decoupled cleaner only) the LSN below which the copy holds every change |
 //!
 //! A page image (structure images, base images) is stored without its longest run of zero
 //! bytes — the engine zeroes a node's free gap first — as: length, run start, run length, the
@@ -187,6 +187,12 @@ pub enum Record {
         page: PageId,
         /// Its page LSN when written.
         page_lsn: Lsn,
+        /// `Some(l)`: written from outside the pool (the decoupled cleaner, RECOVERY.md R20),
+        /// the copy holding every change of the page below `l`; changes at or after `l` may
+        /// precede this record in the log. `None`: the pool wrote it and appended this record
+        /// before releasing the page's latch (buffer B20), so every change before this record
+        /// is in the copy written.
+        decoupled: Option<Lsn>,
     },
 }
 
@@ -461,9 +467,12 @@ impl Record {
                     w.u64(root.get());
                 }
             }
-            Record::PageWrite { page, page_lsn } => {
+            Record::PageWrite { page, page_lsn, decoupled } => {
                 w.u64(page.get());
                 w.u64(page_lsn.0);
+                if let Some(l) = decoupled {
+                    w.u64(l.0);
+                }
             }
         }
         w.0
@@ -551,7 +560,11 @@ impl Record {
                 }
                 Record::CheckpointEnd(Box::new(Checkpoint { begin, dirty, txns, page_count, free, catalog }))
             }
-            RecordKind::PageWrite => Record::PageWrite { page: r.page()?, page_lsn: Lsn(r.u64()?) },
+            RecordKind::PageWrite => {
+                let (page, page_lsn) = (r.page()?, Lsn(r.u64()?));
+                let decoupled = if r.0.is_empty() { None } else { Some(Lsn(r.u64()?)) };
+                Record::PageWrite { page, page_lsn, decoupled }
+            }
         };
         if !r.0.is_empty() {
             return Err(Malformed("trailing bytes"));
@@ -756,7 +769,8 @@ mod tests {
             ("[a-z]{1,12}", page.clone()).prop_map(|(name, root)| Record::CreateTree { name, root }),
             Just(Record::CheckpointBegin),
             checkpoint,
-            (page, lsn).prop_map(|(page, page_lsn)| Record::PageWrite { page, page_lsn }),
+            (page, lsn.clone(), proptest::option::of(lsn))
+                .prop_map(|(page, page_lsn, decoupled)| Record::PageWrite { page, page_lsn, decoupled }),
         ]
     }
 

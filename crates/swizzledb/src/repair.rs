@@ -69,7 +69,7 @@ fn history(
 
 /// Whether `record` carries the whole image of `id` (a structure image, or a leaf change's
 /// base image), so that nothing before it matters.
-fn carries_image(record: &Record, id: PageId) -> bool {
+pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
     match record {
         Record::Structure { images, .. } => images.iter().any(|(p, _)| *p == id),
         Record::Leaf { page, base, .. } => *page == id && base.is_some(),
@@ -85,14 +85,14 @@ fn carries_image(record: &Record, id: PageId) -> bool {
 }
 
 /// Whether `record` frees `id`.
-fn frees(record: &Record, id: PageId) -> bool {
+pub(crate) fn frees(record: &Record, id: PageId) -> bool {
     matches!(record, Record::Structure { freed, .. } if freed.contains(&id))
 }
 
 /// The one page single-page recovery builds.
-struct OnePage {
-    page_size: usize,
-    page: Option<Vec<u8>>,
+pub(crate) struct OnePage {
+    pub(crate) page_size: usize,
+    pub(crate) page: Option<Vec<u8>>,
 }
 
 impl RedoTarget for OnePage {

@@ -86,12 +86,16 @@ pub(crate) struct Analysis {
     trust_page_writes: bool,
     /// The first record of each transaction the scan saw begin (R19's truncation bound).
     first: HashMap<TxnId, Lsn>,
+    /// R19: the changes of each page the scan saw, in LSN order (only when page writes are
+    /// trusted), and where the scan began.
+    changes: HashMap<PageId, Vec<Lsn>>,
+    scan_from: Lsn,
 }
 
 impl Analysis {
     /// R19: the analysis a decoupled checkpoint runs: page-write records are trusted.
     pub(crate) fn for_checkpoint(c: &Checkpoint) -> Analysis {
-        Analysis { trust_page_writes: true, ..Analysis::from_checkpoint(c) }
+        Analysis { trust_page_writes: true, scan_from: c.begin, ..Analysis::from_checkpoint(c) }
     }
 
     /// The checkpoint of the state analyzed, as of the begin record `begin`, and the oldest LSN
@@ -123,6 +127,8 @@ impl Analysis {
         Analysis {
             trust_page_writes: false,
             first: HashMap::new(),
+            changes: HashMap::new(),
+            scan_from: c.begin,
             dirty: c.dirty.iter().copied().collect(),
             last_image: HashMap::new(),
             txns: c.txns.iter().map(|t| (t.txn, t.clone())).collect(),
@@ -135,6 +141,41 @@ impl Analysis {
 
     fn touched(&mut self, page: PageId, lsn: Lsn) {
         self.dirty.entry(page).or_insert(lsn);
+        if self.trust_page_writes {
+            self.changes.entry(page).or_default().push(lsn);
+        }
+    }
+
+    /// R19: page `page` reached the file carrying `page_lsn`. Written by the pool
+    /// (`decoupled` is `None`), the record follows every change in the copy and precedes every
+    /// later one (the write held the page's latch until it was appended, buffer B20): the page
+    /// leaves the table unless its recovery LSN is later. Written by the decoupled cleaner
+    /// (R20) with every change below `Some(l)`, later changes may precede the record: the
+    /// recovery LSN becomes the page's first change at or after `l` — known only if `l` lies
+    /// within the scan, which sees every change from `scan_from` on.
+    fn page_written(&mut self, page: PageId, page_lsn: Lsn, decoupled: Option<Lsn>) {
+        let Some(&rec) = self.dirty.get(&page) else { return };
+        let Some(complete) = decoupled else {
+            if rec <= page_lsn {
+                self.dirty.remove(&page);
+                self.changes.remove(&page);
+            }
+            return;
+        };
+        if complete < self.scan_from || rec >= complete {
+            return;
+        }
+        let changes = self.changes.entry(page).or_default();
+        changes.retain(|&l| l >= complete);
+        match changes.first() {
+            Some(&next) => {
+                self.dirty.insert(page, next);
+            }
+            None => {
+                self.dirty.remove(&page);
+                self.changes.remove(&page);
+            }
+        }
     }
 
     fn allocated(&mut self, page: PageId) {
@@ -193,6 +234,7 @@ impl Analysis {
                     // new image), and the pool no longer lists it as dirty.
                     if self.trust_page_writes {
                         self.dirty.remove(p);
+                        self.changes.remove(p);
                     }
                 }
             }
@@ -200,15 +242,13 @@ impl Analysis {
                 self.catalog.insert(name.clone(), *root);
                 self.allocated(*root);
             }
-            // R19: the page reached the file with every change logged before this record (the
-            // write held the page's latch until the record was appended, buffer B20), and the
-            // decoupled checkpoint syncs the file before it ends. Restart does not trust page
-            // writes: the data file is not synced when they are logged (R8).
-            Record::PageWrite { page, page_lsn } => {
-                if self.trust_page_writes && self.dirty.get(page).is_some_and(|&rec| rec <= *page_lsn) {
-                    self.dirty.remove(page);
-                }
+            // R19: trusted only by a decoupled checkpoint, which syncs the data file before it
+            // ends; restart does not trust page writes: the data file is not synced when they
+            // are logged (R8).
+            Record::PageWrite { page, page_lsn, decoupled } if self.trust_page_writes => {
+                self.page_written(*page, *page_lsn, *decoupled);
             }
+            Record::PageWrite { .. } => {}
             Record::CheckpointBegin | Record::CheckpointEnd(_) => {}
         }
     }

@@ -437,6 +437,28 @@ impl LogManager {
         master::write(&*self.inner.vfs, &self.inner.dir, lsn)
     }
 
+    /// Stores `lsn` durably under `name` in the log directory, replacing the previous value
+    /// atomically, as the master record is (W10): an LSN the layer above keeps across restarts
+    /// (the decoupled page cleaner's progress).
+    ///
+    /// # Errors
+    /// `Io` from writing, syncing or renaming; `BadConfig` for a name that is not a plain file
+    /// name or is one of the log's own.
+    pub fn write_named_lsn(&self, name: &str, lsn: Lsn) -> Result<()> {
+        check_name(name)?;
+        let _one = self.inner.master.lock();
+        master::write_named(&*self.inner.vfs, &self.inner.dir, name, lsn)
+    }
+
+    /// The LSN stored under `name` by [`LogManager::write_named_lsn`], or `None`.
+    ///
+    /// # Errors
+    /// `Io`; `MasterCorrupted` naming the file if it is damaged; `BadConfig` as for writing.
+    pub fn read_named_lsn(&self, name: &str) -> Result<Option<Lsn>> {
+        check_name(name)?;
+        master::read_named(&*self.inner.vfs, &self.inner.dir, name)
+    }
+
     /// The master record, or `None` if none was ever written.
     ///
     /// # Errors
@@ -893,4 +915,15 @@ impl Iterator for LogScan {
         self.done = item.is_err();
         Some(item)
     }
+}
+
+/// A name [`LogManager::write_named_lsn`] may use: a plain file name, not the log's own.
+fn check_name(name: &str) -> Result<()> {
+    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !plain || name == master::FILE || name.ends_with("log") {
+        return Err(LogError::BadConfig {
+            reason: format!("{name:?} is not a name the log can keep an LSN under"),
+        });
+    }
+    Ok(())
 }

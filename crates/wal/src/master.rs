@@ -13,8 +13,6 @@ use swizzledb_sync::{Lsn, OpenMode, Vfs};
 
 /// The master record's file name in the log directory.
 pub(crate) const FILE: &str = "master";
-/// The temporary file a new master record is written to before the rename.
-pub(crate) const TEMP_FILE: &str = "master.tmp";
 
 const MAGIC: &[u8; 8] = b"SWZMASTR";
 const LEN: usize = 20;
@@ -45,8 +43,14 @@ fn decode(b: &[u8]) -> std::result::Result<Lsn, String> {
 /// Writes the master record: a new temporary file, synced, renamed over the old record, and the
 /// directory synced (V2, V3). A crash leaves the old or the new record, never a mix.
 pub(crate) fn write(vfs: &dyn Vfs, dir: &Path, lsn: Lsn) -> Result<()> {
-    let tmp = dir.join(TEMP_FILE);
-    let dst = dir.join(FILE);
+    write_named(vfs, dir, FILE, lsn)
+}
+
+/// [`write`] to the file `name` (and `name.tmp`) of `dir`: the same format, for another LSN the
+/// layer above keeps beside the master record.
+pub(crate) fn write_named(vfs: &dyn Vfs, dir: &Path, name: &str, lsn: Lsn) -> Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let dst = dir.join(name);
     match vfs.remove(&tmp) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(LogError::io("removing", &tmp, e)),
         _ => {}
@@ -60,7 +64,12 @@ pub(crate) fn write(vfs: &dyn Vfs, dir: &Path, lsn: Lsn) -> Result<()> {
 
 /// Reads the master record; `None` if there is none.
 pub(crate) fn read(vfs: &dyn Vfs, dir: &Path) -> Result<Option<Lsn>> {
-    let path = dir.join(FILE);
+    read_named(vfs, dir, FILE)
+}
+
+/// [`read`] of the file `name` of `dir`.
+pub(crate) fn read_named(vfs: &dyn Vfs, dir: &Path, name: &str) -> Result<Option<Lsn>> {
+    let path = dir.join(name);
     let f = match vfs.open(&path, OpenMode::EXISTING) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -68,11 +77,11 @@ pub(crate) fn read(vfs: &dyn Vfs, dir: &Path) -> Result<Option<Lsn>> {
     };
     let len = f.len().map_err(|e| LogError::io("reading", &path, e))?;
     if len > LEN as u64 {
-        return Err(LogError::MasterCorrupted { reason: format!("{len} bytes instead of {LEN}") });
+        return Err(LogError::MasterCorrupted { reason: format!("{name}: {len} bytes instead of {LEN}") });
     }
     let mut b = vec![0u8; len as usize];
     f.read_exact_at(&mut b, 0).map_err(|e| LogError::io("reading", &path, e))?;
-    decode(&b).map(Some).map_err(|reason| LogError::MasterCorrupted { reason })
+    decode(&b).map(Some).map_err(|reason| LogError::MasterCorrupted { reason: format!("{name}: {reason}") })
 }
 
 #[cfg(test)]
@@ -87,5 +96,20 @@ mod tests {
         bad[9] ^= 1;
         assert_eq!(decode(&bad), Err("checksum mismatch".into()));
         assert!(decode(&b[..19]).is_err());
+    }
+
+    /// A named LSN file beside the master record: absent, written, replaced, and independent of
+    /// the master record.
+    #[test]
+    fn w10_named_lsn_files_are_kept_apart() {
+        let fs = swizzledb_sync::FaultFs::new();
+        let dir = Path::new("/m");
+        fs.create_dir_all(dir).unwrap();
+        assert_eq!(read_named(&fs, dir, "cleaned").unwrap(), None);
+        write_named(&fs, dir, "cleaned", Lsn(7)).unwrap();
+        write(&fs, dir, Lsn(9)).unwrap();
+        write_named(&fs, dir, "cleaned", Lsn(11)).unwrap();
+        assert_eq!(read_named(&fs, dir, "cleaned").unwrap(), Some(Lsn(11)));
+        assert_eq!(read(&fs, dir).unwrap(), Some(Lsn(9)));
     }
 }

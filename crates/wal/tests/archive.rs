@@ -59,6 +59,12 @@ fn assert_holds(a: &Archive, want: &[Entry]) {
         assert_eq!(a.page_entries(page, from).unwrap(), later, "A5: page {page} from {from}");
     }
     assert!(a.page_entries(999, Lsn(0)).unwrap().is_empty());
+    // A5b: any LSN interval, in (page, LSN) order, across run boundaries.
+    for (from, to) in [(0, u64::MAX), (8, 100), (50, 250), (99, 101), (150, 150), (299, 400)] {
+        let mut want: Vec<Entry> = want.iter().filter(|e| e.lsn.0 >= from && e.lsn.0 < to).cloned().collect();
+        want.sort_by_key(|e| (e.page, e.lsn));
+        assert_eq!(a.entries_between(Lsn(from), Lsn(to)).unwrap(), want, "A5b: [{from}, {to})");
+    }
     let mut got = a.entries().unwrap();
     let mut all = want.to_vec();
     got.sort_by_key(|e| (e.page, e.lsn));

@@ -252,7 +252,7 @@ impl BufferPool {
                 self.count(|b| bump(&b.rejected_wal));
                 return Err(EvictError::Wal(e));
             }
-            if let Err(e) = self.file.write_page(pid, page) {
+            if let Err(e) = self.write_file_page(pid, page) {
                 d.latch.unlock_exclusive();
                 unlatch_parent();
                 return Err(EvictError::Io(e));

@@ -310,7 +310,7 @@ impl BufferPool {
             ));
         }
         self.wal_before_write(pid, lsn)?;
-        self.file.write_page(pid, page)?;
+        self.write_file_page(pid, page)?;
         log.page_written(pid, lsn);
         self.count(|b| {
             bump(&b.pages_repaired);

@@ -102,7 +102,7 @@ impl BufferPool {
         if !d.dirty.swap(false, Relaxed) {
             return Ok(false);
         }
-        if let Err(e) = self.file.write_page(pid, out) {
+        if let Err(e) = self.write_file_page(pid, out) {
             d.dirty.store(true, Relaxed);
             return Err(e);
         }

@@ -11,7 +11,10 @@ mod catalog;
 mod evict;
 mod fix;
 mod flush;
+mod propagate;
 mod view;
+
+pub use propagate::FilePage;
 
 use crate::aligned::AlignedBuf;
 use crate::error::{BufferError, Result};
@@ -147,6 +150,9 @@ pub struct BufferPool {
     trace: Option<Box<Tracer>>,
     /// The write-ahead log (B18–B20); `None` when logging is off.
     log: Option<Arc<dyn LogFlush>>,
+    /// Stripes of per-page file write locks (B26): every write of a page to the file holds its
+    /// stripe, and so does a writer outside the pool ([`FilePage`]).
+    write_locks: Box<[Mutex<()>]>,
     /// Whether fixes are timed (B12a).
     time_fixes: bool,
     /// Whether descents may read inner nodes optimistically (B24).
@@ -333,6 +339,7 @@ impl BufferPool {
             stats: Registry::new(),
             trace,
             log: config.log.clone(),
+            write_locks: (0..propagate::WRITE_LOCKS).map(|_| Mutex::new(())).collect(),
             time_fixes: config.time_fixes,
             optimistic: config.optimistic_reads
                 && config.mode.swizzles()

@@ -306,6 +306,7 @@ impl Setup {
 fn cleaner_name(cleaner: Cleaner) -> &'static str {
     match cleaner {
         Cleaner::None => "none",
+        Cleaner::Decoupled => "decoupled",
         _ => "classical",
     }
 }

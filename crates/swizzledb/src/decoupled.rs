@@ -1,0 +1,128 @@
+//! The decoupled page cleaner's replay (RECOVERY.md R20; Lersch 2015, ch. 4): the page changes
+//! archived since the last replay are applied, page by page in page-id order, to the pages'
+//! copies in the data file — read from the file, never copied out of the buffer pool — and
+//! written back; then the file is synced and the progress stored.
+
+use swizzledb_btree::node;
+use swizzledb_buffer::{page, BufferPool, PageId};
+use swizzledb_sync::Lsn;
+
+use crate::logging::Wal;
+use crate::record::Record;
+use crate::repair::{carries_image, frees, rebuild_page, OnePage};
+use crate::restart::redo_on_page;
+use crate::{Error, Result};
+
+/// The name the replay's progress is kept under in the log directory.
+const PROGRESS: &str = "cleaned";
+
+/// What one replay did.
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct Replayed {
+    /// Pages whose file copy was brought forward and written.
+    pub(crate) pages_written: u64,
+    /// Of those, frames the pool then marked clean (B26).
+    pub(crate) marked_clean: u64,
+    /// Archived changes applied.
+    pub(crate) changes: u64,
+}
+
+/// Where the previous replays ended: every page's copy in the file holds every change below
+/// it (R20). Read from the log directory; else the archive's beginning.
+pub(crate) fn progress(wal: &Wal) -> Result<Lsn> {
+    let stored = wal.log.read_named_lsn(PROGRESS)?;
+    let begin = wal.archive.as_ref().and_then(|a| a.begin()).unwrap_or(Lsn(0));
+    Ok(stored.unwrap_or(begin).max(begin))
+}
+
+/// One replay (R20): archives the durable log, then brings every page changed in
+/// `[from, archive end)` forward in the file, syncs the file and stores the new progress.
+/// Returns the new progress.
+pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Replayed)> {
+    let mut done = Replayed::default();
+    wal.archive_durable()?;
+    let Some(archive) = wal.archive.as_deref() else { return Ok((from, done)) };
+    let Some(to) = archive.end().filter(|&to| to > from) else { return Ok((from, done)) };
+    let entries = archive.entries_between(from, to)?;
+    let page_size = pool.page_size();
+    let mut buf = vec![0u8; page_size];
+    for group in entries.chunk_by(|a, b| a.page == b.page) {
+        let id = PageId::new(group[0].page).ok_or_else(|| Error::LogCorrupted {
+            lsn: group[0].lsn,
+            reason: format!("an archived change of page {}", group[0].page),
+        })?;
+        let mut records = Vec::with_capacity(group.len());
+        for e in group {
+            let r = Record::decode(&e.body)
+                .map_err(|m| Error::LogCorrupted { lsn: e.lsn, reason: m.to_string() })?;
+            records.push((e.lsn, r));
+        }
+        if let Some(lsn) = bring_forward(wal, pool, id, &records, to, page_size, &mut buf)? {
+            done.pages_written += 1;
+            done.changes += records.len() as u64;
+            done.marked_clean += u64::from(pool.note_cleaned(id, lsn));
+        }
+    }
+    pool.sync_file()?;
+    wal.log.write_named_lsn(PROGRESS, to)?;
+    Ok((to, done))
+}
+
+/// Brings the file's copy of page `id` forward through `records` (its archived changes of the
+/// interval, in LSN order, all below `to`) under the page's file lock (B26); returns the page LSN written, or
+/// `None` if nothing was written (the copy was as new already, or the page ends free).
+fn bring_forward(
+    wal: &Wal,
+    pool: &BufferPool,
+    id: PageId,
+    records: &[(Lsn, Record)],
+    to: Lsn,
+    page_size: usize,
+    buf: &mut [u8],
+) -> Result<Option<Lsn>> {
+    let last = records.last().map_or(Lsn(0), |(l, _)| *l);
+    let newest_image = records.iter().rposition(|(_, r)| carries_image(r, id));
+    // A page freed after its newest image (or without one) has no contents to keep.
+    if let Some(i) = records.iter().rposition(|(_, r)| frees(r, id)) {
+        if newest_image.is_none_or(|m| m < i) {
+            return Ok(None);
+        }
+    }
+    let file = pool.lock_file_page(id);
+    let copy = file.read(buf).ok().filter(|()| node::validate(buf).is_ok()).map(|()| page::page_lsn(buf));
+    if copy.is_some_and(|lsn| lsn >= last) {
+        return Ok(None);
+    }
+    let apply = |start: Option<Vec<u8>>, from: usize| -> Result<Vec<u8>> {
+        let mut target = OnePage { page_size, page: start };
+        for (lsn, record) in &records[from..] {
+            redo_on_page(&mut target, id, *lsn, record)?;
+        }
+        target
+            .page
+            .ok_or_else(|| Error::PageUnrecoverable { page: id, reason: "no image to replay onto".into() })
+    };
+    let image_is_newer = newest_image.is_some_and(|i| copy.is_none_or(|c| records[i].0 > c));
+    let result = match (copy, newest_image) {
+        (_, Some(i)) if image_is_newer => apply(None, i),
+        (Some(_), _) => apply(Some(buf.to_vec()), 0),
+        (None, _) => Err(Error::PageUnrecoverable { page: id, reason: "its copy is damaged".into() }),
+    };
+    // A damaged copy, or one the changes do not fit (a write lost before this run began):
+    // rebuild the page from the whole archive and log (R18) instead.
+    let mut page = match result {
+        Ok(p) => p,
+        Err(_) => {
+            let p = rebuild_page(&wal.log, wal.archive.as_deref(), id, page_size, Lsn(last.0 + 1))?;
+            log::warn!("the decoupled cleaner rebuilt page {id} from the log: its copy in the file did not take the archived changes");
+            p
+        }
+    };
+    node::validate(&page).map_err(|e| Error::PageUnrecoverable {
+        page: id,
+        reason: format!("replayed into an invalid node: {e}"),
+    })?;
+    let lsn = page::page_lsn(&page);
+    file.write(&mut page, to)?;
+    Ok(Some(lsn))
+}
