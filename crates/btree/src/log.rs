@@ -138,13 +138,22 @@ pub enum NodeChange<'a> {
         /// The foster child the parent adopted.
         child: PageId,
     },
+    /// A merge of siblings, in the parent (T4): the record `key` → `child` was removed (the
+    /// child's records moved into its left sibling, which is logged as a whole).
+    Unlink {
+        /// The removed record's key.
+        key: &'a [u8],
+        /// The merged (freed) child.
+        child: PageId,
+    },
 }
 
 /// Applies a logical structure change to `page` during redo (T13), given the page's state just
 /// before the change and nothing else: a split truncates the page at its separator (which must
 /// be a record of the page, not its first) and sets the foster key and child; an adoption
 /// inserts the separator (absent, inside the node's own range, and it must fit) into an inner
-/// node; the adopted side needs a foster child that is the adopted page. The result must be a
+/// node; the adopted side needs a foster child that is the adopted page; an unlink removes an
+/// inner record, not the first, whose key and child are the ones named. The result must be a
 /// valid node (T17). A page where any of that fails is not the page the change was logged for
 /// (a corrupted log or page): nothing is changed then.
 ///
@@ -192,6 +201,20 @@ pub fn redo_node(page: &mut [u8], change: &NodeChange<'_>) -> Result<(), String>
                 return Err(format!("the page's foster child is not page {child}"));
             }
             node::foster_key_becomes_high_fence(&mut p);
+        }
+        NodeChange::Unlink { key, child } => {
+            if node::is_leaf(&p) {
+                return Err("an unlink in a leaf".into());
+            }
+            let i = match node::search(&p, key) {
+                Ok(i) if i > 0 => i,
+                Ok(_) => return Err("the unlinked record is the page's first".into()),
+                Err(_) => return Err("the unlinked key is not on the page".into()),
+            };
+            if node::child_swip(&p, i).map(Swip::raw) != Some(Swip::page(child).raw()) {
+                return Err(format!("the unlinked record's child is not page {child}"));
+            }
+            node::remove(&mut p, i);
         }
     }
     node::validate(&p).map_err(|e| format!("the change would leave a damaged node: {e}"))?;
@@ -402,6 +425,28 @@ mod tests {
             let mut page = before.clone();
             assert!(redo_node(&mut page, &NodeChange::Adopted { child: pid(child) }).is_err());
             assert_eq!(&page, before);
+        }
+    }
+
+    /// T13: redo of an unlink removes the parent's record as a sibling merge does; a record
+    /// that is absent, the first, or names another child is refused and changes nothing.
+    #[test]
+    fn t13_redo_of_an_unlink_repeats_it_and_refuses_a_mismatch() {
+        let parent = inner(&[(b"", 10), (b"f", 12), (b"m", 11)]);
+        let mut made = parent.clone();
+        node::remove(&mut made, 1);
+        let mut page = parent.clone();
+        redo_node(&mut page, &NodeChange::Unlink { key: b"f", child: pid(12) }).unwrap();
+        assert_eq!(page, made);
+        for (before, bad) in [
+            (&parent, NodeChange::Unlink { key: b"g", child: pid(12) }),
+            (&parent, NodeChange::Unlink { key: b"", child: pid(10) }),
+            (&parent, NodeChange::Unlink { key: b"f", child: pid(11) }),
+            (&leaf(&[(b"f", b"1")]), NodeChange::Unlink { key: b"f", child: pid(12) }),
+        ] {
+            let mut page = before.clone();
+            assert!(redo_node(&mut page, &bad).is_err(), "{bad:?}");
+            assert_eq!(&page, before, "a refused change changes nothing");
         }
     }
 

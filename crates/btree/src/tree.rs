@@ -908,8 +908,10 @@ impl Tree {
             return Ok(false);
         }
         self.note_children_moved(&l, before);
+        let unlinked = (node::key(p, ri).to_vec(), r.page_id());
         node::remove(p, ri);
-        let logged = log_structure(log, &[(p, None), (&l, None)], &[r.page_id()]);
+        let unlink = NodeChange::Unlink { key: &unlinked.0, child: unlinked.1 };
+        let logged = log_structure(log, &[(p, Some(unlink)), (&l, None)], &[r.page_id()]);
         Self::release_page(pool, r);
         let lsn = logged?;
         stamp(lsn, p);

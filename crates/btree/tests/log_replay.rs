@@ -50,6 +50,7 @@ enum Node {
     Split(Vec<u8>, PageId),
     Adopt(Vec<u8>, PageId),
     Adopted(PageId),
+    Unlink(Vec<u8>, PageId),
 }
 
 impl Node {
@@ -58,6 +59,7 @@ impl Node {
             NodeChange::Split { key, right } => Node::Split(key.to_vec(), right),
             NodeChange::Adopt { key, child } => Node::Adopt(key.to_vec(), child),
             NodeChange::Adopted { child } => Node::Adopted(child),
+            NodeChange::Unlink { key, child } => Node::Unlink(key.to_vec(), child),
         }
     }
 
@@ -66,6 +68,7 @@ impl Node {
             Node::Split(key, right) => NodeChange::Split { key, right: *right },
             Node::Adopt(key, child) => NodeChange::Adopt { key, child: *child },
             Node::Adopted(child) => NodeChange::Adopted { child: *child },
+            Node::Unlink(key, child) => NodeChange::Unlink { key, child: *child },
         }
     }
 }
@@ -142,11 +145,11 @@ fn normalized(p: &[u8]) -> Vec<u8> {
     p
 }
 
-/// How many node changes the replay redid, by kind (split, adopt, adopted), and how many of
+/// How many node changes the replay redid, by kind (split, adopt, adopted, unlink), and how many of
 /// them gave the tree's page byte for byte.
 #[derive(Debug, Default)]
 struct Redone {
-    by_kind: [usize; 3],
+    by_kind: [usize; 4],
     same_bytes: usize,
 }
 
@@ -187,6 +190,7 @@ fn replay(entries: &[Entry]) -> (BTreeMap<PageId, Vec<u8>>, Redone) {
                                 Node::Split(..) => 0,
                                 Node::Adopt(..) => 1,
                                 Node::Adopted(..) => 2,
+                                Node::Unlink(..) => 3,
                             }] += 1;
                         }
                     }

@@ -9,7 +9,7 @@
 //! | 1 `Begin` | txn |
 //! | 2 `Leaf` | flags byte (change: 1 insert, 2 update, 3 delete in bits 0–1; 4: CLR; 8: base image), txn, prev, undo_next (CLR only), tree, page, key, value (insert) / old, new (update) / old (delete), base image (if flagged) |
 //! | 3 `Commit` / 4 `Abort` / 5 `End` | txn, prev |
-//! | 6 `Structure` | count, per page: page id, form byte and its fields (0 image: image; 1 split: separator key, new foster child; 2 adopt: separator key, child; 3 adopted: former foster child); freed page ids (count, ids) |
+//! | 6 `Structure` | count, per page: page id, form byte and its fields (0 image: image; 1 split: separator key, new foster child; 2 adopt: separator key, child; 3 adopted: former foster child; 4 unlink: key, child); freed page ids (count, ids) |
 //! | 7 `CreateTree` | name, root |
 //! | 8 `CheckpointBegin` | — |
 //! | 9 `CheckpointEnd` | begin LSN, dirty pages (page, rec LSN), transactions (txn, state byte, last LSN, undo-next), page count, free pages, catalog (name, root) |
@@ -19,8 +19,9 @@
 //! `Structure` record ([`NodeLog`]), is redone from that page's state just before it (or from
 //! nothing, when it carries the page's image), never by reading another page. So a split logs
 //! the new foster child's image and the old node logically (truncate at the separator, set the
-//! foster key and child); an adoption logs both nodes logically; root growth, merges and new
-//! roots log images.
+//! foster key and child); an adoption logs both nodes logically; a sibling merge logs the
+//! parent logically (unlink the merged child) and the surviving node as an image; root growth,
+//! a foster merge and new roots log images.
 //!
 //! A page image (structure images, base images) is stored without its longest run of zero
 //! bytes — the engine zeroes a node's free gap first — as: length, run start, run length (three
@@ -109,6 +110,13 @@ pub enum NodeLog {
         /// The foster child that was adopted.
         child: PageId,
     },
+    /// [`NodeChange::Unlink`]: remove the record `key` → `child`.
+    Unlink {
+        /// The removed record's key.
+        key: Vec<u8>,
+        /// The merged child.
+        child: PageId,
+    },
 }
 
 impl NodeLog {
@@ -119,6 +127,7 @@ impl NodeLog {
             NodeChange::Split { key, right } => NodeLog::Split { key: key.to_vec(), right },
             NodeChange::Adopt { key, child } => NodeLog::Adopt { key: key.to_vec(), child },
             NodeChange::Adopted { child } => NodeLog::Adopted { child },
+            NodeChange::Unlink { key, child } => NodeLog::Unlink { key: key.to_vec(), child },
         }
     }
 
@@ -132,6 +141,7 @@ impl NodeLog {
             NodeLog::Split { key, right } => Ok(NodeChange::Split { key, right: *right }),
             NodeLog::Adopt { key, child } => Ok(NodeChange::Adopt { key, child: *child }),
             NodeLog::Adopted { child } => Ok(NodeChange::Adopted { child: *child }),
+            NodeLog::Unlink { key, child } => Ok(NodeChange::Unlink { key, child: *child }),
         }
     }
 }
@@ -385,7 +395,7 @@ impl Record {
                     pages.push(r.page()?);
                     match r.u8()? {
                         NODE_IMAGE => r.skip_image()?,
-                        NODE_SPLIT | NODE_ADOPT => {
+                        NODE_SPLIT | NODE_ADOPT | NODE_UNLINK => {
                             r.skip_bytes()?;
                             r.var()?;
                         }
@@ -515,6 +525,11 @@ impl Record {
                             w.u8(NODE_ADOPTED);
                             w.var(child.get());
                         }
+                        NodeLog::Unlink { key, child } => {
+                            w.u8(NODE_UNLINK);
+                            w.bytes(key);
+                            w.var(child.get());
+                        }
                     }
                 }
                 w.pages(freed);
@@ -608,6 +623,7 @@ impl Record {
                         NODE_SPLIT => NodeLog::Split { key: r.bytes()?, right: r.page()? },
                         NODE_ADOPT => NodeLog::Adopt { key: r.bytes()?, child: r.page()? },
                         NODE_ADOPTED => NodeLog::Adopted { child: r.page()? },
+                        NODE_UNLINK => NodeLog::Unlink { key: r.bytes()?, child: r.page()? },
                         _ => return Err(Malformed("structure page form")),
                     };
                     pages.push((page, node));
@@ -667,6 +683,7 @@ const NODE_IMAGE: u8 = 0;
 const NODE_SPLIT: u8 = 1;
 const NODE_ADOPT: u8 = 2;
 const NODE_ADOPTED: u8 = 3;
+const NODE_UNLINK: u8 = 4;
 
 /// Bytes of a varint at most (a `u64` in 7-bit groups).
 const MAX_VARINT: usize = 10;
@@ -864,7 +881,8 @@ mod tests {
             bytes().prop_map(NodeLog::Image),
             (bytes(), page.clone()).prop_map(|(key, right)| NodeLog::Split { key, right }),
             (bytes(), page.clone()).prop_map(|(key, child)| NodeLog::Adopt { key, child }),
-            page.prop_map(|child| NodeLog::Adopted { child }),
+            page.clone().prop_map(|child| NodeLog::Adopted { child }),
+            (bytes(), page).prop_map(|(key, child)| NodeLog::Unlink { key, child }),
         ]
     }
 
@@ -990,6 +1008,7 @@ mod tests {
             NodeLog::Split { key: b"k".to_vec(), right: pid(4) },
             NodeLog::Adopt { key: b"".to_vec(), child: pid(5) },
             NodeLog::Adopted { child: pid(6) },
+            NodeLog::Unlink { key: b"u".to_vec(), child: pid(7) },
         ] {
             assert_eq!(NodeLog::of(&n.change().unwrap()), n);
         }

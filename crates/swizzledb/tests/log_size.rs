@@ -67,6 +67,7 @@ fn r3_random_inserts_cost_at_most_250_bytes_of_log_each() {
                     NodeLog::Split { .. } => "split",
                     NodeLog::Adopt { .. } => "adopt",
                     NodeLog::Adopted { .. } => "adopted",
+                    NodeLog::Unlink { .. } => "unlink",
                 })
                 .collect();
             *forms.entry(form).or_default() += 1;

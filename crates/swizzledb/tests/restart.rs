@@ -202,9 +202,10 @@ fn r9_a_page_written_before_the_crash_is_rebuilt_the_same() {
     db.close().unwrap();
 }
 
-/// R3, R9: splits and adoptions are logged as node changes on the old nodes; a crash before any
-/// page is written (and one after some pages were written, whose next changes then log images)
-/// is recovered by redoing them page by page: every committed key is back, the tree is valid.
+/// R3, R9: splits, adoptions and sibling merges are logged as node changes on the old nodes
+/// and the parents; a crash before any page is written (and one after some pages were written,
+/// whose next changes then log images) is recovered by redoing them page by page: every
+/// committed insert and delete is there, the tree is valid.
 #[test]
 fn r9_node_changes_are_redone_after_a_crash() {
     for flush_midway in [false, true] {
@@ -229,12 +230,21 @@ fn r9_node_changes_are_redone_after_a_crash() {
             }
         }
         db.checkpoint().unwrap();
-        // Changes after the last checkpoint too, so that analysis reads node changes.
+        // Changes after the last checkpoint too, so that analysis reads node changes; deletes
+        // of most keys, so that siblings merge (unlink).
         let mut t = db.begin();
         for i in 3000..3600 {
             t.put(&tree, &key(i), &[i as u8; 90]).unwrap();
         }
         t.commit().unwrap();
+        for batch in 0..10u32 {
+            let mut t = db.begin();
+            for i in (batch * 300..(batch + 1) * 300).filter(|i| i % 10 != 0) {
+                assert!(t.delete(&tree, &key(i)).unwrap());
+            }
+            t.commit().unwrap();
+        }
+        let kept = |i: u32| i >= 3000 || i.is_multiple_of(10);
         fs.crash(CrashMode::DropUnsynced);
         drop(tree);
         drop(db);
@@ -249,6 +259,7 @@ fn r9_node_changes_are_redone_after_a_crash() {
         // reached the file, so redo must apply all of them.
         let mut changes = Vec::new();
         let mut last_image = std::collections::HashMap::new();
+        let mut unlinks = 0;
         for item in log.scan(log.oldest()).unwrap() {
             let (lsn, body) = item.unwrap();
             if let Record::Structure { pages, .. } = Record::decode(&body).unwrap() {
@@ -256,6 +267,10 @@ fn r9_node_changes_are_redone_after_a_crash() {
                     match node {
                         NodeLog::Image(_) => {
                             last_image.insert(page, lsn);
+                        }
+                        NodeLog::Unlink { .. } => {
+                            unlinks += 1;
+                            changes.push((page, lsn));
                         }
                         _ => changes.push((page, lsn)),
                     }
@@ -265,15 +280,17 @@ fn r9_node_changes_are_redone_after_a_crash() {
         drop(log);
         let needed = changes.iter().filter(|(p, lsn)| last_image.get(p).is_none_or(|i| lsn > i)).count();
         assert!(needed > 50, "the log holds node changes redo needs: {needed} of {}", changes.len());
+        assert!(unlinks > 5, "siblings merged: {unlinks}");
 
         let db = builder.open(path).unwrap();
         let s = db.restart_stats();
         assert!(flush_midway || s.redone > needed as u64, "{s:?}");
         let tree = db.tree("t").unwrap();
         let shape = tree.verify().unwrap();
-        assert_eq!(shape.records, 3600, "flush midway: {flush_midway}");
+        assert_eq!(shape.records, 900, "flush midway: {flush_midway}");
         for i in 0..3600 {
-            assert_eq!(tree.get(&key(i)).unwrap(), Some(vec![i as u8; 90]), "key {i}");
+            let want = kept(i).then(|| vec![i as u8; 90]);
+            assert_eq!(tree.get(&key(i)).unwrap(), want, "key {i}");
         }
         db.close().unwrap();
     }
@@ -289,6 +306,7 @@ fn r9_a_node_change_that_does_not_match_its_page_is_log_corrupted() {
         ("not a key of the page", NodeLog::Split { key: b"zz".to_vec(), right: other }),
         ("into a leaf", NodeLog::Adopt { key: b"zz".to_vec(), child: other }),
         ("foster child is not page 77", NodeLog::Adopted { child: other }),
+        ("unlink in a leaf", NodeLog::Unlink { key: b"zz".to_vec(), child: other }),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.swz");
