@@ -16,6 +16,6 @@ mod scan;
 mod tree;
 
 pub use error::{Result, TreeError};
-pub use log::{ChangeLog, LeafChange};
+pub use log::{ChangeLog, LeafChange, NodeChange, PageChange};
 pub use scan::{key_after, NoGate, RangeIter, ReadGate, RevRangeIter};
 pub use tree::{max_key_len, max_value_len, AutoCommit, BTreeOwner, Tree, TreeShape};

@@ -3,10 +3,15 @@
 //!
 //! The tree knows nothing of log records, LSNs or transactions: it tells the log *what* it is
 //! about to change (a leaf record) or *what it has just changed* (the pages of a structure
-//! change), while it holds the exclusive latches of those pages. The log decides how to record
-//! it and stamps the page LSNs.
+//! change, each as a [`NodeChange`] or as a whole), while it holds the exclusive latches of
+//! those pages. The log decides how to record it and stamps the page LSNs.
+//!
+//! Every change is described so that redo needs the one page it changes and nothing else
+//! (T12, T13): [`redo`] and [`redo_node`] take the page's state before the change and produce
+//! its state after it.
 
-use swizzledb_buffer::{ExclusiveGuard, PageId};
+use swizzledb_buffer::page;
+use swizzledb_buffer::{ExclusiveGuard, PageId, Swip};
 use swizzledb_sync::Lsn;
 
 use crate::node;
@@ -104,9 +109,126 @@ pub fn redo(page: &mut [u8], change: &LeafChange<'_>) -> Result<(), String> {
     }
 }
 
+/// A logical change a structure change made to one node (T13), which [`redo_node`] repeats on
+/// that node alone. Children are named by page id, never by frame (a logged swip is always a
+/// page id). Structure changes not listed here (root growth, merges, new nodes) are logged as
+/// the node's whole contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeChange<'a> {
+    /// A split of this node (T2): its records from `key` on (the key's own record included)
+    /// left it, and `key` → `right` became its foster key and foster child. (The new node
+    /// `right`, which holds those records and took over this node's foster child, is logged as
+    /// a whole.)
+    Split {
+        /// The separator: the first key that moved.
+        key: &'a [u8],
+        /// The new foster child.
+        right: PageId,
+    },
+    /// Adoption, in the parent (T3): the record `key` → `child` was inserted.
+    Adopt {
+        /// The adopted node's low fence (its former foster key).
+        key: &'a [u8],
+        /// The adopted node.
+        child: PageId,
+    },
+    /// Adoption, in the former foster parent (T3): its foster key became its high fence, and
+    /// its foster child `child` left it.
+    Adopted {
+        /// The foster child the parent adopted.
+        child: PageId,
+    },
+    /// A merge of siblings, in the parent (T4): the record `key` → `child` was removed (the
+    /// child's records moved into its left sibling, which is logged as a whole).
+    Unlink {
+        /// The removed record's key.
+        key: &'a [u8],
+        /// The merged (freed) child.
+        child: PageId,
+    },
+}
+
+/// Applies a logical structure change to `page` during redo (T13), given the page's state just
+/// before the change and nothing else: a split truncates the page at its separator (which must
+/// be a record of the page, not its first) and sets the foster key and child; an adoption
+/// inserts the separator (absent, inside the node's own range, and it must fit) into an inner
+/// node; the adopted side needs a foster child that is the adopted page; an unlink removes an
+/// inner record, not the first, whose key and child are the ones named. The result must be a
+/// valid node (T17). A page where any of that fails is not the page the change was logged for
+/// (a corrupted log or page): nothing is changed then.
+///
+/// # Errors
+/// What did not match, for the caller to report with the record's LSN and page.
+pub fn redo_node(page: &mut [u8], change: &NodeChange<'_>) -> Result<(), String> {
+    let own = page::page_id(page);
+    let mut p = page.to_vec();
+    match *change {
+        NodeChange::Split { key, right } => {
+            if right.get() == own {
+                return Err("a split names the page itself as its foster child".into());
+            }
+            let i = match node::search(&p, key) {
+                Ok(i) if i > 0 => i,
+                Ok(_) => return Err("the separator is the page's first record".into()),
+                Err(_) => return Err("the separator is not a key of the page".into()),
+            };
+            node::truncate(&mut p, i);
+            if !node::set_foster(&mut p, key, Swip::page(right)) {
+                return Err("the foster key does not fit".into());
+            }
+        }
+        NodeChange::Adopt { key, child } => {
+            if node::is_leaf(&p) {
+                return Err("an adoption into a leaf".into());
+            }
+            if child.get() == own {
+                return Err("an adoption names the page itself as its child".into());
+            }
+            if node::own_high(&p).is_some_and(|h| key >= h) {
+                return Err("the separator lies outside the page's own range".into());
+            }
+            let i = match node::search(&p, key) {
+                Err(i) if i > 0 => i,
+                Err(_) => return Err("the separator lies outside the page's own range".into()),
+                Ok(_) => return Err("the separator is already on the page".into()),
+            };
+            if !node::insert_inner(&mut p, i, key, Swip::page(child)) {
+                return Err("the separator does not fit".into());
+            }
+        }
+        NodeChange::Adopted { child } => {
+            if node::foster_swip(&p).map(Swip::raw) != Some(Swip::page(child).raw()) {
+                return Err(format!("the page's foster child is not page {child}"));
+            }
+            node::foster_key_becomes_high_fence(&mut p);
+        }
+        NodeChange::Unlink { key, child } => {
+            if node::is_leaf(&p) {
+                return Err("an unlink in a leaf".into());
+            }
+            let i = match node::search(&p, key) {
+                Ok(i) if i > 0 => i,
+                Ok(_) => return Err("the unlinked record is the page's first".into()),
+                Err(_) => return Err("the unlinked key is not on the page".into()),
+            };
+            if node::child_swip(&p, i).map(Swip::raw) != Some(Swip::page(child).raw()) {
+                return Err(format!("the unlinked record's child is not page {child}"));
+            }
+            node::remove(&mut p, i);
+        }
+    }
+    node::validate(&p).map_err(|e| format!("the change would leave a damaged node: {e}"))?;
+    page.copy_from_slice(&p);
+    Ok(())
+}
+
 /// A failure to log, from the engine's log; the operation that met it fails with
 /// [`crate::TreeError::Log`].
 pub type LogFailure = Box<dyn std::error::Error + Send + Sync>;
+
+/// One page of a structure change: its latched page and, unless its new contents are to be
+/// logged as a whole, the logical change made to it.
+pub type PageChange<'g, 'c> = (&'g ExclusiveGuard<'g>, Option<NodeChange<'c>>);
 
 /// Where a tree's changes are logged (T11–T13). Every call is made while the pages concerned
 /// are latched exclusively; the tree stamps the returned LSN into them as their page LSN.
@@ -124,15 +246,17 @@ pub trait ChangeLog {
         change: &LeafChange<'_>,
     ) -> Result<Lsn, LogFailure>;
 
-    /// Logs a structure change **after** it was made: the new contents of every page it wrote
-    /// (`pages`, new pages included) and the pages it gave back to the free-page set (`freed`,
-    /// still latched by the caller); returns the record's LSN. Structure changes are never
-    /// undone (T13).
+    /// Logs a structure change **after** it was made: every page it wrote (`pages`, new pages
+    /// included), each with what happened to it — a [`NodeChange`], or `None` for new contents
+    /// as a whole (the log then records the page's image) — and the pages it gave back to the
+    /// free-page set (`freed`, still latched by the caller); returns the record's LSN. The log
+    /// may record a page with a `NodeChange` by its image instead (it must, when the log does
+    /// not hold the page's state before the change). Structure changes are never undone (T13).
     ///
     /// # Errors
     /// The log could not record the change; the pages are changed in memory regardless, so the
     /// engine must stop writing pages (its log is then failed for good).
-    fn structure_change(&self, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) -> Result<Lsn, LogFailure>;
+    fn structure_change(&self, pages: &[PageChange<'_, '_>], freed: &[PageId]) -> Result<Lsn, LogFailure>;
 }
 
 #[cfg(test)]
@@ -199,6 +323,131 @@ mod tests {
         let before = big.clone();
         assert!(redo(&mut big, &LeafChange::Insert { key: &n.to_be_bytes(), value: &value }).is_err());
         assert_eq!(big, before, "a record that does not fit changes nothing");
+    }
+
+    fn pid(n: u64) -> PageId {
+        PageId::new(n).unwrap()
+    }
+
+    fn inner(seps: &[(&[u8], u64)]) -> Vec<u8> {
+        use swizzledb_buffer::page::{format, PageType};
+        let mut page = vec![0u8; 4096];
+        format(&mut page, pid(5), PageType::Inner, 1);
+        node::init(&mut page, 1, None, None);
+        for (i, (k, child)) in seps.iter().enumerate() {
+            assert!(node::insert_inner(&mut page, i, k, Swip::page(pid(*child))));
+        }
+        page
+    }
+
+    /// T13: redo of a split, on the page before it, gives the bytes of the tree's own steps
+    /// (truncate at the separator, set the foster key and child), also when the page had a
+    /// foster child already; a separator that is not a record of the page, or is its first,
+    /// is refused and changes nothing.
+    #[test]
+    fn t13_redo_of_a_split_repeats_it_and_refuses_a_mismatch() {
+        let records: Vec<(Vec<u8>, Vec<u8>)> = (0..20u8).map(|i| (vec![b'k', i], vec![i; 30])).collect();
+        let borrowed: Vec<(&[u8], &[u8])> = records.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        let base = leaf(&borrowed);
+        let mut with_foster = base.clone();
+        assert!(node::set_foster(&mut with_foster, b"l", Swip::page(pid(40))));
+        for before in [base, with_foster] {
+            let mut made = before.clone();
+            node::truncate(&mut made, 7);
+            assert!(node::set_foster(&mut made, &[b'k', 7], Swip::page(pid(9))));
+            let mut page = before.clone();
+            redo_node(&mut page, &NodeChange::Split { key: &[b'k', 7], right: pid(9) }).unwrap();
+            assert_eq!(page, made);
+            assert_eq!(node::count(&page), 7);
+            assert_eq!(node::foster_key(&page), Some(&[b'k', 7][..]));
+            for bad in [
+                NodeChange::Split { key: b"k", right: pid(9) },
+                NodeChange::Split { key: &[b'k', 0], right: pid(9) },
+                NodeChange::Split { key: &[b'k', 7], right: pid(5) },
+                NodeChange::Split { key: b"z", right: pid(9) },
+            ] {
+                let mut page = before.clone();
+                assert!(redo_node(&mut page, &bad).is_err(), "{bad:?}");
+                assert_eq!(page, before, "a refused change changes nothing");
+            }
+        }
+    }
+
+    /// T13: redo of an adoption on the parent inserts the separator as the tree does; on the
+    /// foster parent it turns the foster key into the high fence. Mismatches are refused and
+    /// change nothing.
+    #[test]
+    fn t13_redo_of_an_adoption_repeats_it_and_refuses_a_mismatch() {
+        let parent = inner(&[(b"", 10), (b"m", 11)]);
+        let mut made = parent.clone();
+        assert!(node::insert_inner(&mut made, 1, b"f", Swip::page(pid(12))));
+        let mut page = parent.clone();
+        redo_node(&mut page, &NodeChange::Adopt { key: b"f", child: pid(12) }).unwrap();
+        assert_eq!(page, made);
+        let mut bounded = parent.clone();
+        assert!(node::set_foster(&mut bounded, b"t", Swip::page(pid(30))));
+        for (before, bad) in [
+            (&parent, NodeChange::Adopt { key: b"m", child: pid(12) }),
+            (&parent, NodeChange::Adopt { key: b"f", child: pid(5) }),
+            (&bounded, NodeChange::Adopt { key: b"u", child: pid(12) }),
+            (&leaf(&[(b"a", b"1")]), NodeChange::Adopt { key: b"f", child: pid(12) }),
+        ] {
+            let mut page = before.clone();
+            assert!(redo_node(&mut page, &bad).is_err(), "{bad:?}");
+            assert_eq!(&page, before, "a refused change changes nothing");
+        }
+        let mut full = inner(&[(b"", 10)]);
+        let mut n = 0u16;
+        while node::insert_inner(
+            &mut full,
+            usize::from(n) + 1,
+            &[&[1u8; 100][..], &n.to_be_bytes()].concat(),
+            Swip::page(pid(100 + u64::from(n))),
+        ) {
+            n += 1;
+        }
+        let before = full.clone();
+        assert!(
+            redo_node(&mut full, &NodeChange::Adopt { key: &[2u8; 120], child: pid(99) }).is_err(),
+            "no room"
+        );
+        assert_eq!(full, before);
+
+        let mut foster_parent = leaf(&[(b"a", b"1"), (b"b", b"2")]);
+        assert!(node::set_foster(&mut foster_parent, b"c", Swip::page(pid(12))));
+        let mut made = foster_parent.clone();
+        node::foster_key_becomes_high_fence(&mut made);
+        let mut page = foster_parent.clone();
+        redo_node(&mut page, &NodeChange::Adopted { child: pid(12) }).unwrap();
+        assert_eq!(page, made);
+        assert_eq!(node::high_fence(&page), Some(&b"c"[..]));
+        for (before, child) in [(&foster_parent, 13), (&leaf(&[(b"a", b"1")]), 12)] {
+            let mut page = before.clone();
+            assert!(redo_node(&mut page, &NodeChange::Adopted { child: pid(child) }).is_err());
+            assert_eq!(&page, before);
+        }
+    }
+
+    /// T13: redo of an unlink removes the parent's record as a sibling merge does; a record
+    /// that is absent, the first, or names another child is refused and changes nothing.
+    #[test]
+    fn t13_redo_of_an_unlink_repeats_it_and_refuses_a_mismatch() {
+        let parent = inner(&[(b"", 10), (b"f", 12), (b"m", 11)]);
+        let mut made = parent.clone();
+        node::remove(&mut made, 1);
+        let mut page = parent.clone();
+        redo_node(&mut page, &NodeChange::Unlink { key: b"f", child: pid(12) }).unwrap();
+        assert_eq!(page, made);
+        for (before, bad) in [
+            (&parent, NodeChange::Unlink { key: b"g", child: pid(12) }),
+            (&parent, NodeChange::Unlink { key: b"", child: pid(10) }),
+            (&parent, NodeChange::Unlink { key: b"f", child: pid(11) }),
+            (&leaf(&[(b"f", b"1")]), NodeChange::Unlink { key: b"f", child: pid(12) }),
+        ] {
+            let mut page = before.clone();
+            assert!(redo_node(&mut page, &bad).is_err(), "{bad:?}");
+            assert_eq!(&page, before, "a refused change changes nothing");
+        }
     }
 
     /// The fit predicates agree with what insert and update then do.

@@ -1,7 +1,7 @@
 //! Foster B-tree operations over the buffer pool (rules T1–T9 of `README.md`).
 
 use crate::error::{Result, TreeError};
-use crate::log::{ChangeLog, LeafChange};
+use crate::log::{ChangeLog, LeafChange, NodeChange, PageChange};
 use crate::node::{self, Fence, FOSTER_SWIP};
 use crate::optimistic::Reached;
 use crate::scan::{NoGate, ReadGate};
@@ -126,7 +126,7 @@ type Log<'l> = Option<&'l dyn ChangeLog>;
 
 /// Reports a structure change to the log (T13), if there is one; the caller stamps the LSN
 /// into the pages with [`stamp`].
-fn log_structure(log: Log<'_>, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) -> Result<Option<Lsn>> {
+fn log_structure(log: Log<'_>, pages: &[PageChange<'_, '_>], freed: &[PageId]) -> Result<Option<Lsn>> {
     log.map(|log| log.structure_change(pages, freed).map_err(TreeError::Log)).transpose()
 }
 
@@ -167,7 +167,7 @@ impl Tree {
     pub fn create_logged(pool: &Arc<BufferPool>, log: Option<&dyn ChangeLog>) -> Result<Tree> {
         let mut g = pool.allocate_page()?;
         node::init(&mut g, 0, None, None);
-        let lsn = log_structure(log, &[&g], &[])?;
+        let lsn = log_structure(log, &[(&g, None)], &[])?;
         stamp(lsn, &mut g);
         pool.make_root(&g);
         let (root, root_page) = (g.frame(), g.page_id());
@@ -704,7 +704,8 @@ impl Tree {
         // The truncated records include `sep` itself, so the garbage covers the new foster key.
         let ok = node::set_foster(left, &sep, swip);
         debug_assert!(ok, "truncation freed room for the foster key");
-        let lsn = log_structure(log, &[left, &right], &[])?;
+        let split = NodeChange::Split { key: &sep, right: right.page_id() };
+        let lsn = log_structure(log, &[(left, Some(split)), (&right, None)], &[])?;
         stamp(lsn, left);
         stamp(lsn, &mut right);
         Ok(right)
@@ -788,7 +789,7 @@ impl Tree {
         let swip = pool.swip_for(&n, root);
         let ok = node::insert_inner(root, 0, b"", swip);
         debug_assert!(ok, "an empty node holds one record");
-        let lsn = log_structure(log, &[root, &n], &[])?;
+        let lsn = log_structure(log, &[(root, None), (&n, None)], &[])?;
         stamp(lsn, root);
         stamp(lsn, &mut n);
         Ok(())
@@ -811,7 +812,10 @@ impl Tree {
         }
         pool.note_swip_moved(fs, p);
         node::foster_key_becomes_high_fence(c);
-        let lsn = log_structure(log, &[p, c], &[])?;
+        let child = pool.swip_page_id(fs);
+        let changes =
+            [(&*p, Some(NodeChange::Adopt { key: &fk, child })), (&*c, Some(NodeChange::Adopted { child }))];
+        let lsn = log_structure(log, &changes, &[])?;
         stamp(lsn, p);
         stamp(lsn, c);
         Ok(true)
@@ -861,7 +865,7 @@ impl Tree {
             return Ok(false);
         }
         self.note_children_moved(c, before);
-        let logged = log_structure(log, &[c], &[f.page_id()]);
+        let logged = log_structure(log, &[(c, None)], &[f.page_id()]);
         Self::release_page(pool, f);
         stamp(logged?, c);
         Ok(true)
@@ -904,8 +908,10 @@ impl Tree {
             return Ok(false);
         }
         self.note_children_moved(&l, before);
+        let unlinked = (node::key(p, ri).to_vec(), r.page_id());
         node::remove(p, ri);
-        let logged = log_structure(log, &[p, &l], &[r.page_id()]);
+        let unlink = NodeChange::Unlink { key: &unlinked.0, child: unlinked.1 };
+        let logged = log_structure(log, &[(p, Some(unlink)), (&l, None)], &[r.page_id()]);
         Self::release_page(pool, r);
         let lsn = logged?;
         stamp(lsn, p);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use swizzledb_btree::log::LogFailure;
-use swizzledb_btree::{node, BTreeOwner, ChangeLog, LeafChange, ReadGate, Tree, TreeError};
+use swizzledb_btree::{node, BTreeOwner, ChangeLog, LeafChange, PageChange, ReadGate, Tree, TreeError};
 use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId, PoolConfig, PoolMode, Shared};
 use swizzledb_sync::Lsn;
 
@@ -21,7 +21,7 @@ impl ChangeLog for Counter {
         Ok(Lsn(self.0.fetch_add(1, Ordering::Relaxed) + 1))
     }
 
-    fn structure_change(&self, _: &[&ExclusiveGuard<'_>], _: &[PageId]) -> Result<Lsn, LogFailure> {
+    fn structure_change(&self, _: &[PageChange<'_, '_>], _: &[PageId]) -> Result<Lsn, LogFailure> {
         Ok(Lsn(self.0.fetch_add(1, Ordering::Relaxed) + 1))
     }
 }

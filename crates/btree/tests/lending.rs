@@ -63,7 +63,7 @@ fn next_with_matches_next_across_leaves() {
 #[test]
 fn update_logged_reads_and_writes_in_one_step_and_splits_when_needed() {
     use swizzledb_btree::log::LogFailure;
-    use swizzledb_btree::{ChangeLog, LeafChange};
+    use swizzledb_btree::{ChangeLog, LeafChange, PageChange};
     use swizzledb_buffer::{ExclusiveGuard, PageId};
     use swizzledb_sync::Lsn;
 
@@ -84,7 +84,7 @@ fn update_logged_reads_and_writes_in_one_step_and_splits_when_needed() {
             }
             Ok(Lsn(1))
         }
-        fn structure_change(&self, _: &[&ExclusiveGuard<'_>], _: &[PageId]) -> Result<Lsn, LogFailure> {
+        fn structure_change(&self, _: &[PageChange<'_, '_>], _: &[PageId]) -> Result<Lsn, LogFailure> {
             Ok(Lsn(1))
         }
     }

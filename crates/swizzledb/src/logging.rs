@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use swizzledb_btree::log::LogFailure;
-use swizzledb_btree::{ChangeLog, LeafChange};
+use swizzledb_btree::{ChangeLog, LeafChange, PageChange};
 use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
-use crate::record::{Change, Checkpoint, Record, TxnEntry, TxnState};
+use crate::record::{Change, Checkpoint, NodeLog, Record, TxnEntry, TxnState};
 
 /// When a commit returns.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -245,22 +245,34 @@ impl Wal {
         self.txns.lock().remove(&id);
     }
 
-    /// Logs a structure change: the pages' disk images and the freed pages (T13). Each page
-    /// holds a recovery LSN before the record exists (R3).
+    /// Logs a structure change (T13): each page by its logical change, or by its disk image
+    /// when the tree gives none or when the page has no recovery LSN (its first change since it
+    /// was written: the log does not hold its state before, and redo must not need the file's
+    /// copy, R3); and the freed pages. Each page holds a recovery LSN before the record exists
+    /// (R3).
     pub(crate) fn log_structure(
         &self,
-        pages: &[&ExclusiveGuard<'_>],
+        changes: &[PageChange<'_, '_>],
         freed: &[PageId],
     ) -> Result<Lsn, LogError> {
-        let images = pages.iter().map(|g| (g.page_id(), node_image(g))).collect();
+        let pages = changes
+            .iter()
+            .map(|(g, change)| {
+                let node = match change {
+                    Some(c) if g.rec_lsn() != Lsn(0) => NodeLog::of(c),
+                    _ => NodeLog::Image(node_image(g)),
+                };
+                (g.page_id(), node)
+            })
+            .collect();
         let bound = self.log.end();
-        for g in pages {
+        for (g, _) in changes {
             g.hold_rec_lsn(bound);
         }
         // T13: the pages are changed already. If the log refuses their record (it may be too
         // large for the log's segments), the log is failed for good, so none of them, nor
         // anything after, reaches the file; the next open restarts from what was logged.
-        self.append(&Record::Structure { images, freed: freed.to_vec() }).inspect_err(|e| {
+        self.append(&Record::Structure { pages, freed: freed.to_vec() }).inspect_err(|e| {
             self.log.poison(&format!("a structure change could not be logged: {e}"));
         })
     }
@@ -461,7 +473,7 @@ impl ChangeLog for SystemLog<'_> {
         Err("a record change outside a transaction".into())
     }
 
-    fn structure_change(&self, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
+    fn structure_change(&self, pages: &[PageChange<'_, '_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
         self.0.log_structure(pages, freed).map_err(failure)
     }
 }
@@ -646,7 +658,7 @@ impl ChangeLog for TxnLog<'_> {
         Ok(lsn)
     }
 
-    fn structure_change(&self, pages: &[&ExclusiveGuard<'_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
+    fn structure_change(&self, pages: &[PageChange<'_, '_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
         match self.wal {
             Some(wal) => wal.log_structure(pages, freed).map_err(failure),
             None => Ok(Lsn(0)),

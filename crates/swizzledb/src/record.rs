@@ -1,24 +1,33 @@
 //! Log records: what the engine writes to the log manager, as opaque bodies (record kinds in
-//! RECOVERY.md "Vocabulary", what restart does with each in its rules R8–R10). Every integer is
-//! little endian; byte strings carry a u32 length. The first byte of a body is its
-//! [`RecordKind`]:
+//! RECOVERY.md "Vocabulary", what restart does with each in its rules R8–R10). Every integer —
+//! transaction, LSN, page id, length, count — is an unsigned LEB128 varint (7 bits a byte, low
+//! group first, at most 10 bytes), except the single bytes named below; byte strings (keys,
+//! values, names) carry a varint length. The first byte of a body is its [`RecordKind`]:
 //!
 //! | kind | fields |
 //! |---|---|
 //! | 1 `Begin` | txn |
-//! | 2 `Leaf` | txn, prev, undo_next (0 = not a CLR), tree, page, change, base image (optional) |
+//! | 2 `Leaf` | flags byte (change: 1 insert, 2 update, 3 delete in bits 0–1; 4: CLR; 8: base image), txn, prev, undo_next (CLR only), tree, page, key, value (insert) / old, new (update) / old (delete), base image (if flagged) |
 //! | 3 `Commit` / 4 `Abort` / 5 `End` | txn, prev |
-//! | 6 `Structure` | images (page id, bytes), freed page ids |
+//! | 6 `Structure` | count, per page: page id, form byte and its fields (0 image: image; 1 split: separator key, new foster child; 2 adopt: separator key, child; 3 adopted: former foster child; 4 unlink: key, child); freed page ids (count, ids) |
 //! | 7 `CreateTree` | name, root |
 //! | 8 `CheckpointBegin` | — |
-//! | 9 `CheckpointEnd` | begin LSN, dirty pages, transactions, page count, free pages, catalog |
-//! | 10 `PageWrite` | page, page LSN, then (written by the decoupled cleaner only) the LSN below which the copy holds every change |
+//! | 9 `CheckpointEnd` | begin LSN, dirty pages (page, rec LSN), transactions (txn, state byte, last LSN, undo-next), page count, free pages, catalog (name, root) |
+//! | 10 `PageWrite` | page, page LSN, writer byte (0 the pool; 1 the decoupled cleaner, followed by the LSN below which the copy holds every change) |
+//!
+//! Every page change is **page-local** (RECOVERY.md R9): a `Leaf` change, and each page of a
+//! `Structure` record ([`NodeLog`]), is redone from that page's state just before it (or from
+//! nothing, when it carries the page's image), never by reading another page. So a split logs
+//! the new foster child's image and the old node logically (truncate at the separator, set the
+//! foster key and child); an adoption logs both nodes logically; a sibling merge logs the
+//! parent logically (unlink the merged child) and the surviving node as an image; root growth,
+//! a foster merge and new roots log images.
 //!
 //! A page image (structure images, base images) is stored without its longest run of zero
-//! bytes — the engine zeroes a node's free gap first — as: length, run start, run length, the
-//! bytes before and after the run.
+//! bytes — the engine zeroes a node's free gap first — as: length, run start, run length (three
+//! varints), the bytes before and after the run.
 
-use swizzledb_btree::LeafChange;
+use swizzledb_btree::{LeafChange, NodeChange};
 use swizzledb_buffer::PageId;
 use swizzledb_sync::{Lsn, TxnId};
 
@@ -70,6 +79,69 @@ impl Change {
             Change::Insert { key, value } => LeafChange::Insert { key, value },
             Change::Update { key, old, new } => LeafChange::Update { key, old, new },
             Change::Delete { key, old } => LeafChange::Delete { key, old },
+        }
+    }
+}
+
+/// How a structure change logs one page it wrote (btree README T13): the page's disk image, or
+/// a logical change redo repeats on the page's state before it (the owned form of
+/// [`NodeChange`]). Every form is page-local (R9): it needs no other page to redo.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeLog {
+    /// The page's disk image after the change (new pages, root growth, merges, a new root, and
+    /// any page whose state before the change the log does not hold, R3).
+    Image(Vec<u8>),
+    /// [`NodeChange::Split`]: truncate at `key`, foster key `key`, foster child `right`.
+    Split {
+        /// The separator.
+        key: Vec<u8>,
+        /// The new foster child.
+        right: PageId,
+    },
+    /// [`NodeChange::Adopt`]: insert the record `key` → `child`.
+    Adopt {
+        /// The separator.
+        key: Vec<u8>,
+        /// The adopted child.
+        child: PageId,
+    },
+    /// [`NodeChange::Adopted`]: the foster key becomes the high fence; `child` leaves.
+    Adopted {
+        /// The foster child that was adopted.
+        child: PageId,
+    },
+    /// [`NodeChange::Unlink`]: remove the record `key` → `child`.
+    Unlink {
+        /// The removed record's key.
+        key: Vec<u8>,
+        /// The merged child.
+        child: PageId,
+    },
+}
+
+impl NodeLog {
+    /// The owned copy of `c`.
+    #[must_use]
+    pub fn of(c: &NodeChange<'_>) -> NodeLog {
+        match *c {
+            NodeChange::Split { key, right } => NodeLog::Split { key: key.to_vec(), right },
+            NodeChange::Adopt { key, child } => NodeLog::Adopt { key: key.to_vec(), child },
+            NodeChange::Adopted { child } => NodeLog::Adopted { child },
+            NodeChange::Unlink { key, child } => NodeLog::Unlink { key: key.to_vec(), child },
+        }
+    }
+
+    /// The logical change, or the image.
+    ///
+    /// # Errors
+    /// The page's image, for a [`NodeLog::Image`].
+    pub fn change(&self) -> Result<NodeChange<'_>, &[u8]> {
+        match self {
+            NodeLog::Image(image) => Err(image),
+            NodeLog::Split { key, right } => Ok(NodeChange::Split { key, right: *right }),
+            NodeLog::Adopt { key, child } => Ok(NodeChange::Adopt { key, child: *child }),
+            NodeLog::Adopted { child } => Ok(NodeChange::Adopted { child: *child }),
+            NodeLog::Unlink { key, child } => Ok(NodeChange::Unlink { key, child: *child }),
         }
     }
 }
@@ -163,10 +235,11 @@ pub enum Record {
         /// Its previous record.
         prev: Lsn,
     },
-    /// A structure change (a system transaction, never undone): page images and freed pages.
+    /// A structure change (a system transaction, never undone): each page it wrote, as an
+    /// image or a logical node change, and the pages it freed.
     Structure {
-        /// Disk images of the pages written.
-        images: Vec<(PageId, Vec<u8>)>,
+        /// The pages written, each as redo repeats it on that page alone (R9).
+        pages: Vec<(PageId, NodeLog)>,
         /// Pages returned to the free-page set.
         freed: Vec<PageId>,
     },
@@ -197,7 +270,7 @@ pub enum Record {
 }
 
 /// A body that is not a record of this format version.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 #[error("malformed log record: {0}")]
 pub struct Malformed(pub &'static str);
 
@@ -289,8 +362,8 @@ impl Record {
     pub fn pages_changed(&self) -> Vec<PageId> {
         match self {
             Record::Leaf { page, .. } => vec![*page],
-            Record::Structure { images, freed } => {
-                images.iter().map(|(p, _)| *p).chain(freed.iter().copied()).collect()
+            Record::Structure { pages, freed } => {
+                pages.iter().map(|(p, _)| *p).chain(freed.iter().copied()).collect()
             }
             Record::Begin { .. }
             | Record::Commit { .. }
@@ -310,27 +383,37 @@ impl Record {
     /// [`Malformed`] if the body is not a record of this format version.
     pub fn pages_in(body: &[u8]) -> Result<Vec<PageId>, Malformed> {
         let mut r = Reader(body);
-        let page = |v: u64| PageId::new(v).ok_or(Malformed("page id"));
         match RecordKind::try_from(r.u8()?)? {
             RecordKind::Leaf => {
-                r.take(16)?; // txn, prev
-                if r.u8()? != 0 {
-                    r.take(8)?; // undo_next
+                let flags = r.u8()?;
+                r.var()?; // txn
+                r.var()?; // prev
+                if flags & LEAF_CLR != 0 {
+                    r.var()?; // undo_next
                 }
-                r.take(8)?; // tree
-                Ok(vec![page(r.u64()?)?])
+                r.var()?; // tree
+                Ok(vec![r.page()?])
             }
             RecordKind::Structure => {
-                let n = r.count(8)?;
+                let n = r.count(2)?;
                 let mut pages = Vec::with_capacity(n + 1);
                 for _ in 0..n {
-                    pages.push(page(r.u64()?)?);
-                    let (len, _start, zeros) = (r.u32()?, r.u32()?, r.u32()?);
-                    r.take(len.checked_sub(zeros).ok_or(Malformed("zero run beyond the image"))?)?;
+                    pages.push(r.page()?);
+                    match r.u8()? {
+                        NODE_IMAGE => r.skip_image()?,
+                        NODE_SPLIT | NODE_ADOPT | NODE_UNLINK => {
+                            r.skip_bytes()?;
+                            r.var()?;
+                        }
+                        NODE_ADOPTED => {
+                            r.var()?;
+                        }
+                        _ => return Err(Malformed("structure page form")),
+                    }
                 }
-                let freed = r.count(8)?;
+                let freed = r.count(1)?;
                 for _ in 0..freed {
-                    pages.push(page(r.u64()?)?);
+                    pages.push(r.page()?);
                 }
                 Ok(pages)
             }
@@ -385,93 +468,118 @@ impl Record {
         let mut w = Writer(Vec::with_capacity(64));
         w.u8(self.kind().into());
         match self {
-            Record::Begin { txn } => w.u64(txn.0),
+            Record::Begin { txn } => w.var(txn.0),
             Record::Leaf { txn, prev, undo_next, tree, page, change, base } => {
-                w.u64(txn.0);
-                w.u64(prev.0);
-                match undo_next {
-                    None => w.u8(0),
-                    Some(l) => {
-                        w.u8(1);
-                        w.u64(l.0);
-                    }
+                let form = match change {
+                    Change::Insert { .. } => LEAF_INSERT,
+                    Change::Update { .. } => LEAF_UPDATE,
+                    Change::Delete { .. } => LEAF_DELETE,
+                };
+                let clr = if undo_next.is_some() { LEAF_CLR } else { 0 };
+                let has_base = if base.is_some() { LEAF_BASE } else { 0 };
+                w.u8(form | clr | has_base);
+                w.var(txn.0);
+                w.var(prev.0);
+                if let Some(l) = undo_next {
+                    w.var(l.0);
                 }
-                w.u64(tree.get());
-                w.u64(page.get());
+                w.var(tree.get());
+                w.var(page.get());
                 match change {
                     Change::Insert { key, value } => {
-                        w.u8(1);
                         w.bytes(key);
                         w.bytes(value);
                     }
                     Change::Update { key, old, new } => {
-                        w.u8(2);
                         w.bytes(key);
                         w.bytes(old);
                         w.bytes(new);
                     }
                     Change::Delete { key, old } => {
-                        w.u8(3);
                         w.bytes(key);
                         w.bytes(old);
                     }
                 }
-                match base {
-                    None => w.u8(0),
-                    Some(b) => {
-                        w.u8(1);
-                        w.image(b);
-                    }
+                if let Some(b) = base {
+                    w.image(b);
                 }
             }
             Record::Commit { txn, prev } | Record::Abort { txn, prev } | Record::End { txn, prev } => {
-                w.u64(txn.0);
-                w.u64(prev.0);
+                w.var(txn.0);
+                w.var(prev.0);
             }
-            Record::Structure { images, freed } => {
-                w.u32(images.len());
-                for (page, image) in images {
-                    w.u64(page.get());
-                    w.image(image);
+            Record::Structure { pages, freed } => {
+                w.len(pages.len());
+                for (page, node) in pages {
+                    w.var(page.get());
+                    match node {
+                        NodeLog::Image(image) => {
+                            w.u8(NODE_IMAGE);
+                            w.image(image);
+                        }
+                        NodeLog::Split { key, right } => {
+                            w.u8(NODE_SPLIT);
+                            w.bytes(key);
+                            w.var(right.get());
+                        }
+                        NodeLog::Adopt { key, child } => {
+                            w.u8(NODE_ADOPT);
+                            w.bytes(key);
+                            w.var(child.get());
+                        }
+                        NodeLog::Adopted { child } => {
+                            w.u8(NODE_ADOPTED);
+                            w.var(child.get());
+                        }
+                        NodeLog::Unlink { key, child } => {
+                            w.u8(NODE_UNLINK);
+                            w.bytes(key);
+                            w.var(child.get());
+                        }
+                    }
                 }
                 w.pages(freed);
             }
             Record::CreateTree { name, root } => {
                 w.bytes(name.as_bytes());
-                w.u64(root.get());
+                w.var(root.get());
             }
             Record::CheckpointBegin => {}
             Record::CheckpointEnd(c) => {
-                w.u64(c.begin.0);
-                w.u32(c.dirty.len());
+                w.var(c.begin.0);
+                w.len(c.dirty.len());
                 for (page, rec) in &c.dirty {
-                    w.u64(page.get());
-                    w.u64(rec.0);
+                    w.var(page.get());
+                    w.var(rec.0);
                 }
-                w.u32(c.txns.len());
+                w.len(c.txns.len());
                 for t in &c.txns {
-                    w.u64(t.txn.0);
+                    w.var(t.txn.0);
                     w.u8(match t.state {
                         TxnState::Active => 0,
                         TxnState::Committed => 1,
                         TxnState::Aborting => 2,
                     });
-                    w.u64(t.last_lsn.0);
-                    w.u64(t.undo_next.0);
+                    w.var(t.last_lsn.0);
+                    w.var(t.undo_next.0);
                 }
-                w.u64(c.page_count);
+                w.var(c.page_count);
                 w.pages(&c.free);
-                w.u32(c.catalog.len());
+                w.len(c.catalog.len());
                 for (name, root) in &c.catalog {
                     w.bytes(name.as_bytes());
-                    w.u64(root.get());
+                    w.var(root.get());
                 }
             }
             Record::PageWrite { page, page_lsn, decoupled } => {
-                w.u64(page.get());
-                w.u64(page_lsn.0);
-                if let Some(l) = decoupled {
-                    w.u64(l.0);
+                w.var(page.get());
+                w.var(page_lsn.0);
+                match decoupled {
+                    None => w.u8(0),
+                    Some(l) => {
+                        w.u8(1);
+                        w.var(l.0);
+                    }
                 }
             }
         }
@@ -486,74 +594,79 @@ impl Record {
     pub fn decode(body: &[u8]) -> Result<Record, Malformed> {
         let mut r = Reader(body);
         let record = match RecordKind::try_from(r.u8()?)? {
-            RecordKind::Begin => Record::Begin { txn: TxnId(r.u64()?) },
+            RecordKind::Begin => Record::Begin { txn: TxnId(r.var()?) },
             RecordKind::Leaf => {
-                let txn = TxnId(r.u64()?);
-                let prev = Lsn(r.u64()?);
-                let undo_next = match r.u8()? {
-                    0 => None,
-                    1 => Some(Lsn(r.u64()?)),
-                    _ => return Err(Malformed("CLR flag")),
-                };
+                let flags = r.u8()?;
+                if flags & !(LEAF_FORM | LEAF_CLR | LEAF_BASE) != 0 {
+                    return Err(Malformed("leaf record flags"));
+                }
+                let txn = TxnId(r.var()?);
+                let prev = Lsn(r.var()?);
+                let undo_next = if flags & LEAF_CLR != 0 { Some(Lsn(r.var()?)) } else { None };
                 let tree = r.page()?;
                 let page = r.page()?;
-                let change = match r.u8()? {
-                    1 => Change::Insert { key: r.bytes()?, value: r.bytes()? },
-                    2 => Change::Update { key: r.bytes()?, old: r.bytes()?, new: r.bytes()? },
-                    3 => Change::Delete { key: r.bytes()?, old: r.bytes()? },
+                let change = match flags & LEAF_FORM {
+                    LEAF_INSERT => Change::Insert { key: r.bytes()?, value: r.bytes()? },
+                    LEAF_UPDATE => Change::Update { key: r.bytes()?, old: r.bytes()?, new: r.bytes()? },
+                    LEAF_DELETE => Change::Delete { key: r.bytes()?, old: r.bytes()? },
                     _ => return Err(Malformed("leaf change kind")),
                 };
-                let base = match r.u8()? {
-                    0 => None,
-                    1 => Some(r.image()?),
-                    _ => return Err(Malformed("base image flag")),
-                };
+                let base = if flags & LEAF_BASE != 0 { Some(r.image()?) } else { None };
                 Record::Leaf { txn, prev, undo_next, tree, page, change, base }
             }
             RecordKind::Commit => {
-                let (txn, prev) = (TxnId(r.u64()?), Lsn(r.u64()?));
+                let (txn, prev) = (TxnId(r.var()?), Lsn(r.var()?));
                 Record::Commit { txn, prev }
             }
             RecordKind::Abort => {
-                let (txn, prev) = (TxnId(r.u64()?), Lsn(r.u64()?));
+                let (txn, prev) = (TxnId(r.var()?), Lsn(r.var()?));
                 Record::Abort { txn, prev }
             }
             RecordKind::End => {
-                let (txn, prev) = (TxnId(r.u64()?), Lsn(r.u64()?));
+                let (txn, prev) = (TxnId(r.var()?), Lsn(r.var()?));
                 Record::End { txn, prev }
             }
             RecordKind::Structure => {
-                let n = r.count(8)?;
-                let mut images = Vec::with_capacity(n);
+                let n = r.count(2)?;
+                let mut pages = Vec::with_capacity(n);
                 for _ in 0..n {
-                    images.push((r.page()?, r.image()?));
+                    let page = r.page()?;
+                    let node = match r.u8()? {
+                        NODE_IMAGE => NodeLog::Image(r.image()?),
+                        NODE_SPLIT => NodeLog::Split { key: r.bytes()?, right: r.page()? },
+                        NODE_ADOPT => NodeLog::Adopt { key: r.bytes()?, child: r.page()? },
+                        NODE_ADOPTED => NodeLog::Adopted { child: r.page()? },
+                        NODE_UNLINK => NodeLog::Unlink { key: r.bytes()?, child: r.page()? },
+                        _ => return Err(Malformed("structure page form")),
+                    };
+                    pages.push((page, node));
                 }
-                Record::Structure { images, freed: r.pages()? }
+                Record::Structure { pages, freed: r.pages()? }
             }
             RecordKind::CreateTree => Record::CreateTree { name: r.string()?, root: r.page()? },
             RecordKind::CheckpointBegin => Record::CheckpointBegin,
             RecordKind::CheckpointEnd => {
-                let begin = Lsn(r.u64()?);
-                let n = r.count(16)?;
+                let begin = Lsn(r.var()?);
+                let n = r.count(2)?;
                 let mut dirty = Vec::with_capacity(n);
                 for _ in 0..n {
-                    dirty.push((r.page()?, Lsn(r.u64()?)));
+                    dirty.push((r.page()?, Lsn(r.var()?)));
                 }
-                let n = r.count(25)?;
+                let n = r.count(4)?;
                 let mut txns = Vec::with_capacity(n);
                 for _ in 0..n {
-                    let txn = TxnId(r.u64()?);
+                    let txn = TxnId(r.var()?);
                     let state = match r.u8()? {
                         0 => TxnState::Active,
                         1 => TxnState::Committed,
                         2 => TxnState::Aborting,
                         _ => return Err(Malformed("transaction state")),
                     };
-                    txns.push(TxnEntry { txn, state, last_lsn: Lsn(r.u64()?), undo_next: Lsn(r.u64()?) });
+                    txns.push(TxnEntry { txn, state, last_lsn: Lsn(r.var()?), undo_next: Lsn(r.var()?) });
                 }
-                let page_count = r.u64()?;
+                let page_count = r.var()?;
                 let free = r.pages()?;
-                let n = r.count(12)?;
+                let n = r.count(2)?;
                 let mut catalog = Vec::with_capacity(n);
                 for _ in 0..n {
                     catalog.push((r.string()?, r.page()?));
@@ -561,8 +674,12 @@ impl Record {
                 Record::CheckpointEnd(Box::new(Checkpoint { begin, dirty, txns, page_count, free, catalog }))
             }
             RecordKind::PageWrite => {
-                let (page, page_lsn) = (r.page()?, Lsn(r.u64()?));
-                let decoupled = if r.0.is_empty() { None } else { Some(Lsn(r.u64()?)) };
+                let (page, page_lsn) = (r.page()?, Lsn(r.var()?));
+                let decoupled = match r.u8()? {
+                    0 => None,
+                    1 => Some(Lsn(r.var()?)),
+                    _ => return Err(Malformed("page-write kind")),
+                };
                 Record::PageWrite { page, page_lsn, decoupled }
             }
         };
@@ -573,6 +690,25 @@ impl Record {
     }
 }
 
+/// A `Leaf` record's flags byte: the change (insert, update, delete) in its low two bits, then
+/// whether it is a CLR (an undo-next LSN follows `prev`) and whether a base image ends it.
+const LEAF_FORM: u8 = 3;
+const LEAF_INSERT: u8 = 1;
+const LEAF_UPDATE: u8 = 2;
+const LEAF_DELETE: u8 = 3;
+const LEAF_CLR: u8 = 4;
+const LEAF_BASE: u8 = 8;
+
+/// How a `Structure` record logs one page ([`NodeLog`]).
+const NODE_IMAGE: u8 = 0;
+const NODE_SPLIT: u8 = 1;
+const NODE_ADOPT: u8 = 2;
+const NODE_ADOPTED: u8 = 3;
+const NODE_UNLINK: u8 = 4;
+
+/// Bytes of a varint at most (a `u64` in 7-bit groups).
+const MAX_VARINT: usize = 10;
+
 struct Writer(Vec<u8>);
 
 impl Writer {
@@ -580,17 +716,22 @@ impl Writer {
         self.0.push(v);
     }
 
-    fn u32(&mut self, v: usize) {
-        let v = u32::try_from(v).expect("a log record field under 4 GiB");
-        self.0.extend_from_slice(&v.to_le_bytes());
+    /// An unsigned LEB128 varint: 7 bits a byte, low group first, the high bit set on every
+    /// byte but the last.
+    fn var(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
     }
 
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+    fn len(&mut self, n: usize) {
+        self.var(n as u64);
     }
 
     fn bytes(&mut self, b: &[u8]) {
-        self.u32(b.len());
+        self.len(b.len());
         self.0.extend_from_slice(b);
     }
 
@@ -598,17 +739,17 @@ impl Writer {
     /// long it is, then the bytes before and after it.
     fn image(&mut self, image: &[u8]) {
         let (start, len) = longest_zero_run(image);
-        self.u32(image.len());
-        self.u32(start);
-        self.u32(len);
+        self.len(image.len());
+        self.len(start);
+        self.len(len);
         self.0.extend_from_slice(&image[..start]);
         self.0.extend_from_slice(&image[start + len..]);
     }
 
     fn pages(&mut self, pages: &[PageId]) {
-        self.u32(pages.len());
+        self.len(pages.len());
         for p in pages {
-            self.u64(p.get());
+            self.var(p.get());
         }
     }
 }
@@ -648,21 +789,34 @@ impl Reader<'_> {
         Ok(self.take(1)?[0])
     }
 
-    fn u32(&mut self) -> Result<usize, Malformed> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    /// A varint ([`Writer::var`]); one that does not fit a `u64` is malformed.
+    fn var(&mut self) -> Result<u64, Malformed> {
+        let mut v = 0u64;
+        for i in 0..MAX_VARINT {
+            let b = self.u8()?;
+            let group = u64::from(b & 0x7f);
+            if i == MAX_VARINT - 1 && group > 1 {
+                return Err(Malformed("varint beyond 64 bits"));
+            }
+            v |= group << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(Malformed("varint beyond 64 bits"))
     }
 
-    fn u64(&mut self) -> Result<u64, Malformed> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(a))
+    /// A length: at most what is left of the body (every length counts bytes or items of at
+    /// least one byte that follow).
+    fn len(&mut self) -> Result<usize, Malformed> {
+        let n = self.var()?;
+        usize::try_from(n).ok().filter(|&n| n <= self.0.len()).ok_or(Malformed("length beyond the record"))
     }
 
     /// A count of items of at least `min_size` bytes each, checked against what is left, so a
     /// corrupted count cannot make the decoder allocate without bound.
     fn count(&mut self, min_size: usize) -> Result<usize, Malformed> {
-        let n = self.u32()?;
+        let n = self.len()?;
         if n.saturating_mul(min_size) > self.0.len() {
             return Err(Malformed("count beyond the record"));
         }
@@ -670,17 +824,35 @@ impl Reader<'_> {
     }
 
     fn bytes(&mut self) -> Result<Vec<u8>, Malformed> {
-        let n = self.u32()?;
+        let n = self.len()?;
         Ok(self.take(n)?.to_vec())
     }
 
+    fn skip_bytes(&mut self) -> Result<(), Malformed> {
+        let n = self.len()?;
+        self.take(n).map(|_| ())
+    }
+
+    /// An image's length and where its zero run starts and ends, checked.
+    fn image_parts(&mut self) -> Result<(usize, usize, usize), Malformed> {
+        let run = Malformed("zero run beyond the image");
+        let len = usize::try_from(self.var()?)
+            .ok()
+            .filter(|&l| l <= swizzledb_buffer::page::MAX_PAGE_SIZE)
+            .ok_or(Malformed("an image larger than any page"))?;
+        let start = usize::try_from(self.var()?).map_err(|_| run.clone())?;
+        let zeros = usize::try_from(self.var()?).map_err(|_| run.clone())?;
+        let end = start.checked_add(zeros).filter(|&e| e <= len).ok_or(run)?;
+        Ok((len, start, end))
+    }
+
+    fn skip_image(&mut self) -> Result<(), Malformed> {
+        let (len, start, end) = self.image_parts()?;
+        self.take(start + (len - end)).map(|_| ())
+    }
+
     fn image(&mut self) -> Result<Vec<u8>, Malformed> {
-        let (len, start, zeros) = (self.u32()?, self.u32()?, self.u32()?);
-        if len > swizzledb_buffer::page::MAX_PAGE_SIZE {
-            return Err(Malformed("an image larger than any page"));
-        }
-        let end =
-            start.checked_add(zeros).filter(|&e| e <= len).ok_or(Malformed("zero run beyond the image"))?;
+        let (len, start, end) = self.image_parts()?;
         let mut image = Vec::with_capacity(len);
         image.extend_from_slice(self.take(start)?);
         image.resize(end, 0);
@@ -693,11 +865,11 @@ impl Reader<'_> {
     }
 
     fn page(&mut self) -> Result<PageId, Malformed> {
-        PageId::new(self.u64()?).ok_or(Malformed("page id out of range"))
+        PageId::new(self.var()?).ok_or(Malformed("page id out of range"))
     }
 
     fn pages(&mut self) -> Result<Vec<PageId>, Malformed> {
-        let n = self.count(8)?;
+        let n = self.count(1)?;
         (0..n).map(|_| self.page()).collect()
     }
 }
@@ -720,6 +892,18 @@ mod tests {
             (bytes(), bytes()).prop_map(|(key, value)| Change::Insert { key, value }),
             (bytes(), bytes(), bytes()).prop_map(|(key, old, new)| Change::Update { key, old, new }),
             (bytes(), bytes()).prop_map(|(key, old)| Change::Delete { key, old }),
+        ]
+    }
+
+    /// Every form a structure record gives a page.
+    fn node_log() -> impl Strategy<Value = NodeLog> {
+        let page = (0u64..1 << 40).prop_map(pid);
+        prop_oneof![
+            bytes().prop_map(NodeLog::Image),
+            (bytes(), page.clone()).prop_map(|(key, right)| NodeLog::Split { key, right }),
+            (bytes(), page.clone()).prop_map(|(key, child)| NodeLog::Adopt { key, child }),
+            page.clone().prop_map(|child| NodeLog::Adopted { child }),
+            (bytes(), page).prop_map(|(key, child)| NodeLog::Unlink { key, child }),
         ]
     }
 
@@ -764,8 +948,11 @@ mod tests {
             (txn.clone(), lsn.clone()).prop_map(|(txn, prev)| Record::Commit { txn, prev }),
             (txn.clone(), lsn.clone()).prop_map(|(txn, prev)| Record::Abort { txn, prev }),
             (txn, lsn.clone()).prop_map(|(txn, prev)| Record::End { txn, prev }),
-            (prop::collection::vec((page.clone(), bytes()), 0..4), prop::collection::vec(page.clone(), 0..4))
-                .prop_map(|(images, freed)| Record::Structure { images, freed }),
+            (
+                prop::collection::vec((page.clone(), node_log()), 0..4),
+                prop::collection::vec(page.clone(), 0..4)
+            )
+                .prop_map(|(pages, freed)| Record::Structure { pages, freed }),
             ("[a-z]{1,12}", page.clone()).prop_map(|(name, root)| Record::CreateTree { name, root }),
             Just(Record::CheckpointBegin),
             checkpoint,
@@ -814,7 +1001,7 @@ mod tests {
         image[100..3000].fill(0);
         image[3100..3200].fill(0);
         assert_eq!(longest_zero_run(&image), (100, 2900));
-        let rec = Record::Structure { images: vec![(pid(3), image)], freed: vec![] };
+        let rec = Record::Structure { pages: vec![(pid(3), NodeLog::Image(image))], freed: vec![] };
         let body = rec.encode();
         assert!(body.len() < 4096 - 2900 + 64, "{} bytes", body.len());
         assert_eq!(Record::decode(&body), Ok(rec));
@@ -834,6 +1021,67 @@ mod tests {
             assert_eq!(RecordKind::try_from(byte), Err(UnknownRecordKind(byte)));
             assert_eq!(Record::decode(&[byte]), Err(Malformed("record kind")));
         }
+    }
+
+    /// The logical node changes convert to the tree's borrowed form and back.
+    #[test]
+    fn node_log_round_trips_through_the_tree_form() {
+        for n in [
+            NodeLog::Split { key: b"k".to_vec(), right: pid(4) },
+            NodeLog::Adopt { key: b"".to_vec(), child: pid(5) },
+            NodeLog::Adopted { child: pid(6) },
+            NodeLog::Unlink { key: b"u".to_vec(), child: pid(7) },
+        ] {
+            assert_eq!(NodeLog::of(&n.change().unwrap()), n);
+        }
+        assert_eq!(NodeLog::Image(vec![1]).change(), Err(&[1u8][..]));
+    }
+
+    /// Varints: boundaries round-trip; one beyond 64 bits, or cut short, is malformed.
+    #[test]
+    fn varints_round_trip_and_refuse_overflow() {
+        for v in [0, 1, 127, 128, 16383, 16384, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+            let mut w = Writer(Vec::new());
+            w.var(v);
+            assert!(w.0.len() <= MAX_VARINT);
+            let mut r = Reader(&w.0);
+            assert_eq!(r.var(), Ok(v));
+            assert!(r.0.is_empty());
+        }
+        let mut too_big = vec![0xff; 9];
+        too_big.push(0x02);
+        assert_eq!(Reader(&too_big).var(), Err(Malformed("varint beyond 64 bits")));
+        assert_eq!(Reader(&[0x80; 11]).var(), Err(Malformed("varint beyond 64 bits")));
+        assert_eq!(Reader(&[0x80]).var(), Err(Malformed("truncated")));
+    }
+
+    /// The sizes that matter for the log's volume (docs/log-size.md): a 100-byte insert with an
+    /// 8-byte key, a split's logical half and an adoption's two halves.
+    #[test]
+    fn common_records_are_small() {
+        let leaf = Record::Leaf {
+            txn: TxnId(12_000),
+            prev: Lsn(40 << 20),
+            undo_next: None,
+            tree: pid(1),
+            page: pid(4000),
+            change: Change::Insert { key: vec![7; 8], value: vec![9; 100] },
+            base: None,
+        };
+        assert_eq!(leaf.encode().len(), 121, "kind, flags, 2+4+1+2 bytes of ids, 1+8 key, 1+100 value");
+        let split = Record::Structure {
+            pages: vec![(pid(4000), NodeLog::Split { key: vec![7; 8], right: pid(4001) })],
+            freed: vec![],
+        };
+        assert_eq!(split.encode().len(), 17);
+        let adopt = Record::Structure {
+            pages: vec![
+                (pid(30), NodeLog::Adopt { key: vec![7; 8], child: pid(4001) }),
+                (pid(4000), NodeLog::Adopted { child: pid(4001) }),
+            ],
+            freed: vec![],
+        };
+        assert_eq!(adopt.encode().len(), 21);
     }
 
     #[test]

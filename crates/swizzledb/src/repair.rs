@@ -9,7 +9,7 @@ use swizzledb_buffer::PageId;
 use swizzledb_sync::Lsn;
 use swizzledb_wal::{Archive, LogError, LogManager};
 
-use crate::record::Record;
+use crate::record::{NodeLog, Record};
 use crate::restart::{check_image, redo_on_page, RedoTarget};
 use crate::{Error, Result};
 
@@ -71,7 +71,9 @@ fn history(
 /// base image), so that nothing before it matters.
 pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
     match record {
-        Record::Structure { images, .. } => images.iter().any(|(p, _)| *p == id),
+        Record::Structure { pages, .. } => {
+            pages.iter().any(|(p, n)| *p == id && matches!(n, NodeLog::Image(_)))
+        }
         Record::Leaf { page, base, .. } => *page == id && base.is_some(),
         Record::Begin { .. }
         | Record::Commit { .. }

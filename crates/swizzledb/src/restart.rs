@@ -4,14 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-use swizzledb_btree::log::redo;
+use swizzledb_btree::log::{redo, redo_node};
 use swizzledb_btree::node;
 use swizzledb_buffer::page;
 use swizzledb_buffer::{Allocation, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, LogManager};
 
-use crate::record::{Checkpoint, Record, TxnEntry, TxnState};
+use crate::record::{Checkpoint, NodeLog, Record, TxnEntry, TxnState};
 use crate::{Error, Result};
 
 /// What analysis and redo found, for undo and the pool.
@@ -222,10 +222,13 @@ impl Analysis {
                 self.txns.remove(txn);
                 self.first.remove(txn);
             }
-            Record::Structure { images, freed } => {
-                for (p, _) in images {
+            Record::Structure { pages, freed } => {
+                for (p, node) in pages {
                     self.touched(*p, lsn);
-                    self.last_image.insert(*p, lsn);
+                    // Only an image replaces the page; a logical change applies on top (R9).
+                    if let NodeLog::Image(_) = node {
+                        self.last_image.insert(*p, lsn);
+                    }
                     self.allocated(*p);
                 }
                 for p in freed {
@@ -318,15 +321,27 @@ pub(crate) fn redo_on_page(
             page::set_page_lsn(p, lsn);
             Ok(true)
         }
-        Record::Structure { images, .. } => match images.iter().find(|(p, _)| *p == id) {
-            Some((_, image)) => {
-                target.install(id, image, lsn)?;
-                Ok(true)
+        Record::Structure { pages, .. } => {
+            match pages.iter().find(|(p, _)| *p == id).map(|(_, n)| n.change()) {
+                Some(Err(image)) => {
+                    target.install(id, image, lsn)?;
+                    Ok(true)
+                }
+                // A logical change, on the page's state before it (R9).
+                Some(Ok(change)) => {
+                    let p = target.page(id, lsn)?;
+                    if page::page_lsn(p) >= lsn {
+                        return Ok(false);
+                    }
+                    redo_node(p, &change).map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
+                    page::set_page_lsn(p, lsn);
+                    Ok(true)
+                }
+                // A freed page: its contents no longer matter (it is allocated again only with
+                // a new image).
+                None => Ok(false),
             }
-            // A freed page: its contents no longer matter (it is allocated again only with
-            // a new image).
-            None => Ok(false),
-        },
+        }
         // Records that change no page, or not this one.
         Record::Leaf { .. }
         | Record::Begin { .. }

@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound::Unbounded;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use swizzledb::record::{Change, Record};
+use swizzledb::record::{Change, NodeLog, Record};
 use swizzledb::{BufferError, Database, Error, TreeError};
 use swizzledb_btree::node;
 use swizzledb_buffer::page;
@@ -417,8 +417,8 @@ fn append_redo(path: &Path, root: u64, image: Option<(u64, Vec<u8>)>, id: u64, k
     let log = LogManager::open(LogConfig::new(swizzledb::wal_dir(path))).unwrap();
     let pid = PageId::new(id).unwrap();
     if let Some((at, image)) = image {
-        let images = vec![(PageId::new(at).unwrap(), image)];
-        log.append(&Record::Structure { images, freed: vec![] }.encode()).unwrap();
+        let pages = vec![(PageId::new(at).unwrap(), NodeLog::Image(image))];
+        log.append(&Record::Structure { pages, freed: vec![] }.encode()).unwrap();
     }
     let txn = TxnId(1 << 40);
     let begin = log.append(&Record::Begin { txn }.encode()).unwrap();

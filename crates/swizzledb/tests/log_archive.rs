@@ -180,11 +180,12 @@ fn r17_a_failed_archiving_keeps_the_log_and_loses_no_commit() {
     fs.fail_next(FaultRule::new(Op::Write, Fault::Eio).on_path(".run.tmp").repeating());
     let t = db.create_tree("t").unwrap();
     for round in 0..3u32 {
-        // One transaction a round: once the log is over its bound, each `begin` waits up to
-        // two seconds for a cleaner that cannot truncate (R15).
+        // 200-byte values, so the log passes its bound. One transaction a round: once the log
+        // is over its bound, each `begin` waits up to two seconds for a cleaner that cannot
+        // truncate (R15).
         db.transact(|tx| {
             for i in round * 500..(round + 1) * 500 {
-                tx.put(&t, &key(i), &[i as u8; 60])?;
+                tx.put(&t, &key(i), &[i as u8; 200])?;
             }
             Ok(())
         })
@@ -202,7 +203,7 @@ fn r17_a_failed_archiving_keeps_the_log_and_loses_no_commit() {
     let db = builder.open(path).unwrap();
     let t = db.tree("t").unwrap();
     for i in 0..1500 {
-        assert_eq!(t.get(&key(i)).unwrap(), Some(vec![i as u8; 60]), "key {i}");
+        assert_eq!(t.get(&key(i)).unwrap(), Some(vec![i as u8; 200]), "key {i}");
     }
     assert!(
         db.archive_runs().unwrap().last().map(|r| r.end) > archived,

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use swizzledb::record::{Change, Record};
+use swizzledb::record::{Change, NodeLog, Record};
 use swizzledb::{Database, Error};
 use swizzledb_sync::fault::{CrashMode, FaultFs};
 use swizzledb_sync::Vfs;
@@ -200,6 +200,127 @@ fn r9_a_page_written_before_the_crash_is_rebuilt_the_same() {
     assert_eq!(db.restart_stats().redone, 0, "{:?}", db.restart_stats());
     assert_eq!(get(&db, b"a").as_deref(), Some(&b"1"[..]));
     db.close().unwrap();
+}
+
+/// R3, R9: splits, adoptions and sibling merges are logged as node changes on the old nodes
+/// and the parents; a crash before any page is written (and one after some pages were written,
+/// whose next changes then log images) is recovered by redoing them page by page: every
+/// committed insert and delete is there, the tree is valid.
+#[test]
+fn r9_node_changes_are_redone_after_a_crash() {
+    for flush_midway in [false, true] {
+        let fs = Arc::new(FaultFs::new());
+        let path = Path::new("/db/t.swz");
+        fs.create_dir_all(Path::new("/db")).unwrap();
+        let builder = builder().pool_bytes(2048 * 4096).vfs(fs.clone());
+        let db = builder.clone().create(path).unwrap();
+        let tree = db.create_tree("t").unwrap();
+        let key = |i: u32| format!("{:08}", i.wrapping_mul(2_654_435_761) % 100_000_000).into_bytes();
+        for batch in 0..60u32 {
+            let mut t = db.begin();
+            for i in batch * 50..(batch + 1) * 50 {
+                t.put(&tree, &key(i), &[i as u8; 90]).unwrap();
+            }
+            t.commit().unwrap();
+            if batch == 20 {
+                db.checkpoint().unwrap();
+            }
+            if batch == 40 && flush_midway {
+                db.flush().unwrap();
+            }
+        }
+        db.checkpoint().unwrap();
+        // Changes after the last checkpoint too, so that analysis reads node changes; deletes
+        // of most keys, so that siblings merge (unlink).
+        let mut t = db.begin();
+        for i in 3000..3600 {
+            t.put(&tree, &key(i), &[i as u8; 90]).unwrap();
+        }
+        t.commit().unwrap();
+        for batch in 0..10u32 {
+            let mut t = db.begin();
+            for i in (batch * 300..(batch + 1) * 300).filter(|i| i % 10 != 0) {
+                assert!(t.delete(&tree, &key(i)).unwrap());
+            }
+            t.commit().unwrap();
+        }
+        let kept = |i: u32| i >= 3000 || i.is_multiple_of(10);
+        fs.crash(CrashMode::DropUnsynced);
+        drop(tree);
+        drop(db);
+
+        let log = LogManager::open({
+            let mut c = LogConfig::new(swizzledb::wal_dir(path));
+            c.vfs = fs.clone();
+            c
+        })
+        .unwrap();
+        // Node changes that no later image of their page replaces: without the flush, no page
+        // reached the file, so redo must apply all of them.
+        let mut changes = Vec::new();
+        let mut last_image = std::collections::HashMap::new();
+        let mut unlinks = 0;
+        for item in log.scan(log.oldest()).unwrap() {
+            let (lsn, body) = item.unwrap();
+            if let Record::Structure { pages, .. } = Record::decode(&body).unwrap() {
+                for (page, node) in pages {
+                    match node {
+                        NodeLog::Image(_) => {
+                            last_image.insert(page, lsn);
+                        }
+                        NodeLog::Unlink { .. } => {
+                            unlinks += 1;
+                            changes.push((page, lsn));
+                        }
+                        _ => changes.push((page, lsn)),
+                    }
+                }
+            }
+        }
+        drop(log);
+        let needed = changes.iter().filter(|(p, lsn)| last_image.get(p).is_none_or(|i| lsn > i)).count();
+        assert!(needed > 50, "the log holds node changes redo needs: {needed} of {}", changes.len());
+        assert!(unlinks > 5, "siblings merged: {unlinks}");
+
+        let db = builder.open(path).unwrap();
+        let s = db.restart_stats();
+        assert!(flush_midway || s.redone > needed as u64, "{s:?}");
+        let tree = db.tree("t").unwrap();
+        let shape = tree.verify().unwrap();
+        assert_eq!(shape.records, 900, "flush midway: {flush_midway}");
+        for i in 0..3600 {
+            let want = kept(i).then(|| vec![i as u8; 90]);
+            assert_eq!(tree.get(&key(i)).unwrap(), want, "key {i}");
+        }
+        db.close().unwrap();
+    }
+}
+
+/// R9, T13: a node change that does not match its page (a separator not on it, an adoption
+/// into a leaf, an adopted foster child it does not have) is `LogCorrupted`, naming the
+/// record's LSN and the page, never a panic.
+#[test]
+fn r9_a_node_change_that_does_not_match_its_page_is_log_corrupted() {
+    let other = PageId::new(77).unwrap();
+    for (what, node) in [
+        ("not a key of the page", NodeLog::Split { key: b"zz".to_vec(), right: other }),
+        ("into a leaf", NodeLog::Adopt { key: b"zz".to_vec(), child: other }),
+        ("foster child is not page 77", NodeLog::Adopted { child: other }),
+        ("unlink in a leaf", NodeLog::Unlink { key: b"zz".to_vec(), child: other }),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.swz");
+        let root = fresh(&path);
+        let lsns =
+            append(&path, vec![Record::Structure { pages: vec![(root, node.clone())], freed: vec![] }]);
+        match builder().open(&path) {
+            Err(Error::LogCorrupted { lsn, reason }) => {
+                assert_eq!(lsn, lsns[0], "{node:?}");
+                assert!(reason.contains(&format!("page {root}")) && reason.contains(what), "{reason}");
+            }
+            other => panic!("{node:?}: expected LogCorrupted, got {:?}", other.map(|_| ())),
+        }
+    }
 }
 
 /// W7, R10: garbage after the last record is the end of the log; a master record naming a
