@@ -384,8 +384,9 @@ impl Builder {
     }
 
     /// Which page cleaner runs (default [`Cleaner::Classical`]); only with logging.
-    /// [`Cleaner::Decoupled`] needs the log archive ([`Builder::log_archive`]); `create` and
-    /// `open` refuse it without.
+    /// [`Cleaner::Decoupled`] needs the log archive ([`Builder::log_archive`]; `create` and
+    /// `open` refuse it without), and makes the checkpoints decoupled whatever
+    /// [`Builder::checkpoint_kind`] says (RECOVERY.md R20).
     #[must_use]
     pub fn cleaner(mut self, cleaner: Cleaner) -> Self {
         self.cleaner = cleaner;
@@ -507,7 +508,15 @@ impl Builder {
 
     /// The engine's log over `log`, with the log archive if the database keeps one (R17).
     fn wal(&self, log: Arc<LogManager>, archive: Option<Arc<swizzledb_wal::Archive>>) -> Wal {
-        Wal::new(log, self.commit_mode).with_archive(archive).with_checkpoint_kind(self.checkpoint_kind)
+        // R20: with the decoupled cleaner the pool's recovery LSNs lag behind the file (it
+        // writes pages without their frames), so a classical checkpoint could name log the
+        // decoupled ones already truncated: every checkpoint but the exact ones at open,
+        // restart and close is decoupled then.
+        let kind = match self.cleaner {
+            Cleaner::Decoupled => CheckpointKind::Decoupled,
+            _ => self.checkpoint_kind,
+        };
+        Wal::new(log, self.commit_mode).with_archive(archive).with_checkpoint_kind(kind)
     }
 
     fn check_log_settings(&self) -> Result<()> {

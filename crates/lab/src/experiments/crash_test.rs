@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
-use swizzledb::{CheckpointKind, CommitMode, Database, PoolMode, Tree};
+use swizzledb::{CheckpointKind, Cleaner, CommitMode, Database, PoolMode, Tree};
 use swizzledb_buffer::PageId;
 
 use crate::child::Child;
@@ -77,6 +77,31 @@ impl CheckpointArg {
         match self {
             CheckpointArg::Classical => "classical",
             CheckpointArg::Decoupled => "decoupled",
+        }
+    }
+}
+
+/// `--cleaner`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CleanerArg {
+    /// Writes back the pages holding old log (R15)
+    Classical,
+    /// Replays the log archive onto the data file (R20)
+    Decoupled,
+}
+
+impl CleanerArg {
+    fn cleaner(self) -> Cleaner {
+        match self {
+            CleanerArg::Classical => Cleaner::Classical,
+            CleanerArg::Decoupled => Cleaner::Decoupled,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            CleanerArg::Classical => "classical",
+            CleanerArg::Decoupled => "decoupled",
         }
     }
 }
@@ -159,6 +184,10 @@ pub struct CrashTestArgs {
     /// (computed from the log, R19)
     #[arg(long, value_enum, default_value_t = CheckpointArg::Classical)]
     checkpoint_kind: CheckpointArg,
+    /// Which page cleaner the writer runs: classical (R15) or decoupled (replays the log
+    /// archive onto the file, R20; needs --log-archive)
+    #[arg(long, value_enum, default_value_t = CleanerArg::Classical)]
+    cleaner: CleanerArg,
     /// Directory for the database (default: a temporary directory, removed afterwards)
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -452,7 +481,8 @@ fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
         .mode(args.mode)
         .pool_bytes(pool_bytes(args))
         .log_archive(args.log_archive)
-        .checkpoint_kind(args.checkpoint_kind.kind());
+        .checkpoint_kind(args.checkpoint_kind.kind())
+        .cleaner(args.cleaner.cleaner());
     match args.config {
         Config::Transactions => {
             let b = b
@@ -790,6 +820,9 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if args.kills == 0 {
         return Err(Usage("--kills must be at least 1".into()).into());
     }
+    if args.cleaner == CleanerArg::Decoupled && !args.log_archive {
+        return Err(Usage("--cleaner decoupled needs --log-archive: it replays the archive".into()).into());
+    }
     if args.damage_pages > 0 && !args.log_archive {
         return Err(Usage(
             "--damage-pages needs --log-archive: without the archive a damaged page's image may have left the log"
@@ -831,7 +864,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     }
     println!(
         "crash-test: {} configuration, {} mode, {} writers, {} kills (seed {}); background {} checkpoints \
-         every {} ms and the page cleaner (log bound {}) racing the commits{}",
+         every {} ms and the {} page cleaner (log bound {}) racing the commits{}",
         args.config.name(),
         mode_name(args.mode),
         args.threads,
@@ -839,6 +872,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         args.seed,
         args.checkpoint_kind.name(),
         checkpoint_ms(args),
+        args.cleaner.name(),
         max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10)),
         if args.log_archive { "; the log archive on" } else { "" }
     );
@@ -863,7 +897,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         if args.log_archive {
             command.arg("--log-archive");
         }
-        command.args(["--checkpoint-kind", args.checkpoint_kind.name()]);
+        command.args(["--checkpoint-kind", args.checkpoint_kind.name(), "--cleaner", args.cleaner.name()]);
         if args.config == Config::Default {
             let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
             command.args(["--resume", &resume.join(",")]);
