@@ -101,6 +101,9 @@ pub struct PoolConfig {
     /// into fresh frames pays no page faults later. The pool's memory is committed at once and
     /// opening takes longer (the kernel zeroes it all). Off by default.
     pub prefault: bool,
+    /// Write elision (B27): eviction may drop a dirty page without writing it when the log
+    /// says it can rebuild the page (`LogFlush::elide_write`). Off by default.
+    pub write_elision: bool,
 }
 
 impl std::fmt::Debug for PoolConfig {
@@ -118,6 +121,7 @@ impl std::fmt::Debug for PoolConfig {
             .field("time_fixes", &self.time_fixes)
             .field("optimistic_reads", &self.optimistic_reads)
             .field("prefault", &self.prefault)
+            .field("write_elision", &self.write_elision)
             .finish()
     }
 }
@@ -137,6 +141,7 @@ impl Default for PoolConfig {
             time_fixes: false,
             optimistic_reads: true,
             prefault: false,
+            write_elision: false,
         }
     }
 }

@@ -54,6 +54,7 @@ counters! {
     rejected_wal: "Eviction victims kept because the log could not be flushed to their page LSN (B18).",
     pages_read: "Pages read from the file.",
     pages_written: "Pages written to the file (including metadata and free-chain pages).",
+    elided_writes: "Dirty pages evicted without being written (write elision, B27); the log rebuilds them when read.",
     pages_repaired: "Pages read damaged or stale and rebuilt from the log by single-page recovery (B25), then written back.",
     eviction_rounds: "Batches run by the evicting thread (B13): each one call of the evictioner.",
     eviction_nanos: "Wall-clock nanoseconds spent in eviction batches, sweeps included.",

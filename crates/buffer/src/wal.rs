@@ -53,4 +53,13 @@ pub trait LogFlush: Send + Sync {
         let _ = (page, buf, damage);
         Err("no single-page recovery".into())
     }
+
+    /// Write elision (B27): eviction is about to drop `page`, dirty since `rec_lsn` and
+    /// carrying `page_lsn`, without writing it; the log is durable up to `page_lsn` already.
+    /// Returns true if the log takes the page over — it can rebuild it (B25) and will report it
+    /// stale until then — and false if the page must be written. Default: false.
+    fn elide_write(&self, page: PageId, page_lsn: Lsn, rec_lsn: Lsn) -> bool {
+        let _ = (page, page_lsn, rec_lsn);
+        false
+    }
 }

@@ -112,6 +112,28 @@ fn kills_with_the_decoupled_cleaner_lose_nothing() {
     assert!(found["cleaner_rounds"] > 0 && found["cleaner_pages"] > 0, "the cleaner did not run: {found:?}");
 }
 
+/// R21: evictions drop dirty pages without writing them while the writer is killed (a small
+/// pool); the checker's reads rebuild them and lose nothing.
+#[test]
+fn kills_with_write_elision_lose_nothing() {
+    crash_test(
+        "crash-write-elision",
+        10,
+        &[
+            "--max-log-kib",
+            "64",
+            "--log-segment-kib",
+            "16",
+            "--log-archive",
+            "--cleaner",
+            "decoupled",
+            "--write-elision",
+            "--pool-kib",
+            "128",
+        ],
+    );
+}
+
 #[test]
 fn transactions_configuration_kills_lose_nothing() {
     let found = crash_test("crash-transactions", 8, &["--config", "transactions"]);
@@ -135,6 +157,7 @@ fn crash_test_rejects_bad_input() {
             &["--damage-pages", "3"],
             &["--checkpoint-kind", "fuzzy"],
             &["--cleaner", "decoupled"],
+            &["--write-elision"],
         ],
         &scratch.0,
     );

@@ -393,6 +393,18 @@ impl Builder {
         self
     }
 
+    /// Write elision (RECOVERY.md R21; Lersch 2015, Sec. 4.3): eviction may drop a dirty page
+    /// without writing it, since the log and its archive hold every change of it; the next
+    /// read finds the file's copy stale and rebuilds the page by single-page recovery (R18),
+    /// and the decoupled cleaner brings the copy forward meanwhile. Off by default; needs
+    /// [`Cleaner::Decoupled`] (whose checkpoints keep such a page dirty until its copy is
+    /// current): `create` and `open` refuse it without.
+    #[must_use]
+    pub fn write_elision(mut self, on: bool) -> Self {
+        self.config.write_elision = on;
+        self
+    }
+
     /// Makes the page cleaner also run a full round every `every` (default `None`: only when
     /// the log passes three quarters of [`Builder::max_log_bytes`], RECOVERY.md R15): the
     /// classical cleaner then writes back every dirty page, the decoupled one replays
@@ -500,6 +512,12 @@ impl Builder {
                 }));
             }
             return Ok(None);
+        }
+        if self.config.write_elision && self.cleaner != Cleaner::Decoupled {
+            return Err(Error::Log(LogError::BadConfig {
+                reason: "write elision needs the decoupled cleaner: add Builder::cleaner(Cleaner::Decoupled)"
+                    .into(),
+            }));
         }
         let archive = swizzledb_wal::Archive::open(Arc::clone(&self.config.vfs), archive_dir(path))?;
         logging::check_archive(log, &archive)?;
@@ -1023,10 +1041,21 @@ impl Core {
             None => Ok(self.pool.flush()?),
             Some(wal) => {
                 wal.log.flush_all()?;
+                self.replay_archive(wal)?;
                 self.pool.write_back_older(Lsn(u64::MAX), usize::MAX)?;
                 Ok(self.pool.sync_file()?)
             }
         }
+    }
+
+    /// With the decoupled cleaner, brings every page's copy in the file up to the durable log
+    /// (R20): pages evicted without a write (R21) are in no frame for `flush` or `close` to
+    /// write.
+    fn replay_archive(&self, wal: &Wal) -> Result<()> {
+        if self.cleaner.as_ref().is_some_and(|c| c.kind == Cleaner::Decoupled) {
+            crate::decoupled::replay(wal, &self.pool, crate::decoupled::progress(wal)?)?;
+        }
+        Ok(())
     }
 
     /// The close sequence (R13): the log made durable (so no page, free-page chain or page 0
@@ -1036,6 +1065,7 @@ impl Core {
     fn close(&self) -> Result<()> {
         if let Some(wal) = &self.wal {
             wal.log.flush_all()?;
+            self.replay_archive(wal)?;
         }
         self.pool.close()?;
         if let Some(wal) = &self.wal {

@@ -412,6 +412,14 @@ impl PoolLog {
     fn shard(&self, page: PageId) -> &Mutex<rustc_hash::FxHashMap<u64, Lsn>> {
         &self.written[(page.get() as usize) % WRITTEN_SHARDS]
     }
+
+    /// R18: the page's copy must carry at least `page_lsn` from now on (a newer version may
+    /// have been written or elided already: the larger stays).
+    fn expect(&self, page: PageId, page_lsn: Lsn) {
+        let mut shard = self.shard(page).lock();
+        let e = shard.entry(page.get()).or_insert(page_lsn);
+        *e = (*e).max(page_lsn);
+    }
 }
 
 impl swizzledb_buffer::LogFlush for PoolLog {
@@ -425,16 +433,27 @@ impl swizzledb_buffer::LogFlush for PoolLog {
     }
 
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
-        self.shard(page).lock().insert(page.get(), page_lsn);
+        self.expect(page, page_lsn);
         // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
         let _ = self.log.append(&Record::PageWrite { page, page_lsn, decoupled: None }.encode());
     }
 
     fn page_propagated(&self, page: PageId, page_lsn: Lsn, complete_below: Lsn) {
-        self.shard(page).lock().insert(page.get(), page_lsn);
+        self.expect(page, page_lsn);
         // Best effort, as above: without it a decoupled checkpoint keeps the page dirty.
         let record = Record::PageWrite { page, page_lsn, decoupled: Some(complete_below) };
         let _ = self.log.append(&record.encode());
+    }
+
+    fn elide_write(&self, page: PageId, page_lsn: Lsn, rec_lsn: Lsn) -> bool {
+        // R21: the changes since the file's copy begin at `rec_lsn` with an image of the page
+        // (R3), kept in the log or, once truncated, in the archive.
+        let Some(archive) = &self.archive else { return false };
+        if archive.begin().is_some_and(|b| b > rec_lsn) {
+            return false;
+        }
+        self.expect(page, page_lsn);
+        true
     }
 
     fn expected_page_lsn(&self, page: PageId) -> Option<Lsn> {

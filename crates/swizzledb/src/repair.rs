@@ -7,7 +7,7 @@ use swizzledb_btree::node;
 use swizzledb_buffer::page;
 use swizzledb_buffer::PageId;
 use swizzledb_sync::Lsn;
-use swizzledb_wal::{Archive, LogError, LogManager};
+use swizzledb_wal::{Archive, LogManager};
 
 use crate::record::{NodeLog, Record};
 use crate::restart::{check_image, redo_on_page, RedoTarget};
@@ -46,23 +46,27 @@ fn history(
             None => Lsn(0),
         };
         let to = log.durable().min(before);
-        let scan = match log.scan(from) {
-            Ok(scan) => scan,
-            Err(LogError::Truncated { .. }) if archive.is_some() => continue,
-            Err(e) => return Err(e.into()),
-        };
-        for item in scan {
-            let (lsn, body) = item?;
-            if lsn >= to {
-                break;
+        let scanned = (|| -> Result<()> {
+            for item in log.scan(from)? {
+                let (lsn, body) = item?;
+                if lsn >= to {
+                    break;
+                }
+                let pages = Record::pages_in(&body)
+                    .map_err(|e| Error::LogCorrupted { lsn, reason: e.to_string() })?;
+                if pages.contains(&id) {
+                    out.push((lsn, decode(lsn, &body)?));
+                }
             }
-            let pages =
-                Record::pages_in(&body).map_err(|e| Error::LogCorrupted { lsn, reason: e.to_string() })?;
-            if pages.contains(&id) {
-                out.push((lsn, decode(lsn, &body)?));
-            }
+            Ok(())
+        })();
+        match scanned {
+            Ok(()) => return Ok(out),
+            // A checkpoint truncated the log under the scan (past where the archive ended when
+            // we looked): the archive holds those records now.
+            Err(_) if archive.is_some() && log.oldest() > from => continue,
+            Err(e) => return Err(e),
         }
-        return Ok(out);
     }
     Err(unrecoverable(id, "the log kept being truncated under the repair; try again"))
 }

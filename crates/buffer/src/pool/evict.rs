@@ -10,7 +10,7 @@ use crate::trace::EventKind;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::time::Instant;
 use swizzledb_replacement::{Evictor, FrameHook, HookTable, Rejection, Verdict};
-use swizzledb_sync::FrameId;
+use swizzledb_sync::{FrameId, Lsn};
 
 /// At most this many sweeps per eviction batch (R9: enough for GCLOCK's default k = 10 to age a
 /// leaf hit just before the batch down to 0).
@@ -252,17 +252,29 @@ impl BufferPool {
                 self.count(|b| bump(&b.rejected_wal));
                 return Err(EvictError::Wal(e));
             }
-            if let Err(e) = self.write_file_page(pid, page) {
-                d.latch.unlock_exclusive();
-                unlatch_parent();
-                return Err(EvictError::Io(e));
+            let rec = Lsn(d.rec_lsn.load(Acquire));
+            let elided = self.write_elision
+                && rec != Lsn(0)
+                && self.log.as_ref().is_some_and(|log| log.elide_write(pid, lsn, rec));
+            if elided {
+                // B27: the log holds every change of the page since the file's copy and will
+                // rebuild it when it is read again.
+                d.dirty.store(false, Relaxed);
+                d.rec_lsn.store(0, Release);
+                self.count(|b| bump(&b.elided_writes));
+            } else {
+                if let Err(e) = self.write_file_page(pid, page) {
+                    d.latch.unlock_exclusive();
+                    unlatch_parent();
+                    return Err(EvictError::Io(e));
+                }
+                d.dirty.store(false, Relaxed);
+                self.written(d, pid, lsn);
+                self.count(|b| {
+                    bump(&b.write_backs);
+                    bump(&b.pages_written);
+                });
             }
-            d.dirty.store(false, Relaxed);
-            self.written(d, pid, lsn);
-            self.count(|b| {
-                bump(&b.write_backs);
-                bump(&b.pages_written);
-            });
         }
         if let Some((ppage, o)) = parent_slot {
             put_u64(ppage, o, Swip::page(pid).raw());

@@ -153,6 +153,8 @@ pub struct BufferPool {
     /// Stripes of per-page file write locks (B26): every write of a page to the file holds its
     /// stripe, and so does a writer outside the pool ([`FilePage`]).
     write_locks: Box<[Mutex<()>]>,
+    /// B27: eviction may leave dirty pages to the log.
+    write_elision: bool,
     /// Whether fixes are timed (B12a).
     time_fixes: bool,
     /// Whether descents may read inner nodes optimistically (B24).
@@ -340,6 +342,7 @@ impl BufferPool {
             trace,
             log: config.log.clone(),
             write_locks: (0..propagate::WRITE_LOCKS).map(|_| Mutex::new(())).collect(),
+            write_elision: config.write_elision && config.log.is_some(),
             time_fixes: config.time_fixes,
             optimistic: config.optimistic_reads
                 && config.mode.swizzles()

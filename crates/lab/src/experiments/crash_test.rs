@@ -188,6 +188,10 @@ pub struct CrashTestArgs {
     /// archive onto the file, R20; needs --log-archive)
     #[arg(long, value_enum, default_value_t = CleanerArg::Classical)]
     cleaner: CleanerArg,
+    /// Write elision (R21): evictions drop dirty pages without writing them, and reads rebuild
+    /// them; needs --cleaner decoupled
+    #[arg(long)]
+    write_elision: bool,
     /// Directory for the database (default: a temporary directory, removed afterwards)
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -482,7 +486,8 @@ fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
         .pool_bytes(pool_bytes(args))
         .log_archive(args.log_archive)
         .checkpoint_kind(args.checkpoint_kind.kind())
-        .cleaner(args.cleaner.cleaner());
+        .cleaner(args.cleaner.cleaner())
+        .write_elision(args.write_elision);
     match args.config {
         Config::Transactions => {
             let b = b
@@ -823,6 +828,9 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if args.cleaner == CleanerArg::Decoupled && !args.log_archive {
         return Err(Usage("--cleaner decoupled needs --log-archive: it replays the archive".into()).into());
     }
+    if args.write_elision && args.cleaner != CleanerArg::Decoupled {
+        return Err(Usage("--write-elision needs --cleaner decoupled".into()).into());
+    }
     if args.damage_pages > 0 && !args.log_archive {
         return Err(Usage(
             "--damage-pages needs --log-archive: without the archive a damaged page's image may have left the log"
@@ -874,7 +882,11 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         checkpoint_ms(args),
         args.cleaner.name(),
         max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10)),
-        if args.log_archive { "; the log archive on" } else { "" }
+        match (args.log_archive, args.write_elision) {
+            (true, true) => "; the log archive on; write elision",
+            (true, false) => "; the log archive on",
+            _ => "",
+        }
     );
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let (mut lost, mut uncommitted, mut invalid) = (0usize, 0usize, 0usize);
@@ -898,6 +910,9 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
             command.arg("--log-archive");
         }
         command.args(["--checkpoint-kind", args.checkpoint_kind.name(), "--cleaner", args.cleaner.name()]);
+        if args.write_elision {
+            command.arg("--write-elision");
+        }
         if args.config == Config::Default {
             let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
             command.args(["--resume", &resume.join(",")]);
