@@ -70,8 +70,8 @@ fn run_smallest(name: &str, extra: &[&str]) -> (Table, String) {
     assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
     assert_eq!(
         table.header.last().map(String::as_str),
-        Some("checkpoint_ms"),
-        "checkpoint_ms is the last column"
+        Some("pages_written_per_sec"),
+        "pages_written_per_sec is the last column"
     );
     for r in &table.rows {
         let tx: f64 = r[table.col("tx_per_sec")].parse().unwrap();
@@ -104,6 +104,55 @@ fn bench_tpcb_measures_the_log_archive_on_and_off() {
     assert_eq!(logging_and_archive(&table), [pair("on", "off"), pair("on", "on")]);
     assert!(table.rows.iter().all(|r| r[table.col("checkpoint_ms")] == "50"), "{:?}", table.rows);
     assert!(stdout.contains("checkpoints every 50 ms"), "{stdout}");
+}
+
+/// `--propagation classical,decoupled-checkpoint,decoupled`: a database each with logging and
+/// the archive on, rows naming them, CPU and write bandwidth filled; `decoupled` without the
+/// archive is refused.
+#[test]
+fn bench_tpcb_measures_each_propagation() {
+    let (table, stdout) = run_smallest(
+        "tpcb-propagation",
+        &[
+            "--logging",
+            "on",
+            "--log-archive",
+            "on",
+            "--propagation",
+            "classical,decoupled-checkpoint,decoupled",
+            "--checkpoint-ms",
+            "50",
+            "--cleaner-ms",
+            "20",
+        ],
+    );
+    let mut got: Vec<String> = table.rows.iter().map(|r| r[table.col("propagation")].clone()).collect();
+    got.sort_unstable();
+    assert_eq!(got, ["classical", "decoupled", "decoupled-checkpoint"]);
+    for r in &table.rows {
+        assert_eq!(r[table.col("cleaner_ms")], "20");
+        let cores: f64 = r[table.col("cpu_cores")].parse().unwrap();
+        assert!(cores > 0.0, "{r:?}");
+    }
+    assert!(stdout.contains("every 20 ms"), "{stdout}");
+    let scratch = Scratch::new("tpcb-propagation-bad");
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "tpcb",
+            "--branches",
+            "1",
+            "--log-archive",
+            "off",
+            "--propagation",
+            "decoupled",
+            "--dir",
+        ])
+        .arg(&scratch.0)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--log-archive on"));
 }
 
 /// `--logging on,off --log-archive on,off`: an archive needs a log, so logging off is measured

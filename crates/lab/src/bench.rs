@@ -95,6 +95,20 @@ impl Setting {
         policy: Option<PolicySpec>,
         checkpoint_interval: Option<Duration>,
     ) -> Result<Database, WorkloadError> {
+        self.create_tuned(dir, name, pool, policy, checkpoint_interval, |b| b)
+    }
+
+    /// [`Setting::create_with`], with `tune` applied to the builder last (settings a bench
+    /// adds to the common ones).
+    pub(crate) fn create_tuned(
+        &self,
+        dir: &Path,
+        name: &str,
+        pool: u64,
+        policy: Option<PolicySpec>,
+        checkpoint_interval: Option<Duration>,
+        tune: impl FnOnce(swizzledb::Builder) -> swizzledb::Builder,
+    ) -> Result<Database, WorkloadError> {
         let path = dir.join(format!(
             "{name}-{}-log-{}-lock-{}-opt-{}-arc-{}.swz",
             self.mode,
@@ -122,7 +136,7 @@ impl Setting {
         if let Some(every) = checkpoint_interval {
             b = b.checkpoint_interval(Some(every));
         }
-        Ok(b.create(&path)?)
+        Ok(tune(b).create(&path)?)
     }
 }
 

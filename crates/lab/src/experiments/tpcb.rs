@@ -3,7 +3,7 @@
 
 use crate::experiment::{self, Experiment};
 use crate::progress::Progress;
-use crate::tpcb::{print_table, run_bench, BenchPlan, BenchRow, TpcbConfig, TpcbRow};
+use crate::tpcb::{print_table, run_bench, BenchPlan, BenchRow, Propagation, TpcbConfig, TpcbRow};
 use clap::Args;
 use std::error::Error;
 use std::io::{self, Write};
@@ -27,6 +27,17 @@ pub struct TpcbArgs {
     /// log when the archive is on) [default: the engine's, 30 s]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     checkpoint_ms: Option<u64>,
+    /// Propagation settings, comma-separated (Lersch 2015): classical (the classical page
+    /// cleaner and fuzzy checkpoints), decoupled-checkpoint (the classical cleaner and
+    /// log-based checkpoints), decoupled (the decoupled cleaner replaying the log archive, and
+    /// log-based checkpoints; only with --log-archive on). Apply with logging on
+    #[arg(long, default_value = "classical", value_delimiter = ',', value_parser = Propagation::parse)]
+    propagation: Vec<Propagation>,
+    /// The page cleaner also runs a full round every this many milliseconds (the classical one
+    /// writes back every dirty page, the decoupled one replays everything archived) [default:
+    /// only when the log passes three quarters of its bound]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    cleaner_ms: Option<u64>,
     #[command(flatten)]
     options: WorkloadOptions,
 }
@@ -47,6 +58,8 @@ pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
         optimistic: args.options.optimistic(),
         log_archive: dedup(&args.log_archive),
         checkpoint_interval: args.checkpoint_ms.map(std::time::Duration::from_millis),
+        propagation: dedup(&args.propagation),
+        cleaner_interval: args.cleaner_ms.map(std::time::Duration::from_millis),
         pool_bytes: args.options.pool,
         policy: args.options.policy,
         dir: args.options.dir(),

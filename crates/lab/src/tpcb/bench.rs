@@ -9,12 +9,60 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use swizzledb::{PolicySpec, PoolMode};
+use swizzledb::{CheckpointKind, Cleaner, PolicySpec, PoolMode};
 
 use super::{Tpcb, TpcbConfig, HISTORY_BYTES};
 use crate::bench::{self, on_off, Scratch, Setting};
 use crate::harness::{self, Until};
 use crate::workload::{Workload, WorkloadError};
+
+/// How changes reach the data file and the log is bounded (Lersch 2015): which page cleaner
+/// and which checkpoints a logged database runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Propagation {
+    /// The classical cleaner (RECOVERY.md R15) and classical fuzzy checkpoints (R7).
+    Classical,
+    /// The classical cleaner and decoupled, log-based checkpoints (R19): Lersch's checkpoint
+    /// experiments (Figs. 5.1-5.4).
+    DecoupledCheckpoint,
+    /// The decoupled cleaner, replaying the log archive onto the file, and decoupled
+    /// checkpoints (R19, R20): Lersch's cleaner experiments (Figs. 5.5-5.8). Needs the archive.
+    Decoupled,
+}
+
+impl Propagation {
+    /// The name in options, tables and the CSV.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Propagation::Classical => "classical",
+            Propagation::DecoupledCheckpoint => "decoupled-checkpoint",
+            Propagation::Decoupled => "decoupled",
+        }
+    }
+
+    /// Parses [`Propagation::name`].
+    ///
+    /// # Errors
+    /// An unknown name, with the known ones.
+    pub fn parse(s: &str) -> Result<Propagation, String> {
+        [Propagation::Classical, Propagation::DecoupledCheckpoint, Propagation::Decoupled]
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown propagation {s:?}: classical, decoupled-checkpoint or decoupled"))
+    }
+
+    fn tune(self, b: swizzledb::Builder, cleaner_interval: Option<Duration>) -> swizzledb::Builder {
+        let b = b.cleaner_interval(cleaner_interval);
+        match self {
+            Propagation::Classical => b,
+            Propagation::DecoupledCheckpoint => b.checkpoint_kind(CheckpointKind::Decoupled),
+            Propagation::Decoupled => {
+                b.log_archive(true).cleaner(Cleaner::Decoupled).checkpoint_kind(CheckpointKind::Decoupled)
+            }
+        }
+    }
+}
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -45,6 +93,12 @@ pub struct BenchPlan {
     /// Interval of the background fuzzy checkpoints (`None`: the engine's, 30 s); each also
     /// archives the log when the archive is on.
     pub checkpoint_interval: Option<Duration>,
+    /// Propagation settings; they apply with logging on (logging off runs once, as classical),
+    /// and [`Propagation::Decoupled`] only with the log archive on.
+    pub propagation: Vec<Propagation>,
+    /// The page cleaner also runs a full round this often (`Builder::cleaner_interval`; `None`:
+    /// only when the log nears its bound).
+    pub cleaner_interval: Option<Duration>,
     /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
     pub pool_bytes: Option<u64>,
     /// Replacement policy (`None`: the engine's default).
@@ -81,6 +135,25 @@ impl BenchPlan {
         Setting::all(&self.modes, &self.logging, &self.locking, &self.optimistic, &self.log_archive)
     }
 
+    /// Every configuration measured: each setting with each propagation that applies to it
+    /// (logging off: classical only; decoupled: with the archive only).
+    #[must_use]
+    pub fn configs(&self) -> Vec<(Setting, Propagation)> {
+        let mut out = Vec::new();
+        for s in self.settings() {
+            if !s.logging {
+                out.push((s, Propagation::Classical));
+                continue;
+            }
+            for &p in &self.propagation {
+                if p != Propagation::Decoupled || s.log_archive {
+                    out.push((s, p));
+                }
+            }
+        }
+        out
+    }
+
     /// Checks the plan before anything runs.
     ///
     /// # Errors
@@ -98,6 +171,20 @@ impl BenchPlan {
         )?;
         if self.log_archive.is_empty() {
             return Err(WorkloadError::Config("--log-archive needs at least one value: on, off".into()));
+        }
+        if self.propagation.is_empty() {
+            return Err(WorkloadError::Config(
+                "--propagation needs at least one value: classical, decoupled-checkpoint, decoupled".into(),
+            ));
+        }
+        if self.propagation.contains(&Propagation::Decoupled)
+            && !self.settings().iter().any(|s| s.logging && s.log_archive)
+        {
+            return Err(WorkloadError::Config(
+                "--propagation decoupled needs --logging on and --log-archive on: the decoupled cleaner replays the \
+                 log archive"
+                    .into(),
+            ));
         }
         let what = format!("{} branches", self.config.branches);
         bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
@@ -117,6 +204,16 @@ pub struct BenchRow {
     pub optimistic: bool,
     /// Checkpoint interval in milliseconds (`None`: the engine's default).
     pub checkpoint_ms: Option<u64>,
+    /// Cleaner and checkpoints.
+    pub propagation: Propagation,
+    /// Cleaner interval in milliseconds (`None`: only near the log's bound).
+    pub cleaner_ms: Option<u64>,
+    /// CPU seconds the process used during the measurement (every thread: workers, cleaner,
+    /// checkpointer, log flusher).
+    pub cpu_seconds: f64,
+    /// Pages written to the data file during the measurement (pool write-backs, the
+    /// decoupled cleaner's writes, repairs).
+    pub pages_written: u64,
     /// Log archive on.
     pub log_archive: bool,
     /// Branches.
@@ -163,12 +260,19 @@ impl BenchRow {
     pub fn retries_per_1000(&self) -> f64 {
         self.retries as f64 * 1000.0 / self.transactions.max(1) as f64
     }
+
+    /// Cores busy on average: CPU seconds per second measured.
+    #[must_use]
+    pub fn cpu_cores(&self) -> f64 {
+        self.cpu_seconds / self.seconds
+    }
 }
 
 /// The columns of `tpcb.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str =
     "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
-transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive,checkpoint_ms";
+transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive,checkpoint_ms,\
+propagation,cleaner_ms,cpu_seconds,cpu_cores,pages_written,pages_written_per_sec";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -182,21 +286,44 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let tpcb = Tpcb::new(plan.config.clone())?;
     let pool = plan.pool();
     let mut dbs = Vec::new();
-    for setting in plan.settings() {
-        let db = setting.create_with(&scratch.0, "tpcb", pool, plan.policy, plan.checkpoint_interval)?;
+    for (setting, prop) in plan.configs() {
+        let name = format!("tpcb-{}", prop.name());
+        let db =
+            setting.create_tuned(&scratch.0, &name, pool, plan.policy, plan.checkpoint_interval, |b| {
+                if setting.logging {
+                    prop.tune(b, plan.cleaner_interval)
+                } else {
+                    b
+                }
+            })?;
         let started = Instant::now();
         tpcb.load(&db)?;
         let load = started.elapsed().as_secs_f64();
-        writeln!(log, "loaded {} branches: {} in {load:.1} s", plan.config.branches, setting.describe())
-            .map_err(io_err)?;
-        dbs.push((setting, db, load));
+        writeln!(
+            log,
+            "loaded {} branches: {}, {} propagation in {load:.1} s",
+            plan.config.branches,
+            setting.describe(),
+            prop.name()
+        )
+        .map_err(io_err)?;
+        dbs.push((setting, prop, db, load));
     }
     let mut rows = Vec::new();
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
-            for (s, db, load) in &dbs {
+            for (s, prop, db, load) in &dbs {
+                let (cpu0, written0) = (crate::cpu::process_cpu_secs(), db.stats().pages_written);
                 let m = harness::run(&tpcb, db, threads, Until::Elapsed(plan.duration))?;
+                let cpu = match (cpu0, crate::cpu::process_cpu_secs()) {
+                    (Some(a), Some(b)) => b - a,
+                    _ => f64::NAN,
+                };
                 let row = BenchRow {
+                    propagation: *prop,
+                    cleaner_ms: plan.cleaner_interval.map(|d| d.as_millis() as u64),
+                    cpu_seconds: cpu,
+                    pages_written: db.stats().pages_written - written0,
                     mode: s.mode,
                     logging: s.logging,
                     locking: s.locking,
@@ -213,13 +340,19 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     pool_bytes: pool,
                     load_seconds: *load,
                 };
-                writeln!(log, "rep {rep} threads {threads} {}: {:.0} tx/s", s.describe(), row.tx_per_sec())
-                    .map_err(io_err)?;
+                writeln!(
+                    log,
+                    "rep {rep} threads {threads} {}, {}: {:.0} tx/s",
+                    s.describe(),
+                    prop.name(),
+                    row.tx_per_sec()
+                )
+                .map_err(io_err)?;
                 rows.push(row);
             }
         }
     }
-    for (s, db, _) in dbs {
+    for (s, _, db, _) in dbs {
         tpcb.verify(&db).map_err(|e| match e {
             WorkloadError::Inconsistent { condition, detail } => {
                 WorkloadError::Inconsistent { condition, detail: format!("{}: {detail}", s.describe()) }
@@ -239,25 +372,40 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
 pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> io::Result<()> {
     writeln!(
         out,
-        "{:<12} {:>7} {:>7} {:>10} {:>11} {:>7} {:>12} {:>13}",
-        "mode", "logging", "locking", "optimistic", "log archive", "threads", "tx/s", "retries/1000"
+        "{:<12} {:>7} {:>7} {:>10} {:>11} {:>20} {:>7} {:>12} {:>13} {:>9} {:>12}",
+        "mode",
+        "logging",
+        "locking",
+        "optimistic",
+        "log archive",
+        "propagation",
+        "threads",
+        "tx/s",
+        "retries/1000",
+        "CPU cores",
+        "pages/s"
     )?;
     for &threads in &plan.threads {
-        for s in plan.settings() {
-            let sel: Vec<&BenchRow> =
-                rows.iter().filter(|r| r.threads == threads && r.setting() == s).collect();
+        for (s, p) in plan.configs() {
+            let sel: Vec<&BenchRow> = rows
+                .iter()
+                .filter(|r| r.threads == threads && r.setting() == s && r.propagation == p)
+                .collect();
             let m = |f: &dyn Fn(&BenchRow) -> f64| bench::median(sel.iter().map(|r| f(r)).collect());
             writeln!(
                 out,
-                "{:<12} {:>7} {:>7} {:>10} {:>11} {:>7} {:>12.0} {:>13.2}",
+                "{:<12} {:>7} {:>7} {:>10} {:>11} {:>20} {:>7} {:>12.0} {:>13.2} {:>9.2} {:>12.0}",
                 s.mode.name(),
                 on_off(s.logging),
                 on_off(s.locking),
                 on_off(s.optimistic),
                 on_off(s.log_archive),
+                p.name(),
                 threads,
                 m(&BenchRow::tx_per_sec),
                 m(&BenchRow::retries_per_1000),
+                m(&BenchRow::cpu_cores),
+                m(&|r: &BenchRow| r.pages_written as f64 / r.seconds),
             )?;
         }
     }
@@ -265,12 +413,18 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         out,
         "TPC-B, {} branches of {} accounts: medians of {} x {:.1} s; logging commits asynchronously; optimistic \
          descents apply to the swizzling and main-memory modes (traditional mode always couples latches); the \
-         log archive applies with logging on (it is made from the log); checkpoints every {}.",
+         log archive applies with logging on (it is made from the log); checkpoints every {}; the cleaner runs \
+         {}; CPU cores: process CPU time per second (workers and background threads); pages/s: pages written \
+         to the data file.",
         plan.config.branches,
         plan.config.accounts,
         plan.repeat,
         plan.duration.as_secs_f64(),
-        plan.checkpoint_interval.map_or_else(|| "30 s (the engine's default)".to_owned(), |d| format!("{} ms", d.as_millis()))
+        plan.checkpoint_interval.map_or_else(|| "30 s (the engine's default)".to_owned(), |d| format!("{} ms", d.as_millis())),
+        plan.cleaner_interval.map_or_else(
+            || "when the log passes 3/4 of its bound".to_owned(),
+            |d| format!("every {} ms", d.as_millis())
+        )
     )
 }
 
@@ -295,6 +449,12 @@ pub struct TpcbRow {
     pub optimistic: &'static str,
     pub log_archive: &'static str,
     pub checkpoint_ms: Option<u64>,
+    pub propagation: &'static str,
+    pub cleaner_ms: Option<u64>,
+    pub cpu_seconds: f64,
+    pub cpu_cores: f64,
+    pub pages_written: u64,
+    pub pages_written_per_sec: f64,
 }
 
 impl TpcbRow {
@@ -320,6 +480,12 @@ impl TpcbRow {
             optimistic: on_off(r.optimistic),
             log_archive: on_off(r.log_archive),
             checkpoint_ms: r.checkpoint_ms,
+            propagation: r.propagation.name(),
+            cleaner_ms: r.cleaner_ms,
+            cpu_seconds: r.cpu_seconds,
+            cpu_cores: r.cpu_cores(),
+            pages_written: r.pages_written,
+            pages_written_per_sec: r.pages_written as f64 / r.seconds,
         }
     }
 }
@@ -340,6 +506,8 @@ mod tests {
             optimistic: vec![true],
             log_archive,
             checkpoint_interval: None,
+            propagation: vec![Propagation::Classical],
+            cleaner_interval: None,
             pool_bytes: None,
             policy: None,
             dir: std::env::temp_dir(),

@@ -36,7 +36,7 @@ use crate::txn::{transact, Abort, Latches};
 use crate::workload::{Outcome, Workload, WorkloadError};
 use schema::{history_key, id_key, History, Row, HISTORY_SIZE, ROW_SIZE, TREES};
 
-pub use bench::{print_table, run_bench, BenchPlan, BenchRow, TpcbRow, CSV_COLUMNS};
+pub use bench::{print_table, run_bench, BenchPlan, BenchRow, Propagation, TpcbRow, CSV_COLUMNS};
 
 /// Tellers per branch (fixed by the specification).
 pub const TELLERS: u32 = 10;
