@@ -39,6 +39,10 @@ pub(crate) fn progress(wal: &Wal) -> Result<Lsn> {
 /// `[from, archive end)` forward in the file, syncs the file and stores the new progress.
 /// Returns the new progress.
 pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Replayed)> {
+    // No checkpoint begins during a replay (R20): the last one began below the archive end the
+    // replay's page-write records name, so the next one's scan starts below it too and can
+    // use them.
+    let _no_checkpoint = wal.checkpointing.lock();
     let mut done = Replayed::default();
     wal.archive_durable()?;
     let Some(archive) = wal.archive.as_deref() else { return Ok((from, done)) };

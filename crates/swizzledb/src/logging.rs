@@ -107,8 +107,8 @@ pub(crate) struct Wal {
     pub(crate) log: Arc<LogManager>,
     txns: Mutex<BTreeMap<TxnId, Arc<TxnShared>>>,
     pub(crate) commit_mode: CommitMode,
-    /// Serializes checkpoints.
-    checkpointing: Mutex<()>,
+    /// Serializes checkpoints, and the decoupled cleaner's replays with them (R20).
+    pub(crate) checkpointing: Mutex<()>,
     pub(crate) stats: WalStats,
     /// The log archive, if the database keeps one (R17).
     pub(crate) archive: Option<Arc<Archive>>,
