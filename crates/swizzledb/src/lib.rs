@@ -363,8 +363,8 @@ impl Builder {
     /// page (wal README A1–A8), and the log is never truncated past what is archived. Off by
     /// default; only with logging. With it, single-page recovery (RECOVERY.md R18) can rebuild
     /// any page whose copy in the file is damaged or stale; without it, only pages whose newest
-    /// image is still in the log. It is also the input of Lersch's decoupled cleaner, which does
-    /// not exist yet. The archiving is not cheap yet (with checkpoints every 100 ms a TPC-B run
+    /// image is still in the log. It is also the input of Lersch's decoupled cleaner
+    /// ([`Cleaner::Decoupled`], R20). The archiving is not cheap yet (with checkpoints every 100 ms a TPC-B run
     /// keeps about 0.4 of its throughput; measured in `docs/tpcb.md`).
     #[must_use]
     pub fn log_archive(mut self, on: bool) -> Self {

@@ -310,9 +310,8 @@ impl Wal {
             if lsn >= begin {
                 break;
             }
-            let record = Record::decode(&body)
+            a.record_body(lsn, &body)
                 .map_err(|e| crate::Error::LogCorrupted { lsn, reason: e.to_string() })?;
-            a.record(lsn, &record);
             scanned += body.len() as u64;
         }
         self.stats.decoupled_scanned_bytes.fetch_add(scanned, Ordering::Relaxed);

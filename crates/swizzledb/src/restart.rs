@@ -11,7 +11,7 @@ use swizzledb_buffer::{Allocation, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, LogManager};
 
-use crate::record::{Checkpoint, NodeLog, Record, TxnEntry, TxnState};
+use crate::record::{AnalysisView, Checkpoint, Malformed, NodeLog, Record, TxnEntry, TxnState};
 use crate::{Error, Result};
 
 /// What analysis and redo found, for undo and the pool.
@@ -202,6 +202,55 @@ impl Analysis {
         entry
     }
 
+    /// [`Analysis::record`] of an encoded record, reading leaf and structure changes without
+    /// copying their keys, values and images (`Record::analysis_view`): a decoupled checkpoint
+    /// reads every record since the previous one (R19).
+    ///
+    /// # Errors
+    /// The body is not a record of this format version.
+    pub(crate) fn record_body(&mut self, lsn: Lsn, body: &[u8]) -> std::result::Result<(), Malformed> {
+        match Record::analysis_view(body)? {
+            Some(AnalysisView::Leaf { txn, undo_next, page, base }) => {
+                self.leaf(lsn, txn, undo_next, page, base)
+            }
+            Some(AnalysisView::Structure { pages, freed }) => self.structure(lsn, pages.into_iter(), &freed),
+            None => self.record(lsn, &Record::decode(body)?),
+        }
+        Ok(())
+    }
+
+    /// A leaf change (R8): its transaction moves forward, its page is touched, and a base image
+    /// makes this the page's last image.
+    fn leaf(&mut self, lsn: Lsn, txn: TxnId, undo_next: Option<Lsn>, page: PageId, base: bool) {
+        self.txn_record(txn, lsn, Some(undo_next.unwrap_or(lsn)));
+        self.touched(page, lsn);
+        if base {
+            self.last_image.insert(page, lsn);
+        }
+    }
+
+    /// A structure change (R8): each page `(id, logged as an image)` is touched and allocated;
+    /// freed pages return to the free set.
+    fn structure(&mut self, lsn: Lsn, pages: impl Iterator<Item = (PageId, bool)>, freed: &[PageId]) {
+        for (p, image) in pages {
+            self.touched(p, lsn);
+            // Only an image replaces the page; a logical change applies on top (R9).
+            if image {
+                self.last_image.insert(p, lsn);
+            }
+            self.allocated(p);
+        }
+        for p in freed {
+            self.free.insert(*p);
+            // R19: a freed page's changes no longer matter (it comes back only with a new
+            // image), and the pool no longer lists it as dirty.
+            if self.trust_page_writes {
+                self.dirty.remove(p);
+                self.changes.remove(p);
+            }
+        }
+    }
+
     pub(crate) fn record(&mut self, lsn: Lsn, record: &Record) {
         match record {
             Record::Begin { txn } => {
@@ -209,11 +258,7 @@ impl Analysis {
                 self.first.entry(*txn).or_insert(lsn);
             }
             Record::Leaf { txn, undo_next, page, base, .. } => {
-                self.txn_record(*txn, lsn, Some(undo_next.unwrap_or(lsn)));
-                self.touched(*page, lsn);
-                if base.is_some() {
-                    self.last_image.insert(*page, lsn);
-                }
+                self.leaf(lsn, *txn, *undo_next, *page, base.is_some());
             }
             Record::Commit { txn, .. } => self.txn_record(*txn, lsn, None).state = TxnState::Committed,
             Record::Abort { txn, .. } => self.txn_record(*txn, lsn, None).state = TxnState::Aborting,
@@ -223,23 +268,8 @@ impl Analysis {
                 self.first.remove(txn);
             }
             Record::Structure { pages, freed } => {
-                for (p, node) in pages {
-                    self.touched(*p, lsn);
-                    // Only an image replaces the page; a logical change applies on top (R9).
-                    if let NodeLog::Image(_) = node {
-                        self.last_image.insert(*p, lsn);
-                    }
-                    self.allocated(*p);
-                }
-                for p in freed {
-                    self.free.insert(*p);
-                    // R19: a freed page's changes no longer matter (it comes back only with a
-                    // new image), and the pool no longer lists it as dirty.
-                    if self.trust_page_writes {
-                        self.dirty.remove(p);
-                        self.changes.remove(p);
-                    }
-                }
+                let pages = pages.iter().map(|(p, node)| (*p, matches!(node, NodeLog::Image(_))));
+                self.structure(lsn, pages, freed);
             }
             Record::CreateTree { name, root } => {
                 self.catalog.insert(name.clone(), *root);

@@ -71,8 +71,18 @@ fn bounded_log(checkpoints: Option<Duration>) {
     let cleaner = db.cleaner_stats().unwrap();
     assert!(cleaner.rounds > 0 && cleaner.pages_written > 0, "{cleaner:?}");
     assert_eq!(db.stats().write_backs, 0, "R20: the pool wrote no page; the cleaner replayed the archive");
-    // The bound, plus what the transactions that began just under it log (R15).
-    assert!(most < (512 << 10) + (128 << 10), "the log stayed near its bound: at most {most} bytes");
+    // The bound, plus what the transactions that began just under it log (R15), plus what
+    // writers log after a throttle times out on a loaded machine: far below the 12 MiB written
+    // (a cleaner that cannot truncate lets it all grow).
+    assert!(most < 4 * (512 << 10), "the log stayed near its bound: at most {most} bytes");
+    // Once the writers stop, the cleaner gets it below the trigger (three quarters).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while db.log_bytes().unwrap() > 512 << 10 {
+        assert!(std::time::Instant::now() < deadline, "the log stays at {} bytes", db.log_bytes().unwrap());
+        t.upsert(b"nudge", b"x").unwrap();
+        oracle.insert(b"nudge".to_vec(), b"x".to_vec());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(db.checkpoint_stats().unwrap().decoupled > 0);
 
     fs.crash(CrashMode::DropUnsynced);
