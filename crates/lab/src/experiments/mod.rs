@@ -19,6 +19,8 @@ pub mod graefe_fig13;
 pub mod graefe_fig14;
 pub mod insert;
 pub mod isolation;
+pub mod lersch_checkpoints;
+pub mod lersch_cleaner;
 pub mod lookup;
 pub mod tpcb;
 pub mod tpcc;
@@ -57,6 +59,8 @@ mod tests {
             ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("tpcb.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
+            ("lersch-checkpoints.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
+            ("lersch-cleaner.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
             ("ycsb.csv", Some("`ycsb.csv`"), columns::<crate::ycsb::YcsbRow>()),
             (
                 "gilbert-long-run.csv",
