@@ -9,8 +9,7 @@ use swizzledb_sync::Lsn;
 
 use crate::logging::Wal;
 use crate::record::Record;
-use crate::repair::{carries_image, frees, rebuild_page, OnePage};
-use crate::restart::redo_on_page;
+use crate::repair::{carries_image, frees, rebuild_page, replay_onto};
 use crate::{Error, Result};
 
 /// The name the replay's progress is kept under in the log directory.
@@ -97,19 +96,14 @@ fn bring_forward(
     if copy.is_some_and(|lsn| lsn >= last) {
         return Ok(None);
     }
-    let apply = |start: Option<Vec<u8>>, from: usize| -> Result<Vec<u8>> {
-        let mut target = OnePage { page_size, page: start };
-        for (lsn, record) in &records[from..] {
-            redo_on_page(&mut target, id, *lsn, record)?;
-        }
-        target
-            .page
-            .ok_or_else(|| Error::PageUnrecoverable { page: id, reason: "no image to replay onto".into() })
-    };
     let image_is_newer = newest_image.is_some_and(|i| copy.is_none_or(|c| records[i].0 > c));
     let result = match (copy, newest_image) {
-        (_, Some(i)) if image_is_newer => apply(None, i),
-        (Some(_), _) => apply(Some(buf.to_vec()), 0),
+        (_, Some(i)) if image_is_newer => replay_onto(id, page_size, None, &records[i..]),
+        // The copy is at least as new as any image here: only the changes after the newest
+        // image can be missing from it (the page-LSN test skips those it holds).
+        (Some(_), _) => {
+            replay_onto(id, page_size, Some(buf.to_vec()), &records[newest_image.map_or(0, |i| i + 1)..])
+        }
         (None, _) => Err(Error::PageUnrecoverable { page: id, reason: "its copy is damaged".into() }),
     };
     // A damaged copy, or one the changes do not fit (a write lost before this run began):
@@ -122,10 +116,6 @@ fn bring_forward(
             p
         }
     };
-    node::validate(&page).map_err(|e| Error::PageUnrecoverable {
-        page: id,
-        reason: format!("replayed into an invalid node: {e}"),
-    })?;
     let lsn = page::page_lsn(&page);
     file.write(&mut page, to)?;
     Ok(Some(lsn))

@@ -70,6 +70,9 @@ fn r19_the_decoupled_checkpoint_finds_the_pools_dirty_pages_from_the_log() {
             db.pool().sweep_evict(8).unwrap();
         }
     }
+    // Quiescent: no background checkpoint or cleaner round writes pages between the decoupled
+    // checkpoint and the look at the pool.
+    db.stop_background();
     let wal = db.core.wal.as_ref().unwrap();
     let end = wal.checkpoint_decoupled(&db.core.pool).unwrap();
     let Record::CheckpointEnd(c) = Record::decode(&wal.log.read(end).unwrap()).unwrap() else {

@@ -396,9 +396,9 @@ impl Builder {
     /// Write elision (RECOVERY.md R21; Lersch 2015, Sec. 4.3): eviction may drop a dirty page
     /// without writing it, since the log and its archive hold every change of it; the next
     /// read finds the file's copy stale and rebuilds the page by single-page recovery (R18),
-    /// and the decoupled cleaner brings the copy forward meanwhile. Off by default; needs
-    /// [`Cleaner::Decoupled`] (whose checkpoints keep such a page dirty until its copy is
-    /// current): `create` and `open` refuse it without.
+    /// and the decoupled cleaner brings the copy forward meanwhile. Off by default; only with
+    /// logging, and it needs [`Cleaner::Decoupled`] (whose checkpoints keep such a page dirty
+    /// until its copy is current): `create` and `open` of a logged database refuse it without.
     #[must_use]
     pub fn write_elision(mut self, on: bool) -> Self {
         self.config.write_elision = on;
@@ -505,23 +505,26 @@ impl Builder {
     /// (R17).
     fn archive(&self, path: &Path, log: &LogManager) -> Result<Option<Arc<swizzledb_wal::Archive>>> {
         if !self.log_archive {
-            if self.cleaner == Cleaner::Decoupled {
-                return Err(Error::Log(LogError::BadConfig {
-                    reason: "Cleaner::Decoupled replays the log archive: add Builder::log_archive(true)"
-                        .into(),
-                }));
-            }
             return Ok(None);
-        }
-        if self.config.write_elision && self.cleaner != Cleaner::Decoupled {
-            return Err(Error::Log(LogError::BadConfig {
-                reason: "write elision needs the decoupled cleaner: add Builder::cleaner(Cleaner::Decoupled)"
-                    .into(),
-            }));
         }
         let archive = swizzledb_wal::Archive::open(Arc::clone(&self.config.vfs), archive_dir(path))?;
         logging::check_archive(log, &archive)?;
         Ok(Some(Arc::new(archive)))
+    }
+
+    /// R20, R21: the decoupled cleaner replays the log archive, and write elision leaves pages
+    /// to the decoupled cleaner and its checkpoints.
+    fn check_propagation(&self) -> Result<()> {
+        let refuse = |reason: &str| Err(Error::Log(LogError::BadConfig { reason: reason.into() }));
+        if self.config.write_elision && self.cleaner != Cleaner::Decoupled {
+            return refuse(
+                "write elision needs the decoupled cleaner: add Builder::cleaner(Cleaner::Decoupled)",
+            );
+        }
+        if self.cleaner == Cleaner::Decoupled && !self.log_archive {
+            return refuse("Cleaner::Decoupled replays the log archive: add Builder::log_archive(true)");
+        }
+        Ok(())
     }
 
     /// The engine's log over `log`, with the log archive if the database keeps one (R17).
@@ -538,6 +541,10 @@ impl Builder {
     }
 
     fn check_log_settings(&self) -> Result<()> {
+        // Before anything is written; an unlogged database has no cleaner to check.
+        if self.logging != Some(false) {
+            self.check_propagation()?;
+        }
         let segment = self.log_segment_bytes.unwrap_or(LogConfig::new("").segment_bytes);
         let bound = self.log_bound();
         if bound < 4 * segment {

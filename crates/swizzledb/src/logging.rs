@@ -183,7 +183,7 @@ impl Wal {
     }
 
     /// R17: sorts the page changes of the durable log not archived yet into one new run, and
-    /// merges the oldest runs once there are 16. `None` if there is no archive or nothing new.
+    /// merges runs by size tiers (wal README A7). `None` if there is no archive or nothing new.
     pub(crate) fn archive_durable(&self) -> Result<Option<RunSummary>, crate::Error> {
         let Some(archive) = &self.archive else { return Ok(None) };
         let _one = self.archiving.lock();

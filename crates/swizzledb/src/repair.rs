@@ -96,9 +96,9 @@ pub(crate) fn frees(record: &Record, id: PageId) -> bool {
 }
 
 /// The one page single-page recovery builds.
-pub(crate) struct OnePage {
-    pub(crate) page_size: usize,
-    pub(crate) page: Option<Vec<u8>>,
+struct OnePage {
+    page_size: usize,
+    page: Option<Vec<u8>>,
 }
 
 impl RedoTarget for OnePage {
@@ -116,6 +116,32 @@ impl RedoTarget for OnePage {
         self.page = Some(p);
         Ok(())
     }
+}
+
+/// Replays `records` (changes of page `id`, in LSN order) page-locally (R9) onto `start` (the
+/// page before the first of them; `None` if the first carries the page's image), and returns
+/// the page, a validated node (btree README T17).
+///
+/// # Errors
+/// A change does not fit the page, the page is freed on the way, or there is no page to
+/// apply the first change to.
+pub(crate) fn replay_onto(
+    id: PageId,
+    page_size: usize,
+    start: Option<Vec<u8>>,
+    records: &[(Lsn, Record)],
+) -> Result<Vec<u8>> {
+    let mut target = OnePage { page_size, page: start };
+    for (lsn, record) in records {
+        if frees(record, id) {
+            return Err(unrecoverable(id, format!("the page was freed at LSN {lsn}")));
+        }
+        redo_on_page(&mut target, id, *lsn, record)?;
+    }
+    let page = target.page.ok_or_else(|| unrecoverable(id, "no image to replay onto"))?;
+    node::validate(&page)
+        .map_err(|e| unrecoverable(id, format!("the rebuilt page is not a valid node: {e}")))?;
+    Ok(page)
 }
 
 /// Rebuilds page `id` as it was just before the record at `before` (`Lsn(u64::MAX)`: as of
@@ -143,15 +169,5 @@ pub(crate) fn rebuild_page(
         };
         return Err(unrecoverable(id, hint));
     };
-    let mut target = OnePage { page_size, page: None };
-    for (lsn, record) in &history[start..] {
-        if frees(record, id) {
-            return Err(unrecoverable(id, format!("the page was freed at LSN {lsn}")));
-        }
-        redo_on_page(&mut target, id, *lsn, record)?;
-    }
-    let page = target.page.expect("the first record carries an image");
-    node::validate(&page)
-        .map_err(|e| unrecoverable(id, format!("the rebuilt page is not a valid node: {e}")))?;
-    Ok(page)
+    replay_onto(id, page_size, None, &history[start..])
 }

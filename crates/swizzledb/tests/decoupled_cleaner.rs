@@ -121,6 +121,7 @@ fn r20_the_decoupled_cleaner_needs_the_archive() {
         matches!(&err, Error::Log(LogError::BadConfig { reason }) if reason.contains("log_archive")),
         "{err}"
     );
+    assert!(fs.list(Path::new("/d")).unwrap().is_empty(), "refused before anything was written");
 }
 
 /// R21: with write elision, eviction drops dirty pages without writing them; reads rebuild
@@ -173,12 +174,19 @@ fn r21_write_elision_drops_dirty_pages_and_loses_nothing() {
 #[test]
 fn r21_write_elision_needs_the_decoupled_cleaner() {
     let fs = fault_fs();
-    let err =
-        builder(&fs).cleaner(Cleaner::Classical).write_elision(true).create(Path::new("/d/db")).unwrap_err();
-    assert!(
-        matches!(&err, Error::Log(LogError::BadConfig { reason }) if reason.contains("decoupled")),
-        "{err}"
-    );
+    for archive in [true, false] {
+        let err = builder(&fs)
+            .log_archive(archive)
+            .cleaner(Cleaner::Classical)
+            .write_elision(true)
+            .create(Path::new("/d/db"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Log(LogError::BadConfig { reason }) if reason.contains("decoupled")),
+            "{err}"
+        );
+        assert!(fs.list(Path::new("/d")).unwrap().is_empty(), "refused before anything was written");
+    }
 }
 
 /// R20 under faults: the decoupled cleaner's archive reads and its page writes fail (EIO);

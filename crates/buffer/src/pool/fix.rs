@@ -286,29 +286,17 @@ impl BufferPool {
     fn load_page(&self, pid: PageId, page: &mut [u8]) -> Result<()> {
         let read = self.file.read_page(pid, page).and_then(|()| self.check_loaded(pid, page));
         let Some(log) = &self.log else { return read };
-        let damage = match read {
-            Ok(()) => match log.expected_page_lsn(pid) {
-                Some(want) if page::page_lsn(page) < want => format!(
-                    "stale: its page LSN {} is below {want}, the page LSN of its last write (a lost write)",
-                    page::page_lsn(page)
-                ),
-                _ => return Ok(()),
-            },
+        let damage = match read.and_then(|()| self.check_not_stale(pid, page)) {
+            Ok(()) => return Ok(()),
             Err(BufferError::Corrupted { reason, .. }) => reason,
             Err(e) => return Err(e),
         };
         log.repair_page(pid, page, &damage)
             .map_err(|why| self.corrupted(pid, format!("{damage}; single-page recovery failed: {why}")))?;
-        self.check_loaded(pid, page).map_err(|e| {
+        self.check_loaded(pid, page).and_then(|()| self.check_not_stale(pid, page)).map_err(|e| {
             self.corrupted(pid, format!("{damage}; the page single-page recovery built fails: {e}"))
         })?;
         let lsn = page::page_lsn(page);
-        if let Some(want) = log.expected_page_lsn(pid).filter(|&want| lsn < want) {
-            return Err(self.corrupted(
-                pid,
-                format!("{damage}; single-page recovery reached page LSN {lsn}, short of its last write at {want}"),
-            ));
-        }
         self.wal_before_write(pid, lsn)?;
         self.write_file_page(pid, page)?;
         log.page_written(pid, lsn);
@@ -317,6 +305,19 @@ impl BufferPool {
             bump(&b.pages_written);
         });
         Ok(())
+    }
+
+    /// B25: a copy read from the file must carry at least the page LSN of the page's last
+    /// write the log knows of; below it, it is stale (a lost write), `Corrupted`.
+    pub(super) fn check_not_stale(&self, pid: PageId, page: &[u8]) -> Result<()> {
+        let lsn = page::page_lsn(page);
+        match self.log.as_ref().and_then(|l| l.expected_page_lsn(pid)) {
+            Some(want) if lsn < want => Err(self.corrupted(
+                pid,
+                format!("stale: its page LSN {lsn} is below {want}, the page LSN of its last write (a lost write)"),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// B8: pages in the file never hold swizzled swips, and their structure must be sound.

@@ -37,14 +37,7 @@ impl FilePage<'_> {
     /// Those of [`crate::PageFile::read_page`]; `Corrupted` for a stale copy.
     pub fn read(&self, buf: &mut [u8]) -> Result<()> {
         self.pool.file.read_page(self.id, buf)?;
-        let lsn = page::page_lsn(buf);
-        match self.pool.log.as_ref().and_then(|l| l.expected_page_lsn(self.id)) {
-            Some(want) if lsn < want => Err(self.pool.corrupted(
-                self.id,
-                format!("stale: its page LSN {lsn} is below {want}, the page LSN of its last write"),
-            )),
-            _ => Ok(()),
-        }
+        self.pool.check_not_stale(self.id, buf)
     }
 
     /// Writes `buf` (the page's disk form, carrying its page LSN) as the file's copy, which
