@@ -1,10 +1,13 @@
-//! The log archive (README A1–A8; Lersch 2015, Sec. 2.3): logged page changes sorted by
+//! The log archive (README A1–A9; Lersch 2015, Sec. 2.3): logged page changes sorted by
 //! (page id, LSN) into runs, each covering one LSN interval and indexed by page, so that the
 //! changes of one page, or of a range of pages, are read without scanning the log.
 //!
 //! The archive stores opaque entries — a page id, an LSN and a body — as the log manager
 //! stores opaque records: the engine decides which records are page changes and what an
-//! entry's body holds.
+//! entry's body holds. Each run also carries an opaque **state**: bytes the engine computed as
+//! of the run's end LSN (for instant restart, its analysis state), read back by
+//! [`Archive::newest_state`]. With the index's last LSN per page ([`Archive::last_lsns_since`])
+//! restart learns what the log would have told it without scanning the log (A9).
 //!
 //! Run file `<begin LSN, 16 hex digits>-<end LSN, 16 hex digits>.run`, all integers little
 //! endian:
@@ -12,24 +15,32 @@
 //! ```text
 //! offset  size  header
 //!      0     8  magic "SWZARCRN"
-//!      8     4  format version (1)
+//!      8     4  format version (2)
 //!     12     4  zero
 //!     16     8  begin LSN (inclusive)
 //!     24     8  end LSN (exclusive)
 //!     32     8  entries
 //!     40     8  bytes of the entry section (it starts at 64)
 //!     48     8  pages: entries of the index
-//!     56     4  zero
+//!     56     4  bytes of the state (unpadded)
 //!     60     4  CRC-32C of bytes 0..60
 //!     64        entries, sorted by (page id, LSN), each 8-aligned:
 //!                 page id u64, LSN u64, body length u32, CRC-32C u32 of (the 20 bytes before
 //!                 it, the body), body, zero bytes to a multiple of 8
-//!      …        index, one per page: page id u64, offset of its first entry u64, entries u32,
-//!               zero u32; then CRC-32C u32 of the index bytes and a zero u32
+//!      …        index, one per page (32 bytes): page id u64, offset of its first entry u64,
+//!               entries u32, zero u32, LSN of its last entry u64; then CRC-32C u32 of the
+//!               index bytes and a zero u32
+//!      …        state section: the state bytes, zero bytes to a multiple of 8, then CRC-32C
+//!               u32 of the (unpadded) state bytes and a zero u32; present in every run, 8
+//!               bytes for an empty state
 //! ```
+//!
+//! Version 1 (24-byte index entries, no state section) is refused (A3): its runs cannot answer
+//! [`Archive::last_lsns_since`] or [`Archive::newest_state`].
 
 use crate::error::{LogError, Result};
 use parking_lot::Mutex;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -37,13 +48,18 @@ use std::sync::Arc;
 use swizzledb_sync::{Lsn, OpenMode, Vfs, VfsFile};
 
 const MAGIC: &[u8; 8] = b"SWZARCRN";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER: usize = 64;
 const ENTRY_HEADER: usize = 24;
-const INDEX_ENTRY: usize = 24;
+const INDEX_ENTRY: usize = 32;
+/// The CRC-32C and the zero word after the index, and after the state.
+const TRAILER: usize = 8;
 /// Entries larger than this are refused (A2): far above any page change the engine logs, and a
 /// bound on what a damaged length field can make a reader allocate.
 pub const MAX_ENTRY_BODY: usize = 64 << 20;
+/// A run's state larger than this is refused (A4): a reader reads the state whole, so this
+/// bounds what it allocates.
+pub const MAX_STATE: usize = 256 << 20;
 /// Bytes a merge or scan reads from a run at a time.
 const READ_CHUNK: usize = 1 << 20;
 
@@ -71,15 +87,34 @@ pub struct RunSummary {
     pub pages: u64,
     /// The run file's size in bytes.
     pub bytes: u64,
+    /// Bytes of the run's state (A9), 0 if it has none.
+    pub state_bytes: u64,
 }
 
-/// One run file, opened and checked (A3): its header and index in memory.
+/// One page's entry of a run's index (A2).
+#[derive(Clone, Copy, Debug)]
+struct PageRef {
+    page: u64,
+    /// File offset of the page's first entry.
+    offset: u64,
+    /// The page's entries in the run.
+    entries: u32,
+    /// The LSN of the page's last entry in the run.
+    last: Lsn,
+}
+
+/// One run file, opened and checked (A3): its header and index in memory; its state stays on
+/// disk and is read (and checked) on demand.
 struct Run {
     path: PathBuf,
     file: Arc<dyn VfsFile>,
     summary: RunSummary,
-    /// (page id, offset of its first entry, entries), sorted by page id.
-    index: Vec<(u64, u64, u32)>,
+    /// Bytes of the entry section (it starts at [`HEADER`]).
+    data: u64,
+    /// Sorted by page id.
+    index: Vec<PageRef>,
+    /// File offset of the state section.
+    state_at: u64,
 }
 
 /// The log archive: a directory of runs over consecutive LSN intervals (A1).
@@ -180,7 +215,8 @@ fn decode_entry(path: &Path, b: &[u8], off: u64) -> Result<Option<(Entry, usize)
 }
 
 impl Run {
-    /// Opens and checks the run at `path` (A3): header, name and index.
+    /// Opens and checks the run at `path` (A3): header, name, size and index. The state's
+    /// checksum is checked when the state is read ([`Run::state`]), not here.
     fn open(vfs: &dyn Vfs, path: &Path, (begin, end): (Lsn, Lsn)) -> Result<Run> {
         let file = vfs.open(path, OpenMode::EXISTING).map_err(|e| LogError::io("opening", path, e))?;
         let len = file.len().map_err(|e| LogError::io("reading the length of", path, e))?;
@@ -192,52 +228,109 @@ impl Run {
         if crc32c::crc32c(&h[..60]) != u32_at(&h, 60) {
             return Err(corrupted(path, "header fails its checksum"));
         }
-        if u32_at(&h, 8) != VERSION {
-            return Err(corrupted(path, format!("format version {} (expected {VERSION})", u32_at(&h, 8))));
+        match u32_at(&h, 8) {
+            VERSION => {}
+            v if v < VERSION => {
+                return Err(corrupted(
+                    path,
+                    format!(
+                        "the run was written by an older version of SwizzleDB (run format {v}, this \
+                         version reads format {VERSION} only); move the archive directory away to \
+                         start a new one (the log still holds everything restart needs)"
+                    ),
+                ))
+            }
+            v => {
+                return Err(corrupted(
+                    path,
+                    format!(
+                        "run format {v} is newer than this version reads ({VERSION}); open the \
+                         archive with a newer SwizzleDB"
+                    ),
+                ))
+            }
         }
         if (Lsn(u64_at(&h, 16)), Lsn(u64_at(&h, 24))) != (begin, end) {
             return Err(corrupted(path, "the header's LSN interval differs from the file name's"));
         }
         let (entries, data, pages) = (u64_at(&h, 32), u64_at(&h, 40), u64_at(&h, 48));
+        let state_len = u32_at(&h, 56) as usize;
+        if state_len > MAX_STATE {
+            return Err(corrupted(path, format!("the header claims a state of {state_len} bytes")));
+        }
+        let state_section = (padded(state_len) + TRAILER) as u64;
         let index_bytes = pages.checked_mul(INDEX_ENTRY as u64);
-        let want =
-            index_bytes.and_then(|i| i.checked_add(HEADER as u64 + 8)).and_then(|x| x.checked_add(data));
+        let want = index_bytes
+            .and_then(|i| i.checked_add((HEADER + TRAILER) as u64 + state_section))
+            .and_then(|x| x.checked_add(data));
         if want != Some(len) || pages > entries {
             return Err(corrupted(
                 path,
-                format!("{len} bytes do not fit {entries} entries of {data} bytes on {pages} pages"),
+                format!(
+                    "{len} bytes do not fit {entries} entries of {data} bytes on {pages} pages and a \
+                     state of {state_len} bytes"
+                ),
             ));
         }
-        let mut ib = vec![0u8; index_bytes.unwrap_or(0) as usize + 8];
+        let mut ib = vec![0u8; index_bytes.unwrap_or(0) as usize + TRAILER];
         read_exact(&*file, path, &mut ib, HEADER as u64 + data)?;
-        let (body, tail) = ib.split_at(ib.len() - 8);
+        let (body, tail) = ib.split_at(ib.len() - TRAILER);
         if crc32c::crc32c(body) != u32_at(tail, 0) {
             return Err(corrupted(path, "index fails its checksum"));
         }
-        let mut index = Vec::with_capacity(pages as usize);
+        let mut index: Vec<PageRef> = Vec::with_capacity(pages as usize);
         let mut counted = 0u64;
         for chunk in body.chunks_exact(INDEX_ENTRY) {
-            let (page, off, n) = (u64_at(chunk, 0), u64_at(chunk, 8), u32_at(chunk, 16));
-            let in_data = off >= HEADER as u64 && off < HEADER as u64 + data;
-            if !in_data || n == 0 || index.last().is_some_and(|&(p, _, _)| p >= page) {
-                return Err(corrupted(path, format!("index entry for page {page} is out of order or range")));
+            let r = PageRef {
+                page: u64_at(chunk, 0),
+                offset: u64_at(chunk, 8),
+                entries: u32_at(chunk, 16),
+                last: Lsn(u64_at(chunk, 24)),
+            };
+            let in_data = r.offset >= HEADER as u64 && r.offset < HEADER as u64 + data;
+            let in_run = r.last >= begin && r.last < end;
+            if !in_data || !in_run || r.entries == 0 || index.last().is_some_and(|p| p.page >= r.page) {
+                return Err(corrupted(
+                    path,
+                    format!("index entry for page {} is out of order or range", r.page),
+                ));
             }
-            counted += u64::from(n);
-            index.push((page, off, n));
+            counted += u64::from(r.entries);
+            index.push(r);
         }
         if counted != entries {
             return Err(corrupted(path, format!("the index counts {counted} entries, the header {entries}")));
         }
-        let summary = RunSummary { begin, end, entries, pages, bytes: len };
-        Ok(Run { path: path.to_path_buf(), file, summary, index })
+        let summary = RunSummary { begin, end, entries, pages, bytes: len, state_bytes: state_len as u64 };
+        let state_at = HEADER as u64 + data + ib.len() as u64;
+        Ok(Run { path: path.to_path_buf(), file, summary, data, index, state_at })
     }
 
-    /// The entries of `page` with an LSN of at least `from`, in LSN order (A5).
+    /// The run's state, read and checked against its checksum (A3, A9).
+    fn state(&self) -> Result<Vec<u8>> {
+        let len = self.summary.state_bytes as usize;
+        let mut buf = vec![0u8; padded(len) + TRAILER];
+        read_exact(&*self.file, &self.path, &mut buf, self.state_at)?;
+        let (padding, tail) = buf[len..].split_at(buf.len() - len - TRAILER);
+        if crc32c::crc32c(&buf[..len]) != u32_at(tail, 0) {
+            return Err(corrupted(&self.path, "the state fails its checksum"));
+        }
+        if padding.iter().chain(&tail[4..]).any(|&b| b != 0) {
+            return Err(corrupted(&self.path, "the state's padding is not zero"));
+        }
+        buf.truncate(len);
+        Ok(buf)
+    }
+
+    /// The entries of `page` with an LSN of at least `from`, in LSN order (A5). Each entry is
+    /// checked (A3), and so is the index's last LSN against the page's last entry.
     fn page_entries(&self, page: u64, from: Lsn, out: &mut Vec<Entry>) -> Result<()> {
-        let Ok(i) = self.index.binary_search_by_key(&page, |&(p, _, _)| p) else { return Ok(()) };
-        let (_, mut off, n) = self.index[i];
+        let Ok(i) = self.index.binary_search_by_key(&page, |r| r.page) else { return Ok(()) };
+        let PageRef { mut offset, entries, last, .. } = self.index[i];
         let mut buf = Vec::new();
-        for _ in 0..n {
+        let mut previous: Option<Lsn> = None;
+        for _ in 0..entries {
+            let off = offset;
             buf.resize(ENTRY_HEADER, 0);
             read_exact(&*self.file, &self.path, &mut buf, off)?;
             let len = u32_at(&buf, 16) as usize;
@@ -247,16 +340,24 @@ impl Run {
             buf.resize(ENTRY_HEADER + padded(len), 0);
             read_exact(&*self.file, &self.path, &mut buf[ENTRY_HEADER..], off + ENTRY_HEADER as u64)?;
             let (e, total) = decode_entry(&self.path, &buf, off)?.expect("the whole entry was read");
-            if e.page != page || e.lsn < self.summary.begin || e.lsn >= self.summary.end {
+            let in_order = previous.is_none_or(|p| p < e.lsn);
+            if e.page != page || e.lsn < self.summary.begin || e.lsn >= self.summary.end || !in_order {
                 return Err(corrupted(
                     &self.path,
-                    format!("entry at byte {off} is not page {page}'s in the run's interval"),
+                    format!("entry at byte {off} is not page {page}'s next in the run's interval"),
                 ));
             }
+            previous = Some(e.lsn);
             if e.lsn >= from {
                 out.push(e);
             }
-            off += total as u64;
+            offset += total as u64;
+        }
+        if previous != Some(last) {
+            return Err(corrupted(
+                &self.path,
+                format!("the index gives page {page}'s last LSN as {last}, its entries end at {previous:?}"),
+            ));
         }
         Ok(())
     }
@@ -287,7 +388,7 @@ impl RunScan {
         if self.left == 0 {
             return Ok(None);
         }
-        let end = HEADER as u64 + self.run.summary.entries_bytes();
+        let end = HEADER as u64 + self.run.data;
         loop {
             if let Some((e, n)) = decode_entry(&self.run.path, &self.buf[self.at..], self.off)? {
                 self.at += n;
@@ -313,20 +414,24 @@ impl RunScan {
     }
 }
 
-impl RunSummary {
-    fn entries_bytes(&self) -> u64 {
-        self.bytes - HEADER as u64 - 8 - self.pages * INDEX_ENTRY as u64
-    }
-}
-
-/// Writes a run of `entries` (sorted by page and LSN) covering `[begin, end)` to its file (A4):
-/// a temporary file, synced, renamed to the run's name, the directory synced.
+/// Writes a run of `entries` (sorted by page and LSN) covering `[begin, end)` with `state` to its
+/// file (A4): a temporary file, synced, renamed to the run's name, the directory synced.
 fn write_run(
     vfs: &dyn Vfs,
     dir: &Path,
     (begin, end): (Lsn, Lsn),
     entries: &mut dyn Iterator<Item = Result<Entry>>,
+    state: &[u8],
 ) -> Result<PathBuf> {
+    let Some(state_len) = u32::try_from(state.len()).ok().filter(|&n| n as usize <= MAX_STATE) else {
+        return Err(LogError::BadConfig {
+            reason: format!(
+                "an archive run's state of {} bytes exceeds the maximum of {MAX_STATE} bytes; keep \
+                 the engine's state smaller",
+                state.len()
+            ),
+        });
+    };
     let path = dir.join(run_name(begin, end));
     let tmp = dir.join(format!("{}.tmp", run_name(begin, end)));
     match vfs.remove(&tmp) {
@@ -336,7 +441,7 @@ fn write_run(
     let file = vfs.open(&tmp, OpenMode::CREATE_NEW).map_err(|e| LogError::io("creating", &tmp, e))?;
     let mut out = Vec::with_capacity(READ_CHUNK + 4096);
     let mut off = HEADER as u64;
-    let (mut count, mut index): (u64, Vec<(u64, u64, u32)>) = (0, Vec::new());
+    let (mut count, mut index): (u64, Vec<PageRef>) = (0, Vec::new());
     let mut last: Option<(u64, Lsn)> = None;
     for e in entries {
         let e = e?;
@@ -351,8 +456,18 @@ fn write_run(
             });
         }
         match index.last_mut() {
-            Some((p, _, n)) if *p == e.page => *n += 1,
-            _ => index.push((e.page, off + out.len() as u64, 1)),
+            Some(r) if r.page == e.page && r.entries < u32::MAX => {
+                r.entries += 1;
+                r.last = e.lsn;
+            }
+            Some(r) if r.page == e.page => {
+                return Err(LogError::BadConfig {
+                    reason: format!("page {} has more than {} entries in one archive run", e.page, u32::MAX),
+                });
+            }
+            _ => {
+                index.push(PageRef { page: e.page, offset: off + out.len() as u64, entries: 1, last: e.lsn })
+            }
         }
         last = Some((e.page, e.lsn));
         count += 1;
@@ -363,18 +478,33 @@ fn write_run(
             out.clear();
         }
     }
-    let mut ib = Vec::with_capacity(index.len() * INDEX_ENTRY + 8);
-    for &(p, o, n) in &index {
-        ib.extend_from_slice(&p.to_le_bytes());
-        ib.extend_from_slice(&o.to_le_bytes());
-        ib.extend_from_slice(&n.to_le_bytes());
-        ib.extend_from_slice(&0u32.to_le_bytes());
+    let data = off + out.len() as u64 - HEADER as u64;
+    let index_start = out.len();
+    for r in &index {
+        out.extend_from_slice(&r.page.to_le_bytes());
+        out.extend_from_slice(&r.offset.to_le_bytes());
+        out.extend_from_slice(&r.entries.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&r.last.0.to_le_bytes());
     }
-    let crc = crc32c::crc32c(&ib);
-    ib.extend_from_slice(&crc.to_le_bytes());
-    ib.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&ib);
-    let data = off + out.len() as u64 - HEADER as u64 - ib.len() as u64;
+    let crc = crc32c::crc32c(&out[index_start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    // The state section (A2): the state, zero bytes to a multiple of 8, its checksum, a zero
+    // word. A large state is written from the caller's buffer rather than copied.
+    let mut tail = vec![0u8; padded(state.len()) - state.len()];
+    tail.extend_from_slice(&crc32c::crc32c(state).to_le_bytes());
+    tail.extend_from_slice(&0u32.to_le_bytes());
+    if state.len() <= READ_CHUNK {
+        out.extend_from_slice(state);
+        out.extend_from_slice(&tail);
+    } else {
+        for part in [&out[..], state] {
+            file.write_all_at(part, off).map_err(|e| LogError::io("writing", &tmp, e))?;
+            off += part.len() as u64;
+        }
+        out = tail;
+    }
     file.write_all_at(&out, off).map_err(|e| LogError::io("writing", &tmp, e))?;
     let mut h = [0u8; HEADER];
     h[..8].copy_from_slice(MAGIC);
@@ -384,6 +514,7 @@ fn write_run(
     h[32..40].copy_from_slice(&count.to_le_bytes());
     h[40..48].copy_from_slice(&data.to_le_bytes());
     h[48..56].copy_from_slice(&(index.len() as u64).to_le_bytes());
+    h[56..60].copy_from_slice(&state_len.to_le_bytes());
     let crc = crc32c::crc32c(&h[..60]);
     h[60..].copy_from_slice(&crc.to_le_bytes());
     file.write_all_at(&h, 0).map_err(|e| LogError::io("writing", &tmp, e))?;
@@ -497,15 +628,31 @@ impl Archive {
         self.runs.lock().first().map(|r| r.summary.begin)
     }
 
-    /// Adds a run covering `[begin, end)` holding `entries` (any order; sorted here) (A4). The
-    /// run must start where the archive ends (or anywhere, while it is empty), and every entry's
-    /// LSN must lie in the interval. The run is durable when this returns.
+    /// Adds a run covering `[begin, end)` holding `entries` and no state:
+    /// [`Archive::add_run_with_state`] with an empty state.
     ///
     /// # Errors
-    /// [`LogError::BadConfig`] for an interval that does not follow the archive, or an entry
-    /// outside it; I/O errors (the archive is then as before: the run's temporary file is
-    /// removed at the next open).
-    pub fn add_run(&self, begin: Lsn, end: Lsn, mut entries: Vec<Entry>) -> Result<RunSummary> {
+    /// As [`Archive::add_run_with_state`].
+    pub fn add_run(&self, begin: Lsn, end: Lsn, entries: Vec<Entry>) -> Result<RunSummary> {
+        self.add_run_with_state(begin, end, entries, &[])
+    }
+
+    /// Adds a run covering `[begin, end)` holding `entries` (any order; sorted here) and `state`,
+    /// the engine's opaque state as of `end` (A4, A9; empty for none). The run must start where
+    /// the archive ends (or anywhere, while it is empty), and every entry's LSN must lie in the
+    /// interval. The run is durable when this returns.
+    ///
+    /// # Errors
+    /// [`LogError::BadConfig`] for an interval that does not follow the archive, an entry
+    /// outside it, or a state larger than [`MAX_STATE`]; I/O errors (the archive is then as
+    /// before: the run's temporary file is removed at the next open).
+    pub fn add_run_with_state(
+        &self,
+        begin: Lsn,
+        end: Lsn,
+        mut entries: Vec<Entry>,
+        state: &[u8],
+    ) -> Result<RunSummary> {
         let _w = self.writer.lock();
         if begin >= end || self.end().is_some_and(|e| e != begin) {
             return Err(LogError::BadConfig {
@@ -516,7 +663,7 @@ impl Archive {
             });
         }
         entries.sort_by_key(|e| (e.page, e.lsn));
-        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut entries.into_iter().map(Ok))?;
+        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut entries.into_iter().map(Ok), state)?;
         let run = Arc::new(Run::open(&*self.vfs, &path, (begin, end))?);
         let summary = run.summary.clone();
         let mut runs = self.runs.lock();
@@ -535,9 +682,10 @@ impl Archive {
     }
 
     /// Merges the `n` adjacent runs from the `first` (0 = the oldest) into one (A7; at least two),
-    /// by a k-way merge that reads each in chunks. The merged run is durable before its inputs
-    /// are removed; a crash in between leaves both, and [`Archive::open`] removes the inputs.
-    /// Returns the merged run, or `None` if the range holds fewer than two runs.
+    /// by a k-way merge that reads each in chunks. The merged run carries the state of its
+    /// newest input (read and checked first). It is durable before its inputs are removed; a
+    /// crash in between leaves both, and [`Archive::open`] removes the inputs. Returns the
+    /// merged run, or `None` if the range holds fewer than two runs.
     ///
     /// # Errors
     /// I/O errors and damage in an input ([`LogError::ArchiveCorrupted`] naming it); the
@@ -552,6 +700,8 @@ impl Archive {
         }
         let inputs = &all[first..first + n];
         let (begin, end) = (inputs[0].summary.begin, inputs[n - 1].summary.end);
+        // The state as of `end` is the newest input's.
+        let state = inputs[n - 1].state()?;
         let mut scans: Vec<RunScan> = inputs.iter().map(Run::scan).collect();
         let mut heap = BinaryHeap::with_capacity(n);
         for (i, s) in scans.iter_mut().enumerate() {
@@ -568,7 +718,8 @@ impl Archive {
             }
             Some(Ok(entry))
         });
-        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut merged)?;
+        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut merged, &state)?;
+        drop(state);
         let run = Arc::new(Run::open(&*self.vfs, &path, (begin, end))?);
         let summary = run.summary.clone();
         {
@@ -585,6 +736,50 @@ impl Archive {
         }
         self.vfs.sync_dir(&self.dir).map_err(|e| LogError::io("syncing directory", &self.dir, e))?;
         Ok(Some(summary))
+    }
+
+    /// The newest run's end LSN and its state (A9): what the engine stored with
+    /// [`Archive::add_run_with_state`] as of that LSN. `None` if the archive is empty or the
+    /// newest run has no state. Reads the state from the run file and checks it (A3).
+    ///
+    /// # Errors
+    /// I/O errors; [`LogError::ArchiveCorrupted`] naming the newest run if its state is damaged.
+    pub fn newest_state(&self) -> Result<Option<(Lsn, Vec<u8>)>> {
+        let runs = Arc::clone(&self.runs.lock());
+        let Some(run) = runs.last() else { return Ok(None) };
+        if run.summary.state_bytes == 0 {
+            return Ok(None);
+        }
+        Ok(Some((run.summary.end, run.state()?)))
+    }
+
+    /// For every page with an entry in a run whose interval ends after `from`, the LSN of its
+    /// newest entry in those runs, sorted by page id (A9). The granularity is the run: if `from`
+    /// lies inside a run, that run's pages all count, also those whose entries there are all
+    /// below `from` (their LSN is then below `from`; filter on `lsn >= from` for exactly the
+    /// pages changed since `from`). Reads only the in-memory indexes: one k-way merge of the
+    /// runs' page lists, no entry is read.
+    #[must_use]
+    pub fn last_lsns_since(&self, from: Lsn) -> Vec<(u64, Lsn)> {
+        let runs = Arc::clone(&self.runs.lock());
+        let lists: Vec<&[PageRef]> =
+            runs.iter().filter(|r| r.summary.end > from).map(|r| &r.index[..]).collect();
+        let mut at = vec![0usize; lists.len()];
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> =
+            lists.iter().enumerate().filter_map(|(i, l)| Some(Reverse((l.first()?.page, i)))).collect();
+        let mut out: Vec<(u64, Lsn)> = Vec::with_capacity(lists.iter().map(|l| l.len()).max().unwrap_or(0));
+        while let Some(Reverse((page, i))) = heap.pop() {
+            let last = lists[i][at[i]].last;
+            at[i] += 1;
+            if let Some(next) = lists[i].get(at[i]) {
+                heap.push(Reverse((next.page, i)));
+            }
+            match out.last_mut() {
+                Some((p, l)) if *p == page => *l = (*l).max(last),
+                _ => out.push((page, last)),
+            }
+        }
+        out
     }
 
     /// Every archived change of `page` with an LSN of at least `from`, in LSN order (A5): one

@@ -1,11 +1,13 @@
-//! The log archive (README A1–A8): runs sorted by (page, LSN) and indexed by page, merged in
-//! order, checked on every read, crash-safe at every I/O call of adding and merging runs.
+//! The log archive (README A1–A9): runs sorted by (page, LSN) and indexed by page, merged in
+//! order, checked on every read, crash-safe at every I/O call of adding and merging runs; each
+//! run's state and its index's last LSN per page, what instant restart reads instead of the log.
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Op, Vfs};
+use swizzledb_wal::archive::MAX_STATE;
 use swizzledb_wal::{Archive, ArchiveEntry as Entry, LogError, Lsn};
 
 const DIR: &str = "/db.wal/archive";
@@ -25,7 +27,13 @@ fn entry(page: u64, lsn: u64) -> Entry {
     Entry { page, lsn: Lsn(lsn), body }
 }
 
-/// Runs over [8, 100), [100, 200), [200, 300) with pages 1..=5 changed at every 7th LSN.
+/// The engine's state as of `end`, as the tests store it: lengths that need padding and not.
+fn state(end: u64) -> Vec<u8> {
+    format!("analysis as of {end};").into_bytes().repeat(1 + (end % 7) as usize)
+}
+
+/// Runs over [8, 100), [100, 200), [200, 300) with pages 1..=5 changed at every 7th LSN, each
+/// with the state as of its end.
 fn three_runs(a: &Archive) -> Vec<Entry> {
     let mut all = Vec::new();
     for (b, e) in [(8, 100), (100, 200), (200, 300)] {
@@ -34,9 +42,44 @@ fn three_runs(a: &Archive) -> Vec<Entry> {
         // Handed over unsorted: the archive sorts.
         let mut shuffled = entries;
         shuffled.reverse();
-        a.add_run(Lsn(b), Lsn(e), shuffled).unwrap();
+        a.add_run_with_state(Lsn(b), Lsn(e), shuffled, &state(e)).unwrap();
     }
     all
+}
+
+/// The model of `last_lsns_since` (A9): every page with an entry in a run (of `intervals`)
+/// ending after `from`, with its largest LSN there.
+fn model_last_lsns(entries: &[Entry], intervals: &[(Lsn, Lsn)], from: Lsn) -> Vec<(u64, Lsn)> {
+    let mut m: BTreeMap<u64, Lsn> = BTreeMap::new();
+    for e in entries {
+        let &(_, end) = intervals.iter().find(|&&(b, end)| b <= e.lsn && e.lsn < end).expect("in a run");
+        if end > from {
+            let last = m.entry(e.page).or_insert(e.lsn);
+            *last = (*last).max(e.lsn);
+        }
+    }
+    m.into_iter().collect()
+}
+
+fn intervals(a: &Archive) -> Vec<(Lsn, Lsn)> {
+    a.runs().iter().map(|r| (r.begin, r.end)).collect()
+}
+
+/// `last_lsns_since` against the model built from `entries()` and the runs' intervals, for
+/// `from` at 0, at every run boundary, inside every run and past the end.
+fn assert_last_lsns(a: &Archive) {
+    let (entries, intervals) = (a.entries().unwrap(), intervals(a));
+    let mut froms = vec![Lsn(0), Lsn(u64::MAX)];
+    for &(b, e) in &intervals {
+        froms.extend([b, Lsn(b.0 + (e.0 - b.0) / 2), Lsn(e.0 - 1), e]);
+    }
+    for from in froms {
+        assert_eq!(a.last_lsns_since(from), model_last_lsns(&entries, &intervals, from), "A9: from {from}");
+    }
+}
+
+fn padded(n: usize) -> usize {
+    n.div_ceil(8) * 8
 }
 
 /// The model: page -> its entries in LSN order.
@@ -191,6 +234,192 @@ fn a3_damage_is_an_error_naming_the_run() {
 }
 
 #[test]
+fn a9_the_newest_run_s_state_comes_back_through_reopening_and_merges() {
+    let fs = fs();
+    let a = open(&fs).unwrap();
+    assert_eq!(a.newest_state().unwrap(), None, "A9: an empty archive has no state");
+    let all = three_runs(&a);
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(300), state(300))));
+    let sizes: Vec<u64> = a.runs().iter().map(|r| r.state_bytes).collect();
+    assert_eq!(sizes, [100, 200, 300].map(|e| state(e).len() as u64));
+    drop(a);
+    let a = open(&fs).unwrap();
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(300), state(300))), "A9: reopened");
+    // Merging the older runs: the merged run takes its newer input's state; the newest is kept.
+    let m = a.merge_oldest(2).unwrap().expect("merged");
+    assert_eq!(m.state_bytes, state(200).len() as u64, "A7: the newest input's state");
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(300), state(300))));
+    let m = a.merge_oldest(2).unwrap().expect("merged");
+    assert_eq!((m.end, m.state_bytes), (Lsn(300), state(300).len() as u64));
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(300), state(300))), "A7: read from the merged run");
+    assert_holds(&a, &all);
+    drop(a);
+    let a = open(&fs).unwrap();
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(300), state(300))), "A9: the merged run reopened");
+    // A newer run without a state: there is no current state, an older one is never returned.
+    a.add_run(Lsn(300), Lsn(400), vec![entry(1, 300)]).unwrap();
+    assert_eq!(a.newest_state().unwrap(), None, "A9: an empty state reads as None");
+    // A merge whose newest input has no state has none either.
+    let m = a.merge_oldest(2).unwrap().expect("merged");
+    assert_eq!(m.state_bytes, 0);
+    assert_eq!(a.newest_state().unwrap(), None, "A7: the newest input's (empty) state");
+    // States of a multiple of 8 bytes, of 1 byte, larger than a write chunk, of binary zeros.
+    let large: Vec<u8> = (0..(1 << 20) + 5).map(|i: u32| (i % 251) as u8).collect();
+    for (b, e, st) in
+        [(400, 500, vec![7u8; 16]), (500, 550, vec![9u8]), (550, 600, large), (600, 700, vec![0u8; 13])]
+    {
+        a.add_run_with_state(Lsn(b), Lsn(e), vec![entry(2, b)], &st).unwrap();
+        assert_eq!(a.newest_state().unwrap(), Some((Lsn(e), st.clone())));
+    }
+    drop(a);
+    let a = open(&fs).unwrap();
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(700), vec![0u8; 13])));
+    // Two runs with states merged: the merged run's state is the newer one's, byte for byte.
+    let m = a.merge(2, 2).unwrap().expect("merged");
+    assert_eq!((m.begin, m.end, m.state_bytes), (Lsn(500), Lsn(600), (1 << 20) + 5), "the large state");
+    let m = a.merge(2, 2).unwrap().expect("merged");
+    assert_eq!((m.begin, m.end, m.state_bytes), (Lsn(500), Lsn(700), 13));
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(700), vec![0u8; 13])));
+    let m = a.merge(1, 2).unwrap().expect("merged");
+    assert_eq!((m.begin, m.end), (Lsn(400), Lsn(700)));
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(700), vec![0u8; 13])));
+    let fresh = two_stated_runs();
+    let m = fresh.merge_oldest(2).unwrap().expect("merged");
+    assert_eq!(m.state_bytes, 3);
+    assert_eq!(
+        fresh.newest_state().unwrap(),
+        Some((Lsn(200), b"new".to_vec())),
+        "A7: the newer input's bytes"
+    );
+}
+
+/// An archive of two runs, [8, 100) with state "old state" and [100, 200) with state "new".
+fn two_stated_runs() -> Archive {
+    let a = open(&fs()).unwrap();
+    a.add_run_with_state(Lsn(8), Lsn(100), vec![entry(1, 8)], b"old state").unwrap();
+    a.add_run_with_state(Lsn(100), Lsn(200), vec![entry(1, 100)], b"new").unwrap();
+    a
+}
+
+#[test]
+fn a4_a_state_over_the_bound_is_refused() {
+    let fs = fs();
+    let a = open(&fs).unwrap();
+    a.add_run_with_state(Lsn(8), Lsn(100), vec![entry(1, 8)], b"s").unwrap();
+    let big = vec![0u8; MAX_STATE + 1];
+    match a.add_run_with_state(Lsn(100), Lsn(200), vec![entry(1, 100)], &big) {
+        Err(e @ LogError::BadConfig { .. }) => assert!(e.to_string().contains("state"), "{e}"),
+        other => panic!("A4: expected the state refused, got {other:?}"),
+    }
+    assert_eq!((a.end(), a.runs().len()), (Some(Lsn(100)), 1), "nothing added");
+    assert!(fs.list(Path::new(DIR)).unwrap().iter().all(|p| p.extension().is_some_and(|x| x == "run")));
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(100), b"s".to_vec())));
+}
+
+#[test]
+fn a9_last_lsns_since_matches_the_entries_for_any_from() {
+    let fs = fs();
+    let a = open(&fs).unwrap();
+    assert!(a.last_lsns_since(Lsn(0)).is_empty(), "an empty archive");
+    three_runs(&a);
+    // Pages that only some runs hold; page 9 changes early in [300, 400) only.
+    a.add_run(Lsn(300), Lsn(400), vec![entry(9, 301), entry(6, 390), entry(1, 350), entry(6, 320)]).unwrap();
+    a.add_run(Lsn(400), Lsn(500), Vec::new()).unwrap();
+    a.add_run(Lsn(500), Lsn(600), vec![entry(7, 599), entry(2, 500)]).unwrap();
+    assert_last_lsns(&a);
+    // Inside a run every page of the run counts, also one changed before `from` only.
+    assert_eq!(
+        a.last_lsns_since(Lsn(350)),
+        vec![(1, Lsn(350)), (2, Lsn(500)), (6, Lsn(390)), (7, Lsn(599)), (9, Lsn(301))]
+    );
+    assert_eq!(a.last_lsns_since(Lsn(400)), vec![(2, Lsn(500)), (7, Lsn(599))], "the empty run adds nothing");
+    assert!(a.last_lsns_since(Lsn(600)).is_empty(), "nothing after the end");
+    drop(a);
+    let a = open(&fs).unwrap();
+    assert_last_lsns(&a);
+    // Merged runs answer at their coarser granularity.
+    a.merge(1, 3).unwrap().expect("merged");
+    assert_last_lsns(&a);
+    a.merge_oldest(usize::MAX).unwrap().expect("merged");
+    assert_eq!(a.runs().len(), 1);
+    assert_last_lsns(&a);
+    drop(a);
+    assert_last_lsns(&open(&fs).unwrap());
+}
+
+#[test]
+fn a3_a_damaged_state_is_an_error_naming_the_run_when_it_is_read() {
+    let fs = fs();
+    let a = open(&fs).unwrap();
+    let all = three_runs(&a);
+    drop(a);
+    let newest = run_paths(&fs)[2].clone();
+    let bytes = fs.contents(&newest).unwrap();
+    let len = state(300).len();
+    assert_ne!(len % 8, 0, "the state needs padding");
+    let start = bytes.len() - 8 - padded(len);
+    let write = |b: &[u8]| {
+        let f = fs.open(&newest, swizzledb_sync::OpenMode::EXISTING).unwrap();
+        f.write_all_at(b, 0).unwrap();
+        f.sync().unwrap();
+    };
+    // A state byte, a padding byte, the checksum, the zero word after it.
+    for at in [start + 3, start + len, bytes.len() - 8, bytes.len() - 2] {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x10;
+        write(&damaged);
+        // Open reads only the header and the index (A3): the state is checked when read.
+        let a = open(&fs).unwrap_or_else(|e| panic!("A3: open checks the state lazily (byte {at}): {e}"));
+        match a.newest_state() {
+            Err(e @ LogError::ArchiveCorrupted { .. }) => {
+                assert!(matches!(&e, LogError::ArchiveCorrupted { run, .. } if *run == newest), "{e}");
+                assert!(e.to_string().contains("state"), "{e}");
+            }
+            other => panic!("A3: expected the damaged state (byte {at}) named, got {other:?}"),
+        }
+        assert_holds(&a, &all);
+        assert_last_lsns(&a);
+        // A merge whose newest input it is fails before writing; one without it works.
+        assert!(matches!(a.merge(1, 2), Err(LogError::ArchiveCorrupted { ref run, .. }) if *run == newest));
+        assert_eq!(a.runs().len(), 3, "a failed merge changes nothing");
+        assert_eq!(run_paths(&fs).len(), 3);
+        drop(a);
+    }
+    write(&bytes);
+    let a = open(&fs).unwrap();
+    a.merge_oldest(2).unwrap().expect("merged without the damaged run");
+    assert_eq!(a.newest_state().unwrap(), Some((Lsn(300), state(300))));
+}
+
+#[test]
+fn a3_a_run_of_format_version_1_is_refused_with_what_to_do() {
+    let fs = fs();
+    fs.create_dir_all(Path::new(DIR)).unwrap();
+    // A version-1 run without entries: header, an empty index, its checksum and a zero word.
+    let mut run = vec![0u8; 72];
+    run[..8].copy_from_slice(b"SWZARCRN");
+    run[8..12].copy_from_slice(&1u32.to_le_bytes());
+    run[16..24].copy_from_slice(&8u64.to_le_bytes());
+    run[24..32].copy_from_slice(&100u64.to_le_bytes());
+    let crc = crc32c::crc32c(&run[..60]);
+    run[60..64].copy_from_slice(&crc.to_le_bytes());
+    let path = Path::new(DIR).join("0000000000000008-0000000000000064.run");
+    let f = fs.open(&path, swizzledb_sync::OpenMode::CREATE_NEW).unwrap();
+    f.write_all_at(&run, 0).unwrap();
+    f.sync().unwrap();
+    drop(f);
+    match open(&fs) {
+        Err(LogError::ArchiveCorrupted { run, reason }) => {
+            assert_eq!(run, path);
+            assert!(reason.contains("older version"), "{reason}");
+            assert!(reason.contains("move the archive directory away"), "{reason}");
+        }
+        other => panic!("A3: expected the version-1 run refused, got {other:?}"),
+    }
+    assert!(fs.contents(&path).is_some(), "the run is left alone");
+}
+
+#[test]
 fn a6_a_crash_between_the_merged_run_and_the_inputs_removal_loses_and_repeats_nothing() {
     let fs = fs();
     let a = open(&fs).unwrap();
@@ -223,7 +452,7 @@ fn a4_a7_a_fault_at_any_io_call_leaves_the_old_or_the_new_archive() {
             let calls0 = probe.calls(op, None);
             let extra: Vec<Entry> = (300..400).step_by(3).map(|l| entry(l % 4, l)).collect();
             if step == "add" {
-                a.add_run(Lsn(300), Lsn(400), extra.clone()).unwrap();
+                a.add_run_with_state(Lsn(300), Lsn(400), extra.clone(), &state(400)).unwrap();
             } else {
                 a.merge_oldest(3).unwrap();
             }
@@ -234,7 +463,7 @@ fn a4_a7_a_fault_at_any_io_call_leaves_the_old_or_the_new_archive() {
                 three_runs(&a);
                 fs.fail_next(FaultRule::new(op, Fault::Eio).nth(k));
                 let result = if step == "add" {
-                    a.add_run(Lsn(300), Lsn(400), extra.clone()).map(|_| ())
+                    a.add_run_with_state(Lsn(300), Lsn(400), extra.clone(), &state(400)).map(|_| ())
                 } else {
                     a.merge_oldest(3).map(|_| ())
                 };
@@ -243,12 +472,15 @@ fn a4_a7_a_fault_at_any_io_call_leaves_the_old_or_the_new_archive() {
                 fs.crash(CrashMode::DropUnsynced);
                 let a = open(&fs).unwrap_or_else(|e| panic!("{op:?} #{k} of {step}: reopen: {e}"));
                 let mut want = before.clone();
-                if step == "add" && a.end() == Some(Lsn(400)) {
+                let end = if step == "add" && a.end() == Some(Lsn(400)) {
                     want.extend(extra.iter().cloned());
+                    400
                 } else {
                     assert_eq!(a.end(), Some(Lsn(300)), "{op:?} #{k} of {step}");
-                }
+                    300
+                };
                 assert_holds(&a, &want);
+                assert_eq!(a.newest_state().unwrap(), Some((Lsn(end), state(end))), "{op:?} #{k} of {step}");
             }
         }
     }
@@ -257,12 +489,14 @@ fn a4_a7_a_fault_at_any_io_call_leaves_the_old_or_the_new_archive() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    /// A5, A7 against a model: random entries cut into runs at random LSNs, merged at random
-    /// points; every page's history and the whole content always match.
+    /// A5, A7, A9 against a model: random entries cut into runs at random LSNs, each with a
+    /// random state (often none), merged at random points; every page's history, the whole
+    /// content, each run's state, the newest state and `last_lsns_since` always match.
     #[test]
     fn a5_a7_runs_and_merges_match_the_model(
         changes in prop::collection::vec((0u64..20, 1usize..40), 1..120),
         cuts in prop::collection::vec(1usize..120, 0..6),
+        states in prop::collection::vec(prop_oneof![Just(0usize), 1usize..40], 7),
         merges in prop::collection::vec((0usize..6, 2usize..5), 0..4),
     ) {
         let fs = fs();
@@ -276,27 +510,56 @@ proptest! {
         bounds.push(end);
         bounds.sort_unstable();
         bounds.dedup();
-        for w in bounds.windows(2) {
+        // The model of the runs: (begin, end, state), oldest first.
+        let mut model: Vec<(Lsn, Lsn, Vec<u8>)> = Vec::new();
+        for (i, w) in bounds.windows(2).enumerate() {
             let part: Vec<Entry> = entries.iter().filter(|e| e.lsn.0 >= w[0] && e.lsn.0 < w[1]).cloned().collect();
-            a.add_run(Lsn(w[0]), Lsn(w[1]), part).unwrap();
+            let st: Vec<u8> = (0..states[i]).map(|k| (w[1] as usize + k) as u8).collect();
+            let run = a.add_run_with_state(Lsn(w[0]), Lsn(w[1]), part, &st).unwrap();
+            prop_assert_eq!(run.state_bytes, st.len() as u64);
+            model.push((Lsn(w[0]), Lsn(w[1]), st));
         }
+        let check = |a: &Archive, model: &[(Lsn, Lsn, Vec<u8>)]| -> Result<(), TestCaseError> {
+            let runs = a.runs();
+            let got: Vec<_> = runs.iter().map(|r| (r.begin, r.end, r.state_bytes)).collect();
+            let want: Vec<_> = model.iter().map(|(b, e, st)| (*b, *e, st.len() as u64)).collect();
+            prop_assert_eq!(got, want, "A7: intervals and states");
+            let newest = model.last().filter(|m| !m.2.is_empty()).map(|m| (m.1, m.2.clone()));
+            prop_assert_eq!(a.newest_state().unwrap(), newest, "A9: newest state");
+            let intervals: Vec<(Lsn, Lsn)> = model.iter().map(|m| (m.0, m.1)).collect();
+            let mut froms = vec![Lsn(0), Lsn(end), Lsn(end + 100)];
+            for &(b, e) in &intervals {
+                froms.extend([b, Lsn(b.0 + 8), Lsn((b.0 + e.0) / 2), Lsn(e.0 - 1)]);
+            }
+            for from in froms {
+                prop_assert_eq!(a.last_lsns_since(from), model_last_lsns(&entries, &intervals, from), "A9: from {}", from);
+            }
+            Ok(())
+        };
+        check(&a, &model)?;
         for (first, n) in merges {
             let before = a.runs();
             let merged = a.merge(first, n).unwrap();
             let after = a.runs();
             match merged {
                 Some(m) => {
-                    prop_assert_eq!(after.len(), before.len() + 1 - n.min(before.len() - first));
+                    let k = n.min(before.len() - first);
+                    prop_assert_eq!(after.len(), before.len() + 1 - k);
                     prop_assert_eq!(&after[first], &m);
                     prop_assert_eq!(m.begin, before[first].begin);
+                    let joined = (model[first].0, model[first + k - 1].1, model[first + k - 1].2.clone());
+                    model.splice(first..first + k, [joined]);
                 }
                 None => prop_assert_eq!(&after, &before),
             }
             prop_assert!(after.windows(2).all(|w| w[0].end == w[1].begin), "A1");
             assert_holds(&a, &entries);
+            check(&a, &model)?;
         }
         assert_holds(&a, &entries);
         drop(a);
-        assert_holds(&open(&fs).unwrap(), &entries);
+        let a = open(&fs).unwrap();
+        assert_holds(&a, &entries);
+        check(&a, &model)?;
     }
 }
