@@ -54,6 +54,13 @@ pub trait LogFlush: Send + Sync {
         Err("no single-page recovery".into())
     }
 
+    /// Instant restart (B28): `page` was loaded from the file into a frame, carrying
+    /// `page_lsn` — read as it was, or repaired (B25) and written back. Called while the pool
+    /// holds the frame's exclusive latch, before anything can change the page. Default: nothing.
+    fn page_loaded(&self, page: PageId, page_lsn: Lsn) {
+        let _ = (page, page_lsn);
+    }
+
     /// Write elision (B27): eviction is about to drop `page`, dirty since `rec_lsn` and
     /// carrying `page_lsn`, without writing it; the log is durable up to `page_lsn` already.
     /// Returns true if the log takes the page over — it can rebuild it (B25) and will report it

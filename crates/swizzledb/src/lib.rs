@@ -36,6 +36,7 @@ mod decoupled;
 #[cfg(test)]
 mod decoupled_tests;
 mod files;
+mod instant;
 mod isolation;
 pub mod lock;
 mod logging;
@@ -53,7 +54,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use swizzledb_btree::{AutoCommit, BTreeOwner};
 use swizzledb_sync::{Lsn, PageId, TxnId};
-use swizzledb_wal::{LogConfig, LogError, LogManager};
+use swizzledb_wal::{LogConfig, LogManager};
 
 pub use crate::logging::{CheckpointKind, CheckpointStats};
 use crate::logging::{PoolLog, SystemLog, TxnLog, Undo, Wal};
@@ -61,10 +62,11 @@ use crate::record::{Record, TxnState};
 use swizzledb_buffer::PageFile;
 
 pub use crate::cleaner::{Cleaner, CleanerStats};
+pub use crate::instant::{RedoProgress, RestartMode};
 pub use crate::logging::CommitMode;
 pub use crate::restart::RestartStats;
 pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
-pub use swizzledb_wal::{Archive, ArchiveEntry, LogStats, RunSummary};
+pub use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogStats, RunSummary};
 
 pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
 pub use swizzledb_buffer::{
@@ -201,11 +203,17 @@ pub struct Builder {
     cleaner_every: Option<std::time::Duration>,
     checkpoint_kind: CheckpointKind,
     log_archive: bool,
+    archive_every: Option<Option<std::time::Duration>>,
+    restart_mode: RestartMode,
+    no_background_redo: bool,
     discard_unclean: bool,
     convert_to_logged: bool,
     /// `page_size` was called: `open` checks the file's against it instead of adopting it.
     page_size_set: bool,
 }
+
+/// Default interval of the background archiver ([`Builder::archive_interval`]).
+pub const DEFAULT_ARCHIVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Default bound of the log kept on disk (R15).
 pub const DEFAULT_MAX_LOG_BYTES: u64 = 128 << 20;
@@ -358,6 +366,39 @@ impl Builder {
         self
     }
 
+    /// How often the background archiver archives the durable log (default: every
+    /// [`DEFAULT_ARCHIVE_INTERVAL`]; `None`: only checkpoints, the decoupled cleaner and
+    /// [`Database::archive_log`] archive). The archive then trails the log by about one
+    /// interval, which is what instant restart reads at open instead of the log (R17, R22).
+    /// Without [`Builder::log_archive`] it does nothing.
+    #[must_use]
+    pub fn archive_interval(mut self, every: Option<std::time::Duration>) -> Self {
+        self.archive_every = Some(every);
+        self
+    }
+
+    fn archive_every(&self) -> Option<std::time::Duration> {
+        self.archive_every.unwrap_or(Some(DEFAULT_ARCHIVE_INTERVAL))
+    }
+
+    /// How a logged database restarts after a crash (default: [`RestartMode::Classical`]).
+    /// [`RestartMode::Instant`] needs [`Builder::log_archive`]; `open` and `create` refuse it
+    /// without, before anything is written (RECOVERY.md R22).
+    #[must_use]
+    pub fn restart_mode(mut self, mode: RestartMode) -> Self {
+        self.restart_mode = mode;
+        self
+    }
+
+    /// Whether instant restart's background thread redoes pending pages (default: on). Off,
+    /// pages are redone only when a fix loads them, until the first checkpoint, `flush` or
+    /// `close` redoes the rest (RECOVERY.md R22) — to measure on-demand redo alone.
+    #[must_use]
+    pub fn background_redo(mut self, on: bool) -> Self {
+        self.no_background_redo = !on;
+        self
+    }
+
     /// Keep a log archive (Lersch 2015; RECOVERY.md R17) in `<path>.wal/archive`: every
     /// checkpoint first sorts the page changes of the durable log into a new run, indexed by
     /// page (wal README A1–A8), and the log is never truncated past what is archived. Off by
@@ -495,6 +536,7 @@ impl Builder {
             path,
         )?);
         let wal = self.wal(log, archive);
+        seed_new(&wal, &pool);
         let db = self.database(pool, Some(Arc::new(wal)), locks);
         db.checkpoint()?;
         self.start_background(&db);
@@ -523,6 +565,11 @@ impl Builder {
         }
         if self.cleaner == Cleaner::Decoupled && !self.log_archive {
             return refuse("Cleaner::Decoupled replays the log archive: add Builder::log_archive(true)");
+        }
+        if self.restart_mode == RestartMode::Instant && !self.log_archive {
+            return refuse(
+                "RestartMode::Instant reads the log archive instead of the log: add Builder::log_archive(true)",
+            );
         }
         Ok(())
     }
@@ -655,6 +702,7 @@ impl Builder {
         let log_lock =
             files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, segment_bytes, path)?;
         let wal = Arc::new(self.wal(log, archive));
+        seed_new(&wal, &pool);
         wal.checkpoint_classical(&pool)?;
         pool.mark_logged()?;
         let db = self.database(pool, Some(wal), vec![lock, log_lock]);
@@ -691,9 +739,15 @@ impl Builder {
     fn start_background(&self, db: &Database) {
         let Some(wal) = &db.core.wal else { return };
         let mut threads = db.background.lock();
+        if !self.no_background_redo && wal.pending.as_ref().is_some_and(|p| !p.is_finished()) {
+            threads.redo = Some(instant::RedoThread::start(Arc::clone(wal), Arc::clone(&db.core.pool)));
+        }
         if let Some(every) = self.checkpoint_every() {
             threads.checkpointer =
-                Some(logging::Checkpointer::start(Arc::clone(wal), Arc::clone(&db.core.pool), every));
+                Some(logging::start_checkpointer(Arc::clone(wal), Arc::clone(&db.core.pool), every));
+        }
+        if let (Some(_), Some(every)) = (&wal.archive, self.archive_every()) {
+            threads.archiver = Some(logging::start_archiver(Arc::clone(wal), every));
         }
         if let Some(shared) = &db.core.cleaner {
             threads.cleaner =
@@ -716,6 +770,11 @@ impl Builder {
                 reason: "it holds no checkpoint".into(),
             });
         }
+        if self.restart_mode == RestartMode::Instant {
+            if let Some(plan) = instant::plan(&log, archive.as_deref())? {
+                return self.restart_instant(path, locks, log, archive, plan);
+            }
+        }
         let recovered = restart::analyze_and_redo(
             &*self.config.vfs,
             path,
@@ -732,22 +791,16 @@ impl Builder {
             recovered.allocation,
         )?;
         let wal = self.wal(log, archive);
+        // R22: the archive catches up with the log, storing restart's analysis state, so that
+        // the archiver carries it forward from here. Not fatal: without it the runs carry no
+        // state until the next restart, and instant restart falls back to classical.
+        if let Err(e) = wal.archive_restart_end(&recovered.state) {
+            log::warn!("restart could not archive the log's tail ({e}); the next checkpoint tries again");
+        }
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
         db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
         let mut stats = recovered.stats;
-        for entry in &recovered.unfinished {
-            match db.core.finish_loser(entry) {
-                Ok(compensations) => stats.compensations += compensations,
-                Err(e) => {
-                    // No checkpoint on the way out (Drop): it would list the unfinished losers
-                    // without their first records and truncate the log they still need.
-                    db.closed = true;
-                    db.core.pool.mark_closed();
-                    return Err(e);
-                }
-            }
-            stats.losers += u64::from(entry.state != TxnState::Committed);
-        }
+        finish_losers(&mut db, &recovered.unfinished, &mut stats)?;
         *db.core.restart_stats.lock() = stats;
         // Classical whatever the configured kind: redo wrote pages without page-write records,
         // and the pool knows exactly which pages are dirty now.
@@ -757,6 +810,107 @@ impl Builder {
         self.start_background(&db);
         Ok(db)
     }
+
+    /// Instant restart (RECOVERY.md R22): the archive catches up with the log's tail, carrying
+    /// its analysis state forward over it; the pages changed since the checkpoint's redo LSN
+    /// become pending (stale below their newest change, B25); the pool opens with the
+    /// allocation of the state, and the losers are rolled back through the trees. Redo of the
+    /// other pending pages is left to their first fetch and the background redo thread.
+    fn restart_instant(
+        &self,
+        path: &Path,
+        locks: Vec<files::FileLock>,
+        log: Arc<LogManager>,
+        archive: Option<Arc<swizzledb_wal::Archive>>,
+        plan: instant::Plan,
+    ) -> Result<Database> {
+        let wal = self.wal(Arc::clone(&log), archive.clone());
+        wal.seed_archiver(&plan.state);
+        let analyzed_before = wal.stats.archived_records.load(Ordering::Relaxed);
+        wal.archive_durable()?;
+        let analyzed = wal.stats.archived_records.load(Ordering::Relaxed) - analyzed_before;
+        let state = wal.archiver_state().ok_or_else(|| {
+            Error::Log(LogError::BadConfig { reason: "the archiver lost its analysis state".into() })
+        })?;
+        let archive_ref = archive.as_deref().expect("instant::plan needs the archive");
+        let pages: Vec<(PageId, Lsn)> = archive_ref
+            .last_lsns_since(plan.redo_from)
+            .into_iter()
+            .filter(|&(_, last)| last >= plan.redo_from)
+            .filter_map(|(p, last)| PageId::new(p).map(|p| (p, last)))
+            .collect();
+        let page_count = state.tables.page_count;
+        {
+            // What the file holds now is what the pending pages' redo starts from: make it
+            // durable (writes of the crashed process may be in the OS's cache only).
+            let (file, _) = PageFile::open_logged(&*self.config.vfs, path, self.config.direct_io)?;
+            if file.len_pages()? < page_count {
+                file.set_len_pages(page_count)?;
+            }
+            file.sync()?;
+        }
+        let pending = Arc::new(instant::PendingRedo::new(&pages));
+        let mut config = self.config.clone();
+        let pool_log =
+            PoolLog::new(Arc::clone(&log), archive.clone()).with_pending(Arc::clone(&pending), &pages);
+        config.log = Some(Arc::new(pool_log));
+        let allocation = swizzledb_buffer::Allocation {
+            page_count,
+            free_pages: state.tables.free.clone(),
+            trees: state.tables.catalog.iter().cloned().collect(),
+        };
+        let pool =
+            swizzledb_buffer::BufferPool::open_recovered(path, &config, Arc::new(BTreeOwner), allocation)?;
+        let wal = wal.with_pending(pending);
+        let mut db = self.database(pool, Some(Arc::new(wal)), locks);
+        db.core.next_txn.store(state.max_txn + 1, Ordering::Relaxed);
+        let mut stats = RestartStats {
+            instant: true,
+            analyzed,
+            pages_deferred: pages.len() as u64,
+            ..RestartStats::default()
+        };
+        finish_losers(&mut db, &state.tables.txns, &mut stats)?;
+        *db.core.restart_stats.lock() = stats;
+        self.start_background(&db);
+        Ok(db)
+    }
+}
+
+/// R22: the archiver of a new log begins with the pool's (empty) tables.
+fn seed_new(wal: &Wal, pool: &swizzledb_buffer::BufferPool) {
+    let allocation = pool.allocation();
+    let at = wal.log.end();
+    wal.seed_archiver(&restart::ArchivedState {
+        at,
+        max_txn: 0,
+        tables: record::Checkpoint {
+            begin: at,
+            page_count: allocation.page_count,
+            free: allocation.free_pages,
+            catalog: allocation.trees.into_iter().collect(),
+            ..record::Checkpoint::default()
+        },
+    });
+}
+
+/// Restart's undo (R10): every transaction restart found unfinished is rolled back (or, if
+/// committed, ended).
+fn finish_losers(db: &mut Database, unfinished: &[record::TxnEntry], stats: &mut RestartStats) -> Result<()> {
+    for entry in unfinished {
+        match db.core.finish_loser(entry) {
+            Ok(compensations) => stats.compensations += compensations,
+            Err(e) => {
+                // No checkpoint on the way out (Drop): it would list the unfinished losers
+                // without their first records and truncate the log they still need.
+                db.closed = true;
+                db.core.pool.mark_closed();
+                return Err(e);
+            }
+        }
+        stats.losers += u64::from(entry.state != TxnState::Committed);
+    }
+    Ok(())
 }
 
 /// The log archive's directory of the database file at `path`: `<path>.wal/archive` (R17).
@@ -785,7 +939,9 @@ pub struct Database {
 /// The background threads of a logged database.
 #[derive(Default)]
 struct Background {
-    checkpointer: Option<logging::Checkpointer>,
+    redo: Option<instant::RedoThread>,
+    checkpointer: Option<logging::Periodic>,
+    archiver: Option<logging::Periodic>,
     cleaner: Option<cleaner::Thread>,
 }
 
@@ -1048,6 +1204,7 @@ impl Core {
             None => Ok(self.pool.flush()?),
             Some(wal) => {
                 wal.log.flush_all()?;
+                wal.finish_restart(&self.pool)?;
                 self.replay_archive(wal)?;
                 self.pool.write_back_older(Lsn(u64::MAX), usize::MAX)?;
                 Ok(self.pool.sync_file()?)
@@ -1072,6 +1229,8 @@ impl Core {
     fn close(&self) -> Result<()> {
         if let Some(wal) = &self.wal {
             wal.log.flush_all()?;
+            // R22: no page may be left stale in the file of a cleanly closed database.
+            wal.finish_restart(&self.pool)?;
             self.replay_archive(wal)?;
         }
         self.pool.close()?;
@@ -1139,6 +1298,12 @@ impl Database {
         }
         if let Some(mut c) = threads.checkpointer.take() {
             c.stop();
+        }
+        if let Some(mut a) = threads.archiver.take() {
+            a.stop();
+        }
+        if let Some(mut r) = threads.redo.take() {
+            r.stop();
         }
     }
 
@@ -1208,6 +1373,13 @@ impl Database {
     #[must_use]
     pub fn log_stats(&self) -> Option<LogStats> {
         self.core.wal.as_ref().map(|w| w.log.stats())
+    }
+
+    /// What instant restart's redo has done so far (RECOVERY.md R22): `None` unless this
+    /// database opened by [`RestartMode::Instant`].
+    #[must_use]
+    pub fn redo_progress(&self) -> Option<RedoProgress> {
+        self.core.wal.as_ref().and_then(|w| w.pending.as_ref()).map(|p| p.progress())
     }
 
     /// What the restart that opened this database did (all zero for a created database or one

@@ -13,6 +13,7 @@ use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
 use crate::record::{Change, Checkpoint, NodeLog, Record, TxnEntry, TxnState};
+use crate::restart::{Analysis, ArchivedState};
 
 /// When a commit returns.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -112,10 +113,13 @@ pub(crate) struct Wal {
     pub(crate) stats: WalStats,
     /// The log archive, if the database keeps one (R17).
     pub(crate) archive: Option<Arc<Archive>>,
-    /// Serializes archiving: runs must follow each other (wal README A1).
-    archiving: Mutex<()>,
+    /// Serializes archiving (runs must follow each other, wal README A1), and holds the
+    /// archiver's analysis (R22) as of the LSN it names — the archive's end — when known.
+    archiving: Mutex<Option<(Lsn, Analysis)>>,
     /// Which checkpoints `checkpoint` takes (R7, R19).
     checkpoint_kind: CheckpointKind,
+    /// R22: the pages instant restart left to redo, until the checkpoint that ends it.
+    pub(crate) pending: Option<Arc<crate::instant::PendingRedo>>,
 }
 
 /// Runs of about one size the archiver merges into one (R17; wal README A7).
@@ -165,9 +169,36 @@ impl Wal {
             checkpointing: Mutex::new(()),
             stats: WalStats::default(),
             archive: None,
-            archiving: Mutex::new(()),
+            archiving: Mutex::new(None),
             checkpoint_kind: CheckpointKind::Classical,
+            pending: None,
         }
+    }
+
+    /// R22: instant restart left `pending` to redo.
+    pub(crate) fn with_pending(mut self, pending: Arc<crate::instant::PendingRedo>) -> Wal {
+        self.pending = Some(pending);
+        self
+    }
+
+    /// R22: no checkpoint ends while instant restart's redo is pending. Redoes what is left in
+    /// the file (sharing the work with the background redo), syncs the file and takes the
+    /// classical checkpoint that ends restart; returns its end record — `None` if restart had
+    /// ended already (or was not instant).
+    pub(crate) fn finish_restart(&self, pool: &BufferPool) -> crate::Result<Option<Lsn>> {
+        let Some(pending) = &self.pending else { return Ok(None) };
+        if pending.is_finished() {
+            return Ok(None);
+        }
+        crate::instant::drain(self, pool, pending, &std::sync::atomic::AtomicBool::new(false))?;
+        let mut finished = pending.finished.lock();
+        if *finished {
+            return Ok(None);
+        }
+        let end = self.classical(pool)?;
+        *finished = true;
+        pending.finished_flag.store(true, Ordering::Release);
+        Ok(Some(end))
     }
 
     /// Sets the kind of checkpoint `checkpoint` takes (R7, R19).
@@ -182,24 +213,63 @@ impl Wal {
         self
     }
 
+    /// R22: the archiver's analysis is `state`, as of `state.at` — the archive's end (or, for
+    /// an empty archive, the log's oldest record): a new database's empty tables.
+    pub(crate) fn seed_archiver(&self, state: &ArchivedState) {
+        *self.archiving.lock() = Some((state.at, Analysis::for_archiver(state)));
+    }
+
+    /// R22: the archiver's analysis state as of the archive's end, if known.
+    pub(crate) fn archiver_state(&self) -> Option<ArchivedState> {
+        let state = self.archiving.lock();
+        state.as_ref().map(|(at, a)| a.archived_state(*at))
+    }
+
     /// R17: sorts the page changes of the durable log not archived yet into one new run, and
     /// merges runs by size tiers (wal README A7). `None` if there is no archive or nothing new.
+    /// R22: the run stores the archiver's analysis state as of its end, carried forward over
+    /// the run's records (or none, if the state at its beginning is not known).
     pub(crate) fn archive_durable(&self) -> Result<Option<RunSummary>, crate::Error> {
+        self.archive_with(None)
+    }
+
+    /// R22: archives the durable log, which ends at `end.at` (restart's analysis end, before
+    /// anything is appended), storing `end` with the run instead of analyzing the records
+    /// again; the archiver continues from it.
+    pub(crate) fn archive_restart_end(&self, end: &ArchivedState) -> Result<(), crate::Error> {
+        self.archive_with(Some(end))?;
+        Ok(())
+    }
+
+    fn archive_with(&self, known_end: Option<&ArchivedState>) -> Result<Option<RunSummary>, crate::Error> {
         let Some(archive) = &self.archive else { return Ok(None) };
-        let _one = self.archiving.lock();
+        let mut state = self.archiving.lock();
         let from = archive.end().unwrap_or_else(|| self.log.oldest());
         let to = self.log.durable();
+        let known_end = known_end.filter(|k| k.at == to);
         if to <= from {
+            if let Some(k) = known_end {
+                *state = Some((k.at, Analysis::for_archiver(k)));
+            }
             return Ok(None);
         }
+        // R22: carried forward over the run's records only from a state at its beginning.
+        let mut analysis = match known_end {
+            Some(_) => None,
+            None => state.as_ref().filter(|(at, _)| *at == from).map(|(_, a)| a.clone()),
+        };
         let mut entries = Vec::new();
         for item in self.log.scan(from)? {
             let (lsn, body) = item?;
             if lsn >= to {
                 break;
             }
-            let pages =
-                Record::pages_in(&body).map_err(|e| LogError::Corrupted { lsn, reason: e.to_string() })?;
+            let corrupted = |reason: String| LogError::Corrupted { lsn, reason };
+            self.stats.archived_records.fetch_add(1, Ordering::Relaxed);
+            if let Some(a) = analysis.as_mut() {
+                a.record_body(lsn, &body).map_err(|e| corrupted(e.to_string()))?;
+            }
+            let pages = Record::pages_in(&body).map_err(|e| corrupted(e.to_string()))?;
             if let Some((last, rest)) = pages.split_last() {
                 for page in rest {
                     entries.push(ArchiveEntry { page: page.get(), lsn, body: body.clone() });
@@ -207,7 +277,17 @@ impl Wal {
                 entries.push(ArchiveEntry { page: last.get(), lsn, body });
             }
         }
-        let run = archive.add_run(from, to, entries)?;
+        let end_state = match known_end {
+            Some(k) => Some(k.clone()),
+            None => analysis.as_ref().map(|a| a.archived_state(to)),
+        };
+        let bytes = end_state.as_ref().map(ArchivedState::encode).unwrap_or_default();
+        let run = archive.add_run_with_state(from, to, entries, &bytes)?;
+        *state = match (known_end, analysis) {
+            (Some(k), _) => Some((to, Analysis::for_archiver(k))),
+            (None, Some(a)) => Some((to, a)),
+            (None, None) => None,
+        };
         // Size tiers: whenever the newest MERGE_RUNS runs are of about one size (the largest at
         // most four times the smallest), they become one run of the next tier, which may
         // complete a group of that tier in turn. So each entry is rewritten once per tier
@@ -293,10 +373,13 @@ impl Wal {
     /// (so the page writes analysis trusted are durable) before the end record. Falls back to a
     /// classical checkpoint when there is no previous one.
     pub(crate) fn checkpoint_decoupled(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+        if let Some(end) = self.finish_restart(pool)? {
+            return Ok(end);
+        }
         let _one = self.checkpointing.lock();
         let Some(prev_end) = self.log.read_master()? else {
             drop(_one);
-            return self.checkpoint_classical(pool);
+            return self.classical(pool);
         };
         let prev = crate::restart::read_checkpoint(&self.log, prev_end)?;
         let begin = self.append(&Record::CheckpointBegin)?;
@@ -327,6 +410,13 @@ impl Wal {
     /// below what restart could need: begin record; dirty pages, transactions, allocation;
     /// data-file sync (pages seen clean are on disk); end record, durable; master record.
     pub(crate) fn checkpoint_classical(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+        match self.finish_restart(pool)? {
+            Some(end) => Ok(end),
+            None => self.classical(pool),
+        }
+    }
+
+    fn classical(&self, pool: &BufferPool) -> crate::Result<Lsn> {
         let _one = self.checkpointing.lock();
         let begin = self.append(&Record::CheckpointBegin)?;
         // R16: a transaction whose record precedes the begin record is read only once its entry
@@ -400,12 +490,29 @@ pub(crate) struct PoolLog {
     /// The page LSN of every page's newest write since open (R18's staleness test), sharded by
     /// page id.
     written: Box<[Mutex<rustc_hash::FxHashMap<u64, Lsn>>]>,
+    /// R22: the pages instant restart left to redo.
+    pending: Option<Arc<crate::instant::PendingRedo>>,
 }
 
 impl PoolLog {
     pub(crate) fn new(log: Arc<LogManager>, archive: Option<Arc<Archive>>) -> PoolLog {
         let written = (0..WRITTEN_SHARDS).map(|_| Mutex::new(rustc_hash::FxHashMap::default())).collect();
-        PoolLog { log, archive, written }
+        PoolLog { log, archive, written, pending: None }
+    }
+
+    /// R22: instant restart left `pages` (each with the page LSN of its newest change) to
+    /// redo: their copies count as stale below those LSNs (B25), and a load takes them out of
+    /// `pending`.
+    pub(crate) fn with_pending(
+        mut self,
+        pending: Arc<crate::instant::PendingRedo>,
+        pages: &[(PageId, Lsn)],
+    ) -> PoolLog {
+        for &(page, lsn) in pages {
+            self.expect(page, lsn);
+        }
+        self.pending = Some(pending);
+        self
     }
 
     fn shard(&self, page: PageId) -> &Mutex<rustc_hash::FxHashMap<u64, Lsn>> {
@@ -459,15 +566,39 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         self.shard(page).lock().get(&page.get()).copied()
     }
 
+    fn page_loaded(&self, page: PageId, _page_lsn: Lsn) {
+        if let Some(pending) = &self.pending {
+            pending.done(page);
+        }
+    }
+
     fn repair_page(&self, page: PageId, buf: &mut [u8], damage: &str) -> Result<(), String> {
-        match crate::repair::rebuild_page(&self.log, self.archive.as_deref(), page, buf.len(), Lsn(u64::MAX))
-        {
+        // A copy with a good checksum that is a node is only stale: the changes after it are
+        // replayed onto it (R18, R22); a damaged one is rebuilt from the page's whole history.
+        let copy = (swizzledb_buffer::page::verify(buf, page).is_ok()
+            && swizzledb_btree::node::validate(buf).is_ok())
+        .then(|| buf.to_vec());
+        let redone = crate::repair::redo_page(&self.log, self.archive.as_deref(), page, buf.len(), copy)
+            .and_then(|p| {
+                p.ok_or_else(|| crate::Error::PageUnrecoverable {
+                    page,
+                    reason: "the page is free at the end of its history".into(),
+                })
+            });
+        match redone {
             Ok(rebuilt) => {
                 buf.copy_from_slice(&rebuilt);
-                log::warn!(
-                    "page {page} was {damage}; rebuilt by single-page recovery from the log, to page LSN {}",
-                    swizzledb_buffer::page::page_lsn(buf)
-                );
+                let lsn = swizzledb_buffer::page::page_lsn(buf);
+                match self.pending.as_ref().filter(|p| p.expected(page).is_some()) {
+                    // R22: instant restart's redo on fetch, the normal course of things.
+                    Some(pending) => {
+                        pending.redone_on_fetch.fetch_add(1, Ordering::Relaxed);
+                        log::debug!("page {page} redone on fetch (instant restart), to page LSN {lsn}");
+                    }
+                    None => log::warn!(
+                        "page {page} was {damage}; rebuilt by single-page recovery from the log, to page LSN {lsn}"
+                    ),
+                }
                 Ok(())
             }
             Err(e) => {
@@ -709,20 +840,23 @@ pub(crate) mod test_point {
     pub(crate) fn reached(_: &Record) {}
 }
 
-/// The background checkpointer: a fuzzy checkpoint every interval (RECOVERY.md R7), until
-/// stopped (by `Database::close` or drop). A failed checkpoint is counted and retried at the next
-/// interval; the log's own failure is sticky, so nothing is lost by waiting.
-pub(crate) struct Checkpointer {
+/// A background thread that runs a task every interval until stopped (by `Database::close` or
+/// drop).
+pub(crate) struct Periodic {
     stop: Arc<(Mutex<bool>, parking_lot::Condvar)>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Checkpointer {
-    pub(crate) fn start(wal: Arc<Wal>, pool: Arc<BufferPool>, every: std::time::Duration) -> Checkpointer {
+impl Periodic {
+    pub(crate) fn start(
+        name: &str,
+        every: std::time::Duration,
+        mut task: impl FnMut() + Send + 'static,
+    ) -> Periodic {
         let stop = Arc::new((Mutex::new(false), parking_lot::Condvar::new()));
         let signal = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
-            .name("swizzledb-checkpointer".into())
+            .name(name.into())
             .spawn(move || loop {
                 {
                     let mut stopped = signal.0.lock();
@@ -733,13 +867,10 @@ impl Checkpointer {
                         return;
                     }
                 }
-                match wal.checkpoint(&pool) {
-                    Ok(_) => wal.stats.background_checkpoints.fetch_add(1, Ordering::Relaxed),
-                    Err(_) => wal.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed),
-                };
+                task();
             })
             .ok();
-        Checkpointer { stop, handle }
+        Periodic { stop, handle }
     }
 
     pub(crate) fn stop(&mut self) {
@@ -751,10 +882,42 @@ impl Checkpointer {
     }
 }
 
-impl Drop for Checkpointer {
+impl Drop for Periodic {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The background checkpointer: a fuzzy checkpoint every interval (RECOVERY.md R7). A failed
+/// checkpoint is counted and retried at the next interval; the log's own failure is sticky, so
+/// nothing is lost by waiting.
+pub(crate) fn start_checkpointer(
+    wal: Arc<Wal>,
+    pool: Arc<BufferPool>,
+    every: std::time::Duration,
+) -> Periodic {
+    Periodic::start("swizzledb-checkpointer", every, move || {
+        match wal.checkpoint(&pool) {
+            Ok(_) => wal.stats.background_checkpoints.fetch_add(1, Ordering::Relaxed),
+            Err(_) => wal.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed),
+        };
+    })
+}
+
+/// The background archiver (R17): archives the durable log every interval, so that the archive
+/// — and with it the analysis state instant restart reads (R22) — trails the log by about one
+/// interval, and checkpoints find little left to archive. A failure is counted and retried.
+pub(crate) fn start_archiver(wal: Arc<Wal>, every: std::time::Duration) -> Periodic {
+    Periodic::start("swizzledb-archiver", every, move || {
+        match wal.archive_durable() {
+            Ok(Some(_)) => wal.stats.background_archivings.fetch_add(1, Ordering::Relaxed),
+            Ok(None) => 0,
+            Err(e) => {
+                log::warn!("archiving the log failed ({e}); retrying at the next interval");
+                wal.stats.failed_archiving.fetch_add(1, Ordering::Relaxed)
+            }
+        };
+    })
 }
 
 /// Checkpoint counters.
@@ -766,6 +929,10 @@ pub(crate) struct WalStats {
     pub(crate) failed_archiving: AtomicU64,
     pub(crate) decoupled_checkpoints: AtomicU64,
     pub(crate) decoupled_scanned_bytes: AtomicU64,
+    /// Records the archiver read from the log (R17, R22).
+    pub(crate) archived_records: AtomicU64,
+    /// Runs the background archiver added.
+    pub(crate) background_archivings: AtomicU64,
 }
 
 /// Which checkpoints a logged database takes.
@@ -792,7 +959,8 @@ pub struct CheckpointStats {
     pub background: u64,
     /// Checkpoints that failed.
     pub failed: u64,
-    /// Checkpoints whose archiving failed (R17); they completed otherwise.
+    /// Archivings that failed (R17): a checkpoint's (which completed otherwise) or the
+    /// background archiver's.
     pub failed_archiving: u64,
     /// Decoupled checkpoints (R19) among `checkpoints`.
     pub decoupled: u64,

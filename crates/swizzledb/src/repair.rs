@@ -19,11 +19,12 @@ fn unrecoverable(page: PageId, reason: impl std::fmt::Display) -> Error {
 }
 
 /// The page's history, oldest first: every record of the archive and the log that changes it,
-/// below `before` and the log's durable end.
+/// from `from` on, below `before` and the log's durable end.
 fn history(
     log: &LogManager,
     archive: Option<&Archive>,
     id: PageId,
+    from: Lsn,
     before: Lsn,
 ) -> Result<Vec<(Lsn, Record)>> {
     let decode = |lsn: Lsn, body: &[u8]| {
@@ -33,10 +34,10 @@ fn history(
     // the log no longer holds where the archive ended when we looked; look again.
     for _ in 0..8 {
         let mut out = Vec::new();
-        let from = match archive {
+        let scan_from = match archive {
             Some(a) => {
                 let end = a.end();
-                for e in a.page_entries(id.get(), Lsn(0))? {
+                for e in a.page_entries(id.get(), from)? {
                     if end.is_some_and(|end| e.lsn < end) && e.lsn < before {
                         out.push((e.lsn, decode(e.lsn, &e.body)?));
                     }
@@ -47,10 +48,13 @@ fn history(
         };
         let to = log.durable().min(before);
         let scanned = (|| -> Result<()> {
-            for item in log.scan(from)? {
+            for item in log.scan(scan_from)? {
                 let (lsn, body) = item?;
                 if lsn >= to {
                     break;
+                }
+                if lsn < from {
+                    continue;
                 }
                 let pages = Record::pages_in(&body)
                     .map_err(|e| Error::LogCorrupted { lsn, reason: e.to_string() })?;
@@ -64,7 +68,7 @@ fn history(
             Ok(()) => return Ok(out),
             // A checkpoint truncated the log under the scan (past where the archive ended when
             // we looked): the archive holds those records now.
-            Err(_) if archive.is_some() && log.oldest() > from => continue,
+            Err(_) if archive.is_some() && log.oldest() > scan_from => continue,
             Err(e) => return Err(e),
         }
     }
@@ -160,9 +164,14 @@ pub(crate) fn rebuild_page(
     page_size: usize,
     before: Lsn,
 ) -> Result<Vec<u8>> {
-    let history = history(log, archive, id, before)?;
+    let history = history(log, archive, id, Lsn(0), before)?;
+    rebuild_from(id, page_size, &history, archive.is_some())
+}
+
+/// [`rebuild_page`] from the page's whole `history`.
+fn rebuild_from(id: PageId, page_size: usize, history: &[(Lsn, Record)], archived: bool) -> Result<Vec<u8>> {
     let Some(start) = history.iter().rposition(|(_, r)| carries_image(r, id)) else {
-        let hint = if archive.is_some() {
+        let hint = if archived {
             "neither the log archive nor the log holds an image of it"
         } else {
             "the log holds no image of it, and the database keeps no log archive (Builder::log_archive)"
@@ -170,4 +179,62 @@ pub(crate) fn rebuild_page(
         return Err(unrecoverable(id, hint));
     };
     replay_onto(id, page_size, None, &history[start..])
+}
+
+/// Redo of one page (R18, R22): brings `copy` — the file's copy of page `id`, a well-formed
+/// node with a good checksum, or `None` if it is damaged — forward to the log's durable end:
+/// the changes after its page LSN replayed onto it, or onto the newest image among them.
+/// Returns `None` if the page is free at the end of its history (its contents do not matter).
+/// When the changes do not fit the copy (a write lost before the archive began), or there is
+/// no copy, the page is rebuilt from its whole history ([`rebuild_page`]).
+///
+/// # Errors
+/// As [`rebuild_page`].
+pub(crate) fn redo_page(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    id: PageId,
+    page_size: usize,
+    copy: Option<Vec<u8>>,
+) -> Result<Option<Vec<u8>>> {
+    let Some(copy) = copy else {
+        return rebuild_or_free(log, archive, id, page_size);
+    };
+    let after = Lsn(page::page_lsn(&copy).0 + 1);
+    let history = history(log, archive, id, after, Lsn(u64::MAX))?;
+    if history.is_empty() {
+        return Ok(Some(copy));
+    }
+    if ends_free(&history, id) {
+        return Ok(None);
+    }
+    let newest_image = history.iter().rposition(|(_, r)| carries_image(r, id));
+    let replayed = match newest_image {
+        Some(i) => replay_onto(id, page_size, None, &history[i..]),
+        None => replay_onto(id, page_size, Some(copy), &history),
+    };
+    match replayed {
+        Ok(p) => Ok(Some(p)),
+        Err(_) => rebuild_or_free(log, archive, id, page_size),
+    }
+}
+
+/// [`rebuild_page`] as of the log's durable end, or `None` if the page ends free.
+fn rebuild_or_free(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    id: PageId,
+    page_size: usize,
+) -> Result<Option<Vec<u8>>> {
+    let history = history(log, archive, id, Lsn(0), Lsn(u64::MAX))?;
+    if ends_free(&history, id) {
+        return Ok(None);
+    }
+    rebuild_from(id, page_size, &history, archive.is_some()).map(Some)
+}
+
+/// Whether the last record of `history` that frees page `id` follows its newest image.
+fn ends_free(history: &[(Lsn, Record)], id: PageId) -> bool {
+    let newest_image = history.iter().rposition(|(_, r)| carries_image(r, id));
+    history.iter().rposition(|(_, r)| frees(r, id)).is_some_and(|i| newest_image.is_none_or(|m| m < i))
 }

@@ -25,6 +25,8 @@ pub(crate) struct Recovered {
     pub(crate) next_txn: u64,
     /// Counters, for the restart benchmark.
     pub(crate) stats: RestartStats,
+    /// R22: the analysis state at the end of the log, for the archiver to continue from.
+    pub(crate) state: ArchivedState,
 }
 
 /// What a restart did.
@@ -42,6 +44,12 @@ pub struct RestartStats {
     pub compensations: u64,
     /// Pages redo found damaged in the file and rebuilt by single-page recovery (R18).
     pub pages_repaired: u64,
+    /// Whether the restart was instant (R22): analysis read the archive (`analyzed` counts
+    /// the records of the log's unarchived tail), and redo was left to the pages' first fetch
+    /// and the background ([`crate::Database::redo_progress`]).
+    pub instant: bool,
+    /// Pages an instant restart left to redo.
+    pub pages_deferred: u64,
 }
 
 fn corrupted(lsn: Lsn, reason: impl Into<String>) -> Error {
@@ -72,7 +80,9 @@ pub(crate) fn read_checkpoint(log: &LogManager, end: Lsn) -> Result<Checkpoint> 
     }
 }
 
-/// Analysis state (RECOVERY.md R8), also the decoupled checkpoint's (R19).
+/// Analysis state (RECOVERY.md R8), also the decoupled checkpoint's (R19) and the archiver's
+/// (R22).
+#[derive(Clone)]
 pub(crate) struct Analysis {
     dirty: HashMap<PageId, Lsn>,
     last_image: HashMap<PageId, Lsn>,
@@ -90,6 +100,43 @@ pub(crate) struct Analysis {
     /// trusted), and where the scan began.
     changes: HashMap<PageId, Vec<Lsn>>,
     scan_from: Lsn,
+    /// R22: the archiver's analysis tracks no pages (no dirty page table, no images): only the
+    /// transaction table and the allocation, which instant restart reads from the archive.
+    track_pages: bool,
+}
+
+/// R22: the analysis state the archiver stores with each run, as of the run's end: the
+/// transaction table, the allocation and the catalog (a checkpoint without dirty pages, whose
+/// `begin` is the run's end), and the largest transaction number seen.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ArchivedState {
+    pub(crate) at: Lsn,
+    pub(crate) max_txn: u64,
+    pub(crate) tables: Checkpoint,
+}
+
+impl ArchivedState {
+    /// The bytes stored in the run: the largest transaction number (u64 LE), then the tables as
+    /// a checkpoint-end record body.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = self.max_txn.to_le_bytes().to_vec();
+        out.extend_from_slice(&Record::CheckpointEnd(Box::new(self.tables.clone())).encode());
+        out
+    }
+
+    /// The state stored with the run ending at `at`.
+    ///
+    /// # Errors
+    /// The bytes are not a state of this format version.
+    pub(crate) fn decode(at: Lsn, bytes: &[u8]) -> std::result::Result<ArchivedState, String> {
+        let (max, body) = bytes.split_first_chunk::<8>().ok_or("shorter than its header")?;
+        match Record::decode(body).map_err(|e| e.to_string())? {
+            Record::CheckpointEnd(c) if c.dirty.is_empty() && c.begin == at => {
+                Ok(ArchivedState { at, max_txn: u64::from_le_bytes(*max), tables: *c })
+            }
+            other => Err(format!("not an analysis state as of {at}: {other:?}")),
+        }
+    }
 }
 
 impl Analysis {
@@ -123,8 +170,33 @@ impl Analysis {
         (checkpoint, keep)
     }
 
+    /// R22: the archiver's analysis, continuing from `state`: transactions and allocation
+    /// only.
+    pub(crate) fn for_archiver(state: &ArchivedState) -> Analysis {
+        let mut a = Analysis { track_pages: false, ..Analysis::from_checkpoint(&state.tables) };
+        a.max_txn = a.max_txn.max(state.max_txn);
+        a
+    }
+
+    /// R22: the state analyzed, as of `at` (the end of the records seen).
+    pub(crate) fn archived_state(&self, at: Lsn) -> ArchivedState {
+        ArchivedState {
+            at,
+            max_txn: self.max_txn,
+            tables: Checkpoint {
+                begin: at,
+                dirty: Vec::new(),
+                txns: self.txns.values().cloned().collect(),
+                page_count: self.page_count,
+                free: self.free.iter().copied().collect(),
+                catalog: self.catalog.iter().map(|(n, p)| (n.clone(), *p)).collect(),
+            },
+        }
+    }
+
     fn from_checkpoint(c: &Checkpoint) -> Analysis {
         Analysis {
+            track_pages: true,
             trust_page_writes: false,
             first: HashMap::new(),
             changes: HashMap::new(),
@@ -140,6 +212,9 @@ impl Analysis {
     }
 
     fn touched(&mut self, page: PageId, lsn: Lsn) {
+        if !self.track_pages {
+            return;
+        }
         self.dirty.entry(page).or_insert(lsn);
         if self.trust_page_writes {
             self.changes.entry(page).or_default().push(lsn);
@@ -224,7 +299,7 @@ impl Analysis {
     fn leaf(&mut self, lsn: Lsn, txn: TxnId, undo_next: Option<Lsn>, page: PageId, base: bool) {
         self.txn_record(txn, lsn, Some(undo_next.unwrap_or(lsn)));
         self.touched(page, lsn);
-        if base {
+        if base && self.track_pages {
             self.last_image.insert(page, lsn);
         }
     }
@@ -235,7 +310,7 @@ impl Analysis {
         for (p, image) in pages {
             self.touched(p, lsn);
             // Only an image replaces the page; a logical change applies on top (R9).
-            if image {
+            if image && self.track_pages {
                 self.last_image.insert(p, lsn);
             }
             self.allocated(p);
@@ -467,8 +542,12 @@ pub(crate) fn analyze_and_redo(
     }
     file.sync()?;
 
+    let mut state = a.archived_state(log.durable());
+    state.tables.page_count = page_count;
+    state.tables.free.retain(|p| p.get() < page_count);
     let unfinished: Vec<TxnEntry> = a.txns.into_values().collect();
     Ok(Recovered {
+        state,
         allocation: Allocation {
             page_count,
             free_pages: a.free.into_iter().filter(|p| p.get() < page_count).collect(),

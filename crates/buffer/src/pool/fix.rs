@@ -287,7 +287,10 @@ impl BufferPool {
         let read = self.file.read_page(pid, page).and_then(|()| self.check_loaded(pid, page));
         let Some(log) = &self.log else { return read };
         let damage = match read.and_then(|()| self.check_not_stale(pid, page)) {
-            Ok(()) => return Ok(()),
+            Ok(()) => {
+                log.page_loaded(pid, page::page_lsn(page));
+                return Ok(());
+            }
             Err(BufferError::Corrupted { reason, .. }) => reason,
             Err(e) => return Err(e),
         };
@@ -300,6 +303,7 @@ impl BufferPool {
         self.wal_before_write(pid, lsn)?;
         self.write_file_page(pid, page)?;
         log.page_written(pid, lsn);
+        log.page_loaded(pid, lsn);
         self.count(|b| {
             bump(&b.pages_repaired);
             bump(&b.pages_written);

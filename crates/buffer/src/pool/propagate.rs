@@ -40,6 +40,15 @@ impl FilePage<'_> {
         self.pool.check_not_stale(self.id, buf)
     }
 
+    /// Reads the file's copy into `buf` and verifies its checksum (F3) only: a stale copy is
+    /// returned as it is — for a writer that brings it forward (instant restart's redo).
+    ///
+    /// # Errors
+    /// Those of [`crate::PageFile::read_page`].
+    pub fn read_unchecked(&self, buf: &mut [u8]) -> Result<()> {
+        self.pool.file.read_page(self.id, buf)
+    }
+
     /// Writes `buf` (the page's disk form, carrying its page LSN) as the file's copy, which
     /// holds every change of the page below `complete_below`: after the WAL flush to its page
     /// LSN (B18), reported to the log as propagated (B20, B26), counted in `pages_written`.

@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
-use swizzledb::{CheckpointKind, Cleaner, CommitMode, Database, PoolMode, Tree};
+use swizzledb::{CheckpointKind, Cleaner, CommitMode, Database, PoolMode, RestartMode, Tree};
 use swizzledb_buffer::PageId;
 
 use crate::child::Child;
@@ -102,6 +102,31 @@ impl CleanerArg {
         match self {
             CleanerArg::Classical => "classical",
             CleanerArg::Decoupled => "decoupled",
+        }
+    }
+}
+
+/// `--restart`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RestartArg {
+    /// Analysis, redo and undo before open returns (R8–R10)
+    Classical,
+    /// Analysis from the log archive, redo per page on fetch and in the background (R22)
+    Instant,
+}
+
+impl RestartArg {
+    fn mode(self) -> RestartMode {
+        match self {
+            RestartArg::Classical => RestartMode::Classical,
+            RestartArg::Instant => RestartMode::Instant,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            RestartArg::Classical => "classical",
+            RestartArg::Instant => "instant",
         }
     }
 }
@@ -192,6 +217,11 @@ pub struct CrashTestArgs {
     /// them; needs --cleaner decoupled
     #[arg(long)]
     write_elision: bool,
+    /// How the writer and the checker restart after each kill: classical (R8–R10) or instant
+    /// (R22: the writer is killed while pages are still pending, and its next instance
+    /// restarts from the same checkpoint); instant needs --log-archive
+    #[arg(long, value_enum, default_value_t = RestartArg::Classical)]
+    restart: RestartArg,
     /// Directory for the database (default: a temporary directory, removed afterwards)
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -487,7 +517,8 @@ fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
         .log_archive(args.log_archive)
         .checkpoint_kind(args.checkpoint_kind.kind())
         .cleaner(args.cleaner.cleaner())
-        .write_elision(args.write_elision);
+        .write_elision(args.write_elision)
+        .restart_mode(args.restart.mode());
     match args.config {
         Config::Transactions => {
             let b = b
@@ -626,6 +657,9 @@ struct Findings {
     invalid: bool,
     /// Pages rebuilt by single-page recovery, in restart and on fetch.
     repaired: u64,
+    /// Whether the checker's restart was instant (R22), and the pages it left to redo.
+    instant: bool,
+    deferred: u64,
 }
 
 /// Damages `n` node pages of the file at `path`, picked with `rng` among the pages whose
@@ -740,6 +774,8 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64], models: &mut [Model]
         }
     }
     found.repaired = db.restart_stats().pages_repaired + db.stats().pages_repaired;
+    found.instant = db.restart_stats().instant;
+    found.deferred = db.restart_stats().pages_deferred;
     if let Err(e) = db.close() {
         eprintln!("closing after verification failed: {e}");
         found.invalid = true;
@@ -831,6 +867,12 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if args.write_elision && args.cleaner != CleanerArg::Decoupled {
         return Err(Usage("--write-elision needs --cleaner decoupled".into()).into());
     }
+    if args.restart == RestartArg::Instant && !args.log_archive {
+        return Err(Usage(
+            "--restart instant needs --log-archive: it reads the archive instead of the log".into(),
+        )
+        .into());
+    }
     if args.damage_pages > 0 && !args.log_archive {
         return Err(Usage(
             "--damage-pages needs --log-archive: without the archive a damaged page's image may have left the log"
@@ -872,7 +914,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     }
     println!(
         "crash-test: {} configuration, {} mode, {} writers, {} kills (seed {}); background {} checkpoints \
-         every {} ms and the {} page cleaner (log bound {}) racing the commits{}",
+         every {} ms and the {} page cleaner (log bound {}) racing the commits{}; {} restart",
         args.config.name(),
         mode_name(args.mode),
         args.threads,
@@ -886,13 +928,15 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
             (true, true) => "; the log archive on; write elision",
             (true, false) => "; the log archive on",
             _ => "",
-        }
+        },
+        args.restart.name()
     );
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let (mut lost, mut uncommitted, mut invalid) = (0usize, 0usize, 0usize);
     let mut models = vec![Model::default(); args.threads as usize];
     let mut cleaner = CleanerReport::default();
     let (mut damaged, mut repaired) = (0usize, 0u64);
+    let (mut instant, mut deferred) = (0u32, 0u64);
     let started = std::time::Instant::now();
     for kill in 1..=args.kills {
         let mut command = ChildArgs::default();
@@ -913,6 +957,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         if args.write_elision {
             command.arg("--write-elision");
         }
+        command.args(["--restart", args.restart.name()]);
         if args.config == Config::Default {
             let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
             command.args(["--resume", &resume.join(",")]);
@@ -939,6 +984,8 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         }
         let found = verify(args, &path, &acked, &mut models);
         repaired += found.repaired;
+        instant += u32::from(found.instant);
+        deferred += found.deferred;
         if !found.lost.is_empty() || !found.uncommitted.is_empty() || found.invalid {
             eprintln!(
                 "kill {kill}: {acked:?} acknowledged, lost from {:?}, uncommitted from {:?}{}",
@@ -985,7 +1032,8 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     println!(
         "kills={} lost_commits={lost} visible_uncommitted={uncommitted} invalid_trees={invalid} \
          auto_commits={auto_commits} transactions={transactions} checkpoints={} cleaner_rounds={} \
-         cleaner_pages={} damaged_pages={damaged} rebuilt_pages={repaired}",
+         cleaner_pages={} damaged_pages={damaged} rebuilt_pages={repaired} instant_restarts={instant} \
+         deferred_pages={deferred}",
         args.kills, cleaner.checkpoints, cleaner.rounds, cleaner.pages
     );
     Ok(if lost + uncommitted + invalid == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -1,0 +1,297 @@
+//! Instant restart (RECOVERY.md R22; Lersch 2015, Sec. 4.4, after Sauer, Graefe and Härder):
+//! `open` reads the analysis state the archiver stored with its newest run instead of scanning
+//! the log since the checkpoint, learns from the runs' indexes which pages changed since the
+//! checkpoint's redo LSN and the LSN of each one's newest change, and returns. Redo happens per
+//! page: on its first fetch (the pool finds the copy stale, buffer B25) or by a background
+//! thread that brings the copies in the file forward; the losers are rolled back at open
+//! through the trees, which fetch — and so redo — only the pages they touch.
+//!
+//! Until every pending page is redone, no checkpoint may end: the master record keeps naming
+//! the checkpoint restart began from, so a crash meanwhile restarts from it again. The first
+//! checkpoint asked for meanwhile first finishes the redo itself; the checkpoint that ends it
+//! is classical (the one classical restart takes at its end).
+
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use swizzledb_btree::node;
+use swizzledb_buffer::{page, BufferPool, PageId};
+use swizzledb_sync::Lsn;
+use swizzledb_wal::{Archive, LogManager};
+
+use crate::logging::Wal;
+use crate::restart::{read_checkpoint, ArchivedState};
+use crate::Result;
+
+/// How a logged database restarts after a crash.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RestartMode {
+    /// ARIES (RECOVERY.md R8–R10): analysis and redo of the log since the last checkpoint and
+    /// undo of the losers, all before `open` returns. Open time grows with the log since the
+    /// checkpoint.
+    #[default]
+    Classical,
+    /// Instant restart (RECOVERY.md R22): `open` reads the log archive's analysis state and
+    /// index instead of the log, rolls the losers back and returns; pages are redone on their
+    /// first fetch and by a background thread. Needs [`crate::Builder::log_archive`]. When
+    /// the archive cannot stand in for the log (it holds no analysis state — written by an
+    /// older version, or its last archiving failed — or does not reach back to the
+    /// checkpoint's redo LSN), restart is classical, and says so in a `log` message.
+    Instant,
+}
+
+/// What instant restart needs to begin, read without scanning the log.
+pub(crate) struct Plan {
+    /// The checkpoint's redo LSN: the smallest recovery LSN of its dirty pages, or its begin.
+    pub(crate) redo_from: Lsn,
+    /// The archiver's analysis state at the archive's end.
+    pub(crate) state: ArchivedState,
+}
+
+/// R22: whether instant restart can begin, and from what; `Ok(None)` (with the reason
+/// logged) when it must be classical.
+///
+/// # Errors
+/// The checkpoint or the archive's newest run cannot be read.
+pub(crate) fn plan(log: &LogManager, archive: Option<&Archive>) -> Result<Option<Plan>> {
+    let refuse = |why: String| {
+        log::info!("instant restart is not possible ({why}); restarting classically");
+        Ok(None)
+    };
+    let Some(archive) = archive else { return refuse("the database keeps no log archive".into()) };
+    let Some(master) = log.read_master()? else { return refuse("the log holds no checkpoint".into()) };
+    let checkpoint = read_checkpoint(log, master)?;
+    let redo_from = checkpoint.dirty.iter().map(|&(_, rec)| rec).fold(checkpoint.begin, Lsn::min);
+    match archive.begin() {
+        Some(begin) if begin <= redo_from => {}
+        begin => {
+            return refuse(format!(
+                "the log archive begins at {begin:?}, after the checkpoint's redo LSN {redo_from}"
+            ))
+        }
+    }
+    let Some((at, bytes)) = archive.newest_state()? else {
+        return refuse("the archive's newest run holds no analysis state".into());
+    };
+    match ArchivedState::decode(at, &bytes) {
+        Ok(state) => Ok(Some(Plan { redo_from, state })),
+        Err(why) => refuse(format!("the archive's analysis state at {at} is unreadable: {why}")),
+    }
+}
+
+/// Shards of the pending set.
+const SHARDS: usize = 64;
+
+/// R22: the pages whose copy in the file may lack changes, with the page LSN each must reach;
+/// and the work list of the background redo.
+pub(crate) struct PendingRedo {
+    shards: Box<[Mutex<rustc_hash::FxHashMap<u64, Lsn>>]>,
+    remaining: AtomicU64,
+    queue: Mutex<Vec<PageId>>,
+    /// Set once the redo is complete and the classical checkpoint that ends it is taken.
+    pub(crate) finished: Mutex<bool>,
+    pub(crate) finished_flag: AtomicBool,
+    /// Pending pages redone on fetch (buffer B25).
+    pub(crate) redone_on_fetch: AtomicU64,
+    /// Pending pages brought forward in the file by the background redo (or a checkpoint that
+    /// finished it).
+    pub(crate) redone_in_file: AtomicU64,
+    /// Pending pages whose copy turned out to be current.
+    pub(crate) current: AtomicU64,
+}
+
+impl PendingRedo {
+    /// `pages`: each page and the page LSN of its newest change.
+    pub(crate) fn new(pages: &[(PageId, Lsn)]) -> PendingRedo {
+        let shards: Box<[_]> = (0..SHARDS).map(|_| Mutex::new(rustc_hash::FxHashMap::default())).collect();
+        for &(id, lsn) in pages {
+            shards[id.get() as usize % SHARDS].lock().insert(id.get(), lsn);
+        }
+        // Page order: the background redo reads the file front to back.
+        let mut queue: Vec<PageId> = pages.iter().map(|&(p, _)| p).collect();
+        queue.sort_unstable_by(|a, b| b.cmp(a));
+        let done = pages.is_empty();
+        PendingRedo {
+            shards,
+            remaining: AtomicU64::new(pages.len() as u64),
+            queue: Mutex::new(queue),
+            finished: Mutex::new(done),
+            finished_flag: AtomicBool::new(done),
+            redone_on_fetch: AtomicU64::new(0),
+            redone_in_file: AtomicU64::new(0),
+            current: AtomicU64::new(0),
+        }
+    }
+
+    fn shard(&self, id: PageId) -> &Mutex<rustc_hash::FxHashMap<u64, Lsn>> {
+        &self.shards[id.get() as usize % SHARDS]
+    }
+
+    /// The page LSN pending page `id` must reach, `None` if it is not pending.
+    pub(crate) fn expected(&self, id: PageId) -> Option<Lsn> {
+        if self.remaining.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        self.shard(id).lock().get(&id.get()).copied()
+    }
+
+    /// Page `id`'s copy (in the file, or in a frame loaded from it) is redone. Returns whether
+    /// it was pending.
+    pub(crate) fn done(&self, id: PageId) -> bool {
+        if self.remaining.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let removed = self.shard(id).lock().remove(&id.get()).is_some();
+        if removed {
+            self.remaining.fetch_sub(1, Ordering::AcqRel);
+        }
+        removed
+    }
+
+    /// Pages still pending.
+    pub(crate) fn remaining(&self) -> u64 {
+        self.remaining.load(Ordering::Acquire)
+    }
+
+    /// Whether the redo is complete and its checkpoint taken.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished_flag.load(Ordering::Acquire)
+    }
+}
+
+/// What instant restart's redo has done so far.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RedoProgress {
+    /// Pages whose redo is still pending.
+    pub pending: u64,
+    /// Pending pages redone when a fix loaded them.
+    pub redone_on_fetch: u64,
+    /// Pending pages brought forward in the file by the background redo.
+    pub redone_in_file: u64,
+    /// Pending pages whose copy in the file turned out to be current.
+    pub current: u64,
+    /// Whether the redo is complete and the checkpoint that ends restart is taken.
+    pub finished: bool,
+}
+
+impl PendingRedo {
+    pub(crate) fn progress(&self) -> RedoProgress {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        RedoProgress {
+            pending: self.remaining(),
+            redone_on_fetch: l(&self.redone_on_fetch),
+            redone_in_file: l(&self.redone_in_file),
+            current: l(&self.current),
+            finished: self.is_finished(),
+        }
+    }
+}
+
+/// R22: redoes every pending page in the file (sharing the work with any other thread doing
+/// the same), returning once none is pending — or at once, with `Ok(false)`, when `stop` is
+/// set.
+///
+/// # Errors
+/// A page could not be read, rebuilt or written; it stays pending (and queued for the next
+/// try).
+pub(crate) fn drain(wal: &Wal, pool: &BufferPool, pending: &PendingRedo, stop: &AtomicBool) -> Result<bool> {
+    let mut buf = vec![0u8; pool.page_size()];
+    loop {
+        if stop.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let next = pending.queue.lock().pop();
+        match next {
+            Some(id) => {
+                if let Err(e) = redo_in_file(wal, pool, pending, id, &mut buf) {
+                    pending.queue.lock().push(id);
+                    return Err(e);
+                }
+            }
+            // Pages still pending and not queued are being redone by another thread.
+            None if pending.remaining() == 0 => return Ok(true),
+            None => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+}
+
+/// Brings the file's copy of pending page `id` forward under its file lock (buffer B26):
+/// every change after the copy's page LSN, from the archive and the log (R18). A page the pool
+/// loaded meanwhile is not pending any more; one free at the end of its history needs no
+/// contents.
+fn redo_in_file(
+    wal: &Wal,
+    pool: &BufferPool,
+    pending: &PendingRedo,
+    id: PageId,
+    buf: &mut [u8],
+) -> Result<()> {
+    let file = pool.lock_file_page(id);
+    let Some(expected) = pending.expected(id) else { return Ok(()) };
+    let copy = file.read_unchecked(buf).ok().filter(|()| node::validate(buf).is_ok()).map(|()| buf.to_vec());
+    if copy.as_ref().is_some_and(|c| page::page_lsn(c) >= expected) {
+        pending.current.fetch_add(1, Ordering::Relaxed);
+        pending.done(id);
+        return Ok(());
+    }
+    // The copy will hold every change of the page logged so far: no later one exists while
+    // the page is pending (a change needs a fix, and a fix takes the page out of the set).
+    let complete_below = wal.log.durable();
+    if let Some(mut page) =
+        crate::repair::redo_page(&wal.log, wal.archive.as_deref(), id, pool.page_size(), copy)?
+    {
+        file.write(&mut page, complete_below)?;
+        pending.redone_in_file.fetch_add(1, Ordering::Relaxed);
+    }
+    pending.done(id);
+    Ok(())
+}
+
+/// The background redo thread (R22): drains the pending pages, then takes the checkpoint that
+/// ends restart. A failure is logged; the next checkpoint tries again.
+pub(crate) struct RedoThread {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RedoThread {
+    pub(crate) fn start(wal: Arc<Wal>, pool: Arc<BufferPool>) -> RedoThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("swizzledb-redo".into())
+            .spawn(move || {
+                let Some(pending) = wal.pending.clone() else { return };
+                let finished = drain(&wal, &pool, &pending, &flag).and_then(|drained| {
+                    if drained {
+                        wal.finish_restart(&pool)?;
+                    }
+                    Ok(())
+                });
+                if let Err(e) = finished {
+                    log::error!(
+                        "instant restart's background redo failed ({e}); {} pages are still pending, \
+                         and the next checkpoint tries again",
+                        pending.remaining()
+                    );
+                }
+            })
+            .ok();
+        RedoThread { stop, handle }
+    }
+
+    pub(crate) fn stop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            self.stop.store(true, Ordering::Release);
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for RedoThread {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

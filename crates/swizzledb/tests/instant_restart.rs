@@ -1,0 +1,290 @@
+//! Instant restart (RECOVERY.md R22), through the public API: after a crash, `open` reads the
+//! log archive's analysis state and index instead of the log, rolls the losers back and
+//! returns; pages are redone on their first fetch and by the background redo; no committed
+//! change is lost and no uncommitted one survives, also across a second crash before the redo
+//! ends.
+
+use std::collections::BTreeMap;
+use std::ops::Bound::Unbounded;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use swizzledb::{Cleaner, Database, Error, LogError, RestartMode};
+use swizzledb_sync::{CrashMode, FaultFs, Vfs};
+
+const PS: usize = 4096;
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: u32, round: u32) -> Vec<u8> {
+    vec![(i + round) as u8; 30 + ((i + round) % 60) as usize]
+}
+
+fn fault_fs() -> FaultFs {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    fs
+}
+
+/// 4 KiB pages, a pool of 64 of them (the tree is larger), the archive, no background
+/// checkpoints, cleaner or archiver (the tests archive and checkpoint when they want).
+fn builder(fs: &FaultFs, mode: RestartMode) -> swizzledb::Builder {
+    Database::builder()
+        .page_size(PS)
+        .pool_bytes(64 * PS)
+        .checkpoint_interval(None)
+        .archive_interval(None)
+        .cleaner(Cleaner::None)
+        .log_archive(true)
+        .restart_mode(mode)
+        .vfs(Arc::new(fs.clone()))
+}
+
+type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Puts keys `from..to` with `round`'s values, in transactions of 50; deletes every seventh.
+fn write(db: &Database, from: u32, to: u32, round: u32, oracle: &mut Oracle) {
+    let t = db.tree("t").or_else(|_| db.create_tree("t")).unwrap();
+    for chunk in (from..to).collect::<Vec<_>>().chunks(50) {
+        db.transact(|tx| {
+            for &i in chunk {
+                if (i + round).is_multiple_of(7) {
+                    tx.delete(&t, &key(i))?;
+                } else {
+                    tx.put(&t, &key(i), &value(i, round))?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        for &i in chunk {
+            if (i + round).is_multiple_of(7) {
+                oracle.remove(&key(i));
+            } else {
+                oracle.insert(key(i), value(i, round));
+            }
+        }
+    }
+}
+
+fn check(db: &Database, oracle: &Oracle) {
+    let t = db.tree("t").unwrap();
+    let scanned: Vec<(Vec<u8>, Vec<u8>)> = t.range(Unbounded, Unbounded).map(Result::unwrap).collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = oracle.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert!(
+        scanned == want,
+        "a full scan returns exactly the committed records ({} vs {})",
+        scanned.len(),
+        want.len()
+    );
+    t.verify().unwrap();
+}
+
+/// A power loss: unsynced writes are gone, and the dead instance's threads and drop cannot
+/// touch the files any more.
+fn crash(fs: &FaultFs, db: Database) {
+    fs.power_off(CrashMode::DropUnsynced);
+    drop(db);
+    fs.power_on();
+}
+
+/// A database with a checkpoint after 2000 keys, then three rounds of changes to 3000 keys
+/// since (archived, and a tail that is not), the pool's pages partly written: the log since the
+/// checkpoint is what classical restart would scan and redo.
+fn crashed_database(fs: &FaultFs, path: &Path) -> Oracle {
+    let mut oracle = Oracle::new();
+    let db = builder(fs, RestartMode::Instant).create(path).unwrap();
+    write(&db, 0, 2000, 0, &mut oracle);
+    db.checkpoint().unwrap();
+    for round in 1..=3 {
+        write(&db, 0, 3000, round, &mut oracle);
+        db.archive_log().unwrap();
+        db.pool().sweep_evict(8).unwrap();
+        if round == 1 {
+            // Every page written and synced: their copies are whole, and stale after round 2.
+            db.flush().unwrap();
+        }
+    }
+    write(&db, 1000, 1400, 9, &mut oracle);
+    crash(fs, db);
+    oracle
+}
+
+/// R22: open reads only the log's unarchived tail, leaves redo to the pages, and every
+/// committed change reads back; the redo done on fetch and in the background is counted; the
+/// next open (classical) finds everything in place.
+#[test]
+fn r22_open_defers_redo_and_loses_nothing() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let oracle = crashed_database(&fs, path);
+
+    let db = builder(&fs, RestartMode::Instant).background_redo(false).open(path).unwrap();
+    let stats = db.restart_stats();
+    assert!(stats.instant, "{stats:?}");
+    assert_eq!(stats.redone, 0, "open redoes nothing: {stats:?}");
+    assert!(stats.pages_deferred > 64, "the changed pages were left to redo: {stats:?}");
+    // The tail: the last round's 400 keys (8 transactions of 50 puts, with begin and commit
+    // records, plus structure changes) — not the 9000 puts since the checkpoint.
+    assert!(stats.analyzed > 0 && stats.analyzed < 2000, "open read only the unarchived tail: {stats:?}");
+    let t = db.tree("t").unwrap();
+    for i in [5, 1234, 2999] {
+        assert_eq!(t.get(&key(i)).unwrap(), oracle.get(&key(i)).cloned());
+    }
+    drop(t);
+    let early = db.redo_progress().expect("an instant restart");
+    assert!(early.redone_on_fetch > 0, "the lookups redid the pages they loaded: {early:?}");
+    assert!(early.pending > 32, "and only those: {early:?}");
+    check(&db, &oracle);
+    let progress = db.redo_progress().unwrap();
+    assert_eq!(progress.redone_in_file, 0, "no background redo: {progress:?}");
+    assert!(progress.redone_on_fetch > 32, "the scan redid the pages it loaded: {progress:?}");
+    assert!(db.stats().pages_repaired >= progress.redone_on_fetch, "and wrote them back");
+    assert!(!progress.finished, "no checkpoint yet: {progress:?}");
+    db.close().unwrap();
+
+    let db = builder(&fs, RestartMode::Classical).open(path).unwrap();
+    assert!(!db.restart_stats().instant);
+    check(&db, &oracle);
+    assert_eq!(db.stats().pages_repaired, 0, "close left no stale page");
+    db.close().unwrap();
+}
+
+/// R22: the background redo ends restart by itself: every pending page redone, then the
+/// classical checkpoint that ends restart (the log may be truncated again).
+#[test]
+fn r22_the_background_redo_finishes_with_a_checkpoint() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let oracle = crashed_database(&fs, path);
+    let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
+    let deferred = db.restart_stats().pages_deferred;
+    let checkpoints = db.checkpoint_stats().unwrap().checkpoints;
+    assert_eq!(checkpoints, 0, "no checkpoint at open");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !db.redo_progress().unwrap().finished {
+        assert!(Instant::now() < deadline, "the background redo did not finish: {:?}", db.redo_progress());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let p = db.redo_progress().unwrap();
+    assert_eq!(p.pending, 0);
+    assert_eq!(p.redone_on_fetch + p.redone_in_file + p.current, deferred, "{p:?}");
+    assert!(p.redone_in_file > 0, "the background wrote pages: {p:?}");
+    assert_eq!(db.checkpoint_stats().unwrap().checkpoints, 1, "the checkpoint that ends restart");
+    // Every copy in the file is current now: a crash without any fetch loses nothing.
+    crash(&fs, db);
+    let db = builder(&fs, RestartMode::Classical).open(path).unwrap();
+    check(&db, &oracle);
+    db.close().unwrap();
+}
+
+/// R22: transactions unfinished at the crash are rolled back at open: none of their changes
+/// is visible, and the committed ones are.
+#[test]
+fn r22_losers_are_rolled_back_at_open() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let mut oracle = Oracle::new();
+    let db = builder(&fs, RestartMode::Instant).create(path).unwrap();
+    write(&db, 0, 1500, 0, &mut oracle);
+    db.flush().unwrap();
+    db.checkpoint().unwrap();
+    write(&db, 0, 1500, 1, &mut oracle);
+    db.archive_log().unwrap();
+    let t = db.tree("t").unwrap();
+    // Two losers: one whose changes are archived, one in the tail.
+    let mut early = db.begin();
+    for i in (0..1500).step_by(5) {
+        early.put(&t, &key(i), b"uncommitted").unwrap();
+    }
+    db.archive_log().unwrap();
+    let mut late = db.begin();
+    for i in (1..1500).step_by(5) {
+        late.delete(&t, &key(i)).unwrap();
+    }
+    // Make the losers' records durable (a commit of another transaction flushes the log).
+    write(&db, 2000, 2100, 0, &mut oracle);
+    std::mem::forget(early);
+    std::mem::forget(late);
+    drop(t);
+    crash(&fs, db);
+
+    let db = builder(&fs, RestartMode::Instant).background_redo(false).open(path).unwrap();
+    let stats = db.restart_stats();
+    assert!(stats.instant && stats.losers == 2, "{stats:?}");
+    assert!(stats.compensations >= 500, "{stats:?}");
+    check(&db, &oracle);
+    db.close().unwrap();
+}
+
+/// R22: a second crash while pages are still pending — after some were redone on fetch and
+/// written back, and new commits changed some of them — restarts from the same checkpoint and
+/// loses nothing; so does a third, classical, restart.
+#[test]
+fn r22_a_crash_before_the_redo_ends_loses_nothing() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let mut oracle = crashed_database(&fs, path);
+    // No background redo: only the pages the reads and writes below load are redone.
+    let db = builder(&fs, RestartMode::Instant).background_redo(false).open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    for i in (0..3000).step_by(97) {
+        assert_eq!(t.get(&key(i)).unwrap(), oracle.get(&key(i)).cloned());
+    }
+    drop(t);
+    write(&db, 500, 700, 20, &mut oracle);
+    db.pool().sweep_evict(16).unwrap();
+    crash(&fs, db);
+
+    let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
+    assert!(db.restart_stats().instant);
+    check(&db, &oracle);
+    write(&db, 2500, 2600, 21, &mut oracle);
+    crash(&fs, db);
+
+    let db = builder(&fs, RestartMode::Classical).open(path).unwrap();
+    check(&db, &oracle);
+    db.close().unwrap();
+}
+
+/// R22: instant restart needs the archive: `create` and `open` refuse it without, before
+/// anything is written.
+#[test]
+fn r22_instant_restart_without_an_archive_is_refused() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let refused = builder(&fs, RestartMode::Instant).log_archive(false).create(path);
+    assert!(
+        matches!(refused, Err(Error::Log(LogError::BadConfig { ref reason })) if reason.contains("log_archive")),
+        "{refused:?}"
+    );
+    assert!(!fs.exists(path), "nothing was written");
+    let db = builder(&fs, RestartMode::Classical).log_archive(false).create(path).unwrap();
+    db.close().unwrap();
+    let refused = builder(&fs, RestartMode::Instant).log_archive(false).open(path);
+    assert!(matches!(refused, Err(Error::Log(LogError::BadConfig { .. }))), "{refused:?}");
+}
+
+/// R22: a database whose archive began after the checkpoint's redo LSN (the archive was turned
+/// on later) restarts classically, and loses nothing.
+#[test]
+fn r22_without_a_usable_archive_restart_is_classical() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let mut oracle = Oracle::new();
+    let db = builder(&fs, RestartMode::Classical).log_archive(false).create(path).unwrap();
+    write(&db, 0, 1000, 0, &mut oracle);
+    crash(&fs, db);
+    // The archive starts with this open; the checkpoint restart starts from is older.
+    let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
+    assert!(!db.restart_stats().instant, "no archive state yet: classical");
+    write(&db, 0, 1000, 1, &mut oracle);
+    crash(&fs, db);
+    // Now the archive holds state and reaches back to the checkpoint the last open took.
+    let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
+    assert!(db.restart_stats().instant, "{:?}", db.restart_stats());
+    check(&db, &oracle);
+    db.close().unwrap();
+}
