@@ -134,6 +134,30 @@ fn kills_with_write_elision_lose_nothing() {
     );
 }
 
+/// R22: every restart — the writer's after each kill and the checker's — is instant: the
+/// writer is killed while pages are still pending redo, and pages are damaged after each kill;
+/// nothing is lost.
+#[test]
+fn kills_with_instant_restart_lose_nothing() {
+    let found = crash_test(
+        "crash-instant",
+        10,
+        &[
+            "--max-log-kib",
+            "64",
+            "--log-segment-kib",
+            "16",
+            "--log-archive",
+            "--restart",
+            "instant",
+            "--damage-pages",
+            "2",
+        ],
+    );
+    assert_eq!(found["instant_restarts"], 10, "every checker restart was instant: {found:?}");
+    assert!(found["deferred_pages"] > 0, "{found:?}");
+}
+
 #[test]
 fn transactions_configuration_kills_lose_nothing() {
     let found = crash_test("crash-transactions", 8, &["--config", "transactions"]);

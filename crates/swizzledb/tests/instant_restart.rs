@@ -4,13 +4,16 @@
 //! change is lost and no uncommitted one survives, also across a second crash before the redo
 //! ends.
 
+mod common;
+
+use common::{Class, Site, Sites, DB};
 use std::collections::BTreeMap;
 use std::ops::Bound::Unbounded;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swizzledb::{Cleaner, Database, Error, LogError, RestartMode};
-use swizzledb_sync::{CrashMode, FaultFs, Vfs};
+use swizzledb_sync::{CrashMode, Fault, FaultFs, Op, Vfs};
 
 const PS: usize = 4096;
 
@@ -31,6 +34,10 @@ fn fault_fs() -> FaultFs {
 /// 4 KiB pages, a pool of 64 of them (the tree is larger), the archive, no background
 /// checkpoints, cleaner or archiver (the tests archive and checkpoint when they want).
 fn builder(fs: &FaultFs, mode: RestartMode) -> swizzledb::Builder {
+    builder_on(Arc::new(fs.clone()), mode)
+}
+
+fn builder_on(vfs: Arc<dyn Vfs>, mode: RestartMode) -> swizzledb::Builder {
     Database::builder()
         .page_size(PS)
         .pool_bytes(64 * PS)
@@ -39,7 +46,7 @@ fn builder(fs: &FaultFs, mode: RestartMode) -> swizzledb::Builder {
         .cleaner(Cleaner::None)
         .log_archive(true)
         .restart_mode(mode)
-        .vfs(Arc::new(fs.clone()))
+        .vfs(vfs)
 }
 
 type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -287,4 +294,87 @@ fn r22_without_a_usable_archive_restart_is_classical() {
     assert!(db.restart_stats().instant, "{:?}", db.restart_stats());
     check(&db, &oracle);
     db.close().unwrap();
+}
+
+/// Up to `n` indices spread over `1..=total`, first and last included.
+fn spread(total: u64, n: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = (0..n).map(|i| 1 + i * total.saturating_sub(1) / (n - 1).max(1)).collect();
+    v.dedup();
+    v.retain(|&i| i >= 1 && i <= total);
+    v
+}
+
+/// Instant open, reads of every record (redo on fetch) and close (which redoes the rest in the
+/// file and takes the checkpoint that ends restart), on `vfs`: the first error, if any.
+fn open_read_close(vfs: Arc<dyn Vfs>, oracle: &Oracle) -> Result<(), String> {
+    let db = builder_on(vfs, RestartMode::Instant).background_redo(false).open(Path::new(DB));
+    let db = db.map_err(|e| format!("open: {e}"))?;
+    let t = db.tree("t").map_err(|e| e.to_string())?;
+    for (k, v) in oracle.iter().step_by(3) {
+        match t.get(k) {
+            Ok(got) => assert_eq!(got.as_ref(), Some(v), "a read that succeeds reads the committed value"),
+            Err(e) => return Err(format!("get: {e}")),
+        }
+    }
+    drop(t);
+    db.close().map_err(|e| format!("close: {e}"))
+}
+
+/// R22 under faults: a failure (EIO, or ENOSPC for writes) at any I/O call of an instant
+/// restart — archiving the tail at open, syncing and extending the file, the losers' rollback,
+/// the redo on fetch and its write-back, the redo in the file and the checkpoint that ends
+/// restart at close — is a typed error; after a power loss the database restarts (instantly
+/// again) to exactly the committed state.
+#[test]
+fn r22_a_fault_at_any_io_call_of_instant_restart_loses_nothing() {
+    let path = Path::new(DB);
+    let scenario = || {
+        let fs = FaultFs::new();
+        fs.create_dir_all(Path::new("/crash")).unwrap();
+        let oracle = crashed_database(&fs, path);
+        (fs, oracle)
+    };
+    let (fs, oracle) = scenario();
+    let sites = Sites::new(fs.clone());
+    open_read_close(Arc::new(sites.clone()), &oracle).unwrap();
+    let counts: Vec<((Op, Class), u64)> = sites
+        .counts()
+        .into_iter()
+        .filter(|((op, _), _)| {
+            matches!(op, Op::Write | Op::Sync | Op::SetLen | Op::Rename | Op::SyncDir | Op::Read)
+        })
+        .collect();
+    assert!(
+        counts.iter().any(|((op, class), _)| *op == Op::Write && *class == Class::Archive),
+        "the open archived the log's tail: {counts:?}"
+    );
+    let (mut runs, mut failed) = (0, 0);
+    for &((op, class), total) in &counts {
+        let faults: &[Fault] = if op == Op::Write { &[Fault::Eio, Fault::Enospc] } else { &[Fault::Eio] };
+        for &fault in faults {
+            for nth in spread(total, 3) {
+                let (fs, oracle) = scenario();
+                let sites = Sites::new(fs.clone());
+                sites.arm(Site { op, class, nth, fault });
+                let result = open_read_close(Arc::new(sites.clone()), &oracle);
+                let fired = sites.fired();
+                sites.disarm();
+                if let Err(e) = &result {
+                    assert!(fired, "{op:?} {class:?} #{nth}: failed on its own: {e}");
+                    failed += 1;
+                }
+                fs.crash(CrashMode::DropUnsynced);
+                let db = builder(&fs, RestartMode::Instant).open(path).unwrap_or_else(|e| {
+                    panic!("{op:?} {class:?} #{nth} {fault:?}: restart after the fault: {e}")
+                });
+                check(&db, &oracle);
+                db.close().unwrap();
+                runs += 1;
+            }
+        }
+    }
+    assert!(
+        runs >= 20 && failed >= 10,
+        "instant restart's I/O calls were exercised ({runs} runs, {failed} failed)"
+    );
 }

@@ -225,6 +225,8 @@ pub enum Class {
     Segment,
     /// The master record or its temporary file.
     Master,
+    /// A run of the log archive (`<path>.wal/archive/`) or its temporary file.
+    Archive,
     /// A directory (`list`, `sync_dir`).
     Dir,
 }
@@ -233,6 +235,8 @@ fn classify(path: &Path) -> Class {
     let s = path.to_string_lossy();
     if s == DB {
         Class::Data
+    } else if s.contains("/archive/") {
+        Class::Archive
     } else if s.ends_with(".log") {
         Class::Segment
     } else if s.contains("master") {
