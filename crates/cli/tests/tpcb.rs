@@ -68,11 +68,12 @@ fn run_smallest(name: &str, extra: &[&str]) -> (Table, String) {
     assert!(stdout.contains("log archive") && stdout.contains("balances agree"), "{stdout}");
     let table = Table::read(&out.join("tpcb.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
-    assert_eq!(
-        table.header.last().map(String::as_str),
-        Some("pages_written_per_sec"),
-        "pages_written_per_sec is the last column"
-    );
+    assert_eq!(table.header.last().map(String::as_str), Some("held_back"), "held_back is the last column");
+    let (held, rounds) = (table.col("held_back"), table.col("cleaner_rounds"));
+    for row in &table.rows {
+        let n = |c: usize| row[c].parse::<u64>().unwrap();
+        assert!(n(held) <= n(rounds), "a held-back round is a round: {row:?}");
+    }
     for r in &table.rows {
         let tx: f64 = r[table.col("tx_per_sec")].parse().unwrap();
         assert!(tx > 0.0, "{r:?}");

@@ -216,6 +216,13 @@ pub struct BenchRow {
     pub pages_written: u64,
     /// Log archive on.
     pub log_archive: bool,
+    /// Page-cleaner rounds during the measurement.
+    pub cleaner_rounds: u64,
+    /// Transactions that waited at `begin` for the log to get below its bound (R15).
+    pub throttled: u64,
+    /// Cleaner rounds that left the log over the trigger: truncation held back by a running
+    /// transaction or the archive's end (R15, R17).
+    pub held_back: u64,
     /// Branches.
     pub branches: u32,
     /// Accounts per branch.
@@ -272,7 +279,7 @@ impl BenchRow {
 pub const CSV_COLUMNS: &str =
     "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
 transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive,checkpoint_ms,\
-propagation,cleaner_ms,cpu_seconds,cpu_cores,pages_written,pages_written_per_sec";
+propagation,cleaner_ms,cpu_seconds,cpu_cores,pages_written,pages_written_per_sec,cleaner_rounds,throttled,held_back";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -314,12 +321,17 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
         for &threads in &plan.threads {
             for (s, prop, db, load) in &dbs {
                 let (cpu0, written0) = (crate::cpu::process_cpu_secs(), db.stats().pages_written);
+                let cleaner0 = db.cleaner_stats().unwrap_or_default();
                 let m = harness::run(&tpcb, db, threads, Until::Elapsed(plan.duration))?;
                 let cpu = match (cpu0, crate::cpu::process_cpu_secs()) {
                     (Some(a), Some(b)) => b - a,
                     _ => f64::NAN,
                 };
+                let cleaner = db.cleaner_stats().unwrap_or_default();
                 let row = BenchRow {
+                    cleaner_rounds: cleaner.rounds - cleaner0.rounds,
+                    throttled: cleaner.throttled - cleaner0.throttled,
+                    held_back: cleaner.held_back - cleaner0.held_back,
                     propagation: *prop,
                     cleaner_ms: plan.cleaner_interval.map(|d| d.as_millis() as u64),
                     cpu_seconds: cpu,
@@ -455,6 +467,9 @@ pub struct TpcbRow {
     pub cpu_cores: f64,
     pub pages_written: u64,
     pub pages_written_per_sec: f64,
+    pub cleaner_rounds: u64,
+    pub throttled: u64,
+    pub held_back: u64,
 }
 
 impl TpcbRow {
@@ -486,6 +501,9 @@ impl TpcbRow {
             cpu_cores: r.cpu_cores(),
             pages_written: r.pages_written,
             pages_written_per_sec: r.pages_written as f64 / r.seconds,
+            cleaner_rounds: r.cleaner_rounds,
+            throttled: r.throttled,
+            held_back: r.held_back,
         }
     }
 }
