@@ -3,8 +3,9 @@
 //! the log since the checkpoint, learns from the runs' indexes which pages changed since the
 //! checkpoint's redo LSN and the LSN of each one's newest change, and returns. Redo happens per
 //! page: on its first fetch (the pool finds the copy stale, buffer B25) or by a background
-//! thread that brings the copies in the file forward; the losers are rolled back at open
-//! through the trees, which fetch — and so redo — only the pages they touch.
+//! thread that brings the copies in the file forward. The losers' keys are locked at open and
+//! the losers rolled back by a background thread (at open, without record locks), through the
+//! trees, which fetch — and so redo — only the pages they touch.
 //!
 //! Until every pending page is redone, no checkpoint may end: the master record keeps naming
 //! the checkpoint restart began from, so a crash meanwhile restarts from it again. The first
@@ -20,6 +21,7 @@ use swizzledb_sync::Lsn;
 use swizzledb_wal::{Archive, LogManager};
 
 use crate::logging::Wal;
+use crate::record::TxnEntry;
 use crate::restart::{read_checkpoint, ArchivedState};
 use crate::Result;
 
@@ -33,8 +35,9 @@ pub enum RestartMode {
     #[default]
     Classical,
     /// Instant restart (RECOVERY.md R22): `open` reads the log archive's analysis state and
-    /// index instead of the log, rolls the losers back and returns; pages are redone on their
-    /// first fetch and by a background thread. Needs [`crate::Builder::log_archive`]. When
+    /// index instead of the log, locks the losers' keys and returns; pages are redone on their
+    /// first fetch and by a background thread, and the losers rolled back by another (without
+    /// record locks, before `open` returns). Needs [`crate::Builder::log_archive`]. When
     /// the archive cannot stand in for the log (it holds no analysis state — written by an
     /// older version, or its last archiving failed — or does not reach back to the
     /// checkpoint's redo LSN), restart is classical, and says so in a `log` message.
@@ -99,6 +102,8 @@ pub(crate) struct PendingRedo {
     pub(crate) redone_in_file: AtomicU64,
     /// Pending pages whose copy turned out to be current.
     pub(crate) current: AtomicU64,
+    /// Losers still being rolled back in the background.
+    pub(crate) losers: AtomicU64,
 }
 
 impl PendingRedo {
@@ -121,6 +126,7 @@ impl PendingRedo {
             redone_on_fetch: AtomicU64::new(0),
             redone_in_file: AtomicU64::new(0),
             current: AtomicU64::new(0),
+            losers: AtomicU64::new(0),
         }
     }
 
@@ -174,6 +180,8 @@ pub struct RedoProgress {
     pub current: u64,
     /// Whether the redo is complete and the checkpoint that ends restart is taken.
     pub finished: bool,
+    /// Losers still being rolled back in the background (their keys locked until then).
+    pub losers: u64,
 }
 
 impl PendingRedo {
@@ -185,6 +193,7 @@ impl PendingRedo {
             redone_in_file: l(&self.redone_in_file),
             current: l(&self.current),
             finished: self.is_finished(),
+            losers: l(&self.losers),
         }
     }
 }
@@ -293,5 +302,57 @@ impl RedoThread {
 impl Drop for RedoThread {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// The background undo (R22): rolls back, one after the other, the losers instant restart
+/// left holding their keys' locks, then releases each one's locks. A failure is logged and
+/// ends the thread: the losers left keep their locks, and the next restart rolls them back.
+pub(crate) struct UndoThread {
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl UndoThread {
+    pub(crate) fn start(
+        core: Arc<crate::Core>,
+        losers: Vec<TxnEntry>,
+        pending: Arc<PendingRedo>,
+    ) -> UndoThread {
+        pending.losers.store(losers.len() as u64, Ordering::Release);
+        let handle = std::thread::Builder::new()
+            .name("swizzledb-undo".into())
+            .spawn(move || {
+                for entry in &losers {
+                    match core.finish_loser(entry) {
+                        Ok(_) => {
+                            core.finish_txn(entry.txn);
+                            pending.losers.fetch_sub(1, Ordering::AcqRel);
+                        }
+                        Err(e) => {
+                            log::error!(
+                                "instant restart's background rollback of {} failed ({e}); its keys stay \
+                                 locked, and the next restart rolls it back",
+                                entry.txn
+                            );
+                            return;
+                        }
+                    }
+                }
+            })
+            .ok();
+        UndoThread { handle }
+    }
+
+    /// Waits until every loser is rolled back (or the rollback failed).
+    pub(crate) fn finish(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for UndoThread {
+    fn drop(&mut self) {
+        self.finish();
     }
 }

@@ -870,9 +870,29 @@ impl Builder {
             pages_deferred: pages.len() as u64,
             ..RestartStats::default()
         };
-        finish_losers(&mut db, &state.tables.txns, &mut stats)?;
+        // With record locks, losers are rolled back in the background, their keys locked until
+        // then; without, here (R22).
+        let mut background_undo = Vec::new();
+        for entry in &state.tables.txns {
+            if db.core.locks.is_none() || entry.state == TxnState::Committed {
+                finish_losers(&mut db, std::slice::from_ref(entry), &mut stats)?;
+                continue;
+            }
+            if let Err(e) = db.core.hold_loser(entry) {
+                db.closed = true;
+                db.core.pool.mark_closed();
+                return Err(e);
+            }
+            stats.losers += 1;
+            background_undo.push(entry.clone());
+        }
         *db.core.restart_stats.lock() = stats;
         self.start_background(&db);
+        if !background_undo.is_empty() {
+            let pending = db.core.wal.as_ref().and_then(|w| w.pending.clone()).expect("instant restart");
+            db.background.lock().undo =
+                Some(instant::UndoThread::start(Arc::clone(&db.core), background_undo, pending));
+        }
         Ok(db)
     }
 }
@@ -939,6 +959,7 @@ pub struct Database {
 /// The background threads of a logged database.
 #[derive(Default)]
 struct Background {
+    undo: Option<instant::UndoThread>,
     redo: Option<instant::RedoThread>,
     checkpointer: Option<logging::Periodic>,
     archiver: Option<logging::Periodic>,
@@ -1102,6 +1123,9 @@ impl Core {
         let wal = self.wal.as_deref().expect("restart runs only with logging");
         let shared = wal.register(entry.txn);
         shared.last_lsn.store(entry.last_lsn.0, Ordering::Release);
+        // The rest of its undo chain must stay in the log while it is rolled back, also when
+        // checkpoints run meanwhile (R22's background undo).
+        shared.first_lsn.store(wal.log.oldest().0, Ordering::Release);
         let log = TxnLog::new(Some(wal), shared);
         let txn = entry.txn;
         let mut compensations = 0;
@@ -1109,43 +1133,82 @@ impl Core {
             if entry.state == TxnState::Active {
                 log.append(|prev| Record::Abort { txn, prev })?;
             }
-            let mut cursor = entry.undo_next;
-            while cursor != Lsn(0) {
-                let body = wal
-                    .log
-                    .read(cursor)
-                    .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
-                let rec = Record::decode(&body)
-                    .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
-                cursor = match rec {
-                    Record::Leaf { undo_next: Some(next), .. } => next,
-                    Record::Leaf { undo_next: None, tree, change, prev, .. } => {
-                        let t = self.tree_by_root(tree)?;
-                        txn::compensate(&t, &log, &Undo::of(tree, &change, prev))?;
-                        compensations += 1;
-                        prev
-                    }
-                    Record::Begin { .. } => Lsn(0),
-                    Record::Abort { prev, .. } | Record::Commit { prev, .. } => prev,
-                    // An unfinished transaction's undo chain reaches none of these (R6): the log
-                    // is damaged.
-                    other @ (Record::End { .. }
-                    | Record::Structure { .. }
-                    | Record::CreateTree { .. }
-                    | Record::CheckpointBegin
-                    | Record::CheckpointEnd(_)
-                    | Record::PageWrite { .. }) => {
-                        return Err(Error::LogCorrupted {
-                            lsn: cursor,
-                            reason: format!("the undo chain of {txn} reaches a {other:?}"),
-                        })
-                    }
-                };
-            }
+            self.walk_undo_chain(entry, |tree, change, prev| {
+                let t = self.tree_by_root(tree)?;
+                txn::compensate(&t, &log, &Undo::of(tree, change, prev))?;
+                compensations += 1;
+                Ok(())
+            })?;
         }
         log.append(|prev| Record::End { txn, prev })?;
         wal.forget(txn);
         Ok(compensations)
+    }
+
+    /// Visits the changes a loser's rollback has left to undo, newest first (R6, R10): its undo
+    /// chain from `undo_next`, compensation records skipped by their undo-next links.
+    fn walk_undo_chain(
+        &self,
+        entry: &record::TxnEntry,
+        mut each: impl FnMut(PageId, &record::Change, Lsn) -> Result<()>,
+    ) -> Result<()> {
+        let wal = self.wal.as_deref().expect("restart runs only with logging");
+        let txn = entry.txn;
+        let mut cursor = entry.undo_next;
+        while cursor != Lsn(0) {
+            let body = wal
+                .log
+                .read(cursor)
+                .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
+            let rec = Record::decode(&body)
+                .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
+            cursor = match rec {
+                Record::Leaf { undo_next: Some(next), .. } => next,
+                Record::Leaf { undo_next: None, tree, change, prev, .. } => {
+                    each(tree, &change, prev)?;
+                    prev
+                }
+                Record::Begin { .. } => Lsn(0),
+                Record::Abort { prev, .. } | Record::Commit { prev, .. } => prev,
+                // An unfinished transaction's undo chain reaches none of these (R6): the log
+                // is damaged.
+                other @ (Record::End { .. }
+                | Record::Structure { .. }
+                | Record::CreateTree { .. }
+                | Record::CheckpointBegin
+                | Record::CheckpointEnd(_)
+                | Record::PageWrite { .. }) => {
+                    return Err(Error::LogCorrupted {
+                        lsn: cursor,
+                        reason: format!("the undo chain of {txn} reaches a {other:?}"),
+                    })
+                }
+            };
+        }
+        Ok(())
+    }
+
+    /// R22: a loser instant restart rolls back in the background: registered as running (so
+    /// checkpoints list it and keep its log), and holding an exclusive record lock on every key
+    /// its rollback will change, so that no transaction reads or writes those keys before the
+    /// rollback restores them. Returns the number of keys locked.
+    fn hold_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
+        let wal = self.wal.as_deref().expect("restart runs only with logging");
+        let locks = self.locks.as_ref().expect("background undo needs record locks");
+        let shared = wal.register(entry.txn);
+        shared.last_lsn.store(entry.last_lsn.0, Ordering::Release);
+        shared.first_lsn.store(wal.log.oldest().0, Ordering::Release);
+        shared.undo_next.store(entry.undo_next.0, Ordering::Release);
+        shared.set_state(entry.state);
+        let mut keys = 0;
+        self.walk_undo_chain(entry, |tree, change, _| {
+            let t = self.tree_by_root(tree)?;
+            let (id, key) = isolation::lock_name(&t, Some(change.borrow().key()));
+            locks.lock(entry.txn, id, key, lock::LockMode::Exclusive)?;
+            keys += 1;
+            Ok(())
+        })?;
+        Ok(keys)
     }
 
     fn create_tree(&self, name: &str) -> Result<Tree> {
@@ -1293,6 +1356,10 @@ impl Database {
 
     fn stop_background(&self) {
         let mut threads = self.background.lock();
+        // The losers' rollback finishes first: it may need the other threads' work.
+        if let Some(mut u) = threads.undo.take() {
+            u.finish();
+        }
         if let Some(mut c) = threads.cleaner.take() {
             c.stop();
         }
