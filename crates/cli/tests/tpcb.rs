@@ -68,7 +68,7 @@ fn run_smallest(name: &str, extra: &[&str]) -> (Table, String) {
     assert!(stdout.contains("log archive") && stdout.contains("balances agree"), "{stdout}");
     let table = Table::read(&out.join("tpcb.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
-    assert_eq!(table.header.last().map(String::as_str), Some("held_back"), "held_back is the last column");
+    assert_eq!(table.header.last().map(String::as_str), Some("log_dir"), "log_dir is the last column");
     let (held, rounds) = (table.col("held_back"), table.col("cleaner_rounds"));
     for row in &table.rows {
         let n = |c: usize| row[c].parse::<u64>().unwrap();
@@ -222,4 +222,32 @@ fn bench_tpcb_bad_input_exits_2_and_writes_nothing() {
     assert_usage_errors(&["bench", "tpcb"], &bads, &scratch.0);
     assert!(!out.exists(), "bad input created --out");
     assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "bad input created files");
+}
+
+/// `--log-dir`: each database's log lives in a temporary directory there (its `<file>.wal` a
+/// symbolic link to it), named in the CSV, and removed afterwards with the databases.
+#[test]
+fn bench_tpcb_keeps_the_logs_in_another_directory() {
+    let scratch = Scratch::new("tpcb-log-dir");
+    let logs = scratch.0.join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let logs_arg = logs.to_str().unwrap().to_owned();
+    let (table, stdout) = run_smallest(
+        "tpcb-log-dir-run",
+        &[
+            "--logging",
+            "on",
+            "--log-archive",
+            "on",
+            "--propagation",
+            "classical,decoupled",
+            "--log-dir",
+            &logs_arg,
+        ],
+    );
+    assert!(stdout.contains("balances agree"), "{stdout}");
+    assert_eq!(table.rows.len(), 2, "one row per propagation");
+    let col = table.col("log_dir");
+    assert!(table.rows.iter().all(|r| r[col] == logs_arg), "{:?}", table.rows);
+    assert_eq!(std::fs::read_dir(&logs).unwrap().count(), 0, "the logs were removed");
 }

@@ -74,6 +74,18 @@ impl Setting {
         )
     }
 
+    /// The file of the database `name` in `dir` with this setting.
+    pub(crate) fn path(&self, dir: &Path, name: &str) -> std::path::PathBuf {
+        dir.join(format!(
+            "{name}-{}-log-{}-lock-{}-opt-{}-arc-{}.swz",
+            self.mode,
+            on_off(self.logging),
+            on_off(self.locking),
+            on_off(self.optimistic),
+            on_off(self.log_archive)
+        ))
+    }
+
     /// Creates the database `name` in `dir` with this setting (logging commits asynchronously).
     pub(crate) fn create(
         &self,
@@ -109,14 +121,7 @@ impl Setting {
         checkpoint_interval: Option<Duration>,
         tune: impl FnOnce(swizzledb::Builder) -> swizzledb::Builder,
     ) -> Result<Database, WorkloadError> {
-        let path = dir.join(format!(
-            "{name}-{}-log-{}-lock-{}-opt-{}-arc-{}.swz",
-            self.mode,
-            on_off(self.logging),
-            on_off(self.locking),
-            on_off(self.optimistic),
-            on_off(self.log_archive)
-        ));
+        let path = self.path(dir, name);
         // Prefaulted: a run that grows the data must not measure the first touch of the pool's
         // memory (on a virtual machine, fresh huge pages cost far more than their zeroing).
         let mut b = Database::builder()

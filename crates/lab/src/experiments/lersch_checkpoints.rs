@@ -60,6 +60,13 @@ pub struct SweepArgs {
     /// Directory for the temporary databases [default: the system temp directory]
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Keep the logs in memory (Lersch's second series): in a temporary directory of
+    /// `/dev/shm`, or of --log-dir
+    #[arg(long)]
+    log_in_memory: bool,
+    /// With --log-in-memory: the memory file system's directory [default: /dev/shm]
+    #[arg(long, value_name = "DIR", requires = "log_in_memory")]
+    log_dir: Option<PathBuf>,
     /// Directory for the CSV, JSON and plots (created if missing)
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
@@ -109,10 +116,34 @@ impl Sweep {
             pool_bytes: None,
             policy: None,
             dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+            log_dir: args
+                .log_in_memory
+                .then(|| args.log_dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"))),
         };
+        if let Some(dir) = &base.log_dir {
+            if !dir.is_dir() {
+                return Err(Usage(format!(
+                    "--log-in-memory: {} is not a directory; pass a memory file system's directory with --log-dir",
+                    dir.display()
+                )));
+            }
+        }
         let sweep = Sweep { varied, intervals, kinds, base };
         sweep.plan(sweep.intervals[0]).validate().map_err(|e| Usage(e.to_string()))?;
         Ok(sweep)
+    }
+
+    /// Where the logs are, for captions.
+    pub(crate) fn log_place(&self) -> String {
+        match &self.base.log_dir {
+            Some(dir) => format!("the log in memory (in {})", dir.display()),
+            None => "the log on the data's device".into(),
+        }
+    }
+
+    /// Whether the logs are in memory.
+    pub(crate) fn log_in_memory(&self) -> bool {
+        self.base.log_dir.is_some()
     }
 
     /// The plan of one interval.
@@ -272,8 +303,9 @@ impl Experiment for LerschCheckpoints {
     fn caption(&self) -> String {
         format!(
             "Lersch 2015 Figs. 5.1-5.4: TPC-B throughput and CPU against the checkpoint interval ({} ms), \
-             classical against decoupled checkpoints; the classical cleaner, no archive, the log on the data's device.",
-            self.0.intervals.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+             classical against decoupled checkpoints; the classical cleaner, no archive, {}.",
+            self.0.intervals.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+            self.0.log_place()
         )
     }
 

@@ -38,6 +38,11 @@ pub struct TpcbArgs {
     /// only when the log passes three quarters of its bound]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     cleaner_ms: Option<u64>,
+    /// Keep each database's log in this directory instead of beside its file (its `<file>.wal`
+    /// becomes a symbolic link there): another device, or a memory file system such as
+    /// `/dev/shm` for Lersch's "log in memory"
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<std::path::PathBuf>,
     #[command(flatten)]
     options: WorkloadOptions,
 }
@@ -63,6 +68,7 @@ pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
         pool_bytes: args.options.pool,
         policy: args.options.policy,
         dir: args.options.dir(),
+        log_dir: args.log_dir.clone(),
     };
     plan.validate().map_err(|e| Usage(e.to_string()))?;
     experiment::execute(&Tpcb(plan), args.options.out.as_deref())

@@ -105,6 +105,10 @@ pub struct BenchPlan {
     pub policy: Option<PolicySpec>,
     /// Directory for the temporary databases.
     pub dir: PathBuf,
+    /// Where the databases' logs live (`None`: beside their files, `<file>.wal`): a directory
+    /// on another device, or on a memory file system (Lersch's "log in memory"). Each
+    /// database's `<file>.wal` is then a symbolic link into a temporary directory there.
+    pub log_dir: Option<PathBuf>,
 }
 
 /// Transactions per second and thread the default pool is sized for (one thread ran 470,000
@@ -216,6 +220,8 @@ pub struct BenchRow {
     pub pages_written: u64,
     /// Log archive on.
     pub log_archive: bool,
+    /// Where the log lived (`None`: beside the database file).
+    pub log_dir: Option<PathBuf>,
     /// Page-cleaner rounds during the measurement.
     pub cleaner_rounds: u64,
     /// Transactions that waited at `begin` for the log to get below its bound (R15).
@@ -279,7 +285,8 @@ impl BenchRow {
 pub const CSV_COLUMNS: &str =
     "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
 transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive,checkpoint_ms,\
-propagation,cleaner_ms,cpu_seconds,cpu_cores,pages_written,pages_written_per_sec,cleaner_rounds,throttled,held_back";
+propagation,cleaner_ms,cpu_seconds,cpu_cores,pages_written,pages_written_per_sec,cleaner_rounds,throttled,held_back,\
+log_dir";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -293,8 +300,26 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let tpcb = Tpcb::new(plan.config.clone())?;
     let pool = plan.pool();
     let mut dbs = Vec::new();
+    let logs = match &plan.log_dir {
+        Some(dir) => Some(
+            tempfile::Builder::new()
+                .prefix("swizzledb-tpcb-logs")
+                .tempdir_in(dir)
+                .map_err(|e| WorkloadError::Io { path: dir.display().to_string(), source: e })?,
+        ),
+        None => None,
+    };
     for (setting, prop) in plan.configs() {
         let name = format!("tpcb-{}", prop.name());
+        if let Some(logs) = &logs {
+            let path = setting.path(&scratch.0, &name);
+            let target =
+                logs.path().join(format!("{}.wal", path.file_name().unwrap_or_default().to_string_lossy()));
+            let link = swizzledb::wal_dir(&path);
+            let linked =
+                std::fs::create_dir(&target).and_then(|()| std::os::unix::fs::symlink(&target, &link));
+            linked.map_err(|e| WorkloadError::Io { path: link.display().to_string(), source: e })?;
+        }
         let db =
             setting.create_tuned(&scratch.0, &name, pool, plan.policy, plan.checkpoint_interval, |b| {
                 if setting.logging {
@@ -329,6 +354,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 };
                 let cleaner = db.cleaner_stats().unwrap_or_default();
                 let row = BenchRow {
+                    log_dir: plan.log_dir.clone(),
                     cleaner_rounds: cleaner.rounds - cleaner0.rounds,
                     throttled: cleaner.throttled - cleaner0.throttled,
                     held_back: cleaner.held_back - cleaner0.held_back,
@@ -470,6 +496,7 @@ pub struct TpcbRow {
     pub cleaner_rounds: u64,
     pub throttled: u64,
     pub held_back: u64,
+    pub log_dir: String,
 }
 
 impl TpcbRow {
@@ -504,6 +531,7 @@ impl TpcbRow {
             cleaner_rounds: r.cleaner_rounds,
             throttled: r.throttled,
             held_back: r.held_back,
+            log_dir: r.log_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
         }
     }
 }
@@ -529,6 +557,7 @@ mod tests {
             pool_bytes: None,
             policy: None,
             dir: std::env::temp_dir(),
+            log_dir: None,
         }
     }
 
