@@ -21,6 +21,7 @@ pub mod insert;
 pub mod isolation;
 pub mod lersch_checkpoints;
 pub mod lersch_cleaner;
+pub mod lersch_restart;
 pub mod lookup;
 pub mod tpcb;
 pub mod tpcc;
@@ -61,6 +62,11 @@ mod tests {
             ("tpcb.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
             ("lersch-checkpoints.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
             ("lersch-cleaner.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
+            (
+                "lersch-restart.csv",
+                Some("`lersch-restart.csv`"),
+                columns::<super::lersch_restart::LerschRestartRow>(),
+            ),
             ("ycsb.csv", Some("`ycsb.csv`"), columns::<crate::ycsb::YcsbRow>()),
             (
                 "gilbert-long-run.csv",
@@ -119,6 +125,10 @@ mod tests {
         assert_eq!(joined(columns::<super::chou_dbmin::DbminRow>()), super::chou_dbmin::CSV_HEADER);
         assert_eq!(joined(columns::<super::emulator::EmulatorRow>()), super::emulator::CSV_HEADER);
         assert_eq!(joined(columns::<super::wal::WalRow>()), super::wal::CSV_HEADER);
+        assert_eq!(
+            joined(columns::<super::lersch_restart::LerschRestartRow>()),
+            super::lersch_restart::CSV_HEADER
+        );
         assert_eq!(joined(columns::<crate::tpcc::TpccRow>()), crate::tpcc::CSV_COLUMNS);
         assert_eq!(joined(columns::<crate::tpcb::TpcbRow>()), crate::tpcb::CSV_COLUMNS);
         assert_eq!(joined(columns::<crate::ycsb::YcsbRow>()), crate::ycsb::CSV_COLUMNS);

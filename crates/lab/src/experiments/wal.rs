@@ -54,9 +54,9 @@ const VALUE_BYTES: usize = 100;
 /// Inserts per transaction while loading the restart part's database.
 const LOAD_BATCH: u64 = 1000;
 /// Puts per transaction of the restart part's writer (large, so fsyncs do not dominate).
-const WRITER_BATCH: u64 = 64;
+pub(crate) const WRITER_BATCH: u64 = 64;
 /// The tree every part writes.
-const TREE: &str = "wal";
+pub(crate) const TREE: &str = "wal";
 /// Pool bytes per record (as `bench insert`): the index always fits in memory.
 const POOL_BYTES_PER_RECORD: u64 = 320;
 /// The log bound set with `Cleaner::None` (1 PiB). Without a cleaner nothing enforces a bound;
@@ -64,7 +64,7 @@ const POOL_BYTES_PER_RECORD: u64 = 320;
 /// segment size.
 pub const NO_BOUND: u64 = 1 << 50;
 /// The engine's default log segment (`LogConfig`), set explicitly where the bench means it.
-const DEFAULT_SEGMENT: u64 = 16 << 20;
+pub(crate) const DEFAULT_SEGMENT: u64 = 16 << 20;
 /// Pool of the log-size part: far more than its few keys need.
 const LOG_SIZE_POOL: usize = 64 << 20;
 
@@ -188,7 +188,7 @@ fn parse_parts(input: &str) -> Result<Parts, String> {
     Ok(Parts(Part::ALL.into_iter().filter(|p| chosen.contains(p)).collect()))
 }
 
-fn parse_log_size(input: &str) -> Result<u64, String> {
+pub(crate) fn parse_log_size(input: &str) -> Result<u64, String> {
     match units::parse_size(input)? {
         n if n >= 64 << 10 => Ok(n),
         _ => Err(format!("log size {input:?} is too small; use at least 64KiB (e.g. 16MiB)")),
@@ -324,7 +324,7 @@ fn cleaner_builder(
 }
 
 /// Bytes of the log's segment files (`*.log`) in the log directory of the database at `path`.
-fn wal_dir_bytes(path: &Path) -> u64 {
+pub(crate) fn wal_dir_bytes(path: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(swizzledb::wal_dir(path)) else { return 0 };
     entries
         .filter_map(Result::ok)
@@ -356,7 +356,7 @@ struct Plan {
 }
 
 /// The pool for `records` records: [`POOL_BYTES_PER_RECORD`] each, at least 64 MiB.
-fn pool_bytes(records: u64) -> Result<usize, String> {
+pub(crate) fn pool_bytes(records: u64) -> Result<usize, String> {
     let bytes = records.saturating_mul(POOL_BYTES_PER_RECORD).max(64 << 20);
     usize::try_from(bytes).map_err(|_| format!("--records {records} needs too large a pool"))
 }
@@ -427,12 +427,12 @@ fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
 
 /// The key of counter `i`: a bijective mix, so distinct counters give distinct keys in random
 /// order.
-fn key_of(seed: u64, i: u64) -> [u8; 8] {
+pub(crate) fn key_of(seed: u64, i: u64) -> [u8; 8] {
     mix(i ^ mix(seed)).to_be_bytes()
 }
 
 /// A 100-byte value naming its key and a version.
-fn value_of(key: &[u8; 8], version: u64) -> [u8; VALUE_BYTES] {
+pub(crate) fn value_of(key: &[u8; 8], version: u64) -> [u8; VALUE_BYTES] {
     let mut v = [0u8; VALUE_BYTES];
     for (i, b) in v.iter_mut().enumerate() {
         *b = key[i % 8] ^ (version as u8).wrapping_add(i as u8);
@@ -486,7 +486,7 @@ impl Cleaning {
 
 /// Runs `body` in a transaction, retrying it when a record lock is refused (wait-die); returns
 /// the number of retries.
-fn with_retry(
+pub(crate) fn with_retry(
     db: &Database,
     mut body: impl FnMut(&mut swizzledb::Transaction<'_>) -> swizzledb::Result<()>,
 ) -> swizzledb::Result<u64> {
@@ -634,7 +634,7 @@ fn measure_inserts(
 }
 
 /// Removes a database file and its log directory (errors ignored: scratch files).
-fn remove_database(path: &Path) {
+pub(crate) fn remove_database(path: &Path) {
     let _ = std::fs::remove_file(path);
     let _ = std::fs::remove_dir_all(swizzledb::wal_dir(path));
 }
@@ -988,17 +988,82 @@ impl RestartRun {
     }
 }
 
-/// Copies a database file and its log directory.
-fn copy_database(from: &Path, to: &Path) -> io::Result<()> {
+/// Copies a database file and its log directory, with the directories in it (the log
+/// archive's, `<path>.wal/archive`).
+pub(crate) fn copy_database(from: &Path, to: &Path) -> io::Result<()> {
     remove_database(to);
     std::fs::copy(from, to)?;
-    let (from_log, to_log) = (swizzledb::wal_dir(from), swizzledb::wal_dir(to));
-    std::fs::create_dir_all(&to_log)?;
-    for entry in std::fs::read_dir(&from_log)? {
+    copy_dir(&swizzledb::wal_dir(from), &swizzledb::wal_dir(to))
+}
+
+/// Copies directory `from` to `to` (created if missing), recursively.
+fn copy_dir(from: &Path, to: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
         let entry = entry?;
-        std::fs::copy(entry.path(), to_log.join(entry.file_name()))?;
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()))?;
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
     }
     Ok(())
+}
+
+/// The record the restart writer's `j`-th put of its `i`-th transaction updates (an index below
+/// `records`, for [`key_of`]); that put writes version `i + 2` ([`value_of`]).
+pub(crate) fn writer_record(i: u64, j: u64, records: u64) -> u64 {
+    mix(i * WRITER_BATCH + j) % records
+}
+
+/// What the restart writer did before it stopped.
+pub(crate) struct Written {
+    /// Log bytes appended since the writer began (after its open's checkpoint).
+    pub(crate) log_bytes: u64,
+    /// Transactions committed: the first `commits` of the writer's sequence, all durable.
+    pub(crate) commits: u64,
+    /// Seconds the writer wrote.
+    pub(crate) secs: f64,
+}
+
+/// The restart writer's loop: updates random records of the [`TREE`] of `db` (loaded with
+/// `records` records of `seed`) in transactions of [`WRITER_BATCH`] puts ([`writer_record`])
+/// until `stop`, committing each as `db` is set to.
+///
+/// # Errors
+/// A database error, or `db` does not log.
+pub(crate) fn write_until(
+    db: &Database,
+    records: u64,
+    seed: u64,
+    stop: Stop,
+) -> Result<Written, Box<dyn Error>> {
+    let tree = db.tree(TREE)?;
+    let start = db.log_stats().ok_or("the restart database logs")?.log_bytes;
+    let started = Instant::now();
+    let mut written;
+    let mut commits = 0u64;
+    let mut i = 0u64;
+    loop {
+        with_retry(db, |txn| {
+            for j in 0..WRITER_BATCH {
+                let key = key_of(seed, writer_record(i, j, records));
+                txn.put(&tree, &key, &value_of(&key, i + 2))?;
+            }
+            Ok(())
+        })?;
+        i += 1;
+        commits += 1;
+        written = db.log_stats().ok_or("the restart database logs")?.log_bytes - start;
+        let done = match stop {
+            Stop::LogBytes(target) => written >= target,
+            Stop::Secs(secs) => started.elapsed().as_secs_f64() >= secs,
+        };
+        if done {
+            break;
+        }
+    }
+    Ok(Written { log_bytes: written, commits, secs: started.elapsed().as_secs_f64() })
 }
 
 /// The writer (a child process): opens the database, updates random loaded records in
@@ -1015,33 +1080,7 @@ fn child(args: &WalBenchArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> {
     let setup = WriterSetup { cleaner, max_log: args.max_log, segment: args.log_segment };
     let records = args.records;
     let db = setup.builder(pool_bytes(records)?).open(path)?;
-    let tree = db.tree(TREE)?;
-    let start = db.log_stats().ok_or("the restart database logs")?.log_bytes;
-    let started = Instant::now();
-    let mut written;
-    let mut commits = 0u64;
-    let mut i = 0u64;
-    loop {
-        with_retry(&db, |txn| {
-            for j in 0..WRITER_BATCH {
-                let n = mix(i * WRITER_BATCH + j) % records;
-                let key = key_of(args.seed, n);
-                txn.put(&tree, &key, &value_of(&key, i + 2))?;
-            }
-            Ok(())
-        })?;
-        i += 1;
-        commits += 1;
-        written = db.log_stats().ok_or("the restart database logs")?.log_bytes - start;
-        let done = match stop {
-            Stop::LogBytes(target) => written >= target,
-            Stop::Secs(secs) => started.elapsed().as_secs_f64() >= secs,
-        };
-        if done {
-            break;
-        }
-    }
-    let secs = started.elapsed().as_secs_f64();
+    let Written { log_bytes: written, commits, secs } = write_until(&db, records, args.seed, stop)?;
     let kept = db.log_bytes().unwrap_or(0);
     let c = Cleaning::of(&db).unwrap_or_default();
     let mut out = io::stdout().lock();
@@ -1066,21 +1105,30 @@ fn load_base(plan: &Plan, path: &Path, setup: WriterSetup, progress: Progress) -
         bytes(setup.segment)
     ));
     let db = setup.builder(plan.pool_bytes()?).create(path)?;
+    load_records(&db, plan.records, plan.seed)?;
+    db.close()?;
+    Ok(())
+}
+
+/// Creates the [`TREE`] of `db` and inserts records `0..records` of `seed` ([`key_of`], version
+/// 0 of [`value_of`]) in transactions of [`LOAD_BATCH`].
+///
+/// # Errors
+/// A database error.
+pub(crate) fn load_records(db: &Database, records: u64, seed: u64) -> swizzledb::Result<()> {
     let tree = db.create_tree(TREE)?;
     let mut from = 0;
-    while from < plan.records {
-        let to = (from + LOAD_BATCH).min(plan.records);
-        with_retry(&db, |txn| {
+    while from < records {
+        let to = (from + LOAD_BATCH).min(records);
+        with_retry(db, |txn| {
             for i in from..to {
-                let key = key_of(plan.seed, i);
+                let key = key_of(seed, i);
                 txn.insert(&tree, &key, &value_of(&key, 0))?;
             }
             Ok(())
         })?;
         from = to;
     }
-    drop(tree);
-    db.close()?;
     Ok(())
 }
 
