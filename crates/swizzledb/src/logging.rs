@@ -122,6 +122,9 @@ pub(crate) struct Wal {
     pub(crate) pending: Option<Arc<crate::instant::PendingRedo>>,
 }
 
+/// Log bytes without page changes the archiver leaves unarchived rather than add an empty run.
+const EMPTY_RUN_BYTES: u64 = 1 << 20;
+
 /// Runs of about one size the archiver merges into one (R17; wal README A7).
 const MERGE_RUNS: usize = 8;
 /// Runs smaller than this count as this large when sizes are compared, so that tiny runs (a
@@ -276,6 +279,11 @@ impl Wal {
                 }
                 entries.push(ArchiveEntry { page: last.get(), lsn, body });
             }
+        }
+        // A stretch without page changes (page-write records, say) waits for more, up to a
+        // bound: a run per interval of nothing would only cost syncs and merges.
+        if entries.is_empty() && known_end.is_none() && to.0 - from.0 < EMPTY_RUN_BYTES {
+            return Ok(None);
         }
         let end_state = match known_end {
             Some(k) => Some(k.clone()),

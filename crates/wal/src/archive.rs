@@ -326,20 +326,32 @@ impl Run {
     /// checked (A3), and so is the index's last LSN against the page's last entry.
     fn page_entries(&self, page: u64, from: Lsn, out: &mut Vec<Entry>) -> Result<()> {
         let Ok(i) = self.index.binary_search_by_key(&page, |r| r.page) else { return Ok(()) };
-        let PageRef { mut offset, entries, last, .. } = self.index[i];
-        let mut buf = Vec::new();
+        let PageRef { offset, entries, last, .. } = self.index[i];
+        // A5: the index's last LSN says whether the run holds anything at or after `from`.
+        if last < from {
+            return Ok(());
+        }
+        // The page's entries are contiguous: up to the next page's, or the end of the entries.
+        let data_end = HEADER as u64 + self.data;
+        let extent_end = self.index.get(i + 1).map_or(data_end, |r| r.offset);
+        if extent_end <= offset || extent_end > data_end {
+            return Err(corrupted(
+                &self.path,
+                format!("index entry for page {page} is out of order or range"),
+            ));
+        }
+        let mut buf = vec![0u8; usize::try_from(extent_end - offset).unwrap_or(usize::MAX)];
+        read_exact(&*self.file, &self.path, &mut buf, offset)?;
+        let mut at = 0usize;
         let mut previous: Option<Lsn> = None;
         for _ in 0..entries {
-            let off = offset;
-            buf.resize(ENTRY_HEADER, 0);
-            read_exact(&*self.file, &self.path, &mut buf, off)?;
-            let len = u32_at(&buf, 16) as usize;
-            if len > MAX_ENTRY_BODY {
-                return Err(corrupted(&self.path, format!("entry at byte {off} claims {len} bytes")));
-            }
-            buf.resize(ENTRY_HEADER + padded(len), 0);
-            read_exact(&*self.file, &self.path, &mut buf[ENTRY_HEADER..], off + ENTRY_HEADER as u64)?;
-            let (e, total) = decode_entry(&self.path, &buf, off)?.expect("the whole entry was read");
+            let off = offset + at as u64;
+            let Some((e, total)) = decode_entry(&self.path, &buf[at..], off)? else {
+                return Err(corrupted(
+                    &self.path,
+                    format!("entry at byte {off} runs past page {page}'s entries"),
+                ));
+            };
             let in_order = previous.is_none_or(|p| p < e.lsn);
             if e.page != page || e.lsn < self.summary.begin || e.lsn >= self.summary.end || !in_order {
                 return Err(corrupted(
@@ -351,9 +363,9 @@ impl Run {
             if e.lsn >= from {
                 out.push(e);
             }
-            offset += total as u64;
+            at += total;
         }
-        if previous != Some(last) {
+        if previous != Some(last) || at != buf.len() {
             return Err(corrupted(
                 &self.path,
                 format!("the index gives page {page}'s last LSN as {last}, its entries end at {previous:?}"),

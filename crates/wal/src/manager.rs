@@ -249,9 +249,34 @@ impl LogManager {
             files.insert(start, f);
         }
 
-        // W7: the end is the first frame that does not validate, scanning from the oldest segment.
+        // W7: the end is the first frame that does not validate, scanning from the first frame
+        // of the newest segment whose first frame validates: by W6 every segment before it is
+        // complete on disk, so the scan reads one or two segments, not the whole log.
         let oldest = files.keys().next().map_or(FIRST_LSN, |&s| segment::first_frame(s));
-        let mut reader = FrameReader::new(files.clone(), segment_bytes, oldest);
+        let mut scan_from = oldest;
+        for &start in files.keys().rev() {
+            let mut probe = FrameReader::new(files.clone(), segment_bytes, segment::first_frame(start));
+            if let Step::Record { .. } | Step::Pad =
+                probe.next_step().map_err(|e| LogError::io("reading", &dir, e))?
+            {
+                scan_from = segment::first_frame(start);
+                break;
+            }
+        }
+        // W8: no segment is missing before it (a gap there is damage, not a torn tail).
+        let starts: Vec<u64> =
+            files.range(..=segment::start_of(scan_from, segment_bytes)).map(|(&s, _)| s).collect();
+        if let Some(w) = starts.windows(2).find(|w| w[1] != w[0] + segment_bytes) {
+            return Err(LogError::Corrupted {
+                lsn: Lsn(w[0] + segment_bytes),
+                reason: format!(
+                    "segment {} is missing, yet the later segment {} holds valid records",
+                    segment::file_name(w[0] + segment_bytes),
+                    segment::file_name(w[1])
+                ),
+            });
+        }
+        let mut reader = FrameReader::new(files.clone(), segment_bytes, scan_from);
         let bad_reason = loop {
             match reader.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
                 Step::Record { .. } | Step::Pad => {}

@@ -103,14 +103,22 @@ fn w8_damage_before_valid_segments_is_corruption() {
     // A record in the second segment.
     let (victim, _) = *records.iter().find(|(l, _)| l.0 >= SEG + 500).unwrap();
     flip(dir.path(), victim, 8);
-    match LogManager::open(small_config(dir.path())) {
-        Err(LogError::Corrupted { lsn, reason }) => {
+    let before = segment_files(dir.path()).len();
+    // W7: open reads only the newest segments, and finds the same end.
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    assert_eq!(segment_files(dir.path()).len(), before, "nothing was cut or removed");
+    let end = log.end();
+    // W8: a scan that reaches the damaged frame fails, naming it.
+    let mut scan = log.scan(records[0].0).unwrap();
+    let failed = scan.find_map(|item| item.err());
+    match failed {
+        Some(LogError::Corrupted { lsn, reason }) => {
             assert_eq!(lsn, victim, "W8: the error names the first bad frame ({reason})");
         }
         other => panic!("expected Corrupted, got {other:?}"),
     }
-    // Nothing was cut or removed by the failed open.
-    assert!(segment_files(dir.path()).len() >= 5);
+    // The records after it are all there: the end is that of the whole log.
+    assert!(end > records.last().unwrap().0, "the end follows the last record");
 }
 
 #[test]
