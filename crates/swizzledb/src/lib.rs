@@ -728,12 +728,7 @@ impl Builder {
             next_txn: AtomicU64::new(1),
             restart_stats: Mutex::new(RestartStats::default()),
         });
-        Database {
-            core,
-            background: Mutex::new(Background::default()),
-            files: Mutex::new(locks),
-            closed: false,
-        }
+        Database { core, background: Box::default(), files: Mutex::new(locks), closed: false }
     }
 
     fn start_background(&self, db: &Database) {
@@ -748,6 +743,7 @@ impl Builder {
         }
         if let (Some(_), Some(every)) = (&wal.archive, self.archive_every()) {
             threads.archiver = Some(logging::start_archiver(Arc::clone(wal), every));
+            threads.merger = Some(logging::start_merger(Arc::clone(wal), every));
         }
         if let Some(shared) = &db.core.cleaner {
             threads.cleaner =
@@ -950,7 +946,7 @@ pub fn wal_dir(path: &Path) -> std::path::PathBuf {
 /// An open database: a file, its buffer pool, and its named trees.
 pub struct Database {
     core: Arc<Core>,
-    background: Mutex<Background>,
+    background: Box<Mutex<Background>>,
     /// The advisory locks on the file and the log directory (R13), released at close.
     files: Mutex<Vec<files::FileLock>>,
     closed: bool,
@@ -963,6 +959,7 @@ struct Background {
     redo: Option<instant::RedoThread>,
     checkpointer: Option<logging::Periodic>,
     archiver: Option<logging::Periodic>,
+    merger: Option<logging::Periodic>,
     cleaner: Option<cleaner::Thread>,
 }
 
@@ -1368,6 +1365,12 @@ impl Database {
         }
         if let Some(mut a) = threads.archiver.take() {
             a.stop();
+        }
+        if let Some(mut m) = threads.merger.take() {
+            m.stop();
+            if let Some(wal) = &self.core.wal {
+                wal.background_merges.store(false, std::sync::atomic::Ordering::Release);
+            }
         }
         if let Some(mut r) = threads.redo.take() {
             r.stop();

@@ -116,6 +116,10 @@ pub(crate) struct Wal {
     /// Serializes archiving (runs must follow each other, wal README A1), and holds the
     /// archiver's analysis (R22) as of the LSN it names — the archive's end — when known.
     archiving: Mutex<Option<(Lsn, Analysis)>>,
+    /// Serializes merges of the archive's runs (R17), which run beside archiving.
+    merging: Mutex<()>,
+    /// Set while the background merger runs: archiving then leaves merges to it.
+    pub(crate) background_merges: std::sync::atomic::AtomicBool,
     /// Which checkpoints `checkpoint` takes (R7, R19).
     checkpoint_kind: CheckpointKind,
     /// R22: the pages instant restart left to redo, until the checkpoint that ends it.
@@ -173,6 +177,8 @@ impl Wal {
             stats: WalStats::default(),
             archive: None,
             archiving: Mutex::new(None),
+            merging: Mutex::new(()),
+            background_merges: std::sync::atomic::AtomicBool::new(false),
             checkpoint_kind: CheckpointKind::Classical,
             pending: None,
         }
@@ -296,10 +302,22 @@ impl Wal {
             (None, Some(a)) => Some((to, a)),
             (None, None) => None,
         };
-        // Size tiers: whenever the newest MERGE_RUNS runs are of about one size (the largest at
-        // most four times the smallest), they become one run of the next tier, which may
-        // complete a group of that tier in turn. So each entry is rewritten once per tier
-        // (logarithmically often) and the archive keeps fewer than MERGE_RUNS runs per tier.
+        drop(state);
+        if !self.background_merges.load(Ordering::Acquire) {
+            self.merge_tiers()?;
+        }
+        Ok(Some(run))
+    }
+
+    /// Merges the archive's runs by size tiers (wal README A7): whenever the newest MERGE_RUNS
+    /// runs are of about one size (the largest at most four times the smallest), they become
+    /// one run of the next tier, which may complete a group of that tier in turn. So each entry
+    /// is rewritten once per tier (logarithmically often) and the archive keeps fewer than
+    /// MERGE_RUNS runs per tier. Runs beside archiving (A8): by the background merger, or after
+    /// each archiving when there is none.
+    pub(crate) fn merge_tiers(&self) -> Result<(), crate::Error> {
+        let Some(archive) = &self.archive else { return Ok(()) };
+        let _one = self.merging.lock();
         loop {
             let runs = archive.runs();
             let Some(first) = runs.len().checked_sub(MERGE_RUNS) else { break };
@@ -310,7 +328,7 @@ impl Wal {
             }
             archive.merge(first, MERGE_RUNS)?;
         }
-        Ok(Some(run))
+        Ok(())
     }
 
     pub(crate) fn append(&self, record: &Record) -> Result<Lsn, LogError> {
@@ -909,6 +927,18 @@ pub(crate) fn start_checkpointer(
             Ok(_) => wal.stats.background_checkpoints.fetch_add(1, Ordering::Relaxed),
             Err(_) => wal.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed),
         };
+    })
+}
+
+/// The background merger (R17): merges the archive's runs by size tiers every interval, beside
+/// the archiver, so that a long merge never holds archiving up (wal README A8).
+pub(crate) fn start_merger(wal: Arc<Wal>, every: std::time::Duration) -> Periodic {
+    wal.background_merges.store(true, Ordering::Release);
+    Periodic::start("swizzledb-merger", every, move || {
+        if let Err(e) = wal.merge_tiers() {
+            log::warn!("merging the log archive's runs failed ({e}); retrying at the next interval");
+            wal.stats.failed_archiving.fetch_add(1, Ordering::Relaxed);
+        }
     })
 }
 

@@ -123,8 +123,11 @@ pub struct Archive {
     dir: PathBuf,
     /// The runs, oldest first; replaced whole when a run is added or runs are merged.
     runs: Mutex<Arc<Vec<Arc<Run>>>>,
-    /// Held by whoever writes run files (A4): one writer at a time.
-    writer: Mutex<()>,
+    /// Held by `add_run` (A4): one new run at a time, always at the end.
+    appender: Mutex<()>,
+    /// Held by `merge` (A7): one merge at a time. A merge runs beside `add_run`: it replaces
+    /// runs of the list's prefix, where `add_run` never writes.
+    merger: Mutex<()>,
 }
 
 impl std::fmt::Debug for Archive {
@@ -613,7 +616,13 @@ impl Archive {
             .into_iter()
             .map(|(b, e, path)| Run::open(&*vfs, &path, (b, e)).map(Arc::new))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Archive { vfs, dir, runs: Mutex::new(Arc::new(runs)), writer: Mutex::new(()) })
+        Ok(Archive {
+            vfs,
+            dir,
+            runs: Mutex::new(Arc::new(runs)),
+            appender: Mutex::new(()),
+            merger: Mutex::new(()),
+        })
     }
 
     /// The archive's directory.
@@ -665,7 +674,7 @@ impl Archive {
         mut entries: Vec<Entry>,
         state: &[u8],
     ) -> Result<RunSummary> {
-        let _w = self.writer.lock();
+        let _a = self.appender.lock();
         if begin >= end || self.end().is_some_and(|e| e != begin) {
             return Err(LogError::BadConfig {
                 reason: format!(
@@ -703,7 +712,7 @@ impl Archive {
     /// I/O errors and damage in an input ([`LogError::ArchiveCorrupted`] naming it); the
     /// archive is then as before.
     pub fn merge(&self, first: usize, n: usize) -> Result<Option<RunSummary>> {
-        let _w = self.writer.lock();
+        let _m = self.merger.lock();
         let all = Arc::clone(&self.runs.lock());
         let first = first.min(all.len());
         let n = n.min(all.len() - first);
@@ -735,7 +744,8 @@ impl Archive {
         let run = Arc::new(Run::open(&*self.vfs, &path, (begin, end))?);
         let summary = run.summary.clone();
         {
-            // Only this writer changes the list, so it still holds `all`.
+            // Only merges replace runs, and this is the only one running; `add_run` may have
+            // appended meanwhile, after the inputs: they are still at `first..first + n`.
             let mut runs = self.runs.lock();
             let mut next: Vec<Arc<Run>> = runs[..first].to_vec();
             next.push(run);
