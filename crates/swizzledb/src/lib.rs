@@ -823,7 +823,7 @@ impl Builder {
         let wal = self.wal(Arc::clone(&log), archive.clone());
         wal.seed_archiver(&plan.state);
         let analyzed_before = wal.stats.archived_records.load(Ordering::Relaxed);
-        wal.archive_durable()?;
+        wal.archive_durable_unmerged()?;
         let analyzed = wal.stats.archived_records.load(Ordering::Relaxed) - analyzed_before;
         let state = wal.archiver_state().ok_or_else(|| {
             Error::Log(LogError::BadConfig { reason: "the archiver lost its analysis state".into() })

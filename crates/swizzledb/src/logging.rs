@@ -239,18 +239,28 @@ impl Wal {
     /// R22: the run stores the archiver's analysis state as of its end, carried forward over
     /// the run's records (or none, if the state at its beginning is not known).
     pub(crate) fn archive_durable(&self) -> Result<Option<RunSummary>, crate::Error> {
-        self.archive_with(None)
+        self.archive_with(None, true)
+    }
+
+    /// [`Wal::archive_durable`] without merging (restart's: merges wait for the background
+    /// merger or the next archiving, so that `open` never waits for one, R22).
+    pub(crate) fn archive_durable_unmerged(&self) -> Result<Option<RunSummary>, crate::Error> {
+        self.archive_with(None, false)
     }
 
     /// R22: archives the durable log, which ends at `end.at` (restart's analysis end, before
     /// anything is appended), storing `end` with the run instead of analyzing the records
     /// again; the archiver continues from it.
     pub(crate) fn archive_restart_end(&self, end: &ArchivedState) -> Result<(), crate::Error> {
-        self.archive_with(Some(end))?;
+        self.archive_with(Some(end), false)?;
         Ok(())
     }
 
-    fn archive_with(&self, known_end: Option<&ArchivedState>) -> Result<Option<RunSummary>, crate::Error> {
+    fn archive_with(
+        &self,
+        known_end: Option<&ArchivedState>,
+        merge: bool,
+    ) -> Result<Option<RunSummary>, crate::Error> {
         let Some(archive) = &self.archive else { return Ok(None) };
         let mut state = self.archiving.lock();
         let from = archive.end().unwrap_or_else(|| self.log.oldest());
@@ -303,7 +313,7 @@ impl Wal {
             (None, None) => None,
         };
         drop(state);
-        if !self.background_merges.load(Ordering::Acquire) {
+        if merge && !self.background_merges.load(Ordering::Acquire) {
             self.merge_tiers()?;
         }
         Ok(Some(run))
