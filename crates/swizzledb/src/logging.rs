@@ -126,7 +126,19 @@ pub(crate) struct Wal {
     pub(crate) pending: Option<Arc<crate::instant::PendingRedo>>,
 }
 
-/// Log bytes without page changes the archiver leaves unarchived rather than add an empty run.
+/// How one archiving goes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Archiving {
+    /// Then merge by size tiers, unless the background merger does.
+    Merged,
+    /// No merge (restart: `open` never waits for one).
+    Unmerged,
+    /// The background archiver's: no run for a short stretch without page changes.
+    SkipEmpty,
+}
+
+/// Log bytes without page changes the background archiver leaves unarchived rather than add an
+/// empty run.
 const EMPTY_RUN_BYTES: u64 = 1 << 20;
 
 /// Runs of about one size the archiver merges into one (R17; wal README A7).
@@ -239,27 +251,36 @@ impl Wal {
     /// R22: the run stores the archiver's analysis state as of its end, carried forward over
     /// the run's records (or none, if the state at its beginning is not known).
     pub(crate) fn archive_durable(&self) -> Result<Option<RunSummary>, crate::Error> {
-        self.archive_with(None, true)
+        self.archive_with(None, Archiving::Merged)
+    }
+
+    /// The background archiver's [`Wal::archive_durable`]: a stretch of log without page
+    /// changes (page-write records, say) shorter than 1 MiB waits for more rather than become
+    /// an empty run — a run per interval of nothing would only cost syncs and merges. Checkpoints
+    /// and the decoupled cleaner always archive: their truncation and page-write records need
+    /// the archive's end to pass their own records (R19, R20).
+    pub(crate) fn archive_background(&self) -> Result<Option<RunSummary>, crate::Error> {
+        self.archive_with(None, Archiving::SkipEmpty)
     }
 
     /// [`Wal::archive_durable`] without merging (restart's: merges wait for the background
     /// merger or the next archiving, so that `open` never waits for one, R22).
     pub(crate) fn archive_durable_unmerged(&self) -> Result<Option<RunSummary>, crate::Error> {
-        self.archive_with(None, false)
+        self.archive_with(None, Archiving::Unmerged)
     }
 
     /// R22: archives the durable log, which ends at `end.at` (restart's analysis end, before
     /// anything is appended), storing `end` with the run instead of analyzing the records
     /// again; the archiver continues from it.
     pub(crate) fn archive_restart_end(&self, end: &ArchivedState) -> Result<(), crate::Error> {
-        self.archive_with(Some(end), false)?;
+        self.archive_with(Some(end), Archiving::Unmerged)?;
         Ok(())
     }
 
     fn archive_with(
         &self,
         known_end: Option<&ArchivedState>,
-        merge: bool,
+        how: Archiving,
     ) -> Result<Option<RunSummary>, crate::Error> {
         let Some(archive) = &self.archive else { return Ok(None) };
         let mut state = self.archiving.lock();
@@ -296,9 +317,7 @@ impl Wal {
                 entries.push(ArchiveEntry { page: last.get(), lsn, body });
             }
         }
-        // A stretch without page changes (page-write records, say) waits for more, up to a
-        // bound: a run per interval of nothing would only cost syncs and merges.
-        if entries.is_empty() && known_end.is_none() && to.0 - from.0 < EMPTY_RUN_BYTES {
+        if how == Archiving::SkipEmpty && entries.is_empty() && to.0 - from.0 < EMPTY_RUN_BYTES {
             return Ok(None);
         }
         let end_state = match known_end {
@@ -313,7 +332,7 @@ impl Wal {
             (None, None) => None,
         };
         drop(state);
-        if merge && !self.background_merges.load(Ordering::Acquire) {
+        if how != Archiving::Unmerged && !self.background_merges.load(Ordering::Acquire) {
             self.merge_tiers()?;
         }
         Ok(Some(run))
@@ -957,7 +976,7 @@ pub(crate) fn start_merger(wal: Arc<Wal>, every: std::time::Duration) -> Periodi
 /// interval, and checkpoints find little left to archive. A failure is counted and retried.
 pub(crate) fn start_archiver(wal: Arc<Wal>, every: std::time::Duration) -> Periodic {
     Periodic::start("swizzledb-archiver", every, move || {
-        match wal.archive_durable() {
+        match wal.archive_background() {
             Ok(Some(_)) => wal.stats.background_archivings.fetch_add(1, Ordering::Relaxed),
             Ok(None) => 0,
             Err(e) => {
