@@ -190,3 +190,44 @@ fn r20_replays_bring_the_file_forward_without_the_pool() {
         .collect();
     assert_eq!(got, oracle);
 }
+
+/// R17, R20: archiving for a checkpoint or a cleaner replay always reaches the log's durable
+/// end, also over a stretch without page changes (only the background archiver waits for
+/// more). Otherwise the archive's end could stay below a checkpoint's begin, the replay's
+/// page-write records would fall outside the next checkpoint's scan, and truncation would stick
+/// (writers throttled at the log's bound would then never resume).
+#[test]
+fn r20_checkpoints_and_replays_archive_up_to_the_durable_end() {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/c")).unwrap();
+    let path = Path::new("/c/db");
+    let db = Database::builder()
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .checkpoint_interval(None)
+        .archive_interval(None)
+        .log_archive(true)
+        .cleaner(crate::Cleaner::Decoupled)
+        .vfs(Arc::new(fs.clone()))
+        .create(path)
+        .unwrap();
+    let tree = db.create_tree("t").unwrap();
+    for i in 0..300u32 {
+        tree.upsert(&key(0, i), b"value").unwrap();
+    }
+    let wal = db.core.wal.as_ref().unwrap();
+    let archive = wal.archive.as_ref().unwrap();
+    for _ in 0..3 {
+        // No page change since the last archiving: only checkpoint and page-write records.
+        db.checkpoint().unwrap();
+        let begin =
+            crate::restart::read_checkpoint(&wal.log, wal.log.read_master().unwrap().unwrap()).unwrap().begin;
+        assert!(archive.end().unwrap() > begin, "the checkpoint archived past its own begin record");
+        let from = crate::decoupled::progress(wal).unwrap();
+        let (to, _) = crate::decoupled::replay(wal, &db.core.pool, from).unwrap();
+        assert_eq!(Some(to), archive.end(), "the replay reached the archive's end");
+        assert!(to > begin, "the replay's page-write records fall inside the next checkpoint's scan");
+    }
+    drop(tree);
+    db.close().unwrap();
+}
