@@ -898,7 +898,6 @@ fn seed_new(wal: &Wal, pool: &swizzledb_buffer::BufferPool) {
     let allocation = pool.allocation();
     let at = wal.log.end();
     wal.seed_archiver(&restart::ArchivedState {
-        at,
         max_txn: 0,
         tables: record::Checkpoint {
             begin: at,
@@ -1459,7 +1458,9 @@ impl Database {
         *self.core.restart_stats.lock()
     }
 
-    /// Takes a checkpoint (RECOVERY.md R7); without logging, flushes.
+    /// Takes a checkpoint (RECOVERY.md R7); without logging, flushes. After an instant restart
+    /// whose redo is still pending, the first one (like `flush` and `close`) first redoes the
+    /// pending pages in the file, then takes the checkpoint that ends restart (R22).
     ///
     /// # Errors
     /// Log or I/O errors.

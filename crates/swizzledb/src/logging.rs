@@ -234,10 +234,10 @@ impl Wal {
         self
     }
 
-    /// R22: the archiver's analysis is `state`, as of `state.at` — the archive's end (or, for
+    /// R22: the archiver's analysis is `state`, as of `state.at()` — the archive's end (or, for
     /// an empty archive, the log's oldest record): a new database's empty tables.
     pub(crate) fn seed_archiver(&self, state: &ArchivedState) {
-        *self.archiving.lock() = Some((state.at, Analysis::for_archiver(state)));
+        *self.archiving.lock() = Some((state.at(), Analysis::for_archiver(state)));
     }
 
     /// R22: the archiver's analysis state as of the archive's end, if known.
@@ -286,10 +286,10 @@ impl Wal {
         let mut state = self.archiving.lock();
         let from = archive.end().unwrap_or_else(|| self.log.oldest());
         let to = self.log.durable();
-        let known_end = known_end.filter(|k| k.at == to);
+        let known_end = known_end.filter(|k| k.at() == to);
         if to <= from {
             if let Some(k) = known_end {
-                *state = Some((k.at, Analysis::for_archiver(k)));
+                *state = Some((k.at(), Analysis::for_archiver(k)));
             }
             return Ok(None);
         }

@@ -110,12 +110,16 @@ pub(crate) struct Analysis {
 /// `begin` is the run's end), and the largest transaction number seen.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ArchivedState {
-    pub(crate) at: Lsn,
     pub(crate) max_txn: u64,
     pub(crate) tables: Checkpoint,
 }
 
 impl ArchivedState {
+    /// The LSN the state is as of (the end of the records analyzed).
+    pub(crate) fn at(&self) -> Lsn {
+        self.tables.begin
+    }
+
     /// The bytes stored in the run: the largest transaction number (u64 LE), then the tables as
     /// a checkpoint-end record body.
     pub(crate) fn encode(&self) -> Vec<u8> {
@@ -132,7 +136,7 @@ impl ArchivedState {
         let (max, body) = bytes.split_first_chunk::<8>().ok_or("shorter than its header")?;
         match Record::decode(body).map_err(|e| e.to_string())? {
             Record::CheckpointEnd(c) if c.dirty.is_empty() && c.begin == at => {
-                Ok(ArchivedState { at, max_txn: u64::from_le_bytes(*max), tables: *c })
+                Ok(ArchivedState { max_txn: u64::from_le_bytes(*max), tables: *c })
             }
             other => Err(format!("not an analysis state as of {at}: {other:?}")),
         }
@@ -181,7 +185,6 @@ impl Analysis {
     /// R22: the state analyzed, as of `at` (the end of the records seen).
     pub(crate) fn archived_state(&self, at: Lsn) -> ArchivedState {
         ArchivedState {
-            at,
             max_txn: self.max_txn,
             tables: Checkpoint {
                 begin: at,
