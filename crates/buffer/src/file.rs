@@ -44,7 +44,17 @@ pub struct PageFile {
     clean_marker: parking_lot::Mutex<Option<Vec<u8>>>,
     /// Whether `clean_marker` is `Some` (read without the mutex on every write).
     marker_armed: AtomicBool,
+    /// F13: pages the file is known to hold, reserved ahead of writes (direct I/O only; 0 until
+    /// the first write past what is known).
+    reserved: std::sync::atomic::AtomicU64,
+    /// F13: serializes growing the reservation.
+    grow: parking_lot::Mutex<()>,
 }
+
+/// F13: the reservation grows by an eighth of the file, at least this many bytes...
+const RESERVE_MIN: u64 = 1 << 20;
+/// ...and at most this many.
+const RESERVE_MAX: u64 = 64 << 20;
 
 /// The `Config` error for a file system that rejects `O_DIRECT`.
 fn direct_unsupported(path: &Path) -> BufferError {
@@ -89,7 +99,33 @@ impl PageFile {
             failed: AtomicBool::new(false),
             clean_marker: parking_lot::Mutex::new(None),
             marker_armed: AtomicBool::new(false),
+            reserved: std::sync::atomic::AtomicU64::new(0),
+            grow: parking_lot::Mutex::new(()),
         }
+    }
+
+    /// F13: with direct I/O, makes sure page `id` lies inside the file's allocated space before
+    /// it is written, reserving (`VfsFile::allocate`) an eighth of the file ahead (1 to 64 MiB)
+    /// when it does not, so that the write is an overwrite.
+    fn reserve_through(&self, id: PageId) -> Result<()> {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        if !self.direct || id.get() < self.reserved.load(Acquire) {
+            return Ok(());
+        }
+        let _g = self.grow.lock();
+        let ps = self.page_size as u64;
+        let mut have = self.reserved.load(Acquire);
+        if id.get() >= have {
+            have = have.max(self.file.len().map_err(|e| io_err(&self.path, e))? / ps);
+        }
+        if id.get() >= have {
+            let ahead = (have * ps / 8).clamp(RESERVE_MIN, RESERVE_MAX) / ps;
+            let end = (id.get() + 1).max(have + ahead);
+            self.file.allocate(have * ps, (end - have) * ps).map_err(|e| self.fail(e))?;
+            have = end;
+        }
+        self.reserved.store(have, Release);
+        Ok(())
     }
 
     fn arm_marker(&self, page0: &[u8]) {
@@ -416,6 +452,7 @@ impl PageFile {
                 self.path.display()
             ))
         })?;
+        self.reserve_through(id)?;
         page::seal(buf);
         let res = if self.needs_bounce(buf) {
             let mut bounce = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
@@ -453,7 +490,9 @@ impl PageFile {
                 self.page_size
             ))
         })?;
-        self.file.set_len(len).map_err(|e| self.fail(e))
+        self.file.set_len(len).map_err(|e| self.fail(e))?;
+        self.reserved.store(pages, std::sync::atomic::Ordering::Release);
+        Ok(())
     }
 
     /// Writes the free-page chain of `meta` (each free page formatted as a `Free` page linking
@@ -1089,6 +1128,55 @@ mod tests {
             PageFile::create(&fs, Path::new("/db/data"), 4096, false),
             Err(BufferError::Io { source, .. }) if source.raw_os_error() == Some(libc::EIO)
         ));
+    }
+
+    #[test]
+    fn f13_direct_writes_past_the_end_reserve_space_ahead_and_flush_trims_it() {
+        let path = Path::new("reserve.db");
+        let fs = FaultFs::new();
+        let pf = PageFile::create(&fs, path, 4096, true).expect("direct create");
+        let mut m = Meta::new(4096);
+        m.page_count = 6;
+        pf.write_meta(&m).expect("write_meta");
+        let write = |pf: &PageFile, id: u64, byte: u8| {
+            let mut buf = AlignedBuf::new(4096, DIRECT_ALIGN).expect("alloc");
+            page::format(buf.as_mut_slice(), pid(id), PageType::Leaf, 0);
+            buf.as_mut_slice()[300] = byte;
+            pf.write_page(pid(id), buf.as_mut_slice())
+        };
+        let set_lens = fs.calls(Op::SetLen, None);
+        write(&pf, 9, 9).expect("write past the end");
+        assert_eq!(pf.len_pages().unwrap(), 6 + RESERVE_MIN / 4096, "reserved 1 MiB ahead");
+        assert_eq!(fs.calls(Op::SetLen, None), set_lens + 1, "one reservation");
+        for id in 10..40 {
+            write(&pf, id, id as u8).expect("write inside the reservation");
+        }
+        assert_eq!(fs.calls(Op::SetLen, None), set_lens + 1, "writes inside it reserve nothing");
+        // The pages in between read as zeros (not a page: Corrupted), the written ones intact.
+        let mut buf = AlignedBuf::new(4096, DIRECT_ALIGN).expect("alloc");
+        assert!(matches!(pf.read_page(pid(7), buf.as_mut_slice()), Err(BufferError::Corrupted { .. })));
+        pf.read_page(pid(9), buf.as_mut_slice()).expect("read");
+        assert_eq!(buf.as_slice()[300], 9);
+        // open tolerates the extra pages; flush's exact length (set_len_pages) trims them.
+        m.page_count = 40;
+        pf.write_meta(&m).expect("write_meta");
+        pf.sync().expect("sync");
+        drop(pf);
+        let (pf, got) = PageFile::open(&fs, path, true).expect("open with reserved pages");
+        assert_eq!(got.page_count, 40);
+        pf.set_len_pages(40).expect("trim");
+        assert_eq!(pf.len_pages().unwrap(), 40);
+        // A failed reservation is a failed resize: sticky (F4), and nothing was written.
+        fs.fail_next(FaultRule::new(Op::SetLen, Fault::Enospc));
+        assert!(matches!(write(&pf, 41, 1), Err(BufferError::Io { .. })));
+        assert!(matches!(write(&pf, 3, 1), Err(BufferError::PreviousIoError { .. })));
+        assert_eq!(pf.len_pages().unwrap(), 40);
+
+        // Without direct I/O nothing is reserved: the write extends the file by itself.
+        let fs = FaultFs::new();
+        let pf = PageFile::create(&fs, path, 4096, false).expect("create");
+        write(&pf, 9, 9).expect("write past the end");
+        assert_eq!(pf.len_pages().unwrap(), 10);
     }
 
     #[test]

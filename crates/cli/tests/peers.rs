@@ -37,7 +37,10 @@ fn bench_lookup_runs_swizzledb_beside_lmdb() {
     assert!(stdout.lines().any(|l| l.starts_with("lmdb ")), "no LMDB row in\n{stdout}");
     assert!(stdout.contains("swizzling/lmdb = ") && stdout.contains("one read-only transaction"), "{stdout}");
     let (header, rows) = read_csv(&out.join("lookup.csv"));
-    assert_eq!(header.last().map(String::as_str), Some("engine"), "engine is the last column");
+    // Columns are only ever added at the end (docs/results-schema.md): engine came after logging.
+    let at = |name: &str| header.iter().position(|h| h == name);
+    assert_eq!(at("engine"), at("logging").map(|i| i + 1), "{header:?}");
+    assert!(at("victim_writes").is_some_and(|i| i > at("engine").unwrap()), "{header:?}");
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     // (3 modes + LMDB) x 2 repetitions.
     assert_eq!(rows.len(), 8, "{rows:?}");

@@ -28,7 +28,7 @@ impl HookTable for DescHooks<'_> {
 
 impl BufferPool {
     fn pop_free(&self) -> Option<FrameId> {
-        let f = self.free.lock().pop_front();
+        let f = self.free.pop();
         if f.is_some() {
             self.free_count.fetch_sub(1, Relaxed);
         }
@@ -36,11 +36,13 @@ impl BufferPool {
     }
 
     pub(super) fn push_free(&self, f: FrameId) {
-        self.free.lock().push_back(f);
+        self.free.push(f);
         self.free_count.fetch_add(1, Relaxed);
     }
 
     /// Takes a free frame, evicting a batch first when free frames fall below the low watermark.
+    /// Dirty victims of the batch are written after the eviction lock is released (B29), so
+    /// other misses go on taking free frames meanwhile; the next batch finds them clean.
     pub(super) fn grab_free_frame(&self) -> Result<FrameId> {
         if self.mode == PoolMode::MainMemory {
             return self.pop_free().ok_or(BufferError::MemoryLimit {
@@ -50,9 +52,13 @@ impl BufferPool {
         }
         loop {
             if self.free_count.load(Relaxed) < self.low_watermark {
-                if let Some(_g) = self.evict_lock.try_lock() {
-                    match self.evict_batch() {
-                        Ok(()) => {}
+                if let Some(g) = self.evict_lock.try_lock() {
+                    let batch = self.evict_batch(true);
+                    drop(g);
+                    match batch {
+                        Ok(deferred) => {
+                            self.write_victims(deferred)?;
+                        }
                         Err(BufferError::PoolExhausted { .. }) if self.free_count.load(Relaxed) > 0 => {}
                         Err(e) => return Err(e),
                     }
@@ -61,13 +67,78 @@ impl BufferPool {
             if let Some(f) = self.pop_free() {
                 return Ok(f);
             }
-            self.count(|b| bump(&b.free_frame_waits));
-            let _g = self.evict_lock.lock();
+            let waiting = Instant::now();
+            let g = self.evict_lock.lock();
+            let waited = u64::try_from(waiting.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.count(|b| {
+                bump(&b.free_frame_waits);
+                add(&b.free_frame_wait_nanos, waited);
+            });
             if let Some(f) = self.pop_free() {
                 return Ok(f);
             }
-            self.evict_batch()?;
+            let deferred = self.evict_batch(true)?;
+            drop(g);
+            let (written, _) = self.write_victims(deferred)?;
+            if written == 0 && self.free_count.load(Relaxed) == 0 {
+                // B29: none of the batch's dirty victims could be written (latched, possibly by
+                // this thread, or the log refused them) and nothing is free: a batch that writes
+                // its victims itself, as eviction did before deferral, goes past them to any
+                // other victim, or reports why there is none (B13).
+                let _g = self.evict_lock.lock();
+                if let Some(f) = self.pop_free() {
+                    return Ok(f);
+                }
+                self.evict_batch(false)?;
+            }
         }
+    }
+
+    /// Writes the dirty victims an eviction batch left (B29), in page order, each under its
+    /// shared latch taken without waiting (the caller may hold latches, B10), after the WAL
+    /// flush to its page LSN (B18), as `flush` writes. A victim latched by someone else, cleaned
+    /// meanwhile or evicted is skipped. Returns the pages written and the first log failure.
+    ///
+    /// # Errors
+    /// I/O errors writing a victim (sticky, F4).
+    fn write_victims(&self, mut frames: Vec<FrameId>) -> Result<(usize, Option<BufferError>)> {
+        if frames.is_empty() {
+            return Ok((0, None));
+        }
+        let started = Instant::now();
+        frames.sort_unstable_by_key(|&f| (self.desc(f).page_id.load(Relaxed), f));
+        frames.dedup();
+        let mut buf = crate::aligned::AlignedBuf::new(self.page_size, 4096)?;
+        let mut offs = Vec::new();
+        let mut written = 0;
+        let mut wal_error = None;
+        let mut result = Ok(());
+        for f in frames {
+            let d = self.desc(f);
+            if !d.latch.try_lock_shared() {
+                continue;
+            }
+            let r = self.flush_frame(f, &mut buf, &mut offs);
+            d.latch.unlock_shared();
+            match r {
+                Ok(true) => written += 1,
+                Ok(false) => {}
+                Err(e @ BufferError::Wal { .. }) => {
+                    self.count(|b| bump(&b.rejected_wal));
+                    wal_error.get_or_insert(e);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.count(|b| {
+            add(&b.victim_writes, written as u64);
+            add(&b.victim_write_nanos, nanos);
+        });
+        result.map(|()| (written, wal_error))
     }
 
     /// Frees frames for a caller that holds no latch (B13): operations that failed with
@@ -83,11 +154,21 @@ impl BufferPool {
                 frames: self.frames.len(),
             });
         }
-        let _g = self.evict_lock.lock();
-        if self.free_count.load(Relaxed) >= self.low_watermark {
-            return Ok(());
+        // B29: a batch that leaves its dirty victims, then one that writes any it still meets
+        // (so that nothing is left unfreed that eviction before deferral would have freed).
+        for defer in [true, false] {
+            let g = self.evict_lock.lock();
+            if self.free_count.load(Relaxed) >= self.low_watermark {
+                return Ok(());
+            }
+            let deferred = self.evict_batch(defer)?;
+            drop(g);
+            if deferred.is_empty() {
+                return Ok(());
+            }
+            self.write_victims(deferred)?;
         }
-        self.evict_batch()
+        Ok(())
     }
 
     /// Runs the depth-first sweep (B14) on its own until `frames` more frames are free (or the
@@ -107,7 +188,7 @@ impl BufferPool {
         let mut freed = 0;
         let mut wal_error = None;
         while self.free_count.load(Relaxed) < target {
-            let n = self.sweep_passes(target, &mut wal_error)?;
+            let n = self.sweep_passes(target, &mut wal_error, None)?;
             if n == 0 {
                 break;
             }
@@ -120,19 +201,22 @@ impl BufferPool {
     }
 
     /// Evicts until the high watermark of free frames is reached (B13), timing the batch. Called
-    /// with the eviction lock held.
-    fn evict_batch(&self) -> Result<()> {
+    /// with the eviction lock held. Returns the dirty victims it left for the caller to write
+    /// once it has released the lock (B29).
+    fn evict_batch(&self, defer: bool) -> Result<Vec<FrameId>> {
         let started = Instant::now();
-        let result = self.evict_batch_untimed();
+        let mut deferred = Vec::new();
+        let result = self.evict_batch_untimed(&mut deferred, defer);
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.count(|b| {
             bump(&b.eviction_rounds);
             add(&b.eviction_nanos, nanos);
+            add(&b.deferred_writes, deferred.len() as u64);
         });
-        result
+        result.map(|()| deferred)
     }
 
-    fn evict_batch_untimed(&self) -> Result<()> {
+    fn evict_batch_untimed(&self, deferred: &mut Vec<FrameId>, defer: bool) -> Result<()> {
         let target = self.high_watermark.max(1);
         let mut freed = 0usize;
         // R9: a policy may ask for the sweep first; otherwise it is the fallback (B14).
@@ -140,17 +224,21 @@ impl BufferPool {
         // The first failure of the log (B18): reported only if nothing else could be freed.
         let mut wal_error = None;
         if sweep_first {
-            freed += self.sweep_passes(target, &mut wal_error)?;
+            freed += self.sweep_passes(target, &mut wal_error, defer.then_some(&mut *deferred))?;
         }
         let max_proposals = 2 * self.frames.len() + 16;
         let mut proposals = 0;
-        while self.free_count.load(Relaxed) < target && proposals < max_proposals {
+        // Dirty victims count towards the target: they are freed by the next batch (B29).
+        while self.free_count.load(Relaxed) + deferred.len() < target && proposals < max_proposals {
             // R10: the policy records each verdict during the chunk; the victims reach the free
             // list only afterwards, in one go (B13).
             let mut chunk = EvictionChunk {
                 pool: self,
-                wanted: (target - self.free_count.load(Relaxed)).min(EVICTION_CHUNK),
+                wanted: (target - self.free_count.load(Relaxed) - deferred.len()).min(EVICTION_CHUNK),
                 freed: Vec::new(),
+                deferred_before: deferred.len(),
+                deferred: &mut *deferred,
+                defer,
                 error: None,
                 wal_error: None,
             };
@@ -172,10 +260,13 @@ impl BufferPool {
                 break; // the policy tracks nothing (R4)
             }
         }
-        if !sweep_first && self.free_count.load(Relaxed) < target && self.mode == PoolMode::Swizzling {
-            freed += self.sweep_passes(target, &mut wal_error)?;
+        if !sweep_first
+            && self.free_count.load(Relaxed) + deferred.len() < target
+            && self.mode == PoolMode::Swizzling
+        {
+            freed += self.sweep_passes(target, &mut wal_error, defer.then_some(&mut *deferred))?;
         }
-        if freed == 0 && self.free_count.load(Relaxed) == 0 {
+        if freed == 0 && deferred.is_empty() && self.free_count.load(Relaxed) == 0 {
             return Err(wal_error.unwrap_or(BufferError::PoolExhausted { frames: self.frames.len() }));
         }
         Ok(())
@@ -183,9 +274,16 @@ impl BufferPool {
 
     /// Tries to evict frame `f` without waiting for any latch (B13). `Ok(None)` if evicted: the
     /// frame is then `FREE` but neither on the free list nor removed from the policy; the caller
-    /// does both, in that order (R10). A dirty victim is written only after the log is durable up
-    /// to its page LSN (B18); if the log fails, the victim keeps its page and stays dirty.
-    pub(super) fn try_evict(&self, f: FrameId) -> Result<Option<Rejection>, EvictError> {
+    /// does both, in that order (R10). With `defer`, a dirty victim (unless the log may take its
+    /// write over, B27) is left as it is, pushed to `defer` and rejected as in use: the caller
+    /// writes it after releasing the eviction lock (B29). Without, it is written here, only after
+    /// the log is durable up to its page LSN (B18); if the log fails, the victim keeps its page
+    /// and stays dirty.
+    pub(super) fn try_evict(
+        &self,
+        f: FrameId,
+        defer: Option<&mut Vec<FrameId>>,
+    ) -> Result<Option<Rejection>, EvictError> {
         let d = self.desc(f);
         if d.root.load(Relaxed) {
             return Ok(Some(Rejection::Root));
@@ -226,6 +324,13 @@ impl BufferPool {
         debug_assert_eq!(d.kids.load(Relaxed) > 0, self.has_swizzled_children(page), "B16 for {f}");
         if d.kids.load(Relaxed) > 0 {
             return reject(Rejection::SwizzledChildren);
+        }
+        if let Some(defer) = defer {
+            if d.dirty.load(Relaxed) && !self.write_elision {
+                // B29: written after the batch, under a shared latch, outside the eviction lock.
+                defer.push(f);
+                return reject(Rejection::InUse);
+            }
         }
         // Find the swizzled swip in the parent before changing anything (B6).
         let parent_slot = match parent {
@@ -295,12 +400,18 @@ impl BufferPool {
     /// Repeats the sweep while it frees too little but the policy refused leaves (R9): each
     /// refusal ages a leaf, so a few passes reach leaves that were used recently. Bounded by
     /// [`SWEEP_PASSES`]; returns the frames freed.
-    fn sweep_passes(&self, target: usize, wal_error: &mut Option<BufferError>) -> Result<usize> {
+    fn sweep_passes(
+        &self,
+        target: usize,
+        wal_error: &mut Option<BufferError>,
+        mut defer: Option<&mut Vec<FrameId>>,
+    ) -> Result<usize> {
         let mut freed = 0;
         for _ in 0..SWEEP_PASSES {
-            let (n, refused) = self.sweep(target, wal_error)?;
+            let (n, refused) = self.sweep(target, wal_error, defer.as_deref_mut())?;
             freed += n;
-            if self.free_count.load(Relaxed) >= target || (n == 0 && refused == 0) {
+            let deferred = defer.as_ref().map_or(0, |d| d.len());
+            if self.free_count.load(Relaxed) + deferred >= target || (n == 0 && refused == 0) {
                 break;
             }
         }
@@ -311,7 +422,12 @@ impl BufferPool {
     /// and evicts pages without swizzled children that the policy admits (R9). Returns the frames
     /// freed and the leaves the policy refused. A victim the log could not be flushed for (B18)
     /// stays; the first such error is kept in `wal_error`.
-    fn sweep(&self, target: usize, wal_error: &mut Option<BufferError>) -> Result<(usize, usize)> {
+    fn sweep(
+        &self,
+        target: usize,
+        wal_error: &mut Option<BufferError>,
+        mut defer: Option<&mut Vec<FrameId>>,
+    ) -> Result<(usize, usize)> {
         let roots = self.roots.lock().clone();
         let start = self.sweep_cursor.fetch_add(1, Relaxed);
         let mut candidates = Vec::new();
@@ -360,10 +476,10 @@ impl BufferPool {
         }
         let mut freed = 0;
         for c in candidates {
-            if self.free_count.load(Relaxed) >= target {
+            if self.free_count.load(Relaxed) + defer.as_ref().map_or(0, |d| d.len()) >= target {
                 break;
             }
-            match self.try_evict(c) {
+            match self.try_evict(c, defer.as_deref_mut()) {
                 Ok(None) => {
                     self.policy.on_remove(c, true, &self.desc(c).hook);
                     self.push_free(c);
@@ -395,6 +511,12 @@ struct EvictionChunk<'a> {
     pool: &'a BufferPool,
     wanted: usize,
     freed: Vec<FrameId>,
+    /// Dirty victims left for write-back after the batch (B29).
+    deferred: &'a mut Vec<FrameId>,
+    /// How many the batch had deferred when this chunk began.
+    deferred_before: usize,
+    /// Whether dirty victims are left for later (B29) or written by `try_evict`.
+    defer: bool,
     /// An I/O error writing a victim ends the chunk; the pool reports it after the chunk.
     error: Option<BufferError>,
     /// The first failure of the log (B18): its victim was rejected and the chunk goes on.
@@ -411,7 +533,7 @@ pub(super) enum EvictError {
 
 impl Evictor for EvictionChunk<'_> {
     fn wants_more(&mut self) -> bool {
-        self.error.is_none() && self.freed.len() < self.wanted
+        self.error.is_none() && self.freed.len() + self.deferred.len() - self.deferred_before < self.wanted
     }
 
     /// Starts loading the descriptor that `try_evict` reads first (replacement R10; a hint, sync
@@ -426,11 +548,15 @@ impl Evictor for EvictionChunk<'_> {
     fn try_evict(&mut self, frame: FrameId) -> Verdict {
         let pool = self.pool;
         pool.count(|b| bump(&b.proposals));
-        let why = match pool.try_evict(frame) {
+        let before = self.deferred.len();
+        let defer = self.defer.then_some(&mut *self.deferred);
+        let why = match pool.try_evict(frame, defer) {
             Ok(None) => {
                 self.freed.push(frame);
                 return Verdict::Evicted;
             }
+            // B29: a dirty victim left for write-back; counted as `deferred_writes`.
+            Ok(Some(why)) if self.deferred.len() > before => return Verdict::Rejected(why),
             Ok(Some(why)) => why,
             Err(EvictError::Wal(e)) => {
                 // Counted as `rejected_wal` by try_evict; the policy keeps the frame.

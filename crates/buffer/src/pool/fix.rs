@@ -254,7 +254,9 @@ impl BufferPool {
             // SAFETY: B1 — we hold the exclusive latch of a frame nobody else can have reached
             // in a usable state (it is LOADING).
             let page = unsafe { self.page_mut(f) };
+            let reading = std::time::Instant::now();
             let loaded = self.load_page(pid, page);
+            let read_nanos = u64::try_from(reading.elapsed().as_nanos()).unwrap_or(u64::MAX);
             if let Err(e) = loaded {
                 self.table.remove(pid, f);
                 d.state.store(FREE, Release);
@@ -273,6 +275,7 @@ impl BufferPool {
                 bump(&b.fixes);
                 bump(&b.misses);
                 bump(&b.pages_read);
+                add(&b.read_nanos, read_nanos);
             });
             self.trace(EventKind::Read, f, None, None, None);
             self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(false));

@@ -78,7 +78,12 @@ impl BufferPool {
     }
 
     /// `flush` of one frame, which the caller holds latched shared. Returns whether it wrote.
-    fn flush_frame(&self, f: FrameId, buf: &mut AlignedBuf, offs: &mut Vec<usize>) -> Result<bool> {
+    pub(super) fn flush_frame(
+        &self,
+        f: FrameId,
+        buf: &mut AlignedBuf,
+        offs: &mut Vec<usize>,
+    ) -> Result<bool> {
         let d = self.desc(f);
         if d.state.load(Acquire) != RESIDENT || !d.dirty.load(Relaxed) {
             return Ok(false);

@@ -11,6 +11,7 @@ mod catalog;
 mod evict;
 mod fix;
 mod flush;
+mod free;
 mod propagate;
 mod view;
 
@@ -27,7 +28,6 @@ use crate::swip::Swip;
 use crate::trace::{EventKind, TraceError, TraceSummary, Tracer};
 use crate::wal::LogFlush;
 use parking_lot::Mutex;
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
@@ -132,7 +132,8 @@ pub struct BufferPool {
     base: *mut u8,
     memory: AlignedBuf,
     table: PageTable,
-    free: Mutex<VecDeque<FrameId>>,
+    /// Free frames, partitioned (B30).
+    free: free::FreeLists,
     free_count: AtomicUsize,
     evict_lock: Mutex<()>,
     low_watermark: usize,
@@ -326,7 +327,7 @@ impl BufferPool {
             base,
             memory,
             table: PageTable::new(capacity),
-            free: Mutex::new((0..capacity as u32).map(FrameId).collect()),
+            free: free::FreeLists::new(capacity),
             free_count: AtomicUsize::new(capacity),
             evict_lock: Mutex::new(()),
             low_watermark: low,
@@ -652,3 +653,7 @@ mod race_tests;
 /// Optimistic reads (B24) against exclusive sections, eviction and frame reuse.
 #[cfg(test)]
 mod view_tests;
+
+/// Dirty victims written outside the eviction lock (B29).
+#[cfg(test)]
+mod evict_tests;

@@ -58,9 +58,9 @@ pub(super) fn inner(pool: &BufferPool, child: PageId, level: u8) -> PageId {
 /// Evicts frame `f` as an eviction batch would, and puts it first on the free list, so that the
 /// next page loaded takes it.
 pub(super) fn evict_to_front(pool: &BufferPool, f: FrameId) {
-    assert!(matches!(pool.try_evict(f), Ok(None)), "frame {f} could not be evicted");
+    assert!(matches!(pool.try_evict(f, None), Ok(None)), "frame {f} could not be evicted");
     pool.policy.on_remove(f, true, &pool.desc(f).hook);
-    pool.free.lock().push_front(f);
+    pool.free.push(f);
     pool.free_count.fetch_add(1, Relaxed);
 }
 

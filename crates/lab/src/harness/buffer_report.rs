@@ -291,12 +291,21 @@ pub struct Record {
     pub logging: bool,
     /// `swizzledb`, or the peer engine (`lmdb`).
     pub engine: &'static str,
+    /// Nanoseconds misses spent reading their page (buffer README B29; 0 for a peer engine).
+    pub read_nanos: u64,
+    /// Misses that found no free frame and waited for the eviction lock (B13).
+    pub free_frame_waits: u64,
+    /// Nanoseconds those misses waited.
+    pub free_frame_wait_nanos: u64,
+    /// Dirty eviction victims written after their batch, outside the eviction lock (B29).
+    pub victim_writes: u64,
 }
 
 /// The CSV header: the field names of [`Record`], in order.
 pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,working_set_bytes,\
 repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,swizzles,unswizzles,evictions,\
-pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s,logging,engine";
+pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s,logging,engine,read_nanos,\
+free_frame_waits,free_frame_wait_nanos,victim_writes";
 
 /// The rows of one run: one per (mode, repetition).
 #[must_use]
@@ -345,6 +354,10 @@ pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerRes
                 started_s: started_s(m),
                 logging: LOGGING,
                 engine: crate::engine::EngineName::SwizzleDb.name(),
+                read_nanos: s.read_nanos,
+                free_frame_waits: s.free_frame_waits,
+                free_frame_wait_nanos: s.free_frame_wait_nanos,
+                victim_writes: s.victim_writes,
             });
         }
     }
@@ -375,6 +388,10 @@ pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerRes
                 started_s: started_s(m),
                 logging: LOGGING,
                 engine: p.engine.name(),
+                read_nanos: 0,
+                free_frame_waits: 0,
+                free_frame_wait_nanos: 0,
+                victim_writes: 0,
             });
         }
     }
