@@ -437,6 +437,48 @@ impl PageFile {
         self.write_raw(id, buf)
     }
 
+    /// Seals and writes several pages at once (F14): as [`write_page`](Self::write_page) each,
+    /// but handed to the file system as one batch (`VfsFile::write_all_at_batch`), which may
+    /// have them in flight together. The ids must differ. Every buffer must be one page,
+    /// aligned for direct I/O if the file uses it.
+    ///
+    /// # Errors
+    /// As [`write_page`](Self::write_page); the first failure makes the file unusable (F4),
+    /// and which pages of the batch reached the file is then unknown.
+    pub fn write_pages(&self, pages: &mut [(PageId, &mut [u8])]) -> Result<()> {
+        self.before_change()?;
+        self.check_usable()?;
+        let mut offsets = Vec::with_capacity(pages.len());
+        for (id, buf) in pages.iter() {
+            self.check_len(buf)?;
+            debug_assert_eq!(page::page_id(buf), id.get(), "page header names another page");
+            if self.needs_bounce(buf) {
+                return Err(BufferError::Config(format!(
+                    "{}: a batched page write needs buffers aligned for direct I/O",
+                    self.path.display()
+                )));
+            }
+            offsets.push(self.offset(*id).ok_or_else(|| {
+                BufferError::Config(format!(
+                    "{}: page {id} lies beyond the largest file offset",
+                    self.path.display()
+                ))
+            })?);
+        }
+        if let Some(last) = pages.iter().map(|(id, _)| *id).max() {
+            self.reserve_through(last)?;
+        }
+        for (_, buf) in pages.iter_mut() {
+            page::seal(buf);
+        }
+        let writes: Vec<(&[u8], u64)> = pages.iter().zip(&offsets).map(|((_, b), &o)| (&**b, o)).collect();
+        let results = self.file.write_all_at_batch(&writes);
+        match results.into_iter().find_map(std::result::Result::err) {
+            Some(e) => Err(self.fail(e)),
+            None => Ok(()),
+        }
+    }
+
     /// [`write_page`](Self::write_page) without the clean-marker step (F11).
     fn write_raw(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         self.check_usable()?;

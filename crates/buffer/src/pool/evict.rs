@@ -1,6 +1,7 @@
 //! Free frames and eviction (B13, B14): the free list, eviction batches through the policy
 //! (replacement R10), and Graefe's depth-first sweep.
 
+use super::propagate::stripe as propagate_stripe;
 use super::{BufferPool, FrameDesc, PoolMode, FREE, RESIDENT};
 use crate::error::{BufferError, Result};
 use crate::page::{self, get_u64, put_u64};
@@ -10,7 +11,7 @@ use crate::trace::EventKind;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::time::Instant;
 use swizzledb_replacement::{Evictor, FrameHook, HookTable, Rejection, Verdict};
-use swizzledb_sync::{FrameId, Lsn};
+use swizzledb_sync::{FrameId, Lsn, PageId};
 
 /// At most this many sweeps per eviction batch (R9: enough for GCLOCK's default k = 10 to age a
 /// leaf hit just before the batch down to 0).
@@ -94,13 +95,15 @@ impl BufferPool {
         }
     }
 
-    /// Writes the dirty victims an eviction batch left (B29), in page order, each under its
-    /// shared latch taken without waiting (the caller may hold latches, B10), after the WAL
-    /// flush to its page LSN (B18), as `flush` writes. A victim latched by someone else, cleaned
-    /// meanwhile or evicted is skipped. Returns the pages written and the first log failure.
+    /// Writes the dirty victims an eviction batch left (B29), each under its shared latch taken
+    /// without waiting (the caller may hold latches, B10; a victim latched by anyone, cleaned
+    /// meanwhile or evicted is skipped), after the WAL flush to the batch's highest page LSN
+    /// (B18), as one batch of file writes in page order (F14), claiming each page by its dirty
+    /// flag as `flush` does (B19) and reporting each write (B20). Returns the pages written and
+    /// the log's failure, if it refused the flush (the victims then stay dirty).
     ///
     /// # Errors
-    /// I/O errors writing a victim (sticky, F4).
+    /// I/O errors writing the batch (sticky, F4): its victims stay dirty.
     fn write_victims(&self, mut frames: Vec<FrameId>) -> Result<(usize, Option<BufferError>)> {
         if frames.is_empty() {
             return Ok((0, None));
@@ -108,37 +111,99 @@ impl BufferPool {
         let started = Instant::now();
         frames.sort_unstable_by_key(|&f| (self.desc(f).page_id.load(Relaxed), f));
         frames.dedup();
-        let mut buf = crate::aligned::AlignedBuf::new(self.page_size, 4096)?;
+        let result = self.write_victims_latched(&frames);
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.count(|b| {
+            if let Ok((written, _)) = &result {
+                add(&b.victim_writes, *written as u64);
+            }
+            add(&b.victim_write_nanos, nanos);
+        });
+        result
+    }
+
+    fn write_victims_latched(&self, frames: &[FrameId]) -> Result<(usize, Option<BufferError>)> {
+        // Latch what can be latched and copy it, with page ids for swizzled swips (B8).
+        let mut copies = crate::aligned::AlignedBuf::new(frames.len() * self.page_size, 4096)?;
+        let mut batch: Vec<(FrameId, PageId, Lsn)> = Vec::with_capacity(frames.len());
         let mut offs = Vec::new();
-        let mut written = 0;
-        let mut wal_error = None;
-        let mut result = Ok(());
-        for f in frames {
+        for &f in frames {
             let d = self.desc(f);
             if !d.latch.try_lock_shared() {
                 continue;
             }
-            let r = self.flush_frame(f, &mut buf, &mut offs);
-            d.latch.unlock_shared();
-            match r {
-                Ok(true) => written += 1,
-                Ok(false) => {}
-                Err(e @ BufferError::Wal { .. }) => {
-                    self.count(|b| bump(&b.rejected_wal));
-                    wal_error.get_or_insert(e);
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
+            if d.state.load(Acquire) != RESIDENT || !d.dirty.load(Relaxed) {
+                d.latch.unlock_shared();
+                continue;
+            }
+            let n = batch.len();
+            let out = &mut copies.as_mut_slice()[n * self.page_size..(n + 1) * self.page_size];
+            // SAFETY: B1 — f is latched shared by this thread until the end of this function.
+            out.copy_from_slice(unsafe { self.page(f) });
+            self.disk_form(out, &mut offs);
+            batch.push((f, self.frame_page_id(f), page::page_lsn(out)));
+        }
+        let unlatch = |batch: &[(FrameId, PageId, Lsn)]| {
+            for &(f, _, _) in batch {
+                self.desc(f).latch.unlock_shared();
+            }
+        };
+        // B18: one flush of the log covers every page of the batch.
+        let top = batch.iter().map(|&(_, pid, lsn)| (lsn, pid)).max();
+        if let Some((lsn, pid)) = top {
+            if let Err(e) = self.wal_before_write(pid, lsn) {
+                self.count(|b| add(&b.rejected_wal, batch.len() as u64));
+                unlatch(&batch);
+                return Ok((0, Some(e)));
             }
         }
-        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.count(|b| {
-            add(&b.victim_writes, written as u64);
-            add(&b.victim_write_nanos, nanos);
-        });
-        result.map(|()| (written, wal_error))
+        // B19: of two writers holding shared latches only the one that clears `dirty` writes.
+        let mut claimed = Vec::with_capacity(batch.len());
+        for (n, &(f, pid, lsn)) in batch.iter().enumerate() {
+            if self.desc(f).dirty.swap(false, Relaxed) {
+                claimed.push((n, f, pid, lsn));
+            }
+        }
+        let written = {
+            // B26: the stripes of every page written, in stripe order (no one waits for a
+            // second stripe, so this order closes no cycle).
+            let mut stripes: Vec<usize> = claimed.iter().map(|c| propagate_stripe(c.2)).collect();
+            stripes.sort_unstable();
+            stripes.dedup();
+            let _locks: Vec<_> = stripes.iter().map(|&s| self.write_locks[s].lock()).collect();
+            let mut pages: Vec<(PageId, &mut [u8])> = Vec::with_capacity(claimed.len());
+            let mut rest = copies.as_mut_slice();
+            let mut at = 0;
+            for &(n, _, pid, _) in &claimed {
+                let (_, from) = std::mem::take(&mut rest).split_at_mut((n - at) * self.page_size);
+                let (page, tail) = from.split_at_mut(self.page_size);
+                pages.push((pid, page));
+                rest = tail;
+                at = n + 1;
+            }
+            self.file.write_pages(&mut pages)
+        };
+        let result = match written {
+            Ok(()) => {
+                for &(_, f, pid, lsn) in &claimed {
+                    self.written(self.desc(f), pid, lsn);
+                }
+                let n = claimed.len() as u64;
+                self.count(|b| {
+                    add(&b.write_backs, n);
+                    add(&b.pages_written, n);
+                });
+                Ok((claimed.len(), None))
+            }
+            Err(e) => {
+                for &(_, f, _, _) in &claimed {
+                    self.desc(f).dirty.store(true, Relaxed);
+                }
+                Err(e)
+            }
+        };
+        unlatch(&batch);
+        result
     }
 
     /// Frees frames for a caller that holds no latch (B13): operations that failed with

@@ -100,3 +100,55 @@ fn b29_victims_latched_by_the_evicting_thread_give_pool_exhausted_not_a_hang() {
     drop(g);
     pool.check_invariants().unwrap();
 }
+
+/// B29, F14: the third write of the file fails (EIO), in the middle of a batch of victims. The
+/// miss that wrote the batch gets the typed error; the file refuses writes from then on (F4);
+/// every victim of the failed batch is still resident with its change, and the pool's
+/// invariants hold.
+#[test]
+fn b29_a_failed_write_in_a_victim_batch_reaches_the_miss_and_loses_no_page() {
+    use swizzledb_sync::fault::{Fault, FaultRule, Op};
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/e")).unwrap();
+    let config = PoolConfig {
+        vfs: Arc::new(fs.clone()),
+        mode: PoolMode::Traditional,
+        pool_bytes: MIN_FRAMES * 4096,
+        page_size: 4096,
+        log: None,
+        ..PoolConfig::default()
+    };
+    let pool = BufferPool::create(Path::new("/e/db"), &config, Arc::new(Owner)).unwrap();
+    fs.fail_next(FaultRule::new(Op::Write, Fault::Eio).on_path("/e/db").nth(3));
+    let mut pages = Vec::new();
+    let err = loop {
+        match pool.allocate_page() {
+            Ok(mut g) => {
+                g[DATA] = pages.len() as u8;
+                pages.push(g.page_id());
+            }
+            Err(e) => break e,
+        }
+        assert!(pages.len() < 4 * MIN_FRAMES, "no eviction write failed");
+    };
+    assert!(
+        matches!(&err, BufferError::Io { source, .. } if source.raw_os_error() == Some(libc::EIO)),
+        "{err}"
+    );
+    assert!(pool.stats().deferred_writes > 0);
+    pool.check_invariants().unwrap();
+    // Eviction goes on: a victim of the failed batch must still count as dirty, or it would be
+    // evicted now without a write.
+    // (Several batches, so the policy's clock reaches every frame.)
+    for _ in 0..20 {
+        assert!(pool.make_room().is_err(), "every resident page is dirty and the file refuses writes");
+    }
+    // Nothing evicted unwritten: every page reads back, from its frame or from a write that
+    // completed before the failure.
+    for (i, &pid) in pages.iter().enumerate() {
+        let g = pool.fix_page::<crate::guard::Shared>(pid).unwrap();
+        assert_eq!(g[DATA], i as u8, "page {pid}");
+    }
+    assert!(matches!(pool.flush(), Err(BufferError::PreviousIoError { .. })), "sticky (F4)");
+    pool.check_invariants().unwrap();
+}

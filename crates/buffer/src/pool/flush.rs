@@ -93,14 +93,7 @@ impl BufferPool {
         let page = unsafe { self.page(f) };
         let out = buf.as_mut_slice();
         out.copy_from_slice(page);
-        offs.clear();
-        self.owner.swip_offsets(out, offs);
-        for &o in offs.iter() {
-            if let Some(s) = Swip::from_raw(get_u64(out, o)) {
-                // Children of a latched page stay resident (B6), so the id is current.
-                put_u64(out, o, Swip::page(self.swip_page_id(s)).raw());
-            }
-        }
+        self.disk_form(out, offs);
         let lsn = page::page_lsn(out);
         self.wal_before_write(pid, lsn)?;
         // Claim the write: of two flushes holding the shared latch, only one writes (F9).
@@ -117,6 +110,19 @@ impl BufferPool {
             bump(&b.pages_written);
         });
         Ok(true)
+    }
+
+    /// B8: turns a copy of a latched page into its disk form, every swizzled swip replaced by
+    /// its child's page id. The page the copy came from must still be latched: its children stay
+    /// resident (B6), so the ids are current.
+    pub(super) fn disk_form(&self, out: &mut [u8], offs: &mut Vec<usize>) {
+        offs.clear();
+        self.owner.swip_offsets(out, offs);
+        for &o in offs.iter() {
+            if let Some(s) = Swip::from_raw(get_u64(out, o)) {
+                put_u64(out, o, Swip::page(self.swip_page_id(s)).raw());
+            }
+        }
     }
 
     /// B18 (WAL rule): before a page carrying `lsn` is written, the log must be durable up to

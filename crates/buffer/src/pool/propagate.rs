@@ -15,6 +15,11 @@ use swizzledb_sync::{Lsn, PageId};
 /// Stripes of the per-page write locks.
 pub(super) const WRITE_LOCKS: usize = 64;
 
+/// The stripe of `write_locks` that page `id`'s writes hold (B26).
+pub(super) fn stripe(id: PageId) -> usize {
+    (id.get() as usize) % WRITE_LOCKS
+}
+
 /// The file's copy of one page, locked against the pool's writes of it (B26).
 pub struct FilePage<'a> {
     pool: &'a BufferPool,
@@ -69,7 +74,7 @@ impl FilePage<'_> {
 
 impl BufferPool {
     fn write_lock(&self, id: PageId) -> MutexGuard<'_, ()> {
-        self.write_locks[(id.get() as usize) % WRITE_LOCKS].lock()
+        self.write_locks[stripe(id)].lock()
     }
 
     /// The pool's own page writes: the file write under the page's write lock (B26).
