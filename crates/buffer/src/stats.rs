@@ -5,7 +5,7 @@
 //! traffic. [`crate::BufferPool::stats`] sums all blocks.
 
 use parking_lot::Mutex;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -109,8 +109,21 @@ pub(crate) struct Registry {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// This thread's blocks, one per registry (pool) it has counted in. Dropping it (at thread
+/// exit) forgets `LAST` first.
+struct Local(RefCell<Vec<(u64, Arc<Block>)>>);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        LAST.with(|l| l.set((0, std::ptr::null())));
+    }
+}
+
 thread_local! {
-    static LOCAL: RefCell<Vec<(u64, Arc<Block>)>> = const { RefCell::new(Vec::new()) };
+    static LOCAL: Local = const { Local(RefCell::new(Vec::new())) };
+    /// B12: the registry id and block `with` used last on this thread (id 0: none), so that a
+    /// thread counting in one pool finds its block without searching `LOCAL`.
+    static LAST: Cell<(u64, *const Block)> = const { Cell::new((0, std::ptr::null())) };
 }
 
 impl Registry {
@@ -121,9 +134,25 @@ impl Registry {
     /// Runs `f` with the current thread's block, creating it on first use.
     #[inline]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&Block) -> R) -> R {
+        let (id, block) = LAST.with(Cell::get);
+        if id == self.id {
+            // SAFETY: B12 — `LAST` names a block whose `Arc` this thread's `LOCAL` holds: it is
+            // set right after `LOCAL` found or stored that `Arc`, `LOCAL` drops an entry only in
+            // `with_slow`, which sets `LAST` again before returning, and forgets `LAST` when it is
+            // dropped. Registry ids are never reused, so the id names this registry's block.
+            return f(unsafe { &*block });
+        }
+        self.with_slow(f)
+    }
+
+    /// `with` when the block is not the one used last: search this thread's blocks, or make one.
+    #[cold]
+    #[inline(never)]
+    fn with_slow<R>(&self, f: impl FnOnce(&Block) -> R) -> R {
         LOCAL.with(|local| {
-            let mut local = local.borrow_mut();
+            let mut local = local.0.borrow_mut();
             if let Some((_, b)) = local.iter().find(|(id, _)| *id == self.id) {
+                LAST.with(|l| l.set((self.id, Arc::as_ptr(b))));
                 return f(b);
             }
             let b = Arc::new(Block::default());
@@ -131,6 +160,7 @@ impl Registry {
             // Forget blocks of pools that are gone (only this thread's list holds them).
             local.retain(|(_, b)| Arc::strong_count(b) > 1);
             local.push((self.id, Arc::clone(&b)));
+            LAST.with(|l| l.set((self.id, Arc::as_ptr(&b))));
             f(&b)
         })
     }
@@ -176,5 +206,27 @@ mod tests {
         assert_eq!(s.fixes, 4000);
         assert_eq!(s.hits, 1);
         assert_eq!(s.since(&Stats { fixes: 1000, ..Stats::default() }).fixes, 3000);
+    }
+
+    /// B12: one thread counting in several pools in turn, while pools come and go, credits every
+    /// count to the pool it was made in (the last-used block is only a shortcut).
+    #[test]
+    fn b12_a_thread_alternating_between_pools_counts_each_in_its_own() {
+        let a = Registry::new();
+        let mut gone = Some(Registry::new());
+        for i in 0..100 {
+            a.with(|blk| bump(&blk.fixes));
+            if let Some(g) = &gone {
+                g.with(|blk| bump(&blk.hits));
+            }
+            if i == 50 {
+                gone = None; // a pool dropped between counts
+            }
+            let c = Registry::new();
+            c.with(|blk| add(&blk.misses, 7));
+            assert_eq!(c.snapshot().misses, 7);
+        }
+        assert_eq!(a.snapshot().fixes, 100);
+        assert_eq!(a.snapshot().hits, 0);
     }
 }
