@@ -136,10 +136,9 @@ impl Registry {
     pub(crate) fn with<R>(&self, f: impl FnOnce(&Block) -> R) -> R {
         let (id, block) = LAST.with(Cell::get);
         if id == self.id {
-            // SAFETY: B12 — `LAST` names a block whose `Arc` this thread's `LOCAL` holds: it is
-            // set right after `LOCAL` found or stored that `Arc`, `LOCAL` drops an entry only in
-            // `with_slow`, which sets `LAST` again before returning, and forgets `LAST` when it is
-            // dropped. Registry ids are never reused, so the id names this registry's block.
+            // B12: `LOCAL` holds this block's `Arc` (it drops entries only in `with_slow`, which
+            // resets `LAST`, and forgets `LAST` when dropped); ids are never reused.
+            // SAFETY: B12 — `LAST` names a live block of this registry, as said above.
             return f(unsafe { &*block });
         }
         self.with_slow(f)

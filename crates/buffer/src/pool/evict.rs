@@ -158,45 +158,40 @@ impl BufferPool {
             }
         }
         // B19: of two writers holding shared latches only the one that clears `dirty` writes.
-        let mut claimed = Vec::with_capacity(batch.len());
-        for (n, &(f, pid, lsn)) in batch.iter().enumerate() {
-            if self.desc(f).dirty.swap(false, Relaxed) {
-                claimed.push((n, f, pid, lsn));
-            }
-        }
+        let claimed: Vec<bool> =
+            batch.iter().map(|&(f, _, _)| self.desc(f).dirty.swap(false, Relaxed)).collect();
+        let mine = || batch.iter().zip(&claimed).filter(|(_, &c)| c).map(|(b, _)| *b);
         let written = {
             // B26: the stripes of every page written, in stripe order (no one waits for a
             // second stripe, so this order closes no cycle).
-            let mut stripes: Vec<usize> = claimed.iter().map(|c| propagate_stripe(c.2)).collect();
+            let mut stripes: Vec<usize> = mine().map(|(_, pid, _)| propagate_stripe(pid)).collect();
             stripes.sort_unstable();
             stripes.dedup();
             let _locks: Vec<_> = stripes.iter().map(|&s| self.write_locks[s].lock()).collect();
-            let mut pages: Vec<(PageId, &mut [u8])> = Vec::with_capacity(claimed.len());
-            let mut rest = copies.as_mut_slice();
-            let mut at = 0;
-            for &(n, _, pid, _) in &claimed {
-                let (_, from) = std::mem::take(&mut rest).split_at_mut((n - at) * self.page_size);
-                let (page, tail) = from.split_at_mut(self.page_size);
-                pages.push((pid, page));
-                rest = tail;
-                at = n + 1;
-            }
+            let mut pages: Vec<(PageId, &mut [u8])> = copies
+                .as_mut_slice()
+                .chunks_mut(self.page_size)
+                .zip(batch.iter().zip(&claimed))
+                .filter(|(_, (_, &c))| c)
+                .map(|(page, (&(_, pid, _), _))| (pid, page))
+                .collect();
             self.file.write_pages(&mut pages)
         };
         let result = match written {
             Ok(()) => {
-                for &(_, f, pid, lsn) in &claimed {
+                let mut n = 0;
+                for (f, pid, lsn) in mine() {
                     self.written(self.desc(f), pid, lsn);
+                    n += 1;
                 }
-                let n = claimed.len() as u64;
                 self.count(|b| {
-                    add(&b.write_backs, n);
-                    add(&b.pages_written, n);
+                    add(&b.write_backs, n as u64);
+                    add(&b.pages_written, n as u64);
                 });
-                Ok((claimed.len(), None))
+                Ok((n, None))
             }
             Err(e) => {
-                for &(_, f, _, _) in &claimed {
+                for (f, _, _) in mine() {
                     self.desc(f).dirty.store(true, Relaxed);
                 }
                 Err(e)

@@ -1,7 +1,7 @@
 //! B29: dirty eviction victims are written after the eviction lock is released, under a shared
 //! latch, and nothing they held is lost.
 
-use super::race_tests::Owner;
+use super::race_tests::{smallest_config, Owner};
 use super::*;
 use crate::page::{self, PageType, HEADER_SIZE};
 use std::sync::{OnceLock, Weak};
@@ -33,14 +33,7 @@ fn pool_with_probe(mode: PoolMode) -> (Arc<BufferPool>, Arc<LockProbe>) {
     let fs = FaultFs::new();
     fs.create_dir_all(Path::new("/e")).unwrap();
     let probe = Arc::new(LockProbe::default());
-    let config = PoolConfig {
-        vfs: Arc::new(fs),
-        mode,
-        pool_bytes: MIN_FRAMES * 4096,
-        page_size: 4096,
-        log: Some(probe.clone()),
-        ..PoolConfig::default()
-    };
+    let config = smallest_config(&fs, mode, Some(probe.clone()));
     let pool = Arc::new(BufferPool::create(Path::new("/e/db"), &config, Arc::new(Owner)).unwrap());
     probe.pool.set(Arc::downgrade(&pool)).ok().unwrap();
     (pool, probe)
@@ -110,14 +103,7 @@ fn b29_a_failed_write_in_a_victim_batch_reaches_the_miss_and_loses_no_page() {
     use swizzledb_sync::fault::{Fault, FaultRule, Op};
     let fs = FaultFs::new();
     fs.create_dir_all(Path::new("/e")).unwrap();
-    let config = PoolConfig {
-        vfs: Arc::new(fs.clone()),
-        mode: PoolMode::Traditional,
-        pool_bytes: MIN_FRAMES * 4096,
-        page_size: 4096,
-        log: None,
-        ..PoolConfig::default()
-    };
+    let config = smallest_config(&fs, PoolMode::Traditional, None);
     let pool = BufferPool::create(Path::new("/e/db"), &config, Arc::new(Owner)).unwrap();
     fs.fail_next(FaultRule::new(Op::Write, Fault::Eio).on_path("/e/db").nth(3));
     let mut pages = Vec::new();

@@ -45,6 +45,18 @@ impl PageOwner for Owner {
     }
 }
 
+/// A pool of the smallest size (`MIN_FRAMES` pages of 4 KiB) on `fs`.
+pub(super) fn smallest_config(fs: &FaultFs, mode: PoolMode, log: Option<Arc<dyn LogFlush>>) -> PoolConfig {
+    PoolConfig {
+        vfs: Arc::new(fs.clone()),
+        mode,
+        pool_bytes: MIN_FRAMES * 4096,
+        page_size: 4096,
+        log,
+        ..PoolConfig::default()
+    }
+}
+
 /// A new inner page at `level` whose only child is `child`.
 pub(super) fn inner(pool: &BufferPool, child: PageId, level: u8) -> PageId {
     let mut g = pool.allocate_page().unwrap();
@@ -85,14 +97,7 @@ const WAIT: Duration = Duration::from_secs(10);
 fn b3_a_hit_whose_frame_is_reused_for_the_parents_parent_does_not_deadlock() {
     let fs = FaultFs::new();
     fs.create_dir_all(Path::new("/r")).unwrap();
-    let config = PoolConfig {
-        vfs: Arc::new(fs.clone()),
-        mode: PoolMode::Traditional,
-        pool_bytes: MIN_FRAMES * 4096,
-        page_size: 4096,
-        log: None,
-        ..PoolConfig::default()
-    };
+    let config = smallest_config(&fs, PoolMode::Traditional, None);
     let pool = Arc::new(BufferPool::create(Path::new("/r/db"), &config, Arc::new(Owner)).unwrap());
     let c = pool.allocate_page().unwrap().page_id();
     let p = inner(&pool, c, 1);
