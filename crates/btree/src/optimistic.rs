@@ -72,16 +72,27 @@ impl Tree {
                     Step::Ready(leaf) if node::is_leaf(&leaf) => Attempt::Reached(Reached::Leaf(leaf)),
                     Step::Ready(_) => Attempt::HandOver,
                     Step::Retry => Attempt::Restart,
-                    Step::Unswizzled => go_on_latched(view),
+                    Step::Unswizzled => load_then_latch(view, off),
                 };
             }
             view = match view.child(off) {
                 Step::Ready(child) => child,
                 Step::Retry => return Attempt::Restart,
-                Step::Unswizzled => return go_on_latched(view),
+                Step::Unswizzled => return load_then_latch(view, off),
             };
             expect = Some(level - 1);
         }
+    }
+}
+
+/// The child at `off` is not swizzled: reads it into the pool while this thread holds no latch
+/// (buffer README B32), then goes on latched from the view if the node is unchanged; a read
+/// that takes long enough for the node to change costs a restart, not a latch held across the
+/// read. If the read fails, the latched step reads again and reports the error.
+fn load_then_latch<M: LatchKind>(view: PageView<'_>, off: usize) -> Attempt<'_, M> {
+    match view.load_child(off) {
+        Ok(Step::Retry) => Attempt::Restart,
+        Ok(_) | Err(_) => go_on_latched(view),
     }
 }
 

@@ -30,7 +30,9 @@ pub use error::{BufferError, Result};
 pub use file::PageFile;
 pub use guard::{Exclusive, ExclusiveGuard, LatchKind, PageGuard, Shared, SharedGuard};
 pub use meta::{validate_tree_name, Meta, MAX_TREE_NAME};
-pub use pool::{Allocation, BufferPool, FilePage, FileState, PageOwner, PageView, Step, MIN_FRAMES};
+pub use pool::{
+    Allocation, BufferPool, EvictorHandle, FilePage, FileState, PageOwner, PageView, Step, MIN_FRAMES,
+};
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};

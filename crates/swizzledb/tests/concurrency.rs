@@ -276,19 +276,26 @@ fn b10_a_sixteen_frame_eight_thread_stress_never_deadlocks() {
     }
 }
 
-/// B29, B30: sixteen threads on a pool of 32 frames, every one of them changing pages, so that
-/// eviction batches keep leaving dirty victims that the evicting threads write after releasing
-/// the eviction lock, while others take frames from the partitioned free lists. Each thread
+/// B29, B30, B31: sixteen threads on a pool of 32 frames, every one of them changing pages, so
+/// that eviction batches keep leaving dirty victims that the evicting threads write after
+/// releasing the eviction lock, while others take frames from the partitioned free lists; with
+/// and without the background evictor racing them for the same frames. Each thread
 /// checks its own keys against its oracle as it goes; afterwards the tree passes the
 /// structural check and holds exactly the union of the oracles, also after a reopen.
 #[test]
-fn b29_sixteen_threads_in_a_32_frame_pool_lose_nothing() {
+fn b29_b31_sixteen_threads_in_a_32_frame_pool_lose_nothing() {
     const N: u64 = 16;
-    for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
+    for (mode, evictor) in
+        [PoolMode::Traditional, PoolMode::Swizzling].into_iter().flat_map(|m| [(m, false), (m, true)])
+    {
         with_watchdog(mode.name(), move || {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("b29.swz");
-            let builder = Database::builder().mode(mode).page_size(4096).pool_bytes(32 * 4096);
+            let builder = Database::builder()
+                .mode(mode)
+                .page_size(4096)
+                .pool_bytes(32 * 4096)
+                .background_eviction(evictor);
             let db = builder.clone().create(&path).unwrap();
             let tree = db.create_tree("t").unwrap();
             let handles: Vec<_> = (0..N)
@@ -316,6 +323,8 @@ fn b29_sixteen_threads_in_a_32_frame_pool_lose_nothing() {
             check_all(&tree, &db, &want, mode);
             let stats = db.stats();
             assert!(stats.victim_writes > 0, "{mode}: no dirty victim written after its batch: {stats:?}");
+            // B31: with the evictor, it runs; without, nothing of it does.
+            assert_eq!(stats.evictor_rounds > 0, evictor, "{mode}, evictor {evictor}: {stats:?}");
             db.close().unwrap();
             let db = builder.open(&path).unwrap();
             let tree = db.tree("t").unwrap();

@@ -52,9 +52,15 @@ impl BufferPool {
             });
         }
         loop {
-            if self.free_count.load(Relaxed) < self.low_watermark {
+            let free = self.free_count.load(Relaxed);
+            if free < self.high_watermark {
+                // B31: the background evictor, if one runs, refills the free frames before
+                // misses have to.
+                self.evictor.nudge();
+            }
+            if free < self.low_watermark {
                 if let Some(g) = self.evict_lock.try_lock() {
-                    let batch = self.evict_batch(true);
+                    let batch = self.evict_batch(true, self.high_watermark);
                     drop(g);
                     match batch {
                         Ok(deferred) => {
@@ -78,7 +84,7 @@ impl BufferPool {
             if let Some(f) = self.pop_free() {
                 return Ok(f);
             }
-            let deferred = self.evict_batch(true)?;
+            let deferred = self.evict_batch(true, self.high_watermark)?;
             drop(g);
             let (written, _) = self.write_victims(deferred)?;
             if written == 0 && self.free_count.load(Relaxed) == 0 {
@@ -90,7 +96,7 @@ impl BufferPool {
                 if let Some(f) = self.pop_free() {
                     return Ok(f);
                 }
-                self.evict_batch(false)?;
+                self.evict_batch(false, self.high_watermark)?;
             }
         }
     }
@@ -104,7 +110,7 @@ impl BufferPool {
     ///
     /// # Errors
     /// I/O errors writing the batch (sticky, F4): its victims stay dirty.
-    fn write_victims(&self, mut frames: Vec<FrameId>) -> Result<(usize, Option<BufferError>)> {
+    pub(super) fn write_victims(&self, mut frames: Vec<FrameId>) -> Result<(usize, Option<BufferError>)> {
         if frames.is_empty() {
             return Ok((0, None));
         }
@@ -221,7 +227,7 @@ impl BufferPool {
             if self.free_count.load(Relaxed) >= self.low_watermark {
                 return Ok(());
             }
-            let deferred = self.evict_batch(defer)?;
+            let deferred = self.evict_batch(defer, self.high_watermark)?;
             drop(g);
             if deferred.is_empty() {
                 return Ok(());
@@ -260,13 +266,13 @@ impl BufferPool {
         }
     }
 
-    /// Evicts until the high watermark of free frames is reached (B13), timing the batch. Called
-    /// with the eviction lock held. Returns the dirty victims it left for the caller to write
-    /// once it has released the lock (B29).
-    fn evict_batch(&self, defer: bool) -> Result<Vec<FrameId>> {
+    /// Evicts until `target` frames are free (B13: the high watermark; the background evictor's
+    /// own target, B31), timing the batch. Called with the eviction lock held. Returns the dirty
+    /// victims it left for the caller to write once it has released the lock (B29).
+    pub(super) fn evict_batch(&self, defer: bool, target: usize) -> Result<Vec<FrameId>> {
         let started = Instant::now();
         let mut deferred = Vec::new();
-        let result = self.evict_batch_untimed(&mut deferred, defer);
+        let result = self.evict_batch_untimed(&mut deferred, defer, target);
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.count(|b| {
             bump(&b.eviction_rounds);
@@ -276,8 +282,8 @@ impl BufferPool {
         result.map(|()| deferred)
     }
 
-    fn evict_batch_untimed(&self, deferred: &mut Vec<FrameId>, defer: bool) -> Result<()> {
-        let target = self.high_watermark.max(1);
+    fn evict_batch_untimed(&self, deferred: &mut Vec<FrameId>, defer: bool, target: usize) -> Result<()> {
+        let target = target.max(1);
         let mut freed = 0usize;
         // R9: a policy may ask for the sweep first; otherwise it is the fallback (B14).
         let sweep_first = self.mode == PoolMode::Swizzling && self.policy.prefers_sweep();

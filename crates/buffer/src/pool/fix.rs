@@ -11,6 +11,16 @@ use crate::trace::EventKind;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use swizzledb_sync::{FrameId, LatchMode, PageId};
 
+/// What [`BufferPool::load_new`] did.
+enum Load {
+    /// Read and resident, latched exclusively by the caller.
+    Loaded(FrameId),
+    /// Another thread entered the page in the page table first.
+    Raced,
+    /// The caller's check failed after the entry was made: nothing was read.
+    Refused,
+}
+
 /// B3, B10: latches a frame the page table named for `pid`, waiting only while the frame still
 /// holds `pid` (read racily). The caller may hold the parent's latch: if the frame was evicted
 /// and reused for another page — an ancestor held exclusively by a thread that now waits for
@@ -235,51 +245,113 @@ impl BufferPool {
                 std::thread::yield_now();
                 continue;
             }
-            let f = self.grab_free_frame()?;
-            let d = self.desc(f);
-            d.latch.lock_exclusive();
-            d.page_id.store(pid.get(), Relaxed);
-            d.state.store(LOADING, Release);
-            if self.table.insert_if_absent(pid, f).is_err() {
-                // Another thread is loading the same page; use its frame.
-                d.state.store(FREE, Release);
-                d.latch.unlock_exclusive();
-                self.push_free(f);
-                continue;
-            }
-            if self.mode != PoolMode::MainMemory {
-                // The insert follows the read: the policy's words for it can load meanwhile.
-                self.policy.prefetch_accesses(&[f], &[pid]);
-            }
-            // SAFETY: B1 — we hold the exclusive latch of a frame nobody else can have reached
-            // in a usable state (it is LOADING).
-            let page = unsafe { self.page_mut(f) };
-            let reading = std::time::Instant::now();
-            let loaded = self.load_page(pid, page);
-            let read_nanos = u64::try_from(reading.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            if let Err(e) = loaded {
-                self.table.remove(pid, f);
-                d.state.store(FREE, Release);
-                d.latch.unlock_exclusive();
-                self.push_free(f);
-                return Err(e);
-            }
-            d.dirty.store(false, Relaxed);
-            d.rec_lsn.store(0, Relaxed);
-            d.set_parent(None);
-            d.state.store(RESIDENT, Release);
-            if self.mode != PoolMode::MainMemory {
-                self.policy.on_insert(f, pid, &d.hook);
-            }
-            self.count(|b| {
-                bump(&b.fixes);
-                bump(&b.misses);
-                bump(&b.pages_read);
-                add(&b.read_nanos, read_nanos);
-            });
-            self.trace(EventKind::Read, f, None, None, None);
+            let f = match self.load_new(pid, || true)? {
+                Load::Loaded(f) => f,
+                // Another thread is loading the same page; use its frame. (The check above
+                // never refuses.)
+                Load::Raced | Load::Refused => continue,
+            };
+            self.count(|b| bump(&b.fixes));
             self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(false));
             return Ok((PageGuard::<Exclusive>::adopt(self, f).into_mode::<M>(), false));
+        }
+    }
+
+    /// The miss (B3): takes a free frame (B13), latches it exclusively, marks it LOADING and
+    /// enters it in the page table; then, if `still_wanted` holds, reads the page (F3, B8, B25)
+    /// and returns the frame RESIDENT, still latched exclusively, counted as a miss and told to
+    /// the policy. `Raced`: another thread entered the page first (use its frame). `Refused`:
+    /// `still_wanted` failed, and the entry is gone again. Either way the frame went back to
+    /// the free list.
+    ///
+    /// # Errors
+    /// No free frame (B13), or the read (the frame went back to the free list).
+    fn load_new(&self, pid: PageId, still_wanted: impl FnOnce() -> bool) -> Result<Load> {
+        let f = self.grab_free_frame()?;
+        let d = self.desc(f);
+        d.latch.lock_exclusive();
+        d.page_id.store(pid.get(), Relaxed);
+        d.state.store(LOADING, Release);
+        let undo = |entered: bool| {
+            if entered {
+                self.table.remove(pid, f);
+            }
+            d.state.store(FREE, Release);
+            d.latch.unlock_exclusive();
+            self.push_free(f);
+        };
+        if self.table.insert_if_absent(pid, f).is_err() {
+            undo(false);
+            return Ok(Load::Raced);
+        }
+        if !still_wanted() {
+            undo(true);
+            return Ok(Load::Refused);
+        }
+        if self.mode != PoolMode::MainMemory {
+            // The insert follows the read: the policy's words for it can load meanwhile.
+            self.policy.prefetch_accesses(&[f], &[pid]);
+        }
+        // SAFETY: B1 — we hold the exclusive latch of a frame nobody else can have reached
+        // in a usable state (it is LOADING).
+        let page = unsafe { self.page_mut(f) };
+        let reading = std::time::Instant::now();
+        let loaded = self.load_page(pid, page);
+        let read_nanos = u64::try_from(reading.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if let Err(e) = loaded {
+            undo(true);
+            return Err(e);
+        }
+        d.dirty.store(false, Relaxed);
+        d.rec_lsn.store(0, Relaxed);
+        d.set_parent(None);
+        d.state.store(RESIDENT, Release);
+        if self.mode != PoolMode::MainMemory {
+            self.policy.on_insert(f, pid, &d.hook);
+        }
+        self.count(|b| {
+            bump(&b.misses);
+            bump(&b.pages_read);
+            add(&b.read_nanos, read_nanos);
+        });
+        self.trace(EventKind::Read, f, None, None, None);
+        Ok(Load::Loaded(f))
+    }
+
+    /// B32: brings page `pid` into the pool with no latch held by the caller, for a descent that
+    /// read `pid` in a swip of a page it did not latch (an optimistic view) and that will start
+    /// again once the page is resident. `still_referenced` validates that view; it is called
+    /// after the page's entry is in the page table and before the read: if it fails, the
+    /// entry is removed and nothing is read (`Retry`). A page already resident, or being loaded
+    /// by another thread (waited for, holding nothing), is `Ready` too.
+    ///
+    /// # Errors
+    /// As a miss of [`BufferPool::fix_page`].
+    pub(super) fn load_unlatched(
+        &self,
+        pid: PageId,
+        still_referenced: impl FnOnce() -> bool,
+    ) -> Result<bool> {
+        if let Some(f) = self.table.get(pid) {
+            // Resident or being loaded: wait for it here, where this thread holds no latch
+            // (B10), rather than later under the parent's.
+            let d = self.desc(f);
+            if latch_while_holding(d, pid, LatchMode::Shared) {
+                d.latch.unlock_shared();
+            }
+            return Ok(true);
+        }
+        match self.load_new(pid, still_referenced)? {
+            Load::Loaded(f) => {
+                self.count(|b| {
+                    bump(&b.fixes);
+                    bump(&b.unlatched_loads);
+                });
+                self.desc(f).latch.unlock_exclusive();
+                Ok(true)
+            }
+            Load::Raced => Ok(true),
+            Load::Refused => Ok(false),
         }
     }
 

@@ -32,6 +32,17 @@ fn home() -> usize {
     HOME.with(|h| *h)
 }
 
+thread_local! {
+    /// Set on a thread that frees frames for others (the background evictor, B31): its pushes
+    /// go to the partitions in turn, the next one each time.
+    static SPREAD: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes the calling thread's pushes go to every partition in turn instead of its own (B31).
+pub(super) fn spread_pushes() {
+    SPREAD.with(|s| s.set(Some(home())));
+}
+
 impl FreeLists {
     /// All `capacity` frames free, in frame order: partition i holds the i-th contiguous range,
     /// popped lowest frame first (a tree built by one thread in main-memory mode lies in
@@ -59,10 +70,18 @@ impl FreeLists {
         (0..n).find_map(|i| self.parts[(h + i) & (n - 1)].0.lock().pop())
     }
 
-    /// Gives a frame back, to the caller's partition (popped next by this thread).
+    /// Gives a frame back, to the caller's partition (popped next by this thread), or, on a
+    /// thread that spreads its pushes (B31), to the next partition in turn.
     pub(super) fn push(&self, f: FrameId) {
         let n = self.parts.len();
-        self.parts[home() & (n - 1)].0.lock().push(f);
+        let at = SPREAD.with(|s| match s.get() {
+            None => home(),
+            Some(i) => {
+                s.set(Some(i.wrapping_add(1)));
+                i
+            }
+        });
+        self.parts[at & (n - 1)].0.lock().push(f);
     }
 
     /// Partitions (for tests).

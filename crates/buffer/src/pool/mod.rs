@@ -9,12 +9,14 @@
 mod alloc;
 mod catalog;
 mod evict;
+mod evictor;
 mod fix;
 mod flush;
 mod free;
 mod propagate;
 mod view;
 
+pub use evictor::EvictorHandle;
 pub use propagate::FilePage;
 
 use crate::aligned::AlignedBuf;
@@ -136,6 +138,8 @@ pub struct BufferPool {
     free: free::FreeLists,
     free_count: AtomicUsize,
     evict_lock: Mutex<()>,
+    /// The background evictor's wake-up and stop (B31).
+    evictor: evictor::Signal,
     low_watermark: usize,
     high_watermark: usize,
     policy: Box<dyn Policy>,
@@ -330,6 +334,7 @@ impl BufferPool {
             free: free::FreeLists::new(capacity),
             free_count: AtomicUsize::new(capacity),
             evict_lock: Mutex::new(()),
+            evictor: evictor::Signal::default(),
             low_watermark: low,
             high_watermark: (low * 2).min(capacity / 2),
             unfix_hook: policy.uses_unfix() && config.mode != PoolMode::MainMemory,
@@ -369,6 +374,8 @@ impl BufferPool {
     /// As [`BufferPool::flush`].
     pub fn close(&self) -> Result<()> {
         self.closed.store(true, Release);
+        // B31: no page is written behind the flush's back.
+        self.evictor.stop();
         self.flush()?;
         let meta = self.meta.lock().clone();
         self.file.mark_clean(&meta)
@@ -506,8 +513,8 @@ impl BufferPool {
     }
 
     #[inline]
-    fn count(&self, f: impl FnOnce(&crate::stats::Block)) {
-        self.stats.with(f);
+    fn count<R>(&self, f: impl FnOnce(&crate::stats::Block) -> R) -> R {
+        self.stats.with(f)
     }
 
     /// The reference-trace file, if this pool records one (B17).
@@ -576,11 +583,13 @@ impl BufferPool {
 
     /// Debug check of the pool's own invariants (B3, B6): every resident frame is in the page
     /// table, and every frame recording a parent is referenced by a swizzled swip there.
-    /// Must be called while no other thread uses the pool.
+    /// Must be called while no other thread uses the pool; the background evictor (B31) is
+    /// kept out of its rounds meanwhile.
     ///
     /// # Errors
     /// A description of the first violated rule.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        let _quiet = self.evictor.quiesce();
         let mut resident = 0;
         let mut offs = Vec::new();
         let mut kids = vec![0u32; self.frames.len()];
@@ -657,3 +666,7 @@ mod view_tests;
 /// Dirty victims written outside the eviction lock (B29).
 #[cfg(test)]
 mod evict_tests;
+
+/// The background evictor (B31).
+#[cfg(test)]
+mod evictor_tests;

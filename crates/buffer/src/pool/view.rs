@@ -226,6 +226,29 @@ impl<'p> PageView<'p> {
         Step::Ready(PageGuard::adopt(self.pool, f))
     }
 
+    /// B32: brings the child whose swip at `swip_off` is a page id into the pool without
+    /// latching this page, so that no latch is held across the read; the caller then starts its
+    /// descent again and finds the child resident. The child's entry is made in the page table
+    /// before this view is validated (and the read only after): a valid view proves the page
+    /// still referenced the child when the entry was made, so the child was not free (B11), and
+    /// whoever frees it from then on must fix it first and waits for the read.
+    /// `Ready(())`: the child is resident (loaded here, or found resident or loading). `Retry`:
+    /// this page changed (or the swip was swizzled meanwhile); nothing was read. The caller
+    /// holds no latch.
+    ///
+    /// # Errors
+    /// As a miss of [`BufferPool::fix_page`]: no free frame, I/O, a damaged page.
+    pub fn load_child(&self, swip_off: usize) -> crate::Result<Step<()>> {
+        let raw = self.u64(swip_off);
+        let Some(SwipTarget::Page(pid)) = Swip::from_raw(raw).map(Swip::target) else {
+            return Ok(Step::Retry);
+        };
+        if !self.validate() || pid.get() >= self.pool.meta.lock().page_count {
+            return Ok(Step::Retry);
+        }
+        Ok(if self.pool.load_unlatched(pid, || self.validate())? { Step::Ready(()) } else { Step::Retry })
+    }
+
     /// Latches this page shared if it has not changed since the view began, so a descent can go
     /// on with lock coupling from here (B24). `None`: it changed; start again. The caller holds
     /// no latch.

@@ -132,3 +132,91 @@ fn b24_a_step_after_the_child_was_evicted_and_its_frame_reused_retries() {
     assert!(matches!(pool.view_root(root).unwrap().child(SWIPS), Step::Unswizzled));
     pool.check_invariants().unwrap();
 }
+
+/// A log that records, at each page load the pool reports (B28), whether the tree's root
+/// frame was latched by anyone: a load through `load_child` happens with it unlatched (B32).
+#[derive(Default)]
+struct LatchProbe {
+    pool: std::sync::OnceLock<std::sync::Weak<BufferPool>>,
+    root: std::sync::OnceLock<FrameId>,
+    loads: Mutex<Vec<(PageId, bool)>>,
+}
+
+impl LogFlush for LatchProbe {
+    fn flush_to(&self, _lsn: swizzledb_sync::Lsn) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn page_written(&self, _page: PageId, _page_lsn: swizzledb_sync::Lsn) {}
+
+    fn page_loaded(&self, page: PageId, _page_lsn: swizzledb_sync::Lsn) {
+        let (Some(pool), Some(&root)) = (self.pool.get().and_then(std::sync::Weak::upgrade), self.root.get())
+        else {
+            return;
+        };
+        self.loads.lock().push((page, pool.desc(root).latch.is_latched()));
+    }
+}
+
+/// The tree of `tree`, with C written and evicted, in an `Arc` with a latch probe as its log.
+fn tree_with_c_evicted() -> (Arc<BufferPool>, Arc<LatchProbe>, FrameId, PageId) {
+    let probe = Arc::new(LatchProbe::default());
+    let log: Arc<dyn LogFlush> = probe.clone();
+    let (pool, root, c) = tree(PoolMode::Swizzling, |cfg| cfg.log = Some(log));
+    let pool = Arc::new(pool);
+    pool.flush().unwrap();
+    let cf = pool.fix_page::<Shared>(c).unwrap().frame();
+    evict_to_front(&pool, cf);
+    assert!(pool.table.get(c).is_none(), "precondition: C is not resident");
+    probe.pool.set(Arc::downgrade(&pool)).ok().unwrap();
+    probe.root.set(root).ok().unwrap();
+    (pool, probe, root, c)
+}
+
+#[test]
+fn b32_load_child_reads_the_child_with_no_latch_on_the_parent() {
+    let (pool, probe, root, c) = tree_with_c_evicted();
+    let before = pool.stats();
+    let v = pool.view_root(root).unwrap();
+    assert!(matches!(v.fix_child::<Shared>(SWIPS), Step::Unswizzled));
+    assert!(matches!(v.load_child(SWIPS), Ok(Step::Ready(()))));
+    assert_eq!(probe.loads.lock().clone(), vec![(c, false)], "B32: read with the parent unlatched");
+    let s = pool.stats().since(&before);
+    assert_eq!((s.pages_read, s.misses, s.unlatched_loads), (1, 1, 1), "{s:?}");
+    // The view is still valid (nothing changed the parent): the descent goes on latched from
+    // it, and the latched step finds C resident, a hit that swizzles it.
+    let mut g = v.lock_shared().expect("the parent did not change");
+    let child = pool.fix_child::<Shared, Shared>(&mut g, SWIPS).unwrap();
+    assert_eq!(child.page_id(), c);
+    drop((child, g));
+    let s = pool.stats().since(&before);
+    assert_eq!((s.pages_read, s.swizzles), (1, 1), "no second read: {s:?}");
+    // A child that is resident already is not read again.
+    let v = pool.view_root(root).unwrap();
+    let Step::Ready(_) = v.child(SWIPS) else { panic!("C is swizzled now") };
+    assert!(matches!(v.load_child(SWIPS), Ok(Step::Retry)), "a swizzled swip is no page id");
+    assert_eq!(pool.stats().since(&before).pages_read, 1);
+    pool.check_invariants().unwrap();
+}
+
+#[test]
+fn b32_a_parent_that_changed_before_the_read_reads_nothing() {
+    let (pool, probe, root, c) = tree_with_c_evicted();
+    let before = pool.stats();
+    // Changed before the swip was read: refused at the first validation.
+    let v = pool.view_root(root).unwrap();
+    drop(pool.fix_root::<Exclusive>(root));
+    assert!(matches!(v.load_child(SWIPS), Ok(Step::Retry)));
+    // Changed after the page-table entry was made (the second validation): the entry goes
+    // again, and the frame back to the free list, before anything is read.
+    let free = pool.free_count.load(Relaxed);
+    assert!(!pool.load_unlatched(c, || false).unwrap());
+    assert!(pool.table.get(c).is_none(), "B32: the refused entry is removed");
+    assert_eq!(pool.free_count.load(Relaxed), free, "B32: the frame is free again");
+    let s = pool.stats().since(&before);
+    assert_eq!((s.pages_read, s.unlatched_loads), (0, 0), "{s:?}");
+    assert!(probe.loads.lock().is_empty());
+    pool.check_invariants().unwrap();
+    // The page is still there to be read.
+    assert_eq!(pool.fix_page::<Shared>(c).unwrap().page_id(), c);
+}

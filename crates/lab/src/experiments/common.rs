@@ -74,6 +74,10 @@ pub struct Common {
     /// cost real device I/O
     #[arg(long)]
     pub direct_io: bool,
+    /// Let the threads that miss evict for themselves: no background evictor keeps free frames
+    /// ready (swizzledb::Builder::background_eviction; buffer README B31)
+    #[arg(long)]
+    pub no_background_eviction: bool,
     /// Directory for results: <experiment>.csv, <experiment>.json (created if missing)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -121,6 +125,7 @@ pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, St
         repeat: usize::from(c.repeat),
         seed: c.seed,
         direct_io: c.direct_io,
+        background_eviction: !c.no_background_eviction,
         baseline: c.baseline,
         dir: c.dir.clone().unwrap_or_else(std::env::temp_dir),
     })

@@ -80,6 +80,7 @@ pub fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
         repeat: 2,
         seed: 42,
         direct_io: false,
+        no_background_eviction: false,
         baseline: None,
         dir: None,
         out: Some(out.to_path_buf()),

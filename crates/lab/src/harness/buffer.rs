@@ -70,6 +70,8 @@ pub struct Config {
     pub seed: u64,
     /// Open database files with O_DIRECT.
     pub direct_io: bool,
+    /// Run the background evictor (`swizzledb::Builder::background_eviction`).
+    pub background_eviction: bool,
     /// Mode the ratios are relative to (default: main-memory, else the first mode measured).
     pub baseline: Option<PoolMode>,
     /// Directory for the temporary database files.
@@ -479,6 +481,7 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         .policy(cfg.policy)
         .seed(cfg.seed)
         .direct_io(cfg.direct_io)
+        .background_eviction(cfg.background_eviction)
         .logging(LOGGING);
     // Under `swizzledb trace record`, every database records a trace.
     if let Some(trace) = crate::recording::next_trace_path() {
@@ -770,6 +773,7 @@ mod tests {
             repeat: 3,
             seed: 1,
             direct_io: false,
+            background_eviction: true,
             baseline: None,
             dir: dir.clone(),
         };
