@@ -484,6 +484,24 @@ pub fn value(page: &[u8], i: usize) -> &[u8] {
     &page[v..v + vlen]
 }
 
+/// Copies the value of leaf record `i` into `out` (T21), eight bytes per load where they fit,
+/// for a page read through a view, whose bytes may change under the copy: the caller validates
+/// the view before using `out`. Out-of-range bytes read as 0 (B24), so a changed page gives a
+/// wrong value, never a read outside it; the length is at most a `u16`.
+pub fn copy_value<P: NodeBytes + ?Sized>(page: &P, i: usize, out: &mut Vec<u8>) {
+    let (off, klen) = slot(page, i);
+    let len = usize::from(page.u16_at(off));
+    let start = off + 2 + klen;
+    out.clear();
+    out.reserve(len);
+    let mut at = 0;
+    while at + 8 <= len {
+        out.extend_from_slice(&page.u64_at(start + at).to_le_bytes());
+        at += 8;
+    }
+    out.extend((at..len).map(|j| page.byte(start + j)));
+}
+
 /// Byte offset of inner record `i`'s child swip.
 #[inline]
 #[must_use]

@@ -85,6 +85,77 @@ impl Tree {
     }
 }
 
+/// One attempt of a read (T21).
+enum Read {
+    /// A valid read: whether the key was found (its value is in the buffer).
+    Done(bool),
+    /// A page changed under the reader: start again.
+    Restart,
+    /// The latched path does the rest: a swip that is a page id (a miss, read with B32 there),
+    /// a foster child, a damaged page.
+    HandOver,
+}
+
+impl Tree {
+    /// T21: reads the value under `key` with no latch at all, leaf included: the leaf is read
+    /// through a view like the inner nodes (buffer README B33), its value copied into `out`,
+    /// and the copy used only once the leaf's view validates; the hit then reaches the policy
+    /// without a latch. `Some(found)`: a valid read (the value in `out` if found). `None`: the
+    /// pool does not allow it (no optimistic reads, or a policy that needs a latch for its
+    /// hits, replacement R11), the leaf is not resident or has a foster child, or the tree kept
+    /// changing: read with latches. The caller holds no latch.
+    pub(crate) fn get_optimistic(&self, key: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+        let pool = &*self.pool;
+        if !pool.optimistic_leaf_reads() {
+            return None;
+        }
+        for _ in 0..MAX_RESTARTS {
+            match self.read_attempt(key, out) {
+                Read::Done(found) => return Some(found),
+                Read::HandOver => return None,
+                Read::Restart => {
+                    pool.count_optimistic_restart();
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        None
+    }
+
+    fn read_attempt(&self, key: &[u8], out: &mut Vec<u8>) -> Read {
+        let Some(mut view) = self.pool.view_root(self.root) else { return Read::Restart };
+        let mut expect: Option<u8> = None;
+        let settle = |view: &PageView<'_>| if view.validate() { Read::HandOver } else { Read::Restart };
+        loop {
+            let level = node::level(&view);
+            if expect.is_some_and(|e| e != level) || node::has_foster(&view) {
+                return settle(&view);
+            }
+            if level == 0 {
+                let found = match node::search(&view, key) {
+                    Ok(i) => {
+                        node::copy_value(&view, i, out);
+                        true
+                    }
+                    Err(_) => false,
+                };
+                if !view.validate() {
+                    return Read::Restart;
+                }
+                view.record_hit();
+                return Read::Done(found);
+            }
+            let off = node::child_swip_off(&view, node::child_index(&view, key));
+            view = match view.child(off) {
+                Step::Ready(child) => child,
+                Step::Retry => return Read::Restart,
+                Step::Unswizzled => return settle(&view),
+            };
+            expect = Some(level - 1);
+        }
+    }
+}
+
 /// The child at `off` is not swizzled: reads it into the pool while this thread holds no latch
 /// (buffer README B32), then goes on latched from the view if the node is unchanged; a read
 /// that takes long enough for the node to change costs a restart, not a latch held across the
@@ -148,5 +219,82 @@ mod tests {
         assert_eq!(node::has_foster(&view), node::has_foster(&g));
         drop(g);
         assert!(view.validate());
+    }
+
+    /// A tree of a few thousand records in a pool of `config` (swizzling unless it says), every
+    /// leaf read once through a latched `get_with`, so that it is resident and swizzled.
+    fn warm_tree(tweak: impl FnOnce(&mut PoolConfig)) -> (tempfile::TempDir, Arc<BufferPool>, Tree) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = PoolConfig { mode: PoolMode::Swizzling, page_size: 4096, ..PoolConfig::default() };
+        tweak(&mut config);
+        let pool =
+            Arc::new(BufferPool::create(&dir.path().join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
+        let tree = Tree::create(&pool).unwrap();
+        for i in 0..3000u32 {
+            tree.upsert(&i.to_be_bytes(), &[i as u8; 37]).unwrap();
+        }
+        (dir, pool, tree)
+    }
+
+    /// T21: with the default policy (GCLOCK, whose hits need no latch, replacement R11) a read
+    /// goes down to the leaf without latching anything and copies the value the latched read
+    /// gives; a key that is not there is a valid "not found".
+    #[test]
+    fn t21_a_read_without_latches_finds_what_the_latched_read_finds() {
+        let (_dir, pool, tree) = warm_tree(|_| ());
+        assert!(pool.optimistic_leaf_reads());
+        let mut out = Vec::new();
+        for i in 0..3000u32 {
+            let want = tree
+                .leaf_shared(&i.to_be_bytes())
+                .map(|g| node::search(&g, &i.to_be_bytes()).ok().map(|at| node::value(&g, at).to_vec()));
+            let want = want.unwrap();
+            assert_eq!(tree.get_optimistic(&i.to_be_bytes(), &mut out), Some(true), "key {i}");
+            assert_eq!(Some(&out), want.as_ref(), "key {i}");
+        }
+        assert_eq!(tree.get_optimistic(&5000u32.to_be_bytes(), &mut out), Some(false));
+        assert_eq!(tree.get_optimistic(b"", &mut out), Some(false));
+    }
+
+    /// T21: the read never waits for a latch. With the leaf held exclusively by this very thread
+    /// (a writer in the middle of a change), the read gives up after its restarts and leaves
+    /// the key to the latched path, instead of waiting for ever or reading the half-changed leaf.
+    #[test]
+    fn t21_a_leaf_held_by_a_writer_sends_the_read_to_the_latched_path() {
+        let (_dir, pool, tree) = warm_tree(|_| ());
+        let key = 1234u32.to_be_bytes();
+        let restarts = pool.stats().optimistic_restarts;
+        let (leaf, _) = tree.leaf_exclusive(&key).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(tree.get_optimistic(&key, &mut out), None);
+        assert!(pool.stats().optimistic_restarts > restarts, "the writer was seen");
+        drop(leaf);
+        assert_eq!(tree.get_optimistic(&key, &mut out), Some(true));
+    }
+
+    /// T21, R11: only a policy that takes hits without a latch, and only where views are
+    /// allowed (B24), gets latch-free leaf reads; with the others `get` latches the leaf.
+    #[test]
+    fn t21_leaf_reads_need_views_and_a_policy_that_takes_hits_without_a_latch() {
+        use swizzledb_buffer::PolicySpec;
+        for (policy, latch_free) in
+            [("gclock", true), ("clock", true), ("sieve", true), ("lru", false), ("2q", false)]
+        {
+            let spec: PolicySpec = policy.parse().unwrap();
+            let (_dir, pool, tree) = warm_tree(|c| c.policy = spec);
+            assert_eq!(pool.optimistic_leaf_reads(), latch_free, "{policy}");
+            assert_eq!(tree.get_optimistic(&7u32.to_be_bytes(), &mut Vec::new()).is_some(), latch_free);
+            assert_eq!(tree.get(&7u32.to_be_bytes()).unwrap(), Some(vec![7; 37]), "{policy}");
+        }
+        let (_dir, pool, _) = warm_tree(|c| c.mode = PoolMode::Traditional);
+        assert!(!pool.optimistic_leaf_reads());
+        let (_dir, pool, _) = warm_tree(|c| c.optimistic_reads = false);
+        assert!(!pool.optimistic_leaf_reads());
+        let (_dir, pool, tree) = warm_tree(|c| {
+            c.mode = PoolMode::MainMemory;
+            c.policy = "lru".parse().unwrap();
+        });
+        assert!(pool.optimistic_leaf_reads(), "main-memory mode has no policy to tell");
+        assert_eq!(tree.get_optimistic(&7u32.to_be_bytes(), &mut Vec::new()), Some(true));
     }
 }

@@ -372,7 +372,7 @@ impl Tree {
     /// The leaf holding `key`, latched exclusively; inner nodes read optimistically (T20) or
     /// latched shared. Also tells whether a foster child was passed, which calls for adoption
     /// (T9).
-    fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
+    pub(crate) fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
         let pool = &*self.pool;
         let mut saw_foster = false;
         let root: SharedGuard<'_> = match self.descend_optimistic::<Exclusive>(key) {
@@ -434,6 +434,13 @@ impl Tree {
     /// # Errors
     /// I/O errors or corruption.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        if !self.own_gate().checks() {
+            let mut value = Vec::new();
+            if let Some(found) = self.get_optimistic(key, &mut value) {
+                return Ok(found.then_some(value));
+            }
+        }
         self.get_with(key, |v| v.map(<[u8]>::to_vec))
     }
 
@@ -458,6 +465,20 @@ impl Tree {
         f: impl FnOnce(Option<&[u8]>) -> R,
     ) -> Result<R> {
         self.check_open()?;
+        if !gate.checks() {
+            // T21: a copy of the value, read with no latch, when the pool allows it. The buffer
+            // is the thread's, taken for the call (so `f` may read again).
+            thread_local! {
+                static VALUE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+            }
+            let mut value = VALUE.take();
+            if let Some(found) = self.get_optimistic(key, &mut value) {
+                let r = f(found.then_some(&value[..]));
+                VALUE.set(value);
+                return Ok(r);
+            }
+            VALUE.set(value);
+        }
         loop {
             let g = match self.leaf_shared(key) {
                 Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {

@@ -51,6 +51,11 @@ impl Policy for Clock {
         hook.set_if_changed(1);
     }
 
+    /// R11: a hit is a conditional store to the hook, which `on_insert` resets.
+    fn latch_free_hits(&self) -> bool {
+        true
+    }
+
     fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
         match why {
             // In use right now: as good as a reference.

@@ -120,6 +120,11 @@ impl Policy for Gclock {
         self.touch(hook);
     }
 
+    /// R11: a hit is a conditional store to the hook, which `on_insert` resets.
+    fn latch_free_hits(&self) -> bool {
+        true
+    }
+
     fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
         match why {
             // In use right now: as good as a hit (Gilbert's `used_ref`).
@@ -237,6 +242,11 @@ impl Policy for GclockSweep {
 
     fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
         self.0.on_hit(frame, hook);
+    }
+
+    /// R11: a hit is a conditional store to the hook, which `on_insert` resets.
+    fn latch_free_hits(&self) -> bool {
+        true
     }
 
     fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {

@@ -210,6 +210,16 @@ pub trait Policy: Send + Sync {
         self.on_hit(frame, hook);
     }
 
+    /// Whether `on_hit` and `on_page_hit` may be called for a frame the caller does not hold
+    /// latched (R11): possibly after the frame's page was removed, or another page inserted in
+    /// it. Such a call must touch nothing but the frame's hook, with at most a load and a
+    /// conditional store, and leave it as a hit on whatever page the frame holds would (or, on
+    /// a free frame, a state its next `on_insert` resets). The pool then reads leaves without
+    /// latching them and reports their hits this way (buffer README B33). Default: false.
+    fn latch_free_hits(&self) -> bool {
+        false
+    }
+
     /// What a hit on the page in `frame` would do now, as the policy's own `on_hit` finds
     /// without taking a lock. It must not block or write. `Nothing` only when `on_hit` would then
     /// change nothing, and, for a frame the policy does not hold, only if no hit ever changes

@@ -483,4 +483,64 @@ mod loom_tests {
             });
         }
     }
+
+    /// L5 with a leaf read through a view and its latch-free hit (buffer README B33): the reader
+    /// steps from its parent's view to the leaf's view (as above), copies the leaf's value,
+    /// validates the leaf, and only then tells the policy of the hit by a conditional store to
+    /// the frame's hook, holding no latch. The evictor un-swizzles and frees the frame (its hook
+    /// reset, replacement R7) and reuses it for another page, whose insert resets the hook again.
+    /// A validated read always saw the leaf's own value; the hit, if it lands on the reused
+    /// frame, can only leave the hook marked as referenced, never another value.
+    #[test]
+    fn loom_optimistic_leaf_read_and_its_hit_against_eviction() {
+        use loom::sync::atomic::{AtomicU32, AtomicU64};
+        use std::sync::atomic::Ordering::Relaxed;
+        const SWIZZLED: u64 = 1;
+        const PAGE_ID: u64 = 2;
+        const VALUE: u64 = 7;
+        const OTHER: u64 = 9;
+        const REFERENCED: u32 = 1;
+        loom::model(|| {
+            let parent = Arc::new(Latch::new());
+            let leaf = Arc::new(Latch::new());
+            let swip = Arc::new(AtomicU64::new(SWIZZLED));
+            let value = Arc::new(AtomicU64::new(VALUE));
+            let hook = Arc::new(AtomicU32::new(0));
+            let evictor = {
+                let (parent, leaf, swip, value, hook) =
+                    (parent.clone(), leaf.clone(), swip.clone(), value.clone(), hook.clone());
+                loom::thread::spawn(move || {
+                    parent.lock_exclusive();
+                    if leaf.try_lock_exclusive() {
+                        swip.store(PAGE_ID, Relaxed);
+                        parent.unlock_exclusive();
+                        hook.store(0, Relaxed); // on_remove
+                        value.store(OTHER, Relaxed); // the frame's next page
+                        hook.store(0, Relaxed); // its on_insert
+                        leaf.unlock_exclusive();
+                    } else {
+                        parent.unlock_exclusive();
+                    }
+                })
+            };
+            if let Some(v) = parent.read_begin() {
+                if swip.load(Relaxed) == SWIZZLED {
+                    if let Some(lv) = leaf.read_begin() {
+                        if parent.read_validate(v) {
+                            let seen = value.load(Relaxed);
+                            if leaf.read_validate(lv) {
+                                assert_eq!(seen, VALUE, "B33: a validated leaf read saw another page");
+                                if hook.load(Relaxed) != REFERENCED {
+                                    hook.store(REFERENCED, Relaxed);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            evictor.join().unwrap();
+            let h = hook.load(Relaxed);
+            assert!(h == 0 || h == REFERENCED, "B33: a stale hit left {h}");
+        });
+    }
 }

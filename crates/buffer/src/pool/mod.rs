@@ -164,6 +164,9 @@ pub struct BufferPool {
     time_fixes: bool,
     /// Whether descents may read inner nodes optimistically (B24).
     optimistic: bool,
+    /// Whether lookups may read leaves optimistically too (B33): `optimistic`, and the policy
+    /// takes hits without a latch (replacement R11) or there is none (main-memory mode).
+    optimistic_leaves: bool,
     /// What page 0 said when the file was opened (or created).
     opened: FileState,
     /// Set by [`BufferPool::close`] (B22): tree operations refuse from then on.
@@ -320,6 +323,10 @@ impl BufferPool {
         }
         let low = (capacity / 64).clamp(2, 256);
         let policy = config.policy.build(capacity, config.seed);
+        let optimistic =
+            config.optimistic_reads && config.mode.swizzles() && config.trace.is_none() && !config.time_fixes;
+        let optimistic_leaves =
+            optimistic && (config.mode == PoolMode::MainMemory || policy.latch_free_hits());
         let trace = match &config.trace {
             Some(p) => Some(Box::new(Tracer::create(p, page_size, config.mode, capacity)?)),
             None => None,
@@ -350,10 +357,8 @@ impl BufferPool {
             write_locks: (0..propagate::WRITE_LOCKS).map(|_| Mutex::new(())).collect(),
             write_elision: config.write_elision && config.log.is_some(),
             time_fixes: config.time_fixes,
-            optimistic: config.optimistic_reads
-                && config.mode.swizzles()
-                && config.trace.is_none()
-                && !config.time_fixes,
+            optimistic,
+            optimistic_leaves,
             opened,
             closed: std::sync::atomic::AtomicBool::new(false),
         })

@@ -42,6 +42,15 @@ impl BufferPool {
         self.optimistic
     }
 
+    /// Whether lookups may read leaves through views too (B33): optimistic reads are on (B24)
+    /// and the policy takes hits without a latch (replacement R11), or the pool is in
+    /// main-memory mode, which has no policy.
+    #[inline]
+    #[must_use]
+    pub fn optimistic_leaf_reads(&self) -> bool {
+        self.optimistic_leaves
+    }
+
     /// Starts an optimistic read of a root frame (B5: roots stay resident). `None` while a
     /// writer holds it.
     #[inline]
@@ -247,6 +256,20 @@ impl<'p> PageView<'p> {
             return Ok(Step::Retry);
         }
         Ok(if self.pool.load_unlatched(pid, || self.validate())? { Step::Ready(()) } else { Step::Retry })
+    }
+
+    /// B33: tells the policy of a hit on this page, read through this view and validated, with
+    /// no latch held; only where [`BufferPool::optimistic_leaf_reads`] allows it (the policy
+    /// takes such hits, replacement R11). The frame may hold another page by now: the hit then
+    /// counts for that page, which R11 makes harmless. Roots are not told (as `fix_root`).
+    #[inline]
+    pub fn record_hit(&self) {
+        let pool = self.pool;
+        debug_assert!(pool.optimistic_leaves, "B33: a latch-free hit the policy did not agree to");
+        let d = pool.desc(self.frame);
+        if pool.mode != super::PoolMode::MainMemory && !d.root.load(Relaxed) {
+            pool.policy.on_hit(self.frame, &d.hook);
+        }
     }
 
     /// Latches this page shared if it has not changed since the view began, so a descent can go

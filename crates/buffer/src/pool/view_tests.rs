@@ -220,3 +220,25 @@ fn b32_a_parent_that_changed_before_the_read_reads_nothing() {
     // The page is still there to be read.
     assert_eq!(pool.fix_page::<Shared>(c).unwrap().page_id(), c);
 }
+
+/// B33, replacement R11: a leaf read through a view tells the policy of its hit afterwards,
+/// with no latch, where the policy takes such hits (GCLOCK here: the frame's counter is set);
+/// a root is not told, as `fix_root` does not tell it. A policy that needs the latch for its
+/// hits (LRU) gets no latch-free reads at all.
+#[test]
+fn b33_a_latch_free_hit_reaches_the_policy_where_it_takes_one() {
+    let (pool, root, _) = tree(PoolMode::Swizzling, |_| ());
+    assert!(pool.optimistic_leaf_reads(), "GCLOCK takes hits without a latch");
+    let cf = swizzle_child(&pool, root);
+    pool.desc(cf).hook.set(0);
+    pool.desc(root).hook.set(0);
+    let v = pool.view_root(root).unwrap();
+    let Step::Ready(cv) = v.child(SWIPS) else { panic!("C is swizzled") };
+    assert!(cv.validate());
+    cv.record_hit();
+    assert_ne!(pool.desc(cf).hook.get(), 0, "B33: the hit was counted");
+    v.record_hit();
+    assert_eq!(pool.desc(root).hook.get(), 0, "B33: roots are not told");
+    let (lru, _, _) = tree(PoolMode::Swizzling, |c| c.policy = "lru".parse().unwrap());
+    assert!(!lru.optimistic_leaf_reads());
+}
