@@ -70,6 +70,12 @@ pub trait NodeBytes {
     fn eq_prefix_at(&self, off: usize, n: usize, k: &[u8]) -> bool;
     /// Starts loading the cache line of byte `off` (a hint, F12 of the buffer README).
     fn prefetch_at(&self, off: usize);
+    /// Copies the bytes from `off` into `out`.
+    fn copy_at(&self, off: usize, out: &mut [u8]) {
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = self.byte(off + i);
+        }
+    }
 }
 
 impl NodeBytes for [u8] {
@@ -96,6 +102,10 @@ impl NodeBytes for [u8] {
     #[inline]
     fn prefetch_at(&self, off: usize) {
         page::prefetch(self, off);
+    }
+    #[inline]
+    fn copy_at(&self, off: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self[off..off + out.len()]);
     }
 }
 
@@ -126,6 +136,10 @@ macro_rules! node_bytes_via_deref {
             #[inline]
             fn prefetch_at(&self, off: usize) {
                 (**self).prefetch_at(off);
+            }
+            #[inline]
+            fn copy_at(&self, off: usize, out: &mut [u8]) {
+                (**self).copy_at(off, out);
             }
         }
     )*};
@@ -174,6 +188,10 @@ impl NodeBytes for PageView<'_> {
     #[inline]
     fn prefetch_at(&self, off: usize) {
         self.prefetch(off);
+    }
+    #[inline]
+    fn copy_at(&self, off: usize, out: &mut [u8]) {
+        self.copy_to(off, out);
     }
 }
 
@@ -491,15 +509,9 @@ pub fn value(page: &[u8], i: usize) -> &[u8] {
 pub fn copy_value<P: NodeBytes + ?Sized>(page: &P, i: usize, out: &mut Vec<u8>) {
     let (off, klen) = slot(page, i);
     let len = usize::from(page.u16_at(off));
-    let start = off + 2 + klen;
     out.clear();
-    out.reserve(len);
-    let mut at = 0;
-    while at + 8 <= len {
-        out.extend_from_slice(&page.u64_at(start + at).to_le_bytes());
-        at += 8;
-    }
-    out.extend((at..len).map(|j| page.byte(start + j)));
+    out.resize(len, 0);
+    page.copy_at(off + 2 + klen, out);
 }
 
 /// Byte offset of inner record `i`'s child swip.

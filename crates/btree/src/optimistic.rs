@@ -225,7 +225,12 @@ mod tests {
     /// leaf read once through a latched `get_with`, so that it is resident and swizzled.
     fn warm_tree(tweak: impl FnOnce(&mut PoolConfig)) -> (tempfile::TempDir, Arc<BufferPool>, Tree) {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = PoolConfig { mode: PoolMode::Swizzling, page_size: 4096, ..PoolConfig::default() };
+        let mut config = PoolConfig {
+            mode: PoolMode::Swizzling,
+            page_size: 4096,
+            optimistic_leaf_reads: true,
+            ..PoolConfig::default()
+        };
         tweak(&mut config);
         let pool =
             Arc::new(BufferPool::create(&dir.path().join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
@@ -272,8 +277,9 @@ mod tests {
         assert_eq!(tree.get_optimistic(&key, &mut out), Some(true));
     }
 
-    /// T21, R11: only a policy that takes hits without a latch, and only where views are
-    /// allowed (B24), gets latch-free leaf reads; with the others `get` latches the leaf.
+    /// T21, R11: only when asked for, only with a policy that takes hits without a latch, and
+    /// only where views are allowed (B24), are leaves read without latches; otherwise `get`
+    /// latches the leaf.
     #[test]
     fn t21_leaf_reads_need_views_and_a_policy_that_takes_hits_without_a_latch() {
         use swizzledb_buffer::PolicySpec;
@@ -290,6 +296,8 @@ mod tests {
         assert!(!pool.optimistic_leaf_reads());
         let (_dir, pool, _) = warm_tree(|c| c.optimistic_reads = false);
         assert!(!pool.optimistic_leaf_reads());
+        let (_dir, pool, _) = warm_tree(|c| c.optimistic_leaf_reads = false);
+        assert!(!pool.optimistic_leaf_reads(), "off unless asked for");
         let (_dir, pool, tree) = warm_tree(|c| {
             c.mode = PoolMode::MainMemory;
             c.policy = "lru".parse().unwrap();

@@ -97,6 +97,12 @@ pub struct PoolConfig {
     /// version (B24), in the swizzling modes. On by default; it does nothing in traditional
     /// mode, or while a trace is recorded or fixes are timed (which count latched fixes).
     pub optimistic_reads: bool,
+    /// Let point reads read the leaf through a view too (B33, btree T21), with the policy told
+    /// of the hit afterwards, without a latch. Off by default (it costs more instructions per
+    /// lookup than the leaf's latch where cores are few); it takes effect only with
+    /// `optimistic_reads` and a policy whose hits need no latch (replacement R11), or in
+    /// main-memory mode.
+    pub optimistic_leaf_reads: bool,
     /// Fault the whole frame region in when the pool is made (F1b), so that a database growing
     /// into fresh frames pays no page faults later. The pool's memory is committed at once and
     /// opening takes longer (the kernel zeroes it all). Off by default.
@@ -120,6 +126,7 @@ impl std::fmt::Debug for PoolConfig {
             .field("log", &self.log.as_ref().map(|_| "LogFlush"))
             .field("time_fixes", &self.time_fixes)
             .field("optimistic_reads", &self.optimistic_reads)
+            .field("optimistic_leaf_reads", &self.optimistic_leaf_reads)
             .field("prefault", &self.prefault)
             .field("write_elision", &self.write_elision)
             .finish()
@@ -140,6 +147,7 @@ impl Default for PoolConfig {
             log: None,
             time_fixes: false,
             optimistic_reads: true,
+            optimistic_leaf_reads: false,
             prefault: false,
             write_elision: false,
         }

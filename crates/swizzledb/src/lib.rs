@@ -291,6 +291,19 @@ impl Builder {
         self
     }
 
+    /// Let point reads (`get`, `get_with` without record locks) read the leaf without latching
+    /// it too (buffer README B33, btree README T21): no read-modify-write at all on a hit. Off
+    /// by default: on this project's 2-core machine it costs about a sixth more instructions
+    /// per in-memory lookup than latching the leaf (`docs/oom.md`); it is meant for many cores
+    /// reading the same leaves. It needs [`Builder::optimistic_reads`] and a policy whose hits
+    /// need no latch (CLOCK, GCLOCK, SIEVE; replacement README R11), or main-memory mode;
+    /// otherwise reads latch the leaf as before.
+    #[must_use]
+    pub fn optimistic_leaf_reads(mut self, on: bool) -> Self {
+        self.config.optimistic_leaf_reads = on;
+        self
+    }
+
     /// Fault all of the pool's memory in when the database opens (buffer README F1b), so that
     /// a growing database pays no page faults while it runs: the memory is committed at once
     /// and opening takes longer. Off by default. The lab's benchmarks turn it on, so that a

@@ -279,7 +279,8 @@ fn b10_a_sixteen_frame_eight_thread_stress_never_deadlocks() {
 /// B29, B30, B31: sixteen threads on a pool of 32 frames, every one of them changing pages, so
 /// that eviction batches keep leaving dirty victims that the evicting threads write after
 /// releasing the eviction lock, while others take frames from the partitioned free lists; with
-/// and without the background evictor racing them for the same frames. Each thread
+/// and without the background evictor racing them for the same frames (and, with it, reads
+/// that latch no leaf, btree T21, racing the writers and the eviction). Each thread
 /// checks its own keys against its oracle as it goes; afterwards the tree passes the
 /// structural check and holds exactly the union of the oracles, also after a reopen.
 #[test]
@@ -295,7 +296,8 @@ fn b29_b31_sixteen_threads_in_a_32_frame_pool_lose_nothing() {
                 .mode(mode)
                 .page_size(4096)
                 .pool_bytes(32 * 4096)
-                .background_eviction(evictor);
+                .background_eviction(evictor)
+                .optimistic_leaf_reads(evictor);
             let db = builder.clone().create(&path).unwrap();
             let tree = db.create_tree("t").unwrap();
             let handles: Vec<_> = (0..N)

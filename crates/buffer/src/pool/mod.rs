@@ -164,8 +164,9 @@ pub struct BufferPool {
     time_fixes: bool,
     /// Whether descents may read inner nodes optimistically (B24).
     optimistic: bool,
-    /// Whether lookups may read leaves optimistically too (B33): `optimistic`, and the policy
-    /// takes hits without a latch (replacement R11) or there is none (main-memory mode).
+    /// Whether lookups may read leaves optimistically too (B33): `optimistic`, asked for
+    /// (`PoolConfig::optimistic_leaf_reads`), and the policy takes hits without a latch
+    /// (replacement R11) or there is none (main-memory mode).
     optimistic_leaves: bool,
     /// What page 0 said when the file was opened (or created).
     opened: FileState,
@@ -325,8 +326,9 @@ impl BufferPool {
         let policy = config.policy.build(capacity, config.seed);
         let optimistic =
             config.optimistic_reads && config.mode.swizzles() && config.trace.is_none() && !config.time_fixes;
-        let optimistic_leaves =
-            optimistic && (config.mode == PoolMode::MainMemory || policy.latch_free_hits());
+        let optimistic_leaves = optimistic
+            && config.optimistic_leaf_reads
+            && (config.mode == PoolMode::MainMemory || policy.latch_free_hits());
         let trace = match &config.trace {
             Some(p) => Some(Box::new(Tracer::create(p, page_size, config.mode, capacity)?)),
             None => None,

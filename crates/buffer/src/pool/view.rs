@@ -42,9 +42,9 @@ impl BufferPool {
         self.optimistic
     }
 
-    /// Whether lookups may read leaves through views too (B33): optimistic reads are on (B24)
-    /// and the policy takes hits without a latch (replacement R11), or the pool is in
-    /// main-memory mode, which has no policy.
+    /// Whether lookups may read leaves through views too (B33): optimistic reads are on (B24),
+    /// `PoolConfig::optimistic_leaf_reads` asks for it, and the policy takes hits without a
+    /// latch (replacement R11) or the pool is in main-memory mode, which has no policy.
     #[inline]
     #[must_use]
     pub fn optimistic_leaf_reads(&self) -> bool {
@@ -156,11 +156,45 @@ impl<'p> PageView<'p> {
         if off.checked_add(8).is_none_or(|end| end > self.len()) {
             return 0;
         }
-        if off.is_multiple_of(8) {
-            // SAFETY: B24 — in range (checked), 8-aligned, an atomic load.
-            u64::from_le(unsafe { AtomicU64::from_ptr(self.at(off).cast()) }.load(Relaxed))
-        } else {
-            u64::from(self.u32(off)) | u64::from(self.u32(off + 4)) << 32
+        let skew = off % 8;
+        if skew == 0 {
+            return self.word(off);
+        }
+        // Two aligned words: the page is a whole number of words long, so an unaligned
+        // `off + 8 <= len` leaves room for the second one (`off - skew + 16 <= len`).
+        let lo = self.word(off - skew);
+        let hi = self.word(off - skew + 8);
+        (lo >> (8 * skew)) | (hi << (64 - 8 * skew))
+    }
+
+    /// The little-endian word at the 8-aligned `off`, which the caller has checked is in range.
+    #[inline]
+    fn word(&self, off: usize) -> u64 {
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= self.len());
+        // SAFETY: B24 — in range and 8-aligned (checked by every caller; pages are page-aligned),
+        // an atomic load whose value is used only after the version validates.
+        u64::from_le(unsafe { AtomicU64::from_ptr(self.at(off).cast()) }.load(Relaxed))
+    }
+
+    /// Copies the bytes from `off` into `out` (btree T21), a word per atomic load where they
+    /// are aligned; bytes out of range read as 0, as every load of a view does (B24).
+    pub fn copy_to(&self, off: usize, out: &mut [u8]) {
+        if off.checked_add(out.len()).is_none_or(|end| end > self.len()) {
+            out.iter_mut().enumerate().for_each(|(i, b)| *b = self.u8(off.wrapping_add(i)));
+            return;
+        }
+        let mut i = 0;
+        while i < out.len() && !(off + i).is_multiple_of(8) {
+            out[i] = self.u8(off + i);
+            i += 1;
+        }
+        while i + 8 <= out.len() {
+            out[i..i + 8].copy_from_slice(&self.word(off + i).to_le_bytes());
+            i += 8;
+        }
+        while i < out.len() {
+            out[i] = self.u8(off + i);
+            i += 1;
         }
     }
 

@@ -227,7 +227,8 @@ fn b32_a_parent_that_changed_before_the_read_reads_nothing() {
 /// hits (LRU) gets no latch-free reads at all.
 #[test]
 fn b33_a_latch_free_hit_reaches_the_policy_where_it_takes_one() {
-    let (pool, root, _) = tree(PoolMode::Swizzling, |_| ());
+    assert!(!tree(PoolMode::Swizzling, |_| ()).0.optimistic_leaf_reads(), "off by default");
+    let (pool, root, _) = tree(PoolMode::Swizzling, |c| c.optimistic_leaf_reads = true);
     assert!(pool.optimistic_leaf_reads(), "GCLOCK takes hits without a latch");
     let cf = swizzle_child(&pool, root);
     pool.desc(cf).hook.set(0);
@@ -239,6 +240,9 @@ fn b33_a_latch_free_hit_reaches_the_policy_where_it_takes_one() {
     assert_ne!(pool.desc(cf).hook.get(), 0, "B33: the hit was counted");
     v.record_hit();
     assert_eq!(pool.desc(root).hook.get(), 0, "B33: roots are not told");
-    let (lru, _, _) = tree(PoolMode::Swizzling, |c| c.policy = "lru".parse().unwrap());
+    let (lru, _, _) = tree(PoolMode::Swizzling, |c| {
+        c.optimistic_leaf_reads = true;
+        c.policy = "lru".parse().unwrap();
+    });
     assert!(!lru.optimistic_leaf_reads());
 }

@@ -78,6 +78,10 @@ pub struct Common {
     /// ready (swizzledb::Builder::background_eviction; buffer README B31)
     #[arg(long)]
     pub no_background_eviction: bool,
+    /// Read leaves without latching them too (swizzledb::Builder::optimistic_leaf_reads;
+    /// btree README T21): swizzling and main-memory modes, with CLOCK, GCLOCK or SIEVE
+    #[arg(long)]
+    pub optimistic_leaf_reads: bool,
     /// Directory for results: <experiment>.csv, <experiment>.json (created if missing)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -126,6 +130,7 @@ pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, St
         seed: c.seed,
         direct_io: c.direct_io,
         background_eviction: !c.no_background_eviction,
+        optimistic_leaf_reads: c.optimistic_leaf_reads,
         baseline: c.baseline,
         dir: c.dir.clone().unwrap_or_else(std::env::temp_dir),
     })

@@ -81,6 +81,7 @@ pub fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
         seed: 42,
         direct_io: false,
         no_background_eviction: false,
+        optimistic_leaf_reads: false,
         baseline: None,
         dir: None,
         out: Some(out.to_path_buf()),

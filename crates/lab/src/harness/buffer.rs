@@ -72,6 +72,8 @@ pub struct Config {
     pub direct_io: bool,
     /// Run the background evictor (`swizzledb::Builder::background_eviction`).
     pub background_eviction: bool,
+    /// Read leaves without latches (`swizzledb::Builder::optimistic_leaf_reads`).
+    pub optimistic_leaf_reads: bool,
     /// Mode the ratios are relative to (default: main-memory, else the first mode measured).
     pub baseline: Option<PoolMode>,
     /// Directory for the temporary database files.
@@ -482,6 +484,7 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         .seed(cfg.seed)
         .direct_io(cfg.direct_io)
         .background_eviction(cfg.background_eviction)
+        .optimistic_leaf_reads(cfg.optimistic_leaf_reads)
         .logging(LOGGING);
     // Under `swizzledb trace record`, every database records a trace.
     if let Some(trace) = crate::recording::next_trace_path() {
@@ -774,6 +777,7 @@ mod tests {
             seed: 1,
             direct_io: false,
             background_eviction: true,
+            optimistic_leaf_reads: false,
             baseline: None,
             dir: dir.clone(),
         };
