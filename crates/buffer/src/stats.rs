@@ -47,7 +47,7 @@ counters! {
     swizzles: "Swips turned into frame references.",
     optimistic_reads: "Inner pages read without a latch on an optimistic descent (B24); also counted as fixes and hits.",
     optimistic_restarts: "Optimistic descents started again because a page changed under them (B24).",
-    unlatched_loads: "Misses of optimistic descents read with no latch held, the descent starting again afterwards (B32); counted as fixes and misses, and the restarted descent's fix of the page again, as a hit.",
+    unlatched_loads: "Misses of optimistic descents read with no latch held (B32); counted as fixes and misses, and the latched step that follows is the same fix, not counted again.",
     unswizzles: "Swips turned back into page ids (on eviction).",
     evictions: "Frames freed by eviction.",
     write_backs: "Dirty pages written (eviction and flush).",

@@ -11,6 +11,25 @@ use crate::trace::EventKind;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use swizzledb_sync::{FrameId, LatchMode, PageId};
 
+thread_local! {
+    /// B32: the page this thread last read with no latch held, until its descent fixes it
+    /// (0: none).
+    static LOADED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether `pid` is the page this thread read with no latch held and has not fixed since (B32);
+/// forgets it either way once it matches.
+#[inline]
+fn take_loaded(pid: PageId) -> bool {
+    LOADED.with(|l| {
+        let mine = l.get() == pid.get();
+        if mine {
+            l.set(0);
+        }
+        mine
+    })
+}
+
 /// What [`BufferPool::load_new`] did.
 enum Load {
     /// Read and resident, latched exclusively by the caller.
@@ -231,12 +250,16 @@ impl BufferPool {
                 }
                 // B3: a frame found in the table may have been reused before we latched it.
                 if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
-                    self.count(|b| {
-                        bump(&b.fixes);
-                        bump(&b.hits);
-                    });
-                    if self.mode != PoolMode::MainMemory {
-                        self.policy.on_page_hit(f, pid, &d.hook);
+                    // B32: the latched step after this thread's unlatched load of the page is
+                    // the rest of that fix, counted and told to the policy (its insert) then.
+                    if !(self.optimistic && take_loaded(pid)) {
+                        self.count(|b| {
+                            bump(&b.fixes);
+                            bump(&b.hits);
+                        });
+                        if self.mode != PoolMode::MainMemory {
+                            self.policy.on_page_hit(f, pid, &d.hook);
+                        }
                     }
                     self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(true));
                     return Ok((PageGuard::adopt(self, f), true));
@@ -347,6 +370,7 @@ impl BufferPool {
                     bump(&b.fixes);
                     bump(&b.unlatched_loads);
                 });
+                LOADED.with(|l| l.set(pid.get()));
                 self.desc(f).latch.unlock_exclusive();
                 Ok(true)
             }

@@ -188,9 +188,19 @@ fn b32_load_child_reads_the_child_with_no_latch_on_the_parent() {
     let mut g = v.lock_shared().expect("the parent did not change");
     let child = pool.fix_child::<Shared, Shared>(&mut g, SWIPS).unwrap();
     assert_eq!(child.page_id(), c);
+    let cf = child.frame();
     drop((child, g));
     let s = pool.stats().since(&before);
     assert_eq!((s.pages_read, s.swizzles), (1, 1), "no second read: {s:?}");
+    // The latched step is the rest of the load's fix: not a second fix, not a hit, and the
+    // policy heard only the insert (GCLOCK's counter is still the insert's 0).
+    assert_eq!((s.fixes, s.hits, s.misses), (2, 1, 1), "the root's view and one miss: {s:?}");
+    assert_eq!(pool.desc(cf).hook.get(), 0, "B32: no hit told to the policy");
+    // The next fix of C is a hit again.
+    let mut g = pool.fix_root::<Shared>(root);
+    drop(pool.fix_child::<Shared, Shared>(&mut g, SWIPS).unwrap());
+    drop(g);
+    assert_ne!(pool.desc(cf).hook.get(), 0, "a later fix is a hit");
     // A child that is resident already is not read again.
     let v = pool.view_root(root).unwrap();
     let Step::Ready(_) = v.child(SWIPS) else { panic!("C is swizzled now") };
