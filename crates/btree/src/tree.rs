@@ -434,13 +434,6 @@ impl Tree {
     /// # Errors
     /// I/O errors or corruption.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_open()?;
-        if !self.own_gate().checks() {
-            let mut value = Vec::new();
-            if let Some(found) = self.get_optimistic(key, &mut value) {
-                return Ok(found.then_some(value));
-            }
-        }
         self.get_with(key, |v| v.map(<[u8]>::to_vec))
     }
 

@@ -45,7 +45,7 @@ counters! {
     misses: "Fixes that had to read the page.",
     page_table_lookups: "Lookups in the page table (page id -> frame).",
     swizzles: "Swips turned into frame references.",
-    optimistic_reads: "Inner pages read without a latch on an optimistic descent (B24); also counted as fixes and hits.",
+    optimistic_reads: "Pages read without a latch on an optimistic descent (B24: inner nodes; B33: leaves too, with optimistic leaf reads on); also counted as fixes and hits.",
     optimistic_restarts: "Optimistic descents started again because a page changed under them (B24).",
     unlatched_loads: "Misses of optimistic descents read with no latch held (B32); counted as fixes and misses, and the latched step that follows is the same fix, not counted again.",
     unswizzles: "Swips turned back into page ids (on eviction).",

@@ -29,8 +29,8 @@
 //! crash `open` refuses it ([`Error::Unclean`]). One `Database` at a time may have a file open
 //! ([`Error::AlreadyOpen`]); a closed database's tree handles refuse ([`TreeError::Closed`]).
 //!
-//! **Threads:** besides the log's background work, every database whose pool can evict runs a
-//! background evictor ([`Builder::background_eviction`]) that keeps free frames ready, so that a
+//! **Threads:** besides the log's background work, every database whose pool can evict (and
+//! records no trace) runs a background evictor ([`Builder::background_eviction`]) that keeps free frames ready, so that a
 //! miss rarely evicts and almost never writes a dirty page. `close` and drop stop and join
 //! every background thread.
 
@@ -415,7 +415,8 @@ impl Builder {
     /// in batches. Off, the thread that misses evicts a batch itself when it finds too few
     /// free frames, and writes its dirty victims (B13, B29) — what Gilbert's and Graefe's
     /// pools did, and what their experiments time as the evictioner. Ignored in main-memory
-    /// mode, which never evicts.
+    /// mode, which never evicts, and while a trace is recorded ([`Builder::trace`]), whose
+    /// events stay the workload threads' own.
     #[must_use]
     pub fn background_eviction(mut self, on: bool) -> Self {
         self.no_background_eviction = !on;

@@ -1,7 +1,7 @@
 //! Allocation and structure changes: new and freed pages (B11), swips that move between
 //! parents (B6, B16), and the disk image of a page (B8).
 
-use super::{BufferPool, PoolMode, FREE, RESIDENT};
+use super::{BufferPool, PoolMode, FREE};
 use crate::error::Result;
 use crate::guard::{Exclusive, LatchKind, PageGuard};
 use crate::page::{self, get_u64, put_u64, PageType};
@@ -37,13 +37,7 @@ impl BufferPool {
         // SAFETY: B1 — exclusive latch on a frame taken from the free list.
         let page = unsafe { self.page_mut(f) };
         page::format(page, pid, PageType::Leaf, 0);
-        d.dirty.store(true, Relaxed);
-        d.rec_lsn.store(0, Relaxed);
-        d.set_parent(None);
-        d.state.store(RESIDENT, Release);
-        if self.mode != PoolMode::MainMemory {
-            self.policy.on_insert(f, pid, &d.hook);
-        }
+        self.enter_resident(f, pid, true);
         self.trace(EventKind::Alloc, f, None, Some(LatchMode::Exclusive), None);
         Ok(PageGuard::adopt(self, f))
     }

@@ -325,13 +325,7 @@ impl BufferPool {
             undo(true);
             return Err(e);
         }
-        d.dirty.store(false, Relaxed);
-        d.rec_lsn.store(0, Relaxed);
-        d.set_parent(None);
-        d.state.store(RESIDENT, Release);
-        if self.mode != PoolMode::MainMemory {
-            self.policy.on_insert(f, pid, &d.hook);
-        }
+        self.enter_resident(f, pid, false);
         self.count(|b| {
             bump(&b.misses);
             bump(&b.pages_read);
@@ -339,6 +333,19 @@ impl BufferPool {
         });
         self.trace(EventKind::Read, f, None, None, None);
         Ok(Load::Loaded(f))
+    }
+
+    /// Makes frame `f`, latched exclusively by the caller and holding `pid`'s bytes, RESIDENT
+    /// (B4): dirty as given, no recovery LSN, no parent; the policy hears of the insert (R1).
+    pub(super) fn enter_resident(&self, f: FrameId, pid: PageId, dirty: bool) {
+        let d = self.desc(f);
+        d.dirty.store(dirty, Relaxed);
+        d.rec_lsn.store(0, Relaxed);
+        d.set_parent(None);
+        d.state.store(RESIDENT, Release);
+        if self.mode != PoolMode::MainMemory {
+            self.policy.on_insert(f, pid, &d.hook);
+        }
     }
 
     /// B32: brings page `pid` into the pool with no latch held by the caller, for a descent that

@@ -286,7 +286,7 @@ impl<'p> PageView<'p> {
         let Some(SwipTarget::Page(pid)) = Swip::from_raw(raw).map(Swip::target) else {
             return Ok(Step::Retry);
         };
-        if !self.validate() || pid.get() >= self.pool.meta.lock().page_count {
+        if !self.validate() {
             return Ok(Step::Retry);
         }
         Ok(if self.pool.load_unlatched(pid, || self.validate())? { Step::Ready(()) } else { Step::Retry })

@@ -187,6 +187,8 @@ impl BaseFile {
             .policy(cfg.policy)
             .seed(cfg.seed)
             .direct_io(cfg.direct_io)
+            .background_eviction(cfg.background_eviction)
+            .optimistic_leaf_reads(cfg.optimistic_leaf_reads)
             .logging(buffer::LOGGING)
             .open(&file.0)?;
         Ok(Loaded { tree: db.tree("rndread")?, db, _file: file })
