@@ -12,10 +12,12 @@ mod error;
 pub mod log;
 pub mod node;
 mod optimistic;
+pub mod overflow;
 mod scan;
 mod tree;
 
 pub use error::{Result, TreeError};
-pub use log::{ChangeLog, LeafChange, NodeChange, PageChange};
+pub use log::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
+pub use overflow::{max_inline_value_len, MAX_VALUE_LEN};
 pub use scan::{key_after, NoGate, RangeIter, ReadGate, RevRangeIter};
-pub use tree::{max_key_len, max_value_len, AutoCommit, BTreeOwner, Tree, TreeShape};
+pub use tree::{max_key_len, max_value_len, validate_page, AutoCommit, BTreeOwner, Tree, TreeShape};

@@ -14,7 +14,7 @@ use swizzledb_buffer::page;
 use swizzledb_buffer::{ExclusiveGuard, PageId, Swip};
 use swizzledb_sync::Lsn;
 
-use crate::node;
+use crate::{node, overflow};
 
 /// A change to one record of a leaf, with what undoing it needs (T11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,15 +77,43 @@ impl<'a> LeafChange<'a> {
     }
 }
 
+/// The value field a leaf stores for `value` (T22): the value itself, or — for a large value
+/// — the stub of its chain `chain`, written into `stub`. `chain` must hold exactly the pages
+/// the value needs (none for a value stored in its leaf).
+///
+/// # Errors
+/// The chain does not match the value's size.
+pub fn stored_form<'v>(
+    page_size: usize,
+    value: &'v [u8],
+    chain: &[PageId],
+    stub: &'v mut [u8; overflow::STUB_LEN],
+) -> Result<(&'v [u8], bool), String> {
+    let want = overflow::chain_len(page_size, value.len());
+    if chain.len() != want {
+        return Err(format!(
+            "a value of {} bytes with {} overflow pages (it needs {want})",
+            value.len(),
+            chain.len()
+        ));
+    }
+    if want == 0 {
+        return Ok((value, false));
+    }
+    *stub = overflow::Stub::of(value, chain[0]).encode();
+    Ok((&stub[..], true))
+}
+
 /// Applies `change` to the leaf `page` during redo (T12): the record must be absent for an
 /// insert and present for an update or delete, and it must fit, because redo repeats the
-/// history that produced the page; the key must lie in the page's own range (T1). A page where
-/// that fails was not the page the change was logged for (a corrupted log or page); nothing is
-/// changed then.
+/// history that produced the page; the key must lie in the page's own range (T1). A large new
+/// value is stored as the stub of its chain `chain` (T22; the chain's own pages are redone
+/// from their images, [`overflow::page_image`]). A page where that fails was not the page the
+/// change was logged for (a corrupted log or page); nothing is changed then.
 ///
 /// # Errors
 /// What did not match, for the caller to report with the record's LSN and page.
-pub fn redo(page: &mut [u8], change: &LeafChange<'_>) -> Result<(), String> {
+pub fn redo(page: &mut [u8], change: &LeafChange<'_>, chain: &[PageId]) -> Result<(), String> {
     if !node::is_leaf(page) {
         return Err("a leaf change on a page that is not a leaf".into());
     }
@@ -93,12 +121,20 @@ pub fn redo(page: &mut [u8], change: &LeafChange<'_>) -> Result<(), String> {
     if node::low_fence(page).is_some_and(|l| k < l) || node::own_high(page).is_some_and(|h| k >= h) {
         return Err("the key lies outside the page's own range".into());
     }
+    let ps = page.len();
+    let mut stub = [0u8; overflow::STUB_LEN];
     match (*change, node::search(page, change.key())) {
-        (LeafChange::Insert { key, value }, Err(i)) => node::insert_leaf(page, i, key, value)
-            .then_some(())
-            .ok_or_else(|| "the record does not fit".into()),
+        (LeafChange::Insert { key, value }, Err(i)) => {
+            let (v, is_stub) = stored_form(ps, value, chain, &mut stub)?;
+            node::insert_leaf_as(page, i, key, v, is_stub)
+                .then_some(())
+                .ok_or_else(|| "the record does not fit".into())
+        }
         (LeafChange::Update { new, .. }, Ok(i)) => {
-            node::update_value(page, i, new).then_some(()).ok_or_else(|| "the new value does not fit".into())
+            let (v, is_stub) = stored_form(ps, new, chain, &mut stub)?;
+            node::update_value_as(page, i, v, is_stub)
+                .then_some(())
+                .ok_or_else(|| "the new value does not fit".into())
         }
         (LeafChange::Delete { .. }, Ok(i)) => {
             node::remove(page, i);
@@ -230,12 +266,32 @@ pub type LogFailure = Box<dyn std::error::Error + Send + Sync>;
 /// logged as a whole, the logical change made to it.
 pub type PageChange<'g, 'c> = (&'g ExclusiveGuard<'g>, Option<NodeChange<'c>>);
 
+/// The overflow pages of a leaf change (T22): the chain its new value was written to, and the
+/// chain of the value it replaces or removes, which it frees.
+#[derive(Clone, Copy)]
+pub struct Overflow<'g, 'p> {
+    /// The new value's chain, written and latched exclusively by the caller; empty when the
+    /// new value (if any) is stored in the leaf. The log stamps nothing: the tree sets the
+    /// pages' LSNs.
+    pub chain: &'g [ExclusiveGuard<'p>],
+    /// The pages of the old value's chain, still latched by the caller, freed once the change
+    /// is logged.
+    pub freed: &'g [PageId],
+}
+
+impl Overflow<'_, '_> {
+    /// No overflow pages: a change of values stored in their leaf.
+    pub const NONE: Overflow<'static, 'static> = Overflow { chain: &[], freed: &[] };
+}
+
 /// Where a tree's changes are logged (T11–T13). Every call is made while the pages concerned
 /// are latched exclusively; the tree stamps the returned LSN into them as their page LSN.
 pub trait ChangeLog {
     /// Logs `change` to the record in `leaf` of the tree rooted at `tree`, **before** it is
-    /// applied (the tree has checked that it fits); returns the record's LSN. On an error the
-    /// tree does not apply the change.
+    /// applied (the tree has checked that it fits); returns the record's LSN. The change's
+    /// values are whole values, also large ones; `overflow` names the chain the new value was
+    /// written to and the chain the change frees (T22), all in the same record. On an error
+    /// the tree does not apply the change.
     ///
     /// # Errors
     /// The log could not record the change.
@@ -244,6 +300,7 @@ pub trait ChangeLog {
         tree: PageId,
         leaf: &ExclusiveGuard<'_>,
         change: &LeafChange<'_>,
+        overflow: Overflow<'_, '_>,
     ) -> Result<Lsn, LogFailure>;
 
     /// Logs a structure change **after** it was made: every page it wrote (`pages`, new pages
@@ -292,10 +349,10 @@ mod tests {
             [&[(b"a", b"1"), (b"b", b"2"), (b"c", b"3")], &[(b"a", b"1"), (b"c", b"three")], &[(b"c", b"3")]];
         for (change, want) in changes.iter().zip(expected) {
             let mut page = base.clone();
-            redo(&mut page, change).unwrap();
+            redo(&mut page, change, &[]).unwrap();
             let want: Vec<_> = want.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             assert_eq!(records(&page), want, "{change:?}");
-            redo(&mut page, &change.inverse()).unwrap();
+            redo(&mut page, &change.inverse(), &[]).unwrap();
             assert_eq!(records(&page), records(&base), "inverse of {change:?}");
         }
     }
@@ -310,18 +367,18 @@ mod tests {
             LeafChange::Delete { key: b"b", old: b"" },
         ] {
             let mut page = base.clone();
-            assert!(redo(&mut page, &change).is_err(), "{change:?}");
+            assert!(redo(&mut page, &change, &[]).is_err(), "{change:?}");
             assert_eq!(page, base);
         }
         let mut big = leaf(&[]);
         let value = vec![7u8; 1000];
         let mut n = 0u32;
         while node::leaf_insert_fits(&big, &n.to_be_bytes(), &value) {
-            redo(&mut big, &LeafChange::Insert { key: &n.to_be_bytes(), value: &value }).unwrap();
+            redo(&mut big, &LeafChange::Insert { key: &n.to_be_bytes(), value: &value }, &[]).unwrap();
             n += 1;
         }
         let before = big.clone();
-        assert!(redo(&mut big, &LeafChange::Insert { key: &n.to_be_bytes(), value: &value }).is_err());
+        assert!(redo(&mut big, &LeafChange::Insert { key: &n.to_be_bytes(), value: &value }, &[]).is_err());
         assert_eq!(big, before, "a record that does not fit changes nothing");
     }
 

@@ -19,7 +19,8 @@
 //!               bytes after the prefix, big-endian, zero-padded (T10)
 //!      …        free space
 //!              record heap
-//!   leaf record:  value length u16 | key | value
+//!   leaf record:  value length u16 | key | value — the length's top bit (STUB_FLAG) marks a
+//!                 large value's stub: the value lives in overflow pages (T22, overflow.rs)
 //!   inner record: child swip u64   | key        (slot 0's key is the node's low fence)
 //! ```
 //! A node covers the keys in `[low fence, high fence)`. With a foster child it keeps
@@ -29,6 +30,8 @@
 use std::cmp::Ordering;
 use swizzledb_buffer::page::{self, get_u16, get_u64, put_u16, put_u64, PageType, HEADER_SIZE};
 use swizzledb_buffer::{LatchKind, PageGuard, PageId, PageView, Swip};
+
+use crate::overflow::STUB_LEN;
 
 const N_SLOTS: usize = 32;
 const HEAP_START: usize = 34;
@@ -42,6 +45,11 @@ const PREFIX: usize = 52;
 pub const FOSTER_SWIP: usize = 56;
 const SLOTS: usize = 64;
 const SLOT_SIZE: usize = 12;
+
+/// The top bit of a leaf record's value length: the record holds a large value's stub (T22).
+const STUB_FLAG: u16 = 0x8000;
+/// The value-length bits of a leaf record's length field.
+const VALUE_LEN: u16 = 0x7fff;
 
 const LOW_INF: u8 = 1;
 const HIGH_INF: u8 = 2;
@@ -492,12 +500,21 @@ pub fn key(page: &[u8], i: usize) -> &[u8] {
     &page[k..k + klen]
 }
 
-/// Value of leaf record `i`.
+/// Whether leaf record `i` holds a large value's stub (T22) rather than the value: its value
+/// bytes ([`value`]) are then the stub, which names the value's overflow chain.
+#[inline]
+#[must_use]
+pub fn is_stub<P: NodeBytes + ?Sized>(page: &P, i: usize) -> bool {
+    let (off, _) = slot(page, i);
+    page.u16_at(off) & STUB_FLAG != 0
+}
+
+/// The bytes of leaf record `i`'s value field: the value, or its stub if [`is_stub`].
 #[inline]
 #[must_use]
 pub fn value(page: &[u8], i: usize) -> &[u8] {
     let (off, klen) = slot(page, i);
-    let vlen = usize::from(get_u16(page, off));
+    let vlen = usize::from(get_u16(page, off) & VALUE_LEN);
     let v = off + 2 + klen;
     &page[v..v + vlen]
 }
@@ -508,7 +525,7 @@ pub fn value(page: &[u8], i: usize) -> &[u8] {
 /// wrong value, never a read outside it; the length is at most a `u16`.
 pub fn copy_value<P: NodeBytes + ?Sized>(page: &P, i: usize, out: &mut Vec<u8>) {
     let (off, klen) = slot(page, i);
-    let len = usize::from(page.u16_at(off));
+    let len = usize::from(page.u16_at(off) & VALUE_LEN);
     out.clear();
     out.resize(len, 0);
     page.copy_at(off + 2 + klen, out);
@@ -530,7 +547,7 @@ pub fn child_swip(page: &[u8], i: usize) -> Option<Swip> {
 fn record_len(page: &[u8], i: usize) -> usize {
     let (off, klen) = slot(page, i);
     if is_leaf(page) {
-        2 + klen + usize::from(get_u16(page, off))
+        2 + klen + usize::from(get_u16(page, off) & VALUE_LEN)
     } else {
         8 + klen
     }
@@ -717,13 +734,19 @@ pub fn leaf_update_fits(page: &[u8], i: usize, v: &[u8]) -> bool {
 
 /// Inserts a leaf record at position `i`. Returns false (changing nothing) if it does not fit.
 pub fn insert_leaf(page: &mut [u8], i: usize, k: &[u8], v: &[u8]) -> bool {
+    insert_leaf_as(page, i, k, v, false)
+}
+
+/// [`insert_leaf`] of a value field that is a large value's stub (`stub`, T22) or the value.
+pub fn insert_leaf_as(page: &mut [u8], i: usize, k: &[u8], v: &[u8], stub: bool) -> bool {
     debug_assert!(is_leaf(page));
+    debug_assert!(v.len() <= usize::from(VALUE_LEN) && (!stub || v.len() == STUB_LEN));
     let len = 2 + k.len() + v.len();
     if !reserve(page, len + SLOT_SIZE) {
         return false;
     }
     let off = heap_alloc(page, len).expect("reserved");
-    put_u16(page, off, len16(v.len()));
+    put_u16(page, off, len16(v.len()) | if stub { STUB_FLAG } else { 0 });
     page[off + 2..off + 2 + k.len()].copy_from_slice(k);
     page[off + 2 + k.len()..off + len].copy_from_slice(v);
     insert_slot(page, i, off, k);
@@ -746,21 +769,28 @@ pub fn insert_inner(page: &mut [u8], i: usize, k: &[u8], swip: Swip) -> bool {
 
 /// Replaces the value of leaf record `i`. False (changing nothing) if the new value does not fit.
 pub fn update_value(page: &mut [u8], i: usize, v: &[u8]) -> bool {
+    update_value_as(page, i, v, false)
+}
+
+/// [`update_value`] to a value field that is a large value's stub (`stub`, T22) or the value.
+pub fn update_value_as(page: &mut [u8], i: usize, v: &[u8], stub: bool) -> bool {
     let (off, klen) = slot(page, i);
-    let old = usize::from(get_u16(page, off));
+    let was_stub = get_u16(page, off) & STUB_FLAG != 0;
+    let old = usize::from(get_u16(page, off) & VALUE_LEN);
     if v.len() == old {
+        put_u16(page, off, len16(old) | if stub { STUB_FLAG } else { 0 });
         page[off + 2 + klen..off + 2 + klen + old].copy_from_slice(v);
         return true;
     }
     let k = key(page, i).to_vec();
     remove(page, i);
-    if insert_leaf(page, i, &k, v) {
+    if insert_leaf_as(page, i, &k, v, stub) {
         return true;
     }
     // Undo: the old record's bytes are still in the heap (now garbage); re-insert them.
     let restored = {
         let old_v = page[off + 2 + klen..off + 2 + klen + old].to_vec();
-        insert_leaf(page, i, &k, &old_v)
+        insert_leaf_as(page, i, &k, &old_v, was_stub)
     };
     debug_assert!(restored, "a record that fitted fits again");
     false
@@ -866,7 +896,7 @@ pub fn append_records(dst: &mut [u8], src: &[u8], from: usize) -> bool {
     for i in from..n {
         let at = count(dst);
         let ok = if is_leaf(src) {
-            insert_leaf(dst, at, key(src, i), value(src, i))
+            insert_leaf_as(dst, at, key(src, i), value(src, i), is_stub(src, i))
         } else {
             let swip = child_swip(src, i).expect("valid swip");
             insert_inner(dst, at, key(src, i), swip)
@@ -986,7 +1016,16 @@ fn validate_with(page: &[u8], heap: usize, bits: &mut [u64]) -> Result<(), Strin
         if off < heap || off + head > ps {
             return Err(format!("record {i} outside the heap"));
         }
-        let len = if leaf { head + klen + usize::from(get_u16(page, off)) } else { head + klen };
+        let len = if leaf { head + klen + usize::from(get_u16(page, off) & VALUE_LEN) } else { head + klen };
+        if leaf
+            && get_u16(page, off) & STUB_FLAG != 0
+            && usize::from(get_u16(page, off) & VALUE_LEN) != STUB_LEN
+        {
+            return Err(format!(
+                "record {i} is a stub of {} bytes, not {STUB_LEN}",
+                get_u16(page, off) & VALUE_LEN
+            ));
+        }
         claim(&|| format!("record {i}"), off, len)?;
     }
     let garbage = usize::from(get_u16(page, GARBAGE));

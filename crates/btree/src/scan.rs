@@ -13,7 +13,7 @@
 //! it returned.
 
 use std::ops::Bound;
-use swizzledb_buffer::{PageId, Shared};
+use swizzledb_buffer::{PageId, Shared, SharedGuard};
 use swizzledb_sync::Lsn;
 
 use crate::error::{Result, TreeError};
@@ -131,6 +131,20 @@ impl Batch {
         self.pos += 1;
         Some(r)
     }
+}
+
+/// Copies record `i` of the latched leaf `g` into `buf`, a large value read from its overflow
+/// chain (T22) while the leaf stays latched.
+fn push_record(tree: &Tree, buf: &mut Batch, g: &SharedGuard<'_>, i: usize) -> Result<()> {
+    let k = node::key(g, i);
+    if node::is_stub(&**g, i) {
+        let mut v = Vec::new();
+        tree.read_large(node::value(g, i), g.page_id(), &mut v)?;
+        buf.push_back(k, &v);
+    } else {
+        buf.push_back(k, node::value(g, i));
+    }
+    Ok(())
 }
 
 /// A leaf as a scan read it, to check later that it did not change.
@@ -351,7 +365,7 @@ impl RangeIter<'_> {
                     ended = true;
                     break;
                 }
-                self.buf.push_back(k, node::value(&g, i));
+                push_record(self.tree, &mut self.buf, &g, i)?;
                 i += 1;
             }
             if capped {
@@ -562,7 +576,7 @@ impl RevRangeIter<'_> {
                     blocked = Some(Some(k.to_vec()));
                     break;
                 }
-                self.buf.push_back(k, node::value(&g, i));
+                push_record(self.tree, &mut self.buf, &g, i)?;
             }
             if capped {
                 if let Some(k) = self.buf.back_key() {

@@ -1,9 +1,10 @@
 //! Foster B-tree operations over the buffer pool (rules T1–T9 of `README.md`).
 
 use crate::error::{Result, TreeError};
-use crate::log::{ChangeLog, LeafChange, NodeChange, PageChange};
+use crate::log::{self, ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
 use crate::node::{self, Fence, FOSTER_SWIP};
 use crate::optimistic::Reached;
+use crate::overflow::{self, Chain};
 use crate::scan::{NoGate, ReadGate};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ impl PageOwner for BTreeOwner {
     }
 
     fn check_page(&self, page: &[u8]) -> std::result::Result<(), String> {
-        node::validate(page)
+        validate_page(page)
     }
 
     /// The foster swip, or the record whose key range holds `child`'s low fence (binary
@@ -50,16 +51,30 @@ impl PageOwner for BTreeOwner {
     }
 }
 
+/// Checks a page the tree owns — a node (T17) or an overflow page (T22) — before anything
+/// reads it.
+///
+/// # Errors
+/// The first inconsistency found.
+pub fn validate_page(page: &[u8]) -> std::result::Result<(), String> {
+    if page::page_type(page) == Some(page::PageType::Overflow) {
+        return overflow::validate(page);
+    }
+    node::validate(page)
+}
+
 /// Longest key for a page size: a node must hold its three fence keys and two records (T6).
 #[must_use]
 pub fn max_key_len(page_size: usize) -> usize {
     page_size / 16
 }
 
-/// Longest value for a page size (T6).
+/// Longest value a tree accepts, whatever its page size (T22): values longer than
+/// [`overflow::max_inline_value_len`] live in overflow pages. A tree's own limit
+/// ([`Tree::max_value_len`]) can be lower: it depends on its pool and log too.
 #[must_use]
 pub fn max_value_len(page_size: usize) -> usize {
-    page_size / 4
+    overflow::MAX_VALUE_LEN.max(overflow::max_inline_value_len(page_size))
 }
 
 /// A Foster B-tree stored in a buffer pool. Cheap to clone; all clones share the tree.
@@ -72,6 +87,8 @@ pub struct Tree {
     auto_commit: Option<Arc<dyn AutoCommit>>,
     /// What decides whether this handle's plain reads may return a record (T18); `None`: all.
     pub(crate) read_gate: Option<Arc<dyn ReadGate + Send + Sync>>,
+    /// The longest value the engine's log takes in one record (T22; `usize::MAX`: no log).
+    pub(crate) value_limit: usize,
 }
 
 /// How a tree's own writes (`insert`, `upsert`, `delete`) are carried out on a database that
@@ -106,6 +123,10 @@ pub struct TreeShape {
     pub records: usize,
     /// Swizzled references met on the way.
     pub swizzled: usize,
+    /// Records whose value lives in overflow pages (T22).
+    pub large_values: usize,
+    /// Overflow pages of those values.
+    pub overflow_pages: usize,
 }
 
 /// What `verify` expects of a child: (swip offset in the parent, low fence, high fence, level).
@@ -143,11 +164,12 @@ fn log_leaf(
     tree: PageId,
     leaf: &mut ExclusiveGuard<'_>,
     change: &LeafChange<'_>,
-) -> Result<()> {
-    let Some(log) = log else { return Ok(()) };
-    let lsn = log.leaf_change(tree, leaf, change).map_err(TreeError::Log)?;
+    overflow: Overflow<'_, '_>,
+) -> Result<Option<Lsn>> {
+    let Some(log) = log else { return Ok(None) };
+    let lsn = log.leaf_change(tree, leaf, change, overflow).map_err(TreeError::Log)?;
     stamp(Some(lsn), leaf);
-    Ok(())
+    Ok(Some(lsn))
 }
 
 impl Tree {
@@ -172,7 +194,14 @@ impl Tree {
         pool.make_root(&g);
         let (root, root_page) = (g.frame(), g.page_id());
         drop(g);
-        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None, read_gate: None })
+        Ok(Tree {
+            pool: Arc::clone(pool),
+            root,
+            root_page,
+            auto_commit: None,
+            read_gate: None,
+            value_limit: usize::MAX,
+        })
     }
 
     /// Opens the tree rooted at `root_page`, keeping the root resident.
@@ -181,7 +210,14 @@ impl Tree {
     /// I/O errors or corruption of the root (or, in main-memory mode, of any page).
     pub fn open(pool: &Arc<BufferPool>, root_page: PageId) -> Result<Tree> {
         let root = pool.load_root(root_page)?;
-        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None, read_gate: None })
+        Ok(Tree {
+            pool: Arc::clone(pool),
+            root,
+            root_page,
+            auto_commit: None,
+            read_gate: None,
+            value_limit: usize::MAX,
+        })
     }
 
     /// This handle's own writes (`insert`, `upsert`, `delete`) go through `auto_commit`, which
@@ -265,8 +301,8 @@ impl Tree {
         if key.len() > max_key_len(ps) {
             return Err(TreeError::KeyTooLarge { len: key.len(), max: max_key_len(ps) });
         }
-        if value.len() > max_value_len(ps) {
-            return Err(TreeError::ValueTooLarge { len: value.len(), max: max_value_len(ps) });
+        if value.len() > self.max_value_len() {
+            return Err(TreeError::ValueTooLarge { len: value.len(), max: self.max_value_len() });
         }
         Ok(())
     }
@@ -305,6 +341,16 @@ impl Tree {
         }
         let child = self.pool.fix_child::<P, C>(parent, off)?;
         let want = if foster { level } else { level - 1 };
+        if !matches!(page::page_type(&child), Some(page::PageType::Leaf | page::PageType::Inner)) {
+            return Err(damaged(
+                child.page_id(),
+                format!(
+                    "a {:?} page reached as a node from page {}",
+                    page::page_type(&child),
+                    parent.page_id()
+                ),
+            ));
+        }
         if node::level(&child) != want {
             return Err(damaged(
                 child.page_id(),
@@ -472,6 +518,7 @@ impl Tree {
             }
             VALUE.set(value);
         }
+        let mut room_waits = 0u32;
         loop {
             let g = match self.leaf_shared(key) {
                 Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {
@@ -480,7 +527,25 @@ impl Tree {
                 r => r?,
             };
             if gate.try_pass(self, Some(key))? {
-                return Ok(f(node::search(&g, key).ok().map(|i| node::value(&g, i))));
+                let i = match node::search(&g, key) {
+                    Ok(i) if node::is_stub(&*g, i) => i,
+                    found => return Ok(f(found.ok().map(|i| node::value(&g, i)))),
+                };
+                // T22: a large value, read from its chain while the leaf stays latched.
+                let mut value = Vec::new();
+                match self.read_large(node::value(&g, i), g.page_id(), &mut value) {
+                    Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) if room_waits < 40 => {
+                        // No frame for the chain's next page: free some with no latch held.
+                        drop(g);
+                        room_waits += 1;
+                        if self.pool.make_room().is_err() {
+                            std::thread::sleep(std::time::Duration::from_millis(1 << room_waits.min(6)));
+                        }
+                        continue;
+                    }
+                    r => r?,
+                }
+                return Ok(f(Some(&value)));
             }
             drop(g);
             gate.wait(self, Some(key))?;
@@ -524,10 +589,25 @@ impl Tree {
     fn put(&self, key: &[u8], value: &[u8], replace: bool, log: Log<'_>) -> Result<bool> {
         self.check_open()?;
         self.check_sizes(key, value)?;
-        self.with_room(|| self.put_once(key, value, replace, log))
+        if !overflow::is_large(self.pool.page_size(), value.len()) {
+            return self.with_room(|| self.put_once(key, value, Chain::none(), replace, log));
+        }
+        // T22: the chain is written before the leaf is latched, on pages no one can reach.
+        self.with_room(|| self.put_once(key, value, self.write_chain(value)?, replace, log))
     }
 
-    fn put_once(&self, key: &[u8], value: &[u8], replace: bool, log: Log<'_>) -> Result<bool> {
+    fn put_once(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        chain: Chain<'_>,
+        replace: bool,
+        log: Log<'_>,
+    ) -> Result<bool> {
+        let ids = chain.ids();
+        let mut stub = [0u8; overflow::STUB_LEN];
+        let (stored, is_stub) = log::stored_form(self.pool.page_size(), value, &ids, &mut stub)
+            .expect("T22: the chain was written for this value");
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
         let existed = loop {
             let at = match node::search(&leaf, key) {
@@ -535,25 +615,25 @@ impl Tree {
                     if !replace {
                         return Err(TreeError::DuplicateKey);
                     }
-                    if node::leaf_update_fits(&leaf, i, value) {
-                        if let Some(log) = log {
-                            // The old value is read from the latched leaf, not copied (T11).
-                            let change = LeafChange::Update { key, old: node::value(&leaf, i), new: value };
-                            let lsn =
-                                log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
-                            stamp(Some(lsn), &mut leaf);
-                        }
-                        let done = node::update_value(&mut leaf, i, value);
-                        debug_assert!(done, "T11: the update was checked to fit");
+                    if node::leaf_update_fits(&leaf, i, stored) {
+                        self.replace_value(&mut leaf, i, key, value, (stored, is_stub), chain, log)?;
                         break true;
                     }
                     i
                 }
                 Err(i) => {
-                    if node::leaf_insert_fits(&leaf, key, value) {
-                        log_leaf(log, self.root_page, &mut leaf, &LeafChange::Insert { key, value })?;
-                        let done = node::insert_leaf(&mut leaf, i, key, value);
+                    if node::leaf_insert_fits(&leaf, key, stored) {
+                        let overflow = Overflow { chain: &chain.guards, freed: &[] };
+                        let lsn = log_leaf(
+                            log,
+                            self.root_page,
+                            &mut leaf,
+                            &LeafChange::Insert { key, value },
+                            overflow,
+                        )?;
+                        let done = node::insert_leaf_as(&mut leaf, i, key, stored, is_stub);
                         debug_assert!(done, "T11: the insert was checked to fit");
+                        chain.keep(lsn);
                         break false;
                     }
                     i
@@ -608,24 +688,32 @@ impl Tree {
         out: &mut Option<R>,
     ) -> Result<bool> {
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
+        let ps = self.pool.page_size();
         loop {
             let Ok(i) = node::search(&leaf, key) else { return Ok(false) };
             if let Some(f) = f.take() {
-                let old = node::value(&leaf, i);
+                let mut large = Vec::new();
+                let old = if node::is_stub(&*leaf, i) {
+                    self.read_large(node::value(&leaf, i), leaf.page_id(), &mut large)?;
+                    &large[..]
+                } else {
+                    node::value(&leaf, i)
+                };
                 // Room for a value of the old size, so a writer appending field by field does
                 // not grow the buffer step by step.
                 new.reserve(old.len());
                 *out = Some(f(old, new));
                 self.check_sizes(key, new)?;
             }
-            if node::leaf_update_fits(&leaf, i, new) {
-                if let Some(log) = log {
-                    let change = LeafChange::Update { key, old: node::value(&leaf, i), new };
-                    let lsn = log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
-                    stamp(Some(lsn), &mut leaf);
-                }
-                let done = node::update_value(&mut leaf, i, new);
-                debug_assert!(done, "T11: the update was checked to fit");
+            let stored_len = if overflow::is_large(ps, new.len()) { overflow::STUB_LEN } else { new.len() };
+            if node::leaf_update_fits(&leaf, i, &vec![0; stored_len]) {
+                // T22: a large new value's chain is written while the leaf is latched.
+                let chain = if stored_len == new.len() { Chain::none() } else { self.write_chain(new)? };
+                let ids = chain.ids();
+                let mut stub = [0u8; overflow::STUB_LEN];
+                let stored = log::stored_form(ps, new, &ids, &mut stub)
+                    .expect("T22: the chain was written for this value");
+                self.replace_value(&mut leaf, i, key, new, stored, chain, log)?;
                 break;
             }
             // No room: split first, so a failed split changes nothing (T6).
@@ -670,12 +758,18 @@ impl Tree {
         let Ok(i) = node::search(&leaf, key) else {
             return Ok(false);
         };
+        let mut old_value = Vec::new();
+        let old_chain = self.latch_old(&leaf, i, &mut old_value)?;
         if let Some(log) = log {
-            let change = LeafChange::Delete { key, old: node::value(&leaf, i) };
-            let lsn = log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
+            let old = if node::is_stub(&*leaf, i) { &old_value[..] } else { node::value(&leaf, i) };
+            let change = LeafChange::Delete { key, old };
+            let freed = old_chain.ids();
+            let overflow = Overflow { chain: &[], freed: &freed };
+            let lsn = log.leaf_change(self.root_page, &leaf, &change, overflow).map_err(TreeError::Log)?;
             stamp(Some(lsn), &mut leaf);
         }
         node::remove(&mut leaf, i);
+        old_chain.free(self);
         let merge = underfull(&leaf);
         drop(leaf);
         if saw_foster || merge {
@@ -723,6 +817,72 @@ impl Tree {
         stamp(lsn, left);
         stamp(lsn, &mut right);
         Ok(right)
+    }
+
+    /// Replaces the value of record `i` of the latched `leaf` with `value`, whose value field
+    /// is `stored` (`value` or its stub) and whose chain (if large) is `chain`; the caller has
+    /// checked that it fits. The change is logged before it is applied (T11): as one update
+    /// while both values are stored in the leaf, and otherwise as a delete of the record and an
+    /// insert of the new one (T22), so that no log record carries two large values. The old
+    /// value's chain is freed with the change that removes it. If the insert cannot be logged
+    /// after the delete was (a failed log, which stops the database, W11), the record stays
+    /// deleted in the transaction, whose rollback puts it back.
+    #[allow(clippy::too_many_arguments)]
+    fn replace_value<'a>(
+        &'a self,
+        leaf: &mut ExclusiveGuard<'a>,
+        i: usize,
+        key: &[u8],
+        value: &[u8],
+        (stored, is_stub): (&[u8], bool),
+        chain: Chain<'a>,
+        log: Log<'_>,
+    ) -> Result<()> {
+        let mut old_value = Vec::new();
+        let old_chain = self.latch_old(leaf, i, &mut old_value)?;
+        let was_stub = node::is_stub(&**leaf, i);
+        let Some(log) = log.filter(|_| was_stub || is_stub) else {
+            if let Some(log) = log {
+                // The old value is read from the latched leaf, not copied (T11).
+                let change = LeafChange::Update { key, old: node::value(leaf, i), new: value };
+                let lsn =
+                    log.leaf_change(self.root_page, leaf, &change, Overflow::NONE).map_err(TreeError::Log)?;
+                stamp(Some(lsn), leaf);
+            }
+            let done = node::update_value_as(leaf, i, stored, is_stub);
+            debug_assert!(done, "T11: the update was checked to fit");
+            chain.keep(None);
+            old_chain.free(self);
+            return Ok(());
+        };
+        let freed = old_chain.ids();
+        let old = if was_stub { &old_value[..] } else { node::value(leaf, i) };
+        let delete = LeafChange::Delete { key, old };
+        let lsn = log
+            .leaf_change(self.root_page, leaf, &delete, Overflow { chain: &[], freed: &freed })
+            .map_err(TreeError::Log)?;
+        stamp(Some(lsn), leaf);
+        node::remove(leaf, i);
+        old_chain.free(self);
+        let insert = LeafChange::Insert { key, value };
+        let lsn = log
+            .leaf_change(self.root_page, leaf, &insert, Overflow { chain: &chain.guards, freed: &[] })
+            .map_err(TreeError::Log)?;
+        stamp(Some(lsn), leaf);
+        let done = node::insert_leaf_as(leaf, i, key, stored, is_stub);
+        debug_assert!(done, "T11: the removed record's room holds the new one");
+        chain.keep(Some(lsn));
+        Ok(())
+    }
+
+    /// T22: the chain of record `i` of the latched `leaf`, latched exclusively to be freed
+    /// with the change that replaces or removes the record, and its value read into `out`; no
+    /// chain for a value stored in the leaf.
+    fn latch_old<'a>(&'a self, leaf: &ExclusiveGuard<'a>, i: usize, out: &mut Vec<u8>) -> Result<Chain<'a>> {
+        if !node::is_stub(&**leaf, i) {
+            return Ok(Chain::none());
+        }
+        self.latch_large(node::value(leaf, i), leaf.page_id(), out)
     }
 
     /// B6: records that the swizzled children in records `from..` of `to` now live in `to`.
@@ -1006,9 +1166,11 @@ impl Tree {
             }
         }
         let mut children: Vec<ChildSpec> = Vec::new();
+        let mut stubs = Vec::new();
         if node::is_leaf(&g) {
             shape.leaves += 1;
             shape.records += n;
+            stubs.extend((0..n).filter(|&i| node::is_stub(&*g, i)).map(|i| node::value(&g, i).to_vec()));
         } else {
             if keys[0].as_slice() != low.unwrap_or(b"") {
                 return Err(at("first separator differs from the low fence".into()));
@@ -1036,6 +1198,10 @@ impl Tree {
             targets.push((pool.swip_page_id(swip), clow, chigh, clvl));
         }
         drop(g);
+        for stub in stubs {
+            shape.large_values += 1;
+            shape.overflow_pages += self.verify_chain(&stub, pid, seen)?;
+        }
         for (cpid, clow, chigh, clvl) in targets {
             let c = self.with_room(|| Ok(pool.fix_page::<Shared>(cpid)?)).map_err(|e| at(e.to_string()))?;
             self.verify_node(c, clow.as_deref(), chigh.as_deref(), Some(clvl), seen, shape)?;

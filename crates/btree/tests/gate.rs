@@ -17,7 +17,13 @@ use swizzledb_sync::Lsn;
 struct Counter(AtomicU64);
 
 impl ChangeLog for Counter {
-    fn leaf_change(&self, _: PageId, _: &ExclusiveGuard<'_>, _: &LeafChange<'_>) -> Result<Lsn, LogFailure> {
+    fn leaf_change(
+        &self,
+        _: PageId,
+        _: &ExclusiveGuard<'_>,
+        _: &LeafChange<'_>,
+        _: swizzledb_btree::Overflow<'_, '_>,
+    ) -> Result<Lsn, LogFailure> {
         Ok(Lsn(self.0.fetch_add(1, Ordering::Relaxed) + 1))
     }
 

@@ -78,6 +78,7 @@ fn update_logged_reads_and_writes_in_one_step_and_splits_when_needed() {
             _: PageId,
             _: &ExclusiveGuard<'_>,
             c: &LeafChange<'_>,
+            _: swizzledb_btree::Overflow<'_, '_>,
         ) -> Result<Lsn, LogFailure> {
             if let LeafChange::Update { key, old, new } = *c {
                 self.0.lock().unwrap().push((key.to_vec(), old.to_vec(), new.to_vec()));

@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use swizzledb_btree::log::{redo, redo_node, LogFailure};
-use swizzledb_btree::{node, BTreeOwner, ChangeLog, LeafChange, NodeChange, PageChange, Tree, TreeError};
+use swizzledb_btree::{
+    node, overflow, BTreeOwner, ChangeLog, LeafChange, NodeChange, Overflow, PageChange, Tree, TreeError,
+};
 use swizzledb_buffer::page;
 use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId, PoolConfig, PoolMode, Shared};
 use swizzledb_sync::Lsn;
@@ -83,7 +85,7 @@ enum Logged {
 
 #[derive(Debug)]
 enum Entry {
-    Leaf { lsn: Lsn, tree: PageId, page: PageId, change: Change },
+    Leaf { lsn: Lsn, tree: PageId, page: PageId, change: Change, chain: Vec<PageId>, freed: Vec<PageId> },
     Structure { lsn: Lsn, pages: Vec<(PageId, Logged)>, freed: Vec<PageId> },
 }
 
@@ -111,10 +113,20 @@ impl ChangeLog for Recorder {
         tree: PageId,
         leaf: &ExclusiveGuard<'_>,
         change: &LeafChange<'_>,
+        overflow: Overflow<'_, '_>,
     ) -> Result<Lsn, LogFailure> {
         let mut entries = self.entries.lock().unwrap();
         let lsn = self.next()?;
-        entries.push(Entry::Leaf { lsn, tree, page: leaf.page_id(), change: Change::of(change) });
+        let chain = overflow.chain.iter().map(ExclusiveGuard::page_id).collect();
+        let freed = overflow.freed.to_vec();
+        entries.push(Entry::Leaf {
+            lsn,
+            tree,
+            page: leaf.page_id(),
+            change: Change::of(change),
+            chain,
+            freed,
+        });
         Ok(lsn)
     }
 
@@ -199,10 +211,28 @@ fn replay(entries: &[Entry]) -> (BTreeMap<PageId, Vec<u8>>, Redone) {
                     pages.remove(id);
                 }
             }
-            Entry::Leaf { lsn, page: id, change, .. } => {
+            Entry::Leaf { lsn, page: id, change, chain, freed, .. } => {
                 let p = pages.get_mut(id).unwrap_or_else(|| panic!("leaf change on {id:?} before any image"));
-                redo(p, &change.borrow()).unwrap_or_else(|e| panic!("redo at {lsn:?} on {id:?}: {e}"));
+                redo(p, &change.borrow(), chain).unwrap_or_else(|e| panic!("redo at {lsn:?} on {id:?}: {e}"));
                 page::set_page_lsn(p, *lsn);
+                // T22: the new value's chain, rebuilt from the value; the old one's pages freed.
+                let (LeafChange::Insert { value, .. } | LeafChange::Update { new: value, .. }) =
+                    change.borrow()
+                else {
+                    assert!(chain.is_empty(), "a delete writes no overflow pages");
+                    for f in freed {
+                        pages.remove(f);
+                    }
+                    continue;
+                };
+                for (i, c) in chain.iter().enumerate() {
+                    let mut image = overflow::page_image(4096, value, chain, i);
+                    page::set_page_lsn(&mut image, *lsn);
+                    pages.insert(*c, image);
+                }
+                for f in freed {
+                    pages.remove(f);
+                }
             }
         }
     }
@@ -212,6 +242,14 @@ fn replay(entries: &[Entry]) -> (BTreeMap<PageId, Vec<u8>>, Redone) {
 /// What a node means, whatever its byte layout: type, level, page LSN, fences, foster key and
 /// child, records (child swips as page ids).
 fn logical(p: &[u8]) -> String {
+    if page::page_type(p) == Some(page::PageType::Overflow) {
+        return format!(
+            "overflow lsn {:?} next {:?} data {:?}",
+            page::page_lsn(p),
+            overflow::next(p),
+            overflow::data(p)
+        );
+    }
     let mut s = format!(
         "type {:?} level {} lsn {:?} low {:?} high {:?} foster {:?}/{:?}",
         page::page_type(p),
@@ -245,6 +283,10 @@ fn key(k: u16) -> Vec<u8> {
 }
 
 fn value(k: u16, v: u8) -> Vec<u8> {
+    // T22: some values go to overflow pages (up to two of them, an eighth of the 16-frame pool).
+    if k.is_multiple_of(7) && v.is_multiple_of(2) {
+        return vec![v; 1100 + usize::from(k % 13) * 530];
+    }
     vec![v; 10 + usize::from(k % 11) * 23 + usize::from(v % 3) * 60]
 }
 
@@ -271,7 +313,11 @@ fn check_replay(mode: PoolMode, ops: &[Op]) -> Redone {
             }
         }
     }
-    tree.verify().unwrap();
+    let shape = tree.verify().unwrap();
+    // No page leaks: every allocated page is a node or an overflow page of the tree (T22 4).
+    let alloc = pool.allocation();
+    let allocated = alloc.page_count as usize - 1 - alloc.free_pages.len();
+    assert_eq!(allocated, shape.nodes + shape.overflow_pages, "{shape:?}");
     let entries = log.entries.into_inner().unwrap();
     let (rebuilt, redone) = replay(&entries);
     // Every page of the live tree (and no other page) is rebuilt, with the same meaning.
@@ -284,6 +330,10 @@ fn check_replay(mode: PoolMode, ops: &[Op]) -> Redone {
         drop(g);
         let got = rebuilt.get(&id).unwrap_or_else(|| panic!("{id:?} is in the tree but not in the log"));
         assert_eq!(logical(got), logical(&image), "{id:?} rebuilt from the log differs");
+        if page::page_type(&image) == Some(page::PageType::Overflow) {
+            todo.extend(overflow::next(&image));
+            continue;
+        }
         let children = (0..node::count(&image))
             .filter(|_| !node::is_leaf(&image))
             .filter_map(|i| node::child_swip(&image, i))
@@ -291,9 +341,16 @@ fn check_replay(mode: PoolMode, ops: &[Op]) -> Redone {
         for s in children {
             todo.push(PageId::new(s.raw()).unwrap());
         }
+        for i in (0..node::count(&image)).filter(|&i| node::is_leaf(&image) && node::is_stub(&image[..], i)) {
+            todo.push(overflow::Stub::decode(node::value(&image, i)).unwrap().first);
+        }
     }
     let extra: Vec<_> = rebuilt.keys().filter(|id| !live.contains(id)).collect();
-    assert!(extra.is_empty(), "the log rebuilds pages the tree does not have: {extra:?}");
+    assert!(
+        extra.is_empty(),
+        "the log rebuilds pages the tree does not have: {:?}",
+        extra.iter().map(|id| (id, logical(&rebuilt[id]))).take(3).collect::<Vec<_>>()
+    );
     // Every logged leaf change names the tree.
     for e in &entries {
         if let Entry::Leaf { tree: t, .. } = e {

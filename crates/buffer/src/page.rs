@@ -36,6 +36,8 @@ pub enum PageType {
     Leaf = 3,
     /// A free page, linked into the free-page chain.
     Free = 4,
+    /// A page of a large value's overflow chain (btree README T22).
+    Overflow = 5,
 }
 
 impl PageType {
@@ -47,6 +49,7 @@ impl PageType {
             2 => Some(PageType::Inner),
             3 => Some(PageType::Leaf),
             4 => Some(PageType::Free),
+            5 => Some(PageType::Overflow),
             _ => None,
         }
     }

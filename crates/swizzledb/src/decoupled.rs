@@ -3,7 +3,6 @@
 //! copies in the data file — read from the file, never copied out of the buffer pool — and
 //! written back; then the file is synced and the progress stored.
 
-use swizzledb_btree::node;
 use swizzledb_buffer::{page, BufferPool, PageId};
 use swizzledb_sync::Lsn;
 
@@ -92,7 +91,11 @@ fn bring_forward(
         }
     }
     let file = pool.lock_file_page(id);
-    let copy = file.read(buf).ok().filter(|()| node::validate(buf).is_ok()).map(|()| page::page_lsn(buf));
+    let copy = file
+        .read(buf)
+        .ok()
+        .filter(|()| swizzledb_btree::validate_page(buf).is_ok())
+        .map(|()| page::page_lsn(buf));
     if copy.is_some_and(|lsn| lsn >= last) {
         return Ok(None);
     }

@@ -15,7 +15,6 @@
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use swizzledb_btree::node;
 use swizzledb_buffer::{page, BufferPool, PageId};
 use swizzledb_sync::Lsn;
 use swizzledb_wal::{Archive, LogManager};
@@ -239,7 +238,11 @@ fn redo_in_file(
 ) -> Result<()> {
     let file = pool.lock_file_page(id);
     let Some(expected) = pending.expected(id) else { return Ok(()) };
-    let copy = file.read_unchecked(buf).ok().filter(|()| node::validate(buf).is_ok()).map(|()| buf.to_vec());
+    let copy = file
+        .read_unchecked(buf)
+        .ok()
+        .filter(|()| swizzledb_btree::validate_page(buf).is_ok())
+        .map(|()| buf.to_vec());
     if copy.as_ref().is_some_and(|c| page::page_lsn(c) >= expected) {
         pending.current.fetch_add(1, Ordering::Relaxed);
         pending.done(id);

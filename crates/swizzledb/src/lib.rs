@@ -73,7 +73,10 @@ pub use crate::restart::RestartStats;
 pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
 pub use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogStats, RunSummary};
 
-pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
+pub use swizzledb_btree::{
+    max_inline_value_len, max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape,
+    MAX_VALUE_LEN,
+};
 pub use swizzledb_buffer::{
     BpVariant, BufferError, EventKind, PolicyKind, PolicySpec, PoolConfig, PoolMode, Stats, TraceError,
     TraceEvent, TraceReader, TraceSummary,
@@ -646,6 +649,7 @@ impl Builder {
     fn log_config(&self, path: &Path) -> LogConfig {
         let mut config = LogConfig::new(wal_dir(path));
         config.vfs = Arc::clone(&self.config.vfs);
+        config.buffer_bytes = LOG_BUFFER_BYTES;
         if let Some(bytes) = self.log_segment_bytes {
             config.segment_bytes = bytes;
         }
@@ -1025,6 +1029,19 @@ pub(crate) struct Core {
     restart_stats: Mutex<RestartStats>,
 }
 
+/// The longest value whose leaf change fits one log record of at most `max_body` bytes
+/// (btree README T22): besides the value, a record holds the key, the leaf's base image, the
+/// chain's page ids (at most 10 bytes per page of at least 4 KiB) and a few varints.
+fn loggable_value_len(max_body: usize, page_size: usize) -> usize {
+    let room = max_body.saturating_sub(swizzledb_btree::max_key_len(page_size) + page_size + 256);
+    room - room / 256
+}
+
+/// The log buffer of every database: large enough that a record holding a value of
+/// [`swizzledb_btree::MAX_VALUE_LEN`] bytes fits (a log record is at most a quarter of the
+/// buffer, wal README W2).
+const LOG_BUFFER_BYTES: usize = 17 << 20;
+
 /// How long an auto-commit write retries a refused record lock before it gives up (T14).
 const AUTO_COMMIT_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -1118,7 +1135,9 @@ impl Core {
     /// its reads return only committed records (K14).
     fn handle(&self, tree: Tree) -> Tree {
         let Some(wal) = &self.wal else { return tree };
-        let tree = tree.with_auto_commit(Arc::new(AutoCommitter(self.me.lock().clone())));
+        let tree = tree
+            .with_auto_commit(Arc::new(AutoCommitter(self.me.lock().clone())))
+            .with_value_limit(loggable_value_len(wal.log.max_body(), self.pool.page_size()));
         match &self.locks {
             Some(locks) => tree.with_read_gate(Arc::new(isolation::CommittedReads {
                 locks: Arc::clone(locks),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use swizzledb_btree::log::LogFailure;
-use swizzledb_btree::{ChangeLog, LeafChange, PageChange};
+use swizzledb_btree::{ChangeLog, LeafChange, Overflow, PageChange};
 use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
@@ -631,7 +631,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         // A copy with a good checksum that is a node is only stale: the changes after it are
         // replayed onto it (R18, R22); a damaged one is rebuilt from the page's whole history.
         let copy = (swizzledb_buffer::page::verify(buf, page).is_ok()
-            && swizzledb_btree::node::validate(buf).is_ok())
+            && swizzledb_btree::validate_page(buf).is_ok())
         .then(|| buf.to_vec());
         let redone = crate::repair::redo_page(&self.log, self.archive.as_deref(), page, buf.len(), copy)
             .and_then(|p| {
@@ -673,6 +673,7 @@ impl ChangeLog for SystemLog<'_> {
         _tree: PageId,
         _leaf: &ExclusiveGuard<'_>,
         _change: &LeafChange<'_>,
+        _overflow: Overflow<'_, '_>,
     ) -> Result<Lsn, LogFailure> {
         Err("a record change outside a transaction".into())
     }
@@ -829,6 +830,7 @@ impl ChangeLog for TxnLog<'_> {
         tree: PageId,
         leaf: &ExclusiveGuard<'_>,
         change: &LeafChange<'_>,
+        overflow: Overflow<'_, '_>,
     ) -> Result<Lsn, LogFailure> {
         self.ensure_begun().map_err(failure)?;
         let txn = self.shared.id;
@@ -844,12 +846,32 @@ impl ChangeLog for TxnLog<'_> {
             }
             _ => None,
         };
+        // The new value's overflow pages hold a recovery LSN before the record exists (R3); redo
+        // rebuilds them from the record (btree README T22).
+        if let Some(wal) = self.wal {
+            let bound = wal.log.end();
+            for g in overflow.chain {
+                g.hold_rec_lsn(bound);
+            }
+        }
+        let chain: Vec<PageId> = overflow.chain.iter().map(ExclusiveGuard::page_id).collect();
+        let freed = overflow.freed.to_vec();
         let undo_prev = Cell::new(Lsn(0));
         let lsn = self
             .append_then(
                 |prev| {
                     undo_prev.set(prev);
-                    Record::Leaf { txn, prev, undo_next, tree, page, change: Change::of(change), base }
+                    Record::Leaf {
+                        txn,
+                        prev,
+                        undo_next,
+                        tree,
+                        page,
+                        change: Change::of(change),
+                        base,
+                        chain,
+                        freed,
+                    }
                 },
                 // A compensation record is never undone; the chain continues at its undo-next
                 // link.

@@ -7,7 +7,7 @@
 //! | kind | fields |
 //! |---|---|
 //! | 1 `Begin` | txn |
-//! | 2 `Leaf` | flags byte (change: 1 insert, 2 update, 3 delete in bits 0–1; 4: CLR; 8: base image), txn, prev, undo_next (CLR only), tree, page, key, value (insert) / old, new (update) / old (delete), base image (if flagged) |
+//! | 2 `Leaf` | flags byte (change: 1 insert, 2 update, 3 delete in bits 0–1; 4: CLR; 8: base image; 16: overflow pages), txn, prev, undo_next (CLR only), tree, page, new value's overflow chain and freed overflow pages (if flagged: count, ids, each), key, value (insert) / old, new (update) / old (delete) — whole values, large ones too — , base image (if flagged) |
 //! | 3 `Commit` / 4 `Abort` / 5 `End` | txn, prev |
 //! | 6 `Structure` | count, per page: page id, form byte and its fields (0 image: image; 1 split: separator key, new foster child; 2 adopt: separator key, child; 3 adopted: former foster child; 4 unlink: key, child); freed page ids (count, ids) |
 //! | 7 `CreateTree` | name, root |
@@ -213,6 +213,11 @@ pub enum Record {
         /// The leaf's disk image before the change, when this is the first change since the page
         /// was last written (so redo never needs the page from disk, RECOVERY.md R3).
         base: Option<Vec<u8>>,
+        /// The overflow chain the new value was written to (btree README T22), in order; redo
+        /// rebuilds each page from the value. Empty for a value stored in the leaf.
+        chain: Vec<PageId>,
+        /// The overflow pages of the replaced or removed value, returned to the free-page set.
+        freed: Vec<PageId>,
     },
     /// The transaction committed.
     Commit {
@@ -273,8 +278,15 @@ pub enum Record {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum AnalysisView {
     /// A leaf change: its transaction, a CLR's undo-next, its page, whether it carries the
-    /// page's base image.
-    Leaf { txn: TxnId, undo_next: Option<Lsn>, page: PageId, base: bool },
+    /// page's base image; the overflow pages it writes (as images) and frees.
+    Leaf {
+        txn: TxnId,
+        undo_next: Option<Lsn>,
+        page: PageId,
+        base: bool,
+        chain: Vec<PageId>,
+        freed: Vec<PageId>,
+    },
     /// A structure change: each page and whether it is logged as an image; the freed pages.
     Structure { pages: Vec<(PageId, bool)>, freed: Vec<PageId> },
 }
@@ -367,11 +379,14 @@ impl From<UnknownRecordKind> for Malformed {
 
 impl Record {
     /// The pages whose contents the record changes (what the log archive files it under,
-    /// RECOVERY.md R17): a leaf change's leaf; a structure change's pages and freed pages.
+    /// RECOVERY.md R17): a leaf change's leaf, the new value's overflow chain and the freed
+    /// overflow pages; a structure change's pages and freed pages.
     #[must_use]
     pub fn pages_changed(&self) -> Vec<PageId> {
         match self {
-            Record::Leaf { page, .. } => vec![*page],
+            Record::Leaf { page, chain, freed, .. } => {
+                std::iter::once(*page).chain(chain.iter().copied()).chain(freed.iter().copied()).collect()
+            }
             Record::Structure { pages, freed } => {
                 pages.iter().map(|(p, _)| *p).chain(freed.iter().copied()).collect()
             }
@@ -402,7 +417,12 @@ impl Record {
                     r.var()?; // undo_next
                 }
                 r.var()?; // tree
-                Ok(vec![r.page()?])
+                let mut pages = vec![r.page()?];
+                if flags & LEAF_OVERFLOW != 0 {
+                    pages.extend(r.pages()?);
+                    pages.extend(r.pages()?);
+                }
+                Ok(pages)
             }
             RecordKind::Structure => {
                 let n = r.count(2)?;
@@ -454,7 +474,19 @@ impl Record {
                 let undo_next = if flags & LEAF_CLR != 0 { Some(Lsn(r.var()?)) } else { None };
                 r.var()?; // tree
                 let page = r.page()?;
-                Ok(Some(AnalysisView::Leaf { txn, undo_next, page, base: flags & LEAF_BASE != 0 }))
+                let (chain, freed) = if flags & LEAF_OVERFLOW != 0 {
+                    (r.pages()?, r.pages()?)
+                } else {
+                    (Vec::new(), Vec::new())
+                };
+                Ok(Some(AnalysisView::Leaf {
+                    txn,
+                    undo_next,
+                    page,
+                    base: flags & LEAF_BASE != 0,
+                    chain,
+                    freed,
+                }))
             }
             RecordKind::Structure => {
                 let n = r.count(2)?;
@@ -530,7 +562,7 @@ impl Record {
         w.u8(self.kind().into());
         match self {
             Record::Begin { txn } => w.var(txn.0),
-            Record::Leaf { txn, prev, undo_next, tree, page, change, base } => {
+            Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed } => {
                 let form = match change {
                     Change::Insert { .. } => LEAF_INSERT,
                     Change::Update { .. } => LEAF_UPDATE,
@@ -538,7 +570,8 @@ impl Record {
                 };
                 let clr = if undo_next.is_some() { LEAF_CLR } else { 0 };
                 let has_base = if base.is_some() { LEAF_BASE } else { 0 };
-                w.u8(form | clr | has_base);
+                let overflow = if chain.is_empty() && freed.is_empty() { 0 } else { LEAF_OVERFLOW };
+                w.u8(form | clr | has_base | overflow);
                 w.var(txn.0);
                 w.var(prev.0);
                 if let Some(l) = undo_next {
@@ -546,6 +579,10 @@ impl Record {
                 }
                 w.var(tree.get());
                 w.var(page.get());
+                if overflow != 0 {
+                    w.pages(chain);
+                    w.pages(freed);
+                }
                 match change {
                     Change::Insert { key, value } => {
                         w.bytes(key);
@@ -658,7 +695,7 @@ impl Record {
             RecordKind::Begin => Record::Begin { txn: TxnId(r.var()?) },
             RecordKind::Leaf => {
                 let flags = r.u8()?;
-                if flags & !(LEAF_FORM | LEAF_CLR | LEAF_BASE) != 0 {
+                if flags & !(LEAF_FORM | LEAF_CLR | LEAF_BASE | LEAF_OVERFLOW) != 0 {
                     return Err(Malformed("leaf record flags"));
                 }
                 let txn = TxnId(r.var()?);
@@ -666,6 +703,14 @@ impl Record {
                 let undo_next = if flags & LEAF_CLR != 0 { Some(Lsn(r.var()?)) } else { None };
                 let tree = r.page()?;
                 let page = r.page()?;
+                let (chain, freed) = if flags & LEAF_OVERFLOW != 0 {
+                    (r.pages()?, r.pages()?)
+                } else {
+                    (Vec::new(), Vec::new())
+                };
+                if flags & LEAF_OVERFLOW != 0 && chain.is_empty() && freed.is_empty() {
+                    return Err(Malformed("leaf record flagged with overflow pages names none"));
+                }
                 let change = match flags & LEAF_FORM {
                     LEAF_INSERT => Change::Insert { key: r.bytes()?, value: r.bytes()? },
                     LEAF_UPDATE => Change::Update { key: r.bytes()?, old: r.bytes()?, new: r.bytes()? },
@@ -673,7 +718,7 @@ impl Record {
                     _ => return Err(Malformed("leaf change kind")),
                 };
                 let base = if flags & LEAF_BASE != 0 { Some(r.image()?) } else { None };
-                Record::Leaf { txn, prev, undo_next, tree, page, change, base }
+                Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed }
             }
             RecordKind::Commit => {
                 let (txn, prev) = (TxnId(r.var()?), Lsn(r.var()?));
@@ -758,6 +803,7 @@ const LEAF_INSERT: u8 = 1;
 const LEAF_UPDATE: u8 = 2;
 const LEAF_DELETE: u8 = 3;
 const LEAF_CLR: u8 = 4;
+const LEAF_OVERFLOW: u8 = 16;
 const LEAF_BASE: u8 = 8;
 
 /// How a `Structure` record logs one page ([`NodeLog`]).
@@ -995,16 +1041,12 @@ mod tests {
                 page.clone(),
                 page.clone(),
                 change(),
-                prop::option::of(bytes())
+                prop::option::of(bytes()),
+                prop::collection::vec(page.clone(), 0..3),
+                prop::collection::vec(page.clone(), 0..3),
             )
-                .prop_map(|(txn, prev, undo_next, tree, page, change, base)| Record::Leaf {
-                    txn,
-                    prev,
-                    undo_next,
-                    tree,
-                    page,
-                    change,
-                    base
+                .prop_map(|(txn, prev, undo_next, tree, page, change, base, chain, freed)| {
+                    Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed }
                 }),
             (txn.clone(), lsn.clone()).prop_map(|(txn, prev)| Record::Commit { txn, prev }),
             (txn.clone(), lsn.clone()).prop_map(|(txn, prev)| Record::Abort { txn, prev }),
@@ -1033,9 +1075,14 @@ mod tests {
         #[test]
         fn analysis_view_agrees_with_decode(rec in record()) {
             let want = match &rec {
-                Record::Leaf { txn, undo_next, page, base, .. } => {
-                    Some(AnalysisView::Leaf { txn: *txn, undo_next: *undo_next, page: *page, base: base.is_some() })
-                }
+                Record::Leaf { txn, undo_next, page, base, chain, freed, .. } => Some(AnalysisView::Leaf {
+                    txn: *txn,
+                    undo_next: *undo_next,
+                    page: *page,
+                    base: base.is_some(),
+                    chain: chain.clone(),
+                    freed: freed.clone(),
+                }),
                 Record::Structure { pages, freed } => Some(AnalysisView::Structure {
                     pages: pages.iter().map(|(p, n)| (*p, matches!(n, NodeLog::Image(_)))).collect(),
                     freed: freed.clone(),
@@ -1144,6 +1191,8 @@ mod tests {
             page: pid(4000),
             change: Change::Insert { key: vec![7; 8], value: vec![9; 100] },
             base: None,
+            chain: vec![],
+            freed: vec![],
         };
         assert_eq!(leaf.encode().len(), 121, "kind, flags, 2+4+1+2 bytes of ids, 1+8 key, 1+100 value");
         let split = Record::Structure {

@@ -3,7 +3,6 @@
 //! log alone — its newest image in the log archive or the log, then every change after it,
 //! replayed page-locally (R9) — without reading any other page.
 
-use swizzledb_btree::node;
 use swizzledb_buffer::page;
 use swizzledb_buffer::PageId;
 use swizzledb_sync::Lsn;
@@ -82,7 +81,7 @@ pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
         Record::Structure { pages, .. } => {
             pages.iter().any(|(p, n)| *p == id && matches!(n, NodeLog::Image(_)))
         }
-        Record::Leaf { page, base, .. } => *page == id && base.is_some(),
+        Record::Leaf { page, base, chain, .. } => (*page == id && base.is_some()) || chain.contains(&id),
         Record::Begin { .. }
         | Record::Commit { .. }
         | Record::Abort { .. }
@@ -96,7 +95,7 @@ pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
 
 /// Whether `record` frees `id`.
 pub(crate) fn frees(record: &Record, id: PageId) -> bool {
-    matches!(record, Record::Structure { freed, .. } if freed.contains(&id))
+    matches!(record, Record::Structure { freed, .. } | Record::Leaf { freed, .. } if freed.contains(&id))
 }
 
 /// The one page single-page recovery builds.
@@ -119,6 +118,10 @@ impl RedoTarget for OnePage {
         page::set_page_lsn(&mut p, lsn);
         self.page = Some(p);
         Ok(())
+    }
+
+    fn page_size(&self) -> usize {
+        self.page_size
     }
 }
 
@@ -143,7 +146,7 @@ pub(crate) fn replay_onto(
         redo_on_page(&mut target, id, *lsn, record)?;
     }
     let page = target.page.ok_or_else(|| unrecoverable(id, "no image to replay onto"))?;
-    node::validate(&page)
+    swizzledb_btree::validate_page(&page)
         .map_err(|e| unrecoverable(id, format!("the rebuilt page is not a valid node: {e}")))?;
     Ok(page)
 }

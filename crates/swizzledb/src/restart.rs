@@ -5,13 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use swizzledb_btree::log::{redo, redo_node};
-use swizzledb_btree::node;
 use swizzledb_buffer::page;
 use swizzledb_buffer::{Allocation, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, LogManager};
 
-use crate::record::{AnalysisView, Checkpoint, Malformed, NodeLog, Record, TxnEntry, TxnState};
+use crate::record::{AnalysisView, Change, Checkpoint, Malformed, NodeLog, Record, TxnEntry, TxnState};
 use crate::{Error, Result};
 
 /// What analysis and redo found, for undo and the pool.
@@ -288,8 +287,9 @@ impl Analysis {
     /// The body is not a record of this format version.
     pub(crate) fn record_body(&mut self, lsn: Lsn, body: &[u8]) -> std::result::Result<(), Malformed> {
         match Record::analysis_view(body)? {
-            Some(AnalysisView::Leaf { txn, undo_next, page, base }) => {
-                self.leaf(lsn, txn, undo_next, page, base)
+            Some(AnalysisView::Leaf { txn, undo_next, page, base, chain, freed }) => {
+                self.leaf(lsn, txn, undo_next, page, base);
+                self.structure(lsn, chain.into_iter().map(|p| (p, true)), &freed);
             }
             Some(AnalysisView::Structure { pages, freed }) => self.structure(lsn, pages.into_iter(), &freed),
             None => self.record(lsn, &Record::decode(body)?),
@@ -335,8 +335,10 @@ impl Analysis {
                 self.txn_record(*txn, lsn, None);
                 self.first.entry(*txn).or_insert(lsn);
             }
-            Record::Leaf { txn, undo_next, page, base, .. } => {
+            Record::Leaf { txn, undo_next, page, base, chain, freed, .. } => {
                 self.leaf(lsn, *txn, *undo_next, *page, base.is_some());
+                // T22: the new value's overflow pages are written whole, like new nodes.
+                self.structure(lsn, chain.iter().map(|p| (*p, true)), freed);
             }
             Record::Commit { txn, .. } => self.txn_record(*txn, lsn, None).state = TxnState::Committed,
             Record::Abort { txn, .. } => self.txn_record(*txn, lsn, None).state = TxnState::Aborting,
@@ -387,6 +389,9 @@ pub(crate) trait RedoTarget {
     /// # Errors
     /// The image is not a valid node of this page (R9).
     fn install(&mut self, id: PageId, image: &[u8], lsn: Lsn) -> Result<()>;
+
+    /// The size of the pages.
+    fn page_size(&self) -> usize;
 }
 
 /// Checks an image from the log before anything uses it (R9): its size, its node structure
@@ -395,7 +400,8 @@ pub(crate) fn check_image(id: PageId, image: &[u8], page_size: usize, lsn: Lsn) 
     if image.len() != page_size {
         return Err(corrupted(lsn, format!("an image of page {id} of {} bytes", image.len())));
     }
-    node::validate(image).map_err(|e| corrupted(lsn, format!("the image of page {id} is damaged: {e}")))?;
+    swizzledb_btree::validate_page(image)
+        .map_err(|e| corrupted(lsn, format!("the image of page {id} is damaged: {e}")))?;
     if page::page_id(image) != id.get() {
         return Err(corrupted(lsn, format!("the image of page {id} names page {}", page::page_id(image))));
     }
@@ -417,7 +423,7 @@ pub(crate) fn redo_on_page(
     record: &Record,
 ) -> Result<bool> {
     match record {
-        Record::Leaf { page: leaf, change, base, .. } if *leaf == id => {
+        Record::Leaf { page: leaf, change, base, chain, .. } if *leaf == id => {
             if let Some(image) = base {
                 target.install(id, image, Lsn(0))?;
             }
@@ -425,8 +431,25 @@ pub(crate) fn redo_on_page(
             if page::page_lsn(p) >= lsn {
                 return Ok(false);
             }
-            redo(p, &change.borrow()).map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
+            redo(p, &change.borrow(), chain)
+                .map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
             page::set_page_lsn(p, lsn);
+            Ok(true)
+        }
+        // T22: a page of the new value's overflow chain, rebuilt from the value (its image).
+        Record::Leaf { change, chain, .. } if chain.contains(&id) => {
+            let (Change::Insert { value, .. } | Change::Update { new: value, .. }) = change else {
+                return Err(corrupted(lsn, format!("a delete that writes overflow page {id}")));
+            };
+            let at = chain.iter().position(|p| *p == id).unwrap_or_default();
+            if swizzledb_btree::overflow::chain_len(target.page_size(), value.len()) != chain.len() {
+                return Err(corrupted(
+                    lsn,
+                    format!("a value of {} bytes with {} overflow pages", value.len(), chain.len()),
+                ));
+            }
+            let image = swizzledb_btree::overflow::page_image(target.page_size(), value, chain, at);
+            target.install(id, &image, lsn)?;
             Ok(true)
         }
         Record::Structure { pages, .. } => {
@@ -481,7 +504,7 @@ impl RedoTarget for RedoPages<'_> {
             // R9: redo works only on a page that is a well-formed node (btree README T17); a
             // damaged one is rebuilt from the log by single-page recovery (R18).
             let read = self.file.read_page(id, &mut buf).map_err(|e| e.to_string());
-            if let Err(damage) = read.and_then(|()| node::validate(&buf)) {
+            if let Err(damage) = read.and_then(|()| swizzledb_btree::validate_page(&buf)) {
                 buf = crate::repair::rebuild_page(self.log, self.archive, id, self.file.page_size(), lsn)
                     .map_err(|e| damaged(format!("{damage}; single-page recovery failed: {e}")))?;
                 log::warn!("restart: page {id} was damaged ({damage}); rebuilt by single-page recovery");
@@ -498,6 +521,10 @@ impl RedoTarget for RedoPages<'_> {
         page::set_page_lsn(&mut p, lsn);
         self.pages.insert(id, p);
         Ok(())
+    }
+
+    fn page_size(&self) -> usize {
+        self.file.page_size()
     }
 }
 

@@ -3,7 +3,9 @@
 
 use std::io::{Seek, SeekFrom, Write};
 use std::ops::Bound;
-use swizzledb::{max_key_len, max_value_len, BufferError, Database, Error, PoolMode, TreeError};
+use swizzledb::{
+    max_inline_value_len, max_key_len, max_value_len, BufferError, Database, Error, PoolMode, TreeError,
+};
 
 fn small() -> swizzledb::Builder {
     Database::builder().page_size(4096).pool_bytes(64 * 4096)
@@ -116,7 +118,8 @@ fn oversize_key_and_value_change_nothing() {
     let t = db.create_tree("t").unwrap();
     t.insert(b"k", b"v").unwrap();
     let big_key = vec![1u8; max_key_len(4096) + 1];
-    let big_val = vec![1u8; max_value_len(4096) + 1];
+    let big_val = vec![1u8; t.max_value_len() + 1];
+    assert!(t.max_value_len() <= max_value_len(4096));
     assert!(matches!(t.insert(&big_key, b"v"), Err(TreeError::KeyTooLarge { .. })));
     assert!(matches!(t.upsert(b"k", &big_val), Err(TreeError::ValueTooLarge { .. })));
     assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
@@ -125,9 +128,14 @@ fn oversize_key_and_value_change_nothing() {
     for i in 0..50u8 {
         let mut k = key.clone();
         k[0] = i;
-        t.insert(&k, &vec![i; max_value_len(4096)]).unwrap();
+        t.insert(&k, &vec![i; max_inline_value_len(4096)]).unwrap();
     }
     assert_eq!(t.verify().unwrap().records, 51);
+    // The longest value this tree takes goes to overflow pages (T22) and comes back whole.
+    let longest: Vec<u8> = (0..t.max_value_len()).map(|i| (i % 251) as u8).collect();
+    t.insert(b"longest", &longest).unwrap();
+    assert_eq!(t.get(b"longest").unwrap(), Some(longest));
+    assert_eq!(t.verify().unwrap().large_values, 1);
 }
 
 #[test]

@@ -430,6 +430,8 @@ fn append_redo(path: &Path, root: u64, image: Option<(u64, Vec<u8>)>, id: u64, k
         page: pid,
         change: Change::Insert { key: k.to_vec(), value: b"redone".to_vec() },
         base: None,
+        chain: vec![],
+        freed: vec![],
     };
     let at = log.append(&leaf.encode()).unwrap();
     log.append(&Record::Commit { txn, prev: at }.encode()).unwrap();

@@ -61,6 +61,8 @@ fn insert(txn: u64, page: PageId, tree: PageId, key: &[u8], value: &[u8]) -> Rec
         page,
         change: Change::Insert { key: key.to_vec(), value: value.to_vec() },
         base: None,
+        chain: vec![],
+        freed: vec![],
     }
 }
 
@@ -146,6 +148,8 @@ fn r10_an_interrupted_rollback_resumes_at_its_last_compensation() {
             page: root,
             change: Change::Delete { key: b"y".to_vec(), old: b"2".to_vec() },
             base: None,
+            chain: vec![],
+            freed: vec![],
         }],
     );
     let db = builder().open(&path).unwrap();

@@ -1,0 +1,356 @@
+//! Large values (README T22): a value longer than [`max_inline_value_len`] lives in a chain of
+//! overflow pages, and its leaf record holds a fixed-size *stub* naming the chain.
+//!
+//! ```text
+//! stub (the record's value field, STUB_LEN bytes, flagged in the record's length field):
+//!      0   8  the value's length
+//!      8   8  the first overflow page
+//!     16   4  CRC-32C of the value
+//! overflow page:
+//!      0  32  common page header (buffer::page), type Overflow, level 0
+//!     32   8  the next page of the chain (0: this is the last)
+//!     40   4  bytes of the value on this page
+//!     44   4  reserved (0)
+//!     48      the value's bytes
+//! ```
+//!
+//! A chain belongs to exactly one stub, and is reached only through its leaf: readers latch the
+//! leaf, then the chain's pages in order (latch order leaf → chain, T8), so a chain never
+//! changes under a reader. Writers build a new chain on pages nobody can reach yet, log the
+//! leaf change with the chain's page ids and the value (one record: the leaf, every page of the
+//! new chain, and the pages of the chain it frees, T11/T12), and only then make the stub
+//! visible; the replaced or deleted value's chain is freed after that record. Every page of a
+//! chain being written or freed is latched exclusively at once, so a value may occupy at most
+//! an eighth of the pool ([`Tree::max_value_len`]).
+
+use crate::error::{Result, TreeError};
+use crate::Tree;
+use swizzledb_buffer::page::{self, get_u32, get_u64, put_u32, put_u64, PageType, HEADER_SIZE};
+use swizzledb_buffer::{ExclusiveGuard, PageId, Shared};
+use swizzledb_sync::Lsn;
+
+/// Bytes of a stub.
+pub const STUB_LEN: usize = 20;
+
+/// The longest value any tree accepts (T22). A tree's own limit ([`Tree::max_value_len`]) may
+/// be lower: a value's chain must fit in an eighth of the pool, and its log record in the log.
+pub const MAX_VALUE_LEN: usize = 4 << 20;
+
+const NEXT: usize = HEADER_SIZE;
+const LEN: usize = HEADER_SIZE + 8;
+const RESERVED: usize = HEADER_SIZE + 12;
+const DATA: usize = HEADER_SIZE + 16;
+
+/// Longest value stored in its leaf record for a page size (T6): a node must hold its fence
+/// keys and two records. Longer values go to overflow pages (T22).
+#[must_use]
+pub fn max_inline_value_len(page_size: usize) -> usize {
+    page_size / 4
+}
+
+/// Whether a value of `len` bytes lives in overflow pages at this page size.
+#[must_use]
+pub fn is_large(page_size: usize, len: usize) -> bool {
+    len > max_inline_value_len(page_size)
+}
+
+/// Value bytes one overflow page holds.
+#[must_use]
+pub fn page_payload(page_size: usize) -> usize {
+    page_size - DATA
+}
+
+/// Overflow pages of a value of `len` bytes (0 for a value stored in its leaf).
+#[must_use]
+pub fn chain_len(page_size: usize, len: usize) -> usize {
+    if is_large(page_size, len) {
+        len.div_ceil(page_payload(page_size))
+    } else {
+        0
+    }
+}
+
+/// A decoded stub.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stub {
+    /// The value's length.
+    pub len: u64,
+    /// Its first overflow page.
+    pub first: PageId,
+    /// CRC-32C of the value.
+    pub crc: u32,
+}
+
+impl Stub {
+    /// The stub of `value`, whose chain starts at `first`.
+    #[must_use]
+    pub fn of(value: &[u8], first: PageId) -> Stub {
+        Stub { len: value.len() as u64, first, crc: crc32c::crc32c(value) }
+    }
+
+    /// Its bytes.
+    #[must_use]
+    pub fn encode(&self) -> [u8; STUB_LEN] {
+        let mut b = [0u8; STUB_LEN];
+        b[..8].copy_from_slice(&self.len.to_le_bytes());
+        b[8..16].copy_from_slice(&self.first.get().to_le_bytes());
+        b[16..].copy_from_slice(&self.crc.to_le_bytes());
+        b
+    }
+
+    /// Reads a stub; `None` if `b` is not one (wrong size, no first page).
+    #[must_use]
+    pub fn decode(b: &[u8]) -> Option<Stub> {
+        if b.len() != STUB_LEN {
+            return None;
+        }
+        Some(Stub {
+            len: get_u64(b, 0),
+            first: PageId::new(get_u64(b, 8)).filter(|p| p.get() != 0)?,
+            crc: get_u32(b, 16),
+        })
+    }
+}
+
+/// Writes page `i` of `value`'s chain `chain` into `page` (a page of the pool's size, whose
+/// header names `chain[i]`), leaving the page LSN as it is.
+pub fn fill_page(page: &mut [u8], value: &[u8], chain: &[PageId], i: usize) {
+    let per = page_payload(page.len());
+    let part = &value[(i * per).min(value.len())..((i + 1) * per).min(value.len())];
+    page::set_type(page, PageType::Overflow, 0);
+    put_u64(page, NEXT, chain.get(i + 1).map_or(0, |p| p.get()));
+    put_u32(page, LEN, u32::try_from(part.len()).expect("a page's payload fits a u32"));
+    put_u32(page, RESERVED, 0);
+    page[DATA..DATA + part.len()].copy_from_slice(part);
+    page[DATA + part.len()..].fill(0);
+}
+
+/// The image of page `i` of `value`'s chain `chain` (what redo installs, T12), page LSN 0.
+#[must_use]
+pub fn page_image(page_size: usize, value: &[u8], chain: &[PageId], i: usize) -> Vec<u8> {
+    let mut p = vec![0u8; page_size];
+    page::format(&mut p, chain[i], PageType::Overflow, 0);
+    fill_page(&mut p, value, chain, i);
+    p
+}
+
+/// Checks an overflow page's own structure (T17 for overflow pages): type and level, a length
+/// within the page, no next page naming the page itself, zero bytes past the value.
+///
+/// # Errors
+/// The first inconsistency found.
+pub fn validate(p: &[u8]) -> std::result::Result<(), String> {
+    if page::page_type(p) != Some(PageType::Overflow) || page::level(p) != 0 {
+        return Err(format!(
+            "page type {:?} at level {} is not an overflow page",
+            page::page_type(p),
+            page::level(p)
+        ));
+    }
+    let len = get_u32(p, LEN) as usize;
+    if len > page_payload(p.len()) {
+        return Err(format!("an overflow page holding {len} bytes, more than its {}", page_payload(p.len())));
+    }
+    if get_u64(p, NEXT) == page::page_id(p) && get_u64(p, NEXT) != 0 {
+        return Err("an overflow page naming itself as the next".into());
+    }
+    if get_u32(p, RESERVED) != 0 || p[DATA + len..].iter().any(|&b| b != 0) {
+        return Err("an overflow page with bytes outside its value".into());
+    }
+    Ok(())
+}
+
+/// The next page of the chain after overflow page `p` (`None`: the last).
+#[must_use]
+pub fn next(p: &[u8]) -> Option<PageId> {
+    match get_u64(p, NEXT) {
+        0 => None,
+        n => PageId::new(n),
+    }
+}
+
+/// The value bytes on overflow page `p` (validated).
+#[must_use]
+pub fn data(p: &[u8]) -> &[u8] {
+    let len = (get_u32(p, LEN) as usize).min(page_payload(p.len()));
+    &p[DATA..DATA + len]
+}
+
+/// A chain latched exclusively: a new one being written (`fresh`), or an old one being freed.
+/// A fresh chain not yet logged is freed when dropped (its pages were never reachable); an old
+/// one is freed only by [`Chain::free`], after the change that frees it is logged.
+pub(crate) struct Chain<'a> {
+    pub(crate) guards: Vec<ExclusiveGuard<'a>>,
+    fresh: bool,
+}
+
+impl<'a> Chain<'a> {
+    pub(crate) fn none() -> Chain<'a> {
+        Chain { guards: Vec::new(), fresh: false }
+    }
+
+    pub(crate) fn ids(&self) -> Vec<PageId> {
+        self.guards.iter().map(ExclusiveGuard::page_id).collect()
+    }
+
+    /// The change that wrote this chain is logged at `lsn`: the chain is the stub's now.
+    pub(crate) fn keep(mut self, lsn: Option<Lsn>) {
+        if let Some(lsn) = lsn {
+            for g in &mut self.guards {
+                g.set_page_lsn(lsn);
+            }
+        }
+        self.fresh = false;
+    }
+
+    /// Returns every page to the free-page set (B11: overflow pages hold no swips).
+    pub(crate) fn free(mut self, tree: &Tree) {
+        self.fresh = false;
+        for g in self.guards.drain(..) {
+            tree.pool.free_page(g);
+        }
+    }
+}
+
+impl Drop for Chain<'_> {
+    fn drop(&mut self) {
+        if self.fresh {
+            for g in self.guards.drain(..) {
+                g.pool().free_page(g);
+            }
+        }
+    }
+}
+
+impl Tree {
+    /// The longest value this tree accepts (T22): at most [`MAX_VALUE_LEN`], at most what an
+    /// eighth of the pool's frames hold in overflow pages, and at most what the engine's log
+    /// takes in one record (set with [`Tree::with_value_limit`]).
+    #[must_use]
+    pub fn max_value_len(&self) -> usize {
+        let ps = self.pool.page_size();
+        let by_pool = (self.pool.capacity() / 8) * page_payload(ps);
+        MAX_VALUE_LEN.min(by_pool).min(self.value_limit).max(max_inline_value_len(ps))
+    }
+
+    /// This handle with values limited to `max` bytes (the engine passes what its log can
+    /// record in one record; T22).
+    #[must_use]
+    pub fn with_value_limit(mut self, max: usize) -> Tree {
+        self.value_limit = max;
+        self
+    }
+
+    /// Writes `value`'s chain on newly allocated pages, latched exclusively (T22). Nothing is
+    /// logged; dropped before its change is logged, the chain is freed again.
+    pub(crate) fn write_chain(&self, value: &[u8]) -> Result<Chain<'_>> {
+        let ps = self.pool.page_size();
+        let n = chain_len(ps, value.len());
+        let mut chain = Chain { guards: Vec::with_capacity(n), fresh: true };
+        for _ in 0..n {
+            chain.guards.push(self.pool.allocate_page()?);
+        }
+        let ids = chain.ids();
+        for (i, g) in chain.guards.iter_mut().enumerate() {
+            fill_page(g, value, &ids, i);
+        }
+        Ok(chain)
+    }
+
+    /// Reads the value a stub names into `out` (the leaf holding the stub is latched by the
+    /// caller), checking each page, the length and the checksum.
+    pub(crate) fn read_large(&self, stub: &[u8], leaf: PageId, out: &mut Vec<u8>) -> Result<()> {
+        self.walk_chain(stub, leaf, out, |tree, id| {
+            let g = tree.pool.fix_page::<Shared>(id)?;
+            Ok((data(&g).to_vec(), next(&g), page::page_type(&g), None))
+        })
+        .map(|_| ())
+    }
+
+    /// Latches the chain a stub names exclusively (to free it) and reads its value into `out`.
+    pub(crate) fn latch_large(&self, stub: &[u8], leaf: PageId, out: &mut Vec<u8>) -> Result<Chain<'_>> {
+        let guards = self.walk_chain(stub, leaf, out, |tree, id| {
+            let g: ExclusiveGuard<'_> = tree.pool.fix_page(id)?;
+            Ok((data(&g).to_vec(), next(&g), page::page_type(&g), Some(g)))
+        })?;
+        Ok(Chain { guards, fresh: false })
+    }
+
+    /// [`Tree::verify`] of one large value in leaf `leaf`: every page of its chain an overflow
+    /// page (T17 for overflow pages) reached by no other reference, the chain as long as the
+    /// value, and the value matching its checksum. Returns the chain's length.
+    pub(crate) fn verify_chain(
+        &self,
+        stub: &[u8],
+        leaf: PageId,
+        seen: &mut std::collections::HashSet<PageId>,
+    ) -> std::result::Result<usize, String> {
+        let mut value = Vec::new();
+        let mut pages = 0;
+        self.walk_chain(stub, leaf, &mut value, |tree, id| {
+            if !seen.insert(id) {
+                return Err(TreeError::Damaged {
+                    page: id,
+                    reason: "reached by more than one reference".into(),
+                });
+            }
+            let g = tree.with_room(|| Ok(tree.pool.fix_page::<Shared>(id)?))?;
+            validate(&g).map_err(|reason| TreeError::Damaged { page: id, reason })?;
+            pages += 1;
+            Ok((data(&g).to_vec(), next(&g), page::page_type(&g), None))
+        })
+        .map_err(|e| match e {
+            TreeError::Damaged { page, reason } => format!("{page:?}: {reason}"),
+            e => format!("{leaf:?}: {e}"),
+        })?;
+        Ok(pages)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn walk_chain<'a>(
+        &'a self,
+        stub: &[u8],
+        leaf: PageId,
+        out: &mut Vec<u8>,
+        mut fix: impl FnMut(
+            &'a Tree,
+            PageId,
+        )
+            -> Result<(Vec<u8>, Option<PageId>, Option<PageType>, Option<ExclusiveGuard<'a>>)>,
+    ) -> Result<Vec<ExclusiveGuard<'a>>> {
+        let damaged = |reason: String| TreeError::Damaged { page: leaf, reason };
+        let s = Stub::decode(stub).ok_or_else(|| damaged("a record's stub names no overflow page".into()))?;
+        let ps = self.pool.page_size();
+        let len = usize::try_from(s.len).unwrap_or(usize::MAX);
+        if !is_large(ps, len) || len > MAX_VALUE_LEN {
+            return Err(damaged(format!("a stub of a {len}-byte value")));
+        }
+        let pages = chain_len(ps, len);
+        out.clear();
+        out.reserve(len);
+        let mut guards = Vec::new();
+        let mut at = Some(s.first);
+        for i in 0..pages {
+            let id =
+                at.ok_or_else(|| damaged(format!("the overflow chain ends after {i} of {pages} pages")))?;
+            let (bytes, nxt, ty, g) = fix(self, id)?;
+            if ty != Some(PageType::Overflow) {
+                return Err(damaged(format!("page {id} of an overflow chain is a {ty:?} page")));
+            }
+            let want = if i + 1 == pages { len - i * page_payload(ps) } else { page_payload(ps) };
+            if bytes.len() != want {
+                return Err(damaged(format!("overflow page {id} holds {} bytes, not {want}", bytes.len())));
+            }
+            out.extend_from_slice(&bytes);
+            guards.extend(g);
+            at = nxt;
+        }
+        if let Some(id) = at {
+            return Err(damaged(format!("the overflow chain goes on to page {id} past the value's end")));
+        }
+        if crc32c::crc32c(out) != s.crc {
+            return Err(damaged("a large value does not match its checksum".into()));
+        }
+        Ok(guards)
+    }
+}
