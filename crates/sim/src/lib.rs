@@ -27,6 +27,7 @@
 
 pub mod dbmin;
 pub mod emulator;
+mod formats;
 mod generate;
 mod opt;
 mod pool;
@@ -34,6 +35,10 @@ mod run;
 mod stack;
 mod trace;
 
+pub use formats::{
+    hash_id, next_access, resolve, write_oracle_general, CsvSpec, Input, Layout, OracleRecord, ReadOptions,
+    Request, RequestReader, TraceFormat, ENGINE_TRACE_MAGIC, NO_NEXT_ACCESS, RECORD_LEN, ZSTD_MAGIC,
+};
 pub use generate::{Component, GenError, Generator, Pattern, SYNTAX};
 pub use opt::{opt, NextUse, NEVER};
 pub use pool::{Counts, SimError, SimPool};
