@@ -686,6 +686,21 @@ mod tests {
     }
 
     #[test]
+    fn the_simulator_knows_the_engine_trace_magic() {
+        assert_eq!(swizzledb_sim::ENGINE_TRACE_MAGIC, swizzledb_buffer::TRACE_MAGIC);
+    }
+
+    #[test]
+    fn formats_parse_auto_and_names() {
+        assert_eq!(parse_format("auto").unwrap(), FormatChoice(None));
+        assert_eq!(parse_format("oracle-general").unwrap(), FormatChoice(Some(TraceFormat::OracleGeneral)));
+        assert_eq!(parse_format("swizzledb").unwrap(), FormatChoice(Some(TraceFormat::SwizzleDb)));
+        assert!(parse_format("lcs").unwrap_err().contains("auto, swizzledb, oracle-general, csv or txt"));
+        assert!(parse_csv_spec("obj-id-col=2,has-header=true").is_ok());
+        assert!(parse_csv_spec("has-header=true").unwrap_err().contains("obj-id-col is required"));
+    }
+
+    #[test]
     fn policies_parse_all_lists_and_opt() {
         assert_eq!(parse_policies("ALL").unwrap().0, PolicyKind::all());
         assert_eq!(parse_policies("lru,opt,fifo,lru").unwrap().0, vec![PolicyKind::Lru, PolicyKind::Fifo]);
