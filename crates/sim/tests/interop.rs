@@ -247,6 +247,18 @@ fn a_zstd_cli_fixture_decodes_to_its_records() {
 }
 
 #[test]
+fn a_wrong_zstd_content_checksum_is_an_error() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/small.oracleGeneral.bin.zst");
+    let mut data = std::fs::read(path).unwrap();
+    // The frame ends with its 4-byte content checksum (zstd --check).
+    *data.last_mut().unwrap() ^= 1;
+    // So small a file is decoded whole when the input is opened (to look at its first bytes).
+    let err = Input::from_reader(Cursor::new(data), "flipped", None).unwrap_err();
+    assert!(matches!(err, TraceError::Zstd { .. }) && err.to_string().contains("checksum"), "{err:?}");
+}
+
+#[test]
 fn zstd_streams_of_several_frames_and_skippable_frames_decode_whole() {
     let level = ruzstd::encoding::CompressionLevel::Fastest;
     let (first, second) = ("1\n2\n3\n", "2\n1\n4\n");

@@ -157,8 +157,9 @@ fn zstd_error(name: &str, e: &dyn std::fmt::Display) -> TraceError {
 
 /// Every frame of a zstd stream, one after another (the format allows several, e.g. from
 /// concatenated files), skipping skippable frames. The decoder reads exactly a frame's bytes,
-/// so the next frame starts where the last one ended; it keeps only its window (at most 8 MiB
-/// by its default limit) of decoded data.
+/// so the next frame starts where the last one ended; it keeps only its window of decoded data
+/// (at most 128 MiB, the decoder's default limit). A frame's content checksum, if it has one, is
+/// compared with the decoded bytes' when the frame has been read.
 struct ZstdFrames {
     source: Box<dyn BufRead + Send>,
     decoder: FrameDecoder,
@@ -214,6 +215,16 @@ impl Read for ZstdFrames {
                 return self.decoder.read(buf);
             }
             if self.decoder.is_finished() {
+                if let (Some(stored), Some(computed)) =
+                    (self.decoder.get_checksum_from_data(), self.decoder.get_calculated_checksum())
+                {
+                    if stored != computed {
+                        return Err(io::Error::other(format!(
+                            "content checksum mismatch: the frame says {stored:08x}, the decoded data \
+                             gives {computed:08x}"
+                        )));
+                    }
+                }
                 if !self.start_frame()? {
                     self.done = true;
                 }
