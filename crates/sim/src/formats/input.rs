@@ -14,7 +14,7 @@ pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 const HEAD_LEN: usize = 4096;
 
 /// A trace's bytes, ready to parse: decompressed if they were zstd data, with the first
-/// [`HEAD_LEN`] bytes available through [`Input::head`] before reading starts.
+/// 4096 bytes available through [`Input::head`] before reading starts.
 pub struct Input {
     reader: Box<dyn BufRead + Send>,
     head: Vec<u8>,
