@@ -27,7 +27,8 @@ pub enum TraceAction {
     /// time_ns), or the reference string of any trace as libCacheSim's oracleGeneral
     Export(ExportArgs),
     /// Miss ratios of every replacement policy and of Belady's OPT at several cache sizes, and
-    /// the LRU stack-distance histogram, over a recorded, plain-text or synthetic trace
+    /// the LRU stack-distance histogram, over a recorded, plain-text or synthetic trace, or one
+    /// of libCacheSim's (oracleGeneral, CSV, txt; zstd-compressed or not)
     Analyze(swizzledb_lab::experiments::trace_analyze::AnalyzeArgs),
     /// Write a synthetic reference string (uniform, Zipf, scans, loops, mixtures, a drifting
     /// hot set) as a plain-text trace
@@ -48,7 +49,8 @@ pub struct RecordArgs {
 /// Arguments of `trace export`.
 #[derive(Args)]
 pub struct ExportArgs {
-    /// The trace file (- for standard input with --oracle-general)
+    /// The trace file, in any format `trace analyze` reads (- for standard input, with
+    /// --oracle-general only)
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
     #[command(flatten)]

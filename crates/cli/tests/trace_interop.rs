@@ -215,6 +215,7 @@ fn malformed_inputs_are_usage_errors_naming_the_offset_or_line() {
         (vec!["--input", p(&plain_zst)], None, "28 B5 2F FD"),
         (vec!["--input", p(&binary)], None, "--format"),
         (vec!["--input", "-", "--format", "txt", "--numeric-ids"], Some(b"1\nx\n"), "line 2"),
+        (vec!["--pattern", "uniform", "--pages", "9", "--refs", "9", "--format", "txt"], None, "--pattern"),
     ];
     for (args, stdin, needle) in cases {
         let mut all = vec!["trace", "analyze", "--sizes", "4", "--policies", "lru"];

@@ -329,3 +329,50 @@ fn detection_follows_the_documented_rules() {
     }
     assert!("lcs".parse::<CsvSpec>().is_err());
 }
+
+proptest::proptest! {
+    /// Arbitrary bytes, in every layout and as zstd data, give requests or an error: never a panic.
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        body in proptest::collection::vec(proptest::prop_oneof![proptest::num::u8::ANY, proptest::sample::select(vec![b'\n', b',', b'"', b'0', b'7'])], 0..400),
+        zstd in proptest::bool::ANY,
+    ) {
+        let mut bytes = if zstd { swizzledb_sim::ZSTD_MAGIC.to_vec() } else { Vec::new() };
+        bytes.extend(&body);
+        for options in [
+            with(TraceFormat::OracleGeneral),
+            with(TraceFormat::SwizzleDb),
+            with(TraceFormat::Txt),
+            ReadOptions { numeric_ids: true, ..with(TraceFormat::Txt) },
+            csv("time-col=3,obj-id-col=1,obj-size-col=2,has-header=true"),
+            csv("obj-id-col=2,obj-id-is-num=true,delimiter=\\t"),
+            ReadOptions::default(),
+        ] {
+            let result = Input::from_reader(Cursor::new(bytes.clone()), "arbitrary", Some("x.oracleGeneral"))
+                .and_then(|input| {
+                    let layout = resolve(&input, &options)?;
+                    RequestReader::new(input, layout, &options)?.collect()
+                });
+            if let Ok((reqs, _)) = result {
+                proptest::prop_assert!(reqs.len() <= bytes.len());
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    /// Valid zstd data with one byte changed decodes to something or fails with an error.
+    #[test]
+    fn corrupted_zstd_never_panics(at in 0usize..10_000, value in proptest::num::u8::ANY) {
+        let text: String = (0..3000).map(|i| format!("{}\n", i * 7919 % 997)).collect();
+        let mut data =
+            ruzstd::encoding::compress_to_vec(text.as_bytes(), ruzstd::encoding::CompressionLevel::Fastest);
+        let at = at % data.len();
+        data[at] = value;
+        let options = with(TraceFormat::SwizzleDb);
+        let _ = Input::from_reader(Cursor::new(data), "corrupted", None).and_then(|input| {
+            let layout = resolve(&input, &options)?;
+            RequestReader::new(input, layout, &options)?.collect()
+        });
+    }
+}

@@ -305,6 +305,13 @@ fn parse_policies(input: &str) -> Result<Policies, String> {
 
 /// Runs `trace analyze`.
 pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let f = &args.format;
+    if args.input.is_none() && (f.format.0.is_some() || f.csv_spec.is_some() || f.numeric_ids) {
+        return Err(Usage(
+            "--format, --csv-spec and --numeric-ids describe --input; a --pattern has none".into(),
+        )
+        .into());
+    }
     // The file, or else the synthetic trace.
     let source = match (&args.input, &args.pattern, args.pages, args.refs) {
         (Some(path), ..) => Err(path),
