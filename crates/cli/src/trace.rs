@@ -5,7 +5,9 @@
 //!   experiment, the demo) with tracing on for every database it opens. The first database
 //!   writes `FILE`, the next ones `FILE.1`, `FILE.2`, … in the order they are opened; the
 //!   command's own output is unchanged, and a list of the trace files follows on stderr.
-//! - `trace export --input FILE --csv OUT` writes one CSV row per event.
+//! - `trace export --input FILE --csv OUT` writes one CSV row per event of a recorded trace;
+//!   `trace export --input FILE --oracle-general OUT` writes the reference string of any trace
+//!   `trace analyze` reads as libCacheSim's oracleGeneral (`docs/trace-format.md`).
 
 use clap::{Args, Parser, Subcommand};
 use std::error::Error;
@@ -21,10 +23,12 @@ pub enum TraceAction {
     /// Run another swizzledb command (after `--`) with a buffer reference trace recorded for
     /// every database it opens: FILE for the first, FILE.1, FILE.2, ... for the next ones
     Record(RecordArgs),
-    /// Write a trace as CSV: event, thread, page, parent, latch, hit, time_ns
+    /// Write a recorded trace's events as CSV (event, thread, page, parent, latch, hit,
+    /// time_ns), or the reference string of any trace as libCacheSim's oracleGeneral
     Export(ExportArgs),
     /// Miss ratios of every replacement policy and of Belady's OPT at several cache sizes, and
-    /// the LRU stack-distance histogram, over a recorded, plain-text or synthetic trace
+    /// the LRU stack-distance histogram, over a recorded, plain-text or synthetic trace, or one
+    /// of libCacheSim's (oracleGeneral, CSV, txt; zstd-compressed or not)
     Analyze(swizzledb_lab::experiments::trace_analyze::AnalyzeArgs),
     /// Write a synthetic reference string (uniform, Zipf, scans, loops, mixtures, a drifting
     /// hot set) as a plain-text trace
@@ -45,12 +49,37 @@ pub struct RecordArgs {
 /// Arguments of `trace export`.
 #[derive(Args)]
 pub struct ExportArgs {
-    /// The trace file
+    /// The trace file, in any format `trace analyze` reads (- for standard input, with
+    /// --oracle-general only)
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
-    /// The CSV file to write (overwritten)
+    #[command(flatten)]
+    format: swizzledb_lab::experiments::trace_analyze::FormatArgs,
+    /// Write the events of a recorded SwizzleDB trace file as CSV (overwritten)
+    #[arg(long, value_name = "OUT", required_unless_present = "oracle_general")]
+    csv: Option<PathBuf>,
+    /// Write the references as libCacheSim's oracleGeneral binary trace (overwritten; - for
+    /// standard output): object id = page id, next access computed, see docs/trace-format.md
     #[arg(long, value_name = "OUT")]
-    csv: PathBuf,
+    oracle_general: Option<PathBuf>,
+    /// Object size written to oracleGeneral: auto (a recorded trace's page size; the input's
+    /// own sizes for oracleGeneral and CSV with a size column; else 1) or a number of bytes
+    #[arg(long, value_name = "BYTES", default_value = "auto", value_parser = parse_object_size)]
+    object_size: ObjectSize,
+}
+
+/// `--object-size`: `auto` (`None`) or bytes.
+#[derive(Copy, Clone, Debug)]
+pub struct ObjectSize(Option<u32>);
+
+fn parse_object_size(input: &str) -> Result<ObjectSize, String> {
+    if input.trim().eq_ignore_ascii_case("auto") {
+        return Ok(ObjectSize(None));
+    }
+    match input.trim().parse::<u32>() {
+        Ok(n) if n > 0 => Ok(ObjectSize(Some(n))),
+        _ => Err(format!("{input:?}: give auto or a size in bytes from 1 to {}", u32::MAX)),
+    }
 }
 
 /// Runs a `trace` action.
@@ -125,7 +154,53 @@ fn describe(path: &Path) -> String {
 }
 
 fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
-    let rows = swizzledb_buffer::export_csv(&args.input, &args.csv)?;
-    eprintln!("Wrote {} events to {}.", swizzledb_lab::text::thousands(rows), args.csv.display());
+    if let Some(csv) = &args.csv {
+        if args.input.as_os_str() == "-" {
+            return Err(swizzledb_lab::Usage(
+                "--csv reads a recorded trace file, not standard input; give its path".into(),
+            )
+            .into());
+        }
+        let rows = swizzledb_buffer::export_csv(&args.input, csv)?;
+        eprintln!("Wrote {} events to {}.", swizzledb_lab::text::thousands(rows), csv.display());
+    }
+    if let Some(out) = &args.oracle_general {
+        let mut loaded = swizzledb_lab::experiments::trace_analyze::load_requests(&args.input, &args.format)?;
+        if let ObjectSize(Some(size)) = args.object_size {
+            for r in &mut loaded.requests {
+                r.size = u64::from(size);
+            }
+        }
+        let bad_value = |e: swizzledb_sim::TraceError| -> Box<dyn Error> {
+            match e {
+                swizzledb_sim::TraceError::Io { .. } => e.into(),
+                e => swizzledb_lab::Usage(e.to_string()).into(),
+            }
+        };
+        let records = if out.as_os_str() == "-" {
+            swizzledb_sim::write_oracle_general(std::io::stdout().lock(), &loaded.requests, "standard output")
+                .map_err(bad_value)?
+        } else {
+            let file = std::fs::File::create(out).map_err(|e| {
+                swizzledb_lab::Usage(format!("cannot create --oracle-general {}: {e}", out.display()))
+            })?;
+            swizzledb_sim::write_oracle_general(file, &loaded.requests, &out.display().to_string())
+                .map_err(bad_value)?
+        };
+        let skipped = if loaded.skipped_zero_size > 0 {
+            format!(
+                " ({} requests of size 0 skipped)",
+                swizzledb_lab::text::thousands(loaded.skipped_zero_size)
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "Wrote {} oracleGeneral records from {} to {}{skipped}.",
+            swizzledb_lab::text::thousands(records),
+            loaded.what,
+            if out.as_os_str() == "-" { "standard output".to_string() } else { out.display().to_string() }
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,8 +5,10 @@
 //! size. Beside the policies it computes Belady's OPT ([`opt()`]), the lower bound of misses for
 //! any demand-paging policy, and the LRU stack-distance histogram ([`StackDistances`]), which
 //! gives LRU's miss-ratio curve for every cache size in one pass. [`analyze`] runs a whole
-//! comparison in parallel. Traces come from plain-text files ([`read_text`]) or from seeded
-//! generators ([`Pattern`]); see `README.md` for what the simulation models and what it does not.
+//! comparison in parallel. Traces come from plain-text files ([`read_text`]), from seeded
+//! generators ([`Pattern`]), or from libCacheSim's formats (oracleGeneral, CSV, txt), zstd or
+//! not, through [`Input`], [`resolve`] and [`RequestReader`]; [`write_oracle_general`] writes
+//! oracleGeneral. See `README.md` for what the simulation models and what it does not.
 //! The [`emulator`] module is the concurrent counterpart: the BP-Wrapper paper's buffer emulator,
 //! where threads share an in-memory buffer and the policies' locks are what is measured.
 //!
@@ -27,6 +29,7 @@
 
 pub mod dbmin;
 pub mod emulator;
+mod formats;
 mod generate;
 mod opt;
 mod pool;
@@ -34,6 +37,10 @@ mod run;
 mod stack;
 mod trace;
 
+pub use formats::{
+    hash_id, next_access, resolve, write_oracle_general, CsvSpec, Input, Layout, OracleRecord, ReadOptions,
+    Request, RequestReader, TraceFormat, ENGINE_TRACE_MAGIC, NO_NEXT_ACCESS, RECORD_LEN, ZSTD_MAGIC,
+};
 pub use generate::{Component, GenError, Generator, Pattern, SYNTAX};
 pub use opt::{opt, NextUse, NEVER};
 pub use pool::{Counts, SimError, SimPool};

@@ -64,6 +64,78 @@ pub enum TraceError {
     /// Generating a synthetic trace failed.
     #[error(transparent)]
     Generate(#[from] GenError),
+    /// A binary trace that ends inside a fixed-size record.
+    #[error(
+        "truncated {format} record at byte offset {offset}{of}: expected {expected} bytes, found \
+         {found}; the {format} format is a sequence of {expected}-byte records",
+        of = if *.decompressed { " of the decompressed data" } else { "" }
+    )]
+    Truncated {
+        /// The format's name (`oracleGeneral`).
+        format: &'static str,
+        /// Byte offset of the record's first byte, from the start of the (decompressed) data.
+        offset: u64,
+        /// The record size.
+        expected: usize,
+        /// The bytes left.
+        found: usize,
+        /// True if the offset counts decompressed bytes of a zstd input.
+        decompressed: bool,
+    },
+    /// A line of a CSV or txt trace that does not fit the format.
+    #[error("line {line}: {reason}; the line reads {content:?}")]
+    BadRecord {
+        /// The line number, from 1 (the header, if any, is line 1).
+        line: u64,
+        /// What was expected and what was found.
+        reason: String,
+        /// The line as read (shortened past 80 characters).
+        content: String,
+    },
+    /// A CSV column specification that cannot be used.
+    #[error(
+        "bad CSV spec {spec:?}: {reason}; write it as libCacheSim does, e.g. \
+         \"time-col=1,obj-id-col=2,obj-size-col=3,delimiter=,,has-header=true\""
+    )]
+    BadCsvSpec {
+        /// The spec as given.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A format name that is not one of the supported ones.
+    #[error("unknown trace format {0:?}; use auto, swizzledb, oracle-general, csv or txt")]
+    UnknownFormat(String),
+    /// The format could not be told from the input, or the input is not in the format given.
+    #[error("{what}: {reason}")]
+    Undetected {
+        /// The input.
+        what: String,
+        /// Why, and which option to give.
+        reason: String,
+    },
+    /// zstd-compressed input that cannot be decompressed.
+    #[error("{what}: the zstd data is corrupt or truncated ({reason}); check the file with `zstd -t`")]
+    Zstd {
+        /// The input.
+        what: String,
+        /// The decoder's message.
+        reason: String,
+    },
+    /// A value that does not fit the field of the output format.
+    #[error("request {position}: {field} {value} does not fit the {format} format's {bits}-bit field")]
+    FieldOverflow {
+        /// The request's position, from 0.
+        position: usize,
+        /// The output format.
+        format: &'static str,
+        /// The field's name.
+        field: &'static str,
+        /// The value.
+        value: u64,
+        /// The field's width.
+        bits: u32,
+    },
 }
 
 impl Trace {
@@ -143,7 +215,7 @@ const DIRECT_LIMIT: u64 = 1 << 27;
 /// other ids go to `sparse`. The array grows to cover an id only while it stays within a few
 /// entries per reference read, so a single huge id does not allocate a huge array.
 #[derive(Default)]
-struct Remap {
+pub(crate) struct Remap {
     /// `direct[raw]`: the dense id plus 1, or 0 if not seen yet. Covers the raw ids below its
     /// length; `sparse` holds none of them.
     direct: Vec<u32>,
@@ -154,7 +226,7 @@ struct Remap {
 }
 
 impl Remap {
-    fn push(&mut self, page: u64) -> Result<(), TraceError> {
+    pub(crate) fn push(&mut self, page: u64) -> Result<(), TraceError> {
         if self.refs.len() == MAX_REFS {
             return Err(TraceError::TooLong);
         }
@@ -198,7 +270,7 @@ impl Remap {
         });
     }
 
-    fn finish(self) -> Trace {
+    pub(crate) fn finish(self) -> Trace {
         Trace { refs: self.refs, page_slots: self.distinct, distinct: self.distinct }
     }
 }
@@ -211,56 +283,14 @@ impl Remap {
 /// [`TraceError::BadLine`] for a line that holds anything else, with its number and text;
 /// [`TraceError::Io`] if reading fails (`what` names the source in the message);
 /// [`TraceError::TooLong`] past [`MAX_REFS`] references.
-pub fn read_text(mut reader: impl BufRead, what: &str) -> Result<Trace, TraceError> {
+pub fn read_text(reader: impl BufRead, what: &str) -> Result<Trace, TraceError> {
+    let lines = crate::formats::Lines::new(reader, what.to_owned(), false);
+    let mut text = crate::formats::TextReader { lines };
     let mut remap = Remap::default();
-    let mut line = Vec::with_capacity(64);
-    let mut number = 0u64;
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(|source| TraceError::Io {
-            action: "read",
-            what: what.to_owned(),
-            source,
-        })?;
-        if n == 0 {
-            break;
-        }
-        number += 1;
-        let content = match line.iter().position(|&b| b == b'#') {
-            Some(hash) => &line[..hash],
-            None => &line[..],
-        };
-        let content = content.trim_ascii();
-        if content.is_empty() {
-            continue;
-        }
-        let page = parse_u64(content).ok_or_else(|| TraceError::BadLine {
-            line: number,
-            content: shorten(String::from_utf8_lossy(line.trim_ascii_end()).into_owned()),
-        })?;
-        remap.push(page)?;
+    while let Some(r) = text.next()? {
+        remap.push(r.id)?;
     }
     Ok(remap.finish())
-}
-
-/// Decimal digits only, no sign, no overflow.
-fn parse_u64(digits: &[u8]) -> Option<u64> {
-    let mut v = 0u64;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-    }
-    Some(v)
-}
-
-fn shorten(mut s: String) -> String {
-    if let Some((i, _)) = s.char_indices().nth(80) {
-        s.truncate(i);
-        s.push('…');
-    }
-    s
 }
 
 /// Writes `pages` as a plain-text trace, one id per line, after `header` lines written as `#`

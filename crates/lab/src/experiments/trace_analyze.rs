@@ -1,26 +1,33 @@
 //! `swizzledb trace analyze` and `swizzledb trace generate`: miss-ratio curves of every
 //! replacement policy and of Belady's OPT over a reference string, and synthetic reference
 //! strings in the plain-text trace format. The simulation itself is in `swizzledb-sim`.
+//! [`load_requests`] reads any trace format (SwizzleDB's and libCacheSim's, see
+//! `docs/trace-format.md`) for `trace analyze` and `trace export`.
 
 use crate::output::prepare_out;
 use crate::{plot, text, units, Usage};
 use clap::Args;
 use std::error::Error;
 use std::io::Write;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 use swizzledb_sim::{
-    Analysis, Outcome, Pattern, Plan, PolicyKind, StackDistances, Subject, Trace, TraceError, TraceSource,
+    Analysis, CsvSpec, Input, Layout, Outcome, Pattern, Plan, PolicyKind, ReadOptions, Request,
+    RequestReader, StackDistances, Subject, Trace, TraceError, TraceFormat, TraceSource,
 };
 
 /// Options of `trace analyze`.
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// Plain-text trace: one page id (unsigned integer) per line; blank lines and text after #
-    /// are skipped
+    /// Trace file, or - for standard input: a recorded SwizzleDB trace, a plain-text trace (one
+    /// page id per line; blank lines and text after # are skipped), or libCacheSim's
+    /// oracleGeneral, CSV or txt; zstd-compressed or not (see --format)
     #[arg(long, value_name = "FILE", required_unless_present = "pattern", conflicts_with = "pattern")]
     input: Option<PathBuf>,
+    #[command(flatten)]
+    format: FormatArgs,
     /// Analyze a synthetic trace instead of a file, drawn as by `trace generate` (needs --pages
     /// and --refs)
     #[arg(long, value_name = "SPEC", value_parser = parse_pattern, requires_all = ["pages", "refs"])]
@@ -71,6 +78,165 @@ pub struct GenerateArgs {
     /// Text file to write: a # header naming the command, then one page id per line
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+}
+
+/// How `--input` is read (`trace analyze`, `trace export`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct FormatArgs {
+    /// Input format: auto (by magic number, then by file name: *oracleGeneral* is oracleGeneral,
+    /// *.csv is CSV, other text is SwizzleDB text), swizzledb (recorded binary or plain text),
+    /// oracle-general, csv (needs --csv-spec) or txt (libCacheSim: one object id per line).
+    /// zstd-compressed input is recognized by its magic number in every format
+    #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = parse_format)]
+    pub format: FormatChoice,
+    /// Columns of a CSV trace in libCacheSim's syntax, numbered from 1, e.g.
+    /// "time-col=1,obj-id-col=2,obj-size-col=3,delimiter=,,has-header=true" (keys: obj-id-col
+    /// (required), time-col, obj-size-col, delimiter, has-header, obj-id-is-num); implies
+    /// --format csv
+    #[arg(long, value_name = "SPEC", value_parser = parse_csv_spec)]
+    pub csv_spec: Option<CsvSpec>,
+    /// Object ids of txt and CSV traces are unsigned decimal integers (default: any string,
+    /// hashed to 64 bits with XXH64)
+    #[arg(long)]
+    pub numeric_ids: bool,
+}
+
+/// `--format`: `auto` or a format.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FormatChoice(pub Option<TraceFormat>);
+
+fn parse_format(input: &str) -> Result<FormatChoice, String> {
+    if input.trim().eq_ignore_ascii_case("auto") {
+        return Ok(FormatChoice(None));
+    }
+    input.trim().parse().map(|f| FormatChoice(Some(f))).map_err(|e: TraceError| e.to_string())
+}
+
+fn parse_csv_spec(input: &str) -> Result<CsvSpec, String> {
+    input.parse().map_err(|e: TraceError| e.to_string())
+}
+
+impl FormatArgs {
+    fn options(&self) -> ReadOptions {
+        ReadOptions { format: self.format.0, csv: self.csv_spec.clone(), numeric_ids: self.numeric_ids }
+    }
+}
+
+/// A trace read whole by [`load_requests`].
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The requests in order. Times: seconds since the start for a recorded SwizzleDB trace,
+    /// the file's own for oracleGeneral and CSV with a time column, 0 otherwise. Sizes: the
+    /// recorded trace's page size, the file's own for oracleGeneral and CSV with a size column,
+    /// 1 otherwise.
+    pub requests: Vec<Request>,
+    /// What the input turned out to be.
+    pub layout: Layout,
+    /// "trace FILE (layout[, zstd])", or "standard input (...)", for messages.
+    pub what: String,
+    /// Requests of size 0 skipped (libCacheSim skips them too).
+    pub skipped_zero_size: u64,
+}
+
+/// An opened input: the engine's binary trace (read whole, its fixes in time order) or a
+/// reader of any other format.
+enum Opened {
+    Engine { refs: Vec<(u64, u64)>, page_size: u32 },
+    Requests(RequestReader),
+}
+
+/// Opens `path` (`-`: standard input) and tells its format.
+fn open_input(path: &Path, format: &FormatArgs) -> Result<(Opened, Layout, String), Box<dyn Error>> {
+    let input = Input::open(path).map_err(input_error)?;
+    let options = format.options();
+    let layout = swizzledb_sim::resolve(&input, &options).map_err(input_error)?;
+    let what = format!(
+        "{} ({layout}{})",
+        if input.name() == "standard input" {
+            "standard input".to_string()
+        } else {
+            format!("trace {}", input.name())
+        },
+        if input.is_zstd() { ", zstd" } else { "" }
+    );
+    let opened = if layout == Layout::EngineBinary {
+        let name = input.name().to_owned();
+        let reader = swizzledb_buffer::TraceReader::from_reader(input.into_reader(), &name)
+            .map_err(|e| Usage(format!("recorded trace {name}: {e}")))?;
+        let page_size = reader.header().page_size;
+        // The fix events in time order, as swizzledb_buffer::page_references gives them.
+        let mut refs = Vec::new();
+        let mut threads = None;
+        let mut many = false;
+        for e in reader {
+            let e = e.map_err(|e| Usage(format!("recorded trace {name}: {e}")))?;
+            if e.kind == swizzledb_buffer::EventKind::Fix {
+                many |= *threads.get_or_insert(e.thread) != e.thread;
+                refs.push((e.time_ns, e.page.get()));
+            }
+        }
+        if many {
+            refs.sort_by_key(|&(t, _)| t);
+        }
+        Opened::Engine { refs, page_size }
+    } else {
+        Opened::Requests(RequestReader::new(input, layout, &options).map_err(input_error)?)
+    };
+    Ok((opened, layout, what))
+}
+
+/// Reads every request of `path` (`-`: standard input) in the format `format` tells.
+///
+/// # Errors
+/// [`Usage`] for input that is missing, malformed or of an unknown format (with the line or
+/// byte offset); other errors for failing reads.
+pub fn load_requests(path: &Path, format: &FormatArgs) -> Result<Loaded, Box<dyn Error>> {
+    let (opened, layout, what) = open_input(path, format)?;
+    let (requests, skipped_zero_size) = match opened {
+        Opened::Engine { refs, page_size } => {
+            let size = u64::from(page_size.max(1));
+            let requests =
+                refs.into_iter().map(|(ns, id)| Request { time: ns / 1_000_000_000, id, size }).collect();
+            (requests, 0)
+        }
+        Opened::Requests(reader) => reader.collect().map_err(|e| located(&what, e))?,
+    };
+    Ok(Loaded { requests, layout, what, skipped_zero_size })
+}
+
+/// Reads `path` into a dense trace without keeping the requests.
+fn load_trace(path: &Path, format: &FormatArgs) -> Result<(Trace, String, u64), Box<dyn Error>> {
+    let (opened, _, what) = open_input(path, format)?;
+    match opened {
+        Opened::Engine { refs, .. } => Ok((Trace::from_pages(refs.into_iter().map(|(_, p)| p))?, what, 0)),
+        Opened::Requests(reader) => {
+            let (trace, skipped) = reader.into_trace().map_err(|e| located(&what, e))?;
+            Ok((trace, what, skipped))
+        }
+    }
+}
+
+/// Opening errors: bad input is a usage error, a failing read of an existing file is not.
+fn input_error(e: TraceError) -> Box<dyn Error> {
+    match e {
+        TraceError::Io { ref source, .. }
+            if !matches!(
+                source.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            ) =>
+        {
+            e.into()
+        }
+        e => Usage(e.to_string()).into(),
+    }
+}
+
+/// Reading errors, prefixed with the input.
+fn located(what: &str, e: TraceError) -> Box<dyn Error> {
+    match e {
+        TraceError::Io { .. } => e.into(),
+        e => Usage(format!("{what}: {e}")).into(),
+    }
 }
 
 /// Cache sizes in pages, ascending, without duplicates.
@@ -139,10 +305,18 @@ fn parse_policies(input: &str) -> Result<Policies, String> {
 
 /// Runs `trace analyze`.
 pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let f = &args.format;
+    if args.input.is_none() && (f.format.0.is_some() || f.csv_spec.is_some() || f.numeric_ids) {
+        return Err(Usage(
+            "--format, --csv-spec and --numeric-ids describe --input; a --pattern has none".into(),
+        )
+        .into());
+    }
+    // The file, or else the synthetic trace.
     let source = match (&args.input, &args.pattern, args.pages, args.refs) {
-        (Some(path), ..) => TraceSource::Text(path.clone()),
+        (Some(path), ..) => Err(path),
         (None, Some(pattern), Some(pages), Some(refs)) => {
-            TraceSource::Generated { pattern: pattern.clone(), pages, refs, seed: args.seed }
+            Ok(TraceSource::Generated { pattern: pattern.clone(), pages, refs, seed: args.seed })
         }
         _ => {
             return Err(
@@ -157,12 +331,21 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
     prepare_out(args.out.as_deref()).map_err(Usage)?;
 
     let start = Instant::now();
-    let trace = match &args.input {
-        Some(path) if is_engine_trace(path) => load_engine_trace(path)?,
-        _ => source.load().map_err(|e| load_error(&source, e))?,
+    let (trace, what) = match source {
+        Err(path) => {
+            let (trace, what, skipped) = load_trace(path, &args.format)?;
+            if skipped > 0 {
+                eprintln!("Skipped {} requests of size 0 (as libCacheSim does).", text::thousands(skipped));
+            }
+            (trace, what)
+        }
+        Ok(source) => {
+            let what = describe(&source);
+            (source.load().map_err(|e| Usage(format!("{what}: {e}")))?, what)
+        }
     };
     if trace.is_empty() {
-        return Err(Usage(format!("{} holds no references", describe(&source))).into());
+        return Err(Usage(format!("{what} holds no references")).into());
     }
     let load_secs = start.elapsed().as_secs_f64();
     eprintln!(
@@ -184,8 +367,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{}: {} references, {} distinct pages (cold misses)\n",
-        describe(&source),
+        "{what}: {} references, {} distinct pages (cold misses)\n",
         text::thousands(trace.len() as u64),
         text::thousands(u64::from(trace.distinct_pages()))
     )?;
@@ -196,7 +378,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(dir) = &args.out {
         crate::output::write_rows(dir, "miss-ratio", &miss_ratio_rows(&analysis.outcomes))?;
         crate::output::write_rows(dir, "stack-distance", &stack_rows(stack))?;
-        let chart = curve_chart(&describe(&source), &trace, &plan, &analysis, stack);
+        let chart = curve_chart(&what, &trace, &plan, &analysis, stack);
         crate::output::write_plot(Some(dir), "miss-ratio", &chart)?;
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -216,37 +398,6 @@ fn print_costs(plan: &Plan, analysis: &Analysis, refs: usize) {
         parts.push(format!("{subject} {:.0}", per_ref(total / runs.len().max(1) as u32)));
     }
     eprintln!("Wall-clock ns per reference (mean over sizes): {}.", parts.join(", "));
-}
-
-/// True if `path` starts with the magic of the engine's binary trace format (`trace record`).
-fn is_engine_trace(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0u8; 8];
-    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
-        && magic == swizzledb_buffer::TRACE_MAGIC
-}
-
-/// The fix events of a recorded trace, in time order (every fix is one reference, hit or miss;
-/// unfixes, reads and evictions are the pool's side of the story and are not replayed).
-fn load_engine_trace(path: &std::path::Path) -> Result<Trace, Box<dyn Error>> {
-    let pages = swizzledb_buffer::page_references(path)
-        .map_err(|e| Usage(format!("recorded trace {}: {e}", path.display())))?;
-    Ok(Trace::from_pages(pages)?)
-}
-
-/// Bad trace input is a usage error; a failing read of an existing file is not.
-fn load_error(input: &TraceSource, e: TraceError) -> Box<dyn Error> {
-    match e {
-        TraceError::Io { ref source, .. }
-            if !matches!(
-                source.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-            ) =>
-        {
-            e.into()
-        }
-        e => Usage(format!("{}: {e}", describe(input))).into(),
-    }
 }
 
 /// How the trace is named in output.
@@ -539,6 +690,21 @@ mod tests {
             assert!(lo == d && hi >= lo && bucket(hi) == (lo, hi), "{d}");
             d = hi + 1;
         }
+    }
+
+    #[test]
+    fn the_simulator_knows_the_engine_trace_magic() {
+        assert_eq!(swizzledb_sim::ENGINE_TRACE_MAGIC, swizzledb_buffer::TRACE_MAGIC);
+    }
+
+    #[test]
+    fn formats_parse_auto_and_names() {
+        assert_eq!(parse_format("auto").unwrap(), FormatChoice(None));
+        assert_eq!(parse_format("oracle-general").unwrap(), FormatChoice(Some(TraceFormat::OracleGeneral)));
+        assert_eq!(parse_format("swizzledb").unwrap(), FormatChoice(Some(TraceFormat::SwizzleDb)));
+        assert!(parse_format("lcs").unwrap_err().contains("auto, swizzledb, oracle-general, csv or txt"));
+        assert!(parse_csv_spec("obj-id-col=2,has-header=true").is_ok());
+        assert!(parse_csv_spec("has-header=true").unwrap_err().contains("obj-id-col is required"));
     }
 
     #[test]
