@@ -4,7 +4,7 @@
 //! Exit codes (also in `--help`): 0 success (for `verify`: no damage); 1 damage found (listed
 //! by `verify`; for the others, a damaged page 0, tree or log stopped them); 2 bad arguments;
 //! 3 the input cannot be inspected (missing, unreadable, a directory or empty file, not a
-//! SwizzleDB file or log, the database is open, no such tree); 4 `verify` found damage in a
+//! SwizzleDB file or log, no such tree); 4 `verify` found damage in a
 //! logged database that was not closed cleanly: restart may repair it.
 
 use clap::{Args, ValueEnum};
@@ -15,8 +15,8 @@ use swizzledb::inspect::{self, DatabaseFile, InspectError};
 
 /// The exit codes' text for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 success (verify: no damage); 1 damage found; 2 bad arguments; \
-3 the input cannot be inspected (missing, a directory, empty, not a SwizzleDB file or log, open in a \
-Database, no such tree); 4 verify found damage in a logged file not closed cleanly (restart may repair it)";
+3 the input cannot be inspected (missing, a directory, empty, not a SwizzleDB file or log, no such \
+tree); 4 verify found damage in a logged file not closed cleanly (restart may repair it)";
 
 /// Damage found.
 const DAMAGE: u8 = 1;
@@ -129,6 +129,10 @@ pub fn stat(args: &FileArgs) -> ExitCode {
                 writeln!(out, "log_records_after_checkpoint: {}", log.records_after_checkpoint)?;
                 writeln!(out, "log_checkpoint_dirty_pages: {}", log.dirty_pages)?;
                 writeln!(out, "log_checkpoint_open_txns: {}", log.open_txns)?;
+                writeln!(out, "log_trees: {}", log.trees.len())?;
+                for (name, root) in &log.trees {
+                    writeln!(out, "log_tree: {name} root={root}")?;
+                }
             }
         }
         writeln!(out, "trees: {}", i.trees.len())?;
@@ -147,6 +151,9 @@ trait TapWarn {
 
 impl TapWarn for ExitCode {
     fn tap_warn(self, i: &inspect::FileInfo) -> Self {
+        if i.in_use {
+            eprintln!("{}", in_use_warning(&i.path));
+        }
         if !i.clean {
             if i.logged {
                 eprintln!(
@@ -164,6 +171,14 @@ impl TapWarn for ExitCode {
         }
         self
     }
+}
+
+fn in_use_warning(path: &std::path::Path) -> String {
+    format!(
+        "warning: {} is open in a Database (in this or another process): it may change while it \
+         is read, so what is shown need not be consistent",
+        path.display()
+    )
 }
 
 /// `swizzledb verify FILE`.
@@ -265,6 +280,9 @@ pub fn log(args: &LogArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
+    if records.in_use {
+        eprintln!("{}", in_use_warning(&records.dir));
+    }
     for (file, len, end) in &records.torn_tail {
         eprintln!(
             "warning: {}: bytes {end}..{len} hold no valid record (a torn tail; the next open of \

@@ -7,7 +7,10 @@
 //! ([`LogRecords::torn_tail`]), never applied. No restart runs: a logged database that was not
 //! closed cleanly is read as its file holds it, which restart would change (see
 //! [`FileInfo::clean`]). A file open in a [`crate::Database`] (in this or another process) is
-//! refused ([`InspectError::InUse`]): its pages are no consistent state while it runs.
+//! read all the same and flagged ([`FileInfo::in_use`], [`LogRecords::in_use`]): its pages may
+//! change while they are read, so what is read need not be consistent. While a file is being
+//! inspected it holds a shared lock, so a `Database` cannot open it
+//! ([`crate::Error::AlreadyOpen`]).
 //!
 //! ```
 //! # let dir = tempfile::tempdir()?;
@@ -72,9 +75,6 @@ pub enum InspectError {
         /// What is wrong.
         reason: String,
     },
-    /// The file is open in a [`crate::Database`], in this or another process.
-    #[error("{} is open (in this or another process); close it before inspecting it", .0.display())]
-    InUse(PathBuf),
     /// No tree of that name is in the file's catalog.
     #[error("no tree named {name:?} in {}; its trees: {}", path.display(), if trees.is_empty() { "none".to_owned() } else { trees.join(", ") })]
     NoSuchTree {
@@ -242,14 +242,14 @@ impl Vfs for ReadOnlyFs {
     }
 }
 
-/// Opens `path` read-only and takes a shared advisory lock on it: a [`crate::Database`] holds
-/// an exclusive one while open (RECOVERY.md R13), so an open file is [`InspectError::InUse`].
-fn lock_shared(path: &Path, what: &Path) -> Result<File> {
+/// Opens `path` read-only and takes a shared advisory lock on it, or `None` if a
+/// [`crate::Database`] holds its exclusive one (it is open, RECOVERY.md R13).
+fn lock_shared(path: &Path) -> Result<Option<File>> {
     let file =
         File::open(path).map_err(|source| InspectError::Unreadable { path: path.to_path_buf(), source })?;
     match file.try_lock_shared() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(InspectError::InUse(what.to_path_buf())),
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(source)) => {
             Err(InspectError::Unreadable { path: path.to_path_buf(), source })
         }
@@ -292,6 +292,10 @@ pub struct FileInfo {
     pub clean: bool,
     /// The log, for a logged database.
     pub log: Option<LogState>,
+    /// The file is open in a [`crate::Database`] (in this or another process, or one that was
+    /// leaked without being dropped): it may change while it is read, so what was read need
+    /// not be consistent.
+    pub in_use: bool,
 }
 
 /// Where a logged database's log stands.
@@ -314,6 +318,9 @@ pub struct LogState {
     pub dirty_pages: usize,
     /// Unfinished transactions the last checkpoint lists.
     pub open_txns: usize,
+    /// The trees the log knows: the last checkpoint's catalog and the trees created after it
+    /// (page 0's catalog lags behind it until a clean close).
+    pub trees: Vec<(String, PageId)>,
     /// Why the log could not be read, if it could not (then `clean` is false).
     pub problem: Option<String>,
 }
@@ -372,7 +379,7 @@ pub struct DatabaseFile {
     vfs: Arc<ReadOnlyFs>,
     /// Why the free-page chain could not be read (a clean file only).
     chain_damage: Option<(PageId, String)>,
-    _lock: File,
+    _lock: Option<File>,
 }
 
 impl fmt::Debug for DatabaseFile {
@@ -407,7 +414,7 @@ impl DatabaseFile {
     /// [`InspectError::Unreadable`] (missing, no permission), [`InspectError::NotADatabase`]
     /// (a directory, empty, too short, another magic or format version),
     /// [`InspectError::Damaged`] (page 0 fails its checks, or the file is shorter than page 0
-    /// says), [`InspectError::InUse`].
+    /// says).
     pub fn open(path: &Path) -> Result<DatabaseFile> {
         let stat = std::fs::metadata(path)
             .map_err(|source| InspectError::Unreadable { path: path.to_path_buf(), source })?;
@@ -417,7 +424,7 @@ impl DatabaseFile {
                 reason: "it is a directory (`swizzledb log` reads log directories)".into(),
             });
         }
-        let lock = lock_shared(path, path)?;
+        let lock = lock_shared(path)?;
         let vfs = Arc::new(ReadOnlyFs::default());
         let (file, meta) = PageFile::open_logged(&*vfs, path, false).map_err(|e| open_error(path, e))?;
         let file_bytes = stat.len();
@@ -462,6 +469,7 @@ impl DatabaseFile {
             id: meta.id,
             clean,
             log,
+            in_use: lock.is_none(),
         };
         Ok(DatabaseFile { info, meta, file, vfs, chain_damage, _lock: lock })
     }
@@ -583,6 +591,7 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> LogState {
         records_after_checkpoint: 0,
         dirty_pages: 0,
         open_txns: 0,
+        trees: Vec::new(),
         problem: None,
     };
     let result = (|| -> std::result::Result<(), String> {
@@ -599,14 +608,22 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> LogState {
             Ok(Record::CheckpointEnd(c)) => {
                 state.dirty_pages = c.dirty.len();
                 state.open_txns = c.txns.len();
+                state.trees = c.catalog;
             }
             Ok(other) => return Err(format!("the master record names a {:?} record", kind_of(&other))),
             Err(e) => return Err(format!("the last checkpoint at {at}: {e}")),
         }
         for item in log.scan(at).map_err(|e| e.to_string())?.skip(1) {
-            item.map_err(|e| e.to_string())?;
+            let (lsn, body) = item.map_err(|e| e.to_string())?;
             state.records_after_checkpoint += 1;
+            if body.first() == Some(&u8::from(RecordKind::CreateTree)) {
+                match Record::decode(&body) {
+                    Ok(Record::CreateTree { name, root }) => state.trees.push((name, root)),
+                    _ => return Err(format!("the record at {lsn} cannot be decoded")),
+                }
+            }
         }
+        state.trees.sort();
         Ok(())
     })();
     state.problem = result.err();
@@ -651,6 +668,9 @@ pub struct LogRecords {
     /// The bytes after the log's end that do not form a valid record (a torn tail that the
     /// next open of the database cuts): `(segment file, its length, where the log ends in it)`.
     pub torn_tail: Vec<(PathBuf, u64, u64)>,
+    /// The database is open (as [`FileInfo::in_use`]): records may be appended while it is
+    /// read.
+    pub in_use: bool,
     scan: swizzledb_wal::LogScan,
     failed: bool,
     _log: LogManager,
@@ -811,7 +831,7 @@ impl Iterator for LogRecords {
 /// # Errors
 /// [`InspectError::Unreadable`] (missing), [`InspectError::NotALog`] (no identity file, or an
 /// unlogged database's file), [`InspectError::LogDamaged`] (records after a damaged frame, a
-/// damaged identity file), [`InspectError::InUse`] (the database is open).
+/// damaged identity file).
 pub fn read_log(path: &Path) -> Result<LogRecords> {
     let stat = std::fs::metadata(path)
         .map_err(|source| InspectError::Unreadable { path: path.to_path_buf(), source })?;
@@ -823,11 +843,43 @@ pub fn read_log(path: &Path) -> Result<LogRecords> {
         });
     }
     let id_file = dir.join("database-id");
-    let lock = if id_file.is_file() { Some(lock_shared(&id_file, &dir)?) } else { None };
+    let lock = if id_file.is_file() { lock_shared(&id_file)? } else { None };
+    let in_use = id_file.is_file() && lock.is_none();
     let vfs = Arc::new(ReadOnlyFs::default());
     let (log, _) = open_log(&vfs, &dir)?;
     let checkpoint = log.read_master().map_err(|e| log_error(&dir, e))?;
     let scan = log.scan(Lsn(0)).map_err(|e| log_error(&dir, e))?;
     let torn_tail = vfs.cuts.lock().clone();
-    Ok(LogRecords { dir, checkpoint, torn_tail, scan, failed: false, _log: log, _lock: lock })
+    Ok(LogRecords { dir, checkpoint, torn_tail, in_use, scan, failed: false, _log: log, _lock: lock })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_only_view_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let fs = ReadOnlyFs::default();
+        let f = fs.open(&path, OpenMode::EXISTING).unwrap();
+        assert_eq!(f.write_all_at(b"x", 0).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(f.set_len(20).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert!(fs.open(&path, OpenMode::CREATE_NEW).is_err());
+        assert!(fs.rename(&path, &dir.path().join("g")).is_err());
+        assert!(fs.create_dir_all(&dir.path().join("new")).is_err());
+        // A truncation and a removal change the view only.
+        f.set_len(4).unwrap();
+        assert_eq!(f.len().unwrap(), 4);
+        let mut buf = [0u8; 10];
+        assert_eq!(f.read_at(&mut buf, 2).unwrap(), 2);
+        assert_eq!(&buf[..2], b"23");
+        assert_eq!(f.read_at(&mut buf, 4).unwrap(), 0);
+        fs.remove(&path).unwrap();
+        assert!(!fs.exists(&path) && fs.list(dir.path()).unwrap().is_empty());
+        assert!(fs.open(&path, OpenMode::EXISTING).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"0123456789");
+        assert_eq!(fs.cuts.lock().len(), 2);
+    }
 }
