@@ -4,8 +4,8 @@
 //! Exit codes (also in `--help`): 0 success (for `verify`: no damage); 1 damage found (listed
 //! by `verify`; for the others, a damaged page 0, tree or log stopped them); 2 bad arguments;
 //! 3 the input cannot be inspected (missing, unreadable, a directory or empty file, not a
-//! SwizzleDB file or log, no such tree); 4 `verify` found damage in a
-//! logged database that was not closed cleanly: restart may repair it.
+//! SwizzleDB file or log, no such tree); 4 `verify` found damage in a file not at rest: a
+//! logged one not closed cleanly (restart may repair it) or one open in a `Database`.
 
 use clap::{Args, ValueEnum};
 use std::io::{self, Write};
@@ -16,14 +16,15 @@ use swizzledb::inspect::{self, DatabaseFile, InspectError};
 /// The exit codes' text for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 success (verify: no damage); 1 damage found; 2 bad arguments; \
 3 the input cannot be inspected (missing, a directory, empty, not a SwizzleDB file or log, no such \
-tree); 4 verify found damage in a logged file not closed cleanly (restart may repair it)";
+tree); 4 verify found damage in a file not at rest: a logged one not closed cleanly (restart may \
+repair it) or one open in a Database (it changed while read)";
 
 /// Damage found.
 const DAMAGE: u8 = 1;
 /// The input cannot be inspected.
 const NOT_INSPECTABLE: u8 = 3;
-/// Damage found in a file restart would change.
-const DAMAGE_BEFORE_RESTART: u8 = 4;
+/// Damage found in a file not at rest (restart would change it, or a `Database` has it open).
+const DAMAGE_NOT_AT_REST: u8 = 4;
 
 /// A database file.
 #[derive(Args)]
@@ -211,8 +212,8 @@ pub fn verify(args: &FileArgs) -> ExitCode {
         )?;
         Ok(if report.is_clean() {
             ExitCode::SUCCESS
-        } else if report.needs_restart {
-            ExitCode::from(DAMAGE_BEFORE_RESTART)
+        } else if report.needs_restart || file.info().in_use {
+            ExitCode::from(DAMAGE_NOT_AT_REST)
         } else {
             ExitCode::from(DAMAGE)
         })
@@ -246,25 +247,31 @@ pub fn dump(args: &DumpArgs) -> ExitCode {
     let mut failure = None;
     let code = with_stdout(|out| {
         let mut io_error = Ok(());
-        if args.format == DumpFormat::Csv {
-            writeln!(out, "key,value")?;
-        }
+        // The header with the first record (or at the end), so that a tree that cannot be read
+        // prints nothing on stdout.
+        let header = |out: &mut dyn Write| match args.format {
+            DumpFormat::Csv => writeln!(out, "key,value"),
+            DumpFormat::Hex => Ok(()),
+        };
         let mut n = 0u64;
         let result = file.dump(&args.tree, |k, v| {
             if io_error.is_err() {
                 return;
             }
             n += 1;
-            io_error = match args.format {
+            let first = if n == 1 { header(out) } else { Ok(()) };
+            io_error = first.and_then(|()| match args.format {
                 DumpFormat::Csv => writeln!(out, "{},{}", hex(k), hex(v)),
                 DumpFormat::Hex => writeln!(out, "record {n}")
                     .and_then(|()| hex_dump(out, "key", k))
                     .and_then(|()| hex_dump(out, "value", v)),
-            };
+            });
         });
         io_error?;
-        if let Err(e) = result {
-            failure = Some(e);
+        match result {
+            Err(e) => failure = Some(e),
+            Ok(0) => header(out)?,
+            Ok(_) => {}
         }
         Ok(ExitCode::SUCCESS)
     });
@@ -310,7 +317,8 @@ pub fn log(args: &LogArgs) -> ExitCode {
 }
 
 /// A logger for the `log` crate that prints records at or above the level `RUST_LOG` names
-/// (`error`, `warn`, `info`, `debug`, `trace` or `off`; default `warn`) on stderr.
+/// (`error`, `warn`, `info`, `debug`, `trace` or `off`; default `warn`; in `env_logger`'s
+/// `target=level,...` form the most verbose level named counts, for every target) on stderr.
 pub struct StderrLogger;
 
 impl log::Log for StderrLogger {
@@ -330,7 +338,9 @@ impl log::Log for StderrLogger {
 
 /// Installs [`StderrLogger`] at the level `RUST_LOG` names.
 pub fn init_logging() {
-    let level = std::env::var("RUST_LOG").ok().and_then(|v| v.trim().parse::<log::LevelFilter>().ok());
+    let level = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.split([',', '=']).filter_map(|t| t.trim().parse::<log::LevelFilter>().ok()).max());
     if log::set_logger(&StderrLogger).is_ok() {
         log::set_max_level(level.unwrap_or(log::LevelFilter::Warn));
     }

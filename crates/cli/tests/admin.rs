@@ -219,6 +219,21 @@ fn verify_finds_a_flipped_page_and_names_it() {
     assert_eq!(damaged.len(), 1, "{out}");
     assert!(damaged[0].starts_with(&format!("page {victim}: checksum mismatch")), "{out}");
     assert!(out.contains("1 damaged pages"), "{out}");
+    // Reading the tree stops at the damaged page: one line, exit 1.
+    let o = run_unchanged(&["dump", arg(&path), "--tree", "data"], &[&path]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("page {victim} is corrupted")), "{}", stderr(&o));
+    // A damaged page 0 stops every command.
+    bytes[100] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    for args in
+        [vec!["stat", arg(&path)], vec!["verify", arg(&path)], vec!["dump", arg(&path), "--tree", "data"]]
+    {
+        let o = run_unchanged(&args, &[&path]);
+        assert_eq!((code(&o), stdout(&o).as_str()), (1, ""), "{args:?}");
+        assert!(stderr(&o).contains("page 0: checksum mismatch"), "{}", stderr(&o));
+    }
 }
 
 /// CSV fields back to bytes.

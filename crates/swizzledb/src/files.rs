@@ -45,7 +45,10 @@ impl FileLock {
     /// Gives the lock up now (a closed database can be opened again while handles of it live).
     pub(crate) fn release(&mut self) {
         if let Some(file) = self.file.take() {
-            let _ = file.unlock();
+            if let Err(e) = file.unlock() {
+                // Harmless: the lock goes with the last handle of the file, dropped here.
+                log::warn!("swizzledb: unlocking {file:?} failed ({e}); the lock ends as the file closes");
+            }
         }
     }
 }
