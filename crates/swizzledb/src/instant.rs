@@ -287,6 +287,9 @@ impl RedoThread {
                     );
                 }
             })
+            .inspect_err(|e| {
+                log::error!("instant restart's redo thread could not start ({e}); pages are redone on fetch")
+            })
             .ok();
         RedoThread { stop, handle }
     }
@@ -294,7 +297,11 @@ impl RedoThread {
     pub(crate) fn stop(&mut self) {
         if let Some(handle) = self.handle.take() {
             self.stop.store(true, Ordering::Release);
-            let _ = handle.join();
+            if handle.join().is_err() {
+                log::error!(
+                    "instant restart's redo thread panicked; the next checkpoint redoes what is pending"
+                );
+            }
         }
     }
 }
@@ -339,6 +346,12 @@ impl UndoThread {
                     }
                 }
             })
+            .inspect_err(|e| {
+                log::error!(
+                    "instant restart's undo thread could not start ({e}); the losers stay locked until \
+                     the next restart rolls them back"
+                )
+            })
             .ok();
         UndoThread { handle }
     }
@@ -346,7 +359,9 @@ impl UndoThread {
     /// Waits until every loser is rolled back (or the rollback failed).
     pub(crate) fn finish(&mut self) {
         if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
+            if handle.join().is_err() {
+                log::error!("instant restart's undo thread panicked; the next restart rolls the losers back");
+            }
         }
     }
 }
