@@ -491,24 +491,57 @@ impl DatabaseFile {
             optimistic_reads: false,
             ..PoolConfig::default()
         };
-        let allocation = Allocation {
-            page_count: self.meta.page_count,
-            free_pages: Vec::new(),
-            trees: self.meta.trees.clone(),
-        };
+        let allocation =
+            Allocation { page_count: self.page_end(), free_pages: Vec::new(), trees: self.trees() };
         Ok(Arc::new(BufferPool::open_recovered(&self.info.path, &config, Arc::new(BTreeOwner), allocation)?))
+    }
+
+    /// Whether restart would change the file (logged, not closed cleanly).
+    fn needs_restart(&self) -> bool {
+        self.info.logged && !self.info.clean
+    }
+
+    /// The pages to read: page 0's page count; for a file restart would change, every whole
+    /// page the file holds (page 0's count lags behind the log's until a clean close).
+    fn page_end(&self) -> u64 {
+        let held = self.info.file_bytes / self.meta.page_size as u64;
+        if self.needs_restart() {
+            held.max(self.meta.page_count)
+        } else {
+            self.meta.page_count
+        }
+    }
+
+    /// The trees to read: page 0's catalog; for a file restart would change, also the trees
+    /// the log knows ([`LogState::trees`]).
+    fn trees(&self) -> std::collections::BTreeMap<String, PageId> {
+        let mut trees = self.meta.trees.clone();
+        if self.needs_restart() {
+            for (name, root) in self.info.log.iter().flat_map(|l| &l.trees) {
+                trees.entry(name.clone()).or_insert(*root);
+            }
+        }
+        trees
     }
 
     /// Checks every page's checksum, page id and type (pages `1..page_count`; page 0 was checked
     /// by `open`), the free-page chain of a cleanly closed file, and the structure of every tree
     /// (`Tree::verify`: fences, key order, levels, every node reached once). Nothing is repaired.
+    ///
+    /// A file restart would change ([`VerifyReport::needs_restart`]) is checked as far as it
+    /// holds pages, and its never-written (all-zero) pages are not damage: restart writes them.
+    /// Its trees are page 0's and the ones its log knows.
     #[must_use]
     pub fn verify(&self) -> VerifyReport {
         let mut damage = Vec::new();
         let mut buf = vec![0u8; self.meta.page_size];
-        for n in 1..self.meta.page_count {
+        let end = self.page_end();
+        for n in 1..end {
             let Some(id) = PageId::new(n) else { break };
             if let Err(e) = self.file.read_page(id, &mut buf) {
+                if self.needs_restart() && buf.iter().all(|&b| b == 0) {
+                    continue;
+                }
                 let reason = match e {
                     BufferError::Corrupted { reason, .. } => reason,
                     other => other.to_string(),
@@ -529,7 +562,7 @@ impl DatabaseFile {
         match self.pool() {
             Err(e) => damage.push(Damage { page: None, tree: None, reason: e.to_string() }),
             Ok(pool) => {
-                for (name, root) in &self.info.trees {
+                for (name, root) in &self.trees() {
                     let shape = Tree::open(&pool, *root).map_err(|e| e.to_string()).and_then(|t| t.verify());
                     match shape {
                         Ok(shape) => trees.push((name.clone(), Some(shape))),
@@ -541,28 +574,25 @@ impl DatabaseFile {
                 }
             }
         }
-        VerifyReport {
-            pages_checked: self.meta.page_count,
-            damage,
-            trees,
-            needs_restart: self.info.logged && !self.info.clean,
-        }
+        VerifyReport { pages_checked: end, damage, trees, needs_restart: self.needs_restart() }
     }
 
     /// Calls `each` with every record of tree `name` in key order, as the file holds them
     /// (for a logged database not closed cleanly, that may include uncommitted changes and lack
-    /// committed ones the log still holds). Returns the number of records.
+    /// committed ones the log still holds; its trees are page 0's and the ones its log knows).
+    /// Returns the number of records.
     ///
     /// # Errors
     /// [`InspectError::NoSuchTree`]; [`InspectError::TreeDamaged`] at the first page that
     /// cannot be read.
     pub fn dump(&self, name: &str, mut each: impl FnMut(&[u8], &[u8])) -> Result<u64> {
         let path = &self.info.path;
-        let Some(&root) = self.meta.trees.get(name) else {
+        let trees = self.trees();
+        let Some(&root) = trees.get(name) else {
             return Err(InspectError::NoSuchTree {
                 path: path.clone(),
                 name: name.to_owned(),
-                trees: self.meta.trees.keys().cloned().collect(),
+                trees: trees.keys().cloned().collect(),
             });
         };
         let damaged =
