@@ -34,7 +34,11 @@ use swizzledb_lab::experiments::{
 use swizzledb_lab::Usage;
 
 #[derive(Parser)]
-#[command(name = "swizzledb", version, about = "SwizzleDB: demo, benchmarks and paper experiments")]
+#[command(
+    name = "swizzledb",
+    version,
+    about = "SwizzleDB: demo, benchmarks, paper experiments and read-only inspection of database files"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
