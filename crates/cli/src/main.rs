@@ -13,9 +13,12 @@
 //!   and Belady's OPT over a reference string; synthetic reference strings.
 //! - `swizzledb sim dbmin` — Chou & DeWitt 1986 Figs. 2-5: DBMIN and five other buffer managers
 //!   in a simulated multiuser system, throughput against concurrent queries.
+//! - `swizzledb stat FILE`, `verify FILE`, `dump FILE --tree T`, `log DIR|FILE` — inspect a
+//!   database file and its log read-only (`admin.rs`, over `swizzledb::inspect`).
 
 #![forbid(unsafe_code)]
 
+mod admin;
 mod trace;
 
 use clap::{Parser, Subcommand};
@@ -31,7 +34,11 @@ use swizzledb_lab::experiments::{
 use swizzledb_lab::Usage;
 
 #[derive(Parser)]
-#[command(name = "swizzledb", version, about = "SwizzleDB: demo, benchmarks and paper experiments")]
+#[command(
+    name = "swizzledb",
+    version,
+    about = "SwizzleDB: demo, benchmarks, paper experiments and read-only inspection of database files"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -70,6 +77,21 @@ enum Command {
         #[command(subcommand)]
         which: chou_dbmin::SimCommand,
     },
+    /// Describe a database file, read-only: format, page size, pages, trees, logged, closed
+    /// cleanly, and where its log stands
+    #[command(after_help = admin::EXIT_CODES)]
+    Stat(admin::FileArgs),
+    /// Check a database file, read-only: every page's checksum, id and type, and every tree's
+    /// structure; lists each damaged page and tree (a file not closed cleanly is checked as it
+    /// is, which restart would change: see exit code 4)
+    #[command(after_help = admin::EXIT_CODES)]
+    Verify(admin::FileArgs),
+    /// Print a tree's records, read-only, in key order as the file holds them
+    #[command(after_help = admin::EXIT_CODES)]
+    Dump(admin::DumpArgs),
+    /// Print a log's records, read-only, one a line: LSN, kind, transaction, pages, sizes
+    #[command(after_help = admin::EXIT_CODES)]
+    Log(admin::LogArgs),
 }
 
 #[derive(Subcommand)]
@@ -184,6 +206,7 @@ enum Experiment {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    admin::init_logging();
     match run(cli.command) {
         Ok(code) => code,
         Err(e) => {
@@ -232,5 +255,9 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Trace { action } => trace::run(action),
         Command::CrashTest(args) => crash_test::run(&args),
         Command::Sim { which: chou_dbmin::SimCommand::Dbmin(args) } => chou_dbmin::run(&args),
+        Command::Stat(args) => Ok(admin::stat(&args)),
+        Command::Verify(args) => Ok(admin::verify(&args)),
+        Command::Dump(args) => Ok(admin::dump(&args)),
+        Command::Log(args) => Ok(admin::log(&args)),
     }
 }

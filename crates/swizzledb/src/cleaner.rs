@@ -166,7 +166,13 @@ impl Thread {
                 // The decoupled cleaner's progress (R20): every page's copy in the file holds
                 // every change below it.
                 let mut replayed = match s.kind {
-                    Cleaner::Decoupled => crate::decoupled::progress(&wal).unwrap_or(Lsn(0)),
+                    Cleaner::Decoupled => crate::decoupled::progress(&wal).unwrap_or_else(|e| {
+                        log::warn!(
+                            "swizzledb page cleaner: its progress could not be read ({e}); replaying \
+                             the whole archive"
+                        );
+                        Lsn(0)
+                    }),
                     Cleaner::Classical | Cleaner::None => Lsn(0),
                 };
                 let period = s.every.map_or(PERIOD, |e| e.min(PERIOD));
@@ -222,7 +228,9 @@ impl Thread {
             self.shared.wake.notify_all();
             self.shared.done.notify_all();
             drop(state);
-            let _ = handle.join();
+            if handle.join().is_err() {
+                log::error!("swizzledb: the page cleaner thread panicked");
+            }
         }
     }
 }
@@ -272,9 +280,16 @@ fn round(s: &Shared, wal: &Wal, pool: &BufferPool, forced: bool, replayed: &mut 
             Ok(())
         })(),
     };
-    if let Err(e) = &result {
-        s.counters.failures.fetch_add(1, Ordering::Relaxed);
-        log::warn!("swizzledb page cleaner: a round failed ({e}); the next round retries");
+    match &result {
+        Ok(()) => log::debug!(
+            "swizzledb page cleaner: a {} round ended (log {size} bytes before it, {} after)",
+            if forced { "forced" } else { "triggered" },
+            log_bytes(wal)
+        ),
+        Err(e) => {
+            s.counters.failures.fetch_add(1, Ordering::Relaxed);
+            log::warn!("swizzledb page cleaner: a round failed ({e}); the next round retries");
+        }
     }
     result.is_ok()
 }

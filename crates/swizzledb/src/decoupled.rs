@@ -67,6 +67,11 @@ pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Re
     }
     pool.sync_file()?;
     wal.log.write_named_lsn(PROGRESS, to)?;
+    log::debug!(
+        "swizzledb decoupled cleaner: replayed {from}..{to}: {} changes, {} pages written",
+        done.changes,
+        done.pages_written
+    );
     Ok((to, done))
 }
 
@@ -91,11 +96,17 @@ fn bring_forward(
         }
     }
     let file = pool.lock_file_page(id);
-    let copy = file
-        .read(buf)
-        .ok()
-        .filter(|()| swizzledb_btree::validate_page(buf).is_ok())
-        .map(|()| page::page_lsn(buf));
+    let copy = match file.read(buf) {
+        Ok(()) if swizzledb_btree::validate_page(buf).is_ok() => Some(page::page_lsn(buf)),
+        Ok(()) => {
+            log::debug!("the decoupled cleaner found page {id}'s copy in the file malformed");
+            None
+        }
+        Err(e) => {
+            log::debug!("the decoupled cleaner could not read page {id}'s copy in the file: {e}");
+            None
+        }
+    };
     if copy.is_some_and(|lsn| lsn >= last) {
         return Ok(None);
     }
@@ -113,9 +124,12 @@ fn bring_forward(
     // rebuild the page from the whole archive and log (R18) instead.
     let mut page = match result {
         Ok(p) => p,
-        Err(_) => {
+        Err(e) => {
             let p = rebuild_page(&wal.log, wal.archive.as_deref(), id, page_size, Lsn(last.0 + 1))?;
-            log::warn!("the decoupled cleaner rebuilt page {id} from the log: its copy in the file did not take the archived changes");
+            log::warn!(
+                "the decoupled cleaner rebuilt page {id} from the log: its copy in the file did not \
+                 take the archived changes ({e})"
+            );
             p
         }
     };

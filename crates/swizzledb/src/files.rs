@@ -45,7 +45,10 @@ impl FileLock {
     /// Gives the lock up now (a closed database can be opened again while handles of it live).
     pub(crate) fn release(&mut self) {
         if let Some(file) = self.file.take() {
-            let _ = file.unlock();
+            if let Err(e) = file.unlock() {
+                // Harmless: the lock goes with the last handle of the file, dropped here.
+                log::warn!("swizzledb: unlocking {file:?} failed ({e}); the lock ends as the file closes");
+            }
         }
     }
 }
@@ -131,4 +134,24 @@ pub(crate) fn check_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Path
         return Err(Error::ForeignLog { file: database.to_path_buf(), dir: dir.to_path_buf() });
     }
     Ok((lock, segment_bytes))
+}
+
+/// Reads the identity file of the log directory `dir` without locking or changing anything
+/// (the `inspect` module): `(database id, segment size in bytes)`, or what is wrong with it.
+pub(crate) fn read_identity(vfs: &dyn Vfs, dir: &Path) -> std::result::Result<(u64, u64), String> {
+    let path = id_path(dir);
+    let file = vfs.open(&path, OpenMode::EXISTING).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "it holds no database-id file (not a SwizzleDB log)".to_owned(),
+        _ => format!("its database-id file cannot be read: {e}"),
+    })?;
+    let mut b = [0u8; ID_LEN];
+    match file.read_exact_at(&mut b, 0) {
+        Ok(())
+            if &b[..8] == ID_MAGIC
+                && crc32c::crc32c(&b[..24]) == u32::from_le_bytes(b[24..].try_into().expect("4 bytes")) =>
+        {
+            Ok((u64_at(&b, 8), u64_at(&b, 16)))
+        }
+        Ok(()) | Err(_) => Err("its database-id file is damaged".to_owned()),
+    }
 }

@@ -290,6 +290,9 @@ impl RedoThread {
                     );
                 }
             })
+            .inspect_err(|e| {
+                log::error!("instant restart's redo thread could not start ({e}); pages are redone on fetch")
+            })
             .ok();
         RedoThread { stop, handle }
     }
@@ -297,7 +300,11 @@ impl RedoThread {
     pub(crate) fn stop(&mut self) {
         if let Some(handle) = self.handle.take() {
             self.stop.store(true, Ordering::Release);
-            let _ = handle.join();
+            if handle.join().is_err() {
+                log::error!(
+                    "instant restart's redo thread panicked; the next checkpoint redoes what is pending"
+                );
+            }
         }
     }
 }
@@ -342,6 +349,12 @@ impl UndoThread {
                     }
                 }
             })
+            .inspect_err(|e| {
+                log::error!(
+                    "instant restart's undo thread could not start ({e}); the losers stay locked until \
+                     the next restart rolls them back"
+                )
+            })
             .ok();
         UndoThread { handle }
     }
@@ -349,7 +362,9 @@ impl UndoThread {
     /// Waits until every loser is rolled back (or the rollback failed).
     pub(crate) fn finish(&mut self) {
         if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
+            if handle.join().is_err() {
+                log::error!("instant restart's undo thread panicked; the next restart rolls the losers back");
+            }
         }
     }
 }

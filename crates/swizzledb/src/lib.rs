@@ -41,6 +41,7 @@ mod decoupled;
 #[cfg(test)]
 mod decoupled_tests;
 mod files;
+pub mod inspect;
 mod instant;
 mod isolation;
 pub mod lock;
@@ -1623,15 +1624,18 @@ impl Database {
 
 impl Drop for Database {
     /// Dropping without [`Database::close`] closes the same way; a failure is reported as a
-    /// `log` warning (call `close` to get the error).
+    /// `log` error record (call `close` to get the error).
     fn drop(&mut self) {
         self.stop_background();
         if !self.closed {
-            if let Err(e) = self.core.close() {
-                log::warn!(
-                    "swizzledb: dropping the database {} could not close it cleanly: {e}",
+            match self.core.close() {
+                Ok(()) => log::debug!("swizzledb: {} closed by drop", self.core.pool.path().display()),
+                Err(e) => log::error!(
+                    "swizzledb: dropping the database {} could not close it cleanly: {e}; call \
+                     Database::close to handle the error (a logged database restarts from its log \
+                     at the next open)",
                     self.core.pool.path().display()
-                );
+                ),
             }
             self.core.pool.mark_closed();
             self.core.trees.lock().clear();

@@ -596,14 +596,18 @@ impl swizzledb_buffer::LogFlush for PoolLog {
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
         self.expect(page, page_lsn);
         // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
-        let _ = self.log.append(&Record::PageWrite { page, page_lsn, decoupled: None }.encode());
+        if let Err(e) = self.log.append(&Record::PageWrite { page, page_lsn, decoupled: None }.encode()) {
+            log::warn!("swizzledb: no page-write record for page {page} ({e}); restart redoes more of it");
+        }
     }
 
     fn page_propagated(&self, page: PageId, page_lsn: Lsn, complete_below: Lsn) {
         self.expect(page, page_lsn);
         // Best effort, as above: without it a decoupled checkpoint keeps the page dirty.
         let record = Record::PageWrite { page, page_lsn, decoupled: Some(complete_below) };
-        let _ = self.log.append(&record.encode());
+        if let Err(e) = self.log.append(&record.encode()) {
+            log::warn!("swizzledb: no page-write record for page {page} ({e}); checkpoints keep it dirty");
+        }
     }
 
     fn elide_write(&self, page: PageId, page_lsn: Lsn, rec_lsn: Lsn) -> bool {
@@ -946,6 +950,9 @@ impl Periodic {
                 }
                 task();
             })
+            .inspect_err(|e| {
+                log::error!("swizzledb: the {name} thread could not start ({e}); its work is not done")
+            })
             .ok();
         Periodic { stop, handle }
     }
@@ -954,7 +961,10 @@ impl Periodic {
         if let Some(handle) = self.handle.take() {
             *self.stop.0.lock() = true;
             self.stop.1.notify_all();
-            let _ = handle.join();
+            let name = handle.thread().name().unwrap_or("background").to_owned();
+            if handle.join().is_err() {
+                log::error!("swizzledb: the {name} thread panicked");
+            }
         }
     }
 }
@@ -975,8 +985,16 @@ pub(crate) fn start_checkpointer(
 ) -> Periodic {
     Periodic::start("swizzledb-checkpointer", every, move || {
         match wal.checkpoint(&pool) {
-            Ok(_) => wal.stats.background_checkpoints.fetch_add(1, Ordering::Relaxed),
-            Err(_) => wal.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed),
+            Ok(_) => {
+                log::debug!("swizzledb checkpointer: a checkpoint was taken");
+                wal.stats.background_checkpoints.fetch_add(1, Ordering::Relaxed)
+            }
+            Err(e) => {
+                log::warn!(
+                    "swizzledb checkpointer: a checkpoint failed ({e}); retrying at the next interval"
+                );
+                wal.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed)
+            }
         };
     })
 }
@@ -985,8 +1003,9 @@ pub(crate) fn start_checkpointer(
 /// the archiver, so that a long merge never holds archiving up (wal README A8).
 pub(crate) fn start_merger(wal: Arc<Wal>, every: std::time::Duration) -> Periodic {
     wal.background_merges.store(true, Ordering::Release);
-    Periodic::start("swizzledb-merger", every, move || {
-        if let Err(e) = wal.merge_tiers() {
+    Periodic::start("swizzledb-merger", every, move || match wal.merge_tiers() {
+        Ok(()) => log::trace!("swizzledb merger: a round ended"),
+        Err(e) => {
             log::warn!("merging the log archive's runs failed ({e}); retrying at the next interval");
             wal.stats.failed_archiving.fetch_add(1, Ordering::Relaxed);
         }
@@ -999,8 +1018,20 @@ pub(crate) fn start_merger(wal: Arc<Wal>, every: std::time::Duration) -> Periodi
 pub(crate) fn start_archiver(wal: Arc<Wal>, every: std::time::Duration) -> Periodic {
     Periodic::start("swizzledb-archiver", every, move || {
         match wal.archive_background() {
-            Ok(Some(_)) => wal.stats.background_archivings.fetch_add(1, Ordering::Relaxed),
-            Ok(None) => 0,
+            Ok(Some(run)) => {
+                log::debug!(
+                    "swizzledb archiver: archived {}..{} ({} changes of {} pages)",
+                    run.begin,
+                    run.end,
+                    run.entries,
+                    run.pages
+                );
+                wal.stats.background_archivings.fetch_add(1, Ordering::Relaxed)
+            }
+            Ok(None) => {
+                log::trace!("swizzledb archiver: nothing new to archive");
+                0
+            }
             Err(e) => {
                 log::warn!("archiving the log failed ({e}); retrying at the next interval");
                 wal.stats.failed_archiving.fetch_add(1, Ordering::Relaxed)

@@ -1,0 +1,347 @@
+//! `swizzledb stat`, `verify`, `dump` and `log`: a thin layer over `swizzledb::inspect`, which
+//! opens every file read-only and runs no restart.
+//!
+//! Exit codes (also in `--help`): 0 success (for `verify`: no damage); 1 damage found (listed
+//! by `verify`; for the others, a damaged page 0, tree or log stopped them); 2 bad arguments;
+//! 3 the input cannot be inspected (missing, unreadable, a directory or empty file, not a
+//! SwizzleDB file or log, no such tree); 4 `verify` found damage in a file not at rest: a
+//! logged one not closed cleanly (restart may repair it) or one open in a `Database`.
+
+use clap::{Args, ValueEnum};
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use swizzledb::inspect::{self, DatabaseFile, InspectError};
+
+/// The exit codes' text for `--help`.
+pub const EXIT_CODES: &str = "Exit codes: 0 success (verify: no damage); 1 damage found; 2 bad arguments; \
+3 the input cannot be inspected (missing, a directory, empty, not a SwizzleDB file or log, no such \
+tree); 4 verify found damage in a file not at rest: a logged one not closed cleanly (restart may \
+repair it) or one open in a Database (it changed while read)";
+
+/// Damage found.
+const DAMAGE: u8 = 1;
+/// The input cannot be inspected.
+const NOT_INSPECTABLE: u8 = 3;
+/// Damage found in a file not at rest (restart would change it, or a `Database` has it open).
+const DAMAGE_NOT_AT_REST: u8 = 4;
+
+/// A database file.
+#[derive(Args)]
+pub struct FileArgs {
+    /// The database file (opened read-only)
+    pub file: PathBuf,
+}
+
+/// `swizzledb dump`.
+#[derive(Args)]
+pub struct DumpArgs {
+    /// The database file (opened read-only)
+    pub file: PathBuf,
+    /// The tree whose records to print
+    #[arg(long)]
+    pub tree: String,
+    /// csv: a `key,value` header, then one record a line, key and value in lower-case hex
+    /// (any bytes round-trip); hex: each record as a hex dump with printable ASCII beside it
+    #[arg(long, value_enum, default_value_t = DumpFormat::Csv)]
+    pub format: DumpFormat,
+}
+
+/// How `dump` prints records.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DumpFormat {
+    /// `key,value` in lower-case hex.
+    Csv,
+    /// A hex dump per record.
+    Hex,
+}
+
+/// `swizzledb log`.
+#[derive(Args)]
+pub struct LogArgs {
+    /// A log directory, or a database file (its log is FILE.wal)
+    pub path: PathBuf,
+}
+
+/// The exit code and the one line on stderr for an inspection error.
+fn fail(e: &InspectError) -> ExitCode {
+    eprintln!("error: {e}");
+    match e {
+        InspectError::Damaged { .. } | InspectError::TreeDamaged { .. } | InspectError::LogDamaged { .. } => {
+            ExitCode::from(DAMAGE)
+        }
+        _ => ExitCode::from(NOT_INSPECTABLE),
+    }
+}
+
+/// Runs `body` with a buffered stdout; a closed pipe (`| head`) ends quietly.
+fn with_stdout(body: impl FnOnce(&mut dyn Write) -> io::Result<ExitCode>) -> ExitCode {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    match body(&mut out).and_then(|code| out.flush().map(|()| code)) {
+        Ok(code) => code,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing the output: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// `swizzledb stat FILE`: one `name: value` line per field.
+pub fn stat(args: &FileArgs) -> ExitCode {
+    let file = match DatabaseFile::open(&args.file) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let i = file.info();
+    with_stdout(|out| {
+        writeln!(out, "file: {}", i.path.display())?;
+        writeln!(out, "format_version: {}", i.format_version)?;
+        writeln!(out, "page_size: {}", i.page_size)?;
+        writeln!(out, "page_count: {}", i.page_count)?;
+        writeln!(out, "file_bytes: {}", i.file_bytes)?;
+        match i.free_pages {
+            Some(n) => writeln!(out, "free_pages: {n}")?,
+            None => writeln!(out, "free_pages: unknown")?,
+        }
+        writeln!(out, "logged: {}", if i.logged { "yes" } else { "no" })?;
+        writeln!(out, "clean: {}", if i.clean { "yes" } else { "no" })?;
+        writeln!(out, "id: {:#018x}", i.id)?;
+        if let Some(log) = &i.log {
+            writeln!(out, "log_dir: {}", log.dir.display())?;
+            if let Some(problem) = &log.problem {
+                writeln!(out, "log_problem: {problem}")?;
+            } else {
+                writeln!(out, "log_segment_bytes: {}", log.segment_bytes)?;
+                writeln!(out, "log_oldest: {}", log.oldest.0)?;
+                writeln!(out, "log_end: {}", log.end.0)?;
+                if let Some(c) = log.checkpoint {
+                    writeln!(out, "log_checkpoint: {}", c.0)?;
+                }
+                writeln!(out, "log_records_after_checkpoint: {}", log.records_after_checkpoint)?;
+                writeln!(out, "log_checkpoint_dirty_pages: {}", log.dirty_pages)?;
+                writeln!(out, "log_checkpoint_open_txns: {}", log.open_txns)?;
+                writeln!(out, "log_trees: {}", log.trees.len())?;
+                for (name, root) in &log.trees {
+                    writeln!(out, "log_tree: {name} root={root}")?;
+                }
+            }
+        }
+        writeln!(out, "trees: {}", i.trees.len())?;
+        for (name, root) in &i.trees {
+            writeln!(out, "tree: {name} root={root}")?;
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+    .tap_warn(i)
+}
+
+/// Warns on stderr about a file that is not what `open` would find without work.
+trait TapWarn {
+    fn tap_warn(self, info: &inspect::FileInfo) -> Self;
+}
+
+impl TapWarn for ExitCode {
+    fn tap_warn(self, i: &inspect::FileInfo) -> Self {
+        if i.in_use {
+            eprintln!("{}", in_use_warning(&i.path));
+        }
+        if !i.clean {
+            if i.logged {
+                eprintln!(
+                    "warning: {} was not closed cleanly: opening it restarts from its log, which \
+                     changes its pages; shown as the file holds it now",
+                    i.path.display()
+                );
+            } else {
+                eprintln!(
+                    "warning: {} has no log and was not closed cleanly: it may be damaged, and \
+                     Builder::open refuses it",
+                    i.path.display()
+                );
+            }
+        }
+        self
+    }
+}
+
+fn in_use_warning(path: &std::path::Path) -> String {
+    format!(
+        "warning: {} is open in a Database (in this or another process): it may change while it \
+         is read, so what is shown need not be consistent",
+        path.display()
+    )
+}
+
+/// `swizzledb verify FILE`.
+pub fn verify(args: &FileArgs) -> ExitCode {
+    let file = match DatabaseFile::open(&args.file) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let report = file.verify();
+    with_stdout(|out| {
+        for d in &report.damage {
+            writeln!(out, "{d}")?;
+        }
+        for (name, shape) in &report.trees {
+            if let Some(s) = shape {
+                writeln!(
+                    out,
+                    "tree {name:?}: ok, height {}, {} nodes, {} leaves, {} records",
+                    s.height, s.nodes, s.leaves, s.records
+                )?;
+            }
+        }
+        let pages = report.damage.iter().filter(|d| d.page.is_some()).count();
+        let trees = report.damage.iter().filter(|d| d.tree.is_some()).count();
+        writeln!(
+            out,
+            "verify: {} pages checked, {} trees; {pages} damaged pages, {trees} damaged trees",
+            report.pages_checked,
+            report.trees.len()
+        )?;
+        Ok(if report.is_clean() {
+            ExitCode::SUCCESS
+        } else if report.needs_restart || file.info().in_use {
+            ExitCode::from(DAMAGE_NOT_AT_REST)
+        } else {
+            ExitCode::from(DAMAGE)
+        })
+    })
+    .tap_warn(file.info())
+}
+
+/// Lines of a hex dump of `bytes`, 16 a line, with the printable ASCII beside them.
+fn hex_dump(out: &mut dyn Write, label: &str, bytes: &[u8]) -> io::Result<()> {
+    if bytes.is_empty() {
+        return writeln!(out, "  {label:<5}  (empty)");
+    }
+    for (i, chunk) in bytes.chunks(16).enumerate() {
+        let hexes: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+        let ascii: String = chunk
+            .iter()
+            .map(|&b| if b.is_ascii_graphic() || b == b' ' { char::from(b) } else { '.' })
+            .collect();
+        let label = if i == 0 { label } else { "" };
+        writeln!(out, "  {label:<5}  {:04x}  {:<47}  |{ascii}|", i * 16, hexes.join(" "))?;
+    }
+    Ok(())
+}
+
+/// `swizzledb dump FILE --tree T [--format csv|hex]`.
+pub fn dump(args: &DumpArgs) -> ExitCode {
+    let file = match DatabaseFile::open(&args.file) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let mut failure = None;
+    let code = with_stdout(|out| {
+        let mut io_error = Ok(());
+        // The header with the first record (or at the end), so that a tree that cannot be read
+        // prints nothing on stdout.
+        let header = |out: &mut dyn Write| match args.format {
+            DumpFormat::Csv => writeln!(out, "key,value"),
+            DumpFormat::Hex => Ok(()),
+        };
+        let mut n = 0u64;
+        let result = file.dump(&args.tree, |k, v| {
+            if io_error.is_err() {
+                return;
+            }
+            n += 1;
+            let first = if n == 1 { header(out) } else { Ok(()) };
+            io_error = first.and_then(|()| match args.format {
+                DumpFormat::Csv => writeln!(out, "{},{}", hex(k), hex(v)),
+                DumpFormat::Hex => writeln!(out, "record {n}")
+                    .and_then(|()| hex_dump(out, "key", k))
+                    .and_then(|()| hex_dump(out, "value", v)),
+            });
+        });
+        io_error?;
+        match result {
+            Err(e) => failure = Some(e),
+            Ok(0) => header(out)?,
+            Ok(_) => {}
+        }
+        Ok(ExitCode::SUCCESS)
+    });
+    match failure {
+        Some(e) => fail(&e),
+        None => code.tap_warn(file.info()),
+    }
+}
+
+/// `swizzledb log DIR|FILE`.
+pub fn log(args: &LogArgs) -> ExitCode {
+    let records = match inspect::read_log(&args.path) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    if records.in_use {
+        eprintln!("{}", in_use_warning(&records.dir));
+    }
+    for (file, len, end) in &records.torn_tail {
+        eprintln!(
+            "warning: {}: bytes {end}..{len} hold no valid record (a torn tail; the next open of \
+             the database cuts it)",
+            file.display()
+        );
+    }
+    let mut failure = None;
+    let code = with_stdout(|out| {
+        for item in records {
+            match item {
+                Ok(entry) => writeln!(out, "{entry}")?,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    });
+    match failure {
+        Some(e) => fail(&e),
+        None => code,
+    }
+}
+
+/// A logger for the `log` crate that prints records at or above the level `RUST_LOG` names
+/// (`error`, `warn`, `info`, `debug`, `trace` or `off`; default `warn`; in `env_logger`'s
+/// `target=level,...` form the most verbose level named counts, for every target) on stderr.
+pub struct StderrLogger;
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let level = record.level().as_str().to_ascii_lowercase();
+            eprintln!("{level}: {}", record.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Installs [`StderrLogger`] at the level `RUST_LOG` names.
+pub fn init_logging() {
+    let level = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.split([',', '=']).filter_map(|t| t.trim().parse::<log::LevelFilter>().ok()).max());
+    if log::set_logger(&StderrLogger).is_ok() {
+        log::set_max_level(level.unwrap_or(log::LevelFilter::Warn));
+    }
+}

@@ -1,0 +1,921 @@
+//! Read-only inspection of a database file and its log: what `swizzledb stat`, `verify`, `dump`
+//! and `log` print, for library users too.
+//!
+//! Nothing here writes. Every file is opened read-only at the operating-system level
+//! (`O_RDONLY`), through a private [`Vfs`] that fails every write; the one change the readers
+//! below ask for — the log cutting a torn tail (wal README W7) — is kept in memory and reported
+//! ([`LogRecords::torn_tail`]), never applied. No restart runs: a logged database that was not
+//! closed cleanly is read as its file holds it, which restart would change (see
+//! [`FileInfo::clean`]). A file open in a [`crate::Database`] (in this or another process) is
+//! read all the same and flagged ([`FileInfo::in_use`], [`LogRecords::in_use`]): its pages may
+//! change while they are read, so what is read need not be consistent. While a file is being
+//! inspected it holds a shared lock, so a `Database` cannot open it
+//! ([`crate::Error::AlreadyOpen`]).
+//!
+//! ```
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("inspect.swz");
+//! let db = swizzledb::Database::builder().create(&path)?;
+//! db.create_tree("t")?.insert(b"k", b"v")?;
+//! db.close()?;
+//!
+//! let file = swizzledb::inspect::DatabaseFile::open(&path)?;
+//! assert!(file.info().clean);
+//! assert!(file.verify().is_clean());
+//! let mut records = Vec::new();
+//! file.dump("t", |k, v| records.push((k.to_vec(), v.to_vec())))?;
+//! assert_eq!(records, vec![(b"k".to_vec(), b"v".to_vec())]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::HashSet;
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::ops::Bound;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use swizzledb_btree::{BTreeOwner, Tree, TreeShape};
+use swizzledb_buffer::{Allocation, BufferError, BufferPool, Meta, PageFile, PoolConfig, PoolMode};
+use swizzledb_sync::{Lsn, OpenMode, PageId, TxnId, Vfs, VfsFile};
+use swizzledb_wal::{LogConfig, LogError, LogManager};
+
+use crate::record::{Change, NodeLog, Record, RecordKind};
+
+/// Why a file or log cannot be inspected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InspectError {
+    /// The path cannot be opened or read (missing, no permission, an I/O error).
+    #[error("{}: {source}", path.display())]
+    Unreadable {
+        /// The path.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The file is not a SwizzleDB database file of this format version (empty, too short, a
+    /// directory, another magic or version).
+    #[error("{} is not a SwizzleDB database file: {reason}", path.display())]
+    NotADatabase {
+        /// The path.
+        path: PathBuf,
+        /// What was found.
+        reason: String,
+    },
+    /// The file is a SwizzleDB database but its page 0 or its length is damaged (truncated),
+    /// so nothing further can be read from it.
+    #[error("{} is damaged: {reason}; restore it from a backup", path.display())]
+    Damaged {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No tree of that name is in the file's catalog.
+    #[error("no tree named {name:?} in {}; its trees: {}", path.display(), if trees.is_empty() { "none".to_owned() } else { trees.join(", ") })]
+    NoSuchTree {
+        /// The file.
+        path: PathBuf,
+        /// The name asked for.
+        name: String,
+        /// The names in the catalog.
+        trees: Vec<String>,
+    },
+    /// Reading a tree failed at a damaged page (`verify` lists every damaged page).
+    #[error("reading tree {tree:?} of {} failed: {reason}; run `swizzledb verify` on it", path.display())]
+    TreeDamaged {
+        /// The file.
+        path: PathBuf,
+        /// The tree.
+        tree: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The directory is not a SwizzleDB log directory.
+    #[error("{} is not a SwizzleDB log directory: {reason}", path.display())]
+    NotALog {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The log is damaged: a record that cannot be read or decoded.
+    #[error("the log {} is damaged{}: {reason}", dir.display(), lsn.map(|l| format!(" at {l}")).unwrap_or_default())]
+    LogDamaged {
+        /// The log directory.
+        dir: PathBuf,
+        /// Where, if known.
+        lsn: Option<Lsn>,
+        /// What was found.
+        reason: String,
+    },
+}
+
+/// Result alias with [`InspectError`].
+pub type Result<T, E = InspectError> = std::result::Result<T, E>;
+
+// ------------------------------------------------------------------------------------------
+// The read-only file system
+// ------------------------------------------------------------------------------------------
+
+fn read_only() -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, "read-only inspection writes nothing")
+}
+
+/// A view of the operating system's file system that cannot change it: files open `O_RDONLY`,
+/// writes and renames fail, and truncations and removals (a log cutting its torn tail) change
+/// only this view, recorded in `cuts`.
+#[derive(Debug, Default)]
+struct ReadOnlyFs {
+    hidden: Mutex<HashSet<PathBuf>>,
+    cuts: Arc<Mutex<Vec<(PathBuf, u64, u64)>>>,
+}
+
+#[derive(Debug)]
+struct ReadOnlyFile {
+    file: File,
+    path: PathBuf,
+    /// The length this view gives the file after a `set_len` that shortened it.
+    cut: Mutex<Option<u64>>,
+    cuts: Arc<Mutex<Vec<(PathBuf, u64, u64)>>>,
+}
+
+impl VfsFile for ReadOnlyFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let n = match *self.cut.lock() {
+            Some(len) if offset >= len => return Ok(0),
+            Some(len) => buf.len().min(usize::try_from(len - offset).unwrap_or(usize::MAX)),
+            None => buf.len(),
+        };
+        self.file.read_at(&mut buf[..n], offset)
+    }
+
+    fn write_all_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+        Err(read_only())
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        // Nothing was written through this view.
+        Ok(())
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        match *self.cut.lock() {
+            Some(len) => Ok(len),
+            None => Ok(self.file.metadata()?.len()),
+        }
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let now = self.len()?;
+        if len > now {
+            return Err(read_only());
+        }
+        *self.cut.lock() = Some(len);
+        self.cuts.lock().push((self.path.clone(), now, len));
+        Ok(())
+    }
+}
+
+impl Vfs for ReadOnlyFs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
+        if mode.create_new {
+            return Err(read_only());
+        }
+        if self.hidden.lock().contains(path) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        if std::fs::metadata(path)?.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a directory, not a file"));
+        }
+        Ok(Arc::new(ReadOnlyFile {
+            file: File::open(path)?,
+            path: path.to_path_buf(),
+            cut: Mutex::new(None),
+            cuts: Arc::clone(&self.cuts),
+        }))
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        if !self.exists(path) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        self.cuts.lock().push((path.to_path_buf(), std::fs::metadata(path)?.len(), 0));
+        self.hidden.lock().insert(path.to_path_buf());
+        Ok(())
+    }
+
+    fn rename(&self, _: &Path, _: &Path) -> io::Result<()> {
+        Err(read_only())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let hidden = self.hidden.lock();
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if !hidden.contains(&path) {
+                out.push(path);
+            }
+        }
+        Ok(out)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        if dir.is_dir() {
+            Ok(())
+        } else {
+            Err(io::Error::new(io::ErrorKind::NotFound, "no such directory (inspection creates nothing)"))
+        }
+    }
+
+    fn sync_dir(&self, _: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        !self.hidden.lock().contains(path) && path.exists()
+    }
+}
+
+/// Opens `path` read-only and takes a shared advisory lock on it, or `None` if a
+/// [`crate::Database`] holds its exclusive one (it is open, RECOVERY.md R13).
+fn lock_shared(path: &Path) -> Result<Option<File>> {
+    let file =
+        File::open(path).map_err(|source| InspectError::Unreadable { path: path.to_path_buf(), source })?;
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(source)) => {
+            Err(InspectError::Unreadable { path: path.to_path_buf(), source })
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The database file
+// ------------------------------------------------------------------------------------------
+
+/// What a database file is, from its page 0 (buffer crate's `meta.rs`) and, when it is logged,
+/// its log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// The on-disk format version (only the version this build writes opens).
+    pub format_version: u32,
+    /// Bytes per page.
+    pub page_size: usize,
+    /// Pages in use or free, page 0 included, as page 0 records them (for a logged database
+    /// not closed cleanly, as of its last clean close: the log holds the newer count).
+    pub page_count: u64,
+    /// The file's length in bytes.
+    pub file_bytes: u64,
+    /// Free pages, from the free-page chain; `None` when the chain on disk is not current
+    /// (a file not closed cleanly) or cannot be read (`verify` says why).
+    pub free_pages: Option<u64>,
+    /// The trees of page 0's catalog, by name.
+    pub trees: Vec<(String, PageId)>,
+    /// The database has a write-ahead log (in [`crate::wal_dir`] of the path).
+    pub logged: bool,
+    /// The database id (its log directory records the same).
+    pub id: u64,
+    /// Closed cleanly: opening it redoes and undoes nothing. An unlogged database: page 0's
+    /// CLEAN flag (buffer F11; `open` refuses one without it). A logged one: its log ends with
+    /// the checkpoint the master record names, listing no dirty page and no transaction (page
+    /// 0's flag means nothing for logged databases, which always restart).
+    pub clean: bool,
+    /// The log, for a logged database.
+    pub log: Option<LogState>,
+    /// The file is open in a [`crate::Database`] (in this or another process, or one that was
+    /// leaked without being dropped): it may change while it is read, so what was read need
+    /// not be consistent.
+    pub in_use: bool,
+}
+
+/// Where a logged database's log stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogState {
+    /// The log directory.
+    pub dir: PathBuf,
+    /// Bytes per segment file.
+    pub segment_bytes: u64,
+    /// The oldest LSN kept.
+    pub oldest: Lsn,
+    /// The end of the log.
+    pub end: Lsn,
+    /// The last checkpoint's end record (the master record), if any.
+    pub checkpoint: Option<Lsn>,
+    /// Records after the last checkpoint: what restart would analyze and redo.
+    pub records_after_checkpoint: u64,
+    /// Dirty pages the last checkpoint lists.
+    pub dirty_pages: usize,
+    /// Unfinished transactions the last checkpoint lists.
+    pub open_txns: usize,
+    /// The trees the log knows: the last checkpoint's catalog and the trees created after it
+    /// (page 0's catalog lags behind it until a clean close).
+    pub trees: Vec<(String, PageId)>,
+    /// Why the log could not be read, if it could not (then `clean` is false).
+    pub problem: Option<String>,
+}
+
+/// One damaged page or tree found by [`DatabaseFile::verify`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Damage {
+    /// The page, when the damage is one page's (a checksum, page-id or page-type failure).
+    pub page: Option<PageId>,
+    /// The tree, when a tree's structure check found it (its reason names the page).
+    pub tree: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.tree, self.page) {
+            (Some(tree), _) => write!(f, "tree {tree:?}: {}", self.reason),
+            (None, Some(page)) => write!(f, "page {page}: {}", self.reason),
+            (None, None) => write!(f, "{}", self.reason),
+        }
+    }
+}
+
+/// What [`DatabaseFile::verify`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VerifyReport {
+    /// Pages whose checksum, page id and page type were checked (page 0 included).
+    pub pages_checked: u64,
+    /// Every damaged page and tree found.
+    pub damage: Vec<Damage>,
+    /// Each tree of the catalog and its shape, if its structure checked out.
+    pub trees: Vec<(String, Option<TreeShape>)>,
+    /// The file was not closed cleanly and has a log: restart would change its pages (and may
+    /// repair what is listed as damage), so the findings describe the file as it is now.
+    pub needs_restart: bool,
+}
+
+impl VerifyReport {
+    /// No damage was found.
+    #[must_use]
+    pub fn is_clean(&self) -> bool {
+        self.damage.is_empty()
+    }
+}
+
+/// A database file opened read-only for inspection; the file stays shared-locked (so no
+/// `Database` opens it) until this is dropped.
+pub struct DatabaseFile {
+    info: FileInfo,
+    meta: Meta,
+    file: PageFile,
+    vfs: Arc<ReadOnlyFs>,
+    /// Why the free-page chain could not be read (a clean file only).
+    chain_damage: Option<(PageId, String)>,
+    _lock: Option<File>,
+}
+
+impl fmt::Debug for DatabaseFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatabaseFile").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+/// The inspection error for a page file's error while opening `path`.
+fn open_error(path: &Path, e: BufferError) -> InspectError {
+    match e {
+        BufferError::NotADatabase { reason, .. } => {
+            InspectError::NotADatabase { path: path.to_path_buf(), reason }
+        }
+        BufferError::FormatVersion { found, expected, .. } => InspectError::NotADatabase {
+            path: path.to_path_buf(),
+            reason: format!("format version {found}; this build reads version {expected}"),
+        },
+        BufferError::Io { source, .. } => InspectError::Unreadable { path: path.to_path_buf(), source },
+        BufferError::Corrupted { page, reason, .. } => {
+            InspectError::Damaged { path: path.to_path_buf(), reason: format!("page {page}: {reason}") }
+        }
+        other => InspectError::Damaged { path: path.to_path_buf(), reason: other.to_string() },
+    }
+}
+
+impl DatabaseFile {
+    /// Opens the database file at `path` read-only, reads its page 0 and, if it is logged, where
+    /// its log stands (without running restart or changing either).
+    ///
+    /// # Errors
+    /// [`InspectError::Unreadable`] (missing, no permission), [`InspectError::NotADatabase`]
+    /// (a directory, empty, too short, another magic or format version),
+    /// [`InspectError::Damaged`] (page 0 fails its checks, or the file is shorter than page 0
+    /// says).
+    pub fn open(path: &Path) -> Result<DatabaseFile> {
+        let stat = std::fs::metadata(path)
+            .map_err(|source| InspectError::Unreadable { path: path.to_path_buf(), source })?;
+        if stat.is_dir() {
+            return Err(InspectError::NotADatabase {
+                path: path.to_path_buf(),
+                reason: "it is a directory (`swizzledb log` reads log directories)".into(),
+            });
+        }
+        let lock = lock_shared(path)?;
+        let vfs = Arc::new(ReadOnlyFs::default());
+        let (file, meta) = PageFile::open_logged(&*vfs, path, false).map_err(|e| open_error(path, e))?;
+        let file_bytes = stat.len();
+        // Page 0 read and checked by the open: the version follows the magic (buffer `meta.rs`).
+        let mut page0 = vec![0u8; meta.page_size];
+        file.read_page(PageId::META, &mut page0).map_err(|e| open_error(path, e))?;
+        let format_version = swizzledb_buffer::page::get_u32(&page0, swizzledb_buffer::page::HEADER_SIZE + 8);
+        let (free_pages, chain_damage, log, clean);
+        if meta.logged {
+            let state = log_state(&vfs, path);
+            clean = state.problem.is_none()
+                && state.checkpoint.is_some()
+                && state.records_after_checkpoint == 0
+                && state.dirty_pages == 0
+                && state.open_txns == 0;
+            log = Some(state);
+        } else {
+            clean = meta.clean;
+            log = None;
+        }
+        // The chain on disk is current only after a clean close (F10, F11).
+        if clean {
+            match PageFile::open(&*vfs, path, false) {
+                Ok((_, m)) => (free_pages, chain_damage) = (Some(m.free_pages.len() as u64), None),
+                Err(BufferError::Corrupted { page, reason, .. }) => {
+                    (free_pages, chain_damage) = (None, Some((page, reason)));
+                }
+                Err(e) => (free_pages, chain_damage) = (None, Some((PageId::META, e.to_string()))),
+            }
+        } else {
+            (free_pages, chain_damage) = (None, None);
+        }
+        let info = FileInfo {
+            path: path.to_path_buf(),
+            format_version,
+            page_size: meta.page_size,
+            page_count: meta.page_count,
+            file_bytes,
+            free_pages,
+            trees: meta.trees.iter().map(|(n, r)| (n.clone(), *r)).collect(),
+            logged: meta.logged,
+            id: meta.id,
+            clean,
+            log,
+            in_use: lock.is_none(),
+        };
+        Ok(DatabaseFile { info, meta, file, vfs, chain_damage, _lock: lock })
+    }
+
+    /// What the file is.
+    #[must_use]
+    pub fn info(&self) -> &FileInfo {
+        &self.info
+    }
+
+    /// A buffer pool over the file that can only read it (no log, no evictor, traditional
+    /// mode: it changes no frame it reads).
+    fn pool(&self) -> std::result::Result<Arc<BufferPool>, BufferError> {
+        let config = PoolConfig {
+            vfs: Arc::clone(&self.vfs) as Arc<dyn Vfs>,
+            mode: PoolMode::Traditional,
+            pool_bytes: (self.meta.page_size * 1024).max(4 << 20),
+            page_size: self.meta.page_size,
+            optimistic_reads: false,
+            ..PoolConfig::default()
+        };
+        let allocation =
+            Allocation { page_count: self.page_end(), free_pages: Vec::new(), trees: self.trees() };
+        Ok(Arc::new(BufferPool::open_recovered(&self.info.path, &config, Arc::new(BTreeOwner), allocation)?))
+    }
+
+    /// Whether restart would change the file (logged, not closed cleanly).
+    fn needs_restart(&self) -> bool {
+        self.info.logged && !self.info.clean
+    }
+
+    /// The pages to read: page 0's page count; for a file restart would change, every whole
+    /// page the file holds (page 0's count lags behind the log's until a clean close).
+    fn page_end(&self) -> u64 {
+        let held = self.info.file_bytes / self.meta.page_size as u64;
+        if self.needs_restart() {
+            held.max(self.meta.page_count)
+        } else {
+            self.meta.page_count
+        }
+    }
+
+    /// The trees to read: page 0's catalog; for a file restart would change, also the trees
+    /// the log knows ([`LogState::trees`]).
+    fn trees(&self) -> std::collections::BTreeMap<String, PageId> {
+        let mut trees = self.meta.trees.clone();
+        if self.needs_restart() {
+            for (name, root) in self.info.log.iter().flat_map(|l| &l.trees) {
+                trees.entry(name.clone()).or_insert(*root);
+            }
+        }
+        trees
+    }
+
+    /// Checks every page's checksum, page id and type (pages `1..page_count`; page 0 was checked
+    /// by `open`), the free-page chain of a cleanly closed file, and the structure of every tree
+    /// (`Tree::verify`: fences, key order, levels, every node reached once). Nothing is repaired.
+    ///
+    /// A file restart would change ([`VerifyReport::needs_restart`]) is checked as far as it
+    /// holds pages, and its never-written (all-zero) pages are not damage: restart writes them.
+    /// Its trees are page 0's and the ones its log knows.
+    #[must_use]
+    pub fn verify(&self) -> VerifyReport {
+        let mut damage = Vec::new();
+        let mut buf = vec![0u8; self.meta.page_size];
+        let end = self.page_end();
+        for n in 1..end {
+            let Some(id) = PageId::new(n) else { break };
+            if let Err(e) = self.file.read_page(id, &mut buf) {
+                if self.needs_restart() && buf.iter().all(|&b| b == 0) {
+                    continue;
+                }
+                let reason = match e {
+                    BufferError::Corrupted { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                damage.push(Damage { page: Some(id), tree: None, reason });
+            }
+        }
+        if let Some((page, reason)) = &self.chain_damage {
+            if !damage.iter().any(|d| d.page == Some(*page)) {
+                damage.push(Damage {
+                    page: Some(*page),
+                    tree: None,
+                    reason: format!("free-page chain: {reason}"),
+                });
+            }
+        }
+        let mut trees = Vec::new();
+        match self.pool() {
+            Err(e) => damage.push(Damage { page: None, tree: None, reason: e.to_string() }),
+            Ok(pool) => {
+                for (name, root) in &self.trees() {
+                    let shape = Tree::open(&pool, *root).map_err(|e| e.to_string()).and_then(|t| t.verify());
+                    match shape {
+                        Ok(shape) => trees.push((name.clone(), Some(shape))),
+                        Err(reason) => {
+                            trees.push((name.clone(), None));
+                            damage.push(Damage { page: None, tree: Some(name.clone()), reason });
+                        }
+                    }
+                }
+            }
+        }
+        VerifyReport { pages_checked: end, damage, trees, needs_restart: self.needs_restart() }
+    }
+
+    /// Calls `each` with every record of tree `name` in key order, as the file holds them
+    /// (for a logged database not closed cleanly, that may include uncommitted changes and lack
+    /// committed ones the log still holds; its trees are page 0's and the ones its log knows).
+    /// Returns the number of records.
+    ///
+    /// # Errors
+    /// [`InspectError::NoSuchTree`]; [`InspectError::TreeDamaged`] at the first page that
+    /// cannot be read.
+    pub fn dump(&self, name: &str, mut each: impl FnMut(&[u8], &[u8])) -> Result<u64> {
+        let path = &self.info.path;
+        let trees = self.trees();
+        let Some(&root) = trees.get(name) else {
+            return Err(InspectError::NoSuchTree {
+                path: path.clone(),
+                name: name.to_owned(),
+                trees: trees.keys().cloned().collect(),
+            });
+        };
+        let damaged =
+            |reason: String| InspectError::TreeDamaged { path: path.clone(), tree: name.to_owned(), reason };
+        let pool = self.pool().map_err(|e| damaged(e.to_string()))?;
+        let tree = Tree::open(&pool, root).map_err(|e| damaged(e.to_string()))?;
+        let mut iter = tree.range(Bound::Unbounded, Bound::Unbounded);
+        let mut n = 0;
+        while let Some(step) = iter.next_with(|k, v| each(k, v)) {
+            step.map_err(|e| damaged(e.to_string()))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// Reads where the log of the logged database at `path` stands.
+fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> LogState {
+    let dir = crate::wal_dir(path);
+    let mut state = LogState {
+        dir: dir.clone(),
+        segment_bytes: 0,
+        oldest: Lsn(0),
+        end: Lsn(0),
+        checkpoint: None,
+        records_after_checkpoint: 0,
+        dirty_pages: 0,
+        open_txns: 0,
+        trees: Vec::new(),
+        problem: None,
+    };
+    let result = (|| -> std::result::Result<(), String> {
+        let (log, segment_bytes) = open_log(vfs, &dir).map_err(|e| e.to_string())?;
+        state.segment_bytes = segment_bytes;
+        state.oldest = log.oldest();
+        state.end = log.end();
+        let Some(at) = log.read_master().map_err(|e| e.to_string())? else {
+            return Err("the log holds no checkpoint".into());
+        };
+        state.checkpoint = Some(at);
+        let body = log.read(at).map_err(|e| format!("the last checkpoint at {at}: {e}"))?;
+        match Record::decode(&body) {
+            Ok(Record::CheckpointEnd(c)) => {
+                state.dirty_pages = c.dirty.len();
+                state.open_txns = c.txns.len();
+                state.trees = c.catalog;
+            }
+            Ok(other) => return Err(format!("the master record names a {:?} record", kind_of(&other))),
+            Err(e) => return Err(format!("the last checkpoint at {at}: {e}")),
+        }
+        for item in log.scan(at).map_err(|e| e.to_string())?.skip(1) {
+            let (lsn, body) = item.map_err(|e| e.to_string())?;
+            state.records_after_checkpoint += 1;
+            if body.first() == Some(&u8::from(RecordKind::CreateTree)) {
+                match Record::decode(&body) {
+                    Ok(Record::CreateTree { name, root }) => state.trees.push((name, root)),
+                    _ => return Err(format!("the record at {lsn} cannot be decoded")),
+                }
+            }
+        }
+        state.trees.sort();
+        Ok(())
+    })();
+    state.problem = result.err();
+    state
+}
+
+/// Opens the log in `dir` read-only, with the segment size its identity file records.
+fn open_log(vfs: &Arc<ReadOnlyFs>, dir: &Path) -> Result<(LogManager, u64)> {
+    if !dir.is_dir() {
+        return Err(InspectError::NotALog { path: dir.to_path_buf(), reason: "no such directory".into() });
+    }
+    let (_, segment_bytes) = crate::files::read_identity(&**vfs, dir)
+        .map_err(|reason| InspectError::NotALog { path: dir.to_path_buf(), reason })?;
+    let mut config = LogConfig::new(dir);
+    config.segment_bytes = segment_bytes;
+    config.flush_interval = None;
+    config.vfs = Arc::clone(vfs) as Arc<dyn Vfs>;
+    let log = LogManager::open(config).map_err(|e| log_error(dir, e))?;
+    Ok((log, segment_bytes))
+}
+
+fn log_error(dir: &Path, e: LogError) -> InspectError {
+    match e {
+        LogError::Corrupted { lsn, reason } => {
+            InspectError::LogDamaged { dir: dir.to_path_buf(), lsn: Some(lsn), reason }
+        }
+        other => InspectError::LogDamaged { dir: dir.to_path_buf(), lsn: None, reason: other.to_string() },
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// The log
+// ------------------------------------------------------------------------------------------
+
+/// The records of a log, read read-only ([`read_log`]).
+#[derive(Debug)]
+pub struct LogRecords {
+    /// The log directory.
+    pub dir: PathBuf,
+    /// The master record: the last checkpoint's end record, if any.
+    pub checkpoint: Option<Lsn>,
+    /// The bytes after the log's end that do not form a valid record (a torn tail that the
+    /// next open of the database cuts): `(segment file, its length, where the log ends in it)`.
+    pub torn_tail: Vec<(PathBuf, u64, u64)>,
+    /// The database is open (as [`FileInfo::in_use`]): records may be appended while it is
+    /// read.
+    pub in_use: bool,
+    scan: swizzledb_wal::LogScan,
+    failed: bool,
+    _log: LogManager,
+    _lock: Option<File>,
+}
+
+/// One record of the log ([`LogRecords`]); its `Display` is one line: LSN, kind, transaction,
+/// pages and sizes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogEntry {
+    /// Where it is.
+    pub lsn: Lsn,
+    /// Its body's length in bytes.
+    pub bytes: usize,
+    /// The decoded record.
+    pub record: Record,
+}
+
+impl LogEntry {
+    /// The record's kind.
+    #[must_use]
+    pub fn kind(&self) -> RecordKind {
+        kind_of(&self.record)
+    }
+
+    /// The transaction it belongs to, if any.
+    #[must_use]
+    pub fn txn(&self) -> Option<TxnId> {
+        match &self.record {
+            Record::Begin { txn }
+            | Record::Leaf { txn, .. }
+            | Record::Commit { txn, .. }
+            | Record::Abort { txn, .. }
+            | Record::End { txn, .. } => Some(*txn),
+            Record::Structure { .. }
+            | Record::CreateTree { .. }
+            | Record::CheckpointBegin
+            | Record::CheckpointEnd(_)
+            | Record::PageWrite { .. } => None,
+        }
+    }
+}
+
+fn kind_of(record: &Record) -> RecordKind {
+    match record {
+        Record::Begin { .. } => RecordKind::Begin,
+        Record::Leaf { .. } => RecordKind::Leaf,
+        Record::Commit { .. } => RecordKind::Commit,
+        Record::Abort { .. } => RecordKind::Abort,
+        Record::End { .. } => RecordKind::End,
+        Record::Structure { .. } => RecordKind::Structure,
+        Record::CreateTree { .. } => RecordKind::CreateTree,
+        Record::CheckpointBegin => RecordKind::CheckpointBegin,
+        Record::CheckpointEnd(_) => RecordKind::CheckpointEnd,
+        Record::PageWrite { .. } => RecordKind::PageWrite,
+    }
+}
+
+impl fmt::Display for LogEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lsn={} kind={:?}", self.lsn.0, self.kind())?;
+        match &self.record {
+            Record::Begin { txn } => write!(f, " txn={}", txn.0)?,
+            Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed } => {
+                write!(f, " txn={} prev={} tree={tree} page={page}", txn.0, prev.0)?;
+                match change {
+                    Change::Insert { key, value } => {
+                        write!(f, " change=insert key={}B value={}B", key.len(), value.len())?;
+                    }
+                    Change::Update { key, old, new } => {
+                        write!(f, " change=update key={}B old={}B new={}B", key.len(), old.len(), new.len())?;
+                    }
+                    Change::Delete { key, old } => {
+                        write!(f, " change=delete key={}B old={}B", key.len(), old.len())?
+                    }
+                }
+                if let Some(next) = undo_next {
+                    write!(f, " clr undo_next={}", next.0)?;
+                }
+                if base.is_some() {
+                    write!(f, " base_image")?;
+                }
+                if !chain.is_empty() {
+                    write!(f, " overflow_pages={}", chain.len())?;
+                }
+                if !freed.is_empty() {
+                    write!(f, " freed_overflow_pages={}", freed.len())?;
+                }
+            }
+            Record::Commit { txn, prev } | Record::Abort { txn, prev } | Record::End { txn, prev } => {
+                write!(f, " txn={} prev={}", txn.0, prev.0)?;
+            }
+            Record::Structure { pages, freed } => {
+                let forms: Vec<String> = pages
+                    .iter()
+                    .map(|(p, form)| {
+                        let what = match form {
+                            NodeLog::Image(_) => "image",
+                            NodeLog::Split { .. } => "split",
+                            NodeLog::Adopt { .. } => "adopt",
+                            NodeLog::Adopted { .. } => "adopted",
+                            NodeLog::Unlink { .. } => "unlink",
+                        };
+                        format!("{p}:{what}")
+                    })
+                    .collect();
+                write!(f, " pages={}", forms.join(","))?;
+                if !freed.is_empty() {
+                    let freed: Vec<String> = freed.iter().map(ToString::to_string).collect();
+                    write!(f, " freed={}", freed.join(","))?;
+                }
+            }
+            Record::CreateTree { name, root } => write!(f, " name={name:?} root={root}")?,
+            Record::CheckpointBegin => {}
+            Record::CheckpointEnd(c) => write!(
+                f,
+                " begin={} dirty={} txns={} page_count={} free={} trees={}",
+                c.begin.0,
+                c.dirty.len(),
+                c.txns.len(),
+                c.page_count,
+                c.free.len(),
+                c.catalog.len()
+            )?,
+            Record::PageWrite { page, page_lsn, decoupled } => {
+                write!(f, " page={page} page_lsn={}", page_lsn.0)?;
+                if let Some(below) = decoupled {
+                    write!(f, " decoupled_below={}", below.0)?;
+                }
+            }
+        }
+        write!(f, " bytes={}", self.bytes)
+    }
+}
+
+impl Iterator for LogRecords {
+    type Item = Result<LogEntry>;
+
+    /// The next record; after an error (a damaged frame or an undecodable body), nothing more.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let item = match self.scan.next()? {
+            Ok((lsn, body)) => match Record::decode(&body) {
+                Ok(record) => Ok(LogEntry { lsn, bytes: body.len(), record }),
+                Err(e) => Err(InspectError::LogDamaged {
+                    dir: self.dir.clone(),
+                    lsn: Some(lsn),
+                    reason: e.to_string(),
+                }),
+            },
+            Err(e) => Err(log_error(&self.dir, e)),
+        };
+        self.failed = item.is_err();
+        Some(item)
+    }
+}
+
+/// Opens a log read-only for reading its records, oldest first. `path` is a log directory, or
+/// a database file whose log is [`crate::wal_dir`]`(path)`.
+///
+/// # Errors
+/// [`InspectError::Unreadable`] (missing), [`InspectError::NotALog`] (no identity file, or an
+/// unlogged database's file), [`InspectError::LogDamaged`] (records after a damaged frame, a
+/// damaged identity file).
+pub fn read_log(path: &Path) -> Result<LogRecords> {
+    let stat = std::fs::metadata(path)
+        .map_err(|source| InspectError::Unreadable { path: path.to_path_buf(), source })?;
+    let dir = if stat.is_dir() { path.to_path_buf() } else { crate::wal_dir(path) };
+    if !stat.is_dir() && !dir.is_dir() {
+        return Err(InspectError::NotALog {
+            path: dir,
+            reason: format!("no such directory beside {} (an unlogged database has none)", path.display()),
+        });
+    }
+    let id_file = dir.join("database-id");
+    let lock = if id_file.is_file() { lock_shared(&id_file)? } else { None };
+    let in_use = id_file.is_file() && lock.is_none();
+    let vfs = Arc::new(ReadOnlyFs::default());
+    let (log, _) = open_log(&vfs, &dir)?;
+    let checkpoint = log.read_master().map_err(|e| log_error(&dir, e))?;
+    let scan = log.scan(Lsn(0)).map_err(|e| log_error(&dir, e))?;
+    let torn_tail = vfs.cuts.lock().clone();
+    Ok(LogRecords { dir, checkpoint, torn_tail, in_use, scan, failed: false, _log: log, _lock: lock })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_only_view_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let fs = ReadOnlyFs::default();
+        let f = fs.open(&path, OpenMode::EXISTING).unwrap();
+        assert_eq!(f.write_all_at(b"x", 0).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(f.set_len(20).unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert!(fs.open(&path, OpenMode::CREATE_NEW).is_err());
+        assert!(fs.rename(&path, &dir.path().join("g")).is_err());
+        assert!(fs.create_dir_all(&dir.path().join("new")).is_err());
+        // A truncation and a removal change the view only.
+        f.set_len(4).unwrap();
+        assert_eq!(f.len().unwrap(), 4);
+        let mut buf = [0u8; 10];
+        assert_eq!(f.read_at(&mut buf, 2).unwrap(), 2);
+        assert_eq!(&buf[..2], b"23");
+        assert_eq!(f.read_at(&mut buf, 4).unwrap(), 0);
+        fs.remove(&path).unwrap();
+        assert!(!fs.exists(&path) && fs.list(dir.path()).unwrap().is_empty());
+        assert!(fs.open(&path, OpenMode::EXISTING).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"0123456789");
+        assert_eq!(fs.cuts.lock().len(), 2);
+    }
+}
