@@ -29,7 +29,7 @@ use swizzledb_lab::experiments::{
     chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_fix_time, gilbert_long_run,
     gilbert_policies, gilbert_pools, gilbert_stack_depth, graefe_fig10, graefe_fig12, graefe_fig13,
     graefe_fig14, insert, isolation, lersch_checkpoints, lersch_cleaner, lersch_restart, lookup, tpcb, tpcc,
-    wal, ycsb,
+    values, wal, ycsb,
 };
 use swizzledb_lab::Usage;
 
@@ -114,6 +114,9 @@ enum Workload {
     /// commits per fsync under group commit, the log kept with the page cleaner on and off, and
     /// restart time against the log since the last checkpoint and against the writer's run time
     Wal(wal::WalBenchArgs),
+    /// Insert and point-read throughput by value size, from values stored in their leaf to
+    /// 1 MiB values in overflow pages
+    Values(values::ValuesArgs),
     /// What record locks with next-key locking cost (LOCKS.md K14-K16): point transactions,
     /// scan-heavy transactions and reads outside a transaction, locking on against off
     Isolation(isolation::IsolationArgs),
@@ -231,6 +234,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Workload::Drift(args) => drift::execute(&args),
             Workload::Emulator(args) => emulator::run(&args),
             Workload::Wal(args) => wal::run(&args),
+            Workload::Values(args) => values::execute(&args),
             Workload::Isolation(args) => isolation::run(&args),
             Workload::Tpcc(args) => tpcc::run(&args),
             Workload::Tpcb(args) => tpcb::run(&args),

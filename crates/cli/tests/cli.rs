@@ -643,3 +643,49 @@ fn experiments_answer_to_their_file_names_and_to_their_old_names() {
     assert_eq!(help(&["sim", "chou-dbmin"]), help(&["sim", "dbmin"]));
     assert_eq!(help(&["bench", "lookup"]), help(&["bench", "rndread"]));
 }
+
+/// `bench values` at tiny scale: one row per size and repetition, values read back (the bench
+/// checks each), large sizes in overflow pages and small ones not, and the log holding at least
+/// the values written.
+#[test]
+fn bench_values_writes_a_row_per_size_and_repetition() {
+    let scratch = Scratch::new("values");
+    let out = scratch.0.join("out");
+    let status = Command::new(BIN)
+        .args([
+            "bench",
+            "values",
+            "--sizes",
+            "100,64KiB",
+            "--bytes",
+            "256KiB",
+            "--repeat",
+            "2",
+            "--pool",
+            "16MiB",
+        ])
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let (header, rows) = read_csv(&out.join("values.csv"));
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        let size: f64 = row[col("value_bytes")].parse().unwrap();
+        let values: f64 = row[col("values")].parse().unwrap();
+        let overflow: f64 = row[col("overflow_pages")].parse().unwrap();
+        let log: f64 = row[col("log_bytes_per_value")].parse().unwrap();
+        assert_eq!(values, (256.0 * 1024.0 / size).max(16.0).floor());
+        assert_eq!(overflow > 0.0, size > 2048.0, "{row:?}");
+        assert!(log >= size, "the log holds every value: {row:?}");
+        assert!(row[col("inserts_per_sec")].parse::<f64>().unwrap() > 0.0);
+    }
+    assert!(out.join("values.json").exists());
+    let leftovers: Vec<_> =
+        std::fs::read_dir(&scratch.0).unwrap().filter_map(Result::ok).map(|e| e.file_name()).collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("out")], "temporary databases removed");
+}

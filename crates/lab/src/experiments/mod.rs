@@ -26,6 +26,7 @@ pub mod lookup;
 pub mod tpcb;
 pub mod tpcc;
 pub mod trace_analyze;
+pub mod values;
 pub mod wal;
 pub mod workload_options;
 pub mod ycsb;
@@ -68,6 +69,7 @@ mod tests {
                 columns::<super::lersch_restart::LerschRestartRow>(),
             ),
             ("ycsb.csv", Some("`ycsb.csv`"), columns::<crate::ycsb::YcsbRow>()),
+            ("values.csv", Some("`values.csv`"), columns::<super::values::ValuesRow>()),
             (
                 "gilbert-long-run.csv",
                 Some("`gilbert-long-run.csv`"),
