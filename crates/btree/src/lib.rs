@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod api;
 mod error;
 pub mod log;
 pub mod node;
@@ -15,6 +16,7 @@ mod optimistic;
 mod scan;
 mod tree;
 
+pub use api::{CompareAndSwapError, KeyValue};
 pub use error::{Result, TreeError};
 pub use log::{ChangeLog, LeafChange, NodeChange, PageChange};
 pub use scan::{key_after, NoGate, RangeIter, ReadGate, RevRangeIter};

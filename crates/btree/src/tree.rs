@@ -72,6 +72,8 @@ pub struct Tree {
     auto_commit: Option<Arc<dyn AutoCommit>>,
     /// What decides whether this handle's plain reads may return a record (T18); `None`: all.
     pub(crate) read_gate: Option<Arc<dyn ReadGate + Send + Sync>>,
+    /// Set when the tree is dropped (T23); shared by every clone of the handle.
+    dropped: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How a tree's own writes (`insert`, `upsert`, `delete`) are carried out on a database that
@@ -89,6 +91,18 @@ pub trait AutoCommit: Send + Sync {
     /// # Errors
     /// As the tree's write, or the transaction around it failed.
     fn delete(&self, tree: &Tree, key: &[u8]) -> Result<bool>;
+
+    /// [`Tree::compare_and_swap`] of `key` in `tree`, atomic against every other writer (T22).
+    ///
+    /// # Errors
+    /// As the tree's write, or the transaction around it failed.
+    fn compare_and_swap(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), crate::CompareAndSwapError>>;
 }
 
 /// Counts gathered by [`Tree::verify`].
@@ -172,7 +186,14 @@ impl Tree {
         pool.make_root(&g);
         let (root, root_page) = (g.frame(), g.page_id());
         drop(g);
-        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None, read_gate: None })
+        Ok(Tree {
+            pool: Arc::clone(pool),
+            root,
+            root_page,
+            auto_commit: None,
+            read_gate: None,
+            dropped: Arc::default(),
+        })
     }
 
     /// Opens the tree rooted at `root_page`, keeping the root resident.
@@ -181,7 +202,14 @@ impl Tree {
     /// I/O errors or corruption of the root (or, in main-memory mode, of any page).
     pub fn open(pool: &Arc<BufferPool>, root_page: PageId) -> Result<Tree> {
         let root = pool.load_root(root_page)?;
-        Ok(Tree { pool: Arc::clone(pool), root, root_page, auto_commit: None, read_gate: None })
+        Ok(Tree {
+            pool: Arc::clone(pool),
+            root,
+            root_page,
+            auto_commit: None,
+            read_gate: None,
+            dropped: Arc::default(),
+        })
     }
 
     /// This handle's own writes (`insert`, `upsert`, `delete`) go through `auto_commit`, which
@@ -208,7 +236,7 @@ impl Tree {
     }
 
     /// The gate of this handle's plain reads (T18).
-    pub(crate) fn own_gate(&self) -> &(dyn ReadGate + '_) {
+    pub(crate) fn own_gate(&self) -> &(dyn ReadGate + Sync + '_) {
         match &self.read_gate {
             Some(g) => &**g,
             None => &NoGate,
@@ -220,6 +248,9 @@ impl Tree {
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.pool.is_closed() {
             return Err(TreeError::Closed);
+        }
+        if self.dropped.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(TreeError::Dropped);
         }
         Ok(())
     }
@@ -1040,6 +1071,142 @@ impl Tree {
             let c = self.with_room(|| Ok(pool.fix_page::<Shared>(cpid)?)).map_err(|e| at(e.to_string()))?;
             self.verify_node(c, clow.as_deref(), chigh.as_deref(), Some(clvl), seen, shape)?;
         }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Compare-and-swap (api.rs has the public entry points)
+    // ------------------------------------------------------------------------------------------
+
+    /// This handle's auto-commit (T14), if it has one.
+    pub(crate) fn auto_commit(&self) -> Option<&dyn AutoCommit> {
+        self.auto_commit.as_deref()
+    }
+
+    /// One attempt of a compare-and-swap under the leaf's exclusive latch: the comparison and
+    /// the write happen with the leaf latched, so no other writer comes between them (T22).
+    /// `Ok(Err(current))`: the value was not `expected`, nothing changed. A split for room
+    /// happens before the write, still latched, and the comparison is made again after it.
+    pub(crate) fn cas_once(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        log: Log<'_>,
+    ) -> Result<std::result::Result<(), Option<Vec<u8>>>> {
+        let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
+        loop {
+            let found = node::search(&leaf, key);
+            let current = found.ok().map(|i| node::value(&leaf, i));
+            if current != expected {
+                return Ok(Err(current.map(<[u8]>::to_vec)));
+            }
+            let at = match (found, new) {
+                (Err(_), None) => return Ok(Ok(())),
+                (Ok(i), None) => {
+                    if let Some(log) = log {
+                        let change = LeafChange::Delete { key, old: node::value(&leaf, i) };
+                        let lsn = log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
+                        stamp(Some(lsn), &mut leaf);
+                    }
+                    node::remove(&mut leaf, i);
+                    maintain |= underfull(&leaf);
+                    break;
+                }
+                (Ok(i), Some(value)) => {
+                    if node::leaf_update_fits(&leaf, i, value) {
+                        if let Some(log) = log {
+                            let change = LeafChange::Update { key, old: node::value(&leaf, i), new: value };
+                            let lsn =
+                                log.leaf_change(self.root_page, &leaf, &change).map_err(TreeError::Log)?;
+                            stamp(Some(lsn), &mut leaf);
+                        }
+                        let done = node::update_value(&mut leaf, i, value);
+                        debug_assert!(done, "T11: the update was checked to fit");
+                        break;
+                    }
+                    i
+                }
+                (Err(i), Some(value)) => {
+                    if node::leaf_insert_fits(&leaf, key, value) {
+                        log_leaf(log, self.root_page, &mut leaf, &LeafChange::Insert { key, value })?;
+                        let done = node::insert_leaf(&mut leaf, i, key, value);
+                        debug_assert!(done, "T11: the insert was checked to fit");
+                        break;
+                    }
+                    i
+                }
+            };
+            // No room: split first, so a failed split changes nothing (T6).
+            let right = self.split(&mut leaf, at, log)?;
+            maintain = true;
+            if node::goes_to_foster(&leaf, key) {
+                leaf = right;
+            }
+        }
+        drop(leaf);
+        if maintain {
+            // Opportunistic: the tree is correct with or without adoption (T9).
+            let _ = self.maintain(key, log);
+        }
+        Ok(Ok(()))
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Drop (T23)
+    // ------------------------------------------------------------------------------------------
+
+    /// Whether the tree was dropped (T23).
+    #[must_use]
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Drops the tree (T23): every handle refuses from now on ([`TreeError::Dropped`]), then
+    /// every page is freed, root last, each group of freed pages logged before it is freed
+    /// (T13). Returns the number of pages freed. The engine has taken the tree out of its
+    /// catalog (and logged that) first. No operation on the tree may be running meanwhile;
+    /// those that start later refuse.
+    ///
+    /// # Errors
+    /// I/O errors reading a page, no frame, or the log failed: the pages not freed yet stay
+    /// allocated (unreachable, but not damaged).
+    pub fn destroy(&self, log: Option<&dyn ChangeLog>) -> Result<usize> {
+        self.check_open()?;
+        self.dropped.store(true, std::sync::atomic::Ordering::Release);
+        let pool = &*self.pool;
+        let mut root: ExclusiveGuard<'_> = pool.fix_root(self.root);
+        let mut freed = 0;
+        self.free_below(&mut root, log, &mut freed)?;
+        log_structure(log, &[], &[root.page_id()])?;
+        node::truncate(&mut root, 0);
+        node::clear_foster(&mut root);
+        pool.free_root(root);
+        Ok(freed + 1)
+    }
+
+    /// Frees every page below `g` (its children and foster child, recursively), logging the
+    /// children's page ids before they are freed, and leaves `g` without records.
+    fn free_below<'a>(&'a self, g: &mut ExclusiveGuard<'a>, log: Log<'_>, freed: &mut usize) -> Result<()> {
+        let mut offs = Vec::new();
+        node::swip_offsets(g, &mut offs);
+        if offs.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<PageId> = offs
+            .iter()
+            .filter_map(|&off| Swip::from_raw(page::get_u64(g, off)))
+            .map(|s| self.pool.swip_page_id(s))
+            .collect();
+        log_structure(log, &[], &ids)?;
+        for off in offs {
+            let mut child = self.with_room(|| self.step::<Exclusive, Exclusive>(g, off))?;
+            self.free_below(&mut child, log, freed)?;
+            Self::release_page(&self.pool, child);
+            *freed += 1;
+        }
+        node::truncate(g, 0);
+        node::clear_foster(g);
         Ok(())
     }
 }

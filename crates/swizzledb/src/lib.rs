@@ -73,7 +73,10 @@ pub use crate::restart::RestartStats;
 pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
 pub use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogStats, RunSummary};
 
-pub use swizzledb_btree::{max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape};
+pub use swizzledb_btree::{
+    max_key_len, max_value_len, CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, Tree, TreeError,
+    TreeShape,
+};
 pub use swizzledb_buffer::{
     BpVariant, BufferError, EventKind, PolicyKind, PolicySpec, PoolConfig, PoolMode, Stats, TraceError,
     TraceEvent, TraceReader, TraceSummary,
@@ -86,6 +89,13 @@ pub enum Error {
     /// No tree of that name exists.
     #[error("no tree named {0:?}; create it with Database::create_tree")]
     TreeNotFound(String),
+    /// The tree cannot be dropped now: a transaction kept running (or instant restart is still
+    /// rolling back losers) for the two seconds [`Database::drop_tree`] waits.
+    #[error(
+        "the tree {0:?} cannot be dropped while transactions run; finish them (and any this thread \
+         holds) and retry"
+    )]
+    TreeBusy(String),
     /// A tree of that name exists already.
     #[error("a tree named {0:?} exists already; open it with Database::tree")]
     TreeExists(String),
@@ -180,6 +190,20 @@ pub enum Error {
          start over with an empty database"
     )]
     Unclean(PathBuf),
+}
+
+/// How many checkpoints a database took since it opened ([`Database::checkpoint_counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct CheckpointCounts {
+    /// Every checkpoint that completed: at open, at close, by the background thread, by the page
+    /// cleaner, and by [`Database::checkpoint`].
+    pub all: u64,
+    /// Those of `all` the background checkpointer took ([`Builder::checkpoint_interval`]).
+    pub background: u64,
+    /// Checkpoints that failed (not counted in `all`).
+    pub failed: u64,
 }
 
 /// Result alias with [`Error`].
@@ -539,7 +563,11 @@ impl Builder {
     ///
     /// # Errors
     /// Invalid settings, a non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
-    pub fn create(self, path: &Path) -> Result<Database> {
+    pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
+        self.create_at(path.as_ref())
+    }
+
+    fn create_at(self, path: &Path) -> Result<Database> {
         self.check_log_settings()?;
         if self.config.vfs.exists(path) {
             let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
@@ -661,7 +689,32 @@ impl Builder {
     /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
     /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
     /// [`Error::NotLogged`].
-    pub fn open(self, path: &Path) -> Result<Database> {
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Database> {
+        self.open_at(path.as_ref())
+    }
+
+    /// Opens the database at `path` if the file exists, creates it otherwise (as
+    /// [`Builder::open`] and [`Builder::create`] do).
+    ///
+    /// A file that exists counts as a database, whatever its length: an empty or truncated
+    /// file (a create that stopped before its first page reached the disk, or a file that is
+    /// not a database) is refused by `open` with the page file's error, never overwritten —
+    /// remove it to start over. The check and the create are not one atomic step against
+    /// another process creating the same file; the file lock ([`Error::AlreadyOpen`]) still
+    /// keeps the two from both opening it.
+    ///
+    /// # Errors
+    /// As [`Builder::open`] for an existing file, as [`Builder::create`] otherwise.
+    pub fn open_or_create(self, path: impl AsRef<Path>) -> Result<Database> {
+        let path = path.as_ref();
+        if self.config.vfs.exists(path) {
+            self.open_at(path)
+        } else {
+            self.create_at(path)
+        }
+    }
+
+    fn open_at(self, path: &Path) -> Result<Database> {
         let vfs = Arc::clone(&self.config.vfs);
         // The lock first, so that nothing below reads a file another opener is writing.
         let lock = match files::FileLock::acquire(&*vfs, path, path) {
@@ -706,7 +759,7 @@ impl Builder {
                 }
                 drop(lock);
                 vfs.remove(path).map_err(|e| BufferError::Io { file: path.to_path_buf(), source: e })?;
-                return self.logging(false).create(path);
+                return self.logging(false).create_at(path);
             }
             if self.logging == Some(true) {
                 return self.convert(path, lock);
@@ -760,6 +813,8 @@ impl Builder {
             cleaner,
             next_txn: AtomicU64::new(1),
             restart_stats: Mutex::new(RestartStats::default()),
+            running: std::sync::atomic::AtomicUsize::new(0),
+            quiesce: std::sync::atomic::AtomicBool::new(false),
         });
         let mut background = Background::default();
         if !self.no_background_eviction {
@@ -1023,6 +1078,11 @@ pub(crate) struct Core {
     cleaner: Option<Arc<cleaner::Shared>>,
     next_txn: AtomicU64,
     restart_stats: Mutex<RestartStats>,
+    /// Transactions begun and not yet dropped (R23: a tree is dropped only when none runs).
+    pub(crate) running: std::sync::atomic::AtomicUsize,
+    /// Set while `drop_tree` waits for the running transactions to end or drops a tree: new
+    /// transactions wait at `begin` meanwhile (R23).
+    quiesce: std::sync::atomic::AtomicBool,
 }
 
 /// How long an auto-commit write retries a refused record lock before it gives up (T14).
@@ -1046,6 +1106,17 @@ impl AutoCommit for AutoCommitter {
     fn delete(&self, tree: &Tree, key: &[u8]) -> Result<bool, TreeError> {
         let core = self.0.upgrade().ok_or(TreeError::Closed)?;
         core.auto_commit(|tx| tx.delete(tree, key))
+    }
+
+    fn compare_and_swap(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<Result<(), CompareAndSwapError>, TreeError> {
+        let core = self.0.upgrade().ok_or(TreeError::Closed)?;
+        core.auto_commit(|tx| tx.compare_and_swap(tree, key, expected, new))
     }
 }
 
@@ -1071,6 +1142,7 @@ impl Core {
         if let (Some(wal), Some(cleaner)) = (&self.wal, &self.cleaner) {
             cleaner.throttle(wal);
         }
+        self.enter_txn();
         let shared = match &self.wal {
             Some(wal) => wal.register(id),
             None => Arc::new(logging::TxnShared::new(id)),
@@ -1126,6 +1198,75 @@ impl Core {
             })),
             None => tree,
         }
+    }
+
+    /// Counts a transaction as running; waits first while a tree is being dropped (R23). The
+    /// count and the flag are both sequentially consistent: either `drop_tree` sees this
+    /// transaction running, or this transaction sees the drop and waits for it.
+    fn enter_txn(&self) {
+        loop {
+            self.running.fetch_add(1, Ordering::SeqCst);
+            if !self.quiesce.load(Ordering::SeqCst) {
+                return;
+            }
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            while self.quiesce.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
+    }
+
+    /// Drops the tree `name` (R23); `Ok(false)` if there is none.
+    fn drop_tree(&self, name: &str) -> Result<bool> {
+        if self.pool.is_closed() {
+            return Err(TreeError::Closed.into());
+        }
+        let mut trees = self.trees.lock();
+        let Some(root) = self.pool.catalog_get(name) else { return Ok(false) };
+        // R22: losers instant restart rolls back in the background may have changes in it.
+        if let Some(p) = self.wal.as_ref().and_then(|w| w.pending.as_ref()).map(|p| p.progress()) {
+            if p.losers > 0 {
+                return Err(Error::TreeBusy(name.to_owned()));
+            }
+        }
+        let tree = match trees.get(name) {
+            Some(t) => t.clone(),
+            None => Tree::open(&self.pool, root)?,
+        };
+        // No transaction may hold uncommitted changes of the tree: wait until none runs, new
+        // ones waiting at `begin` meanwhile.
+        self.quiesce.store(true, Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        while self.running.load(Ordering::SeqCst) > 0 {
+            if started.elapsed() >= AUTO_COMMIT_RETRY {
+                self.quiesce.store(false, Ordering::SeqCst);
+                return Err(Error::TreeBusy(name.to_owned()));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let result = self.drop_quiesced(name, root, &tree);
+        trees.remove(name);
+        self.quiesce.store(false, Ordering::SeqCst);
+        result.map(|()| true)
+    }
+
+    /// `drop_tree` once no transaction runs: the catalog entry goes first, logged, so that a
+    /// crash from here on finds the tree gone (R23); then the pages are freed, each group
+    /// logged before it is freed. A failure after the first record leaves the pages not yet
+    /// freed allocated and unreachable, never a catalog entry naming freed pages.
+    fn drop_quiesced(&self, name: &str, root: PageId, tree: &Tree) -> Result<()> {
+        match &self.wal {
+            None => {
+                self.pool.catalog_remove(name);
+                tree.destroy(None)?;
+            }
+            Some(wal) => {
+                wal.append(&Record::DropTree { name: name.to_owned(), root })?;
+                self.pool.catalog_remove(name);
+                tree.destroy(Some(&SystemLog(wal)))?;
+            }
+        }
+        Ok(())
     }
 
     /// Locks `key` of `tree` for `txn` (no-op with locking off).
@@ -1219,6 +1360,7 @@ impl Core {
                 other @ (Record::End { .. }
                 | Record::Structure { .. }
                 | Record::CreateTree { .. }
+                | Record::DropTree { .. }
                 | Record::CheckpointBegin
                 | Record::CheckpointEnd(_)
                 | Record::PageWrite { .. }) => {
@@ -1434,13 +1576,17 @@ impl Database {
         self.core.wal.as_ref().map(|w| w.stats.snapshot())
     }
 
-    /// Checkpoints taken since the database opened: `(all, by the background thread, failed)`
-    /// (zeros without logging); [`Database::checkpoint_stats`] has more.
+    /// Checkpoints taken since the database opened (all zero without logging);
+    /// [`Database::checkpoint_stats`] has more.
     #[must_use]
-    pub fn checkpoint_counts(&self) -> (u64, u64, u64) {
-        self.core.wal.as_ref().map_or((0, 0, 0), |w| {
+    pub fn checkpoint_counts(&self) -> CheckpointCounts {
+        self.core.wal.as_ref().map_or(CheckpointCounts::default(), |w| {
             let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-            (l(&w.stats.checkpoints), l(&w.stats.background_checkpoints), l(&w.stats.failed_checkpoints))
+            CheckpointCounts {
+                all: l(&w.stats.checkpoints),
+                background: l(&w.stats.background_checkpoints),
+                failed: l(&w.stats.failed_checkpoints),
+            }
         })
     }
 
@@ -1544,6 +1690,28 @@ impl Database {
             Err(Error::TreeNotFound(_)) => self.create_tree(name),
             other => other,
         }
+    }
+
+    /// Drops the tree `name`: removes it from the catalog and frees all its pages for reuse.
+    /// Returns `false` if there is no such tree. On a logged database the drop is logged and
+    /// survives a crash once `drop_tree` returns (RECOVERY.md R23): a restart finds the tree
+    /// gone, or — if the crash came while the pages were being freed — gone with some of its
+    /// pages still allocated (unreachable; not damage).
+    ///
+    /// Every [`Tree`] handle of the dropped tree refuses from then on
+    /// ([`TreeError::Dropped`]); a new tree of the same name is a new, empty tree. The drop
+    /// waits (up to about two seconds) until no [`Transaction`] runs — auto-commit writes of
+    /// the trees' handles included — so that no transaction holds uncommitted changes of the
+    /// tree, and new transactions wait for it at `begin`. Reads through handles of the tree
+    /// are not waited for, nor (on an unlogged database) writes through them: do not drop a
+    /// tree that other threads still use.
+    ///
+    /// # Errors
+    /// [`Error::TreeBusy`] if a transaction kept running (one this thread holds, too) or
+    /// instant restart is still rolling losers back; I/O errors reading the tree's pages, or
+    /// the log failed.
+    pub fn drop_tree(&self, name: &str) -> Result<bool> {
+        self.core.drop_tree(name)
     }
 
     /// Names of all trees.

@@ -14,6 +14,7 @@
 //! | 8 `CheckpointBegin` | — |
 //! | 9 `CheckpointEnd` | begin LSN, dirty pages (page, rec LSN), transactions (txn, state byte, last LSN, undo-next), page count, free pages, catalog (name, root) |
 //! | 10 `PageWrite` | page, page LSN, writer byte (0 the pool; 1 the decoupled cleaner, followed by the LSN below which the copy holds every change) |
+//! | 11 `DropTree` | name, root |
 //!
 //! Every page change is **page-local** (RECOVERY.md R9): a `Leaf` change, and each page of a
 //! `Structure` record ([`NodeLog`]), is redone from that page's state just before it (or from
@@ -250,6 +251,14 @@ pub enum Record {
         /// Its root page.
         root: PageId,
     },
+    /// A tree was dropped: its name leaves the catalog. Its pages, root included, are freed by
+    /// `Structure` records after this one (RECOVERY.md R23).
+    DropTree {
+        /// Its name.
+        name: String,
+        /// Its root page.
+        root: PageId,
+    },
     /// A checkpoint began.
     CheckpointBegin,
     /// A checkpoint's contents.
@@ -310,11 +319,13 @@ pub enum RecordKind {
     CheckpointEnd = 9,
     /// [`Record::PageWrite`].
     PageWrite = 10,
+    /// [`Record::DropTree`].
+    DropTree = 11,
 }
 
 impl RecordKind {
     /// Every kind, in byte order.
-    pub const ALL: [RecordKind; 10] = [
+    pub const ALL: [RecordKind; 11] = [
         RecordKind::Begin,
         RecordKind::Leaf,
         RecordKind::Commit,
@@ -325,6 +336,7 @@ impl RecordKind {
         RecordKind::CheckpointBegin,
         RecordKind::CheckpointEnd,
         RecordKind::PageWrite,
+        RecordKind::DropTree,
     ];
 }
 
@@ -354,6 +366,7 @@ impl TryFrom<u8> for RecordKind {
             8 => RecordKind::CheckpointBegin,
             9 => RecordKind::CheckpointEnd,
             10 => RecordKind::PageWrite,
+            11 => RecordKind::DropTree,
             other => return Err(UnknownRecordKind(other)),
         })
     }
@@ -380,6 +393,7 @@ impl Record {
             | Record::Abort { .. }
             | Record::End { .. }
             | Record::CreateTree { .. }
+            | Record::DropTree { .. }
             | Record::CheckpointBegin
             | Record::CheckpointEnd(_)
             | Record::PageWrite { .. } => Vec::new(),
@@ -432,6 +446,7 @@ impl Record {
             | RecordKind::Abort
             | RecordKind::End
             | RecordKind::CreateTree
+            | RecordKind::DropTree
             | RecordKind::CheckpointBegin
             | RecordKind::CheckpointEnd
             | RecordKind::PageWrite => Ok(Vec::new()),
@@ -483,6 +498,7 @@ impl Record {
             | RecordKind::Abort
             | RecordKind::End
             | RecordKind::CreateTree
+            | RecordKind::DropTree
             | RecordKind::CheckpointBegin
             | RecordKind::CheckpointEnd
             | RecordKind::PageWrite => Ok(None),
@@ -500,6 +516,7 @@ impl Record {
             Record::End { .. } => RecordKind::End,
             Record::Structure { .. } => RecordKind::Structure,
             Record::CreateTree { .. } => RecordKind::CreateTree,
+            Record::DropTree { .. } => RecordKind::DropTree,
             Record::CheckpointBegin => RecordKind::CheckpointBegin,
             Record::CheckpointEnd(_) => RecordKind::CheckpointEnd,
             Record::PageWrite { .. } => RecordKind::PageWrite,
@@ -517,6 +534,7 @@ impl Record {
             Record::Begin { txn } => Some((txn, Lsn(0))),
             Record::Structure { .. }
             | Record::CreateTree { .. }
+            | Record::DropTree { .. }
             | Record::CheckpointBegin
             | Record::CheckpointEnd(_)
             | Record::PageWrite { .. } => None,
@@ -601,7 +619,7 @@ impl Record {
                 }
                 w.pages(freed);
             }
-            Record::CreateTree { name, root } => {
+            Record::CreateTree { name, root } | Record::DropTree { name, root } => {
                 w.bytes(name.as_bytes());
                 w.var(root.get());
             }
@@ -705,6 +723,7 @@ impl Record {
                 Record::Structure { pages, freed: r.pages()? }
             }
             RecordKind::CreateTree => Record::CreateTree { name: r.string()?, root: r.page()? },
+            RecordKind::DropTree => Record::DropTree { name: r.string()?, root: r.page()? },
             RecordKind::CheckpointBegin => Record::CheckpointBegin,
             RecordKind::CheckpointEnd => {
                 let begin = Lsn(r.var()?);
@@ -1015,6 +1034,7 @@ mod tests {
             )
                 .prop_map(|(pages, freed)| Record::Structure { pages, freed }),
             ("[a-z]{1,12}", page.clone()).prop_map(|(name, root)| Record::CreateTree { name, root }),
+            ("[a-z]{1,12}", page.clone()).prop_map(|(name, root)| Record::DropTree { name, root }),
             Just(Record::CheckpointBegin),
             checkpoint,
             (page, lsn.clone(), proptest::option::of(lsn))
