@@ -29,7 +29,13 @@
 //! crash `open` refuses it ([`Error::Unclean`]). One `Database` at a time may have a file open
 //! ([`Error::AlreadyOpen`]); a closed database's tree handles refuse ([`TreeError::Closed`]).
 //!
-//! **Threads:** besides the log's background work, every database whose pool can evict (and
+//! **Threads:** a [`Database`] (and a [`Builder`]), its [`Tree`] handles and their scans
+//! ([`RangeIter`], [`RevRangeIter`]) are `Send + Sync`: share the database by reference or in an
+//! `Arc` and use any handle from any thread. A [`Transaction`] is `Send` but not `Sync`: one
+//! thread at a time uses it (it can move between threads); its range reads ([`TxnRange`],
+//! [`TxnRevRange`]) are `Send + Sync`. Compile-time assertions in this crate hold these promises.
+//!
+//! Besides the log's background work, every database whose pool can evict (and
 //! records no trace) runs a background evictor ([`Builder::background_eviction`]) that keeps free frames ready, so that a
 //! miss rarely evicts and almost never writes a dirty page. `close` and drop stop and join
 //! every background thread.
@@ -1793,3 +1799,19 @@ impl std::fmt::Debug for Database {
         f.debug_struct("Database").field("pool", &self.core.pool).finish_non_exhaustive()
     }
 }
+
+/// What the docs promise about threads (crate doc, "Threads"), checked at compile time.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Database>();
+    send_sync::<Builder>();
+    send_sync::<Tree>();
+    send_sync::<RangeIter<'static>>();
+    send_sync::<RevRangeIter<'static>>();
+    send_sync::<Error>();
+    send_sync::<Stats>();
+    send::<Transaction<'static>>();
+    send_sync::<TxnRange<'static>>();
+    send_sync::<TxnRevRange<'static>>();
+};
