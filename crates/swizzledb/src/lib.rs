@@ -821,6 +821,7 @@ impl Builder {
             restart_stats: Mutex::new(RestartStats::default()),
             running: std::sync::atomic::AtomicUsize::new(0),
             quiesce: std::sync::atomic::AtomicBool::new(false),
+            dropping: Mutex::new(()),
         });
         let mut background = Background::default();
         if !self.no_background_eviction {
@@ -1089,6 +1090,8 @@ pub(crate) struct Core {
     /// Set while `drop_tree` waits for the running transactions to end or drops a tree: new
     /// transactions wait at `begin` meanwhile (R23).
     quiesce: std::sync::atomic::AtomicBool,
+    /// Serializes `drop_tree` calls.
+    dropping: Mutex<()>,
 }
 
 /// How long an auto-commit write retries a refused record lock before it gives up (T14).
@@ -1224,23 +1227,23 @@ impl Core {
 
     /// Drops the tree `name` (R23); `Ok(false)` if there is none.
     fn drop_tree(&self, name: &str) -> Result<bool> {
+        // One drop at a time: each owns the quiesce flag while it runs.
+        let _one = self.dropping.lock();
         if self.pool.is_closed() {
             return Err(TreeError::Closed.into());
         }
-        let mut trees = self.trees.lock();
-        let Some(root) = self.pool.catalog_get(name) else { return Ok(false) };
+        if self.pool.catalog_get(name).is_none() {
+            return Ok(false);
+        }
         // R22: losers instant restart rolls back in the background may have changes in it.
         if let Some(p) = self.wal.as_ref().and_then(|w| w.pending.as_ref()).map(|p| p.progress()) {
             if p.losers > 0 {
                 return Err(Error::TreeBusy(name.to_owned()));
             }
         }
-        let tree = match trees.get(name) {
-            Some(t) => t.clone(),
-            None => Tree::open(&self.pool, root)?,
-        };
         // No transaction may hold uncommitted changes of the tree: wait until none runs, new
-        // ones waiting at `begin` meanwhile.
+        // ones waiting at `begin` meanwhile. No other lock is held while waiting (a rollback
+        // running now may need the tree cache).
         self.quiesce.store(true, Ordering::SeqCst);
         let started = std::time::Instant::now();
         while self.running.load(Ordering::SeqCst) > 0 {
@@ -1250,29 +1253,32 @@ impl Core {
             }
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
-        let result = self.drop_quiesced(name, root, &tree);
-        trees.remove(name);
+        let result = self.drop_quiesced(name);
         self.quiesce.store(false, Ordering::SeqCst);
-        result.map(|()| true)
+        result
     }
 
     /// `drop_tree` once no transaction runs: the catalog entry goes first, logged, so that a
     /// crash from here on finds the tree gone (R23); then the pages are freed, each group
     /// logged before it is freed. A failure after the first record leaves the pages not yet
     /// freed allocated and unreachable, never a catalog entry naming freed pages.
-    fn drop_quiesced(&self, name: &str, root: PageId, tree: &Tree) -> Result<()> {
-        match &self.wal {
-            None => {
-                self.pool.catalog_remove(name);
-                tree.destroy(None)?;
-            }
-            Some(wal) => {
-                wal.append(&Record::DropTree { name: name.to_owned(), root })?;
-                self.pool.catalog_remove(name);
-                tree.destroy(Some(&SystemLog(wal)))?;
-            }
+    fn drop_quiesced(&self, name: &str) -> Result<bool> {
+        let mut trees = self.trees.lock();
+        let Some(root) = self.pool.catalog_get(name) else { return Ok(false) };
+        let tree = match trees.get(name) {
+            Some(t) => t.clone(),
+            None => Tree::open(&self.pool, root)?,
+        };
+        let log = self.wal.as_deref().map(SystemLog);
+        if let Some(wal) = &self.wal {
+            wal.append(&Record::DropTree { name: name.to_owned(), root })?;
         }
-        Ok(())
+        // From here on the tree is gone, whatever fails below.
+        self.pool.catalog_remove(name);
+        trees.remove(name);
+        drop(trees);
+        tree.destroy(log.as_ref().map(|l| l as &dyn swizzledb_btree::ChangeLog))?;
+        Ok(true)
     }
 
     /// Locks `key` of `tree` for `txn` (no-op with locking off).

@@ -81,6 +81,18 @@ fn check_drop_then_reopen(logged: bool, mode: PoolMode) {
     assert_eq!(contents(&again), refilled);
     again.verify().unwrap();
     db.close().unwrap();
+
+    // A tree no handle was taken of in this session drops the same way.
+    let db = open().open(&path).unwrap();
+    let free = db.pool().allocation().free_pages.len();
+    assert!(db.drop_tree("keep").unwrap());
+    assert!(db.pool().allocation().free_pages.len() > free, "keep's pages are free");
+    assert_eq!(db.tree_names(), vec!["gone".to_string()]);
+    assert_eq!(contents(&db.tree("gone").unwrap()), refilled);
+    db.close().unwrap();
+    let db = open().open(&path).unwrap();
+    assert_eq!(db.tree_names(), vec!["gone".to_string()]);
+    db.close().unwrap();
 }
 
 #[test]
