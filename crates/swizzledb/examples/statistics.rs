@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let counts = db.checkpoint_counts();
     println!(
         "checkpoints: {} ({} in the background, {} failed)",
-        counts.all, counts.background, counts.failed
+        counts.checkpoints, counts.background, counts.failed
     );
     println!("checkpoint details: {:?}", db.checkpoint_stats());
     println!("page cleaner: {:?}", db.cleaner_stats());

@@ -198,17 +198,18 @@ pub enum Error {
     Unclean(PathBuf),
 }
 
-/// How many checkpoints a database took since it opened ([`Database::checkpoint_counts`]).
+/// How many checkpoints a database took since it opened ([`Database::checkpoint_counts`]); the
+/// fields are named as in [`CheckpointStats`], which has more.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct CheckpointCounts {
     /// Every checkpoint that completed: at open, at close, by the background thread, by the page
     /// cleaner, and by [`Database::checkpoint`].
-    pub all: u64,
-    /// Those of `all` the background checkpointer took ([`Builder::checkpoint_interval`]).
+    pub checkpoints: u64,
+    /// Those of `checkpoints` the background checkpointer took ([`Builder::checkpoint_interval`]).
     pub background: u64,
-    /// Checkpoints that failed (not counted in `all`).
+    /// Checkpoints that failed (not counted in `checkpoints`).
     pub failed: u64,
 }
 
@@ -1595,7 +1596,7 @@ impl Database {
         self.core.wal.as_ref().map_or(CheckpointCounts::default(), |w| {
             let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
             CheckpointCounts {
-                all: l(&w.stats.checkpoints),
+                checkpoints: l(&w.stats.checkpoints),
                 background: l(&w.stats.background_checkpoints),
                 failed: l(&w.stats.failed_checkpoints),
             }
