@@ -39,6 +39,10 @@
 //! records no trace) runs a background evictor ([`Builder::background_eviction`]) that keeps free frames ready, so that a
 //! miss rarely evicts and almost never writes a dirty page. `close` and drop stop and join
 //! every background thread.
+//!
+//! **Features:** `serde` (off by default) makes the statistics types ([`Stats`], [`LogStats`],
+//! [`CheckpointStats`], [`CheckpointCounts`], [`CleanerStats`], [`RestartStats`],
+//! [`RedoProgress`], [`lock::LockStats`]) implement `serde::Serialize`.
 
 #![forbid(unsafe_code)]
 
@@ -1821,4 +1825,18 @@ const _: fn() = || {
     send::<Transaction<'static>>();
     send_sync::<TxnRange<'static>>();
     send_sync::<TxnRevRange<'static>>();
+};
+
+/// The `serde` feature's promise: every statistics type implements `Serialize`.
+#[cfg(feature = "serde")]
+const _: fn() = || {
+    fn serialize<T: serde::Serialize>() {}
+    serialize::<Stats>();
+    serialize::<LogStats>();
+    serialize::<CheckpointStats>();
+    serialize::<CheckpointCounts>();
+    serialize::<CleanerStats>();
+    serialize::<RestartStats>();
+    serialize::<RedoProgress>();
+    serialize::<lock::LockStats>();
 };
