@@ -1283,6 +1283,10 @@ impl Core {
         trees.remove(name);
         drop(trees);
         tree.destroy(log.as_ref().map(|l| l as &dyn swizzledb_btree::ChangeLog))?;
+        // Durable when it returns, like a commit in either commit mode.
+        if let Some(wal) = &self.wal {
+            wal.log.flush_all()?;
+        }
         Ok(true)
     }
 
