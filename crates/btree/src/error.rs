@@ -38,6 +38,10 @@ pub enum TreeError {
     /// changed.
     #[error("the database is closed; open it again and take a new tree handle")]
     Closed,
+    /// The tree was dropped (`Database::drop_tree`, T25): this handle reads and changes
+    /// nothing any more.
+    #[error("the tree was dropped; create it again and take a new handle")]
+    Dropped,
     /// The transaction an auto-commit write ran in (T14) could not finish: a record lock stayed
     /// refused, or the engine failed. Nothing was changed; retry the write.
     #[error("the auto-commit transaction of this write failed: {0}")]

@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod api;
 mod error;
 pub mod log;
 pub mod node;
@@ -16,6 +17,7 @@ pub mod overflow;
 mod scan;
 mod tree;
 
+pub use api::{CompareAndSwapError, KeyValue};
 pub use error::{Result, TreeError};
 pub use log::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
 pub use overflow::{max_inline_value_len, MAX_VALUE_LEN};

@@ -182,7 +182,9 @@ fn lower_bound(start: Bound<&[u8]>) -> Option<Vec<u8>> {
 }
 
 impl Tree {
-    /// Records with keys in `range`, in key order, through this handle's read gate (T18).
+    /// Records with keys in `range`, in key order, through this handle's read gate (T18). The
+    /// iterator is double-ended: [`DoubleEndedIterator::next_back`] reads from the range's end,
+    /// and the two ends stop where they meet.
     pub fn range<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'t> {
         self.range_gated(start, end, self.own_gate())
     }
@@ -192,24 +194,22 @@ impl Tree {
         &'t self,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
-        gate: &'t dyn ReadGate,
+        gate: &'t (dyn ReadGate + Sync),
     ) -> RangeIter<'t> {
-        let first = lower_bound(start).unwrap_or_default();
         RangeIter {
-            tree: self,
-            gate,
-            next: Some(first.clone()),
-            resume: first,
-            end: end.map(<[u8]>::to_vec),
-            open_gap: Vec::new(),
-            buf: Batch::default(),
+            fwd: Fwd::new(self, gate, start, end),
+            bwd: Bwd::new(self, gate, start, end),
+            front_last: None,
+            back_last: None,
             left: usize::MAX,
+            done: false,
         }
     }
 
     /// Records with keys in `range`, in descending key order, through this handle's read gate:
     /// each step copies out the records of the leaf just below the current bound, then
-    /// continues below that leaf's low fence.
+    /// continues below that leaf's low fence. Double-ended like [`Tree::range`] (its
+    /// `next_back` returns the smallest keys first).
     pub fn range_rev<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter<'t> {
         self.range_rev_gated(start, end, self.own_gate())
     }
@@ -219,24 +219,9 @@ impl Tree {
         &'t self,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
-        gate: &'t dyn ReadGate,
+        gate: &'t (dyn ReadGate + Sync),
     ) -> RevRangeIter<'t> {
-        let bound = match end {
-            Bound::Unbounded => None,
-            Bound::Excluded(k) => Some(k.to_vec()),
-            Bound::Included(k) => Some(key_after(k)),
-        };
-        let start = lower_bound(start);
-        RevRangeIter {
-            tree: self,
-            gate,
-            next: Some(bound.clone()),
-            resume: bound,
-            first: true,
-            start,
-            buf: Batch::default(),
-            left: usize::MAX,
-        }
+        RevRangeIter(self.range_gated(start, end, gate))
     }
 
     /// The smallest key at or after `from`, or `None` past the last one. No gate: it sees
@@ -300,10 +285,10 @@ fn fence_back(page: PageId) -> TreeError {
     TreeError::Damaged { page, reason: "a leaf's upper bound is not above the scan's position".into() }
 }
 
-/// Iterator over a key range; see [`Tree::range`].
-pub struct RangeIter<'t> {
+/// The forward half of a [`RangeIter`]: reads leaves left to right.
+struct Fwd<'t> {
     tree: &'t Tree,
-    gate: &'t dyn ReadGate,
+    gate: &'t (dyn ReadGate + Sync),
     /// Inclusive lower bound of the next leaf to read; `None` when done.
     next: Option<Vec<u8>>,
     /// Where to read again after a wait or a changed leaf: just after the last record returned.
@@ -313,11 +298,22 @@ pub struct RangeIter<'t> {
     /// closed by a key in a later leaf, and holds only if these did not change meanwhile.
     open_gap: Vec<Seen>,
     buf: Batch,
-    /// Records still to return ([`RangeIter::limit`]); `usize::MAX` for no limit.
-    left: usize,
 }
 
-impl RangeIter<'_> {
+impl<'t> Fwd<'t> {
+    fn new(tree: &'t Tree, gate: &'t (dyn ReadGate + Sync), start: Bound<&[u8]>, end: Bound<&[u8]>) -> Self {
+        let first = lower_bound(start).unwrap_or_default();
+        Fwd {
+            tree,
+            gate,
+            next: Some(first.clone()),
+            resume: first,
+            end: end.map(<[u8]>::to_vec),
+            open_gap: Vec::new(),
+            buf: Batch::default(),
+        }
+    }
+
     fn past_end(&self, k: &[u8]) -> bool {
         match &self.end {
             Bound::Unbounded => false,
@@ -333,7 +329,8 @@ impl RangeIter<'_> {
         self.next = Some(self.resume.clone());
     }
 
-    fn fill(&mut self) -> Result<()> {
+    /// `left`: records the scan may still return ([`RangeIter::limit`]).
+    fn fill(&mut self, left: usize) -> Result<()> {
         let gated = self.gate.checks();
         while self.buf.is_empty() {
             let Some(start) = self.next.take() else {
@@ -346,7 +343,7 @@ impl RangeIter<'_> {
             let mut ended = false;
             let mut passed_any = false;
             // Without a gate a limited scan copies no more than it will return (T19).
-            let cap = if gated { usize::MAX } else { self.left };
+            let cap = if gated { usize::MAX } else { left };
             let mut capped = false;
             while i < node::count(&g) {
                 if self.buf.len() >= cap {
@@ -442,60 +439,36 @@ fn next_entry<R>(
     }
 }
 
-/// A scan of a closed tree (T15): `Closed` once, if anything was left to return, then the end;
-/// `None` while the tree is open.
+/// A scan of a closed (T15) or dropped (T25) tree: `Closed` or `Dropped` once, if anything was
+/// left to return, then the end; `None` while the tree is open.
 fn closed_scan<R>(tree: &Tree, buf: &mut Batch, more: bool) -> Option<Option<Result<R>>> {
-    if !tree.pool.is_closed() {
-        return None;
-    }
+    let Err(e) = tree.check_open() else { return None };
     let left = more || !buf.is_empty();
     buf.clear();
-    Some(left.then_some(Err(TreeError::Closed)))
+    Some(left.then_some(Err(e)))
 }
 
-impl RangeIter<'_> {
-    /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
-    /// instead of copied into two new vectors.
-    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
-        if self.left == 0 {
-            self.next = None;
-            self.buf.clear();
-            return None;
-        }
+impl Fwd<'_> {
+    /// The next record given to `f`; a closed tree ends the scan (T15).
+    fn next_with<R>(&mut self, left: usize, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
             self.next = None;
             return closed;
         }
-        let filled = self.fill();
-        let r = next_entry(filled, &mut self.buf, || self.next = None, f);
-        if matches!(r, Some(Ok(_))) {
-            self.left -= 1;
-        }
-        r
+        let filled = self.fill(left);
+        next_entry(filled, &mut self.buf, || self.next = None, f)
     }
 
-    /// Returns at most `n` more records (T19): the scan ends after them, and without a read gate
-    /// that checks, it copies no more of a leaf than that — a scan for the first record of a
-    /// range reads one record, not the rest of its leaf.
-    #[must_use]
-    pub fn limit(mut self, n: usize) -> Self {
-        self.left = n;
-        self
+    fn stop(&mut self) {
+        self.next = None;
+        self.buf.clear();
     }
 }
 
-impl Iterator for RangeIter<'_> {
-    type Item = Result<Entry>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.next_with(|k, v| (k.to_vec(), v.to_vec()))
-    }
-}
-
-/// Iterator over a key range in descending order; see [`Tree::range_rev`].
-pub struct RevRangeIter<'t> {
+/// The backward half of a [`RangeIter`]: reads leaves right to left.
+struct Bwd<'t> {
     tree: &'t Tree,
-    gate: &'t dyn ReadGate,
+    gate: &'t (dyn ReadGate + Sync),
     /// Exclusive upper bound of the next leaf to read (`Some(None)`: +inf); `None` when done.
     next: Option<Option<Vec<u8>>>,
     /// Where to read again after a wait or a changed leaf: the last record returned (exclusive).
@@ -505,11 +478,26 @@ pub struct RevRangeIter<'t> {
     /// Inclusive lower bound.
     start: Option<Vec<u8>>,
     buf: Batch,
-    /// Records still to return ([`RevRangeIter::limit`]); `usize::MAX` for no limit.
-    left: usize,
 }
 
-impl RevRangeIter<'_> {
+impl<'t> Bwd<'t> {
+    fn new(tree: &'t Tree, gate: &'t (dyn ReadGate + Sync), start: Bound<&[u8]>, end: Bound<&[u8]>) -> Self {
+        let bound = match end {
+            Bound::Unbounded => None,
+            Bound::Excluded(k) => Some(k.to_vec()),
+            Bound::Included(k) => Some(key_after(k)),
+        };
+        Bwd {
+            tree,
+            gate,
+            next: Some(bound.clone()),
+            resume: bound,
+            first: true,
+            start: lower_bound(start),
+            buf: Batch::default(),
+        }
+    }
+
     fn before_start(&self, k: &[u8]) -> bool {
         self.start.as_deref().is_some_and(|s| k < s)
     }
@@ -520,7 +508,8 @@ impl RevRangeIter<'_> {
         self.next = Some(self.resume.clone());
     }
 
-    fn fill(&mut self) -> Result<()> {
+    /// `left`: records the scan may still return ([`RangeIter::limit`]).
+    fn fill(&mut self, left: usize) -> Result<()> {
         let gated = self.gate.checks();
         while self.buf.is_empty() {
             let Some(bound) = self.next.take() else {
@@ -559,7 +548,7 @@ impl RevRangeIter<'_> {
             let mut i = top;
             let mut ended = false;
             // Without a gate a limited scan copies no more than it will return (T19).
-            let cap = if gated { usize::MAX } else { self.left };
+            let cap = if gated { usize::MAX } else { left };
             let mut capped = false;
             while blocked.is_none() && i > 0 {
                 if self.buf.len() >= cap {
@@ -629,28 +618,111 @@ impl RevRangeIter<'_> {
     }
 }
 
-impl RevRangeIter<'_> {
-    /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
-    /// instead of copied into two new vectors.
-    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
-        if self.left == 0 {
-            self.next = None;
-            self.buf.clear();
-            return None;
-        }
+impl Bwd<'_> {
+    /// The next record (descending) given to `f`; a closed tree ends the scan (T15).
+    fn next_with<R>(&mut self, left: usize, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         if let Some(closed) = closed_scan(self.tree, &mut self.buf, self.next.is_some()) {
             self.next = None;
             return closed;
         }
-        let filled = self.fill();
-        let r = next_entry(filled, &mut self.buf, || self.next = None, f);
-        if matches!(r, Some(Ok(_))) {
-            self.left -= 1;
-        }
-        r
+        let filled = self.fill(left);
+        next_entry(filled, &mut self.buf, || self.next = None, f)
     }
 
-    /// [`RangeIter::limit`] for the descending scan (T19).
+    fn stop(&mut self) {
+        self.next = None;
+        self.buf.clear();
+    }
+}
+
+/// Iterator over a key range; see [`Tree::range`]. Double-ended: [`Iterator::next`] reads
+/// upwards from the range's start, [`DoubleEndedIterator::next_back`] downwards from its end,
+/// each half as [`Tree::range`] and [`Tree::range_rev`] describe, and the iterator ends when the
+/// two meet: no record is returned twice, and every record of the range that neither half
+/// skipped over is returned once. (Records written into the range while it is read may or may
+/// not be seen, as for a one-ended scan.) `Send` and `Sync`.
+pub struct RangeIter<'t> {
+    fwd: Fwd<'t>,
+    bwd: Bwd<'t>,
+    /// The key `next` returned last (`None`: none yet): `next_back` stops at or below it.
+    front_last: Option<Vec<u8>>,
+    /// The key `next_back` returned last: `next` stops at or above it.
+    back_last: Option<Vec<u8>>,
+    /// Records still to return, from either end ([`RangeIter::limit`]); `usize::MAX`: no limit.
+    left: usize,
+    /// The ends met, one ran out, or the limit was reached.
+    done: bool,
+}
+
+/// Remembers `k` in `slot`, reusing its allocation.
+fn remember(slot: &mut Option<Vec<u8>>, k: &[u8]) {
+    let v = slot.get_or_insert_with(Vec::new);
+    v.clear();
+    v.extend_from_slice(k);
+}
+
+impl RangeIter<'_> {
+    fn finish(&mut self) {
+        self.done = true;
+        self.fwd.stop();
+        self.bwd.stop();
+    }
+
+    /// What `next_with`/`next_back_with` got from a half: `Some(Ok(None))` means the halves
+    /// met, `None` that the half ran out; either ends the iterator.
+    fn settle<R>(&mut self, r: Option<Result<Option<R>>>) -> Option<Result<R>> {
+        match r {
+            None | Some(Ok(None)) => {
+                self.finish();
+                None
+            }
+            Some(Ok(Some(r))) => {
+                self.left -= 1;
+                Some(Ok(r))
+            }
+            Some(Err(e)) => Some(Err(e)),
+        }
+    }
+
+    /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
+    /// instead of copied into two new vectors.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if self.done || self.left == 0 {
+            self.finish();
+            return None;
+        }
+        let (back, front) = (&self.back_last, &mut self.front_last);
+        let r = self.fwd.next_with(self.left, |k, v| {
+            if back.as_deref().is_some_and(|b| k >= b) {
+                return None;
+            }
+            remember(front, k);
+            Some(f(k, v))
+        });
+        self.settle(r)
+    }
+
+    /// The next record from the back, as [`DoubleEndedIterator::next_back`] returns it, given
+    /// to `f` as borrowed key and value.
+    pub fn next_back_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if self.done || self.left == 0 {
+            self.finish();
+            return None;
+        }
+        let (front, back) = (&self.front_last, &mut self.back_last);
+        let r = self.bwd.next_with(self.left, |k, v| {
+            if front.as_deref().is_some_and(|f| k <= f) {
+                return None;
+            }
+            remember(back, k);
+            Some(f(k, v))
+        });
+        self.settle(r)
+    }
+
+    /// Returns at most `n` more records, from both ends together (T19): the scan ends after
+    /// them, and without a read gate that checks, it copies no more of a leaf than that — a
+    /// scan for the first record of a range reads one record, not the rest of its leaf.
     #[must_use]
     pub fn limit(mut self, n: usize) -> Self {
         self.left = n;
@@ -658,10 +730,69 @@ impl RevRangeIter<'_> {
     }
 }
 
-impl Iterator for RevRangeIter<'_> {
+impl Iterator for RangeIter<'_> {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_with(|k, v| (k.to_vec(), v.to_vec()))
+    }
+}
+
+impl DoubleEndedIterator for RangeIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.next_back_with(|k, v| (k.to_vec(), v.to_vec()))
+    }
+}
+
+impl std::iter::FusedIterator for RangeIter<'_> {}
+
+/// Iterator over a key range in descending order; see [`Tree::range_rev`]. A [`RangeIter`]
+/// read from its back: `next` is the range's `next_back` and the other way round.
+pub struct RevRangeIter<'t>(RangeIter<'t>);
+
+impl RevRangeIter<'_> {
+    /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
+    /// instead of copied into two new vectors.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        self.0.next_back_with(f)
+    }
+
+    /// [`DoubleEndedIterator::next_back`] (the smallest key left) given to `f`.
+    pub fn next_back_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        self.0.next_with(f)
+    }
+
+    /// [`RangeIter::limit`] for the descending scan (T19).
+    #[must_use]
+    pub fn limit(self, n: usize) -> Self {
+        RevRangeIter(self.0.limit(n))
+    }
+}
+
+impl Iterator for RevRangeIter<'_> {
+    type Item = Result<Entry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next_back()
+    }
+}
+
+impl DoubleEndedIterator for RevRangeIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next()
+    }
+}
+
+impl std::iter::FusedIterator for RevRangeIter<'_> {}
+
+impl std::fmt::Debug for RangeIter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RangeIter").field("done", &self.done).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for RevRangeIter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RevRangeIter").field("done", &self.0.done).finish_non_exhaustive()
     }
 }

@@ -89,6 +89,8 @@ pub struct Tree {
     pub(crate) read_gate: Option<Arc<dyn ReadGate + Send + Sync>>,
     /// The longest value the engine's log takes in one record (T22; `usize::MAX`: no log).
     pub(crate) value_limit: usize,
+    /// Set when the tree is dropped (T25); shared by every clone of the handle.
+    dropped: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How a tree's own writes (`insert`, `upsert`, `delete`) are carried out on a database that
@@ -106,6 +108,18 @@ pub trait AutoCommit: Send + Sync {
     /// # Errors
     /// As the tree's write, or the transaction around it failed.
     fn delete(&self, tree: &Tree, key: &[u8]) -> Result<bool>;
+
+    /// [`Tree::compare_and_swap`] of `key` in `tree`, atomic against every other writer (T24).
+    ///
+    /// # Errors
+    /// As the tree's write, or the transaction around it failed.
+    fn compare_and_swap(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), crate::CompareAndSwapError>>;
 }
 
 /// Counts gathered by [`Tree::verify`].
@@ -201,6 +215,7 @@ impl Tree {
             auto_commit: None,
             read_gate: None,
             value_limit: usize::MAX,
+            dropped: Arc::default(),
         })
     }
 
@@ -217,6 +232,7 @@ impl Tree {
             auto_commit: None,
             read_gate: None,
             value_limit: usize::MAX,
+            dropped: Arc::default(),
         })
     }
 
@@ -244,7 +260,7 @@ impl Tree {
     }
 
     /// The gate of this handle's plain reads (T18).
-    pub(crate) fn own_gate(&self) -> &(dyn ReadGate + '_) {
+    pub(crate) fn own_gate(&self) -> &(dyn ReadGate + Sync + '_) {
         match &self.read_gate {
             Some(g) => &**g,
             None => &NoGate,
@@ -256,6 +272,9 @@ impl Tree {
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.pool.is_closed() {
             return Err(TreeError::Closed);
+        }
+        if self.dropped.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(TreeError::Dropped);
         }
         Ok(())
     }
@@ -758,18 +777,7 @@ impl Tree {
         let Ok(i) = node::search(&leaf, key) else {
             return Ok(false);
         };
-        let mut old_value = Vec::new();
-        let old_chain = self.latch_old(&leaf, i, &mut old_value)?;
-        if let Some(log) = log {
-            let old = if node::is_stub(&*leaf, i) { &old_value[..] } else { node::value(&leaf, i) };
-            let change = LeafChange::Delete { key, old };
-            let freed = old_chain.ids();
-            let overflow = Overflow { chain: &[], freed: &freed };
-            let lsn = log.leaf_change(self.root_page, &leaf, &change, overflow).map_err(TreeError::Log)?;
-            stamp(Some(lsn), &mut leaf);
-        }
-        node::remove(&mut leaf, i);
-        old_chain.free(self);
+        self.remove_record(&mut leaf, i, key, log)?;
         let merge = underfull(&leaf);
         drop(leaf);
         if saw_foster || merge {
@@ -872,6 +880,63 @@ impl Tree {
         let done = node::insert_leaf_as(leaf, i, key, stored, is_stub);
         debug_assert!(done, "T11: the removed record's room holds the new one");
         chain.keep(Some(lsn));
+        Ok(())
+    }
+
+    /// T22: a new chain for `value` if it is large (none if it is stored in its leaf).
+    fn chain_for(&self, value: &[u8]) -> Result<Chain<'_>> {
+        if overflow::is_large(self.pool.page_size(), value.len()) {
+            self.write_chain(value)
+        } else {
+            Ok(Chain::none())
+        }
+    }
+
+    /// Inserts `key` → `value` at position `i` of the latched `leaf` (checked to fit), `chain`
+    /// holding a large value (T22): logged before it is applied (T11), the chain the stub's
+    /// once logged.
+    fn insert_record<'a>(
+        &'a self,
+        leaf: &mut ExclusiveGuard<'a>,
+        i: usize,
+        key: &[u8],
+        value: &[u8],
+        chain: Chain<'a>,
+        log: Log<'_>,
+    ) -> Result<()> {
+        let ids = chain.ids();
+        let mut stub = [0u8; overflow::STUB_LEN];
+        let (stored, is_stub) = log::stored_form(self.pool.page_size(), value, &ids, &mut stub)
+            .expect("T22: the chain was written for this value");
+        let overflow = Overflow { chain: &chain.guards, freed: &[] };
+        let lsn = log_leaf(log, self.root_page, leaf, &LeafChange::Insert { key, value }, overflow)?;
+        let done = node::insert_leaf_as(leaf, i, key, stored, is_stub);
+        debug_assert!(done, "T11: the insert was checked to fit");
+        chain.keep(lsn);
+        Ok(())
+    }
+
+    /// Removes record `i` of the latched `leaf`: logged before it is made with the whole old
+    /// value (T11), the old value's chain freed with it (T22).
+    fn remove_record<'a>(
+        &'a self,
+        leaf: &mut ExclusiveGuard<'a>,
+        i: usize,
+        key: &[u8],
+        log: Log<'_>,
+    ) -> Result<()> {
+        let mut old_value = Vec::new();
+        let old_chain = self.latch_old(leaf, i, &mut old_value)?;
+        if let Some(log) = log {
+            let old = if node::is_stub(&**leaf, i) { &old_value[..] } else { node::value(leaf, i) };
+            let change = LeafChange::Delete { key, old };
+            let freed = old_chain.ids();
+            let overflow = Overflow { chain: &[], freed: &freed };
+            let lsn = log.leaf_change(self.root_page, leaf, &change, overflow).map_err(TreeError::Log)?;
+            stamp(Some(lsn), leaf);
+        }
+        node::remove(leaf, i);
+        old_chain.free(self);
         Ok(())
     }
 
@@ -1206,6 +1271,158 @@ impl Tree {
             let c = self.with_room(|| Ok(pool.fix_page::<Shared>(cpid)?)).map_err(|e| at(e.to_string()))?;
             self.verify_node(c, clow.as_deref(), chigh.as_deref(), Some(clvl), seen, shape)?;
         }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Compare-and-swap (api.rs has the public entry points)
+    // ------------------------------------------------------------------------------------------
+
+    /// This handle's auto-commit (T14), if it has one.
+    pub(crate) fn auto_commit(&self) -> Option<&dyn AutoCommit> {
+        self.auto_commit.as_deref()
+    }
+
+    /// One attempt of a compare-and-swap under the leaf's exclusive latch: the comparison and
+    /// the write happen with the leaf latched, so no other writer comes between them (T24).
+    /// `Ok(Err(current))`: the value was not `expected`, nothing changed. A split for room
+    /// happens before the write, still latched, and the comparison is made again after it.
+    pub(crate) fn cas_once(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        log: Log<'_>,
+    ) -> Result<std::result::Result<(), Option<Vec<u8>>>> {
+        let ps = self.pool.page_size();
+        let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
+        loop {
+            let found = node::search(&leaf, key);
+            let mut large = Vec::new();
+            let current = match found {
+                Ok(i) if node::is_stub(&*leaf, i) => {
+                    // T22: a large value is compared whole, read from its chain.
+                    self.read_large(node::value(&leaf, i), leaf.page_id(), &mut large)?;
+                    Some(&large[..])
+                }
+                Ok(i) => Some(node::value(&leaf, i)),
+                Err(_) => None,
+            };
+            if current != expected {
+                return Ok(Err(current.map(<[u8]>::to_vec)));
+            }
+            let stored_len =
+                new.map_or(0, |v| if overflow::is_large(ps, v.len()) { overflow::STUB_LEN } else { v.len() });
+            let at = match (found, new) {
+                (Err(_), None) => return Ok(Ok(())),
+                (Ok(i), None) => {
+                    self.remove_record(&mut leaf, i, key, log)?;
+                    maintain |= underfull(&leaf);
+                    break;
+                }
+                (Ok(i), Some(value)) => {
+                    if node::leaf_update_fits(&leaf, i, &vec![0; stored_len]) {
+                        let chain = self.chain_for(value)?;
+                        let ids = chain.ids();
+                        let mut stub = [0u8; overflow::STUB_LEN];
+                        let stored = log::stored_form(ps, value, &ids, &mut stub)
+                            .expect("T22: the chain was written for this value");
+                        self.replace_value(&mut leaf, i, key, value, stored, chain, log)?;
+                        break;
+                    }
+                    i
+                }
+                (Err(i), Some(value)) => {
+                    if node::leaf_insert_fits(&leaf, key, &vec![0; stored_len]) {
+                        let chain = self.chain_for(value)?;
+                        self.insert_record(&mut leaf, i, key, value, chain, log)?;
+                        break;
+                    }
+                    i
+                }
+            };
+            // No room: split first, so a failed split changes nothing (T6).
+            let right = self.split(&mut leaf, at, log)?;
+            maintain = true;
+            if node::goes_to_foster(&leaf, key) {
+                leaf = right;
+            }
+        }
+        drop(leaf);
+        if maintain {
+            // Opportunistic: the tree is correct with or without adoption (T9).
+            let _ = self.maintain(key, log);
+        }
+        Ok(Ok(()))
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Drop (T25)
+    // ------------------------------------------------------------------------------------------
+
+    /// Whether the tree was dropped (T25).
+    #[must_use]
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Drops the tree (T25): every handle refuses from now on ([`TreeError::Dropped`]), then
+    /// every page is freed, root last, each group of freed pages logged before it is freed
+    /// (T13). Returns the number of pages freed. The engine has taken the tree out of its
+    /// catalog (and logged that) first. No operation on the tree may be running meanwhile;
+    /// those that start later refuse.
+    ///
+    /// # Errors
+    /// I/O errors reading a page, no frame, or the log failed: the pages not freed yet stay
+    /// allocated (unreachable, but not damaged).
+    pub fn destroy(&self, log: Option<&dyn ChangeLog>) -> Result<usize> {
+        self.check_open()?;
+        self.dropped.store(true, std::sync::atomic::Ordering::Release);
+        let pool = &*self.pool;
+        let mut root: ExclusiveGuard<'_> = pool.fix_root(self.root);
+        let mut freed = 0;
+        self.free_below(&mut root, log, &mut freed)?;
+        log_structure(log, &[], &[root.page_id()])?;
+        node::truncate(&mut root, 0);
+        node::clear_foster(&mut root);
+        pool.free_root(root);
+        Ok(freed + 1)
+    }
+
+    /// Frees every page below `g` (its children and foster child, recursively), logging the
+    /// children's page ids before they are freed, and leaves `g` without records.
+    fn free_below<'a>(&'a self, g: &mut ExclusiveGuard<'a>, log: Log<'_>, freed: &mut usize) -> Result<()> {
+        // T22: a leaf's large values first, each chain logged before it is freed.
+        let stubs: Vec<Vec<u8>> = (0..node::count(g))
+            .filter(|&i| node::is_leaf(&**g) && node::is_stub(&**g, i))
+            .map(|i| node::value(g, i).to_vec())
+            .collect();
+        let mut scratch = Vec::new();
+        for stub in stubs {
+            let chain = self.latch_large(&stub, g.page_id(), &mut scratch)?;
+            log_structure(log, &[], &chain.ids())?;
+            *freed += chain.guards.len();
+            chain.free(self);
+        }
+        let mut offs = Vec::new();
+        node::swip_offsets(g, &mut offs);
+        if offs.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<PageId> = offs
+            .iter()
+            .filter_map(|&off| Swip::from_raw(page::get_u64(g, off)))
+            .map(|s| self.pool.swip_page_id(s))
+            .collect();
+        log_structure(log, &[], &ids)?;
+        for off in offs {
+            let mut child = self.with_room(|| self.step::<Exclusive, Exclusive>(g, off))?;
+            self.free_below(&mut child, log, freed)?;
+            Self::release_page(&self.pool, child);
+            *freed += 1;
+        }
+        node::truncate(g, 0);
+        node::clear_foster(g);
         Ok(())
     }
 }

@@ -56,7 +56,7 @@ impl Bed {
             .mode(mode)
             .page_size(PAGE_SIZE)
             .pool_bytes(POOL_BYTES)
-            .create(&dir.path().join("fix.swz"))
+            .create(dir.path().join("fix.swz"))
             .expect("create database");
         let tree = db.create_tree("bench").expect("create tree");
         let value = [0xA5u8; VALUE_LEN];

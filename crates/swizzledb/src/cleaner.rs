@@ -40,6 +40,7 @@ pub enum Cleaner {
 }
 
 /// What the page cleaner did since the database opened.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CleanerStats {

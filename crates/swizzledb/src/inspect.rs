@@ -646,9 +646,12 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> LogState {
         for item in log.scan(at).map_err(|e| e.to_string())?.skip(1) {
             let (lsn, body) = item.map_err(|e| e.to_string())?;
             state.records_after_checkpoint += 1;
-            if body.first() == Some(&u8::from(RecordKind::CreateTree)) {
+            let kind = body.first().copied();
+            if kind == Some(u8::from(RecordKind::CreateTree)) || kind == Some(u8::from(RecordKind::DropTree))
+            {
                 match Record::decode(&body) {
                     Ok(Record::CreateTree { name, root }) => state.trees.push((name, root)),
+                    Ok(Record::DropTree { name, .. }) => state.trees.retain(|(n, _)| *n != name),
                     _ => return Err(format!("the record at {lsn} cannot be decoded")),
                 }
             }
@@ -738,6 +741,7 @@ impl LogEntry {
             | Record::End { txn, .. } => Some(*txn),
             Record::Structure { .. }
             | Record::CreateTree { .. }
+            | Record::DropTree { .. }
             | Record::CheckpointBegin
             | Record::CheckpointEnd(_)
             | Record::PageWrite { .. } => None,
@@ -746,18 +750,7 @@ impl LogEntry {
 }
 
 fn kind_of(record: &Record) -> RecordKind {
-    match record {
-        Record::Begin { .. } => RecordKind::Begin,
-        Record::Leaf { .. } => RecordKind::Leaf,
-        Record::Commit { .. } => RecordKind::Commit,
-        Record::Abort { .. } => RecordKind::Abort,
-        Record::End { .. } => RecordKind::End,
-        Record::Structure { .. } => RecordKind::Structure,
-        Record::CreateTree { .. } => RecordKind::CreateTree,
-        Record::CheckpointBegin => RecordKind::CheckpointBegin,
-        Record::CheckpointEnd(_) => RecordKind::CheckpointEnd,
-        Record::PageWrite { .. } => RecordKind::PageWrite,
-    }
+    record.kind()
 }
 
 impl fmt::Display for LogEntry {
@@ -815,6 +808,7 @@ impl fmt::Display for LogEntry {
                 }
             }
             Record::CreateTree { name, root } => write!(f, " name={name:?} root={root}")?,
+            Record::DropTree { name, root } => write!(f, " name={name:?} root={root}")?,
             Record::CheckpointBegin => {}
             Record::CheckpointEnd(c) => write!(
                 f,

@@ -166,6 +166,7 @@ impl PendingRedo {
 }
 
 /// What instant restart's redo has done so far.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RedoProgress {

@@ -29,10 +29,20 @@
 //! crash `open` refuses it ([`Error::Unclean`]). One `Database` at a time may have a file open
 //! ([`Error::AlreadyOpen`]); a closed database's tree handles refuse ([`TreeError::Closed`]).
 //!
-//! **Threads:** besides the log's background work, every database whose pool can evict (and
+//! **Threads:** a [`Database`] (and a [`Builder`]), its [`Tree`] handles and their scans
+//! ([`RangeIter`], [`RevRangeIter`]) are `Send + Sync`: share the database by reference or in an
+//! `Arc` and use any handle from any thread. A [`Transaction`] is `Send` but not `Sync`: one
+//! thread at a time uses it (it can move between threads); its range reads ([`TxnRange`],
+//! [`TxnRevRange`]) are `Send + Sync`. Compile-time assertions in this crate hold these promises.
+//!
+//! Besides the log's background work, every database whose pool can evict (and
 //! records no trace) runs a background evictor ([`Builder::background_eviction`]) that keeps free frames ready, so that a
 //! miss rarely evicts and almost never writes a dirty page. `close` and drop stop and join
 //! every background thread.
+//!
+//! **Features:** `serde` (off by default) makes the statistics types ([`Stats`], [`LogStats`],
+//! [`CheckpointStats`], [`CheckpointCounts`], [`CleanerStats`], [`RestartStats`],
+//! [`RedoProgress`], [`lock::LockStats`]) implement `serde::Serialize`.
 
 #![forbid(unsafe_code)]
 
@@ -75,8 +85,8 @@ pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
 pub use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogStats, RunSummary};
 
 pub use swizzledb_btree::{
-    max_inline_value_len, max_key_len, max_value_len, RangeIter, RevRangeIter, Tree, TreeError, TreeShape,
-    MAX_VALUE_LEN,
+    max_inline_value_len, max_key_len, max_value_len, CompareAndSwapError, KeyValue, RangeIter, RevRangeIter,
+    Tree, TreeError, TreeShape, MAX_VALUE_LEN,
 };
 pub use swizzledb_buffer::{
     BpVariant, BufferError, EventKind, PolicyKind, PolicySpec, PoolConfig, PoolMode, Stats, TraceError,
@@ -90,6 +100,13 @@ pub enum Error {
     /// No tree of that name exists.
     #[error("no tree named {0:?}; create it with Database::create_tree")]
     TreeNotFound(String),
+    /// The tree cannot be dropped now: a transaction kept running (or instant restart is still
+    /// rolling back losers) for the two seconds [`Database::drop_tree`] waits.
+    #[error(
+        "the tree {0:?} cannot be dropped while transactions run; finish them (and any this thread \
+         holds) and retry"
+    )]
+    TreeBusy(String),
     /// A tree of that name exists already.
     #[error("a tree named {0:?} exists already; open it with Database::tree")]
     TreeExists(String),
@@ -184,6 +201,21 @@ pub enum Error {
          start over with an empty database"
     )]
     Unclean(PathBuf),
+}
+
+/// How many checkpoints a database took since it opened ([`Database::checkpoint_counts`]); the
+/// fields are named as in [`CheckpointStats`], which has more.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct CheckpointCounts {
+    /// Every checkpoint that completed: at open, at close, by the background thread, by the page
+    /// cleaner, and by [`Database::checkpoint`].
+    pub checkpoints: u64,
+    /// Those of `checkpoints` the background checkpointer took ([`Builder::checkpoint_interval`]).
+    pub background: u64,
+    /// Checkpoints that failed (not counted in `checkpoints`).
+    pub failed: u64,
 }
 
 /// Result alias with [`Error`].
@@ -543,7 +575,11 @@ impl Builder {
     ///
     /// # Errors
     /// Invalid settings, a non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
-    pub fn create(self, path: &Path) -> Result<Database> {
+    pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
+        self.create_at(path.as_ref())
+    }
+
+    fn create_at(self, path: &Path) -> Result<Database> {
         self.check_log_settings()?;
         if self.config.vfs.exists(path) {
             let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
@@ -666,7 +702,32 @@ impl Builder {
     /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
     /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
     /// [`Error::NotLogged`].
-    pub fn open(self, path: &Path) -> Result<Database> {
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Database> {
+        self.open_at(path.as_ref())
+    }
+
+    /// Opens the database at `path` if the file exists, creates it otherwise (as
+    /// [`Builder::open`] and [`Builder::create`] do).
+    ///
+    /// A file that exists counts as a database, whatever its length: an empty or truncated
+    /// file (a create that stopped before its first page reached the disk, or a file that is
+    /// not a database) is refused by `open` with the page file's error, never overwritten —
+    /// remove it to start over. The check and the create are not one atomic step against
+    /// another process creating the same file; the file lock ([`Error::AlreadyOpen`]) still
+    /// keeps the two from both opening it.
+    ///
+    /// # Errors
+    /// As [`Builder::open`] for an existing file, as [`Builder::create`] otherwise.
+    pub fn open_or_create(self, path: impl AsRef<Path>) -> Result<Database> {
+        let path = path.as_ref();
+        if self.config.vfs.exists(path) {
+            self.open_at(path)
+        } else {
+            self.create_at(path)
+        }
+    }
+
+    fn open_at(self, path: &Path) -> Result<Database> {
         let vfs = Arc::clone(&self.config.vfs);
         // The lock first, so that nothing below reads a file another opener is writing.
         let lock = match files::FileLock::acquire(&*vfs, path, path) {
@@ -711,7 +772,7 @@ impl Builder {
                 }
                 drop(lock);
                 vfs.remove(path).map_err(|e| BufferError::Io { file: path.to_path_buf(), source: e })?;
-                return self.logging(false).create(path);
+                return self.logging(false).create_at(path);
             }
             if self.logging == Some(true) {
                 return self.convert(path, lock);
@@ -765,6 +826,9 @@ impl Builder {
             cleaner,
             next_txn: AtomicU64::new(1),
             restart_stats: Mutex::new(RestartStats::default()),
+            running: std::sync::atomic::AtomicUsize::new(0),
+            quiesce: std::sync::atomic::AtomicBool::new(false),
+            dropping: Mutex::new(()),
         });
         let mut background = Background::default();
         if !self.no_background_eviction {
@@ -1028,6 +1092,13 @@ pub(crate) struct Core {
     cleaner: Option<Arc<cleaner::Shared>>,
     next_txn: AtomicU64,
     restart_stats: Mutex<RestartStats>,
+    /// Transactions begun and not yet dropped (R23: a tree is dropped only when none runs).
+    pub(crate) running: std::sync::atomic::AtomicUsize,
+    /// Set while `drop_tree` waits for the running transactions to end or drops a tree: new
+    /// transactions wait at `begin` meanwhile (R23).
+    quiesce: std::sync::atomic::AtomicBool,
+    /// Serializes `drop_tree` calls.
+    dropping: Mutex<()>,
 }
 
 /// The longest value whose leaf change fits one log record of at most `max_body` bytes
@@ -1065,6 +1136,17 @@ impl AutoCommit for AutoCommitter {
         let core = self.0.upgrade().ok_or(TreeError::Closed)?;
         core.auto_commit(|tx| tx.delete(tree, key))
     }
+
+    fn compare_and_swap(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<Result<(), CompareAndSwapError>, TreeError> {
+        let core = self.0.upgrade().ok_or(TreeError::Closed)?;
+        core.auto_commit(|tx| tx.compare_and_swap(tree, key, expected, new))
+    }
 }
 
 /// An engine error as the tree's error type, for the tree's own writes (T14).
@@ -1089,6 +1171,7 @@ impl Core {
         if let (Some(wal), Some(cleaner)) = (&self.wal, &self.cleaner) {
             cleaner.throttle(wal);
         }
+        self.enter_txn();
         let shared = match &self.wal {
             Some(wal) => wal.register(id),
             None => Arc::new(logging::TxnShared::new(id)),
@@ -1146,6 +1229,82 @@ impl Core {
             })),
             None => tree,
         }
+    }
+
+    /// Counts a transaction as running; waits first while a tree is being dropped (R23). The
+    /// count and the flag are both sequentially consistent: either `drop_tree` sees this
+    /// transaction running, or this transaction sees the drop and waits for it.
+    fn enter_txn(&self) {
+        loop {
+            self.running.fetch_add(1, Ordering::SeqCst);
+            if !self.quiesce.load(Ordering::SeqCst) {
+                return;
+            }
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            while self.quiesce.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
+    }
+
+    /// Drops the tree `name` (R23); `Ok(false)` if there is none.
+    fn drop_tree(&self, name: &str) -> Result<bool> {
+        // One drop at a time: each owns the quiesce flag while it runs.
+        let _one = self.dropping.lock();
+        if self.pool.is_closed() {
+            return Err(TreeError::Closed.into());
+        }
+        if self.pool.catalog_get(name).is_none() {
+            return Ok(false);
+        }
+        // R22: losers instant restart rolls back in the background may have changes in it.
+        if let Some(p) = self.wal.as_ref().and_then(|w| w.pending.as_ref()).map(|p| p.progress()) {
+            if p.losers > 0 {
+                return Err(Error::TreeBusy(name.to_owned()));
+            }
+        }
+        // No transaction may hold uncommitted changes of the tree: wait until none runs, new
+        // ones waiting at `begin` meanwhile. No other lock is held while waiting (a rollback
+        // running now may need the tree cache).
+        self.quiesce.store(true, Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        while self.running.load(Ordering::SeqCst) > 0 {
+            if started.elapsed() >= AUTO_COMMIT_RETRY {
+                self.quiesce.store(false, Ordering::SeqCst);
+                return Err(Error::TreeBusy(name.to_owned()));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let result = self.drop_quiesced(name);
+        self.quiesce.store(false, Ordering::SeqCst);
+        result
+    }
+
+    /// `drop_tree` once no transaction runs: the catalog entry goes first, logged, so that a
+    /// crash from here on finds the tree gone (R23); then the pages are freed, each group
+    /// logged before it is freed. A failure after the first record leaves the pages not yet
+    /// freed allocated and unreachable, never a catalog entry naming freed pages.
+    fn drop_quiesced(&self, name: &str) -> Result<bool> {
+        let mut trees = self.trees.lock();
+        let Some(root) = self.pool.catalog_get(name) else { return Ok(false) };
+        let tree = match trees.get(name) {
+            Some(t) => t.clone(),
+            None => Tree::open(&self.pool, root)?,
+        };
+        let log = self.wal.as_deref().map(SystemLog);
+        if let Some(wal) = &self.wal {
+            wal.append(&Record::DropTree { name: name.to_owned(), root })?;
+        }
+        // From here on the tree is gone, whatever fails below.
+        self.pool.catalog_remove(name);
+        trees.remove(name);
+        drop(trees);
+        tree.destroy(log.as_ref().map(|l| l as &dyn swizzledb_btree::ChangeLog))?;
+        // Durable when it returns, like a commit in either commit mode.
+        if let Some(wal) = &self.wal {
+            wal.log.flush_all()?;
+        }
+        Ok(true)
     }
 
     /// Locks `key` of `tree` for `txn` (no-op with locking off).
@@ -1239,6 +1398,7 @@ impl Core {
                 other @ (Record::End { .. }
                 | Record::Structure { .. }
                 | Record::CreateTree { .. }
+                | Record::DropTree { .. }
                 | Record::CheckpointBegin
                 | Record::CheckpointEnd(_)
                 | Record::PageWrite { .. }) => {
@@ -1454,13 +1614,17 @@ impl Database {
         self.core.wal.as_ref().map(|w| w.stats.snapshot())
     }
 
-    /// Checkpoints taken since the database opened: `(all, by the background thread, failed)`
-    /// (zeros without logging); [`Database::checkpoint_stats`] has more.
+    /// Checkpoints taken since the database opened (all zero without logging);
+    /// [`Database::checkpoint_stats`] has more.
     #[must_use]
-    pub fn checkpoint_counts(&self) -> (u64, u64, u64) {
-        self.core.wal.as_ref().map_or((0, 0, 0), |w| {
+    pub fn checkpoint_counts(&self) -> CheckpointCounts {
+        self.core.wal.as_ref().map_or(CheckpointCounts::default(), |w| {
             let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-            (l(&w.stats.checkpoints), l(&w.stats.background_checkpoints), l(&w.stats.failed_checkpoints))
+            CheckpointCounts {
+                checkpoints: l(&w.stats.checkpoints),
+                background: l(&w.stats.background_checkpoints),
+                failed: l(&w.stats.failed_checkpoints),
+            }
         })
     }
 
@@ -1566,6 +1730,28 @@ impl Database {
         }
     }
 
+    /// Drops the tree `name`: removes it from the catalog and frees all its pages for reuse.
+    /// Returns `false` if there is no such tree. On a logged database the drop is logged and
+    /// survives a crash once `drop_tree` returns (RECOVERY.md R23): a restart finds the tree
+    /// gone, or — if the crash came while the pages were being freed — gone with some of its
+    /// pages still allocated (unreachable; not damage).
+    ///
+    /// Every [`Tree`] handle of the dropped tree refuses from then on
+    /// ([`TreeError::Dropped`]); a new tree of the same name is a new, empty tree. The drop
+    /// waits (up to about two seconds) until no [`Transaction`] runs — auto-commit writes of
+    /// the trees' handles included — so that no transaction holds uncommitted changes of the
+    /// tree, and new transactions wait for it at `begin`. Reads through handles of the tree
+    /// are not waited for, nor (on an unlogged database) writes through them: do not drop a
+    /// tree that other threads still use.
+    ///
+    /// # Errors
+    /// [`Error::TreeBusy`] if a transaction kept running (one this thread holds, too) or
+    /// instant restart is still rolling losers back; I/O errors reading the tree's pages, or
+    /// the log failed.
+    pub fn drop_tree(&self, name: &str) -> Result<bool> {
+        self.core.drop_tree(name)
+    }
+
     /// Names of all trees.
     #[must_use]
     pub fn tree_names(&self) -> Vec<String> {
@@ -1648,3 +1834,33 @@ impl std::fmt::Debug for Database {
         f.debug_struct("Database").field("pool", &self.core.pool).finish_non_exhaustive()
     }
 }
+
+/// What the docs promise about threads (crate doc, "Threads"), checked at compile time.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Database>();
+    send_sync::<Builder>();
+    send_sync::<Tree>();
+    send_sync::<RangeIter<'static>>();
+    send_sync::<RevRangeIter<'static>>();
+    send_sync::<Error>();
+    send_sync::<Stats>();
+    send::<Transaction<'static>>();
+    send_sync::<TxnRange<'static>>();
+    send_sync::<TxnRevRange<'static>>();
+};
+
+/// The `serde` feature's promise: every statistics type implements `Serialize`.
+#[cfg(feature = "serde")]
+const _: fn() = || {
+    fn serialize<T: serde::Serialize>() {}
+    serialize::<Stats>();
+    serialize::<LogStats>();
+    serialize::<CheckpointStats>();
+    serialize::<CheckpointCounts>();
+    serialize::<CleanerStats>();
+    serialize::<RestartStats>();
+    serialize::<RedoProgress>();
+    serialize::<lock::LockStats>();
+};

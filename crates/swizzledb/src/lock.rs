@@ -160,6 +160,7 @@ pub enum LockError {
 }
 
 /// Lock manager counters, summed over all shards.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Copy, Clone, PartialEq, Eq, Default, Debug)]
 pub struct LockStats {
     /// Calls of `lock`, `lock_timeout` and `try_lock` by a user transaction (re-requests

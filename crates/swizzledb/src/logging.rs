@@ -1070,6 +1070,7 @@ pub enum CheckpointKind {
 }
 
 /// Checkpoints taken since the database opened.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CheckpointStats {

@@ -14,6 +14,7 @@
 //! | 8 `CheckpointBegin` | — |
 //! | 9 `CheckpointEnd` | begin LSN, dirty pages (page, rec LSN), transactions (txn, state byte, last LSN, undo-next), page count, free pages, catalog (name, root) |
 //! | 10 `PageWrite` | page, page LSN, writer byte (0 the pool; 1 the decoupled cleaner, followed by the LSN below which the copy holds every change) |
+//! | 11 `DropTree` | name, root |
 //!
 //! Every page change is **page-local** (RECOVERY.md R9): a `Leaf` change, and each page of a
 //! `Structure` record ([`NodeLog`]), is redone from that page's state just before it (or from
@@ -255,6 +256,14 @@ pub enum Record {
         /// Its root page.
         root: PageId,
     },
+    /// A tree was dropped: its name leaves the catalog. Its pages, root included, are freed by
+    /// `Structure` records after this one (RECOVERY.md R23).
+    DropTree {
+        /// Its name.
+        name: String,
+        /// Its root page.
+        root: PageId,
+    },
     /// A checkpoint began.
     CheckpointBegin,
     /// A checkpoint's contents.
@@ -322,11 +331,13 @@ pub enum RecordKind {
     CheckpointEnd = 9,
     /// [`Record::PageWrite`].
     PageWrite = 10,
+    /// [`Record::DropTree`].
+    DropTree = 11,
 }
 
 impl RecordKind {
     /// Every kind, in byte order.
-    pub const ALL: [RecordKind; 10] = [
+    pub const ALL: [RecordKind; 11] = [
         RecordKind::Begin,
         RecordKind::Leaf,
         RecordKind::Commit,
@@ -337,6 +348,7 @@ impl RecordKind {
         RecordKind::CheckpointBegin,
         RecordKind::CheckpointEnd,
         RecordKind::PageWrite,
+        RecordKind::DropTree,
     ];
 }
 
@@ -366,6 +378,7 @@ impl TryFrom<u8> for RecordKind {
             8 => RecordKind::CheckpointBegin,
             9 => RecordKind::CheckpointEnd,
             10 => RecordKind::PageWrite,
+            11 => RecordKind::DropTree,
             other => return Err(UnknownRecordKind(other)),
         })
     }
@@ -395,6 +408,7 @@ impl Record {
             | Record::Abort { .. }
             | Record::End { .. }
             | Record::CreateTree { .. }
+            | Record::DropTree { .. }
             | Record::CheckpointBegin
             | Record::CheckpointEnd(_)
             | Record::PageWrite { .. } => Vec::new(),
@@ -452,6 +466,7 @@ impl Record {
             | RecordKind::Abort
             | RecordKind::End
             | RecordKind::CreateTree
+            | RecordKind::DropTree
             | RecordKind::CheckpointBegin
             | RecordKind::CheckpointEnd
             | RecordKind::PageWrite => Ok(Vec::new()),
@@ -515,6 +530,7 @@ impl Record {
             | RecordKind::Abort
             | RecordKind::End
             | RecordKind::CreateTree
+            | RecordKind::DropTree
             | RecordKind::CheckpointBegin
             | RecordKind::CheckpointEnd
             | RecordKind::PageWrite => Ok(None),
@@ -532,6 +548,7 @@ impl Record {
             Record::End { .. } => RecordKind::End,
             Record::Structure { .. } => RecordKind::Structure,
             Record::CreateTree { .. } => RecordKind::CreateTree,
+            Record::DropTree { .. } => RecordKind::DropTree,
             Record::CheckpointBegin => RecordKind::CheckpointBegin,
             Record::CheckpointEnd(_) => RecordKind::CheckpointEnd,
             Record::PageWrite { .. } => RecordKind::PageWrite,
@@ -549,6 +566,7 @@ impl Record {
             Record::Begin { txn } => Some((txn, Lsn(0))),
             Record::Structure { .. }
             | Record::CreateTree { .. }
+            | Record::DropTree { .. }
             | Record::CheckpointBegin
             | Record::CheckpointEnd(_)
             | Record::PageWrite { .. } => None,
@@ -638,7 +656,7 @@ impl Record {
                 }
                 w.pages(freed);
             }
-            Record::CreateTree { name, root } => {
+            Record::CreateTree { name, root } | Record::DropTree { name, root } => {
                 w.bytes(name.as_bytes());
                 w.var(root.get());
             }
@@ -750,6 +768,7 @@ impl Record {
                 Record::Structure { pages, freed: r.pages()? }
             }
             RecordKind::CreateTree => Record::CreateTree { name: r.string()?, root: r.page()? },
+            RecordKind::DropTree => Record::DropTree { name: r.string()?, root: r.page()? },
             RecordKind::CheckpointBegin => Record::CheckpointBegin,
             RecordKind::CheckpointEnd => {
                 let begin = Lsn(r.var()?);
@@ -1057,6 +1076,7 @@ mod tests {
             )
                 .prop_map(|(pages, freed)| Record::Structure { pages, freed }),
             ("[a-z]{1,12}", page.clone()).prop_map(|(name, root)| Record::CreateTree { name, root }),
+            ("[a-z]{1,12}", page.clone()).prop_map(|(name, root)| Record::DropTree { name, root }),
             Just(Record::CheckpointBegin),
             checkpoint,
             (page, lsn.clone(), proptest::option::of(lsn))
@@ -1140,7 +1160,8 @@ mod tests {
             assert_eq!(RecordKind::try_from(u8::from(kind)), Ok(kind));
         }
         let bytes: Vec<u8> = RecordKind::ALL.iter().map(|&k| u8::from(k)).collect();
-        assert_eq!(bytes, (1..=10).collect::<Vec<u8>>(), "kinds are numbered 1.. in table order");
+        let count = u8::try_from(RecordKind::ALL.len()).unwrap();
+        assert_eq!(bytes, (1..=count).collect::<Vec<u8>>(), "kinds are numbered 1.. in table order");
         for byte in (0..=u8::MAX).filter(|b| !bytes.contains(b)) {
             assert_eq!(RecordKind::try_from(byte), Err(UnknownRecordKind(byte)));
             assert_eq!(Record::decode(&[byte]), Err(Malformed("record kind")));

@@ -87,6 +87,7 @@ pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
         | Record::Abort { .. }
         | Record::End { .. }
         | Record::CreateTree { .. }
+        | Record::DropTree { .. }
         | Record::CheckpointBegin
         | Record::CheckpointEnd(_)
         | Record::PageWrite { .. } => false,

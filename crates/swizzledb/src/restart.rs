@@ -29,6 +29,7 @@ pub(crate) struct Recovered {
 }
 
 /// What a restart did.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct RestartStats {
     /// Records read by analysis.
@@ -355,6 +356,10 @@ impl Analysis {
                 self.catalog.insert(name.clone(), *root);
                 self.allocated(*root);
             }
+            // R23: the pages stay allocated until the structure records that free them.
+            Record::DropTree { name, .. } => {
+                self.catalog.remove(name);
+            }
             // R19: trusted only by a decoupled checkpoint, which syncs the data file before it
             // ends; restart does not trust page writes: the data file is not synced when they
             // are logged (R8).
@@ -480,6 +485,7 @@ pub(crate) fn redo_on_page(
         | Record::Abort { .. }
         | Record::End { .. }
         | Record::CreateTree { .. }
+        | Record::DropTree { .. }
         | Record::CheckpointBegin
         | Record::CheckpointEnd(_)
         | Record::PageWrite { .. } => Ok(false),

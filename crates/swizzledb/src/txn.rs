@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use swizzledb_btree::{NoGate, RangeIter, ReadGate, RevRangeIter, Tree, TreeError};
+use swizzledb_btree::{CompareAndSwapError, NoGate, RangeIter, ReadGate, RevRangeIter, Tree, TreeError};
 use swizzledb_sync::{Lsn, TxnId};
 
 use crate::isolation::{self, lock_name, TxnReads};
@@ -69,7 +69,8 @@ impl<'db> Transaction<'db> {
     /// (LOCKS.md). With locking off nothing is locked.
     ///
     /// Each item is a record or an error; after [`Error::Lock`] (wait-die chose this
-    /// transaction) abort the transaction and retry it.
+    /// transaction) abort the transaction and retry it. The iterator is double-ended
+    /// ([`TxnRange`]).
     pub fn range<'t>(&'t self, tree: &'t Tree, start: Bound<&[u8]>, end: Bound<&[u8]>) -> TxnRange<'t> {
         TxnRange { inner: tree.range_gated(start, end, self.gate()) }
     }
@@ -84,7 +85,7 @@ impl<'db> Transaction<'db> {
         TxnRevRange { inner: tree.range_rev_gated(start, end, self.gate()) }
     }
 
-    fn gate(&self) -> &dyn ReadGate {
+    fn gate(&self) -> &(dyn ReadGate + Sync) {
         match &self.reads {
             Some(r) => r,
             None => &NoGate,
@@ -144,18 +145,48 @@ impl<'db> Transaction<'db> {
         self.db.lock(self.id(), tree, key, LockMode::Exclusive)
     }
 
+    /// Sets `key` of `tree` to `new` if its value is `expected` (`None`: absent; `new` `None`
+    /// deletes), as [`Tree::compare_and_swap`] does, within this transaction: under the key's
+    /// exclusive lock (and, for a write that adds or removes the key, its gap's, as
+    /// [`Transaction::put`] and [`Transaction::delete`] lock them), the comparison and the
+    /// write made under the leaf's latch, the change undone if the transaction rolls back.
+    /// `Ok(Err(_))` carries the value found; nothing changed then (the locks stay).
+    ///
+    /// # Errors
+    /// As [`Transaction::put`].
+    pub fn compare_and_swap(
+        &mut self,
+        tree: &Tree,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), CompareAndSwapError>> {
+        self.write_with(tree, key, new, |log| Ok(tree.compare_and_swap_logged(key, expected, new, log)?))
+    }
+
     /// A write (`value` `None`: a delete) under the key's exclusive lock; a write that adds a key
     /// to a gap or removes one also locks the gap's closing key (K15): an insert until it is
     /// made, a delete to the end of the transaction.
     fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>, replace: bool) -> Result<bool> {
-        let txn = self.id();
-        self.lock_to_write(tree, key)?;
-        let apply = |log: &TxnLog<'_>| -> Result<bool> {
+        self.write_with(tree, key, value, |log| {
             Ok(match value {
                 Some(v) => tree.put_logged(key, v, replace, log)?,
                 None => tree.delete_logged(key, log)?,
             })
-        };
+        })
+    }
+
+    /// [`Transaction::write`] with the change made by `apply` (which writes `value`, or deletes
+    /// if `None`, or nothing).
+    fn write_with<R>(
+        &mut self,
+        tree: &Tree,
+        key: &[u8],
+        value: Option<&[u8]>,
+        apply: impl FnOnce(&TxnLog<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let txn = self.id();
+        self.lock_to_write(tree, key)?;
         let Some(locks) = self.db.locks.as_deref() else { return apply(&self.log) };
         // With the key locked exclusively, whether it exists cannot change under us. The first
         // key from `key` is `key` itself or, if absent, the closing key of its gap.
@@ -282,6 +313,8 @@ impl Drop for Transaction<'_> {
             self.done = true;
             let _ = self.rollback();
         }
+        // Counted at `begin` (R23).
+        self.db.running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -320,6 +353,16 @@ impl Iterator for TxnRange<'_> {
     }
 }
 
+/// From the range's end; the two ends stop where they meet ([`RangeIter`]). Keys read from
+/// either end are locked as a descending range read locks them.
+impl DoubleEndedIterator for TxnRange<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back().map(|r| r.map_err(isolation::engine_error))
+    }
+}
+
+impl std::iter::FusedIterator for TxnRange<'_> {}
+
 /// A transaction's range read in descending order; see [`Transaction::range_rev`].
 pub struct TxnRevRange<'t> {
     inner: RevRangeIter<'t>,
@@ -346,6 +389,15 @@ impl Iterator for TxnRevRange<'_> {
         self.inner.next().map(|r| r.map_err(isolation::engine_error))
     }
 }
+
+/// From the range's start (the smallest key left); the two ends stop where they meet.
+impl DoubleEndedIterator for TxnRevRange<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back().map(|r| r.map_err(isolation::engine_error))
+    }
+}
+
+impl std::iter::FusedIterator for TxnRevRange<'_> {}
 
 impl std::fmt::Debug for TxnRange<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

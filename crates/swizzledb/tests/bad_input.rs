@@ -114,7 +114,7 @@ fn corrupted_page_is_reported_with_file_and_page() {
 #[test]
 fn oversize_key_and_value_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = small().create(&dir.path().join("db.swz")).unwrap();
+    let db = small().create(dir.path().join("db.swz")).unwrap();
     let t = db.create_tree("t").unwrap();
     t.insert(b"k", b"v").unwrap();
     let big_key = vec![1u8; max_key_len(4096) + 1];
@@ -141,7 +141,7 @@ fn oversize_key_and_value_change_nothing() {
 #[test]
 fn missing_and_duplicate_tree_names() {
     let dir = tempfile::tempdir().unwrap();
-    let db = small().create(&dir.path().join("db.swz")).unwrap();
+    let db = small().create(dir.path().join("db.swz")).unwrap();
     assert!(matches!(db.tree("nope"), Err(Error::TreeNotFound(n)) if n == "nope"));
     db.create_tree("a").unwrap();
     assert!(matches!(db.create_tree("a"), Err(Error::TreeExists(_))));
@@ -152,9 +152,9 @@ fn missing_and_duplicate_tree_names() {
 #[test]
 fn pool_too_small_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
-    let err = Database::builder().page_size(4096).pool_bytes(4 * 4096).create(&dir.path().join("db.swz"));
+    let err = Database::builder().page_size(4096).pool_bytes(4 * 4096).create(dir.path().join("db.swz"));
     assert!(matches!(err, Err(Error::Buffer(BufferError::Config(_)))), "{err:?}");
-    let err = Database::builder().page_size(5000).create(&dir.path().join("db2.swz"));
+    let err = Database::builder().page_size(5000).create(dir.path().join("db2.swz"));
     assert!(matches!(err, Err(Error::Buffer(BufferError::Config(_)))), "{err:?}");
 }
 

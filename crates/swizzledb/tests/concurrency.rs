@@ -134,7 +134,7 @@ fn stress_disjoint_keys_with_latch_coupling_only() {
                 .page_size(4096)
                 .pool_bytes(pool_for(mode))
                 .optimistic_reads(false)
-                .create(&dir.path().join("coupling.swz"))
+                .create(dir.path().join("coupling.swz"))
                 .unwrap();
             let tree = db.create_tree("t").unwrap();
             let want: BTreeMap<_, _> = disjoint_workers(&tree, 5_000).into_iter().flatten().collect();
@@ -158,7 +158,7 @@ fn stress_overlapping_keys_all_modes() {
                     .mode(mode)
                     .page_size(4096)
                     .pool_bytes(pool_for(mode))
-                    .create(&dir.path().join("overlap.swz"))
+                    .create(dir.path().join("overlap.swz"))
                     .unwrap(),
             );
             let tree = db.create_tree("t").unwrap();
@@ -236,7 +236,7 @@ fn b10_a_sixteen_frame_eight_thread_stress_never_deadlocks() {
             .mode(mode)
             .page_size(4096)
             .pool_bytes(16 * 4096)
-            .create(&dir.path().join("s.swz"))
+            .create(dir.path().join("s.swz"))
             .unwrap();
         let tree = db.create_tree("t").unwrap();
         let (done_tx, done_rx) = mpsc::channel();

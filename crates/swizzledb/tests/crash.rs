@@ -80,7 +80,7 @@ fn random_workload_then_crash(
 ) -> (u64, swizzledb::RestartStats) {
     let fs = new_fs();
     let builder = builder(mode, Arc::new(fs.clone()));
-    let db = builder.clone().create(&db_path()).unwrap();
+    let db = builder.clone().create(db_path()).unwrap();
     let tree = db.create_tree(TREE).unwrap();
     db.checkpoint().unwrap();
     let mut open = Vec::new();
@@ -96,13 +96,13 @@ fn random_workload_then_crash(
     drop(tree);
     drop(db);
 
-    let db = builder.clone().open(&db_path()).unwrap();
+    let db = builder.clone().open(db_path()).unwrap();
     let stats = db.restart_stats();
     assert_state(&db, &out.acked, &format!("after the crash ({crash:?})"));
     let model = continue_after_restart(&db, &out.acked, 0xA5);
     fs.crash(CrashMode::DropUnsynced);
     drop(db);
-    let db = builder.open(&db_path()).unwrap();
+    let db = builder.open(db_path()).unwrap();
     assert_state(&db, &model, "after a second crash");
     db.close().unwrap();
     (write_backs, stats)
@@ -213,7 +213,7 @@ fn damage(fs: &FaultFs, path: &std::path::Path, offset: u64, bytes: &[u8]) {
 fn damage_scenario(after: u16, final_checkpoint: bool) -> (FaultFs, Model, Vec<(TxnId, Model)>) {
     let fs = new_fs();
     let builder = builder(PoolMode::Swizzling, Arc::new(fs.clone())).background_eviction(false);
-    let db = builder.create(&db_path()).unwrap();
+    let db = builder.create(db_path()).unwrap();
     let tree = db.create_tree(TREE).unwrap();
     let first = [
         Step::Txn((0..300).map(|k| Write::Put(k, 1)).collect(), End::Commit),
@@ -306,7 +306,7 @@ fn w7_damaged_log_tail_is_the_end_and_keeps_the_commits_before_it() {
             damage(&fs, &path, offset, &garbage[..garbage.len().min(room)]);
         }
         let want = state_with_log_end(&frames, &base, &commits, cut);
-        let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path()).unwrap();
+        let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(db_path()).unwrap();
         assert_state(
             &db,
             &want,
@@ -314,7 +314,7 @@ fn w7_damaged_log_tail_is_the_end_and_keeps_the_commits_before_it() {
         );
         let model = continue_after_restart(&db, &want, 0x5A);
         db.close().unwrap();
-        let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path()).unwrap();
+        let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(db_path()).unwrap();
         assert_state(&db, &model, "reopened after the damaged restart");
         drop(db);
     }
@@ -374,7 +374,7 @@ fn w8_damage_before_the_last_checkpoint_is_an_error_naming_the_lsn() {
         }
         // Restart reads the log from the checkpoint on, and the open transaction's undo chain,
         // which may reach back to the damaged record: then restart fails naming it.
-        match builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path()) {
+        match builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(db_path()) {
             Ok(db) => {
                 assert_state(&db, &model, &context);
                 db.close().unwrap();
@@ -398,7 +398,7 @@ fn r10_damage_below_the_master_checkpoint_in_the_last_segment_is_an_error() {
     let (fs, _, _) = damage_scenario(12, true);
     let (path, offset) = segment_of(victim.lsn);
     damage(&fs, &path, offset + 4, &[0xDE, 0xAD, 0xBE, 0xEF]);
-    let result = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path());
+    let result = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(db_path());
     assert_corrupted(result, &[victim.lsn, master], "damage below the master's checkpoint");
 }
 
@@ -419,12 +419,12 @@ fn r10_master_naming_a_missing_or_wrong_record_is_an_error() {
         let log = LogManager::open(config).unwrap();
         log.write_master(wrong).unwrap();
         log.close().unwrap();
-        let result = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path());
+        let result = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(db_path());
         assert_corrupted(result, &[wrong], &format!("master naming {wrong}"));
     }
     let (fs, _, _) = damage_scenario(4, true);
     damage(&fs, &wal_dir(&db_path()).join("master"), 9, &[0x55]);
-    match builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(&db_path()) {
+    match builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(db_path()) {
         Err(Error::Log(LogError::MasterCorrupted { .. })) => {}
         other => panic!("a damaged master file: expected MasterCorrupted, got {:?}", other.map(|_| ())),
     }
@@ -437,7 +437,7 @@ fn r10_master_naming_a_missing_or_wrong_record_is_an_error() {
 /// restart has pages to redo and a loser to roll back.
 fn restart_scenario() -> (FaultFs, Model) {
     let fs = new_fs();
-    let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).create(&db_path()).unwrap();
+    let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).create(db_path()).unwrap();
     let tree = db.create_tree(TREE).unwrap();
     let steps = [
         Step::Txn((0..400).map(|k| Write::Put(k, 1)).collect(), End::Commit),
@@ -472,7 +472,7 @@ fn spread(total: u64, n: u64) -> Vec<u64> {
 fn r11_restart_interrupted_by_faults_and_crashes_is_idempotent() {
     let (fs, model) = restart_scenario();
     let sites = Sites::new(fs.clone());
-    let db = builder(PoolMode::Swizzling, Arc::new(sites.clone())).open(&db_path()).unwrap();
+    let db = builder(PoolMode::Swizzling, Arc::new(sites.clone())).open(db_path()).unwrap();
     assert_state(&db, &model, "clean restart");
     let stats = db.restart_stats();
     assert!(stats.losers == 1 && stats.redone > 0, "restart has work to do: {stats:?}");
@@ -495,7 +495,7 @@ fn r11_restart_interrupted_by_faults_and_crashes_is_idempotent() {
                 // First restart: fails at the chosen call (or, if the background flusher's calls
                 // made the count differ, maybe not).
                 sites.arm(Site { op, class, nth, fault });
-                let first = b.clone().open(&db_path());
+                let first = b.clone().open(db_path());
                 let fired = sites.fired();
                 sites.disarm();
                 match first {
@@ -513,7 +513,7 @@ fn r11_restart_interrupted_by_faults_and_crashes_is_idempotent() {
                 // Second restart: fails at another site, then a crash that drops what was unsynced.
                 let (op2, class2) = counts[(i + 3) % counts.len()].0;
                 sites.arm(Site { op: op2, class: class2, nth: 1, fault: Fault::Eio });
-                let second = b.clone().open(&db_path());
+                let second = b.clone().open(db_path());
                 sites.disarm();
                 if let Ok(db) = second {
                     assert_state(&db, &model, "second restart");
@@ -521,7 +521,7 @@ fn r11_restart_interrupted_by_faults_and_crashes_is_idempotent() {
                 }
                 fs.crash(CrashMode::DropUnsynced);
                 sites.disarm();
-                let db = b.open(&db_path()).unwrap_or_else(|e| {
+                let db = b.open(db_path()).unwrap_or_else(|e| {
                     panic!("{op:?} {class:?} #{nth} {fault:?}, then {op2:?} {class2:?}: clean restart: {e}")
                 });
                 assert_state(&db, &model, &format!("after restarts failing at {op:?} {class:?} #{nth}"));
@@ -581,7 +581,7 @@ fn fault_run(
         sites.arm(site);
     }
     let b = builder(PoolMode::Swizzling, Arc::new(sites.clone()));
-    let db = match b.clone().create(&db_path()) {
+    let db = match b.clone().create(db_path()) {
         Ok(db) => db,
         Err(e) => {
             assert!(sites.fired(), "create failed without a fault: {e}");
@@ -617,7 +617,7 @@ fn fault_run(
     drop(tree);
     drop(db);
     sites.disarm();
-    let db = b.open(&db_path()).unwrap_or_else(|e| panic!("{site:?}: restart after the fault: {e}"));
+    let db = b.open(db_path()).unwrap_or_else(|e| panic!("{site:?}: restart after the fault: {e}"));
     let tree = db.tree(TREE).unwrap();
     let mut got = contents(&tree);
     got.retain(|(k, _)| k != &key(999));
@@ -730,7 +730,7 @@ fn transfers_then_crash(seed: u64, mode: PoolMode, crash: CrashMode, crash_after
 
     let fs = new_fs();
     let b = builder(mode, Arc::new(fs.clone()));
-    let db = b.clone().create(&db_path()).unwrap();
+    let db = b.clone().create(db_path()).unwrap();
     let tree = db.create_tree("bank").unwrap();
     let mut t = db.begin();
     for a in 0..ACCOUNTS {
@@ -776,7 +776,7 @@ fn transfers_then_crash(seed: u64, mode: PoolMode, crash: CrashMode, crash_after
     drop(tree);
     drop(db);
 
-    let db = b.open(&db_path()).unwrap();
+    let db = b.open(db_path()).unwrap();
     let tree = db.tree("bank").unwrap();
     let all = contents(&tree);
     let present: BTreeMap<u64, Vec<u8>> = all
@@ -826,7 +826,7 @@ fn r4_concurrent_transfers_survive_a_crash_with_acknowledged_ones_included() {
 #[test]
 fn k_failed_commit_releases_its_locks() {
     let fs = new_fs();
-    let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).create(&db_path()).unwrap();
+    let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).create(db_path()).unwrap();
     let tree = db.create_tree(TREE).unwrap();
     let mut t = db.begin();
     t.put(&tree, b"a", b"1").unwrap();

@@ -11,7 +11,7 @@ fn run(time_fixes: bool, mode: PoolMode) -> Stats {
         .pool_bytes(64 * 8192)
         .logging(false)
         .time_fixes(time_fixes)
-        .create(&dir.path().join("t.swz"))
+        .create(dir.path().join("t.swz"))
         .unwrap();
     let t = db.create_tree("t").unwrap();
     for i in 0u64..20_000 {

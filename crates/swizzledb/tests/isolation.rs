@@ -22,7 +22,7 @@ fn db(dir: &std::path::Path, mode: PoolMode) -> (Arc<Database>, Tree) {
         .mode(mode)
         .page_size(4096)
         .pool_bytes(64 * 4096)
-        .create(&dir.join("iso.swz"))
+        .create(dir.join("iso.swz"))
         .unwrap();
     let t = db.create_tree("t").unwrap();
     (Arc::new(db), t)

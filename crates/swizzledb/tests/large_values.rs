@@ -46,7 +46,7 @@ fn contents(tree: &Tree) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn t22_large_values_survive_a_crash_and_rollbacks_free_their_chains() {
     for mode in [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory] {
         let fs = new_fs();
-        let db = builder(mode, &fs).create(std::path::Path::new(PATH)).unwrap();
+        let db = builder(mode, &fs).create(PATH).unwrap();
         let t = db.create_tree("blobs").unwrap();
         let sizes = [100, 4096, 64 << 10, 1 << 20];
         let mut want = Vec::new();
@@ -78,7 +78,7 @@ fn t22_large_values_survive_a_crash_and_rollbacks_free_their_chains() {
         drop(t);
         drop(db);
 
-        let db = builder(mode, &fs).open(std::path::Path::new(PATH)).unwrap();
+        let db = builder(mode, &fs).open(PATH).unwrap();
         let t = db.tree("blobs").unwrap();
         assert_eq!(contents(&t), want, "{mode:?}: after the crash");
         for (k, v) in &want {
@@ -111,7 +111,7 @@ fn t22_instant_restart_and_the_decoupled_cleaner_rebuild_overflow_pages() {
             .restart_mode(RestartMode::Instant)
             .cleaner(swizzledb::Cleaner::Decoupled)
     };
-    let db = b().create(std::path::Path::new(PATH)).unwrap();
+    let db = b().create(PATH).unwrap();
     let t = db.create_tree("blobs").unwrap();
     for i in 0..6u8 {
         t.insert(&[i], &value(200_000 + usize::from(i) * 50_000, i)).unwrap();
@@ -122,7 +122,7 @@ fn t22_instant_restart_and_the_decoupled_cleaner_rebuild_overflow_pages() {
     fs.crash(CrashMode::DropUnsynced);
     drop(t);
     drop(db);
-    let db = b().open(std::path::Path::new(PATH)).unwrap();
+    let db = b().open(PATH).unwrap();
     let t = db.tree("blobs").unwrap();
     for i in 0..6u8 {
         let want = match i {
@@ -141,7 +141,7 @@ fn t22_instant_restart_and_the_decoupled_cleaner_rebuild_overflow_pages() {
 #[test]
 fn t22_value_limits_are_documented_and_enforced() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::builder().pool_bytes(64 << 20).create(&dir.path().join("a.swz")).unwrap();
+    let db = Database::builder().pool_bytes(64 << 20).create(dir.path().join("a.swz")).unwrap();
     let t = db.create_tree("t").unwrap();
     assert_eq!(t.max_value_len(), MAX_VALUE_LEN);
     t.insert(b"max", &value(MAX_VALUE_LEN, 5)).unwrap();
@@ -151,7 +151,7 @@ fn t22_value_limits_are_documented_and_enforced() {
     db.close().unwrap();
 
     let small =
-        Database::builder().page_size(4096).pool_bytes(1 << 20).create(&dir.path().join("b.swz")).unwrap();
+        Database::builder().page_size(4096).pool_bytes(1 << 20).create(dir.path().join("b.swz")).unwrap();
     let t = small.create_tree("t").unwrap();
     assert_eq!(t.max_value_len(), 256 / 8 * (4096 - 48), "an eighth of 256 frames");
     small.close().unwrap();
@@ -160,7 +160,7 @@ fn t22_value_limits_are_documented_and_enforced() {
         .page_size(4096)
         .log_segment_bytes(64 << 10)
         .max_log_bytes(1 << 20)
-        .create(&dir.path().join("c.swz"))
+        .create(dir.path().join("c.swz"))
         .unwrap();
     let t = short_log.create_tree("t").unwrap();
     let max = t.max_value_len();
@@ -169,4 +169,25 @@ fn t22_value_limits_are_documented_and_enforced() {
     assert!(matches!(t.insert(b"no", &value(max + 1, 1)), Err(TreeError::ValueTooLarge { .. })));
     assert_eq!(t.get(b"no").unwrap(), None);
     short_log.close().unwrap();
+}
+
+/// Compare-and-swap (btree T24) compares whole large values, and swaps them in and out.
+#[test]
+fn t22_compare_and_swap_compares_whole_large_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().create(dir.path().join("cas.swz")).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let (a, b) = (value(100_000, 1), value(100_000, 2));
+    t.insert(b"k", &a).unwrap();
+    // The same length and other bytes: refused, with the current value.
+    let refused = t.compare_and_swap(b"k", Some(&b), Some(b"x")).unwrap().unwrap_err();
+    assert_eq!(refused.current, Some(a.clone()));
+    t.compare_and_swap(b"k", Some(&a), Some(&b)).unwrap().unwrap();
+    assert_eq!(t.get(b"k").unwrap(), Some(b.clone()));
+    t.compare_and_swap(b"k", Some(&b), None).unwrap().unwrap();
+    assert_eq!(t.get(b"k").unwrap(), None);
+    t.compare_and_swap(b"k", None, Some(&a)).unwrap().unwrap();
+    assert_eq!(t.get(b"k").unwrap(), Some(a));
+    assert_no_leak(&db, "after compare-and-swap");
+    db.close().unwrap();
 }

@@ -195,7 +195,7 @@ fn t4_churn_reuses_pages() {
 fn t1_scans_honour_every_bound_in_both_directions() {
     let dir = tempfile::tempdir().unwrap();
     let db =
-        Database::builder().page_size(4096).pool_bytes(32 * 4096).create(&dir.path().join("s.swz")).unwrap();
+        Database::builder().page_size(4096).pool_bytes(32 * 4096).create(dir.path().join("s.swz")).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut oracle = BTreeMap::new();
     for i in (0..6000u32).filter(|i| i % 3 != 0) {

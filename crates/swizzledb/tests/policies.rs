@@ -28,7 +28,7 @@ fn run_with(spec: PolicySpec, mode: PoolMode, evictor: bool) -> swizzledb::Stats
         .pool_bytes(24 * 4096)
         .policy(spec)
         .seed(7)
-        .create(&dir.path().join("p.swz"))
+        .create(dir.path().join("p.swz"))
         .unwrap();
     let t = db.create_tree("t").unwrap();
     let mut oracle = BTreeMap::new();

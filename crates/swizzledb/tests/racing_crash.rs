@@ -184,7 +184,7 @@ fn run(seed: u64) -> (u64, u64, u64) {
             }
         });
         std::thread::sleep(run_for);
-        let checkpoints = db.checkpoint_counts().0;
+        let checkpoints = db.checkpoint_counts().checkpoints;
         let rounds = db.cleaner_stats().map_or(0, |c| c.rounds);
         // Power stays off while the dead instance's threads wind down: none of them may touch
         // the files that survived (a checkpoint finishing after the crash used to remove a log

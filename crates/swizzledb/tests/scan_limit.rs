@@ -19,7 +19,7 @@ fn limited_scans_return_the_first_records_in_every_configuration() {
                 .mode(mode)
                 .logging(logging)
                 .locking(locking)
-                .create(&dir.path().join("l.swz"))
+                .create(dir.path().join("l.swz"))
                 .unwrap();
             let tree = db.create_tree("t").unwrap();
             db.transact(|tx| {

@@ -11,7 +11,7 @@ fn b14_sweep_evicts_cached_leaves_bottom_up() {
         .mode(PoolMode::Swizzling)
         .page_size(4096)
         .pool_bytes(4096 * 4096)
-        .create(&dir.path().join("sweep.swz"))
+        .create(dir.path().join("sweep.swz"))
         .unwrap();
     let t = db.create_tree("t").unwrap();
     for i in 0..40_000u32 {

@@ -221,7 +221,7 @@ fn b17_threads_record_their_own_events() {
 fn b17_unwritable_trace_path_is_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("no-such-dir").join("t.swzt");
-    let r = Database::builder().pool_bytes(1 << 20).trace(&bad).create(&dir.path().join("db"));
+    let r = Database::builder().pool_bytes(1 << 20).trace(&bad).create(dir.path().join("db"));
     match r {
         Err(Error::Buffer(BufferError::Trace(TraceError::Io { file, .. }))) => assert_eq!(file, bad),
         other => panic!("expected a trace I/O error, got {other:?}"),
@@ -232,7 +232,7 @@ fn b17_unwritable_trace_path_is_a_typed_error() {
 #[test]
 fn b17_no_trace_by_default() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::builder().pool_bytes(1 << 20).create(&dir.path().join("db")).unwrap();
+    let db = Database::builder().pool_bytes(1 << 20).create(dir.path().join("db")).unwrap();
     assert_eq!(db.pool().trace_path(), None);
     db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
     db.close().unwrap();

@@ -141,7 +141,7 @@ fn r5_rollback_of_a_transaction_that_split_the_tree() {
 #[test]
 fn r12_tree_writes_auto_commit_on_a_logged_database() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::builder().logging(true).create(&dir.path().join("t.swz")).unwrap();
+    let db = Database::builder().logging(true).create(dir.path().join("t.swz")).unwrap();
     let tree = db.create_tree("t").unwrap();
     tree.insert(b"a", b"1").unwrap();
     assert!(tree.upsert(b"a", b"2").unwrap());

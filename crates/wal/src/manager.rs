@@ -74,6 +74,7 @@ impl LogConfig {
 
 /// Counters of a log's activity since it was opened. For every flush request exactly one of
 /// `flush_already_durable`, `flush_led`, `flush_joined`, `flush_failed` is counted (W6).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct LogStats {
     /// Records appended.

@@ -50,6 +50,23 @@ impl BufferPool {
         Ok(())
     }
 
+    /// Removes a tree from the catalog (persisted by the next flush); returns its root page, or
+    /// `None` if no tree has that name. The caller frees the tree's pages.
+    pub fn catalog_remove(&self, name: &str) -> Option<PageId> {
+        self.meta.lock().trees.remove(name)
+    }
+
+    /// Frees the root page of a dropped tree (B5's one exception): the frame stops being a
+    /// root, then is freed as [`BufferPool::free_page`] frees any page. The caller has removed
+    /// the tree from the catalog and freed every other page of it, so `g` holds no swips, and
+    /// makes sure that no handle reaches the root frame any more.
+    pub fn free_root(&self, g: PageGuard<'_, Exclusive>) {
+        let f = g.frame;
+        self.desc(f).root.store(false, Relaxed);
+        self.roots.lock().retain(|&r| r != f);
+        self.free_page(g);
+    }
+
     /// Loads a tree's root and keeps it resident for the pool's life (B5). In main-memory mode the
     /// whole tree is loaded and swizzled.
     ///

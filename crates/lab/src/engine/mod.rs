@@ -584,7 +584,7 @@ mod tests {
     #[test]
     fn swizzledb_adapter_keeps_the_contract() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::builder().logging(false).create(&dir.path().join("e.swz")).unwrap();
+        let db = Database::builder().logging(false).create(dir.path().join("e.swz")).unwrap();
         contract(&db);
         tx_contract(&db);
         db.close().unwrap();
@@ -592,7 +592,7 @@ mod tests {
             let db = Database::builder()
                 .logging(locking)
                 .locking(locking)
-                .create(&dir.path().join(format!("lock-{locking}.swz")))
+                .create(dir.path().join(format!("lock-{locking}.swz")))
                 .unwrap();
             assert_eq!(db.isolates(), locking);
             tx_contract(&db);

@@ -631,7 +631,7 @@ fn child(args: &CrashTestArgs, path: &Path) -> Result<ExitCode, Box<dyn Error>> 
             std::thread::sleep(Duration::from_millis(5));
             let s = db.cleaner_stats().unwrap_or_default();
             let report = CleanerReport {
-                checkpoints: db.checkpoint_counts().0,
+                checkpoints: db.checkpoint_counts().checkpoints,
                 rounds: s.rounds,
                 pages: s.pages_written,
                 throttled: s.throttled,
