@@ -398,13 +398,20 @@ pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerRes
     rows
 }
 
-/// Checks that rows written by [`write_csv`] can be appended to the file at `path`: it is
-/// missing, empty, or starts with [`CSV_HEADER`] (a file from a version with other columns
+/// Checks that rows written by [`write_csv`] can be appended to the file at `path`: it is not
+/// named like its own environment log (`*.env.jsonl`), and it is missing, empty, or starts with
+/// [`CSV_HEADER`] (a file from a version with other columns
 /// would get rows that do not line up with its header).
 ///
 /// # Errors
 /// A message naming the file, if it has another header or cannot be read.
 pub fn check_csv_appendable(path: &Path) -> Result<(), String> {
+    if crate::output::environment_path(path, true) == path {
+        return Err(format!(
+            "--csv {} is the name of the file that logs the CSV's environment; use a name ending in .csv",
+            path.display()
+        ));
+    }
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
