@@ -14,6 +14,7 @@ pub const UNKNOWN: &str = "unknown";
 
 /// The commit, machine and command line a result came from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Environment {
     /// `git rev-parse HEAD` of the checkout the lab was built from, or `unknown` (built outside
     /// a git checkout of the workspace, or without git).
@@ -23,8 +24,8 @@ pub struct Environment {
     pub dirty: Option<bool>,
     /// The lab crate's version.
     pub version: String,
-    /// The command line, program first, each argument as given (lossily UTF-8).
-    pub command: Vec<String>,
+    /// The command line as one line a POSIX shell runs again ([`command_line`]).
+    pub command: String,
     /// The CPU model (`/proc/cpuinfo`'s `model name`, or what the platform names instead), or
     /// `unknown`.
     pub cpu: String,
@@ -52,7 +53,7 @@ impl Environment {
                 _ => None,
             },
             version: env!("CARGO_PKG_VERSION").to_string(),
-            command: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+            command: command_line(std::env::args_os().map(|a| a.to_string_lossy().into_owned())),
             cpu: std::fs::read_to_string("/proc/cpuinfo")
                 .ok()
                 .and_then(|text| cpu_model(&text))
@@ -63,6 +64,22 @@ impl Environment {
             arch: std::env::consts::ARCH.to_string(),
         })
     }
+}
+
+/// `args` (program first) as one line for a POSIX shell: separated by spaces, each argument
+/// that holds anything but letters, digits and `_-./=:,+@%` (or is empty) in single quotes, a
+/// quote in it written `'\''`.
+#[must_use]
+pub fn command_line(args: impl IntoIterator<Item = String>) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c);
+    let quote = |a: String| {
+        if !a.is_empty() && a.chars().all(plain) {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', r"'\''"))
+        }
+    };
+    args.into_iter().map(quote).collect::<Vec<_>>().join(" ")
 }
 
 /// The CPU model named in a `/proc/cpuinfo` text: `model name` (x86, most others), else the
@@ -114,6 +131,18 @@ mod tests {
     }
 
     #[test]
+    fn command_line_quotes_what_a_shell_would_split() {
+        let line = |args: &[&str]| command_line(args.iter().map(|a| a.to_string()));
+        assert_eq!(
+            line(&["target/release/swizzledb", "bench", "lookup", "--threads", "1,2", "--pool=64MiB"]),
+            "target/release/swizzledb bench lookup --threads 1,2 --pool=64MiB"
+        );
+        assert_eq!(line(&["swizzledb", "--out", "my results", ""]), "swizzledb --out 'my results' ''");
+        assert_eq!(line(&["a", "it's", "$HOME", "x;y", "*"]), r"a 'it'\''s' '$HOME' 'x;y' '*'");
+        assert_eq!(line(&[]), "");
+    }
+
+    #[test]
     fn current_environment_is_complete() {
         let env = Environment::current();
         assert!(
@@ -123,7 +152,7 @@ mod tests {
             env.commit
         );
         assert!(env.commit != UNKNOWN || env.dirty.is_none(), "a dirty flag without a commit");
-        assert!(!env.command.is_empty() && !env.command[0].is_empty(), "{:?}", env.command);
+        assert!(!env.command.is_empty() && !env.command.starts_with(' '), "{:?}", env.command);
         assert_eq!(env.os, std::env::consts::OS);
         assert!(!env.arch.is_empty() && !env.version.is_empty());
         assert!(env.cores.is_some_and(|n| n >= 1), "{:?}", env.cores);

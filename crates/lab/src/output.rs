@@ -234,6 +234,8 @@ mod tests {
         assert_eq!(environment_path(Path::new("runs.csv"), true), Path::new("runs.env.jsonl"));
         assert_eq!(environment_path(Path::new("runs"), true), Path::new("runs.env.jsonl"));
         assert_eq!(environment_path(Path::new("a.b.csv"), false), Path::new("a.b.env.json"));
+        // Never the CSV itself, whatever it is called.
+        assert_eq!(environment_path(Path::new("x.env.jsonl"), true), Path::new("x.env.env.jsonl"));
     }
 
     /// Each append logs which rows it wrote and its environment; rows already in the file

@@ -5,7 +5,7 @@
 
 use clap::Parser;
 use serde_json::Value;
-use swizzledb_lab::environment::{Environment, UNKNOWN};
+use swizzledb_lab::environment::{command_line, Environment, UNKNOWN};
 use swizzledb_lab::experiments::chou_dbmin::{self, SimCommand};
 
 #[derive(Parser)]
@@ -30,22 +30,15 @@ fn check_environment(env: &Value, what: &str) {
         "{what}: commit {commit:?}"
     );
     assert!(env["dirty"].is_boolean() || env["dirty"].is_null(), "{what}: dirty {}", env["dirty"]);
-    for key in ["cpu", "kernel", "os", "arch", "version"] {
+    for key in ["command", "cpu", "kernel", "os", "arch", "version"] {
         assert!(!text(key).is_empty(), "{what}: empty {key}");
     }
     if cfg!(target_os = "linux") {
         assert_ne!(text("kernel"), UNKNOWN, "{what}: Linux has /proc/sys/kernel/osrelease");
     }
     assert!(env["cores"].as_u64().is_some_and(|n| n >= 1), "{what}: cores {}", env["cores"]);
-    let command: Vec<String> = env["command"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{what}: command is not an array"))
-        .iter()
-        .map(|a| a.as_str().unwrap().to_string())
-        .collect();
-    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
-    assert_eq!(command, args, "{what}: the command line of this process");
-    assert!(!command[0].is_empty(), "{what}: no program name");
+    let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    assert_eq!(text("command"), command_line(args), "{what}: the command line of this process");
     let back: Environment = serde_json::from_value(env.clone()).unwrap();
     assert_eq!(&back, Environment::current(), "{what}: the environment read back");
 }

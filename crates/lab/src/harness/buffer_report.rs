@@ -398,20 +398,13 @@ pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerRes
     rows
 }
 
-/// Checks that rows written by [`write_csv`] can be appended to the file at `path`: it is not
-/// named like its own environment log (`*.env.jsonl`), and it is missing, empty, or starts with
-/// [`CSV_HEADER`] (a file from a version with other columns
+/// Checks that rows written by [`write_csv`] can be appended to the file at `path`: it is
+/// missing, empty, or starts with [`CSV_HEADER`] (a file from a version with other columns
 /// would get rows that do not line up with its header).
 ///
 /// # Errors
 /// A message naming the file, if it has another header or cannot be read.
 pub fn check_csv_appendable(path: &Path) -> Result<(), String> {
-    if crate::output::environment_path(path, true) == path {
-        return Err(format!(
-            "--csv {} is the name of the file that logs the CSV's environment; use a name ending in .csv",
-            path.display()
-        ));
-    }
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -569,5 +562,20 @@ mod tests {
     #[test]
     fn record_columns_are_the_documented_header() {
         assert_eq!(crate::output::columns::<Record>().join(","), CSV_HEADER);
+    }
+
+    /// A `--csv` file is refused if it has another header; a new file, an empty one or one with
+    /// this header is taken.
+    #[test]
+    fn csv_appendable_checks_header_and_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.csv");
+        assert_eq!(check_csv_appendable(&path), Ok(()), "a new file");
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(check_csv_appendable(&path), Ok(()), "an empty file");
+        std::fs::write(&path, format!("{CSV_HEADER}\n")).unwrap();
+        assert_eq!(check_csv_appendable(&path), Ok(()), "this version's header");
+        std::fs::write(&path, "experiment,mode\n").unwrap();
+        assert!(check_csv_appendable(&path).unwrap_err().contains("other columns"));
     }
 }
