@@ -40,12 +40,13 @@ fn csv_rows(scratch: &Scratch) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// Files left in the scratch directory other than the CSV.
+/// Files left in the scratch directory other than the CSV and the log of its appends'
+/// environments.
 fn leftovers(scratch: &Scratch) -> Vec<String> {
     std::fs::read_dir(&scratch.0)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "out.csv")
+        .filter(|n| n != "out.csv" && n != "out.env.jsonl")
         .collect()
 }
 

@@ -2,7 +2,8 @@
 //! then tables, checks of the paper's claims, result rows and charts made from the results.
 //! [`execute`] does the rest the same way for all of them: the output directory is checked
 //! before the run (bad input writes nothing), the caption and tables go to stdout, the rows to
-//! `<NAME>.csv` and `<NAME>.json`, the charts beside them.
+//! `<NAME>.csv` and `<NAME>.json` with the run's environment (`<NAME>.env.json` beside the CSV),
+//! the charts beside them.
 //!
 //! A new experiment is one file under `experiments/`: a plan type implementing [`Experiment`],
 //! and (for the command line) a `clap` options struct that builds the plan.

@@ -36,6 +36,7 @@ mod bench;
 pub mod child;
 pub mod cpu;
 pub mod engine;
+pub mod environment;
 pub mod experiment;
 pub mod experiments;
 pub mod harness;

@@ -199,60 +199,21 @@ fn register_font() -> Result<(), String> {
     }
 }
 
+/// Encodes 8-bit RGB pixels of a [`SIZE`] chart as a PNG (the `png` crate, with its default
+/// compression and adaptive filtering) and writes it to `path`.
 fn write_png(path: &Path, rgb: &[u8]) -> Result<(), PlotError> {
-    fs::write(path, encode_png(SIZE, rgb))
-        .map_err(|source| PlotError::Io { path: path.to_path_buf(), source })
-}
-
-/// Encodes 8-bit RGB pixels as a PNG: the signature, IHDR, one zlib-compressed IDAT with every
-/// row "Up"-filtered (a chart's rows repeat a lot), and IEND.
-fn encode_png((width, height): (u32, u32), rgb: &[u8]) -> Vec<u8> {
-    let stride = width as usize * 3;
-    debug_assert_eq!(rgb.len(), stride * height as usize);
-    let mut raw = Vec::with_capacity((stride + 1) * height as usize);
-    let mut prev: &[u8] = &[];
-    for row in rgb.chunks_exact(stride) {
-        raw.push(2); // filter type Up: each byte minus the byte above it
-        raw.extend(row.iter().enumerate().map(|(i, &b)| b.wrapping_sub(prev.get(i).copied().unwrap_or(0))));
-        prev = row;
-    }
-    let mut ihdr = Vec::with_capacity(13);
-    ihdr.extend_from_slice(&width.to_be_bytes());
-    ihdr.extend_from_slice(&height.to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]); // 8 bits, RGB, deflate, adaptive filtering, no interlace
-
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    for (kind, data) in
-        [(b"IHDR", ihdr), (b"IDAT", miniz_oxide::deflate::compress_to_vec_zlib(&raw, 6)), (b"IEND", vec![])]
+    let draw_err =
+        |e: png::EncodingError| PlotError::Draw { path: path.to_path_buf(), message: e.to_string() };
+    let mut bytes = Vec::new();
     {
-        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-        let start = out.len();
-        out.extend_from_slice(kind);
-        out.extend_from_slice(&data);
-        let crc = crc32(&out[start..]);
-        out.extend_from_slice(&crc.to_be_bytes());
+        let mut encoder = png::Encoder::new(&mut bytes, SIZE.0, SIZE.1);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().map_err(draw_err)?;
+        writer.write_image_data(rgb).map_err(draw_err)?;
+        writer.finish().map_err(draw_err)?;
     }
-    out
-}
-
-/// The CRC-32 (IEEE, reflected) that PNG chunks end with.
-fn crc32(bytes: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut table = [0u32; 256];
-        let mut n = 0;
-        while n < 256 {
-            let mut c = n as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-                k += 1;
-            }
-            table[n] = c;
-            n += 1;
-        }
-        table
-    };
-    !bytes.iter().fold(!0u32, |c, &b| TABLE[((c ^ b as u32) & 0xFF) as usize] ^ (c >> 8))
+    fs::write(path, bytes).map_err(|source| PlotError::Io { path: path.to_path_buf(), source })
 }
 
 /// Colour-blind-safe colours (Okabe and Ito), then a few more distinct ones.
@@ -636,45 +597,21 @@ mod tests {
         }
     }
 
-    /// Checks a PNG's signature, chunk CRCs and that its pixel data inflates to the size its
-    /// header gives; returns its width and height and its RGB pixels (only the None and Up
-    /// filters, which are all `encode_png` writes, are undone).
+    /// Decodes the PNG at `path` with the `png` crate (which checks the signature, every chunk's
+    /// CRC and the zlib stream); returns its width and height and its RGB pixels.
     fn decode_png(path: &Path) -> ((u32, u32), Vec<u8>) {
-        let bytes = fs::read(path).unwrap();
-        let mut rest = bytes.strip_prefix(b"\x89PNG\r\n\x1a\n").expect("PNG signature");
-        let be32 = |b: &[u8]| u32::from_be_bytes(b[..4].try_into().unwrap());
-        let (mut size, mut idat, mut kinds) = ((0, 0), vec![], vec![]);
-        while !rest.is_empty() {
-            let len = be32(rest) as usize;
-            let (kind, data, crc) = (&rest[4..8], &rest[8..8 + len], be32(&rest[8 + len..]));
-            assert_eq!(crc, crc32(&rest[4..8 + len]), "CRC of {}", String::from_utf8_lossy(kind));
-            match kind {
-                b"IHDR" => {
-                    size = (be32(data), be32(&data[4..]));
-                    assert_eq!(&data[8..], &[8, 2, 0, 0, 0], "8-bit RGB");
-                }
-                b"IDAT" => idat.extend_from_slice(data),
-                _ => {}
-            }
-            kinds.push(String::from_utf8_lossy(kind).into_owned());
-            rest = &rest[12 + len..];
-        }
-        assert_eq!(kinds, ["IHDR", "IDAT", "IEND"]);
-        let raw = miniz_oxide::inflate::decompress_to_vec_zlib(&idat).unwrap();
-        let stride = size.0 as usize * 3;
-        assert_eq!(raw.len(), size.1 as usize * (1 + stride));
-        let mut rgb: Vec<u8> = Vec::with_capacity(raw.len());
-        for (y, row) in raw.chunks_exact(1 + stride).enumerate() {
-            for (i, &b) in row[1..].iter().enumerate() {
-                let up = if y == 0 { 0 } else { rgb[(y - 1) * stride + i] };
-                rgb.push(match row[0] {
-                    0 => b,
-                    2 => b.wrapping_add(up),
-                    f => panic!("unexpected filter {f}"),
-                });
-            }
-        }
-        (size, rgb)
+        let decoder = png::Decoder::new(std::io::BufReader::new(fs::File::open(path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut rgb = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut rgb).unwrap();
+        assert_eq!(
+            (info.color_type, info.bit_depth),
+            (png::ColorType::Rgb, png::BitDepth::Eight),
+            "8-bit RGB"
+        );
+        rgb.truncate(info.buffer_size());
+        assert_eq!(rgb.len(), info.width as usize * info.height as usize * 3);
+        ((info.width, info.height), rgb)
     }
 
     fn png_size(path: &Path) -> (u32, u32) {

@@ -149,7 +149,7 @@ impl Experiment for Lookup {
 
     fn write_extra(&self, outcome: &Outcome, _out: Option<&Path>) -> Result<(), Box<dyn Error>> {
         if let Some(path) = &self.csv {
-            crate::output::write_csv(path, &outcome.rows, true)?;
+            crate::output::append_rows(path, &outcome.rows)?;
         }
         Ok(())
     }

@@ -563,4 +563,19 @@ mod tests {
     fn record_columns_are_the_documented_header() {
         assert_eq!(crate::output::columns::<Record>().join(","), CSV_HEADER);
     }
+
+    /// A `--csv` file is refused if it has another header; a new file, an empty one or one with
+    /// this header is taken.
+    #[test]
+    fn csv_appendable_checks_header_and_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.csv");
+        assert_eq!(check_csv_appendable(&path), Ok(()), "a new file");
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(check_csv_appendable(&path), Ok(()), "an empty file");
+        std::fs::write(&path, format!("{CSV_HEADER}\n")).unwrap();
+        assert_eq!(check_csv_appendable(&path), Ok(()), "this version's header");
+        std::fs::write(&path, "experiment,mode\n").unwrap();
+        assert!(check_csv_appendable(&path).unwrap_err().contains("other columns"));
+    }
 }
