@@ -197,10 +197,13 @@ pub fn verify(args: &FileArgs) -> ExitCode {
             if let Some(s) = shape {
                 writeln!(
                     out,
-                    "tree {name:?}: ok, height {}, {} nodes, {} leaves, {} records",
-                    s.height, s.nodes, s.leaves, s.records
+                    "tree {name:?}: ok, height {}, {} nodes, {} leaves, {} records, {} large values in {} overflow pages",
+                    s.height, s.nodes, s.leaves, s.records, s.large_values, s.overflow_pages
                 )?;
             }
+        }
+        if let Some(n) = report.unreachable_pages.filter(|&n| n > 0) {
+            writeln!(out, "{n} pages are neither free nor in a tree: lost space, not damage")?;
         }
         let pages = report.damage.iter().filter(|d| d.page.is_some()).count();
         let trees = report.damage.iter().filter(|d| d.tree.is_some()).count();

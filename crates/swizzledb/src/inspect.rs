@@ -360,6 +360,11 @@ pub struct VerifyReport {
     /// The file was not closed cleanly and has a log: restart would change its pages (and may
     /// repair what is listed as damage), so the findings describe the file as it is now.
     pub needs_restart: bool,
+    /// Pages neither free nor reached from any tree (nodes and overflow pages): space lost, not
+    /// damage — a crash between a page's allocation and the record naming it, or in the middle
+    /// of `drop_tree`, leaves such pages. `None` unless the file was closed cleanly and every
+    /// tree checked out.
+    pub unreachable_pages: Option<u64>,
 }
 
 impl VerifyReport {
@@ -415,7 +420,8 @@ impl DatabaseFile {
     /// (a directory, empty, too short, another magic or format version),
     /// [`InspectError::Damaged`] (page 0 fails its checks, or the file is shorter than page 0
     /// says).
-    pub fn open(path: &Path) -> Result<DatabaseFile> {
+    pub fn open(path: impl AsRef<Path>) -> Result<DatabaseFile> {
+        let path = path.as_ref();
         let stat = std::fs::metadata(path)
             .map_err(|source| InspectError::Unreadable { path: path.to_path_buf(), source })?;
         if stat.is_dir() {
@@ -574,7 +580,21 @@ impl DatabaseFile {
                 }
             }
         }
-        VerifyReport { pages_checked: end, damage, trees, needs_restart: self.needs_restart() }
+        let reached: Option<u64> =
+            trees.iter().map(|(_, shape)| shape.map(|s| (s.nodes + s.overflow_pages) as u64)).sum();
+        let unreachable_pages = match (self.info.free_pages, reached) {
+            (Some(free), Some(reached)) if !self.needs_restart() => {
+                Some(self.info.page_count.saturating_sub(1 + free + reached))
+            }
+            _ => None,
+        };
+        VerifyReport {
+            pages_checked: end,
+            damage,
+            trees,
+            needs_restart: self.needs_restart(),
+            unreachable_pages,
+        }
     }
 
     /// Calls `each` with every record of tree `name` in key order, as the file holds them
@@ -862,7 +882,8 @@ impl Iterator for LogRecords {
 /// [`InspectError::Unreadable`] (missing), [`InspectError::NotALog`] (no identity file, or an
 /// unlogged database's file), [`InspectError::LogDamaged`] (records after a damaged frame, a
 /// damaged identity file).
-pub fn read_log(path: &Path) -> Result<LogRecords> {
+pub fn read_log(path: impl AsRef<Path>) -> Result<LogRecords> {
+    let path = path.as_ref();
     let stat = std::fs::metadata(path)
         .map_err(|source| InspectError::Unreadable { path: path.to_path_buf(), source })?;
     let dir = if stat.is_dir() { path.to_path_buf() } else { crate::wal_dir(path) };

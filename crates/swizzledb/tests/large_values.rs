@@ -149,6 +149,12 @@ fn t22_value_limits_are_documented_and_enforced() {
     let err = t.insert(b"over", &vec![0; MAX_VALUE_LEN + 1]).unwrap_err();
     assert!(matches!(err, TreeError::ValueTooLarge { max: MAX_VALUE_LEN, .. }), "{err}");
     db.close().unwrap();
+    // The read-only verifier counts the chain's pages with the tree's and finds none lost.
+    let report = swizzledb::inspect::DatabaseFile::open(dir.path().join("a.swz")).unwrap().verify();
+    assert!(report.is_clean(), "{:?}", report.damage);
+    let shape = report.trees[0].1.unwrap();
+    assert_eq!((shape.large_values, shape.overflow_pages), (1, MAX_VALUE_LEN.div_ceil(8192 - 48)));
+    assert_eq!(report.unreachable_pages, Some(0));
 
     let small =
         Database::builder().page_size(4096).pool_bytes(1 << 20).create(dir.path().join("b.swz")).unwrap();
