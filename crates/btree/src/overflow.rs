@@ -176,6 +176,28 @@ pub fn data(p: &[u8]) -> &[u8] {
     &p[DATA..DATA + len]
 }
 
+/// What [`append`] found on a page of a chain.
+pub(crate) struct Appended {
+    /// Value bytes appended.
+    bytes: usize,
+    /// The next page.
+    next: Option<PageId>,
+    /// The page's type (nothing is appended unless it is `Overflow`).
+    ty: Option<PageType>,
+}
+
+/// Appends the value bytes of overflow page `p` to `out` (nothing if `p` is another kind of
+/// page), with no copy in between.
+pub(crate) fn append(p: &[u8], out: &mut Vec<u8>) -> Appended {
+    let ty = page::page_type(p);
+    if ty != Some(PageType::Overflow) {
+        return Appended { bytes: 0, next: None, ty };
+    }
+    let bytes = data(p);
+    out.extend_from_slice(bytes);
+    Appended { bytes: bytes.len(), next: next(p), ty }
+}
+
 /// A chain latched exclusively: a new one being written (`fresh`), or an old one being freed.
 /// A fresh chain not yet logged is freed when dropped (its pages were never reachable); an old
 /// one is freed only by [`Chain::free`], after the change that frees it is logged.
@@ -260,18 +282,18 @@ impl Tree {
     /// Reads the value a stub names into `out` (the leaf holding the stub is latched by the
     /// caller), checking each page, the length and the checksum.
     pub(crate) fn read_large(&self, stub: &[u8], leaf: PageId, out: &mut Vec<u8>) -> Result<()> {
-        self.walk_chain(stub, leaf, out, |tree, id| {
+        self.walk_chain(stub, leaf, out, |tree, id, out| {
             let g = tree.pool.fix_page::<Shared>(id)?;
-            Ok((data(&g).to_vec(), next(&g), page::page_type(&g), None))
+            Ok((append(&g, out), None))
         })
         .map(|_| ())
     }
 
     /// Latches the chain a stub names exclusively (to free it) and reads its value into `out`.
     pub(crate) fn latch_large(&self, stub: &[u8], leaf: PageId, out: &mut Vec<u8>) -> Result<Chain<'_>> {
-        let guards = self.walk_chain(stub, leaf, out, |tree, id| {
+        let guards = self.walk_chain(stub, leaf, out, |tree, id, out| {
             let g: ExclusiveGuard<'_> = tree.pool.fix_page(id)?;
-            Ok((data(&g).to_vec(), next(&g), page::page_type(&g), Some(g)))
+            Ok((append(&g, out), Some(g)))
         })?;
         Ok(Chain { guards, fresh: false })
     }
@@ -287,7 +309,7 @@ impl Tree {
     ) -> std::result::Result<usize, String> {
         let mut value = Vec::new();
         let mut pages = 0;
-        self.walk_chain(stub, leaf, &mut value, |tree, id| {
+        self.walk_chain(stub, leaf, &mut value, |tree, id, out| {
             if !seen.insert(id) {
                 return Err(TreeError::Damaged {
                     page: id,
@@ -297,7 +319,7 @@ impl Tree {
             let g = tree.with_room(|| Ok(tree.pool.fix_page::<Shared>(id)?))?;
             validate(&g).map_err(|reason| TreeError::Damaged { page: id, reason })?;
             pages += 1;
-            Ok((data(&g).to_vec(), next(&g), page::page_type(&g), None))
+            Ok((append(&g, out), None))
         })
         .map_err(|e| match e {
             TreeError::Damaged { page, reason } => format!("{page:?}: {reason}"),
@@ -306,17 +328,15 @@ impl Tree {
         Ok(pages)
     }
 
-    #[allow(clippy::type_complexity)]
+    /// Follows the chain a stub names: `fix` latches each page, appends it to `out` with
+    /// [`append`] and keeps its latch if it returns the guard; the chain's length, page types,
+    /// byte counts and the value's checksum are checked.
     fn walk_chain<'a>(
         &'a self,
         stub: &[u8],
         leaf: PageId,
         out: &mut Vec<u8>,
-        mut fix: impl FnMut(
-            &'a Tree,
-            PageId,
-        )
-            -> Result<(Vec<u8>, Option<PageId>, Option<PageType>, Option<ExclusiveGuard<'a>>)>,
+        mut fix: impl FnMut(&'a Tree, PageId, &mut Vec<u8>) -> Result<(Appended, Option<ExclusiveGuard<'a>>)>,
     ) -> Result<Vec<ExclusiveGuard<'a>>> {
         let damaged = |reason: String| TreeError::Damaged { page: leaf, reason };
         let s = Stub::decode(stub).ok_or_else(|| damaged("a record's stub names no overflow page".into()))?;
@@ -333,15 +353,14 @@ impl Tree {
         for i in 0..pages {
             let id =
                 at.ok_or_else(|| damaged(format!("the overflow chain ends after {i} of {pages} pages")))?;
-            let (bytes, nxt, ty, g) = fix(self, id)?;
+            let (Appended { bytes, next: nxt, ty }, g) = fix(self, id, out)?;
             if ty != Some(PageType::Overflow) {
                 return Err(damaged(format!("page {id} of an overflow chain is a {ty:?} page")));
             }
             let want = if i + 1 == pages { len - i * page_payload(ps) } else { page_payload(ps) };
-            if bytes.len() != want {
-                return Err(damaged(format!("overflow page {id} holds {} bytes, not {want}", bytes.len())));
+            if bytes != want {
+                return Err(damaged(format!("overflow page {id} holds {bytes} bytes, not {want}")));
             }
-            out.extend_from_slice(&bytes);
             guards.extend(g);
             at = nxt;
         }
