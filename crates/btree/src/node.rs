@@ -738,6 +738,7 @@ pub fn insert_leaf(page: &mut [u8], i: usize, k: &[u8], v: &[u8]) -> bool {
 }
 
 /// [`insert_leaf`] of a value field that is a large value's stub (`stub`, T22) or the value.
+#[inline]
 pub fn insert_leaf_as(page: &mut [u8], i: usize, k: &[u8], v: &[u8], stub: bool) -> bool {
     debug_assert!(is_leaf(page));
     debug_assert!(v.len() <= usize::from(VALUE_LEN) && (!stub || v.len() == STUB_LEN));

@@ -44,12 +44,14 @@ const DATA: usize = HEADER_SIZE + 16;
 /// Longest value stored in its leaf record for a page size (T6): a node must hold its fence
 /// keys and two records. Longer values go to overflow pages (T22).
 #[must_use]
+#[inline]
 pub fn max_inline_value_len(page_size: usize) -> usize {
     page_size / 4
 }
 
 /// Whether a value of `len` bytes lives in overflow pages at this page size.
 #[must_use]
+#[inline]
 pub fn is_large(page_size: usize, len: usize) -> bool {
     len > max_inline_value_len(page_size)
 }
@@ -207,16 +209,22 @@ pub(crate) struct Chain<'a> {
 }
 
 impl<'a> Chain<'a> {
+    #[inline]
     pub(crate) fn none() -> Chain<'a> {
         Chain { guards: Vec::new(), fresh: false }
     }
 
+    #[inline]
     pub(crate) fn ids(&self) -> Vec<PageId> {
         self.guards.iter().map(ExclusiveGuard::page_id).collect()
     }
 
     /// The change that wrote this chain is logged at `lsn`: the chain is the stub's now.
+    #[inline]
     pub(crate) fn keep(mut self, lsn: Option<Lsn>) {
+        if self.guards.is_empty() {
+            return;
+        }
         if let Some(lsn) = lsn {
             for g in &mut self.guards {
                 g.set_page_lsn(lsn);
@@ -235,6 +243,7 @@ impl<'a> Chain<'a> {
 }
 
 impl Drop for Chain<'_> {
+    #[inline]
     fn drop(&mut self) {
         if self.fresh {
             for g in self.guards.drain(..) {
