@@ -14,8 +14,13 @@ pub enum TreeError {
         /// Longest allowed.
         max: usize,
     },
-    /// The value is longer than the page size allows.
-    #[error("value of {len} bytes exceeds the limit of {max} bytes for this page size")]
+    /// The value is longer than the tree takes (`Tree::max_value_len`: at most `MAX_VALUE_LEN`,
+    /// an eighth of the pool in overflow pages, and one log record; T22).
+    #[error(
+        "value of {len} bytes exceeds this tree's limit of {max} bytes (Tree::max_value_len: bounded by \
+         MAX_VALUE_LEN, an eighth of the buffer pool and one log record; raise pool_bytes or \
+         log_segment_bytes, or split the value)"
+    )]
     ValueTooLarge {
         /// Length given.
         len: usize,

@@ -720,15 +720,27 @@ fn insert_slot(page: &mut [u8], i: usize, off: usize, k: &[u8]) {
 /// needed): lets a logged insert be logged before it is applied (T11).
 #[must_use]
 pub fn leaf_insert_fits(page: &[u8], k: &[u8], v: &[u8]) -> bool {
-    free_space(page) + usize::from(get_u16(page, GARBAGE)) >= 2 + k.len() + v.len() + SLOT_SIZE
+    leaf_insert_fits_len(page, k.len(), v.len())
+}
+
+/// [`leaf_insert_fits`] of a key and a value field of these lengths.
+#[must_use]
+pub fn leaf_insert_fits_len(page: &[u8], klen: usize, vlen: usize) -> bool {
+    free_space(page) + usize::from(get_u16(page, GARBAGE)) >= 2 + klen + vlen + SLOT_SIZE
 }
 
 /// Whether [`update_value`] of record `i` to `v` would succeed: the old record becomes garbage
 /// and its slot is reused.
 #[must_use]
 pub fn leaf_update_fits(page: &[u8], i: usize, v: &[u8]) -> bool {
+    leaf_update_fits_len(page, i, v.len())
+}
+
+/// [`leaf_update_fits`] of a value field of `vlen` bytes.
+#[must_use]
+pub fn leaf_update_fits_len(page: &[u8], i: usize, vlen: usize) -> bool {
     let old = record_len(page, i);
-    let new = 2 + key(page, i).len() + v.len();
+    let new = 2 + key(page, i).len() + vlen;
     free_space(page) + usize::from(get_u16(page, GARBAGE)) + old >= new
 }
 

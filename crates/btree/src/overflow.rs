@@ -56,6 +56,17 @@ pub fn is_large(page_size: usize, len: usize) -> bool {
     len > max_inline_value_len(page_size)
 }
 
+/// Bytes a leaf record's value field takes for a value of `len` bytes: the value, or its stub.
+#[must_use]
+#[inline]
+pub fn stored_len(page_size: usize, len: usize) -> usize {
+    if is_large(page_size, len) {
+        STUB_LEN
+    } else {
+        len
+    }
+}
+
 /// Value bytes one overflow page holds.
 #[must_use]
 pub fn page_payload(page_size: usize) -> usize {
@@ -219,6 +230,15 @@ impl<'a> Chain<'a> {
         self.guards.iter().map(ExclusiveGuard::page_id).collect()
     }
 
+    /// The value field a leaf stores for `value`, written to this chain (T22): the value itself
+    /// when the chain is empty, else its stub, encoded into `stub`.
+    #[inline]
+    pub(crate) fn stored_form<'v>(&self, value: &'v [u8], stub: &'v mut [u8; STUB_LEN]) -> (&'v [u8], bool) {
+        let Some(first) = self.guards.first() else { return (value, false) };
+        crate::log::stored_form(first.pool().page_size(), value, &self.ids(), stub)
+            .expect("T22: the chain was written for this value")
+    }
+
     /// The change that wrote this chain is logged at `lsn`: the chain is the stub's now.
     #[inline]
     pub(crate) fn keep(mut self, lsn: Option<Lsn>) {
@@ -234,10 +254,10 @@ impl<'a> Chain<'a> {
     }
 
     /// Returns every page to the free-page set (B11: overflow pages hold no swips).
-    pub(crate) fn free(mut self, tree: &Tree) {
+    pub(crate) fn free(mut self) {
         self.fresh = false;
         for g in self.guards.drain(..) {
-            tree.pool.free_page(g);
+            g.pool().free_page(g);
         }
     }
 }

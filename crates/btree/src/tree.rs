@@ -1,7 +1,7 @@
 //! Foster B-tree operations over the buffer pool (rules T1–T9 of `README.md`).
 
 use crate::error::{Result, TreeError};
-use crate::log::{self, ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
+use crate::log::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
 use crate::node::{self, Fence, FOSTER_SWIP};
 use crate::optimistic::Reached;
 use crate::overflow::{self, Chain};
@@ -504,7 +504,7 @@ impl Tree {
     }
 
     /// Calls `f` with the value stored under `key` (or `None`) while the leaf is latched, without
-    /// copying the value.
+    /// copying the value (a large value is gathered from its overflow pages first, T22).
     ///
     /// # Errors
     /// I/O errors or corruption.
@@ -538,36 +538,33 @@ impl Tree {
             }
             VALUE.set(value);
         }
-        let mut room_waits = 0u32;
-        loop {
-            let g = match self.leaf_shared(key) {
-                Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {
-                    self.with_room(|| self.leaf_shared(key))?
+        let mut f = Some(f);
+        // One latched read: `None` if the gate made the reader wait. `f` runs once, after every
+        // step that can fail, so an attempt that ran out of frames (for the leaf, or for a large
+        // value's chain, T22) is retried after freeing some with no latch held (B13).
+        let mut attempt = || -> Result<Option<R>> {
+            let g = self.leaf_shared(key)?;
+            if !gate.try_pass(self, Some(key))? {
+                return Ok(None);
+            }
+            let mut large = Vec::new();
+            let value = match node::search(&g, key) {
+                Ok(i) if node::is_stub(&*g, i) => {
+                    self.read_large(node::value(&g, i), g.page_id(), &mut large)?;
+                    Some(&large[..])
                 }
+                found => found.ok().map(|i| node::value(&g, i)),
+            };
+            Ok(Some(f.take().expect("f runs once")(value)))
+        };
+        loop {
+            let read = match attempt() {
+                Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => self.with_room(&mut attempt)?,
                 r => r?,
             };
-            if gate.try_pass(self, Some(key))? {
-                let i = match node::search(&g, key) {
-                    Ok(i) if node::is_stub(&*g, i) => i,
-                    found => return Ok(f(found.ok().map(|i| node::value(&g, i)))),
-                };
-                // T22: a large value, read from its chain while the leaf stays latched.
-                let mut value = Vec::new();
-                match self.read_large(node::value(&g, i), g.page_id(), &mut value) {
-                    Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) if room_waits < 40 => {
-                        // No frame for the chain's next page: free some with no latch held.
-                        drop(g);
-                        room_waits += 1;
-                        if self.pool.make_room().is_err() {
-                            std::thread::sleep(std::time::Duration::from_millis(1 << room_waits.min(6)));
-                        }
-                        continue;
-                    }
-                    r => r?,
-                }
-                return Ok(f(Some(&value)));
+            if let Some(r) = read {
+                return Ok(r);
             }
-            drop(g);
             gate.wait(self, Some(key))?;
         }
     }
@@ -624,14 +621,7 @@ impl Tree {
         replace: bool,
         log: Log<'_>,
     ) -> Result<bool> {
-        // A value stored in its leaf (no chain) is the hot path: nothing to encode.
-        let mut stub = [0u8; overflow::STUB_LEN];
-        let (stored, is_stub) = if chain.guards.is_empty() {
-            (value, false)
-        } else {
-            log::stored_form(self.pool.page_size(), value, &chain.ids(), &mut stub)
-                .expect("T22: the chain was written for this value")
-        };
+        let stored_len = overflow::stored_len(self.pool.page_size(), value.len());
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
         let existed = loop {
             let at = match node::search(&leaf, key) {
@@ -639,42 +629,25 @@ impl Tree {
                     if !replace {
                         return Err(TreeError::DuplicateKey);
                     }
-                    if node::leaf_update_fits(&leaf, i, stored) {
-                        self.replace_value(&mut leaf, i, key, value, (stored, is_stub), chain, log)?;
+                    if node::leaf_update_fits_len(&leaf, i, stored_len) {
+                        self.replace_value(&mut leaf, i, key, value, chain, log)?;
                         break true;
                     }
                     i
                 }
                 Err(i) => {
-                    if node::leaf_insert_fits(&leaf, key, stored) {
-                        let overflow = Overflow { chain: &chain.guards, freed: &[] };
-                        let lsn = log_leaf(
-                            log,
-                            self.root_page,
-                            &mut leaf,
-                            &LeafChange::Insert { key, value },
-                            overflow,
-                        )?;
-                        let done = node::insert_leaf_as(&mut leaf, i, key, stored, is_stub);
-                        debug_assert!(done, "T11: the insert was checked to fit");
-                        chain.keep(lsn);
+                    if node::leaf_insert_fits_len(&leaf, key.len(), stored_len) {
+                        self.insert_record(&mut leaf, i, key, value, chain, log)?;
                         break false;
                     }
                     i
                 }
             };
-            // No room: split first, so a failed split changes nothing (T6).
-            let right = self.split(&mut leaf, at, log)?;
+            self.split_toward(&mut leaf, at, key, log)?;
             maintain = true;
-            if node::goes_to_foster(&leaf, key) {
-                leaf = right;
-            }
         };
         drop(leaf);
-        if maintain {
-            // Opportunistic: the tree is correct with or without adoption (T9).
-            let _ = self.maintain(key, log);
-        }
+        self.maintain_if(maintain, key, log);
         Ok(existed)
     }
 
@@ -729,29 +702,17 @@ impl Tree {
                 *out = Some(f(old, new));
                 self.check_sizes(key, new)?;
             }
-            let stored_len = if overflow::is_large(ps, new.len()) { overflow::STUB_LEN } else { new.len() };
-            if node::leaf_update_fits(&leaf, i, &vec![0; stored_len]) {
+            if node::leaf_update_fits_len(&leaf, i, overflow::stored_len(ps, new.len())) {
                 // T22: a large new value's chain is written while the leaf is latched.
-                let chain = if stored_len == new.len() { Chain::none() } else { self.write_chain(new)? };
-                let ids = chain.ids();
-                let mut stub = [0u8; overflow::STUB_LEN];
-                let stored = log::stored_form(ps, new, &ids, &mut stub)
-                    .expect("T22: the chain was written for this value");
-                self.replace_value(&mut leaf, i, key, new, stored, chain, log)?;
+                let chain = self.chain_for(new)?;
+                self.replace_value(&mut leaf, i, key, new, chain, log)?;
                 break;
             }
-            // No room: split first, so a failed split changes nothing (T6).
-            let right = self.split(&mut leaf, i, log)?;
+            self.split_toward(&mut leaf, i, key, log)?;
             maintain = true;
-            if node::goes_to_foster(&leaf, key) {
-                leaf = right;
-            }
         }
         drop(leaf);
-        if maintain {
-            // Opportunistic: the tree is correct with or without adoption (T9).
-            let _ = self.maintain(key, log);
-        }
+        self.maintain_if(maintain, key, log);
         Ok(true)
     }
 
@@ -832,25 +793,24 @@ impl Tree {
         Ok(right)
     }
 
-    /// Replaces the value of record `i` of the latched `leaf` with `value`, whose value field
-    /// is `stored` (`value` or its stub) and whose chain (if large) is `chain`; the caller has
-    /// checked that it fits. The change is logged before it is applied (T11): as one update
+    /// Replaces the value of record `i` of the latched `leaf` with `value`, whose chain (if
+    /// large) is `chain`; the caller has checked that it fits. The change is logged before it is applied (T11): as one update
     /// while both values are stored in the leaf, and otherwise as a delete of the record and an
     /// insert of the new one (T22), so that no log record carries two large values. The old
     /// value's chain is freed with the change that removes it. If the insert cannot be logged
     /// after the delete was (a failed log, which stops the database, W11), the record stays
     /// deleted in the transaction, whose rollback puts it back.
-    #[allow(clippy::too_many_arguments)]
     fn replace_value<'a>(
         &'a self,
         leaf: &mut ExclusiveGuard<'a>,
         i: usize,
         key: &[u8],
         value: &[u8],
-        (stored, is_stub): (&[u8], bool),
         chain: Chain<'a>,
         log: Log<'_>,
     ) -> Result<()> {
+        let mut stub = [0u8; overflow::STUB_LEN];
+        let (stored, is_stub) = chain.stored_form(value, &mut stub);
         let mut old_value = Vec::new();
         let old_chain = self.latch_old(leaf, i, &mut old_value)?;
         let was_stub = node::is_stub(&**leaf, i);
@@ -865,7 +825,7 @@ impl Tree {
             let done = node::update_value_as(leaf, i, stored, is_stub);
             debug_assert!(done, "T11: the update was checked to fit");
             chain.keep(None);
-            old_chain.free(self);
+            old_chain.free();
             return Ok(());
         };
         let freed = old_chain.ids();
@@ -876,16 +836,33 @@ impl Tree {
             .map_err(TreeError::Log)?;
         stamp(Some(lsn), leaf);
         node::remove(leaf, i);
-        old_chain.free(self);
-        let insert = LeafChange::Insert { key, value };
-        let lsn = log
-            .leaf_change(self.root_page, leaf, &insert, Overflow { chain: &chain.guards, freed: &[] })
-            .map_err(TreeError::Log)?;
-        stamp(Some(lsn), leaf);
-        let done = node::insert_leaf_as(leaf, i, key, stored, is_stub);
-        debug_assert!(done, "T11: the removed record's room holds the new one");
-        chain.keep(Some(lsn));
+        old_chain.free();
+        // The removed record's room holds the new one.
+        self.insert_record(leaf, i, key, value, chain, Some(log))
+    }
+
+    /// No room in `leaf` for the record at `at`: splits it first, so a failed split changes
+    /// nothing (T6), and goes on with the half that holds `key`.
+    fn split_toward<'a>(
+        &'a self,
+        leaf: &mut ExclusiveGuard<'a>,
+        at: usize,
+        key: &[u8],
+        log: Log<'_>,
+    ) -> Result<()> {
+        let right = self.split(leaf, at, log)?;
+        if node::goes_to_foster(leaf, key) {
+            *leaf = right;
+        }
         Ok(())
+    }
+
+    /// After a write that split a node or passed a foster child: maintenance along `key`'s path,
+    /// opportunistic (the tree is correct with or without adoption, T9).
+    fn maintain_if(&self, needed: bool, key: &[u8], log: Log<'_>) {
+        if needed {
+            let _ = self.maintain(key, log);
+        }
     }
 
     /// T22: a new chain for `value` if it is large (none if it is stored in its leaf).
@@ -909,10 +886,8 @@ impl Tree {
         chain: Chain<'a>,
         log: Log<'_>,
     ) -> Result<()> {
-        let ids = chain.ids();
         let mut stub = [0u8; overflow::STUB_LEN];
-        let (stored, is_stub) = log::stored_form(self.pool.page_size(), value, &ids, &mut stub)
-            .expect("T22: the chain was written for this value");
+        let (stored, is_stub) = chain.stored_form(value, &mut stub);
         let overflow = Overflow { chain: &chain.guards, freed: &[] };
         let lsn = log_leaf(log, self.root_page, leaf, &LeafChange::Insert { key, value }, overflow)?;
         let done = node::insert_leaf_as(leaf, i, key, stored, is_stub);
@@ -941,7 +916,7 @@ impl Tree {
             stamp(Some(lsn), leaf);
         }
         node::remove(leaf, i);
-        old_chain.free(self);
+        old_chain.free();
         Ok(())
     }
 
@@ -1316,8 +1291,7 @@ impl Tree {
             if current != expected {
                 return Ok(Err(current.map(<[u8]>::to_vec)));
             }
-            let stored_len =
-                new.map_or(0, |v| if overflow::is_large(ps, v.len()) { overflow::STUB_LEN } else { v.len() });
+            let stored_len = new.map_or(0, |v| overflow::stored_len(ps, v.len()));
             let at = match (found, new) {
                 (Err(_), None) => return Ok(Ok(())),
                 (Ok(i), None) => {
@@ -1326,19 +1300,15 @@ impl Tree {
                     break;
                 }
                 (Ok(i), Some(value)) => {
-                    if node::leaf_update_fits(&leaf, i, &vec![0; stored_len]) {
+                    if node::leaf_update_fits_len(&leaf, i, stored_len) {
                         let chain = self.chain_for(value)?;
-                        let ids = chain.ids();
-                        let mut stub = [0u8; overflow::STUB_LEN];
-                        let stored = log::stored_form(ps, value, &ids, &mut stub)
-                            .expect("T22: the chain was written for this value");
-                        self.replace_value(&mut leaf, i, key, value, stored, chain, log)?;
+                        self.replace_value(&mut leaf, i, key, value, chain, log)?;
                         break;
                     }
                     i
                 }
                 (Err(i), Some(value)) => {
-                    if node::leaf_insert_fits(&leaf, key, &vec![0; stored_len]) {
+                    if node::leaf_insert_fits_len(&leaf, key.len(), stored_len) {
                         let chain = self.chain_for(value)?;
                         self.insert_record(&mut leaf, i, key, value, chain, log)?;
                         break;
@@ -1346,18 +1316,11 @@ impl Tree {
                     i
                 }
             };
-            // No room: split first, so a failed split changes nothing (T6).
-            let right = self.split(&mut leaf, at, log)?;
+            self.split_toward(&mut leaf, at, key, log)?;
             maintain = true;
-            if node::goes_to_foster(&leaf, key) {
-                leaf = right;
-            }
         }
         drop(leaf);
-        if maintain {
-            // Opportunistic: the tree is correct with or without adoption (T9).
-            let _ = self.maintain(key, log);
-        }
+        self.maintain_if(maintain, key, log);
         Ok(Ok(()))
     }
 
@@ -1407,7 +1370,7 @@ impl Tree {
             let chain = self.latch_large(&stub, g.page_id(), &mut scratch)?;
             log_structure(log, &[], &chain.ids())?;
             *freed += chain.guards.len();
-            chain.free(self);
+            chain.free();
         }
         let mut offs = Vec::new();
         node::swip_offsets(g, &mut offs);

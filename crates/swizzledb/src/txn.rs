@@ -50,7 +50,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// Calls `f` with the value stored under `key` in `tree` (or `None`), read under the key's
-    /// shared lock as [`Transaction::get`] does, while the leaf is latched: no copy of the value.
+    /// shared lock as [`Transaction::get`] does, while the leaf is latched: no copy of a value stored in its leaf.
     /// `f` must not call into the database.
     ///
     /// # Errors
