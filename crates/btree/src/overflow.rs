@@ -232,10 +232,18 @@ impl<'a> Chain<'a> {
 
     /// The value field a leaf stores for `value`, written to this chain (T22): the value itself
     /// when the chain is empty, else its stub, encoded into `stub`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn stored_form<'v>(&self, value: &'v [u8], stub: &'v mut [u8; STUB_LEN]) -> (&'v [u8], bool) {
-        let Some(first) = self.guards.first() else { return (value, false) };
-        crate::log::stored_form(first.pool().page_size(), value, &self.ids(), stub)
+        if self.guards.is_empty() {
+            return (value, false);
+        }
+        self.stub_form(value, stub)
+    }
+
+    #[cold]
+    fn stub_form<'v>(&self, value: &'v [u8], stub: &'v mut [u8; STUB_LEN]) -> (&'v [u8], bool) {
+        let ps = self.guards[0].pool().page_size();
+        crate::log::stored_form(ps, value, &self.ids(), stub)
             .expect("T22: the chain was written for this value")
     }
 

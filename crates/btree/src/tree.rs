@@ -877,6 +877,7 @@ impl Tree {
     /// Inserts `key` → `value` at position `i` of the latched `leaf` (checked to fit), `chain`
     /// holding a large value (T22): logged before it is applied (T11), the chain the stub's
     /// once logged.
+    #[inline(always)]
     fn insert_record<'a>(
         &'a self,
         leaf: &mut ExclusiveGuard<'a>,
