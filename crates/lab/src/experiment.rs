@@ -3,19 +3,19 @@
 //! [`execute`] does the rest the same way for all of them: the output directory is checked
 //! before the run (bad input writes nothing), the caption and tables go to stdout, the rows to
 //! `<NAME>.csv` and `<NAME>.json` with the run's environment (`<NAME>.env.json` beside the CSV),
-//! the charts beside them.
+//! the checks of the paper's claims to `<NAME>.checks.json`, the charts beside them.
 //!
 //! A new experiment is one file under `experiments/`: a plan type implementing [`Experiment`],
 //! and (for the command line) a `clap` options struct that builds the plan.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::error::Error;
 use std::fmt;
 use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::output::{prepare_out, write_plot, write_rows};
+use crate::output::{prepare_out, write_checks, write_plot, write_rows};
 use crate::plot::Chart;
 use crate::progress::Progress;
 use crate::Usage;
@@ -80,7 +80,7 @@ pub trait Experiment {
 }
 
 /// How a result compares with the paper's claim.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// The numbers agree within the stated tolerance.
@@ -114,21 +114,49 @@ impl Verdict {
 }
 
 /// One claim of a paper held against our numbers.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// What is compared, e.g. `lookups: swizzling / main-memory in memory`.
     pub what: String,
-    /// The paper's number and condition.
+    /// The paper's number and the condition it was measured under.
     pub paper: String,
-    /// Ours.
+    /// Ours, with our condition where it differs from the paper's.
     pub ours: String,
-    /// How they compare.
+    /// How they compare: ✗ whenever the numbers disagree beyond the stated tolerance, even if
+    /// the direction agrees.
     pub verdict: Verdict,
+    /// Why, in one line, where the verdict is not ✓ or the comparison needs a word (the
+    /// tolerance, a difference of condition); empty otherwise.
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl Check {
+    /// A check without a reason; add one with [`Check::because`].
+    pub fn new(
+        what: impl Into<String>,
+        paper: impl Into<String>,
+        ours: impl Into<String>,
+        verdict: Verdict,
+    ) -> Check {
+        Check { what: what.into(), paper: paper.into(), ours: ours.into(), verdict, reason: String::new() }
+    }
+
+    /// The same check with `reason`.
+    #[must_use]
+    pub fn because(mut self, reason: impl Into<String>) -> Check {
+        self.reason = reason.into();
+        self
+    }
 }
 
 impl fmt::Display for Check {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} (paper: {}) {}", self.what, self.ours, self.paper, self.verdict.mark())
+        write!(f, "{}: {} (paper: {}) {}", self.what, self.ours, self.paper, self.verdict.mark())?;
+        if !self.reason.is_empty() {
+            write!(f, " — {}", self.reason)?;
+        }
+        Ok(())
     }
 }
 
@@ -159,6 +187,7 @@ pub fn execute<E: Experiment>(experiment: &E, out: Option<&Path>) -> Result<Exit
     drop(stdout);
     if let Some(dir) = out {
         write_rows(dir, experiment.name(), &experiment.rows(&results))?;
+        write_checks(dir, experiment.name(), &checks)?;
         for (stem, chart) in experiment.charts(&results) {
             write_plot(Some(dir), &stem, &chart)?;
         }
@@ -178,8 +207,11 @@ mod tests {
             paper: "1.0".into(),
             ours: "0.97".into(),
             verdict: Verdict::of(true),
+            reason: String::new(),
         };
         assert_eq!(c.to_string(), "inserts: swizzling / main-memory: 0.97 (paper: 1.0) ✓");
+        let c = Check::new("x", "1.0 at 8 threads", "0.5 at 2 threads", Verdict::Fails).because("two cores");
+        assert_eq!(c.to_string(), "x: 0.5 at 2 threads (paper: 1.0 at 8 threads) ✗ — two cores");
         assert_eq!(Verdict::of(false).mark(), "✗");
     }
 }

@@ -44,6 +44,7 @@ pub mod output;
 pub mod plot;
 pub mod progress;
 pub mod recording;
+pub mod reproduce;
 pub mod stats;
 pub mod text;
 pub mod tpcb;

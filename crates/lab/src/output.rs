@@ -142,6 +142,16 @@ pub fn write_rows<R: Serialize + Default>(dir: &Path, stem: &str, rows: &[R]) ->
     Ok(())
 }
 
+/// Writes the checks of the paper's claims to `<dir>/<stem>.checks.json`, in the form of the
+/// JSON result file (`{"schema": 1, "environment": {...}, "rows": [checks]}`), even if there are
+/// none: `swizzledb reproduce` builds its report from this file.
+///
+/// # Errors
+/// The file cannot be written.
+pub fn write_checks(dir: &Path, stem: &str, checks: &[crate::experiment::Check]) -> Result<(), OutputError> {
+    write_json(&dir.join(format!("{stem}.checks.json")), checks)
+}
+
 /// Appends `rows` to the CSV file at `path` (a header only if it is new or empty) and one line
 /// `{"first_row": N, "rows": n, "environment": {...}}` to its `.env.jsonl` file
 /// ([`environment_path`]): the rows this call wrote are data rows `N..N+n` (0-based, header not

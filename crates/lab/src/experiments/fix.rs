@@ -210,6 +210,7 @@ impl Experiment for Fix {
                     .into(),
                 ours: format!("{v:.2}"),
                 verdict: Verdict::of(v < 0.85),
+                reason: String::new(),
             });
         }
         if let (Some(s), Some(mm)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::MainMemory, "shared"))
@@ -220,6 +221,7 @@ impl Experiment for Fix {
                 paper: "equal; the difference is the replacement policy's hit hook; within 1.5 counts".into(),
                 ours: format!("{v:.2}"),
                 verdict: Verdict::of(v <= 1.5),
+                reason: String::new(),
             });
         }
         checks

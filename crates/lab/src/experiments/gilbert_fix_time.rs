@@ -259,6 +259,7 @@ impl Experiment for FixTime {
                     paper: "much faster with swizzling; below 0.85 counts".into(),
                     ours: format!("{v:.2}"),
                     verdict: Verdict::of(v < 0.85),
+                    reason: String::new(),
                 });
             }
             if let Some(v) = self.ratio(&r.runs, large, 4) {
@@ -276,6 +277,7 @@ impl Experiment for FixTime {
                     } else {
                         Verdict::Fails
                     },
+                    reason: String::new(),
                 });
             }
         }
@@ -290,6 +292,7 @@ impl Experiment for FixTime {
                         .into(),
                     ours: format!("{v:.2}"),
                     verdict: Verdict::of(v > 1.0),
+                    reason: String::new(),
                 });
             }
             if let Some(v) = self.ratio(&r.runs, small, 2) {
@@ -301,6 +304,7 @@ impl Experiment for FixTime {
                     paper: "above 1: misses slower with swizzling, as expected".into(),
                     ours: format!("{v:.2}"),
                     verdict: Verdict::of(v > 1.0),
+                    reason: String::new(),
                 });
             }
         }

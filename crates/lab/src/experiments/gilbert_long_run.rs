@@ -308,6 +308,7 @@ impl Experiment for LongRun {
             } else {
                 Verdict::Fails
             },
+            reason: String::new(),
         }]
     }
 

@@ -374,6 +374,7 @@ impl Experiment for Pools {
                         } else {
                             Verdict::Fails
                         },
+                        reason: String::new(),
                     });
                 }
             } else {
@@ -391,6 +392,7 @@ impl Experiment for Pools {
                         } else {
                             Verdict::Fails
                         },
+                        reason: String::new(),
                     });
                 }
             }
@@ -419,6 +421,7 @@ impl Experiment for Pools {
                         paper: "rises steeply with the pool, then saturates once the touched pages fit; above 1.5 counts".into(),
                         ours: format!("at least {lo:.2}x"),
                         verdict: Verdict::of(lo > 1.5),
+                        reason: String::new(),
                     });
                 }
             }
@@ -452,6 +455,7 @@ impl Experiment for Pools {
                         } else {
                             Verdict::Fails
                         },
+                        reason: String::new(),
                     });
                 }
             }
@@ -478,6 +482,7 @@ impl Experiment for Pools {
                     } else {
                         Verdict::Fails
                     },
+                    reason: String::new(),
                 });
             }
             let total = |p: PolicySpec| {
@@ -494,6 +499,7 @@ impl Experiment for Pools {
                     paper: "about 1.07 (fewer calls make up for the cost per call); 0.8 to 1.3 counts".into(),
                     ours: format!("{v:.2}"),
                     verdict: Verdict::of((0.8..=1.3).contains(&v)),
+                    reason: String::new(),
                 });
             }
         }

@@ -271,6 +271,7 @@ impl Experiment for StackDepth {
                 } else {
                     Verdict::Fails
                 },
+                reason: String::new(),
             });
         }
         if let (Some(first), Some(last)) = (results.first(), results.last()) {
@@ -281,6 +282,7 @@ impl Experiment for StackDepth {
                     paper: "lower with more threads (54% at 100 against 63% at 1)".into(),
                     ours: format!("{:.1}% against {:.1}%", b * 100.0, a * 100.0),
                     verdict: Verdict::of(b <= a),
+                    reason: String::new(),
                 });
             }
         }
@@ -300,6 +302,7 @@ impl Experiment for StackDepth {
                         share * 100.0
                     ),
                     verdict: Verdict::of(share < 0.01),
+                    reason: String::new(),
                 });
             }
         }

@@ -212,6 +212,7 @@ impl Experiment for Fig14 {
                         paper: format!("about {paper:.2} (100 warehouses, 12 clients); within 0.10 counts"),
                         ours: format!("{v:.2}"),
                         verdict: compare(v, paper, 0.10),
+                        reason: String::new(),
                     });
                 }
             }
@@ -236,6 +237,7 @@ impl Experiment for Fig14 {
                         .into(),
                     ours: format!("{t:.2}x / {s:.2}x = {:.2}", t / s),
                     verdict: Verdict::of(t / s < 0.8),
+                    reason: String::new(),
                 });
             }
         }
@@ -252,6 +254,7 @@ impl Experiment for Fig14 {
                     paper: "statistically equivalent in every setting; 0.90 to 1.10 counts".into(),
                     ours: format!("{lo:.2} to {hi:.2}"),
                     verdict: Verdict::of(lo >= 0.9 && hi <= 1.1),
+                    reason: String::new(),
                 });
             }
         }

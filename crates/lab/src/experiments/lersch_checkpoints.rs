@@ -333,6 +333,7 @@ impl Experiment for LerschCheckpoints {
                 } else {
                     Verdict::Fails
                 },
+                reason: String::new(),
             });
         }
         let c = |k, ms| s.median(rows, k, ms, BenchRow::tx_per_sec);
@@ -345,6 +346,7 @@ impl Experiment for LerschCheckpoints {
                             .into(),
                     ours: format!("{:.2}", b / a),
                     verdict: Verdict::of(b > a),
+                    reason: String::new(),
                 });
             }
         }
@@ -358,6 +360,7 @@ impl Experiment for LerschCheckpoints {
                     .into(),
                 ours: format!("{:.2} ({d:.1} / {k:.1} µs)", d / k),
                 verdict: if (1.0..=1.25).contains(&(d / k)) { Verdict::Holds } else { Verdict::Fails },
+                reason: String::new(),
             });
         }
         checks

@@ -80,6 +80,7 @@ impl Experiment for LerschCleaner {
                     .into(),
                 ours: format!("{lo:.2} to {hi:.2}"),
                 verdict: Verdict::of(lo >= 0.95),
+                reason: String::new(),
             });
             if s.log_in_memory() {
                 checks.push(Check {
@@ -89,6 +90,7 @@ impl Experiment for LerschCleaner {
                             .into(),
                     ours: format!("{lo:.2} to {hi:.2}"),
                     verdict: Verdict::of(lo >= 1.2),
+                    reason: String::new(),
                 });
             }
         }
@@ -104,6 +106,7 @@ impl Experiment for LerschCleaner {
                 paper: "throughput barely changes with the interval (Fig. 5.5); at most 1.25 counts".into(),
                 ours: format!("{x:.2}"),
                 verdict: Verdict::of(x <= 1.25),
+                reason: String::new(),
             });
         }
         checks

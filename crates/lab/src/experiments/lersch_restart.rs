@@ -649,6 +649,7 @@ impl Experiment for LerschRestart {
                 .into(),
             ours: format!("{instant} of {}", tried.len()),
             verdict: Verdict::of(instant == tried.len()),
+            reason: String::new(),
         });
         let Some(&largest) = self.log_sizes.last() else { return checks };
         if largest >= TARGET_LOG {
@@ -666,6 +667,7 @@ impl Experiment for LerschRestart {
                         instant / classical
                     ),
                     verdict: Verdict::of(instant <= TARGET_SECS),
+                    reason: String::new(),
                 });
             }
         }

@@ -1,0 +1,3 @@
+//! `swizzledb reproduce`: every figure of the five papers in one run, and a report of them.
+
+pub mod figures;
