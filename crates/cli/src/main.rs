@@ -6,6 +6,8 @@
 //!   mode, logging, locking and optimistic descents (TPC-B also with and without a log archive).
 //! - `swizzledb bench emulator` — the BP-Wrapper paper's buffer emulator: replacement-lock
 //!   contention of locked, partitioned, batched and CLOCK buffers (Ding et al. 2015, Figs. 11-13).
+//! - `swizzledb reproduce --out DIR` — every figure of the five papers, and a report of them
+//!   (`DIR/index.html`: plots, tables, the papers' claims beside our checks).
 //! - `swizzledb experiment fig10` — Fig. 10/11 at laptop scale: lookups per second of the three
 //!   buffer modes as the data grows from far below to several times the pool.
 //! - `swizzledb trace record --out FILE -- <command>` — buffer reference traces of any command.
@@ -58,6 +60,10 @@ enum Command {
         #[command(subcommand)]
         workload: Workload,
     },
+    /// Run every figure of the five papers and write a report: DIR/index.html shows each figure's
+    /// plot, tables, the paper's claim beside our check (✓ / ~ / ✗ with the reason) and the
+    /// command that regenerates it (--quick: under 10 minutes on 2 cores)
+    Reproduce(swizzledb_lab::reproduce::ReproduceArgs),
     /// Reproduce an experiment of the papers with one command
     Experiment {
         #[command(subcommand)]
@@ -228,6 +234,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
     match command {
         Command::Demo { out } => graefe_fig10::demo(&out),
+        Command::Reproduce(args) => swizzledb_lab::reproduce::execute(&args, &std::env::current_exe()?),
         Command::Bench { workload } => match workload {
             Workload::Lookup(args) => lookup::execute(&args),
             Workload::Insert(args) => insert::execute(&args),
