@@ -286,7 +286,7 @@ pub const CSV_COLUMNS: &str =
     "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
 transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive,checkpoint_ms,\
 propagation,cleaner_ms,cpu_seconds,cpu_cores,pages_written,pages_written_per_sec,cleaner_rounds,throttled,held_back,\
-log_dir";
+log_dir,io";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -497,6 +497,9 @@ pub struct TpcbRow {
     pub throttled: u64,
     pub held_back: u64,
     pub log_dir: String,
+    /// How the database file is read and written: always `page-cache` (TPC-B does not open
+    /// it with O_DIRECT).
+    pub io: &'static str,
 }
 
 impl TpcbRow {
@@ -532,6 +535,7 @@ impl TpcbRow {
             throttled: r.throttled,
             held_back: r.held_back,
             log_dir: r.log_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
+            io: "page-cache",
         }
     }
 }
