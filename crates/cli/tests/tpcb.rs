@@ -68,7 +68,8 @@ fn run_smallest(name: &str, extra: &[&str]) -> (Table, String) {
     assert!(stdout.contains("log archive") && stdout.contains("balances agree"), "{stdout}");
     let table = Table::read(&out.join("tpcb.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
-    assert_eq!(table.header.last().map(String::as_str), Some("log_dir"), "log_dir is the last column");
+    assert_eq!(table.header.last().map(String::as_str), Some("io"), "io is the last column");
+    assert!(table.rows.iter().all(|r| r[table.col("io")] == "page-cache"));
     let (held, rounds) = (table.col("held_back"), table.col("cleaner_rounds"));
     for row in &table.rows {
         let n = |c: usize| row[c].parse::<u64>().unwrap();
