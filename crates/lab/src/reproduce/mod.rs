@@ -90,6 +90,11 @@ pub struct ReproduceArgs {
     /// Continue the run in --out: keep its finished figures, run the others (at the run's scale)
     #[arg(long)]
     pub resume: bool,
+    /// Directory for the figures' temporary databases, on a file system that accepts O_DIRECT
+    /// (ext4, xfs; not tmpfs) for the figures that read the device [default: the system temp
+    /// directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     /// Print the figures that would run, their commands and estimated time, and stop
     #[arg(long)]
     pub list: bool,
@@ -267,6 +272,10 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
         println!("{} figures, about {} min {} s at --{}", chosen.len(), total / 60, total % 60, scale.key());
         return Ok(ExitCode::SUCCESS);
     }
+    let scratch = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    if chosen.iter().any(|f| f.io == figures::Io::Direct) {
+        probe_direct_io(&scratch)?;
+    }
     let manifest = prepare(&args.out, scale, &chosen, &all, args.resume)?;
     let dir = args.out.as_path();
     let todo: Vec<&Figure> = chosen.iter().filter(|f| !finished(dir, f.id, scale)).collect();
@@ -291,7 +300,7 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
     for (i, f) in todo.iter().enumerate() {
         bar.set_message(f.id.to_string());
         let est = u64::from(scale.of(f).secs.max(1));
-        let run = run_figure(f, scale, dir, program, |elapsed| {
+        let run = run_figure(f, scale, dir, program, &scratch, |elapsed| {
             bar.set_position(done_secs + elapsed.as_secs().min(est.saturating_sub(1)));
         })?;
         done_secs += est;
@@ -323,6 +332,27 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
     let summary = report::summarize(dir, &manifest);
     println!("{summary}");
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Whether `dir` takes a database opened with O_DIRECT, as the figures that read the device need:
+/// a [`Usage`] error naming the directory if not (tmpfs refuses it), before anything runs.
+fn probe_direct_io(dir: &Path) -> Result<(), Usage> {
+    let probe = tempfile::Builder::new()
+        .prefix("swizzledb-reproduce-probe")
+        .tempdir_in(dir)
+        .map_err(|e| Usage(format!("cannot use {} for the figures' databases: {e}", dir.display())))?;
+    swizzledb::Database::builder()
+        .logging(false)
+        .direct_io(true)
+        .create(probe.path().join("probe.swz"))
+        .map(drop)
+        .map_err(|e| {
+            Usage(format!(
+                "{} refuses direct I/O, which the figures that read the device need ({e}): give --dir on a \
+                 disk file system (ext4, xfs), or leave those figures out with --only",
+                dir.display()
+            ))
+        })
 }
 
 /// Checks `--out` and writes (or, resuming, extends) its `reproduce.json`.
@@ -408,6 +438,7 @@ fn run_figure(
     scale: ScaleName,
     dir: &Path,
     program: &Path,
+    scratch: &Path,
     tick: impl Fn(Duration),
 ) -> Result<FigureRun, Box<dyn Error>> {
     let fig_dir = dir.join(f.id);
@@ -422,6 +453,8 @@ fn run_figure(
         .args(scale.of(f).args)
         .arg("--out")
         .arg(&fig_dir)
+        // Each command's temporary databases go to its default, the system temp directory.
+        .env("TMPDIR", scratch)
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
