@@ -185,7 +185,7 @@ fn verdict_class(v: Verdict) -> &'static str {
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}\
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top;text-align:left}\
-th{background:#f3f3f3}pre{background:#f8f8f8;padding:.5rem;overflow-x:auto;font-size:.8rem}\
+th{background:#f3f3f3}pre{background:#f8f8f8;padding:.5rem;overflow:auto;max-height:32rem;font-size:.8rem}\
 img{max-width:100%;border:1px solid #ddd;margin:.25rem 0}.holds{color:#176f2c}.partial{color:#9a6700}.fails{color:#b42318}\
 td.verdict{font-weight:bold;text-align:center}article{border-top:2px solid #ddd;margin-top:2rem}code{font-size:.85rem}";
 
