@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{BpConfig, BpWrapper, LeafOnly, Policy, PolicyKind, UnknownPolicy, Variant};
+use crate::{BpConfig, BpConfigError, BpWrapper, LeafOnly, Policy, PolicyKind, UnknownPolicy, Variant};
 
 /// The prefix that restricts a policy to the leaves of the cached subtree.
 const LEAF_PREFIX: &str = "leaf-";
@@ -51,17 +51,37 @@ impl PolicySpec {
     /// As [`PolicyKind::build`].
     #[must_use]
     pub fn build(&self, capacity: usize, seed: u64) -> Box<dyn Policy> {
+        let d = BpConfig::default();
+        self.build_with_queue(capacity, seed, d.queue_size, d.batch_threshold)
+            .expect("default S and T are valid")
+    }
+
+    /// [`PolicySpec::build`] with BP-Wrapper's queue size S and batch threshold T instead of the
+    /// defaults (64 and 32); both are ignored unless the policy is wrapped (`bpw-`, `bpw-batch-`,
+    /// `bpw-pref-`, `locked-`; the unbatched variants hold no queue).
+    ///
+    /// # Errors
+    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`, for a wrapped
+    /// policy.
+    ///
+    /// # Panics
+    /// As [`PolicyKind::build`].
+    pub fn build_with_queue(
+        &self,
+        capacity: usize,
+        seed: u64,
+        queue_size: usize,
+        batch_threshold: usize,
+    ) -> Result<Box<dyn Policy>, BpConfigError> {
         let mut policy = self.kind.build(capacity, seed);
         if let Some(variant) = self.bp_wrapper {
-            let config = BpConfig { variant, ..BpConfig::default() };
-            policy = Box::new(
-                BpWrapper::with_config(policy, capacity, config).expect("default S and T are valid"),
-            );
+            let config = BpConfig { variant, queue_size, batch_threshold };
+            policy = Box::new(BpWrapper::with_config(policy, capacity, config)?);
         }
         if self.leaf_only {
             policy = Box::new(LeafOnly::new(policy, capacity));
         }
-        policy
+        Ok(policy)
     }
 }
 
