@@ -200,8 +200,9 @@ enum Experiment {
     #[command(name = "gilbert-fix-time")]
     FixTime(gilbert_fix_time::FixTimeArgs),
     /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
-    /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), and behind BP-Wrapper
-    /// (bpw-*; hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads:
+    /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), 2Q with prefetching
+    /// alone (bpw-pref-2q) and batching alone (bpw-batch-2q), and behind BP-Wrapper (bpw-*;
+    /// hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads (Figs. 8-9):
     /// throughput, hit ratio and lock waits per million accesses
     #[command(name = "ding-bpwrapper", alias = "bp-wrapper")]
     BpWrapper(ding_bpwrapper::BpWrapperArgs),

@@ -131,6 +131,32 @@ impl FromStr for PolicySpec {
 mod tests {
     use super::*;
 
+    /// S and T reach the wrapper; a threshold above the queue size is refused for a wrapped
+    /// policy and ignored for an unwrapped one.
+    #[test]
+    fn build_with_queue_checks_and_passes_s_and_t() {
+        let bpw: PolicySpec = "bpw-batch-lru".parse().unwrap();
+        assert!(matches!(
+            bpw.build_with_queue(8, 1, 8, 16),
+            Err(BpConfigError::Threshold { threshold: 16, size: 8 })
+        ));
+        assert!(bpw.build_with_queue(8, 1, 8, 0).is_err());
+        assert!(PolicySpec::from(PolicyKind::Lru).build_with_queue(8, 1, 8, 16).is_ok());
+        assert_eq!(bpw.build_with_queue(8, 1, 1, 1).unwrap().name(), "bpw-batch-lru");
+        // T = 1: every access commits at once, so the lock is taken once per access.
+        let policy = bpw.build_with_queue(8, 1, 1, 1).unwrap();
+        let hooks: Vec<crate::FrameHook> = (0..8).map(|_| crate::FrameHook::default()).collect();
+        for f in 0..8u32 {
+            policy.on_insert(
+                crate::FrameId(f),
+                crate::PageId::new(u64::from(f) + 1).unwrap(),
+                &hooks[f as usize],
+            );
+        }
+        let stats = policy.lock_stats().unwrap();
+        assert_eq!((stats.accesses, stats.lock_acquisitions), (8, 8));
+    }
+
     /// Every spelling round-trips through Display, which equals the built policy's name.
     #[test]
     fn display_parses_back_and_names_the_policy() {

@@ -146,7 +146,7 @@ impl Experiment for Plan {
             self.inner.threads,
             cfg.repeat,
             cfg.duration,
-            io_of(cfg, 0.5).describe()
+            io_of(cfg).describe()
         )
     }
 
@@ -220,7 +220,7 @@ impl Experiment for Plan {
             "{t} threads, {} mode, {} lookups, misses {}; median and min..max of {} repetitions",
             self.inner.mode,
             self.inner.base.zipf.map_or("uniform".to_string(), |s| format!("Zipf s={s}")),
-            io_of(&self.inner.base, 0.5).key(),
+            io_of(&self.inner.base).key(),
             self.inner.base.repeat
         );
         let per_size = |f: &dyn Fn(&bpw::Results, &PolicySpec) -> Vec<f64>| -> Vec<Series> {
@@ -337,7 +337,7 @@ pub fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
         return checks;
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let io = io_of(&plan.inner.base, 0.5).key();
+    let io = io_of(&plan.inner.base).key();
     let cond = |f: f64| format!("pool {} of the data, {t} threads on {cores} cores, io {io}", pct(f));
     let hit = |r: &bpw::Results, name: &str| {
         r.points

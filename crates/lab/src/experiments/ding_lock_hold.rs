@@ -19,7 +19,7 @@ use swizzledb::{PolicySpec, PoolMode};
 
 use crate::experiment::{self, Check, Experiment, Verdict};
 use crate::experiments::common::{base_config, parse_fraction, parse_zipf, Common};
-use crate::experiments::ding_bpwrapper::{io_of, oversubscription_note};
+use crate::experiments::ding_bpwrapper::{io_of, io_of_run, oversubscription_note};
 use crate::experiments::gilbert_policies::{pool_for, BaseFile};
 use crate::harness::buffer::{self, Config, Measurement, Progress};
 use crate::harness::buffer_report as report;
@@ -384,7 +384,7 @@ impl Experiment for Plan {
             self.fraction * 100.0,
             cfg.repeat,
             cfg.duration,
-            io_of(cfg, self.fraction).describe()
+            io_of(cfg).describe()
         )
     }
 
@@ -489,7 +489,7 @@ impl Experiment for Plan {
                     lock_ns_per_access: lock_ns_per_access(m),
                     cpu_us_per_lookup: m.cpu_us_per_op(),
                     logging: buffer::LOGGING,
-                    io: io_of(cfg, self.fraction).key(),
+                    io: io_of_run(cfg, s).key(),
                 });
             }
         }

@@ -51,7 +51,7 @@ pub(super) fn figures() -> Vec<Figure> {
             claim: "pgBatching and pgBat-Pre overlap pgClock; pg2Q is 61.1/56.5/66.5% below pgClock at 16 cores; \
                     batching cuts contention 197x to over 9,000x; pgPref cuts it 20.8-87.5% and gains up to \
                     26.1% throughput but scales as poorly as pg2Q.",
-            io: Io::None,
+            io: Io::PageCache,
             tiny: Scale {
                 args: &[
                     "experiment", "ding-bpwrapper", "--records", "20000", "--policies",
@@ -98,9 +98,9 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             quick: Scale {
                 args: &[
-                    "experiment", "ding-buffer-sizes", "--direct-io", "--records", "200000", "--fractions",
-                    "2%,5%,20%,50%", "--thread-counts", "8", "--duration", "1", "--warmup", "0.3", "--repeat",
-                    "1", "--mode", "traditional",
+                    "experiment", "ding-buffer-sizes", "--direct-io", "--records", "400000", "--page-size",
+                    "4096", "--fractions", "5%,10%,25%,50%", "--thread-counts", "8", "--duration", "1",
+                    "--warmup", "0.3", "--repeat", "1", "--mode", "traditional",
                 ],
                 secs: 22,
             },
@@ -134,7 +134,7 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             quick: Scale {
                 args: &[
-                    "bench", "emulator", "--threads", "2", "--compute-us", "1,2,4,6", "--variant",
+                    "bench", "emulator", "--threads", "2", "--compute-us", "1,3,6", "--variant",
                     "lru,distlock,batching,bat-pref,bp-distlock,prim", "--data-pages", "2M", "--buffer-pages",
                     "200000", "--duration", "0.25", "--warmup", "0.05", "--repeat", "1",
                 ],
@@ -168,7 +168,7 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             quick: Scale {
                 args: &[
-                    "bench", "emulator", "--threads", "16", "--compute-us", "1,2,4,6", "--variant",
+                    "bench", "emulator", "--threads", "16", "--compute-us", "1,3,6", "--variant",
                     "lru,distlock,batching,bat-pref,bp-distlock,prim", "--data-pages", "2M", "--buffer-pages",
                     "200000", "--duration", "0.25", "--warmup", "0.05", "--repeat", "1",
                 ],
