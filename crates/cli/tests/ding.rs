@@ -43,9 +43,10 @@ fn lock_hold_measures_lock_time_per_batch_size() {
         assert_eq!((f("queue_size"), f("batch_threshold")), (b, b), "S = T = batch size by default");
         assert!(f("lock_ns_per_access") > 0.0, "the lock time is measured: {r:?}");
         assert!(f("lock_ns_per_access") >= f("hold_ns_per_access"), "held is part of the lock time: {r:?}");
-        // A commit applies at most S queued accesses, so a lock acquisition covers at most about
-        // B accesses (inserts commit earlier, and hits on A1in pages are not queued).
-        assert!(f("accesses_per_acquisition") >= 1.0, "{r:?}");
+        // Evictions take the lock too, so at batch 1 an acquisition may cover less than an access.
+        assert!(f("accesses_per_acquisition") > 0.0, "{r:?}");
+        // A commit applies at most S queued accesses (plus hits 2Q ignores, never queued).
+        assert!(f("accesses_per_acquisition") <= 2.0 * b + 1.0, "{r:?}");
         assert!(f("hits") <= f("fixes") && f("fixes") > 0.0, "{r:?}");
         assert_eq!(r[col("policy")], "bpw-batch-2q");
         assert_eq!(r[col("io")], "page-cache");

@@ -245,9 +245,8 @@ impl Experiment for Plan {
                 .iter()
                 .filter(|x| x.threads == t && x.policy == *p)
                 .flat_map(|x| x.runs.iter())
-                .filter_map(|m| {
-                    (m.stats.fixes > 0).then(|| m.stats.hits as f64 * 100.0 / m.stats.fixes as f64)
-                })
+                .filter(|m| m.stats.fixes > 0)
+                .map(|m| m.stats.hits as f64 * 100.0 / m.stats.fixes as f64)
                 .collect()
         });
         let normalized = per_size(&|r, p| {

@@ -407,7 +407,7 @@ fn checks(plan: &Plan, rows: &[Row]) -> Vec<Check> {
     if plan.base.all_miss {
         // Fig. 13: every access misses, 3 us of compute, 1 to 16 threads.
         let (Some(&t1), Some(&tn)) = (plan.threads.first(), plan.threads.last()) else { return checks };
-        let tput = |v, t| median(rows, v, t, m1, &|r: &Row| Some(r.result.accesses_per_sec()));
+        let tput = |v, t| median(rows, v, t, m1, |r: &Row| Some(r.result.accesses_per_sec()));
         let cond = format!("all-miss, {m1} us, {t1}-{tn} threads on {cores} cores");
         if has(Prim) {
             let curve: Vec<(usize, f64)> =
@@ -463,8 +463,8 @@ fn checks(plan: &Plan, rows: &[Row]) -> Vec<Check> {
     for &t in &plan.threads {
         let vm = t > cores;
         let cond = |m: f64| format!("{t} threads on {cores} cores, {m} us, Zipf s={}", plan.base.zipf);
-        let norm = |v, m| median(rows, v, t, m, &|r: &Row| r.normalized);
-        let tput = |v, m| median(rows, v, t, m, &|r: &Row| Some(r.result.accesses_per_sec()));
+        let norm = |v, m| median(rows, v, t, m, |r: &Row| r.normalized);
+        let tput = |v, m| median(rows, v, t, m, |r: &Row| Some(r.result.accesses_per_sec()));
         let setting = if vm {
             "more threads than cores: compared with the paper's VM (Fig. 12) where it has a number"
         } else {
@@ -585,8 +585,8 @@ fn checks(plan: &Plan, rows: &[Row]) -> Vec<Check> {
         }
         // Contention and hit ratio where contention is highest, at the shortest compute time.
         for m in [m1] {
-            let waits = |v| median(rows, v, t, m, &|r: &Row| Some(r.waits_per_million()));
-            let hit = |v| median(rows, v, t, m, &|r: &Row| Some(r.result.hit_ratio()));
+            let waits = |v| median(rows, v, t, m, |r: &Row| Some(r.waits_per_million()));
+            let hit = |v| median(rows, v, t, m, |r: &Row| Some(r.result.hit_ratio()));
             for batched in [Batching, BatPref] {
                 if let (Some(l), Some(b)) = (waits(Lru), waits(batched)) {
                     let paper =
@@ -630,7 +630,7 @@ fn checks(plan: &Plan, rows: &[Row]) -> Vec<Check> {
                 }
             }
         }
-        if let Some(h) = median(rows, Lru, t, m1, &|r: &Row| Some(r.result.hit_ratio())) {
+        if let Some(h) = median(rows, Lru, t, m1, |r: &Row| Some(r.result.hit_ratio())) {
             let geometry = plan.base.data_pages == 10_000_000 && plan.base.buffer_pages == 1_000_000;
             checks.push(
                 Check::new(

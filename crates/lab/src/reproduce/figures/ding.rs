@@ -23,7 +23,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "--thread-counts", "4", "--duration", "0.1", "--warmup", "0", "--repeat", "1",
                     "--mode", "traditional", "--fraction", "25%",
                 ],
-                secs: 3,
+                secs: 1,
             },
             quick: Scale {
                 args: &[
@@ -31,7 +31,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "1,2,4,8,16,32,64", "--thread-counts", "16", "--duration", "1", "--warmup", "0.3",
                     "--repeat", "1", "--mode", "traditional", "--fraction", "25%",
                 ],
-                secs: 14,
+                secs: 11,
             },
             full: Scale {
                 args: &[
@@ -39,7 +39,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "1,2,4,8,16,32,64", "--thread-counts", "2,16", "--duration", "3", "--warmup", "1",
                     "--repeat", "3", "--mode", "traditional", "--fraction", "25%",
                 ],
-                secs: 200,
+                secs: 230,
             },
         },
         Figure {
@@ -58,7 +58,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "clock,locked-2q,bpw-batch-2q,bpw-pref-2q,bpw-2q", "--thread-counts", "1,4", "--duration",
                     "0.1", "--warmup", "0", "--repeat", "1", "--mode", "traditional", "--fraction", "100%",
                 ],
-                secs: 3,
+                secs: 2,
             },
             quick: Scale {
                 args: &[
@@ -66,7 +66,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "clock,locked-2q,bpw-batch-2q,bpw-pref-2q,bpw-2q", "--thread-counts", "1,16", "--duration",
                     "0.8", "--warmup", "0.2", "--repeat", "2", "--mode", "traditional", "--fraction", "100%",
                 ],
-                secs: 24,
+                secs: 22,
             },
             full: Scale {
                 args: &[
@@ -75,7 +75,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "1,2,4,8,16", "--duration", "3", "--warmup", "1", "--repeat", "3", "--mode", "traditional",
                     "--fraction", "100%",
                 ],
-                secs: 420,
+                secs: 540,
             },
         },
         Figure {
@@ -94,7 +94,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "10%,50%", "--thread-counts", "2", "--duration", "0.1", "--warmup", "0", "--repeat", "1",
                     "--mode", "traditional",
                 ],
-                secs: 3,
+                secs: 1,
             },
             quick: Scale {
                 args: &[
@@ -102,7 +102,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "4096", "--fractions", "5%,10%,25%,50%", "--thread-counts", "8", "--duration", "1",
                     "--warmup", "0.3", "--repeat", "1", "--mode", "traditional",
                 ],
-                secs: 22,
+                secs: 21,
             },
             full: Scale {
                 args: &[
@@ -110,7 +110,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "1%,2%,5%,10%,20%,40%", "--thread-counts", "1,2,4,8", "--duration", "3", "--warmup", "1",
                     "--repeat", "3", "--mode", "traditional",
                 ],
-                secs: 700,
+                secs: 950,
             },
         },
         Figure {
@@ -130,7 +130,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "--buffer-pages", "2000", "--partitions", "4", "--free-lists", "4", "--reclaim", "16",
                     "--duration", "0.05", "--warmup", "0", "--repeat", "1",
                 ],
-                secs: 2,
+                secs: 1,
             },
             quick: Scale {
                 args: &[
@@ -138,14 +138,14 @@ pub(super) fn figures() -> Vec<Figure> {
                     "lru,distlock,batching,bat-pref,bp-distlock,prim", "--data-pages", "2M", "--buffer-pages",
                     "200000", "--duration", "0.25", "--warmup", "0.05", "--repeat", "1",
                 ],
-                secs: 12,
+                secs: 8,
             },
             full: Scale {
                 args: &[
                     "bench", "emulator", "--threads", "2", "--compute-us", "1,2,3,4,5,6", "--duration", "2",
                     "--repeat", "3",
                 ],
-                secs: 500,
+                secs: 450,
             },
         },
         Figure {
@@ -172,11 +172,11 @@ pub(super) fn figures() -> Vec<Figure> {
                     "lru,distlock,batching,bat-pref,bp-distlock,prim", "--data-pages", "2M", "--buffer-pages",
                     "200000", "--duration", "0.25", "--warmup", "0.05", "--repeat", "1",
                 ],
-                secs: 12,
+                secs: 10,
             },
             full: Scale {
                 args: &["bench", "emulator", "--threads", "16", "--compute-us", "1,2,3,4,5,6", "--duration", "2", "--repeat", "3"],
-                secs: 500,
+                secs: 450,
             },
         },
         Figure {
@@ -195,7 +195,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "--partitions", "4", "--free-lists", "4", "--reclaim", "16", "--duration", "0.05",
                     "--warmup", "0", "--repeat", "1",
                 ],
-                secs: 2,
+                secs: 1,
             },
             quick: Scale {
                 args: &[
@@ -203,11 +203,11 @@ pub(super) fn figures() -> Vec<Figure> {
                     "distlock,bat-pref,bp-distlock,prim", "--data-pages", "2M", "--buffer-pages", "200000",
                     "--duration", "0.25", "--warmup", "0.05", "--repeat", "1",
                 ],
-                secs: 8,
+                secs: 10,
             },
             full: Scale {
                 args: &["bench", "emulator", "--all-miss", "--duration", "2", "--repeat", "3"],
-                secs: 250,
+                secs: 330,
             },
         },
     ]
