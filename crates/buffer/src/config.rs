@@ -110,6 +110,14 @@ pub struct PoolConfig {
     /// Write elision (B27): eviction may drop a dirty page without writing it when the log
     /// says it can rebuild the page (`LogFlush::elide_write`). Off by default.
     pub write_elision: bool,
+    /// BP-Wrapper's queue size S (replacement README, "BP-Wrapper"): a thread whose queue holds
+    /// this many accesses blocks on the lock to commit them. Default 64; only a wrapped policy
+    /// (`bpw-`, `bpw-batch-`) has a queue.
+    pub bp_queue_size: usize,
+    /// BP-Wrapper's batch threshold T: from this many queued accesses on, a thread tries the
+    /// lock without blocking. Default 32; `1 <= T <= S`, else opening fails with
+    /// [`crate::BufferError::Config`].
+    pub bp_batch_threshold: usize,
 }
 
 impl std::fmt::Debug for PoolConfig {
@@ -129,6 +137,8 @@ impl std::fmt::Debug for PoolConfig {
             .field("optimistic_leaf_reads", &self.optimistic_leaf_reads)
             .field("prefault", &self.prefault)
             .field("write_elision", &self.write_elision)
+            .field("bp_queue_size", &self.bp_queue_size)
+            .field("bp_batch_threshold", &self.bp_batch_threshold)
             .finish()
     }
 }
@@ -150,6 +160,8 @@ impl Default for PoolConfig {
             optimistic_leaf_reads: false,
             prefault: false,
             write_elision: false,
+            bp_queue_size: 64,
+            bp_batch_threshold: 32,
         }
     }
 }

@@ -92,6 +92,7 @@ counters! {
     miss_shared_nanos: "Nanoseconds of the timed shared-latch misses (eviction and the read included).",
     timed_misses_exclusive: "Fixes timed that missed, with an exclusive latch.",
     miss_exclusive_nanos: "Nanoseconds of the timed exclusive-latch misses.",
+    policy_lock_wait_nanos: "Nanoseconds threads spent blocked in `policy_lock_waits` (every wait timed): with the hold time, what the policy's lock costs per access (Ding et al. Fig. 4).",
 }
 
 /// Adds one to a counter owned by the current thread (single writer: load + store).

@@ -28,10 +28,10 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb_lab::experiments::{
-    chou_dbmin, crash_test, ding_bpwrapper, drift, emulator, fix, gilbert_fix_time, gilbert_long_run,
-    gilbert_policies, gilbert_pools, gilbert_stack_depth, graefe_fig10, graefe_fig12, graefe_fig13,
-    graefe_fig14, insert, isolation, lersch_checkpoints, lersch_cleaner, lersch_restart, lookup, tpcb, tpcc,
-    values, wal, ycsb,
+    chou_dbmin, crash_test, ding_bpwrapper, ding_buffer_sizes, ding_lock_hold, drift, emulator, fix,
+    gilbert_fix_time, gilbert_long_run, gilbert_policies, gilbert_pools, gilbert_stack_depth, graefe_fig10,
+    graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lersch_checkpoints, lersch_cleaner,
+    lersch_restart, lookup, tpcb, tpcc, values, wal, ycsb,
 };
 use swizzledb_lab::Usage;
 
@@ -206,11 +206,20 @@ enum Experiment {
     #[command(name = "gilbert-fix-time")]
     FixTime(gilbert_fix_time::FixTimeArgs),
     /// Ding, Shan & Jiang 2015 (BP-Wrapper) on the live engine: lookups at a pool of half the data
-    /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), and behind BP-Wrapper
-    /// (bpw-*; hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads:
+    /// with CLOCK, LRU, 2Q and hot/cold locked on every access (locked-*), 2Q with prefetching
+    /// alone (bpw-pref-2q) and batching alone (bpw-batch-2q), and behind BP-Wrapper (bpw-*;
+    /// hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads (Figs. 8-9):
     /// throughput, hit ratio and lock waits per million accesses
     #[command(name = "ding-bpwrapper", alias = "bp-wrapper")]
     BpWrapper(ding_bpwrapper::BpWrapperArgs),
+    /// Ding et al. 2015 Fig. 4: the replacement lock's time per page access (held plus waited
+    /// for) and the hit ratio as BP-Wrapper's batch size grows (queue size S and threshold T)
+    #[command(name = "ding-lock-hold")]
+    LockHold(ding_lock_hold::LockHoldArgs),
+    /// Ding et al. 2015 Fig. 10: hit ratio and throughput of CLOCK, locked 2Q and BP-Wrapper 2Q
+    /// as the pool grows (--direct-io for device reads)
+    #[command(name = "ding-buffer-sizes")]
+    BufferSizes(ding_buffer_sizes::BufferSizesArgs),
 }
 
 fn main() -> ExitCode {
@@ -262,6 +271,8 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Experiment::LongRun(args) => gilbert_long_run::execute(&args),
             Experiment::FixTime(args) => gilbert_fix_time::execute(&args),
             Experiment::BpWrapper(args) => ding_bpwrapper::execute(&args),
+            Experiment::LockHold(args) => ding_lock_hold::execute(&args),
+            Experiment::BufferSizes(args) => ding_buffer_sizes::execute(&args),
         },
         Command::Trace { action } => trace::run(action),
         Command::CrashTest(args) => crash_test::run(&args),

@@ -468,8 +468,17 @@ fn emulator_tiny_writes_csv_checks_and_plots() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    for needle in ["checks (Ding", "lru / bat-pref", "bat-pref / distlock", "hit ratio batching - lru"] {
+    for needle in [
+        "lru / bat-pref waits per million",
+        "bat-pref / distlock accesses/s",
+        "batching - lru hit ratio",
+        "(paper: ",
+    ] {
         assert!(stdout.contains(needle), "{needle} missing from\n{stdout}");
+    }
+    let checks = std::fs::read_to_string(scratch.0.join("emulator.checks.json")).unwrap();
+    for needle in ["\"verdict\"", "prim / bat-pref accesses/s", "bp-distlock / distlock accesses/s"] {
+        assert!(checks.contains(needle), "{needle} missing from\n{checks}");
     }
     let text = std::fs::read_to_string(scratch.0.join("emulator.csv")).unwrap();
     let mut lines = text.lines();
@@ -544,10 +553,12 @@ fn bp_wrapper_experiment_tiny() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("core(s)") && stdout.contains("ratio to clock"), "{stdout}");
     assert!(
-        stdout.contains("bpw-lru tracks CLOCK") && stdout.contains("bpw-lru keeps locked-lru"),
+        stdout.contains("bpw-lru / clock lookups/s") && stdout.contains("bpw-lru vs locked-lru hit ratio"),
         "{stdout}"
     );
-    assert!(stdout.contains("less than locked-lru") || stdout.contains("never waited"), "{stdout}");
+    assert!(stdout.contains("locked-lru / bpw-lru waits per million accesses"), "{stdout}");
+    let checks = std::fs::read_to_string(out.join("ding-bpwrapper.checks.json")).unwrap();
+    assert!(checks.contains("\"bpw-lru / clock lookups/s\""), "{checks}");
     let (header, rows) = read_csv(&out.join("ding-bpwrapper.csv"));
     assert_eq!(rows.len(), 3 * 2 * 2, "policies x thread counts x repetitions");
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
@@ -567,6 +578,7 @@ fn bp_wrapper_experiment_tiny() {
             "bpw-lru" => assert!(acquired * 8 < n("fixes"), "{r:?}"),
             other => panic!("unexpected policy {other}"),
         }
+        assert_eq!(r[col("io")], "page-cache", "a pool of 25% reads the file through the page cache");
     }
     assert_plots(&out, "ding-bpwrapper-throughput");
     assert_plots(&out, "ding-bpwrapper-waits");

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{BpConfig, BpWrapper, LeafOnly, Policy, PolicyKind, UnknownPolicy, Variant};
+use crate::{BpConfig, BpConfigError, BpWrapper, LeafOnly, Policy, PolicyKind, UnknownPolicy, Variant};
 
 /// The prefix that restricts a policy to the leaves of the cached subtree.
 const LEAF_PREFIX: &str = "leaf-";
@@ -51,17 +51,37 @@ impl PolicySpec {
     /// As [`PolicyKind::build`].
     #[must_use]
     pub fn build(&self, capacity: usize, seed: u64) -> Box<dyn Policy> {
+        let d = BpConfig::default();
+        self.build_with_queue(capacity, seed, d.queue_size, d.batch_threshold)
+            .expect("default S and T are valid")
+    }
+
+    /// [`PolicySpec::build`] with BP-Wrapper's queue size S and batch threshold T instead of the
+    /// defaults (64 and 32); both are ignored unless the policy is wrapped (`bpw-`, `bpw-batch-`,
+    /// `bpw-pref-`, `locked-`; the unbatched variants hold no queue).
+    ///
+    /// # Errors
+    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`, for a wrapped
+    /// policy.
+    ///
+    /// # Panics
+    /// As [`PolicyKind::build`].
+    pub fn build_with_queue(
+        &self,
+        capacity: usize,
+        seed: u64,
+        queue_size: usize,
+        batch_threshold: usize,
+    ) -> Result<Box<dyn Policy>, BpConfigError> {
         let mut policy = self.kind.build(capacity, seed);
         if let Some(variant) = self.bp_wrapper {
-            let config = BpConfig { variant, ..BpConfig::default() };
-            policy = Box::new(
-                BpWrapper::with_config(policy, capacity, config).expect("default S and T are valid"),
-            );
+            let config = BpConfig { variant, queue_size, batch_threshold };
+            policy = Box::new(BpWrapper::with_config(policy, capacity, config)?);
         }
         if self.leaf_only {
             policy = Box::new(LeafOnly::new(policy, capacity));
         }
-        policy
+        Ok(policy)
     }
 }
 
@@ -110,6 +130,32 @@ impl FromStr for PolicySpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// S and T reach the wrapper; a threshold above the queue size is refused for a wrapped
+    /// policy and ignored for an unwrapped one.
+    #[test]
+    fn build_with_queue_checks_and_passes_s_and_t() {
+        let bpw: PolicySpec = "bpw-batch-lru".parse().unwrap();
+        assert!(matches!(
+            bpw.build_with_queue(8, 1, 8, 16),
+            Err(BpConfigError::Threshold { threshold: 16, size: 8 })
+        ));
+        assert!(bpw.build_with_queue(8, 1, 8, 0).is_err());
+        assert!(PolicySpec::from(PolicyKind::Lru).build_with_queue(8, 1, 8, 16).is_ok());
+        assert_eq!(bpw.build_with_queue(8, 1, 1, 1).unwrap().name(), "bpw-batch-lru");
+        // T = 1: every access commits at once, so the lock is taken once per access.
+        let policy = bpw.build_with_queue(8, 1, 1, 1).unwrap();
+        let hooks: Vec<crate::FrameHook> = (0..8).map(|_| crate::FrameHook::default()).collect();
+        for f in 0..8u32 {
+            policy.on_insert(
+                crate::FrameId(f),
+                crate::PageId::new(u64::from(f) + 1).unwrap(),
+                &hooks[f as usize],
+            );
+        }
+        let stats = policy.lock_stats().unwrap();
+        assert_eq!((stats.accesses, stats.lock_acquisitions), (8, 8));
+    }
 
     /// Every spelling round-trips through Display, which equals the built policy's name.
     #[test]

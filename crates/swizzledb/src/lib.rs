@@ -340,6 +340,16 @@ impl Builder {
         self
     }
 
+    /// BP-Wrapper's queue size S and batch threshold T (default 64 and 32; replacement README,
+    /// "BP-Wrapper") for a wrapped policy (`bpw-2q`, `bpw-batch-lru`, ...); ignored by others.
+    /// `create` and `open` fail with [`BufferError::Config`] unless `1 <= T <= S`.
+    #[must_use]
+    pub fn bp_queue(mut self, queue_size: usize, batch_threshold: usize) -> Self {
+        self.config.bp_queue_size = queue_size;
+        self.config.bp_batch_threshold = batch_threshold;
+        self
+    }
+
     /// Fault all of the pool's memory in when the database opens (buffer README F1b), so that
     /// a growing database pays no page faults while it runs: the memory is committed at once
     /// and opening takes longer. Off by default. The lab's benchmarks turn it on, so that a

@@ -95,3 +95,42 @@ fn r1_bp_wrapped_policies_keep_the_tree_intact() {
         }
     }
 }
+
+/// BP-Wrapper's S and T reach the pool (`Builder::bp_queue`): a batch of one takes the lock for
+/// every access, a batch of 64 far less often, and T above S is refused at `create`, naming both.
+#[test]
+fn bp_queue_sets_the_batch_and_refuses_a_threshold_above_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec: PolicySpec = "bpw-batch-lru".parse().unwrap();
+    let open = |name: &str, s: usize, t: usize| {
+        Database::builder()
+            .logging(false)
+            .page_size(4096)
+            .pool_bytes(64 * 4096)
+            .policy(spec)
+            .bp_queue(s, t)
+            .create(dir.path().join(name))
+    };
+    match open("bad.swz", 8, 16) {
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.contains("batch threshold 16") && msg.contains("queue size 8"), "{msg}");
+        }
+        Ok(_) => panic!("T = 16 above S = 8 was accepted"),
+    }
+    let mut per_access = Vec::new();
+    for (name, b) in [("one.swz", 1), ("many.swz", 64)] {
+        let db = open(name, b, b).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..2_000u32 {
+            t.upsert(&i.to_be_bytes(), b"value").unwrap();
+        }
+        for i in 0..20_000u32 {
+            assert!(t.get(&(i % 2_000).to_be_bytes()).unwrap().is_some());
+        }
+        let s = db.stats();
+        per_access.push(s.policy_lock_acquisitions as f64 / s.policy_accesses as f64);
+    }
+    assert!(per_access[0] >= 0.9, "batch 1: {per_access:?}");
+    assert!(per_access[1] < 0.1, "batch 64: {per_access:?}");
+}

@@ -323,7 +323,10 @@ impl BufferPool {
             d.parent.store(NO_PARENT, Relaxed);
         }
         let low = (capacity / 64).clamp(2, 256);
-        let policy = config.policy.build(capacity, config.seed);
+        let policy = config
+            .policy
+            .build_with_queue(capacity, config.seed, config.bp_queue_size, config.bp_batch_threshold)
+            .map_err(|e| BufferError::Config(e.to_string()))?;
         let optimistic =
             config.optimistic_reads && config.mode.swizzles() && config.trace.is_none() && !config.time_fixes;
         let optimistic_leaves = optimistic
@@ -474,6 +477,7 @@ impl BufferPool {
             stats.policy_lock_hold_nanos = lock.timed_hold_nanos;
             stats.policy_accesses = lock.accesses;
             stats.policy_dropped_hits = lock.dropped_hits;
+            stats.policy_lock_wait_nanos = lock.wait_nanos;
         }
         stats
     }

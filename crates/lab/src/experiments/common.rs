@@ -133,6 +133,7 @@ pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, St
         optimistic_leaf_reads: c.optimistic_leaf_reads,
         baseline: c.baseline,
         dir: c.dir.clone().unwrap_or_else(std::env::temp_dir),
+        bp_queue: (64, 32),
     })
 }
 

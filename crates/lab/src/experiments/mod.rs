@@ -5,6 +5,8 @@ pub mod chou_dbmin;
 pub mod common;
 pub mod crash_test;
 pub mod ding_bpwrapper;
+pub mod ding_buffer_sizes;
+pub mod ding_lock_hold;
 pub mod drift;
 pub mod emulator;
 pub mod fix;
@@ -53,6 +55,16 @@ mod tests {
                 "ding-bpwrapper.csv",
                 Some("`ding-bpwrapper.csv`"),
                 columns::<super::ding_bpwrapper::BpWrapperRow>(),
+            ),
+            (
+                "ding-buffer-sizes.csv",
+                Some("`ding-bpwrapper.csv`"),
+                columns::<super::ding_bpwrapper::BpWrapperRow>(),
+            ),
+            (
+                "ding-lock-hold.csv",
+                Some("`ding-lock-hold.csv`"),
+                columns::<super::ding_lock_hold::LockHoldRow>(),
             ),
             ("chou-dbmin.csv", Some("`chou-dbmin.csv`"), columns::<super::chou_dbmin::DbminRow>()),
             ("emulator.csv", Some("`emulator.csv`"), columns::<super::emulator::EmulatorRow>()),

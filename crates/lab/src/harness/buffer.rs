@@ -78,6 +78,9 @@ pub struct Config {
     pub baseline: Option<PoolMode>,
     /// Directory for the temporary database files.
     pub dir: PathBuf,
+    /// BP-Wrapper's queue size S and batch threshold T (`swizzledb::Builder::bp_queue`;
+    /// 64 and 32 unless an experiment sweeps them).
+    pub bp_queue: (usize, usize),
 }
 
 /// The default pool: the whole data set fits (records x 200 bytes, rounded up to MiB, at least
@@ -485,6 +488,7 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         .direct_io(cfg.direct_io)
         .background_eviction(cfg.background_eviction)
         .optimistic_leaf_reads(cfg.optimistic_leaf_reads)
+        .bp_queue(cfg.bp_queue.0, cfg.bp_queue.1)
         .logging(LOGGING);
     // Under `swizzledb trace record`, every database records a trace.
     if let Some(trace) = crate::recording::next_trace_path() {
@@ -780,6 +784,7 @@ mod tests {
             optimistic_leaf_reads: false,
             baseline: None,
             dir: dir.clone(),
+            bp_queue: (64, 32),
         };
         let (results, open) = run(&cfg, Progress::off()).unwrap();
         drop(open);

@@ -70,11 +70,16 @@ impl BpWrapper {
         Guard { guard, timed }
     }
 
-    /// Takes the lock, blocking; counts a wait if another thread held it.
+    /// Takes the lock, blocking; counts a wait, and the nanoseconds it took, if another thread
+    /// held it.
     pub(super) fn lock(&self) -> Guard<'_> {
         let guard = self.lock.try_lock().unwrap_or_else(|| {
             bump(&self.counters.blocking_waits);
-            self.lock.lock()
+            let started = Instant::now();
+            let guard = self.lock.lock();
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.counters.wait_nanos.fetch_add(nanos, Ordering::Relaxed);
+            guard
         });
         self.acquired(guard)
     }

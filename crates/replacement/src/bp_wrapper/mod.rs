@@ -243,6 +243,7 @@ impl BpWrapper {
             dropped_hits: dropped,
             timed_holds: get(&c.timed_holds),
             timed_hold_nanos: get(&c.timed_hold_nanos),
+            wait_nanos: get(&c.wait_nanos),
         }
     }
 

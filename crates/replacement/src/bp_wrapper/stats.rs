@@ -27,6 +27,10 @@ pub struct BpStats {
     pub timed_holds: u64,
     /// Total nanoseconds the timed acquisitions held the lock.
     pub timed_hold_nanos: u64,
+    /// Total nanoseconds threads spent blocked in [`BpStats::blocking_waits`], every wait timed
+    /// (a wait is already the slow path, so its two clock reads cost the fast path nothing):
+    /// with the hold time, the lock's cost per access including contention (the paper's Fig. 4).
+    pub wait_nanos: u64,
 }
 
 impl BpStats {
@@ -46,6 +50,16 @@ impl BpStats {
         per_hold * self.lock_acquisitions as f64 / self.accesses as f64
     }
 
+    /// Estimated nanoseconds per page access that the lock costs: held
+    /// ([`BpStats::hold_nanos_per_access`]) plus waited for ([`BpStats::wait_nanos`]).
+    #[must_use]
+    pub fn lock_nanos_per_access(&self) -> f64 {
+        if self.accesses == 0 {
+            return 0.0;
+        }
+        self.hold_nanos_per_access() + self.wait_nanos as f64 / self.accesses as f64
+    }
+
     /// The counters of `self` and `other` added (for partitioned wrappers).
     #[must_use]
     pub fn plus(&self, other: &BpStats) -> BpStats {
@@ -59,6 +73,7 @@ impl BpStats {
             dropped_hits: self.dropped_hits + other.dropped_hits,
             timed_holds: self.timed_holds + other.timed_holds,
             timed_hold_nanos: self.timed_hold_nanos + other.timed_hold_nanos,
+            wait_nanos: self.wait_nanos + other.wait_nanos,
         }
     }
 }
@@ -85,6 +100,7 @@ pub(super) struct Counters {
     pub(super) locked_accesses: AtomicU64,
     pub(super) timed_holds: AtomicU64,
     pub(super) timed_hold_nanos: AtomicU64,
+    pub(super) wait_nanos: AtomicU64,
 }
 
 pub(super) fn bump(counter: &AtomicU64) {

@@ -120,7 +120,7 @@ fn r1_hits_commit_in_fifo_order_and_stale_entries_are_skipped() {
     assert_eq!(stats.stale_entries_skipped, 1);
     assert_eq!(stats.accesses, 10, "four inserts and six hits");
     assert_eq!(stats.lock_acquisitions, 4);
-    assert_eq!((stats.failed_try_locks, stats.blocking_waits), (0, 0));
+    assert_eq!((stats.failed_try_locks, stats.blocking_waits, stats.wait_nanos), (0, 0, 0));
     // A miss-path hook commits the caller's queue first; the hit on page 20 inserts it.
     h.hit(&policy, &[0]);
     assert_eq!(policy.next_candidate(&h), Some(FrameId(0)));
@@ -277,6 +277,10 @@ fn failed_try_locks_keep_working_until_the_queue_is_full() {
         assert!(released.load(Ordering::SeqCst), "a full queue waits for the lock");
     });
     assert_eq!(log.lock().hits, [(1, 5); 4]);
+    // A blocking wait is timed (the main thread normally blocks for most of the 20 ms).
+    let stats = policy.stats();
+    assert_eq!(stats.blocking_waits > 0, stats.wait_nanos > 0, "{stats:?}");
+    assert!(stats.lock_nanos_per_access() >= stats.hold_nanos_per_access());
 }
 
 /// The lock-free queues under a draining thread: four producers hit their own four frames in
