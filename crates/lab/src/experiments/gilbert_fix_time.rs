@@ -17,6 +17,7 @@ use swizzledb::{PolicySpec, PoolMode, Stats};
 
 use crate::experiment::{self, Check, Experiment, Verdict};
 use crate::experiments::common::tpcc_config;
+use crate::experiments::gilbert_pools::percent;
 use crate::harness::pools::{self, PoolPoint, PoolRun, PoolSweep};
 use crate::plot::{Chart, Point, Scale, Series};
 use crate::progress::Progress;
@@ -220,7 +221,7 @@ impl Experiment for FixTime {
             self.config.warehouses,
             self.sweep.threads,
             self.sweep.points.first().map_or_else(String::new, |p| p.policy.to_string()),
-            self.fractions.iter().map(|f| format!("{:.0}%", f * 100.0)).collect::<Vec<_>>().join(", "),
+            self.fractions.iter().map(|&f| percent(f)).collect::<Vec<_>>().join(", "),
             self.sweep.duration.as_secs_f64(),
             self.sweep.repeat
         ) + if self.sweep.direct_io {
@@ -242,8 +243,8 @@ impl Experiment for FixTime {
             let pool = pools::pool_bytes(&self.sweep, &point, r.data_bytes);
             writeln!(
                 out,
-                "\npool {:.0}% of the data ({}): ns per fix (fixes per run)",
-                fraction * 100.0,
+                "\npool {} of the data ({}): ns per fix (fixes per run)",
+                percent(fraction),
                 bytes(pool)
             )?;
             let mut table = vec![vec![
@@ -278,8 +279,8 @@ impl Experiment for FixTime {
         };
         let cond = |f: f64| {
             format!(
-                "inside TPC-C, pool {:.0}% of {} warehouses, {} thread(s), {} s cold runs",
-                f * 100.0,
+                "inside TPC-C, pool {} of {} warehouses, {} thread(s), {} s cold runs",
+                percent(f),
                 self.config.warehouses,
                 self.sweep.threads,
                 self.sweep.duration.as_secs_f64()

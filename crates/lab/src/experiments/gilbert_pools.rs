@@ -724,11 +724,11 @@ impl Experiment for Pools {
                             Verdict::of(ok),
                         )
                         .because(if ok {
-                            "within the tolerance"
+                            "within the tolerance".to_string()
                         } else if m < 1.0 {
-                            "CAR misses less, but by less than the thesis's 25-55%: our 4-warehouse working set fits the small pools better"
+                            format!("CAR misses less, but by less than the thesis's 25-55% ({}; the thesis ran 100 warehouses)", self.workload.scale())
                         } else {
-                            "CAR does not miss less than GCLOCK here"
+                            format!("CAR does not miss less than GCLOCK here ({})", self.workload.scale())
                         }),
                     );
                 }

@@ -20,11 +20,11 @@ pub(super) fn figures() -> Vec<Figure> {
             io: Io::None,
             tiny: Scale {
                 args: &["experiment", "gilbert-stack-depth", "--warehouses", "1", "--small-catalog", "--threads", "1,2", "--transactions", "1000"],
-                secs: 3,
+                secs: 2,
             },
             quick: Scale {
                 args: &["experiment", "gilbert-stack-depth", "--warehouses", "1", "--threads", "1,4", "--transactions", "20000"],
-                secs: 12,
+                secs: 8,
             },
             full: Scale {
                 args: &["experiment", "gilbert-stack-depth", "--warehouses", "20", "--threads", "1,100", "--transactions", "500000"],
@@ -43,11 +43,11 @@ pub(super) fn figures() -> Vec<Figure> {
             io: Io::Direct,
             tiny: Scale {
                 args: &["experiment", "gilbert-pools", "--warehouses", "1", "--small-catalog", "--fractions", "4%,25%", "--duration", "0.2", "--repeat", "1", "--direct-io"],
-                secs: 6,
+                secs: 8,
             },
             quick: Scale {
-                args: &["experiment", "gilbert-pools", "--warehouses", "1", "--fractions", "1.85%,3.7%,7.6%,15.1%,25%,50%", "--duration", "0.6", "--repeat", "1", "--direct-io"],
-                secs: 60,
+                args: &["experiment", "gilbert-pools", "--warehouses", "1", "--fractions", "1.85%,3.7%,7.6%,15.1%,25%,50%", "--duration", "1", "--repeat", "1", "--direct-io"],
+                secs: 50,
             },
             full: Scale {
                 args: &["experiment", "gilbert-pools", "--warehouses", "20", "--threads", "2", "--duration", "30", "--repeat", "3", "--direct-io"],
@@ -68,7 +68,7 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             quick: Scale {
                 args: &["experiment", "gilbert-policies", "--policies", "random,gclock,car", "--mode", "traditional,swizzling", "--records", "500000", "--fractions", "4%,15%,50%", "--duration", "0.5", "--warmup", "0.2", "--repeat", "1", "--direct-io"],
-                secs: 20,
+                secs: 22,
             },
             full: Scale {
                 args: &["experiment", "gilbert-policies", "--policies", "random,gclock,car", "--mode", "traditional,swizzling", "--records", "20000000", "--fractions", "1%,2%,4%,8%,15%,25%,50%", "--duration", "10", "--repeat", "3", "--direct-io"],
@@ -85,11 +85,11 @@ pub(super) fn figures() -> Vec<Figure> {
             io: Io::Direct,
             tiny: Scale {
                 args: &["experiment", "gilbert-fix-time", "--warehouses", "1", "--small-catalog", "--fractions", "3.7%,150%", "--duration", "0.3", "--repeat", "1", "--direct-io"],
-                secs: 4,
+                secs: 5,
             },
             quick: Scale {
                 args: &["experiment", "gilbert-fix-time", "--warehouses", "1", "--fractions", "3.7%,150%", "--duration", "1.5", "--repeat", "2", "--direct-io"],
-                secs: 20,
+                secs: 18,
             },
             full: Scale {
                 args: &["experiment", "gilbert-fix-time", "--warehouses", "20", "--threads", "2", "--fractions", "3.7%,150%", "--duration", "60", "--repeat", "3", "--direct-io"],
@@ -109,7 +109,7 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             quick: Scale {
                 args: &["experiment", "gilbert-long-run", "--warehouses", "1", "--fractions", "25%,100%", "--duration", "4", "--sample", "1", "--direct-io"],
-                secs: 25,
+                secs: 20,
             },
             full: Scale {
                 args: &["experiment", "gilbert-long-run", "--warehouses", "20", "--threads", "2", "--fractions", "25%,100%", "--duration", "3000", "--sample", "30", "--direct-io"],
@@ -126,11 +126,11 @@ pub(super) fn figures() -> Vec<Figure> {
             io: Io::None,
             tiny: Scale {
                 args: &["experiment", "fix", "--records", "20000", "--fixes", "20000", "--repeat", "1"],
-                secs: 2,
+                secs: 1,
             },
             quick: Scale {
                 args: &["experiment", "fix", "--records", "200000", "--fixes", "2000000", "--repeat", "3"],
-                secs: 8,
+                secs: 3,
             },
             full: Scale { args: &["experiment", "fix", "--records", "1000000", "--fixes", "20000000", "--repeat", "5"], secs: 120 },
         },
