@@ -477,7 +477,8 @@ impl Experiment for Pools {
             writeln!(
                 out,
                 "\nswizzling / traditional, paired by repetition: median [95% interval of the median] \
-                 of the throughput ratio, and median ratios of what could explain it"
+                 of the throughput ratio, median ratios of what could explain it, and the refused \
+                 candidates per evicted page in each mode (medians)"
             )?;
             let mut table = vec![vec![
                 "policy".to_string(),
@@ -486,7 +487,7 @@ impl Experiment for Pools {
                 "tx/CPU-s".into(),
                 "miss ratio".into(),
                 "evictioner total".into(),
-                "refused/evicted".into(),
+                "refused/evicted, trad -> swz".into(),
             ]];
             for &policy in &self.policies {
                 for &fraction in &self.fractions {
@@ -502,7 +503,13 @@ impl Experiment for Pools {
                         other(tx_per_cpu_sec),
                         other(miss_ratio),
                         other(eviction_ms_total),
-                        other(refused_per_eviction),
+                        {
+                            let at = |mode| {
+                                self.median(&r.runs, mode, policy, fraction, refused_per_eviction)
+                                    .map_or("-".into(), |v| format!("{v:.2}"))
+                            };
+                            format!("{} -> {}", at(PoolMode::Traditional), at(PoolMode::Swizzling))
+                        },
                     ]);
                 }
             }
