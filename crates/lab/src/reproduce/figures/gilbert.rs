@@ -51,7 +51,7 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             full: Scale {
                 args: &["experiment", "gilbert-pools", "--warehouses", "20", "--threads", "2", "--duration", "30", "--repeat", "3", "--direct-io"],
-                secs: 7000,
+                secs: 7800,
             },
         },
         Figure {
@@ -72,7 +72,7 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             full: Scale {
                 args: &["experiment", "gilbert-policies", "--policies", "random,gclock,car", "--mode", "traditional,swizzling", "--records", "20000000", "--fractions", "1%,2%,4%,8%,15%,25%,50%", "--duration", "10", "--repeat", "3", "--direct-io"],
-                secs: 1800,
+                secs: 2100,
             },
         },
         Figure {
