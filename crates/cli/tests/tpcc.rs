@@ -218,6 +218,47 @@ fn gilbert_pools_sweeps_pool_sizes_and_policies() {
     scratch.assert_only_out_left();
 }
 
+/// `experiment gilbert-pools --fractions` takes the thesis's sizes from 1% to 50% (checked by
+/// parsing alone: a bad list stops before anything runs) and refuses bad ones with exit status
+/// 2, writing nothing.
+#[test]
+fn gilbert_pools_fractions_are_checked_before_anything_runs() {
+    let scratch = Scratch::new("gilbert-pools-usage");
+    let out = scratch.0.join("out");
+    for bad in ["0%", "-1%", "1%,abc", "2000%", "1%,,50%"] {
+        let o = Command::new(BIN)
+            .args(["experiment", "gilbert-pools", &format!("--fractions={bad}"), "--dir"])
+            .arg(&scratch.0)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--fractions"), "{bad}");
+        assert!(!out.exists(), "{bad}: the output directory was made");
+    }
+    // Good sizes from 1% to 50% get past parsing: with --modes main-memory the run is refused
+    // as a usage error of its own (exit 2, not a parse error), still before anything is written.
+    let o = Command::new(BIN)
+        .args([
+            "experiment",
+            "gilbert-pools",
+            "--fractions",
+            "1%,1.85%,3.7%,15.1%,25%,50%",
+            "--modes",
+            "main-memory",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("main-memory mode never evicts") && !stderr.contains("--fractions"), "{stderr}");
+    assert!(!out.exists());
+    scratch.assert_only_out_left();
+}
+
 /// `experiment gilbert-stack-depth` at the smallest scale: one histogram per thread count whose
 /// buckets add up to the references, and LRU's misses fall as the frames grow.
 #[test]

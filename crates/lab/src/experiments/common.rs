@@ -257,3 +257,14 @@ pub fn print_points(out: &mut dyn Write, configs: &[Config], outcome: &Outcome) 
     }
     Ok(())
 }
+
+/// TPC-C with `warehouses` at the benchmark's scale, or with the small catalog of
+/// `--small-catalog` (smoke runs: [`TpccConfig::tiny`]).
+#[must_use]
+pub fn tpcc_config(warehouses: u32, small_catalog: bool) -> crate::tpcc::TpccConfig {
+    if small_catalog {
+        crate::tpcc::TpccConfig::tiny(warehouses)
+    } else {
+        crate::tpcc::TpccConfig::standard(warehouses)
+    }
+}

@@ -42,6 +42,8 @@ pub struct FixSample {
     pub ns_per_fix: f64,
     /// Whether a write-ahead log was on (never: this measures the buffer).
     pub logging: bool,
+    /// Always `none`: every page is resident before the timed loop, which reads no file.
+    pub io: &'static str,
 }
 
 /// Runs the measurement: `fixes` fixes per mode, latch mode and repetition.
@@ -97,6 +99,7 @@ pub fn run(
                     fixes,
                     ns_per_fix: ns,
                     logging: LOGGING,
+                    io: "none",
                 });
             }
         }
@@ -163,7 +166,8 @@ impl Experiment for Fix {
 
     fn caption(&self) -> String {
         format!(
-            "fix(): ns per fix + unfix of a resident child of the root, {} records, {} repetitions\n{LOGGING_NOTE}",
+            "fix(): ns per fix + unfix of a resident child of the root, {} records, {} repetitions; no file is \
+             read in the timed loop (every page resident)\n{LOGGING_NOTE}",
             thousands(self.cfg.records),
             self.cfg.repeat
         )
@@ -204,25 +208,34 @@ impl Experiment for Fix {
         if let (Some(s), Some(t)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::Traditional, "shared"))
         {
             let v = s / t;
-            checks.push(Check {
-                what: "fix: swizzled/page-table, shared hits in a tight loop".into(),
-                paper: "about 0.7 inside TPC-C (Gilbert 2017); larger gains (Graefe 2014); below 0.85 counts"
-                    .into(),
-                ours: format!("{v:.2}"),
-                verdict: Verdict::of(v < 0.85),
-                reason: String::new(),
-            });
+            checks.push(
+                Check::new(
+                    "fix: swizzled / page-table ns per shared hit, an isolated hit loop",
+                    "no figure for an isolated loop in Gilbert 2017 or Graefe 2014 (Gilbert's about 0.7 is fix() \
+                     inside TPC-C, Fig. 2.7: see gilbert-fix-time's hits check); the direction is claimed: a swizzled \
+                     hit skips the page table; below 1 counts",
+                    format!("{v:.2} (children of the root, all resident, one thread, no workload around the fix)"),
+                    Verdict::of(v < 1.0),
+                )
+                .because(if v < 1.0 {
+                    "the direction only: no paper measured this loop; not comparable with the in-TPC-C 0.7"
+                } else {
+                    "a swizzled hit is not cheaper even in isolation"
+                }),
+            );
         }
         if let (Some(s), Some(mm)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::MainMemory, "shared"))
         {
             let v = s / mm;
-            checks.push(Check {
-                what: "fix: swizzling/main-memory, shared hits".into(),
-                paper: "equal; the difference is the replacement policy's hit hook; within 1.5 counts".into(),
-                ours: format!("{v:.2}"),
-                verdict: Verdict::of(v <= 1.5),
-                reason: String::new(),
-            });
+            checks.push(
+                Check::new(
+                    "fix: swizzling / main-memory ns per shared hit, an isolated hit loop",
+                    "about equal (Graefe 2014: swizzling reaches main-memory speed while the data fits); within 1.5 counts",
+                    format!("{v:.2}"),
+                    Verdict::of(v <= 1.5),
+                )
+                .because("the remaining difference is the replacement policy's hit hook"),
+            );
         }
         checks
     }

@@ -17,6 +17,7 @@ use std::time::Duration;
 use swizzledb::{PolicySpec, PoolMode, Stats};
 
 use crate::experiment::{self, Check, Experiment, Verdict};
+use crate::experiments::common::tpcc_config;
 use crate::harness::pools::BaseFile;
 use crate::harness::{self, Until};
 use crate::plot::{Chart, Point, Scale, Series};
@@ -32,6 +33,10 @@ pub struct LongRunArgs {
     /// Warehouses (about 100 MiB of records each; the thesis ran 100)
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     warehouses: u32,
+    /// A smaller TPC-C catalog for smoke runs: 2,000 items and 300 customers per district
+    /// instead of the benchmark's 100,000 and 3,000 (loads about 20 times faster)
+    #[arg(long)]
+    small_catalog: bool,
     /// Pool sizes as percentages of the loaded database, comma-separated
     #[arg(long, default_value = "25%,100%", value_delimiter = ',', value_parser = units::parse_pool_percent)]
     fractions: Vec<f64>,
@@ -73,7 +78,7 @@ pub fn execute(args: &LongRunArgs) -> Result<ExitCode, Box<dyn Error>> {
     if args.sample > args.duration {
         return Err(Usage("--sample must not be longer than --duration".into()).into());
     }
-    let config = TpccConfig::standard(args.warehouses);
+    let config = tpcc_config(args.warehouses, args.small_catalog);
     config.validate().map_err(|e| Usage(e.to_string()))?;
     let mut fractions = args.fractions.clone();
     fractions.sort_by(f64::total_cmp);
@@ -135,6 +140,7 @@ pub struct LongRunRow {
     pub evictions: u64,
     pub logging: bool,
     pub direct_io: bool,
+    pub io: &'static str,
 }
 
 /// Every sample, and the loaded file's bytes.
@@ -224,6 +230,7 @@ impl Experiment for LongRun {
                     evictions: s.evictions,
                     logging: false,
                     direct_io: self.direct_io,
+                    io: if self.direct_io { "direct" } else { "page-cache" },
                 });
                 bar.inc(1);
             }
@@ -294,22 +301,27 @@ impl Experiment for LongRun {
             })
             .collect();
         let Some(best) = ratios.iter().copied().reduce(f64::max) else { return Vec::new() };
-        vec![Check {
-            what: "Fig. 2.12: swizzling / traditional throughput over a long run, best pool size".into(),
-            paper: "up to 1.18 in 50-minute runs (one run per size); 1.00 to 1.25 counts".into(),
-            ours: format!(
-                "{best:.2} (sizes: {})",
-                ratios.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>().join(", ")
+        let ok = (1.0..=1.25).contains(&best);
+        vec![Check::new(
+            "Fig. 2.12: swizzling / traditional throughput over a long run, best pool size",
+            "up to 1.18 in 50-minute runs, 100 warehouses, 8 terminals (one run per size); 1.00 to 1.25 counts",
+            format!(
+                "{best:.2} (sizes: {}; {} samples of {} s, {} warehouses, {} thread(s))",
+                ratios.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>().join(", "),
+                self.samples,
+                self.sample.as_secs_f64(),
+                self.config.warehouses,
+                self.threads
             ),
-            verdict: if (1.0..=1.25).contains(&best) {
-                Verdict::Holds
-            } else if best > 0.95 {
-                Verdict::Partial
-            } else {
-                Verdict::Fails
-            },
-            reason: String::new(),
-        }]
+            Verdict::of(ok),
+        )
+        .because(if ok {
+            "within the tolerance; one long run per size, as in the thesis, so a single ratio carries the run's noise"
+        } else if best > 1.25 {
+            "swizzling ahead by more than the thesis measured"
+        } else {
+            "swizzling not ahead at any size"
+        })]
     }
 
     fn rows(&self, r: &Results) -> Vec<LongRunRow> {

@@ -8,7 +8,7 @@
 //! are open at once and their repetitions are interleaved (rep 1 of every variant, then rep 2,
 //! ...), so that drift in the machine's speed hits them alike.
 
-use crate::experiment::{self, Experiment};
+use crate::experiment::{self, Check, Experiment, Verdict};
 use crate::experiments::common::{base_config, parse_fraction, parse_zipf, working_set_records, Common};
 use crate::harness::buffer::{self, Config, Loaded, Measurement, Progress, TempFile};
 use crate::harness::buffer_report as report;
@@ -74,6 +74,17 @@ impl Variant {
         self.median(|m| per(m.stats.eviction_nanos, m.stats.eviction_rounds).map(|ns| ns / 1e3))
     }
 
+    /// Median evictioner time over a whole repetition, in milliseconds: the time per call times
+    /// the calls.
+    pub fn eviction_ms_total(&self) -> Option<f64> {
+        self.median(|m| Some(eviction_ms_total(&m.stats)))
+    }
+
+    /// Median evictioner time per page evicted (the thesis's time per `pick_victim` call), ns.
+    pub fn eviction_ns_per_page(&self) -> Option<f64> {
+        self.median(|m| per(m.stats.eviction_nanos, m.stats.evictions))
+    }
+
     /// Median rejections of any reason per eviction.
     pub fn rejections_per_eviction(&self) -> Option<f64> {
         self.median(|m| per(rejections(&m.stats), m.stats.evictions))
@@ -86,6 +97,11 @@ fn hit_ratio(s: &Stats) -> Option<f64> {
 
 fn per(num: u64, den: u64) -> Option<f64> {
     (den > 0).then(|| num as f64 / den as f64)
+}
+
+/// Evictioner milliseconds in total.
+fn eviction_ms_total(s: &Stats) -> f64 {
+    s.eviction_nanos as f64 / 1e6
 }
 
 fn rejections(s: &Stats) -> u64 {
@@ -227,6 +243,15 @@ pub fn print_tables(
         cfg.duration
     )?;
     report::write_logging_note(out)?;
+    writeln!(
+        out,
+        "misses read {}",
+        if cfg.direct_io {
+            "the device (O_DIRECT)"
+        } else {
+            "through the OS page cache (--direct-io for device reads)"
+        }
+    )?;
     for &fraction in &plan.fractions {
         let at: Vec<&Variant> = variants.iter().filter(|v| v.fraction == fraction).collect();
         let Some(first) = at.first() else { continue };
@@ -238,6 +263,7 @@ pub fn print_tables(
                 format!("{short} /s"),
                 "hit".into(),
                 "evict us/call".into(),
+                "evict ms total".into(),
                 "refused/evict".into(),
             ]);
         }
@@ -255,6 +281,7 @@ pub fn print_tables(
                 row.push(cell(&Variant::throughput, &|x| thousands(x.round() as u64)));
                 row.push(cell(&Variant::hit_ratio, &|x| format!("{:.2}%", x * 100.0)));
                 row.push(cell(&Variant::eviction_us, &|x| format!("{x:.1}")));
+                row.push(cell(&Variant::eviction_ms_total, &|x| format!("{x:.1}")));
                 row.push(cell(&Variant::rejections_per_eviction, &|x| format!("{x:.2}")));
             }
             table.push(row);
@@ -267,41 +294,108 @@ pub fn print_tables(
     Ok(())
 }
 
-/// The paper's claims next to what this run measured, for the policies the run included.
-pub fn print_checks(out: &mut impl Write, plan: &Plan, variants: &[Variant]) -> io::Result<()> {
+/// The thesis's claims (TPC-C, chapter 3) held against this run's lookups, for the policies
+/// the run included.
+#[must_use]
+pub fn checks(plan: &Plan, variants: &[Variant]) -> Vec<Check> {
     let find = |fraction: f64, mode: PoolMode, name: &str| {
-        variants.iter().find(|v| v.fraction == fraction && v.mode == mode && v.policy.to_string() == name)
+        variants.iter().find(|v| {
+            let n = v.policy.to_string();
+            v.fraction == fraction && v.mode == mode && (n == name || n.starts_with(&format!("{name}(")))
+        })
     };
-    writeln!(out, "\nchecks (Gilbert 2017, Ch. 3; TPC-C there, lookups here):")?;
-    for &fraction in &plan.fractions {
-        let pct = fraction * 100.0;
+    let workload = format!(
+        "lookups ({}) at pools of {} of the data; the thesis ran TPC-C",
+        plan.base.zipf.map_or("uniform".to_string(), |s| format!("Zipf s={s}")),
+        plan.fractions.iter().map(|f| format!("{:.0}%", f * 100.0)).collect::<Vec<_>>().join(", ")
+    );
+    let mut checks = Vec::new();
+    // One check per mode and claim: the ratio at every pool size, the verdict on their median.
+    type Metric = fn(&Variant) -> Option<f64>;
+    let claims: [(&str, &str, Metric, &str, &str, f64, f64); 5] = [
+        (
+            "Figs. 3.4/3.5",
+            "CAR's miss ratio / GCLOCK's",
+            |v| v.hit_ratio().map(|h| 1.0 - h),
+            "car",
+            "0.43 to 0.82 (18-57% lower at 100-2000 MiB of 13.22 GiB); 0.45 to 0.82 counts",
+            0.45,
+            0.82,
+        ),
+        (
+            "Fig. 3.9",
+            "evictioner time per victim, CAR / GCLOCK",
+            Variant::eviction_ns_per_page,
+            "car",
+            "about 28 (off) and 30 (on) per pick_victim call; 10 to 90 counts",
+            10.0,
+            90.0,
+        ),
+        (
+            "Fig. 3.9",
+            "evictioner time per victim, RANDOM / GCLOCK",
+            Variant::eviction_ns_per_page,
+            "random",
+            "below 0.75 (off), about 0.5 (on); 0.4 to 0.85 counts",
+            0.4,
+            0.85,
+        ),
+        (
+            "Fig. 3.9",
+            "total evictioner time per repetition, CAR / GCLOCK",
+            Variant::eviction_ms_total,
+            "car",
+            "about 1.065 (off) and 1.07 (on); 0.8 to 1.3 counts",
+            0.8,
+            1.3,
+        ),
+        (
+            "Fig. 3.9",
+            "total evictioner time per repetition, RANDOM / GCLOCK",
+            Variant::eviction_ms_total,
+            "random",
+            "slightly below 1 (off), about 0.965 (on); 0.8 to 1.1 counts",
+            0.8,
+            1.1,
+        ),
+    ];
+    for (fig, what, f, name, paper, lo, hi) in claims {
         for &mode in &plan.modes {
-            let gclock = find(fraction, mode, "gclock(k=10)");
-            let miss = |v: Option<&Variant>| v.and_then(Variant::hit_ratio).map(|h| 1.0 - h);
-            if let (Some(car), Some(g)) = (miss(find(fraction, mode, "car")), miss(gclock)) {
-                writeln!(
-                    out,
-                    "  {pct:.0}% {mode}: CAR miss ratio / GCLOCK = {:.2} (paper: 0.45-0.82 at small and middle pools)",
-                    car / g
-                )?;
-            }
-            let us = |v: Option<&Variant>| v.and_then(Variant::eviction_us);
-            if let (Some(car), Some(g)) = (us(find(fraction, mode, "car")), us(gclock)) {
-                writeln!(
-                    out,
-                    "  {pct:.0}% {mode}: CAR evictioner time per call / GCLOCK = {:.1} (paper: 28-30, Fig. 3.9)",
-                    car / g
-                )?;
-            }
-            if let (Some(r), Some(g)) = (us(find(fraction, mode, "random")), us(gclock)) {
-                writeln!(
-                    out,
-                    "  {pct:.0}% {mode}: RANDOM evictioner time per call / GCLOCK = {:.2} (paper: 0.5-0.75)",
-                    r / g
-                )?;
-            }
+            let at: Vec<(f64, f64)> = plan
+                .fractions
+                .iter()
+                .filter_map(|&fr| {
+                    let v = f(find(fr, mode, name)?)?;
+                    let g = f(find(fr, mode, "gclock")?)?;
+                    Some((fr, crate::stats::ratio(v, g)?))
+                })
+                .collect();
+            let values: Vec<f64> = at.iter().map(|&(_, v)| v).collect();
+            let Some(m) = crate::stats::median(&values) else { continue };
+            let ok = (lo..=hi).contains(&m);
+            checks.push(
+                Check::new(
+                    format!("{fig} ({mode}): {what}"),
+                    paper,
+                    format!(
+                        "{} (median {m:.2})",
+                        at.iter()
+                            .map(|(fr, v)| format!("{v:.2} at {:.0}%", fr * 100.0))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    Verdict::of(ok),
+                )
+                .because(if ok {
+                    format!("within the tolerance; {workload}")
+                } else {
+                    format!("outside the tolerance; {workload}")
+                }),
+            );
         }
-        if let [a, b] = plan.modes[..] {
+    }
+    if let [a, b] = plan.modes[..] {
+        for &fraction in &plan.fractions {
             // Hit ratios of the policies measured in both modes, in plan order.
             let pairs: Vec<(f64, f64)> = plan
                 .policies
@@ -318,23 +412,23 @@ pub fn print_checks(out: &mut impl Write, plan: &Plan, variants: &[Variant]) -> 
                 .collect();
             if pairs.len() >= 3 {
                 let (xs, ys): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
-                let spread = |v: &[f64]| {
-                    let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
-                    (hi - lo) * 100.0
-                };
-                writeln!(
-                    out,
-                    "  {pct:.0}%: hit-ratio ranking {a} vs {b}: Spearman rho = {:.2} over {} policies \
-                     (spread {:.2} / {:.2} points; paper: ranking unchanged by swizzling)",
-                    spearman(&xs, &ys),
-                    pairs.len(),
-                    spread(&xs),
-                    spread(&ys)
-                )?;
+                let rho = spearman(&xs, &ys);
+                checks.push(
+                    Check::new(
+                        format!(
+                            "Figs. 3.4/3.5: hit-ratio ranking of the policies, {a} against {b}, pool {:.0}%",
+                            fraction * 100.0
+                        ),
+                        "unchanged by swizzling (RANDOM, GCLOCK, CAR); Spearman rho of 0.7 or more counts",
+                        format!("rho = {rho:.2} over {} policies", pairs.len()),
+                        Verdict::of(rho >= 0.7),
+                    )
+                    .because(format!("{workload}; more policies than the thesis's three")),
+                );
             }
         }
     }
-    Ok(())
+    checks
 }
 
 /// Spearman's rank correlation of two equally long samples (ties get their mean rank).
@@ -374,7 +468,7 @@ pub const CSV_HEADER: &str =
     "experiment,mode,policy,pool_fraction,pool_bytes,data_bytes,records,working_set,\
 zipf,threads,repetition,lookups_per_sec,fixes,hits,hit_ratio,evictions,eviction_rounds,eviction_us_per_call,\
 proposals,rejected_in_use,rejected_root,rejected_swizzled_children,rejected_not_resident,sweep_evictions,\
-sweep_refusals,logging";
+sweep_refusals,logging,eviction_ms_total,eviction_ns_per_page,io";
 
 /// One row of `gilbert-policies.csv`: one mode, policy, pool size and repetition (columns in
 /// `docs/results-schema.md`).
@@ -406,6 +500,9 @@ pub struct PolicyRow {
     pub sweep_evictions: u64,
     pub sweep_refusals: u64,
     pub logging: bool,
+    pub eviction_ms_total: f64,
+    pub eviction_ns_per_page: Option<f64>,
+    pub io: &'static str,
 }
 
 /// The rows of `gilbert-policies.csv`.
@@ -443,6 +540,9 @@ pub fn rows(plan: &Plan, variants: &[Variant], data_bytes: u64) -> Vec<PolicyRow
                 sweep_evictions: s.sweep_evictions,
                 sweep_refusals: s.sweep_refusals,
                 logging: buffer::LOGGING,
+                eviction_ms_total: eviction_ms_total(s),
+                eviction_ns_per_page: per(s.eviction_nanos, s.evictions),
+                io: if cfg.direct_io { "direct" } else { "page-cache" },
             });
         }
     }
@@ -485,9 +585,10 @@ pub fn chart(
         x_scale: crate::plot::Scale::Linear,
         series,
         note: Some(format!(
-            "{} thread(s), {} lookups, median and min..max of {} repetitions",
+            "{} thread(s), {} lookups, misses read {}; median and min..max of {} repetitions",
             plan.base.threads,
             plan.base.zipf.map_or("uniform".to_string(), |s| format!("Zipf s={s}")),
+            if plan.base.direct_io { "the device (O_DIRECT)" } else { "the OS page cache" },
             plan.base.repeat
         )),
         vline: None,
@@ -502,7 +603,68 @@ pub fn measurement_hit_ratio(m: &Measurement) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::spearman;
+    use super::*;
+
+    /// A tiny run: every variant evicts at a quarter of the data; every row says how misses
+    /// read (`page-cache` here) and its total evictioner time is its time per call times its
+    /// calls; every chart and every check is there, the checks with a reason.
+    #[test]
+    fn a_tiny_run_has_rows_charts_and_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Config {
+            experiment: "gilbert-policies".into(),
+            records: 20_000,
+            working_set: 20_000,
+            zipf: Some(0.9),
+            threads: 1,
+            modes: vec![PoolMode::Traditional, PoolMode::Swizzling],
+            pool_bytes: 8 << 20,
+            page_size: 4096,
+            policy: PolicySpec::default(),
+            duration: 0.05,
+            timed_ops: None,
+            warmup: 0.0,
+            repeat: 2,
+            seed: 1,
+            direct_io: false,
+            background_eviction: true,
+            optimistic_leaf_reads: false,
+            baseline: None,
+            dir: dir.path().to_path_buf(),
+        };
+        let policies = ["random", "gclock", "car"].map(|p| p.parse().unwrap()).to_vec();
+        let plan = Plan {
+            base,
+            policies,
+            modes: vec![PoolMode::Traditional, PoolMode::Swizzling],
+            fractions: vec![0.25],
+        };
+        let results = plan.run(Progress::off()).unwrap();
+        let rows = plan.rows(&results);
+        assert_eq!(rows.len(), 12);
+        for r in &rows {
+            assert_eq!(r.io, "page-cache");
+            assert!(r.evictions > 0 && r.eviction_rounds > 0, "{r:?}");
+            let per_call_times_calls = r.eviction_us_per_call.unwrap() * r.eviction_rounds as f64 / 1e3;
+            assert!(
+                (per_call_times_calls - r.eviction_ms_total).abs() <= 1e-9 * r.eviction_ms_total.max(1.0),
+                "{r:?}"
+            );
+        }
+        assert_eq!(plan.charts(&results).len(), 8);
+        let checks = plan.checks(&results);
+        assert_eq!(checks.len(), 11, "{checks:#?}");
+        assert!(checks.iter().all(|c| !c.reason.is_empty()), "{checks:#?}");
+    }
+
+    /// 2 ms over 4 calls is 500 µs per call: the total is the sum, not a median of calls.
+    #[test]
+    fn total_evictioner_time_is_the_sum_of_the_calls() {
+        let s = Stats { eviction_nanos: 2_000_000, eviction_rounds: 4, evictions: 40, ..Stats::default() };
+        assert_eq!(eviction_ms_total(&s), 2.0);
+        assert_eq!(per(s.eviction_nanos, s.eviction_rounds), Some(500_000.0));
+        assert_eq!(per(s.eviction_nanos, s.evictions), Some(50_000.0));
+    }
 
     #[test]
     fn spearman_of_same_reversed_and_tied_orders() {
@@ -585,8 +747,11 @@ impl Experiment for Plan {
     }
 
     fn tables(&self, r: &Results, mut out: &mut dyn Write) -> io::Result<()> {
-        print_tables(&mut out, self, &r.variants, r.data_bytes)?;
-        print_checks(&mut out, self, &r.variants)
+        print_tables(&mut out, self, &r.variants, r.data_bytes)
+    }
+
+    fn checks(&self, r: &Results) -> Vec<Check> {
+        checks(self, &r.variants)
     }
 
     fn rows(&self, r: &Results) -> Vec<PolicyRow> {
@@ -614,6 +779,24 @@ impl Experiment for Plan {
                 measurement_hit_ratio,
             );
             charts.push((format!("{}-hit-ratio-{}", Self::NAME, mode.name()), hits));
+            let per_call = chart(
+                self,
+                &r.variants,
+                mode,
+                "Evictioner time per call (Gilbert 2017, Fig. 3.9)",
+                "evictioner microseconds per call",
+                |m| per(m.stats.eviction_nanos, m.stats.eviction_rounds).map(|ns| ns / 1e3),
+            );
+            charts.push((format!("{}-eviction-per-call-{}", Self::NAME, mode.name()), per_call));
+            let total = chart(
+                self,
+                &r.variants,
+                mode,
+                "Evictioner time in total per repetition (Gilbert 2017, Fig. 3.9)",
+                "evictioner milliseconds in total",
+                |m| Some(eviction_ms_total(&m.stats)),
+            );
+            charts.push((format!("{}-eviction-total-{}", Self::NAME, mode.name()), total));
         }
         charts
     }

@@ -19,6 +19,7 @@ use swizzledb::Database;
 use swizzledb_sim::{StackDistances, Trace};
 
 use crate::experiment::{self, Check, Experiment, Verdict};
+use crate::experiments::common::tpcc_config;
 use crate::harness::{self, Until};
 use crate::plot::{Chart, Point, Scale, Series};
 use crate::progress::Progress;
@@ -33,6 +34,10 @@ pub struct StackDepthArgs {
     /// Warehouses (the thesis traced 100)
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     warehouses: u32,
+    /// A smaller TPC-C catalog for smoke runs: 2,000 items and 300 customers per district
+    /// instead of the benchmark's 100,000 and 3,000 (loads about 20 times faster)
+    #[arg(long)]
+    small_catalog: bool,
     /// Thread counts, comma-separated: one trace each (the thesis compared 1 and 100)
     #[arg(long, default_value = "1,2", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Vec<u16>,
@@ -55,7 +60,7 @@ pub const NEAR: u64 = 20;
 /// # Errors
 /// Bad options (as [`Usage`]), or a database, trace or I/O failure.
 pub fn execute(args: &StackDepthArgs) -> Result<ExitCode, Box<dyn Error>> {
-    let config = TpccConfig::standard(args.warehouses);
+    let config = tpcc_config(args.warehouses, args.small_catalog);
     config.validate().map_err(|e| Usage(e.to_string()))?;
     let mut threads: Vec<usize> = args.threads.iter().map(|&t| usize::from(t)).collect();
     threads.sort_unstable();
@@ -139,6 +144,7 @@ pub struct StackDepthRow {
     pub share: f64,
     pub lru_misses: u64,
     pub lru_miss_ratio: f64,
+    pub io: &'static str,
 }
 
 /// Removes the database, its log and its trace when dropped.
@@ -264,14 +270,13 @@ impl Experiment for StackDepth {
                 what: format!("share of references with an LRU distance below 20, {} thread(s)", d.threads),
                 paper: "63% (1 thread), 54% (100 threads); within 10 points of 63% counts".into(),
                 ours: format!("{:.1}%", share * 100.0),
-                verdict: if (share - 0.63).abs() <= 0.10 {
-                    Verdict::Holds
-                } else if share >= 0.5 {
-                    Verdict::Partial
-                } else {
-                    Verdict::Fails
-                },
-                reason: String::new(),
+                verdict: Verdict::of((share - 0.63).abs() <= 0.10),
+                reason: format!(
+                    "{}; {} warehouses and {} transactions here, 100 warehouses and 500,000 transactions in the thesis",
+                    if (share - 0.63).abs() <= 0.10 { "within 10 points" } else { "more than 10 points from 63%" },
+                    self.config.warehouses,
+                    thousands(d.transactions)
+                ),
             });
         }
         if let (Some(first), Some(last)) = (results.first(), results.last()) {
@@ -282,7 +287,10 @@ impl Experiment for StackDepth {
                     paper: "lower with more threads (54% at 100 against 63% at 1)".into(),
                     ours: format!("{:.1}% against {:.1}%", b * 100.0, a * 100.0),
                     verdict: Verdict::of(b <= a),
-                    reason: String::new(),
+                    reason: format!(
+                        "the direction only; the thesis compared 1 and 100 threads, this run {} and {}",
+                        first.threads, last.threads
+                    ),
                 });
             }
         }
@@ -302,7 +310,15 @@ impl Experiment for StackDepth {
                         share * 100.0
                     ),
                     verdict: Verdict::of(share < 0.01),
-                    reason: String::new(),
+                    reason: format!(
+                        "{}; the tolerance is wide because our database has {} pages, the thesis's 1,691,576",
+                        if share < 0.01 {
+                            "a tiny share of the database serves three quarters of the references, as in the thesis"
+                        } else {
+                            "three quarters of the references need 1% of the database or more"
+                        },
+                        thousands(d.db_pages)
+                    ),
                 });
             }
         }
@@ -325,6 +341,7 @@ impl Experiment for StackDepth {
                     share: references as f64 / requests,
                     lru_misses,
                     lru_miss_ratio: lru_misses as f64 / requests,
+                    io: "none",
                 });
             }
             let cold = d.stack.cold();
@@ -338,6 +355,7 @@ impl Experiment for StackDepth {
                 share: cold as f64 / requests,
                 lru_misses: cold,
                 lru_miss_ratio: cold as f64 / requests,
+                io: "none",
             });
         }
         rows

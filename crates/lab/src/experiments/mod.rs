@@ -156,7 +156,7 @@ mod tests {
         );
         assert_eq!(
             joined(columns::<super::fix::FixSample>()),
-            "experiment,mode,latch,repetition,fixes,ns_per_fix,logging"
+            "experiment,mode,latch,repetition,fixes,ns_per_fix,logging,io"
         );
         assert_eq!(
             joined(columns::<super::trace_analyze::MissRatioRow>()),

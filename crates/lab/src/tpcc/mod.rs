@@ -103,8 +103,8 @@ impl TpccConfig {
         TpccConfig { warehouses, items: 100_000, customers: 3_000, remote: true, seed: 0x7C5C }
     }
 
-    /// For tests only: 2,000 items and 300 customers per district, so a warehouse loads in well
-    /// under a second in a debug build. Everything else is as in [`TpccConfig::standard`].
+    /// For tests and smoke runs (`--small-catalog` of the Gilbert experiments): 2,000 items and
+    /// 300 customers per district, so a warehouse loads in well under a second in a debug build. Everything else is as in [`TpccConfig::standard`].
     #[must_use]
     pub fn tiny(warehouses: u32) -> Self {
         TpccConfig { items: 2_000, customers: 300, ..TpccConfig::standard(warehouses) }
