@@ -120,7 +120,7 @@ fn an_interrupted_run_resumes_without_redoing_finished_figures() {
     let out = scratch.0.join("report");
     let dir = out.to_str().unwrap();
     // Two quick figures, in the order the run takes them (the registry's).
-    let pair = ["chou-fig2", "lersch-restart"];
+    let pair = ["chou-dbmin", "lersch-restart"];
     let order: Vec<&str> = figures::all().iter().map(|f| f.id).filter(|id| pair.contains(id)).collect();
     let [first, second] = order[..] else { panic!("{pair:?} are not both figures: {order:?}") };
     let only = format!("{first},{second}");
@@ -177,7 +177,7 @@ fn bad_input_writes_nothing() {
     // A non-empty directory that holds no run is refused.
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join("mine.txt"), "keep").unwrap();
-    let o = reproduce(&["--tiny", "--only", "chou-fig2", "--out", out.to_str().unwrap()]);
+    let o = reproduce(&["--tiny", "--only", "lersch-restart", "--out", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let left: BTreeSet<String> = std::fs::read_dir(&out)
         .unwrap()

@@ -631,6 +631,7 @@ mod tests {
             optimistic_leaf_reads: false,
             baseline: None,
             dir: dir.path().to_path_buf(),
+            bp_queue: (64, 32),
         };
         let policies = ["random", "gclock", "car"].map(|p| p.parse().unwrap()).to_vec();
         let plan = Plan {
