@@ -19,7 +19,7 @@ pub(super) fn figures() -> Vec<Figure> {
             args: &["sim", "chou-dbmin", "--quick", "--ncq", "2,8,16", "--jobs", "2"],
             secs: 5,
         },
-        quick: Scale { args: &["sim", "chou-dbmin", "--quick", "--ncq", "1,4,8,12,16", "--jobs", "2"], secs: 8 },
+        quick: Scale { args: &["sim", "chou-dbmin", "--quick", "--ncq", "1,4,8,12,16", "--jobs", "2"], secs: 3 },
         full: Scale { args: &["sim", "chou-dbmin", "--jobs", "2"], secs: 900 },
     }]
 }

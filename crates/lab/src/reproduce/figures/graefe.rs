@@ -23,7 +23,7 @@ pub(super) fn figures() -> Vec<Figure> {
             quick: Scale {
                 args: &[
                     "experiment", "graefe-fig10", "--direct-io", "--pool", "16MiB", "--max-factor", "4",
-                    "--duration", "0.5", "--warmup", "0.2", "--repeat", "1",
+                    "--duration", "0.4", "--warmup", "0.1", "--repeat", "2",
                 ],
                 secs: 20,
             },
@@ -41,7 +41,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     out-perform the traditional buffer pool.",
             io: Io::None,
             tiny: Scale { args: &["experiment", "graefe-fig12", "--records", "12000", "--repeat", "1"], secs: 2 },
-            quick: Scale { args: &["experiment", "graefe-fig12", "--records", "300000", "--repeat", "2"], secs: 12 },
+            quick: Scale { args: &["experiment", "graefe-fig12", "--records", "300000", "--repeat", "3"], secs: 4 },
             full: Scale { args: &["experiment", "graefe-fig12", "--records", "6000000", "--repeat", "5"], secs: 150 },
         },
         Figure {
@@ -65,9 +65,9 @@ pub(super) fn figures() -> Vec<Figure> {
                 args: &[
                     "experiment", "graefe-fig13", "--direct-io", "--mode", "traditional,swizzling", "--records",
                     "2M", "--hot", "32MiB", "--pool", "64MiB", "--interval", "2", "--shifts", "4", "--sample",
-                    "0.1", "--repeat", "1",
+                    "0.1", "--repeat", "2",
                 ],
-                secs: 30,
+                secs: 45,
             },
             full: Scale {
                 args: &[
@@ -87,12 +87,18 @@ pub(super) fn figures() -> Vec<Figure> {
                     locking on, about 50% with both off, and statistically equal to main-memory throughout.",
             io: Io::None,
             tiny: Scale {
-                args: &["experiment", "graefe-fig14", "--warehouses", "1", "--duration", "0.1", "--repeat", "1"],
-                secs: 10,
+                args: &[
+                    "experiment", "graefe-fig14", "--warehouses", "1", "--items", "2000", "--customers", "300",
+                    "--duration", "0.1", "--repeat", "1",
+                ],
+                secs: 5,
             },
             quick: Scale {
-                args: &["experiment", "graefe-fig14", "--warehouses", "1", "--duration", "0.5", "--repeat", "1"],
-                secs: 50,
+                args: &[
+                    "experiment", "graefe-fig14", "--warehouses", "1", "--items", "20000", "--customers", "600",
+                    "--duration", "1", "--repeat", "2",
+                ],
+                secs: 30,
             },
             full: Scale {
                 args: &[
