@@ -20,7 +20,7 @@ pub(super) fn figures() -> Vec<Figure> {
             secs: 5,
         },
         quick: Scale { args: &["sim", "chou-dbmin", "--quick", "--ncq", "1,4,8,12,16", "--jobs", "2"], secs: 3 },
-        full: Scale { args: &["sim", "chou-dbmin", "--jobs", "2"], secs: 900 },
+        full: Scale { args: &["sim", "chou-dbmin", "--jobs", "2"], secs: 200 },
     }]
 }
 
