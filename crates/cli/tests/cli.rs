@@ -163,8 +163,11 @@ fn fig10_tiny_writes_summary_csv_and_json() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("Fig. 10/11 summary"), "{stdout}");
-    assert!(stdout.contains("swizzling/main-memory"), "{stdout}");
+    assert!(stdout.contains("Fig. 10, data in memory: swizzling / main-memory"), "{stdout}");
+    assert!(stdout.contains("Fig. 11, data beyond the pool: swizzling / traditional"), "{stdout}");
     assert!(stdout.contains("memory limit"), "main-memory must stop at its limit beyond the pool: {stdout}");
+    let checks = std::fs::read_to_string(out.join("graefe-fig10.checks.json")).unwrap();
+    assert!(checks.contains("\"verdict\"") && checks.contains("Fig. 11"), "{checks}");
     let csv = std::fs::read_to_string(out.join("graefe-fig10.csv")).unwrap();
     let mut lines = csv.lines();
     let header = lines.next().unwrap();
@@ -182,6 +185,7 @@ fn fig10_tiny_writes_summary_csv_and_json() {
         "hit_ratio",
         "p99_ns",
         "memory_bytes",
+        "io",
     ] {
         assert!(header.split(',').any(|h| h == col), "missing column {col} in {header}");
     }
@@ -268,7 +272,7 @@ fn fig12_and_fig13_tiny() {
         stdout
     };
     let s = run(&["experiment", "fig12", "--records", "30000", "--repeat", "2"]);
-    assert!(s.contains("inserts: swizzling/main-memory"), "{s}");
+    assert!(s.contains("Fig. 12: swizzling / main-memory inserts/s"), "{s}");
     assert_plots(&out, "graefe-fig12");
     let csv = std::fs::read_to_string(out.join("graefe-fig12.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * 2, "{csv}");
@@ -290,10 +294,11 @@ fn fig12_and_fig13_tiny() {
         "--repeat",
         "1",
     ]);
-    assert!(s.contains("drift: swizzling/traditional"), "{s}");
+    assert!(s.contains("Fig. 13: steady state, swizzling / traditional"), "{s}");
+    assert!(s.contains("recovered after"), "the transitions per shift: {s}");
     assert_plots(&out, "graefe-fig13");
     let series = std::fs::read_to_string(out.join("graefe-fig13-series.csv")).unwrap();
-    assert!(series.starts_with("experiment,mode,repetition,t_s,phase,throughput,hit_ratio"));
+    assert!(series.starts_with("experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging,io"));
     assert!(series.lines().count() > 10, "{series}");
     assert!(
         series.lines().any(|l| l.split(',').nth(4) == Some("2")),

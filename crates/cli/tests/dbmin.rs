@@ -81,17 +81,25 @@ fn quick_run_of_one_mix_writes_rows_plots_and_checks() {
         "Fig. 2 (no sharing), M3, 60 buffers",
         "Fig. 5 (feedback load control, no sharing), M3, 60 buffers",
         "clock+lc",
-        "checks of the paper's claims",
-        "DBMIN above HOT by",
-        "DBMIN above WS by",
+        "Fig. 2, M3, no sharing: DBMIN above HOT",
+        "Fig. 2, M3, no sharing: DBMIN above WS",
         "CLOCK thrashes without load control",
-        "CLOCK with load control at",
+        "Fig. 5, M3: CLOCK with load control against HOT",
         "wall time of the grid:",
     ] {
         assert!(stdout.contains(needle), "{needle:?} missing from\n{stdout}");
     }
-    let verdicts = stdout.lines().filter(|l| l.starts_with("  ok ") || l.starts_with("  MISSED ")).count();
-    assert_eq!(verdicts, 2 + 3 + 1 + 3, "one verdict per claim and algorithm:\n{stdout}");
+    // One check per claim and algorithm, printed with its mark and in chou-dbmin.checks.json.
+    let marked = stdout.lines().filter(|l| [" ✓", " ✗", " ~"].iter().any(|m| l.contains(m))).count();
+    assert_eq!(marked, 2 + 3 + 1 + 3, "one verdict per claim and algorithm:\n{stdout}");
+    let json = std::fs::read_to_string(scratch.0.join("chou-dbmin.checks.json")).unwrap();
+    let checks: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let checks = checks["rows"].as_array().expect("the checks, as rows");
+    assert_eq!(checks.len(), marked, "{json}");
+    for c in checks {
+        assert!(["holds", "partial", "fails"].contains(&c["verdict"].as_str().unwrap()), "{c}");
+        assert!(!c["paper"].as_str().unwrap().is_empty() && !c["ours"].as_str().unwrap().is_empty(), "{c}");
+    }
 }
 
 /// DS15: with --max-doublings 1 a run whose half-width exceeds 5% of its throughput measures

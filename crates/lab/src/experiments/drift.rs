@@ -6,7 +6,7 @@
 //! seconds, giving a time series per mode: a dip at every shift (misses on the new quarter) and
 //! the steady state between shifts.
 
-use crate::experiment::{self, Experiment};
+use crate::experiment::{self, Check, Experiment, Verdict};
 use crate::experiments::common::{base_config, Common, Outcome};
 use crate::harness::buffer::RECORD_BYTES;
 use crate::harness::buffer::{create, fail, is_value_for, load, Config, ModeResult, Progress, LOGGING};
@@ -54,6 +54,9 @@ pub struct Sample {
     pub hit_ratio: f64,
     /// Whether a write-ahead log was on (never: this measures the buffer).
     pub logging: bool,
+    /// How the sample's misses were served: `direct` (O_DIRECT), `page-cache`, or `none` (no page
+    /// read during the sample).
+    pub io: &'static str,
 }
 
 /// Runs the workload: per repetition and mode, load, then one drifting measurement.
@@ -188,6 +191,7 @@ fn measure(
                     d.hits as f64 / (d.hits + d.misses) as f64
                 },
                 logging: LOGGING,
+                io: report::io_of(cfg.direct_io, d.pages_read),
             });
             last = (n, st, now);
             if t >= total_secs {
@@ -257,14 +261,22 @@ pub fn execute(args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn execute_as(experiment: &'static str, args: &DriftArgs) -> Result<ExitCode, Box<dyn StdError>> {
+    let plan = plan(experiment, args)?;
+    experiment::execute(&plan, args.common.out.as_deref())
+}
+
+/// The plan of the drift workload as `experiment` (`drift` or `graefe-fig13`).
+///
+/// # Errors
+/// Bad options.
+pub fn plan(experiment: &'static str, args: &DriftArgs) -> Result<DriftPlan, Usage> {
     let hot = args.hot / RECORD_BYTES;
     if hot == 0 || hot > args.records {
         return Err(Usage(format!(
             "--hot {} must hold at least one record and at most the {} records of --records",
             text::bytes(args.hot),
             args.records
-        ))
-        .into());
+        )));
     }
     let mut cfg = base_config(experiment, &args.common, args.pool).map_err(Usage)?;
     cfg.records = args.records;
@@ -272,8 +284,7 @@ pub fn execute_as(experiment: &'static str, args: &DriftArgs) -> Result<ExitCode
     cfg.duration = args.interval * f64::from(args.shifts + 1);
     cfg.warmup = 0.0;
     let drift = Drift { interval: args.interval, shifts: args.shifts, sample: args.sample };
-    let plan = DriftPlan { name: experiment, cfg, drift, hot_bytes: args.hot };
-    experiment::execute(&plan, args.common.out.as_deref())
+    Ok(DriftPlan { name: experiment, cfg, drift, hot_bytes: args.hot })
 }
 
 /// The plan of `bench drift` and `experiment graefe-fig13`.
@@ -307,10 +318,14 @@ impl Experiment for DriftPlan {
 
     fn caption(&self) -> String {
         format!(
-            "hot range of {} slides by a quarter every {} s, {} shifts; throughput = lookups/s over the whole run",
+            "hot range of {} in {} of data slides by a quarter every {} s, {} shifts, pool {}; throughput = \
+             lookups/s over the whole run; {}",
             text::bytes(self.hot_bytes),
+            text::bytes(self.cfg.records * RECORD_BYTES),
             self.drift.interval,
-            self.drift.shifts
+            self.drift.shifts,
+            text::bytes(self.cfg.pool_bytes as u64),
+            report::io_text(self.cfg.direct_io)
         )
     }
 
@@ -324,6 +339,15 @@ impl Experiment for DriftPlan {
         writeln!(out)?;
         report::print_table(&mut out, &self.cfg, &r.results)?;
         print_drift_summary(&mut out, &r.samples, self.drift.interval, &self.cfg.modes)
+    }
+
+    fn checks(&self, r: &DriftResults) -> Vec<Check> {
+        // `bench drift` makes no claim; `experiment graefe-fig13` holds the paper's against it.
+        if self.name == crate::experiments::graefe_fig13::NAME {
+            drift_checks(&r.samples, self.drift.interval, self.drift.sample, self.cfg.direct_io)
+        } else {
+            Vec::new()
+        }
     }
 
     fn rows(&self, r: &DriftResults) -> Vec<crate::harness::buffer_report::Record> {
@@ -350,6 +374,206 @@ impl Experiment for DriftPlan {
         }
         Ok(())
     }
+}
+
+/// A shift shows as a dip when a sample in the first half of the phase after it falls this far
+/// (as a share) below the steady level before it.
+pub const DIP: f64 = 0.2;
+/// A dip has recovered once a sample is back at this share of the steady level before the shift.
+pub const RECOVERED: f64 = 0.9;
+
+/// One shift of the hot range as one mode's throughput series shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transition {
+    /// The shift, from 1.
+    pub shift: u32,
+    /// Seconds into the measurement at which the range moved (the end of the phase's last sample).
+    pub at_s: f64,
+    /// The steady level before: median lookups/s of the later half of the previous phase's samples.
+    pub before: f64,
+    /// The lowest sample in the first half of the phase after the shift.
+    pub low: f64,
+    /// Whether `low` is at least [`DIP`] below `before`.
+    pub dipped: bool,
+    /// Seconds from the shift to the end of the first sample, at or after the low one, back at
+    /// [`RECOVERED`] of `before`; `None` without a dip, or if the phase ends first.
+    pub recovery_s: Option<f64>,
+}
+
+impl Transition {
+    /// A dip, then a recovery within the phase.
+    #[must_use]
+    pub fn visible(&self) -> bool {
+        self.dipped && self.recovery_s.is_some()
+    }
+}
+
+/// The transitions of one series (one mode, one repetition, in time order): one per shift
+/// that has samples on both sides.
+#[must_use]
+pub fn transitions(series: &[Sample], interval: f64) -> Vec<Transition> {
+    let last_phase = series.iter().map(|s| s.phase).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for k in 1..=last_phase {
+        let prev: Vec<&Sample> = series.iter().filter(|s| s.phase == k - 1).collect();
+        let cur: Vec<&Sample> = series.iter().filter(|s| s.phase == k).collect();
+        let (Some(end), false) = (prev.last(), cur.is_empty()) else { continue };
+        let at_s = end.t_s;
+        let later: Vec<f64> = prev[prev.len() / 2..].iter().map(|s| s.throughput).collect();
+        let Some(before) = summarize(&later).map(|s| s.median) else { continue };
+        let early: Vec<(usize, &&Sample)> =
+            cur.iter().enumerate().filter(|(_, s)| s.t_s - at_s <= interval / 2.0).collect();
+        let Some(&(i_low, low)) = early.iter().min_by(|a, b| a.1.throughput.total_cmp(&b.1.throughput))
+        else {
+            continue;
+        };
+        let dipped = low.throughput < before * (1.0 - DIP);
+        let recovery_s = if dipped {
+            cur[i_low..].iter().find(|s| s.throughput >= before * RECOVERED).map(|s| s.t_s - at_s)
+        } else {
+            None
+        };
+        out.push(Transition { shift: k, at_s, before, low: low.throughput, dipped, recovery_s });
+    }
+    out
+}
+
+/// Each mode's series, per repetition, in time order.
+fn series_of(samples: &[Sample], mode: PoolMode) -> Vec<Vec<Sample>> {
+    let reps = samples.iter().filter(|s| s.mode == mode.name()).map(|s| s.repetition + 1).max().unwrap_or(0);
+    (0..reps)
+        .map(|r| {
+            let mut v: Vec<Sample> =
+                samples.iter().filter(|s| s.mode == mode.name() && s.repetition == r).cloned().collect();
+            v.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+            v
+        })
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+/// Every transition of `mode`, over all repetitions.
+fn mode_transitions(samples: &[Sample], mode: PoolMode, interval: f64) -> Vec<Transition> {
+    series_of(samples, mode).iter().flat_map(|v| transitions(v, interval)).collect()
+}
+
+/// Median steady-state throughput of `mode`: samples in the second half of each phase.
+fn steady(samples: &[Sample], mode: PoolMode, interval: f64) -> Option<Summary> {
+    let v: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.mode == mode.name() && s.t_s - interval * f64::from(s.phase) > interval / 2.0)
+        .map(|s| s.throughput)
+        .collect();
+    summarize(&v)
+}
+
+/// The paper's steady-state ratio of swizzling to traditional ("approximately twice as high").
+const PAPER_STEADY: f64 = 2.0;
+/// The share either side of [`PAPER_STEADY`] that still agrees.
+const STEADY_TOLERANCE: f64 = 0.2;
+
+/// Graefe et al. Fig. 13's claims held against the series: a dip and a recovery at every shift,
+/// swizzling about twice traditional in the steady state, and transitions as short in both.
+/// `sample` is the seconds per sample (the resolution of a recovery time).
+#[must_use]
+pub fn drift_checks(samples: &[Sample], interval: f64, sample: f64, direct_io: bool) -> Vec<Check> {
+    let io = if direct_io { "direct I/O" } else { "page cache" };
+    let paper_cond = "0.1 GB hot key range, 25% replaced every 60 s, 1 GB pool, O_DIRECT";
+    let mut checks = Vec::new();
+    let mut recovery = Vec::new();
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
+        let t = mode_transitions(samples, mode, interval);
+        if t.is_empty() {
+            continue;
+        }
+        let visible = t.iter().filter(|t| t.visible()).count();
+        let times: Vec<f64> = t.iter().filter_map(|t| t.recovery_s).collect();
+        let median = summarize(&times).map(|s| s.median);
+        recovery.push((mode, median));
+        let verdict = match visible {
+            0 => Verdict::Fails,
+            v if v == t.len() => Verdict::Holds,
+            _ => Verdict::Partial,
+        };
+        let low: Vec<f64> = t.iter().map(|t| t.low / t.before).collect();
+        checks.push(
+            Check::new(
+                format!("Fig. 13: {mode}: a dip and a recovery at every shift"),
+                format!("every shift: a brief transition, then steady again ({paper_cond})"),
+                format!(
+                    "{visible} of {} shifts (lowest sample at {} of the level before; recovered in {} s), \
+                     every {interval} s, {io}",
+                    t.len(),
+                    summarize(&low).map_or("-".into(), |s| format!(
+                        "{:.0}%-{:.0}%",
+                        s.min * 100.0,
+                        s.max * 100.0
+                    )),
+                    median.map_or("-".into(), |m| format!("{m:.2}"))
+                ),
+                verdict,
+            )
+            .because(format!(
+                "a dip: a sample in the phase's first half {:.0}% below the steady level before; \
+                 recovered: back at {:.0}% of it within the phase",
+                DIP * 100.0,
+                RECOVERED * 100.0
+            )),
+        );
+    }
+    if let (Some(t), Some(s)) =
+        (steady(samples, PoolMode::Traditional, interval), steady(samples, PoolMode::Swizzling, interval))
+    {
+        let v = s.median / t.median;
+        let ok = (v - PAPER_STEADY).abs() <= PAPER_STEADY * STEADY_TOLERANCE;
+        checks.push(
+            Check::new(
+                "Fig. 13: steady state, swizzling / traditional lookups/s",
+                format!("about 2 (\"approximately twice as high\"), {paper_cond}"),
+                format!("{v:.2} (medians of the samples in the second half of each phase), {io}"),
+                Verdict::of(ok),
+            )
+            .because(if ok {
+                format!("tolerance: {:.0}% either side of 2", STEADY_TOLERANCE * 100.0)
+            } else if v > 1.0 {
+                format!(
+                    "direction agrees, the size does not (tolerance {:.0}%): the paper's 2x came from 24 \
+                     threads contending on the traditional pool's latches; ours runs fewer",
+                    STEADY_TOLERANCE * 100.0
+                )
+            } else {
+                "swizzling is not above traditional in the steady state".to_string()
+            }),
+        );
+    }
+    let find = |m| recovery.iter().find(|(mode, _)| *mode == m).and_then(|(_, r)| *r);
+    if let (Some(t), Some(s)) = (find(PoolMode::Traditional), find(PoolMode::Swizzling)) {
+        let slack = (0.25 * t).max(sample);
+        let verdict = if (s - t).abs() <= slack {
+            Verdict::Holds
+        } else if s < t {
+            Verdict::Partial
+        } else {
+            Verdict::Fails
+        };
+        checks.push(
+            Check::new(
+                "Fig. 13: recovery after a shift, swizzling against traditional",
+                format!("equal (\"the length of the transition periods are equivalent\"), {paper_cond}"),
+                format!("swizzling {s:.2} s, traditional {t:.2} s (medians over the shifts), {io}"),
+                verdict,
+            )
+            .because(format!(
+                "tolerance: {slack:.2} s (a quarter of traditional's, at least one {sample} s sample){}",
+                match verdict {
+                    Verdict::Partial => "; swizzling recovers faster: as fast, not equal",
+                    Verdict::Fails => "; swizzling recovers slower",
+                    Verdict::Holds => "",
+                }
+            )),
+        );
+    }
+    checks
 }
 
 /// Graefe et al. Fig. 13: steady-state throughput (second half of every interval) and the
@@ -394,11 +618,134 @@ pub fn print_drift_summary(
         out,
         "steady = medians of samples in the second half of each interval; after shift = first quarter"
     )?;
-    let (t, s) = (pick(PoolMode::Traditional, true), pick(PoolMode::Swizzling, true));
-    if let (Some(t), Some(s)) = (t, s) {
-        let v = s.median / t.median;
-        let ok = if v > 1.0 { "✓" } else { "✗" };
-        writeln!(out, "\ndrift: swizzling/traditional in the steady state = {v:.2} (paper: ~2) {ok}")?;
+    let mut table = vec![vec![
+        "mode".to_string(),
+        "shift".into(),
+        "at s".into(),
+        "before/s".into(),
+        "lowest/s".into(),
+        "recovered after".into(),
+    ]];
+    for &m in modes {
+        for (rep, series) in series_of(samples, m).iter().enumerate() {
+            for t in transitions(series, interval) {
+                table.push(vec![
+                    if rep == 0 { m.name().to_string() } else { format!("{} (rep {})", m.name(), rep + 1) },
+                    t.shift.to_string(),
+                    format!("{:.1}", t.at_s),
+                    thousands(t.before.round() as u64),
+                    thousands(t.low.round() as u64),
+                    match (t.dipped, t.recovery_s) {
+                        (false, _) => "no dip".to_string(),
+                        (true, None) => "not within the phase".to_string(),
+                        (true, Some(r)) => format!("{r:.2} s"),
+                    },
+                ]);
+            }
+        }
+    }
+    if table.len() > 1 {
+        writeln!(out)?;
+        write_aligned(out, &table)?;
+        writeln!(
+            out,
+            "before = median of the later half of the previous phase's samples; lowest = in the first half \
+             of the phase; recovered = back at {:.0}% of before",
+            RECOVERED * 100.0
+        )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A series as the sampler writes it: samples of `step` s, the phase moving on after the
+    /// sample that ends at or past each multiple of `interval`; `level(phase, index in phase)`.
+    fn series(mode: PoolMode, interval: f64, shifts: u32, level: impl Fn(u32, usize) -> f64) -> Vec<Sample> {
+        let step = 0.1;
+        let mut out = Vec::new();
+        let (mut phase, mut in_phase) = (0u32, 0usize);
+        for i in 1.. {
+            let t = f64::from(i) * step;
+            out.push(Sample {
+                mode: mode.name().to_string(),
+                t_s: t,
+                phase,
+                throughput: level(phase, in_phase),
+                io: "direct",
+                ..Sample::default()
+            });
+            in_phase += 1;
+            if t >= interval * f64::from(shifts + 1) - 1e-9 {
+                break;
+            }
+            if t >= interval * f64::from(phase + 1) - 1e-9 {
+                phase += 1;
+                in_phase = 0;
+            }
+        }
+        out
+    }
+
+    fn dips(steady: f64) -> impl Fn(u32, usize) -> f64 {
+        move |phase, i| if phase > 0 && i < 2 { steady * 0.3 } else { steady }
+    }
+
+    #[test]
+    fn a_dip_and_a_recovery_are_found_at_every_shift() {
+        let s = series(PoolMode::Traditional, 1.0, 4, dips(1000.0));
+        let t = transitions(&s, 1.0);
+        assert_eq!(t.len(), 4);
+        for (k, t) in t.iter().enumerate() {
+            assert_eq!(t.shift, k as u32 + 1);
+            assert!((t.at_s - (k as f64 + 1.0)).abs() < 1e-6, "{t:?}");
+            assert!(t.dipped && t.visible(), "{t:?}");
+            assert!((t.before - 1000.0).abs() < 1e-9 && (t.low - 300.0).abs() < 1e-9);
+            // The third sample after the shift is back: it ends 0.3 s after it.
+            assert!((t.recovery_s.unwrap() - 0.3).abs() < 1e-6, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn a_flat_series_has_no_dip_and_a_lasting_drop_no_recovery() {
+        let flat = series(PoolMode::Swizzling, 1.0, 4, |_, _| 1000.0);
+        let t = transitions(&flat, 1.0);
+        assert_eq!(t.len(), 4);
+        assert!(t.iter().all(|t| !t.dipped && t.recovery_s.is_none() && !t.visible()), "{t:?}");
+        // Noise within DIP of the level is not a dip.
+        let noisy = series(PoolMode::Swizzling, 1.0, 4, |_, i| if i % 2 == 0 { 1000.0 } else { 850.0 });
+        assert!(transitions(&noisy, 1.0).iter().all(|t| !t.dipped));
+        // From shift 3 on, the level stays at a third: a dip there, never recovered.
+        let stuck = series(PoolMode::Swizzling, 1.0, 4, |p, i| match p {
+            3 => 300.0,
+            4 => 100.0,
+            _ if p > 0 && i < 2 => 300.0,
+            _ => 1000.0,
+        });
+        let t = transitions(&stuck, 1.0);
+        assert!(t[0].visible() && t[1].visible());
+        assert!(t[2].dipped && t[2].recovery_s.is_none() && !t[2].visible());
+        assert!(t[3].dipped && t[3].recovery_s.is_none(), "relative to phase 3's level: {:?}", t[3]);
+    }
+
+    #[test]
+    fn checks_follow_the_series() {
+        let mut s = series(PoolMode::Traditional, 1.0, 4, dips(1000.0));
+        s.extend(series(PoolMode::Swizzling, 1.0, 4, dips(2000.0)));
+        let c = drift_checks(&s, 1.0, 0.1, true);
+        assert_eq!(c.len(), 4, "{c:#?}");
+        assert!(c.iter().all(|c| c.verdict == Verdict::Holds), "{c:#?}");
+        assert!(c[2].ours.starts_with("2.00"), "{c:#?}");
+        // Swizzling only 1.2x traditional and never back after its dips: the ratio and the
+        // transitions fail.
+        let mut s = series(PoolMode::Traditional, 1.0, 4, dips(1000.0));
+        s.extend(series(PoolMode::Swizzling, 1.0, 4, |p, _| if p == 0 { 1200.0 } else { 240.0 }));
+        let c = drift_checks(&s, 1.0, 0.1, false);
+        let by = |w: &str| c.iter().find(|c| c.what.contains(w)).unwrap();
+        assert_eq!(by("swizzling: a dip").verdict, Verdict::Fails);
+        assert_eq!(by("traditional: a dip").verdict, Verdict::Holds);
+        assert_eq!(by("steady state").verdict, Verdict::Fails);
+    }
 }

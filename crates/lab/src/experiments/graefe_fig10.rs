@@ -7,13 +7,13 @@ use std::path::Path;
 use std::process::ExitCode;
 use swizzledb::{PolicySpec, PoolMode};
 
-use crate::experiment::{self, Experiment};
+use crate::experiment::{self, Check, Experiment, Verdict};
 use crate::experiments::common::{base_config, measure_points, points, print_points, Common, Outcome};
 use crate::harness::buffer::ModeResult;
 use crate::harness::buffer::{Config, RECORD_BYTES};
 use crate::harness::buffer_report::Record;
 use crate::harness::buffer_report::{self as report};
-use crate::harness::buffer_report::{median_of, ratio_over};
+use crate::harness::buffer_report::{median_at, median_of, ratio_over};
 use crate::plot::Chart;
 use crate::progress::Progress;
 use crate::text::{bytes, thousands, write_aligned};
@@ -62,7 +62,15 @@ pub fn fig10_chart(configs: &[Config], outcome: &Outcome) -> plot::Chart {
 /// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn execute(args: &Fig10Args) -> Result<ExitCode, Box<dyn Error>> {
     let configs = fig10_configs(&args.common, args.pool, args.max_factor).map_err(Usage)?;
-    experiment::execute(&Fig10 { configs, caption: String::new() }, args.common.out.as_deref())
+    let caption = format!(
+        "Graefe et al. 2014, Figs. 10/11: random lookups in databases of {} to {} with a {} buffer pool; \
+         beyond the pool {}.",
+        text::bytes(configs[0].records * RECORD_BYTES),
+        text::bytes(configs[configs.len() - 1].records * RECORD_BYTES),
+        text::bytes(args.pool),
+        report::io_text(args.common.direct_io),
+    );
+    experiment::execute(&Fig10 { configs, caption }, args.common.out.as_deref())
 }
 
 /// Runs `demo`: the experiment at a scale of about a minute, writing into `out`.
@@ -89,11 +97,12 @@ pub fn demo(out: &Path) -> Result<ExitCode, Box<dyn Error>> {
     let configs = fig10_configs(&common, DEMO_POOL, 4)?;
     let caption = format!(
         "Graefe et al. 2014, Fig. 10/11 in miniature: random lookups in databases of {} to {} with a \
-         {} buffer pool, in traditional, swizzling and main-memory mode. Every value is verified; \
-         repetitions alternate between the modes. Takes about a minute.\n",
+         {} buffer pool, in traditional, swizzling and main-memory mode; beyond the pool {}. Every \
+         value is verified; repetitions alternate between the modes. Takes about a minute.\n",
         text::bytes(configs[0].records * RECORD_BYTES),
         text::bytes(configs[configs.len() - 1].records * RECORD_BYTES),
         text::bytes(DEMO_POOL),
+        report::io_text(false),
     );
     experiment::execute(&Fig10 { configs, caption }, Some(out))
 }
@@ -124,6 +133,10 @@ impl Experiment for Fig10 {
         print_fig10_summary(&mut out, &self.configs, &outcome.points)
     }
 
+    fn checks(&self, outcome: &Outcome) -> Vec<Check> {
+        fig10_checks(&self.configs, &outcome.points)
+    }
+
     fn rows(&self, outcome: &Outcome) -> Vec<Record> {
         outcome.rows.clone()
     }
@@ -137,8 +150,8 @@ impl Experiment for Fig10 {
     }
 }
 
-/// Graefe et al. Fig. 10/11: a table of median lookups/s per database size and mode, and the
-/// check of the paper's claims.
+/// Graefe et al. Fig. 10/11: a table of median lookups/s per database size and mode (the
+/// paper's claims are held against it by [`fig10_checks`]).
 ///
 /// # Errors
 /// Errors writing to `out`.
@@ -170,30 +183,113 @@ pub fn print_fig10_summary(
     }
     write_aligned(out, &table)?;
 
+    Ok(())
+}
+
+/// Within this much of 1, swizzling matches main-memory (the paper: 1-3% apart, "comparable to
+/// the experimental standard error").
+const MATCH_TOLERANCE: f64 = 0.05;
+/// Traditional / main-memory in memory, from the paper's Fig. 1 (the same data as Fig. 10):
+/// main-memory 41% to 68% above traditional.
+const TRADITIONAL_PAPER: (f64, f64) = (1.0 / 1.68, 1.0 / 1.41);
+
+/// The paper's claims of Figs. 10 and 11 held against the medians of each point: in memory
+/// (data at most half the pool) and beyond the pool (data at least twice the pool).
+#[must_use]
+pub fn fig10_checks(configs: &[Config], points: &[Vec<ModeResult>]) -> Vec<Check> {
+    let Some(first) = configs.first() else { return Vec::new() };
+    let pool = first.pool_bytes as u64;
     let data = |c: &Config| c.records.saturating_mul(RECORD_BYTES);
     let pairs: Vec<(&Config, &[ModeResult])> = configs.iter().zip(points.iter().map(Vec::as_slice)).collect();
     let fits = |c: &Config| data(c) * 2 <= pool;
     let beyond = |c: &Config| data(c) >= pool * 2;
-    writeln!(out)?;
-    let mark = |ok: bool| if ok { "✓" } else { "✗" };
-    if let Some(v) = ratio_over(&pairs, PoolMode::Swizzling, PoolMode::MainMemory, fits) {
-        writeln!(out, "in memory: swizzling/main-memory = {v:.2} (paper: 0.97-0.99) {}", mark(v >= 0.95))?;
+    let threads = format!("{} thread(s), pool {}", first.threads, bytes(pool));
+    let io = if first.direct_io { "direct I/O" } else { "page cache" };
+    let mut checks = Vec::new();
+    let swz_mm = ratio_over(&pairs, PoolMode::Swizzling, PoolMode::MainMemory, fits);
+    if let Some(v) = swz_mm {
+        let ok = (v - 1.0).abs() <= MATCH_TOLERANCE;
+        checks.push(
+            Check::new(
+                "Fig. 10, data in memory: swizzling / main-memory lookups/s",
+                "0.97-0.99 (1-3% apart), 24 threads, working set below the 10 GB pool",
+                format!("{v:.2}, {threads}, median over the points with data <= pool/2"),
+                Verdict::of(ok),
+            )
+            .because(format!("tolerance: within {:.0}% of 1", MATCH_TOLERANCE * 100.0)),
+        );
     }
     if let Some(v) = ratio_over(&pairs, PoolMode::Traditional, PoolMode::MainMemory, fits) {
-        let swz = ratio_over(&pairs, PoolMode::Swizzling, PoolMode::MainMemory, fits);
-        writeln!(
-            out,
-            "in memory: traditional/main-memory = {v:.2} (paper: clearly below swizzling) {}",
-            mark(swz.is_none_or(|s| v < s))
-        )?;
+        let (lo, hi) = TRADITIONAL_PAPER;
+        let ok = (lo - MATCH_TOLERANCE..=hi + MATCH_TOLERANCE).contains(&v);
+        let below = swz_mm.is_none_or(|s| v < s) && v < 1.0;
+        let verdict = Verdict::of(ok);
+        let reason = if ok {
+            format!("tolerance: {:.0}% either side of the paper's range", MATCH_TOLERANCE * 100.0)
+        } else if below {
+            "direction agrees (traditional below); the paper's gap came from 24 threads contending on \
+             pin/unpin atomics and page-table latches, ours runs fewer threads"
+                .to_string()
+        } else {
+            "traditional is not below main-memory and swizzling".to_string()
+        };
+        checks.push(
+            Check::new(
+                "Fig. 10, data in memory: traditional / main-memory lookups/s",
+                format!("{lo:.2}-{hi:.2} (main-memory 41-68% faster, Fig. 1 on the same data), 24 threads"),
+                format!("{v:.2}, {threads}"),
+                verdict,
+            )
+            .because(reason),
+        );
     }
     if let Some(v) = ratio_over(&pairs, PoolMode::Swizzling, PoolMode::Traditional, beyond) {
-        writeln!(
-            out,
-            "beyond the pool: swizzling/traditional = {v:.2} (paper: both degrade alike, swizzling \
-             slightly lower) {}",
-            mark((0.75..=1.33).contains(&v))
-        )?;
+        let verdict = if (0.85..=1.05).contains(&v) {
+            Verdict::Holds
+        } else if (0.75..=1.33).contains(&v) {
+            Verdict::Partial
+        } else {
+            Verdict::Fails
+        };
+        checks.push(
+            Check::new(
+                "Fig. 11, data beyond the pool: swizzling / traditional lookups/s",
+                "slightly below 1 (\"deteriorate quite similarly\", swizzling un-swizzles victims), \
+                 O_DIRECT, 2-10x the pool",
+                format!("{v:.2}, {io}, median over the points with data >= 2 x pool"),
+                verdict,
+            )
+            .because(
+                "the paper gives no number: ✓ within 0.85-1.05, ~ within 0.75-1.33 (alike but not slightly \
+                 below)",
+            ),
+        );
+    }
+    // Graceful but significant degradation: each buffered mode's throughput at the largest
+    // point against its own in memory.
+    let largest = pairs.iter().filter(|(c, _)| beyond(c)).max_by_key(|(c, _)| data(c));
+    let in_memory = pairs.iter().filter(|(c, _)| fits(c)).max_by_key(|(c, _)| data(c));
+    if let (Some((big, at_big)), Some((_, at_mem))) = (largest, in_memory) {
+        for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
+            let (Some(b), Some(m)) = (median_at(at_big, mode), median_at(at_mem, mode)) else { continue };
+            let v = b / m;
+            checks.push(
+                Check::new(
+                    format!("Fig. 11: {mode} beyond the pool / in memory"),
+                    "well below 1: \"even a small fraction of buffer faults and the required disk I/O \
+                     cause performance to degrade significantly\", O_DIRECT",
+                    format!("{v:.2} at {} of data, {io}", bytes(data(big))),
+                    Verdict::of(v < 0.5),
+                )
+                .because(if first.direct_io {
+                    "the paper gives no number: ✓ below 0.5".to_string()
+                } else {
+                    "the paper gives no number: ✓ below 0.5; through the page cache a miss is a copy, not a \
+                     device read (run with --direct-io as the paper did)"
+                        .to_string()
+                }),
+            );
+        }
     }
     let limit = configs.iter().zip(points).find(|(_, p)| {
         p.iter().any(|r| {
@@ -202,12 +298,81 @@ pub fn print_fig10_summary(
         })
     });
     if let Some((c, _)) = limit {
-        writeln!(
-            out,
-            "main-memory mode stops at its memory limit: from {} of data on it cannot load (a \
-             main-memory database cannot hold more than its memory) ✓",
-            bytes(data(c))
-        )?;
+        checks.push(
+            Check::new(
+                "Fig. 11: main-memory beyond its memory",
+                "collapses once the OS swaps (it cannot tell inner nodes from leaves)",
+                format!("cannot load {} of data: stops at its memory limit", bytes(data(c))),
+                Verdict::Partial,
+            )
+            .because("ours has no swap: main-memory mode refuses data beyond its limit, so the collapse shows as missing points"),
+        );
     }
-    Ok(())
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct TestCli {
+        #[command(flatten)]
+        args: Fig10Args,
+    }
+
+    /// The tiny scale: rows with the right `io`, the chart, and the checks of both figures.
+    #[test]
+    fn tiny_scale_makes_rows_a_chart_and_the_checks_of_figs_10_and_11() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap();
+        let cli = TestCli::try_parse_from([
+            "t",
+            "--pool",
+            "2MiB",
+            "--max-factor",
+            "2",
+            "--duration",
+            "0.05",
+            "--warmup",
+            "0",
+            "--repeat",
+            "1",
+            "--dir",
+            d,
+        ])
+        .unwrap();
+        let configs = fig10_configs(&cli.args.common, cli.args.pool, 2).unwrap();
+        let plan = Fig10 { configs, caption: String::new() };
+        let outcome = plan.run(Progress::off()).unwrap();
+        let rows = plan.rows(&outcome);
+        let pool = 2u64 << 20;
+        let data = |r: &Record| r.records * RECORD_BYTES;
+        assert!(rows.iter().any(|r| data(r) <= pool / 2) && rows.iter().any(|r| data(r) >= pool * 2));
+        for r in &rows {
+            // In memory nothing is read; beyond the pool the buffered modes read through the
+            // page cache (no --direct-io).
+            if data(r) <= pool / 2 {
+                assert_eq!(r.io, "none", "{r:?}");
+            }
+            if data(r) >= pool * 2 {
+                assert_ne!(r.mode, "main-memory", "main-memory cannot hold it");
+                assert_eq!(r.io, "page-cache", "{r:?}");
+                assert!(r.pages_read > 0);
+            }
+        }
+        assert_eq!(plan.charts(&outcome).len(), 1);
+        let checks = plan.checks(&outcome);
+        for what in [
+            "Fig. 10, data in memory: swizzling",
+            "Fig. 10, data in memory: traditional",
+            "Fig. 11, data beyond the pool",
+            "Fig. 11: swizzling beyond the pool / in memory",
+            "Fig. 11: main-memory beyond its memory",
+        ] {
+            assert!(checks.iter().any(|c| c.what.starts_with(what)), "no check {what}: {checks:#?}");
+        }
+        assert!(checks.iter().all(|c| !c.paper.is_empty() && !c.ours.is_empty() && !c.reason.is_empty()));
+    }
 }

@@ -17,3 +17,71 @@ pub const NAME: &str = "graefe-fig13";
 pub fn execute(args: &DriftArgs) -> Result<ExitCode, Box<dyn Error>> {
     drift::execute_as(NAME, args)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Experiment;
+    use crate::progress::Progress;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct TestCli {
+        #[command(flatten)]
+        args: DriftArgs,
+    }
+
+    /// The tiny scale of `swizzledb reproduce`, with direct I/O where the file system takes it:
+    /// rows and series with the `io` of how pages were read, the chart, and every check.
+    #[test]
+    fn tiny_scale_makes_rows_a_series_a_chart_and_the_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap();
+        let tiny = [
+            "t",
+            "--mode",
+            "traditional,swizzling",
+            "--records",
+            "40000",
+            "--hot",
+            "1MiB",
+            "--pool",
+            "2MiB",
+            "--interval",
+            "0.3",
+            "--shifts",
+            "2",
+            "--sample",
+            "0.05",
+            "--repeat",
+            "1",
+            "--dir",
+            d,
+        ];
+        let with_direct: Vec<&str> = tiny.iter().copied().chain(["--direct-io"]).collect();
+        let cli = TestCli::try_parse_from(&with_direct).unwrap();
+        let plan = drift::plan(NAME, &cli.args).unwrap();
+        let (plan, results, io) = match plan.run(Progress::off()) {
+            Ok(r) => (plan, r, "direct"),
+            Err(e) if e.to_string().contains("direct I/O") => {
+                eprintln!("the temp directory's file system rejects O_DIRECT; through the page cache");
+                let plan = drift::plan(NAME, &TestCli::try_parse_from(tiny).unwrap().args).unwrap();
+                let r = plan.run(Progress::off()).unwrap();
+                (plan, r, "page-cache")
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let rows = plan.rows(&results);
+        assert_eq!(rows.len(), 2);
+        // The hot range starts outside the pool and moves into unread keys: pages are read.
+        assert!(rows.iter().all(|r| r.io == io && r.pages_read > 0), "{rows:?}");
+        assert!(results.samples.iter().any(|s| s.io == io));
+        assert!(results.samples.iter().all(|s| s.io == io || s.io == "none"));
+        assert!(results.samples.iter().any(|s| s.phase == 2));
+        assert_eq!(plan.charts(&results).len(), 1);
+        let checks = plan.checks(&results);
+        for what in ["traditional: a dip", "swizzling: a dip", "steady state"] {
+            assert!(checks.iter().any(|c| c.what.contains(what)), "no check {what}: {checks:#?}");
+        }
+    }
+}

@@ -37,6 +37,13 @@ pub struct Fig14Args {
     /// Warehouses (about 100 MiB of records each; the paper ran 100)
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     warehouses: u32,
+    /// Items, and stock records per warehouse (the specification's 100,000; fewer for a quick
+    /// look: 100 to 1,000,000)
+    #[arg(long, default_value_t = 100_000)]
+    items: u32,
+    /// Customers, and initial orders, per district (the specification's 3,000; 30 to 100,000)
+    #[arg(long, default_value_t = 3_000)]
+    customers: u32,
     /// Thread counts, comma-separated (the paper ran 12 clients on many cores)
     #[arg(long, default_value = "1", value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: Vec<u16>,
@@ -76,12 +83,25 @@ pub const SETTINGS: [(bool, bool, &str); 4] = [
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn execute(args: &Fig14Args) -> Result<ExitCode, Box<dyn Error>> {
+    let plan = plan(args)?;
+    experiment::execute(&plan, args.out.as_deref())
+}
+
+/// The plan of `experiment graefe-fig14`.
+///
+/// # Errors
+/// Bad options.
+pub fn plan(args: &Fig14Args) -> Result<Fig14, Usage> {
     let mut threads: Vec<usize> = args.threads.iter().map(|&t| usize::from(t)).collect();
     threads.sort_unstable();
     threads.dedup();
     let plan = BenchPlan {
         engines: vec![EngineName::SwizzleDb],
-        config: TpccConfig::standard(args.warehouses),
+        config: TpccConfig {
+            items: args.items,
+            customers: args.customers,
+            ..TpccConfig::standard(args.warehouses)
+        },
         threads,
         duration: Duration::from_secs_f64(args.duration),
         repeat: u32::from(args.repeat),
@@ -94,7 +114,7 @@ pub fn execute(args: &Fig14Args) -> Result<ExitCode, Box<dyn Error>> {
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.validate().map_err(|e| Usage(e.to_string()))?;
-    experiment::execute(&Fig14(plan), args.out.as_deref())
+    Ok(Fig14(plan))
 }
 
 /// SwizzleDB's configuration `mode`, `logging`, `locking`, with optimistic descents off (the
@@ -158,9 +178,12 @@ impl Experiment for Fig14 {
     fn caption(&self) -> String {
         let p = &self.0;
         format!(
-            "Graefe et al. 2014 Fig. 14: TPC-C, {} warehouses, pool {} MiB per database (larger than the data), \
-             logging and locking each on and off; {} s per measurement, {} repetitions, medians.",
+            "Graefe et al. 2014 Fig. 14: TPC-C, {} warehouses ({} items, {} customers per district), pool {} MiB \
+             per database (larger than the data: no page is read), logging and locking each on and off; {} s per \
+             measurement, {} repetitions, medians.",
             p.config.warehouses,
+            p.config.items,
+            p.config.customers,
             p.pool() >> 20,
             p.duration.as_secs_f64(),
             p.repeat
@@ -315,5 +338,33 @@ mod tests {
         assert_eq!(compare(1.2, 1.5, 0.1), Verdict::Partial);
         assert_eq!(compare(1.05, 1.1, 0.1), Verdict::Holds);
         assert_eq!(compare(0.8, 1.1, 0.1), Verdict::Fails);
+    }
+
+    #[derive(clap::Parser)]
+    struct TestCli {
+        #[command(flatten)]
+        args: Fig14Args,
+    }
+
+    /// The tiny scale: a row per mode and setting, the chart and the four checks; items and
+    /// customers out of range are refused before anything runs.
+    #[test]
+    fn tiny_scale_makes_rows_a_chart_and_the_checks() {
+        use clap::Parser;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap();
+        let parse = |extra: &[&str]| {
+            let base = ["t", "--warehouses", "1", "--duration", "0.05", "--repeat", "1", "--dir", d];
+            TestCli::try_parse_from(base.iter().chain(extra)).unwrap().args
+        };
+        let p = plan(&parse(&["--items", "2000", "--customers", "300"])).unwrap();
+        let results = p.run(Progress::off()).unwrap();
+        let rows = p.rows(&results);
+        assert_eq!(rows.len(), 3 * 4, "three modes, four settings");
+        assert!(!p.charts(&results).is_empty());
+        assert_eq!(p.checks(&results).len(), 4);
+        let refused = |extra: &[&str]| plan(&parse(extra)).err().map(|e| e.0).unwrap_or_default();
+        assert!(refused(&["--items", "99"]).contains("items"));
+        assert!(refused(&["--customers", "29"]).contains("customers"));
     }
 }

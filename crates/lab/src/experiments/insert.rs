@@ -188,16 +188,31 @@ pub fn execute_as(
     preload: Option<u64>,
     pool: Option<u64>,
 ) -> Result<ExitCode, Box<dyn StdError>> {
+    let plan = plan(experiment, common, records, preload, pool)?;
+    experiment::execute(&plan, common.out.as_deref())
+}
+
+/// The plan of the insert workload as `experiment` (`insert` or `graefe-fig12`).
+///
+/// # Errors
+/// Bad options.
+pub fn plan(
+    experiment: &'static str,
+    common: &Common,
+    records: u64,
+    preload: Option<u64>,
+    pool: Option<u64>,
+) -> Result<InsertPlan, Usage> {
     let preload = preload.unwrap_or(records / 6);
     if preload >= records {
-        return Err(Usage(format!("--preload {preload} must be below --records {records}")).into());
+        return Err(Usage(format!("--preload {preload} must be below --records {records}")));
     }
     let pool = pool.unwrap_or_else(|| records.saturating_mul(INSERT_POOL_BYTES_PER_RECORD).max(64 << 20));
     let mut cfg = base_config(experiment, common, pool).map_err(Usage)?;
     cfg.records = records;
     cfg.working_set = records;
     cfg.timed_ops = Some(records - preload);
-    experiment::execute(&InsertPlan { name: experiment, cfg, preload }, common.out.as_deref())
+    Ok(InsertPlan { name: experiment, cfg, preload })
 }
 
 /// The plan of `bench insert` and `experiment graefe-fig12`.
@@ -221,9 +236,12 @@ impl Experiment for InsertPlan {
 
     fn caption(&self) -> String {
         format!(
-            "{} new records inserted in random order after {} preloaded; throughput = inserts/s, load = preload time",
+            "{} new records inserted in random order after {} preloaded; throughput = inserts/s, load = preload time; \
+             pool {}: {} (column io: none where no page was read)",
             text::thousands(self.cfg.records - self.preload),
-            text::thousands(self.preload)
+            text::thousands(self.preload),
+            text::bytes(self.cfg.pool_bytes as u64),
+            report::io_text(self.cfg.direct_io)
         )
     }
 
@@ -234,11 +252,15 @@ impl Experiment for InsertPlan {
     fn tables(&self, results: &Vec<ModeResult>, mut out: &mut dyn Write) -> io::Result<()> {
         report::write_logging_note(&mut out)?;
         writeln!(out)?;
-        report::print_table(&mut out, &self.cfg, results)?;
+        report::print_table(&mut out, &self.cfg, results)
+    }
+
+    fn checks(&self, results: &Vec<ModeResult>) -> Vec<crate::experiment::Check> {
         if self.name == crate::experiments::graefe_fig12::NAME {
-            crate::experiments::graefe_fig12::print_check(&mut out, results)?;
+            crate::experiments::graefe_fig12::checks(results)
+        } else {
+            Vec::new()
         }
-        Ok(())
     }
 
     fn rows(&self, results: &Vec<ModeResult>) -> Vec<crate::harness::buffer_report::Record> {

@@ -152,7 +152,7 @@ mod tests {
         );
         assert_eq!(
             joined(columns::<super::drift::Sample>()),
-            "experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging"
+            "experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging,io"
         );
         assert_eq!(
             joined(columns::<super::fix::FixSample>()),

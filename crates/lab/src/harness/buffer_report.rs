@@ -299,13 +299,38 @@ pub struct Record {
     pub free_frame_wait_nanos: u64,
     /// Dirty eviction victims written after their batch, outside the eviction lock (B29).
     pub victim_writes: u64,
+    /// How this measurement's misses were served: `direct` (the file opened with O_DIRECT and
+    /// pages read during the measurement), `page-cache` (pages read through the OS page cache;
+    /// also a peer engine's memory map), or `none` (no page read: the data was in memory).
+    pub io: &'static str,
+}
+
+/// The `io` column of a measurement that read `pages_read` pages, `direct` saying whether the
+/// file was opened with O_DIRECT.
+#[must_use]
+pub fn io_of(direct: bool, pages_read: u64) -> &'static str {
+    match (pages_read, direct) {
+        (0, _) => "none",
+        (_, true) => "direct",
+        (_, false) => "page-cache",
+    }
+}
+
+/// How a configuration serves misses, for captions and chart notes.
+#[must_use]
+pub fn io_text(direct: bool) -> &'static str {
+    if direct {
+        "misses read the device with O_DIRECT (direct I/O)"
+    } else {
+        "misses read through the OS page cache (a copy, not a device read, once the file is cached)"
+    }
 }
 
 /// The CSV header: the field names of [`Record`], in order.
 pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,working_set_bytes,\
 repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,swizzles,unswizzles,evictions,\
 pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s,logging,engine,read_nanos,\
-free_frame_waits,free_frame_wait_nanos,victim_writes";
+free_frame_waits,free_frame_wait_nanos,victim_writes,io";
 
 /// The rows of one run: one per (mode, repetition).
 #[must_use]
@@ -358,6 +383,7 @@ pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerRes
                 free_frame_waits: s.free_frame_waits,
                 free_frame_wait_nanos: s.free_frame_wait_nanos,
                 victim_writes: s.victim_writes,
+                io: io_of(cfg.direct_io, s.pages_read),
             });
         }
     }
@@ -392,6 +418,7 @@ pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerRes
                 free_frame_waits: 0,
                 free_frame_wait_nanos: 0,
                 victim_writes: 0,
+                io: "page-cache",
             });
         }
     }
@@ -464,11 +491,12 @@ pub fn sweep_chart(
         series: mode_series(&modes, &at),
         note: first.map(|c| {
             format!(
-                "{} thread(s), {} pages, {}, {} repetitions; main-memory is absent where it hit its memory limit",
+                "{} thread(s), {} pages, {}, {} repetitions; {}; main-memory is absent where it hit its memory limit",
                 c.threads,
                 bytes(c.page_size as u64),
                 c.policy,
-                c.repeat
+                c.repeat,
+                if c.direct_io { "direct I/O beyond the pool" } else { "page cache beyond the pool" }
             )
         }),
         vline: (pool > 0).then(|| (pool as f64, format!("pool = {}", bytes(pool)))),
@@ -544,10 +572,11 @@ pub fn drift_chart(
         x_scale: crate::plot::Scale::Linear,
         series,
         note: Some(format!(
-            "hot set {} in {} of data, pool {}; 25% of the hot set replaced every {interval} s (first repetition)",
+            "hot set {} in {} of data, pool {}; 25% of the hot set replaced every {interval} s (first repetition); {}",
             bytes(cfg.working_set * RECORD_BYTES),
             bytes(cfg.records * RECORD_BYTES),
-            bytes(cfg.pool_bytes as u64)
+            bytes(cfg.pool_bytes as u64),
+            if cfg.direct_io { "direct I/O" } else { "through the OS page cache" }
         )),
         vline: Some((interval, "first shift".to_string())),
         marks: None,
