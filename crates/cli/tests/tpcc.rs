@@ -70,7 +70,8 @@ fn bench_tpcc_measures_optimistic_descents_on_and_off() {
     assert!(stdout.contains("optimistic") && stdout.contains("conditions 1-4 hold"), "{stdout}");
     let table = Table::read(&out.join("tpcc.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::tpcc::CSV_COLUMNS);
-    assert_eq!(table.header.last().map(String::as_str), Some("optimistic"), "optimistic is the last column");
+    assert_eq!(table.header.last().map(String::as_str), Some("io"), "io is the last column");
+    assert!(table.rows.iter().all(|r| r[table.col("io")] == "page-cache"));
     let col = |name: &str| table.col(name);
     let mut settings: Vec<(&str, &str)> =
         table.rows.iter().map(|r| (r[col("mode")].as_str(), r[col("optimistic")].as_str())).collect();

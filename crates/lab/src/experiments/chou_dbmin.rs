@@ -855,7 +855,7 @@ fn sharing_checks(plan: &Plan, results: &Results) -> Vec<Check> {
 pub const CSV_HEADER: &str = "experiment,figures,algorithm,load_control,mix,sharing,ncq,buffers,throughput,\
 ci_halfwidth,ci_percent,disk_utilization,hit_ratio,requests,reads,sync_writes,async_writes,completions,\
 measured_s,warmup_queries,batches,batch_queries,final_batch_queries,seed,wall_s,admitted,deferred,suspensions,activations,\
-reclaims,rereads_after_suspension,reclaims_after_suspension,mean_resident,mean_active";
+reclaims,rereads_after_suspension,reclaims_after_suspension,mean_resident,mean_active,io";
 
 /// The figures a run belongs to, `;`-separated (a no-sharing DBMIN run is in Figs. 2 and 5).
 fn figures_of(plan: &Plan, c: &Config) -> String {
@@ -907,6 +907,8 @@ pub struct DbminRow {
     pub reclaims_after_suspension: u64,
     pub mean_resident: f64,
     pub mean_active: f64,
+    /// Always `none`: the simulator reads no file (its disk is simulated).
+    pub io: &'static str,
 }
 
 fn rows(plan: &Plan, results: &Results) -> Vec<DbminRow> {
@@ -951,6 +953,7 @@ fn rows(plan: &Plan, results: &Results) -> Vec<DbminRow> {
                 reclaims_after_suspension: r.manager.reclaims_after_suspension,
                 mean_resident: r.mean_resident,
                 mean_active: r.mean_active,
+                io: "none",
             }
         })
         .collect()

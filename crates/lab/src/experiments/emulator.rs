@@ -659,7 +659,7 @@ fn checks(plan: &Plan, rows: &[Row]) -> Vec<Check> {
 /// CSV header of `emulator.csv` (docs/results-schema.md).
 pub const CSV_HEADER: &str = "variant,policy,threads,compute_us,data_pages,buffer_pages,zipf,all_miss,\
 partitions,free_lists,reclaim,repetition,duration_s,accesses,hits,accesses_per_sec,normalized,hit_ratio,\
-lock_acquisitions_per_million,failed_trylocks_per_million,waits_per_million,miss_lock_waits_per_million";
+lock_acquisitions_per_million,failed_trylocks_per_million,waits_per_million,miss_lock_waits_per_million,io";
 
 /// One row of `emulator.csv`: one variant, thread count, compute time and repetition.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -686,6 +686,8 @@ pub struct EmulatorRow {
     pub failed_trylocks_per_million: f64,
     pub waits_per_million: f64,
     pub miss_lock_waits_per_million: f64,
+    /// Always `none`: the emulator's buffer reads no file.
+    pub io: &'static str,
 }
 
 impl EmulatorRow {
@@ -715,6 +717,7 @@ impl EmulatorRow {
             failed_trylocks_per_million: x.per_million(x.locks.failed_try_locks),
             waits_per_million: r.waits_per_million(),
             miss_lock_waits_per_million: x.per_million(x.locks.miss_waits),
+            io: "none",
         }
     }
 }
