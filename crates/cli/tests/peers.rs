@@ -128,8 +128,8 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
     );
     let (header, rows) = read_csv(&out.join("tpcc.csv"));
     assert_eq!(header.join(","), swizzledb_lab::tpcc::CSV_COLUMNS);
-    let last_two: Vec<&str> = header.iter().rev().take(2).map(String::as_str).collect();
-    assert_eq!(last_two, ["optimistic", "engine"], "engine, then optimistic, end the header");
+    let last: Vec<&str> = header.iter().rev().take(3).map(String::as_str).collect();
+    assert_eq!(last, ["io", "optimistic", "engine"], "engine, optimistic, then io end the header");
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     // (swizzling + LMDB) x 2 thread counts.
     assert_eq!(rows.len(), 4, "{rows:?}");
