@@ -189,6 +189,11 @@ fn bad_input_writes_nothing() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("swizzledb experiment lersch-restart"));
     assert!(!scratch.0.join("listed").exists());
+    let o = reproduce(&["--list", "--full"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--out DIR/graefe-fig13"), "{}", text(&o));
+    // Without --list, --out is required.
+    assert_eq!(reproduce(&["--tiny"]).status.code(), Some(2));
 }
 
 /// The Chromium binary: `$CHROMIUM`, else Debian's.

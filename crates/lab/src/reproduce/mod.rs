@@ -71,8 +71,8 @@ impl ScaleName {
 pub struct ReproduceArgs {
     /// Directory for the report (index.html) and each figure's results, one subdirectory per
     /// figure; new or empty, unless --resume
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "list")]
+    pub out: Option<PathBuf>,
     /// Every figure at a small scale, all in under 10 minutes on 2 cores (the default)
     #[arg(long, conflicts_with_all = ["full", "tiny"])]
     pub quick: bool,
@@ -267,7 +267,8 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
         for f in &chosen {
             let s = scale.of(f);
             total += s.secs;
-            println!("{:<24} ~{:>5} s  {}", f.id, s.secs, command_of(f, scale, &args.out));
+            let out = args.out.clone().unwrap_or_else(|| PathBuf::from("DIR"));
+            println!("{:<24} ~{:>5} s  {}", f.id, s.secs, command_of(f, scale, &out));
         }
         println!("{} figures, about {} min {} s at --{}", chosen.len(), total / 60, total % 60, scale.key());
         return Ok(ExitCode::SUCCESS);
@@ -276,8 +277,10 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
     if chosen.iter().any(|f| f.io == figures::Io::Direct) {
         probe_direct_io(&scratch)?;
     }
-    let manifest = prepare(&args.out, scale, &chosen, &all, args.resume)?;
-    let dir = args.out.as_path();
+    let Some(dir) = args.out.as_deref() else {
+        return Err(Usage("--out DIR is needed to run the figures".into()).into());
+    };
+    let manifest = prepare(dir, scale, &chosen, &all, args.resume)?;
     let todo: Vec<&Figure> = chosen.iter().filter(|f| !finished(dir, f.id, scale)).collect();
     if todo.len() < chosen.len() {
         eprintln!("Resuming: {} of {} figures finished before.", chosen.len() - todo.len(), chosen.len());
