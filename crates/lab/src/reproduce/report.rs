@@ -33,6 +33,8 @@ pub struct FigureReport {
     pub tables: String,
     /// The last lines of its stderr, if it failed.
     pub stderr_tail: String,
+    /// The commit its result files were measured with (their `.env.json`), if they say.
+    pub commit: Option<String>,
 }
 
 impl FigureReport {
@@ -86,8 +88,12 @@ pub fn collect(dir: &Path, manifest: &RunManifest) -> Vec<FigureReport> {
             let mut checks = Vec::new();
             let mut images = Vec::new();
             let mut files = Vec::new();
+            let mut commit = None;
             for p in &names {
                 let name = name_of(p);
+                if name.ends_with(".env.json") && commit.is_none() {
+                    commit = read_commit(p);
+                }
                 if name.ends_with(".checks.json") {
                     checks.extend(read_checks(p));
                 } else if name.ends_with(".png") {
@@ -106,9 +112,19 @@ pub fn collect(dir: &Path, manifest: &RunManifest) -> Vec<FigureReport> {
             } else {
                 String::new()
             };
-            FigureReport { figure: *f, run, checks, images, files, tables, stderr_tail }
+            FigureReport { figure: *f, run, checks, images, files, tables, stderr_tail, commit }
         })
         .collect()
+}
+
+/// The commit (with ` (modified)` if the build was dirty) a result file's environment names.
+fn read_commit(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let env = doc.get("environment")?;
+    let commit = env.get("commit")?.as_str()?.to_string();
+    let dirty = env.get("dirty").and_then(serde_json::Value::as_bool) == Some(true);
+    Some(if dirty { format!("{commit} (modified)") } else { commit })
 }
 
 fn read_checks(path: &Path) -> Vec<Check> {
@@ -257,8 +273,10 @@ pub fn render(dir: &Path, manifest: &RunManifest) -> String {
             continue;
         }
         let _ = writeln!(h, "<section id=\"paper-{}\">\n<h2>{}</h2>", paper.key(), esc(paper.citation()));
+        let run_commit =
+            format!("{}{}", env.commit, if env.dirty == Some(true) { " (modified)" } else { "" });
         for r in mine {
-            figure_html(&mut h, r);
+            figure_html(&mut h, r, &run_commit);
         }
         h.push_str("</section>\n");
     }
@@ -266,7 +284,7 @@ pub fn render(dir: &Path, manifest: &RunManifest) -> String {
     h
 }
 
-fn figure_html(h: &mut String, r: &FigureReport) {
+fn figure_html(h: &mut String, r: &FigureReport, run_commit: &str) {
     let f = &r.figure;
     let (v, why) = r.verdict();
     let _ = writeln!(
@@ -280,6 +298,15 @@ fn figure_html(h: &mut String, r: &FigureReport) {
     );
     let _ = writeln!(h, "<p class=\"claim\"><b>The paper:</b> {}</p>", esc(f.claim));
     let _ = writeln!(h, "<p class=\"io\"><b>I/O:</b> {}</p>", esc(f.io.describe()));
+    if let Some(c) = r.commit.as_deref().filter(|c| *c != run_commit) {
+        // A resumed run may hold figures measured by another build.
+        let _ = writeln!(
+            h,
+            "<p class=\"commit\"><b>Measured with commit</b> <code>{}</code>, not the run's <code>{}</code>.</p>",
+            esc(c),
+            esc(run_commit)
+        );
+    }
     for img in &r.images {
         let _ = writeln!(h, "<img src=\"{}\" alt=\"{}\">", href(img), esc(img));
     }
@@ -436,6 +463,23 @@ mod tests {
         fake_run(dir.path(), f.id, RunStatus::Ok, &[]);
         let r = &collect(dir.path(), &manifest(&[f.id]))[0];
         assert_eq!(r.verdict(), (Verdict::Fails, "the run computed no check".into()));
+    }
+
+    #[test]
+    fn a_figure_measured_by_another_build_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = figures::all();
+        let (a, b) = (all[0].id, all[1].id);
+        let ok = Check::new("y", "1", "1", Verdict::Holds);
+        fake_run(dir.path(), a, RunStatus::Ok, std::slice::from_ref(&ok));
+        fake_run(dir.path(), b, RunStatus::Ok, &[ok]);
+        // `a`'s results come from the same build as the run; `b`'s from another.
+        crate::output::write_environment(&dir.path().join(a).join(format!("{a}.env.json"))).unwrap();
+        let env = serde_json::json!({"schema": 1, "environment": {"commit": "0123abc", "dirty": true}});
+        fs::write(dir.path().join(b).join(format!("{b}.env.json")), env.to_string()).unwrap();
+        let html = render(dir.path(), &manifest(&[a, b]));
+        assert_eq!(html.matches("<p class=\"commit\">").count(), 1, "{html}");
+        assert!(html.contains("<code>0123abc (modified)</code>, not the run's"));
     }
 
     #[test]
