@@ -39,7 +39,7 @@ pub(super) fn figures() -> Vec<Figure> {
                     "1,2,4,8,16,32,64", "--thread-counts", "2,16", "--duration", "3", "--warmup", "1",
                     "--repeat", "3", "--mode", "traditional", "--fraction", "25%",
                 ],
-                secs: 230,
+                secs: 175,
             },
         },
         Figure {
