@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 mod common;
 
-use common::{assert_usage_errors, Scratch, Table, BIN};
+use common::{assert_chart, assert_usage_errors, Scratch, Table, BIN};
 
 fn rndread(scratch: &Scratch, extra: &[&str]) -> Output {
     let csv = scratch.0.join("out.csv");
@@ -192,7 +192,7 @@ fn fig10_tiny_writes_summary_csv_and_json() {
     // 5 sizes (1/8 .. 2 x pool) x 3 modes x 2 repetitions, minus main-memory beyond its limit.
     let rows: Vec<&str> = lines.collect();
     assert!(rows.len() >= 4 * 2 * 2 && rows.len() < 5 * 3 * 2, "{} rows", rows.len());
-    assert_plots(&out, "graefe-fig10");
+    assert_chart(&out, "graefe-fig10");
     let json = std::fs::read_to_string(out.join("graefe-fig10.json")).unwrap();
     assert!(
         json.trim_start().starts_with('{') && json.contains("\"rows\"") && json.contains("\"throughput\"")
@@ -239,20 +239,6 @@ fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
     (t.header, t.rows)
 }
 
-fn assert_plots(dir: &std::path::Path, stem: &str) {
-    let png = std::fs::read(dir.join(format!("{stem}.png"))).unwrap();
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{stem}.png is not a PNG");
-    let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
-    let body = svg
-        .trim_start()
-        .strip_prefix("<?xml")
-        .map_or(svg.trim_start(), |rest| rest.split_once("?>").map_or("", |(_, b)| b).trim_start());
-    assert!(
-        body.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
-        "{stem}.svg is not an SVG document"
-    );
-}
-
 /// Fig. 12 and Fig. 13 at a tiny scale: tables, checks, CSV, plots (and the time series).
 #[test]
 fn fig12_and_fig13_tiny() {
@@ -273,7 +259,7 @@ fn fig12_and_fig13_tiny() {
     };
     let s = run(&["experiment", "fig12", "--records", "30000", "--repeat", "2"]);
     assert!(s.contains("Fig. 12: swizzling / main-memory inserts/s"), "{s}");
-    assert_plots(&out, "graefe-fig12");
+    assert_chart(&out, "graefe-fig12");
     let csv = std::fs::read_to_string(out.join("graefe-fig12.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * 2, "{csv}");
     let s = run(&[
@@ -296,7 +282,7 @@ fn fig12_and_fig13_tiny() {
     ]);
     assert!(s.contains("Fig. 13: steady state, swizzling / traditional"), "{s}");
     assert!(s.contains("recovered after"), "the transitions per shift: {s}");
-    assert_plots(&out, "graefe-fig13");
+    assert_chart(&out, "graefe-fig13");
     let series = std::fs::read_to_string(out.join("graefe-fig13-series.csv")).unwrap();
     assert!(series.starts_with("experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging,io"));
     assert!(series.lines().count() > 10, "{series}");
@@ -324,7 +310,7 @@ fn fix_cost_tiny() {
     let csv = std::fs::read_to_string(out.join("fix.csv")).unwrap();
     assert!(csv.starts_with("experiment,mode,latch,repetition,fixes,ns_per_fix"));
     assert_eq!(csv.lines().count(), 1 + 3 * 2 * 2, "{csv}");
-    assert_plots(&out, "fix");
+    assert_chart(&out, "fix");
 }
 
 /// `trace record` traces every database of a bench run (FILE, FILE.1, ...), `trace export` turns
@@ -445,7 +431,7 @@ fn policies_experiment_tiny() {
     assert!(rows.iter().any(|r| r[col("evictions")] != "0"), "a 25% pool evicts");
     for stem in ["throughput", "hit-ratio", "eviction-per-call", "eviction-total"] {
         for mode in ["traditional", "swizzling"] {
-            assert_plots(&out, &format!("gilbert-policies-{stem}-{mode}"));
+            assert_chart(&out, &format!("gilbert-policies-{stem}-{mode}"));
         }
     }
     let bads: [&[&str]; 6] = [
@@ -521,7 +507,7 @@ fn emulator_tiny_writes_csv_checks_and_plots() {
         let policy = if row[col("variant")] == "clock" { "clock" } else { "lru" };
         assert_eq!(row[col("policy")], policy, "{row:?}");
     }
-    assert_plots(&scratch.0, "emulator-fig11-t3");
+    assert_chart(&scratch.0, "emulator-fig11-t3");
 }
 
 #[test]
@@ -586,8 +572,8 @@ fn bp_wrapper_experiment_tiny() {
         }
         assert_eq!(r[col("io")], "page-cache", "a pool of 25% reads the file through the page cache");
     }
-    assert_plots(&out, "ding-bpwrapper-throughput");
-    assert_plots(&out, "ding-bpwrapper-waits");
+    assert_chart(&out, "ding-bpwrapper-throughput");
+    assert_chart(&out, "ding-bpwrapper-waits");
     let bads: [&[&str]; 3] = [&["--threads", "2"], &["--policy", "lru"], &["--mode", "main-memory"]];
     assert_usage_errors(&["experiment", "bp-wrapper", "--records", "1000"], &bads, &scratch.0);
 }

@@ -7,14 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{Scratch, Table, BIN};
-
-fn assert_chart(dir: &std::path::Path, stem: &str) {
-    let png = std::fs::read(dir.join(format!("{stem}.png"))).unwrap_or_else(|e| panic!("{stem}.png: {e}"));
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{stem}.png is not a PNG");
-    let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
-    assert!(svg.contains("<svg"), "{stem}.svg");
-}
+use common::{assert_chart, Scratch, Table, BIN};
 
 #[test]
 fn lock_hold_measures_lock_time_per_batch_size() {
@@ -34,8 +27,7 @@ fn lock_hold_measures_lock_time_per_batch_size() {
     assert!(stdout.contains("Fig. 4") && stdout.contains("(paper: "), "{stdout}");
     let t = Table::read(&out.join("ding-lock-hold.csv"));
     assert_eq!(t.rows.len(), 3 * 2, "batch sizes x repetitions");
-    let col =
-        |name: &str| t.header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let col = |name: &str| t.col(name);
     assert_eq!(t.header.last().map(String::as_str), Some("io"));
     for r in &t.rows {
         let f = |name: &str| r[col(name)].parse::<f64>().unwrap_or_else(|_| panic!("{name} in {r:?}"));
@@ -115,7 +107,7 @@ fn buffer_sizes_sweeps_the_pool_for_clock_locked_and_wrapped_2q() {
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     let t = Table::read(&out.join("ding-buffer-sizes.csv"));
     assert_eq!(t.rows.len(), 2 * 3 * 2, "sizes x policies x thread counts");
-    let col = |name: &str| t.header.iter().position(|h| h == name).unwrap();
+    let col = |name: &str| t.col(name);
     let mut points: Vec<(String, String)> =
         t.rows.iter().map(|r| (r[col("pool_fraction")].clone(), r[col("policy")].clone())).collect();
     points.sort_unstable();

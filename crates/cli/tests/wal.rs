@@ -7,7 +7,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{assert_usage_errors, Scratch, BIN};
+use common::{assert_chart, assert_usage_errors, Scratch, BIN};
 
 /// The CSV rows as maps from column name to value; every row is as long as the header.
 fn read_rows(path: &std::path::Path) -> Vec<HashMap<String, String>> {
@@ -30,13 +30,6 @@ fn num(row: &HashMap<String, String>, column: &str) -> f64 {
 /// The log-size part's options of the tests: a 1 MiB bound of 16 KiB segments, 10 keys.
 const LOG_SIZE_OPTIONS: [&str; 8] =
     ["--max-log", "1MiB", "--log-segment", "16KiB", "--keys", "10", "--sample-every", "500"];
-
-fn assert_plot(dir: &std::path::Path, stem: &str) {
-    let png = std::fs::read(dir.join(format!("{stem}.png"))).unwrap();
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{stem}.png is not a PNG");
-    let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
-    assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"), "{stem}.svg is not an SVG document");
-}
 
 #[test]
 fn wal_bench_tiny_writes_rows_checks_and_plots() {
@@ -176,7 +169,7 @@ fn wal_bench_tiny_writes_rows_checks_and_plots() {
         "wal-log-size",
         "wal-log-size-cleaner",
     ] {
-        assert_plot(&out, stem);
+        assert_chart(&out, stem);
     }
     // Only the results directory is left: the scratch databases are removed.
     let left: Vec<_> = std::fs::read_dir(&scratch.0).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -281,6 +274,6 @@ fn wal_bench_log_size_tiny_bounds_the_log_with_the_cleaner() {
     }
     assert!(last(&without, "log_kept_bytes") > 3.0 * bound, "{without:?}");
     for stem in ["wal-log-size", "wal-log-size-cleaner"] {
-        assert_plot(&out, stem);
+        assert_chart(&out, stem);
     }
 }

@@ -1,7 +1,7 @@
-//! The lab's one way to run a child process: this same binary again with other arguments (a
-//! hidden `--child` mode of the experiment), its stdout read line by line and its stderr kept,
-//! then killed with SIGKILL at a moment the parent chooses. `bench wal` (restart after a crash)
-//! and `crash-test` use it.
+//! The lab's one way to run a child process the parent talks to: this same binary again with
+//! other arguments (a hidden `--child` mode of the experiment), its stdout read line by line and
+//! its stderr kept, then killed with SIGKILL at a moment the parent chooses. `bench wal`
+//! (restart after a crash) and `crash-test` use it.
 
 use std::ffi::OsStr;
 use std::io::{self, BufRead, BufReader, Read};

@@ -86,3 +86,20 @@ impl Table {
         self.header.join(",")
     }
 }
+
+/// `<dir>/<stem>.png` is a PNG file and `<dir>/<stem>.svg` a whole SVG document: a chart was drawn.
+#[allow(dead_code)]
+pub fn assert_chart(dir: &Path, stem: &str) {
+    let png = std::fs::read(dir.join(format!("{stem}.png"))).unwrap_or_else(|e| panic!("{stem}.png: {e}"));
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{stem}.png is not a PNG");
+    let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg")))
+        .unwrap_or_else(|e| panic!("{stem}.svg: {e}"));
+    let body = svg
+        .trim_start()
+        .strip_prefix("<?xml")
+        .map_or(svg.trim_start(), |rest| rest.split_once("?>").map_or("", |(_, b)| b).trim_start());
+    assert!(
+        body.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{stem}.svg is not an SVG document"
+    );
+}

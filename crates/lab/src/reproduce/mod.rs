@@ -491,7 +491,8 @@ fn run_figure(
 /// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a reader
 /// sees the old file or the whole new one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
     fs::write(&tmp, bytes)?;
     fs::rename(&tmp, path)
 }

@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::figures::{self, Figure, Paper};
-use super::{figure_label, read_run, FigureRun, RunManifest, RunStatus};
+use super::{figure_label, read_run, write_atomic, FigureRun, RunManifest, RunStatus};
 use crate::experiment::{Check, Verdict};
 
 /// What the report knows of one figure.
@@ -366,10 +366,7 @@ fn figure_html(h: &mut String, r: &FigureReport, run_commit: &str) {
 /// # Errors
 /// The file cannot be written.
 pub fn write(dir: &Path, manifest: &RunManifest) -> std::io::Result<()> {
-    let path = dir.join("index.html");
-    let tmp = dir.join("index.html.tmp");
-    fs::write(&tmp, render(dir, manifest))?;
-    fs::rename(tmp, path)
+    write_atomic(&dir.join("index.html"), render(dir, manifest).as_bytes())
 }
 
 #[cfg(test)]
