@@ -244,13 +244,6 @@ impl Tree {
         self
     }
 
-    /// This handle without its auto-commit: its own writes change the tree unlogged.
-    #[must_use]
-    pub fn without_auto_commit(mut self) -> Tree {
-        self.auto_commit = None;
-        self
-    }
-
     /// This handle's plain reads (`get`, `get_with`, `range`, `range_rev`) pass `gate` (T18):
     /// the engine gives a logged database's handles one that holds back uncommitted records.
     #[must_use]

@@ -21,7 +21,7 @@ pub struct Setting {
     /// Record locking.
     pub locking: bool,
     /// Optimistic descents: inner nodes read without latches, validated by version
-    /// (`swizzledb::Builder::optimistic_reads`). They apply in the swizzling and main-memory
+    /// (`swizzledb::lab::LabOptions::optimistic_reads`). They apply in the swizzling and main-memory
     /// modes only; traditional mode always couples latches, so its settings have `false`.
     pub optimistic: bool,
     /// A log archive: every checkpoint sorts the durable log's page changes into a run
@@ -127,10 +127,9 @@ impl Setting {
         let mut b = Database::builder()
             .mode(self.mode)
             .pool_bytes(usize::try_from(pool).unwrap_or(usize::MAX))
-            .prefault(true)
+            .lab(|l| l.prefault(true))
             .logging(self.logging)
-            .locking(self.locking)
-            .optimistic_reads(self.optimistic)
+            .lab(|l| l.locking(self.locking).optimistic_reads(self.optimistic))
             .log_archive(self.log_archive);
         if self.logging {
             b = b.commit_mode(CommitMode::Async);

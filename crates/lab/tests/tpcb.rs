@@ -15,7 +15,7 @@ fn open(path: &Path, mode: PoolMode, logging: bool, locking: bool) -> Database {
         .mode(mode)
         .pool_bytes(32 << 20)
         .logging(logging)
-        .locking(locking)
+        .lab(|l| l.locking(locking))
         .commit_mode(swizzledb::CommitMode::Async)
         .create(path)
         .unwrap()

@@ -16,7 +16,7 @@ fn open(path: &Path, mode: PoolMode, on: bool) -> Database {
         .mode(mode)
         .pool_bytes(64 << 20)
         .logging(on)
-        .locking(on)
+        .lab(|l| l.locking(on))
         .commit_mode(swizzledb::CommitMode::Async)
         .create(path)
         .unwrap()

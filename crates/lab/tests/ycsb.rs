@@ -21,7 +21,7 @@ fn open(path: &Path, logging: bool, locking: bool) -> Database {
         .mode(PoolMode::Swizzling)
         .pool_bytes(64 << 20)
         .logging(logging)
-        .locking(locking)
+        .lab(|l| l.locking(locking))
         .commit_mode(swizzledb::CommitMode::Async)
         .create(path)
         .unwrap()

@@ -23,6 +23,7 @@ use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
+use swizzledb::lab::{DatabaseExt as _, TreeExt as _};
 use swizzledb::{Database, PoolMode, Stats, Tree};
 use swizzledb_btree::node;
 use swizzledb_buffer::page::get_u64;

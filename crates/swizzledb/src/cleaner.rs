@@ -98,7 +98,7 @@ const MAX_THROTTLE: Duration = Duration::from_secs(2);
 /// State shared by the cleaner thread and the writers it throttles.
 pub(crate) struct Shared {
     pub(crate) kind: Cleaner,
-    /// Also clean every this often, whatever the log's size (`Builder::cleaner_interval`).
+    /// Also clean every this often, whatever the log's size (`LabOptions::cleaner_interval`).
     pub(crate) every: Option<Duration>,
     pub(crate) max_log_bytes: u64,
     pub(crate) counters: Counters,
@@ -252,7 +252,7 @@ fn round(s: &Shared, wal: &Wal, pool: &BufferPool, forced: bool, replayed: &mut 
     }
     s.counters.rounds.fetch_add(1, Ordering::Relaxed);
     let result = match s.kind {
-        Cleaner::Decoupled => (|| -> crate::Result<()> {
+        Cleaner::Decoupled => (|| -> crate::error::Result<()> {
             let (to, done) = crate::decoupled::replay(wal, pool, *replayed)?;
             *replayed = to;
             s.counters.pages_written.fetch_add(done.pages_written, Ordering::Relaxed);
@@ -260,7 +260,7 @@ fn round(s: &Shared, wal: &Wal, pool: &BufferPool, forced: bool, replayed: &mut 
             wal.checkpoint_decoupled(pool)?;
             Ok(())
         })(),
-        Cleaner::Classical | Cleaner::None => (|| -> crate::Result<()> {
+        Cleaner::Classical | Cleaner::None => (|| -> crate::error::Result<()> {
             // Everything older than the newest half of the bound goes (everything, when the
             // interval forced the round): after the checkpoint the log keeps about half the
             // bound plus what running transactions hold, and the next round comes a quarter

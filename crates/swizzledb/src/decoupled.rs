@@ -6,10 +6,10 @@
 use swizzledb_buffer::{page, BufferPool, PageId};
 use swizzledb_sync::Lsn;
 
+use crate::error::{Error, Result};
 use crate::logging::Wal;
 use crate::record::Record;
 use crate::repair::{carries_image, frees, rebuild_page, replay_onto};
-use crate::{Error, Result};
 
 /// The name the replay's progress is kept under in the log directory.
 const PROGRESS: &str = "cleaned";

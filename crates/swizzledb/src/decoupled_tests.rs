@@ -4,6 +4,7 @@
 //! pool's dirty pages, each from no later than the change the pool holds it dirty for, and the
 //! transaction table is empty; a crash then restarts from it with every commit.
 
+use crate::lab::DatabaseExt as _;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -26,10 +27,10 @@ fn r19_the_decoupled_checkpoint_finds_the_pools_dirty_pages_from_the_log() {
         .pool_bytes(40 * 4096)
         .commit_mode(CommitMode::Async)
         .checkpoint_interval(Some(std::time::Duration::from_millis(2)))
-        .checkpoint_kind(CheckpointKind::Decoupled)
+        .lab(|l| l.checkpoint_kind(CheckpointKind::Decoupled))
         .log_segment_bytes(64 << 10)
         .max_log_bytes(512 << 10)
-        .vfs(Arc::new(fs.clone()));
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
     let db = builder.clone().create(path).unwrap();
     let tree = db.create_tree("t").unwrap();
     let mut oracle = BTreeMap::new();
@@ -118,9 +119,9 @@ fn r20_replays_bring_the_file_forward_without_the_pool() {
         .pool_bytes(1024 * 4096)
         .commit_mode(CommitMode::Sync)
         .checkpoint_interval(None)
-        .cleaner(crate::Cleaner::None)
+        .lab(|l| l.cleaner(crate::Cleaner::None))
         .log_archive(true)
-        .vfs(Arc::new(fs.clone()));
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
     let db = builder.clone().create(path).unwrap();
     let tree = db.create_tree("t").unwrap();
     let wal = db.core.wal.as_ref().unwrap();
@@ -205,10 +206,9 @@ fn r20_checkpoints_and_replays_archive_up_to_the_durable_end() {
         .page_size(4096)
         .pool_bytes(64 * 4096)
         .checkpoint_interval(None)
-        .archive_interval(None)
+        .lab(|l| l.archive_interval(None))
         .log_archive(true)
-        .cleaner(crate::Cleaner::Decoupled)
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.cleaner(crate::Cleaner::Decoupled).vfs(Arc::new(fs.clone())))
         .create(path)
         .unwrap();
     let tree = db.create_tree("t").unwrap();

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use swizzledb_sync::{OpenMode, Vfs, VfsFile};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The identity file's name in the log directory.
 const ID_FILE: &str = "database-id";
@@ -154,4 +154,18 @@ pub(crate) fn read_identity(vfs: &dyn Vfs, dir: &Path) -> std::result::Result<(u
         }
         Ok(()) | Err(_) => Err("its database-id file is damaged".to_owned()),
     }
+}
+
+/// The log archive's directory of the database file at `path`: `<path>.wal/archive` (R17).
+#[must_use]
+pub fn archive_dir(path: &Path) -> std::path::PathBuf {
+    wal_dir(path).join("archive")
+}
+
+/// The log directory of the database file at `path`: `<path>.wal`.
+#[must_use]
+pub fn wal_dir(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".wal");
+    name.into()
 }

@@ -19,10 +19,10 @@ use swizzledb_buffer::{page, BufferPool, PageId};
 use swizzledb_sync::Lsn;
 use swizzledb_wal::{Archive, LogManager};
 
+use crate::error::Result;
 use crate::logging::Wal;
 use crate::record::TxnEntry;
 use crate::restart::{read_checkpoint, ArchivedState};
-use crate::Result;
 
 /// How a logged database restarts after a crash.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -325,7 +325,7 @@ pub(crate) struct UndoThread {
 
 impl UndoThread {
     pub(crate) fn start(
-        core: Arc<crate::Core>,
+        core: Arc<crate::engine::Core>,
         losers: Vec<TxnEntry>,
         pending: Arc<PendingRedo>,
     ) -> UndoThread {

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use swizzledb_btree::{key_after, ReadGate, Tree, TreeError};
 use swizzledb_sync::TxnId;
 
+use crate::error::Error;
 use crate::lock::{LockError, LockManager, LockMode};
 use crate::logging::{thread_tag, Wal};
-use crate::Error;
 
 /// Mixed into a tree's lock id for the name of its end-of-tree lock, the closing key of the gap
 /// after its last key (K15). Any value serves: a name that happens to equal another tree's only

@@ -206,7 +206,7 @@ impl Wal {
     /// the file (sharing the work with the background redo), syncs the file and takes the
     /// classical checkpoint that ends restart; returns its end record — `None` if restart had
     /// ended already (or was not instant).
-    pub(crate) fn finish_restart(&self, pool: &BufferPool) -> crate::Result<Option<Lsn>> {
+    pub(crate) fn finish_restart(&self, pool: &BufferPool) -> crate::error::Result<Option<Lsn>> {
         let Some(pending) = &self.pending else { return Ok(None) };
         if pending.is_finished() {
             return Ok(None);
@@ -250,7 +250,7 @@ impl Wal {
     /// merges runs by size tiers (wal README A7). `None` if there is no archive or nothing new.
     /// R22: the run stores the archiver's analysis state as of its end, carried forward over
     /// the run's records (or none, if the state at its beginning is not known).
-    pub(crate) fn archive_durable(&self) -> Result<Option<RunSummary>, crate::Error> {
+    pub(crate) fn archive_durable(&self) -> Result<Option<RunSummary>, crate::error::Error> {
         self.archive_with(None, Archiving::Merged)
     }
 
@@ -259,20 +259,20 @@ impl Wal {
     /// an empty run — a run per interval of nothing would only cost syncs and merges. Checkpoints
     /// and the decoupled cleaner always archive: their truncation and page-write records need
     /// the archive's end to pass their own records (R19, R20).
-    pub(crate) fn archive_background(&self) -> Result<Option<RunSummary>, crate::Error> {
+    pub(crate) fn archive_background(&self) -> Result<Option<RunSummary>, crate::error::Error> {
         self.archive_with(None, Archiving::SkipEmpty)
     }
 
     /// [`Wal::archive_durable`] without merging (restart's: merges wait for the background
     /// merger or the next archiving, so that `open` never waits for one, R22).
-    pub(crate) fn archive_durable_unmerged(&self) -> Result<Option<RunSummary>, crate::Error> {
+    pub(crate) fn archive_durable_unmerged(&self) -> Result<Option<RunSummary>, crate::error::Error> {
         self.archive_with(None, Archiving::Unmerged)
     }
 
     /// R22: archives the durable log, which ends at `end.at` (restart's analysis end, before
     /// anything is appended), storing `end` with the run instead of analyzing the records
     /// again; the archiver continues from it.
-    pub(crate) fn archive_restart_end(&self, end: &ArchivedState) -> Result<(), crate::Error> {
+    pub(crate) fn archive_restart_end(&self, end: &ArchivedState) -> Result<(), crate::error::Error> {
         self.archive_with(Some(end), Archiving::Unmerged)?;
         Ok(())
     }
@@ -281,7 +281,7 @@ impl Wal {
         &self,
         known_end: Option<&ArchivedState>,
         how: Archiving,
-    ) -> Result<Option<RunSummary>, crate::Error> {
+    ) -> Result<Option<RunSummary>, crate::error::Error> {
         let Some(archive) = &self.archive else { return Ok(None) };
         let mut state = self.archiving.lock();
         let from = archive.end().unwrap_or_else(|| self.log.oldest());
@@ -344,7 +344,7 @@ impl Wal {
     /// is rewritten once per tier (logarithmically often) and the archive keeps fewer than
     /// MERGE_RUNS runs per tier. Runs beside archiving (A8): by the background merger, or after
     /// each archiving when there is none.
-    pub(crate) fn merge_tiers(&self) -> Result<(), crate::Error> {
+    pub(crate) fn merge_tiers(&self) -> Result<(), crate::error::Error> {
         let Some(archive) = &self.archive else { return Ok(()) };
         let _one = self.merging.lock();
         loop {
@@ -414,7 +414,7 @@ impl Wal {
 
     /// Takes a checkpoint of the kind the database was configured with: classical (R7) or
     /// decoupled (R19).
-    pub(crate) fn checkpoint(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+    pub(crate) fn checkpoint(&self, pool: &BufferPool) -> crate::error::Result<Lsn> {
         match self.checkpoint_kind {
             CheckpointKind::Classical => self.checkpoint_classical(pool),
             CheckpointKind::Decoupled => self.checkpoint_decoupled(pool),
@@ -427,7 +427,7 @@ impl Wal {
     /// buffer pool, the transaction table or the pool's allocation. The data file is synced
     /// (so the page writes analysis trusted are durable) before the end record. Falls back to a
     /// classical checkpoint when there is no previous one.
-    pub(crate) fn checkpoint_decoupled(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+    pub(crate) fn checkpoint_decoupled(&self, pool: &BufferPool) -> crate::error::Result<Lsn> {
         if let Some(end) = self.finish_restart(pool)? {
             return Ok(end);
         }
@@ -449,7 +449,7 @@ impl Wal {
                 break;
             }
             a.record_body(lsn, &body)
-                .map_err(|e| crate::Error::LogCorrupted { lsn, reason: e.to_string() })?;
+                .map_err(|e| crate::error::Error::LogCorrupted { lsn, reason: e.to_string() })?;
             scanned += body.len() as u64;
         }
         self.stats.decoupled_scanned_bytes.fetch_add(scanned, Ordering::Relaxed);
@@ -464,14 +464,14 @@ impl Wal {
     /// Takes a fuzzy checkpoint (RECOVERY.md R7) while transactions run, and truncates the log
     /// below what restart could need: begin record; dirty pages, transactions, allocation;
     /// data-file sync (pages seen clean are on disk); end record, durable; master record.
-    pub(crate) fn checkpoint_classical(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+    pub(crate) fn checkpoint_classical(&self, pool: &BufferPool) -> crate::error::Result<Lsn> {
         match self.finish_restart(pool)? {
             Some(end) => Ok(end),
             None => self.classical(pool),
         }
     }
 
-    fn classical(&self, pool: &BufferPool) -> crate::Result<Lsn> {
+    fn classical(&self, pool: &BufferPool) -> crate::error::Result<Lsn> {
         let _one = self.checkpointing.lock();
         let begin = self.append(&Record::CheckpointBegin)?;
         // R16: a transaction whose record precedes the begin record is read only once its entry
@@ -513,7 +513,7 @@ impl Wal {
     /// The end of both kinds of checkpoint (R7, R19): the end record, durable; the master
     /// record; archiving (R17); truncation below `keep` and the archive's end. Called with
     /// `checkpointing` held.
-    fn finish_checkpoint(&self, checkpoint: Checkpoint, keep: u64) -> crate::Result<Lsn> {
+    fn finish_checkpoint(&self, checkpoint: Checkpoint, keep: u64) -> crate::error::Result<Lsn> {
         let end = self.append(&Record::CheckpointEnd(Box::new(checkpoint)))?;
         self.log.write_master(end)?;
         // R17: the log is archived before it is truncated, and never truncated past the archive.
@@ -639,7 +639,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         .then(|| buf.to_vec());
         let redone = crate::repair::redo_page(&self.log, self.archive.as_deref(), page, buf.len(), copy)
             .and_then(|p| {
-                p.ok_or_else(|| crate::Error::PageUnrecoverable {
+                p.ok_or_else(|| crate::error::Error::PageUnrecoverable {
                     page,
                     reason: "the page is free at the end of its history".into(),
                 })

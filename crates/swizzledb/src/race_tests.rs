@@ -48,7 +48,7 @@ fn setup() -> (FaultFs, crate::Builder, Database) {
         .pool_bytes(64 * 4096)
         .commit_mode(CommitMode::Sync)
         .checkpoint_interval(None)
-        .vfs(Arc::new(fs.clone()));
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
     let db = builder.clone().create(Path::new(PATH)).unwrap();
     db.create_tree("t").unwrap().insert(b"before", b"1").unwrap();
     (fs, builder, db)

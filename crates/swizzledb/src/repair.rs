@@ -8,9 +8,9 @@ use swizzledb_buffer::PageId;
 use swizzledb_sync::Lsn;
 use swizzledb_wal::{Archive, LogManager};
 
+use crate::error::{Error, Result};
 use crate::record::{NodeLog, Record};
 use crate::restart::{check_image, redo_on_page, RedoTarget};
-use crate::{Error, Result};
 
 /// Why a page could not be rebuilt (part of the error the read then fails with).
 fn unrecoverable(page: PageId, reason: impl std::fmt::Display) -> Error {

@@ -10,8 +10,8 @@ use swizzledb_buffer::{Allocation, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, LogManager};
 
+use crate::error::{Error, Result};
 use crate::record::{AnalysisView, Change, Checkpoint, Malformed, NodeLog, Record, TxnEntry, TxnState};
-use crate::{Error, Result};
 
 /// What analysis and redo found, for undo and the pool.
 #[derive(Debug)]

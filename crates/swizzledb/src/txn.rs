@@ -3,14 +3,19 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
-use swizzledb_btree::{CompareAndSwapError, NoGate, RangeIter, ReadGate, RevRangeIter, Tree, TreeError};
+use swizzledb_btree::{
+    CompareAndSwapError, NoGate, RangeIter, ReadGate, RevRangeIter, Tree as EngineTree, TreeError,
+};
 use swizzledb_sync::{Lsn, TxnId};
 
+use crate::engine::Core;
+use crate::error::{Error, Result};
 use crate::isolation::{self, lock_name, TxnReads};
 use crate::lock::LockMode;
+use crate::logging::CommitMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Record, TxnState};
-use crate::{CommitMode, Core, Error, Result};
+use crate::tree::Tree;
 
 /// A transaction: point reads, range reads and writes on the database's trees, under record
 /// locks held until it ends (shared for reads, exclusive for writes, and next-key locks on the
@@ -45,6 +50,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// A refused lock ([`Error::Lock`]), I/O errors or corruption.
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let tree = &tree.inner;
         self.db.lock(self.id(), tree, key, LockMode::Shared)?;
         Ok(tree.get_gated(key, &NoGate, |v| v.map(<[u8]>::to_vec))?)
     }
@@ -56,6 +62,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// A refused lock ([`Error::Lock`]), I/O errors or corruption.
     pub fn get_with<R>(&self, tree: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        let tree = &tree.inner;
         self.db.lock(self.id(), tree, key, LockMode::Shared)?;
         Ok(tree.get_gated(key, &NoGate, f)?)
     }
@@ -72,7 +79,7 @@ impl<'db> Transaction<'db> {
     /// transaction) abort the transaction and retry it. The iterator is double-ended
     /// ([`TxnRange`]).
     pub fn range<'t>(&'t self, tree: &'t Tree, start: Bound<&[u8]>, end: Bound<&[u8]>) -> TxnRange<'t> {
-        TxnRange { inner: tree.range_gated(start, end, self.gate()) }
+        TxnRange { inner: tree.inner.range_gated(start, end, self.gate()) }
     }
 
     /// [`Transaction::range`] in descending key order.
@@ -82,7 +89,7 @@ impl<'db> Transaction<'db> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> TxnRevRange<'t> {
-        TxnRevRange { inner: tree.range_rev_gated(start, end, self.gate()) }
+        TxnRevRange { inner: tree.inner.range_rev_gated(start, end, self.gate()) }
     }
 
     fn gate(&self) -> &(dyn ReadGate + Sync) {
@@ -98,11 +105,11 @@ impl<'db> Transaction<'db> {
     /// A refused lock, oversize key or value, pool or I/O errors, or the log failed; nothing
     /// changes then, and the transaction can still commit or abort.
     pub fn put(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.write(tree, key, Some(value), true)
+        self.write(&tree.inner, key, Some(value), true)
     }
 
     /// Replaces the value under `key` with what `f` makes of it, under the key's exclusive lock
-    /// and in one descent ([`Tree::update_logged`]): `f` gets the current value and an empty
+    /// and in one descent : `f` gets the current value and an empty
     /// buffer to write the new one into. Returns `f`'s result, or `None` if the key is absent
     /// (then nothing changes and `f` is not called). `f` must not call into the database.
     ///
@@ -114,6 +121,7 @@ impl<'db> Transaction<'db> {
         key: &[u8],
         f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
     ) -> Result<Option<R>> {
+        let tree = &tree.inner;
         self.lock_to_write(tree, key)?;
         // Neither adds nor removes a key: no gap to lock (K15).
         Ok(tree.update_logged(key, &self.log, f)?)
@@ -124,7 +132,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// As [`Transaction::put`], and the duplicate key.
     pub fn insert(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<()> {
-        self.write(tree, key, Some(value), false).map(|_| ())
+        self.write(&tree.inner, key, Some(value), false).map(|_| ())
     }
 
     /// Deletes `key`; returns true if it existed.
@@ -132,12 +140,12 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// As [`Transaction::put`].
     pub fn delete(&mut self, tree: &Tree, key: &[u8]) -> Result<bool> {
-        self.write(tree, key, None, true)
+        self.write(&tree.inner, key, None, true)
     }
 
     /// Records this thread as the transaction's writer and locks `key` exclusively: what every
     /// write does first.
-    fn lock_to_write(&self, tree: &Tree, key: &[u8]) -> Result<()> {
+    fn lock_to_write(&self, tree: &EngineTree, key: &[u8]) -> Result<()> {
         self.log
             .shared
             .writer_thread
@@ -161,13 +169,30 @@ impl<'db> Transaction<'db> {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<std::result::Result<(), CompareAndSwapError>> {
+        self.cas_in(&tree.inner, key, expected, new)
+    }
+
+    /// [`Transaction::compare_and_swap`] on the engine's tree (also the auto-commit's).
+    pub(crate) fn cas_in(
+        &mut self,
+        tree: &EngineTree,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), CompareAndSwapError>> {
         self.write_with(tree, key, new, |log| Ok(tree.compare_and_swap_logged(key, expected, new, log)?))
     }
 
     /// A write (`value` `None`: a delete) under the key's exclusive lock; a write that adds a key
     /// to a gap or removes one also locks the gap's closing key (K15): an insert until it is
     /// made, a delete to the end of the transaction.
-    fn write(&mut self, tree: &Tree, key: &[u8], value: Option<&[u8]>, replace: bool) -> Result<bool> {
+    pub(crate) fn write(
+        &mut self,
+        tree: &EngineTree,
+        key: &[u8],
+        value: Option<&[u8]>,
+        replace: bool,
+    ) -> Result<bool> {
         self.write_with(tree, key, value, |log| {
             Ok(match value {
                 Some(v) => tree.put_logged(key, v, replace, log)?,
@@ -180,7 +205,7 @@ impl<'db> Transaction<'db> {
     /// if `None`, or nothing).
     fn write_with<R>(
         &mut self,
-        tree: &Tree,
+        tree: &EngineTree,
         key: &[u8],
         value: Option<&[u8]>,
         apply: impl FnOnce(&TxnLog<'_>) -> Result<R>,
@@ -293,7 +318,7 @@ impl<'db> Transaction<'db> {
 /// Undoes one change through the tree, logging a compensation record whose undo-next link is
 /// the undone record's previous one (R5). The inverse is applied logically, by key: the record
 /// may have moved to another page since (splits and merges are never undone, T13).
-pub(crate) fn compensate(tree: &Tree, log: &TxnLog<'_>, entry: &Undo<'_>) -> Result<()> {
+pub(crate) fn compensate(tree: &EngineTree, log: &TxnLog<'_>, entry: &Undo<'_>) -> Result<()> {
     log.compensating.set(Some(entry.prev));
     let result = match entry.old {
         None => tree.delete_logged(entry.key, log).map(|_| ()),

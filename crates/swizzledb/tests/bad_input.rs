@@ -3,6 +3,7 @@
 
 use std::io::{Seek, SeekFrom, Write};
 use std::ops::Bound;
+use swizzledb::lab::TreeExt as _;
 use swizzledb::{
     max_inline_value_len, max_key_len, max_value_len, BufferError, Database, Error, PoolMode, TreeError,
 };

@@ -15,7 +15,7 @@ fn builder(logging: bool, locking: bool) -> Builder {
         .pool_bytes(4 << 20)
         .page_size(4096)
         .logging(logging)
-        .locking(locking)
+        .lab(|l| l.locking(locking))
         .commit_mode(swizzledb::CommitMode::Async)
 }
 

@@ -9,6 +9,7 @@ use std::ops::Bound;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Database, PoolMode, Tree};
 
 const THREADS: u64 = 4;
@@ -133,7 +134,7 @@ fn stress_disjoint_keys_with_latch_coupling_only() {
                 .mode(mode)
                 .page_size(4096)
                 .pool_bytes(pool_for(mode))
-                .optimistic_reads(false)
+                .lab(|l| l.optimistic_reads(false))
                 .create(dir.path().join("coupling.swz"))
                 .unwrap();
             let tree = db.create_tree("t").unwrap();
@@ -296,8 +297,8 @@ fn b29_b31_sixteen_threads_in_a_32_frame_pool_lose_nothing() {
                 .mode(mode)
                 .page_size(4096)
                 .pool_bytes(32 * 4096)
-                .background_eviction(evictor)
-                .optimistic_leaf_reads(evictor);
+                .lab(|l| l.background_eviction(evictor))
+                .lab(|l| l.optimistic_leaf_reads(evictor));
             let db = builder.clone().create(&path).unwrap();
             let tree = db.create_tree("t").unwrap();
             let handles: Vec<_> = (0..N)

@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use std::sync::Arc;
-use swizzledb::record::Record;
+use swizzledb::lab::record::Record;
 use swizzledb::{wal_dir, Database, Error, PoolMode, Tree};
 use swizzledb_sync::{CrashMode, Fault, FaultFs, Lsn, Op, OpenMode, TxnId, Vfs};
 use swizzledb_wal::{LogConfig, LogError, LogManager};
@@ -212,7 +212,7 @@ fn damage(fs: &FaultFs, path: &std::path::Path, offset: u64, bytes: &[u8]) {
 /// reports them to the log) at times of its own choosing.
 fn damage_scenario(after: u16, final_checkpoint: bool) -> (FaultFs, Model, Vec<(TxnId, Model)>) {
     let fs = new_fs();
-    let builder = builder(PoolMode::Swizzling, Arc::new(fs.clone())).background_eviction(false);
+    let builder = builder(PoolMode::Swizzling, Arc::new(fs.clone())).lab(|l| l.background_eviction(false));
     let db = builder.create(db_path()).unwrap();
     let tree = db.create_tree(TREE).unwrap();
     let first = [

@@ -27,8 +27,7 @@ fn builder(fs: &FaultFs) -> swizzledb::Builder {
         .max_log_bytes(512 << 10)
         .checkpoint_interval(None)
         .log_archive(true)
-        .cleaner(Cleaner::Decoupled)
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.cleaner(Cleaner::Decoupled).vfs(Arc::new(fs.clone())))
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -98,8 +97,10 @@ fn bounded_log(checkpoints: Option<Duration>) {
 #[test]
 fn r20_the_cleaner_interval_replays_a_small_log() {
     let fs = fault_fs();
-    let db =
-        builder(&fs).cleaner_interval(Some(Duration::from_millis(5))).create(Path::new("/d/db")).unwrap();
+    let db = builder(&fs)
+        .lab(|l| l.cleaner_interval(Some(Duration::from_millis(5))))
+        .create(Path::new("/d/db"))
+        .unwrap();
     let t = db.create_tree("t").unwrap();
     for i in 0..300 {
         t.upsert(&key(i), b"v").unwrap();
@@ -131,7 +132,7 @@ fn r20_the_decoupled_cleaner_needs_the_archive() {
 fn r21_write_elision_drops_dirty_pages_and_loses_nothing() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
-    let small = || builder(&fs).pool_bytes(64 * 4096).write_elision(true);
+    let small = || builder(&fs).pool_bytes(64 * 4096).lab(|l| l.write_elision(true));
     let db = small().create(path).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut oracle = BTreeMap::new();
@@ -177,8 +178,7 @@ fn r21_write_elision_needs_the_decoupled_cleaner() {
     for archive in [true, false] {
         let err = builder(&fs)
             .log_archive(archive)
-            .cleaner(Cleaner::Classical)
-            .write_elision(true)
+            .lab(|l| l.cleaner(Cleaner::Classical).write_elision(true))
             .create(Path::new("/d/db"))
             .unwrap_err();
         assert!(
@@ -201,7 +201,7 @@ fn r20_faults_at_the_cleaner_s_io_are_counted_and_lose_nothing() {
     ] {
         let fs = fault_fs();
         let path = Path::new("/d/db");
-        let b = || builder(&fs).cleaner_interval(Some(Duration::from_millis(2)));
+        let b = || builder(&fs).lab(|l| l.cleaner_interval(Some(Duration::from_millis(2))));
         let db = b().create(path).unwrap();
         let t = db.create_tree("t").unwrap();
         let mut oracle = BTreeMap::new();

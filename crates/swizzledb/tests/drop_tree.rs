@@ -9,6 +9,7 @@ use common::{builder, db_path, new_fs};
 use std::collections::BTreeMap;
 use std::ops::Bound::Unbounded;
 use std::sync::Arc;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Database, Error, PoolMode, Tree, TreeError};
 use swizzledb_sync::CrashMode;
 

@@ -4,6 +4,7 @@
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{wal_dir, Cleaner, CommitMode, Database, Error, PoolMode, TreeError};
 use swizzledb_sync::{CrashMode, FaultFs, OpenMode, Vfs};
 
@@ -24,7 +25,8 @@ fn r12_default_tree_writes_survive_a_crash_and_every_open_restarts() {
     for reopen_logging in [None, Some(false), Some(true)] {
         let fs = fault_fs();
         let path = Path::new("/d/db");
-        let builder = Database::builder().page_size(4096).pool_bytes(32 * 4096).vfs(Arc::new(fs.clone()));
+        let builder =
+            Database::builder().page_size(4096).pool_bytes(32 * 4096).lab(|l| l.vfs(Arc::new(fs.clone())));
         let db = builder.clone().create(path).unwrap();
         assert!(db.is_logged(), "logging is on by default");
         let t = db.create_tree("t").unwrap();
@@ -123,8 +125,11 @@ fn r13_handles_of_a_closed_or_dropped_database_refuse() {
 }
 
 fn unlogged_with_writes(fs: &FaultFs, path: &Path) -> swizzledb::Builder {
-    let builder =
-        Database::builder().logging(false).page_size(4096).pool_bytes(16 * 4096).vfs(Arc::new(fs.clone()));
+    let builder = Database::builder()
+        .logging(false)
+        .page_size(4096)
+        .pool_bytes(16 * 4096)
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
     let db = builder.clone().create(path).unwrap();
     let t = db.create_tree("t").unwrap();
     for i in 0..2000 {
@@ -179,7 +184,8 @@ fn r13_unclean_unlogged_databases_are_refused_or_discarded() {
 fn r13_logging_on_an_unlogged_database_is_refused_or_converts() {
     let fs = fault_fs();
     let path = Path::new("/d/plain");
-    let builder = Database::builder().page_size(4096).pool_bytes(32 * 4096).vfs(Arc::new(fs.clone()));
+    let builder =
+        Database::builder().page_size(4096).pool_bytes(32 * 4096).lab(|l| l.vfs(Arc::new(fs.clone())));
     let db = builder.clone().logging(false).create(path).unwrap();
     let t = db.create_tree("t").unwrap();
     for i in 0..500 {
@@ -195,7 +201,7 @@ fn r13_logging_on_an_unlogged_database_is_refused_or_converts() {
     assert!(!db.is_logged());
     db.close().unwrap();
 
-    let db = builder.clone().logging(true).convert_to_logged(true).open(path).unwrap();
+    let db = builder.clone().logging(true).lab(|l| l.convert_to_logged(true)).open(path).unwrap();
     assert!(db.is_logged());
     let t = db.tree("t").unwrap();
     t.upsert(&key(1), b"after").unwrap();
@@ -222,7 +228,8 @@ fn remove_dir(fs: &FaultFs, dir: &Path) {
 #[test]
 fn r14_missing_empty_or_foreign_logs_are_refused() {
     let fs = fault_fs();
-    let builder = Database::builder().page_size(4096).pool_bytes(32 * 4096).vfs(Arc::new(fs.clone()));
+    let builder =
+        Database::builder().page_size(4096).pool_bytes(32 * 4096).lab(|l| l.vfs(Arc::new(fs.clone())));
     let (a, b) = (PathBuf::from("/d/a"), PathBuf::from("/d/b"));
     for p in [&a, &b] {
         let db = builder.clone().create(p).unwrap();
@@ -305,7 +312,7 @@ fn r15_the_log_stays_below_its_bound_without_evictions() {
         .commit_mode(CommitMode::Async)
         .log_segment_bytes(segment)
         .max_log_bytes(bound)
-        .cleaner(Cleaner::None)
+        .lab(|l| l.cleaner(Cleaner::None))
         .checkpoint_interval(None)
         .create(&path2)
         .unwrap();
@@ -327,7 +334,7 @@ fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
     let db = Database::builder()
         .page_size(4096)
         .pool_bytes(256 * 4096)
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
         .log_segment_bytes(16 << 10)
         .max_log_bytes(bound)
         .commit_mode(CommitMode::Async)
@@ -368,7 +375,7 @@ fn r13_flush_then_crash_keeps_a_valid_prefix_of_async_commits() {
             .pool_bytes(64 * 4096)
             .commit_mode(CommitMode::Async)
             .checkpoint_interval(None)
-            .vfs(Arc::new(fs.clone()));
+            .lab(|l| l.vfs(Arc::new(fs.clone())));
         let db = builder.clone().create(path).unwrap();
         let t = db.create_tree("t").unwrap();
         for i in 0..3000 {
@@ -403,7 +410,7 @@ fn r14_open_follows_the_logs_segment_size() {
     let db = Database::builder()
         .log_segment_bytes(16 << 10)
         .max_log_bytes(1 << 20)
-        .vfs(vfs.clone())
+        .lab(|l| l.vfs(vfs.clone()))
         .create(path)
         .unwrap();
     let t = db.create_tree("t").unwrap();
@@ -414,7 +421,7 @@ fn r14_open_follows_the_logs_segment_size() {
     drop(t);
     drop(db);
     for segment in [None, Some(1 << 20)] {
-        let mut b = Database::builder().vfs(vfs.clone());
+        let mut b = Database::builder().lab(|l| l.vfs(vfs.clone()));
         if let Some(s) = segment {
             b = b.log_segment_bytes(s).max_log_bytes(64 << 20);
         }
@@ -450,7 +457,8 @@ fn open_follows_the_files_page_size_unless_one_is_set() {
 fn a_tree_refused_for_a_full_catalog_leaves_no_record() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
-    let builder = Database::builder().page_size(4096).pool_bytes(256 * 4096).vfs(Arc::new(fs.clone()));
+    let builder =
+        Database::builder().page_size(4096).pool_bytes(256 * 4096).lab(|l| l.vfs(Arc::new(fs.clone())));
     let db = builder.clone().create(path).unwrap();
     let mut made = Vec::new();
     let refused = loop {
@@ -486,7 +494,7 @@ fn a_refused_structure_record_fails_the_log_for_good() {
         .pool_bytes(64 * 8192)
         .log_segment_bytes(8 << 10)
         .max_log_bytes(1 << 20)
-        .vfs(Arc::new(fs.clone()));
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
     let db = builder.clone().create(path).unwrap();
     let t = db.create_tree("t").unwrap();
     let mut acked = Vec::new();

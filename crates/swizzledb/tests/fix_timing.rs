@@ -1,4 +1,4 @@
-//! Fix timing (buffer README, B12a): with `Builder::time_fixes`, every non-root fix is counted
+//! Fix timing (buffer README, B12a): with `LabOptions::time_fixes`, every non-root fix is counted
 //! once as a timed hit or miss of its latch mode, with its nanoseconds; without it nothing is.
 
 use swizzledb::{Database, PoolMode, Stats};
@@ -10,7 +10,7 @@ fn run(time_fixes: bool, mode: PoolMode) -> Stats {
         .mode(mode)
         .pool_bytes(64 * 8192)
         .logging(false)
-        .time_fixes(time_fixes)
+        .lab(|l| l.time_fixes(time_fixes))
         .create(dir.path().join("t.swz"))
         .unwrap();
     let t = db.create_tree("t").unwrap();

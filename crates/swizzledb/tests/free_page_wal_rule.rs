@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Cleaner, CommitMode, Database};
 use swizzledb_sync::{CrashMode, FaultFs, OpenMode, Vfs, VfsFile};
 
@@ -174,8 +175,8 @@ fn r13_freed_pages_and_page_0_wait_for_the_records_that_freed_them() {
             .pool_bytes(256 * 4096)
             .commit_mode(CommitMode::Async)
             .checkpoint_interval(None)
-            .cleaner(Cleaner::None)
-            .vfs(Arc::new(vfs));
+            .lab(|l| l.cleaner(Cleaner::None))
+            .lab(|l| l.vfs(Arc::new(vfs)));
         let path = Path::new(DB);
         let db = builder.clone().create(path).unwrap();
         let t = db.create_tree("t").unwrap();

@@ -12,6 +12,7 @@ use std::ops::Bound::Unbounded;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Cleaner, Database, Error, LogError, RestartMode};
 use swizzledb_sync::{CrashMode, Fault, FaultFs, Op, Vfs};
 
@@ -42,11 +43,10 @@ fn builder_on(vfs: Arc<dyn Vfs>, mode: RestartMode) -> swizzledb::Builder {
         .page_size(PS)
         .pool_bytes(64 * PS)
         .checkpoint_interval(None)
-        .archive_interval(None)
-        .cleaner(Cleaner::None)
+        .lab(|l| l.archive_interval(None).cleaner(Cleaner::None))
         .log_archive(true)
         .restart_mode(mode)
-        .vfs(vfs)
+        .lab(|l| l.vfs(vfs))
 }
 
 type Oracle = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -128,7 +128,7 @@ fn r22_open_defers_redo_and_loses_nothing() {
     let path = Path::new("/d/db");
     let oracle = crashed_database(&fs, path);
 
-    let db = builder(&fs, RestartMode::Instant).background_redo(false).open(path).unwrap();
+    let db = builder(&fs, RestartMode::Instant).lab(|l| l.background_redo(false)).open(path).unwrap();
     let stats = db.restart_stats();
     assert!(stats.instant, "{stats:?}");
     assert_eq!(stats.redone, 0, "open redoes nothing: {stats:?}");
@@ -223,7 +223,11 @@ fn r22_without_locks_losers_are_rolled_back_at_open() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
     let oracle = crashed_with_losers(&fs, path);
-    let db = builder(&fs, RestartMode::Instant).locking(false).background_redo(false).open(path).unwrap();
+    let db = builder(&fs, RestartMode::Instant)
+        .lab(|l| l.locking(false))
+        .lab(|l| l.background_redo(false))
+        .open(path)
+        .unwrap();
     let stats = db.restart_stats();
     assert!(stats.instant && stats.losers == 2, "{stats:?}");
     assert!(stats.compensations >= 500, "{stats:?}");
@@ -241,7 +245,7 @@ fn r22_with_locks_losers_are_rolled_back_in_the_background() {
     let fs = fault_fs();
     let path = Path::new("/d/db");
     let mut oracle = crashed_with_losers(&fs, path);
-    let db = builder(&fs, RestartMode::Instant).background_redo(false).open(path).unwrap();
+    let db = builder(&fs, RestartMode::Instant).lab(|l| l.background_redo(false)).open(path).unwrap();
     let stats = db.restart_stats();
     assert!(stats.instant && stats.losers == 2, "{stats:?}");
     assert_eq!(stats.compensations, 0, "nothing rolled back during open: {stats:?}");
@@ -283,7 +287,7 @@ fn r22_a_crash_before_the_redo_ends_loses_nothing() {
     let path = Path::new("/d/db");
     let mut oracle = crashed_database(&fs, path);
     // No background redo: only the pages the reads and writes below load are redone.
-    let db = builder(&fs, RestartMode::Instant).background_redo(false).open(path).unwrap();
+    let db = builder(&fs, RestartMode::Instant).lab(|l| l.background_redo(false)).open(path).unwrap();
     let t = db.tree("t").unwrap();
     for i in (0..3000).step_by(97) {
         assert_eq!(t.get(&key(i)).unwrap(), oracle.get(&key(i)).cloned());
@@ -355,7 +359,7 @@ fn spread(total: u64, n: u64) -> Vec<u64> {
 /// Instant open, reads of every record (redo on fetch) and close (which redoes the rest in the
 /// file and takes the checkpoint that ends restart), on `vfs`: the first error, if any.
 fn open_read_close(vfs: Arc<dyn Vfs>, oracle: &Oracle) -> Result<(), String> {
-    let db = builder_on(vfs, RestartMode::Instant).background_redo(false).open(Path::new(DB));
+    let db = builder_on(vfs, RestartMode::Instant).lab(|l| l.background_redo(false)).open(Path::new(DB));
     let db = db.map_err(|e| format!("open: {e}"))?;
     let t = db.tree("t").map_err(|e| e.to_string())?;
     for (k, v) in oracle.iter().step_by(3) {

@@ -6,6 +6,7 @@ mod common;
 
 use common::new_fs;
 use std::sync::Arc;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Database, PoolMode, RestartMode, Tree, TreeError, MAX_VALUE_LEN};
 use swizzledb_sync::{CrashMode, FaultFs};
 
@@ -16,7 +17,7 @@ fn builder(mode: PoolMode, fs: &FaultFs) -> swizzledb::Builder {
         .mode(mode)
         .page_size(4096)
         .pool_bytes(if mode == PoolMode::MainMemory { 256 << 20 } else { 32 << 20 })
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
 }
 
 /// A value of `len` bytes that differs from every other (len, seed).
@@ -109,7 +110,7 @@ fn t22_instant_restart_and_the_decoupled_cleaner_rebuild_overflow_pages() {
         builder(PoolMode::Swizzling, &fs)
             .log_archive(true)
             .restart_mode(RestartMode::Instant)
-            .cleaner(swizzledb::Cleaner::Decoupled)
+            .lab(|l| l.cleaner(swizzledb::Cleaner::Decoupled))
     };
     let db = b().create(PATH).unwrap();
     let t = db.create_tree("blobs").unwrap();

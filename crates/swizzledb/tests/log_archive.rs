@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use swizzledb::record::Record;
+use swizzledb::lab::record::Record;
 use swizzledb::{archive_dir, wal_dir, Archive, ArchiveEntry, Database, Error};
 use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Op, Vfs};
 use swizzledb_wal::{LogConfig, LogError, LogManager, Lsn};
@@ -27,8 +27,7 @@ fn builder(fs: &FaultFs) -> swizzledb::Builder {
     Database::builder()
         .page_size(4096)
         .pool_bytes(256 * 4096)
-        .archive_interval(None)
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.archive_interval(None).vfs(Arc::new(fs.clone())))
 }
 
 /// [`builder`] with 64 KiB log segments and a 256 KiB log bound, so checkpoints truncate.
@@ -254,7 +253,7 @@ fn r17_the_background_archiver_follows_the_log() {
     let path = Path::new("/d/db");
     let db = builder(&fs)
         .log_archive(true)
-        .archive_interval(Some(std::time::Duration::from_millis(5)))
+        .lab(|l| l.archive_interval(Some(std::time::Duration::from_millis(5))))
         .checkpoint_interval(None)
         .create(path)
         .unwrap();

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use swizzledb::record::{NodeLog, Record};
+use swizzledb::lab::record::{NodeLog, Record};
 use swizzledb::{wal_dir, Cleaner, CommitMode, Database};
 use swizzledb_sync::{CrashMode, FaultFs, Vfs};
 use swizzledb_wal::{LogConfig, LogManager};
@@ -28,9 +28,9 @@ fn r3_random_inserts_cost_at_most_250_bytes_of_log_each() {
     let db = Database::builder()
         .pool_bytes(64 << 20)
         .commit_mode(CommitMode::Async)
-        .cleaner(Cleaner::None)
+        .lab(|l| l.cleaner(Cleaner::None))
         .checkpoint_interval(None)
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
         .create(path)
         .unwrap();
     let t = db.create_tree("t").unwrap();

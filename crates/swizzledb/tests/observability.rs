@@ -50,7 +50,7 @@ fn failed_background_checkpoints_and_a_failed_drop_are_logged() {
         .page_size(4096)
         .pool_bytes(64 * 4096)
         .checkpoint_interval(Some(Duration::from_millis(5)))
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
         .create(Path::new("/d/db"))
         .unwrap();
     let t = db.create_tree("t").unwrap();

@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{CommitMode, Database, PoolMode, TreeError};
 
 #[derive(Clone, Debug)]

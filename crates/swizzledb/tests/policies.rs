@@ -4,6 +4,7 @@
 //! swizzled children (R8).
 
 use std::collections::BTreeMap;
+use swizzledb::lab::DatabaseExt as _;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -21,13 +22,13 @@ fn run(spec: PolicySpec, mode: PoolMode) -> swizzledb::Stats {
 fn run_with(spec: PolicySpec, mode: PoolMode, evictor: bool) -> swizzledb::Stats {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::builder()
-        .background_eviction(evictor)
+        .lab(|l| l.background_eviction(evictor))
         .logging(false)
         .mode(mode)
         .page_size(4096)
         .pool_bytes(24 * 4096)
         .policy(spec)
-        .seed(7)
+        .lab(|l| l.seed(7))
         .create(dir.path().join("p.swz"))
         .unwrap();
     let t = db.create_tree("t").unwrap();
@@ -96,7 +97,7 @@ fn r1_bp_wrapped_policies_keep_the_tree_intact() {
     }
 }
 
-/// BP-Wrapper's S and T reach the pool (`Builder::bp_queue`): a batch of one takes the lock for
+/// BP-Wrapper's S and T reach the pool (`LabOptions::bp_queue`): a batch of one takes the lock for
 /// every access, a batch of 64 far less often, and T above S is refused at `create`, naming both.
 #[test]
 fn bp_queue_sets_the_batch_and_refuses_a_threshold_above_the_queue() {
@@ -108,7 +109,7 @@ fn bp_queue_sets_the_batch_and_refuses_a_threshold_above_the_queue() {
             .page_size(4096)
             .pool_bytes(64 * 4096)
             .policy(spec)
-            .bp_queue(s, t)
+            .lab(|l| l.bp_queue(s, t))
             .create(dir.path().join(name))
     };
     match open("bad.swz", 8, 16) {

@@ -162,7 +162,7 @@ fn run(seed: u64) -> (u64, u64, u64) {
         .log_segment_bytes(16 << 10)
         .max_log_bytes(96 << 10)
         .checkpoint_interval(Some(Duration::from_millis(3)))
-        .vfs(Arc::new(fs.clone()));
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
     let path = Path::new(DB);
     let db = builder.clone().create(path).unwrap();
     let tree = db.create_tree("t").unwrap();
@@ -282,7 +282,7 @@ fn a_failed_log_does_not_spin_the_page_cleaner() {
         .pool_bytes(64 * 4096)
         .log_segment_bytes(16 << 10)
         .max_log_bytes(64 << 10)
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
         .create(Path::new(DB))
         .unwrap();
     let tree = db.create_tree("t").unwrap();

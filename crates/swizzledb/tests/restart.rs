@@ -5,7 +5,8 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use swizzledb::record::{Change, NodeLog, Record};
+use swizzledb::lab::record::{Change, NodeLog, Record};
+use swizzledb::lab::TreeExt as _;
 use swizzledb::{Database, Error};
 use swizzledb_sync::fault::{CrashMode, FaultFs};
 use swizzledb_sync::Vfs;
@@ -184,7 +185,7 @@ fn r9_a_page_written_before_the_crash_is_rebuilt_the_same() {
     let fs = Arc::new(FaultFs::new());
     let path = Path::new("/db/t.swz");
     fs.create_dir_all(Path::new("/db")).unwrap();
-    let builder = builder().vfs(fs.clone());
+    let builder = builder().lab(|l| l.vfs(fs.clone()));
     let db = builder.clone().create(path).unwrap();
     let tree = db.create_tree("t").unwrap();
     let mut t = db.begin();
@@ -216,7 +217,7 @@ fn r9_node_changes_are_redone_after_a_crash() {
         let fs = Arc::new(FaultFs::new());
         let path = Path::new("/db/t.swz");
         fs.create_dir_all(Path::new("/db")).unwrap();
-        let builder = builder().pool_bytes(2048 * 4096).vfs(fs.clone());
+        let builder = builder().pool_bytes(2048 * 4096).lab(|l| l.vfs(fs.clone()));
         let db = builder.clone().create(path).unwrap();
         let tree = db.create_tree("t").unwrap();
         let key = |i: u32| format!("{:08}", i.wrapping_mul(2_654_435_761) % 100_000_000).into_bytes();

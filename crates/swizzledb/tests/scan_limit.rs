@@ -18,7 +18,7 @@ fn limited_scans_return_the_first_records_in_every_configuration() {
             let db = Database::builder()
                 .mode(mode)
                 .logging(logging)
-                .locking(locking)
+                .lab(|l| l.locking(locking))
                 .create(dir.path().join("l.swz"))
                 .unwrap();
             let tree = db.create_tree("t").unwrap();

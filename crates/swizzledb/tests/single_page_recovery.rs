@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound::Unbounded;
 use std::path::Path;
 use std::sync::Arc;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{BufferError, Database, TreeError};
 use swizzledb_buffer::page::{self, PageType};
 use swizzledb_sync::{CrashMode, FaultFs, OpenMode, Vfs};
@@ -35,7 +36,7 @@ fn builder(fs: &FaultFs, archive: bool) -> swizzledb::Builder {
         .pool_bytes(48 * PS)
         .checkpoint_interval(None)
         .log_archive(archive)
-        .vfs(Arc::new(fs.clone()))
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
 }
 
 /// Writes `n` keys in transactions of 100, then rewrites every third and deletes every

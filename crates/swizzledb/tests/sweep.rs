@@ -2,6 +2,7 @@
 //! their references, and never a page that still holds swizzled children.
 
 use std::ops::Bound;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Database, PoolMode};
 
 #[test]

@@ -6,6 +6,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{
     BufferError, Database, Error, EventKind, PoolMode, Stats, TraceError, TraceEvent, TraceReader,
 };
@@ -35,7 +36,7 @@ fn open(mode: PoolMode, db_path: &Path, trace: &Path) -> Database {
         .mode(mode)
         .page_size(PAGE)
         .pool_bytes(pool_bytes(mode))
-        .trace(trace)
+        .lab(|l| l.trace(trace))
         .create(db_path)
         .unwrap()
 }
@@ -221,7 +222,7 @@ fn b17_threads_record_their_own_events() {
 fn b17_unwritable_trace_path_is_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("no-such-dir").join("t.swzt");
-    let r = Database::builder().pool_bytes(1 << 20).trace(&bad).create(dir.path().join("db"));
+    let r = Database::builder().pool_bytes(1 << 20).lab(|l| l.trace(&bad)).create(dir.path().join("db"));
     match r {
         Err(Error::Buffer(BufferError::Trace(TraceError::Io { file, .. }))) => assert_eq!(file, bad),
         other => panic!("expected a trace I/O error, got {other:?}"),

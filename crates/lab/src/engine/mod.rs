@@ -591,7 +591,7 @@ mod tests {
         for locking in [false, true] {
             let db = Database::builder()
                 .logging(locking)
-                .locking(locking)
+                .lab(|l| l.locking(locking))
                 .create(dir.path().join(format!("lock-{locking}.swz")))
                 .unwrap();
             assert_eq!(db.isolates(), locking);

@@ -75,10 +75,10 @@ pub struct Common {
     #[arg(long)]
     pub direct_io: bool,
     /// Let the threads that miss evict for themselves: no background evictor keeps free frames
-    /// ready (swizzledb::Builder::background_eviction; buffer README B31)
+    /// ready (swizzledb::lab::LabOptions::background_eviction; buffer README B31)
     #[arg(long)]
     pub no_background_eviction: bool,
-    /// Read leaves without latching them too (swizzledb::Builder::optimistic_leaf_reads;
+    /// Read leaves without latching them too (swizzledb::lab::LabOptions::optimistic_leaf_reads;
     /// btree README T21): swizzling and main-memory modes, with CLOCK, GCLOCK or SIEVE
     #[arg(long)]
     pub optimistic_leaf_reads: bool,

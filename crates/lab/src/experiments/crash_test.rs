@@ -515,9 +515,11 @@ fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
         .mode(args.mode)
         .pool_bytes(pool_bytes(args))
         .log_archive(args.log_archive)
-        .checkpoint_kind(args.checkpoint_kind.kind())
-        .cleaner(args.cleaner.cleaner())
-        .write_elision(args.write_elision)
+        .lab(|l| {
+            l.checkpoint_kind(args.checkpoint_kind.kind())
+                .cleaner(args.cleaner.cleaner())
+                .write_elision(args.write_elision)
+        })
         .restart_mode(args.restart.mode());
     match args.config {
         Config::Transactions => {

@@ -21,6 +21,7 @@ use std::error::Error as StdError;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Instant;
+use swizzledb::lab::{DatabaseExt as _, TreeExt as _};
 use swizzledb::{Error, PoolMode};
 use swizzledb_btree::node;
 use swizzledb_buffer::{Exclusive, LatchKind, Shared};

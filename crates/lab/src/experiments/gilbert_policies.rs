@@ -201,11 +201,13 @@ impl BaseFile {
             .pool_bytes(cfg.pool_bytes)
             .page_size(cfg.page_size)
             .policy(cfg.policy)
-            .seed(cfg.seed)
+            .lab(|l| l.seed(cfg.seed))
             .direct_io(cfg.direct_io)
-            .background_eviction(cfg.background_eviction)
-            .optimistic_leaf_reads(cfg.optimistic_leaf_reads)
-            .bp_queue(cfg.bp_queue.0, cfg.bp_queue.1)
+            .lab(|l| {
+                l.background_eviction(cfg.background_eviction)
+                    .optimistic_leaf_reads(cfg.optimistic_leaf_reads)
+                    .bp_queue(cfg.bp_queue.0, cfg.bp_queue.1)
+            })
             .logging(buffer::LOGGING)
             .open(&file.0)?;
         Ok(Loaded { tree: db.tree("rndread")?, db, _file: file })

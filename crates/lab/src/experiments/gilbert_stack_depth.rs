@@ -163,12 +163,17 @@ fn trace_one(plan: &StackDepth, threads: usize, progress: Progress) -> Result<De
     let tpcc = Tpcc::new(plan.config.clone())?;
     let pool = usize::try_from(4 * plan.config.record_bytes() + (256 << 20)).unwrap_or(usize::MAX);
     progress.say(format_args!("loading {} warehouses ...", plan.config.warehouses));
-    let db = Database::builder().pool_bytes(pool).logging(false).locking(false).create(&files.0)?;
+    let db =
+        Database::builder().pool_bytes(pool).logging(false).lab(|l| l.locking(false)).create(&files.0)?;
     tpcc.load(&db)?;
     db.close()?;
     progress.say(format_args!("tracing {} transactions on {threads} thread(s) ...", plan.transactions));
-    let db =
-        Database::builder().pool_bytes(pool).logging(false).locking(false).trace(&files.1).open(&files.0)?;
+    let db = Database::builder()
+        .pool_bytes(pool)
+        .logging(false)
+        .lab(|l| l.locking(false))
+        .lab(|l| l.trace(&files.1))
+        .open(&files.0)?;
     let per_thread = plan.transactions / threads as u64;
     harness::run(&tpcc, &db, threads, Until::Operations(per_thread))?;
     tpcc.verify(&db)?;

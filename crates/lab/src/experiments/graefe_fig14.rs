@@ -7,7 +7,7 @@
 //! Here the scale is `--warehouses` (4 by default) on this machine's cores; the checks compare
 //! ratios of medians of interleaved measurements.
 //!
-//! Optimistic descents (`swizzledb::Builder::optimistic_reads`) are off in every mode: the
+//! Optimistic descents (`swizzledb::lab::LabOptions::optimistic_reads`) are off in every mode: the
 //! paper's engine coupled latches on every descent, and traditional mode here always does, so
 //! the modes differ only in how they find pages, as in the figure. `bench tpcc --optimistic
 //! on,off` measures what the optimistic descents add.

@@ -20,6 +20,7 @@ use std::error::Error as StdError;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Instant;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Database, Error, Tree};
 
 /// splitmix64's finalizer: a bijection on u64, so distinct counters give distinct keys.

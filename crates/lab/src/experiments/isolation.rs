@@ -112,7 +112,7 @@ fn open(dir: &Path, locking: bool, records: u64) -> Result<(Database, Tree), Box
     let db = Database::builder()
         .pool_bytes(((records as usize) * 400).max(32 << 20))
         .commit_mode(CommitMode::Async)
-        .locking(locking)
+        .lab(|l| l.locking(locking))
         .create(&path)?;
     let t = db.create_tree("t")?;
     let mut i = 0;

@@ -297,7 +297,7 @@ impl Setup {
         Database::builder()
             .pool_bytes(pool_bytes)
             .logging(self.logging())
-            .locking(self.locking())
+            .lab(|l| l.locking(self.locking()))
             .commit_mode(self.commit_mode().unwrap_or_default())
     }
 }
@@ -320,7 +320,7 @@ fn cleaner_builder(
     segment: u64,
 ) -> swizzledb::Builder {
     let bound = if cleaner == Cleaner::None { NO_BOUND } else { max_log };
-    builder.logging(true).cleaner(cleaner).max_log_bytes(bound).log_segment_bytes(segment)
+    builder.logging(true).lab(|l| l.cleaner(cleaner)).max_log_bytes(bound).log_segment_bytes(segment)
 }
 
 /// Bytes of the log's segment files (`*.log`) in the log directory of the database at `path`.
@@ -1711,7 +1711,7 @@ fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
 /// `begin` (a transaction waits there for the cleaner), so the log can pass it by one running
 /// transaction per thread.
 fn transaction_log(puts: u64) -> u64 {
-    let page = Database::builder().config().page_size as u64;
+    let page = swizzledb::PoolConfig::default().page_size as u64;
     puts * (page + 512)
 }
 

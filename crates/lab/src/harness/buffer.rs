@@ -17,6 +17,7 @@ use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Instant;
+use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{BufferError, Database, Error, PolicySpec, PoolMode, Stats, Tree};
 
 use crate::engine::EngineName;
@@ -70,15 +71,15 @@ pub struct Config {
     pub seed: u64,
     /// Open database files with O_DIRECT.
     pub direct_io: bool,
-    /// Run the background evictor (`swizzledb::Builder::background_eviction`).
+    /// Run the background evictor (`swizzledb::lab::LabOptions::background_eviction`).
     pub background_eviction: bool,
-    /// Read leaves without latches (`swizzledb::Builder::optimistic_leaf_reads`).
+    /// Read leaves without latches (`swizzledb::lab::LabOptions::optimistic_leaf_reads`).
     pub optimistic_leaf_reads: bool,
     /// Mode the ratios are relative to (default: main-memory, else the first mode measured).
     pub baseline: Option<PoolMode>,
     /// Directory for the temporary database files.
     pub dir: PathBuf,
-    /// BP-Wrapper's queue size S and batch threshold T (`swizzledb::Builder::bp_queue`;
+    /// BP-Wrapper's queue size S and batch threshold T (`swizzledb::lab::LabOptions::bp_queue`;
     /// 64 and 32 unless an experiment sweeps them).
     pub bp_queue: (usize, usize),
 }
@@ -484,15 +485,17 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         .pool_bytes(cfg.pool_bytes)
         .page_size(cfg.page_size)
         .policy(cfg.policy)
-        .seed(cfg.seed)
+        .lab(|l| l.seed(cfg.seed))
         .direct_io(cfg.direct_io)
-        .background_eviction(cfg.background_eviction)
-        .optimistic_leaf_reads(cfg.optimistic_leaf_reads)
-        .bp_queue(cfg.bp_queue.0, cfg.bp_queue.1)
+        .lab(|l| {
+            l.background_eviction(cfg.background_eviction)
+                .optimistic_leaf_reads(cfg.optimistic_leaf_reads)
+                .bp_queue(cfg.bp_queue.0, cfg.bp_queue.1)
+        })
         .logging(LOGGING);
     // Under `swizzledb trace record`, every database records a trace.
     if let Some(trace) = crate::recording::next_trace_path() {
-        builder = builder.trace(trace);
+        builder = builder.lab(|l| l.trace(trace));
     }
     let db = builder.create(&file.0)?;
     Ok((db, file))

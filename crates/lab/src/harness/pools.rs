@@ -128,7 +128,7 @@ impl BaseFile {
         let db = Database::builder()
             .pool_bytes(usize::try_from(pool_bytes).unwrap_or(usize::MAX))
             .logging(false)
-            .locking(false)
+            .lab(|l| l.locking(false))
             .create(&file.0)?;
         workload.load(&db)?;
         db.close()?;
@@ -159,9 +159,9 @@ impl BaseFile {
             .policy(policy)
             .pool_bytes(usize::try_from(pool_bytes).unwrap_or(usize::MAX))
             .logging(false)
-            .locking(false)
+            .lab(|l| l.locking(false))
             .direct_io(direct_io)
-            .time_fixes(time_fixes)
+            .lab(|l| l.time_fixes(time_fixes))
             .open(&copy.0)?;
         Ok((db, copy))
     }

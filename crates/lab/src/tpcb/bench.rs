@@ -53,13 +53,14 @@ impl Propagation {
     }
 
     fn tune(self, b: swizzledb::Builder, cleaner_interval: Option<Duration>) -> swizzledb::Builder {
-        let b = b.cleaner_interval(cleaner_interval);
+        let b = b.lab(|l| l.cleaner_interval(cleaner_interval));
         match self {
             Propagation::Classical => b,
-            Propagation::DecoupledCheckpoint => b.checkpoint_kind(CheckpointKind::Decoupled),
-            Propagation::Decoupled => {
-                b.log_archive(true).cleaner(Cleaner::Decoupled).checkpoint_kind(CheckpointKind::Decoupled)
-            }
+            Propagation::DecoupledCheckpoint => b.lab(|l| l.checkpoint_kind(CheckpointKind::Decoupled)),
+            Propagation::Decoupled => b
+                .log_archive(true)
+                .lab(|l| l.cleaner(Cleaner::Decoupled))
+                .lab(|l| l.checkpoint_kind(CheckpointKind::Decoupled)),
         }
     }
 }
@@ -82,7 +83,7 @@ pub struct BenchPlan {
     pub logging: Vec<bool>,
     /// Record-locking settings.
     pub locking: Vec<bool>,
-    /// Optimistic-descent settings (`swizzledb::Builder::optimistic_reads`); they apply to the
+    /// Optimistic-descent settings (`swizzledb::lab::LabOptions::optimistic_reads`); they apply to the
     /// swizzling and main-memory modes, traditional mode runs once with them off
     /// ([`Setting`]).
     pub optimistic: Vec<bool>,
@@ -96,7 +97,7 @@ pub struct BenchPlan {
     /// Propagation settings; they apply with logging on (logging off runs once, as classical),
     /// and [`Propagation::Decoupled`] only with the log archive on.
     pub propagation: Vec<Propagation>,
-    /// The page cleaner also runs a full round this often (`Builder::cleaner_interval`; `None`:
+    /// The page cleaner also runs a full round this often (`LabOptions::cleaner_interval`; `None`:
     /// only when the log nears its bound).
     pub cleaner_interval: Option<Duration>,
     /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).

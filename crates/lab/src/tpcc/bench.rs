@@ -40,7 +40,7 @@ pub struct BenchPlan {
     pub logging: Vec<bool>,
     /// SwizzleDB's record-locking settings (LMDB has none: it serializes writers).
     pub locking: Vec<bool>,
-    /// SwizzleDB's optimistic-descent settings (`swizzledb::Builder::optimistic_reads`); they
+    /// SwizzleDB's optimistic-descent settings (`swizzledb::lab::LabOptions::optimistic_reads`); they
     /// apply to the swizzling and main-memory modes, traditional mode runs once with them off
     /// ([`crate::Setting`]).
     pub optimistic: Vec<bool>,

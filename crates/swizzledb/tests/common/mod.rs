@@ -40,7 +40,7 @@ pub fn builder(mode: PoolMode, vfs: Arc<dyn Vfs>) -> Builder {
         .pool_bytes(pool)
         .logging(true)
         .log_segment_bytes(SEGMENT)
-        .vfs(vfs)
+        .lab(|l| l.vfs(vfs))
 }
 
 /// The key of key number `k`.

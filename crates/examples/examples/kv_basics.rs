@@ -1,11 +1,11 @@
 //! Key-value basics: create a database, write, read, update atomically, delete, reopen.
 //!
-//! `cargo run -p swizzledb --example kv_basics`
+//! `cargo run -p swizzledb-examples --example kv_basics`
 
 use swizzledb::Database;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // A scratch directory that is removed at the end (tempfile is a dev-dependency; any
+    // A scratch directory that is removed at the end (tempfile is a dependency of the examples; any
     // directory works).
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("kv.swz");

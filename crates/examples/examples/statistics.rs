@@ -2,7 +2,7 @@
 //! record locks, and what the last restart did. (With the `serde` feature every statistics type
 //! implements `serde::Serialize`.)
 //!
-//! `cargo run -p swizzledb --example statistics`
+//! `cargo run -p swizzledb-examples --example statistics`
 
 use swizzledb::Database;
 

@@ -6,7 +6,7 @@
 //! record). For a scratch database that needs no crash safety, `logging(false)` skips the log
 //! altogether; only `close` then leaves the file consistent.
 //!
-//! `cargo run --release -p swizzledb --example bulk_load`
+//! `cargo run --release -p swizzledb-examples --example bulk_load`
 
 use std::time::Instant;
 use swizzledb::Database;

@@ -8,7 +8,7 @@
 //! Policies are named as on the command line (`gclock`, `lru`, `2q`, `arc`, `car`, `sieve`,
 //! `s3-fifo`, ... and `bpw-<policy>` behind BP-Wrapper); see the replacement crate's README.
 //!
-//! `cargo run --release -p swizzledb --example configure`
+//! `cargo run --release -p swizzledb-examples --example configure`
 
 use std::time::Instant;
 use swizzledb::{Database, PolicySpec, PoolMode};

@@ -4,7 +4,7 @@
 //! refuses a record lock (`Error::Lock`), it rolls the attempt back and runs the closure again,
 //! so the closure must not have side effects outside the transaction.
 //!
-//! `cargo run -p swizzledb --example transactions`
+//! `cargo run -p swizzledb-examples --example transactions`
 
 use swizzledb::{Database, Error, Transaction, Tree};
 

@@ -1,6 +1,6 @@
 //! Range and prefix scans: in order, in reverse, from both ends, limited.
 //!
-//! `cargo run -p swizzledb --example scans`
+//! `cargo run -p swizzledb-examples --example scans`
 
 use std::ops::Bound::{Excluded, Included, Unbounded};
 use swizzledb::Database;

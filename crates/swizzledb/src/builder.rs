@@ -1,0 +1,304 @@
+//! The settings of a database, and the user's way to create or open one.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use swizzledb_buffer::{PolicySpec, PoolConfig, PoolMode};
+use swizzledb_wal::{LogConfig, LogError};
+
+use crate::cleaner::Cleaner;
+use crate::database::Database;
+use crate::engine::LOG_BUFFER_BYTES;
+use crate::error::{Error, Result};
+use crate::files::wal_dir;
+use crate::instant::RestartMode;
+use crate::lab::LabOptions;
+use crate::logging::{CheckpointKind, CommitMode};
+
+/// Whether transactions take record locks.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Locking {
+    #[default]
+    On,
+    Off,
+}
+
+/// Settings for opening or creating a database.
+#[derive(Clone, Debug, Default)]
+pub struct Builder {
+    pub(crate) config: PoolConfig,
+    /// `None`: not said (create logs; open follows the file).
+    pub(crate) logging: Option<bool>,
+    pub(crate) locking: Locking,
+    pub(crate) commit_mode: CommitMode,
+    pub(crate) log_segment_bytes: Option<u64>,
+    pub(crate) checkpoint_every: Option<Option<std::time::Duration>>,
+    pub(crate) max_log_bytes: Option<u64>,
+    pub(crate) cleaner: Cleaner,
+    pub(crate) cleaner_every: Option<std::time::Duration>,
+    pub(crate) checkpoint_kind: CheckpointKind,
+    pub(crate) log_archive: bool,
+    pub(crate) archive_every: Option<Option<std::time::Duration>>,
+    pub(crate) restart_mode: RestartMode,
+    pub(crate) no_background_redo: bool,
+    pub(crate) no_background_eviction: bool,
+    pub(crate) discard_unclean: bool,
+    pub(crate) convert_to_logged: bool,
+    /// `page_size` was called: `open` checks the file's against it instead of adopting it.
+    pub(crate) page_size_set: bool,
+}
+
+/// Default interval of the background archiver ([`crate::lab::LabOptions::archive_interval`]).
+pub const DEFAULT_ARCHIVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Default bound of the log kept on disk (R15).
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 128 << 20;
+
+impl Builder {
+    /// Buffer mode (default: swizzling).
+    #[must_use]
+    pub fn mode(mut self, mode: PoolMode) -> Self {
+        self.config.mode = mode;
+        self
+    }
+
+    /// Bytes of frame memory (default 64 MiB); the memory limit in main-memory mode.
+    #[must_use]
+    pub fn pool_bytes(mut self, bytes: usize) -> Self {
+        self.config.pool_bytes = bytes;
+        self
+    }
+
+    /// Page size for a new file (default 8 KiB; a power of two from 4 KiB to 32 KiB). `open`
+    /// uses the file's page size, unless one is set here: then a file with another page size is
+    /// an error.
+    #[must_use]
+    pub fn page_size(mut self, bytes: usize) -> Self {
+        self.config.page_size = bytes;
+        self.page_size_set = true;
+        self
+    }
+
+    /// Replacement policy (default GCLOCK with k = 10): a [`PolicyKind`], or a [`PolicySpec`] for
+    /// a wrapped one such as `leaf-lru`.
+    #[must_use]
+    pub fn policy(mut self, policy: impl Into<PolicySpec>) -> Self {
+        self.config.policy = policy.into();
+        self
+    }
+
+    /// Open the file with O_DIRECT (bypassing the OS page cache).
+    #[must_use]
+    pub fn direct_io(mut self, on: bool) -> Self {
+        self.config.direct_io = on;
+        self
+    }
+
+    /// Write-ahead logging for a new database (default on): every change is logged before it
+    /// reaches the file, commits are durable, and every open restarts from the log
+    /// (RECOVERY.md). The log lives in the directory `<path>.wal` beside the database file. The
+    /// trees' own `insert`/`upsert`/`delete` run as single-operation transactions
+    /// (auto-commit, in the [`CommitMode`]); a [`Transaction`] batches several.
+    ///
+    /// `false` makes a scratch database without a log, for measuring the buffer alone: its file
+    /// is consistent only after [`Database::close`], and `open` refuses it after a crash
+    /// ([`Error::Unclean`]).
+    ///
+    /// On `open`, the file decides (page 0 records whether it is logged): a logged database
+    /// always restarts from its log; `logging(true)` on an unlogged one is [`Error::NotLogged`]
+    /// unless [`crate::lab::LabOptions::convert_to_logged`] is set.
+    #[must_use]
+    pub fn logging(mut self, on: bool) -> Self {
+        self.logging = Some(on);
+        self
+    }
+
+    /// How `open` treats an unlogged database that was not closed cleanly (default `false`:
+    /// refuse with [`Error::Unclean`]). `true` discards it: the file is replaced by a new, empty
+    /// unlogged database with this builder's settings. No effect on logged databases, which
+    /// restart from their log.
+    #[must_use]
+    pub fn discard_unclean(mut self, on: bool) -> Self {
+        self.discard_unclean = on;
+        self
+    }
+
+    /// The bound of the log kept on disk, in bytes (default [`DEFAULT_MAX_LOG_BYTES`], at least
+    /// four log segments): the page cleaner writes back the pages that hold older log and
+    /// checkpoints once the log passes three quarters of it, and transactions that begin while
+    /// it is over the bound wait for the cleaner (RECOVERY.md R15). Restart reads at most about this
+    /// much log, plus what transactions running at the crash had written.
+    #[must_use]
+    pub fn max_log_bytes(mut self, bytes: u64) -> Self {
+        self.max_log_bytes = Some(bytes);
+        self
+    }
+
+    pub(crate) fn archive_every(&self) -> Option<std::time::Duration> {
+        self.archive_every.unwrap_or(Some(DEFAULT_ARCHIVE_INTERVAL))
+    }
+
+    /// How a logged database restarts after a crash (default: [`RestartMode::Classical`]).
+    /// [`RestartMode::Instant`] needs [`Builder::log_archive`]; `open` and `create` refuse it
+    /// without, before anything is written (RECOVERY.md R22).
+    #[must_use]
+    pub fn restart_mode(mut self, mode: RestartMode) -> Self {
+        self.restart_mode = mode;
+        self
+    }
+
+    /// Keep a log archive (Lersch 2015; RECOVERY.md R17) in `<path>.wal/archive`: every
+    /// checkpoint first sorts the page changes of the durable log into a new run, indexed by
+    /// page (wal README A1–A8), and the log is never truncated past what is archived. Off by
+    /// default; only with logging. With it, single-page recovery (RECOVERY.md R18) can rebuild
+    /// any page whose copy in the file is damaged or stale; without it, only pages whose newest
+    /// image is still in the log. It is also the input of Lersch's decoupled cleaner
+    /// ([`Cleaner::Decoupled`], R20). The archiving is not cheap yet (with checkpoints every 100 ms a TPC-B run
+    /// keeps about 0.4 of its throughput; measured in `docs/tpcb.md`).
+    #[must_use]
+    pub fn log_archive(mut self, on: bool) -> Self {
+        self.log_archive = on;
+        self
+    }
+
+    /// When commits return (default [`CommitMode::Sync`]); only with logging on.
+    #[must_use]
+    pub fn commit_mode(mut self, mode: CommitMode) -> Self {
+        self.commit_mode = mode;
+        self
+    }
+
+    /// How often a background thread takes a fuzzy checkpoint (default every 30 s; `None`: only
+    /// at open, close, [`Database::checkpoint`] and the page cleaner's rounds). Restart reads
+    /// the log back to the last checkpoint, and from the oldest change not yet written back:
+    /// the page cleaner bounds that by [`Builder::max_log_bytes`].
+    #[must_use]
+    pub fn checkpoint_interval(mut self, every: Option<std::time::Duration>) -> Self {
+        self.checkpoint_every = Some(every);
+        self
+    }
+
+    pub(crate) fn checkpoint_every(&self) -> Option<std::time::Duration> {
+        self.checkpoint_every.unwrap_or(Some(std::time::Duration::from_secs(30)))
+    }
+
+    /// Bytes per log segment file of a new database (default 16 MiB; a multiple of 8 from 4 KiB
+    /// to 1 GiB). An existing database keeps the size it was created with.
+    #[must_use]
+    pub fn log_segment_bytes(mut self, bytes: u64) -> Self {
+        self.log_segment_bytes = Some(bytes);
+        self
+    }
+
+    /// The research switches the lab's experiments turn ([`LabOptions`]): latching, fix
+    /// timing, BP-Wrapper's queue, record locks, the cleaners and checkpoints of Lersch 2015, a
+    /// reference trace, the file system. None is needed to use SwizzleDB as a key-value store.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = swizzledb::Database::builder()
+    ///     .lab(|lab| lab.time_fixes(true).locking(false))
+    ///     .create(dir.path().join("measured.swz"))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn lab(self, options: impl FnOnce(LabOptions) -> LabOptions) -> Self {
+        options(LabOptions(self)).0
+    }
+
+    /// Creates a new database file (fails if it exists), logged unless
+    /// [`Builder::logging`]`(false)`.
+    ///
+    /// # Errors
+    /// Invalid settings, a non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
+    pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
+        self.create_at(path.as_ref())
+    }
+
+    /// R20, R21: the decoupled cleaner replays the log archive, and write elision leaves pages
+    /// to the decoupled cleaner and its checkpoints.
+    pub(crate) fn check_propagation(&self) -> Result<()> {
+        let refuse = |reason: &str| Err(Error::Log(LogError::BadConfig { reason: reason.into() }));
+        if self.config.write_elision && self.cleaner != Cleaner::Decoupled {
+            return refuse(
+                "write elision needs the decoupled cleaner: add Builder::lab(|lab| lab.cleaner(Cleaner::Decoupled))",
+            );
+        }
+        if self.cleaner == Cleaner::Decoupled && !self.log_archive {
+            return refuse("Cleaner::Decoupled replays the log archive: add Builder::log_archive(true)");
+        }
+        if self.restart_mode == RestartMode::Instant && !self.log_archive {
+            return refuse(
+                "RestartMode::Instant reads the log archive instead of the log: add Builder::log_archive(true)",
+            );
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_log_settings(&self) -> Result<()> {
+        // Before anything is written; an unlogged database has no cleaner to check.
+        if self.logging != Some(false) {
+            self.check_propagation()?;
+        }
+        let segment = self.log_segment_bytes.unwrap_or(LogConfig::new("").segment_bytes);
+        let bound = self.log_bound();
+        if bound < 4 * segment {
+            return Err(Error::Log(LogError::BadConfig {
+                reason: format!(
+                    "max_log_bytes = {bound} must be at least four log segments ({}): raise it or \
+                     lower log_segment_bytes",
+                    4 * segment
+                ),
+            }));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn log_bound(&self) -> u64 {
+        self.max_log_bytes.unwrap_or(DEFAULT_MAX_LOG_BYTES)
+    }
+
+    pub(crate) fn log_config(&self, path: &Path) -> LogConfig {
+        let mut config = LogConfig::new(wal_dir(path));
+        config.vfs = Arc::clone(&self.config.vfs);
+        config.buffer_bytes = LOG_BUFFER_BYTES;
+        if let Some(bytes) = self.log_segment_bytes {
+            config.segment_bytes = bytes;
+        }
+        config
+    }
+
+    /// Opens an existing database file. A logged database restarts from its log (whatever
+    /// [`Builder::logging`] says); an unlogged one must have been closed cleanly. In
+    /// main-memory mode every tree is loaded here.
+    ///
+    /// # Errors
+    /// Not a SwizzleDB file, another format version or page size, corruption, or I/O errors;
+    /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
+    /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
+    /// [`Error::NotLogged`].
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Database> {
+        self.open_at(path.as_ref())
+    }
+
+    /// Opens the database at `path` if the file exists, creates it otherwise (as
+    /// [`Builder::open`] and [`Builder::create`] do).
+    ///
+    /// A file that exists counts as a database, whatever its length: an empty or truncated
+    /// file (a create that stopped before its first page reached the disk, or a file that is
+    /// not a database) is refused by `open` with the page file's error, never overwritten —
+    /// remove it to start over. The check and the create are not one atomic step against
+    /// another process creating the same file; the file lock ([`Error::AlreadyOpen`]) still
+    /// keeps the two from both opening it.
+    ///
+    /// # Errors
+    /// As [`Builder::open`] for an existing file, as [`Builder::create`] otherwise.
+    pub fn open_or_create(self, path: impl AsRef<Path>) -> Result<Database> {
+        let path = path.as_ref();
+        if self.config.vfs.exists(path) {
+            self.open_at(path)
+        } else {
+            self.create_at(path)
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The open database, its statistics and its background threads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use swizzledb_buffer::Stats;
+use swizzledb_wal::{LogStats, RunSummary};
+
+use crate::builder::Builder;
+use crate::cleaner::{self, CleanerStats};
+use crate::engine::Core;
+use crate::error::{Error, Result};
+use crate::files;
+use crate::instant::{self, RedoProgress};
+use crate::lock;
+use crate::logging::{self, CheckpointStats};
+use crate::restart::RestartStats;
+use crate::tree::Tree;
+use crate::txn::Transaction;
+
+/// How many checkpoints a database took since it opened ([`Database::checkpoint_counts`]); the
+/// fields are named as in [`CheckpointStats`], which has more.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct CheckpointCounts {
+    /// Every checkpoint that completed: at open, at close, by the background thread, by the page
+    /// cleaner, and by [`Database::checkpoint`].
+    pub checkpoints: u64,
+    /// Those of `checkpoints` the background checkpointer took ([`Builder::checkpoint_interval`]).
+    pub background: u64,
+    /// Checkpoints that failed (not counted in `checkpoints`).
+    pub failed: u64,
+}
+
+/// An open database: a file, its buffer pool, and its named trees.
+pub struct Database {
+    pub(crate) core: Arc<Core>,
+    pub(crate) background: Box<Mutex<Background>>,
+    /// The advisory locks on the file and the log directory (R13), released at close.
+    pub(crate) files: Mutex<Vec<files::FileLock>>,
+    pub(crate) closed: bool,
+}
+
+/// The background threads of a database (all but the evictor only with a log).
+#[derive(Default)]
+pub(crate) struct Background {
+    /// Keeps free frames ready (buffer README B31).
+    pub(crate) evictor: Option<swizzledb_buffer::EvictorHandle>,
+    pub(crate) undo: Option<instant::UndoThread>,
+    pub(crate) redo: Option<instant::RedoThread>,
+    pub(crate) checkpointer: Option<logging::Periodic>,
+    pub(crate) archiver: Option<logging::Periodic>,
+    pub(crate) merger: Option<logging::Periodic>,
+    pub(crate) cleaner: Option<cleaner::Thread>,
+}
+
+impl Database {
+    /// Settings for creating or opening a database.
+    #[must_use]
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Begins a transaction. While the log is over [`Builder::max_log_bytes`], first waits
+    /// (up to about two seconds) for the page cleaner to shrink it.
+    #[must_use]
+    pub fn begin(&self) -> Transaction<'_> {
+        self.core.begin()
+    }
+
+    /// Runs `op` in a transaction and commits it, retrying when a record lock is refused.
+    ///
+    /// If `op` fails with [`Error::Lock`] (wait-die chose this transaction, LOCKS.md K6), its
+    /// changes are rolled back and `op` runs again from the start, backing off, under the same
+    /// transaction number: every retry is as old as the first attempt, so it wins against the
+    /// transactions that started after it and cannot be starved. Any other error of `op` rolls
+    /// the transaction back and is returned; so is a failed commit. To roll back on purpose,
+    /// return `Err(Error::Aborted(reason))`. `op` may run more than once:
+    /// keep side effects out of it, or make them idempotent.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = swizzledb::Database::builder().create(&dir.path().join("bank.swz"))?;
+    /// let accounts = db.create_tree("accounts")?;
+    /// accounts.insert(b"alice", &100u64.to_be_bytes())?;
+    /// accounts.insert(b"bob", &0u64.to_be_bytes())?;
+    /// db.transact(|tx| {
+    ///     let read = |v: Option<Vec<u8>>| u64::from_be_bytes(v.unwrap().try_into().unwrap());
+    ///     let alice = read(tx.get(&accounts, b"alice")?);
+    ///     let bob = read(tx.get(&accounts, b"bob")?);
+    ///     tx.put(&accounts, b"alice", &(alice - 30).to_be_bytes())?;
+    ///     tx.put(&accounts, b"bob", &(bob + 30).to_be_bytes())?;
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(accounts.get(b"bob")?, Some(30u64.to_be_bytes().to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The first error of `op` other than a refused lock, a lock wait that timed out
+    /// ([`crate::lock::LockError::Timeout`]), a rollback that failed (the pool or the log; no
+    /// retry then), or the commit's error.
+    pub fn transact<R>(&self, op: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R> {
+        self.core.run_retrying(op, |_| false)
+    }
+
+    pub(crate) fn stop_background(&self) {
+        let mut threads = self.background.lock();
+        // The losers' rollback finishes first: it may need the other threads' work.
+        if let Some(mut u) = threads.undo.take() {
+            u.finish();
+        }
+        if let Some(mut e) = threads.evictor.take() {
+            e.stop();
+        }
+        if let Some(mut c) = threads.cleaner.take() {
+            c.stop();
+        }
+        if let Some(mut c) = threads.checkpointer.take() {
+            c.stop();
+        }
+        if let Some(mut a) = threads.archiver.take() {
+            a.stop();
+        }
+        if let Some(mut m) = threads.merger.take() {
+            m.stop();
+            if let Some(wal) = &self.core.wal {
+                wal.background_merges.store(false, std::sync::atomic::Ordering::Release);
+            }
+        }
+        if let Some(mut r) = threads.redo.take() {
+            r.stop();
+        }
+    }
+
+    /// Checkpoints taken since the database opened, by kind and outcome (`None` without
+    /// logging).
+    #[must_use]
+    pub fn checkpoint_stats(&self) -> Option<CheckpointStats> {
+        self.core.wal.as_ref().map(|w| w.stats.snapshot())
+    }
+
+    /// Checkpoints taken since the database opened (all zero without logging);
+    /// [`Database::checkpoint_stats`] has more.
+    #[must_use]
+    pub fn checkpoint_counts(&self) -> CheckpointCounts {
+        self.core.wal.as_ref().map_or(CheckpointCounts::default(), |w| {
+            let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            CheckpointCounts {
+                checkpoints: l(&w.stats.checkpoints),
+                background: l(&w.stats.background_checkpoints),
+                failed: l(&w.stats.failed_checkpoints),
+            }
+        })
+    }
+
+    /// What the page cleaner did since the database opened (`None` without logging).
+    #[must_use]
+    pub fn cleaner_stats(&self) -> Option<CleanerStats> {
+        self.core.cleaner.as_ref().map(|c| c.counters.snapshot())
+    }
+
+    /// Bytes of log kept on disk now, from the oldest record restart could need (or not yet
+    /// truncated) to the end (`None` without logging). The page cleaner keeps it below
+    /// [`Builder::max_log_bytes`] (R15).
+    #[must_use]
+    pub fn log_bytes(&self) -> Option<u64> {
+        self.core.wal.as_deref().map(cleaner::log_bytes)
+    }
+
+    /// The record lock manager's counters (`None` with locking off).
+    #[must_use]
+    pub fn lock_stats(&self) -> Option<lock::LockStats> {
+        self.core.locks.as_deref().map(lock::LockManager::stats)
+    }
+
+    /// Whether this database logs its changes.
+    #[must_use]
+    pub fn is_logged(&self) -> bool {
+        self.core.wal.is_some()
+    }
+
+    /// Archives the durable log now (R17): its page changes not archived yet become one new
+    /// run. `None` without an archive ([`Builder::log_archive`]) or with nothing new to archive.
+    /// Checkpoints do this too.
+    ///
+    /// # Errors
+    /// Reading the log or writing the run failed; the archive is as before (wal README A4).
+    pub fn archive_log(&self) -> Result<Option<RunSummary>> {
+        match &self.core.wal {
+            Some(wal) => wal.archive_durable(),
+            None => Ok(None),
+        }
+    }
+
+    /// The log archive's runs, oldest first (`None` without an archive).
+    #[must_use]
+    pub fn archive_runs(&self) -> Option<Vec<RunSummary>> {
+        self.core.wal.as_ref().and_then(|w| w.archive.as_deref()).map(swizzledb_wal::Archive::runs)
+    }
+
+    /// The log's counters (`None` without logging).
+    #[must_use]
+    pub fn log_stats(&self) -> Option<LogStats> {
+        self.core.wal.as_ref().map(|w| w.log.stats())
+    }
+
+    /// What instant restart's redo has done so far (RECOVERY.md R22): `None` unless this
+    /// database opened by [`RestartMode::Instant`].
+    #[must_use]
+    pub fn redo_progress(&self) -> Option<RedoProgress> {
+        self.core.wal.as_ref().and_then(|w| w.pending.as_ref()).map(|p| p.progress())
+    }
+
+    /// What the restart that opened this database did (all zero for a created database or one
+    /// without logging).
+    #[must_use]
+    pub fn restart_stats(&self) -> RestartStats {
+        *self.core.restart_stats.lock()
+    }
+
+    /// Takes a checkpoint (RECOVERY.md R7); without logging, flushes. After an instant restart
+    /// whose redo is still pending, the first one (like `flush` and `close`) first redoes the
+    /// pending pages in the file, then takes the checkpoint that ends restart (R22).
+    ///
+    /// # Errors
+    /// Log or I/O errors.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.core.checkpoint()
+    }
+
+    /// Creates a new, empty tree.
+    ///
+    /// # Errors
+    /// The name is invalid or taken, the catalog is full, or no frame is free.
+    pub fn create_tree(&self, name: &str) -> Result<Tree> {
+        self.core.create_tree(name).map(Tree::new)
+    }
+
+    /// Opens an existing tree.
+    ///
+    /// # Errors
+    /// No such tree, or I/O errors loading its root.
+    pub fn tree(&self, name: &str) -> Result<Tree> {
+        self.core.tree(name).map(Tree::new)
+    }
+
+    /// Opens the tree, creating it if it does not exist.
+    ///
+    /// # Errors
+    /// As [`Database::tree`] and [`Database::create_tree`].
+    pub fn tree_or_create(&self, name: &str) -> Result<Tree> {
+        match self.tree(name) {
+            Err(Error::TreeNotFound(_)) => self.create_tree(name),
+            other => other,
+        }
+    }
+
+    /// Drops the tree `name`: removes it from the catalog and frees all its pages for reuse.
+    /// Returns `false` if there is no such tree. On a logged database the drop is logged and
+    /// survives a crash once `drop_tree` returns (RECOVERY.md R23): a restart finds the tree
+    /// gone, or — if the crash came while the pages were being freed — gone with some of its
+    /// pages still allocated (unreachable; not damage).
+    ///
+    /// Every [`Tree`] handle of the dropped tree refuses from then on
+    /// ([`TreeError::Dropped`]); a new tree of the same name is a new, empty tree. The drop
+    /// waits (up to about two seconds) until no [`Transaction`] runs — auto-commit writes of
+    /// the trees' handles included — so that no transaction holds uncommitted changes of the
+    /// tree, and new transactions wait for it at `begin`. Reads through handles of the tree
+    /// are not waited for, nor (on an unlogged database) writes through them: do not drop a
+    /// tree that other threads still use.
+    ///
+    /// # Errors
+    /// [`Error::TreeBusy`] if a transaction kept running (one this thread holds, too) or
+    /// instant restart is still rolling losers back; I/O errors reading the tree's pages, or
+    /// the log failed.
+    pub fn drop_tree(&self, name: &str) -> Result<bool> {
+        self.core.drop_tree(name)
+    }
+
+    /// Names of all trees.
+    #[must_use]
+    pub fn tree_names(&self) -> Vec<String> {
+        self.core.pool.catalog_names()
+    }
+
+    /// Writes every dirty page and fsyncs (a logged database's commits are durable without it;
+    /// it shortens the next restart's redo). On an unlogged database it also writes the
+    /// metadata, but it is no consistent point: writes running meanwhile may be half in the
+    /// file, and only [`Database::close`] marks the file clean (R13).
+    ///
+    /// # Errors
+    /// Log or I/O errors (sticky: reopen the database afterwards).
+    pub fn flush(&self) -> Result<()> {
+        self.core.flush()
+    }
+
+    /// Flushes and closes the database: every page written, page 0 marked clean, a last
+    /// checkpoint with a log, the file locks released. Every [`Tree`] handle that outlives it
+    /// refuses from then on ([`TreeError::Closed`]). If it records a trace and no [`Tree`]
+    /// handle outlives the database, the trace is finished here and its errors reported;
+    /// otherwise it is finished when the last handle is dropped.
+    ///
+    /// # Errors
+    /// As [`Database::flush`]; I/O errors finishing the trace. The database is closed even
+    /// then (its handles refuse); a logged one restarts from its log at the next open.
+    pub fn close(mut self) -> Result<()> {
+        self.closed = true;
+        self.stop_background();
+        let result = self.core.close();
+        self.core.pool.mark_closed();
+        *self.core.me.lock() = Weak::new();
+        self.core.trees.lock().clear();
+        self.files.lock().clear();
+        result?;
+        if let Some(core) = Arc::get_mut(&mut self.core) {
+            if let Some(pool) = Arc::get_mut(&mut core.pool) {
+                pool.finish_trace()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The buffer pool's counters, summed over all threads.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.core.pool.stats()
+    }
+}
+
+impl Drop for Database {
+    /// Dropping without [`Database::close`] closes the same way; a failure is reported as a
+    /// `log` error record (call `close` to get the error).
+    fn drop(&mut self) {
+        self.stop_background();
+        if !self.closed {
+            match self.core.close() {
+                Ok(()) => log::debug!("swizzledb: {} closed by drop", self.core.pool.path().display()),
+                Err(e) => log::error!(
+                    "swizzledb: dropping the database {} could not close it cleanly: {e}; call \
+                     Database::close to handle the error (a logged database restarts from its log \
+                     at the next open)",
+                    self.core.pool.path().display()
+                ),
+            }
+            self.core.pool.mark_closed();
+            self.core.trees.lock().clear();
+        }
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("pool", &self.core.pool).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,465 @@
+//! The engine core: what a database's transactions and tree handles share (`Core`), and the
+//! auto-commit of its tree handles.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use swizzledb_btree::{AutoCommit, CompareAndSwapError, Tree, TreeError};
+use swizzledb_sync::{Lsn, PageId, TxnId};
+
+use crate::cleaner::{self, Cleaner};
+use crate::error::{Error, Result};
+use crate::isolation;
+use crate::lock;
+use crate::logging::{self, SystemLog, TxnLog, Undo, Wal};
+use crate::record::{self, Record, TxnState};
+use crate::restart::RestartStats;
+use crate::txn::{self, Transaction};
+
+/// What a database's transactions and tree handles share; tree handles reach it through a weak
+/// reference (their auto-commit), so a dropped `Database` leaves them nothing to write to.
+pub(crate) struct Core {
+    /// This core, for the auto-commit of its tree handles; emptied at close, so that the pool
+    /// can be had exclusively when no handle outlives the database.
+    pub(crate) me: Mutex<Weak<Core>>,
+    pub(crate) pool: Arc<swizzledb_buffer::BufferPool>,
+    pub(crate) trees: Mutex<HashMap<String, Tree>>,
+    pub(crate) wal: Option<Arc<Wal>>,
+    pub(crate) locks: Option<Arc<lock::LockManager>>,
+    pub(crate) cleaner: Option<Arc<cleaner::Shared>>,
+    pub(crate) next_txn: AtomicU64,
+    pub(crate) restart_stats: Mutex<RestartStats>,
+    /// Transactions begun and not yet dropped (R23: a tree is dropped only when none runs).
+    pub(crate) running: std::sync::atomic::AtomicUsize,
+    /// Set while `drop_tree` waits for the running transactions to end or drops a tree: new
+    /// transactions wait at `begin` meanwhile (R23).
+    pub(crate) quiesce: std::sync::atomic::AtomicBool,
+    /// Serializes `drop_tree` calls.
+    pub(crate) dropping: Mutex<()>,
+}
+
+/// The longest value whose leaf change fits one log record of at most `max_body` bytes
+/// (btree README T22): besides the value, a record holds the key, the leaf's base image, the
+/// chain's page ids (at most 10 bytes per page of at least 4 KiB) and a few varints.
+pub(crate) fn loggable_value_len(max_body: usize, page_size: usize) -> usize {
+    let room = max_body.saturating_sub(swizzledb_btree::max_key_len(page_size) + page_size + 256);
+    room - room / 256
+}
+
+/// The log buffer of every database: large enough that a record holding a value of
+/// [`swizzledb_btree::MAX_VALUE_LEN`] bytes fits (a log record is at most a quarter of the
+/// buffer, wal README W2).
+pub(crate) const LOG_BUFFER_BYTES: usize = 17 << 20;
+
+/// How long an auto-commit write retries a refused record lock before it gives up (T14).
+pub(crate) const AUTO_COMMIT_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The auto-commit of a logged database's tree handles (btree T14, R12).
+struct AutoCommitter(Weak<Core>);
+
+impl AutoCommit for AutoCommitter {
+    fn put(&self, tree: &Tree, key: &[u8], value: &[u8], replace: bool) -> Result<bool, TreeError> {
+        let core = self.0.upgrade().ok_or(TreeError::Closed)?;
+        core.auto_commit(|tx| tx.write(tree, key, Some(value), replace))
+    }
+
+    fn delete(&self, tree: &Tree, key: &[u8]) -> Result<bool, TreeError> {
+        let core = self.0.upgrade().ok_or(TreeError::Closed)?;
+        core.auto_commit(|tx| tx.write(tree, key, None, true))
+    }
+
+    fn compare_and_swap(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<Result<(), CompareAndSwapError>, TreeError> {
+        let core = self.0.upgrade().ok_or(TreeError::Closed)?;
+        core.auto_commit(|tx| tx.cas_in(tree, key, expected, new))
+    }
+}
+
+/// An engine error as the tree's error type, for the tree's own writes (T14).
+pub(crate) fn into_tree_error(e: Error) -> TreeError {
+    match e {
+        Error::Tree(t) => t,
+        Error::Buffer(b) => TreeError::Buffer(b),
+        Error::Log(l) => TreeError::Log(Box::new(l)),
+        other => TreeError::Transaction(Box::new(other)),
+    }
+}
+
+impl Core {
+    /// Begins a transaction; first waits while the log is over its bound (R15).
+    pub(crate) fn begin(&self) -> Transaction<'_> {
+        self.begin_as(TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// Begins a transaction under a given number: a retry keeps its first attempt's, and with
+    /// it its age under wait-die (K6), so it cannot starve.
+    pub(crate) fn begin_as(&self, id: TxnId) -> Transaction<'_> {
+        if let (Some(wal), Some(cleaner)) = (&self.wal, &self.cleaner) {
+            cleaner.throttle(wal);
+        }
+        self.enter_txn();
+        let shared = match &self.wal {
+            Some(wal) => wal.register(id),
+            None => Arc::new(logging::TxnShared::new(id)),
+        };
+        Transaction::new(self, self.wal.as_deref(), shared)
+    }
+
+    /// Runs `op` in a transaction and commits it. A refused record lock ([`Error::Lock`]) rolls
+    /// the attempt back and runs `op` again under the same transaction number (so the retry
+    /// only gets older, K6), backing off, until `give_up` says so for the time spent.
+    pub(crate) fn run_retrying<R>(
+        &self,
+        mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
+        give_up: impl Fn(std::time::Duration) -> bool,
+    ) -> Result<R> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(20);
+        let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
+        loop {
+            let mut tx = self.begin_as(id);
+            match op(&mut tx) {
+                Ok(r) => return tx.commit().map(|()| r),
+                Err(Error::Lock(lock::LockError::Conflict { .. })) if !give_up(started.elapsed()) => {
+                    // A rollback that failed keeps the attempt's locks and its entry in the
+                    // transaction table: no retry under its number then.
+                    tx.abort()?;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(10));
+                }
+                Err(e) => {
+                    drop(tx);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Runs `op` as a transaction of its own and commits it (R12), retrying a refused record
+    /// lock for up to `AUTO_COMMIT_RETRY`.
+    pub(crate) fn auto_commit<R>(
+        &self,
+        op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
+    ) -> Result<R, TreeError> {
+        self.run_retrying(op, |spent| spent >= AUTO_COMMIT_RETRY).map_err(into_tree_error)
+    }
+
+    /// A tree handle for this database: on a logged one, its own writes auto-commit (T14) and
+    /// its reads return only committed records (K14).
+    pub(crate) fn handle(&self, tree: Tree) -> Tree {
+        let Some(wal) = &self.wal else { return tree };
+        let tree = tree
+            .with_auto_commit(Arc::new(AutoCommitter(self.me.lock().clone())))
+            .with_value_limit(loggable_value_len(wal.log.max_body(), self.pool.page_size()));
+        match &self.locks {
+            Some(locks) => tree.with_read_gate(Arc::new(isolation::CommittedReads {
+                locks: Arc::clone(locks),
+                wal: Arc::clone(wal),
+            })),
+            None => tree,
+        }
+    }
+
+    /// Counts a transaction as running; waits first while a tree is being dropped (R23). The
+    /// count and the flag are both sequentially consistent: either `drop_tree` sees this
+    /// transaction running, or this transaction sees the drop and waits for it.
+    pub(crate) fn enter_txn(&self) {
+        loop {
+            self.running.fetch_add(1, Ordering::SeqCst);
+            if !self.quiesce.load(Ordering::SeqCst) {
+                return;
+            }
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            while self.quiesce.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
+    }
+
+    /// Drops the tree `name` (R23); `Ok(false)` if there is none.
+    pub(crate) fn drop_tree(&self, name: &str) -> Result<bool> {
+        // One drop at a time: each owns the quiesce flag while it runs.
+        let _one = self.dropping.lock();
+        if self.pool.is_closed() {
+            return Err(TreeError::Closed.into());
+        }
+        if self.pool.catalog_get(name).is_none() {
+            return Ok(false);
+        }
+        // R22: losers instant restart rolls back in the background may have changes in it.
+        if let Some(p) = self.wal.as_ref().and_then(|w| w.pending.as_ref()).map(|p| p.progress()) {
+            if p.losers > 0 {
+                return Err(Error::TreeBusy(name.to_owned()));
+            }
+        }
+        // No transaction may hold uncommitted changes of the tree: wait until none runs, new
+        // ones waiting at `begin` meanwhile. No other lock is held while waiting (a rollback
+        // running now may need the tree cache).
+        self.quiesce.store(true, Ordering::SeqCst);
+        let started = std::time::Instant::now();
+        while self.running.load(Ordering::SeqCst) > 0 {
+            if started.elapsed() >= AUTO_COMMIT_RETRY {
+                self.quiesce.store(false, Ordering::SeqCst);
+                return Err(Error::TreeBusy(name.to_owned()));
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        let result = self.drop_quiesced(name);
+        self.quiesce.store(false, Ordering::SeqCst);
+        result
+    }
+
+    /// `drop_tree` once no transaction runs: the catalog entry goes first, logged, so that a
+    /// crash from here on finds the tree gone (R23); then the pages are freed, each group
+    /// logged before it is freed. A failure after the first record leaves the pages not yet
+    /// freed allocated and unreachable, never a catalog entry naming freed pages.
+    pub(crate) fn drop_quiesced(&self, name: &str) -> Result<bool> {
+        let mut trees = self.trees.lock();
+        let Some(root) = self.pool.catalog_get(name) else { return Ok(false) };
+        let tree = match trees.get(name) {
+            Some(t) => t.clone(),
+            None => Tree::open(&self.pool, root)?,
+        };
+        let log = self.wal.as_deref().map(SystemLog);
+        if let Some(wal) = &self.wal {
+            wal.append(&Record::DropTree { name: name.to_owned(), root })?;
+        }
+        // From here on the tree is gone, whatever fails below.
+        self.pool.catalog_remove(name);
+        trees.remove(name);
+        drop(trees);
+        tree.destroy(log.as_ref().map(|l| l as &dyn swizzledb_btree::ChangeLog))?;
+        // Durable when it returns, like a commit in either commit mode.
+        if let Some(wal) = &self.wal {
+            wal.log.flush_all()?;
+        }
+        Ok(true)
+    }
+
+    /// Locks `key` of `tree` for `txn` (no-op with locking off).
+    pub(crate) fn lock(&self, txn: TxnId, tree: &Tree, key: &[u8], mode: lock::LockMode) -> Result<()> {
+        if let Some(locks) = &self.locks {
+            let (t, k) = isolation::lock_name(tree, Some(key));
+            locks.lock(txn, t, k, mode)?;
+        }
+        Ok(())
+    }
+
+    /// A transaction ended: it releases its locks and leaves the transaction table.
+    pub(crate) fn finish_txn(&self, txn: TxnId) {
+        if let Some(locks) = &self.locks {
+            locks.release_all(txn);
+        }
+        if let Some(wal) = &self.wal {
+            wal.forget(txn);
+        }
+    }
+
+    /// The tree whose root is `root` (undo names trees by root page).
+    pub(crate) fn tree_by_root(&self, root: PageId) -> Result<Tree> {
+        let name = self
+            .pool
+            .allocation()
+            .trees
+            .into_iter()
+            .find(|(_, r)| *r == root)
+            .map(|(name, _)| name)
+            .ok_or_else(|| Error::TreeNotFound(format!("<root page {root}>")))?;
+        self.tree(&name)
+    }
+
+    /// Finishes a transaction restart found unfinished (R10): a committed one gets its end
+    /// record; any other is rolled back along its undo chain from `undo_next`, with a
+    /// compensation record per undone change. Returns the number of compensations.
+    pub(crate) fn finish_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
+        let wal = self.wal.as_deref().expect("restart runs only with logging");
+        let shared = wal.register(entry.txn);
+        shared.last_lsn.store(entry.last_lsn.0, Ordering::Release);
+        // The rest of its undo chain must stay in the log while it is rolled back, also when
+        // checkpoints run meanwhile (R22's background undo).
+        shared.first_lsn.store(wal.log.oldest().0, Ordering::Release);
+        let log = TxnLog::new(Some(wal), shared);
+        let txn = entry.txn;
+        let mut compensations = 0;
+        if entry.state != TxnState::Committed {
+            if entry.state == TxnState::Active {
+                log.append(|prev| Record::Abort { txn, prev })?;
+            }
+            self.walk_undo_chain(entry, |tree, change, prev| {
+                let t = self.tree_by_root(tree)?;
+                txn::compensate(&t, &log, &Undo::of(tree, change, prev))?;
+                compensations += 1;
+                Ok(())
+            })?;
+        }
+        log.append(|prev| Record::End { txn, prev })?;
+        wal.forget(txn);
+        Ok(compensations)
+    }
+
+    /// Visits the changes a loser's rollback has left to undo, newest first (R6, R10): its undo
+    /// chain from `undo_next`, compensation records skipped by their undo-next links.
+    pub(crate) fn walk_undo_chain(
+        &self,
+        entry: &record::TxnEntry,
+        mut each: impl FnMut(PageId, &record::Change, Lsn) -> Result<()>,
+    ) -> Result<()> {
+        let wal = self.wal.as_deref().expect("restart runs only with logging");
+        let txn = entry.txn;
+        let mut cursor = entry.undo_next;
+        while cursor != Lsn(0) {
+            let body = wal
+                .log
+                .read(cursor)
+                .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
+            let rec = Record::decode(&body)
+                .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
+            cursor = match rec {
+                Record::Leaf { undo_next: Some(next), .. } => next,
+                Record::Leaf { undo_next: None, tree, change, prev, .. } => {
+                    each(tree, &change, prev)?;
+                    prev
+                }
+                Record::Begin { .. } => Lsn(0),
+                Record::Abort { prev, .. } | Record::Commit { prev, .. } => prev,
+                // An unfinished transaction's undo chain reaches none of these (R6): the log
+                // is damaged.
+                other @ (Record::End { .. }
+                | Record::Structure { .. }
+                | Record::CreateTree { .. }
+                | Record::DropTree { .. }
+                | Record::CheckpointBegin
+                | Record::CheckpointEnd(_)
+                | Record::PageWrite { .. }) => {
+                    return Err(Error::LogCorrupted {
+                        lsn: cursor,
+                        reason: format!("the undo chain of {txn} reaches a {other:?}"),
+                    })
+                }
+            };
+        }
+        Ok(())
+    }
+
+    /// R22: a loser instant restart rolls back in the background: registered as running (so
+    /// checkpoints list it and keep its log), and holding an exclusive record lock on every key
+    /// its rollback will change, so that no transaction reads or writes those keys before the
+    /// rollback restores them. Returns the number of keys locked.
+    pub(crate) fn hold_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
+        let wal = self.wal.as_deref().expect("restart runs only with logging");
+        let locks = self.locks.as_ref().expect("background undo needs record locks");
+        let shared = wal.register(entry.txn);
+        shared.last_lsn.store(entry.last_lsn.0, Ordering::Release);
+        shared.first_lsn.store(wal.log.oldest().0, Ordering::Release);
+        shared.undo_next.store(entry.undo_next.0, Ordering::Release);
+        shared.set_state(entry.state);
+        let mut keys = 0;
+        self.walk_undo_chain(entry, |tree, change, _| {
+            let t = self.tree_by_root(tree)?;
+            let (id, key) = isolation::lock_name(&t, Some(change.borrow().key()));
+            locks.lock(entry.txn, id, key, lock::LockMode::Exclusive)?;
+            keys += 1;
+            Ok(())
+        })?;
+        Ok(keys)
+    }
+
+    pub(crate) fn create_tree(&self, name: &str) -> Result<Tree> {
+        swizzledb_buffer::validate_tree_name(name)
+            .map_err(|reason| Error::InvalidTreeName { name: name.to_owned(), reason })?;
+        if self.pool.is_closed() {
+            return Err(TreeError::Closed.into());
+        }
+        let mut trees = self.trees.lock();
+        if trees.contains_key(name) || self.pool.catalog_get(name).is_some() {
+            return Err(Error::TreeExists(name.to_owned()));
+        }
+        // Checked before anything is logged: a refused tree must leave no record behind.
+        self.pool.catalog_fits(name)?;
+        let tree = match &self.wal {
+            None => Tree::create(&self.pool)?,
+            Some(wal) => {
+                let tree = Tree::create_logged(&self.pool, Some(&SystemLog(wal)))?;
+                wal.append(&Record::CreateTree { name: name.to_owned(), root: tree.root_page() })?;
+                tree
+            }
+        };
+        self.pool.catalog_insert(name, tree.root_page())?;
+        let tree = self.handle(tree);
+        trees.insert(name.to_owned(), tree.clone());
+        Ok(tree)
+    }
+
+    pub(crate) fn tree(&self, name: &str) -> Result<Tree> {
+        let mut trees = self.trees.lock();
+        if let Some(t) = trees.get(name) {
+            return Ok(t.clone());
+        }
+        if self.pool.is_closed() {
+            return Err(TreeError::Closed.into());
+        }
+        let root = self.pool.catalog_get(name).ok_or_else(|| Error::TreeNotFound(name.to_owned()))?;
+        let tree = self.handle(Tree::open(&self.pool, root)?);
+        trees.insert(name.to_owned(), tree.clone());
+        Ok(tree)
+    }
+
+    pub(crate) fn checkpoint(&self) -> Result<()> {
+        match &self.wal {
+            Some(wal) => wal.checkpoint(&self.pool).map(|_| ()),
+            None => self.flush(),
+        }
+    }
+
+    /// Writes every dirty page and syncs: unlogged, with page 0 and the free-page chain (no
+    /// consistent point while writers run); logged, the pages only, after the whole log is
+    /// durable — page 0 and the free chain of a logged database are written only at close
+    /// (R13), since the records that freed a page may not be durable yet.
+    pub(crate) fn flush(&self) -> Result<()> {
+        match &self.wal {
+            None => Ok(self.pool.flush()?),
+            Some(wal) => {
+                wal.log.flush_all()?;
+                wal.finish_restart(&self.pool)?;
+                self.replay_archive(wal)?;
+                self.pool.write_back_older(Lsn(u64::MAX), usize::MAX)?;
+                Ok(self.pool.sync_file()?)
+            }
+        }
+    }
+
+    /// With the decoupled cleaner, brings every page's copy in the file up to the durable log
+    /// (R20): pages evicted without a write (R21) are in no frame for `flush` or `close` to
+    /// write.
+    pub(crate) fn replay_archive(&self, wal: &Wal) -> Result<()> {
+        if self.cleaner.as_ref().is_some_and(|c| c.kind == Cleaner::Decoupled) {
+            crate::decoupled::replay(wal, &self.pool, crate::decoupled::progress(wal)?)?;
+        }
+        Ok(())
+    }
+
+    /// The close sequence (R13): the log made durable (so no page, free-page chain or page 0
+    /// reaches the file ahead of the records that explain it), every page and page 0 written,
+    /// page 0 marked clean, and with a log a last checkpoint (which finds no dirty page and
+    /// truncates the log to it).
+    pub(crate) fn close(&self) -> Result<()> {
+        if let Some(wal) = &self.wal {
+            wal.log.flush_all()?;
+            // R22: no page may be left stale in the file of a cleanly closed database.
+            wal.finish_restart(&self.pool)?;
+            self.replay_archive(wal)?;
+        }
+        self.pool.close()?;
+        if let Some(wal) = &self.wal {
+            wal.checkpoint_classical(&self.pool)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,123 @@
+//! The engine's error type.
+
+use std::path::PathBuf;
+
+use swizzledb_btree::TreeError;
+use swizzledb_buffer::{BufferError, TraceError};
+use swizzledb_sync::{Lsn, PageId};
+use swizzledb_wal::LogError;
+
+use crate::lock;
+
+/// Every error SwizzleDB returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No tree of that name exists.
+    #[error("no tree named {0:?}; create it with Database::create_tree")]
+    TreeNotFound(String),
+    /// The tree cannot be dropped now: a transaction kept running (or instant restart is still
+    /// rolling back losers) for the two seconds [`Database::drop_tree`] waits.
+    #[error(
+        "the tree {0:?} cannot be dropped while transactions run; finish them (and any this thread \
+         holds) and retry"
+    )]
+    TreeBusy(String),
+    /// A tree of that name exists already.
+    #[error("a tree named {0:?} exists already; open it with Database::tree")]
+    TreeExists(String),
+    /// The tree name is empty, too long or not valid.
+    #[error("invalid tree name {name:?}: {reason}")]
+    InvalidTreeName {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The code running in [`Database::transact`] asked to roll back (it returned
+    /// `Err(Error::Aborted(reason))`): the transaction was rolled back and not retried.
+    #[error("the transaction rolled back at its own request: {0}")]
+    Aborted(String),
+    /// A tree operation failed.
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    /// The buffer pool or the file failed.
+    #[error(transparent)]
+    Buffer(#[from] BufferError),
+    /// Writing the buffer reference trace failed.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// The write-ahead log failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// A record lock could not be granted: abort the transaction and retry it (LOCKS.md).
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
+    /// A log record restart needs is damaged or missing (RECOVERY.md R10).
+    #[error("log corrupted at {lsn}: {reason}; restore the database and its log from a backup")]
+    LogCorrupted {
+        /// Where.
+        lsn: Lsn,
+        /// What was found.
+        reason: String,
+    },
+    /// A page's copy in the file is damaged or older than its last write, and single-page
+    /// recovery could not rebuild it from the log (RECOVERY.md R18).
+    #[error(
+        "page {page} is damaged and cannot be rebuilt from the log: {reason}; restore the database \
+         from a backup (a log archive, Builder::log_archive, makes every page rebuildable)"
+    )]
+    PageUnrecoverable {
+        /// The page.
+        page: PageId,
+        /// Why it could not be rebuilt.
+        reason: String,
+    },
+    /// A new database's log directory exists already and holds files: they belong to another
+    /// database and would be replayed onto this one.
+    #[error("the log directory {0} exists and is not empty; remove it or choose another path")]
+    StaleLog(std::path::PathBuf),
+    /// The database file is open already, in this or another process (RECOVERY.md R13).
+    #[error("{0} is open already (in this or another process); close it there before opening it again")]
+    AlreadyOpen(PathBuf),
+    /// A logged database's log directory is missing, empty or damaged (R14): without it the
+    /// committed changes since the last checkpoint cannot be recovered.
+    #[error(
+        "{file} is a logged database but its log {dir} cannot be used: {reason}; restore the log \
+         directory beside the file (or, if the database was being created when it stopped, remove \
+         the file and create it again)"
+    )]
+    LogMissing {
+        /// The database file.
+        file: PathBuf,
+        /// Its log directory.
+        dir: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The log directory belongs to another database (R14).
+    #[error("the log {dir} belongs to another database than {file}; put the file's own log beside it")]
+    ForeignLog {
+        /// The database file.
+        file: PathBuf,
+        /// The log directory found.
+        dir: PathBuf,
+    },
+    /// `logging(true)` was asked of a database created without a log (R13).
+    #[error(
+        "{0} was created without a write-ahead log: open it without .logging(true), or convert it \
+         with Builder::lab(|lab| lab.convert_to_logged(true))"
+    )]
+    NotLogged(PathBuf),
+    /// An unlogged database was not closed cleanly (R13): its pages may be half-written and
+    /// nothing can repair them.
+    #[error(
+        "{0} has no write-ahead log and was not closed cleanly, so it may be damaged and cannot be \
+         recovered; restore it from a backup, or open it with Builder::discard_unclean(true) to \
+         start over with an empty database"
+    )]
+    Unclean(PathBuf),
+}
+
+/// Result alias with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

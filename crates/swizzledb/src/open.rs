@@ -1,0 +1,415 @@
+//! Creating, opening and restarting a database (RECOVERY.md R8–R14, R22).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use swizzledb_btree::BTreeOwner;
+use swizzledb_buffer::{BufferError, PageFile, PoolMode};
+use swizzledb_sync::{Lsn, PageId};
+use swizzledb_wal::{LogError, LogManager};
+
+use crate::builder::{Builder, Locking};
+use crate::cleaner::{self, Cleaner};
+use crate::database::{Background, Database};
+use crate::engine::Core;
+use crate::error::{Error, Result};
+use crate::files::{self, archive_dir, wal_dir};
+use crate::instant::{self, RestartMode};
+use crate::lock;
+use crate::logging::{self, CheckpointKind};
+use crate::logging::{PoolLog, Wal};
+use crate::record::{self, TxnState};
+use crate::restart::{self, RestartStats};
+
+impl Builder {
+    pub(crate) fn create_at(self, path: &Path) -> Result<Database> {
+        self.check_log_settings()?;
+        if self.config.vfs.exists(path) {
+            let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
+            return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
+        }
+        if self.logging == Some(false) {
+            let pool = swizzledb_buffer::BufferPool::create(path, &self.config, Arc::new(BTreeOwner))?;
+            let lock = files::FileLock::acquire(&*self.config.vfs, path, path)?;
+            return Ok(self.database(pool, None, vec![lock]));
+        }
+        let dir = wal_dir(path);
+        if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
+            return Err(Error::StaleLog(dir));
+        }
+        let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let archive = self.archive(path, &log)?;
+        let mut config = self.config.clone();
+        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
+        let mut locks = vec![files::FileLock::acquire(&*self.config.vfs, path, path)?];
+        let segment_bytes = self.log_config(path).segment_bytes;
+        locks.push(files::create_identity(
+            &*self.config.vfs,
+            &dir,
+            pool.file_state().id,
+            segment_bytes,
+            path,
+        )?);
+        let wal = self.wal(log, archive);
+        seed_new(&wal, &pool);
+        let db = self.database(pool, Some(Arc::new(wal)), locks);
+        db.checkpoint()?;
+        self.start_background(&db);
+        Ok(db)
+    }
+
+    /// The log archive of the database at `path`, if asked for, checked to continue `log`
+    /// (R17).
+    pub(crate) fn archive(
+        &self,
+        path: &Path,
+        log: &LogManager,
+    ) -> Result<Option<Arc<swizzledb_wal::Archive>>> {
+        if !self.log_archive {
+            return Ok(None);
+        }
+        let archive = swizzledb_wal::Archive::open(Arc::clone(&self.config.vfs), archive_dir(path))?;
+        logging::check_archive(log, &archive)?;
+        Ok(Some(Arc::new(archive)))
+    }
+
+    /// The engine's log over `log`, with the log archive if the database keeps one (R17).
+    pub(crate) fn wal(&self, log: Arc<LogManager>, archive: Option<Arc<swizzledb_wal::Archive>>) -> Wal {
+        // R20: with the decoupled cleaner the pool's recovery LSNs lag behind the file (it
+        // writes pages without their frames), so a classical checkpoint could name log the
+        // decoupled ones already truncated: every checkpoint but the exact ones at open,
+        // restart and close is decoupled then.
+        let kind = match self.cleaner {
+            Cleaner::Decoupled => CheckpointKind::Decoupled,
+            _ => self.checkpoint_kind,
+        };
+        Wal::new(log, self.commit_mode).with_archive(archive).with_checkpoint_kind(kind)
+    }
+
+    pub(crate) fn open_at(self, path: &Path) -> Result<Database> {
+        let vfs = Arc::clone(&self.config.vfs);
+        // The lock first, so that nothing below reads a file another opener is writing.
+        let lock = match files::FileLock::acquire(&*vfs, path, path) {
+            Ok(lock) => lock,
+            Err(Error::AlreadyOpen(p)) => return Err(Error::AlreadyOpen(p)),
+            // Let the page file name what is wrong with the path (missing, not a database...).
+            Err(e) => {
+                PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
+                return Err(e);
+            }
+        };
+        let (_, meta) = PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
+        let mut this = self;
+        if !this.page_size_set {
+            this.config.page_size = meta.page_size;
+        }
+        let db = this.open_as(path, &meta, lock)?;
+        if db.core.pool.mode() == PoolMode::MainMemory {
+            for name in db.core.pool.catalog_names() {
+                db.tree(&name)?;
+            }
+        }
+        Ok(db)
+    }
+
+    /// `open` once the file is locked and its page 0 read.
+    pub(crate) fn open_as(
+        self,
+        path: &Path,
+        meta: &swizzledb_buffer::Meta,
+        lock: files::FileLock,
+    ) -> Result<Database> {
+        let vfs = Arc::clone(&self.config.vfs);
+        Ok(if meta.logged {
+            let (log_lock, segment_bytes) = files::check_identity(&*vfs, &wal_dir(path), meta.id, path)?;
+            // The log's segment size is the log's, whatever the builder says (R14).
+            let mut this = self;
+            this.log_segment_bytes = Some(segment_bytes);
+            this.check_log_settings()?;
+            this.restart(path, vec![lock, log_lock])?
+        } else if self.logging == Some(true) && !self.convert_to_logged {
+            return Err(Error::NotLogged(path.to_path_buf()));
+        } else {
+            if !meta.clean {
+                if !self.discard_unclean {
+                    return Err(Error::Unclean(path.to_path_buf()));
+                }
+                drop(lock);
+                vfs.remove(path).map_err(|e| BufferError::Io { file: path.to_path_buf(), source: e })?;
+                return self.logging(false).create_at(path);
+            }
+            if self.logging == Some(true) {
+                return self.convert(path, lock);
+            }
+            let pool = swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?;
+            self.database(pool, None, vec![lock])
+        })
+    }
+
+    /// Converts the cleanly closed unlogged database at `path` into a logged one: a new log
+    /// with a first checkpoint of the file's state, then page 0 marked logged (R13). A crash
+    /// before page 0 is written leaves the unlogged database, still clean, and a log directory
+    /// that the next conversion refuses as stale ([`Error::StaleLog`]).
+    pub(crate) fn convert(self, path: &Path, lock: files::FileLock) -> Result<Database> {
+        self.check_log_settings()?;
+        let dir = wal_dir(path);
+        if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
+            return Err(Error::StaleLog(dir));
+        }
+        let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let archive = self.archive(path, &log)?;
+        let mut config = self.config.clone();
+        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        let pool = swizzledb_buffer::BufferPool::open(path, &config, Arc::new(BTreeOwner))?;
+        let segment_bytes = self.log_config(path).segment_bytes;
+        let log_lock =
+            files::create_identity(&*self.config.vfs, &dir, pool.file_state().id, segment_bytes, path)?;
+        let wal = Arc::new(self.wal(log, archive));
+        seed_new(&wal, &pool);
+        wal.checkpoint_classical(&pool)?;
+        pool.mark_logged()?;
+        let db = self.database(pool, Some(wal), vec![lock, log_lock]);
+        self.start_background(&db);
+        Ok(db)
+    }
+
+    pub(crate) fn database(
+        &self,
+        pool: swizzledb_buffer::BufferPool,
+        wal: Option<Arc<Wal>>,
+        locks: Vec<files::FileLock>,
+    ) -> Database {
+        let cleaner = (wal.is_some() && self.cleaner != Cleaner::None)
+            .then(|| Arc::new(cleaner::Shared::new(self.cleaner, self.cleaner_every, self.log_bound())));
+        let core = Arc::new_cyclic(|me| Core {
+            me: Mutex::new(me.clone()),
+            pool: Arc::new(pool),
+            trees: Mutex::new(HashMap::new()),
+            wal,
+            locks: (self.locking == Locking::On).then(|| Arc::new(lock::LockManager::new(64))),
+            cleaner,
+            next_txn: AtomicU64::new(1),
+            restart_stats: Mutex::new(RestartStats::default()),
+            running: std::sync::atomic::AtomicUsize::new(0),
+            quiesce: std::sync::atomic::AtomicBool::new(false),
+            dropping: Mutex::new(()),
+        });
+        let mut background = Background::default();
+        if !self.no_background_eviction {
+            // B31. Without it the misses evict for themselves: slower, not wrong.
+            background.evictor = core.pool.start_evictor().unwrap_or_else(|e| {
+                log::warn!("swizzledb: the background evictor could not start ({e}); misses evict");
+                None
+            });
+        }
+        Database {
+            core,
+            background: Box::new(Mutex::new(background)),
+            files: Mutex::new(locks),
+            closed: false,
+        }
+    }
+
+    pub(crate) fn start_background(&self, db: &Database) {
+        let Some(wal) = &db.core.wal else { return };
+        let mut threads = db.background.lock();
+        if !self.no_background_redo && wal.pending.as_ref().is_some_and(|p| !p.is_finished()) {
+            threads.redo = Some(instant::RedoThread::start(Arc::clone(wal), Arc::clone(&db.core.pool)));
+        }
+        if let Some(every) = self.checkpoint_every() {
+            threads.checkpointer =
+                Some(logging::start_checkpointer(Arc::clone(wal), Arc::clone(&db.core.pool), every));
+        }
+        if let (Some(_), Some(every)) = (&wal.archive, self.archive_every()) {
+            threads.archiver = Some(logging::start_archiver(Arc::clone(wal), every));
+            threads.merger = Some(logging::start_merger(Arc::clone(wal), every));
+        }
+        if let Some(shared) = &db.core.cleaner {
+            threads.cleaner =
+                Some(cleaner::Thread::start(Arc::clone(shared), Arc::clone(wal), Arc::clone(&db.core.pool)));
+        }
+    }
+
+    /// Restart (RECOVERY.md R8–R11): analysis and redo on the file, then the pool opens with
+    /// the recovered allocation, the losers are rolled back with compensation records, and a
+    /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
+    pub(crate) fn restart(&self, path: &Path, locks: Vec<files::FileLock>) -> Result<Database> {
+        let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let archive = self.archive(path, &log)?;
+        if log.read_master()?.is_none() {
+            return Err(Error::LogMissing {
+                file: path.to_path_buf(),
+                dir: wal_dir(path),
+                reason: "it holds no checkpoint".into(),
+            });
+        }
+        if self.restart_mode == RestartMode::Instant {
+            if let Some(plan) = instant::plan(&log, archive.as_deref())? {
+                return self.restart_instant(path, locks, log, archive, plan);
+            }
+        }
+        let recovered = restart::analyze_and_redo(
+            &*self.config.vfs,
+            path,
+            self.config.direct_io,
+            &log,
+            archive.as_deref(),
+        )?;
+        let mut config = self.config.clone();
+        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        let pool = swizzledb_buffer::BufferPool::open_recovered(
+            path,
+            &config,
+            Arc::new(BTreeOwner),
+            recovered.allocation,
+        )?;
+        let wal = self.wal(log, archive);
+        // R22: the archive catches up with the log, storing restart's analysis state, so that
+        // the archiver carries it forward from here. Not fatal: without it the runs carry no
+        // state until the next restart, and instant restart falls back to classical.
+        if let Err(e) = wal.archive_restart_end(&recovered.state) {
+            log::warn!("restart could not archive the log's tail ({e}); the next checkpoint tries again");
+        }
+        let mut db = self.database(pool, Some(Arc::new(wal)), locks);
+        db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
+        let mut stats = recovered.stats;
+        finish_losers(&mut db, &recovered.unfinished, &mut stats)?;
+        *db.core.restart_stats.lock() = stats;
+        // Classical whatever the configured kind: redo wrote pages without page-write records,
+        // and the pool knows exactly which pages are dirty now.
+        if let Some(wal) = &db.core.wal {
+            wal.checkpoint_classical(&db.core.pool)?;
+        }
+        self.start_background(&db);
+        Ok(db)
+    }
+
+    /// Instant restart (RECOVERY.md R22): the archive catches up with the log's tail, carrying
+    /// its analysis state forward over it; the pages changed since the checkpoint's redo LSN
+    /// become pending (stale below their newest change, B25); the pool opens with the
+    /// allocation of the state, and the losers are rolled back through the trees. Redo of the
+    /// other pending pages is left to their first fetch and the background redo thread.
+    pub(crate) fn restart_instant(
+        &self,
+        path: &Path,
+        locks: Vec<files::FileLock>,
+        log: Arc<LogManager>,
+        archive: Option<Arc<swizzledb_wal::Archive>>,
+        plan: instant::Plan,
+    ) -> Result<Database> {
+        let wal = self.wal(Arc::clone(&log), archive.clone());
+        wal.seed_archiver(&plan.state);
+        let analyzed_before = wal.stats.archived_records.load(Ordering::Relaxed);
+        wal.archive_durable_unmerged()?;
+        let analyzed = wal.stats.archived_records.load(Ordering::Relaxed) - analyzed_before;
+        let state = wal.archiver_state().ok_or_else(|| {
+            Error::Log(LogError::BadConfig { reason: "the archiver lost its analysis state".into() })
+        })?;
+        let archive_ref = archive.as_deref().expect("instant::plan needs the archive");
+        let pages: Vec<(PageId, Lsn)> = archive_ref
+            .last_lsns_since(plan.redo_from)
+            .into_iter()
+            .filter(|&(_, last)| last >= plan.redo_from)
+            .filter_map(|(p, last)| PageId::new(p).map(|p| (p, last)))
+            .collect();
+        let page_count = state.tables.page_count;
+        {
+            // What the file holds now is what the pending pages' redo starts from: make it
+            // durable (writes of the crashed process may be in the OS's cache only).
+            let (file, _) = PageFile::open_logged(&*self.config.vfs, path, self.config.direct_io)?;
+            if file.len_pages()? < page_count {
+                file.set_len_pages(page_count)?;
+            }
+            file.sync()?;
+        }
+        let pending = Arc::new(instant::PendingRedo::new(&pages));
+        let mut config = self.config.clone();
+        let pool_log =
+            PoolLog::new(Arc::clone(&log), archive.clone()).with_pending(Arc::clone(&pending), &pages);
+        config.log = Some(Arc::new(pool_log));
+        let allocation = swizzledb_buffer::Allocation {
+            page_count,
+            free_pages: state.tables.free.clone(),
+            trees: state.tables.catalog.iter().cloned().collect(),
+        };
+        let pool =
+            swizzledb_buffer::BufferPool::open_recovered(path, &config, Arc::new(BTreeOwner), allocation)?;
+        let wal = wal.with_pending(pending);
+        let mut db = self.database(pool, Some(Arc::new(wal)), locks);
+        db.core.next_txn.store(state.max_txn + 1, Ordering::Relaxed);
+        let mut stats = RestartStats {
+            instant: true,
+            analyzed,
+            pages_deferred: pages.len() as u64,
+            ..RestartStats::default()
+        };
+        // With record locks, losers are rolled back in the background, their keys locked until
+        // then; without, here (R22).
+        let mut background_undo = Vec::new();
+        for entry in &state.tables.txns {
+            if db.core.locks.is_none() || entry.state == TxnState::Committed {
+                finish_losers(&mut db, std::slice::from_ref(entry), &mut stats)?;
+                continue;
+            }
+            if let Err(e) = db.core.hold_loser(entry) {
+                db.closed = true;
+                db.core.pool.mark_closed();
+                return Err(e);
+            }
+            stats.losers += 1;
+            background_undo.push(entry.clone());
+        }
+        *db.core.restart_stats.lock() = stats;
+        self.start_background(&db);
+        if !background_undo.is_empty() {
+            let pending = db.core.wal.as_ref().and_then(|w| w.pending.clone()).expect("instant restart");
+            db.background.lock().undo =
+                Some(instant::UndoThread::start(Arc::clone(&db.core), background_undo, pending));
+        }
+        Ok(db)
+    }
+}
+
+/// R22: the archiver of a new log begins with the pool's (empty) tables.
+pub(crate) fn seed_new(wal: &Wal, pool: &swizzledb_buffer::BufferPool) {
+    let allocation = pool.allocation();
+    let at = wal.log.end();
+    wal.seed_archiver(&restart::ArchivedState {
+        max_txn: 0,
+        tables: record::Checkpoint {
+            begin: at,
+            page_count: allocation.page_count,
+            free: allocation.free_pages,
+            catalog: allocation.trees.into_iter().collect(),
+            ..record::Checkpoint::default()
+        },
+    });
+}
+
+/// Restart's undo (R10): every transaction restart found unfinished is rolled back (or, if
+/// committed, ended).
+pub(crate) fn finish_losers(
+    db: &mut Database,
+    unfinished: &[record::TxnEntry],
+    stats: &mut RestartStats,
+) -> Result<()> {
+    for entry in unfinished {
+        match db.core.finish_loser(entry) {
+            Ok(compensations) => stats.compensations += compensations,
+            Err(e) => {
+                // No checkpoint on the way out (Drop): it would list the unfinished losers
+                // without their first records and truncate the log they still need.
+                db.closed = true;
+                db.core.pool.mark_closed();
+                return Err(e);
+            }
+        }
+        stats.losers += u64::from(entry.state != TxnState::Committed);
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! The user's tree handle: a named, ordered map of byte keys to byte values in a [`Database`].
+//!
+//! It wraps the engine's Foster B-tree (`swizzledb-btree`) and shows only what a user calls.
+//! On a logged database every write of a handle is a transaction of its own (auto-commit,
+//! RECOVERY.md R12) and every read returns committed records only (LOCKS.md K14); there is no
+//! way through a handle to change a logged database without logging the change.
+//!
+//! [`Database`]: crate::Database
+
+use std::ops::Bound;
+
+use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, TreeError, TreeShape};
+
+/// A named tree of a [`Database`](crate::Database), from [`Database::create_tree`],
+/// [`Database::tree`] or [`Database::tree_or_create`]: keys and values are byte strings, kept in
+/// key order (bytewise). Cheap to clone; all clones are the same tree. `Send + Sync`: use a
+/// handle from any thread.
+///
+/// [`Database::create_tree`]: crate::Database::create_tree
+/// [`Database::tree`]: crate::Database::tree
+/// [`Database::tree_or_create`]: crate::Database::tree_or_create
+///
+/// Once the database is closed, or the tree dropped, every call refuses with
+/// [`TreeError::Closed`] or [`TreeError::Dropped`].
+///
+/// A handle has no way to write past the log: on a logged database its writes are always
+/// logged transactions. The engine tree's unlogged handle and logged-write plumbing are not
+/// reachable from it:
+///
+/// ```compile_fail
+/// # fn f(tree: &swizzledb::Tree) {
+/// let unlogged = tree.clone().without_auto_commit();
+/// # }
+/// ```
+///
+/// ```compile_fail
+/// # fn f(tree: &swizzledb::Tree) {
+/// let root = tree.root_page(); // the lab's: swizzledb::lab::TreeExt
+/// let pool = tree.pool();
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Tree {
+    /// The engine's tree, with the auto-commit and the read gate of its database.
+    pub(crate) inner: swizzledb_btree::Tree,
+}
+
+type Result<T> = std::result::Result<T, TreeError>;
+
+impl Tree {
+    pub(crate) fn new(inner: swizzledb_btree::Tree) -> Tree {
+        Tree { inner }
+    }
+
+    /// The value stored under `key` (`None`: absent). On a logged database with record locks,
+    /// a key another transaction has changed and not yet committed is waited for.
+    ///
+    /// # Errors
+    /// I/O errors or corruption; [`TreeError::Closed`], [`TreeError::Dropped`].
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+
+    /// Calls `f` with the value stored under `key` (or `None`) without copying it out of the
+    /// page. `f` must not call into the database.
+    ///
+    /// # Errors
+    /// As [`Tree::get`].
+    pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        self.inner.get_with(key, f)
+    }
+
+    /// Inserts a new record; fails with [`TreeError::DuplicateKey`] if the key exists. On a
+    /// logged database it is committed (durable in [`CommitMode::Sync`], the default) when it
+    /// returns.
+    ///
+    /// [`CommitMode::Sync`]: crate::CommitMode::Sync
+    ///
+    /// # Errors
+    /// An oversize key or value ([`TreeError::KeyTooLarge`], [`TreeError::ValueTooLarge`]), the
+    /// duplicate key, pool, I/O or log errors; nothing changes then.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.inner.insert(key, value)
+    }
+
+    /// Inserts or replaces; returns true if the key existed. Committed when it returns, as
+    /// [`Tree::insert`].
+    ///
+    /// # Errors
+    /// As [`Tree::insert`], without the duplicate key.
+    pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.inner.upsert(key, value)
+    }
+
+    /// Deletes `key`; returns true if it existed. Committed when it returns, as
+    /// [`Tree::insert`].
+    ///
+    /// # Errors
+    /// Pool, I/O or log errors; nothing changes then.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.inner.delete(key)
+    }
+
+    /// Sets `key` to `new` if its value is `expected`, atomically: `None` as `expected` means
+    /// "absent", `None` as `new` deletes the key. Returns `Ok(Err(_))` with the value found when
+    /// it is not `expected` (nothing changed then); retry from that value to build a
+    /// read-modify-write loop.
+    ///
+    /// ```
+    /// # fn incr(tree: &swizzledb::Tree, key: &[u8]) -> Result<u64, swizzledb::TreeError> {
+    /// let mut current = tree.get(key)?;
+    /// loop {
+    ///     let n = current.as_deref().map_or(0, |v| u64::from_be_bytes(v.try_into().unwrap())) + 1;
+    ///     match tree.compare_and_swap(key, current.as_deref(), Some(&n.to_be_bytes()))? {
+    ///         Ok(()) => return Ok(n),
+    ///         Err(refused) => current = refused.current,
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Tree::insert`]; nothing changes then.
+    pub fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), CompareAndSwapError>> {
+        self.inner.compare_and_swap(key, expected, new)
+    }
+
+    /// The records with keys between `start` and `end`, in key order. The iterator is
+    /// double-ended: `next_back` reads from the range's end, and the two ends stop where they
+    /// meet. Each item is a record or an error.
+    pub fn range<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'t> {
+        self.inner.range(start, end)
+    }
+
+    /// [`Tree::range`] in descending key order.
+    pub fn range_rev<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter<'t> {
+        self.inner.range_rev(start, end)
+    }
+
+    /// The records whose keys start with `prefix`, in key order (`.rev()` for descending). An
+    /// empty prefix scans the whole tree.
+    pub fn scan_prefix(&self, prefix: &[u8]) -> RangeIter<'_> {
+        self.inner.scan_prefix(prefix)
+    }
+
+    /// [`Tree::scan_prefix`] in descending key order.
+    pub fn scan_prefix_rev(&self, prefix: &[u8]) -> RevRangeIter<'_> {
+        self.inner.scan_prefix_rev(prefix)
+    }
+
+    /// The record with the smallest key (`None`: the tree is empty).
+    ///
+    /// # Errors
+    /// As [`Tree::range`]'s items.
+    pub fn first(&self) -> Result<Option<KeyValue>> {
+        self.inner.first()
+    }
+
+    /// The record with the greatest key (`None`: the tree is empty).
+    ///
+    /// # Errors
+    /// As [`Tree::range`]'s items.
+    pub fn last(&self) -> Result<Option<KeyValue>> {
+        self.inner.last()
+    }
+
+    /// The number of records. **O(n):** it counts them with a scan (no count is kept: it would
+    /// be one shared, logged counter for every writer). Exact only while no other thread writes.
+    ///
+    /// # Errors
+    /// As [`Tree::range`]'s items.
+    pub fn len(&self) -> Result<usize> {
+        self.inner.len()
+    }
+
+    /// Whether the tree holds no record (reads at most one).
+    ///
+    /// # Errors
+    /// As [`Tree::range`]'s items.
+    pub fn is_empty(&self) -> Result<bool> {
+        self.inner.is_empty()
+    }
+
+    /// The longest value this tree accepts: at most [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN), at
+    /// most what an eighth of the pool's frames hold, and at most what one log record takes.
+    #[must_use]
+    pub fn max_value_len(&self) -> usize {
+        self.inner.max_value_len()
+    }
+
+    /// Full structural check of the tree (key order, fences, levels, every page reached once).
+    /// Call it while no other thread changes the tree.
+    ///
+    /// # Errors
+    /// A description of the first violation found (or of an I/O error reading a page).
+    pub fn verify(&self) -> std::result::Result<TreeShape, String> {
+        self.inner.verify()
+    }
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree").field("root", &self.inner.root_page()).finish_non_exhaustive()
+    }
+}
