@@ -82,7 +82,9 @@ pub use crate::instant::{RedoProgress, RestartMode};
 pub use crate::logging::CommitMode;
 pub use crate::restart::RestartStats;
 pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
-pub use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogStats, RunSummary};
+pub use swizzledb_wal::{
+    Archive, ArchiveEntry, Damage as LogDamage, LogError, LogStats, Recovery as LogRecovery, RunSummary,
+};
 
 pub use swizzledb_btree::{
     max_inline_value_len, max_key_len, max_value_len, CompareAndSwapError, KeyValue, RangeIter, RevRangeIter,
@@ -238,6 +240,7 @@ pub struct Builder {
     locking: Locking,
     commit_mode: CommitMode,
     log_segment_bytes: Option<u64>,
+    log_recovery: LogRecovery,
     checkpoint_every: Option<Option<std::time::Duration>>,
     max_log_bytes: Option<u64>,
     cleaner: Cleaner,
@@ -574,6 +577,19 @@ impl Builder {
         self
     }
 
+    /// What opening a logged database does when its log is damaged below a point a sync made
+    /// durable (wal README W8, RECOVERY.md R24). [`LogRecovery::Strict`] (the default) refuses
+    /// with [`Error::Log`]`(`[`LogError::DurableDamage`]`)` naming the damaged LSN and what
+    /// would be lost, changing nothing; [`LogRecovery::PointInTime`] opens at the last
+    /// consistent point, dropping every record from the damage on, and
+    /// [`Database::restart_stats`] reports the cut. A torn tail (the unsynced end a crash
+    /// leaves) is cut silently either way.
+    #[must_use]
+    pub fn log_recovery(mut self, recovery: LogRecovery) -> Self {
+        self.log_recovery = recovery;
+        self
+    }
+
     /// The pool settings.
     #[must_use]
     pub fn config(&self) -> &PoolConfig {
@@ -697,6 +713,7 @@ impl Builder {
         let mut config = LogConfig::new(wal_dir(path));
         config.vfs = Arc::clone(&self.config.vfs);
         config.buffer_bytes = LOG_BUFFER_BYTES;
+        config.recovery = self.log_recovery;
         if let Some(bytes) = self.log_segment_bytes {
             config.segment_bytes = bytes;
         }
@@ -883,6 +900,7 @@ impl Builder {
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
     fn restart(&self, path: &Path, locks: Vec<files::FileLock>) -> Result<Database> {
         let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let opened = log.opened().clone();
         let archive = self.archive(path, &log)?;
         if log.read_master()?.is_none() {
             return Err(Error::LogMissing {
@@ -921,6 +939,7 @@ impl Builder {
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
         db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
         let mut stats = recovered.stats;
+        stats.note_log_open(&opened);
         finish_losers(&mut db, &recovered.unfinished, &mut stats)?;
         *db.core.restart_stats.lock() = stats;
         // Classical whatever the configured kind: redo wrote pages without page-write records,
@@ -991,6 +1010,7 @@ impl Builder {
             pages_deferred: pages.len() as u64,
             ..RestartStats::default()
         };
+        stats.note_log_open(log.opened());
         // With record locks, losers are rolled back in the background, their keys locked until
         // then; without, here (R22).
         let mut background_undo = Vec::new();

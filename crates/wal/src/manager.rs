@@ -226,8 +226,13 @@ struct Inner {
     /// Every byte below this LSN is in a segment file (not necessarily durable). Written only
     /// under the writer mutex; the ring space below it may be reused (W4).
     written: AtomicU64,
-    /// Every record below this LSN is durable (W6). Written only under the writer mutex.
+    /// Every record below this LSN is durable (W6): the end of the last sync round's marker, so
+    /// that a round with nothing new after it does nothing. Written only under the writer mutex.
     durable: AtomicU64,
+    /// What the last sync round synced: the start of its marker, the claim the marker makes
+    /// (W8). `durable()` returns this, so that the layer above (the archive) never counts on
+    /// the marker itself, which is not synced and may be lost with a crash.
+    synced: AtomicU64,
     /// The first LSN still kept (moved by truncation, W9).
     oldest: AtomicU64,
     /// The writer: held for one write-out or sync round (W6).
@@ -393,6 +398,7 @@ impl LogManager {
             completed: AtomicU64::new(end),
             written: AtomicU64::new(end),
             durable: AtomicU64::new(end),
+            synced: AtomicU64::new(end),
             oldest: AtomicU64::new(oldest.min(end)),
             writer: Mutex::new(Writer::default()),
             group: Mutex::new(false),
@@ -447,9 +453,10 @@ impl LogManager {
         self.inner.flush_all()
     }
 
-    /// The durable horizon: the record at `l` is durable iff `l < durable()`.
+    /// The durable horizon: the record at `l` is durable iff `l < durable()`. It is where the
+    /// last sync round's marker starts (W8): every byte below it is synced.
     pub fn durable(&self) -> Lsn {
-        Lsn(self.inner.durable.load(Ordering::Acquire))
+        Lsn(self.inner.synced.load(Ordering::Acquire))
     }
 
     /// The LSN the next append would get if it fits in the current segment (a lower bound).
@@ -825,6 +832,7 @@ impl Inner {
         self.publish(pos, end);
         bump(&self.counters.log_bytes, end - pos);
         self.write_out(w, end)?;
+        self.synced.fetch_max(pos, Ordering::Release);
         self.durable.fetch_max(end, Ordering::Release);
         Ok(())
     }
@@ -981,7 +989,7 @@ impl Inner {
     }
 
     fn truncate_before(&self, lsn: Lsn) -> Result<()> {
-        let limit = lsn.0.min(self.durable.load(Ordering::Acquire));
+        let limit = lsn.0.min(self.synced.load(Ordering::Acquire));
         let mut files = self.files.lock();
         let Some(&newest) = files.keys().next_back() else { return Ok(()) };
         let victims: Vec<u64> =
