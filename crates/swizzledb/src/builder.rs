@@ -32,6 +32,7 @@ pub struct Builder {
     pub(crate) locking: Locking,
     pub(crate) commit_mode: CommitMode,
     pub(crate) log_segment_bytes: Option<u64>,
+    pub(crate) log_recovery: swizzledb_wal::Recovery,
     pub(crate) checkpoint_every: Option<Option<std::time::Duration>>,
     pub(crate) max_log_bytes: Option<u64>,
     pub(crate) cleaner: Cleaner,
@@ -190,6 +191,23 @@ impl Builder {
         self
     }
 
+    /// What opening a logged database does when its log is damaged below a point a sync made
+    /// durable (wal README W8, RECOVERY.md R24). [`LogRecovery::Strict`] (the default) refuses
+    /// with [`Error::Log`]`(`[`LogError::DurableDamage`]`)` naming the damaged LSN and what
+    /// would be lost, changing nothing; [`LogRecovery::PointInTime`] opens at the last
+    /// consistent point, dropping every record from the damage on, and
+    /// [`Database::restart_stats`] reports the cut. A torn tail (the unsynced end a crash
+    /// leaves) is cut silently either way.
+    ///
+    /// [`LogRecovery::Strict`]: crate::LogRecovery::Strict
+    /// [`LogRecovery::PointInTime`]: crate::LogRecovery::PointInTime
+    /// [`Database::restart_stats`]: crate::Database::restart_stats
+    #[must_use]
+    pub fn log_recovery(mut self, recovery: swizzledb_wal::Recovery) -> Self {
+        self.log_recovery = recovery;
+        self
+    }
+
     /// The research switches the lab's experiments turn ([`LabOptions`]): latching, fix
     /// timing, BP-Wrapper's queue, record locks, the cleaners and checkpoints of Lersch 2015, a
     /// reference trace, the file system. None is needed to use SwizzleDB as a key-value store.
@@ -262,6 +280,7 @@ impl Builder {
         let mut config = LogConfig::new(wal_dir(path));
         config.vfs = Arc::clone(&self.config.vfs);
         config.buffer_bytes = LOG_BUFFER_BYTES;
+        config.recovery = self.log_recovery;
         if let Some(bytes) = self.log_segment_bytes {
             config.segment_bytes = bytes;
         }

@@ -703,6 +703,15 @@ fn log_error(dir: &Path, e: LogError) -> InspectError {
         LogError::Corrupted { lsn, reason } => {
             InspectError::LogDamaged { dir: dir.to_path_buf(), lsn: Some(lsn), reason }
         }
+        // W8: not a torn tail: a sync marker beyond the bad frame proves it was durable.
+        LogError::DurableDamage(d) => InspectError::LogDamaged {
+            dir: dir.to_path_buf(),
+            lsn: Some(d.lsn),
+            reason: format!(
+                "{}, below {} which a sync made durable (not a torn tail): {} valid records ({} bytes) follow",
+                d.reason, d.durable, d.records_beyond, d.bytes_beyond
+            ),
+        },
         other => InspectError::LogDamaged { dir: dir.to_path_buf(), lsn: None, reason: other.to_string() },
     }
 }

@@ -80,7 +80,9 @@ pub use crate::logging::{CheckpointKind, CheckpointStats, CommitMode};
 pub use crate::restart::RestartStats;
 pub use crate::tree::Tree;
 pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
-pub use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogStats, RunSummary};
+pub use swizzledb_wal::{
+    Archive, ArchiveEntry, Damage as LogDamage, LogError, LogStats, Recovery as LogRecovery, RunSummary,
+};
 
 pub use swizzledb_btree::{
     max_inline_value_len, max_key_len, max_value_len, CompareAndSwapError, KeyValue, RangeIter, RevRangeIter,

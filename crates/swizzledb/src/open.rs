@@ -240,6 +240,7 @@ impl Builder {
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
     pub(crate) fn restart(&self, path: &Path, locks: Vec<files::FileLock>) -> Result<Database> {
         let log = Arc::new(LogManager::open(self.log_config(path))?);
+        let opened = log.opened().clone();
         let archive = self.archive(path, &log)?;
         if log.read_master()?.is_none() {
             return Err(Error::LogMissing {
@@ -278,6 +279,7 @@ impl Builder {
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
         db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
         let mut stats = recovered.stats;
+        stats.note_log_open(&opened);
         finish_losers(&mut db, &recovered.unfinished, &mut stats)?;
         *db.core.restart_stats.lock() = stats;
         // Classical whatever the configured kind: redo wrote pages without page-write records,
@@ -348,6 +350,7 @@ impl Builder {
             pages_deferred: pages.len() as u64,
             ..RestartStats::default()
         };
+        stats.note_log_open(log.opened());
         // With record locks, losers are rolled back in the background, their keys locked until
         // then; without, here (R22).
         let mut background_undo = Vec::new();

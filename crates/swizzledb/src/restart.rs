@@ -50,6 +50,42 @@ pub struct RestartStats {
     pub instant: bool,
     /// Pages an instant restart left to redo.
     pub pages_deferred: u64,
+    /// Bytes the log's open cut as a torn tail: the unsynced end a crash leaves (wal README
+    /// W7, RECOVERY.md R24). 0 after a clean close.
+    pub log_torn_bytes: u64,
+    /// With [`crate::LogRecovery::PointInTime`]: the LSN of the damaged durable frame the log
+    /// was cut at (wal README W8, R24); every record from it on was dropped. `None` when the
+    /// log was not damaged below a durable point.
+    pub log_cut_at_damage: Option<u64>,
+    /// The durable LSN a sync marker beyond the damage proved: acknowledged commits below it
+    /// and at or above `log_cut_at_damage` were lost. 0 without a cut.
+    pub log_lost_durable_to: u64,
+    /// Valid log records found beyond the damage and dropped by the cut (a lower bound).
+    pub log_records_dropped: u64,
+    /// Log bytes from the damaged frame to the end of the last valid frame beyond it, dropped.
+    pub log_bytes_dropped: u64,
+}
+
+impl RestartStats {
+    /// Takes what the log's open cut (R24).
+    pub(crate) fn note_log_open(&mut self, opened: &swizzledb_wal::OpenReport) {
+        self.log_torn_bytes = opened.torn_bytes;
+        if let Some(d) = &opened.damage {
+            self.log_cut_at_damage = Some(d.lsn.0);
+            self.log_lost_durable_to = d.durable.0;
+            self.log_records_dropped = d.records_beyond;
+            self.log_bytes_dropped = d.bytes_beyond;
+            log::warn!(
+                "point-in-time recovery cut the log at damaged durable frame {} ({}): {} records, {} bytes \
+                 dropped, commits up to {} lost",
+                d.lsn,
+                d.reason,
+                d.records_beyond,
+                d.bytes_beyond,
+                d.durable
+            );
+        }
+    }
 }
 
 fn corrupted(lsn: Lsn, reason: impl Into<String>) -> Error {

@@ -224,8 +224,7 @@ fn r22_without_locks_losers_are_rolled_back_at_open() {
     let path = Path::new("/d/db");
     let oracle = crashed_with_losers(&fs, path);
     let db = builder(&fs, RestartMode::Instant)
-        .lab(|l| l.locking(false))
-        .lab(|l| l.background_redo(false))
+        .lab(|l| l.locking(false).background_redo(false))
         .open(path)
         .unwrap();
     let stats = db.restart_stats();

@@ -57,6 +57,18 @@ pub enum LogError {
         reason: String,
     },
 
+    /// The frame that ends the log lies below a point an earlier sync round made durable, as a
+    /// sync marker (or a later segment's valid first frame) beyond it proves (W8): damage in the
+    /// durable log, not a torn tail. Acknowledged records would be lost by cutting there, so
+    /// `open` refuses and changes nothing, unless opened with [`crate::Recovery::PointInTime`].
+    #[error(
+        "log damaged at {} ({}), below {} which an earlier sync made durable: {} valid records ({} bytes) \
+         beyond the damage would be lost; restore the log from a backup, or open with point-in-time \
+         recovery (Recovery::PointInTime) to accept losing everything from {} on",
+        .0.lsn, .0.reason, .0.durable, .0.records_beyond, .0.bytes_beyond, .0.lsn
+    )]
+    DurableDamage(Box<crate::Damage>),
+
     /// The LSN lies beyond the end of the log.
     #[error("{lsn} was never appended (the log ends at {end}); pass an LSN that append returned")]
     NotAppended {

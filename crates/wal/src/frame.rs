@@ -3,7 +3,9 @@
 //!
 //! ```text
 //! offset 0   u32 LE  length field: bit 31 clear = record, bits 0..31 = body length
-//!                                  bit 31 set   = padding, bits 0..31 = padding length (whole frame)
+//!                                  exactly 0xC000_0008 = sync marker, 8-byte body (W8)
+//!                                  bit 31 set otherwise = padding, bits 0..31 = padding length
+//!                                  (whole frame)
 //! offset 4   u32 LE  CRC-32C over (frame LSN as u64 LE, length field as u32 LE, body)
 //! offset 8   body, then zero bytes up to a multiple of 8
 //! ```
@@ -15,6 +17,13 @@ pub(crate) const HEADER: u64 = 8;
 
 /// Set in the length field of a padding frame.
 pub(crate) const PAD_FLAG: u32 = 1 << 31;
+
+/// The whole length field of a sync marker (W8): bits 31 and 30 and a body of 8 bytes. No
+/// padding has this field: padding is at most a segment (2^30 bytes) long, and a multiple of 8.
+pub(crate) const MARK_FIELD: u32 = PAD_FLAG | (1 << 30) | 8;
+
+/// Bytes of a sync marker frame: the header and the durable LSN it witnesses.
+pub(crate) const MARK_LEN: u64 = HEADER + 8;
 
 /// The first LSN of the log: bytes 0..8 of segment 0 hold no frame, so `Lsn(0)` is never a
 /// record's LSN (W3).
@@ -54,6 +63,22 @@ pub(crate) fn pad_header(lsn: u64, len: u64) -> [u8; 8] {
     header_bytes(len_field, checksum(lsn, len_field, &[]))
 }
 
+/// The sync marker frame at `lsn` saying that every record below `durable` was synced (W8).
+pub(crate) fn marker(lsn: u64, durable: u64) -> [u8; MARK_LEN as usize] {
+    let body = durable.to_le_bytes();
+    let mut m = [0u8; MARK_LEN as usize];
+    m[..8].copy_from_slice(&header_bytes(MARK_FIELD, checksum(lsn, MARK_FIELD, &body)));
+    m[8..].copy_from_slice(&body);
+    m
+}
+
+/// The durable LSN a sync marker at `lsn` with this checksum and body witnesses, if the marker
+/// is valid: its checksum matches and it claims no more than the position it was written at.
+pub(crate) fn marker_durable(lsn: u64, crc: u32, body: &[u8]) -> Option<u64> {
+    let durable = u64::from_le_bytes(body.try_into().ok()?);
+    (checksum(lsn, MARK_FIELD, body) == crc && durable <= lsn).then_some(durable)
+}
+
 fn header_bytes(len_field: u32, crc: u32) -> [u8; 8] {
     let mut h = [0u8; 8];
     h[..4].copy_from_slice(&len_field.to_le_bytes());
@@ -68,6 +93,8 @@ pub(crate) enum Header {
     Record { len: u32, crc: u32 },
     /// Padding of `len` bytes (header included) up to the end of the segment.
     Pad { len: u32, crc: u32 },
+    /// A sync marker: an 8-byte body holding the durable LSN it witnesses (W8).
+    Mark { crc: u32 },
 }
 
 impl Header {
@@ -77,6 +104,8 @@ impl Header {
         let crc = u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes"));
         if len_field & PAD_FLAG == 0 {
             Header::Record { len: len_field, crc }
+        } else if len_field == MARK_FIELD {
+            Header::Mark { crc }
         } else {
             Header::Pad { len: len_field & !PAD_FLAG, crc }
         }
@@ -138,6 +167,24 @@ mod tests {
         for lsn in (8..80_000u64).step_by(8) {
             assert_ne!(checksum(lsn, 0, &[]), 0, "a zero header would validate at LSN {lsn}");
         }
+    }
+
+    #[test]
+    fn w8_marker_round_trips_and_checks_lsn_and_claim() {
+        let m = marker(4096, 4000);
+        let Header::Mark { crc } = Header::parse(&m) else { panic!("a marker parses as a marker") };
+        assert_eq!(marker_durable(4096, crc, &m[8..]), Some(4000));
+        assert_eq!(marker_durable(4104, crc, &m[8..]), None, "W2: a marker at another LSN is invalid");
+        let mut body = m[8..].to_vec();
+        body[0] ^= 1;
+        assert_eq!(marker_durable(4096, crc, &body), None, "a changed claim is invalid");
+        let beyond = marker(64, 72);
+        let Header::Mark { crc } = Header::parse(&beyond) else { panic!("a marker") };
+        assert_eq!(marker_durable(64, crc, &beyond[8..]), None, "a marker never claims beyond itself");
+        // The longest padding (a whole 1 GiB segment) is still padding.
+        assert!(
+            matches!(Header::parse(&pad_header(1 << 30, 1 << 30)), Header::Pad { len, .. } if len == 1 << 30)
+        );
     }
 
     #[test]

@@ -39,5 +39,5 @@ mod segment;
 
 pub use archive::{Archive, Entry as ArchiveEntry, RunSummary};
 pub use error::{LogError, Result};
-pub use manager::{LogConfig, LogManager, LogScan, LogStats};
+pub use manager::{Damage, LogConfig, LogManager, LogScan, LogStats, OpenReport, Recovery};
 pub use swizzledb_sync::Lsn;

@@ -8,12 +8,54 @@ use crate::ring::Ring;
 use crate::segment::{self, FrameReader, Segments, Step};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use swizzledb_sync::{Lsn, OpenMode, OsFs, Vfs};
+
+/// What `open` does when the frame that ends the log lies below a point an earlier sync round
+/// made durable (README W8): damage in the durable log, not a torn tail. RocksDB calls the two
+/// `kAbsoluteConsistency` and `kPointInTimeRecovery`; a torn tail (W7) is cut in both.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Recovery {
+    /// Refuse to open with [`LogError::DurableDamage`], changing nothing on disk: restore the
+    /// log from a copy, or open with [`Recovery::PointInTime`] to accept the loss.
+    #[default]
+    Strict,
+    /// Open at the last consistent point: the log ends at the damaged frame, everything from
+    /// there on is dropped, and [`LogManager::opened`] reports what was dropped. New records get
+    /// LSNs above every frame that was dropped (W3).
+    PointInTime,
+}
+
+/// What `open` found at the end of the log and cut (W7, W8): [`LogManager::opened`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Bytes cut as a torn tail (W7): from the log's end to the end of the segment files,
+    /// removed later segment files included. 0 after a clean close.
+    pub torn_bytes: u64,
+    /// Damage in the durable log that [`Recovery::PointInTime`] cut (W8); `None` otherwise.
+    pub damage: Option<Damage>,
+}
+
+/// A damaged frame below a durable point (W8): the content of [`LogError::DurableDamage`], and
+/// of [`OpenReport::damage`] when [`Recovery::PointInTime`] cut the log there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    /// The first frame that does not validate: where the log ends now (or would end).
+    pub lsn: Lsn,
+    /// A durable point above it: a sync marker (or a later segment's valid first frame) proves
+    /// that every record below this LSN had been synced.
+    pub durable: Lsn,
+    /// Valid records found beyond the damage, all dropped by a cut (a lower bound).
+    pub records_beyond: u64,
+    /// Log bytes from the damaged frame to the end of the last valid frame beyond it.
+    pub bytes_beyond: u64,
+    /// What is wrong with the frame at `lsn`.
+    pub reason: String,
+}
 
 /// How to open a log.
 #[derive(Clone, Debug)]
@@ -30,6 +72,8 @@ pub struct LogConfig {
     pub flush_interval: Option<Duration>,
     /// The file system all I/O goes through. Default [`OsFs`].
     pub vfs: Arc<dyn Vfs>,
+    /// What `open` does with damage in the durable log (W8). Default [`Recovery::Strict`].
+    pub recovery: Recovery,
 }
 
 impl LogConfig {
@@ -41,6 +85,7 @@ impl LogConfig {
             buffer_bytes: 4 << 20,
             flush_interval: Some(Duration::from_millis(5)),
             vfs: Arc::new(OsFs),
+            recovery: Recovery::Strict,
         }
     }
 
@@ -181,8 +226,13 @@ struct Inner {
     /// Every byte below this LSN is in a segment file (not necessarily durable). Written only
     /// under the writer mutex; the ring space below it may be reused (W4).
     written: AtomicU64,
-    /// Every record below this LSN is durable (W6). Written only under the writer mutex.
+    /// Every record below this LSN is durable (W6): the end of the last sync round's marker, so
+    /// that a round with nothing new after it does nothing. Written only under the writer mutex.
     durable: AtomicU64,
+    /// What the last sync round synced: the start of its marker, the claim the marker makes
+    /// (W8). `durable()` returns this, so that the layer above (the archive) never counts on
+    /// the marker itself, which is not synced and may be lost with a crash.
+    synced: AtomicU64,
     /// The first LSN still kept (moved by truncation, W9).
     oldest: AtomicU64,
     /// The writer: held for one write-out or sync round (W6).
@@ -201,6 +251,8 @@ struct Inner {
     stop: Mutex<bool>,
     stop_signal: Condvar,
     counters: Counters,
+    /// What `open` cut (W7, W8).
+    opened: OpenReport,
 }
 
 /// The write-ahead log. See the crate documentation and README for the protocol.
@@ -217,10 +269,12 @@ impl LogManager {
     ///
     /// # Errors
     /// `BadConfig` for an impossible configuration or segment files that do not match
-    /// `segment_bytes`; `Corrupted` if valid records follow a damaged frame (W8); `Io`.
+    /// `segment_bytes`; `Corrupted` if a segment is missing or a later segment holds valid
+    /// records after a damaged frame, and `DurableDamage` if a sync marker proves the damaged
+    /// frame was durable (W8; with [`Recovery::PointInTime`] both cut the log instead); `Io`.
     pub fn open(config: LogConfig) -> Result<LogManager> {
         config.validate()?;
-        let LogConfig { dir, segment_bytes, buffer_bytes, flush_interval, vfs } = config.clone();
+        let LogConfig { dir, segment_bytes, buffer_bytes, flush_interval, vfs, recovery } = config.clone();
         let max_body = config.max_body();
         vfs.create_dir_all(&dir).map_err(|e| LogError::io("creating directory", &dir, e))?;
         let mut files = Segments::new();
@@ -257,7 +311,7 @@ impl LogManager {
         let mut scan_from = oldest;
         for &start in files.keys().rev() {
             let mut probe = FrameReader::new(files.clone(), segment_bytes, segment::first_frame(start));
-            if let Step::Record { .. } | Step::Pad =
+            if let Step::Record { .. } | Step::Pad | Step::Mark =
                 probe.next_step().map_err(|e| LogError::io("reading", &dir, e))?
             {
                 scan_from = segment::first_frame(start);
@@ -280,7 +334,7 @@ impl LogManager {
         let mut reader = FrameReader::new(files.clone(), segment_bytes, scan_from);
         let bad_reason = loop {
             match reader.next_step().map_err(|e| LogError::io("reading", &dir, e))? {
-                Step::Record { .. } | Step::Pad => {}
+                Step::Record { .. } | Step::Pad | Step::Mark => {}
                 Step::Invalid { reason } => break reason,
             }
         };
@@ -288,45 +342,48 @@ impl LogManager {
         let end_seg = segment::start_of(end, segment_bytes);
 
         // W8: a later segment whose first frame validates means damage in the middle.
+        let mut later_valid = None;
         for (&start, _) in files.range(end_seg + 1..) {
             let mut probe = FrameReader::new(files.clone(), segment_bytes, segment::first_frame(start));
-            if let Step::Record { .. } | Step::Pad =
+            if let Step::Record { .. } | Step::Pad | Step::Mark =
                 probe.next_step().map_err(|e| LogError::io("reading", &dir, e))?
             {
-                return Err(LogError::Corrupted {
-                    lsn: Lsn(end),
-                    reason: format!(
-                        "the frame there does not validate ({bad_reason}), yet the later segment {} holds \
-                         valid records",
-                        segment::file_name(start)
-                    ),
-                });
+                later_valid = Some(start);
+                break;
             }
         }
-
-        // W7: cut the tail and drop later segments, so no stale frame can come back.
-        if let Some(f) = files.get(&end_seg) {
-            let path = segment::path(&dir, end_seg);
-            let keep = end - end_seg;
-            if f.len().map_err(|e| LogError::io("reading the length of", &path, e))? != keep {
-                f.set_len(keep).map_err(|e| LogError::io("truncating", &path, e))?;
+        if let (Some(start), Recovery::Strict) = (later_valid, recovery) {
+            return Err(LogError::Corrupted {
+                lsn: Lsn(end),
+                reason: format!(
+                    "the frame there does not validate ({bad_reason}), yet the later segment {} holds valid \
+                     records",
+                    segment::file_name(start)
+                ),
+            });
+        }
+        // W8: a valid sync marker beyond the end witnessing a durable point above it means the
+        // bad frame had been synced: damage in the durable log, not a torn tail.
+        let beyond = reader.search_beyond(end).map_err(|e| LogError::io("reading", &dir, e))?;
+        let proven = beyond.durable.max(later_valid.unwrap_or(0));
+        let damage = (proven > end).then(|| Damage {
+            lsn: Lsn(end),
+            durable: Lsn(proven),
+            records_beyond: beyond.records,
+            bytes_beyond: beyond.end.saturating_sub(end),
+            reason: bad_reason,
+        });
+        let mut opened = OpenReport::default();
+        let mut end = end;
+        match (damage, recovery) {
+            (Some(d), Recovery::Strict) => return Err(LogError::DurableDamage(Box::new(d))),
+            (Some(d), Recovery::PointInTime) => {
+                end = cut_damage(&*vfs, &dir, &mut files, segment_bytes, d.lsn.0, beyond.last_segment)?;
+                opened.damage = Some(d);
             }
-            f.sync().map_err(|e| LogError::io("syncing", &path, e))?;
-        }
-        if let Some(prev) = end_seg.checked_sub(segment_bytes) {
-            if let Some(f) = files.get(&prev) {
-                let path = segment::path(&dir, prev);
-                f.sync().map_err(|e| LogError::io("syncing", &path, e))?;
+            (None, _) => {
+                opened.torn_bytes = cut_tail(&*vfs, &dir, &mut files, segment_bytes, end)?;
             }
-        }
-        let later: Vec<u64> = files.range(end_seg + 1..).map(|(&s, _)| s).collect();
-        for &start in &later {
-            let path = segment::path(&dir, start);
-            vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
-            files.remove(&start);
-        }
-        if !later.is_empty() {
-            vfs.sync_dir(&dir).map_err(|e| LogError::io("syncing directory", &dir, e))?;
         }
 
         let inner = Arc::new(Inner {
@@ -341,6 +398,7 @@ impl LogManager {
             completed: AtomicU64::new(end),
             written: AtomicU64::new(end),
             durable: AtomicU64::new(end),
+            synced: AtomicU64::new(end),
             oldest: AtomicU64::new(oldest.min(end)),
             writer: Mutex::new(Writer::default()),
             group: Mutex::new(false),
@@ -352,6 +410,7 @@ impl LogManager {
             stop: Mutex::new(false),
             stop_signal: Condvar::new(),
             counters: Counters::default(),
+            opened,
         });
         let flusher = match flush_interval {
             None => None,
@@ -394,9 +453,10 @@ impl LogManager {
         self.inner.flush_all()
     }
 
-    /// The durable horizon: the record at `l` is durable iff `l < durable()`.
+    /// The durable horizon: the record at `l` is durable iff `l < durable()`. It is where the
+    /// last sync round's marker starts (W8): every byte below it is synced.
     pub fn durable(&self) -> Lsn {
-        Lsn(self.inner.durable.load(Ordering::Acquire))
+        Lsn(self.inner.synced.load(Ordering::Acquire))
     }
 
     /// The LSN the next append would get if it fits in the current segment (a lower bound).
@@ -407,6 +467,12 @@ impl LogManager {
     /// The first LSN still kept: records below it were truncated (W9).
     pub fn oldest(&self) -> Lsn {
         Lsn(self.inner.oldest.load(Ordering::Acquire))
+    }
+
+    /// What `open` found at the end of the log and cut: a torn tail (W7), or with
+    /// [`Recovery::PointInTime`] damage in the durable log (W8).
+    pub fn opened(&self) -> &OpenReport {
+        &self.inner.opened
     }
 
     /// The largest body `append` accepts (W2).
@@ -717,12 +783,57 @@ impl Inner {
         Ok(())
     }
 
-    /// One sync round (W6): write out the completed prefix and sync it. Caller holds the writer.
+    /// One sync round (W6, W8): reserve a place for a sync marker at the reservation point, wait
+    /// until every reservation before it is published, write them out and sync them, then write
+    /// the marker (no sync) saying they are durable, and only then move `durable` past it. So
+    /// every record a flush acknowledged has a valid marker after it in the file, witnessing
+    /// that it was synced. Caller holds the writer. A round with nothing new since the last one
+    /// does nothing.
     fn sync_round(&self, w: &mut Writer) -> Result<()> {
-        let upto = self.completed.load(Ordering::Acquire);
-        self.write_out(w, upto)?;
+        let cap = self.ring.capacity();
+        // W4 step 1 for the marker, by the writer: padding first if it does not fit the segment.
+        let (pos, at, end) = loop {
+            {
+                let mut next = self.next.lock();
+                let pos = *next;
+                if pos <= self.durable.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                let seg_end = segment::start_of(pos, self.segment_bytes) + self.segment_bytes;
+                let at = if pos + frame::MARK_LEN > seg_end { seg_end } else { pos };
+                let end = at + frame::MARK_LEN;
+                if end - self.written.load(Ordering::Acquire) <= cap {
+                    *next = end;
+                    break (pos, at, end);
+                }
+            }
+            // The ring is full (W4): the writer makes room itself, or waits for the oldest copy,
+            // whose owner publishes without taking any lock but `pending`.
+            let written = self.written.load(Ordering::Acquire);
+            let completed = self.completed.load(Ordering::Acquire);
+            if completed > written {
+                self.write_out(w, completed)?;
+            } else {
+                self.wait_completed(written)?;
+            }
+        };
+        // W5: every reservation below `pos` is published (their owners take no lock but
+        // `pending`), then written out and synced.
+        self.wait_completed(pos - 1)?;
+        self.write_out(w, pos)?;
         self.sync_dirty(w)?;
-        self.durable.fetch_max(upto, Ordering::Release);
+        // W8: the marker after the synced bytes. On an error above the place stays unpublished:
+        // the log is failed (W11) and nothing more is written.
+        if at > pos {
+            self.ring.store(pos, &frame::pad_header(pos, at - pos));
+            self.ring.zero(pos + HEADER, at - pos - HEADER);
+        }
+        self.ring.store(at, &frame::marker(at, pos));
+        self.publish(pos, end);
+        bump(&self.counters.log_bytes, end - pos);
+        self.write_out(w, end)?;
+        self.synced.fetch_max(pos, Ordering::Release);
+        self.durable.fetch_max(end, Ordering::Release);
         Ok(())
     }
 
@@ -842,6 +953,7 @@ impl Inner {
             Step::Record { .. } | Step::Pad => {
                 Err(LogError::NotARecord { lsn, reason: "segment padding starts there".into() })
             }
+            Step::Mark => Err(LogError::NotARecord { lsn, reason: "a sync marker starts there".into() }),
             Step::Invalid { reason } => Err(LogError::NotARecord { lsn, reason }),
         }
     }
@@ -877,7 +989,7 @@ impl Inner {
     }
 
     fn truncate_before(&self, lsn: Lsn) -> Result<()> {
-        let limit = lsn.0.min(self.durable.load(Ordering::Acquire));
+        let limit = lsn.0.min(self.synced.load(Ordering::Acquire));
         let mut files = self.files.lock();
         let Some(&newest) = files.keys().next_back() else { return Ok(()) };
         let victims: Vec<u64> =
@@ -919,7 +1031,7 @@ impl Iterator for LogScan {
     fn next(&mut self) -> Option<Self::Item> {
         let mut pos = self.reader.pos();
         let mut step = Ok(Step::Pad);
-        while let Ok(Step::Pad) = step {
+        while let Ok(Step::Pad | Step::Mark) = step {
             pos = self.reader.pos();
             if self.done || pos >= self.bound {
                 return None;
@@ -927,7 +1039,7 @@ impl Iterator for LogScan {
             step = self.reader.next_step();
         }
         let item = match step {
-            Ok(Step::Pad) => unreachable!("the loop above skips padding"),
+            Ok(Step::Pad | Step::Mark) => unreachable!("the loop above skips padding and markers"),
             Ok(Step::Record { lsn, body }) => Ok((Lsn(lsn), body)),
             Ok(Step::Invalid { reason }) if self.first => Err(LogError::NotARecord { lsn: Lsn(pos), reason }),
             Ok(Step::Invalid { reason }) => Err(LogError::Corrupted { lsn: Lsn(pos), reason }),
@@ -941,6 +1053,98 @@ impl Iterator for LogScan {
         self.done = item.is_err();
         Some(item)
     }
+}
+
+/// W7: cuts the torn tail at `end` (the end segment's length set to `end - start`, synced, and
+/// the segment before it synced) and removes every later segment file. Returns the bytes cut.
+fn cut_tail(vfs: &dyn Vfs, dir: &Path, files: &mut Segments, segment_bytes: u64, end: u64) -> Result<u64> {
+    let end_seg = segment::start_of(end, segment_bytes);
+    let mut cut = 0;
+    if let Some(f) = files.get(&end_seg) {
+        let path = segment::path(dir, end_seg);
+        let keep = end - end_seg;
+        let len = f.len().map_err(|e| LogError::io("reading the length of", &path, e))?;
+        if len != keep {
+            f.set_len(keep).map_err(|e| LogError::io("truncating", &path, e))?;
+        }
+        cut += len.saturating_sub(keep);
+        f.sync().map_err(|e| LogError::io("syncing", &path, e))?;
+    }
+    if let Some(prev) = end_seg.checked_sub(segment_bytes) {
+        if let Some(f) = files.get(&prev) {
+            let path = segment::path(dir, prev);
+            f.sync().map_err(|e| LogError::io("syncing", &path, e))?;
+        }
+    }
+    let later: Vec<u64> = files.range(end_seg + 1..).map(|(&s, _)| s).collect();
+    for &start in &later {
+        let path = segment::path(dir, start);
+        cut += files[&start].len().unwrap_or(0);
+        vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
+        files.remove(&start);
+    }
+    if !later.is_empty() {
+        vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
+    }
+    Ok(cut)
+}
+
+/// W8 with [`Recovery::PointInTime`]: ends the log at the damaged frame `at` without letting
+/// LSNs go back (W3): the frames dropped may be named by pages the layer above wrote, so new
+/// records start after the last segment holding a valid frame beyond the damage (`last`).
+/// Padding fills the rest of `at`'s segment (the file cut to the padding header), and every
+/// segment up to `last` becomes one padding frame; later segment files are removed. The highest
+/// segment is padded first, each synced before the next: a crash in between leaves the damage
+/// in place (a scan reaching it fails with `Corrupted`), never dropped records coming back.
+/// Returns the new end: the start of the segment after `last`.
+fn cut_damage(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    files: &mut Segments,
+    segment_bytes: u64,
+    at: u64,
+    last: Option<u64>,
+) -> Result<u64> {
+    let at_seg = segment::start_of(at, segment_bytes);
+    let last = last.unwrap_or(at_seg).max(at_seg);
+    let mut dir_changed = false;
+    let pad = |f: &Arc<dyn swizzledb_sync::VfsFile>, seg: u64, from: u64| -> Result<()> {
+        let path = segment::path(dir, seg);
+        f.set_len(from - seg).map_err(|e| LogError::io("truncating", &path, e))?;
+        let header = frame::pad_header(from, seg + segment_bytes - from);
+        f.write_all_at(&header, from - seg).map_err(|e| LogError::io("writing", &path, e))?;
+        f.sync().map_err(|e| LogError::io("syncing", &path, e))
+    };
+    let mut seg = last;
+    loop {
+        let f = match files.get(&seg) {
+            Some(f) => Arc::clone(f),
+            None => {
+                let path = segment::path(dir, seg);
+                let f =
+                    vfs.open(&path, OpenMode::CREATE_NEW).map_err(|e| LogError::io("creating", &path, e))?;
+                vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
+                files.insert(seg, Arc::clone(&f));
+                f
+            }
+        };
+        pad(&f, seg, if seg == at_seg { at } else { segment::first_frame(seg) })?;
+        if seg == at_seg {
+            break;
+        }
+        seg -= segment_bytes;
+    }
+    let later: Vec<u64> = files.range(last + 1..).map(|(&s, _)| s).collect();
+    for &start in &later {
+        let path = segment::path(dir, start);
+        vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
+        files.remove(&start);
+        dir_changed = true;
+    }
+    if dir_changed {
+        vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
+    }
+    Ok(last + segment_bytes)
 }
 
 /// A name [`LogManager::write_named_lsn`] may use: a plain file name, not the log's own.

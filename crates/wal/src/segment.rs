@@ -53,6 +53,9 @@ pub(crate) enum Step {
     Record { lsn: u64, body: Vec<u8> },
     /// Valid padding; the reader has moved to the next segment's start.
     Pad,
+    /// A valid sync marker (W8); the reader has moved past it. Invisible to the layer above,
+    /// like padding.
+    Mark,
     /// No valid frame starts at the reader's position (the end of the log, or damage).
     Invalid { reason: String },
 }
@@ -112,6 +115,22 @@ impl FrameReader {
                     self.pos = seg_end;
                     Ok(Step::Pad)
                 }
+                Header::Mark { crc } => {
+                    if pos + frame::MARK_LEN > seg_end {
+                        return Ok(invalid("sync marker does not fit the segment".into()));
+                    }
+                    let Some(body) = self.bytes(seg, pos + HEADER, frame::MARK_LEN - HEADER)? else {
+                        return Ok(invalid(format!(
+                            "segment file {} ends inside this frame",
+                            file_name(seg)
+                        )));
+                    };
+                    if frame::marker_durable(pos, crc, body).is_none() {
+                        return Ok(invalid("checksum mismatch".into()));
+                    }
+                    self.pos = pos + frame::MARK_LEN;
+                    Ok(Step::Mark)
+                }
                 Header::Record { len, crc } => {
                     let len64 = u64::from(len);
                     if pos + frame::frame_len(len as usize) > seg_end {
@@ -132,6 +151,71 @@ impl FrameReader {
                 }
             }
         }
+    }
+
+    /// W8: looks for valid frames beyond `from`, the first frame that does not validate: at
+    /// every multiple of 8 from `from + 8` to the end of its segment file, and in every later
+    /// segment file. Frames are found only by following lengths, so this is a search, not a
+    /// walk; after a valid frame it continues behind it. A record candidate costs a checksum
+    /// over its body, so once 64 MiB of failed candidates were checked, records are no longer
+    /// looked for (`records` is then a lower bound); markers and padding always are (8 bytes).
+    ///
+    /// # Errors
+    /// A read error of a segment file.
+    pub(crate) fn search_beyond(&mut self, from: u64) -> io::Result<Beyond> {
+        const BUDGET: u64 = 64 << 20;
+        let mut found = Beyond { durable: 0, records: 0, end: from, last_segment: None };
+        let mut wasted = 0u64;
+        let starts: Vec<u64> =
+            self.files.range(start_of(from, self.segment_bytes)..).map(|(&s, _)| s).collect();
+        for seg in starts {
+            let file_end = seg + self.files[&seg].len()?.min(self.segment_bytes);
+            let mut pos = if seg <= from { from + HEADER } else { first_frame(seg) };
+            while pos + HEADER <= file_end {
+                let Some(head) = self.bytes(seg, pos, HEADER)? else { break };
+                let header = Header::parse(head);
+                let valid_len = match header {
+                    Header::Mark { crc } if pos + frame::MARK_LEN <= file_end => {
+                        let body = self.bytes(seg, pos + HEADER, frame::MARK_LEN - HEADER)?;
+                        match body.and_then(|b| frame::marker_durable(pos, crc, b)) {
+                            Some(durable) => {
+                                found.durable = found.durable.max(durable);
+                                Some(frame::MARK_LEN)
+                            }
+                            None => None,
+                        }
+                    }
+                    Header::Pad { len, crc } => (Header::pad_is_valid(pos, len, crc)
+                        && pos + u64::from(len) == seg + self.segment_bytes)
+                        .then_some(u64::from(len)),
+                    Header::Record { len, crc }
+                        if wasted < BUDGET && pos + frame::frame_len(len as usize) <= file_end =>
+                    {
+                        let valid = match self.bytes(seg, pos + HEADER, u64::from(len))? {
+                            Some(body) => frame::checksum(pos, len, body) == crc,
+                            None => false,
+                        };
+                        if valid {
+                            found.records += 1;
+                            Some(frame::frame_len(len as usize))
+                        } else {
+                            wasted += u64::from(len);
+                            None
+                        }
+                    }
+                    _ => None,
+                };
+                match valid_len {
+                    Some(len) => {
+                        pos += len;
+                        found.end = pos;
+                        found.last_segment = Some(seg);
+                    }
+                    None => pos += HEADER,
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// The `len` bytes at LSN `at` in segment `seg`, or `None` if the file ends first.
@@ -156,6 +240,19 @@ impl FrameReader {
         let from = (at - self.buf_start) as usize;
         Ok(self.buf.get(from..from + len as usize))
     }
+}
+
+/// What [`FrameReader::search_beyond`] found after a frame that does not validate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Beyond {
+    /// The largest durable LSN a valid sync marker there witnesses (0: no marker).
+    pub(crate) durable: u64,
+    /// Valid records found there (a lower bound, see `search_beyond`).
+    pub(crate) records: u64,
+    /// The end of the last valid frame found there (the search's start if none).
+    pub(crate) end: u64,
+    /// The last segment holding a valid frame there.
+    pub(crate) last_segment: Option<u64>,
 }
 
 fn invalid(reason: String) -> Step {

@@ -171,8 +171,7 @@ fn trace_one(plan: &StackDepth, threads: usize, progress: Progress) -> Result<De
     let db = Database::builder()
         .pool_bytes(pool)
         .logging(false)
-        .lab(|l| l.locking(false))
-        .lab(|l| l.trace(&files.1))
+        .lab(|l| l.locking(false).trace(&files.1))
         .open(&files.0)?;
     let per_thread = plan.transactions / threads as u64;
     harness::run(&tpcc, &db, threads, Until::Operations(per_thread))?;
