@@ -161,6 +161,9 @@ pub enum Error {
     /// database and would be replayed onto this one.
     #[error("the log directory {0} exists and is not empty; remove it or choose another path")]
     StaleLog(std::path::PathBuf),
+    /// [`Builder::open`] found no file at the path.
+    #[error("no database at {0}; create it with Builder::create or Builder::open_or_create")]
+    NotFound(PathBuf),
     /// The database file is open already, in this or another process (RECOVERY.md R13).
     #[error("{0} is open already (in this or another process); close it there before opening it again")]
     AlreadyOpen(PathBuf),
@@ -708,10 +711,10 @@ impl Builder {
     /// main-memory mode every tree is loaded here.
     ///
     /// # Errors
-    /// Not a SwizzleDB file, another format version or page size, corruption, or I/O errors;
-    /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
-    /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
-    /// [`Error::NotLogged`].
+    /// [`Error::NotFound`] if there is no file; not a SwizzleDB file, another format version or
+    /// page size, corruption, or I/O errors; [`Error::AlreadyOpen`]; for a logged database
+    /// [`Error::LogMissing`], [`Error::ForeignLog`] or a restart error; for an unlogged one
+    /// [`Error::Unclean`] and [`Error::NotLogged`].
     pub fn open(self, path: impl AsRef<Path>) -> Result<Database> {
         self.open_at(path.as_ref())
     }
@@ -740,9 +743,9 @@ impl Builder {
     fn open_at(self, path: &Path) -> Result<Database> {
         let vfs = Arc::clone(&self.config.vfs);
         // The lock first, so that nothing below reads a file another opener is writing.
-        let lock = match files::FileLock::acquire(&*vfs, path, path) {
+        let lock = match files::FileLock::open_database(&*vfs, path) {
             Ok(lock) => lock,
-            Err(Error::AlreadyOpen(p)) => return Err(Error::AlreadyOpen(p)),
+            Err(e @ (Error::AlreadyOpen(_) | Error::NotFound(_))) => return Err(e),
             // Let the page file name what is wrong with the path (missing, not a database...).
             Err(e) => {
                 PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
