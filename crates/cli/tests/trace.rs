@@ -195,14 +195,15 @@ fn bad_input_is_a_usage_error_with_a_message() {
     std::fs::write(&blocker, b"x").unwrap();
     let unwritable = blocker.join("out");
     let good = ["--pattern", "uniform", "--pages", "10", "--refs", "100"];
-    let cases: Vec<(Vec<&str>, Vec<(&str, &Path)>, &str)> = vec![
-        (vec![], vec![("--input", &missing)], "missing.txt"),
-        (vec![], vec![("--input", &scratch.0)], "bad"),
-        (good.to_vec(), vec![("--out", &unwritable)], "a-file"),
+    let cases: [(&[&str], (&str, &Path), &str); 3] = [
+        (&[], ("--input", &missing), "missing.txt"),
+        (&[], ("--input", &scratch.0), "bad"),
+        (&good, ("--out", &unwritable), "a-file"),
     ];
-    for (extra, paths, needle) in cases {
+    for (extra, path, needle) in cases {
+        let paths = [path];
         let mut args = vec!["trace", "analyze"];
-        args.extend(&extra);
+        args.extend(extra);
         let o = run(&args, &paths);
         let stderr = text(&o.stderr);
         assert_eq!(o.status.code(), Some(3), "{extra:?} {paths:?}: {stderr}");

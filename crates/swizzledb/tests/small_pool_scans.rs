@@ -226,7 +226,8 @@ fn check(logging: bool) {
         failed.len()
     );
     assert!(failed.is_empty(), "scans failed on a {FRAMES}-frame pool: {failed:#?}");
-    Arc::try_unwrap(db).ok().expect("one handle").close().unwrap();
+    let Ok(db) = Arc::try_unwrap(db) else { panic!("a handle outlived the threads") };
+    db.close().unwrap();
 }
 
 #[test]
