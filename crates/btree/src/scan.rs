@@ -155,6 +155,29 @@ struct Seen {
     count: usize,
 }
 
+/// What a forward scan's read of one leaf found (the leaf is unlatched again).
+struct LeafRead {
+    /// `Some(key)`: the gate refused `key` (`None`: the end of the tree).
+    blocked: Option<Option<Vec<u8>>>,
+    /// The range (or, gated, its closing key) ends in this leaf.
+    ended: bool,
+    /// A key (or the end of the tree) passed the gate.
+    passed_any: bool,
+    here: Seen,
+}
+
+/// What a backward scan's read of one leaf found (the leaf is unlatched again).
+struct BwdLeafRead {
+    /// `Some(key)`: the gate refused `key` (`None`: the end of the tree).
+    blocked: Option<Option<Vec<u8>>>,
+    /// The range's start is in this leaf.
+    ended: bool,
+    /// The gap above this leaf's records is closed by a key in a later leaf: the first at or
+    /// after this position, to check once the leaf is unlatched.
+    probe_from: Option<Vec<u8>>,
+    here: Seen,
+}
+
 /// What a gated look for the first key at or after a position found.
 enum Probe {
     /// The key (or the end of the tree) passed the gate.
@@ -336,63 +359,16 @@ impl<'t> Fwd<'t> {
             let Some(start) = self.next.take() else {
                 return Ok(());
             };
-            let g = self.tree.with_room(|| self.tree.leaf_shared(&start))?;
-            let (Ok(mut i) | Err(mut i)) = node::search(&g, &start);
-            // `Some(key)`: the gate refused `key` (`None`: the end of the tree).
-            let mut blocked: Option<Option<Vec<u8>>> = None;
-            let mut ended = false;
-            let mut passed_any = false;
-            // Without a gate a limited scan copies no more than it will return (T19).
-            let cap = if gated { usize::MAX } else { left };
-            let mut capped = false;
-            while i < node::count(&g) {
-                if self.buf.len() >= cap {
-                    capped = true;
-                    break;
-                }
-                let k = node::key(&g, i);
-                if gated {
-                    if !self.gate.try_pass(self.tree, Some(k))? {
-                        blocked = Some(Some(k.to_vec()));
-                        break;
-                    }
-                    passed_any = true;
-                }
-                if self.past_end(k) {
-                    ended = true;
-                    break;
-                }
-                push_record(self.tree, &mut self.buf, &g, i)?;
-                i += 1;
-            }
-            if capped {
-                if let Some(k) = self.buf.back_key() {
-                    self.next = Some(key_after(k));
-                }
-            } else if blocked.is_none() && !ended {
-                match node::own_high(&g) {
-                    None => {
-                        if gated && !self.gate.try_pass(self.tree, None)? {
-                            blocked = Some(None);
-                        } else {
-                            passed_any = true;
-                            ended = true;
-                        }
-                    }
-                    Some(h) if h <= start.as_slice() => {
-                        // T1 says the next leaf starts above this one; a damaged tree could send
-                        // the scan back forever. What this leaf gave is not returned.
-                        self.buf.clear();
-                        return Err(fence_back(g.page_id()));
-                    }
-                    // Without a gate the scan ends at the range's end; with one it goes on to
-                    // the first key past it, which closes the range's last gap.
-                    Some(h) if !gated && self.past_end(h) => ended = true,
-                    Some(h) => self.next = Some(h.to_vec()),
-                }
-            }
-            let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
-            drop(g);
+            // T26: a leaf read that ran out of frames (for the leaf, or for a large value's
+            // chain) is read again from the same position once frames were freed with no latch
+            // held, as a point read is: nothing of it was returned, so nothing is skipped or
+            // returned twice.
+            let tree = self.tree;
+            let LeafRead { blocked, ended, passed_any, here } = tree.with_room(|| {
+                self.buf.clear();
+                self.next = None;
+                self.read_leaf(&start, left)
+            })?;
             if let Some(key) = blocked {
                 self.buf.clear();
                 self.gate.wait(self.tree, key.as_deref())?;
@@ -418,6 +394,69 @@ impl<'t> Fwd<'t> {
             }
         }
         Ok(())
+    }
+
+    /// Reads the leaf holding `start` from there on under its shared latch, copying what is in
+    /// range into the buffer and setting where the next leaf starts (T18, T19).
+    fn read_leaf(&mut self, start: &[u8], left: usize) -> Result<LeafRead> {
+        let gated = self.gate.checks();
+        let g = self.tree.leaf_shared(start)?;
+        let (Ok(mut i) | Err(mut i)) = node::search(&g, start);
+        // `Some(key)`: the gate refused `key` (`None`: the end of the tree).
+        let mut blocked: Option<Option<Vec<u8>>> = None;
+        let mut ended = false;
+        let mut passed_any = false;
+        // Without a gate a limited scan copies no more than it will return (T19).
+        let cap = if gated { usize::MAX } else { left };
+        let mut capped = false;
+        while i < node::count(&g) {
+            if self.buf.len() >= cap {
+                capped = true;
+                break;
+            }
+            let k = node::key(&g, i);
+            if gated {
+                if !self.gate.try_pass(self.tree, Some(k))? {
+                    blocked = Some(Some(k.to_vec()));
+                    break;
+                }
+                passed_any = true;
+            }
+            if self.past_end(k) {
+                ended = true;
+                break;
+            }
+            push_record(self.tree, &mut self.buf, &g, i)?;
+            i += 1;
+        }
+        if capped {
+            if let Some(k) = self.buf.back_key() {
+                self.next = Some(key_after(k));
+            }
+        } else if blocked.is_none() && !ended {
+            match node::own_high(&g) {
+                None => {
+                    if gated && !self.gate.try_pass(self.tree, None)? {
+                        blocked = Some(None);
+                    } else {
+                        passed_any = true;
+                        ended = true;
+                    }
+                }
+                Some(h) if h <= start => {
+                    // T1 says the next leaf starts above this one; a damaged tree could send
+                    // the scan back forever. What this leaf gave is not returned.
+                    self.buf.clear();
+                    return Err(fence_back(g.page_id()));
+                }
+                // Without a gate the scan ends at the range's end; with one it goes on to
+                // the first key past it, which closes the range's last gap.
+                Some(h) if !gated && self.past_end(h) => ended = true,
+                Some(h) => self.next = Some(h.to_vec()),
+            }
+        }
+        let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
+        Ok(LeafRead { blocked, ended, passed_any, here })
     }
 }
 
@@ -510,87 +549,17 @@ impl<'t> Bwd<'t> {
 
     /// `left`: records the scan may still return ([`RangeIter::limit`]).
     fn fill(&mut self, left: usize) -> Result<()> {
-        let gated = self.gate.checks();
         while self.buf.is_empty() {
             let Some(bound) = self.next.take() else {
                 return Ok(());
             };
-            let g = self.tree.with_room(|| self.tree.leaf_before(bound.as_deref()))?;
-            let top = match bound.as_deref() {
-                None => node::count(&g),
-                Some(b) => {
-                    let (Ok(i) | Err(i)) = node::search(&g, b);
-                    i
-                }
-            };
-            let mut blocked: Option<Option<Vec<u8>>> = None;
-            // The gap above this leaf's records in range is closed by the first key at or
-            // after the bound. A gate that holds what passed has it already, unless this is
-            // the first leaf; otherwise check it: here if this leaf has it, else after.
-            let mut probe_from: Option<Vec<u8>> = None;
-            if gated && (self.first || !self.gate.holds()) {
-                if top < node::count(&g) {
-                    let k = node::key(&g, top);
-                    if !self.gate.try_pass(self.tree, Some(k))? {
-                        blocked = Some(Some(k.to_vec()));
-                    }
-                } else {
-                    match node::own_high(&g) {
-                        None => {
-                            if !self.gate.try_pass(self.tree, None)? {
-                                blocked = Some(None);
-                            }
-                        }
-                        Some(h) => probe_from = Some(h.to_vec()),
-                    }
-                }
-            }
-            let mut i = top;
-            let mut ended = false;
-            // Without a gate a limited scan copies no more than it will return (T19).
-            let cap = if gated { usize::MAX } else { left };
-            let mut capped = false;
-            while blocked.is_none() && i > 0 {
-                if self.buf.len() >= cap {
-                    capped = true;
-                    break;
-                }
-                i -= 1;
-                let k = node::key(&g, i);
-                if self.before_start(k) {
-                    ended = true;
-                    break;
-                }
-                if gated && !self.gate.try_pass(self.tree, Some(k))? {
-                    blocked = Some(Some(k.to_vec()));
-                    break;
-                }
-                push_record(self.tree, &mut self.buf, &g, i)?;
-            }
-            if capped {
-                if let Some(k) = self.buf.back_key() {
-                    self.next = Some(Some(k.to_vec()));
-                }
-            } else if blocked.is_none() && !ended {
-                // Keys left of this leaf are below its low fence; done if that is -inf or the
-                // fence is at or below the start.
-                self.next = match node::low_fence(&g) {
-                    Some(l) if self.start.as_deref().is_none_or(|s| l > s) => Some(Some(l.to_vec())),
-                    _ => None,
-                };
-                if let (Some(Some(l)), Some(b)) = (&self.next, &bound) {
-                    if l >= b {
-                        // The mirror image of the forward scan's guard (T1).
-                        self.buf.clear();
-                        return Err(TreeError::Damaged {
-                            page: g.page_id(),
-                            reason: "a leaf's low fence is not below the scan's position".into(),
-                        });
-                    }
-                }
-            }
-            let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
-            drop(g);
+            // T26, as in the forward scan.
+            let tree = self.tree;
+            let BwdLeafRead { blocked, ended, probe_from, here } = tree.with_room(|| {
+                self.buf.clear();
+                self.next = None;
+                self.read_leaf(bound.as_deref(), left)
+            })?;
             if let Some(key) = blocked {
                 self.buf.clear();
                 self.gate.wait(self.tree, key.as_deref())?;
@@ -615,6 +584,89 @@ impl<'t> Bwd<'t> {
             }
         }
         Ok(())
+    }
+
+    /// Reads the leaf holding the greatest keys below `bound` (`None`: +inf) downwards from
+    /// there under its shared latch, copying what is in range into the buffer and setting the
+    /// bound of the next leaf (T18, T19).
+    fn read_leaf(&mut self, bound: Option<&[u8]>, left: usize) -> Result<BwdLeafRead> {
+        let gated = self.gate.checks();
+        let g = self.tree.leaf_before(bound)?;
+        let top = match bound {
+            None => node::count(&g),
+            Some(b) => {
+                let (Ok(i) | Err(i)) = node::search(&g, b);
+                i
+            }
+        };
+        let mut blocked: Option<Option<Vec<u8>>> = None;
+        // The gap above this leaf's records in range is closed by the first key at or
+        // after the bound. A gate that holds what passed has it already, unless this is
+        // the first leaf; otherwise check it: here if this leaf has it, else after.
+        let mut probe_from: Option<Vec<u8>> = None;
+        if gated && (self.first || !self.gate.holds()) {
+            if top < node::count(&g) {
+                let k = node::key(&g, top);
+                if !self.gate.try_pass(self.tree, Some(k))? {
+                    blocked = Some(Some(k.to_vec()));
+                }
+            } else {
+                match node::own_high(&g) {
+                    None => {
+                        if !self.gate.try_pass(self.tree, None)? {
+                            blocked = Some(None);
+                        }
+                    }
+                    Some(h) => probe_from = Some(h.to_vec()),
+                }
+            }
+        }
+        let mut i = top;
+        let mut ended = false;
+        // Without a gate a limited scan copies no more than it will return (T19).
+        let cap = if gated { usize::MAX } else { left };
+        let mut capped = false;
+        while blocked.is_none() && i > 0 {
+            if self.buf.len() >= cap {
+                capped = true;
+                break;
+            }
+            i -= 1;
+            let k = node::key(&g, i);
+            if self.before_start(k) {
+                ended = true;
+                break;
+            }
+            if gated && !self.gate.try_pass(self.tree, Some(k))? {
+                blocked = Some(Some(k.to_vec()));
+                break;
+            }
+            push_record(self.tree, &mut self.buf, &g, i)?;
+        }
+        if capped {
+            if let Some(k) = self.buf.back_key() {
+                self.next = Some(Some(k.to_vec()));
+            }
+        } else if blocked.is_none() && !ended {
+            // Keys left of this leaf are below its low fence; done if that is -inf or the
+            // fence is at or below the start.
+            self.next = match node::low_fence(&g) {
+                Some(l) if self.start.as_deref().is_none_or(|s| l > s) => Some(Some(l.to_vec())),
+                _ => None,
+            };
+            if let (Some(Some(l)), Some(b)) = (&self.next, bound) {
+                if l.as_slice() >= b {
+                    // The mirror image of the forward scan's guard (T1).
+                    self.buf.clear();
+                    return Err(TreeError::Damaged {
+                        page: g.page_id(),
+                        reason: "a leaf's low fence is not below the scan's position".into(),
+                    });
+                }
+            }
+        }
+        let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
+        Ok(BwdLeafRead { blocked, ended, probe_from, here })
     }
 }
 

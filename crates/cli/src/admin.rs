@@ -1,11 +1,12 @@
 //! `swizzledb stat`, `verify`, `dump` and `log`: a thin layer over `swizzledb::inspect`, which
 //! opens every file read-only and runs no restart.
 //!
-//! Exit codes (also in `--help`): 0 success (for `verify`: no damage); 1 damage found (listed
-//! by `verify`; for the others, a damaged page 0, tree or log stopped them); 2 bad arguments;
-//! 3 the input cannot be inspected (missing, unreadable, a directory or empty file, not a
-//! SwizzleDB file or log, no such tree); 4 `verify` found damage in a file not at rest: a
-//! logged one not closed cleanly (restart may repair it) or one open in a `Database`.
+//! Exit codes (also in `--help`; the table for every command is in the README): 0 success (for
+//! `verify`: no damage); 1 damage found (listed by `verify`; for the others, a damaged page 0,
+//! tree or log stopped them); 2 bad arguments; 3 the input cannot be inspected (missing,
+//! unreadable, a directory or empty file, not a SwizzleDB file or log, no such tree); 4 `verify`
+//! found damage in a file not at rest: a logged one not closed cleanly (restart may repair it)
+//! or one open in a `Database`.
 
 use clap::{Args, ValueEnum};
 use std::io::{self, Write};
@@ -20,11 +21,11 @@ tree); 4 verify found damage in a file not at rest: a logged one not closed clea
 repair it) or one open in a Database (it changed while read)";
 
 /// Damage found.
-const DAMAGE: u8 = 1;
+const DAMAGE: u8 = swizzledb_lab::EXIT_FAILED;
 /// The input cannot be inspected.
-const NOT_INSPECTABLE: u8 = 3;
+const NOT_INSPECTABLE: u8 = swizzledb_lab::EXIT_UNUSABLE_PATH;
 /// Damage found in a file not at rest (restart would change it, or a `Database` has it open).
-const DAMAGE_NOT_AT_REST: u8 = 4;
+const DAMAGE_NOT_AT_REST: u8 = swizzledb_lab::EXIT_DAMAGE_NOT_AT_REST;
 
 /// A database file.
 #[derive(Args)]

@@ -229,11 +229,14 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
-            // Bad input found before any work: exit 2 like clap's own usage errors.
+            // One table for every command (README "Exit codes"): bad arguments found before any
+            // work exit 2 like clap's own usage errors; a path that cannot be read or written, 3.
             if e.is::<Usage>() {
-                ExitCode::from(2)
+                ExitCode::from(swizzledb_lab::EXIT_USAGE)
+            } else if e.is::<swizzledb_lab::UnusablePath>() {
+                ExitCode::from(swizzledb_lab::EXIT_UNUSABLE_PATH)
             } else {
-                ExitCode::FAILURE
+                ExitCode::from(swizzledb_lab::EXIT_FAILED)
             }
         }
     }

@@ -112,8 +112,9 @@ fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
         .into());
     }
     // Fail before the run, not after it, if the trace cannot be written.
-    std::fs::File::create(&args.out)
-        .map_err(|e| swizzledb_lab::Usage(format!("cannot write --out {}: {e}", args.out.display())))?;
+    std::fs::File::create(&args.out).map_err(|e| {
+        swizzledb_lab::UnusablePath(format!("cannot write --out {}: {e}", args.out.display()))
+    })?;
     std::fs::remove_file(&args.out).map_err(|e| format!("removing {}: {e}", args.out.display()))?;
 
     recording::start(&args.out);
@@ -182,7 +183,7 @@ fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
                 .map_err(bad_value)?
         } else {
             let file = std::fs::File::create(out).map_err(|e| {
-                swizzledb_lab::Usage(format!("cannot create --oracle-general {}: {e}", out.display()))
+                swizzledb_lab::UnusablePath(format!("cannot create --oracle-general {}: {e}", out.display()))
             })?;
             swizzledb_sim::write_oracle_general(file, &loaded.requests, &out.display().to_string())
                 .map_err(bad_value)?

@@ -228,7 +228,8 @@ fn bad_input_exits_2_and_writes_nothing() {
         .arg(blocker.join("sub"))
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    // An output that cannot be written: exit 3 (README "Exit codes").
+    assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
 }
 

@@ -171,7 +171,6 @@ fn bad_input_is_a_usage_error_with_a_message() {
         (gen.to_vec(), Some(&bad_trace), "cannot be used with"),
         (vec![], Some(&bad_trace), "line 4"),
         (vec![], Some(&empty_trace), "no references"),
-        (vec![], Some(&missing), "missing.txt"),
     ];
     for (extra, input, needle) in cases {
         let mut args = vec!["trace", "analyze"];
@@ -189,4 +188,31 @@ fn bad_input_is_a_usage_error_with_a_message() {
     );
     assert_eq!(g.status.code(), Some(2), "{}", text(&g.stderr));
     assert!(!scratch.0.join("never.txt").exists(), "bad input writes nothing");
+
+    // An input that cannot be read and an output that cannot be written are exit 3, as for the
+    // admin commands (README "Exit codes"); each names the path.
+    let blocker = scratch.0.join("a-file");
+    std::fs::write(&blocker, b"x").unwrap();
+    let unwritable = blocker.join("out");
+    let good = ["--pattern", "uniform", "--pages", "10", "--refs", "100"];
+    let cases: [(&[&str], (&str, &Path), &str); 3] = [
+        (&[], ("--input", &missing), "missing.txt"),
+        (&[], ("--input", &scratch.0), "bad"),
+        (&good, ("--out", &unwritable), "a-file"),
+    ];
+    for (extra, path, needle) in cases {
+        let paths = [path];
+        let mut args = vec!["trace", "analyze"];
+        args.extend(extra);
+        let o = run(&args, &paths);
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{extra:?} {paths:?}: {stderr}");
+        assert!(stderr.contains("error") && stderr.contains(needle), "{paths:?}: {stderr}");
+    }
+    let g = run(
+        &["trace", "generate", "--pattern", "scan:5", "--pages", "10", "--refs", "50"],
+        &[("--out", &unwritable)],
+    );
+    assert_eq!(g.status.code(), Some(3), "{}", text(&g.stderr));
+    assert!(text(&g.stderr).contains("a-file"), "{}", text(&g.stderr));
 }

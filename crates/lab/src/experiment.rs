@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use crate::output::{prepare_out, write_checks, write_plot, write_rows};
 use crate::plot::Chart;
 use crate::progress::Progress;
-use crate::Usage;
+use crate::UnusablePath;
 
 /// An experiment's plan: what to run, and how to show what came of it.
 pub trait Experiment {
@@ -164,10 +164,10 @@ impl fmt::Display for Check {
 /// and charts into `out` if given.
 ///
 /// # Errors
-/// `out` cannot be written (as [`Usage`], before the run), the run failed, or an output file
+/// `out` cannot be written (as [`UnusablePath`], before the run), the run failed, or an output file
 /// could not be written.
 pub fn execute<E: Experiment>(experiment: &E, out: Option<&Path>) -> Result<ExitCode, Box<dyn Error>> {
-    prepare_out(out).map_err(Usage)?;
+    prepare_out(out).map_err(UnusablePath)?;
     let caption = experiment.caption();
     if !caption.is_empty() {
         let mut stdout = io::stdout().lock();

@@ -57,7 +57,27 @@ pub mod ycsb;
 pub use bench::Setting;
 pub use workload::{Outcome, Workload, WorkloadError};
 
-/// Bad input found before anything ran or was written: the command exits with status 2.
+/// Bad input found before anything ran or was written: the command exits with status 2
+/// ([`EXIT_USAGE`]).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Usage(pub String);
+
+/// A file or directory named on the command line cannot be used: an input that is missing or
+/// cannot be read, an output (`--out`, `--dir`, ...) that cannot be created or written. The
+/// command exits with status 3 ([`EXIT_UNUSABLE_PATH`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusablePath(pub String);
+
+/// Exit status: the command failed, or what it checks was found broken (a check of an
+/// experiment, damage found by `verify`).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: bad arguments ([`Usage`], and clap's own usage errors).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: a file or directory named on the command line cannot be read or written
+/// ([`UnusablePath`]).
+pub const EXIT_UNUSABLE_PATH: u8 = 3;
+/// Exit status of `verify` only: damage found in a file not at rest (a logged database not
+/// closed cleanly, which restart may repair, or one open in a `Database`).
+pub const EXIT_DAMAGE_NOT_AT_REST: u8 = 4;

@@ -292,7 +292,8 @@ impl Builder {
     /// main-memory mode every tree is loaded here.
     ///
     /// # Errors
-    /// Not a SwizzleDB file, another format version or page size, corruption, or I/O errors;
+    /// [`Error::NotFound`] if there is no file; not a SwizzleDB file, another format version or
+    /// page size, corruption, or I/O errors;
     /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
     /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
     /// [`Error::NotLogged`].

@@ -77,6 +77,9 @@ pub enum Error {
     /// database and would be replayed onto this one.
     #[error("the log directory {0} exists and is not empty; remove it or choose another path")]
     StaleLog(std::path::PathBuf),
+    /// [`Builder::open`](crate::Builder::open) found no file at the path.
+    #[error("no database at {0}; create it with Builder::create or Builder::open_or_create")]
+    NotFound(PathBuf),
     /// The database file is open already, in this or another process (RECOVERY.md R13).
     #[error("{0} is open already (in this or another process); close it there before opening it again")]
     AlreadyOpen(PathBuf),

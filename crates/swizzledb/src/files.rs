@@ -34,6 +34,16 @@ impl FileLock {
         FileLock::take(file, path, database)
     }
 
+    /// Locks the database file `path` for `open`: [`Error::NotFound`] if there is no file, else
+    /// as [`FileLock::acquire`].
+    pub(crate) fn open_database(vfs: &dyn Vfs, path: &Path) -> Result<FileLock> {
+        match vfs.open(path, OpenMode::EXISTING) {
+            Ok(file) => FileLock::take(file, path, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotFound(path.to_path_buf())),
+            Err(e) => Err(io(path, e)),
+        }
+    }
+
     fn take(file: Arc<dyn VfsFile>, path: &Path, database: &Path) -> Result<FileLock> {
         match file.try_lock() {
             Ok(true) => Ok(FileLock { file: Some(file) }),

@@ -94,9 +94,9 @@ impl Builder {
     pub(crate) fn open_at(self, path: &Path) -> Result<Database> {
         let vfs = Arc::clone(&self.config.vfs);
         // The lock first, so that nothing below reads a file another opener is writing.
-        let lock = match files::FileLock::acquire(&*vfs, path, path) {
+        let lock = match files::FileLock::open_database(&*vfs, path) {
             Ok(lock) => lock,
-            Err(Error::AlreadyOpen(p)) => return Err(Error::AlreadyOpen(p)),
+            Err(e @ (Error::AlreadyOpen(_) | Error::NotFound(_))) => return Err(e),
             // Let the page file name what is wrong with the path (missing, not a database...).
             Err(e) => {
                 PageFile::open_logged(&*vfs, path, self.config.direct_io)?;

@@ -34,6 +34,21 @@ fn not_a_database_file() {
 }
 
 #[test]
+fn opening_a_missing_file_names_it_and_the_way_to_create_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nothing-here.db");
+    let err = small().open(&path).unwrap_err();
+    assert!(matches!(&err, Error::NotFound(p) if *p == path), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("nothing-here.db"), "{msg}");
+    assert!(msg.contains("Builder::create") && msg.contains("Builder::open_or_create"), "{msg}");
+    assert!(!path.exists(), "open created {}", path.display());
+    // open_or_create still creates it.
+    small().open_or_create(&path).unwrap().close().unwrap();
+    small().open(&path).unwrap().close().unwrap();
+}
+
+#[test]
 fn page_size_mismatch_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.swz");

@@ -230,7 +230,7 @@ impl Experiment for StackDepth {
 
     fn run(&self, progress: Progress) -> Result<Vec<Depths>, Box<dyn Error>> {
         std::fs::create_dir_all(&self.dir)
-            .map_err(|e| Usage(format!("cannot create --dir {}: {e}", self.dir.display())))?;
+            .map_err(|e| crate::UnusablePath(format!("cannot create --dir {}: {e}", self.dir.display())))?;
         self.threads.iter().map(|&t| trace_one(self, t, progress)).collect()
     }
 

@@ -16,7 +16,7 @@ use swizzledb::{CommitMode, Database, Error as DbError, Tree};
 
 use crate::experiment::{self, Experiment};
 use crate::progress::Progress;
-use crate::{stats, units, Usage};
+use crate::{stats, units};
 
 /// Bytes per value.
 const VALUE_BYTES: usize = 100;
@@ -281,7 +281,7 @@ impl Experiment for IsolationArgs {
         let scratch = tempfile::Builder::new()
             .prefix("swizzledb-isolation-")
             .tempdir_in(&base)
-            .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", base.display())))?;
+            .map_err(|e| crate::UnusablePath(format!("cannot write to --dir {}: {e}", base.display())))?;
         let dbs = [open(scratch.path(), true, self.records)?, open(scratch.path(), false, self.records)?];
         let mut rows = Vec::new();
         for rep in 0..self.repeat {

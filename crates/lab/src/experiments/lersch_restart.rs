@@ -554,11 +554,11 @@ impl Experiment for LerschRestart {
 
     fn run(&self, progress: Progress) -> Result<Vec<Restart>, Box<dyn Error>> {
         std::fs::create_dir_all(&self.dir)
-            .map_err(|e| Usage(format!("cannot create --dir {}: {e}", self.dir.display())))?;
+            .map_err(|e| crate::UnusablePath(format!("cannot create --dir {}: {e}", self.dir.display())))?;
         let scratch = tempfile::Builder::new()
             .prefix("swizzledb-lersch-restart-")
             .tempdir_in(&self.dir)
-            .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", self.dir.display())))?;
+            .map_err(|e| crate::UnusablePath(format!("cannot write to --dir {}: {e}", self.dir.display())))?;
         let base = scratch.path().join("base.swz");
         progress.say(format_args!("loading {} records ...", thousands(self.records)));
         self.load_base(&base)?;

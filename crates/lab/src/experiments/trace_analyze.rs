@@ -5,7 +5,7 @@
 //! `docs/trace-format.md`) for `trace analyze` and `trace export`.
 
 use crate::output::prepare_out;
-use crate::{plot, text, units, Usage};
+use crate::{plot, text, units, UnusablePath, Usage};
 use clap::Args;
 use std::error::Error;
 use std::io::Write;
@@ -188,8 +188,8 @@ fn open_input(path: &Path, format: &FormatArgs) -> Result<(Opened, Layout, Strin
 /// Reads every request of `path` (`-`: standard input) in the format `format` tells.
 ///
 /// # Errors
-/// [`Usage`] for input that is missing, malformed or of an unknown format (with the line or
-/// byte offset); other errors for failing reads.
+/// [`UnusablePath`] for input that is missing or cannot be read; [`Usage`] for input that is
+/// malformed or of an unknown format (with the line or byte offset).
 pub fn load_requests(path: &Path, format: &FormatArgs) -> Result<Loaded, Box<dyn Error>> {
     let (opened, layout, what) = open_input(path, format)?;
     let (requests, skipped_zero_size) = match opened {
@@ -219,14 +219,8 @@ fn load_trace(path: &Path, format: &FormatArgs) -> Result<(Trace, String, u64), 
 /// Opening errors: bad input is a usage error, a failing read of an existing file is not.
 fn input_error(e: TraceError) -> Box<dyn Error> {
     match e {
-        TraceError::Io { ref source, .. }
-            if !matches!(
-                source.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-            ) =>
-        {
-            e.into()
-        }
+        // Missing, not readable, a directory: exit 3 like the admin commands.
+        TraceError::Io { .. } => UnusablePath(e.to_string()).into(),
         e => Usage(e.to_string()).into(),
     }
 }
@@ -234,7 +228,7 @@ fn input_error(e: TraceError) -> Box<dyn Error> {
 /// Reading errors, prefixed with the input.
 fn located(what: &str, e: TraceError) -> Box<dyn Error> {
     match e {
-        TraceError::Io { .. } => e.into(),
+        TraceError::Io { .. } => UnusablePath(format!("{what}: {e}")).into(),
         e => Usage(format!("{what}: {e}")).into(),
     }
 }
@@ -328,7 +322,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
         Some(t) => usize::from(t),
         None => std::thread::available_parallelism().map_or(1, usize::from),
     };
-    prepare_out(args.out.as_deref()).map_err(Usage)?;
+    prepare_out(args.out.as_deref()).map_err(UnusablePath)?;
 
     let start = Instant::now();
     let (trace, what) = match source {
@@ -640,11 +634,11 @@ pub fn generate(args: &GenerateArgs) -> Result<ExitCode, Box<dyn Error>> {
     let stream = args.pattern.stream(args.pages, args.seed).map_err(|e| Usage(e.to_string()))?;
     if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| {
-            Usage(format!("cannot create the directory of --out {}: {e}", args.out.display()))
+            UnusablePath(format!("cannot create the directory of --out {}: {e}", args.out.display()))
         })?;
     }
     let file = std::fs::File::create(&args.out)
-        .map_err(|e| Usage(format!("cannot create --out {}: {e}", args.out.display())))?;
+        .map_err(|e| UnusablePath(format!("cannot create --out {}: {e}", args.out.display())))?;
     let header = [
         "swizzledb trace: one page id per line".to_string(),
         format!(

@@ -2295,11 +2295,11 @@ impl Experiment for Plan {
     fn run(&self, progress: Progress) -> Result<Results, Box<dyn Error>> {
         let plan = self;
         std::fs::create_dir_all(&plan.dir)
-            .map_err(|e| Usage(format!("cannot create --dir {}: {e}", plan.dir.display())))?;
+            .map_err(|e| crate::UnusablePath(format!("cannot create --dir {}: {e}", plan.dir.display())))?;
         let scratch = tempfile::Builder::new()
             .prefix("swizzledb-wal-")
             .tempdir_in(&plan.dir)
-            .map_err(|e| Usage(format!("cannot write to --dir {}: {e}", plan.dir.display())))?;
+            .map_err(|e| crate::UnusablePath(format!("cannot write to --dir {}: {e}", plan.dir.display())))?;
         let mut results = Results::default();
         if plan.has(Part::Overhead) {
             results.inserts = run_overhead(plan, scratch.path(), progress)?;

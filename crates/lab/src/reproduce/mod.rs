@@ -372,7 +372,7 @@ fn prepare(
             Usage(format!("{} is not a reproduce run's manifest ({e}): choose another --out", path.display()))
         })?),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Usage(format!("cannot read {}: {e}", path.display())).into()),
+        Err(e) => return Err(crate::UnusablePath(format!("cannot read {}: {e}", path.display())).into()),
     };
     let mut ids: Vec<String> = Vec::new();
     match previous {
@@ -407,7 +407,7 @@ fn prepare(
             }
         }
     }
-    crate::output::prepare_out(Some(dir)).map_err(Usage)?;
+    crate::output::prepare_out(Some(dir)).map_err(crate::UnusablePath)?;
     for f in chosen {
         if !ids.iter().any(|i| i == f.id) {
             ids.push(f.id.to_string());
