@@ -600,7 +600,8 @@ impl DatabaseFile {
             buf.fill(0);
             if let Err(e) = self.file.read_page(id, &mut buf) {
                 if let Some(view) = &self.restart {
-                    if view.redo.contains(&id) && (view.imaged.contains(&id) || self.archived_image(&mut archive, id))
+                    if view.redo.contains(&id)
+                        && (view.imaged.contains(&id) || self.archived_image(&mut archive, id))
                     {
                         rebuilt_by_restart.push(id);
                         continue;
@@ -680,7 +681,9 @@ impl DatabaseFile {
         });
         let Some(archive) = archive else { return false };
         archive.page_entries(id.get(), Lsn(0)).is_ok_and(|entries| {
-            entries.iter().any(|e| Record::decode(&e.body).is_ok_and(|r| crate::repair::carries_image(&r, id)))
+            entries
+                .iter()
+                .any(|e| Record::decode(&e.body).is_ok_and(|r| crate::repair::carries_image(&r, id)))
         })
     }
 
