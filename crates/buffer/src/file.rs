@@ -175,6 +175,29 @@ impl PageFile {
         Ok(())
     }
 
+    /// Rewrites page 0 without its CLEAN flag and syncs, if it has the flag (F11): a logged
+    /// database's open does this before restart changes anything, so that CLEAN on a logged
+    /// file says it was closed cleanly and not opened since.
+    ///
+    /// # Errors
+    /// As [`read_page`](Self::read_page), [`write_meta`](Self::write_meta) and
+    /// [`sync`](Self::sync).
+    pub fn clear_clean(&self) -> Result<()> {
+        self.check_usable()?;
+        let mut buf = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
+        self.read_page(PageId::META, buf.as_mut_slice())?;
+        let flags = page::get_u32(buf.as_slice(), meta::OFF_FLAGS);
+        if flags & meta::FLAG_CLEAN == 0 {
+            return Ok(());
+        }
+        page::put_u32(buf.as_mut_slice(), meta::OFF_FLAGS, flags & !meta::FLAG_CLEAN);
+        self.write_raw(PageId::META, buf.as_mut_slice())?;
+        self.sync()?;
+        *self.clean_marker.lock() = None;
+        self.marker_armed.store(false, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
     /// Creates a new, empty database file through `vfs` (it holds no pages until written; call
     /// [`write_meta`](Self::write_meta) and [`sync`](Self::sync) with [`Meta::new`]), and syncs
     /// its directory so that the name survives a crash (F6).

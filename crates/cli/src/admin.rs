@@ -1,12 +1,12 @@
 //! `swizzledb stat`, `verify`, `dump` and `log`: a thin layer over `swizzledb::inspect`, which
 //! opens every file read-only and runs no restart.
 //!
-//! Exit codes (also in `--help`; the table for every command is in the README): 0 success (for
-//! `verify`: no damage); 1 damage found (listed by `verify`; for the others, a damaged page 0,
-//! tree or log stopped them); 2 bad arguments; 3 the input cannot be inspected (missing,
-//! unreadable, a directory or empty file, not a SwizzleDB file or log, no such tree); 4 `verify`
-//! found damage in a file not at rest: a logged one not closed cleanly (restart may repair it)
-//! or one open in a `Database`.
+//! Exit codes (also in `--help`; the table for every command is in the README): 0 success (for `verify`: no damage); 1 damage found (listed
+//! by `verify`; for the others, a damaged page 0, tree or log stopped them); 2 bad arguments;
+//! 3 the input cannot be inspected (missing, unreadable, a directory or empty file, not a
+//! SwizzleDB file or log, no such tree); 4 `verify` found damage in a file not at rest: a
+//! logged one not closed cleanly (pages restart rebuilds from the log are not damage, and
+//! `verify` counts them apart: `swizzledb::inspect`'s module docs) or one open in a `Database`.
 
 use clap::{Args, ValueEnum};
 use std::io::{self, Write};
@@ -17,8 +17,8 @@ use swizzledb::inspect::{self, DatabaseFile, InspectError};
 /// The exit codes' text for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 success (verify: no damage); 1 damage found; 2 bad arguments; \
 3 the input cannot be inspected (missing, a directory, empty, not a SwizzleDB file or log, no such \
-tree); 4 verify found damage in a file not at rest: a logged one not closed cleanly (restart may \
-repair it) or one open in a Database (it changed while read)";
+tree); 4 verify found damage in a file not at rest: a logged one not closed cleanly (pages restart \
+rebuilds from the log are not damage) or one open in a Database (it changed while read)";
 
 /// Damage found.
 const DAMAGE: u8 = swizzledb_lab::EXIT_FAILED;
@@ -116,9 +116,13 @@ pub fn stat(args: &FileArgs) -> ExitCode {
         }
         writeln!(out, "logged: {}", if i.logged { "yes" } else { "no" })?;
         writeln!(out, "clean: {}", if i.clean { "yes" } else { "no" })?;
+        writeln!(out, "closed_cleanly: {}", if i.closed_cleanly { "yes" } else { "no" })?;
         writeln!(out, "id: {:#018x}", i.id)?;
         if let Some(log) = &i.log {
             writeln!(out, "log_dir: {}", log.dir.display())?;
+            if log.missing {
+                writeln!(out, "log_missing: yes")?;
+            }
             if let Some(problem) = &log.problem {
                 writeln!(out, "log_problem: {problem}")?;
             } else {
@@ -156,8 +160,24 @@ impl TapWarn for ExitCode {
         if i.in_use {
             eprintln!("{}", in_use_warning(&i.path));
         }
+        let log_missing = i.log.as_ref().is_some_and(|l| l.missing);
         if !i.clean {
-            if i.logged {
+            if i.logged && i.closed_cleanly && log_missing {
+                eprintln!(
+                    "warning: {} was closed cleanly, but its log directory {} is missing: \
+                     Builder::open refuses it without its log; copy the log directory with the file",
+                    i.path.display(),
+                    swizzledb::wal_dir(&i.path).display()
+                );
+            } else if i.logged && log_missing {
+                eprintln!(
+                    "warning: {} was not closed cleanly and its log directory {} is missing: \
+                     Builder::open refuses it; the changes since its last checkpoint are only in \
+                     that log",
+                    i.path.display(),
+                    swizzledb::wal_dir(&i.path).display()
+                );
+            } else if i.logged {
                 eprintln!(
                     "warning: {} was not closed cleanly: opening it restarts from its log, which \
                      changes its pages; shown as the file holds it now",
@@ -202,6 +222,19 @@ pub fn verify(args: &FileArgs) -> ExitCode {
                     s.height, s.nodes, s.leaves, s.records, s.large_values, s.overflow_pages
                 )?;
             }
+        }
+        for (name, _) in &report.pending_trees {
+            writeln!(
+                out,
+                "tree {name:?}: not checked: its pages are as of the crash, and restart redoes them first"
+            )?;
+        }
+        if !report.rebuilt_by_restart.is_empty() {
+            writeln!(
+                out,
+                "restart will rebuild {} pages from the log (missing, unwritten or torn in the file: not damage)",
+                report.rebuilt_by_restart.len()
+            )?;
         }
         if let Some(n) = report.unreachable_pages.filter(|&n| n > 0) {
             writeln!(out, "{n} pages are neither free nor in a tree: lost space, not damage")?;

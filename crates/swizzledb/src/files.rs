@@ -111,14 +111,28 @@ pub(crate) fn create_identity(
 
 /// Checks that `dir` is the log of the logged database `database` whose page 0 records `id`,
 /// and locks it (R14): a missing directory or identity file is [`Error::LogMissing`], another
-/// id [`Error::ForeignLog`]. Returns the lock and the log's segment size.
-pub(crate) fn check_identity(vfs: &dyn Vfs, dir: &Path, id: u64, database: &Path) -> Result<(FileLock, u64)> {
+/// id [`Error::ForeignLog`]. Returns the lock and the log's segment size. `closed_cleanly`:
+/// page 0 says CLEAN (buffer F11: closed cleanly and not opened since), so a missing log is
+/// one that was not copied with the file, and the error says so.
+pub(crate) fn check_identity(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    id: u64,
+    database: &Path,
+    closed_cleanly: bool,
+) -> Result<(FileLock, u64)> {
     let missing = |reason: &str| Error::LogMissing {
         file: database.to_path_buf(),
         dir: dir.to_path_buf(),
         reason: reason.to_owned(),
     };
     if !vfs.exists(dir) {
+        if closed_cleanly {
+            return Err(missing(&format!(
+                "the file was closed cleanly but its log directory is missing: a copy must take {} with it",
+                dir.display()
+            )));
+        }
         return Err(missing("the directory does not exist"));
     }
     let path = id_path(dir);

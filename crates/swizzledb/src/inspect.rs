@@ -12,6 +12,34 @@
 //! inspected it holds a shared lock, so a `Database` cannot open it
 //! ([`crate::Error::AlreadyOpen`]).
 //!
+//! # Pages restart rebuilds are not damage
+//!
+//! A logged database not closed cleanly ([`VerifyReport::needs_restart`]) is in the middle of
+//! its history: pages written since the last checkpoint may be missing (beyond the end of the
+//! file: their writes were never synced), never written (all zero), torn, or older than the
+//! log. [`DatabaseFile::verify`] reads the log as restart's analysis would (RECOVERY.md R8)
+//! and applies this rule to a page whose copy fails its checks (beyond the end of the file,
+//! checksum, page id or page type):
+//!
+//! - it is **rebuilt by restart**, not damage ([`VerifyReport::rebuilt_by_restart`]), if
+//!   restart's redo changes it — it is in the last checkpoint's dirty page table or a record
+//!   from the checkpoint's begin record on changes it (R8) — and the log kept, or the log
+//!   archive, holds a whole image of it (a structure image, a leaf change's base image, a new
+//!   overflow page: `carries_image` in `repair.rs`). Redo then starts from that image (R9) or,
+//!   when it needs the file's copy and finds it damaged, rebuilds it by single-page recovery
+//!   from the same image on (R18). A page a record allocates is always logged as an image
+//!   (R3), so every page the log allocates is covered;
+//! - it is not damage either if it is free at the end of the log (the checkpoint's free set,
+//!   then the records' allocations and frees): restart reads no free page;
+//! - otherwise — a page restart does not touch, or one the log holds no image of — it is
+//!   damage ([`VerifyReport::damage`]), as in a file at rest (all-zero pages excepted: a file
+//!   restart would change may hold pages the pool reserved but never wrote).
+//!
+//! A tree whose structure check fails in such a file is not damage when restart's redo
+//! changes any page ([`VerifyReport::pending_trees`]): its pages are as of the crash, some
+//! older than others, and the check holds for the file restart leaves. When the log cannot be
+//! read, none of this applies: every failing page is damage (and `open` would fail too).
+//!
 //! ```
 //! # let dir = tempfile::tempdir()?;
 //! # let path = dir.path().join("inspect.swz");
@@ -290,6 +318,12 @@ pub struct FileInfo {
     /// the checkpoint the master record names, listing no dirty page and no transaction (page
     /// 0's flag means nothing for logged databases, which always restart).
     pub clean: bool,
+    /// Page 0 says the file was closed cleanly (its CLEAN flag, buffer F11): no page was
+    /// written since its last clean close, and for a logged database it was not opened since
+    /// either (its open clears the flag first). Unlike [`clean`](Self::clean) it does not need
+    /// the log: a cleanly closed logged file whose log directory was not copied with it is
+    /// `closed_cleanly` with [`LogState::missing`].
+    pub closed_cleanly: bool,
     /// The log, for a logged database.
     pub log: Option<LogState>,
     /// The file is open in a [`crate::Database`] (in this or another process, or one that was
@@ -323,6 +357,9 @@ pub struct LogState {
     pub trees: Vec<(String, PageId)>,
     /// Why the log could not be read, if it could not (then `clean` is false).
     pub problem: Option<String>,
+    /// The log directory, or its identity file, is missing: the directory was not copied or
+    /// moved with the file (`Builder::open` refuses it, [`crate::Error::LogMissing`]).
+    pub missing: bool,
 }
 
 /// One damaged page or tree found by [`DatabaseFile::verify`].
@@ -357,9 +394,17 @@ pub struct VerifyReport {
     pub damage: Vec<Damage>,
     /// Each tree of the catalog and its shape, if its structure checked out.
     pub trees: Vec<(String, Option<TreeShape>)>,
-    /// The file was not closed cleanly and has a log: restart would change its pages (and may
-    /// repair what is listed as damage), so the findings describe the file as it is now.
+    /// The file was not closed cleanly and has a log: restart would change its pages, so the
+    /// findings describe the file as it is now.
     pub needs_restart: bool,
+    /// Pages whose copy in the file is missing (beyond its end), never written, torn or
+    /// damaged, and which restart rebuilds from the log (the rule in the module docs): not
+    /// damage. Empty unless [`needs_restart`](Self::needs_restart).
+    pub rebuilt_by_restart: Vec<PageId>,
+    /// Trees whose structure check failed in a file whose pages restart's redo changes, with
+    /// what failed: the pages are as of the crash, so this is not damage (the check holds for
+    /// the file restart leaves). Their entry in [`trees`](Self::trees) has no shape.
+    pub pending_trees: Vec<(String, String)>,
     /// Pages neither free nor reached from any tree (nodes and overflow pages): space lost, not
     /// damage — a crash between a page's allocation and the record naming it, or in the middle
     /// of `drop_tree`, leaves such pages. `None` unless the file was closed cleanly and every
@@ -384,6 +429,8 @@ pub struct DatabaseFile {
     vfs: Arc<ReadOnlyFs>,
     /// Why the free-page chain could not be read (a clean file only).
     chain_damage: Option<(PageId, String)>,
+    /// What restart would do, for a logged file not closed cleanly whose log can be read.
+    restart: Option<RestartView>,
     _lock: Option<File>,
 }
 
@@ -438,9 +485,10 @@ impl DatabaseFile {
         let mut page0 = vec![0u8; meta.page_size];
         file.read_page(PageId::META, &mut page0).map_err(|e| open_error(path, e))?;
         let format_version = swizzledb_buffer::page::get_u32(&page0, swizzledb_buffer::page::HEADER_SIZE + 8);
-        let (free_pages, chain_damage, log, clean);
+        let (free_pages, chain_damage, log, clean, restart);
         if meta.logged {
-            let state = log_state(&vfs, path);
+            let (state, view) = log_state(&vfs, path);
+            restart = view;
             clean = state.problem.is_none()
                 && state.checkpoint.is_some()
                 && state.records_after_checkpoint == 0
@@ -450,6 +498,7 @@ impl DatabaseFile {
         } else {
             clean = meta.clean;
             log = None;
+            restart = None;
         }
         // The chain on disk is current only after a clean close (F10, F11).
         if clean {
@@ -474,10 +523,12 @@ impl DatabaseFile {
             logged: meta.logged,
             id: meta.id,
             clean,
+            closed_cleanly: meta.clean,
             log,
             in_use: lock.is_none(),
         };
-        Ok(DatabaseFile { info, meta, file, vfs, chain_damage, _lock: lock })
+        let restart = restart.filter(|_| !clean);
+        Ok(DatabaseFile { info, meta, file, vfs, chain_damage, restart, _lock: lock })
     }
 
     /// What the file is.
@@ -512,7 +563,7 @@ impl DatabaseFile {
     fn page_end(&self) -> u64 {
         let held = self.info.file_bytes / self.meta.page_size as u64;
         if self.needs_restart() {
-            held.max(self.meta.page_count)
+            held.max(self.meta.page_count).max(self.restart.as_ref().map_or(0, |r| r.page_count))
         } else {
             self.meta.page_count
         }
@@ -541,10 +592,25 @@ impl DatabaseFile {
     pub fn verify(&self) -> VerifyReport {
         let mut damage = Vec::new();
         let mut buf = vec![0u8; self.meta.page_size];
+        let mut rebuilt_by_restart = Vec::new();
+        let mut archive = None;
         let end = self.page_end();
         for n in 1..end {
             let Some(id) = PageId::new(n) else { break };
+            buf.fill(0);
             if let Err(e) = self.file.read_page(id, &mut buf) {
+                if let Some(view) = &self.restart {
+                    if view.redo.contains(&id)
+                        && (view.imaged.contains(&id) || self.archived_image(&mut archive, id))
+                    {
+                        rebuilt_by_restart.push(id);
+                        continue;
+                    }
+                    if view.free.contains(&id) {
+                        // Free after restart, which reads no free page.
+                        continue;
+                    }
+                }
                 if self.needs_restart() && buf.iter().all(|&b| b == 0) {
                     continue;
                 }
@@ -565,6 +631,7 @@ impl DatabaseFile {
             }
         }
         let mut trees = Vec::new();
+        let mut pending_trees = Vec::new();
         match self.pool() {
             Err(e) => damage.push(Damage { page: None, tree: None, reason: e.to_string() }),
             Ok(pool) => {
@@ -572,6 +639,10 @@ impl DatabaseFile {
                     let shape = Tree::open(&pool, *root).map_err(|e| e.to_string()).and_then(|t| t.verify());
                     match shape {
                         Ok(shape) => trees.push((name.clone(), Some(shape))),
+                        Err(reason) if self.restart.as_ref().is_some_and(|r| !r.redo.is_empty()) => {
+                            trees.push((name.clone(), None));
+                            pending_trees.push((name.clone(), reason));
+                        }
                         Err(reason) => {
                             trees.push((name.clone(), None));
                             damage.push(Damage { page: None, tree: Some(name.clone()), reason });
@@ -593,8 +664,27 @@ impl DatabaseFile {
             damage,
             trees,
             needs_restart: self.needs_restart(),
+            rebuilt_by_restart,
+            pending_trees,
             unreachable_pages,
         }
+    }
+
+    /// Whether the log archive (RECOVERY.md R17), opened read-only into `archive` at the first
+    /// call, holds a whole image of page `id`, from which R18 rebuilds it.
+    fn archived_image(&self, archive: &mut Option<Option<swizzledb_wal::Archive>>, id: PageId) -> bool {
+        let archive = archive.get_or_insert_with(|| {
+            let dir = crate::archive_dir(&self.info.path);
+            dir.is_dir()
+                .then(|| swizzledb_wal::Archive::open(Arc::clone(&self.vfs) as Arc<dyn Vfs>, dir).ok())
+                .flatten()
+        });
+        let Some(archive) = archive else { return false };
+        archive.page_entries(id.get(), Lsn(0)).is_ok_and(|entries| {
+            entries
+                .iter()
+                .any(|e| Record::decode(&e.body).is_ok_and(|r| crate::repair::carries_image(&r, id)))
+        })
     }
 
     /// Calls `each` with every record of tree `name` in key order, as the file holds them
@@ -629,8 +719,26 @@ impl DatabaseFile {
     }
 }
 
-/// Reads where the log of the logged database at `path` stands.
-fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> LogState {
+/// What restart would do to the pages of a logged file not closed cleanly, from its log
+/// (RECOVERY.md R8, R9): the inputs of [`DatabaseFile::verify`]'s rule in the module docs.
+#[derive(Debug, Default)]
+struct RestartView {
+    /// The pages restart's redo changes: the last checkpoint's dirty pages and every page a
+    /// record from its begin record on changes (R8's dirty page table).
+    redo: HashSet<PageId>,
+    /// The pages the log kept holds a whole image of (`repair::carries_image`: a structure
+    /// image, a leaf change's base image, a new overflow page).
+    imaged: HashSet<PageId>,
+    /// The pages free at the end of the log (the checkpoint's free set, then every record's
+    /// allocations and frees from its begin on): restart reads no free page.
+    free: HashSet<PageId>,
+    /// The page count at the end of the log.
+    page_count: u64,
+}
+
+/// Reads where the log of the logged database at `path` stands and, if it can be read, what
+/// restart would do to the file's pages.
+fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> (LogState, Option<RestartView>) {
     let dir = crate::wal_dir(path);
     let mut state = LogState {
         dir: dir.clone(),
@@ -643,7 +751,9 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> LogState {
         open_txns: 0,
         trees: Vec::new(),
         problem: None,
+        missing: !dir.is_dir() || !dir.join("database-id").is_file(),
     };
+    let mut view = RestartView::default();
     let result = (|| -> std::result::Result<(), String> {
         let (log, segment_bytes) = open_log(vfs, &dir).map_err(|e| e.to_string())?;
         state.segment_bytes = segment_bytes;
@@ -654,25 +764,47 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> LogState {
         };
         state.checkpoint = Some(at);
         let body = log.read(at).map_err(|e| format!("the last checkpoint at {at}: {e}"))?;
-        match Record::decode(&body) {
+        let begin = match Record::decode(&body) {
             Ok(Record::CheckpointEnd(c)) => {
                 state.dirty_pages = c.dirty.len();
                 state.open_txns = c.txns.len();
                 state.trees = c.catalog;
+                view.redo.extend(c.dirty.iter().map(|(p, _)| *p));
+                view.free.extend(c.free.iter().copied());
+                view.page_count = c.page_count;
+                c.begin
             }
             Ok(other) => return Err(format!("the master record names a {:?} record", kind_of(&other))),
             Err(e) => return Err(format!("the last checkpoint at {at}: {e}")),
-        }
-        for item in log.scan(at).map_err(|e| e.to_string())?.skip(1) {
+        };
+        // The whole log kept: images anywhere in it serve single-page recovery (R18), which
+        // restart's redo uses for a page it must read and finds damaged; analysis from `begin`.
+        for item in log.scan(state.oldest).map_err(|e| e.to_string())? {
             let (lsn, body) = item.map_err(|e| e.to_string())?;
-            state.records_after_checkpoint += 1;
-            let kind = body.first().copied();
-            if kind == Some(u8::from(RecordKind::CreateTree)) || kind == Some(u8::from(RecordKind::DropTree))
-            {
-                match Record::decode(&body) {
-                    Ok(Record::CreateTree { name, root }) => state.trees.push((name, root)),
-                    Ok(Record::DropTree { name, .. }) => state.trees.retain(|(n, _)| *n != name),
-                    _ => return Err(format!("the record at {lsn} cannot be decoded")),
+            let record = Record::decode(&body).map_err(|e| format!("the record at {lsn}: {e}"))?;
+            if lsn > at {
+                state.records_after_checkpoint += 1;
+                match &record {
+                    Record::CreateTree { name, root } => state.trees.push((name.clone(), *root)),
+                    Record::DropTree { name, .. } => state.trees.retain(|(n, _)| n != name),
+                    _ => {}
+                }
+            }
+            let pages = Record::pages_in(&body).map_err(|e| format!("the record at {lsn}: {e}"))?;
+            for &page in &pages {
+                if crate::repair::carries_image(&record, page) {
+                    view.imaged.insert(page);
+                }
+            }
+            if lsn >= begin {
+                for &page in &pages {
+                    view.redo.insert(page);
+                    if crate::repair::frees(&record, page) {
+                        view.free.insert(page);
+                    } else if writes(&record, page) {
+                        view.free.remove(&page);
+                        view.page_count = view.page_count.max(page.get() + 1);
+                    }
                 }
             }
         }
@@ -680,7 +812,17 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> LogState {
         Ok(())
     })();
     state.problem = result.err();
-    state
+    let view = state.problem.is_none().then_some(view);
+    (state, view)
+}
+
+/// Whether `record` writes page `id` (which is then allocated: R8).
+fn writes(record: &Record, id: PageId) -> bool {
+    match record {
+        Record::Structure { pages, .. } => pages.iter().any(|(p, _)| *p == id),
+        Record::Leaf { page, chain, .. } => *page == id || chain.contains(&id),
+        _ => false,
+    }
 }
 
 /// Opens the log in `dir` read-only, with the segment size its identity file records.

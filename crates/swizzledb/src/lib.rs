@@ -35,10 +35,17 @@
 //! thread at a time uses it (it can move between threads); its range reads ([`TxnRange`],
 //! [`TxnRevRange`]) are `Send + Sync`. Compile-time assertions in this crate hold these promises.
 //!
-//! Besides the log's background work, every database whose pool can evict (and
-//! records no trace) runs a background evictor ([`crate::lab::LabOptions::background_eviction`]) that keeps free frames ready, so that a
-//! miss rarely evicts and almost never writes a dirty page. `close` and drop stop and join
-//! every background thread.
+//! Besides the log's background work, every database whose pool can evict (and records no
+//! trace) runs a background evictor ([`lab::LabOptions::background_eviction`]) that keeps free
+//! frames ready, so that a miss rarely evicts and almost never writes a dirty page. `close` and
+//! drop stop and join every background thread.
+//!
+//! **The lab:** the switches the buffer-management papers compare (latching, fix timing,
+//! BP-Wrapper's queue, record locks off, decoupled checkpoints and cleaning, write elision, a
+//! reference trace, a fault-injecting file system) are not builder setters: they live in the
+//! [`lab`] module, set through [`Builder::lab`], beside the engine internals the experiments
+//! read ([`lab::DatabaseExt`], [`lab::TreeExt`], [`lab::record`]). A key-value store needs
+//! none of them, and none can change a logged database without logging the change.
 //!
 //! **Features:** `serde` (off by default) makes the statistics types ([`Stats`], [`LogStats`],
 //! [`CheckpointStats`], [`CheckpointCounts`], [`CleanerStats`], [`RestartStats`],

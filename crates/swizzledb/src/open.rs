@@ -126,7 +126,13 @@ impl Builder {
     ) -> Result<Database> {
         let vfs = Arc::clone(&self.config.vfs);
         Ok(if meta.logged {
-            let (log_lock, segment_bytes) = files::check_identity(&*vfs, &wal_dir(path), meta.id, path)?;
+            let (log_lock, segment_bytes) =
+                files::check_identity(&*vfs, &wal_dir(path), meta.id, path, meta.clean)?;
+            if meta.clean {
+                // Buffer F11: page 0 of a logged file says CLEAN only while it is closed.
+                let (file, _) = swizzledb_buffer::PageFile::open_logged(&*vfs, path, false)?;
+                file.clear_clean()?;
+            }
             // The log's segment size is the log's, whatever the builder says (R14).
             let mut this = self;
             this.log_segment_bytes = Some(segment_bytes);

@@ -218,6 +218,8 @@ impl BufferPool {
         let file = PageFile::create(&*config.vfs, path, config.page_size, config.direct_io)?;
         let mut meta = Meta::new(config.page_size);
         meta.logged = config.log.is_some();
+        // A logged file says CLEAN only once it was closed cleanly (F11).
+        meta.clean = !meta.logged;
         file.write_meta(&meta)?;
         file.sync()?;
         BufferPool::new(file, meta, config, owner)
@@ -402,7 +404,9 @@ impl BufferPool {
         meta.logged = true;
         // Page 0 alone, in one write: the file changes from "unlogged, clean" to "logged" with
         // nothing in between (F11).
-        self.file.mark_clean(&meta)
+        self.file.mark_clean(&meta)?;
+        // The converted database is open now: CLEAN returns at its clean close (F11).
+        self.file.clear_clean()
     }
 
     /// Marks the pool closed without writing anything (B22): for an owner that gives up on it.
