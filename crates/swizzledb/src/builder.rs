@@ -80,7 +80,7 @@ impl Builder {
         self
     }
 
-    /// Replacement policy (default GCLOCK with k = 10): a [`PolicyKind`], or a [`PolicySpec`] for
+    /// Replacement policy (default GCLOCK with k = 10): a [`PolicyKind`](crate::PolicyKind), or a [`PolicySpec`] for
     /// a wrapped one such as `leaf-lru`.
     #[must_use]
     pub fn policy(mut self, policy: impl Into<PolicySpec>) -> Self {
@@ -99,7 +99,7 @@ impl Builder {
     /// reaches the file, commits are durable, and every open restarts from the log
     /// (RECOVERY.md). The log lives in the directory `<path>.wal` beside the database file. The
     /// trees' own `insert`/`upsert`/`delete` run as single-operation transactions
-    /// (auto-commit, in the [`CommitMode`]); a [`Transaction`] batches several.
+    /// (auto-commit, in the [`CommitMode`]); a [`Transaction`](crate::Transaction) batches several.
     ///
     /// `false` makes a scratch database without a log, for measuring the buffer alone: its file
     /// is consistent only after [`Database::close`], and `open` refuses it after a crash

@@ -208,7 +208,7 @@ impl Database {
     }
 
     /// What instant restart's redo has done so far (RECOVERY.md R22): `None` unless this
-    /// database opened by [`RestartMode::Instant`].
+    /// database opened by [`RestartMode::Instant`](crate::RestartMode::Instant).
     #[must_use]
     pub fn redo_progress(&self) -> Option<RedoProgress> {
         self.core.wal.as_ref().and_then(|w| w.pending.as_ref()).map(|p| p.progress())
@@ -265,7 +265,7 @@ impl Database {
     /// pages still allocated (unreachable; not damage).
     ///
     /// Every [`Tree`] handle of the dropped tree refuses from then on
-    /// ([`TreeError::Dropped`]); a new tree of the same name is a new, empty tree. The drop
+    /// ([`TreeError::Dropped`](crate::TreeError::Dropped)); a new tree of the same name is a new, empty tree. The drop
     /// waits (up to about two seconds) until no [`Transaction`] runs — auto-commit writes of
     /// the trees' handles included — so that no transaction holds uncommitted changes of the
     /// tree, and new transactions wait for it at `begin`. Reads through handles of the tree
@@ -299,7 +299,7 @@ impl Database {
 
     /// Flushes and closes the database: every page written, page 0 marked clean, a last
     /// checkpoint with a log, the file locks released. Every [`Tree`] handle that outlives it
-    /// refuses from then on ([`TreeError::Closed`]). If it records a trace and no [`Tree`]
+    /// refuses from then on ([`TreeError::Closed`](crate::TreeError::Closed)). If it records a trace and no [`Tree`]
     /// handle outlives the database, the trace is finished here and its errors reported;
     /// otherwise it is finished when the last handle is dropped.
     ///

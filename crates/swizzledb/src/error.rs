@@ -17,7 +17,7 @@ pub enum Error {
     #[error("no tree named {0:?}; create it with Database::create_tree")]
     TreeNotFound(String),
     /// The tree cannot be dropped now: a transaction kept running (or instant restart is still
-    /// rolling back losers) for the two seconds [`Database::drop_tree`] waits.
+    /// rolling back losers) for the two seconds [`Database::drop_tree`](crate::Database::drop_tree) waits.
     #[error(
         "the tree {0:?} cannot be dropped while transactions run; finish them (and any this thread \
          holds) and retry"
@@ -34,7 +34,7 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// The code running in [`Database::transact`] asked to roll back (it returned
+    /// The code running in [`Database::transact`](crate::Database::transact) asked to roll back (it returned
     /// `Err(Error::Aborted(reason))`): the transaction was rolled back and not retried.
     #[error("the transaction rolled back at its own request: {0}")]
     Aborted(String),

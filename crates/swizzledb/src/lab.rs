@@ -81,7 +81,7 @@ impl LabOptions {
 
     /// BP-Wrapper's queue size S and batch threshold T (default 64 and 32; replacement README,
     /// "BP-Wrapper") for a wrapped policy (`bpw-2q`, `bpw-batch-lru`, ...); ignored by others.
-    /// `create` and `open` fail with [`BufferError::Config`] unless `1 <= T <= S`.
+    /// `create` and `open` fail with [`BufferError::Config`](crate::BufferError::Config) unless `1 <= T <= S`.
     #[must_use]
     pub fn bp_queue(mut self, queue_size: usize, batch_threshold: usize) -> Self {
         self.0.config.bp_queue_size = queue_size;
@@ -111,7 +111,7 @@ impl LabOptions {
     /// Record a buffer reference trace to `path` (created or truncated): every fix (with hit or
     /// miss, latch mode and parent page), unfix, page read, eviction, allocation and free, with
     /// thread number and timestamp, in the binary format of `docs/trace-format.md` (rule B17 of
-    /// the buffer README). Read it with [`TraceReader`] or export it with
+    /// the buffer README). Read it with [`TraceReader`](crate::TraceReader) or export it with
     /// `swizzledb trace export`. The trace is complete once [`Database::close`] returns (or the
     /// last handle to the pool is dropped). Off by default; off, it costs one predictable
     /// branch per fix and unfix.
@@ -123,7 +123,7 @@ impl LabOptions {
 
     /// With [`Builder::logging`]`(true)`, `open` converts a cleanly closed unlogged database into
     /// a logged one (a new log directory, page 0 marked logged) instead of refusing with
-    /// [`Error::NotLogged`] (default `false`).
+    /// [`Error::NotLogged`](crate::Error::NotLogged) (default `false`).
     #[must_use]
     pub fn convert_to_logged(mut self, on: bool) -> Self {
         self.0.convert_to_logged = on;
@@ -131,7 +131,7 @@ impl LabOptions {
     }
 
     /// How often the background archiver archives the durable log (default: every
-    /// [`DEFAULT_ARCHIVE_INTERVAL`]; `None`: only checkpoints, the decoupled cleaner and
+    /// [`DEFAULT_ARCHIVE_INTERVAL`](crate::DEFAULT_ARCHIVE_INTERVAL); `None`: only checkpoints, the decoupled cleaner and
     /// [`Database::archive_log`] archive). The archive then trails the log by about one
     /// interval, which is what instant restart reads at open instead of the log (R17, R22).
     /// Without [`Builder::log_archive`] it does nothing.
