@@ -54,14 +54,29 @@ pub struct Latch {
 struct Backoff(u32);
 
 impl Backoff {
+    /// Pause-instruction rounds (1, 2, ... 32 pauses) before the waiter yields the CPU.
+    const SPINS: u32 = 6;
+    /// Yields before the waiter sleeps between tries.
+    const YIELDS: u32 = 16;
+    /// The sleep between tries once spinning and yielding did not get the latch.
+    const NAP: std::time::Duration = std::time::Duration::from_micros(50);
+
     fn snooze(&mut self) {
-        if cfg!(loom) || self.0 >= 6 {
+        if cfg!(loom) {
             yield_now();
-        } else {
+        } else if self.0 < Self::SPINS {
             for _ in 0..(1u32 << self.0) {
                 spin_loop();
             }
             self.0 += 1;
+        } else if self.0 < Self::SPINS + Self::YIELDS {
+            yield_now();
+            self.0 += 1;
+        } else {
+            // With more waiters than cores, waiters that only yield keep the holder (which may
+            // be waiting for a page read or a log flush to finish, then needs the CPU to go on)
+            // off the cores it needs: sleep instead.
+            std::thread::sleep(Self::NAP);
         }
     }
 }

@@ -435,9 +435,28 @@ mod uring {
 
     /// Writes the batch with the writes of each round in flight together. `None` if no ring
     /// could be set up (nothing was written then).
+    thread_local! {
+        // This thread's ring, set up at its first batch and kept (V12): setting a ring up and
+        // tearing it down for every batch costs the kernel more than the writes, and its
+        // deferred teardown work piles up under many writing threads.
+        static THREAD_RING: std::cell::RefCell<Option<IoUring>> = const { std::cell::RefCell::new(None) };
+    }
+
     pub(super) fn write_batch(file: &File, writes: &[(&[u8], u64)]) -> Option<Vec<io::Result<()>>> {
-        let entries = u32::try_from(writes.len()).unwrap_or(RING).min(RING).next_power_of_two();
-        let mut ring = IoUring::new(entries).ok()?;
+        THREAD_RING.with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            if slot.is_none() {
+                *slot = Some(IoUring::new(RING).ok()?);
+            }
+            let ring = slot.as_mut()?;
+            Some(write_with(ring, file, writes))
+        })
+    }
+
+    /// [`write_batch`] on `ring`, whose queues are empty (every earlier call waited for all of
+    /// its completions), and left empty again.
+    fn write_with(ring: &mut IoUring, file: &File, writes: &[(&[u8], u64)]) -> Vec<io::Result<()>> {
+        let entries = RING;
         let fd = types::Fd(file.as_raw_fd());
         let mut results: Vec<io::Result<()>> = Vec::with_capacity(writes.len());
         for round in writes.chunks(entries as usize) {
@@ -480,6 +499,6 @@ mod uring {
                 }
             }
         }
-        Some(results)
+        results
     }
 }
