@@ -433,8 +433,6 @@ mod uring {
     /// Entries of one ring: a larger batch is submitted in rounds.
     const RING: u32 = 128;
 
-    /// Writes the batch with the writes of each round in flight together. `None` if no ring
-    /// could be set up (nothing was written then).
     thread_local! {
         // This thread's ring, set up at its first batch and kept (V12): setting a ring up and
         // tearing it down for every batch costs the kernel more than the writes, and its
@@ -442,6 +440,8 @@ mod uring {
         static THREAD_RING: std::cell::RefCell<Option<IoUring>> = const { std::cell::RefCell::new(None) };
     }
 
+    /// Writes the batch with the writes of each round in flight together. `None` if no ring
+    /// could be set up (nothing was written then).
     pub(super) fn write_batch(file: &File, writes: &[(&[u8], u64)]) -> Option<Vec<io::Result<()>>> {
         THREAD_RING.with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
