@@ -1,14 +1,14 @@
 //! Creating, opening and restarting a database (RECOVERY.md R8–R14, R22).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use swizzledb_btree::BTreeOwner;
-use swizzledb_buffer::{BufferError, PageFile, PoolMode};
+use swizzledb_buffer::{BufferError, PageFile, PoolConfig, PoolMode};
 use swizzledb_sync::{Lsn, PageId};
 use swizzledb_wal::{LogError, LogManager};
 
@@ -37,14 +37,7 @@ impl Builder {
             let lock = files::FileLock::acquire(&*self.config.vfs, path, path)?;
             return Ok(self.database(pool, None, vec![lock]));
         }
-        let dir = wal_dir(path);
-        if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
-            return Err(Error::StaleLog(dir));
-        }
-        let log = Arc::new(LogManager::open(self.log_config(path))?);
-        let archive = self.archive(path, &log)?;
-        let mut config = self.config.clone();
-        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        let (dir, log, archive, config) = self.new_log(path)?;
         let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
         let mut locks = vec![files::FileLock::acquire(&*self.config.vfs, path, path)?];
         let segment_bytes = self.log_config(path).segment_bytes;
@@ -157,12 +150,13 @@ impl Builder {
         })
     }
 
-    /// Converts the cleanly closed unlogged database at `path` into a logged one: a new log
-    /// with a first checkpoint of the file's state, then page 0 marked logged (R13). A crash
-    /// before page 0 is written leaves the unlogged database, still clean, and a log directory
-    /// that the next conversion refuses as stale ([`Error::StaleLog`]).
-    pub(crate) fn convert(self, path: &Path, lock: files::FileLock) -> Result<Database> {
-        self.check_log_settings()?;
+    /// A new log for the database at `path` (refused if `<path>.wal` holds files already,
+    /// [`Error::StaleLog`]), its archive if asked for, and the pool settings that log to them.
+    #[allow(clippy::type_complexity)]
+    fn new_log(
+        &self,
+        path: &Path,
+    ) -> Result<(PathBuf, Arc<LogManager>, Option<Arc<swizzledb_wal::Archive>>, PoolConfig)> {
         let dir = wal_dir(path);
         if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
             return Err(Error::StaleLog(dir));
@@ -171,6 +165,16 @@ impl Builder {
         let archive = self.archive(path, &log)?;
         let mut config = self.config.clone();
         config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        Ok((dir, log, archive, config))
+    }
+
+    /// Converts the cleanly closed unlogged database at `path` into a logged one: a new log
+    /// with a first checkpoint of the file's state, then page 0 marked logged (R13). A crash
+    /// before page 0 is written leaves the unlogged database, still clean, and a log directory
+    /// that the next conversion refuses as stale ([`Error::StaleLog`]).
+    pub(crate) fn convert(self, path: &Path, lock: files::FileLock) -> Result<Database> {
+        self.check_log_settings()?;
+        let (dir, log, archive, config) = self.new_log(path)?;
         let pool = swizzledb_buffer::BufferPool::open(path, &config, Arc::new(BTreeOwner))?;
         let segment_bytes = self.log_config(path).segment_bytes;
         let log_lock =
