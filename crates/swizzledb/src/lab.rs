@@ -19,8 +19,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Nothing here can change a logged database without logging it: the switches choose how the
-//! engine logs, locks and propagates, never whether a logged database's changes are logged.
+//! The switches choose how the engine logs, locks and propagates, never whether a logged
+//! database's changes are logged. [`DatabaseExt::pool`] is different: it hands out the buffer
+//! pool itself, for its counters and for the tests that damage pages on purpose, and whatever
+//! is written through it bypasses the log. It is engine plumbing, not a user's way in: the
+//! user's types ([`Database`], [`Builder`], [`Tree`], [`Transaction`](crate::Transaction))
+//! have no path past the log.
 
 use std::sync::Arc;
 

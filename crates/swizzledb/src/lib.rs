@@ -45,7 +45,9 @@
 //! reference trace, a fault-injecting file system) are not builder setters: they live in the
 //! [`lab`] module, set through [`Builder::lab`], beside the engine internals the experiments
 //! read ([`lab::DatabaseExt`], [`lab::TreeExt`], [`lab::record`]). A key-value store needs
-//! none of them, and none can change a logged database without logging the change.
+//! none of them. The user's types have no way to change a logged database without logging the
+//! change; the lab's `DatabaseExt::pool` is the buffer pool itself, and writes through it
+//! bypass the log (tests damage pages with it).
 //!
 //! **Features:** `serde` (off by default) makes the statistics types ([`Stats`], [`LogStats`],
 //! [`CheckpointStats`], [`CheckpointCounts`], [`CleanerStats`], [`RestartStats`],
