@@ -2,8 +2,8 @@
 //! pool's version-validated views (buffer README B24), and only the leaf — or the node where a
 //! descent must go on with latches — is latched. A descent that finds a page changed under it
 //! starts again; after a few restarts, or wherever it meets something it does not handle (a
-//! foster child, an unswizzled swip, a leaf root, a damaged page), it hands over to lock
-//! coupling (T8).
+//! foster child, an unswizzled swip, a leaf root), it hands over to lock coupling (T8). A
+//! child it cannot load (I/O error, damage) fails the descent with the pool's error.
 
 use crate::node;
 use crate::tree::Tree;
@@ -27,30 +27,40 @@ enum Attempt<'a, M: LatchKind> {
     Reached(Reached<'a, M>),
     /// A page changed under the reader: start again.
     Restart,
-    /// Lock coupling from the root does the rest (and reports any damage).
+    /// Lock coupling from the root does the rest.
     HandOver,
+    /// Loading a child failed (I/O, or damage single-page recovery could not mend): the error
+    /// is the descent's, not retried with latches (a second read that succeeds would hide it).
+    Failed(swizzledb_buffer::BufferError),
 }
 
 impl Tree {
     /// Descends towards `key` optimistically (T20), or `None` where lock coupling from the root
     /// must do it: optimistic reads are off (traditional mode, a trace, timed fixes), the root
     /// is a leaf, or the tree kept changing under the reader. The caller holds no latch.
-    pub(crate) fn descend_optimistic<M: LatchKind>(&self, key: &[u8]) -> Option<Reached<'_, M>> {
+    ///
+    /// # Errors
+    /// Loading a node failed (the pool's error).
+    pub(crate) fn descend_optimistic<M: LatchKind>(
+        &self,
+        key: &[u8],
+    ) -> Result<Option<Reached<'_, M>>, swizzledb_buffer::BufferError> {
         let pool = &*self.pool;
         if !pool.optimistic_reads() {
-            return None;
+            return Ok(None);
         }
         for _ in 0..MAX_RESTARTS {
             match self.attempt::<M>(key) {
-                Attempt::Reached(r) => return Some(r),
-                Attempt::HandOver => return None,
+                Attempt::Reached(r) => return Ok(Some(r)),
+                Attempt::HandOver => return Ok(None),
+                Attempt::Failed(e) => return Err(e),
                 Attempt::Restart => {
                     pool.count_optimistic_restart();
                     std::hint::spin_loop();
                 }
             }
         }
-        None
+        Ok(None)
     }
 
     fn attempt<M: LatchKind>(&self, key: &[u8]) -> Attempt<'_, M> {
@@ -165,7 +175,8 @@ impl Tree {
 fn load_then_latch<M: LatchKind>(view: PageView<'_>, off: usize) -> Attempt<'_, M> {
     match view.load_child(off) {
         Ok(Step::Retry) => Attempt::Restart,
-        Ok(_) | Err(_) => go_on_latched(view),
+        Ok(_) => go_on_latched(view),
+        Err(e) => Attempt::Failed(e),
     }
 }
 

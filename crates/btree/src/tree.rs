@@ -390,7 +390,7 @@ impl Tree {
     /// else by lock coupling from the root (T8).
     pub(crate) fn leaf_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
         let pool = &*self.pool;
-        let mut g: SharedGuard<'_> = match self.descend_optimistic::<Shared>(key) {
+        let mut g: SharedGuard<'_> = match self.descend_optimistic::<Shared>(key)? {
             Some(Reached::Leaf(g) | Reached::Inner(g)) => g,
             None => pool.fix_root(self.root),
         };
@@ -434,7 +434,7 @@ impl Tree {
     pub(crate) fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
         let pool = &*self.pool;
         let mut saw_foster = false;
-        let root: SharedGuard<'_> = match self.descend_optimistic::<Exclusive>(key) {
+        let root: SharedGuard<'_> = match self.descend_optimistic::<Exclusive>(key)? {
             Some(Reached::Leaf(leaf)) => return self.foster_walk(leaf, key, false),
             // An inner node with a foster child, or whose next swip is a page id.
             Some(Reached::Inner(g)) => {

@@ -89,6 +89,10 @@ pub struct PoolConfig {
     /// The write-ahead log the pool flushes before writing a page (B18) and tells of every page
     /// write (B20). `None` (the default): logging is off and no log call is made on any path.
     pub log: Option<Arc<dyn LogFlush>>,
+    /// The double-write area every page write goes through (F15): a logged database's, so that
+    /// a write torn by a crash is put back whole at the next open. `None` (the default): pages
+    /// are written in place only.
+    pub double_write: Option<Arc<crate::DoubleWrite>>,
     /// Time every fix and count the nanoseconds by hit or miss and latch mode (B12a; the
     /// `*_nanos` and `timed_*` counters of `Stats`). Off by default: timing costs two clock
     /// reads per fix.
@@ -132,6 +136,7 @@ impl std::fmt::Debug for PoolConfig {
             .field("direct_io", &self.direct_io)
             .field("trace", &self.trace)
             .field("log", &self.log.as_ref().map(|_| "LogFlush"))
+            .field("double_write", &self.double_write)
             .field("time_fixes", &self.time_fixes)
             .field("optimistic_reads", &self.optimistic_reads)
             .field("optimistic_leaf_reads", &self.optimistic_leaf_reads)
@@ -155,6 +160,7 @@ impl Default for PoolConfig {
             direct_io: false,
             trace: None,
             log: None,
+            double_write: None,
             time_fixes: false,
             optimistic_reads: true,
             optimistic_leaf_reads: false,

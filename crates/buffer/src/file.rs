@@ -20,6 +20,7 @@ use std::sync::Arc;
 use swizzledb_sync::{OpenMode, PageId, Vfs, VfsFile};
 
 use crate::aligned::AlignedBuf;
+use crate::doublewrite::DoubleWrite;
 use crate::error::{BufferError, Result};
 use crate::meta::{self, Meta};
 use crate::page::{self, PageType, HEADER_SIZE, MIN_PAGE_SIZE};
@@ -49,6 +50,8 @@ pub struct PageFile {
     reserved: std::sync::atomic::AtomicU64,
     /// F13: serializes growing the reservation.
     grow: parking_lot::Mutex<()>,
+    /// F15: the double-write area every page write goes through, once installed.
+    double_write: std::sync::OnceLock<Arc<DoubleWrite>>,
 }
 
 /// F13: the reservation grows by an eighth of the file, at least this many bytes...
@@ -101,6 +104,22 @@ impl PageFile {
             marker_armed: AtomicBool::new(false),
             reserved: std::sync::atomic::AtomicU64::new(0),
             grow: parking_lot::Mutex::new(()),
+            double_write: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// F15: from now on every page write (but page 0's) goes through `area`: written there and
+    /// synced before it is written in place. Installed once; a second call changes nothing.
+    pub fn use_double_write(&self, area: Arc<DoubleWrite>) {
+        let _ = self.double_write.set(area);
+    }
+
+    /// Writes sealed pages at their offsets, through the double-write area if one is installed
+    /// (F15); page 0 never goes through it.
+    fn write_sealed(&self, writes: &[(&[u8], u64)], meta: bool) -> io::Result<()> {
+        match self.double_write.get() {
+            Some(area) if !meta => area.write(&*self.file, writes),
+            _ => writes.iter().try_for_each(|&(buf, off)| self.file.write_all_at(buf, off)),
         }
     }
 
@@ -495,11 +514,16 @@ impl PageFile {
             page::seal(buf);
         }
         let writes: Vec<(&[u8], u64)> = pages.iter().zip(&offsets).map(|((_, b), &o)| (&**b, o)).collect();
-        let results = self.file.write_all_at_batch(&writes);
-        match results.into_iter().find_map(std::result::Result::err) {
-            Some(e) => Err(self.fail(e)),
-            None => Ok(()),
-        }
+        let result = match self.double_write.get() {
+            Some(area) => area.write(&*self.file, &writes),
+            None => self
+                .file
+                .write_all_at_batch(&writes)
+                .into_iter()
+                .find(std::result::Result::is_err)
+                .unwrap_or(Ok(())),
+        };
+        result.map_err(|e| self.fail(e))
     }
 
     /// [`write_page`](Self::write_page) without the clean-marker step (F11).
@@ -519,12 +543,13 @@ impl PageFile {
         })?;
         self.reserve_through(id)?;
         page::seal(buf);
+        let meta = id == PageId::META;
         let res = if self.needs_bounce(buf) {
             let mut bounce = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
             bounce.as_mut_slice().copy_from_slice(buf);
-            self.file.write_all_at(bounce.as_slice(), off)
+            self.write_sealed(&[(bounce.as_slice(), off)], meta)
         } else {
-            self.file.write_all_at(buf, off)
+            self.write_sealed(&[(buf, off)], meta)
         };
         res.map_err(|e| self.fail(e))
     }
@@ -655,7 +680,7 @@ mod tests {
     use std::fs::{File, OpenOptions};
     use std::io::Write;
     use std::os::unix::fs::FileExt;
-    use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Op, OsFs};
+    use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Lsn, Op, OsFs};
 
     fn pid(n: u64) -> PageId {
         PageId::new(n).expect("small page id")
@@ -1120,6 +1145,83 @@ mod tests {
             pf.read_page(pid(6), &mut buf).expect("other pages are intact");
         }
         assert!(torn > 0, "24 seeds never tore an 8-sector page (kept {kept}, dropped {dropped})");
+    }
+
+    /// F15: with the double-write area, a crash that tears unsynced in-place writes leaves no
+    /// torn page once `torn_pages` are put back: each page is its old or its new version, across more batches
+    /// than the area has regions (so regions were reused after data syncs); and a slot at or
+    /// past `below` is never put back.
+    #[test]
+    fn f15_the_double_write_area_puts_back_every_torn_page() {
+        use crate::DoubleWrite;
+        let (mut restored, mut torn_without) = (0, 0);
+        for seed in 0..12 {
+            for guarded in [true, false] {
+                let fs = FaultFs::new();
+                let (pf, _) = build_on(&fs);
+                pf.set_len_pages(40).expect("grow");
+                pf.sync().expect("sync");
+                let area = Arc::new(DoubleWrite::open(&fs, Path::new("/db/dw"), 4096).expect("area"));
+                if guarded {
+                    pf.use_double_write(Arc::clone(&area));
+                }
+                let ids: Vec<PageId> = (10..40).map(pid).collect();
+                // 12 batches of 30 pages: more slots than the area's 8 regions of 64 hold once.
+                for round in 0..12u8 {
+                    let mut bufs: Vec<Vec<u8>> = ids.iter().map(|&id| lsn_leaf(id, round)).collect();
+                    let mut pages: Vec<(PageId, &mut [u8])> =
+                        ids.iter().copied().zip(bufs.iter_mut().map(Vec::as_mut_slice)).collect();
+                    pf.write_pages(&mut pages).expect("batch");
+                }
+                fs.crash(CrashMode::Torn { seed });
+                let (pf, _) = PageFile::open(&fs, Path::new("/db/data"), false).expect("reopen");
+                let area = DoubleWrite::open(&fs, Path::new("/db/dw"), 4096).expect("area");
+                for (id, mut copy) in area.torn_pages(&pf, Lsn(u64::MAX)).expect("torn pages") {
+                    assert!(guarded, "seed {seed}: the area of an unguarded file names page {id}");
+                    pf.write_page(id, &mut copy).expect("put back");
+                    restored += 1;
+                }
+                let mut buf = vec![0u8; 4096];
+                for &id in &ids {
+                    match pf.read_page(id, &mut buf) {
+                        Ok(()) => {
+                            let round = buf[HEADER_SIZE];
+                            assert!(
+                                buf == lsn_leaf(id, round),
+                                "seed {seed}: page {id} is no version written"
+                            );
+                        }
+                        Err(e) => {
+                            assert!(!guarded, "seed {seed}: page {id} torn after restore: {e}");
+                            torn_without += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(restored > 0, "12 seeds tore no page the area put back");
+        assert!(torn_without > 0, "12 seeds tore no page without the area: the test shows nothing");
+
+        // A slot at or past `below` (a log cut below it) stays out.
+        let fs = FaultFs::new();
+        let (pf, _) = build_on(&fs);
+        let area = Arc::new(DoubleWrite::open(&fs, Path::new("/db/dw"), 4096).expect("area"));
+        pf.use_double_write(Arc::clone(&area));
+        pf.write_page(pid(5), &mut lsn_leaf(pid(5), 9)).expect("write");
+        let mut bad = vec![0u8; 4096];
+        pf.read_page(pid(6), &mut bad).expect("read");
+        bad[100] ^= 1; // not sealed again: page 5's copy in the file fails F3
+        pf.file.write_all_at(&bad, pf.offset(pid(5)).unwrap()).expect("damage");
+        assert!(area.torn_pages(&pf, Lsn(9)).expect("torn").is_empty(), "the slot is at the log's end");
+        assert_eq!(area.torn_pages(&pf, Lsn(10)).expect("torn"), vec![(pid(5), lsn_leaf(pid(5), 9))]);
+    }
+
+    /// A leaf page whose body and page LSN are `round`.
+    fn lsn_leaf(id: PageId, round: u8) -> Vec<u8> {
+        let mut p = leaf(4096, id, round);
+        page::set_page_lsn(&mut p, Lsn(u64::from(round)));
+        page::seal(&mut p);
+        p
     }
 
     #[test]

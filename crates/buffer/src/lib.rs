@@ -12,6 +12,7 @@
 
 mod aligned;
 mod config;
+mod doublewrite;
 mod error;
 mod file;
 mod guard;
@@ -26,6 +27,7 @@ mod wal;
 
 pub use aligned::AlignedBuf;
 pub use config::{PoolConfig, PoolMode};
+pub use doublewrite::DoubleWrite;
 pub use error::{BufferError, Result};
 pub use file::PageFile;
 pub use guard::{Exclusive, ExclusiveGuard, LatchKind, PageGuard, Shared, SharedGuard};

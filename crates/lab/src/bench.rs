@@ -322,6 +322,16 @@ impl Db {
         }
     }
 
+    /// Log bytes reserved since the database opened (frame headers and padding included);
+    /// `None` for a database without a log and for LMDB.
+    pub(crate) fn log_bytes_appended(&self) -> Option<u64> {
+        match self {
+            Db::SwizzleDb(db) => db.log_stats().map(|s| s.log_bytes),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(_) => None,
+        }
+    }
+
     pub(crate) fn verify<W: OnEveryEngine>(&self, w: &W) -> Result<(), WorkloadError> {
         match self {
             Db::SwizzleDb(db) => w.verify(db),

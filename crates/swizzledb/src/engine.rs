@@ -294,8 +294,27 @@ impl Core {
             }
             self.walk_undo_chain(entry, |tree, change, prev| {
                 let t = self.tree_by_root(tree)?;
-                txn::compensate(&t, &log, &Undo::of(tree, change, prev))?;
-                compensations += 1;
+                if let record::Change::Patch { key, at, tail, old, new } = change {
+                    // A patch (R3) is undone on the value the loser left: redo brought it back.
+                    let restored =
+                        t.get(key)?.and_then(|now| crate::record::splice(&now, *at, *tail, new, old));
+                    match restored {
+                        Some(value) => {
+                            txn::compensate(&t, &log, &Undo { tree, old: Some(&value), key, prev })?;
+                            compensations += 1;
+                        }
+                        // Only a change made over the loser's own without record locks (R4)
+                        // leaves another value there: that one stays.
+                        None => log::warn!(
+                            "restart: transaction {} changed a value of tree {tree} that was changed again \
+                             without record locks; the newer value stays",
+                            txn.0
+                        ),
+                    }
+                } else if let Some(undo) = Undo::of(tree, change, prev) {
+                    txn::compensate(&t, &log, &undo)?;
+                    compensations += 1;
+                }
                 Ok(())
             })?;
         }
@@ -363,7 +382,7 @@ impl Core {
         let mut keys = 0;
         self.walk_undo_chain(entry, |tree, change, _| {
             let t = self.tree_by_root(tree)?;
-            let (id, key) = isolation::lock_name(&t, Some(change.borrow().key()));
+            let (id, key) = isolation::lock_name(&t, Some(change.key()));
             locks.lock(entry.txn, id, key, lock::LockMode::Exclusive)?;
             keys += 1;
             Ok(())

@@ -186,6 +186,12 @@ pub fn archive_dir(path: &Path) -> std::path::PathBuf {
     wal_dir(path).join("archive")
 }
 
+/// The double-write area of the logged database file at `path` (buffer README F15):
+/// `<path>.wal/doublewrite`.
+pub fn double_write_path(path: &Path) -> std::path::PathBuf {
+    wal_dir(path).join("doublewrite")
+}
+
 /// The log directory of the database file at `path`: `<path>.wal`.
 #[must_use]
 pub fn wal_dir(path: &Path) -> std::path::PathBuf {

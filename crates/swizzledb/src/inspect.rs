@@ -941,6 +941,13 @@ impl fmt::Display for LogEntry {
                     Change::Delete { key, old } => {
                         write!(f, " change=delete key={}B old={}B", key.len(), old.len())?
                     }
+                    Change::Patch { key, at, tail, old, new } => write!(
+                        f,
+                        " change=patch key={}B kept={at}+{tail}B old={}B new={}B",
+                        key.len(),
+                        old.len(),
+                        new.len()
+                    )?,
                 }
                 if let Some(next) = undo_next {
                     write!(f, " clr undo_next={}", next.0)?;

@@ -381,10 +381,8 @@ impl Wal {
     }
 
     /// Logs a structure change (T13): each page by its logical change, or by its disk image
-    /// when the tree gives none or when the page has no recovery LSN (its first change since it
-    /// was written: the log does not hold its state before, and redo must not need the file's
-    /// copy, R3); and the freed pages. Each page holds a recovery LSN before the record exists
-    /// (R3).
+    /// when the tree gives none (a new page); and the freed pages. Each page holds a recovery
+    /// LSN before the record exists (R3).
     pub(crate) fn log_structure(
         &self,
         changes: &[PageChange<'_, '_>],
@@ -394,8 +392,8 @@ impl Wal {
             .iter()
             .map(|(g, change)| {
                 let node = match change {
-                    Some(c) if g.rec_lsn() != Lsn(0) => NodeLog::of(c),
-                    _ => NodeLog::Image(node_image(g)),
+                    Some(c) => NodeLog::of(c),
+                    None => NodeLog::Image(node_image(g)),
                 };
                 (g.page_id(), node)
             })
@@ -702,9 +700,10 @@ pub(crate) struct Undo<'u> {
 
 impl<'u> Undo<'u> {
     /// What restart's rollback reads from a logged change.
-    pub(crate) fn of(tree: PageId, change: &'u Change, prev: Lsn) -> Undo<'u> {
-        let change = change.borrow();
-        Undo { tree, old: change.old(), key: change.key(), prev }
+    /// `None` for a [`Change::Patch`], whose old value needs the value it was made on.
+    pub(crate) fn of(tree: PageId, change: &'u Change, prev: Lsn) -> Option<Undo<'u>> {
+        let change = change.borrow()?;
+        Some(Undo { tree, old: change.old(), key: change.key(), prev })
     }
 }
 
@@ -840,16 +839,14 @@ impl ChangeLog for TxnLog<'_> {
         let txn = self.shared.id;
         let undo_next = self.compensating.get();
         let page = leaf.page_id();
-        // The first change since the page was last written carries the page's image, so redo
-        // never depends on what the file holds for it (R3).
-        let base = match self.wal {
-            Some(wal) if leaf.rec_lsn() == Lsn(0) => {
-                let image = node_image(leaf);
+        // R3: the leaf holds a recovery LSN before the record exists. Its first change since it
+        // was written carries no image: the file's copy is whole (the double-write area puts
+        // back a torn write before restart reads it), and redo starts from it.
+        if let Some(wal) = self.wal {
+            if leaf.rec_lsn() == Lsn(0) {
                 leaf.hold_rec_lsn(wal.log.end());
-                Some(image)
             }
-            _ => None,
-        };
+        }
         // The new value's overflow pages hold a recovery LSN before the record exists (R3); redo
         // rebuilds them from the record (btree README T22).
         if let Some(wal) = self.wal {
@@ -860,6 +857,8 @@ impl ChangeLog for TxnLog<'_> {
         }
         let chain: Vec<PageId> = overflow.chain.iter().map(ExclusiveGuard::page_id).collect();
         let freed = overflow.freed.to_vec();
+        // A value in an overflow chain (new or replaced) is logged whole (T22).
+        let inline = chain.is_empty() && freed.is_empty();
         let undo_prev = Cell::new(Lsn(0));
         let lsn = self
             .append_then(
@@ -871,8 +870,8 @@ impl ChangeLog for TxnLog<'_> {
                         undo_next,
                         tree,
                         page,
-                        change: Change::of(change),
-                        base,
+                        change: Change::logged(change, inline),
+                        base: None,
                         chain,
                         freed,
                     }

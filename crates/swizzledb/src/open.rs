@@ -165,6 +165,12 @@ impl Builder {
         let archive = self.archive(path, &log)?;
         let mut config = self.config.clone();
         config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        // The pool's page size: a conversion's is the file's (`convert_at` sets it).
+        config.double_write = Some(Arc::new(swizzledb_buffer::DoubleWrite::open(
+            &*self.config.vfs,
+            &files::double_write_path(path),
+            self.config.page_size,
+        )?));
         Ok((dir, log, archive, config))
     }
 
@@ -245,6 +251,52 @@ impl Builder {
         }
     }
 
+    /// R3, buffer README F15: the double-write area of the logged database at `path`, and the
+    /// number of pages torn by a crash it put back: each page the area names whose changes
+    /// after the area's copy are all still in the log or the archive, brought forward by
+    /// replaying them (as single-page recovery does, R18). Any other is left for R18 to
+    /// rebuild or refuse when it is read.
+    fn restore_torn_pages(
+        &self,
+        path: &Path,
+        log: &LogManager,
+        archive: Option<&swizzledb_wal::Archive>,
+    ) -> Result<(Arc<swizzledb_buffer::DoubleWrite>, u64)> {
+        let vfs = &*self.config.vfs;
+        let (file, meta) = PageFile::open_logged(vfs, path, self.config.direct_io)?;
+        let area = swizzledb_buffer::DoubleWrite::open(vfs, &files::double_write_path(path), meta.page_size)?;
+        let mut restored = 0;
+        for (id, copy) in area.torn_pages(&file, log.end())? {
+            let after = Lsn(swizzledb_buffer::page::page_lsn(&copy).0 + 1);
+            let covered = log.oldest() <= after
+                || archive.and_then(swizzledb_wal::Archive::begin).is_some_and(|b| b <= after);
+            if !covered {
+                log::warn!("page {id} is torn, and the log no longer holds every change after its copy in the double-write area; single-page recovery rebuilds it when it is read, if it can");
+                continue;
+            }
+            match crate::repair::redo_page(log, archive, id, meta.page_size, Some(copy)) {
+                Ok(Some(mut page)) => {
+                    file.write_page(id, &mut page)?;
+                    restored += 1;
+                }
+                Ok(None) => {}
+                Err(e @ Error::PageUnrecoverable { .. }) => {
+                    log::warn!("page {id} is torn and could not be put back from the double-write area: {e}");
+                }
+                // I/O and log errors fail the open (R11: a restart never hides a failed call).
+                Err(e) => return Err(e),
+            }
+        }
+        if restored > 0 {
+            file.sync()?;
+            log::info!(
+                "{}: {restored} pages torn by a crash put back from the double-write area",
+                path.display()
+            );
+        }
+        Ok((Arc::new(area), restored))
+    }
+
     /// Restart (RECOVERY.md R8–R11): analysis and redo on the file, then the pool opens with
     /// the recovered allocation, the losers are rolled back with compensation records, and a
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
@@ -259,9 +311,11 @@ impl Builder {
                 reason: "it holds no checkpoint".into(),
             });
         }
+        // R3: torn page writes are put back before anything reads a page.
+        let (area, torn) = self.restore_torn_pages(path, &log, archive.as_deref())?;
         if self.restart_mode == RestartMode::Instant {
             if let Some(plan) = instant::plan(&log, archive.as_deref())? {
-                return self.restart_instant(path, locks, log, archive, plan);
+                return self.restart_instant(path, locks, log, archive, plan, (area, torn));
             }
         }
         let recovered = restart::analyze_and_redo(
@@ -270,9 +324,11 @@ impl Builder {
             self.config.direct_io,
             &log,
             archive.as_deref(),
+            &area,
         )?;
         let mut config = self.config.clone();
         config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        config.double_write = Some(area);
         let pool = swizzledb_buffer::BufferPool::open_recovered(
             path,
             &config,
@@ -289,6 +345,7 @@ impl Builder {
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
         db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
         let mut stats = recovered.stats;
+        stats.torn_pages_restored = torn;
         stats.note_log_open(&opened);
         finish_losers(&mut db, &recovered.unfinished, &mut stats)?;
         *db.core.restart_stats.lock() = stats;
@@ -313,6 +370,7 @@ impl Builder {
         log: Arc<LogManager>,
         archive: Option<Arc<swizzledb_wal::Archive>>,
         plan: instant::Plan,
+        (area, torn): (Arc<swizzledb_buffer::DoubleWrite>, u64),
     ) -> Result<Database> {
         let wal = self.wal(Arc::clone(&log), archive.clone());
         wal.seed_archiver(&plan.state);
@@ -344,6 +402,7 @@ impl Builder {
         let pool_log =
             PoolLog::new(Arc::clone(&log), archive.clone()).with_pending(Arc::clone(&pending), &pages);
         config.log = Some(Arc::new(pool_log));
+        config.double_write = Some(area);
         let allocation = swizzledb_buffer::Allocation {
             page_count,
             free_pages: state.tables.free.clone(),
@@ -358,6 +417,7 @@ impl Builder {
             instant: true,
             analyzed,
             pages_deferred: pages.len() as u64,
+            torn_pages_restored: torn,
             ..RestartStats::default()
         };
         stats.note_log_open(log.opened());

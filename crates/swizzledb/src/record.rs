@@ -58,6 +58,41 @@ pub enum Change {
         /// The value before.
         old: Vec<u8>,
     },
+    /// An update logged by the bytes that changed (RECOVERY.md R3): the value kept its first
+    /// `at` and its last `tail` bytes, and the `old` bytes between them became `new`. Redo
+    /// splices it into the value on the page, undo splices it back out.
+    Patch {
+        /// The key.
+        key: Vec<u8>,
+        /// Bytes kept at the value's start.
+        at: usize,
+        /// Bytes kept at the value's end.
+        tail: usize,
+        /// The bytes between them before.
+        old: Vec<u8>,
+        /// The bytes between them after.
+        new: Vec<u8>,
+    },
+}
+
+/// An update is logged as a [`Change::Patch`] when the bytes it keeps at both ends come to at
+/// least this many: below, the two lengths it adds cost about what it saves.
+const PATCH_MIN_KEPT: usize = 8;
+
+/// `value` with the `from` bytes between its first `at` and its last `tail` bytes replaced by
+/// `to`; `None` if `value` does not hold `from` there (it is not the value the patch was made
+/// on).
+#[must_use]
+pub fn splice(value: &[u8], at: usize, tail: usize, from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
+    let end = at.checked_add(from.len())?;
+    if end.checked_add(tail)? != value.len() || value[at..end] != *from {
+        return None;
+    }
+    let mut out = Vec::with_capacity(at + to.len() + tail);
+    out.extend_from_slice(&value[..at]);
+    out.extend_from_slice(to);
+    out.extend_from_slice(&value[end..]);
+    Some(out)
 }
 
 impl Change {
@@ -73,13 +108,47 @@ impl Change {
         }
     }
 
-    /// The borrowed form the tree works with.
+    /// The form a leaf record logs `c` in: an update of a value stored in the leaf (`inline`)
+    /// as a [`Change::Patch`] of the bytes that changed when it keeps enough of them, else as
+    /// [`Change::of`].
     #[must_use]
-    pub fn borrow(&self) -> LeafChange<'_> {
+    pub fn logged(c: &LeafChange<'_>, inline: bool) -> Change {
+        if let (true, LeafChange::Update { key, old, new }) = (inline, *c) {
+            let at = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+            let tail = old[at..].iter().rev().zip(new[at..].iter().rev()).take_while(|(a, b)| a == b).count();
+            if at + tail >= PATCH_MIN_KEPT {
+                return Change::Patch {
+                    key: key.to_vec(),
+                    at,
+                    tail,
+                    old: old[at..old.len() - tail].to_vec(),
+                    new: new[at..new.len() - tail].to_vec(),
+                };
+            }
+        }
+        Change::of(c)
+    }
+
+    /// The key changed.
+    #[must_use]
+    pub fn key(&self) -> &[u8] {
         match self {
-            Change::Insert { key, value } => LeafChange::Insert { key, value },
-            Change::Update { key, old, new } => LeafChange::Update { key, old, new },
-            Change::Delete { key, old } => LeafChange::Delete { key, old },
+            Change::Insert { key, .. }
+            | Change::Update { key, .. }
+            | Change::Delete { key, .. }
+            | Change::Patch { key, .. } => key,
+        }
+    }
+
+    /// The borrowed form the tree works with; `None` for a [`Change::Patch`], whose values
+    /// need the value it was made on ([`splice`]).
+    #[must_use]
+    pub fn borrow(&self) -> Option<LeafChange<'_>> {
+        match self {
+            Change::Insert { key, value } => Some(LeafChange::Insert { key, value }),
+            Change::Update { key, old, new } => Some(LeafChange::Update { key, old, new }),
+            Change::Delete { key, old } => Some(LeafChange::Delete { key, old }),
+            Change::Patch { .. } => None,
         }
     }
 }
@@ -585,6 +654,7 @@ impl Record {
                     Change::Insert { .. } => LEAF_INSERT,
                     Change::Update { .. } => LEAF_UPDATE,
                     Change::Delete { .. } => LEAF_DELETE,
+                    Change::Patch { .. } => LEAF_UPDATE | LEAF_PATCH,
                 };
                 let clr = if undo_next.is_some() { LEAF_CLR } else { 0 };
                 let has_base = if base.is_some() { LEAF_BASE } else { 0 };
@@ -614,6 +684,13 @@ impl Record {
                     Change::Delete { key, old } => {
                         w.bytes(key);
                         w.bytes(old);
+                    }
+                    Change::Patch { key, at, tail, old, new } => {
+                        w.bytes(key);
+                        w.len(*at);
+                        w.len(*tail);
+                        w.bytes(old);
+                        w.bytes(new);
                     }
                 }
                 if let Some(b) = base {
@@ -713,8 +790,11 @@ impl Record {
             RecordKind::Begin => Record::Begin { txn: TxnId(r.var()?) },
             RecordKind::Leaf => {
                 let flags = r.u8()?;
-                if flags & !(LEAF_FORM | LEAF_CLR | LEAF_BASE | LEAF_OVERFLOW) != 0 {
+                if flags & !(LEAF_FORM | LEAF_CLR | LEAF_BASE | LEAF_OVERFLOW | LEAF_PATCH) != 0 {
                     return Err(Malformed("leaf record flags"));
+                }
+                if flags & LEAF_PATCH != 0 && flags & LEAF_FORM != LEAF_UPDATE {
+                    return Err(Malformed("a patch that is not an update"));
                 }
                 let txn = TxnId(r.var()?);
                 let prev = Lsn(r.var()?);
@@ -731,6 +811,11 @@ impl Record {
                 }
                 let change = match flags & LEAF_FORM {
                     LEAF_INSERT => Change::Insert { key: r.bytes()?, value: r.bytes()? },
+                    LEAF_UPDATE if flags & LEAF_PATCH != 0 => {
+                        let key = r.bytes()?;
+                        let (at, tail) = (r.value_len()?, r.value_len()?);
+                        Change::Patch { key, at, tail, old: r.bytes()?, new: r.bytes()? }
+                    }
                     LEAF_UPDATE => Change::Update { key: r.bytes()?, old: r.bytes()?, new: r.bytes()? },
                     LEAF_DELETE => Change::Delete { key: r.bytes()?, old: r.bytes()? },
                     _ => return Err(Malformed("leaf change kind")),
@@ -824,6 +909,8 @@ const LEAF_DELETE: u8 = 3;
 const LEAF_CLR: u8 = 4;
 const LEAF_OVERFLOW: u8 = 16;
 const LEAF_BASE: u8 = 8;
+/// With `LEAF_UPDATE`: the change is a [`Change::Patch`].
+const LEAF_PATCH: u8 = 32;
 
 /// How a `Structure` record logs one page ([`NodeLog`]).
 const NODE_IMAGE: u8 = 0;
@@ -939,6 +1026,14 @@ impl Reader<'_> {
         usize::try_from(n).ok().filter(|&n| n <= self.0.len()).ok_or(Malformed("length beyond the record"))
     }
 
+    /// A length of a value on a page (not of bytes in the record): at most a page.
+    fn value_len(&mut self) -> Result<usize, Malformed> {
+        usize::try_from(self.var()?)
+            .ok()
+            .filter(|&n| n <= swizzledb_buffer::page::MAX_PAGE_SIZE)
+            .ok_or(Malformed("a patch keeping more than a page"))
+    }
+
     /// A count of items of at least `min_size` bytes each, checked against what is left, so a
     /// corrupted count cannot make the decoder allocate without bound.
     fn count(&mut self, min_size: usize) -> Result<usize, Malformed> {
@@ -1018,6 +1113,8 @@ mod tests {
             (bytes(), bytes()).prop_map(|(key, value)| Change::Insert { key, value }),
             (bytes(), bytes(), bytes()).prop_map(|(key, old, new)| Change::Update { key, old, new }),
             (bytes(), bytes()).prop_map(|(key, old)| Change::Delete { key, old }),
+            (bytes(), 0usize..9000, 0usize..9000, bytes(), bytes())
+                .prop_map(|(key, at, tail, old, new)| Change::Patch { key, at, tail, old, new }),
         ]
     }
 
@@ -1234,7 +1331,54 @@ mod tests {
     #[test]
     fn change_borrow_round_trips() {
         let c = Change::Update { key: b"k".to_vec(), old: b"o".to_vec(), new: b"n".to_vec() };
-        assert_eq!(Change::of(&c.borrow()), c);
+        assert_eq!(Change::of(&c.borrow().unwrap()), c);
         assert_eq!(Record::decode(&[200]), Err(Malformed("record kind")));
+    }
+
+    proptest! {
+        /// R3: an update logged as a patch splices the old value into the new one and the new
+        /// one back into the old one; a value it was not made on is refused.
+        #[test]
+        fn a_patch_takes_old_to_new_and_back(
+            key in bytes(),
+            old in prop::collection::vec(any::<u8>(), 0..300),
+            new in prop::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let c = LeafChange::Update { key: &key, old: &old, new: &new };
+            match Change::logged(&c, true) {
+                Change::Patch { at, tail, old: from, new: to, .. } => {
+                    prop_assert!(at + tail >= PATCH_MIN_KEPT);
+                    prop_assert_eq!(splice(&old, at, tail, &from, &to), Some(new.clone()));
+                    prop_assert_eq!(splice(&new, at, tail, &to, &from), Some(old.clone()));
+                    let mut other = old.clone();
+                    other.push(1);
+                    prop_assert_eq!(splice(&other, at, tail, &from, &to), None);
+                }
+                whole => prop_assert_eq!(whole, Change::of(&c)),
+            }
+            prop_assert_eq!(Change::logged(&c, false), Change::of(&c));
+        }
+    }
+
+    /// A typical field update (a few bytes of a 300-byte row) logs a small fraction of the row.
+    #[test]
+    fn a_field_update_logs_the_field() {
+        let old = vec![b'a'; 300];
+        let mut new = old.clone();
+        new[120..128].copy_from_slice(b"12345678");
+        let record = Record::Leaf {
+            txn: TxnId(9),
+            prev: Lsn(1000),
+            undo_next: None,
+            tree: pid(3),
+            page: pid(77),
+            change: Change::logged(&LeafChange::Update { key: b"customer:0001", old: &old, new: &new }, true),
+            base: None,
+            chain: vec![],
+            freed: vec![],
+        };
+        let bytes = record.encode();
+        assert!(bytes.len() < 50, "{} bytes", bytes.len());
+        assert_eq!(Record::decode(&bytes).unwrap(), record);
     }
 }

@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-use swizzledb_btree::log::{redo, redo_node};
+use std::sync::Arc;
+use swizzledb_btree::log::{redo, redo_node, LeafChange};
 use swizzledb_buffer::page;
-use swizzledb_buffer::{Allocation, PageFile, PageId};
+use swizzledb_buffer::{Allocation, DoubleWrite, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, LogManager};
 
@@ -44,6 +45,10 @@ pub struct RestartStats {
     pub compensations: u64,
     /// Pages redo found damaged in the file and rebuilt by single-page recovery (R18).
     pub pages_repaired: u64,
+    /// Pages whose copy in the file was torn by the crash, or older than their last write, put
+    /// back from the double-write area before anything read them (RECOVERY.md R3, buffer
+    /// README F15).
+    pub torn_pages_restored: u64,
     /// Whether the restart was instant (R22): analysis read the archive (`analyzed` counts
     /// the records of the log's unarchived tail), and redo was left to the pages' first fetch
     /// and the background ([`crate::Database::redo_progress`]).
@@ -472,8 +477,17 @@ pub(crate) fn redo_on_page(
             if page::page_lsn(p) >= lsn {
                 return Ok(false);
             }
-            redo(p, &change.borrow(), chain)
-                .map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
+            let spliced;
+            let leaf_change = match change.borrow() {
+                Some(c) => c,
+                None => {
+                    spliced = patched(p, change).ok_or_else(|| {
+                        corrupted(lsn, format!("redo on page {id}: the patch does not fit its value"))
+                    })?;
+                    LeafChange::Update { key: change.key(), old: &spliced.0, new: &spliced.1 }
+                }
+            };
+            redo(p, &leaf_change, chain).map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
             page::set_page_lsn(p, lsn);
             Ok(true)
         }
@@ -545,7 +559,12 @@ impl RedoTarget for RedoPages<'_> {
                 |e: String| corrupted(lsn, format!("redo needs page {id} from disk, and it is damaged: {e}"));
             // R9: redo works only on a page that is a well-formed node (btree README T17); a
             // damaged one is rebuilt from the log by single-page recovery (R18).
-            let read = self.file.read_page(id, &mut buf).map_err(|e| e.to_string());
+            // An I/O error is not damage: restart fails with it (R11 retries from the start).
+            let read = match self.file.read_page(id, &mut buf) {
+                Ok(()) => Ok(()),
+                Err(e @ swizzledb_buffer::BufferError::Corrupted { .. }) => Err(e.to_string()),
+                Err(e) => return Err(e.into()),
+            };
             if let Err(damage) = read.and_then(|()| swizzledb_btree::validate_page(&buf)) {
                 buf = crate::repair::rebuild_page(self.log, self.archive, id, self.file.page_size(), lsn)
                     .map_err(|e| damaged(format!("{damage}; single-page recovery failed: {e}")))?;
@@ -570,6 +589,20 @@ impl RedoTarget for RedoPages<'_> {
     }
 }
 
+/// The values before and after a [`Change::Patch`] made on the record of its key in the leaf
+/// `page`: `None` if the key is absent, its value is in an overflow chain, or does not hold
+/// the bytes the patch replaces.
+fn patched(page: &[u8], change: &Change) -> Option<(Vec<u8>, Vec<u8>)> {
+    let Change::Patch { key, at, tail, old, new } = change else { return None };
+    let i = swizzledb_btree::node::search(page, key).ok()?;
+    if swizzledb_btree::node::is_stub(page, i) {
+        return None;
+    }
+    let before = swizzledb_btree::node::value(page, i);
+    let after = crate::record::splice(before, *at, *tail, old, new)?;
+    Some((before.to_vec(), after))
+}
+
 /// Analysis and redo (R8, R9): brings the page file to the state of the end of the durable
 /// log and returns what undo needs. Writes only data pages (never page 0), then syncs.
 pub(crate) fn analyze_and_redo(
@@ -578,8 +611,10 @@ pub(crate) fn analyze_and_redo(
     direct: bool,
     log: &LogManager,
     archive: Option<&Archive>,
+    area: &Arc<DoubleWrite>,
 ) -> Result<Recovered> {
     let (file, meta) = PageFile::open_logged(vfs, path, direct)?;
+    file.use_double_write(Arc::clone(area));
     let checkpoint = last_checkpoint(log, &meta)?;
     let mut a = Analysis::from_checkpoint(&checkpoint);
     let mut stats = RestartStats::default();
@@ -605,9 +640,20 @@ pub(crate) fn analyze_and_redo(
     }
     stats.pages_repaired = pages.repaired;
     let page_count = a.page_count.max(pages.pages.keys().map(|p| p.get() + 1).max().unwrap_or(0));
-    for (id, mut p) in pages.pages {
-        file.write_page(id, &mut p)?;
-        stats.pages_written += 1;
+    // In batches: each batch costs one sync of the double-write area (F15).
+    let mut redone: Vec<(PageId, Vec<u8>)> = pages.pages.into_iter().collect();
+    redone.sort_unstable_by_key(|(id, _)| *id);
+    for batch in redone.chunks_mut(64) {
+        if file.is_direct() {
+            for (id, p) in batch.iter_mut() {
+                file.write_page(*id, p)?;
+            }
+        } else {
+            let mut writes: Vec<(PageId, &mut [u8])> =
+                batch.iter_mut().map(|(id, p)| (*id, p.as_mut_slice())).collect();
+            file.write_pages(&mut writes)?;
+        }
+        stats.pages_written += batch.len() as u64;
     }
     if file.len_pages()? < page_count {
         file.set_len_pages(page_count)?;

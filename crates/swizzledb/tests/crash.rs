@@ -364,9 +364,14 @@ fn w8_damage_before_the_last_checkpoint_is_an_error_naming_the_lsn() {
     let victims: Vec<Frame> =
         frames.iter().filter(|f| f.lsn.0 < last_segment && f.lsn < master).cloned().collect();
     assert!(!victims.is_empty(), "the workload spans several segments");
-    for victim in victims.iter().step_by(victims.len().div_ceil(6)) {
+    for first_run_victim in victims.iter().step_by(victims.len().div_ceil(6)) {
         let (fs, _, commits) = damage_scenario(12, true);
         let model = commits.last().map(|(_, m)| m.clone()).unwrap();
+        // This run's log: the background flusher's sync markers may fall elsewhere than in the
+        // first run, shifting the frames; damage this run's frame of the same record.
+        let (_, frames) = read_log(&fs);
+        let index = victims.iter().position(|v| v.lsn == first_run_victim.lsn).unwrap();
+        let victim = &frames[index];
         let (path, offset) = segment_of(victim.lsn);
         // Flip bytes inside the frame (its body, or its header if it has none).
         damage(&fs, &path, offset + victim.len / 2, &[0xFF, 0x00, 0xFF]);

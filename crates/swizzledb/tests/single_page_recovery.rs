@@ -128,7 +128,9 @@ fn r18_pages_damaged_while_closed_are_rebuilt_on_fetch() {
 
     let db = builder(&fs, true).open(path).unwrap();
     check(&db, &oracle);
-    let repaired = db.stats().pages_repaired;
+    // Pages whose last write is still in the double-write area are put back at open (R3, with
+    // the archive's changes after that copy); the rest are rebuilt when read.
+    let repaired = db.stats().pages_repaired + db.restart_stats().torn_pages_restored;
     assert!(repaired >= damaged.len() as u64, "every damaged page was read and repaired: {repaired}");
     db.close().unwrap();
     let whole = node_pages(&fs, path);

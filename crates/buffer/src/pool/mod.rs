@@ -295,6 +295,9 @@ impl BufferPool {
         owner: Arc<dyn PageOwner>,
     ) -> Result<BufferPool> {
         let opened = FileState::of(&meta);
+        if let Some(area) = &config.double_write {
+            file.use_double_write(Arc::clone(area));
+        }
         // From now on page 0 is written without the CLEAN flag; only `close` sets it (F11).
         meta.clean = false;
         let page_size = meta.page_size;

@@ -177,6 +177,9 @@ pub struct BenchRow {
     pub pool_bytes: Option<u64>,
     /// Seconds the database took to load.
     pub load_seconds: f64,
+    /// Log bytes the measurement appended (frame headers and padding included); `None` without
+    /// a log.
+    pub log_bytes: Option<u64>,
 }
 
 impl BenchRow {
@@ -198,6 +201,12 @@ impl BenchRow {
         self.done[0] as f64 / self.seconds
     }
 
+    /// Log bytes per transaction (`NaN` without a log).
+    #[must_use]
+    pub fn log_bytes_per_tx(&self) -> f64 {
+        self.log_bytes.map_or(f64::NAN, |b| b as f64 / self.transactions().max(1) as f64)
+    }
+
     /// Retries per 1000 transactions.
     #[must_use]
     pub fn retries_per_1000(&self) -> f64 {
@@ -208,7 +217,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,engine,optimistic,io";
+load_seconds,engine,optimistic,io,log_bytes";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -243,7 +252,9 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
             for (config, db, load) in &dbs {
+                let log_before = db.log_bytes_appended();
                 let m = db.run(&tpcc, threads, Until::Elapsed(plan.duration))?;
+                let log_bytes = db.log_bytes_appended().zip(log_before).map(|(a, b)| a - b);
                 let row = BenchRow {
                     config: *config,
                     warehouses: plan.config.warehouses,
@@ -255,6 +266,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     retries: m.retries(),
                     pool_bytes: config.mode().map(|_| pool),
                     load_seconds: *load,
+                    log_bytes,
                 };
                 writeln!(
                     log,
@@ -291,7 +303,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     let configs = plan.configs();
     writeln!(
         out,
-        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13}",
+        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13} {:>9}",
         "engine",
         "mode",
         "logging",
@@ -301,13 +313,14 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         "tx/s",
         "new-order/s",
         "rollback %",
-        "retries/1000"
+        "retries/1000",
+        "log B/tx"
     )?;
     for &threads in &plan.threads {
         for c in &configs {
             writeln!(
                 out,
-                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2}",
+                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2} {:>9}",
                 c.engine().name(),
                 c.mode().map_or("-", PoolMode::name),
                 on_off(c.logging()),
@@ -318,12 +331,17 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                 median(threads, c, &BenchRow::new_order_per_sec),
                 median(threads, c, &|r| r.rollbacks as f64 * 100.0 / r.done[0].max(1) as f64),
                 median(threads, c, &BenchRow::retries_per_1000),
+                match median(threads, c, &BenchRow::log_bytes_per_tx) {
+                    b if b.is_nan() => "-".to_string(),
+                    b => format!("{b:.0}"),
+                },
             )?;
         }
     }
     writeln!(
         out,
-        "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders{}{}.",
+        "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders; log B/tx: log bytes \
+         appended per transaction, frame headers and padding included{}{}.",
         plan.config.warehouses,
         KINDS.join("/"),
         plan.repeat,
@@ -401,6 +419,8 @@ pub struct TpccRow {
     pub optimistic: &'static str,
     /// How the database file is read: always `page-cache` (TPC-C never opens it with O_DIRECT).
     pub io: &'static str,
+    /// Log bytes the measurement appended (empty without a log).
+    pub log_bytes: Option<u64>,
 }
 
 impl TpccRow {
@@ -431,6 +451,7 @@ impl TpccRow {
             engine: r.config.engine().name(),
             optimistic: r.config.optimistic().map_or("-", on_off),
             io: "page-cache",
+            log_bytes: r.log_bytes,
         }
     }
 }
