@@ -217,7 +217,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,engine,optimistic,io,log_bytes";
+load_seconds,log_bytes,engine,optimistic,io";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -415,12 +415,12 @@ pub struct TpccRow {
     pub retries: u64,
     pub pool_bytes: Option<u64>,
     pub load_seconds: f64,
+    /// Log bytes the measurement appended (empty without a log).
+    pub log_bytes: Option<u64>,
     pub engine: &'static str,
     pub optimistic: &'static str,
     /// How the database file is read: always `page-cache` (TPC-C never opens it with O_DIRECT).
     pub io: &'static str,
-    /// Log bytes the measurement appended (empty without a log).
-    pub log_bytes: Option<u64>,
 }
 
 impl TpccRow {
@@ -448,10 +448,10 @@ impl TpccRow {
             retries: r.retries,
             pool_bytes: r.pool_bytes,
             load_seconds: r.load_seconds,
+            log_bytes: r.log_bytes,
             engine: r.config.engine().name(),
             optimistic: r.config.optimistic().map_or("-", on_off),
             io: "page-cache",
-            log_bytes: r.log_bytes,
         }
     }
 }
