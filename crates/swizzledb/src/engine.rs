@@ -296,8 +296,11 @@ impl Core {
                 let t = self.tree_by_root(tree)?;
                 if let record::Change::Patch { key, at, tail, old, new } = change {
                     // A patch (R3) is undone on the value the loser left: redo brought it back.
-                    let restored =
-                        t.get(key)?.and_then(|now| crate::record::splice(&now, *at, *tail, new, old));
+                    // Read past the record locks: instant restart's loser holds this key's
+                    // (R22), and the handle's own gate would wait for it.
+                    let restored = t.get_gated(key, &swizzledb_btree::NoGate, |v| {
+                        v.and_then(|now| crate::record::splice(now, *at, *tail, new, old))
+                    })?;
                     match restored {
                         Some(value) => {
                             txn::compensate(&t, &log, &Undo { tree, old: Some(&value), key, prev })?;
