@@ -294,12 +294,12 @@ impl Core {
             }
             self.walk_undo_chain(entry, |tree, change, prev| {
                 let t = self.tree_by_root(tree)?;
-                if let record::Change::Patch { key, at, tail, old, new } = change {
+                if let record::Change::Patch { key, edits } = change {
                     // A patch (R3) is undone on the value the loser left: redo brought it back.
                     // Read past the record locks: instant restart's loser holds this key's
                     // (R22), and the handle's own gate would wait for it.
                     let restored = t.get_gated(key, &swizzledb_btree::NoGate, |v| {
-                        v.and_then(|now| crate::record::splice(now, *at, *tail, new, old))
+                        v.and_then(|now| record::splice(now, edits, record::Direction::Backward))
                     })?;
                     match restored {
                         Some(value) => {

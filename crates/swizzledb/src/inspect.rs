@@ -941,12 +941,13 @@ impl fmt::Display for LogEntry {
                     Change::Delete { key, old } => {
                         write!(f, " change=delete key={}B old={}B", key.len(), old.len())?
                     }
-                    Change::Patch { key, at, tail, old, new } => write!(
+                    Change::Patch { key, edits } => write!(
                         f,
-                        " change=patch key={}B kept={at}+{tail}B old={}B new={}B",
+                        " change=patch key={}B edits={} old={}B new={}B",
                         key.len(),
-                        old.len(),
-                        new.len()
+                        edits.len(),
+                        edits.iter().map(|e| e.old.len()).sum::<usize>(),
+                        edits.iter().map(|e| e.new.len()).sum::<usize>()
                     )?,
                 }
                 if let Some(next) = undo_next {

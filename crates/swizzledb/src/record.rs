@@ -58,41 +58,107 @@ pub enum Change {
         /// The value before.
         old: Vec<u8>,
     },
-    /// An update logged by the bytes that changed (RECOVERY.md R3): the value kept its first
-    /// `at` and its last `tail` bytes, and the `old` bytes between them became `new`. Redo
-    /// splices it into the value on the page, undo splices it back out.
+    /// An update logged by the bytes that changed (RECOVERY.md R3): the value is its unchanged
+    /// bytes with `edits` between them. Redo splices it into the value on the page, undo
+    /// splices it back out ([`splice`]).
     Patch {
         /// The key.
         key: Vec<u8>,
-        /// Bytes kept at the value's start.
-        at: usize,
-        /// Bytes kept at the value's end.
-        tail: usize,
-        /// The bytes between them before.
-        old: Vec<u8>,
-        /// The bytes between them after.
-        new: Vec<u8>,
+        /// The changed ranges, in order.
+        edits: Vec<Edit>,
     },
 }
 
-/// An update is logged as a [`Change::Patch`] when the bytes it keeps at both ends come to at
-/// least this many: below, the two lengths it adds cost about what it saves.
-const PATCH_MIN_KEPT: usize = 8;
+/// One changed range of a [`Change::Patch`]: after `gap` unchanged bytes (counted from the end
+/// of the previous edit, or the value's start), the `old` bytes became `new`. The bytes after
+/// the last edit are unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    /// Unchanged bytes before it.
+    pub gap: usize,
+    /// The bytes before.
+    pub old: Vec<u8>,
+    /// The bytes after.
+    pub new: Vec<u8>,
+}
 
-/// `value` with the `from` bytes between its first `at` and its last `tail` bytes replaced by
-/// `to`; `None` if `value` does not hold `from` there (it is not the value the patch was made
-/// on).
+/// An update is logged as a [`Change::Patch`] when the bytes it keeps come to at least this
+/// many: below, the lengths it adds cost about what it saves.
+const PATCH_MIN_KEPT: usize = 8;
+/// Two changed ranges of a value closer than this are one edit: an edit's own lengths cost
+/// about as much.
+const EDIT_MIN_GAP: usize = 8;
+
+/// Which side of each edit [`splice`] finds in the value and which it puts in its place.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// `old` → `new`: redo.
+    Forward,
+    /// `new` → `old`: undo.
+    Backward,
+}
+
+/// `value` with every edit applied in `direction`; `None` if `value` does not hold the bytes an
+/// edit replaces where it says (it is not the value the patch was made on).
 #[must_use]
-pub fn splice(value: &[u8], at: usize, tail: usize, from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
-    let end = at.checked_add(from.len())?;
-    if end.checked_add(tail)? != value.len() || value[at..end] != *from {
-        return None;
+pub fn splice(value: &[u8], edits: &[Edit], direction: Direction) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(value.len());
+    let mut pos = 0usize;
+    for e in edits {
+        let (from, to) = match direction {
+            Direction::Forward => (&e.old, &e.new),
+            Direction::Backward => (&e.new, &e.old),
+        };
+        let at = pos.checked_add(e.gap)?;
+        let end = at.checked_add(from.len())?;
+        if value.get(at..end)? != from.as_slice() {
+            return None;
+        }
+        out.extend_from_slice(&value[pos..at]);
+        out.extend_from_slice(to);
+        pos = end;
     }
-    let mut out = Vec::with_capacity(at + to.len() + tail);
-    out.extend_from_slice(&value[..at]);
-    out.extend_from_slice(to);
-    out.extend_from_slice(&value[end..]);
+    out.extend_from_slice(&value[pos..]);
     Some(out)
+}
+
+/// The edits that take `old` to `new`: for values of one length, each run of differing bytes
+/// (runs closer than `EDIT_MIN_GAP` joined); else the one range between their common prefix
+/// and suffix.
+fn diff(old: &[u8], new: &[u8]) -> Vec<Edit> {
+    if old.len() != new.len() {
+        let at = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+        let tail = old[at..].iter().rev().zip(new[at..].iter().rev()).take_while(|(a, b)| a == b).count();
+        return vec![Edit {
+            gap: at,
+            old: old[at..old.len() - tail].to_vec(),
+            new: new[at..new.len() - tail].to_vec(),
+        }];
+    }
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < old.len() {
+        if old[i] == new[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < old.len() && old[i] != new[i] {
+            i += 1;
+        }
+        match runs.last_mut() {
+            Some(last) if start - last.1 < EDIT_MIN_GAP => last.1 = i,
+            _ => runs.push((start, i)),
+        }
+    }
+    let mut pos = 0;
+    runs.into_iter()
+        .map(|(a, b)| {
+            let e = Edit { gap: a - pos, old: old[a..b].to_vec(), new: new[a..b].to_vec() };
+            pos = b;
+            e
+        })
+        .collect()
 }
 
 impl Change {
@@ -114,16 +180,10 @@ impl Change {
     #[must_use]
     pub fn logged(c: &LeafChange<'_>, inline: bool) -> Change {
         if let (true, LeafChange::Update { key, old, new }) = (inline, *c) {
-            let at = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-            let tail = old[at..].iter().rev().zip(new[at..].iter().rev()).take_while(|(a, b)| a == b).count();
-            if at + tail >= PATCH_MIN_KEPT {
-                return Change::Patch {
-                    key: key.to_vec(),
-                    at,
-                    tail,
-                    old: old[at..old.len() - tail].to_vec(),
-                    new: new[at..new.len() - tail].to_vec(),
-                };
+            let edits = diff(old, new);
+            let changed: usize = edits.iter().map(|e| e.old.len()).sum();
+            if old.len() - changed >= PATCH_MIN_KEPT {
+                return Change::Patch { key: key.to_vec(), edits };
             }
         }
         Change::of(c)
@@ -685,12 +745,14 @@ impl Record {
                         w.bytes(key);
                         w.bytes(old);
                     }
-                    Change::Patch { key, at, tail, old, new } => {
+                    Change::Patch { key, edits } => {
                         w.bytes(key);
-                        w.len(*at);
-                        w.len(*tail);
-                        w.bytes(old);
-                        w.bytes(new);
+                        w.len(edits.len());
+                        for e in edits {
+                            w.len(e.gap);
+                            w.bytes(&e.old);
+                            w.bytes(&e.new);
+                        }
                     }
                 }
                 if let Some(b) = base {
@@ -813,8 +875,12 @@ impl Record {
                     LEAF_INSERT => Change::Insert { key: r.bytes()?, value: r.bytes()? },
                     LEAF_UPDATE if flags & LEAF_PATCH != 0 => {
                         let key = r.bytes()?;
-                        let (at, tail) = (r.value_len()?, r.value_len()?);
-                        Change::Patch { key, at, tail, old: r.bytes()?, new: r.bytes()? }
+                        let n = r.count(3)?;
+                        let mut edits = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            edits.push(Edit { gap: r.value_len()?, old: r.bytes()?, new: r.bytes()? });
+                        }
+                        Change::Patch { key, edits }
                     }
                     LEAF_UPDATE => Change::Update { key: r.bytes()?, old: r.bytes()?, new: r.bytes()? },
                     LEAF_DELETE => Change::Delete { key: r.bytes()?, old: r.bytes()? },
@@ -1113,8 +1179,10 @@ mod tests {
             (bytes(), bytes()).prop_map(|(key, value)| Change::Insert { key, value }),
             (bytes(), bytes(), bytes()).prop_map(|(key, old, new)| Change::Update { key, old, new }),
             (bytes(), bytes()).prop_map(|(key, old)| Change::Delete { key, old }),
-            (bytes(), 0usize..9000, 0usize..9000, bytes(), bytes())
-                .prop_map(|(key, at, tail, old, new)| Change::Patch { key, at, tail, old, new }),
+            (bytes(), prop::collection::vec((0usize..9000, bytes(), bytes()), 0..4)).prop_map(|(key, e)| {
+                let edits = e.into_iter().map(|(gap, old, new)| Edit { gap, old, new }).collect();
+                Change::Patch { key, edits }
+            }),
         ]
     }
 
@@ -1346,13 +1414,18 @@ mod tests {
         ) {
             let c = LeafChange::Update { key: &key, old: &old, new: &new };
             match Change::logged(&c, true) {
-                Change::Patch { at, tail, old: from, new: to, .. } => {
-                    prop_assert!(at + tail >= PATCH_MIN_KEPT);
-                    prop_assert_eq!(splice(&old, at, tail, &from, &to), Some(new.clone()));
-                    prop_assert_eq!(splice(&new, at, tail, &to, &from), Some(old.clone()));
-                    let mut other = old.clone();
-                    other.push(1);
-                    prop_assert_eq!(splice(&other, at, tail, &from, &to), None);
+                Change::Patch { edits, .. } => {
+                    let changed: usize = edits.iter().map(|e| e.old.len()).sum();
+                    prop_assert!(old.len() - changed >= PATCH_MIN_KEPT);
+                    prop_assert_eq!(splice(&old, &edits, Direction::Forward), Some(new.clone()));
+                    prop_assert_eq!(splice(&new, &edits, Direction::Backward), Some(old.clone()));
+                    // A value the patch was not made on: an edit's bytes are not where it says.
+                    if let Some(e) = edits.iter().find(|e| !e.old.is_empty()) {
+                        let at = edits.iter().take_while(|x| !std::ptr::eq(*x, e)).map(|x| x.gap + x.old.len()).sum::<usize>() + e.gap;
+                        let mut other = old.clone();
+                        other[at] ^= 1;
+                        prop_assert_eq!(splice(&other, &edits, Direction::Forward), None);
+                    }
                 }
                 whole => prop_assert_eq!(whole, Change::of(&c)),
             }
@@ -1360,12 +1433,13 @@ mod tests {
         }
     }
 
-    /// A typical field update (a few bytes of a 300-byte row) logs a small fraction of the row.
+    /// A typical row update (two fields at the two ends of a 300-byte row) logs the fields.
     #[test]
     fn a_field_update_logs_the_field() {
         let old = vec![b'a'; 300];
         let mut new = old.clone();
-        new[120..128].copy_from_slice(b"12345678");
+        new[0..4].copy_from_slice(b"0042");
+        new[280..288].copy_from_slice(b"12345678");
         let record = Record::Leaf {
             txn: TxnId(9),
             prev: Lsn(1000),
@@ -1378,7 +1452,8 @@ mod tests {
             freed: vec![],
         };
         let bytes = record.encode();
-        assert!(bytes.len() < 50, "{} bytes", bytes.len());
+        // The 12 changed bytes twice (old and new), the 13-byte key, and the record's header.
+        assert!(bytes.len() <= 2 * 12 + 13 + 20, "{} bytes", bytes.len());
         assert_eq!(Record::decode(&bytes).unwrap(), record);
     }
 }

@@ -593,13 +593,13 @@ impl RedoTarget for RedoPages<'_> {
 /// `page`: `None` if the key is absent, its value is in an overflow chain, or does not hold
 /// the bytes the patch replaces.
 fn patched(page: &[u8], change: &Change) -> Option<(Vec<u8>, Vec<u8>)> {
-    let Change::Patch { key, at, tail, old, new } = change else { return None };
+    let Change::Patch { key, edits } = change else { return None };
     let i = swizzledb_btree::node::search(page, key).ok()?;
     if swizzledb_btree::node::is_stub(page, i) {
         return None;
     }
     let before = swizzledb_btree::node::value(page, i);
-    let after = crate::record::splice(before, *at, *tail, old, new)?;
+    let after = crate::record::splice(before, edits, crate::record::Direction::Forward)?;
     Some((before.to_vec(), after))
 }
 
