@@ -1,6 +1,9 @@
 //! What a database owns on disk besides its pages (RECOVERY.md R13, R14): the exclusive lock on
 //! the data file, and the log directory's identity file, which names the database the log
-//! belongs to and carries the log directory's lock.
+//! belongs to and carries the log directory's lock. The log directory also holds the log's
+//! segments and master record (wal README), the archive (R17), the decoupled cleaner's progress
+//! (R20) and the double-write area, `doublewrite` (R3, buffer README F15): a copy of a logged
+//! database is whole only with its `.wal` directory.
 //!
 //! ```text
 //! <path>.wal/database-id   (created with the database, never rewritten)
