@@ -6,8 +6,8 @@
 //! change after a write logged the page's whole image (the log's largest cost by far). Now a
 //! page file with a [`DoubleWrite`] writes each batch of pages twice: first into a free region
 //! of the area's file, synced, then in place. At any moment a page whose in-place write may be
-//! torn has a whole copy in the area, and [`DoubleWrite::restore`], run when a logged database
-//! opens and before anything reads its pages, puts it back.
+//! torn has a whole copy in the area; [`DoubleWrite::torn_pages`] names those copies when a
+//! logged database opens, before anything reads its pages, and the engine puts them back.
 //!
 //! The area is `REGIONS` regions of `SLOTS` page slots. A region is *free*, *in use* by one
 //! writer (its copies written and synced, the in-place writes in flight), or *unsynced* (the
@@ -40,7 +40,6 @@ pub struct DoubleWrite {
     freed: Condvar,
 }
 
-#[derive(Default)]
 struct Regions {
     free: Vec<usize>,
     unsynced: Vec<usize>,
@@ -55,7 +54,7 @@ impl std::fmt::Debug for DoubleWrite {
 impl DoubleWrite {
     /// Opens the area's file at `path` through `vfs`, creating it if it does not exist, for a
     /// data file of `page_size`-byte pages. Whatever the file holds stays until
-    /// [`DoubleWrite::restore`] has read it: slots are only overwritten by later writes.
+    /// [`DoubleWrite::torn_pages`] has read it: slots are only overwritten by later writes.
     ///
     /// # Errors
     /// [`BufferError::Io`] naming the file if it cannot be opened or created.
@@ -194,6 +193,7 @@ impl DoubleWrite {
     }
 }
 
-fn first_error(results: Vec<io::Result<()>>) -> io::Result<()> {
+/// The first error of a batch of writes, if any.
+pub(crate) fn first_error(results: Vec<io::Result<()>>) -> io::Result<()> {
     results.into_iter().find(std::result::Result::is_err).unwrap_or(Ok(()))
 }

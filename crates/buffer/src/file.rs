@@ -20,7 +20,7 @@ use std::sync::Arc;
 use swizzledb_sync::{OpenMode, PageId, Vfs, VfsFile};
 
 use crate::aligned::AlignedBuf;
-use crate::doublewrite::DoubleWrite;
+use crate::doublewrite::{first_error, DoubleWrite};
 use crate::error::{BufferError, Result};
 use crate::meta::{self, Meta};
 use crate::page::{self, PageType, HEADER_SIZE, MIN_PAGE_SIZE};
@@ -114,12 +114,13 @@ impl PageFile {
         let _ = self.double_write.set(area);
     }
 
-    /// Writes sealed pages at their offsets, through the double-write area if one is installed
-    /// (F15); page 0 never goes through it.
+    /// Writes sealed pages at their offsets: through the double-write area if one is installed
+    /// (F15; page 0 never goes through it), else one write, or a batch of them (F14).
     fn write_sealed(&self, writes: &[(&[u8], u64)], meta: bool) -> io::Result<()> {
-        match self.double_write.get() {
-            Some(area) if !meta => area.write(&*self.file, writes),
-            _ => writes.iter().try_for_each(|&(buf, off)| self.file.write_all_at(buf, off)),
+        match (self.double_write.get(), writes) {
+            (Some(area), _) if !meta => area.write(&*self.file, writes),
+            (_, &[(buf, off)]) => self.file.write_all_at(buf, off),
+            _ => first_error(self.file.write_all_at_batch(writes)),
         }
     }
 
@@ -514,16 +515,7 @@ impl PageFile {
             page::seal(buf);
         }
         let writes: Vec<(&[u8], u64)> = pages.iter().zip(&offsets).map(|((_, b), &o)| (&**b, o)).collect();
-        let result = match self.double_write.get() {
-            Some(area) => area.write(&*self.file, &writes),
-            None => self
-                .file
-                .write_all_at_batch(&writes)
-                .into_iter()
-                .find(std::result::Result::is_err)
-                .unwrap_or(Ok(())),
-        };
-        result.map_err(|e| self.fail(e))
+        self.write_sealed(&writes, false).map_err(|e| self.fail(e))
     }
 
     /// [`write_page`](Self::write_page) without the clean-marker step (F11).

@@ -45,9 +45,9 @@ pub struct RestartStats {
     pub compensations: u64,
     /// Pages redo found damaged in the file and rebuilt by single-page recovery (R18).
     pub pages_repaired: u64,
-    /// Pages whose copy in the file was torn by the crash, or older than their last write, put
-    /// back from the double-write area before anything read them (RECOVERY.md R3, buffer
-    /// README F15).
+    /// Pages whose copy in the file failed its checksum (a write torn by the crash), put back
+    /// from the double-write area with the log's later changes before anything read them
+    /// (RECOVERY.md R3, buffer README F15).
     pub torn_pages_restored: u64,
     /// Whether the restart was instant (R22): analysis read the archive (`analyzed` counts
     /// the records of the log's unarchived tail), and redo was left to the pages' first fetch
