@@ -152,6 +152,18 @@ fn underfull(page: &[u8]) -> bool {
 }
 
 /// Largest combined fill for merging two nodes into one.
+/// T9: what a failed maintenance pass means for the operation that ran it. Running short of
+/// frames only ends the pass (the tree is valid either way, and retrying the operation would
+/// repeat its change); an I/O error, damage or a failed log is the operation's error, although
+/// its own change is made (and logged): the caller — an auto-commit rolling back, a restart —
+/// must hear that the disk or the log failed.
+fn maintenance(pass: Result<()>) -> Result<()> {
+    match pass {
+        Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => Ok(()),
+        other => other,
+    }
+}
+
 fn fits_merged(a: &[u8], b: &[u8]) -> bool {
     node::used_bytes(a) + node::used_bytes(b) <= node::capacity(a.len()) * 3 / 4
 }
@@ -640,7 +652,7 @@ impl Tree {
             maintain = true;
         };
         drop(leaf);
-        self.maintain_if(maintain, key, log);
+        self.maintain_if(maintain, key, log)?;
         Ok(existed)
     }
 
@@ -705,7 +717,7 @@ impl Tree {
             maintain = true;
         }
         drop(leaf);
-        self.maintain_if(maintain, key, log);
+        self.maintain_if(maintain, key, log)?;
         Ok(true)
     }
 
@@ -740,7 +752,7 @@ impl Tree {
         let merge = underfull(&leaf);
         drop(leaf);
         if saw_foster || merge {
-            let _ = self.maintain(key, log);
+            maintenance(self.maintain(key, log))?;
         }
         Ok(true)
     }
@@ -852,9 +864,11 @@ impl Tree {
 
     /// After a write that split a node or passed a foster child: maintenance along `key`'s path,
     /// opportunistic (the tree is correct with or without adoption, T9).
-    fn maintain_if(&self, needed: bool, key: &[u8], log: Log<'_>) {
+    fn maintain_if(&self, needed: bool, key: &[u8], log: Log<'_>) -> Result<()> {
         if needed {
-            let _ = self.maintain(key, log);
+            maintenance(self.maintain(key, log))
+        } else {
+            Ok(())
         }
     }
 
@@ -1314,7 +1328,7 @@ impl Tree {
             maintain = true;
         }
         drop(leaf);
-        self.maintain_if(maintain, key, log);
+        self.maintain_if(maintain, key, log)?;
         Ok(Ok(()))
     }
 

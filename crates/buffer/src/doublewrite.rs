@@ -29,7 +29,7 @@ use crate::page;
 /// Regions of the area: as many batches as can have their in-place writes in flight at once.
 const REGIONS: usize = 8;
 /// Page slots per region: a larger batch is written a region at a time.
-const SLOTS: usize = 64;
+pub(crate) const SLOTS: usize = 64;
 
 /// The double-write area of one data file (README F15).
 pub struct DoubleWrite {
@@ -131,7 +131,11 @@ impl DoubleWrite {
                     self.freed.notify_all();
                 }
                 Err(e) => {
+                    // Waiters that found nothing to sync while this sync ran must see the regions
+                    // again (and try the sync themselves), or they would wait for a release that
+                    // may never come.
                     regions.unsynced.extend(synced);
+                    self.freed.notify_all();
                     return Err(e);
                 }
             }

@@ -1209,6 +1209,43 @@ mod tests {
     }
 
     /// A leaf page whose body and page LSN are `round`.
+    /// F15: when the data-file sync that frees the area's regions fails, every writer waiting
+    /// for a region wakes and returns (the sync's error, or the file's F4 refusal): none waits
+    /// for a release that never comes. Many rounds, so that a writer often arrives while
+    /// another's sync runs.
+    #[test]
+    fn f15_a_failed_sync_for_regions_leaves_no_writer_waiting() {
+        use crate::DoubleWrite;
+        for round in 0..200u64 {
+            let fs = FaultFs::new();
+            let (pf, _) = build_on(&fs);
+            pf.set_len_pages(40).expect("grow");
+            pf.sync().expect("sync");
+            pf.use_double_write(Arc::new(DoubleWrite::open(&fs, Path::new("/db/dw"), 4096).expect("area")));
+            // Every region holds a batch whose in-place write is not synced yet.
+            for n in 10..18 {
+                pf.write_page(pid(n), &mut lsn_leaf(pid(n), 1)).expect("write");
+            }
+            fs.fail_next(FaultRule::new(Op::Sync, Fault::Eio).on_path("/db/data").repeating());
+            let pf = Arc::new(pf);
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            for t in 0..4u64 {
+                let (pf, done_tx) = (Arc::clone(&pf), done_tx.clone());
+                std::thread::spawn(move || {
+                    let n = 20 + t;
+                    let result = pf.write_page(pid(n), &mut lsn_leaf(pid(n), 2));
+                    done_tx.send(result.is_err()).unwrap();
+                });
+            }
+            for _ in 0..4 {
+                let failed = done_rx
+                    .recv_timeout(std::time::Duration::from_secs(20))
+                    .unwrap_or_else(|_| panic!("round {round}: a writer still waits for a region"));
+                assert!(failed, "round {round}: a write needing a region succeeded without a sync");
+            }
+        }
+    }
+
     fn lsn_leaf(id: PageId, round: u8) -> Vec<u8> {
         let mut p = leaf(4096, id, round);
         page::set_page_lsn(&mut p, Lsn(u64::from(round)));

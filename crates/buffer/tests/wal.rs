@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use swizzledb_buffer::fault::FaultFs;
+use swizzledb_buffer::fault::{FaultFs, Op};
 use swizzledb_buffer::{BufferError, BufferPool, Exclusive, LogFlush, Lsn, PoolMode};
 
 /// A pool on a recording file system with the recorder as its log.
@@ -324,4 +324,71 @@ fn b19_a_page_being_written_stays_in_the_dirty_page_table_until_written() {
         *rec.before_write.lock().unwrap() = None;
         assert!(!pool.dirty_pages().iter().any(|&(p, _)| p == leaf), "{path}: written, so no longer listed");
     }
+}
+
+/// B23 with the double-write area (F15): the cleaner's write-back writes its pages in batches
+/// of one region, so 100 dirty pages cost a few syncs of the area, not one per page; and a
+/// page whose latch is held while the batches run is written after them, once it is free.
+#[test]
+fn b23_write_back_goes_in_double_write_batches_and_writes_a_busy_page_after_them() {
+    let rec = Arc::new(Recorder::default());
+    let fs = FaultFs::new();
+    let vfs: Arc<dyn swizzledb_buffer::Vfs> = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
+    vfs.create_dir_all(std::path::Path::new("/t")).expect("mkdir");
+    let area = swizzledb_buffer::DoubleWrite::open(&*vfs, std::path::Path::new("/t/dw"), PS).expect("area");
+    let log: Arc<dyn LogFlush> = rec.clone();
+    let config = swizzledb_buffer::PoolConfig {
+        double_write: Some(Arc::new(area)),
+        ..config(vfs, PoolMode::Traditional, 160, Some(log))
+    };
+    let pool = BufferPool::create(db_path(), &config, Arc::new(Owner)).expect("create pool");
+    let mut lsns = Lsns::default();
+    let root = make_root(&pool, &mut lsns);
+    for i in 0..100u8 {
+        add_leaf(&pool, root, i, &mut lsns);
+    }
+    let dirty = pool.dirty_pages().len();
+    assert!(dirty >= 100, "{dirty} dirty pages");
+    let syncs_before = fs.calls(Op::Sync, Some("/t/dw"));
+    // Hold leaf 7 exclusively until the batches have been written.
+    let busy = with_child(&pool, root, 7, |c| c.page_id()).expect("leaf 7");
+    let pool = &pool;
+    let written = std::thread::scope(|s| {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let holder = s.spawn(move || {
+            with_child(pool, root, 7, |c| {
+                held_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                c[DATA] = 207;
+                c.set_page_lsn(Lsn(10_000));
+            })
+            .expect("hold leaf 7")
+        });
+        held_rx.recv().unwrap();
+        let cleaner = s.spawn(move || pool.write_back_older(Lsn(u64::MAX), usize::MAX).expect("write-back"));
+        // The batches go first; the cleaner then waits for the held latches. (A write-back
+        // that waited for them first would write nothing until the deadline.)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut batches_first = false;
+        while !batches_first && std::time::Instant::now() < deadline {
+            batches_first = rec.events().iter().any(|e| matches!(e, Event::Written(p, _) if *p != busy));
+            std::thread::yield_now();
+        }
+        go_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert!(batches_first, "the write-back waited for a held latch before writing the free pages");
+        cleaner.join().unwrap()
+    });
+    assert_eq!(written, dirty, "every dirty page is written, the busy one included");
+    assert!(pool.dirty_pages().is_empty(), "nothing stays dirty");
+    let syncs = fs.calls(Op::Sync, Some("/t/dw")) - syncs_before;
+    // Two batches of up to 64 pages, then leaf 7 and the root (the holder latched both) alone.
+    assert!(syncs <= 4, "{dirty} pages cost {syncs} syncs of the double-write area");
+    let got = with_child(pool, root, 7, |c| c[DATA]).expect("leaf 7");
+    assert_eq!(got, 207, "the busy page's change is kept");
+    assert!(
+        rec.events().iter().any(|e| matches!(e, Event::Written(p, l) if *p == busy && *l == Lsn(10_000))),
+        "the busy page was written with the change made while the batches ran"
+    );
 }

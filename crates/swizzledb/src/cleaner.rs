@@ -6,10 +6,10 @@
 //!
 //! One round: if the log kept on disk (`end - oldest`) exceeds three quarters of the bound, write
 //! back every dirty page whose recovery LSN lies more than half the bound behind the end (oldest
-//! first, in batches, each batch in page-id order: `BufferPool::write_back_older`), then
-//! checkpoint. Pages changed within the newest half stay dirty: a page written back logs its
-//! whole image with its next change (R3), so writing recently changed pages would mostly add
-//! log. Writers that
+//! first, in batches, each batch in page-id order and written through the double-write area
+//! 64 pages at a time: `BufferPool::write_back_older`), then checkpoint. Pages changed within
+//! the newest half stay dirty: they are the ones most likely to change again, and writing them
+//! would cost a write each time without moving truncation much. Writers that
 //! begin a transaction while the log is over its bound wait for a round (`Throttle`), so a
 //! writer faster than the disk cannot outrun the cleaner.
 

@@ -253,6 +253,14 @@ impl Core {
     }
 
     /// A transaction ended: it releases its locks and leaves the transaction table.
+    /// Releases a transaction's record locks (K8): at its end, or at its commit record in sync
+    /// mode (R2's early lock release).
+    pub(crate) fn release_locks(&self, txn: TxnId) {
+        if let Some(locks) = &self.locks {
+            locks.release_all(txn);
+        }
+    }
+
     pub(crate) fn finish_txn(&self, txn: TxnId) {
         if let Some(locks) = &self.locks {
             locks.release_all(txn);

@@ -3,7 +3,6 @@
 
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use swizzledb_btree::log::LogFailure;
@@ -106,11 +105,16 @@ impl TxnShared {
 /// The log manager plus the transaction table: everything a logged database shares.
 pub(crate) struct Wal {
     pub(crate) log: Arc<LogManager>,
-    txns: Mutex<BTreeMap<TxnId, Arc<TxnShared>>>,
+    /// The transaction table, in shards by transaction number so that beginning and ending
+    /// transactions on many threads share no lock.
+    txns: Box<[TxnShard]>,
     pub(crate) commit_mode: CommitMode,
     /// Serializes checkpoints, and the decoupled cleaner's replays with them (R20).
     pub(crate) checkpointing: Mutex<()>,
     pub(crate) stats: WalStats,
+    /// The highest commit record whose transaction released its locks before the record was
+    /// durable (R2's early lock release); a later commit in sync mode waits until it is.
+    released_commit: AtomicU64,
     /// The log archive, if the database keeps one (R17).
     pub(crate) archive: Option<Arc<Archive>>,
     /// Serializes archiving (runs must follow each other, wal README A1), and holds the
@@ -136,6 +140,27 @@ enum Archiving {
     /// The background archiver's: no run for a short stretch without page changes.
     SkipEmpty,
 }
+
+/// Encodes `record` into this thread's buffer and appends it: no allocation per record.
+fn append_encoded(log: &LogManager, record: &Record) -> Result<Lsn, LogError> {
+    /// A buffer that grew past this for a large record is not kept.
+    const KEEP: usize = 64 << 10;
+    thread_local! {
+        static BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let body = record.encode_into(BUF.take());
+    let appended = log.append(&body);
+    if body.capacity() <= KEEP {
+        BUF.set(body);
+    }
+    appended
+}
+
+/// Shards of the transaction table.
+const TXN_SHARDS: usize = 16;
+
+/// One shard of the transaction table: the running transactions whose number it holds.
+type TxnShard = Mutex<rustc_hash::FxHashMap<TxnId, Arc<TxnShared>>>;
 
 /// Log bytes without page changes the background archiver leaves unarchived rather than add an
 /// empty run.
@@ -183,10 +208,11 @@ impl Wal {
     pub(crate) fn new(log: Arc<LogManager>, commit_mode: CommitMode) -> Wal {
         Wal {
             log,
-            txns: Mutex::new(BTreeMap::new()),
+            txns: (0..TXN_SHARDS).map(|_| Mutex::new(rustc_hash::FxHashMap::default())).collect(),
             commit_mode,
             checkpointing: Mutex::new(()),
             stats: WalStats::default(),
+            released_commit: AtomicU64::new(0),
             archive: None,
             archiving: Mutex::new(None),
             merging: Mutex::new(()),
@@ -361,23 +387,43 @@ impl Wal {
     }
 
     pub(crate) fn append(&self, record: &Record) -> Result<Lsn, LogError> {
-        self.log.append(&record.encode())
+        append_encoded(&self.log, record)
+    }
+
+    fn txn_shard(&self, id: TxnId) -> &TxnShard {
+        &self.txns[(id.0 % TXN_SHARDS as u64) as usize]
+    }
+
+    /// R2: a transaction releases its locks with its commit record at `lsn` not yet durable.
+    pub(crate) fn released_early(&self, lsn: Lsn) {
+        self.released_commit.fetch_max(lsn.0, Ordering::AcqRel);
+    }
+
+    /// R2: returns once every commit record whose transaction released its locks early is
+    /// durable, so that a sync-mode commit never acknowledges what it read before the writer's
+    /// commit is durable. Costs two loads when there is nothing to wait for.
+    pub(crate) fn await_released(&self) -> Result<(), LogError> {
+        let released = self.released_commit.load(Ordering::Acquire);
+        if released == 0 || self.log.durable().0 > released {
+            return Ok(());
+        }
+        self.log.flush(Lsn(released))
     }
 
     /// Registers a transaction under a given id (restart's losers).
     pub(crate) fn register(&self, id: TxnId) -> Arc<TxnShared> {
         let shared = Arc::new(TxnShared::new(id));
-        self.txns.lock().insert(id, Arc::clone(&shared));
+        self.txn_shard(id).lock().insert(id, Arc::clone(&shared));
         shared
     }
 
     /// The entry of a running transaction.
     pub(crate) fn running(&self, id: TxnId) -> Option<Arc<TxnShared>> {
-        self.txns.lock().get(&id).cloned()
+        self.txn_shard(id).lock().get(&id).cloned()
     }
 
     pub(crate) fn forget(&self, id: TxnId) {
-        self.txns.lock().remove(&id);
+        self.txn_shard(id).lock().remove(&id);
     }
 
     /// Logs a structure change (T13): each page by its logical change, or by its disk image
@@ -475,7 +521,11 @@ impl Wal {
         // R16: a transaction whose record precedes the begin record is read only once its entry
         // shows that record; one that appends later may be read before or after, since analysis
         // reads its records from the begin record on.
-        let listed: Vec<Arc<TxnShared>> = self.txns.lock().values().cloned().collect();
+        // Shard by shard: a transaction with a record before the begin record registered before
+        // it, so its shard shows it unless it has ended.
+        let mut listed: Vec<Arc<TxnShared>> =
+            self.txns.iter().flat_map(|shard| shard.lock().values().cloned().collect::<Vec<_>>()).collect();
+        listed.sort_unstable_by_key(|t| t.id);
         let mut txns = Vec::new();
         let mut oldest_txn: Option<u64> = None;
         for t in &listed {
@@ -594,7 +644,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
         self.expect(page, page_lsn);
         // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
-        if let Err(e) = self.log.append(&Record::PageWrite { page, page_lsn, decoupled: None }.encode()) {
+        if let Err(e) = append_encoded(&self.log, &Record::PageWrite { page, page_lsn, decoupled: None }) {
             log::warn!("swizzledb: no page-write record for page {page} ({e}); restart redoes more of it");
         }
     }
@@ -603,7 +653,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         self.expect(page, page_lsn);
         // Best effort, as above: without it a decoupled checkpoint keeps the page dirty.
         let record = Record::PageWrite { page, page_lsn, decoupled: Some(complete_below) };
-        if let Err(e) = self.log.append(&record.encode()) {
+        if let Err(e) = append_encoded(&self.log, &record) {
             log::warn!("swizzledb: no page-write record for page {page} ({e}); checkpoints keep it dirty");
         }
     }

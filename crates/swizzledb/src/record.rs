@@ -705,7 +705,14 @@ impl Record {
     /// Encodes the record as a log body.
     #[must_use]
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer(Vec::with_capacity(64));
+        self.encode_into(Vec::with_capacity(64))
+    }
+
+    /// Encodes the record as a log body into `buf` (cleared first) and returns it: the logged
+    /// path reuses one buffer per thread instead of allocating per record.
+    pub(crate) fn encode_into(&self, mut buf: Vec<u8>) -> Vec<u8> {
+        buf.clear();
+        let mut w = Writer(buf);
         w.u8(self.kind().into());
         match self {
             Record::Begin { txn } => w.var(txn.0),

@@ -255,16 +255,27 @@ impl<'db> Transaction<'db> {
 
     fn log_commit(&self) -> Result<()> {
         let Some(wal) = self.log.wal else { return Ok(()) };
+        let sync = wal.commit_mode == CommitMode::Sync;
         if self.log.shared.last() != Lsn(0) {
             let txn = self.id();
             let lsn = self.log.append_then(
                 |prev| Record::Commit { txn, prev },
                 |_| self.log.shared.set_state(TxnState::Committed),
             )?;
-            if wal.commit_mode == CommitMode::Sync {
+            if sync {
+                // R2: early lock release. The commit record is in the log, so whoever takes a
+                // lock after this and commits logs its own commit after it (and its flush covers
+                // this one), or commits nothing and waits in `await_released`. So the wait for
+                // the flush holds no lock another transaction needs.
+                wal.released_early(lsn);
+                self.db.release_locks(txn);
                 wal.log.flush(lsn)?;
             }
             self.log.append(|prev| Record::End { txn, prev })?;
+        } else if sync {
+            // R2: a transaction that logged nothing may have read a change whose commit released
+            // its locks before it was durable: acknowledge only once that commit is.
+            wal.await_released()?;
         }
         Ok(())
     }

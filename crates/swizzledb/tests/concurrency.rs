@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 use swizzledb::lab::DatabaseExt as _;
-use swizzledb::{Database, PoolMode, Tree};
+use swizzledb::{CommitMode, Database, PoolMode, Tree};
 
 const THREADS: u64 = 4;
 
@@ -96,7 +96,13 @@ fn stress_disjoint_keys_all_modes() {
         with_watchdog(mode.name(), move || {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("stress.swz");
-            let builder = Database::builder().mode(mode).page_size(4096).pool_bytes(pool_for(mode));
+            // Asynchronous commit: the races under test are the tree's and the pool's, not one
+            // fsync per put (group commit has its own tests).
+            let builder = Database::builder()
+                .mode(mode)
+                .page_size(4096)
+                .pool_bytes(pool_for(mode))
+                .commit_mode(CommitMode::Async);
             let db = builder.clone().create(&path).unwrap();
             let tree = db.create_tree("t").unwrap();
             let oracles = disjoint_workers(&tree, 20_000);
@@ -159,6 +165,7 @@ fn stress_overlapping_keys_all_modes() {
                     .mode(mode)
                     .page_size(4096)
                     .pool_bytes(pool_for(mode))
+                    .commit_mode(CommitMode::Async)
                     .create(dir.path().join("overlap.swz"))
                     .unwrap(),
             );
@@ -297,6 +304,7 @@ fn b29_b31_sixteen_threads_in_a_32_frame_pool_lose_nothing() {
                 .mode(mode)
                 .page_size(4096)
                 .pool_bytes(32 * 4096)
+                .commit_mode(CommitMode::Async)
                 .lab(|l| l.background_eviction(evictor))
                 .lab(|l| l.optimistic_leaf_reads(evictor));
             let db = builder.clone().create(&path).unwrap();

@@ -12,6 +12,8 @@ use swizzledb::lock::LockError;
 use swizzledb::lock::TxnId;
 use swizzledb::{Database, Error, PoolMode, Tree};
 
+mod common;
+
 /// How long a test waits to be sure a blocked reader stays blocked.
 const BLOCKED: Duration = Duration::from_millis(150);
 /// A watchdog for anything that should finish.
@@ -442,4 +444,84 @@ fn transact_rolls_back_on_request() {
     assert!(matches!(&r, Err(Error::Aborted(why)) if why == "no stock"), "{r:?}");
     assert_eq!(runs, 1);
     assert_eq!(t.get(b"x").unwrap(), None);
+}
+
+/// RECOVERY.md R2, LOCKS.md K8 (early lock release): a sync-mode commit waits for its flush
+/// without holding its locks. While the log's sync is held at a gate, another transaction writes
+/// the committing transaction's key at once; a read-only transaction that read the new value is
+/// not acknowledged before the writer's commit is durable; and everything ends as committed.
+#[test]
+fn r2_a_commit_waiting_for_its_flush_holds_no_lock_and_readers_wait_for_its_durability() {
+    let gate = common::SyncGate::new(common::new_fs());
+    let db = Arc::new(
+        common::builder(PoolMode::Swizzling, Arc::new(gate.clone())).create(common::db_path()).unwrap(),
+    );
+    let t = db.create_tree("t").unwrap();
+    t.insert(b"k", b"v0").unwrap();
+
+    gate.set_open(false);
+    let (committed_tx, committed_rx) = mpsc::channel();
+    let writer = {
+        let (db, t, committed_tx) = (Arc::clone(&db), t.clone(), committed_tx.clone());
+        std::thread::spawn(move || {
+            let mut a = db.begin();
+            a.put(&t, b"k", b"v1").unwrap();
+            a.commit().unwrap();
+            committed_tx.send("writer").unwrap();
+        })
+    };
+    // The writer waits for its flush at the gate.
+    let start = Instant::now();
+    while gate.held() == 0 {
+        assert!(start.elapsed() < DEADLINE, "the writer never reached its sync");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(committed_rx.recv_timeout(BLOCKED).is_err(), "a sync commit returned before its flush");
+
+    // Its lock is free: a second writer takes the key without waiting for the flush.
+    let (wrote_tx, wrote_rx) = mpsc::channel();
+    let second = {
+        let (db, t, committed_tx) = (Arc::clone(&db), t.clone(), committed_tx.clone());
+        std::thread::spawn(move || {
+            let mut b = db.begin();
+            let seen = b.get(&t, b"k").unwrap();
+            b.put(&t, b"k", b"v2").unwrap();
+            wrote_tx.send(seen).unwrap();
+            b.commit().unwrap();
+            committed_tx.send("second").unwrap();
+        })
+    };
+    let seen = wrote_rx
+        .recv_timeout(DEADLINE)
+        .expect("the second writer could not take the key while the first waited for its flush");
+    assert_eq!(seen.as_deref(), Some(&b"v1"[..]), "the first commit is visible once its locks are released");
+    // A read outside a transaction waits until the second writer has released the key at its
+    // commit record (K14), and sees its commit, not yet durable either.
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v2"[..]));
+
+    // A read-only transaction that read a not-yet-durable commit is not acknowledged before it.
+    let reader = {
+        let (db, t, committed_tx) = (Arc::clone(&db), t.clone(), committed_tx.clone());
+        std::thread::spawn(move || {
+            let c = db.begin();
+            let seen = c.get(&t, b"k").unwrap();
+            c.commit().unwrap();
+            committed_tx.send("reader").unwrap();
+            seen
+        })
+    };
+    assert!(
+        committed_rx.recv_timeout(BLOCKED).is_err(),
+        "a commit was acknowledged while the log's sync was held"
+    );
+
+    gate.set_open(true);
+    writer.join().unwrap();
+    second.join().unwrap();
+    let read = reader.join().unwrap();
+    assert!(matches!(read.as_deref(), Some(b"v1" | b"v2")), "{read:?}");
+    let mut done: Vec<&str> = committed_rx.try_iter().collect();
+    done.sort_unstable();
+    assert_eq!(done, ["reader", "second", "writer"]);
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v2"[..]));
 }

@@ -34,6 +34,7 @@ pub mod error;
 mod frame;
 mod manager;
 mod master;
+mod publish;
 mod ring;
 mod segment;
 

@@ -4,10 +4,11 @@
 use crate::error::{LogError, Result};
 use crate::frame::{self, FIRST_LSN, HEADER};
 use crate::master;
+use crate::publish::{Completed, Striped};
 use crate::ring::Ring;
 use crate::segment::{self, FrameReader, Segments, Step};
 use parking_lot::{Condvar, Mutex};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -165,9 +166,9 @@ impl LogStats {
 
 #[derive(Debug, Default)]
 struct Counters {
-    appends: AtomicU64,
-    body_bytes: AtomicU64,
-    log_bytes: AtomicU64,
+    /// Bumped by every appender: striped, so that they share no cache line (W12).
+    appends: Striped,
+    body_bytes: Striped,
     buffer_full_waits: AtomicU64,
     flush_requests: AtomicU64,
     flush_already_durable: AtomicU64,
@@ -181,15 +182,6 @@ struct Counters {
 
 fn bump(c: &AtomicU64, by: u64) {
     c.fetch_add(by, Ordering::Relaxed);
-}
-
-/// Ranges published out of order, waiting for the ranges before them (W5).
-#[derive(Debug)]
-struct Pending {
-    /// End of the completed prefix: every reserved byte below it has been copied into the ring.
-    upto: u64,
-    /// Completed ranges above `upto`: start -> end.
-    done: BTreeMap<u64, u64>,
 }
 
 /// State owned by whoever holds the writer mutex (the leader, W6).
@@ -215,14 +207,13 @@ struct Inner {
     segment_bytes: u64,
     max_body: usize,
     ring: Ring,
-    /// The reservation point: the LSN the next frame (or padding) starts at (W4, step 1).
-    next: Mutex<u64>,
-    /// Out-of-order completions; `published` is signalled when the completed prefix grows or the
-    /// log fails.
-    pending: Mutex<Pending>,
-    published: Condvar,
-    /// Mirror of `pending.upto`, stored with release after the ring words it covers.
-    completed: AtomicU64,
+    /// The reservation point: the LSN the next frame (or padding) starts at (W4, step 1),
+    /// moved by compare-and-swap.
+    next: AtomicU64,
+    /// Where the log began when opened: `next - start` bytes were reserved since.
+    start: u64,
+    /// The completed prefix and its waiters (W5).
+    completed: Completed,
     /// Every byte below this LSN is in a segment file (not necessarily durable). Written only
     /// under the writer mutex; the ring space below it may be reused (W4).
     written: AtomicU64,
@@ -392,10 +383,9 @@ impl LogManager {
             segment_bytes,
             max_body,
             ring: Ring::new(buffer_bytes),
-            next: Mutex::new(end),
-            pending: Mutex::new(Pending { upto: end, done: BTreeMap::new() }),
-            published: Condvar::new(),
-            completed: AtomicU64::new(end),
+            next: AtomicU64::new(end),
+            start: end,
+            completed: Completed::new(buffer_bytes as u64, end),
             written: AtomicU64::new(end),
             durable: AtomicU64::new(end),
             synced: AtomicU64::new(end),
@@ -461,7 +451,7 @@ impl LogManager {
 
     /// The LSN the next append would get if it fits in the current segment (a lower bound).
     pub fn end(&self) -> Lsn {
-        Lsn(*self.inner.next.lock())
+        Lsn(self.inner.next.load(Ordering::Acquire))
     }
 
     /// The first LSN still kept: records below it were truncated (W9).
@@ -564,9 +554,9 @@ impl LogManager {
         let c = &self.inner.counters;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         LogStats {
-            appends: l(&c.appends),
-            body_bytes: l(&c.body_bytes),
-            log_bytes: l(&c.log_bytes),
+            appends: c.appends.sum(),
+            body_bytes: c.body_bytes.sum(),
+            log_bytes: self.inner.next.load(Ordering::Acquire) - self.inner.start,
             buffer_full_waits: l(&c.buffer_full_waits),
             flush_requests: l(&c.flush_requests),
             flush_already_durable: l(&c.flush_already_durable),
@@ -626,9 +616,8 @@ impl Inner {
                 *f = Some(err.to_string());
             }
         }
-        self.failed.store(true, Ordering::Release);
-        let _p = self.pending.lock();
-        self.published.notify_all();
+        self.failed.store(true, Ordering::SeqCst);
+        self.completed.wake();
         err
     }
 
@@ -637,23 +626,8 @@ impl Inner {
         if body.len() > self.max_body {
             return Err(LogError::RecordTooLarge { len: body.len(), max: self.max_body });
         }
-        let flen = frame::frame_len(body.len());
-        let cap = self.ring.capacity();
-        // W4 step 1: reserve [pos, end) — padding up to the next segment if the frame does not fit.
-        let (pos, start, end) = loop {
-            {
-                let mut next = self.next.lock();
-                let pos = *next;
-                let seg_end = segment::start_of(pos, self.segment_bytes) + self.segment_bytes;
-                let start = if pos + flen > seg_end { seg_end } else { pos };
-                let end = start + flen;
-                if end - self.written.load(Ordering::Acquire) <= cap {
-                    *next = end;
-                    break (pos, start, end);
-                }
-            }
-            self.make_room()?;
-        };
+        let reserved = self.reserve(frame::frame_len(body.len()), |_| false, || self.make_room())?;
+        let (pos, start, end) = reserved.expect("W4: an append never gives up its reservation");
         // W4 step 2: fill the reserved words, no lock held.
         if start > pos {
             self.ring.store(pos, &frame::pad_header(pos, start - pos));
@@ -662,57 +636,65 @@ impl Inner {
         self.ring.store(start, &frame::record_header(start, body));
         self.ring.store(start + HEADER, body);
         // W4 step 3: publish.
-        self.publish(pos, end);
-        bump(&self.counters.appends, 1);
-        bump(&self.counters.body_bytes, body.len() as u64);
-        bump(&self.counters.log_bytes, end - pos);
+        self.completed.publish(pos, end);
+        self.counters.appends.add(1);
+        self.counters.body_bytes.add(body.len() as u64);
         Ok(Lsn(start))
     }
 
-    /// W5: adds `[from, to)` to the completed ranges and advances the completed prefix.
-    fn publish(&self, from: u64, to: u64) {
-        let mut p = self.pending.lock();
-        if from == p.upto {
-            let mut upto = to;
-            while let Some(e) = p.done.remove(&upto) {
-                upto = e;
+    /// W4 step 1: reserves `[pos, end)` for a frame of `flen` bytes at the reservation point,
+    /// with padding `[pos, start)` up to the next segment if the frame does not fit in pos's
+    /// segment, and returns `(pos, start, end)`: a compare-and-swap of `next`, retried when
+    /// another appender moved it first. `full` runs when the ring has no room for the range (it
+    /// makes room, or fails); `give_up(pos)`, asked before each try, makes it return `None`.
+    fn reserve(
+        &self,
+        flen: u64,
+        give_up: impl Fn(u64) -> bool,
+        mut full: impl FnMut() -> Result<()>,
+    ) -> Result<Option<(u64, u64, u64)>> {
+        let cap = self.ring.capacity();
+        let mut pos = self.next.load(Ordering::Acquire);
+        loop {
+            if give_up(pos) {
+                return Ok(None);
             }
-            p.upto = upto;
-            self.completed.store(upto, Ordering::Release);
-            self.published.notify_all();
-        } else {
-            p.done.insert(from, to);
+            let seg_end = segment::start_of(pos, self.segment_bytes) + self.segment_bytes;
+            let start = if pos + flen > seg_end { seg_end } else { pos };
+            let end = start + flen;
+            // `written` only grows, so room seen here is still there when the swap succeeds. A
+            // stale `pos` may lie below `written` (others reserved and wrote out since it was
+            // read): then the swap fails, and the next try starts from the current `next`.
+            if end.saturating_sub(self.written.load(Ordering::Acquire)) > cap {
+                bump(&self.counters.buffer_full_waits, 1);
+                full()?;
+                pos = self.next.load(Ordering::Acquire);
+                continue;
+            }
+            match self.next.compare_exchange_weak(pos, end, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(Some((pos, start, end))),
+                Err(now) => pos = now,
+            }
         }
     }
 
     /// The ring is full (W4): write out the completed prefix, or wait until there is one.
     fn make_room(&self) -> Result<()> {
-        bump(&self.counters.buffer_full_waits, 1);
         let written = self.written.load(Ordering::Acquire);
-        if self.completed.load(Ordering::Acquire) > written {
+        if self.completed.get() > written {
             let mut w = self.writer.lock();
             self.check_failed()?;
-            let upto = self.completed.load(Ordering::Acquire);
+            let upto = self.completed.get();
             self.write_out(&mut w, upto)
         } else {
             // The oldest reservation is still being copied; its owner publishes without waiting.
-            let mut p = self.pending.lock();
-            while p.upto <= written && !self.failed.load(Ordering::Acquire) {
-                self.published.wait(&mut p);
-            }
-            drop(p);
-            self.check_failed()
+            self.wait_completed(written)
         }
     }
 
     /// Waits until every reservation below `lsn + 1` is published.
     fn wait_completed(&self, lsn: u64) -> Result<()> {
-        if self.completed.load(Ordering::Acquire) <= lsn {
-            let mut p = self.pending.lock();
-            while p.upto <= lsn && !self.failed.load(Ordering::Acquire) {
-                self.published.wait(&mut p);
-            }
-        }
+        self.completed.wait_above(lsn, || self.failed.load(Ordering::SeqCst));
         self.check_failed()
     }
 
@@ -790,35 +772,25 @@ impl Inner {
     /// that it was synced. Caller holds the writer. A round with nothing new since the last one
     /// does nothing.
     fn sync_round(&self, w: &mut Writer) -> Result<()> {
-        let cap = self.ring.capacity();
         // W4 step 1 for the marker, by the writer: padding first if it does not fit the segment.
-        let (pos, at, end) = loop {
-            {
-                let mut next = self.next.lock();
-                let pos = *next;
-                if pos <= self.durable.load(Ordering::Acquire) {
-                    return Ok(());
+        // When the ring is full the writer makes room itself, or waits for the oldest copy, whose
+        // owner publishes without waiting for anything.
+        let reserved = self.reserve(
+            frame::MARK_LEN,
+            |pos| pos <= self.durable.load(Ordering::Acquire),
+            || {
+                let written = self.written.load(Ordering::Acquire);
+                let completed = self.completed.get();
+                if completed > written {
+                    self.write_out(w, completed)
+                } else {
+                    self.wait_completed(written)
                 }
-                let seg_end = segment::start_of(pos, self.segment_bytes) + self.segment_bytes;
-                let at = if pos + frame::MARK_LEN > seg_end { seg_end } else { pos };
-                let end = at + frame::MARK_LEN;
-                if end - self.written.load(Ordering::Acquire) <= cap {
-                    *next = end;
-                    break (pos, at, end);
-                }
-            }
-            // The ring is full (W4): the writer makes room itself, or waits for the oldest copy,
-            // whose owner publishes without taking any lock but `pending`.
-            let written = self.written.load(Ordering::Acquire);
-            let completed = self.completed.load(Ordering::Acquire);
-            if completed > written {
-                self.write_out(w, completed)?;
-            } else {
-                self.wait_completed(written)?;
-            }
-        };
-        // W5: every reservation below `pos` is published (their owners take no lock but
-        // `pending`), then written out and synced.
+            },
+        )?;
+        let Some((pos, at, end)) = reserved else { return Ok(()) };
+        // W5: every reservation below `pos` is published (their owners wait for nothing while
+        // they copy), then written out and synced.
         self.wait_completed(pos - 1)?;
         self.write_out(w, pos)?;
         self.sync_dirty(w)?;
@@ -829,8 +801,7 @@ impl Inner {
             self.ring.zero(pos + HEADER, at - pos - HEADER);
         }
         self.ring.store(at, &frame::marker(at, pos));
-        self.publish(pos, end);
-        bump(&self.counters.log_bytes, end - pos);
+        self.completed.publish(pos, end);
         self.write_out(w, end)?;
         self.synced.fetch_max(pos, Ordering::Release);
         self.durable.fetch_max(end, Ordering::Release);
@@ -857,7 +828,7 @@ impl Inner {
         if lsn == 0 || self.durable.load(Ordering::Acquire) > lsn {
             return Ok(Served::AlreadyDurable);
         }
-        let end = *self.next.lock();
+        let end = self.next.load(Ordering::Acquire);
         if lsn >= end {
             return Err(LogError::NotAppended { lsn: Lsn(lsn), end: Lsn(end) });
         }
@@ -897,7 +868,7 @@ impl Inner {
     }
 
     fn flush_all(&self) -> Result<()> {
-        let end = *self.next.lock();
+        let end = self.next.load(Ordering::Acquire);
         // `end - 1` lies in the last reserved frame, so covering it covers every record.
         self.flush(Lsn(end - 1))
     }
@@ -912,7 +883,7 @@ impl Inner {
             }
             parking_lot::MutexGuard::unlocked(&mut stop, || {
                 if self.failed.load(Ordering::Acquire)
-                    || self.completed.load(Ordering::Acquire) <= self.durable.load(Ordering::Acquire)
+                    || self.completed.get() <= self.durable.load(Ordering::Acquire)
                 {
                     return;
                 }
@@ -927,7 +898,7 @@ impl Inner {
     }
 
     fn read(&self, lsn: Lsn) -> Result<Vec<u8>> {
-        let end = *self.next.lock();
+        let end = self.next.load(Ordering::Acquire);
         if lsn.0 >= end {
             return Err(LogError::NotAppended { lsn, end: Lsn(end) });
         }
@@ -942,7 +913,7 @@ impl Inner {
             self.wait_completed(lsn.0)?;
             let mut w = self.writer.lock();
             self.check_failed()?;
-            let upto = self.completed.load(Ordering::Acquire);
+            let upto = self.completed.get();
             self.write_out(&mut w, upto)?;
         }
         let seg = segment::start_of(lsn.0, self.segment_bytes);
@@ -961,7 +932,7 @@ impl Inner {
     fn scan(&self, from: Lsn) -> Result<LogScan> {
         let bound = {
             let mut w = self.writer.lock();
-            let upto = self.completed.load(Ordering::Acquire);
+            let upto = self.completed.get();
             if self.written.load(Ordering::Acquire) < upto {
                 self.check_failed()?;
                 self.write_out(&mut w, upto)?;
@@ -973,7 +944,7 @@ impl Inner {
         if start < oldest {
             return Err(LogError::Truncated { lsn: from, oldest: Lsn(oldest) });
         }
-        let end = *self.next.lock();
+        let end = self.next.load(Ordering::Acquire);
         if start > end {
             return Err(LogError::NotAppended { lsn: from, end: Lsn(end) });
         }

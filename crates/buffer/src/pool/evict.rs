@@ -117,7 +117,7 @@ impl BufferPool {
         let started = Instant::now();
         frames.sort_unstable_by_key(|&f| (self.desc(f).page_id.load(Relaxed), f));
         frames.dedup();
-        let result = self.write_victims_latched(&frames);
+        let result = self.write_victims_latched(&frames, &mut Vec::new());
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.count(|b| {
             if let Ok((written, _)) = &result {
@@ -128,7 +128,13 @@ impl BufferPool {
         result
     }
 
-    fn write_victims_latched(&self, frames: &[FrameId]) -> Result<(usize, Option<BufferError>)> {
+    /// The batch write of `write_victims` (and of the page cleaner's `write_back_older`, B23):
+    /// frames whose latch is taken are skipped and pushed to `busy`.
+    pub(super) fn write_victims_latched(
+        &self,
+        frames: &[FrameId],
+        busy: &mut Vec<FrameId>,
+    ) -> Result<(usize, Option<BufferError>)> {
         // Latch what can be latched and copy it, with page ids for swizzled swips (B8).
         let mut copies = crate::aligned::AlignedBuf::new(frames.len() * self.page_size, 4096)?;
         let mut batch: Vec<(FrameId, PageId, Lsn)> = Vec::with_capacity(frames.len());
@@ -136,6 +142,7 @@ impl BufferPool {
         for &f in frames {
             let d = self.desc(f);
             if !d.latch.try_lock_shared() {
+                busy.push(f);
                 continue;
             }
             if d.state.load(Acquire) != RESIDENT || !d.dirty.load(Relaxed) {

@@ -42,12 +42,15 @@ impl BufferPool {
     }
 
     /// The page cleaner's write-back (B23): writes the dirty pages whose recovery LSN is below
-    /// `below`, oldest first up to `max` pages, then in page-id order, each under its shared
-    /// latch as `flush` does, after the log is durable up to its page LSN (B18). Returns how many
-    /// pages it wrote. Takes one latch at a time and no other lock, so it may wait.
+    /// `below`, oldest first up to `max` pages, in page-id order, in batches of up to one
+    /// double-write region (F15): each batch as eviction writes its victims (B29: shared latches
+    /// taken without waiting, one WAL flush to the batch's highest page LSN (B18), the dirty
+    /// flag as the claim, one batched file write). A frame whose latch was taken is then written
+    /// alone, as `flush` does, waiting for its shared latch while holding nothing else. Returns
+    /// how many pages it wrote.
     ///
     /// # Errors
-    /// As [`BufferPool::flush`]: a log failure leaves that page dirty; I/O errors are sticky.
+    /// As [`BufferPool::flush`]: a log failure leaves the pages dirty; I/O errors are sticky.
     pub fn write_back_older(&self, below: Lsn, max: usize) -> Result<usize> {
         let mut batch: Vec<(u64, u64, usize)> = self
             .frames
@@ -64,15 +67,28 @@ impl BufferPool {
             batch.truncate(max);
         }
         batch.sort_unstable_by_key(|&(_, page, _)| page);
-        let mut buf = AlignedBuf::new(self.page_size, 4096)?;
-        let mut offs = Vec::new();
         let mut written = 0;
-        for (_, _, i) in batch {
-            let d = &self.frames[i];
-            d.latch.lock_shared();
-            let r = self.flush_frame(FrameId(i as u32), &mut buf, &mut offs);
-            d.latch.unlock_shared();
-            written += usize::from(r?);
+        let mut busy = Vec::new();
+        let mut frames = Vec::with_capacity(crate::doublewrite::SLOTS);
+        for chunk in batch.chunks(crate::doublewrite::SLOTS) {
+            frames.clear();
+            frames.extend(chunk.iter().map(|&(_, _, i)| FrameId(i as u32)));
+            let (n, refused) = self.write_victims_latched(&frames, &mut busy)?;
+            written += n;
+            if let Some(e) = refused {
+                return Err(e);
+            }
+        }
+        if !busy.is_empty() {
+            let mut buf = AlignedBuf::new(self.page_size, 4096)?;
+            let mut offs = Vec::new();
+            for f in busy {
+                let d = self.desc(f);
+                d.latch.lock_shared();
+                let r = self.flush_frame(f, &mut buf, &mut offs);
+                d.latch.unlock_shared();
+                written += usize::from(r?);
+            }
         }
         Ok(written)
     }

@@ -392,3 +392,107 @@ impl Vfs for Sites {
         self.fs.exists(path)
     }
 }
+
+/// A `Vfs` over a [`FaultFs`] whose gate, while closed, holds every `sync` of a log segment
+/// (a `.log` file) until it opens: a commit waiting for its flush stays waiting for as long as a
+/// test needs.
+#[derive(Clone, Debug)]
+pub struct SyncGate {
+    /// The file system underneath.
+    pub fs: FaultFs,
+    gate: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    held: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SyncGate {
+    /// An open gate over `fs`.
+    pub fn new(fs: FaultFs) -> SyncGate {
+        SyncGate { fs, gate: Arc::new((Mutex::new(true), std::sync::Condvar::new())), held: Arc::default() }
+    }
+
+    /// Closes (`false`) or opens (`true`) the gate.
+    pub fn set_open(&self, open: bool) {
+        *self.gate.0.lock().unwrap() = open;
+        self.gate.1.notify_all();
+    }
+
+    /// Segment syncs that met the gate closed so far.
+    pub fn held(&self) -> u64 {
+        self.held.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn pass(&self) {
+        let mut open = self.gate.0.lock().unwrap();
+        if !*open {
+            self.held.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        while !*open {
+            open = self.gate.1.wait(open).unwrap();
+        }
+    }
+}
+
+#[derive(Debug)]
+struct GatedFile {
+    gate: Option<SyncGate>,
+    inner: Arc<dyn VfsFile>,
+}
+
+impl VfsFile for GatedFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_all_at(buf, offset)
+    }
+    fn write_all_at_batch(&self, writes: &[(&[u8], u64)]) -> Vec<io::Result<()>> {
+        self.inner.write_all_at_batch(writes)
+    }
+    fn sync(&self) -> io::Result<()> {
+        if let Some(g) = &self.gate {
+            g.pass();
+        }
+        self.inner.sync()
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.inner.allocate(offset, len)
+    }
+    fn try_lock(&self) -> io::Result<bool> {
+        self.inner.try_lock()
+    }
+    fn unlock(&self) -> io::Result<()> {
+        self.inner.unlock()
+    }
+}
+
+impl Vfs for SyncGate {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
+        let inner = self.fs.open(path, mode)?;
+        let gate = path.to_string_lossy().ends_with(".log").then(|| self.clone());
+        Ok(Arc::new(GatedFile { gate, inner }))
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.fs.remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.fs.rename(from, to)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.fs.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.fs.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.fs.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.fs.exists(path)
+    }
+}

@@ -1,0 +1,223 @@
+//! Publication without a lock (README W5): the completed prefix, advanced by whichever appender
+//! finds the range at its end published, and a wait for it that costs the publishers nothing
+//! while nobody waits.
+//!
+//! Every live reservation lies in `[written, written + capacity)` (W4), so its start `pos`
+//! names a slot `(pos / 8) % slots` that no other live range shares. Publishing `[pos, end)`
+//! stores `end` there. The prefix at `c` advances by reading slot `c`: a value above `c` is the
+//! end of the range that starts at `c`, published; anything else is left from an earlier lap
+//! of the ring (an end at most `c - capacity / 2`, since a range is at most half the ring) or
+//! zero.
+
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+
+/// The completed prefix of the reserved log space (W5).
+#[derive(Debug)]
+pub(crate) struct Completed {
+    /// Slot `(pos / 8) % len`: the end of the range published at `pos`, once published.
+    ends: Box<[AtomicU64]>,
+    /// Every reserved byte below it is published. Only grows.
+    upto: AtomicU64,
+    /// Threads inside [`Completed::wait_above`]; a publisher that moves `upto` takes `lock` to
+    /// wake them only when this is not zero.
+    waiters: AtomicUsize,
+    lock: Mutex<()>,
+    moved: Condvar,
+}
+
+impl Completed {
+    /// A prefix at `start` for a ring of `capacity` bytes.
+    pub(crate) fn new(capacity: u64, start: u64) -> Completed {
+        Completed {
+            ends: (0..capacity / 8).map(|_| AtomicU64::new(0)).collect(),
+            upto: AtomicU64::new(start),
+            waiters: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            moved: Condvar::new(),
+        }
+    }
+
+    /// Every reserved byte below this is published; an acquire load, so the ring words below
+    /// it are visible.
+    pub(crate) fn get(&self) -> u64 {
+        self.upto.load(SeqCst)
+    }
+
+    fn slot(&self, pos: u64) -> &AtomicU64 {
+        &self.ends[((pos / 8) % self.ends.len() as u64) as usize]
+    }
+
+    /// W5: `[from, to)` is filled (its ring words stored before this call). Advances the prefix
+    /// over it and every published range after it, if the prefix has reached it.
+    ///
+    /// No update is lost: the publisher stores its slot, then reads the prefix; whoever moves
+    /// the prefix to `from` does so, then reads the slot. All four are sequentially consistent,
+    /// so at least one of the two sees the other's store and carries the prefix over the range.
+    ///
+    /// In order (the prefix already at `from`, the common case) the slot is not stored at all:
+    /// nobody else can move the prefix off `from`, since `from`'s slot still holds a stale
+    /// value, so the swap to `to` cannot fail; the ranges after it are then carried as above.
+    pub(crate) fn publish(&self, from: u64, to: u64) {
+        debug_assert!(to > from);
+        let mut moved = false;
+        if self.upto.load(SeqCst) == from {
+            let swapped = self.upto.compare_exchange(from, to, SeqCst, SeqCst);
+            debug_assert!(swapped.is_ok(), "W5: only the range at the prefix moves it");
+            moved = swapped.is_ok();
+        } else {
+            self.slot(from).store(to, SeqCst);
+        }
+        loop {
+            let at = self.upto.load(SeqCst);
+            let end = self.slot(at).load(SeqCst);
+            if end <= at {
+                break;
+            }
+            if self.upto.compare_exchange(at, end, SeqCst, SeqCst).is_ok() {
+                moved = true;
+            }
+        }
+        if moved {
+            self.wake();
+        }
+    }
+
+    /// Wakes every waiter (the prefix moved, or the log failed and waiters must see it).
+    pub(crate) fn wake(&self) {
+        // Sequentially consistent against the waiter's increment-then-check (see `wait_above`).
+        if self.waiters.load(SeqCst) > 0 {
+            let _g = self.lock.lock();
+            self.moved.notify_all();
+        }
+    }
+
+    /// Waits until the prefix is above `lsn` or `stop()` says to give up (a failed log).
+    ///
+    /// The waiter counts itself under `lock`, then checks; a publisher moves the prefix, then
+    /// reads the count and, if any, takes `lock` to notify. Either the check sees the new prefix
+    /// or the publisher sees the count, and then its notify comes after the wait began (the
+    /// waiter holds `lock` from its count to its wait).
+    pub(crate) fn wait_above(&self, lsn: u64, stop: impl Fn() -> bool) {
+        if self.get() > lsn {
+            return;
+        }
+        let mut g = self.lock.lock();
+        self.waiters.fetch_add(1, SeqCst);
+        while self.get() <= lsn && !stop() {
+            self.moved.wait(&mut g);
+        }
+        self.waiters.fetch_sub(1, SeqCst);
+    }
+}
+
+/// A counter bumped by many threads without sharing a cache line: each thread adds to one of
+/// [`STRIPES`] padded cells, and a read sums them (exact once the bumps have returned).
+#[derive(Debug, Default)]
+pub(crate) struct Striped {
+    cells: [Cell; STRIPES],
+}
+
+const STRIPES: usize = 16;
+
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Cell(AtomicU64);
+
+/// This thread's stripe.
+fn stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % STRIPES;
+    }
+    STRIPE.with(|s| *s)
+}
+
+impl Striped {
+    pub(crate) fn add(&self, by: u64) {
+        self.cells[stripe()].0.fetch_add(by, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn sum(&self) -> u64 {
+        self.cells.iter().map(|c| c.0.load(std::sync::atomic::Ordering::Relaxed)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn w5_prefix_waits_for_the_gap_then_jumps_over_every_published_range() {
+        let c = Completed::new(64, 8);
+        c.publish(24, 40);
+        c.publish(40, 48);
+        assert_eq!(c.get(), 8, "[8, 24) is not published yet");
+        c.publish(8, 24);
+        assert_eq!(c.get(), 48);
+    }
+
+    #[test]
+    fn w5_a_slot_left_from_an_earlier_lap_is_not_taken_for_a_publication() {
+        // A 64-byte ring: LSN 8 and LSN 72 share slot 1.
+        let c = Completed::new(64, 8);
+        c.publish(8, 40);
+        c.publish(40, 72);
+        assert_eq!(c.get(), 72);
+        // Slot 1 still says 40, below 72: nothing moves until [72, 80) is published.
+        c.publish(80, 88);
+        assert_eq!(c.get(), 72);
+        c.publish(72, 80);
+        assert_eq!(c.get(), 88);
+    }
+
+    #[test]
+    fn w5_concurrent_publishers_leave_the_prefix_at_the_last_end_and_wake_the_waiter() {
+        // 4 threads publish disjoint 8-byte ranges handed out by a shared counter, as appenders'
+        // reservations are; a waiter for the last byte must wake.
+        const RANGES: u64 = 20_000;
+        let c = Arc::new(Completed::new(1 << 12, 0));
+        let next = Arc::new(AtomicU64::new(0));
+        let waiter = {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || c.wait_above(RANGES * 8 - 1, || false))
+        };
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (c, next) = (Arc::clone(&c), Arc::clone(&next));
+                std::thread::spawn(move || loop {
+                    let pos = next.fetch_add(8, SeqCst);
+                    if pos >= RANGES * 8 {
+                        break;
+                    }
+                    // Stay inside the ring: a reservation waits for the prefix (W4).
+                    while pos + 8 - c.get() > 1 << 12 {
+                        std::hint::spin_loop();
+                    }
+                    c.publish(pos, pos + 8);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        waiter.join().unwrap();
+        assert_eq!(c.get(), RANGES * 8);
+    }
+
+    #[test]
+    fn striped_counter_sums_every_threads_bumps() {
+        let s = Arc::new(Striped::default());
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let s = Arc::clone(&s);
+                std::thread::spawn(move || (0..1000).for_each(|_| s.add(3)))
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(s.sum(), 24_000);
+    }
+}
