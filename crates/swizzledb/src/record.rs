@@ -320,8 +320,8 @@ pub struct Checkpoint {
 /// A log record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
-    /// A transaction's first record, in logs written before RECOVERY.md R6 made a transaction's
-    /// first change (`prev = 0`) its first record; still read, no longer written.
+    /// A transaction's first record (logged with its first change; read-only transactions log
+    /// nothing).
     Begin {
         /// The transaction.
         txn: TxnId,
@@ -363,8 +363,7 @@ pub enum Record {
         /// Its previous record.
         prev: Lsn,
     },
-    /// The transaction is finished: fully rolled back, or (restart, R10) a committed one a
-    /// checkpoint listed. A commit logs no `End` (R2).
+    /// The transaction is finished (committed and released, or fully rolled back).
     End {
         /// The transaction.
         txn: TxnId,
@@ -416,12 +415,10 @@ pub enum Record {
 /// The part of a `Leaf` or `Structure` record analysis uses ([`Record::analysis_view`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum AnalysisView {
-    /// A leaf change: its transaction, the transaction's previous record (0: this is its first,
-    /// R6), a CLR's undo-next, its page, whether it carries the page's base image; the overflow
-    /// pages it writes (as images) and frees.
+    /// A leaf change: its transaction, a CLR's undo-next, its page, whether it carries the
+    /// page's base image; the overflow pages it writes (as images) and frees.
     Leaf {
         txn: TxnId,
-        prev: Lsn,
         undo_next: Option<Lsn>,
         page: PageId,
         base: bool,
@@ -617,7 +614,7 @@ impl Record {
             RecordKind::Leaf => {
                 let flags = r.u8()?;
                 let txn = TxnId(r.var()?);
-                let prev = Lsn(r.var()?);
+                r.var()?; // prev
                 let undo_next = if flags & LEAF_CLR != 0 { Some(Lsn(r.var()?)) } else { None };
                 r.var()?; // tree
                 let page = r.page()?;
@@ -628,7 +625,6 @@ impl Record {
                 };
                 Ok(Some(AnalysisView::Leaf {
                     txn,
-                    prev,
                     undo_next,
                     page,
                     base: flags & LEAF_BASE != 0,
@@ -1302,9 +1298,8 @@ mod tests {
         #[test]
         fn analysis_view_agrees_with_decode(rec in record()) {
             let want = match &rec {
-                Record::Leaf { txn, prev, undo_next, page, base, chain, freed, .. } => Some(AnalysisView::Leaf {
+                Record::Leaf { txn, undo_next, page, base, chain, freed, .. } => Some(AnalysisView::Leaf {
                     txn: *txn,
-                    prev: *prev,
                     undo_next: *undo_next,
                     page: *page,
                     base: base.is_some(),
