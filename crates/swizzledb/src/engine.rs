@@ -381,7 +381,10 @@ impl Core {
     /// R22: a loser instant restart rolls back in the background: registered as running (so
     /// checkpoints list it and keep its log), and holding an exclusive record lock on every key
     /// its rollback will change, so that no transaction reads or writes those keys before the
-    /// rollback restores them. Returns the number of keys locked.
+    /// rollback restores them — and, for a key it deleted, on the key closing that gap (K15), as
+    /// the delete itself did: the key is absent until the rollback puts it back, and a scan
+    /// over the gap must wait for that instead of passing over it. Returns the number of keys
+    /// locked.
     pub(crate) fn hold_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
         let wal = self.wal.as_deref().expect("restart runs only with logging");
         let locks = self.locks.as_ref().expect("background undo needs record locks");
@@ -396,6 +399,10 @@ impl Core {
             let (id, key) = isolation::lock_name(&t, Some(change.key()));
             locks.lock(entry.txn, id, key, lock::LockMode::Exclusive)?;
             keys += 1;
+            if matches!(change, record::Change::Delete { .. }) {
+                isolation::lock_gap(locks, entry.txn, &t, change.key(), None)?;
+                keys += 1;
+            }
             Ok(())
         })?;
         Ok(keys)
