@@ -867,14 +867,6 @@ impl<'a> TxnLog<'a> {
         self.shared.appending.store(false, Ordering::Release);
         appended
     }
-
-    fn ensure_begun(&self) -> Result<(), LogError> {
-        if self.wal.is_some() && self.shared.last().0 == 0 {
-            let txn = self.shared.id;
-            self.append(|_| Record::Begin { txn })?;
-        }
-        Ok(())
-    }
 }
 
 impl ChangeLog for TxnLog<'_> {
@@ -885,7 +877,6 @@ impl ChangeLog for TxnLog<'_> {
         change: &LeafChange<'_>,
         overflow: Overflow<'_, '_>,
     ) -> Result<Lsn, LogFailure> {
-        self.ensure_begun().map_err(failure)?;
         let txn = self.shared.id;
         let undo_next = self.compensating.get();
         let page = leaf.page_id();

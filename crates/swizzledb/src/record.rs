@@ -320,8 +320,8 @@ pub struct Checkpoint {
 /// A log record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
-    /// A transaction's first record (logged with its first change; read-only transactions log
-    /// nothing).
+    /// A transaction's first record, in logs written before RECOVERY.md R6 made a transaction's
+    /// first change (`prev = 0`) its first record; still read, no longer written.
     Begin {
         /// The transaction.
         txn: TxnId,
@@ -363,7 +363,8 @@ pub enum Record {
         /// Its previous record.
         prev: Lsn,
     },
-    /// The transaction is finished (committed and released, or fully rolled back).
+    /// The transaction is finished: fully rolled back, or (restart, R10) a committed one a
+    /// checkpoint listed. A commit logs no `End` (R2).
     End {
         /// The transaction.
         txn: TxnId,
@@ -415,10 +416,12 @@ pub enum Record {
 /// The part of a `Leaf` or `Structure` record analysis uses ([`Record::analysis_view`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum AnalysisView {
-    /// A leaf change: its transaction, a CLR's undo-next, its page, whether it carries the
-    /// page's base image; the overflow pages it writes (as images) and frees.
+    /// A leaf change: its transaction, the transaction's previous record (0: this is its first,
+    /// R6), a CLR's undo-next, its page, whether it carries the page's base image; the overflow
+    /// pages it writes (as images) and frees.
     Leaf {
         txn: TxnId,
+        prev: Lsn,
         undo_next: Option<Lsn>,
         page: PageId,
         base: bool,
@@ -614,7 +617,7 @@ impl Record {
             RecordKind::Leaf => {
                 let flags = r.u8()?;
                 let txn = TxnId(r.var()?);
-                r.var()?; // prev
+                let prev = Lsn(r.var()?);
                 let undo_next = if flags & LEAF_CLR != 0 { Some(Lsn(r.var()?)) } else { None };
                 r.var()?; // tree
                 let page = r.page()?;
@@ -625,6 +628,7 @@ impl Record {
                 };
                 Ok(Some(AnalysisView::Leaf {
                     txn,
+                    prev,
                     undo_next,
                     page,
                     base: flags & LEAF_BASE != 0,
@@ -1298,8 +1302,9 @@ mod tests {
         #[test]
         fn analysis_view_agrees_with_decode(rec in record()) {
             let want = match &rec {
-                Record::Leaf { txn, undo_next, page, base, chain, freed, .. } => Some(AnalysisView::Leaf {
+                Record::Leaf { txn, prev, undo_next, page, base, chain, freed, .. } => Some(AnalysisView::Leaf {
                     txn: *txn,
+                    prev: *prev,
                     undo_next: *undo_next,
                     page: *page,
                     base: base.is_some(),

@@ -329,8 +329,8 @@ impl Analysis {
     /// The body is not a record of this format version.
     pub(crate) fn record_body(&mut self, lsn: Lsn, body: &[u8]) -> std::result::Result<(), Malformed> {
         match Record::analysis_view(body)? {
-            Some(AnalysisView::Leaf { txn, undo_next, page, base, chain, freed }) => {
-                self.leaf(lsn, txn, undo_next, page, base);
+            Some(AnalysisView::Leaf { txn, prev, undo_next, page, base, chain, freed }) => {
+                self.leaf(lsn, txn, prev, undo_next, page, base);
                 self.structure(lsn, chain.into_iter().map(|p| (p, true)), &freed);
             }
             Some(AnalysisView::Structure { pages, freed }) => self.structure(lsn, pages.into_iter(), &freed),
@@ -339,10 +339,13 @@ impl Analysis {
         Ok(())
     }
 
-    /// A leaf change (R8): its transaction moves forward, its page is touched, and a base image
-    /// makes this the page's last image.
-    fn leaf(&mut self, lsn: Lsn, txn: TxnId, undo_next: Option<Lsn>, page: PageId, base: bool) {
+    /// A leaf change (R8): its transaction moves forward (and begins here if the record has no
+    /// previous one, R6), its page is touched, and a base image makes this the page's last image.
+    fn leaf(&mut self, lsn: Lsn, txn: TxnId, prev: Lsn, undo_next: Option<Lsn>, page: PageId, base: bool) {
         self.txn_record(txn, lsn, Some(undo_next.unwrap_or(lsn)));
+        if prev == Lsn(0) {
+            self.first.entry(txn).or_insert(lsn);
+        }
         self.touched(page, lsn);
         if base && self.track_pages {
             self.last_image.insert(page, lsn);
@@ -377,12 +380,18 @@ impl Analysis {
                 self.txn_record(*txn, lsn, None);
                 self.first.entry(*txn).or_insert(lsn);
             }
-            Record::Leaf { txn, undo_next, page, base, chain, freed, .. } => {
-                self.leaf(lsn, *txn, *undo_next, *page, base.is_some());
+            Record::Leaf { txn, prev, undo_next, page, base, chain, freed, .. } => {
+                self.leaf(lsn, *txn, *prev, *undo_next, *page, base.is_some());
                 // T22: the new value's overflow pages are written whole, like new nodes.
                 self.structure(lsn, chain.iter().map(|p| (*p, true)), freed);
             }
-            Record::Commit { txn, .. } => self.txn_record(*txn, lsn, None).state = TxnState::Committed,
+            // A commit ends its transaction (R2: no `End` follows it; logs written before
+            // that have one, which then finds nothing to remove).
+            Record::Commit { txn, .. } => {
+                self.max_txn = self.max_txn.max(txn.0);
+                self.txns.remove(txn);
+                self.first.remove(txn);
+            }
             Record::Abort { txn, .. } => self.txn_record(*txn, lsn, None).state = TxnState::Aborting,
             Record::End { txn, .. } => {
                 self.max_txn = self.max_txn.max(txn.0);

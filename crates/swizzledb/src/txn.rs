@@ -271,7 +271,7 @@ impl<'db> Transaction<'db> {
                 self.db.release_locks(txn);
                 wal.log.flush(lsn)?;
             }
-            self.log.append(|prev| Record::End { txn, prev })?;
+            // No `End` record: the commit record ends the transaction for restart (R2, R8).
         } else if sync {
             // R2: a transaction that logged nothing may have read a change whose commit released
             // its locks before it was durable: acknowledge only once that commit is.
