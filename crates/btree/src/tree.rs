@@ -154,12 +154,15 @@ fn underfull(page: &[u8]) -> bool {
 /// Largest combined fill for merging two nodes into one.
 /// T9: what a failed maintenance pass means for the operation that ran it. Running short of
 /// frames only ends the pass (the tree is valid either way, and retrying the operation would
-/// repeat its change); an I/O error, damage or a failed log is the operation's error, although
-/// its own change is made (and logged): the caller — an auto-commit rolling back, a restart —
-/// must hear that the disk or the log failed.
-fn maintenance(pass: Result<()>) -> Result<()> {
+/// repeat its change). For a logged operation an I/O error, damage or a failed log is the
+/// operation's error, although its own change is made (and logged): the caller — an
+/// auto-commit or transaction rolling back, a restart — must hear that the disk or the log
+/// failed, and its rollback takes the change back. An unlogged operation has no rollback: its
+/// change stands, so it succeeds, as a pass that gave up would leave it.
+fn maintenance(pass: Result<()>, log: Log<'_>) -> Result<()> {
     match pass {
         Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => Ok(()),
+        Err(_) if log.is_none() => Ok(()),
         other => other,
     }
 }
@@ -752,7 +755,7 @@ impl Tree {
         let merge = underfull(&leaf);
         drop(leaf);
         if saw_foster || merge {
-            maintenance(self.maintain(key, log))?;
+            maintenance(self.maintain(key, log), log)?;
         }
         Ok(true)
     }
@@ -866,7 +869,7 @@ impl Tree {
     /// opportunistic (the tree is correct with or without adoption, T9).
     fn maintain_if(&self, needed: bool, key: &[u8], log: Log<'_>) -> Result<()> {
         if needed {
-            maintenance(self.maintain(key, log))
+            maintenance(self.maintain(key, log), log)
         } else {
             Ok(())
         }

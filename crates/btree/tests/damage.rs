@@ -143,8 +143,9 @@ fn t16_a_foster_loop_is_damage_not_a_hang() {
 
 /// T16 in maintenance: a leaf whose foster swip names the root (its parent, latched
 /// exclusively by the maintenance pass that reaches the leaf) makes the pass stop with
-/// `Damaged` instead of waiting on the root's latch it holds itself. The write that triggered
-/// the pass returns that damage (T9: maintenance hides no damage), its own change made.
+/// `Damaged` instead of waiting on the root's latch it holds itself. The unlogged write that
+/// triggered the pass succeeds, its change made (T9: only a logged operation, which its caller
+/// can roll back, returns what its maintenance met).
 #[test]
 fn t16_maintenance_does_not_latch_the_parent_it_holds() {
     let dir = tempfile::tempdir().unwrap();
@@ -162,6 +163,6 @@ fn t16_maintenance_does_not_latch_the_parent_it_holds() {
         let read = tree.get(b"key00010");
         (write, read)
     });
-    assert!(matches!(write, Err(TreeError::Damaged { page, .. }) if page == leaf), "write {write:?}");
+    assert!(write.is_ok(), "write {write:?}");
     assert_eq!(read.unwrap().as_deref(), Some(&b"x"[..]), "the write's own change is made");
 }
