@@ -52,8 +52,10 @@ pub struct Builder {
 /// Default interval of the background archiver ([`crate::lab::LabOptions::archive_interval`]).
 pub const DEFAULT_ARCHIVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Default bound of the log kept on disk (R15).
-pub const DEFAULT_MAX_LOG_BYTES: u64 = 128 << 20;
+/// Default bound of the log kept on disk (R15): 1 GiB, PostgreSQL's `max_wal_size`. The
+/// classical cleaner writes a page back at most once per half a bound of log, so the bound sets
+/// how often a hot page is written; restart reads up to about three quarters of it.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 1 << 30;
 
 impl Builder {
     /// Buffer mode (default: swizzling).

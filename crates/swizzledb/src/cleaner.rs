@@ -5,9 +5,9 @@
 //! then takes a decoupled checkpoint (R19).
 //!
 //! One round: if the log kept on disk (`end - oldest`) exceeds three quarters of the bound, write
-//! back every dirty page whose recovery LSN lies more than half the bound behind the end (oldest
-//! first, in batches, each batch in page-id order and written through the double-write area
-//! 64 pages at a time: `BufferPool::write_back_older`), then checkpoint. Pages changed within
+//! back every dirty page whose recovery LSN lies more than half the bound behind the end (found in
+//! one pass over the frames, written in page-id order through the double-write area 64 pages at
+//! a time: `BufferPool::write_back_older`), then checkpoint. Pages changed within
 //! the newest half stay dirty: they are the ones most likely to change again, and writing them
 //! would cost a write each time without moving truncation much. Writers that
 //! begin a transaction while the log is over its bound wait for a round (`Throttle`), so a
@@ -87,8 +87,6 @@ impl Counters {
     }
 }
 
-/// Pages per write-back batch: a round writes batches until no page below its target is left.
-const BATCH: usize = 256;
 /// How often the cleaner looks at the log when no writer wakes it.
 const PERIOD: Duration = Duration::from_millis(20);
 /// The longest a transaction waits at `begin` for the log to shrink: a long-running transaction
@@ -251,6 +249,7 @@ fn round(s: &Shared, wal: &Wal, pool: &BufferPool, forced: bool, replayed: &mut 
         return true;
     }
     s.counters.rounds.fetch_add(1, Ordering::Relaxed);
+    let written_before = s.counters.pages_written.load(Ordering::Relaxed);
     let result = match s.kind {
         Cleaner::Decoupled => (|| -> crate::error::Result<()> {
             let (to, done) = crate::decoupled::replay(wal, pool, *replayed)?;
@@ -270,22 +269,20 @@ fn round(s: &Shared, wal: &Wal, pool: &BufferPool, forced: bool, replayed: &mut 
             // One log flush for the round, so that no page write waits for an fsync of the log
             // while it holds the page's latch (B18 then finds the log durable).
             wal.log.flush_all()?;
-            loop {
-                let n = pool.write_back_older(target, BATCH)?;
-                s.counters.pages_written.fetch_add(n as u64, Ordering::Relaxed);
-                if n < BATCH {
-                    break;
-                }
-            }
+            // One pass over the frames: a page changed after it was picked has a recovery LSN
+            // above the target, so nothing below the target is left when it returns.
+            let n = pool.write_back_older(target, usize::MAX)?;
+            s.counters.pages_written.fetch_add(n as u64, Ordering::Relaxed);
             wal.checkpoint(pool)?;
             Ok(())
         })(),
     };
     match &result {
         Ok(()) => log::debug!(
-            "swizzledb page cleaner: a {} round ended (log {size} bytes before it, {} after)",
+            "swizzledb page cleaner: a {} round ended (log {size} bytes before it, {} after; {} pages written)",
             if forced { "forced" } else { "triggered" },
-            log_bytes(wal)
+            log_bytes(wal),
+            s.counters.pages_written.load(Ordering::Relaxed) - written_before
         ),
         Err(e) => {
             s.counters.failures.fetch_add(1, Ordering::Relaxed);

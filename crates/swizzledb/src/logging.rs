@@ -11,7 +11,7 @@ use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
-use crate::record::{Change, Checkpoint, NodeLog, Record, TxnEntry, TxnState};
+use crate::record::{Change, Checkpoint, Encode, LeafRecord, NodeLog, Record, TxnEntry, TxnState};
 use crate::restart::{Analysis, ArchivedState};
 
 /// When a commit returns.
@@ -142,7 +142,7 @@ enum Archiving {
 }
 
 /// Encodes `record` into this thread's buffer and appends it: no allocation per record.
-fn append_encoded(log: &LogManager, record: &Record) -> Result<Lsn, LogError> {
+fn append_encoded(log: &LogManager, record: &impl Encode) -> Result<Lsn, LogError> {
     /// A buffer that grew past this for a large record is not kept.
     const KEEP: usize = 64 << 10;
     thread_local! {
@@ -386,7 +386,7 @@ impl Wal {
         Ok(())
     }
 
-    pub(crate) fn append(&self, record: &Record) -> Result<Lsn, LogError> {
+    pub(crate) fn append(&self, record: &impl Encode) -> Result<Lsn, LogError> {
         append_encoded(&self.log, record)
     }
 
@@ -840,16 +840,16 @@ impl<'a> TxnLog<'a> {
 
     /// Appends one of this transaction's records, linking it to the previous one. Without a
     /// log, nothing is written and the LSN is 0.
-    pub(crate) fn append(&self, make: impl FnOnce(Lsn) -> Record) -> Result<Lsn, LogError> {
+    pub(crate) fn append<R: Encode>(&self, make: impl FnOnce(Lsn) -> R) -> Result<Lsn, LogError> {
         self.append_then(make, |_| {})
     }
 
     /// [`TxnLog::append`], then `update` of the transaction's entry with the record's LSN, the
     /// two marked as one step (R16): a checkpoint whose begin record follows the record waits
     /// until the entry shows it.
-    pub(crate) fn append_then(
+    pub(crate) fn append_then<R: Encode>(
         &self,
-        make: impl FnOnce(Lsn) -> Record,
+        make: impl FnOnce(Lsn) -> R,
         update: impl FnOnce(Lsn),
     ) -> Result<Lsn, LogError> {
         let Some(wal) = self.wal else { return Ok(Lsn(0)) };
@@ -890,14 +890,16 @@ impl ChangeLog for TxnLog<'_> {
         }
         // The new value's overflow pages hold a recovery LSN before the record exists (R3); redo
         // rebuilds them from the record (btree README T22).
-        if let Some(wal) = self.wal {
+        // (The log's end is read only when there is a chain: its cache line is the one every
+        // append swaps.)
+        if let (Some(wal), false) = (self.wal, overflow.chain.is_empty()) {
             let bound = wal.log.end();
             for g in overflow.chain {
                 g.hold_rec_lsn(bound);
             }
         }
         let chain: Vec<PageId> = overflow.chain.iter().map(ExclusiveGuard::page_id).collect();
-        let freed = overflow.freed.to_vec();
+        let freed = overflow.freed;
         // A value in an overflow chain (new or replaced) is logged whole (T22).
         let inline = chain.is_empty() && freed.is_empty();
         let undo_prev = Cell::new(Lsn(0));
@@ -905,15 +907,15 @@ impl ChangeLog for TxnLog<'_> {
             .append_then(
                 |prev| {
                     undo_prev.set(prev);
-                    Record::Leaf {
+                    LeafRecord {
                         txn,
                         prev,
                         undo_next,
                         tree,
                         page,
-                        change: Change::logged(change, inline),
-                        base: None,
-                        chain,
+                        change: *change,
+                        inline,
+                        chain: &chain,
                         freed,
                     }
                 },
@@ -940,7 +942,8 @@ impl ChangeLog for TxnLog<'_> {
 /// transaction has appended a record and not yet updated its table entry. Nothing outside unit
 /// tests.
 pub(crate) mod test_point {
-    use crate::record::Record;
+    #[cfg(test)]
+    use crate::record::{Encode, Record};
 
     #[cfg(test)]
     pub(crate) type Hook = Box<dyn Fn(&Record) + Send + Sync>;
@@ -948,17 +951,19 @@ pub(crate) mod test_point {
     #[cfg(test)]
     pub(crate) static HOOK: parking_lot::Mutex<Option<Hook>> = parking_lot::Mutex::new(None);
 
+    /// The hook sees the record as restart would decode it.
     #[cfg(test)]
-    pub(crate) fn reached(record: &Record) {
+    pub(crate) fn reached(record: &impl Encode) {
         let hook = HOOK.lock();
         if let Some(h) = hook.as_ref() {
-            h(record);
+            let body = record.encode_into(Vec::new());
+            h(&Record::decode(&body).expect("an encoded record decodes"));
         }
     }
 
     #[cfg(not(test))]
     #[inline(always)]
-    pub(crate) fn reached(_: &Record) {}
+    pub(crate) fn reached<R>(_: &R) {}
 }
 
 /// A background thread that runs a task every interval until stopped (by `Database::close` or

@@ -122,42 +122,106 @@ pub fn splice(value: &[u8], edits: &[Edit], direction: Direction) -> Option<Vec<
     Some(out)
 }
 
-/// The edits that take `old` to `new`: for values of one length, each run of differing bytes
-/// (runs closer than `EDIT_MIN_GAP` joined); else the one range between their common prefix
-/// and suffix.
+/// One edit of a patch as ranges of the two values: `gap` unchanged bytes after the previous
+/// edit (or the value's start), then `old[old]` became `new[new]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Span {
+    gap: usize,
+    old: std::ops::Range<usize>,
+    new: std::ops::Range<usize>,
+}
+
+/// The edits that take `old` to `new`, found without allocating: for values of one length, each
+/// run of differing bytes (runs closer than `EDIT_MIN_GAP` joined); else the one range between
+/// their common prefix and suffix. Equal stretches are skipped a word at a time.
+struct Spans<'a> {
+    old: &'a [u8],
+    new: &'a [u8],
+    /// Where the search for the next differing byte starts.
+    pos: usize,
+    /// Where the last edit ended.
+    end: usize,
+    done: bool,
+}
+
+impl<'a> Spans<'a> {
+    fn new(old: &'a [u8], new: &'a [u8]) -> Spans<'a> {
+        Spans { old, new, pos: 0, end: 0, done: false }
+    }
+
+    /// The first differing byte at or after `i` (values of one length), or the length.
+    fn next_diff(&self, mut i: usize) -> usize {
+        let (a, b) = (self.old, self.new);
+        let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+        while i + 8 <= a.len() {
+            let x = word(a, i) ^ word(b, i);
+            if x != 0 {
+                // Little-endian: the lowest set bit is in the first differing byte.
+                return i + x.trailing_zeros() as usize / 8;
+            }
+            i += 8;
+        }
+        while i < a.len() && a[i] == b[i] {
+            i += 1;
+        }
+        i
+    }
+
+    /// The first equal byte at or after `i` (values of one length), or the length.
+    fn next_same(&self, mut i: usize) -> usize {
+        while i < self.old.len() && self.old[i] != self.new[i] {
+            i += 1;
+        }
+        i
+    }
+}
+
+impl Iterator for Spans<'_> {
+    type Item = Span;
+
+    fn next(&mut self) -> Option<Span> {
+        if self.done {
+            return None;
+        }
+        let (old, new) = (self.old, self.new);
+        if old.len() != new.len() {
+            self.done = true;
+            let at = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+            let tail = old[at..].iter().rev().zip(new[at..].iter().rev()).take_while(|(a, b)| a == b).count();
+            return Some(Span { gap: at, old: at..old.len() - tail, new: at..new.len() - tail });
+        }
+        let start = self.next_diff(self.pos);
+        if start == old.len() {
+            self.done = true;
+            return None;
+        }
+        let mut end = self.next_same(start);
+        loop {
+            let next = self.next_diff(end);
+            if next < old.len() && next - end < EDIT_MIN_GAP {
+                end = self.next_same(next);
+            } else {
+                self.pos = next;
+                break;
+            }
+        }
+        let gap = start - self.end;
+        self.end = end;
+        Some(Span { gap, old: start..end, new: start..end })
+    }
+}
+
+/// Whether an update of `old` to `new` is logged as a patch ([`Change::logged`]): the bytes its
+/// edits keep come to at least `PATCH_MIN_KEPT`.
+fn patch_pays(old: &[u8], new: &[u8]) -> bool {
+    let changed: usize = Spans::new(old, new).map(|s| s.old.len()).sum();
+    old.len() - changed >= PATCH_MIN_KEPT
+}
+
+/// The edits that take `old` to `new` ([`Spans`]), owned.
 fn diff(old: &[u8], new: &[u8]) -> Vec<Edit> {
-    if old.len() != new.len() {
-        let at = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-        let tail = old[at..].iter().rev().zip(new[at..].iter().rev()).take_while(|(a, b)| a == b).count();
-        return vec![Edit {
-            gap: at,
-            old: old[at..old.len() - tail].to_vec(),
-            new: new[at..new.len() - tail].to_vec(),
-        }];
-    }
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < old.len() {
-        if old[i] == new[i] {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < old.len() && old[i] != new[i] {
-            i += 1;
-        }
-        match runs.last_mut() {
-            Some(last) if start - last.1 < EDIT_MIN_GAP => last.1 = i,
-            _ => runs.push((start, i)),
-        }
-    }
-    let mut pos = 0;
-    runs.into_iter()
-        .map(|(a, b)| {
-            let e = Edit { gap: a - pos, old: old[a..b].to_vec(), new: new[a..b].to_vec() };
-            pos = b;
-            e
-        })
+    Spans::new(old, new)
+        .map(|s| Edit { gap: s.gap, old: old[s.old].to_vec(), new: new[s.new].to_vec() })
         .collect()
 }
 
@@ -179,14 +243,12 @@ impl Change {
     /// [`Change::of`].
     #[must_use]
     pub fn logged(c: &LeafChange<'_>, inline: bool) -> Change {
-        if let (true, LeafChange::Update { key, old, new }) = (inline, *c) {
-            let edits = diff(old, new);
-            let changed: usize = edits.iter().map(|e| e.old.len()).sum();
-            if old.len() - changed >= PATCH_MIN_KEPT {
-                return Change::Patch { key: key.to_vec(), edits };
+        match *c {
+            LeafChange::Update { key, old, new } if inline && patch_pays(old, new) => {
+                Change::Patch { key: key.to_vec(), edits: diff(old, new) }
             }
+            _ => Change::of(c),
         }
-        Change::of(c)
     }
 
     /// The key changed.
@@ -727,21 +789,16 @@ impl Record {
                     Change::Delete { .. } => LEAF_DELETE,
                     Change::Patch { .. } => LEAF_UPDATE | LEAF_PATCH,
                 };
-                let clr = if undo_next.is_some() { LEAF_CLR } else { 0 };
-                let has_base = if base.is_some() { LEAF_BASE } else { 0 };
-                let overflow = if chain.is_empty() && freed.is_empty() { 0 } else { LEAF_OVERFLOW };
-                w.u8(form | clr | has_base | overflow);
-                w.var(txn.0);
-                w.var(prev.0);
-                if let Some(l) = undo_next {
-                    w.var(l.0);
-                }
-                w.var(tree.get());
-                w.var(page.get());
-                if overflow != 0 {
-                    w.pages(chain);
-                    w.pages(freed);
-                }
+                let head = LeafHead {
+                    txn: *txn,
+                    prev: *prev,
+                    undo_next: *undo_next,
+                    tree: *tree,
+                    page: *page,
+                    chain,
+                    freed,
+                };
+                head.write(&mut w, form, base.is_some());
                 match change {
                     Change::Insert { key, value } => {
                         w.bytes(key);
@@ -999,15 +1056,156 @@ const NODE_UNLINK: u8 = 4;
 /// Bytes of a varint at most (a `u64` in 7-bit groups).
 const MAX_VARINT: usize = 10;
 
+/// What the log is handed: a value that encodes to a record's body.
+pub(crate) trait Encode {
+    /// Encodes into `buf` (cleared first) and returns it.
+    fn encode_into(&self, buf: Vec<u8>) -> Vec<u8>;
+}
+
+impl Encode for Record {
+    fn encode_into(&self, buf: Vec<u8>) -> Vec<u8> {
+        Record::encode_into(self, buf)
+    }
+}
+
+impl Encode for LeafRecord<'_> {
+    fn encode_into(&self, buf: Vec<u8>) -> Vec<u8> {
+        LeafRecord::encode_into(self, buf)
+    }
+}
+
+/// The fields of a `Leaf` body before its change: the flags byte, the links, the pages.
+struct LeafHead<'a> {
+    txn: TxnId,
+    prev: Lsn,
+    undo_next: Option<Lsn>,
+    tree: PageId,
+    page: PageId,
+    chain: &'a [PageId],
+    freed: &'a [PageId],
+}
+
+impl LeafHead<'_> {
+    /// Writes the head; `form` is the change's bits of the flags byte.
+    fn write(&self, w: &mut Writer, form: u8, base: bool) {
+        let clr = if self.undo_next.is_some() { LEAF_CLR } else { 0 };
+        let has_base = if base { LEAF_BASE } else { 0 };
+        let overflow = !(self.chain.is_empty() && self.freed.is_empty());
+        w.u8(form | clr | has_base | if overflow { LEAF_OVERFLOW } else { 0 });
+        w.var(self.txn.0);
+        w.var(self.prev.0);
+        if let Some(l) = self.undo_next {
+            w.var(l.0);
+        }
+        w.var(self.tree.get());
+        w.var(self.page.get());
+        if overflow {
+            w.pages(self.chain);
+            w.pages(self.freed);
+        }
+    }
+}
+
+/// A transaction's leaf record in the borrowed form the tree hands over: it encodes to the
+/// body of the [`Record::Leaf`] with `change: Change::logged(&change, inline)` and no base
+/// image, without copying the key and values into a [`Change`] first (the logged write path).
+pub(crate) struct LeafRecord<'a> {
+    pub(crate) txn: TxnId,
+    pub(crate) prev: Lsn,
+    pub(crate) undo_next: Option<Lsn>,
+    pub(crate) tree: PageId,
+    pub(crate) page: PageId,
+    pub(crate) change: LeafChange<'a>,
+    /// The value is stored in the leaf (no overflow chain): an update may log as a patch.
+    pub(crate) inline: bool,
+    pub(crate) chain: &'a [PageId],
+    pub(crate) freed: &'a [PageId],
+}
+
+impl LeafRecord<'_> {
+    /// Encodes the record into `buf` (cleared first) and returns it, as
+    /// [`Record::encode_into`] does.
+    pub(crate) fn encode_into(&self, mut buf: Vec<u8>) -> Vec<u8> {
+        buf.clear();
+        let mut w = Writer(buf);
+        w.u8(RecordKind::Leaf.into());
+        let head = LeafHead {
+            txn: self.txn,
+            prev: self.prev,
+            undo_next: self.undo_next,
+            tree: self.tree,
+            page: self.page,
+            chain: self.chain,
+            freed: self.freed,
+        };
+        match self.change {
+            LeafChange::Update { key, old, new } => {
+                if self.inline {
+                    // One pass: the edits are written where they go, their count put in front
+                    // of them once known (a byte or two moved), and all of it taken back if
+                    // the patch does not pay (Change::logged).
+                    head.write(&mut w, LEAF_UPDATE | LEAF_PATCH, false);
+                    w.bytes(key);
+                    let at = w.0.len();
+                    let (mut count, mut changed) = (0, 0);
+                    for span in Spans::new(old, new) {
+                        count += 1;
+                        changed += span.old.len();
+                        w.len(span.gap);
+                        w.bytes(&old[span.old]);
+                        w.bytes(&new[span.new]);
+                    }
+                    if old.len() - changed >= PATCH_MIN_KEPT {
+                        let (bytes, n) = varint(count as u64);
+                        w.0.splice(at..at, bytes[..n].iter().copied());
+                        return w.0;
+                    }
+                    w.0.clear();
+                    w.u8(RecordKind::Leaf.into());
+                }
+                head.write(&mut w, LEAF_UPDATE, false);
+                w.bytes(key);
+                w.bytes(old);
+                w.bytes(new);
+            }
+            LeafChange::Insert { key, value } => {
+                head.write(&mut w, LEAF_INSERT, false);
+                w.bytes(key);
+                w.bytes(value);
+            }
+            LeafChange::Delete { key, old } => {
+                head.write(&mut w, LEAF_DELETE, false);
+                w.bytes(key);
+                w.bytes(old);
+            }
+        }
+        w.0
+    }
+}
+
 struct Writer(Vec<u8>);
+
+/// `v` as an unsigned LEB128 varint: 7 bits a byte, low group first, the high bit set on every
+/// byte but the last. Returns the bytes and how many of them are used.
+fn varint(mut v: u64) -> ([u8; 10], usize) {
+    let mut out = [0; 10];
+    let mut n = 0;
+    while v >= 0x80 {
+        out[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    (out, n + 1)
+}
 
 impl Writer {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
 
-    /// An unsigned LEB128 varint: 7 bits a byte, low group first, the high bit set on every
-    /// byte but the last.
+    /// An unsigned LEB128 varint ([`varint`]).
+    #[inline]
     fn var(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.0.push((v as u8) | 0x80);
@@ -1509,6 +1707,114 @@ mod tests {
                 whole => prop_assert_eq!(whole, Change::of(&c)),
             }
             prop_assert_eq!(Change::logged(&c, false), Change::of(&c));
+        }
+    }
+
+    /// The byte-by-byte form of [`diff`]: the oracle its word-skipping search is checked against.
+    fn diff_oracle(old: &[u8], new: &[u8]) -> Vec<Edit> {
+        if old.len() != new.len() {
+            let at = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+            let tail = old[at..].iter().rev().zip(new[at..].iter().rev()).take_while(|(a, b)| a == b).count();
+            return vec![Edit {
+                gap: at,
+                old: old[at..old.len() - tail].to_vec(),
+                new: new[at..new.len() - tail].to_vec(),
+            }];
+        }
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut i = 0;
+        while i < old.len() {
+            if old[i] == new[i] {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < old.len() && old[i] != new[i] {
+                i += 1;
+            }
+            match runs.last_mut() {
+                Some(last) if start - last.1 < EDIT_MIN_GAP => last.1 = i,
+                _ => runs.push((start, i)),
+            }
+        }
+        let mut pos = 0;
+        runs.into_iter()
+            .map(|(a, b)| {
+                let gap = a - pos;
+                pos = b;
+                Edit { gap, old: old[a..b].to_vec(), new: new[a..b].to_vec() }
+            })
+            .collect()
+    }
+
+    /// An old value and a new one that differs from it at a few places (runs of up to 12 bytes),
+    /// or, one time in four, has another length.
+    fn similar_values() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
+        (
+            prop::collection::vec(any::<u8>(), 0..400),
+            prop::collection::vec((any::<prop::sample::Index>(), 1usize..12, any::<u8>()), 0..6),
+            0u8..4,
+            prop::collection::vec(any::<u8>(), 0..20),
+        )
+            .prop_map(|(old, changes, shape, extra)| {
+                let mut new = old.clone();
+                for (at, len, b) in changes {
+                    if new.is_empty() {
+                        break;
+                    }
+                    let at = at.index(new.len());
+                    let end = (at + len).min(new.len());
+                    new[at..end].iter_mut().for_each(|x| *x ^= b | 1);
+                }
+                if shape == 0 {
+                    let at = new.len() / 2;
+                    new.splice(at..at, extra);
+                }
+                (old, new)
+            })
+    }
+
+    proptest! {
+        /// The word-skipping edit search finds the edits the byte-by-byte one does.
+        #[test]
+        fn spans_find_the_edits_a_byte_by_byte_search_finds((old, new) in similar_values()) {
+            prop_assert_eq!(diff(&old, &new), diff_oracle(&old, &new));
+        }
+
+        /// The logged write path's borrowed leaf record encodes to the bytes of the owned record
+        /// restart decodes: every change form, patches or not, CLRs and overflow pages.
+        #[test]
+        fn a_borrowed_leaf_record_encodes_as_the_owned_one(
+            (old, new) in similar_values(),
+            key in bytes(),
+            form in 0u8..3,
+            inline in any::<bool>(),
+            txn in any::<u64>(),
+            prev in any::<u64>(),
+            undo_next in prop::option::of(any::<u64>()),
+            (tree, page) in (1u64..1 << 40, 1u64..1 << 40),
+            chain in prop::collection::vec((1u64..1 << 40).prop_map(pid), 0..3),
+            freed in prop::collection::vec((1u64..1 << 40).prop_map(pid), 0..3),
+        ) {
+            let change = match form {
+                0 => LeafChange::Insert { key: &key, value: &new },
+                1 => LeafChange::Update { key: &key, old: &old, new: &new },
+                _ => LeafChange::Delete { key: &key, old: &old },
+            };
+            let (txn, prev, undo_next, tree, page) = (TxnId(txn), Lsn(prev), undo_next.map(Lsn), pid(tree), pid(page));
+            let owned = Record::Leaf {
+                txn,
+                prev,
+                undo_next,
+                tree,
+                page,
+                change: Change::logged(&change, inline),
+                base: None,
+                chain: chain.clone(),
+                freed: freed.clone(),
+            };
+            let borrowed = LeafRecord { txn, prev, undo_next, tree, page, change, inline, chain: &chain, freed: &freed };
+            prop_assert_eq!(borrowed.encode_into(vec![7; 3]), owned.encode());
         }
     }
 

@@ -168,8 +168,11 @@ fn r22_the_background_redo_finishes_with_a_checkpoint() {
     let oracle = crashed_database(&fs, path);
     let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
     let deferred = db.restart_stats().pages_deferred;
+    // No checkpoint at open: the first one comes after the background redo finished (which
+    // on a loaded machine may already be the case here, so the progress is read second).
     let checkpoints = db.checkpoint_stats().unwrap().checkpoints;
-    assert_eq!(checkpoints, 0, "no checkpoint at open");
+    let finished = db.redo_progress().unwrap().finished;
+    assert!(checkpoints == 0 || finished, "a checkpoint before the redo finished: {checkpoints}");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !db.redo_progress().unwrap().finished {
         assert!(Instant::now() < deadline, "the background redo did not finish: {:?}", db.redo_progress());
