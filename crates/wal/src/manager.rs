@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use swizzledb_sync::{Lsn, OpenMode, OsFs, Vfs};
 
 /// What `open` does when the frame that ends the log lies below a point an earlier sync round
@@ -200,6 +200,37 @@ enum Served {
     Joined,
 }
 
+/// The last leader's round, as the next leader's gathering reads it (W6 step 4).
+#[derive(Debug, Default)]
+struct Gather {
+    /// `requests` when the last round started, and when it ended.
+    at_start: u64,
+    at_end: u64,
+    /// Requests that arrived between the two last rounds' starts: about how many that round
+    /// served and woke.
+    served: u64,
+    /// How long the last round took.
+    took: Duration,
+}
+
+/// The flush leader's flag and the threads parked until its round ends (W6 step 3).
+#[derive(Debug, Default)]
+struct Group {
+    leading: bool,
+    waiters: Vec<std::thread::Thread>,
+}
+
+impl Gather {
+    /// W6 step 4: the count of requests the next leader waits for, and for how long at most;
+    /// `None` (no wait) when the last round served fewer than two requests.
+    fn target(&self) -> Option<(u64, Duration)> {
+        (self.served >= 2).then(|| (self.at_end + self.served, self.took.min(MAX_GATHER)))
+    }
+}
+
+/// The longest a leader gathers before its round (W6 step 4).
+const MAX_GATHER: Duration = Duration::from_millis(1);
+
 #[derive(Debug)]
 struct Inner {
     dir: PathBuf,
@@ -228,9 +259,19 @@ struct Inner {
     oldest: AtomicU64,
     /// The writer: held for one write-out or sync round (W6).
     writer: Mutex<Writer>,
-    /// Whether a flush leader is running a round; `round_done` is signalled when it ends (W6).
-    group: Mutex<bool>,
-    round_done: Condvar,
+    /// Whether a flush leader is running a round, and the threads waiting for it to end (W6).
+    group: Mutex<Group>,
+    /// Flush rounds led to their end; moved under the group mutex, and a parked waiter waits
+    /// for it to move (W6 step 3).
+    ended: AtomicU64,
+    /// Flush requests that found their record not yet durable, ever (W6 step 4, gathering).
+    requests: AtomicU64,
+    /// While a leader gathers, the count of `requests` it waits for (else 0): the request that
+    /// reaches it signals `gathered`.
+    gather_want: AtomicU64,
+    /// What the leader's last round saw (W6 step 4); taken only by the leader.
+    gather: Mutex<Gather>,
+    gathered: Condvar,
     /// Segment files by start LSN. Lock order: `writer` before `files`.
     files: Mutex<Segments>,
     /// Set with the first failed write or sync (W11); `failure` holds its description.
@@ -391,8 +432,12 @@ impl LogManager {
             synced: AtomicU64::new(end),
             oldest: AtomicU64::new(oldest.min(end)),
             writer: Mutex::new(Writer::default()),
-            group: Mutex::new(false),
-            round_done: Condvar::new(),
+            group: Mutex::new(Group::default()),
+            ended: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            gather_want: AtomicU64::new(0),
+            gather: Mutex::new(Gather::default()),
+            gathered: Condvar::new(),
             files: Mutex::new(files),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -833,24 +878,72 @@ impl Inner {
             return Err(LogError::NotAppended { lsn: Lsn(lsn), end: Lsn(end) });
         }
         self.wait_completed(lsn)?;
+        let requests = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let want = self.gather_want.load(Ordering::SeqCst);
+        if want != 0 && requests >= want {
+            let _g = self.gather.lock();
+            self.gathered.notify_one();
+        }
         // W6: one leader at a time; the others wait for its round to end, then re-check.
-        {
-            let mut leading = self.group.lock();
-            loop {
+        loop {
+            let ended = {
+                let mut group = self.group.lock();
                 if self.durable.load(Ordering::Acquire) > lsn {
                     return Ok(Served::Joined);
                 }
                 self.check_failed()?;
-                if !*leading {
-                    *leading = true;
+                if !group.leading {
+                    group.leading = true;
                     break;
                 }
-                self.round_done.wait(&mut leading);
+                group.waiters.push(std::thread::current());
+                self.ended.load(Ordering::Acquire)
+            };
+            // Parked without the mutex: when the round ends, every waiter wakes at once, and
+            // those it covered return without taking the mutex again.
+            while self.ended.load(Ordering::Acquire) == ended && self.durable.load(Ordering::Acquire) <= lsn {
+                std::thread::park();
+            }
+            if self.durable.load(Ordering::Acquire) > lsn {
+                return Ok(Served::Joined);
             }
         }
+        let result = self.gather_then_lead(lsn);
+        let waiters = {
+            let mut group = self.group.lock();
+            group.leading = false;
+            self.ended.fetch_add(1, Ordering::Release);
+            std::mem::take(&mut group.waiters)
+        };
+        for t in waiters {
+            t.unpark();
+        }
+        result
+    }
+
+    /// W6 steps 4 and 5: the leader waits until the requests its last round woke are back (at
+    /// most that round's time, and `MAX_GATHER`), then runs its round.
+    fn gather_then_lead(&self, lsn: u64) -> Result<Served> {
+        let mut g = self.gather.lock();
+        if let Some((want, wait)) = g.target() {
+            let deadline = Instant::now() + wait;
+            self.gather_want.store(want, Ordering::SeqCst);
+            while self.requests.load(Ordering::SeqCst) < want {
+                if self.gathered.wait_until(&mut g, deadline).timed_out() {
+                    break;
+                }
+            }
+            self.gather_want.store(0, Ordering::SeqCst);
+        }
+        let at_start = self.requests.load(Ordering::SeqCst);
+        g.served = at_start - g.at_start;
+        g.at_start = at_start;
+        drop(g);
+        let began = Instant::now();
         let result = self.lead_round(lsn);
-        *self.group.lock() = false;
-        self.round_done.notify_all();
+        let mut g = self.gather.lock();
+        g.at_end = self.requests.load(Ordering::SeqCst);
+        g.took = began.elapsed();
         result
     }
 
@@ -1127,4 +1220,21 @@ fn check_name(name: &str) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod gather_tests {
+    use super::*;
+
+    /// W6 step 4: a leader waits for as many requests as its last round served, counted from
+    /// that round's end, for at most that round's time and `MAX_GATHER`; a round that served
+    /// one request (a single committer) makes the next leader not wait at all.
+    #[test]
+    fn w6_the_leader_gathers_the_requests_its_last_round_woke() {
+        let g = |served, took| Gather { at_start: 90, at_end: 100, served, took };
+        assert_eq!(g(0, Duration::from_millis(5)).target(), None);
+        assert_eq!(g(1, Duration::from_millis(5)).target(), None, "one committer never waits");
+        assert_eq!(g(2, Duration::from_micros(300)).target(), Some((102, Duration::from_micros(300))));
+        assert_eq!(g(16, Duration::from_secs(1)).target(), Some((116, MAX_GATHER)), "capped");
+    }
 }

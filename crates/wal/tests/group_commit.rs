@@ -100,3 +100,39 @@ fn w6_waiting_flushes_share_one_round() {
     assert_eq!(s.flush_joined + s.flush_already_durable, 6);
     assert_eq!(faults.syncs.load(Ordering::SeqCst) - syncs_at_open, 2, "two file syncs in all");
 }
+
+/// W6 with W11: seven threads parked behind a leader whose sync fails all wake and return the
+/// failure (none hangs, none is acknowledged).
+#[test]
+fn w6_parked_waiters_wake_with_the_leaders_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(Faults::default());
+    let fs = TestFs { faults: Arc::clone(&faults) };
+    let log =
+        Arc::new(LogManager::open(LogConfig { vfs: Arc::new(fs), ..small_config(dir.path()) }).unwrap());
+    faults.fail_sync_at.store(faults.syncs.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
+    faults.close_gate();
+    let flush_one = |name: String| {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let lsn = log.append(name.as_bytes()).unwrap();
+            log.flush(lsn)
+        })
+    };
+    let leader = flush_one("leader".into());
+    while faults.held.load(Ordering::SeqCst) == 0 {
+        std::thread::yield_now();
+    }
+    let followers: Vec<_> = (0..7).map(|i| flush_one(format!("follower {i}"))).collect();
+    while log.stats().flush_requests < 8 {
+        std::thread::yield_now();
+    }
+    faults.open_gate();
+    assert!(leader.join().unwrap().is_err(), "the leader's sync failed");
+    for f in followers {
+        assert!(f.join().unwrap().is_err(), "W11: a parked follower returns the failure");
+    }
+    let s = log.stats();
+    assert_stats_add_up(&s);
+    assert_eq!(s.flush_failed, 8, "{s:?}");
+}
