@@ -82,7 +82,7 @@ fn wal_bench_tiny_writes_rows_checks_and_plots() {
         if r["logging"] == "true" {
             assert_eq!(
                 (r["cleaner"].as_str(), num(r, "max_log_bytes")),
-                ("classical", 128.0 * 1048576.0),
+                ("classical", swizzledb::DEFAULT_MAX_LOG_BYTES as f64),
                 "{r:?}"
             );
         } else {
