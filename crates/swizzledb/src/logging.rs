@@ -484,7 +484,7 @@ impl Wal {
         let begin = self.append(&Record::CheckpointBegin)?;
         // Every record before the begin record is complete once the begin record is durable
         // (wal README W5), so the scan below sees them all.
-        self.log.flush(begin)?;
+        self.log.flush_urgent(begin)?;
         let mut a = crate::restart::Analysis::for_checkpoint(&prev);
         let mut scanned = 0u64;
         for item in self.log.scan(prev.begin)? {
@@ -638,7 +638,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
             // always below the end): flush everything appended.
             return self.log.flush_all().map_err(std::io::Error::other);
         }
-        self.log.flush(lsn).map_err(std::io::Error::other)
+        self.log.flush_urgent(lsn).map_err(std::io::Error::other)
     }
 
     fn page_written(&self, page: PageId, page_lsn: Lsn) {

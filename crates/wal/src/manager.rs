@@ -477,7 +477,17 @@ impl LogManager {
     /// # Errors
     /// `NotAppended` if `lsn` is at or beyond `end()`; `Failed`/`Io` (W11).
     pub fn flush(&self, lsn: Lsn) -> Result<()> {
-        self.inner.flush(lsn)
+        self.inner.flush(lsn, true)
+    }
+
+    /// [`LogManager::flush`] for a caller that holds what other threads may need (a page
+    /// latch, for the write-ahead rule): if it becomes the leader, its round starts without
+    /// gathering (W6 step 4).
+    ///
+    /// # Errors
+    /// As [`LogManager::flush`].
+    pub fn flush_urgent(&self, lsn: Lsn) -> Result<()> {
+        self.inner.flush(lsn, false)
     }
 
     /// Makes every record appended before this call durable.
@@ -558,7 +568,7 @@ impl LogManager {
     /// Those of `flush`, and `Io` from writing the record.
     pub fn write_master(&self, lsn: Lsn) -> Result<()> {
         if lsn.0 != 0 {
-            self.flush(lsn)?;
+            self.flush_urgent(lsn)?;
         }
         let _one = self.inner.master.lock();
         master::write(&*self.inner.vfs, &self.inner.dir, lsn)
@@ -853,9 +863,9 @@ impl Inner {
         Ok(())
     }
 
-    fn flush(&self, lsn: Lsn) -> Result<()> {
+    fn flush(&self, lsn: Lsn, gather: bool) -> Result<()> {
         bump(&self.counters.flush_requests, 1);
-        let counter = match self.flush_inner(lsn.0) {
+        let counter = match self.flush_inner(lsn.0, gather) {
             Ok(Served::AlreadyDurable) => &self.counters.flush_already_durable,
             Ok(Served::Led) => &self.counters.flush_led,
             Ok(Served::Joined) => &self.counters.flush_joined,
@@ -868,7 +878,7 @@ impl Inner {
         Ok(())
     }
 
-    fn flush_inner(&self, lsn: u64) -> Result<Served> {
+    fn flush_inner(&self, lsn: u64, gather: bool) -> Result<Served> {
         self.check_failed()?;
         if lsn == 0 || self.durable.load(Ordering::Acquire) > lsn {
             return Ok(Served::AlreadyDurable);
@@ -908,7 +918,7 @@ impl Inner {
                 return Ok(Served::Joined);
             }
         }
-        let result = self.gather_then_lead(lsn);
+        let result = self.gather_then_lead(lsn, gather);
         let waiters = {
             let mut group = self.group.lock();
             group.leading = false;
@@ -923,9 +933,9 @@ impl Inner {
 
     /// W6 steps 4 and 5: the leader waits until the requests its last round woke are back (at
     /// most that round's time, and `MAX_GATHER`), then runs its round.
-    fn gather_then_lead(&self, lsn: u64) -> Result<Served> {
+    fn gather_then_lead(&self, lsn: u64, gather: bool) -> Result<Served> {
         let mut g = self.gather.lock();
-        if let Some((want, wait)) = g.target() {
+        if let (Some((want, wait)), true) = (g.target(), gather) {
             let deadline = Instant::now() + wait;
             self.gather_want.store(want, Ordering::SeqCst);
             while self.requests.load(Ordering::SeqCst) < want {
@@ -963,7 +973,7 @@ impl Inner {
     fn flush_all(&self) -> Result<()> {
         let end = self.next.load(Ordering::Acquire);
         // `end - 1` lies in the last reserved frame, so covering it covers every record.
-        self.flush(Lsn(end - 1))
+        self.flush(Lsn(end - 1), false)
     }
 
     /// The background flusher's loop (W6): a round every `interval` unless a leader is busy.

@@ -136,3 +136,19 @@ fn w6_parked_waiters_wake_with_the_leaders_failure() {
     assert_stats_add_up(&s);
     assert_eq!(s.flush_failed, 8, "{s:?}");
 }
+
+/// `flush_urgent` is a flush whose leader does not gather (W6 step 4): it returns with the
+/// record durable, and counts as a request and a round like any flush.
+#[test]
+fn w6_an_urgent_flush_is_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogManager::open(LogConfig { flush_interval: None, ..LogConfig::new(dir.path()) }).unwrap();
+    for i in 0..3 {
+        let lsn = log.append(format!("record {i}").as_bytes()).unwrap();
+        log.flush_urgent(lsn).unwrap();
+        assert!(lsn < log.durable());
+    }
+    let s = log.stats();
+    assert_stats_add_up(&s);
+    assert_eq!((s.flush_requests, s.flush_led, s.fsyncs), (3, 3, 3), "{s:?}");
+}
