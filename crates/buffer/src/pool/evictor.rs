@@ -96,6 +96,15 @@ impl Signal {
     }
 }
 
+/// The evictor's round in progress: ends it ([`Signal::done`]) when dropped, on unwinding too.
+struct Busy<'a>(&'a Signal);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.done();
+    }
+}
+
 /// The running background evictor of a pool (B31). Dropping it (or [`EvictorHandle::stop`])
 /// stops the thread and joins it. The thread holds the pool alive until then.
 #[must_use = "dropping the handle stops the evictor"]
@@ -110,8 +119,14 @@ impl EvictorHandle {
     pub fn stop(&mut self) {
         if let Some(t) = self.thread.take() {
             self.pool.evictor.stop();
-            // The thread's panics are the pool's bugs; there is nothing to report them to here.
-            let _ = t.join();
+            // The thread's panics are the pool's bugs; its message went to stderr, and the log
+            // says that the pool ran without its evictor since.
+            if t.join().is_err() {
+                log::error!(
+                    "swizzledb: the background evictor of {} panicked; misses evicted for themselves since",
+                    self.pool.path().display()
+                );
+            }
         }
     }
 }
@@ -179,6 +194,9 @@ impl BufferPool {
         let mut backoff = false;
         let mut failing = false;
         while self.evictor.wait(backoff) {
+            // Out of the round however it ends: a round that panics must not leave `stop`
+            // (and so `close`) waiting for it.
+            let _busy = Busy(&self.evictor);
             let before = self.count(|b| b.evictions.load(Relaxed));
             let outcome = self.evictor_round();
             let freed = self.count(|b| b.evictions.load(Relaxed)) - before;
@@ -205,7 +223,6 @@ impl BufferPool {
                     true
                 }
             };
-            self.evictor.done();
         }
     }
 
