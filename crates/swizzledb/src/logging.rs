@@ -11,7 +11,7 @@ use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
-use crate::record::{Change, Checkpoint, Encode, LeafRecord, NodeLog, Record, TxnEntry, TxnState};
+use crate::record::{Change, Checkpoint, Encode, LeafHead, LeafRecord, NodeLog, Record, TxnEntry, TxnState};
 use crate::restart::{Analysis, ArchivedState};
 
 /// When a commit returns.
@@ -908,15 +908,9 @@ impl ChangeLog for TxnLog<'_> {
                 |prev| {
                     undo_prev.set(prev);
                     LeafRecord {
-                        txn,
-                        prev,
-                        undo_next,
-                        tree,
-                        page,
+                        head: LeafHead { txn, prev, undo_next, tree, page, chain: &chain, freed },
                         change: *change,
                         inline,
-                        chain: &chain,
-                        freed,
                     }
                 },
                 // A compensation record is never undone; the chain continues at its undo-next

@@ -1068,21 +1068,15 @@ impl Encode for Record {
     }
 }
 
-impl Encode for LeafRecord<'_> {
-    fn encode_into(&self, buf: Vec<u8>) -> Vec<u8> {
-        LeafRecord::encode_into(self, buf)
-    }
-}
-
 /// The fields of a `Leaf` body before its change: the flags byte, the links, the pages.
-struct LeafHead<'a> {
-    txn: TxnId,
-    prev: Lsn,
-    undo_next: Option<Lsn>,
-    tree: PageId,
-    page: PageId,
-    chain: &'a [PageId],
-    freed: &'a [PageId],
+pub(crate) struct LeafHead<'a> {
+    pub(crate) txn: TxnId,
+    pub(crate) prev: Lsn,
+    pub(crate) undo_next: Option<Lsn>,
+    pub(crate) tree: PageId,
+    pub(crate) page: PageId,
+    pub(crate) chain: &'a [PageId],
+    pub(crate) freed: &'a [PageId],
 }
 
 impl LeafHead<'_> {
@@ -1110,34 +1104,18 @@ impl LeafHead<'_> {
 /// body of the [`Record::Leaf`] with `change: Change::logged(&change, inline)` and no base
 /// image, without copying the key and values into a [`Change`] first (the logged write path).
 pub(crate) struct LeafRecord<'a> {
-    pub(crate) txn: TxnId,
-    pub(crate) prev: Lsn,
-    pub(crate) undo_next: Option<Lsn>,
-    pub(crate) tree: PageId,
-    pub(crate) page: PageId,
+    pub(crate) head: LeafHead<'a>,
     pub(crate) change: LeafChange<'a>,
     /// The value is stored in the leaf (no overflow chain): an update may log as a patch.
     pub(crate) inline: bool,
-    pub(crate) chain: &'a [PageId],
-    pub(crate) freed: &'a [PageId],
 }
 
-impl LeafRecord<'_> {
-    /// Encodes the record into `buf` (cleared first) and returns it, as
-    /// [`Record::encode_into`] does.
-    pub(crate) fn encode_into(&self, mut buf: Vec<u8>) -> Vec<u8> {
+impl Encode for LeafRecord<'_> {
+    fn encode_into(&self, mut buf: Vec<u8>) -> Vec<u8> {
         buf.clear();
         let mut w = Writer(buf);
         w.u8(RecordKind::Leaf.into());
-        let head = LeafHead {
-            txn: self.txn,
-            prev: self.prev,
-            undo_next: self.undo_next,
-            tree: self.tree,
-            page: self.page,
-            chain: self.chain,
-            freed: self.freed,
-        };
+        let head = &self.head;
         match self.change {
             LeafChange::Update { key, old, new } => {
                 if self.inline {
@@ -1156,8 +1134,10 @@ impl LeafRecord<'_> {
                         w.bytes(&new[span.new]);
                     }
                     if old.len() - changed >= PATCH_MIN_KEPT {
-                        let (bytes, n) = varint(count as u64);
-                        w.0.splice(at..at, bytes[..n].iter().copied());
+                        let edits_end = w.0.len();
+                        w.len(count);
+                        let count_len = w.0.len() - edits_end;
+                        w.0[at..].rotate_right(count_len);
                         return w.0;
                     }
                     w.0.clear();
@@ -1185,26 +1165,13 @@ impl LeafRecord<'_> {
 
 struct Writer(Vec<u8>);
 
-/// `v` as an unsigned LEB128 varint: 7 bits a byte, low group first, the high bit set on every
-/// byte but the last. Returns the bytes and how many of them are used.
-fn varint(mut v: u64) -> ([u8; 10], usize) {
-    let mut out = [0; 10];
-    let mut n = 0;
-    while v >= 0x80 {
-        out[n] = (v as u8) | 0x80;
-        v >>= 7;
-        n += 1;
-    }
-    out[n] = v as u8;
-    (out, n + 1)
-}
-
 impl Writer {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
 
-    /// An unsigned LEB128 varint ([`varint`]).
+    /// An unsigned LEB128 varint: 7 bits a byte, low group first, the high bit set on every
+    /// byte but the last.
     #[inline]
     fn var(&mut self, mut v: u64) {
         while v >= 0x80 {
@@ -1813,7 +1780,8 @@ mod tests {
                 chain: chain.clone(),
                 freed: freed.clone(),
             };
-            let borrowed = LeafRecord { txn, prev, undo_next, tree, page, change, inline, chain: &chain, freed: &freed };
+            let head = LeafHead { txn, prev, undo_next, tree, page, chain: &chain, freed: &freed };
+            let borrowed = LeafRecord { head, change, inline };
             prop_assert_eq!(borrowed.encode_into(vec![7; 3]), owned.encode());
         }
     }

@@ -213,13 +213,6 @@ struct Gather {
     took: Duration,
 }
 
-/// The flush leader's flag and the threads parked until its round ends (W6 step 3).
-#[derive(Debug, Default)]
-struct Group {
-    leading: bool,
-    waiters: Vec<std::thread::Thread>,
-}
-
 impl Gather {
     /// W6 step 4: the count of requests the next leader waits for, and for how long at most;
     /// `None` (no wait) when the last round served fewer than two requests.
@@ -230,6 +223,13 @@ impl Gather {
 
 /// The longest a leader gathers before its round (W6 step 4).
 const MAX_GATHER: Duration = Duration::from_millis(1);
+
+/// The flush leader's flag and the threads parked until its round ends (W6 step 3).
+#[derive(Debug, Default)]
+struct Group {
+    leading: bool,
+    waiters: Vec<std::thread::Thread>,
+}
 
 #[derive(Debug)]
 struct Inner {
@@ -935,7 +935,7 @@ impl Inner {
     /// most that round's time, and `MAX_GATHER`), then runs its round.
     fn gather_then_lead(&self, lsn: u64, gather: bool) -> Result<Served> {
         let mut g = self.gather.lock();
-        if let (Some((want, wait)), true) = (g.target(), gather) {
+        if let Some((want, wait)) = g.target().filter(|_| gather) {
             let deadline = Instant::now() + wait;
             self.gather_want.store(want, Ordering::SeqCst);
             while self.requests.load(Ordering::SeqCst) < want {

@@ -53,16 +53,21 @@ fn w6_eight_threads_append_and_flush_in_a_loop() {
     );
 }
 
+/// A log in `dir` whose writes and syncs go through [`TestFs`], and its faults.
+fn log_on_test_fs(dir: &std::path::Path) -> (Arc<LogManager>, Arc<Faults>) {
+    let faults = Arc::new(Faults::default());
+    let fs = TestFs { faults: Arc::clone(&faults) };
+    let log = LogManager::open(LogConfig { vfs: Arc::new(fs), ..small_config(dir) }).unwrap();
+    (Arc::new(log), faults)
+}
+
 /// A deterministic group: the first leader is held in its sync while seven more threads append
 /// and call flush; when the sync is released, one of them leads a second round that covers all
 /// seven, so eight requests take exactly two rounds.
 #[test]
 fn w6_waiting_flushes_share_one_round() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(Faults::default());
-    let fs = TestFs { faults: Arc::clone(&faults) };
-    let log =
-        Arc::new(LogManager::open(LogConfig { vfs: Arc::new(fs), ..small_config(dir.path()) }).unwrap());
+    let (log, faults) = log_on_test_fs(dir.path());
     let syncs_at_open = faults.syncs.load(Ordering::SeqCst);
     faults.close_gate();
     let first = {
@@ -106,10 +111,7 @@ fn w6_waiting_flushes_share_one_round() {
 #[test]
 fn w6_parked_waiters_wake_with_the_leaders_failure() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = Arc::new(Faults::default());
-    let fs = TestFs { faults: Arc::clone(&faults) };
-    let log =
-        Arc::new(LogManager::open(LogConfig { vfs: Arc::new(fs), ..small_config(dir.path()) }).unwrap());
+    let (log, faults) = log_on_test_fs(dir.path());
     faults.fail_sync_at.store(faults.syncs.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
     faults.close_gate();
     let flush_one = |name: String| {
