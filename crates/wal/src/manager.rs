@@ -4,7 +4,7 @@
 use crate::error::{LogError, Result};
 use crate::frame::{self, FIRST_LSN, HEADER};
 use crate::master;
-use crate::publish::{Completed, Striped};
+use crate::publish::{Completed, Padded, Striped};
 use crate::ring::Ring;
 use crate::segment::{self, FrameReader, Segments, Step};
 use parking_lot::{Condvar, Mutex};
@@ -238,39 +238,36 @@ struct Inner {
     segment_bytes: u64,
     max_body: usize,
     ring: Ring,
-    /// The reservation point: the LSN the next frame (or padding) starts at (W4, step 1),
-    /// moved by compare-and-swap.
-    next: AtomicU64,
     /// Where the log began when opened: `next - start` bytes were reserved since.
     start: u64,
-    /// The completed prefix and its waiters (W5).
+    /// The reservation point (W4 step 1), the completed prefix and its waiters (W5).
     completed: Completed,
     /// Every byte below this LSN is in a segment file (not necessarily durable). Written only
     /// under the writer mutex; the ring space below it may be reused (W4).
-    written: AtomicU64,
+    written: Padded<AtomicU64>,
     /// Every record below this LSN is durable (W6): the end of the last sync round's marker, so
     /// that a round with nothing new after it does nothing. Written only under the writer mutex.
-    durable: AtomicU64,
+    durable: Padded<AtomicU64>,
     /// What the last sync round synced: the start of its marker, the claim the marker makes
     /// (W8). `durable()` returns this, so that the layer above (the archive) never counts on
     /// the marker itself, which is not synced and may be lost with a crash.
-    synced: AtomicU64,
+    synced: Padded<AtomicU64>,
     /// The first LSN still kept (moved by truncation, W9).
     oldest: AtomicU64,
     /// The writer: held for one write-out or sync round (W6).
-    writer: Mutex<Writer>,
+    writer: Padded<Mutex<Writer>>,
     /// Whether a flush leader is running a round, and the threads waiting for it to end (W6).
-    group: Mutex<Group>,
+    group: Padded<Mutex<Group>>,
     /// Flush rounds led to their end; moved under the group mutex, and a parked waiter waits
     /// for it to move (W6 step 3).
-    ended: AtomicU64,
+    ended: Padded<AtomicU64>,
     /// Flush requests that found their record not yet durable, ever (W6 step 4, gathering).
-    requests: AtomicU64,
+    requests: Padded<AtomicU64>,
     /// While a leader gathers, the count of `requests` it waits for (else 0): the request that
     /// reaches it signals `gathered`.
-    gather_want: AtomicU64,
+    gather_want: Padded<AtomicU64>,
     /// What the leader's last round saw (W6 step 4); taken only by the leader.
-    gather: Mutex<Gather>,
+    gather: Padded<Mutex<Gather>>,
     gathered: Condvar,
     /// Segment files by start LSN. Lock order: `writer` before `files`.
     files: Mutex<Segments>,
@@ -424,19 +421,18 @@ impl LogManager {
             segment_bytes,
             max_body,
             ring: Ring::new(buffer_bytes),
-            next: AtomicU64::new(end),
             start: end,
             completed: Completed::new(buffer_bytes as u64, end),
-            written: AtomicU64::new(end),
-            durable: AtomicU64::new(end),
-            synced: AtomicU64::new(end),
+            written: Padded(AtomicU64::new(end)),
+            durable: Padded(AtomicU64::new(end)),
+            synced: Padded(AtomicU64::new(end)),
             oldest: AtomicU64::new(oldest.min(end)),
-            writer: Mutex::new(Writer::default()),
-            group: Mutex::new(Group::default()),
-            ended: AtomicU64::new(0),
-            requests: AtomicU64::new(0),
-            gather_want: AtomicU64::new(0),
-            gather: Mutex::new(Gather::default()),
+            writer: Padded(Mutex::new(Writer::default())),
+            group: Padded(Mutex::new(Group::default())),
+            ended: Padded(AtomicU64::new(0)),
+            requests: Padded(AtomicU64::new(0)),
+            gather_want: Padded(AtomicU64::new(0)),
+            gather: Padded(Mutex::new(Gather::default())),
             gathered: Condvar::new(),
             files: Mutex::new(files),
             failed: AtomicBool::new(false),
@@ -506,7 +502,7 @@ impl LogManager {
 
     /// The LSN the next append would get if it fits in the current segment (a lower bound).
     pub fn end(&self) -> Lsn {
-        Lsn(self.inner.next.load(Ordering::Acquire))
+        Lsn(self.inner.completed.next().load(Ordering::Acquire))
     }
 
     /// The first LSN still kept: records below it were truncated (W9).
@@ -611,7 +607,7 @@ impl LogManager {
         LogStats {
             appends: c.appends.sum(),
             body_bytes: c.body_bytes.sum(),
-            log_bytes: self.inner.next.load(Ordering::Acquire) - self.inner.start,
+            log_bytes: self.inner.completed.next().load(Ordering::Acquire) - self.inner.start,
             buffer_full_waits: l(&c.buffer_full_waits),
             flush_requests: l(&c.flush_requests),
             flush_already_durable: l(&c.flush_already_durable),
@@ -709,7 +705,7 @@ impl Inner {
         mut full: impl FnMut() -> Result<()>,
     ) -> Result<Option<(u64, u64, u64)>> {
         let cap = self.ring.capacity();
-        let mut pos = self.next.load(Ordering::Acquire);
+        let mut pos = self.completed.next().load(Ordering::Acquire);
         loop {
             if give_up(pos) {
                 return Ok(None);
@@ -723,10 +719,10 @@ impl Inner {
             if end.saturating_sub(self.written.load(Ordering::Acquire)) > cap {
                 bump(&self.counters.buffer_full_waits, 1);
                 full()?;
-                pos = self.next.load(Ordering::Acquire);
+                pos = self.completed.next().load(Ordering::Acquire);
                 continue;
             }
-            match self.next.compare_exchange_weak(pos, end, Ordering::AcqRel, Ordering::Acquire) {
+            match self.completed.next().compare_exchange_weak(pos, end, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Ok(Some((pos, start, end))),
                 Err(now) => pos = now,
             }
@@ -883,7 +879,7 @@ impl Inner {
         if lsn == 0 || self.durable.load(Ordering::Acquire) > lsn {
             return Ok(Served::AlreadyDurable);
         }
-        let end = self.next.load(Ordering::Acquire);
+        let end = self.completed.next().load(Ordering::Acquire);
         if lsn >= end {
             return Err(LogError::NotAppended { lsn: Lsn(lsn), end: Lsn(end) });
         }
@@ -971,7 +967,7 @@ impl Inner {
     }
 
     fn flush_all(&self) -> Result<()> {
-        let end = self.next.load(Ordering::Acquire);
+        let end = self.completed.next().load(Ordering::Acquire);
         // `end - 1` lies in the last reserved frame, so covering it covers every record.
         self.flush(Lsn(end - 1), false)
     }
@@ -1001,7 +997,7 @@ impl Inner {
     }
 
     fn read(&self, lsn: Lsn) -> Result<Vec<u8>> {
-        let end = self.next.load(Ordering::Acquire);
+        let end = self.completed.next().load(Ordering::Acquire);
         if lsn.0 >= end {
             return Err(LogError::NotAppended { lsn, end: Lsn(end) });
         }
@@ -1047,7 +1043,7 @@ impl Inner {
         if start < oldest {
             return Err(LogError::Truncated { lsn: from, oldest: Lsn(oldest) });
         }
-        let end = self.next.load(Ordering::Acquire);
+        let end = self.completed.next().load(Ordering::Acquire);
         if start > end {
             return Err(LogError::NotAppended { lsn: from, end: Lsn(end) });
         }

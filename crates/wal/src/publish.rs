@@ -12,13 +12,24 @@
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 
-/// The completed prefix of the reserved log space (W5).
+/// The reservation point `next` (W4 step 1, moved by the manager's compare-and-swap) and the
+/// completed prefix `upto` (W5).
+#[derive(Debug)]
+struct Heads {
+    next: AtomicU64,
+    /// Every reserved byte below it is published. Only grows.
+    upto: AtomicU64,
+}
+
+/// The completed prefix of the reserved log space (W5), beside the reservation point.
 #[derive(Debug)]
 pub(crate) struct Completed {
     /// Slot `(pos / 8) % len`: the end of the range published at `pos`, once published.
     ends: Box<[AtomicU64]>,
-    /// Every reserved byte below it is published. Only grows.
-    upto: AtomicU64,
+    /// The reservation point and the completed prefix, which every appender moves: together
+    /// on their own cache lines, so that an append takes one line from the last appender
+    /// rather than two, and readers of the log's configuration take none (W12).
+    heads: Padded<Heads>,
     /// Threads inside [`Completed::wait_above`]; a publisher that moves `upto` takes `lock` to
     /// wake them only when this is not zero.
     waiters: AtomicUsize,
@@ -27,21 +38,27 @@ pub(crate) struct Completed {
 }
 
 impl Completed {
-    /// A prefix at `start` for a ring of `capacity` bytes.
+    /// A reservation point and prefix at `start` for a ring of `capacity` bytes.
     pub(crate) fn new(capacity: u64, start: u64) -> Completed {
         Completed {
             ends: (0..capacity / 8).map(|_| AtomicU64::new(0)).collect(),
-            upto: AtomicU64::new(start),
+            heads: Padded(Heads { next: AtomicU64::new(start), upto: AtomicU64::new(start) }),
             waiters: AtomicUsize::new(0),
             lock: Mutex::new(()),
             moved: Condvar::new(),
         }
     }
 
+    /// The reservation point (W4 step 1): the LSN the next frame (or padding) starts at. The
+    /// manager moves it by compare-and-swap.
+    pub(crate) fn next(&self) -> &AtomicU64 {
+        &self.heads.next
+    }
+
     /// Every reserved byte below this is published; an acquire load, so the ring words below
     /// it are visible.
     pub(crate) fn get(&self) -> u64 {
-        self.upto.load(SeqCst)
+        self.heads.upto.load(SeqCst)
     }
 
     fn slot(&self, pos: u64) -> &AtomicU64 {
@@ -61,20 +78,20 @@ impl Completed {
     pub(crate) fn publish(&self, from: u64, to: u64) {
         debug_assert!(to > from);
         let mut moved = false;
-        if self.upto.load(SeqCst) == from {
-            let swapped = self.upto.compare_exchange(from, to, SeqCst, SeqCst);
+        if self.heads.upto.load(SeqCst) == from {
+            let swapped = self.heads.upto.compare_exchange(from, to, SeqCst, SeqCst);
             debug_assert!(swapped.is_ok(), "W5: only the range at the prefix moves it");
             moved = swapped.is_ok();
         } else {
             self.slot(from).store(to, SeqCst);
         }
         loop {
-            let at = self.upto.load(SeqCst);
+            let at = self.heads.upto.load(SeqCst);
             let end = self.slot(at).load(SeqCst);
             if end <= at {
                 break;
             }
-            if self.upto.compare_exchange(at, end, SeqCst, SeqCst).is_ok() {
+            if self.heads.upto.compare_exchange(at, end, SeqCst, SeqCst).is_ok() {
                 moved = true;
             }
         }
@@ -111,18 +128,27 @@ impl Completed {
     }
 }
 
+/// A value alone on its cache lines (128 bytes: the adjacent-line prefetcher pulls lines in
+/// pairs), so that threads writing it do not slow down threads reading its neighbours (W12).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A counter bumped by many threads without sharing a cache line: each thread adds to one of
 /// [`STRIPES`] padded cells, and a read sums them (exact once the bumps have returned).
 #[derive(Debug, Default)]
 pub(crate) struct Striped {
-    cells: [Cell; STRIPES],
+    cells: [Padded<AtomicU64>; STRIPES],
 }
 
 const STRIPES: usize = 16;
-
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct Cell(AtomicU64);
 
 /// This thread's stripe.
 fn stripe() -> usize {

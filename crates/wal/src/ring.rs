@@ -47,9 +47,10 @@ impl Ring {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.words[i].store(u64::from_le_bytes(w), Relaxed);
+            // Assembled in a register: a byte copy into a stack word would go through `memcpy`
+            // and a store-forwarding stall on the load after it.
+            let w = rest.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b));
+            self.words[i].store(w, Relaxed);
         }
     }
 

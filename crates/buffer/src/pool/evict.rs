@@ -117,7 +117,8 @@ impl BufferPool {
         let started = Instant::now();
         frames.sort_unstable_by_key(|&f| (self.desc(f).page_id.load(Relaxed), f));
         frames.dedup();
-        let result = self.write_victims_latched(&frames, &mut Vec::new());
+        let mut copies = crate::aligned::AlignedBuf::new(frames.len() * self.page_size, 4096)?;
+        let result = self.write_victims_latched(&frames, &mut copies, &mut Vec::new());
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.count(|b| {
             if let Ok((written, _)) = &result {
@@ -129,14 +130,17 @@ impl BufferPool {
     }
 
     /// The batch write of `write_victims` (and of the page cleaner's `write_back_older`, B23):
-    /// frames whose latch is taken are skipped and pushed to `busy`.
+    /// frames whose latch is taken are skipped and pushed to `busy`. `copies` holds the pages'
+    /// disk forms: at least `frames.len()` pages, aligned for direct I/O, reused across calls
+    /// by a caller that writes many batches (a fresh buffer is a page fault per 4 KiB).
     pub(super) fn write_victims_latched(
         &self,
         frames: &[FrameId],
+        copies: &mut crate::aligned::AlignedBuf,
         busy: &mut Vec<FrameId>,
     ) -> Result<(usize, Option<BufferError>)> {
+        debug_assert!(copies.as_mut_slice().len() >= frames.len() * self.page_size);
         // Latch what can be latched and copy it, with page ids for swizzled swips (B8).
-        let mut copies = crate::aligned::AlignedBuf::new(frames.len() * self.page_size, 4096)?;
         let mut batch: Vec<(FrameId, PageId, Lsn)> = Vec::with_capacity(frames.len());
         let mut offs = Vec::new();
         for &f in frames {

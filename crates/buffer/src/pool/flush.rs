@@ -70,10 +70,15 @@ impl BufferPool {
         let mut written = 0;
         let mut busy = Vec::new();
         let mut frames = Vec::with_capacity(crate::doublewrite::SLOTS);
+        let mut copies = match batch.len().min(crate::doublewrite::SLOTS) {
+            0 => None,
+            n => Some(AlignedBuf::new(n * self.page_size, 4096)?),
+        };
         for chunk in batch.chunks(crate::doublewrite::SLOTS) {
             frames.clear();
             frames.extend(chunk.iter().map(|&(_, _, i)| FrameId(i as u32)));
-            let (n, refused) = self.write_victims_latched(&frames, &mut busy)?;
+            let copies = copies.as_mut().expect("allocated for a non-empty batch");
+            let (n, refused) = self.write_victims_latched(&frames, copies, &mut busy)?;
             written += n;
             if let Some(e) = refused {
                 return Err(e);
