@@ -35,6 +35,8 @@ pub struct Builder {
     pub(crate) log_recovery: swizzledb_wal::Recovery,
     pub(crate) checkpoint_every: Option<Option<std::time::Duration>>,
     pub(crate) max_log_bytes: Option<u64>,
+    /// `None`: [`crate::DEFAULT_VERSION_MEMORY`].
+    pub(crate) version_memory: Option<usize>,
     pub(crate) cleaner: Cleaner,
     pub(crate) cleaner_every: Option<std::time::Duration>,
     pub(crate) checkpoint_kind: CheckpointKind,
@@ -134,6 +136,17 @@ impl Builder {
     #[must_use]
     pub fn max_log_bytes(mut self, bytes: u64) -> Self {
         self.max_log_bytes = Some(bytes);
+        self
+    }
+
+    /// The bound on the memory of the versions snapshot reads keep (default
+    /// [`DEFAULT_VERSION_MEMORY`](crate::DEFAULT_VERSION_MEMORY), LOCKS.md K20): the before-images of changes that a running
+    /// snapshot must not see. Past it the oldest snapshots end, and their next read fails with
+    /// [`Error::SnapshotTooOld`]; a plain read outside a transaction starts again with a fresh
+    /// snapshot instead.
+    #[must_use]
+    pub fn version_memory(mut self, bytes: usize) -> Self {
+        self.version_memory = Some(bytes);
         self
     }
 

@@ -18,6 +18,7 @@ use crate::logging::{self, CheckpointStats};
 use crate::restart::RestartStats;
 use crate::tree::Tree;
 use crate::txn::Transaction;
+use crate::versions::{ReadTransaction, SnapshotReads, VersionStats};
 
 /// How many checkpoints a database took since it opened ([`Database::checkpoint_counts`]); the
 /// fields are named as in [`CheckpointStats`], which has more.
@@ -37,6 +38,8 @@ pub struct CheckpointCounts {
 /// An open database: a file, its buffer pool, and its named trees.
 pub struct Database {
     pub(crate) core: Arc<Core>,
+    /// What read-only transactions read through (K18), on a database that keeps versions.
+    pub(crate) snapshot_reads: Option<SnapshotReads>,
     pub(crate) background: Box<Mutex<Background>>,
     /// The advisory locks on the file and the log directory (R13), released at close.
     pub(crate) files: Mutex<Vec<files::FileLock>>,
@@ -61,6 +64,33 @@ impl Database {
     #[must_use]
     pub fn builder() -> Builder {
         Builder::default()
+    }
+
+    /// Begins a read-only transaction: its reads see the database as committed at this moment
+    /// and never wait for writers, nor make them wait (LOCKS.md K18). Keep it short: the
+    /// versions it needs are kept until it ends, up to [`Builder::version_memory`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = swizzledb::Database::builder().create(dir.path().join("db.swz"))?;
+    /// let tree = db.create_tree("accounts")?;
+    /// tree.upsert(b"alice", b"10")?;
+    /// let snapshot = db.begin_read();
+    /// tree.upsert(b"alice", b"20")?;
+    /// assert_eq!(snapshot.get(&tree, b"alice")?.as_deref(), Some(&b"10"[..]));
+    /// assert_eq!(tree.get(b"alice")?.as_deref(), Some(&b"20"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn begin_read(&self) -> ReadTransaction<'_> {
+        ReadTransaction::new(self.snapshot_reads.as_ref())
+    }
+
+    /// The figures of the versions snapshot reads keep (LOCKS.md K20); `None` on a database
+    /// that keeps none (unlogged, or with locking off).
+    #[must_use]
+    pub fn version_stats(&self) -> Option<VersionStats> {
+        self.core.versions.as_ref().map(|v| v.stats())
     }
 
     /// Begins a transaction. While the log is over [`Builder::max_log_bytes`], first waits
@@ -236,7 +266,7 @@ impl Database {
     /// # Errors
     /// The name is invalid or taken, the catalog is full, or no frame is free.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
-        self.core.create_tree(name).map(Tree::new)
+        self.core.create_tree(name).map(|t| Tree::new(t, self.core.snapshot_reads()))
     }
 
     /// Opens an existing tree.
@@ -244,7 +274,7 @@ impl Database {
     /// # Errors
     /// No such tree, or I/O errors loading its root.
     pub fn tree(&self, name: &str) -> Result<Tree> {
-        self.core.tree(name).map(Tree::new)
+        self.core.tree(name).map(|t| Tree::new(t, self.core.snapshot_reads()))
     }
 
     /// Opens the tree, creating it if it does not exist.

@@ -28,6 +28,8 @@ pub(crate) struct Core {
     pub(crate) trees: Mutex<HashMap<String, Tree>>,
     pub(crate) wal: Option<Arc<Wal>>,
     pub(crate) locks: Option<Arc<lock::LockManager>>,
+    /// The before-images snapshot reads need (LOCKS.md K17): on a logged database with locks.
+    pub(crate) versions: Option<Arc<crate::versions::Versions>>,
     pub(crate) cleaner: Option<Arc<cleaner::Shared>>,
     pub(crate) next_txn: AtomicU64,
     pub(crate) restart_stats: Mutex<RestartStats>,
@@ -164,6 +166,16 @@ impl Core {
                 wal: Arc::clone(wal),
             })),
             None => tree,
+        }
+    }
+
+    /// What a tree handle of this database needs for snapshot reads (K17), if it keeps versions.
+    pub(crate) fn snapshot_reads(&self) -> Option<crate::versions::SnapshotReads> {
+        match (&self.versions, &self.wal) {
+            (Some(versions), Some(wal)) => {
+                Some(crate::versions::SnapshotReads { versions: Arc::clone(versions), wal: Arc::clone(wal) })
+            }
+            _ => None,
         }
     }
 

@@ -120,6 +120,15 @@ pub enum Error {
          start over with an empty database"
     )]
     Unclean(PathBuf),
+    /// A read-only transaction was ended because the versions its snapshot needed outgrew
+    /// [`Builder::version_memory`](crate::Builder::version_memory) (LOCKS.md K20).
+    #[error(
+        "the snapshot of this read-only transaction is too old: the changes made since it began          outgrew the version memory of {limit} bytes; end it and begin a new one, keep read-only          transactions short, or raise Builder::version_memory"
+    )]
+    SnapshotTooOld {
+        /// The bound that was passed.
+        limit: usize,
+    },
 }
 
 /// Result alias with [`Error`].

@@ -78,6 +78,7 @@ mod repair;
 mod restart;
 mod tree;
 mod txn;
+mod versions;
 
 pub use crate::builder::{Builder, DEFAULT_ARCHIVE_INTERVAL, DEFAULT_MAX_LOG_BYTES};
 pub use crate::cleaner::{Cleaner, CleanerStats};
@@ -89,6 +90,7 @@ pub use crate::logging::{CheckpointKind, CheckpointStats, CommitMode};
 pub use crate::restart::RestartStats;
 pub use crate::tree::Tree;
 pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
+pub use crate::versions::{ReadTransaction, VersionStats, DEFAULT_VERSION_MEMORY};
 pub use swizzledb_wal::{
     Archive, ArchiveEntry, Damage as LogDamage, LogError, LogStats, Recovery as LogRecovery, RunSummary,
 };
@@ -119,6 +121,8 @@ const _: fn() = || {
     send_sync::<Error>();
     send_sync::<Stats>();
     send::<Transaction<'static>>();
+    send_sync::<ReadTransaction<'static>>();
+    send_sync::<VersionStats>();
     send_sync::<TxnRange<'static>>();
     send_sync::<TxnRevRange<'static>>();
 };
@@ -135,4 +139,5 @@ const _: fn() = || {
     serialize::<RestartStats>();
     serialize::<RedoProgress>();
     serialize::<lock::LockStats>();
+    serialize::<VersionStats>();
 };

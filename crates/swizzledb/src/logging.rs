@@ -13,6 +13,7 @@ use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
 use crate::record::{Change, Checkpoint, Encode, LeafHead, LeafRecord, NodeLog, Record, TxnEntry, TxnState};
 use crate::restart::{Analysis, ArchivedState};
+use crate::versions::{Versioned, Versions};
 
 /// When a commit returns.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -831,11 +832,39 @@ pub(crate) struct TxnLog<'a> {
     pub(crate) undo: RefCell<UndoList>,
     /// During rollback: the undo-next link of the compensation record being written.
     pub(crate) compensating: Cell<Option<Lsn>>,
+    /// The version store its changes record before-images in (LOCKS.md K17), if the database
+    /// keeps one.
+    pub(crate) versions: Option<&'a Versions>,
+    /// The transaction as a writer of versions and the keys it made versions of (K17); taken
+    /// by its first versioned change.
+    pub(crate) versioned: RefCell<Option<Versioned>>,
 }
 
 impl<'a> TxnLog<'a> {
     pub(crate) fn new(wal: Option<&'a Wal>, shared: Arc<TxnShared>) -> TxnLog<'a> {
-        TxnLog { wal, shared, undo: RefCell::new(UndoList::take_spare()), compensating: Cell::new(None) }
+        TxnLog {
+            wal,
+            shared,
+            undo: RefCell::new(UndoList::take_spare()),
+            compensating: Cell::new(None),
+            versions: None,
+            versioned: RefCell::new(None),
+        }
+    }
+
+    /// K18: the transaction commits now (its commit record was just appended, and none of its
+    /// locks is released yet).
+    pub(crate) fn commit_versions(&self) {
+        if let (Some(v), Some((w, _))) = (self.versions, &*self.versioned.borrow()) {
+            v.commit(w);
+        }
+    }
+
+    /// K19: the transaction ended, committed or rolled back, before its locks are released.
+    pub(crate) fn finish_versions(&self) {
+        if let (Some(v), Some((w, keys))) = (self.versions, self.versioned.borrow_mut().take()) {
+            v.finish(w, keys);
+        }
     }
 
     /// Appends one of this transaction's records, linking it to the previous one. Without a
@@ -920,6 +949,15 @@ impl ChangeLog for TxnLog<'_> {
             .map_err(failure)?;
         if undo_next.is_none() {
             self.undo.borrow_mut().push(tree, change, undo_prev.get());
+            // K17: the value the change replaces, for the snapshots that must not see it;
+            // under the leaf's exclusive latch, before the change is made.
+            if let Some(v) = self.versions {
+                let mut versioned = self.versioned.borrow_mut();
+                let (w, keys) = versioned.get_or_insert_with(|| (Versions::writer(), Vec::new()));
+                if let Some(k) = v.record(w, tree, change.key(), change.old()) {
+                    keys.push(k);
+                }
+            }
         }
         Ok(lsn)
     }

@@ -202,12 +202,20 @@ impl Builder {
     ) -> Database {
         let cleaner = (wal.is_some() && self.cleaner != Cleaner::None)
             .then(|| Arc::new(cleaner::Shared::new(self.cleaner, self.cleaner_every, self.log_bound())));
+        // K17: snapshots replace the wait of reads outside transactions (K14) where there is
+        // one: on a logged database with record locks.
+        let versions = (wal.is_some() && self.locking == Locking::On).then(|| {
+            Arc::new(crate::versions::Versions::new(
+                self.version_memory.unwrap_or(crate::versions::DEFAULT_VERSION_MEMORY),
+            ))
+        });
         let core = Arc::new_cyclic(|me| Core {
             me: Mutex::new(me.clone()),
             pool: Arc::new(pool),
             trees: Mutex::new(HashMap::new()),
             wal,
             locks: (self.locking == Locking::On).then(|| Arc::new(lock::LockManager::new(64))),
+            versions,
             cleaner,
             next_txn: AtomicU64::new(1),
             restart_stats: Mutex::new(RestartStats::default()),
@@ -224,6 +232,7 @@ impl Builder {
             });
         }
         Database {
+            snapshot_reads: core.snapshot_reads(),
             core,
             background: Box::new(Mutex::new(background)),
             files: Mutex::new(locks),

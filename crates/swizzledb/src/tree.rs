@@ -9,6 +9,7 @@
 
 use std::ops::Bound;
 
+use crate::versions::SnapshotReads;
 use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, TreeError, TreeShape};
 
 /// A named tree of a [`Database`](crate::Database), from [`Database::create_tree`],
@@ -43,31 +44,44 @@ use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, Tr
 pub struct Tree {
     /// The engine's tree, with the auto-commit and the read gate of its database.
     pub(crate) inner: swizzledb_btree::Tree,
+    /// Snapshot reads (LOCKS.md K18), on a database that keeps versions.
+    pub(crate) snap: Option<SnapshotReads>,
 }
 
 type Result<T> = std::result::Result<T, TreeError>;
 
 impl Tree {
-    pub(crate) fn new(inner: swizzledb_btree::Tree) -> Tree {
-        Tree { inner }
+    pub(crate) fn new(inner: swizzledb_btree::Tree, snap: Option<SnapshotReads>) -> Tree {
+        Tree { inner, snap }
     }
 
-    /// The value stored under `key` (`None`: absent). On a logged database with record locks,
-    /// a key another transaction has changed and not yet committed is waited for.
+    /// The value stored under `key` (`None`: absent): the last committed one. On a logged
+    /// database with record locks (the default) it never waits for a writer: a key another
+    /// transaction has changed and not yet committed reads as it was before (a snapshot read,
+    /// LOCKS.md K18). With locking off, or on an unlogged database, uncommitted changes show.
     ///
     /// # Errors
     /// I/O errors or corruption; [`TreeError::Closed`], [`TreeError::Dropped`].
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.inner.get(key)
+        self.get_with(key, |v| v.map(<[u8]>::to_vec))
     }
 
-    /// Calls `f` with the value stored under `key` (or `None`) without copying it out of the
-    /// page. `f` must not call into the database.
+    /// Calls `f` with the value stored under `key` (or `None`), as [`Tree::get`] reads it.
+    /// `f` must not call into the database.
     ///
     /// # Errors
     /// As [`Tree::get`].
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
-        self.inner.get_with(key, f)
+        match &self.snap {
+            Some(snap) if snap.ready() => loop {
+                // K20: a snapshot ended for memory is replaced by a fresh one.
+                let s = snap.versions.snapshot();
+                if let Some(v) = snap.read(&s, &self.inner, key, |v| v.map(<[u8]>::to_vec))? {
+                    return Ok(f(v.as_deref()));
+                }
+            },
+            _ => self.inner.get_with(key, f),
+        }
     }
 
     /// Inserts a new record; fails with [`TreeError::DuplicateKey`] if the key exists. On a

@@ -35,7 +35,9 @@ pub struct Transaction<'db> {
 impl<'db> Transaction<'db> {
     pub(crate) fn new(db: &'db Core, wal: Option<&'db Wal>, shared: Arc<TxnShared>) -> Transaction<'db> {
         let reads = db.locks.as_deref().map(|locks| TxnReads { locks, txn: shared.id });
-        Transaction { db, log: TxnLog::new(wal, shared), reads, done: false }
+        let mut log = TxnLog::new(wal, shared);
+        log.versions = db.versions.as_deref();
+        Transaction { db, log, reads, done: false }
     }
 
     /// The transaction's number.
@@ -245,6 +247,7 @@ impl<'db> Transaction<'db> {
         self.done = true;
         let result = self.log_commit();
         std::mem::take(&mut *self.log.undo.borrow_mut()).recycle();
+        self.log.finish_versions();
         // The transaction ends here even if its commit failed: commit fails only on a log
         // failure, which is sticky (wal README W11), so nothing can commit after reading what it
         // leaves in place, and restart decides its fate. Keeping its locks would block the
@@ -260,7 +263,10 @@ impl<'db> Transaction<'db> {
             let txn = self.id();
             let lsn = self.log.append_then(
                 |prev| Record::Commit { txn, prev },
-                |_| self.log.shared.set_state(TxnState::Committed),
+                |_| {
+                    self.log.shared.set_state(TxnState::Committed);
+                    self.log.commit_versions();
+                },
             )?;
             if sync {
                 // R2: early lock release. The commit record is in the log, so whoever takes a
@@ -295,7 +301,10 @@ impl<'db> Transaction<'db> {
             // A failed log is sticky (wal README W11): no one can commit after seeing what the
             // rollback left in place, no checkpoint can drop its records, and restart finishes
             // the rollback. So the transaction ends and releases its locks.
-            Ok(()) | Err(Error::Log(_) | Error::Tree(TreeError::Log(_))) => self.db.finish_txn(self.id()),
+            Ok(()) | Err(Error::Log(_) | Error::Tree(TreeError::Log(_))) => {
+                self.log.finish_versions();
+                self.db.finish_txn(self.id());
+            }
             // Otherwise (the pool failed) it keeps its locks and its entry in the transaction
             // table, so its uncommitted changes stay hidden and its records stay in the log.
             Err(_) => {}

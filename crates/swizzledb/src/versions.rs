@@ -1,0 +1,540 @@
+//! Snapshot reads (LOCKS.md K17–K21): the committed value a reader's snapshot sees, rebuilt from
+//! the tree and the before-images of the writers it must not see.
+//!
+//! A transaction that changes a key for the first time records the value it replaces (its
+//! **version**) here, under the leaf's exclusive latch and before the change, in the key's
+//! **chain** (its versions, oldest first). A reader takes a **snapshot**: a timestamp `S` of
+//! the commit clock. It reads the tree with no gate, then the chain: the value it returns is the
+//! before-image of the first version whose writer `S` does not see (running, rolled back, or
+//! committed after `S`), or the tree's value when there is none (K18). Versions live only while
+//! a running snapshot may need them (K19) and their memory is bounded (K20).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rustc_hash::{FxHashMap, FxHasher};
+use std::hash::Hasher;
+
+use swizzledb_sync::PageId;
+
+/// A writer that is still running (K17).
+const ACTIVE: u64 = 0;
+/// A writer between taking its commit timestamp and storing it: a reader waits the few
+/// instructions until it is stored (K18).
+const COMMITTING: u64 = 1;
+/// A writer that rolled back: no snapshot sees it.
+const ABORTED: u64 = 2;
+/// The clock's first value; commit timestamps are above it.
+const FIRST_TS: u64 = 16;
+/// A snapshot slot that is free.
+const FREE: u64 = 0;
+/// A snapshot slot whose snapshot was ended for memory (K20).
+const TOO_OLD: u64 = 1;
+
+/// Snapshot slots (K19); snapshots beyond this many at once register in an overflow list.
+const SLOTS: usize = 128;
+const SHARDS: usize = 64;
+
+/// The default bound on the versions' memory (K20).
+pub const DEFAULT_VERSION_MEMORY: usize = 256 << 20;
+
+/// One transaction as a writer of versions: its state, shared by every version it made.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    /// `ACTIVE`, `COMMITTING`, `ABORTED` or the commit timestamp.
+    state: AtomicU64,
+}
+
+/// A transaction's writer and the keys it made versions of (composite: tree, then key).
+pub(crate) type Versioned = (Arc<Writer>, Vec<Box<[u8]>>);
+
+#[derive(Debug)]
+struct Version {
+    writer: Arc<Writer>,
+    /// The value before the writer's first change of the key (`None`: absent).
+    before: Option<Box<[u8]>>,
+}
+
+impl Version {
+    fn bytes(&self, key_len: usize) -> usize {
+        VERSION_OVERHEAD + key_len + self.before.as_ref().map_or(0, |b| b.len())
+    }
+}
+
+/// What a version costs besides its key and value (chain entry, map entry, allocations).
+const VERSION_OVERHEAD: usize = 96;
+
+type Chains = FxHashMap<Box<[u8]>, Vec<Version>>;
+
+/// The writers a transaction made versions for, to be collected once no snapshot needs them.
+#[derive(Debug)]
+struct Finished {
+    /// The writer's commit timestamp, or the clock when its rollback ended.
+    at: u64,
+    writer: Arc<Writer>,
+    keys: Vec<Box<[u8]>>,
+}
+
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Slot(AtomicU64);
+
+/// The snapshots registered without a slot: timestamp → how many, running or ended for memory.
+#[derive(Debug, Default)]
+struct Overflow {
+    live: std::collections::BTreeMap<u64, usize>,
+    ended: std::collections::BTreeMap<u64, usize>,
+}
+
+fn bump(map: &mut std::collections::BTreeMap<u64, usize>, at: u64) {
+    *map.entry(at).or_default() += 1;
+}
+
+/// Takes one off `at`'s count; `false` if `map` has none.
+fn unbump(map: &mut std::collections::BTreeMap<u64, usize>, at: u64) -> bool {
+    let Some(n) = map.get_mut(&at) else { return false };
+    *n -= 1;
+    if *n == 0 {
+        map.remove(&at);
+    }
+    true
+}
+
+/// The version store of one database (K17–K21).
+#[derive(Debug)]
+pub(crate) struct Versions {
+    /// The commit clock: its last value was given to a commit or an ended rollback.
+    clock: AtomicU64,
+    shards: Box<[Mutex<Chains>]>,
+    /// Snapshots in progress: each holds a timestamp no greater than its snapshot's, or
+    /// `TOO_OLD`.
+    slots: Box<[Slot]>,
+    /// How many slots were ever taken, from the first: a collection reads no slot beyond.
+    used: AtomicUsize,
+    /// Snapshots in progress (slots and overflow): a collection with none reads no slot.
+    active: AtomicUsize,
+    /// Snapshots that found every slot taken.
+    overflow: Mutex<Overflow>,
+    finished: Mutex<Vec<Finished>>,
+    /// Bytes held by versions (K20).
+    bytes: AtomicUsize,
+    limit: usize,
+    /// Counters for [`VersionStats`].
+    made: AtomicU64,
+    too_old: AtomicU64,
+}
+
+/// The version store's figures (`Database::version_stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct VersionStats {
+    /// Bytes the versions take now (keys, before-images and bookkeeping).
+    pub bytes: usize,
+    /// The bound on `bytes` (`Builder::version_memory`); past it the oldest snapshots end
+    /// with `Error::SnapshotTooOld`.
+    pub limit: usize,
+    /// Versions made since the database opened.
+    pub made: u64,
+    /// Snapshots ended because the versions they needed outgrew the bound.
+    pub too_old: u64,
+}
+
+/// A snapshot in progress: the timestamp it reads at, and the registration that keeps its
+/// versions (K19). Dropping it ends the snapshot.
+#[derive(Debug)]
+pub(crate) struct Snapshot<'v> {
+    versions: &'v Versions,
+    pub(crate) at: u64,
+    /// The slot it holds, or `None` when it is in the overflow list under `registered`.
+    slot: Option<usize>,
+    registered: u64,
+}
+
+/// A reader's value of a key, rebuilt (K18).
+pub(crate) enum Seen {
+    /// The tree's value is the snapshot's.
+    Tree,
+    /// The snapshot sees this value instead (`None`: absent).
+    Before(Option<Box<[u8]>>),
+}
+
+fn composite(tree: PageId, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(8 + key.len());
+    k.extend_from_slice(&tree.get().to_be_bytes());
+    k.extend_from_slice(key);
+    k
+}
+
+fn shard_of(composite: &[u8]) -> usize {
+    let mut h = FxHasher::default();
+    h.write(composite);
+    (h.finish() as usize) % SHARDS
+}
+
+impl Versions {
+    pub(crate) fn new(limit: usize) -> Versions {
+        Versions {
+            clock: AtomicU64::new(FIRST_TS),
+            shards: (0..SHARDS).map(|_| Mutex::new(Chains::default())).collect(),
+            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
+            used: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
+            overflow: Mutex::new(Overflow::default()),
+            finished: Mutex::new(Vec::new()),
+            bytes: AtomicUsize::new(0),
+            limit,
+            made: AtomicU64::new(0),
+            too_old: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> VersionStats {
+        VersionStats {
+            bytes: self.bytes.load(SeqCst),
+            limit: self.limit,
+            made: self.made.load(SeqCst),
+            too_old: self.too_old.load(SeqCst),
+        }
+    }
+
+    /// A running writer (K17).
+    pub(crate) fn writer() -> Arc<Writer> {
+        Arc::new(Writer { state: AtomicU64::new(ACTIVE) })
+    }
+
+    /// K17: `writer` is about to change `key` of `tree`, whose value is `before`. Returns the
+    /// composite key if this made a version (the writer's first change of the key), for
+    /// [`Versions::finish`]. Called under the leaf's exclusive latch, before the change.
+    pub(crate) fn record(
+        &self,
+        writer: &Arc<Writer>,
+        tree: PageId,
+        key: &[u8],
+        before: Option<&[u8]>,
+    ) -> Option<Box<[u8]>> {
+        let ck = composite(tree, key);
+        let mut shard = self.shards[shard_of(&ck)].lock();
+        if let Some(chain) = shard.get_mut(&ck[..]) {
+            if chain.last().is_some_and(|v| Arc::ptr_eq(&v.writer, writer)) {
+                return None;
+            }
+            let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+            self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
+            chain.push(v);
+        } else {
+            let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+            self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
+            shard.insert(ck.clone().into_boxed_slice(), vec![v]);
+        }
+        drop(shard);
+        self.made.fetch_add(1, SeqCst);
+        Some(ck.into_boxed_slice())
+    }
+
+    /// K18: the writer commits now, in the order of its commit record (the caller appends it
+    /// and calls this before any of its locks is released).
+    pub(crate) fn commit(&self, writer: &Writer) -> u64 {
+        writer.state.store(COMMITTING, SeqCst);
+        let ts = self.clock.fetch_add(1, SeqCst) + 1;
+        writer.state.store(ts, SeqCst);
+        ts
+    }
+
+    /// The writer's transaction ended: committed (`commit` was called) or rolled back, its
+    /// rollback complete. Its versions go once no snapshot needs them (K19). Called before
+    /// its locks are released.
+    pub(crate) fn finish(&self, writer: Arc<Writer>, keys: Vec<Box<[u8]>>) {
+        let at = match writer.state.load(SeqCst) {
+            ACTIVE | COMMITTING => {
+                writer.state.store(ABORTED, SeqCst);
+                self.clock.fetch_add(1, SeqCst) + 1
+            }
+            ABORTED => self.clock.fetch_add(1, SeqCst) + 1,
+            ts => ts,
+        };
+        if keys.is_empty() {
+            return;
+        }
+        self.finished.lock().push(Finished { at, writer, keys });
+        self.collect();
+    }
+
+    /// Begins a snapshot at the current clock (K19).
+    pub(crate) fn snapshot(&self) -> Snapshot<'_> {
+        // Counted before the clock is read: a collection that finds no snapshot read the clock
+        // before this one did.
+        self.active.fetch_add(1, SeqCst);
+        let first = self.clock.load(SeqCst);
+        let start = thread_slot();
+        for i in 0..SLOTS {
+            let s = (start + i) % SLOTS;
+            if self.slots[s].0.load(SeqCst) == FREE
+                && self.slots[s].0.compare_exchange(FREE, first, SeqCst, SeqCst).is_ok()
+            {
+                self.used.fetch_max(s + 1, SeqCst);
+                // The slot holds `first`, no more than the snapshot's own timestamp: a
+                // collection that did not see the slot read the clock before it was stored,
+                // so it removes nothing this snapshot needs (K19).
+                let at = self.clock.load(SeqCst);
+                return Snapshot { versions: self, at, slot: Some(s), registered: first };
+            }
+        }
+        let mut overflow = self.overflow.lock();
+        let at = self.clock.load(SeqCst);
+        bump(&mut overflow.live, at);
+        Snapshot { versions: self, at, slot: None, registered: at }
+    }
+
+    /// K19: the oldest timestamp a running snapshot may read at; versions of writers that
+    /// ended at or before it are needed by no one.
+    fn horizon(&self) -> u64 {
+        // The clock first: a snapshot registering after this read reads at least this value.
+        let mut h = self.clock.load(SeqCst);
+        if self.active.load(SeqCst) == 0 {
+            return h;
+        }
+        for s in &self.slots[..self.used.load(SeqCst)] {
+            let v = s.0.load(SeqCst);
+            if v != FREE && v != TOO_OLD {
+                h = h.min(v);
+            }
+        }
+        if let Some((&oldest, _)) = self.overflow.lock().live.iter().next() {
+            h = h.min(oldest);
+        }
+        h
+    }
+
+    /// Removes the versions no snapshot needs (K19); past the memory bound, ends the oldest
+    /// snapshots first (K20).
+    pub(crate) fn collect(&self) {
+        loop {
+            let horizon = self.horizon();
+            let done: Vec<Finished> = {
+                let mut f = self.finished.lock();
+                let (done, keep): (Vec<_>, Vec<_>) = f.drain(..).partition(|x| x.at <= horizon);
+                *f = keep;
+                done
+            };
+            for x in &done {
+                self.remove(x);
+            }
+            if self.bytes.load(SeqCst) <= self.limit || !self.end_oldest_snapshot(horizon) {
+                return;
+            }
+        }
+    }
+
+    /// K20: ends every snapshot registered at or before `horizon` (the oldest); `false` if
+    /// there was none.
+    fn end_oldest_snapshot(&self, horizon: u64) -> bool {
+        let mut ended = false;
+        for s in &self.slots[..self.used.load(SeqCst)] {
+            let v = s.0.load(SeqCst);
+            if v != FREE
+                && v != TOO_OLD
+                && v <= horizon
+                && s.0.compare_exchange(v, TOO_OLD, SeqCst, SeqCst).is_ok()
+            {
+                ended = true;
+                self.too_old.fetch_add(1, SeqCst);
+            }
+        }
+        let mut overflow = self.overflow.lock();
+        while let Some((&oldest, &n)) = overflow.live.iter().next() {
+            if oldest > horizon {
+                break;
+            }
+            overflow.live.remove(&oldest);
+            *overflow.ended.entry(oldest).or_default() += n;
+            self.too_old.fetch_add(n as u64, SeqCst);
+            ended = true;
+        }
+        ended
+    }
+
+    fn remove(&self, x: &Finished) {
+        for ck in &x.keys {
+            let mut shard = self.shards[shard_of(ck)].lock();
+            let Some(chain) = shard.get_mut(ck) else { continue };
+            // K19: a chain loses its oldest versions first. The writers before this one in the
+            // chain ended before it and are removable too; they go with it, so that a
+            // concurrent collection removing them later (or not yet) can never leave an older
+            // version behind a removed newer one, which a reader would take for the newest.
+            let Some(pos) = chain.iter().position(|v| Arc::ptr_eq(&v.writer, &x.writer)) else { continue };
+            let freed: usize = chain.drain(..=pos).map(|v| v.bytes(ck.len())).sum();
+            if chain.is_empty() {
+                shard.remove(ck);
+            }
+            self.bytes.fetch_sub(freed, SeqCst);
+        }
+    }
+
+    /// K18: what snapshot `at` sees of `key` in `tree`, given that the tree was read before
+    /// this call.
+    pub(crate) fn seen(&self, at: u64, tree: PageId, key: &[u8]) -> Seen {
+        if self.bytes.load(SeqCst) == 0 {
+            return Seen::Tree;
+        }
+        let ck = composite(tree, key);
+        let shard = self.shards[shard_of(&ck)].lock();
+        let Some(chain) = shard.get(&ck[..]) else { return Seen::Tree };
+        // The newest version whose writer the snapshot sees: the value after it is the next
+        // version's before-image, or the tree's.
+        let mut first_unseen = None;
+        for (i, v) in chain.iter().enumerate().rev() {
+            let state = loop {
+                let s = v.writer.state.load(SeqCst);
+                if s != COMMITTING {
+                    break s;
+                }
+                std::hint::spin_loop();
+            };
+            if state >= FIRST_TS && state <= at {
+                break;
+            }
+            first_unseen = Some(i);
+        }
+        match first_unseen {
+            None => Seen::Tree,
+            Some(i) => Seen::Before(chain[i].before.clone()),
+        }
+    }
+}
+
+impl Snapshot<'_> {
+    /// Whether the snapshot was ended for memory (K20): what it reads since may be wrong, and
+    /// the caller must fail the read.
+    pub(crate) fn too_old(&self) -> bool {
+        match self.slot {
+            Some(s) => self.versions.slots[s].0.load(SeqCst) == TOO_OLD,
+            None => self.versions.overflow.lock().ended.contains_key(&self.registered),
+        }
+    }
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        match self.slot {
+            Some(s) => self.versions.slots[s].0.store(FREE, SeqCst),
+            None => {
+                let mut overflow = self.versions.overflow.lock();
+                if !unbump(&mut overflow.live, self.registered) {
+                    unbump(&mut overflow.ended, self.registered);
+                }
+            }
+        }
+        self.versions.active.fetch_sub(1, SeqCst);
+    }
+}
+
+/// Where this thread starts looking for a free slot.
+fn thread_slot() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SLOT: usize = NEXT.fetch_add(1, SeqCst);
+    }
+    SLOT.with(|s| *s) % SLOTS
+}
+
+/// What a tree handle or a read-only transaction needs for snapshot reads (K18).
+#[derive(Clone)]
+pub(crate) struct SnapshotReads {
+    pub(crate) versions: Arc<Versions>,
+    pub(crate) wal: Arc<crate::logging::Wal>,
+}
+
+impl SnapshotReads {
+    /// K21: whether snapshot reads apply now. Not while instant restart's background undo rolls
+    /// losers back: their changes were made before this process and have no versions, so
+    /// reads wait for their locks as before (K14).
+    pub(crate) fn ready(&self) -> bool {
+        self.wal.pending.as_ref().is_none_or(|p| p.losers.load(std::sync::atomic::Ordering::Acquire) == 0)
+    }
+
+    /// K18: `f` with the value of `key` in `tree` that `snap` sees, read with no gate and
+    /// rebuilt from the chain. `Ok(None)` if the snapshot was ended for memory (K20) before
+    /// the read was done.
+    pub(crate) fn read<R>(
+        &self,
+        snap: &Snapshot<'_>,
+        tree: &swizzledb_btree::Tree,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<Option<R>, swizzledb_btree::TreeError> {
+        let mut f = Some(f);
+        // The tree first: a writer records its version before it changes the leaf (K17), so
+        // a change seen here has its version in the chain read after.
+        let from_tree =
+            tree.get_gated(key, &swizzledb_btree::NoGate, |v| match self.versions.bytes.load(SeqCst) {
+                // Nothing kept anywhere: nothing to rebuild, and no copy needed. A writer records
+                // its version before its change, so the count is not zero once a change is seen.
+                0 => Ok(f.take().expect("f runs once")(v)),
+                _ => Err(v.map(<[u8]>::to_vec)),
+            })?;
+        let r = match from_tree {
+            Ok(r) => r,
+            Err(value) => match self.versions.seen(snap.at, tree.root_page(), key) {
+                Seen::Tree => f.take().expect("f runs once")(value.as_deref()),
+                Seen::Before(before) => f.take().expect("f runs once")(before.as_deref()),
+            },
+        };
+        Ok((!snap.too_old()).then_some(r))
+    }
+}
+
+/// A read-only transaction: every read sees the database as committed when it began — a
+/// snapshot (LOCKS.md K18) — and never waits for a writer, nor makes a writer wait. From
+/// [`Database::begin_read`](crate::Database::begin_read).
+///
+/// On a database that keeps no versions (unlogged, or with locking off) there is nothing to
+/// isolate from: its reads return what the tree holds when they run, as that database's plain
+/// reads do.
+pub struct ReadTransaction<'db> {
+    snap: Option<(&'db SnapshotReads, Snapshot<'db>)>,
+}
+
+impl<'db> ReadTransaction<'db> {
+    pub(crate) fn new(reads: Option<&'db SnapshotReads>) -> ReadTransaction<'db> {
+        ReadTransaction { snap: reads.map(|r| (r, r.versions.snapshot())) }
+    }
+
+    /// The value of `key` in `tree` as committed when the transaction began.
+    ///
+    /// # Errors
+    /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the snapshot was ended for
+    /// memory (K20); I/O errors or corruption; a closed database or dropped tree.
+    pub fn get(&self, tree: &crate::Tree, key: &[u8]) -> crate::Result<Option<Vec<u8>>> {
+        self.get_with(tree, key, |v| v.map(<[u8]>::to_vec))
+    }
+
+    /// Calls `f` with the value of `key` in `tree` as committed when the transaction began.
+    /// `f` must not call into the database.
+    ///
+    /// # Errors
+    /// As [`ReadTransaction::get`].
+    pub fn get_with<R>(
+        &self,
+        tree: &crate::Tree,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> crate::Result<R> {
+        match &self.snap {
+            None => Ok(tree.inner.get_with(key, f)?),
+            // K21: while instant restart rolls losers back, their keys are waited for.
+            Some((reads, _)) if !reads.ready() => Ok(tree.inner.get_with(key, f)?),
+            Some((reads, snap)) => match reads.read(snap, &tree.inner, key, |v| v.map(<[u8]>::to_vec))? {
+                Some(v) => Ok(f(v.as_deref())),
+                None => Err(crate::Error::SnapshotTooOld { limit: reads.versions.limit }),
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for ReadTransaction<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadTransaction").field("snapshot", &self.snap.as_ref().map(|(_, s)| s.at)).finish()
+    }
+}

@@ -1,0 +1,259 @@
+//! Snapshot reads (LOCKS.md K17–K21): a read outside a transaction never waits for a writer and
+//! returns the last committed value; a read-only transaction sees the database as committed when
+//! it began, never waits and never makes a writer wait; the versions behind them go when no
+//! snapshot needs them, and past their memory bound the oldest snapshot ends with a typed error.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+use swizzledb::{Database, Error, Tree};
+
+/// A watchdog for anything that must not wait: a read that waited for the open transaction
+/// would never return, since the test keeps it open until the read is back.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn db(dir: &std::path::Path) -> (Arc<Database>, Tree) {
+    db_with(dir, |b| b)
+}
+
+fn db_with(
+    dir: &std::path::Path,
+    tune: impl FnOnce(swizzledb::Builder) -> swizzledb::Builder,
+) -> (Arc<Database>, Tree) {
+    let db = tune(Database::builder().page_size(4096).pool_bytes(256 * 4096))
+        .create(dir.join("snap.swz"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    (Arc::new(db), t)
+}
+
+fn key(k: u32) -> Vec<u8> {
+    format!("k{k:06}").into_bytes()
+}
+
+/// Runs `f` on another thread; the answer must come back while the caller still holds whatever
+/// `f` would have to wait for.
+fn on_other_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(DEADLINE).expect("the read waited for the open transaction")
+}
+
+#[test]
+fn k18_a_get_returns_the_committed_value_of_a_key_an_open_transaction_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    t.insert(b"upd", b"old").unwrap();
+    t.insert(b"del", b"gone-later").unwrap();
+    for commit in [false, true] {
+        let mut tx = db.begin();
+        tx.put(&t, b"upd", b"new").unwrap();
+        tx.put(&t, b"upd", b"newer").unwrap();
+        assert!(tx.delete(&t, b"del").unwrap());
+        tx.insert(&t, b"ins", b"fresh").unwrap();
+        let t2 = t.clone();
+        let seen = on_other_thread(move || [&b"upd"[..], b"del", b"ins"].map(|k| t2.get(k).unwrap()));
+        assert_eq!(seen[0].as_deref(), Some(&b"old"[..]), "the update's committed value");
+        assert_eq!(seen[1].as_deref(), Some(&b"gone-later"[..]), "the deleted key is still there");
+        assert_eq!(seen[2], None, "the inserted key is not there yet");
+        // The same thread reads the committed value too, at once (it would wait for itself).
+        assert_eq!(t.get(b"upd").unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(t.get_with(b"del", |v| v.map(<[u8]>::len)).unwrap(), Some(10));
+        // The transaction sees its own writes.
+        assert_eq!(tx.get(&t, b"upd").unwrap().as_deref(), Some(&b"newer"[..]));
+        if commit {
+            tx.commit().unwrap();
+            assert_eq!(t.get(b"upd").unwrap().as_deref(), Some(&b"newer"[..]));
+            assert_eq!(t.get(b"del").unwrap(), None);
+            assert_eq!(t.get(b"ins").unwrap().as_deref(), Some(&b"fresh"[..]));
+        } else {
+            tx.abort().unwrap();
+            assert_eq!(t.get(b"upd").unwrap().as_deref(), Some(&b"old"[..]));
+            assert_eq!(t.get(b"del").unwrap().as_deref(), Some(&b"gone-later"[..]));
+            assert_eq!(t.get(b"ins").unwrap(), None);
+        }
+    }
+    // K19: no snapshot runs and no writer is open: no version is kept.
+    let stats = db.version_stats().unwrap();
+    assert_eq!(stats.bytes, 0, "{stats:?}");
+    assert!(stats.made >= 6, "{stats:?}");
+}
+
+#[test]
+fn k18_a_read_transaction_sees_its_snapshot_and_a_writer_does_not_wait_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    for k in 0..50 {
+        t.insert(&key(k), b"v0").unwrap();
+    }
+    let snap = db.begin_read();
+    assert_eq!(snap.get(&t, &key(7)).unwrap().as_deref(), Some(&b"v0"[..]));
+    // The snapshot read k7 and is still open: plain writes and transactions go ahead at once.
+    let t2 = t.clone();
+    on_other_thread(move || t2.upsert(&key(7), b"v1").unwrap());
+    t.upsert(&key(8), b"v1").unwrap();
+    t.delete(&key(9)).unwrap();
+    t.insert(&key(100), b"v1").unwrap();
+    db.transact(|tx| {
+        tx.put(&t, &key(10), b"v1")?;
+        tx.put(&t, &key(10), b"v2")?;
+        Ok(())
+    })
+    .unwrap();
+    // A transaction left open: its change is seen by nobody else.
+    let mut open = db.begin();
+    open.put(&t, &key(11), b"uncommitted").unwrap();
+
+    let later = db.begin_read();
+    for k in [7, 8, 9, 10, 11, 12, 100] {
+        let old = snap.get(&t, &key(k)).unwrap();
+        let want_old: Option<&[u8]> = if k == 100 { None } else { Some(b"v0") };
+        assert_eq!(old.as_deref(), want_old, "the first snapshot at {k}");
+        let new = later.get(&t, &key(k)).unwrap();
+        let want_new: Option<&[u8]> = match k {
+            7 | 8 | 100 => Some(b"v1"),
+            9 => None,
+            10 => Some(b"v2"),
+            _ => Some(b"v0"),
+        };
+        assert_eq!(new.as_deref(), want_new, "the second snapshot at {k}");
+    }
+    open.commit().unwrap();
+    assert_eq!(snap.get(&t, &key(11)).unwrap().as_deref(), Some(&b"v0"[..]), "committed after the snapshot");
+    assert_eq!(later.get(&t, &key(11)).unwrap().as_deref(), Some(&b"v0"[..]));
+    assert_eq!(db.begin_read().get(&t, &key(11)).unwrap().as_deref(), Some(&b"uncommitted"[..]));
+    assert!(db.version_stats().unwrap().bytes > 0, "the open snapshots keep their versions");
+    drop((snap, later));
+    t.upsert(b"z", b"1").unwrap(); // a finish collects
+    assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
+}
+
+/// Transfers between accounts keep the total; snapshot readers, running beside them, must
+/// always add up to it, and plain reads must only ever return values some commit wrote.
+#[test]
+fn k18_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
+    const ACCOUNTS: u32 = 40;
+    const START: u64 = 1000;
+    const WRITERS: u64 = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b.commit_mode(swizzledb::CommitMode::Async));
+    for a in 0..ACCOUNTS {
+        t.insert(&key(a), &START.to_be_bytes()).unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let transfers = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (db, t, stop, transfers) =
+                (Arc::clone(&db), t.clone(), Arc::clone(&stop), Arc::clone(&transfers));
+            std::thread::spawn(move || {
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ w;
+                while !stop.load(Ordering::Relaxed) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (from, to) =
+                        ((x % u64::from(ACCOUNTS)) as u32, ((x >> 20) % u64::from(ACCOUNTS)) as u32);
+                    if from == to {
+                        continue;
+                    }
+                    let amount = (x >> 40) % 50;
+                    let abort = (x >> 60) == 0;
+                    let r = db.transact(|tx| {
+                        let get = |tx: &swizzledb::Transaction<'_>, k: u32| -> Result<u64, Error> {
+                            let v = tx.get(&t, &key(k))?.expect("an account");
+                            Ok(u64::from_be_bytes(v.try_into().unwrap()))
+                        };
+                        let (a, b) = (get(tx, from)?, get(tx, to)?);
+                        if a < amount {
+                            return Ok(());
+                        }
+                        tx.put(&t, &key(from), &(a - amount).to_be_bytes())?;
+                        tx.put(&t, &key(to), &(b + amount).to_be_bytes())?;
+                        if abort {
+                            return Err(Error::Aborted("on purpose".into()));
+                        }
+                        Ok(())
+                    });
+                    match r {
+                        Ok(()) => {
+                            transfers.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(Error::Aborted(_)) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let mut snapshots = 0;
+    while started.elapsed() < Duration::from_millis(1500) {
+        let snap = db.begin_read();
+        let total: u64 = (0..ACCOUNTS)
+            .map(|a| u64::from_be_bytes(snap.get(&t, &key(a)).unwrap().unwrap().try_into().unwrap()))
+            .sum();
+        assert_eq!(total, START * u64::from(ACCOUNTS), "snapshot {snapshots} saw a partial transfer");
+        // A plain read never waits and never sees more than the accounts hold in total.
+        let one = u64::from_be_bytes(t.get(&key(snapshots % ACCOUNTS)).unwrap().unwrap().try_into().unwrap());
+        assert!(one <= START * u64::from(ACCOUNTS));
+        snapshots += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert!(
+        snapshots > 10 && transfers.load(Ordering::Relaxed) > 10,
+        "{snapshots} snapshots, {transfers:?} transfers"
+    );
+    let total: u64 =
+        (0..ACCOUNTS).map(|a| u64::from_be_bytes(t.get(&key(a)).unwrap().unwrap().try_into().unwrap())).sum();
+    assert_eq!(total, START * u64::from(ACCOUNTS));
+    assert_eq!(db.version_stats().unwrap().bytes, 0);
+}
+
+#[test]
+fn k20_past_the_version_memory_the_oldest_snapshot_ends_with_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 64 << 10;
+    let (db, t) = db_with(dir.path(), |b| b.version_memory(limit));
+    t.insert(b"k", b"v0").unwrap();
+    let old = db.begin_read();
+    assert_eq!(old.get(&t, b"k").unwrap().as_deref(), Some(&b"v0"[..]));
+    // Each commit after the snapshot keeps a version of 200 bytes for it.
+    for i in 0..2000u32 {
+        t.upsert(&key(i), &[7u8; 200]).unwrap();
+        let bytes = db.version_stats().unwrap().bytes;
+        assert!(bytes <= limit + 1024, "versions grew to {bytes} bytes past the bound {limit}");
+    }
+    match old.get(&t, b"k") {
+        Err(Error::SnapshotTooOld { limit: l }) => assert_eq!(l, limit),
+        other => panic!("expected SnapshotTooOld, got {other:?}"),
+    }
+    assert!(db.version_stats().unwrap().too_old >= 1);
+    // Plain reads and new snapshots go on.
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v0"[..]));
+    assert_eq!(db.begin_read().get(&t, &key(5)).unwrap().as_deref(), Some(&[7u8; 200][..]));
+    drop(old);
+}
+
+#[test]
+fn k21_without_versions_a_read_transaction_reads_what_the_tree_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    for logging in [false, true] {
+        let db = Database::builder()
+            .logging(logging)
+            .lab(|lab| lab.locking(false))
+            .create(dir.path().join(format!("nv-{logging}.swz")))
+            .unwrap();
+        assert!(db.version_stats().is_none());
+        let t = db.create_tree("t").unwrap();
+        t.insert(b"a", b"1").unwrap();
+        let snap = db.begin_read();
+        t.upsert(b"a", b"2").unwrap();
+        assert_eq!(snap.get(&t, b"a").unwrap().as_deref(), Some(&b"2"[..]));
+    }
+}
