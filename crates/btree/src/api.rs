@@ -26,7 +26,10 @@ pub type KeyValue = (Vec<u8>, Vec<u8>);
 
 /// The smallest key above every key that starts with `prefix` (`None`: no such key, the prefix
 /// is empty or all `0xff`).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+/// The first key past every key that starts with `prefix` (`None`: there is none, the prefix is
+/// all `0xff`): the exclusive end of a prefix scan.
+#[must_use]
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let last = prefix.iter().rposition(|&b| b != 0xff)?;
     let mut end = prefix[..=last].to_vec();
     end[last] += 1;

@@ -71,6 +71,26 @@ impl ReadGate for NoGate {
     }
 }
 
+/// What a range read returns in place of the tree's records (T27): the engine's snapshot
+/// reads. The scan reads the tree with no gate and asks the overlay, for each record it
+/// returns, which value the reader sees, and for each stretch between two records it passed,
+/// which records the reader sees there that the tree no longer holds.
+pub trait Overlay: Send + Sync {
+    /// The value the reader sees for `key`, which the tree held as `value` when the scan read
+    /// it: `Ok(None)` hides the record.
+    ///
+    /// # Errors
+    /// The read must fail (the reader's snapshot ended).
+    fn rebuild(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>>;
+
+    /// The records strictly inside `(lo, hi)` that the reader sees although the scan found
+    /// none there, in ascending key order. Asked only after the scan passed that stretch.
+    ///
+    /// # Errors
+    /// As [`Overlay::rebuild`].
+    fn between(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<Vec<Entry>>;
+}
+
 /// One record of a scan: key and value.
 type Entry = (Vec<u8>, Vec<u8>);
 
@@ -226,7 +246,39 @@ impl Tree {
             back_last: None,
             left: usize::MAX,
             done: false,
+            overlay: None,
         }
+    }
+
+    /// [`Tree::range`] as `overlay` rebuilds it (T27): the tree is read with no gate, and each
+    /// record returned, and each stretch between them, is what the overlay makes of it.
+    pub fn range_overlaid<'t>(
+        &'t self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        overlay: Box<dyn Overlay + 't>,
+    ) -> RangeIter<'t> {
+        let mut r = self.range_gated(start, end, &NoGate);
+        r.overlay = Some(Overlaid {
+            overlay,
+            front: std::collections::VecDeque::new(),
+            middle: std::collections::VecDeque::new(),
+            back: std::collections::VecDeque::new(),
+            front_pos: start.map(<[u8]>::to_vec),
+            back_pos: end.map(<[u8]>::to_vec),
+            tree_done: false,
+        });
+        r
+    }
+
+    /// [`Tree::range_rev`] through `overlay` ([`Tree::range_overlaid`]).
+    pub fn range_rev_overlaid<'t>(
+        &'t self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        overlay: Box<dyn Overlay + 't>,
+    ) -> RevRangeIter<'t> {
+        RevRangeIter(self.range_overlaid(start, end, overlay))
     }
 
     /// Records with keys in `range`, in descending key order, through this handle's read gate:
@@ -704,6 +756,32 @@ pub struct RangeIter<'t> {
     left: usize,
     /// The ends met, one ran out, or the limit was reached.
     done: bool,
+    /// T27: what the reader sees instead of the tree's records, if anything.
+    overlay: Option<Overlaid<'t>>,
+}
+
+/// A range read through an [`Overlay`] (T27): the records it rebuilt and has not returned, in
+/// ascending key order in three runs — what the front half gathered, what lay between the
+/// halves when the tree ran out, what the back half gathered — and the bounds each half passed.
+struct Overlaid<'t> {
+    overlay: Box<dyn Overlay + 't>,
+    front: std::collections::VecDeque<Entry>,
+    middle: std::collections::VecDeque<Entry>,
+    back: std::collections::VecDeque<Entry>,
+    /// Below it the front half has gathered everything.
+    front_pos: Bound<Vec<u8>>,
+    /// Above it the back half has gathered everything.
+    back_pos: Bound<Vec<u8>>,
+    /// The tree's records are all read: only the three runs are left.
+    tree_done: bool,
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
 }
 
 /// Remembers `k` in `slot`, reusing its allocation.
@@ -739,6 +817,9 @@ impl RangeIter<'_> {
     /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
     /// instead of copied into two new vectors.
     pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if self.overlay.is_some() {
+            return self.next_overlaid(true).map(|r| r.map(|(k, v)| f(&k, &v)));
+        }
         if self.done || self.left == 0 {
             self.finish();
             return None;
@@ -757,6 +838,9 @@ impl RangeIter<'_> {
     /// The next record from the back, as [`DoubleEndedIterator::next_back`] returns it, given
     /// to `f` as borrowed key and value.
     pub fn next_back_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if self.overlay.is_some() {
+            return self.next_overlaid(false).map(|r| r.map(|(k, v)| f(&k, &v)));
+        }
         if self.done || self.left == 0 {
             self.finish();
             return None;
@@ -770,6 +854,94 @@ impl RangeIter<'_> {
             Some(f(k, v))
         });
         self.settle(r)
+    }
+
+    /// T27: the next record from the front (`forward`) or the back, rebuilt by the overlay.
+    fn next_overlaid(&mut self, forward: bool) -> Option<Result<Entry>> {
+        if self.left == 0 {
+            return None;
+        }
+        loop {
+            let o = self.overlay.as_mut().expect("an overlaid scan");
+            let taken = if forward {
+                o.front.pop_front().or_else(|| o.tree_done.then(|| o.middle.pop_front()).flatten())
+            } else {
+                o.back.pop_back().or_else(|| o.tree_done.then(|| o.middle.pop_back()).flatten())
+            };
+            let taken = taken.or_else(|| {
+                // Once the tree is read, the other half's run is what is left on this side.
+                o.tree_done.then(|| if forward { o.back.pop_front() } else { o.front.pop_back() }).flatten()
+            });
+            if let Some(e) = taken {
+                self.left -= 1;
+                return Some(Ok(e));
+            }
+            if o.tree_done {
+                return None;
+            }
+            if let Err(e) = self.gather(forward) {
+                self.overlay.as_mut().expect("an overlaid scan").tree_done = true;
+                self.finish();
+                return Some(Err(e));
+            }
+        }
+    }
+
+    /// T27: reads the tree's next record from one end (with no gate) and gathers, in order, what
+    /// the overlay makes of the stretch the end passed and of the record; when the tree has no
+    /// record left between the halves, gathers the stretch between them and ends the tree part.
+    fn gather(&mut self, forward: bool) -> Result<()> {
+        let read = if forward {
+            let (back, front) = (&self.back_last, &mut self.front_last);
+            let r = self.fwd.next_with(usize::MAX, |k, v| {
+                if back.as_deref().is_some_and(|b| k >= b) {
+                    return None;
+                }
+                remember(front, k);
+                Some((k.to_vec(), v.to_vec()))
+            });
+            r
+        } else {
+            let (front, back) = (&self.front_last, &mut self.back_last);
+            self.bwd.next_with(usize::MAX, |k, v| {
+                if front.as_deref().is_some_and(|f| k <= f) {
+                    return None;
+                }
+                remember(back, k);
+                Some((k.to_vec(), v.to_vec()))
+            })
+        };
+        let o = self.overlay.as_mut().expect("an overlaid scan");
+        match read {
+            Some(Err(e)) => Err(e),
+            None | Some(Ok(None)) => {
+                let between = o.overlay.between(as_ref(&o.front_pos), as_ref(&o.back_pos))?;
+                o.middle.extend(between);
+                o.tree_done = true;
+                self.fwd.stop();
+                self.bwd.stop();
+                Ok(())
+            }
+            Some(Ok(Some((k, v)))) => {
+                let record = o.overlay.rebuild(&k, &v)?.map(|v| (k.clone(), v));
+                if forward {
+                    let between = o.overlay.between(as_ref(&o.front_pos), Bound::Excluded(&k))?;
+                    o.front.extend(between);
+                    o.front.extend(record);
+                    o.front_pos = Bound::Excluded(k);
+                } else {
+                    let between = o.overlay.between(Bound::Excluded(&k), as_ref(&o.back_pos))?;
+                    for e in between.into_iter().rev() {
+                        o.back.push_front(e);
+                    }
+                    if let Some(r) = record {
+                        o.back.push_front(r);
+                    }
+                    o.back_pos = Bound::Excluded(k);
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Returns at most `n` more records, from both ends together (T19): the scan ends after

@@ -9,7 +9,7 @@
 
 use std::ops::Bound;
 
-use crate::versions::SnapshotReads;
+use crate::versions::{SnapshotReads, SnapshotRef};
 use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, TreeError, TreeShape};
 
 /// A named tree of a [`Database`](crate::Database), from [`Database::create_tree`],
@@ -146,25 +146,39 @@ impl Tree {
 
     /// The records with keys between `start` and `end`, in key order. The iterator is
     /// double-ended: `next_back` reads from the range's end, and the two ends stop where they
-    /// meet. Each item is a record or an error.
+    /// meet. Each item is a record or an error. On a logged database with record locks (the
+    /// default) the scan reads at a snapshot taken when it is made (LOCKS.md K22): it returns
+    /// the records as committed then, and never waits for a writer.
     pub fn range<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'t> {
-        self.inner.range(start, end)
+        match &self.snap {
+            Some(snap) if snap.ready() => {
+                snap.range(SnapshotRef::Owned(snap.versions.snapshot()), &self.inner, start, end)
+            }
+            _ => self.inner.range(start, end),
+        }
     }
 
     /// [`Tree::range`] in descending key order.
     pub fn range_rev<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter<'t> {
-        self.inner.range_rev(start, end)
+        match &self.snap {
+            Some(snap) if snap.ready() => {
+                snap.range_rev(SnapshotRef::Owned(snap.versions.snapshot()), &self.inner, start, end)
+            }
+            _ => self.inner.range_rev(start, end),
+        }
     }
 
     /// The records whose keys start with `prefix`, in key order (`.rev()` for descending). An
-    /// empty prefix scans the whole tree.
+    /// empty prefix scans the whole tree. Read as [`Tree::range`] reads.
     pub fn scan_prefix(&self, prefix: &[u8]) -> RangeIter<'_> {
-        self.inner.scan_prefix(prefix)
+        let end = swizzledb_btree::prefix_end(prefix);
+        self.range(Bound::Included(prefix), end.as_deref().map_or(Bound::Unbounded, Bound::Excluded))
     }
 
     /// [`Tree::scan_prefix`] in descending key order.
     pub fn scan_prefix_rev(&self, prefix: &[u8]) -> RevRangeIter<'_> {
-        self.inner.scan_prefix_rev(prefix)
+        let end = swizzledb_btree::prefix_end(prefix);
+        self.range_rev(Bound::Included(prefix), end.as_deref().map_or(Bound::Unbounded, Bound::Excluded))
     }
 
     /// The record with the smallest key (`None`: the tree is empty).
@@ -172,7 +186,7 @@ impl Tree {
     /// # Errors
     /// As [`Tree::range`]'s items.
     pub fn first(&self) -> Result<Option<KeyValue>> {
-        self.inner.first()
+        self.range(Bound::Unbounded, Bound::Unbounded).limit(1).next().transpose()
     }
 
     /// The record with the greatest key (`None`: the tree is empty).
@@ -180,16 +194,24 @@ impl Tree {
     /// # Errors
     /// As [`Tree::range`]'s items.
     pub fn last(&self) -> Result<Option<KeyValue>> {
-        self.inner.last()
+        self.range_rev(Bound::Unbounded, Bound::Unbounded).limit(1).next().transpose()
     }
 
     /// The number of records. **O(n):** it counts them with a scan (no count is kept: it would
-    /// be one shared, logged counter for every writer). Exact only while no other thread writes.
+    /// be one shared, logged counter for every writer). On a logged database with record locks
+    /// it counts the records of one snapshot; otherwise it is exact only while no other thread
+    /// writes.
     ///
     /// # Errors
     /// As [`Tree::range`]'s items.
     pub fn len(&self) -> Result<usize> {
-        self.inner.len()
+        let mut n = 0;
+        let mut scan = self.range(Bound::Unbounded, Bound::Unbounded);
+        while let Some(r) = scan.next_with(|_, _| ()) {
+            r?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Whether the tree holds no record (reads at most one).
@@ -197,7 +219,8 @@ impl Tree {
     /// # Errors
     /// As [`Tree::range`]'s items.
     pub fn is_empty(&self) -> Result<bool> {
-        self.inner.is_empty()
+        let mut scan = self.range(Bound::Unbounded, Bound::Unbounded).limit(1);
+        scan.next_with(|_, _| ()).transpose().map(|r| r.is_none())
     }
 
     /// The longest value this tree accepts: at most [`MAX_VALUE_LEN`](crate::MAX_VALUE_LEN), at

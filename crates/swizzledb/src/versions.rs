@@ -9,6 +9,7 @@
 //! committed after `S`), or the tree's value when there is none (K18). Versions live only while
 //! a running snapshot may need them (K19) and their memory is bounded (K20).
 
+use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
@@ -35,6 +36,19 @@ const TOO_OLD: u64 = 1;
 /// Snapshot slots (K19); snapshots beyond this many at once register in an overflow list.
 const SLOTS: usize = 128;
 const SHARDS: usize = 64;
+/// Shards of the ordered key index, by tree.
+const ORDERED: usize = 16;
+
+fn ordered_of(tree: u64) -> usize {
+    let mut h = FxHasher::default();
+    h.write_u64(tree);
+    (h.finish() as usize) % ORDERED
+}
+
+/// The tree of a composite key.
+fn tree_of(composite: &[u8]) -> u64 {
+    u64::from_be_bytes(composite[..8].try_into().expect("a composite key starts with its tree"))
+}
 
 /// The default bound on the versions' memory (K20).
 pub const DEFAULT_VERSION_MEMORY: usize = 256 << 20;
@@ -66,6 +80,9 @@ impl Version {
 const VERSION_OVERHEAD: usize = 96;
 
 type Chains = FxHashMap<Box<[u8]>, Vec<Version>>;
+
+/// The composite keys that have a chain, in order (K22).
+type OrderedKeys = std::collections::BTreeSet<Box<[u8]>>;
 
 /// The writers a transaction made versions for, to be collected once no snapshot needs them.
 #[derive(Debug)]
@@ -107,16 +124,21 @@ pub(crate) struct Versions {
     /// The commit clock: its last value was given to a commit or an ended rollback.
     clock: AtomicU64,
     shards: Box<[Mutex<Chains>]>,
+    /// The keys that have a chain, in key order, by tree (K22): what a range read adds from.
+    ordered: Box<[Mutex<OrderedKeys>]>,
     /// Snapshots in progress: each holds a timestamp no greater than its snapshot's, or
     /// `TOO_OLD`.
     slots: Box<[Slot]>,
     /// How many slots were ever taken, from the first: a collection reads no slot beyond.
     used: AtomicUsize,
-    /// Snapshots in progress (slots and overflow): a collection with none reads no slot.
-    active: AtomicUsize,
+    /// Snapshots in the overflow list: a collection with none does not lock it.
+    overflowed: AtomicUsize,
     /// Snapshots that found every slot taken.
     overflow: Mutex<Overflow>,
     finished: Mutex<Vec<Finished>>,
+    /// The smallest end time in `finished` (`u64::MAX`: none): a snapshot registered below it
+    /// may be what keeps those versions, and collects when it ends (K19).
+    waiting: AtomicU64,
     /// Bytes held by versions (K20).
     bytes: AtomicUsize,
     limit: usize,
@@ -178,11 +200,13 @@ impl Versions {
         Versions {
             clock: AtomicU64::new(FIRST_TS),
             shards: (0..SHARDS).map(|_| Mutex::new(Chains::default())).collect(),
+            ordered: (0..ORDERED).map(|_| Mutex::new(OrderedKeys::new())).collect(),
             slots: (0..SLOTS).map(|_| Slot::default()).collect(),
             used: AtomicUsize::new(0),
-            active: AtomicUsize::new(0),
+            overflowed: AtomicUsize::new(0),
             overflow: Mutex::new(Overflow::default()),
             finished: Mutex::new(Vec::new()),
+            waiting: AtomicU64::new(u64::MAX),
             bytes: AtomicUsize::new(0),
             limit,
             made: AtomicU64::new(0),
@@ -227,6 +251,8 @@ impl Versions {
             let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
             self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
             shard.insert(ck.clone().into_boxed_slice(), vec![v]);
+            // Lock order: a chain shard, then an ordered shard (K22).
+            self.ordered[ordered_of(tree.get())].lock().insert(ck.clone().into_boxed_slice());
         }
         drop(shard);
         self.made.fetch_add(1, SeqCst);
@@ -257,15 +283,16 @@ impl Versions {
         if keys.is_empty() {
             return;
         }
-        self.finished.lock().push(Finished { at, writer, keys });
+        {
+            let mut f = self.finished.lock();
+            f.push(Finished { at, writer, keys });
+            self.waiting.fetch_min(at, SeqCst);
+        }
         self.collect();
     }
 
     /// Begins a snapshot at the current clock (K19).
     pub(crate) fn snapshot(&self) -> Snapshot<'_> {
-        // Counted before the clock is read: a collection that finds no snapshot read the clock
-        // before this one did.
-        self.active.fetch_add(1, SeqCst);
         let first = self.clock.load(SeqCst);
         let start = thread_slot();
         for i in 0..SLOTS {
@@ -273,7 +300,10 @@ impl Versions {
             if self.slots[s].0.load(SeqCst) == FREE
                 && self.slots[s].0.compare_exchange(FREE, first, SeqCst, SeqCst).is_ok()
             {
-                self.used.fetch_max(s + 1, SeqCst);
+                // Written only when it grows: every snapshot reads it, few move it.
+                if self.used.load(SeqCst) <= s {
+                    self.used.fetch_max(s + 1, SeqCst);
+                }
                 // The slot holds `first`, no more than the snapshot's own timestamp: a
                 // collection that did not see the slot read the clock before it was stored,
                 // so it removes nothing this snapshot needs (K19).
@@ -282,6 +312,7 @@ impl Versions {
             }
         }
         let mut overflow = self.overflow.lock();
+        self.overflowed.fetch_add(1, SeqCst);
         let at = self.clock.load(SeqCst);
         bump(&mut overflow.live, at);
         Snapshot { versions: self, at, slot: None, registered: at }
@@ -292,17 +323,18 @@ impl Versions {
     fn horizon(&self) -> u64 {
         // The clock first: a snapshot registering after this read reads at least this value.
         let mut h = self.clock.load(SeqCst);
-        if self.active.load(SeqCst) == 0 {
-            return h;
-        }
         for s in &self.slots[..self.used.load(SeqCst)] {
             let v = s.0.load(SeqCst);
             if v != FREE && v != TOO_OLD {
                 h = h.min(v);
             }
         }
-        if let Some((&oldest, _)) = self.overflow.lock().live.iter().next() {
-            h = h.min(oldest);
+        // Counted under the list's mutex before its clock read: a count of zero here means a
+        // snapshot that joins the list later reads the clock after `h` was read.
+        if self.overflowed.load(SeqCst) > 0 {
+            if let Some((&oldest, _)) = self.overflow.lock().live.iter().next() {
+                h = h.min(oldest);
+            }
         }
         h
     }
@@ -315,6 +347,7 @@ impl Versions {
             let done: Vec<Finished> = {
                 let mut f = self.finished.lock();
                 let (done, keep): (Vec<_>, Vec<_>) = f.drain(..).partition(|x| x.at <= horizon);
+                self.waiting.store(keep.iter().map(|x| x.at).min().unwrap_or(u64::MAX), SeqCst);
                 *f = keep;
                 done
             };
@@ -367,6 +400,7 @@ impl Versions {
             let freed: usize = chain.drain(..=pos).map(|v| v.bytes(ck.len())).sum();
             if chain.is_empty() {
                 shard.remove(ck);
+                self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
             }
             self.bytes.fetch_sub(freed, SeqCst);
         }
@@ -378,9 +412,12 @@ impl Versions {
         if self.bytes.load(SeqCst) == 0 {
             return Seen::Tree;
         }
-        let ck = composite(tree, key);
-        let shard = self.shards[shard_of(&ck)].lock();
-        let Some(chain) = shard.get(&ck[..]) else { return Seen::Tree };
+        self.seen_composite(at, &composite(tree, key))
+    }
+
+    fn seen_composite(&self, at: u64, ck: &[u8]) -> Seen {
+        let shard = self.shards[shard_of(ck)].lock();
+        let Some(chain) = shard.get(ck) else { return Seen::Tree };
         // The newest version whose writer the snapshot sees: the value after it is the next
         // version's before-image, or the tree's.
         let mut first_unseen = None;
@@ -404,6 +441,61 @@ impl Versions {
     }
 }
 
+impl Versions {
+    /// K22: the records snapshot `at` sees strictly inside `(lo, hi)` of `tree` that a scan,
+    /// which passed that stretch before this call, did not find in the tree: keys with a chain
+    /// whose visible value is a before-image.
+    pub(crate) fn between(
+        &self,
+        at: u64,
+        tree: PageId,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        if self.bytes.load(SeqCst) == 0 {
+            return Vec::new();
+        }
+        let t = tree.get();
+        let lo = match lo {
+            Bound::Unbounded => Bound::Included(composite(tree, &[])),
+            Bound::Included(k) => Bound::Included(composite(tree, k)),
+            Bound::Excluded(k) => Bound::Excluded(composite(tree, k)),
+        };
+        let hi = match hi {
+            Bound::Unbounded => match t.checked_add(1) {
+                Some(next) => Bound::Excluded(next.to_be_bytes().to_vec()),
+                None => Bound::Unbounded,
+            },
+            Bound::Included(k) => Bound::Included(composite(tree, k)),
+            Bound::Excluded(k) => Bound::Excluded(composite(tree, k)),
+        };
+        if let (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) = (&lo, &hi)
+        {
+            if l > h || (l == h && !matches!((&lo, &hi), (Bound::Included(_), Bound::Included(_)))) {
+                return Vec::new();
+            }
+        }
+        let keys: Vec<Box<[u8]>> = {
+            let set = self.ordered[ordered_of(t)].lock();
+            set.range::<[u8], _>((as_slice(&lo), as_slice(&hi))).cloned().collect()
+        };
+        keys.into_iter()
+            .filter_map(|ck| match self.seen_composite(at, &ck) {
+                Seen::Before(Some(v)) => Some((ck[8..].to_vec(), v.into_vec())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
 impl Snapshot<'_> {
     /// Whether the snapshot was ended for memory (K20): what it reads since may be wrong, and
     /// the caller must fail the read.
@@ -424,9 +516,14 @@ impl Drop for Snapshot<'_> {
                 if !unbump(&mut overflow.live, self.registered) {
                     unbump(&mut overflow.ended, self.registered);
                 }
+                self.versions.overflowed.fetch_sub(1, SeqCst);
             }
         }
-        self.versions.active.fetch_sub(1, SeqCst);
+        // K19: this snapshot may have kept versions of writers that ended after it began; a
+        // snapshot that began after them all (a plain read's, as a rule) kept none.
+        if self.registered < self.versions.waiting.load(SeqCst) {
+            self.versions.collect();
+        }
     }
 }
 
@@ -533,8 +630,132 @@ impl<'db> ReadTransaction<'db> {
     }
 }
 
+impl ReadTransaction<'_> {
+    /// The records of `tree` with keys between `start` and `end`, in key order, as committed
+    /// when the transaction began; double-ended as [`Tree::range`](crate::Tree::range). An item
+    /// is [`TreeError::Transaction`](crate::TreeError::Transaction) holding
+    /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the snapshot was ended for
+    /// memory (K20).
+    pub fn range<'t>(
+        &'t self,
+        tree: &'t crate::Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> swizzledb_btree::RangeIter<'t> {
+        match &self.snap {
+            Some((reads, snap)) if reads.ready() => {
+                reads.range(SnapshotRef::Borrowed(snap), &tree.inner, start, end)
+            }
+            _ => tree.inner.range(start, end),
+        }
+    }
+
+    /// [`ReadTransaction::range`] in descending key order.
+    pub fn range_rev<'t>(
+        &'t self,
+        tree: &'t crate::Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> swizzledb_btree::RevRangeIter<'t> {
+        match &self.snap {
+            Some((reads, snap)) if reads.ready() => {
+                reads.range_rev(SnapshotRef::Borrowed(snap), &tree.inner, start, end)
+            }
+            _ => tree.inner.range_rev(start, end),
+        }
+    }
+
+    /// The records of `tree` whose keys start with `prefix`, as [`ReadTransaction::range`]
+    /// reads them.
+    pub fn scan_prefix<'t>(&'t self, tree: &'t crate::Tree, prefix: &[u8]) -> swizzledb_btree::RangeIter<'t> {
+        let end = swizzledb_btree::prefix_end(prefix);
+        self.range(tree, Bound::Included(prefix), end.as_deref().map_or(Bound::Unbounded, Bound::Excluded))
+    }
+}
+
 impl std::fmt::Debug for ReadTransaction<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadTransaction").field("snapshot", &self.snap.as_ref().map(|(_, s)| s.at)).finish()
+    }
+}
+
+/// The snapshot a range read reads at: its own (a plain scan's), or a read-only transaction's.
+pub(crate) enum SnapshotRef<'t> {
+    Owned(Snapshot<'t>),
+    Borrowed(&'t Snapshot<'t>),
+}
+
+impl<'t> std::ops::Deref for SnapshotRef<'t> {
+    type Target = Snapshot<'t>;
+    fn deref(&self) -> &Snapshot<'t> {
+        match self {
+            SnapshotRef::Owned(s) => s,
+            SnapshotRef::Borrowed(s) => s,
+        }
+    }
+}
+
+/// A range read at a snapshot (K22): the btree's overlay (T27) rebuilt from the chains.
+pub(crate) struct SnapshotOverlay<'t> {
+    pub(crate) versions: &'t Versions,
+    pub(crate) snap: SnapshotRef<'t>,
+    pub(crate) tree: PageId,
+}
+
+impl SnapshotOverlay<'_> {
+    fn check(&self) -> Result<(), swizzledb_btree::TreeError> {
+        if self.snap.too_old() {
+            return Err(swizzledb_btree::TreeError::Transaction(Box::new(crate::Error::SnapshotTooOld {
+                limit: self.versions.limit,
+            })));
+        }
+        Ok(())
+    }
+}
+
+impl swizzledb_btree::Overlay for SnapshotOverlay<'_> {
+    fn rebuild(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, swizzledb_btree::TreeError> {
+        let seen = match self.versions.seen(self.snap.at, self.tree, key) {
+            Seen::Tree => Some(value.to_vec()),
+            Seen::Before(b) => b.map(Vec::from),
+        };
+        self.check()?;
+        Ok(seen)
+    }
+
+    fn between(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, swizzledb_btree::TreeError> {
+        let found = self.versions.between(self.snap.at, self.tree, lo, hi);
+        self.check()?;
+        Ok(found)
+    }
+}
+
+impl SnapshotReads {
+    /// K22: `tree`'s range read at `snap`.
+    pub(crate) fn range<'t>(
+        &'t self,
+        snap: SnapshotRef<'t>,
+        tree: &'t swizzledb_btree::Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> swizzledb_btree::RangeIter<'t> {
+        let overlay = SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() };
+        tree.range_overlaid(start, end, Box::new(overlay))
+    }
+
+    /// K22: `tree`'s descending range read at `snap`.
+    pub(crate) fn range_rev<'t>(
+        &'t self,
+        snap: SnapshotRef<'t>,
+        tree: &'t swizzledb_btree::Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> swizzledb_btree::RevRangeIter<'t> {
+        let overlay = SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() };
+        tree.range_rev_overlaid(start, end, Box::new(overlay))
     }
 }

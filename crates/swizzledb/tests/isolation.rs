@@ -59,7 +59,7 @@ fn still_blocked<R>(rx: &mpsc::Receiver<R>) -> bool {
 }
 
 #[test]
-fn k14_k18_a_get_returns_the_committed_value_at_once_and_a_scan_waits_for_an_uncommitted_update() {
+fn k18_k22_a_get_and_a_scan_return_the_committed_value_of_an_uncommitted_update_at_once() {
     for commit in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let (db, t) = db(dir.path(), PoolMode::Swizzling);
@@ -73,14 +73,15 @@ fn k14_k18_a_get_returns_the_committed_value_at_once_and_a_scan_waits_for_an_unc
                 .map(|r| r.unwrap().1)
                 .collect::<Vec<_>>()
         });
-        // K18: a get does not wait; it returns the committed value.
+        // K18, K22: neither a get nor a scan waits; both return the committed value.
         assert_eq!(
             get.recv_timeout(DEADLINE).unwrap(),
             Some(vec![b'c'; 100]),
             "a get saw the uncommitted update"
         );
-        assert!(still_blocked(&scan), "a scan returned while the update was uncommitted");
-        // Another key is readable meanwhile: only the changed record waits.
+        let values = scan.recv_timeout(DEADLINE).unwrap();
+        assert_eq!(values.len(), 10);
+        assert_eq!(values[5], vec![b'c'; 100], "a scan saw the uncommitted update");
         assert_eq!(t.get(&key(300)).unwrap().unwrap(), vec![b'c'; 100]);
         if commit {
             tx.commit().unwrap();
@@ -89,14 +90,15 @@ fn k14_k18_a_get_returns_the_committed_value_at_once_and_a_scan_waits_for_an_unc
         }
         let want = if commit { b"dirty".to_vec() } else { vec![b'c'; 100] };
         assert_eq!(t.get(&key(100)).unwrap().unwrap(), want);
-        let values = scan.recv_timeout(DEADLINE).unwrap();
+        let values: Vec<_> =
+            t.range(Included(&key(90)[..]), Excluded(&key(110)[..])).map(|r| r.unwrap().1).collect();
         assert_eq!(values.len(), 10);
         assert_eq!(values[5], want);
     }
 }
 
 #[test]
-fn k14_k15_an_uncommitted_insert_or_delete_is_not_seen_outside_its_transaction() {
+fn k15_k22_an_uncommitted_insert_or_delete_is_not_seen_outside_its_transaction() {
     let dir = tempfile::tempdir().unwrap();
     let (db, t) = db(dir.path(), PoolMode::Swizzling);
     fill(&t);
@@ -125,8 +127,12 @@ fn k14_k15_an_uncommitted_insert_or_delete_is_not_seen_outside_its_transaction()
         let rev = spawn(move || {
             keys_of(t4.range_rev(Unbounded, Unbounded).map(|r| r.map_err(Error::from))).unwrap()
         });
-        assert!(still_blocked(&fwd), "{op}: a forward scan passed the uncommitted {op}");
-        assert!(still_blocked(&rev), "{op}: a reverse scan passed the uncommitted {op}");
+        // K22: scans do not wait either; they return the committed keys.
+        let committed_now: Vec<Vec<u8>> = before.iter().cloned().collect();
+        assert_eq!(fwd.recv_timeout(DEADLINE).unwrap(), committed_now, "{op}: a forward scan saw it");
+        let mut rev_now = rev.recv_timeout(DEADLINE).unwrap();
+        rev_now.reverse();
+        assert_eq!(rev_now, committed_now, "{op}: a reverse scan saw it");
         if rollback {
             tx.abort().unwrap();
         } else {
@@ -140,8 +146,16 @@ fn k14_k15_an_uncommitted_insert_or_delete_is_not_seen_outside_its_transaction()
         let got = t.get(&target).unwrap();
         assert_eq!(got.is_some(), before.contains(&target), "{op} rollback={rollback}");
         let want: Vec<Vec<u8>> = before.iter().cloned().collect();
-        assert_eq!(fwd.recv_timeout(DEADLINE).unwrap(), want, "{op} rollback={rollback}");
-        let mut rev_keys = rev.recv_timeout(DEADLINE).unwrap();
+        let scan = |rev: bool| {
+            let items: Vec<_> = if rev {
+                t.range_rev(Unbounded, Unbounded).map(|r| r.map_err(Error::from)).collect()
+            } else {
+                t.range(Unbounded, Unbounded).map(|r| r.map_err(Error::from)).collect()
+            };
+            keys_of(items.into_iter()).unwrap()
+        };
+        assert_eq!(scan(false), want, "{op} rollback={rollback}");
+        let mut rev_keys = scan(true);
         rev_keys.reverse();
         assert_eq!(rev_keys, want, "{op} rollback={rollback}");
     }
@@ -412,9 +426,9 @@ fn transact_rolls_back_and_returns_other_errors() {
     let _ = LockError::SystemTransaction; // the type is public for matching refusals
 }
 
-/// A scan outside transactions over a key that a transaction open in the same thread changed
-/// would wait for itself: it fails at once, naming the transaction. A get of that key returns
-/// the committed value at once (K18); other keys read normally.
+/// A read outside transactions of a key that a transaction open in the same thread changed
+/// would wait for itself under K14's gate; a get and a scan return the committed value at once
+/// instead (K18, K22).
 #[test]
 fn k14_k18_a_read_of_this_threads_own_uncommitted_change_does_not_wait() {
     let dir = tempfile::tempdir().unwrap();
@@ -424,9 +438,10 @@ fn k14_k18_a_read_of_this_threads_own_uncommitted_change_does_not_wait() {
     tx.put(&t, &key(100), b"mine").unwrap();
     let started = Instant::now();
     assert_eq!(t.get(&key(100)).unwrap().unwrap(), vec![b'c'; 100], "the committed value");
-    let scan: Vec<_> = t.range(Included(&key(90)[..]), Excluded(&key(110)[..])).collect();
-    let e = scan.last().unwrap().as_ref().unwrap_err().to_string();
-    assert!(e.contains("open in this thread") && e.contains(&tx.id().to_string()), "{e}");
+    let scan: Vec<_> =
+        t.range(Included(&key(90)[..]), Excluded(&key(110)[..])).map(|r| r.unwrap().1).collect();
+    assert_eq!(scan.len(), 10);
+    assert_eq!(scan[5], vec![b'c'; 100], "the scan returns the committed value too");
     assert!(started.elapsed() < Duration::from_secs(2), "it did not wait");
     assert_eq!(t.get(&key(102)).unwrap().unwrap(), vec![b'c'; 100]);
     assert_eq!(

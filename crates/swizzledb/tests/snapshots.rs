@@ -196,6 +196,15 @@ fn k18_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
             .map(|a| u64::from_be_bytes(snap.get(&t, &key(a)).unwrap().unwrap().try_into().unwrap()))
             .sum();
         assert_eq!(total, START * u64::from(ACCOUNTS), "snapshot {snapshots} saw a partial transfer");
+        // K22: a scan, plain or in the read-only transaction, reads one snapshot too.
+        let value = |r: Result<(Vec<u8>, Vec<u8>), swizzledb::TreeError>| {
+            u64::from_be_bytes(r.unwrap().1.try_into().unwrap())
+        };
+        let plain: u64 = t.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(value).sum();
+        assert_eq!(plain, START * u64::from(ACCOUNTS), "a plain scan saw a partial transfer");
+        let rev: u64 =
+            snap.range_rev(&t, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(value).sum();
+        assert_eq!(rev, START * u64::from(ACCOUNTS), "a snapshot's reverse scan saw a partial transfer");
         // A plain read never waits and never sees more than the accounts hold in total.
         let one = u64::from_be_bytes(t.get(&key(snapshots % ACCOUNTS)).unwrap().unwrap().try_into().unwrap());
         assert!(one <= START * u64::from(ACCOUNTS));
@@ -256,4 +265,134 @@ fn k21_without_versions_a_read_transaction_reads_what_the_tree_holds() {
         t.upsert(b"a", b"2").unwrap();
         assert_eq!(snap.get(&t, b"a").unwrap().as_deref(), Some(&b"2"[..]));
     }
+}
+
+fn bound(x: &std::ops::Bound<Vec<u8>>) -> std::ops::Bound<&[u8]> {
+    x.as_ref().map(Vec::as_slice)
+}
+
+/// K22 against an oracle: while a transaction holds random uncommitted inserts, updates and
+/// deletes, every scan outside it — forward, reverse, both ends at once, limited, by prefix —
+/// returns exactly the committed records; so does a read-only transaction begun before a batch
+/// of commits, after them.
+#[test]
+fn k22_scans_return_exactly_the_committed_records_an_oracle_holds() {
+    use std::collections::BTreeMap;
+    use std::ops::Bound::{self, Excluded, Included, Unbounded};
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    let mut committed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut rnd = move |n: u32| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % u64::from(n)) as u32
+    };
+    for k in (0..600).step_by(3) {
+        t.insert(&key(k), format!("c{k}").as_bytes()).unwrap();
+        committed.insert(key(k), format!("c{k}").into_bytes());
+    }
+    let range_of = |m: &BTreeMap<Vec<u8>, Vec<u8>>,
+                    lo: &Bound<Vec<u8>>,
+                    hi: &Bound<Vec<u8>>|
+     -> Vec<(Vec<u8>, Vec<u8>)> {
+        m.range::<Vec<u8>, _>((lo.clone(), hi.clone())).map(|(k, v)| (k.clone(), v.clone())).collect()
+    };
+    let as_ref = |b: &Bound<Vec<u8>>| -> Bound<Vec<u8>> { b.clone() };
+    for round in 0..40 {
+        let snapshot = db.begin_read();
+        let at_snapshot = committed.clone();
+        let mut tx = db.begin();
+        let mut pending = committed.clone();
+        for _ in 0..rnd(60) + 1 {
+            let k = key(rnd(600));
+            match rnd(3) {
+                0 => {
+                    let v = format!("r{round}").into_bytes();
+                    tx.put(&t, &k, &v).unwrap();
+                    pending.insert(k, v);
+                }
+                1 => {
+                    tx.delete(&t, &k).unwrap();
+                    pending.remove(&k);
+                }
+                _ => {
+                    let v = format!("u{round}-{}", rnd(1000)).into_bytes();
+                    tx.put(&t, &k, &v).unwrap();
+                    pending.insert(k, v);
+                }
+            }
+        }
+        for _ in 0..6 {
+            let (a, b) = (rnd(620), rnd(620));
+            let (a, b) = (a.min(b), a.max(b));
+            let lo = match rnd(3) {
+                0 => Unbounded,
+                1 => Included(key(a)),
+                _ => Excluded(key(a)),
+            };
+            let hi = match rnd(3) {
+                0 => Unbounded,
+                1 => Included(key(b)),
+                _ => Excluded(key(b)),
+            };
+            if matches!((&lo, &hi), (Excluded(l), Excluded(h)) if l == h) {
+                continue;
+            }
+            let want = range_of(&committed, &lo, &hi);
+            let fwd: Vec<_> = t.range(bound(&lo), bound(&hi)).map(Result::unwrap).collect();
+            assert_eq!(fwd, want, "round {round}: forward {lo:?}..{hi:?}");
+            let mut rev: Vec<_> = t.range_rev(bound(&lo), bound(&hi)).map(Result::unwrap).collect();
+            rev.reverse();
+            assert_eq!(rev, want, "round {round}: reverse {lo:?}..{hi:?}");
+            // Both ends at once, alternating, meet without losing or repeating a record.
+            let mut both = t.range(bound(&lo), bound(&hi));
+            let (mut front, mut back) = (Vec::new(), Vec::new());
+            loop {
+                let item = if rnd(2) == 0 {
+                    both.next().map(|r| (true, r))
+                } else {
+                    both.next_back().map(|r| (false, r))
+                };
+                match item {
+                    Some((true, r)) => front.push(r.unwrap()),
+                    Some((false, r)) => back.push(r.unwrap()),
+                    None => break,
+                }
+            }
+            back.reverse();
+            front.extend(back);
+            assert_eq!(front, want, "round {round}: double-ended {lo:?}..{hi:?}");
+            let n = rnd(5) as usize;
+            let limited: Vec<_> = t.range(bound(&lo), bound(&hi)).limit(n).map(Result::unwrap).collect();
+            assert_eq!(limited, want.iter().take(n).cloned().collect::<Vec<_>>(), "round {round}: limit {n}");
+            let old: Vec<_> = snapshot.range(&t, bound(&lo), bound(&hi)).map(Result::unwrap).collect();
+            assert_eq!(
+                old,
+                range_of(&at_snapshot, &as_ref(&lo), &as_ref(&hi)),
+                "round {round}: read transaction"
+            );
+        }
+        let prefix = format!("k0001{}", rnd(10)).into_bytes();
+        let want: Vec<_> = committed
+            .iter()
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(t.scan_prefix(&prefix).map(Result::unwrap).collect::<Vec<_>>(), want, "prefix");
+        assert_eq!(t.len().unwrap(), committed.len());
+        assert_eq!(t.first().unwrap(), committed.first_key_value().map(|(k, v)| (k.clone(), v.clone())));
+        assert_eq!(t.last().unwrap(), committed.last_key_value().map(|(k, v)| (k.clone(), v.clone())));
+        if rnd(3) == 0 {
+            tx.abort().unwrap();
+        } else {
+            tx.commit().unwrap();
+            committed = pending;
+        }
+        // The snapshot from before still reads its own state after the commit.
+        let all: Vec<_> = snapshot.range(&t, Unbounded, Unbounded).map(Result::unwrap).collect();
+        assert_eq!(all, range_of(&at_snapshot, &Unbounded, &Unbounded), "round {round}: after the commit");
+    }
+    assert_eq!(db.version_stats().unwrap().bytes, 0);
 }
