@@ -76,12 +76,11 @@ impl ReadGate for NoGate {
 /// returns, which value the reader sees, and for each stretch between two records it passed,
 /// which records the reader sees there that the tree no longer holds.
 pub trait Overlay: Send + Sync {
-    /// The value the reader sees for `key`, which the tree held as `value` when the scan read
-    /// it: `Ok(None)` hides the record.
+    /// What the reader sees for `key`, which the tree held as `value` when the scan read it.
     ///
     /// # Errors
     /// The read must fail (the reader's snapshot ended).
-    fn rebuild(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>>;
+    fn rebuild(&self, key: &[u8], value: &[u8]) -> Result<Rebuilt>;
 
     /// The records strictly inside `(lo, hi)` that the reader sees although the scan found
     /// none there, in ascending key order. Asked only after the scan passed that stretch.
@@ -89,6 +88,17 @@ pub trait Overlay: Send + Sync {
     /// # Errors
     /// As [`Overlay::rebuild`].
     fn between(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<Vec<Entry>>;
+}
+
+/// What an [`Overlay`] makes of a record the tree holds.
+#[derive(Debug)]
+pub enum Rebuilt {
+    /// The tree's value is the reader's.
+    Keep,
+    /// The reader does not see the key.
+    Hide,
+    /// The reader sees this value instead.
+    Value(Vec<u8>),
 }
 
 /// One record of a scan: key and value.
@@ -923,7 +933,11 @@ impl RangeIter<'_> {
                 Ok(())
             }
             Some(Ok(Some((k, v)))) => {
-                let record = o.overlay.rebuild(&k, &v)?.map(|v| (k.clone(), v));
+                let record = match o.overlay.rebuild(&k, &v)? {
+                    Rebuilt::Keep => Some((k.clone(), v)),
+                    Rebuilt::Hide => None,
+                    Rebuilt::Value(v) => Some((k.clone(), v)),
+                };
                 if forward {
                     let between = o.overlay.between(as_ref(&o.front_pos), Bound::Excluded(&k))?;
                     o.front.extend(between);
@@ -958,12 +972,19 @@ impl Iterator for RangeIter<'_> {
     type Item = Result<Entry>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.overlay.is_some() {
+            // T27: the rebuilt records are owned already.
+            return self.next_overlaid(true);
+        }
         self.next_with(|k, v| (k.to_vec(), v.to_vec()))
     }
 }
 
 impl DoubleEndedIterator for RangeIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
+        if self.overlay.is_some() {
+            return self.next_overlaid(false);
+        }
         self.next_back_with(|k, v| (k.to_vec(), v.to_vec()))
     }
 }

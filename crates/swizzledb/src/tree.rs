@@ -9,7 +9,7 @@
 
 use std::ops::Bound;
 
-use crate::versions::{SnapshotReads, SnapshotRef};
+use crate::versions::{Read, SnapshotReads, SnapshotRef};
 use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, TreeError, TreeShape};
 
 /// A named tree of a [`Database`](crate::Database), from [`Database::create_tree`],
@@ -73,13 +73,18 @@ impl Tree {
     /// As [`Tree::get`].
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
         match &self.snap {
-            Some(snap) if snap.ready() => loop {
-                // K20: a snapshot ended for memory is replaced by a fresh one.
-                let s = snap.versions.snapshot();
-                if let Some(v) = snap.read(&s, &self.inner, key, |v| v.map(<[u8]>::to_vec))? {
-                    return Ok(f(v.as_deref()));
+            Some(snap) if snap.ready() => {
+                let mut f = Some(f);
+                loop {
+                    // K20: a snapshot ended for memory is replaced by a fresh one.
+                    let s = snap.versions.snapshot();
+                    match snap.read(&s, &self.inner, key, false, |v| f.take().expect("f runs once")(v))? {
+                        Read::Done(r) => return Ok(r),
+                        Read::Rebuilt(v) => return Ok(f.take().expect("f has not run")(v.as_deref())),
+                        Read::TooOld => {}
+                    }
                 }
-            },
+            }
             _ => self.inner.get_with(key, f),
         }
     }

@@ -61,7 +61,11 @@ pub(crate) struct Writer {
 }
 
 /// A transaction's writer and the keys it made versions of (composite: tree, then key).
-pub(crate) type Versioned = (Arc<Writer>, Vec<Box<[u8]>>);
+pub(crate) type Versioned = (Arc<Writer>, Vec<Key>);
+
+/// A composite key (tree, then key), shared by its chain's map entry, the ordered index and the
+/// writer's list: one allocation per chained key.
+pub(crate) type Key = Arc<[u8]>;
 
 #[derive(Debug)]
 struct Version {
@@ -79,10 +83,10 @@ impl Version {
 /// What a version costs besides its key and value (chain entry, map entry, allocations).
 const VERSION_OVERHEAD: usize = 96;
 
-type Chains = FxHashMap<Box<[u8]>, Vec<Version>>;
+type Chains = FxHashMap<Key, Vec<Version>>;
 
 /// The composite keys that have a chain, in order (K22).
-type OrderedKeys = std::collections::BTreeSet<Box<[u8]>>;
+type OrderedKeys = std::collections::BTreeSet<Key>;
 
 /// The writers a transaction made versions for, to be collected once no snapshot needs them.
 #[derive(Debug)]
@@ -90,7 +94,7 @@ struct Finished {
     /// The writer's commit timestamp, or the clock when its rollback ended.
     at: u64,
     writer: Arc<Writer>,
-    keys: Vec<Box<[u8]>>,
+    keys: Vec<Key>,
 }
 
 #[derive(Debug, Default)]
@@ -189,6 +193,20 @@ fn composite(tree: PageId, key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// Calls `f` with the composite key of `key` in `tree`, built in a buffer of the thread's.
+fn with_composite<R>(tree: PageId, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    thread_local! {
+        static BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut buf = BUF.take();
+    buf.clear();
+    buf.extend_from_slice(&tree.get().to_be_bytes());
+    buf.extend_from_slice(key);
+    let r = f(&buf);
+    BUF.set(buf);
+    r
+}
+
 fn shard_of(composite: &[u8]) -> usize {
     let mut h = FxHasher::default();
     h.write(composite);
@@ -237,26 +255,32 @@ impl Versions {
         tree: PageId,
         key: &[u8],
         before: Option<&[u8]>,
-    ) -> Option<Box<[u8]>> {
-        let ck = composite(tree, key);
-        let mut shard = self.shards[shard_of(&ck)].lock();
-        if let Some(chain) = shard.get_mut(&ck[..]) {
-            if chain.last().is_some_and(|v| Arc::ptr_eq(&v.writer, writer)) {
-                return None;
-            }
-            let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-            self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
-            chain.push(v);
-        } else {
-            let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-            self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
-            shard.insert(ck.clone().into_boxed_slice(), vec![v]);
-            // Lock order: a chain shard, then an ordered shard (K22).
-            self.ordered[ordered_of(tree.get())].lock().insert(ck.clone().into_boxed_slice());
-        }
-        drop(shard);
-        self.made.fetch_add(1, SeqCst);
-        Some(ck.into_boxed_slice())
+    ) -> Option<Key> {
+        with_composite(tree, key, |ck| {
+            let mut shard = self.shards[shard_of(ck)].lock();
+            let key = if let Some((k, chain)) = shard.get_key_value(ck) {
+                if chain.last().is_some_and(|v| Arc::ptr_eq(&v.writer, writer)) {
+                    return None;
+                }
+                let k = Arc::clone(k);
+                let chain = shard.get_mut(ck).expect("found just above, under the same mutex");
+                let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+                self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
+                chain.push(v);
+                k
+            } else {
+                let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+                self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
+                let k: Key = Arc::from(ck);
+                shard.insert(Arc::clone(&k), vec![v]);
+                // Lock order: a chain shard, then an ordered shard (K22).
+                self.ordered[ordered_of(tree.get())].lock().insert(Arc::clone(&k));
+                k
+            };
+            drop(shard);
+            self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some(key)
+        })
     }
 
     /// K18: the writer commits now, in the order of its commit record (the caller appends it
@@ -271,7 +295,7 @@ impl Versions {
     /// The writer's transaction ended: committed (`commit` was called) or rolled back, its
     /// rollback complete. Its versions go once no snapshot needs them (K19). Called before
     /// its locks are released.
-    pub(crate) fn finish(&self, writer: Arc<Writer>, keys: Vec<Box<[u8]>>) {
+    pub(crate) fn finish(&self, writer: Arc<Writer>, keys: Vec<Key>) {
         let at = match writer.state.load(SeqCst) {
             ACTIVE | COMMITTING => {
                 writer.state.store(ABORTED, SeqCst);
@@ -412,7 +436,7 @@ impl Versions {
         if self.bytes.load(SeqCst) == 0 {
             return Seen::Tree;
         }
-        self.seen_composite(at, &composite(tree, key))
+        with_composite(tree, key, |ck| self.seen_composite(at, ck))
     }
 
     fn seen_composite(&self, at: u64, ck: &[u8]) -> Seen {
@@ -475,7 +499,7 @@ impl Versions {
                 return Vec::new();
             }
         }
-        let keys: Vec<Box<[u8]>> = {
+        let keys: Vec<Key> = {
             let set = self.ordered[ordered_of(t)].lock();
             set.range::<[u8], _>((as_slice(&lo), as_slice(&hi))).cloned().collect()
         };
@@ -551,35 +575,51 @@ impl SnapshotReads {
         self.wal.pending.as_ref().is_none_or(|p| p.losers.load(std::sync::atomic::Ordering::Acquire) == 0)
     }
 
-    /// K18: `f` with the value of `key` in `tree` that `snap` sees, read with no gate and
-    /// rebuilt from the chain. `Ok(None)` if the snapshot was ended for memory (K20) before
-    /// the read was done.
+    /// K18: the value of `key` in `tree` that `snap` sees, read with no gate and rebuilt from
+    /// the chain. While no version is kept anywhere, the tree's value is the snapshot's and
+    /// `f` gets it in place: [`Read::Done`]. Otherwise the rebuilt value is returned
+    /// ([`Read::Rebuilt`]) unless the snapshot was ended for memory meanwhile (K20:
+    /// [`Read::TooOld`]; with `strict` also after `f` ran, whose result is dropped then).
     pub(crate) fn read<R>(
         &self,
         snap: &Snapshot<'_>,
         tree: &swizzledb_btree::Tree,
         key: &[u8],
+        strict: bool,
         f: impl FnOnce(Option<&[u8]>) -> R,
-    ) -> Result<Option<R>, swizzledb_btree::TreeError> {
-        let mut f = Some(f);
+    ) -> Result<Read<R>, swizzledb_btree::TreeError> {
         // The tree first: a writer records its version before it changes the leaf (K17), so
         // a change seen here has its version in the chain read after.
         let from_tree =
             tree.get_gated(key, &swizzledb_btree::NoGate, |v| match self.versions.bytes.load(SeqCst) {
-                // Nothing kept anywhere: nothing to rebuild, and no copy needed. A writer records
-                // its version before its change, so the count is not zero once a change is seen.
-                0 => Ok(f.take().expect("f runs once")(v)),
+                // A writer records its version before its change, so the count is not zero once
+                // an uncommitted change is seen.
+                0 => Ok(f(v)),
                 _ => Err(v.map(<[u8]>::to_vec)),
             })?;
-        let r = match from_tree {
-            Ok(r) => r,
+        let value = match from_tree {
+            // A snapshot ended for memory may have lost versions it needed, also while none is
+            // kept: the tree's value is then the latest committed one, right for a read that
+            // started now (a plain read), not for an older snapshot (`strict`).
+            Ok(_) if strict && snap.too_old() => return Ok(Read::TooOld),
+            Ok(r) => return Ok(Read::Done(r)),
             Err(value) => match self.versions.seen(snap.at, tree.root_page(), key) {
-                Seen::Tree => f.take().expect("f runs once")(value.as_deref()),
-                Seen::Before(before) => f.take().expect("f runs once")(before.as_deref()),
+                Seen::Tree => value,
+                Seen::Before(before) => before.map(Vec::from),
             },
         };
-        Ok((!snap.too_old()).then_some(r))
+        Ok(if snap.too_old() { Read::TooOld } else { Read::Rebuilt(value) })
     }
+}
+
+/// What [`SnapshotReads::read`] found.
+pub(crate) enum Read<R> {
+    /// `f` ran on the tree's value, which is the snapshot's.
+    Done(R),
+    /// The snapshot's value, rebuilt (`None`: absent); `f` did not run.
+    Rebuilt(Option<Vec<u8>>),
+    /// The snapshot was ended for memory (K20).
+    TooOld,
 }
 
 /// A read-only transaction: every read sees the database as committed when it began — a
@@ -622,10 +662,14 @@ impl<'db> ReadTransaction<'db> {
             None => Ok(tree.inner.get_with(key, f)?),
             // K21: while instant restart rolls losers back, their keys are waited for.
             Some((reads, _)) if !reads.ready() => Ok(tree.inner.get_with(key, f)?),
-            Some((reads, snap)) => match reads.read(snap, &tree.inner, key, |v| v.map(<[u8]>::to_vec))? {
-                Some(v) => Ok(f(v.as_deref())),
-                None => Err(crate::Error::SnapshotTooOld { limit: reads.versions.limit }),
-            },
+            Some((reads, snap)) => {
+                let mut f = Some(f);
+                match reads.read(snap, &tree.inner, key, true, |v| f.take().expect("f runs once")(v))? {
+                    Read::Done(r) => Ok(r),
+                    Read::Rebuilt(v) => Ok(f.take().expect("f has not run")(v.as_deref())),
+                    Read::TooOld => Err(crate::Error::SnapshotTooOld { limit: reads.versions.limit }),
+                }
+            }
         }
     }
 }
@@ -714,10 +758,15 @@ impl SnapshotOverlay<'_> {
 }
 
 impl swizzledb_btree::Overlay for SnapshotOverlay<'_> {
-    fn rebuild(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>, swizzledb_btree::TreeError> {
+    fn rebuild(
+        &self,
+        key: &[u8],
+        _value: &[u8],
+    ) -> Result<swizzledb_btree::Rebuilt, swizzledb_btree::TreeError> {
         let seen = match self.versions.seen(self.snap.at, self.tree, key) {
-            Seen::Tree => Some(value.to_vec()),
-            Seen::Before(b) => b.map(Vec::from),
+            Seen::Tree => swizzledb_btree::Rebuilt::Keep,
+            Seen::Before(None) => swizzledb_btree::Rebuilt::Hide,
+            Seen::Before(Some(b)) => swizzledb_btree::Rebuilt::Value(b.into_vec()),
         };
         self.check()?;
         Ok(seen)
