@@ -55,9 +55,9 @@ pub enum Mix {
     Point,
     /// Transactions reading `--scan-len` records from a random key (K16), then updating one.
     Scan,
-    /// `Tree::get` outside any transaction (the committed-read gate, K14).
+    /// `Tree::get` outside any transaction (a snapshot read with locking on, K18).
     Get,
-    /// `Tree::range` of `--scan-len` records outside any transaction (K14).
+    /// `Tree::range` of `--scan-len` records outside any transaction (a snapshot read with locking on, K22).
     ScanOutside,
 }
 
@@ -364,7 +364,8 @@ fn print_table(out: &mut dyn Write, args: &IsolationArgs, rows: &[Row]) -> io::R
     writeln!(
         out,
         "point-txn: 2 reads, 1 update, 1 insert or delete of an odd key; scan-txn: a range read of {} \
-         records and 1 update; get and scan: outside transactions. Per second: transactions, or reads.",
+         records and 1 update; get and scan: outside transactions (with locking on: at a snapshot, \
+         LOCKS.md K18, K22). Per second: transactions, or reads.",
         args.scan_len
     )
 }
