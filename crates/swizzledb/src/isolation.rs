@@ -1,9 +1,10 @@
 //! Isolation (LOCKS.md K14–K16): which records a read may return, and the next-key locks that
 //! keep a transaction's range reads free of phantoms.
 //!
-//! - Reads outside a transaction, on a logged database, pass [`CommittedReads`]: a record whose
-//!   lock a transaction holds exclusively has an uncommitted change, so the read waits until the
-//!   lock is released and reads again (K14).
+//! - Reads outside a transaction, on a logged database, read a snapshot (`versions.rs`, K18,
+//!   K22). Only while instant restart rolls losers back (K21) do they pass [`CommittedReads`]:
+//!   a record whose lock a transaction holds exclusively has an uncommitted change, so the read
+//!   waits until the lock is released and reads again (K14).
 //! - A transaction's reads pass [`TxnReads`]: every key a scan meets, and the key closing each
 //!   gap it covers, is locked shared until the transaction ends (K16).
 //! - Writers lock the gap's closing key exclusively: an insert for the length of the insert, a

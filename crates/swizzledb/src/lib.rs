@@ -33,7 +33,9 @@
 //! ([`RangeIter`], [`RevRangeIter`]) are `Send + Sync`: share the database by reference or in an
 //! `Arc` and use any handle from any thread. A [`Transaction`] is `Send` but not `Sync`: one
 //! thread at a time uses it (it can move between threads); its range reads ([`TxnRange`],
-//! [`TxnRevRange`]) are `Send + Sync`. Compile-time assertions in this crate hold these promises.
+//! [`TxnRevRange`]) are `Send + Sync`. A [`ReadTransaction`] (`Database::begin_read`: reads
+//! at one snapshot, LOCKS.md K18) is `Send + Sync`. Compile-time assertions in this crate hold
+//! these promises.
 //!
 //! Besides the log's background work, every database whose pool can evict (and records no
 //! trace) runs a background evictor ([`lab::LabOptions::background_eviction`]) that keeps free
