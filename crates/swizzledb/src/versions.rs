@@ -307,12 +307,19 @@ impl Versions {
         if keys.is_empty() {
             return;
         }
-        {
+        let x = Finished { at, writer, keys };
+        // The common case, no snapshot older than this writer's end: its versions go now, with
+        // no shared list in between (the same rule as `collect`).
+        if at <= self.horizon() {
+            self.remove(&x);
+        } else {
             let mut f = self.finished.lock();
-            f.push(Finished { at, writer, keys });
+            f.push(x);
             self.waiting.fetch_min(at, SeqCst);
         }
-        self.collect();
+        if self.waiting.load(SeqCst) != u64::MAX || self.bytes.load(SeqCst) > self.limit {
+            self.collect();
+        }
     }
 
     /// Begins a snapshot at the current clock (K19).
