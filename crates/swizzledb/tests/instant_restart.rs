@@ -147,7 +147,14 @@ fn r22_open_defers_redo_and_loses_nothing() {
     check(&db, &oracle);
     let progress = db.redo_progress().unwrap();
     assert_eq!(progress.redone_in_file, 0, "no background redo: {progress:?}");
-    assert!(progress.redone_on_fetch > 32, "the scan redid the pages it loaded: {progress:?}");
+    // A loaded page whose file copy was current already (written back before the crash, which
+    // depends on when the evictor's writes fell) is done without a redo, so the count is not
+    // fixed (it was 28 once under a loaded full suite, against more than 32 usually). The scan
+    // must have redone more than the three lookups did.
+    assert!(
+        progress.redone_on_fetch > early.redone_on_fetch,
+        "the scan redid pages it loaded: {early:?}, then {progress:?}"
+    );
     assert!(db.stats().pages_repaired >= progress.redone_on_fetch, "and wrote them back");
     assert!(!progress.finished, "no checkpoint yet: {progress:?}");
     db.close().unwrap();
