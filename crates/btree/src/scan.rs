@@ -958,6 +958,19 @@ impl RangeIter<'_> {
         }
     }
 
+    /// Counts the records left, copying none; the first error ends the count.
+    ///
+    /// # Errors
+    /// The scan's first error.
+    pub fn tally(mut self) -> Result<usize> {
+        let mut n = 0;
+        while let Some(r) = self.next_with(|_, _| ()) {
+            r?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Returns at most `n` more records, from both ends together (T19): the scan ends after
     /// them, and without a read gate that checks, it copies no more of a leaf than that — a
     /// scan for the first record of a range reads one record, not the rest of its leaf.

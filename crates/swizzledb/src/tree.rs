@@ -210,13 +210,7 @@ impl Tree {
     /// # Errors
     /// As [`Tree::range`]'s items.
     pub fn len(&self) -> Result<usize> {
-        let mut n = 0;
-        let mut scan = self.range(Bound::Unbounded, Bound::Unbounded);
-        while let Some(r) = scan.next_with(|_, _| ()) {
-            r?;
-            n += 1;
-        }
-        Ok(n)
+        self.range(Bound::Unbounded, Bound::Unbounded).tally()
     }
 
     /// Whether the tree holds no record (reads at most one).

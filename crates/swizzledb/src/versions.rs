@@ -799,8 +799,7 @@ impl SnapshotReads {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> swizzledb_btree::RangeIter<'t> {
-        let overlay = SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() };
-        tree.range_overlaid(start, end, Box::new(overlay))
+        tree.range_overlaid(start, end, self.overlay(snap, tree))
     }
 
     /// K22: `tree`'s descending range read at `snap`.
@@ -811,7 +810,14 @@ impl SnapshotReads {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> swizzledb_btree::RevRangeIter<'t> {
-        let overlay = SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() };
-        tree.range_rev_overlaid(start, end, Box::new(overlay))
+        tree.range_rev_overlaid(start, end, self.overlay(snap, tree))
+    }
+
+    fn overlay<'t>(
+        &'t self,
+        snap: SnapshotRef<'t>,
+        tree: &swizzledb_btree::Tree,
+    ) -> Box<dyn swizzledb_btree::Overlay + 't> {
+        Box::new(SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() })
     }
 }
