@@ -263,8 +263,9 @@ impl Builder {
     /// R3, buffer README F15: the double-write area of the logged database at `path`, and the
     /// number of pages torn by a crash it put back: each page the area names whose changes
     /// after the area's copy are all still in the log or the archive, brought forward by
-    /// replaying them (as single-page recovery does, R18). Any other is left for R18 to
-    /// rebuild or refuse when it is read.
+    /// replaying them (as single-page recovery does, R18) — one that ends free, to where it was
+    /// just before its last free. Any other is left for R18 to rebuild or refuse when it is
+    /// read.
     fn restore_torn_pages(
         &self,
         path: &Path,
@@ -283,12 +284,11 @@ impl Builder {
                 log::warn!("page {id} is torn, and the log no longer holds every change after its copy in the double-write area; single-page recovery rebuilds it when it is read, if it can");
                 continue;
             }
-            match crate::repair::redo_page(log, archive, id, meta.page_size, Some(copy)) {
-                Ok(Some(mut page)) => {
+            match crate::repair::redo_torn_page(log, archive, id, meta.page_size, copy) {
+                Ok(mut page) => {
                     file.write_page(id, &mut page)?;
                     restored += 1;
                 }
-                Ok(None) => {}
                 Err(e @ Error::PageUnrecoverable { .. }) => {
                     log::warn!("page {id} is torn and could not be put back from the double-write area: {e}");
                 }

@@ -204,23 +204,58 @@ pub(crate) fn redo_page(
     let Some(copy) = copy else {
         return rebuild_or_free(log, archive, id, page_size);
     };
-    let after = Lsn(page::page_lsn(&copy).0 + 1);
-    let history = history(log, archive, id, after, Lsn(u64::MAX))?;
-    if history.is_empty() {
-        return Ok(Some(copy));
-    }
+    let history = history(log, archive, id, Lsn(page::page_lsn(&copy).0 + 1), Lsn(u64::MAX))?;
     if ends_free(&history, id) {
         return Ok(None);
+    }
+    bring_forward(log, archive, id, page_size, copy, &history, Lsn(u64::MAX)).map(Some)
+}
+
+/// The copy of a torn page that restart puts back (R3): `copy`, the double-write area's, brought
+/// forward as [`redo_page`] does — except that a page whose history ends free is brought to
+/// where it was just before its last free, not left alone, so that no torn page stays in the
+/// file (restart's redo skips it either way, RECOVERY.md R8).
+///
+/// # Errors
+/// As [`rebuild_page`].
+pub(crate) fn redo_torn_page(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    id: PageId,
+    page_size: usize,
+    copy: Vec<u8>,
+) -> Result<Vec<u8>> {
+    let mut history = history(log, archive, id, Lsn(page::page_lsn(&copy).0 + 1), Lsn(u64::MAX))?;
+    let mut before = Lsn(u64::MAX);
+    if ends_free(&history, id) {
+        let last_free = history.iter().rposition(|(_, r)| frees(r, id)).unwrap_or(history.len());
+        before = history[last_free].0;
+        history.truncate(last_free);
+    }
+    bring_forward(log, archive, id, page_size, copy, &history, before)
+}
+
+/// `copy` with `history` (the page's changes after its page LSN, up to `before`) replayed onto
+/// it, or onto the newest image among them; rebuilt from the page's whole history before
+/// `before` when they do not fit the copy.
+fn bring_forward(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    id: PageId,
+    page_size: usize,
+    copy: Vec<u8>,
+    history: &[(Lsn, Record)],
+    before: Lsn,
+) -> Result<Vec<u8>> {
+    if history.is_empty() {
+        return Ok(copy);
     }
     let newest_image = history.iter().rposition(|(_, r)| carries_image(r, id));
     let replayed = match newest_image {
         Some(i) => replay_onto(id, page_size, None, &history[i..]),
-        None => replay_onto(id, page_size, Some(copy), &history),
+        None => replay_onto(id, page_size, Some(copy), history),
     };
-    match replayed {
-        Ok(p) => Ok(Some(p)),
-        Err(_) => rebuild_or_free(log, archive, id, page_size),
-    }
+    replayed.or_else(|_| rebuild_page(log, archive, id, page_size, before))
 }
 
 /// [`rebuild_page`] as of the log's durable end, or `None` if the page ends free.

@@ -365,12 +365,12 @@ impl Analysis {
         }
         for p in freed {
             self.free.insert(*p);
-            // R19: a freed page's changes no longer matter (it comes back only with a new
-            // image), and the pool no longer lists it as dirty.
-            if self.trust_page_writes {
-                self.dirty.remove(p);
-                self.changes.remove(p);
-            }
+            // R9, R19: a freed page's changes no longer matter (it comes back only with a new
+            // image), and the pool no longer lists it as dirty: redo does not read it. Its copy
+            // in the file may be stale or torn, and the log may no longer hold what it missed
+            // (freeing drops its recovery LSN, buffer B19).
+            self.dirty.remove(p);
+            self.changes.remove(p);
         }
     }
 
