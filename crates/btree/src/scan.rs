@@ -29,7 +29,7 @@ pub trait ReadGate {
     /// latch. `Ok(false)`: the reader unlatches, calls [`ReadGate::wait`], and reads afresh.
     ///
     /// # Errors
-    /// The read must fail (e.g. a lock refused under wait-die).
+    /// The read must fail (e.g. a lock refused to a deadlock's victim).
     fn try_pass(&self, tree: &Tree, key: Option<&[u8]>) -> Result<bool>;
 
     /// Waits, with no latch held, until `key` may be tried again.

@@ -11,7 +11,7 @@ use crate::workload::WorkloadError;
 /// [`crate::engine::TxRead`] and [`crate::engine::TxWrite`] call).
 #[derive(Debug)]
 pub enum Abort {
-    /// SwizzleDB refused or failed ([`Database::transact`] retries wait-die refusals).
+    /// SwizzleDB refused or failed ([`Database::transact`] retries refused locks).
     Db(swizzledb::Error),
     /// A record is missing or damaged, or another engine failed (LMDB's errors travel here:
     /// they are never retried).
@@ -33,7 +33,7 @@ impl From<WorkloadError> for Abort {
 }
 
 /// Runs `body` as one transaction through [`Database::transact`] (which retries it after a
-/// wait-die refusal). Returns `None` if it rolled back on request, and the attempts.
+/// refused lock). Returns `None` if it rolled back on request, and the attempts.
 pub(crate) fn transact<R>(
     db: &Database,
     mut body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,

@@ -18,7 +18,7 @@ use swizzledb::Database;
 pub struct Outcome {
     /// Index of the operation's kind in [`Workload::kinds`].
     pub kind: usize,
-    /// Times its body ran: 1, plus one per wait-die retry.
+    /// Times its body ran: 1, plus one per retry after a failed lock request.
     pub attempts: u32,
     /// It ended in a rollback the workload asked for (TPC-C's invalid New-Order items), not a
     /// commit.

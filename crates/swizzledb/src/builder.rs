@@ -30,6 +30,7 @@ pub struct Builder {
     /// `None`: not said (create logs; open follows the file).
     pub(crate) logging: Option<bool>,
     pub(crate) locking: Locking,
+    pub(crate) deadlock_policy: crate::lock::DeadlockPolicy,
     pub(crate) commit_mode: CommitMode,
     pub(crate) log_segment_bytes: Option<u64>,
     pub(crate) log_recovery: swizzledb_wal::Recovery,

@@ -102,7 +102,7 @@ impl Database {
 
     /// Runs `op` in a transaction and commits it, retrying when a record lock is refused.
     ///
-    /// If `op` fails with [`Error::Lock`] (wait-die chose this transaction, LOCKS.md K6), its
+    /// If `op` fails with [`Error::Lock`] (a deadlock's victim, LOCKS.md K23, or wait-die's, K6), its
     /// changes are rolled back and `op` runs again from the start, backing off, under the same
     /// transaction number: every retry is as old as the first attempt, so it wins against the
     /// transactions that started after it and cannot be starved. Any other error of `op` rolls

@@ -101,7 +101,8 @@ impl Core {
     }
 
     /// Begins a transaction under a given number: a retry keeps its first attempt's, and with
-    /// it its age under wait-die (K6), so it cannot starve.
+    /// it its age: the victim of a deadlock (K23) or of wait-die (K6) is the younger, so it
+    /// cannot starve.
     pub(crate) fn begin_as(&self, id: TxnId) -> Transaction<'_> {
         if let (Some(wal), Some(cleaner)) = (&self.wal, &self.cleaner) {
             cleaner.throttle(wal);
@@ -129,7 +130,9 @@ impl Core {
             let mut tx = self.begin_as(id);
             match op(&mut tx) {
                 Ok(r) => return tx.commit().map(|()| r),
-                Err(Error::Lock(lock::LockError::Conflict { .. })) if !give_up(started.elapsed()) => {
+                Err(Error::Lock(lock::LockError::Conflict { .. } | lock::LockError::Deadlock { .. }))
+                    if !give_up(started.elapsed()) =>
+                {
                     // A rollback that failed keeps the attempt's locks and its entry in the
                     // transaction table: no retry under its number then.
                     tx.abort()?;

@@ -97,7 +97,7 @@ impl ReadGate for CommittedReads {
 
 /// The gate of a transaction's reads (K16): each key passes once the transaction holds its
 /// shared lock, kept to the end. Under a latch only `try_lock` (K11); the wait takes the lock
-/// with wait-die, so a refusal ends the read with [`crate::Error::Lock`].
+/// with deadlock detection (or wait-die), so a refusal ends the read with [`crate::Error::Lock`].
 pub(crate) struct TxnReads<'a> {
     pub(crate) locks: &'a LockManager,
     pub(crate) txn: TxnId,

@@ -220,6 +220,16 @@ impl LabOptions {
         self.0.locking = if on { Locking::On } else { Locking::Off };
         self
     }
+
+    /// How record locks keep transactions out of deadlocks (default
+    /// [`DeadlockPolicy::Detect`](crate::lock::DeadlockPolicy::Detect): waits queue, and only
+    /// a real deadlock fails a request, LOCKS.md K23); `WaitDie` fails every request that would
+    /// wait for an older transaction (K6), for measuring what that costs in retries.
+    #[must_use]
+    pub fn deadlock_policy(mut self, policy: crate::lock::DeadlockPolicy) -> Self {
+        self.0.deadlock_policy = policy;
+        self
+    }
     /// The pool settings these options and the builder make.
     #[must_use]
     pub fn config(&self) -> &PoolConfig {

@@ -1,13 +1,15 @@
 //! Record locks for transactions: shared and exclusive locks on `(tree, key)` names, held until
-//! the transaction ends (strict two-phase locking), with wait-die deadlock prevention.
+//! the transaction ends (strict two-phase locking), with deadlock detection (or, as an option,
+//! wait-die prevention).
 //!
 //! The contract lives in `LOCKS.md` next to this crate's manifest: vocabulary, the numbered rules
-//! K1–K16 cited below, the life of a request and the latch order. In short:
+//! K1–K23 cited below, the life of a request and the latch order. In short:
 //!
-//! - [`LockManager::lock`] grants at once, waits (only for younger transactions), or fails with
-//!   [`LockError::Conflict`] when the requester would have to wait for an older transaction
-//!   (wait-die, K6). Waits-for edges then only go from older to younger transactions, so there
-//!   is no deadlock (K7); a wait timeout is only a backstop (K9).
+//! - [`LockManager::lock`] grants at once or queues and waits (K4). A wait that closes a cycle
+//!   of waits is found when it begins, and the youngest transaction of the cycle fails with
+//!   [`LockError::Deadlock`] (K23); nothing else fails a request but the wait timeout (K9).
+//!   With [`DeadlockPolicy::WaitDie`] a request fails with [`LockError::Conflict`] instead
+//!   whenever it would wait for an older transaction (K6), so no cycle can form (K7).
 //! - Locks are released all at once by [`LockManager::release_all`] at the end of the
 //!   transaction (K8), which hands the lock to the waiters in queue order (K4).
 //! - [`LockManager::try_lock`] never waits: the engine calls it while holding frame latches and
@@ -20,11 +22,20 @@
 //! let locks = LockManager::new(16).with_wait_timeout(Duration::from_secs(5));
 //! let (older, younger) = (TxnId(7), TxnId(9));
 //! locks.lock(older, 1, b"alice", LockMode::Exclusive)?;
-//! // The younger transaction would wait for the older one: it dies (wait-die).
-//! let err = locks.lock(younger, 1, b"alice", LockMode::Shared).unwrap_err();
-//! assert!(matches!(err, LockError::Conflict { txn, holder, .. } if txn == younger && holder == older));
-//! locks.release_all(younger); // the engine aborts it; the client retries
-//! assert_eq!(locks.release_all(older), 1); // commit
+//! locks.lock(younger, 1, b"bob", LockMode::Exclusive)?;
+//! std::thread::scope(|s| {
+//!     // The older transaction waits for bob...
+//!     let waiter = s.spawn(|| locks.lock(older, 1, b"bob", LockMode::Exclusive));
+//!     while locks.stats().waits == 0 {
+//!         std::thread::yield_now();
+//!     }
+//!     // ...so the younger one asking for alice would close a cycle: it is the victim.
+//!     let err = locks.lock(younger, 1, b"alice", LockMode::Shared).unwrap_err();
+//!     assert!(matches!(err, LockError::Deadlock { txn, .. } if txn == younger));
+//!     locks.release_all(younger); // the engine aborts it; the client retries
+//!     waiter.join().unwrap()
+//! })?;
+//! assert_eq!(locks.release_all(older), 2); // commit
 //! # Ok::<(), LockError>(())
 //! ```
 
@@ -33,19 +44,41 @@ use rustc_hash::{FxHashMap, FxHasher};
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::Hasher;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use swizzledb_sync::TxnId;
 
 /// How long [`LockManager::lock`] waits before giving up with [`LockError::Timeout`], unless
-/// [`LockManager::with_wait_timeout`] sets another value. Wait-die already prevents deadlocks
-/// (K7): the timeout is a backstop against a transaction that holds locks and never ends.
+/// [`LockManager::with_wait_timeout`] sets another value. Deadlocks are found (K23) or prevented
+/// (K7) without it: the timeout is a backstop against a transaction that holds locks and never
+/// ends.
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// K23: how long a request waits before it looks for a deadlock again (doubling each time).
+const DETECT_AGAIN: Duration = Duration::from_millis(50);
+
+/// K23: the most transactions one look for a deadlock visits.
+const DETECT_BUDGET: usize = 10_000;
 
 /// The most shards a [`LockManager`] uses; larger requests are capped.
 pub const MAX_SHARDS: usize = 1 << 12;
+
+/// How the manager keeps transactions out of deadlocks (K6, K7, K23).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub enum DeadlockPolicy {
+    /// Requests wait for any transaction; a wait that closes a cycle of waits is found when it
+    /// begins, and the cycle's youngest transaction fails with [`LockError::Deadlock`] (K23).
+    /// Only real deadlocks fail a request.
+    #[default]
+    Detect,
+    /// A request that would wait for an older transaction fails at once with
+    /// [`LockError::Conflict`] (K6), so waits only go from older to younger transactions and
+    /// no cycle forms (K7). Cheaper per wait, but it fails many requests that would only have
+    /// waited.
+    WaitDie,
+}
 
 /// A lock mode (K2).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -97,6 +130,27 @@ pub enum LockError {
         /// The oldest transaction it would have waited for: a holder of the lock or a request
         /// queued ahead of it.
         holder: TxnId,
+        /// The lock's tree.
+        tree: u32,
+        /// The lock's key.
+        key: Box<[u8]>,
+        /// The mode requested.
+        mode: LockMode,
+    },
+    /// Deadlock detection (K23): the transaction's wait was part of a cycle of waits, and it is
+    /// the cycle's youngest transaction (or its own thread holds what it waits for), so its
+    /// request was withdrawn.
+    #[error(
+        "{txn} waited for a {mode} lock on a key of tree {tree} in a deadlock with {} (a \
+         transaction open in the waiter's own thread counts as waiting for it), and was chosen \
+         to fail: abort and retry the transaction",
+        list(others)
+    )]
+    Deadlock {
+        /// The transaction whose request failed.
+        txn: TxnId,
+        /// The other transactions of the cycle.
+        others: Vec<TxnId>,
         /// The lock's tree.
         tree: u32,
         /// The lock's key.
@@ -159,6 +213,16 @@ pub enum LockError {
     SystemTransaction,
 }
 
+/// `a, b and c`: the transactions of a deadlock's message.
+fn list(txns: &[TxnId]) -> String {
+    let names: Vec<String> = txns.iter().map(ToString::to_string).collect();
+    match names.split_last() {
+        None => "its own thread's transaction".into(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// Lock manager counters, summed over all shards.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Copy, Clone, PartialEq, Eq, Default, Debug)]
@@ -170,6 +234,8 @@ pub struct LockStats {
     pub waits: u64,
     /// Requests that died by wait-die (K6).
     pub conflicts: u64,
+    /// Waits that failed as a deadlock's victim (K23).
+    pub deadlocks: u64,
     /// Waits that ended by timeout (K9).
     pub timeouts: u64,
 }
@@ -179,6 +245,7 @@ impl LockStats {
         self.requests += other.requests;
         self.waits += other.waits;
         self.conflicts += other.conflicts;
+        self.deadlocks += other.deadlocks;
         self.timeouts += other.timeouts;
     }
 }
@@ -200,12 +267,24 @@ pub struct LockManager {
     /// Lock heads; `shard_of(hash)` picks one. A thread holds at most one shard mutex, and
     /// never together with a `txns` mutex (K11).
     shards: Box<[Shard]>,
-    /// Held-lock lists by transaction, sharded by transaction id.
+    /// Per transaction: its held locks, the lock it waits for and its thread, sharded by
+    /// transaction id.
     txns: Box<[TxnShard]>,
     /// `shards.len() - 1` (a power of two minus one); also used for `txns`.
     mask: usize,
     wait_timeout: Duration,
+    policy: DeadlockPolicy,
     hash: NameHash,
+}
+
+/// A number for the current thread, unique in the process (never 0): K23 knows a waiter's own
+/// transactions by it, and the engine its writers (K14).
+pub(crate) fn thread_tag() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    thread_local! {
+        static TAG: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TAG.with(|t| *t)
 }
 
 /// One shard of the lock table, on its own cache line.
@@ -217,7 +296,19 @@ struct Shard {
 /// One shard of the transaction table, on its own cache line.
 #[repr(align(64))]
 struct TxnShard {
-    held: Mutex<FxHashMap<TxnId, Vec<HeldLock>>>,
+    txns: Mutex<FxHashMap<TxnId, TxnLocks>>,
+}
+
+/// What the manager knows of one transaction (an entry exists while it holds or waits for a
+/// lock).
+#[derive(Default)]
+struct TxnLocks {
+    /// The locks it was granted, one entry per lock (K8).
+    held: Vec<HeldLock>,
+    /// The lock it waits for (K23: the waits-for graph is found from here).
+    waiting: Option<HeldLock>,
+    /// The thread of its last request ([`thread_tag`]).
+    thread: u64,
 }
 
 /// A lock a transaction holds: enough to find its head again without the key bytes.
@@ -253,25 +344,43 @@ impl Table {
     }
 }
 
-/// What a waiting request parks on: its own condvar (used with the shard mutex) and the flag
-/// the granting thread sets (under the shard mutex) before waking it (K10).
+/// What a waiting request parks on: its own condvar (used with the shard mutex) and its state,
+/// which the granting thread (or a deadlock's finder, K23) sets under the shard mutex before
+/// waking it (K10).
 struct WaitSlot {
-    granted: AtomicBool,
+    state: AtomicU8,
     cv: Condvar,
+    /// K23: the cycle this request was withdrawn from, set with `VICTIM`.
+    cycle: Mutex<Vec<TxnId>>,
 }
+
+const WAITING: u8 = 0;
+const GRANTED: u8 = 1;
+const VICTIM: u8 = 2;
 
 impl WaitSlot {
     fn new() -> Arc<WaitSlot> {
-        Arc::new(WaitSlot { granted: AtomicBool::new(false), cv: Condvar::new() })
+        Arc::new(WaitSlot {
+            state: AtomicU8::new(WAITING),
+            cv: Condvar::new(),
+            cycle: Mutex::new(Vec::new()),
+        })
     }
 
     /// Read and written only under the shard mutex, which orders the accesses.
-    fn is_granted(&self) -> bool {
-        self.granted.load(Ordering::Relaxed)
+    fn state(&self) -> u8 {
+        self.state.load(Ordering::Relaxed)
     }
 
     fn grant(&self) {
-        self.granted.store(true, Ordering::Relaxed);
+        self.state.store(GRANTED, Ordering::Relaxed);
+        self.cv.notify_one();
+    }
+
+    /// K23: the request is withdrawn as the victim of `cycle` (the other transactions).
+    fn fail(&self, cycle: Vec<TxnId>) {
+        *self.cycle.lock() = cycle;
+        self.state.store(VICTIM, Ordering::Relaxed);
         self.cv.notify_one();
     }
 }
@@ -298,6 +407,9 @@ enum Decision {
     Granted { upgrade: bool },
     /// Wait-die: an older transaction is in the way (K6).
     Die { older: TxnId },
+    /// K23: an upgrade met another transaction's waiting upgrade, and the requester is the
+    /// younger: a deadlock of two, with `other`.
+    Deadlock { other: TxnId },
     /// It would have to wait, and the caller does not wait (`try_lock`).
     WouldWait,
     /// Queued (K4); park on `slot`.
@@ -326,9 +438,10 @@ impl LockHead {
         self.holders.is_empty() && self.queue.is_empty()
     }
 
-    /// Decides a request of `txn` for `mode` (K3, K4, K6); queues it if it must wait and
+    /// Decides a request of `txn` for `mode` (K3, K4, K6, K23); queues it if it must wait and
     /// `may_wait`.
-    fn request(&mut self, txn: TxnId, mode: LockMode, may_wait: bool) -> Decision {
+    fn request(&mut self, txn: TxnId, mode: LockMode, may_wait: bool, policy: DeadlockPolicy) -> Decision {
+        let wait_die = policy == DeadlockPolicy::WaitDie;
         if let Some(i) = self.holders.iter().position(|h| h.txn == txn) {
             if self.holders[i].mode.covers(mode) {
                 return Decision::AlreadyHeld;
@@ -339,11 +452,22 @@ impl LockHead {
                 self.holders[i].mode = LockMode::Exclusive;
                 return Decision::Granted { upgrade: true };
             }
-            if let Some(older) = self.holders.iter().map(|h| h.txn).filter(|&t| t < txn).min() {
-                return Decision::Die { older };
+            if wait_die {
+                if let Some(older) = self.holders.iter().map(|h| h.txn).filter(|&t| t < txn).min() {
+                    return Decision::Die { older };
+                }
             }
             if !may_wait {
                 return Decision::WouldWait;
+            }
+            // K23: another holder's upgrade waits already, for this transaction's shared hold
+            // among others, and this one would wait for its: the younger of the two fails.
+            if let Some(front) = self.queue.front().filter(|r| r.upgrade) {
+                if front.txn < txn {
+                    return Decision::Deadlock { other: front.txn };
+                }
+                let Some(victim) = self.queue.pop_front() else { unreachable!("front exists") };
+                victim.slot.fail(vec![txn]);
             }
             let slot = WaitSlot::new();
             self.queue.push_front(Request { txn, mode, upgrade: true, slot: Arc::clone(&slot) });
@@ -369,7 +493,7 @@ impl LockHead {
             self.holders.push(Holder { txn, mode });
             return Decision::Granted { upgrade: false };
         }
-        if let Some(older) = older {
+        if let Some(older) = older.filter(|_| wait_die) {
             return Decision::Die { older };
         }
         if !may_wait {
@@ -401,6 +525,21 @@ impl LockHead {
         }
     }
 
+    /// The transactions `txn`'s waiting request waits for: conflicting holders other than
+    /// itself and conflicting requests ahead of it (`None` if it does not wait here).
+    fn blockers_of(&self, txn: TxnId) -> Option<Vec<TxnId>> {
+        let i = self.queue.iter().position(|r| r.txn == txn)?;
+        let mode = self.queue[i].mode;
+        Some(
+            self.holders
+                .iter()
+                .filter(|h| h.txn != txn && !h.mode.compatible(mode))
+                .map(|h| h.txn)
+                .chain(self.queue.iter().take(i).filter(|a| !a.mode.compatible(mode)).map(|a| a.txn))
+                .collect(),
+        )
+    }
+
     /// Drops `txn`'s hold and grants what that unblocks (K8). Returns whether it held the lock.
     fn release(&mut self, txn: TxnId) -> bool {
         let Some(i) = self.holders.iter().position(|h| h.txn == txn) else { return false };
@@ -416,9 +555,9 @@ impl LockHead {
         self.grant_waiters();
     }
 
-    /// Checks the per-lock rules K2, K3, K5 and the wait-die edge invariant of K6; says which
-    /// one fails.
-    fn check(&self) -> Result<(), String> {
+    /// Checks the per-lock rules K2, K3, K5 and, under wait-die, the edge invariant of K6; says
+    /// which one fails.
+    fn check(&self, policy: DeadlockPolicy) -> Result<(), String> {
         let name = format!("lock (tree {}, key {:?})", self.tree, self.key);
         if self.is_unused() {
             return Err(format!("K13: {name} has no holders and no waiters but is still in the table"));
@@ -470,11 +609,13 @@ impl LockHead {
                     r.txn, r.mode
                 ));
             }
-            if let Some(older) = waits_for.iter().find(|&&t| t < r.txn) {
+            if let Some(older) =
+                waits_for.iter().find(|&&t| t < r.txn).filter(|_| policy == DeadlockPolicy::WaitDie)
+            {
                 return Err(format!("K6: {name}: {} waits for the older {older}", r.txn));
             }
-            if r.slot.is_granted() {
-                return Err(format!("K10: {name}: {} is granted but still queued", r.txn));
+            if r.slot.state() != WAITING {
+                return Err(format!("K10: {name}: {} is granted or failed but still queued", r.txn));
             }
         }
         Ok(())
@@ -494,11 +635,26 @@ impl LockManager {
         let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
         LockManager {
             shards: (0..n).map(|_| Shard { table: Mutex::new(Table::default()) }).collect(),
-            txns: (0..n).map(|_| TxnShard { held: Mutex::new(FxHashMap::default()) }).collect(),
+            txns: (0..n).map(|_| TxnShard { txns: Mutex::new(FxHashMap::default()) }).collect(),
             mask: n - 1,
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
+            policy: DeadlockPolicy::default(),
             hash,
         }
+    }
+
+    /// Sets how deadlocks are kept away: found and broken ([`DeadlockPolicy::Detect`], the
+    /// default, K23) or prevented by wait-die ([`DeadlockPolicy::WaitDie`], K6).
+    #[must_use]
+    pub fn with_deadlock_policy(mut self, policy: DeadlockPolicy) -> LockManager {
+        self.policy = policy;
+        self
+    }
+
+    /// How deadlocks are kept away.
+    #[must_use]
+    pub fn deadlock_policy(&self) -> DeadlockPolicy {
+        self.policy
     }
 
     /// Sets how long [`LockManager::lock`] waits before failing with [`LockError::Timeout`]
@@ -528,9 +684,11 @@ impl LockManager {
     /// Never call it while holding a frame latch (K11): use [`LockManager::try_lock`] there.
     ///
     /// # Errors
-    /// [`LockError::Conflict`] if `txn` would wait for an older transaction (wait-die, K6);
-    /// [`LockError::Timeout`] if the wait timed out (K9); [`LockError::SystemTransaction`] for
-    /// `TxnId(0)` (K12). In every case the transaction keeps the locks it had: abort it.
+    /// [`LockError::Deadlock`] if the wait is part of a deadlock and `txn` was chosen to fail
+    /// (K23); under [`DeadlockPolicy::WaitDie`], [`LockError::Conflict`] if `txn` would wait
+    /// for an older transaction (K6); [`LockError::Timeout`] if the wait timed out (K9);
+    /// [`LockError::SystemTransaction`] for `TxnId(0)` (K12). In every case the transaction
+    /// keeps the locks it had: abort it.
     pub fn lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<(), LockError> {
         self.acquire(txn, tree, key, mode, Some(self.wait_timeout)).map(|_| ())
     }
@@ -555,8 +713,10 @@ impl LockManager {
     /// call [`LockManager::lock`], K11).
     ///
     /// # Errors
-    /// [`LockError::Conflict`] if `txn` would wait for an older transaction (wait-die, K6);
-    /// [`LockError::SystemTransaction`] for `TxnId(0)`.
+    /// Under [`DeadlockPolicy::WaitDie`], [`LockError::Conflict`] if `txn` would wait for an
+    /// older transaction (K6); [`LockError::Deadlock`] if it asks to upgrade while another
+    /// holder's upgrade waits and it is the younger (K23); [`LockError::SystemTransaction`]
+    /// for `TxnId(0)`.
     pub fn try_lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<bool, LockError> {
         self.acquire(txn, tree, key, mode, None)
     }
@@ -566,8 +726,8 @@ impl LockManager {
     /// transaction has committed or rolled back, never while a lock call of the same
     /// transaction is in progress.
     pub fn release_all(&self, txn: TxnId) -> usize {
-        let held = self.txns[self.txn_shard(txn)].held.lock().remove(&txn);
-        let Some(held) = held else { return 0 };
+        let entry = self.txns[self.txn_shard(txn)].txns.lock().remove(&txn);
+        let Some(TxnLocks { held, .. }) = entry else { return 0 };
         for h in &held {
             let mut table = self.shards[self.shard_of(h.hash)].table.lock();
             if let Some(head) = table.head_mut(h.hash, h.head) {
@@ -622,13 +782,13 @@ impl LockManager {
             table.remove_if_unused(hash, id);
             id
         };
-        let mut held = self.txns[self.txn_shard(txn)].held.lock();
-        if let Some(list) = held.get_mut(&txn) {
-            if let Some(i) = list.iter().position(|h| h.hash == hash && h.head == id) {
-                list.swap_remove(i);
+        let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
+        if let Some(entry) = txns.get_mut(&txn) {
+            if let Some(i) = entry.held.iter().position(|h| h.hash == hash && h.head == id) {
+                entry.held.swap_remove(i);
             }
-            if list.is_empty() {
-                held.remove(&txn);
+            if entry.held.is_empty() && entry.waiting.is_none() {
+                txns.remove(&txn);
             }
         }
         true
@@ -637,7 +797,7 @@ impl LockManager {
     /// How many locks `txn` holds.
     #[must_use]
     pub fn locks_held(&self, txn: TxnId) -> usize {
-        self.txns[self.txn_shard(txn)].held.lock().get(&txn).map_or(0, Vec::len)
+        self.txns[self.txn_shard(txn)].txns.lock().get(&txn).map_or(0, |e| e.held.len())
     }
 
     /// How many locks are in use (held or waited for) right now (K13).
@@ -674,7 +834,7 @@ impl LockManager {
                     if bucket[..i].iter().any(|o| o.tree == head.tree && o.key == head.key) {
                         return Err(format!("K1: lock (tree {}) has two heads", head.tree));
                     }
-                    head.check()?;
+                    head.check(self.policy)?;
                     for h in &head.holders {
                         holds.entry(h.txn).or_default().push((hash, head.id));
                     }
@@ -682,8 +842,8 @@ impl LockManager {
             }
         }
         for shard in self.txns.iter() {
-            for (txn, list) in shard.held.lock().iter() {
-                let mut listed: Vec<(u64, u64)> = list.iter().map(|h| (h.hash, h.head)).collect();
+            for (txn, entry) in shard.txns.lock().iter() {
+                let mut listed: Vec<(u64, u64)> = entry.held.iter().map(|h| (h.hash, h.head)).collect();
                 let mut granted = holds.remove(txn).unwrap_or_default();
                 listed.sort_unstable();
                 granted.sort_unstable();
@@ -712,11 +872,122 @@ impl LockManager {
     }
 
     fn record(&self, txn: TxnId, lock: HeldLock) {
-        self.txns[self.txn_shard(txn)].held.lock().entry(txn).or_default().push(lock);
+        let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
+        let entry = txns.entry(txn).or_default();
+        entry.held.push(lock);
+        entry.thread = thread_tag();
+    }
+
+    /// K23: `txn` waits for `lock` (`Some`) or no longer waits (`None`).
+    fn set_waiting(&self, txn: TxnId, lock: Option<HeldLock>) {
+        let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
+        match lock {
+            Some(lock) => {
+                let entry = txns.entry(txn).or_default();
+                entry.waiting = Some(lock);
+                entry.thread = thread_tag();
+            }
+            None => {
+                if let Some(entry) = txns.get_mut(&txn) {
+                    entry.waiting = None;
+                    if entry.held.is_empty() {
+                        txns.remove(&txn);
+                    }
+                }
+            }
+        }
+    }
+
+    /// K23: what `txn` waits for (`None` if it waits for nothing), and the thread of its last
+    /// request.
+    fn waits_of(&self, txn: TxnId) -> (Option<Vec<TxnId>>, u64) {
+        let (lock, thread) = match self.txns[self.txn_shard(txn)].txns.lock().get(&txn) {
+            Some(e) => (e.waiting, e.thread),
+            None => return (None, 0),
+        };
+        let Some(lock) = lock else { return (None, thread) };
+        let table = self.shards[self.shard_of(lock.hash)].table.lock();
+        let blockers = table
+            .heads
+            .get(&lock.hash)
+            .and_then(|b| b.iter().find(|h| h.id == lock.head))
+            .and_then(|head| head.blockers_of(txn));
+        (blockers, thread)
+    }
+
+    /// K23: a cycle of waits through `start`, which has just queued (or waited long): the
+    /// other transactions of it, in the order of the waits from `start` on. Found by a depth-first
+    /// walk of the waits-for graph, one head (one shard mutex) at a time; a transaction that
+    /// waits for nothing but was last used by `start`'s thread closes a cycle too (that thread
+    /// is busy waiting, so the transaction cannot end). Bounded: a walk that visits more than
+    /// `DETECT_BUDGET` transactions gives up (the periodic check tries again).
+    fn find_cycle(&self, start: TxnId) -> Option<Vec<TxnId>> {
+        let me = thread_tag();
+        let (first, _) = self.waits_of(start);
+        let mut stack = vec![first?.into_iter()];
+        let mut path: Vec<TxnId> = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<TxnId> = rustc_hash::FxHashSet::default();
+        seen.insert(start);
+        while let Some(next) = stack.last_mut().map(Iterator::next) {
+            let Some(b) = next else {
+                stack.pop();
+                path.pop();
+                continue;
+            };
+            if b == start {
+                return Some(path);
+            }
+            if !seen.insert(b) {
+                continue;
+            }
+            if seen.len() > DETECT_BUDGET {
+                return None;
+            }
+            let (waits, thread) = self.waits_of(b);
+            path.push(b);
+            match waits {
+                Some(blockers) => stack.push(blockers.into_iter()),
+                None if thread == me => return Some(path),
+                None => {
+                    path.pop();
+                }
+            }
+        }
+        None
+    }
+
+    /// K23: after `txn`'s request queued (or waited a while), looks for a cycle through it and
+    /// breaks one: returns the cycle (the other transactions) if `txn` must fail, having
+    /// withdrawn nothing yet; fails the youngest waiter of the cycle otherwise.
+    fn detect(&self, txn: TxnId) -> Option<Vec<TxnId>> {
+        let cycle = self.find_cycle(txn)?;
+        // The cycle's waiters are `txn` and each member but a last one that waits for
+        // nothing (a transaction of `txn`'s own thread): that one cannot be withdrawn.
+        let last_waits = cycle.last().is_some_and(|&t| self.waits_of(t).0.is_some());
+        let waiters = if last_waits { &cycle[..] } else { &cycle[..cycle.len() - 1] };
+        let victim = waiters.iter().copied().max().filter(|&v| v > txn && last_waits);
+        let Some(victim) = victim else { return Some(cycle) };
+        let mut others: Vec<TxnId> = cycle.iter().copied().filter(|&t| t != victim).collect();
+        others.insert(0, txn);
+        let lock = self.txns[self.txn_shard(victim)].txns.lock().get(&victim).and_then(|e| e.waiting);
+        if let Some(lock) = lock {
+            let mut table = self.shards[self.shard_of(lock.hash)].table.lock();
+            if let Some(head) = table.head_mut(lock.hash, lock.head) {
+                if let Some(i) = head.queue.iter().position(|r| r.txn == victim) {
+                    if let Some(req) = head.queue.remove(i) {
+                        req.slot.fail(others);
+                    }
+                    head.grant_waiters();
+                }
+            }
+        }
+        None
     }
 
     /// The one request path: `wait` is the timeout, or `None` for `try_lock`. Returns whether
-    /// the lock is held.
+    /// the lock is held. A queued request under [`DeadlockPolicy::Detect`] registers what it
+    /// waits for, looks for a deadlock (K23), and looks again each time it has waited
+    /// `DETECT_AGAIN` (doubling) without a grant.
     fn acquire(
         &self,
         txn: TxnId,
@@ -744,7 +1015,7 @@ impl LockManager {
         let head = &mut bucket[i];
         let id = head.id;
         let held = HeldLock { hash, head: id };
-        let (slot, upgrade) = match head.request(txn, mode, wait.is_some()) {
+        let (slot, upgrade) = match head.request(txn, mode, wait.is_some(), self.policy) {
             Decision::AlreadyHeld | Decision::Granted { upgrade: true } => return Ok(true),
             Decision::Granted { upgrade: false } => {
                 drop(table);
@@ -757,35 +1028,91 @@ impl LockManager {
                 stats.conflicts += 1;
                 return Err(LockError::Conflict { txn, holder: older, tree, key: key.into(), mode });
             }
+            Decision::Deadlock { other } => {
+                stats.deadlocks += 1;
+                return Err(LockError::Deadlock { txn, others: vec![other], tree, key: key.into(), mode });
+            }
             Decision::Queued { slot, upgrade } => {
                 stats.waits += 1;
                 (slot, upgrade)
             }
         };
         let timeout = wait.unwrap_or(Duration::ZERO);
-        let deadline = Instant::now().checked_add(timeout);
-        while !slot.is_granted() {
-            let timed_out = match deadline {
-                Some(d) => slot.cv.wait_until(&mut table, d).timed_out(),
+        let started = Instant::now();
+        let deadline = started.checked_add(timeout);
+        let detect = self.policy == DeadlockPolicy::Detect;
+        let mut cycle = None;
+        let mut check_at = None;
+        if detect {
+            drop(table);
+            self.set_waiting(txn, Some(held));
+            cycle = self.detect(txn);
+            table = self.shards[self.shard_of(hash)].table.lock();
+            check_at = started.checked_add(DETECT_AGAIN);
+        }
+        let mut again = DETECT_AGAIN;
+        let outcome = loop {
+            match slot.state() {
+                GRANTED => break Ok(()),
+                VICTIM => break Err(std::mem::take(&mut *slot.cycle.lock())),
+                _ => {}
+            }
+            if let Some(others) = cycle.take() {
+                if let Some(head) = table.head_mut(hash, id) {
+                    head.cancel(txn);
+                }
+                break Err(others);
+            }
+            let until = match (deadline, check_at) {
+                (Some(d), Some(c)) => Some(d.min(c)),
+                (d, c) => d.or(c),
+            };
+            let woke_by_time = match until {
+                Some(u) => slot.cv.wait_until(&mut table, u).timed_out(),
                 None => {
                     slot.cv.wait(&mut table);
                     false
                 }
             };
-            if timed_out && !slot.is_granted() {
+            if !woke_by_time || slot.state() != WAITING {
+                continue;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 if let Some(head) = table.head_mut(hash, id) {
                     head.cancel(txn);
                 }
                 table.remove_if_unused(hash, id);
                 table.stats.timeouts += 1;
+                drop(table);
+                if detect {
+                    self.set_waiting(txn, None);
+                }
                 return Err(LockError::Timeout { txn, tree, key: key.into(), mode, waited: timeout });
             }
+            // The periodic look (K23): a backstop; the look at queueing finds every cycle.
+            drop(table);
+            cycle = self.detect(txn);
+            table = self.shards[self.shard_of(hash)].table.lock();
+            again = again.saturating_mul(2);
+            check_at = Instant::now().checked_add(again);
+        };
+        if outcome.is_err() {
+            table.remove_if_unused(hash, id);
+            table.stats.deadlocks += 1;
         }
         drop(table);
-        if !upgrade {
-            self.record(txn, held);
+        if detect {
+            self.set_waiting(txn, None);
         }
-        Ok(true)
+        match outcome {
+            Ok(()) => {
+                if !upgrade {
+                    self.record(txn, held);
+                }
+                Ok(true)
+            }
+            Err(others) => Err(LockError::Deadlock { txn, others, tree, key: key.into(), mode }),
+        }
     }
 }
 
@@ -818,8 +1145,9 @@ mod tests {
         TxnId(n)
     }
 
+    /// A wait-die manager: the K6 tests below are written against it; K23's build their own.
     fn manager() -> LockManager {
-        LockManager::new(4).with_wait_timeout(HANG_GUARD)
+        LockManager::new(4).with_wait_timeout(HANG_GUARD).with_deadlock_policy(DeadlockPolicy::WaitDie)
     }
 
     fn check(lm: &LockManager) {
@@ -892,7 +1220,9 @@ mod tests {
 
     #[test]
     fn k1_hash_collisions_cause_no_false_conflicts() {
-        let lm = LockManager::with_hash(4, |_, _| 42).with_wait_timeout(HANG_GUARD);
+        let lm = LockManager::with_hash(4, |_, _| 42)
+            .with_wait_timeout(HANG_GUARD)
+            .with_deadlock_policy(DeadlockPolicy::WaitDie);
         lm.lock(t(1), 1, b"alice", X).unwrap();
         lm.lock(t(2), 1, b"bob", X).unwrap();
         lm.lock(t(3), 2, b"alice", X).unwrap();
@@ -920,7 +1250,7 @@ mod tests {
         lm.lock(t(1), 1, b"k", S).unwrap(); // X covers S
         lm.lock(t(1), 1, b"k", X).unwrap();
         assert_eq!(lm.locks_held(t(1)), 1);
-        assert_eq!(lm.stats(), LockStats { requests: 5, waits: 0, conflicts: 0, timeouts: 0 });
+        assert_eq!(lm.stats(), LockStats { requests: 5, waits: 0, conflicts: 0, deadlocks: 0, timeouts: 0 });
         check(&lm);
         assert_eq!(lm.release_all(t(1)), 1);
         assert_eq!(lm.lock_count(), 0);
@@ -1095,7 +1425,10 @@ mod tests {
         assert_eq!(lm.locks_held(t(2)), 2, "the S hold and the other lock stay");
         check(&lm);
         // Zero timeout: never waits.
-        let lm0 = LockManager::new(1).with_wait_timeout(Duration::ZERO);
+        // (Wait-die: under detection this one thread's wait for its own t5 is a deadlock, K23.)
+        let lm0 = LockManager::new(1)
+            .with_wait_timeout(Duration::ZERO)
+            .with_deadlock_policy(DeadlockPolicy::WaitDie);
         lm0.lock(t(5), 1, b"k", X).unwrap();
         assert!(matches!(lm0.lock(t(1), 1, b"k", X), Err(LockError::Timeout { .. })));
         check(&lm0);
@@ -1108,20 +1441,25 @@ mod tests {
     #[test]
     fn k9_a_withdrawn_waiter_unblocks_those_behind_it() {
         let mut head = LockHead::new(0, 1, b"k");
-        assert!(matches!(head.request(t(5), S, true), Decision::Granted { upgrade: false }));
-        let Decision::Queued { slot: writer, .. } = head.request(t(2), X, true) else {
+        assert!(matches!(
+            head.request(t(5), S, true, DeadlockPolicy::WaitDie),
+            Decision::Granted { upgrade: false }
+        ));
+        let Decision::Queued { slot: writer, .. } = head.request(t(2), X, true, DeadlockPolicy::WaitDie)
+        else {
             panic!("the older writer must queue behind the shared holder");
         };
-        let Decision::Queued { slot: reader, .. } = head.request(t(1), S, true) else {
+        let Decision::Queued { slot: reader, .. } = head.request(t(1), S, true, DeadlockPolicy::WaitDie)
+        else {
             panic!("the reader must queue behind the waiting writer (K4)");
         };
-        head.check().unwrap();
+        head.check(DeadlockPolicy::WaitDie).unwrap();
         head.cancel(t(2));
-        assert!(reader.is_granted() && !writer.is_granted());
+        assert!(reader.state() == GRANTED && writer.state() == WAITING);
         let holders: Vec<_> = head.holders.iter().map(|h| (h.txn, h.mode)).collect();
         assert_eq!(holders, vec![(t(5), S), (t(1), S)]);
         assert!(head.queue.is_empty());
-        head.check().unwrap();
+        head.check(DeadlockPolicy::WaitDie).unwrap();
     }
 
     #[test]
@@ -1191,12 +1529,21 @@ mod tests {
     /// Moves granted requests out of `parked` (checking the grant is real: the transaction now
     /// holds a covering mode) and checks that the rest are exactly the queue, then the head's
     /// invariants.
-    fn settle(head: &LockHead, parked: &mut Parked) -> Result<(), TestCaseError> {
+    fn settle(head: &LockHead, parked: &mut Parked, policy: DeadlockPolicy) -> Result<(), TestCaseError> {
         let mut granted = Vec::new();
         for (&txn, (mode, slot)) in parked.iter() {
-            if slot.is_granted() {
+            if slot.state() == GRANTED {
                 let h = head.holders.iter().find(|h| h.txn == txn);
                 prop_assert!(h.is_some_and(|h| h.mode.covers(*mode)), "K10: {txn} woken without its lock");
+                granted.push(txn);
+            }
+            if slot.state() == VICTIM {
+                // K23: only a waiting upgrade is failed by a head alone (by a younger one's).
+                prop_assert!(policy == DeadlockPolicy::Detect, "a victim under wait-die");
+                prop_assert!(
+                    head.holders.iter().any(|h| h.txn == txn && h.mode == S),
+                    "K23: victim {txn} was no upgrader"
+                );
                 granted.push(txn);
             }
         }
@@ -1209,7 +1556,7 @@ mod tests {
         expected.sort_unstable();
         prop_assert_eq!(queued, expected, "queued requests != parked transactions");
         if !head.is_unused() {
-            head.check().map_err(TestCaseError::fail)?;
+            head.check(policy).map_err(TestCaseError::fail)?;
         }
         Ok(())
     }
@@ -1228,7 +1575,8 @@ mod tests {
         }
     }
 
-    fn run_head_schedule(ops: &[HeadOp]) -> Result<(), TestCaseError> {
+    fn run_head_schedule(ops: &[HeadOp], policy: DeadlockPolicy) -> Result<(), TestCaseError> {
+        let detect = policy == DeadlockPolicy::Detect;
         let mut head = LockHead::new(0, 1, b"k");
         let mut parked = Parked::default();
         for op in ops {
@@ -1242,7 +1590,8 @@ mod tests {
                     let blockers = blockers(&head, txn, mode);
                     let oldest_older = blockers.iter().copied().filter(|&b| b < txn).min();
                     let (holders, queue) = (head.holders.len(), head.queue.len());
-                    match head.request(txn, mode, wait) {
+                    let waiting_upgrade = head.queue.front().filter(|r| r.upgrade).map(|r| r.txn);
+                    match head.request(txn, mode, wait, policy) {
                         Decision::AlreadyHeld => prop_assert!(own.is_some_and(|m| m.covers(mode))),
                         Decision::Granted { upgrade } => {
                             prop_assert!(blockers.is_empty(), "granted over {blockers:?}");
@@ -1251,15 +1600,24 @@ mod tests {
                             prop_assert!(now.is_some_and(|h| h.mode == mode));
                         }
                         Decision::Die { older } => {
+                            prop_assert!(!detect, "K23: a death without a deadlock");
                             prop_assert_eq!(Some(older), oldest_older, "K6: wrong or no older blocker");
                             prop_assert_eq!((holders, queue), (head.holders.len(), head.queue.len()));
                         }
+                        Decision::Deadlock { other } => {
+                            prop_assert!(
+                                detect && wait && own.is_some(),
+                                "K23: a deadlock of no two upgrades"
+                            );
+                            prop_assert_eq!(Some(other), waiting_upgrade.filter(|&u| u < txn));
+                            prop_assert_eq!((holders, queue), (head.holders.len(), head.queue.len()));
+                        }
                         Decision::WouldWait => {
-                            prop_assert!(!wait && !blockers.is_empty() && oldest_older.is_none());
+                            prop_assert!(!wait && !blockers.is_empty() && (detect || oldest_older.is_none()));
                             prop_assert_eq!((holders, queue), (head.holders.len(), head.queue.len()));
                         }
                         Decision::Queued { slot, upgrade } => {
-                            prop_assert!(wait && !blockers.is_empty() && oldest_older.is_none());
+                            prop_assert!(wait && !blockers.is_empty() && (detect || oldest_older.is_none()));
                             prop_assert_eq!(upgrade, own.is_some());
                             parked.insert(txn, (mode, slot));
                         }
@@ -1282,7 +1640,7 @@ mod tests {
                     }
                 }
             }
-            settle(&head, &mut parked)?;
+            settle(&head, &mut parked, policy)?;
         }
         // Liveness: once the transactions that are not parked end, every parked one gets its
         // lock and the head empties.
@@ -1294,7 +1652,7 @@ mod tests {
                 return Err(TestCaseError::fail("stuck: every holder is parked"));
             };
             head.release(next);
-            settle(&head, &mut parked)?;
+            settle(&head, &mut parked, policy)?;
         }
         prop_assert!(head.is_unused() && parked.is_empty(), "the head did not drain");
         Ok(())
@@ -1306,7 +1664,14 @@ mod tests {
         /// woken request holds its lock), and liveness at the end.
         #[test]
         fn k5_k6_head_invariants_hold_over_random_schedules(ops in prop::collection::vec(head_op(), 1..120)) {
-            run_head_schedule(&ops)?;
+            run_head_schedule(&ops, DeadlockPolicy::WaitDie)?;
+        }
+
+        /// The same under deadlock detection: nothing dies, every conflicting request queues,
+        /// and of two upgrades the younger fails (K23).
+        #[test]
+        fn k23_head_invariants_hold_over_random_schedules(ops in prop::collection::vec(head_op(), 1..120)) {
+            run_head_schedule(&ops, DeadlockPolicy::Detect)?;
         }
     }
 
@@ -1349,7 +1714,12 @@ mod tests {
                             None => holders.push((txn, mode)),
                         }
                         Ok(true)
-                    } else if let Some(older) = blockers.iter().copied().filter(|&b| b < txn).min() {
+                    } else if let Some(older) = blockers
+                        .iter()
+                        .copied()
+                        .filter(|&b| b < txn && lm.deadlock_policy() == DeadlockPolicy::WaitDie)
+                        .min()
+                    {
                         Err((txn, older))
                     } else {
                         Ok(false)
@@ -1379,12 +1749,18 @@ mod tests {
     }
 
     proptest! {
-        /// Grants, re-requests, upgrades, refusals, deaths (with the oldest blocker named) and
-        /// releases match a model, with the real hash and with every name colliding (K1).
+        /// Grants, re-requests, upgrades, refusals, deaths (with the oldest blocker named, under
+        /// wait-die) and releases match a model, with the real hash and with every name
+        /// colliding (K1); under deadlock detection `try_lock` never fails (K23).
         #[test]
-        fn k1_k3_k6_manager_matches_model(ops in prop::collection::vec(model_op(), 1..100), collide in any::<bool>()) {
+        fn k1_k3_k6_manager_matches_model(
+            ops in prop::collection::vec(model_op(), 1..100),
+            collide in any::<bool>(),
+            wait_die in any::<bool>(),
+        ) {
             let lm = if collide { LockManager::with_hash(2, |_, _| 7) } else { LockManager::new(2) };
-            run_model(&lm, &ops)?;
+            let policy = if wait_die { DeadlockPolicy::WaitDie } else { DeadlockPolicy::Detect };
+            run_model(&lm.with_deadlock_policy(policy), &ops)?;
         }
     }
 
@@ -1398,11 +1774,22 @@ mod tests {
     /// (no deadlock: the hang guard is the timeout), and the table ends empty.
     #[test]
     fn k7_transfers_and_audits_keep_the_total_without_deadlock() {
+        transfers_and_audits(DeadlockPolicy::WaitDie);
+    }
+
+    /// The same under deadlock detection (K23): deadlocks happen (transfers lock in random
+    /// order) and each fails exactly one request; nothing hangs or times out.
+    #[test]
+    fn k23_transfers_and_audits_keep_the_total_and_break_every_deadlock() {
+        transfers_and_audits(DeadlockPolicy::Detect);
+    }
+
+    fn transfers_and_audits(policy: DeadlockPolicy) {
         const THREADS: u64 = 4;
         const ACCOUNTS: usize = 6;
         const TXNS_PER_THREAD: usize = 300;
         const INITIAL: i64 = 1_000;
-        let lm = manager();
+        let lm = LockManager::new(4).with_wait_timeout(HANG_GUARD).with_deadlock_policy(policy);
         let balances: Vec<AtomicI64> = (0..ACCOUNTS).map(|_| AtomicI64::new(INITIAL)).collect();
         // The transaction writing an account right now (0: none).
         let writer: Vec<AtomicU64> = (0..ACCOUNTS).map(|_| AtomicU64::new(0)).collect();
@@ -1453,7 +1840,7 @@ mod tests {
                         loop {
                             match attempt(txn, &mut rng) {
                                 Ok(()) => break,
-                                Err(LockError::Conflict { .. }) => {
+                                Err(LockError::Conflict { .. } | LockError::Deadlock { .. }) => {
                                     deaths.fetch_add(1, Ordering::SeqCst);
                                     lm.release_all(txn);
                                     thread::yield_now();
@@ -1469,8 +1856,156 @@ mod tests {
         let stats = lm.stats();
         assert_eq!(balances.iter().map(|b| b.load(Ordering::SeqCst)).sum::<i64>(), total);
         assert_eq!(stats.timeouts, 0);
-        assert_eq!(stats.conflicts, deaths.load(Ordering::SeqCst));
+        assert_eq!(stats.conflicts + stats.deadlocks, deaths.load(Ordering::SeqCst));
+        match policy {
+            DeadlockPolicy::WaitDie => assert_eq!(stats.deadlocks, 0),
+            DeadlockPolicy::Detect => assert_eq!(stats.conflicts, 0),
+        }
         assert_eq!(lm.lock_count(), 0, "K13: every head is gone");
+        check(&lm);
+    }
+
+    fn detector() -> LockManager {
+        LockManager::new(4).with_wait_timeout(HANG_GUARD)
+    }
+
+    /// Waits until `txn` waits in `lm` (its request is queued and registered, K23).
+    fn wait_until_waiting(lm: &LockManager, txn: TxnId) {
+        let start = Instant::now();
+        while lm.waits_of(txn).0.is_none() {
+            assert!(start.elapsed() < HANG_GUARD, "{txn} never waited");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn deadlock_parties(e: &LockError) -> (TxnId, Vec<TxnId>) {
+        match e {
+            LockError::Deadlock { txn, others, .. } => (*txn, others.clone()),
+            other => panic!("expected a deadlock, got {other:?}"),
+        }
+    }
+
+    /// K23: under detection an older transaction waits for a younger one (no death), and a
+    /// request that closes a cycle of two fails at once when it is the younger.
+    #[test]
+    fn k23_the_younger_closing_a_cycle_fails_and_the_older_gets_its_lock() {
+        let lm = detector();
+        lm.lock(t(1), 1, b"a", X).unwrap();
+        thread::scope(|s| {
+            let younger = s.spawn(|| {
+                lm.lock(t(2), 1, b"b", X).unwrap();
+                lm.lock(t(2), 1, b"a", S)
+            });
+            wait_until_waiting(&lm, t(2));
+            // t1 (older) waits for t2 (younger): nothing dies; the cycle is closed here, and
+            // the victim is t2, which is waiting.
+            let older = s.spawn(|| lm.lock(t(1), 1, b"b", X));
+            let e = younger.join().unwrap().unwrap_err();
+            assert_eq!(deadlock_parties(&e), (t(2), vec![t(1)]));
+            check(&lm);
+            lm.release_all(t(2));
+            older.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.stats().deadlocks, 1);
+        assert_eq!(lm.stats().conflicts, 0);
+        assert_eq!(holders_of(&lm, 1, b"b"), vec![(t(1), X)]);
+        check(&lm);
+    }
+
+    /// K23: when the younger transaction waits first and the older closes the cycle, the
+    /// younger (already waiting) is the one withdrawn.
+    #[test]
+    fn k23_the_older_closing_a_cycle_withdraws_the_younger_waiter() {
+        let lm = detector();
+        lm.lock(t(1), 1, b"a", X).unwrap();
+        thread::scope(|s| {
+            let younger = s.spawn(|| {
+                lm.lock(t(3), 1, b"b", X).unwrap();
+                lm.lock(t(3), 1, b"a", X)
+            });
+            wait_until_waiting(&lm, t(3));
+            let older = s.spawn(|| lm.lock(t(1), 1, b"b", S));
+            let e = younger.join().unwrap().unwrap_err();
+            assert_eq!(deadlock_parties(&e).0, t(3));
+            lm.release_all(t(3));
+            older.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.stats().deadlocks, 1);
+        check(&lm);
+        lm.release_all(t(1));
+        assert_eq!(lm.lock_count(), 0);
+    }
+
+    /// K23: a cycle of three transactions on three threads; exactly the youngest fails.
+    #[test]
+    fn k23_a_cycle_of_three_fails_only_its_youngest() {
+        let lm = detector();
+        for (n, k) in [(1, b"a"), (2, b"b"), (3, b"c")] {
+            lm.lock(t(n), 1, k, X).unwrap();
+        }
+        thread::scope(|s| {
+            let one = s.spawn(|| lm.lock(t(1), 1, b"b", X));
+            wait_until_waiting(&lm, t(1));
+            let three = s.spawn(|| lm.lock(t(3), 1, b"a", X));
+            wait_until_waiting(&lm, t(3));
+            let two = s.spawn(|| lm.lock(t(2), 1, b"c", X));
+            let e = three.join().unwrap().unwrap_err();
+            let (victim, mut others) = deadlock_parties(&e);
+            others.sort_unstable();
+            assert_eq!((victim, others), (t(3), vec![t(1), t(2)]));
+            lm.release_all(t(3));
+            two.join().unwrap().unwrap();
+            lm.release_all(t(2));
+            one.join().unwrap().unwrap();
+        });
+        assert_eq!(lm.stats().deadlocks, 1);
+        check(&lm);
+    }
+
+    /// K23: two shared holders both upgrading wait for each other; the younger fails, whether
+    /// it asks first (withdrawn from the queue) or second (refused at once).
+    #[test]
+    fn k23_of_two_upgraders_the_younger_fails() {
+        for younger_first in [false, true] {
+            let lm = detector();
+            lm.lock(t(1), 1, b"k", S).unwrap();
+            lm.lock(t(2), 1, b"k", S).unwrap();
+            thread::scope(|s| {
+                let (first, second) = if younger_first { (t(2), t(1)) } else { (t(1), t(2)) };
+                let lm = &lm;
+                let a = s.spawn(move || lm.lock(first, 1, b"k", X));
+                wait_until_waiting(lm, first);
+                let b = s.spawn(move || lm.lock(second, 1, b"k", X));
+                // The younger's request fails (the waiting one is withdrawn, or the second is
+                // refused); once it ends, the older's upgrade is granted.
+                let (older, younger) = if younger_first { (b, a) } else { (a, b) };
+                let e = younger.join().unwrap().unwrap_err();
+                assert_eq!(deadlock_parties(&e), (t(2), vec![t(1)]), "younger first: {younger_first}");
+                lm.release_all(t(2));
+                older.join().unwrap().unwrap();
+            });
+            assert_eq!(holders_of(&lm, 1, b"k"), vec![(t(1), X)]);
+            assert_eq!(lm.stats().deadlocks, 1);
+            check(&lm);
+        }
+    }
+
+    /// K23: a thread that waits for a transaction it last used itself would wait forever (the
+    /// holder cannot end while its thread waits): a deadlock at once, not a timeout.
+    #[test]
+    fn k23_waiting_for_a_transaction_of_the_own_thread_is_a_deadlock() {
+        let lm = detector();
+        lm.lock(t(5), 1, b"k", X).unwrap();
+        let e = lm.lock(t(1), 1, b"k", S).unwrap_err();
+        assert_eq!(deadlock_parties(&e), (t(1), vec![t(5)]));
+        assert!(e.to_string().contains("deadlock"), "{e}");
+        // Another thread just waits, and gets the lock when t5 ends.
+        thread::scope(|s| {
+            let other = s.spawn(|| lm.lock(t(1), 1, b"k", S));
+            wait_until_waiting(&lm, t(1));
+            lm.release_all(t(5));
+            other.join().unwrap().unwrap();
+        });
         check(&lm);
     }
 

@@ -45,14 +45,7 @@ pub(crate) struct TxnShared {
     pub(crate) writer_thread: AtomicU64,
 }
 
-/// A number for the current thread, unique in the process (never 0).
-pub(crate) fn thread_tag() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local! {
-        static TAG: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    TAG.with(|t| *t)
-}
+pub(crate) use crate::lock::thread_tag;
 
 impl TxnShared {
     pub(crate) fn new(id: TxnId) -> TxnShared {

@@ -214,7 +214,8 @@ impl Builder {
             pool: Arc::new(pool),
             trees: Mutex::new(HashMap::new()),
             wal,
-            locks: (self.locking == Locking::On).then(|| Arc::new(lock::LockManager::new(64))),
+            locks: (self.locking == Locking::On)
+                .then(|| Arc::new(lock::LockManager::new(64).with_deadlock_policy(self.deadlock_policy))),
             versions,
             cleaner,
             next_txn: AtomicU64::new(1),

@@ -22,7 +22,7 @@ use crate::tree::Tree;
 /// gaps a range read covers; LOCKS.md K14–K16), so concurrent transactions are serializable,
 /// phantoms included. [`Transaction::commit`] makes its writes durable,
 /// [`Transaction::abort`] — or dropping the transaction unfinished — undoes them. A lock that
-/// cannot be granted ([`crate::Error::Lock`]: wait-die chose this transaction) leaves the
+/// cannot be granted ([`crate::Error::Lock`]: a deadlock's victim) leaves the
 /// transaction as it was; abort it and retry.
 pub struct Transaction<'db> {
     db: &'db Core,
@@ -77,7 +77,7 @@ impl<'db> Transaction<'db> {
     /// into a gap that spans two leaves at the moment its closing key is locked can be missed
     /// (LOCKS.md). With locking off nothing is locked.
     ///
-    /// Each item is a record or an error; after [`Error::Lock`] (wait-die chose this
+    /// Each item is a record or an error; after [`Error::Lock`] (a deadlock chose this
     /// transaction) abort the transaction and retry it. The iterator is double-ended
     /// ([`TxnRange`]).
     pub fn range<'t>(&'t self, tree: &'t Tree, start: Bound<&[u8]>, end: Bound<&[u8]>) -> TxnRange<'t> {

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-use swizzledb::lock::LockError;
 use swizzledb::lock::TxnId;
+use swizzledb::lock::{DeadlockPolicy, LockError};
 use swizzledb::{Database, Error, PoolMode, Tree};
 
 mod common;
@@ -374,37 +374,53 @@ fn k14_k16_audits_by_range_read_always_see_the_total() {
 }
 
 /// A retry of `transact` keeps its transaction number, so under wait-die it stays older than
-/// everything that began after it.
+/// everything that began after it. Under deadlock detection (the default, K23) the same
+/// transaction simply waits for the older one: one attempt.
 #[test]
 fn k6_transact_retries_under_its_first_number() {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, t) = db(dir.path(), PoolMode::Swizzling);
-    t.insert(b"k", b"0").unwrap();
-    let ids = std::sync::Mutex::new(Vec::<TxnId>::new());
-    let got = std::thread::scope(|s| {
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let (db2, t2) = (&db, &t);
-        s.spawn(move || {
-            let mut older = db2.begin();
-            older.put(t2, b"k", b"1").unwrap();
-            ready_tx.send(()).unwrap();
-            std::thread::sleep(Duration::from_millis(200));
-            older.commit().unwrap();
+    for policy in [DeadlockPolicy::WaitDie, DeadlockPolicy::Detect] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder()
+            .page_size(4096)
+            .pool_bytes(64 * 4096)
+            .lab(|l| l.deadlock_policy(policy))
+            .create(dir.path().join("iso.swz"))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        t.insert(b"k", b"0").unwrap();
+        let ids = std::sync::Mutex::new(Vec::<TxnId>::new());
+        let got = std::thread::scope(|s| {
+            let (ready_tx, ready_rx) = mpsc::channel();
+            let (db2, t2) = (&db, &t);
+            s.spawn(move || {
+                let mut older = db2.begin();
+                older.put(t2, b"k", b"1").unwrap();
+                ready_tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(200));
+                older.commit().unwrap();
+            });
+            ready_rx.recv().unwrap();
+            db.transact(|tx| {
+                ids.lock().unwrap().push(tx.id());
+                let v = tx.get(&t, b"k")?;
+                tx.put(&t, b"k", b"2")?;
+                Ok(v)
+            })
+            .unwrap()
         });
-        ready_rx.recv().unwrap();
-        db.transact(|tx| {
-            ids.lock().unwrap().push(tx.id());
-            let v = tx.get(&t, b"k")?;
-            tx.put(&t, b"k", b"2")?;
-            Ok(v)
-        })
-        .unwrap()
-    });
-    assert_eq!(got.as_deref(), Some(&b"1"[..]), "the retry ran after the older transaction committed");
-    let ids = ids.lock().unwrap();
-    assert!(ids.len() > 1, "the first attempt should have died under wait-die");
-    assert!(ids.iter().all(|&i| i == ids[0]), "retries changed the transaction number: {ids:?}");
-    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"2"[..]));
+        assert_eq!(got.as_deref(), Some(&b"1"[..]), "the retry ran after the older transaction committed");
+        let ids = ids.lock().unwrap();
+        match policy {
+            DeadlockPolicy::WaitDie => {
+                assert!(ids.len() > 1, "the first attempt should have died under wait-die")
+            }
+            DeadlockPolicy::Detect => assert_eq!(ids.len(), 1, "under detection the transaction waits"),
+        }
+        assert!(ids.iter().all(|&i| i == ids[0]), "retries changed the transaction number: {ids:?}");
+        assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"2"[..]));
+        let stats = db.lock_stats().unwrap();
+        assert_eq!((stats.conflicts > 0, stats.deadlocks), (policy == DeadlockPolicy::WaitDie, 0));
+    }
 }
 
 /// `transact` returns the closure's own errors after rolling back, without retrying.

@@ -70,7 +70,7 @@ impl fmt::Display for FrameId {
 pub struct Lsn(pub u64);
 
 /// A transaction's number: assigned in increasing order as transactions begin, so a smaller
-/// number is an older transaction (wait-die compares them). `TxnId(0)` is no transaction (the
+/// number is an older transaction (deadlock detection and wait-die compare them). `TxnId(0)` is no transaction (the
 /// system transactions of structure changes log under it).
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
 pub struct TxnId(pub u64);

@@ -14,7 +14,7 @@
 //!   other error rolls back and is returned.
 //!
 //! Every operation and transaction returns how many times it ran (1, plus one per retry after
-//! SwizzleDB's wait-die refused a lock).
+//! SwizzleDB refused a lock: a deadlock's victim).
 //!
 //! | engine | adapter | transactions |
 //! |---|---|---|
@@ -45,7 +45,7 @@ pub trait TxRead {
     /// Runs `f` on the value under `key` (`None` if absent), borrowed in place.
     ///
     /// # Errors
-    /// The engine refused (SwizzleDB's wait-die: the transaction is retried) or failed.
+    /// The engine refused (SwizzleDB: a deadlock's victim, retried) or failed.
     fn get_with<R>(
         &self,
         table: &Self::Table,
@@ -118,7 +118,7 @@ pub trait TxWrite: TxRead {
 }
 
 /// A storage engine as a key-value workload sees it. Every method is one atomic operation
-/// (SwizzleDB: one transaction, retried after a wait-die refusal; LMDB: one transaction).
+/// (SwizzleDB: one transaction, retried after a refused lock; LMDB: one transaction).
 pub trait Engine: Send + Sync {
     /// A handle on one table, held by each thread.
     type Table: Send;
@@ -141,7 +141,7 @@ pub trait Engine: Send + Sync {
 
     /// Runs `body` as one transaction and commits it. [`Abort::Rollback`] rolls it back and
     /// returns `None`; any other error rolls it back and is returned. Returns the body's result
-    /// and the attempts (SwizzleDB runs the body again after a wait-die refusal).
+    /// and the attempts (SwizzleDB runs the body again after a refused lock).
     ///
     /// # Errors
     /// The body's error, or the engine failed (or, on LMDB, its map is full).
@@ -442,8 +442,8 @@ impl Engine for Database {
     ) -> Result<u32, WorkloadError> {
         let (_, attempts) = transact(self, |tx| {
             // One descent under the record's exclusive lock from the start: a read under a
-            // shared lock and then a write would have to upgrade it, which wait-die refuses
-            // whenever another reader holds it.
+            // shared lock and then a write would have to upgrade it, a deadlock whenever another
+            // reader upgrades too (LOCKS.md K23).
             let done = tx.update_with(table, key, |old, new| match read(Some(old), value) {
                 Ok(()) => {
                     modify(value);

@@ -372,7 +372,7 @@ impl Step {
         let e = |e: &dyn std::fmt::Display| e.to_string();
         match self {
             // Writers own disjoint keys, but a neighbour's key can close a gap this one writes
-            // (next-key locking): `transact` retries a transaction wait-die refused.
+            // (next-key locking): `transact` retries a transaction whose lock was refused.
             Step::Txn(ops) => db
                 .transact(|txn| {
                     for op in ops {

@@ -85,7 +85,7 @@ pub struct Row {
     per_sec: f64,
     /// Records read or written per second.
     records_per_sec: f64,
-    /// Attempts that died under wait-die and ran again, per 1000 transactions.
+    /// Attempts whose lock request failed (a deadlock's victim) and ran again, per 1000 transactions.
     retries_per_1000: f64,
     /// Lock requests per transaction (0 with locking off).
     locks_per_txn: f64,
@@ -257,7 +257,7 @@ pub struct IsolationRow {
     pub per_sec: f64,
     /// Records read or written per second.
     pub records_per_sec: f64,
-    /// Wait-die retries per 1000 transactions.
+    /// Retries after a failed lock request per 1000 transactions.
     pub retries_per_1000: f64,
     /// Lock requests per transaction.
     pub locks_per_txn: f64,

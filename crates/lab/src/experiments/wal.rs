@@ -484,7 +484,7 @@ impl Cleaning {
     }
 }
 
-/// Runs `body` in a transaction, retrying it when a record lock is refused (wait-die); returns
+/// Runs `body` in a transaction, retrying it when a record lock is refused (a deadlock's victim); returns
 /// the number of retries.
 pub(crate) fn with_retry(
     db: &Database,

@@ -27,7 +27,7 @@ pub enum Until {
 pub struct KindCounts {
     /// Operations finished (committed or rolled back).
     pub done: u64,
-    /// Times their bodies ran (`done` plus wait-die retries).
+    /// Times their bodies ran (`done` plus retries after a failed lock request).
     pub attempts: u64,
     /// Operations that ended in a rollback the workload asked for.
     pub rolled_back: u64,

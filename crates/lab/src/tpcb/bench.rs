@@ -242,7 +242,7 @@ pub struct BenchRow {
     pub seconds: f64,
     /// Transactions committed.
     pub transactions: u64,
-    /// Wait-die retries.
+    /// Retries after a failed lock request (a deadlock's victim, or wait-die's).
     pub retries: u64,
     /// Pool bytes.
     pub pool_bytes: u64,

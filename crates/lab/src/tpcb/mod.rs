@@ -19,7 +19,7 @@
 //! Deviations from the specification, as in the papers' runs: no terminals and no think time
 //! (every thread runs transactions back to back), no response-time limit, and any scale
 //! ([`TpcbConfig::tiny`] has fewer accounts, for tests). Each transaction runs through
-//! [`Database::transact`], which retries it when wait-die refuses a lock. With locking off,
+//! [`Database::transact`], which retries it when its lock request fails (a deadlock's victim). With locking off,
 //! each balance's read-modify-write (a read, then a write) holds a workload latch striped by
 //! key, so the conditions hold after a run with locking off too.
 

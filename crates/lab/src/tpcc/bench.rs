@@ -171,7 +171,7 @@ pub struct BenchRow {
     pub done: [u64; 5],
     /// New-Orders rolled back (unused item).
     pub rollbacks: u64,
-    /// Wait-die retries.
+    /// Retries after a failed lock request (a deadlock's victim, or wait-die's).
     pub retries: u64,
     /// SwizzleDB's pool bytes (none for LMDB).
     pub pool_bytes: Option<u64>,

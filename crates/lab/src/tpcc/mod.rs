@@ -35,7 +35,7 @@
 //!   on, the record locks also keep transactions apart.
 //! - Every transaction runs through the engine adapter's [`Engine::transact`] (Order-Status
 //!   and Stock-Level through [`Engine::transact_read`]): on SwizzleDB that is
-//!   [`Database::transact`], which retries a transaction chosen by wait-die (the retries are
+//!   [`Database::transact`], which retries a transaction whose lock request failed (a deadlock's victim) (the retries are
 //!   counted; read-only transactions commit without logging); on LMDB one write transaction
 //!   (LMDB serializes writers, so no latches are taken) or one read-only snapshot.
 //! - **Scale-down** for tests only: [`TpccConfig::tiny`] has fewer items and customers per

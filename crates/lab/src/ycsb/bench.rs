@@ -156,7 +156,7 @@ pub struct BenchRow {
     pub seconds: f64,
     /// Operations finished per kind, in [`KINDS`] order.
     pub done: [u64; 5],
-    /// Wait-die retries.
+    /// Retries after a failed lock request (a deadlock's victim, or wait-die's).
     pub retries: u64,
     /// Bytes per value.
     pub value_bytes: usize,

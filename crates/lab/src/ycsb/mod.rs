@@ -25,7 +25,7 @@
 //!   records against YCSB's 3.8%), and it places ranks by jump consistent hashing
 //!   ([`generator`]).
 //! - Every operation is one atomic operation of the engine adapter ([`crate::engine::Engine`]):
-//!   on SwizzleDB a transaction through `Database::transact` (retried when wait-die refuses a
+//!   on SwizzleDB a transaction through `Database::transact` (retried when a deadlock refuses a
 //!   lock; read-only ones log nothing), on LMDB one read or write transaction.
 //! - Inserts take the next ordinal from a counter shared by the threads and count as records
 //!   for the other threads' choices once every smaller ordinal is committed too (YCSB's
