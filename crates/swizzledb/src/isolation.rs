@@ -138,8 +138,7 @@ pub(crate) fn lock_gap(
     };
     loop {
         let (t, k) = lock_name(tree, next.as_deref());
-        let had = locks.held_mode(txn, t, k).is_some();
-        locks.lock(txn, t, k, LockMode::Exclusive)?;
+        let had = locks.lock_noting(txn, t, k, LockMode::Exclusive)?;
         let now = tree.first_key_from(&after)?;
         if now == next {
             return Ok((next, had));

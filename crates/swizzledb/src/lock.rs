@@ -296,7 +296,28 @@ struct Shard {
 /// One shard of the transaction table, on its own cache line.
 #[repr(align(64))]
 struct TxnShard {
-    txns: Mutex<FxHashMap<TxnId, TxnLocks>>,
+    txns: Mutex<TxnTable>,
+}
+
+/// The transactions of one shard, and emptied held-lock lists kept for reuse (a transaction's
+/// first lock takes one instead of allocating).
+#[derive(Default)]
+struct TxnTable {
+    map: FxHashMap<TxnId, TxnLocks>,
+    spare: Vec<Vec<HeldLock>>,
+}
+
+impl std::ops::Deref for TxnTable {
+    type Target = FxHashMap<TxnId, TxnLocks>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl std::ops::DerefMut for TxnTable {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.map
+    }
 }
 
 /// What the manager knows of one transaction (an entry exists while it holds or waits for a
@@ -318,11 +339,18 @@ struct HeldLock {
     head: u64,
 }
 
+/// How many emptied heads and buckets a shard keeps for reuse (K13).
+const SPARES: usize = 256;
+
 /// The lock heads of one shard (all fields protected by the shard mutex).
 #[derive(Default)]
 struct Table {
     /// Name hash -> heads with that hash (more than one only on a collision, K1).
     heads: FxHashMap<u64, Vec<LockHead>>,
+    /// Heads and buckets removed from `heads`, emptied, kept with their memory (K13): a new
+    /// lock takes one instead of allocating its key, holder list and bucket.
+    spare_heads: Vec<LockHead>,
+    spare_buckets: Vec<Vec<LockHead>>,
     /// Identifier for the next head created in this shard.
     next_id: u64,
     stats: LockStats,
@@ -333,13 +361,50 @@ impl Table {
         self.heads.get_mut(&hash)?.iter_mut().find(|h| h.id == id)
     }
 
-    /// Drops the head if nobody holds or waits for it (K13).
-    fn remove_if_unused(&mut self, hash: u64, id: u64) {
-        if let Some(bucket) = self.heads.get_mut(&hash) {
-            bucket.retain(|h| h.id != id || !h.is_unused());
-            if bucket.is_empty() {
-                self.heads.remove(&hash);
+    /// The head of `(tree, key)`, if in use.
+    fn find(&self, hash: u64, tree: u32, key: &[u8]) -> Option<&LockHead> {
+        self.heads.get(&hash)?.iter().find(|h| h.tree == tree && *h.key == *key)
+    }
+
+    /// The head of `(tree, key)`, made (from a spare if there is one) if not in use.
+    fn find_or_make(&mut self, hash: u64, tree: u32, key: &[u8]) -> &mut LockHead {
+        let Table { heads, spare_heads, spare_buckets, next_id, .. } = self;
+        let bucket = heads.entry(hash).or_insert_with(|| spare_buckets.pop().unwrap_or_default());
+        let i = match bucket.iter().position(|h| h.tree == tree && *h.key == *key) {
+            Some(i) => i,
+            None => {
+                let head = match spare_heads.pop() {
+                    Some(mut h) => {
+                        h.id = *next_id;
+                        h.tree = tree;
+                        h.key.clear();
+                        h.key.extend_from_slice(key);
+                        h
+                    }
+                    None => LockHead::new(*next_id, tree, key),
+                };
+                *next_id += 1;
+                bucket.push(head);
+                bucket.len() - 1
             }
+        };
+        &mut bucket[i]
+    }
+
+    /// Drops the head if nobody holds or waits for it (K13), keeping its memory for reuse.
+    fn remove_if_unused(&mut self, hash: u64, id: u64) {
+        let Some(bucket) = self.heads.get_mut(&hash) else { return };
+        let Some(i) = bucket.iter().position(|h| h.id == id && h.is_unused()) else { return };
+        let head = bucket.swap_remove(i);
+        if bucket.is_empty() {
+            if let Some(b) = self.heads.remove(&hash) {
+                if self.spare_buckets.len() < SPARES {
+                    self.spare_buckets.push(b);
+                }
+            }
+        }
+        if self.spare_heads.len() < SPARES {
+            self.spare_heads.push(head);
         }
     }
 }
@@ -422,7 +487,8 @@ struct LockHead {
     /// Unique within the shard; held-lock entries name the head by it.
     id: u64,
     tree: u32,
-    key: Box<[u8]>,
+    /// A `Vec` so that a spare head takes a new key in its old memory (K13).
+    key: Vec<u8>,
     /// Pairwise compatible, one entry per transaction (K2).
     holders: Vec<Holder>,
     /// Waiting requests in grant order; an upgrade only at the front (K3, K4).
@@ -635,7 +701,7 @@ impl LockManager {
         let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
         LockManager {
             shards: (0..n).map(|_| Shard { table: Mutex::new(Table::default()) }).collect(),
-            txns: (0..n).map(|_| TxnShard { txns: Mutex::new(FxHashMap::default()) }).collect(),
+            txns: (0..n).map(|_| TxnShard { txns: Mutex::new(TxnTable::default()) }).collect(),
             mask: n - 1,
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
             policy: DeadlockPolicy::default(),
@@ -693,6 +759,18 @@ impl LockManager {
         self.acquire(txn, tree, key, mode, Some(self.wait_timeout)).map(|_| ())
     }
 
+    /// As [`LockManager::lock`]; returns whether `txn` held the lock (in any mode) before:
+    /// one lookup where `held_mode` and then `lock` take two (K15's closing keys).
+    pub(crate) fn lock_noting(
+        &self,
+        txn: TxnId,
+        tree: u32,
+        key: &[u8],
+        mode: LockMode,
+    ) -> Result<bool, LockError> {
+        self.acquire(txn, tree, key, mode, Some(self.wait_timeout)).map(|had| had == Some(true))
+    }
+
     /// As [`LockManager::lock`], with this call's own wait timeout.
     ///
     /// # Errors
@@ -718,7 +796,7 @@ impl LockManager {
     /// holder's upgrade waits and it is the younger (K23); [`LockError::SystemTransaction`]
     /// for `TxnId(0)`.
     pub fn try_lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<bool, LockError> {
-        self.acquire(txn, tree, key, mode, None)
+        self.acquire(txn, tree, key, mode, None).map(|had| had.is_some())
     }
 
     /// Releases every lock `txn` holds (K8) and grants what that unblocks; returns how many it
@@ -726,16 +804,27 @@ impl LockManager {
     /// transaction has committed or rolled back, never while a lock call of the same
     /// transaction is in progress.
     pub fn release_all(&self, txn: TxnId) -> usize {
-        let entry = self.txns[self.txn_shard(txn)].txns.lock().remove(&txn);
-        let Some(TxnLocks { held, .. }) = entry else { return 0 };
-        for h in &held {
-            let mut table = self.shards[self.shard_of(h.hash)].table.lock();
-            if let Some(head) = table.head_mut(h.hash, h.head) {
-                head.release(txn);
+        let txns = &self.txns[self.txn_shard(txn)].txns;
+        let entry = txns.lock().remove(&txn);
+        let Some(TxnLocks { mut held, .. }) = entry else { return 0 };
+        let n = held.len();
+        // Shard by shard: one mutex acquisition for all of a shard's locks.
+        held.sort_unstable_by_key(|h| self.shard_of(h.hash));
+        for group in held.chunk_by(|a, b| self.shard_of(a.hash) == self.shard_of(b.hash)) {
+            let mut table = self.shards[self.shard_of(group[0].hash)].table.lock();
+            for h in group {
+                if let Some(head) = table.head_mut(h.hash, h.head) {
+                    head.release(txn);
+                }
+                table.remove_if_unused(h.hash, h.head);
             }
-            table.remove_if_unused(h.hash, h.head);
         }
-        held.len()
+        held.clear();
+        let mut txns = txns.lock();
+        if txns.spare.len() < SPARES {
+            txns.spare.push(held);
+        }
+        n
     }
 
     /// The transaction holding the lock on `(tree, key)` exclusively right now, if any (K14):
@@ -757,8 +846,7 @@ impl LockManager {
     fn holder(&self, tree: u32, key: &[u8], which: impl Fn(&Holder) -> bool) -> Option<Holder> {
         let hash = (self.hash)(tree, key);
         let table = self.shards[self.shard_of(hash)].table.lock();
-        let head = table.heads.get(&hash)?.iter().find(|h| h.tree == tree && *h.key == *key)?;
-        head.holders.iter().copied().find(|x| which(x))
+        table.find(hash, tree, key)?.holders.iter().copied().find(|x| which(x))
     }
 
     /// Releases one lock of `txn` before the transaction ends (K15: only a lock the engine took
@@ -873,7 +961,12 @@ impl LockManager {
 
     fn record(&self, txn: TxnId, lock: HeldLock) {
         let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
-        let entry = txns.entry(txn).or_default();
+        let TxnTable { map, spare } = &mut *txns;
+        let entry = map.entry(txn).or_insert_with(|| TxnLocks {
+            held: spare.pop().unwrap_or_default(),
+            waiting: None,
+            thread: 0,
+        });
         entry.held.push(lock);
         entry.thread = thread_tag();
     }
@@ -984,8 +1077,8 @@ impl LockManager {
         None
     }
 
-    /// The one request path: `wait` is the timeout, or `None` for `try_lock`. Returns whether
-    /// the lock is held. A queued request under [`DeadlockPolicy::Detect`] registers what it
+    /// The one request path: `wait` is the timeout, or `None` for `try_lock`. Returns `None`
+    /// if `try_lock` would have to wait, else whether `txn` held the lock before. A queued request under [`DeadlockPolicy::Detect`] registers what it
     /// waits for, looks for a deadlock (K23), and looks again each time it has waited
     /// `DETECT_AGAIN` (doubling) without a grant.
     fn acquire(
@@ -995,35 +1088,27 @@ impl LockManager {
         key: &[u8],
         mode: LockMode,
         wait: Option<Duration>,
-    ) -> Result<bool, LockError> {
+    ) -> Result<Option<bool>, LockError> {
         if txn == TxnId(0) {
             return Err(LockError::SystemTransaction);
         }
         let hash = (self.hash)(tree, key);
         let mut table = self.shards[self.shard_of(hash)].table.lock();
-        let Table { heads, next_id, stats } = &mut *table;
-        stats.requests += 1;
-        let bucket = heads.entry(hash).or_default();
-        let i = match bucket.iter().position(|h| h.tree == tree && *h.key == *key) {
-            Some(i) => i,
-            None => {
-                bucket.push(LockHead::new(*next_id, tree, key));
-                *next_id += 1;
-                bucket.len() - 1
-            }
-        };
-        let head = &mut bucket[i];
+        table.stats.requests += 1;
+        let head = table.find_or_make(hash, tree, key);
         let id = head.id;
         let held = HeldLock { hash, head: id };
-        let (slot, upgrade) = match head.request(txn, mode, wait.is_some(), self.policy) {
-            Decision::AlreadyHeld | Decision::Granted { upgrade: true } => return Ok(true),
+        let decision = head.request(txn, mode, wait.is_some(), self.policy);
+        let stats = &mut table.stats;
+        let (slot, upgrade) = match decision {
+            Decision::AlreadyHeld | Decision::Granted { upgrade: true } => return Ok(Some(true)),
             Decision::Granted { upgrade: false } => {
                 drop(table);
                 self.record(txn, held);
-                return Ok(true);
+                return Ok(Some(false));
             }
             // A refused request has a blocker, so the head stays in use.
-            Decision::WouldWait => return Ok(false),
+            Decision::WouldWait => return Ok(None),
             Decision::Die { older } => {
                 stats.conflicts += 1;
                 return Err(LockError::Conflict { txn, holder: older, tree, key: key.into(), mode });
@@ -1109,7 +1194,7 @@ impl LockManager {
                 if !upgrade {
                     self.record(txn, held);
                 }
-                Ok(true)
+                Ok(Some(upgrade))
             }
             Err(others) => Err(LockError::Deadlock { txn, others, tree, key: key.into(), mode }),
         }
