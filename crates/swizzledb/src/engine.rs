@@ -120,19 +120,34 @@ impl Core {
     /// only gets older, K6), backing off, until `give_up` says so for the time spent.
     pub(crate) fn run_retrying<R>(
         &self,
+        op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
+        give_up: impl Fn(std::time::Duration) -> bool,
+    ) -> Result<R> {
+        self.run_retrying_at(op, give_up, None)
+    }
+
+    /// [`Core::run_retrying`]; with `snapshot`, each attempt is a snapshot-isolation
+    /// transaction at a fresh snapshot (K24), retried also after a write conflict.
+    pub(crate) fn run_retrying_at<'a, R>(
+        &'a self,
         mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
         give_up: impl Fn(std::time::Duration) -> bool,
+        snapshot: Option<&'a crate::versions::SnapshotReads>,
     ) -> Result<R> {
         let started = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
         let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
         loop {
             let mut tx = self.begin_as(id);
+            if snapshot.is_some() {
+                tx.read_at_snapshot(snapshot);
+            }
             match op(&mut tx) {
                 Ok(r) => return tx.commit().map(|()| r),
-                Err(Error::Lock(lock::LockError::Conflict { .. } | lock::LockError::Deadlock { .. }))
-                    if !give_up(started.elapsed()) =>
-                {
+                Err(
+                    Error::Lock(lock::LockError::Conflict { .. } | lock::LockError::Deadlock { .. })
+                    | Error::WriteConflict { .. },
+                ) if !give_up(started.elapsed()) => {
                     // A rollback that failed keeps the attempt's locks and its entry in the
                     // transaction table: no retry under its number then.
                     tx.abort()?;

@@ -129,6 +129,19 @@ pub enum Error {
         /// The bound that was passed.
         limit: usize,
     },
+    /// A snapshot-isolation transaction wrote a key that another transaction changed and
+    /// committed after the snapshot began (LOCKS.md K24, first updater wins): nothing changed;
+    /// abort and retry it (`Database::transact_snapshot` does).
+    #[error(
+        "a key of tree {tree} was changed by a transaction that committed after this \
+         snapshot-isolation transaction began (first updater wins): abort and retry it"
+    )]
+    WriteConflict {
+        /// The tree (its root page).
+        tree: u64,
+        /// The key.
+        key: Box<[u8]>,
+    },
 }
 
 /// Result alias with [`Error`].

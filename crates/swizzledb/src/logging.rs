@@ -831,6 +831,9 @@ pub(crate) struct TxnLog<'a> {
     /// The transaction as a writer of versions and the keys it made versions of (K17); taken
     /// by its first versioned change.
     pub(crate) versioned: RefCell<Option<Versioned>>,
+    /// K24: the writer a snapshot-isolation transaction's snapshot knows as its own, taken by
+    /// its first versioned change.
+    pub(crate) own_writer: Option<std::sync::Arc<crate::versions::Writer>>,
 }
 
 impl<'a> TxnLog<'a> {
@@ -842,6 +845,7 @@ impl<'a> TxnLog<'a> {
             compensating: Cell::new(None),
             versions: None,
             versioned: RefCell::new(None),
+            own_writer: None,
         }
     }
 
@@ -946,7 +950,9 @@ impl ChangeLog for TxnLog<'_> {
             // under the leaf's exclusive latch, before the change is made.
             if let Some(v) = self.versions {
                 let mut versioned = self.versioned.borrow_mut();
-                let (w, keys) = versioned.get_or_insert_with(|| (Versions::writer(), Vec::new()));
+                let (w, keys) = versioned.get_or_insert_with(|| {
+                    (self.own_writer.clone().unwrap_or_else(Versions::writer), Vec::new())
+                });
                 if let Some(k) = v.record(w, tree, change.key(), change.old()) {
                     keys.push(k);
                 }

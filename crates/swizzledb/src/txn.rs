@@ -16,6 +16,7 @@ use crate::logging::CommitMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Record, TxnState};
 use crate::tree::Tree;
+use crate::versions::{Read, Snapshot, SnapshotReads, SnapshotRef, Versions};
 
 /// A transaction: point reads, range reads and writes on the database's trees, under record
 /// locks held until it ends (shared for reads, exclusive for writes, and next-key locks on the
@@ -23,13 +24,23 @@ use crate::tree::Tree;
 /// phantoms included. [`Transaction::commit`] makes its writes durable,
 /// [`Transaction::abort`] — or dropping the transaction unfinished — undoes them. A lock that
 /// cannot be granted ([`crate::Error::Lock`]: a deadlock's victim) leaves the
-/// transaction as it was; abort it and retry.
+/// transaction as it was; abort it and retry. A transaction from
+/// [`Database::begin_snapshot`](crate::Database::begin_snapshot) reads at a snapshot instead,
+/// without locks (snapshot isolation, LOCKS.md K24).
 pub struct Transaction<'db> {
     db: &'db Core,
     log: TxnLog<'db>,
     /// The gate of its range reads: shared locks (`None` with locking off).
     reads: Option<TxnReads<'db>>,
+    /// K24: the snapshot a snapshot-isolation transaction reads at (`None`: serializable).
+    si: Option<SnapshotIsolation<'db>>,
     done: bool,
+}
+
+/// What a snapshot-isolation transaction reads at (LOCKS.md K24).
+struct SnapshotIsolation<'db> {
+    reads: &'db SnapshotReads,
+    snap: Snapshot<'db>,
 }
 
 impl<'db> Transaction<'db> {
@@ -37,7 +48,27 @@ impl<'db> Transaction<'db> {
         let reads = db.locks.as_deref().map(|locks| TxnReads { locks, txn: shared.id });
         let mut log = TxnLog::new(wal, shared);
         log.versions = db.versions.as_deref();
-        Transaction { db, log, reads, done: false }
+        Transaction { db, log, reads, si: None, done: false }
+    }
+
+    /// K24: makes this (fresh) transaction read at a snapshot taken now, seeing its own
+    /// changes, and fail a write of a key another transaction committed since. Without
+    /// versions (`reads` `None`), or while instant restart's losers are rolled back (K21), it
+    /// stays serializable.
+    pub(crate) fn read_at_snapshot(&mut self, reads: Option<&'db SnapshotReads>) {
+        let Some(reads) = reads.filter(|r| r.ready()) else { return };
+        let writer = Versions::writer();
+        let mut snap = reads.versions.snapshot();
+        snap.own = Some(Arc::clone(&writer));
+        self.log.own_writer = Some(writer);
+        self.si = Some(SnapshotIsolation { reads, snap });
+    }
+
+    /// Whether the transaction reads at a snapshot (snapshot isolation, LOCKS.md K24) rather
+    /// than under shared locks (serializable).
+    #[must_use]
+    pub fn is_snapshot(&self) -> bool {
+        self.si.is_some()
     }
 
     /// The transaction's number.
@@ -47,14 +78,14 @@ impl<'db> Transaction<'db> {
     }
 
     /// The value stored under `key` in `tree`, read under the key's shared lock: what this
-    /// transaction wrote, or what was committed.
+    /// transaction wrote, or what was committed. Under snapshot isolation: what this
+    /// transaction wrote, or what was committed when it began, read without a lock (K24).
     ///
     /// # Errors
-    /// A refused lock ([`Error::Lock`]), I/O errors or corruption.
+    /// A refused lock ([`Error::Lock`]), I/O errors or corruption; under snapshot isolation
+    /// [`Error::SnapshotTooOld`] if the snapshot was ended for memory (K20).
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let tree = &tree.inner;
-        self.db.lock(self.id(), tree, key, LockMode::Shared)?;
-        Ok(tree.get_gated(key, &NoGate, |v| v.map(<[u8]>::to_vec))?)
+        self.get_with(tree, key, |v| v.map(<[u8]>::to_vec))
     }
 
     /// Calls `f` with the value stored under `key` in `tree` (or `None`), read under the key's
@@ -65,6 +96,15 @@ impl<'db> Transaction<'db> {
     /// A refused lock ([`Error::Lock`]), I/O errors or corruption.
     pub fn get_with<R>(&self, tree: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
         let tree = &tree.inner;
+        if let Some(si) = &self.si {
+            // K24: at the snapshot, no lock; its own changes are in the tree and seen.
+            let mut f = Some(f);
+            return match si.reads.read(&si.snap, tree, key, true, |v| f.take().expect("f runs once")(v))? {
+                Read::Done(r) => Ok(r),
+                Read::Rebuilt(v) => Ok(f.take().expect("f has not run")(v.as_deref())),
+                Read::TooOld => Err(Error::SnapshotTooOld { limit: si.reads.versions.limit }),
+            };
+        }
         self.db.lock(self.id(), tree, key, LockMode::Shared)?;
         Ok(tree.get_gated(key, &NoGate, f)?)
     }
@@ -81,6 +121,11 @@ impl<'db> Transaction<'db> {
     /// transaction) abort the transaction and retry it. The iterator is double-ended
     /// ([`TxnRange`]).
     pub fn range<'t>(&'t self, tree: &'t Tree, start: Bound<&[u8]>, end: Bound<&[u8]>) -> TxnRange<'t> {
+        if let Some(si) = &self.si {
+            return TxnRange {
+                inner: si.reads.range(SnapshotRef::Borrowed(&si.snap), &tree.inner, start, end),
+            };
+        }
         TxnRange { inner: tree.inner.range_gated(start, end, self.gate()) }
     }
 
@@ -91,6 +136,11 @@ impl<'db> Transaction<'db> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> TxnRevRange<'t> {
+        if let Some(si) = &self.si {
+            return TxnRevRange {
+                inner: si.reads.range_rev(SnapshotRef::Borrowed(&si.snap), &tree.inner, start, end),
+            };
+        }
         TxnRevRange { inner: tree.inner.range_rev_gated(start, end, self.gate()) }
     }
 
@@ -152,7 +202,18 @@ impl<'db> Transaction<'db> {
             .shared
             .writer_thread
             .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
-        self.db.lock(self.id(), tree, key, LockMode::Exclusive)
+        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
+        if let Some(si) = &self.si {
+            // K24: first updater wins. Under the exclusive lock no other writer of the key
+            // runs; one that committed since the snapshot began left its version in the chain.
+            if si.reads.versions.changed_after(&si.snap, tree.root_page(), key) {
+                return Err(Error::WriteConflict { tree: tree.root_page().get(), key: key.into() });
+            }
+            if si.snap.too_old() {
+                return Err(Error::SnapshotTooOld { limit: si.reads.versions.limit });
+            }
+        }
+        Ok(())
     }
 
     /// Sets `key` of `tree` to `new` if its value is `expected` (`None`: absent; `new` `None`

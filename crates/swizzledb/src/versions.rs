@@ -145,7 +145,7 @@ pub(crate) struct Versions {
     waiting: AtomicU64,
     /// Bytes held by versions (K20).
     bytes: AtomicUsize,
-    limit: usize,
+    pub(crate) limit: usize,
     /// Counters for [`VersionStats`].
     made: AtomicU64,
     too_old: AtomicU64,
@@ -173,6 +173,9 @@ pub struct VersionStats {
 pub(crate) struct Snapshot<'v> {
     versions: &'v Versions,
     pub(crate) at: u64,
+    /// K24: the writer of the snapshot-isolation transaction reading at it, whose own changes
+    /// it sees.
+    pub(crate) own: Option<Arc<Writer>>,
     /// The slot it holds, or `None` when it is in the overflow list under `registered`.
     slot: Option<usize>,
     registered: u64,
@@ -339,14 +342,14 @@ impl Versions {
                 // collection that did not see the slot read the clock before it was stored,
                 // so it removes nothing this snapshot needs (K19).
                 let at = self.clock.load(SeqCst);
-                return Snapshot { versions: self, at, slot: Some(s), registered: first };
+                return Snapshot { versions: self, at, own: None, slot: Some(s), registered: first };
             }
         }
         let mut overflow = self.overflow.lock();
         self.overflowed.fetch_add(1, SeqCst);
         let at = self.clock.load(SeqCst);
         bump(&mut overflow.live, at);
-        Snapshot { versions: self, at, slot: None, registered: at }
+        Snapshot { versions: self, at, own: None, slot: None, registered: at }
     }
 
     /// K19: the oldest timestamp a running snapshot may read at; versions of writers that
@@ -437,30 +440,27 @@ impl Versions {
         }
     }
 
-    /// K18: what snapshot `at` sees of `key` in `tree`, given that the tree was read before
-    /// this call.
-    pub(crate) fn seen(&self, at: u64, tree: PageId, key: &[u8]) -> Seen {
+    /// K18: what `snap` sees of `key` in `tree`, given that the tree was read before this
+    /// call.
+    pub(crate) fn seen(&self, snap: &Snapshot<'_>, tree: PageId, key: &[u8]) -> Seen {
         if self.bytes.load(SeqCst) == 0 {
             return Seen::Tree;
         }
-        with_composite(tree, key, |ck| self.seen_composite(at, ck))
+        with_composite(tree, key, |ck| self.seen_composite(snap, ck))
     }
 
-    fn seen_composite(&self, at: u64, ck: &[u8]) -> Seen {
+    fn seen_composite(&self, snap: &Snapshot<'_>, ck: &[u8]) -> Seen {
         let shard = self.shards[shard_of(ck)].lock();
         let Some(chain) = shard.get(ck) else { return Seen::Tree };
         // The newest version whose writer the snapshot sees: the value after it is the next
-        // version's before-image, or the tree's.
+        // version's before-image, or the tree's. Its own writer's (K24) it sees.
         let mut first_unseen = None;
         for (i, v) in chain.iter().enumerate().rev() {
-            let state = loop {
-                let s = v.writer.state.load(SeqCst);
-                if s != COMMITTING {
-                    break s;
-                }
-                std::hint::spin_loop();
-            };
-            if state >= FIRST_TS && state <= at {
+            if snap.own.as_ref().is_some_and(|o| Arc::ptr_eq(o, &v.writer)) {
+                break;
+            }
+            let state = settled(&v.writer);
+            if state >= FIRST_TS && state <= snap.at {
                 break;
             }
             first_unseen = Some(i);
@@ -478,7 +478,7 @@ impl Versions {
     /// whose visible value is a before-image.
     pub(crate) fn between(
         &self,
-        at: u64,
+        snap: &Snapshot<'_>,
         tree: PageId,
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
@@ -511,11 +511,46 @@ impl Versions {
             set.range::<[u8], _>((as_slice(&lo), as_slice(&hi))).cloned().collect()
         };
         keys.into_iter()
-            .filter_map(|ck| match self.seen_composite(at, &ck) {
+            .filter_map(|ck| match self.seen_composite(snap, &ck) {
                 Seen::Before(Some(v)) => Some((ck[8..].to_vec(), v.into_vec())),
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// A writer's state once it is not committing: `ACTIVE`, `ABORTED` or its commit timestamp
+/// (a committing writer takes its timestamp within a few instructions, K18).
+fn settled(writer: &Writer) -> u64 {
+    loop {
+        let s = writer.state.load(SeqCst);
+        if s != COMMITTING {
+            return s;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+impl Versions {
+    /// K24: whether a writer other than `snap`'s own committed a change of `key` in `tree`
+    /// after `snap` began (first updater wins). Called under the key's exclusive lock, so no
+    /// other writer of the key runs; the versions it looks for are kept while `snap` runs
+    /// (K19) unless `snap` was ended for memory, which the caller checks after.
+    pub(crate) fn changed_after(&self, snap: &Snapshot<'_>, tree: PageId, key: &[u8]) -> bool {
+        if self.bytes.load(SeqCst) == 0 {
+            return false;
+        }
+        with_composite(tree, key, |ck| {
+            let shard = self.shards[shard_of(ck)].lock();
+            shard.get(ck).is_some_and(|chain| {
+                chain.iter().any(|v| {
+                    !snap.own.as_ref().is_some_and(|o| Arc::ptr_eq(o, &v.writer)) && {
+                        let state = settled(&v.writer);
+                        state >= FIRST_TS && state > snap.at
+                    }
+                })
+            })
+        })
     }
 }
 
@@ -610,7 +645,7 @@ impl SnapshotReads {
             // started now (a plain read), not for an older snapshot (`strict`).
             Ok(_) if strict && snap.too_old() => return Ok(Read::TooOld),
             Ok(r) => return Ok(Read::Done(r)),
-            Err(value) => match self.versions.seen(snap.at, tree.root_page(), key) {
+            Err(value) => match self.versions.seen(snap, tree.root_page(), key) {
                 Seen::Tree => value,
                 Seen::Before(before) => before.map(Vec::from),
             },
@@ -770,7 +805,7 @@ impl swizzledb_btree::Overlay for SnapshotOverlay<'_> {
         key: &[u8],
         _value: &[u8],
     ) -> Result<swizzledb_btree::Rebuilt, swizzledb_btree::TreeError> {
-        let seen = match self.versions.seen(self.snap.at, self.tree, key) {
+        let seen = match self.versions.seen(&self.snap, self.tree, key) {
             Seen::Tree => swizzledb_btree::Rebuilt::Keep,
             Seen::Before(None) => swizzledb_btree::Rebuilt::Hide,
             Seen::Before(Some(b)) => swizzledb_btree::Rebuilt::Value(b.into_vec()),
@@ -784,7 +819,7 @@ impl swizzledb_btree::Overlay for SnapshotOverlay<'_> {
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, swizzledb_btree::TreeError> {
-        let found = self.versions.between(self.snap.at, self.tree, lo, hi);
+        let found = self.versions.between(&self.snap, self.tree, lo, hi);
         self.check()?;
         Ok(found)
     }
