@@ -31,7 +31,7 @@ use swizzledb_lab::experiments::{
     chou_dbmin, crash_test, ding_bpwrapper, ding_buffer_sizes, ding_lock_hold, drift, emulator, fix,
     gilbert_fix_time, gilbert_long_run, gilbert_policies, gilbert_pools, gilbert_stack_depth, graefe_fig10,
     graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lersch_checkpoints, lersch_cleaner,
-    lersch_restart, lookup, tpcb, tpcc, values, wal, ycsb,
+    lersch_restart, lookup, read_latency, tpcb, tpcc, values, wal, ycsb,
 };
 use swizzledb_lab::Usage;
 
@@ -126,6 +126,9 @@ enum Workload {
     /// What record locks with next-key locking cost (LOCKS.md K14-K16): point transactions,
     /// scan-heavy transactions and reads outside a transaction, locking on against off
     Isolation(isolation::IsolationArgs),
+    /// Read latency (p50, p99, p99.9, max) under a writer holding record locks on a hot set:
+    /// snapshot reads (LOCKS.md K18), one read-only transaction per read, and locking reads
+    ReadLatency(read_latency::ReadLatencyArgs),
     /// TPC-C (five transactions, standard mix, no think time; vmcache's schema and key layout):
     /// throughput per buffer mode, logging, locking and optimistic-descent setting and thread
     /// count, consistency conditions 1-4 checked after the run
@@ -255,6 +258,7 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
             Workload::Wal(args) => wal::run(&args),
             Workload::Values(args) => values::execute(&args),
             Workload::Isolation(args) => isolation::run(&args),
+            Workload::ReadLatency(args) => read_latency::run(&args),
             Workload::Tpcc(args) => tpcc::run(&args),
             Workload::Tpcb(args) => tpcb::run(&args),
             Workload::Ycsb(args) => ycsb::run(&args),

@@ -624,6 +624,71 @@ fn bench_isolation_tiny_writes_a_row_per_measurement() {
     assert!(left.is_empty(), "temporary databases left behind: {left:?}");
 }
 
+/// `bench read-latency` at a tiny scale: one row per read kind, sane latency percentiles.
+#[test]
+fn bench_read_latency_tiny_writes_a_row_per_measurement() {
+    let scratch = Scratch::new("read-latency");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "read-latency",
+            "--records",
+            "2000",
+            "--hot",
+            "100",
+            "--threads",
+            "1",
+            "--duration",
+            "0.3",
+            "--repeat",
+            "1",
+        ])
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("snapshot") && stdout.contains("p99.9 us"), "{stdout}");
+    let (header, rows) = read_csv(&out.join("read-latency.csv"));
+    assert_eq!(
+        header,
+        [
+            "experiment",
+            "kind",
+            "threads",
+            "rep",
+            "reads",
+            "reads_per_sec",
+            "p50_us",
+            "p99_us",
+            "p999_us",
+            "max_us",
+            "writer_commits_per_sec"
+        ]
+    );
+    // 4 kinds x 1 thread count x 1 repetition.
+    let mut kinds: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["locked", "read-txn", "snapshot", "snapshot-txn"]);
+    for r in &rows {
+        assert_eq!(r[0], "read-latency", "{r:?}");
+        let reads: u64 = r[4].parse().unwrap();
+        assert!(reads > 0, "{r:?}");
+        let (p50, p999, max): (f64, f64, f64) =
+            (r[6].parse().unwrap(), r[8].parse().unwrap(), r[9].parse().unwrap());
+        assert!(p50 <= p999 && p999 <= max, "{r:?}");
+        if r[1] == "snapshot" {
+            assert!(p50.is_finite(), "{r:?}");
+        }
+    }
+    let left: Vec<String> = leftovers(&scratch).into_iter().filter(|n| n != "out").collect();
+    assert!(left.is_empty(), "temporary database left behind: {left:?}");
+}
+
 /// One name per experiment: each command is named as its output files (and its module); the
 /// short names of earlier versions still work.
 #[test]

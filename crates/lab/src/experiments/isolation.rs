@@ -91,15 +91,16 @@ pub struct Row {
     locks_per_txn: f64,
 }
 
-fn key(i: u64) -> [u8; 8] {
+/// Key `i`: its 8 big-endian bytes (also `bench read-latency`'s).
+pub(crate) fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
 }
 
 /// A small xorshift generator per thread (the keys need no statistical quality).
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

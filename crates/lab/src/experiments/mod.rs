@@ -25,6 +25,7 @@ pub mod lersch_checkpoints;
 pub mod lersch_cleaner;
 pub mod lersch_restart;
 pub mod lookup;
+pub mod read_latency;
 pub mod tpcb;
 pub mod tpcc;
 pub mod trace_analyze;
@@ -70,6 +71,11 @@ mod tests {
             ("emulator.csv", Some("`emulator.csv`"), columns::<super::emulator::EmulatorRow>()),
             ("wal.csv", Some("`wal.csv`"), columns::<super::wal::WalRow>()),
             ("isolation.csv", Some("`isolation.csv`"), columns::<super::isolation::IsolationRow>()),
+            (
+                "read-latency.csv",
+                Some("`read-latency.csv`"),
+                columns::<super::read_latency::ReadLatencyRow>(),
+            ),
             ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
             ("tpcb.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
@@ -149,6 +155,10 @@ mod tests {
         assert_eq!(
             joined(columns::<super::isolation::IsolationRow>()),
             "experiment,mix,locking,threads,rep,per_sec,records_per_sec,retries_per_1000,locks_per_txn"
+        );
+        assert_eq!(
+            joined(columns::<super::read_latency::ReadLatencyRow>()),
+            "experiment,kind,threads,rep,reads,reads_per_sec,p50_us,p99_us,p999_us,max_us,writer_commits_per_sec"
         );
         assert_eq!(
             joined(columns::<super::drift::Sample>()),
