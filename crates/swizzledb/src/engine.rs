@@ -435,6 +435,9 @@ impl Core {
             }
             Ok(())
         })?;
+        // K23: the opening thread took these locks for a transaction it does not run; its own
+        // transactions waiting for them wait for the background undo, not for themselves.
+        locks.disown(entry.txn);
         Ok(keys)
     }
 

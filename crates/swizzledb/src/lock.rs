@@ -971,6 +971,15 @@ impl LockManager {
         entry.thread = thread_tag();
     }
 
+    /// K23: `txn` is run by no thread now (a crash's loser whose locks the opening thread
+    /// took for the background undo, RECOVERY.md R22): a waiter in the thread of its last
+    /// request is not waiting for itself.
+    pub(crate) fn disown(&self, txn: TxnId) {
+        if let Some(entry) = self.txns[self.txn_shard(txn)].txns.lock().get_mut(&txn) {
+            entry.thread = 0;
+        }
+    }
+
     /// K23: `txn` waits for `lock` (`Some`) or no longer waits (`None`).
     fn set_waiting(&self, txn: TxnId, lock: Option<HeldLock>) {
         let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
