@@ -266,6 +266,10 @@ impl Core {
         trees.remove(name);
         drop(trees);
         tree.destroy(log.as_ref().map(|l| l as &dyn swizzledb_btree::ChangeLog))?;
+        // K19: a tree that reuses the root page starts without the old one's versions.
+        if let Some(versions) = &self.versions {
+            versions.forget_tree(root);
+        }
         // Durable when it returns, like a commit in either commit mode.
         if let Some(wal) = &self.wal {
             wal.log.flush_all()?;

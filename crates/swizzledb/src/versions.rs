@@ -422,6 +422,25 @@ impl Versions {
         ended
     }
 
+    /// K19: drops every chain of `tree`, which `Database::drop_tree` just dropped: no handle
+    /// reads it any more (btree T25), and a new tree that reuses its root page must not find
+    /// its versions. Writers still queued with keys of it find those chains gone, as after a
+    /// collection.
+    pub(crate) fn forget_tree(&self, tree: PageId) {
+        let t = tree.get();
+        // The index first, then each chain alone: never a chain shard after an index shard (K22).
+        let keys: Vec<Key> =
+            self.ordered[ordered_of(t)].lock().iter().filter(|k| tree_of(k) == t).cloned().collect();
+        for ck in keys {
+            let mut shard = self.shards[shard_of(&ck)].lock();
+            if let Some(chain) = shard.remove(&ck) {
+                let freed: usize = chain.iter().map(|v| v.bytes(ck.len())).sum();
+                self.bytes.fetch_sub(freed, SeqCst);
+            }
+            self.ordered[ordered_of(t)].lock().remove(&ck);
+        }
+    }
+
     fn remove(&self, x: &Finished) {
         for ck in &x.keys {
             let mut shard = self.shards[shard_of(ck)].lock();
