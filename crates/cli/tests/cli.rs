@@ -607,8 +607,8 @@ fn bench_isolation_tiny_writes_a_row_per_measurement() {
     assert!(stdout.contains("scan-txn") && stdout.contains("on/off"), "{stdout}");
     let (header, rows) = read_csv(&out.join("isolation.csv"));
     assert_eq!(header[..4], ["experiment", "mix", "locking", "threads"]);
-    // 4 mixes x 2 settings x 2 thread counts x 1 repetition.
-    assert_eq!(rows.len(), 16);
+    // 5 mixes x 2 settings x 2 thread counts x 1 repetition.
+    assert_eq!(rows.len(), 20);
     for r in &rows {
         let per_sec: f64 = r[5].parse().unwrap();
         assert!(per_sec > 0.0, "{r:?}");

@@ -55,6 +55,9 @@ pub enum Mix {
     Point,
     /// Transactions reading `--scan-len` records from a random key (K16), then updating one.
     Scan,
+    /// The same under snapshot isolation (`Database::transact_snapshot`, K24): the range read
+    /// takes no locks.
+    ScanSnapshot,
     /// `Tree::get` outside any transaction (a snapshot read with locking on, K18).
     Get,
     /// `Tree::range` of `--scan-len` records outside any transaction (a snapshot read with locking on, K22).
@@ -62,12 +65,13 @@ pub enum Mix {
 }
 
 impl Mix {
-    const ALL: [Mix; 4] = [Mix::Point, Mix::Scan, Mix::Get, Mix::ScanOutside];
+    const ALL: [Mix; 5] = [Mix::Point, Mix::Scan, Mix::ScanSnapshot, Mix::Get, Mix::ScanOutside];
 
     fn name(self) -> &'static str {
         match self {
             Mix::Point => "point-txn",
             Mix::Scan => "scan-txn",
+            Mix::ScanSnapshot => "scan-si-txn",
             Mix::Get => "get",
             Mix::ScanOutside => "scan",
         }
@@ -171,9 +175,9 @@ fn measure(
                                 Ok(4)
                             })
                         }
-                        Mix::Scan => {
+                        Mix::Scan | Mix::ScanSnapshot => {
                             let (a, c) = (rng.next() % span, rng.next() % span);
-                            db.transact(|tx| {
+                            let body = |tx: &mut swizzledb::Transaction<'_>| {
                                 tries += 1;
                                 let from = key(a);
                                 let mut got = 0u64;
@@ -185,7 +189,12 @@ fn measure(
                                 }
                                 tx.put(t, &key(c & !1), &[8u8; VALUE_BYTES])?;
                                 Ok(got + 1)
-                            })
+                            };
+                            if mix == Mix::Scan {
+                                db.transact(body)
+                            } else {
+                                db.transact_snapshot(body)
+                            }
                         }
                         Mix::Get => {
                             tries += 1;
@@ -246,7 +255,7 @@ pub fn run(args: &IsolationArgs) -> Result<ExitCode, Box<dyn Error>> {
 pub struct IsolationRow {
     /// Always `isolation`.
     pub experiment: &'static str,
-    /// `point-txn`, `scan-txn`, `get` or `scan`.
+    /// `point-txn`, `scan-txn`, `scan-si-txn`, `get` or `scan`.
     pub mix: &'static str,
     /// `on` or `off`.
     pub locking: &'static str,
@@ -342,7 +351,7 @@ fn median(rows: &[Row], mix: Mix, threads: u16, locking: bool, f: impl Fn(&Row) 
 fn print_table(out: &mut dyn Write, args: &IsolationArgs, rows: &[Row]) -> io::Result<()> {
     writeln!(
         out,
-        "{:<10} {:>7} {:>14} {:>14} {:>8} {:>12} {:>13}",
+        "{:<12} {:>7} {:>14} {:>14} {:>8} {:>12} {:>13}",
         "mix", "threads", "off per s", "on per s", "on/off", "locks/txn", "retries/1000"
     )?;
     for &threads in &args.threads {
@@ -351,7 +360,7 @@ fn print_table(out: &mut dyn Write, args: &IsolationArgs, rows: &[Row]) -> io::R
             let on = median(rows, mix, threads, true, |r| r.per_sec);
             writeln!(
                 out,
-                "{:<10} {:>7} {:>14.0} {:>14.0} {:>8.2} {:>12.1} {:>13.2}",
+                "{:<12} {:>7} {:>14.0} {:>14.0} {:>8.2} {:>12.1} {:>13.2}",
                 mix.name(),
                 threads,
                 off,
@@ -365,7 +374,8 @@ fn print_table(out: &mut dyn Write, args: &IsolationArgs, rows: &[Row]) -> io::R
     writeln!(
         out,
         "point-txn: 2 reads, 1 update, 1 insert or delete of an odd key; scan-txn: a range read of {} \
-         records and 1 update; get and scan: outside transactions (with locking on: at a snapshot, \
+         records and 1 update; scan-si-txn: the same under snapshot isolation (K24: no read locks; \
+         with locking off, as scan-txn); get and scan: outside transactions (with locking on: at a snapshot, \
          LOCKS.md K18, K22). Per second: transactions, or reads.",
         args.scan_len
     )
