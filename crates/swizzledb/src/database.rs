@@ -151,7 +151,8 @@ impl Database {
     /// (or write the keys the rule reads, which turns the skew into a write conflict).
     ///
     /// On a database that keeps no versions (unlogged, or with locking off), and while instant
-    /// restart still rolls back a crash's losers (K21), it is a serializable transaction.
+    /// restart still rolls back a crash's losers (K21), it is an ordinary transaction, as
+    /// [`Database::begin`] gives (serializable where the database locks records).
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;

@@ -361,6 +361,10 @@ impl Table {
         self.heads.get_mut(&hash)?.iter_mut().find(|h| h.id == id)
     }
 
+    fn head(&self, hash: u64, id: u64) -> Option<&LockHead> {
+        self.heads.get(&hash)?.iter().find(|h| h.id == id)
+    }
+
     /// The head of `(tree, key)`, if in use.
     fn find(&self, hash: u64, tree: u32, key: &[u8]) -> Option<&LockHead> {
         self.heads.get(&hash)?.iter().find(|h| h.tree == tree && *h.key == *key)
@@ -659,15 +663,8 @@ impl LockHead {
             if self.queue.iter().take(i).any(|a| a.txn == r.txn) {
                 return Err(format!("K4: {name}: {} waits twice", r.txn));
             }
-            // Everything `r` waits for: conflicting holders other than itself and conflicting
-            // requests ahead of it.
-            let waits_for: Vec<TxnId> = self
-                .holders
-                .iter()
-                .filter(|h| h.txn != r.txn && !h.mode.compatible(r.mode))
-                .map(|h| h.txn)
-                .chain(self.queue.iter().take(i).filter(|a| !a.mode.compatible(r.mode)).map(|a| a.txn))
-                .collect();
+            // Everything `r` waits for (it waits once, checked just above).
+            let waits_for = self.blockers_of(r.txn).unwrap_or_default();
             if waits_for.is_empty() {
                 return Err(format!(
                     "K5: {name}: {} waits for {} although it conflicts with no holder and no \
@@ -1009,21 +1006,18 @@ impl LockManager {
         };
         let Some(lock) = lock else { return (None, thread) };
         let table = self.shards[self.shard_of(lock.hash)].table.lock();
-        let blockers = table
-            .heads
-            .get(&lock.hash)
-            .and_then(|b| b.iter().find(|h| h.id == lock.head))
-            .and_then(|head| head.blockers_of(txn));
+        let blockers = table.head(lock.hash, lock.head).and_then(|head| head.blockers_of(txn));
         (blockers, thread)
     }
 
     /// K23: a cycle of waits through `start`, which has just queued (or waited long): the
-    /// other transactions of it, in the order of the waits from `start` on. Found by a depth-first
-    /// walk of the waits-for graph, one head (one shard mutex) at a time; a transaction that
-    /// waits for nothing but was last used by `start`'s thread closes a cycle too (that thread
-    /// is busy waiting, so the transaction cannot end). Bounded: a walk that visits more than
-    /// `DETECT_BUDGET` transactions gives up (the periodic check tries again).
-    fn find_cycle(&self, start: TxnId) -> Option<Vec<TxnId>> {
+    /// other transactions of it, in the order of the waits from `start` on, and whether it
+    /// closes through a transaction that waits for nothing but was last used by `start`'s
+    /// thread (that thread is busy waiting, so the transaction cannot end; nor can it be
+    /// withdrawn). Found by a depth-first walk of the waits-for graph, one head (one shard
+    /// mutex) at a time. Bounded: a walk that visits more than `DETECT_BUDGET` transactions
+    /// gives up (the periodic check tries again).
+    fn find_cycle(&self, start: TxnId) -> Option<(Vec<TxnId>, bool)> {
         let me = thread_tag();
         let (first, _) = self.waits_of(start);
         let mut stack = vec![first?.into_iter()];
@@ -1037,7 +1031,7 @@ impl LockManager {
                 continue;
             };
             if b == start {
-                return Some(path);
+                return Some((path, false));
             }
             if !seen.insert(b) {
                 continue;
@@ -1049,7 +1043,7 @@ impl LockManager {
             path.push(b);
             match waits {
                 Some(blockers) => stack.push(blockers.into_iter()),
-                None if thread == me => return Some(path),
+                None if thread == me => return Some((path, true)),
                 None => {
                     path.pop();
                 }
@@ -1062,12 +1056,9 @@ impl LockManager {
     /// breaks one: returns the cycle (the other transactions) if `txn` must fail, having
     /// withdrawn nothing yet; fails the youngest waiter of the cycle otherwise.
     fn detect(&self, txn: TxnId) -> Option<Vec<TxnId>> {
-        let cycle = self.find_cycle(txn)?;
-        // The cycle's waiters are `txn` and each member but a last one that waits for
-        // nothing (a transaction of `txn`'s own thread): that one cannot be withdrawn.
-        let last_waits = cycle.last().is_some_and(|&t| self.waits_of(t).0.is_some());
-        let waiters = if last_waits { &cycle[..] } else { &cycle[..cycle.len() - 1] };
-        let victim = waiters.iter().copied().max().filter(|&v| v > txn && last_waits);
+        let (cycle, through_own_thread) = self.find_cycle(txn)?;
+        // The youngest fails; `txn` itself when the cycle closes through its own thread.
+        let victim = cycle.iter().copied().max().filter(|&v| v > txn && !through_own_thread);
         let Some(victim) = victim else { return Some(cycle) };
         let mut others: Vec<TxnId> = cycle.iter().copied().filter(|&t| t != victim).collect();
         others.insert(0, txn);
@@ -1087,9 +1078,10 @@ impl LockManager {
     }
 
     /// The one request path: `wait` is the timeout, or `None` for `try_lock`. Returns `None`
-    /// if `try_lock` would have to wait, else whether `txn` held the lock before. A queued request under [`DeadlockPolicy::Detect`] registers what it
-    /// waits for, looks for a deadlock (K23), and looks again each time it has waited
-    /// `DETECT_AGAIN` (doubling) without a grant.
+    /// if `try_lock` would have to wait, else whether `txn` held the lock before. A queued
+    /// request under [`DeadlockPolicy::Detect`] registers what it waits for, looks for a
+    /// deadlock (K23), and looks again each time it has waited `DETECT_AGAIN` (doubling)
+    /// without a grant.
     fn acquire(
         &self,
         txn: TxnId,

@@ -16,7 +16,7 @@ use crate::logging::CommitMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Record, TxnState};
 use crate::tree::Tree;
-use crate::versions::{Read, Snapshot, SnapshotReads, SnapshotRef, Versions};
+use crate::versions::{Snapshot, SnapshotReads, SnapshotRef, Versions};
 
 /// A transaction: point reads, range reads and writes on the database's trees, under record
 /// locks held until it ends (shared for reads, exclusive for writes, and next-key locks on the
@@ -54,7 +54,7 @@ impl<'db> Transaction<'db> {
     /// K24: makes this (fresh) transaction read at a snapshot taken now, seeing its own
     /// changes, and fail a write of a key another transaction committed since. Without
     /// versions (`reads` `None`), or while instant restart's losers are rolled back (K21), it
-    /// stays serializable.
+    /// stays an ordinary transaction of its database.
     pub(crate) fn read_at_snapshot(&mut self, reads: Option<&'db SnapshotReads>) {
         let Some(reads) = reads.filter(|r| r.ready()) else { return };
         let writer = Versions::writer();
@@ -98,12 +98,7 @@ impl<'db> Transaction<'db> {
         let tree = &tree.inner;
         if let Some(si) = &self.si {
             // K24: at the snapshot, no lock; its own changes are in the tree and seen.
-            let mut f = Some(f);
-            return match si.reads.read(&si.snap, tree, key, true, |v| f.take().expect("f runs once")(v))? {
-                Read::Done(r) => Ok(r),
-                Read::Rebuilt(v) => Ok(f.take().expect("f has not run")(v.as_deref())),
-                Read::TooOld => Err(Error::SnapshotTooOld { limit: si.reads.versions.limit }),
-            };
+            return si.reads.get_with(&si.snap, tree, key, f);
         }
         self.db.lock(self.id(), tree, key, LockMode::Shared)?;
         Ok(tree.get_gated(key, &NoGate, f)?)

@@ -673,6 +673,28 @@ impl SnapshotReads {
     }
 }
 
+impl SnapshotReads {
+    /// `f` on the value of `key` in `tree` that `snap` sees ([`SnapshotReads::read`], strict):
+    /// the reads of read-only and snapshot-isolation transactions.
+    ///
+    /// # Errors
+    /// [`crate::Error::SnapshotTooOld`] if `snap` was ended for memory (K20); the tree's errors.
+    pub(crate) fn get_with<R>(
+        &self,
+        snap: &Snapshot<'_>,
+        tree: &swizzledb_btree::Tree,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> crate::Result<R> {
+        let mut f = Some(f);
+        match self.read(snap, tree, key, true, |v| f.take().expect("f runs once")(v))? {
+            Read::Done(r) => Ok(r),
+            Read::Rebuilt(v) => Ok(f.take().expect("f has not run")(v.as_deref())),
+            Read::TooOld => Err(crate::Error::SnapshotTooOld { limit: self.versions.limit }),
+        }
+    }
+}
+
 /// What [`SnapshotReads::read`] found.
 pub(crate) enum Read<R> {
     /// `f` ran on the tree's value, which is the snapshot's.
@@ -723,14 +745,7 @@ impl<'db> ReadTransaction<'db> {
             None => Ok(tree.inner.get_with(key, f)?),
             // K21: while instant restart rolls losers back, their keys are waited for.
             Some((reads, _)) if !reads.ready() => Ok(tree.inner.get_with(key, f)?),
-            Some((reads, snap)) => {
-                let mut f = Some(f);
-                match reads.read(snap, &tree.inner, key, true, |v| f.take().expect("f runs once")(v))? {
-                    Read::Done(r) => Ok(r),
-                    Read::Rebuilt(v) => Ok(f.take().expect("f has not run")(v.as_deref())),
-                    Read::TooOld => Err(crate::Error::SnapshotTooOld { limit: reads.versions.limit }),
-                }
-            }
+            Some((reads, snap)) => reads.get_with(snap, &tree.inner, key, f),
         }
     }
 }
