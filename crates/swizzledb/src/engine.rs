@@ -139,9 +139,7 @@ impl Core {
         let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
         loop {
             let mut tx = self.begin_as(id);
-            if snapshot.is_some() {
-                tx.read_at_snapshot(snapshot);
-            }
+            tx.read_at_snapshot(snapshot);
             match op(&mut tx) {
                 Ok(r) => return tx.commit().map(|()| r),
                 Err(
