@@ -531,6 +531,8 @@ impl Core {
         self.pool.close()?;
         if let Some(wal) = &self.wal {
             wal.checkpoint_classical(&self.pool)?;
+            // wal README W13: the space allocated beyond the log's end goes back.
+            wal.log.trim()?;
         }
         Ok(())
     }

@@ -54,10 +54,13 @@ fn segment(fs: &FaultFs, path: &Path) -> PathBuf {
     logs.pop().unwrap()
 }
 
-/// Flips 16 bytes at two thirds of the segment file; returns that offset.
+/// Flips 16 bytes at two thirds of what the log wrote in the segment file (wal README W13: the
+/// file is allocated whole, zeros after the log's end); returns that offset.
 fn flip_16_bytes_at_two_thirds(fs: &FaultFs, file: &Path) -> u64 {
     let f = fs.open(file, OpenMode::EXISTING).unwrap();
-    let at = f.len().unwrap() * 2 / 3;
+    let all = fs.contents(file).unwrap();
+    let written = all.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1) as u64;
+    let at = written * 2 / 3;
     let mut bytes = [0u8; 16];
     f.read_at(&mut bytes, at).unwrap();
     for b in &mut bytes {
@@ -139,11 +142,12 @@ fn r23_point_in_time_opens_at_the_last_consistent_point_and_says_so() {
 #[test]
 fn r23_a_torn_tail_still_opens_silently() {
     let (fs, path) = commit_then_kill();
-    // The end of the last write is cut short, as a crash during it leaves it.
+    // The end of the last write is cut short, as a crash during it leaves it (wal README W13:
+    // zeros after it, where the file was allocated).
     let file = segment(&fs, &path);
     let f = fs.open(&file, OpenMode::EXISTING).unwrap();
-    let len = f.len().unwrap();
-    f.set_len(len - 5).unwrap();
+    let written = fs.contents(&file).unwrap().iter().rposition(|&b| b != 0).unwrap() as u64 + 1;
+    f.write_all_at(&[0; 5], written - 5).unwrap();
     f.sync().unwrap();
     drop(f);
 

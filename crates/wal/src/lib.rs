@@ -7,7 +7,7 @@
 //! no lock held, and a writer moves the contiguous completed prefix to the segment files.
 //! `flush` is a group commit: one thread writes and syncs for every thread waiting. `open`
 //! finds the end of the log at the first frame that does not validate and cuts the torn tail.
-//! `README.md` holds the rules (W1..W12) that the code and tests cite.
+//! `README.md` holds the rules (W1..W13) that the code and tests cite.
 //!
 //! ```
 //! use swizzledb_wal::{LogConfig, LogManager};

@@ -1,5 +1,5 @@
 //! The log manager: reservation, publication, the writer (group commit), open and truncation.
-//! README rules W1..W12 are the contract; comments cite them.
+//! README rules W1..W13 are the contract; comments cite them.
 
 use crate::error::{LogError, Result};
 use crate::frame::{self, FIRST_LSN, HEADER};
@@ -34,8 +34,9 @@ pub enum Recovery {
 /// What `open` found at the end of the log and cut (W7, W8): [`LogManager::opened`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpenReport {
-    /// Bytes cut as a torn tail (W7): from the log's end to the end of the segment files,
-    /// removed later segment files included. 0 after a clean close.
+    /// Bytes cut as a torn tail (W7): from the log's end to the end of the last bytes beyond it
+    /// that were not zero (the zeros allocated there, W13, are not torn), in the end segment and
+    /// the later segment files removed. 0 after a clean close.
     pub torn_bytes: u64,
     /// Damage in the durable log that [`Recovery::PointInTime`] cut (W8); `None` otherwise.
     pub damage: Option<Damage>,
@@ -411,8 +412,14 @@ impl LogManager {
                 opened.damage = Some(d);
             }
             (None, _) => {
-                opened.torn_bytes = cut_tail(&*vfs, &dir, &mut files, segment_bytes, end)?;
+                opened.torn_bytes = cut_tail(&*vfs, &dir, &mut files, segment_bytes, end, beyond.dirty_end)?;
             }
+        }
+        // W13: the end segment allocated whole again, after the cut (zeros never validate, W2).
+        let end_seg = segment::start_of(end, segment_bytes);
+        if let Some(f) = files.get(&end_seg) {
+            let path = segment::path(&dir, end_seg);
+            f.allocate(0, segment_bytes).map_err(|e| LogError::io("allocating", &path, e))?;
         }
 
         let inner = Arc::new(Inner {
@@ -627,7 +634,20 @@ impl LogManager {
     pub fn close(mut self) -> Result<()> {
         self.stop_flusher();
         self.closed = true;
-        self.inner.flush_all()
+        self.trim()
+    }
+
+    /// Makes every appended record durable, then cuts the newest segment's file to the log's
+    /// end and syncs it (W13), giving back the space allocated beyond the end: for a clean close.
+    /// The log stays usable; its file grows again with the next writes. Only the log's one
+    /// writer may call it: a log manager still alive after another opened the same directory
+    /// would cut that one's records (so `Drop` does not trim).
+    ///
+    /// # Errors
+    /// Those of `flush_all`, or the cut's I/O error.
+    pub fn trim(&self) -> Result<()> {
+        self.inner.flush_all()?;
+        self.inner.trim_tail()
     }
 
     fn stop_flusher(&mut self) {
@@ -796,11 +816,29 @@ impl Inner {
             .vfs
             .open(&path, OpenMode::CREATE_NEW)
             .map_err(|e| self.fail(LogError::io("creating", &path, e)))?;
+        // W13: the whole segment at once, so that its syncs write data and no length.
+        f.allocate(0, self.segment_bytes).map_err(|e| self.fail(LogError::io("allocating", &path, e)))?;
         self.vfs
             .sync_dir(&self.dir)
             .map_err(|e| self.fail(LogError::io("syncing directory", &self.dir, e)))?;
         files.insert(seg, Arc::clone(&f));
         Ok(f)
+    }
+
+    /// W13 at a clean close: the newest segment's file cut to the log's end and synced, so the
+    /// zeros allocated beyond it do not stay on disk. Caller has flushed everything and is the
+    /// log's one writer.
+    fn trim_tail(&self) -> Result<()> {
+        let end = self.completed.next().load(Ordering::Acquire);
+        let seg = segment::start_of(end, self.segment_bytes);
+        let Some(f) = self.files.lock().get(&seg).cloned() else { return Ok(()) };
+        let path = segment::path(&self.dir, seg);
+        let len = f.len().map_err(|e| LogError::io("reading the length of", &path, e))?;
+        if len > end - seg {
+            f.set_len(end - seg).map_err(|e| LogError::io("truncating", &path, e))?;
+            f.sync().map_err(|e| LogError::io("syncing", &path, e))?;
+        }
+        Ok(())
     }
 
     fn sync_dirty(&self, w: &mut Writer) -> Result<()> {
@@ -1126,18 +1164,25 @@ impl Iterator for LogScan {
 }
 
 /// W7: cuts the torn tail at `end` (the end segment's length set to `end - start`, synced, and
-/// the segment before it synced) and removes every later segment file. Returns the bytes cut.
-fn cut_tail(vfs: &dyn Vfs, dir: &Path, files: &mut Segments, segment_bytes: u64, end: u64) -> Result<u64> {
+/// the segment before it synced) and removes every later segment file. `dirty_end` is the end
+/// of the last bytes beyond `end` that are not zero: a tail of nothing but the zeros allocated
+/// there (W13) is left as it is. Returns the torn bytes, `dirty_end - end`.
+fn cut_tail(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    files: &mut Segments,
+    segment_bytes: u64,
+    end: u64,
+    dirty_end: u64,
+) -> Result<u64> {
     let end_seg = segment::start_of(end, segment_bytes);
-    let mut cut = 0;
     if let Some(f) = files.get(&end_seg) {
         let path = segment::path(dir, end_seg);
         let keep = end - end_seg;
         let len = f.len().map_err(|e| LogError::io("reading the length of", &path, e))?;
-        if len != keep {
+        if len > keep && dirty_end > end {
             f.set_len(keep).map_err(|e| LogError::io("truncating", &path, e))?;
         }
-        cut += len.saturating_sub(keep);
         f.sync().map_err(|e| LogError::io("syncing", &path, e))?;
     }
     if let Some(prev) = end_seg.checked_sub(segment_bytes) {
@@ -1149,14 +1194,13 @@ fn cut_tail(vfs: &dyn Vfs, dir: &Path, files: &mut Segments, segment_bytes: u64,
     let later: Vec<u64> = files.range(end_seg + 1..).map(|(&s, _)| s).collect();
     for &start in &later {
         let path = segment::path(dir, start);
-        cut += files[&start].len().unwrap_or(0);
         vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
         files.remove(&start);
     }
     if !later.is_empty() {
         vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
     }
-    Ok(cut)
+    Ok(dirty_end.saturating_sub(end))
 }
 
 /// W8 with [`Recovery::PointInTime`]: ends the log at the damaged frame `at` without letting

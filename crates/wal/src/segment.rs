@@ -164,7 +164,14 @@ impl FrameReader {
     /// A read error of a segment file.
     pub(crate) fn search_beyond(&mut self, from: u64) -> io::Result<Beyond> {
         const BUDGET: u64 = 64 << 20;
-        let mut found = Beyond { durable: 0, records: 0, end: from, last_segment: None };
+        let mut found = Beyond { durable: 0, records: 0, end: from, last_segment: None, dirty_end: from };
+        // The bad frame's own header (W13: zeros there are the allocated, never-written rest).
+        let from_seg = start_of(from, self.segment_bytes);
+        if self.files.contains_key(&from_seg)
+            && self.bytes(from_seg, from, HEADER)?.is_some_and(|h| h.iter().any(|&b| b != 0))
+        {
+            found.dirty_end = from + HEADER;
+        }
         let mut wasted = 0u64;
         let starts: Vec<u64> =
             self.files.range(start_of(from, self.segment_bytes)..).map(|(&s, _)| s).collect();
@@ -173,6 +180,9 @@ impl FrameReader {
             let mut pos = if seg <= from { from + HEADER } else { first_frame(seg) };
             while pos + HEADER <= file_end {
                 let Some(head) = self.bytes(seg, pos, HEADER)? else { break };
+                if head.iter().any(|&b| b != 0) {
+                    found.dirty_end = pos + HEADER;
+                }
                 let header = Header::parse(head);
                 let valid_len = match header {
                     Header::Mark { crc } if pos + frame::MARK_LEN <= file_end => {
@@ -209,6 +219,7 @@ impl FrameReader {
                     Some(len) => {
                         pos += len;
                         found.end = pos;
+                        found.dirty_end = pos;
                         found.last_segment = Some(seg);
                     }
                     None => pos += HEADER,
@@ -253,6 +264,9 @@ pub(crate) struct Beyond {
     pub(crate) end: u64,
     /// The last segment holding a valid frame there.
     pub(crate) last_segment: Option<u64>,
+    /// The end of the last 8 bytes there that are not all zero (the search's start if none):
+    /// what a crash left beyond the end, as opposed to the zeros allocated there (W13).
+    pub(crate) dirty_end: u64,
 }
 
 fn invalid(reason: String) -> Step {

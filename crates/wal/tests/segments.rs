@@ -72,3 +72,37 @@ fn w9_truncate_never_removes_the_newest_segment_nor_undurable_ones() {
     let next = log.append(b"next").unwrap();
     assert!(next >= end);
 }
+
+/// W13: while the log is open every segment it writes is allocated whole, zeros beyond what was
+/// written; a clean close cuts the newest one to the log's end; a kill leaves the zeros, and the
+/// reopened log ends at the last record all the same and appends after it.
+#[test]
+fn w13_segments_are_allocated_whole_and_a_clean_close_cuts_the_newest_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    let mut records: Vec<(Lsn, Vec<u8>)> =
+        (0..20).map(|i| (log.append(&body(i)).unwrap(), body(i))).collect();
+    log.flush_all().unwrap();
+    let newest = segment_files(dir.path()).pop().unwrap();
+    assert_eq!(std::fs::metadata(&newest).unwrap().len(), SEG, "W13: the segment is allocated whole");
+    let end = log.end().0;
+    assert!(!end.is_multiple_of(SEG), "the test needs the end inside a segment");
+    // A kill: the files stay as they are, zeros after the end.
+    std::mem::forget(log);
+
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    assert_eq!(log.end().0, end, "W2, W7: the zeros after the end never validate");
+    assert_eq!(std::fs::metadata(&newest).unwrap().len(), SEG, "W13: allocated whole again after the cut");
+    records.extend((20..40).map(|i| (log.append(&body(i)).unwrap(), body(i))));
+    log.close().unwrap();
+
+    let newest = segment_files(dir.path()).pop().unwrap();
+    let end = records.last().map(|(l, b)| l.0 + 8 + b.len().next_multiple_of(8) as u64).unwrap();
+    let len = std::fs::metadata(&newest).unwrap().len();
+    assert!(
+        len < SEG && len > (end - 1) % SEG,
+        "W13: a clean close cuts the newest segment near the end ({len})"
+    );
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    assert_eq!(scan_all(&log), records, "every record back, in order, after the kill and the close");
+}
