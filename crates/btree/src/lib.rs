@@ -22,4 +22,6 @@ pub use error::{Result, TreeError};
 pub use log::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
 pub use overflow::{max_inline_value_len, MAX_VALUE_LEN};
 pub use scan::{key_after, NoGate, Overlay, RangeIter, ReadGate, Rebuilt, RevRangeIter};
-pub use tree::{max_key_len, max_value_len, validate_page, AutoCommit, BTreeOwner, Tree, TreeShape};
+pub use tree::{
+    max_key_len, max_value_len, validate_page, AutoCommit, BTreeOwner, GapGate, Gated, Tree, TreeShape,
+};

@@ -143,6 +143,60 @@ pub struct TreeShape {
     pub overflow_pages: usize,
 }
 
+/// Decides whether a writer may add a key to a gap, or widen one by removing a key, given the
+/// gap's closing key (T28): the engine's record locks (next-key locking).
+pub trait GapGate {
+    /// Whether the write may go on, `next` being the closing key (`None`: the end of the tree).
+    /// Called with the leaf latched exclusively, so it must neither wait nor latch. `Ok(false)`:
+    /// the writer unlatches, calls [`GapGate::wait`], and starts afresh.
+    ///
+    /// # Errors
+    /// The write must fail (e.g. a lock refused to a deadlock's victim); nothing changed.
+    fn try_pass(&self, tree: &Tree, next: Option<&[u8]>) -> Result<bool>;
+
+    /// Waits, with no latch held, until `next` may be tried again.
+    ///
+    /// # Errors
+    /// The wait failed or timed out; the write fails with it, nothing changed.
+    fn wait(&self, tree: &Tree, next: Option<&[u8]>) -> Result<()>;
+}
+
+/// The outcome of a gated write (T28).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gated<T> {
+    /// The write was made (or found nothing to do), with the gate's consent where it needed it.
+    Done(T),
+    /// The gap's closing key lies beyond the key's leaf (or the value is large): nothing was
+    /// asked and nothing changed; the caller finds and locks the closing key itself.
+    Beyond,
+}
+
+/// One latched visit of a gated write.
+enum Visit<T> {
+    Done(T),
+    Beyond,
+    /// The gate refused this closing key.
+    Refused(Option<Vec<u8>>),
+}
+
+/// Where the closing key of the gap before slot `i` of a leaf lies.
+enum Closing<'a> {
+    /// In the leaf (`Some`), or the end of the tree (`None`: the leaf's range ends there).
+    In(Option<&'a [u8]>),
+    /// In a later leaf.
+    Beyond,
+}
+
+fn closing_key(leaf: &[u8], i: usize) -> Closing<'_> {
+    if i < node::count(leaf) {
+        Closing::In(Some(node::key(leaf, i)))
+    } else if node::own_high(leaf).is_none() {
+        Closing::In(None)
+    } else {
+        Closing::Beyond
+    }
+}
+
 /// What `verify` expects of a child: (swip offset in the parent, low fence, high fence, level).
 type ChildSpec = (usize, Option<Vec<u8>>, Option<Vec<u8>>, u8);
 
@@ -619,6 +673,130 @@ impl Tree {
         }
         // T22: the chain is written before the leaf is latched, on pages no one can reach.
         self.with_room(|| self.put_once(key, value, self.write_chain(value)?, replace, log))
+    }
+
+    /// [`Tree::put_logged`] for a writer that locks the gap it adds a key to (T28): when the key
+    /// is absent, `gate` is offered the gap's closing key — the key after it in its leaf, or the
+    /// end of the tree (`None`) after the last leaf's last key — with the leaf latched
+    /// exclusively, before anything changes; on a refusal the writer unlatches, calls
+    /// [`GapGate::wait`] and starts afresh. Replacing a present key asks nothing. Returns
+    /// [`Gated::Beyond`], having changed nothing, when the closing key lies in a later leaf or
+    /// the value is large (T22: its chain would be written before the gate is asked); the caller
+    /// then finds and locks the closing key itself.
+    ///
+    /// # Errors
+    /// As [`Tree::put_logged`], or the gate's.
+    pub fn put_gated(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        replace: bool,
+        log: &dyn ChangeLog,
+        gate: &dyn GapGate,
+    ) -> Result<Gated<bool>> {
+        self.check_open()?;
+        self.check_sizes(key, value)?;
+        if overflow::is_large(self.pool.page_size(), value.len()) {
+            return Ok(Gated::Beyond);
+        }
+        loop {
+            match self.with_room(|| self.put_gated_once(key, value, replace, Some(log), gate))? {
+                Visit::Done(r) => return Ok(Gated::Done(r)),
+                Visit::Beyond => return Ok(Gated::Beyond),
+                Visit::Refused(next) => gate.wait(self, next.as_deref())?,
+            }
+        }
+    }
+
+    fn put_gated_once(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        replace: bool,
+        log: Log<'_>,
+        gate: &dyn GapGate,
+    ) -> Result<Visit<bool>> {
+        let stored_len = overflow::stored_len(self.pool.page_size(), value.len());
+        let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
+        let mut passed = false;
+        let existed = loop {
+            let at = match node::search(&leaf, key) {
+                Ok(i) => {
+                    if !replace {
+                        return Err(TreeError::DuplicateKey);
+                    }
+                    if node::leaf_update_fits_len(&leaf, i, stored_len) {
+                        self.replace_value(&mut leaf, i, key, value, Chain::none(), log)?;
+                        break true;
+                    }
+                    i
+                }
+                Err(i) => {
+                    // T28: the gap's closing key, asked once; a split below keeps the leaf
+                    // latched, so no key can enter the gap before the insert.
+                    if !passed {
+                        let next = match closing_key(&leaf, i) {
+                            Closing::In(k) => k,
+                            Closing::Beyond => return Ok(Visit::Beyond),
+                        };
+                        if !gate.try_pass(self, next)? {
+                            return Ok(Visit::Refused(next.map(<[u8]>::to_vec)));
+                        }
+                        passed = true;
+                    }
+                    if node::leaf_insert_fits_len(&leaf, key.len(), stored_len) {
+                        self.insert_record(&mut leaf, i, key, value, Chain::none(), log)?;
+                        break false;
+                    }
+                    i
+                }
+            };
+            self.split_toward(&mut leaf, at, key, log)?;
+            maintain = true;
+        };
+        drop(leaf);
+        self.maintain_if(maintain, key, log)?;
+        Ok(Visit::Done(existed))
+    }
+
+    /// [`Tree::delete_logged`] for a writer that locks the gap it removes a key from (T28): when
+    /// the key is present, `gate` is offered the closing key of the gap the removal widens (the
+    /// key after it, or `None`, the end of the tree) with the leaf latched exclusively, before the
+    /// removal; on a refusal the writer unlatches, waits and starts afresh. An absent key asks
+    /// nothing. [`Gated::Beyond`]: the closing key lies in a later leaf; nothing changed.
+    ///
+    /// # Errors
+    /// As [`Tree::delete_logged`], or the gate's.
+    pub fn delete_gated(&self, key: &[u8], log: &dyn ChangeLog, gate: &dyn GapGate) -> Result<Gated<bool>> {
+        self.check_open()?;
+        loop {
+            match self.with_room(|| self.delete_gated_once(key, Some(log), gate))? {
+                Visit::Done(r) => return Ok(Gated::Done(r)),
+                Visit::Beyond => return Ok(Gated::Beyond),
+                Visit::Refused(next) => gate.wait(self, next.as_deref())?,
+            }
+        }
+    }
+
+    fn delete_gated_once(&self, key: &[u8], log: Log<'_>, gate: &dyn GapGate) -> Result<Visit<bool>> {
+        let (mut leaf, saw_foster) = self.leaf_exclusive(key)?;
+        let Ok(i) = node::search(&leaf, key) else {
+            return Ok(Visit::Done(false));
+        };
+        let next = match closing_key(&leaf, i + 1) {
+            Closing::In(k) => k,
+            Closing::Beyond => return Ok(Visit::Beyond),
+        };
+        if !gate.try_pass(self, next)? {
+            return Ok(Visit::Refused(next.map(<[u8]>::to_vec)));
+        }
+        self.remove_record(&mut leaf, i, key, log)?;
+        let merge = underfull(&leaf);
+        drop(leaf);
+        if saw_foster || merge {
+            maintenance(self.maintain(key, log), log)?;
+        }
+        Ok(Visit::Done(true))
     }
 
     fn put_once(

@@ -167,3 +167,115 @@ fn t17_a_reverse_scan_reads_again_when_a_leaf_changed_before_its_gap_closed() {
     keys.sort();
     assert_eq!(got, keys, "the key inserted into the first leaf's end gap is missing");
 }
+
+/// T28: a gap gate that records what it was asked, refuses each closing key once (or always
+/// fails, with `fail`), and counts its waits.
+#[derive(Default)]
+struct GapRecorder {
+    asked: std::sync::Mutex<Vec<Option<Vec<u8>>>>,
+    waited: std::sync::Mutex<Vec<Option<Vec<u8>>>>,
+    refuse_first: bool,
+    fail: bool,
+}
+
+impl swizzledb_btree::GapGate for GapRecorder {
+    fn try_pass(&self, _: &Tree, next: Option<&[u8]>) -> Result<bool, TreeError> {
+        if self.fail {
+            return Err(TreeError::Closed);
+        }
+        let next = next.map(<[u8]>::to_vec);
+        let mut asked = self.asked.lock().unwrap();
+        let seen_before = asked.contains(&next);
+        asked.push(next);
+        Ok(!self.refuse_first || seen_before)
+    }
+
+    fn wait(&self, _: &Tree, next: Option<&[u8]>) -> Result<(), TreeError> {
+        self.waited.lock().unwrap().push(next.map(<[u8]>::to_vec));
+        Ok(())
+    }
+}
+
+fn all_keys(tree: &Tree) -> Vec<Vec<u8>> {
+    tree.range(Unbounded, Unbounded).map(|r| r.unwrap().0).collect()
+}
+
+/// Every put of an absent key offers the key after it (the oracle: the tree's keys in order),
+/// or says the closing key is beyond the leaf and changes nothing; a refusal is waited for and
+/// the write made in a new visit; replacing a present key asks nothing.
+#[test]
+fn t28_a_gated_put_offers_the_closing_key_or_says_it_lies_beyond() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pool, tree, log, mut keys) = setup(dir.path());
+    let (_, gap_key) = boundary(&pool, &tree);
+    let mut beyond = 0;
+    for k in (0..301).map(|k| key(k * 2 + 1)).chain([gap_key]) {
+        let gate = GapRecorder { refuse_first: true, ..GapRecorder::default() };
+        let next = keys.iter().find(|x| **x > k).cloned();
+        match tree.put_gated(&k, &[9u8; 60], true, &*log, &gate).unwrap() {
+            swizzledb_btree::Gated::Done(existed) => {
+                assert!(!existed);
+                assert_eq!(
+                    *gate.asked.lock().unwrap(),
+                    vec![next.clone(), next.clone()],
+                    "T28: asked, refused, asked"
+                );
+                assert_eq!(*gate.waited.lock().unwrap(), vec![next], "T28: waited for the refused key");
+                keys.push(k);
+                keys.sort();
+            }
+            swizzledb_btree::Gated::Beyond => {
+                beyond += 1;
+                assert!(gate.asked.lock().unwrap().is_empty(), "T28: nothing asked");
+                assert!(tree.get(&k).unwrap().is_none(), "T28: nothing changed");
+                assert!(next.is_some(), "the end of the tree is never beyond the last leaf");
+            }
+        }
+        assert_eq!(all_keys(&tree), keys);
+    }
+    assert!(beyond >= 1, "the key in the first leaf's end gap has its closing key in the next leaf");
+    assert!(beyond < 20, "most closing keys are in the leaf: {beyond}");
+    tree.verify().unwrap();
+
+    // A present key is replaced without a question.
+    let gate = GapRecorder { fail: true, ..GapRecorder::default() };
+    assert_eq!(
+        tree.put_gated(&key(10), &[1u8; 60], true, &*log, &gate).unwrap(),
+        swizzledb_btree::Gated::Done(true)
+    );
+    assert_eq!(tree.get(&key(10)).unwrap().unwrap(), vec![1u8; 60]);
+    // A failing gate fails the insert, and nothing changes.
+    let k = key(10_000);
+    assert!(tree.put_gated(&k, &[1u8; 60], false, &*log, &gate).is_err());
+    assert!(tree.get(&k).unwrap().is_none());
+}
+
+/// A gated delete of a present key offers the key after it (`None` after the last one), and of
+/// an absent key asks nothing.
+#[test]
+fn t28_a_gated_delete_offers_the_key_after_the_removed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_pool, tree, log, mut keys) = setup(dir.path());
+    let mut beyond = 0;
+    for k in (0..300).rev().step_by(7).map(|k| key(k * 2)).chain([key(1)]) {
+        let gate = GapRecorder::default();
+        let present = keys.contains(&k);
+        let next = keys.iter().find(|x| **x > k).cloned();
+        match tree.delete_gated(&k, &*log, &gate).unwrap() {
+            swizzledb_btree::Gated::Done(existed) => {
+                assert_eq!(existed, present);
+                let want = if present { vec![next] } else { vec![] };
+                assert_eq!(*gate.asked.lock().unwrap(), want);
+                keys.retain(|x| *x != k);
+            }
+            swizzledb_btree::Gated::Beyond => {
+                beyond += 1;
+                assert!(present && gate.asked.lock().unwrap().is_empty());
+                assert!(tree.get(&k).unwrap().is_some(), "T28: nothing changed");
+            }
+        }
+        assert_eq!(all_keys(&tree), keys);
+    }
+    assert!(beyond < 10, "{beyond}");
+    tree.verify().unwrap();
+}

@@ -36,11 +36,29 @@ impl From<WorkloadError> for Abort {
 /// refused lock). Returns `None` if it rolled back on request, and the attempts.
 pub(crate) fn transact<R>(
     db: &Database,
+    body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,
+) -> Result<(Option<R>, u32), WorkloadError> {
+    run(db, false, body)
+}
+
+/// [`transact`] through [`Database::transact_snapshot`]: for read-only transactions, whose
+/// reads then take no locks and wait for no writer where the database keeps versions (logged,
+/// with record locking; LOCKS.md K24), and are an ordinary transaction elsewhere.
+pub(crate) fn transact_snapshot<R>(
+    db: &Database,
+    body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,
+) -> Result<(Option<R>, u32), WorkloadError> {
+    run(db, true, body)
+}
+
+fn run<R>(
+    db: &Database,
+    snapshot: bool,
     mut body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,
 ) -> Result<(Option<R>, u32), WorkloadError> {
     let mut attempts = 0u32;
     let mut stopped: Option<Abort> = None;
-    let result = db.transact(|tx| {
+    let op = |tx: &mut Transaction<'_>| {
         attempts += 1;
         match body(tx) {
             Ok(r) => Ok(r),
@@ -51,7 +69,8 @@ pub(crate) fn transact<R>(
                 Err(swizzledb::Error::Aborted("the workload stopped its transaction".into()))
             }
         }
-    });
+    };
+    let result = if snapshot { db.transact_snapshot(op) } else { db.transact(op) };
     match (result, stopped) {
         (Ok(r), _) => Ok((Some(r), attempts)),
         (Err(_), Some(Abort::Rollback)) => Ok((None, attempts)),

@@ -8,12 +8,14 @@
 //! - A transaction's reads pass [`TxnReads`]: every key a scan meets, and the key closing each
 //!   gap it covers, is locked shared until the transaction ends (K16).
 //! - Writers lock the gap's closing key exclusively: an insert for the length of the insert, a
-//!   delete to the end of the transaction (K15).
+//!   delete to the end of the transaction (K15), under the leaf's latch through [`GapLocks`]
+//!   where the closing key is in the leaf, else with [`lock_gap`].
 
+use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swizzledb_btree::{key_after, ReadGate, Tree, TreeError};
+use swizzledb_btree::{key_after, GapGate, ReadGate, Tree, TreeError};
 use swizzledb_sync::TxnId;
 
 use crate::error::Error;
@@ -116,6 +118,62 @@ impl ReadGate for TxnReads<'_> {
 
     fn holds(&self) -> bool {
         true
+    }
+}
+
+/// K15 under the leaf's latch (btree T28): the closing key of the gap a write adds a key to or
+/// widens, locked exclusively with `try_lock` while the leaf is latched, or with `lock` after the
+/// writer unlatched. Keeps each lock it took and whether the transaction held it before, so an
+/// insert can release what it took for its own length ([`GapLocks::release_taken`]).
+pub(crate) struct GapLocks<'a> {
+    locks: &'a LockManager,
+    txn: TxnId,
+    /// (tree's lock id, key, held before).
+    taken: RefCell<Vec<(u32, Vec<u8>, bool)>>,
+}
+
+impl<'a> GapLocks<'a> {
+    pub(crate) fn new(locks: &'a LockManager, txn: TxnId) -> GapLocks<'a> {
+        GapLocks { locks, txn, taken: RefCell::new(Vec::new()) }
+    }
+
+    fn took(&self, t: u32, k: &[u8]) -> bool {
+        self.taken.borrow().iter().any(|(tt, kk, _)| *tt == t && kk.as_slice() == k)
+    }
+
+    /// Releases every lock taken here that the transaction did not hold before (an insert's
+    /// closing keys, once the insert is made or failed).
+    pub(crate) fn release_taken(&self) {
+        for (t, k, had) in self.taken.borrow_mut().drain(..) {
+            if !had {
+                self.locks.release(self.txn, t, &k);
+            }
+        }
+    }
+}
+
+impl GapGate for GapLocks<'_> {
+    fn try_pass(&self, tree: &Tree, next: Option<&[u8]>) -> Result<bool, TreeError> {
+        let (t, k) = lock_name(tree, next);
+        if self.took(t, k) {
+            return Ok(true);
+        }
+        match self.locks.try_lock_noting(self.txn, t, k, LockMode::Exclusive).map_err(lock_failure)? {
+            Some(had) => {
+                self.taken.borrow_mut().push((t, k.to_vec(), had));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn wait(&self, tree: &Tree, next: Option<&[u8]>) -> Result<(), TreeError> {
+        let (t, k) = lock_name(tree, next);
+        if !self.took(t, k) {
+            let had = self.locks.lock_noting(self.txn, t, k, LockMode::Exclusive).map_err(lock_failure)?;
+            self.taken.borrow_mut().push((t, k.to_vec(), had));
+        }
+        Ok(())
     }
 }
 

@@ -768,6 +768,18 @@ impl LockManager {
         self.acquire(txn, tree, key, mode, Some(self.wait_timeout)).map(|had| had == Some(true))
     }
 
+    /// As [`LockManager::try_lock`]: `Some(whether txn held the lock before)` if it is granted,
+    /// `None` if it would have to wait (K15's closing keys under a leaf latch).
+    pub(crate) fn try_lock_noting(
+        &self,
+        txn: TxnId,
+        tree: u32,
+        key: &[u8],
+        mode: LockMode,
+    ) -> Result<Option<bool>, LockError> {
+        self.acquire(txn, tree, key, mode, None)
+    }
+
     /// As [`LockManager::lock`], with this call's own wait timeout.
     ///
     /// # Errors

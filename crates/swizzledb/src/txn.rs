@@ -4,7 +4,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 use swizzledb_btree::{
-    CompareAndSwapError, NoGate, RangeIter, ReadGate, RevRangeIter, Tree as EngineTree, TreeError,
+    CompareAndSwapError, Gated, NoGate, RangeIter, ReadGate, RevRangeIter, Tree as EngineTree, TreeError,
 };
 use swizzledb_sync::{Lsn, TxnId};
 
@@ -244,6 +244,10 @@ impl<'db> Transaction<'db> {
     /// A write (`value` `None`: a delete) under the key's exclusive lock; a write that adds a key
     /// to a gap or removes one also locks the gap's closing key (K15): an insert until it is
     /// made, a delete to the end of the transaction.
+    ///
+    /// The closing key is locked in the same visit of the leaf that makes the change (btree
+    /// T28, [`isolation::GapLocks`]) where it lies in that leaf; otherwise as
+    /// [`Transaction::write_with`] does.
     pub(crate) fn write(
         &mut self,
         tree: &EngineTree,
@@ -251,12 +255,27 @@ impl<'db> Transaction<'db> {
         value: Option<&[u8]>,
         replace: bool,
     ) -> Result<bool> {
-        self.write_with(tree, key, value, |log| {
+        let apply = |log: &TxnLog<'_>| -> Result<bool> {
             Ok(match value {
                 Some(v) => tree.put_logged(key, v, replace, log)?,
                 None => tree.delete_logged(key, log)?,
             })
-        })
+        };
+        let Some(locks) = self.db.locks.as_deref() else { return self.write_with(tree, key, value, apply) };
+        self.lock_to_write(tree, key)?;
+        let gate = isolation::GapLocks::new(locks, self.id());
+        let gated = match value {
+            Some(v) => tree.put_gated(key, v, replace, &self.log, &gate),
+            None => tree.delete_gated(key, &self.log, &gate),
+        };
+        // K15: an insert holds the closing key for its own length, a delete to the end.
+        if value.is_some() {
+            gate.release_taken();
+        }
+        match gated.map_err(isolation::engine_error)? {
+            Gated::Done(existed) => Ok(existed),
+            Gated::Beyond => self.write_locked(locks, tree, key, value, apply),
+        }
     }
 
     /// [`Transaction::write`] with the change made by `apply` (which writes `value`, or deletes
@@ -268,9 +287,21 @@ impl<'db> Transaction<'db> {
         value: Option<&[u8]>,
         apply: impl FnOnce(&TxnLog<'_>) -> Result<R>,
     ) -> Result<R> {
-        let txn = self.id();
         self.lock_to_write(tree, key)?;
         let Some(locks) = self.db.locks.as_deref() else { return apply(&self.log) };
+        self.write_locked(locks, tree, key, value, apply)
+    }
+
+    /// [`Transaction::write_with`] once `key` is locked exclusively.
+    fn write_locked<R>(
+        &self,
+        locks: &crate::lock::LockManager,
+        tree: &EngineTree,
+        key: &[u8],
+        value: Option<&[u8]>,
+        apply: impl FnOnce(&TxnLog<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let txn = self.id();
         // With the key locked exclusively, whether it exists cannot change under us. The first
         // key from `key` is `key` itself or, if absent, the closing key of its gap.
         let first = tree.first_key_from(key)?;

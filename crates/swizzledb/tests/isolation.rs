@@ -209,6 +209,44 @@ fn k16_a_range_read_is_repeatable_while_another_inserts_into_the_range() {
     }
 }
 
+/// K15 with the closing key locked in the leaf visit that writes (btree T28) and, for the key
+/// in a leaf's end gap, by the separate look-up: an insert holds its gap's closing key only for
+/// its own length, so another transaction writes that key at once while the inserter is still
+/// open; a delete holds it to its end, so such a write waits for the deleter's commit.
+#[test]
+fn k15_an_insert_releases_its_closing_key_and_a_delete_holds_it_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    fill(&t);
+    // Every odd key goes in the middle of a gap; the last leaf keys of each leaf close gaps
+    // that lie in the next leaf, so both ways of locking the gap are taken.
+    for k in (1..800).step_by(38) {
+        let (inserted, closing) = (key(k), key(k + 1));
+        let mut tx = db.begin();
+        tx.insert(&t, &inserted, b"new").unwrap();
+        let t2 = t.clone();
+        let c2 = closing.clone();
+        let update = spawn(move || t2.upsert(&c2, b"updated"));
+        update.recv_timeout(DEADLINE).unwrap().unwrap();
+        tx.commit().unwrap();
+        assert_eq!(t.get(&closing).unwrap().as_deref(), Some(&b"updated"[..]));
+        assert_eq!(t.get(&inserted).unwrap().as_deref(), Some(&b"new"[..]));
+
+        let mut tx = db.begin();
+        assert!(tx.delete(&t, &inserted).unwrap());
+        let t2 = t.clone();
+        let c2 = closing.clone();
+        let update = spawn(move || t2.upsert(&c2, b"again"));
+        assert!(
+            still_blocked(&update),
+            "a write of the key closing a deleted key's gap went ahead of the delete"
+        );
+        tx.commit().unwrap();
+        update.recv_timeout(DEADLINE).unwrap().unwrap();
+        assert_eq!(t.get(&closing).unwrap().as_deref(), Some(&b"again"[..]));
+    }
+}
+
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {
         Included(k) => Included(k.as_slice()),

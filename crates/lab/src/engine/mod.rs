@@ -18,7 +18,7 @@
 //!
 //! | engine | adapter | transactions |
 //! |---|---|---|
-//! | SwizzleDB | `impl Engine for swizzledb::Database` | [`Database::transact`]; `TxRead` and `TxWrite` are `swizzledb::Transaction` itself, so the workloads make exactly the calls they made before there were adapters |
+//! | SwizzleDB | `impl Engine for swizzledb::Database` | [`Database::transact`], and [`Database::transact_snapshot`] for [`Engine::transact_read`]; `TxRead` and `TxWrite` are `swizzledb::Transaction` itself, so the workloads make exactly the calls they made before there were adapters |
 //! | LMDB | [`Lmdb`] (feature `lmdb`, through heed) | one write transaction per write or [`Engine::transact`] (LMDB serializes writers), one read transaction per read, scan or [`Engine::transact_read`] |
 
 #[cfg(feature = "lmdb")]
@@ -150,8 +150,9 @@ pub trait Engine: Send + Sync {
         body: impl FnMut(&mut Self::Tx<'_>) -> Result<R, Abort>,
     ) -> Result<(Option<R>, u32), WorkloadError>;
 
-    /// Runs `body` as one read-only transaction (LMDB: a snapshot; SwizzleDB: a transaction
-    /// that logs nothing), as [`Engine::transact`] does.
+    /// Runs `body` as one read-only transaction (LMDB: a snapshot; SwizzleDB: a snapshot where
+    /// the database keeps versions, else a transaction that logs nothing), as
+    /// [`Engine::transact`] does.
     ///
     /// # Errors
     /// As [`Engine::transact`].
@@ -348,12 +349,15 @@ impl Engine for Database {
         transact(self, body)
     }
 
+    /// At a snapshot ([`Database::transact_snapshot`]): with logging and locking on, the reads
+    /// take no locks and never wait for a writer, as LMDB's read transactions and InnoDB's
+    /// consistent reads; elsewhere an ordinary transaction.
     #[inline]
     fn transact_read<R>(
         &self,
         mut body: impl FnMut(&Transaction<'_>) -> Result<R, Abort>,
     ) -> Result<(Option<R>, u32), WorkloadError> {
-        transact(self, |tx| body(tx))
+        crate::txn::transact_snapshot(self, |tx| body(tx))
     }
 
     fn isolates(&self) -> bool {

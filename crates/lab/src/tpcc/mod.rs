@@ -35,9 +35,12 @@
 //!   on, the record locks also keep transactions apart.
 //! - Every transaction runs through the engine adapter's [`Engine::transact`] (Order-Status
 //!   and Stock-Level through [`Engine::transact_read`]): on SwizzleDB that is
-//!   [`Database::transact`], which retries a transaction whose lock request failed (a deadlock's victim) (the retries are
-//!   counted; read-only transactions commit without logging); on LMDB one write transaction
-//!   (LMDB serializes writers, so no latches are taken) or one read-only snapshot.
+//!   [`Database::transact`], which retries a transaction whose lock request failed (a
+//!   deadlock's victim; the retries are counted), and for the two read-only ones
+//!   [`Database::transact_snapshot`], whose reads take no locks where the database keeps
+//!   versions (logging and locking on: LOCKS.md K24, as InnoDB's consistent reads) and which
+//!   commits without logging; on LMDB one write transaction (LMDB serializes writers, so no
+//!   latches are taken) or one read-only snapshot.
 //! - **Scale-down** for tests only: [`TpccConfig::tiny`] has fewer items and customers per
 //!   district; [`TpccConfig::standard`] is the specification's 100,000 and 3,000.
 
