@@ -39,8 +39,10 @@
 //! # Ok::<(), LockError>(())
 //! ```
 
+use hashbrown::hash_table::{Entry, HashTable};
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::{FxHashMap, FxHasher};
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::Hasher;
@@ -250,7 +252,7 @@ impl LockStats {
     }
 }
 
-/// A hash of a lock name (K1): picks the shard and the bucket. Test code swaps it to force
+/// A hash of a lock name (K1): picks the shard and the table slot. Test code swaps it to force
 /// collisions.
 type NameHash = fn(u32, &[u8]) -> u64;
 
@@ -339,18 +341,23 @@ struct HeldLock {
     head: u64,
 }
 
-/// How many emptied heads and buckets a shard keeps for reuse (K13).
+/// How many emptied heads a shard keeps for reuse (K13).
 const SPARES: usize = 256;
+
+/// Key bytes a lock head holds in itself (K13); longer keys live on the heap.
+const INLINE_KEY: usize = 32;
 
 /// The lock heads of one shard (all fields protected by the shard mutex).
 #[derive(Default)]
 struct Table {
-    /// Name hash -> heads with that hash (more than one only on a collision, K1).
-    heads: FxHashMap<u64, Vec<LockHead>>,
-    /// Heads and buckets removed from `heads`, emptied, kept with their memory (K13): a new
-    /// lock takes one instead of allocating its key, holder list and bucket.
+    /// The heads in use, stored in the table itself and found by name hash (K1: one per name;
+    /// names whose hashes are equal are told apart by tree and key). A request finds its head's
+    /// name, holders and queue in the slot the hash leads to, with no pointer to follow for a
+    /// key of up to `INLINE_KEY` bytes or up to two holders (K13).
+    heads: HashTable<LockHead>,
+    /// Heads removed from `heads`, emptied, kept with their memory (K13): a new lock takes one
+    /// instead of allocating a long key, a holder list or a queue again.
     spare_heads: Vec<LockHead>,
-    spare_buckets: Vec<Vec<LockHead>>,
     /// Identifier for the next head created in this shard.
     next_id: u64,
     stats: LockStats,
@@ -358,55 +365,50 @@ struct Table {
 
 impl Table {
     fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
-        self.heads.get_mut(&hash)?.iter_mut().find(|h| h.id == id)
+        self.heads.find_mut(hash, |h| h.id == id)
     }
 
     fn head(&self, hash: u64, id: u64) -> Option<&LockHead> {
-        self.heads.get(&hash)?.iter().find(|h| h.id == id)
+        self.heads.find(hash, |h| h.id == id)
     }
 
     /// The head of `(tree, key)`, if in use.
     fn find(&self, hash: u64, tree: u32, key: &[u8]) -> Option<&LockHead> {
-        self.heads.get(&hash)?.iter().find(|h| h.tree == tree && *h.key == *key)
+        self.heads.find(hash, |h| h.tree == tree && *h.key == *key)
+    }
+
+    /// The head of `(tree, key)`, if in use.
+    fn find_mut(&mut self, hash: u64, tree: u32, key: &[u8]) -> Option<&mut LockHead> {
+        self.heads.find_mut(hash, |h| h.tree == tree && *h.key == *key)
     }
 
     /// The head of `(tree, key)`, made (from a spare if there is one) if not in use.
     fn find_or_make(&mut self, hash: u64, tree: u32, key: &[u8]) -> &mut LockHead {
-        let Table { heads, spare_heads, spare_buckets, next_id, .. } = self;
-        let bucket = heads.entry(hash).or_insert_with(|| spare_buckets.pop().unwrap_or_default());
-        let i = match bucket.iter().position(|h| h.tree == tree && *h.key == *key) {
-            Some(i) => i,
-            None => {
+        let Table { heads, spare_heads, next_id, .. } = self;
+        match heads.entry(hash, |h| h.tree == tree && *h.key == *key, |h| h.hash) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(v) => {
                 let head = match spare_heads.pop() {
                     Some(mut h) => {
+                        h.hash = hash;
                         h.id = *next_id;
                         h.tree = tree;
                         h.key.clear();
                         h.key.extend_from_slice(key);
                         h
                     }
-                    None => LockHead::new(*next_id, tree, key),
+                    None => LockHead::new(hash, *next_id, tree, key),
                 };
                 *next_id += 1;
-                bucket.push(head);
-                bucket.len() - 1
+                v.insert(head).into_mut()
             }
-        };
-        &mut bucket[i]
+        }
     }
 
     /// Drops the head if nobody holds or waits for it (K13), keeping its memory for reuse.
     fn remove_if_unused(&mut self, hash: u64, id: u64) {
-        let Some(bucket) = self.heads.get_mut(&hash) else { return };
-        let Some(i) = bucket.iter().position(|h| h.id == id && h.is_unused()) else { return };
-        let head = bucket.swap_remove(i);
-        if bucket.is_empty() {
-            if let Some(b) = self.heads.remove(&hash) {
-                if self.spare_buckets.len() < SPARES {
-                    self.spare_buckets.push(b);
-                }
-            }
-        }
+        let Ok(entry) = self.heads.find_entry(hash, |h| h.id == id && h.is_unused()) else { return };
+        let (head, _) = entry.remove();
         if self.spare_heads.len() < SPARES {
             self.spare_heads.push(head);
         }
@@ -488,20 +490,23 @@ enum Decision {
 /// One lock: its name, its holders and its queue of waiting requests. All fields are
 /// protected by the shard mutex.
 struct LockHead {
+    /// The name's hash (K1), kept for the table's own rehashing.
+    hash: u64,
     /// Unique within the shard; held-lock entries name the head by it.
     id: u64,
     tree: u32,
-    /// A `Vec` so that a spare head takes a new key in its old memory (K13).
-    key: Vec<u8>,
-    /// Pairwise compatible, one entry per transaction (K2).
-    holders: Vec<Holder>,
+    /// In the head up to `INLINE_KEY` bytes; a longer key's memory stays with a spare head
+    /// (K13).
+    key: SmallVec<[u8; INLINE_KEY]>,
+    /// Pairwise compatible, one entry per transaction (K2); the first two in the head.
+    holders: SmallVec<[Holder; 2]>,
     /// Waiting requests in grant order; an upgrade only at the front (K3, K4).
     queue: VecDeque<Request>,
 }
 
 impl LockHead {
-    fn new(id: u64, tree: u32, key: &[u8]) -> LockHead {
-        LockHead { id, tree, key: key.into(), holders: Vec::new(), queue: VecDeque::new() }
+    fn new(hash: u64, id: u64, tree: u32, key: &[u8]) -> LockHead {
+        LockHead { hash, id, tree, key: key.into(), holders: SmallVec::new(), queue: VecDeque::new() }
     }
 
     fn is_unused(&self) -> bool {
@@ -865,11 +870,7 @@ impl LockManager {
         let hash = (self.hash)(tree, key);
         let id = {
             let mut table = self.shards[self.shard_of(hash)].table.lock();
-            let Some(head) = table
-                .heads
-                .get_mut(&hash)
-                .and_then(|b| b.iter_mut().find(|h| h.tree == tree && *h.key == *key))
-            else {
+            let Some(head) = table.find_mut(hash, tree, key) else {
                 return false;
             };
             let id = head.id;
@@ -900,7 +901,7 @@ impl LockManager {
     /// How many locks are in use (held or waited for) right now (K13).
     #[must_use]
     pub fn lock_count(&self) -> usize {
-        self.shards.iter().map(|s| s.table.lock().heads.values().map(Vec::len).sum::<usize>()).sum()
+        self.shards.iter().map(|s| s.table.lock().heads.len()).sum()
     }
 
     /// The counters, summed over the shards.
@@ -923,18 +924,21 @@ impl LockManager {
         let mut holds: FxHashMap<TxnId, Vec<(u64, u64)>> = FxHashMap::default();
         for (s, shard) in self.shards.iter().enumerate() {
             let table = shard.table.lock();
-            for (&hash, bucket) in &table.heads {
-                for (i, head) in bucket.iter().enumerate() {
-                    if (self.hash)(head.tree, &head.key) != hash || self.shard_of(hash) != s {
-                        return Err(format!("K1: lock (tree {}) is filed under another hash", head.tree));
-                    }
-                    if bucket[..i].iter().any(|o| o.tree == head.tree && o.key == head.key) {
-                        return Err(format!("K1: lock (tree {}) has two heads", head.tree));
-                    }
-                    head.check(self.policy)?;
-                    for h in &head.holders {
-                        holds.entry(h.txn).or_default().push((hash, head.id));
-                    }
+            for head in &table.heads {
+                let hash = head.hash;
+                if (self.hash)(head.tree, &head.key) != hash || self.shard_of(hash) != s {
+                    return Err(format!("K1: lock (tree {}) is filed under another hash", head.tree));
+                }
+                let named = |o: &&LockHead| o.tree == head.tree && o.key == head.key;
+                if table.heads.iter().filter(named).count() > 1 {
+                    return Err(format!("K1: lock (tree {}) has two heads", head.tree));
+                }
+                if table.head(hash, head.id).map(|h| h.id) != Some(head.id) {
+                    return Err(format!("K1: lock (tree {}) cannot be found by its hash", head.tree));
+                }
+                head.check(self.policy)?;
+                for h in &head.holders {
+                    holds.entry(h.txn).or_default().push((hash, head.id));
                 }
             }
         }
@@ -1268,7 +1272,7 @@ mod tests {
     fn holders_of(lm: &LockManager, tree: u32, key: &[u8]) -> Vec<(TxnId, LockMode)> {
         let hash = (lm.hash)(tree, key);
         let table = lm.shards[lm.shard_of(hash)].table.lock();
-        let head = table.heads.get(&hash).and_then(|b| b.iter().find(|h| h.tree == tree && *h.key == *key));
+        let head = table.find(hash, tree, key);
         let mut v: Vec<_> = head.map_or(Vec::new(), |h| h.holders.iter().map(|h| (h.txn, h.mode)).collect());
         v.sort_unstable_by_key(|h| h.0);
         v
@@ -1278,7 +1282,7 @@ mod tests {
     fn waiters_of(lm: &LockManager, tree: u32, key: &[u8]) -> Vec<(TxnId, LockMode)> {
         let hash = (lm.hash)(tree, key);
         let table = lm.shards[lm.shard_of(hash)].table.lock();
-        let head = table.heads.get(&hash).and_then(|b| b.iter().find(|h| h.tree == tree && *h.key == *key));
+        let head = table.find(hash, tree, key);
         head.map_or(Vec::new(), |h| h.queue.iter().map(|r| (r.txn, r.mode)).collect())
     }
 
@@ -1538,7 +1542,7 @@ mod tests {
     /// writer's withdrawal lets the reader behind it join the shared holder.
     #[test]
     fn k9_a_withdrawn_waiter_unblocks_those_behind_it() {
-        let mut head = LockHead::new(0, 1, b"k");
+        let mut head = LockHead::new(0, 0, 1, b"k");
         assert!(matches!(
             head.request(t(5), S, true, DeadlockPolicy::WaitDie),
             Decision::Granted { upgrade: false }
@@ -1675,7 +1679,7 @@ mod tests {
 
     fn run_head_schedule(ops: &[HeadOp], policy: DeadlockPolicy) -> Result<(), TestCaseError> {
         let detect = policy == DeadlockPolicy::Detect;
-        let mut head = LockHead::new(0, 1, b"k");
+        let mut head = LockHead::new(0, 0, 1, b"k");
         let mut parked = Parked::default();
         for op in ops {
             match *op {
