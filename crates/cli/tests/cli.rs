@@ -667,7 +667,8 @@ fn bench_read_latency_tiny_writes_a_row_per_measurement() {
             "p99_us",
             "p999_us",
             "max_us",
-            "writer_commits_per_sec"
+            "writer_commits_per_sec",
+            "writer_retries"
         ]
     );
     // 4 kinds x 1 thread count x 1 repetition.
@@ -681,6 +682,7 @@ fn bench_read_latency_tiny_writes_a_row_per_measurement() {
         let (p50, p999, max): (f64, f64, f64) =
             (r[6].parse().unwrap(), r[8].parse().unwrap(), r[9].parse().unwrap());
         assert!(p50 <= p999 && p999 <= max, "{r:?}");
+        let _retries: u64 = r[11].parse().unwrap_or_else(|e| panic!("writer_retries {r:?}: {e}"));
         if r[1] == "snapshot" {
             assert!(p50.is_finite(), "{r:?}");
         }

@@ -123,6 +123,8 @@ pub struct Row {
     max_us: f64,
     /// Transactions the writer committed per second.
     writer_commits_per_sec: f64,
+    /// Writer transactions rolled back after a refused lock.
+    writer_retries: u64,
 }
 
 /// A latency histogram in nanoseconds: 1 ns to 60 s at 3 significant digits.
@@ -237,6 +239,8 @@ struct Measured {
     hist: Histogram<u64>,
     /// Transactions the writer committed.
     commits: u64,
+    /// Writer transactions rolled back after a refused lock.
+    retries: u64,
 }
 
 /// Runs one measurement: the writer and `threads` readers of `kind` for `--duration`.
@@ -249,16 +253,20 @@ fn measure(
 ) -> Result<Measured, Box<dyn Error>> {
     let stop = AtomicBool::new(false);
     let commits = AtomicU64::new(0);
+    let retries = AtomicU64::new(0);
     let barrier = Barrier::new(usize::from(threads) + 2);
     let failed: Mutex<Option<String>> = Mutex::new(None);
     let mut hists = (0..threads).map(|_| new_histogram()).collect::<Result<Vec<_>, _>>()?;
     std::thread::scope(|s| {
         {
-            let (stop, commits, barrier, failed) = (&stop, &commits, &barrier, &failed);
+            let (stop, commits, retries, barrier, failed) = (&stop, &commits, &retries, &barrier, &failed);
             s.spawn(move || {
                 barrier.wait();
                 match writer(db, t, args, stop) {
-                    Ok((n, _retries)) => commits.store(n, Ordering::Relaxed),
+                    Ok((n, r)) => {
+                        commits.store(n, Ordering::Relaxed);
+                        retries.store(r, Ordering::Relaxed);
+                    }
                     Err(e) => fail(failed, stop, format!("the writer failed: {e}")),
                 }
             });
@@ -284,7 +292,7 @@ fn measure(
     for h in &hists {
         hist.add(h).map_err(|e| format!("merging latency histograms: {e:?}"))?;
     }
-    Ok(Measured { hist, commits: commits.into_inner() })
+    Ok(Measured { hist, commits: commits.into_inner(), retries: retries.into_inner() })
 }
 
 /// Runs `bench read-latency`.
@@ -321,6 +329,8 @@ pub struct ReadLatencyRow {
     pub max_us: f64,
     /// Writer transactions committed per second.
     pub writer_commits_per_sec: f64,
+    /// Writer transactions rolled back after a refused lock (a deadlock's victim).
+    pub writer_retries: u64,
 }
 
 impl Experiment for ReadLatencyArgs {
@@ -365,6 +375,7 @@ impl Experiment for ReadLatencyArgs {
                         p999_us: us(m.hist.value_at_quantile(0.999)),
                         max_us: us(m.hist.max()),
                         writer_commits_per_sec: m.commits as f64 / secs,
+                        writer_retries: m.retries,
                     });
                 }
             }
@@ -390,6 +401,7 @@ impl Experiment for ReadLatencyArgs {
                 p999_us: r.p999_us,
                 max_us: r.max_us,
                 writer_commits_per_sec: r.writer_commits_per_sec,
+                writer_retries: r.writer_retries,
             })
             .collect()
     }
@@ -404,14 +416,14 @@ fn median(rows: &[Row], kind: Kind, threads: u16, f: impl Fn(&Row) -> f64) -> f6
 fn print_table(out: &mut dyn Write, args: &ReadLatencyArgs, rows: &[Row]) -> io::Result<()> {
     writeln!(
         out,
-        "{:<12} {:>7} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10}",
-        "kind", "threads", "reads/s", "p50 us", "p99 us", "p99.9 us", "max us", "writer/s"
+        "{:<12} {:>7} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9}",
+        "kind", "threads", "reads/s", "p50 us", "p99 us", "p99.9 us", "max us", "writer/s", "retries"
     )?;
     for &threads in &args.threads {
         for kind in Kind::ALL {
             writeln!(
                 out,
-                "{:<12} {:>7} {:>12.0} {:>9.2} {:>9.2} {:>10.2} {:>10.1} {:>10.0}",
+                "{:<12} {:>7} {:>12.0} {:>9.2} {:>9.2} {:>10.2} {:>10.1} {:>10.0} {:>9.0}",
                 kind.name(),
                 threads,
                 median(rows, kind, threads, |r| r.reads_per_sec),
@@ -420,6 +432,7 @@ fn print_table(out: &mut dyn Write, args: &ReadLatencyArgs, rows: &[Row]) -> io:
                 median(rows, kind, threads, |r| r.p999_us),
                 median(rows, kind, threads, |r| r.max_us),
                 median(rows, kind, threads, |r| r.writer_commits_per_sec),
+                median(rows, kind, threads, |r| r.writer_retries as f64),
             )?;
         }
     }
@@ -429,6 +442,7 @@ fn print_table(out: &mut dyn Write, args: &ReadLatencyArgs, rows: &[Row]) -> io:
          read-txn: Database::begin_read and one ReadTransaction::get per read; snapshot-txn: \
          Database::transact_snapshot with Transaction::get (snapshot isolation, K24: no lock); \
          locked: Database::transact with Transaction::get (a shared record lock: waits for the \
-         writer's exclusive lock). writer/s: writer commits per second."
+         writer's exclusive lock). writer/s: writer commits per second; retries: writer \
+         transactions rolled back after a refused lock, per measurement."
     )
 }
