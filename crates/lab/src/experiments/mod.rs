@@ -158,7 +158,7 @@ mod tests {
         );
         assert_eq!(
             joined(columns::<super::read_latency::ReadLatencyRow>()),
-            "experiment,kind,threads,rep,reads,reads_per_sec,p50_us,p99_us,p999_us,max_us,writer_commits_per_sec"
+            "experiment,kind,threads,rep,reads,reads_per_sec,p50_us,p99_us,p999_us,max_us,writer_commits_per_sec,writer_retries"
         );
         assert_eq!(
             joined(columns::<super::drift::Sample>()),
