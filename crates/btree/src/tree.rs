@@ -187,6 +187,14 @@ enum Closing<'a> {
     Beyond,
 }
 
+/// The result of a visit made without a gate, which always ends it `Done`.
+fn ungated(visit: Visit<bool>) -> bool {
+    match visit {
+        Visit::Done(r) => r,
+        Visit::Beyond | Visit::Refused(_) => unreachable!("T28: a visit without a gate asks nothing"),
+    }
+}
+
 fn closing_key(leaf: &[u8], i: usize) -> Closing<'_> {
     if i < node::count(leaf) {
         Closing::In(Some(node::key(leaf, i)))
@@ -668,11 +676,13 @@ impl Tree {
     fn put(&self, key: &[u8], value: &[u8], replace: bool, log: Log<'_>) -> Result<bool> {
         self.check_open()?;
         self.check_sizes(key, value)?;
-        if !overflow::is_large(self.pool.page_size(), value.len()) {
-            return self.with_room(|| self.put_once(key, value, Chain::none(), replace, log));
-        }
-        // T22: the chain is written before the leaf is latched, on pages no one can reach.
-        self.with_room(|| self.put_once(key, value, self.write_chain(value)?, replace, log))
+        let visit = if overflow::is_large(self.pool.page_size(), value.len()) {
+            // T22: the chain is written before the leaf is latched, on pages no one can reach.
+            self.with_room(|| self.put_once(key, value, self.write_chain(value)?, replace, log, None))?
+        } else {
+            self.with_room(|| self.put_once(key, value, Chain::none(), replace, log, None))?
+        };
+        Ok(ungated(visit))
     }
 
     /// [`Tree::put_logged`] for a writer that locks the gap it adds a key to (T28): when the key
@@ -699,64 +709,7 @@ impl Tree {
         if overflow::is_large(self.pool.page_size(), value.len()) {
             return Ok(Gated::Beyond);
         }
-        loop {
-            match self.with_room(|| self.put_gated_once(key, value, replace, Some(log), gate))? {
-                Visit::Done(r) => return Ok(Gated::Done(r)),
-                Visit::Beyond => return Ok(Gated::Beyond),
-                Visit::Refused(next) => gate.wait(self, next.as_deref())?,
-            }
-        }
-    }
-
-    fn put_gated_once(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        replace: bool,
-        log: Log<'_>,
-        gate: &dyn GapGate,
-    ) -> Result<Visit<bool>> {
-        let stored_len = overflow::stored_len(self.pool.page_size(), value.len());
-        let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
-        let mut passed = false;
-        let existed = loop {
-            let at = match node::search(&leaf, key) {
-                Ok(i) => {
-                    if !replace {
-                        return Err(TreeError::DuplicateKey);
-                    }
-                    if node::leaf_update_fits_len(&leaf, i, stored_len) {
-                        self.replace_value(&mut leaf, i, key, value, Chain::none(), log)?;
-                        break true;
-                    }
-                    i
-                }
-                Err(i) => {
-                    // T28: the gap's closing key, asked once; a split below keeps the leaf
-                    // latched, so no key can enter the gap before the insert.
-                    if !passed {
-                        let next = match closing_key(&leaf, i) {
-                            Closing::In(k) => k,
-                            Closing::Beyond => return Ok(Visit::Beyond),
-                        };
-                        if !gate.try_pass(self, next)? {
-                            return Ok(Visit::Refused(next.map(<[u8]>::to_vec)));
-                        }
-                        passed = true;
-                    }
-                    if node::leaf_insert_fits_len(&leaf, key.len(), stored_len) {
-                        self.insert_record(&mut leaf, i, key, value, Chain::none(), log)?;
-                        break false;
-                    }
-                    i
-                }
-            };
-            self.split_toward(&mut leaf, at, key, log)?;
-            maintain = true;
-        };
-        drop(leaf);
-        self.maintain_if(maintain, key, log)?;
-        Ok(Visit::Done(existed))
+        self.gated(gate, || self.put_once(key, value, Chain::none(), replace, Some(log), Some(gate)))
     }
 
     /// [`Tree::delete_logged`] for a writer that locks the gap it removes a key from (T28): when
@@ -769,8 +722,18 @@ impl Tree {
     /// As [`Tree::delete_logged`], or the gate's.
     pub fn delete_gated(&self, key: &[u8], log: &dyn ChangeLog, gate: &dyn GapGate) -> Result<Gated<bool>> {
         self.check_open()?;
+        self.gated(gate, || self.delete_once(key, Some(log), Some(gate)))
+    }
+
+    /// T28: runs `visit` (out of frames: again, B13) until it ends with the gate's consent or
+    /// finds the closing key beyond its leaf; a refused closing key is waited for, unlatched.
+    fn gated(
+        &self,
+        gate: &dyn GapGate,
+        mut visit: impl FnMut() -> Result<Visit<bool>>,
+    ) -> Result<Gated<bool>> {
         loop {
-            match self.with_room(|| self.delete_gated_once(key, Some(log), gate))? {
+            match self.with_room(&mut visit)? {
                 Visit::Done(r) => return Ok(Gated::Done(r)),
                 Visit::Beyond => return Ok(Gated::Beyond),
                 Visit::Refused(next) => gate.wait(self, next.as_deref())?,
@@ -778,27 +741,18 @@ impl Tree {
         }
     }
 
-    fn delete_gated_once(&self, key: &[u8], log: Log<'_>, gate: &dyn GapGate) -> Result<Visit<bool>> {
-        let (mut leaf, saw_foster) = self.leaf_exclusive(key)?;
-        let Ok(i) = node::search(&leaf, key) else {
-            return Ok(Visit::Done(false));
-        };
-        let next = match closing_key(&leaf, i + 1) {
+    /// T28: asks `gate`, if there is one, about the closing key of the gap before slot `i` of
+    /// the latched `leaf`; `Some` ends the visit with nothing changed.
+    fn ask_gate(&self, gate: Option<&dyn GapGate>, leaf: &[u8], i: usize) -> Result<Option<Visit<bool>>> {
+        let Some(gate) = gate else { return Ok(None) };
+        let next = match closing_key(leaf, i) {
             Closing::In(k) => k,
-            Closing::Beyond => return Ok(Visit::Beyond),
+            Closing::Beyond => return Ok(Some(Visit::Beyond)),
         };
-        if !gate.try_pass(self, next)? {
-            return Ok(Visit::Refused(next.map(<[u8]>::to_vec)));
-        }
-        self.remove_record(&mut leaf, i, key, log)?;
-        let merge = underfull(&leaf);
-        drop(leaf);
-        if saw_foster || merge {
-            maintenance(self.maintain(key, log), log)?;
-        }
-        Ok(Visit::Done(true))
+        Ok((!gate.try_pass(self, next)?).then(|| Visit::Refused(next.map(<[u8]>::to_vec))))
     }
 
+    /// One latched visit of a put; with `gate`, T28's question before a key is added.
     fn put_once(
         &self,
         key: &[u8],
@@ -806,9 +760,11 @@ impl Tree {
         chain: Chain<'_>,
         replace: bool,
         log: Log<'_>,
-    ) -> Result<bool> {
+        gate: Option<&dyn GapGate>,
+    ) -> Result<Visit<bool>> {
         let stored_len = overflow::stored_len(self.pool.page_size(), value.len());
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
+        let mut asked = false;
         let existed = loop {
             let at = match node::search(&leaf, key) {
                 Ok(i) => {
@@ -822,6 +778,14 @@ impl Tree {
                     i
                 }
                 Err(i) => {
+                    // T28: asked once; a split below keeps the leaf latched, so no key can
+                    // enter the gap before the insert.
+                    if !asked {
+                        if let Some(end) = self.ask_gate(gate, &leaf, i)? {
+                            return Ok(end);
+                        }
+                        asked = true;
+                    }
                     if node::leaf_insert_fits_len(&leaf, key.len(), stored_len) {
                         self.insert_record(&mut leaf, i, key, value, chain, log)?;
                         break false;
@@ -834,7 +798,7 @@ impl Tree {
         };
         drop(leaf);
         self.maintain_if(maintain, key, log)?;
-        Ok(existed)
+        Ok(Visit::Done(existed))
     }
 
     /// Replaces the value under `key` with what `f` makes of it, in one descent: `f` gets the
@@ -910,7 +874,7 @@ impl Tree {
         self.check_open()?;
         match &self.auto_commit {
             Some(ac) => ac.delete(self, key),
-            None => self.with_room(|| self.delete_once(key, None)),
+            None => self.with_room(|| self.delete_once(key, None, None)).map(ungated),
         }
     }
 
@@ -921,21 +885,25 @@ impl Tree {
     /// Pool or I/O errors, or the log failed (nothing changes then).
     pub fn delete_logged(&self, key: &[u8], log: &dyn ChangeLog) -> Result<bool> {
         self.check_open()?;
-        self.with_room(|| self.delete_once(key, Some(log)))
+        self.with_room(|| self.delete_once(key, Some(log), None)).map(ungated)
     }
 
-    fn delete_once(&self, key: &[u8], log: Log<'_>) -> Result<bool> {
+    /// One latched visit of a delete; with `gate`, T28's question before a key is removed.
+    fn delete_once(&self, key: &[u8], log: Log<'_>, gate: Option<&dyn GapGate>) -> Result<Visit<bool>> {
         let (mut leaf, saw_foster) = self.leaf_exclusive(key)?;
         let Ok(i) = node::search(&leaf, key) else {
-            return Ok(false);
+            return Ok(Visit::Done(false));
         };
+        if let Some(end) = self.ask_gate(gate, &leaf, i + 1)? {
+            return Ok(end);
+        }
         self.remove_record(&mut leaf, i, key, log)?;
         let merge = underfull(&leaf);
         drop(leaf);
         if saw_foster || merge {
             maintenance(self.maintain(key, log), log)?;
         }
-        Ok(true)
+        Ok(Visit::Done(true))
     }
 
     // ------------------------------------------------------------------------------------------
