@@ -468,11 +468,10 @@ impl<'t> Fwd<'t> {
         let mut blocked: Option<Option<Vec<u8>>> = None;
         let mut ended = false;
         let mut passed_any = false;
-        // Without a gate a limited scan copies no more than it will return (T19).
-        let cap = if gated { usize::MAX } else { left };
+        // A limited scan copies, and asks the gate for, no more than it will return (T19).
         let mut capped = false;
         while i < node::count(&g) {
-            if self.buf.len() >= cap {
+            if self.buf.len() >= left {
                 capped = true;
                 break;
             }
@@ -685,11 +684,10 @@ impl<'t> Bwd<'t> {
         }
         let mut i = top;
         let mut ended = false;
-        // Without a gate a limited scan copies no more than it will return (T19).
-        let cap = if gated { usize::MAX } else { left };
+        // A limited scan copies, and asks the gate for, no more than it will return (T19).
         let mut capped = false;
         while blocked.is_none() && i > 0 {
-            if self.buf.len() >= cap {
+            if self.buf.len() >= left {
                 capped = true;
                 break;
             }

@@ -42,8 +42,8 @@ pub(crate) fn transact<R>(
 }
 
 /// [`transact`] through [`Database::transact_snapshot`]: for read-only transactions, whose
-/// reads then take no locks and wait for no writer where the database keeps versions (logged,
-/// with record locking; LOCKS.md K24), and are an ordinary transaction elsewhere.
+/// reads then take no locks and wait for no writer where the database keeps versions (with
+/// record locking, logged or not; LOCKS.md K21, K24), and are an ordinary transaction elsewhere.
 pub(crate) fn transact_snapshot<R>(
     db: &Database,
     body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,

@@ -70,6 +70,11 @@ impl Database {
     /// and never wait for writers, nor make them wait (LOCKS.md K18). Keep it short: the
     /// versions it needs are kept until it ends, up to [`Builder::version_memory`].
     ///
+    /// It isolates from transactions on every database with record locks (the default),
+    /// logged or not. On an unlogged database the trees' own writes (`insert`, `upsert`,
+    /// `delete` outside a transaction) are no transactions: they record no version, so every
+    /// snapshot sees them at once (K21). With locking off its reads return what the tree holds.
+    ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// # let db = swizzledb::Database::builder().create(dir.path().join("db.swz"))?;
@@ -87,7 +92,7 @@ impl Database {
     }
 
     /// The figures of the versions snapshot reads keep (LOCKS.md K20); `None` on a database
-    /// that keeps none (unlogged, or with locking off).
+    /// that keeps none (locking off).
     #[must_use]
     pub fn version_stats(&self) -> Option<VersionStats> {
         self.core.versions.as_ref().map(|v| v.stats())
@@ -150,9 +155,11 @@ impl Database {
     /// Use snapshot isolation where no such rule spans keys that different transactions write
     /// (or write the keys the rule reads, which turns the skew into a write conflict).
     ///
-    /// On a database that keeps no versions (unlogged, or with locking off), and while instant
-    /// restart still rolls back a crash's losers (K21), it is an ordinary transaction, as
-    /// [`Database::begin`] gives (serializable where the database locks records).
+    /// On a database that keeps no versions (locking off), and while instant restart still
+    /// rolls back a crash's losers (K21), it is an ordinary transaction, as
+    /// [`Database::begin`] gives (serializable where the database locks records). On an
+    /// unlogged database a write outside any transaction records no version, so it is no
+    /// write conflict for a snapshot that began before it.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -314,7 +321,7 @@ impl Database {
     /// # Errors
     /// The name is invalid or taken, the catalog is full, or no frame is free.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
-        self.core.create_tree(name).map(|t| Tree::new(t, self.core.snapshot_reads()))
+        self.core.create_tree(name).map(|t| Tree::new(t, self.core.plain_snapshot_reads()))
     }
 
     /// Opens an existing tree.
@@ -322,7 +329,7 @@ impl Database {
     /// # Errors
     /// No such tree, or I/O errors loading its root.
     pub fn tree(&self, name: &str) -> Result<Tree> {
-        self.core.tree(name).map(|t| Tree::new(t, self.core.snapshot_reads()))
+        self.core.tree(name).map(|t| Tree::new(t, self.core.plain_snapshot_reads()))
     }
 
     /// Opens the tree, creating it if it does not exist.

@@ -185,14 +185,20 @@ impl Core {
         }
     }
 
-    /// What a tree handle of this database needs for snapshot reads (K17), if it keeps versions.
+    /// What a tree handle's plain reads need to read at snapshots (K18, K21): on a logged
+    /// database that keeps versions. An unlogged database's handles read the tree as it is,
+    /// as its handles' writes are no transactions (they record no versions).
+    pub(crate) fn plain_snapshot_reads(&self) -> Option<crate::versions::SnapshotReads> {
+        self.wal.as_ref().and(self.snapshot_reads())
+    }
+
+    /// What read-only and snapshot-isolation transactions need for snapshot reads (K17), if
+    /// this database keeps versions.
     pub(crate) fn snapshot_reads(&self) -> Option<crate::versions::SnapshotReads> {
-        match (&self.versions, &self.wal) {
-            (Some(versions), Some(wal)) => {
-                Some(crate::versions::SnapshotReads { versions: Arc::clone(versions), wal: Arc::clone(wal) })
-            }
-            _ => None,
-        }
+        self.versions.as_ref().map(|versions| crate::versions::SnapshotReads {
+            versions: Arc::clone(versions),
+            wal: self.wal.clone(),
+        })
     }
 
     /// Counts a transaction as running; waits first while a tree is being dropped (R23). The

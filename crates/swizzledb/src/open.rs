@@ -202,9 +202,9 @@ impl Builder {
     ) -> Database {
         let cleaner = (wal.is_some() && self.cleaner != Cleaner::None)
             .then(|| Arc::new(cleaner::Shared::new(self.cleaner, self.cleaner_every, self.log_bound())));
-        // K17: snapshots replace the wait of reads outside transactions (K14) where there is
-        // one: on a logged database with record locks.
-        let versions = (wal.is_some() && self.locking == Locking::On).then(|| {
+        // K17, K21: a database with record locks keeps versions, so that reads outside
+        // transactions and read-only transactions take no lock and wait for no writer.
+        let versions = (self.locking == Locking::On).then(|| {
             Arc::new(crate::versions::Versions::new(
                 self.version_memory.unwrap_or(crate::versions::DEFAULT_VERSION_MEMORY),
             ))

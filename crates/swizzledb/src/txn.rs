@@ -344,7 +344,11 @@ impl<'db> Transaction<'db> {
     }
 
     fn log_commit(&self) -> Result<()> {
-        let Some(wal) = self.log.wal else { return Ok(()) };
+        let Some(wal) = self.log.wal else {
+            // K18 without a log: the transaction commits here, before its locks are released.
+            self.log.commit_versions();
+            return Ok(());
+        };
         let sync = wal.commit_mode == CommitMode::Sync;
         if self.log.shared.last() != Lsn(0) {
             let txn = self.id();

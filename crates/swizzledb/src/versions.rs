@@ -625,7 +625,8 @@ fn thread_slot() -> usize {
 #[derive(Clone)]
 pub(crate) struct SnapshotReads {
     pub(crate) versions: Arc<Versions>,
-    pub(crate) wal: Arc<crate::logging::Wal>,
+    /// The log, on a logged database (K21 asks it whether losers are being rolled back).
+    pub(crate) wal: Option<Arc<crate::logging::Wal>>,
 }
 
 impl SnapshotReads {
@@ -633,7 +634,9 @@ impl SnapshotReads {
     /// losers back: their changes were made before this process and have no versions, so
     /// reads wait for their locks as before (K14).
     pub(crate) fn ready(&self) -> bool {
-        self.wal.pending.as_ref().is_none_or(|p| p.losers.load(std::sync::atomic::Ordering::Acquire) == 0)
+        let rolling_back =
+            |p: &Arc<crate::instant::PendingRedo>| p.losers.load(std::sync::atomic::Ordering::Acquire) != 0;
+        !self.wal.as_ref().and_then(|w| w.pending.as_ref()).is_some_and(rolling_back)
     }
 
     /// K18: the value of `key` in `tree` that `snap` sees, read with no gate and rebuilt from
@@ -709,9 +712,10 @@ pub(crate) enum Read<R> {
 /// snapshot (LOCKS.md K18) — and never waits for a writer, nor makes a writer wait. From
 /// [`Database::begin_read`](crate::Database::begin_read).
 ///
-/// On a database that keeps no versions (unlogged, or with locking off) there is nothing to
-/// isolate from: its reads return what the tree holds when they run, as that database's plain
-/// reads do.
+/// On a database that keeps no versions (locking off) there is nothing to isolate from: its
+/// reads return what the tree holds when they run, as that database's plain reads do. On an
+/// unlogged database, writes outside transactions record no versions: every snapshot sees them
+/// at once (LOCKS.md K21).
 pub struct ReadTransaction<'db> {
     snap: Option<(&'db SnapshotReads, Snapshot<'db>)>,
 }

@@ -209,6 +209,48 @@ fn k16_a_range_read_is_repeatable_while_another_inserts_into_the_range() {
     }
 }
 
+/// btree T19 with record locks: a limited range read locks what it returns (each record closes
+/// the gap before it) and no more. A write into a gap it saw waits for it; a write past its last
+/// record, in the same leaf, goes ahead at once; and the second read returns the same records.
+#[test]
+fn k16_t19_a_limited_range_read_locks_only_what_it_returns() {
+    for reverse in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db(dir.path(), PoolMode::Swizzling);
+        fill(&t);
+        // Keys 100, 102, 104 ascending; 298, 296, 294 descending (range [100, 300)).
+        let (seen_gap, past, want) = if reverse {
+            (key(297), key(289), vec![key(298), key(296), key(294)])
+        } else {
+            (key(101), key(109), vec![key(100), key(102), key(104)])
+        };
+        let tx = db.begin();
+        let read = |tx: &swizzledb::Transaction<'_>| -> Vec<Vec<u8>> {
+            let (a, b) = (Included(&key(100)[..]), Excluded(&key(300)[..]));
+            if reverse {
+                keys_of(tx.range_rev(&t, a, b).limit(3)).unwrap()
+            } else {
+                keys_of(tx.range(&t, a, b).limit(3)).unwrap()
+            }
+        };
+        let requests = || db.lock_stats().unwrap().requests;
+        let before = requests();
+        assert_eq!(read(&tx), want);
+        let asked = requests() - before;
+        assert!(asked <= 4, "a read of 3 records asked for {asked} locks");
+        // Past what it returned: not held, so a write there goes ahead at once.
+        let (t2, past2) = (t.clone(), past.clone());
+        spawn(move || t2.insert(&past2, b"after")).recv_timeout(DEADLINE).unwrap().unwrap();
+        // Into a gap it saw: waits for the reader.
+        let t2 = t.clone();
+        let insert = spawn(move || t2.insert(&seen_gap, b"phantom"));
+        assert!(still_blocked(&insert), "an insert into a gap a limited read saw went ahead");
+        assert_eq!(read(&tx), want, "the second limited read differs (phantom)");
+        tx.commit().unwrap();
+        insert.recv_timeout(DEADLINE).unwrap().unwrap();
+    }
+}
+
 /// K15 with the closing key locked in the leaf visit that writes (btree T28) and, for the key
 /// in a leaf's end gap, by the separate look-up: an insert holds its gap's closing key only for
 /// its own length, so another transaction writes that key at once while the inserter is still

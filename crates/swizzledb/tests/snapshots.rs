@@ -134,14 +134,29 @@ fn k18_a_read_transaction_sees_its_snapshot_and_a_writer_does_not_wait_for_it() 
 /// always add up to it, and plain reads must only ever return values some commit wrote.
 #[test]
 fn k18_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
+    transfers_under_snapshots(true);
+}
+
+/// K21: the same on an unlogged database with record locks, whose read-only transactions
+/// isolate from transactions as a logged one's do (its plain reads read the tree as it is).
+#[test]
+fn k21_unlogged_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
+    transfers_under_snapshots(false);
+}
+
+fn transfers_under_snapshots(logging: bool) {
     const ACCOUNTS: u32 = 40;
     const START: u64 = 1000;
     const WRITERS: u64 = 2;
     let dir = tempfile::tempdir().unwrap();
-    let (db, t) = db_with(dir.path(), |b| b.commit_mode(swizzledb::CommitMode::Async));
-    for a in 0..ACCOUNTS {
-        t.insert(&key(a), &START.to_be_bytes()).unwrap();
-    }
+    let (db, t) = db_with(dir.path(), |b| b.logging(logging).commit_mode(swizzledb::CommitMode::Async));
+    db.transact(|tx| {
+        for a in 0..ACCOUNTS {
+            tx.insert(&t, &key(a), &START.to_be_bytes())?;
+        }
+        Ok(())
+    })
+    .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let transfers = Arc::new(AtomicU64::new(0));
     let writers: Vec<_> = (0..WRITERS)
@@ -200,8 +215,10 @@ fn k18_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
         let value = |r: Result<(Vec<u8>, Vec<u8>), swizzledb::TreeError>| {
             u64::from_be_bytes(r.unwrap().1.try_into().unwrap())
         };
-        let plain: u64 = t.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(value).sum();
-        assert_eq!(plain, START * u64::from(ACCOUNTS), "a plain scan saw a partial transfer");
+        if logging {
+            let plain: u64 = t.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(value).sum();
+            assert_eq!(plain, START * u64::from(ACCOUNTS), "a plain scan saw a partial transfer");
+        }
         let rev: u64 =
             snap.range_rev(&t, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(value).sum();
         assert_eq!(rev, START * u64::from(ACCOUNTS), "a snapshot's reverse scan saw a partial transfer");
@@ -222,6 +239,74 @@ fn k18_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
         (0..ACCOUNTS).map(|a| u64::from_be_bytes(t.get(&key(a)).unwrap().unwrap().try_into().unwrap())).sum();
     assert_eq!(total, START * u64::from(ACCOUNTS));
     assert_eq!(db.version_stats().unwrap().bytes, 0);
+}
+
+/// K21: an unlogged database with record locks keeps versions for its transactions. A
+/// read-only transaction sees what transactions had committed when it began and never an open
+/// one's change, without waiting for its locks; snapshot-isolation transactions lose no update.
+/// The handles' own writes are no transactions there: every snapshot sees them at once, and
+/// plain reads read the tree as it is.
+#[test]
+fn k21_an_unlogged_database_keeps_versions_for_its_transactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b.logging(false));
+    assert!(db.version_stats().is_some());
+    db.transact(|tx| {
+        for k in 0..10 {
+            tx.put(&t, &key(k), b"v0")?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let snap = db.begin_read();
+    db.transact(|tx| tx.put(&t, &key(1), b"v1")).unwrap();
+    let mut open = db.begin();
+    open.put(&t, &key(2), b"open").unwrap();
+    assert!(open.delete(&t, &key(3)).unwrap());
+    open.insert(&t, &key(20), b"new").unwrap();
+    let (db2, t2) = (Arc::clone(&db), t.clone());
+    let later = on_other_thread(move || {
+        let r = db2.begin_read();
+        [1, 2, 3, 20].map(|k| r.get(&t2, &key(k)).unwrap())
+    });
+    let v = |b: &[u8]| Some(b.to_vec());
+    assert_eq!(
+        later,
+        [v(b"v1"), v(b"v0"), v(b"v0"), None],
+        "a later snapshot sees commits, not the open one"
+    );
+    let seen = [1, 2, 3, 20].map(|k| snap.get(&t, &key(k)).unwrap());
+    assert_eq!(seen, [v(b"v0"), v(b"v0"), v(b"v0"), None], "the first snapshot");
+    assert_eq!(t.get(&key(2)).unwrap(), v(b"open"), "plain reads of an unlogged database read the tree");
+    open.commit().unwrap();
+    assert_eq!(snap.get(&t, &key(3)).unwrap(), v(b"v0"), "committed after the snapshot");
+    assert_eq!(db.begin_read().get(&t, &key(3)).unwrap(), None);
+    t.upsert(&key(4), b"plain").unwrap();
+    assert_eq!(snap.get(&t, &key(4)).unwrap(), v(b"plain"), "a handle's write is no transaction");
+    drop(snap);
+
+    const THREADS: u64 = 4;
+    const EACH: u64 = 100;
+    db.transact(|tx| tx.put(&t, b"n", &0u64.to_be_bytes())).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                for _ in 0..EACH {
+                    db.transact_snapshot(|tx| {
+                        assert!(tx.is_snapshot());
+                        let n = u64::from_be_bytes(tx.get(t, b"n")?.unwrap().try_into().unwrap());
+                        tx.put(t, b"n", &(n + 1).to_be_bytes())?;
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(t.get(b"n").unwrap(), Some((THREADS * EACH).to_be_bytes().to_vec()), "an update was lost");
+    db.transact(|tx| tx.put(&t, b"z", b"1")).unwrap();
+    assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
 }
 
 #[test]

@@ -38,7 +38,7 @@
 //!   [`Database::transact`], which retries a transaction whose lock request failed (a
 //!   deadlock's victim; the retries are counted), and for the two read-only ones
 //!   [`Database::transact_snapshot`], whose reads take no locks where the database keeps
-//!   versions (logging and locking on: LOCKS.md K24, as InnoDB's consistent reads) and which
+//!   versions (locking on: LOCKS.md K21, K24, as InnoDB's consistent reads) and which
 //!   commits without logging; on LMDB one write transaction (LMDB serializes writers, so no
 //!   latches are taken) or one read-only snapshot.
 //! - **Scale-down** for tests only: [`TpccConfig::tiny`] has fewer items and customers per
