@@ -355,8 +355,8 @@ struct Table {
     /// name, holders and queue in the slot the hash leads to, with no pointer to follow for a
     /// key of up to `INLINE_KEY` bytes or up to two holders (K13).
     heads: HashTable<LockHead>,
-    /// Heads removed from `heads`, emptied, kept with their memory (K13): a new lock takes one
-    /// instead of allocating a long key, a holder list or a queue again.
+    /// Heads removed from `heads` that own memory (a long key, a holder list or a queue),
+    /// emptied and kept (K13): a new lock takes one instead of allocating again.
     spare_heads: Vec<LockHead>,
     /// Identifier for the next head created in this shard.
     next_id: u64,
@@ -409,7 +409,10 @@ impl Table {
     fn remove_if_unused(&mut self, hash: u64, id: u64) {
         let Ok(entry) = self.heads.find_entry(hash, |h| h.id == id && h.is_unused()) else { return };
         let (head, _) = entry.remove();
-        if self.spare_heads.len() < SPARES {
+        // Only a head that owns memory is worth keeping; moving an inline one in and out of
+        // the spares costs more than making it afresh.
+        let owns = head.key.spilled() || head.holders.spilled() || head.queue.capacity() > 0;
+        if owns && self.spare_heads.len() < SPARES {
             self.spare_heads.push(head);
         }
     }

@@ -101,6 +101,19 @@ struct Finished {
 #[repr(align(128))]
 struct Slot(AtomicU64);
 
+/// A value on cache lines of its own, so that threads working on its neighbours do not pass
+/// its line between their cores (two lines: the adjacent-line prefetcher pairs them).
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Own<T>(T);
+
+impl<T> std::ops::Deref for Own<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// The snapshots registered without a slot: timestamp → how many, running or ended for memory.
 #[derive(Debug, Default)]
 struct Overflow {
@@ -126,10 +139,10 @@ fn unbump(map: &mut std::collections::BTreeMap<u64, usize>, at: u64) -> bool {
 #[derive(Debug)]
 pub(crate) struct Versions {
     /// The commit clock: its last value was given to a commit or an ended rollback.
-    clock: AtomicU64,
-    shards: Box<[Mutex<Chains>]>,
+    clock: Own<AtomicU64>,
+    shards: Box<[Own<Mutex<Chains>>]>,
     /// The keys that have a chain, in key order, by tree (K22): what a range read adds from.
-    ordered: Box<[Mutex<OrderedKeys>]>,
+    ordered: Box<[Own<Mutex<OrderedKeys>>]>,
     /// Snapshots in progress: each holds a timestamp no greater than its snapshot's, or
     /// `TOO_OLD`.
     slots: Box<[Slot]>,
@@ -144,9 +157,10 @@ pub(crate) struct Versions {
     /// may be what keeps those versions, and collects when it ends (K19).
     waiting: AtomicU64,
     /// Bytes held by versions (K20).
-    bytes: AtomicUsize,
+    bytes: Own<AtomicUsize>,
     pub(crate) limit: usize,
-    /// Counters for [`VersionStats`].
+    /// Counters for [`VersionStats`]; `made` counts the versions of writers that ended (each
+    /// adds its count once, at its end).
     made: AtomicU64,
     too_old: AtomicU64,
 }
@@ -161,7 +175,7 @@ pub struct VersionStats {
     /// The bound on `bytes` (`Builder::version_memory`); past it the oldest snapshots end
     /// with `Error::SnapshotTooOld`.
     pub limit: usize,
-    /// Versions made since the database opened.
+    /// Versions made since the database opened, by transactions that have ended.
     pub made: u64,
     /// Snapshots ended because the versions they needed outgrew the bound.
     pub too_old: u64,
@@ -219,16 +233,16 @@ fn shard_of(composite: &[u8]) -> usize {
 impl Versions {
     pub(crate) fn new(limit: usize) -> Versions {
         Versions {
-            clock: AtomicU64::new(FIRST_TS),
-            shards: (0..SHARDS).map(|_| Mutex::new(Chains::default())).collect(),
-            ordered: (0..ORDERED).map(|_| Mutex::new(OrderedKeys::new())).collect(),
+            clock: Own(AtomicU64::new(FIRST_TS)),
+            shards: (0..SHARDS).map(|_| Own(Mutex::new(Chains::default()))).collect(),
+            ordered: (0..ORDERED).map(|_| Own(Mutex::new(OrderedKeys::new()))).collect(),
             slots: (0..SLOTS).map(|_| Slot::default()).collect(),
             used: AtomicUsize::new(0),
             overflowed: AtomicUsize::new(0),
             overflow: Mutex::new(Overflow::default()),
             finished: Mutex::new(Vec::new()),
             waiting: AtomicU64::new(u64::MAX),
-            bytes: AtomicUsize::new(0),
+            bytes: Own(AtomicUsize::new(0)),
             limit,
             made: AtomicU64::new(0),
             too_old: AtomicU64::new(0),
@@ -281,7 +295,6 @@ impl Versions {
                 k
             };
             drop(shard);
-            self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Some(key)
         })
     }
@@ -310,6 +323,7 @@ impl Versions {
         if keys.is_empty() {
             return;
         }
+        self.made.fetch_add(keys.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let x = Finished { at, writer, keys };
         // The common case, no snapshot older than this writer's end: its versions go now, with
         // no shared list in between (the same rule as `collect`).
