@@ -953,7 +953,8 @@ impl ChangeLog for TxnLog<'_> {
                 let (w, keys) = versioned.get_or_insert_with(|| {
                     (self.own_writer.clone().unwrap_or_else(Versions::writer), Vec::new())
                 });
-                if let Some(k) = v.record(w, tree, change.key(), change.old()) {
+                let deletes = matches!(change, LeafChange::Delete { .. });
+                if let Some(k) = v.record(w, tree, change.key(), change.old(), deletes) {
                     keys.push(k);
                 }
             }

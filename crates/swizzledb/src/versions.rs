@@ -10,11 +10,12 @@
 //! a running snapshot may need them (K19) and their memory is bounded (K20).
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHasher};
+use smallvec::SmallVec;
 use std::hash::Hasher;
 
 use swizzledb_sync::PageId;
@@ -63,7 +64,7 @@ pub(crate) struct Writer {
 /// A transaction's writer and the keys it made versions of (composite: tree, then key).
 pub(crate) type Versioned = (Arc<Writer>, Vec<Key>);
 
-/// A composite key (tree, then key), shared by its chain's map entry, the ordered index and the
+/// A composite key (tree, then key), shared by its chain's map entry, the ordered index (K22) and the
 /// writer's list: one allocation per chained key.
 pub(crate) type Key = Arc<[u8]>;
 
@@ -83,9 +84,18 @@ impl Version {
 /// What a version costs besides its key and value (chain entry, map entry, allocations).
 const VERSION_OVERHEAD: usize = 96;
 
-type Chains = FxHashMap<Key, Vec<Version>>;
+type Chains = FxHashMap<Key, Chain>;
 
-/// The composite keys that have a chain, in order (K22).
+/// A key's versions, oldest first (most keys have one, kept inline).
+#[derive(Debug, Default)]
+struct Chain {
+    versions: SmallVec<[Version; 1]>,
+    /// The key is in the ordered index (K22): a transaction deleted it while it had this chain.
+    indexed: bool,
+}
+
+/// The composite keys that a transaction deleted while they had a chain, in order (K22): the
+/// keys a scan can miss in the tree that a snapshot may still see.
 type OrderedKeys = std::collections::BTreeSet<Key>;
 
 /// The writers a transaction made versions for, to be collected once no snapshot needs them.
@@ -158,6 +168,10 @@ pub(crate) struct Versions {
     waiting: AtomicU64,
     /// Bytes held by versions (K20).
     bytes: Own<AtomicUsize>,
+    /// Chains per bucket of composite-key hashes (K18): a reader whose key's bucket counts
+    /// none has no chain to look up. Raised before the chain's first change is made, lowered
+    /// when the chain is removed.
+    chained: Box<[AtomicU32]>,
     pub(crate) limit: usize,
     /// Counters for [`VersionStats`]; `made` counts the versions of writers that ended (each
     /// adds its count once, at its end).
@@ -224,10 +238,21 @@ fn with_composite<R>(tree: PageId, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> R 
     r
 }
 
-fn shard_of(composite: &[u8]) -> usize {
+fn hash_of(composite: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(composite);
-    (h.finish() as usize) % SHARDS
+    h.finish()
+}
+
+fn shard_of(composite: &[u8]) -> usize {
+    (hash_of(composite) as usize) % SHARDS
+}
+
+/// Buckets of the chained-key counts (K18's fast path).
+const BUCKETS: usize = 4096;
+
+fn bucket_of(composite: &[u8]) -> usize {
+    ((hash_of(composite) >> 24) as usize) % BUCKETS
 }
 
 impl Versions {
@@ -243,6 +268,7 @@ impl Versions {
             finished: Mutex::new(Vec::new()),
             waiting: AtomicU64::new(u64::MAX),
             bytes: Own(AtomicUsize::new(0)),
+            chained: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             limit,
             made: AtomicU64::new(0),
             too_old: AtomicU64::new(0),
@@ -263,39 +289,54 @@ impl Versions {
         Arc::new(Writer { state: AtomicU64::new(ACTIVE) })
     }
 
-    /// K17: `writer` is about to change `key` of `tree`, whose value is `before`. Returns the
-    /// composite key if this made a version (the writer's first change of the key), for
-    /// [`Versions::finish`]. Called under the leaf's exclusive latch, before the change.
+    /// K17: `writer` is about to change `key` of `tree`, whose value is `before`; `deletes`:
+    /// the change removes the key. Returns the composite key if this made a version (the
+    /// writer's first change of the key), for [`Versions::finish`]. Called under the leaf's
+    /// exclusive latch, before the change.
     pub(crate) fn record(
         &self,
         writer: &Arc<Writer>,
         tree: PageId,
         key: &[u8],
         before: Option<&[u8]>,
+        deletes: bool,
     ) -> Option<Key> {
         with_composite(tree, key, |ck| {
             let mut shard = self.shards[shard_of(ck)].lock();
-            let key = if let Some((k, chain)) = shard.get_key_value(ck) {
-                if chain.last().is_some_and(|v| Arc::ptr_eq(&v.writer, writer)) {
-                    return None;
+            let found = shard.get_mut(ck).map(|chain| {
+                let index = deletes && !chain.indexed;
+                chain.indexed |= deletes;
+                let made = !chain.versions.last().is_some_and(|v| Arc::ptr_eq(&v.writer, writer));
+                if made {
+                    let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+                    self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
+                    chain.versions.push(v);
                 }
-                let k = Arc::clone(k);
-                let chain = shard.get_mut(ck).expect("found just above, under the same mutex");
-                let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-                self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
-                chain.push(v);
-                k
-            } else {
-                let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-                self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
-                let k: Key = Arc::from(ck);
-                shard.insert(Arc::clone(&k), vec![v]);
-                // Lock order: a chain shard, then an ordered shard (K22).
-                self.ordered[ordered_of(tree.get())].lock().insert(Arc::clone(&k));
-                k
+                (made, index)
+            });
+            let (made, k, index) = match found {
+                Some((false, false)) => return None,
+                Some((made, index)) => {
+                    let (k, _) = shard.get_key_value(ck).expect("found just above, under the same mutex");
+                    (made, Arc::clone(k), index)
+                }
+                None => {
+                    let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+                    self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
+                    let k: Key = Arc::from(ck);
+                    let chain = Chain { versions: smallvec::smallvec![v], indexed: deletes };
+                    shard.insert(Arc::clone(&k), chain);
+                    self.chained[bucket_of(ck)].fetch_add(1, SeqCst);
+                    (true, k, deletes)
+                }
             };
+            // K22: only a deleted key can be missed by a scan that a snapshot shows it to.
+            // Lock order: a chain shard, then an ordered shard.
+            if index {
+                self.ordered[ordered_of(tree.get())].lock().insert(Arc::clone(&k));
+            }
             drop(shard);
-            Some(key)
+            made.then_some(k)
         })
     }
 
@@ -442,17 +483,19 @@ impl Versions {
     /// collection.
     pub(crate) fn forget_tree(&self, tree: PageId) {
         let t = tree.get();
-        // The index first, then each chain alone: never a chain shard after an index shard (K22).
-        let keys: Vec<Key> =
-            self.ordered[ordered_of(t)].lock().iter().filter(|k| tree_of(k) == t).cloned().collect();
-        for ck in keys {
-            let mut shard = self.shards[shard_of(&ck)].lock();
-            if let Some(chain) = shard.remove(&ck) {
-                let freed: usize = chain.iter().map(|v| v.bytes(ck.len())).sum();
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            shard.retain(|ck, chain| {
+                if tree_of(ck) != t {
+                    return true;
+                }
+                let freed: usize = chain.versions.iter().map(|v| v.bytes(ck.len())).sum();
                 self.bytes.fetch_sub(freed, SeqCst);
-            }
-            self.ordered[ordered_of(t)].lock().remove(&ck);
+                self.chained[bucket_of(ck)].fetch_sub(1, SeqCst);
+                false
+            });
         }
+        self.ordered[ordered_of(t)].lock().retain(|k| tree_of(k) != t);
     }
 
     fn remove(&self, x: &Finished) {
@@ -463,11 +506,16 @@ impl Versions {
             // chain ended before it and are removable too; they go with it, so that a
             // concurrent collection removing them later (or not yet) can never leave an older
             // version behind a removed newer one, which a reader would take for the newest.
-            let Some(pos) = chain.iter().position(|v| Arc::ptr_eq(&v.writer, &x.writer)) else { continue };
-            let freed: usize = chain.drain(..=pos).map(|v| v.bytes(ck.len())).sum();
-            if chain.is_empty() {
+            let Some(pos) = chain.versions.iter().position(|v| Arc::ptr_eq(&v.writer, &x.writer)) else {
+                continue;
+            };
+            let freed: usize = chain.versions.drain(..=pos).map(|v| v.bytes(ck.len())).sum();
+            if chain.versions.is_empty() {
+                if chain.indexed {
+                    self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
+                }
                 shard.remove(ck);
-                self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
+                self.chained[bucket_of(ck)].fetch_sub(1, SeqCst);
             }
             self.bytes.fetch_sub(freed, SeqCst);
         }
@@ -479,7 +527,20 @@ impl Versions {
         if self.bytes.load(SeqCst) == 0 {
             return Seen::Tree;
         }
-        with_composite(tree, key, |ck| self.seen_composite(snap, ck))
+        with_composite(tree, key, |ck| {
+            if self.chained[bucket_of(ck)].load(SeqCst) == 0 {
+                return Seen::Tree;
+            }
+            self.seen_composite(snap, ck)
+        })
+    }
+
+    /// K18: whether `key` of `tree` may have a chain; `false` means it has none. A writer
+    /// counts a new chain before it changes the leaf, so a reader that saw the change (and
+    /// asks after) finds the count raised.
+    pub(crate) fn may_have_chain(&self, tree: PageId, key: &[u8]) -> bool {
+        self.bytes.load(SeqCst) != 0
+            && with_composite(tree, key, |ck| self.chained[bucket_of(ck)].load(SeqCst) != 0)
     }
 
     fn seen_composite(&self, snap: &Snapshot<'_>, ck: &[u8]) -> Seen {
@@ -488,6 +549,7 @@ impl Versions {
         // The newest version whose writer the snapshot sees: the value after it is the next
         // version's before-image, or the tree's. Its own writer's (K24) it sees.
         let mut first_unseen = None;
+        let chain = &chain.versions;
         for (i, v) in chain.iter().enumerate().rev() {
             if snap.own.as_ref().is_some_and(|o| Arc::ptr_eq(o, &v.writer)) {
                 break;
@@ -576,7 +638,7 @@ impl Versions {
         with_composite(tree, key, |ck| {
             let shard = self.shards[shard_of(ck)].lock();
             shard.get(ck).is_some_and(|chain| {
-                chain.iter().any(|v| {
+                chain.versions.iter().any(|v| {
                     !snap.own.as_ref().is_some_and(|o| Arc::ptr_eq(o, &v.writer)) && {
                         let state = settled(&v.writer);
                         state >= FIRST_TS && state > snap.at
@@ -668,20 +730,23 @@ impl SnapshotReads {
     ) -> Result<Read<R>, swizzledb_btree::TreeError> {
         // The tree first: a writer records its version before it changes the leaf (K17), so
         // a change seen here has its version in the chain read after.
-        let from_tree =
-            tree.get_gated(key, &swizzledb_btree::NoGate, |v| match self.versions.bytes.load(SeqCst) {
-                // A writer records its version before its change, so the count is not zero once
-                // an uncommitted change is seen.
-                0 => Ok(f(v)),
-                _ => Err(v.map(<[u8]>::to_vec)),
-            })?;
+        let root = tree.root_page();
+        let from_tree = tree.get_gated(key, &swizzledb_btree::NoGate, |v| {
+            // A writer records its version before its change, so its key's chain is counted
+            // once an uncommitted change is seen.
+            if self.versions.may_have_chain(root, key) {
+                Err(v.map(<[u8]>::to_vec))
+            } else {
+                Ok(f(v))
+            }
+        })?;
         let value = match from_tree {
             // A snapshot ended for memory may have lost versions it needed, also while none is
             // kept: the tree's value is then the latest committed one, right for a read that
             // started now (a plain read), not for an older snapshot (`strict`).
             Ok(_) if strict && snap.too_old() => return Ok(Read::TooOld),
             Ok(r) => return Ok(Read::Done(r)),
-            Err(value) => match self.versions.seen(snap, tree.root_page(), key) {
+            Err(value) => match self.versions.seen(snap, root, key) {
                 Seen::Tree => value,
                 Seen::Before(before) => before.map(Vec::from),
             },

@@ -309,6 +309,49 @@ fn k21_an_unlogged_database_keeps_versions_for_its_transactions() {
     assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
 }
 
+/// K22: the ordered index holds the keys transactions deleted while they had a chain, whatever
+/// the transaction did to the key first: a key updated and then deleted, by a committed
+/// transaction and by an open one, stays in an older snapshot's scans with its old value, and a
+/// key an open transaction inserted and then deleted stays hidden.
+#[test]
+fn k22_a_key_updated_then_deleted_stays_in_an_older_snapshots_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    for k in ["a", "b", "c", "d"] {
+        t.insert(k.as_bytes(), b"old").unwrap();
+    }
+    let snap = db.begin_read();
+    db.transact(|tx| {
+        tx.put(&t, b"b", b"new")?;
+        assert!(tx.delete(&t, b"b")?);
+        Ok(())
+    })
+    .unwrap();
+    let mut open = db.begin();
+    open.put(&t, b"c", b"new").unwrap();
+    assert!(open.delete(&t, b"c").unwrap());
+    open.insert(&t, b"bb", b"brief").unwrap();
+    assert!(open.delete(&t, b"bb").unwrap());
+    let all = |r: &mut dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), swizzledb::TreeError>>| {
+        r.map(|x| x.map(|(k, v)| (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap())))
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+    };
+    let kv = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    let (lo, hi) = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    let old = vec![kv("a", "old"), kv("b", "old"), kv("c", "old"), kv("d", "old")];
+    assert_eq!(all(&mut snap.range(&t, lo, hi)), old, "the older snapshot");
+    let mut rev = all(&mut snap.range_rev(&t, lo, hi));
+    rev.reverse();
+    assert_eq!(rev, old, "the older snapshot, descending");
+    // A plain scan now: b's delete committed, c's and bb's did not.
+    let now = vec![kv("a", "old"), kv("c", "old"), kv("d", "old")];
+    assert_eq!(all(&mut t.range(lo, hi)), now, "a plain scan");
+    open.commit().unwrap();
+    assert_eq!(all(&mut snap.range(&t, lo, hi)), old, "the older snapshot after the commit");
+    assert_eq!(all(&mut t.range(lo, hi)), vec![kv("a", "old"), kv("d", "old")]);
+}
+
 #[test]
 fn k20_past_the_version_memory_the_oldest_snapshot_ends_with_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
