@@ -128,8 +128,12 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
     );
     let (header, rows) = read_csv(&out.join("tpcc.csv"));
     assert_eq!(header.join(","), swizzledb_lab::tpcc::CSV_COLUMNS);
-    let last: Vec<&str> = header.iter().rev().take(3).map(String::as_str).collect();
-    assert_eq!(last, ["io", "optimistic", "engine"], "engine, optimistic, then io end the header");
+    let last: Vec<&str> = header.iter().rev().take(5).map(String::as_str).collect();
+    assert_eq!(
+        last,
+        ["lock_waits", "lock_requests", "io", "optimistic", "engine"],
+        "engine, optimistic, io, then the lock counts end the header"
+    );
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     // (swizzling + LMDB) x 2 thread counts.
     assert_eq!(rows.len(), 4, "{rows:?}");
@@ -145,8 +149,9 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
         assert_eq!(kinds.iter().sum::<u64>(), num(r, "transactions"), "{r:?}");
         assert_eq!(r[col("logging")], "off");
         if r[col("engine")] == "lmdb" {
-            let cells = ["mode", "locking", "pool_bytes", "optimistic"].map(|c| r[col(c)].as_str());
-            assert_eq!(cells, ["-", "-", "", "-"], "{r:?}");
+            let cells =
+                ["mode", "locking", "pool_bytes", "optimistic", "lock_requests"].map(|c| r[col(c)].as_str());
+            assert_eq!(cells, ["-", "-", "", "-", ""], "{r:?}");
             assert_eq!(num(r, "retries"), 0, "{r:?}");
         } else {
             let cells = ["mode", "locking", "optimistic"].map(|c| r[col(c)].as_str());

@@ -45,7 +45,16 @@ fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
         let new_orders: u64 = r[col("new_order")].parse().unwrap();
         let total: u64 = r[col("transactions")].parse().unwrap();
         assert!(tx > 0.0 && new_orders > 0 && new_orders < total, "{r:?}");
+        // Record locks are counted where they are taken: every transaction locks something.
+        if r[col("locking")] == "on" {
+            let requests: u64 = r[col("lock_requests")].parse().unwrap();
+            let waits: u64 = r[col("lock_waits")].parse().unwrap();
+            assert!(requests >= total && waits <= requests, "{r:?}");
+        } else {
+            assert_eq!((r[col("lock_requests")], r[col("lock_waits")]), ("", ""), "{r:?}");
+        }
     }
+    assert!(stdout.contains("locks/tx") && stdout.contains("waits/1000"), "{stdout}");
     scratch.assert_only_out_left();
 }
 
@@ -70,7 +79,7 @@ fn bench_tpcc_measures_optimistic_descents_on_and_off() {
     assert!(stdout.contains("optimistic") && stdout.contains("conditions 1-4 hold"), "{stdout}");
     let table = Table::read(&out.join("tpcc.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::tpcc::CSV_COLUMNS);
-    assert_eq!(table.header.last().map(String::as_str), Some("io"), "io is the last column");
+    assert_eq!(table.header.last().map(String::as_str), Some("lock_waits"), "the lock counts come last");
     assert!(table.rows.iter().all(|r| r[table.col("io")] == "page-cache"));
     let col = |name: &str| table.col(name);
     let mut settings: Vec<(&str, &str)> =

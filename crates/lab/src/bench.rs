@@ -324,6 +324,15 @@ impl Db {
 
     /// Log bytes reserved since the database opened (frame headers and padding included);
     /// `None` for a database without a log and for LMDB.
+    /// Record-lock requests and waits so far (`None` without record locks, and for LMDB).
+    pub(crate) fn lock_counts(&self) -> Option<(u64, u64)> {
+        match self {
+            Db::SwizzleDb(db) => db.lock_stats().map(|s| (s.requests, s.waits)),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(_) => None,
+        }
+    }
+
     pub(crate) fn log_bytes_appended(&self) -> Option<u64> {
         match self {
             Db::SwizzleDb(db) => db.log_stats().map(|s| s.log_bytes),

@@ -180,6 +180,9 @@ pub struct BenchRow {
     /// Log bytes the measurement appended (frame headers and padding included); `None` without
     /// a log.
     pub log_bytes: Option<u64>,
+    /// Record-lock requests and waits of the measurement (`LockStats::requests`, `waits`);
+    /// `None` without record locks.
+    pub locks: Option<(u64, u64)>,
 }
 
 impl BenchRow {
@@ -212,12 +215,24 @@ impl BenchRow {
     pub fn retries_per_1000(&self) -> f64 {
         self.retries as f64 * 1000.0 / self.transactions().max(1) as f64
     }
+
+    /// Record-lock requests per transaction (`NaN` without record locks).
+    #[must_use]
+    pub fn locks_per_tx(&self) -> f64 {
+        self.locks.map_or(f64::NAN, |(requests, _)| requests as f64 / self.transactions().max(1) as f64)
+    }
+
+    /// Lock requests that waited, per 1000 transactions (`NaN` without record locks).
+    #[must_use]
+    pub fn lock_waits_per_1000(&self) -> f64 {
+        self.locks.map_or(f64::NAN, |(_, waits)| waits as f64 * 1000.0 / self.transactions().max(1) as f64)
+    }
 }
 
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,log_bytes,engine,optimistic,io";
+load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -253,8 +268,10 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
         for &threads in &plan.threads {
             for (config, db, load) in &dbs {
                 let log_before = db.log_bytes_appended();
+                let locks_before = db.lock_counts();
                 let m = db.run(&tpcc, threads, Until::Elapsed(plan.duration))?;
                 let log_bytes = db.log_bytes_appended().zip(log_before).map(|(a, b)| a - b);
+                let locks = db.lock_counts().zip(locks_before).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
                 let row = BenchRow {
                     config: *config,
                     warehouses: plan.config.warehouses,
@@ -267,6 +284,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     pool_bytes: config.mode().map(|_| pool),
                     load_seconds: *load,
                     log_bytes,
+                    locks,
                 };
                 writeln!(
                     log,
@@ -303,7 +321,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     let configs = plan.configs();
     writeln!(
         out,
-        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13} {:>9}",
+        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13} {:>9} {:>8} {:>10}",
         "engine",
         "mode",
         "logging",
@@ -314,13 +332,15 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         "new-order/s",
         "rollback %",
         "retries/1000",
-        "log B/tx"
+        "log B/tx",
+        "locks/tx",
+        "waits/1000"
     )?;
     for &threads in &plan.threads {
         for c in &configs {
             writeln!(
                 out,
-                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2} {:>9}",
+                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2} {:>9} {:>8} {:>10}",
                 c.engine().name(),
                 c.mode().map_or("-", PoolMode::name),
                 on_off(c.logging()),
@@ -334,6 +354,14 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                 match median(threads, c, &BenchRow::log_bytes_per_tx) {
                     b if b.is_nan() => "-".to_string(),
                     b => format!("{b:.0}"),
+                },
+                match median(threads, c, &BenchRow::locks_per_tx) {
+                    n if n.is_nan() => "-".to_string(),
+                    n => format!("{n:.1}"),
+                },
+                match median(threads, c, &BenchRow::lock_waits_per_1000) {
+                    n if n.is_nan() => "-".to_string(),
+                    n => format!("{n:.1}"),
                 },
             )?;
         }
@@ -421,6 +449,10 @@ pub struct TpccRow {
     pub optimistic: &'static str,
     /// How the database file is read: always `page-cache` (TPC-C never opens it with O_DIRECT).
     pub io: &'static str,
+    /// Record-lock requests of the measurement (empty without record locks).
+    pub lock_requests: Option<u64>,
+    /// Lock requests that queued and waited (empty without record locks).
+    pub lock_waits: Option<u64>,
 }
 
 impl TpccRow {
@@ -452,6 +484,8 @@ impl TpccRow {
             engine: r.config.engine().name(),
             optimistic: r.config.optimistic().map_or("-", on_off),
             io: "page-cache",
+            lock_requests: r.locks.map(|l| l.0),
+            lock_waits: r.locks.map(|l| l.1),
         }
     }
 }
