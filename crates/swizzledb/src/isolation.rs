@@ -128,13 +128,19 @@ impl ReadGate for TxnReads<'_> {
 pub(crate) struct GapLocks<'a> {
     locks: &'a LockManager,
     txn: TxnId,
+    /// For an insert: a closing key nobody else holds or waits for passes without a lock
+    /// (K15: the insert is made under the same latch, so no reader or writer of the gap comes
+    /// between the look and the insert).
+    insert: bool,
     /// (tree's lock id, key, held before).
     taken: RefCell<Vec<(u32, Vec<u8>, bool)>>,
 }
 
 impl<'a> GapLocks<'a> {
-    pub(crate) fn new(locks: &'a LockManager, txn: TxnId) -> GapLocks<'a> {
-        GapLocks { locks, txn, taken: RefCell::new(Vec::new()) }
+    /// The gate of a write by `txn`; `insert`: a put, which holds a closing key only for its
+    /// own length (a delete holds it to the end).
+    pub(crate) fn new(locks: &'a LockManager, txn: TxnId, insert: bool) -> GapLocks<'a> {
+        GapLocks { locks, txn, insert, taken: RefCell::new(Vec::new()) }
     }
 
     fn took(&self, t: u32, k: &[u8]) -> bool {
@@ -156,6 +162,11 @@ impl GapGate for GapLocks<'_> {
     fn try_pass(&self, tree: &Tree, next: Option<&[u8]>) -> Result<bool, TreeError> {
         let (t, k) = lock_name(tree, next);
         if self.took(t, k) {
+            return Ok(true);
+        }
+        if self.insert && self.locks.is_free_for(self.txn, t, k).map_err(lock_failure)? {
+            // Nothing taken, so nothing to release: noted as held before.
+            self.taken.borrow_mut().push((t, k.to_vec(), true));
             return Ok(true);
         }
         match self.locks.try_lock_noting(self.txn, t, k, LockMode::Exclusive).map_err(lock_failure)? {

@@ -816,6 +816,21 @@ impl LockManager {
         self.acquire(txn, tree, key, mode, None).map(|had| had.is_some())
     }
 
+    /// K15: whether `txn` could take `(tree, key)` exclusively at once and nobody else holds or
+    /// waits for it — no head, or one that only `txn` holds — looked up under the shard mutex
+    /// without creating a head or recording anything. An insert under its leaf's latch asks
+    /// this of its gap's closing key instead of locking it for the insert's length.
+    pub(crate) fn is_free_for(&self, txn: TxnId, tree: u32, key: &[u8]) -> Result<bool, LockError> {
+        if txn == TxnId(0) {
+            return Err(LockError::SystemTransaction);
+        }
+        let hash = (self.hash)(tree, key);
+        let table = self.shards[self.shard_of(hash)].table.lock();
+        Ok(table
+            .find(hash, tree, key)
+            .is_none_or(|h| h.queue.is_empty() && h.holders.iter().all(|x| x.txn == txn)))
+    }
+
     /// Releases every lock `txn` holds (K8) and grants what that unblocks; returns how many it
     /// released. Costs O(locks held); O(1) for a transaction that holds none. Call it once the
     /// transaction has committed or rolled back, never while a lock call of the same

@@ -263,7 +263,7 @@ impl<'db> Transaction<'db> {
         };
         let Some(locks) = self.db.locks.as_deref() else { return self.write_with(tree, key, value, apply) };
         self.lock_to_write(tree, key)?;
-        let gate = isolation::GapLocks::new(locks, self.id());
+        let gate = isolation::GapLocks::new(locks, self.id(), value.is_some());
         let gated = match value {
             Some(v) => tree.put_gated(key, v, replace, &self.log, &gate),
             None => tree.delete_gated(key, &self.log, &gate),
