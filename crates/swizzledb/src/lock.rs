@@ -1583,6 +1583,36 @@ mod tests {
     }
 
     #[test]
+    fn k15_a_closing_key_is_free_for_an_insert_only_if_no_one_else_holds_or_waits_for_it() {
+        let lm = manager();
+        assert_eq!(lm.is_free_for(t(1), 1, b"k"), Ok(true), "no head");
+        assert_eq!(lm.lock_count(), 0, "the look made no head");
+        lm.lock(t(1), 1, b"k", LockMode::Shared).unwrap();
+        assert_eq!(lm.is_free_for(t(1), 1, b"k"), Ok(true), "only its own hold");
+        assert_eq!(lm.is_free_for(t(2), 1, b"k"), Ok(false), "another's shared hold");
+        lm.lock(t(2), 1, b"k", LockMode::Shared).unwrap();
+        assert_eq!(lm.is_free_for(t(1), 1, b"k"), Ok(false), "two holders");
+        lm.release_all(t(2));
+        lm.release_all(t(1));
+        // A waiter behind its own hold: not free either (K4: it would queue behind it). The
+        // waiter is the older, so wait-die lets it wait.
+        lm.lock(t(5), 1, b"k", LockMode::Shared).unwrap();
+        let lm = Arc::new(lm);
+        let waiter = {
+            let lm = Arc::clone(&lm);
+            std::thread::spawn(move || lm.lock(t(4), 1, b"k", LockMode::Exclusive))
+        };
+        wait_for_waits(&lm, 1);
+        assert_eq!(lm.is_free_for(t(5), 1, b"k"), Ok(false), "a waiter queued");
+        assert_eq!(lm.locks_held(t(5)), 1, "the look took nothing");
+        lm.release_all(t(5));
+        waiter.join().unwrap().unwrap();
+        lm.release_all(t(4));
+        assert_eq!(lm.is_free_for(TxnId(0), 1, b"k"), Err(LockError::SystemTransaction));
+        check(&lm);
+    }
+
+    #[test]
     fn k14_k15_exclusive_holders_are_visible_and_one_lock_can_be_released_early() {
         let lm = manager();
         assert_eq!(lm.exclusive_holder(1, b"a"), None);
