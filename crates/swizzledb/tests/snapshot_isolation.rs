@@ -8,6 +8,8 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use swizzledb::{Database, Error, Tree};
 
+mod common;
+
 fn db(dir: &std::path::Path) -> (Arc<Database>, Tree) {
     let db = Database::builder().page_size(4096).pool_bytes(256 * 4096).create(dir.join("si.swz")).unwrap();
     let t = db.create_tree("t").unwrap();
@@ -93,24 +95,7 @@ fn k24_first_updater_wins_and_no_update_is_lost() {
     tx.abort().unwrap();
     assert_eq!(t.get(b"n").unwrap(), Some(5u64.to_be_bytes().to_vec()));
 
-    const THREADS: u64 = 4;
-    const EACH: u64 = 150;
-    std::thread::scope(|s| {
-        for _ in 0..THREADS {
-            let (db, t) = (&db, &t);
-            s.spawn(move || {
-                for _ in 0..EACH {
-                    db.transact_snapshot(|tx| {
-                        let n = u64::from_be_bytes(tx.get(t, b"n")?.unwrap().try_into().unwrap());
-                        tx.put(t, b"n", &(n + 1).to_be_bytes())?;
-                        Ok(())
-                    })
-                    .unwrap();
-                }
-            });
-        }
-    });
-    assert_eq!(t.get(b"n").unwrap(), Some((5 + THREADS * EACH).to_be_bytes().to_vec()), "an update was lost");
+    assert_eq!(common::increment_at_snapshots(&db, &t, 4, 150), 5 + 4 * 150, "an update was lost");
 }
 
 fn balance(tx: &swizzledb::Transaction<'_>, t: &Tree, k: &[u8]) -> i64 {

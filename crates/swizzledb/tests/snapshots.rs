@@ -8,6 +8,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use swizzledb::{Database, Error, Tree};
 
+mod common;
+
 /// A watchdog for anything that must not wait: a read that waited for the open transaction
 /// would never return, since the test keeps it open until the read is back.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -285,26 +287,8 @@ fn k21_an_unlogged_database_keeps_versions_for_its_transactions() {
     assert_eq!(snap.get(&t, &key(4)).unwrap(), v(b"plain"), "a handle's write is no transaction");
     drop(snap);
 
-    const THREADS: u64 = 4;
-    const EACH: u64 = 100;
     db.transact(|tx| tx.put(&t, b"n", &0u64.to_be_bytes())).unwrap();
-    std::thread::scope(|s| {
-        for _ in 0..THREADS {
-            let (db, t) = (&db, &t);
-            s.spawn(move || {
-                for _ in 0..EACH {
-                    db.transact_snapshot(|tx| {
-                        assert!(tx.is_snapshot());
-                        let n = u64::from_be_bytes(tx.get(t, b"n")?.unwrap().try_into().unwrap());
-                        tx.put(t, b"n", &(n + 1).to_be_bytes())?;
-                        Ok(())
-                    })
-                    .unwrap();
-                }
-            });
-        }
-    });
-    assert_eq!(t.get(b"n").unwrap(), Some((THREADS * EACH).to_be_bytes().to_vec()), "an update was lost");
+    assert_eq!(common::increment_at_snapshots(&db, &t, 4, 100), 400, "an update was lost");
     db.transact(|tx| tx.put(&t, b"z", b"1")).unwrap();
     assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
 }

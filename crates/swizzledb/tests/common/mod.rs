@@ -1,6 +1,7 @@
-//! Shared pieces of the crash and fault-injection tests (`crash.rs`): a workload of transactions
-//! over one tree with a `BTreeMap` oracle of the committed state, and a `Vfs` wrapper that counts
-//! the I/O calls per site (operation and file class) and fails a chosen one.
+//! Shared pieces of the integration tests. For the crash and fault-injection tests (`crash.rs`):
+//! a workload of transactions over one tree with a `BTreeMap` oracle of the committed state, and
+//! a `Vfs` wrapper that counts the I/O calls per site (operation and file class) and fails a
+//! chosen one. For the snapshot tests: concurrent increments under snapshot isolation.
 
 #![allow(dead_code)] // Each test binary uses a part.
 
@@ -495,4 +496,26 @@ impl Vfs for SyncGate {
     fn exists(&self, path: &Path) -> bool {
         self.fs.exists(path)
     }
+}
+
+/// K24: `threads` threads each add 1 to the big-endian `u64` under `n` in `t`, `each` times, in
+/// snapshot-isolation transactions (`transact_snapshot` retries a write conflict); returns the
+/// value they leave. No update may be lost: it must grow by `threads * each`.
+pub fn increment_at_snapshots(db: &Database, t: &Tree, threads: u64, each: u64) -> u64 {
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(move || {
+                for _ in 0..each {
+                    db.transact_snapshot(|tx| {
+                        assert!(tx.is_snapshot());
+                        let n = u64::from_be_bytes(tx.get(t, b"n")?.unwrap().try_into().unwrap());
+                        tx.put(t, b"n", &(n + 1).to_be_bytes())?;
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            });
+        }
+    });
+    u64::from_be_bytes(t.get(b"n").unwrap().unwrap().try_into().unwrap())
 }
