@@ -64,8 +64,8 @@ pub(crate) struct Writer {
 /// A transaction's writer and the keys it made versions of (composite: tree, then key).
 pub(crate) type Versioned = (Arc<Writer>, Vec<Key>);
 
-/// A composite key (tree, then key), shared by its chain's map entry, the ordered index (K22) and the
-/// writer's list: one allocation per chained key.
+/// A composite key (tree, then key), shared by its chain's map entry, the ordered index (K22)
+/// and the writer's list: one allocation per chained key.
 pub(crate) type Key = Arc<[u8]>;
 
 #[derive(Debug)]
@@ -151,7 +151,8 @@ pub(crate) struct Versions {
     /// The commit clock: its last value was given to a commit or an ended rollback.
     clock: Own<AtomicU64>,
     shards: Box<[Own<Mutex<Chains>>]>,
-    /// The keys that have a chain, in key order, by tree (K22): what a range read adds from.
+    /// The keys a transaction deleted while they had a chain, in key order, by tree (K22):
+    /// what a range read adds from.
     ordered: Box<[Own<Mutex<OrderedKeys>>]>,
     /// Snapshots in progress: each holds a timestamp no greater than its snapshot's, or
     /// `TOO_OLD`.
