@@ -165,8 +165,7 @@ impl GapGate for GapLocks<'_> {
             return Ok(true);
         }
         if self.insert && self.locks.is_free_for(self.txn, t, k).map_err(lock_failure)? {
-            // Nothing taken, so nothing to release: noted as held before.
-            self.taken.borrow_mut().push((t, k.to_vec(), true));
+            // Nothing taken, so nothing to note or release.
             return Ok(true);
         }
         match self.locks.try_lock_noting(self.txn, t, k, LockMode::Exclusive).map_err(lock_failure)? {

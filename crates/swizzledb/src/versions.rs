@@ -528,20 +528,23 @@ impl Versions {
         if self.bytes.load(SeqCst) == 0 {
             return Seen::Tree;
         }
-        with_composite(tree, key, |ck| {
-            if self.chained[bucket_of(ck)].load(SeqCst) == 0 {
-                return Seen::Tree;
-            }
-            self.seen_composite(snap, ck)
-        })
+        with_composite(
+            tree,
+            key,
+            |ck| if self.counted(ck) { self.seen_composite(snap, ck) } else { Seen::Tree },
+        )
+    }
+
+    /// K18: whether a chain is counted in the bucket of composite key `ck` (none: `ck` has none).
+    fn counted(&self, ck: &[u8]) -> bool {
+        self.chained[bucket_of(ck)].load(SeqCst) != 0
     }
 
     /// K18: whether `key` of `tree` may have a chain; `false` means it has none. A writer
     /// counts a new chain before it changes the leaf, so a reader that saw the change (and
     /// asks after) finds the count raised.
     pub(crate) fn may_have_chain(&self, tree: PageId, key: &[u8]) -> bool {
-        self.bytes.load(SeqCst) != 0
-            && with_composite(tree, key, |ck| self.chained[bucket_of(ck)].load(SeqCst) != 0)
+        self.bytes.load(SeqCst) != 0 && with_composite(tree, key, |ck| self.counted(ck))
     }
 
     fn seen_composite(&self, snap: &Snapshot<'_>, ck: &[u8]) -> Seen {

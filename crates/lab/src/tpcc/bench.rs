@@ -310,6 +310,15 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     Ok(rows)
 }
 
+/// `x` with `decimals` decimals, or `-` where the configuration has no such figure (`NaN`).
+fn or_dash(x: f64, decimals: usize) -> String {
+    if x.is_nan() {
+        "-".to_owned()
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
 /// Prints the medians per configuration and thread count.
 ///
 /// # Errors
@@ -351,18 +360,9 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                 median(threads, c, &BenchRow::new_order_per_sec),
                 median(threads, c, &|r| r.rollbacks as f64 * 100.0 / r.done[0].max(1) as f64),
                 median(threads, c, &BenchRow::retries_per_1000),
-                match median(threads, c, &BenchRow::log_bytes_per_tx) {
-                    b if b.is_nan() => "-".to_string(),
-                    b => format!("{b:.0}"),
-                },
-                match median(threads, c, &BenchRow::locks_per_tx) {
-                    n if n.is_nan() => "-".to_string(),
-                    n => format!("{n:.1}"),
-                },
-                match median(threads, c, &BenchRow::lock_waits_per_1000) {
-                    n if n.is_nan() => "-".to_string(),
-                    n => format!("{n:.1}"),
-                },
+                or_dash(median(threads, c, &BenchRow::log_bytes_per_tx), 0),
+                or_dash(median(threads, c, &BenchRow::locks_per_tx), 1),
+                or_dash(median(threads, c, &BenchRow::lock_waits_per_1000), 1),
             )?;
         }
     }
