@@ -271,6 +271,28 @@ pub(crate) fn lmdb_readers(threads: &[usize]) -> u32 {
     u32::try_from(most).unwrap_or(u32::MAX).saturating_add(8)
 }
 
+/// The room check of a timed run ([`harness::run_while`]) on `db`: always true except in
+/// main-memory mode. That mode never evicts, so a run that adds more data than its pool holds
+/// fails (`MemoryLimit`), and how much a run adds depends on how fast the machine is. The check
+/// says stop once the free frames fall to a reserve: 1/64 of the pool, and at least four times
+/// what the last slice of the run took. A faster machine then ends its run sooner (the
+/// measurement's rate stays right, and it says it was cut short) instead of failing.
+pub(crate) fn main_memory_room(db: &Database) -> impl FnMut() -> bool + '_ {
+    use swizzledb::lab::DatabaseExt;
+    let pool = db.pool();
+    let main_memory = pool.mode() == PoolMode::MainMemory;
+    let mut last = pool.resident_pages();
+    move || {
+        if !main_memory {
+            return true;
+        }
+        let (frames, used) = (pool.capacity(), pool.resident_pages());
+        let took = used.saturating_sub(last);
+        last = used;
+        frames.saturating_sub(used) > (frames / 64).max(4 * took)
+    }
+}
+
 /// A database of either engine.
 pub(crate) enum Db {
     SwizzleDb(Database),
@@ -316,7 +338,7 @@ impl Db {
         until: Until,
     ) -> Result<Measurement, WorkloadError> {
         match self {
-            Db::SwizzleDb(db) => harness::run(w, db, threads, until),
+            Db::SwizzleDb(db) => harness::run_while(w, db, threads, until, &mut main_memory_room(db)),
             #[cfg(feature = "lmdb")]
             Db::Lmdb(db) => harness::run(w, db, threads, until),
         }

@@ -1058,6 +1058,7 @@ mod tests {
             measurement: Measurement {
                 elapsed: Duration::from_secs(1),
                 kinds: vec![KindCounts { done: tx, attempts: tx, rolled_back: 0 }],
+                cut_short: false,
             },
             stats,
             cpu_secs: None,

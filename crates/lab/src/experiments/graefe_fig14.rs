@@ -222,6 +222,9 @@ impl Experiment for Fig14 {
         writeln!(out, "\n{LATCHING}")?;
         writeln!(out, "TPC-C transactions per second (medians):")?;
         write_aligned(out, &table)?;
+        if let Some(note) = crate::tpcc::cut_short_note(&self.0, rows) {
+            writeln!(out, "{note}")?;
+        }
         writeln!(out, "consistency conditions 1-4 hold in every database")
     }
 
@@ -282,15 +285,27 @@ impl Experiment for Fig14 {
             if let (Some(lo), Some(hi)) =
                 (v.iter().copied().reduce(f64::min), v.iter().copied().reduce(f64::max))
             {
+                let within = lo >= 0.9 && hi <= 1.1;
+                let all = v.len() == SETTINGS.len();
                 checks.push(Check {
                     what: "swizzling / main-memory, over the four settings".into(),
                     paper: "statistically equivalent in every setting; 0.90 to 1.10 counts".into(),
-                    ours: format!("{lo:.2} to {hi:.2}"),
-                    verdict: Verdict::of(lo >= 0.9 && hi <= 1.1),
-                    reason: if lo >= 0.9 && hi <= 1.1 {
-                        String::new()
-                    } else {
-                        "swizzling and main-memory differ by more than 10% in some setting".into()
+                    ours: format!("{lo:.2} to {hi:.2} ({} of {} settings measured)", v.len(), SETTINGS.len()),
+                    verdict: match (within, all) {
+                        (true, true) => Verdict::Holds,
+                        (true, false) => Verdict::Partial,
+                        (false, _) => Verdict::Fails,
+                    },
+                    reason: match (within, all) {
+                        (true, true) => String::new(),
+                        (true, false) => {
+                            "the settings measured agree, but a main-memory pool filled before the \
+                                          others were (see the note under the table)"
+                                .into()
+                        }
+                        (false, _) => {
+                            "swizzling and main-memory differ by more than 10% in some setting".into()
+                        }
                     },
                 });
             }

@@ -40,6 +40,8 @@ pub struct Measurement {
     pub elapsed: Duration,
     /// Per operation kind, in [`Workload::kinds`] order.
     pub kinds: Vec<KindCounts>,
+    /// A timed run stopped before its time because its `room` check said so ([`run_while`]).
+    pub cut_short: bool,
 }
 
 impl Measurement {
@@ -79,6 +81,27 @@ pub fn run<D: Sync + ?Sized, W: Workload<D>>(
     threads: usize,
     until: Until,
 ) -> Result<Measurement, WorkloadError> {
+    run_while(workload, db, threads, until, &mut || true)
+}
+
+/// How often a timed run looks at its clock and at `room` ([`run_while`]).
+const SLICE: Duration = Duration::from_millis(10);
+
+/// [`run`], but a timed run ([`Until::Elapsed`]) also stops early once `room` returns false;
+/// `room` is asked every 10 ms by the thread that keeps time, never by the workers. The
+/// measurement's `elapsed` is then the time the threads ran, so rates stay right: a run that
+/// would outgrow its database's memory ends short instead of failing (see
+/// [`crate::bench::PoolRoom`]).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_while<D: Sync + ?Sized, W: Workload<D>>(
+    workload: &W,
+    db: &D,
+    threads: usize,
+    until: Until,
+    room: &mut dyn FnMut() -> bool,
+) -> Result<Measurement, WorkloadError> {
     if threads == 0 {
         return Err(WorkloadError::Config("the number of threads must be at least 1".into()));
     }
@@ -88,6 +111,7 @@ pub fn run<D: Sync + ?Sized, W: Workload<D>>(
     let failed: Mutex<Option<WorkloadError>> = Mutex::new(None);
     let barrier = Barrier::new(threads + 1);
     let mut started = Instant::now();
+    let mut cut_short = false;
     let totals = std::thread::scope(|s| {
         let handles: Vec<_> = workers
             .into_iter()
@@ -127,9 +151,14 @@ pub fn run<D: Sync + ?Sized, W: Workload<D>>(
         barrier.wait();
         started = Instant::now();
         if let Until::Elapsed(d) = until {
-            // Sleep in slices so that a failing thread ends the run early.
+            // Sleep in slices so that a failing thread, or a database about to run out of
+            // room, ends the run early.
             while started.elapsed() < d && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep((d - started.elapsed().min(d)).min(Duration::from_millis(50)));
+                if !room() {
+                    cut_short = true;
+                    break;
+                }
+                std::thread::sleep((d - started.elapsed().min(d)).min(SLICE));
             }
             stop.store(true, Ordering::Relaxed);
         }
@@ -162,5 +191,5 @@ pub fn run<D: Sync + ?Sized, W: Workload<D>>(
     if let Some(e) = failed.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
         return Err(e);
     }
-    Ok(Measurement { elapsed, kinds: totals })
+    Ok(Measurement { elapsed, kinds: totals, cut_short })
 }

@@ -348,7 +348,13 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
             for (s, prop, db, load) in &dbs {
                 let (cpu0, written0) = (crate::cpu::process_cpu_secs(), db.stats().pages_written);
                 let cleaner0 = db.cleaner_stats().unwrap_or_default();
-                let m = harness::run(&tpcb, db, threads, Until::Elapsed(plan.duration))?;
+                let m = harness::run_while(
+                    &tpcb,
+                    db,
+                    threads,
+                    Until::Elapsed(plan.duration),
+                    &mut crate::bench::main_memory_room(db),
+                )?;
                 let cpu = match (cpu0, crate::cpu::process_cpu_secs()) {
                     (Some(a), Some(b)) => b - a,
                     _ => f64::NAN,

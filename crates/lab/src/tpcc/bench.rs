@@ -183,6 +183,9 @@ pub struct BenchRow {
     /// Record-lock requests and waits of the measurement (`LockStats::requests`, `waits`);
     /// `None` without record locks.
     pub locks: Option<(u64, u64)>,
+    /// The measurement stopped before its time: a main-memory pool was about to fill
+    /// ([`crate::bench::main_memory_room`]); `seconds` is the time it ran.
+    pub cut_short: bool,
 }
 
 impl BenchRow {
@@ -232,7 +235,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits";
+load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -264,9 +267,14 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
         dbs.push((config, db, load));
     }
     let mut rows = Vec::new();
+    // Databases whose main-memory pool filled: the data only grows, so they are measured no more.
+    let mut full = vec![false; dbs.len()];
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
-            for (config, db, load) in &dbs {
+            for (i, (config, db, load)) in dbs.iter().enumerate() {
+                if full[i] {
+                    continue;
+                }
                 let log_before = db.log_bytes_appended();
                 let locks_before = db.lock_counts();
                 let m = db.run(&tpcc, threads, Until::Elapsed(plan.duration))?;
@@ -285,12 +293,25 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     load_seconds: *load,
                     log_bytes,
                     locks,
+                    cut_short: m.cut_short,
                 };
+                full[i] = m.cut_short;
+                if m.cut_short && m.elapsed < plan.duration / 4 {
+                    writeln!(
+                        log,
+                        "rep {rep} threads {threads} {}: not counted, the pool filled after {:.2} s",
+                        config.describe(),
+                        row.seconds
+                    )
+                    .map_err(io_err)?;
+                    continue;
+                }
                 writeln!(
                     log,
-                    "rep {rep} threads {threads} {}: {:.0} tx/s",
+                    "rep {rep} threads {threads} {}: {:.0} tx/s{}",
                     config.describe(),
-                    row.tx_per_sec()
+                    row.tx_per_sec(),
+                    cut_note(&row)
                 )
                 .map_err(io_err)?;
                 rows.push(row);
@@ -308,6 +329,34 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     }
     writeln!(log, "consistency conditions 1-4 hold in every database").map_err(io_err)?;
     Ok(rows)
+}
+
+/// What the progress line of a measurement cut short says (nothing for the others).
+fn cut_note(row: &BenchRow) -> String {
+    if row.cut_short {
+        format!(" (cut short after {:.2} s: the main-memory pool was nearly full)", row.seconds)
+    } else {
+        String::new()
+    }
+}
+
+/// The line a table of `plan`'s `rows` adds when measurements were cut short
+/// ([`BenchRow::cut_short`]) or left out because a pool had filled ([`run_bench`]), or `None`
+/// when every measurement ran its full time.
+#[must_use]
+pub fn cut_short_note(plan: &BenchPlan, rows: &[BenchRow]) -> Option<String> {
+    let cut = rows.iter().filter(|r| r.cut_short).count();
+    let planned = plan.configs().len() * plan.threads.len() * plan.repeat as usize;
+    let missing = planned.saturating_sub(rows.len());
+    (cut + missing > 0).then(|| {
+        format!(
+            "{cut} of {planned} measurements stopped early and {missing} were not counted: a main-memory pool \
+             was nearly full (that mode never evicts, so a run stops before it outgrows its pool, and a faster \
+             machine adds more data in the same time). Rates are over the time a run ran (cut_short in the \
+             CSV); a run cut before a quarter of its time is not counted, and a database whose pool filled is \
+             measured no further."
+        )
+    })
 }
 
 /// `x` with `decimals` decimals, or `-` where the configuration has no such figure (`NaN`).
@@ -388,6 +437,9 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
             ""
         }
     )?;
+    if let Some(note) = cut_short_note(plan, rows) {
+        writeln!(out, "{note}")?;
+    }
     if !(plan.runs(EngineName::SwizzleDb) && plan.runs(EngineName::Lmdb)) {
         return Ok(());
     }
@@ -453,6 +505,8 @@ pub struct TpccRow {
     pub lock_requests: Option<u64>,
     /// Lock requests that queued and waited (empty without record locks).
     pub lock_waits: Option<u64>,
+    /// `yes` if the measurement stopped before its time (a main-memory pool about to fill).
+    pub cut_short: &'static str,
 }
 
 impl TpccRow {
@@ -486,6 +540,7 @@ impl TpccRow {
             io: "page-cache",
             lock_requests: r.locks.map(|l| l.0),
             lock_waits: r.locks.map(|l| l.1),
+            cut_short: if r.cut_short { "yes" } else { "no" },
         }
     }
 }

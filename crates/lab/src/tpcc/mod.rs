@@ -61,7 +61,7 @@ use crate::workload::{Outcome, Workload, WorkloadError};
 use random::TpccRng;
 use schema::{check_size, show_key, Field, Record, Scalar, TREES};
 
-pub use bench::{print_table, run_bench, BenchPlan, BenchRow, TpccRow, CSV_COLUMNS};
+pub use bench::{cut_short_note, print_table, run_bench, BenchPlan, BenchRow, TpccRow, CSV_COLUMNS};
 
 /// Districts per warehouse (fixed by the specification).
 pub const DISTRICTS: u32 = 10;
