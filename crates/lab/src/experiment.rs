@@ -160,6 +160,33 @@ impl fmt::Display for Check {
     }
 }
 
+/// The verdict of a claim held at several points (pool sizes, thread counts, settings): every
+/// point is checked, never a median or the best one. ✓ if `ok` holds at every point, ✗ if at
+/// none (or there are no points), ~ otherwise; the reason names the points where it does not
+/// hold (empty for ✓). `points` are `(label, value)`, e.g. `("at 20%", 0.93)`.
+pub fn every_point(points: &[(String, f64)], ok: impl Fn(f64) -> bool) -> (Verdict, String) {
+    let outside: Vec<String> =
+        points.iter().filter(|&&(_, v)| !ok(v)).map(|(label, v)| format!("{v:.2} {label}")).collect();
+    let verdict = if points.is_empty() || outside.len() == points.len() {
+        Verdict::Fails
+    } else if outside.is_empty() {
+        Verdict::Holds
+    } else {
+        Verdict::Partial
+    };
+    let reason = match verdict {
+        Verdict::Holds => String::new(),
+        _ if points.is_empty() => "no point was measured".into(),
+        _ => format!(
+            "outside the tolerance at {} of {} points: {}",
+            outside.len(),
+            points.len(),
+            outside.join(", ")
+        ),
+    };
+    (verdict, reason)
+}
+
 /// Runs `experiment` and writes what it produced: caption, tables and checks on stdout; rows
 /// and charts into `out` if given.
 ///
@@ -198,6 +225,23 @@ pub fn execute<E: Experiment>(experiment: &E, out: Option<&Path>) -> Result<Exit
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_point_is_checked_not_a_median() {
+        use super::{every_point, Verdict};
+        let pts = |v: &[f64]| v.iter().enumerate().map(|(i, &x)| (format!("at {i}"), x)).collect::<Vec<_>>();
+        let band = |v: f64| (0.9..=1.1).contains(&v);
+        assert_eq!(every_point(&pts(&[1.0, 0.95, 1.05]), band), (Verdict::Holds, String::new()));
+        // The median (1.0) is inside the band, but two of three points are not.
+        let (v, reason) = every_point(&pts(&[0.5, 1.0, 1.6]), band);
+        assert_eq!(v, Verdict::Partial);
+        assert!(
+            reason.contains("2 of 3") && reason.contains("0.50 at 0") && reason.contains("1.60 at 2"),
+            "{reason}"
+        );
+        assert_eq!(every_point(&pts(&[0.5, 1.6]), band).0, Verdict::Fails);
+        assert_eq!(every_point(&[], band).0, Verdict::Fails);
+    }
+
     use super::*;
 
     #[test]
