@@ -108,6 +108,56 @@ pub struct Scale {
     pub secs: u32,
 }
 
+/// The prefix of an argument that scales with the machine: `cores:24` stands for the paper's
+/// thread count capped at the cores present (`min(24, cores)`), `cores:1,2,4,8,16,24` for its
+/// sweep cut at them (the counts up to the cores, then the cores themselves where the paper went
+/// further). So every figure runs on any machine, and runs as wide as the machine allows.
+pub const CORES: &str = "cores:";
+
+/// `counts` (the part after [`CORES`]) capped at `cores` as [`CORES`] says, comma-separated;
+/// `None` if `counts` is not a list of positive integers.
+#[must_use]
+pub fn cap_counts(counts: &str, cores: usize) -> Option<String> {
+    let cores = cores.max(1);
+    let paper: Vec<usize> =
+        counts.split(',').map(|c| c.trim().parse().ok().filter(|&n| n > 0)).collect::<Option<_>>()?;
+    let mut ours: Vec<usize> = paper.iter().copied().filter(|&n| n <= cores).collect();
+    if paper.iter().any(|&n| n > cores) && !ours.contains(&cores) {
+        ours.push(cores);
+    }
+    Some(ours.iter().map(usize::to_string).collect::<Vec<_>>().join(","))
+}
+
+impl Scale {
+    /// The arguments on a machine with `cores` cores: every [`CORES`] argument capped.
+    #[must_use]
+    pub fn resolve(&self, cores: usize) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| match a.strip_prefix(CORES) {
+                Some(counts) => cap_counts(counts, cores).unwrap_or_else(|| (*a).to_string()),
+                None => (*a).to_string(),
+            })
+            .collect()
+    }
+
+    /// What scaling with `cores` changed, one item per scaled option: e.g. `--threads: the
+    /// paper's 24, here 2 (2 cores)`; empty where the scale has no [`CORES`] argument.
+    #[must_use]
+    pub fn scaled(&self, cores: usize) -> Vec<String> {
+        let resolved = self.resolve(cores);
+        self.args
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| {
+                let counts = a.strip_prefix(CORES)?;
+                let option = if i > 0 { self.args[i - 1] } else { "" };
+                Some(format!("{option}: the paper's {counts}, here {} ({cores} cores)", resolved[i]))
+            })
+            .collect()
+    }
+}
+
 /// One entry of the report: a figure of a paper, or the figures one command produces.
 #[derive(Copy, Clone, Debug)]
 pub struct Figure {
@@ -145,4 +195,32 @@ pub fn all() -> Vec<Figure> {
         });
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cap_counts, Scale};
+
+    #[test]
+    fn thread_counts_are_the_papers_capped_at_the_cores() {
+        assert_eq!(cap_counts("24", 2).as_deref(), Some("2"));
+        assert_eq!(cap_counts("24", 32).as_deref(), Some("24"));
+        assert_eq!(cap_counts("1,2,4,8,16,24", 2).as_deref(), Some("1,2"));
+        assert_eq!(cap_counts("1,2,4,8,16,24", 16).as_deref(), Some("1,2,4,8,16"));
+        // A sweep that went further than the cores ends at the cores.
+        assert_eq!(cap_counts("1,2,4,8,16,24", 12).as_deref(), Some("1,2,4,8,12"));
+        assert_eq!(cap_counts("1,4", 3).as_deref(), Some("1,3"));
+        assert_eq!(cap_counts("8", 0).as_deref(), Some("1"), "a machine has at least one core");
+        assert_eq!(cap_counts("x", 4), None);
+        assert_eq!(cap_counts("0", 4), None);
+    }
+
+    #[test]
+    fn a_scale_resolves_and_reports_its_scaled_options() {
+        let s = Scale { args: &["experiment", "x", "--threads", "cores:1,2,24", "--duration", "1"], secs: 1 };
+        assert_eq!(s.resolve(4), ["experiment", "x", "--threads", "1,2,4", "--duration", "1"]);
+        assert_eq!(s.scaled(4), ["--threads: the paper's 1,2,24, here 1,2,4 (4 cores)"]);
+        let plain = Scale { args: &["experiment", "x"], secs: 1 };
+        assert!(plain.scaled(4).is_empty());
+    }
 }

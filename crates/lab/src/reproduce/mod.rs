@@ -98,6 +98,11 @@ pub struct ReproduceArgs {
     /// Print the figures that would run, their commands and estimated time, and stop
     #[arg(long)]
     pub list: bool,
+    /// Cores the figures' thread counts are capped at: each figure runs the paper's thread
+    /// counts, or as many as there are cores where the paper used more [default: the cores of
+    /// this machine]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub cores: Option<u16>,
 }
 
 impl ReproduceArgs {
@@ -112,6 +117,18 @@ impl ReproduceArgs {
             ScaleName::Quick
         }
     }
+
+    /// The cores thread counts are capped at: `--cores`, else the machine's.
+    #[must_use]
+    pub fn cores(&self) -> usize {
+        self.cores.map_or_else(machine_cores, usize::from)
+    }
+}
+
+/// The cores this process may run on.
+#[must_use]
+pub fn machine_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 
 /// `DIR/reproduce.json`: what the run is.
@@ -154,6 +171,10 @@ pub struct FigureRun {
     pub seconds: f64,
     /// The command, as a shell would take it.
     pub command: String,
+    /// What was scaled to the machine: e.g. `--threads: the paper's 24, here 2 (2 cores)`
+    /// ([`figures::Scale::scaled`]).
+    #[serde(default)]
+    pub scaled: Vec<String>,
 }
 
 /// Selects figures by `--only` items: a paper, `paper:figure` or a figure id.
@@ -242,12 +263,14 @@ pub fn shell_words<'a>(args: impl IntoIterator<Item = &'a str>) -> String {
         .join(" ")
 }
 
-/// The command that regenerates figure `f` at `scale` into `dir`.
+/// The command that regenerates figure `f` at `scale` into `dir` on a machine with `cores`
+/// cores.
 #[must_use]
-pub fn command_of(f: &Figure, scale: ScaleName, dir: &Path) -> String {
+pub fn command_of(f: &Figure, scale: ScaleName, cores: usize, dir: &Path) -> String {
     let out = dir.join(f.id).display().to_string();
+    let args = scale.of(f).resolve(cores);
     let mut words = vec!["swizzledb"];
-    words.extend(scale.of(f).args);
+    words.extend(args.iter().map(String::as_str));
     words.push("--out");
     words.push(&out);
     shell_words(words)
@@ -262,13 +285,14 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
     let all = figures::all();
     let chosen = select(&all, &args.only)?;
     let scale = args.scale();
+    let cores = args.cores();
     if args.list {
         let mut total = 0;
         for f in &chosen {
             let s = scale.of(f);
             total += s.secs;
             let out = args.out.clone().unwrap_or_else(|| PathBuf::from("DIR"));
-            println!("{:<24} ~{:>5} s  {}", f.id, s.secs, command_of(f, scale, &out));
+            println!("{:<24} ~{:>5} s  {}", f.id, s.secs, command_of(f, scale, cores, &out));
         }
         println!("{} figures, about {} min {} s at --{}", chosen.len(), total / 60, total % 60, scale.key());
         return Ok(ExitCode::SUCCESS);
@@ -303,7 +327,7 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
     for (i, f) in todo.iter().enumerate() {
         bar.set_message(f.id.to_string());
         let est = u64::from(scale.of(f).secs.max(1));
-        let run = run_figure(f, scale, dir, program, &scratch, |elapsed| {
+        let run = run_figure(f, scale, cores, dir, program, &scratch, |elapsed| {
             bar.set_position(done_secs + elapsed.as_secs().min(est.saturating_sub(1)));
         })?;
         done_secs += est;
@@ -439,6 +463,7 @@ pub fn read_run(dir: &Path, id: &str) -> Option<FigureRun> {
 fn run_figure(
     f: &Figure,
     scale: ScaleName,
+    cores: usize,
     dir: &Path,
     program: &Path,
     scratch: &Path,
@@ -453,7 +478,7 @@ fn run_figure(
     let stderr = fs::File::create(fig_dir.join("stderr.txt"))?;
     let start = Instant::now();
     let spawned = Command::new(program)
-        .args(scale.of(f).args)
+        .args(scale.of(f).resolve(cores))
         .arg("--out")
         .arg(&fig_dir)
         // Each command's temporary databases go to its default, the system temp directory.
@@ -482,7 +507,8 @@ fn run_figure(
         status: if exit_code == Some(0) { RunStatus::Ok } else { RunStatus::Failed },
         exit_code,
         seconds: start.elapsed().as_secs_f64(),
-        command: command_of(f, scale, dir),
+        command: command_of(f, scale, cores, dir),
+        scaled: scale.of(f).scaled(cores),
     };
     write_atomic(&fig_dir.join("figure.json"), &serde_json::to_vec_pretty(&run)?)?;
     Ok(run)

@@ -350,6 +350,9 @@ fn figure_html(h: &mut String, r: &FigureReport, run_commit: &str) {
     if let Some(c) = command {
         let _ = writeln!(h, "<p class=\"command\"><b>Regenerate:</b> <code>{}</code></p>", esc(&c));
     }
+    for scaled in r.run.iter().flat_map(|x| &x.scaled) {
+        let _ = writeln!(h, "<p class=\"scaled\"><b>Scaled to this machine:</b> {}</p>", esc(scaled));
+    }
     if !r.files.is_empty() {
         let links: Vec<String> = r
             .files
@@ -401,6 +404,7 @@ mod tests {
             exit_code: Some(if status == RunStatus::Ok { 0 } else { 1 }),
             seconds: 1.0,
             command: format!("swizzledb x --out out/{id}"),
+            scaled: vec![format!("--threads: the paper's 24, here 2 (2 cores) for {id}")],
         };
         fs::write(d.join("figure.json"), serde_json::to_vec(&run).unwrap()).unwrap();
     }
@@ -426,6 +430,11 @@ mod tests {
         assert!(html.contains("two cores &lt;not eight&gt;"), "reasons are escaped");
         assert!(html.contains("a &lt;table&gt; &amp; more"), "tables are escaped");
         assert!(html.contains(&format!("swizzledb x --out out/{a}")));
+        let scaled = html.split("Scaled to this machine:</b> ").nth(1).unwrap_or_default();
+        assert!(
+            scaled.starts_with("--threads: the paper")
+                && scaled.contains(&format!("here 2 (2 cores) for {a}"))
+        );
         assert!(html.contains("the run failed (exit code 1)"));
         assert!(html.contains("<pre class=\"stderr\">boom</pre>"));
         assert!(html.contains("not run yet"), "figures without a run say so");

@@ -134,7 +134,7 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             quick: Scale {
                 args: &[
-                    "bench", "emulator", "--threads", "2", "--compute-us", "1,3,6", "--variant",
+                    "bench", "emulator", "--threads", "cores:16", "--compute-us", "1,3,6", "--variant",
                     "lru,distlock,batching,bat-pref,bp-distlock,prim", "--data-pages", "2M", "--buffer-pages",
                     "200000", "--duration", "0.25", "--warmup", "0.05", "--repeat", "1",
                 ],
@@ -142,7 +142,7 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             full: Scale {
                 args: &[
-                    "bench", "emulator", "--threads", "2", "--compute-us", "1,2,3,4,5,6", "--duration", "2",
+                    "bench", "emulator", "--threads", "cores:16", "--compute-us", "1,2,3,4,5,6", "--duration", "2",
                     "--repeat", "3",
                 ],
                 secs: 450,

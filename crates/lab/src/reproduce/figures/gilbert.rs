@@ -46,11 +46,11 @@ pub(super) fn figures() -> Vec<Figure> {
                 secs: 8,
             },
             quick: Scale {
-                args: &["experiment", "gilbert-pools", "--warehouses", "1", "--fractions", "1.85%,3.7%,7.6%,15.1%,25%,50%", "--duration", "1", "--repeat", "1", "--direct-io"],
+                args: &["experiment", "gilbert-pools", "--warehouses", "1", "--threads", "cores:8", "--fractions", "1.85%,3.7%,7.6%,15.1%,25%,50%", "--duration", "1", "--repeat", "1", "--direct-io"],
                 secs: 50,
             },
             full: Scale {
-                args: &["experiment", "gilbert-pools", "--warehouses", "20", "--threads", "2", "--duration", "30", "--repeat", "3", "--direct-io"],
+                args: &["experiment", "gilbert-pools", "--warehouses", "20", "--threads", "cores:8", "--duration", "30", "--repeat", "3", "--direct-io"],
                 secs: 7800,
             },
         },
@@ -88,11 +88,11 @@ pub(super) fn figures() -> Vec<Figure> {
                 secs: 5,
             },
             quick: Scale {
-                args: &["experiment", "gilbert-fix-time", "--warehouses", "1", "--fractions", "3.7%,150%", "--duration", "1.5", "--repeat", "2", "--direct-io"],
+                args: &["experiment", "gilbert-fix-time", "--warehouses", "1", "--threads", "cores:8", "--fractions", "3.7%,150%", "--duration", "1.5", "--repeat", "2", "--direct-io"],
                 secs: 18,
             },
             full: Scale {
-                args: &["experiment", "gilbert-fix-time", "--warehouses", "20", "--threads", "2", "--fractions", "3.7%,150%", "--duration", "60", "--repeat", "3", "--direct-io"],
+                args: &["experiment", "gilbert-fix-time", "--warehouses", "20", "--threads", "cores:8", "--fractions", "3.7%,150%", "--duration", "60", "--repeat", "3", "--direct-io"],
                 secs: 1200,
             },
         },
@@ -108,11 +108,11 @@ pub(super) fn figures() -> Vec<Figure> {
                 secs: 4,
             },
             quick: Scale {
-                args: &["experiment", "gilbert-long-run", "--warehouses", "1", "--fractions", "25%,100%", "--duration", "4", "--sample", "1", "--direct-io"],
+                args: &["experiment", "gilbert-long-run", "--warehouses", "1", "--threads", "cores:8", "--fractions", "25%,100%", "--duration", "4", "--sample", "1", "--direct-io"],
                 secs: 20,
             },
             full: Scale {
-                args: &["experiment", "gilbert-long-run", "--warehouses", "20", "--threads", "2", "--fractions", "25%,100%", "--duration", "3000", "--sample", "30", "--direct-io"],
+                args: &["experiment", "gilbert-long-run", "--warehouses", "20", "--threads", "cores:8", "--fractions", "25%,100%", "--duration", "3000", "--sample", "30", "--direct-io"],
                 secs: 12500,
             },
         },
@@ -196,10 +196,11 @@ mod tests {
     fn every_scale_parses() {
         use clap::Parser;
         for f in figures() {
-            for s in [f.tiny, f.quick, f.full] {
-                let args = std::iter::once("swizzledb").chain(s.args[1..].iter().copied());
+            for (s, cores) in [f.tiny, f.quick, f.full].into_iter().flat_map(|s| [1, 2, 64].map(|c| (s, c))) {
+                let resolved = s.resolve(cores);
+                let args = std::iter::once("swizzledb").chain(resolved[1..].iter().map(String::as_str));
                 if let Err(e) = Cli::try_parse_from(args) {
-                    panic!("{}: {:?}: {e}", f.id, s.args);
+                    panic!("{} on {cores} cores: {resolved:?}: {e}", f.id);
                 }
             }
         }

@@ -23,12 +23,15 @@ pub(super) fn figures() -> Vec<Figure> {
             quick: Scale {
                 args: &[
                     "experiment", "graefe-fig10", "--direct-io", "--pool", "16MiB", "--max-factor", "4",
-                    "--duration", "0.4", "--warmup", "0.1", "--repeat", "2",
+                    "--duration", "0.4", "--warmup", "0.1", "--repeat", "2", "--threads", "cores:24",
                 ],
                 secs: 20,
             },
             full: Scale {
-                args: &["experiment", "graefe-fig10", "--direct-io", "--duration", "2", "--repeat", "3"],
+                args: &[
+                    "experiment", "graefe-fig10", "--direct-io", "--duration", "2", "--repeat", "3", "--threads",
+                    "cores:24",
+                ],
                 secs: 600,
             },
         },
@@ -41,8 +44,14 @@ pub(super) fn figures() -> Vec<Figure> {
                     out-perform the traditional buffer pool.",
             io: Io::None,
             tiny: Scale { args: &["experiment", "graefe-fig12", "--records", "12000", "--repeat", "1"], secs: 2 },
-            quick: Scale { args: &["experiment", "graefe-fig12", "--records", "300000", "--repeat", "3"], secs: 4 },
-            full: Scale { args: &["experiment", "graefe-fig12", "--records", "6000000", "--repeat", "5"], secs: 195 },
+            quick: Scale {
+                args: &["experiment", "graefe-fig12", "--records", "300000", "--repeat", "3", "--threads", "cores:24"],
+                secs: 4,
+            },
+            full: Scale {
+                args: &["experiment", "graefe-fig12", "--records", "6000000", "--repeat", "5", "--threads", "cores:24"],
+                secs: 195,
+            },
         },
         Figure {
             id: "graefe-fig13",
@@ -96,13 +105,13 @@ pub(super) fn figures() -> Vec<Figure> {
             quick: Scale {
                 args: &[
                     "experiment", "graefe-fig14", "--warehouses", "1", "--items", "20000", "--customers", "600",
-                    "--duration", "1", "--repeat", "2",
+                    "--duration", "1", "--repeat", "2", "--threads", "cores:12",
                 ],
                 secs: 30,
             },
             full: Scale {
                 args: &[
-                    "experiment", "graefe-fig14", "--warehouses", "4", "--threads", "1,2", "--duration", "5",
+                    "experiment", "graefe-fig14", "--warehouses", "4", "--threads", "cores:1,12", "--duration", "5",
                     "--repeat", "3",
                 ],
                 secs: 600,
@@ -138,8 +147,13 @@ mod tests {
             for s in [f.tiny, f.quick, f.full] {
                 assert_eq!(s.args.first(), Some(&"experiment"), "{}", f.id);
                 assert_eq!(s.args.get(1), Some(&f.id), "{}: one name per experiment", f.id);
-                if let Err(e) = Cmd::try_parse_from(std::iter::once("x").chain(s.args[1..].iter().copied())) {
-                    panic!("{}: {:?}: {e}", f.id, s.args);
+                for cores in [1, 2, 64] {
+                    let resolved = s.resolve(cores);
+                    if let Err(e) = Cmd::try_parse_from(
+                        std::iter::once("x").chain(resolved[1..].iter().map(String::as_str)),
+                    ) {
+                        panic!("{} on {cores} cores: {resolved:?}: {e}", f.id);
+                    }
                 }
                 assert_eq!(s.args.contains(&"--direct-io"), f.io == Io::Direct, "{}", f.id);
                 assert!(!s.args.contains(&"--out"), "reproduce adds --out");
