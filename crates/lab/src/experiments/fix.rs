@@ -227,16 +227,7 @@ impl Experiment for Fix {
         }
         if let (Some(s), Some(mm)) = (med(PoolMode::Swizzling, "shared"), med(PoolMode::MainMemory, "shared"))
         {
-            let v = s / mm;
-            checks.push(
-                Check::new(
-                    "fix: swizzling / main-memory ns per shared hit, an isolated hit loop",
-                    "about equal (Graefe 2014: swizzling reaches main-memory speed while the data fits); within 1.5 counts",
-                    format!("{v:.2}"),
-                    Verdict::of(v <= 1.5),
-                )
-                .because("the remaining difference is the replacement policy's hit hook"),
-            );
+            checks.push(swizzling_vs_main_memory(s / mm));
         }
         checks
     }
@@ -248,6 +239,33 @@ impl Experiment for Fix {
     fn charts(&self, samples: &Vec<FixSample>) -> Vec<(String, Chart)> {
         vec![(Self::NAME.to_string(), fix_chart(&self.cfg, samples))]
     }
+}
+
+/// Graefe et al. 2014, Fig. 10: with the data in memory, swizzling's lookups are 1-3% slower
+/// than main-memory's, i.e. this many times its time per operation.
+const MAIN_MEMORY_PAPER: (f64, f64) = (1.01, 1.03);
+/// How far outside [`MAIN_MEMORY_PAPER`] a ratio may fall: a loop of a few tens of nanoseconds
+/// on a shared 2-core machine moves by this much between runs of one build.
+const MAIN_MEMORY_TOLERANCE: f64 = 0.10;
+
+/// The check of swizzling / main-memory ns per shared hit, `v` the ratio of the medians: ✓
+/// within [`MAIN_MEMORY_TOLERANCE`] of the paper's 1.01-1.03 on either side, ✗ otherwise.
+fn swizzling_vs_main_memory(v: f64) -> Check {
+    let (lo, hi) = MAIN_MEMORY_PAPER;
+    let (min, max) = (lo - MAIN_MEMORY_TOLERANCE, hi + MAIN_MEMORY_TOLERANCE);
+    Check::new(
+        "fix: swizzling / main-memory ns per shared hit, an isolated hit loop",
+        format!(
+            "{lo:.2}-{hi:.2} (Graefe 2014, Fig. 10: swizzling within 1-3% of main-memory, lookups with \
+             the data in memory); within ±{MAIN_MEMORY_TOLERANCE:.2} counts: {min:.2}-{max:.2}"
+        ),
+        format!("{v:.2} (children of the root, all resident, one thread)"),
+        Verdict::of((min..=max).contains(&v)),
+    )
+    .because(format!(
+        "tolerance: ±{MAIN_MEMORY_TOLERANCE:.2} for a noisy machine; the paper's figure is a whole lookup's, ours \
+         one fix, where the difference left is the replacement policy's hit hook"
+    ))
 }
 
 /// The fix() chart: ns per fix in each repetition, one line per mode and latch mode.
@@ -280,5 +298,25 @@ pub fn fix_chart(cfg: &Config, samples: &[crate::experiments::fix::FixSample]) -
         note: Some(format!("children of the root of a {}-record tree, all resident", thousands(cfg.records))),
         vline: None,
         marks: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Swizzling's hit is held to Graefe's 1-3% behind main-memory, ±0.10: the old check
+    /// accepted anything up to 1.5x main-memory's time.
+    #[test]
+    fn swizzling_hit_is_held_to_the_papers_one_to_three_percent() {
+        for v in [0.95, 1.02, 1.12] {
+            assert_eq!(swizzling_vs_main_memory(v).verdict, Verdict::Holds, "{v}");
+        }
+        for v in [0.85, 1.2, 1.4] {
+            assert_eq!(swizzling_vs_main_memory(v).verdict, Verdict::Fails, "{v}");
+        }
+        let c = swizzling_vs_main_memory(1.4);
+        assert!(c.paper.starts_with("1.01-1.03") && c.paper.ends_with("0.91-1.13"), "{}", c.paper);
+        assert!(c.ours.starts_with("1.40"), "{}", c.ours);
     }
 }

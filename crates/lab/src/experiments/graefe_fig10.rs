@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use swizzledb::{PolicySpec, PoolMode};
 
-use crate::experiment::{self, Check, Experiment, Verdict};
+use crate::experiment::{self, every_point, Check, Experiment, Verdict};
 use crate::experiments::common::{base_config, measure_points, points, print_points, Common, Outcome};
 use crate::harness::buffer::ModeResult;
 use crate::harness::buffer::{Config, RECORD_BYTES};
@@ -16,6 +16,7 @@ use crate::harness::buffer_report::{self as report};
 use crate::harness::buffer_report::{median_at, median_of, ratio_over};
 use crate::plot::Chart;
 use crate::progress::Progress;
+use crate::stats::ratio;
 use crate::text::{bytes, thousands, write_aligned};
 use crate::units::{self, Sweep, SweepVar};
 use crate::{plot, text, Usage};
@@ -193,6 +194,28 @@ const MATCH_TOLERANCE: f64 = 0.05;
 /// main-memory 41% to 68% above traditional.
 const TRADITIONAL_PAPER: (f64, f64) = (1.0 / 1.68, 1.0 / 1.41);
 
+/// Fig. 11 beyond the pool: swizzling / traditional lookups/s "slightly below 1" (the paper
+/// gives no number); the tolerance reads "slightly" as at most 10% below, and not above 1.
+const SLIGHTLY_BELOW: (f64, f64) = (0.90, 1.00);
+
+/// The check of Fig. 11's swizzling / traditional lookups/s, `points` the ratio of the two
+/// modes' medians at each database size at least twice the pool: ✓ if every one is within
+/// [`SLIGHTLY_BELOW`], ~ if some are, ✗ if none ([`every_point`]); `io` says how misses were read.
+fn fig11_slightly_below(points: &[(String, f64)], io: &str) -> Check {
+    let (lo, hi) = SLIGHTLY_BELOW;
+    let (verdict, outside) = every_point(points, |v| (lo..=hi).contains(&v));
+    let each: Vec<String> = points.iter().map(|(size, v)| format!("{v:.2} {size}")).collect();
+    let tolerance = format!("tolerance: {lo:.2}-{hi:.2} at every size with data >= 2 x pool");
+    Check::new(
+        "Fig. 11, data beyond the pool: swizzling / traditional lookups/s",
+        "direction only: slightly below 1 (\"deteriorate quite similarly\", swizzling un-swizzles \
+         victims), O_DIRECT, 2-10x the pool",
+        format!("{}, {io}", each.join(", ")),
+        verdict,
+    )
+    .because(if outside.is_empty() { tolerance } else { format!("{tolerance}; {outside}") })
+}
+
 /// The paper's claims of Figs. 10 and 11 held against the medians of each point: in memory
 /// (data at most half the pool) and beyond the pool (data at least twice the pool).
 #[must_use]
@@ -243,27 +266,16 @@ pub fn fig10_checks(configs: &[Config], points: &[Vec<ModeResult>]) -> Vec<Check
             .because(reason),
         );
     }
-    if let Some(v) = ratio_over(&pairs, PoolMode::Swizzling, PoolMode::Traditional, beyond) {
-        let verdict = if (0.85..=1.05).contains(&v) {
-            Verdict::Holds
-        } else if (0.75..=1.33).contains(&v) {
-            Verdict::Partial
-        } else {
-            Verdict::Fails
-        };
-        checks.push(
-            Check::new(
-                "Fig. 11, data beyond the pool: swizzling / traditional lookups/s",
-                "slightly below 1 (\"deteriorate quite similarly\", swizzling un-swizzles victims), \
-                 O_DIRECT, 2-10x the pool",
-                format!("{v:.2}, {io}, median over the points with data >= 2 x pool"),
-                verdict,
-            )
-            .because(
-                "the paper gives no number: ✓ within 0.85-1.05, ~ within 0.75-1.33 (alike but not slightly \
-                 below)",
-            ),
-        );
+    let swz_trad: Vec<(String, f64)> = pairs
+        .iter()
+        .filter(|(c, _)| beyond(c))
+        .filter_map(|(c, p)| {
+            let v = ratio(median_at(p, PoolMode::Swizzling)?, median_at(p, PoolMode::Traditional)?)?;
+            Some((format!("at {}", bytes(data(c))), v))
+        })
+        .collect();
+    if !swz_trad.is_empty() {
+        checks.push(fig11_slightly_below(&swz_trad, io));
     }
     // Graceful but significant degradation: each buffered mode's throughput at the largest
     // point against its own in memory.
@@ -374,5 +386,23 @@ mod tests {
             assert!(checks.iter().any(|c| c.what.starts_with(what)), "no check {what}: {checks:#?}");
         }
         assert!(checks.iter().all(|c| !c.paper.is_empty() && !c.ours.is_empty() && !c.reason.is_empty()));
+    }
+
+    /// Fig. 11's "slightly below 1" is held at every size beyond the pool, within 0.90-1.00: the
+    /// old check took the median over the sizes and passed up to 1.05 (0.75-1.33 as ~), so 1.04
+    /// and a median hiding a size at 1.30 both held.
+    #[test]
+    fn fig11_is_slightly_below_one_at_every_size() {
+        let pts =
+            |v: &[f64]| v.iter().enumerate().map(|(i, &x)| (format!("at {i} MiB"), x)).collect::<Vec<_>>();
+        let c = fig11_slightly_below(&pts(&[0.95, 0.97, 0.92]), "direct I/O");
+        assert_eq!(c.verdict, Verdict::Holds, "{c}");
+        assert_eq!(c.ours, "0.95 at 0 MiB, 0.97 at 1 MiB, 0.92 at 2 MiB, direct I/O");
+        assert!(c.paper.starts_with("direction only"), "{}", c.paper);
+        assert_eq!(fig11_slightly_below(&pts(&[1.04, 1.04]), "direct I/O").verdict, Verdict::Fails);
+        let c = fig11_slightly_below(&pts(&[0.95, 0.96, 1.30]), "direct I/O");
+        assert_eq!(c.verdict, Verdict::Partial);
+        assert!(c.reason.contains("1.30 at 2 MiB"), "{}", c.reason);
+        assert_eq!(fig11_slightly_below(&pts(&[0.80]), "direct I/O").verdict, Verdict::Fails);
     }
 }
