@@ -156,6 +156,31 @@ fn miss_ratio(s: &Stats) -> Option<f64> {
     (fixes > 0).then(|| s.misses as f64 / fixes as f64)
 }
 
+/// Swizzling / traditional throughput at `fraction`: the median over the samples of the ratio of
+/// the two databases' sample `k` (which ran back to back, in turns). The median, not the best
+/// sample or the whole run's total, so that one sample disturbed by the machine does not decide;
+/// `None` without a pair.
+fn paired_median(rows: &[LongRunRow], fraction: f64) -> Option<f64> {
+    let of = |mode: PoolMode, sample: u32| {
+        rows.iter().find(|r| r.mode == mode.name() && r.pool_fraction == fraction && r.sample == sample)
+    };
+    let ratios: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.mode == PoolMode::Swizzling.name() && r.pool_fraction == fraction)
+        .filter_map(|swz| stats::ratio(swz.tx_per_sec, of(PoolMode::Traditional, swz.sample)?.tx_per_sec))
+        .collect();
+    stats::median(&ratios)
+}
+
+/// `4 s`, `90 s`, `5 min`, `50 min`.
+fn duration(secs: f64) -> String {
+    if secs < 120.0 {
+        format!("{secs:.0} s")
+    } else {
+        format!("{:.0} min", secs / 60.0)
+    }
+}
+
 impl LongRun {
     /// Transactions per second of (mode, fraction) over samples `from..to` (all transactions in
     /// them over their time).
@@ -290,38 +315,46 @@ impl Experiment for LongRun {
         if !(self.modes.contains(&Swizzling) && self.modes.contains(&Traditional)) {
             return Vec::new();
         }
-        let ratios: Vec<f64> = self
+        let points: Vec<(String, f64)> = self
             .fractions
             .iter()
-            .filter_map(|&f| {
-                stats::ratio(
-                    self.rate(&r.rows, Swizzling, f, 0, self.samples)?,
-                    self.rate(&r.rows, Traditional, f, 0, self.samples)?,
-                )
-            })
+            .filter_map(|&f| Some((format!("at {:.0}%", f * 100.0), paired_median(&r.rows, f)?)))
             .collect();
-        let Some(best) = ratios.iter().copied().reduce(f64::max) else { return Vec::new() };
-        let ok = (1.0..=1.25).contains(&best);
+        if points.is_empty() {
+            return Vec::new();
+        }
+        let (verdict, outside) = experiment::every_point(&points, |v| (1.0..=1.25).contains(&v));
+        let secs = f64::from(self.samples) * self.sample.as_secs_f64();
+        let length = format!(
+            "{} samples of {} s per database, {} in all",
+            self.samples,
+            self.sample.as_secs_f64(),
+            duration(secs)
+        );
         vec![Check::new(
-            "Fig. 2.12: swizzling / traditional throughput over a long run, best pool size",
-            "up to 1.18 in 50-minute runs, 100 warehouses, 8 terminals (one run per size); 1.00 to 1.25 counts",
+            format!("Fig. 2.12: swizzling / traditional throughput at every pool size, runs of {}", duration(secs)),
+            "up to 1.18 in 50-minute runs, 100 warehouses, 8 terminals (one run per size); 1.00 to 1.25 at every size counts",
             format!(
-                "{best:.2} (sizes: {}; {} samples of {} s, {} warehouses, {} thread(s))",
-                ratios.iter().map(|v| format!("{v:.2}")).collect::<Vec<_>>().join(", "),
-                self.samples,
-                self.sample.as_secs_f64(),
+                "{} (median of the paired samples; {length}, {} warehouses, {} thread(s))",
+                points.iter().map(|(at, v)| format!("{v:.2} {at}")).collect::<Vec<_>>().join(", "),
                 self.config.warehouses,
                 self.threads
             ),
-            Verdict::of(ok),
+            verdict,
         )
-        .because(if ok {
-            "within the tolerance; one long run per size, as in the thesis, so a single ratio carries the run's noise"
-        } else if best > 1.25 {
-            "swizzling ahead by more than the thesis measured"
-        } else {
-            "swizzling not ahead at any size"
-        })]
+        .because(format!(
+            "{}; {}",
+            if verdict == Verdict::Holds { "within the tolerance at every size" } else { outside.as_str() },
+            if secs < 50.0 * 60.0 {
+                format!(
+                    "our runs lasted {} per database against the thesis's 50 minutes, in which the gain appeared \
+                     (its 10-minute runs showed none, Fig. 2.3)",
+                    duration(secs)
+                )
+            } else {
+                "runs as long as the thesis's 50 minutes".to_string()
+            }
+        ))]
     }
 
     fn rows(&self, r: &Results) -> Vec<LongRunRow> {
@@ -367,5 +400,74 @@ impl Experiment for LongRun {
                 marks: None,
             },
         )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(fractions: &[f64], samples: u32) -> LongRun {
+        LongRun {
+            config: TpccConfig::tiny(1),
+            fractions: fractions.to_vec(),
+            modes: vec![PoolMode::Traditional, PoolMode::Swizzling],
+            policy: PolicySpec::default(),
+            threads: 1,
+            samples,
+            sample: Duration::from_secs(1),
+            direct_io: false,
+            dir: std::env::temp_dir(),
+        }
+    }
+
+    /// Sample `sample` of one database: `tx` transactions in one second.
+    fn row(mode: PoolMode, fraction: f64, sample: u32, tx: u64) -> LongRunRow {
+        LongRunRow {
+            mode: mode.name(),
+            pool_fraction: fraction,
+            sample,
+            seconds: 1.0,
+            transactions: tx,
+            tx_per_sec: tx as f64,
+            ..LongRunRow::default()
+        }
+    }
+
+    /// Swizzling 0.80 of traditional at 25% and 1.15 at 100%, in each of 4 one-second samples:
+    /// the old check took the best size (1.15, ✓); every size is judged now, so 25% is named
+    /// and the verdict is ~. The text says how long the runs were, not "a long run".
+    #[test]
+    fn every_pool_size_is_judged_not_the_best_one() {
+        let p = plan(&[0.25, 1.0], 4);
+        let mut rows = Vec::new();
+        for sample in 0..4 {
+            rows.push(row(PoolMode::Traditional, 0.25, sample, 1000));
+            rows.push(row(PoolMode::Swizzling, 0.25, sample, 800));
+            rows.push(row(PoolMode::Traditional, 1.0, sample, 2000));
+            rows.push(row(PoolMode::Swizzling, 1.0, sample, 2300));
+        }
+        let checks = p.checks(&Results { rows, data_bytes: 1 << 20 });
+        let [c] = &checks[..] else { panic!("{checks:#?}") };
+        assert_eq!(c.verdict, Verdict::Partial, "{c}");
+        assert!(c.ours.starts_with("0.80 at 25%, 1.15 at 100%"), "{c}");
+        assert!(c.ours.contains("4 samples of 1 s per database, 4 s in all"), "{c}");
+        assert!(c.reason.contains("1 of 2 points: 0.80 at 25%"), "{c}");
+        assert!(c.reason.contains("4 s per database against the thesis's 50 minutes"), "{c}");
+        assert!(!c.what.contains("long run"), "{c}");
+    }
+
+    /// One disturbed sample (swizzling 3x ahead) among five at 1.10 does not decide: the median
+    /// of the paired samples is 1.10, where the whole run's total would give 1.48.
+    #[test]
+    fn one_disturbed_sample_does_not_decide() {
+        let mut rows = Vec::new();
+        for sample in 0..5 {
+            rows.push(row(PoolMode::Traditional, 0.5, sample, 1000));
+            rows.push(row(PoolMode::Swizzling, 0.5, sample, if sample == 2 { 3000 } else { 1100 }));
+        }
+        assert!((paired_median(&rows, 0.5).unwrap() - 1.1).abs() < 1e-12);
+        assert_eq!(paired_median(&rows, 0.25), None);
+        assert_eq!((duration(4.0), duration(3000.0)), ("4 s".to_string(), "50 min".to_string()));
     }
 }
