@@ -1,5 +1,10 @@
 //! Lersch 2015: decoupled checkpoints (Figs. 5.1-5.4), the decoupled page cleaner (Figs.
 //! 5.5-5.8) and instant restart from the log archive (Sec. 4.4, no figure in the thesis).
+//!
+//! Each sweep's intervals are shorter than its runs at every scale (a test below says so): an
+//! interval as long as the run never comes round while it is measured, so that point would show
+//! nothing of the swept setting. The thesis swept the cleaner to 100 s in 15-minute runs; `--full`
+//! stops at 10 s in 30-second runs.
 
 use super::{Figure, Io, Paper, Scale};
 
@@ -15,11 +20,11 @@ pub(super) fn figures() -> Vec<Figure> {
                     threads, log on its own SSD; the thesis gives no numbers).",
             io: Io::PageCache,
             tiny: Scale {
-                args: &["experiment", "lersch-checkpoints", "--intervals", "1,1000", "--branches", "1", "--threads", "1", "--duration", "0.3", "--repeat", "1"],
-                secs: 4,
+                args: &["experiment", "lersch-checkpoints", "--intervals", "1,1000", "--branches", "1", "--threads", "1", "--duration", "1.2", "--repeat", "1"],
+                secs: 8,
             },
             quick: Scale {
-                args: &["experiment", "lersch-checkpoints", "--intervals", "1,1000,10000", "--duration", "2", "--repeat", "1"],
+                args: &["experiment", "lersch-checkpoints", "--intervals", "1,100,1000", "--duration", "2", "--repeat", "1"],
                 secs: 19,
             },
             full: Scale {
@@ -36,11 +41,11 @@ pub(super) fn figures() -> Vec<Figure> {
                     and classical ones the same pattern as on SSD; both use more CPU than with the log on SSD.",
             io: Io::PageCache,
             tiny: Scale {
-                args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,1000", "--branches", "1", "--threads", "1", "--duration", "0.3", "--repeat", "1"],
-                secs: 4,
+                args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,1000", "--branches", "1", "--threads", "1", "--duration", "1.2", "--repeat", "1"],
+                secs: 8,
             },
             quick: Scale {
-                args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,1000,10000", "--duration", "2", "--repeat", "1"],
+                args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,100,1000", "--duration", "2", "--repeat", "1"],
                 secs: 18,
             },
             full: Scale {
@@ -59,16 +64,16 @@ pub(super) fn figures() -> Vec<Figure> {
                     gives no numbers).",
             io: Io::PageCache,
             tiny: Scale {
-                args: &["experiment", "lersch-cleaner", "--intervals", "1,1000", "--branches", "1", "--threads", "1", "--duration", "0.3", "--repeat", "1"],
+                args: &["experiment", "lersch-cleaner", "--intervals", "1,100", "--branches", "1", "--threads", "1", "--duration", "0.3", "--repeat", "1"],
                 secs: 4,
             },
             quick: Scale {
-                args: &["experiment", "lersch-cleaner", "--intervals", "1,100,10000", "--duration", "2", "--repeat", "1"],
+                args: &["experiment", "lersch-cleaner", "--intervals", "1,100,1000", "--duration", "2", "--repeat", "1"],
                 secs: 23,
             },
             full: Scale {
-                args: &["experiment", "lersch-cleaner", "--intervals", "1,10,100,1000,10000,100000", "--duration", "30", "--repeat", "3"],
-                secs: 1_100,
+                args: &["experiment", "lersch-cleaner", "--intervals", "1,10,100,1000,10000", "--duration", "30", "--repeat", "3"],
+                secs: 920,
             },
         },
         Figure {
@@ -82,16 +87,16 @@ pub(super) fn figures() -> Vec<Figure> {
                     nor that exception's direction).",
             io: Io::PageCache,
             tiny: Scale {
-                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,1000", "--branches", "1", "--threads", "1", "--duration", "0.3", "--repeat", "1"],
+                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,100", "--branches", "1", "--threads", "1", "--duration", "0.3", "--repeat", "1"],
                 secs: 4,
             },
             quick: Scale {
-                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,100,10000", "--duration", "2", "--repeat", "1"],
+                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,100,1000", "--duration", "2", "--repeat", "1"],
                 secs: 23,
             },
             full: Scale {
-                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,10,100,1000,10000,100000", "--duration", "30", "--repeat", "3"],
-                secs: 1_100,
+                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,10,100,1000,10000", "--duration", "30", "--repeat", "3"],
+                secs: 920,
             },
         },
         Figure {
@@ -117,4 +122,35 @@ pub(super) fn figures() -> Vec<Figure> {
             },
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value after `flag` in `args`.
+    fn value<'a>(args: &[&'a str], flag: &str) -> Option<&'a str> {
+        args.iter().position(|a| *a == flag).and_then(|i| args.get(i + 1).copied())
+    }
+
+    /// Every interval of every sweep, at every scale, is shorter than the scale's runs, so that
+    /// every swept setting takes effect while measured (10,000 ms in 2-second runs did not).
+    #[test]
+    fn every_scale_s_intervals_fit_inside_its_runs() {
+        let mut sweeps = 0;
+        for f in figures() {
+            for (scale, s) in [("tiny", f.tiny), ("quick", f.quick), ("full", f.full)] {
+                let Some(intervals) = value(s.args, "--intervals") else { continue };
+                sweeps += 1;
+                let secs =
+                    value(s.args, "--duration").unwrap_or_else(|| panic!("{} {scale}: no --duration", f.id));
+                let run_ms = crate::units::parse_positive_seconds(secs).unwrap() * 1e3;
+                for ms in intervals.split(',') {
+                    let ms: f64 = ms.parse().unwrap();
+                    assert!(ms < run_ms, "{} {scale}: an interval of {ms} ms in runs of {run_ms} ms", f.id);
+                }
+            }
+        }
+        assert_eq!(sweeps, 4 * 3, "the four sweeps at three scales");
+    }
 }
