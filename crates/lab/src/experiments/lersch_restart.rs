@@ -1,9 +1,16 @@
 //! `experiment lersch-restart`: restart time against the log since the checkpoint, classical
-//! restart (ARIES, RECOVERY.md R8–R10) against instant restart (R22; Lersch 2015, Sec. 4.4,
-//! after Sauer, Graefe and Härder).
+//! restart (ARIES, RECOVERY.md R8–R10) against instant restart (R22).
 //!
-//! The issue's target: `open` after a kill with 1 GiB of log since the checkpoint in at most
-//! 0.1 s, classical restart shown beside it (about 7.5 ms per MiB when the target was set).
+//! Our own experiment, beside the thesis: Lersch 2015 describes instant restart in its
+//! background (Sec. 2.1.1, after Graefe, Guy and Sauer, its reference [6]): the system opens to
+//! new transactions once log analysis is done, and REDO follows page by page on demand. It
+//! measures no restart and has no figure of one, so the one check of the thesis is a direction
+//! (instant open below classical open at every log size, [`paper_checks`]).
+//!
+//! Printed beside the table, not as checks of the thesis: whether every open with
+//! [`RestartMode::Instant`] was instant (a self-check of the engine), and the issue's target:
+//! `open` after a kill with 1 GiB of log since the checkpoint in at most 0.1 s, classical restart
+//! shown beside it (about 7.5 ms per MiB when the target was set).
 //!
 //! Method, per log size and repetition: a loaded, cleanly closed base database (with the log
 //! archive) is copied; a child process (this binary again, with the hidden `--child`) opens the
@@ -36,7 +43,7 @@ use clap::Args;
 use swizzledb::{Cleaner, CommitMode, Database, RedoProgress, RestartMode, RestartStats};
 
 use crate::child::Child;
-use crate::experiment::{self, Check, Experiment, Verdict};
+use crate::experiment::{self, Check, Experiment};
 use crate::experiments::insert::mix;
 use crate::experiments::wal::{
     copy_database, key_of, load_records, parse_log_size, pool_bytes, remove_database, value_of,
@@ -516,23 +523,71 @@ impl LerschRestart {
         Some((mib, classical, instant))
     }
 
-    /// What the issue's target says at the largest log size when it is below [`TARGET_LOG`].
+    /// The issue's target at the largest log size, as a line beside the table (a target of ours,
+    /// not a claim of the thesis): met or not at [`TARGET_LOG`] or more, not applicable below.
     fn target_note(&self, runs: &[Restart]) -> Option<String> {
         let largest = *self.log_sizes.last()?;
-        if largest >= TARGET_LOG {
-            return None;
-        }
         let (mib, classical, instant) = self.opens(runs, largest)?;
-        Some(format!(
-            "issue's target (instant open at most {TARGET_SECS} s with at least {} of log since the checkpoint): not \
-             applicable at {} (the largest --log-sizes); there instant open {instant:.4} s, {:.3} x classical's \
-             {classical:.3} s ({:.2} ms per MiB)",
-            bytes(TARGET_LOG),
-            bytes(largest),
+        let target = format!(
+            "issue's target, ours and not the thesis's (instant open at most {TARGET_SECS} s with at least {} of log \
+             since the checkpoint)",
+            bytes(TARGET_LOG)
+        );
+        let there = format!(
+            "instant open {instant:.4} s, {:.3} x classical's {classical:.3} s ({:.2} ms per MiB)",
             instant / classical,
             classical / mib * 1e3
-        ))
+        );
+        Some(if largest >= TARGET_LOG {
+            let met = if instant <= TARGET_SECS { "met" } else { "not met" };
+            format!("{target}: {met} at {}: {there}", bytes(largest))
+        } else {
+            format!("{target}: not applicable at {} (the largest --log-sizes); there {there}", bytes(largest))
+        })
     }
+}
+
+/// The line that says whether every open with [`RestartMode::Instant`] was instant: a self-check
+/// of the engine (the archive holds the state and reaches back to the checkpoint, RECOVERY.md
+/// R22), printed beside the table rather than as a check of the thesis.
+fn self_check_line(runs: &[Restart]) -> String {
+    let tried: Vec<&Restart> = runs.iter().filter(|r| r.mode == Mode::Instant).collect();
+    let instant = tried.iter().filter(|r| r.stats.instant).count();
+    format!(
+        "opens with RestartMode::Instant that were instant: {instant} of {} (a self-check of the engine, \
+         RECOVERY.md R22: all, since the archive holds the state and reaches back to the checkpoint{})",
+        tried.len(),
+        if instant == tried.len() { "" } else { "; some were not" }
+    )
+}
+
+/// The thesis's one claim about restart held against the medians `(log size, classical open s,
+/// instant open s)` of each log size: instant restart opens once log analysis is done, without
+/// waiting for REDO (Sec. 2.1.1), so its open is below classical's at every log size. The
+/// thesis measures no restart: a direction, checked at every log size.
+fn paper_checks(opens: &[(u64, f64, f64)]) -> Vec<Check> {
+    let points: Vec<(String, f64)> = opens
+        .iter()
+        .map(|&(target, classical, instant)| (format!("at {}", bytes(target)), instant / classical))
+        .collect();
+    if points.is_empty() {
+        return Vec::new();
+    }
+    let (verdict, reason) = experiment::every_point(&points, |r| r < 1.0);
+    vec![Check::new(
+        "instant / classical open after a kill, at each log size since the checkpoint",
+        "direction only: below 1 at every log size (Sec. 2.1.1: instant restart opens after log analysis, \
+         REDO on demand; the thesis measures no restart)",
+        opens
+            .iter()
+            .map(|&(target, classical, instant)| {
+                format!("{:.3} at {} ({instant:.4} / {classical:.3} s)", instant / classical, bytes(target))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        verdict,
+    )
+    .because(reason)]
 }
 
 impl Experiment for LerschRestart {
@@ -542,9 +597,10 @@ impl Experiment for LerschRestart {
 
     fn caption(&self) -> String {
         format!(
-            "Lersch 2015 Sec. 4.4 (instant restart, after Sauer, Graefe and Härder): restart time against the log \
-             since the checkpoint ({}), classical (RECOVERY.md R8-R10) against instant restart (R22); {} records, a \
-             writer killed with SIGKILL, {} crash(es) per size each restarted both ways; databases in {}.",
+            "Beside Lersch 2015 (instant restart, which Sec. 2.1.1 describes after Graefe, Guy and Sauer without \
+             measuring it): restart time against the log since the checkpoint ({}), classical (RECOVERY.md R8-R10) \
+             against instant restart (R22); {} records, a writer killed with SIGKILL, {} crash(es) per size each \
+             restarted both ways; databases in {}.",
             self.log_sizes.iter().map(|&b| bytes(b)).collect::<Vec<_>>().join(", "),
             thousands(self.records),
             self.repeat,
@@ -633,45 +689,23 @@ impl Experiment for LerschRestart {
             out,
             "tail records: records instant restart analyzed (the log the background archiver had not archived at the kill)"
         )?;
+        writeln!(out, "\n{}", self_check_line(runs))?;
         if let Some(note) = self.target_note(runs) {
-            writeln!(out, "\n{note}")?;
+            writeln!(out, "{note}")?;
         }
         Ok(())
     }
 
     fn checks(&self, runs: &Vec<Restart>) -> Vec<Check> {
-        let mut checks = Vec::new();
-        let tried: Vec<&Restart> = runs.iter().filter(|r| r.mode == Mode::Instant).collect();
-        let instant = tried.iter().filter(|r| r.stats.instant).count();
-        checks.push(Check {
-            what: "opens with RestartMode::Instant that were instant".into(),
-            paper: "all: the archive holds the state and reaches back to the checkpoint (RECOVERY.md R22)"
-                .into(),
-            ours: format!("{instant} of {}", tried.len()),
-            verdict: Verdict::of(instant == tried.len()),
-            reason: String::new(),
-        });
-        let Some(&largest) = self.log_sizes.last() else { return checks };
-        if largest >= TARGET_LOG {
-            if let Some((mib, classical, instant)) = self.opens(runs, largest) {
-                checks.push(Check {
-                    what: format!("instant open after a kill with {} of log since the checkpoint", bytes(largest)),
-                    paper: format!(
-                        "the issue's target: at most {TARGET_SECS} s at {} or more (classical then about 7.5 ms per MiB)",
-                        bytes(TARGET_LOG)
-                    ),
-                    ours: format!(
-                        "{instant:.4} s; classical {classical:.3} s ({:.2} ms per MiB of {mib:.0} MiB), instant / \
-                         classical {:.4}",
-                        classical / mib * 1e3,
-                        instant / classical
-                    ),
-                    verdict: Verdict::of(instant <= TARGET_SECS),
-                    reason: String::new(),
-                });
-            }
-        }
-        checks
+        let opens: Vec<(u64, f64, f64)> = self
+            .log_sizes
+            .iter()
+            .filter_map(|&target| {
+                let (_, classical, instant) = self.opens(runs, target)?;
+                Some((target, classical, instant))
+            })
+            .collect();
+        paper_checks(&opens)
     }
 
     fn rows(&self, runs: &Vec<Restart>) -> Vec<LerschRestartRow> {
@@ -810,11 +844,74 @@ impl LerschRestartRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Verdict;
 
     #[test]
     fn the_ready_line_parses_and_anything_else_does_not() {
         assert_eq!(parse_ready("ready 1048576 17 0.25"), Some((1_048_576, 17, 0.25)));
         assert_eq!(parse_ready("ready 1 2"), None);
         assert_eq!(parse_ready("error: x"), None);
+    }
+
+    /// A restart of a crash after `target` bytes of log that opened in `open_secs`.
+    fn restart(target: u64, mode: Mode, open_secs: f64, instant: bool) -> Restart {
+        Restart {
+            crash: Crash { target, log_bytes: target, ..Crash::default() },
+            mode,
+            first: mode == Mode::Classical,
+            open_secs,
+            first_get_secs: 0.001,
+            redo_finished_secs: None,
+            stats: RestartStats { instant, ..RestartStats::default() },
+            redo: None,
+        }
+    }
+
+    /// Whether every instant open was instant is the engine's own correctness, not a claim of
+    /// the thesis (which has no Sec. 4.4 and measures no restart): it is a line of the table, not
+    /// a check shown as ✓ (the old checks showed "opens with RestartMode::Instant that were
+    /// instant" as a paper check with ✓, and the issue's target as one too). The one paper check
+    /// is Sec. 2.1.1's direction, held at every log size.
+    #[test]
+    fn the_restart_self_check_is_a_table_line_and_the_thesis_check_a_direction() {
+        let plan = LerschRestart {
+            log_sizes: vec![16 << 20, TARGET_LOG],
+            records: 1000,
+            repeat: 1,
+            seed: 1,
+            dir: PathBuf::from("unused"),
+            pool_bytes: 1 << 20,
+        };
+        let runs = vec![
+            restart(16 << 20, Mode::Classical, 0.2, false),
+            restart(16 << 20, Mode::Instant, 0.3, true),
+            restart(TARGET_LOG, Mode::Classical, 9.0, false),
+            restart(TARGET_LOG, Mode::Instant, 0.05, true),
+        ];
+        let checks = Experiment::checks(&plan, &runs);
+        assert_eq!(checks.len(), 1, "{checks:#?}");
+        let c = &checks[0];
+        assert!(c.paper.starts_with("direction only") && c.paper.contains("Sec. 2.1.1"), "{c}");
+        // Instant is slower than classical at 16 MiB: the direction holds at one of two sizes.
+        assert_eq!(c.verdict, Verdict::Partial, "{c}");
+        assert!(c.reason.contains("1.50 at 16 MiB"), "{c}");
+        assert!(!checks
+            .iter()
+            .any(|c| c.what.contains("RestartMode::Instant") || c.paper.contains("target")));
+
+        let mut out = Vec::new();
+        Experiment::tables(&plan, &runs, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("opens with RestartMode::Instant that were instant: 2 of 2"), "{out}");
+        assert!(out.contains("ours and not the thesis's") && out.contains(": met at 1 GiB"), "{out}");
+        assert!(!out.contains('✓'), "{out}");
+
+        // Instant below classical at every size holds; not instant is said on its line.
+        let faster =
+            [restart(16 << 20, Mode::Classical, 0.2, false), restart(16 << 20, Mode::Instant, 0.05, false)];
+        assert_eq!(paper_checks(&[(16 << 20, 0.2, 0.05)])[0].verdict, Verdict::Holds);
+        assert!(
+            self_check_line(&faster).contains("0 of 1") && self_check_line(&faster).contains("some were not")
+        );
     }
 }
