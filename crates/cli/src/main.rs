@@ -175,7 +175,8 @@ enum Experiment {
     /// archive); the thesis found the decoupled one equal or better
     #[command(name = "lersch-cleaner")]
     LerschCleaner(lersch_cleaner::LerschCleanerArgs),
-    /// Lersch 2015 Sec. 4.4: restart time after a kill against the log since the checkpoint,
+    /// Beside Lersch 2015 (Sec. 2.1.1 describes instant restart, after Graefe, Guy and Sauer):
+    /// restart time after a kill against the log since the checkpoint,
     /// classical restart (analysis and redo of that log) against instant restart (the log
     /// archive's state and index, redo per page on fetch and in the background); the issue's
     /// target is an instant open within 0.1 s at 1 GiB of log

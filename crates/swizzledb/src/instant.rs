@@ -1,4 +1,4 @@
-//! Instant restart (RECOVERY.md R22; Lersch 2015, Sec. 4.4, after Sauer, Graefe and Härder):
+//! Instant restart (RECOVERY.md R22; Graefe, Guy and Sauer, as Lersch 2015 Sec. 2.1.1 describes it):
 //! `open` reads the analysis state the archiver stored with its newest run instead of scanning
 //! the log since the checkpoint, learns from the runs' indexes which pages changed since the
 //! checkpoint's redo LSN and the LSN of each one's newest change, and returns. Redo happens per
