@@ -25,11 +25,11 @@ pub(super) fn figures() -> Vec<Figure> {
                 secs: 8,
             },
             quick: Scale {
-                args: &["experiment", "lersch-checkpoints", "--intervals", "1,100,1000", "--duration", "2", "--repeat", "1"],
+                args: &["experiment", "lersch-checkpoints", "--intervals", "1,100,1000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "2", "--repeat", "1"],
                 secs: 19,
             },
             full: Scale {
-                args: &["experiment", "lersch-checkpoints", "--intervals", "1,100,1000,10000", "--duration", "30", "--repeat", "3"],
+                args: &["experiment", "lersch-checkpoints", "--intervals", "1,100,1000,10000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "30", "--repeat", "3"],
                 secs: 750,
             },
         },
@@ -46,11 +46,11 @@ pub(super) fn figures() -> Vec<Figure> {
                 secs: 8,
             },
             quick: Scale {
-                args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,100,1000", "--duration", "2", "--repeat", "1"],
+                args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,100,1000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "2", "--repeat", "1"],
                 secs: 18,
             },
             full: Scale {
-                args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,100,1000,10000", "--duration", "30", "--repeat", "3"],
+                args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,100,1000,10000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "30", "--repeat", "3"],
                 secs: 750,
             },
         },
@@ -69,11 +69,11 @@ pub(super) fn figures() -> Vec<Figure> {
                 secs: 4,
             },
             quick: Scale {
-                args: &["experiment", "lersch-cleaner", "--intervals", "1,100,1000", "--duration", "2", "--repeat", "1"],
+                args: &["experiment", "lersch-cleaner", "--intervals", "1,100,1000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "2", "--repeat", "1"],
                 secs: 23,
             },
             full: Scale {
-                args: &["experiment", "lersch-cleaner", "--intervals", "1,10,100,1000,10000", "--duration", "30", "--repeat", "3"],
+                args: &["experiment", "lersch-cleaner", "--intervals", "1,10,100,1000,10000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "30", "--repeat", "3"],
                 secs: 920,
             },
         },
@@ -92,11 +92,11 @@ pub(super) fn figures() -> Vec<Figure> {
                 secs: 4,
             },
             quick: Scale {
-                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,100,1000", "--duration", "2", "--repeat", "1"],
+                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,100,1000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "2", "--repeat", "1"],
                 secs: 23,
             },
             full: Scale {
-                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,10,100,1000,10000", "--duration", "30", "--repeat", "3"],
+                args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,10,100,1000,10000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "30", "--repeat", "3"],
                 secs: 920,
             },
         },
