@@ -223,21 +223,6 @@ pub fn median_at(point: &[ModeResult], mode: PoolMode) -> Option<f64> {
     point.iter().find(|r| r.mode == mode).and_then(median_of)
 }
 
-/// The median of the ratios `num/den` over the points selected by `keep`.
-pub fn ratio_over(
-    points: &[(&Config, &[ModeResult])],
-    num: PoolMode,
-    den: PoolMode,
-    keep: impl Fn(&Config) -> bool,
-) -> Option<f64> {
-    let v: Vec<f64> = points
-        .iter()
-        .filter(|(c, _)| keep(c))
-        .filter_map(|(_, p)| ratio(median_at(p, num)?, median_at(p, den)?))
-        .collect();
-    summarize(&v).map(|s| s.median)
-}
-
 /// One result row: one mode, one repetition (and one sweep point). The CSV and JSON outputs
 /// share this schema; `docs/results-schema.md` describes every column.
 #[derive(Clone, Debug, Default, serde::Serialize)]

@@ -160,7 +160,7 @@ pub(super) fn figures() -> Vec<Figure> {
             io: Io::None,
             tiny: Scale {
                 args: &[
-                    "bench", "emulator", "--threads", "16", "--compute-us", "1,3", "--data-pages", "20000",
+                    "bench", "emulator", "--stand-in", "vm", "--threads", "16", "--compute-us", "1,3", "--data-pages", "20000",
                     "--buffer-pages", "2000", "--partitions", "4", "--free-lists", "4", "--reclaim", "16",
                     "--duration", "0.05", "--warmup", "0", "--repeat", "1",
                 ],
@@ -168,14 +168,14 @@ pub(super) fn figures() -> Vec<Figure> {
             },
             quick: Scale {
                 args: &[
-                    "bench", "emulator", "--threads", "16", "--compute-us", "1,3,6", "--variant",
+                    "bench", "emulator", "--stand-in", "vm", "--threads", "16", "--compute-us", "1,3,6", "--variant",
                     "lru,distlock,batching,bat-pref,bp-distlock,prim", "--data-pages", "2M", "--buffer-pages",
                     "200000", "--duration", "0.25", "--warmup", "0.05", "--repeat", "1",
                 ],
                 secs: 10,
             },
             full: Scale {
-                args: &["bench", "emulator", "--threads", "16", "--compute-us", "1,2,3,4,5,6", "--duration", "2", "--repeat", "3"],
+                args: &["bench", "emulator", "--stand-in", "vm", "--threads", "16", "--compute-us", "1,2,3,4,5,6", "--duration", "2", "--repeat", "3"],
                 secs: 450,
             },
         },
