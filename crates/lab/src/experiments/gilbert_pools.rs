@@ -481,6 +481,87 @@ fn total_check(
     }
 }
 
+/// The pool sizes, as fractions of the data, where the thesis gives CAR / GCLOCK's miss ratios:
+/// 100 MiB to 2 GiB of 13.22 GiB (0.74% to 15.1%), with a little room for rounding.
+const CAR_MISSES_SIZES: std::ops::RangeInclusive<f64> = 0.007..=0.16;
+
+/// Figs. 3.4/3.5's CAR / GCLOCK miss ratio in `mode` at every pool size of the thesis's range,
+/// `at` as (fraction, ratio), each held against the thesis's own range for that mode (25-55%
+/// lower with swizzling off, 0.45-0.75; 18-57% lower with it on, 0.43-0.82): ✓ every size within,
+/// ~ some, ✗ none (`experiment::every_point`). Every size is judged, not their median, which let
+/// sizes outside the range pass on the others.
+fn car_misses_check(mode: PoolMode, at: &[(f64, f64)], scale: &str) -> Check {
+    let (band, paper) = if mode == PoolMode::Swizzling {
+        (
+            (0.43, 0.82),
+            "0.43 to 0.82 (18-57% lower at 100-2000 MiB of 13.22 GiB); 0.43 to 0.82 at every size counts",
+        )
+    } else {
+        (
+            (0.45, 0.75),
+            "0.45 to 0.75 (25-55% lower at 100-2000 MiB of 13.22 GiB); 0.45 to 0.75 at every size counts",
+        )
+    };
+    let points: Vec<(String, f64)> = at.iter().map(|&(f, v)| (format!("at {}", percent(f)), v)).collect();
+    let (verdict, outside) = experiment::every_point(&points, |v| (band.0..=band.1).contains(&v));
+    let ours = points.iter().map(|(l, v)| format!("{v:.2} {l}")).collect::<Vec<_>>().join(", ");
+    let why = if verdict == Verdict::Holds {
+        "within the tolerance at every size".to_string()
+    } else if at.iter().all(|&(_, v)| v < 1.0) {
+        format!("{outside}; CAR misses less at every size, but not by the thesis's amount")
+    } else {
+        outside
+    };
+    Check::new(format!("Figs. 3.4/3.5 ({mode}): CAR's miss ratio / GCLOCK's"), paper, ours, verdict)
+        .because(format!("{why}; {scale} here, the thesis ran 100 warehouses"))
+}
+
+/// Fig. 2.5's TPC-B swizzling / traditional throughput at every pool size of 80% of the data or
+/// more, `at` as (fraction, ratio of medians), each held against 1.00-1.15 around the thesis's
+/// +4-8% at 1.5-3.5 GiB of 1.87 GiB: ✓ every size within, ~ some, ✗ none
+/// (`experiment::every_point`), not their median.
+fn tpcb_check(what: String, at: &[(f64, f64)]) -> Check {
+    let points: Vec<(String, f64)> = at.iter().map(|&(f, v)| (format!("at {}", percent(f)), v)).collect();
+    let (verdict, outside) = experiment::every_point(&points, |v| (1.0..=1.15).contains(&v));
+    let ours = points.iter().map(|(l, v)| format!("{v:.2} {l}")).collect::<Vec<_>>().join(", ");
+    let why = if verdict == Verdict::Holds {
+        "within the tolerance at every size".to_string()
+    } else if at.iter().all(|&(_, v)| v > 1.15) {
+        format!("{outside}; swizzling ahead, but by more than the thesis measured")
+    } else {
+        outside
+    };
+    Check::new(
+        what,
+        "1.04 to 1.08 (1.5-3.5 GiB pools, 1.87 GiB of data); 1.00 to 1.15 at every size counts",
+        format!("{ours} (ratios of medians)"),
+        verdict,
+    )
+    .because(why)
+}
+
+/// Figs. 2.3/3.4's growth of throughput from the smallest pool to the largest, `gains` as
+/// (mode and policy, ratio): the thesis shows it rising steeply, then saturating, but gives no
+/// factor, so the paper column says "direction only" and 1.5 is our threshold for "rises
+/// steeply". Every mode and policy is judged (`experiment::every_point`): ✓ all above, ~ some,
+/// ✗ none; one that does not grow makes the check ~, not ✗.
+fn growth_check(what: String, gains: &[(String, f64)]) -> Check {
+    let (verdict, outside) = experiment::every_point(gains, |v| v > 1.5);
+    let ours = gains.iter().map(|(l, v)| format!("{v:.2}x {l}")).collect::<Vec<_>>().join(", ");
+    Check::new(
+        what,
+        "direction only: rises steeply with the pool, then saturates once the touched pages fit (about 8 GiB of \
+         13.22; no factor given); above 1.5 counts, our threshold",
+        ours,
+        verdict,
+    )
+    .because(if verdict == Verdict::Holds {
+        "above 1.5 for every mode and policy; the thesis gives the shape, not a factor".to_string()
+    } else {
+        format!("{outside}; the thesis gives the shape, not a factor")
+    })
+}
+
 /// Evictioner nanoseconds per transaction: the total cost, whatever the number of calls.
 fn eviction_ns_per_tx(r: &PoolRun) -> Option<f64> {
     let ops = r.measurement.operations();
@@ -655,55 +736,44 @@ impl Experiment for Pools {
                     );
                 }
             } else {
-                let ratios: Vec<f64> =
-                    self.fractions.iter().filter(|&&f| f >= 0.8).filter_map(|&f| ratio_at(f)).collect();
-                if let Some(m) = stats::median(&ratios) {
-                    checks.push(
-                        Check::new(
-                            format!("Fig. 2.5: TPC-B swizzling / traditional throughput with {policy}, pools of 80% of the data or more"),
-                            "1.04 to 1.08 (1.5-3.5 GiB pools, 1.87 GiB of data); 1.00 to 1.15 counts",
-                            format!("{m:.2} (median over sizes)"),
-                            Verdict::of((1.0..=1.15).contains(&m)),
-                        )
-                        .because(if (1.0..=1.15).contains(&m) {
-                            "within the tolerance"
-                        } else if m > 1.15 {
-                            "swizzling ahead, but by more than the thesis measured"
-                        } else {
-                            "swizzling not ahead"
-                        }),
-                    );
+                let at: Vec<(f64, f64)> = self
+                    .fractions
+                    .iter()
+                    .filter(|&&f| f >= 0.8)
+                    .filter_map(|&f| Some((f, ratio_at(f)?)))
+                    .collect();
+                if !at.is_empty() {
+                    checks.push(tpcb_check(
+                        format!("Fig. 2.5: TPC-B swizzling / traditional throughput with {policy}, pools of 80% of the data or more"),
+                        &at,
+                    ));
                 }
             }
         }
         // Throughput grows with the pool until the data fits.
         if let (Some(&small), Some(&large)) = (self.fractions.first(), self.fractions.last()) {
             if small < large {
-                let gains: Vec<f64> = self
+                let gains: Vec<(String, f64)> = self
                     .modes
                     .iter()
                     .flat_map(|&m| self.policies.iter().map(move |&p| (m, p)))
                     .filter_map(|(m, p)| {
-                        stats::ratio(
+                        let gain = stats::ratio(
                             self.median(runs, m, p, large, tx_per_sec)?,
                             self.median(runs, m, p, small, tx_per_sec)?,
-                        )
+                        )?;
+                        Some((format!("{p} {m}"), gain))
                     })
                     .collect();
-                if let Some(lo) = gains.iter().copied().reduce(f64::min) {
-                    checks.push(
-                        Check::new(
-                            format!(
-                                "Fig. 2.3/3.4: throughput at {} over {} of the data, every mode and policy",
-                                percent(large),
-                                percent(small)
-                            ),
-                            "rises steeply with the pool, then saturates once the touched pages fit (about 8 GiB of 13.22); above 1.5 counts",
-                            format!("at least {lo:.2}x"),
-                            Verdict::of(lo > 1.5),
-                        )
-                        .because("the thesis gives the shape, not a factor; 1.5 is our threshold for 'rises steeply'"),
-                    );
+                if !gains.is_empty() {
+                    checks.push(growth_check(
+                        format!(
+                            "Fig. 2.3/3.4: throughput at {} over {} of the data, every mode and policy",
+                            percent(large),
+                            percent(small)
+                        ),
+                        &gains,
+                    ));
                 }
             }
         }
@@ -754,9 +824,9 @@ impl Experiment for Pools {
             }
         }
         let below_data: Vec<f64> = self.fractions.iter().copied().filter(|&f| f < 1.0).collect();
-        // The thesis's 100 MiB to 2 GiB of 13.22 GiB.
+        // The thesis's 100 MiB to 2 GiB of 13.22 GiB, where it gives CAR / GCLOCK's misses.
         let thesis_range: Vec<f64> =
-            below_data.iter().copied().filter(|&f| (0.007..=0.16).contains(&f)).collect();
+            below_data.iter().copied().filter(|&f| CAR_MISSES_SIZES.contains(&f)).collect();
         // The thesis's Fig. 3.9 pool: 500 MiB of 13.22 GiB.
         let fig_3_9 =
             below_data.iter().copied().min_by(|a, b| (a - 0.037).abs().total_cmp(&(b - 0.037).abs()));
@@ -765,42 +835,18 @@ impl Experiment for Pools {
             let swz = mode == Swizzling;
             // Figs. 3.4/3.5: CAR misses less than GCLOCK at 100-2000 MiB.
             if let (Some(car), Some(gclock)) = (car, gclock) {
-                let sizes = if thesis_range.is_empty() { &below_data } else { &thesis_range };
-                let rel: Vec<f64> = sizes
+                let at: Vec<(f64, f64)> = thesis_range
                     .iter()
                     .filter_map(|&f| {
-                        stats::ratio(
+                        let r = stats::ratio(
                             self.median(runs, mode, car, f, PoolRun::miss_ratio)?,
                             self.median(runs, mode, gclock, f, PoolRun::miss_ratio)?,
-                        )
+                        )?;
+                        Some((f, r))
                     })
                     .collect();
-                if let Some(m) = stats::median(&rel) {
-                    let ok = (0.45..=0.75).contains(&m);
-                    checks.push(
-                        Check::new(
-                            format!("Figs. 3.4/3.5 ({mode}): CAR's miss ratio / GCLOCK's"),
-                            if swz {
-                                "0.43 to 0.82 (18-57% lower at 100-2000 MiB of 13.22 GiB); 0.45 to 0.75 counts"
-                            } else {
-                                "0.45 to 0.75 (25-55% lower at 100-2000 MiB of 13.22 GiB); 0.45 to 0.75 counts"
-                            },
-                            format!(
-                                "{m:.2} (median over {} sizes, {} to {})",
-                                rel.len(),
-                                percent(sizes[0]),
-                                percent(sizes[sizes.len() - 1])
-                            ),
-                            Verdict::of(ok),
-                        )
-                        .because(if ok {
-                            "within the tolerance".to_string()
-                        } else if m < 1.0 {
-                            format!("CAR misses less, but by less than the thesis's 25-55% ({}; the thesis ran 100 warehouses)", self.workload.scale())
-                        } else {
-                            format!("CAR does not miss less than GCLOCK here ({})", self.workload.scale())
-                        }),
-                    );
+                if !at.is_empty() {
+                    checks.push(car_misses_check(mode, &at, &self.workload.scale()));
                 }
             }
             let Some(f39) = fig_3_9 else { continue };
@@ -1201,6 +1247,104 @@ mod tests {
             cpu_secs: None,
             end_bytes: 1 << 22,
         }
+    }
+
+    /// `r` with `misses` misses of 1,000 fixes.
+    fn missing(mut r: PoolRun, misses: u64) -> PoolRun {
+        r.stats.misses = misses;
+        r.stats.hits = 1000 - misses;
+        r
+    }
+
+    /// CAR / GCLOCK miss ratios of 0.50, 0.95 and 0.60 at three sizes of the thesis's range, in
+    /// both modes: their median (0.60) lies in the band, which the old check passed; every size is
+    /// judged now, so 3.7% is named and the verdict is ~. With swizzling on the band is the
+    /// thesis's own 0.43-0.82, so 0.80 holds there (the old band, 0.45-0.75, failed it) but not
+    /// with swizzling off. 50% lies outside the thesis's sizes and is not judged.
+    #[test]
+    fn car_misses_are_judged_at_every_size_not_their_median() {
+        let (gclock, car): (PolicySpec, PolicySpec) = ("gclock".parse().unwrap(), "car".parse().unwrap());
+        let fractions = [0.0185, 0.037, 0.076, 0.5];
+        let p = plan(1, &[gclock, car], &fractions);
+        // Points: per fraction, traditional gclock, traditional car, swizzling gclock, swizzling car.
+        let car_misses = [50, 95, 60, 300];
+        let mut runs = Vec::new();
+        for (i, &m) in car_misses.iter().enumerate() {
+            for mode in 0..2 {
+                runs.push(missing(run(i * 4 + mode * 2, 0, 1000, 1_000_000, 10), 100));
+                runs.push(missing(run(i * 4 + mode * 2 + 1, 0, 1000, 1_000_000, 10), m));
+            }
+        }
+        let checks = p.checks(&Results { runs, data_bytes: 4 << 20 });
+        let misses = |mode: &str| {
+            checks
+                .iter()
+                .find(|c| c.what == format!("Figs. 3.4/3.5 ({mode}): CAR's miss ratio / GCLOCK's"))
+                .unwrap()
+        };
+        for mode in ["traditional", "swizzling"] {
+            let c = misses(mode);
+            assert_eq!(c.verdict, Verdict::Partial, "{c}");
+            assert_eq!(c.ours, "0.50 at 1.85%, 0.95 at 3.7%, 0.60 at 7.6%", "{c}");
+            assert!(c.reason.contains("1 of 3 points: 0.95 at 3.7%"), "{c}");
+        }
+        let at = [(0.0185, 0.5), (0.076, 0.8)];
+        assert_eq!(car_misses_check(PoolMode::Swizzling, &at, "x").verdict, Verdict::Holds);
+        let c = car_misses_check(PoolMode::Traditional, &at, "x");
+        assert_eq!(c.verdict, Verdict::Partial, "{c}");
+        assert!(c.reason.contains("0.80 at 7.6%") && c.reason.contains("CAR misses less"), "{c}");
+        assert_eq!(car_misses_check(PoolMode::Traditional, &[(0.037, 0.97)], "x").verdict, Verdict::Fails);
+    }
+
+    /// TPC-B, swizzling / traditional throughput of 1.05, 1.30 and 1.10 at 80%, 100% and 120%:
+    /// the median (1.10) lies in 1.00-1.15, which the old check passed; every size is judged now,
+    /// so 100% is named and the verdict is ~; 50% lies below the thesis's sizes and is not judged.
+    #[test]
+    fn tpcb_is_judged_at_every_size_not_their_median() {
+        let random: PolicySpec = "random".parse().unwrap();
+        let fractions = [0.5, 0.8, 1.0, 1.2];
+        let mut p = plan(1, &[random], &fractions);
+        p.workload = PoolsWorkload::Tpcb(TpcbConfig::tiny(1));
+        let swizzled = [2000, 1050, 1300, 1100];
+        let mut runs = Vec::new();
+        for (i, &tx) in swizzled.iter().enumerate() {
+            runs.push(run(i * 2, 0, 1000, 1_000_000, 10));
+            runs.push(run(i * 2 + 1, 0, tx, 1_000_000, 10));
+        }
+        let checks = p.checks(&Results { runs, data_bytes: 4 << 20 });
+        let c = checks.iter().find(|c| c.what.starts_with("Fig. 2.5:")).unwrap();
+        assert_eq!(c.verdict, Verdict::Partial, "{c}");
+        assert!(c.ours.starts_with("1.05 at 80%, 1.30 at 100%, 1.10 at 120%"), "{c}");
+        assert!(c.reason.contains("1 of 3 points: 1.30 at 100%"), "{c}");
+        assert!(c.paper.starts_with("1.04 to 1.08"), "{c}");
+        let at =
+            |v: &[f64]| v.iter().enumerate().map(|(i, &x)| (1.0 + i as f64 / 10.0, x)).collect::<Vec<_>>();
+        assert_eq!(tpcb_check("x".into(), &at(&[1.05, 1.08])).verdict, Verdict::Holds);
+        let c = tpcb_check("x".into(), &at(&[1.2, 1.3]));
+        assert_eq!(c.verdict, Verdict::Fails, "{c}");
+        assert!(c.reason.contains("by more than the thesis measured"), "{c}");
+    }
+
+    /// Throughput from 5% to 100%: 3x for three of the four modes and policies, 1.2x for CAR with
+    /// swizzling. The old check took the least gain and said ✗; every mode and policy is judged
+    /// now: ~, naming CAR with swizzling. The thesis gives no factor: "direction only".
+    #[test]
+    fn growth_is_direction_only_and_judged_for_every_mode_and_policy() {
+        let policies: Vec<PolicySpec> = ["random", "car"].map(|p| p.parse().unwrap()).to_vec();
+        let p = plan(1, &policies, &[0.05, 1.0]);
+        // Points: per fraction, traditional random, traditional car, swizzling random, swizzling car.
+        let mut runs: Vec<PoolRun> = (0..4).map(|i| run(i, 0, 1000, 1_000_000, 10)).collect();
+        runs.extend((4..8).map(|i| run(i, 0, if i == 7 { 1200 } else { 3000 }, 1_000_000, 10)));
+        let checks = p.checks(&Results { runs, data_bytes: 4 << 20 });
+        let c =
+            checks.iter().find(|c| c.what.starts_with("Fig. 2.3/3.4: throughput at 100% over 5%")).unwrap();
+        assert_eq!(c.verdict, Verdict::Partial, "{c}");
+        assert!(c.paper.starts_with("direction only"), "{c}");
+        assert!(c.reason.contains("1 of 4 points: 1.20 car swizzling"), "{c}");
+        assert!(c.ours.contains("3.00x random traditional"), "{c}");
+        let gains = |v: &[f64]| v.iter().map(|&x| (format!("g{x}"), x)).collect::<Vec<_>>();
+        assert_eq!(growth_check("x".into(), &gains(&[2.0, 3.0])).verdict, Verdict::Holds);
+        assert_eq!(growth_check("x".into(), &gains(&[1.0, 1.4])).verdict, Verdict::Fails);
     }
 
     /// Per call times calls is the total: 7.5 ms over 3 calls is 2,500 µs per call and 150 µs
