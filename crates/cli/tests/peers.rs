@@ -10,6 +10,11 @@ mod common;
 use common::Table;
 use common::{Scratch, BIN};
 
+/// The index of column `name` in `header`.
+fn col_of(header: &[String], name: &str) -> usize {
+    header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name} in {header:?}"))
+}
+
 /// A result CSV: its header and its rows, every row as long as the header.
 #[cfg(feature = "lmdb")]
 fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
@@ -128,11 +133,15 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
     );
     let (header, rows) = read_csv(&out.join("tpcc.csv"));
     assert_eq!(header.join(","), swizzledb_lab::tpcc::CSV_COLUMNS);
-    let last: Vec<&str> = header.iter().rev().take(5).map(String::as_str).collect();
+    let last: Vec<&str> = header.iter().rev().take(6).map(String::as_str).collect();
     assert_eq!(
         last,
-        ["lock_waits", "lock_requests", "io", "optimistic", "engine"],
-        "engine, optimistic, io, then the lock counts end the header"
+        ["cut_short", "lock_waits", "lock_requests", "io", "optimistic", "engine"],
+        "engine, optimistic, io, the lock counts, then cut_short end the header"
+    );
+    assert!(
+        rows.iter().all(|r| r[col_of(&header, "cut_short")] == "no"),
+        "no LMDB or swizzling run is cut short"
     );
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     // (swizzling + LMDB) x 2 thread counts.
