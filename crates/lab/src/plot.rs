@@ -50,9 +50,10 @@ pub enum Scale {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
     pub title: String,
-    /// The x axis label, with its unit (e.g. "working set (bytes)").
+    /// The x axis label, with its unit (e.g. "working set (bytes)"); a label that names bytes
+    /// gets binary units on its ticks (see [`counts_bytes`]).
     pub x_label: String,
-    /// The y axis label, with its unit (e.g. "throughput (reads/s)").
+    /// The y axis label, with its unit (e.g. "throughput (reads/s)"), as for `x_label`.
     pub y_label: String,
     pub x_scale: Scale,
     pub series: Vec<Series>,
@@ -102,10 +103,32 @@ pub enum PlotError {
 /// an error bar is replaced by the median. A chart without any drawable point still writes both
 /// files, with a "no data" note in the plot area. Missing parent directories are created.
 ///
-/// The y axis starts at zero when no value is negative and the smallest is at most half the
-/// largest, so that small differences are not blown up; otherwise it spans the data. The legend
-/// sits in a column right of the plot, so it never hides data; it marks series without any
-/// drawable point "(no data)". Error bars of series at the same x are spread a few pixels apart.
+/// The drawing rules:
+/// - **y scale.** When every drawable y value (medians and both bounds of every error bar) is
+///   positive and the largest is at least 100 times the smallest (two decades), the y axis is
+///   logarithmic, base 10, with ticks at powers of ten (thinned to at most 12). Otherwise it is
+///   linear: it starts at zero whenever no value is negative, so that differences are not
+///   blown up, and spans the data (padded) when some value is negative.
+/// - **Tick labels** use [`compact`]'s binary units (`1Ki`, `64Mi`) on an axis that counts bytes
+///   and decimal units ([`compact_decimal`]: `1k`, `2.5M`) on every other axis. An axis counts
+///   bytes when its label contains, ignoring case, "bytes", "(b)", "kib", "mib" or "gib"
+///   ([`counts_bytes`]). A linear axis that counts bytes has its ticks at multiples of a power
+///   of two (so they read `1Ki`, `2Ki`, ...; a step below one byte falls back to the decimal
+///   rule), any other linear axis at multiples of 1, 2 or 5 times a power of ten; a
+///   [`Scale::Log2`] x axis has its ticks at powers of two. The x axis spans the data and the
+///   [`Chart::vline`], padded.
+/// - **Series** are told apart by colour and marker: series `i` gets colour `i mod 10` of a
+///   10-colour palette (Okabe and Ito's colour-blind-safe colours less yellow, then brown,
+///   purple and olive)
+///   and marker shape `(i + i div 10) mod 4` (circle, square, triangle, cross), so the
+///   first 40 series all get distinct (colour, marker) pairs and consecutive series differ in
+///   both.
+/// - **Positions.** Every point, its error bar and its marker sit exactly at its x; bars of
+///   series that share an x overlap (1 pixel wide, with caps 7 pixels wide; a bar without
+///   spread is not drawn). All error bars are drawn first, then the lines, then the markers, so
+///   no bar hides a median.
+/// - **Legend.** It sits in a column right of the plot, so it never hides data; it marks series
+///   without any drawable point "(no data)", and explains what the line and the bars show.
 pub fn write_chart(stem: &Path, chart: &Chart) -> Result<Vec<PathBuf>, PlotError> {
     let svg_path = with_suffix(stem, ".svg");
     let png_path = with_suffix(stem, ".png");
@@ -136,11 +159,30 @@ pub fn write_chart(stem: &Path, chart: &Chart) -> Result<Vec<PathBuf>, PlotError
     Ok(vec![svg_path, png_path])
 }
 
-/// Formats a number compactly for tick labels: multiples of 1024 that are a whole number of
-/// hundredths of their unit with binary units (`1Ki`, `1.5Mi`, `64Mi`, `2Gi`), other numbers of
-/// at least 1000 with decimal units and three significant digits (`350k`, `1.5M`, `2.5G`), and
-/// smaller numbers plainly with three significant digits (`12`, `0.25`).
+/// Formats a number compactly for tick labels of an axis that counts bytes: multiples of 1024
+/// that are a whole number of hundredths of their unit with binary units (`1Ki`, `1.5Mi`,
+/// `64Mi`, `2Gi`), other numbers as [`compact_decimal`] does (`350k`, `1.5M`, `12`, `0.25`).
 pub fn compact(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && v.abs() % 1024.0 == 0.0 {
+        let sign = if v < 0.0 { "-" } else { "" };
+        let a = v.abs();
+        let binary = [(1u64 << 40, "Ti"), (1 << 30, "Gi"), (1 << 20, "Mi"), (1 << 10, "Ki")]
+            .map(|(u, s)| (u as f64, s));
+        if let Some(&(unit, suffix)) = binary.iter().find(|(unit, _)| a >= *unit) {
+            let m = a / unit;
+            if (m * 100.0).fract() == 0.0 {
+                return format!("{sign}{}{suffix}", trim(format!("{m:.2}")));
+            }
+        }
+    }
+    compact_decimal(v)
+}
+
+/// Formats a number compactly with decimal units only, for tick labels of axes that do not count
+/// bytes: numbers of at least 1000 with `k`, `M`, `G` or `T` and three significant digits
+/// (`1k`, `1.02k`, `350k`, `1.5M`, `2.5G`), smaller numbers plainly with three significant
+/// digits (`12`, `0.25`).
+pub fn compact_decimal(v: f64) -> String {
     if !v.is_finite() {
         return format!("{v}");
     }
@@ -149,16 +191,6 @@ pub fn compact(v: f64) -> String {
     }
     let sign = if v < 0.0 { "-" } else { "" };
     let a = v.abs();
-    let binary =
-        [(1u64 << 40, "Ti"), (1 << 30, "Gi"), (1 << 20, "Mi"), (1 << 10, "Ki")].map(|(u, s)| (u as f64, s));
-    if a % 1024.0 == 0.0 {
-        if let Some(&(unit, suffix)) = binary.iter().find(|(unit, _)| a >= *unit) {
-            let m = a / unit;
-            if (m * 100.0).fract() == 0.0 {
-                return format!("{sign}{}{suffix}", trim(format!("{m:.2}")));
-            }
-        }
-    }
     // Round to three significant digits first, so 999_999 becomes 1M rather than 1000k.
     let exp = a.log10().floor() as i32;
     let step = 10f64.powi(exp - 2);
@@ -171,6 +203,13 @@ pub fn compact(v: f64) -> String {
             format!("{sign}{}", trim(format!("{r:.decimals$}")))
         }
     }
+}
+
+/// Whether an axis label says the axis counts bytes, so its ticks get binary units: the label
+/// contains, ignoring case, "bytes", "(b)", "kib", "mib" or "gib".
+pub fn counts_bytes(label: &str) -> bool {
+    let l = label.to_lowercase();
+    ["bytes", "(b)", "kib", "mib", "gib"].iter().any(|w| l.contains(w))
 }
 
 /// Drops trailing zeros after a decimal point, and the point itself if nothing follows.
@@ -216,8 +255,9 @@ fn write_png(path: &Path, rgb: &[u8]) -> Result<(), PlotError> {
     fs::write(path, bytes).map_err(|source| PlotError::Io { path: path.to_path_buf(), source })
 }
 
-/// Colour-blind-safe colours (Okabe and Ito), then a few more distinct ones.
-const PALETTE: [RGBColor; 8] = [
+/// The series colours: Okabe and Ito's colour-blind-safe colours (without yellow, which is
+/// hard to see on white), then brown, purple and olive.
+const PALETTE: [RGBColor; 10] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
@@ -226,11 +266,31 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(86, 180, 233),
     RGBColor(0, 0, 0),
     RGBColor(140, 86, 75),
+    RGBColor(106, 61, 154),
+    RGBColor(128, 128, 0),
 ];
 const GREY: RGBColor = RGBColor(90, 90, 90);
 const GRID: RGBColor = RGBColor(225, 225, 225);
 
-/// A point ready to draw: x in plot space (log2 of x on a Log2 scale), median, bar bounds.
+/// The marker shapes, in the order [`style`] hands them out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Cross,
+}
+
+const MARKERS: [Marker; 4] = [Marker::Circle, Marker::Square, Marker::Triangle, Marker::Cross];
+
+/// The colour and marker of series `i`: colour `i mod 10`, shape `(i + i div 10) mod 4`. The
+/// first 40 series get 40 distinct pairs, and consecutive series differ in both.
+pub(crate) fn style(i: usize) -> (RGBColor, Marker) {
+    (PALETTE[i % PALETTE.len()], MARKERS[(i + i / PALETTE.len()) % MARKERS.len()])
+}
+
+/// A point ready to draw, in plot space: x (log2 of x on a Log2 scale), the median and the bar
+/// bounds (log10 of them on a logarithmic y axis).
 #[derive(Debug, Clone, Copy)]
 struct Drawable {
     x: f64,
@@ -239,13 +299,55 @@ struct Drawable {
     hi: f64,
 }
 
+/// How an axis maps values to plot space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AxisScale {
+    Linear,
+    /// Plot space holds log2 of the value.
+    Log2,
+    /// Plot space holds log10 of the value.
+    Log10,
+}
+
+/// An axis in plot space with precomputed ticks, labelled with [`compact`] when it counts bytes
+/// and [`compact_decimal`] otherwise (of `2^v` or `10^v` on a logarithmic scale).
+#[derive(Debug, Clone)]
+struct Axis {
+    lo: f64,
+    hi: f64,
+    ticks: Vec<f64>,
+    scale: AxisScale,
+    bytes: bool,
+}
+
+impl Axis {
+    /// The value a position in plot space stands for.
+    fn value(&self, v: f64) -> f64 {
+        match self.scale {
+            AxisScale::Linear => v,
+            AxisScale::Log2 => v.exp2(),
+            // Ticks sit at whole exponents; powi keeps 10^3 exactly 1000.
+            AxisScale::Log10 if v.fract() == 0.0 && v.abs() < 300.0 => 10f64.powi(v as i32),
+            AxisScale::Log10 => 10f64.powf(v),
+        }
+    }
+
+    fn label(&self, v: f64) -> String {
+        let value = self.value(v);
+        if self.bytes {
+            compact(value)
+        } else {
+            compact_decimal(value)
+        }
+    }
+}
+
 /// Everything about a chart that does not depend on the backend.
 struct Layout {
     /// Per series, in order, its drawable points sorted by x.
     series: Vec<Vec<Drawable>>,
-    x_range: (f64, f64),
-    y_range: (f64, f64),
-    x_ticks: Vec<f64>,
+    x: Axis,
+    y: Axis,
     /// The marker's x in plot space, if it can be drawn.
     vline: Option<f64>,
     empty: bool,
@@ -261,7 +363,7 @@ impl Layout {
                 (true, true) => (x > 0.0).then(|| x.log2()),
             }
         };
-        let series: Vec<Vec<Drawable>> = chart
+        let mut series: Vec<Vec<Drawable>> = chart
             .series
             .iter()
             .map(|s| {
@@ -281,11 +383,11 @@ impl Layout {
             })
             .collect();
         let vline = chart.vline.as_ref().and_then(|(x, _)| to_plot(*x));
-        let all = || series.iter().flatten();
-        let empty = all().next().is_none();
+        let empty = series.iter().all(Vec::is_empty);
 
         // x: the data and the marker, padded so edge error bars stay clear of the axes.
-        let xs = all().map(|p| p.x).chain(vline);
+        let x_bytes = counts_bytes(&chart.x_label);
+        let xs = series.iter().flatten().map(|p| p.x).chain(vline);
         let (mut x0, mut x1) = min_max(xs).unwrap_or(if log { (10.0, 20.0) } else { (0.0, 1.0) });
         if log {
             x0 = x0.min(x1 - 1.0);
@@ -302,24 +404,48 @@ impl Layout {
             x0 -= pad;
             x1 += pad;
         }
-        let x_ticks = if log { log_ticks(x0, x1) } else { linear_ticks(x0, x1, 8) };
+        let x = Axis {
+            lo: x0,
+            hi: x1,
+            ticks: if log { log_ticks(x0, x1) } else { linear_ticks(x0, x1, 8, x_bytes) },
+            scale: if log { AxisScale::Log2 } else { AxisScale::Linear },
+            bytes: x_bytes,
+        };
 
-        // y: from zero when all values are non-negative and zero is not far off, so that
-        // differences are not exaggerated; otherwise the data's own range.
-        let ys = all().flat_map(|p| [p.lo, p.hi]);
-        let (mut y0, mut y1) = min_max(ys).unwrap_or((0.0, 1.0));
-        if y0 >= 0.0 && y0 <= 0.5 * y1 {
-            y0 = 0.0;
-        }
-        if y1 - y0 < 1e-12 * y1.abs().max(1e-300) {
-            let d = if y1 == 0.0 { 1.0 } else { y1.abs() * 0.1 };
-            y0 = if y0 == 0.0 { 0.0 } else { y0 - d };
-            y1 += d;
-        }
-        let pad = (y1 - y0) * 0.06;
-        let y_range = (if y0 == 0.0 { 0.0 } else { y0 - pad }, y1 + pad);
+        // y: every value is a median or a bar bound, and bars enclose their medians.
+        let y_bytes = counts_bytes(&chart.y_label);
+        let ys = || series.iter().flatten().flat_map(|p| [p.lo, p.hi]);
+        let y = match min_max(ys()) {
+            // Positive values spanning two decades or more: log10 in plot space.
+            Some((lo, hi)) if lo > 0.0 && hi >= 100.0 * lo => {
+                for p in series.iter_mut().flatten() {
+                    *p = Drawable { x: p.x, y: p.y.log10(), lo: p.lo.log10(), hi: p.hi.log10() };
+                }
+                let (y0, y1) = (lo.log10(), hi.log10());
+                let pad = (y1 - y0) * 0.06;
+                let (y0, y1) = (y0 - pad, y1 + pad);
+                Axis { lo: y0, hi: y1, ticks: log_ticks(y0, y1), scale: AxisScale::Log10, bytes: y_bytes }
+            }
+            range => {
+                // Linear: from zero unless some value is negative, so that differences are not
+                // exaggerated; otherwise the data's own range.
+                let (mut y0, mut y1) = range.unwrap_or((0.0, 1.0));
+                if y0 >= 0.0 {
+                    y0 = 0.0;
+                }
+                if y1 - y0 < 1e-12 * y1.abs().max(1e-300) {
+                    let d = if y1 == 0.0 { 1.0 } else { y1.abs() * 0.1 };
+                    y0 = if y0 == 0.0 { 0.0 } else { y0 - d };
+                    y1 += d;
+                }
+                let pad = (y1 - y0) * 0.06;
+                let (y0, y1) = (if y0 == 0.0 { 0.0 } else { y0 - pad }, y1 + pad);
+                let ticks = linear_ticks(y0, y1, 8, y_bytes);
+                Axis { lo: y0, hi: y1, ticks, scale: AxisScale::Linear, bytes: y_bytes }
+            }
+        };
 
-        Layout { series, x_range: (x0, x1), y_range, x_ticks, vline, empty }
+        Layout { series, x, y, vline, empty }
     }
 }
 
@@ -338,11 +464,16 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     (first..=last).filter(|e| e.rem_euclid(step) == 0).map(|e| e as f64).collect()
 }
 
-/// About `target` ticks at multiples of 1, 2 or 5 times a power of ten.
-fn linear_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+/// About `target` ticks (at least half as many) at multiples of a step: a power of two when
+/// `binary` and the step is at least 1 (an axis of bytes), else 1, 2 or 5 times a power of ten.
+fn linear_ticks(lo: f64, hi: f64, target: usize, binary: bool) -> Vec<f64> {
     let raw = (hi - lo) / target as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
+    let step = if binary && raw >= 1.0 {
+        raw.log2().ceil().exp2()
+    } else {
+        let mag = 10f64.powf(raw.log10().floor());
+        [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag)
+    };
     let first = (lo / step).ceil() as i64;
     let last = (hi / step).floor() as i64;
     // Multiply rather than accumulate, so 0.1 * 3 stays close to 0.3.
@@ -351,16 +482,7 @@ fn linear_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
 
 type Area<DB> = DrawingArea<DB, Shift>;
 
-/// The x axis in plot space (log2 of x on a Log2 scale) with precomputed ticks, labelled with
-/// [`compact`] (of `2^v` on a Log2 scale).
-struct XAxis {
-    lo: f64,
-    hi: f64,
-    ticks: Vec<f64>,
-    log: bool,
-}
-
-impl Ranged for XAxis {
+impl Ranged for Axis {
     type FormatOption = NoDefaultFormatting;
     type ValueType = f64;
 
@@ -383,9 +505,9 @@ impl Ranged for XAxis {
     }
 }
 
-impl ValueFormatter<f64> for XAxis {
+impl ValueFormatter<f64> for Axis {
     fn format_ext(&self, v: &f64) -> String {
-        compact(if self.log { v.exp2() } else { *v })
+        self.label(*v)
     }
 }
 
@@ -427,10 +549,7 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
     let legend_w = (text_w + 50).clamp(120, 220);
     let (plot_area, legend_area) = body.split_horizontally(w - legend_w);
 
-    let (x0, x1) = layout.x_range;
-    let (y0, y1) = layout.y_range;
-    let log = chart.x_scale == Scale::Log2;
-    let x_coord = XAxis { lo: x0, hi: x1, ticks: layout.x_ticks.clone(), log };
+    let (y0, y1) = (layout.y.lo, layout.y.hi);
     let mut cc = ChartBuilder::on(&plot_area)
         .margin_top(6)
         .margin_left(8)
@@ -438,15 +557,12 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
         .margin_bottom(6)
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d(x_coord, y0..y1)
+        .build_cartesian_2d(layout.x.clone(), layout.y.clone())
         .map_err(e)?;
 
-    let y_fmt = |v: &f64| compact(*v);
     cc.configure_mesh()
         .x_desc(chart.x_label.as_str())
         .y_desc(chart.y_label.as_str())
-        .y_label_formatter(&y_fmt)
-        .y_labels(8)
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 15))
         .bold_line_style(GRID)
@@ -471,31 +587,36 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
         }
     }
 
-    // Series: error bars, the median line and a dot per median. Bars of different series at
-    // the same x are spread a few pixels apart so they stay distinguishable.
-    let n = layout.series.len();
-    let px_per_unit = (px_range.end - px_range.start) as f64 / (x1 - x0);
+    // Series, each point exactly at its x: first every error bar (thin, small caps; bars of
+    // series at the same x overlap), then the median lines, then a marker per median, so that
+    // no bar hides a median.
     for (i, pts) in layout.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let shift = (i as f64 - (n as f64 - 1.0) / 2.0) * 4.0 / px_per_unit;
-        cc.draw_series(
-            pts.iter()
-                .map(|p| ErrorBar::new_vertical(p.x + shift, p.lo, p.y, p.hi, color.stroke_width(1), 8)),
-        )
-        .map_err(e)?;
-        cc.draw_series(LineSeries::new(pts.iter().map(|p| (p.x + shift, p.y)), color.stroke_width(2)))
-            .map_err(e)?;
-        let at = |p: &&Drawable| (p.x + shift, p.y);
-        match marker(i) {
-            Marker::Circle => cc.draw_series(pts.iter().map(|p| Circle::new(at(&p), 3, color.filled()))),
+        let (color, _) = style(i);
+        let bar = color.stroke_width(1);
+        let cap = |at: (f64, f64)| EmptyElement::at(at) + PathElement::new(vec![(-3, 0), (3, 0)], bar);
+        for p in pts.iter().filter(|p| p.hi > p.lo) {
+            cc.draw_series(std::iter::once(PathElement::new(vec![(p.x, p.lo), (p.x, p.hi)], bar)))
+                .map_err(e)?;
+            cc.draw_series([cap((p.x, p.lo)), cap((p.x, p.hi))]).map_err(e)?;
+        }
+    }
+    for (i, pts) in layout.series.iter().enumerate() {
+        let (color, _) = style(i);
+        cc.draw_series(LineSeries::new(pts.iter().map(|p| (p.x, p.y)), color.stroke_width(2))).map_err(e)?;
+    }
+    for (i, pts) in layout.series.iter().enumerate() {
+        let (color, marker) = style(i);
+        let at = |p: &Drawable| (p.x, p.y);
+        match marker {
+            Marker::Circle => cc.draw_series(pts.iter().map(|p| Circle::new(at(p), 4, color.filled()))),
             Marker::Square => cc.draw_series(
                 pts.iter()
-                    .map(|p| EmptyElement::at(at(&p)) + Rectangle::new([(-3, -3), (3, 3)], color.filled())),
+                    .map(|p| EmptyElement::at(at(p)) + Rectangle::new([(-3, -3), (3, 3)], color.filled())),
             ),
             Marker::Triangle => {
-                cc.draw_series(pts.iter().map(|p| TriangleMarker::new(at(&p), 4, color.filled())))
+                cc.draw_series(pts.iter().map(|p| TriangleMarker::new(at(p), 5, color.filled())))
             }
-            Marker::Cross => cc.draw_series(pts.iter().map(|p| Cross::new(at(&p), 4, color.stroke_width(2)))),
+            Marker::Cross => cc.draw_series(pts.iter().map(|p| Cross::new(at(p), 4, color.stroke_width(2)))),
         }
         .map_err(e)?;
     }
@@ -513,12 +634,12 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
     let row = i32::try_from(names.len()).map_or(22, |n| if n > 0 { (room / n).clamp(12, 22) } else { 22 });
     let mut y = 16;
     for (i, name) in names.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
+        let (color, marker) = style(i);
         legend_area.draw(&PathElement::new(vec![(4, y), (30, y)], color.stroke_width(2))).map_err(e)?;
-        match marker(i) {
-            Marker::Circle => legend_area.draw(&Circle::new((17, y), 3, color.filled())),
+        match marker {
+            Marker::Circle => legend_area.draw(&Circle::new((17, y), 4, color.filled())),
             Marker::Square => legend_area.draw(&Rectangle::new([(14, y - 3), (20, y + 3)], color.filled())),
-            Marker::Triangle => legend_area.draw(&TriangleMarker::new((17, y), 4, color.filled())),
+            Marker::Triangle => legend_area.draw(&TriangleMarker::new((17, y), 5, color.filled())),
             Marker::Cross => legend_area.draw(&Cross::new((17, y), 4, color.stroke_width(2))),
         }
         .map_err(e)?;
@@ -536,20 +657,6 @@ fn render<DB: DrawingBackend>(root: &Area<DB>, chart: &Chart, layout: &Layout) -
     Ok(())
 }
 
-/// The mark of series `i`: the palette's colours repeat every 8 series, so each repetition gets
-/// another shape (32 series stay distinguishable).
-#[derive(Clone, Copy)]
-enum Marker {
-    Circle,
-    Square,
-    Triangle,
-    Cross,
-}
-
-fn marker(i: usize) -> Marker {
-    [Marker::Circle, Marker::Square, Marker::Triangle, Marker::Cross][(i / PALETTE.len()) % 4]
-}
-
 /// Shortens `text` with an ellipsis until it is at most `max_w` pixels wide.
 fn fit<DB: DrawingBackend>(area: &Area<DB>, text: String, font: &TextStyle<'_>, max_w: u32) -> String {
     let width = |t: &str| area.estimate_text_size(t, font).map(|(w, _)| w).unwrap_or(0);
@@ -565,6 +672,28 @@ fn fit<DB: DrawingBackend>(area: &Area<DB>, text: String, font: &TextStyle<'_>, 
         }
     }
     text
+}
+
+/// Attribute `name` of an SVG tag's text (`x="12"`).
+#[cfg(test)]
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    tag.split(&format!(" {name}=\"")).nth(1)?.split('"').next()
+}
+
+/// Test support: the circles of an SVG that [`write_chart`] wrote, as (fill colour, cx, cy).
+#[cfg(test)]
+pub(crate) fn svg_circles(svg: &str) -> Vec<(String, i32, i32)> {
+    svg.split("<circle")
+        .skip(1)
+        .filter_map(|t| {
+            let tag = t.split("/>").next()?;
+            Some((
+                attr(tag, "fill")?.to_string(),
+                attr(tag, "cx")?.parse().ok()?,
+                attr(tag, "cy")?.parse().ok()?,
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -655,9 +784,14 @@ mod tests {
         ] {
             assert!(svg.contains(text), "SVG lacks {text:?}");
         }
-        // PLOT_SAMPLE_DIR=/some/dir keeps a copy (sample.svg, sample.png) to look at.
+        keep("sample", &sample());
+    }
+
+    /// With PLOT_SAMPLE_DIR=/some/dir set, keeps a copy of `chart` (`<name>.svg`, `<name>.png`)
+    /// there to look at.
+    fn keep(name: &str, chart: &Chart) {
         if let Ok(dir) = std::env::var("PLOT_SAMPLE_DIR") {
-            write_chart(&Path::new(&dir).join("sample"), &sample()).unwrap();
+            write_chart(&Path::new(&dir).join(name), chart).unwrap();
         }
     }
 
@@ -748,5 +882,218 @@ mod tests {
         assert_eq!(compact(-2048.0), "-2Ki");
         assert_eq!(compact(1e10), "10G");
         assert_eq!(compact(f64::NAN), "NaN");
+        // Decimal units only, for axes that do not count bytes.
+        assert_eq!(compact_decimal(1024.0), "1.02k");
+        assert_eq!(compact_decimal(16384.0), "16.4k");
+        assert_eq!(compact_decimal(64.0 * 1048576.0), "67.1M");
+        assert_eq!(compact_decimal(1000.0), "1k");
+        assert_eq!(compact_decimal(350_000.0), "350k");
+        assert_eq!(compact_decimal(-2048.0), "-2.05k");
+        assert_eq!(compact_decimal(0.25), "0.25");
+        assert_eq!(compact_decimal(0.0), "0");
+    }
+
+    #[test]
+    fn byte_axes_are_recognised_by_their_label() {
+        for label in
+            ["working set (bytes)", "log since the checkpoint (MiB)", "pool (KiB)", "size (B)", "GiB"]
+        {
+            assert!(counts_bytes(label), "{label:?}");
+        }
+        for label in ["latency (ms)", "miss ratio", "cache size (pages)", "lookups per second", "bits"] {
+            assert!(!counts_bytes(label), "{label:?}");
+        }
+    }
+
+    /// The text elements of an SVG: their x, their anchor and their content.
+    fn svg_texts(svg: &str) -> Vec<(i32, String, String)> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let (tag, rest) = t.split_once('>')?;
+                let content = rest.split("</text>").next()?.trim().to_string();
+                Some((attr(tag, "x")?.parse().ok()?, attr(tag, "text-anchor")?.to_string(), content))
+            })
+            .collect()
+    }
+
+    /// A chart of one series per `(name, values)`, with the values at x = 1, 2, ...
+    fn values_chart(y_label: &str, series: &[(&str, &[f64])]) -> Chart {
+        Chart {
+            title: "values".into(),
+            x_label: "step".into(),
+            y_label: y_label.into(),
+            x_scale: Scale::Linear,
+            series: series
+                .iter()
+                .map(|(name, ys)| Series {
+                    name: (*name).into(),
+                    points: ys.iter().enumerate().map(|(i, &y)| point(i as f64 + 1.0, y)).collect(),
+                })
+                .collect(),
+            note: None,
+            vline: None,
+            marks: None,
+        }
+    }
+
+    /// The y axis' tick labels in the SVG (right-aligned text left of the plot).
+    fn y_tick_labels(svg: &str) -> Vec<String> {
+        svg_texts(svg).into_iter().filter(|(_, anchor, _)| anchor == "end").map(|(_, _, t)| t).collect()
+    }
+
+    #[test]
+    fn y_axis_is_logarithmic_across_two_decades() {
+        let dir = tempfile::tempdir().unwrap();
+        // 1e2 to 1e6: log10, ticks at powers of ten.
+        let chart = values_chart("lookups per second", &[("fast", &[1e6, 8e5]), ("slow", &[1e2, 3e2])]);
+        let layout = Layout::new(&chart);
+        assert_eq!(layout.y.scale, AxisScale::Log10);
+        assert!(layout.y.ticks.iter().all(|t| t.fract() == 0.0), "{:?}", layout.y.ticks);
+        keep("log-y", &chart);
+        let svg = svg_text(&write_chart(&dir.path().join("log"), &chart).unwrap()[0]);
+        let labels = y_tick_labels(&svg);
+        for text in ["100", "1k", "10k", "100k", "1M"] {
+            assert!(labels.iter().any(|l| l == text), "no tick {text:?} in {labels:?}");
+        }
+        // A bar bound at 0 (or below) keeps the axis linear, from 0.
+        let mut chart = chart;
+        chart.series[1].points[0].y_min = 0.0;
+        let layout = Layout::new(&chart);
+        assert_eq!((layout.y.scale, layout.y.lo), (AxisScale::Linear, 0.0));
+        // Less than two decades (bars 1.8 to 106.92): linear.
+        let chart = values_chart("x", &[("a", &[2.0, 99.0])]);
+        assert_eq!(Layout::new(&chart).y.scale, AxisScale::Linear);
+    }
+
+    #[test]
+    fn linear_y_axis_starts_at_zero_unless_a_value_is_negative() {
+        let dir = tempfile::tempdir().unwrap();
+        // 5 and 9 (bars 4.5..9.72): from 0, not from the data's minimum.
+        let chart = values_chart("lookups per second", &[("a", &[5.0, 9.0])]);
+        let layout = Layout::new(&chart);
+        assert_eq!((layout.y.scale, layout.y.lo), (AxisScale::Linear, 0.0));
+        assert!(layout.y.hi > 9.72 && layout.y.hi < 11.0, "{}", layout.y.hi);
+        let svg = svg_text(&write_chart(&dir.path().join("lin"), &chart).unwrap()[0]);
+        let labels = y_tick_labels(&svg);
+        assert!(labels.iter().any(|l| l == "0") && labels.iter().any(|l| l == "8"), "{labels:?}");
+        // Values close together far from zero still start at zero.
+        let layout = Layout::new(&values_chart("y", &[("a", &[1000.0, 1010.0])]));
+        assert_eq!(layout.y.lo, 0.0);
+        // A negative value: the axis spans the data.
+        let mut chart = values_chart("y", &[("a", &[5.0, 9.0])]);
+        chart.series[0].points[0] = Point { x: 1.0, y: -3.0, y_min: -4.0, y_max: -2.0 };
+        let layout = Layout::new(&chart);
+        assert!(layout.y.lo < -4.0 && layout.y.lo > -5.0, "{}", layout.y.lo);
+        // All zero: 0..1.
+        let layout = Layout::new(&values_chart("y", &[("a", &[0.0, 0.0])]));
+        assert!(layout.y.lo == 0.0 && (layout.y.hi - 1.06).abs() < 1e-9, "{:?}", (layout.y.lo, layout.y.hi));
+    }
+
+    #[test]
+    fn tick_labels_use_binary_units_only_on_byte_axes() {
+        let dir = tempfile::tempdir().unwrap();
+        let values: &[f64] = &[1024.0, 2048.0, 4096.0];
+        let svg = svg_text(
+            &write_chart(&dir.path().join("ms"), &values_chart("latency (ms)", &[("a", values)])).unwrap()[0],
+        );
+        let labels = y_tick_labels(&svg);
+        assert!(labels.iter().any(|l| l == "2k") && !labels.iter().any(|l| l.contains('i')), "{labels:?}");
+        let svg = svg_text(
+            &write_chart(&dir.path().join("b"), &values_chart("size (bytes)", &[("a", values)])).unwrap()[0],
+        );
+        let labels = y_tick_labels(&svg);
+        assert!(labels.iter().any(|l| l == "2Ki") && labels.iter().any(|l| l == "4Ki"), "{labels:?}");
+        // A Log2 x axis of pages counts in decimal units, one of bytes in binary units.
+        let mut chart = sample();
+        chart.x_label = "cache size (pages)".into();
+        let svg = svg_text(&write_chart(&dir.path().join("pages"), &chart).unwrap()[0]);
+        let x_ticks = |svg: &str| -> Vec<String> {
+            svg_texts(svg).into_iter().filter(|(_, a, _)| a == "middle").map(|(_, _, t)| t).collect()
+        };
+        let ticks = x_ticks(&svg);
+        assert!(ticks.contains(&"16.4k".into()) && !ticks.contains(&"16Ki".into()), "pages: {ticks:?}");
+        let svg = svg_text(&write_chart(&dir.path().join("bytes"), &sample()).unwrap()[0]);
+        let ticks = x_ticks(&svg);
+        assert!(ticks.contains(&"16Ki".into()) && !ticks.contains(&"16.4k".into()), "bytes: {ticks:?}");
+    }
+
+    #[test]
+    fn twenty_series_get_distinct_colours_and_markers() {
+        let pairs: std::collections::HashSet<_> =
+            (0..40).map(style).map(|(c, m)| ((c.0, c.1, c.2), m)).collect();
+        assert_eq!(pairs.len(), 40, "the first 40 series differ");
+        let colours: std::collections::HashSet<_> = PALETTE.iter().map(|c| (c.0, c.1, c.2)).collect();
+        assert_eq!(colours.len(), 10, "10 distinct colours");
+        for i in 0..19 {
+            let ((a, m), (b, n)) = (style(i), style(i + 1));
+            assert!(a != b && m != n, "series {i} and {} differ in colour and marker", i + 1);
+        }
+        // A chart of 20 series draws every one of the 10 colours.
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<String> = (0..20).map(|i| format!("s{i}")).collect();
+        let ys: Vec<[f64; 2]> = (0..20).map(|i| [10.0 + i as f64, 20.0 + i as f64]).collect();
+        let series: Vec<(&str, &[f64])> = names.iter().zip(&ys).map(|(n, y)| (n.as_str(), &y[..])).collect();
+        let chart = values_chart("y", &series);
+        keep("twenty", &chart);
+        let paths = write_chart(&dir.path().join("twenty"), &chart).unwrap();
+        let svg = svg_text(&paths[0]);
+        for c in PALETTE {
+            assert!(svg.contains(&format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)), "{c:?}");
+        }
+        let (_, rgb) = decode_png(&paths[1]);
+        assert!(PALETTE.iter().all(|&c| has_color(&rgb, c)), "every colour in the PNG");
+    }
+
+    /// Series that share an x draw their points exactly there: no nudging.
+    #[test]
+    fn points_sit_at_their_x() {
+        let dir = tempfile::tempdir().unwrap();
+        // Series 0 and 4 are marked with circles; all five have points at x = 1, 2, 3.
+        let series: Vec<(&str, &[f64])> = vec![
+            ("a", &[5.0, 6.0, 7.0]),
+            ("b", &[5.5, 6.0, 7.5]),
+            ("c", &[5.0, 6.5, 7.0]),
+            ("d", &[6.0, 6.0, 6.0]),
+            ("e", &[5.0, 6.1, 7.2]),
+        ];
+        let chart = values_chart("y", &series);
+        assert_eq!((style(0).1, style(4).1), (Marker::Circle, Marker::Circle));
+        keep("same-x", &chart);
+        let svg = svg_text(&write_chart(&dir.path().join("same-x"), &chart).unwrap()[0]);
+        // Where the x axis puts 1, 2 and 3: its tick labels (centred below the plot).
+        let tick_x = |v: &str| {
+            svg_texts(&svg).into_iter().find(|(_, a, t)| a == "middle" && t == v).map(|(x, _, _)| x).unwrap()
+        };
+        let expected: Vec<i32> = ["1", "2", "3"].iter().map(|v| tick_x(v)).collect();
+        let legend_x = expected[2] + 40;
+        for colour in ["#0072B2", "#E69F00"] {
+            let xs: Vec<i32> = svg_circles(&svg)
+                .into_iter()
+                .filter(|(c, x, _)| c == colour && *x < legend_x)
+                .map(|(_, x, _)| x)
+                .collect();
+            assert_eq!(xs, expected, "{colour}");
+        }
+        // Every series' error bars (vertical 1-pixel lines) stand at the same three x.
+        for i in 0..series.len() {
+            let (c, _) = style(i);
+            let stroke = format!("stroke=\"#{:02X}{:02X}{:02X}\" stroke-width=\"1\"", c.0, c.1, c.2);
+            let mut xs: Vec<i32> = svg
+                .split("<polyline")
+                .skip(1)
+                .filter(|t| t.contains(&stroke))
+                .filter_map(|t| {
+                    let pts: Vec<(i32, i32)> = attr(t, "points")?
+                        .split_whitespace()
+                        .filter_map(|p| p.split_once(','))
+                        .map(|(x, y)| (x.parse().unwrap(), y.parse().unwrap()))
+                        .collect();
+                    (pts.len() == 2 && pts[0].0 == pts[1].0).then_some(pts[0].0)
+                })
+                .collect();
+            xs.dedup();
+            assert_eq!(xs, expected, "bars of series {i}");
+        }
     }
 }

@@ -701,6 +701,50 @@ mod tests {
         assert!(parse_csv_spec("has-header=true").unwrap_err().contains("obj-id-col is required"));
     }
 
+    /// The chart of every policy (19 series) gives each series its own colour and marker, and
+    /// draws every subject's point at a size exactly at that size's x (no nudging).
+    #[test]
+    fn the_chart_tells_its_series_apart_and_keeps_points_at_their_size() {
+        // A skewed reference string over 400 pages.
+        let mut state = 12_345u64;
+        let pages: Vec<u64> = (0..5_000)
+            .map(|_| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                let r = (state >> 33) % 400;
+                r * r / 400
+            })
+            .collect();
+        let trace = Trace::from_pages(pages).unwrap();
+        let plan = Plan {
+            subjects: swizzledb_sim::all_subjects(),
+            sizes: vec![10, 40, 160],
+            stack_distances: true,
+            seed: 1,
+            threads: 1,
+        };
+        let analysis = swizzledb_sim::analyze(&trace, &plan).unwrap();
+        let chart = curve_chart("test", &trace, &plan, &analysis, analysis.stack.as_ref().unwrap());
+        let n = chart.series.len();
+        assert_eq!(n, plan.subjects.len() + 1, "every subject and the exact LRU curve");
+        let styles: std::collections::HashSet<_> =
+            (0..n).map(plot::style).map(|(c, m)| ((c.0, c.1, c.2), m)).collect();
+        assert_eq!(styles.len(), n, "{n} series, {n} distinct (colour, marker) pairs");
+
+        let dir = tempfile::tempdir().unwrap();
+        let paths = plot::write_chart(&dir.path().join("miss-ratio"), &chart).unwrap();
+        let svg = std::fs::read_to_string(&paths[0]).unwrap();
+        // The subjects marked with circles: at each size their circles share one x, and so do
+        // their legend entries; nudged points would scatter.
+        let circled = (0..plan.subjects.len()).filter(|&i| plot::style(i).1 == plot::Marker::Circle).count();
+        assert!(circled >= 2);
+        let mut at_x = std::collections::BTreeMap::<i32, usize>::new();
+        for (_, x, _) in plot::svg_circles(&svg) {
+            *at_x.entry(x).or_default() += 1;
+        }
+        assert_eq!(at_x.len(), plan.sizes.len() + 1, "one x per size and the legend's: {at_x:?}");
+        assert!(at_x.values().all(|&c| c == circled), "{at_x:?}");
+    }
+
     #[test]
     fn policies_parse_all_lists_and_opt() {
         assert_eq!(parse_policies("ALL").unwrap().0, PolicyKind::all());

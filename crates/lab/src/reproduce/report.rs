@@ -199,11 +199,16 @@ fn verdict_class(v: Verdict) -> &'static str {
     }
 }
 
+/// The page's style. The page never grows wider than the window: text tables (`<pre>`) scroll
+/// sideways inside the page, cells of the HTML tables wrap long words, and every HTML table sits
+/// in a `div.wide` that scrolls sideways should it still be too wide.
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}\
-table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top;text-align:left}\
-th{background:#f3f3f3}pre{background:#f8f8f8;padding:.5rem;overflow:auto;max-height:32rem;font-size:.8rem}\
+.wide{max-width:100%;overflow-x:auto}\
+table{border-collapse:collapse;margin:.5rem 0;max-width:100%}td,th{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top;text-align:left}\
+table.checks td,table.summary td,table.environment td{overflow-wrap:anywhere}\
+th{background:#f3f3f3}pre{background:#f8f8f8;padding:.5rem;overflow-x:auto;overflow-y:auto;white-space:pre;max-width:100%;box-sizing:border-box;max-height:32rem;font-size:.8rem}\
 img{max-width:100%;border:1px solid #ddd;margin:.25rem 0}.holds{color:#176f2c}.partial{color:#9a6700}.fails{color:#b42318}\
-td.verdict{font-weight:bold;text-align:center}article{border-top:2px solid #ddd;margin-top:2rem}code{font-size:.85rem}";
+td.verdict{font-weight:bold;text-align:center}article{border-top:2px solid #ddd;margin-top:2rem}code{font-size:.85rem;overflow-wrap:anywhere}";
 
 /// The script that tells the browser test what loaded: counts on `<body>` once the page has.
 const SELF_CHECK: &str = "window.addEventListener('load',function(){var b=document.body;\
@@ -234,7 +239,9 @@ pub fn render(dir: &Path, manifest: &RunManifest) -> String {
          <span class=\"fails\">✗</span> they disagree (the reason beside it).</p>",
         manifest.scale.key()
     );
-    h.push_str("<table class=\"environment\"><tr><th colspan=\"2\">Environment</th></tr>\n");
+    h.push_str(
+        "<div class=\"wide\"><table class=\"environment\"><tr><th colspan=\"2\">Environment</th></tr>\n",
+    );
     for (k, v) in [
         ("commit", format!("{}{}", env.commit, if env.dirty == Some(true) { " (modified)" } else { "" })),
         ("version", env.version.clone()),
@@ -245,10 +252,10 @@ pub fn render(dir: &Path, manifest: &RunManifest) -> String {
     ] {
         let _ = writeln!(h, "<tr><td>{k}</td><td><code>{}</code></td></tr>", esc(&v));
     }
-    h.push_str("</table>\n");
+    h.push_str("</table></div>\n");
 
     // Summary.
-    h.push_str("<h2 id=\"summary\">Summary</h2>\n<table class=\"summary\"><tr><th>paper</th><th>figure</th><th>what</th><th>I/O</th><th>check</th><th>why</th><th>seconds</th></tr>\n");
+    h.push_str("<h2 id=\"summary\">Summary</h2>\n<div class=\"wide\"><table class=\"summary\"><tr><th>paper</th><th>figure</th><th>what</th><th>I/O</th><th>check</th><th>why</th><th>seconds</th></tr>\n");
     for r in &reports {
         let (v, why) = r.verdict();
         let _ = writeln!(
@@ -265,7 +272,7 @@ pub fn render(dir: &Path, manifest: &RunManifest) -> String {
             r.run.as_ref().map_or("—".into(), |x| format!("{:.0}", x.seconds)),
         );
     }
-    h.push_str("</table>\n");
+    h.push_str("</table></div>\n");
 
     for paper in Paper::ALL {
         let mine: Vec<&FigureReport> = reports.iter().filter(|r| r.figure.paper == paper).collect();
@@ -310,7 +317,7 @@ fn figure_html(h: &mut String, r: &FigureReport, run_commit: &str) {
     for img in &r.images {
         let _ = writeln!(h, "<img src=\"{}\" alt=\"{}\">", href(img), esc(img));
     }
-    h.push_str("<table class=\"checks\"><tr><th>what</th><th>paper</th><th>ours</th><th>check</th><th>reason</th></tr>\n");
+    h.push_str("<div class=\"wide\"><table class=\"checks\"><tr><th>what</th><th>paper</th><th>ours</th><th>check</th><th>reason</th></tr>\n");
     if r.checks.is_empty() || r.run.as_ref().is_none_or(|x| x.status != RunStatus::Ok) {
         let _ = writeln!(
             h,
@@ -335,7 +342,7 @@ fn figure_html(h: &mut String, r: &FigureReport, run_commit: &str) {
             );
         }
     }
-    h.push_str("</table>\n");
+    h.push_str("</table></div>\n");
     if !r.stderr_tail.is_empty() {
         let _ = writeln!(
             h,
@@ -486,6 +493,45 @@ mod tests {
         let html = render(dir.path(), &manifest(&[a, b]));
         assert_eq!(html.matches("<p class=\"commit\">").count(), 1, "{html}");
         assert!(html.contains("<code>0123abc (modified)</code>, not the run's"));
+    }
+
+    /// The declarations of `selector`'s rule in [`STYLE`] (a rule listing several selectors
+    /// counts for each).
+    fn css_rule(selector: &str) -> Vec<&'static str> {
+        STYLE
+            .split('}')
+            .filter_map(|rule| rule.split_once('{'))
+            .filter(|(selectors, _)| selectors.split(',').any(|s| s.trim() == selector))
+            .flat_map(|(_, body)| body.split(';'))
+            .collect()
+    }
+
+    /// The page never widens: text tables scroll inside it, HTML tables wrap long cells inside a
+    /// wrapper that scrolls.
+    #[test]
+    fn wide_content_stays_inside_the_page() {
+        let pre = css_rule("pre");
+        for rule in ["overflow-x:auto", "white-space:pre", "max-width:100%", "box-sizing:border-box"] {
+            assert!(pre.contains(&rule), "pre lacks {rule}: {pre:?}");
+        }
+        for table in ["table.checks td", "table.summary td"] {
+            assert!(css_rule(table).contains(&"overflow-wrap:anywhere"), "{table}");
+        }
+        let wide = css_rule(".wide");
+        assert!(wide.contains(&"overflow-x:auto") && wide.contains(&"max-width:100%"), "{wide:?}");
+        assert!(css_rule("img").contains(&"max-width:100%"));
+
+        let dir = tempfile::tempdir().unwrap();
+        let f = figures::all()[0];
+        fake_run(dir.path(), f.id, RunStatus::Ok, &[Check::new("x", "1", "1", Verdict::Holds)]);
+        let html = render(dir.path(), &manifest(&[f.id]));
+        assert!(html.contains("<pre class=\"tables\">"));
+        for class in ["environment", "summary", "checks"] {
+            let table = format!("<table class=\"{class}\">");
+            assert_eq!(html.matches(&table).count(), 1, "{class}");
+            assert!(html.contains(&format!("<div class=\"wide\">{table}")), "{class} sits in a div.wide");
+        }
+        assert_eq!(html.matches("<table").count(), html.matches("</table></div>").count());
     }
 
     #[test]
