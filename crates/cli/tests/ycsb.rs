@@ -85,8 +85,12 @@ fn bench_ycsb_runs_swizzledb_beside_lmdb() {
     );
     let table = Table::read(&out.join("ycsb.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::ycsb::CSV_COLUMNS);
-    let last_two: Vec<&str> = table.header.iter().rev().take(2).map(String::as_str).collect();
-    assert_eq!(last_two, ["optimistic", "engine"], "engine, then optimistic, end the header");
+    let last: Vec<&str> = table.header.iter().rev().take(3).map(String::as_str).collect();
+    assert_eq!(
+        last,
+        ["cut_short", "optimistic", "engine"],
+        "engine, optimistic, then cut_short end the header"
+    );
     let col = |name: &str| table.col(name);
     let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // (3 SwizzleDB modes + LMDB) x 2 workloads x 2 thread counts.

@@ -223,6 +223,9 @@ pub struct BenchRow {
     pub log_archive: bool,
     /// Where the log lived (`None`: beside the database file).
     pub log_dir: Option<PathBuf>,
+    /// The measurement stopped before its time: a main-memory pool was about to fill
+    /// ([`crate::bench::main_memory_room`]); `seconds` is the time it ran.
+    pub cut_short: bool,
     /// Page-cleaner rounds during the measurement.
     pub cleaner_rounds: u64,
     /// Transactions that waited at `begin` for the log to get below its bound (R15).
@@ -287,7 +290,7 @@ pub const CSV_COLUMNS: &str =
     "experiment,mode,logging,locking,branches,accounts_per_branch,threads,rep,seconds,\
 transactions,tx_per_sec,retries,retries_per_1000,pool_bytes,load_seconds,optimistic,log_archive,checkpoint_ms,\
 propagation,cleaner_ms,cpu_seconds,cpu_cores,pages_written,pages_written_per_sec,cleaner_rounds,throttled,held_back,\
-log_dir,io";
+log_dir,io,cut_short";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -362,6 +365,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 let cleaner = db.cleaner_stats().unwrap_or_default();
                 let row = BenchRow {
                     log_dir: plan.log_dir.clone(),
+                    cut_short: m.cut_short,
                     cleaner_rounds: cleaner.rounds - cleaner0.rounds,
                     throttled: cleaner.throttled - cleaner0.throttled,
                     held_back: cleaner.held_back - cleaner0.held_back,
@@ -507,6 +511,8 @@ pub struct TpcbRow {
     /// How the database file is read and written: always `page-cache` (TPC-B does not open
     /// it with O_DIRECT).
     pub io: &'static str,
+    /// `yes` if the measurement stopped before its time (a main-memory pool about to fill).
+    pub cut_short: &'static str,
 }
 
 impl TpcbRow {
@@ -543,6 +549,7 @@ impl TpcbRow {
             held_back: r.held_back,
             log_dir: r.log_dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
             io: "page-cache",
+            cut_short: if r.cut_short { "yes" } else { "no" },
         }
     }
 }

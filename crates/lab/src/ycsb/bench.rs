@@ -166,6 +166,9 @@ pub struct BenchRow {
     pub pool_bytes: Option<u64>,
     /// Seconds the database took to load.
     pub load_seconds: f64,
+    /// The measurement stopped before its time: a main-memory pool was about to fill
+    /// ([`crate::bench::main_memory_room`]); `seconds` is the time it ran.
+    pub cut_short: bool,
 }
 
 impl BenchRow {
@@ -192,7 +195,7 @@ impl BenchRow {
 pub const CSV_COLUMNS: &str =
     "experiment,workload,mode,logging,locking,records,threads,rep,seconds,operations,\
 ops_per_sec,read,update,insert,scan,read_modify_write,retries,retries_per_1000,records_after,value_bytes,\
-zipf_theta,pool_bytes,load_seconds,engine,optimistic";
+zipf_theta,pool_bytes,load_seconds,engine,optimistic,cut_short";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -246,6 +249,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                         theta: plan.config.theta,
                         pool_bytes: config.mode().map(|_| plan.pool()),
                         load_seconds: *load,
+                        cut_short: m.cut_short,
                     };
                     writeln!(
                         log,
@@ -392,6 +396,8 @@ pub struct YcsbRow {
     pub load_seconds: f64,
     pub engine: &'static str,
     pub optimistic: &'static str,
+    /// `yes` if the measurement stopped before its time (a main-memory pool about to fill).
+    pub cut_short: &'static str,
 }
 
 impl YcsbRow {
@@ -424,6 +430,7 @@ impl YcsbRow {
             load_seconds: r.load_seconds,
             engine: r.config.engine().name(),
             optimistic: r.config.optimistic().map_or("-", on_off),
+            cut_short: if r.cut_short { "yes" } else { "no" },
         }
     }
 }
