@@ -784,15 +784,6 @@ mod tests {
         ] {
             assert!(svg.contains(text), "SVG lacks {text:?}");
         }
-        keep("sample", &sample());
-    }
-
-    /// With PLOT_SAMPLE_DIR=/some/dir set, keeps a copy of `chart` (`<name>.svg`, `<name>.png`)
-    /// there to look at.
-    fn keep(name: &str, chart: &Chart) {
-        if let Ok(dir) = std::env::var("PLOT_SAMPLE_DIR") {
-            write_chart(&Path::new(&dir).join(name), chart).unwrap();
-        }
     }
 
     /// The legend explains the marks: min–max bars by default, the chart's own text otherwise
@@ -950,7 +941,6 @@ mod tests {
         let layout = Layout::new(&chart);
         assert_eq!(layout.y.scale, AxisScale::Log10);
         assert!(layout.y.ticks.iter().all(|t| t.fract() == 0.0), "{:?}", layout.y.ticks);
-        keep("log-y", &chart);
         let svg = svg_text(&write_chart(&dir.path().join("log"), &chart).unwrap()[0]);
         let labels = y_tick_labels(&svg);
         for text in ["100", "1k", "10k", "100k", "1M"] {
@@ -1035,7 +1025,6 @@ mod tests {
         let ys: Vec<[f64; 2]> = (0..20).map(|i| [10.0 + i as f64, 20.0 + i as f64]).collect();
         let series: Vec<(&str, &[f64])> = names.iter().zip(&ys).map(|(n, y)| (n.as_str(), &y[..])).collect();
         let chart = values_chart("y", &series);
-        keep("twenty", &chart);
         let paths = write_chart(&dir.path().join("twenty"), &chart).unwrap();
         let svg = svg_text(&paths[0]);
         for c in PALETTE {
@@ -1059,7 +1048,6 @@ mod tests {
         ];
         let chart = values_chart("y", &series);
         assert_eq!((style(0).1, style(4).1), (Marker::Circle, Marker::Circle));
-        keep("same-x", &chart);
         let svg = svg_text(&write_chart(&dir.path().join("same-x"), &chart).unwrap()[0]);
         // Where the x axis puts 1, 2 and 3: its tick labels (centred below the plot).
         let tick_x = |v: &str| {

@@ -599,12 +599,15 @@ fn times(x: f64) -> String {
     format!("x{x:.2}")
 }
 
-/// The least and the most value of `points`, and the least low end and most high end.
-fn extent(points: &[(String, Span)]) -> (f64, f64, f64, f64) {
+/// What a check of `points` (taken at NCQ `ncq`) says of ours: the least and the most value, then
+/// the least low end and the most high end of their intervals, each through `show`, e.g.
+/// `92%..104% of HOT at NCQ 8,16 (95% intervals 80%..115%)` with `of` = `" of HOT"`.
+fn extent_text(points: &[(String, Span)], show: impl Fn(f64) -> String, of: &str, ncq: &str) -> String {
     let fold = |f: fn(&Span) -> f64, pick: fn(f64, f64) -> f64, start: f64| {
-        points.iter().map(|(_, s)| f(s)).fold(start, pick)
+        show(points.iter().map(|(_, s)| f(s)).fold(start, pick))
     };
-    (
+    format!(
+        "{}..{}{of} at NCQ {ncq} (95% intervals {}..{})",
         fold(|s| s.value, f64::min, f64::INFINITY),
         fold(|s| s.value, f64::max, f64::NEG_INFINITY),
         fold(|s| s.lo, f64::min, f64::INFINITY),
@@ -669,7 +672,6 @@ fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                 continue;
             }
             let (verdict, why) = judge(&gains, Band { min: lo, max: hi }, |x| format!("{x:.1}%"));
-            let (min, max, low, high_end) = extent(&gains);
             let reason = match verdict {
                 Verdict::Holds => String::new(),
                 _ if gains.iter().all(|(_, g)| g.lo > 0.0) => format!(
@@ -686,10 +688,7 @@ fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                          95% interval inside counts",
                         mix.buffers()
                     ),
-                    format!(
-                        "{min:.1}%..{max:.1}% at NCQ {} (95% intervals {low:.1}%..{high_end:.1}%)",
-                        points(&high)
-                    ),
+                    extent_text(&gains, |x| format!("{x:.1}%"), "", &points(&high)),
                     verdict,
                 )
                 .because(reason),
@@ -761,20 +760,12 @@ fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                 continue;
             }
             let (verdict, why) = judge(&ratios, Band { min: 0.9, max: 1.1 }, pct0);
-            let (min, max, low, high_end) = extent(&ratios);
             checks.push(
                 Check::new(
                     format!("Fig. 5, {}: CLOCK with load control against HOT", mix.name()),
                     "direction only: \"very close\" at NCQ >= 8, no sharing, feedback control at 87% disk \
                      utilization; within 10% of HOT at every NCQ counts",
-                    format!(
-                        "{}..{} of HOT at NCQ {} (95% intervals {}..{})",
-                        pct0(min),
-                        pct0(max),
-                        points(&high),
-                        pct0(low),
-                        pct0(high_end)
-                    ),
+                    extent_text(&ratios, pct0, " of HOT", &points(&high)),
                     verdict,
                 )
                 .because(why),
@@ -793,7 +784,6 @@ fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                     continue;
                 }
                 let (verdict, why) = judge(&ratios, Band { min: 1.0, max: f64::INFINITY }, pct0);
-                let (min, max, low, high_end) = extent(&ratios);
                 checks.push(
                     Check::new(
                         format!(
@@ -803,14 +793,7 @@ fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                         ),
                         "direction only: above WS (\"every simple algorithm in the experiments out-performed the \
                          WS algorithm\"), NCQ >= 8, no sharing; at or above WS at every NCQ counts",
-                        format!(
-                            "{}..{} of WS at NCQ {} (95% intervals {}..{})",
-                            pct0(min),
-                            pct0(max),
-                            points(&high),
-                            pct0(low),
-                            pct0(high_end)
-                        ),
+                        extent_text(&ratios, pct0, " of WS", &points(&high)),
                         verdict,
                     )
                     .because(why),

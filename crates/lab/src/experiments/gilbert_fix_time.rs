@@ -486,30 +486,11 @@ mod tests {
     #[test]
     fn a_tiny_run_has_rows_a_chart_and_the_checks() {
         let dir = tempfile::tempdir().unwrap();
-        let config = TpccConfig::tiny(1);
-        let fractions = vec![0.06, 1.5];
-        let points = fractions
-            .iter()
-            .flat_map(|&fraction| {
-                [PoolMode::Traditional, PoolMode::Swizzling].map(|mode| PoolPoint {
-                    mode,
-                    policy: "random".parse().unwrap(),
-                    fraction,
-                })
-            })
-            .collect();
-        let sweep = PoolSweep {
-            points,
-            threads: 1,
-            duration: Duration::from_millis(300),
-            repeat: 1,
-            dir: dir.path().to_path_buf(),
-            load_pool_bytes: 64 << 20,
-            min_pool_bytes: 64 * 8192,
-            direct_io: false,
-            time_fixes: true,
-        };
-        let plan = FixTime { config, sweep, fractions };
+        let mut plan = plan(&[0.06, 1.5]);
+        plan.sweep.duration = Duration::from_millis(300);
+        plan.sweep.dir = dir.path().to_path_buf();
+        plan.sweep.load_pool_bytes = 64 << 20;
+        plan.sweep.min_pool_bytes = 64 * 8192;
         let results = plan.run(Progress::off()).unwrap();
         let rows = plan.rows(&results);
         assert_eq!(rows.len(), 4);

@@ -557,35 +557,27 @@ mod tests {
         assert!(!frames_share_holds(0.005) && !frames_share_holds(0.0002));
     }
 
+    /// The depths of `pages` traced with `threads` threads, 1,000 transactions over a
+    /// 2,000-page database.
+    fn traced(threads: usize, pages: Vec<u64>, distinct: u64) -> Depths {
+        let trace = Trace::from_pages(pages).unwrap();
+        Depths { threads, transactions: 1000, db_pages: 2000, distinct, stack: StackDistances::new(&trace) }
+    }
+
     /// A trace looping over 10 pages with `threads` threads: 99% of its references below 20.
     fn looping(threads: usize) -> Depths {
-        let trace = Trace::from_pages((0..1000u64).map(|i| i % 10)).unwrap();
-        Depths {
-            threads,
-            transactions: 1000,
-            db_pages: 2000,
-            distinct: 10,
-            stack: StackDistances::new(&trace),
-        }
+        traced(threads, (0..1000u64).map(|i| i % 10).collect(), 10)
     }
 
     /// A trace whose share below 20 is 60%: a loop over 40 pages twice (40 cold references, 40
     /// at distance 40), then two pages referenced 62 and 63 times (2 cold, 123 at distance 1):
     /// 123 of 205.
     fn sixty_percent(threads: usize) -> Depths {
-        let pages: Vec<u64> = (0..80u64)
+        let pages = (0..80u64)
             .map(|i| i % 40)
             .chain(std::iter::repeat_n(1000, 62))
-            .chain(std::iter::repeat_n(1001, 63))
-            .collect();
-        let trace = Trace::from_pages(pages).unwrap();
-        Depths {
-            threads,
-            transactions: 1000,
-            db_pages: 2000,
-            distinct: 42,
-            stack: StackDistances::new(&trace),
-        }
+            .chain(std::iter::repeat_n(1001, 63));
+        traced(threads, pages.collect(), 42)
     }
 
     /// The thesis's 63% is for 1 thread. Traces at 2 and 4 threads with 60% below 20, which the
@@ -612,23 +604,13 @@ mod tests {
     /// frames for 75% hits, 0.5% of the pages, fail where the old "below 1%" passed.
     #[test]
     fn no_drop_and_a_large_share_of_frames_fail() {
-        let depths = |threads| {
-            let trace = Trace::from_pages((0..1000u64).map(|i| i % 10)).unwrap();
-            Depths {
-                threads,
-                transactions: 1000,
-                db_pages: 2000,
-                distinct: 10,
-                stack: StackDistances::new(&trace),
-            }
-        };
         let plan = StackDepth {
             config: TpccConfig::tiny(1),
             threads: vec![1, 2],
             transactions: 1000,
             dir: std::env::temp_dir(),
         };
-        let checks = plan.checks(&vec![depths(1), depths(2)]);
+        let checks = plan.checks(&vec![looping(1), looping(2)]);
         let drop = checks.iter().find(|c| c.what.starts_with("share below 20")).unwrap();
         assert_eq!(drop.verdict, Verdict::Fails, "{drop}");
         assert!(drop.ours.starts_with("0.0 points (99.0% at 1, 99.0% at 2)"), "{drop}");
