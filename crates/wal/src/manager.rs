@@ -10,7 +10,7 @@ use crate::segment::{self, FrameReader, Segments, Step};
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -225,6 +225,40 @@ impl Gather {
 /// The longest a leader gathers before its round (W6 step 4).
 const MAX_GATHER: Duration = Duration::from_millis(1);
 
+/// W6 step 6: rounds that took at most this long are waited out by spinning, not parking. A park
+/// and its wake-up cost two context switches (tens of microseconds in a virtual machine), more
+/// than a whole round on a device whose syncs are that fast.
+const MAX_SPIN: Duration = Duration::from_micros(50);
+
+/// W6 step 6: how long a thread that waits for a round (a follower, or a leader gathering) spins
+/// before it parks: twice the last round's time when that was at most [`MAX_SPIN`] and fewer
+/// other threads wait for a round (`crowd`, the leader not counted) than the machine has cores
+/// besides the leader's (`slots`); otherwise not at all. A crowd parks: spinners would take
+/// the cores that woken committers need, and a spinner leads a round for itself at once, where
+/// the woken threads' next commits would have shared one.
+fn spin_budget(last_round: Duration, crowd: usize, slots: usize) -> Duration {
+    if last_round > MAX_SPIN || crowd >= slots {
+        return Duration::ZERO;
+    }
+    (last_round * 2).min(MAX_SPIN)
+}
+
+/// Spins until `done` holds or `budget` passed; returns whether `done` held.
+fn spin_until(budget: Duration, done: impl Fn() -> bool) -> bool {
+    let until = Instant::now() + budget;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        for _ in 0..16 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// The flush leader's flag and the threads parked until its round ends (W6 step 3).
 #[derive(Debug, Default)]
 struct Group {
@@ -270,6 +304,12 @@ struct Inner {
     /// What the leader's last round saw (W6 step 4); taken only by the leader.
     gather: Padded<Mutex<Gather>>,
     gathered: Condvar,
+    /// How long the last sync round led by a committer took, in nanoseconds (W6 step 6).
+    last_round_ns: Padded<AtomicU64>,
+    /// Threads inside `flush` past its count of requests (W6 step 3), leader included, and how
+    /// many besides the leader may spin (the cores besides the leader's).
+    in_flush: Padded<AtomicUsize>,
+    spin_slots: usize,
     /// Segment files by start LSN. Lock order: `writer` before `files`.
     files: Mutex<Segments>,
     /// Set with the first failed write or sync (W11); `failure` holds its description.
@@ -441,6 +481,9 @@ impl LogManager {
             gather_want: Padded(AtomicU64::new(0)),
             gather: Padded(Mutex::new(Gather::default())),
             gathered: Condvar::new(),
+            last_round_ns: Padded(AtomicU64::new(u64::MAX)),
+            in_flush: Padded(AtomicUsize::new(0)),
+            spin_slots: std::thread::available_parallelism().map_or(1, |n| n.get()) - 1,
             files: Mutex::new(files),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -923,6 +966,14 @@ impl Inner {
         }
         self.wait_completed(lsn)?;
         let requests = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
+        self.in_flush.fetch_add(1, Ordering::Relaxed);
+        let result = self.request_round(lsn, requests, gather);
+        self.in_flush.fetch_sub(1, Ordering::Relaxed);
+        result
+    }
+
+    /// W6 steps 3-6 for a counted request.
+    fn request_round(&self, lsn: u64, requests: u64, gather: bool) -> Result<Served> {
         let want = self.gather_want.load(Ordering::SeqCst);
         if want != 0 && requests >= want {
             let _g = self.gather.lock();
@@ -944,8 +995,12 @@ impl Inner {
                 self.ended.load(Ordering::Acquire)
             };
             // Parked without the mutex: when the round ends, every waiter wakes at once, and
-            // those it covered return without taking the mutex again.
-            while self.ended.load(Ordering::Acquire) == ended && self.durable.load(Ordering::Acquire) <= lsn {
+            // those it covered return without taking the mutex again. Short rounds are spun out
+            // first (step 6); the leader's unpark then finds the thread awake and costs nothing.
+            let waiting =
+                || self.ended.load(Ordering::Acquire) == ended && self.durable.load(Ordering::Acquire) <= lsn;
+            self.spin_while(&waiting);
+            while waiting() {
                 std::thread::park();
             }
             if self.durable.load(Ordering::Acquire) > lsn {
@@ -970,14 +1025,21 @@ impl Inner {
     fn gather_then_lead(&self, lsn: u64, gather: bool) -> Result<Served> {
         let mut g = self.gather.lock();
         if let Some((want, wait)) = g.target().filter(|_| gather) {
-            let deadline = Instant::now() + wait;
-            self.gather_want.store(want, Ordering::SeqCst);
-            while self.requests.load(Ordering::SeqCst) < want {
-                if self.gathered.wait_until(&mut g, deadline).timed_out() {
-                    break;
+            let reached = || self.requests.load(Ordering::SeqCst) >= want;
+            if wait <= MAX_SPIN && !self.spin_budget().is_zero() {
+                // Step 6: a short wait is spun, without the mutex (only the leader changes
+                // `Gather`) and without `gather_want`, so no request has to signal.
+                parking_lot::MutexGuard::unlocked(&mut g, || spin_until(wait, reached));
+            } else {
+                let deadline = Instant::now() + wait;
+                self.gather_want.store(want, Ordering::SeqCst);
+                while !reached() {
+                    if self.gathered.wait_until(&mut g, deadline).timed_out() {
+                        break;
+                    }
                 }
+                self.gather_want.store(0, Ordering::SeqCst);
             }
-            self.gather_want.store(0, Ordering::SeqCst);
         }
         let at_start = self.requests.load(Ordering::SeqCst);
         g.served = at_start - g.at_start;
@@ -988,7 +1050,25 @@ impl Inner {
         let mut g = self.gather.lock();
         g.at_end = self.requests.load(Ordering::SeqCst);
         g.took = began.elapsed();
+        self.last_round_ns.store(u64::try_from(g.took.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
         result
+    }
+
+    /// W6 step 6: how long a waiter may spin now. Its crowd is the other threads inside
+    /// `flush` past step 3's count, less one for the leader.
+    fn spin_budget(&self) -> Duration {
+        let last = Duration::from_nanos(self.last_round_ns.load(Ordering::Relaxed));
+        let crowd = self.in_flush.load(Ordering::Relaxed).saturating_sub(2);
+        spin_budget(last, crowd, self.spin_slots)
+    }
+
+    /// Spins while `waiting` holds, for at most the spin budget.
+    fn spin_while(&self, waiting: &dyn Fn() -> bool) {
+        let budget = self.spin_budget();
+        if budget.is_zero() || !waiting() {
+            return;
+        }
+        spin_until(budget, || !waiting());
     }
 
     /// The leader's part of W6: a sync round, unless a write-out by another path (the
@@ -1286,5 +1366,21 @@ mod gather_tests {
         assert_eq!(g(1, Duration::from_millis(5)).target(), None, "one committer never waits");
         assert_eq!(g(2, Duration::from_micros(300)).target(), Some((102, Duration::from_micros(300))));
         assert_eq!(g(16, Duration::from_secs(1)).target(), Some((116, MAX_GATHER)), "capped");
+    }
+
+    /// W6 step 6: a waiter spins for twice a short last round, capped at `MAX_SPIN`; never
+    /// after a slow round, before any round ran, or when every core besides the leader's
+    /// already has a spinner.
+    #[test]
+    fn w6_waiters_spin_out_short_rounds_on_free_cores_only() {
+        let us = Duration::from_micros;
+        assert_eq!(spin_budget(us(5), 0, 1), us(10));
+        assert_eq!(spin_budget(us(40), 0, 15), MAX_SPIN, "capped");
+        assert_eq!(spin_budget(us(51), 0, 15), Duration::ZERO, "a slow round parks");
+        assert_eq!(spin_budget(Duration::from_nanos(u64::MAX), 0, 15), Duration::ZERO, "no round yet");
+        assert_eq!(spin_budget(us(5), 1, 1), Duration::ZERO, "the one free core is taken");
+        assert_eq!(spin_budget(us(5), 0, 0), Duration::ZERO, "one core: the leader's");
+        assert!(spin_until(us(100), || true));
+        assert!(!spin_until(us(100), || false));
     }
 }
