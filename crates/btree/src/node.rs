@@ -13,7 +13,7 @@
 //!     44     4  high fence: heap offset u16, length u16
 //!     48     4  foster key: heap offset u16, length u16 (valid if HAS_FOSTER)
 //!     52     2  prefix length p: bytes shared by every key of the node (from the fences)
-//!     54     2  reserved
+//!     54     2  last insert: 1 + the slot the last insert took, 0 if none (a hint, T29)
 //!     56     8  foster swip (valid if HAS_FOSTER)
 //!     64 12n    slots, sorted by key: heap offset u16, key length u16, head u64 — the 8 key
 //!               bytes after the prefix, big-endian, zero-padded (T10)
@@ -41,6 +41,8 @@ const LOW: usize = 40;
 const HIGH: usize = 44;
 const FOSTER_KEY: usize = 48;
 const PREFIX: usize = 52;
+/// 1 + the slot of the node's last insert, 0 if none: a hint for choosing split points (T29).
+const LAST_INSERT: usize = 54;
 /// Byte offset of the foster swip in every node.
 pub const FOSTER_SWIP: usize = 56;
 const SLOTS: usize = 64;
@@ -714,6 +716,14 @@ fn insert_slot(page: &mut [u8], i: usize, off: usize, k: &[u8]) {
     let h = head_of(k, prefix_len(page));
     set_slot(page, i, off, k.len(), h);
     put_u16(page, N_SLOTS, len16(n + 1));
+    put_u16(page, LAST_INSERT, len16(i + 1));
+}
+
+/// Whether the record to be inserted at `i` continues an ascending run: the node's last insert
+/// took slot `i - 1` (T29). Only a hint, kept in the page and changed by inserts alone.
+#[must_use]
+pub fn continues_ascending_run(page: &[u8], i: usize) -> bool {
+    i >= 1 && usize::from(get_u16(page, LAST_INSERT)) == i
 }
 
 /// Whether [`insert_leaf`] of a record with this key and value would succeed (compacting if
@@ -796,8 +806,12 @@ pub fn update_value_as(page: &mut [u8], i: usize, v: &[u8], stub: bool) -> bool 
         return true;
     }
     let k = key(page, i).to_vec();
+    let hint = get_u16(page, LAST_INSERT);
     remove(page, i);
-    if insert_leaf_as(page, i, &k, v, stub) {
+    let done = insert_leaf_as(page, i, &k, v, stub);
+    // An update is no insert: the hint stays (T29).
+    put_u16(page, LAST_INSERT, hint);
+    if done {
         return true;
     }
     // Undo: the old record's bytes are still in the heap (now garbage); re-insert them.
@@ -806,6 +820,7 @@ pub fn update_value_as(page: &mut [u8], i: usize, v: &[u8], stub: bool) -> bool 
         insert_leaf_as(page, i, &k, &old_v, was_stub)
     };
     debug_assert!(restored, "a record that fitted fits again");
+    put_u16(page, LAST_INSERT, hint);
     false
 }
 
@@ -906,6 +921,7 @@ pub fn append_records(dst: &mut [u8], src: &[u8], from: usize) -> bool {
     if !reserve(dst, need) {
         return false;
     }
+    let hint = get_u16(dst, LAST_INSERT);
     for i in from..n {
         let at = count(dst);
         let ok = if is_leaf(src) {
@@ -916,6 +932,8 @@ pub fn append_records(dst: &mut [u8], src: &[u8], from: usize) -> bool {
         };
         debug_assert!(ok, "reserved space");
     }
+    // Moved records are no inserts (T29).
+    put_u16(dst, LAST_INSERT, hint);
     true
 }
 

@@ -911,9 +911,13 @@ impl Tree {
     // ------------------------------------------------------------------------------------------
 
     /// Splits `left`: its upper half moves to a new foster child, which takes over `left`'s
-    /// foster child if it had one (T2). Only `left` and the new node are latched. When the
-    /// record that did not fit goes to the end of the node (`insert_at == count`, as in loads in
-    /// key order), only the last record moves, so ascending loads leave full nodes behind.
+    /// foster child if it had one (T2). Only `left` and the new node are latched. Where the
+    /// split falls (T29): when the record that did not fit goes to the end of the node
+    /// (`insert_at == count`, as in loads in key order), only the last record moves; when it
+    /// continues an ascending run inside the node (the last insert took the slot before it, as
+    /// each TPC-C district's new orders do), the records after it move, and it stays left.
+    /// Either way ascending inserts leave full nodes behind, and the split logs only the few
+    /// records it moves.
     fn split<'a>(
         &'a self,
         left: &mut ExclusiveGuard<'a>,
@@ -923,7 +927,13 @@ impl Tree {
         let pool = &*self.pool;
         let mut right = pool.allocate_page()?;
         let n = node::count(left);
-        let mid = if insert_at >= n && n >= 2 { n - 1 } else { node::split_point(left) };
+        let mid = if insert_at >= n && n >= 2 {
+            n - 1
+        } else if insert_at < n && node::continues_ascending_run(left, insert_at) {
+            insert_at
+        } else {
+            node::split_point(left)
+        };
         let sep = node::key(left, mid).to_vec();
         let high = node::high_fence(left).map(<[u8]>::to_vec);
         node::init(&mut right, node::level(left), Some(&sep), high.as_deref());
