@@ -19,6 +19,10 @@ struct Heads {
     next: AtomicU64,
     /// Every reserved byte below it is published. Only grows.
     upto: AtomicU64,
+    /// Ranges published out of order whose slot the prefix has not passed yet (W5): while it
+    /// is zero, a publisher that moved the prefix has no slot to read. On `upto`'s line, which
+    /// that publisher has just written, so the look costs it nothing.
+    pending: AtomicU64,
 }
 
 /// The completed prefix of the reserved log space (W5), beside the reservation point.
@@ -42,7 +46,11 @@ impl Completed {
     pub(crate) fn new(capacity: u64, start: u64) -> Completed {
         Completed {
             ends: (0..capacity / 8).map(|_| AtomicU64::new(0)).collect(),
-            heads: Padded(Heads { next: AtomicU64::new(start), upto: AtomicU64::new(start) }),
+            heads: Padded(Heads {
+                next: AtomicU64::new(start),
+                upto: AtomicU64::new(start),
+                pending: AtomicU64::new(0),
+            }),
             waiters: AtomicUsize::new(0),
             lock: Mutex::new(()),
             moved: Condvar::new(),
@@ -68,30 +76,39 @@ impl Completed {
     /// W5: `[from, to)` is filled (its ring words stored before this call). Advances the prefix
     /// over it and every published range after it, if the prefix has reached it.
     ///
-    /// No update is lost: the publisher stores its slot, then reads the prefix; whoever moves
-    /// the prefix to `from` does so, then reads the slot. All four are sequentially consistent,
-    /// so at least one of the two sees the other's store and carries the prefix over the range.
+    /// No update is lost: the publisher counts itself in `pending`, stores its slot, then reads
+    /// the prefix; whoever moves the prefix to `from` does so, then reads `pending` and, when
+    /// it is not zero, the slot. All are sequentially consistent, so either the mover sees the
+    /// count and then the slot (the count comes first, and a mover that finds the slot still
+    /// stale leaves it to its publisher, who reads the prefix after the store), or the
+    /// publisher's read of the prefix comes after the move and it carries the prefix itself.
+    /// Whoever moves the prefix over a slot's range takes it off `pending`: each such range is
+    /// passed once, by one successful compare-and-swap from its start.
     ///
     /// In order (the prefix already at `from`, the common case) the slot is not stored at all:
     /// nobody else can move the prefix off `from`, since `from`'s slot still holds a stale
     /// value, so the swap to `to` cannot fail; the ranges after it are then carried as above.
     pub(crate) fn publish(&self, from: u64, to: u64) {
         debug_assert!(to > from);
+        let heads = &self.heads;
         let mut moved = false;
-        if self.heads.upto.load(SeqCst) == from {
-            let swapped = self.heads.upto.compare_exchange(from, to, SeqCst, SeqCst);
+        if heads.upto.load(SeqCst) == from {
+            let swapped = heads.upto.compare_exchange(from, to, SeqCst, SeqCst);
             debug_assert!(swapped.is_ok(), "W5: only the range at the prefix moves it");
             moved = swapped.is_ok();
         } else {
+            heads.pending.fetch_add(1, SeqCst);
             self.slot(from).store(to, SeqCst);
         }
-        loop {
-            let at = self.heads.upto.load(SeqCst);
+        while heads.pending.load(SeqCst) > 0 {
+            let at = heads.upto.load(SeqCst);
             let end = self.slot(at).load(SeqCst);
             if end <= at {
                 break;
             }
-            if self.heads.upto.compare_exchange(at, end, SeqCst, SeqCst).is_ok() {
+            if heads.upto.compare_exchange(at, end, SeqCst, SeqCst).is_ok() {
+                // The range published at `at` is passed: one pending range fewer.
+                heads.pending.fetch_sub(1, SeqCst);
                 moved = true;
             }
         }
@@ -100,7 +117,6 @@ impl Completed {
         }
     }
 
-    /// Wakes every waiter (the prefix moved, or the log failed and waiters must see it).
     pub(crate) fn wake(&self) {
         // Sequentially consistent against the waiter's increment-then-check (see `wait_above`).
         if self.waiters.load(SeqCst) > 0 {
@@ -180,8 +196,10 @@ mod tests {
         c.publish(24, 40);
         c.publish(40, 48);
         assert_eq!(c.get(), 8, "[8, 24) is not published yet");
+        assert_eq!(c.heads.pending.load(SeqCst), 2, "two ranges wait for the gap");
         c.publish(8, 24);
         assert_eq!(c.get(), 48);
+        assert_eq!(c.heads.pending.load(SeqCst), 0, "both passed");
     }
 
     #[test]
@@ -230,6 +248,7 @@ mod tests {
         }
         waiter.join().unwrap();
         assert_eq!(c.get(), RANGES * 8);
+        assert_eq!(c.heads.pending.load(SeqCst), 0, "every range published out of order was passed once");
     }
 
     #[test]
