@@ -293,6 +293,27 @@ pub(crate) fn main_memory_room(db: &Database) -> impl FnMut() -> bool + '_ {
     }
 }
 
+/// The note a bench prints under its table when main-memory runs were stopped by
+/// [`main_memory_room`]: `cut` of `planned` measurements stopped early, and `not_counted` of
+/// them left out of the table. `None` when every run ran its full time.
+pub(crate) fn cut_short_note(cut: usize, planned: usize, not_counted: usize) -> Option<String> {
+    (cut + not_counted > 0).then(|| {
+        let dropped = if not_counted > 0 {
+            format!(
+                " and {not_counted} were not counted (a run cut before a quarter of its time is not, and a database \
+                 whose pool filled is measured no further)"
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{cut} of {planned} measurements stopped early{dropped}: a main-memory pool was nearly full (that mode \
+             never evicts, so a run stops before it outgrows its pool, and a faster machine adds more data in the \
+             same time). Rates are over the time a run ran (cut_short in the CSV)."
+        )
+    })
+}
+
 /// A database of either engine.
 pub(crate) enum Db {
     SwizzleDb(Database),
@@ -481,6 +502,22 @@ pub(crate) fn median(v: Vec<f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every bench's table says when main-memory runs were cut short, and how many were left
+    /// out; it says nothing when all ran their full time.
+    #[test]
+    fn cut_short_note_counts_cut_and_left_out_runs() {
+        assert_eq!(cut_short_note(0, 12, 0), None);
+        let cut = cut_short_note(2, 12, 0).unwrap();
+        assert!(cut.starts_with("2 of 12 measurements stopped early:"), "{cut}");
+        assert!(!cut.contains("not counted"), "{cut}");
+        let dropped = cut_short_note(1, 12, 3).unwrap();
+        assert!(
+            dropped.starts_with("1 of 12 measurements stopped early and 3 were not counted"),
+            "{dropped}"
+        );
+        assert!(cut_short_note(0, 12, 1).is_some(), "a run left out is worth a note too");
+    }
 
     #[test]
     fn traditional_mode_gets_one_setting_with_optimistic_descents_off() {

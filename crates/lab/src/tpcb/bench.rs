@@ -474,7 +474,12 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
             || "when the log passes 3/4 of its bound".to_owned(),
             |d| format!("every {} ms", d.as_millis())
         )
-    )
+    )?;
+    let cut = rows.iter().filter(|r| r.cut_short).count();
+    if let Some(note) = bench::cut_short_note(cut, rows.len(), 0) {
+        writeln!(out, "{note}")?;
+    }
+    Ok(())
 }
 
 /// One row of `tpcb.csv` (columns [`CSV_COLUMNS`], described in `docs/results-schema.md`).

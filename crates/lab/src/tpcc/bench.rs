@@ -347,16 +347,7 @@ fn cut_note(row: &BenchRow) -> String {
 pub fn cut_short_note(plan: &BenchPlan, rows: &[BenchRow]) -> Option<String> {
     let cut = rows.iter().filter(|r| r.cut_short).count();
     let planned = plan.configs().len() * plan.threads.len() * plan.repeat as usize;
-    let missing = planned.saturating_sub(rows.len());
-    (cut + missing > 0).then(|| {
-        format!(
-            "{cut} of {planned} measurements stopped early and {missing} were not counted: a main-memory pool \
-             was nearly full (that mode never evicts, so a run stops before it outgrows its pool, and a faster \
-             machine adds more data in the same time). Rates are over the time a run ran (cut_short in the \
-             CSV); a run cut before a quarter of its time is not counted, and a database whose pool filled is \
-             measured no further."
-        )
-    })
+    bench::cut_short_note(cut, planned, planned.saturating_sub(rows.len()))
 }
 
 /// `x` with `decimals` decimals, or `-` where the configuration has no such figure (`NaN`).

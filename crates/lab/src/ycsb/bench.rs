@@ -332,6 +332,10 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
             ""
         }
     )?;
+    let cut = rows.iter().filter(|r| r.cut_short).count();
+    if let Some(note) = bench::cut_short_note(cut, rows.len(), 0) {
+        writeln!(out, "{note}")?;
+    }
     if !(plan.runs(EngineName::SwizzleDb) && plan.runs(EngineName::Lmdb)) {
         return Ok(());
     }
