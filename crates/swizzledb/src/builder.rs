@@ -60,6 +60,10 @@ pub const DEFAULT_ARCHIVE_INTERVAL: std::time::Duration = std::time::Duration::f
 /// how often a hot page is written; restart reads up to about three quarters of it.
 pub const DEFAULT_MAX_LOG_BYTES: u64 = 1 << 30;
 
+/// The path an in-memory database's file has inside its own file system
+/// ([`Builder::create_in_memory`]); errors that name the file name this.
+const IN_MEMORY_PATH: &str = "/in-memory.swz";
+
 impl Builder {
     /// Buffer mode (default: swizzling).
     #[must_use]
@@ -247,6 +251,29 @@ impl Builder {
     /// Invalid settings, a non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
     pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
         self.create_at(path.as_ref())
+    }
+
+    /// Creates a database in memory: its page file, log and everything else live in a file
+    /// system of its own in memory ([`swizzledb_sync::MemFs`], sync README V13), and are gone
+    /// when the database is dropped or closed. It has the same API and the same guarantees as a
+    /// database on disk (transactions, isolation, snapshots, rollback, the log's checks) except
+    /// durability: nothing survives the process, and a crash or `close` loses everything. For
+    /// tests, tools and caches.
+    ///
+    /// ```
+    /// let db = swizzledb::Database::builder().create_in_memory()?;
+    /// let tree = db.create_tree("sessions")?;
+    /// tree.insert(b"alice", b"v1")?;
+    /// assert_eq!(tree.get(b"alice")?.as_deref(), Some(&b"v1"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Invalid settings, as [`Builder::create`]; running out of memory aborts the process, as
+    /// any allocation does.
+    pub fn create_in_memory(mut self) -> Result<Database> {
+        self.config.vfs = Arc::new(swizzledb_sync::MemFs::new());
+        self.create_at(Path::new(IN_MEMORY_PATH))
     }
 
     /// R20, R21: the decoupled cleaner replays the log archive, and write elision leaves pages

@@ -8,10 +8,12 @@ pub mod fault;
 pub mod hint;
 pub mod ids;
 pub mod latch;
+pub mod mem;
 mod primitive;
 pub mod vfs;
 
 pub use fault::{CrashMode, Fault, FaultFs, FaultRule, Op};
 pub use ids::{FrameId, Lsn, PageId, TxnId};
 pub use latch::{Latch, LatchMode};
+pub use mem::MemFs;
 pub use vfs::{OpenMode, OsFs, Vfs, VfsFile};
