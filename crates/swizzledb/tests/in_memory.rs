@@ -41,7 +41,7 @@ fn v13_an_in_memory_database_keeps_the_whole_api_in_every_mode() {
             let mut staged = oracle.clone();
             for _ in 0..8 {
                 let key = (rng.next() % 2_000).to_be_bytes().to_vec();
-                if rng.next() % 4 == 0 {
+                if rng.next().is_multiple_of(4) {
                     txn.delete(&tree, &key).unwrap();
                     staged.remove(&key);
                 } else {
