@@ -8,11 +8,13 @@
 //! logged one not closed cleanly (pages restart rebuilds from the log are not damage, and
 //! `verify` counts them apart: `swizzledb::inspect`'s module docs) or one open in a `Database`.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use swizzledb::inspect::{self, DatabaseFile, InspectError};
+
+use crate::records::{self, Encoding, Format, CSV_HEADER};
 
 /// The exit codes' text for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 success (verify: no damage); 1 damage found; 2 bad arguments; \
@@ -42,19 +44,15 @@ pub struct DumpArgs {
     /// The tree whose records to print
     #[arg(long)]
     pub tree: String,
-    /// csv: a `key,value` header, then one record a line, key and value in lower-case hex
-    /// (any bytes round-trip); hex: each record as a hex dump with printable ASCII beside it
-    #[arg(long, value_enum, default_value_t = DumpFormat::Csv)]
-    pub format: DumpFormat,
-}
-
-/// How `dump` prints records.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DumpFormat {
-    /// `key,value` in lower-case hex.
-    Csv,
-    /// A hex dump per record.
-    Hex,
+    /// csv: a `key,value` header, then one record a line; jsonl: one `{"key":..,"value":..}`
+    /// object a line; in both, keys and values spelled by --encoding, so any bytes round-trip
+    /// and `swizzledb load` reads them back. hex: each record as a hex dump with printable
+    /// ASCII beside it, for reading
+    #[arg(long, value_enum, default_value_t = Format::Csv)]
+    pub format: Format,
+    /// How csv and jsonl spell keys and values: lower-case hex, or base64 (a third shorter)
+    #[arg(long, value_enum, default_value_t = Encoding::Hex)]
+    pub encoding: Encoding,
 }
 
 /// `swizzledb log`.
@@ -87,14 +85,6 @@ fn with_stdout(body: impl FnOnce(&mut dyn Write) -> io::Result<ExitCode>) -> Exi
             ExitCode::FAILURE
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 /// `swizzledb stat FILE`: one `name: value` line per field.
@@ -287,8 +277,8 @@ pub fn dump(args: &DumpArgs) -> ExitCode {
         // The header with the first record (or at the end), so that a tree that cannot be read
         // prints nothing on stdout.
         let header = |out: &mut dyn Write| match args.format {
-            DumpFormat::Csv => writeln!(out, "key,value"),
-            DumpFormat::Hex => Ok(()),
+            Format::Csv => writeln!(out, "{CSV_HEADER}"),
+            Format::Jsonl | Format::Hex => Ok(()),
         };
         let mut n = 0u64;
         let result = file.dump(&args.tree, |k, v| {
@@ -298,8 +288,10 @@ pub fn dump(args: &DumpArgs) -> ExitCode {
             n += 1;
             let first = if n == 1 { header(out) } else { Ok(()) };
             io_error = first.and_then(|()| match args.format {
-                DumpFormat::Csv => writeln!(out, "{},{}", hex(k), hex(v)),
-                DumpFormat::Hex => writeln!(out, "record {n}")
+                Format::Csv | Format::Jsonl => {
+                    writeln!(out, "{}", records::line(args.format, args.encoding, k, v))
+                }
+                Format::Hex => writeln!(out, "record {n}")
                     .and_then(|()| hex_dump(out, "key", k))
                     .and_then(|()| hex_dump(out, "value", v)),
             });

@@ -15,12 +15,15 @@
 //!   and Belady's OPT over a reference string; synthetic reference strings.
 //! - `swizzledb sim dbmin` — Chou & DeWitt 1986 Figs. 2-5: DBMIN and five other buffer managers
 //!   in a simulated multiuser system, throughput against concurrent queries.
+//! - `swizzledb load FILE --tree T` — read a dump back into a tree (`load.rs`);
 //! - `swizzledb stat FILE`, `verify FILE`, `dump FILE --tree T`, `log DIR|FILE` — inspect a
 //!   database file and its log read-only (`admin.rs`, over `swizzledb::inspect`).
 
 #![forbid(unsafe_code)]
 
 mod admin;
+mod load;
+mod records;
 mod trace;
 
 use clap::{Parser, Subcommand};
@@ -98,6 +101,14 @@ enum Command {
     /// Print a log's records, read-only, one a line: LSN, kind, transaction, pages, sizes
     #[command(after_help = admin::EXIT_CODES)]
     Log(admin::LogArgs),
+    /// Read records in the form `dump` writes (csv or jsonl, hex or base64) into a tree, in
+    /// transactions of --batch records; a malformed line stops it at a batch boundary
+    #[command(
+        after_help = "Exit codes: 0 loaded; 1 a database or read error stopped it; 2 bad arguments, a malformed \
+input line or a record the tree refuses (its batch is rolled back, the batches before it stay); 3 the database \
+or the input cannot be opened"
+    )]
+    Load(load::LoadArgs),
 }
 
 #[derive(Subcommand)]
@@ -289,5 +300,6 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Verify(args) => Ok(admin::verify(&args)),
         Command::Dump(args) => Ok(admin::dump(&args)),
         Command::Log(args) => Ok(admin::log(&args)),
+        Command::Load(args) => Ok(load::run(&args)),
     }
 }

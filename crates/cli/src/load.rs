@@ -1,0 +1,190 @@
+//! `swizzledb load`: reads records in the form `swizzledb dump` writes (csv or jsonl, hex or
+//! base64: `records.rs`) into a tree, in transactions of `--batch` records.
+//!
+//! Each batch is parsed whole before its transaction begins, so a malformed line stops the load
+//! at a batch boundary: the batches before it stay committed, nothing of its own batch is
+//! written, and the error names the line. A record the tree refuses (a key or value over its
+//! limits) rolls its batch back the same way.
+
+use clap::Args;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use swizzledb::{Database, Error};
+use swizzledb_lab::progress::Progress;
+use swizzledb_lab::{EXIT_FAILED, EXIT_UNUSABLE_PATH, EXIT_USAGE};
+
+use crate::records::{self, Encoding, Format, CSV_HEADER};
+
+/// `swizzledb load`.
+#[derive(Args)]
+pub struct LoadArgs {
+    /// The database file to load into (opened read-write; restarted first if it needs it)
+    pub file: PathBuf,
+    /// The tree to load into: created if missing; records already there with the same keys
+    /// are replaced, the others kept
+    #[arg(long)]
+    pub tree: String,
+    /// The records to read, as `swizzledb dump` writes them [default: standard input]
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// The input's form: csv (a `key,value` header, optional, then KEY,VALUE lines) or jsonl
+    /// (one `{"key":..,"value":..}` object a line)
+    #[arg(long, value_enum, default_value_t = Format::Csv)]
+    pub format: Format,
+    /// How the input spells keys and values: hex or base64
+    #[arg(long, value_enum, default_value_t = Encoding::Hex)]
+    pub encoding: Encoding,
+    /// Records per transaction
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch: u32,
+    /// Create the database file if it does not exist (with the engine's defaults: logged)
+    #[arg(long)]
+    pub create: bool,
+}
+
+/// What the load did before it stopped.
+struct Loaded {
+    records: u64,
+    transactions: u64,
+}
+
+/// Why the load stopped early.
+enum Stop {
+    /// A malformed input line: the line number and what is wrong.
+    Input(u64, String),
+    /// Reading the input failed.
+    Read(io::Error),
+    /// The database refused a batch (the line that starts it).
+    Database(u64, Error),
+}
+
+/// `swizzledb load FILE --tree T`.
+pub fn run(args: &LoadArgs) -> ExitCode {
+    if args.format == Format::Hex {
+        eprintln!("error: --format hex is a dump for reading; load reads csv or jsonl");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let (input, len): (Box<dyn BufRead>, Option<u64>) = match &args.input {
+        None => (Box::new(BufReader::new(io::stdin())), None),
+        Some(p) if p.as_os_str() == "-" => (Box::new(BufReader::new(io::stdin())), None),
+        Some(p) => match File::open(p) {
+            Ok(f) => {
+                let len = f.metadata().ok().map(|m| m.len());
+                (Box::new(BufReader::new(f)), len)
+            }
+            Err(e) => {
+                eprintln!("error: cannot read the input {}: {e}", p.display());
+                return ExitCode::from(EXIT_UNUSABLE_PATH);
+            }
+        },
+    };
+    if !args.create && !args.file.exists() {
+        eprintln!("error: no database file {}: pass --create to make a new one", args.file.display());
+        return ExitCode::from(EXIT_UNUSABLE_PATH);
+    }
+    let db = match Database::builder().open_or_create(&args.file) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("error: opening {}: {e}", args.file.display());
+            return ExitCode::from(EXIT_UNUSABLE_PATH);
+        }
+    };
+    let bar = Progress::on_terminal().counter(len.unwrap_or(0), format!("loading {}", args.tree));
+    let mut done = Loaded { records: 0, transactions: 0 };
+    let result = load(&db, args, input, &mut done, &|bytes| bar.inc(bytes));
+    bar.finish_and_clear();
+    let closed = db.close();
+    let so_far = format!(
+        "{} records in {} transactions were loaded into tree {} before it",
+        done.records, done.transactions, args.tree
+    );
+    let code = match result {
+        Ok(()) => {
+            println!(
+                "loaded {} records into tree {} of {} in {} transactions",
+                done.records,
+                args.tree,
+                args.file.display(),
+                done.transactions
+            );
+            ExitCode::SUCCESS
+        }
+        Err(Stop::Input(line, what)) => {
+            eprintln!("error: {}: line {line}: {what}; {so_far}", input_name(args.input.as_deref()));
+            ExitCode::from(EXIT_USAGE)
+        }
+        Err(Stop::Read(e)) => {
+            eprintln!("error: reading {}: {e}; {so_far}", input_name(args.input.as_deref()));
+            ExitCode::from(EXIT_FAILED)
+        }
+        Err(Stop::Database(line, e)) => {
+            eprintln!("error: the batch from line {line} was rolled back: {e}; {so_far}");
+            ExitCode::from(if matches!(e, Error::Tree(_)) { EXIT_USAGE } else { EXIT_FAILED })
+        }
+    };
+    match closed {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("error: closing {}: {e}", args.file.display());
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+fn input_name(input: Option<&Path>) -> String {
+    match input {
+        Some(p) if p.as_os_str() != "-" => p.display().to_string(),
+        _ => "standard input".to_owned(),
+    }
+}
+
+/// Reads `input` batch by batch, each parsed whole, then written in one transaction.
+fn load(
+    db: &Database,
+    args: &LoadArgs,
+    mut input: impl BufRead,
+    done: &mut Loaded,
+    progress: &dyn Fn(u64),
+) -> Result<(), Stop> {
+    let tree = db.tree_or_create(&args.tree).map_err(|e| Stop::Database(1, e))?;
+    let mut line_no = 0u64;
+    let mut text = String::new();
+    let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(args.batch as usize);
+    let mut at_end = false;
+    while !at_end {
+        batch.clear();
+        let first = line_no + 1;
+        while batch.len() < args.batch as usize {
+            text.clear();
+            let n = input.read_line(&mut text).map_err(Stop::Read)?;
+            if n == 0 {
+                at_end = true;
+                break;
+            }
+            progress(n as u64);
+            line_no += 1;
+            let line = text.trim_end_matches(['\n', '\r']);
+            if line.is_empty() || (line_no == 1 && args.format == Format::Csv && line == CSV_HEADER) {
+                continue;
+            }
+            batch
+                .push(records::parse(args.format, args.encoding, line).map_err(|e| Stop::Input(line_no, e))?);
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let mut txn = db.begin();
+        for (k, v) in &batch {
+            if let Err(e) = txn.put(&tree, k, v) {
+                let _ = txn.abort();
+                return Err(Stop::Database(first, e));
+            }
+        }
+        txn.commit().map_err(|e| Stop::Database(first, e))?;
+        done.records += batch.len() as u64;
+        done.transactions += 1;
+    }
+    Ok(())
+}

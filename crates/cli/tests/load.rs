@@ -1,0 +1,193 @@
+//! `swizzledb dump` then `swizzledb load`: every form (csv and jsonl, hex and base64) round-trips
+//! every tree of a database made by the library, tree by tree, into a new database and into an
+//! existing tree; a malformed line stops the load at a batch boundary, naming the line; a
+//! missing database is made only on `--create`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use swizzledb::Database;
+
+const BIN: &str = env!("CARGO_BIN_EXE_swizzledb");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env_remove("RUST_LOG").stdin(Stdio::null()).output().expect("run swizzledb")
+}
+
+fn arg(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+type Records = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Every record of every tree of the database at `path`, through the library.
+fn contents(path: &Path) -> BTreeMap<String, Records> {
+    let db = Database::builder().open(path).unwrap();
+    let all = db
+        .tree_names()
+        .into_iter()
+        .map(|name| {
+            let tree = db.tree(&name).unwrap();
+            let records = tree
+                .range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+                .map(Result::unwrap)
+                .collect();
+            (name, records)
+        })
+        .collect();
+    db.close().unwrap();
+    all
+}
+
+/// A database with two trees of awkward records: every byte value, commas, newlines, quotes,
+/// empty values and a large value.
+fn source(path: &Path) -> BTreeMap<String, Records> {
+    let db = Database::builder().create(path).unwrap();
+    let mut x = 0x9E37_79B9_u64;
+    for (name, n) in [("users", 700u32), ("blobs", 40)] {
+        let tree = db.create_tree(name).unwrap();
+        let mut txn = db.begin();
+        for i in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key: Vec<u8> = (0..1 + x % 30).map(|j| (x >> (j % 8 * 8)) as u8 ^ b',').collect();
+            let value = match i % 7 {
+                0 => Vec::new(),
+                1 if name == "blobs" => vec![(i % 251) as u8; 60_000],
+                _ => format!("v,{i}\n\"{x}\"\0\u{e9}").into_bytes(),
+            };
+            txn.put(&tree, &key, &value).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    db.close().unwrap();
+    contents(path)
+}
+
+#[test]
+fn dump_then_load_round_trips_every_tree_in_every_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.swz");
+    let want = source(&src);
+    for format in ["csv", "jsonl"] {
+        for encoding in ["hex", "base64"] {
+            let dst = dir.path().join(format!("dst-{format}-{encoding}.swz"));
+            for tree in want.keys() {
+                let o = run(&["dump", arg(&src), "--tree", tree, "--format", format, "--encoding", encoding]);
+                assert_eq!(code(&o), 0, "{}", stderr(&o));
+                let file = dir.path().join(format!("{tree}.{format}.{encoding}"));
+                std::fs::write(&file, &o.stdout).unwrap();
+                let o = run(&[
+                    "load",
+                    arg(&dst),
+                    "--create",
+                    "--tree",
+                    tree,
+                    "--input",
+                    arg(&file),
+                    "--format",
+                    format,
+                    "--encoding",
+                    encoding,
+                    "--batch",
+                    "7",
+                ]);
+                assert_eq!(code(&o), 0, "{format} {encoding}: {}", stderr(&o));
+                let said = String::from_utf8_lossy(&o.stdout).into_owned();
+                assert!(
+                    said.starts_with(&format!("loaded {} records into tree {tree}", want[tree].len())),
+                    "{said}"
+                );
+            }
+            assert_eq!(contents(&dst), want, "{format} {encoding}: tree by tree");
+        }
+    }
+}
+
+#[test]
+fn load_into_an_existing_tree_replaces_equal_keys_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.swz");
+    let db = Database::builder().create(&path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    t.insert(b"a", b"old").unwrap();
+    t.insert(b"z", b"kept").unwrap();
+    db.close().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "key,value\n61,6e6577\n\n62,\n").unwrap();
+    let o = run(&["load", arg(&path), "--tree", "t", "--input", arg(&input)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let want: Records =
+        [(b"a".to_vec(), b"new".to_vec()), (b"b".to_vec(), Vec::new()), (b"z".to_vec(), b"kept".to_vec())]
+            .into();
+    assert_eq!(contents(&path)["t"], want);
+}
+
+#[test]
+fn a_bad_line_stops_the_load_at_its_batch_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.swz");
+    let input = dir.path().join("in.jsonl");
+    let mut text = String::new();
+    for i in 0..10u8 {
+        text.push_str(&format!("{{\"key\":\"{i:02x}\",\"value\":\"ff\"}}\n"));
+    }
+    text.push_str("{\"key\":\"0g\",\"value\":\"ff\"}\n");
+    std::fs::write(&input, text).unwrap();
+    let o = run(&[
+        "load",
+        arg(&path),
+        "--create",
+        "--tree",
+        "t",
+        "--input",
+        arg(&input),
+        "--format",
+        "jsonl",
+        "--batch",
+        "4",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("line 11: key: not a hex byte"), "{err}");
+    assert!(err.contains("8 records in 2 transactions were loaded"), "{err}");
+    // Lines 9 and 10 shared a batch with the bad line 11: not loaded.
+    let got = &contents(&path)["t"];
+    assert_eq!(got.len(), 8);
+    assert!(got.keys().all(|k| k[0] < 8));
+    // A key over the tree's limit rolls its batch back too.
+    let long = dir.path().join("long.csv");
+    std::fs::write(&long, format!("01,00\n{},00\n", "ab".repeat(4096))).unwrap();
+    let o = run(&["load", arg(&path), "--tree", "t", "--input", arg(&long)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("the batch from line 1 was rolled back"), "{}", stderr(&o));
+    assert_eq!(contents(&path)["t"].len(), 8);
+}
+
+#[test]
+fn load_makes_a_database_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.swz");
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "00,00\n").unwrap();
+    let o = run(&["load", arg(&path), "--tree", "t", "--input", arg(&input)]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("pass --create"), "{}", stderr(&o));
+    assert!(!path.exists());
+    let o = run(&["load", arg(&path), "--tree", "t", "--input", arg(&dir.path().join("missing.csv"))]);
+    assert_eq!(code(&o), 3, "an unreadable input");
+    let o = run(&["load", arg(&path), "--tree", "t", "--input", arg(&input), "--format", "hex"]);
+    assert_eq!(code(&o), 2);
+    let o = run(&["load", arg(&path), "--tree", "t", "--input", arg(&input), "--batch", "0"]);
+    assert_eq!(code(&o), 2);
+}
