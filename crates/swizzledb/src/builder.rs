@@ -47,6 +47,8 @@ pub struct Builder {
     pub(crate) no_background_redo: bool,
     pub(crate) no_background_eviction: bool,
     pub(crate) discard_unclean: bool,
+    /// [`Builder::keep_log_on_close`].
+    pub(crate) keep_log_on_close: bool,
     pub(crate) convert_to_logged: bool,
     /// `page_size` was called: `open` checks the file's against it instead of adopting it.
     pub(crate) page_size_set: bool,
@@ -130,6 +132,19 @@ impl Builder {
     #[must_use]
     pub fn discard_unclean(mut self, on: bool) -> Self {
         self.discard_unclean = on;
+        self
+    }
+
+    /// Keep the log's older segments when the database closes cleanly (default: off). A clean
+    /// close normally leaves one small log segment (RECOVERY.md R25), so that the database file
+    /// and its log directory copy as two small things. Kept, the log still holds the history of
+    /// pages changed since its last truncation, from which single-page recovery (R18) rebuilds a
+    /// page found damaged at the next open; without it, and without a log archive
+    /// ([`Builder::log_archive`], which keeps every page's history), such a page is a typed
+    /// error naming the restore from a backup.
+    #[must_use]
+    pub fn keep_log_on_close(mut self, on: bool) -> Self {
+        self.keep_log_on_close = on;
         self
     }
 

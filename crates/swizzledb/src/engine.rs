@@ -537,6 +537,12 @@ impl Core {
         self.pool.close()?;
         if let Some(wal) = &self.wal {
             wal.checkpoint_classical(&self.pool)?;
+            // wal README W14: the newest segment padded to its end, then a checkpoint that
+            // starts the next one, so the one before it (all of it older than the checkpoint)
+            // goes: a cleanly closed database keeps one small segment (RECOVERY.md R23).
+            if wal.seal_on_close && wal.log.seal_segment()? {
+                wal.checkpoint_classical(&self.pool)?;
+            }
             // wal README W13: the space allocated beyond the log's end goes back.
             wal.log.trim()?;
         }

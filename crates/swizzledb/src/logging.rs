@@ -122,6 +122,9 @@ pub(crate) struct Wal {
     checkpoint_kind: CheckpointKind,
     /// R22: the pages instant restart left to redo, until the checkpoint that ends it.
     pub(crate) pending: Option<Arc<crate::instant::PendingRedo>>,
+    /// R25: a clean close seals the newest segment and truncates the ones before it
+    /// (`Builder::keep_log_on_close(false)`, the default).
+    pub(crate) seal_on_close: bool,
 }
 
 /// How one archiving goes.
@@ -213,6 +216,7 @@ impl Wal {
             background_merges: std::sync::atomic::AtomicBool::new(false),
             checkpoint_kind: CheckpointKind::Classical,
             pending: None,
+            seal_on_close: true,
         }
     }
 

@@ -81,7 +81,11 @@ impl Builder {
             Cleaner::Decoupled => CheckpointKind::Decoupled,
             _ => self.checkpoint_kind,
         };
-        Wal::new(log, self.commit_mode).with_archive(archive).with_checkpoint_kind(kind)
+        let mut wal = Wal::new(log, self.commit_mode).with_archive(archive).with_checkpoint_kind(kind);
+        // R25: not with the decoupled cleaner (R20, R21), whose pages the archive propagates:
+        // a close that truncates the whole log there is not verified yet.
+        wal.seal_on_close = !self.keep_log_on_close && self.cleaner != Cleaner::Decoupled;
+        wal
     }
 
     pub(crate) fn open_at(self, path: &Path) -> Result<Database> {

@@ -89,7 +89,8 @@ fn corrupted_page_is_reported_with_file_and_page() {
         for logging in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("db.swz");
-            let db = small().logging(logging).create(&path).unwrap();
+            // The log kept at close (R25), so that single-page recovery can rebuild from it.
+            let db = small().logging(logging).keep_log_on_close(true).create(&path).unwrap();
             let t = db.create_tree("t").unwrap();
             for i in 0..3000u32 {
                 t.insert(&i.to_be_bytes(), &[7u8; 100]).unwrap();
@@ -222,7 +223,14 @@ fn t16_t17_a_child_reference_back_up_the_tree_is_damage_not_a_hang() {
     for (mode, logging) in [(PoolMode::Traditional, false), (PoolMode::Swizzling, true)] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.swz");
-        let db = Database::builder().logging(logging).mode(mode).page_size(4096).create(&path).unwrap();
+        // The log kept at close (R25), so that single-page recovery can rebuild from it.
+        let db = Database::builder()
+            .logging(logging)
+            .mode(mode)
+            .page_size(4096)
+            .keep_log_on_close(true)
+            .create(&path)
+            .unwrap();
         let t = db.create_tree("t").unwrap();
         for i in 0..20_000u32 {
             t.upsert(&i.to_be_bytes(), &[1; 40]).unwrap();

@@ -524,3 +524,109 @@ fn a_refused_structure_record_fails_the_log_for_good() {
     assert_eq!(t.get(b"after").unwrap(), None);
     db.close().unwrap();
 }
+
+/// The `.log` files in a database's log directory, with their lengths.
+fn log_segments(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut segs: Vec<(PathBuf, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .map(|p| {
+            let len = std::fs::metadata(&p).unwrap().len();
+            (p, len)
+        })
+        .collect();
+    segs.sort();
+    segs
+}
+
+/// R25: after a clean close the log directory holds one small segment, whatever the log held;
+/// the file and its log directory, copied elsewhere, open alone with every record.
+#[test]
+fn r25_a_clean_close_keeps_one_small_segment_and_the_copy_opens_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let builder = Database::builder().log_segment_bytes(1 << 20).max_log_bytes(64 << 20);
+    let mut want = std::collections::BTreeMap::new();
+    for round in 0..3u32 {
+        let db =
+            if round == 0 { builder.clone().create(&path) } else { builder.clone().open(&path) }.unwrap();
+        let t = db.tree_or_create("t").unwrap();
+        for i in 0..6_000u32 {
+            let k = key(round * 10_000 + i);
+            let v = vec![(i % 251) as u8; 200];
+            t.upsert(&k, &v).unwrap();
+            want.insert(k, v);
+        }
+        assert!(log_segments(&wal_dir(&path)).len() > 1, "the run wrote more than a segment");
+        db.close().unwrap();
+        let segs = log_segments(&wal_dir(&path));
+        assert_eq!(segs.len(), 1, "R25: one segment after a clean close: {segs:?}");
+        assert!(segs[0].1 < 64 << 10, "R25: a small one: {segs:?}");
+    }
+    let copy = tempfile::tempdir().unwrap();
+    let to = copy.path().join("copied.swz");
+    std::fs::copy(&path, &to).unwrap();
+    std::fs::create_dir(wal_dir(&to)).unwrap();
+    for e in std::fs::read_dir(wal_dir(&path)).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, wal_dir(&to).join(p.file_name().unwrap())).unwrap();
+    }
+    drop(dir);
+    let db = builder.open(&to).unwrap();
+    let t = db.tree("t").unwrap();
+    let got: std::collections::BTreeMap<Vec<u8>, Vec<u8>> =
+        t.range(Bound::Unbounded, Bound::Unbounded).map(Result::unwrap).collect();
+    assert_eq!(got, want, "the copy holds every record");
+    db.close().unwrap();
+}
+
+/// R25: a close that fails at any write, sync, length change or removal, followed by a crash,
+/// loses no committed record, and the next clean close still leaves one segment.
+#[test]
+fn r25_a_crash_anywhere_in_a_close_loses_nothing() {
+    use swizzledb_sync::{Fault, FaultRule, Op};
+    let mut fired = 0;
+    for op in [Op::Write, Op::Sync, Op::SetLen, Op::Remove, Op::Rename] {
+        for nth in 1..=8u64 {
+            let fs = fault_fs();
+            let path = Path::new("/d/db");
+            let builder = Database::builder()
+                .page_size(4096)
+                .pool_bytes(256 * 4096)
+                .log_segment_bytes(64 << 10)
+                .max_log_bytes(64 << 20)
+                .lab(|l| l.vfs(Arc::new(fs.clone())));
+            let db = builder.clone().create(path).unwrap();
+            let t = db.create_tree("t").unwrap();
+            for i in 0..1_500u32 {
+                t.upsert(&key(i), &[i as u8; 100]).unwrap();
+            }
+            let before = fs.calls(op, None);
+            fs.fail_next(FaultRule::new(op, Fault::Eio).nth(nth));
+            let closed = db.close();
+            if fs.calls(op, None) - before >= nth {
+                fired += 1;
+            }
+            fs.clear_faults();
+            fs.crash(CrashMode::Torn { seed: nth });
+            let db = builder
+                .clone()
+                .open(path)
+                .unwrap_or_else(|e| panic!("{op:?} #{nth} (close said {closed:?}): the reopen failed: {e}"));
+            let t = db.tree("t").unwrap();
+            for i in 0..1_500u32 {
+                assert_eq!(t.get(&key(i)).unwrap(), Some(vec![i as u8; 100]), "{op:?} #{nth}: key {i}");
+            }
+            db.close().unwrap();
+            let segs: Vec<_> = fs
+                .list(&wal_dir(path))
+                .unwrap()
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect();
+            assert_eq!(segs.len(), 1, "{op:?} #{nth}: R25 after the next clean close: {segs:?}");
+        }
+    }
+    assert!(fired > 20, "the faults hit the close ({fired} did)");
+}

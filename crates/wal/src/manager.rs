@@ -592,6 +592,20 @@ impl LogManager {
         self.inner.scan(from)
     }
 
+    /// W14: ends the newest segment with padding, so that the next record starts the next
+    /// segment, and a checkpoint written then lets [`LogManager::truncate_before`] remove every
+    /// older segment: a clean close keeps one small segment instead of a full one. Everything
+    /// appended before is made durable first. Returns whether it sealed: not when the newest
+    /// segment holds no frame yet, nor when an append raced it (the caller then keeps a full
+    /// segment, as before).
+    ///
+    /// # Errors
+    /// Those of [`LogManager::flush_all`]; `Io` (sticky, W11) from writing or syncing the
+    /// padding.
+    pub fn seal_segment(&self) -> Result<bool> {
+        self.inner.seal_segment()
+    }
+
     /// Removes every segment file that holds only records below `min(lsn, durable())`, except
     /// the newest segment file (W9).
     ///
@@ -866,6 +880,42 @@ impl Inner {
             .map_err(|e| self.fail(LogError::io("syncing directory", &self.dir, e)))?;
         files.insert(seg, Arc::clone(&f));
         Ok(f)
+    }
+
+    /// W14: padding from the reservation point to its segment's end, written to the file
+    /// directly (not through the ring: it may be longer than the ring), with `next`, the
+    /// completed prefix, `written` and `durable` moved past it.
+    fn seal_segment(&self) -> Result<bool> {
+        self.flush_all()?;
+        let mut w = self.writer.lock();
+        self.check_failed()?;
+        let pos = self.completed.next().load(Ordering::Acquire);
+        let seg = segment::start_of(pos, self.segment_bytes);
+        let end = seg + self.segment_bytes;
+        if pos == segment::first_frame(seg) || self.completed.get() != pos {
+            return Ok(false);
+        }
+        // Reserve the padding as an append would: after this no append can take `[pos, end)`.
+        if self.completed.next().compare_exchange(pos, end, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return Ok(false);
+        }
+        // Everything below `pos` was written out by the flush; a write-out that ran since
+        // stopped at `pos` (nothing else was reserved), so the ring has no bytes to give.
+        self.write_out(&mut w, pos)?;
+        let f = self.segment_for_write(seg)?;
+        let path = segment::path(&self.dir, seg);
+        let io = |what, e| self.fail(LogError::io(what, &path, e));
+        // As `cut_damage` pads: the file cut to the padding header, which the reader follows to
+        // the segment's end without reading further (W7).
+        f.set_len(pos - seg).map_err(|e| io("truncating", e))?;
+        f.write_all_at(&frame::pad_header(pos, end - pos), pos - seg).map_err(|e| io("writing", e))?;
+        f.sync().map_err(|e| io("syncing", e))?;
+        bump(&self.counters.file_syncs, 1);
+        w.dirty.remove(&seg);
+        self.written.fetch_max(end, Ordering::AcqRel);
+        self.completed.publish(pos, end);
+        self.durable.fetch_max(end, Ordering::AcqRel);
+        Ok(true)
     }
 
     /// W13 at a clean close: the newest segment's file cut to the log's end and synced, so the

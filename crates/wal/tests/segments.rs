@@ -106,3 +106,47 @@ fn w13_segments_are_allocated_whole_and_a_clean_close_cuts_the_newest_to_the_end
     let log = LogManager::open(small_config(dir.path())).unwrap();
     assert_eq!(scan_all(&log), records, "every record back, in order, after the kill and the close");
 }
+
+#[test]
+fn w14_a_sealed_segment_ends_the_log_at_its_end_and_truncation_then_drops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    let mut records: Vec<(Lsn, Vec<u8>)> =
+        (0..20).map(|i| (log.append(&body(i)).unwrap(), body(i))).collect();
+    assert!(!log.end().0.is_multiple_of(SEG), "the test needs the end inside a segment");
+    let seg_end = log.end().0.next_multiple_of(SEG);
+    assert!(log.seal_segment().unwrap(), "W14: a segment with frames is sealed");
+    assert_eq!(log.end().0, seg_end, "W14: the log ends at the sealed segment's end");
+    assert!(!log.seal_segment().unwrap(), "W14: an empty newest segment is not sealed again");
+    let next = log.append(&body(20)).unwrap();
+    assert_eq!(next.0, seg_end, "W3, W14: the next record starts the next segment");
+    records.push((next, body(20)));
+    log.flush_all().unwrap();
+    assert_eq!(scan_all(&log), records, "the padding is invisible to a scan");
+    log.truncate_before(next).unwrap();
+    assert_eq!(log.oldest().0, seg_end, "W9: every segment before the new one goes");
+    assert_eq!(segment_files(dir.path()).len(), 1);
+    log.close().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    assert_eq!(scan_all(&log), records[20..], "after reopening");
+}
+
+#[test]
+fn w14_a_kill_after_a_seal_reopens_at_the_segment_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    let mut records: Vec<(Lsn, Vec<u8>)> =
+        (0..50).map(|i| (log.append(&body(i)).unwrap(), body(i))).collect();
+    let seg_end = log.end().0.next_multiple_of(SEG);
+    assert!(log.seal_segment().unwrap());
+    // A kill: the padded segment as it is, no next segment yet.
+    std::mem::forget(log);
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    assert_eq!(log.end().0, seg_end, "W7: the reader follows the padding to the segment's end");
+    assert_eq!(scan_all(&log), records, "every record before the seal is back");
+    records.push((log.append(&body(50)).unwrap(), body(50)));
+    assert_eq!(records.last().unwrap().0 .0, seg_end);
+    log.close().unwrap();
+    let log = LogManager::open(small_config(dir.path())).unwrap();
+    assert_eq!(scan_all(&log), records);
+}
