@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use swizzledb::{Database, Error};
+use swizzledb::{Database, Error, TreeError};
 use swizzledb_lab::progress::Progress;
 use swizzledb_lab::{EXIT_FAILED, EXIT_UNUSABLE_PATH, EXIT_USAGE};
 
@@ -56,6 +56,8 @@ enum Stop {
     Input(u64, String),
     /// Reading the input failed.
     Read(io::Error),
+    /// The tree could not be opened or created.
+    Tree(Error),
     /// The database refused a batch (the line that starts it).
     Database(u64, Error),
 }
@@ -119,9 +121,16 @@ pub fn run(args: &LoadArgs) -> ExitCode {
             eprintln!("error: reading {}: {e}; {so_far}", input_name(args.input.as_deref()));
             ExitCode::from(EXIT_FAILED)
         }
+        Err(Stop::Tree(e)) => {
+            eprintln!("error: opening tree {} of {}: {e}", args.tree, args.file.display());
+            ExitCode::from(EXIT_FAILED)
+        }
         Err(Stop::Database(line, e)) => {
             eprintln!("error: the batch from line {line} was rolled back: {e}; {so_far}");
-            ExitCode::from(if matches!(e, Error::Tree(_)) { EXIT_USAGE } else { EXIT_FAILED })
+            // A record over the tree's limits is bad input; anything else stopped the database.
+            let bad_record =
+                matches!(e, Error::Tree(TreeError::KeyTooLarge { .. } | TreeError::ValueTooLarge { .. }));
+            ExitCode::from(if bad_record { EXIT_USAGE } else { EXIT_FAILED })
         }
     };
     match closed {
@@ -148,7 +157,7 @@ fn load(
     done: &mut Loaded,
     progress: &dyn Fn(u64),
 ) -> Result<(), Stop> {
-    let tree = db.tree_or_create(&args.tree).map_err(|e| Stop::Database(1, e))?;
+    let tree = db.tree_or_create(&args.tree).map_err(Stop::Tree)?;
     let mut line_no = 0u64;
     let mut text = String::new();
     let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(args.batch as usize);

@@ -141,7 +141,8 @@ impl Builder {
     /// pages changed since its last truncation, from which single-page recovery (R18) rebuilds a
     /// page found damaged at the next open; without it, and without a log archive
     /// ([`Builder::log_archive`], which keeps every page's history), such a page is a typed
-    /// error naming the restore from a backup.
+    /// error naming the restore from a backup. With the decoupled cleaner
+    /// ([`crate::lab::LabOptions::cleaner`]) the log is always kept at close.
     #[must_use]
     pub fn keep_log_on_close(mut self, on: bool) -> Self {
         self.keep_log_on_close = on;

@@ -539,7 +539,7 @@ impl Core {
             wal.checkpoint_classical(&self.pool)?;
             // wal README W14: the newest segment padded to its end, then a checkpoint that
             // starts the next one, so the one before it (all of it older than the checkpoint)
-            // goes: a cleanly closed database keeps one small segment (RECOVERY.md R23).
+            // goes: a cleanly closed database keeps one small segment (RECOVERY.md R25).
             if wal.seal_on_close && wal.log.seal_segment()? {
                 wal.checkpoint_classical(&self.pool)?;
             }

@@ -211,12 +211,7 @@ fn checked_end(offset: u64, len: usize) -> io::Result<usize> {
 
 /// Applies a write whose end was checked by [`checked_end`].
 fn apply_write(bytes: &mut Vec<u8>, offset: u64, data: &[u8]) {
-    let start = offset as usize;
-    let end = start + data.len();
-    if bytes.len() < end {
-        bytes.resize(end, 0);
-    }
-    bytes[start..end].copy_from_slice(data);
+    crate::mem::write_into(bytes, offset as usize, data);
 }
 
 fn apply(bytes: &mut Vec<u8>, change: &Change) {
@@ -570,14 +565,7 @@ impl VfsFile for FaultFile {
             return Err(f.to_io_error());
         }
         self.check_direct(buf.as_ptr() as usize, buf.len(), offset)?;
-        let bytes = &st.inodes[&self.inode].visible;
-        let Ok(start) = usize::try_from(offset) else { return Ok(0) };
-        if start >= bytes.len() {
-            return Ok(0);
-        }
-        let n = buf.len().min(bytes.len() - start);
-        buf[..n].copy_from_slice(&bytes[start..start + n]);
-        Ok(n)
+        Ok(crate::mem::read_from(&st.inodes[&self.inode].visible, buf, offset))
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {

@@ -83,30 +83,41 @@ struct MemFile {
     data: RwLock<Vec<u8>>,
 }
 
+/// Reads `bytes` from `offset` into `buf` as [`VfsFile::read_at`] does: as many as there are,
+/// zero at or past the end. Shared with `FaultFs`, whose files are byte vectors too.
+pub(crate) fn read_from(bytes: &[u8], buf: &mut [u8], offset: u64) -> usize {
+    let Ok(at) = usize::try_from(offset) else { return 0 };
+    if at >= bytes.len() {
+        return 0;
+    }
+    let n = buf.len().min(bytes.len() - at);
+    buf[..n].copy_from_slice(&bytes[at..at + n]);
+    n
+}
+
+/// Writes `data` into `bytes` at `at`, extending them with zeros as far as needed. Shared with
+/// `FaultFs`; the caller has checked that `at + data.len()` does not overflow.
+pub(crate) fn write_into(bytes: &mut Vec<u8>, at: usize, data: &[u8]) {
+    let end = at + data.len();
+    if bytes.len() < end {
+        bytes.resize(end, 0);
+    }
+    bytes[at..end].copy_from_slice(data);
+}
+
 fn too_long() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "offset past what an in-memory file can hold")
 }
 
 impl VfsFile for MemFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        let data = read(&self.data);
-        let Ok(at) = usize::try_from(offset) else { return Ok(0) };
-        if at >= data.len() {
-            return Ok(0);
-        }
-        let n = buf.len().min(data.len() - at);
-        buf[..n].copy_from_slice(&data[at..at + n]);
-        Ok(n)
+        Ok(read_from(&read(&self.data), buf, offset))
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let at = usize::try_from(offset).map_err(|_| too_long())?;
-        let end = at.checked_add(buf.len()).ok_or_else(too_long)?;
-        let mut data = write(&self.data);
-        if data.len() < end {
-            data.resize(end, 0);
-        }
-        data[at..end].copy_from_slice(buf);
+        at.checked_add(buf.len()).ok_or_else(too_long)?;
+        write_into(&mut write(&self.data), at, buf);
         Ok(())
     }
 

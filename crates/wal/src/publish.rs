@@ -117,6 +117,7 @@ impl Completed {
         }
     }
 
+    /// Wakes every waiter (the prefix moved, or the log failed and waiters must see it).
     pub(crate) fn wake(&self) {
         // Sequentially consistent against the waiter's increment-then-check (see `wait_above`).
         if self.waiters.load(SeqCst) > 0 {
