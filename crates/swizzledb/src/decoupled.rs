@@ -9,7 +9,7 @@ use swizzledb_sync::Lsn;
 use crate::error::{Error, Result};
 use crate::logging::Wal;
 use crate::record::Record;
-use crate::repair::{carries_image, frees, rebuild_page, replay_onto};
+use crate::repair::{carries_image, frees, rebuild_page, redo_page, replay_onto};
 
 /// The name the replay's progress is kept under in the log directory.
 const PROGRESS: &str = "cleaned";
@@ -78,7 +78,7 @@ pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Re
 /// Brings the file's copy of page `id` forward through `records` (its archived changes of the
 /// interval, in LSN order, all below `to`) under the page's file lock (B26); returns the page LSN written, or
 /// `None` if nothing was written (the copy was as new already, or the page ends free).
-fn bring_forward(
+pub(crate) fn bring_forward(
     wal: &Wal,
     pool: &BufferPool,
     id: PageId,
@@ -96,15 +96,34 @@ fn bring_forward(
         }
     }
     let file = pool.lock_file_page(id);
-    let copy = match file.read(buf) {
+    // The copy as the file holds it, stale or not (buffer B28): an eviction that elided a newer
+    // version (R21) leaves it stale, and this replay brings it forward itself. A stale copy
+    // still holds every change below `from` (the induction of R20), and may hold more than
+    // `records` do — the pool can write the page after the replay read the archive — so it
+    // is never replaced by an older version: the file never goes back (B26), which the
+    // decoupled checkpoint's analysis of the page-write records relies on (R19).
+    buf.fill(0);
+    let read = file.read_unchecked(buf);
+    let copy = match read {
         Ok(()) if swizzledb_btree::validate_page(buf).is_ok() => Some(page::page_lsn(buf)),
-        Ok(()) => {
-            log::debug!("the decoupled cleaner found page {id}'s copy in the file malformed");
-            None
-        }
-        Err(e) => {
-            log::debug!("the decoupled cleaner could not read page {id}'s copy in the file: {e}");
-            None
+        // Never written (a page allocated since): nothing newer than the records to keep.
+        _ if buf.iter().all(|&b| b == 0) => None,
+        _ => {
+            // A damaged copy may have been newer than `last`: rebuild the page from its whole
+            // durable history (R18), which is as new as anything the pool wrote (B18).
+            match &read {
+                Ok(()) => log::warn!("the decoupled cleaner found page {id}'s copy in the file malformed"),
+                Err(e) => {
+                    log::warn!("the decoupled cleaner could not read page {id}'s copy in the file: {e}")
+                }
+            }
+            let Some(mut page) = redo_page(&wal.log, wal.archive.as_deref(), id, page_size, None)? else {
+                return Ok(None);
+            };
+            log::warn!("the decoupled cleaner rebuilt page {id} from the log");
+            let lsn = page::page_lsn(&page);
+            file.write(&mut page, to)?;
+            return Ok(Some(lsn));
         }
     };
     if copy.is_some_and(|lsn| lsn >= last) {
@@ -118,10 +137,10 @@ fn bring_forward(
         (Some(_), _) => {
             replay_onto(id, page_size, Some(buf.to_vec()), &records[newest_image.map_or(0, |i| i + 1)..])
         }
-        (None, _) => Err(Error::PageUnrecoverable { page: id, reason: "its copy is damaged".into() }),
+        (None, _) => Err(Error::PageUnrecoverable { page: id, reason: "it was never written".into() }),
     };
-    // A damaged copy, or one the changes do not fit (a write lost before this run began):
-    // rebuild the page from the whole archive and log (R18) instead.
+    // A copy the changes do not fit (a write lost before this run began): rebuild the page
+    // from the whole archive and log (R18) up to `last`, which is newer than the copy.
     let mut page = match result {
         Ok(p) => p,
         Err(e) => {

@@ -192,6 +192,92 @@ fn r20_replays_bring_the_file_forward_without_the_pool() {
     assert_eq!(got, oracle);
 }
 
+/// R20, R21 (buffer B26): a replay that read its archive entries before the pool wrote a page,
+/// and before an eviction elided a newer version of it, finds the file's copy stale and newer
+/// than its entries. It keeps that copy: the file never goes back. (Overwriting it with the
+/// older version the entries make, under a page-write record naming the replay's end, let a
+/// later decoupled checkpoint start the page's redo after a change the copy had lost: a crash
+/// then lost commits, as `crash-test --cleaner decoupled --write-elision` found.)
+#[test]
+fn r20_a_replay_never_writes_an_older_copy_over_a_newer_stale_one() {
+    use swizzledb_btree::node;
+    use swizzledb_buffer::{page, Shared};
+    use swizzledb_sync::{Lsn, PageId};
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/c")).unwrap();
+    let path = Path::new("/c/db");
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(1024 * 4096)
+        .commit_mode(CommitMode::Sync)
+        .checkpoint_interval(None)
+        .log_archive(true)
+        .lab(|l| l.cleaner(crate::Cleaner::Decoupled).write_elision(true))
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
+    let db = builder.clone().create(path).unwrap();
+    db.stop_background();
+    let tree = db.create_tree("t").unwrap();
+    let mut oracle = BTreeMap::new();
+    for i in 0..300u32 {
+        tree.upsert(&key(0, i), &[1u8; 100]).unwrap();
+        oracle.insert(key(0, i), vec![1u8; 100]);
+    }
+    let wal = db.core.wal.as_ref().unwrap();
+    let pool = &db.core.pool;
+    let (from, _) = crate::decoupled::replay(wal, pool, crate::decoupled::progress(wal).unwrap()).unwrap();
+
+    // Three changes of one leaf; the pool writes it after the second.
+    let k = key(0, 150);
+    let leaf = (1..pool.allocation().page_count)
+        .filter_map(PageId::new)
+        .find(|&id| {
+            pool.fix_page::<Shared>(id).is_ok_and(|g| {
+                page::page_type(&g) == Some(page::PageType::Leaf) && node::search(&*g, &k).is_ok()
+            })
+        })
+        .expect("a leaf holds the key");
+    let lsn_of = |id| page::page_lsn(&pool.fix_page::<Shared>(id).unwrap());
+    tree.upsert(&k, b"first").unwrap();
+    let first = lsn_of(leaf);
+    tree.upsert(&k, b"second").unwrap();
+    let second = lsn_of(leaf);
+    pool.write_back_older(Lsn(u64::MAX), usize::MAX).unwrap();
+    tree.upsert(&k, b"third").unwrap();
+    oracle.insert(k.clone(), b"third".to_vec());
+    // Eviction elides the third version (R21): the copy in the file is stale now.
+    pool.sweep_evict(4096).unwrap();
+    let mut buf = vec![0u8; 4096];
+    assert!(pool.lock_file_page(leaf).read(&mut buf).is_err(), "the leaf's copy is stale");
+
+    // A replay that read the archive when the leaf's first change was its newest.
+    wal.archive_durable().unwrap();
+    let entries = wal.archive.as_deref().unwrap().entries_between(from, Lsn(first.0 + 1)).unwrap();
+    let records: Vec<(Lsn, Record)> = entries
+        .iter()
+        .filter(|e| e.page == leaf.get())
+        .map(|e| (e.lsn, Record::decode(&e.body).unwrap()))
+        .collect();
+    assert_eq!(records.last().map(|r| r.0), Some(first));
+    crate::decoupled::bring_forward(wal, pool, leaf, &records, Lsn(first.0 + 1), 4096, &mut buf).unwrap();
+    pool.lock_file_page(leaf).read_unchecked(&mut buf).unwrap();
+    let copy = page::page_lsn(&buf);
+    assert!(copy >= second, "the copy went back from {second} to {copy}");
+
+    // The full replay brings it forward; a decoupled checkpoint and a crash lose nothing.
+    crate::decoupled::replay(wal, pool, from).unwrap();
+    wal.checkpoint_decoupled(pool).unwrap();
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    let db = builder.open(path).unwrap();
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .tree("t")
+        .unwrap()
+        .range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(got, oracle);
+}
+
 /// R17, R20: archiving for a checkpoint or a cleaner replay always reaches the log's durable
 /// end, also over a stretch without page changes (only the background archiver waits for
 /// more). Otherwise the archive's end could stay below a checkpoint's begin, the replay's
