@@ -319,6 +319,27 @@ impl Tree {
         self.at_first_key_from(from, |k| k.map(<[u8]>::to_vec))
     }
 
+    /// Calls `at` with the first key at or after `from` (`None`: the end of the tree) while the
+    /// leaf whose range holds `from` is latched shared, if that leaf holds it (or its range has
+    /// no upper bound); `Ok(None)`, without calling `at`, if the key lies in a later leaf. So
+    /// no key can enter `[from, key)` while `at` runs (T28: a writer's gap lock taken there).
+    ///
+    /// # Errors
+    /// I/O errors or corruption.
+    pub fn at_first_key_in_leaf<R>(
+        &self,
+        from: &[u8],
+        at: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<Option<R>> {
+        self.check_open()?;
+        let g = self.with_room(|| self.leaf_shared(from))?;
+        let (Ok(i) | Err(i)) = node::search(&g, from);
+        if i < node::count(&g) {
+            return Ok(Some(at(Some(node::key(&g, i)))));
+        }
+        Ok(node::own_high(&g).is_none().then(|| at(None)))
+    }
+
     /// Calls `at` with the first key at or after `from` (`None`: the end of the tree) while its
     /// leaf is latched shared, walking right across leaves that hold no such key.
     fn at_first_key_from<R>(&self, from: &[u8], at: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {

@@ -159,6 +159,17 @@ pub trait GapGate {
     /// # Errors
     /// The wait failed or timed out; the write fails with it, nothing changed.
     fn wait(&self, tree: &Tree, next: Option<&[u8]>) -> Result<()>;
+
+    /// The closing key lies in a later leaf: no key lies between the write's key and
+    /// `own_high`, the latched leaf's upper bound (its foster key, else its high fence), and
+    /// the closing key is the first key at or after `own_high`. Called under the leaf's
+    /// exclusive latch, so it must neither wait nor latch. `true`: the gate holds that closing
+    /// key's lock already, and the write goes on; `false` (the default): the write returns
+    /// [`Gated::Beyond`], nothing changed.
+    fn beyond(&self, own_high: &[u8]) -> bool {
+        let _ = own_high;
+        false
+    }
 }
 
 /// The outcome of a gated write (T28).
@@ -747,7 +758,10 @@ impl Tree {
         let Some(gate) = gate else { return Ok(None) };
         let next = match closing_key(leaf, i) {
             Closing::In(k) => k,
-            Closing::Beyond => return Ok(Some(Visit::Beyond)),
+            Closing::Beyond => {
+                let high = node::own_high(leaf).expect("a closing key beyond the leaf has an upper bound");
+                return Ok((!gate.beyond(high)).then_some(Visit::Beyond));
+            }
         };
         Ok((!gate.try_pass(self, next)?).then(|| Visit::Refused(next.map(<[u8]>::to_vec))))
     }

@@ -15,7 +15,7 @@ use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swizzledb_btree::{key_after, GapGate, ReadGate, Tree, TreeError};
+use swizzledb_btree::{key_after, GapGate, Gated, ReadGate, Tree, TreeError};
 use swizzledb_sync::TxnId;
 
 use crate::error::Error;
@@ -134,13 +134,21 @@ pub(crate) struct GapLocks<'a> {
     insert: bool,
     /// (tree's lock id, key, held before).
     taken: RefCell<Vec<(u32, Vec<u8>, bool)>>,
+    /// Where the leaf ended when the closing key lay in a later leaf (btree T28's `beyond`).
+    beyond: RefCell<Option<Vec<u8>>>,
 }
 
 impl<'a> GapLocks<'a> {
     /// The gate of a write by `txn`; `insert`: a put, which holds a closing key only for its
     /// own length (a delete holds it to the end).
     pub(crate) fn new(locks: &'a LockManager, txn: TxnId, insert: bool) -> GapLocks<'a> {
-        GapLocks { locks, txn, insert, taken: RefCell::new(Vec::new()) }
+        GapLocks { locks, txn, insert, taken: RefCell::new(Vec::new()), beyond: RefCell::new(None) }
+    }
+
+    /// The upper bound of the leaf the write met last, when its gap's closing key lay in a
+    /// later leaf (`Gated::Beyond`): that key is the first at or after it.
+    pub(crate) fn beyond_at(&self) -> Option<Vec<u8>> {
+        self.beyond.borrow_mut().take()
     }
 
     fn took(&self, t: u32, k: &[u8]) -> bool {
@@ -184,6 +192,69 @@ impl GapGate for GapLocks<'_> {
             self.taken.borrow_mut().push((t, k.to_vec(), had));
         }
         Ok(())
+    }
+
+    fn beyond(&self, own_high: &[u8]) -> bool {
+        *self.beyond.borrow_mut() = Some(own_high.to_vec());
+        false
+    }
+}
+
+/// K15 for an insert whose gap closes in a later leaf, where that leaf's range also holds the
+/// key's leaf's upper bound `high` (as for each insert of an ascending run, whose leaf ends
+/// where the next run begins): the closing key, the first key at or after `high`, is locked
+/// while that leaf is latched, so no key is in `[high, closing key)` then, nor can enter it
+/// later (an insert there closes its gap with the same key, and waits for the lock). The put
+/// then passes this gate: a closing key that appeared in the key's own leaf is locked as
+/// [`GapLocks`] does, and a leaf that still ends at `high` goes on with the lock held here.
+/// Returns the put's result, or `None` (nothing changed, no lock kept) when the closing key
+/// lies further on, is held by another transaction, or the key's leaf no longer ends at
+/// `high`: the caller then locks the gap with [`lock_gap`].
+pub(crate) fn insert_past_leaf(
+    locks: &LockManager,
+    txn: TxnId,
+    tree: &Tree,
+    high: &[u8],
+    put: impl FnOnce(&dyn GapGate) -> Result<Gated<bool>, TreeError>,
+) -> Result<Option<bool>, Error> {
+    let found = tree
+        .at_first_key_in_leaf(high, |k| {
+            let (t, name) = lock_name(tree, k);
+            locks
+                .try_lock_noting(txn, t, name, LockMode::Exclusive)
+                .map(|had| had.map(|h| (t, name.to_vec(), h)))
+        })
+        .map_err(engine_error)?;
+    let Some((t, name, had)) = found.transpose().map_err(Error::Lock)?.flatten() else { return Ok(None) };
+    let gate = FenceGate { gap: GapLocks::new(locks, txn, true), high };
+    let put = put(&gate);
+    gate.gap.release_taken();
+    if !had {
+        locks.release(txn, t, &name);
+    }
+    match put.map_err(engine_error)? {
+        Gated::Done(existed) => Ok(Some(existed)),
+        Gated::Beyond => Ok(None),
+    }
+}
+
+/// The gate of [`insert_past_leaf`]'s put.
+struct FenceGate<'a> {
+    gap: GapLocks<'a>,
+    high: &'a [u8],
+}
+
+impl GapGate for FenceGate<'_> {
+    fn try_pass(&self, tree: &Tree, next: Option<&[u8]>) -> Result<bool, TreeError> {
+        self.gap.try_pass(tree, next)
+    }
+
+    fn wait(&self, tree: &Tree, next: Option<&[u8]>) -> Result<(), TreeError> {
+        self.gap.wait(tree, next)
+    }
+
+    fn beyond(&self, own_high: &[u8]) -> bool {
+        own_high == self.high
     }
 }
 

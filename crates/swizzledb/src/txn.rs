@@ -4,7 +4,8 @@
 use std::ops::Bound;
 use std::sync::Arc;
 use swizzledb_btree::{
-    CompareAndSwapError, Gated, NoGate, RangeIter, ReadGate, RevRangeIter, Tree as EngineTree, TreeError,
+    CompareAndSwapError, GapGate, Gated, NoGate, RangeIter, ReadGate, RevRangeIter, Tree as EngineTree,
+    TreeError,
 };
 use swizzledb_sync::{Lsn, TxnId};
 
@@ -274,7 +275,17 @@ impl<'db> Transaction<'db> {
         }
         match gated.map_err(isolation::engine_error)? {
             Gated::Done(existed) => Ok(existed),
-            Gated::Beyond => self.write_locked(locks, tree, key, value, apply),
+            Gated::Beyond => {
+                // K15: an insert at the end of its leaf locks the key that begins the next one,
+                // where that is the closing key, in one more descent; else the general way.
+                if let (Some(v), Some(high)) = (value, gate.beyond_at()) {
+                    let put = |g: &dyn GapGate| tree.put_gated(key, v, replace, &self.log, g);
+                    if let Some(existed) = isolation::insert_past_leaf(locks, self.id(), tree, &high, put)? {
+                        return Ok(existed);
+                    }
+                }
+                self.write_locked(locks, tree, key, value, apply)
+            }
         }
     }
 

@@ -209,6 +209,126 @@ fn k16_a_range_read_is_repeatable_while_another_inserts_into_the_range() {
     }
 }
 
+/// K15 for a key inserted at the end of its leaf, whose gap closes in the next leaf (the
+/// closing key is locked there, where the leaf's upper bound and the key both lie): under an
+/// open transaction's read of the whole range, every insert between two of its keys — at the
+/// end of a leaf or inside one — is refused (wait-die: the younger writer dies at once), in
+/// both scan directions, and the range reads the same again.
+#[test]
+fn k15_an_insert_at_a_leafs_end_is_refused_inside_a_read_range() {
+    for (mode, reverse) in
+        [(PoolMode::Swizzling, false), (PoolMode::Swizzling, true), (PoolMode::Traditional, false)]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder()
+            .mode(mode)
+            .page_size(4096)
+            .pool_bytes(64 * 4096)
+            .lab(|l| l.deadlock_policy(DeadlockPolicy::WaitDie))
+            .create(dir.path().join("iso.swz"))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        fill(&t);
+        let reader = db.begin();
+        let read = |tx: &swizzledb::Transaction<'_>| -> Vec<Vec<u8>> {
+            let (lo, hi) = (key(0), key(800));
+            if reverse {
+                let mut v = keys_of(tx.range_rev(&t, Included(&lo[..]), Excluded(&hi[..]))).unwrap();
+                v.reverse();
+                v
+            } else {
+                keys_of(tx.range(&t, Included(&lo[..]), Excluded(&hi[..]))).unwrap()
+            }
+        };
+        let first = read(&reader);
+        assert_eq!(first.len(), 400);
+        for k in (1..800).step_by(2) {
+            let mut writer = db.begin();
+            match writer.insert(&t, &key(k), b"phantom") {
+                Err(Error::Lock(LockError::Conflict { .. })) => {}
+                other => panic!("{mode:?}: insert of {k} inside a read range: {other:?}"),
+            }
+            writer.abort().unwrap();
+        }
+        assert_eq!(read(&reader), first, "{mode:?}: the second read of the range differs (phantom)");
+        reader.commit().unwrap();
+        db.transact(|tx| {
+            for k in (1..800).step_by(2) {
+                tx.insert(&t, &key(k), b"now")?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(t.len().unwrap(), 800);
+    }
+}
+
+/// K15's look-up past the leaf, exercised where it succeeds: writers append ascending runs,
+/// each to its own key range inside leaves shared with the next range (as TPC-C's districts
+/// append orders), in transactions of several inserts, while readers read whole ranges twice
+/// in one transaction. Every pair of reads agrees (no phantom), and every run ends complete.
+#[test]
+fn k15_ascending_runs_and_repeatable_range_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    let run_key = |r: u32, i: u32| format!("r{r:02}-{i:06}").into_bytes();
+    for r in 0..8 {
+        t.insert(&run_key(r, 0), &[b'a'; 60]).unwrap();
+    }
+    let stop = AtomicBool::new(false);
+    let (phantoms, reads) = (AtomicU64::new(0), AtomicU64::new(0));
+    std::thread::scope(|s| {
+        let (db, t, stop, phantoms, reads) = (&db, &t, &stop, &phantoms, &reads);
+        s.spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let r = (reads.load(Ordering::Relaxed) % 8) as u32;
+                let (lo, hi) = (run_key(r, 0), run_key(r + 1, 0));
+                let twice = db.transact(|tx| {
+                    let a = keys_of(tx.range(t, Included(&lo[..]), Excluded(&hi[..])))?;
+                    std::thread::yield_now();
+                    let b = keys_of(tx.range(t, Included(&lo[..]), Excluded(&hi[..])))?;
+                    Ok((a, b))
+                });
+                if let Ok((a, b)) = twice {
+                    phantoms.fetch_add(u64::from(a != b), Ordering::Relaxed);
+                    reads.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        let writers: Vec<_> = (0..2u32)
+            .map(|w| {
+                s.spawn(move || {
+                    for n in 0..150u32 {
+                        for r in (w..8).step_by(2) {
+                            db.transact(|tx| {
+                                for i in 1..=5 {
+                                    tx.insert(t, &run_key(r, n * 5 + i), &[b'b'; 60])?;
+                                }
+                                Ok(())
+                            })
+                            .unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert_eq!(phantoms.load(Ordering::Relaxed), 0, "a range read twice in one transaction differed");
+    assert!(reads.load(Ordering::Relaxed) > 0);
+    for r in 0..8u32 {
+        let got: Vec<Vec<u8>> = t
+            .range(Included(&run_key(r, 0)[..]), Excluded(&run_key(r + 1, 0)[..]))
+            .map(|kv| kv.unwrap().0)
+            .collect();
+        let want: Vec<Vec<u8>> = (0..=750).map(|i| run_key(r, i)).collect();
+        assert_eq!(got, want, "run {r}");
+    }
+}
+
 /// btree T19 with record locks: a limited range read locks what it returns (each record closes
 /// the gap before it) and no more. A write into a gap it saw waits for it; a write past its last
 /// record, in the same leaf, goes ahead at once; and the second read returns the same records.
