@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod backup;
 mod load;
 mod records;
 mod trace;
@@ -109,6 +110,13 @@ input line or a record the tree refuses (its batch is rolled back, the batches b
 or the input cannot be opened"
     )]
     Load(load::LoadArgs),
+    /// Write a compacted copy of a database that opens on its own (its own small log beside
+    /// it); the copy appears at DEST only once it is complete
+    #[command(
+        after_help = "Exit codes: 0 copied; 1 reading the source or writing the copy failed (nothing is left at \
+DEST); 2 bad arguments, or DEST (or DEST.wal) exists; 3 the source cannot be opened"
+    )]
+    Backup(backup::BackupArgs),
 }
 
 #[derive(Subcommand)]
@@ -301,5 +309,6 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Dump(args) => Ok(admin::dump(&args)),
         Command::Log(args) => Ok(admin::log(&args)),
         Command::Load(args) => Ok(load::run(&args)),
+        Command::Backup(args) => Ok(backup::run(&args)),
     }
 }

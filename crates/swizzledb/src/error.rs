@@ -77,6 +77,10 @@ pub enum Error {
     /// database and would be replayed onto this one.
     #[error("the log directory {0} exists and is not empty; remove it or choose another path")]
     StaleLog(std::path::PathBuf),
+    /// [`Database::backup_to`](crate::Database::backup_to) would overwrite something: its
+    /// target or the target's log directory exists.
+    #[error("the backup's target {0} exists already; choose a new path, or remove it (with the database's log directory)")]
+    BackupTargetExists(PathBuf),
     /// [`Builder::open`](crate::Builder::open) found no file at the path.
     #[error("no database at {0}; create it with Builder::create or Builder::open_or_create")]
     NotFound(PathBuf),

@@ -57,6 +57,7 @@
 
 #![forbid(unsafe_code)]
 
+mod backup;
 mod builder;
 mod cleaner;
 mod database;
@@ -82,6 +83,7 @@ mod tree;
 mod txn;
 mod versions;
 
+pub use crate::backup::BackupStats;
 pub use crate::builder::{Builder, DEFAULT_ARCHIVE_INTERVAL, DEFAULT_MAX_LOG_BYTES};
 pub use crate::cleaner::{Cleaner, CleanerStats};
 pub use crate::database::{CheckpointCounts, Database};

@@ -1,0 +1,106 @@
+//! `swizzledb backup SRC DST` (RECOVERY.md R26): the copy holds every tree's records and opens on
+//! its own; an existing target or a missing source is refused; a backup killed half-way leaves
+//! nothing at the target, and the next one succeeds.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use swizzledb::Database;
+
+const BIN: &str = env!("CARGO_BIN_EXE_swizzledb");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env_remove("RUST_LOG").stdin(Stdio::null()).output().expect("run swizzledb")
+}
+
+fn arg(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+type Records = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn contents(path: &Path) -> BTreeMap<String, Records> {
+    let db = Database::builder().open(path).unwrap();
+    let all = db
+        .tree_names()
+        .into_iter()
+        .map(|name| {
+            let tree = db.tree(&name).unwrap();
+            let records = tree
+                .range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+                .map(Result::unwrap)
+                .collect();
+            (name, records)
+        })
+        .collect();
+    db.close().unwrap();
+    all
+}
+
+/// A database of `n` records over two trees.
+fn make(path: &Path, n: u32) {
+    let db = Database::builder().create(path).unwrap();
+    let a = db.create_tree("a").unwrap();
+    let b = db.create_tree("b").unwrap();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(5000) {
+        db.transact(|tx| {
+            for &i in chunk {
+                tx.insert(&a, &i.to_be_bytes(), &[1u8; 100])?;
+                if i % 3 == 0 {
+                    tx.insert(&b, format!("b{i}").as_bytes(), &i.to_le_bytes())?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn backup_copies_every_tree_and_refuses_to_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src.swz"), dir.path().join("dst.swz"));
+    make(&src, 20_000);
+    let out = run(&["backup", arg(&src), arg(&dst)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 trees, 26667 records"));
+    assert_eq!(contents(&dst), contents(&src));
+    let again = run(&["backup", arg(&src), arg(&dst)]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
+    let missing = run(&["backup", arg(&dir.path().join("none.swz")), arg(&dir.path().join("x.swz"))]);
+    assert_eq!(missing.status.code(), Some(3));
+}
+
+#[test]
+fn a_backup_killed_half_way_leaves_nothing_that_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src.swz"), dir.path().join("dst.swz"));
+    make(&src, 300_000);
+    let mut killed_early = false;
+    for wait_ms in [30u64, 100, 250] {
+        let mut child = Command::new(BIN)
+            .args(["backup", arg(&src), arg(&dst)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        child.kill().ok();
+        child.wait().unwrap();
+        if finished {
+            break;
+        }
+        killed_early = true;
+        assert!(!dst.exists(), "a killed backup left {}", dst.display());
+        assert!(Database::builder().open(&dst).is_err());
+    }
+    assert!(killed_early, "the backup finished before the first kill");
+    let out = run(&["backup", arg(&src), arg(&dst)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(contents(&dst), contents(&src));
+}

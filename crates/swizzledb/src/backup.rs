@@ -1,0 +1,159 @@
+//! Backup (RECOVERY.md R26): a consistent, compacted copy of a database, written as a new
+//! database beside its target path and renamed into place only once it is complete and closed.
+
+use std::ops::Bound::Unbounded;
+use std::path::{Path, PathBuf};
+
+use crate::database::Database;
+use crate::error::{Error, Result};
+use crate::files::wal_dir;
+use crate::logging::CommitMode;
+
+/// Records copied per transaction of the backup's own writes.
+const BATCH: usize = 1000;
+
+/// What [`Database::backup_to`] copied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct BackupStats {
+    /// Trees copied.
+    pub trees: u64,
+    /// Records copied, over all trees.
+    pub records: u64,
+    /// Bytes of keys and values copied.
+    pub record_bytes: u64,
+    /// The size of the source's file when the backup began.
+    pub source_file_bytes: u64,
+    /// The size of the backup's file: the records in full leaves, without the free pages the
+    /// source may hold.
+    pub backup_file_bytes: u64,
+}
+
+impl Database {
+    /// Writes a copy of the database to a new database at `path`, while writers go on, and
+    /// returns what it copied. The copy is what a read transaction begun at the call sees
+    /// ([`Database::begin_read`]): on a database that keeps versions (logged, with record
+    /// locks: the defaults) exactly the transactions committed before it, none in part; on
+    /// one that keeps none, writes that run meanwhile may be in it or not, so run it without
+    /// writers there. It is compacted: every tree is rewritten in key order into full leaves,
+    /// and freed pages are not copied.
+    ///
+    /// The copy has this database's page size and is logged if this one is; it is closed
+    /// cleanly, so it opens on its own, with its own small log directory (`path` and
+    /// `<path>.wal`, or `path` alone for an unlogged database; README "Two things to copy").
+    /// It is written under a temporary name in `path`'s directory, closed, and renamed to
+    /// `path` last (its log directory first): until then nothing at `path` opens, and a crash
+    /// or an error leaves only the temporary files (`.<name>.backup-*`), which may be removed.
+    /// An in-memory database is backed up to the file system.
+    ///
+    /// # Errors
+    /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists; the errors of reading
+    /// this database (a tree dropped during the backup: [`Error::TreeNotFound`]; a read
+    /// transaction ended for memory: [`Error::SnapshotTooOld`]) and of writing the copy. On
+    /// an error nothing is left at `path`.
+    pub fn backup_to(&self, path: impl AsRef<Path>) -> Result<BackupStats> {
+        let path = path.as_ref();
+        let logged = self.is_logged();
+        for p in [Some(path.to_path_buf()), logged.then(|| wal_dir(path))].into_iter().flatten() {
+            if p.exists() {
+                return Err(Error::BackupTargetExists(p));
+            }
+        }
+        let temp = temporary_path(path)?;
+        let result = self.write_backup(&temp, logged);
+        let renamed = result.and_then(|stats| {
+            if logged {
+                std::fs::rename(wal_dir(&temp), wal_dir(path)).map_err(|e| io(&wal_dir(path), e))?;
+            }
+            std::fs::rename(&temp, path).map_err(|e| io(path, e))?;
+            sync_dir(path)?;
+            Ok(stats)
+        });
+        if renamed.is_err() {
+            remove_database(&temp);
+            if logged && !path.exists() {
+                let _ = std::fs::remove_dir_all(wal_dir(path));
+            }
+        }
+        renamed
+    }
+
+    /// Copies every tree through one read transaction into a new database at `temp`, and
+    /// closes it.
+    fn write_backup(&self, temp: &Path, logged: bool) -> Result<BackupStats> {
+        let snapshot = self.begin_read();
+        let names = self.tree_names();
+        let mut stats = BackupStats {
+            source_file_bytes: std::fs::metadata(self.core.pool.path()).map_or(0, |m| m.len()),
+            ..BackupStats::default()
+        };
+        let copy = Database::builder()
+            .page_size(self.core.pool.page_size())
+            .logging(logged)
+            .commit_mode(CommitMode::Async)
+            .create(temp)?;
+        for name in &names {
+            let from = self.tree(name)?;
+            let to = copy.create_tree(name)?;
+            let mut records = snapshot.range(&from, Unbounded, Unbounded).peekable();
+            while records.peek().is_some() {
+                let batch: Vec<(Vec<u8>, Vec<u8>)> = records
+                    .by_ref()
+                    .take(BATCH)
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(crate::isolation::engine_error)?;
+                stats.records += batch.len() as u64;
+                stats.record_bytes += batch.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum::<u64>();
+                if logged {
+                    copy.transact(|tx| {
+                        for (k, v) in &batch {
+                            tx.insert(&to, k, v)?;
+                        }
+                        Ok(())
+                    })?;
+                } else {
+                    for (k, v) in &batch {
+                        to.insert(k, v)?;
+                    }
+                }
+            }
+            stats.trees += 1;
+        }
+        drop(snapshot);
+        copy.close()?;
+        stats.backup_file_bytes = std::fs::metadata(temp).map_err(|e| io(temp, e))?.len();
+        Ok(stats)
+    }
+}
+
+/// A name for the backup in progress, in `path`'s directory: `.<name>.backup-<pid>-<nanos>`.
+fn temporary_path(path: &Path) -> Result<PathBuf> {
+    let name = path.file_name().ok_or_else(|| {
+        io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "the backup's path names no file"))
+    })?;
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let temp = format!(".{}.backup-{}-{nanos}", name.to_string_lossy(), std::process::id());
+    Ok(path.with_file_name(temp))
+}
+
+/// Removes a database file and its log directory, as far as they exist (best effort: what is
+/// left has a temporary name that never opens as the backup).
+fn remove_database(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_dir_all(wal_dir(path));
+}
+
+/// Makes the renames durable.
+fn sync_dir(path: &Path) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))
+}
+
+fn io(path: &Path, source: std::io::Error) -> Error {
+    Error::Buffer(swizzledb_buffer::BufferError::Io { file: path.to_path_buf(), source })
+}

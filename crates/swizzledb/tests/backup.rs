@@ -1,0 +1,158 @@
+//! `Database::backup_to` (RECOVERY.md R26): a consistent copy taken while a writer runs holds
+//! exactly a prefix of its commits; the copy is compacted, opens on its own, and nothing appears
+//! at the target before it is complete.
+
+use std::collections::BTreeMap;
+use std::ops::Bound::Unbounded;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use swizzledb::{Database, Error};
+
+fn contents(db: &Database) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
+    db.tree_names()
+        .into_iter()
+        .map(|name| {
+            let t = db.tree(&name).unwrap();
+            let records = t.range(Unbounded, Unbounded).map(Result::unwrap).collect();
+            (name, records)
+        })
+        .collect()
+}
+
+fn key(n: u64) -> Vec<u8> {
+    format!("k{n:08}").into_bytes()
+}
+
+/// A writer commits transactions that each add key n and set `last` to n. A backup taken
+/// meanwhile holds keys 0..=m and `last` = m for one m, at least what was acknowledged before
+/// the backup began and at most what was acknowledged when it returned.
+#[test]
+fn r26_a_backup_under_a_writer_holds_a_prefix_of_its_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .create(dir.path().join("src.swz"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let other = db.create_tree("other").unwrap();
+    for i in 0..2000u32 {
+        other.insert(&i.to_be_bytes(), &[7u8; 50]).unwrap();
+    }
+    let acked = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let (before, after, stats) = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                db.transact(|tx| {
+                    tx.insert(&t, &key(n), &[1u8; 40])?;
+                    tx.put(&t, b"last", &n.to_be_bytes()).map(|_| ())
+                })
+                .unwrap();
+                n += 1;
+                acked.store(n, Ordering::SeqCst);
+            }
+        });
+        while acked.load(Ordering::SeqCst) < 3000 {
+            std::thread::yield_now();
+        }
+        let before = acked.load(Ordering::SeqCst);
+        let stats = db.backup_to(dir.path().join("copy.swz")).unwrap();
+        let after = acked.load(Ordering::SeqCst);
+        stop.store(true, Ordering::Relaxed);
+        (before, after, stats)
+    });
+    assert!(after > before, "the writer ran during the backup");
+    db.close().unwrap();
+
+    let copy = Database::builder().open(dir.path().join("copy.swz")).unwrap();
+    let got = contents(&copy);
+    let last = u64::from_be_bytes(got["t"][&b"last"[..]].clone().try_into().unwrap());
+    let keys: Vec<Vec<u8>> = got["t"].keys().filter(|k| k.as_slice() != b"last").cloned().collect();
+    assert_eq!(keys, (0..=last).map(key).collect::<Vec<_>>(), "not a prefix of the commits");
+    assert!(
+        before <= last + 1 && last < after,
+        "last {last}, acknowledged {before} before and {after} after"
+    );
+    assert_eq!(got["other"].len(), 2000);
+    assert_eq!(stats.trees, 2);
+    assert_eq!(stats.records, 2000 + last + 2);
+}
+
+/// After deletes and a dropped tree the copy is small, holds the same records, opens without
+/// the source's log, and refuses to overwrite anything.
+#[test]
+fn r26_a_backup_is_compacted_and_opens_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().create(dir.path().join("src.swz")).unwrap();
+    let keep = db.create_tree("keep").unwrap();
+    let gone = db.create_tree("gone").unwrap();
+    db.transact(|tx| {
+        for i in 0..20_000u32 {
+            tx.insert(&keep, &i.to_be_bytes(), &[3u8; 200])?;
+            tx.insert(&gone, &i.to_be_bytes(), &[4u8; 200])?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    db.transact(|tx| {
+        for i in (0..20_000u32).filter(|i| i % 10 != 0) {
+            tx.delete(&keep, &i.to_be_bytes())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    // A large value, stored in overflow pages.
+    keep.insert(b"large", &vec![9u8; 100_000]).unwrap();
+    db.drop_tree("gone").unwrap();
+    // Every page in the file, so that its size shows what the source holds.
+    db.flush().unwrap();
+    let want = contents(&db);
+    let stats = db.backup_to(dir.path().join("copy.swz")).unwrap();
+    assert!(
+        stats.backup_file_bytes * 5 < stats.source_file_bytes,
+        "{} bytes copied into {} (source {})",
+        stats.record_bytes,
+        stats.backup_file_bytes,
+        stats.source_file_bytes
+    );
+    assert!(matches!(db.backup_to(dir.path().join("copy.swz")), Err(Error::BackupTargetExists(_))));
+    db.close().unwrap();
+
+    // The copy alone, moved elsewhere with its log directory.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::rename(dir.path().join("copy.swz"), elsewhere.path().join("b.swz")).unwrap();
+    std::fs::rename(dir.path().join("copy.swz.wal"), elsewhere.path().join("b.swz.wal")).unwrap();
+    drop(dir);
+    let copy = Database::builder().open(elsewhere.path().join("b.swz")).unwrap();
+    assert_eq!(contents(&copy), want);
+    assert_eq!(copy.tree_names(), vec!["keep".to_string()]);
+    // Nothing but the copy and its log directory was left behind.
+    let mut names: Vec<String> = std::fs::read_dir(elsewhere.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["b.swz", "b.swz.wal"]);
+}
+
+/// An in-memory database is backed up to a file; an unlogged one to a single file.
+#[test]
+fn r26_in_memory_and_unlogged_databases_back_up_to_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = Database::builder().create_in_memory().unwrap();
+    let t = mem.create_tree("t").unwrap();
+    t.insert(b"a", b"1").unwrap();
+    mem.backup_to(dir.path().join("mem.swz")).unwrap();
+    let copy = Database::builder().open(dir.path().join("mem.swz")).unwrap();
+    assert_eq!(copy.tree("t").unwrap().get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    copy.close().unwrap();
+
+    let plain = Database::builder().logging(false).create(dir.path().join("plain.swz")).unwrap();
+    plain.create_tree("t").unwrap().insert(b"b", b"2").unwrap();
+    plain.backup_to(dir.path().join("plain-copy.swz")).unwrap();
+    assert!(!dir.path().join("plain-copy.swz.wal").exists());
+    let copy = Database::builder().logging(false).open(dir.path().join("plain-copy.swz")).unwrap();
+    assert_eq!(copy.tree("t").unwrap().get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+}
