@@ -47,6 +47,10 @@ pub enum TreeError {
     /// nothing any more.
     #[error("the tree was dropped; create it again and take a new handle")]
     Dropped,
+    /// A write through a database opened read-only (`Builder::read_only`, T31): nothing was
+    /// changed.
+    #[error("the database was opened read-only; open it without Builder::read_only to change it")]
+    ReadOnly,
     /// The transaction an auto-commit write ran in (T14) could not finish: a record lock stayed
     /// refused, or the engine failed. Nothing was changed; retry the write.
     #[error("the auto-commit transaction of this write failed: {0}")]

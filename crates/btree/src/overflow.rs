@@ -303,6 +303,8 @@ impl Tree {
     /// Writes `value`'s chain on newly allocated pages, latched exclusively (T22). Nothing is
     /// logged; dropped before its change is logged, the chain is freed again.
     pub(crate) fn write_chain(&self, value: &[u8]) -> Result<Chain<'_>> {
+        // T31: before any page is allocated.
+        self.check_writable()?;
         let ps = self.pool.page_size();
         let n = chain_len(ps, value.len());
         let mut chain = Chain { guards: Vec::with_capacity(n), fresh: true };

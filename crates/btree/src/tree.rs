@@ -289,6 +289,9 @@ impl Tree {
     /// # Errors
     /// No frame for the root, or the log failed.
     pub fn create_logged(pool: &Arc<BufferPool>, log: Option<&dyn ChangeLog>) -> Result<Tree> {
+        if pool.is_read_only() {
+            return Err(TreeError::ReadOnly);
+        }
         let mut g = pool.allocate_page()?;
         node::init(&mut g, 0, None, None);
         let lsn = log_structure(log, &[(&g, None)], &[])?;
@@ -350,6 +353,15 @@ impl Tree {
 
     /// [`TreeError::Closed`] once the database (its pool) is closed (T15).
     #[inline]
+    /// T31: [`Tree::check_open`], and the pool takes writes.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.pool.is_read_only() {
+            return Err(TreeError::ReadOnly);
+        }
+        Ok(())
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.pool.is_closed() {
             return Err(TreeError::Closed);
@@ -520,6 +532,8 @@ impl Tree {
     /// latched shared. Also tells whether a foster child was passed, which calls for adoption
     /// (T9).
     pub(crate) fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
+        // T31: every change of a leaf latches it here first.
+        self.check_writable()?;
         let pool = &*self.pool;
         let mut saw_foster = false;
         let root: SharedGuard<'_> = match self.descend_optimistic::<Exclusive>(key)? {
@@ -1594,7 +1608,7 @@ impl Tree {
     /// I/O errors reading a page, no frame, or the log failed: the pages not freed yet stay
     /// allocated (unreachable, but not damaged).
     pub fn destroy(&self, log: Option<&dyn ChangeLog>) -> Result<usize> {
-        self.check_open()?;
+        self.check_writable()?;
         self.dropped.store(true, std::sync::atomic::Ordering::Release);
         let pool = &*self.pool;
         let mut root: ExclusiveGuard<'_> = pool.fix_root(self.root);

@@ -114,6 +114,9 @@ pub struct PoolConfig {
     /// Write elision (B27): eviction may drop a dirty page without writing it when the log
     /// says it can rebuild the page (`LogFlush::elide_write`). Off by default.
     pub write_elision: bool,
+    /// The pool never writes (B34): opened over a file it may not change, for a database opened
+    /// read-only. Its owner refuses every change before it touches a page. Off by default.
+    pub read_only: bool,
     /// BP-Wrapper's queue size S (replacement README, "BP-Wrapper"): a thread whose queue holds
     /// this many accesses blocks on the lock to commit them. Default 64; only a wrapped policy
     /// (`bpw-`, `bpw-batch-`) has a queue.
@@ -142,6 +145,7 @@ impl std::fmt::Debug for PoolConfig {
             .field("optimistic_leaf_reads", &self.optimistic_leaf_reads)
             .field("prefault", &self.prefault)
             .field("write_elision", &self.write_elision)
+            .field("read_only", &self.read_only)
             .field("bp_queue_size", &self.bp_queue_size)
             .field("bp_batch_threshold", &self.bp_batch_threshold)
             .finish()
@@ -166,6 +170,7 @@ impl Default for PoolConfig {
             optimistic_leaf_reads: false,
             prefault: false,
             write_elision: false,
+            read_only: false,
             bp_queue_size: 64,
             bp_batch_threshold: 32,
         }

@@ -49,6 +49,8 @@ pub struct Builder {
     pub(crate) discard_unclean: bool,
     /// [`Builder::keep_log_on_close`].
     pub(crate) keep_log_on_close: bool,
+    /// [`Builder::read_only`].
+    pub(crate) read_only: bool,
     pub(crate) convert_to_logged: bool,
     /// `page_size` was called: `open` checks the file's against it instead of adopting it.
     pub(crate) page_size_set: bool,
@@ -146,6 +148,26 @@ impl Builder {
     #[must_use]
     pub fn keep_log_on_close(mut self, on: bool) -> Self {
         self.keep_log_on_close = on;
+        self
+    }
+
+    /// Opens the database for reading only (RECOVERY.md R27): the file is opened read-only,
+    /// so a read-only file, or one in a read-only directory, opens; the log directory is not
+    /// read or written. Reads, scans, read transactions and transactions that read work as on
+    /// any database; every change — a write through a tree or a transaction, `create_tree`,
+    /// `drop_tree`, `checkpoint`, `flush` — fails with
+    /// [`TreeError::ReadOnly`](crate::TreeError::ReadOnly) (wrapped in [`Error::Tree`] where
+    /// the method returns [`Error`]) and changes nothing; `close` writes nothing. Any number of
+    /// read-only opens may share the file, in this process or others; a read-write open
+    /// excludes them ([`Error::AlreadyOpen`]). `create` refuses.
+    ///
+    /// Only a database that was closed cleanly opens: one that needs restart (a logged
+    /// database after a crash) fails with [`Error::NeedsRestart`], and an unlogged one not
+    /// closed cleanly with [`Error::Unclean`], since bringing either back writes. The file
+    /// system must be the operating system's (not an in-memory or lab one).
+    #[must_use]
+    pub fn read_only(mut self, on: bool) -> Self {
+        self.read_only = on;
         self
     }
 

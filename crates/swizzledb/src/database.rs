@@ -313,6 +313,7 @@ impl Database {
     /// # Errors
     /// Log or I/O errors.
     pub fn checkpoint(&self) -> Result<()> {
+        self.core.check_writable()?;
         self.core.checkpoint()
     }
 
@@ -321,6 +322,7 @@ impl Database {
     /// # Errors
     /// The name is invalid or taken, the catalog is full, or no frame is free.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
+        self.core.check_writable()?;
         self.core.create_tree(name).map(|t| Tree::new(t, self.core.plain_snapshot_reads()))
     }
 
@@ -362,6 +364,7 @@ impl Database {
     /// instant restart is still rolling losers back; I/O errors reading the tree's pages, or
     /// the log failed.
     pub fn drop_tree(&self, name: &str) -> Result<bool> {
+        self.core.check_writable()?;
         self.core.drop_tree(name)
     }
 
@@ -379,6 +382,7 @@ impl Database {
     /// # Errors
     /// Log or I/O errors (sticky: reopen the database afterwards).
     pub fn flush(&self) -> Result<()> {
+        self.core.check_writable()?;
         self.core.flush()
     }
 

@@ -489,6 +489,14 @@ impl Core {
         Ok(tree)
     }
 
+    /// A database opened read-only ([`crate::Builder::read_only`]) refuses every change.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.pool.is_read_only() {
+            return Err(Error::Tree(swizzledb_btree::TreeError::ReadOnly));
+        }
+        Ok(())
+    }
+
     pub(crate) fn checkpoint(&self) -> Result<()> {
         match &self.wal {
             Some(wal) => wal.checkpoint(&self.pool).map(|_| ()),

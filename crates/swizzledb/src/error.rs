@@ -81,6 +81,10 @@ pub enum Error {
     /// target or the target's log directory exists.
     #[error("the backup's target {0} exists already; choose a new path, or remove it (with the database's log directory)")]
     BackupTargetExists(PathBuf),
+    /// [`Builder::read_only`](crate::Builder::read_only) found a logged database that was
+    /// not closed cleanly: restart would write to bring it back (RECOVERY.md R27).
+    #[error("{0} was not closed cleanly and needs restart, which writes: open it once without Builder::read_only (or with `swizzledb backup`), then read-only")]
+    NeedsRestart(PathBuf),
     /// [`Builder::open`](crate::Builder::open) found no file at the path.
     #[error("no database at {0}; create it with Builder::create or Builder::open_or_create")]
     NotFound(PathBuf),

@@ -28,6 +28,8 @@ const ID_LEN: usize = 28;
 /// when dropped.
 pub(crate) struct FileLock {
     file: Option<Arc<dyn VfsFile>>,
+    /// A shared lock, for a database opened read-only: released when the file closes.
+    shared: Option<std::fs::File>,
 }
 
 impl FileLock {
@@ -49,14 +51,34 @@ impl FileLock {
 
     fn take(file: Arc<dyn VfsFile>, path: &Path, database: &Path) -> Result<FileLock> {
         match file.try_lock() {
-            Ok(true) => Ok(FileLock { file: Some(file) }),
+            Ok(true) => Ok(FileLock { file: Some(file), shared: None }),
             Ok(false) => Err(Error::AlreadyOpen(database.to_path_buf())),
             Err(e) => Err(io(path, e)),
         }
     }
 
+    /// A shared lock on the database file `path` of the operating system's file system, for a
+    /// database opened read-only: any number of those may hold it, but not a `Database` opened
+    /// read-write (its lock is exclusive), so neither changes the file under the other.
+    /// [`Error::NotFound`] without a file; [`Error::AlreadyOpen`] while it is open read-write.
+    pub(crate) fn shared(path: &Path) -> Result<FileLock> {
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::NotFound(path.to_path_buf()))
+            }
+            Err(e) => return Err(io(path, e)),
+        };
+        match file.try_lock_shared() {
+            Ok(()) => Ok(FileLock { file: None, shared: Some(file) }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::AlreadyOpen(path.to_path_buf())),
+            Err(std::fs::TryLockError::Error(e)) => Err(io(path, e)),
+        }
+    }
+
     /// Gives the lock up now (a closed database can be opened again while handles of it live).
     pub(crate) fn release(&mut self) {
+        self.shared = None;
         if let Some(file) = self.file.take() {
             if let Err(e) = file.unlock() {
                 // Harmless: the lock goes with the last handle of the file, dropped here.

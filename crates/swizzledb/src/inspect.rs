@@ -158,7 +158,7 @@ fn read_only() -> io::Error {
 /// writes and renames fail, and truncations and removals (a log cutting its torn tail) change
 /// only this view, recorded in `cuts`.
 #[derive(Debug, Default)]
-struct ReadOnlyFs {
+pub(crate) struct ReadOnlyFs {
     hidden: Mutex<HashSet<PathBuf>>,
     cuts: Arc<Mutex<Vec<(PathBuf, u64, u64)>>>,
 }

@@ -27,6 +27,9 @@ use crate::restart::{self, RestartStats};
 
 impl Builder {
     pub(crate) fn create_at(self, path: &Path) -> Result<Database> {
+        if self.read_only {
+            return Err(Error::Tree(swizzledb_btree::TreeError::ReadOnly));
+        }
         self.check_log_settings()?;
         if self.config.vfs.exists(path) {
             let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
@@ -88,7 +91,41 @@ impl Builder {
         wal
     }
 
+    /// R27: a cleanly closed database over a view of the file system that cannot change it,
+    /// with a pool that never writes (buffer B34) and no log.
+    fn open_read_only(self, path: &Path) -> Result<Database> {
+        let lock = files::FileLock::shared(path)?;
+        let vfs: Arc<dyn swizzledb_sync::Vfs> = Arc::new(crate::inspect::ReadOnlyFs::default());
+        let (_, meta) = PageFile::open_logged(&*vfs, path, false)?;
+        if !meta.clean {
+            return Err(if meta.logged {
+                Error::NeedsRestart(path.to_path_buf())
+            } else {
+                Error::Unclean(path.to_path_buf())
+            });
+        }
+        let mut this = self;
+        if !this.page_size_set {
+            this.config.page_size = meta.page_size;
+        }
+        this.config.vfs = vfs;
+        this.config.read_only = true;
+        this.config.log = None;
+        this.config.direct_io = false;
+        let pool = swizzledb_buffer::BufferPool::open(path, &this.config, Arc::new(BTreeOwner))?;
+        let db = this.database(pool, None, vec![lock]);
+        if db.core.pool.mode() == PoolMode::MainMemory {
+            for name in db.core.pool.catalog_names() {
+                db.tree(&name)?;
+            }
+        }
+        Ok(db)
+    }
+
     pub(crate) fn open_at(self, path: &Path) -> Result<Database> {
+        if self.read_only {
+            return self.open_read_only(path);
+        }
         let vfs = Arc::clone(&self.config.vfs);
         // The lock first, so that nothing below reads a file another opener is writing.
         let lock = match files::FileLock::open_database(&*vfs, path) {

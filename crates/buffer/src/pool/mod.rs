@@ -160,6 +160,8 @@ pub struct BufferPool {
     write_locks: Box<[Mutex<()>]>,
     /// B27: eviction may leave dirty pages to the log.
     write_elision: bool,
+    /// B34: nothing is ever written.
+    read_only: bool,
     /// Whether fixes are timed (B12a).
     time_fixes: bool,
     /// Whether descents may read inner nodes optimistically (B24).
@@ -366,6 +368,7 @@ impl BufferPool {
             log: config.log.clone(),
             write_locks: (0..propagate::WRITE_LOCKS).map(|_| Mutex::new(())).collect(),
             write_elision: config.write_elision && config.log.is_some(),
+            read_only: config.read_only,
             time_fixes: config.time_fixes,
             optimistic,
             optimistic_leaves,
@@ -388,6 +391,12 @@ impl BufferPool {
     /// # Errors
     /// As [`BufferPool::flush`].
     pub fn close(&self) -> Result<()> {
+        if self.read_only {
+            // B34: nothing was changed, and nothing is written.
+            self.closed.store(true, Release);
+            self.evictor.stop();
+            return Ok(());
+        }
         self.closed.store(true, Release);
         // B31: no page is written behind the flush's back.
         self.evictor.stop();
@@ -422,6 +431,13 @@ impl BufferPool {
     #[must_use]
     pub fn is_closed(&self) -> bool {
         self.closed.load(Acquire)
+    }
+
+    /// Whether the pool was opened read-only (B34): its owner changes no page.
+    #[inline]
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The pool's mode.

@@ -1,0 +1,150 @@
+//! `Builder::read_only` (RECOVERY.md R27): a cleanly closed database opens for reading in every
+//! buffer mode, reads as it was written, refuses every change with `TreeError::ReadOnly` and
+//! changes no byte of its file or log; read-only opens share the file and exclude a read-write
+//! one; a database that needs restart is refused.
+
+use std::collections::BTreeMap;
+use std::ops::Bound::Unbounded;
+use std::path::Path;
+
+use swizzledb::{Database, Error, PoolMode, TreeError};
+
+type Records = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn make(path: &Path) -> Records {
+    let db = Database::builder().page_size(4096).create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut oracle = Records::new();
+    db.transact(|tx| {
+        for i in 0..5000u32 {
+            tx.insert(&t, &i.to_be_bytes(), &[5u8; 60])?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    for i in 0..5000u32 {
+        oracle.insert(i.to_be_bytes().to_vec(), vec![5u8; 60]);
+    }
+    t.insert(b"large", &vec![8u8; 50_000]).unwrap();
+    oracle.insert(b"large".to_vec(), vec![8u8; 50_000]);
+    db.create_tree("other").unwrap().insert(b"x", b"y").unwrap();
+    db.close().unwrap();
+    oracle
+}
+
+/// Every file's bytes under the database's directory.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.display().to_string(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn is_read_only<T: std::fmt::Debug>(r: Result<T, Error>) -> bool {
+    matches!(r, Err(Error::Tree(TreeError::ReadOnly)))
+}
+
+#[test]
+fn r27_a_read_only_database_reads_refuses_changes_and_writes_nothing() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ro.swz");
+        let oracle = make(&path);
+        let mut perms = std::fs::metadata(&path).unwrap().permissions();
+        perms.set_readonly(true);
+        std::fs::set_permissions(&path, perms).unwrap();
+        let before = snapshot(dir.path());
+
+        // A small pool where it may evict: clean frames go without a write.
+        let frames = if mode == PoolMode::MainMemory { 1024 } else { 64 };
+        let db =
+            Database::builder().mode(mode).pool_bytes(frames * 4096).read_only(true).open(&path).unwrap();
+        let t = db.tree("t").unwrap();
+        let got: Records = t.range(Unbounded, Unbounded).map(Result::unwrap).collect();
+        assert_eq!(got, oracle, "{mode:?}");
+        assert_eq!(t.get(b"large").unwrap().map(|v| v.len()), Some(50_000));
+        let snap = db.begin_read();
+        assert_eq!(snap.get(&t, &7u32.to_be_bytes()).unwrap().as_deref(), Some(&[5u8; 60][..]));
+        drop(snap);
+        let read_in_tx = db.transact(|tx| tx.get(&t, &9u32.to_be_bytes())).unwrap();
+        assert_eq!(read_in_tx.as_deref(), Some(&[5u8; 60][..]));
+
+        // Every change refused, nothing changed.
+        assert!(matches!(t.insert(b"new", b"v"), Err(TreeError::ReadOnly)), "{mode:?}");
+        assert!(matches!(t.upsert(&1u32.to_be_bytes(), b"v"), Err(TreeError::ReadOnly)));
+        assert!(matches!(t.delete(&1u32.to_be_bytes()), Err(TreeError::ReadOnly)));
+        let big = t.insert(b"big", &vec![1u8; 30_000]);
+        assert!(matches!(big, Err(TreeError::ReadOnly)), "{big:?}");
+        assert!(matches!(
+            t.compare_and_swap(&2u32.to_be_bytes(), Some(&[5u8; 60][..]), None),
+            Err(TreeError::ReadOnly)
+        ));
+        assert!(is_read_only(db.transact(|tx| tx.insert(&t, b"in-tx", b"v"))));
+        assert!(is_read_only(db.create_tree("new")));
+        assert!(is_read_only(db.drop_tree("other")));
+        assert!(is_read_only(db.checkpoint()));
+        assert!(is_read_only(db.flush()));
+        assert_eq!(t.len().unwrap(), oracle.len());
+        assert_eq!(db.tree_names().len(), 2);
+
+        // Read-only opens share the file; a read-write one is kept out, and keeps them out.
+        let second = Database::builder().read_only(true).open(&path).unwrap();
+        assert_eq!(second.tree("other").unwrap().get(b"x").unwrap().as_deref(), Some(&b"y"[..]));
+        assert!(matches!(Database::builder().open(&path), Err(Error::AlreadyOpen(_))));
+        second.close().unwrap();
+        db.close().unwrap();
+        assert_eq!(snapshot(dir.path()), before, "{mode:?}: a read-only session changed the files");
+
+        let mut perms = std::fs::metadata(&path).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(&path, perms).unwrap();
+        let writer = Database::builder().open(&path).unwrap();
+        assert!(matches!(Database::builder().read_only(true).open(&path), Err(Error::AlreadyOpen(_))));
+        writer.close().unwrap();
+    }
+}
+
+/// A copy taken while the database was open needs restart, which writes: refused read-only,
+/// and it opens read-only once a read-write open has restarted and closed it. `create`
+/// refuses, and a missing file is `NotFound`.
+#[test]
+fn r27_a_database_that_needs_restart_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.swz");
+    let oracle = make(&path);
+    let db = Database::builder().open(&path).unwrap();
+    db.tree("t").unwrap().insert(b"late", b"1").unwrap();
+    let copy = dir.path().join("copy.swz");
+    std::fs::copy(&path, &copy).unwrap();
+    let copy_wal = swizzledb::wal_dir(&copy);
+    std::fs::create_dir(&copy_wal).unwrap();
+    for e in std::fs::read_dir(swizzledb::wal_dir(&path)).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, copy_wal.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    db.close().unwrap();
+    assert!(matches!(Database::builder().read_only(true).open(&copy), Err(Error::NeedsRestart(_))));
+    Database::builder().open(&copy).unwrap().close().unwrap();
+    let ro = Database::builder().read_only(true).open(&copy).unwrap();
+    let t = ro.tree("t").unwrap();
+    assert_eq!(t.get(b"late").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(t.len().unwrap(), oracle.len() + 1);
+
+    assert!(is_read_only(Database::builder().read_only(true).create(dir.path().join("new.swz"))));
+    assert!(matches!(
+        Database::builder().read_only(true).open(dir.path().join("none.swz")),
+        Err(Error::NotFound(_))
+    ));
+}
