@@ -23,6 +23,7 @@
 
 mod admin;
 mod backup;
+mod compact;
 mod load;
 mod records;
 mod trace;
@@ -117,6 +118,13 @@ or the input cannot be opened"
 DEST); 2 bad arguments, or DEST (or DEST.wal) exists; 3 the source cannot be opened"
     )]
     Backup(backup::BackupArgs),
+    /// Rewrite a database in place, returning the pages deletes and dropped trees freed to the
+    /// file system; prints the file's size before and after
+    #[command(
+        after_help = "Exit codes: 0 compacted; 1 the compaction failed (the database is as it was, or its next open \
+finishes the swap); 3 the database cannot be opened (missing, or open in another process)"
+    )]
+    Compact(compact::CompactArgs),
 }
 
 #[derive(Subcommand)]
@@ -310,5 +318,6 @@ fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
         Command::Log(args) => Ok(admin::log(&args)),
         Command::Load(args) => Ok(load::run(&args)),
         Command::Backup(args) => Ok(backup::run(&args)),
+        Command::Compact(args) => Ok(compact::run(&args)),
     }
 }

@@ -1,6 +1,7 @@
-//! `swizzledb backup SRC DST` (RECOVERY.md R26): the copy holds every tree's records and opens on
-//! its own; an existing target or a missing source is refused; a backup killed half-way leaves
-//! nothing at the target, and the next one succeeds.
+//! `swizzledb backup SRC DST` (RECOVERY.md R26): the copy holds every tree's records and opens
+//! on its own; an existing target or a missing source is refused; a backup killed half-way
+//! leaves nothing at the target, and the next one succeeds. `swizzledb compact PATH` (R28)
+//! shrinks the file in place and keeps every record.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -103,4 +104,26 @@ fn a_backup_killed_half_way_leaves_nothing_that_opens() {
     let out = run(&["backup", arg(&src), arg(&dst)]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(contents(&dst), contents(&src));
+}
+
+#[test]
+fn compact_shrinks_a_database_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    make(&path, 30_000);
+    {
+        let db = Database::builder().open(&path).unwrap();
+        db.drop_tree("a").unwrap();
+        db.close().unwrap();
+    }
+    let want = contents(&path);
+    let before = std::fs::metadata(&path).unwrap().len();
+    let out = run(&["compact", arg(&path)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = std::fs::metadata(&path).unwrap().len();
+    assert!(after * 4 < before, "{before} bytes before, {after} after");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{before} bytes before, {after} after")));
+    assert_eq!(contents(&path), want);
+    let missing = run(&["compact", arg(&dir.path().join("none.swz"))]);
+    assert_eq!(missing.status.code(), Some(3));
 }

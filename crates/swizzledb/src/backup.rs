@@ -128,7 +128,7 @@ impl Database {
 }
 
 /// A name for the backup in progress, in `path`'s directory: `.<name>.backup-<pid>-<nanos>`.
-fn temporary_path(path: &Path) -> Result<PathBuf> {
+pub(crate) fn temporary_path(path: &Path) -> Result<PathBuf> {
     let name = path.file_name().ok_or_else(|| {
         io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "the backup's path names no file"))
     })?;
@@ -146,7 +146,7 @@ fn remove_database(path: &Path) {
 }
 
 /// Makes the renames durable.
-fn sync_dir(path: &Path) -> Result<()> {
+pub(crate) fn sync_dir(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -154,6 +154,6 @@ fn sync_dir(path: &Path) -> Result<()> {
     std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))
 }
 
-fn io(path: &Path, source: std::io::Error) -> Error {
+pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
     Error::Buffer(swizzledb_buffer::BufferError::Io { file: path.to_path_buf(), source })
 }

@@ -60,6 +60,7 @@
 mod backup;
 mod builder;
 mod cleaner;
+mod compact;
 mod database;
 mod decoupled;
 #[cfg(test)]
@@ -86,6 +87,7 @@ mod versions;
 pub use crate::backup::BackupStats;
 pub use crate::builder::{Builder, DEFAULT_ARCHIVE_INTERVAL, DEFAULT_MAX_LOG_BYTES};
 pub use crate::cleaner::{Cleaner, CleanerStats};
+pub use crate::compact::CompactStats;
 pub use crate::database::{CheckpointCounts, Database};
 pub use crate::error::{Error, Result};
 pub use crate::files::{archive_dir, wal_dir};

@@ -95,6 +95,10 @@ impl Builder {
     /// with a pool that never writes (buffer B34) and no log.
     fn open_read_only(self, path: &Path) -> Result<Database> {
         let lock = files::FileLock::shared(path)?;
+        if crate::compact::is_pending(path) {
+            // R28: finishing the compaction writes.
+            return Err(Error::NeedsRestart(path.to_path_buf()));
+        }
         let vfs: Arc<dyn swizzledb_sync::Vfs> = Arc::new(crate::inspect::ReadOnlyFs::default());
         let (_, meta) = PageFile::open_logged(&*vfs, path, false)?;
         if !meta.clean {
@@ -126,6 +130,8 @@ impl Builder {
         if self.read_only {
             return self.open_read_only(path);
         }
+        // R28: a compaction that a crash stopped after its copy was complete is finished first.
+        crate::compact::finish_pending(path)?;
         let vfs = Arc::clone(&self.config.vfs);
         // The lock first, so that nothing below reads a file another opener is writing.
         let lock = match files::FileLock::open_database(&*vfs, path) {

@@ -1,0 +1,49 @@
+//! `swizzledb compact PATH`: the database rewritten in place, its freed pages returned to the
+//! file system (`Builder::compact`, RECOVERY.md R28).
+
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use swizzledb::{Database, Error};
+use swizzledb_lab::{EXIT_FAILED, EXIT_UNUSABLE_PATH};
+
+/// `swizzledb compact`.
+#[derive(Args)]
+pub struct CompactArgs {
+    /// The database to compact (no process may have it open; restarted first if it needs it)
+    pub file: PathBuf,
+}
+
+/// `swizzledb compact PATH`.
+pub fn run(args: &CompactArgs) -> ExitCode {
+    if !args.file.exists() {
+        eprintln!("error: no database file {}", args.file.display());
+        return ExitCode::from(EXIT_UNUSABLE_PATH);
+    }
+    let started = std::time::Instant::now();
+    match Database::builder().compact(&args.file) {
+        Ok(stats) => {
+            println!(
+                "compacted {}: {} bytes before, {} after ({} trees, {} records); {:.1} s",
+                args.file.display(),
+                stats.file_bytes_before,
+                stats.file_bytes_after,
+                stats.trees,
+                stats.records,
+                started.elapsed().as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e @ (Error::AlreadyOpen(_) | Error::NotFound(_))) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_UNUSABLE_PATH)
+        }
+        Err(e) => {
+            eprintln!(
+                "error: compacting {}: {e}; the database is as it was, or the next open finishes the swap",
+                args.file.display()
+            );
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Compaction (RECOVERY.md R28): a database is rewritten by a backup (R26) beside it, and the
+//! copy replaces it under a marker file that makes the swap of file and log directory finish
+//! at the next open if a crash stops it half-way.
+
+use std::path::{Path, PathBuf};
+
+use crate::backup::{io, sync_dir, temporary_path};
+use crate::builder::Builder;
+use crate::error::Result;
+use crate::files::{self, wal_dir};
+
+/// What [`Builder::compact`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct CompactStats {
+    /// The file's size before, after a clean close.
+    pub file_bytes_before: u64,
+    /// The file's size after.
+    pub file_bytes_after: u64,
+    /// Trees rewritten.
+    pub trees: u64,
+    /// Records rewritten, over all trees.
+    pub records: u64,
+}
+
+/// The marker of a compaction in progress: `<path>.compact`, holding the copy's file name.
+fn marker(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".compact");
+    path.with_file_name(name)
+}
+
+/// Where the replaced log directory waits to be removed: `<path>.wal-replaced`.
+fn replaced_wal(path: &Path) -> PathBuf {
+    let mut name = wal_dir(path).file_name().unwrap_or_default().to_os_string();
+    name.push("-replaced");
+    path.with_file_name(name)
+}
+
+impl Builder {
+    /// Compacts the database at `path`, which no process may have open: opens it with these
+    /// settings (restarting it if it needs it), writes a compacted copy beside it
+    /// ([`crate::Database::backup_to`]: every tree rewritten in key order into full leaves,
+    /// no free pages), and replaces the file and its log directory with the copy's. The file
+    /// shrinks by the pages that deletes and [`crate::Database::drop_tree`] freed.
+    ///
+    /// The replacement is crash-safe (RECOVERY.md R28): a marker file, `<path>.compact`,
+    /// written once the copy is complete, names it; a crash after that leaves the swap to the
+    /// next open, which finishes it before anything else; a crash before it leaves the
+    /// database as it was, beside temporary files (`.<name>.backup-*`) that may be removed.
+    ///
+    /// # Errors
+    /// As [`Builder::open`] and [`crate::Database::backup_to`]; [`crate::Error::AlreadyOpen`] if
+    /// another process opened the database meanwhile (nothing is replaced then).
+    pub fn compact(self, path: impl AsRef<Path>) -> Result<CompactStats> {
+        let path = path.as_ref();
+        let db = self.open(path)?;
+        let logged = db.is_logged();
+        let temp = temporary_path(path)?;
+        let copied = db.backup_to(&temp);
+        let closed = db.close();
+        let stats = match (copied, closed) {
+            (Ok(stats), Ok(())) => stats,
+            (Err(e), _) | (Ok(_), Err(e)) => {
+                let _ = std::fs::remove_file(&temp);
+                let _ = std::fs::remove_dir_all(wal_dir(&temp));
+                return Err(e);
+            }
+        };
+        let before = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
+        // No process may open the old file between the close and the swap (its writes would
+        // be lost): its lock, held until the swap is done; a process that took it first wins.
+        let lock = match files::FileLock::acquire(&swizzledb_sync::OsFs, path, path) {
+            Ok(lock) => lock,
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                let _ = std::fs::remove_dir_all(wal_dir(&temp));
+                return Err(e);
+            }
+        };
+        let name = temp.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let m = marker(path);
+        std::fs::write(&m, name.as_bytes()).map_err(|e| io(&m, e))?;
+        std::fs::File::open(&m).and_then(|f| f.sync_all()).map_err(|e| io(&m, e))?;
+        sync_dir(path)?;
+        // The commit point is behind us: the swap finishes, now or at the next open.
+        finish(path, logged)?;
+        drop(lock);
+        let after = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
+        Ok(CompactStats {
+            file_bytes_before: before,
+            file_bytes_after: after,
+            trees: stats.trees,
+            records: stats.records,
+        })
+    }
+}
+
+/// Whether a compaction's marker is beside `path` (R28).
+pub(crate) fn is_pending(path: &Path) -> bool {
+    marker(path).exists()
+}
+
+/// R28: finishes a compaction whose marker is at `path`, if there is one.
+pub(crate) fn finish_pending(path: &Path) -> Result<()> {
+    if marker(path).exists() {
+        finish(path, true)?;
+    }
+    Ok(())
+}
+
+/// The swap (R28): the old log directory aside, the copy's in its place, the copy's file over
+/// the old one, the old log directory removed, the marker removed. Each step is skipped once
+/// done, so a crash anywhere in here only repeats the rest at the next call.
+fn finish(path: &Path, logged: bool) -> Result<()> {
+    let m = marker(path);
+    let name = std::fs::read_to_string(&m).map_err(|e| io(&m, e))?;
+    let temp = path.with_file_name(name.trim());
+    let (old, new, replaced) = (wal_dir(path), wal_dir(&temp), replaced_wal(path));
+    if logged && new.exists() {
+        if old.exists() {
+            if replaced.exists() {
+                std::fs::remove_dir_all(&replaced).map_err(|e| io(&replaced, e))?;
+            }
+            std::fs::rename(&old, &replaced).map_err(|e| io(&old, e))?;
+        }
+        std::fs::rename(&new, &old).map_err(|e| io(&new, e))?;
+    }
+    if temp.exists() {
+        std::fs::rename(&temp, path).map_err(|e| io(path, e))?;
+    }
+    sync_dir(path)?;
+    if replaced.exists() {
+        std::fs::remove_dir_all(&replaced).map_err(|e| io(&replaced, e))?;
+    }
+    std::fs::remove_file(&m).map_err(|e| io(&m, e))?;
+    sync_dir(path)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// R28: the swap finishes from every state a crash can leave it in, and ends with the
+    /// copy's file and log directory in place, the old ones gone, and no marker.
+    #[test]
+    fn r28_the_swap_finishes_from_every_step() {
+        for crash_after in 0..4 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("db.swz");
+            let temp = dir.path().join(".db.swz.backup-1-2");
+            std::fs::write(&path, b"old").unwrap();
+            std::fs::create_dir(wal_dir(&path)).unwrap();
+            std::fs::write(wal_dir(&path).join("x"), b"old log").unwrap();
+            std::fs::write(&temp, b"new").unwrap();
+            std::fs::create_dir(wal_dir(&temp)).unwrap();
+            std::fs::write(wal_dir(&temp).join("x"), b"new log").unwrap();
+            std::fs::write(marker(&path), ".db.swz.backup-1-2").unwrap();
+            // The steps `finish` takes, stopped after `crash_after` of them.
+            let steps: [&dyn Fn(); 3] = [
+                &|| std::fs::rename(wal_dir(&path), replaced_wal(&path)).unwrap(),
+                &|| std::fs::rename(wal_dir(&temp), wal_dir(&path)).unwrap(),
+                &|| std::fs::rename(&temp, &path).unwrap(),
+            ];
+            for step in steps.iter().take(crash_after) {
+                step();
+            }
+            finish_pending(&path).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"new", "after {crash_after} steps");
+            assert_eq!(std::fs::read(wal_dir(&path).join("x")).unwrap(), b"new log");
+            assert!(!marker(&path).exists() && !replaced_wal(&path).exists() && !temp.exists());
+            finish_pending(&path).unwrap();
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! `Builder::compact` (RECOVERY.md R28): after deletes and a dropped tree the file shrinks to
+//! what its records need, every record stays, the database opens as before; a compaction that
+//! a crash stopped after its copy was complete is finished by the next open; an open database
+//! is not compacted.
+
+use std::collections::BTreeMap;
+use std::ops::Bound::Unbounded;
+use std::path::Path;
+
+use swizzledb::{Database, Error};
+
+type Contents = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+fn contents(path: &Path, logged: bool) -> Contents {
+    let db = Database::builder().logging(logged).open(path).unwrap();
+    let all = db
+        .tree_names()
+        .into_iter()
+        .map(|n| {
+            let t = db.tree(&n).unwrap();
+            (n, t.range(Unbounded, Unbounded).map(Result::unwrap).collect())
+        })
+        .collect();
+    db.close().unwrap();
+    all
+}
+
+/// 40,000 records in two trees, then nine in ten deleted from one and the other dropped.
+fn make(path: &Path, logged: bool) {
+    let db = Database::builder().logging(logged).create(path).unwrap();
+    let keep = db.create_tree("keep").unwrap();
+    let gone = db.create_tree("gone").unwrap();
+    for chunk in (0..20_000u32).collect::<Vec<_>>().chunks(5000) {
+        db.transact(|tx| {
+            for &i in chunk {
+                tx.insert(&keep, &i.to_be_bytes(), &[3u8; 200])?;
+                tx.insert(&gone, &i.to_be_bytes(), &[4u8; 200])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    db.transact(|tx| {
+        for i in (0..20_000u32).filter(|i| i % 10 != 0) {
+            tx.delete(&keep, &i.to_be_bytes())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    db.drop_tree("gone").unwrap();
+    db.close().unwrap();
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn r28_compaction_shrinks_the_file_and_keeps_every_record() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        make(&path, logged);
+        let want = contents(&path, logged);
+        let stats = Database::builder().logging(logged).compact(&path).unwrap();
+        assert_eq!(stats.file_bytes_after, std::fs::metadata(&path).unwrap().len());
+        assert!(
+            stats.file_bytes_after * 4 < stats.file_bytes_before,
+            "logged {logged}: {} bytes before, {} after",
+            stats.file_bytes_before,
+            stats.file_bytes_after
+        );
+        assert_eq!((stats.trees, stats.records), (1, 2000));
+        assert_eq!(contents(&path, logged), want);
+        let expected: Vec<&str> = if logged { vec!["db.swz", "db.swz.wal"] } else { vec!["db.swz"] };
+        assert_eq!(names(dir.path()), expected, "logged {logged}: something was left behind");
+        // It stays a working database.
+        let db = Database::builder().logging(logged).open(&path).unwrap();
+        db.tree("keep").unwrap().insert(b"after", b"1").unwrap();
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn r28_an_open_database_is_not_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    make(&path, true);
+    let db = Database::builder().open(&path).unwrap();
+    assert!(matches!(Database::builder().compact(&path), Err(Error::AlreadyOpen(_))));
+    db.close().unwrap();
+    assert_eq!(names(dir.path()), ["db.swz", "db.swz.wal"]);
+}
+
+/// The state a crash leaves right after the marker is written (the copy complete, nothing
+/// swapped): the next open finishes the swap and reads the copy.
+#[test]
+fn r28_the_next_open_finishes_a_compaction_a_crash_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    make(&path, true);
+    let db = Database::builder().open(&path).unwrap();
+    db.backup_to(dir.path().join(".db.swz.backup-1-2")).unwrap();
+    // A change the copy does not have: the copy, once swapped in, is what the database holds.
+    db.tree("keep").unwrap().insert(b"not-in-copy", b"x").unwrap();
+    db.close().unwrap();
+    std::fs::write(dir.path().join("db.swz.compact"), ".db.swz.backup-1-2").unwrap();
+    assert!(matches!(Database::builder().read_only(true).open(&path), Err(Error::NeedsRestart(_))));
+    let db = Database::builder().open(&path).unwrap();
+    let keep = db.tree("keep").unwrap();
+    assert_eq!(keep.len().unwrap(), 2000);
+    assert_eq!(keep.get(b"not-in-copy").unwrap(), None);
+    db.close().unwrap();
+    assert_eq!(names(dir.path()), ["db.swz", "db.swz.wal"]);
+}
