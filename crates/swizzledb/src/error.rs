@@ -81,6 +81,13 @@ pub enum Error {
     /// target or the target's log directory exists.
     #[error("the backup's target {0} exists already; choose a new path, or remove it (with the database's log directory)")]
     BackupTargetExists(PathBuf),
+    /// A typed tree's codec could not encode an item, or decode stored bytes
+    /// ([`crate::typed::Codec`]): the tree holds records written another way.
+    #[error("a typed tree's codec failed: {reason}")]
+    Codec {
+        /// What did not fit the codec.
+        reason: String,
+    },
     /// [`Builder::read_only`](crate::Builder::read_only) found a logged database that was
     /// not closed cleanly: restart would write to bring it back (RECOVERY.md R27).
     #[error("{0} was not closed cleanly and needs restart, which writes: open it once without Builder::read_only (or with `swizzledb backup`), then read-only")]

@@ -82,6 +82,7 @@ mod repair;
 mod restart;
 mod tree;
 mod txn;
+pub mod typed;
 mod versions;
 
 pub use crate::backup::BackupStats;

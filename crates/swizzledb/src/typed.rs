@@ -1,0 +1,273 @@
+//! Typed trees: a [`Tree`] read and written through a [`Codec`] for its keys and one for its
+//! values. A layer over the byte API — nothing below knows of it, and users who stay with bytes
+//! pay nothing. The integer codecs keep their order in the bytes, so ranges and `first`/`last`
+//! follow the numbers.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::ops::Bound;
+
+use crate::error::{Error, Result};
+use crate::tree::Tree;
+use crate::txn::Transaction;
+
+/// How a type becomes the bytes a tree stores, and back.
+pub trait Codec {
+    /// What is written: a borrowed form (`str`, `[u8]`) or the value itself.
+    type Item: ?Sized;
+    /// What is read back.
+    type Owned;
+    /// The stored bytes of `item` (borrowed where they are the item's own).
+    ///
+    /// # Errors
+    /// The item cannot be encoded ([`Error::Codec`]).
+    fn encode(item: &Self::Item) -> Result<Cow<'_, [u8]>>;
+    /// The item stored as `bytes`.
+    ///
+    /// # Errors
+    /// The bytes are not an encoding of this codec ([`Error::Codec`]).
+    fn decode(bytes: &[u8]) -> Result<Self::Owned>;
+}
+
+/// Bytes as they are.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bytes;
+
+impl Codec for Bytes {
+    type Item = [u8];
+    type Owned = Vec<u8>;
+    fn encode(item: &[u8]) -> Result<Cow<'_, [u8]>> {
+        Ok(Cow::Borrowed(item))
+    }
+    fn decode(bytes: &[u8]) -> Result<Vec<u8>> {
+        Ok(bytes.to_vec())
+    }
+}
+
+/// UTF-8 text, as its bytes (byte order is code point order).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Str;
+
+impl Codec for Str {
+    type Item = str;
+    type Owned = String;
+    fn encode(item: &str) -> Result<Cow<'_, [u8]>> {
+        Ok(Cow::Borrowed(item.as_bytes()))
+    }
+    fn decode(bytes: &[u8]) -> Result<String> {
+        String::from_utf8(bytes.to_vec()).map_err(|e| codec_error(format!("not UTF-8 text: {e}")))
+    }
+}
+
+/// An integer in big-endian bytes, its sign bit flipped for the signed types: the bytes sort as
+/// the numbers do.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BigEndian<T>(PhantomData<T>);
+
+macro_rules! big_endian {
+    ($($t:ty => $flip:expr),* $(,)?) => {$(
+        impl Codec for BigEndian<$t> {
+            type Item = $t;
+            type Owned = $t;
+            fn encode(item: &$t) -> Result<Cow<'_, [u8]>> {
+                Ok(Cow::Owned((*item ^ $flip).to_be_bytes().to_vec()))
+            }
+            fn decode(bytes: &[u8]) -> Result<$t> {
+                let array = bytes.try_into().map_err(|_| {
+                    codec_error(format!(
+                        "{} bytes, not the {} of a {}",
+                        bytes.len(),
+                        std::mem::size_of::<$t>(),
+                        stringify!($t)
+                    ))
+                })?;
+                Ok(<$t>::from_be_bytes(array) ^ $flip)
+            }
+        }
+    )*};
+}
+
+big_endian! {
+    u8 => 0, u16 => 0, u32 => 0, u64 => 0, u128 => 0,
+    i8 => i8::MIN, i16 => i16::MIN, i32 => i32::MIN, i64 => i64::MIN, i128 => i128::MIN,
+}
+
+/// Any serde type, in postcard's compact encoding (feature `serde`). The bytes do not sort as
+/// the values do: for values, or keys looked up but not ranged over.
+#[cfg(feature = "serde")]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Serde<T>(PhantomData<T>);
+
+#[cfg(feature = "serde")]
+impl<T: serde::Serialize + serde::de::DeserializeOwned> Codec for Serde<T> {
+    type Item = T;
+    type Owned = T;
+    fn encode(item: &T) -> Result<Cow<'_, [u8]>> {
+        postcard::to_allocvec(item).map(Cow::Owned).map_err(|e| codec_error(format!("cannot encode: {e}")))
+    }
+    fn decode(bytes: &[u8]) -> Result<T> {
+        postcard::from_bytes(bytes).map_err(|e| codec_error(format!("cannot decode: {e}")))
+    }
+}
+
+fn codec_error(reason: String) -> Error {
+    Error::Codec { reason }
+}
+
+/// A [`Tree`] whose keys are written with codec `K` and values with codec `V`. Cheap to clone;
+/// the same tree may be read through its byte handle ([`TypedTree::bytes`]) too.
+///
+/// ```
+/// use swizzledb::typed::{BigEndian, Str, TypedTree};
+/// # let dir = tempfile::tempdir()?;
+/// # let db = swizzledb::Database::builder().create(dir.path().join("db.swz"))?;
+/// let ages: TypedTree<Str, BigEndian<u32>> = TypedTree::new(db.create_tree("ages")?);
+/// ages.upsert("alice", &31)?;
+/// ages.upsert("bob", &27)?;
+/// assert_eq!(ages.get("alice")?, Some(31));
+/// let all: Vec<(String, u32)> = ages.iter().collect::<Result<_, _>>()?;
+/// assert_eq!(all, [("alice".to_string(), 31), ("bob".to_string(), 27)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct TypedTree<K: Codec, V: Codec> {
+    tree: Tree,
+    codecs: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Codec, V: Codec> Clone for TypedTree<K, V> {
+    fn clone(&self) -> Self {
+        TypedTree { tree: self.tree.clone(), codecs: PhantomData }
+    }
+}
+
+type Pair<K, V> = (<K as Codec>::Owned, <V as Codec>::Owned);
+
+impl<K: Codec, V: Codec> TypedTree<K, V> {
+    /// `tree`, read and written through `K` and `V`.
+    #[must_use]
+    pub fn new(tree: Tree) -> Self {
+        TypedTree { tree, codecs: PhantomData }
+    }
+
+    /// The byte handle of the same tree.
+    #[must_use]
+    pub fn bytes(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The value of `key` ([`Tree::get`]).
+    ///
+    /// # Errors
+    /// As [`Tree::get`], and the codecs'.
+    pub fn get(&self, key: &K::Item) -> Result<Option<V::Owned>> {
+        self.tree.get(&K::encode(key)?)?.map(|v| V::decode(&v)).transpose()
+    }
+
+    /// Inserts a new record ([`Tree::insert`]).
+    ///
+    /// # Errors
+    /// As [`Tree::insert`], and the codecs'.
+    pub fn insert(&self, key: &K::Item, value: &V::Item) -> Result<()> {
+        Ok(self.tree.insert(&K::encode(key)?, &V::encode(value)?)?)
+    }
+
+    /// Inserts or replaces a record; whether it existed ([`Tree::upsert`]).
+    ///
+    /// # Errors
+    /// As [`Tree::upsert`], and the codecs'.
+    pub fn upsert(&self, key: &K::Item, value: &V::Item) -> Result<bool> {
+        Ok(self.tree.upsert(&K::encode(key)?, &V::encode(value)?)?)
+    }
+
+    /// Deletes a record; whether it existed ([`Tree::delete`]).
+    ///
+    /// # Errors
+    /// As [`Tree::delete`], and the key codec's.
+    pub fn delete(&self, key: &K::Item) -> Result<bool> {
+        Ok(self.tree.delete(&K::encode(key)?)?)
+    }
+
+    /// The records with keys between `start` and `end`, decoded, in the order of the keys'
+    /// bytes ([`Tree::range`]).
+    ///
+    /// # Errors
+    /// Encoding a bound fails at once; the items carry the tree's and the codecs' errors.
+    pub fn range(
+        &self,
+        start: Bound<&K::Item>,
+        end: Bound<&K::Item>,
+    ) -> Result<impl DoubleEndedIterator<Item = Result<Pair<K, V>>> + '_> {
+        let (start, end) = (encode_bound::<K>(start)?, encode_bound::<K>(end)?);
+        let inner = self.tree.range(as_ref(&start), as_ref(&end));
+        Ok(inner.map(|r| decode_pair::<K, V>(r.map_err(Error::from))))
+    }
+
+    /// Every record, decoded, in key order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Result<Pair<K, V>>> + '_ {
+        self.tree
+            .range(Bound::Unbounded, Bound::Unbounded)
+            .map(|r| decode_pair::<K, V>(r.map_err(Error::from)))
+    }
+
+    /// The first record in key order ([`Tree::first`]).
+    ///
+    /// # Errors
+    /// As [`Tree::first`], and the codecs'.
+    pub fn first(&self) -> Result<Option<Pair<K, V>>> {
+        self.tree.first()?.map(|kv| decode_pair::<K, V>(Ok(kv))).transpose()
+    }
+
+    /// The last record in key order ([`Tree::last`]).
+    ///
+    /// # Errors
+    /// As [`Tree::last`], and the codecs'.
+    pub fn last(&self) -> Result<Option<Pair<K, V>>> {
+        self.tree.last()?.map(|kv| decode_pair::<K, V>(Ok(kv))).transpose()
+    }
+
+    /// The value of `key` in transaction `tx` ([`Transaction::get`]).
+    ///
+    /// # Errors
+    /// As [`Transaction::get`], and the codecs'.
+    pub fn get_in(&self, tx: &Transaction<'_>, key: &K::Item) -> Result<Option<V::Owned>> {
+        tx.get(&self.tree, &K::encode(key)?)?.map(|v| V::decode(&v)).transpose()
+    }
+
+    /// Inserts or replaces a record in transaction `tx`; whether it existed
+    /// ([`Transaction::put`]).
+    ///
+    /// # Errors
+    /// As [`Transaction::put`], and the codecs'.
+    pub fn put_in(&self, tx: &mut Transaction<'_>, key: &K::Item, value: &V::Item) -> Result<bool> {
+        tx.put(&self.tree, &K::encode(key)?, &V::encode(value)?)
+    }
+
+    /// Deletes a record in transaction `tx`; whether it existed ([`Transaction::delete`]).
+    ///
+    /// # Errors
+    /// As [`Transaction::delete`], and the key codec's.
+    pub fn delete_in(&self, tx: &mut Transaction<'_>, key: &K::Item) -> Result<bool> {
+        tx.delete(&self.tree, &K::encode(key)?)
+    }
+}
+
+fn encode_bound<K: Codec>(b: Bound<&K::Item>) -> Result<Bound<Vec<u8>>> {
+    Ok(match b {
+        Bound::Included(k) => Bound::Included(K::encode(k)?.into_owned()),
+        Bound::Excluded(k) => Bound::Excluded(K::encode(k)?.into_owned()),
+        Bound::Unbounded => Bound::Unbounded,
+    })
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn decode_pair<K: Codec, V: Codec>(kv: Result<(Vec<u8>, Vec<u8>)>) -> Result<Pair<K, V>> {
+    let (k, v) = kv?;
+    Ok((K::decode(&k)?, V::decode(&v)?))
+}

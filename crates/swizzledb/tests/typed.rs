@@ -1,0 +1,108 @@
+//! Typed trees (`swizzledb::typed`): every codec round-trips; the integer codecs keep the
+//! numbers' order in the bytes, so ranges, `first` and `last` follow the numbers; bytes that do
+//! not fit a codec are `Error::Codec`; transactions read and write through them.
+
+use proptest::prelude::*;
+use std::ops::Bound::{Excluded, Included, Unbounded};
+use swizzledb::typed::{BigEndian, Bytes, Codec, Str, TypedTree};
+use swizzledb::{Database, Error};
+
+fn db(dir: &std::path::Path) -> Database {
+    Database::builder().create(dir.join("typed.swz")).unwrap()
+}
+
+#[test]
+fn signed_keys_range_in_number_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let t: TypedTree<BigEndian<i64>, Str> = TypedTree::new(db.create_tree("t").unwrap());
+    for n in [5i64, -3, 0, i64::MIN, 42, -1, i64::MAX, 7] {
+        t.insert(&n, &format!("n{n}")).unwrap();
+    }
+    let keys: Vec<i64> = t.iter().map(|r| r.unwrap().0).collect();
+    assert_eq!(keys, [i64::MIN, -3, -1, 0, 5, 7, 42, i64::MAX]);
+    let mid: Vec<i64> = t.range(Included(&-3), Excluded(&7)).unwrap().map(|r| r.unwrap().0).collect();
+    assert_eq!(mid, [-3, -1, 0, 5]);
+    let down: Vec<i64> = t.range(Excluded(&0), Unbounded).unwrap().rev().map(|r| r.unwrap().0).collect();
+    assert_eq!(down, [i64::MAX, 42, 7, 5]);
+    assert_eq!(t.first().unwrap(), Some((i64::MIN, format!("n{}", i64::MIN))));
+    assert_eq!(t.last().unwrap().map(|(k, _)| k), Some(i64::MAX));
+    assert_eq!(t.get(&-1).unwrap().as_deref(), Some("n-1"));
+    assert!(t.delete(&-1).unwrap());
+    assert_eq!(t.get(&-1).unwrap(), None);
+    assert!(!t.upsert(&-1, "again").unwrap());
+    // The byte handle sees the same records.
+    assert_eq!(t.bytes().get(&(5i64 ^ i64::MIN).to_be_bytes()).unwrap().as_deref(), Some(&b"n5"[..]));
+}
+
+#[test]
+fn bytes_that_do_not_fit_a_codec_are_codec_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let raw = db.create_tree("raw").unwrap();
+    raw.insert(b"k", &[0xff, 0xfe]).unwrap();
+    let as_text: TypedTree<Bytes, Str> = TypedTree::new(raw.clone());
+    assert!(matches!(as_text.get(b"k"), Err(Error::Codec { .. })));
+    let as_u32: TypedTree<Bytes, BigEndian<u32>> = TypedTree::new(raw.clone());
+    assert!(matches!(as_u32.get(b"k"), Err(Error::Codec { .. })));
+    assert!(matches!(as_u32.iter().next(), Some(Err(Error::Codec { .. }))));
+    let as_u16: TypedTree<Bytes, BigEndian<u16>> = TypedTree::new(raw);
+    assert_eq!(as_u16.get(b"k").unwrap(), Some(0xfffe));
+}
+
+#[test]
+fn transactions_read_and_write_through_codecs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let balances: TypedTree<Str, BigEndian<u64>> = TypedTree::new(db.create_tree("balances").unwrap());
+    balances.insert("alice", &100).unwrap();
+    balances.insert("bob", &5).unwrap();
+    db.transact(|tx| {
+        let a = balances.get_in(tx, "alice")?.unwrap_or(0);
+        let b = balances.get_in(tx, "bob")?.unwrap_or(0);
+        balances.put_in(tx, "alice", &(a - 30))?;
+        balances.put_in(tx, "bob", &(b + 30))?;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!((balances.get("alice").unwrap(), balances.get("bob").unwrap()), (Some(70), Some(35)));
+    let r: Result<(), Error> = db.transact(|tx| {
+        balances.delete_in(tx, "alice")?;
+        Err(Error::Aborted("changed my mind".into()))
+    });
+    assert!(r.is_err());
+    assert_eq!(balances.get("alice").unwrap(), Some(70), "the rollback kept alice");
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn serde_values_round_trip() {
+    use swizzledb::typed::Serde;
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct User {
+        name: String,
+        age: u8,
+        tags: Vec<String>,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let users: TypedTree<BigEndian<u32>, Serde<User>> = TypedTree::new(db.create_tree("users").unwrap());
+    let u = User { name: "ada".into(), age: 36, tags: vec!["x".into()] };
+    users.insert(&7, &u).unwrap();
+    assert_eq!(users.get(&7).unwrap(), Some(u));
+}
+
+proptest! {
+    /// The integer codecs: decode(encode(n)) = n, and the bytes sort as the numbers.
+    #[test]
+    fn integers_round_trip_and_keep_their_order(a: i64, b: i64, c: u32, d: u32, e: i8, f: i8) {
+        fn enc<C: Codec<Item = T>, T>(n: &T) -> Vec<u8> {
+            C::encode(n).unwrap().into_owned()
+        }
+        prop_assert_eq!(BigEndian::<i64>::decode(&enc::<BigEndian<i64>, _>(&a)).unwrap(), a);
+        prop_assert_eq!(a.cmp(&b), enc::<BigEndian<i64>, _>(&a).cmp(&enc::<BigEndian<i64>, _>(&b)));
+        prop_assert_eq!(c.cmp(&d), enc::<BigEndian<u32>, _>(&c).cmp(&enc::<BigEndian<u32>, _>(&d)));
+        prop_assert_eq!(e.cmp(&f), enc::<BigEndian<i8>, _>(&e).cmp(&enc::<BigEndian<i8>, _>(&f)));
+        prop_assert_eq!(BigEndian::<i8>::decode(&enc::<BigEndian<i8>, _>(&e)).unwrap(), e);
+    }
+}
