@@ -25,6 +25,9 @@ pub(crate) struct Core {
     /// can be had exclusively when no handle outlives the database.
     pub(crate) me: Mutex<Weak<Core>>,
     pub(crate) pool: Arc<swizzledb_buffer::BufferPool>,
+    /// The file system the database lives on (the double-write area is removed through it at
+    /// a clean close, R25).
+    pub(crate) vfs: Arc<dyn swizzledb_sync::Vfs>,
     pub(crate) trees: Mutex<HashMap<String, Tree>>,
     pub(crate) wal: Option<Arc<Wal>>,
     pub(crate) locks: Option<Arc<lock::LockManager>>,
@@ -553,6 +556,22 @@ impl Core {
             }
             // wal README W13: the space allocated beyond the log's end goes back.
             wal.log.trim()?;
+            // R25: every page write is done and synced, so the double-write area holds nothing
+            // a restart needs; the next open makes a new one.
+            if wal.seal_on_close {
+                let area = crate::files::double_write_path(self.pool.path());
+                if self.vfs.exists(&area) {
+                    self.vfs
+                        .remove(&area)
+                        .map_err(|e| swizzledb_buffer::BufferError::Io { file: area.clone(), source: e })?;
+                    if let Some(dir) = area.parent() {
+                        self.vfs.sync_dir(dir).map_err(|e| swizzledb_buffer::BufferError::Io {
+                            file: dir.to_path_buf(),
+                            source: e,
+                        })?;
+                    }
+                }
+            }
         }
         Ok(())
     }

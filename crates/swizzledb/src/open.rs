@@ -259,6 +259,7 @@ impl Builder {
         let core = Arc::new_cyclic(|me| Core {
             me: Mutex::new(me.clone()),
             pool: Arc::new(pool),
+            vfs: Arc::clone(&self.config.vfs),
             trees: Mutex::new(HashMap::new()),
             wal,
             locks: (self.locking == Locking::On)

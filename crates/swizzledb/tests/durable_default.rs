@@ -563,6 +563,20 @@ fn r25_a_clean_close_keeps_one_small_segment_and_the_copy_opens_alone() {
         let segs = log_segments(&wal_dir(&path));
         assert_eq!(segs.len(), 1, "R25: one segment after a clean close: {segs:?}");
         assert!(segs[0].1 < 64 << 10, "R25: a small one: {segs:?}");
+        // Beside it only the master record and the identity file: the double-write area goes.
+        let mut files: Vec<String> = std::fs::read_dir(wal_dir(&path))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| {
+                !segs.iter().any(|(s, _)| s.file_name().is_some_and(|f| f.to_str() == Some(n.as_str())))
+            })
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 2, "R25: the segment, the master record and the identity file: {files:?}");
+        assert!(!files.iter().any(|f| f == "doublewrite"), "{files:?}");
+        let total: u64 =
+            std::fs::read_dir(wal_dir(&path)).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+        assert!(total < 64 << 10, "R25: the log directory holds {total} bytes");
     }
     let copy = tempfile::tempdir().unwrap();
     let to = copy.path().join("copied.swz");
