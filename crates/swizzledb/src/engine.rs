@@ -571,6 +571,9 @@ impl Core {
                         })?;
                     }
                 }
+                // The one segment holds the last checkpoint, which open finds by scanning it
+                // (restart::last_checkpoint_end).
+                wal.log.remove_master()?;
             }
         }
         Ok(())

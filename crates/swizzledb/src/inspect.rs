@@ -766,7 +766,7 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> (LogState, Option<RestartVie
         state.segment_bytes = segment_bytes;
         state.oldest = log.oldest();
         state.end = log.end();
-        let Some(at) = log.read_master().map_err(|e| e.to_string())? else {
+        let Some(at) = crate::restart::last_checkpoint_end(&log).map_err(|e| e.to_string())? else {
             return Err("the log holds no checkpoint".into());
         };
         state.checkpoint = Some(at);
@@ -1064,7 +1064,10 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<LogRecords> {
     let in_use = id_file.is_file() && lock.is_none();
     let vfs = Arc::new(ReadOnlyFs::default());
     let (log, _) = open_log(&vfs, &dir)?;
-    let checkpoint = log.read_master().map_err(|e| log_error(&dir, e))?;
+    let checkpoint = crate::restart::last_checkpoint_end(&log).map_err(|e| match e {
+        crate::Error::Log(e) => log_error(&dir, e),
+        other => InspectError::LogDamaged { dir: dir.clone(), lsn: None, reason: other.to_string() },
+    })?;
     let scan = log.scan(Lsn(0)).map_err(|e| log_error(&dir, e))?;
     let torn_tail = vfs.cuts.lock().clone();
     Ok(LogRecords { dir, checkpoint, torn_tail, in_use, scan, failed: false, _log: log, _lock: lock })

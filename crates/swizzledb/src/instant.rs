@@ -62,7 +62,9 @@ pub(crate) fn plan(log: &LogManager, archive: Option<&Archive>) -> Result<Option
         Ok(None)
     };
     let Some(archive) = archive else { return refuse("the database keeps no log archive".into()) };
-    let Some(master) = log.read_master()? else { return refuse("the log holds no checkpoint".into()) };
+    let Some(master) = crate::restart::last_checkpoint_end(log)? else {
+        return refuse("the log holds no checkpoint".into());
+    };
     let checkpoint = read_checkpoint(log, master)?;
     let redo_from = checkpoint.dirty.iter().map(|&(_, rec)| rec).fold(checkpoint.begin, Lsn::min);
     match archive.begin() {

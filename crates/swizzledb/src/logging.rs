@@ -474,7 +474,7 @@ impl Wal {
             return Ok(end);
         }
         let _one = self.checkpointing.lock();
-        let Some(prev_end) = self.log.read_master()? else {
+        let Some(prev_end) = crate::restart::last_checkpoint_end(&self.log)? else {
             drop(_one);
             return self.classical(pool);
         };

@@ -362,7 +362,7 @@ impl Builder {
         let log = Arc::new(LogManager::open(self.log_config(path))?);
         let opened = log.opened().clone();
         let archive = self.archive(path, &log)?;
-        if log.read_master()?.is_none() {
+        if restart::last_checkpoint_end(&log)?.is_none() {
             return Err(Error::LogMissing {
                 file: path.to_path_buf(),
                 dir: wal_dir(path),

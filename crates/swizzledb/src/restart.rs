@@ -97,10 +97,29 @@ fn corrupted(lsn: Lsn, reason: impl Into<String>) -> Error {
     Error::LogCorrupted { lsn, reason: reason.into() }
 }
 
-/// The checkpoint restart starts from: the one the master record names, or (no master: a crash
-/// before the first checkpoint completed) the state page 0 describes and the whole log.
+/// The end record of the last checkpoint: the one the master record names (wal README W10),
+/// or, without a master record, the last checkpoint end record in the log. A clean close
+/// removes the master record (R25), leaving one segment that holds the checkpoint; a crash
+/// between a checkpoint's end record and its master record leaves a complete checkpoint,
+/// as good a start as the older one the master would name. `None`: the log holds none.
+pub(crate) fn last_checkpoint_end(log: &LogManager) -> Result<Option<Lsn>> {
+    if let Some(end) = log.read_master()? {
+        return Ok(Some(end));
+    }
+    let mut last = None;
+    for item in log.scan(log.oldest())? {
+        let (lsn, body) = item?;
+        if matches!(Record::decode(&body), Ok(Record::CheckpointEnd(_))) {
+            last = Some(lsn);
+        }
+    }
+    Ok(last)
+}
+
+/// The checkpoint restart starts from: the last one ([`last_checkpoint_end`]), or (none: a
+/// crash before the first checkpoint completed) the state page 0 describes and the whole log.
 fn last_checkpoint(log: &LogManager, meta: &swizzledb_buffer::Meta) -> Result<Checkpoint> {
-    match log.read_master()? {
+    match last_checkpoint_end(log)? {
         Some(end) => read_checkpoint(log, end),
         None => Ok(Checkpoint {
             begin: Lsn(0),

@@ -664,6 +664,17 @@ impl LogManager {
         master::read(&*self.inner.vfs, &self.inner.dir)
     }
 
+    /// Removes the master record (W10), for a layer above that finds its last checkpoint in
+    /// the log itself without it: the engine's clean close, after which the log's one segment
+    /// holds that checkpoint and little else (RECOVERY.md R25).
+    ///
+    /// # Errors
+    /// I/O errors removing it or syncing the directory.
+    pub fn remove_master(&self) -> Result<()> {
+        let _one = self.inner.master.lock();
+        master::remove(&*self.inner.vfs, &self.inner.dir)
+    }
+
     /// The activity counters.
     pub fn stats(&self) -> LogStats {
         let c = &self.inner.counters;

@@ -62,6 +62,16 @@ pub(crate) fn write_named(vfs: &dyn Vfs, dir: &Path, name: &str, lsn: Lsn) -> Re
     vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))
 }
 
+/// Removes the master record, if there is one, and syncs the directory.
+pub(crate) fn remove(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let path = dir.join(FILE);
+    match vfs.remove(&path) {
+        Ok(()) => vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io("removing", &path, e)),
+    }
+}
+
 /// Reads the master record; `None` if there is none.
 pub(crate) fn read(vfs: &dyn Vfs, dir: &Path) -> Result<Option<Lsn>> {
     read_named(vfs, dir, FILE)
