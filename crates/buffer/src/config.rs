@@ -117,6 +117,9 @@ pub struct PoolConfig {
     /// The pool never writes (B34): opened over a file it may not change, for a database opened
     /// read-only. Its owner refuses every change before it touches a page. Off by default.
     pub read_only: bool,
+    /// A new file's page 0 says not CLEAN until its first clean close (F11), even unlogged: a
+    /// file that must not open before it is complete (a backup being written). Off by default.
+    pub create_unclean: bool,
     /// BP-Wrapper's queue size S (replacement README, "BP-Wrapper"): a thread whose queue holds
     /// this many accesses blocks on the lock to commit them. Default 64; only a wrapped policy
     /// (`bpw-`, `bpw-batch-`) has a queue.
@@ -146,6 +149,7 @@ impl std::fmt::Debug for PoolConfig {
             .field("prefault", &self.prefault)
             .field("write_elision", &self.write_elision)
             .field("read_only", &self.read_only)
+            .field("create_unclean", &self.create_unclean)
             .field("bp_queue_size", &self.bp_queue_size)
             .field("bp_batch_threshold", &self.bp_batch_threshold)
             .finish()
@@ -171,6 +175,7 @@ impl Default for PoolConfig {
             prefault: false,
             write_elision: false,
             read_only: false,
+            create_unclean: false,
             bp_queue_size: 64,
             bp_batch_threshold: 32,
         }

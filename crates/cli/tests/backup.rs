@@ -99,6 +99,13 @@ fn a_backup_killed_half_way_leaves_nothing_that_opens() {
         killed_early = true;
         assert!(!dst.exists(), "a killed backup left {}", dst.display());
         assert!(Database::builder().open(&dst).is_err());
+        // Nor does the copy it left half-written open, under its own name.
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() && p != src {
+                assert!(Database::builder().open(&p).is_err(), "{} opens as a database", p.display());
+            }
+        }
     }
     assert!(killed_early, "the backup finished before the first kill");
     let out = run(&["backup", arg(&src), arg(&dst)]);

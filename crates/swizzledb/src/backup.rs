@@ -7,10 +7,6 @@ use std::path::{Path, PathBuf};
 use crate::database::Database;
 use crate::error::{Error, Result};
 use crate::files::wal_dir;
-use crate::logging::CommitMode;
-
-/// Records copied per transaction of the backup's own writes.
-const BATCH: usize = 1000;
 
 /// What [`Database::backup_to`] copied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -80,7 +76,10 @@ impl Database {
     }
 
     /// Copies every tree through one read transaction into a new database at `temp`, and
-    /// closes it.
+    /// closes it. The copy is written unlogged, so that until it is complete it is a file no
+    /// open accepts (an unlogged database not closed cleanly is `Unclean`); a logged source's
+    /// copy is then converted to a logged database (a new log with a first checkpoint, R13) and
+    /// closed again.
     fn write_backup(&self, temp: &Path, logged: bool) -> Result<BackupStats> {
         let snapshot = self.begin_read();
         let names = self.tree_names();
@@ -88,40 +87,26 @@ impl Database {
             source_file_bytes: std::fs::metadata(self.core.pool.path()).map_or(0, |m| m.len()),
             ..BackupStats::default()
         };
-        let copy = Database::builder()
-            .page_size(self.core.pool.page_size())
-            .logging(logged)
-            .commit_mode(CommitMode::Async)
-            .create(temp)?;
+        let mut builder = Database::builder().page_size(self.core.pool.page_size()).logging(false);
+        // Not CLEAN until its close: a copy left half-written by a crash never opens.
+        builder.config.create_unclean = true;
+        let copy = builder.create(temp)?;
         for name in &names {
             let from = self.tree(name)?;
             let to = copy.create_tree(name)?;
-            let mut records = snapshot.range(&from, Unbounded, Unbounded).peekable();
-            while records.peek().is_some() {
-                let batch: Vec<(Vec<u8>, Vec<u8>)> = records
-                    .by_ref()
-                    .take(BATCH)
-                    .collect::<std::result::Result<_, _>>()
-                    .map_err(crate::isolation::engine_error)?;
-                stats.records += batch.len() as u64;
-                stats.record_bytes += batch.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum::<u64>();
-                if logged {
-                    copy.transact(|tx| {
-                        for (k, v) in &batch {
-                            tx.insert(&to, k, v)?;
-                        }
-                        Ok(())
-                    })?;
-                } else {
-                    for (k, v) in &batch {
-                        to.insert(k, v)?;
-                    }
-                }
+            for record in snapshot.range(&from, Unbounded, Unbounded) {
+                let (k, v) = record.map_err(crate::isolation::engine_error)?;
+                to.insert(&k, &v)?;
+                stats.records += 1;
+                stats.record_bytes += (k.len() + v.len()) as u64;
             }
             stats.trees += 1;
         }
         drop(snapshot);
         copy.close()?;
+        if logged {
+            Database::builder().logging(true).lab(|l| l.convert_to_logged(true)).open(temp)?.close()?;
+        }
         stats.backup_file_bytes = std::fs::metadata(temp).map_err(|e| io(temp, e))?.len();
         Ok(stats)
     }

@@ -220,8 +220,9 @@ impl BufferPool {
         let file = PageFile::create(&*config.vfs, path, config.page_size, config.direct_io)?;
         let mut meta = Meta::new(config.page_size);
         meta.logged = config.log.is_some();
-        // A logged file says CLEAN only once it was closed cleanly (F11).
-        meta.clean = !meta.logged;
+        // A logged file says CLEAN only once it was closed cleanly (F11), and so does one
+        // that must not open before it is complete.
+        meta.clean = !meta.logged && !config.create_unclean;
         file.write_meta(&meta)?;
         file.sync()?;
         BufferPool::new(file, meta, config, owner)
