@@ -50,7 +50,8 @@ impl Database {
     /// an error nothing is left at `path`.
     pub fn backup_to(&self, path: impl AsRef<Path>) -> Result<BackupStats> {
         let path = path.as_ref();
-        let logged = self.is_logged();
+        // The file's kind, not this open's: a read-only open reads a logged file without its log.
+        let logged = self.is_logged() || self.core.pool.file_is_logged();
         for p in [Some(path.to_path_buf()), logged.then(|| wal_dir(path))].into_iter().flatten() {
             if p.exists() {
                 return Err(Error::BackupTargetExists(p));

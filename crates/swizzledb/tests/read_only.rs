@@ -100,7 +100,15 @@ fn r27_a_read_only_database_reads_refuses_changes_and_writes_nothing() {
         let second = Database::builder().read_only(true).open(&path).unwrap();
         assert_eq!(second.tree("other").unwrap().get(b"x").unwrap().as_deref(), Some(&b"y"[..]));
         assert!(matches!(Database::builder().open(&path), Err(Error::AlreadyOpen(_))));
+        // A backup of a read-only open is a logged database again, as its source.
+        let copy = dir.path().join("copy.swz");
+        second.backup_to(&copy).unwrap();
         second.close().unwrap();
+        let reopened = Database::builder().logging(true).open(&copy).unwrap();
+        assert_eq!(reopened.tree("t").unwrap().len().unwrap(), oracle.len());
+        reopened.close().unwrap();
+        std::fs::remove_file(&copy).unwrap();
+        std::fs::remove_dir_all(swizzledb::wal_dir(&copy)).unwrap();
         db.close().unwrap();
         assert_eq!(snapshot(dir.path()), before, "{mode:?}: a read-only session changed the files");
 

@@ -434,6 +434,13 @@ impl BufferPool {
         self.closed.load(Acquire)
     }
 
+    /// Whether page 0 says the file has a write-ahead log (F11), whether or not this pool was
+    /// opened with one (a read-only open reads a logged file without its log, B34).
+    #[must_use]
+    pub fn file_is_logged(&self) -> bool {
+        self.meta.lock().logged
+    }
+
     /// Whether the pool was opened read-only (B34): its owner changes no page.
     #[inline]
     #[must_use]
