@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::files::wal_dir;
+use crate::files::{io, wal_dir};
 
 /// What [`Database::backup_to`] copied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -126,7 +126,7 @@ pub(crate) fn temporary_path(path: &Path) -> Result<PathBuf> {
 
 /// Removes a database file and its log directory, as far as they exist (best effort: what is
 /// left has a temporary name that never opens as the backup).
-fn remove_database(path: &Path) {
+pub(crate) fn remove_database(path: &Path) {
     let _ = std::fs::remove_file(path);
     let _ = std::fs::remove_dir_all(wal_dir(path));
 }
@@ -138,8 +138,4 @@ pub(crate) fn sync_dir(path: &Path) -> Result<()> {
         _ => Path::new("."),
     };
     std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))
-}
-
-pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
-    Error::Buffer(swizzledb_buffer::BufferError::Io { file: path.to_path_buf(), source })
 }

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::backup::{io, sync_dir, temporary_path};
+use crate::backup::{remove_database, sync_dir, temporary_path};
 use crate::builder::Builder;
 use crate::error::Result;
-use crate::files::{self, wal_dir};
+use crate::files::{self, io, wal_dir};
 
 /// What [`Builder::compact`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,15 +56,13 @@ impl Builder {
     pub fn compact(self, path: impl AsRef<Path>) -> Result<CompactStats> {
         let path = path.as_ref();
         let db = self.open(path)?;
-        let logged = db.is_logged();
         let temp = temporary_path(path)?;
         let copied = db.backup_to(&temp);
         let closed = db.close();
         let stats = match (copied, closed) {
             (Ok(stats), Ok(())) => stats,
             (Err(e), _) | (Ok(_), Err(e)) => {
-                let _ = std::fs::remove_file(&temp);
-                let _ = std::fs::remove_dir_all(wal_dir(&temp));
+                remove_database(&temp);
                 return Err(e);
             }
         };
@@ -74,8 +72,7 @@ impl Builder {
         let lock = match files::FileLock::acquire(&swizzledb_sync::OsFs, path, path) {
             Ok(lock) => lock,
             Err(e) => {
-                let _ = std::fs::remove_file(&temp);
-                let _ = std::fs::remove_dir_all(wal_dir(&temp));
+                remove_database(&temp);
                 return Err(e);
             }
         };
@@ -85,7 +82,7 @@ impl Builder {
         std::fs::File::open(&m).and_then(|f| f.sync_all()).map_err(|e| io(&m, e))?;
         sync_dir(path)?;
         // The commit point is behind us: the swap finishes, now or at the next open.
-        finish(path, logged)?;
+        finish(path)?;
         drop(lock);
         let after = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
         Ok(CompactStats {
@@ -102,10 +99,12 @@ pub(crate) fn is_pending(path: &Path) -> bool {
     marker(path).exists()
 }
 
-/// R28: finishes a compaction whose marker is at `path`, if there is one.
+/// R28: finishes a compaction whose marker is at `path`, if there is one, under the old
+/// file's lock: a compaction still swapping holds it ([`crate::Error::AlreadyOpen`]).
 pub(crate) fn finish_pending(path: &Path) -> Result<()> {
     if marker(path).exists() {
-        finish(path, true)?;
+        let _lock = files::FileLock::acquire(&swizzledb_sync::OsFs, path, path)?;
+        finish(path)?;
     }
     Ok(())
 }
@@ -113,12 +112,13 @@ pub(crate) fn finish_pending(path: &Path) -> Result<()> {
 /// The swap (R28): the old log directory aside, the copy's in its place, the copy's file over
 /// the old one, the old log directory removed, the marker removed. Each step is skipped once
 /// done, so a crash anywhere in here only repeats the rest at the next call.
-fn finish(path: &Path, logged: bool) -> Result<()> {
+fn finish(path: &Path) -> Result<()> {
     let m = marker(path);
     let name = std::fs::read_to_string(&m).map_err(|e| io(&m, e))?;
     let temp = path.with_file_name(name.trim());
     let (old, new, replaced) = (wal_dir(path), wal_dir(&temp), replaced_wal(path));
-    if logged && new.exists() {
+    // An unlogged database's copy has no log directory: nothing to swap there.
+    if new.exists() {
         if old.exists() {
             if replaced.exists() {
                 std::fs::remove_dir_all(&replaced).map_err(|e| io(&replaced, e))?;

@@ -561,14 +561,9 @@ impl Core {
             if wal.seal_on_close {
                 let area = crate::files::double_write_path(self.pool.path());
                 if self.vfs.exists(&area) {
-                    self.vfs
-                        .remove(&area)
-                        .map_err(|e| swizzledb_buffer::BufferError::Io { file: area.clone(), source: e })?;
+                    self.vfs.remove(&area).map_err(|e| crate::files::io(&area, e))?;
                     if let Some(dir) = area.parent() {
-                        self.vfs.sync_dir(dir).map_err(|e| swizzledb_buffer::BufferError::Io {
-                            file: dir.to_path_buf(),
-                            source: e,
-                        })?;
+                        self.vfs.sync_dir(dir).map_err(|e| crate::files::io(dir, e))?;
                     }
                 }
                 // The one segment holds the last checkpoint, which open finds by scanning it

@@ -94,7 +94,7 @@ impl Drop for FileLock {
     }
 }
 
-fn io(path: &Path, e: std::io::Error) -> Error {
+pub(crate) fn io(path: &Path, e: std::io::Error) -> Error {
     Error::Buffer(swizzledb_buffer::BufferError::Io { file: path.to_path_buf(), source: e })
 }
 

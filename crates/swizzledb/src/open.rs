@@ -118,11 +118,7 @@ impl Builder {
         this.config.direct_io = false;
         let pool = swizzledb_buffer::BufferPool::open(path, &this.config, Arc::new(BTreeOwner))?;
         let db = this.database(pool, None, vec![lock]);
-        if db.core.pool.mode() == PoolMode::MainMemory {
-            for name in db.core.pool.catalog_names() {
-                db.tree(&name)?;
-            }
-        }
+        load_main_memory_trees(&db)?;
         Ok(db)
     }
 
@@ -149,11 +145,7 @@ impl Builder {
             this.config.page_size = meta.page_size;
         }
         let db = this.open_as(path, &meta, lock)?;
-        if db.core.pool.mode() == PoolMode::MainMemory {
-            for name in db.core.pool.catalog_names() {
-                db.tree(&name)?;
-            }
-        }
+        load_main_memory_trees(&db)?;
         Ok(db)
     }
 
@@ -541,6 +533,16 @@ pub(crate) fn finish_losers(
             }
         }
         stats.losers += u64::from(entry.state != TxnState::Committed);
+    }
+    Ok(())
+}
+
+/// A main-memory pool holds every tree whole: their pages are loaded at open.
+fn load_main_memory_trees(db: &Database) -> Result<()> {
+    if db.core.pool.mode() == PoolMode::MainMemory {
+        for name in db.core.pool.catalog_names() {
+            db.tree(&name)?;
+        }
     }
     Ok(())
 }
