@@ -532,8 +532,11 @@ impl Tree {
     /// latched shared. Also tells whether a foster child was passed, which calls for adoption
     /// (T9).
     pub(crate) fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
-        // T31: every change of a leaf latches it here first.
-        self.check_writable()?;
+        // T31: every change of a leaf latches it here first (its callers checked the tree is
+        // open already).
+        if self.pool.is_read_only() {
+            return Err(TreeError::ReadOnly);
+        }
         let pool = &*self.pool;
         let mut saw_foster = false;
         let root: SharedGuard<'_> = match self.descend_optimistic::<Exclusive>(key)? {

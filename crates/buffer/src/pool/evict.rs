@@ -311,7 +311,10 @@ impl BufferPool {
             // list only afterwards, in one go (B13).
             let mut chunk = EvictionChunk {
                 pool: self,
-                wanted: (target - self.free_count.load(Relaxed) - deferred.len()).min(EVICTION_CHUNK),
+                // Another thread may have freed frames since the loop's test: never below zero.
+                wanted: target
+                    .saturating_sub(self.free_count.load(Relaxed) + deferred.len())
+                    .min(EVICTION_CHUNK),
                 freed: Vec::new(),
                 deferred_before: deferred.len(),
                 deferred: &mut *deferred,

@@ -392,15 +392,13 @@ impl BufferPool {
     /// # Errors
     /// As [`BufferPool::flush`].
     pub fn close(&self) -> Result<()> {
-        if self.read_only {
-            // B34: nothing was changed, and nothing is written.
-            self.closed.store(true, Release);
-            self.evictor.stop();
-            return Ok(());
-        }
         self.closed.store(true, Release);
         // B31: no page is written behind the flush's back.
         self.evictor.stop();
+        if self.read_only {
+            // B34: nothing was changed, and nothing is written.
+            return Ok(());
+        }
         self.flush()?;
         let meta = self.meta.lock().clone();
         self.file.mark_clean(&meta)
