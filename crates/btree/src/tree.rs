@@ -163,9 +163,9 @@ pub trait GapGate {
     /// The closing key lies in a later leaf: no key lies between the write's key and
     /// `own_high`, the latched leaf's upper bound (its foster key, else its high fence), and
     /// the closing key is the first key at or after `own_high`. Called under the leaf's
-    /// exclusive latch, so it must neither wait nor latch. `true`: the gate holds that closing
-    /// key's lock already, and the write goes on; `false` (the default): the write returns
-    /// [`Gated::Beyond`], nothing changed.
+    /// exclusive latch, so it must neither wait nor latch. `true`: the write goes on (the gate
+    /// holds that closing key's lock already, or needs none); `false` (the default): the write
+    /// returns [`Gated::Beyond`], nothing changed.
     fn beyond(&self, own_high: &[u8]) -> bool {
         let _ = own_high;
         false

@@ -11,6 +11,8 @@
 //!   delete to the end of the transaction (K15), under the leaf's latch through [`GapLocks`]
 //!   where the closing key is in the leaf, else with [`lock_gap`].
 
+use parking_lot::Mutex;
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -103,6 +105,33 @@ impl ReadGate for CommittedReads {
 pub(crate) struct TxnReads<'a> {
     pub(crate) locks: &'a LockManager,
     pub(crate) txn: TxnId,
+    /// K15: the trees (lock ids) the transaction reads ranges of, each entered once
+    /// ([`LockManager::enter_ranges`]) and left when its locks are released.
+    ranged: Mutex<SmallVec<[u32; 4]>>,
+}
+
+impl<'a> TxnReads<'a> {
+    pub(crate) fn new(locks: &'a LockManager, txn: TxnId) -> TxnReads<'a> {
+        TxnReads { locks, txn, ranged: Mutex::new(SmallVec::new()) }
+    }
+
+    /// K15: the transaction is about to read a range of `tree`; inserts into it look at their
+    /// gaps from now until [`TxnReads::leave_ranges`].
+    pub(crate) fn enter_range(&self, tree: &Tree) {
+        let (t, _) = lock_name(tree, Some(&[]));
+        let mut ranged = self.ranged.lock();
+        if !ranged.contains(&t) {
+            self.locks.enter_ranges(t);
+            ranged.push(t);
+        }
+    }
+
+    /// K15: the transaction's locks are released; its range reads no longer protect any gap.
+    pub(crate) fn leave_ranges(&self) {
+        for t in self.ranged.lock().drain(..) {
+            self.locks.leave_ranges(t);
+        }
+    }
 }
 
 impl ReadGate for TxnReads<'_> {
@@ -128,6 +157,8 @@ impl ReadGate for TxnReads<'_> {
 pub(crate) struct GapLocks<'a> {
     locks: &'a LockManager,
     txn: TxnId,
+    /// The written tree's lock id.
+    tree: u32,
     /// For an insert: a closing key nobody else holds or waits for passes without a lock
     /// (K15: the insert is made under the same latch, so no reader or writer of the gap comes
     /// between the look and the insert).
@@ -141,8 +172,16 @@ pub(crate) struct GapLocks<'a> {
 impl<'a> GapLocks<'a> {
     /// The gate of a write by `txn`; `insert`: a put, which holds a closing key only for its
     /// own length (a delete holds it to the end).
-    pub(crate) fn new(locks: &'a LockManager, txn: TxnId, insert: bool) -> GapLocks<'a> {
-        GapLocks { locks, txn, insert, taken: RefCell::new(Vec::new()), beyond: RefCell::new(None) }
+    pub(crate) fn new(locks: &'a LockManager, txn: TxnId, tree: &Tree, insert: bool) -> GapLocks<'a> {
+        let (tree, _) = lock_name(tree, Some(&[]));
+        GapLocks { locks, txn, tree, insert, taken: RefCell::new(Vec::new()), beyond: RefCell::new(None) }
+    }
+
+    /// K15: an insert into a tree that no transaction reads a range of passes its gap without
+    /// a look: only a range read's locks protect a gap from an insert. Asked under the leaf's
+    /// exclusive latch, which a range read of this leaf takes after it entered.
+    fn unguarded(&self) -> bool {
+        self.insert && !self.locks.ranges_read(self.tree)
     }
 
     /// The upper bound of the leaf the write met last, when its gap's closing key lay in a
@@ -168,6 +207,9 @@ impl<'a> GapLocks<'a> {
 
 impl GapGate for GapLocks<'_> {
     fn try_pass(&self, tree: &Tree, next: Option<&[u8]>) -> Result<bool, TreeError> {
+        if self.unguarded() {
+            return Ok(true);
+        }
         let (t, k) = lock_name(tree, next);
         if self.took(t, k) {
             return Ok(true);
@@ -195,6 +237,9 @@ impl GapGate for GapLocks<'_> {
     }
 
     fn beyond(&self, own_high: &[u8]) -> bool {
+        if self.unguarded() {
+            return true;
+        }
         *self.beyond.borrow_mut() = Some(own_high.to_vec());
         false
     }
@@ -226,7 +271,7 @@ pub(crate) fn insert_past_leaf(
         })
         .map_err(engine_error)?;
     let Some((t, name, had)) = found.transpose().map_err(Error::Lock)?.flatten() else { return Ok(None) };
-    let gate = FenceGate { gap: GapLocks::new(locks, txn, true), high };
+    let gate = FenceGate { gap: GapLocks::new(locks, txn, tree, true), high };
     let put = put(&gate);
     gate.gap.release_taken();
     if !had {

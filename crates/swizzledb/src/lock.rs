@@ -46,7 +46,7 @@ use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::Hasher;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -277,7 +277,20 @@ pub struct LockManager {
     wait_timeout: Duration,
     policy: DeadlockPolicy,
     hash: NameHash,
+    /// K15: per tree (its lock id folded into `RANGE_SLOTS` counters), how many transactions
+    /// read a range of it now; an insert into a tree that no one reads a range of needs no
+    /// look at its gap.
+    ranges: Box<[RangeCount]>,
 }
+
+/// K15: counters of range-reading transactions, by tree lock id (two trees may share one: that
+/// only makes an insert look at its gap when it need not).
+const RANGE_SLOTS: usize = 64;
+
+/// One counter of [`LockManager::ranges`], on cache lines of its own.
+#[derive(Default)]
+#[repr(align(128))]
+struct RangeCount(AtomicU32);
 
 /// A number for the current thread, unique in the process (never 0): K23 knows a waiter's own
 /// transactions by it, and the engine its writers (K14).
@@ -711,6 +724,7 @@ impl LockManager {
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
             policy: DeadlockPolicy::default(),
             hash,
+            ranges: (0..RANGE_SLOTS).map(|_| RangeCount::default()).collect(),
         }
     }
 
@@ -829,6 +843,25 @@ impl LockManager {
         Ok(table
             .find(hash, tree, key)
             .is_none_or(|h| h.queue.is_empty() && h.holders.iter().all(|x| x.txn == txn)))
+    }
+
+    /// K15: a transaction begins reading ranges of tree `tree` (its lock id): from now until
+    /// the matching [`LockManager::leave_ranges`], inserts into the tree look at their gaps.
+    /// Call it before the transaction reads any leaf of the range, and leave only after its
+    /// locks are released.
+    pub(crate) fn enter_ranges(&self, tree: u32) {
+        self.ranges[tree as usize % RANGE_SLOTS].0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// K15: the end of what [`LockManager::enter_ranges`] began.
+    pub(crate) fn leave_ranges(&self, tree: u32) {
+        self.ranges[tree as usize % RANGE_SLOTS].0.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// K15: whether a transaction may be reading a range of `tree` now (`false`: none is, and
+    /// an insert under its leaf's latch needs no look at its gap's closing key).
+    pub(crate) fn ranges_read(&self, tree: u32) -> bool {
+        self.ranges[tree as usize % RANGE_SLOTS].0.load(Ordering::SeqCst) != 0
     }
 
     /// Releases every lock `txn` holds (K8) and grants what that unblocks; returns how many it

@@ -46,7 +46,7 @@ struct SnapshotIsolation<'db> {
 
 impl<'db> Transaction<'db> {
     pub(crate) fn new(db: &'db Core, wal: Option<&'db Wal>, shared: Arc<TxnShared>) -> Transaction<'db> {
-        let reads = db.locks.as_deref().map(|locks| TxnReads { locks, txn: shared.id });
+        let reads = db.locks.as_deref().map(|locks| TxnReads::new(locks, shared.id));
         let mut log = TxnLog::new(wal, shared);
         log.versions = db.versions.as_deref();
         Transaction { db, log, reads, si: None, done: false }
@@ -122,6 +122,7 @@ impl<'db> Transaction<'db> {
                 inner: si.reads.range(SnapshotRef::Borrowed(&si.snap), &tree.inner, start, end),
             };
         }
+        self.enter_range(&tree.inner);
         TxnRange { inner: tree.inner.range_gated(start, end, self.gate()) }
     }
 
@@ -137,7 +138,25 @@ impl<'db> Transaction<'db> {
                 inner: si.reads.range_rev(SnapshotRef::Borrowed(&si.snap), &tree.inner, start, end),
             };
         }
+        self.enter_range(&tree.inner);
         TxnRevRange { inner: tree.inner.range_rev_gated(start, end, self.gate()) }
+    }
+
+    /// K15: a range read of `tree` begins; inserts into it look at their gaps until this
+    /// transaction's locks are released.
+    fn enter_range(&self, tree: &EngineTree) {
+        if let Some(reads) = &self.reads {
+            reads.enter_range(tree);
+        }
+    }
+
+    /// The transaction's locks are released ([`Core::finish_txn`]): so is its hold on the gaps
+    /// its range reads covered.
+    fn finish(&self) {
+        self.db.finish_txn(self.id());
+        if let Some(reads) = &self.reads {
+            reads.leave_ranges();
+        }
     }
 
     fn gate(&self) -> &(dyn ReadGate + Sync) {
@@ -264,7 +283,7 @@ impl<'db> Transaction<'db> {
         };
         let Some(locks) = self.db.locks.as_deref() else { return self.write_with(tree, key, value, apply) };
         self.lock_to_write(tree, key)?;
-        let gate = isolation::GapLocks::new(locks, self.id(), value.is_some());
+        let gate = isolation::GapLocks::new(locks, self.id(), tree, value.is_some());
         let gated = match value {
             Some(v) => tree.put_gated(key, v, replace, &self.log, &gate),
             None => tree.delete_gated(key, &self.log, &gate),
@@ -350,7 +369,7 @@ impl<'db> Transaction<'db> {
         // failure, which is sticky (wal README W11), so nothing can commit after reading what it
         // leaves in place, and restart decides its fate. Keeping its locks would block the
         // others forever.
-        self.db.finish_txn(self.id());
+        self.finish();
         result
     }
 
@@ -405,7 +424,7 @@ impl<'db> Transaction<'db> {
             // the rollback. So the transaction ends and releases its locks.
             Ok(()) | Err(Error::Log(_) | Error::Tree(TreeError::Log(_))) => {
                 self.log.finish_versions();
-                self.db.finish_txn(self.id());
+                self.finish();
             }
             // Otherwise (the pool failed) it keeps its locks and its entry in the transaction
             // table, so its uncommitted changes stay hidden and its records stay in the log.

@@ -772,3 +772,57 @@ fn r2_a_commit_waiting_for_its_flush_holds_no_lock_and_readers_wait_for_its_dura
     assert_eq!(done, ["reader", "second", "writer"]);
     assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v2"[..]));
 }
+
+/// K15: only a range read's locks keep an insert out of a gap. With no range read of the tree
+/// open, an insert goes at once into a gap whose closing key an older transaction holds
+/// exclusively — for an update, or as the closing key of its delete — in a leaf or at a leaf's
+/// end. Once a transaction has begun a range read of the tree, before it read a single key,
+/// the same kind of insert is refused again (wait-die: the younger dies), and it goes ahead
+/// once that reader ended.
+#[test]
+fn k15_only_range_reads_keep_inserts_out_of_a_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder()
+        .mode(PoolMode::Swizzling)
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .lab(|l| l.deadlock_policy(DeadlockPolicy::WaitDie))
+        .create(dir.path().join("iso.swz"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    fill(&t);
+    let between = |k: u32, tag: &[u8]| [&key(k)[..], tag].concat();
+    for k in (1..796).step_by(4) {
+        for delete in [false, true] {
+            // The older transaction holds `key(k + 1)` for an update, or, having deleted it,
+            // `key(k + 3)` as its gap's closing key.
+            let mut holder = db.begin();
+            if delete {
+                assert!(holder.delete(&t, &key(k + 1)).unwrap());
+            } else {
+                holder.put(&t, &key(k + 1), b"held").unwrap();
+            }
+            // The delete's keys sort after the update's, so its gap closes at `key(k + 3)`.
+            let tag: &[u8] = if delete { b"w" } else { b"u" };
+            let mut writer = db.begin();
+            writer
+                .insert(&t, &between(k, tag), b"in")
+                .unwrap_or_else(|e| panic!("{k}: no range read, yet {e}"));
+            writer.commit().unwrap();
+
+            let reader = db.begin();
+            let range = reader.range(&t, Unbounded, Unbounded);
+            let mut writer = db.begin();
+            match writer.insert(&t, &between(k, &[tag, b"2"].concat()), b"in") {
+                Err(Error::Lock(LockError::Conflict { .. })) => {}
+                other => panic!("{k} (delete: {delete}): insert beside an open range read: {other:?}"),
+            }
+            writer.abort().unwrap();
+            drop(range);
+            reader.commit().unwrap();
+            db.transact(|tx| tx.insert(&t, &between(k, &[tag, b"3"].concat()), b"in")).unwrap();
+            holder.abort().unwrap();
+        }
+    }
+    assert_eq!(t.len().unwrap(), 400 + 199 * 4);
+}
