@@ -9,7 +9,9 @@
 //!   gap it covers, is locked shared until the transaction ends (K16).
 //! - Writers lock the gap's closing key exclusively: an insert for the length of the insert, a
 //!   delete to the end of the transaction (K15), under the leaf's latch through [`GapLocks`]
-//!   where the closing key is in the leaf, else with [`lock_gap`].
+//!   where the closing key is in the leaf, else with [`lock_gap`]. An insert into a tree that
+//!   no transaction reads a range of skips its gap: only range reads' locks protect gaps from
+//!   inserts ([`TxnReads::enter_range`]).
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
