@@ -297,15 +297,26 @@ impl Core {
     /// Releases a transaction's record locks (K8): at its end, or at its commit record in sync
     /// mode (R2's early lock release).
     pub(crate) fn release_locks(&self, txn: TxnId) {
-        if let Some(locks) = &self.locks {
-            locks.release_all(txn);
+        self.release_all(txn);
+    }
+
+    /// Releases `txn`'s locks (K8), with the versions it parked in them (LOCKS.md K17, K19).
+    fn release_all(&self, txn: TxnId) {
+        let Some(locks) = &self.locks else { return };
+        match &self.versions {
+            Some(versions) => {
+                let mut unparking = versions.unparking();
+                locks.release_all_with(txn, &mut unparking);
+                unparking.done();
+            }
+            None => {
+                locks.release_all(txn);
+            }
         }
     }
 
     pub(crate) fn finish_txn(&self, txn: TxnId) {
-        if let Some(locks) = &self.locks {
-            locks.release_all(txn);
-        }
+        self.release_all(txn);
         if let Some(wal) = &self.wal {
             wal.forget(txn);
         }

@@ -35,12 +35,17 @@ const END_OF_TREE: u32 = 0x9E37_79B9;
 /// page; folding it to 32 bits can only merge two trees' names (a false conflict), never split
 /// one's.
 pub(crate) fn lock_name<'k>(tree: &Tree, key: Option<&'k [u8]>) -> (u32, &'k [u8]) {
-    let root = tree.root_page().get();
-    let id = (root ^ (root >> 32)) as u32;
+    let id = tree_lock_id(tree.root_page());
     match key {
         Some(k) => (id, k),
         None => (id.rotate_left(16) ^ END_OF_TREE, &[]),
     }
+}
+
+/// The lock id of the tree whose root is `root`: its page number folded to 32 bits.
+pub(crate) fn tree_lock_id(root: swizzledb_sync::PageId) -> u32 {
+    let root = root.get();
+    (root ^ (root >> 32)) as u32
 }
 
 /// A lock refusal as the tree's error, to cross the read gate; [`engine_error`] takes it back.

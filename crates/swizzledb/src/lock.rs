@@ -50,6 +50,8 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::versions::{Parked, Unparking};
+
 pub use swizzledb_sync::TxnId;
 
 /// How long [`LockManager::lock`] waits before giving up with [`LockError::Timeout`], unless
@@ -518,15 +520,26 @@ struct LockHead {
     holders: SmallVec<[Holder; 2]>,
     /// Waiting requests in grant order; an upgrade only at the front (K3, K4).
     queue: VecDeque<Request>,
+    /// K17: the exclusive holder's version of the key, for snapshots (`versions.rs`); taken
+    /// when that holder's locks are released ([`LockManager::release_all_with`]).
+    version: Option<Parked>,
 }
 
 impl LockHead {
     fn new(hash: u64, id: u64, tree: u32, key: &[u8]) -> LockHead {
-        LockHead { hash, id, tree, key: key.into(), holders: SmallVec::new(), queue: VecDeque::new() }
+        LockHead {
+            hash,
+            id,
+            tree,
+            key: key.into(),
+            holders: SmallVec::new(),
+            queue: VecDeque::new(),
+            version: None,
+        }
     }
 
     fn is_unused(&self) -> bool {
-        self.holders.is_empty() && self.queue.is_empty()
+        self.holders.is_empty() && self.queue.is_empty() && self.version.is_none()
     }
 
     /// Decides a request of `txn` for `mode` (K3, K4, K6, K23); queues it if it must wait and
@@ -869,6 +882,30 @@ impl LockManager {
     /// transaction has committed or rolled back, never while a lock call of the same
     /// transaction is in progress.
     pub fn release_all(&self, txn: TxnId) -> usize {
+        self.release_all_then(txn, None)
+    }
+
+    /// As [`LockManager::release_all`]; the versions `txn` parked in the heads it held
+    /// exclusively (K17) go to `unparking`, each while its head's shard mutex is held, before
+    /// any other transaction can take the lock.
+    pub(crate) fn release_all_with(&self, txn: TxnId, unparking: &mut Unparking<'_>) -> usize {
+        self.release_all_then(txn, Some(unparking))
+    }
+
+    /// K17: calls `f` with the version slot of the lock on `(tree, key)`, under its shard
+    /// mutex; `None` if no head exists for it. Only the exclusive holder writes the slot.
+    pub(crate) fn with_head<R>(
+        &self,
+        tree: u32,
+        key: &[u8],
+        f: impl FnOnce(&mut Option<Parked>) -> R,
+    ) -> Option<R> {
+        let hash = (self.hash)(tree, key);
+        let mut table = self.shards[self.shard_of(hash)].table.lock();
+        table.find_mut(hash, tree, key).map(|head| f(&mut head.version))
+    }
+
+    fn release_all_then(&self, txn: TxnId, mut unparking: Option<&mut Unparking<'_>>) -> usize {
         let txns = &self.txns[self.txn_shard(txn)].txns;
         let entry = txns.lock().remove(&txn);
         let Some(TxnLocks { mut held, .. }) = entry else { return 0 };
@@ -879,7 +916,14 @@ impl LockManager {
             let mut table = self.shards[self.shard_of(group[0].hash)].table.lock();
             for h in group {
                 if let Some(head) = table.head_mut(h.hash, h.head) {
+                    let exclusive =
+                        head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive);
                     head.release(txn);
+                    if let (true, Some(unparking)) = (exclusive, unparking.as_deref_mut()) {
+                        if let Some(parked) = head.version.take() {
+                            unparking.take(&head.key, parked);
+                        }
+                    }
                 }
                 table.remove_if_unused(h.hash, h.head);
             }

@@ -243,9 +243,12 @@ impl Builder {
             .then(|| Arc::new(cleaner::Shared::new(self.cleaner, self.cleaner_every, self.log_bound())));
         // K17, K21: a database with record locks keeps versions, so that reads outside
         // transactions and read-only transactions take no lock and wait for no writer.
-        let versions = (self.locking == Locking::On).then(|| {
+        let record_locks = (self.locking == Locking::On)
+            .then(|| Arc::new(lock::LockManager::new(64).with_deadlock_policy(self.deadlock_policy)));
+        let versions = record_locks.as_ref().map(|locks| {
             Arc::new(crate::versions::Versions::new(
                 self.version_memory.unwrap_or(crate::versions::DEFAULT_VERSION_MEMORY),
+                Some(Arc::clone(locks)),
             ))
         });
         let core = Arc::new_cyclic(|me| Core {
@@ -254,8 +257,7 @@ impl Builder {
             vfs: Arc::clone(&self.config.vfs),
             trees: Mutex::new(HashMap::new()),
             wal,
-            locks: (self.locking == Locking::On)
-                .then(|| Arc::new(lock::LockManager::new(64).with_deadlock_policy(self.deadlock_policy))),
+            locks: record_locks,
             versions,
             cleaner,
             next_txn: AtomicU64::new(1),

@@ -2,8 +2,9 @@
 //! the tree and the before-images of the writers it must not see.
 //!
 //! A transaction that changes a key for the first time records the value it replaces (its
-//! **version**) here, under the leaf's exclusive latch and before the change, in the key's
-//! **chain** (its versions, oldest first). A reader takes a **snapshot**: a timestamp `S` of
+//! **version**), under the leaf's exclusive latch and before the change: parked in the lock
+//! head of the key's exclusive lock while the writer runs (K17), and in the key's **chain**
+//! (its versions, oldest first) once the writer ended, if a snapshot may still need it. A reader takes a **snapshot**: a timestamp `S` of
 //! the commit clock. It reads the tree with no gate, then the chain: the value it returns is the
 //! before-image of the first version whose writer `S` does not see (running, rolled back, or
 //! committed after `S`), or the tree's value when there is none (K18). Versions live only while
@@ -19,6 +20,9 @@ use smallvec::SmallVec;
 use std::hash::Hasher;
 
 use swizzledb_sync::PageId;
+
+use crate::isolation::tree_lock_id;
+use crate::lock::LockManager;
 
 /// A writer that is still running (K17).
 const ACTIVE: u64 = 0;
@@ -69,10 +73,19 @@ pub(crate) type Versioned = (Arc<Writer>, Vec<Key>);
 pub(crate) type Key = Arc<[u8]>;
 
 #[derive(Debug)]
-struct Version {
+pub(crate) struct Version {
     writer: Arc<Writer>,
     /// The value before the writer's first change of the key (`None`: absent).
     before: Option<Box<[u8]>>,
+}
+
+/// K17: a running writer's version of a key, kept in the lock head of the key's exclusive lock
+/// (`LockManager::with_head`) instead of the shared chains; its tree names the chain it moves
+/// to if a snapshot still needs it when the writer ends.
+#[derive(Debug)]
+pub(crate) struct Parked {
+    tree: PageId,
+    version: Version,
 }
 
 impl Version {
@@ -105,6 +118,58 @@ struct Finished {
     at: u64,
     writer: Arc<Writer>,
     keys: Vec<Key>,
+}
+
+/// A writer's parked versions, taken from its lock heads as its locks are released (K19): each
+/// is dropped if no snapshot needs it, or moved to the end of its key's chain — before the head
+/// lets it go, so that a reader looking at the head and then the chain finds it in one of them
+/// — and queued with the writer's end time like any chain version.
+pub(crate) struct Unparking<'v> {
+    versions: &'v Versions,
+    /// The writer's end time, and whether a snapshot may need its versions: decided at the
+    /// first version, the same for all (the writer ended before its locks were released).
+    decided: Option<(u64, bool)>,
+    /// The writer and the keys of the versions moved to chains.
+    moved: Option<(Arc<Writer>, Vec<Key>)>,
+}
+
+impl Unparking<'_> {
+    /// Takes one parked version of `key`, under its head's shard mutex.
+    pub(crate) fn take(&mut self, key: &[u8], parked: Parked) {
+        let v = self.versions;
+        let Parked { tree, version } = parked;
+        let (_, keep) = *self.decided.get_or_insert_with(|| {
+            let at = v.end_time(&version.writer);
+            (at, at > v.horizon())
+        });
+        v.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        with_composite(tree, key, |ck| {
+            // Dropped only where the key has no chain: a chain's versions are older than this
+            // one, and a reader that no longer found this one would take the chain's newest
+            // for the key's newest (a rolled-back writer's, say, which no snapshot sees). Moved
+            // there instead, it is removed at once with the older ones (`done`, K19's prefix
+            // rule). No chain of the key can appear meanwhile: only its lock's holder makes one.
+            if keep || v.counted(ck) {
+                let mut shard = v.shards[shard_of(ck)].lock();
+                let (writer, k) = v.append_to_chain(&mut shard, ck, version);
+                drop(shard);
+                v.parked[bucket_of(ck)].fetch_sub(1, SeqCst);
+                self.moved.get_or_insert_with(|| (writer, Vec::new())).1.push(k);
+            } else {
+                v.parked[bucket_of(ck)].fetch_sub(1, SeqCst);
+                v.bytes.fetch_sub(version.bytes(ck.len()), SeqCst);
+            }
+        });
+    }
+
+    /// Queues the moved versions for collection (K19), or removes them now with the older
+    /// versions of their chains where no snapshot needs them; call it after the locks are
+    /// released.
+    pub(crate) fn done(self) {
+        if let (Some((at, _)), Some((writer, keys))) = (self.decided, self.moved) {
+            self.versions.ended(at, writer, keys);
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -173,6 +238,11 @@ pub(crate) struct Versions {
     /// none has no chain to look up. Raised before the chain's first change is made, lowered
     /// when the chain is removed.
     chained: Box<[AtomicU32]>,
+    /// K17: versions parked in lock heads, counted per bucket as `chained` counts chains: raised
+    /// before the change is made, lowered when the version leaves the head.
+    parked: Box<[AtomicU32]>,
+    /// Where running writers park their versions (`None`: always in the chains).
+    locks: Option<Arc<LockManager>>,
     pub(crate) limit: usize,
     /// Counters for [`VersionStats`]; `made` counts the versions of writers that ended (each
     /// adds its count once, at its end).
@@ -257,7 +327,7 @@ fn bucket_of(composite: &[u8]) -> usize {
 }
 
 impl Versions {
-    pub(crate) fn new(limit: usize) -> Versions {
+    pub(crate) fn new(limit: usize, locks: Option<Arc<LockManager>>) -> Versions {
         Versions {
             clock: Own(AtomicU64::new(FIRST_TS)),
             shards: (0..SHARDS).map(|_| Own(Mutex::new(Chains::default()))).collect(),
@@ -270,6 +340,8 @@ impl Versions {
             waiting: AtomicU64::new(u64::MAX),
             bytes: Own(AtomicUsize::new(0)),
             chained: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
+            parked: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
+            locks,
             limit,
             made: AtomicU64::new(0),
             too_old: AtomicU64::new(0),
@@ -303,6 +375,95 @@ impl Versions {
         deletes: bool,
     ) -> Option<Key> {
         with_composite(tree, key, |ck| {
+            if let Some(locks) = &self.locks {
+                // K17: under the key's exclusive lock its head exists; lock shard, then chain
+                // shard, never the other way.
+                let at_head = locks.with_head(tree_lock_id(tree), key, |slot| {
+                    self.record_at_head(slot, writer, tree, ck, before, deletes)
+                });
+                if let Some(r) = at_head {
+                    return r;
+                }
+            }
+            self.record_in_chain(writer, ck, before, deletes)
+        })
+    }
+
+    /// K17 at the key's lock head (`slot`, under its shard mutex): a first change that removes
+    /// no key parks its version there; a delete moves the writer's parked version into the
+    /// chain first (K22 indexes deleted keys, which a scan cannot meet), then records there.
+    fn record_at_head(
+        &self,
+        slot: &mut Option<Parked>,
+        writer: &Arc<Writer>,
+        tree: PageId,
+        ck: &[u8],
+        before: Option<&[u8]>,
+        deletes: bool,
+    ) -> Option<Key> {
+        let mine = slot.as_ref().is_some_and(|p| Arc::ptr_eq(&p.version.writer, writer));
+        if mine && !deletes {
+            return None;
+        }
+        if let Some(p) = slot.take() {
+            // The writer's own (a delete follows its first change), or, never expected, one a
+            // writer left behind: into the chain, as its newest version, before anything else.
+            let mut shard = self.shards[shard_of(ck)].lock();
+            let moved = self.append_to_chain(&mut shard, ck, p.version);
+            self.parked[bucket_of(ck)].fetch_sub(1, SeqCst);
+            drop(shard);
+            if !mine {
+                debug_assert!(false, "K17: a lock head held another writer's version");
+                let at = self.end_time(&moved.0);
+                self.ended(at, moved.0, vec![moved.1]);
+            } else if deletes {
+                let r = self.record_in_chain(writer, ck, before, deletes);
+                debug_assert!(r.is_none(), "the moved version is the writer's newest");
+                return Some(moved.1);
+            }
+        }
+        if deletes || (self.counted(ck) && self.last_writer_is(ck, writer)) {
+            return self.record_in_chain(writer, ck, before, deletes);
+        }
+        let version = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+        self.parked[bucket_of(ck)].fetch_add(1, SeqCst);
+        self.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
+        *slot = Some(Parked { tree, version });
+        None
+    }
+
+    /// Whether the newest version in `ck`'s chain is `writer`'s.
+    fn last_writer_is(&self, ck: &[u8], writer: &Arc<Writer>) -> bool {
+        let shard = self.shards[shard_of(ck)].lock();
+        shard.get(ck).and_then(|c| c.versions.last()).is_some_and(|v| Arc::ptr_eq(&v.writer, writer))
+    }
+
+    /// Puts `version` at the end of `ck`'s chain (counting a new chain), moved from a lock
+    /// head: its bytes are counted already. Returns the writer and the chain's key, for
+    /// [`Versions::finish`]'s collection.
+    fn append_to_chain(&self, shard: &mut Chains, ck: &[u8], version: Version) -> (Arc<Writer>, Key) {
+        let writer = Arc::clone(&version.writer);
+        if let Some(chain) = shard.get_mut(ck) {
+            chain.versions.push(version);
+            let (k, _) = shard.get_key_value(ck).expect("found just above, under the same mutex");
+            return (writer, Arc::clone(k));
+        }
+        let k: Key = Arc::from(ck);
+        self.chained[bucket_of(ck)].fetch_add(1, SeqCst);
+        shard.insert(Arc::clone(&k), Chain { versions: smallvec::smallvec![version], indexed: false });
+        (writer, k)
+    }
+
+    /// K17 in the shared chain of `ck`: as [`Versions::record`] without a lock head.
+    fn record_in_chain(
+        &self,
+        writer: &Arc<Writer>,
+        ck: &[u8],
+        before: Option<&[u8]>,
+        deletes: bool,
+    ) -> Option<Key> {
+        {
+            let tree = PageId::new(tree_of(ck)).expect("a composite key names its tree");
             let mut shard = self.shards[shard_of(ck)].lock();
             let found = shard.get_mut(ck).map(|chain| {
                 let index = deletes && !chain.indexed;
@@ -338,7 +499,7 @@ impl Versions {
             }
             drop(shard);
             made.then_some(k)
-        })
+        }
     }
 
     /// K18: the writer commits now, in the order of its commit record (the caller appends it
@@ -366,6 +527,12 @@ impl Versions {
             return;
         }
         self.made.fetch_add(keys.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.ended(at, writer, keys);
+    }
+
+    /// K19: `writer`, which ended at `at`, leaves versions in the chains of `keys`: removed now
+    /// if no snapshot needs them, else queued for a later collection.
+    fn ended(&self, at: u64, writer: Arc<Writer>, keys: Vec<Key>) {
         let x = Finished { at, writer, keys };
         // The common case, no snapshot older than this writer's end: its versions go now, with
         // no shared list in between (the same rule as `collect`).
@@ -378,6 +545,23 @@ impl Versions {
         }
         if self.waiting.load(SeqCst) != u64::MAX || self.bytes.load(SeqCst) > self.limit {
             self.collect();
+        }
+    }
+
+    /// K19 for the versions a writer parked in its lock heads (K17), which
+    /// `LockManager::release_all_with` hands to [`Unparking::take`] one by one as it releases
+    /// them, each under its head's shard mutex.
+    pub(crate) fn unparking(&self) -> Unparking<'_> {
+        Unparking { versions: self, decided: None, moved: None }
+    }
+
+    /// K19: when `writer`, whose locks are being released, ended: its commit timestamp, or for
+    /// a rollback (or a commit that failed) the clock now, which is no earlier than the clock
+    /// increment that ended it (`finish`).
+    fn end_time(&self, writer: &Writer) -> u64 {
+        match settled(writer) {
+            ts if ts >= FIRST_TS => ts,
+            _ => self.clock.load(SeqCst),
         }
     }
 
@@ -528,11 +712,13 @@ impl Versions {
         if self.bytes.load(SeqCst) == 0 {
             return Seen::Tree;
         }
-        with_composite(
-            tree,
-            key,
-            |ck| if self.counted(ck) { self.seen_composite(snap, ck) } else { Seen::Tree },
-        )
+        with_composite(tree, key, |ck| {
+            if self.may_be_versioned(ck) {
+                self.seen_composite(snap, ck)
+            } else {
+                Seen::Tree
+            }
+        })
     }
 
     /// K18: whether a chain is counted in the bucket of composite key `ck` (none: `ck` has none).
@@ -540,33 +726,62 @@ impl Versions {
         self.chained[bucket_of(ck)].load(SeqCst) != 0
     }
 
+    /// K18: whether a version parked in a lock head is counted in `ck`'s bucket (none: `ck`
+    /// has none).
+    fn is_parked(&self, ck: &[u8]) -> bool {
+        self.parked[bucket_of(ck)].load(SeqCst) != 0
+    }
+
+    /// K18: whether `ck` may have a version, parked or in a chain. The parked count is read
+    /// first: a version moves from a lock head to its chain by raising the chain count before
+    /// it lowers the parked one, so a reader that finds the parked count lowered then finds the
+    /// chain count raised (read the other way round, both could read zero in between).
+    fn may_be_versioned(&self, ck: &[u8]) -> bool {
+        self.is_parked(ck) || self.counted(ck)
+    }
+
     /// K18: whether `key` of `tree` may have a chain; `false` means it has none. A writer
     /// counts a new chain before it changes the leaf, so a reader that saw the change (and
     /// asks after) finds the count raised.
     pub(crate) fn may_have_chain(&self, tree: PageId, key: &[u8]) -> bool {
-        self.bytes.load(SeqCst) != 0 && with_composite(tree, key, |ck| self.counted(ck))
+        self.bytes.load(SeqCst) != 0 && with_composite(tree, key, |ck| self.may_be_versioned(ck))
     }
 
+    /// K18 for one key: the newest version of `ck` may be parked in the key's lock head (K17),
+    /// the older ones are in its chain. The head is looked at first: a writer moves its parked
+    /// version into the chain before the head lets it go, so a reader finds it in one or the
+    /// other (in both, at worst, which changes nothing).
     fn seen_composite(&self, snap: &Snapshot<'_>, ck: &[u8]) -> Seen {
+        // `Some(before)`: the parked version, the key's newest, is one the snapshot must not see.
+        let mut unseen_parked = None;
+        if let (true, Some(locks)) = (self.is_parked(ck), &self.locks) {
+            let tree = PageId::new(tree_of(ck)).expect("a composite key names its tree");
+            let parked = locks.with_head(tree_lock_id(tree), &ck[8..], |slot| {
+                slot.as_ref().map(|p| (!sees(snap, &p.version.writer)).then(|| p.version.before.clone()))
+            });
+            match parked.flatten() {
+                // The newest writer is seen, and with it every older one (timestamps grow along
+                // a key's versions): the tree's value is the snapshot's.
+                Some(None) => return Seen::Tree,
+                Some(Some(before)) => unseen_parked = Some(before),
+                None => {}
+            }
+        }
         let shard = self.shards[shard_of(ck)].lock();
-        let Some(chain) = shard.get(ck) else { return Seen::Tree };
+        let chain = shard.get(ck).map_or(&[][..], |c| &c.versions[..]);
         // The newest version whose writer the snapshot sees: the value after it is the next
         // version's before-image, or the tree's. Its own writer's (K24) it sees.
         let mut first_unseen = None;
-        let chain = &chain.versions;
         for (i, v) in chain.iter().enumerate().rev() {
-            if snap.own.as_ref().is_some_and(|o| Arc::ptr_eq(o, &v.writer)) {
-                break;
-            }
-            let state = settled(&v.writer);
-            if state >= FIRST_TS && state <= snap.at {
+            if sees(snap, &v.writer) {
                 break;
             }
             first_unseen = Some(i);
         }
-        match first_unseen {
-            None => Seen::Tree,
-            Some(i) => Seen::Before(chain[i].before.clone()),
+        match (first_unseen, unseen_parked) {
+            (Some(i), _) => Seen::Before(chain[i].before.clone()),
+            (None, Some(before)) => Seen::Before(before),
+            (None, None) => Seen::Tree,
         }
     }
 }
@@ -616,6 +831,15 @@ impl Versions {
             })
             .collect()
     }
+}
+
+/// Whether `snap` sees `writer`'s changes: its own (K24), or committed at or before it.
+fn sees(snap: &Snapshot<'_>, writer: &Arc<Writer>) -> bool {
+    if snap.own.as_ref().is_some_and(|o| Arc::ptr_eq(o, writer)) {
+        return true;
+    }
+    let state = settled(writer);
+    state >= FIRST_TS && state <= snap.at
 }
 
 /// A writer's state once it is not committing: `ACTIVE`, `ABORTED` or its commit timestamp
