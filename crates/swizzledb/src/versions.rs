@@ -1201,3 +1201,47 @@ impl SnapshotReads {
         Box::new(SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::{LockMode, TxnId};
+
+    /// K19: a writer's parked version is never dropped while its key's chain holds an older
+    /// version — here a rolled-back writer's, left as a collection that has not run yet leaves
+    /// it. Dropped, the rolled-back version would be the key's newest, and a snapshot that sees
+    /// the committed writer would read the rolled-back one's before-image.
+    #[test]
+    fn k19_a_parked_version_is_never_dropped_over_an_older_one_in_its_chain() {
+        let locks = Arc::new(LockManager::new(4));
+        let v = Versions::new(DEFAULT_VERSION_MEMORY, Some(Arc::clone(&locks)));
+        let tree = PageId::new(7).expect("not zero");
+        let key = b"k";
+        let rolled_back = Versions::writer();
+        v.finish(Arc::clone(&rolled_back), Vec::new());
+        with_composite(tree, key, |ck| {
+            let version = Version { writer: rolled_back, before: Some(b"old"[..].into()) };
+            v.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
+            let mut shard = v.shards[shard_of(ck)].lock();
+            v.append_to_chain(&mut shard, ck, version);
+        });
+
+        // A writer changes the key from "old" to "new" and commits; no snapshot runs.
+        let txn = TxnId(2);
+        locks.lock(txn, tree_lock_id(tree), key, LockMode::Exclusive).expect("free");
+        let writer = Versions::writer();
+        assert!(v.record(&writer, tree, key, Some(b"old"), false).is_none(), "parked, not chained");
+        assert!(v.may_have_chain(tree, key));
+        v.commit(&writer);
+        v.finish(Arc::clone(&writer), Vec::new());
+        let mut unparking = v.unparking();
+        locks.release_all_with(txn, &mut unparking);
+        unparking.done();
+
+        // A snapshot taken now sees the writer: the tree's value is its value.
+        let snap = v.snapshot();
+        assert!(matches!(v.seen(&snap, tree, key), Seen::Tree), "a snapshot read a rolled-back version");
+        assert_eq!(v.stats().bytes, 0, "the moved version went with the older one (K19's prefix rule)");
+        assert_eq!(locks.lock_count(), 0, "the head went with its version");
+    }
+}
