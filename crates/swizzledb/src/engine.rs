@@ -296,12 +296,8 @@ impl Core {
     /// A transaction ended: it releases its locks and leaves the transaction table.
     /// Releases a transaction's record locks (K8): at its end, or at its commit record in sync
     /// mode (R2's early lock release).
+    /// The versions it parked in them go with them (LOCKS.md K17, K19).
     pub(crate) fn release_locks(&self, txn: TxnId) {
-        self.release_all(txn);
-    }
-
-    /// Releases `txn`'s locks (K8), with the versions it parked in them (LOCKS.md K17, K19).
-    fn release_all(&self, txn: TxnId) {
         let Some(locks) = &self.locks else { return };
         match &self.versions {
             Some(versions) => {
@@ -316,7 +312,7 @@ impl Core {
     }
 
     pub(crate) fn finish_txn(&self, txn: TxnId) {
-        self.release_all(txn);
+        self.release_locks(txn);
         if let Some(wal) = &self.wal {
             wal.forget(txn);
         }

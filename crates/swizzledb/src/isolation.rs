@@ -125,7 +125,7 @@ impl<'a> TxnReads<'a> {
     /// K15: the transaction is about to read a range of `tree`; inserts into it look at their
     /// gaps from now until [`TxnReads::leave_ranges`].
     pub(crate) fn enter_range(&self, tree: &Tree) {
-        let (t, _) = lock_name(tree, Some(&[]));
+        let t = tree_lock_id(tree.root_page());
         let mut ranged = self.ranged.lock();
         if !ranged.contains(&t) {
             self.locks.enter_ranges(t);
@@ -180,7 +180,7 @@ impl<'a> GapLocks<'a> {
     /// The gate of a write by `txn`; `insert`: a put, which holds a closing key only for its
     /// own length (a delete holds it to the end).
     pub(crate) fn new(locks: &'a LockManager, txn: TxnId, tree: &Tree, insert: bool) -> GapLocks<'a> {
-        let (tree, _) = lock_name(tree, Some(&[]));
+        let tree = tree_lock_id(tree.root_page());
         GapLocks { locks, txn, tree, insert, taken: RefCell::new(Vec::new()), beyond: RefCell::new(None) }
     }
 

@@ -462,44 +462,41 @@ impl Versions {
         before: Option<&[u8]>,
         deletes: bool,
     ) -> Option<Key> {
-        {
-            let tree = PageId::new(tree_of(ck)).expect("a composite key names its tree");
-            let mut shard = self.shards[shard_of(ck)].lock();
-            let found = shard.get_mut(ck).map(|chain| {
-                let index = deletes && !chain.indexed;
-                chain.indexed |= deletes;
-                let made = !chain.versions.last().is_some_and(|v| Arc::ptr_eq(&v.writer, writer));
-                if made {
-                    let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-                    self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
-                    chain.versions.push(v);
-                }
-                (made, index)
-            });
-            let (made, k, index) = match found {
-                Some((false, false)) => return None,
-                Some((made, index)) => {
-                    let (k, _) = shard.get_key_value(ck).expect("found just above, under the same mutex");
-                    (made, Arc::clone(k), index)
-                }
-                None => {
-                    let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-                    self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
-                    let k: Key = Arc::from(ck);
-                    let chain = Chain { versions: smallvec::smallvec![v], indexed: deletes };
-                    shard.insert(Arc::clone(&k), chain);
-                    self.chained[bucket_of(ck)].fetch_add(1, SeqCst);
-                    (true, k, deletes)
-                }
-            };
-            // K22: only a deleted key can be missed by a scan that a snapshot shows it to.
-            // Lock order: a chain shard, then an ordered shard.
-            if index {
-                self.ordered[ordered_of(tree.get())].lock().insert(Arc::clone(&k));
+        let mut shard = self.shards[shard_of(ck)].lock();
+        let found = shard.get_mut(ck).map(|chain| {
+            let index = deletes && !chain.indexed;
+            chain.indexed |= deletes;
+            let made = !chain.versions.last().is_some_and(|v| Arc::ptr_eq(&v.writer, writer));
+            if made {
+                let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+                self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
+                chain.versions.push(v);
             }
-            drop(shard);
-            made.then_some(k)
+            (made, index)
+        });
+        let (made, k, index) = match found {
+            Some((false, false)) => return None,
+            Some((made, index)) => {
+                let (k, _) = shard.get_key_value(ck).expect("found just above, under the same mutex");
+                (made, Arc::clone(k), index)
+            }
+            None => {
+                let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
+                self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
+                let k: Key = Arc::from(ck);
+                let chain = Chain { versions: smallvec::smallvec![v], indexed: deletes };
+                shard.insert(Arc::clone(&k), chain);
+                self.chained[bucket_of(ck)].fetch_add(1, SeqCst);
+                (true, k, deletes)
+            }
+        };
+        // K22: only a deleted key can be missed by a scan that a snapshot shows it to.
+        // Lock order: a chain shard, then an ordered shard.
+        if index {
+            self.ordered[ordered_of(tree_of(ck))].lock().insert(Arc::clone(&k));
         }
+        drop(shard);
+        made.then_some(k)
     }
 
     /// K18: the writer commits now, in the order of its commit record (the caller appends it

@@ -30,6 +30,20 @@ fn db(dir: &std::path::Path, mode: PoolMode) -> (Arc<Database>, Tree) {
     (Arc::new(db), t)
 }
 
+/// As [`db`], with wait-die instead of deadlock detection: a request that would wait for an
+/// older transaction fails at once, so a refused lock shows as an error, not as a wait.
+fn db_wait_die(dir: &std::path::Path, mode: PoolMode) -> (Database, Tree) {
+    let db = Database::builder()
+        .mode(mode)
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .lab(|l| l.deadlock_policy(DeadlockPolicy::WaitDie))
+        .create(dir.join("iso.swz"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    (db, t)
+}
+
 fn key(k: u32) -> Vec<u8> {
     format!("k{k:06}").into_bytes()
 }
@@ -220,14 +234,7 @@ fn k15_an_insert_at_a_leafs_end_is_refused_inside_a_read_range() {
         [(PoolMode::Swizzling, false), (PoolMode::Swizzling, true), (PoolMode::Traditional, false)]
     {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::builder()
-            .mode(mode)
-            .page_size(4096)
-            .pool_bytes(64 * 4096)
-            .lab(|l| l.deadlock_policy(DeadlockPolicy::WaitDie))
-            .create(dir.path().join("iso.swz"))
-            .unwrap();
-        let t = db.create_tree("t").unwrap();
+        let (db, t) = db_wait_die(dir.path(), mode);
         fill(&t);
         let reader = db.begin();
         let read = |tx: &swizzledb::Transaction<'_>| -> Vec<Vec<u8>> {
@@ -782,14 +789,7 @@ fn r2_a_commit_waiting_for_its_flush_holds_no_lock_and_readers_wait_for_its_dura
 #[test]
 fn k15_only_range_reads_keep_inserts_out_of_a_gap() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::builder()
-        .mode(PoolMode::Swizzling)
-        .page_size(4096)
-        .pool_bytes(64 * 4096)
-        .lab(|l| l.deadlock_policy(DeadlockPolicy::WaitDie))
-        .create(dir.path().join("iso.swz"))
-        .unwrap();
-    let t = db.create_tree("t").unwrap();
+    let (db, t) = db_wait_die(dir.path(), PoolMode::Swizzling);
     fill(&t);
     let between = |k: u32, tag: &[u8]| [&key(k)[..], tag].concat();
     for k in (1..796).step_by(4) {
