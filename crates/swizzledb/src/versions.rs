@@ -131,6 +131,11 @@ pub(crate) struct Unparking<'v> {
     decided: Option<(u64, bool)>,
     /// The writer and the keys of the versions moved to chains.
     moved: Option<(Arc<Writer>, Vec<Key>)>,
+    /// Versions taken, and bytes of those dropped: added to the shared counters once, in
+    /// `done`, rather than per version by every releasing thread (an over-count meanwhile
+    /// only makes the memory bound look closer, K20).
+    taken: u64,
+    dropped_bytes: usize,
 }
 
 impl Unparking<'_> {
@@ -142,7 +147,7 @@ impl Unparking<'_> {
             let at = v.end_time(&version.writer);
             (at, at > v.horizon())
         });
-        v.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.taken += 1;
         with_composite(tree, key, |ck| {
             // Dropped only where the key has no chain: a chain's versions are older than this
             // one, and a reader that no longer found this one would take the chain's newest
@@ -157,7 +162,7 @@ impl Unparking<'_> {
                 self.moved.get_or_insert_with(|| (writer, Vec::new())).1.push(k);
             } else {
                 v.parked[bucket_of(ck)].fetch_sub(1, SeqCst);
-                v.bytes.fetch_sub(version.bytes(ck.len()), SeqCst);
+                self.dropped_bytes += version.bytes(ck.len());
             }
         });
     }
@@ -166,6 +171,13 @@ impl Unparking<'_> {
     /// versions of their chains where no snapshot needs them; call it after the locks are
     /// released.
     pub(crate) fn done(self) {
+        let v = self.versions;
+        if self.taken > 0 {
+            v.made.fetch_add(self.taken, std::sync::atomic::Ordering::Relaxed);
+        }
+        if self.dropped_bytes > 0 {
+            v.bytes.fetch_sub(self.dropped_bytes, SeqCst);
+        }
         if let (Some((at, _)), Some((writer, keys))) = (self.decided, self.moved) {
             self.versions.ended(at, writer, keys);
         }
@@ -228,10 +240,10 @@ pub(crate) struct Versions {
     overflowed: AtomicUsize,
     /// Snapshots that found every slot taken.
     overflow: Mutex<Overflow>,
-    finished: Mutex<Vec<Finished>>,
+    finished: Own<Mutex<Vec<Finished>>>,
     /// The smallest end time in `finished` (`u64::MAX`: none): a snapshot registered below it
     /// may be what keeps those versions, and collects when it ends (K19).
-    waiting: AtomicU64,
+    waiting: Own<AtomicU64>,
     /// Bytes held by versions (K20).
     bytes: Own<AtomicUsize>,
     /// Chains per bucket of composite-key hashes (K18): a reader whose key's bucket counts
@@ -246,7 +258,7 @@ pub(crate) struct Versions {
     pub(crate) limit: usize,
     /// Counters for [`VersionStats`]; `made` counts the versions of writers that ended (each
     /// adds its count once, at its end).
-    made: AtomicU64,
+    made: Own<AtomicU64>,
     too_old: AtomicU64,
 }
 
@@ -336,14 +348,14 @@ impl Versions {
             used: AtomicUsize::new(0),
             overflowed: AtomicUsize::new(0),
             overflow: Mutex::new(Overflow::default()),
-            finished: Mutex::new(Vec::new()),
-            waiting: AtomicU64::new(u64::MAX),
+            finished: Own(Mutex::new(Vec::new())),
+            waiting: Own(AtomicU64::new(u64::MAX)),
             bytes: Own(AtomicUsize::new(0)),
             chained: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             parked: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             locks,
             limit,
-            made: AtomicU64::new(0),
+            made: Own(AtomicU64::new(0)),
             too_old: AtomicU64::new(0),
         }
     }
@@ -540,7 +552,12 @@ impl Versions {
             f.push(x);
             self.waiting.fetch_min(at, SeqCst);
         }
-        if self.waiting.load(SeqCst) != u64::MAX || self.bytes.load(SeqCst) > self.limit {
+        // A collection only where one would remove something: a queued writer ended at or
+        // before the horizon, read after the push above (a snapshot still registered then
+        // reads `waiting` after it leaves, and collects itself, K19), or memory is past the
+        // bound.
+        let waiting = self.waiting.load(SeqCst);
+        if (waiting != u64::MAX && waiting <= self.horizon()) || self.bytes.load(SeqCst) > self.limit {
             self.collect();
         }
     }
@@ -549,7 +566,7 @@ impl Versions {
     /// `LockManager::release_all_with` hands to [`Unparking::take`] one by one as it releases
     /// them, each under its head's shard mutex.
     pub(crate) fn unparking(&self) -> Unparking<'_> {
-        Unparking { versions: self, decided: None, moved: None }
+        Unparking { versions: self, decided: None, moved: None, taken: 0, dropped_bytes: 0 }
     }
 
     /// K19: when `writer`, whose locks are being released, ended: its commit timestamp, or for
@@ -617,9 +634,8 @@ impl Versions {
             let horizon = self.horizon();
             let done: Vec<Finished> = {
                 let mut f = self.finished.lock();
-                let (done, keep): (Vec<_>, Vec<_>) = f.drain(..).partition(|x| x.at <= horizon);
-                self.waiting.store(keep.iter().map(|x| x.at).min().unwrap_or(u64::MAX), SeqCst);
-                *f = keep;
+                let done: Vec<Finished> = f.extract_if(.., |x| x.at <= horizon).collect();
+                self.waiting.store(f.iter().map(|x| x.at).min().unwrap_or(u64::MAX), SeqCst);
                 done
             };
             for x in &done {
@@ -906,8 +922,10 @@ impl Drop for Snapshot<'_> {
             }
         }
         // K19: this snapshot may have kept versions of writers that ended after it began; a
-        // snapshot that began after them all (a plain read's, as a rule) kept none.
-        if self.registered < self.versions.waiting.load(SeqCst) {
+        // snapshot that began after them all (a plain read's, as a rule) kept none, and with
+        // none queued there is nothing to collect.
+        let waiting = self.versions.waiting.load(SeqCst);
+        if waiting != u64::MAX && self.registered < waiting {
             self.versions.collect();
         }
     }
