@@ -360,11 +360,13 @@ struct HeldLock {
 const SPARES: usize = 256;
 
 /// Key bytes a lock head holds in itself (K13); longer keys live on the heap.
-const INLINE_KEY: usize = 32;
+const INLINE_KEY: usize = 24;
 
 /// The lock heads of one shard (all fields protected by the shard mutex).
-#[derive(Default)]
 struct Table {
+    /// The manager's name hash: the table rehashes its heads with it as it grows (a head does
+    /// not keep its hash, K13).
+    hash: NameHash,
     /// The heads in use, stored in the table itself and found by name hash (K1: one per name;
     /// names whose hashes are equal are told apart by tree and key). A request finds its head's
     /// name, holders and queue in the slot the hash leads to, with no pointer to follow for a
@@ -379,6 +381,16 @@ struct Table {
 }
 
 impl Table {
+    fn new(hash: NameHash) -> Table {
+        Table {
+            hash,
+            heads: HashTable::new(),
+            spare_heads: Vec::new(),
+            next_id: 0,
+            stats: LockStats::default(),
+        }
+    }
+
     fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
         self.heads.find_mut(hash, |h| h.id == id)
     }
@@ -399,20 +411,19 @@ impl Table {
 
     /// The head of `(tree, key)`, made (from a spare if there is one) if not in use.
     fn find_or_make(&mut self, hash: u64, tree: u32, key: &[u8]) -> &mut LockHead {
-        let Table { heads, spare_heads, next_id, .. } = self;
-        match heads.entry(hash, |h| h.tree == tree && *h.key == *key, |h| h.hash) {
+        let Table { hash: name_hash, heads, spare_heads, next_id, .. } = self;
+        match heads.entry(hash, |h| h.tree == tree && *h.key == *key, |h| name_hash(h.tree, &h.key)) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(v) => {
                 let head = match spare_heads.pop() {
                     Some(mut h) => {
-                        h.hash = hash;
                         h.id = *next_id;
                         h.tree = tree;
                         h.key.clear();
                         h.key.extend_from_slice(key);
                         h
                     }
-                    None => LockHead::new(hash, *next_id, tree, key),
+                    None => LockHead::new(*next_id, tree, key),
                 };
                 *next_id += 1;
                 v.insert(head).into_mut()
@@ -426,7 +437,7 @@ impl Table {
         let (head, _) = entry.remove();
         // Only a head that owns memory is worth keeping; moving an inline one in and out of
         // the spares costs more than making it afresh.
-        let owns = head.key.spilled() || head.holders.spilled() || head.queue.capacity() > 0;
+        let owns = head.key.spilled() || head.holders.spilled() || head.queue.0.is_some();
         if owns && self.spare_heads.len() < SPARES {
             self.spare_heads.push(head);
         }
@@ -488,6 +499,27 @@ struct Request {
     slot: Arc<WaitSlot>,
 }
 
+/// A lock head's queue: no memory in the head until a request first waits there (most locks
+/// never see one), so that a head is small to move in and out of its table.
+#[derive(Default)]
+struct Queue(Option<Box<VecDeque<Request>>>);
+
+/// The queue of a head nobody ever waited at.
+static NO_QUEUE: VecDeque<Request> = VecDeque::new();
+
+impl std::ops::Deref for Queue {
+    type Target = VecDeque<Request>;
+    fn deref(&self) -> &VecDeque<Request> {
+        self.0.as_deref().unwrap_or(&NO_QUEUE)
+    }
+}
+
+impl std::ops::DerefMut for Queue {
+    fn deref_mut(&mut self) -> &mut VecDeque<Request> {
+        self.0.get_or_insert_default()
+    }
+}
+
 /// What [`LockHead::request`] decided.
 enum Decision {
     /// The transaction holds a mode that covers the request (K3).
@@ -506,10 +538,10 @@ enum Decision {
 }
 
 /// One lock: its name, its holders and its queue of waiting requests. All fields are
-/// protected by the shard mutex.
+/// protected by the shard mutex. Two cache lines, aligned to them (K13): a lookup that finds
+/// its head in the table loads one pair of lines.
+#[repr(align(64))]
 struct LockHead {
-    /// The name's hash (K1), kept for the table's own rehashing.
-    hash: u64,
     /// Unique within the shard; held-lock entries name the head by it.
     id: u64,
     tree: u32,
@@ -519,21 +551,20 @@ struct LockHead {
     /// Pairwise compatible, one entry per transaction (K2); the first two in the head.
     holders: SmallVec<[Holder; 2]>,
     /// Waiting requests in grant order; an upgrade only at the front (K3, K4).
-    queue: VecDeque<Request>,
+    queue: Queue,
     /// K17: the exclusive holder's version of the key, for snapshots (`versions.rs`); taken
     /// when that holder's locks are released ([`LockManager::release_all_with`]).
     version: Option<Parked>,
 }
 
 impl LockHead {
-    fn new(hash: u64, id: u64, tree: u32, key: &[u8]) -> LockHead {
+    fn new(id: u64, tree: u32, key: &[u8]) -> LockHead {
         LockHead {
-            hash,
             id,
             tree,
             key: key.into(),
             holders: SmallVec::new(),
-            queue: VecDeque::new(),
+            queue: Queue::default(),
             version: None,
         }
     }
@@ -731,7 +762,7 @@ impl LockManager {
     fn with_hash(shards: usize, hash: NameHash) -> LockManager {
         let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
         LockManager {
-            shards: (0..n).map(|_| Shard { table: Mutex::new(Table::default()) }).collect(),
+            shards: (0..n).map(|_| Shard { table: Mutex::new(Table::new(hash)) }).collect(),
             txns: (0..n).map(|_| TxnShard { txns: Mutex::new(TxnTable::default()) }).collect(),
             mask: n - 1,
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
@@ -910,8 +941,9 @@ impl LockManager {
         let entry = txns.lock().remove(&txn);
         let Some(TxnLocks { mut held, .. }) = entry else { return 0 };
         let n = held.len();
-        // Shard by shard: one mutex acquisition for all of a shard's locks.
-        held.sort_unstable_by_key(|h| self.shard_of(h.hash));
+        // One mutex acquisition per run of locks in the same shard, in the order they were
+        // taken: sorting them into fewer runs cost more than it saved, with a transaction's
+        // locks spread over many shards.
         for group in held.chunk_by(|a, b| self.shard_of(a.hash) == self.shard_of(b.hash)) {
             let mut table = self.shards[self.shard_of(group[0].hash)].table.lock();
             for h in group {
@@ -1020,8 +1052,8 @@ impl LockManager {
         for (s, shard) in self.shards.iter().enumerate() {
             let table = shard.table.lock();
             for head in &table.heads {
-                let hash = head.hash;
-                if (self.hash)(head.tree, &head.key) != hash || self.shard_of(hash) != s {
+                let hash = (self.hash)(head.tree, &head.key);
+                if self.shard_of(hash) != s {
                     return Err(format!("K1: lock (tree {}) is filed under another hash", head.tree));
                 }
                 let named = |o: &&LockHead| o.tree == head.tree && o.key == head.key;
@@ -1405,6 +1437,12 @@ mod tests {
     }
 
     #[test]
+    fn k13_a_lock_head_is_two_cache_lines() {
+        assert_eq!(std::mem::size_of::<LockHead>(), 128);
+        assert_eq!(std::mem::align_of::<LockHead>(), 64);
+    }
+
+    #[test]
     fn k1_same_tree_other_key_and_same_key_other_tree_do_not_conflict() {
         let lm = manager();
         lm.lock(t(1), 1, b"k", X).unwrap();
@@ -1637,7 +1675,7 @@ mod tests {
     /// writer's withdrawal lets the reader behind it join the shared holder.
     #[test]
     fn k9_a_withdrawn_waiter_unblocks_those_behind_it() {
-        let mut head = LockHead::new(0, 0, 1, b"k");
+        let mut head = LockHead::new(0, 1, b"k");
         assert!(matches!(
             head.request(t(5), S, true, DeadlockPolicy::WaitDie),
             Decision::Granted { upgrade: false }
@@ -1804,7 +1842,7 @@ mod tests {
 
     fn run_head_schedule(ops: &[HeadOp], policy: DeadlockPolicy) -> Result<(), TestCaseError> {
         let detect = policy == DeadlockPolicy::Detect;
-        let mut head = LockHead::new(0, 0, 1, b"k");
+        let mut head = LockHead::new(0, 1, b"k");
         let mut parked = Parked::default();
         for op in ops {
             match *op {
