@@ -280,7 +280,7 @@ fn b19_concurrent_changes_evictions_and_flushes_keep_the_wal_order_and_lose_noth
     }
 }
 
-/// B19, B23 (issue 19, second race): while a write-back is between claiming a page (clearing
+/// B19, B23 (the write-back race): while a write-back is between claiming a page (clearing
 /// its dirty flag) and writing it, a checkpoint's `dirty_pages` must still list the page, or the
 /// checkpoint would truncate log the page still needs if the write never reaches the disk. A
 /// file system hook holds the write of one page while the test reads `dirty_pages`, for the

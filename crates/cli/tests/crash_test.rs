@@ -1,6 +1,6 @@
 //! `swizzledb crash-test`: SIGKILLs of a logged writer, each followed by a restart that must
 //! keep every acknowledged write, show nothing unacknowledged beyond the write in flight and
-//! leave a valid tree (issue 6's CI run; more with `--kills N`). The default configuration
+//! leave a valid tree (CI's run; more with `--kills N`). The default configuration
 //! (auto-commit single operations mixed with transactions, the page cleaner on a small log
 //! bound, background checkpoints every 5 ms racing the commits) runs at small scale, and so does
 //! the original transactions-only one.

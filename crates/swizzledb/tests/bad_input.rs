@@ -213,7 +213,7 @@ fn main_memory_limit_is_a_clear_error_and_loses_nothing() {
     assert_eq!(db.tree("t").unwrap().verify().unwrap().records, inserted as usize);
 }
 
-/// Issue 19 (hostile pages): a closed database whose root's first child reference names the
+/// Hostile pages: a closed database whose root's first child reference names the
 /// root itself (checksum resealed) is refused when the root is loaded (T17: `Corrupted` naming
 /// the root) instead of looping or waiting on its own latch — or, logged, rebuilt from the log
 /// (RECOVERY.md R18), since the page fails its structure check; the descent guard behind it

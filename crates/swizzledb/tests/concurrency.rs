@@ -230,7 +230,7 @@ fn stress_overlapping_keys_all_modes() {
     }
 }
 
-/// B3, B10 (issue 19, fourth race): 8 threads insert and delete in a pool of 16 frames, so frames
+/// B3, B10 (the page-table hit race): 8 threads insert and delete in a pool of 16 frames, so frames
 /// found in the page table are often evicted and reused; a finder holding a parent must not
 /// block on a frame reused for an ancestor whose holder waits for that parent. A watchdog fails
 /// the test if the threads stop making progress. (A stress test: it did not reproduce the

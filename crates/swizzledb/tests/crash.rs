@@ -693,7 +693,7 @@ fn fault_run(
     (result, counts)
 }
 
-/// Issue 6 "fault injection at every I/O call site at least once". The sites of this workload,
+/// Fault injection at every I/O call site at least once. The sites of this workload,
 /// counted per operation and file class on a run without faults, each failed at its first,
 /// middle and last call (writes with EIO and with ENOSPC):
 /// - page file: open, len, set_len (create), read (misses after eviction), write (eviction,

@@ -452,7 +452,7 @@ fn open_follows_the_files_page_size_unless_one_is_set() {
     }
 }
 
-/// Issue 19 (fifth race): a tree refused because the catalog is full leaves nothing in the log, so
+/// The catalog's race: a tree refused because the catalog is full leaves nothing in the log, so
 /// a restart does not bring it back (or fail on a catalog that cannot be written).
 #[test]
 fn a_tree_refused_for_a_full_catalog_leaves_no_record() {
@@ -483,7 +483,7 @@ fn a_tree_refused_for_a_full_catalog_leaves_no_record() {
     db.close().unwrap();
 }
 
-/// T13, W11 (issue 19, fifth race, split half): a structure change made in memory whose record the
+/// T13, W11 (a split whose record the log refuses): a structure change made in memory whose record the
 /// log refuses (here too large for 8 KiB segments holding 8 KiB pages) fails the log for good:
 /// no later write succeeds and nothing of the change reaches the file, and the next open
 /// restarts to a valid tree with every acknowledged write.

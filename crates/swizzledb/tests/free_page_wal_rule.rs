@@ -1,4 +1,4 @@
-//! Issue 19, third race (RECOVERY.md R13, buffer README B23): the WAL rule for page 0 and for
+//! The race of a freed page's write (RECOVERY.md R13, buffer README B23): the WAL rule for page 0 and for
 //! freed pages. A page freed by a merge is written to the file as a `Free` page (and page 0,
 //! which lists the free chain, rewritten) only when the log record of the merge is durable —
 //! on a logged database only at close, after the whole log is flushed; `flush`, checkpoints,

@@ -1,4 +1,4 @@
-//! Issue 19, item 2 (hostile pages; btree README T5, T16, T17; RECOVERY.md R9): a page that
+//! Hostile pages (btree README T5, T16, T17; RECOVERY.md R9): a page that
 //! passes its checksum but is structurally wrong gives a typed error naming a page (or, at
 //! restart, a log position), never a panic, a hang or a deadlock.
 //!

@@ -1,4 +1,4 @@
-//! Crashes while checkpoints and the page cleaner race commits (issue 19's test list): several
+//! Crashes while checkpoints and the page cleaner race commits (RECOVERY.md R7, R15, R16): several
 //! writer threads commit transactions of inserts, updates and deletes (sync commits, each thread
 //! on its own keys, an oracle of the acknowledged commits per thread), a thread calls
 //! `Database::checkpoint` every few milliseconds besides the background checkpointer, a small

@@ -694,7 +694,7 @@ impl std::fmt::Debug for BufferPool {
     }
 }
 
-/// Deterministic tests of the page-table hit path (issue 19, fourth race), with their pause
+/// Deterministic tests of the page-table hit path (README B3, B10), with their pause
 /// point.
 #[cfg(test)]
 mod race_tests;

@@ -1,4 +1,4 @@
-//! Issue 19, fourth race (README B3, B10): the page-table hit path of `fix_page_from` finds a
+//! The page-table hit race (README B3, B10): the page-table hit path of `fix_page_from` finds a
 //! frame, and before it latches it the frame is evicted and reused for another page. The caller
 //! may hold the parent's latch; if the frame now holds an ancestor of that parent, latched
 //! exclusively by a thread that waits for the parent, a blocking latch wait never ends. The test
@@ -79,7 +79,7 @@ pub(super) fn evict_to_front(pool: &BufferPool, f: FrameId) {
 const HOLDER: &str = "race4-holder";
 const WAIT: Duration = Duration::from_secs(10);
 
-/// B3/B10 (issue 19, fourth race), through the pool's own calls: a three-level chain G → P → C
+/// B3/B10 (the page-table hit race), through the pool's own calls: a three-level chain G → P → C
 /// in traditional mode (swips are page ids, so every child fix goes through the page table).
 ///
 /// 1. Thread A latches P exclusively and fixes its child C: the page table names C's frame F,

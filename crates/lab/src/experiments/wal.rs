@@ -1,4 +1,4 @@
-//! `swizzledb bench wal`: what write-ahead logging costs, in four parts (issue 6, "Performance").
+//! `swizzledb bench wal`: what write-ahead logging costs, in four parts (docs/logging.md).
 //!
 //! 1. **overhead** — random-order inserts (8-byte keys, 100-byte values) in transactions of B
 //!    inserts at several thread counts, in the four configurations of Graefe et al. 2014 Fig. 14
@@ -2286,7 +2286,7 @@ impl Experiment for Plan {
 
     fn caption(&self) -> String {
         format!(
-            "Write-ahead logging benchmarks (issue 6): parts {}; databases in {}.",
+            "Write-ahead logging benchmarks: parts {}; databases in {}.",
             self.parts.iter().map(|p| p.name()).collect::<Vec<_>>().join(", "),
             self.dir.display()
         )
