@@ -3,8 +3,8 @@
 //! recorder all read it, and it needs nothing of them but the error type.
 
 use crate::error::{BufferError, Result};
+use crate::log_flush::LogFlush;
 use crate::page;
-use crate::wal::LogFlush;
 use std::path::PathBuf;
 use std::sync::Arc;
 use swizzledb_replacement::PolicySpec;

@@ -16,6 +16,7 @@ mod doublewrite;
 mod error;
 mod file;
 mod guard;
+mod log_flush;
 mod meta;
 pub mod page;
 mod page_table;
@@ -23,7 +24,6 @@ mod pool;
 mod stats;
 mod swip;
 pub mod trace;
-mod wal;
 
 pub use aligned::AlignedBuf;
 pub use config::{PoolConfig, PoolMode};
@@ -31,6 +31,7 @@ pub use doublewrite::DoubleWrite;
 pub use error::{BufferError, Result};
 pub use file::PageFile;
 pub use guard::{Exclusive, ExclusiveGuard, LatchKind, PageGuard, Shared, SharedGuard};
+pub use log_flush::LogFlush;
 pub use meta::{validate_tree_name, Meta, MAX_TREE_NAME};
 pub use pool::{
     Allocation, BufferPool, EvictorHandle, FilePage, FileState, PageOwner, PageView, Step, MIN_FRAMES,
@@ -43,4 +44,3 @@ pub use trace::{
     export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,
     TraceWriter, TRACE_MAGIC,
 };
-pub use wal::LogFlush;

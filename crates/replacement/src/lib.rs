@@ -9,55 +9,39 @@
 
 #![forbid(unsafe_code)]
 
-mod arc;
 mod bp_wrapper;
-mod car;
-mod clock;
-mod clock_pro;
-mod fifo;
-mod gclock;
 mod ghost;
 mod ghost_ring;
-mod hot_cold;
 mod kind;
-mod leaf;
-mod lirs;
 mod list;
-mod lru;
-mod lru_k;
-mod mq;
-mod mru;
-mod random;
+mod policies;
 mod residency;
-mod s3_fifo;
-mod sieve;
 mod spec;
 #[cfg(test)]
 mod testpool;
-mod two_q;
 
-pub use arc::ArcPolicy;
 pub use bp_wrapper::{BpConfig, BpConfigError, BpStats, BpWrapper, Variant};
-pub use car::Car;
-pub use clock::Clock;
-pub use clock_pro::ClockPro;
-pub use fifo::Fifo;
-pub use gclock::{Gclock, GclockSweep};
-pub use hot_cold::HotCold;
 pub use kind::{PolicyKind, UnknownPolicy};
-pub use leaf::LeafOnly;
-pub use lirs::Lirs;
-pub use lru::Lru;
-pub use lru_k::LruK;
-pub use mq::Mq;
-pub use mru::Mru;
-pub use random::RandomPolicy;
-pub use s3_fifo::S3Fifo;
-pub use sieve::Sieve;
+pub use policies::arc::ArcPolicy;
+pub use policies::car::Car;
+pub use policies::clock::Clock;
+pub use policies::clock_pro::ClockPro;
+pub use policies::fifo::Fifo;
+pub use policies::gclock::{Gclock, GclockSweep};
+pub use policies::hot_cold::HotCold;
+pub use policies::leaf::LeafOnly;
+pub use policies::lirs::Lirs;
+pub use policies::lru::Lru;
+pub use policies::lru_k::LruK;
+pub use policies::mq::Mq;
+pub use policies::mru::Mru;
+pub use policies::random::RandomPolicy;
+pub use policies::s3_fifo::S3Fifo;
+pub use policies::sieve::Sieve;
+pub use policies::two_q::TwoQ;
 pub use spec::PolicySpec;
 use std::sync::atomic::{AtomicU32, Ordering};
 pub use swizzledb_sync::{FrameId, PageId};
-pub use two_q::TwoQ;
 
 /// Converts a frame index in `0..capacity` back to a [`FrameId`].
 ///

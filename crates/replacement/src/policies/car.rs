@@ -9,7 +9,7 @@
 
 use parking_lot::Mutex;
 
-use crate::arc::History;
+use super::arc::History;
 use crate::list::{Place, TwoLists};
 use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
 
