@@ -293,10 +293,9 @@ impl Core {
         Ok(())
     }
 
-    /// A transaction ended: it releases its locks and leaves the transaction table.
     /// Releases a transaction's record locks (K8): at its end, or at its commit record in sync
-    /// mode (R2's early lock release).
-    /// The versions it parked in them go with them (LOCKS.md K17, K19).
+    /// mode (R2's early lock release). The versions it parked in them go with them (LOCKS.md
+    /// K17, K19).
     pub(crate) fn release_locks(&self, txn: TxnId) {
         let Some(locks) = &self.locks else { return };
         match &self.versions {
@@ -311,6 +310,7 @@ impl Core {
         }
     }
 
+    /// A transaction ended: it releases its locks and leaves the transaction table.
     pub(crate) fn finish_txn(&self, txn: TxnId) {
         self.release_locks(txn);
         if let Some(wal) = &self.wal {
