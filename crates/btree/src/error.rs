@@ -54,15 +54,19 @@ pub enum TreeError {
     /// The transaction an auto-commit write ran in (T14) could not finish: a record lock stayed
     /// refused, or the engine failed. Nothing was changed; retry the write.
     #[error("the auto-commit transaction of this write failed: {0}")]
-    Transaction(#[source] crate::log::LogFailure),
+    Transaction(#[source] LogFailure),
     /// The write-ahead log could not record a change (T11): the change was not made, or — for a
     /// structure change — the engine stops writing pages until it is reopened and restarted.
     #[error("the write-ahead log failed: {0}; reopen the database to recover")]
-    Log(#[source] crate::log::LogFailure),
+    Log(#[source] LogFailure),
     /// The buffer pool or the file failed.
     #[error(transparent)]
     Buffer(#[from] BufferError),
 }
+
+/// A failure to log, from the engine's log; the operation that met it fails with
+/// [`TreeError::Log`].
+pub type LogFailure = Box<dyn std::error::Error + Send + Sync>;
 
 /// Result alias for tree operations.
 pub type Result<T, E = TreeError> = std::result::Result<T, E>;

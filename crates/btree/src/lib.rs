@@ -16,12 +16,14 @@ mod optimistic;
 pub mod overflow;
 mod scan;
 mod tree;
+mod verify;
 
 pub use api::{prefix_end, CompareAndSwapError, KeyValue};
 pub use error::{Result, TreeError};
 pub use log::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
 pub use overflow::{max_inline_value_len, MAX_VALUE_LEN};
-pub use scan::{key_after, NoGate, Overlay, RangeIter, ReadGate, Rebuilt, RevRangeIter};
+pub use scan::{key_after, Overlay, RangeIter, Rebuilt, RevRangeIter};
 pub use tree::{
-    max_key_len, max_value_len, validate_page, AutoCommit, BTreeOwner, GapGate, Gated, Tree, TreeShape,
+    max_key_len, max_value_len, validate_page, AutoCommit, BTreeOwner, GapGate, Gated, NoGate, ReadGate, Tree,
 };
+pub use verify::TreeShape;

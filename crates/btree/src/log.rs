@@ -14,6 +14,8 @@ use swizzledb_buffer::page;
 use swizzledb_buffer::{ExclusiveGuard, PageId, Swip};
 use swizzledb_sync::Lsn;
 
+pub use crate::error::LogFailure;
+pub use crate::overflow::stored_form;
 use crate::{node, overflow};
 
 /// A change to one record of a leaf, with what undoing it needs (T11).
@@ -75,33 +77,6 @@ impl<'a> LeafChange<'a> {
             LeafChange::Delete { key, old } => LeafChange::Insert { key, value: old },
         }
     }
-}
-
-/// The value field a leaf stores for `value` (T22): the value itself, or — for a large value
-/// — the stub of its chain `chain`, written into `stub`. `chain` must hold exactly the pages
-/// the value needs (none for a value stored in its leaf).
-///
-/// # Errors
-/// The chain does not match the value's size.
-pub fn stored_form<'v>(
-    page_size: usize,
-    value: &'v [u8],
-    chain: &[PageId],
-    stub: &'v mut [u8; overflow::STUB_LEN],
-) -> Result<(&'v [u8], bool), String> {
-    let want = overflow::chain_len(page_size, value.len());
-    if chain.len() != want {
-        return Err(format!(
-            "a value of {} bytes with {} overflow pages (it needs {want})",
-            value.len(),
-            chain.len()
-        ));
-    }
-    if want == 0 {
-        return Ok((value, false));
-    }
-    *stub = overflow::Stub::of(value, chain[0]).encode();
-    Ok((&stub[..], true))
 }
 
 /// Applies `change` to the leaf `page` during redo (T12): the record must be absent for an
@@ -257,10 +232,6 @@ pub fn redo_node(page: &mut [u8], change: &NodeChange<'_>) -> Result<(), String>
     page.copy_from_slice(&p);
     Ok(())
 }
-
-/// A failure to log, from the engine's log; the operation that met it fails with
-/// [`crate::TreeError::Log`].
-pub type LogFailure = Box<dyn std::error::Error + Send + Sync>;
 
 /// One page of a structure change: its latched page and, unless its new contents are to be
 /// logged as a whole, the logical change made to it.

@@ -6,8 +6,7 @@
 //! child it cannot load (I/O error, damage) fails the descent with the pool's error.
 
 use crate::node;
-use crate::tree::Tree;
-use swizzledb_buffer::{LatchKind, PageGuard, PageView, SharedGuard, Step};
+use swizzledb_buffer::{BufferPool, FrameId, LatchKind, PageGuard, PageView, SharedGuard, Step};
 
 /// Restarts before a descent gives up on reading optimistically: a page that keeps changing is
 /// better waited for with a latch than re-read.
@@ -34,18 +33,24 @@ enum Attempt<'a, M: LatchKind> {
     Failed(swizzledb_buffer::BufferError),
 }
 
-impl Tree {
+/// A tree's root in its pool: all an optimistic descent needs of the tree (`Tree::optimistic`).
+pub(crate) struct Root<'p> {
+    pub(crate) pool: &'p BufferPool,
+    pub(crate) root: FrameId,
+}
+
+impl<'p> Root<'p> {
     /// Descends towards `key` optimistically (T20), or `None` where lock coupling from the root
     /// must do it: optimistic reads are off (traditional mode, a trace, timed fixes), the root
     /// is a leaf, or the tree kept changing under the reader. The caller holds no latch.
     ///
     /// # Errors
     /// Loading a node failed (the pool's error).
-    pub(crate) fn descend_optimistic<M: LatchKind>(
+    pub(crate) fn descend<M: LatchKind>(
         &self,
         key: &[u8],
-    ) -> Result<Option<Reached<'_, M>>, swizzledb_buffer::BufferError> {
-        let pool = &*self.pool;
+    ) -> Result<Option<Reached<'p, M>>, swizzledb_buffer::BufferError> {
+        let pool = self.pool;
         if !pool.optimistic_reads() {
             return Ok(None);
         }
@@ -63,7 +68,7 @@ impl Tree {
         Ok(None)
     }
 
-    fn attempt<M: LatchKind>(&self, key: &[u8]) -> Attempt<'_, M> {
+    fn attempt<M: LatchKind>(&self, key: &[u8]) -> Attempt<'p, M> {
         let Some(mut view) = self.pool.view_root(self.root) else { return Attempt::Restart };
         let mut expect: Option<u8> = None;
         loop {
@@ -106,7 +111,7 @@ enum Read {
     HandOver,
 }
 
-impl Tree {
+impl Root<'_> {
     /// T21: reads the value under `key` with no latch at all, leaf included: the leaf is read
     /// through a view like the inner nodes (buffer README B33), its value copied into `out`,
     /// and the copy used only once the leaf's view validates; the hit then reaches the policy
@@ -114,8 +119,8 @@ impl Tree {
     /// pool does not allow it (no optimistic reads, or a policy that needs a latch for its
     /// hits, replacement R11), the leaf is not resident or has a foster child, or the tree kept
     /// changing: read with latches. The caller holds no latch.
-    pub(crate) fn get_optimistic(&self, key: &[u8], out: &mut Vec<u8>) -> Option<bool> {
-        let pool = &*self.pool;
+    pub(crate) fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+        let pool = self.pool;
         if !pool.optimistic_leaf_reads() {
             return None;
         }
@@ -267,11 +272,11 @@ mod tests {
                 .leaf_shared(&i.to_be_bytes())
                 .map(|g| node::search(&g, &i.to_be_bytes()).ok().map(|at| node::value(&g, at).to_vec()));
             let want = want.unwrap();
-            assert_eq!(tree.get_optimistic(&i.to_be_bytes(), &mut out), Some(true), "key {i}");
+            assert_eq!(tree.optimistic().get(&i.to_be_bytes(), &mut out), Some(true), "key {i}");
             assert_eq!(Some(&out), want.as_ref(), "key {i}");
         }
-        assert_eq!(tree.get_optimistic(&5000u32.to_be_bytes(), &mut out), Some(false));
-        assert_eq!(tree.get_optimistic(b"", &mut out), Some(false));
+        assert_eq!(tree.optimistic().get(&5000u32.to_be_bytes(), &mut out), Some(false));
+        assert_eq!(tree.optimistic().get(b"", &mut out), Some(false));
     }
 
     /// T21: the read never waits for a latch. With the leaf held exclusively by this very thread
@@ -284,10 +289,10 @@ mod tests {
         let restarts = pool.stats().optimistic_restarts;
         let (leaf, _) = tree.leaf_exclusive(&key).unwrap();
         let mut out = Vec::new();
-        assert_eq!(tree.get_optimistic(&key, &mut out), None);
+        assert_eq!(tree.optimistic().get(&key, &mut out), None);
         assert!(pool.stats().optimistic_restarts > restarts, "the writer was seen");
         drop(leaf);
-        assert_eq!(tree.get_optimistic(&key, &mut out), Some(true));
+        assert_eq!(tree.optimistic().get(&key, &mut out), Some(true));
     }
 
     /// T21, R11: only when asked for, only with a policy that takes hits without a latch, and
@@ -302,7 +307,7 @@ mod tests {
             let spec: PolicySpec = policy.parse().unwrap();
             let (_dir, pool, tree) = warm_tree(|c| c.policy = spec);
             assert_eq!(pool.optimistic_leaf_reads(), latch_free, "{policy}");
-            assert_eq!(tree.get_optimistic(&7u32.to_be_bytes(), &mut Vec::new()).is_some(), latch_free);
+            assert_eq!(tree.optimistic().get(&7u32.to_be_bytes(), &mut Vec::new()).is_some(), latch_free);
             assert_eq!(tree.get(&7u32.to_be_bytes()).unwrap(), Some(vec![7; 37]), "{policy}");
         }
         let (_dir, pool, _) = warm_tree(|c| c.mode = PoolMode::Traditional);
@@ -316,6 +321,6 @@ mod tests {
             c.policy = "lru".parse().unwrap();
         });
         assert!(pool.optimistic_leaf_reads(), "main-memory mode has no policy to tell");
-        assert_eq!(tree.get_optimistic(&7u32.to_be_bytes(), &mut Vec::new()), Some(true));
+        assert_eq!(tree.optimistic().get(&7u32.to_be_bytes(), &mut Vec::new()), Some(true));
     }
 }

@@ -29,6 +29,33 @@ use swizzledb_buffer::page::{self, get_u32, get_u64, put_u32, put_u64, PageType,
 use swizzledb_buffer::{ExclusiveGuard, PageId, Shared};
 use swizzledb_sync::Lsn;
 
+/// The value field a leaf stores for `value` (T22): the value itself, or — for a large value
+/// — the stub of its chain `chain`, written into `stub`. `chain` must hold exactly the pages
+/// the value needs (none for a value stored in its leaf).
+///
+/// # Errors
+/// The chain does not match the value's size.
+pub fn stored_form<'v>(
+    page_size: usize,
+    value: &'v [u8],
+    chain: &[PageId],
+    stub: &'v mut [u8; STUB_LEN],
+) -> Result<(&'v [u8], bool), String> {
+    let want = chain_len(page_size, value.len());
+    if chain.len() != want {
+        return Err(format!(
+            "a value of {} bytes with {} overflow pages (it needs {want})",
+            value.len(),
+            chain.len()
+        ));
+    }
+    if want == 0 {
+        return Ok((value, false));
+    }
+    *stub = Stub::of(value, chain[0]).encode();
+    Ok((&stub[..], true))
+}
+
 /// Bytes of a stub.
 pub const STUB_LEN: usize = 20;
 
@@ -243,8 +270,7 @@ impl<'a> Chain<'a> {
     #[cold]
     fn stub_form<'v>(&self, value: &'v [u8], stub: &'v mut [u8; STUB_LEN]) -> (&'v [u8], bool) {
         let ps = self.guards[0].pool().page_size();
-        crate::log::stored_form(ps, value, &self.ids(), stub)
-            .expect("T22: the chain was written for this value")
+        stored_form(ps, value, &self.ids(), stub).expect("T22: the chain was written for this value")
     }
 
     /// The change that wrote this chain is logged at `lsn`: the chain is the stub's now.

@@ -1,4 +1,5 @@
-//! Scans, and the read gate that decides which records a read may return (T18).
+//! Scans, through the read gate that decides which records a read may return (T18,
+//! [`ReadGate`]).
 //!
 //! A scan copies the records of one leaf at a time out under its shared latch; the next leaf is
 //! found by a fresh descent from the root (no sibling links, T1). With a [`ReadGate`] that
@@ -18,58 +19,7 @@ use swizzledb_sync::Lsn;
 
 use crate::error::{Result, TreeError};
 use crate::node;
-use crate::tree::Tree;
-
-/// Decides whether a read may return what a leaf holds for a key (T18). The engine implements
-/// it twice: outside a transaction it holds back records with uncommitted changes; in a
-/// transaction it takes the key's shared lock.
-pub trait ReadGate {
-    /// Whether `key` (`None`: the end of the tree) may be read now. Called with the leaf that
-    /// holds the key (for `None`, the last leaf) latched shared, so it must neither wait nor
-    /// latch. `Ok(false)`: the reader unlatches, calls [`ReadGate::wait`], and reads afresh.
-    ///
-    /// # Errors
-    /// The read must fail (e.g. a lock refused to a deadlock's victim).
-    fn try_pass(&self, tree: &Tree, key: Option<&[u8]>) -> Result<bool>;
-
-    /// Waits, with no latch held, until `key` may be tried again.
-    ///
-    /// # Errors
-    /// The wait failed or timed out; the read fails with it.
-    fn wait(&self, tree: &Tree, key: Option<&[u8]>) -> Result<()>;
-
-    /// Whether a key that passed stays passable until the reader is done (a lock held to the
-    /// end of the transaction). A reverse scan then need not check a gap's closing key again.
-    fn holds(&self) -> bool {
-        false
-    }
-
-    /// Whether the gate checks anything. The open gate ([`NoGate`]) lets scans skip the closing
-    /// keys altogether.
-    fn checks(&self) -> bool {
-        true
-    }
-}
-
-/// The gate that lets everything pass: a read returns whatever the leaf holds, uncommitted
-/// changes included. The default of an unlogged database's handles, and what a transaction
-/// uses for a key whose lock it already holds.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoGate;
-
-impl ReadGate for NoGate {
-    fn try_pass(&self, _: &Tree, _: Option<&[u8]>) -> Result<bool> {
-        Ok(true)
-    }
-
-    fn wait(&self, _: &Tree, _: Option<&[u8]>) -> Result<()> {
-        Ok(())
-    }
-
-    fn checks(&self) -> bool {
-        false
-    }
-}
+use crate::tree::{NoGate, ReadGate, Tree};
 
 /// What a range read returns in place of the tree's records (T27): the engine's snapshot
 /// reads. The scan reads the tree with no gate and asks the overlay, for each record it

@@ -2,11 +2,9 @@
 
 use crate::error::{Result, TreeError};
 use crate::log::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
-use crate::node::{self, Fence, FOSTER_SWIP};
-use crate::optimistic::Reached;
+use crate::node::{self, FOSTER_SWIP};
+use crate::optimistic::{Reached, Root};
 use crate::overflow::{self, Chain};
-use crate::scan::{NoGate, ReadGate};
-use std::collections::HashSet;
 use std::sync::Arc;
 use swizzledb_buffer::page::{self, HEADER_SIZE};
 use swizzledb_buffer::{
@@ -122,25 +120,55 @@ pub trait AutoCommit: Send + Sync {
     ) -> Result<std::result::Result<(), crate::CompareAndSwapError>>;
 }
 
-/// Counts gathered by [`Tree::verify`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TreeShape {
-    /// Levels, counting the leaf level.
-    pub height: usize,
-    /// All nodes.
-    pub nodes: usize,
-    /// Leaf nodes.
-    pub leaves: usize,
-    /// Nodes reachable only through a foster parent (not yet adopted).
-    pub foster_children: usize,
-    /// Records in leaves.
-    pub records: usize,
-    /// Swizzled references met on the way.
-    pub swizzled: usize,
-    /// Records whose value lives in overflow pages (T22).
-    pub large_values: usize,
-    /// Overflow pages of those values.
-    pub overflow_pages: usize,
+/// Decides whether a read may return what a leaf holds for a key (T18). The engine implements
+/// it twice: outside a transaction it holds back records with uncommitted changes; in a
+/// transaction it takes the key's shared lock.
+pub trait ReadGate {
+    /// Whether `key` (`None`: the end of the tree) may be read now. Called with the leaf that
+    /// holds the key (for `None`, the last leaf) latched shared, so it must neither wait nor
+    /// latch. `Ok(false)`: the reader unlatches, calls [`ReadGate::wait`], and reads afresh.
+    ///
+    /// # Errors
+    /// The read must fail (e.g. a lock refused to a deadlock's victim).
+    fn try_pass(&self, tree: &Tree, key: Option<&[u8]>) -> Result<bool>;
+
+    /// Waits, with no latch held, until `key` may be tried again.
+    ///
+    /// # Errors
+    /// The wait failed or timed out; the read fails with it.
+    fn wait(&self, tree: &Tree, key: Option<&[u8]>) -> Result<()>;
+
+    /// Whether a key that passed stays passable until the reader is done (a lock held to the
+    /// end of the transaction). A reverse scan then need not check a gap's closing key again.
+    fn holds(&self) -> bool {
+        false
+    }
+
+    /// Whether the gate checks anything. The open gate ([`NoGate`]) lets scans skip the closing
+    /// keys altogether.
+    fn checks(&self) -> bool {
+        true
+    }
+}
+
+/// The gate that lets everything pass: a read returns whatever the leaf holds, uncommitted
+/// changes included. The default of an unlogged database's handles, and what a transaction
+/// uses for a key whose lock it already holds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoGate;
+
+impl ReadGate for NoGate {
+    fn try_pass(&self, _: &Tree, _: Option<&[u8]>) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn wait(&self, _: &Tree, _: Option<&[u8]>) -> Result<()> {
+        Ok(())
+    }
+
+    fn checks(&self) -> bool {
+        false
+    }
 }
 
 /// Decides whether a writer may add a key to a gap, or widen one by removing a key, given the
@@ -215,9 +243,6 @@ fn closing_key(leaf: &[u8], i: usize) -> Closing<'_> {
         Closing::Beyond
     }
 }
-
-/// What `verify` expects of a child: (swip offset in the parent, low fence, high fence, level).
-type ChildSpec = (usize, Option<Vec<u8>>, Option<Vec<u8>>, u8);
 
 /// Node fill below which a delete tries to merge the node with a sibling.
 fn underfull(page: &[u8]) -> bool {
@@ -344,6 +369,11 @@ impl Tree {
     }
 
     /// The gate of this handle's plain reads (T18).
+    /// What an optimistic descent (T20, T21) needs of the tree: its pool and root.
+    pub(crate) fn optimistic(&self) -> Root<'_> {
+        Root { pool: &self.pool, root: self.root }
+    }
+
     pub(crate) fn own_gate(&self) -> &(dyn ReadGate + Sync + '_) {
         match &self.read_gate {
             Some(g) => &**g,
@@ -490,7 +520,7 @@ impl Tree {
     /// else by lock coupling from the root (T8).
     pub(crate) fn leaf_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
         let pool = &*self.pool;
-        let mut g: SharedGuard<'_> = match self.descend_optimistic::<Shared>(key)? {
+        let mut g: SharedGuard<'_> = match self.optimistic().descend::<Shared>(key)? {
             Some(Reached::Leaf(g) | Reached::Inner(g)) => g,
             None => pool.fix_root(self.root),
         };
@@ -539,7 +569,7 @@ impl Tree {
         }
         let pool = &*self.pool;
         let mut saw_foster = false;
-        let root: SharedGuard<'_> = match self.descend_optimistic::<Exclusive>(key)? {
+        let root: SharedGuard<'_> = match self.optimistic().descend::<Exclusive>(key)? {
             Some(Reached::Leaf(leaf)) => return self.foster_walk(leaf, key, false),
             // An inner node with a foster child, or whose next swip is a page id.
             Some(Reached::Inner(g)) => {
@@ -629,7 +659,7 @@ impl Tree {
                 static VALUE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
             }
             let mut value = VALUE.take();
-            if let Some(found) = self.get_optimistic(key, &mut value) {
+            if let Some(found) = self.optimistic().get(key, &mut value) {
                 let r = f(found.then_some(&value[..]));
                 VALUE.set(value);
                 return Ok(r);
@@ -1346,180 +1376,6 @@ impl Tree {
     // ------------------------------------------------------------------------------------------
     // Verification (scans: scan.rs)
     // ------------------------------------------------------------------------------------------
-
-    /// An estimate of the number of records from a few nodes per level (T30): a node's
-    /// estimate is its record count for a leaf; for an inner node, the sum of its children's
-    /// if it has at most three, else its child count times the mean estimate of children
-    /// sampled inside it (at a quarter, a half and three quarters below the two top levels,
-    /// the middle one below that), plus its foster child's. It reads at most
-    /// `1 + 3 + 9 * (height - 1)` nodes; exact for a one-leaf tree, and as close as the sampled
-    /// leaves' fill is to the rest. Uncommitted records count. Concurrent writers only move it
-    /// by what they change meanwhile; a node freed under it counts as empty.
-    ///
-    /// # Errors
-    /// The tree was closed or dropped (T15, T25); I/O errors reading a node.
-    pub fn approximate_len(&self) -> Result<u64> {
-        self.check_open()?;
-        let root: SharedGuard<'_> = self.pool.fix_root(self.root);
-        Ok(self.estimate(root, 2)?.round() as u64)
-    }
-
-    /// [`Tree::approximate_len`] below `g`, sampling three children down `wide` more levels.
-    fn estimate(&self, g: SharedGuard<'_>, wide: u32) -> Result<f64> {
-        let level = node::level(&g);
-        let n = node::count(&g);
-        let mut picks = Vec::new();
-        let mut estimate = 0.0;
-        if node::is_leaf(&g) {
-            estimate = n as f64;
-        } else if n > 0 {
-            // Inner children only: a tree's edges hold its partly filled nodes (the last leaf
-            // of a load in key order), which would weigh as much as all the full ones between.
-            picks = match (wide, n) {
-                (_, ..=3) => (0..n).collect(),
-                (0, _) => vec![n / 2],
-                _ => vec![n / 4, n / 2, 3 * n / 4],
-            };
-        }
-        let swips: Vec<(usize, bool)> = picks
-            .iter()
-            .map(|&i| (node::child_swip_off(&g, i), false))
-            .chain(node::foster_key(&g).map(|_| (node::FOSTER_SWIP, true)))
-            .collect();
-        let pool = &*self.pool;
-        let targets: Vec<(PageId, bool)> = swips
-            .into_iter()
-            .filter_map(|(off, foster)| {
-                Swip::from_raw(page::get_u64(&g, off)).map(|s| (pool.swip_page_id(s), foster))
-            })
-            .collect();
-        drop(g);
-        let mut sampled = 0.0;
-        for (pid, foster) in targets {
-            let c = self.with_room(|| Ok(pool.fix_page::<Shared>(pid)?))?;
-            // Freed or reused meanwhile: nothing to count there.
-            let expected = if foster { level } else { level.wrapping_sub(1) };
-            if node::validate(&c).is_err() || node::level(&c) != expected {
-                continue;
-            }
-            let e = self.estimate(c, if foster { 0 } else { wide.saturating_sub(1) })?;
-            if foster {
-                estimate += e;
-            } else {
-                sampled += e;
-            }
-        }
-        if !picks.is_empty() {
-            // Every child read: their sum; else the mean of those read, times the children.
-            estimate += if picks.len() == n { sampled } else { sampled / picks.len() as f64 * n as f64 };
-        }
-        Ok(estimate)
-    }
-
-    /// Full structural check (T1–T4 and B6): fences, key order, levels, every node reached by
-    /// exactly one reference, swizzled references matching the child's recorded parent. Call it
-    /// while no other thread changes the tree.
-    ///
-    /// # Errors
-    /// A description of the first violation (or an I/O error while reading pages).
-    pub fn verify(&self) -> std::result::Result<TreeShape, String> {
-        let mut shape = TreeShape::default();
-        let mut seen = HashSet::new();
-        let root: SharedGuard<'_> = self.pool.fix_root(self.root);
-        shape.height = usize::from(node::level(&root)) + 1;
-        self.verify_node(root, None, None, None, &mut seen, &mut shape)?;
-        Ok(shape)
-    }
-
-    /// Checks one node, then its children. The node is unlatched before its children are visited
-    /// (the caller guarantees no concurrent changes), so a small pool can evict visited siblings.
-    fn verify_node(
-        &self,
-        g: SharedGuard<'_>,
-        low: Fence<'_>,
-        high: Fence<'_>,
-        level: Option<u8>,
-        seen: &mut HashSet<PageId>,
-        shape: &mut TreeShape,
-    ) -> std::result::Result<(), String> {
-        let pid = g.page_id();
-        let at = |msg: String| format!("{pid:?}: {msg}");
-        if !seen.insert(pid) {
-            return Err(at("reached by more than one reference".into()));
-        }
-        node::validate(&g).map_err(&at)?;
-        let lvl = node::level(&g);
-        if level.is_some_and(|l| l != lvl) {
-            return Err(at(format!("level {lvl}, expected {level:?}")));
-        }
-        if node::low_fence(&g) != low || node::high_fence(&g) != high {
-            return Err(at(format!(
-                "fences {:?}..{:?}, expected {low:?}..{high:?}",
-                node::low_fence(&g),
-                node::high_fence(&g)
-            )));
-        }
-        let own_high = node::own_high(&g).map(<[u8]>::to_vec);
-        if let Some(fk) = node::foster_key(&g) {
-            if low.is_some_and(|l| fk <= l) || high.is_some_and(|h| fk >= h) {
-                return Err(at("foster key outside the fences".into()));
-            }
-        }
-        let n = node::count(&g);
-        shape.nodes += 1;
-        let keys: Vec<Vec<u8>> = (0..n).map(|i| node::key(&g, i).to_vec()).collect();
-        if keys.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(at("keys out of order".into()));
-        }
-        let first_checked = usize::from(!node::is_leaf(&g));
-        for k in keys.iter().skip(first_checked) {
-            if low.is_some_and(|l| k.as_slice() < l) || own_high.as_ref().is_some_and(|h| k >= h) {
-                return Err(at(format!("key {k:?} outside its range")));
-            }
-        }
-        let mut children: Vec<ChildSpec> = Vec::new();
-        let mut stubs = Vec::new();
-        if node::is_leaf(&g) {
-            shape.leaves += 1;
-            shape.records += n;
-            stubs.extend((0..n).filter(|&i| node::is_stub(&*g, i)).map(|i| node::value(&g, i).to_vec()));
-        } else {
-            if keys[0].as_slice() != low.unwrap_or(b"") {
-                return Err(at("first separator differs from the low fence".into()));
-            }
-            for i in 0..n {
-                let clow = if i == 0 { low.map(<[u8]>::to_vec) } else { Some(keys[i].clone()) };
-                let chigh = if i + 1 < n { Some(keys[i + 1].clone()) } else { own_high.clone() };
-                children.push((node::child_swip_off(&g, i), clow, chigh, lvl - 1));
-            }
-        }
-        if let Some(fk) = node::foster_key(&g) {
-            shape.foster_children += 1;
-            children.push((FOSTER_SWIP, Some(fk.to_vec()), high.map(<[u8]>::to_vec), lvl));
-        }
-        let pool = &*self.pool;
-        let mut targets = Vec::with_capacity(children.len());
-        for (off, clow, chigh, clvl) in children {
-            let swip = Swip::from_raw(page::get_u64(&g, off)).ok_or_else(|| at("invalid swip".into()))?;
-            if swip.is_swizzled() {
-                shape.swizzled += 1;
-                if pool.swizzled_parent(swip) != Some(g.frame()) {
-                    return Err(at(format!("swizzled child {swip:?} records another parent")));
-                }
-            }
-            targets.push((pool.swip_page_id(swip), clow, chigh, clvl));
-        }
-        drop(g);
-        for stub in stubs {
-            shape.large_values += 1;
-            shape.overflow_pages += self.verify_chain(&stub, pid, seen)?;
-        }
-        for (cpid, clow, chigh, clvl) in targets {
-            let c = self.with_room(|| Ok(pool.fix_page::<Shared>(cpid)?)).map_err(|e| at(e.to_string()))?;
-            self.verify_node(c, clow.as_deref(), chigh.as_deref(), Some(clvl), seen, shape)?;
-        }
-        Ok(())
-    }
 
     // ------------------------------------------------------------------------------------------
     // Compare-and-swap (api.rs has the public entry points)
