@@ -142,13 +142,13 @@ pub fn write_rows<R: Serialize + Default>(dir: &Path, stem: &str, rows: &[R]) ->
     Ok(())
 }
 
-/// Writes the checks of the paper's claims to `<dir>/<stem>.checks.json`, in the form of the
+/// Writes the checks of the paper's claims (`experiment::Check`) to `<dir>/<stem>.checks.json`, in the form of the
 /// JSON result file (`{"schema": 1, "environment": {...}, "rows": [checks]}`), even if there are
 /// none: `swizzledb reproduce` builds its report from this file.
 ///
 /// # Errors
 /// The file cannot be written.
-pub fn write_checks(dir: &Path, stem: &str, checks: &[crate::experiment::Check]) -> Result<(), OutputError> {
+pub fn write_checks<C: Serialize>(dir: &Path, stem: &str, checks: &[C]) -> Result<(), OutputError> {
     write_json(&dir.join(format!("{stem}.checks.json")), checks)
 }
 

@@ -75,7 +75,7 @@ pub enum WorkloadError {
     /// LMDB failed (a peer engine, `--engine lmdb`).
     #[cfg(feature = "lmdb")]
     #[error(transparent)]
-    Lmdb(#[from] crate::engine::LmdbError),
+    Lmdb(#[from] crate::engine::lmdb_error::LmdbError),
     /// A record the workload wrote is not there.
     #[error("{table}: no record {key}; the database was not loaded by this workload, or it is damaged")]
     Missing {

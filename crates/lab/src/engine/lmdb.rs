@@ -21,40 +21,14 @@ use std::path::Path;
 
 use swizzledb_peers::heed::types::Bytes;
 use swizzledb_peers::heed::{self, CommitOrAbort, Database, Env, MdbError, PutFlags, RoTxn, RwTxn, WithTls};
-use swizzledb_peers::{create_lmdb, Durability, LmdbOptions, PeersError};
+use swizzledb_peers::{create_lmdb, Durability, LmdbOptions};
 
+pub use super::lmdb_error::LmdbError;
 use super::{Abort, Engine, EngineName, TxRead, TxWrite};
 use crate::workload::WorkloadError;
 
 /// A table of an LMDB environment (a named database of byte keys and values).
 pub type LmdbTable = Database<'static, Bytes, Bytes>;
-
-/// What went wrong in LMDB.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LmdbError {
-    /// The environment could not be created.
-    #[error(transparent)]
-    Create(#[from] PeersError),
-    /// The data outgrew the map.
-    #[error(
-        "LMDB's map of {map_mib} MiB is full: the data outgrew the size reserved for it; shorten the run \
-         (--duration, --repeat, fewer inserting workloads) or report the sizing as a bug"
-    )]
-    MapFull {
-        /// The map's size.
-        map_mib: u64,
-    },
-    /// A table the workload needs is not there.
-    #[error("LMDB: no table {0}; load the workload first")]
-    NoTable(String),
-    /// A table created twice.
-    #[error("LMDB: the table {0} exists already")]
-    TableExists(String),
-    /// Any other error of LMDB or heed.
-    #[error("LMDB: {0}")]
-    Heed(#[from] heed::Error),
-}
 
 /// Tables an environment may hold (TPC-C has 11).
 const MAX_TABLES: u32 = 32;

@@ -23,6 +23,8 @@
 
 #[cfg(feature = "lmdb")]
 mod lmdb;
+#[cfg(feature = "lmdb")]
+pub(crate) mod lmdb_error;
 
 #[cfg(feature = "lmdb")]
 pub use lmdb::{Lmdb, LmdbError, LmdbRead, LmdbTable, LmdbWrite};

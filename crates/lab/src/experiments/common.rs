@@ -240,11 +240,17 @@ pub fn measure_points_with_peers(
     Ok(outcome)
 }
 
-/// The logging note, then every point's table.
+/// The logging note, then every point's table, each followed by its ratios to main-memory and
+/// to the peers if `ratios` (`bench lookup`).
 ///
 /// # Errors
 /// Writing to `out` failed.
-pub fn print_points(out: &mut dyn Write, configs: &[Config], outcome: &Outcome) -> io::Result<()> {
+pub fn print_points(
+    out: &mut dyn Write,
+    configs: &[Config],
+    outcome: &Outcome,
+    ratios: bool,
+) -> io::Result<()> {
     let mut out = out;
     if configs.iter().any(|c| !c.modes.is_empty()) {
         // SwizzleDB's logging setting; peers alone have none.
@@ -254,6 +260,9 @@ pub fn print_points(out: &mut dyn Write, configs: &[Config], outcome: &Outcome) 
         writeln!(out)?;
         let peers = outcome.peers.get(i).map_or(&[][..], Vec::as_slice);
         report::print_table_with_peers(&mut out, cfg, results, peers)?;
+        if ratios {
+            report::print_ratios(&mut out, results, peers)?;
+        }
     }
     Ok(())
 }

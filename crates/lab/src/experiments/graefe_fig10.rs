@@ -130,7 +130,7 @@ impl Experiment for Fig10 {
     }
 
     fn tables(&self, outcome: &Outcome, mut out: &mut dyn Write) -> io::Result<()> {
-        print_points(out, &self.configs, outcome)?;
+        print_points(out, &self.configs, outcome, false)?;
         print_fig10_summary(&mut out, &self.configs, &outcome.points)
     }
 

@@ -32,7 +32,17 @@ pub struct Fig12Args {
 /// # Errors
 /// Bad options, or a database or I/O failure.
 pub fn execute(args: &Fig12Args) -> Result<ExitCode, Box<dyn Error>> {
-    insert::execute_as(NAME, &args.common, args.records, None, None)
+    crate::experiment::execute(&plan(args)?, args.common.out.as_deref())
+}
+
+/// The insert workload as this experiment: the paper's proportions and its checks.
+///
+/// # Errors
+/// Bad options.
+pub fn plan(args: &Fig12Args) -> Result<insert::InsertPlan, crate::Usage> {
+    let mut plan = insert::plan(NAME, &args.common, args.records, None, None)?;
+    plan.claims = checks;
+    Ok(plan)
 }
 
 /// The tolerance of both checks: within this much of 1, swizzling's inserts match
@@ -121,7 +131,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().to_str().unwrap();
         let cli = TestCli::try_parse_from(["t", "--records", "12000", "--repeat", "1", "--dir", d]).unwrap();
-        let plan = insert::plan(NAME, &cli.args.common, cli.args.records, None, None).unwrap();
+        let plan = plan(&cli.args).unwrap();
         let results = plan.run(Progress::off()).unwrap();
         let rows = plan.rows(&results);
         assert_eq!(rows.len(), 3);

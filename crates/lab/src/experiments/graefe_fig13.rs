@@ -15,7 +15,15 @@ pub const NAME: &str = "graefe-fig13";
 /// # Errors
 /// Bad options, or a database or I/O failure.
 pub fn execute(args: &DriftArgs) -> Result<ExitCode, Box<dyn Error>> {
-    drift::execute_as(NAME, args)
+    crate::experiment::execute(&plan(args)?, args.common.out.as_deref())
+}
+
+/// The drift workload as this experiment, with the paper's checks.
+///
+/// # Errors
+/// Bad options.
+pub fn plan(args: &DriftArgs) -> Result<drift::DriftPlan, crate::Usage> {
+    Ok(drift::DriftPlan { claims: true, ..drift::plan(NAME, args)? })
 }
 
 #[cfg(test)]
@@ -60,12 +68,12 @@ mod tests {
         ];
         let with_direct: Vec<&str> = tiny.iter().copied().chain(["--direct-io"]).collect();
         let cli = TestCli::try_parse_from(&with_direct).unwrap();
-        let plan = drift::plan(NAME, &cli.args).unwrap();
+        let plan = plan(&cli.args).unwrap();
         let (plan, results, io) = match plan.run(Progress::off()) {
             Ok(r) => (plan, r, "direct"),
             Err(e) if e.to_string().contains("direct I/O") => {
                 eprintln!("the temp directory's file system rejects O_DIRECT; through the page cache");
-                let plan = drift::plan(NAME, &TestCli::try_parse_from(tiny).unwrap().args).unwrap();
+                let plan = super::plan(&TestCli::try_parse_from(tiny).unwrap().args).unwrap();
                 let r = plan.run(Progress::off()).unwrap();
                 (plan, r, "page-cache")
             }

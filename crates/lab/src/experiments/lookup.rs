@@ -111,7 +111,7 @@ impl Experiment for Lookup {
     }
 
     fn tables(&self, outcome: &Outcome, out: &mut dyn Write) -> io::Result<()> {
-        print_points(out, &self.configs, outcome)
+        print_points(out, &self.configs, outcome, true)
     }
 
     fn rows(&self, outcome: &Outcome) -> Vec<Record> {

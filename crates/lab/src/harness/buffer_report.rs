@@ -85,8 +85,7 @@ pub fn print_table(out: &mut impl Write, cfg: &Config, results: &[ModeResult]) -
     print_table_with_peers(out, cfg, results, &[])
 }
 
-/// [`print_table`] with a row per peer engine below the modes, and (for `bench lookup`) the
-/// ratio of each mode to each peer.
+/// [`print_table`] with a row per peer engine below the modes.
 ///
 /// # Errors
 /// Errors writing to `out`.
@@ -175,6 +174,16 @@ pub fn print_table_with_peers(
         writeln!(out, "{} FAILED: {}", r.label, r.error.unwrap_or_default())?;
     }
 
+    Ok(())
+}
+
+/// `bench lookup`'s summary below its table: each mode's throughput over main-memory's, and
+/// over each peer's.
+///
+/// # Errors
+/// Errors writing to `out`.
+pub fn print_ratios(out: &mut impl Write, results: &[ModeResult], peers: &[PeerResult]) -> io::Result<()> {
+    let rows: Vec<Row<'_>> = results.iter().map(Row::new).chain(peers.iter().map(Row::peer)).collect();
     let check = |mode: PoolMode| -> Option<String> {
         let find = |m: PoolMode| rows.iter().find(|r| r.mode == Some(m));
         let (num, den) = (find(mode)?, find(PoolMode::MainMemory)?);
@@ -184,9 +193,6 @@ pub fn print_table_with_peers(
             (_, None) => "n/a (main-memory failed)".into(),
         })
     };
-    if cfg.experiment != crate::experiments::lookup::NAME {
-        return Ok(());
-    }
     let mut first = true;
     for (mode, note) in [(PoolMode::Swizzling, "target >= 0.97"), (PoolMode::Traditional, "papers: 0.6-0.7")]
     {
@@ -521,49 +527,6 @@ pub fn repetition_chart(title: &str, cfg: &Config, results: &[ModeResult]) -> cr
             bytes(cfg.pool_bytes as u64)
         )),
         vline: None,
-        marks: None,
-    }
-}
-
-/// The chart of the drift experiment: throughput over time, one line per mode.
-#[must_use]
-pub fn drift_chart(
-    title: &str,
-    cfg: &Config,
-    samples: &[crate::experiments::drift::Sample],
-    interval: f64,
-) -> crate::plot::Chart {
-    let series = cfg
-        .modes
-        .iter()
-        .map(|&m| crate::plot::Series {
-            name: m.name().to_string(),
-            points: samples
-                .iter()
-                .filter(|s| s.mode == m.name() && s.repetition == 0)
-                .map(|s| crate::plot::Point {
-                    x: s.t_s,
-                    y: s.throughput,
-                    y_min: s.throughput,
-                    y_max: s.throughput,
-                })
-                .collect(),
-        })
-        .collect();
-    crate::plot::Chart {
-        title: title.to_string(),
-        x_label: "time (s)".to_string(),
-        y_label: "lookups per second".to_string(),
-        x_scale: crate::plot::Scale::Linear,
-        series,
-        note: Some(format!(
-            "hot set {} in {} of data, pool {}; 25% of the hot set replaced every {interval} s (first repetition); {}",
-            bytes(cfg.working_set * RECORD_BYTES),
-            bytes(cfg.records * RECORD_BYTES),
-            bytes(cfg.pool_bytes as u64),
-            if cfg.direct_io { "direct I/O" } else { "through the OS page cache" }
-        )),
-        vline: Some((interval, "first shift".to_string())),
         marks: None,
     }
 }
