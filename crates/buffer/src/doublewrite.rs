@@ -15,6 +15,7 @@
 //! no free region syncs the data file, which frees every region that was unsynced before the
 //! sync began, or waits for one in use.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,7 +24,6 @@ use parking_lot::{Condvar, Mutex};
 use swizzledb_sync::{OpenMode, PageId, Vfs, VfsFile};
 
 use crate::error::{BufferError, Result};
-use crate::file::PageFile;
 use crate::page;
 
 /// Regions of the area: as many batches as can have their in-place writes in flight at once.
@@ -147,26 +147,17 @@ impl DoubleWrite {
         self.freed.notify_all();
     }
 
-    /// The pages whose copy in `file` is torn (F15): it fails to verify (checksum, id, type:
-    /// F3) and a slot holds a copy of it that verifies, with a page LSN below `below` (the end
-    /// of the log); of several such slots the one with the highest page LSN counts. Slots of
-    /// pages beyond the end of the file, and of page 0, are ignored, and so is a page whose
-    /// copy in the file verifies: an in-place write lost whole leaves the page as it was, which
-    /// redo brings forward from the log. Returns each page with the slot's copy, in page order;
-    /// writes nothing.
-    ///
-    /// A slot is the page's last write only if that write may have been torn: a region is
-    /// reused once its writes are durable, so for a page damaged some other way the newest slot
-    /// may be older than the file's last copy. The caller puts a copy back only if the log
-    /// still holds every change after its page LSN, and replays them (RECOVERY.md R3).
+    /// For each page with a copy in the area that verifies (checksum, id, type: F3) and has a
+    /// page LSN below `below`, the copy with the highest page LSN, by page id
+    /// ([`PageFile::torn_pages`](crate::PageFile::torn_pages) compares them with the file).
     ///
     /// # Errors
-    /// I/O errors reading the area or `file`.
-    pub fn torn_pages(&self, file: &PageFile, below: swizzledb_sync::Lsn) -> Result<Vec<(PageId, Vec<u8>)>> {
+    /// I/O errors reading the area.
+    pub(crate) fn newest_copies(&self, below: swizzledb_sync::Lsn) -> Result<BTreeMap<u64, Vec<u8>>> {
         let io_err = |source| BufferError::Io { file: self.path.clone(), source };
         let len = self.file.len().map_err(io_err)?;
         let slots = usize::try_from(len).unwrap_or(usize::MAX) / self.page_size;
-        let mut best: std::collections::BTreeMap<u64, Vec<u8>> = std::collections::BTreeMap::new();
+        let mut best: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
         let mut buf = vec![0; self.page_size];
         for slot in 0..slots {
             self.file.read_exact_at(&mut buf, (slot * self.page_size) as u64).map_err(io_err)?;
@@ -179,21 +170,7 @@ impl DoubleWrite {
                 best.insert(id.get(), buf.clone());
             }
         }
-        let pages = file.len_pages()?;
-        let mut torn = Vec::new();
-        let mut current = vec![0; self.page_size];
-        for (id, copy) in best {
-            let Some(pid) = PageId::new(id) else { continue };
-            if id >= pages {
-                continue;
-            }
-            match file.read_page(pid, &mut current) {
-                Ok(()) => {}
-                Err(BufferError::Corrupted { .. }) => torn.push((pid, copy)),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(torn)
+        Ok(best)
     }
 }
 

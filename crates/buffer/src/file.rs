@@ -108,6 +108,44 @@ impl PageFile {
         }
     }
 
+    /// The pages whose copy in this file is torn (F15): it fails to verify (checksum, id, type:
+    /// F3) and a slot holds a copy of it that verifies, with a page LSN below `below` (the end
+    /// of the log); of several such slots the one with the highest page LSN counts. Slots of
+    /// pages beyond the end of the file, and of page 0, are ignored, and so is a page whose
+    /// copy in the file verifies: an in-place write lost whole leaves the page as it was, which
+    /// redo brings forward from the log. Returns each page with the slot's copy, in page order;
+    /// writes nothing.
+    ///
+    /// A slot is the page's last write only if that write may have been torn: a region is
+    /// reused once its writes are durable, so for a page damaged some other way the newest slot
+    /// may be older than the file's last copy. The caller puts a copy back only if the log
+    /// still holds every change after its page LSN, and replays them (RECOVERY.md R3).
+    ///
+    /// # Errors
+    /// I/O errors reading `area` or the file.
+    pub fn torn_pages(
+        &self,
+        area: &DoubleWrite,
+        below: swizzledb_sync::Lsn,
+    ) -> Result<Vec<(PageId, Vec<u8>)>> {
+        let best = area.newest_copies(below)?;
+        let pages = self.len_pages()?;
+        let mut torn = Vec::new();
+        let mut current = vec![0; self.page_size()];
+        for (id, copy) in best {
+            let Some(pid) = PageId::new(id) else { continue };
+            if id >= pages {
+                continue;
+            }
+            match self.read_page(pid, &mut current) {
+                Ok(()) => {}
+                Err(BufferError::Corrupted { .. }) => torn.push((pid, copy)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(torn)
+    }
+
     /// F15: from now on every page write (but page 0's) goes through `area`: written there and
     /// synced before it is written in place. Installed once; a second call changes nothing.
     pub fn use_double_write(&self, area: Arc<DoubleWrite>) {
@@ -1168,7 +1206,7 @@ mod tests {
                 fs.crash(CrashMode::Torn { seed });
                 let (pf, _) = PageFile::open(&fs, Path::new("/db/data"), false).expect("reopen");
                 let area = DoubleWrite::open(&fs, Path::new("/db/dw"), 4096).expect("area");
-                for (id, mut copy) in area.torn_pages(&pf, Lsn(u64::MAX)).expect("torn pages") {
+                for (id, mut copy) in pf.torn_pages(&area, Lsn(u64::MAX)).expect("torn pages") {
                     assert!(guarded, "seed {seed}: the area of an unguarded file names page {id}");
                     pf.write_page(id, &mut copy).expect("put back");
                     restored += 1;
@@ -1204,8 +1242,8 @@ mod tests {
         pf.read_page(pid(6), &mut bad).expect("read");
         bad[100] ^= 1; // not sealed again: page 5's copy in the file fails F3
         pf.file.write_all_at(&bad, pf.offset(pid(5)).unwrap()).expect("damage");
-        assert!(area.torn_pages(&pf, Lsn(9)).expect("torn").is_empty(), "the slot is at the log's end");
-        assert_eq!(area.torn_pages(&pf, Lsn(10)).expect("torn"), vec![(pid(5), lsn_leaf(pid(5), 9))]);
+        assert!(pf.torn_pages(&area, Lsn(9)).expect("torn").is_empty(), "the slot is at the log's end");
+        assert_eq!(pf.torn_pages(&area, Lsn(10)).expect("torn"), vec![(pid(5), lsn_leaf(pid(5), 9))]);
     }
 
     /// A leaf page whose body and page LSN are `round`.

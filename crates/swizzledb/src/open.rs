@@ -319,7 +319,7 @@ impl Builder {
         let (file, meta) = PageFile::open_logged(vfs, path, self.config.direct_io)?;
         let area = swizzledb_buffer::DoubleWrite::open(vfs, &files::double_write_path(path), meta.page_size)?;
         let mut restored = 0;
-        for (id, copy) in area.torn_pages(&file, log.end())? {
+        for (id, copy) in file.torn_pages(&area, log.end())? {
             let after = Lsn(swizzledb_buffer::page::page_lsn(&copy).0 + 1);
             let covered = log.oldest() <= after
                 || archive.and_then(swizzledb_wal::Archive::begin).is_some_and(|b| b <= after);
