@@ -6,8 +6,9 @@
 //! change after a write logged the page's whole image (the log's largest cost by far). Now a
 //! page file with a [`DoubleWrite`] writes each batch of pages twice: first into a free region
 //! of the area's file, synced, then in place. At any moment a page whose in-place write may be
-//! torn has a whole copy in the area; [`PageFile::torn_pages`](crate::PageFile::torn_pages) names those copies when a
-//! logged database opens, before anything reads its pages, and the engine puts them back.
+//! torn has a whole copy in the area; [`PageFile::torn_pages`](crate::PageFile::torn_pages)
+//! names those copies when a logged database opens, before anything reads its pages, and the
+//! engine puts them back.
 //!
 //! The area is `REGIONS` regions of `SLOTS` page slots. A region is *free*, *in use* by one
 //! writer (its copies written and synced, the in-place writes in flight), or *unsynced* (the
@@ -54,7 +55,8 @@ impl std::fmt::Debug for DoubleWrite {
 impl DoubleWrite {
     /// Opens the area's file at `path` through `vfs`, creating it if it does not exist, for a
     /// data file of `page_size`-byte pages. Whatever the file holds stays until
-    /// [`PageFile::torn_pages`](crate::PageFile::torn_pages) has read it: slots are only overwritten by later writes.
+    /// [`PageFile::torn_pages`](crate::PageFile::torn_pages) has read it: slots are only
+    /// overwritten by later writes.
     ///
     /// # Errors
     /// [`BufferError::Io`] naming the file if it cannot be opened or created.
