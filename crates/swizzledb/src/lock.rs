@@ -502,6 +502,8 @@ struct Request {
 /// A lock head's queue: no memory in the head until a request first waits there (most locks
 /// never see one), so that a head is small to move in and out of its table.
 #[derive(Default)]
+// The box is the point: eight bytes in the head instead of a `VecDeque`'s 32 (K13).
+#[allow(clippy::box_collection)]
 struct Queue(Option<Box<VecDeque<Request>>>);
 
 /// The queue of a head nobody ever waited at.
