@@ -425,131 +425,57 @@ fn point_of(values: &[f64], x: f64) -> Option<Point> {
 fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
     let mut charts = Vec::new();
     if plan.has(Part::Overhead) {
-        for &batch in &plan.batches {
-            let series = Setup::ALL
-                .iter()
-                .map(|&setup| Series {
-                    name: setup.name().to_string(),
-                    points: plan
-                        .overhead_threads
-                        .iter()
-                        .filter_map(|&t| {
-                            let v: Vec<f64> = results
-                                .inserts
-                                .iter()
-                                .filter(|r| {
-                                    r.setup == setup && r.threads == t && r.batch == setup.batch(batch)
-                                })
-                                .map(InsertRun::inserts_per_sec)
-                                .collect();
-                            point_of(&v, t as f64)
-                        })
-                        .collect(),
-                })
-                .collect();
-            charts.push((
-                format!("wal-overhead-b{batch}"),
-                Chart {
-                    title: format!("Logging overhead on inserts, {batch} insert(s) per transaction"),
-                    x_label: "threads".into(),
-                    y_label: "inserts per second".into(),
-                    x_scale: Scale::Log2,
-                    series,
-                    note: Some(format!(
-                        "{} random-order inserts, median and min..max of {} repetitions; auto-*: Tree::insert, one \
-                         transaction per insert",
-                        thousands(plan.records),
-                        plan.repeat
-                    )),
-                    vline: None,
-                    marks: None,
-                },
-            ));
-        }
+        overhead_charts(plan, results, &mut charts);
     }
     if plan.has(Part::GroupCommit) {
-        let by_threads = |f: &dyn Fn(&CommitRun) -> Option<f64>| -> Vec<Point> {
-            plan.group_threads
-                .iter()
-                .filter_map(|&t| {
-                    let v: Vec<f64> =
-                        results.commits.iter().filter(|r| r.threads == t).filter_map(f).collect();
-                    point_of(&v, t as f64)
-                })
-                .collect()
-        };
-        let note = Some(format!(
-            "one put per transaction, synchronous commit, {} s per point, median and min..max of {} repetitions",
-            plan.duration, plan.repeat
-        ));
-        charts.push((
-            "wal-group-commit".into(),
-            Chart {
-                title: "Group commit: commits per fsync".into(),
-                x_label: "committing threads".into(),
-                y_label: "commits per fsync".into(),
-                x_scale: Scale::Log2,
-                series: vec![Series {
-                    name: "log-sync".into(),
-                    points: by_threads(&CommitRun::commits_per_fsync),
-                }],
-                note: note.clone(),
-                vline: None,
-                marks: None,
-            },
-        ));
-        charts.push((
-            "wal-group-commit-throughput".into(),
-            Chart {
-                title: "Group commit: commits per second".into(),
-                x_label: "committing threads".into(),
-                y_label: "commits per second".into(),
-                x_scale: Scale::Log2,
-                series: vec![Series {
-                    name: "log-sync".into(),
-                    points: by_threads(&|r| Some(r.commits_per_sec())),
-                }],
-                note,
-                vline: None,
-                marks: None,
-            },
-        ));
+        group_commit_charts(plan, results, &mut charts);
     }
     if plan.has(Part::Restart) && !plan.run_times.is_empty() {
-        let series = TIMED_CLEANERS
+        restart_run_time_charts(plan, results, &mut charts);
+    }
+    if plan.has(Part::LogSize) {
+        log_size_charts(plan, results, &mut charts);
+    }
+    if plan.has(Part::Restart) && !plan.log_sizes.is_empty() {
+        restart_log_charts(plan, results, &mut charts);
+    }
+    charts
+}
+
+/// The overhead part: inserts/s per configuration against threads, one chart per batch size.
+fn overhead_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String, Chart)>) {
+    for &batch in &plan.batches {
+        let series = Setup::ALL
             .iter()
-            .map(|&cleaner| Series {
-                name: match cleaner {
-                    Cleaner::None => "cleaner off".to_string(),
-                    _ => format!("cleaner on, bound {}", bytes(plan.max_log)),
-                },
+            .map(|&setup| Series {
+                name: setup.name().to_string(),
                 points: plan
-                    .run_times
+                    .overhead_threads
                     .iter()
-                    .filter_map(|&secs| {
+                    .filter_map(|&t| {
                         let v: Vec<f64> = results
-                            .restarts
+                            .inserts
                             .iter()
-                            .filter(|r| r.target_secs() == Some(secs) && r.setup.cleaner == cleaner)
-                            .map(|r| r.secs)
+                            .filter(|r| r.setup == setup && r.threads == t && r.batch == setup.batch(batch))
+                            .map(InsertRun::inserts_per_sec)
                             .collect();
-                        point_of(&v, secs)
+                        point_of(&v, t as f64)
                     })
                     .collect(),
             })
             .collect();
         charts.push((
-            "wal-restart-bounded".into(),
+            format!("wal-overhead-b{batch}"),
             Chart {
-                title: "Restart time against how long the writer ran before the kill".into(),
-                x_label: "writer run time (s)".into(),
-                y_label: "restart seconds".into(),
+                title: format!("Logging overhead on inserts, {batch} insert(s) per transaction"),
+                x_label: "threads".into(),
+                y_label: "inserts per second".into(),
                 x_scale: Scale::Log2,
                 series,
                 note: Some(format!(
-                    "{} records, {} log segments, median and min..max of {} repetitions",
+                    "{} random-order inserts, median and min..max of {} repetitions; auto-*: Tree::insert, one \
+                     transaction per insert",
                     thousands(plan.records),
-                    bytes(plan.log_segment),
                     plan.repeat
                 )),
                 vline: None,
@@ -557,98 +483,190 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
             },
         ));
     }
-    if plan.has(Part::LogSize) {
-        // Repetition 0 alone: the cleaner's sawtooth is out of phase across repetitions, so a
-        // median per sample would show none of them.
-        let by_sample = |cleaner: Cleaner, f: fn(&LogSample) -> u64| -> Vec<Point> {
-            let run = results.log_sizes.iter().find(|r| r.cleaner == cleaner && r.repetition == 0);
-            run.map_or_else(Vec::new, |r| {
-                r.samples
-                    .iter()
-                    .map(|s| {
-                        let y = f(s) as f64 / MIB;
-                        Point { x: s.updates as f64, y, y_min: y, y_max: y }
-                    })
-                    .collect()
+}
+
+/// The group-commit part: commits/s and commits per fsync against committing threads.
+fn group_commit_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String, Chart)>) {
+    let by_threads = |f: &dyn Fn(&CommitRun) -> Option<f64>| -> Vec<Point> {
+        plan.group_threads
+            .iter()
+            .filter_map(|&t| {
+                let v: Vec<f64> = results.commits.iter().filter(|r| r.threads == t).filter_map(f).collect();
+                point_of(&v, t as f64)
             })
-        };
-        let kept = |s: &LogSample| s.log_kept;
-        let disk = |s: &LogSample| s.wal_dir;
-        let note = format!(
-            "{} keys, {} log segments, bound {} with the cleaner; repetition 0, a sample every {} updates",
-            thousands(plan.keys),
-            bytes(plan.log_segment),
-            bytes(plan.max_log),
-            thousands(plan.sample_every)
-        );
-        let series = |cleaners: &[Cleaner]| -> Vec<Series> {
-            cleaners
+            .collect()
+    };
+    let note = Some(format!(
+        "one put per transaction, synchronous commit, {} s per point, median and min..max of {} repetitions",
+        plan.duration, plan.repeat
+    ));
+    charts.push((
+        "wal-group-commit".into(),
+        Chart {
+            title: "Group commit: commits per fsync".into(),
+            x_label: "committing threads".into(),
+            y_label: "commits per fsync".into(),
+            x_scale: Scale::Log2,
+            series: vec![Series {
+                name: "log-sync".into(),
+                points: by_threads(&CommitRun::commits_per_fsync),
+            }],
+            note: note.clone(),
+            vline: None,
+            marks: None,
+        },
+    ));
+    charts.push((
+        "wal-group-commit-throughput".into(),
+        Chart {
+            title: "Group commit: commits per second".into(),
+            x_label: "committing threads".into(),
+            y_label: "commits per second".into(),
+            x_scale: Scale::Log2,
+            series: vec![Series {
+                name: "log-sync".into(),
+                points: by_threads(&|r| Some(r.commits_per_sec())),
+            }],
+            note,
+            vline: None,
+            marks: None,
+        },
+    ));
+}
+
+/// The restart part against the writer's run time, with the page cleaner on and off.
+fn restart_run_time_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String, Chart)>) {
+    let series = TIMED_CLEANERS
+        .iter()
+        .map(|&cleaner| Series {
+            name: match cleaner {
+                Cleaner::None => "cleaner off".to_string(),
+                _ => format!("cleaner on, bound {}", bytes(plan.max_log)),
+            },
+            points: plan
+                .run_times
                 .iter()
-                .flat_map(|&c| {
-                    let name = if c == Cleaner::None { "cleaner off" } else { "cleaner on" };
-                    [
-                        Series { name: format!("log kept, {name}"), points: by_sample(c, kept) },
-                        Series { name: format!("segment files, {name}"), points: by_sample(c, disk) },
-                    ]
+                .filter_map(|&secs| {
+                    let v: Vec<f64> = results
+                        .restarts
+                        .iter()
+                        .filter(|r| r.target_secs() == Some(secs) && r.setup.cleaner == cleaner)
+                        .map(|r| r.secs)
+                        .collect();
+                    point_of(&v, secs)
+                })
+                .collect(),
+        })
+        .collect();
+    charts.push((
+        "wal-restart-bounded".into(),
+        Chart {
+            title: "Restart time against how long the writer ran before the kill".into(),
+            x_label: "writer run time (s)".into(),
+            y_label: "restart seconds".into(),
+            x_scale: Scale::Log2,
+            series,
+            note: Some(format!(
+                "{} records, {} log segments, median and min..max of {} repetitions",
+                thousands(plan.records),
+                bytes(plan.log_segment),
+                plan.repeat
+            )),
+            vline: None,
+            marks: None,
+        },
+    ));
+}
+
+/// The log-size part: the log's size over the updates, with the page cleaner on and off.
+fn log_size_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String, Chart)>) {
+    // Repetition 0 alone: the cleaner's sawtooth is out of phase across repetitions, so a
+    // median per sample would show none of them.
+    let by_sample = |cleaner: Cleaner, f: fn(&LogSample) -> u64| -> Vec<Point> {
+        let run = results.log_sizes.iter().find(|r| r.cleaner == cleaner && r.repetition == 0);
+        run.map_or_else(Vec::new, |r| {
+            r.samples
+                .iter()
+                .map(|s| {
+                    let y = f(s) as f64 / MIB;
+                    Point { x: s.updates as f64, y, y_min: y, y_max: y }
                 })
                 .collect()
-        };
-        for (stem, title, cleaners) in [
-            ("wal-log-size", "Log kept on disk over an update run", &LOG_SIZE_CLEANERS[..]),
-            (
-                "wal-log-size-cleaner",
-                "Log kept on disk over an update run, cleaner on",
-                &LOG_SIZE_CLEANERS[..1],
-            ),
-        ] {
-            charts.push((
-                stem.into(),
-                Chart {
-                    title: title.into(),
-                    x_label: "updates".into(),
-                    y_label: "log (MiB)".into(),
-                    x_scale: Scale::Linear,
-                    series: series(cleaners),
-                    note: Some(note.clone()),
-                    vline: None,
-                    marks: Some(Marks { line: "line: the samples".into(), bars: "(no bars)".into() }),
-                },
-            ));
-        }
-    }
-    if plan.has(Part::Restart) && !plan.log_sizes.is_empty() {
-        let points = plan
-            .log_sizes
+        })
+    };
+    let kept = |s: &LogSample| s.log_kept;
+    let disk = |s: &LogSample| s.wal_dir;
+    let note = format!(
+        "{} keys, {} log segments, bound {} with the cleaner; repetition 0, a sample every {} updates",
+        thousands(plan.keys),
+        bytes(plan.log_segment),
+        bytes(plan.max_log),
+        thousands(plan.sample_every)
+    );
+    let series = |cleaners: &[Cleaner]| -> Vec<Series> {
+        cleaners
             .iter()
-            .filter_map(|&target| {
-                let v: Vec<f64> = results
-                    .restarts
-                    .iter()
-                    .filter(|r| r.target_bytes() == Some(target))
-                    .map(|r| r.secs)
-                    .collect();
-                point_of(&v, restart_median(&results.restarts, target, RestartRun::log_mib)?)
+            .flat_map(|&c| {
+                let name = if c == Cleaner::None { "cleaner off" } else { "cleaner on" };
+                [
+                    Series { name: format!("log kept, {name}"), points: by_sample(c, kept) },
+                    Series { name: format!("segment files, {name}"), points: by_sample(c, disk) },
+                ]
             })
-            .collect();
+            .collect()
+    };
+    for (stem, title, cleaners) in [
+        ("wal-log-size", "Log kept on disk over an update run", &LOG_SIZE_CLEANERS[..]),
+        ("wal-log-size-cleaner", "Log kept on disk over an update run, cleaner on", &LOG_SIZE_CLEANERS[..1]),
+    ] {
         charts.push((
-            "wal-restart".into(),
+            stem.into(),
             Chart {
-                title: "Restart time against the log since the last checkpoint".into(),
-                x_label: "log since the checkpoint (MiB)".into(),
-                y_label: "restart seconds".into(),
+                title: title.into(),
+                x_label: "updates".into(),
+                y_label: "log (MiB)".into(),
                 x_scale: Scale::Linear,
-                series: vec![Series { name: "Database::open after SIGKILL".into(), points }],
-                note: Some(format!(
-                    "{} records, page cleaner off, median and min..max of {} repetitions",
-                    thousands(plan.records),
-                    plan.repeat
-                )),
+                series: series(cleaners),
+                note: Some(note.clone()),
                 vline: None,
-                marks: None,
+                marks: Some(Marks { line: "line: the samples".into(), bars: "(no bars)".into() }),
             },
         ));
     }
-    charts
+}
+
+/// The restart part against the log written since the last checkpoint.
+fn restart_log_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String, Chart)>) {
+    let points = plan
+        .log_sizes
+        .iter()
+        .filter_map(|&target| {
+            let v: Vec<f64> = results
+                .restarts
+                .iter()
+                .filter(|r| r.target_bytes() == Some(target))
+                .map(|r| r.secs)
+                .collect();
+            point_of(&v, restart_median(&results.restarts, target, RestartRun::log_mib)?)
+        })
+        .collect();
+    charts.push((
+        "wal-restart".into(),
+        Chart {
+            title: "Restart time against the log since the last checkpoint".into(),
+            x_label: "log since the checkpoint (MiB)".into(),
+            y_label: "restart seconds".into(),
+            x_scale: Scale::Linear,
+            series: vec![Series { name: "Database::open after SIGKILL".into(), points }],
+            note: Some(format!(
+                "{} records, page cleaner off, median and min..max of {} repetitions",
+                thousands(plan.records),
+                plan.repeat
+            )),
+            vline: None,
+            marks: None,
+        },
+    ));
 }
 
 /// Runs `bench wal` (or, with the hidden `--child`, the restart part's writer).
