@@ -568,6 +568,345 @@ fn eviction_ns_per_tx(r: &PoolRun) -> Option<f64> {
     (ops > 0).then(|| r.stats.eviction_nanos as f64 / ops as f64)
 }
 
+/// Fig. 3.9's pool in our data, as the checks name it: `fraction` against the thesis's 500 MiB.
+fn fig_3_9_at(fraction: f64) -> String {
+    format!("at {} of our data (thesis: 500 MiB, 3.7% of 13.22 GiB)", percent(fraction))
+}
+
+/// The checks against the thesis, one per claim; `checks` collects them in the order of the
+/// thesis's figures.
+impl Pools {
+    /// Whether the workload is TPC-C (the thesis's chapter 3 compares the policies on it only).
+    fn is_tpcc(&self) -> bool {
+        matches!(self.workload, PoolsWorkload::Tpcc(_))
+    }
+
+    /// The policy Figs. 2.3 and 2.5 compare the modes with: RANDOM, or the first one without it.
+    fn fig_2_policy(&self) -> Option<PolicySpec> {
+        self.policy_named("random").or(self.policies.first().copied())
+    }
+
+    /// Swizzling / traditional throughput with `policy` at `fraction`: the ratio of the medians.
+    fn tx_ratio_of_medians(&self, runs: &[PoolRun], policy: PolicySpec, fraction: f64) -> Option<f64> {
+        stats::ratio(
+            self.median(runs, PoolMode::Swizzling, policy, fraction, tx_per_sec)?,
+            self.median(runs, PoolMode::Traditional, policy, fraction, tx_per_sec)?,
+        )
+    }
+
+    /// Fig. 2.3: on TPC-C, swizzling's throughput is lower than or equal to traditional's at every
+    /// pool size (RANDOM), the differences within the noise: ✓ no size more than 5% ahead, ~ fewer
+    /// than half, ✗ half or more. Only where both modes ran.
+    fn fig_2_3_swizzling_not_ahead(&self, runs: &[PoolRun]) -> Option<Check> {
+        let policy = self.fig_2_policy()?;
+        if !self.both_modes() || !self.is_tpcc() {
+            return None;
+        }
+        let ratios: Vec<f64> =
+            self.fractions.iter().filter_map(|&f| self.tx_ratio_of_medians(runs, policy, f)).collect();
+        let (lo, hi) = (ratios.iter().copied().reduce(f64::min)?, ratios.iter().copied().reduce(f64::max)?);
+        let above = ratios.iter().filter(|&&v| v > 1.05).count();
+        Some(
+            Check::new(
+                format!("Fig. 2.3: TPC-C swizzling / traditional throughput with {policy}, over the pool sizes"),
+                "lower or equal at every size of 0.05-20 GiB, differences within the noise (8 terminals, 10-minute runs); up to 1.05 counts",
+                format!("{lo:.2} to {hi:.2} (ratios of medians, {} thread(s), {} s runs)", self.sweep.threads, self.sweep.duration.as_secs_f64()),
+                if above == 0 {
+                    Verdict::Holds
+                } else if above * 2 < ratios.len() {
+                    Verdict::Partial
+                } else {
+                    Verdict::Fails
+                },
+            )
+            .because(if above == 0 {
+                "no size has swizzling more than 5% ahead".to_string()
+            } else {
+                format!("swizzling more than 5% ahead at {above} of {} sizes (significance: the Figs. 3.6-3.8 checks)", ratios.len())
+            }),
+        )
+    }
+
+    /// Fig. 2.5: on TPC-B, swizzling is ahead of traditional by 4-8% once the pool holds about the
+    /// data, judged at every pool size of 80% of the data or more (`tpcb_check`). Only where both
+    /// modes ran.
+    fn fig_2_5_tpcb_swizzling_ahead(&self, runs: &[PoolRun]) -> Option<Check> {
+        let policy = self.fig_2_policy()?;
+        if !self.both_modes() || self.is_tpcc() {
+            return None;
+        }
+        let at: Vec<(f64, f64)> = self
+            .fractions
+            .iter()
+            .filter(|&&f| f >= 0.8)
+            .filter_map(|&f| Some((f, self.tx_ratio_of_medians(runs, policy, f)?)))
+            .collect();
+        (!at.is_empty()).then(|| {
+            tpcb_check(
+                format!("Fig. 2.5: TPC-B swizzling / traditional throughput with {policy}, pools of 80% of the data or more"),
+                &at,
+            )
+        })
+    }
+
+    /// Figs. 2.3/3.4: throughput grows with the pool until the data fits, from the smallest pool
+    /// to the largest, for every mode and policy (`growth_check`).
+    fn figs_2_3_3_4_throughput_grows(&self, runs: &[PoolRun]) -> Option<Check> {
+        let (&small, &large) = (self.fractions.first()?, self.fractions.last()?);
+        if small < large {
+            let gains: Vec<(String, f64)> = self
+                .modes
+                .iter()
+                .flat_map(|&m| self.policies.iter().map(move |&p| (m, p)))
+                .filter_map(|(m, p)| {
+                    let gain = stats::ratio(
+                        self.median(runs, m, p, large, tx_per_sec)?,
+                        self.median(runs, m, p, small, tx_per_sec)?,
+                    )?;
+                    Some((format!("{p} {m}"), gain))
+                })
+                .collect();
+            (!gains.is_empty()).then(|| {
+                growth_check(
+                    format!(
+                        "Fig. 2.3/3.4: throughput at {} over {} of the data, every mode and policy",
+                        percent(large),
+                        percent(small)
+                    ),
+                    &gains,
+                )
+            })
+        } else {
+            None
+        }
+    }
+
+    /// Figs. 3.6-3.8's check of one policy, on TPC-C with both modes: swizzling on against off,
+    /// paired by repetition, every size's median ratio held against the thesis's band
+    /// (`swing_check`).
+    fn swing_in_band(
+        &self,
+        runs: &[PoolRun],
+        policy: Option<PolicySpec>,
+        fig: &str,
+        (lo, hi): (f64, f64),
+        claim: &str,
+    ) -> Option<Check> {
+        if !(self.both_modes() && self.is_tpcc()) {
+            return None;
+        }
+        let policy = policy?;
+        let swings: Vec<(f64, Swing)> = self
+            .fractions
+            .iter()
+            .filter_map(|&f| Some((f, self.swing(runs, policy, f, tx_per_sec)?)))
+            .collect();
+        if swings.is_empty() {
+            return None;
+        }
+        Some(swing_check(
+            format!("Fig. {fig}: swizzling / traditional throughput with {policy}, paired by repetition"),
+            format!("{claim}; a band of {lo:.2} to {hi:.2} counts"),
+            &swings,
+            (lo, hi),
+        ))
+    }
+
+    /// Fig. 3.6: with RANDOM, swizzling's throughput differs from traditional's only randomly and
+    /// insignificantly.
+    fn fig_3_6_random_swing(&self, runs: &[PoolRun]) -> Option<Check> {
+        self.swing_in_band(
+            runs,
+            self.policy_named("random"),
+            "3.6",
+            (0.95, 1.05),
+            "differences random and insignificant (throughput within about 5%, miss rates within 8%)",
+        )
+    }
+
+    /// Fig. 3.7: with GCLOCK, swizzling's throughput is up to 3% lower than traditional's at most
+    /// sizes, about 10% lower at 3 GiB and up to 2.8% higher at 15 GiB and above.
+    fn fig_3_7_gclock_swing(&self, runs: &[PoolRun]) -> Option<Check> {
+        self.swing_in_band(
+            runs,
+            self.policy_named("gclock"),
+            "3.7",
+            (0.90, 1.03),
+            "up to 3% lower at most sizes, about -10% at 3 GiB, up to +2.8% at 15 GiB and above",
+        )
+    }
+
+    /// Fig. 3.8: with CAR, swizzling leaves the throughput unchanged at 100-2000 MiB, and within
+    /// -7% to +4% above.
+    fn fig_3_8_car_swing(&self, runs: &[PoolRun]) -> Option<Check> {
+        self.swing_in_band(
+            runs,
+            self.policy_named("car"),
+            "3.8",
+            (0.93, 1.04),
+            "unchanged at 100-2000 MiB, -7% to +4% above (much lower only at 15-20 GiB)",
+        )
+    }
+
+    /// Figs. 3.4/3.5: in `mode`, CAR misses less than GCLOCK at the thesis's 100-2000 MiB of
+    /// 13.22 GiB, every such pool size judged (`car_misses_check`).
+    fn figs_3_4_3_5_car_misses(&self, runs: &[PoolRun], mode: PoolMode) -> Option<Check> {
+        let (car, gclock) = (self.policy_named("car")?, self.policy_named("gclock")?);
+        let at: Vec<(f64, f64)> = self
+            .car_misses_sizes()
+            .iter()
+            .filter_map(|&f| {
+                let r = stats::ratio(
+                    self.median(runs, mode, car, f, PoolRun::miss_ratio)?,
+                    self.median(runs, mode, gclock, f, PoolRun::miss_ratio)?,
+                )?;
+                Some((f, r))
+            })
+            .collect();
+        (!at.is_empty()).then(|| car_misses_check(mode, &at, &self.workload.scale()))
+    }
+
+    /// Our pool sizes below the data within the thesis's 100 MiB to 2 GiB of 13.22 GiB, where it
+    /// gives CAR / GCLOCK's misses.
+    fn car_misses_sizes(&self) -> Vec<f64> {
+        self.fractions.iter().copied().filter(|&f| f < 1.0 && CAR_MISSES_SIZES.contains(&f)).collect()
+    }
+
+    /// Our pool size below the data nearest the thesis's Fig. 3.9 pool: 500 MiB of 13.22 GiB.
+    fn fig_3_9_fraction(&self) -> Option<f64> {
+        self.fractions
+            .iter()
+            .copied()
+            .filter(|&f| f < 1.0)
+            .min_by(|a, b| (a - 0.037).abs().total_cmp(&(b - 0.037).abs()))
+    }
+
+    /// Fig. 3.9: in `mode`, CAR's evictioner takes about 28 (off) or 30 (on) times GCLOCK's time
+    /// per victim (the thesis's `pick_victim` call).
+    fn fig_3_9_car_per_victim(&self, runs: &[PoolRun], mode: PoolMode) -> Option<Check> {
+        let f39 = self.fig_3_9_fraction()?;
+        let per = |p: Option<PolicySpec>| p.and_then(|p| self.median(runs, mode, p, f39, ns_per_eviction));
+        let (c, g) = (per(self.policy_named("car"))?, per(self.policy_named("gclock"))?);
+        let swz = mode == PoolMode::Swizzling;
+        let v = c / g;
+        let ok = (CAR_PER_VICTIM.0..=CAR_PER_VICTIM.1).contains(&v);
+        Some(
+            Check::new(
+                format!("Fig. 3.9 ({mode}): evictioner time per victim, CAR / GCLOCK"),
+                if swz { "about 30 per pick_victim call; 10 to 90 counts" } else { "about 28 per pick_victim call; 10 to 90 counts" },
+                format!("{v:.1} {}", fig_3_9_at(f39)),
+                Verdict::of(ok),
+            )
+            .because(if ok {
+                "within a factor of 3"
+            } else {
+                "our evictioner frees a batch per call for every policy (buffer README, B13); CAR's extra work per victim is small next to the batch's"
+            }),
+        )
+    }
+
+    /// Fig. 3.9: in `mode`, RANDOM's evictioner is faster per victim than GCLOCK's: by more than
+    /// 25% with swizzling off, by about 50% with it on.
+    fn fig_3_9_random_per_victim(&self, runs: &[PoolRun], mode: PoolMode) -> Option<Check> {
+        let f39 = self.fig_3_9_fraction()?;
+        let per = |p: Option<PolicySpec>| p.and_then(|p| self.median(runs, mode, p, f39, ns_per_eviction));
+        let (x, g) = (per(self.policy_named("random"))?, per(self.policy_named("gclock"))?);
+        let swz = mode == PoolMode::Swizzling;
+        let v = x / g;
+        let ok = (RANDOM_PER_VICTIM.0..=RANDOM_PER_VICTIM.1).contains(&v);
+        Some(
+            Check::new(
+                format!("Fig. 3.9 ({mode}): evictioner time per victim, RANDOM / GCLOCK"),
+                if swz {
+                    "about 0.5 (about 50% faster); 0.4 to 0.85 counts"
+                } else {
+                    "below 0.75 (more than 25% faster); 0.4 to 0.85 counts"
+                },
+                format!("{v:.2} {}", fig_3_9_at(f39)),
+                Verdict::of(ok),
+            )
+            .because(if ok {
+                "within the tolerance"
+            } else if v < 1.0 {
+                "RANDOM cheaper, by a different amount"
+            } else {
+                "RANDOM not cheaper per victim here"
+            }),
+        )
+    }
+
+    /// Fig. 3.9, in total: in `mode`, CAR's evictioner time per run is about GCLOCK's (fewer calls
+    /// make up for its cost per call) and RANDOM's slightly below it. Runs are of equal length, so
+    /// the totals compare directly; a total is the time per victim times the victims, and is
+    /// judged with both (`total_check`).
+    fn fig_3_9_totals(&self, runs: &[PoolRun], mode: PoolMode) -> Vec<Check> {
+        let Some(f39) = self.fig_3_9_fraction() else { return Vec::new() };
+        let at = fig_3_9_at(f39);
+        let per = |p: Option<PolicySpec>, f: fn(&PoolRun) -> Option<f64>| {
+            p.and_then(|p| self.median(runs, mode, p, f39, f))
+        };
+        let swz = mode == PoolMode::Swizzling;
+        let gclock = self.policy_named("gclock");
+        let mut checks = Vec::new();
+        for (name, policy, paper, band, factors) in [
+            (
+                "CAR",
+                self.policy_named("car"),
+                if swz {
+                    "about 1.07 (fewer calls make up for the cost per call); 0.8 to 1.3 counts"
+                } else {
+                    "about 1.065; 0.8 to 1.3 counts"
+                },
+                (0.8, 1.3),
+                Factors {
+                    per_victim_band: CAR_PER_VICTIM,
+                    paper_per_victim: if swz { "about 30" } else { "about 28" },
+                    paper_victims: "about 1/27: GCLOCK calls pick_victim about 27 times as often",
+                },
+            ),
+            (
+                "RANDOM",
+                self.policy_named("random"),
+                if swz {
+                    "about 0.965 (3.5% less); 0.8 to 1.1 counts"
+                } else {
+                    "slightly below 1; 0.8 to 1.1 counts"
+                },
+                (0.8, 1.1),
+                Factors {
+                    per_victim_band: RANDOM_PER_VICTIM,
+                    paper_per_victim: if swz { "about 0.5" } else { "below 0.75" },
+                    paper_victims: if swz {
+                        "about 1.9 (its total over its time per call): GCLOCK's pick_victim runs less often"
+                    } else {
+                        "above 1: GCLOCK's pick_victim runs less often"
+                    },
+                },
+            ),
+        ] {
+            let ratio_of = |f: fn(&PoolRun) -> Option<f64>| stats::ratio(per(policy, f)?, per(gclock, f)?);
+            let Some(total) = ratio_of(eviction_ms_total) else { continue };
+            let (per_victim, victims) = (ratio_of(ns_per_eviction), ratio_of(evictions));
+            let (verdict, reason) = total_check(total, band, per_victim, victims, &factors);
+            let factor = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+            checks.push(
+                Check::new(
+                    format!("Fig. 3.9 ({mode}): total evictioner time per run, {name} / GCLOCK"),
+                    paper,
+                    format!(
+                        "{total:.2} {at}, runs of equal length; its factors: {} per victim, {} victims",
+                        factor(per_victim),
+                        factor(victims)
+                    ),
+                    verdict,
+                )
+                .because(reason),
+            );
+        }
+        checks
+    }
+}
+
 impl Experiment for Pools {
     const NAME: &'static str = "gilbert-pools";
     type Row = PoolsRow;
@@ -693,266 +1032,24 @@ impl Experiment for Pools {
     }
 
     fn checks(&self, r: &Results) -> Vec<Check> {
-        use PoolMode::{Swizzling, Traditional};
         let runs = &r.runs;
-        let mut checks = Vec::new();
-        let (random, gclock, car) =
-            (self.policy_named("random"), self.policy_named("gclock"), self.policy_named("car"));
-        let is_tpcc = matches!(self.workload, PoolsWorkload::Tpcc(_));
-        let both_modes = self.both_modes();
-        // Fig. 2.3 (TPC-C): swizzling lower or equal at every pool size (RANDOM). Fig. 2.5 (TPC-B):
-        // swizzling ahead by 4-8% once the pool holds about the data.
-        if let (Some(policy), true) = (random.or(self.policies.first().copied()), both_modes) {
-            let ratio_at = |f: f64| {
-                stats::ratio(
-                    self.median(runs, Swizzling, policy, f, tx_per_sec)?,
-                    self.median(runs, Traditional, policy, f, tx_per_sec)?,
-                )
-            };
-            if is_tpcc {
-                let ratios: Vec<f64> = self.fractions.iter().filter_map(|&f| ratio_at(f)).collect();
-                if let (Some(lo), Some(hi)) =
-                    (ratios.iter().copied().reduce(f64::min), ratios.iter().copied().reduce(f64::max))
-                {
-                    let above = ratios.iter().filter(|&&v| v > 1.05).count();
-                    checks.push(
-                        Check::new(
-                            format!("Fig. 2.3: TPC-C swizzling / traditional throughput with {policy}, over the pool sizes"),
-                            "lower or equal at every size of 0.05-20 GiB, differences within the noise (8 terminals, 10-minute runs); up to 1.05 counts",
-                            format!("{lo:.2} to {hi:.2} (ratios of medians, {} thread(s), {} s runs)", self.sweep.threads, self.sweep.duration.as_secs_f64()),
-                            if above == 0 {
-                                Verdict::Holds
-                            } else if above * 2 < ratios.len() {
-                                Verdict::Partial
-                            } else {
-                                Verdict::Fails
-                            },
-                        )
-                        .because(if above == 0 {
-                            "no size has swizzling more than 5% ahead".to_string()
-                        } else {
-                            format!("swizzling more than 5% ahead at {above} of {} sizes (significance: the Figs. 3.6-3.8 checks)", ratios.len())
-                        }),
-                    );
-                }
-            } else {
-                let at: Vec<(f64, f64)> = self
-                    .fractions
-                    .iter()
-                    .filter(|&&f| f >= 0.8)
-                    .filter_map(|&f| Some((f, ratio_at(f)?)))
-                    .collect();
-                if !at.is_empty() {
-                    checks.push(tpcb_check(
-                        format!("Fig. 2.5: TPC-B swizzling / traditional throughput with {policy}, pools of 80% of the data or more"),
-                        &at,
-                    ));
-                }
-            }
-        }
-        // Throughput grows with the pool until the data fits.
-        if let (Some(&small), Some(&large)) = (self.fractions.first(), self.fractions.last()) {
-            if small < large {
-                let gains: Vec<(String, f64)> = self
-                    .modes
-                    .iter()
-                    .flat_map(|&m| self.policies.iter().map(move |&p| (m, p)))
-                    .filter_map(|(m, p)| {
-                        let gain = stats::ratio(
-                            self.median(runs, m, p, large, tx_per_sec)?,
-                            self.median(runs, m, p, small, tx_per_sec)?,
-                        )?;
-                        Some((format!("{p} {m}"), gain))
-                    })
-                    .collect();
-                if !gains.is_empty() {
-                    checks.push(growth_check(
-                        format!(
-                            "Fig. 2.3/3.4: throughput at {} over {} of the data, every mode and policy",
-                            percent(large),
-                            percent(small)
-                        ),
-                        &gains,
-                    ));
-                }
-            }
-        }
-        // Figs. 3.6-3.8: swizzling on against off per policy, paired by repetition; every size's
-        // median ratio is held against the thesis's band.
-        if both_modes && is_tpcc {
-            let bands: [(Option<PolicySpec>, &str, f64, f64, &str); 3] = [
-                (
-                    random,
-                    "3.6",
-                    0.95,
-                    1.05,
-                    "differences random and insignificant (throughput within about 5%, miss rates within 8%)",
-                ),
-                (
-                    gclock,
-                    "3.7",
-                    0.90,
-                    1.03,
-                    "up to 3% lower at most sizes, about -10% at 3 GiB, up to +2.8% at 15 GiB and above",
-                ),
-                (
-                    car,
-                    "3.8",
-                    0.93,
-                    1.04,
-                    "unchanged at 100-2000 MiB, -7% to +4% above (much lower only at 15-20 GiB)",
-                ),
-            ];
-            for (policy, fig, lo, hi, claim) in bands {
-                let Some(policy) = policy else { continue };
-                let swings: Vec<(f64, Swing)> = self
-                    .fractions
-                    .iter()
-                    .filter_map(|&f| Some((f, self.swing(runs, policy, f, tx_per_sec)?)))
-                    .collect();
-                if swings.is_empty() {
-                    continue;
-                }
-                checks.push(swing_check(
-                    format!(
-                        "Fig. {fig}: swizzling / traditional throughput with {policy}, paired by repetition"
-                    ),
-                    format!("{claim}; a band of {lo:.2} to {hi:.2} counts"),
-                    &swings,
-                    (lo, hi),
-                ));
-            }
-        }
-        let below_data: Vec<f64> = self.fractions.iter().copied().filter(|&f| f < 1.0).collect();
-        // The thesis's 100 MiB to 2 GiB of 13.22 GiB, where it gives CAR / GCLOCK's misses.
-        let thesis_range: Vec<f64> =
-            below_data.iter().copied().filter(|&f| CAR_MISSES_SIZES.contains(&f)).collect();
-        // The thesis's Fig. 3.9 pool: 500 MiB of 13.22 GiB.
-        let fig_3_9 =
-            below_data.iter().copied().min_by(|a, b| (a - 0.037).abs().total_cmp(&(b - 0.037).abs()));
+        let mut checks: Vec<Check> = [
+            self.fig_2_3_swizzling_not_ahead(runs),
+            self.fig_2_5_tpcb_swizzling_ahead(runs),
+            self.figs_2_3_3_4_throughput_grows(runs),
+            self.fig_3_6_random_swing(runs),
+            self.fig_3_7_gclock_swing(runs),
+            self.fig_3_8_car_swing(runs),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         // Chapter 3 of the thesis compares the policies on TPC-C only.
-        for &mode in self.modes.iter().filter(|_| is_tpcc) {
-            let swz = mode == Swizzling;
-            // Figs. 3.4/3.5: CAR misses less than GCLOCK at 100-2000 MiB.
-            if let (Some(car), Some(gclock)) = (car, gclock) {
-                let at: Vec<(f64, f64)> = thesis_range
-                    .iter()
-                    .filter_map(|&f| {
-                        let r = stats::ratio(
-                            self.median(runs, mode, car, f, PoolRun::miss_ratio)?,
-                            self.median(runs, mode, gclock, f, PoolRun::miss_ratio)?,
-                        )?;
-                        Some((f, r))
-                    })
-                    .collect();
-                if !at.is_empty() {
-                    checks.push(car_misses_check(mode, &at, &self.workload.scale()));
-                }
-            }
-            let Some(f39) = fig_3_9 else { continue };
-            let at = format!("at {} of our data (thesis: 500 MiB, 3.7% of 13.22 GiB)", percent(f39));
-            let per = |p: Option<PolicySpec>, f: fn(&PoolRun) -> Option<f64>| {
-                p.and_then(|p| self.median(runs, mode, p, f39, f))
-            };
-            // Fig. 3.9: time per victim (the thesis's pick_victim call) and in total.
-            if let (Some(c), Some(g)) = (per(car, ns_per_eviction), per(gclock, ns_per_eviction)) {
-                let v = c / g;
-                let ok = (CAR_PER_VICTIM.0..=CAR_PER_VICTIM.1).contains(&v);
-                checks.push(
-                    Check::new(
-                        format!("Fig. 3.9 ({mode}): evictioner time per victim, CAR / GCLOCK"),
-                        if swz { "about 30 per pick_victim call; 10 to 90 counts" } else { "about 28 per pick_victim call; 10 to 90 counts" },
-                        format!("{v:.1} {at}"),
-                        Verdict::of(ok),
-                    )
-                    .because(if ok {
-                        "within a factor of 3"
-                    } else {
-                        "our evictioner frees a batch per call for every policy (buffer README, B13); CAR's extra work per victim is small next to the batch's"
-                    }),
-                );
-            }
-            if let (Some(x), Some(g)) = (per(random, ns_per_eviction), per(gclock, ns_per_eviction)) {
-                let v = x / g;
-                let ok = (RANDOM_PER_VICTIM.0..=RANDOM_PER_VICTIM.1).contains(&v);
-                checks.push(
-                    Check::new(
-                        format!("Fig. 3.9 ({mode}): evictioner time per victim, RANDOM / GCLOCK"),
-                        if swz {
-                            "about 0.5 (about 50% faster); 0.4 to 0.85 counts"
-                        } else {
-                            "below 0.75 (more than 25% faster); 0.4 to 0.85 counts"
-                        },
-                        format!("{v:.2} {at}"),
-                        Verdict::of(ok),
-                    )
-                    .because(if ok {
-                        "within the tolerance"
-                    } else if v < 1.0 {
-                        "RANDOM cheaper, by a different amount"
-                    } else {
-                        "RANDOM not cheaper per victim here"
-                    }),
-                );
-            }
-            // Fig. 3.9, in total: runs are of equal length, so the totals compare directly. A total
-            // is the time per victim times the victims, and is judged with both (`total_check`).
-            for (name, policy, paper, band, factors) in [
-                (
-                    "CAR",
-                    car,
-                    if swz {
-                        "about 1.07 (fewer calls make up for the cost per call); 0.8 to 1.3 counts"
-                    } else {
-                        "about 1.065; 0.8 to 1.3 counts"
-                    },
-                    (0.8, 1.3),
-                    Factors {
-                        per_victim_band: CAR_PER_VICTIM,
-                        paper_per_victim: if swz { "about 30" } else { "about 28" },
-                        paper_victims: "about 1/27: GCLOCK calls pick_victim about 27 times as often",
-                    },
-                ),
-                (
-                    "RANDOM",
-                    random,
-                    if swz {
-                        "about 0.965 (3.5% less); 0.8 to 1.1 counts"
-                    } else {
-                        "slightly below 1; 0.8 to 1.1 counts"
-                    },
-                    (0.8, 1.1),
-                    Factors {
-                        per_victim_band: RANDOM_PER_VICTIM,
-                        paper_per_victim: if swz { "about 0.5" } else { "below 0.75" },
-                        paper_victims: if swz {
-                            "about 1.9 (its total over its time per call): GCLOCK's pick_victim runs less often"
-                        } else {
-                            "above 1: GCLOCK's pick_victim runs less often"
-                        },
-                    },
-                ),
-            ] {
-                let ratio_of =
-                    |f: fn(&PoolRun) -> Option<f64>| stats::ratio(per(policy, f)?, per(gclock, f)?);
-                let Some(total) = ratio_of(eviction_ms_total) else { continue };
-                let (per_victim, victims) = (ratio_of(ns_per_eviction), ratio_of(evictions));
-                let (verdict, reason) = total_check(total, band, per_victim, victims, &factors);
-                let factor = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
-                checks.push(
-                    Check::new(
-                        format!("Fig. 3.9 ({mode}): total evictioner time per run, {name} / GCLOCK"),
-                        paper,
-                        format!(
-                            "{total:.2} {at}, runs of equal length; its factors: {} per victim, {} victims",
-                            factor(per_victim),
-                            factor(victims)
-                        ),
-                        verdict,
-                    )
-                    .because(reason),
-                );
-            }
+        for &mode in self.modes.iter().filter(|_| self.is_tpcc()) {
+            checks.extend(self.figs_3_4_3_5_car_misses(runs, mode));
+            checks.extend(self.fig_3_9_car_per_victim(runs, mode));
+            checks.extend(self.fig_3_9_random_per_victim(runs, mode));
+            checks.extend(self.fig_3_9_totals(runs, mode));
         }
         checks
     }
