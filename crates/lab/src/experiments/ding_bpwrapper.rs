@@ -529,7 +529,8 @@ fn each_count(values: &[(usize, f64)], fmt: impl Fn(f64) -> String) -> String {
 /// tracking CLOCK ([`tracks_clock`]), prefetching's throughput against locked 2Q, the hit ratios
 /// and the hot/cold share at every count; the cuts in lock waits at every count from 2
 /// ([`cut_at_every_count`]); locked 2Q and prefetching alone against CLOCK at the paper's 8 and
-/// 16 cores, with as many cores ([`at_paper_core_counts`]).
+/// 16 cores, with as many cores ([`at_paper_core_counts`]). One method of [`Claims`] per claim,
+/// for each policy behind the full BP-Wrapper.
 #[must_use]
 pub fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
     if plan.threads.is_empty() {
@@ -538,24 +539,89 @@ pub fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
     let cores = cores();
     let cond = format!("on {cores} cores, lookups, pool {:.0}% of the data", plan.fraction * 100.0);
     let mut checks = Vec::new();
-    let over_counts = |f: &dyn Fn(usize) -> Option<f64>| -> Vec<(usize, f64)> {
-        plan.threads.iter().filter_map(|&n| Some((n, f(n)?))).collect()
-    };
-    let waits = |name: &str, n: usize| results.at(name, n).and_then(PolicyPoint::waits_per_million);
-    let wait_pairs = |locked: &str, other: &str| -> Vec<(usize, f64, f64)> {
-        plan.threads.iter().filter_map(|&n| Some((n, waits(locked, n)?, waits(other, n)?))).collect()
-    };
-    let paired = |a: &str, b: &str, n: usize| results.paired_ratio(a, b, n).map(|r| r.median);
     for policy in &plan.policies {
         let Some(BpVariant::Both) = policy.bp_wrapper else { continue };
-        let name = policy.to_string();
+        let claims = Claims::new(plan, results, cores, &cond, policy);
+        checks.extend(claims.batching_tracks_clock());
+        checks.extend(claims.batching_cuts_waits());
+        checks.extend(claims.prefetching_cuts_waits());
+        checks.extend(claims.prefetching_gains_on_locked());
+        checks.extend(claims.prefetching_stays_below_clock());
+        checks.extend(claims.locked_falls_behind_clock());
+        checks.extend(claims.hot_hits_left_out());
+        checks.extend(claims.hit_ratio_unchanged());
+    }
+    checks
+}
+
+/// The paper's claims about one policy behind the full BP-Wrapper (`bpw-2q`, the paper's
+/// pgBat-Pre), against its parts and against CLOCK: the run, the machine's cores, the condition
+/// every check states, and the names of the policy with each variant of the wrapper.
+struct Claims<'a> {
+    plan: &'a Plan,
+    results: &'a Results,
+    cores: usize,
+    cond: &'a str,
+    policy: &'a PolicySpec,
+    /// Behind the full BP-Wrapper (batching and prefetching).
+    name: String,
+    /// The policy without BP-Wrapper.
+    plain: String,
+    /// Locked on every access (pg2Q).
+    locked: String,
+    /// Batching alone (pgBatching).
+    batch: String,
+    /// Prefetching alone (pgPref).
+    pref: String,
+}
+
+impl<'a> Claims<'a> {
+    /// The claims about `policy` (behind the full BP-Wrapper) in this run.
+    fn new(
+        plan: &'a Plan,
+        results: &'a Results,
+        cores: usize,
+        cond: &'a str,
+        policy: &'a PolicySpec,
+    ) -> Self {
         let with = |v: Option<BpVariant>| PolicySpec { bp_wrapper: v, ..*policy }.to_string();
-        let plain = with(None);
-        let locked = with(Some(BpVariant::None));
-        let batch = with(Some(BpVariant::Batching));
-        let pref = with(Some(BpVariant::Prefetching));
-        // Batching tracks CLOCK (pgBatching and pgBat-Pre overlap pgClock) at every thread count.
-        for wrapped in [&name, &batch] {
+        Claims {
+            plan,
+            results,
+            cores,
+            cond,
+            policy,
+            name: policy.to_string(),
+            plain: with(None),
+            locked: with(Some(BpVariant::None)),
+            batch: with(Some(BpVariant::Batching)),
+            pref: with(Some(BpVariant::Prefetching)),
+        }
+    }
+
+    /// `f` at each thread count of the run where it is defined.
+    fn over_counts(&self, f: impl Fn(usize) -> Option<f64>) -> Vec<(usize, f64)> {
+        self.plan.threads.iter().filter_map(|&n| Some((n, f(n)?))).collect()
+    }
+
+    /// Median paired lookups/s of `a` over `b` at each thread count where both ran.
+    fn paired(&self, a: &str, b: &str) -> Vec<(usize, f64)> {
+        self.over_counts(|n| self.results.paired_ratio(a, b, n).map(|r| r.median))
+    }
+
+    /// (threads, `locked`'s waits, `other`'s waits) per million accesses, at each thread count
+    /// where both have them.
+    fn wait_pairs(&self, locked: &str, other: &str) -> Vec<(usize, f64, f64)> {
+        let waits = |name: &str, n: usize| self.results.at(name, n).and_then(PolicyPoint::waits_per_million);
+        self.plan.threads.iter().filter_map(|&n| Some((n, waits(locked, n)?, waits(other, n)?))).collect()
+    }
+
+    /// Batching tracks CLOCK: pgBatching's and pgBat-Pre's throughput curves overlap pgClock's
+    /// at every thread count.
+    fn batching_tracks_clock(&self) -> Vec<Check> {
+        let (plan, results, cores) = (self.plan, self.results, self.cores);
+        let mut checks = Vec::new();
+        for wrapped in [&self.name, &self.batch] {
             let ratios: Vec<(usize, Summary)> = plan
                 .threads
                 .iter()
@@ -586,9 +652,16 @@ pub fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                 .because(reason),
             );
         }
-        // Batching cuts blocking waits by orders of magnitude, at every thread count that contends.
-        for wrapped in [&name, &batch] {
-            let pairs = wait_pairs(&locked, wrapped);
+        checks
+    }
+
+    /// Batching cuts the blocking waits on the replacement lock by orders of magnitude (197x to
+    /// over 9,000x fewer than pg2Q), at every thread count that contends.
+    fn batching_cuts_waits(&self) -> Vec<Check> {
+        let (locked, cond) = (&self.locked, self.cond);
+        let mut checks = Vec::new();
+        for wrapped in [&self.name, &self.batch] {
+            let pairs = self.wait_pairs(locked, wrapped);
             if pairs.is_empty() {
                 continue;
             }
@@ -615,135 +688,179 @@ pub fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                 .because(reason),
             );
         }
-        // Prefetching alone (pgPref): fewer waits, some more throughput, no scalability.
-        let pairs = wait_pairs(&locked, &pref);
-        if !pairs.is_empty() {
-            let cut = |l: f64, p: f64| (1.0 - p / l) * 100.0;
-            let (verdict, reason) = cut_at_every_count(
-                &pairs,
-                cut,
-                |c| (20.8..=87.5).contains(&c),
-                "tolerance: within the paper's range over both machines (20.8-87.5% fewer) at every thread \
-                 count from 2",
-            );
-            let each: Vec<String> = pairs
-                .iter()
-                .map(|&(n, l, p)| {
-                    if l == 0.0 {
-                        format!("{locked} never waited ({pref}: {p:.1}) at {n}")
-                    } else {
-                        let c = cut(l, p);
-                        format!(
-                            "{:.1}% {} ({p:.0} vs {l:.0}) at {n}",
-                            c.abs(),
-                            if c >= 0.0 { "fewer" } else { "more" }
-                        )
-                    }
-                })
-                .collect();
-            checks.push(
-                Check::new(
-                    format!("{pref} waits vs {locked}"),
-                    "33.7-82.6% fewer contentions than pg2Q (Altix), 20.8-87.5% (Dell); on the Altix 82.4% at 2 \
-                     cores, 60.2% at 4, 46.3% at 8, 38.6% at 16",
-                    format!("{} threads {cond}", each.join(", ")),
-                    verdict,
-                )
-                .because(reason),
-            );
+        checks
+    }
+
+    /// Prefetching alone (pgPref) cuts pg2Q's blocking waits by 20.8-87.5%, at every thread
+    /// count that contends.
+    fn prefetching_cuts_waits(&self) -> Option<Check> {
+        let (locked, pref, cond) = (&self.locked, &self.pref, self.cond);
+        let pairs = self.wait_pairs(locked, pref);
+        if pairs.is_empty() {
+            return None;
         }
-        let ratios = over_counts(&|n| paired(&pref, &locked, n));
-        if !ratios.is_empty() {
-            let (verdict, reason) = at_every_count(
-                &ratios,
-                |r| (0.97..=1.31).contains(&r),
-                "tolerance: 0.97 to 1.31 at every thread count, i.e. no loss and no more than the paper's gain",
-            );
-            checks.push(
-                Check::new(
-                    format!("{pref} / {locked} lookups/s"),
-                    "up to 1.261 (pgPref over pg2Q: throughput up to 26.1% higher)",
+        let cut = |l: f64, p: f64| (1.0 - p / l) * 100.0;
+        let (verdict, reason) = cut_at_every_count(
+            &pairs,
+            cut,
+            |c| (20.8..=87.5).contains(&c),
+            "tolerance: within the paper's range over both machines (20.8-87.5% fewer) at every thread \
+             count from 2",
+        );
+        let each: Vec<String> = pairs
+            .iter()
+            .map(|&(n, l, p)| {
+                if l == 0.0 {
+                    format!("{locked} never waited ({pref}: {p:.1}) at {n}")
+                } else {
+                    let c = cut(l, p);
                     format!(
-                        "{} (median of paired repetitions) {cond}",
-                        each_count(&ratios, |r| format!("{r:.2}"))
-                    ),
-                    verdict,
-                )
-                .because(reason),
-            );
-        }
-        let ratios = over_counts(&|n| paired(&pref, "clock", n));
-        if !ratios.is_empty() {
-            let (verdict, reason) = at_paper_core_counts(
-                &ratios,
-                cores,
-                |_, r| r < 0.95,
-                "tolerance: below 0.95 (where batching is within 0.10 of 1) at every thread count of 8 or more",
-            );
-            checks.push(
-                Check::new(
-                    format!("{pref} / clock lookups/s"),
-                    "direction only: below pgClock, pgPref scales as poorly as pg2Q (the lock is still taken \
-                     per access), which falls behind pgClock from 4 cores on and has numbers at 8 and 16",
-                    format!("{} (median of paired repetitions) {cond}", each_count(&ratios, |r| format!("{r:.2}"))),
-                    verdict,
-                )
-                .because(reason),
-            );
-        }
-        // The unbatched lock costs throughput (pg2Q against pgClock) at the paper's 8 and 16 cores.
-        let ratios = over_counts(&|n| paired(&locked, "clock", n));
-        if !ratios.is_empty() {
-            let (verdict, reason) = at_paper_core_counts(
-                &ratios,
-                cores,
-                |n, r| {
-                    let (lo, hi) = locked_over_clock_range(n);
-                    (lo..=hi).contains(&r)
-                },
-                "tolerance: the paper's range ± 0.01, 0.42-0.71 from 8 threads, 0.33-0.45 from 16",
-            );
-            checks.push(
-                Check::new(
-                    format!("{locked} / clock lookups/s"),
-                    "0.43-0.70 at 8 cores (pg2Q 30.1-57.2% below pgClock, Altix and Dell), 0.34-0.44 at 16 \
-                     (61.1/56.5/66.5% below, DBT-1/DBT-2/TableScan, Altix)",
-                    format!(
-                        "{} (median of paired repetitions) {cond}",
-                        each_count(&ratios, |r| format!("{r:.2}"))
-                    ),
-                    verdict,
-                )
-                .because(reason),
-            );
-        }
-        if policy.kind == PolicyKind::HotCold {
-            let dropped = over_counts(&|n| results.at(&name, n).and_then(PolicyPoint::dropped_percent));
-            if !dropped.is_empty() {
-                let (verdict, reason) =
-                    at_every_count(&dropped, |d| d >= 50.0, "our target: at least 50% at every thread count");
-                checks.push(
-                    Check::new(
-                        format!("{name}: hits on hot pages left out of the queues"),
-                        "direction only: hot-region hits take the lock-free path and are not queued (Sec. 4.2, \
-                         Fig. 7)",
-                        format!(
-                            "{} of the accesses reported to the policy {cond}",
-                            each_count(&dropped, |d| format!("{d:.1}%"))
-                        ),
-                        verdict,
+                        "{:.1}% {} ({p:.0} vs {l:.0}) at {n}",
+                        c.abs(),
+                        if c >= 0.0 { "fewer" } else { "more" }
                     )
-                    .because(reason),
-                );
-            }
+                }
+            })
+            .collect();
+        Some(
+            Check::new(
+                format!("{pref} waits vs {locked}"),
+                "33.7-82.6% fewer contentions than pg2Q (Altix), 20.8-87.5% (Dell); on the Altix 82.4% at 2 \
+                 cores, 60.2% at 4, 46.3% at 8, 38.6% at 16",
+                format!("{} threads {cond}", each.join(", ")),
+                verdict,
+            )
+            .because(reason),
+        )
+    }
+
+    /// Prefetching alone (pgPref) gains some throughput over pg2Q: up to 26.1% more lookups/s.
+    fn prefetching_gains_on_locked(&self) -> Option<Check> {
+        let (locked, pref, cond) = (&self.locked, &self.pref, self.cond);
+        let ratios = self.paired(pref, locked);
+        if ratios.is_empty() {
+            return None;
         }
-        for other in [plain, locked] {
+        let (verdict, reason) = at_every_count(
+            &ratios,
+            |r| (0.97..=1.31).contains(&r),
+            "tolerance: 0.97 to 1.31 at every thread count, i.e. no loss and no more than the paper's gain",
+        );
+        Some(
+            Check::new(
+                format!("{pref} / {locked} lookups/s"),
+                "up to 1.261 (pgPref over pg2Q: throughput up to 26.1% higher)",
+                format!(
+                    "{} (median of paired repetitions) {cond}",
+                    each_count(&ratios, |r| format!("{r:.2}"))
+                ),
+                verdict,
+            )
+            .because(reason),
+        )
+    }
+
+    /// Prefetching alone (pgPref) does not scale: it stays below pgClock, like pg2Q, at the
+    /// paper's 8 and 16 cores.
+    fn prefetching_stays_below_clock(&self) -> Option<Check> {
+        let (pref, cond) = (&self.pref, self.cond);
+        let ratios = self.paired(pref, "clock");
+        if ratios.is_empty() {
+            return None;
+        }
+        let (verdict, reason) = at_paper_core_counts(
+            &ratios,
+            self.cores,
+            |_, r| r < 0.95,
+            "tolerance: below 0.95 (where batching is within 0.10 of 1) at every thread count of 8 or more",
+        );
+        Some(
+            Check::new(
+                format!("{pref} / clock lookups/s"),
+                "direction only: below pgClock, pgPref scales as poorly as pg2Q (the lock is still taken \
+                 per access), which falls behind pgClock from 4 cores on and has numbers at 8 and 16",
+                format!(
+                    "{} (median of paired repetitions) {cond}",
+                    each_count(&ratios, |r| format!("{r:.2}"))
+                ),
+                verdict,
+            )
+            .because(reason),
+        )
+    }
+
+    /// The unbatched lock costs throughput: pg2Q falls 30-67% behind pgClock at the paper's 8
+    /// and 16 cores.
+    fn locked_falls_behind_clock(&self) -> Option<Check> {
+        let (locked, cond) = (&self.locked, self.cond);
+        let ratios = self.paired(locked, "clock");
+        if ratios.is_empty() {
+            return None;
+        }
+        let (verdict, reason) = at_paper_core_counts(
+            &ratios,
+            self.cores,
+            |n, r| {
+                let (lo, hi) = locked_over_clock_range(n);
+                (lo..=hi).contains(&r)
+            },
+            "tolerance: the paper's range ± 0.01, 0.42-0.71 from 8 threads, 0.33-0.45 from 16",
+        );
+        Some(
+            Check::new(
+                format!("{locked} / clock lookups/s"),
+                "0.43-0.70 at 8 cores (pg2Q 30.1-57.2% below pgClock, Altix and Dell), 0.34-0.44 at 16 \
+                 (61.1/56.5/66.5% below, DBT-1/DBT-2/TableScan, Altix)",
+                format!(
+                    "{} (median of paired repetitions) {cond}",
+                    each_count(&ratios, |r| format!("{r:.2}"))
+                ),
+                verdict,
+            )
+            .because(reason),
+        )
+    }
+
+    /// The hot/cold combination (Sec. 4.2): hits on hot pages take the lock-free path and are
+    /// not queued. Only for the hot/cold policy.
+    fn hot_hits_left_out(&self) -> Option<Check> {
+        if self.policy.kind != PolicyKind::HotCold {
+            return None;
+        }
+        let (name, cond) = (&self.name, self.cond);
+        let dropped = self.over_counts(|n| self.results.at(name, n).and_then(PolicyPoint::dropped_percent));
+        if dropped.is_empty() {
+            return None;
+        }
+        let (verdict, reason) =
+            at_every_count(&dropped, |d| d >= 50.0, "our target: at least 50% at every thread count");
+        Some(
+            Check::new(
+                format!("{name}: hits on hot pages left out of the queues"),
+                "direction only: hot-region hits take the lock-free path and are not queued (Sec. 4.2, \
+                 Fig. 7)",
+                format!(
+                    "{} of the accesses reported to the policy {cond}",
+                    each_count(&dropped, |d| format!("{d:.1}%"))
+                ),
+                verdict,
+            )
+            .because(reason),
+        )
+    }
+
+    /// Batching leaves the hit ratio unchanged (Fig. 4, Fig. 10): the wrapped policy against the
+    /// plain one and the locked one.
+    fn hit_ratio_unchanged(&self) -> Vec<Check> {
+        let (plan, results, name, cond) = (self.plan, self.results, &self.name, self.cond);
+        let mut checks = Vec::new();
+        for other in [&self.plain, &self.locked] {
             let hits: Vec<(usize, f64, f64)> = plan
                 .threads
                 .iter()
                 .filter_map(|&n| {
-                    let h = results.at(&name, n).and_then(PolicyPoint::hit_percent)?;
-                    Some((n, h, results.at(&other, n).and_then(PolicyPoint::hit_percent)?))
+                    let h = results.at(name, n).and_then(PolicyPoint::hit_percent)?;
+                    Some((n, h, results.at(other, n).and_then(PolicyPoint::hit_percent)?))
                 })
                 .collect();
             if hits.is_empty() {
@@ -764,8 +881,8 @@ pub fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                 .because(reason),
             );
         }
+        checks
     }
-    checks
 }
 
 /// How a miss of this plan reads the database file, for captions: `direct` with `--direct-io`,
