@@ -643,31 +643,64 @@ fn mean_over(results: &Results, mix: Mix, sharing: Sharing, line: Line, ncq: &[u
 /// throughputs ([`judge`]). The paper ran on other hardware and traces: a miss is reported, not
 /// an error (the exit status stays 0).
 fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
+    let mut checks = dbmin_above_checks(plan, results);
+    checks.extend(thrashing_checks(plan, results));
+    checks.extend(clock_with_load_control_checks(plan, results));
+    checks.extend(load_control_above_ws_checks(plan, results));
+    checks.extend(sharing_checks(plan, results));
+    checks
+}
+
+/// `algorithm`'s line without load control.
+fn plain_line(algorithm: Algorithm) -> Line {
+    Line { algorithm, load_control: false }
+}
+
+/// The simulated NCQ points at or above 8, where the paper's claims on Figs. 2 and 5 are made.
+fn ncq_from_8(plan: &Plan) -> Vec<u32> {
+    plan.ncq.iter().copied().filter(|&n| n >= 8).collect()
+}
+
+/// NCQ points as a reason names them, e.g. `8,16,32`.
+fn ncq_text(ns: &[u32]) -> String {
+    ns.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// `f` of `line` against `other` at every NCQ >= 8 where both were simulated, no sharing, in
+/// `mix`, each point named by its NCQ.
+fn against(
+    plan: &Plan,
+    results: &Results,
+    line: Line,
+    other: Line,
+    mix: Mix,
+    f: fn(Span, Span) -> Span,
+) -> Vec<(String, Span)> {
+    ncq_from_8(plan)
+        .iter()
+        .filter_map(|&n| {
+            let a = results.span(mix, Sharing::None, line, n)?;
+            let b = results.span(mix, Sharing::None, other, n)?;
+            Some((format!("at NCQ {n}"), f(a, b)))
+        })
+        .collect()
+}
+
+/// Fig. 2, no sharing: DBMIN is above HOT by 7-13% and above WS by 25-45% (relative to the better
+/// algorithm) at NCQ >= 8, in every mix.
+fn dbmin_above_checks(plan: &Plan, results: &Results) -> Vec<Check> {
     let mut checks = Vec::new();
-    let plain = |algorithm| Line { algorithm, load_control: false };
     let has = |l: Line| plan.lines.contains(&l);
-    let dbmin = plain(Algorithm::Dbmin);
-    let high: Vec<u32> = plan.ncq.iter().copied().filter(|&n| n >= 8).collect();
-    let points = |ns: &[u32]| ns.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    // Of `line` against `other` at every NCQ >= 8, no sharing, with `f`.
-    let against = |line: Line, other: Line, mix: Mix, f: fn(Span, Span) -> Span| -> Vec<(String, Span)> {
-        high.iter()
-            .filter_map(|&n| {
-                let a = results.span(mix, Sharing::None, line, n)?;
-                let b = results.span(mix, Sharing::None, other, n)?;
-                Some((format!("at NCQ {n}"), f(a, b)))
-            })
-            .collect()
-    };
-    // 1. DBMIN over HOT (7-13%) and over WS (25-45%) at NCQ >= 8, no sharing, per mix.
+    let dbmin = plain_line(Algorithm::Dbmin);
+    let high = ncq_from_8(plan);
     for (other, lo, hi) in [(Algorithm::Hot, 7.0, 13.0), (Algorithm::Ws, 25.0, 45.0)] {
-        let other = plain(other);
+        let other = plain_line(other);
         if !(plan.figures.contains(&2) || plan.figures.contains(&5)) || !has(dbmin) || !has(other) {
             continue;
         }
         let name = other.algorithm.name().to_ascii_uppercase();
         for &mix in &plan.mixes {
-            let gains = against(dbmin, other, mix, Span::gain);
+            let gains = against(plan, results, dbmin, other, mix, Span::gain);
             if gains.is_empty() {
                 continue;
             }
@@ -688,18 +721,24 @@ fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                          95% interval inside counts",
                         mix.buffers()
                     ),
-                    extent_text(&gains, |x| format!("{x:.1}%"), "", &points(&high)),
+                    extent_text(&gains, |x| format!("{x:.1}%"), "", &ncq_text(&high)),
                     verdict,
                 )
                 .because(reason),
             );
         }
     }
-    // 2. RAND, FIFO and CLOCK thrash without load control: throughput at NCQ 16 (or the largest
-    //    NCQ <= 16 simulated) at most 70% of the line's peak before it.
+    checks
+}
+
+/// Fig. 2, no sharing: RAND, FIFO and CLOCK thrash without load control, a relatively sharp
+/// degradation past the peak; throughput at NCQ 16 (or the largest NCQ <= 16 simulated) at most
+/// 70% of the line's peak before it.
+fn thrashing_checks(plan: &Plan, results: &Results) -> Vec<Check> {
+    let mut checks = Vec::new();
     for algorithm in [Algorithm::Rand, Algorithm::Fifo, Algorithm::Clock] {
-        let line = plain(algorithm);
-        if !plan.figures.contains(&2) || !has(line) {
+        let line = plain_line(algorithm);
+        if !plan.figures.contains(&2) || !plan.lines.contains(&line) {
             continue;
         }
         let name = algorithm.name().to_ascii_uppercase();
@@ -750,58 +789,73 @@ fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
             );
         }
     }
-    // 3. Fig. 5: CLOCK with load control within 10% of HOT at NCQ >= 8; all three simple
-    //    algorithms with load control above WS.
+    checks
+}
+
+/// Fig. 5: CLOCK with feedback load control is "very close" to HOT, within 10% of it at every
+/// NCQ >= 8, no sharing.
+fn clock_with_load_control_checks(plan: &Plan, results: &Results) -> Vec<Check> {
+    let mut checks = Vec::new();
     let clock_lc = Line { algorithm: Algorithm::Clock, load_control: true };
-    if plan.figures.contains(&5) && has(clock_lc) && has(plain(Algorithm::Hot)) {
+    let hot = plain_line(Algorithm::Hot);
+    if !(plan.figures.contains(&5) && plan.lines.contains(&clock_lc) && plan.lines.contains(&hot)) {
+        return checks;
+    }
+    for &mix in &plan.mixes {
+        let ratios = against(plan, results, clock_lc, hot, mix, Span::ratio);
+        if ratios.is_empty() {
+            continue;
+        }
+        let (verdict, why) = judge(&ratios, Band { min: 0.9, max: 1.1 }, pct0);
+        checks.push(
+            Check::new(
+                format!("Fig. 5, {}: CLOCK with load control against HOT", mix.name()),
+                "direction only: \"very close\" at NCQ >= 8, no sharing, feedback control at 87% disk \
+                 utilization; within 10% of HOT at every NCQ counts",
+                extent_text(&ratios, pct0, " of HOT", &ncq_text(&ncq_from_8(plan))),
+                verdict,
+            )
+            .because(why),
+        );
+    }
+    checks
+}
+
+/// Fig. 5: every simple algorithm (RAND, FIFO, CLOCK) with feedback load control out-performs WS,
+/// at or above it at every NCQ >= 8, no sharing.
+fn load_control_above_ws_checks(plan: &Plan, results: &Results) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let ws = plain_line(Algorithm::Ws);
+    if !(plan.figures.contains(&5) && plan.lines.contains(&ws)) {
+        return checks;
+    }
+    for algorithm in [Algorithm::Rand, Algorithm::Fifo, Algorithm::Clock] {
+        let line = Line { algorithm, load_control: true };
+        if !plan.lines.contains(&line) {
+            continue;
+        }
         for &mix in &plan.mixes {
-            let ratios = against(clock_lc, plain(Algorithm::Hot), mix, Span::ratio);
+            let ratios = against(plan, results, line, ws, mix, Span::ratio);
             if ratios.is_empty() {
                 continue;
             }
-            let (verdict, why) = judge(&ratios, Band { min: 0.9, max: 1.1 }, pct0);
+            let (verdict, why) = judge(&ratios, Band { min: 1.0, max: f64::INFINITY }, pct0);
             checks.push(
                 Check::new(
-                    format!("Fig. 5, {}: CLOCK with load control against HOT", mix.name()),
-                    "direction only: \"very close\" at NCQ >= 8, no sharing, feedback control at 87% disk \
-                     utilization; within 10% of HOT at every NCQ counts",
-                    extent_text(&ratios, pct0, " of HOT", &points(&high)),
+                    format!(
+                        "Fig. 5, {}: {} with load control against WS",
+                        mix.name(),
+                        algorithm.name().to_ascii_uppercase()
+                    ),
+                    "direction only: above WS (\"every simple algorithm in the experiments out-performed the \
+                     WS algorithm\"), NCQ >= 8, no sharing; at or above WS at every NCQ counts",
+                    extent_text(&ratios, pct0, " of WS", &ncq_text(&ncq_from_8(plan))),
                     verdict,
                 )
                 .because(why),
             );
         }
     }
-    if plan.figures.contains(&5) && has(plain(Algorithm::Ws)) {
-        for algorithm in [Algorithm::Rand, Algorithm::Fifo, Algorithm::Clock] {
-            let line = Line { algorithm, load_control: true };
-            if !has(line) {
-                continue;
-            }
-            for &mix in &plan.mixes {
-                let ratios = against(line, plain(Algorithm::Ws), mix, Span::ratio);
-                if ratios.is_empty() {
-                    continue;
-                }
-                let (verdict, why) = judge(&ratios, Band { min: 1.0, max: f64::INFINITY }, pct0);
-                checks.push(
-                    Check::new(
-                        format!(
-                            "Fig. 5, {}: {} with load control against WS",
-                            mix.name(),
-                            algorithm.name().to_ascii_uppercase()
-                        ),
-                        "direction only: above WS (\"every simple algorithm in the experiments out-performed the \
-                         WS algorithm\"), NCQ >= 8, no sharing; at or above WS at every NCQ counts",
-                        extent_text(&ratios, pct0, " of WS", &points(&high)),
-                        verdict,
-                    )
-                    .because(why),
-                );
-            }
-        }
-    }
-    checks.extend(sharing_checks(plan, results));
     checks
 }
 
@@ -820,239 +874,297 @@ fn swapped(none: Span, half: Span, tol: f64) -> (bool, bool) {
 /// (RAND and FIFO slightly below) and diverge again in M3. Every claim is held with the 95%
 /// intervals of the throughputs ([`judge`], [`swapped`]).
 fn sharing_checks(plan: &Plan, results: &Results) -> Vec<Check> {
+    let mut checks = rises_with_sharing_checks(plan, results);
+    checks.extend(half_sharing_ranks_checks(plan, results));
+    checks.extend(full_sharing_checks(plan, results));
+    checks
+}
+
+/// The mean throughput over the NCQ points at or above 8 ([`high_common`]) of every line without
+/// load control, in `mix` at `sharing`, if every point was simulated.
+fn line_means(plan: &Plan, results: &Results, mix: Mix, sharing: Sharing) -> Option<Vec<(Line, Span)>> {
+    let high = high_common(plan);
+    plain_lines(plan).iter().map(|&l| Some((l, mean_over(results, mix, sharing, l, &high)?))).collect()
+}
+
+/// The lines of `means` from the highest mean to the lowest, e.g. `DBMIN > HOT > WS`.
+fn rank_text(means: &[(Line, Span)]) -> String {
+    let mut v = means.to_vec();
+    v.sort_by(|a, b| b.1.value.total_cmp(&a.1.value));
+    v.iter().map(|(l, _)| l.name().to_ascii_uppercase()).collect::<Vec<_>>().join(" > ")
+}
+
+/// Figs. 3 and 4: "for each of the algorithms, the throughput increases as the degree of data
+/// sharing increases"; every (line, NCQ >= 2) point, level to level.
+fn rises_with_sharing_checks(plan: &Plan, results: &Results) -> Vec<Check> {
     let mut checks = Vec::new();
     let levels: Vec<Sharing> =
         [2u8, 3, 4].iter().filter(|f| plan.figures.contains(f)).map(|&f| figure_sharing(f)).collect();
+    if levels.len() < 2 {
+        return checks;
+    }
     let lines = plain_lines(plan);
-    let high = high_common(plan);
     let tol = SHARING_TOLERANCE;
-    let high_text = high.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    // 1. Throughput rises with sharing: every (line, NCQ >= 2) point, level to level.
-    if levels.len() >= 2 {
-        for &mix in &plan.mixes {
-            let mut steps: Vec<(String, Span)> = Vec::new();
-            for &line in &lines {
-                for &q in plan.ncq.iter().filter(|&&q| q >= 2) {
-                    let tp: Option<Vec<Span>> =
-                        levels.iter().map(|&s| results.span(mix, s, line, q)).collect();
-                    let Some(tp) = tp else { continue };
-                    // The point's steps, end by end at their lowest: against a lower bound it is
-                    // inside if every step is, outside if any step is.
-                    let step = tp
-                        .windows(2)
+    for &mix in &plan.mixes {
+        let mut steps: Vec<(String, Span)> = Vec::new();
+        for &line in &lines {
+            for &q in plan.ncq.iter().filter(|&&q| q >= 2) {
+                let tp: Option<Vec<Span>> = levels.iter().map(|&s| results.span(mix, s, line, q)).collect();
+                let Some(tp) = tp else { continue };
+                // The point's steps, end by end at their lowest: against a lower bound it is
+                // inside if every step is, outside if any step is.
+                let step =
+                    tp.windows(2)
                         .map(|w| Span::ratio(w[1], w[0]))
                         .fold(Span { value: f64::INFINITY, lo: f64::INFINITY, hi: f64::INFINITY }, |a, b| {
                             Span { value: a.value.min(b.value), lo: a.lo.min(b.lo), hi: a.hi.min(b.hi) }
                         });
-                    steps.push((format!("{} at NCQ {q}", line.name()), step));
-                }
-            }
-            if steps.is_empty() {
-                continue;
-            }
-            let (verdict, why) = judge(&steps, Band { min: 1.0 - tol, max: f64::INFINITY }, times);
-            let sure = steps.iter().filter(|(_, s)| s.lo >= 1.0 - tol).count();
-            let lowest = steps.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).expect("steps");
-            let levels_text = levels.iter().map(|&s| s.name()).collect::<Vec<_>>().join(" -> ");
-            checks.push(
-                Check::new(
-                    format!("Figs. 3/4, {}: throughput rises with sharing ({levels_text})", mix.name()),
-                    format!(
-                        "direction only: \"for each of the algorithms, the throughput increases as the degree of \
-                         data sharing increases\"; at every (algorithm, NCQ >= 2) no step from level to level \
-                         falling by more than {}, its 95% interval included, counts",
-                        pct0(tol)
-                    ),
-                    format!(
-                        "{sure} of {} (algorithm, NCQ >= 2) points rise or hold within their intervals; the lowest \
-                         step {} ({})",
-                        steps.len(),
-                        lowest.1.show(times),
-                        lowest.0
-                    ),
-                    verdict,
-                )
-                .because(why),
-            );
-        }
-    }
-    let means = |mix: Mix, sharing: Sharing| -> Option<Vec<(Line, Span)>> {
-        lines.iter().map(|&l| Some((l, mean_over(results, mix, sharing, l, &high)?))).collect()
-    };
-    let order = |m: &[(Line, Span)]| {
-        let mut v = m.to_vec();
-        v.sort_by(|a, b| b.1.value.total_cmp(&a.1.value));
-        v.iter().map(|(l, _)| l.name().to_ascii_uppercase()).collect::<Vec<_>>().join(" > ")
-    };
-    // 2. Half sharing ranks the algorithms as no sharing does.
-    if plan.figures.contains(&2) && plan.figures.contains(&3) && lines.len() >= 2 {
-        for &mix in &plan.mixes {
-            let (Some(none), Some(half)) = (means(mix, Sharing::None), means(mix, Sharing::Half)) else {
-                continue;
-            };
-            let (mut pairs, mut surely, mut possibly) = (0usize, Vec::new(), Vec::new());
-            for i in 0..none.len() {
-                for j in i + 1..none.len() {
-                    let (a, b) = (Span::gain(none[i].1, none[j].1), Span::gain(half[i].1, half[j].1));
-                    pairs += 1;
-                    let text = format!(
-                        "{} over {}: none {}, half {}",
-                        none[i].0.name().to_ascii_uppercase(),
-                        none[j].0.name().to_ascii_uppercase(),
-                        a.show(|x| format!("{x:+.0}%")),
-                        b.show(|x| format!("{x:+.0}%"))
-                    );
-                    match swapped(a, b, tol * 100.0) {
-                        (true, _) => surely.push(text),
-                        (false, true) => possibly.push(text),
-                        _ => {}
-                    }
-                }
-            }
-            let verdict = if surely.is_empty() && possibly.is_empty() {
-                Verdict::Holds
-            } else if surely.len() * 4 > pairs {
-                Verdict::Fails
-            } else {
-                Verdict::Partial
-            };
-            let list = |v: &[String]| {
-                let mut named: Vec<String> = v.iter().take(NAMED).cloned().collect();
-                if v.len() > NAMED {
-                    named.push(format!("{} more", v.len() - NAMED));
-                }
-                named.join("; ")
-            };
-            let mut why = Vec::new();
-            if !surely.is_empty() {
-                why.push(format!("swapped at {} of {pairs} pairs: {}", surely.len(), list(&surely)));
-            }
-            if !possibly.is_empty() {
-                why.push(format!(
-                    "swapped within the 95% intervals' reach at {} more: {}",
-                    possibly.len(),
-                    list(&possibly)
-                ));
-            }
-            checks.push(
-                Check::new(
-                    format!("Fig. 3, {}: half sharing ranks the algorithms as no sharing", mix.name()),
-                    format!(
-                        "direction only: \"the relative performance of the algorithms for half data sharing is \
-                         similar to that for no data sharing\"; no pair more than {} apart in both, in opposite \
-                         order, its 95% intervals included, counts (~ while at most a quarter of the pairs are)",
-                        pct0(tol)
-                    ),
-                    format!(
-                        "{} of {pairs} pairs swapped, {} more within the intervals; none: {}; half: {} (means over \
-                         NCQ {high_text})",
-                        surely.len(),
-                        possibly.len(),
-                        order(&none),
-                        order(&half)
-                    ),
-                    verdict,
-                )
-                .because(why.join("; ")),
-            );
-        }
-    }
-    // 3. Full sharing: close in M1 and M2, RAND and FIFO slightly below; M3 diverges again.
-    if plan.figures.contains(&4) {
-        let is_simple = |l: &Line| matches!(l.algorithm, Algorithm::Rand | Algorithm::Fifo);
-        let by_value = |a: &&(Line, Span), b: &&(Line, Span)| a.1.value.total_cmp(&b.1.value);
-        let mut spread = Vec::new();
-        for &mix in &plan.mixes {
-            let Some(full) = means(mix, Sharing::Full) else { continue };
-            if let (Some(lo), Some(hi)) = (full.iter().min_by(by_value), full.iter().max_by(by_value)) {
-                spread.push((mix, Span::ratio(lo.1, hi.1)));
-            }
-            if mix == Mix::M3 {
-                continue;
-            }
-            let others: Vec<&(Line, Span)> = full.iter().filter(|l| !is_simple(&l.0)).collect();
-            let simple: Vec<&(Line, Span)> = full.iter().filter(|l| is_simple(&l.0)).collect();
-            if let (true, Some(best)) = (others.len() >= 2, others.iter().copied().max_by(by_value)) {
-                let shares: Vec<(String, Span)> = others
-                    .iter()
-                    .filter(|l| l.0 != best.0)
-                    .map(|l| (l.0.name().to_ascii_uppercase(), Span::ratio(l.1, best.1)))
-                    .collect();
-                let (verdict, why) = judge(&shares, Band { min: 1.0 - CLOSE, max: f64::INFINITY }, pct0);
-                checks.push(
-                    Check::new(
-                        format!("Fig. 4, {}: under full sharing the algorithms are close", mix.name()),
-                        format!(
-                            "direction only: \"the efficiencies of the different algorithms were close\" (M1, M2); \
-                             each of {} within {} of the highest, its 95% interval included, counts",
-                            others.iter().map(|x| x.0.name().to_ascii_uppercase()).collect::<Vec<_>>().join(", "),
-                            pct0(CLOSE)
-                        ),
-                        format!(
-                            "{} of the highest, {} (means over NCQ {high_text})",
-                            shares.iter().map(|(l, s)| format!("{l} at {}", s.show(pct0))).collect::<Vec<_>>().join(", "),
-                            best.0.name().to_ascii_uppercase()
-                        ),
-                        verdict,
-                    )
-                    .because(why),
-                );
-            }
-            let mean_others = Span::mean(&others.iter().map(|x| x.1).collect::<Vec<_>>());
-            if let (false, Some(mean_others)) = (simple.is_empty(), mean_others) {
-                let shares: Vec<(String, Span)> = simple
-                    .iter()
-                    .map(|x| (x.0.name().to_ascii_uppercase(), Span::ratio(x.1, mean_others)))
-                    .collect();
-                let (verdict, why) = judge(&shares, Band { min: 0.75, max: 1.0 }, pct0);
-                checks.push(
-                    Check::new(
-                        format!(
-                            "Fig. 4, {}: RAND and FIFO slightly below the others under full sharing",
-                            mix.name()
-                        ),
-                        "direction only: \"RAND and FIFO performed slightly worse than other algorithms\" (M1, M2); \
-                         below the others' mean by at most 25%, the 95% intervals included, counts",
-                        shares
-                            .iter()
-                            .map(|(l, s)| format!("{l} at {} of the others' mean", s.show(pct0)))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        verdict,
-                    )
-                    .because(why),
-                );
+                steps.push((format!("{} at NCQ {q}", line.name()), step));
             }
         }
-        let find = |m: Mix| spread.iter().find(|(x, _)| *x == m).map(|(_, s)| *s);
-        if let (Some(m1), Some(m2), Some(m3)) = (find(Mix::M1), find(Mix::M2), find(Mix::M3)) {
-            let wider = [
-                ("against M1".to_string(), Span::ratio(m3, m1)),
-                ("against M2".to_string(), Span::ratio(m3, m2)),
-            ];
-            let (verdict, why) = judge(&wider, Band { min: 0.0, max: 1.0 - tol }, times);
-            checks.push(
-                Check::new(
-                    "Fig. 4: under full sharing M3 diverges again",
-                    format!(
-                        "direction only: \"for query mix M3, however, the performance of the different algorithms \
-                         again diverged\" (M1, M2 close); M3's lowest / highest more than {} below M1's and M2's, \
-                         the 95% intervals included, counts",
-                        pct0(tol)
-                    ),
-                    format!(
-                        "the lowest algorithm at {} of the highest in M3, {} in M1, {} in M2 (means over NCQ {high_text})",
-                        m3.show(pct0),
-                        m1.show(pct0),
-                        m2.show(pct0)
-                    ),
-                    verdict,
-                )
-                .because(why),
-            );
+        if steps.is_empty() {
+            continue;
         }
+        let (verdict, why) = judge(&steps, Band { min: 1.0 - tol, max: f64::INFINITY }, times);
+        let sure = steps.iter().filter(|(_, s)| s.lo >= 1.0 - tol).count();
+        let lowest = steps.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).expect("steps");
+        let levels_text = levels.iter().map(|&s| s.name()).collect::<Vec<_>>().join(" -> ");
+        checks.push(
+            Check::new(
+                format!("Figs. 3/4, {}: throughput rises with sharing ({levels_text})", mix.name()),
+                format!(
+                    "direction only: \"for each of the algorithms, the throughput increases as the degree of \
+                     data sharing increases\"; at every (algorithm, NCQ >= 2) no step from level to level \
+                     falling by more than {}, its 95% interval included, counts",
+                    pct0(tol)
+                ),
+                format!(
+                    "{sure} of {} (algorithm, NCQ >= 2) points rise or hold within their intervals; the lowest \
+                     step {} ({})",
+                    steps.len(),
+                    lowest.1.show(times),
+                    lowest.0
+                ),
+                verdict,
+            )
+            .because(why),
+        );
     }
     checks
+}
+
+/// Fig. 3: "the relative performance of the algorithms for half data sharing is similar to that
+/// for no data sharing"; no pair of algorithms ranked otherwise ([`swapped`]) by their means over
+/// NCQ >= 8.
+fn half_sharing_ranks_checks(plan: &Plan, results: &Results) -> Vec<Check> {
+    let mut checks = Vec::new();
+    if !(plan.figures.contains(&2) && plan.figures.contains(&3) && plain_lines(plan).len() >= 2) {
+        return checks;
+    }
+    let tol = SHARING_TOLERANCE;
+    let high_text = ncq_text(&high_common(plan));
+    for &mix in &plan.mixes {
+        let (Some(none), Some(half)) =
+            (line_means(plan, results, mix, Sharing::None), line_means(plan, results, mix, Sharing::Half))
+        else {
+            continue;
+        };
+        let (mut pairs, mut surely, mut possibly) = (0usize, Vec::new(), Vec::new());
+        for i in 0..none.len() {
+            for j in i + 1..none.len() {
+                let (a, b) = (Span::gain(none[i].1, none[j].1), Span::gain(half[i].1, half[j].1));
+                pairs += 1;
+                let text = format!(
+                    "{} over {}: none {}, half {}",
+                    none[i].0.name().to_ascii_uppercase(),
+                    none[j].0.name().to_ascii_uppercase(),
+                    a.show(|x| format!("{x:+.0}%")),
+                    b.show(|x| format!("{x:+.0}%"))
+                );
+                match swapped(a, b, tol * 100.0) {
+                    (true, _) => surely.push(text),
+                    (false, true) => possibly.push(text),
+                    _ => {}
+                }
+            }
+        }
+        let verdict = if surely.is_empty() && possibly.is_empty() {
+            Verdict::Holds
+        } else if surely.len() * 4 > pairs {
+            Verdict::Fails
+        } else {
+            Verdict::Partial
+        };
+        let list = |v: &[String]| {
+            let mut named: Vec<String> = v.iter().take(NAMED).cloned().collect();
+            if v.len() > NAMED {
+                named.push(format!("{} more", v.len() - NAMED));
+            }
+            named.join("; ")
+        };
+        let mut why = Vec::new();
+        if !surely.is_empty() {
+            why.push(format!("swapped at {} of {pairs} pairs: {}", surely.len(), list(&surely)));
+        }
+        if !possibly.is_empty() {
+            why.push(format!(
+                "swapped within the 95% intervals' reach at {} more: {}",
+                possibly.len(),
+                list(&possibly)
+            ));
+        }
+        checks.push(
+            Check::new(
+                format!("Fig. 3, {}: half sharing ranks the algorithms as no sharing", mix.name()),
+                format!(
+                    "direction only: \"the relative performance of the algorithms for half data sharing is \
+                     similar to that for no data sharing\"; no pair more than {} apart in both, in opposite \
+                     order, its 95% intervals included, counts (~ while at most a quarter of the pairs are)",
+                    pct0(tol)
+                ),
+                format!(
+                    "{} of {pairs} pairs swapped, {} more within the intervals; none: {}; half: {} (means over \
+                     NCQ {high_text})",
+                    surely.len(),
+                    possibly.len(),
+                    rank_text(&none),
+                    rank_text(&half)
+                ),
+                verdict,
+            )
+            .because(why.join("; ")),
+        );
+    }
+    checks
+}
+
+/// Fig. 4, full sharing: in M1 and M2 the algorithms are close, RAND and FIFO slightly below the
+/// others; in M3 they diverge again. The checks of M1 and M2 come mix by mix, that of M3 last.
+fn full_sharing_checks(plan: &Plan, results: &Results) -> Vec<Check> {
+    let mut checks = Vec::new();
+    if !plan.figures.contains(&4) {
+        return checks;
+    }
+    let by_value = |a: &&(Line, Span), b: &&(Line, Span)| a.1.value.total_cmp(&b.1.value);
+    let mut spread = Vec::new();
+    for &mix in &plan.mixes {
+        let Some(full) = line_means(plan, results, mix, Sharing::Full) else { continue };
+        if let (Some(lo), Some(hi)) = (full.iter().min_by(by_value), full.iter().max_by(by_value)) {
+            spread.push((mix, Span::ratio(lo.1, hi.1)));
+        }
+        if mix == Mix::M3 {
+            continue;
+        }
+        checks.extend(full_sharing_close_check(plan, mix, &full));
+        checks.extend(rand_fifo_slightly_below_check(mix, &full));
+    }
+    checks.extend(m3_diverges_check(plan, &spread));
+    checks
+}
+
+/// Whether `line` runs RAND or FIFO, the two the paper finds slightly below the others under full
+/// sharing.
+fn is_rand_or_fifo(line: &Line) -> bool {
+    matches!(line.algorithm, Algorithm::Rand | Algorithm::Fifo)
+}
+
+/// Fig. 4, M1 and M2: "the efficiencies of the different algorithms were close" under full
+/// sharing; each algorithm but RAND and FIFO within [`CLOSE`] of the highest, by `full`, the
+/// lines' means in `mix`.
+fn full_sharing_close_check(plan: &Plan, mix: Mix, full: &[(Line, Span)]) -> Option<Check> {
+    let by_value = |a: &&(Line, Span), b: &&(Line, Span)| a.1.value.total_cmp(&b.1.value);
+    let others: Vec<&(Line, Span)> = full.iter().filter(|l| !is_rand_or_fifo(&l.0)).collect();
+    if others.len() < 2 {
+        return None;
+    }
+    let best = others.iter().copied().max_by(by_value)?;
+    let shares: Vec<(String, Span)> = others
+        .iter()
+        .filter(|l| l.0 != best.0)
+        .map(|l| (l.0.name().to_ascii_uppercase(), Span::ratio(l.1, best.1)))
+        .collect();
+    let (verdict, why) = judge(&shares, Band { min: 1.0 - CLOSE, max: f64::INFINITY }, pct0);
+    Some(
+        Check::new(
+            format!("Fig. 4, {}: under full sharing the algorithms are close", mix.name()),
+            format!(
+                "direction only: \"the efficiencies of the different algorithms were close\" (M1, M2); \
+                 each of {} within {} of the highest, its 95% interval included, counts",
+                others.iter().map(|x| x.0.name().to_ascii_uppercase()).collect::<Vec<_>>().join(", "),
+                pct0(CLOSE)
+            ),
+            format!(
+                "{} of the highest, {} (means over NCQ {})",
+                shares.iter().map(|(l, s)| format!("{l} at {}", s.show(pct0))).collect::<Vec<_>>().join(", "),
+                best.0.name().to_ascii_uppercase(),
+                ncq_text(&high_common(plan))
+            ),
+            verdict,
+        )
+        .because(why),
+    )
+}
+
+/// Fig. 4, M1 and M2: "RAND and FIFO performed slightly worse than other algorithms" under full
+/// sharing; each below the others' mean by at most 25%, by `full`, the lines' means in `mix`.
+fn rand_fifo_slightly_below_check(mix: Mix, full: &[(Line, Span)]) -> Option<Check> {
+    let simple: Vec<&(Line, Span)> = full.iter().filter(|l| is_rand_or_fifo(&l.0)).collect();
+    let others: Vec<Span> = full.iter().filter(|l| !is_rand_or_fifo(&l.0)).map(|x| x.1).collect();
+    let mean_others = Span::mean(&others)?;
+    if simple.is_empty() {
+        return None;
+    }
+    let shares: Vec<(String, Span)> =
+        simple.iter().map(|x| (x.0.name().to_ascii_uppercase(), Span::ratio(x.1, mean_others))).collect();
+    let (verdict, why) = judge(&shares, Band { min: 0.75, max: 1.0 }, pct0);
+    Some(
+        Check::new(
+            format!("Fig. 4, {}: RAND and FIFO slightly below the others under full sharing", mix.name()),
+            "direction only: \"RAND and FIFO performed slightly worse than other algorithms\" (M1, M2); \
+             below the others' mean by at most 25%, the 95% intervals included, counts",
+            shares
+                .iter()
+                .map(|(l, s)| format!("{l} at {} of the others' mean", s.show(pct0)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            verdict,
+        )
+        .because(why),
+    )
+}
+
+/// Fig. 4: "for query mix M3, however, the performance of the different algorithms again
+/// diverged" under full sharing; M3's lowest / highest mean (`spread`, per mix) more than
+/// [`SHARING_TOLERANCE`] below M1's and M2's.
+fn m3_diverges_check(plan: &Plan, spread: &[(Mix, Span)]) -> Option<Check> {
+    let tol = SHARING_TOLERANCE;
+    let find = |m: Mix| spread.iter().find(|(x, _)| *x == m).map(|(_, s)| *s);
+    let (Some(m1), Some(m2), Some(m3)) = (find(Mix::M1), find(Mix::M2), find(Mix::M3)) else {
+        return None;
+    };
+    let wider =
+        [("against M1".to_string(), Span::ratio(m3, m1)), ("against M2".to_string(), Span::ratio(m3, m2))];
+    let (verdict, why) = judge(&wider, Band { min: 0.0, max: 1.0 - tol }, times);
+    Some(
+        Check::new(
+            "Fig. 4: under full sharing M3 diverges again",
+            format!(
+                "direction only: \"for query mix M3, however, the performance of the different algorithms \
+                 again diverged\" (M1, M2 close); M3's lowest / highest more than {} below M1's and M2's, \
+                 the 95% intervals included, counts",
+                pct0(tol)
+            ),
+            format!(
+                "the lowest algorithm at {} of the highest in M3, {} in M1, {} in M2 (means over NCQ {})",
+                m3.show(pct0),
+                m1.show(pct0),
+                m2.show(pct0),
+                ncq_text(&high_common(plan))
+            ),
+            verdict,
+        )
+        .because(why),
+    )
 }
 
 /// CSV header of [`write_csv`]; `docs/results-schema.md` describes every column.
