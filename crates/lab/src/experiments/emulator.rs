@@ -608,248 +608,409 @@ fn prim_gap(m1: f64, gaps: &[(f64, f64)], vm: bool, cond: &str, setting: &str) -
     .because(tolerance_and(tolerance, &outside))
 }
 
+/// A run where every access misses (Fig. 13: 3 us of compute, 1 to 16 threads), and what its
+/// checks share: the shortest compute time `m1`, the fewest and most threads, this machine's
+/// cores and the condition every check states.
+struct AllMiss<'a> {
+    plan: &'a Plan,
+    rows: &'a [Row],
+    m1: f64,
+    t1: usize,
+    tn: usize,
+    cores: usize,
+    cond: String,
+}
+
+impl AllMiss<'_> {
+    /// Whether the run measured `v`.
+    fn has(&self, v: EmuVariant) -> bool {
+        self.plan.variants.contains(&v)
+    }
+
+    /// `v`'s median accesses/s at `t` threads.
+    fn tput(&self, v: EmuVariant, t: usize) -> Option<f64> {
+        median(self.rows, v, t, self.m1, |r: &Row| Some(r.result.accesses_per_sec()))
+    }
+
+    /// Fig. 13: bufBP-prim peaks at 4 threads and falls with more ([`prim_peak`]).
+    fn prim_peaks_early(&self) -> Option<Check> {
+        let (tn, cond) = (self.tn, &self.cond);
+        if !self.has(EmuVariant::Prim) {
+            return None;
+        }
+        let curve: Vec<(usize, f64)> =
+            self.plan.threads.iter().filter_map(|&t| Some((t, self.tput(EmuVariant::Prim, t)?))).collect();
+        let &(peak_t, peak) = curve.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let last = curve.last().map_or(peak, |c| c.1);
+        let (verdict, reason) = prim_peak(&curve, self.cores);
+        Some(
+            Check::new(
+                "prim: thread count of its peak, and its fall after",
+                "peak at 4 threads, lower with more (Fig. 13, 16 cores; the fall: direction only)",
+                format!(
+                    "peak {} at {peak_t} threads, {:.2}x the peak at {tn} threads ({cond})",
+                    thousands(peak.round() as u64),
+                    last / peak
+                ),
+                verdict,
+            )
+            .because(reason),
+        )
+    }
+
+    /// Fig. 13: `v` (distlock, bat-pref or bp-distlock) scales with the threads up to 16 cores.
+    fn scales_with_threads(&self, v: EmuVariant) -> Option<Check> {
+        let (t1, tn, cores, cond) = (self.t1, self.tn, self.cores, &self.cond);
+        let (true, Some(a), Some(z)) = (self.has(v), self.tput(v, t1), self.tput(v, tn)) else { return None };
+        if tn <= t1 {
+            return None;
+        }
+        let ideal = (tn.min(cores) as f64 / t1.min(cores) as f64).max(1.0);
+        Some(
+            Check::new(
+                format!("{v}: accesses/s at {tn} threads over {t1}"),
+                "scales with the threads (Fig. 13: distlock, bat-pref and bp-distlock scalable to 16 cores)",
+                format!("{:.2}x, {:.2}x of the cores' ideal {ideal:.0}x ({cond})", z / a, z / a / ideal),
+                Verdict::of(z / a >= 0.7 * ideal),
+            )
+            .because("tolerance: 70% of the ideal speedup up to this machine's cores"),
+        )
+    }
+
+    /// Fig. 13: `v` (bat-pref or bp-distlock) is slightly better than bufDistLock at every
+    /// thread count ([`fig13_above_distlock`]).
+    fn slightly_above_distlock(&self, v: EmuVariant) -> Option<Check> {
+        if !self.has(v) || !self.has(EmuVariant::DistLock) {
+            return None;
+        }
+        let ratios: Vec<(usize, f64)> = self
+            .plan
+            .threads
+            .iter()
+            .filter_map(|&t| Some((t, self.tput(v, t)? / self.tput(EmuVariant::DistLock, t)?)))
+            .collect();
+        (!ratios.is_empty()).then(|| fig13_above_distlock(v, &ratios, &self.cond))
+    }
+
+    /// Fig. 13's claims, in order.
+    fn checks(&self) -> Vec<Check> {
+        use EmuVariant::{BatPref, BpDistLock, DistLock};
+        let mut checks: Vec<Check> = self.prim_peaks_early().into_iter().collect();
+        for v in [DistLock, BatPref, BpDistLock] {
+            checks.extend(self.scales_with_threads(v));
+        }
+        for v in [BatPref, BpDistLock] {
+            checks.extend(self.slightly_above_distlock(v));
+        }
+        checks
+    }
+}
+
+/// One thread count `t` of a run where accesses can hit (Figs. 11 and 12, Sec. 5.1), and what
+/// its checks share: the shortest compute time `m1` and this machine's cores.
+struct AtThreads<'a> {
+    plan: &'a Plan,
+    rows: &'a [Row],
+    t: usize,
+    m1: f64,
+    cores: usize,
+}
+
+impl AtThreads<'_> {
+    /// Whether `t` stands for the paper's VM (Fig. 12) rather than its 16-core machine (Fig. 11).
+    fn vm(&self) -> bool {
+        self.plan.stand_in.is_vm(self.t, self.cores)
+    }
+
+    /// Which of the paper's machines `t` stands for, in words, for the checks' reasons.
+    fn setting(&self) -> &'static str {
+        self.plan.stand_in.setting(self.t, self.cores)
+    }
+
+    /// The condition of a check at `m` us, as its ours column states it.
+    fn cond(&self, m: f64) -> String {
+        format!("{} threads on {} cores, {m} us, Zipf s={}", self.t, self.cores, self.plan.base.zipf)
+    }
+
+    /// `v`'s median accesses/s over distlock's at `m` us.
+    fn norm(&self, v: EmuVariant, m: f64) -> Option<f64> {
+        median(self.rows, v, self.t, m, |r: &Row| r.normalized)
+    }
+
+    /// `v`'s median accesses/s at `m` us.
+    fn tput(&self, v: EmuVariant, m: f64) -> Option<f64> {
+        median(self.rows, v, self.t, m, |r: &Row| Some(r.result.accesses_per_sec()))
+    }
+
+    /// The compute times of the grid longer than `m1`.
+    fn longer(&self) -> Vec<f64> {
+        self.plan.compute.iter().copied().filter(|&m| m > self.m1).collect()
+    }
+
+    /// Fig. 11: bufLRU is 15x below bufDistLock at 1 us.
+    fn lru_below_distlock(&self) -> Option<Check> {
+        let m1 = self.m1;
+        let n = self.norm(EmuVariant::Lru, m1)?;
+        Some(
+            Check::new(
+                format!("lru / distlock accesses/s at {m1} us"),
+                "1/15 = 0.067 at 1 us (bufLRU 15x below bufDistLock, 16 cores)",
+                format!("{n:.3} ({})", self.cond(m1)),
+                Verdict::of((0.033..=0.133).contains(&n)),
+            )
+            .because("tolerance: within a factor 2"),
+        )
+    }
+
+    /// Figs. 11 and 12: bufBat-Pref is 7% below bufDistLock at 1 us on 16 cores, and 21% above
+    /// it on the 16-vCPU VM.
+    fn bat_pref_against_distlock(&self) -> Option<Check> {
+        let m1 = self.m1;
+        let n = self.norm(EmuVariant::BatPref, m1)?;
+        let (paper, value) = if self.vm() {
+            ("1.21 at 1 us on the 16-vCPU VM (bufBat-Pref 21% above bufDistLock, Fig. 12)", 1.21)
+        } else {
+            ("0.93 at 1 us on 16 cores (bufBat-Pref 7% below bufDistLock, Fig. 11)", 0.93)
+        };
+        Some(
+            Check::new(
+                format!("bat-pref / distlock accesses/s at {m1} us"),
+                paper,
+                format!("{n:.2} ({})", self.cond(m1)),
+                near(n, value, 0.1),
+            )
+            .because(format!("tolerance: ±0.10; {}", self.setting())),
+        )
+    }
+
+    /// Fig. 11: prefetching almost doubles batching's throughput at 1 us.
+    fn prefetching_doubles_batching(&self) -> Option<Check> {
+        let m1 = self.m1;
+        let (Some(b), Some(p)) = (self.tput(EmuVariant::Batching, m1), self.tput(EmuVariant::BatPref, m1))
+        else {
+            return None;
+        };
+        Some(
+            Check::new(
+                format!("bat-pref / batching accesses/s at {m1} us"),
+                "almost 2 at 1 us (prefetching doubles batching's throughput, Fig. 11)",
+                format!("{:.2} ({})", p / b, self.cond(m1)),
+                Verdict::of((1.6..=2.2).contains(&(p / b))),
+            )
+            .because(format!("tolerance: 1.6 to 2.2; {}", self.setting())),
+        )
+    }
+
+    /// Fig. 11: bufBP-DistLock is 12% above bufDistLock at 1 us.
+    fn bp_distlock_above_distlock(&self) -> Option<Check> {
+        let m1 = self.m1;
+        let n = self.norm(EmuVariant::BpDistLock, m1)?;
+        Some(
+            Check::new(
+                format!("bp-distlock / distlock accesses/s at {m1} us"),
+                "1.12 at 1 us (bufBP-DistLock 12% above bufDistLock, Fig. 11)",
+                format!("{n:.2} ({})", self.cond(m1)),
+                near(n, 1.12, 0.1),
+            )
+            .because(format!("tolerance: ±0.10; {}", self.setting())),
+        )
+    }
+
+    /// Figs. 11 and 12: bufBP-prim is 29% below bufBat-Pref at 1 us on 16 cores, and further
+    /// below it on the VM.
+    fn prim_below_bat_pref(&self) -> Option<Check> {
+        let m1 = self.m1;
+        let (Some(p), Some(b)) = (self.tput(EmuVariant::Prim, m1), self.tput(EmuVariant::BatPref, m1)) else {
+            return None;
+        };
+        let r = p / b;
+        let (paper, verdict) = if self.vm() {
+            ("below 0.71 at 1 us: the gap to bufBat-Pref is wider on the VM than the physical machine's 29% (Fig. 12)", Verdict::of(r < 0.71))
+        } else {
+            ("0.71 at 1 us (bufBP-prim 29% below bufBat-Pref, Fig. 11)", near(r, 0.71, 0.1))
+        };
+        Some(
+            Check::new(
+                format!("prim / bat-pref accesses/s at {m1} us"),
+                paper,
+                format!("{r:.2} ({})", self.cond(m1)),
+                verdict,
+            )
+            .because(format!("tolerance: ±0.10 (Fig. 11) or below (Fig. 12); {}", self.setting())),
+        )
+    }
+
+    /// Figs. 11 and 12 beyond 1 us: bufBat-Pref performs similarly or slightly better than
+    /// bufDistLock at every longer compute time ([`beside_distlock`]).
+    fn bat_pref_beside_distlock_beyond(&self) -> Option<Check> {
+        let ratios: Vec<(f64, f64)> =
+            self.longer().iter().filter_map(|&m| Some((m, self.norm(EmuVariant::BatPref, m)?))).collect();
+        (!ratios.is_empty()).then(|| {
+            beside_distlock(
+                self.m1,
+                &ratios,
+                self.vm(),
+                &format!("{} threads on {} cores", self.t, self.cores),
+                self.setting(),
+            )
+        })
+    }
+
+    /// Figs. 11 and 12 beyond 1 us: bufBP-prim's gap to bufBat-Pref narrows as compute grows but
+    /// prim stays below ([`prim_gap`]).
+    fn prim_gap_beyond(&self) -> Option<Check> {
+        let gaps: Vec<(f64, f64)> = self
+            .longer()
+            .iter()
+            .filter_map(|&m| Some((m, self.tput(EmuVariant::Prim, m)? / self.tput(EmuVariant::BatPref, m)?)))
+            .collect();
+        (!gaps.is_empty()).then(|| {
+            prim_gap(
+                self.m1,
+                &gaps,
+                self.vm(),
+                &format!("{} threads on {} cores", self.t, self.cores),
+                self.setting(),
+            )
+        })
+    }
+
+    /// Fig. 12: on the VM, bufBat-Pref's advantage over bufDistLock fades as compute grows.
+    fn vm_advantage_fades(&self) -> Option<Check> {
+        let (m1, t, cores) = (self.m1, self.t, self.cores);
+        if !self.vm() {
+            return None;
+        }
+        let longer = self.longer();
+        let (Some(a), Some(&mz), Some(z)) = (
+            self.norm(EmuVariant::BatPref, m1),
+            longer.last(),
+            longer.last().and_then(|&m| self.norm(EmuVariant::BatPref, m)),
+        ) else {
+            return None;
+        };
+        Some(
+            Check::new(
+                format!("bat-pref / distlock, {m1} us against {mz} us"),
+                "the VM advantage fades as compute grows (Fig. 12: 1.21 at 1 us, towards 1 at 6 us)",
+                format!("{a:.2} at {m1} us, {z:.2} at {mz} us ({t} threads on {cores} cores)"),
+                Verdict::of(a > z),
+            )
+            .because("tolerance: any fall"),
+        )
+    }
+
+    /// Sec. 5.1.3: `batched` (batching or bat-pref) has 197x to over 9,000x fewer lock contentions
+    /// than lru, at the shortest compute time, where contention is highest.
+    fn batching_cuts_contention(&self, batched: EmuVariant) -> Option<Check> {
+        let m = self.m1;
+        let waits = |v| median(self.rows, v, self.t, m, |r: &Row| Some(r.waits_per_million()));
+        let (Some(l), Some(b)) = (waits(EmuVariant::Lru), waits(batched)) else { return None };
+        let paper = "197x to over 9,000x fewer contentions with batching (PostgreSQL, Sec. 5.1.3)";
+        Some(if l == 0.0 {
+            Check::new(
+                format!("lru / {batched} waits per million at {m} us"),
+                paper,
+                format!("lru never waited ({})", self.cond(m)),
+                Verdict::Partial,
+            )
+            .because("no contention on the one lock to cut")
+        } else {
+            let ratio = if b > 0.0 { l / b } else { f64::INFINITY };
+            Check::new(
+                format!("lru / {batched} waits per million at {m} us"),
+                paper,
+                format!("{ratio:.0}x ({l:.1} vs {b:.1}; {})", self.cond(m)),
+                Verdict::of(ratio >= 100.0),
+            )
+            .because("tolerance: at least 100x, a factor 2 below the paper's lowest")
+        })
+    }
+
+    /// Sec. 3.2 (Fig. 4): batching leaves the hit ratio of `batched` (batching or bat-pref)
+    /// unchanged from lru's, at the shortest compute time.
+    fn batching_keeps_hit_ratio(&self, batched: EmuVariant) -> Option<Check> {
+        let (m, t, plan) = (self.m1, self.t, self.plan);
+        let hit = |v| median(self.rows, v, t, m, |r: &Row| Some(r.result.hit_ratio()));
+        let (Some(l), Some(b)) = (hit(EmuVariant::Lru), hit(batched)) else { return None };
+        let diff = (b - l) * 100.0;
+        Some(
+            Check::new(
+                format!("{batched} - lru hit ratio at {m} us"),
+                "unchanged by batching (Sec. 3.2, Fig. 4)",
+                format!("{diff:+.2} points ({})", self.cond(m)),
+                Verdict::of(diff.abs() <= 0.5),
+            )
+            .because(format!(
+                "tolerance: 0.5 points; the free lists keep up to {} frames free",
+                thousands((plan.base.free_lists * plan.config(batched, t, m).effective_reclaim()) as u64)
+            )),
+        )
+    }
+
+    /// Sec. 5.1: lru's hit ratio is roughly 90% with 1M buffer pages over 10M data pages.
+    fn lru_hit_ratio(&self) -> Option<Check> {
+        let plan = self.plan;
+        let h = median(self.rows, EmuVariant::Lru, self.t, self.m1, |r: &Row| Some(r.result.hit_ratio()))?;
+        let geometry = plan.base.data_pages == 10_000_000 && plan.base.buffer_pages == 1_000_000;
+        Some(
+            Check::new(
+                "lru hit ratio",
+                "roughly 90% (1M buffer pages, 10M data pages, Zipfian)",
+                format!(
+                    "{:.1}% ({} buffer pages, {} data pages, Zipf s={})",
+                    h * 100.0,
+                    thousands(u64::from(plan.base.buffer_pages)),
+                    thousands(u64::from(plan.base.data_pages)),
+                    plan.base.zipf
+                ),
+                near(h * 100.0, 90.0, 3.0),
+            )
+            .because(if geometry {
+                "tolerance: ±3 points"
+            } else {
+                "tolerance: ±3 points; a smaller geometry than the paper's"
+            }),
+        )
+    }
+
+    /// The claims of Figs. 11 and 12 and Sec. 5.1 at this thread count, in order.
+    fn checks(&self) -> Vec<Check> {
+        use EmuVariant::{BatPref, Batching};
+        let mut checks = Vec::new();
+        checks.extend(self.lru_below_distlock());
+        checks.extend(self.bat_pref_against_distlock());
+        checks.extend(self.prefetching_doubles_batching());
+        checks.extend(self.bp_distlock_above_distlock());
+        checks.extend(self.prim_below_bat_pref());
+        checks.extend(self.bat_pref_beside_distlock_beyond());
+        checks.extend(self.prim_gap_beyond());
+        checks.extend(self.vm_advantage_fades());
+        // Contention and hit ratio where contention is highest, at the shortest compute time.
+        for batched in [Batching, BatPref] {
+            checks.extend(self.batching_cuts_contention(batched));
+            checks.extend(self.batching_keeps_hit_ratio(batched));
+        }
+        checks.extend(self.lru_hit_ratio());
+        checks
+    }
+}
+
 /// The paper's claims (Sec. 5.2, Figs. 11-13; the PostgreSQL contention and hit-ratio claims of
 /// Sec. 5.1 where the emulator measures the same) held against this run. Figs. 11 and 12 are
 /// compared at the smallest compute time of the grid (the paper's numbers are at 1 us); each
 /// thread count stands for the paper's VM (Fig. 12) or its 16-core machine (Fig. 11) as
 /// `--stand-in` says ([`StandIn`]: by default the VM where the threads outnumber the cores).
 fn checks(plan: &Plan, rows: &[Row]) -> Vec<Check> {
-    use EmuVariant::{BatPref, Batching, BpDistLock, DistLock, Lru, Prim};
-    let mut checks = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let Some(&m1) = plan.compute.first() else { return checks };
-    let has = |v| plan.variants.contains(&v);
+    let Some(&m1) = plan.compute.first() else { return Vec::new() };
     if plan.base.all_miss {
         // Fig. 13: every access misses, 3 us of compute, 1 to 16 threads.
-        let (Some(&t1), Some(&tn)) = (plan.threads.first(), plan.threads.last()) else { return checks };
-        let tput = |v, t| median(rows, v, t, m1, |r: &Row| Some(r.result.accesses_per_sec()));
+        let (Some(&t1), Some(&tn)) = (plan.threads.first(), plan.threads.last()) else { return Vec::new() };
         let cond = format!("all-miss, {m1} us, {t1}-{tn} threads on {cores} cores");
-        if has(Prim) {
-            let curve: Vec<(usize, f64)> =
-                plan.threads.iter().filter_map(|&t| Some((t, tput(Prim, t)?))).collect();
-            if let Some(&(peak_t, peak)) = curve.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
-                let last = curve.last().map_or(peak, |c| c.1);
-                let (verdict, reason) = prim_peak(&curve, cores);
-                checks.push(
-                    Check::new(
-                        "prim: thread count of its peak, and its fall after",
-                        "peak at 4 threads, lower with more (Fig. 13, 16 cores; the fall: direction only)",
-                        format!(
-                            "peak {} at {peak_t} threads, {:.2}x the peak at {tn} threads ({cond})",
-                            thousands(peak.round() as u64),
-                            last / peak
-                        ),
-                        verdict,
-                    )
-                    .because(reason),
-                );
-            }
-        }
-        for v in [DistLock, BatPref, BpDistLock] {
-            if let (true, Some(a), Some(z)) = (has(v), tput(v, t1), tput(v, tn)) {
-                if tn > t1 {
-                    let ideal = (tn.min(cores) as f64 / t1.min(cores) as f64).max(1.0);
-                    checks.push(
-                        Check::new(
-                            format!("{v}: accesses/s at {tn} threads over {t1}"),
-                            "scales with the threads (Fig. 13: distlock, bat-pref and bp-distlock scalable to 16 cores)",
-                            format!("{:.2}x, {:.2}x of the cores' ideal {ideal:.0}x ({cond})", z / a, z / a / ideal),
-                            Verdict::of(z / a >= 0.7 * ideal),
-                        )
-                        .because("tolerance: 70% of the ideal speedup up to this machine's cores"),
-                    );
-                }
-            }
-        }
-        for v in [BatPref, BpDistLock] {
-            if !has(v) || !has(DistLock) {
-                continue;
-            }
-            let ratios: Vec<(usize, f64)> =
-                plan.threads.iter().filter_map(|&t| Some((t, tput(v, t)? / tput(DistLock, t)?))).collect();
-            if !ratios.is_empty() {
-                checks.push(fig13_above_distlock(v, &ratios, &cond));
-            }
-        }
-        return checks;
+        return AllMiss { plan, rows, m1, t1, tn, cores, cond }.checks();
     }
-    for &t in &plan.threads {
-        let vm = plan.stand_in.is_vm(t, cores);
-        let cond = |m: f64| format!("{t} threads on {cores} cores, {m} us, Zipf s={}", plan.base.zipf);
-        let norm = |v, m| median(rows, v, t, m, |r: &Row| r.normalized);
-        let tput = |v, m| median(rows, v, t, m, |r: &Row| Some(r.result.accesses_per_sec()));
-        let setting = plan.stand_in.setting(t, cores);
-        if let Some(n) = norm(Lru, m1) {
-            checks.push(
-                Check::new(
-                    format!("lru / distlock accesses/s at {m1} us"),
-                    "1/15 = 0.067 at 1 us (bufLRU 15x below bufDistLock, 16 cores)",
-                    format!("{n:.3} ({})", cond(m1)),
-                    Verdict::of((0.033..=0.133).contains(&n)),
-                )
-                .because("tolerance: within a factor 2"),
-            );
-        }
-        if let Some(n) = norm(BatPref, m1) {
-            let (paper, value) = if vm {
-                ("1.21 at 1 us on the 16-vCPU VM (bufBat-Pref 21% above bufDistLock, Fig. 12)", 1.21)
-            } else {
-                ("0.93 at 1 us on 16 cores (bufBat-Pref 7% below bufDistLock, Fig. 11)", 0.93)
-            };
-            checks.push(
-                Check::new(
-                    format!("bat-pref / distlock accesses/s at {m1} us"),
-                    paper,
-                    format!("{n:.2} ({})", cond(m1)),
-                    near(n, value, 0.1),
-                )
-                .because(format!("tolerance: ±0.10; {setting}")),
-            );
-        }
-        if let (Some(b), Some(p)) = (tput(Batching, m1), tput(BatPref, m1)) {
-            checks.push(
-                Check::new(
-                    format!("bat-pref / batching accesses/s at {m1} us"),
-                    "almost 2 at 1 us (prefetching doubles batching's throughput, Fig. 11)",
-                    format!("{:.2} ({})", p / b, cond(m1)),
-                    Verdict::of((1.6..=2.2).contains(&(p / b))),
-                )
-                .because(format!("tolerance: 1.6 to 2.2; {setting}")),
-            );
-        }
-        if let Some(n) = norm(BpDistLock, m1) {
-            checks.push(
-                Check::new(
-                    format!("bp-distlock / distlock accesses/s at {m1} us"),
-                    "1.12 at 1 us (bufBP-DistLock 12% above bufDistLock, Fig. 11)",
-                    format!("{n:.2} ({})", cond(m1)),
-                    near(n, 1.12, 0.1),
-                )
-                .because(format!("tolerance: ±0.10; {setting}")),
-            );
-        }
-        if let (Some(p), Some(b)) = (tput(Prim, m1), tput(BatPref, m1)) {
-            let r = p / b;
-            let (paper, verdict) = if vm {
-                ("below 0.71 at 1 us: the gap to bufBat-Pref is wider on the VM than the physical machine's 29% (Fig. 12)", Verdict::of(r < 0.71))
-            } else {
-                ("0.71 at 1 us (bufBP-prim 29% below bufBat-Pref, Fig. 11)", near(r, 0.71, 0.1))
-            };
-            checks.push(
-                Check::new(
-                    format!("prim / bat-pref accesses/s at {m1} us"),
-                    paper,
-                    format!("{r:.2} ({})", cond(m1)),
-                    verdict,
-                )
-                .because(format!("tolerance: ±0.10 (Fig. 11) or below (Fig. 12); {setting}")),
-            );
-        }
-        let longer: Vec<f64> = plan.compute.iter().copied().filter(|&m| m > m1).collect();
-        if !longer.is_empty() {
-            let ratios: Vec<(f64, f64)> =
-                longer.iter().filter_map(|&m| Some((m, norm(BatPref, m)?))).collect();
-            if !ratios.is_empty() {
-                checks.push(beside_distlock(
-                    m1,
-                    &ratios,
-                    vm,
-                    &format!("{t} threads on {cores} cores"),
-                    setting,
-                ));
-            }
-            let gaps: Vec<(f64, f64)> =
-                longer.iter().filter_map(|&m| Some((m, tput(Prim, m)? / tput(BatPref, m)?))).collect();
-            if !gaps.is_empty() {
-                checks.push(prim_gap(m1, &gaps, vm, &format!("{t} threads on {cores} cores"), setting));
-            }
-            if vm {
-                if let (Some(a), Some(&mz), Some(z)) =
-                    (norm(BatPref, m1), longer.last(), longer.last().and_then(|&m| norm(BatPref, m)))
-                {
-                    checks.push(
-                        Check::new(
-                            format!("bat-pref / distlock, {m1} us against {mz} us"),
-                            "the VM advantage fades as compute grows (Fig. 12: 1.21 at 1 us, towards 1 at 6 us)",
-                            format!("{a:.2} at {m1} us, {z:.2} at {mz} us ({t} threads on {cores} cores)"),
-                            Verdict::of(a > z),
-                        )
-                        .because("tolerance: any fall"),
-                    );
-                }
-            }
-        }
-        // Contention and hit ratio where contention is highest, at the shortest compute time.
-        for m in [m1] {
-            let waits = |v| median(rows, v, t, m, |r: &Row| Some(r.waits_per_million()));
-            let hit = |v| median(rows, v, t, m, |r: &Row| Some(r.result.hit_ratio()));
-            for batched in [Batching, BatPref] {
-                if let (Some(l), Some(b)) = (waits(Lru), waits(batched)) {
-                    let paper =
-                        "197x to over 9,000x fewer contentions with batching (PostgreSQL, Sec. 5.1.3)";
-                    checks.push(if l == 0.0 {
-                        Check::new(
-                            format!("lru / {batched} waits per million at {m} us"),
-                            paper,
-                            format!("lru never waited ({})", cond(m)),
-                            Verdict::Partial,
-                        )
-                        .because("no contention on the one lock to cut")
-                    } else {
-                        let ratio = if b > 0.0 { l / b } else { f64::INFINITY };
-                        Check::new(
-                            format!("lru / {batched} waits per million at {m} us"),
-                            paper,
-                            format!("{ratio:.0}x ({l:.1} vs {b:.1}; {})", cond(m)),
-                            Verdict::of(ratio >= 100.0),
-                        )
-                        .because("tolerance: at least 100x, a factor 2 below the paper's lowest")
-                    });
-                }
-                if let (Some(l), Some(b)) = (hit(Lru), hit(batched)) {
-                    let diff = (b - l) * 100.0;
-                    checks.push(
-                        Check::new(
-                            format!("{batched} - lru hit ratio at {m} us"),
-                            "unchanged by batching (Sec. 3.2, Fig. 4)",
-                            format!("{diff:+.2} points ({})", cond(m)),
-                            Verdict::of(diff.abs() <= 0.5),
-                        )
-                        .because(format!(
-                            "tolerance: 0.5 points; the free lists keep up to {} frames free",
-                            thousands(
-                                (plan.base.free_lists * plan.config(batched, t, m).effective_reclaim())
-                                    as u64
-                            )
-                        )),
-                    );
-                }
-            }
-        }
-        if let Some(h) = median(rows, Lru, t, m1, |r: &Row| Some(r.result.hit_ratio())) {
-            let geometry = plan.base.data_pages == 10_000_000 && plan.base.buffer_pages == 1_000_000;
-            checks.push(
-                Check::new(
-                    "lru hit ratio",
-                    "roughly 90% (1M buffer pages, 10M data pages, Zipfian)",
-                    format!(
-                        "{:.1}% ({} buffer pages, {} data pages, Zipf s={})",
-                        h * 100.0,
-                        thousands(u64::from(plan.base.buffer_pages)),
-                        thousands(u64::from(plan.base.data_pages)),
-                        plan.base.zipf
-                    ),
-                    near(h * 100.0, 90.0, 3.0),
-                )
-                .because(if geometry {
-                    "tolerance: ±3 points"
-                } else {
-                    "tolerance: ±3 points; a smaller geometry than the paper's"
-                }),
-            );
-        }
-    }
-    checks
+    plan.threads.iter().flat_map(|&t| AtThreads { plan, rows, t, m1, cores }.checks()).collect()
 }
 
 /// CSV header of `emulator.csv` (docs/results-schema.md).
