@@ -325,6 +325,41 @@ struct Inner {
     opened: OpenReport,
 }
 
+/// The segment files in `dir`, by start offset, each checked against `segment_bytes` (a log
+/// opened with another segment size is refused, not misread).
+///
+/// # Errors
+/// `BadConfig` for a segment that does not fit `segment_bytes`; `Io`.
+fn list_segments(vfs: &dyn Vfs, dir: &Path, segment_bytes: u64) -> Result<Segments> {
+    let mut files = Segments::new();
+    let listing = vfs.list(dir).map_err(|e| LogError::io("listing", dir, e))?;
+    for path in listing {
+        let Some(start) = segment::parse_name(&path) else { continue };
+        if !start.is_multiple_of(segment_bytes) {
+            return Err(LogError::BadConfig {
+                reason: format!(
+                    "segment {} does not start at a multiple of segment_bytes = {segment_bytes}: open the log \
+                     with the segment size it was created with",
+                    path.display()
+                ),
+            });
+        }
+        let f = vfs.open(&path, OpenMode::EXISTING).map_err(|e| LogError::io("opening", &path, e))?;
+        let len = f.len().map_err(|e| LogError::io("reading the length of", &path, e))?;
+        if len > segment_bytes {
+            return Err(LogError::BadConfig {
+                reason: format!(
+                    "segment {} holds {len} bytes, more than segment_bytes = {segment_bytes}: open the log \
+                     with the segment size it was created with",
+                    path.display()
+                ),
+            });
+        }
+        files.insert(start, f);
+    }
+    Ok(files)
+}
+
 /// The write-ahead log. See the crate documentation and README for the protocol.
 #[derive(Debug)]
 pub struct LogManager {
@@ -347,32 +382,7 @@ impl LogManager {
         let LogConfig { dir, segment_bytes, buffer_bytes, flush_interval, vfs, recovery } = config.clone();
         let max_body = config.max_body();
         vfs.create_dir_all(&dir).map_err(|e| LogError::io("creating directory", &dir, e))?;
-        let mut files = Segments::new();
-        let listing = vfs.list(&dir).map_err(|e| LogError::io("listing", &dir, e))?;
-        for path in listing {
-            let Some(start) = segment::parse_name(&path) else { continue };
-            if !start.is_multiple_of(segment_bytes) {
-                return Err(LogError::BadConfig {
-                    reason: format!(
-                        "segment {} does not start at a multiple of segment_bytes = {segment_bytes}: open the log \
-                         with the segment size it was created with",
-                        path.display()
-                    ),
-                });
-            }
-            let f = vfs.open(&path, OpenMode::EXISTING).map_err(|e| LogError::io("opening", &path, e))?;
-            let len = f.len().map_err(|e| LogError::io("reading the length of", &path, e))?;
-            if len > segment_bytes {
-                return Err(LogError::BadConfig {
-                    reason: format!(
-                        "segment {} holds {len} bytes, more than segment_bytes = {segment_bytes}: open the log \
-                         with the segment size it was created with",
-                        path.display()
-                    ),
-                });
-            }
-            files.insert(start, f);
-        }
+        let mut files = list_segments(&*vfs, &dir, segment_bytes)?;
 
         // W7: the end is the first frame that does not validate, scanning from the first frame
         // of the newest segment whose first frame validates: by W6 every segment before it is

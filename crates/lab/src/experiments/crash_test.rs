@@ -863,43 +863,8 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(path) = &args.child {
         return child(args, path);
     }
-    if args.kills == 0 {
-        return Err(Usage("--kills must be at least 1".into()).into());
-    }
-    if args.cleaner == CleanerArg::Decoupled && !args.log_archive {
-        return Err(Usage("--cleaner decoupled needs --log-archive: it replays the archive".into()).into());
-    }
-    if args.write_elision && args.cleaner != CleanerArg::Decoupled {
-        return Err(Usage("--write-elision needs --cleaner decoupled".into()).into());
-    }
-    if args.restart == RestartArg::Instant && !args.log_archive {
-        return Err(Usage(
-            "--restart instant needs --log-archive: it reads the archive instead of the log".into(),
-        )
-        .into());
-    }
-    if args.damage_pages > 0 && !args.log_archive {
-        return Err(Usage(
-            "--damage-pages needs --log-archive: without the archive a damaged page's image may have left the log"
-                .into(),
-        )
-        .into());
-    }
-    if args.checkpoint_ms == Some(0) {
-        return Err(Usage("--checkpoint-ms must be at least 1".into()).into());
-    }
-    if !(1..=64).contains(&args.threads) || args.keys < args.threads {
-        return Err(Usage("--threads must be 1 to 64, and --keys at least --threads".into()).into());
-    }
+    validate(args)?;
     let segment = log_segment_bytes(args);
-    if !(4 << 10..=1 << 30).contains(&segment) {
-        return Err(Usage("--log-segment-kib must be 4 to 1048576".into()).into());
-    }
-    if max_log_bytes(args).is_some_and(|bound| bound < 4 * segment) {
-        return Err(
-            Usage("--max-log-kib must be at least four log segments (--log-segment-kib)".into()).into()
-        );
-    }
     let temp;
     let dir = match &args.dir {
         Some(d) => {
@@ -944,30 +909,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     let (mut instant, mut deferred) = (0u32, 0u64);
     let started = std::time::Instant::now();
     for kill in 1..=args.kills {
-        let mut command = ChildArgs::default();
-        command
-            .arg("crash-test")
-            .args(["--config", args.config.name(), "--seed", &args.seed.to_string()])
-            .args(["--keys", &args.keys.to_string(), "--threads", &args.threads.to_string()])
-            .args(["--pool-kib", &args.pool_kib.to_string(), "--mode", mode_name(args.mode)])
-            .args(["--log-segment-kib", &(segment >> 10).to_string()]);
-        if let Some(bound) = max_log_bytes(args) {
-            command.args(["--max-log-kib", &(bound >> 10).to_string()]);
-        }
-        command.args(["--checkpoint-ms", &checkpoint_ms(args).to_string()]);
-        if args.log_archive {
-            command.arg("--log-archive");
-        }
-        command.args(["--checkpoint-kind", args.checkpoint_kind.name(), "--cleaner", args.cleaner.name()]);
-        if args.write_elision {
-            command.arg("--write-elision");
-        }
-        command.args(["--restart", args.restart.name()]);
-        if args.config == Config::Default {
-            let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
-            command.args(["--resume", &resume.join(",")]);
-        }
-        command.arg("--child").arg(&path);
+        let command = child_command(args, segment, &models, &path);
         let child = Child::spawn(command)?;
         std::thread::sleep(Duration::from_millis(rng.gen_range(1..=args.max_run_ms.max(1))));
         let ended = child.kill()?;
@@ -1043,6 +985,78 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         args.kills, cleaner.checkpoints, cleaner.rounds, cleaner.pages
     );
     Ok(if lost + uncommitted + invalid == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The options' checks (bad input runs nothing).
+fn validate(args: &CrashTestArgs) -> Result<(), Box<dyn Error>> {
+    if args.kills == 0 {
+        return Err(Usage("--kills must be at least 1".into()).into());
+    }
+    if args.cleaner == CleanerArg::Decoupled && !args.log_archive {
+        return Err(Usage("--cleaner decoupled needs --log-archive: it replays the archive".into()).into());
+    }
+    if args.write_elision && args.cleaner != CleanerArg::Decoupled {
+        return Err(Usage("--write-elision needs --cleaner decoupled".into()).into());
+    }
+    if args.restart == RestartArg::Instant && !args.log_archive {
+        return Err(Usage(
+            "--restart instant needs --log-archive: it reads the archive instead of the log".into(),
+        )
+        .into());
+    }
+    if args.damage_pages > 0 && !args.log_archive {
+        return Err(Usage(
+            "--damage-pages needs --log-archive: without the archive a damaged page's image may have left the log"
+                .into(),
+        )
+        .into());
+    }
+    if args.checkpoint_ms == Some(0) {
+        return Err(Usage("--checkpoint-ms must be at least 1".into()).into());
+    }
+    if !(1..=64).contains(&args.threads) || args.keys < args.threads {
+        return Err(Usage("--threads must be 1 to 64, and --keys at least --threads".into()).into());
+    }
+    let segment = log_segment_bytes(args);
+    if !(4 << 10..=1 << 30).contains(&segment) {
+        return Err(Usage("--log-segment-kib must be 4 to 1048576".into()).into());
+    }
+    if max_log_bytes(args).is_some_and(|bound| bound < 4 * segment) {
+        return Err(
+            Usage("--max-log-kib must be at least four log segments (--log-segment-kib)".into()).into()
+        );
+    }
+    Ok(())
+}
+
+/// The writer child of one kill: the run's options, and for the default configuration the
+/// steps each writer's model has reached, to resume from.
+fn child_command(args: &CrashTestArgs, segment: u64, models: &[Model], path: &Path) -> ChildArgs {
+    let mut command = ChildArgs::default();
+    command
+        .arg("crash-test")
+        .args(["--config", args.config.name(), "--seed", &args.seed.to_string()])
+        .args(["--keys", &args.keys.to_string(), "--threads", &args.threads.to_string()])
+        .args(["--pool-kib", &args.pool_kib.to_string(), "--mode", mode_name(args.mode)])
+        .args(["--log-segment-kib", &(segment >> 10).to_string()]);
+    if let Some(bound) = max_log_bytes(args) {
+        command.args(["--max-log-kib", &(bound >> 10).to_string()]);
+    }
+    command.args(["--checkpoint-ms", &checkpoint_ms(args).to_string()]);
+    if args.log_archive {
+        command.arg("--log-archive");
+    }
+    command.args(["--checkpoint-kind", args.checkpoint_kind.name(), "--cleaner", args.cleaner.name()]);
+    if args.write_elision {
+        command.arg("--write-elision");
+    }
+    command.args(["--restart", args.restart.name()]);
+    if args.config == Config::Default {
+        let resume: Vec<String> = models.iter().map(|m| m.step.to_string()).collect();
+        command.args(["--resume", &resume.join(",")]);
+    }
+    command.arg("--child").arg(path);
+    command
 }
 
 fn mode_name(mode: PoolMode) -> &'static str {
