@@ -7,8 +7,9 @@ use std::ops::Bound;
 
 use crate::error::Result;
 use crate::log::ChangeLog;
+use crate::owner::{max_key_len, max_value_len};
 use crate::scan::{RangeIter, RevRangeIter};
-use crate::tree::{max_key_len, max_value_len, Tree};
+use crate::tree::Tree;
 use crate::TreeError;
 
 /// A [`Tree::compare_and_swap`] that did not swap: the key's value was not the expected one.

@@ -14,6 +14,7 @@ pub mod log;
 pub mod node;
 mod optimistic;
 pub mod overflow;
+mod owner;
 mod scan;
 mod tree;
 mod verify;
@@ -22,8 +23,7 @@ pub use api::{prefix_end, CompareAndSwapError, KeyValue};
 pub use error::{Result, TreeError};
 pub use log::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
 pub use overflow::{max_inline_value_len, MAX_VALUE_LEN};
+pub use owner::{max_key_len, max_value_len, validate_page, BTreeOwner};
 pub use scan::{key_after, Overlay, RangeIter, Rebuilt, RevRangeIter};
-pub use tree::{
-    max_key_len, max_value_len, validate_page, AutoCommit, BTreeOwner, GapGate, Gated, NoGate, ReadGate, Tree,
-};
+pub use tree::{AutoCommit, GapGate, Gated, NoGate, ReadGate, Tree};
 pub use verify::TreeShape;

@@ -196,7 +196,8 @@ fn go_on_latched<M: LatchKind>(view: PageView<'_>) -> Attempt<'_, M> {
 #[cfg(test)]
 mod tests {
     use crate::node;
-    use crate::tree::{BTreeOwner, Tree};
+    use crate::owner::BTreeOwner;
+    use crate::tree::Tree;
     use std::sync::Arc;
     use swizzledb_buffer::{BufferPool, PoolConfig, PoolMode, Shared, SharedGuard};
 
