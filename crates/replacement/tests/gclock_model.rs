@@ -20,9 +20,9 @@ struct ModelState {
     hand: usize,
 }
 
-/// GCLOCK as README "GCLOCK" states it, written for clarity rather than speed. It keeps its
-/// counters in its own array under its lock and ignores the hooks, so it checks the real
-/// policy's hook-resident counters against an independent copy.
+/// GCLOCK as the module docs of `src/policies/gclock.rs` state it, written for clarity rather
+/// than speed. It keeps its counters in its own array under its lock and ignores the hooks, so
+/// it checks the real policy's hook-resident counters against an independent copy.
 struct Model {
     k: u16,
     state: Mutex<ModelState>,

@@ -1,6 +1,28 @@
-//! CLOCK, or second chance (Corbató 1968; README "CLOCK"): one reference bit per frame, kept in
-//! the frame's [`FrameHook`] (R7), and a hand that clears set bits and proposes the first frame
-//! whose bit is clear.
+//! CLOCK, or second chance (Corbató 1968): one reference bit per frame, kept in the frame's
+//! [`FrameHook`] (R7), and a hand that clears set bits and proposes the first frame whose bit is
+//! clear. The rules R1–R11 are those of the crate README's section "The contract".
+//!
+//! # State
+//!
+//! The reference bit in each frame's hook; in the policy, a state byte per frame (free, resident
+//! or blocked), a resident count and the hand.
+//!
+//! # Steps
+//!
+//! 1. `on_insert`: bit = 0 (reset before the frame becomes resident), then resident.
+//! 2. `on_hit`: bit = 1 via `set_if_changed`: one load, at most one plain store (R5).
+//! 3. `InUse`: as a hit. `SwizzledChildren`: unchanged (the hand has moved past). `Root`: blocked.
+//!    `NotResident`: as a removal. `on_remove`: bit = 0, free.
+//! 4. `next_candidate` advances the hand one frame per step: it skips free and blocked frames,
+//!    clears a set bit (compare-exchange, so a concurrent hit is not lost) and moves on, and
+//!    proposes the first resident frame whose bit is clear, leaving the hand just past it.
+//! 5. Bounded like GCLOCK: the sweep ends after a revolution that met no unblocked resident
+//!    frame, or after `2 · capacity` steps. It then proposes the first unblocked resident frame it
+//!    met, else the first blocked one, else `None`. Without concurrent hits one revolution clears
+//!    every bit, so the bound is never reached.
+//!
+//! CLOCK is GCLOCK with `k = 1`, except that the blocked state lives in the policy rather than in
+//! the hook, so a hit on a root cannot unblock it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

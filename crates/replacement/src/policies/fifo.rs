@@ -1,4 +1,27 @@
-//! FIFO (README "FIFO"): evict pages in the order they were loaded, whatever their use.
+//! FIFO: evict the page that was loaded first, whatever its use.
+//!
+//! The rules R1–R11 are those of the crate README's section "The contract"; the blocked list
+//! that FIFO shares with LRU and SIEVE is described in its section "Shared building blocks".
+//!
+//! # State
+//!
+//! The queue of resident frames in insertion order, under a `parking_lot` mutex. The hooks are
+//! neither read nor written (R7).
+//!
+//! # Steps
+//!
+//! 1. `on_insert` appends the frame at the newest end. `on_remove` and `NotResident` unlink it.
+//! 2. `on_hit` and `on_unfix` do nothing (no lock, R5).
+//! 3. `next_candidate` proposes the oldest queued frame; if the queue is empty, a blocked frame;
+//!    else `None`. An ignored proposal is proposed again.
+//! 4. `InUse` and `SwizzledChildren` move the frame to the newest end, as if just loaded. `Root`
+//!    blocks it.
+//!
+//! # Deviation
+//!
+//! Pure FIFO has no rejections. Requeuing a rejected frame at the newest end gives it a full trip
+//! through the queue, which is generous for `SwizzledChildren` (its children may soon be
+//! unswizzled) but keeps every proposal O(1) and never loses a frame (R3).
 
 use parking_lot::Mutex;
 

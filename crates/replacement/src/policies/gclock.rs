@@ -1,9 +1,91 @@
-//! GCLOCK [Smi78] as evaluated by Gilbert 2017, §3.3.3 (README "GCLOCK").
+//! GCLOCK (Smith 1978, \[Smi78\]) as in Gilbert 2017, §3.3.3 (Algorithms 3.1–3.2, Listing
+//! 3.6), and [`GclockSweep`], the same counters with the sweep first (Graefe et al. 2014, §4.2).
+//! The rules R1–R11 are those of the crate README's section "The contract".
 //!
 //! Every frame has a reference counter, kept in the frame's [`FrameHook`] (R7). A hit sets it to
 //! `k`; the hand sweeps the frames in order, proposes the first resident frame whose counter is 0
 //! and decrements the others it passes. A higher `k` keeps a finer history at the price of longer
 //! sweeps.
+//!
+//! # State
+//!
+//! The counters take values `0..=k`; `u16::MAX` marks a blocked frame, so `k ≤ 65534`. The policy
+//! itself keeps a resident flag per frame, a resident count, and the hand (the next frame to
+//! examine). Only inserts, removals, rejections and the hand touch the flags; a hit touches the
+//! hook alone.
+//!
+//! # Steps
+//!
+//! 1. `on_insert`: counter = 0, then resident (Algorithm 3.1). The reset comes first, so the hand
+//!    never reads a previous owner's value.
+//! 2. `on_hit`: counter = k, stored only if it differs and the frame is not blocked (R5). This is
+//!    a load of the hook and at most one plain store to it. `on_unfix` does nothing.
+//! 3. `InUse`: as a hit (Gilbert's `used_ref`). `Root`: counter = `u16::MAX`. `SwizzledChildren`:
+//!    unchanged. `NotResident`: as a removal.
+//! 4. `on_remove`: counter = 0, not resident.
+//! 5. `next_candidate` advances the hand one frame per step:
+//!    - skip a free frame, without reading its hook;
+//!    - skip a blocked frame without decrementing it;
+//!    - propose a frame whose counter is 0, leaving the hand just past it;
+//!    - otherwise decrement the counter (compare-exchange, never below 0) and move on.
+//! 6. The sweep ends after one full revolution that met no unblocked resident frame, or after
+//!    `(k + 2) · capacity` steps. It then proposes the unblocked frame with the lowest counter
+//!    seen, else the first blocked frame, else `None`. Without concurrent hits the bound is never
+//!    reached, because `k + 1` revolutions bring every counter to 0.
+//!
+//! Worked example (test `r4_hand_worked_example_k1`), with capacity 3 and k = 1:
+//!
+//! - Insert 0, 1, 2 and hit 1. The counters are `[0,1,0]`, so frame 0 is proposed and the hand
+//!   moves to 1.
+//! - Remove 0, insert 0, hit 0, hit 2. The counters are `[1,1,1]`. The hand decrements 1, 2 and
+//!   0, then proposes frame 1.
+//!
+//! `tests/gclock_model.rs` checks this implementation against a naive reference model on random
+//! hook sequences.
+//!
+//! # Deviations from Gilbert's code
+//!
+//! - **No wrap-around.** Gilbert's `--_counts[idx]` runs even when the counter is 0 and the latch
+//!   upgrade would block, and the `uint16_t` wraps to 65535. Here only counters above 0 are
+//!   decremented, and a rejection never decrements.
+//! - **Bounded sweep.** Gilbert's loop never ends if nothing is evictable (all pinned or dirty).
+//!   Ours ends by step 6.
+//! - **Counters in the frame descriptor.** Gilbert keeps `_counts` in an array of its own, so
+//!   every hit also misses on that array's line. Here the counter is the frame's hook (R7). It
+//!   sits next to the latch that the fix has just taken.
+//! - **Conditional store on hit.** Gilbert stores `k` blindly on every hit. We skip the store when
+//!   the counter is already `k`, so hot frames do not bounce cache lines between cores.
+//! - **Hits on fix only.** Gilbert calls `hit_ref` on both fix and unfix, which defines usage as
+//!   least-recently-unfixed. We count the fix only, which halves the hook traffic. A page that is
+//!   still fixed when it is proposed is refreshed anyway through the `InUse` rejection.
+//! - **Checks moved to the pool.** Latching, dirtiness, pins and roots are checked by the pool
+//!   (R6) and come back as rejections. Gilbert's `pick_victim` skips such frames itself, without a
+//!   decrement.
+//! - **Hits keep a root blocked.** In Zero, root hits bypass `fix()` and never call `hit_ref`. Our
+//!   pool may report them, so a hit leaves a blocked counter alone. A hit racing with the `Root`
+//!   store can unblock a root; that costs one extra rejection, after which it is blocked again.
+//! - **Safe decrement.** The hand decrements with a compare-exchange, so a concurrent hit is never
+//!   overwritten by a stale decrement. Gilbert uses a plain read-modify-write.
+//!
+//! # GCLOCK with the sweep first
+//!
+//! [`GclockSweep`] (`gclock-sweep(k=10)` by default) is Graefe et al. 2014 §4.2 as a named policy.
+//! The counters, hits and rejections are exactly those of [`Gclock`]; what differs is how the
+//! swizzling pool finds victims (R9):
+//!
+//! 1. `prefers_sweep()` is true: every eviction batch starts with the depth-first sweep of the
+//!    cached trees, and the hand runs only if the sweep freed too few frames.
+//! 2. `sweep_admits(frame)` admits a leaf whose counter is 0; any other counter is decremented
+//!    (compare-exchange, never below 0) and the leaf stays, so a leaf hit just before is admitted
+//!    on the `(k + 1)`-th visit. Blocked frames are never admitted.
+//!
+//! Plain [`Gclock`] answers `sweep_admits` the same way but keeps the sweep as the fallback after
+//! its hand. This is the paper's design: "pages with no recent usage as indicated by the g-clock
+//! counter are un-swizzled". Before R9 our sweep evicted every leaf it found, whatever its
+//! counter.
+//!
+//! In traditional mode, and offline, there is no tree to sweep, and `gclock-sweep` behaves as
+//! `gclock`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 

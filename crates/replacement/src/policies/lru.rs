@@ -1,7 +1,33 @@
-//! Exact LRU (README "LRU"): a doubly linked list of resident frames from least to most recently
-//! used, under a mutex. Every hit relinks its frame at the MRU end, which takes the lock: this is
-//! the per-hit contention that BP-Wrapper (Ding et al., ICDE 2009) later batches away, and the
-//! reason this policy breaks R5 (documented deviation).
+//! Exact least-recently-used. The rules R1–R11 are those of the crate README's section "The
+//! contract"; the blocked list that LRU shares with FIFO and SIEVE is described in its section
+//! "Shared building blocks".
+//!
+//! # State
+//!
+//! A doubly linked list of resident frames from the LRU end to the MRU end, plus the blocked list
+//! and a *cursor*, all under one `parking_lot` mutex. The hooks are neither read nor written.
+//!
+//! # Steps
+//!
+//! 1. `on_insert`: the frame enters at the MRU end.
+//! 2. `on_hit`: the frame moves to the MRU end, **under the lock**. This is a lock acquisition and
+//!    shared writes on every hit, a deliberate breach of R5: it is the classic cost of exact LRU
+//!    that BP-Wrapper (Ding et al., ICDE 2009) later removes by batching hits per thread.
+//! 3. `InUse`: as a hit. `Root`: blocked. `NotResident` and `on_remove`: unlinked.
+//! 4. `SwizzledChildren`: the frame stays where it is, and the cursor moves to the next more
+//!    recently used frame (past the MRU end it wraps to the LRU end).
+//! 5. `next_candidate` proposes the cursor's frame if a search is under way, else the LRU end; if
+//!    the list is empty, a blocked frame; else `None`.
+//! 6. Every eviction (`on_remove` with `evicted`) resets the cursor, so the next search starts at
+//!    the LRU end again. A frame leaving its place (hit, removal, block) while under the cursor
+//!    moves the cursor to its more recent neighbour.
+//!
+//! # Deviation: the cursor
+//!
+//! Exact LRU would always propose the LRU end, and a parent with swizzled children sitting there
+//! would be proposed forever. The cursor skips it for the rest of the current search; resetting on
+//! eviction keeps LRU exact across searches, at the price of one repeated rejection per search
+//! while that parent stays swizzled.
 
 use parking_lot::Mutex;
 

@@ -1,13 +1,40 @@
-//! RANDOM "with check of usage" (Gilbert 2017, §3.3.2; README "RANDOM").
+//! RANDOM "with check of usage" (Gilbert 2017, §3.3.2): propose a random page.
 //!
 //! The policy keeps no usage statistics. It proposes a uniformly random resident frame; the *check
-//! of usage* is the pool's: it tries an immediate exclusive latch on the candidate and reports
-//! [`Rejection::InUse`] when that fails (R6), after which the next call simply draws again.
+//! of usage* is the pool's: it tries an immediate exclusive latch on the candidate (R6) and reports
+//! [`Rejection::InUse`] when that fails, after which the next call simply draws again. The rules
+//! R1–R11 are those of the crate README's section "The contract".
 //!
-//! Gilbert's implementation (`page_evictioner_base::pick_victim`) is really a sequential sweep
-//! with a persistent cursor; it never draws a random number. This one draws at random, as the
-//! concept describes, and only falls back to a linear scan from a random start when residency is
-//! too sparse for random probing to pay off.
+//! # State
+//!
+//! One byte per frame (free, resident or blocked), a resident count, and a seeded `SmallRng`. All
+//! of it lives in the policy. The hooks are neither read nor written: draws probe frames the
+//! policy may never have seen, whose hooks may hold anything (R7), and hits need no state at all.
+//!
+//! # Steps
+//!
+//! 1. `on_insert` marks the frame resident, clearing any old block. `on_remove` and `NotResident`
+//!    mark it free.
+//! 2. A `Root` rejection blocks a resident frame. `InUse`, `SwizzledChildren`, hits and unfixes do
+//!    nothing, since the policy keeps no statistics.
+//! 3. `next_candidate` returns `None` if the resident count is 0.
+//! 4. If at least ¼ of the frames are resident, it draws up to 32 uniformly random frames and
+//!    returns the first unblocked resident one. At density ¼, all 32 draws miss with probability
+//!    about 10⁻⁴.
+//! 5. Otherwise, or if every draw missed, it scans all frames once from a random start. It returns
+//!    the first unblocked resident frame, else the first blocked one, else `None`.
+//!
+//! # Deviations from the thesis
+//!
+//! - **Random draws.** Gilbert's implementation (`page_evictioner_base::pick_victim`) is really a
+//!   sequential sweep with a persistent cursor; it never draws a random number. We draw at random,
+//!   as the concept says, and fall back to a linear scan from a random start (step 5) only when
+//!   residency is too sparse for random probing to pay off.
+//! - **Fallback scan.** Step 5 is biased toward frames that follow long runs of free frames. It
+//!   runs only when fewer than ¼ of the frames are resident, when the pool has free frames and
+//!   rarely evicts.
+//! - **Roots are remembered.** The thesis's RANDOM keeps no state and re-checks roots on every
+//!   pass. We remember `Root` rejections to meet R3.
 
 use parking_lot::Mutex;
 use rand::rngs::SmallRng;

@@ -1,7 +1,44 @@
-//! SIEVE (Zhang et al., NSDI 2024; README "SIEVE"): a FIFO queue, one visited bit per frame kept
-//! in the frame's [`FrameHook`] (R7), and a hand that moves from the oldest entry toward the
-//! newest, clearing visited bits and proposing the first unvisited frame. Unlike CLOCK, frames
-//! are not reordered: survivors keep their place and new pages enter at the head.
+//! SIEVE (Zhang et al., NSDI 2024): a FIFO queue, one visited bit per frame kept in the frame's
+//! [`FrameHook`] (R7), and a hand that moves from the oldest entry toward the newest, clearing
+//! visited bits and proposing the first unvisited frame. Unlike CLOCK, frames are not reordered:
+//! survivors keep their place and new pages enter at the head. The rules R1–R11 are those of the
+//! crate README's section "The contract"; the blocked list that SIEVE shares with FIFO and LRU is
+//! described in its section "Shared building blocks".
+//!
+//! # State
+//!
+//! A FIFO queue (new entries at the head, the oldest at the tail), the visited bit in each
+//! frame's hook, and a hand pointing at a queued frame or at nothing (the tail), all under a
+//! `parking_lot` mutex except the bits.
+//!
+//! # Steps
+//!
+//! 1. `on_insert`: bit = 0 (reset before the frame is queued), then the frame enters at the head.
+//! 2. `on_hit`: bit = 1 via `set_if_changed`, no lock (R5). Hits never reorder the queue.
+//! 3. `next_candidate` starts at the hand, or at the tail if the hand points at nothing. While the
+//!    frame there is visited, it clears the bit (compare-exchange) and moves toward the head,
+//!    wrapping from the head to the tail. It proposes the first unvisited frame and leaves the
+//!    hand on it, so the hand keeps its position across calls and an ignored proposal repeats.
+//! 4. When a frame under the hand leaves the queue (eviction, removal, block), the hand moves to
+//!    its newer neighbour, or to the tail if it was the head: the paper's `hand = obj.prev`.
+//! 5. `InUse`: as a hit, so the next call clears the bit and moves on. `SwizzledChildren`: the bit
+//!    is kept and the hand moves on toward the head. `Root`: blocked. `NotResident`: as a removal.
+//! 6. Bounded: the walk stops after `2 · queue length` steps and proposes the frame under the
+//!    hand. Without concurrent hits at most `queue length + 1` frames are examined.
+//!
+//! Worked example (test `r4_hand_worked_example`), capacity 4, the queue written tail first:
+//!
+//! - Load 0, 1, 2, 3 and hit 0, 1. The hand starts at the tail, clears 0 and 1, and proposes 2.
+//! - Evict 2 (the hand moves to 3), load 2 at the head: queue `[0 1 3 2]`. Hit 0.
+//! - The hand proposes 3, then, after its eviction, the new page 2 (unvisited new pages are
+//!   demoted quickly). The hand then points at nothing.
+//! - From the tail: 0 is visited again, so it is cleared and 1 is proposed; then 0.
+//!
+//! # Deviations from the paper
+//!
+//! Rejections (step 5) and blocked frames do not exist there. The paper evicts inside the
+//! eviction loop; here the hand stops *on* the proposal and moves only when the frame actually
+//! leaves the queue (step 4), which gives the same sequence when every proposal is evicted.
 
 use parking_lot::Mutex;
 
@@ -129,7 +166,7 @@ mod tests {
     use super::*;
     use crate::TestHooks;
 
-    /// Hand-worked example (README "SIEVE"), capacity 4, queue written tail (oldest) first:
+    /// Hand-worked example (module docs), capacity 4, queue written tail (oldest) first:
     /// - load 0 1 2 3, hit 0 1: hand starts at the tail, clears 0 and 1, proposes 2.
     /// - evict 2 (hand -> 3), load 2 at the head: queue [0 1 3 2]; hit 0.
     /// - hand at 3: unvisited, proposed. Evict (hand -> 2).
