@@ -1,14 +1,105 @@
-//! CLOCK-Pro (Jiang, Chen & Zhang, USENIX ATC 2005; README "CLOCK-Pro"): LIRS's idea, reuse
-//! distance rather than recency, approximated on a clock.
+//! CLOCK-Pro (Jiang, Chen & Zhang, USENIX ATC 2005): LIRS's idea, reuse distance rather than
+//! recency, approximated on a clock. The rules R1–R11 are the crate README's contract.
 //!
 //! Resident pages are *hot* (small reuse distance) or *cold*. A cold page is *in its test period*
-//! after it is loaded or re-referenced; if it is referenced again before the test period ends it
-//! becomes hot. An evicted cold page still in its test period stays on the clock as a
-//! non-resident *test* page (a ghost); a fault on it makes the page hot and grows the cold
-//! target, while a test period that expires without a fault shrinks it. Three hands go round one
-//! clock: HAND_cold looks for a victim among the cold pages, HAND_hot turns unreferenced hot pages
-//! cold, and HAND_test ends test periods and drops test pages. A hit only sets the reference bit
-//! in the frame's [`FrameHook`], without a lock (R5).
+//! from the time it is loaded or re-referenced until HAND_hot's sweep passes it; if it is
+//! referenced during its test period, it becomes hot. An evicted cold page still in its test
+//! period stays on the clock as a non-resident *test* page (a ghost); a fault on it makes the
+//! page hot and grows the cold target, while a test period that expires without a fault shrinks
+//! it. Three hands go round one clock: HAND_cold looks for a victim among the cold pages,
+//! HAND_hot turns unreferenced hot pages cold, and HAND_test ends test periods and drops test
+//! pages. A hit only sets the reference bit in the frame's [`FrameHook`], without a lock (R5).
+//!
+//! # State
+//!
+//! The reference bit of each frame is its hook (R7), and it is the only state a hit touches.
+//! Under one `parking_lot` mutex the policy keeps:
+//!
+//! - One clock of nodes: hot pages, cold pages (each with an in-test flag) and test pages. Test
+//!   pages are ghost nodes found by page, as in LIRS ([`Ghosts`], `src/ghost.rs`; [`FrameList`],
+//!   `src/list.rs`).
+//! - The three hands. The hands move in the same direction; the *list head*, where pages are
+//!   placed, is just behind HAND_hot.
+//! - The hot and cold counts, the blocked list (roots), and the adaptive cold target m_c.
+//!
+//! Sizes: m = capacity. m_c lies in `[max(1, 1% of m), m − that]`; it starts at the lower bound,
+//! as the authors' simulator does, which fills the hot share first. There are at most m test
+//! pages, as in the paper.
+//!
+//! # Steps
+//!
+//! 1. `on_insert(frame, page)`: the bit is cleared first. A page that is a test page was faulted
+//!    on during its test period: it becomes hot, its test page goes, and m_c grows by 1, up to
+//!    the bound. Before the first eviction (warm-up), a new page is hot while fewer than m − m_c
+//!    pages are. Otherwise it is cold and in its test period. The page is placed at the list
+//!    head.
+//! 2. `on_hit`: bit = 1 via `set_if_changed`. This is one load and at most one plain store, with
+//!    no lock (R5). `InUse` is the same.
+//! 3. HAND_hot, one step: a hot page with its bit set has the bit cleared (compare-exchange, so a
+//!    concurrent hit is not lost); a hot page with the bit clear becomes cold, outside any test
+//!    period. Before it steps on HAND_test's node, HAND_hot pushes HAND_test one step ahead.
+//! 4. HAND_test, one step: a resident cold page's test period ends. A test page leaves the clock
+//!    and m_c shrinks by 1, down to the bound, since the page was not re-referenced in its test
+//!    period. HAND_test moves when HAND_hot pushes it, and whenever there are more than m test
+//!    pages.
+//! 5. `next_candidate`:
+//!    - HAND_hot runs while more than m − m_c pages are hot.
+//!    - Then HAND_cold searches. It skips hot and test pages and proposes the first cold page
+//!      whose bit is clear, staying on it, so an ignored proposal repeats.
+//!    - A cold page with its bit set has the bit cleared and moves to the list head. If it was
+//!      in its test period it becomes hot, and HAND_hot runs; otherwise it starts a new test
+//!      period.
+//!    - If no cold page is resident, HAND_hot is forced to turn one hot page cold.
+//!    - HAND_hot is bounded by two revolutions per run, and HAND_cold by 3 × clock length + 3
+//!      steps. If the bound is hit, which needs concurrent hits, the first resident page at or
+//!      after HAND_cold is proposed. If only roots are resident, a blocked frame (rotating); else
+//!      `None`.
+//! 6. `on_remove(frame, evicted)`: an evicted cold page in its test period becomes a test page in
+//!    its place on the clock, then HAND_test enforces the bound. Any other page leaves no
+//!    history, including freed pages (`evicted == false`).
+//! 7. Rejections: `SwizzledChildren` moves HAND_cold on; if the page is cold, HAND_hot is also
+//!    forced to turn one hot page cold at the next proposal, before the search. `Root` takes the
+//!    frame off the clock onto the blocked list. `NotResident` is a free.
+//!
+//! # Deviations from the paper
+//!
+//! - **HAND_hot runs in `next_candidate`.** It reads other frames' bits, which only
+//!   `next_candidate` may do (R7). After a fault on a test page (step 1), the hot share is
+//!   therefore cut down at the next proposal, not at once.
+//! - **HAND_test does not push HAND_cold.** In the authors' code, running HAND_cold evicts. Here
+//!   only the pool evicts, so HAND_test simply passes HAND_cold. Rik van Riel noted on linux-mm
+//!   that hands overtaking each other is harmless, since they act on different pages.
+//! - **Warm-up ends at the first eviction.** The pool evicts in batches and keeps free frames
+//!   afterwards, so "free frames remain" would send every later page to the hot share.
+//! - **Re-referenced cold pages outside a test period.** HAND_cold clears the bit, moves the page
+//!   to the list head and starts a new test period, as for a newly referenced page. This is our
+//!   reading of the paper; the authors' later simulator evicts such a page instead.
+//! - **Adaptation.** m_c moves by ±1 as in the paper: +1 for a fault on a test page, −1 for a
+//!   test page that expires. Only non-resident expiries count, as in the authors' simulator.
+//!   That simulator uses a credit scheme and a fixed band, which we do not copy.
+//! - **Forced demotion.** After batch evictions or frees every resident page may be hot, which
+//!   the paper's cache never sees. HAND_hot then turns the next unreferenced hot page cold.
+//! - **A cold page that cannot leave is replaced.** A cold page rejected for `SwizzledChildren`
+//!   stays cold, and HAND_hot turns one more hot page cold in its place (step 7). Without this,
+//!   the few cold pages (1% of the frames) can all be parents of swizzled children. Then every
+//!   proposal walks HAND_cold round the whole clock to come back to one of them, which made the
+//!   live benchmark's load phase (swizzling mode) many times slower (`docs/gilbert.md`). The
+//!   price is a cold share above target until cold pages are evicted or promoted.
+//!
+//! # Worked example
+//!
+//! Test `r4_hand_worked_example`, hand-worked rather than from the paper, with capacity 4
+//! (m_c = 1, hot target 3). The clock is written front to back:
+//!
+//! - Load 0 1 2 3: 0, 1 and 2 are hot (warm-up), 3 is cold; the clock is `[1 2 3 0]` with every
+//!   hand on 0. Hit 0 and 3.
+//! - The first eviction promotes 3, which was referenced in its test period. HAND_hot then turns
+//!   the unreferenced 1 cold, and HAND_cold proposes it.
+//! - A page loaded and evicted in its test period becomes a test page. A fault on it makes it hot
+//!   and raises m_c to 2.
+//! - HAND_hot then turns 2 and 3 cold, and they are evicted.
+//! - With no cold page left, HAND_hot is forced to demote 0, then 1. On the way it pushes
+//!   HAND_test over the last test page, which expires and brings m_c back to 1.
 
 use parking_lot::Mutex;
 
@@ -60,7 +151,7 @@ struct State {
     warm_up: bool,
     /// Cold pages rejected for `SwizzledChildren` since the last proposal: HAND_hot turns as
     /// many hot pages cold at the next proposal, so the cold pages that cannot leave yet do
-    /// not starve the search (README "CLOCK-Pro", deviations).
+    /// not starve the search (module docs, deviations).
     stuck: usize,
 }
 
@@ -587,7 +678,7 @@ mod tests {
         assert_eq!(before, snapshot());
     }
 
-    /// The invariants of README "CLOCK-Pro", checked against the simulated pool.
+    /// The invariants of the module docs, checked against the simulated pool.
     fn check_invariants(policy: &ClockPro, pool: &Pool) {
         let state = policy.state.lock();
         let capacity = pool.pages.len();

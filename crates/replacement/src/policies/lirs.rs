@@ -1,12 +1,92 @@
-//! LIRS, Low Inter-reference Recency Set (Jiang & Zhang, SIGMETRICS 2002; README "LIRS").
+//! LIRS, Low Inter-reference Recency Set (Jiang & Zhang, SIGMETRICS 2002). The rules R1–R11 are
+//! the crate README's contract.
 //!
-//! Pages with a small *inter-reference recency* (IRR: the number of distinct other pages
-//! referenced between a page's last two references) are LIR and hold almost all frames; the others
-//! are HIR, of which only a few stay resident, in the queue Q. The stack S orders LIR pages and
-//! recently referenced HIR pages (resident or not) by recency; its bottom is always an LIR page,
-//! so a HIR page found in S has an IRR below the largest recency of any LIR page and is promoted
-//! on its next reference. Hits reorder S, so they take the policy's mutex, like [`crate::Lru`]
-//! (a documented breach of R5).
+//! The *recency* of a page is the number of distinct other pages referenced since its last
+//! reference; its *inter-reference recency* (IRR) is that number between its last two
+//! references. Pages with a low IRR are *LIR* and hold almost every frame; the others are *HIR*.
+//! Only a few HIR pages are resident, in the queue Q, so a page referenced once in a scan or a
+//! long loop cannot push the LIR set out.
+//!
+//! # State
+//!
+//! All under one `parking_lot` mutex (the hooks are neither read nor written):
+//!
+//! - The stack S, from bottom to top: LIR pages and recently referenced HIR pages (resident or
+//!   not) in recency order. Its bottom is always an LIR page, the one with the largest recency
+//!   R_max, so a HIR page found in S has an IRR below R_max and is promoted on its next
+//!   reference.
+//! - The queue Q of resident HIR pages, in order of entry.
+//! - A non-resident HIR entry in S (a *ghost*) is an entry of a ghost directory ([`Ghosts`],
+//!   `src/ghost.rs`), whose handle is a node of S: frames and ghosts are nodes of the same
+//!   preallocated lists ([`FrameList`], `src/list.rs`), and an evicted page's frame node is
+//!   replaced in place by its ghost's node. The directory's order is the order of eviction, so it
+//!   also says which ghost goes first.
+//! - The blocked list (roots), and a cursor for `SwizzledChildren`.
+//!
+//! Sizes: L_hirs = 1% of the frames (at least 1, the paper's setting), L_lirs = capacity −
+//! L_hirs, and at most 2 × capacity ghosts.
+//!
+//! # Steps
+//!
+//! 1. `on_insert(frame, page)`: if the page has a ghost in S, its IRR is below R_max. It becomes
+//!    LIR at the top of S (the ghost goes). If that makes more than L_lirs LIR pages, the bottom
+//!    LIR page becomes a resident HIR page at the back of Q and S is pruned (step 3). Otherwise
+//!    the page is LIR if fewer than L_lirs pages are (warm-up, or after LIR pages left), else a
+//!    resident HIR page at the top of S and the back of Q.
+//! 2. `on_hit`, **under the lock**: an LIR page moves to the top of S, and S is pruned if it was
+//!    the bottom. A resident HIR page in S is promoted as in step 1 and leaves Q. A resident HIR
+//!    page not in S goes to the top of S and to the back of Q.
+//! 3. Stack pruning: while S's bottom is not LIR, it leaves S. A ghost is forgotten; a resident
+//!    HIR page stays in Q.
+//! 4. `on_remove(frame, evicted)`: an evicted resident HIR page that is in S stays there as a
+//!    ghost. If 2 × capacity ghosts already exist, the one evicted longest ago is dropped first.
+//!    Any other removal keeps no history: freed pages (`evicted == false`), HIR pages not in S,
+//!    LIR pages, and roots.
+//! 5. Rejections: `InUse` is a hit. `SwizzledChildren` leaves the frame in place and moves the
+//!    cursor to the next candidate in the order Q front to back, then S's LIR pages bottom to
+//!    top, then back to the start. `Root` takes the frame out of S and Q (an LIR root lowers the
+//!    LIR count; S is pruned) onto the blocked list. `NotResident` is a free.
+//! 6. `next_candidate` proposes the cursor's frame if a search is under way, else Q's front,
+//!    else S's bottom LIR page, else a blocked frame (rotating), else `None`. An eviction resets
+//!    the cursor.
+//!
+//! # Deviations from the paper
+//!
+//! - **Hits lock.** Every hit reorders S under the mutex, as [`crate::Lru`] does, against R5 (a
+//!   documented breach). BP-Wrapper's batching is the planned fix.
+//! - **The miss is split in two.** The paper evicts Q's front and loads the missing page in one
+//!   step. Here the victim is chosen before the missing page is known: `on_remove` makes the
+//!   ghost, and `on_insert` does the promotion.
+//! - **Q can run empty.** The pool evicts in batches ahead of misses, so Q may empty out, which
+//!   the paper's cache never allows once full. Then the bottom LIR page of S is proposed: among
+//!   LIR pages, the one with the largest recency. It leaves no ghost, since it would sit at S's
+//!   bottom and be pruned at once. New pages then become LIR until there are L_lirs of them
+//!   again.
+//! - **Bounded ghosts.** The paper does not bound S, whose ghosts depend on the workload. We keep
+//!   at most 2 × capacity ghosts (S holds at most 3 × capacity entries), all nodes preallocated.
+//!   The ghost evicted longest ago goes first. It is not always the deepest in S, but ghosts
+//!   never move in S and leave Q's FIFO front in roughly S order, so it is usually close to it.
+//! - **Roots leave S and Q.** A root is never a candidate while other frames are resident (R3),
+//!   so it must not occupy S's bottom or Q's front.
+//!
+//! # Worked example
+//!
+//! Test `r4_paper_example_abcde`: the paper's §3 example with blocks A to E, L_lirs = 2 and
+//! L_hirs = 1 (3 frames). The paper is not on this machine: we reconstructed its reference
+//! string from memory and the definitions as A B D C B A D A E, at times 1 to 9. It yields the
+//! recencies we recall from the paper's table (A 1, B 3, C 4, D 2, E 0), its LIR set {A, B}, and
+//! E as the resident HIR block. Test `paper_example_recency_and_irr_by_definition` recomputes the
+//! recencies and IRRs from the definitions (B's IRR comes out as 2). S is written bottom first,
+//! with LIR in upper case, resident HIR in lower case and ghosts quoted.
+//!
+//! - After time 9 the evictions were D, C, D, and S = `[B d' A e]`, Q = `[e]`.
+//! - A reference to D at time 10 (new IRR 2 < R_max 3) evicts E and makes D LIR. B, at the
+//!   bottom, becomes a resident HIR block: S = `[A e' D]`, Q = `[b]`. This is the paper's
+//!   outcome.
+//! - A reference to C instead (IRR 4 > 3) evicts E and leaves C HIR: S = `[B d' A e' c]`.
+//!
+//! `r4_loop_keeps_lir_blocks` shows the classic case: a loop over 4 pages on 3 frames, where LRU
+//! misses every reference, keeps A and B resident.
 
 use parking_lot::Mutex;
 
@@ -558,7 +638,7 @@ mod tests {
         assert_eq!((render(&policy, &pool).0, policy.state.lock().ghosts.len()), ("A".into(), 0));
     }
 
-    /// The invariants of README "LIRS", checked against the simulated pool.
+    /// The invariants of the module docs, checked against the simulated pool.
     fn check_invariants(policy: &Lirs, pool: &Pool) {
         let state = policy.state.lock();
         let capacity = pool.pages.len();

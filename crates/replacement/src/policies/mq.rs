@@ -1,8 +1,65 @@
-//! MQ, the Multi-Queue algorithm (Zhou, Philbin & Li, USENIX ATC 2001; README "MQ"): `m` LRU
-//! queues `Q0..Qm-1`, a page living in the queue of its access frequency (`Q[log2 f]`), victims
-//! taken from the LRU end of the lowest non-empty queue, a ghost FIFO `Qout` that remembers the
+//! MQ, the Multi-Queue algorithm (Zhou, Philbin & Li, USENIX ATC 2001): `m` LRU queues
+//! `Q0..Qm-1`, a page living in the queue of its access frequency (`Q[log2 f]`), victims taken
+//! from the LRU end of the lowest non-empty queue, a ghost FIFO `Qout` that remembers the
 //! frequencies of evicted pages, and demotion by one queue of pages not referenced for
-//! `lifeTime` references, so that formerly hot pages eventually leave.
+//! `lifeTime` references, so that formerly hot pages eventually leave. Defaults ([`Mq::new`]):
+//! 8 queues, `Qout` = 4 × capacity, adaptive `lifeTime`. The rules R1–R11 are the crate README's
+//! contract.
+//!
+//! # State
+//!
+//! Under one mutex: LRU queues `Q0..Q7`, the blocked list, per frame the page, its reference
+//! count `freq`, `expireTime` and the time of its last reference; `currentTime`, one tick per
+//! reference (hit or load); `Qout`, a FIFO of `(page, freq, last reference)` for evicted pages;
+//! `lifeTime`; the cursor.
+//!
+//! # Steps
+//!
+//! 1. `on_insert(page)`: `freq` = the count remembered in `Qout` plus 1 (the entry leaves
+//!    `Qout`), or 1 for a page `Qout` does not know. Then step 3.
+//! 2. `on_hit`: `freq += 1`, then step 3. Under the lock (not R5).
+//! 3. `expireTime = currentTime + lifeTime`; the frame moves to the MRU end of
+//!    `Q[min(log2 freq, 7)]` (a blocked frame stays blocked); `currentTime += 1`; then `Adjust`:
+//!    for k = 1..7, if the LRU page of `Qk` has `expireTime < currentTime`, it moves to the MRU
+//!    end of `Qk-1` with `expireTime = currentTime + lifeTime`.
+//! 4. `next_candidate`: the cursor's frame during a search, else the LRU end of the lowest
+//!    non-empty queue; if only blocked frames are resident, one of them; else `None`.
+//! 5. `on_remove`: an eviction appends the page with its `freq` to `Qout` (dropping the oldest
+//!    entry beyond 4 × capacity) and resets the cursor; a freed page leaves nothing.
+//! 6. `InUse` and `SwizzledChildren`: the cursor moves toward the MRU end of the frame's queue,
+//!    then to the next queue's LRU end, cyclically over `Q0..Q7`; frequencies are unchanged.
+//!    `Root`: blocked (its hits still count). `NotResident`: forgotten.
+//!
+//! # `lifeTime`
+//!
+//! The paper sets it to the *peak temporal distance* (the distance between two consecutive
+//! references to a block, in references) and suggests adjusting it at run time from observed
+//! distances. Our estimator ([`LifeTime`]) samples the distance of every re-reference (hits, and
+//! `Qout` hits through the remembered last reference) that is at least `capacity`, in
+//! power-of-two buckets; every 256 samples `lifeTime` becomes the upper end of the fullest bucket
+//! and all counts halve, so old samples fade. It starts at, and never goes below, `capacity`. The
+//! paper studies second-level caches, where every distance exceeds the first-level cache. In a
+//! first-level pool most re-references are short (B-tree upper levels, correlated fixes); they
+//! would set `lifeTime` to a few references and demote every page all the time, while saying
+//! nothing about how long an idle page should keep its rank: a distance below the pool size is a
+//! hit under any LRU-like policy. [`Mq::with_params`] sets a fixed `lifeTime`, the number of
+//! queues and the `Qout` size.
+//!
+//! # Deviations from the paper
+//!
+//! The paper's `EvictBlock` runs inside the miss; here the victim is chosen ahead of the miss,
+//! which is possible because the choice does not depend on the missing block, and the `Qout`
+//! lookup moves to `on_insert`. A blocked frame evicted at last still enters `Qout`.
+//!
+//! # Worked example
+//!
+//! Test `r4_hand_worked_demotion_by_life_time`, 2 queues, 2 frames, `lifeTime` 2: load a (t0),
+//! hit a (t1, `freq` 2, `Q1`, expires 3), load b (t2, `Q0`), hit b (t3, `Q1` behind a). After
+//! that tick `currentTime` is 4 > 3, so `Adjust` demotes a to `Q0`, and a is the victim though it
+//! has as many references as b. `r4_hand_worked_frequency_queues_and_qout` shows a page coming
+//! back from `Qout` with its old frequency. `victims_match_a_reference_model` checks the victims
+//! on random reference strings (fixed `lifeTime`) against a plain-queue model written from the
+//! paper.
 
 use parking_lot::Mutex;
 
@@ -13,7 +70,7 @@ use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Pol
 /// Number of sample distances between two re-estimations of `lifeTime`.
 const LIFETIME_EPOCH: u32 = 256;
 
-/// The `lifeTime` parameter: fixed, or estimated from observed temporal distances (README "MQ").
+/// The `lifeTime` parameter: fixed, or estimated from observed temporal distances (module docs).
 struct LifeTime {
     value: u64,
     adaptive: bool,
@@ -108,7 +165,7 @@ impl State {
 /// MQ replacement (default 8 queues, `Qout` of 4 × capacity entries, adaptive `lifeTime`).
 ///
 /// Every hit moves its frame to the MRU end of its frequency queue and runs `Adjust`, under the
-/// policy's mutex: a documented breach of R5 (README "MQ"). The frames' [`FrameHook`]s are
+/// policy's mutex: a documented breach of R5 (module docs). The frames' [`FrameHook`]s are
 /// neither read nor written (R7).
 pub struct Mq {
     m: usize,
@@ -120,7 +177,7 @@ impl Mq {
     pub const DEFAULT_QUEUES: usize = 8;
 
     /// MQ over frames `0..capacity` with the defaults: 8 queues, `Qout` of `4 * capacity` ids,
-    /// and `lifeTime` estimated at run time, starting at `capacity` (README "MQ").
+    /// and `lifeTime` estimated at run time, starting at `capacity` (module docs).
     ///
     /// # Panics
     /// If `capacity - 1` does not fit a [`FrameId`].

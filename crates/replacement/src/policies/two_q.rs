@@ -1,7 +1,82 @@
-//! 2Q, the full version (Johnson & Shasha, VLDB 1994; README "2Q"): first-time pages enter a
-//! FIFO `A1in`; when they leave it their ids go to a ghost FIFO `A1out`; a page that misses while
-//! its id is in `A1out` was referenced again after a while, so it enters the LRU list `Am`. A
-//! burst of correlated references stays in `A1in` and never pollutes `Am`.
+//! 2Q, the full version (Johnson & Shasha, VLDB 1994): first-time pages enter a FIFO `A1in`;
+//! when they leave it their ids go to a ghost FIFO `A1out`; a page that misses while its id is in
+//! `A1out` was referenced again after a while, so it enters the LRU list `Am`. A burst of
+//! correlated references stays in `A1in` and never pollutes `Am`. Defaults: `Kin` = 25% and
+//! `Kout` = 50% of the frames ([`TwoQ::new`]). The rules R1–R11 are the crate README's contract.
+//! Measured costs and the figures behind the choices below: `docs/gilbert.md`.
+//!
+//! # State
+//!
+//! Under one mutex: `A1in`, a FIFO of resident first-time pages; `Am`, an LRU list of resident
+//! pages referenced again after leaving `A1in`; `A1out`, a FIFO of the ids of pages evicted from
+//! `A1in`, at most `Kout` (a [`GhostRing`], see the crate README's "Shared building blocks"); the
+//! blocked list.
+//!
+//! Each held frame's page is in its hook (R7), as the word `id + 1` if that is below `u32::MAX`,
+//! else as `u32::MAX` ([`HOOK_LARGE`]) with the word in an array under the mutex. 2Q writes it at
+//! the insert and reads it at the eviction that puts the id into `A1out`, and reads no other
+//! frame's hook. The hook shares a line with what the eviction touches anyway (the pool's
+//! descriptor, or BP-Wrapper's frame record), where an array of page words cost a line of its
+//! own at each insert and each eviction.
+//!
+//! A hit's effect (R5) follows from the list that holds the frame: `Changes` in `Am`, `Nothing`
+//! in `A1in` or blocked, `Unknown` in none (2Q does not hold the frame). The lists keep that
+//! number in a byte per frame ([`Queues`]), written under the mutex by every link and unlink and
+//! readable without it ([`ListBytes`], relaxed atomics), so a hit reads the byte the lists
+//! maintain anyway; a separate array of effect bytes, written beside every change of list, cost
+//! one more cache line per insert and per eviction. The byte is 2Q's, not the hook, so that under
+//! BP-Wrapper the check costs a hit no miss on the wrapper's frame records (and BP-Wrapper
+//! remembers the answer in the pool's hook, since `Nothing` is stable here: an `A1in` page never
+//! moves to `Am` while resident, and a blocked page stays blocked).
+//!
+//! # Steps
+//!
+//! 1. `on_insert(page)`: if the page is in `A1out`, it leaves `A1out` and enters `Am` at the MRU
+//!    end; otherwise it enters `A1in` at the newest end.
+//! 2. `on_hit`: a page in `Am` moves to the MRU end (nothing to do if it is there already); a
+//!    page in `A1in` stays where it is (its re-references are taken as correlated); a blocked
+//!    page too. The hit reads the frame's list byte first: for `A1in` and blocked pages it
+//!    returns without the lock (R5: one load). For `Am` pages it takes the lock (not R5) and
+//!    checks the list again under it. A stale `Changes` (a concurrent `Root` block) is caught by
+//!    that check; a stale `Nothing` cannot happen, since a page's hits come after its
+//!    `on_insert` (R1), or, under BP-Wrapper, the frame is in no list until the page's insert is
+//!    committed. `on_queued` (BP-Wrapper's commit) takes the lock once for the whole batch of
+//!    inserts and hits.
+//! 3. `next_candidate` (the paper's `reclaimfor`): the oldest of `A1in` if `|A1in| > Kin`, else
+//!    the LRU end of `Am`, else the oldest of `A1in`; if only blocked frames are resident, one of
+//!    them; else `None`.
+//! 4. `on_remove`: an eviction from `A1in` appends the page id to `A1out`, dropping its oldest id
+//!    beyond `Kout`; an eviction from `Am` or of a blocked frame, and a freed page, leave no id.
+//! 5. `InUse` and `SwizzledChildren`: the frame moves to the newest end of its own list, as if
+//!    just loaded (`A1in`) or used (`Am`). `Root`: blocked. `NotResident`: forgotten. 2Q keeps
+//!    its lists in [`SearchQueues`] (shared with MQ) but never moves the search cursor.
+//!
+//! Why step 5 requeues rather than passes the frame with the search cursor (as MQ does): every
+//! eviction resets the cursor, so a passed frame is proposed again after each eviction while it
+//! stays where it is. A parent with swizzled children stays unevictable for as long as its
+//! children are cached: in a swizzling pool `A1in` fills with inner nodes (2Q ignores their
+//! repeated hits as correlated), and with the cursor alone the policies experiment counted
+//! many refused proposals per eviction. `InUse` looked cheap to pass (a latch held for a
+//! moment), but in a swizzling pool a leaf's eviction needs its parent's exclusive latch, and at
+//! 16 threads readers hold the hot inner nodes' latches almost all the time: with `InUse`
+//! passed, `bpw-2q` ran at half the lookups/s it reaches with `InUse` requeued, its eviction
+//! batches were slow and its lock was taken far more often (figures: `docs/gilbert.md`).
+//!
+//! # Live-pool notes (deviations from the paper)
+//!
+//! The paper's miss handling is split in two. The victim choice (`reclaimfor`) does not depend
+//! on the missing page, so `next_candidate` can make it ahead of the miss; the "is it in
+//! `A1out`?" test moves to `on_insert`, which knows the page. Nothing is dropped. `A1in` can hold
+//! more than `Kin` pages, as in the paper: while frames are free nothing is reclaimed.
+//!
+//! # Worked example
+//!
+//! Test `r4_hand_worked_a1in_a1out_am` (hand-worked: the paper gives no step-by-step string),
+//! 4 frames, `Kin` = 1, `Kout` = 2: pages 1–4 load into `A1in`; 5 evicts 1 (`A1out` = `[1]`); 1
+//! evicts 2 and enters `Am` (`A1out` = `[2]`); 6 evicts 3 (`[2 3]`); 2 evicts 4 (`[3 4]`: 2 was
+//! dropped, so it comes back into `A1in` as a new page). Then 5 and 6 go from `A1in`, and once
+//! `|A1in|` = `Kin` = 1, `Am`'s page 1. `victims_match_a_reference_model` checks the victims on
+//! random reference strings against a plain-queue model written from the paper.
 
 use parking_lot::Mutex;
 
@@ -159,10 +234,10 @@ impl LockedBatch for State {
 
 /// 2Q replacement (full version: `A1in`, `A1out`, `Am`).
 ///
-/// A hit on an `Am` page relinks it under the policy's mutex, a documented breach of R5 (README
-/// "2Q"); a hit on an `A1in` or blocked page changes nothing, as in the paper, and takes no
+/// A hit on an `Am` page relinks it under the policy's mutex, a documented breach of R5 (module
+/// docs); a hit on an `A1in` or blocked page changes nothing, as in the paper, and takes no
 /// lock: the lists' byte per frame, which says which list holds it and is written under the
-/// mutex, is read first, without it. Each frame's hook holds its page's id ([`HOOK_LARGE`]).
+/// mutex, is read first, without it. Each frame's hook holds its page's id (`HOOK_LARGE`).
 pub struct TwoQ {
     kin: usize,
     kout: usize,
