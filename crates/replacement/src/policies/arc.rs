@@ -1,10 +1,87 @@
-//! ARC, the Adaptive Replacement Cache (Megiddo & Modha, FAST 2003; README "ARC"): two LRU lists
-//! of resident frames, T1 (pages seen once recently) and T2 (seen at least twice), two ghost lists
-//! B1 and B2 of recently evicted page ids, and a target `p` for the size of T1 that ghost hits
-//! move: a hit in B1 says T1 was too small, a hit in B2 that T2 was.
+//! ARC, the Adaptive Replacement Cache (Megiddo & Modha, FAST 2003): two LRU lists of resident
+//! frames, T1 (pages seen once since they were loaded) and T2 (seen at least twice), two ghost
+//! lists B1 and B2 of recently evicted page ids, and a target `p` for the size of T1 that ghost
+//! hits move: a hit in B1 says T1 was too small, a hit in B2 that T2 was.
 //!
 //! Like [`crate::Lru`], a hit relinks its frame under the policy's mutex, a documented breach of
 //! R5 (the per-hit lock that BP-Wrapper batches away).
+//!
+//! # State
+//!
+//! All under one `parking_lot` mutex: T1 and T2, each from the LRU end to the MRU end; the blocked
+//! list; each frame's list and page id; the ghost lists B1 and B2 (pages recently evicted from T1
+//! and T2, oldest first); the target size `p` of T1, starting at 0; and a cursor, as in LRU. The
+//! hooks are neither read nor written. ARC, CAR and S3-FIFO share the two-list bookkeeping
+//! ([`TwoLists`], `src/list.rs`); ARC and CAR share the history code ([`History`], in this file),
+//! where B1 and B2 are ghost directories ([`Ghosts`], `src/ghost.rs`).
+//!
+//! # Steps
+//!
+//! 1. `on_insert(frame, page)` is the paper's miss. If `page` is in B1, p grows by
+//!    `max(1, ⌊|B2| / |B1|⌋)`, capped at c, the ghost is dropped, and the frame enters T2 at the
+//!    MRU end. If it is in B2, p shrinks by `max(1, ⌊|B1| / |B2|⌋)`, floored at 0, the ghost is
+//!    dropped, and the frame enters T2. Otherwise the history makes room first: if
+//!    `|T1| + |B1| ≥ c`, B1's oldest ghost goes; else if `|T1| + |T2| + |B1| + |B2| ≥ 2c`, B2's
+//!    oldest goes. Then the frame enters T1 at the MRU end.
+//! 2. `on_hit`: the frame moves to the MRU end of T2, from T1 or T2, **under the lock**: like LRU,
+//!    a deliberate breach of R5 until BP-Wrapper batching.
+//! 3. `on_remove` with `evicted`: the page becomes the newest ghost of B1 or B2, after the list it
+//!    was in. Without `evicted` (a freed page) it leaves no ghost. The bounds of step 1 are then
+//!    restored, which matters only when a blocked frame is evicted: blocked frames count in
+//!    neither list, so its ghost can overflow them.
+//! 4. `next_candidate`: the cursor's frame if a search is under way; else T1's LRU frame if
+//!    `|T1| ≥ 1` and `|T1| > p` (or T2 is empty), else T2's LRU frame; if both lists are empty, a
+//!    blocked frame (rotating); else `None`. It always returns at once.
+//! 5. `InUse` and `SwizzledChildren`: the frame keeps its place. The cursor moves to the next more
+//!    recently used frame of its list, and past the MRU end to the LRU end of the other list (or
+//!    of its own, if the other is empty). `Root`: the frame leaves its list for the blocked list,
+//!    remembering which list it left. `NotResident`: forgotten, without a ghost.
+//! 6. Every eviction resets the cursor. A frame leaving its place while under the cursor (hit,
+//!    removal, block) moves the cursor to its more recent neighbour.
+//!
+//! Invariants, checked by the proptest `arc::tests::r3_r4_invariants_hold_on_random_histories`
+//! after every step of random histories with ghost hits: `|T1| + |T2| ≤ c`, `|T1| + |B1| ≤ c`,
+//! `|T1| + |T2| + |B1| + |B2| ≤ 2c`, `0 ≤ p ≤ c`, no resident page has a ghost, and the ghost
+//! lists never allocate more than `c + 1` and `2c + 1` slots.
+//!
+//! # Deviations from the paper
+//!
+//! - **No missing page in REPLACE.** The paper evicts from T1 if `|T1| > p`, *or if `|T1| = p` and
+//!   the missing page is in B2*. The pool evicts in batches ahead of misses, so `next_candidate`
+//!   does not know the missing page: the tie-break is dropped, and a tie evicts from T2.
+//! - **Adaptation after the eviction.** On a ghost hit the paper adapts p first, with the ghost
+//!   lists' sizes as they were, and then runs REPLACE with the new p. The pool has already evicted
+//!   when it loads the page, so REPLACE used the previous p, and the ratio sees the ghost lists as
+//!   REPLACE left them. This is the order of CAR's paper.
+//! - **Trimming by size.** The paper trims B1 or B2 during a miss, in its cases IV.A and IV.B,
+//!   when the cache is full. Here this happens in `on_insert`, triggered by the directory sizes,
+//!   since the cache is rarely full when the pool evicts ahead. In case IV.A with `|T1| = c`, the
+//!   paper drops T1's LRU page without a ghost; here it goes to B1 and that ghost is dropped at
+//!   the next insert.
+//! - With one eviction per miss these are the only differences: the proptest
+//!   `r4_matches_the_paper_model_one_eviction_per_miss` replays random traces against a naive
+//!   model of the paper with only these two changes, and compares hits, victims, lists, ghosts
+//!   and p.
+//! - **Integer p.** The ratios `|B2| / |B1|` and `|B1| / |B2|` are rounded down, as Gilbert does
+//!   for CAR; the paper's p is real-valued.
+//! - **`InUse` is no hit.** The pool calls `on_insert` while the loading fix still holds the
+//!   exclusive latch, and every other fix reports its own hit. Counting the rejection as a hit
+//!   would count one reference twice, and in ARC a second reference is a promotion to T2.
+//! - **Rejections, roots and the cursor** do not exist in the paper. The cursor is LRU's: the
+//!   lists' order is not disturbed, and the search restarts at the chosen LRU end after every
+//!   eviction.
+//!
+//! # Worked example
+//!
+//! Test `r4_hand_worked_adaptation` (hand-worked, the paper gives no small trace), capacity 4,
+//! frame `f` first holding page `f + 1`:
+//!
+//! - Load pages 1 to 4 and hit frames 0 and 1: `T1 = [2 3]`, `T2 = [0 1]`. Since
+//!   `|T1| = 2 > p = 0`, frames 2 and 3 are evicted: `B1 = [3 4]`.
+//! - Load page 3 into frame 2. This is a B1 ghost hit: p = 1, and `T2 = [0 1 2]`. Load page 9 into
+//!   frame 3: `T1 = [3]`.
+//! - `|T1| = 1` is not above p, so frames 0 and 1 are evicted from T2: `B2 = [1 2]`.
+//! - Load page 1 into frame 0. This is a B2 ghost hit: p = 0. T1's frame 3 is now evicted first.
 
 use parking_lot::Mutex;
 
@@ -17,7 +94,7 @@ struct State {
     lists: TwoLists,
     history: History,
     /// The frame to propose instead of the chosen LRU end after `InUse` or `SwizzledChildren`
-    /// rejections (README "ARC", step 6). Always a frame of T1 or T2, or `None`; reset by every
+    /// rejections (module docs, step 6). Always a frame of T1 or T2, or `None`; reset by every
     /// eviction.
     cursor: Option<usize>,
 }
@@ -55,7 +132,7 @@ impl State {
     }
 }
 
-/// ARC replacement (README "ARC").
+/// ARC replacement (Megiddo & Modha, FAST 2003).
 ///
 /// `on_hit` takes the policy's mutex and relinks the frame, so it is not wait-free (not R5, as
 /// for [`crate::Lru`]). The frames' [`FrameHook`]s are neither read nor written (R7). The ghost
@@ -88,7 +165,7 @@ impl Policy for ArcPolicy {
     }
 
     /// A page with a ghost in B1 or B2 adapts `p` and enters T2; any other page enters T1, after
-    /// the history is trimmed to make room for it (README "ARC", step 2).
+    /// the history is trimmed to make room for it (module docs, step 1).
     fn on_insert(&self, frame: FrameId, page: PageId, _hook: &FrameHook) {
         let mut guard = self.state.lock();
         let state = &mut *guard;
@@ -161,7 +238,7 @@ impl Policy for ArcPolicy {
 }
 
 /// The history of ARC and CAR: the ghost lists B1 and B2 and the adaptive target `p` for the size
-/// of T1 (README "ARC", steps 2 and 5). `c` is the capacity.
+/// of T1 (module docs, steps 1 and 3). `c` is the capacity.
 pub(crate) struct History {
     pub(crate) b1: Ghosts,
     pub(crate) b2: Ghosts,
@@ -370,7 +447,7 @@ mod tests {
     }
 
     /// The paper's ARC (Figure 4) written naively over `VecDeque`s of page ids, LRU first, with
-    /// the two changes the README documents: REPLACE drops the tie-break on the missing page,
+    /// the two changes the module docs document: REPLACE drops the tie-break on the missing page,
     /// and on a ghost hit it runs before `p` adapts, so the adaptation sees the ghost lists as
     /// REPLACE left them (the pool evicts before it loads; CAR's paper has this order). The
     /// history is trimmed by the paper's own case analysis (IV.A, IV.B), not by sizes.

@@ -1,11 +1,85 @@
-//! CAR, Clock with Adaptive Replacement (Bansal & Modha, FAST 2004; README "CAR"): ARC with its
-//! two LRU lists replaced by two clocks, T1 and T2, so that a hit only sets a reference bit. The
-//! bit lives in the frame's [`FrameHook`] (R7), and a hit takes no lock (R5). The ghost lists B1
-//! and B2 and the adaptive target `p` are ARC's.
+//! CAR, Clock with Adaptive Replacement (Bansal & Modha, FAST 2004): ARC with its two LRU lists
+//! replaced by two clocks, T1 and T2, so that a hit only sets a reference bit. The bit lives in the
+//! frame's [`FrameHook`] (R7), and a hit takes no lock (R5). The ghost lists B1 and B2 and the
+//! adaptive target `p` are ARC's: [`super::arc`], whose steps and deviations the notes below cite
+//! as ARC's.
 //!
 //! Each clock is a [`crate::list::FrameList`]: the clock's *head* (where its hand points) is the
 //! list's oldest end, its *tail* (just behind the hand) the newest end. Advancing the hand past a
 //! frame is moving it from the head to the tail.
+//!
+//! # State
+//!
+//! The clocks T1 and T2 (each a list from its head to its tail), a reference bit per frame in its
+//! hook (R7), and ARC's B1, B2, p, blocked list and per-frame list and page. Everything but the
+//! bits lives under a `parking_lot` mutex, with a count of frames per clock that the hand *passed*
+//! since the last eviction. The clocks, the passed counts, the rule that avoids a fully passed
+//! clock and the rejection rules (`TwoLists::reject`) are [`TwoLists`] (`src/list.rs`), shared
+//! with S3-FIFO.
+//!
+//! # Steps
+//!
+//! 1. `on_insert`: bit = 0, before the frame is queued. Then ARC's step 1, with "the tail of T1 or
+//!    T2" for "the MRU end".
+//! 2. `on_hit`: bit = 1 via `set_if_changed`, with no lock (R5). Hits never move frames.
+//! 3. `on_remove`: as ARC's step 3.
+//! 4. `next_candidate` repeats: pick T1 if `|T1| ≥ max(1, p)`, else T2, and look at its head. If
+//!    the bit is clear, propose the frame, which stays at the head, so an ignored proposal
+//!    repeats. If the bit is set, clear it (compare-exchange, so a concurrent hit is not lost) and
+//!    move the frame to the tail of **T2**, from either clock.
+//! 5. Bounded: every step but the last clears a bit, so without concurrent hits at most
+//!    `|T1| + |T2| + 1` frames are examined. After `2 (|T1| + |T2|) + 1` steps the chosen head is
+//!    proposed. If both clocks are empty, a blocked frame is proposed (rotating); else `None`.
+//! 6. `InUse` and `SwizzledChildren`: the hand passes the frame. It moves from the head to the
+//!    tail of its own clock with its bit unchanged, and the clock's passed count grows. A clock
+//!    whose passed count has reached its size is not picked while the other clock still has
+//!    unpassed frames. Every eviction resets both counts. `Root`: blocked. `NotResident`:
+//!    forgotten without a ghost. `InUse` is no hit, for ARC's reason.
+//!
+//! Invariants, checked like ARC's by `car::tests::r3_r4_invariants_hold_on_random_histories`:
+//! `|T1| + |T2| ≤ c`, `|T1| + |B1| ≤ c`, `|T1| + |T2| + |B1| + |B2| ≤ 2c`, `0 ≤ p ≤ c`, no ghost
+//! for a resident page, and bounded ghost memory. With one eviction per miss and no rejections,
+//! CAR matches a naive model of the paper's pseudocode exactly, with no deviation: its paper
+//! already replaces before it adapts. The proptest
+//! `car::tests::r4_matches_the_paper_model_one_eviction_per_miss` compares hits, victims, clocks,
+//! ghosts and p.
+//!
+//! # Which definition, and Gilbert's
+//!
+//! We follow the paper. In step 4 it says to clear a referenced T1 head's bit and *make it the
+//! tail page in T2*: a page referenced again while in T1 has been seen twice. Gilbert 2017
+//! (§3.3.4) formalizes CAR differently in his Algorithm 3.4: a referenced T1 head has its bit
+//! cleared and T1's hand moves on, so it stays in T1. With that rule, pages reach T2 only through
+//! ghost hits. His code (Listing 3.10, `switch_head_to_tail(T_1, T_2, …)`) does what the paper
+//! says, not what his pseudocode says, so our CAR matches his implementation on this point. His
+//! other differences from ours:
+//!
+//! - His `c` is the frame count minus one (frame 0 is reserved in Zero).
+//! - He counts hits on unfix too.
+//! - His `used_ref` treats `InUse` as a hit.
+//! - His per-call `blocked_t_1` / `blocked_t_2` counters are our passed counts. Ours persist
+//!   across calls until an eviction, because our pool calls `next_candidate` once per proposal.
+//! - His `pick_victim` never ends if nothing is evictable.
+//!
+//! # Deviations from the paper
+//!
+//! ARC's trimming by size, integer p, and rejections and roots. Also, if T2 is empty when it is
+//! picked, T1 is used. The paper cannot meet this case, because a full cache with an empty T2 has
+//! `|T1| = c ≥ p`.
+//!
+//! # Worked example
+//!
+//! Test `r4_hand_worked_example` (hand-worked), capacity 4, clocks head first:
+//!
+//! - Load pages 1 to 4 into frames 0 to 3 and hit frames 0 and 1. `T1 = [0 1 2 3]`.
+//! - The hand finds 0 and 1 referenced and moves them to `T2 = [0 1]` with cleared bits. It evicts
+//!   2, then 3: `B1 = [3 4]`.
+//! - Page 3 comes back into frame 2. This is a B1 ghost hit: p = 1, `T2 = [0 1 2]`. Page 9 goes
+//!   into frame 3: `T1 = [3]`.
+//! - Hit 3 and 1. T1's head 3 is referenced, so it moves to T2's tail, leaving T1 empty. T2's head
+//!   0 is clear and is evicted. T2's head 1 is referenced and goes round, then 2 is evicted:
+//!   `B2 = [1 3]`.
+//! - Page 1 comes back, a B2 ghost hit: p = 0.
 
 use parking_lot::Mutex;
 
@@ -22,14 +96,14 @@ struct State {
 impl State {
     /// The clock to examine next: T1 if `|T1| >= max(1, p)`, else T2; a clock whose every frame
     /// was passed by rejections since the last eviction is avoided while the other still has
-    /// unpassed frames (README "CAR", step 6); an empty clock is never chosen (at least one must
+    /// unpassed frames (module docs, step 6); an empty clock is never chosen (at least one must
     /// be non-empty). Returns true for T2.
     fn choose(&self) -> bool {
         self.lists.choose_second(self.lists.first.len() >= self.history.p.max(1))
     }
 }
 
-/// CAR replacement (README "CAR").
+/// CAR replacement (Bansal & Modha, FAST 2004).
 ///
 /// A hit is one load of the hook and, only if the bit was clear, one plain store (R5). Inserts,
 /// removals, rejections and proposals take the policy's mutex. The ghost lists hold at most
@@ -57,7 +131,7 @@ impl Policy for Car {
 
     /// The bit is cleared first (R7). A page with a ghost in B1 or B2 adapts `p` and goes to the
     /// tail of T2; any other page goes to the tail of T1, after the history is trimmed to make
-    /// room for it (README "CAR", step 2).
+    /// room for it (module docs, step 1).
     fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
         hook.set(0);
         let mut guard = self.state.lock();
@@ -96,7 +170,7 @@ impl Policy for Car {
         }
     }
 
-    /// The paper's REPLACE loop (README "CAR", step 4): at the head of the chosen clock, a frame
+    /// The paper's REPLACE loop (module docs, step 4): at the head of the chosen clock, a frame
     /// whose bit is clear is proposed (it stays at the head until it is evicted); a set bit is
     /// cleared (compare-exchange, so a concurrent hit is not lost) and the frame goes to the tail
     /// of T2, whichever clock it came from.

@@ -1,10 +1,45 @@
-//! Hot/cold replacement (README "Hot/cold"), the Oracle Universal Server scheme that Ding, Shan &
-//! Jiang combine with BP-Wrapper (TPDS 2015, Sec. 4.2 and Fig. 7): the buffer is split into a
-//! *hot* region kept as a FIFO and a *cold* region kept as an LRU list. A hit on a hot page
-//! changes nothing, so it takes no lock; a hit on a cold page moves it into the hot region, under
-//! the lock, and pushes the hot region's oldest page back to the cold region's most recently used
-//! end when the hot region is over its size. New pages enter the cold region (at its MRU end), so
-//! a page must be used twice to become hot; victims come from the cold region's LRU end.
+//! Hot/cold replacement, the Oracle Universal Server scheme that Ding, Shan & Jiang combine with
+//! BP-Wrapper (TPDS 2015, Sec. 4.2 and Fig. 7): the buffer is split into a *hot* region kept as a
+//! FIFO and a *cold* region kept as an LRU list. A hit on a hot page changes nothing, so it takes
+//! no lock; a hit on a cold page moves it into the hot region, under the lock. New pages enter the
+//! cold region, so a page must be used twice to become hot; victims come from the cold region's
+//! LRU end. The hot region holds 50% of the frames by default (at least 1: [`HotCold::new`]).
+//!
+//! # State
+//!
+//! Under one mutex: the hot list (oldest first), the cold list (least recently used first), the
+//! blocked list, and the hot limit; beside it, one atomic flag per frame, set iff the frame is in
+//! the hot list (written under the mutex, read by hits without it). Hooks are not used (R7).
+//!
+//! # Steps
+//!
+//! 1. `on_insert`: the page enters the cold region at its MRU end. A page becomes hot on its
+//!    second use, so a scan never reaches the hot region.
+//! 2. `on_hit` on a hot page: nothing, without the lock (the flag is read, R5). On a cold page,
+//!    under the lock: the page becomes the newest hot page; if the hot region then holds more
+//!    than its limit, its oldest page goes back to the cold region's MRU end (a second chance
+//!    there). On a blocked page: nothing.
+//! 3. `next_candidate`: the cold region's LRU end, else the hot region's oldest page, else a
+//!    blocked frame (rotating, R3/R4).
+//! 4. Rejections: `InUse` and `SwizzledChildren` requeue the frame at the newest end of its own
+//!    list (as 2Q does: passing it with the search cursor would re-propose it after every
+//!    eviction); `Root` blocks it (its flag cleared); `NotResident` forgets it. `on_remove`
+//!    forgets the frame.
+//! 5. `hit_effect` is `Nothing` for a hot page (its flag), else `Unknown`; not stable, since a
+//!    promotion demotes the oldest hot page, so BP-Wrapper asks at every hit. A hit that reads
+//!    the flag just as another frame's promotion demotes this one is lost (the page stays cold
+//!    until its next hit), as in the paper's lock-free hot region.
+//!
+//! # Notes
+//!
+//! The paper does not say where new pages go; entering cold (InnoDB's midpoint insertion does the
+//! same with its old sublist) keeps one-time pages out of the FIFO whose hits are free. With a hot
+//! limit of 0 every promotion is undone at once and the policy is LRU. `evict_batch` takes the
+//! lock once per victim (`evict_batch_locked`), and `candidate_after` guesses exactly.
+//!
+//! Tests: a hand-worked promotion and demotion, rejections, a `VecDeque` reference model of the
+//! victims over random reference strings (hot limits 0 to 5), and the invariants over random pool
+//! runs (flag iff hot list, hot list within its limit, each resident frame in one list).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

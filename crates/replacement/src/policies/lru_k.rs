@@ -1,8 +1,62 @@
-//! LRU-K (O'Neil, O'Neil & Weikum, SIGMOD 1993; README "LRU-K"): evict the page whose K-th most
-//! recent reference lies furthest in the past (the largest *backward K-distance*). Pages with
-//! fewer than K references have an infinite distance and go first, least recently used first.
-//! The reference history of evicted pages is retained for a while, so a page that comes back is
-//! judged by all its references, not only the new one.
+//! LRU-K (O'Neil, O'Neil & Weikum, SIGMOD 1993): evict the page whose K-th most recent reference
+//! lies furthest in the past (the largest *backward K-distance*). Pages with fewer than K
+//! references have an infinite distance and go first, least recently used first. The reference
+//! history of evicted pages is retained for a while, so a page that comes back is judged by all
+//! its references, not only the new one.
+//!
+//! # State
+//!
+//! Under one mutex: a reference clock (one tick per hit or load); per frame `HIST(1..K)` (most
+//! recent first, 0 for "no such reference"), `LAST` and the page; an ordered set of the unblocked
+//! resident frames by `(HIST(K), LAST, frame)`; the blocked list; the cursor (a key of that set);
+//! and the *retained history*, the `HIST` blocks of evicted pages, at most `capacity` of them.
+//!
+//! # Steps
+//!
+//! 1. `on_insert` (a miss at time t): if the page has a retained block, it leaves the history and
+//!    shifts by one (`HIST(i) = old HIST(i-1)`); otherwise `HIST(2..K) = 0`. Then
+//!    `HIST(1) = LAST = t`.
+//! 2. `on_hit` at time t: if `t - LAST > CRP`, the reference is new: the correlated period that
+//!    just closed collapses to a point, `HIST(i) = HIST(i-1) + (LAST - HIST(1))` for i = K down
+//!    to 2 (a 0 stays 0), and `HIST(1) = t`. In every case `LAST = t`. Under the lock (not R5).
+//! 3. `next_candidate` walks the set in key order from the cursor (wrapping) and proposes the
+//!    first frame outside its correlated period at the next tick (`now + 1 - LAST > CRP`); if
+//!    there is none, the first frame. A `HIST(K)` of 0 sorts first: pages with fewer than K
+//!    references go first, least recently used first (the subsidiary policy). If the set is
+//!    empty, a blocked frame; else `None`. With CRP 0 this is one O(log n) lookup.
+//! 4. `InUse` and `SwizzledChildren`: the cursor becomes the frame's key; its history is
+//!    unchanged. `Root`: out of the set, blocked (hits still update its history). `NotResident`:
+//!    forgotten, without history.
+//! 5. `on_remove`: an eviction puts the page's block into the retained history and resets the
+//!    cursor; a freed page leaves no history.
+//!
+//! # Parameters
+//!
+//! K is 1..=8 (`lru-k:K`; LRU-1 is LRU). The Correlated Reference Period is 0 by default, so every
+//! reference counts; [`LruK::with_correlated_period`] sets it, in references. The paper's Retained
+//! Information Period drops a block a fixed (wall-clock) time after the page's last reference.
+//! Here the retained history holds at most `capacity` blocks, and when it is full the block of the
+//! page evicted longest ago goes: `capacity` evictions are one full turnover of the pool, so a
+//! page keeps its history if it comes back within about one turnover, as long as a page that could
+//! win a frame back by its K-distance. Memory is O(capacity × K). A page whose block was dropped
+//! comes back as a new page.
+//!
+//! # Worked example
+//!
+//! Test `r4_hand_worked_lru2_string_uses_retained_history`, LRU-2, 3 frames, `HIST` written
+//! `[HIST(1),HIST(2)]`: load a b c (t1–t3), hit a, b (t4, t5): `[4,1] [5,2] [3,0]`. c goes
+//! (infinite distance); load d (t6), hit a (t7); d goes. c comes back at t8 as `[8,3]` thanks to
+//! its retained block, so the next victim is b (`HIST(2)` = 2), not c. Load and hit e (t9, t10):
+//! LRU-2 evicts c (`HIST(2)` = 3) where LRU would evict a (last used at t7).
+//! `victims_match_an_unbounded_history_model` checks the victims against a model that keeps every
+//! reference time.
+//!
+//! # Deviations
+//!
+//! Time counts references, not seconds. A 0 in `HIST` stays 0 when a correlated period collapses
+//! (the paper's formula would turn "no reference" into a small time). The paper leaves the
+//! subsidiary policy open; we use LRU on `LAST`. An ordered set replaces the paper's linear
+//! search. `InUse` is not a reference: the fix that holds the frame was already reported as a hit.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -135,8 +189,8 @@ impl State {
 /// LRU-K replacement (default K = 2, Correlated Reference Period 0).
 ///
 /// Every hit updates the frame's history and its place in an ordered set under the policy's
-/// mutex, a documented breach of R5 (README "LRU-K"). The frames' [`FrameHook`]s are neither read
-/// nor written (R7).
+/// mutex, a documented breach of R5 (the per-hit lock that BP-Wrapper batches away). The frames'
+/// [`FrameHook`]s are neither read nor written (R7).
 pub struct LruK {
     k: usize,
     state: Mutex<State>,

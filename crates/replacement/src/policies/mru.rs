@@ -1,7 +1,37 @@
-//! MRU (README "MRU"): evict the most recently used page. Chou & DeWitt (VLDB 1985) name it the
-//! right policy for a *looping sequential* reference pattern, a file scanned over and over (the
-//! inner relation of a nested-loops join) that does not fit in its buffers: LRU then misses on
-//! every reference, while MRU keeps a fixed part of the loop resident.
+//! MRU: evict the most recently used page. Chou & DeWitt (VLDB 1985, DBMIN) name it the right
+//! policy for a *looping sequential* reference pattern, a file scanned over and over (the inner
+//! relation of a nested-loops join) that does not fit in its buffers: LRU then misses on every
+//! reference, while MRU keeps a fixed part of the loop resident.
+//!
+//! # State
+//!
+//! The unblocked resident frames from least to most recently used, the blocked list and the
+//! cursor, under one mutex.
+//!
+//! # Steps
+//!
+//! 1. `on_insert`: the frame enters at the MRU end (a load is a reference).
+//! 2. `on_hit`: the frame moves to the MRU end, under the lock (not R5).
+//! 3. `next_candidate` proposes the cursor's frame during a search, else the MRU end; if only
+//!    blocked frames are resident, one of them; else `None`.
+//! 4. `InUse` and `SwizzledChildren`: the frame stays; the cursor moves to the next *less*
+//!    recently used frame, wrapping from the LRU end to the MRU end.
+//! 5. `Root`: blocked. `NotResident` and `on_remove`: unlinked; a frame under the cursor first
+//!    moves it on. An eviction resets the cursor to the MRU end.
+//!
+//! # Worked example
+//!
+//! Test `r4_looping_sequential_pattern_keeps_most_of_the_loop`: a loop over pages a b c d with 3
+//! frames. After a b c, d evicts c (the MRU); a b hit; c evicts b; d a hit; b evicts a; and so
+//! on: after the first pass one miss every 3 references, where LRU misses all 16.
+//!
+//! # Deviations
+//!
+//! Chou & DeWitt use MRU *within* one query's locality set under DBMIN, never as the global policy
+//! of a shared pool. Here it is global, so it evicts hot B-tree pages as readily as scan pages: it
+//! is a baseline for looping workloads, not a general policy. `InUse` is not a hit: the fix that
+//! holds the frame was already reported as a hit, so counting the rejection as another reference
+//! would double it, and under MRU would make the frame the next victim again.
 
 use parking_lot::Mutex;
 
@@ -53,7 +83,8 @@ impl State {
 /// Most-recently-used replacement.
 ///
 /// Like [`crate::Lru`], every hit relinks its frame under the policy's mutex, a documented breach
-/// of R5 (README "MRU"). The frames' [`FrameHook`]s are neither read nor written (R7).
+/// of R5 (the per-hit lock that BP-Wrapper batches away). The frames' [`FrameHook`]s are neither
+/// read nor written (R7).
 pub struct Mru {
     state: Mutex<State>,
 }

@@ -1,9 +1,84 @@
-//! S3-FIFO (Yang et al., SOSP 2023; README "S3-FIFO"): a small FIFO queue S that takes new pages
-//! (10% of the frames), a main FIFO queue M for the rest, and a ghost FIFO queue G of page ids
-//! evicted from S, as large as M. Each frame has a 2-bit access counter, capped at 3, kept in its
-//! [`FrameHook`] (R7): a hit takes no lock (R5). Pages that were accessed while in S move on to M
-//! when they reach its end; the others leave quickly ("quick demotion"), and M is a CLOCK with
-//! the counter as its weight.
+//! S3-FIFO (Yang et al., SOSP 2023): a small FIFO queue S that takes new pages (10% of the
+//! frames), a main FIFO queue M for the rest, and a ghost FIFO queue G of page ids evicted from S,
+//! as large as M. Each frame has a 2-bit access counter, capped at 3, kept in its [`FrameHook`]
+//! (R7): a hit takes no lock (R5). Pages that were accessed while in S move on to M when they
+//! reach its end; the others leave quickly ("quick demotion"), and M is a CLOCK with the counter
+//! as its weight.
+//!
+//! # State
+//!
+//! S and M, both queues of frames; G, holding at most `c − ⌊c/10⌋` ids (M's 90% share, rounded up:
+//! "as large as the main queue"); the access counter per frame in its hook, capped at 3; the
+//! blocked list; and passed counts as in CAR (module [`super::car`]). Everything but the counters
+//! lives under a `parking_lot` mutex. The two queues, the passed counts and the rejection rules are
+//! [`TwoLists`] (`src/list.rs`), shared with ARC and CAR. S is *due* when it holds at least 10% of
+//! the frames (`10 |S| ≥ c`), and M is *over its share* when `10 |M| > 9c`.
+//!
+//! # Steps
+//!
+//! 1. `on_insert`: counter = 0, before the frame is queued. A page in G leaves G and enters M at
+//!    the head; any other page enters S at the head.
+//! 2. `on_hit`: counter = min(counter + 1, 3). This is a load and at most one plain store, with no
+//!    lock (R5). Two racing hits may count as one.
+//! 3. `on_remove` with `evicted`: a page evicted from S becomes the newest ghost in G, and the
+//!    oldest ghosts beyond the bound go. A page evicted from M, or freed, leaves no ghost.
+//! 4. `next_candidate` starts in S if S is due, else in M, and walks:
+//!    - In S, the oldest frame is proposed if its counter is at most 1. Otherwise it moves to the
+//!      head of M with its counter, and the walk goes on in M if M is now over its share, else in
+//!      S.
+//!    - In M, the oldest frame is proposed if its counter is 0. Otherwise its counter is
+//!      decremented (compare-exchange) and it moves to the head of M.
+//!    - A walk whose queue is empty goes on in the other queue.
+//! 5. Bounded: without concurrent hits the walk takes at most `|S| + 3 |M| + 1` steps. After
+//!    `4 (|S| + |M|) + 2` steps it proposes the oldest frame of its queue. If both queues are
+//!    empty, a blocked frame is proposed; else `None`.
+//! 6. `InUse` and `SwizzledChildren`: the frame goes back to the head of its own queue with its
+//!    counter unchanged, as FIFO does, and the queue's passed count grows. The start queue avoids
+//!    a fully passed queue while the other has unpassed frames; every eviction resets the counts.
+//!    `Root`: blocked. `NotResident`: forgotten without a ghost. `InUse` is no access, for ARC's
+//!    reason (module [`super::arc`], "Deviations from the paper").
+//!
+//! Invariants, checked by `s3_fifo::tests::r3_r4_invariants_hold_on_random_histories`: counters
+//! in 0..=3, `|G| ≤ c − ⌊c/10⌋`, no ghost for a resident page, consistent queues, and the
+//! rejection rules. With one eviction per miss and no rejections, the proptest
+//! `s3_fifo::tests::r4_matches_the_paper_model_one_eviction_per_miss` compares hits, victims,
+//! queues and ghosts with a naive model of the paper's Algorithm 1. The model includes the
+//! one-proposal change below.
+//!
+//! # Choices and deviations
+//!
+//! - **Promotion threshold.** A page moves from S to M if its counter is above 1. This is the
+//!   paper's Algorithm 1 (`t.freq > 1`) and the move-to-main threshold of 2 in the authors'
+//!   original simulator. The counter is kept on the move, as in the pseudocode.
+//! - **One proposal per call.** When a move to M leaves M over its share, the paper's `evictS`
+//!   runs `evictM` and then keeps looking in S, so one call can evict two objects. Here the M
+//!   victim is proposed and the call ends; the next call decides afresh.
+//! - **Ghost hits remove the ghost**, as in the authors' simulator. The paper only says that G is
+//!   a FIFO of ids.
+//! - **Frames, not bytes.** All pages have the same size, so the 10%, 90% and G bounds count
+//!   frames. The comparisons are exact (`10 |S| ≥ c`), so for `c < 10` S is due whenever it is
+//!   not empty.
+//! - **When to evict** is the pool's decision (it evicts ahead). New pages always enter S, as in
+//!   the original algorithm. The authors' later variant sends them to M when S is full but the
+//!   cache is not.
+//! - **Rejections and roots** do not exist in the paper.
+//!
+//! # Worked example
+//!
+//! Test `r4_hand_worked_quick_demotion_and_ghost_hit` (hand-worked, the paper's figures give no
+//! small trace), capacity 4, queues oldest first:
+//!
+//! - Load pages 1 to 4 into frames 0 to 3. Hit frame 0 twice, frame 1 once and frame 2 four
+//!   times; the counters are 2, 1, 3, 0.
+//! - In S, 0 moves to M and 1 is evicted: `G = [2]`. Then 2 moves to M and 3 is evicted:
+//!   `G = [2 4]`.
+//! - Page 2 comes back into frame 1. It is a ghost, so it goes to `M = [0 2 1]`. Page 7 goes into
+//!   frame 3 and is evicted at once (counter 0).
+//! - S is empty, so M: 0 (2 → 1) and 2 (3 → 2) go round, and 1 (counter 0) is evicted without a
+//!   ghost.
+//!
+//! The test `r4_move_that_overfills_main_evicts_from_main` continues this example through the
+//! nested `evictM` case.
 
 use parking_lot::Mutex;
 
@@ -36,14 +111,14 @@ impl State {
 
     /// The queue to start from: S if it is due, else M; a queue whose every frame was passed by
     /// rejections since the last eviction is avoided while the other has unpassed frames
-    /// (README "S3-FIFO", step 6); an empty queue is never chosen (one must be non-empty).
+    /// (module docs, step 6); an empty queue is never chosen (one must be non-empty).
     /// Returns true for M.
     fn start_in_main(&self) -> bool {
         self.lists.choose_second(self.small_is_due())
     }
 }
 
-/// S3-FIFO replacement (README "S3-FIFO").
+/// S3-FIFO replacement (Yang et al., SOSP 2023).
 ///
 /// A hit is one load of the hook and, unless the counter is already 3, one plain store (R5); two
 /// racing hits may count as one. Inserts, removals, rejections and proposals take the policy's
@@ -113,7 +188,7 @@ impl Policy for S3Fifo {
         }
     }
 
-    /// The paper's `evict` (README "S3-FIFO", step 4). From S: the oldest frame is proposed if
+    /// The paper's `evict` (module docs, step 4). From S: the oldest frame is proposed if
     /// its counter is at most 1; otherwise it moves to the head of M, and if M is then over its
     /// 90% share the search continues in M, else in S. From M: the oldest frame is proposed if
     /// its counter is 0; otherwise the counter is decremented (compare-exchange, so a concurrent
@@ -280,7 +355,7 @@ mod tests {
     }
 
     /// The paper's Algorithm 1 written naively over `VecDeque`s of page ids (oldest first) and a
-    /// map of counters, with the one change the README documents: when a move leaves M over its
+    /// map of counters, with the one change the module docs document: when a move leaves M over its
     /// share, `evictS` ends with the M victim instead of evicting from S as well.
     struct Model {
         c: usize,
