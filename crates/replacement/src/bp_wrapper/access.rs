@@ -1,6 +1,14 @@
 //! The producer side: an access queued by the calling thread (or, without batching, applied at
 //! once), hits the inner policy ignores dropped (`bp_wrapper` module doc, rule 5), and the
 //! commit once T accesses have piled up (the paper's Fig. 7).
+//!
+//! The append below T is inlined into each hook (the entry's kind a constant there); dropping
+//! an ignored hit, applying an access at once and trying the lock at T are out of line. From T
+//! accesses on, a failed try-lock returns and the thread keeps working; only an access that
+//! fills the queue blocks on the lock, at once, without the eviction batch's spin (`lock.rs`).
+//! Tests: `fig7_ignored_hits_are_dropped_and_count_toward_the_threshold`,
+//! `failed_try_locks_keep_working_until_the_queue_is_full` and
+//! `r1_unbatched_variants_forward_every_hit`.
 
 use std::sync::atomic::Ordering;
 

@@ -1,6 +1,44 @@
 //! The consumer side of the queues: pre-reading a queue, checking each entry under the lock
-//! (`bp_wrapper` module doc, steps 1, 2 and 5), and handing the admitted ones to the inner
+//! (`bp_wrapper` module doc, rules 1 and 2), and handing the admitted ones to the inner
 //! policy in one call.
+//!
+//! # A commit
+//!
+//! Under the lock, a commit reads the queue's `tail` (acquire) and walks the entries from `head`
+//! in FIFO order. The common entry, a hit on a frame the inner policy holds with the hit's page,
+//! is taken without decoding it; any other goes through `admit`: applied if `held[f]` is its
+//! page, preceded by the page's insert if `held[f]` is empty and `pages[f]` is its page, else
+//! skipped as stale. The calls go to the inner policy in one `on_queued` call, in order, so 2Q
+//! and LRU take their own lock once per commit instead of once per insert and per run of hits.
+//! Then `head` is advanced (release) and the queue is empty. The committed and stale entries are
+//! counted once per batch, not per entry (an atomic add per entry would lengthen the section).
+//!
+//! Worked example (test `r1_hits_commit_in_fifo_order_and_stale_entries_are_skipped`), T = 3,
+//! S = 4: frames 0, 1, 2 receive pages 10, 11, 12; the third insert commits all three. Hits on 2
+//! and 0 wait in the queue; the hit on 1 reaches T, and the inner policy receives 2, 0, 1 in that
+//! order. Hits on 0 (page 10) and 2 are queued; another thread frees page 10 and loads page 20
+//! into frame 0 (its insert stays in its own queue); the next hit commits: frame 2's hit and the
+//! new one are applied, frame 0's is skipped as stale. A hit on frame 0 (page 20) then commits
+//! with `next_candidate`: it inserts page 20 first, then applies the hit.
+//!
+//! # Prefetching (the paper's second technique)
+//!
+//! Just before asking for the lock to commit (once the queue reaches T), the thread reads every
+//! queued entry, prefetches each frame's record (`held` and the private hook), then hands the
+//! entries' frames and inserted pages to the inner policy's `prefetch_accesses`. LRU prefetches
+//! those frames' list links there; 2Q the links of every queued frame (reading each frame's list
+//! byte to pick those in `Am`, the only hits that relink, would be a load, not a hint) and each
+//! inserted page's `A1out` index line. They do so only if their own lock is free: it is taken
+//! only inside the wrapper's lock, so it is free unless another thread is committing, and a
+//! policy that finds it taken skips the hint rather than wait. The cache misses then overlap
+//! each other, outside the critical section, where the commit would take them one after another;
+//! everything is read again under the lock, so the hints never affect correctness (sync README,
+//! H1). After a failed try-lock only the new entry's record is prefetched (`access.rs`). The
+//! unbatched `bpw-pref-` variant does the same for its one entry (`prefetch_one`).
+//!
+//! A second pass inside the commit, in 2Q's and LRU's `on_queued` (loading each hit frame's links
+//! and prefetching its neighbours' before relinking any), shortened no critical section and was
+//! dropped (`docs/ding.md`).
 
 use std::sync::atomic::Ordering;
 
@@ -61,7 +99,7 @@ impl BpWrapper {
         self.inner.prefetch_accesses(&[entry.frame], inserted.as_slice());
     }
 
-    /// Checks one entry under the lock (`bp_wrapper` module doc, steps 1, 2 and 5) and appends the
+    /// Checks one entry under the lock (`bp_wrapper` module doc, rules 1 and 2) and appends the
     /// calls it makes of the inner policy to `calls`: first its page's insert if that is still
     /// queued (`held[f]` is set at once, so the rest of a batch sees the frame held, as the inner
     /// policy will by then), then the access itself. False, with nothing appended, if the entry is

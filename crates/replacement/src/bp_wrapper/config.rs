@@ -1,4 +1,9 @@
 //! The wrapper's parameters: which of the paper's techniques are on, S and T.
+//!
+//! The variants are spelled `locked-`, `bpw-pref-`, `bpw-batch-` and `bpw-` in policy names
+//! (`spec.rs`). S and T default to the paper's PostgreSQL setting (64 and 32);
+//! `PolicySpec::build_with_queue` and the pool's `bp_queue_size` and `bp_batch_threshold` set
+//! others, and `BpWrapper::with_config` refuses a T outside `1..=S` with [`BpConfigError`].
 
 /// Which of the paper's two techniques are on (for the ablation).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]

@@ -1,6 +1,34 @@
 //! The wrapper's words per frame (`bp_wrapper` module doc, "Why the inner policy never sees a
 //! hook for a frame it does not hold"): `pages[f]`, `held[f]` and the inner policy's hook, and
 //! the evictor through which a batch's verdicts update them.
+//!
+//! # The record
+//!
+//! A frame's `pages[f]`, its `held[f]` flag and its private hook sit together in one 16-byte
+//! record, four to a cache line: an insert writes `pages[f]`, its commit reads `held[f]` and the
+//! inner policy's hook calls touch the hook, so a frame costs the wrapper one cache line where
+//! three arrays cost three (140 KiB at 8,960 frames; 280 KiB when `held[f]` was a word of its
+//! own). `held[f]` can be a flag because it is always `NO_PAGE` or `pages[f]`.
+//!
+//! A hit from the live pool does not touch the record at all: the pool names the page it found
+//! (`on_page_hit`, read from the descriptor line the fix has loaded), and the entry is tagged
+//! with that page instead of `pages[f]`; a hit through plain `on_hit` (the simulator) reads
+//! `pages[f]`. Nor does the check for hits the inner policy ignores (rule 5): it reads the pool's
+//! hook, or asks the inner policy, which answers from its own state (2Q's list byte and
+//! hot/cold's byte per frame, 9 KiB at 8,960 frames; FIFO's constant).
+//!
+//! # Eviction lookahead (R10, not in the paper)
+//!
+//! Before the pool tries a candidate, the batch asks the inner policy for
+//! `candidate_after(frame)`, and the pool prefetches that frame's descriptor (`Victims::prefetch`
+//! adds the frame's record). 2Q and LRU answer with the oldest frame of the list they will
+//! reclaim from once `frame` has left (exact unless a rejection moves the search), and prefetch
+//! their own words for it; 2Q also prefetches the `A1out` index lines that the eviction of an
+//! `A1in` page touches. CLOCK's hand walks descriptors in frame order, which the hardware
+//! prefetcher follows; 2Q's and LRU's victims come from all over the pool, so each victim's
+//! checks used to wait for a cache miss on its descriptor (the profile is in `docs/ding.md`).
+//! Test: the contract simulation checks after every eviction that a guess, when given, is
+//! exactly the next proposal.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

@@ -1,5 +1,19 @@
 //! The wrapper's lock: a reentrant mutex around the state below it, with counted and sampled
 //! acquisitions, and the brief spin of an eviction batch.
+//!
+//! Every call into the inner policy is made under this lock, so the inner policy sees one
+//! serialized stream of hooks. It is a `parking_lot` reentrant mutex because an eviction batch
+//! holds it while the pool runs code that reports hooks back (a parent losing its last swizzled
+//! child, R8); a thread's nested acquisitions are neither counted nor timed.
+//!
+//! An eviction batch (and `hold_lock_for`) spins on `try_lock` for a few microseconds first:
+//! `EVICTION_SPINS` (20) rounds of 64 spin hints, about as long as a commit holds the lock.
+//! Every thread that needs a free frame waits for the evicting thread, and a thread that blocks
+//! may wait a whole scheduling slice to run again when the cores are oversubscribed. Only one
+//! thread spins at a time (the `spinning` flag); the others block at once, since where every
+//! thread evicts (the emulator's all-miss mode) spinners took the cores from the holder. A
+//! thread whose queue is full does not spin: it blocks at once, as in the paper (`access.rs`;
+//! spinning there made things worse). The measurements are in `docs/ding.md`.
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;

@@ -1,5 +1,19 @@
 //! The per-thread queues (`bp_wrapper` module doc, "Queues"): thread numbers, queue entries and
 //! their two-word encoding, and the single-producer ring of one slot.
+//!
+//! A thread takes a number on its first access and returns it when it ends; a returned number
+//! is handed to the next new thread (the last returned first), so the numbers of live threads
+//! are distinct and stay below the largest number of threads alive at once. The fast path reads
+//! a copy of the number kept in a constant-initialized thread-local (one load).
+//!
+//! Each slot sits on cache lines of its own (`align(128)`), so two threads' appends never share
+//! a line. An append is two relaxed stores of the entry's words and a release store of `tail`,
+//! plus plain stores to the owner's own counters (`bump_own`): no atomic read-modify-write,
+//! where the mutex per slot that this ring replaced cost two per access.
+//!
+//! Test `queues_hand_every_hit_over_once_and_in_order_under_concurrent_drains`: four producers
+//! against a draining thread; every hit arrives once and in its thread's order (breaking either
+//! ordering rule of the ring fails it).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 

@@ -1,4 +1,14 @@
 //! The wrapper's counters: the public snapshot ([`BpStats`]) and the atomics behind it.
+//!
+//! Read through `BpWrapper::stats`, `Policy::lock_stats` and the pool's `policy_lock_*` and
+//! `policy_dropped_hits` counters. Page accesses (hits and inserts) and dropped hits are counted
+//! per queue slot by its owner, with plain stores; those applied at once (the unbatched
+//! variants, a thread without a slot), under the lock. Lock acquisitions (a thread's nested
+//! ones not counted), failed try-locks and blocking waits are counted where they happen;
+//! entries committed and stale entries skipped are added once per batch, not per entry. The
+//! hold time is measured for one acquisition in 16: timing every one would lengthen the section
+//! it measures, and an eviction batch's acquisition counts its whole batch. Every blocking wait
+//! is timed (`wait_nanos`): a wait is the slow path already.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
