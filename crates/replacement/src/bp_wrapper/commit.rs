@@ -61,9 +61,9 @@ impl BpWrapper {
 
     /// Pre-reads what committing `queue` (the caller's) will read: the entries themselves, each
     /// frame's words (its `held` word and the hook given to the inner policy), and, through the
-    /// inner policy's [`Policy::prefetch_accesses`], what its hooks will read. Prefetches, not
-    /// loads, so the misses overlap; correctness never depends on them (sync README H1), since
-    /// everything is read again under the lock.
+    /// inner policy's [`Policy::prefetch_accesses`](crate::Policy::prefetch_accesses), what its
+    /// hooks will read. Prefetches, not loads, so the misses overlap; correctness never depends
+    /// on them (sync README H1), since everything is read again under the lock.
     pub(super) fn prefetch(&self, queue: &Slot) {
         let mut frames = [FrameId(0); PREFETCH_CHUNK];
         let mut inserted = [unslot(1); PREFETCH_CHUNK];
