@@ -40,7 +40,10 @@ fn bench_lookup_runs_swizzledb_beside_lmdb() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.lines().any(|l| l.starts_with("lmdb ")), "no LMDB row in\n{stdout}");
-    assert!(stdout.contains("swizzling/lmdb = ") && stdout.contains("one read-only transaction"), "{stdout}");
+    assert!(
+        stdout.contains("swizzling/lmdb = ") && stdout.contains("1,000 lookups per read-only transaction"),
+        "{stdout}"
+    );
     let (header, rows) = read_csv(&out.join("lookup.csv"));
     // Columns are only ever added at the end (docs/results-schema.md): engine came after logging.
     let at = |name: &str| header.iter().position(|h| h == name);
@@ -194,4 +197,26 @@ fn unknown_engine_exits_2_and_writes_nothing() {
     }
     assert!(!out.exists(), "bad input created --out");
     assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "bad input created files");
+}
+
+/// `--lmdb-reads-per-txn 1` begins a read-only transaction per lookup, and the table says so;
+/// 0 is refused with exit 2 before anything runs.
+#[cfg(feature = "lmdb")]
+#[test]
+fn lmdb_reads_per_txn_sets_the_lookups_each_read_transaction_serves() {
+    let scratch = Scratch::new("lookup-reads-per-txn");
+    let run = |n: &str| {
+        Command::new(BIN)
+            .args(["bench", "lookup", "--engine", "lmdb", "--records", "2000", "--threads", "1"])
+            .args(["--duration", "0.1", "--warmup", "0", "--repeat", "1", "--lmdb-reads-per-txn", n, "--dir"])
+            .arg(&scratch.0)
+            .output()
+            .unwrap()
+    };
+    let o = run("1");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("one lookup per read-only transaction"), "{stdout}");
+    let refused = run("0");
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
 }

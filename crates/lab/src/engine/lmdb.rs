@@ -30,6 +30,9 @@ use crate::workload::WorkloadError;
 /// A table of an LMDB environment (a named database of byte keys and values).
 pub type LmdbTable = Database<'static, Bytes, Bytes>;
 
+/// A read-only LMDB transaction of an environment, tied to the thread that began it.
+pub type LmdbReadTxn<'e> = RoTxn<'e, WithTls>;
+
 /// Tables an environment may hold (TPC-C has 11).
 const MAX_TABLES: u32 = 32;
 
@@ -99,6 +102,31 @@ impl Lmdb {
     ) -> Result<R, WorkloadError> {
         let r = self.env.read_txn().map_err(|e| self.err(e))?;
         let v = table.get(&r, key).map_err(|e| self.err(e))?;
+        Ok(f(v))
+    }
+
+    /// Begins a read-only transaction (a snapshot) of this environment, for
+    /// [`Lmdb::get_in`]: one per thread at a time (LMDB's default, a reader slot per thread).
+    ///
+    /// # Errors
+    /// LMDB failed.
+    pub fn read_txn(&self) -> Result<LmdbReadTxn<'_>, WorkloadError> {
+        self.env.read_txn().map_err(|e| self.err(e))
+    }
+
+    /// [`Lmdb::get_with`] in the read-only transaction `txn`, which may serve many lookups.
+    ///
+    /// # Errors
+    /// LMDB failed.
+    #[inline]
+    pub fn get_in<R>(
+        &self,
+        txn: &LmdbReadTxn<'_>,
+        table: &LmdbTable,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, WorkloadError> {
+        let v = table.get(txn, key).map_err(|e| self.err(e))?;
         Ok(f(v))
     }
 
@@ -189,10 +217,20 @@ impl Engine for Lmdb {
         }
     }
 
+    /// A batch in ascending key order above every key of the table goes in with `MDB_APPEND`,
+    /// which fills pages whole (LMDB's own bulk load, `mdb_load -a`), as SwizzleDB's splits
+    /// leave ascending runs full (btree README T29); any other batch with `MDB_NOOVERWRITE`,
+    /// whose splits leave pages half full. Either way an existing key fails the batch.
     fn load(&self, table: &LmdbTable, records: &[(Vec<u8>, Vec<u8>)]) -> Result<(), WorkloadError> {
         let mut w = self.env.write_txn().map_err(|e| self.err(e))?;
+        let ascending = records.windows(2).all(|p| p[0].0 < p[1].0);
+        let above = match (records.first(), table.last(&w).map_err(|e| self.err(e))?) {
+            (Some((first, _)), Some((last, _))) => first.as_slice() > last,
+            _ => true,
+        };
+        let flags = if ascending && above { PutFlags::APPEND } else { PutFlags::NO_OVERWRITE };
         for (k, v) in records {
-            table.put_with_flags(&mut w, PutFlags::NO_OVERWRITE, k, v).map_err(|e| self.err(e))?;
+            table.put_with_flags(&mut w, flags, k, v).map_err(|e| self.err(e))?;
         }
         w.commit().map_err(|e| self.err(e))
     }

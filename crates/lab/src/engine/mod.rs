@@ -27,7 +27,7 @@ mod lmdb;
 pub(crate) mod lmdb_error;
 
 #[cfg(feature = "lmdb")]
-pub use lmdb::{Lmdb, LmdbError, LmdbRead, LmdbTable, LmdbWrite};
+pub use lmdb::{Lmdb, LmdbError, LmdbRead, LmdbReadTxn, LmdbTable, LmdbWrite};
 
 pub use crate::txn::Abort;
 

@@ -134,6 +134,7 @@ pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, St
         baseline: c.baseline,
         dir: c.dir.clone().unwrap_or_else(std::env::temp_dir),
         bp_queue: (64, 32),
+        lmdb_reads_per_txn: buffer::LMDB_READS_PER_TXN,
     })
 }
 

@@ -684,6 +684,7 @@ mod tests {
             baseline: None,
             dir: dir.path().to_path_buf(),
             bp_queue: (64, 32),
+            lmdb_reads_per_txn: buffer::LMDB_READS_PER_TXN,
         };
         let policies = ["random", "gclock", "car"].map(|p| p.parse().unwrap()).to_vec();
         let plan = Plan {

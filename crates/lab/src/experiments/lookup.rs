@@ -27,7 +27,7 @@ pub const NAME: &str = "lookup";
 #[derive(Args)]
 pub struct LookupArgs {
     /// Engines, comma-separated, measured interleaved: swizzledb (in each of --mode), lmdb (the
-    /// same records and lookups, one read-only transaction per lookup, no durability as
+    /// same records and lookups, --lmdb-reads-per-txn lookups per read-only transaction, no durability as
     /// SwizzleDB runs here without a log; --mode, --pool, --page-size, --policy and
     /// --direct-io do not apply to it; keep --dir on a tmpfs, docs/peers.md)
     #[arg(long, default_value = "swizzledb", value_delimiter = ',')]
@@ -55,6 +55,11 @@ pub struct LookupArgs {
     /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 for uniform keys
     #[arg(long, default_value = "0", value_parser = parse_zipf)]
     zipf: f64,
+    /// LMDB's lookups per read-only transaction: each lookup thread keeps one transaction for
+    /// this many lookups, then begins another, as LMDB's own read benchmarks do; 1 begins one
+    /// per lookup (what a read-only transaction costs, on top of the lookup)
+    #[arg(long, default_value_t = buffer::LMDB_READS_PER_TXN, value_parser = clap::value_parser!(u32).range(1..))]
+    lmdb_reads_per_txn: u32,
 }
 
 /// Runs `bench lookup`.
@@ -73,6 +78,7 @@ pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     let default_pool = buffer::default_pool_bytes(largest.map_or(args.records, |b| b / RECORD_BYTES));
     let mut base = base_config(NAME, &args.common, args.pool.unwrap_or(default_pool)).map_err(Usage)?;
     base.zipf = (args.zipf > 0.0).then_some(args.zipf);
+    base.lmdb_reads_per_txn = args.lmdb_reads_per_txn;
     if !engines.contains(&EngineName::SwizzleDb) {
         base.modes.clear();
     }

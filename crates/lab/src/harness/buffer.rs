@@ -82,6 +82,10 @@ pub struct Config {
     /// BP-Wrapper's queue size S and batch threshold T (`swizzledb::lab::LabOptions::bp_queue`;
     /// 64 and 32 unless an experiment sweeps them).
     pub bp_queue: (usize, usize),
+    /// LMDB's lookups per read-only transaction (`bench lookup --lmdb-reads-per-txn`): a
+    /// lookup thread keeps its transaction for this many lookups, then begins a new one, as
+    /// LMDB's own read benchmarks do; 1 begins one per lookup.
+    pub lmdb_reads_per_txn: u32,
 }
 
 /// The default pool: the whole data set fits (records x 200 bytes, rounded up to MiB, at least
@@ -201,21 +205,42 @@ pub struct OpenDatabases {
     _peers: Vec<LoadedPeer>,
 }
 
+/// LMDB's lookups per read-only transaction by default ([`Config::lmdb_reads_per_txn`]): as
+/// LMDB's own read benchmarks renew their transaction every thousand reads or so, the same at
+/// every thread count; its cost (begin and end, about a microsecond) then weighs on no lookup.
+pub const LMDB_READS_PER_TXN: u32 = 1000;
+
 /// Where lookups read: a SwizzleDB tree (outside transactions: one latched descent), or a
 /// peer engine's table.
 pub(crate) trait Source: Sync {
     /// The engine's error.
     type Error: Send;
 
+    /// What one lookup thread keeps between its lookups (LMDB: its read-only transaction).
+    type Reader<'s>
+    where
+        Self: 's;
+
+    /// A lookup thread's reader, before its first lookup.
+    fn reader(&self) -> Self::Reader<'_>;
+
     /// Runs `f` on the value under `key` (`None` if absent), borrowed in place.
-    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Self::Error>;
+    fn get_with<'s, R>(
+        &'s self,
+        reader: &mut Self::Reader<'s>,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, Self::Error>;
 }
 
 impl Source for Tree {
     type Error = Error;
+    type Reader<'s> = ();
+
+    fn reader(&self) {}
 
     #[inline]
-    fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Error> {
+    fn get_with<R>(&self, (): &mut (), key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Error> {
         Ok(Tree::get_with(self, key, f)?)
     }
 }
@@ -226,21 +251,46 @@ impl Source for Tree {
 pub(crate) struct LoadedPeer {
     db: crate::engine::Lmdb,
     table: crate::engine::LmdbTable,
+    /// Lookups per read-only transaction ([`Config::lmdb_reads_per_txn`]).
+    reads_per_txn: u32,
     _scratch: crate::bench::Scratch,
 }
 
-/// Each lookup is one read-only LMDB transaction.
+/// A lookup thread's read-only LMDB transaction and how many more lookups it serves.
+#[cfg(feature = "lmdb")]
+pub(crate) struct PeerReader<'s> {
+    txn: Option<crate::engine::LmdbReadTxn<'s>>,
+    left: u32,
+}
+
+/// A lookup thread reads through one read-only transaction for `reads_per_txn` lookups, then
+/// ends it and begins another (no writer runs meanwhile, so every transaction sees the loaded
+/// records).
 #[cfg(feature = "lmdb")]
 impl Source for LoadedPeer {
     type Error = crate::workload::WorkloadError;
+    type Reader<'s> = PeerReader<'s>;
+
+    fn reader(&self) -> PeerReader<'_> {
+        PeerReader { txn: None, left: 0 }
+    }
 
     #[inline]
-    fn get_with<R>(
-        &self,
+    fn get_with<'s, R>(
+        &'s self,
+        reader: &mut PeerReader<'s>,
         key: &[u8],
         f: impl FnOnce(Option<&[u8]>) -> R,
     ) -> Result<R, crate::workload::WorkloadError> {
-        self.db.get_with(&self.table, key, f)
+        if reader.left == 0 {
+            // The thread's reader slot holds one transaction at a time: end the old one first.
+            reader.txn = None;
+            reader.txn = Some(self.db.read_txn()?);
+            reader.left = self.reads_per_txn.max(1);
+        }
+        reader.left -= 1;
+        let txn = reader.txn.as_ref().expect("begun above");
+        self.db.get_in(txn, &self.table, key, f)
     }
 }
 
@@ -443,7 +493,10 @@ fn load_lmdb(
             let secs = start.elapsed().as_secs_f64();
             result.load_secs = Some(secs);
             progress.say(format_args!("lmdb: loaded in {secs:.2} s"));
-            Ok((result, Some(LoadedPeer { db, table, _scratch: scratch })))
+            Ok((
+                result,
+                Some(LoadedPeer { db, table, reads_per_txn: cfg.lmdb_reads_per_txn, _scratch: scratch }),
+            ))
         }
         Err(e) => {
             fail_peer(&mut result, &e);
@@ -710,12 +763,13 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 fn worker<S: Source>(tree: &S, keys: KeyDraw, seed: u64, stop: &AtomicBool) -> Result<Tally, S::Error> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut tally = Tally::default();
+    let mut reader = tree.reader();
     while !stop.load(Relaxed) {
         for i in 0..BATCH {
             let k = keys.draw(&mut rng);
             let key = k.to_be_bytes();
             let timed = (i % LATENCY_SAMPLE == 0).then(Instant::now);
-            let found = tree.get_with(&key, |v| v.map(|v| is_value_for(v, &key)));
+            let found = tree.get_with(&mut reader, &key, |v| v.map(|v| is_value_for(v, &key)));
             if let Some(t0) = timed {
                 let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 tally.latency.saturating_record(ns.max(1));
@@ -788,6 +842,7 @@ mod tests {
             baseline: None,
             dir: dir.clone(),
             bp_queue: (64, 32),
+            lmdb_reads_per_txn: LMDB_READS_PER_TXN,
         };
         let (results, open) = run(&cfg, Progress::off()).unwrap();
         drop(open);

@@ -163,10 +163,14 @@ pub fn print_table_with_peers(
     for p in peers {
         writeln!(
             out,
-            "{}: LMDB through heed, the same records, one read-only transaction per lookup, no buffer \
-             pool (pt/op and hit ratio do not apply), map {}, no durability (MDB_NOSYNC|MDB_NOMETASYNC|\
-             MDB_WRITEMAP|MDB_MAPASYNC)",
+            "{}: LMDB through heed, the same records, {} per read-only transaction (each lookup \
+             thread's own), no buffer pool (pt/op and hit ratio do not apply), map {}, no durability \
+             (MDB_NOSYNC|MDB_NOMETASYNC|MDB_WRITEMAP|MDB_MAPASYNC)",
             p.engine,
+            match cfg.lmdb_reads_per_txn {
+                1 => "one lookup".to_string(),
+                n => format!("{} lookups", thousands(u64::from(n))),
+            },
             bytes(p.map_bytes)
         )?;
     }
