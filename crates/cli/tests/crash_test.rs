@@ -26,8 +26,11 @@ fn summary(stdout: &str) -> BTreeMap<String, u64> {
 /// invalid; returns the summary.
 fn crash_test(name: &str, kills: u64, options: &[&str]) -> BTreeMap<String, u64> {
     let scratch = Scratch::new(name);
+    // Runs of up to 150 ms unless the test asks for longer ones.
+    let run_ms: &[&str] = if options.contains(&"--max-run-ms") { &[] } else { &["--max-run-ms", "150"] };
     let out = Command::new(BIN)
-        .args(["crash-test", "--kills", &kills.to_string(), "--max-run-ms", "150", "--threads", "2"])
+        .args(["crash-test", "--kills", &kills.to_string(), "--threads", "2"])
+        .args(run_ms)
         .args(options)
         .arg("--dir")
         .arg(&scratch.0)
@@ -55,9 +58,15 @@ fn crash_test(name: &str, kills: u64, options: &[&str]) -> BTreeMap<String, u64>
 
 #[test]
 fn default_configuration_kills_lose_nothing() {
-    // A small log bound (four segments), so the page cleaner runs within the first runs even on a
-    // loaded machine.
-    let found = crash_test("crash-default", 12, &["--max-log-kib", "64", "--log-segment-kib", "16"]);
+    // A small log bound (four segments), so the page cleaner runs within the first runs, and
+    // runs of up to 400 ms, so that the writers fill it even on a loaded machine (a CI run with
+    // other builds on both cores once committed 445 steps in 12 runs of up to 150 ms, and the
+    // cleaner wrote nothing).
+    let found = crash_test(
+        "crash-default",
+        12,
+        &["--max-log-kib", "64", "--log-segment-kib", "16", "--max-run-ms", "400"],
+    );
     assert!(found["auto_commits"] > 0, "no auto-commit operation was acknowledged: {found:?}");
     // Background checkpoints every 5 ms by default: they race the commits.
     assert!(found["checkpoints"] > 0, "no checkpoint ran: {found:?}");
