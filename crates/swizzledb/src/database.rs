@@ -317,7 +317,8 @@ impl Database {
         self.core.checkpoint()
     }
 
-    /// Creates a new, empty tree.
+    /// Creates a new, empty tree. On a logged database the creation is durable when it returns,
+    /// in either commit mode (RECOVERY.md R23): a crash right after keeps the tree.
     ///
     /// # Errors
     /// The name is invalid or taken, the catalog is full, or no frame is free.

@@ -482,6 +482,12 @@ impl Core {
         self.pool.catalog_insert(name, tree.root_page())?;
         let tree = self.handle(tree);
         trees.insert(name.to_owned(), tree.clone());
+        drop(trees);
+        // Durable when it returns, like `drop_tree` and a commit in either commit mode: a
+        // crash right after must not lose a tree its creator was told exists (R23).
+        if let Some(wal) = &self.wal {
+            wal.log.flush_all()?;
+        }
         Ok(tree)
     }
 

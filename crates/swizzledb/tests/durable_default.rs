@@ -61,6 +61,37 @@ fn r12_default_tree_writes_survive_a_crash_and_every_open_restarts() {
     }
 }
 
+/// R23: a tree is durable once `create_tree` returns, in either commit mode, in every buffer
+/// mode: a crash before any commit keeps it, empty.
+#[test]
+fn r23_a_created_tree_survives_a_crash_right_after() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        for commit in [CommitMode::Sync, CommitMode::Async] {
+            for crash in [CrashMode::DropUnsynced, CrashMode::Torn { seed: 7 }] {
+                let fs = fault_fs();
+                let path = Path::new("/d/db");
+                let builder = Database::builder()
+                    .mode(mode)
+                    .commit_mode(commit)
+                    .page_size(4096)
+                    .pool_bytes(64 * 4096)
+                    .lab(|l| l.vfs(Arc::new(fs.clone())));
+                let db = builder.clone().create(path).unwrap();
+                let t = db.create_tree("t").unwrap();
+                fs.crash(crash);
+                drop(t);
+                drop(db);
+
+                let db = builder.open(path).unwrap();
+                let t = db.tree("t").unwrap_or_else(|e| panic!("{mode}, {commit:?}, {crash:?}: {e}"));
+                t.verify().unwrap();
+                assert!(t.is_empty().unwrap(), "{mode}, {commit:?}, {crash:?}");
+                db.close().unwrap();
+            }
+        }
+    }
+}
+
 /// R13: one opener at a time, in this process as in another; close and drop release the lock.
 #[test]
 fn r13_a_second_open_is_refused_until_the_first_ends() {
