@@ -78,6 +78,7 @@ mod open;
 #[cfg(test)]
 mod race_tests;
 mod record;
+mod redo;
 mod repair;
 mod restart;
 mod tree;

@@ -10,7 +10,7 @@ use swizzledb_wal::{Archive, LogManager};
 
 use crate::error::{Error, Result};
 use crate::record::{NodeLog, Record};
-use crate::restart::{check_image, redo_on_page, RedoTarget};
+use crate::redo::{check_image, redo_on_page, RedoTarget};
 
 /// Why a page could not be rebuilt (part of the error the read then fails with).
 fn unrecoverable(page: PageId, reason: impl std::fmt::Display) -> Error {

@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
-use swizzledb_btree::log::{redo, redo_node, LeafChange};
 use swizzledb_buffer::page;
 use swizzledb_buffer::{Allocation, DoubleWrite, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, LogManager};
 
-use crate::error::{Error, Result};
-use crate::record::{AnalysisView, Change, Checkpoint, Malformed, NodeLog, Record, TxnEntry, TxnState};
+use crate::error::Result;
+use crate::record::{AnalysisView, Checkpoint, Malformed, NodeLog, Record, TxnEntry, TxnState};
+use crate::redo::{check_image, corrupted, redo_on_page, RedoTarget};
 
 /// What analysis and redo found, for undo and the pool.
 #[derive(Debug)]
@@ -91,10 +91,6 @@ impl RestartStats {
             );
         }
     }
-}
-
-fn corrupted(lsn: Lsn, reason: impl Into<String>) -> Error {
-    Error::LogCorrupted { lsn, reason: reason.into() }
 }
 
 /// The end record of the last checkpoint: the one the master record names (wal README W10),
@@ -448,128 +444,6 @@ impl Analysis {
     }
 }
 
-/// Where page-local redo finds the page a record applies to, and puts an image (R9).
-pub(crate) trait RedoTarget {
-    /// The page's current state, for a change on top of it; `lsn` names the record that needs
-    /// it, for errors.
-    ///
-    /// # Errors
-    /// The page is not available (damaged on disk, or no image precedes the record).
-    fn page(&mut self, id: PageId, lsn: Lsn) -> Result<&mut Vec<u8>>;
-
-    /// Makes `image` the page's state, stamped with `lsn` (`Lsn(0)` for a base image, which
-    /// precedes its record's change).
-    ///
-    /// # Errors
-    /// The image is not a valid node of this page (R9).
-    fn install(&mut self, id: PageId, image: &[u8], lsn: Lsn) -> Result<()>;
-
-    /// The size of the pages.
-    fn page_size(&self) -> usize;
-}
-
-/// Checks an image from the log before anything uses it (R9): its size, its node structure
-/// (btree README T17) and the page id it names.
-pub(crate) fn check_image(id: PageId, image: &[u8], page_size: usize, lsn: Lsn) -> Result<()> {
-    if image.len() != page_size {
-        return Err(corrupted(lsn, format!("an image of page {id} of {} bytes", image.len())));
-    }
-    swizzledb_btree::validate_page(image)
-        .map_err(|e| corrupted(lsn, format!("the image of page {id} is damaged: {e}")))?;
-    if page::page_id(image) != id.get() {
-        return Err(corrupted(lsn, format!("the image of page {id} names page {}", page::page_id(image))));
-    }
-    Ok(())
-}
-
-/// Page-local redo (R9): what the record at `lsn` does to page `id`, given only that page's
-/// state before it (or nothing, when the record carries the page's image). Restart applies it
-/// to every page of its dirty page table; single-page recovery (R18) to one page. Returns
-/// whether the record changed the page (a change already in the page, by its page LSN, is
-/// skipped).
-///
-/// # Errors
-/// The page is missing or damaged, or the change does not match it (`LogCorrupted`).
-pub(crate) fn redo_on_page(
-    target: &mut impl RedoTarget,
-    id: PageId,
-    lsn: Lsn,
-    record: &Record,
-) -> Result<bool> {
-    match record {
-        Record::Leaf { page: leaf, change, base, chain, .. } if *leaf == id => {
-            if let Some(image) = base {
-                target.install(id, image, Lsn(0))?;
-            }
-            let p = target.page(id, lsn)?;
-            if page::page_lsn(p) >= lsn {
-                return Ok(false);
-            }
-            let spliced;
-            let leaf_change = match change.borrow() {
-                Some(c) => c,
-                None => {
-                    spliced = patched(p, change).ok_or_else(|| {
-                        corrupted(lsn, format!("redo on page {id}: the patch does not fit its value"))
-                    })?;
-                    LeafChange::Update { key: change.key(), old: &spliced.0, new: &spliced.1 }
-                }
-            };
-            redo(p, &leaf_change, chain).map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
-            page::set_page_lsn(p, lsn);
-            Ok(true)
-        }
-        // T22: a page of the new value's overflow chain, rebuilt from the value (its image).
-        Record::Leaf { change, chain, .. } if chain.contains(&id) => {
-            let (Change::Insert { value, .. } | Change::Update { new: value, .. }) = change else {
-                return Err(corrupted(lsn, format!("a delete that writes overflow page {id}")));
-            };
-            let at = chain.iter().position(|p| *p == id).unwrap_or_default();
-            if swizzledb_btree::overflow::chain_len(target.page_size(), value.len()) != chain.len() {
-                return Err(corrupted(
-                    lsn,
-                    format!("a value of {} bytes with {} overflow pages", value.len(), chain.len()),
-                ));
-            }
-            let image = swizzledb_btree::overflow::page_image(target.page_size(), value, chain, at);
-            target.install(id, &image, lsn)?;
-            Ok(true)
-        }
-        Record::Structure { pages, .. } => {
-            match pages.iter().find(|(p, _)| *p == id).map(|(_, n)| n.change()) {
-                Some(Err(image)) => {
-                    target.install(id, image, lsn)?;
-                    Ok(true)
-                }
-                // A logical change, on the page's state before it (R9).
-                Some(Ok(change)) => {
-                    let p = target.page(id, lsn)?;
-                    if page::page_lsn(p) >= lsn {
-                        return Ok(false);
-                    }
-                    redo_node(p, &change).map_err(|e| corrupted(lsn, format!("redo on page {id}: {e}")))?;
-                    page::set_page_lsn(p, lsn);
-                    Ok(true)
-                }
-                // A freed page: its contents no longer matter (it is allocated again only with
-                // a new image).
-                None => Ok(false),
-            }
-        }
-        // Records that change no page, or not this one.
-        Record::Leaf { .. }
-        | Record::Begin { .. }
-        | Record::Commit { .. }
-        | Record::Abort { .. }
-        | Record::End { .. }
-        | Record::CreateTree { .. }
-        | Record::DropTree { .. }
-        | Record::CheckpointBegin
-        | Record::CheckpointEnd(_)
-        | Record::PageWrite { .. } => Ok(false),
-    }
-}
-
 /// The pages redo works on: read from the file on first use, written back at the end.
 struct RedoPages<'f> {
     file: &'f PageFile,
@@ -615,20 +489,6 @@ impl RedoTarget for RedoPages<'_> {
     fn page_size(&self) -> usize {
         self.file.page_size()
     }
-}
-
-/// The values before and after a [`Change::Patch`] made on the record of its key in the leaf
-/// `page`: `None` if the key is absent, its value is in an overflow chain, or does not hold
-/// the bytes the patch replaces.
-fn patched(page: &[u8], change: &Change) -> Option<(Vec<u8>, Vec<u8>)> {
-    let Change::Patch { key, edits } = change else { return None };
-    let i = swizzledb_btree::node::search(page, key).ok()?;
-    if swizzledb_btree::node::is_stub(page, i) {
-        return None;
-    }
-    let before = swizzledb_btree::node::value(page, i);
-    let after = crate::record::splice(before, edits, crate::record::Direction::Forward)?;
-    Some((before.to_vec(), after))
 }
 
 /// Analysis and redo (R8, R9): brings the page file to the state of the end of the durable
