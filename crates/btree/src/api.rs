@@ -5,22 +5,12 @@
 
 use std::ops::Bound;
 
-use crate::error::Result;
+use crate::error::{CompareAndSwapError, Result};
 use crate::log::ChangeLog;
 use crate::owner::{max_key_len, max_value_len};
 use crate::scan::{RangeIter, RevRangeIter};
 use crate::tree::Tree;
 use crate::TreeError;
-
-/// A [`Tree::compare_and_swap`] that did not swap: the key's value was not the expected one.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "compare-and-swap refused: the key's current value is not the expected one; read `current` and retry"
-)]
-pub struct CompareAndSwapError {
-    /// The value the key held when it was compared (`None`: the key was absent).
-    pub current: Option<Vec<u8>>,
-}
 
 /// One key and its value.
 pub type KeyValue = (Vec<u8>, Vec<u8>);

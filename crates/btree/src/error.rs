@@ -70,3 +70,14 @@ pub type LogFailure = Box<dyn std::error::Error + Send + Sync>;
 
 /// Result alias for tree operations.
 pub type Result<T, E = TreeError> = std::result::Result<T, E>;
+
+/// A [`Tree::compare_and_swap`](crate::Tree::compare_and_swap) that did not swap: the key's
+/// value was not the expected one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "compare-and-swap refused: the key's current value is not the expected one; read `current` and retry"
+)]
+pub struct CompareAndSwapError {
+    /// The value the key held when it was compared (`None`: the key was absent).
+    pub current: Option<Vec<u8>>,
+}

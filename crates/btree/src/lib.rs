@@ -10,6 +10,7 @@
 
 mod api;
 mod error;
+mod large;
 pub mod log;
 pub mod node;
 mod optimistic;
@@ -19,8 +20,8 @@ mod scan;
 mod tree;
 mod verify;
 
-pub use api::{prefix_end, CompareAndSwapError, KeyValue};
-pub use error::{Result, TreeError};
+pub use api::{prefix_end, KeyValue};
+pub use error::{CompareAndSwapError, Result, TreeError};
 pub use log::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
 pub use overflow::{max_inline_value_len, MAX_VALUE_LEN};
 pub use owner::{max_key_len, max_value_len, validate_page, BTreeOwner};

@@ -56,7 +56,7 @@ pub trait AutoCommit: Send + Sync {
         key: &[u8],
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
-    ) -> Result<std::result::Result<(), crate::CompareAndSwapError>>;
+    ) -> Result<std::result::Result<(), crate::error::CompareAndSwapError>>;
 }
 
 /// Decides whether a read may return what a leaf holds for a key (T18). The engine implements
