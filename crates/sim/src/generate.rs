@@ -19,16 +19,12 @@
 //!
 //! The same pattern, page count, length and seed give the same trace with this build.
 
-use crate::trace::{Trace, MAX_REFS};
+use crate::trace::{GenError, Trace, MAX_REFS};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::Distribution;
 use std::fmt;
 use std::str::FromStr;
-
-/// The accepted syntax, for error messages.
-pub const SYNTAX: &str = "a pattern is uniform, zipf:S, scan, scan:L, loop:N or drift:H:E, or a mixture \
-     such as zipf:0.9@70%+scan@30%";
 
 /// One kind of reference stream.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,41 +59,6 @@ pub enum Component {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pattern {
     parts: Vec<(Component, f64)>,
-}
-
-/// A pattern that cannot be parsed or cannot be drawn over the requested pages.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum GenError {
-    /// The pattern does not parse.
-    #[error("bad pattern {spec:?}: {reason}; {SYNTAX}")]
-    Syntax {
-        /// The pattern, as given.
-        spec: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The page count is 0.
-    #[error("a trace needs at least one page to draw from")]
-    NoPages,
-    /// A component needs more pages than there are.
-    #[error(
-        "{component} needs {needed} pages but the trace has only {pages}; lower it or raise the page count"
-    )]
-    TooFewPages {
-        /// The component, as spelled.
-        component: String,
-        /// The pages it needs.
-        needed: u32,
-        /// The pages available.
-        pages: u32,
-    },
-    /// More references than a trace holds.
-    #[error("{refs} references are more than the {MAX_REFS} a trace holds")]
-    TooManyRefs {
-        /// The requested length.
-        refs: usize,
-    },
 }
 
 impl Pattern {
@@ -391,6 +352,7 @@ impl Iterator for Generator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::SYNTAX;
 
     fn pattern(s: &str) -> Pattern {
         s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))

@@ -34,6 +34,7 @@ mod generate;
 mod opt;
 mod pool;
 mod run;
+mod source;
 mod stack;
 mod trace;
 
@@ -41,10 +42,11 @@ pub use formats::{
     hash_id, next_access, resolve, write_oracle_general, CsvSpec, Input, Layout, OracleRecord, ReadOptions,
     Request, RequestReader, TraceFormat, ENGINE_TRACE_MAGIC, NO_NEXT_ACCESS, RECORD_LEN, ZSTD_MAGIC,
 };
-pub use generate::{Component, GenError, Generator, Pattern, SYNTAX};
+pub use generate::{Component, Generator, Pattern};
 pub use opt::{opt, NextUse, NEVER};
 pub use pool::{Counts, SimError, SimPool};
 pub use run::{all_subjects, analyze, below_opt, effective_frames, Analysis, Outcome, Plan, Subject};
+pub use source::{read_text, read_text_file, write_text, TraceSource};
 pub use stack::StackDistances;
 pub use swizzledb_replacement::PolicyKind;
-pub use trace::{read_text, read_text_file, write_text, Trace, TraceError, TraceSource, MAX_REFS};
+pub use trace::{GenError, Trace, TraceError, MAX_REFS, SYNTAX};

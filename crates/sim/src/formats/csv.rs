@@ -1,7 +1,7 @@
 //! libCacheSim's CSV traces, described by a column spec in libCacheSim's own syntax
 //! (`time-col=1,obj-id-col=2,obj-size-col=3,delimiter=,,has-header=true`).
 
-use super::{hash_id, parse_u64, Lines, Request};
+use super::lines::{hash_id, parse_u64, shorten, Lines, Request};
 use crate::trace::TraceError;
 use std::borrow::Cow;
 use std::fmt;
@@ -207,7 +207,7 @@ impl CsvReader {
             let bad = |reason: String| TraceError::BadRecord {
                 line: number,
                 reason,
-                content: super::shorten(String::from_utf8_lossy(line).into_owned()),
+                content: shorten(String::from_utf8_lossy(line).into_owned()),
             };
             split(line, self.spec.delimiter, &mut fields).map_err(&bad)?;
             if fields.len() < self.need {

@@ -10,7 +10,8 @@
 //!                                       object, -1 if there is none)
 //! ```
 
-use super::Request;
+use super::input::Input;
+use super::lines::Request;
 use crate::trace::TraceError;
 use rustc_hash::FxHashMap;
 use std::io::{Read, Write};
@@ -92,7 +93,7 @@ impl OracleReader {
                     Ok(0) => break,
                     Ok(k) => n += k,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(super::Input::read_error(&self.name, self.zstd, e)),
+                    Err(e) => return Err(Input::read_error(&self.name, self.zstd, e)),
                 }
             }
             if n == 0 {

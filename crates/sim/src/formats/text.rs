@@ -1,6 +1,6 @@
 //! Line-based traces: SwizzleDB's plain text (rule S6) and libCacheSim's `txt`.
 
-use super::{hash_id, parse_u64, shorten, Lines, Request};
+use super::lines::{hash_id, parse_u64, shorten, Lines, Request};
 use crate::trace::TraceError;
 
 /// SwizzleDB's plain-text trace (S6): one unsigned decimal page id per line; blank lines and
