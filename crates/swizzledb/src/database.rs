@@ -16,9 +16,10 @@ use crate::instant::{self, RedoProgress};
 use crate::lock;
 use crate::logging::{self, CheckpointStats};
 use crate::restart::RestartStats;
+use crate::snapshot::SnapshotReads;
 use crate::tree::Tree;
-use crate::txn::Transaction;
-use crate::versions::{ReadTransaction, SnapshotReads, VersionStats};
+use crate::txn::{ReadTransaction, Transaction};
+use crate::versions::VersionStats;
 
 /// How many checkpoints a database took since it opened ([`Database::checkpoint_counts`]); the
 /// fields are named as in [`CheckpointStats`], which has more.

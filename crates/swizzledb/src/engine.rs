@@ -135,7 +135,7 @@ impl Core {
         &'a self,
         mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
         give_up: impl Fn(std::time::Duration) -> bool,
-        snapshot: Option<&'a crate::versions::SnapshotReads>,
+        snapshot: Option<&'a crate::snapshot::SnapshotReads>,
     ) -> Result<R> {
         let started = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
@@ -191,14 +191,14 @@ impl Core {
     /// What a tree handle's plain reads need to read at snapshots (K18, K21): on a logged
     /// database that keeps versions. An unlogged database's handles read the tree as it is,
     /// as its handles' writes are no transactions (they record no versions).
-    pub(crate) fn plain_snapshot_reads(&self) -> Option<crate::versions::SnapshotReads> {
+    pub(crate) fn plain_snapshot_reads(&self) -> Option<crate::snapshot::SnapshotReads> {
         self.wal.as_ref().and(self.snapshot_reads())
     }
 
     /// What read-only and snapshot-isolation transactions need for snapshot reads (K17), if
     /// this database keeps versions.
-    pub(crate) fn snapshot_reads(&self) -> Option<crate::versions::SnapshotReads> {
-        self.versions.as_ref().map(|versions| crate::versions::SnapshotReads {
+    pub(crate) fn snapshot_reads(&self) -> Option<crate::snapshot::SnapshotReads> {
+        self.versions.as_ref().map(|versions| crate::snapshot::SnapshotReads {
             versions: Arc::clone(versions),
             wal: self.wal.clone(),
         })
@@ -301,7 +301,7 @@ impl Core {
         match &self.versions {
             Some(versions) => {
                 let mut unparking = versions.unparking();
-                locks.release_all_with(txn, &mut unparking);
+                locks.release_all_with(txn, |key, parked| unparking.take(key, parked));
                 unparking.done();
             }
             None => {

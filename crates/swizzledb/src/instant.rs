@@ -20,7 +20,6 @@ use swizzledb_sync::Lsn;
 use swizzledb_wal::{Archive, LogManager};
 
 use crate::error::Result;
-use crate::logging::Wal;
 use crate::record::TxnEntry;
 use crate::restart::{read_checkpoint, ArchivedState};
 
@@ -207,7 +206,13 @@ impl PendingRedo {
 /// # Errors
 /// A page could not be read, rebuilt or written; it stays pending (and queued for the next
 /// try).
-pub(crate) fn drain(wal: &Wal, pool: &BufferPool, pending: &PendingRedo, stop: &AtomicBool) -> Result<bool> {
+pub(crate) fn drain(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    pool: &BufferPool,
+    pending: &PendingRedo,
+    stop: &AtomicBool,
+) -> Result<bool> {
     let mut buf = vec![0u8; pool.page_size()];
     loop {
         if stop.load(Ordering::Acquire) {
@@ -216,7 +221,7 @@ pub(crate) fn drain(wal: &Wal, pool: &BufferPool, pending: &PendingRedo, stop: &
         let next = pending.queue.lock().pop();
         match next {
             Some(id) => {
-                if let Err(e) = redo_in_file(wal, pool, pending, id, &mut buf) {
+                if let Err(e) = redo_in_file(log, archive, pool, pending, id, &mut buf) {
                     pending.queue.lock().push(id);
                     return Err(e);
                 }
@@ -233,7 +238,8 @@ pub(crate) fn drain(wal: &Wal, pool: &BufferPool, pending: &PendingRedo, stop: &
 /// loaded meanwhile is not pending any more; one free at the end of its history needs no
 /// contents.
 fn redo_in_file(
-    wal: &Wal,
+    log: &LogManager,
+    archive: Option<&Archive>,
     pool: &BufferPool,
     pending: &PendingRedo,
     id: PageId,
@@ -253,10 +259,8 @@ fn redo_in_file(
     }
     // The copy will hold every change of the page logged so far: no later one exists while
     // the page is pending (a change needs a fix, and a fix takes the page out of the set).
-    let complete_below = wal.log.durable();
-    if let Some(mut page) =
-        crate::repair::redo_page(&wal.log, wal.archive.as_deref(), id, pool.page_size(), copy)?
-    {
+    let complete_below = log.durable();
+    if let Some(mut page) = crate::repair::redo_page(log, archive, id, pool.page_size(), copy)? {
         file.write(&mut page, complete_below)?;
         pending.redone_in_file.fetch_add(1, Ordering::Relaxed);
     }
@@ -265,23 +269,29 @@ fn redo_in_file(
 }
 
 /// The background redo thread (R22): drains the pending pages, then takes the checkpoint that
-/// ends restart. A failure is logged; the next checkpoint tries again.
+/// ends restart (`finish`: the log's `Wal::finish_restart`). A failure is logged; the next
+/// checkpoint tries again.
 pub(crate) struct RedoThread {
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
 impl RedoThread {
-    pub(crate) fn start(wal: Arc<Wal>, pool: Arc<BufferPool>) -> RedoThread {
+    pub(crate) fn start(
+        log: Arc<LogManager>,
+        archive: Option<Arc<Archive>>,
+        pool: Arc<BufferPool>,
+        pending: Arc<PendingRedo>,
+        finish: impl FnOnce(&BufferPool) -> Result<()> + Send + 'static,
+    ) -> RedoThread {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("swizzledb-redo".into())
             .spawn(move || {
-                let Some(pending) = wal.pending.clone() else { return };
-                let finished = drain(&wal, &pool, &pending, &flag).and_then(|drained| {
+                let finished = drain(&log, archive.as_deref(), &pool, &pending, &flag).and_then(|drained| {
                     if drained {
-                        wal.finish_restart(&pool)?;
+                        finish(&pool)?;
                     }
                     Ok(())
                 });
@@ -319,26 +329,26 @@ impl Drop for RedoThread {
 }
 
 /// The background undo (R22): rolls back, one after the other, the losers instant restart
-/// left holding their keys' locks, then releases each one's locks. A failure is logged and
-/// ends the thread: the losers left keep their locks, and the next restart rolls them back.
+/// left holding their keys' locks, then releases each one's locks (`roll_back`: the engine's
+/// `Core::finish_loser`, then `Core::finish_txn`). A failure is logged and ends the thread:
+/// the losers left keep their locks, and the next restart rolls them back.
 pub(crate) struct UndoThread {
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
 impl UndoThread {
     pub(crate) fn start(
-        core: Arc<crate::engine::Core>,
         losers: Vec<TxnEntry>,
         pending: Arc<PendingRedo>,
+        mut roll_back: impl FnMut(&TxnEntry) -> Result<()> + Send + 'static,
     ) -> UndoThread {
         pending.losers.store(losers.len() as u64, Ordering::Release);
         let handle = std::thread::Builder::new()
             .name("swizzledb-undo".into())
             .spawn(move || {
                 for entry in &losers {
-                    match core.finish_loser(entry) {
-                        Ok(_) => {
-                            core.finish_txn(entry.txn);
+                    match roll_back(entry) {
+                        Ok(()) => {
                             pending.losers.fetch_sub(1, Ordering::AcqRel);
                         }
                         Err(e) => {

@@ -23,7 +23,7 @@ use swizzledb_btree::{key_after, GapGate, Gated, ReadGate, Tree, TreeError};
 use swizzledb_sync::TxnId;
 
 use crate::error::Error;
-use crate::lock::{LockError, LockManager, LockMode};
+use crate::lock::{tree_lock_id, LockError, LockManager, LockMode};
 use crate::logging::{thread_tag, Wal};
 
 /// Mixed into a tree's lock id for the name of its end-of-tree lock, the closing key of the gap
@@ -40,12 +40,6 @@ pub(crate) fn lock_name<'k>(tree: &Tree, key: Option<&'k [u8]>) -> (u32, &'k [u8
         Some(k) => (id, k),
         None => (id.rotate_left(16) ^ END_OF_TREE, &[]),
     }
-}
-
-/// The lock id of the tree whose root is `root`: its page number folded to 32 bits.
-pub(crate) fn tree_lock_id(root: swizzledb_sync::PageId) -> u32 {
-    let root = root.get();
-    (root ^ (root >> 32)) as u32
 }
 
 /// A lock refusal as the tree's error, to cross the read gate; [`engine_error`] takes it back.

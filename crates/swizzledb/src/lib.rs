@@ -81,9 +81,11 @@ mod record;
 mod redo;
 mod repair;
 mod restart;
+mod snapshot;
 mod tree;
 mod txn;
 pub mod typed;
+mod version;
 mod versions;
 
 pub use crate::backup::BackupStats;
@@ -97,8 +99,8 @@ pub use crate::instant::{RedoProgress, RestartMode};
 pub use crate::logging::{CheckpointKind, CheckpointStats, CommitMode};
 pub use crate::restart::RestartStats;
 pub use crate::tree::Tree;
-pub use crate::txn::{Transaction, TxnRange, TxnRevRange};
-pub use crate::versions::{ReadTransaction, VersionStats, DEFAULT_VERSION_MEMORY};
+pub use crate::txn::{ReadTransaction, Transaction, TxnRange, TxnRevRange};
+pub use crate::versions::{VersionStats, DEFAULT_VERSION_MEMORY};
 pub use swizzledb_wal::{
     Archive, ArchiveEntry, Damage as LogDamage, LogError, LogStats, Recovery as LogRecovery, RunSummary,
 };

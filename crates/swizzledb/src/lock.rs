@@ -50,9 +50,17 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::versions::{Parked, Unparking};
+use crate::version::Parked;
 
 pub use swizzledb_sync::TxnId;
+
+/// The lock id of the tree whose root is `root`: its page number folded to 32 bits (the
+/// engine's lock names, `isolation.rs`, start from it; so do the version store's look-ups).
+#[inline]
+pub(crate) fn tree_lock_id(root: swizzledb_sync::PageId) -> u32 {
+    let root = root.get();
+    (root ^ (root >> 32)) as u32
+}
 
 /// How long [`LockManager::lock`] waits before giving up with [`LockError::Timeout`], unless
 /// [`LockManager::with_wait_timeout`] sets another value. Deadlocks are found (K23) or prevented
@@ -915,14 +923,14 @@ impl LockManager {
     /// transaction has committed or rolled back, never while a lock call of the same
     /// transaction is in progress.
     pub fn release_all(&self, txn: TxnId) -> usize {
-        self.release_all_then(txn, None)
+        self.release_all_then(txn, None::<fn(&[u8], Parked)>)
     }
 
     /// As [`LockManager::release_all`]; the versions `txn` parked in the heads it held
-    /// exclusively (K17) go to `unparking`, each while its head's shard mutex is held, before
-    /// any other transaction can take the lock.
-    pub(crate) fn release_all_with(&self, txn: TxnId, unparking: &mut Unparking<'_>) -> usize {
-        self.release_all_then(txn, Some(unparking))
+    /// exclusively (K17) go to `unpark` with their keys (the version store's `Unparking`), each
+    /// while its head's shard mutex is held, before any other transaction can take the lock.
+    pub(crate) fn release_all_with(&self, txn: TxnId, unpark: impl FnMut(&[u8], Parked)) -> usize {
+        self.release_all_then(txn, Some(unpark))
     }
 
     /// K17: calls `f` with the version slot of the lock on `(tree, key)`, under its shard
@@ -938,7 +946,7 @@ impl LockManager {
         table.find_mut(hash, tree, key).map(|head| f(&mut head.version))
     }
 
-    fn release_all_then(&self, txn: TxnId, mut unparking: Option<&mut Unparking<'_>>) -> usize {
+    fn release_all_then(&self, txn: TxnId, mut unpark: Option<impl FnMut(&[u8], Parked)>) -> usize {
         let txns = &self.txns[self.txn_shard(txn)].txns;
         let entry = txns.lock().remove(&txn);
         let Some(TxnLocks { mut held, .. }) = entry else { return 0 };
@@ -953,9 +961,9 @@ impl LockManager {
                     let exclusive =
                         head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive);
                     head.release(txn);
-                    if let (true, Some(unparking)) = (exclusive, unparking.as_deref_mut()) {
+                    if let (true, Some(unpark)) = (exclusive, unpark.as_mut()) {
                         if let Some(parked) = head.version.take() {
-                            unparking.take(&head.key, parked);
+                            unpark(&head.key, parked);
                         }
                     }
                 }

@@ -13,7 +13,8 @@ use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
 use crate::record::{Change, Checkpoint, Encode, LeafHead, LeafRecord, NodeLog, Record, TxnEntry, TxnState};
 use crate::restart::{Analysis, ArchivedState};
-use crate::versions::{Versioned, Versions};
+use crate::version::Versioned;
+use crate::versions::Versions;
 
 /// When a commit returns.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -235,7 +236,13 @@ impl Wal {
         if pending.is_finished() {
             return Ok(None);
         }
-        crate::instant::drain(self, pool, pending, &std::sync::atomic::AtomicBool::new(false))?;
+        crate::instant::drain(
+            &self.log,
+            self.archive.as_deref(),
+            pool,
+            pending,
+            &std::sync::atomic::AtomicBool::new(false),
+        )?;
         let mut finished = pending.finished.lock();
         if *finished {
             return Ok(None);
@@ -837,7 +844,7 @@ pub(crate) struct TxnLog<'a> {
     pub(crate) versioned: RefCell<Option<Versioned>>,
     /// K24: the writer a snapshot-isolation transaction's snapshot knows as its own, taken by
     /// its first versioned change.
-    pub(crate) own_writer: Option<std::sync::Arc<crate::versions::Writer>>,
+    pub(crate) own_writer: Option<std::sync::Arc<crate::version::Writer>>,
 }
 
 impl<'a> TxnLog<'a> {

@@ -286,8 +286,15 @@ impl Builder {
     pub(crate) fn start_background(&self, db: &Database) {
         let Some(wal) = &db.core.wal else { return };
         let mut threads = db.background.lock();
-        if !self.no_background_redo && wal.pending.as_ref().is_some_and(|p| !p.is_finished()) {
-            threads.redo = Some(instant::RedoThread::start(Arc::clone(wal), Arc::clone(&db.core.pool)));
+        if let Some(pending) = wal.pending.as_ref().filter(|p| !self.no_background_redo && !p.is_finished()) {
+            let finisher = Arc::clone(wal);
+            threads.redo = Some(instant::RedoThread::start(
+                Arc::clone(&wal.log),
+                wal.archive.clone(),
+                Arc::clone(&db.core.pool),
+                Arc::clone(pending),
+                move |pool| finisher.finish_restart(pool).map(drop),
+            ));
         }
         if let Some(every) = self.checkpoint_every() {
             threads.checkpointer =
@@ -493,8 +500,13 @@ impl Builder {
         self.start_background(&db);
         if !background_undo.is_empty() {
             let pending = db.core.wal.as_ref().and_then(|w| w.pending.clone()).expect("instant restart");
+            let core = Arc::clone(&db.core);
             db.background.lock().undo =
-                Some(instant::UndoThread::start(Arc::clone(&db.core), background_undo, pending));
+                Some(instant::UndoThread::start(background_undo, pending, move |entry| {
+                    core.finish_loser(entry)?;
+                    core.finish_txn(entry.txn);
+                    Ok(())
+                }));
         }
         Ok(db)
     }

@@ -9,7 +9,7 @@
 
 use std::ops::Bound;
 
-use crate::versions::{Read, SnapshotReads, SnapshotRef};
+use crate::snapshot::{Read, SnapshotReads, SnapshotRef};
 use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, TreeError, TreeShape};
 
 /// A named tree of a [`Database`](crate::Database), from [`Database::create_tree`],

@@ -1,5 +1,6 @@
 //! Transactions (RECOVERY.md R4–R6): point reads and writes on any of the database's trees,
-//! committed or rolled back as a whole.
+//! committed or rolled back as a whole; and read-only transactions, whose reads all see one
+//! snapshot (LOCKS.md K18).
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -16,8 +17,9 @@ use crate::lock::LockMode;
 use crate::logging::CommitMode;
 use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Record, TxnState};
+use crate::snapshot::{SnapshotReads, SnapshotRef};
 use crate::tree::Tree;
-use crate::versions::{Snapshot, SnapshotReads, SnapshotRef, Versions};
+use crate::versions::{Snapshot, Versions};
 
 /// A transaction: point reads, range reads and writes on the database's trees, under record
 /// locks held until it ends (shared for reads, exclusive for writes, and next-key locks on the
@@ -574,5 +576,95 @@ impl std::fmt::Debug for TxnRange<'_> {
 impl std::fmt::Debug for TxnRevRange<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TxnRevRange").finish_non_exhaustive()
+    }
+}
+
+/// A read-only transaction: every read sees the database as committed when it began — a
+/// snapshot (LOCKS.md K18) — and never waits for a writer, nor makes a writer wait. From
+/// [`Database::begin_read`](crate::Database::begin_read).
+///
+/// On a database that keeps no versions (locking off) there is nothing to isolate from: its
+/// reads return what the tree holds when they run, as that database's plain reads do. On an
+/// unlogged database, writes outside transactions record no versions: every snapshot sees them
+/// at once (LOCKS.md K21).
+pub struct ReadTransaction<'db> {
+    snap: Option<(&'db SnapshotReads, Snapshot<'db>)>,
+}
+
+impl<'db> ReadTransaction<'db> {
+    pub(crate) fn new(reads: Option<&'db SnapshotReads>) -> ReadTransaction<'db> {
+        ReadTransaction { snap: reads.map(|r| (r, r.versions.snapshot())) }
+    }
+
+    /// The value of `key` in `tree` as committed when the transaction began.
+    ///
+    /// # Errors
+    /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the snapshot was ended for
+    /// memory (K20); I/O errors or corruption; a closed database or dropped tree.
+    pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(tree, key, |v| v.map(<[u8]>::to_vec))
+    }
+
+    /// Calls `f` with the value of `key` in `tree` as committed when the transaction began.
+    /// `f` must not call into the database.
+    ///
+    /// # Errors
+    /// As [`ReadTransaction::get`].
+    pub fn get_with<R>(&self, tree: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        match &self.snap {
+            None => Ok(tree.inner.get_with(key, f)?),
+            // K21: while instant restart rolls losers back, their keys are waited for.
+            Some((reads, _)) if !reads.ready() => Ok(tree.inner.get_with(key, f)?),
+            Some((reads, snap)) => reads.get_with(snap, &tree.inner, key, f),
+        }
+    }
+}
+
+impl ReadTransaction<'_> {
+    /// The records of `tree` with keys between `start` and `end`, in key order, as committed
+    /// when the transaction began; double-ended as [`Tree::range`](crate::Tree::range). An item
+    /// is [`TreeError::Transaction`](crate::TreeError::Transaction) holding
+    /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the snapshot was ended for
+    /// memory (K20).
+    pub fn range<'t>(
+        &'t self,
+        tree: &'t Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> swizzledb_btree::RangeIter<'t> {
+        match &self.snap {
+            Some((reads, snap)) if reads.ready() => {
+                reads.range(SnapshotRef::Borrowed(snap), &tree.inner, start, end)
+            }
+            _ => tree.inner.range(start, end),
+        }
+    }
+
+    /// [`ReadTransaction::range`] in descending key order.
+    pub fn range_rev<'t>(
+        &'t self,
+        tree: &'t Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> swizzledb_btree::RevRangeIter<'t> {
+        match &self.snap {
+            Some((reads, snap)) if reads.ready() => {
+                reads.range_rev(SnapshotRef::Borrowed(snap), &tree.inner, start, end)
+            }
+            _ => tree.inner.range_rev(start, end),
+        }
+    }
+
+    /// The records of `tree` whose keys start with `prefix`, as [`ReadTransaction::range`]
+    /// reads them.
+    pub fn scan_prefix<'t>(&'t self, tree: &'t Tree, prefix: &[u8]) -> swizzledb_btree::RangeIter<'t> {
+        let end = swizzledb_btree::prefix_end(prefix);
+        self.range(tree, Bound::Included(prefix), end.as_deref().map_or(Bound::Unbounded, Bound::Excluded))
+    }
+}
+
+impl std::fmt::Debug for ReadTransaction<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadTransaction").field("snapshot", &self.snap.as_ref().map(|(_, s)| s.at)).finish()
     }
 }

@@ -1,0 +1,194 @@
+//! Snapshot reads through a tree (LOCKS.md K18, K21, K22): a point read rebuilt from the tree
+//! and the version store (`versions.rs`), and a range read whose overlay rebuilds each record
+//! it passes. Tree handles, transactions and read-only transactions read through these.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use swizzledb_sync::PageId;
+
+use crate::error::{Error, Result};
+use crate::instant::PendingRedo;
+use crate::logging::Wal;
+use crate::versions::{Seen, Snapshot, Versions};
+
+/// What a tree handle or a read-only transaction needs for snapshot reads (K18).
+#[derive(Clone)]
+pub(crate) struct SnapshotReads {
+    pub(crate) versions: Arc<Versions>,
+    /// The log, on a logged database (K21 asks it whether losers are being rolled back).
+    pub(crate) wal: Option<Arc<Wal>>,
+}
+
+impl SnapshotReads {
+    /// K21: whether snapshot reads apply now. Not while instant restart's background undo rolls
+    /// losers back: their changes were made before this process and have no versions, so
+    /// reads wait for their locks as before (K14).
+    pub(crate) fn ready(&self) -> bool {
+        let rolling_back = |p: &Arc<PendingRedo>| p.losers.load(std::sync::atomic::Ordering::Acquire) != 0;
+        !self.wal.as_ref().and_then(|w| w.pending.as_ref()).is_some_and(rolling_back)
+    }
+
+    /// K18: the value of `key` in `tree` that `snap` sees, read with no gate and rebuilt from
+    /// the chain. While no version is kept anywhere, the tree's value is the snapshot's and
+    /// `f` gets it in place: [`Read::Done`]. Otherwise the rebuilt value is returned
+    /// ([`Read::Rebuilt`]) unless the snapshot was ended for memory meanwhile (K20:
+    /// [`Read::TooOld`]; with `strict` also after `f` ran, whose result is dropped then).
+    pub(crate) fn read<R>(
+        &self,
+        snap: &Snapshot<'_>,
+        tree: &swizzledb_btree::Tree,
+        key: &[u8],
+        strict: bool,
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<Read<R>, swizzledb_btree::TreeError> {
+        // The tree first: a writer records its version before it changes the leaf (K17), so
+        // a change seen here has its version in the chain read after.
+        let root = tree.root_page();
+        let from_tree = tree.get_gated(key, &swizzledb_btree::NoGate, |v| {
+            // A writer records its version before its change, so its key's chain is counted
+            // once an uncommitted change is seen.
+            if self.versions.may_have_chain(root, key) {
+                Err(v.map(<[u8]>::to_vec))
+            } else {
+                Ok(f(v))
+            }
+        })?;
+        let value = match from_tree {
+            // A snapshot ended for memory may have lost versions it needed, also while none is
+            // kept: the tree's value is then the latest committed one, right for a read that
+            // started now (a plain read), not for an older snapshot (`strict`).
+            Ok(_) if strict && snap.too_old() => return Ok(Read::TooOld),
+            Ok(r) => return Ok(Read::Done(r)),
+            Err(value) => match self.versions.seen(snap, root, key) {
+                Seen::Tree => value,
+                Seen::Before(before) => before.map(Vec::from),
+            },
+        };
+        Ok(if snap.too_old() { Read::TooOld } else { Read::Rebuilt(value) })
+    }
+}
+
+impl SnapshotReads {
+    /// `f` on the value of `key` in `tree` that `snap` sees ([`SnapshotReads::read`], strict):
+    /// the reads of read-only and snapshot-isolation transactions.
+    ///
+    /// # Errors
+    /// [`Error::SnapshotTooOld`] if `snap` was ended for memory (K20); the tree's errors.
+    pub(crate) fn get_with<R>(
+        &self,
+        snap: &Snapshot<'_>,
+        tree: &swizzledb_btree::Tree,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R> {
+        let mut f = Some(f);
+        match self.read(snap, tree, key, true, |v| f.take().expect("f runs once")(v))? {
+            Read::Done(r) => Ok(r),
+            Read::Rebuilt(v) => Ok(f.take().expect("f has not run")(v.as_deref())),
+            Read::TooOld => Err(Error::SnapshotTooOld { limit: self.versions.limit }),
+        }
+    }
+}
+
+/// What [`SnapshotReads::read`] found.
+pub(crate) enum Read<R> {
+    /// `f` ran on the tree's value, which is the snapshot's.
+    Done(R),
+    /// The snapshot's value, rebuilt (`None`: absent); `f` did not run.
+    Rebuilt(Option<Vec<u8>>),
+    /// The snapshot was ended for memory (K20).
+    TooOld,
+}
+
+/// The snapshot a range read reads at: its own (a plain scan's), or a read-only transaction's.
+pub(crate) enum SnapshotRef<'t> {
+    Owned(Snapshot<'t>),
+    Borrowed(&'t Snapshot<'t>),
+}
+
+impl<'t> std::ops::Deref for SnapshotRef<'t> {
+    type Target = Snapshot<'t>;
+    fn deref(&self) -> &Snapshot<'t> {
+        match self {
+            SnapshotRef::Owned(s) => s,
+            SnapshotRef::Borrowed(s) => s,
+        }
+    }
+}
+
+/// A range read at a snapshot (K22): the btree's overlay (T27) rebuilt from the chains.
+pub(crate) struct SnapshotOverlay<'t> {
+    pub(crate) versions: &'t Versions,
+    pub(crate) snap: SnapshotRef<'t>,
+    pub(crate) tree: PageId,
+}
+
+impl SnapshotOverlay<'_> {
+    fn check(&self) -> Result<(), swizzledb_btree::TreeError> {
+        if self.snap.too_old() {
+            return Err(swizzledb_btree::TreeError::Transaction(Box::new(Error::SnapshotTooOld {
+                limit: self.versions.limit,
+            })));
+        }
+        Ok(())
+    }
+}
+
+impl swizzledb_btree::Overlay for SnapshotOverlay<'_> {
+    fn rebuild(
+        &self,
+        key: &[u8],
+        _value: &[u8],
+    ) -> Result<swizzledb_btree::Rebuilt, swizzledb_btree::TreeError> {
+        let seen = match self.versions.seen(&self.snap, self.tree, key) {
+            Seen::Tree => swizzledb_btree::Rebuilt::Keep,
+            Seen::Before(None) => swizzledb_btree::Rebuilt::Hide,
+            Seen::Before(Some(b)) => swizzledb_btree::Rebuilt::Value(b.into_vec()),
+        };
+        self.check()?;
+        Ok(seen)
+    }
+
+    fn between(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, swizzledb_btree::TreeError> {
+        let found = self.versions.between(&self.snap, self.tree, lo, hi);
+        self.check()?;
+        Ok(found)
+    }
+}
+
+impl SnapshotReads {
+    /// K22: `tree`'s range read at `snap`.
+    pub(crate) fn range<'t>(
+        &'t self,
+        snap: SnapshotRef<'t>,
+        tree: &'t swizzledb_btree::Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> swizzledb_btree::RangeIter<'t> {
+        tree.range_overlaid(start, end, self.overlay(snap, tree))
+    }
+
+    /// K22: `tree`'s descending range read at `snap`.
+    pub(crate) fn range_rev<'t>(
+        &'t self,
+        snap: SnapshotRef<'t>,
+        tree: &'t swizzledb_btree::Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> swizzledb_btree::RevRangeIter<'t> {
+        tree.range_rev_overlaid(start, end, self.overlay(snap, tree))
+    }
+
+    fn overlay<'t>(
+        &'t self,
+        snap: SnapshotRef<'t>,
+        tree: &swizzledb_btree::Tree,
+    ) -> Box<dyn swizzledb_btree::Overlay + 't> {
+        Box::new(SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() })
+    }
+}
