@@ -12,7 +12,6 @@ use crate::engine::LOG_BUFFER_BYTES;
 use crate::error::{Error, Result};
 use crate::files::wal_dir;
 use crate::instant::RestartMode;
-use crate::lab::LabOptions;
 use crate::logging::{CheckpointKind, CommitMode};
 
 /// Whether transactions take record locks.
@@ -67,6 +66,14 @@ pub const DEFAULT_MAX_LOG_BYTES: u64 = 1 << 30;
 /// The path an in-memory database's file has inside its own file system
 /// ([`Builder::create_in_memory`]); errors that name the file name this.
 const IN_MEMORY_PATH: &str = "/in-memory.swz";
+
+impl Database {
+    /// Settings for creating or opening a database.
+    #[must_use]
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+}
 
 impl Builder {
     /// Buffer mode (default: swizzling).
@@ -264,22 +271,6 @@ impl Builder {
     pub fn log_recovery(mut self, recovery: swizzledb_wal::Recovery) -> Self {
         self.log_recovery = recovery;
         self
-    }
-
-    /// The research switches the lab's experiments turn ([`LabOptions`]): latching, fix
-    /// timing, BP-Wrapper's queue, record locks, the cleaners and checkpoints of Lersch 2015, a
-    /// reference trace, the file system. None is needed to use SwizzleDB as a key-value store.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// let db = swizzledb::Database::builder()
-    ///     .lab(|lab| lab.time_fixes(true).locking(false))
-    ///     .create(dir.path().join("measured.swz"))?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[must_use]
-    pub fn lab(self, options: impl FnOnce(LabOptions) -> LabOptions) -> Self {
-        options(LabOptions(self)).0
     }
 
     /// Creates a new database file (fails if it exists), logged unless

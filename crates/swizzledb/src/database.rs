@@ -7,7 +7,6 @@ use parking_lot::Mutex;
 use swizzledb_buffer::Stats;
 use swizzledb_wal::{LogStats, RunSummary};
 
-use crate::builder::Builder;
 use crate::cleaner::{self, CleanerStats};
 use crate::engine::Core;
 use crate::error::{Error, Result};
@@ -61,12 +60,6 @@ pub(crate) struct Background {
 }
 
 impl Database {
-    /// Settings for creating or opening a database.
-    #[must_use]
-    pub fn builder() -> Builder {
-        Builder::default()
-    }
-
     /// Begins a read-only transaction: its reads see the database as committed at this moment
     /// and never wait for writers, nor make them wait (LOCKS.md K18). Keep it short: the
     /// versions it needs are kept until it ends, up to [`Builder::version_memory`].

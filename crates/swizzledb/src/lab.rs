@@ -42,6 +42,24 @@ use crate::tree::Tree;
 #[derive(Clone, Debug, Default)]
 pub struct LabOptions(pub(crate) Builder);
 
+impl Builder {
+    /// The research switches the lab's experiments turn ([`LabOptions`]): latching, fix
+    /// timing, BP-Wrapper's queue, record locks, the cleaners and checkpoints of Lersch 2015, a
+    /// reference trace, the file system. None is needed to use SwizzleDB as a key-value store.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = swizzledb::Database::builder()
+    ///     .lab(|lab| lab.time_fixes(true).locking(false))
+    ///     .create(dir.path().join("measured.swz"))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn lab(self, options: impl FnOnce(LabOptions) -> LabOptions) -> Self {
+        options(LabOptions(self)).0
+    }
+}
+
 impl LabOptions {
     /// Seed for randomized policies.
     #[must_use]
