@@ -14,6 +14,8 @@ mod large;
 pub mod log;
 pub mod node;
 mod optimistic;
+#[cfg(test)]
+mod optimistic_tests;
 pub mod overflow;
 mod owner;
 mod scan;
