@@ -7,8 +7,8 @@ use crate::log_flush::LogFlush;
 use crate::page;
 use std::path::PathBuf;
 use std::sync::Arc;
+use swizzledb_io::{OsFs, Vfs};
 use swizzledb_replacement::PolicySpec;
-use swizzledb_sync::{OsFs, Vfs};
 
 /// How child references are followed (chosen at open; all other code is shared).
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Hash)]

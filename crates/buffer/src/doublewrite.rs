@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
-use swizzledb_sync::{OpenMode, PageId, Vfs, VfsFile};
+use swizzledb_io::{OpenMode, Vfs, VfsFile};
+use swizzledb_sync::PageId;
 
 use crate::error::{BufferError, Result};
 use crate::page;

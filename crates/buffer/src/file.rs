@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use swizzledb_sync::{OpenMode, PageId, Vfs, VfsFile};
+use swizzledb_io::{OpenMode, Vfs, VfsFile};
+use swizzledb_sync::PageId;
 
 use crate::aligned::AlignedBuf;
 use crate::doublewrite::{first_error, DoubleWrite};
@@ -710,7 +711,8 @@ mod tests {
     use std::fs::{File, OpenOptions};
     use std::io::Write;
     use std::os::unix::fs::FileExt;
-    use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Lsn, Op, OsFs};
+    use swizzledb_io::{CrashMode, Fault, FaultFs, FaultRule, Op, OsFs};
+    use swizzledb_sync::Lsn;
 
     fn pid(n: u64) -> PageId {
         PageId::new(n).expect("small page id")

@@ -5,8 +5,9 @@
 //! (traditional), through swizzled frame references (Graefe et al. 2014), or main-memory style
 //! with everything resident. The rules the code relies on are numbered in `README.md` (B1…) and
 //! cited by every `// SAFETY:` comment. A pool can record a buffer reference trace ([`trace`],
-//! rule B17) for offline analysis. All file I/O goes through the [`Vfs`] of
-//! [`PoolConfig::vfs`], so tests can crash the file system or fail chosen calls ([`fault`]);
+//! rule B17) for offline analysis. All file I/O goes through the [`Vfs`](swizzledb_io::Vfs) of
+//! [`PoolConfig::vfs`], so tests can crash the file system or fail chosen calls
+//! ([`swizzledb_io::fault`]);
 //! with a [`LogFlush`] in [`PoolConfig::log`] the pool follows the WAL rule and keeps a recovery
 //! LSN per dirty frame (rules B18–B20).
 
@@ -39,7 +40,7 @@ pub use pool::{
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};
-pub use swizzledb_sync::{fault, FrameId, Lsn, OsFs, PageId, Vfs};
+pub use swizzledb_sync::{FrameId, Lsn, PageId};
 pub use trace::{
     export_csv, page_references, EventKind, TraceError, TraceEvent, TraceHeader, TraceReader, TraceSummary,
     TraceWriter, TRACE_MAGIC,

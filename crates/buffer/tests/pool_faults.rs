@@ -7,8 +7,8 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use swizzledb_buffer::fault::{CrashMode, Fault, FaultFs, FaultRule, Op};
 use swizzledb_buffer::{BufferError, BufferPool, Exclusive, Lsn, PageId, PoolMode};
+use swizzledb_io::fault::{CrashMode, Fault, FaultFs, FaultRule, Op};
 
 /// A pool on `fs` with a root and `leaves` leaves, flushed; returns the pool and the root frame.
 fn built(fs: &FaultFs, mode: PoolMode, leaves: u8) -> (BufferPool, swizzledb_buffer::FrameId, Vec<PageId>) {

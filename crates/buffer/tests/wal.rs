@@ -6,8 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use swizzledb_buffer::fault::{FaultFs, Op};
 use swizzledb_buffer::{BufferError, BufferPool, Exclusive, LogFlush, Lsn, PoolMode};
+use swizzledb_io::fault::{FaultFs, Op};
 
 /// A pool on a recording file system with the recorder as its log.
 fn logged_pool(mode: PoolMode, frames: usize) -> (BufferPool, Arc<Recorder>, FaultFs) {
@@ -333,7 +333,7 @@ fn b19_a_page_being_written_stays_in_the_dirty_page_table_until_written() {
 fn b23_write_back_goes_in_double_write_batches_and_writes_a_busy_page_after_them() {
     let rec = Arc::new(Recorder::default());
     let fs = FaultFs::new();
-    let vfs: Arc<dyn swizzledb_buffer::Vfs> = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
+    let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
     vfs.create_dir_all(std::path::Path::new("/t")).expect("mkdir");
     let area = swizzledb_buffer::DoubleWrite::open(&*vfs, std::path::Path::new("/t/dw"), PS).expect("area");
     let log: Arc<dyn LogFlush> = rec.clone();

@@ -283,7 +283,7 @@ impl Builder {
     }
 
     /// Creates a database in memory: its page file, log and everything else live in a file
-    /// system of its own in memory ([`swizzledb_sync::MemFs`], sync README V13), and are gone
+    /// system of its own in memory ([`swizzledb_io::MemFs`], io README IO8), and are gone
     /// when the database is dropped or closed. It has the same API and the same guarantees as a
     /// database on disk (transactions, isolation, snapshots, rollback, the log's checks) except
     /// durability: nothing survives the process, and a crash or `close` loses everything. For
@@ -301,7 +301,7 @@ impl Builder {
     /// Invalid settings, as [`Builder::create`]; running out of memory aborts the process, as
     /// any allocation does.
     pub fn create_in_memory(mut self) -> Result<Database> {
-        self.config.vfs = Arc::new(swizzledb_sync::MemFs::new());
+        self.config.vfs = Arc::new(swizzledb_io::MemFs::new());
         self.create_at(Path::new(IN_MEMORY_PATH))
     }
 

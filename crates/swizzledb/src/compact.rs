@@ -69,7 +69,7 @@ impl Builder {
         let before = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
         // No process may open the old file between the close and the swap (its writes would
         // be lost): its lock, held until the swap is done; a process that took it first wins.
-        let lock = match files::FileLock::acquire(&swizzledb_sync::OsFs, path, path) {
+        let lock = match files::FileLock::acquire(&swizzledb_io::OsFs, path, path) {
             Ok(lock) => lock,
             Err(e) => {
                 remove_database(&temp);
@@ -103,7 +103,7 @@ pub(crate) fn is_pending(path: &Path) -> bool {
 /// file's lock: a compaction still swapping holds it ([`crate::Error::AlreadyOpen`]).
 pub(crate) fn finish_pending(path: &Path) -> Result<()> {
     if marker(path).exists() {
-        let _lock = files::FileLock::acquire(&swizzledb_sync::OsFs, path, path)?;
+        let _lock = files::FileLock::acquire(&swizzledb_io::OsFs, path, path)?;
         finish(path)?;
     }
     Ok(())

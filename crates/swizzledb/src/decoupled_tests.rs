@@ -8,7 +8,7 @@ use crate::lab::DatabaseExt as _;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use swizzledb_sync::{CrashMode, FaultFs, Vfs};
+use swizzledb_io::{CrashMode, FaultFs, Vfs};
 
 use crate::record::Record;
 use crate::{CheckpointKind, CommitMode, Database};

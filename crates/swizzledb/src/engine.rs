@@ -27,7 +27,7 @@ pub(crate) struct Core {
     pub(crate) pool: Arc<swizzledb_buffer::BufferPool>,
     /// The file system the database lives on (the double-write area is removed through it at
     /// a clean close, R25).
-    pub(crate) vfs: Arc<dyn swizzledb_sync::Vfs>,
+    pub(crate) vfs: Arc<dyn swizzledb_io::Vfs>,
     pub(crate) trees: Mutex<HashMap<String, Tree>>,
     pub(crate) wal: Option<Arc<Wal>>,
     pub(crate) locks: Option<Arc<lock::LockManager>>,

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use swizzledb_sync::{OpenMode, Vfs, VfsFile};
+use swizzledb_io::{OpenMode, Vfs, VfsFile};
 
 use crate::error::{Error, Result};
 

@@ -68,7 +68,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use swizzledb_btree::{BTreeOwner, Tree, TreeShape};
 use swizzledb_buffer::{Allocation, BufferError, BufferPool, Meta, PageFile, PoolConfig, PoolMode};
-use swizzledb_sync::{Lsn, OpenMode, PageId, TxnId, Vfs, VfsFile};
+use swizzledb_io::{OpenMode, Vfs, VfsFile};
+use swizzledb_sync::{Lsn, PageId, TxnId};
 use swizzledb_wal::{LogConfig, LogError, LogManager};
 
 use crate::record::{Change, NodeLog, Record, RecordKind};

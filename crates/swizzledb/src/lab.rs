@@ -123,9 +123,9 @@ impl LabOptions {
     }
 
     /// The file system the database file lives on (default: the operating system's). Tests
-    /// pass a `swizzledb_sync::FaultFs` to crash the database or fail chosen I/O calls.
+    /// pass a `swizzledb_io::FaultFs` to crash the database or fail chosen I/O calls.
     #[must_use]
-    pub fn vfs(mut self, vfs: Arc<dyn swizzledb_buffer::Vfs>) -> Self {
+    pub fn vfs(mut self, vfs: Arc<dyn swizzledb_io::Vfs>) -> Self {
         self.0.config.vfs = vfs;
         self
     }

@@ -99,7 +99,7 @@ impl Builder {
             // R28: finishing the compaction writes.
             return Err(Error::NeedsRestart(path.to_path_buf()));
         }
-        let vfs: Arc<dyn swizzledb_sync::Vfs> = Arc::new(crate::inspect::ReadOnlyFs::default());
+        let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(crate::inspect::ReadOnlyFs::default());
         let (_, meta) = PageFile::open_logged(&*vfs, path, false)?;
         if !meta.clean {
             return Err(if meta.logged {

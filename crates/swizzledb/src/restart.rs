@@ -494,7 +494,7 @@ impl RedoTarget for RedoPages<'_> {
 /// Analysis and redo (R8, R9): brings the page file to the state of the end of the durable
 /// log and returns what undo needs. Writes only data pages (never page 0), then syncs.
 pub(crate) fn analyze_and_redo(
-    vfs: &dyn swizzledb_sync::Vfs,
+    vfs: &dyn swizzledb_io::Vfs,
     path: &Path,
     direct: bool,
     log: &LogManager,

@@ -1,5 +1,5 @@
 //! Crash and fault-injection tests of logging, transactions and restart (RECOVERY.md R4–R11,
-//! wal README W7–W11, buffer README B18–B21, sync README V5–V9), on the in-memory `FaultFs`.
+//! wal README W7–W11, buffer README B18–B21, io README IO9–IO13), on the in-memory `FaultFs`.
 //!
 //! A crash is `FaultFs::crash` while the old `Database` still exists: its handles fail from then
 //! on, and dropping it afterwards must neither panic nor touch the new state. The database is
@@ -13,7 +13,8 @@ use proptest::prelude::*;
 use std::sync::Arc;
 use swizzledb::lab::record::Record;
 use swizzledb::{wal_dir, Database, Error, LogRecovery, PoolMode, Tree};
-use swizzledb_sync::{CrashMode, Fault, FaultFs, Lsn, Op, OpenMode, TxnId, Vfs};
+use swizzledb_io::{CrashMode, Fault, FaultFs, Op, OpenMode, Vfs};
+use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{LogConfig, LogError, LogManager};
 
 /// Proptest cases: `PROPTEST_CASES` if set (more on demand), else `default` (kept small for CI).
@@ -890,7 +891,7 @@ fn k_failed_commit_releases_its_locks() {
     let tree = db.create_tree(TREE).unwrap();
     let mut t = db.begin();
     t.put(&tree, b"a", b"1").unwrap();
-    fs.fail_next(swizzledb_sync::FaultRule::new(Op::Sync, Fault::Eio).on_path(".log"));
+    fs.fail_next(swizzledb_io::FaultRule::new(Op::Sync, Fault::Eio).on_path(".log"));
     assert!(t.commit().is_err(), "the commit's sync failed");
     // A younger transaction dies at once on a lock still held by an older one (wait-die), so
     // this read succeeds only if the failed commit released its lock.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use swizzledb::{Cleaner, Database, Error};
-use swizzledb_sync::{CrashMode, FaultFs, Vfs};
+use swizzledb_io::{CrashMode, FaultFs, Vfs};
 use swizzledb_wal::LogError;
 
 fn fault_fs() -> FaultFs {
@@ -194,7 +194,7 @@ fn r21_write_elision_needs_the_decoupled_cleaner() {
 /// crash, the reopened database holds every commit.
 #[test]
 fn r20_faults_at_the_cleaner_s_io_are_counted_and_lose_nothing() {
-    use swizzledb_sync::{Fault, FaultRule, Op};
+    use swizzledb_io::{Fault, FaultRule, Op};
     for (rule, what) in [
         (FaultRule::new(Op::Read, Fault::Eio).on_path(".run").repeating(), "archive reads"),
         (FaultRule::new(Op::Write, Fault::Eio).on_path("/d/db").repeating(), "page writes"),

@@ -11,7 +11,7 @@ use std::ops::Bound::Unbounded;
 use std::sync::Arc;
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Database, Error, PoolMode, Tree, TreeError};
-use swizzledb_sync::CrashMode;
+use swizzledb_io::CrashMode;
 
 fn fill(tree: &Tree, n: u32, tag: u8) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut oracle = BTreeMap::new();

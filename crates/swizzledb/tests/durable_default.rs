@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{wal_dir, Cleaner, CommitMode, Database, Error, PoolMode, TreeError};
-use swizzledb_sync::{CrashMode, FaultFs, OpenMode, Vfs};
+use swizzledb_io::{CrashMode, FaultFs, OpenMode, Vfs};
 
 fn fault_fs() -> FaultFs {
     let fs = FaultFs::new();
@@ -629,7 +629,7 @@ fn r25_a_clean_close_keeps_one_small_segment_and_the_copy_opens_alone() {
 /// loses no committed record, and the next clean close still leaves one segment.
 #[test]
 fn r25_a_crash_anywhere_in_a_close_loses_nothing() {
-    use swizzledb_sync::{Fault, FaultRule, Op};
+    use swizzledb_io::{Fault, FaultRule, Op};
     let mut fired = 0;
     for op in [Op::Write, Op::Sync, Op::SetLen, Op::Remove, Op::Rename] {
         for nth in 1..=8u64 {

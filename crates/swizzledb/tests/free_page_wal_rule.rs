@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Cleaner, CommitMode, Database};
-use swizzledb_sync::{CrashMode, FaultFs, OpenMode, Vfs, VfsFile};
+use swizzledb_io::{CrashMode, FaultFs, OpenMode, Vfs, VfsFile};
 
 const DB: &str = "/r/db";
 /// The thread whose page write pauses.

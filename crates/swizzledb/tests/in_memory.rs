@@ -1,4 +1,4 @@
-//! `Builder::create_in_memory` (sync README V13): the whole API on a file system in memory, in
+//! `Builder::create_in_memory` (io README IO8): the whole API on a file system in memory, in
 //! every buffer mode, against a `BTreeMap` oracle, with nothing written to the real file system
 //! and every database on its own.
 
@@ -27,7 +27,7 @@ fn assert_matches(tree: &swizzledb::Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
 }
 
 #[test]
-fn v13_an_in_memory_database_keeps_the_whole_api_in_every_mode() {
+fn io8_an_in_memory_database_keeps_the_whole_api_in_every_mode() {
     for mode in [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory] {
         let db = Database::builder().mode(mode).pool_bytes(64 << 20).create_in_memory().unwrap();
         assert!(db.is_logged(), "the defaults are those of a database on disk");
@@ -81,7 +81,7 @@ fn v13_an_in_memory_database_keeps_the_whole_api_in_every_mode() {
 }
 
 #[test]
-fn v13_in_memory_databases_share_nothing() {
+fn io8_in_memory_databases_share_nothing() {
     let a = Database::builder().create_in_memory().unwrap();
     let b = Database::builder().create_in_memory().unwrap();
     a.create_tree("t").unwrap().insert(b"k", b"a").unwrap();
@@ -93,7 +93,7 @@ fn v13_in_memory_databases_share_nothing() {
 }
 
 #[test]
-fn v13_concurrent_writers_on_an_in_memory_database_lose_nothing() {
+fn io8_concurrent_writers_on_an_in_memory_database_lose_nothing() {
     let db = Database::builder().create_in_memory().unwrap();
     let tree = db.create_tree("t").unwrap();
     std::thread::scope(|s| {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Cleaner, Database, Error, LogError, RestartMode};
-use swizzledb_sync::{CrashMode, Fault, FaultFs, Op, Vfs};
+use swizzledb_io::{CrashMode, Fault, FaultFs, Op, Vfs};
 
 const PS: usize = 4096;
 

@@ -8,7 +8,7 @@ use common::new_fs;
 use std::sync::Arc;
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Database, PoolMode, RestartMode, Tree, TreeError, MAX_VALUE_LEN};
-use swizzledb_sync::{CrashMode, FaultFs};
+use swizzledb_io::{CrashMode, FaultFs};
 
 const PATH: &str = "/crash/large.swz";
 

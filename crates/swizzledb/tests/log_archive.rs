@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use swizzledb::lab::record::Record;
 use swizzledb::{archive_dir, wal_dir, Archive, ArchiveEntry, Database, Error};
-use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Op, Vfs};
+use swizzledb_io::{CrashMode, Fault, FaultFs, FaultRule, Op, Vfs};
 use swizzledb_wal::{LogConfig, LogError, LogManager, Lsn};
 
 fn key(i: u32) -> Vec<u8> {

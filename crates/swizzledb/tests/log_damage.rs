@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use swizzledb::{wal_dir, Database, Error, LogError, LogRecovery};
-use swizzledb_sync::{CrashMode, FaultFs, OpenMode, Vfs};
+use swizzledb_io::{CrashMode, FaultFs, OpenMode, Vfs};
 
 const ROWS: u32 = 1000;
 

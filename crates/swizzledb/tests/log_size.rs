@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use swizzledb::lab::record::{NodeLog, Record};
 use swizzledb::{wal_dir, Cleaner, CommitMode, Database};
-use swizzledb_sync::{CrashMode, FaultFs, Vfs};
+use swizzledb_io::{CrashMode, FaultFs, Vfs};
 use swizzledb_wal::{LogConfig, LogManager};
 
 /// The bench's key scrambler (splitmix64), so keys arrive in random order.

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use swizzledb::{CommitMode, Database, PoolMode};
-use swizzledb_sync::{CrashMode, FaultFs, Vfs};
+use swizzledb_io::{CrashMode, FaultFs, Vfs};
 
 const ROWS: u32 = 2_000;
 

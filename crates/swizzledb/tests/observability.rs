@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use swizzledb::Database;
-use swizzledb_sync::fault::{Fault, FaultRule, Op};
-use swizzledb_sync::{FaultFs, Vfs};
+use swizzledb_io::fault::{Fault, FaultRule, Op};
+use swizzledb_io::{FaultFs, Vfs};
 
 /// Keeps every record at or above `Warn`.
 struct Capture(Mutex<Vec<(log::Level, String)>>);

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swizzledb::{CommitMode, Database, Error, PoolMode, Tree};
-use swizzledb_sync::{CrashMode, FaultFs, Vfs};
+use swizzledb_io::{CrashMode, FaultFs, Vfs};
 
 const DB: &str = "/race/db";
 const THREADS: usize = 3;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use swizzledb::lab::record::{Change, NodeLog, Record};
 use swizzledb::lab::TreeExt as _;
 use swizzledb::{Database, Error};
-use swizzledb_sync::fault::{CrashMode, FaultFs};
-use swizzledb_sync::Vfs;
+use swizzledb_io::fault::{CrashMode, FaultFs};
+use swizzledb_io::Vfs;
 use swizzledb_sync::{Lsn, PageId, TxnId};
 use swizzledb_wal::{LogConfig, LogManager};
 

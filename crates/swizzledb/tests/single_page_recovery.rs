@@ -10,7 +10,7 @@ use std::sync::Arc;
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{BufferError, Database, TreeError};
 use swizzledb_buffer::page::{self, PageType};
-use swizzledb_sync::{CrashMode, FaultFs, OpenMode, Vfs};
+use swizzledb_io::{CrashMode, FaultFs, OpenMode, Vfs};
 
 const PS: usize = 4096;
 
@@ -271,7 +271,7 @@ fn r18_without_an_archive_an_unrebuildable_page_is_a_typed_error() {
 /// rebuilds the page and every record reads back.
 #[test]
 fn r18_faults_during_a_repair_are_typed_errors_and_lose_nothing() {
-    use swizzledb_sync::{Fault, FaultRule, Op};
+    use swizzledb_io::{Fault, FaultRule, Op};
     let fs = fault_fs();
     let path = Path::new("/d/db");
     let mut oracle = BTreeMap::new();

@@ -4,16 +4,10 @@
 //! [`ids`], and protects frame contents with the [`latch::Latch`] described in `README.md`.
 //! [`hint::prefetch`] lets the layers above, which have no `unsafe`, ask for a cache line early.
 
-pub mod fault;
 pub mod hint;
 pub mod ids;
 pub mod latch;
-pub mod mem;
 mod primitive;
-pub mod vfs;
 
-pub use fault::{CrashMode, Fault, FaultFs, FaultRule, Op};
 pub use ids::{FrameId, Lsn, PageId, TxnId};
 pub use latch::{Latch, LatchMode};
-pub use mem::MemFs;
-pub use vfs::{OpenMode, OsFs, Vfs, VfsFile};

@@ -45,7 +45,8 @@ use std::collections::BinaryHeap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use swizzledb_sync::{Lsn, OpenMode, Vfs, VfsFile};
+use swizzledb_io::{OpenMode, Vfs, VfsFile};
+use swizzledb_sync::Lsn;
 
 const MAGIC: &[u8; 8] = b"SWZARCRN";
 const VERSION: u32 = 2;
@@ -752,7 +753,7 @@ impl Archive {
             next.extend(runs[first + n..].iter().cloned());
             *runs = Arc::new(next);
         }
-        // Readers that still hold an input read it through its open handle (V5).
+        // Readers that still hold an input read it through its open handle (io README IO9).
         for r in inputs {
             self.vfs.remove(&r.path).map_err(|e| LogError::io("removing", &r.path, e))?;
         }

@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use swizzledb_sync::{Lsn, OpenMode, OsFs, Vfs};
+use swizzledb_io::{OpenMode, OsFs, Vfs};
+use swizzledb_sync::Lsn;
 
 /// What `open` does when the frame that ends the log lies below a point an earlier sync round
 /// made durable (README W8): damage in the durable log, not a torn tail. RocksDB calls the two
@@ -884,7 +885,7 @@ impl Inner {
     }
 
     /// The file of segment `seg`, created (and its directory entry synced) if it is new.
-    fn segment_for_write(&self, seg: u64) -> Result<Arc<dyn swizzledb_sync::VfsFile>> {
+    fn segment_for_write(&self, seg: u64) -> Result<Arc<dyn swizzledb_io::VfsFile>> {
         let mut files = self.files.lock();
         if let Some(f) = files.get(&seg) {
             return Ok(Arc::clone(f));
@@ -1373,7 +1374,7 @@ fn cut_damage(
     let at_seg = segment::start_of(at, segment_bytes);
     let last = last.unwrap_or(at_seg).max(at_seg);
     let mut dir_changed = false;
-    let pad = |f: &Arc<dyn swizzledb_sync::VfsFile>, seg: u64, from: u64| -> Result<()> {
+    let pad = |f: &Arc<dyn swizzledb_io::VfsFile>, seg: u64, from: u64| -> Result<()> {
         let path = segment::path(dir, seg);
         f.set_len(from - seg).map_err(|e| LogError::io("truncating", &path, e))?;
         let header = frame::pad_header(from, seg + segment_bytes - from);

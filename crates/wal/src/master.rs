@@ -9,7 +9,8 @@
 use crate::error::{LogError, Result};
 use std::io;
 use std::path::Path;
-use swizzledb_sync::{Lsn, OpenMode, Vfs};
+use swizzledb_io::{OpenMode, Vfs};
+use swizzledb_sync::Lsn;
 
 /// The master record's file name in the log directory.
 pub(crate) const FILE: &str = "master";
@@ -41,7 +42,7 @@ fn decode(b: &[u8]) -> std::result::Result<Lsn, String> {
 }
 
 /// Writes the master record: a new temporary file, synced, renamed over the old record, and the
-/// directory synced (V2, V3). A crash leaves the old or the new record, never a mix.
+/// directory synced (io README IO2, IO3). A crash leaves the old or the new record, never a mix.
 pub(crate) fn write(vfs: &dyn Vfs, dir: &Path, lsn: Lsn) -> Result<()> {
     write_named(vfs, dir, FILE, lsn)
 }
@@ -112,7 +113,7 @@ mod tests {
     /// the master record.
     #[test]
     fn w10_named_lsn_files_are_kept_apart() {
-        let fs = swizzledb_sync::FaultFs::new();
+        let fs = swizzledb_io::FaultFs::new();
         let dir = Path::new("/m");
         fs.create_dir_all(dir).unwrap();
         assert_eq!(read_named(&fs, dir, "cleaned").unwrap(), None);

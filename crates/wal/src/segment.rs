@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use swizzledb_sync::VfsFile;
+use swizzledb_io::VfsFile;
 
 /// Open segment files by start LSN.
 pub(crate) type Segments = BTreeMap<u64, Arc<dyn VfsFile>>;

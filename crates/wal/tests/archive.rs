@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use swizzledb_sync::{CrashMode, Fault, FaultFs, FaultRule, Op, Vfs};
+use swizzledb_io::{CrashMode, Fault, FaultFs, FaultRule, Op, Vfs};
 use swizzledb_wal::archive::MAX_STATE;
 use swizzledb_wal::{Archive, ArchiveEntry as Entry, LogError, Lsn};
 
@@ -190,7 +190,7 @@ fn a3_damage_is_an_error_naming_the_run() {
     let second = run_paths(&fs)[1].clone();
     let bytes = fs.contents(&second).unwrap();
     let write = |b: &[u8]| {
-        let f = fs.open(&second, swizzledb_sync::OpenMode::EXISTING).unwrap();
+        let f = fs.open(&second, swizzledb_io::OpenMode::EXISTING).unwrap();
         f.write_all_at(b, 0).unwrap();
         f.sync().unwrap();
     };
@@ -223,7 +223,7 @@ fn a3_damage_is_an_error_naming_the_run() {
         other => panic!("A3: expected the damaged header named, got {other:?}"),
     }
     // Cut short.
-    let f = fs.open(&second, swizzledb_sync::OpenMode::EXISTING).unwrap();
+    let f = fs.open(&second, swizzledb_io::OpenMode::EXISTING).unwrap();
     f.write_all_at(&bytes, 0).unwrap();
     f.set_len(bytes.len() as u64 - 8).unwrap();
     f.sync().unwrap();
@@ -359,7 +359,7 @@ fn a3_a_damaged_state_is_an_error_naming_the_run_when_it_is_read() {
     assert_ne!(len % 8, 0, "the state needs padding");
     let start = bytes.len() - 8 - padded(len);
     let write = |b: &[u8]| {
-        let f = fs.open(&newest, swizzledb_sync::OpenMode::EXISTING).unwrap();
+        let f = fs.open(&newest, swizzledb_io::OpenMode::EXISTING).unwrap();
         f.write_all_at(b, 0).unwrap();
         f.sync().unwrap();
     };
@@ -404,7 +404,7 @@ fn a3_a_run_of_format_version_1_is_refused_with_what_to_do() {
     let crc = crc32c::crc32c(&run[..60]);
     run[60..64].copy_from_slice(&crc.to_le_bytes());
     let path = Path::new(DIR).join("0000000000000008-0000000000000064.run");
-    let f = fs.open(&path, swizzledb_sync::OpenMode::CREATE_NEW).unwrap();
+    let f = fs.open(&path, swizzledb_io::OpenMode::CREATE_NEW).unwrap();
     f.write_all_at(&run, 0).unwrap();
     f.sync().unwrap();
     drop(f);

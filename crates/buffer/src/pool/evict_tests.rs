@@ -5,7 +5,8 @@ use super::race_tests::{smallest_config, Owner};
 use super::*;
 use crate::page::{self, PageType, HEADER_SIZE};
 use std::sync::{OnceLock, Weak};
-use swizzledb_sync::{FaultFs, Lsn, Vfs};
+use swizzledb_io::{FaultFs, Vfs};
+use swizzledb_sync::Lsn;
 
 /// A log that checks, at every page write the pool reports (B20), whether the writing thread
 /// could take the eviction lock: in a single-threaded test, a held lock is held by the writer.
@@ -100,7 +101,7 @@ fn b29_victims_latched_by_the_evicting_thread_give_pool_exhausted_not_a_hang() {
 /// invariants hold.
 #[test]
 fn b29_a_failed_write_in_a_victim_batch_reaches_the_miss_and_loses_no_page() {
-    use swizzledb_sync::fault::{Fault, FaultRule, Op};
+    use swizzledb_io::fault::{Fault, FaultRule, Op};
     let fs = FaultFs::new();
     fs.create_dir_all(Path::new("/e")).unwrap();
     let config = smallest_config(&fs, PoolMode::Traditional, None);

@@ -5,7 +5,7 @@ use super::race_tests::{smallest_config, Owner};
 use super::*;
 use crate::page::HEADER_SIZE;
 use std::time::{Duration, Instant};
-use swizzledb_sync::{FaultFs, Vfs};
+use swizzledb_io::{FaultFs, Vfs};
 
 const DATA: usize = HEADER_SIZE + 8;
 
@@ -116,7 +116,7 @@ fn b31_close_stops_the_evictor_and_the_file_is_clean() {
 /// dirty page is still resident with its change) and the pool's invariants hold.
 #[test]
 fn b31_a_failed_write_of_the_evictor_loses_no_page_and_reaches_the_misses() {
-    use swizzledb_sync::fault::{Fault, FaultRule, Op};
+    use swizzledb_io::fault::{Fault, FaultRule, Op};
     for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
         let fs = FaultFs::new();
         let pool = pool(&fs, mode, 64);

@@ -9,7 +9,7 @@ use crate::guard::{Exclusive, Shared};
 use crate::page::{self, get_u16, put_u16, put_u64, PageType, HEADER_SIZE};
 use std::sync::mpsc;
 use std::time::Duration;
-use swizzledb_sync::{FaultFs, Vfs};
+use swizzledb_io::{FaultFs, Vfs};
 
 type Hook = Arc<dyn Fn(PageId, FrameId) + Send + Sync>;
 

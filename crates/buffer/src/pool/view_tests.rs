@@ -5,7 +5,7 @@ use super::race_tests::{evict_to_front, inner, Owner, COUNT, SWIPS};
 use super::*;
 use crate::guard::{Exclusive, Shared};
 use crate::page::{self, get_u16, get_u64, PageType};
-use swizzledb_sync::{FaultFs, Vfs};
+use swizzledb_io::{FaultFs, Vfs};
 
 /// A pool in `mode` with an inner root P (level 1) over a leaf C, and C's page id.
 fn tree(mode: PoolMode, tweak: impl FnOnce(&mut PoolConfig)) -> (BufferPool, FrameId, PageId) {

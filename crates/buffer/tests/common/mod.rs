@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use swizzledb_buffer::fault::FaultFs;
 use swizzledb_buffer::page::{self, get_u16, get_u64, put_u16, put_u64, PageType, HEADER_SIZE};
 use swizzledb_buffer::{
     BufferError, BufferPool, Exclusive, ExclusiveGuard, FrameId, LogFlush, Lsn, PageId, PageOwner,
-    PoolConfig, PoolMode, Vfs,
+    PoolConfig, PoolMode,
 };
-use swizzledb_sync::{OpenMode, VfsFile};
+use swizzledb_io::fault::FaultFs;
+use swizzledb_io::{OpenMode, Vfs, VfsFile};
 
 /// Page size of every test pool.
 pub const PS: usize = 4096;

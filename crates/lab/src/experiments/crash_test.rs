@@ -786,11 +786,9 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64], models: &mut [Model]
         found.invalid = true;
     }
     if args.log_archive {
-        let read = swizzledb::Archive::open(
-            std::sync::Arc::new(swizzledb_buffer::OsFs),
-            swizzledb::archive_dir(path),
-        )
-        .and_then(|a| a.entries().map(|e| (a.runs(), e.len())));
+        let read =
+            swizzledb::Archive::open(std::sync::Arc::new(swizzledb_io::OsFs), swizzledb::archive_dir(path))
+                .and_then(|a| a.entries().map(|e| (a.runs(), e.len())));
         match read {
             Ok((runs, _)) if runs.windows(2).all(|w| w[0].end == w[1].begin) => {}
             Ok((runs, _)) => {

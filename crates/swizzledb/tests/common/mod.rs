@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use swizzledb::{Builder, Database, Error, PoolMode, Transaction, Tree};
-use swizzledb_sync::{Fault, FaultFs, FaultRule, Op, OpenMode, Vfs, VfsFile};
+use swizzledb_io::{Fault, FaultFs, FaultRule, Op, OpenMode, Vfs, VfsFile};
 
 /// The database file every test uses (its log is `<DB>.wal`).
 pub const DB: &str = "/crash/t.swz";
@@ -273,7 +273,7 @@ struct SiteState {
 
 /// A `Vfs` over a [`FaultFs`] that counts calls per (operation, [`Class`]) and fails one chosen
 /// call. The failure itself is produced by the `FaultFs` (a one-shot rule on the exact path armed
-/// just before the call), so a failed call leaves what V8 says it leaves.
+/// just before the call), so a failed call leaves what io README IO12 says it leaves.
 #[derive(Clone, Debug)]
 pub struct Sites {
     /// The file system underneath.

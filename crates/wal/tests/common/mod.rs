@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use swizzledb_sync::{OpenMode, OsFs, Vfs, VfsFile};
+use swizzledb_io::{OpenMode, OsFs, Vfs, VfsFile};
 use swizzledb_wal::{LogConfig, LogManager, Lsn};
 
 /// A configuration with small segments and buffer and no background flusher, so tests decide

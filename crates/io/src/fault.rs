@@ -1,10 +1,10 @@
 //! An in-memory, deterministic [`Vfs`] for crash and fault tests (README "Fault injection",
-//! V5–V9).
+//! IO9–IO13).
 //!
 //! [`FaultFs`] keeps, for every file, the bytes a read sees (*visible*), the bytes that would
 //! survive a power loss (*durable*, as of the last successful `sync`), and the writes and length
 //! changes since then, in order (*unsynced*). Directory entries are visible at once and durable
-//! after `sync_dir` of their directory (V2). [`FaultFs::crash`] turns the visible state into what
+//! after `sync_dir` of their directory (IO2). [`FaultFs::crash`] turns the visible state into what
 //! a machine would find after power loss, per [`CrashMode`]; [`FaultFs::fail_next`] makes a
 //! chosen call fail; [`FaultFs::calls`] counts calls so that a test can first run a workload to
 //! count the I/O sites and then inject a fault at each one.
@@ -22,11 +22,11 @@ use rand::{Rng, SeedableRng};
 
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 
-/// The unit a torn write is cut into (V6): each 512-byte sector of the file that an unsynced
+/// The unit a torn write is cut into (IO10): each 512-byte sector of the file that an unsynced
 /// write touches survives a `Torn` crash or not, on its own.
 pub const SECTOR: u64 = 512;
 
-/// Alignment of offsets, lengths and buffers that direct handles demand (V4).
+/// Alignment of offsets, lengths and buffers that direct handles demand (IO4).
 pub const DIRECT_ALIGN: u64 = 4096;
 
 /// Largest file a `FaultFs` holds (1 GiB); a write or `set_len` beyond it fails with `EFBIG`
@@ -63,7 +63,7 @@ pub enum Op {
 pub enum Fault {
     /// `EIO`: the device failed.
     Eio,
-    /// `ENOSPC`: the device is full. A failing write stores a prefix first (V8).
+    /// `ENOSPC`: the device is full. A failing write stores a prefix first (IO12).
     Enospc,
     /// Any other error, by kind.
     Kind(io::ErrorKind),
@@ -81,7 +81,7 @@ impl Fault {
     }
 }
 
-/// Which call to fail, and how (V7).
+/// Which call to fail, and how (IO11).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FaultRule {
     /// The operation.
@@ -126,7 +126,7 @@ impl FaultRule {
     }
 }
 
-/// What survives a crash besides the durable state (V6).
+/// What survives a crash besides the durable state (IO10).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum CrashMode {
     /// No unsynced write or length change survives.
@@ -167,7 +167,7 @@ type CallKey = (Op, PathBuf, Option<PathBuf>);
 
 #[derive(Debug)]
 struct State {
-    /// Incremented by every crash; a handle from an older epoch fails every call (V6).
+    /// Incremented by every crash; a handle from an older epoch fails every call (IO10).
     epoch: u64,
     next_inode: u64,
     inodes: BTreeMap<u64, Inode>,
@@ -175,11 +175,11 @@ struct State {
     names: BTreeMap<PathBuf, u64>,
     /// Entries as of the last `sync_dir` of their directory.
     durable_names: BTreeMap<PathBuf, u64>,
-    /// Directories (durable as soon as created, see V5).
+    /// Directories (durable as soon as created, see IO9).
     dirs: BTreeSet<PathBuf>,
     rules: Vec<Armed>,
     calls: HashMap<CallKey, u64>,
-    /// Between `power_off` and `power_on`: every call fails with `EIO` (V6).
+    /// Between `power_off` and `power_on`: every call fails with `EIO` (IO10).
     down: bool,
 }
 
@@ -236,7 +236,7 @@ impl State {
         }
     }
 
-    /// Counts the call and returns the fault it must fail with, if an armed rule says so (V7).
+    /// Counts the call and returns the fault it must fail with, if an armed rule says so (IO11).
     fn check(&mut self, op: Op, path: &Path, other: Option<&Path>) -> Option<Fault> {
         if self.down {
             return Some(Fault::Eio);
@@ -305,7 +305,7 @@ impl State {
     }
 }
 
-/// An in-memory file system that can crash and fail chosen calls (module docs; README V5–V9).
+/// An in-memory file system that can crash and fail chosen calls (module docs; README IO9–IO13).
 #[derive(Clone, Default)]
 pub struct FaultFs {
     state: Arc<Mutex<State>>,
@@ -343,14 +343,14 @@ impl FaultFs {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Simulates power loss (V6): the visible state becomes the durable names and durable bytes
+    /// Simulates power loss (IO10): the visible state becomes the durable names and durable bytes
     /// plus, per `how`, the unsynced changes that survive. Every handle opened before the call
     /// fails every later call with `EIO`.
     pub fn crash(&self, how: CrashMode) {
         self.lock().crash(how);
     }
 
-    /// A power loss that keeps the power off (V6): [`FaultFs::crash`], and then every call —
+    /// A power loss that keeps the power off (IO10): [`FaultFs::crash`], and then every call —
     /// by handle or by path, from any thread — fails with `EIO` until [`FaultFs::power_on`]. So
     /// threads of the dead engine instance that are still running (a checkpointer, a cleaner,
     /// the drop of the database) cannot remove, rename or create files in the state that
@@ -366,7 +366,7 @@ impl FaultFs {
         self.lock().down = false;
     }
 
-    /// Arms a fault rule (V7). Rules stay armed until they fire (or forever if repeating) or
+    /// Arms a fault rule (IO11). Rules stay armed until they fire (or forever if repeating) or
     /// [`FaultFs::clear_faults`] is called; several may be armed at once.
     pub fn fail_next(&self, rule: FaultRule) {
         self.lock().rules.push(Armed { rule, seen: 0 });
@@ -522,7 +522,7 @@ impl Vfs for FaultFs {
 struct FaultFile {
     fs: FaultFs,
     inode: u64,
-    /// The crash epoch the handle was opened in (V6).
+    /// The crash epoch the handle was opened in (IO10).
     epoch: u64,
     path: PathBuf,
     direct: bool,
@@ -535,8 +535,8 @@ impl fmt::Debug for FaultFile {
 }
 
 impl FaultFile {
-    /// Locks the file system for a call of `op`: fails stale handles (V6), then counts the call
-    /// and applies the fault rules (V7).
+    /// Locks the file system for a call of `op`: fails stale handles (IO10), then counts the call
+    /// and applies the fault rules (IO11).
     fn enter(&self, op: Op) -> io::Result<(MutexGuard<'_, State>, Option<Fault>)> {
         let mut st = self.fs.lock();
         if st.epoch != self.epoch {
@@ -546,7 +546,7 @@ impl FaultFile {
         Ok((st, fault))
     }
 
-    /// V4: direct handles need aligned offsets, lengths and buffers.
+    /// IO4: direct handles need aligned offsets, lengths and buffers.
     fn check_direct(&self, addr: usize, len: usize, offset: u64) -> io::Result<()> {
         let a = DIRECT_ALIGN as usize;
         if self.direct
@@ -574,7 +574,7 @@ impl VfsFile for FaultFile {
         checked_end(offset, buf.len())?;
         let data = match fault {
             None => buf,
-            // V8: a full device still took the write's first sector.
+            // IO12: a full device still took the write's first sector.
             Some(Fault::Enospc) => &buf[..buf.len().min((SECTOR - offset % SECTOR) as usize)],
             Some(f) => return Err(f.to_io_error()),
         };
@@ -592,7 +592,7 @@ impl VfsFile for FaultFile {
         let inode = st.inodes.get_mut(&self.inode).expect("a handle's inode lives until a crash");
         let changes = std::mem::take(&mut inode.unsynced);
         if let Some(f) = fault {
-            // V8: like Linux after a failed writeback, the unsynced changes stay visible but are
+            // IO12: like Linux after a failed writeback, the unsynced changes stay visible but are
             // forgotten: no later sync makes them durable.
             return Err(f.to_io_error());
         }
@@ -657,7 +657,7 @@ mod tests {
     }
 
     #[test]
-    fn v6_drop_unsynced_keeps_exactly_the_synced_bytes() {
+    fn io10_drop_unsynced_keeps_exactly_the_synced_bytes() {
         let (fs, f) = with_file(b"synced data");
         f.write_all_at(b"LOST", 0).unwrap();
         f.write_all_at(b" and more", 11).unwrap();
@@ -667,7 +667,7 @@ mod tests {
     }
 
     #[test]
-    fn v6_keep_unsynced_keeps_every_write_and_length_change() {
+    fn io10_keep_unsynced_keeps_every_write_and_length_change() {
         let (fs, f) = with_file(b"synced data");
         f.write_all_at(b"KEPT", 0).unwrap();
         f.set_len(6).unwrap();
@@ -678,7 +678,7 @@ mod tests {
     }
 
     #[test]
-    fn v6_torn_crash_keeps_or_drops_whole_sectors_and_is_deterministic() {
+    fn io10_torn_crash_keeps_or_drops_whole_sectors_and_is_deterministic() {
         let old = vec![0x11u8; 4096];
         let mut mixed = 0;
         for seed in 0..16 {
@@ -711,7 +711,7 @@ mod tests {
     }
 
     #[test]
-    fn v6_synced_data_survives_every_mode() {
+    fn io10_synced_data_survives_every_mode() {
         for how in [CrashMode::DropUnsynced, CrashMode::KeepUnsynced, CrashMode::Torn { seed: 7 }] {
             let (fs, f) = with_file(&[5u8; 2048]);
             f.write_all_at(&[6u8; 1024], 4096).unwrap();
@@ -725,7 +725,7 @@ mod tests {
     }
 
     #[test]
-    fn v2_directory_entries_are_durable_only_after_sync_dir() {
+    fn io2_directory_entries_are_durable_only_after_sync_dir() {
         let (fs, f) = with_file(b"x");
         drop(f);
         let g = fs.open(&p("/d/new"), OpenMode::CREATE_NEW).unwrap();
@@ -759,7 +759,7 @@ mod tests {
     }
 
     #[test]
-    fn v3_rename_replaces_the_target() {
+    fn io3_rename_replaces_the_target() {
         let (fs, f) = with_file(b"old");
         drop(f);
         let t = fs.open(&p("/d/tmp"), OpenMode::CREATE_NEW).unwrap();
@@ -774,7 +774,7 @@ mod tests {
     }
 
     #[test]
-    fn v6_handles_opened_before_a_crash_fail_with_eio() {
+    fn io10_handles_opened_before_a_crash_fail_with_eio() {
         let (fs, f) = with_file(b"data");
         fs.crash(CrashMode::KeepUnsynced);
         let mut buf = [0u8; 4];
@@ -790,7 +790,7 @@ mod tests {
     }
 
     #[test]
-    fn v7_each_operation_can_be_failed_once() {
+    fn io11_each_operation_can_be_failed_once() {
         let ops = [
             Op::Open,
             Op::Read,
@@ -832,7 +832,7 @@ mod tests {
     }
 
     #[test]
-    fn v7_nth_repeat_and_path_filters() {
+    fn io11_nth_repeat_and_path_filters() {
         let (fs, f) = with_file(b"abc");
         let other = fs.open(&p("/d/other"), OpenMode::CREATE_NEW).unwrap();
         fs.fail_next(
@@ -865,7 +865,7 @@ mod tests {
     }
 
     #[test]
-    fn v8_enospc_write_stores_its_first_sector() {
+    fn io12_enospc_write_stores_its_first_sector() {
         let (fs, f) = with_file(&[1u8; 4096]);
         fs.fail_next(FaultRule::new(Op::Write, Fault::Enospc));
         let err = f.write_all_at(&[2u8; 4096], 0).unwrap_err();
@@ -886,7 +886,7 @@ mod tests {
     }
 
     #[test]
-    fn v8_failed_sync_forgets_the_unsynced_writes() {
+    fn io12_failed_sync_forgets_the_unsynced_writes() {
         let (fs, f) = with_file(b"old!");
         f.write_all_at(b"new!", 0).unwrap();
         fs.fail_next(FaultRule::new(Op::Sync, Fault::Eio));
@@ -898,7 +898,7 @@ mod tests {
     }
 
     #[test]
-    fn v4_direct_handles_reject_misaligned_calls() {
+    fn io4_direct_handles_reject_misaligned_calls() {
         let fs = FaultFs::new();
         let f = fs.open(&p("db"), OpenMode { create_new: true, direct: true }).unwrap();
         let mut region = vec![0u8; 3 * 4096];
@@ -973,7 +973,7 @@ mod tests {
 
         /// Random operation sequences against a model of visible and durable names and bytes.
         #[test]
-        fn v2_v6_random_histories_match_the_model(steps in proptest::collection::vec(step(), 1..40)) {
+        fn io2_io10_random_histories_match_the_model(steps in proptest::collection::vec(step(), 1..40)) {
             let fs = FaultFs::new();
             fs.create_dir_all(&p("/d")).unwrap();
             let mut inodes: Vec<ModelFile> = Vec::new();
@@ -1039,7 +1039,7 @@ mod tests {
     }
 
     #[test]
-    fn v6_power_off_refuses_calls_by_path_until_power_on() {
+    fn io10_power_off_refuses_calls_by_path_until_power_on() {
         let fs = FaultFs::new();
         fs.create_dir_all(&p("/d")).unwrap();
         let f = fs.open(&p("/d/a"), OpenMode::CREATE_NEW).unwrap();

@@ -65,14 +65,14 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
     fn set_len(&self, len: u64) -> io::Result<()>;
 
     /// Writes every `(bytes, offset)` of `writes` as [`VfsFile::write_all_at`] would, but lets a
-    /// file system have them in flight together (V12). Returns one result per write, in order;
+    /// file system have them in flight together (IO7). Returns one result per write, in order;
     /// the caller must not give two writes of the same bytes. Returns only once no write of the
     /// batch is in progress. The default writes them one after the other.
     fn write_all_at_batch(&self, writes: &[(&[u8], u64)]) -> Vec<io::Result<()>> {
         writes.iter().map(|&(buf, off)| self.write_all_at(buf, off)).collect()
     }
 
-    /// Reserves the bytes `offset..offset + len` (V11): afterwards the file is at least
+    /// Reserves the bytes `offset..offset + len` (IO6): afterwards the file is at least
     /// `offset + len` bytes long, reading zeros where nothing was written, and a file system
     /// that can has allocated the space, so later writes there are overwrites. Durable after a
     /// sync, like [`VfsFile::set_len`]. The default extends with [`VfsFile::set_len`] when the
@@ -88,7 +88,7 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
         Ok(())
     }
 
-    /// Takes an exclusive advisory lock on the file without waiting (V10): `Ok(true)` if this
+    /// Takes an exclusive advisory lock on the file without waiting (IO5): `Ok(true)` if this
     /// handle holds it now, `Ok(false)` if another open file description holds it (in this or
     /// another process). The lock lasts until [`VfsFile::unlock`] or until the last clone of
     /// the handle is dropped (or its process ends). The default, for file systems that cannot
@@ -208,7 +208,7 @@ impl VfsFile for OsFile {
         self.0.set_len(len)
     }
 
-    /// With `io_uring` on Linux (V12): the whole batch submitted at once, then awaited; where the
+    /// With `io_uring` on Linux (IO7): the whole batch submitted at once, then awaited; where the
     /// kernel refuses `io_uring` (too old, or disabled), one write after the other.
     fn write_all_at_batch(&self, writes: &[(&[u8], u64)]) -> Vec<io::Result<()>> {
         #[cfg(target_os = "linux")]
@@ -221,7 +221,7 @@ impl VfsFile for OsFile {
     }
 
     /// `fallocate` (mode 0) on Linux, where the file system supports it; elsewhere, or where it
-    /// does not (`EOPNOTSUPP`), the default extension (V11).
+    /// does not (`EOPNOTSUPP`), the default extension (IO6).
     fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
         #[cfg(target_os = "linux")]
         {
@@ -229,7 +229,7 @@ impl VfsFile for OsFile {
             let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
                 return Err(io::ErrorKind::InvalidInput.into());
             };
-            // SAFETY: V11 — the descriptor belongs to the `File` borrowed for the whole call, so
+            // SAFETY: IO6 — the descriptor belongs to the `File` borrowed for the whole call, so
             // it is open and refers to this file; `fallocate` takes no pointer.
             let rc = unsafe { libc::fallocate(self.0.as_raw_fd(), 0, off, n) };
             if rc == 0 {
@@ -350,11 +350,11 @@ mod tests {
         fs::remove_dir(&dir).unwrap();
     }
 
-    /// V11, V12: a batch of writes, more than one ring holds, lands as the same writes one by
+    /// IO6, IO7: a batch of writes, more than one ring holds, lands as the same writes one by
     /// one would, also with direct I/O where the file system allows it; `allocate` extends the
     /// file without changing a byte written before.
     #[test]
-    fn v11_v12_batched_writes_and_reservations_land_as_single_writes_would() {
+    fn io6_io7_batched_writes_and_reservations_land_as_single_writes_would() {
         let dir = std::env::temp_dir().join(format!("swizzledb-vfs-batch-{}", std::process::id()));
         OsFs.create_dir_all(&dir).unwrap();
         for direct in [false, true] {
@@ -401,7 +401,7 @@ mod tests {
     }
 
     #[test]
-    fn v10_one_lock_holder_per_file_even_within_a_process() {
+    fn io5_one_lock_holder_per_file_even_within_a_process() {
         let dir = std::env::temp_dir().join(format!("swizzledb-vfs-lock-{}", std::process::id()));
         OsFs.create_dir_all(&dir).unwrap();
         let path = dir.join("f");
@@ -421,7 +421,7 @@ mod tests {
     }
 }
 
-/// Batched writes through `io_uring` (V12).
+/// Batched writes through `io_uring` (IO7).
 #[cfg(target_os = "linux")]
 mod uring {
     use io_uring::{opcode, types, IoUring};
@@ -434,7 +434,7 @@ mod uring {
     const RING: u32 = 128;
 
     thread_local! {
-        // This thread's ring, set up at its first batch and kept (V12): setting a ring up and
+        // This thread's ring, set up at its first batch and kept (IO7): setting a ring up and
         // tearing it down for every batch costs the kernel more than the writes, and its
         // deferred teardown work piles up under many writing threads.
         static THREAD_RING: std::cell::RefCell<Option<IoUring>> = const { std::cell::RefCell::new(None) };
@@ -466,7 +466,7 @@ mod uring {
             for (i, &(buf, off)) in round.iter().enumerate() {
                 let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
                 let sqe = opcode::Write::new(fd, buf.as_ptr(), len).offset(off).build().user_data(i as u64);
-                // SAFETY: V12 — `buf` is borrowed from `writes` for the whole call, and the call
+                // SAFETY: IO7 — `buf` is borrowed from `writes` for the whole call, and the call
                 // does not return before the kernel has completed this entry (the wait below);
                 // the descriptor belongs to `file`, borrowed as long.
                 if unsafe { ring.submission().push(&sqe) }.is_err() {

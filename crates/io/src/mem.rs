@@ -1,4 +1,4 @@
-//! A file system in memory (README V13): the backing of in-memory databases
+//! A file system in memory (README IO8): the backing of in-memory databases
 //! (`Builder::create_in_memory`). Every call succeeds or fails as on a POSIX file system, and
 //! nothing is durable beyond the process: `sync` and `sync_dir` do nothing, and the files go
 //! with the last clone of the `MemFs` and of their handles.
@@ -121,7 +121,7 @@ impl VfsFile for MemFile {
         Ok(())
     }
 
-    /// Nothing to do: nothing outlives the process (V13).
+    /// Nothing to do: nothing outlives the process (IO8).
     fn sync(&self) -> io::Result<()> {
         Ok(())
     }
@@ -204,7 +204,7 @@ impl Vfs for MemFs {
         Ok(())
     }
 
-    /// Nothing to do but check the directory exists: nothing outlives the process (V13).
+    /// Nothing to do but check the directory exists: nothing outlives the process (IO8).
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         if lock(&self.tree).dirs.contains(dir) {
             Ok(())
@@ -224,7 +224,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn v13_positional_io_extends_with_zeros_and_reads_short_at_the_end() {
+    fn io8_positional_io_extends_with_zeros_and_reads_short_at_the_end() {
         let fs = MemFs::new();
         let f = fs.open(Path::new("/a"), OpenMode::CREATE_NEW).unwrap();
         f.write_all_at(b"xyz", 5).unwrap();
@@ -239,7 +239,7 @@ mod tests {
         f.allocate(0, 100).unwrap();
         assert_eq!(f.len().unwrap(), 100);
         f.read_exact_at(&mut two, 4).unwrap();
-        assert_eq!(two, [0, b'x'], "allocate keeps the bytes written (V11)");
+        assert_eq!(two, [0, b'x'], "allocate keeps the bytes written (IO6)");
         f.sync().unwrap();
         let got = f.write_all_at_batch(&[(b"ab", 0), (b"cd", 50)]);
         assert!(got.iter().all(Result::is_ok));
@@ -248,7 +248,7 @@ mod tests {
     }
 
     #[test]
-    fn v13_names_behave_as_posix_ones() {
+    fn io8_names_behave_as_posix_ones() {
         let fs = MemFs::new();
         let kind = |r: io::Result<Arc<dyn VfsFile>>| r.map(|_| ()).unwrap_err().kind();
         assert_eq!(
@@ -267,7 +267,7 @@ mod tests {
         fs.rename(Path::new("/d/b"), Path::new("/d/a")).unwrap();
         let mut buf = [0u8; 3];
         fs.open(Path::new("/d/a"), OpenMode::EXISTING).unwrap().read_exact_at(&mut buf, 0).unwrap();
-        assert_eq!(&buf, b"new", "rename replaces (V3)");
+        assert_eq!(&buf, b"new", "rename replaces (IO3)");
         a.read_exact_at(&mut buf, 0).unwrap();
         assert_eq!(&buf, b"old", "a replaced file lives on in its handle");
         let mut names = fs.list(Path::new("/d")).unwrap();
