@@ -345,32 +345,104 @@ pub fn log(args: &LogArgs) -> ExitCode {
     }
 }
 
-/// A logger for the `log` crate that prints records at or above the level `RUST_LOG` names
-/// (`error`, `warn`, `info`, `debug`, `trace` or `off`; default `warn`; in `env_logger`'s
-/// `target=level,...` form the most verbose level named counts, for every target) on stderr.
-pub struct StderrLogger;
+/// The logger for `RUST_LOG`'s value `spec`: every target at `warn` (warnings and errors), then
+/// `spec`'s directives in `env_logger`'s form over that (`debug`, `swizzledb=debug`,
+/// `swizzledb_wal=trace,swizzledb_buffer=off`; a target names the modules whose path starts
+/// with it, so `swizzledb` covers every engine crate). Each record is one line on stderr,
+/// `level: message`.
+fn logger(spec: Option<&str>) -> env_logger::Builder {
+    let mut builder = env_logger::Builder::new();
+    builder.parse_filters("warn");
+    if let Some(spec) = spec.filter(|s| !s.trim().is_empty()) {
+        builder.parse_filters(spec);
+    }
+    builder.format(|out, record| {
+        let level = record.level().as_str().to_ascii_lowercase();
+        writeln!(out, "{level}: {}", record.args())
+    });
+    builder
+}
 
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::max_level()
+/// Installs [`logger`] for the `RUST_LOG` environment variable as the `log` crate's logger.
+pub fn init_logging() {
+    let spec = std::env::var("RUST_LOG").ok();
+    let _already_set = logger(spec.as_deref()).try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::logger;
+    use log::{Level, Log, Metadata, Record};
+    use std::io::{self, Write};
+    use std::sync::{Arc, Mutex};
+
+    fn enabled(spec: Option<&str>, target: &str, level: Level) -> bool {
+        logger(spec).build().enabled(&Metadata::builder().target(target).level(level).build())
     }
 
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            let level = record.level().as_str().to_ascii_lowercase();
-            eprintln!("{level}: {}", record.args());
+    #[test]
+    fn without_rust_log_warnings_and_errors_pass() {
+        for spec in [None, Some(""), Some("  ")] {
+            assert!(enabled(spec, "swizzledb::open", Level::Error));
+            assert!(enabled(spec, "swizzledb_buffer::pool::evictor", Level::Warn));
+            assert!(!enabled(spec, "swizzledb::open", Level::Info));
+            assert!(!enabled(spec, "swizzledb::logging", Level::Debug));
         }
     }
 
-    fn flush(&self) {}
-}
+    #[test]
+    fn rust_log_filters_by_module_and_keeps_warnings_elsewhere() {
+        let spec = Some("swizzledb_wal=debug");
+        assert!(enabled(spec, "swizzledb_wal::manager", Level::Debug));
+        assert!(!enabled(spec, "swizzledb_wal::manager", Level::Trace));
+        assert!(!enabled(spec, "swizzledb::logging", Level::Debug), "another crate stays at warn");
+        assert!(enabled(spec, "swizzledb::logging", Level::Warn));
 
-/// Installs [`StderrLogger`] at the level `RUST_LOG` names.
-pub fn init_logging() {
-    let level = std::env::var("RUST_LOG")
-        .ok()
-        .and_then(|v| v.split([',', '=']).filter_map(|t| t.trim().parse::<log::LevelFilter>().ok()).max());
-    if log::set_logger(&StderrLogger).is_ok() {
-        log::set_max_level(level.unwrap_or(log::LevelFilter::Warn));
+        // A crate's name is a prefix of its modules' targets, so `swizzledb` names every engine crate.
+        assert!(enabled(Some("swizzledb=debug"), "swizzledb_buffer::pool", Level::Debug));
+        // A module can be quietened below the default, and a level alone applies to every target.
+        assert!(!enabled(Some("swizzledb_buffer=off"), "swizzledb_buffer::pool::evictor", Level::Error));
+        assert!(enabled(Some("swizzledb_buffer=off"), "swizzledb::open", Level::Warn));
+        assert!(enabled(Some("trace"), "anything", Level::Trace));
+        assert!(!enabled(Some("error"), "swizzledb::open", Level::Warn));
+    }
+
+    #[test]
+    fn a_spec_that_does_not_parse_leaves_the_default() {
+        assert!(enabled(Some("verbose"), "swizzledb::open", Level::Warn));
+        assert!(!enabled(Some("verbose"), "swizzledb::open", Level::Info));
+    }
+
+    /// What the logger writes, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_record_is_one_line_of_level_and_message() {
+        let out = Captured::default();
+        let logger = logger(None).target(env_logger::Target::Pipe(Box::new(out.clone()))).build();
+        for (level, msg) in
+            [(Level::Warn, "page 7 is torn"), (Level::Info, "dropped"), (Level::Error, "gone")]
+        {
+            logger.log(
+                &Record::builder().target("swizzledb::open").level(level).args(format_args!("{msg}")).build(),
+            );
+        }
+        logger.flush();
+        assert_eq!(
+            String::from_utf8(out.0.lock().unwrap().clone()).unwrap(),
+            "warn: page 7 is torn\nerror: gone\n"
+        );
     }
 }
