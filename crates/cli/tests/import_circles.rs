@@ -128,6 +128,7 @@ fn tokens(code: &str) -> Vec<&str> {
     out
 }
 
+/// Whether `token` is an identifier or keyword (not a number or punctuation).
 fn is_ident(token: Option<&&str>) -> bool {
     token.is_some_and(|t| t.starts_with(|c: char| c.is_alphabetic() || c == '_'))
 }
