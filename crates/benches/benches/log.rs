@@ -7,7 +7,7 @@
 //!   with no background flusher, so every sync round is a group commit (W6). After each group the
 //!   number of commits served per sync round is printed from `LogStats`.
 //!
-//! Run: `cargo bench -p swizzledb-wal --bench log` (criterion's own options, such as a name
+//! Run: `cargo bench -p swizzledb-benches --bench log` (criterion's own options, such as a name
 //! filter or `--measurement-time`, go after `--`). The log lives in a temporary directory, so
 //! the figures depend on the file system that holds it.
 

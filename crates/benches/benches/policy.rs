@@ -15,7 +15,7 @@
 //!   includes the cache misses a live pool's eviction batch pays.
 //!
 //! Single-threaded: this is the price of the policy's bookkeeping, not of contention (BP-Wrapper's
-//! emulator measures that). Run: `cargo bench -p swizzledb-replacement --bench policy`.
+//! emulator measures that). Run: `cargo bench -p swizzledb-benches --bench policy`.
 
 #![forbid(unsafe_code)]
 

@@ -14,7 +14,7 @@
 //! * `fix_page/<mode>`: `BufferPool::fix_page` by page id (always the page table), shared, on the
 //!   same children, as the page-table baseline in every mode.
 //!
-//! Run: `cargo bench -p swizzledb --bench fix` (about a minute; criterion's own command-line
+//! Run: `cargo bench -p swizzledb-benches --bench fix` (about a minute; criterion's own command-line
 //! options such as `--measurement-time` or a name filter go after `--`).
 
 #![forbid(unsafe_code)]
