@@ -1,5 +1,6 @@
 //! The log manager's errors. Each message says what went wrong and what the caller should do.
 
+use crate::recovery::Damage;
 use std::io;
 use std::path::PathBuf;
 use swizzledb_sync::Lsn;
@@ -67,7 +68,7 @@ pub enum LogError {
          recovery (Recovery::PointInTime) to accept losing everything from {} on",
         .0.lsn, .0.reason, .0.durable, .0.records_beyond, .0.bytes_beyond, .0.lsn
     )]
-    DurableDamage(Box<crate::Damage>),
+    DurableDamage(Box<Damage>),
 
     /// The LSN lies beyond the end of the log.
     #[error("{lsn} was never appended (the log ends at {end}); pass an LSN that append returned")]

@@ -35,10 +35,12 @@ mod frame;
 mod manager;
 mod master;
 mod publish;
+mod recovery;
 mod ring;
 mod segment;
 
 pub use archive::{Archive, Entry as ArchiveEntry, RunSummary};
 pub use error::{LogError, Result};
-pub use manager::{Damage, LogConfig, LogManager, LogScan, LogStats, OpenReport, Recovery};
+pub use manager::{LogConfig, LogManager, LogScan, LogStats};
+pub use recovery::{Damage, OpenReport, Recovery};
 pub use swizzledb_sync::Lsn;
