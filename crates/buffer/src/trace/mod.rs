@@ -28,7 +28,8 @@
 //! One job per file: the file's types and constants (`format.rs`), its errors (`error.rs`), the
 //! block encoding every producer shares (`encode.rs`), the pool's recorder (`recorder.rs`), the
 //! writer for other producers (`writer.rs`), the reader (`reader.rs`), and what is derived from
-//! a trace: reference strings and CSV (`export.rs`).
+//! a trace: reference strings and CSV (`export.rs`). The unit tests (`tests.rs`) sit above them
+//! all: round trips through the writer, the reader and the export.
 
 mod encode;
 mod error;
@@ -37,7 +38,7 @@ mod format;
 mod reader;
 mod recorder;
 #[cfg(test)]
-mod test_support;
+mod tests;
 mod writer;
 
 pub use error::TraceError;

@@ -86,25 +86,3 @@ impl std::fmt::Debug for TraceWriter {
         f.debug_struct("TraceWriter").field("path", &self.sink.path).finish_non_exhaustive()
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::test_support::header;
-    use super::*;
-    use crate::trace::EventKind;
-    use swizzledb_sync::LatchMode;
-
-    #[test]
-    fn b17_writer_rejects_events_the_format_cannot_hold() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut w = TraceWriter::create(&dir.path().join("t"), &header()).unwrap();
-        let mut e = TraceEvent::fix(0, 0, 1, None, LatchMode::Shared, true);
-        e.kind = EventKind::Read;
-        assert!(matches!(w.write(&e), Err(TraceError::InvalidEvent { .. })));
-        e.kind = EventKind::Unfix;
-        assert!(w.write(&e).is_err_and(|e| e.to_string().contains("hit/miss")));
-        e.hit = None;
-        w.write(&e).unwrap();
-        assert_eq!(w.finish().unwrap().events, 1);
-    }
-}
