@@ -34,9 +34,10 @@ pub use file::PageFile;
 pub use guard::{Exclusive, ExclusiveGuard, LatchKind, PageGuard, Shared, SharedGuard};
 pub use log_flush::LogFlush;
 pub use meta::{validate_tree_name, Meta, MAX_TREE_NAME};
-pub use pool::{
-    Allocation, BufferPool, EvictorHandle, FilePage, FileState, PageOwner, PageView, Step, MIN_FRAMES,
-};
+pub use pool::evictor::EvictorHandle;
+pub use pool::propagate::FilePage;
+pub use pool::view::{PageView, Step};
+pub use pool::{Allocation, BufferPool, FileState, PageOwner, MIN_FRAMES};
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};

@@ -9,15 +9,12 @@
 mod alloc;
 mod catalog;
 mod evict;
-mod evictor;
+pub(crate) mod evictor;
 mod fix;
 mod flush;
 mod free;
-mod propagate;
-mod view;
-
-pub use evictor::EvictorHandle;
-pub use propagate::FilePage;
+pub(crate) mod propagate;
+pub(crate) mod view;
 
 use crate::aligned::AlignedBuf;
 use crate::error::{BufferError, Result};
@@ -38,7 +35,6 @@ use swizzledb_replacement::{FrameHook, Policy};
 use swizzledb_sync::{FrameId, Latch, LatchMode, PageId};
 
 pub use crate::config::{PoolConfig, PoolMode};
-pub use view::{PageView, Step};
 
 /// Smallest pool, in frames.
 pub const MIN_FRAMES: usize = 16;
@@ -156,7 +152,7 @@ pub struct BufferPool {
     /// The write-ahead log (B18–B20); `None` when logging is off.
     log: Option<Arc<dyn LogFlush>>,
     /// Stripes of per-page file write locks (B26): every write of a page to the file holds its
-    /// stripe, and so does a writer outside the pool ([`FilePage`]).
+    /// stripe, and so does a writer outside the pool ([`crate::FilePage`]).
     write_locks: Box<[Mutex<()>]>,
     /// B27: eviction may leave dirty pages to the log.
     write_elision: bool,

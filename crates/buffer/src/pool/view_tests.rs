@@ -2,6 +2,7 @@
 //! the child's eviction, the frame's reuse — makes its next validation or step fail.
 
 use super::race_tests::{evict_to_front, inner, Owner, COUNT, SWIPS};
+use super::view::Step;
 use super::*;
 use crate::guard::{Exclusive, Shared};
 use crate::page::{self, get_u16, get_u64, PageType};
