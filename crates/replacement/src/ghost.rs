@@ -17,7 +17,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::PageId;
+use swizzledb_sync::PageId;
 
 /// No slot: the end of the order.
 const NIL: u32 = u32::MAX;

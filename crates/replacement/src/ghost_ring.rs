@@ -26,7 +26,7 @@
 //! Every operation is O(1) (packing amortized) and allocates nothing after construction. The
 //! ring is not synchronized; 2Q keeps it under its mutex.
 
-use crate::PageId;
+use swizzledb_sync::PageId;
 
 /// A page id as a nonzero word: `id + 1` (ids are below 2^63).
 fn word(page: PageId) -> u64 {

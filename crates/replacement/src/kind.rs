@@ -4,9 +4,11 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::{
-    ArcPolicy, Car, Clock, ClockPro, Fifo, Gclock, GclockSweep, HotCold, Lirs, Lru, LruK, Mq, Mru, Policy,
+    ArcPolicy, Car, Clock, ClockPro, Fifo, Gclock, GclockSweep, HotCold, Lirs, Lru, LruK, Mq, Mru,
     RandomPolicy, S3Fifo, Sieve, TwoQ,
 };
+
+use crate::policy::Policy;
 
 /// The accepted spellings, for error messages.
 const ACCEPTED: &str = "random, fifo, clock, lru, sieve, gclock, gclock:K, gclock(k=K), gclock-sweep, \

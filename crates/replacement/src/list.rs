@@ -18,7 +18,9 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use crate::{PageId, Rejection};
+use crate::policy::Rejection;
+
+use swizzledb_sync::PageId;
 
 /// No index: the end of a list.
 const NIL: usize = usize::MAX;

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use crate::FrameId;
+use swizzledb_sync::FrameId;
 
 /// What a frame holds, as the policy knows it.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]

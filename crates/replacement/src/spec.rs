@@ -3,7 +3,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{BpConfig, BpConfigError, BpWrapper, LeafOnly, Policy, PolicyKind, UnknownPolicy, Variant};
+use crate::{BpConfig, BpConfigError, BpWrapper, LeafOnly, PolicyKind, UnknownPolicy, Variant};
+
+use crate::policy::Policy;
 
 /// The prefix that restricts a policy to the leaves of the cached subtree.
 const LEAF_PREFIX: &str = "leaf-";
@@ -145,11 +147,12 @@ mod tests {
         assert_eq!(bpw.build_with_queue(8, 1, 1, 1).unwrap().name(), "bpw-batch-lru");
         // T = 1: every access commits at once, so the lock is taken once per access.
         let policy = bpw.build_with_queue(8, 1, 1, 1).unwrap();
-        let hooks: Vec<crate::FrameHook> = (0..8).map(|_| crate::FrameHook::default()).collect();
+        let hooks: Vec<crate::policy::FrameHook> =
+            (0..8).map(|_| crate::policy::FrameHook::default()).collect();
         for f in 0..8u32 {
             policy.on_insert(
-                crate::FrameId(f),
-                crate::PageId::new(u64::from(f) + 1).unwrap(),
+                swizzledb_sync::FrameId(f),
+                swizzledb_sync::PageId::new(u64::from(f) + 1).unwrap(),
                 &hooks[f as usize],
             );
         }

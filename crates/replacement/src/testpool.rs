@@ -7,7 +7,8 @@
 
 use proptest::prelude::*;
 
-use crate::{FrameId, PageId, Policy, Rejection, TestHooks};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// What the pool does with a proposal.
 #[derive(Copy, Clone, Debug)]
@@ -221,4 +222,55 @@ pub(crate) fn replay(capacity: usize, trace: &[u64], policy: &dyn Policy) -> Vec
             (hit, pool.fix(policy, page))
         })
         .collect()
+}
+
+/// Fresh hooks for the policies' unit tests. `[FrameHook]` is unsized, so a slice cannot itself be passed
+/// as `&dyn HookTable`; this sized owner can, and derefs to the slice for per-frame access.
+pub(crate) struct TestHooks(Box<[FrameHook]>);
+
+impl TestHooks {
+    /// `capacity` hooks holding 0.
+    pub(crate) fn new(capacity: usize) -> TestHooks {
+        TestHooks((0..capacity).map(|_| FrameHook::new()).collect())
+    }
+
+    /// Loads `frames` (frame `f` holds page `f + 1`), as the pool would after misses.
+    pub(crate) fn insert(&self, policy: &dyn Policy, frames: &[u32]) {
+        for &f in frames {
+            policy.on_insert(FrameId(f), PageId::new(u64::from(f) + 1).unwrap(), &self.0[f as usize]);
+        }
+    }
+
+    /// Reports a hit on each of `frames`.
+    pub(crate) fn hit(&self, policy: &dyn Policy, frames: &[u32]) {
+        for &f in frames {
+            policy.on_hit(FrameId(f), &self.0[f as usize]);
+        }
+    }
+
+    /// Takes the policy's next candidate and evicts it, as the pool would.
+    pub(crate) fn evict(&self, policy: &dyn Policy) -> u32 {
+        let victim = policy.next_candidate(self).unwrap();
+        policy.on_remove(victim, true, &self.0[victim.index()]);
+        victim.0
+    }
+
+    /// Every hook's value, by frame.
+    pub(crate) fn bits(&self) -> Vec<u32> {
+        self.0.iter().map(FrameHook::get).collect()
+    }
+}
+
+impl std::ops::Deref for TestHooks {
+    type Target = [FrameHook];
+
+    fn deref(&self) -> &[FrameHook] {
+        &self.0
+    }
+}
+
+impl HookTable for TestHooks {
+    fn hook(&self, frame: FrameId) -> &FrameHook {
+        self.0.hook(frame)
+    }
 }

@@ -16,7 +16,8 @@ use super::frames::NO_PAGE;
 use super::queue::{Access, Entry, Slot};
 use super::stats::bump;
 use super::{BpWrapper, HOOK_CHANGES, HOOK_NOTHING};
-use crate::{FrameHook, FrameId, HitEffect};
+use crate::policy::{FrameHook, HitEffect};
+use swizzledb_sync::FrameId;
 
 impl BpWrapper {
     /// Queues (or, without batching, applies at once) an access to a resident frame; `hook` is

@@ -46,7 +46,8 @@ use super::frames::{unslot, NO_PAGE};
 use super::lock::Guard;
 use super::queue::{word_frame, Access, Entry, Slot, KIND_HIT, KIND_INSERT};
 use super::BpWrapper;
-use crate::{FrameId, QueuedHook};
+use crate::policy::QueuedHook;
+use swizzledb_sync::FrameId;
 
 /// Queued entries handed to the inner policy's `prefetch_accesses` at a time (a stack buffer).
 const PREFETCH_CHUNK: usize = 64;

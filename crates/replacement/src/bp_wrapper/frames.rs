@@ -33,7 +33,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::BpWrapper;
-use crate::{Evictor, FrameHook, FrameId, HookTable, PageId, Rejection, Verdict};
+use crate::policy::{Evictor, FrameHook, HookTable, Rejection, Verdict};
+use swizzledb_sync::{FrameId, PageId};
 
 /// No page: the frame is free as far as the wrapper knows. Pages are stored as id + 1 (`slot`),
 /// since page 0 is a valid page id.

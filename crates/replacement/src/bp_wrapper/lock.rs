@@ -23,7 +23,8 @@ use parking_lot::ReentrantMutexGuard;
 
 use super::stats::{bump, Counters};
 use super::BpWrapper;
-use crate::{FrameId, QueuedHook};
+use crate::policy::QueuedHook;
+use swizzledb_sync::FrameId;
 
 /// One lock acquisition in this many is timed, for the hold-time estimate (two clock reads per
 /// acquisition would lengthen the critical section they measure).

@@ -154,7 +154,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::ReentrantMutex;
 
-use crate::{check_capacity, Evictor, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::capacity::check_capacity;
+
+use crate::policy::{Evictor, FrameHook, HookTable, Policy, Rejection};
+
+use swizzledb_sync::{FrameId, PageId};
 
 pub use config::{BpConfig, BpConfigError, Variant};
 pub use queue::QUEUE_SLOTS;

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use super::stats::bump_own;
-use crate::FrameId;
+use swizzledb_sync::FrameId;
 
 /// Per-thread queues per wrapper; a thread numbered beyond them applies accesses under the lock
 /// (`bp_wrapper` module doc).

@@ -5,7 +5,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::*;
-use crate::{HitEffect, Lru, TestHooks, Verdict};
+use crate::policy::{HitEffect, Verdict};
+use crate::testpool::TestHooks;
+use crate::Lru;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 

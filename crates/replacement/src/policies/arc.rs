@@ -85,9 +85,11 @@
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
 use crate::list::{Place, TwoLists};
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 struct State {
     /// T1 (`first`) and T2 (`second`), each from the LRU end (tail) to the MRU end (head).
@@ -319,7 +321,7 @@ mod tests {
 
     use super::*;
     use crate::testpool as sim;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     fn page(id: u64) -> PageId {
         PageId::new(id).unwrap()

@@ -84,8 +84,10 @@
 use parking_lot::Mutex;
 
 use super::arc::History;
+use crate::capacity::{check_capacity, frame_id};
 use crate::list::{Place, TwoLists};
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 struct State {
     /// T1 (`first`) and T2 (`second`), each from the head (oldest) to the tail (newest).
@@ -211,7 +213,7 @@ mod tests {
 
     use super::*;
     use crate::testpool as sim;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     fn load(policy: &Car, h: &TestHooks, frame: u32, id: u64) {
         policy.on_insert(FrameId(frame), PageId::new(id).unwrap(), &h[frame as usize]);

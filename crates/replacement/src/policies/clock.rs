@@ -26,8 +26,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::capacity::{check_capacity, frame_id};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
 use crate::residency::{Residency, State};
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// CLOCK: a reference bit per frame in its hook, and a clock hand.
 ///
@@ -148,7 +150,7 @@ impl Policy for Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     /// Capacity 4, frames 0..4 loaded, hits on 0 and 2.
     /// - Hand at 0: clears 0, proposes 1 (hand -> 2).

@@ -103,9 +103,11 @@
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
 use crate::list::FrameList;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// Share of the frames that bounds the cold target from below (and the hot share from below),
 /// in percent: 1%, LIRS's resident-HIR share.
@@ -545,8 +547,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::testpool::TestHooks;
     use crate::testpool::{self as sim, Pool};
-    use crate::TestHooks;
 
     fn clock(policy: &ClockPro) -> Vec<usize> {
         policy.state.lock().clock.oldest_first()

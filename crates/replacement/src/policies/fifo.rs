@@ -25,8 +25,10 @@
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::list::Tracked;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HitEffect, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HitEffect, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// FIFO replacement: a queue of resident frames in insertion order under a mutex.
 ///
@@ -99,7 +101,7 @@ impl Policy for Fifo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     /// Proposes and evicts `n` victims.
     fn evict(policy: &Fifo, h: &TestHooks, n: usize) -> Vec<u32> {

@@ -89,7 +89,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::capacity::{check_capacity, frame_id};
+
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+
+use swizzledb_sync::{FrameId, PageId};
 
 /// Hook value of a frame the pool rejected as a root: skipped by the hand, never decremented,
 /// left alone by hits, and cleared only by removal or a new insert.
@@ -355,7 +359,7 @@ impl Policy for GclockSweep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     fn hooks(capacity: usize) -> TestHooks {
         TestHooks::new(capacity)

@@ -46,11 +46,11 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::batch::{evict_batch_locked, LockedBatch};
+use crate::capacity::{check_capacity, frame_id};
 use crate::list::{Queues, SearchQueues};
-use crate::{
-    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HitEffect, HookTable,
-    LockedBatch, PageId, Policy, QueuedHook, Rejection, Verdict,
-};
+use crate::policy::{Evictor, FrameHook, HitEffect, HookTable, Policy, QueuedHook, Rejection, Verdict};
+use swizzledb_sync::{FrameId, PageId};
 
 /// Pages hit while cold, in the order they became hot (oldest first).
 const HOT: usize = 0;
@@ -273,7 +273,7 @@ mod tests {
 
     use super::*;
     use crate::testpool as sim;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     /// (hot, cold) frames oldest first.
     fn lists(policy: &HotCold) -> (Vec<usize>, Vec<usize>) {

@@ -12,11 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::list::FrameList;
-use crate::{
-    check_capacity, evict_one_by_one, frame_id, Evictor, FrameHook, FrameId, HookTable, PageId, Policy,
-    Rejection,
-};
+use crate::policy::{evict_one_by_one, Evictor, FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// No page: the frame is free as far as the wrapper knows.
 const NO_PAGE: u64 = 0;
@@ -198,7 +197,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::{Lru, TestHooks};
+    use crate::testpool::TestHooks;
+    use crate::Lru;
 
     /// An inner policy that checks R1 strictly (no hook for a frame it does not track) and
     /// proposes its lowest tracked frame.
@@ -264,10 +264,10 @@ mod tests {
         fn wants_more(&mut self) -> bool {
             self.left > 0
         }
-        fn try_evict(&mut self, frame: FrameId) -> crate::Verdict {
+        fn try_evict(&mut self, frame: FrameId) -> crate::policy::Verdict {
             self.left -= 1;
             self.victims.push(frame.0);
-            crate::Verdict::Evicted
+            crate::policy::Verdict::Evicted
         }
     }
 

@@ -90,9 +90,11 @@
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
 use crate::list::FrameList;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// Share of the frames reserved for resident HIR pages, in percent (the paper's 1%).
 const HIR_PERCENT: usize = 1;
@@ -443,8 +445,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::testpool::TestHooks;
     use crate::testpool::{self as sim, Pool};
-    use crate::TestHooks;
 
     /// The blocks of the example, A..E, as the simulated pool's pages 0..4.
     fn block(name: char) -> u64 {

@@ -31,11 +31,11 @@
 
 use parking_lot::Mutex;
 
+use crate::batch::{evict_batch_locked, LockedBatch};
+use crate::capacity::{check_capacity, frame_id};
 use crate::list::Tracked;
-use crate::{
-    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HookTable, LockedBatch,
-    PageId, Policy, QueuedHook, Rejection, Verdict,
-};
+use crate::policy::{Evictor, FrameHook, HookTable, Policy, QueuedHook, Rejection, Verdict};
+use swizzledb_sync::{FrameId, PageId};
 
 struct State {
     /// `queue` runs from the LRU end (tail, oldest) to the MRU end (head, newest).
@@ -212,7 +212,7 @@ impl Policy for Lru {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     fn order(policy: &Lru) -> Vec<usize> {
         policy.state.lock().tracked.queue.oldest_first()

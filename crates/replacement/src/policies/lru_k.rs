@@ -63,9 +63,11 @@ use std::ops::Bound;
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
 use crate::list::Queues;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// Where a frame stands.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -332,7 +334,7 @@ impl Policy for LruK {
 mod tests {
     use super::*;
     use crate::testpool as sim;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
     use proptest::prelude::*;
 
     fn pid(page: u64) -> PageId {

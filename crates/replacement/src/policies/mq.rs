@@ -63,9 +63,11 @@
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
 use crate::list::SearchQueues;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// Number of sample distances between two re-estimations of `lifeTime`.
 const LIFETIME_EPOCH: u32 = 256;
@@ -303,7 +305,7 @@ impl Policy for Mq {
 mod tests {
     use super::*;
     use crate::testpool as sim;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
     use proptest::prelude::*;
     use std::collections::{HashMap, VecDeque};
 

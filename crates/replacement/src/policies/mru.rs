@@ -35,8 +35,10 @@
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::list::Queues;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// The list of unblocked resident frames, from least (oldest) to most recently used (newest).
 const RESIDENT: usize = 0;
@@ -166,7 +168,7 @@ impl Policy for Mru {
 mod tests {
     use super::*;
     use crate::testpool as sim;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
     use proptest::prelude::*;
 
     fn order(policy: &Mru) -> Vec<usize> {

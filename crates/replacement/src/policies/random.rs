@@ -40,8 +40,10 @@ use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::capacity::{check_capacity, frame_id};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
 use crate::residency::{Residency, State};
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// Random probing is used while at least `1 / DENSITY_DIVISOR` of the frames are resident.
 const DENSITY_DIVISOR: usize = 4;
@@ -145,7 +147,7 @@ impl Policy for RandomPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     fn page(n: u64) -> PageId {
         PageId::new(n).unwrap()

@@ -82,9 +82,11 @@
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
 use crate::list::{Place, TwoLists};
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 /// The counter's cap: two bits.
 const MAX_FREQ: u32 = 3;
@@ -240,7 +242,7 @@ mod tests {
 
     use super::*;
     use crate::testpool as sim;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     fn load(policy: &S3Fifo, h: &TestHooks, frame: u32, id: u64) {
         policy.on_insert(FrameId(frame), PageId::new(id).unwrap(), &h[frame as usize]);

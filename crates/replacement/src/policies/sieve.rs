@@ -42,8 +42,10 @@
 
 use parking_lot::Mutex;
 
+use crate::capacity::{check_capacity, frame_id};
 use crate::list::Tracked;
-use crate::{check_capacity, frame_id, FrameHook, FrameId, HookTable, PageId, Policy, Rejection};
+use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use swizzledb_sync::{FrameId, PageId};
 
 struct State {
     /// `queue` runs from the tail (oldest) to the head (newest insert).
@@ -164,7 +166,7 @@ impl Policy for Sieve {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
 
     /// Hand-worked example (module docs), capacity 4, queue written tail (oldest) first:
     /// - load 0 1 2 3, hit 0 1: hand starts at the tail, clears 0 and 1, proposes 2.

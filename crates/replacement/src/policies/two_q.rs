@@ -80,12 +80,12 @@
 
 use parking_lot::Mutex;
 
+use crate::batch::{evict_batch_locked, LockedBatch};
+use crate::capacity::{check_capacity, frame_id};
 use crate::ghost_ring::GhostRing;
 use crate::list::{ListBytes, Queues, SearchQueues};
-use crate::{
-    check_capacity, evict_batch_locked, frame_id, Evictor, FrameHook, FrameId, HitEffect, HookTable,
-    LockedBatch, PageId, Policy, QueuedHook, Rejection, Verdict,
-};
+use crate::policy::{Evictor, FrameHook, HitEffect, HookTable, Policy, QueuedHook, Rejection, Verdict};
+use swizzledb_sync::{FrameId, PageId};
 
 /// First-time pages, FIFO (oldest first).
 const A1IN: usize = 0;
@@ -382,7 +382,7 @@ impl Policy for TwoQ {
 mod tests {
     use super::*;
     use crate::testpool as sim;
-    use crate::TestHooks;
+    use crate::testpool::TestHooks;
     use proptest::prelude::*;
     use std::collections::VecDeque;
 
