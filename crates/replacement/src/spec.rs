@@ -10,20 +10,6 @@ use crate::policy::Policy;
 /// The prefix that restricts a policy to the leaves of the cached subtree.
 const LEAF_PREFIX: &str = "leaf-";
 
-/// The BP-Wrapper prefixes, one per variant: `locked-` is the instrumented baseline (the lock on
-/// every access), `bpw-` the full wrapper, `bpw-batch-` and `bpw-pref-` the two techniques alone.
-const BPW_PREFIXES: [(&str, Variant); 4] = [
-    ("locked-", Variant::None),
-    ("bpw-batch-", Variant::Batching),
-    ("bpw-pref-", Variant::Prefetching),
-    ("bpw-", Variant::Both),
-];
-
-/// The prefix that names `variant` (also the prefix of the wrapper's [`Policy::name`]).
-pub(crate) fn bpw_prefix(variant: Variant) -> &'static str {
-    BPW_PREFIXES.iter().find(|(_, v)| *v == variant).map_or("bpw-", |(p, _)| p)
-}
-
 /// A replacement policy and how it is wrapped. Parses as a [`PolicyKind`] spelling, optionally
 /// prefixed with a BP-Wrapper prefix ([`BpWrapper`]: `bpw-` batching and prefetching, `bpw-batch-`,
 /// `bpw-pref-`, or `locked-` for the same lock taken on every access) and, before that, with
@@ -99,7 +85,7 @@ impl fmt::Display for PolicySpec {
             f.write_str(LEAF_PREFIX)?;
         }
         if let Some(variant) = self.bp_wrapper {
-            f.write_str(bpw_prefix(variant))?;
+            f.write_str(variant.prefix())?;
         }
         self.kind.fmt(f)
     }
@@ -120,7 +106,7 @@ impl FromStr for PolicySpec {
             Some(rest) => (true, rest),
             None => (false, rest),
         };
-        let (bp_wrapper, rest) = BPW_PREFIXES
+        let (bp_wrapper, rest) = Variant::PREFIXES
             .iter()
             .find_map(|&(prefix, variant)| Some((Some(variant), strip_prefix_ignore_case(rest, prefix)?)))
             .unwrap_or((None, rest));

@@ -1,7 +1,7 @@
 //! The wrapper's parameters: which of the paper's techniques are on, S and T.
 //!
 //! The variants are spelled `locked-`, `bpw-pref-`, `bpw-batch-` and `bpw-` in policy names
-//! (`spec.rs`). S and T default to the paper's PostgreSQL setting (64 and 32);
+//! (`Variant::PREFIXES`, parsed in `spec.rs`). S and T default to the paper's PostgreSQL setting (64 and 32);
 //! `PolicySpec::build_with_queue` and the pool's `bp_queue_size` and `bp_batch_threshold` set
 //! others, and `BpWrapper::with_config` refuses a T outside `1..=S` with [`BpConfigError`].
 
@@ -20,6 +20,21 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// The prefixes that name the variants in policy names, one per variant (parsed by
+    /// `PolicySpec`): `locked-` is the instrumented baseline (the lock on every access), `bpw-`
+    /// the full wrapper, `bpw-batch-` and `bpw-pref-` the two techniques alone.
+    pub(crate) const PREFIXES: [(&str, Variant); 4] = [
+        ("locked-", Variant::None),
+        ("bpw-batch-", Variant::Batching),
+        ("bpw-pref-", Variant::Prefetching),
+        ("bpw-", Variant::Both),
+    ];
+
+    /// The prefix that names the variant (also the prefix of the wrapper's `Policy::name`).
+    pub(crate) fn prefix(self) -> &'static str {
+        Variant::PREFIXES.iter().find(|(_, v)| *v == self).map_or("bpw-", |(p, _)| p)
+    }
+
     pub(super) fn batches(self) -> bool {
         matches!(self, Variant::Batching | Variant::Both)
     }

@@ -283,7 +283,7 @@ impl BpWrapper {
 
 impl Policy for BpWrapper {
     fn name(&self) -> String {
-        format!("{}{}", crate::spec::bpw_prefix(self.config.variant), self.inner.name())
+        format!("{}{}", self.config.variant.prefix(), self.inner.name())
     }
 
     /// Publishes the frame's page, then queues the insert like a hit (the paper's miss path
