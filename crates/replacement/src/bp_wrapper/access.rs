@@ -133,8 +133,8 @@ impl BpWrapper {
                 swizzledb_sync::hint::prefetch(words);
             }
         }
-        let guard = match self.lock.try_lock() {
-            Some(guard) => self.acquired(guard),
+        let guard = match self.lock.try_lock(&self.counters) {
+            Some(guard) => guard,
             None => {
                 bump(&self.counters.failed_try_locks);
                 if len < self.config.queue_size {

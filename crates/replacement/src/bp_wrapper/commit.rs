@@ -108,12 +108,12 @@ impl BpWrapper {
     #[inline(never)]
     fn admit(&self, entry: Entry, calls: &mut Vec<(FrameId, QueuedHook)>) -> bool {
         let index = entry.frame.index();
-        let held = self.held(index);
+        let held = self.frames.held(index);
         if held != entry.page {
             if held != NO_PAGE || self.frames.0[index].page.load(Ordering::Acquire) != entry.page {
                 return false;
             }
-            self.set_held(index, entry.page);
+            self.frames.set_held(index, entry.page);
             calls.push((entry.frame, QueuedHook::Insert(unslot(entry.page))));
         }
         match entry.access {
@@ -170,7 +170,7 @@ impl BpWrapper {
             let (page, word) = queue.words(i);
             // The common entry, a hit on a frame the inner policy holds with the hit's page
             // (step 1), without decoding it; anything else through `admit`.
-            if word >> 32 == KIND_HIT && self.holds(word_frame(word), page) {
+            if word >> 32 == KIND_HIT && self.frames.holds(word_frame(word), page) {
                 calls.push((word_frame(word), QueuedHook::Hit));
                 applied += 1;
             } else {

@@ -32,7 +32,6 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::BpWrapper;
 use crate::policy::{Evictor, FrameHook, HookTable, Rejection, Verdict};
 use swizzledb_sync::{FrameId, PageId};
 
@@ -82,7 +81,7 @@ impl HookTable for Frames {
 /// The pool frees the batch's victims only after the batch (R10), so no frame is republished
 /// before its removal is recorded.
 pub(super) struct Victims<'a> {
-    pub(super) wrapper: &'a BpWrapper,
+    pub(super) frames: &'a Frames,
     pub(super) pool: &'a mut dyn Evictor,
 }
 
@@ -96,10 +95,10 @@ impl Evictor for Victims<'_> {
         let index = frame.index();
         match verdict {
             Verdict::Evicted => {
-                self.wrapper.set_held(index, NO_PAGE);
-                self.wrapper.frames.0[index].page.store(NO_PAGE, Ordering::Release);
+                self.frames.set_held(index, NO_PAGE);
+                self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
             }
-            Verdict::Rejected(Rejection::NotResident) => self.wrapper.set_held(index, NO_PAGE),
+            Verdict::Rejected(Rejection::NotResident) => self.frames.set_held(index, NO_PAGE),
             Verdict::Rejected(_) => {}
         }
         verdict
@@ -108,17 +107,17 @@ impl Evictor for Victims<'_> {
     /// The pool's descriptor and the wrapper's words for the frame.
     fn prefetch(&mut self, frame: FrameId) {
         self.pool.prefetch(frame);
-        if let Some(words) = self.wrapper.frames.0.get(frame.index()) {
+        if let Some(words) = self.frames.0.get(frame.index()) {
             swizzledb_sync::hint::prefetch(words);
         }
     }
 }
 
-impl BpWrapper {
+impl Frames {
     /// The page the inner policy holds `index` with; the caller holds the lock.
     #[inline(always)]
     pub(super) fn held(&self, index: usize) -> u64 {
-        let words = &self.frames.0[index];
+        let words = &self.0[index];
         if words.held.load(Ordering::Relaxed) {
             words.page.load(Ordering::Relaxed)
         } else {
@@ -130,7 +129,7 @@ impl BpWrapper {
     /// the lock.
     #[inline(always)]
     pub(super) fn holds(&self, frame: FrameId, page: u64) -> bool {
-        self.frames.0.get(frame.index()).is_some_and(|words| {
+        self.0.get(frame.index()).is_some_and(|words| {
             words.held.load(Ordering::Relaxed) && words.page.load(Ordering::Relaxed) == page
         })
     }
@@ -138,7 +137,7 @@ impl BpWrapper {
     /// Records that the inner policy holds the frame with `page`, which is `pages[f]`, or with
     /// nothing (`NO_PAGE`); the caller holds the lock.
     pub(super) fn set_held(&self, index: usize, page: u64) {
-        let words = &self.frames.0[index];
+        let words = &self.0[index];
         debug_assert!(page == NO_PAGE || page == words.page.load(Ordering::Relaxed), "held[f] is pages[f]");
         words.held.store(page != NO_PAGE, Ordering::Relaxed);
     }

@@ -16,13 +16,12 @@
 //! spinning there made things worse). The measurements are in `docs/ding.md`.
 
 use std::cell::RefCell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use parking_lot::ReentrantMutexGuard;
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 
 use super::stats::{bump, Counters};
-use super::BpWrapper;
 use crate::policy::QueuedHook;
 use swizzledb_sync::FrameId;
 
@@ -33,6 +32,16 @@ const HOLD_SAMPLE: u64 = 16;
 /// `try_lock` attempts of an eviction batch, 64 spin hints apart (several microseconds in all),
 /// before it blocks on the lock.
 const EVICTION_SPINS: usize = 20;
+
+/// The wrapper's lock: serializes every call into the inner policy. Reentrant: an eviction batch
+/// holds it while the pool runs code (un-swizzling a parent) that reports hooks back to the
+/// wrapper. The wrapper's counters are passed in, for the acquisitions, waits and hold times.
+pub(super) struct Lock {
+    /// The mutex and the state under it.
+    pub(super) mutex: ReentrantMutex<RefCell<Locked>>,
+    /// Set while a thread spins for the lock in `lock_for_eviction` (one spinner at a time).
+    spinning: AtomicBool,
+}
 
 /// State under the lock.
 pub(super) struct Locked {
@@ -68,18 +77,24 @@ impl Drop for Guard<'_> {
     }
 }
 
-impl BpWrapper {
+impl Lock {
+    /// The lock, free, over empty state.
+    pub(super) fn new() -> Lock {
+        let locked = Locked { calls: Vec::new(), depth: 0, acquisitions: 0 };
+        Lock { mutex: ReentrantMutex::new(RefCell::new(locked)), spinning: AtomicBool::new(false) }
+    }
+
     /// Counts an acquisition and starts timing it if it is a sampled one (outermost only).
-    pub(super) fn acquired<'a>(&'a self, guard: ReentrantMutexGuard<'a, RefCell<Locked>>) -> Guard<'a> {
+    fn acquired<'a>(guard: ReentrantMutexGuard<'a, RefCell<Locked>>, counters: &'a Counters) -> Guard<'a> {
         let timed = {
             let mut state = guard.borrow_mut();
             state.depth += 1;
             if state.depth > 1 {
                 None // nested in this thread's own acquisition
             } else {
-                bump(&self.counters.lock_acquisitions);
+                bump(&counters.lock_acquisitions);
                 state.acquisitions += 1;
-                state.acquisitions.is_multiple_of(HOLD_SAMPLE).then(|| (Instant::now(), &self.counters))
+                state.acquisitions.is_multiple_of(HOLD_SAMPLE).then(|| (Instant::now(), counters))
             }
         };
         Guard { guard, timed }
@@ -87,16 +102,22 @@ impl BpWrapper {
 
     /// Takes the lock, blocking; counts a wait, and the nanoseconds it took, if another thread
     /// held it.
-    pub(super) fn lock(&self) -> Guard<'_> {
-        let guard = self.lock.try_lock().unwrap_or_else(|| {
-            bump(&self.counters.blocking_waits);
+    pub(super) fn lock<'a>(&'a self, counters: &'a Counters) -> Guard<'a> {
+        let guard = self.mutex.try_lock().unwrap_or_else(|| {
+            bump(&counters.blocking_waits);
             let started = Instant::now();
-            let guard = self.lock.lock();
+            let guard = self.mutex.lock();
             let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            self.counters.wait_nanos.fetch_add(nanos, Ordering::Relaxed);
+            counters.wait_nanos.fetch_add(nanos, Ordering::Relaxed);
             guard
         });
-        self.acquired(guard)
+        Lock::acquired(guard, counters)
+    }
+
+    /// Takes the lock if it is free (or held by this thread), without blocking; counts the
+    /// acquisition as `lock` does, and nothing if it fails.
+    pub(super) fn try_lock<'a>(&'a self, counters: &'a Counters) -> Option<Guard<'a>> {
+        self.mutex.try_lock().map(|guard| Lock::acquired(guard, counters))
     }
 
     /// Takes the lock for an eviction batch: spins on `try_lock` for a few microseconds (a commit
@@ -106,11 +127,11 @@ impl BpWrapper {
     ///
     /// Only one thread spins at a time: where many threads evict at once (every miss in the
     /// emulator's all-miss mode), spinners would take the cores from the lock holder.
-    pub(super) fn lock_for_eviction(&self) -> Guard<'_> {
+    pub(super) fn lock_for_eviction<'a>(&'a self, counters: &'a Counters) -> Guard<'a> {
         if self.spinning.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
             let mut taken = None;
             for _ in 0..EVICTION_SPINS {
-                if let Some(guard) = self.lock.try_lock() {
+                if let Some(guard) = self.mutex.try_lock() {
                     taken = Some(guard);
                     break;
                 }
@@ -120,9 +141,9 @@ impl BpWrapper {
             }
             self.spinning.store(false, Ordering::Release);
             if let Some(guard) = taken {
-                return self.acquired(guard);
+                return Lock::acquired(guard, counters);
             }
         }
-        self.lock()
+        self.lock(counters)
     }
 }

@@ -135,7 +135,9 @@
 //! the batch's evictor), `lock.rs` (the lock and its counted acquisitions), `access.rs` (the
 //! producer side: queueing, dropping ignored hits, committing at T), `commit.rs` (the consumer
 //! side, under the lock), `stats.rs` and `config.rs`; this file holds the wrapper itself and its
-//! [`Policy`] hooks, and `tests.rs` its unit tests. The rules, in terms of the pool's contract,
+//! [`Policy`] hooks, and `tests.rs` its unit tests. The words per frame and the lock are types
+//! of their own (`Frames`, `Lock`) that the wrapper holds, so that neither file imports the
+//! wrapper; `access.rs` and `commit.rs` extend the wrapper itself. The rules, in terms of the pool's contract,
 //! are in the replacement README ("BP-Wrapper"); what they were measured to cost is in
 //! `docs/ding.md`.
 
@@ -149,10 +151,7 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-use parking_lot::ReentrantMutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::capacity::check_capacity;
 
@@ -165,7 +164,7 @@ pub use queue::QUEUE_SLOTS;
 pub use stats::BpStats;
 
 use frames::{slot, FrameWords, Frames, Victims, NO_PAGE};
-use lock::Locked;
+use lock::{Guard, Lock};
 use queue::{thread_number, Access, Entry, Slot};
 use stats::Counters;
 
@@ -184,16 +183,13 @@ pub struct BpWrapper {
     /// Whether the inner policy's answers are remembered in the pool's hooks: hits are dropped
     /// and its `Nothing` answers are stable (module doc, "Hooks").
     caches_effects: bool,
-    /// Serializes every call into `inner`. Reentrant: an eviction batch holds it while the pool
-    /// runs code (un-swizzling a parent) that reports hooks back to the wrapper.
-    lock: ReentrantMutex<RefCell<Locked>>,
+    /// Serializes every call into `inner` (`lock.rs`).
+    lock: Lock,
     /// Per frame, its words (`pages[f]`, `held[f]` and the inner policy's hook of the module doc)
     /// together, so that an access, its commit and the inner policy's hook share one cache line.
     frames: Frames,
     /// The per-thread queues.
     queues: Box<[Slot]>,
-    /// Set while a thread spins for the lock in `lock_for_eviction` (one spinner at a time).
-    spinning: AtomicBool,
     counters: Counters,
 }
 impl BpWrapper {
@@ -225,7 +221,6 @@ impl BpWrapper {
             });
         }
         check_capacity(capacity);
-        let locked = Locked { calls: Vec::new(), depth: 0, acquisitions: 0 };
         Ok(BpWrapper {
             drops_hits: config.variant.batches() && inner.ignores_some_hits(),
             caches_effects: config.variant.batches()
@@ -233,10 +228,9 @@ impl BpWrapper {
                 && inner.hit_effects_are_stable(),
             inner,
             config,
-            lock: ReentrantMutex::new(RefCell::new(locked)),
+            lock: Lock::new(),
             frames: Frames((0..capacity).map(|_| FrameWords::default()).collect()),
             queues: (0..QUEUE_SLOTS).map(|_| Slot::new(config.queue_size)).collect(),
-            spinning: AtomicBool::new(false),
             counters: Counters::default(),
         })
     }
@@ -278,6 +272,18 @@ impl BpWrapper {
     /// The calling thread's queue slot, if its number has one (module doc, "Queues").
     fn my_queue(&self) -> Option<&Slot> {
         thread_number().and_then(|n| self.queues.get(n))
+    }
+
+    /// Takes the lock, blocking (`Lock::lock`).
+    #[inline]
+    fn lock(&self) -> Guard<'_> {
+        self.lock.lock(&self.counters)
+    }
+
+    /// Takes the lock for an eviction batch, spinning briefly first (`Lock::lock_for_eviction`).
+    #[inline]
+    fn lock_for_eviction(&self) -> Guard<'_> {
+        self.lock.lock_for_eviction(&self.counters)
     }
 }
 
@@ -328,11 +334,11 @@ impl Policy for BpWrapper {
         let guard = self.lock();
         self.commit_mine(&guard);
         let index = frame.index();
-        if self.held(index) == NO_PAGE {
+        if self.frames.held(index) == NO_PAGE {
             return;
         }
         if why == Rejection::NotResident {
-            self.set_held(index, NO_PAGE);
+            self.frames.set_held(index, NO_PAGE);
         }
         self.inner.on_rejected(frame, why, &self.frames.0[index].hook);
     }
@@ -341,8 +347,8 @@ impl Policy for BpWrapper {
         let guard = self.lock();
         self.commit_mine(&guard);
         let index = frame.index();
-        let held = self.held(index);
-        self.set_held(index, NO_PAGE);
+        let held = self.frames.held(index);
+        self.frames.set_held(index, NO_PAGE);
         self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
         if held != NO_PAGE {
             self.inner.on_remove(frame, evicted, &self.frames.0[index].hook);
@@ -367,7 +373,7 @@ impl Policy for BpWrapper {
     fn evict_batch(&self, _hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
         let guard = self.lock_for_eviction();
         self.commit_mine(&guard);
-        let mut victims = Victims { wrapper: self, pool: evictor };
+        let mut victims = Victims { frames: &self.frames, pool: evictor };
         let mut proposals = self.inner.evict_batch(&self.frames, &mut victims, max_proposals);
         if proposals < max_proposals && victims.pool.wants_more() {
             self.commit_all(&guard);
@@ -416,7 +422,7 @@ impl Policy for BpWrapper {
     fn sweep_admits(&self, frame: FrameId, _hook: &FrameHook) -> bool {
         let guard = self.lock();
         self.commit_mine(&guard);
-        let held = self.held(frame.index()) != NO_PAGE;
+        let held = self.frames.held(frame.index()) != NO_PAGE;
         !held || self.inner.sweep_admits(frame, &self.frames.0[frame.index()].hook)
     }
 }

@@ -258,7 +258,7 @@ fn failed_try_locks_keep_working_until_the_queue_is_full() {
     let released = AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
-            let held = policy.lock.lock();
+            let held = policy.lock.mutex.lock();
             locked.store(true, Ordering::SeqCst);
             while !three_done.load(Ordering::SeqCst) {
                 std::thread::yield_now();
