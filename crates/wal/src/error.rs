@@ -1,6 +1,6 @@
 //! The log manager's errors. Each message says what went wrong and what the caller should do.
 
-use crate::recovery::Damage;
+use crate::manager::Damage;
 use std::io;
 use std::path::PathBuf;
 use swizzledb_sync::Lsn;

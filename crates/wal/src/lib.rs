@@ -35,12 +35,11 @@ mod frame;
 mod manager;
 mod master;
 mod publish;
-mod recovery;
 mod ring;
 mod segment;
 
 pub use archive::{Archive, Entry as ArchiveEntry, RunSummary};
 pub use error::{LogError, Result};
-pub use manager::{LogConfig, LogManager, LogScan, LogStats};
-pub use recovery::{Damage, OpenReport, Recovery};
+pub use manager::log_manager::{LogConfig, LogManager, LogScan};
+pub use manager::{Damage, LogStats, OpenReport, Recovery};
 pub use swizzledb_sync::Lsn;

@@ -1,11 +1,11 @@
 //! The log manager: reservation, publication, the writer (group commit), open and truncation.
 //! README rules W1..W13 are the contract; comments cite them.
 
+use super::{Damage, LogStats, OpenReport, Recovery};
 use crate::error::{LogError, Result};
 use crate::frame::{self, FIRST_LSN, HEADER};
 use crate::master;
 use crate::publish::{Completed, Padded, Striped};
-use crate::recovery::{Damage, OpenReport, Recovery};
 use crate::ring::Ring;
 use crate::segment::{self, FrameReader, Segments, Step};
 use parking_lot::{Condvar, Mutex};
@@ -75,52 +75,6 @@ impl LogConfig {
         let by_buffer = self.buffer_bytes / 4;
         let by_segment = self.segment_bytes.saturating_sub(2 * HEADER) as usize;
         by_buffer.min(by_segment).min(frame::PAD_FLAG as usize - 1)
-    }
-}
-
-/// Counters of a log's activity since it was opened. For every flush request exactly one of
-/// `flush_already_durable`, `flush_led`, `flush_joined`, `flush_failed` is counted (W6).
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct LogStats {
-    /// Records appended.
-    pub appends: u64,
-    /// Body bytes appended.
-    pub body_bytes: u64,
-    /// Log bytes reserved: frame headers, alignment and segment padding included.
-    pub log_bytes: u64,
-    /// Times an appender found the ring full and had to wait for (or do) a write-out (W4).
-    pub buffer_full_waits: u64,
-    /// Calls of `flush` and `flush_all`.
-    pub flush_requests: u64,
-    /// Requests that found their LSN durable on entry and did no I/O.
-    pub flush_already_durable: u64,
-    /// Requests that led a sync round (each ran exactly one of the `fsyncs` rounds).
-    pub flush_led: u64,
-    /// Requests served by a round another thread (or the background flusher) ran.
-    pub flush_joined: u64,
-    /// Requests that returned an error.
-    pub flush_failed: u64,
-    /// Sync rounds run for flush requests: each writes the completed prefix and syncs every
-    /// segment file it touched (one `sync`, or more when it crosses a segment boundary).
-    pub fsyncs: u64,
-    /// Sync rounds run by the background flusher.
-    pub background_fsyncs: u64,
-    /// `sync` calls on segment files, from every kind of round and write-out.
-    pub file_syncs: u64,
-}
-
-impl LogStats {
-    /// Successful flush requests per sync round: `(flush_requests - flush_failed) / (fsyncs +
-    /// background_fsyncs)`, or 0 if there was no round. A request that found its LSN already
-    /// durable was served by an earlier round, so it counts too.
-    pub fn requests_per_fsync(&self) -> f64 {
-        let rounds = self.fsyncs + self.background_fsyncs;
-        if rounds == 0 {
-            0.0
-        } else {
-            (self.flush_requests - self.flush_failed) as f64 / rounds as f64
-        }
     }
 }
 
