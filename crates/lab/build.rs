@@ -1,5 +1,5 @@
 //! Records which commit the lab is built from, for the `environment` of every result file
-//! (`src/environment.rs`, `docs/results-schema.md`).
+//! (`src/support/environment.rs`, `docs/results-schema.md`).
 //!
 //! Sets `SWIZZLEDB_LAB_COMMIT` (`git rev-parse HEAD`, or `unknown`) and `SWIZZLEDB_LAB_DIRTY`
 //! (`true` if tracked files under `crates/` or the workspace's `Cargo.toml` and `Cargo.lock`

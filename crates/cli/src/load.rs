@@ -12,7 +12,7 @@ use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use swizzledb::{Database, Error, TreeError};
-use swizzledb_lab::progress::Progress;
+use swizzledb_lab::support::progress::Progress;
 use swizzledb_lab::{EXIT_FAILED, EXIT_UNUSABLE_PATH, EXIT_USAGE};
 
 use crate::records::{self, Encoding, Format, CSV_HEADER};

@@ -32,12 +32,24 @@ use clap::{Parser, Subcommand};
 use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use swizzledb_lab::experiments::{
-    chou_dbmin, crash_test, ding_bpwrapper, ding_buffer_sizes, ding_lock_hold, drift, emulator, fix,
-    gilbert_fix_time, gilbert_long_run, gilbert_policies, gilbert_pools, gilbert_stack_depth, graefe_fig10,
-    graefe_fig12, graefe_fig13, graefe_fig14, insert, isolation, lersch_checkpoints, lersch_cleaner,
-    lersch_restart, lookup, read_latency, tpcb, tpcc, values, wal, ycsb,
+use swizzledb_lab::experiments::bench::{
+    drift, fix, insert, isolation, lookup, read_latency, tpcb, tpcc, values, wal, ycsb,
 };
+use swizzledb_lab::experiments::papers::chou::dbmin as chou_dbmin;
+use swizzledb_lab::experiments::papers::ding::{
+    bpwrapper as ding_bpwrapper, buffer_sizes as ding_buffer_sizes, emulator, lock_hold as ding_lock_hold,
+};
+use swizzledb_lab::experiments::papers::gilbert::{
+    fix_time as gilbert_fix_time, long_run as gilbert_long_run, policies as gilbert_policies,
+    pools as gilbert_pools, stack_depth as gilbert_stack_depth,
+};
+use swizzledb_lab::experiments::papers::graefe::{
+    fig10 as graefe_fig10, fig12 as graefe_fig12, fig13 as graefe_fig13, fig14 as graefe_fig14,
+};
+use swizzledb_lab::experiments::papers::lersch::{
+    checkpoints as lersch_checkpoints, cleaner as lersch_cleaner, restart as lersch_restart,
+};
+use swizzledb_lab::experiments::tools::crash_test;
 use swizzledb_lab::Usage;
 
 #[derive(Parser)]

@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use swizzledb::{TraceError, TraceReader};
-use swizzledb_lab::recording;
+use swizzledb_lab::support::recording;
 
 /// What `swizzledb trace` does.
 #[derive(Subcommand)]
@@ -29,10 +29,10 @@ pub enum TraceAction {
     /// Miss ratios of every replacement policy and of Belady's OPT at several cache sizes, and
     /// the LRU stack-distance histogram, over a recorded, plain-text or synthetic trace, or one
     /// of libCacheSim's (oracleGeneral, CSV, txt; zstd-compressed or not)
-    Analyze(swizzledb_lab::experiments::trace_analyze::AnalyzeArgs),
+    Analyze(swizzledb_lab::experiments::tools::trace_analyze::AnalyzeArgs),
     /// Write a synthetic reference string (uniform, Zipf, scans, loops, mixtures, a drifting
     /// hot set) as a plain-text trace
-    Generate(swizzledb_lab::experiments::trace_analyze::GenerateArgs),
+    Generate(swizzledb_lab::experiments::tools::trace_analyze::GenerateArgs),
 }
 
 /// Arguments of `trace record`.
@@ -54,7 +54,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
     #[command(flatten)]
-    format: swizzledb_lab::experiments::trace_analyze::FormatArgs,
+    format: swizzledb_lab::experiments::tools::trace_analyze::FormatArgs,
     /// Write the events of a recorded SwizzleDB trace file as CSV (overwritten)
     #[arg(long, value_name = "OUT", required_unless_present = "oracle_general")]
     csv: Option<PathBuf>,
@@ -90,8 +90,8 @@ pub fn run(action: TraceAction) -> Result<ExitCode, Box<dyn Error>> {
     match action {
         TraceAction::Record(args) => record(&args),
         TraceAction::Export(args) => export(&args),
-        TraceAction::Analyze(args) => swizzledb_lab::experiments::trace_analyze::analyze(&args),
-        TraceAction::Generate(args) => swizzledb_lab::experiments::trace_analyze::generate(&args),
+        TraceAction::Analyze(args) => swizzledb_lab::experiments::tools::trace_analyze::analyze(&args),
+        TraceAction::Generate(args) => swizzledb_lab::experiments::tools::trace_analyze::generate(&args),
     }
 }
 
@@ -147,8 +147,8 @@ fn describe(path: &Path) -> String {
             path.display(),
             h.mode,
             h.frames,
-            swizzledb_lab::text::thousands(events),
-            swizzledb_lab::text::bytes(bytes)
+            swizzledb_lab::support::text::thousands(events),
+            swizzledb_lab::support::text::bytes(bytes)
         ))
     };
     summary().unwrap_or_else(|e| format!("{}: {e}", path.display()))
@@ -163,10 +163,11 @@ fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
             .into());
         }
         let rows = swizzledb_buffer::export_csv(&args.input, csv)?;
-        eprintln!("Wrote {} events to {}.", swizzledb_lab::text::thousands(rows), csv.display());
+        eprintln!("Wrote {} events to {}.", swizzledb_lab::support::text::thousands(rows), csv.display());
     }
     if let Some(out) = &args.oracle_general {
-        let mut loaded = swizzledb_lab::experiments::trace_analyze::load_requests(&args.input, &args.format)?;
+        let mut loaded =
+            swizzledb_lab::experiments::tools::trace_analyze::load_requests(&args.input, &args.format)?;
         if let ObjectSize(Some(size)) = args.object_size {
             for r in &mut loaded.requests {
                 r.size = u64::from(size);
@@ -191,14 +192,14 @@ fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
         let skipped = if loaded.skipped_zero_size > 0 {
             format!(
                 " ({} requests of size 0 skipped)",
-                swizzledb_lab::text::thousands(loaded.skipped_zero_size)
+                swizzledb_lab::support::text::thousands(loaded.skipped_zero_size)
             )
         } else {
             String::new()
         };
         eprintln!(
             "Wrote {} oracleGeneral records from {} to {}{skipped}.",
-            swizzledb_lab::text::thousands(records),
+            swizzledb_lab::support::text::thousands(records),
             loaded.what,
             if out.as_os_str() == "-" { "standard output".to_string() } else { out.display().to_string() }
         );

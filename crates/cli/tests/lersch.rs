@@ -25,7 +25,7 @@ fn run(name: &str) -> (Table, String) {
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(stdout.contains("Lersch 2015") && stdout.contains("(paper: "), "{stdout}");
     let table = Table::read(&out.join(format!("{name}.csv")));
-    assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
+    assert_eq!(table.header_line(), swizzledb_lab::workloads::tpcb::CSV_COLUMNS);
     for chart in ["throughput", "cpu"] {
         assert!(out.join(format!("{name}-{chart}.svg")).exists(), "{name}-{chart}.svg");
     }
@@ -127,7 +127,7 @@ fn lersch_restart_restarts_each_crash_classically_and_instantly() {
     assert!(stdout.contains("opens with RestartMode::Instant that were instant: 2 of 2"), "{stdout}");
     assert!(stdout.contains("not applicable at 1 MiB"), "{stdout}");
     let table = Table::read(&out.join("lersch-restart.csv"));
-    assert_eq!(table.header_line(), swizzledb_lab::experiments::lersch_restart::CSV_HEADER);
+    assert_eq!(table.header_line(), swizzledb_lab::experiments::papers::lersch::restart::CSV_HEADER);
     for chart in ["lersch-restart", "lersch-restart-instant"] {
         assert!(out.join(format!("{chart}.png")).exists(), "{chart}.png");
     }

@@ -135,7 +135,7 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
         "{stdout}"
     );
     let (header, rows) = read_csv(&out.join("tpcc.csv"));
-    assert_eq!(header.join(","), swizzledb_lab::tpcc::CSV_COLUMNS);
+    assert_eq!(header.join(","), swizzledb_lab::workloads::tpcc::CSV_COLUMNS);
     let last: Vec<&str> = header.iter().rev().take(6).map(String::as_str).collect();
     assert_eq!(
         last,

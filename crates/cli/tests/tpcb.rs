@@ -24,7 +24,7 @@ fn bench_tpcb_one_branch_writes_a_row_per_measurement() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("tx/s") && stdout.contains("balances agree"), "{stdout}");
     let table = Table::read(&out.join("tpcb.csv"));
-    assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
+    assert_eq!(table.header_line(), swizzledb_lab::workloads::tpcb::CSV_COLUMNS);
     let col = |name: &str| table.col(name);
     let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // 2 locking settings x 2 thread counts x 1 repetition.
@@ -67,7 +67,7 @@ fn run_smallest(name: &str, extra: &[&str]) -> (Table, String) {
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(stdout.contains("log archive") && stdout.contains("balances agree"), "{stdout}");
     let table = Table::read(&out.join("tpcb.csv"));
-    assert_eq!(table.header_line(), swizzledb_lab::tpcb::CSV_COLUMNS);
+    assert_eq!(table.header_line(), swizzledb_lab::workloads::tpcb::CSV_COLUMNS);
     let last: Vec<&str> = table.header.iter().rev().take(2).map(String::as_str).collect();
     assert_eq!(last, ["cut_short", "io"], "io, then cut_short, end the header");
     assert!(table.rows.iter().all(|r| r[table.col("io")] == "page-cache"));

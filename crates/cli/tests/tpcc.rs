@@ -78,7 +78,7 @@ fn bench_tpcc_measures_optimistic_descents_on_and_off() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("optimistic") && stdout.contains("conditions 1-4 hold"), "{stdout}");
     let table = Table::read(&out.join("tpcc.csv"));
-    assert_eq!(table.header_line(), swizzledb_lab::tpcc::CSV_COLUMNS);
+    assert_eq!(table.header_line(), swizzledb_lab::workloads::tpcc::CSV_COLUMNS);
     let last: Vec<&str> = table.header.iter().rev().take(3).rev().map(String::as_str).collect();
     assert_eq!(last, ["lock_requests", "lock_waits", "cut_short"], "columns are appended, never reordered");
     assert!(

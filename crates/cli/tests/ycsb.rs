@@ -24,7 +24,7 @@ fn bench_ycsb_writes_a_row_per_workload_and_measurement() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("ops/s") && stdout.contains("intact in every database"), "{stdout}");
     let table = Table::read(&out.join("ycsb.csv"));
-    assert_eq!(table.header_line(), swizzledb_lab::ycsb::CSV_COLUMNS);
+    assert_eq!(table.header_line(), swizzledb_lab::workloads::ycsb::CSV_COLUMNS);
     let col = |name: &str| table.col(name);
     let rows: Vec<Vec<&str>> = table.rows.iter().map(|r| r.iter().map(String::as_str).collect()).collect();
     // 3 workloads x 2 locking settings x 2 thread counts x 1 repetition.
@@ -84,7 +84,7 @@ fn bench_ycsb_runs_swizzledb_beside_lmdb() {
         "{stdout}"
     );
     let table = Table::read(&out.join("ycsb.csv"));
-    assert_eq!(table.header_line(), swizzledb_lab::ycsb::CSV_COLUMNS);
+    assert_eq!(table.header_line(), swizzledb_lab::workloads::ycsb::CSV_COLUMNS);
     let last: Vec<&str> = table.header.iter().rev().take(3).map(String::as_str).collect();
     assert_eq!(
         last,

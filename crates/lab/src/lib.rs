@@ -2,23 +2,24 @@
 //! `swizzledb` command only holds the command tree; every command's options, run, tables,
 //! checks and output files live here.
 //!
-//! - [`workload`] and [`harness`]: the [`Workload`] contract (load, run one operation on a
-//!   thread, verify) and the harnesses that run workloads and buffer measurements.
-//! - [`tpcc`]: TPC-C (all five transactions, the nine tables and two secondary indexes), laid out
-//!   as vmcache's public driver lays it out.
-//! - [`tpcb`]: TPC-B (branches, tellers, accounts, history; one transaction moving a random
-//!   delta) and its consistency conditions.
-//! - [`ycsb`]: the YCSB core workloads A–F over one table (scrambled zipfian and `latest`
-//!   requests, scans, read-modify-writes, inserts), every record checked afterwards.
+//! - [`workloads`]: the [`Workload`] contract (load, run one operation on a thread, verify) and
+//!   the workloads: [`workloads::tpcc`] (TPC-C: all five transactions, the nine tables and two
+//!   secondary indexes, laid out as vmcache's public driver lays it out), [`workloads::tpcb`]
+//!   (TPC-B: branches, tellers, accounts, history; one transaction moving a random delta, and
+//!   its consistency conditions) and [`workloads::ycsb`] (the YCSB core workloads A–F over one
+//!   table, every record checked afterwards).
+//! - [`harness`]: the harnesses that run workloads and buffer measurements, and the shape every
+//!   experiment has ([`harness::experiment`]).
 //! - [`engine`]: the engine adapter YCSB runs on: SwizzleDB's `Database`, and LMDB (feature
 //!   `lmdb`) beside it.
-//! - [`experiments`]: one module per benchmark or experiment, named as its command and its
-//!   output files.
-//! - [`stats`], [`text`], [`output`], [`plot`], [`units`]: the shared pieces every experiment
-//!   uses (medians and intervals, number formatting, result files, charts, option parsers).
+//! - [`experiments`]: every benchmark and experiment, by kind: `bench/`, `papers/<paper>/`,
+//!   `tools/`.
+//! - [`reproduce`]: every figure of the five papers and the report of them.
+//! - [`support`]: the shared pieces every experiment uses (medians and intervals, number
+//!   formatting, result files, charts, option parsers, progress).
 //!
 //! ```
-//! use swizzledb_lab::tpcc::{Tpcc, TpccConfig};
+//! use swizzledb_lab::workloads::tpcc::{Tpcc, TpccConfig};
 //! use swizzledb_lab::{harness, Workload};
 //! # let dir = tempfile::tempdir()?;
 //! let db = swizzledb::Database::builder().logging(false).create(&dir.path().join("t.swz"))?;
@@ -32,30 +33,15 @@
 
 #![forbid(unsafe_code)]
 
-mod bench;
-pub mod child;
-pub mod cpu;
 pub mod engine;
-pub mod environment;
-pub mod experiment;
 pub mod experiments;
 pub mod harness;
-pub mod output;
-pub mod plot;
-pub mod progress;
-pub mod recording;
 pub mod reproduce;
-pub mod stats;
-pub mod text;
-pub mod tpcb;
-pub mod tpcc;
-mod txn;
-pub mod units;
-pub mod workload;
-pub mod ycsb;
+pub mod support;
+pub mod workloads;
 
-pub use bench::Setting;
-pub use workload::{Outcome, Workload, WorkloadError};
+pub use workloads::bench::Setting;
+pub use workloads::{Outcome, Workload, WorkloadError};
 
 /// Bad input found before anything ran or was written: the command exits with status 2
 /// ([`EXIT_USAGE`]).

@@ -5,8 +5,8 @@
 
 use clap::Parser;
 use serde_json::Value;
-use swizzledb_lab::environment::{command_line, Environment, UNKNOWN};
-use swizzledb_lab::experiments::chou_dbmin::{self, SimCommand};
+use swizzledb_lab::experiments::papers::chou::dbmin::{self as chou_dbmin, SimCommand};
+use swizzledb_lab::support::environment::{command_line, Environment, UNKNOWN};
 
 #[derive(Parser)]
 struct Cli {

@@ -6,8 +6,8 @@ use std::ops::Bound::Unbounded;
 use std::path::Path;
 use swizzledb::{Database, PoolMode};
 use swizzledb_lab::harness::{self, Until};
-use swizzledb_lab::tpcb::schema::{history_key, id_key, History, Row};
-use swizzledb_lab::tpcb::{Tpcb, TpcbConfig, TELLERS};
+use swizzledb_lab::workloads::tpcb::schema::{history_key, id_key, History, Row};
+use swizzledb_lab::workloads::tpcb::{Tpcb, TpcbConfig, TELLERS};
 use swizzledb_lab::{Workload, WorkloadError};
 
 fn open(path: &Path, mode: PoolMode, logging: bool, locking: bool) -> Database {

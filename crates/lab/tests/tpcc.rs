@@ -7,8 +7,8 @@ use std::path::Path;
 use swizzledb::{Database, PoolMode};
 use swizzledb_lab::engine::Engine;
 use swizzledb_lab::harness::{self, Until};
-use swizzledb_lab::tpcc::schema::{key, District, Record, Warehouse};
-use swizzledb_lab::tpcc::{Tpcc, TpccConfig, KINDS};
+use swizzledb_lab::workloads::tpcc::schema::{key, District, Record, Warehouse};
+use swizzledb_lab::workloads::tpcc::{Tpcc, TpccConfig, KINDS};
 use swizzledb_lab::{Workload, WorkloadError};
 
 fn open(path: &Path, mode: PoolMode, on: bool) -> Database {

@@ -11,9 +11,9 @@ use swizzledb_lab::engine::Engine;
 #[cfg(feature = "lmdb")]
 use swizzledb_lab::engine::Lmdb;
 use swizzledb_lab::harness::{self, Until};
-use swizzledb_lab::ycsb::generator::{KeyChooser, Zipfian};
-use swizzledb_lab::ycsb::record::{key, TABLE};
-use swizzledb_lab::ycsb::{kind, parse_letter, Mix, Ycsb, YcsbConfig, KINDS, LETTERS};
+use swizzledb_lab::workloads::ycsb::generator::{KeyChooser, Zipfian};
+use swizzledb_lab::workloads::ycsb::record::{key, TABLE};
+use swizzledb_lab::workloads::ycsb::{kind, parse_letter, Mix, Ycsb, YcsbConfig, KINDS, LETTERS};
 use swizzledb_lab::{Workload, WorkloadError};
 
 fn open(path: &Path, logging: bool, locking: bool) -> Database {
@@ -194,7 +194,7 @@ fn damage_through_the_adapter_is_found<E: Engine>(db: &E) {
     assert!(db.update(&table, &key(17), &original).unwrap().0);
     ycsb.verify(db).unwrap();
     let mut extra = original.clone();
-    swizzledb_lab::ycsb::record::seal(&mut extra, 5_000, 0);
+    swizzledb_lab::workloads::ycsb::record::seal(&mut extra, 5_000, 0);
     db.insert(&table, &key(5_000), &extra).unwrap();
     assert_eq!(condition(ycsb.verify(db).unwrap_err()), "record count");
 }
@@ -245,7 +245,7 @@ fn damaged_table_fails_verify() {
     table.insert(&key(17), &original).unwrap();
     ycsb.verify(&db).unwrap();
     let mut extra = original.clone();
-    swizzledb_lab::ycsb::record::seal(&mut extra, 5_000, 0);
+    swizzledb_lab::workloads::ycsb::record::seal(&mut extra, 5_000, 0);
     table.insert(&key(5_000), &extra).unwrap();
     assert_eq!(condition(ycsb.verify(&db).unwrap_err()), "record count");
     db.close().unwrap();
@@ -281,7 +281,7 @@ fn bad_configurations_are_refused() {
 /// Whether the keys of records `0..n` are distinct (their key numbers are: the decimal form of a
 /// number is one key).
 fn keys_distinct(n: u64) -> bool {
-    let mut numbers: Vec<i64> = (0..n).map(swizzledb_lab::ycsb::record::key_number).collect();
+    let mut numbers: Vec<i64> = (0..n).map(swizzledb_lab::workloads::ycsb::record::key_number).collect();
     numbers.sort_unstable();
     numbers.windows(2).all(|w| w[0] != w[1])
 }
@@ -296,5 +296,5 @@ fn keys_of_a_million_records_are_distinct() {
 #[test]
 #[ignore = "800 MB and about 10 s in a release build; run with --ignored"]
 fn keys_of_every_accepted_record_count_are_distinct() {
-    assert!(keys_distinct(swizzledb_lab::ycsb::MAX_RECORDS));
+    assert!(keys_distinct(swizzledb_lab::workloads::ycsb::MAX_RECORDS));
 }

@@ -25,7 +25,7 @@ use swizzledb_peers::{create_lmdb, Durability, LmdbOptions};
 
 pub use super::lmdb_error::LmdbError;
 use super::{Abort, Engine, EngineName, TxRead, TxWrite};
-use crate::workload::WorkloadError;
+use crate::workloads::WorkloadError;
 
 /// A table of an LMDB environment (a named database of byte keys and values).
 pub type LmdbTable = Database<'static, Bytes, Bytes>;

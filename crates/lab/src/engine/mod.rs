@@ -29,13 +29,13 @@ pub(crate) mod lmdb_error;
 #[cfg(feature = "lmdb")]
 pub use lmdb::{Lmdb, LmdbError, LmdbRead, LmdbReadTxn, LmdbTable, LmdbWrite};
 
-pub use crate::txn::Abort;
+pub use crate::workloads::txn::Abort;
 
 use std::ops::Bound::{self, Included, Unbounded};
 use swizzledb::{Database, Transaction, Tree};
 
-use crate::txn::transact;
-use crate::workload::WorkloadError;
+use crate::workloads::txn::transact;
+use crate::workloads::WorkloadError;
 
 /// The reads of a transaction over several tables. Closures given to it run while the engine
 /// holds the record in place (SwizzleDB: under the leaf's latch), so they must not call into
@@ -359,7 +359,7 @@ impl Engine for Database {
         &self,
         mut body: impl FnMut(&Transaction<'_>) -> Result<R, Abort>,
     ) -> Result<(Option<R>, u32), WorkloadError> {
-        crate::txn::transact_snapshot(self, |tx| body(tx))
+        crate::workloads::txn::transact_snapshot(self, |tx| body(tx))
     }
 
     fn isolates(&self) -> bool {

@@ -11,8 +11,8 @@ use swizzledb::{PolicySpec, PoolMode};
 use crate::engine::EngineName;
 use crate::harness::buffer::{self, Config, ModeResult, PeerResult, Progress, RECORD_BYTES};
 use crate::harness::buffer_report::{self as report, Record};
-use crate::text;
-use crate::units::{self, Sweep, SweepVar, WorkingSet};
+use crate::support::text;
+use crate::support::units::{self, Sweep, SweepVar, WorkingSet};
 
 pub fn parse_fraction(input: &str) -> Result<f64, String> {
     let s = input.trim();
@@ -271,10 +271,10 @@ pub fn print_points(
 /// TPC-C with `warehouses` at the benchmark's scale, or with the small catalog of
 /// `--small-catalog` (smoke runs: [`TpccConfig::tiny`]).
 #[must_use]
-pub fn tpcc_config(warehouses: u32, small_catalog: bool) -> crate::tpcc::TpccConfig {
+pub fn tpcc_config(warehouses: u32, small_catalog: bool) -> crate::workloads::tpcc::TpccConfig {
     if small_catalog {
-        crate::tpcc::TpccConfig::tiny(warehouses)
+        crate::workloads::tpcc::TpccConfig::tiny(warehouses)
     } else {
-        crate::tpcc::TpccConfig::standard(warehouses)
+        crate::workloads::tpcc::TpccConfig::standard(warehouses)
     }
 }

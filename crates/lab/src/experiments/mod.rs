@@ -1,103 +1,98 @@
-//! One file per experiment or benchmark; its name is the experiment's name, the stem of its
-//! output files and (with `-` for `_`) its command.
+//! Every benchmark and experiment, by kind: [`bench`] (the `swizzledb bench` workloads and the
+//! buffer measurements beside them), [`papers`] (one folder per paper, as
+//! `reproduce/figures/<paper>.rs`), [`tools`] (crash test, trace analysis), and the options
+//! and helpers they share ([`common`], [`workload_options`]).
 
-pub mod chou_dbmin;
+pub mod bench;
 pub mod common;
-pub mod crash_test;
-pub mod ding_bpwrapper;
-pub mod ding_buffer_sizes;
-pub mod ding_lock_hold;
-pub mod drift;
-pub mod emulator;
-pub mod fix;
-pub mod gilbert_fix_time;
-pub mod gilbert_long_run;
-pub mod gilbert_policies;
-pub mod gilbert_pools;
-pub mod gilbert_stack_depth;
-pub mod graefe_fig10;
-pub mod graefe_fig12;
-pub mod graefe_fig13;
-pub mod graefe_fig14;
-pub mod insert;
-pub mod isolation;
-pub mod lersch_checkpoints;
-pub mod lersch_cleaner;
-pub mod lersch_restart;
-pub mod lookup;
-pub mod read_latency;
-pub mod tpcb;
-pub mod tpcc;
-pub mod trace_analyze;
-pub mod values;
-pub mod wal;
+pub mod papers;
+pub mod tools;
 pub mod workload_options;
-pub mod ycsb;
 
 #[cfg(test)]
 mod tests {
-    use crate::output::columns;
+    use crate::support::output::columns;
 
     /// The result files and their row types: the section of `docs/results-schema.md` that
     /// documents each (`None`: the opening section) and its columns.
     fn result_files() -> Vec<(&'static str, Option<&'static str>, Vec<String>)> {
         vec![
             ("rndread.csv", None, columns::<crate::harness::buffer_report::Record>()),
-            ("<experiment>-series.csv", None, columns::<super::drift::Sample>()),
-            ("fix.csv", None, columns::<super::fix::FixSample>()),
-            ("miss-ratio.csv", None, columns::<super::trace_analyze::MissRatioRow>()),
-            ("stack-distance.csv", None, columns::<super::trace_analyze::StackDistanceRow>()),
+            ("<experiment>-series.csv", None, columns::<crate::experiments::bench::drift::Sample>()),
+            ("fix.csv", None, columns::<crate::experiments::bench::fix::FixSample>()),
+            ("miss-ratio.csv", None, columns::<crate::experiments::tools::trace_analyze::MissRatioRow>()),
+            (
+                "stack-distance.csv",
+                None,
+                columns::<crate::experiments::tools::trace_analyze::StackDistanceRow>(),
+            ),
             (
                 "gilbert-policies.csv",
                 Some("`gilbert-policies.csv`"),
-                columns::<super::gilbert_policies::PolicyRow>(),
+                columns::<crate::experiments::papers::gilbert::policies::PolicyRow>(),
             ),
             (
                 "ding-bpwrapper.csv",
                 Some("`ding-bpwrapper.csv`"),
-                columns::<super::ding_bpwrapper::BpWrapperRow>(),
+                columns::<crate::experiments::papers::ding::bpwrapper::BpWrapperRow>(),
             ),
             (
                 "ding-buffer-sizes.csv",
                 Some("`ding-bpwrapper.csv`"),
-                columns::<super::ding_bpwrapper::BpWrapperRow>(),
+                columns::<crate::experiments::papers::ding::bpwrapper::BpWrapperRow>(),
             ),
             (
                 "ding-lock-hold.csv",
                 Some("`ding-lock-hold.csv`"),
-                columns::<super::ding_lock_hold::LockHoldRow>(),
+                columns::<crate::experiments::papers::ding::lock_hold::LockHoldRow>(),
             ),
-            ("chou-dbmin.csv", Some("`chou-dbmin.csv`"), columns::<super::chou_dbmin::DbminRow>()),
-            ("emulator.csv", Some("`emulator.csv`"), columns::<super::emulator::EmulatorRow>()),
-            ("wal.csv", Some("`wal.csv`"), columns::<super::wal::WalRow>()),
-            ("isolation.csv", Some("`isolation.csv`"), columns::<super::isolation::IsolationRow>()),
+            (
+                "chou-dbmin.csv",
+                Some("`chou-dbmin.csv`"),
+                columns::<crate::experiments::papers::chou::dbmin::DbminRow>(),
+            ),
+            (
+                "emulator.csv",
+                Some("`emulator.csv`"),
+                columns::<crate::experiments::papers::ding::emulator::EmulatorRow>(),
+            ),
+            ("wal.csv", Some("`wal.csv`"), columns::<crate::experiments::bench::wal::WalRow>()),
+            (
+                "isolation.csv",
+                Some("`isolation.csv`"),
+                columns::<crate::experiments::bench::isolation::IsolationRow>(),
+            ),
             (
                 "read-latency.csv",
                 Some("`read-latency.csv`"),
-                columns::<super::read_latency::ReadLatencyRow>(),
+                columns::<crate::experiments::bench::read_latency::ReadLatencyRow>(),
             ),
-            ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
-            ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::tpcc::TpccRow>()),
-            ("tpcb.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
-            ("lersch-checkpoints.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
-            ("lersch-cleaner.csv", Some("`tpcb.csv`"), columns::<crate::tpcb::TpcbRow>()),
+            ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::workloads::tpcc::TpccRow>()),
+            ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::workloads::tpcc::TpccRow>()),
+            ("tpcb.csv", Some("`tpcb.csv`"), columns::<crate::workloads::tpcb::TpcbRow>()),
+            ("lersch-checkpoints.csv", Some("`tpcb.csv`"), columns::<crate::workloads::tpcb::TpcbRow>()),
+            ("lersch-cleaner.csv", Some("`tpcb.csv`"), columns::<crate::workloads::tpcb::TpcbRow>()),
             (
                 "lersch-restart.csv",
                 Some("`lersch-restart.csv`"),
-                columns::<super::lersch_restart::LerschRestartRow>(),
+                columns::<crate::experiments::papers::lersch::restart::LerschRestartRow>(),
             ),
-            ("ycsb.csv", Some("`ycsb.csv`"), columns::<crate::ycsb::YcsbRow>()),
-            ("values.csv", Some("`values.csv`"), columns::<super::values::ValuesRow>()),
+            ("ycsb.csv", Some("`ycsb.csv`"), columns::<crate::workloads::ycsb::YcsbRow>()),
+            ("values.csv", Some("`values.csv`"), columns::<crate::experiments::bench::values::ValuesRow>()),
             (
                 "gilbert-long-run.csv",
                 Some("`gilbert-long-run.csv`"),
-                columns::<super::gilbert_long_run::LongRunRow>(),
+                columns::<crate::experiments::papers::gilbert::long_run::LongRunRow>(),
             ),
-            ("gilbert-pools.csv", Some("`gilbert-pools.csv`"), columns::<super::gilbert_pools::PoolsRow>()),
+            (
+                "gilbert-pools.csv",
+                Some("`gilbert-pools.csv`"),
+                columns::<crate::experiments::papers::gilbert::pools::PoolsRow>(),
+            ),
             (
                 "gilbert-stack-depth.csv",
                 Some("`gilbert-stack-depth.csv`"),
-                columns::<super::gilbert_stack_depth::StackDepthRow>(),
+                columns::<crate::experiments::papers::gilbert::stack_depth::StackDepthRow>(),
             ),
         ]
     }
@@ -135,45 +130,54 @@ mod tests {
     fn columns_keep_their_order() {
         let joined = |c: Vec<String>| c.join(",");
         assert_eq!(
-            joined(columns::<super::gilbert_policies::PolicyRow>()),
-            super::gilbert_policies::CSV_HEADER
+            joined(columns::<crate::experiments::papers::gilbert::policies::PolicyRow>()),
+            crate::experiments::papers::gilbert::policies::CSV_HEADER
         );
         assert_eq!(
-            joined(columns::<super::ding_bpwrapper::BpWrapperRow>()),
-            super::ding_bpwrapper::CSV_HEADER
+            joined(columns::<crate::experiments::papers::ding::bpwrapper::BpWrapperRow>()),
+            crate::experiments::papers::ding::bpwrapper::CSV_HEADER
         );
-        assert_eq!(joined(columns::<super::chou_dbmin::DbminRow>()), super::chou_dbmin::CSV_HEADER);
-        assert_eq!(joined(columns::<super::emulator::EmulatorRow>()), super::emulator::CSV_HEADER);
-        assert_eq!(joined(columns::<super::wal::WalRow>()), super::wal::CSV_HEADER);
         assert_eq!(
-            joined(columns::<super::lersch_restart::LerschRestartRow>()),
-            super::lersch_restart::CSV_HEADER
+            joined(columns::<crate::experiments::papers::chou::dbmin::DbminRow>()),
+            crate::experiments::papers::chou::dbmin::CSV_HEADER
         );
-        assert_eq!(joined(columns::<crate::tpcc::TpccRow>()), crate::tpcc::CSV_COLUMNS);
-        assert_eq!(joined(columns::<crate::tpcb::TpcbRow>()), crate::tpcb::CSV_COLUMNS);
-        assert_eq!(joined(columns::<crate::ycsb::YcsbRow>()), crate::ycsb::CSV_COLUMNS);
         assert_eq!(
-            joined(columns::<super::isolation::IsolationRow>()),
+            joined(columns::<crate::experiments::papers::ding::emulator::EmulatorRow>()),
+            crate::experiments::papers::ding::emulator::CSV_HEADER
+        );
+        assert_eq!(
+            joined(columns::<crate::experiments::bench::wal::WalRow>()),
+            crate::experiments::bench::wal::CSV_HEADER
+        );
+        assert_eq!(
+            joined(columns::<crate::experiments::papers::lersch::restart::LerschRestartRow>()),
+            crate::experiments::papers::lersch::restart::CSV_HEADER
+        );
+        assert_eq!(joined(columns::<crate::workloads::tpcc::TpccRow>()), crate::workloads::tpcc::CSV_COLUMNS);
+        assert_eq!(joined(columns::<crate::workloads::tpcb::TpcbRow>()), crate::workloads::tpcb::CSV_COLUMNS);
+        assert_eq!(joined(columns::<crate::workloads::ycsb::YcsbRow>()), crate::workloads::ycsb::CSV_COLUMNS);
+        assert_eq!(
+            joined(columns::<crate::experiments::bench::isolation::IsolationRow>()),
             "experiment,mix,locking,threads,rep,per_sec,records_per_sec,retries_per_1000,locks_per_txn"
         );
         assert_eq!(
-            joined(columns::<super::read_latency::ReadLatencyRow>()),
+            joined(columns::<crate::experiments::bench::read_latency::ReadLatencyRow>()),
             "experiment,kind,threads,rep,reads,reads_per_sec,p50_us,p99_us,p999_us,max_us,writer_commits_per_sec,writer_retries"
         );
         assert_eq!(
-            joined(columns::<super::drift::Sample>()),
+            joined(columns::<crate::experiments::bench::drift::Sample>()),
             "experiment,mode,repetition,t_s,phase,throughput,hit_ratio,logging,io"
         );
         assert_eq!(
-            joined(columns::<super::fix::FixSample>()),
+            joined(columns::<crate::experiments::bench::fix::FixSample>()),
             "experiment,mode,latch,repetition,fixes,ns_per_fix,logging,io"
         );
         assert_eq!(
-            joined(columns::<super::trace_analyze::MissRatioRow>()),
+            joined(columns::<crate::experiments::tools::trace_analyze::MissRatioRow>()),
             "policy,cache_pages,requests,misses,miss_ratio"
         );
         assert_eq!(
-            joined(columns::<super::trace_analyze::StackDistanceRow>()),
+            joined(columns::<crate::experiments::tools::trace_analyze::StackDistanceRow>()),
             "distance_min,distance_max,references,lru_misses,lru_miss_ratio"
         );
     }

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 use swizzledb::{PolicySpec, PoolMode};
 
-use crate::progress::Progress;
-use crate::workload::WorkloadError;
-use crate::{units, Usage};
+use crate::support::progress::Progress;
+use crate::support::units;
+use crate::workloads::WorkloadError;
+use crate::Usage;
 
 /// Threads, time, repetitions, the configurations measured (buffer mode × logging × locking ×
 /// optimistic descents), pool, policy and directories.

@@ -119,11 +119,11 @@ pub struct Measurement {
     pub cpu_secs: Option<f64>,
 }
 
-pub use crate::cpu::process_cpu_secs;
+pub use crate::support::cpu::process_cpu_secs;
 
 /// The median of `f` over the measurements where it is defined (`None` if it is nowhere).
 pub fn median_of(runs: &[Measurement], f: impl Fn(&Measurement) -> Option<f64>) -> Option<f64> {
-    crate::stats::median_by(runs, |_| true, f)
+    crate::support::stats::median_by(runs, |_| true, f)
 }
 
 /// Lookup latency percentiles in nanoseconds, from every `LATENCY_SAMPLE`-th lookup.
@@ -195,7 +195,7 @@ pub struct PeerResult {
     pub map_bytes: u64,
 }
 
-pub use crate::progress::Progress;
+pub use crate::support::progress::Progress;
 
 /// The databases still open after a run: dropping this flushes and closes them and deletes their
 /// files (about a second per 1M records), so print results first.
@@ -253,7 +253,7 @@ pub(crate) struct LoadedPeer {
     table: crate::engine::LmdbTable,
     /// Lookups per read-only transaction ([`Config::lmdb_reads_per_txn`]).
     reads_per_txn: u32,
-    _scratch: crate::bench::Scratch,
+    _scratch: crate::workloads::bench::Scratch,
 }
 
 /// A lookup thread's read-only LMDB transaction and how many more lookups it serves.
@@ -268,7 +268,7 @@ pub(crate) struct PeerReader<'s> {
 /// records).
 #[cfg(feature = "lmdb")]
 impl Source for LoadedPeer {
-    type Error = crate::workload::WorkloadError;
+    type Error = crate::workloads::WorkloadError;
     type Reader<'s> = PeerReader<'s>;
 
     fn reader(&self) -> PeerReader<'_> {
@@ -281,7 +281,7 @@ impl Source for LoadedPeer {
         reader: &mut PeerReader<'s>,
         key: &[u8],
         f: impl FnOnce(Option<&[u8]>) -> R,
-    ) -> Result<R, crate::workload::WorkloadError> {
+    ) -> Result<R, crate::workloads::WorkloadError> {
         if reader.left == 0 {
             // The thread's reader slot holds one transaction at a time: end the old one first.
             reader.txn = None;
@@ -384,7 +384,7 @@ pub fn run_with_peers(
             #[cfg(feature = "lmdb")]
             EngineName::Lmdb => peer_slots.push(load_lmdb(cfg, progress)?),
             #[cfg(not(feature = "lmdb"))]
-            EngineName::Lmdb => return Err(crate::workload::WorkloadError::Config(
+            EngineName::Lmdb => return Err(crate::workloads::WorkloadError::Config(
                 "--engine lmdb: this build has no LMDB; build the swizzledb command with the lmdb feature"
                     .into(),
             )
@@ -402,7 +402,7 @@ pub fn run_with_peers(
                         result.mode,
                         rep + 1,
                         cfg.repeat,
-                        crate::text::thousands(m.throughput().round() as u64)
+                        crate::support::text::thousands(m.throughput().round() as u64)
                     ));
                     result.runs.push(m);
                 }
@@ -423,7 +423,7 @@ pub fn run_with_peers(
                         result.engine,
                         rep + 1,
                         cfg.repeat,
-                        crate::text::thousands(m.throughput().round() as u64)
+                        crate::support::text::thousands(m.throughput().round() as u64)
                     ));
                     result.runs.push(m);
                 }
@@ -468,7 +468,7 @@ fn load_lmdb(
         error: None,
         map_bytes,
     };
-    let scratch = crate::bench::Scratch::new(&cfg.dir, "lookup-lmdb")?;
+    let scratch = crate::workloads::bench::Scratch::new(&cfg.dir, "lookup-lmdb")?;
     let readers = u32::try_from(cfg.threads).unwrap_or(u32::MAX).saturating_add(8);
     let db = Lmdb::create(&scratch.0.join("lmdb"), map_bytes, readers, LOGGING)?;
     let bar = progress.counter(cfg.records, "lmdb: loading".to_string());
@@ -485,7 +485,7 @@ fn load_lmdb(
                 batch.clear();
             }
         }
-        Ok::<_, crate::workload::WorkloadError>(table)
+        Ok::<_, crate::workloads::WorkloadError>(table)
     })();
     bar.finish_and_clear();
     match loaded {
@@ -506,7 +506,7 @@ fn load_lmdb(
 }
 
 #[cfg(feature = "lmdb")]
-fn fail_peer(result: &mut PeerResult, e: &crate::workload::WorkloadError) {
+fn fail_peer(result: &mut PeerResult, e: &crate::workloads::WorkloadError) {
     let msg = e.to_string();
     eprintln!("error: {}: {msg}", result.engine);
     result.error = Some(msg);
@@ -520,7 +520,7 @@ fn measure_peer(
     peer: &LoadedPeer,
     rep: usize,
     progress: Progress,
-) -> Result<Measurement, PhaseError<crate::workload::WorkloadError>> {
+) -> Result<Measurement, PhaseError<crate::workloads::WorkloadError>> {
     measure_source(cfg, peer, rep, progress, EngineName::Lmdb.name(), Stats::default, || peer.db.used_bytes())
 }
 
@@ -547,7 +547,7 @@ pub(crate) fn create(cfg: &Config, mode: PoolMode, path: PathBuf) -> Result<(Dat
         })
         .logging(LOGGING);
     // Under `swizzledb trace record`, every database records a trace.
-    if let Some(trace) = crate::recording::next_trace_path() {
+    if let Some(trace) = crate::support::recording::next_trace_path() {
         builder = builder.lab(|l| l.trace(trace));
     }
     let db = builder.create(&file.0)?;

@@ -4,9 +4,9 @@ use crate::harness::buffer::{Config, Measurement, ModeResult, PeerResult, LOGGIN
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::stats::{ratio, summarize, Summary};
-use crate::text::write_aligned;
-use crate::text::{bytes, thousands};
+use crate::support::stats::{ratio, summarize, Summary};
+use crate::support::text::write_aligned;
+use crate::support::text::{bytes, thousands};
 use swizzledb::PoolMode;
 
 /// The line every buffer experiment and benchmark prints before its tables: they run without a
@@ -435,7 +435,9 @@ pub fn check_csv_appendable(path: &Path) -> Result<(), String> {
     let mut first = String::new();
     let read = io::BufRead::read_line(&mut io::BufReader::new(file), &mut first)
         .map_err(|e| format!("cannot read --csv {}: {e}", path.display()))?;
-    if read == 0 || first.trim_end_matches(['\n', '\r']) == crate::output::columns::<Record>().join(",") {
+    if read == 0
+        || first.trim_end_matches(['\n', '\r']) == crate::support::output::columns::<Record>().join(",")
+    {
         Ok(())
     } else {
         Err(format!(
@@ -446,10 +448,10 @@ pub fn check_csv_appendable(path: &Path) -> Result<(), String> {
 }
 
 /// One series per mode from `(x, results)` pairs: median with min..max bars of the throughput.
-fn mode_series(modes: &[PoolMode], at: &[(f64, &[ModeResult])]) -> Vec<crate::plot::Series> {
+fn mode_series(modes: &[PoolMode], at: &[(f64, &[ModeResult])]) -> Vec<crate::support::plot::Series> {
     modes
         .iter()
-        .map(|&m| crate::plot::Series {
+        .map(|&m| crate::support::plot::Series {
             name: m.name().to_string(),
             points: at
                 .iter()
@@ -457,7 +459,7 @@ fn mode_series(modes: &[PoolMode], at: &[(f64, &[ModeResult])]) -> Vec<crate::pl
                     let r = results.iter().find(|r| r.mode == m)?;
                     let tp: Vec<f64> = r.runs.iter().map(|m| m.throughput()).collect();
                     let s = summarize(&tp)?;
-                    Some(crate::plot::Point { x: *x, y: s.median, y_min: s.min, y_max: s.max })
+                    Some(crate::support::plot::Point { x: *x, y: s.median, y_min: s.min, y_max: s.max })
                 })
                 .collect(),
         })
@@ -472,17 +474,17 @@ pub fn sweep_chart(
     configs: &[Config],
     points: &[Vec<ModeResult>],
     x_of: impl Fn(&Config) -> u64,
-) -> crate::plot::Chart {
+) -> crate::support::plot::Chart {
     let at: Vec<(f64, &[ModeResult])> =
         configs.iter().zip(points).map(|(c, p)| (x_of(c) as f64, p.as_slice())).collect();
     let first = configs.first();
     let modes = first.map(|c| c.modes.clone()).unwrap_or_default();
     let pool = first.map_or(0, |c| c.pool_bytes as u64);
-    crate::plot::Chart {
+    crate::support::plot::Chart {
         title: title.to_string(),
         x_label: x_label.to_string(),
         y_label: "lookups per second".to_string(),
-        x_scale: crate::plot::Scale::Log2,
+        x_scale: crate::support::plot::Scale::Log2,
         series: mode_series(&modes, &at),
         note: first.map(|c| {
             format!(
@@ -501,11 +503,11 @@ pub fn sweep_chart(
 
 /// The chart of the insert experiment: inserts/s of each repetition, one line per mode.
 #[must_use]
-pub fn repetition_chart(title: &str, cfg: &Config, results: &[ModeResult]) -> crate::plot::Chart {
+pub fn repetition_chart(title: &str, cfg: &Config, results: &[ModeResult]) -> crate::support::plot::Chart {
     let series = cfg
         .modes
         .iter()
-        .map(|&m| crate::plot::Series {
+        .map(|&m| crate::support::plot::Series {
             name: m.name().to_string(),
             points: results
                 .iter()
@@ -513,16 +515,16 @@ pub fn repetition_chart(title: &str, cfg: &Config, results: &[ModeResult]) -> cr
                 .flat_map(|r| r.runs.iter())
                 .map(|run| {
                     let y = run.throughput();
-                    crate::plot::Point { x: (run.repetition + 1) as f64, y, y_min: y, y_max: y }
+                    crate::support::plot::Point { x: (run.repetition + 1) as f64, y, y_min: y, y_max: y }
                 })
                 .collect(),
         })
         .collect();
-    crate::plot::Chart {
+    crate::support::plot::Chart {
         title: title.to_string(),
         x_label: "repetition (modes alternate)".to_string(),
         y_label: "inserts per second".to_string(),
-        x_scale: crate::plot::Scale::Linear,
+        x_scale: crate::support::plot::Scale::Linear,
         series,
         note: Some(format!(
             "{} records at the end, {} thread(s), pool {}",
@@ -542,7 +544,7 @@ mod tests {
     /// The rows' columns are the ones this version has always written, in the same order.
     #[test]
     fn record_columns_are_the_documented_header() {
-        assert_eq!(crate::output::columns::<Record>().join(","), CSV_HEADER);
+        assert_eq!(crate::support::output::columns::<Record>().join(","), CSV_HEADER);
     }
 
     /// A `--csv` file is refused if it has another header; a new file, an empty one or one with

@@ -5,13 +5,14 @@
 
 pub mod buffer;
 pub mod buffer_report;
+pub mod experiment;
 pub mod pools;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::workload::{Workload, WorkloadError};
+use crate::workloads::{Workload, WorkloadError};
 
 /// When the threads stop.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -91,7 +92,7 @@ const SLICE: Duration = Duration::from_millis(10);
 /// `room` is asked every 10 ms by the thread that keeps time, never by the workers. The
 /// measurement's `elapsed` is then the time the threads ran, so rates stay right: a run that
 /// would outgrow its database's memory ends short instead of failing (see
-/// [`crate::bench::PoolRoom`]).
+/// [`crate::workloads::bench::PoolRoom`]).
 ///
 /// # Errors
 /// As [`run`].

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use swizzledb::{Database, PolicySpec, PoolMode, Stats};
 
-use crate::cpu;
 use crate::harness::{self, Measurement, Until};
-use crate::progress::Progress;
-use crate::workload::{Workload, WorkloadError};
+use crate::support::cpu;
+use crate::support::progress::Progress;
+use crate::workloads::{Workload, WorkloadError};
 
 /// One configuration measured.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -222,7 +222,7 @@ pub fn run<W: Workload>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tpcc::{Tpcc, TpccConfig};
+    use crate::workloads::tpcc::{Tpcc, TpccConfig};
 
     /// Every point runs `repeat` times in interleaved order; a small pool misses and evicts, a
     /// pool beyond the data never evicts; the base file and the copies are gone afterwards.

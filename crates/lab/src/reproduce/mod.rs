@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::environment::Environment;
+use crate::support::environment::Environment;
 use crate::Usage;
 use figures::{Figure, Paper, Scale};
 
@@ -431,7 +431,7 @@ fn prepare(
             }
         }
     }
-    crate::output::prepare_out(Some(dir)).map_err(crate::UnusablePath)?;
+    crate::support::output::prepare_out(Some(dir)).map_err(crate::UnusablePath)?;
     for f in chosen {
         if !ids.iter().any(|i| i == f.id) {
             ids.push(f.id.to_string());

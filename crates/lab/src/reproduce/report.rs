@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::figures::{self, Figure, Paper};
 use super::{figure_label, read_run, write_atomic, FigureRun, RunManifest, RunStatus};
-use crate::experiment::{Check, Verdict};
+use crate::harness::experiment::{Check, Verdict};
 
 /// What the report knows of one figure.
 #[derive(Debug)]
@@ -382,8 +382,8 @@ pub fn write(dir: &Path, manifest: &RunManifest) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::environment::Environment;
     use crate::reproduce::{ScaleName, SCHEMA};
+    use crate::support::environment::Environment;
 
     fn manifest(ids: &[&str]) -> RunManifest {
         RunManifest {
@@ -398,7 +398,7 @@ mod tests {
     fn fake_run(dir: &Path, id: &str, status: RunStatus, checks: &[Check]) {
         let d = dir.join(id);
         fs::create_dir_all(&d).unwrap();
-        crate::output::write_checks(&d, id, checks).unwrap();
+        crate::support::output::write_checks(&d, id, checks).unwrap();
         fs::write(d.join(format!("{id}.png")), b"png").unwrap();
         fs::write(d.join(format!("{id}.csv")), b"a\n1\n").unwrap();
         fs::write(d.join("stdout.txt"), "a <table> & more\n").unwrap();
@@ -487,7 +487,7 @@ mod tests {
         fake_run(dir.path(), a, RunStatus::Ok, std::slice::from_ref(&ok));
         fake_run(dir.path(), b, RunStatus::Ok, &[ok]);
         // `a`'s results come from the same build as the run; `b`'s from another.
-        crate::output::write_environment(&dir.path().join(a).join(format!("{a}.env.json"))).unwrap();
+        crate::support::output::write_environment(&dir.path().join(a).join(format!("{a}.env.json"))).unwrap();
         let env = serde_json::json!({"schema": 1, "environment": {"commit": "0123abc", "dirty": true}});
         fs::write(dir.path().join(b).join(format!("{b}.env.json")), env.to_string()).unwrap();
         let html = render(dir.path(), &manifest(&[a, b]));

@@ -27,7 +27,7 @@ pub(super) fn figures() -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::chou_dbmin::SimCommand;
+    use crate::experiments::papers::chou::dbmin::SimCommand;
     use clap::Parser;
 
     #[derive(Parser)]

@@ -178,17 +178,17 @@ mod tests {
     #[allow(dead_code)]
     enum Command {
         #[command(name = "gilbert-stack-depth")]
-        StackDepth(crate::experiments::gilbert_stack_depth::StackDepthArgs),
+        StackDepth(crate::experiments::papers::gilbert::stack_depth::StackDepthArgs),
         #[command(name = "gilbert-pools")]
-        Pools(crate::experiments::gilbert_pools::PoolsArgs),
+        Pools(crate::experiments::papers::gilbert::pools::PoolsArgs),
         #[command(name = "gilbert-policies")]
-        Policies(crate::experiments::gilbert_policies::PoliciesArgs),
+        Policies(crate::experiments::papers::gilbert::policies::PoliciesArgs),
         #[command(name = "gilbert-fix-time")]
-        FixTime(crate::experiments::gilbert_fix_time::FixTimeArgs),
+        FixTime(crate::experiments::papers::gilbert::fix_time::FixTimeArgs),
         #[command(name = "gilbert-long-run")]
-        LongRun(crate::experiments::gilbert_long_run::LongRunArgs),
+        LongRun(crate::experiments::papers::gilbert::long_run::LongRunArgs),
         #[command(name = "fix")]
-        Fix(crate::experiments::fix::FixArgs),
+        Fix(crate::experiments::bench::fix::FixArgs),
     }
 
     /// Every scale's arguments parse as the experiment's options (after `experiment`).

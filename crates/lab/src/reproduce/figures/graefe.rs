@@ -123,7 +123,10 @@ pub(super) fn figures() -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::{drift, graefe_fig10, graefe_fig12, graefe_fig14};
+    use crate::experiments::bench::drift;
+    use crate::experiments::papers::graefe::{
+        fig10 as graefe_fig10, fig12 as graefe_fig12, fig14 as graefe_fig14,
+    };
     use clap::Parser;
 
     #[derive(Parser)]

@@ -147,7 +147,7 @@ mod tests {
                 sweeps += 1;
                 let secs =
                     value(s.args, "--duration").unwrap_or_else(|| panic!("{} {scale}: no --duration", f.id));
-                let run_ms = crate::units::parse_positive_seconds(secs).unwrap() * 1e3;
+                let run_ms = crate::support::units::parse_positive_seconds(secs).unwrap() * 1e3;
                 for ms in intervals.split(',') {
                     let ms: f64 = ms.parse().unwrap();
                     assert!(ms < run_ms, "{} {scale}: an interval of {ms} ms in runs of {run_ms} ms", f.id);

@@ -1,0 +1,118 @@
+//! `bench tpcc`: argument parsing for the TPC-C benchmark; the workload, the measurements and
+//! the table live in `crate::workloads::tpcc`.
+
+use crate::engine::EngineName;
+use crate::experiments::workload_options::{dedup, run_logged, WorkloadOptions};
+use crate::harness::experiment::{self, Experiment};
+use crate::support::progress::Progress;
+use crate::workloads::tpcc::{print_table, run_bench, BenchPlan, BenchRow, TpccConfig, TpccRow};
+use crate::WorkloadError;
+use clap::Args;
+use std::error::Error;
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use crate::Usage;
+
+/// Options of `bench tpcc`.
+#[derive(Args, Debug)]
+pub struct TpccArgs {
+    /// Engines, comma-separated, measured interleaved: swizzledb (in each of --modes ×
+    /// --logging × --locking × --optimistic), lmdb (once per --logging setting, one write
+    /// transaction per TPC-C transaction and read snapshots for Order-Status and Stock-Level;
+    /// --modes, --locking, --optimistic, --pool and --policy do not apply to it, it serializes
+    /// its writers; --logging
+    /// on is MDB_NOSYNC, off adds MDB_NOMETASYNC, MDB_WRITEMAP and MDB_MAPASYNC; keep --dir on
+    /// a tmpfs, docs/tpcc.md)
+    #[arg(long, default_value = "swizzledb", value_delimiter = ',')]
+    engine: Vec<String>,
+    /// Warehouses (the scale: about 100 MiB of records each)
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    warehouses: u32,
+    #[command(flatten)]
+    options: WorkloadOptions,
+}
+
+/// Runs `bench tpcc`.
+///
+/// # Errors
+/// Bad options (as [`Usage`]), or a database or I/O failure.
+pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
+    let usage = |e: WorkloadError| Usage(e.to_string());
+    let engines: Vec<EngineName> =
+        args.engine.iter().map(|e| EngineName::parse(e)).collect::<Result<_, _>>().map_err(usage)?;
+    let plan = BenchPlan {
+        engines: dedup(&engines),
+        config: TpccConfig::standard(args.warehouses),
+        threads: args.options.threads(),
+        duration: args.options.duration(),
+        repeat: u32::from(args.options.repeat),
+        modes: args.options.modes(),
+        logging: args.options.logging(),
+        locking: args.options.locking(),
+        optimistic: args.options.optimistic(),
+        pool_bytes: args.options.pool,
+        policy: args.options.policy,
+        dir: args.options.dir(),
+    };
+    plan.validate().map_err(usage)?;
+    experiment::execute(&Tpcc(plan), args.options.out.as_deref())
+}
+
+/// `bench tpcc` as an experiment.
+pub struct Tpcc(pub BenchPlan);
+
+/// Runs a plan: progress lines on stderr when it is a terminal; a bad plan is a [`Usage`] error.
+///
+/// # Errors
+/// Bad options, a database failure, or a failed consistency check.
+pub fn measure(plan: &BenchPlan, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
+    run_logged(progress, |log| run_bench(plan, log))
+}
+
+impl Experiment for Tpcc {
+    const NAME: &'static str = "tpcc";
+    type Row = TpccRow;
+    type Results = Vec<BenchRow>;
+
+    fn caption(&self) -> String {
+        let p = &self.0;
+        if p.engines == [EngineName::SwizzleDb] {
+            return format!(
+                "TPC-C: {} warehouses, pool {} MiB per database, {} s per measurement, {} repetitions",
+                p.config.warehouses,
+                p.pool() >> 20,
+                p.duration.as_secs_f64(),
+                p.repeat
+            );
+        }
+        let mut memory = Vec::new();
+        if p.engines.contains(&EngineName::SwizzleDb) {
+            memory.push(format!("pool {} MiB per SwizzleDB database", p.pool() >> 20));
+        }
+        if p.engines.contains(&EngineName::Lmdb) {
+            memory.push(format!("LMDB map {} MiB", p.lmdb_map_bytes() >> 20));
+        }
+        format!(
+            "TPC-C on {}: {} warehouses, {}, {} s per measurement, {} repetitions",
+            p.engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
+            p.config.warehouses,
+            memory.join(", "),
+            p.duration.as_secs_f64(),
+            p.repeat
+        )
+    }
+
+    fn run(&self, progress: Progress) -> Result<Vec<BenchRow>, Box<dyn Error>> {
+        measure(&self.0, progress)
+    }
+
+    fn tables(&self, rows: &Vec<BenchRow>, mut out: &mut dyn Write) -> io::Result<()> {
+        print_table(&mut out, &self.0, rows)?;
+        writeln!(out, "consistency conditions 1-4 hold in every database")
+    }
+
+    fn rows(&self, rows: &Vec<BenchRow>) -> Vec<TpccRow> {
+        rows.iter().map(|r| TpccRow::new(Self::NAME, r)).collect()
+    }
+}

@@ -1,0 +1,14 @@
+//! The shared pieces every experiment uses: statistics, number formatting and tables, result
+//! files and the environment they record, charts, option parsers, progress on stderr, CPU time,
+//! child processes and buffer-trace recording.
+
+pub mod child;
+pub mod cpu;
+pub mod environment;
+pub mod output;
+pub mod plot;
+pub mod progress;
+pub mod recording;
+pub mod stats;
+pub mod text;
+pub mod units;

@@ -1,0 +1,594 @@
+//! What the TPC-B, TPC-C and YCSB bench drivers share: the database settings measured (buffer
+//! mode × logging × locking × optimistic descents × log archive, and the peer engines beside
+//! SwizzleDB), a database of either engine, scratch directories, checks of the common plan
+//! fields, medians.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use swizzledb::{CommitMode, Database, PolicySpec, PoolMode};
+
+use crate::engine::EngineName;
+use crate::harness::{self, Measurement, Until};
+use crate::workloads::{Workload, WorkloadError};
+
+/// One SwizzleDB configuration of a bench run.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    /// Buffer mode.
+    pub mode: PoolMode,
+    /// Write-ahead logging (commits asynchronous).
+    pub logging: bool,
+    /// Record locking.
+    pub locking: bool,
+    /// Optimistic descents: inner nodes read without latches, validated by version
+    /// (`swizzledb::lab::LabOptions::optimistic_reads`). They apply in the swizzling and main-memory
+    /// modes only; traditional mode always couples latches, so its settings have `false`.
+    pub optimistic: bool,
+    /// A log archive: every checkpoint sorts the durable log's page changes into a run
+    /// (`swizzledb::Builder::log_archive`, RECOVERY.md R17). It needs the log, so settings
+    /// with logging off have `false`.
+    pub log_archive: bool,
+}
+
+impl Setting {
+    /// Every combination, modes outermost, then logging, locking, optimistic descents, log
+    /// archive. Traditional mode gets one setting per (logging, locking, log archive), with
+    /// `optimistic: false` whatever `optimistic` lists: it always couples latches, so an `on`
+    /// setting would measure the same engine twice under a wrong name. Likewise logging off
+    /// gets one setting per (mode, locking, optimistic), with `log_archive: false` whatever
+    /// `log_archive` lists: an archive is made from the log, and without one there is nothing
+    /// to archive.
+    pub(crate) fn all(
+        modes: &[PoolMode],
+        logging: &[bool],
+        locking: &[bool],
+        optimistic: &[bool],
+        log_archive: &[bool],
+    ) -> Vec<Setting> {
+        let mut out = Vec::new();
+        for &mode in modes {
+            let optimistic: &[bool] = if mode == PoolMode::Traditional { &[false] } else { optimistic };
+            for &logging in logging {
+                let log_archive: &[bool] = if logging { log_archive } else { &[false] };
+                for &locking in locking {
+                    for &optimistic in optimistic {
+                        for &log_archive in log_archive {
+                            out.push(Setting { mode, logging, locking, optimistic, log_archive });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// `swizzling, logging on, locking off, optimistic on, log archive off`, for messages.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{}, logging {}, locking {}, optimistic {}, log archive {}",
+            self.mode,
+            on_off(self.logging),
+            on_off(self.locking),
+            on_off(self.optimistic),
+            on_off(self.log_archive)
+        )
+    }
+
+    /// The file of the database `name` in `dir` with this setting.
+    pub(crate) fn path(&self, dir: &Path, name: &str) -> std::path::PathBuf {
+        dir.join(format!(
+            "{name}-{}-log-{}-lock-{}-opt-{}-arc-{}.swz",
+            self.mode,
+            on_off(self.logging),
+            on_off(self.locking),
+            on_off(self.optimistic),
+            on_off(self.log_archive)
+        ))
+    }
+
+    /// Creates the database `name` in `dir` with this setting (logging commits asynchronously).
+    pub(crate) fn create(
+        &self,
+        dir: &Path,
+        name: &str,
+        pool: u64,
+        policy: Option<PolicySpec>,
+    ) -> Result<Database, WorkloadError> {
+        self.create_with(dir, name, pool, policy, None)
+    }
+
+    /// [`Setting::create`], with background checkpoints every `checkpoint_interval` instead of
+    /// the engine's default.
+    pub(crate) fn create_with(
+        &self,
+        dir: &Path,
+        name: &str,
+        pool: u64,
+        policy: Option<PolicySpec>,
+        checkpoint_interval: Option<Duration>,
+    ) -> Result<Database, WorkloadError> {
+        self.create_tuned(dir, name, pool, policy, checkpoint_interval, |b| b)
+    }
+
+    /// [`Setting::create_with`], with `tune` applied to the builder last (settings a bench
+    /// adds to the common ones).
+    pub(crate) fn create_tuned(
+        &self,
+        dir: &Path,
+        name: &str,
+        pool: u64,
+        policy: Option<PolicySpec>,
+        checkpoint_interval: Option<Duration>,
+        tune: impl FnOnce(swizzledb::Builder) -> swizzledb::Builder,
+    ) -> Result<Database, WorkloadError> {
+        let path = self.path(dir, name);
+        // Prefaulted: a run that grows the data must not measure the first touch of the pool's
+        // memory (on a virtual machine, fresh huge pages cost far more than their zeroing).
+        let mut b = Database::builder()
+            .mode(self.mode)
+            .pool_bytes(usize::try_from(pool).unwrap_or(usize::MAX))
+            .lab(|l| l.prefault(true))
+            .logging(self.logging)
+            .lab(|l| l.locking(self.locking).optimistic_reads(self.optimistic))
+            .log_archive(self.log_archive);
+        if self.logging {
+            b = b.commit_mode(CommitMode::Async);
+        }
+        if let Some(p) = policy {
+            b = b.policy(p);
+        }
+        if let Some(every) = checkpoint_interval {
+            b = b.checkpoint_interval(Some(every));
+        }
+        Ok(tune(b).create(&path)?)
+    }
+}
+
+/// One database configuration of a bench run on several engines (`bench ycsb`, `bench tpcc`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Config {
+    /// SwizzleDB in a buffer mode, with logging, locking and optimistic descents on or off.
+    SwizzleDb(Setting),
+    /// LMDB, with the durability that stands for `logging` (`crate::engine::Lmdb`).
+    Lmdb {
+        /// Logging on: `MDB_NOSYNC`; off: no durability at all.
+        logging: bool,
+    },
+}
+
+impl Config {
+    /// Every configuration, in table order: per engine (in the order given), SwizzleDB's
+    /// settings (modes outermost; traditional mode only with optimistic descents off, logging
+    /// off only without a log archive: [`Setting`]), LMDB's logging settings (it has no modes,
+    /// no locking setting, no optimistic descents and no log archive).
+    #[must_use]
+    pub fn all(
+        engines: &[EngineName],
+        modes: &[PoolMode],
+        logging: &[bool],
+        locking: &[bool],
+        optimistic: &[bool],
+        log_archive: &[bool],
+    ) -> Vec<Config> {
+        let mut out = Vec::new();
+        for &e in engines {
+            match e {
+                EngineName::SwizzleDb => out.extend(
+                    Setting::all(modes, logging, locking, optimistic, log_archive)
+                        .into_iter()
+                        .map(Config::SwizzleDb),
+                ),
+                EngineName::Lmdb => out.extend(logging.iter().map(|&logging| Config::Lmdb { logging })),
+            }
+        }
+        out
+    }
+
+    /// The engine.
+    #[must_use]
+    pub fn engine(&self) -> EngineName {
+        match self {
+            Config::SwizzleDb(_) => EngineName::SwizzleDb,
+            Config::Lmdb { .. } => EngineName::Lmdb,
+        }
+    }
+
+    /// SwizzleDB's buffer mode (none for LMDB).
+    #[must_use]
+    pub fn mode(&self) -> Option<PoolMode> {
+        match self {
+            Config::SwizzleDb(s) => Some(s.mode),
+            Config::Lmdb { .. } => None,
+        }
+    }
+
+    /// The logging setting.
+    #[must_use]
+    pub fn logging(&self) -> bool {
+        match *self {
+            Config::SwizzleDb(s) => s.logging,
+            Config::Lmdb { logging } => logging,
+        }
+    }
+
+    /// SwizzleDB's locking setting (none for LMDB).
+    #[must_use]
+    pub fn locking(&self) -> Option<bool> {
+        match self {
+            Config::SwizzleDb(s) => Some(s.locking),
+            Config::Lmdb { .. } => None,
+        }
+    }
+
+    /// SwizzleDB's optimistic-descents setting (none for LMDB).
+    #[must_use]
+    pub fn optimistic(&self) -> Option<bool> {
+        match self {
+            Config::SwizzleDb(s) => Some(s.optimistic),
+            Config::Lmdb { .. } => None,
+        }
+    }
+
+    /// For messages: `swizzledb traditional, logging on, locking off, optimistic off, log
+    /// archive off` or `lmdb, logging on`.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Config::SwizzleDb(s) => format!("swizzledb {}", s.describe()),
+            Config::Lmdb { logging } => format!("lmdb, logging {}", on_off(*logging)),
+        }
+    }
+}
+
+/// A workload that runs on every engine this build has.
+#[cfg(feature = "lmdb")]
+pub(crate) trait OnEveryEngine: Workload<Database> + Workload<crate::engine::Lmdb> {}
+#[cfg(feature = "lmdb")]
+impl<W: Workload<Database> + Workload<crate::engine::Lmdb>> OnEveryEngine for W {}
+/// A workload that runs on every engine this build has.
+#[cfg(not(feature = "lmdb"))]
+pub(crate) trait OnEveryEngine: Workload<Database> {}
+#[cfg(not(feature = "lmdb"))]
+impl<W: Workload<Database>> OnEveryEngine for W {}
+
+/// How the databases of a bench run are made: where, under which name, SwizzleDB's pool and
+/// policy, LMDB's map and reader slots.
+pub(crate) struct DbSpec<'a> {
+    pub dir: &'a Path,
+    pub name: &'a str,
+    pub pool: u64,
+    pub policy: Option<PolicySpec>,
+    // Read only where this build has LMDB.
+    #[cfg_attr(not(feature = "lmdb"), allow(dead_code))]
+    pub lmdb_map_bytes: u64,
+    #[cfg_attr(not(feature = "lmdb"), allow(dead_code))]
+    pub lmdb_readers: u32,
+}
+
+/// Reader slots per LMDB environment: every thread keeps one, plus a few.
+pub(crate) fn lmdb_readers(threads: &[usize]) -> u32 {
+    let most = threads.iter().copied().max().unwrap_or(1);
+    u32::try_from(most).unwrap_or(u32::MAX).saturating_add(8)
+}
+
+/// The room check of a timed run ([`harness::run_while`]) on `db`: always true except in
+/// main-memory mode. That mode never evicts, so a run that adds more data than its pool holds
+/// fails (`MemoryLimit`), and how much a run adds depends on how fast the machine is. The check
+/// says stop once the free frames fall to a reserve: 1/64 of the pool, and at least four times
+/// what the last slice of the run took. A faster machine then ends its run sooner (the
+/// measurement's rate stays right, and it says it was cut short) instead of failing.
+pub(crate) fn main_memory_room(db: &Database) -> impl FnMut() -> bool + '_ {
+    use swizzledb::lab::DatabaseExt;
+    let pool = db.pool();
+    let main_memory = pool.mode() == PoolMode::MainMemory;
+    let mut last = pool.resident_pages();
+    move || {
+        if !main_memory {
+            return true;
+        }
+        let (frames, used) = (pool.capacity(), pool.resident_pages());
+        let took = used.saturating_sub(last);
+        last = used;
+        frames.saturating_sub(used) > (frames / 64).max(4 * took)
+    }
+}
+
+/// The note a bench prints under its table when main-memory runs were stopped by
+/// [`main_memory_room`]: `cut` of `planned` measurements stopped early, and `not_counted` of
+/// them left out of the table. `None` when every run ran its full time.
+pub(crate) fn cut_short_note(cut: usize, planned: usize, not_counted: usize) -> Option<String> {
+    (cut + not_counted > 0).then(|| {
+        let dropped = if not_counted > 0 {
+            format!(
+                " and {not_counted} were not counted (a run cut before a quarter of its time is not, and a database \
+                 whose pool filled is measured no further)"
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{cut} of {planned} measurements stopped early{dropped}: a main-memory pool was nearly full (that mode \
+             never evicts, so a run stops before it outgrows its pool, and a faster machine adds more data in the \
+             same time). Rates are over the time a run ran (cut_short in the CSV)."
+        )
+    })
+}
+
+/// A database of either engine.
+pub(crate) enum Db {
+    SwizzleDb(Database),
+    #[cfg(feature = "lmdb")]
+    Lmdb(crate::engine::Lmdb),
+}
+
+impl Db {
+    /// Creates the database of `config` (SwizzleDB: a file in `spec.dir`; LMDB: a directory
+    /// there, `<name>-lmdb-log-<on|off>`).
+    pub(crate) fn create(config: Config, spec: &DbSpec<'_>) -> Result<Db, WorkloadError> {
+        match config {
+            Config::SwizzleDb(s) => {
+                Ok(Db::SwizzleDb(s.create(spec.dir, spec.name, spec.pool, spec.policy)?))
+            }
+            #[cfg(feature = "lmdb")]
+            Config::Lmdb { logging } => Ok(Db::Lmdb(crate::engine::Lmdb::create(
+                &spec.dir.join(format!("{}-lmdb-log-{}", spec.name, on_off(logging))),
+                spec.lmdb_map_bytes,
+                spec.lmdb_readers,
+                logging,
+            )?)),
+            #[cfg(not(feature = "lmdb"))]
+            Config::Lmdb { .. } => Err(WorkloadError::Config(
+                "--engine lmdb: this build has no LMDB; build the swizzledb command with the lmdb feature"
+                    .into(),
+            )),
+        }
+    }
+
+    pub(crate) fn load<W: OnEveryEngine>(&self, w: &W) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => w.load(db),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => w.load(db),
+        }
+    }
+
+    pub(crate) fn run<W: OnEveryEngine>(
+        &self,
+        w: &W,
+        threads: usize,
+        until: Until,
+    ) -> Result<Measurement, WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => harness::run_while(w, db, threads, until, &mut main_memory_room(db)),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => harness::run(w, db, threads, until),
+        }
+    }
+
+    /// Log bytes reserved since the database opened (frame headers and padding included);
+    /// `None` for a database without a log and for LMDB.
+    /// Record-lock requests and waits so far (`None` without record locks, and for LMDB).
+    pub(crate) fn lock_counts(&self) -> Option<(u64, u64)> {
+        match self {
+            Db::SwizzleDb(db) => db.lock_stats().map(|s| (s.requests, s.waits)),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(_) => None,
+        }
+    }
+
+    pub(crate) fn log_bytes_appended(&self) -> Option<u64> {
+        match self {
+            Db::SwizzleDb(db) => db.log_stats().map(|s| s.log_bytes),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(_) => None,
+        }
+    }
+
+    pub(crate) fn verify<W: OnEveryEngine>(&self, w: &W) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => w.verify(db),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => w.verify(db),
+        }
+    }
+
+    pub(crate) fn close(self) -> Result<(), WorkloadError> {
+        match self {
+            Db::SwizzleDb(db) => Ok(db.close()?),
+            #[cfg(feature = "lmdb")]
+            Db::Lmdb(db) => {
+                drop(db);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `on` or `off`.
+pub(crate) fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// A scratch directory, removed with everything in it when dropped.
+pub(crate) struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// `dir/swizzledb-<name>-<pid>`, created.
+    pub(crate) fn new(dir: &Path, name: &str) -> Result<Scratch, WorkloadError> {
+        let path = dir.join(format!("swizzledb-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&path)
+            .map_err(|e| WorkloadError::Io { path: path.display().to_string(), source: e })?;
+        Ok(Scratch(path))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The smallest pool a bench accepts: 256 pages of 8 KiB, far more than one operation fixes.
+pub(crate) const MIN_POOL: u64 = 256 * 8192;
+
+/// Checks the plan fields every bench has.
+pub(crate) fn validate_common(
+    threads: &[usize],
+    duration: Duration,
+    repeat: u32,
+    modes: &[PoolMode],
+    logging: &[bool],
+    locking: &[bool],
+    optimistic: &[bool],
+) -> Result<(), WorkloadError> {
+    let bad = |s: &str| Err(WorkloadError::Config(s.into()));
+    if threads.is_empty() || threads.contains(&0) {
+        return bad("--threads needs thread counts of at least 1");
+    }
+    if duration.is_zero() {
+        return bad("--duration must be above 0");
+    }
+    if repeat == 0 {
+        return bad("--repeat must be at least 1");
+    }
+    if modes.is_empty() || logging.is_empty() || locking.is_empty() || optimistic.is_empty() {
+        return bad(EMPTY_SETTINGS);
+    }
+    Ok(())
+}
+
+/// The message for a plan with an empty list of settings.
+pub(crate) const EMPTY_SETTINGS: &str =
+    "--modes, --logging, --locking and --optimistic each need at least one value";
+
+/// Checks that `pool` bytes can run a workload that loads `data` bytes of records (`what`
+/// says whose, for the message).
+pub(crate) fn validate_pool(
+    pool: u64,
+    data: u64,
+    modes: &[PoolMode],
+    what: &str,
+) -> Result<(), WorkloadError> {
+    if pool < MIN_POOL {
+        return Err(WorkloadError::Config(format!(
+            "--pool {pool} B is below the {MIN_POOL} B a benchmark needs; raise --pool"
+        )));
+    }
+    if modes.contains(&PoolMode::MainMemory) && pool < data {
+        return Err(WorkloadError::Config(format!(
+            "--pool {} MiB cannot hold the {} MiB of records loaded ({what}), and main-memory mode \
+             never evicts; raise --pool or drop main-memory from --modes",
+            pool >> 20,
+            data.div_ceil(1 << 20)
+        )));
+    }
+    Ok(())
+}
+
+/// Thread-seconds a plan measures per database (for sizing its pool).
+pub(crate) fn thread_seconds(threads: &[usize], duration: Duration, repeat: u32) -> f64 {
+    threads.iter().map(|&t| t as f64 * duration.as_secs_f64() * f64::from(repeat)).sum()
+}
+
+/// The median (NaN for none).
+pub(crate) fn median(v: Vec<f64>) -> f64 {
+    crate::support::stats::median(&v).unwrap_or(f64::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every bench's table says when main-memory runs were cut short, and how many were left
+    /// out; it says nothing when all ran their full time.
+    #[test]
+    fn cut_short_note_counts_cut_and_left_out_runs() {
+        assert_eq!(cut_short_note(0, 12, 0), None);
+        let cut = cut_short_note(2, 12, 0).unwrap();
+        assert!(cut.starts_with("2 of 12 measurements stopped early:"), "{cut}");
+        assert!(!cut.contains("not counted"), "{cut}");
+        let dropped = cut_short_note(1, 12, 3).unwrap();
+        assert!(
+            dropped.starts_with("1 of 12 measurements stopped early and 3 were not counted"),
+            "{dropped}"
+        );
+        assert!(cut_short_note(0, 12, 1).is_some(), "a run left out is worth a note too");
+    }
+
+    #[test]
+    fn traditional_mode_gets_one_setting_with_optimistic_descents_off() {
+        use PoolMode::{MainMemory, Swizzling, Traditional};
+        let all =
+            Setting::all(&[Swizzling, Traditional, MainMemory], &[false], &[true], &[true, false], &[false]);
+        let got: Vec<(PoolMode, bool)> = all.iter().map(|s| (s.mode, s.optimistic)).collect();
+        assert_eq!(
+            got,
+            [
+                (Swizzling, true),
+                (Swizzling, false),
+                (Traditional, false),
+                (MainMemory, true),
+                (MainMemory, false)
+            ]
+        );
+        assert!(all.iter().all(|s| !s.logging && s.locking));
+        // Traditional mode is measured even when only `on` is asked for: as what it is, `off`.
+        let only_on = Setting::all(&[Traditional], &[true, false], &[false], &[true], &[false]);
+        assert_eq!(only_on.len(), 2);
+        assert!(only_on.iter().all(|s| !s.optimistic));
+    }
+
+    #[test]
+    fn configs_carry_optimistic_descents_for_swizzledb_only() {
+        let configs = Config::all(
+            &[EngineName::SwizzleDb, EngineName::Lmdb],
+            &[PoolMode::Swizzling],
+            &[true],
+            &[false],
+            &[false, true],
+            &[false],
+        );
+        let got: Vec<Option<bool>> = configs.iter().map(Config::optimistic).collect();
+        assert_eq!(got, [Some(false), Some(true), None]);
+        assert_eq!(
+            configs[1].describe(),
+            "swizzledb swizzling, logging on, locking off, optimistic on, log archive off"
+        );
+    }
+
+    #[test]
+    fn logging_off_gets_one_setting_without_a_log_archive() {
+        use PoolMode::{Swizzling, Traditional};
+        let all = Setting::all(&[Swizzling, Traditional], &[true, false], &[false], &[true], &[true, false]);
+        let got: Vec<(PoolMode, bool, bool)> =
+            all.iter().map(|s| (s.mode, s.logging, s.log_archive)).collect();
+        assert_eq!(
+            got,
+            [
+                (Swizzling, true, true),
+                (Swizzling, true, false),
+                (Swizzling, false, false),
+                (Traditional, true, true),
+                (Traditional, true, false),
+                (Traditional, false, false)
+            ]
+        );
+        // Logging off is measured even when only `on` is asked for: as what it is, `off`.
+        let only_on = Setting::all(&[Swizzling], &[false], &[false], &[true], &[true]);
+        assert_eq!(only_on.len(), 1);
+        assert!(!only_on[0].log_archive);
+        assert_eq!(all[0].describe(), "swizzling, logging on, locking off, optimistic on, log archive on");
+    }
+
+    #[test]
+    fn an_empty_optimistic_list_is_refused() {
+        let err =
+            validate_common(&[1], Duration::from_secs(1), 1, &[PoolMode::Swizzling], &[false], &[false], &[])
+                .unwrap_err();
+        assert!(matches!(err, WorkloadError::Config(ref m) if m.contains("--optimistic")), "{err}");
+    }
+}
