@@ -26,13 +26,9 @@ pub enum TraceAction {
     /// Write a recorded trace's events as CSV (event, thread, page, parent, latch, hit,
     /// time_ns), or the reference string of any trace as libCacheSim's oracleGeneral
     Export(ExportArgs),
-    /// Miss ratios of every replacement policy and of Belady's OPT at several cache sizes, and
-    /// the LRU stack-distance histogram, over a recorded, plain-text or synthetic trace, or one
-    /// of libCacheSim's (oracleGeneral, CSV, txt; zstd-compressed or not)
-    Analyze(swizzledb_lab::experiments::tools::trace_analyze::AnalyzeArgs),
-    /// Write a synthetic reference string (uniform, Zipf, scans, loops, mixtures, a drifting
-    /// hot set) as a plain-text trace
-    Generate(swizzledb_lab::experiments::tools::trace_analyze::GenerateArgs),
+    // The lab's trace commands (`analyze`, `generate`).
+    #[command(flatten)]
+    Lab(swizzledb_lab::experiments::registry::TraceCommand),
 }
 
 /// Arguments of `trace record`.
@@ -90,8 +86,7 @@ pub fn run(action: TraceAction) -> Result<ExitCode, Box<dyn Error>> {
     match action {
         TraceAction::Record(args) => record(&args),
         TraceAction::Export(args) => export(&args),
-        TraceAction::Analyze(args) => swizzledb_lab::experiments::tools::trace_analyze::analyze(&args),
-        TraceAction::Generate(args) => swizzledb_lab::experiments::tools::trace_analyze::generate(&args),
+        TraceAction::Lab(command) => command.run(),
     }
 }
 

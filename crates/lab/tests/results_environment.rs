@@ -5,7 +5,8 @@
 
 use clap::Parser;
 use serde_json::Value;
-use swizzledb_lab::experiments::papers::chou::dbmin::{self as chou_dbmin, SimCommand};
+use swizzledb_lab::experiments::papers::chou::dbmin as chou_dbmin;
+use swizzledb_lab::experiments::registry::SimCommand;
 use swizzledb_lab::support::environment::{command_line, Environment, UNKNOWN};
 
 #[derive(Parser)]
@@ -65,8 +66,7 @@ fn a_run_writes_csv_json_and_their_environment() {
         out.to_str().unwrap(),
     ])
     .unwrap();
-    let SimCommand::Dbmin(args) = cli.sim;
-    chou_dbmin::run(&args).unwrap();
+    cli.sim.run().unwrap();
 
     let mut csv = csv::Reader::from_path(out.join("chou-dbmin.csv")).unwrap();
     let header: Vec<String> = csv.headers().unwrap().iter().map(str::to_string).collect();

@@ -1,11 +1,13 @@
 //! Every benchmark and experiment, by kind: [`bench`] (the `swizzledb bench` workloads and the
 //! buffer measurements beside them), [`papers`] (one folder per paper, as
 //! `reproduce/figures/<paper>.rs`), [`tools`] (crash test, trace analysis), and the options
-//! and helpers they share ([`common`], [`workload_options`]).
+//! and helpers they share ([`common`], [`workload_options`]). Each command is declared once, in
+//! the [`registry`] of its kind.
 
 pub mod bench;
 pub mod common;
 pub mod papers;
+pub mod registry;
 pub mod tools;
 pub mod workload_options;
 
@@ -13,96 +15,15 @@ pub mod workload_options;
 mod tests {
     use crate::support::output::columns;
 
-    /// The result files and their row types: the section of `docs/results-schema.md` that
-    /// documents each (`None`: the opening section) and its columns.
-    fn result_files() -> Vec<(&'static str, Option<&'static str>, Vec<String>)> {
-        vec![
-            ("rndread.csv", None, columns::<crate::harness::buffer_report::Record>()),
-            ("<experiment>-series.csv", None, columns::<crate::experiments::bench::drift::Sample>()),
-            ("fix.csv", None, columns::<crate::experiments::bench::fix::FixSample>()),
-            ("miss-ratio.csv", None, columns::<crate::experiments::tools::trace_analyze::MissRatioRow>()),
-            (
-                "stack-distance.csv",
-                None,
-                columns::<crate::experiments::tools::trace_analyze::StackDistanceRow>(),
-            ),
-            (
-                "gilbert-policies.csv",
-                Some("`gilbert-policies.csv`"),
-                columns::<crate::experiments::papers::gilbert::policies::PolicyRow>(),
-            ),
-            (
-                "ding-bpwrapper.csv",
-                Some("`ding-bpwrapper.csv`"),
-                columns::<crate::experiments::papers::ding::bpwrapper::BpWrapperRow>(),
-            ),
-            (
-                "ding-buffer-sizes.csv",
-                Some("`ding-bpwrapper.csv`"),
-                columns::<crate::experiments::papers::ding::bpwrapper::BpWrapperRow>(),
-            ),
-            (
-                "ding-lock-hold.csv",
-                Some("`ding-lock-hold.csv`"),
-                columns::<crate::experiments::papers::ding::lock_hold::LockHoldRow>(),
-            ),
-            (
-                "chou-dbmin.csv",
-                Some("`chou-dbmin.csv`"),
-                columns::<crate::experiments::papers::chou::dbmin::DbminRow>(),
-            ),
-            (
-                "emulator.csv",
-                Some("`emulator.csv`"),
-                columns::<crate::experiments::papers::ding::emulator::EmulatorRow>(),
-            ),
-            ("wal.csv", Some("`wal.csv`"), columns::<crate::experiments::bench::wal::WalRow>()),
-            (
-                "isolation.csv",
-                Some("`isolation.csv`"),
-                columns::<crate::experiments::bench::isolation::IsolationRow>(),
-            ),
-            (
-                "read-latency.csv",
-                Some("`read-latency.csv`"),
-                columns::<crate::experiments::bench::read_latency::ReadLatencyRow>(),
-            ),
-            ("tpcc.csv", Some("`tpcc.csv`"), columns::<crate::workloads::tpcc::TpccRow>()),
-            ("graefe-fig14.csv", Some("`tpcc.csv`"), columns::<crate::workloads::tpcc::TpccRow>()),
-            ("tpcb.csv", Some("`tpcb.csv`"), columns::<crate::workloads::tpcb::TpcbRow>()),
-            ("lersch-checkpoints.csv", Some("`tpcb.csv`"), columns::<crate::workloads::tpcb::TpcbRow>()),
-            ("lersch-cleaner.csv", Some("`tpcb.csv`"), columns::<crate::workloads::tpcb::TpcbRow>()),
-            (
-                "lersch-restart.csv",
-                Some("`lersch-restart.csv`"),
-                columns::<crate::experiments::papers::lersch::restart::LerschRestartRow>(),
-            ),
-            ("ycsb.csv", Some("`ycsb.csv`"), columns::<crate::workloads::ycsb::YcsbRow>()),
-            ("values.csv", Some("`values.csv`"), columns::<crate::experiments::bench::values::ValuesRow>()),
-            (
-                "gilbert-long-run.csv",
-                Some("`gilbert-long-run.csv`"),
-                columns::<crate::experiments::papers::gilbert::long_run::LongRunRow>(),
-            ),
-            (
-                "gilbert-pools.csv",
-                Some("`gilbert-pools.csv`"),
-                columns::<crate::experiments::papers::gilbert::pools::PoolsRow>(),
-            ),
-            (
-                "gilbert-stack-depth.csv",
-                Some("`gilbert-stack-depth.csv`"),
-                columns::<crate::experiments::papers::gilbert::stack_depth::StackDepthRow>(),
-            ),
-        ]
-    }
-
     /// Every column of every result file is named (in backquotes) in its section of
     /// `docs/results-schema.md`.
     #[test]
     fn results_schema_documents_every_column() {
         let doc = include_str!("../../../../docs/results-schema.md");
-        for (file, heading, cols) in result_files() {
+        let files: Vec<_> = super::registry::all().iter().flat_map(|e| e.files).copied().collect();
+        assert!(files.len() > 20, "the registry lists {} result files", files.len());
+        for super::registry::ResultFile { file, section: heading, columns } in files {
+            let cols = columns();
             assert!(!cols.is_empty(), "{file}: no columns");
             let section = match heading {
                 None => doc.split("\n## ").next().unwrap(),

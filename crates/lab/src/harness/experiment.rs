@@ -6,7 +6,8 @@
 //! the checks of the paper's claims to `<NAME>.checks.json`, the charts beside them.
 //!
 //! A new experiment is one file under `experiments/`: a plan type implementing [`Experiment`],
-//! and (for the command line) a `clap` options struct that builds the plan.
+//! and (for the command line) a `clap` options struct that builds the plan; and one entry in
+//! the registry of its kind (`experiments::registry`).
 
 use serde::{Deserialize, Serialize};
 use std::error::Error;

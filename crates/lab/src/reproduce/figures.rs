@@ -199,7 +199,44 @@ pub fn all() -> Vec<Figure> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cap_counts, Scale};
+    use super::{all, cap_counts, Scale};
+    use crate::experiments::registry::{self, BenchCommand, ExperimentCommand, SimCommand};
+
+    /// The commands a figure may run, as the `swizzledb` command embeds the registry's enums.
+    #[derive(clap::Parser)]
+    enum Cli {
+        Bench {
+            #[command(subcommand)]
+            command: BenchCommand,
+        },
+        Experiment {
+            #[command(subcommand)]
+            command: ExperimentCommand,
+        },
+        Sim {
+            #[command(subcommand)]
+            command: SimCommand,
+        },
+    }
+
+    /// Every scale of every figure runs a registered command under its own name (not an alias),
+    /// whose options parse its arguments on any machine.
+    #[test]
+    fn every_scale_is_a_registered_command_its_options_parse() {
+        use clap::Parser;
+        let commands: Vec<String> = registry::all().iter().map(registry::Entry::command).collect();
+        for f in all() {
+            for (s, cores) in [f.tiny, f.quick, f.full].into_iter().flat_map(|s| [1, 2, 64].map(|c| (s, c))) {
+                let resolved = s.resolve(cores);
+                let command = resolved[..2].join(" ");
+                assert!(commands.contains(&command), "{}: {command} is not a registered command", f.id);
+                let args = std::iter::once("swizzledb").chain(resolved.iter().map(String::as_str));
+                if let Err(e) = Cli::try_parse_from(args) {
+                    panic!("{} on {cores} cores: {resolved:?}: {e}", f.id);
+                }
+            }
+        }
+    }
 
     #[test]
     fn thread_counts_are_the_papers_capped_at_the_cores() {

@@ -167,42 +167,4 @@ mod tests {
             assert!(f.tiny.secs <= f.quick.secs && f.quick.secs <= f.full.secs, "{}", f.id);
         }
     }
-
-    #[derive(clap::Parser)]
-    struct Cli {
-        #[command(subcommand)]
-        experiment: Command,
-    }
-
-    #[derive(clap::Subcommand)]
-    #[allow(dead_code)]
-    enum Command {
-        #[command(name = "gilbert-stack-depth")]
-        StackDepth(crate::experiments::papers::gilbert::stack_depth::StackDepthArgs),
-        #[command(name = "gilbert-pools")]
-        Pools(crate::experiments::papers::gilbert::pools::PoolsArgs),
-        #[command(name = "gilbert-policies")]
-        Policies(crate::experiments::papers::gilbert::policies::PoliciesArgs),
-        #[command(name = "gilbert-fix-time")]
-        FixTime(crate::experiments::papers::gilbert::fix_time::FixTimeArgs),
-        #[command(name = "gilbert-long-run")]
-        LongRun(crate::experiments::papers::gilbert::long_run::LongRunArgs),
-        #[command(name = "fix")]
-        Fix(crate::experiments::bench::fix::FixArgs),
-    }
-
-    /// Every scale's arguments parse as the experiment's options (after `experiment`).
-    #[test]
-    fn every_scale_parses() {
-        use clap::Parser;
-        for f in figures() {
-            for (s, cores) in [f.tiny, f.quick, f.full].into_iter().flat_map(|s| [1, 2, 64].map(|c| (s, c))) {
-                let resolved = s.resolve(cores);
-                let args = std::iter::once("swizzledb").chain(resolved[1..].iter().map(String::as_str));
-                if let Err(e) = Cli::try_parse_from(args) {
-                    panic!("{} on {cores} cores: {resolved:?}: {e}", f.id);
-                }
-            }
-        }
-    }
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use swizzledb_sim::dbmin::managers::Algorithm;
 use swizzledb_sim::dbmin::queries::Workload;
 use swizzledb_sim::dbmin::simulator::{self, Config, DbminError, Mix, Precision, RunResult, Sharing};
@@ -28,16 +28,6 @@ use crate::support::plot::{Chart, Marks, Point, Scale, Series};
 use crate::support::progress::Progress;
 use crate::support::text;
 use crate::Usage;
-
-/// The simulators.
-#[derive(Subcommand)]
-pub enum SimCommand {
-    /// Chou & DeWitt 1986, Figs. 2-5: throughput vs concurrent queries of DBMIN, HOT, WS, RAND,
-    /// FIFO and CLOCK for mixes M1-M3 at no, half and full sharing, and the simple algorithms
-    /// with feedback load control; prints the check of the paper's claims (a few minutes)
-    #[command(name = "chou-dbmin", alias = "dbmin")]
-    Dbmin(DbminArgs),
-}
 
 /// The NCQ points of the full grid.
 const DEFAULT_NCQ: &str = "1,2,4,6,8,12,16,20,24,28,32";
