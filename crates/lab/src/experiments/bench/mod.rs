@@ -8,6 +8,7 @@ pub mod insert;
 pub mod isolation;
 pub mod lookup;
 pub mod read_latency;
+pub mod scan;
 pub mod tpcb;
 pub mod tpcc;
 pub mod values;
@@ -34,6 +35,10 @@ registry! {
         /// throughput time series
         "drift" => Drift(drift::DriftArgs), drift::execute,
             files [("drift.csv", Record, None), ("<experiment>-series.csv", drift::Sample, None)];
+        /// Range scans of --length consecutive keys from a random start key, per buffer mode:
+        /// scans and scanned records per second, every record checked (8-byte keys, 120-byte
+        /// values), one database per mode, repetitions interleaved across modes
+        "scan" => Scan(scan::ScanArgs), scan::execute, files [("scan.csv", scan::ScanRow, Some("`scan.csv`"))];
         /// The BP-Wrapper paper's buffer emulator (Ding et al. 2015, Figs. 11-13): threads share an
         /// in-memory buffer and compute between accesses; locked LRU, DistLock, batching,
         /// prefetching, full BP-Wrapper, BP-Wrapper per partition, bufBP-prim and CLOCK
