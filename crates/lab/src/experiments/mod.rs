@@ -1,8 +1,8 @@
-//! Every benchmark and experiment, by kind: [`bench`] (the `swizzledb bench` workloads and the
-//! buffer measurements beside them), [`papers`] (one folder per paper, as
-//! `reproduce/figures/<paper>.rs`), [`tools`] (crash test, trace analysis), and the options
-//! and helpers they share ([`common`], [`workload_options`]). Each command is declared once, in
-//! the [`registry`] of its kind.
+//! Every benchmark and experiment, by kind: [`bench`](mod@bench) (the `swizzledb bench` workloads
+//! and the buffer measurements beside them), [`papers`] (one folder per paper, as
+//! `reproduce/figures/<paper>.rs`), [`tools`] (crash test, trace analysis), and the options and
+//! helpers they share ([`common`], [`workload_options`]). Each command is declared once, in the
+//! [`registry`] of its kind.
 
 pub mod bench;
 pub mod common;

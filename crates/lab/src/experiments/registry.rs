@@ -1,5 +1,5 @@
 //! The one list of the lab's commands. Each benchmark, experiment and tool is declared once, in
-//! a [`registry!`] entry of its kind's module (`bench/mod.rs`, `papers/mod.rs`, `tools/mod.rs`):
+//! a `registry!` entry of its kind's module (`bench/mod.rs`, `papers/mod.rs`, `tools/mod.rs`):
 //! its command name and aliases, its help (the doc comment), its options type, the function that
 //! runs it and the result files it writes with their row types. From that entry come
 //!

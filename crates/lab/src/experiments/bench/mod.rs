@@ -38,7 +38,8 @@ registry! {
         /// Range scans of --length consecutive keys from a random start key, per buffer mode:
         /// scans and scanned records per second, every record checked (8-byte keys, 120-byte
         /// values), one database per mode, repetitions interleaved across modes
-        "scan" => Scan(scan::ScanArgs), scan::execute, files [("scan.csv", scan::ScanRow, Some("`scan.csv`"))];
+        "scan" => Scan(scan::ScanArgs), scan::execute,
+            files [("scan.csv", scan::ScanRow, Some("`scan.csv`"))];
         /// The BP-Wrapper paper's buffer emulator (Ding et al. 2015, Figs. 11-13): threads share an
         /// in-memory buffer and compute between accesses; locked LRU, DistLock, batching,
         /// prefetching, full BP-Wrapper, BP-Wrapper per partition, bufBP-prim and CLOCK

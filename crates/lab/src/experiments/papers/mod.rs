@@ -31,7 +31,10 @@ registry! {
         /// 5 s) in 1 GiB of data with a 128 MiB pool; swizzling should beat traditional in the steady
         /// state and recover from each shift as fast
         "graefe-fig13" | "fig13" => Fig13(bench::drift::DriftArgs), graefe::fig13::execute,
-            files [("graefe-fig13.csv", Record, None), ("graefe-fig13-series.csv", bench::drift::Sample, None)];
+            files [
+                ("graefe-fig13.csv", Record, None),
+                ("graefe-fig13-series.csv", bench::drift::Sample, None),
+            ];
         /// Graefe et al. 2014 Fig. 14: TPC-C in the three buffer modes with logging and locking each
         /// on and off, the pool larger than the data, descents coupling latches as the paper's
         /// engine did (no optimistic descents); swizzling should gain about 10% over traditional
@@ -41,7 +44,8 @@ registry! {
         /// Lersch 2015 Figs. 5.1-5.4: TPC-B throughput and CPU against the checkpoint interval,
         /// classical (fuzzy) against decoupled (log-based) checkpoints; the thesis found them equal
         /// above 1 s, the decoupled ones using slightly more CPU
-        "lersch-checkpoints" => LerschCheckpoints(lersch::checkpoints::LerschCheckpointsArgs), lersch::checkpoints::execute,
+        "lersch-checkpoints" => LerschCheckpoints(lersch::checkpoints::LerschCheckpointsArgs),
+            lersch::checkpoints::execute,
             files [("lersch-checkpoints.csv", TpcbRow, Some("`tpcb.csv`"))];
         /// Lersch 2015 Figs. 5.5-5.8: TPC-B throughput, CPU and pages written against the page
         /// cleaner's interval, the classical cleaner against the decoupled one (replaying the log
@@ -62,7 +66,8 @@ registry! {
         /// Gilbert 2017 Figs. 3.4/3.5/3.9: lookups with each replacement policy, swizzling off and
         /// on, at pools of a fraction of the data: throughput, hit ratio, evictioner time per call and
         /// refused candidates (about 12 minutes with the defaults; --duration 1 for a quicker look)
-        "gilbert-policies" | "policies" => Policies(gilbert::policies::PoliciesArgs), gilbert::policies::execute,
+        "gilbert-policies" | "policies" => Policies(gilbert::policies::PoliciesArgs),
+            gilbert::policies::execute,
             files [("gilbert-policies.csv", gilbert::policies::PolicyRow, Some("`gilbert-policies.csv`"))];
         /// Gilbert 2017 Figs. 2.3 and 3.4-3.9: TPC-C against pools of a few percent of the data to
         /// more than all of it, swizzling off and on, RANDOM, GCLOCK and CAR, every run cold:
@@ -73,8 +78,15 @@ registry! {
         /// Gilbert 2017 Figs. 1.5/3.1: the LRU stack-depth histogram of TPC-C's page references,
         /// traced per thread count; the share of references at a distance below 20 and the frames LRU
         /// needs for a 75% hit ratio
-        "gilbert-stack-depth" => StackDepth(gilbert::stack_depth::StackDepthArgs), gilbert::stack_depth::execute,
-            files [("gilbert-stack-depth.csv", gilbert::stack_depth::StackDepthRow, Some("`gilbert-stack-depth.csv`"))];
+        "gilbert-stack-depth" => StackDepth(gilbert::stack_depth::StackDepthArgs),
+            gilbert::stack_depth::execute,
+            files [
+                (
+                    "gilbert-stack-depth.csv",
+                    gilbert::stack_depth::StackDepthRow,
+                    Some("`gilbert-stack-depth.csv`")
+                ),
+            ];
         /// Gilbert 2017 Fig. 2.12: long TPC-C runs with swizzling off and on, starting cold, as a
         /// throughput time series (the gain of swizzling appears once the pool is warm)
         "gilbert-long-run" => LongRun(gilbert::long_run::LongRunArgs), gilbert::long_run::execute,
@@ -88,7 +100,8 @@ registry! {
         /// alone (bpw-pref-2q) and batching alone (bpw-batch-2q), and behind BP-Wrapper (bpw-*;
         /// hot/cold's hot hits are not queued, the paper's Fig. 7), at 1 to 16 threads (Figs. 8-9):
         /// throughput, hit ratio and lock waits per million accesses
-        "ding-bpwrapper" | "bp-wrapper" => BpWrapper(ding::bpwrapper::BpWrapperArgs), ding::bpwrapper::execute,
+        "ding-bpwrapper" | "bp-wrapper" => BpWrapper(ding::bpwrapper::BpWrapperArgs),
+            ding::bpwrapper::execute,
             files [("ding-bpwrapper.csv", ding::bpwrapper::BpWrapperRow, Some("`ding-bpwrapper.csv`"))];
         /// Ding et al. 2015 Fig. 4: the replacement lock's time per page access (held plus waited
         /// for) and the hit ratio as BP-Wrapper's batch size grows (queue size S and threshold T)
