@@ -172,7 +172,7 @@ impl Experiment for Scan {
         for m in results {
             let mut row = vec![m.mode.name().to_string()];
             let (Some(records), None) = (records_per_sec(m), &m.error) else {
-                row.push(format!("failed: {}", m.error.as_deref().unwrap_or("no measurement")));
+                row.push("failed".to_string());
                 table.push(row);
                 continue;
             };
@@ -189,7 +189,15 @@ impl Experiment for Scan {
             ]);
             table.push(row);
         }
-        text::write_aligned(out, &table)
+        text::write_aligned(out, &table)?;
+        for m in results {
+            match &m.error {
+                Some(e) if e.contains(m.mode.name()) => writeln!(out, "{e}")?,
+                Some(e) => writeln!(out, "{} mode: {e}", m.mode)?,
+                None => {}
+            }
+        }
+        Ok(())
     }
 
     fn rows(&self, results: &Vec<ModeScans>) -> Vec<ScanRow> {
@@ -240,7 +248,7 @@ fn run(cfg: &Config, length: u64, progress: Progress) -> Result<Vec<ModeScans>, 
         let live = match loaded {
             Ok(tree) => Some(Loaded { tree, db, _file: file }),
             Err(e) => {
-                result.error = Some(e.to_string());
+                record_failure(&mut result, e.to_string());
                 None
             }
         };
@@ -290,13 +298,22 @@ enum ScanError {
 fn fail(result: &mut ModeScans, live: &mut Option<Loaded>, e: ScanError) -> Result<(), Box<dyn Error>> {
     match e {
         ScanError::Engine(e) => {
-            eprintln!("error: {} mode: {e}", result.mode);
-            result.error = Some(e.to_string());
+            record_failure(result, e);
             *live = None;
             Ok(())
         }
         ScanError::Wrong(msg) => Err(format!("{} mode: {msg}", result.mode).into()),
     }
+}
+
+/// Records why `result`'s mode stopped, and says it on stderr (naming the mode once).
+fn record_failure(result: &mut ModeScans, msg: String) {
+    if msg.contains(result.mode.name()) {
+        eprintln!("error: {msg}");
+    } else {
+        eprintln!("error: {} mode: {msg}", result.mode);
+    }
+    result.error = Some(msg);
 }
 
 /// Scans on `cfg.threads` threads until `wait` returns: (scans, records, seconds).
