@@ -5,7 +5,7 @@
 //! swip on the way is swizzled in the swizzling modes); then, with the root latched shared, the
 //! timed loop fixes the root's children round-robin through `fix_child` and drops each guard.
 //! Repetitions alternate between the modes. For a statistically careful version of the same
-//! measurement see `cargo bench -p swizzledb --bench fix` (criterion).
+//! measurement see `cargo bench -p swizzledb-benches --bench fix` (criterion).
 
 use crate::experiments::common::{base_config, Common};
 use crate::harness::buffer::{self};
