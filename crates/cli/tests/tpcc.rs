@@ -148,6 +148,8 @@ fn graefe_fig14_runs_the_four_settings() {
     let out = scratch.0.join("out");
     let o = Command::new(BIN)
         .args(["experiment", "graefe-fig14", "--warehouses", "1", "--duration", "0.2", "--repeat", "1"])
+        // The small catalog: eight databases load in seconds in a test build.
+        .args(["--items", "2000", "--customers", "300"])
         .args(["--modes", "traditional,swizzling", "--dir"])
         .arg(&scratch.0)
         .arg("--out")
