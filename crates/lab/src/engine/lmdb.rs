@@ -23,8 +23,9 @@ use swizzledb_peers::heed::types::Bytes;
 use swizzledb_peers::heed::{self, CommitOrAbort, Database, Env, MdbError, PutFlags, RoTxn, RwTxn, WithTls};
 use swizzledb_peers::{create_lmdb, Durability, LmdbOptions};
 
+use super::contract::{Engine, EngineName, TxRead, TxWrite};
 pub use super::lmdb_error::LmdbError;
-use super::{Abort, Engine, EngineName, TxRead, TxWrite};
+use super::Abort;
 use crate::workloads::WorkloadError;
 
 /// A table of an LMDB environment (a named database of byte keys and values).
@@ -481,8 +482,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for logging in [true, false] {
             let e = Lmdb::create(&dir.path().join(format!("log-{logging}")), 16 << 20, 8, logging).unwrap();
-            crate::engine::tests::contract(&e);
-            crate::engine::tests::tx_contract(&e);
+            crate::engine::contract::tests::contract(&e);
+            crate::engine::contract::tests::tx_contract(&e);
             assert!(e.isolates());
             assert!(matches!(e.create_table("t"), Err(WorkloadError::Lmdb(LmdbError::TableExists(_)))));
             assert!(e.used_bytes() > 0);

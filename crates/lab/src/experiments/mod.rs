@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod common;
+pub mod entry;
 pub mod papers;
 pub mod registry;
 pub mod tools;

@@ -1,6 +1,6 @@
 //! The benchmarks: one file per workload or buffer measurement, named as its command (`-` for
 //! `_`) and the stem of its output files, and the registry of `swizzledb bench` (the module
-//! `registry` says what an entry holds).
+//! `entry` says what an entry holds).
 
 pub mod drift;
 pub mod fix;
@@ -15,8 +15,8 @@ pub mod values;
 pub mod wal;
 pub mod ycsb;
 
+use super::entry::registry;
 use super::papers::ding::emulator;
-use super::registry::registry;
 use crate::harness::buffer_report::Record;
 use crate::workloads::{tpcb::TpcbRow, tpcc::TpccRow, ycsb::YcsbRow};
 

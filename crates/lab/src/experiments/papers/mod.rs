@@ -2,7 +2,7 @@
 //! per paper; a file's command and output stem are `<paper>-<file>` (`graefe/fig10.rs`:
 //! `graefe-fig10`), except Ding's buffer emulator (`bench emulator`, `emulator.csv`) and
 //! Chou's simulator (`sim chou-dbmin`, `chou-dbmin.csv`). The registry of `swizzledb experiment`
-//! and `swizzledb sim` is here (the module `registry` says what an entry holds).
+//! and `swizzledb sim` is here (the module `entry` says what an entry holds).
 
 pub mod chou;
 pub mod ding;
@@ -11,7 +11,7 @@ pub mod graefe;
 pub mod lersch;
 
 use super::bench;
-use super::registry::registry;
+use super::entry::registry;
 use crate::harness::buffer_report::Record;
 use crate::workloads::{tpcb::TpcbRow, tpcc::TpccRow};
 

@@ -1,11 +1,11 @@
 //! Tools beside the experiments: the crash test and trace analysis, and their registry (the
-//! module `registry` says what an entry holds). `trace record` and `trace export` belong to the
+//! module `entry` says what an entry holds). `trace record` and `trace export` belong to the
 //! `swizzledb` command, which embeds [`TraceCommand`] beside them.
 
 pub mod crash_test;
 pub mod trace_analyze;
 
-use super::registry::registry;
+use super::entry::registry;
 
 registry! {
     /// The `swizzledb trace` commands the lab runs: analysis and synthetic traces.

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use swizzledb::{CheckpointKind, Cleaner, PolicySpec, PoolMode};
 
-use super::{Tpcb, TpcbConfig, HISTORY_BYTES};
+use super::config::TpcbConfig;
+use super::workload::{Tpcb, HISTORY_BYTES};
 use crate::harness::{self, Until};
 use crate::workloads::bench::{self, on_off, Scratch, Setting};
 use crate::workloads::{Workload, WorkloadError};

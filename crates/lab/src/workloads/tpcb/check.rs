@@ -5,8 +5,8 @@
 use std::ops::Bound::Unbounded;
 use swizzledb::{Database, Tree};
 
+use super::config::{t, TpcbConfig, TELLERS};
 use super::schema::{key_id, History, Row, TREES};
-use super::{t, TpcbConfig, TELLERS};
 use crate::workloads::WorkloadError;
 
 fn inconsistent(condition: &'static str, detail: String) -> WorkloadError {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use swizzledb::{PolicySpec, PoolMode};
 
-use super::{Tpcc, TpccConfig, KINDS};
+use super::workload::{Tpcc, TpccConfig, KINDS};
 use crate::engine::EngineName;
 use crate::harness::Until;
 use crate::workloads::bench::{self, median, on_off, Config, Db, DbSpec, Scratch};

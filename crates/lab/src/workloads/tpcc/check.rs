@@ -5,7 +5,7 @@
 use std::ops::Bound::{Excluded, Included};
 
 use super::schema::{key, key_part, District, Order, Record, Warehouse};
-use super::{missing, t, Tables, Tpcc, DISTRICTS};
+use super::workload::{missing, t, Tables, Tpcc, DISTRICTS};
 use crate::engine::Engine;
 use crate::workloads::WorkloadError;
 

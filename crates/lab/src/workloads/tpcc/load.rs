@@ -10,7 +10,7 @@ use super::schema::{
     key, name_key, Address, Customer, CustomerName, District, History, Item, Order, OrderLine, Record, Stock,
     Text, Warehouse, TREES,
 };
-use super::{t, Tables, Tpcc, DISTRICTS};
+use super::workload::{t, Tables, Tpcc, DISTRICTS};
 use crate::workloads::WorkloadError;
 
 /// Inserts per loading transaction.

@@ -13,7 +13,7 @@
 
 use crate::workloads::WorkloadError;
 
-/// The trees, in the order [`Tables`](super::Tables) holds them.
+/// The trees, in the order [`Tables`](super::workload::Tables) holds them.
 pub const TREES: [&str; 11] = [
     "tpcc-warehouse",
     "tpcc-district",

@@ -12,7 +12,7 @@ use super::schema::{
     check_size, key, key_part, name_range, Customer, CustomerName, District, History, Item, Order, OrderLine,
     Record, Stock, Text, Warehouse,
 };
-use super::{field, get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
+use super::workload::{field, get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
 use crate::workloads::WorkloadError;
 
 type Done = Result<(bool, u32), WorkloadError>;

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use swizzledb::{PolicySpec, PoolMode};
 
-use super::{kind, Mix, Ycsb, YcsbConfig, KINDS};
+use super::workload::{kind, Mix, Ycsb, YcsbConfig, KINDS};
 use crate::engine::EngineName;
 use crate::harness::Until;
 pub use crate::workloads::bench::Config;

@@ -1,0 +1,270 @@
+//! The SwizzleDB adapter: [`Engine`] for `swizzledb::Database`, and [`TxRead`] and [`TxWrite`]
+//! for its `Transaction` itself.
+
+use std::ops::Bound::{self, Included, Unbounded};
+use swizzledb::{Database, Transaction, Tree};
+
+use super::contract::{Engine, EngineName, TxRead, TxWrite};
+use super::Abort;
+use crate::workloads::txn::transact;
+use crate::workloads::WorkloadError;
+
+/// SwizzleDB: each operation is one [`Database::transact`] (through the lab's `transact`,
+/// which counts attempts and carries the workload's own errors), in whatever buffer mode,
+/// logging and locking the database was created with.
+impl Engine for Database {
+    type Table = Tree;
+
+    const ENGINE: EngineName = EngineName::SwizzleDb;
+
+    const LOAD_BATCH: usize = 500;
+
+    type ReadTx<'a> = Transaction<'a>;
+
+    type Tx<'a> = Transaction<'a>;
+
+    #[inline]
+    fn transact<R>(
+        &self,
+        body: impl FnMut(&mut Transaction<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError> {
+        transact(self, body)
+    }
+
+    /// At a snapshot ([`Database::transact_snapshot`]): with logging and locking on, the reads
+    /// take no locks and never wait for a writer, as LMDB's read transactions and InnoDB's
+    /// consistent reads; elsewhere an ordinary transaction.
+    #[inline]
+    fn transact_read<R>(
+        &self,
+        mut body: impl FnMut(&Transaction<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError> {
+        crate::workloads::txn::transact_snapshot(self, |tx| body(tx))
+    }
+
+    fn isolates(&self) -> bool {
+        self.lock_stats().is_some()
+    }
+
+    fn create_table(&self, name: &str) -> Result<Tree, WorkloadError> {
+        Ok(self.create_tree(name)?)
+    }
+
+    fn table(&self, name: &str) -> Result<Tree, WorkloadError> {
+        Ok(self.tree(name)?)
+    }
+
+    fn load(&self, table: &Tree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<(), WorkloadError> {
+        self.transact(|tx| {
+            for (k, v) in records {
+                tx.insert(table, k, v)?;
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    #[inline]
+    fn read<R>(
+        &self,
+        table: &Tree,
+        key: &[u8],
+        mut f: impl FnMut(Option<&[u8]>) -> Result<R, WorkloadError>,
+    ) -> Result<(R, u32), WorkloadError> {
+        let (r, attempts) = transact(self, |tx| Ok(tx.get_with(table, key, &mut f)??))?;
+        // The body never asks for a rollback, so there is a result.
+        r.map(|r| (r, attempts)).ok_or_else(|| WorkloadError::Inconsistent {
+            condition: "engine",
+            detail: "a read rolled back without a reason".into(),
+        })
+    }
+
+    #[inline]
+    fn update(&self, table: &Tree, key: &[u8], value: &[u8]) -> Result<(bool, u32), WorkloadError> {
+        let (done, attempts) = transact(self, |tx| {
+            if tx.put(table, key, value)? {
+                Ok(())
+            } else {
+                // It inserted a record that was not there: roll that back.
+                Err(Abort::Rollback)
+            }
+        })?;
+        Ok((done.is_some(), attempts))
+    }
+
+    #[inline]
+    fn insert(&self, table: &Tree, key: &[u8], value: &[u8]) -> Result<u32, WorkloadError> {
+        let (_, attempts) = transact(self, |tx| Ok(tx.insert(table, key, value)?))?;
+        Ok(attempts)
+    }
+
+    #[inline]
+    fn scan(
+        &self,
+        table: &Tree,
+        start: &[u8],
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
+    ) -> Result<u32, WorkloadError> {
+        let (_, attempts) = transact(self, |tx| {
+            // Lent records, and no more of a leaf copied than the scan returns (T19).
+            let mut records = tx.range(table, Included(start), Unbounded).limit(limit);
+            while let Some(r) = records.next_with(&mut f) {
+                r??;
+            }
+            Ok(())
+        })?;
+        Ok(attempts)
+    }
+
+    #[inline]
+    fn read_modify_write(
+        &self,
+        table: &Tree,
+        key: &[u8],
+        value: &mut Vec<u8>,
+        mut read: impl FnMut(Option<&[u8]>, &mut Vec<u8>) -> Result<(), WorkloadError>,
+        mut modify: impl FnMut(&mut Vec<u8>),
+    ) -> Result<u32, WorkloadError> {
+        let (_, attempts) = transact(self, |tx| {
+            // One descent under the record's exclusive lock from the start: a read under a
+            // shared lock and then a write would have to upgrade it, a deadlock whenever another
+            // reader upgrades too (LOCKS.md K23).
+            let done = tx.update_with(table, key, |old, new| match read(Some(old), value) {
+                Ok(()) => {
+                    modify(value);
+                    new.extend_from_slice(value);
+                    Ok(())
+                }
+                Err(e) => {
+                    // Nothing changes: the old value is written back, and the error ends the
+                    // transaction (rolled back).
+                    new.extend_from_slice(old);
+                    Err(e)
+                }
+            })?;
+            match done {
+                Some(r) => Ok(r?),
+                None => {
+                    // Absent: `read` decides; if it makes a value, it is inserted.
+                    read(None, value)?;
+                    modify(value);
+                    tx.put(table, key, value)?;
+                    Ok(())
+                }
+            }
+        })?;
+        Ok(attempts)
+    }
+
+    fn for_each_in(
+        &self,
+        table: &Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
+    ) -> Result<(), WorkloadError> {
+        for r in table.range(start, end) {
+            let (k, v) = r.map_err(swizzledb::Error::from)?;
+            f(&k, &v)?;
+        }
+        Ok(())
+    }
+}
+
+/// SwizzleDB's transaction is the transaction of the adapter: each call is the method of the
+/// same name (a scan is `range` or `range_rev` read with `next_with`).
+impl TxRead for Transaction<'_> {
+    type Table = Tree;
+
+    #[inline]
+    fn get_with<R>(&self, table: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Abort> {
+        Ok(Transaction::get_with(self, table, key, f)?)
+    }
+
+    #[inline]
+    fn scan(
+        &self,
+        table: &Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        let mut records = self.range(table, start, end).limit(limit);
+        while let Some(r) = records.next_with(&mut f) {
+            r??;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn scan_rev(
+        &self,
+        table: &Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        let mut records = self.range_rev(table, start, end).limit(limit);
+        while let Some(r) = records.next_with(&mut f) {
+            r??;
+        }
+        Ok(())
+    }
+}
+
+impl TxWrite for Transaction<'_> {
+    #[inline]
+    fn insert(&mut self, table: &Tree, key: &[u8], value: &[u8]) -> Result<(), Abort> {
+        Ok(Transaction::insert(self, table, key, value)?)
+    }
+
+    #[inline]
+    fn put(&mut self, table: &Tree, key: &[u8], value: &[u8]) -> Result<bool, Abort> {
+        Ok(Transaction::put(self, table, key, value)?)
+    }
+
+    #[inline]
+    fn update_with<R>(
+        &mut self,
+        table: &Tree,
+        key: &[u8],
+        f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
+    ) -> Result<Option<R>, Abort> {
+        Ok(Transaction::update_with(self, table, key, f)?)
+    }
+
+    #[inline]
+    fn delete(&mut self, table: &Tree, key: &[u8]) -> Result<bool, Abort> {
+        Ok(Transaction::delete(self, table, key)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::contract::tests::{contract, tx_contract};
+
+    /// Every operation of the SwizzleDB adapter does what the contract says, including the
+    /// cases the workloads only meet when something is wrong.
+    #[test]
+    fn swizzledb_adapter_keeps_the_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder().logging(false).create(dir.path().join("e.swz")).unwrap();
+        contract(&db);
+        tx_contract(&db);
+        db.close().unwrap();
+        for locking in [false, true] {
+            let db = Database::builder()
+                .logging(locking)
+                .lab(|l| l.locking(locking))
+                .create(dir.path().join(format!("lock-{locking}.swz")))
+                .unwrap();
+            assert_eq!(db.isolates(), locking);
+            tx_contract(&db);
+            db.close().unwrap();
+        }
+    }
+}
