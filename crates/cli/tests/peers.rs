@@ -122,6 +122,7 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
     let out = scratch.0.join("out");
     let o = Command::new(BIN)
         .args(["bench", "tpcc", "--engine", "swizzledb,lmdb", "--warehouses", "1", "--threads", "1,2"])
+        .args(["--items", "2000", "--customers", "300"])
         .args(["--duration", "0.2", "--repeat", "1", "--modes", "swizzling", "--dir"])
         .arg(&scratch.0)
         .arg("--out")

@@ -10,6 +10,7 @@ use swizzledb::{PolicySpec, PoolMode};
 
 use crate::support::progress::Progress;
 use crate::support::units;
+use crate::workloads::bench::BenchPlan;
 use crate::workloads::WorkloadError;
 use crate::Usage;
 
@@ -98,6 +99,24 @@ impl WorkloadOptions {
     #[must_use]
     pub fn dir(&self) -> PathBuf {
         self.dir.clone().unwrap_or_else(std::env::temp_dir)
+    }
+
+    /// The plan these options make, around the workload's own part.
+    #[must_use]
+    pub fn plan<W>(&self, workload: W) -> BenchPlan<W> {
+        BenchPlan {
+            workload,
+            threads: self.threads(),
+            duration: self.duration(),
+            repeat: u32::from(self.repeat),
+            modes: self.modes(),
+            logging: self.logging(),
+            locking: self.locking(),
+            optimistic: self.optimistic(),
+            pool_bytes: self.pool,
+            policy: self.policy,
+            dir: self.dir(),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
-//! What the TPC-B, TPC-C and YCSB bench drivers share: the database settings measured (buffer
-//! mode × logging × locking × optimistic descents × log archive, and the peer engines beside
-//! SwizzleDB), a database of either engine, scratch directories, checks of the common plan
-//! fields, medians.
+//! What the TPC-B, TPC-C and YCSB bench drivers share: their plan ([`BenchPlan`], around each
+//! workload's own part), the database settings measured (buffer mode × logging × locking ×
+//! optimistic descents × log archive, and the peer engines beside SwizzleDB), a database of
+//! either engine, scratch directories, checks of the common plan fields, medians.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,6 +10,40 @@ use swizzledb::{CommitMode, Database, PolicySpec, PoolMode};
 use crate::engine::EngineName;
 use crate::harness::{self, Measurement, Until};
 use crate::workloads::{Workload, WorkloadError};
+
+/// What a bench run of TPC-C, TPC-B or YCSB measures: the settings all three share, and the
+/// workload's own part `W` (its scale, and the settings only it has: `tpcc::TpccPlan`,
+/// `tpcb::TpcbPlan`, `ycsb::YcsbPlan`). Each workload's `bench.rs` sizes the pool for it and
+/// checks it.
+#[derive(Clone, Debug)]
+pub struct BenchPlan<W> {
+    /// The workload's own part.
+    pub workload: W,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// Length of one measurement.
+    pub duration: Duration,
+    /// Measurements per configuration and thread count (YCSB: and workload).
+    pub repeat: u32,
+    /// SwizzleDB's buffer modes.
+    pub modes: Vec<PoolMode>,
+    /// Logging settings (with logging, SwizzleDB commits asynchronously: commits return before
+    /// the log is flushed, and LMDB does not fsync; without, LMDB drops durability entirely:
+    /// `crate::engine::Lmdb`).
+    pub logging: Vec<bool>,
+    /// SwizzleDB's record-locking settings (LMDB has none: it serializes writers).
+    pub locking: Vec<bool>,
+    /// SwizzleDB's optimistic-descent settings (`swizzledb::lab::LabOptions::optimistic_reads`);
+    /// they apply to the swizzling and main-memory modes, traditional mode runs once with them
+    /// off ([`Setting`]).
+    pub optimistic: Vec<bool>,
+    /// SwizzleDB's pool bytes per database (`None`: the workload's `default_pool_bytes`).
+    pub pool_bytes: Option<u64>,
+    /// SwizzleDB's replacement policy (`None`: the engine's default).
+    pub policy: Option<PolicySpec>,
+    /// Directory for the temporary databases.
+    pub dir: PathBuf,
+}
 
 /// One SwizzleDB configuration of a bench run.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -3,7 +3,9 @@
 
 use crate::harness::experiment::{self, Experiment};
 use crate::support::progress::Progress;
-use crate::workloads::tpcb::{print_table, run_bench, BenchPlan, BenchRow, Propagation, TpcbConfig, TpcbRow};
+use crate::workloads::tpcb::{
+    print_table, run_bench, BenchPlan, BenchRow, Propagation, TpcbConfig, TpcbPlan, TpcbRow,
+};
 use clap::Args;
 use std::error::Error;
 use std::io::{self, Write};
@@ -52,24 +54,14 @@ pub struct TpcbArgs {
 /// # Errors
 /// Bad options (as [`Usage`]), or a database or I/O failure.
 pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
-    let plan = BenchPlan {
+    let plan = args.options.plan(TpcbPlan {
         config: TpcbConfig::standard(args.branches),
-        threads: args.options.threads(),
-        duration: args.options.duration(),
-        repeat: u32::from(args.options.repeat),
-        modes: args.options.modes(),
-        logging: args.options.logging(),
-        locking: args.options.locking(),
-        optimistic: args.options.optimistic(),
         log_archive: dedup(&args.log_archive),
         checkpoint_interval: args.checkpoint_ms.map(std::time::Duration::from_millis),
         propagation: dedup(&args.propagation),
         cleaner_interval: args.cleaner_ms.map(std::time::Duration::from_millis),
-        pool_bytes: args.options.pool,
-        policy: args.options.policy,
-        dir: args.options.dir(),
         log_dir: args.log_dir.clone(),
-    };
+    });
     plan.validate().map_err(|e| Usage(e.to_string()))?;
     experiment::execute(&Tpcb(plan), args.options.out.as_deref())
 }
@@ -86,7 +78,7 @@ impl Experiment for Tpcb {
         let p = &self.0;
         format!(
             "TPC-B: {} branches, pool {} MiB per database, {} s per measurement, {} repetitions",
-            p.config.branches,
+            p.workload.config.branches,
             p.pool() >> 20,
             p.duration.as_secs_f64(),
             p.repeat

@@ -5,7 +5,7 @@ use crate::engine::EngineName;
 use crate::experiments::workload_options::{dedup, run_logged, WorkloadOptions};
 use crate::harness::experiment::{self, Experiment};
 use crate::support::progress::Progress;
-use crate::workloads::tpcc::{print_table, run_bench, BenchPlan, BenchRow, TpccConfig, TpccRow};
+use crate::workloads::tpcc::{print_table, run_bench, BenchPlan, BenchRow, TpccConfig, TpccPlan, TpccRow};
 use crate::WorkloadError;
 use clap::Args;
 use std::error::Error;
@@ -29,6 +29,13 @@ pub struct TpccArgs {
     /// Warehouses (the scale: about 100 MiB of records each)
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     warehouses: u32,
+    /// Items, and stock records per warehouse (the specification's 100,000; fewer for a quick
+    /// look: 100 to 1,000,000)
+    #[arg(long, default_value_t = 100_000)]
+    items: u32,
+    /// Customers, and initial orders, per district (the specification's 3,000; 30 to 100,000)
+    #[arg(long, default_value_t = 3_000)]
+    customers: u32,
     #[command(flatten)]
     options: WorkloadOptions,
 }
@@ -41,20 +48,9 @@ pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
     let usage = |e: WorkloadError| Usage(e.to_string());
     let engines: Vec<EngineName> =
         args.engine.iter().map(|e| EngineName::parse(e)).collect::<Result<_, _>>().map_err(usage)?;
-    let plan = BenchPlan {
-        engines: dedup(&engines),
-        config: TpccConfig::standard(args.warehouses),
-        threads: args.options.threads(),
-        duration: args.options.duration(),
-        repeat: u32::from(args.options.repeat),
-        modes: args.options.modes(),
-        logging: args.options.logging(),
-        locking: args.options.locking(),
-        optimistic: args.options.optimistic(),
-        pool_bytes: args.options.pool,
-        policy: args.options.policy,
-        dir: args.options.dir(),
-    };
+    let config =
+        TpccConfig { items: args.items, customers: args.customers, ..TpccConfig::standard(args.warehouses) };
+    let plan = args.options.plan(TpccPlan { engines: dedup(&engines), config });
     plan.validate().map_err(usage)?;
     experiment::execute(&Tpcc(plan), args.options.out.as_deref())
 }
@@ -77,26 +73,26 @@ impl Experiment for Tpcc {
 
     fn caption(&self) -> String {
         let p = &self.0;
-        if p.engines == [EngineName::SwizzleDb] {
+        if p.workload.engines == [EngineName::SwizzleDb] {
             return format!(
                 "TPC-C: {} warehouses, pool {} MiB per database, {} s per measurement, {} repetitions",
-                p.config.warehouses,
+                p.workload.config.warehouses,
                 p.pool() >> 20,
                 p.duration.as_secs_f64(),
                 p.repeat
             );
         }
         let mut memory = Vec::new();
-        if p.engines.contains(&EngineName::SwizzleDb) {
+        if p.workload.engines.contains(&EngineName::SwizzleDb) {
             memory.push(format!("pool {} MiB per SwizzleDB database", p.pool() >> 20));
         }
-        if p.engines.contains(&EngineName::Lmdb) {
+        if p.workload.engines.contains(&EngineName::Lmdb) {
             memory.push(format!("LMDB map {} MiB", p.lmdb_map_bytes() >> 20));
         }
         format!(
             "TPC-C on {}: {} warehouses, {}, {} s per measurement, {} repetitions",
-            p.engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
-            p.config.warehouses,
+            p.workload.engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
+            p.workload.config.warehouses,
             memory.join(", "),
             p.duration.as_secs_f64(),
             p.repeat

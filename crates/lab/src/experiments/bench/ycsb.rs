@@ -5,7 +5,7 @@ use crate::engine::EngineName;
 use crate::harness::experiment::{self, Experiment};
 use crate::support::progress::Progress;
 use crate::workloads::ycsb::{
-    parse_letter, print_table, run_bench, BenchPlan, BenchRow, YcsbConfig, YcsbRow,
+    parse_letter, print_table, run_bench, BenchPlan, BenchRow, YcsbConfig, YcsbPlan, YcsbRow,
 };
 use crate::WorkloadError;
 use clap::Args;
@@ -58,7 +58,7 @@ pub fn run(args: &YcsbArgs) -> Result<ExitCode, Box<dyn Error>> {
         args.workload.iter().map(|w| parse_letter(w)).collect::<Result<_, _>>().map_err(usage)?;
     let engines: Vec<EngineName> =
         args.engine.iter().map(|e| EngineName::parse(e)).collect::<Result<_, _>>().map_err(usage)?;
-    let plan = BenchPlan {
+    let plan = args.options.plan(YcsbPlan {
         engines: dedup(&engines),
         config: YcsbConfig {
             records: args.records,
@@ -68,17 +68,7 @@ pub fn run(args: &YcsbArgs) -> Result<ExitCode, Box<dyn Error>> {
             ..YcsbConfig::new(letters.first().copied().unwrap_or('A'), args.records)
         },
         workloads: dedup(&letters),
-        threads: args.options.threads(),
-        duration: args.options.duration(),
-        repeat: u32::from(args.options.repeat),
-        modes: args.options.modes(),
-        logging: args.options.logging(),
-        locking: args.options.locking(),
-        optimistic: args.options.optimistic(),
-        pool_bytes: args.options.pool,
-        policy: args.options.policy,
-        dir: args.options.dir(),
-    };
+    });
     plan.validate().map_err(usage)?;
     experiment::execute(&Ycsb(plan), args.options.out.as_deref())
 }
@@ -94,19 +84,19 @@ impl Experiment for Ycsb {
     fn caption(&self) -> String {
         let p = &self.0;
         let mut memory = Vec::new();
-        if p.engines.contains(&EngineName::SwizzleDb) {
+        if p.workload.engines.contains(&EngineName::SwizzleDb) {
             memory.push(format!("pool {} MiB per SwizzleDB database", p.pool() >> 20));
         }
-        if p.engines.contains(&EngineName::Lmdb) {
+        if p.workload.engines.contains(&EngineName::Lmdb) {
             memory.push(format!("LMDB map {} MiB", p.lmdb_map_bytes() >> 20));
         }
         format!(
             "YCSB {} on {}: {} records of {} bytes, zipfian constant {}, {}, {} s per measurement, {} repetitions",
-            p.workloads.iter().collect::<String>(),
-            p.engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
-            p.config.records,
-            p.config.value_bytes(),
-            p.config.theta,
+            p.workload.workloads.iter().collect::<String>(),
+            p.workload.engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
+            p.workload.config.records,
+            p.workload.config.value_bytes(),
+            p.workload.config.theta,
             memory.join(", "),
             p.duration.as_secs_f64(),
             p.repeat

@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use swizzledb::{CheckpointKind, Cleaner, PolicySpec, PoolMode};
+use swizzledb::{CheckpointKind, Cleaner, PoolMode};
 
 use super::config::TpcbConfig;
 use super::workload::{Tpcb, HISTORY_BYTES};
@@ -66,28 +66,15 @@ impl Propagation {
     }
 }
 
-/// What to measure.
+/// What to measure: the shared settings (SwizzleDB only: TPC-B runs on no other engine), and
+/// [`TpcbPlan`].
+pub type BenchPlan = bench::BenchPlan<TpcbPlan>;
+
+/// TPC-B's own part of a [`BenchPlan`].
 #[derive(Clone, Debug)]
-pub struct BenchPlan {
+pub struct TpcbPlan {
     /// The scale.
     pub config: TpcbConfig,
-    /// Thread counts.
-    pub threads: Vec<usize>,
-    /// Length of one measurement.
-    pub duration: Duration,
-    /// Measurements per configuration and thread count.
-    pub repeat: u32,
-    /// Buffer modes.
-    pub modes: Vec<PoolMode>,
-    /// Logging settings (with logging, commits are asynchronous: they return before the log
-    /// is flushed).
-    pub logging: Vec<bool>,
-    /// Record-locking settings.
-    pub locking: Vec<bool>,
-    /// Optimistic-descent settings (`swizzledb::lab::LabOptions::optimistic_reads`); they apply to the
-    /// swizzling and main-memory modes, traditional mode runs once with them off
-    /// ([`Setting`]).
-    pub optimistic: Vec<bool>,
     /// Log-archive settings (`swizzledb::Builder::log_archive`: every checkpoint sorts the
     /// durable log's page changes into a run); they apply with logging on, logging off runs
     /// once without an archive ([`Setting`]).
@@ -101,12 +88,6 @@ pub struct BenchPlan {
     /// The page cleaner also runs a full round this often (`LabOptions::cleaner_interval`; `None`:
     /// only when the log nears its bound).
     pub cleaner_interval: Option<Duration>,
-    /// Pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
-    pub pool_bytes: Option<u64>,
-    /// Replacement policy (`None`: the engine's default).
-    pub policy: Option<PolicySpec>,
-    /// Directory for the temporary databases.
-    pub dir: PathBuf,
     /// Where the databases' logs live (`None`: beside their files, `<file>.wal`): a directory
     /// on another device, or on a memory file system (Lersch's "log in memory"). Each
     /// database's `<file>.wal` is then a symbolic link into a temporary directory there.
@@ -126,7 +107,7 @@ impl BenchPlan {
     pub fn default_pool_bytes(&self) -> u64 {
         let thread_seconds = bench::thread_seconds(&self.threads, self.duration, self.repeat);
         let growth = thread_seconds * (SIZED_FOR_TX_PER_THREAD_SECOND * 2 * HISTORY_BYTES) as f64;
-        2 * self.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
+        2 * self.workload.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
     }
 
     /// The pool size used.
@@ -138,7 +119,7 @@ impl BenchPlan {
     /// Every setting measured, in table order (modes outermost).
     #[must_use]
     pub fn settings(&self) -> Vec<Setting> {
-        Setting::all(&self.modes, &self.logging, &self.locking, &self.optimistic, &self.log_archive)
+        Setting::all(&self.modes, &self.logging, &self.locking, &self.optimistic, &self.workload.log_archive)
     }
 
     /// Every configuration measured: each setting with each propagation that applies to it
@@ -151,7 +132,7 @@ impl BenchPlan {
                 out.push((s, Propagation::Classical));
                 continue;
             }
-            for &p in &self.propagation {
+            for &p in &self.workload.propagation {
                 if p != Propagation::Decoupled || s.log_archive {
                     out.push((s, p));
                 }
@@ -165,7 +146,7 @@ impl BenchPlan {
     /// # Errors
     /// [`WorkloadError::Config`] naming the bad parameter and what to do.
     pub fn validate(&self) -> Result<(), WorkloadError> {
-        self.config.validate()?;
+        self.workload.config.validate()?;
         bench::validate_common(
             &self.threads,
             self.duration,
@@ -175,15 +156,15 @@ impl BenchPlan {
             &self.locking,
             &self.optimistic,
         )?;
-        if self.log_archive.is_empty() {
+        if self.workload.log_archive.is_empty() {
             return Err(WorkloadError::Config("--log-archive needs at least one value: on, off".into()));
         }
-        if self.propagation.is_empty() {
+        if self.workload.propagation.is_empty() {
             return Err(WorkloadError::Config(
                 "--propagation needs at least one value: classical, decoupled-checkpoint, decoupled".into(),
             ));
         }
-        if self.propagation.contains(&Propagation::Decoupled)
+        if self.workload.propagation.contains(&Propagation::Decoupled)
             && !self.settings().iter().any(|s| s.logging && s.log_archive)
         {
             return Err(WorkloadError::Config(
@@ -192,8 +173,8 @@ impl BenchPlan {
                     .into(),
             ));
         }
-        let what = format!("{} branches", self.config.branches);
-        bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
+        let what = format!("{} branches", self.workload.config.branches);
+        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what)
     }
 }
 
@@ -302,10 +283,10 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     plan.validate()?;
     let io_err = |e: io::Error| WorkloadError::Io { path: "standard output".into(), source: e };
     let scratch = Scratch::new(&plan.dir, "tpcb")?;
-    let tpcb = Tpcb::new(plan.config.clone())?;
+    let tpcb = Tpcb::new(plan.workload.config.clone())?;
     let pool = plan.pool();
     let mut dbs = Vec::new();
-    let logs = match &plan.log_dir {
+    let logs = match &plan.workload.log_dir {
         Some(dir) => Some(
             tempfile::Builder::new()
                 .prefix("swizzledb-tpcb-logs")
@@ -325,21 +306,27 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 std::fs::create_dir(&target).and_then(|()| std::os::unix::fs::symlink(&target, &link));
             linked.map_err(|e| WorkloadError::Io { path: link.display().to_string(), source: e })?;
         }
-        let db =
-            setting.create_tuned(&scratch.0, &name, pool, plan.policy, plan.checkpoint_interval, |b| {
+        let db = setting.create_tuned(
+            &scratch.0,
+            &name,
+            pool,
+            plan.policy,
+            plan.workload.checkpoint_interval,
+            |b| {
                 if setting.logging {
-                    prop.tune(b, plan.cleaner_interval)
+                    prop.tune(b, plan.workload.cleaner_interval)
                 } else {
                     b
                 }
-            })?;
+            },
+        )?;
         let started = Instant::now();
         tpcb.load(&db)?;
         let load = started.elapsed().as_secs_f64();
         writeln!(
             log,
             "loaded {} branches: {}, {} propagation in {load:.1} s",
-            plan.config.branches,
+            plan.workload.config.branches,
             setting.describe(),
             prop.name()
         )
@@ -365,13 +352,13 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 };
                 let cleaner = db.cleaner_stats().unwrap_or_default();
                 let row = BenchRow {
-                    log_dir: plan.log_dir.clone(),
+                    log_dir: plan.workload.log_dir.clone(),
                     cut_short: m.cut_short,
                     cleaner_rounds: cleaner.rounds - cleaner0.rounds,
                     throttled: cleaner.throttled - cleaner0.throttled,
                     held_back: cleaner.held_back - cleaner0.held_back,
                     propagation: *prop,
-                    cleaner_ms: plan.cleaner_interval.map(|d| d.as_millis() as u64),
+                    cleaner_ms: plan.workload.cleaner_interval.map(|d| d.as_millis() as u64),
                     cpu_seconds: cpu,
                     pages_written: db.stats().pages_written - written0,
                     mode: s.mode,
@@ -379,9 +366,9 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     locking: s.locking,
                     optimistic: s.optimistic,
                     log_archive: s.log_archive,
-                    checkpoint_ms: plan.checkpoint_interval.map(|d| d.as_millis() as u64),
-                    branches: plan.config.branches,
-                    accounts: plan.config.accounts,
+                    checkpoint_ms: plan.workload.checkpoint_interval.map(|d| d.as_millis() as u64),
+                    branches: plan.workload.config.branches,
+                    accounts: plan.workload.config.accounts,
                     threads,
                     rep,
                     seconds: m.elapsed.as_secs_f64(),
@@ -466,12 +453,12 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
          log archive applies with logging on (it is made from the log); checkpoints every {}; the cleaner runs \
          {}; CPU cores: process CPU time per second (workers and background threads); pages/s: pages written \
          to the data file.",
-        plan.config.branches,
-        plan.config.accounts,
+        plan.workload.config.branches,
+        plan.workload.config.accounts,
         plan.repeat,
         plan.duration.as_secs_f64(),
-        plan.checkpoint_interval.map_or_else(|| "30 s (the engine's default)".to_owned(), |d| format!("{} ms", d.as_millis())),
-        plan.cleaner_interval.map_or_else(
+        plan.workload.checkpoint_interval.map_or_else(|| "30 s (the engine's default)".to_owned(), |d| format!("{} ms", d.as_millis())),
+        plan.workload.cleaner_interval.map_or_else(
             || "when the log passes 3/4 of its bound".to_owned(),
             |d| format!("every {} ms", d.as_millis())
         )
@@ -566,7 +553,14 @@ mod tests {
 
     fn plan(log_archive: Vec<bool>) -> BenchPlan {
         BenchPlan {
-            config: TpcbConfig::standard(1),
+            workload: TpcbPlan {
+                config: TpcbConfig::standard(1),
+                log_archive,
+                checkpoint_interval: None,
+                propagation: vec![Propagation::Classical],
+                cleaner_interval: None,
+                log_dir: None,
+            },
             threads: vec![1],
             duration: Duration::from_millis(100),
             repeat: 1,
@@ -574,14 +568,9 @@ mod tests {
             logging: vec![true, false],
             locking: vec![false],
             optimistic: vec![true],
-            log_archive,
-            checkpoint_interval: None,
-            propagation: vec![Propagation::Classical],
-            cleaner_interval: None,
             pool_bytes: None,
             policy: None,
             dir: std::env::temp_dir(),
-            log_dir: None,
         }
     }
 

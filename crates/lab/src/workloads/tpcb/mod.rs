@@ -34,6 +34,6 @@ use crate::workloads::Workload;
 #[cfg(doc)]
 use swizzledb::Database;
 
-pub use bench::{print_table, run_bench, BenchPlan, BenchRow, Propagation, TpcbRow, CSV_COLUMNS};
+pub use bench::{print_table, run_bench, BenchPlan, BenchRow, Propagation, TpcbPlan, TpcbRow, CSV_COLUMNS};
 pub use config::{TpcbConfig, TELLERS};
 pub use workload::{Tpcb, TpcbWorker, KINDS};

@@ -8,9 +8,8 @@
 //! measurement.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-use swizzledb::{PolicySpec, PoolMode};
+use std::time::Instant;
+use swizzledb::PoolMode;
 
 use super::workload::{Tpcc, TpccConfig, KINDS};
 use crate::engine::EngineName;
@@ -18,38 +17,17 @@ use crate::harness::Until;
 use crate::workloads::bench::{self, median, on_off, Config, Db, DbSpec, Scratch};
 use crate::workloads::WorkloadError;
 
-/// What to measure.
+/// What to measure: the shared settings, and [`TpccPlan`].
+pub type BenchPlan = bench::BenchPlan<TpccPlan>;
+
+/// TPC-C's own part of a [`BenchPlan`].
 #[derive(Clone, Debug)]
-pub struct BenchPlan {
+pub struct TpccPlan {
     /// Engines, in table order: SwizzleDB (in each of `modes` × `logging` × `locking` ×
     /// `optimistic`) and LMDB (once per `logging` setting).
     pub engines: Vec<EngineName>,
     /// The scale.
     pub config: TpccConfig,
-    /// Thread counts.
-    pub threads: Vec<usize>,
-    /// Length of one measurement.
-    pub duration: Duration,
-    /// Measurements per configuration and thread count.
-    pub repeat: u32,
-    /// SwizzleDB's buffer modes.
-    pub modes: Vec<PoolMode>,
-    /// Logging settings (with logging, SwizzleDB commits asynchronously: commits return before
-    /// the log is flushed, and LMDB does not fsync; without, LMDB drops durability entirely:
-    /// `crate::engine::Lmdb`).
-    pub logging: Vec<bool>,
-    /// SwizzleDB's record-locking settings (LMDB has none: it serializes writers).
-    pub locking: Vec<bool>,
-    /// SwizzleDB's optimistic-descent settings (`swizzledb::lab::LabOptions::optimistic_reads`); they
-    /// apply to the swizzling and main-memory modes, traditional mode runs once with them off
-    /// ([`crate::Setting`]).
-    pub optimistic: Vec<bool>,
-    /// SwizzleDB's pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
-    pub pool_bytes: Option<u64>,
-    /// SwizzleDB's replacement policy (`None`: the engine's default).
-    pub policy: Option<PolicySpec>,
-    /// Directory for the temporary databases.
-    pub dir: PathBuf,
 }
 
 /// Room a database is given per second measured and per thread: a New-Order adds about 1 KiB
@@ -68,7 +46,7 @@ impl BenchPlan {
             .iter()
             .map(|&t| t as f64 * self.duration.as_secs_f64() * f64::from(self.repeat))
             .sum();
-        2 * self.config.record_bytes()
+        2 * self.workload.config.record_bytes()
             + (thread_seconds.ceil() as u64) * GROWTH_PER_THREAD_SECOND
             + (64 << 20)
     }
@@ -92,11 +70,18 @@ impl BenchPlan {
     /// settings.
     #[must_use]
     pub fn configs(&self) -> Vec<Config> {
-        Config::all(&self.engines, &self.modes, &self.logging, &self.locking, &self.optimistic, &[false])
+        Config::all(
+            &self.workload.engines,
+            &self.modes,
+            &self.logging,
+            &self.locking,
+            &self.optimistic,
+            &[false],
+        )
     }
 
     fn runs(&self, e: EngineName) -> bool {
-        self.engines.contains(&e)
+        self.workload.engines.contains(&e)
     }
 
     /// Checks the plan before anything runs.
@@ -104,12 +89,12 @@ impl BenchPlan {
     /// # Errors
     /// [`WorkloadError::Config`] naming the bad parameter and what to do.
     pub fn validate(&self) -> Result<(), WorkloadError> {
-        self.config.validate()?;
+        self.workload.config.validate()?;
         let bad = |s: String| Err(WorkloadError::Config(s));
-        if self.engines.is_empty() {
+        if self.workload.engines.is_empty() {
             return bad("--engine needs at least one of swizzledb, lmdb".into());
         }
-        for &e in &self.engines {
+        for &e in &self.workload.engines {
             EngineName::parse(e.name())?;
         }
         if self.threads.is_empty() || self.threads.contains(&0) {
@@ -140,14 +125,14 @@ impl BenchPlan {
                 "--pool {pool} B is below the {min} B a TPC-C transaction needs; raise --pool"
             ));
         }
-        let data = self.config.record_bytes();
+        let data = self.workload.config.record_bytes();
         if self.modes.contains(&PoolMode::MainMemory) && pool < data {
             return bad(format!(
                 "--pool {} MiB cannot hold the {} MiB of records {} warehouses load, and main-memory mode \
                  never evicts; raise --pool or drop main-memory from --modes",
                 pool >> 20,
                 data.div_ceil(1 << 20),
-                self.config.warehouses
+                self.workload.config.warehouses
             ));
         }
         Ok(())
@@ -246,7 +231,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     plan.validate()?;
     let io_err = |e: io::Error| WorkloadError::Io { path: "standard output".into(), source: e };
     let scratch = Scratch::new(&plan.dir, "tpcc")?;
-    let tpcc = Tpcc::new(plan.config.clone())?;
+    let tpcc = Tpcc::new(plan.workload.config.clone())?;
     let pool = plan.pool();
     let spec = DbSpec {
         dir: &scratch.0,
@@ -262,8 +247,13 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
         let started = Instant::now();
         db.load(&tpcc)?;
         let load = started.elapsed().as_secs_f64();
-        writeln!(log, "loaded {} warehouses: {} in {load:.1} s", plan.config.warehouses, config.describe())
-            .map_err(io_err)?;
+        writeln!(
+            log,
+            "loaded {} warehouses: {} in {load:.1} s",
+            plan.workload.config.warehouses,
+            config.describe()
+        )
+        .map_err(io_err)?;
         dbs.push((config, db, load));
     }
     let mut rows = Vec::new();
@@ -282,7 +272,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 let locks = db.lock_counts().zip(locks_before).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
                 let row = BenchRow {
                     config: *config,
-                    warehouses: plan.config.warehouses,
+                    warehouses: plan.workload.config.warehouses,
                     threads,
                     rep,
                     seconds: m.elapsed.as_secs_f64(),
@@ -410,7 +400,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         out,
         "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders; log B/tx: log bytes \
          appended per transaction, frame headers and padding included{}{}.",
-        plan.config.warehouses,
+        plan.workload.config.warehouses,
         KINDS.join("/"),
         plan.repeat,
         plan.duration.as_secs_f64(),
@@ -539,12 +529,12 @@ impl TpccRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn a_plan_without_optimistic_settings_is_refused() {
         let plan = BenchPlan {
-            engines: vec![EngineName::SwizzleDb],
-            config: TpccConfig::standard(1),
+            workload: TpccPlan { engines: vec![EngineName::SwizzleDb], config: TpccConfig::standard(1) },
             threads: vec![1],
             duration: Duration::from_secs(1),
             repeat: 1,

@@ -60,5 +60,7 @@ use crate::workloads::Workload;
 #[cfg(doc)]
 use swizzledb::Database;
 
-pub use bench::{cut_short_note, print_table, run_bench, BenchPlan, BenchRow, TpccRow, CSV_COLUMNS};
+pub use bench::{
+    cut_short_note, print_table, run_bench, BenchPlan, BenchRow, TpccPlan, TpccRow, CSV_COLUMNS,
+};
 pub use workload::{Tpcc, TpccConfig, TpccWorker, DISTRICTS, KINDS};

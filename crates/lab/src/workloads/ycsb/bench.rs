@@ -8,9 +8,8 @@
 //! configuration, engines included); each database is verified after its last measurement.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-use swizzledb::{PolicySpec, PoolMode};
+use std::time::Instant;
+use swizzledb::PoolMode;
 
 use super::workload::{kind, Mix, Ycsb, YcsbConfig, KINDS};
 use crate::engine::EngineName;
@@ -19,9 +18,12 @@ pub use crate::workloads::bench::Config;
 use crate::workloads::bench::{self, on_off, Db, DbSpec, Scratch};
 use crate::workloads::WorkloadError;
 
-/// What to measure.
+/// What to measure: the shared settings, and [`YcsbPlan`].
+pub type BenchPlan = bench::BenchPlan<YcsbPlan>;
+
+/// YCSB's own part of a [`BenchPlan`].
 #[derive(Clone, Debug)]
-pub struct BenchPlan {
+pub struct YcsbPlan {
     /// Engines, in table order: SwizzleDB (in each of `modes` × `logging` × `locking` ×
     /// `optimistic`) and LMDB (once per `logging` setting).
     pub engines: Vec<EngineName>,
@@ -29,29 +31,6 @@ pub struct BenchPlan {
     pub config: YcsbConfig,
     /// The workloads, run in this order within each repetition and thread count.
     pub workloads: Vec<char>,
-    /// Thread counts.
-    pub threads: Vec<usize>,
-    /// Length of one measurement.
-    pub duration: Duration,
-    /// Measurements per configuration, workload and thread count.
-    pub repeat: u32,
-    /// SwizzleDB's buffer modes.
-    pub modes: Vec<PoolMode>,
-    /// Logging settings (with logging, SwizzleDB commits asynchronously and LMDB does not
-    /// fsync; without, LMDB drops durability entirely: `crate::engine::Lmdb`).
-    pub logging: Vec<bool>,
-    /// SwizzleDB's record-locking settings (LMDB has none: it serializes writers).
-    pub locking: Vec<bool>,
-    /// SwizzleDB's optimistic-descent settings (`swizzledb::lab::LabOptions::optimistic_reads`); they
-    /// apply to the swizzling and main-memory modes, traditional mode runs once with them off
-    /// ([`crate::Setting`]).
-    pub optimistic: Vec<bool>,
-    /// SwizzleDB's pool bytes per database (`None`: [`BenchPlan::default_pool_bytes`]).
-    pub pool_bytes: Option<u64>,
-    /// Replacement policy (`None`: the engine's default).
-    pub policy: Option<PolicySpec>,
-    /// Directory for the temporary databases.
-    pub dir: PathBuf,
 }
 
 /// Inserts per second and thread the default pool is sized for (5% of a million operations).
@@ -63,12 +42,13 @@ impl BenchPlan {
     /// inserting workloads (D, E) may add, plus 64 MiB.
     #[must_use]
     pub fn default_pool_bytes(&self) -> u64 {
-        let inserting = self.workloads.iter().filter(|&&l| Mix::of(l).is_ok_and(|m| m.inserts())).count();
+        let inserting =
+            self.workload.workloads.iter().filter(|&&l| Mix::of(l).is_ok_and(|m| m.inserts())).count();
         let thread_seconds = bench::thread_seconds(&self.threads, self.duration, self.repeat);
-        let per_insert = self.config.value_bytes() as u64 + 24;
+        let per_insert = self.workload.config.value_bytes() as u64 + 24;
         let growth =
             thread_seconds * inserting as f64 * (SIZED_FOR_INSERTS_PER_THREAD_SECOND * 2 * per_insert) as f64;
-        2 * self.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
+        2 * self.workload.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
     }
 
     /// The pool size used.
@@ -96,11 +76,18 @@ impl BenchPlan {
     /// settings.
     #[must_use]
     pub fn configs(&self) -> Vec<Config> {
-        Config::all(&self.engines, &self.modes, &self.logging, &self.locking, &self.optimistic, &[false])
+        Config::all(
+            &self.workload.engines,
+            &self.modes,
+            &self.logging,
+            &self.locking,
+            &self.optimistic,
+            &[false],
+        )
     }
 
     fn runs(&self, e: EngineName) -> bool {
-        self.engines.contains(&e)
+        self.workload.engines.contains(&e)
     }
 
     /// Checks the plan before anything runs.
@@ -108,17 +95,17 @@ impl BenchPlan {
     /// # Errors
     /// [`WorkloadError::Config`] naming the bad parameter and what to do.
     pub fn validate(&self) -> Result<(), WorkloadError> {
-        if self.engines.is_empty() {
+        if self.workload.engines.is_empty() {
             return Err(WorkloadError::Config("--engine needs at least one of swizzledb, lmdb".into()));
         }
-        for &e in &self.engines {
+        for &e in &self.workload.engines {
             EngineName::parse(e.name())?;
         }
-        if self.workloads.is_empty() {
+        if self.workload.workloads.is_empty() {
             return Err(WorkloadError::Config("--workload needs at least one of A, B, C, D, E, F".into()));
         }
-        for &l in &self.workloads {
-            YcsbConfig { letter: l, ..self.config.clone() }.validate()?;
+        for &l in &self.workload.workloads {
+            YcsbConfig { letter: l, ..self.workload.config.clone() }.validate()?;
         }
         bench::validate_common(
             &self.threads,
@@ -132,8 +119,12 @@ impl BenchPlan {
         if !self.runs(EngineName::SwizzleDb) {
             return Ok(());
         }
-        let what = format!("{} records of {} bytes", self.config.records, self.config.value_bytes());
-        bench::validate_pool(self.pool(), self.config.record_bytes(), &self.modes, &what)
+        let what = format!(
+            "{} records of {} bytes",
+            self.workload.config.records,
+            self.workload.config.value_bytes()
+        );
+        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what)
     }
 }
 
@@ -218,35 +209,41 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let mut dbs = Vec::new();
     for config in plan.configs() {
         let db = Db::create(config, &spec)?;
-        let base = Ycsb::new(YcsbConfig { letter: plan.workloads[0], ..plan.config.clone() })?;
+        let base =
+            Ycsb::new(YcsbConfig { letter: plan.workload.workloads[0], ..plan.workload.config.clone() })?;
         let started = Instant::now();
         db.load(&base)?;
         let load = started.elapsed().as_secs_f64();
-        writeln!(log, "loaded {} records: {} in {load:.1} s", plan.config.records, config.describe())
-            .map_err(io_err)?;
+        writeln!(
+            log,
+            "loaded {} records: {} in {load:.1} s",
+            plan.workload.config.records,
+            config.describe()
+        )
+        .map_err(io_err)?;
         let workloads: Vec<Ycsb> =
-            plan.workloads.iter().map(|&l| base.with_letter(l)).collect::<Result<_, _>>()?;
+            plan.workload.workloads.iter().map(|&l| base.with_letter(l)).collect::<Result<_, _>>()?;
         dbs.push((config, db, workloads, load));
     }
     let mut rows = Vec::new();
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
-            for (w, &letter) in plan.workloads.iter().enumerate() {
+            for (w, &letter) in plan.workload.workloads.iter().enumerate() {
                 for (config, db, workloads, load) in &dbs {
                     let ycsb = &workloads[w];
                     let m = db.run(ycsb, threads, Until::Elapsed(plan.duration))?;
                     let row = BenchRow {
                         workload: letter,
                         config: *config,
-                        records: plan.config.records,
+                        records: plan.workload.config.records,
                         records_after: ycsb.records(),
                         threads,
                         rep,
                         seconds: m.elapsed.as_secs_f64(),
                         done: std::array::from_fn(|k| m.kinds[k].done),
                         retries: m.retries(),
-                        value_bytes: plan.config.value_bytes(),
-                        theta: plan.config.theta,
+                        value_bytes: plan.workload.config.value_bytes(),
+                        theta: plan.workload.config.theta,
                         pool_bytes: config.mode().map(|_| plan.pool()),
                         load_seconds: *load,
                         cut_short: m.cut_short,
@@ -295,7 +292,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         "{:<8} {:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13}",
         "workload", "engine", "mode", "logging", "locking", "optimistic", "threads", "ops/s", "retries/1000"
     )?;
-    for &letter in &plan.workloads {
+    for &letter in &plan.workload.workloads {
         for &threads in &plan.threads {
             for c in &configs {
                 writeln!(
@@ -319,9 +316,9 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         "YCSB, {} records of {} bytes, zipfian constant {}: medians of {} x {:.1} s; kinds {}; logging commits \
          asynchronously; optimistic descents apply to the swizzling and main-memory modes (traditional mode \
          always couples latches){}.",
-        plan.config.records,
-        plan.config.value_bytes(),
-        plan.config.theta,
+        plan.workload.config.records,
+        plan.workload.config.value_bytes(),
+        plan.workload.config.theta,
         plan.repeat,
         plan.duration.as_secs_f64(),
         KINDS.join("/"),
@@ -346,7 +343,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         "{:<8} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>12} {:>9}",
         "workload", "mode", "logging", "locking", "optimistic", "threads", "swizzledb", "lmdb", "ratio"
     )?;
-    for &letter in &plan.workloads {
+    for &letter in &plan.workload.workloads {
         for &threads in &plan.threads {
             for c in &configs {
                 let Config::SwizzleDb(s) = c else { continue };

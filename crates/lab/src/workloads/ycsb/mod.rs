@@ -44,7 +44,7 @@ pub mod generator;
 pub mod record;
 mod workload;
 
-pub use bench::{print_table, run_bench, BenchPlan, BenchRow, Config, YcsbRow, CSV_COLUMNS};
+pub use bench::{print_table, run_bench, BenchPlan, BenchRow, Config, YcsbPlan, YcsbRow, CSV_COLUMNS};
 pub use workload::{
     kind, parse_letter, Mix, Ycsb, YcsbConfig, YcsbWorker, KINDS, LETTERS, MAX_RECORDS, MAX_SCAN, MAX_VALUE,
 };

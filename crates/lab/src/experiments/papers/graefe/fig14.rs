@@ -29,7 +29,7 @@ use crate::support::stats;
 use crate::support::text::write_aligned;
 use crate::support::units;
 use crate::workloads::bench::{Config, Setting};
-use crate::workloads::tpcc::{BenchPlan, BenchRow, TpccConfig, TpccRow};
+use crate::workloads::tpcc::{BenchPlan, BenchRow, TpccConfig, TpccPlan, TpccRow};
 use crate::Usage;
 
 /// Options of `experiment graefe-fig14`.
@@ -97,11 +97,13 @@ pub fn plan(args: &Fig14Args) -> Result<Fig14, Usage> {
     threads.sort_unstable();
     threads.dedup();
     let plan = BenchPlan {
-        engines: vec![EngineName::SwizzleDb],
-        config: TpccConfig {
-            items: args.items,
-            customers: args.customers,
-            ..TpccConfig::standard(args.warehouses)
+        workload: TpccPlan {
+            engines: vec![EngineName::SwizzleDb],
+            config: TpccConfig {
+                items: args.items,
+                customers: args.customers,
+                ..TpccConfig::standard(args.warehouses)
+            },
         },
         threads,
         duration: Duration::from_secs_f64(args.duration),
@@ -187,9 +189,9 @@ impl Experiment for Fig14 {
             "Graefe et al. 2014 Fig. 14: TPC-C, {} warehouses ({} items, {} customers per district), pool {} MiB \
              per database (larger than the data: no page is read), logging and locking each on and off; {} s per \
              measurement, {} repetitions, medians.",
-            p.config.warehouses,
-            p.config.items,
-            p.config.customers,
+            p.workload.config.warehouses,
+            p.workload.config.items,
+            p.workload.config.customers,
             p.pool() >> 20,
             p.duration.as_secs_f64(),
             p.repeat
@@ -349,7 +351,7 @@ impl Experiment for Fig14 {
             series,
             note: Some(format!(
                 "{} warehouses, {threads} thread(s); median and min..max of {} repetitions",
-                self.0.config.warehouses, self.0.repeat
+                self.0.workload.config.warehouses, self.0.repeat
             )),
             vline: None,
             marks: None,

@@ -28,7 +28,7 @@ use crate::support::progress::Progress;
 use crate::support::stats;
 use crate::support::text::write_aligned;
 use crate::support::units;
-use crate::workloads::tpcb::{run_bench, BenchPlan, BenchRow, Propagation, TpcbConfig, TpcbRow};
+use crate::workloads::tpcb::{run_bench, BenchPlan, BenchRow, Propagation, TpcbConfig, TpcbPlan, TpcbRow};
 use crate::workloads::WorkloadError;
 use crate::Usage;
 
@@ -102,7 +102,16 @@ impl Sweep {
             Varied::Cleaner => [Propagation::Classical, Propagation::Decoupled],
         };
         let base = BenchPlan {
-            config: TpcbConfig::standard(args.branches),
+            workload: TpcbPlan {
+                config: TpcbConfig::standard(args.branches),
+                log_archive: vec![varied == Varied::Cleaner],
+                checkpoint_interval: None,
+                propagation: kinds.to_vec(),
+                cleaner_interval: None,
+                log_dir: args
+                    .log_in_memory
+                    .then(|| args.log_dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"))),
+            },
             threads: vec![usize::from(args.threads)],
             duration: Duration::from_secs_f64(args.duration),
             repeat: u32::from(args.repeat),
@@ -110,18 +119,11 @@ impl Sweep {
             logging: vec![true],
             locking: vec![false],
             optimistic: vec![true],
-            log_archive: vec![varied == Varied::Cleaner],
-            checkpoint_interval: None,
-            propagation: kinds.to_vec(),
-            cleaner_interval: None,
             pool_bytes: None,
             policy: None,
             dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
-            log_dir: args
-                .log_in_memory
-                .then(|| args.log_dir.clone().unwrap_or_else(|| PathBuf::from("/dev/shm"))),
         };
-        if let Some(dir) = &base.log_dir {
+        if let Some(dir) = &base.workload.log_dir {
             if !dir.is_dir() {
                 return Err(Usage(format!(
                     "--log-in-memory: {} is not a directory; pass a memory file system's directory with --log-dir",
@@ -136,7 +138,7 @@ impl Sweep {
 
     /// Where the logs are, for captions.
     pub(crate) fn log_place(&self) -> String {
-        match &self.base.log_dir {
+        match &self.base.workload.log_dir {
             Some(dir) => format!("the log in memory (in {})", dir.display()),
             None => "the log on the data's device".into(),
         }
@@ -144,7 +146,7 @@ impl Sweep {
 
     /// Whether the logs are in memory.
     pub(crate) fn log_in_memory(&self) -> bool {
-        self.base.log_dir.is_some()
+        self.base.workload.log_dir.is_some()
     }
 
     /// The plan of one interval.
@@ -152,10 +154,10 @@ impl Sweep {
         let mut p = self.base.clone();
         let every = Some(Duration::from_millis(ms));
         match self.varied {
-            Varied::Checkpoint => p.checkpoint_interval = every,
+            Varied::Checkpoint => p.workload.checkpoint_interval = every,
             Varied::Cleaner => {
-                p.cleaner_interval = every;
-                p.checkpoint_interval = Some(Duration::from_secs(1));
+                p.workload.cleaner_interval = every;
+                p.workload.checkpoint_interval = Some(Duration::from_secs(1));
             }
         }
         p
@@ -214,7 +216,7 @@ impl Sweep {
         writeln!(
             out,
             "\nTPC-B, {} branches, {} thread(s), medians of {} x {:.1} s; ratio: {} / {} tx/s",
-            self.base.config.branches,
+            self.base.workload.config.branches,
             self.base.threads[0],
             self.base.repeat,
             self.base.duration.as_secs_f64(),
@@ -272,7 +274,7 @@ impl Sweep {
             series,
             note: Some(format!(
                 "TPC-B, {} branches, {} thread(s); median and min..max of {} repetitions",
-                self.base.config.branches, self.base.threads[0], self.base.repeat
+                self.base.workload.config.branches, self.base.threads[0], self.base.repeat
             )),
             vline: None,
             marks: None,
