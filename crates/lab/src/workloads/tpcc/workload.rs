@@ -9,6 +9,8 @@ use super::random::TpccRng;
 use super::schema;
 use super::schema::{check_size, show_key, Field, Record, Scalar, TREES};
 use crate::engine::{Abort, Engine, TxRead, TxWrite};
+#[cfg(doc)]
+use crate::workloads::Outcome;
 use crate::workloads::WorkloadError;
 
 /// Districts per warehouse (fixed by the specification).

@@ -44,6 +44,11 @@ pub mod generator;
 pub mod record;
 mod workload;
 
+#[cfg(doc)]
+use crate::engine::Engine;
+#[cfg(doc)]
+use crate::workloads::Workload;
+
 pub use bench::{print_table, run_bench, BenchPlan, BenchRow, Config, YcsbPlan, YcsbRow, CSV_COLUMNS};
 pub use workload::{
     kind, parse_letter, Mix, Ycsb, YcsbConfig, YcsbWorker, KINDS, LETTERS, MAX_RECORDS, MAX_SCAN, MAX_VALUE,
