@@ -186,12 +186,12 @@ pub struct Figure {
 pub fn all() -> Vec<Figure> {
     let mut v = Vec::new();
     for p in Paper::ALL {
-        v.extend(match p {
-            Paper::Graefe => graefe::figures(),
-            Paper::Gilbert => gilbert::figures(),
-            Paper::Ding => ding::figures(),
-            Paper::Lersch => lersch::figures(),
-            Paper::Chou => chou::figures(),
+        v.extend_from_slice(match p {
+            Paper::Graefe => graefe::FIGURES,
+            Paper::Gilbert => gilbert::FIGURES,
+            Paper::Ding => ding::FIGURES,
+            Paper::Lersch => lersch::FIGURES,
+            Paper::Chou => chou::FIGURES,
         });
     }
     v
