@@ -3,7 +3,9 @@
 
 use super::{Figure, Io, Paper, Scale};
 
-/// The paper's entries, in the report's order.
+/// The paper's entries, in the report's order (laid out by hand: one figure's scales read
+/// side by side).
+#[rustfmt::skip]
 pub(super) const FIGURES: &[Figure] = &[Figure {
     id: "chou-dbmin",
     paper: Paper::Chou,
@@ -15,7 +17,10 @@ pub(super) const FIGURES: &[Figure] = &[Figure {
             full sharing they are close in M1 and M2 (RAND and FIFO slightly worse) and diverge in M3. With \
             load control all three simple algorithms beat WS and CLOCK comes very close to HOT.",
     io: Io::None,
-    tiny: Scale { args: &["sim", "chou-dbmin", "--quick", "--ncq", "2,8,16", "--jobs", "2"], secs: 5 },
+    tiny: Scale {
+        args: &["sim", "chou-dbmin", "--quick", "--ncq", "2,8,16", "--jobs", "2"],
+        secs: 5,
+    },
     quick: Scale { args: &["sim", "chou-dbmin", "--quick", "--ncq", "1,4,8,12,16", "--jobs", "2"], secs: 3 },
     full: Scale { args: &["sim", "chou-dbmin", "--jobs", "2"], secs: 200 },
 }];

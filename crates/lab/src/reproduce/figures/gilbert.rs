@@ -8,7 +8,9 @@
 
 use super::{Figure, Io, Paper, Scale};
 
-/// The paper's entries, in the report's order.
+/// The paper's entries, in the report's order (laid out by hand: one figure's scales read
+/// side by side).
+#[rustfmt::skip]
 pub(super) const FIGURES: &[Figure] = &[
     Figure {
         id: "gilbert-stack-depth",
