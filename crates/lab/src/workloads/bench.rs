@@ -299,12 +299,6 @@ pub(crate) struct DbSpec<'a> {
     pub lmdb_readers: u32,
 }
 
-/// Reader slots per LMDB environment: every thread keeps one, plus a few.
-pub(crate) fn lmdb_readers(threads: &[usize]) -> u32 {
-    let most = threads.iter().copied().max().unwrap_or(1);
-    u32::try_from(most).unwrap_or(u32::MAX).saturating_add(8)
-}
-
 /// The room check of a timed run ([`harness::run_while`]) on `db`: always true except in
 /// main-memory mode. That mode never evicts, so a run that adds more data than its pool holds
 /// fails (`MemoryLimit`), and how much a run adds depends on how fast the machine is. The check
@@ -469,35 +463,90 @@ impl Drop for Scratch {
 /// The smallest pool a bench accepts: 256 pages of 8 KiB, far more than one operation fixes.
 pub(crate) const MIN_POOL: u64 = 256 * 8192;
 
-/// Checks the plan fields every bench has.
-pub(crate) fn validate_common(
-    threads: &[usize],
-    duration: Duration,
-    repeat: u32,
-    modes: &[PoolMode],
-    logging: &[bool],
-    locking: &[bool],
-    optimistic: &[bool],
-) -> Result<(), WorkloadError> {
-    let bad = |s: &str| Err(WorkloadError::Config(s.into()));
-    if threads.is_empty() || threads.contains(&0) {
-        return bad("--threads needs thread counts of at least 1");
+impl<W> BenchPlan<W> {
+    /// Checks the plan fields every bench has.
+    ///
+    /// # Errors
+    /// [`WorkloadError::Config`] naming the bad parameter.
+    pub(crate) fn validate_shared(&self) -> Result<(), WorkloadError> {
+        let bad = |s: &str| Err(WorkloadError::Config(s.into()));
+        if self.threads.is_empty() || self.threads.contains(&0) {
+            return bad("--threads needs thread counts of at least 1");
+        }
+        if self.duration.is_zero() {
+            return bad("--duration must be above 0");
+        }
+        if self.repeat == 0 {
+            return bad("--repeat must be at least 1");
+        }
+        if self.modes.is_empty()
+            || self.logging.is_empty()
+            || self.locking.is_empty()
+            || self.optimistic.is_empty()
+        {
+            return bad(EMPTY_SETTINGS);
+        }
+        Ok(())
     }
-    if duration.is_zero() {
-        return bad("--duration must be above 0");
+
+    /// Thread-seconds the plan measures per database (for sizing its pool).
+    pub(crate) fn thread_seconds(&self) -> f64 {
+        self.threads.iter().map(|&t| t as f64 * self.duration.as_secs_f64() * f64::from(self.repeat)).sum()
     }
-    if repeat == 0 {
-        return bad("--repeat must be at least 1");
+
+    /// Reader slots per LMDB environment: every thread keeps one, plus a few.
+    #[must_use]
+    pub fn lmdb_readers(&self) -> u32 {
+        let most = self.threads.iter().copied().max().unwrap_or(1);
+        u32::try_from(most).unwrap_or(u32::MAX).saturating_add(8)
     }
-    if modes.is_empty() || logging.is_empty() || locking.is_empty() || optimistic.is_empty() {
-        return bad(EMPTY_SETTINGS);
+}
+
+/// The engines a workload's bench runs on: TPC-C and YCSB run on SwizzleDB and its peers, TPC-B
+/// on SwizzleDB alone (it has no such part).
+pub trait OnEngines {
+    /// Engines, in table order.
+    fn engines(&self) -> &[EngineName];
+}
+
+impl<W: OnEngines> BenchPlan<W> {
+    /// Every database configuration measured, in table order: SwizzleDB's settings (modes
+    /// outermost; no log archive, which only `bench tpcb` measures), then the peers' logging
+    /// settings.
+    #[must_use]
+    pub fn configs(&self) -> Vec<Config> {
+        Config::all(
+            self.workload.engines(),
+            &self.modes,
+            &self.logging,
+            &self.locking,
+            &self.optimistic,
+            &[false],
+        )
     }
-    Ok(())
+
+    /// Whether `e` is among the engines measured.
+    pub(crate) fn runs(&self, e: EngineName) -> bool {
+        self.workload.engines().contains(&e)
+    }
+
+    /// Checks the engines named and the fields every bench has.
+    ///
+    /// # Errors
+    /// [`WorkloadError::Config`] naming the bad parameter.
+    pub(crate) fn validate_engines_and_shared(&self) -> Result<(), WorkloadError> {
+        if self.workload.engines().is_empty() {
+            return Err(WorkloadError::Config("--engine needs at least one of swizzledb, lmdb".into()));
+        }
+        for &e in self.workload.engines() {
+            EngineName::parse(e.name())?;
+        }
+        self.validate_shared()
+    }
 }
 
 /// The message for a plan with an empty list of settings.
-pub(crate) const EMPTY_SETTINGS: &str =
-    "--modes, --logging, --locking and --optimistic each need at least one value";
+const EMPTY_SETTINGS: &str = "--modes, --logging, --locking and --optimistic each need at least one value";
 
 /// Checks that `pool` bytes can run a workload that loads `data` bytes of records (`what`
 /// says whose, for the message).
@@ -521,11 +570,6 @@ pub(crate) fn validate_pool(
         )));
     }
     Ok(())
-}
-
-/// Thread-seconds a plan measures per database (for sizing its pool).
-pub(crate) fn thread_seconds(threads: &[usize], duration: Duration, repeat: u32) -> f64 {
-    threads.iter().map(|&t| t as f64 * duration.as_secs_f64() * f64::from(repeat)).sum()
 }
 
 /// The median (NaN for none).
@@ -620,9 +664,20 @@ mod tests {
 
     #[test]
     fn an_empty_optimistic_list_is_refused() {
-        let err =
-            validate_common(&[1], Duration::from_secs(1), 1, &[PoolMode::Swizzling], &[false], &[false], &[])
-                .unwrap_err();
+        let plan = BenchPlan {
+            workload: (),
+            threads: vec![1],
+            duration: Duration::from_secs(1),
+            repeat: 1,
+            modes: vec![PoolMode::Swizzling],
+            logging: vec![false],
+            locking: vec![false],
+            optimistic: vec![],
+            pool_bytes: None,
+            policy: None,
+            dir: PathBuf::new(),
+        };
+        let err = plan.validate_shared().unwrap_err();
         assert!(matches!(err, WorkloadError::Config(ref m) if m.contains("--optimistic")), "{err}");
     }
 }

@@ -105,7 +105,7 @@ impl BenchPlan {
     /// measurement the database will see adds, plus 64 MiB.
     #[must_use]
     pub fn default_pool_bytes(&self) -> u64 {
-        let thread_seconds = bench::thread_seconds(&self.threads, self.duration, self.repeat);
+        let thread_seconds = self.thread_seconds();
         let growth = thread_seconds * (SIZED_FOR_TX_PER_THREAD_SECOND * 2 * HISTORY_BYTES) as f64;
         2 * self.workload.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
     }
@@ -147,15 +147,7 @@ impl BenchPlan {
     /// [`WorkloadError::Config`] naming the bad parameter and what to do.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         self.workload.config.validate()?;
-        bench::validate_common(
-            &self.threads,
-            self.duration,
-            self.repeat,
-            &self.modes,
-            &self.logging,
-            &self.locking,
-            &self.optimistic,
-        )?;
+        self.validate_shared()?;
         if self.workload.log_archive.is_empty() {
             return Err(WorkloadError::Config("--log-archive needs at least one value: on, off".into()));
         }

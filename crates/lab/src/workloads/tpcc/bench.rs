@@ -30,6 +30,12 @@ pub struct TpccPlan {
     pub config: TpccConfig,
 }
 
+impl bench::OnEngines for TpccPlan {
+    fn engines(&self) -> &[EngineName] {
+        &self.engines
+    }
+}
+
 /// Room a database is given per second measured and per thread: a New-Order adds about 1 KiB
 /// of records (an order, its index entries, ten lines), and pages filled at their right end
 /// are split half full, so one thread at 30,000 transactions per second grows the file by
@@ -41,13 +47,8 @@ impl BenchPlan {
     /// measurement the database will see.
     #[must_use]
     pub fn default_pool_bytes(&self) -> u64 {
-        let thread_seconds: f64 = self
-            .threads
-            .iter()
-            .map(|&t| t as f64 * self.duration.as_secs_f64() * f64::from(self.repeat))
-            .sum();
         2 * self.workload.config.record_bytes()
-            + (thread_seconds.ceil() as u64) * GROWTH_PER_THREAD_SECOND
+            + (self.thread_seconds().ceil() as u64) * GROWTH_PER_THREAD_SECOND
             + (64 << 20)
     }
 
@@ -65,77 +66,18 @@ impl BenchPlan {
         3 * (self.default_pool_bytes() - (64 << 20)) + (256 << 20)
     }
 
-    /// Every database configuration measured, in table order: SwizzleDB's settings (modes
-    /// outermost; no log archive, which only `bench tpcb` measures), then LMDB's logging
-    /// settings.
-    #[must_use]
-    pub fn configs(&self) -> Vec<Config> {
-        Config::all(
-            &self.workload.engines,
-            &self.modes,
-            &self.logging,
-            &self.locking,
-            &self.optimistic,
-            &[false],
-        )
-    }
-
-    fn runs(&self, e: EngineName) -> bool {
-        self.workload.engines.contains(&e)
-    }
-
     /// Checks the plan before anything runs.
     ///
     /// # Errors
     /// [`WorkloadError::Config`] naming the bad parameter and what to do.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         self.workload.config.validate()?;
-        let bad = |s: String| Err(WorkloadError::Config(s));
-        if self.workload.engines.is_empty() {
-            return bad("--engine needs at least one of swizzledb, lmdb".into());
-        }
-        for &e in &self.workload.engines {
-            EngineName::parse(e.name())?;
-        }
-        if self.threads.is_empty() || self.threads.contains(&0) {
-            return bad("--threads needs thread counts of at least 1".into());
-        }
-        if self.duration.is_zero() {
-            return bad("--duration must be above 0".into());
-        }
-        if self.repeat == 0 {
-            return bad("--repeat must be at least 1".into());
-        }
-        if self.modes.is_empty()
-            || self.logging.is_empty()
-            || self.locking.is_empty()
-            || self.optimistic.is_empty()
-        {
-            return bad(bench::EMPTY_SETTINGS.into());
-        }
+        self.validate_engines_and_shared()?;
         if !self.runs(EngineName::SwizzleDb) {
             return Ok(());
         }
-        // A transaction fixes a few pages per tree it touches at once; 256 pages of 8 KiB are
-        // far more than any one needs.
-        let min = 256 * 8192;
-        let pool = self.pool();
-        if pool < min {
-            return bad(format!(
-                "--pool {pool} B is below the {min} B a TPC-C transaction needs; raise --pool"
-            ));
-        }
-        let data = self.workload.config.record_bytes();
-        if self.modes.contains(&PoolMode::MainMemory) && pool < data {
-            return bad(format!(
-                "--pool {} MiB cannot hold the {} MiB of records {} warehouses load, and main-memory mode \
-                 never evicts; raise --pool or drop main-memory from --modes",
-                pool >> 20,
-                data.div_ceil(1 << 20),
-                self.workload.config.warehouses
-            ));
-        }
-        Ok(())
+        let what = format!("{} warehouses", self.workload.config.warehouses);
+        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what)
     }
 }
 
@@ -239,7 +181,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
         pool,
         policy: plan.policy,
         lmdb_map_bytes: plan.lmdb_map_bytes(),
-        lmdb_readers: bench::lmdb_readers(&plan.threads),
+        lmdb_readers: plan.lmdb_readers(),
     };
     let mut dbs: Vec<(Config, Db, f64)> = Vec::new();
     for config in plan.configs() {

@@ -44,7 +44,7 @@ impl BenchPlan {
     pub fn default_pool_bytes(&self) -> u64 {
         let inserting =
             self.workload.workloads.iter().filter(|&&l| Mix::of(l).is_ok_and(|m| m.inserts())).count();
-        let thread_seconds = bench::thread_seconds(&self.threads, self.duration, self.repeat);
+        let thread_seconds = self.thread_seconds();
         let per_insert = self.workload.config.value_bytes() as u64 + 24;
         let growth =
             thread_seconds * inserting as f64 * (SIZED_FOR_INSERTS_PER_THREAD_SECOND * 2 * per_insert) as f64;
@@ -65,57 +65,18 @@ impl BenchPlan {
         3 * (self.default_pool_bytes() - (64 << 20)) + (256 << 20)
     }
 
-    /// Reader slots per LMDB environment: every thread keeps one.
-    #[must_use]
-    pub fn lmdb_readers(&self) -> u32 {
-        bench::lmdb_readers(&self.threads)
-    }
-
-    /// Every database configuration measured, in table order: SwizzleDB's settings (modes
-    /// outermost; no log archive, which only `bench tpcb` measures), then LMDB's logging
-    /// settings.
-    #[must_use]
-    pub fn configs(&self) -> Vec<Config> {
-        Config::all(
-            &self.workload.engines,
-            &self.modes,
-            &self.logging,
-            &self.locking,
-            &self.optimistic,
-            &[false],
-        )
-    }
-
-    fn runs(&self, e: EngineName) -> bool {
-        self.workload.engines.contains(&e)
-    }
-
     /// Checks the plan before anything runs.
     ///
     /// # Errors
     /// [`WorkloadError::Config`] naming the bad parameter and what to do.
     pub fn validate(&self) -> Result<(), WorkloadError> {
-        if self.workload.engines.is_empty() {
-            return Err(WorkloadError::Config("--engine needs at least one of swizzledb, lmdb".into()));
-        }
-        for &e in &self.workload.engines {
-            EngineName::parse(e.name())?;
-        }
+        self.validate_engines_and_shared()?;
         if self.workload.workloads.is_empty() {
             return Err(WorkloadError::Config("--workload needs at least one of A, B, C, D, E, F".into()));
         }
         for &l in &self.workload.workloads {
             YcsbConfig { letter: l, ..self.workload.config.clone() }.validate()?;
         }
-        bench::validate_common(
-            &self.threads,
-            self.duration,
-            self.repeat,
-            &self.modes,
-            &self.logging,
-            &self.locking,
-            &self.optimistic,
-        )?;
         if !self.runs(EngineName::SwizzleDb) {
             return Ok(());
         }
@@ -125,6 +86,12 @@ impl BenchPlan {
             self.workload.config.value_bytes()
         );
         bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what)
+    }
+}
+
+impl bench::OnEngines for YcsbPlan {
+    fn engines(&self) -> &[EngineName] {
+        &self.engines
     }
 }
 
