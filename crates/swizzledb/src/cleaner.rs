@@ -121,14 +121,17 @@ impl Shared {
 
     /// Called by `begin` (no latch held): if the log is over its bound, wake the cleaner and
     /// wait for its rounds until the log is below the bound again, or `MAX_THROTTLE` passed.
+    /// A failed log (wal README W11) is never waited for: no round can shrink it, and the
+    /// transaction meets the failure at its first record.
     pub(crate) fn throttle(&self, wal: &Wal) {
-        if log_bytes(wal) <= self.max_log_bytes {
+        let over = || !wal.log.is_failed() && log_bytes(wal) > self.max_log_bytes;
+        if !over() {
             return;
         }
         self.counters.throttled.fetch_add(1, Ordering::Relaxed);
         let deadline = std::time::Instant::now() + MAX_THROTTLE;
         let mut state = self.state.lock();
-        while !state.0 && log_bytes(wal) > self.max_log_bytes {
+        while !state.0 && over() {
             let round = state.1;
             self.wake.notify_one();
             while state.1 == round && !state.0 {

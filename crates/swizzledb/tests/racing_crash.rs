@@ -24,9 +24,9 @@ const DB: &str = "/race/db";
 const THREADS: usize = 3;
 /// Keys per writer: with values up to ~500 bytes, more leaves than the pool's frames.
 const KEYS: u32 = 150;
-/// Seeds run at least, and the time after which no further seed starts.
+/// Seeds run at least, and the time after which no further seed starts (about 200 seeds fit).
 const MIN_SEEDS: u64 = 12;
-const BUDGET: Duration = Duration::from_secs(25);
+const BUDGET: Duration = Duration::from_secs(12);
 const MAX_SEEDS: u64 = 200;
 
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -301,4 +301,49 @@ fn a_failed_log_does_not_spin_the_page_cleaner() {
     assert!(failures <= 60, "{failures} failed cleaner rounds in 300 ms");
     drop(tree);
     drop(db);
+}
+
+/// A transaction that begins while the log is over its bound waits for the cleaner (R15), but
+/// not once the log has failed (wal README W11): no round can shrink a failed log, so the wait
+/// would only delay the error by up to two seconds. Before the fix, every writer of a crashed
+/// instance that began a transaction sat out those two seconds.
+#[test]
+fn r15_a_failed_log_does_not_throttle_a_beginning_transaction() {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/race")).unwrap();
+    let bound = 64 << 10;
+    let db = Database::builder()
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .log_segment_bytes(16 << 10)
+        .max_log_bytes(bound)
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
+        .create(Path::new(DB))
+        .unwrap();
+    let tree = db.create_tree("t").unwrap();
+    // A running transaction holds truncation back, so auto-committed writes (which do not
+    // begin one) take the log past its bound and keep it there.
+    let mut held = db.begin();
+    held.put(&tree, b"held", b"back").unwrap();
+    let mut i = 0u32;
+    while db.log_bytes().unwrap() <= bound + (16 << 10) {
+        tree.upsert(&key(0, i), &[7; 200]).unwrap();
+        i += 1;
+    }
+    fs.crash(CrashMode::DropUnsynced);
+    // The next sync fails, and with it the log, for good.
+    let failed = (0..100).any(|j| tree.upsert(&key(1, j), &[8; 200]).is_err());
+    assert!(failed, "no write failed after the crash");
+    assert!(db.log_bytes().unwrap() > bound, "the log is no longer over its bound");
+
+    let throttled = db.cleaner_stats().unwrap().throttled;
+    let started = Instant::now();
+    let mut tx = db.begin();
+    let put = tx.put(&tree, b"after", b"the failure");
+    let waited = started.elapsed();
+    assert!(put.is_err(), "a put on a failed log succeeded");
+    assert_eq!(db.cleaner_stats().unwrap().throttled, throttled, "begin waited for a failed log");
+    assert!(waited < Duration::from_secs(1), "begin took {waited:?} on a failed log");
+    drop(tx);
+    drop(held);
 }

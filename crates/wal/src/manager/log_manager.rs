@@ -473,6 +473,13 @@ impl LogManager {
         Lsn(self.inner.synced.load(Ordering::Acquire))
     }
 
+    /// Whether the log has failed for good (W11): every append and flush from now on returns
+    /// `Failed`, so a caller waiting for the log to change (to shrink, to become durable) has
+    /// nothing to wait for.
+    pub fn is_failed(&self) -> bool {
+        self.inner.failed.load(Ordering::Acquire)
+    }
+
     /// The LSN the next append would get if it fits in the current segment (a lower bound).
     pub fn end(&self) -> Lsn {
         Lsn(self.inner.completed.next().load(Ordering::Acquire))
