@@ -216,7 +216,7 @@ impl Tree {
     /// An estimate of the number of records, in `O(height)` page reads (btree README T30):
     /// each node's count times the mean estimate of a few sampled children, down to the leaves.
     /// Exact for a tree of one leaf; otherwise as close as the sampled leaves' fill is to the
-    /// others' (within a few percent for keys spread evenly, `tests/approximate_len.rs`). It
+    /// others' (within a few percent for keys spread evenly, `tests/it/approximate_len.rs`). It
     /// counts what the pages hold, uncommitted records included; use [`Tree::len`] for an
     /// exact count.
     ///

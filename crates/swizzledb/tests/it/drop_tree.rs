@@ -1,0 +1,183 @@
+//! `Database::drop_tree` (RECOVERY.md R23, btree T25): the tree leaves the catalog, its pages
+//! become free and are reused, its handles refuse with `TreeError::Dropped`, other trees are
+//! untouched (checked against `BTreeMap` oracles) — after a reopen, and on a logged database
+//! after a crash and restart.
+
+use crate::common;
+
+use common::{builder, db_path, new_fs};
+use std::collections::BTreeMap;
+use std::ops::Bound::Unbounded;
+use std::sync::Arc;
+use swizzledb::lab::DatabaseExt as _;
+use swizzledb::{Database, Error, PoolMode, Tree, TreeError};
+use swizzledb_io::CrashMode;
+
+fn fill(tree: &Tree, n: u32, tag: u8) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut oracle = BTreeMap::new();
+    for k in 0..n {
+        let (key, value) = (format!("k{k:06}").into_bytes(), vec![tag; 50 + (k % 7) as usize * 30]);
+        tree.upsert(&key, &value).unwrap();
+        oracle.insert(key, value);
+    }
+    oracle
+}
+
+fn contents(tree: &Tree) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    tree.range(Unbounded, Unbounded).map(Result::unwrap).collect()
+}
+
+fn is_dropped<T: std::fmt::Debug>(r: Result<T, TreeError>) -> bool {
+    matches!(r, Err(TreeError::Dropped))
+}
+
+/// The handles of a dropped tree refuse every operation, scans included.
+fn assert_refuses(tree: &Tree) {
+    assert!(is_dropped(tree.get(b"k000001")), "get");
+    assert!(is_dropped(tree.upsert(b"x", b"y")), "upsert");
+    assert!(is_dropped(tree.delete(b"k000001")), "delete");
+    assert!(is_dropped(tree.compare_and_swap(b"x", None, Some(b"y"))), "compare_and_swap");
+    assert!(is_dropped(tree.len()), "len");
+    let mut scan = tree.range(Unbounded, Unbounded);
+    assert!(is_dropped(scan.next().unwrap()), "range");
+    assert!(scan.next().is_none(), "a refused scan ends");
+}
+
+fn check_drop_then_reopen(logged: bool, mode: PoolMode) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drop.swz");
+    // Async commits: the test is about drops, not about fsyncs per auto-commit write.
+    let open = || {
+        let b = Database::builder().mode(mode).pool_bytes(4 << 20).page_size(4096).logging(logged);
+        b.commit_mode(swizzledb::CommitMode::Async)
+    };
+    let db = open().create(&path).unwrap();
+    let keep = db.create_tree("keep").unwrap();
+    let gone = db.create_tree("gone").unwrap();
+    let kept = fill(&keep, 1500, 1);
+    fill(&gone, 3000, 2);
+    // Large values (btree T22): their overflow chains are freed with the tree.
+    for k in 0..20u32 {
+        gone.upsert(format!("k{:06}", k * 150).as_bytes(), &vec![7; 3000 + k as usize * 500]).unwrap();
+    }
+    let shape = gone.verify().unwrap();
+    assert!(shape.overflow_pages >= 20, "{shape:?}");
+    let pages = shape.nodes + shape.overflow_pages;
+    assert!(pages > 20, "the dropped tree spans many pages ({pages})");
+    let before = db.pool().allocation();
+
+    assert!(db.drop_tree("gone").unwrap());
+    let after = db.pool().allocation();
+    assert_eq!(after.page_count, before.page_count, "dropping allocates nothing");
+    assert_eq!(after.free_pages.len(), before.free_pages.len() + pages, "every page of the tree is free");
+    assert!(!after.trees.contains_key("gone"));
+    assert_refuses(&gone);
+    assert!(matches!(db.tree("gone"), Err(Error::TreeNotFound(_))));
+    assert!(!db.drop_tree("gone").unwrap(), "dropping it again finds nothing");
+    assert_eq!(contents(&keep), kept, "the other tree is intact");
+    db.close().unwrap();
+
+    let db = open().open(&path).unwrap();
+    assert_eq!(db.tree_names(), vec!["keep".to_string()]);
+    assert_eq!(contents(&db.tree("keep").unwrap()), kept);
+    // The freed pages are reused: a new tree of the same size does not grow the file.
+    let again = db.create_tree("gone").unwrap();
+    assert!(again.is_empty().unwrap(), "a tree created under the old name is new and empty");
+    let refilled = fill(&again, 3000, 3);
+    assert_eq!(db.pool().allocation().page_count, before.page_count, "the freed pages were reused");
+    assert_eq!(contents(&again), refilled);
+    again.verify().unwrap();
+    db.close().unwrap();
+
+    // A tree no handle was taken of in this session drops the same way.
+    let db = open().open(&path).unwrap();
+    let free = db.pool().allocation().free_pages.len();
+    assert!(db.drop_tree("keep").unwrap());
+    assert!(db.pool().allocation().free_pages.len() > free, "keep's pages are free");
+    assert_eq!(db.tree_names(), vec!["gone".to_string()]);
+    assert_eq!(contents(&db.tree("gone").unwrap()), refilled);
+    db.close().unwrap();
+    let db = open().open(&path).unwrap();
+    assert_eq!(db.tree_names(), vec!["gone".to_string()]);
+    db.close().unwrap();
+}
+
+#[test]
+fn r23_drop_then_reopen_unlogged() {
+    check_drop_then_reopen(false, PoolMode::Swizzling);
+    check_drop_then_reopen(false, PoolMode::Traditional);
+}
+
+#[test]
+fn r23_drop_then_reopen_logged() {
+    check_drop_then_reopen(true, PoolMode::Swizzling);
+    check_drop_then_reopen(true, PoolMode::MainMemory);
+}
+
+/// A drop survives a crash once `drop_tree` returned: restart finds the tree gone, its pages
+/// free, and the other tree with exactly its committed records.
+#[test]
+fn r23_drop_then_crash_and_restart() {
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
+        for crash in [CrashMode::DropUnsynced, CrashMode::KeepUnsynced, CrashMode::Torn { seed: 7 }] {
+            let fs = new_fs();
+            let b = builder(mode, Arc::new(fs.clone()));
+            let db = b.clone().create(db_path()).unwrap();
+            let keep = db.create_tree("keep").unwrap();
+            let gone = db.create_tree("gone").unwrap();
+            let kept = fill(&keep, 400, 1);
+            fill(&gone, 600, 2);
+            db.checkpoint().unwrap();
+            let pages = gone.verify().unwrap().nodes as u64;
+            let free_before = db.pool().allocation().free_pages.len() as u64;
+            assert!(db.drop_tree("gone").unwrap());
+            // Nothing after the drop: it is durable by itself when `drop_tree` returns.
+            fs.crash(crash);
+            drop((keep, gone, db));
+
+            let db = b.clone().open(db_path()).unwrap();
+            assert_eq!(db.tree_names(), vec!["keep".to_string()], "{mode:?} {crash:?}");
+            let keep = db.tree("keep").unwrap();
+            assert_eq!(contents(&keep), kept, "{mode:?} {crash:?}");
+            keep.verify().unwrap();
+            let free = db.pool().allocation().free_pages.len() as u64;
+            assert!(free >= free_before + pages - 1, "{mode:?} {crash:?}: {free} free pages after restart");
+            // The database works on, and a new tree of the old name is empty.
+            let again = db.create_tree("gone").unwrap();
+            assert!(again.is_empty().unwrap());
+            fill(&again, 600, 4);
+            again.verify().unwrap();
+            db.close().unwrap();
+            let db = b.open(db_path()).unwrap();
+            assert_eq!(db.tree("gone").unwrap().len().unwrap(), 600);
+            db.close().unwrap();
+        }
+    }
+}
+
+/// A transaction that stays open keeps `drop_tree` from dropping (it could hold uncommitted
+/// changes of the tree): `TreeBusy`, and the tree is as before.
+#[test]
+fn r23_drop_waits_for_running_transactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().pool_bytes(4 << 20).create(dir.path().join("busy.swz")).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    let mut tx = db.begin();
+    tx.put(&tree, b"a", b"1").unwrap();
+    assert!(matches!(db.drop_tree("t"), Err(Error::TreeBusy(_))));
+    tx.commit().unwrap();
+    assert_eq!(tree.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "the tree is as before");
+    // Other threads' transactions wait for a drop, then run.
+    let other = db.create_tree("other").unwrap();
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            for i in 0..200u32 {
+                other.upsert(&i.to_be_bytes(), b"v").unwrap();
+            }
+        });
+        assert!(db.drop_tree("t").unwrap());
+        writer.join().unwrap();
+    });
+    assert_eq!(db.tree("other").unwrap().len().unwrap(), 200);
+    db.close().unwrap();
+}

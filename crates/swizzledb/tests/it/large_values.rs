@@ -1,0 +1,200 @@
+//! Large values through the engine (btree README T22, RECOVERY.md R8/R9): values up to 1 MiB
+//! and beyond in overflow pages, committed, rolled back, crashed and restarted (classical and
+//! instant restart), with every allocated page accounted for afterwards.
+
+use crate::common;
+
+use common::new_fs;
+use std::sync::Arc;
+use swizzledb::lab::DatabaseExt as _;
+use swizzledb::{Database, PoolMode, RestartMode, Tree, TreeError, MAX_VALUE_LEN};
+use swizzledb_io::{CrashMode, FaultFs};
+
+const PATH: &str = "/crash/large.swz";
+
+fn builder(mode: PoolMode, fs: &FaultFs) -> swizzledb::Builder {
+    Database::builder()
+        .mode(mode)
+        .page_size(4096)
+        .pool_bytes(if mode == PoolMode::MainMemory { 256 << 20 } else { 32 << 20 })
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
+}
+
+/// A value of `len` bytes that differs from every other (len, seed).
+fn value(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(7).wrapping_add(seed) ^ (i >> 12) as u8).collect()
+}
+
+/// Every allocated page is a node or an overflow page of one of the database's trees (T22 4).
+fn assert_no_leak(db: &Database, context: &str) {
+    let alloc = db.pool().allocation();
+    let mut reachable = 0;
+    for name in db.tree_names() {
+        let shape = db.tree(&name).unwrap().verify().unwrap_or_else(|e| panic!("{context}: {e}"));
+        reachable += shape.nodes + shape.overflow_pages;
+    }
+    let allocated = alloc.page_count as usize - 1 - alloc.free_pages.len();
+    assert_eq!(allocated, reachable, "{context}: allocated pages that no tree reaches");
+}
+
+fn contents(tree: &Tree) -> Vec<(Vec<u8>, Vec<u8>)> {
+    tree.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(Result::unwrap).collect()
+}
+
+/// R4, R10 with large values: a committed transaction of 1 MiB values survives a crash; an
+/// aborted one and one left open leave nothing, and their chains are freed; in every mode.
+#[test]
+fn t22_large_values_survive_a_crash_and_rollbacks_free_their_chains() {
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory] {
+        let fs = new_fs();
+        let db = builder(mode, &fs).create(PATH).unwrap();
+        let t = db.create_tree("blobs").unwrap();
+        let sizes = [100, 4096, 64 << 10, 1 << 20];
+        let mut want = Vec::new();
+        let mut tx = db.begin();
+        for (i, &len) in sizes.iter().enumerate() {
+            let k = format!("committed-{i}").into_bytes();
+            tx.put(&t, &k, &value(len, i as u8)).unwrap();
+            want.push((k, value(len, i as u8)));
+        }
+        tx.commit().unwrap();
+        // Replaced in place: large to small and small to large, committed.
+        t.upsert(b"committed-3", b"small now").unwrap();
+        t.upsert(b"committed-0", &value(300_000, 9)).unwrap();
+        want[3].1 = b"small now".to_vec();
+        want[0].1 = value(300_000, 9);
+        let mut tx = db.begin();
+        tx.put(&t, b"aborted", &value(1 << 20, 1)).unwrap();
+        tx.put(&t, b"committed-1", &value(700_000, 2)).unwrap();
+        tx.delete(&t, b"committed-2").unwrap();
+        tx.abort().unwrap();
+        assert_eq!(contents(&t), want, "{mode:?}: after the abort");
+        assert_no_leak(&db, &format!("{mode:?} after the abort"));
+        // Left open at the crash: rolled back by restart.
+        let mut open = db.begin();
+        open.put(&t, b"open", &value(1 << 20, 3)).unwrap();
+        open.put(&t, b"committed-1", &value(1 << 20, 4)).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        drop(open);
+        drop(t);
+        drop(db);
+
+        let db = builder(mode, &fs).open(PATH).unwrap();
+        let t = db.tree("blobs").unwrap();
+        assert_eq!(contents(&t), want, "{mode:?}: after the crash");
+        for (k, v) in &want {
+            assert_eq!(t.get(k).unwrap().as_ref(), Some(v));
+        }
+        assert_no_leak(&db, &format!("{mode:?} after restart"));
+        // Deleting frees every chain, and the pages are reused.
+        for (k, _) in &want {
+            assert!(t.delete(k).unwrap());
+        }
+        assert_eq!(t.verify().unwrap().overflow_pages, 0);
+        assert_no_leak(&db, &format!("{mode:?} after the deletes"));
+        let pages = db.pool().allocation().page_count;
+        for (k, v) in &want {
+            t.insert(k, v).unwrap();
+        }
+        assert_eq!(db.pool().allocation().page_count, pages, "{mode:?}: freed overflow pages are reused");
+        db.close().unwrap();
+    }
+}
+
+/// Instant restart (RECOVERY.md R17/R18) rebuilds overflow pages from the log archive on fetch,
+/// and the decoupled cleaner writes them from it.
+#[test]
+fn t22_instant_restart_and_the_decoupled_cleaner_rebuild_overflow_pages() {
+    let fs = new_fs();
+    let b = || {
+        builder(PoolMode::Swizzling, &fs)
+            .log_archive(true)
+            .restart_mode(RestartMode::Instant)
+            .lab(|l| l.cleaner(swizzledb::Cleaner::Decoupled))
+    };
+    let db = b().create(PATH).unwrap();
+    let t = db.create_tree("blobs").unwrap();
+    for i in 0..6u8 {
+        t.insert(&[i], &value(200_000 + usize::from(i) * 50_000, i)).unwrap();
+    }
+    db.checkpoint().unwrap();
+    t.upsert(&[1], &value(512 << 10, 77)).unwrap();
+    t.delete(&[2]).unwrap();
+    fs.crash(CrashMode::DropUnsynced);
+    drop(t);
+    drop(db);
+    let db = b().open(PATH).unwrap();
+    let t = db.tree("blobs").unwrap();
+    for i in 0..6u8 {
+        let want = match i {
+            1 => Some(value(512 << 10, 77)),
+            2 => None,
+            _ => Some(value(200_000 + usize::from(i) * 50_000, i)),
+        };
+        assert_eq!(t.get(&[i]).unwrap(), want, "key {i}");
+    }
+    assert_no_leak(&db, "after instant restart");
+    db.close().unwrap();
+}
+
+/// The documented limits: `MAX_VALUE_LEN` on a roomy database, an eighth of a small pool, one log
+/// record of a small log segment; a refused value changes nothing.
+#[test]
+fn t22_value_limits_are_documented_and_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().pool_bytes(64 << 20).create(dir.path().join("a.swz")).unwrap();
+    let t = db.create_tree("t").unwrap();
+    assert_eq!(t.max_value_len(), MAX_VALUE_LEN);
+    t.insert(b"max", &value(MAX_VALUE_LEN, 5)).unwrap();
+    assert_eq!(t.get(b"max").unwrap(), Some(value(MAX_VALUE_LEN, 5)));
+    let err = t.insert(b"over", &vec![0; MAX_VALUE_LEN + 1]).unwrap_err();
+    assert!(matches!(err, TreeError::ValueTooLarge { max: MAX_VALUE_LEN, .. }), "{err}");
+    db.close().unwrap();
+    // The read-only verifier counts the chain's pages with the tree's and finds none lost.
+    let report = swizzledb::inspect::DatabaseFile::open(dir.path().join("a.swz")).unwrap().verify();
+    assert!(report.is_clean(), "{:?}", report.damage);
+    let shape = report.trees[0].1.unwrap();
+    assert_eq!((shape.large_values, shape.overflow_pages), (1, MAX_VALUE_LEN.div_ceil(8192 - 48)));
+    assert_eq!(report.unreachable_pages, Some(0));
+
+    let small =
+        Database::builder().page_size(4096).pool_bytes(1 << 20).create(dir.path().join("b.swz")).unwrap();
+    let t = small.create_tree("t").unwrap();
+    assert_eq!(t.max_value_len(), 256 / 8 * (4096 - 48), "an eighth of 256 frames");
+    small.close().unwrap();
+
+    let short_log = Database::builder()
+        .page_size(4096)
+        .log_segment_bytes(64 << 10)
+        .max_log_bytes(1 << 20)
+        .create(dir.path().join("c.swz"))
+        .unwrap();
+    let t = short_log.create_tree("t").unwrap();
+    let max = t.max_value_len();
+    assert!(max < 64 << 10 && max > 32 << 10, "one record of a 64 KiB segment: {max}");
+    t.insert(b"fits", &value(max, 1)).unwrap();
+    assert!(matches!(t.insert(b"no", &value(max + 1, 1)), Err(TreeError::ValueTooLarge { .. })));
+    assert_eq!(t.get(b"no").unwrap(), None);
+    short_log.close().unwrap();
+}
+
+/// Compare-and-swap (btree T24) compares whole large values, and swaps them in and out.
+#[test]
+fn t22_compare_and_swap_compares_whole_large_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().create(dir.path().join("cas.swz")).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let (a, b) = (value(100_000, 1), value(100_000, 2));
+    t.insert(b"k", &a).unwrap();
+    // The same length and other bytes: refused, with the current value.
+    let refused = t.compare_and_swap(b"k", Some(&b), Some(b"x")).unwrap().unwrap_err();
+    assert_eq!(refused.current, Some(a.clone()));
+    t.compare_and_swap(b"k", Some(&a), Some(&b)).unwrap().unwrap();
+    assert_eq!(t.get(b"k").unwrap(), Some(b.clone()));
+    t.compare_and_swap(b"k", Some(&b), None).unwrap().unwrap();
+    assert_eq!(t.get(b"k").unwrap(), None);
+    t.compare_and_swap(b"k", None, Some(&a)).unwrap().unwrap();
+    assert_eq!(t.get(b"k").unwrap(), Some(a));
+    assert_no_leak(&db, "after compare-and-swap");
+    db.close().unwrap();
+}

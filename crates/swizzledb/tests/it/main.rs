@@ -1,0 +1,43 @@
+//! The engine's integration tests, one module per concern, in one test binary: one link
+//! instead of one per file. (`observability.rs` stays a binary of its own: it installs the
+//! process's logger.)
+
+mod common;
+
+mod approximate_len;
+mod backup;
+mod bad_input;
+mod compact;
+mod compare_and_swap;
+mod concurrency;
+mod crash;
+mod decoupled_cleaner;
+mod drop_tree;
+mod durable_default;
+mod fix_timing;
+mod free_page_wal_rule;
+mod honest_tools;
+mod hostile_pages;
+mod in_memory;
+mod instant_restart;
+mod isolation;
+mod large_values;
+mod log_archive;
+mod log_damage;
+mod log_size;
+mod map_api;
+mod no_unlogged_writes;
+mod oracle;
+mod policies;
+mod racing_crash;
+mod read_only;
+mod restart;
+mod scan_limit;
+mod single_page_recovery;
+mod small_pool_scans;
+mod snapshot_isolation;
+mod snapshots;
+mod sweep;
+mod trace;
+mod transactions;
+mod typed;

@@ -1,0 +1,539 @@
+//! Snapshot reads (LOCKS.md K17–K21): a read outside a transaction never waits for a writer and
+//! returns the last committed value; a read-only transaction sees the database as committed when
+//! it began, never waits and never makes a writer wait; the versions behind them go when no
+//! snapshot needs them, and past their memory bound the oldest snapshot ends with a typed error.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+use swizzledb::{Database, Error, Tree};
+
+use crate::common;
+
+/// A watchdog for anything that must not wait: a read that waited for the open transaction
+/// would never return, since the test keeps it open until the read is back.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn db(dir: &std::path::Path) -> (Arc<Database>, Tree) {
+    db_with(dir, |b| b)
+}
+
+fn db_with(
+    dir: &std::path::Path,
+    tune: impl FnOnce(swizzledb::Builder) -> swizzledb::Builder,
+) -> (Arc<Database>, Tree) {
+    let db = tune(Database::builder().page_size(4096).pool_bytes(256 * 4096))
+        .create(dir.join("snap.swz"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    (Arc::new(db), t)
+}
+
+fn key(k: u32) -> Vec<u8> {
+    format!("k{k:06}").into_bytes()
+}
+
+/// Runs `f` on another thread; the answer must come back while the caller still holds whatever
+/// `f` would have to wait for.
+fn on_other_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(DEADLINE).expect("the read waited for the open transaction")
+}
+
+#[test]
+fn k18_a_get_returns_the_committed_value_of_a_key_an_open_transaction_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    t.insert(b"upd", b"old").unwrap();
+    t.insert(b"del", b"gone-later").unwrap();
+    for commit in [false, true] {
+        let mut tx = db.begin();
+        tx.put(&t, b"upd", b"new").unwrap();
+        tx.put(&t, b"upd", b"newer").unwrap();
+        assert!(tx.delete(&t, b"del").unwrap());
+        tx.insert(&t, b"ins", b"fresh").unwrap();
+        let t2 = t.clone();
+        let seen = on_other_thread(move || [&b"upd"[..], b"del", b"ins"].map(|k| t2.get(k).unwrap()));
+        assert_eq!(seen[0].as_deref(), Some(&b"old"[..]), "the update's committed value");
+        assert_eq!(seen[1].as_deref(), Some(&b"gone-later"[..]), "the deleted key is still there");
+        assert_eq!(seen[2], None, "the inserted key is not there yet");
+        // The same thread reads the committed value too, at once (it would wait for itself).
+        assert_eq!(t.get(b"upd").unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(t.get_with(b"del", |v| v.map(<[u8]>::len)).unwrap(), Some(10));
+        // The transaction sees its own writes.
+        assert_eq!(tx.get(&t, b"upd").unwrap().as_deref(), Some(&b"newer"[..]));
+        if commit {
+            tx.commit().unwrap();
+            assert_eq!(t.get(b"upd").unwrap().as_deref(), Some(&b"newer"[..]));
+            assert_eq!(t.get(b"del").unwrap(), None);
+            assert_eq!(t.get(b"ins").unwrap().as_deref(), Some(&b"fresh"[..]));
+        } else {
+            tx.abort().unwrap();
+            assert_eq!(t.get(b"upd").unwrap().as_deref(), Some(&b"old"[..]));
+            assert_eq!(t.get(b"del").unwrap().as_deref(), Some(&b"gone-later"[..]));
+            assert_eq!(t.get(b"ins").unwrap(), None);
+        }
+    }
+    // K19: no snapshot runs and no writer is open: no version is kept.
+    let stats = db.version_stats().unwrap();
+    assert_eq!(stats.bytes, 0, "{stats:?}");
+    assert!(stats.made >= 6, "{stats:?}");
+}
+
+#[test]
+fn k18_a_read_transaction_sees_its_snapshot_and_a_writer_does_not_wait_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    for k in 0..50 {
+        t.insert(&key(k), b"v0").unwrap();
+    }
+    let snap = db.begin_read();
+    assert_eq!(snap.get(&t, &key(7)).unwrap().as_deref(), Some(&b"v0"[..]));
+    // The snapshot read k7 and is still open: plain writes and transactions go ahead at once.
+    let t2 = t.clone();
+    on_other_thread(move || t2.upsert(&key(7), b"v1").unwrap());
+    t.upsert(&key(8), b"v1").unwrap();
+    t.delete(&key(9)).unwrap();
+    t.insert(&key(100), b"v1").unwrap();
+    db.transact(|tx| {
+        tx.put(&t, &key(10), b"v1")?;
+        tx.put(&t, &key(10), b"v2")?;
+        Ok(())
+    })
+    .unwrap();
+    // A transaction left open: its change is seen by nobody else.
+    let mut open = db.begin();
+    open.put(&t, &key(11), b"uncommitted").unwrap();
+
+    let later = db.begin_read();
+    for k in [7, 8, 9, 10, 11, 12, 100] {
+        let old = snap.get(&t, &key(k)).unwrap();
+        let want_old: Option<&[u8]> = if k == 100 { None } else { Some(b"v0") };
+        assert_eq!(old.as_deref(), want_old, "the first snapshot at {k}");
+        let new = later.get(&t, &key(k)).unwrap();
+        let want_new: Option<&[u8]> = match k {
+            7 | 8 | 100 => Some(b"v1"),
+            9 => None,
+            10 => Some(b"v2"),
+            _ => Some(b"v0"),
+        };
+        assert_eq!(new.as_deref(), want_new, "the second snapshot at {k}");
+    }
+    open.commit().unwrap();
+    assert_eq!(snap.get(&t, &key(11)).unwrap().as_deref(), Some(&b"v0"[..]), "committed after the snapshot");
+    assert_eq!(later.get(&t, &key(11)).unwrap().as_deref(), Some(&b"v0"[..]));
+    assert_eq!(db.begin_read().get(&t, &key(11)).unwrap().as_deref(), Some(&b"uncommitted"[..]));
+    assert!(db.version_stats().unwrap().bytes > 0, "the open snapshots keep their versions");
+    drop((snap, later));
+    t.upsert(b"z", b"1").unwrap(); // a finish collects
+    assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
+}
+
+/// Transfers between accounts keep the total; snapshot readers, running beside them, must
+/// always add up to it, and plain reads must only ever return values some commit wrote.
+#[test]
+fn k18_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
+    transfers_under_snapshots(true);
+}
+
+/// K21: the same on an unlogged database with record locks, whose read-only transactions
+/// isolate from transactions as a logged one's do (its plain reads read the tree as it is).
+#[test]
+fn k21_unlogged_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
+    transfers_under_snapshots(false);
+}
+
+fn transfers_under_snapshots(logging: bool) {
+    const ACCOUNTS: u32 = 40;
+    const START: u64 = 1000;
+    const WRITERS: u64 = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b.logging(logging).commit_mode(swizzledb::CommitMode::Async));
+    db.transact(|tx| {
+        for a in 0..ACCOUNTS {
+            tx.insert(&t, &key(a), &START.to_be_bytes())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let transfers = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (db, t, stop, transfers) =
+                (Arc::clone(&db), t.clone(), Arc::clone(&stop), Arc::clone(&transfers));
+            std::thread::spawn(move || {
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ w;
+                while !stop.load(Ordering::Relaxed) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (from, to) =
+                        ((x % u64::from(ACCOUNTS)) as u32, ((x >> 20) % u64::from(ACCOUNTS)) as u32);
+                    if from == to {
+                        continue;
+                    }
+                    let amount = (x >> 40) % 50;
+                    let abort = (x >> 60) == 0;
+                    let r = db.transact(|tx| {
+                        let get = |tx: &swizzledb::Transaction<'_>, k: u32| -> Result<u64, Error> {
+                            let v = tx.get(&t, &key(k))?.expect("an account");
+                            Ok(u64::from_be_bytes(v.try_into().unwrap()))
+                        };
+                        let (a, b) = (get(tx, from)?, get(tx, to)?);
+                        if a < amount {
+                            return Ok(());
+                        }
+                        tx.put(&t, &key(from), &(a - amount).to_be_bytes())?;
+                        tx.put(&t, &key(to), &(b + amount).to_be_bytes())?;
+                        if abort {
+                            return Err(Error::Aborted("on purpose".into()));
+                        }
+                        Ok(())
+                    });
+                    match r {
+                        Ok(()) => {
+                            transfers.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(Error::Aborted(_)) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let mut snapshots = 0;
+    while started.elapsed() < Duration::from_millis(1500) {
+        let snap = db.begin_read();
+        let total: u64 = (0..ACCOUNTS)
+            .map(|a| u64::from_be_bytes(snap.get(&t, &key(a)).unwrap().unwrap().try_into().unwrap()))
+            .sum();
+        assert_eq!(total, START * u64::from(ACCOUNTS), "snapshot {snapshots} saw a partial transfer");
+        // K22: a scan, plain or in the read-only transaction, reads one snapshot too.
+        let value = |r: Result<(Vec<u8>, Vec<u8>), swizzledb::TreeError>| {
+            u64::from_be_bytes(r.unwrap().1.try_into().unwrap())
+        };
+        if logging {
+            let plain: u64 = t.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(value).sum();
+            assert_eq!(plain, START * u64::from(ACCOUNTS), "a plain scan saw a partial transfer");
+        }
+        let rev: u64 =
+            snap.range_rev(&t, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(value).sum();
+        assert_eq!(rev, START * u64::from(ACCOUNTS), "a snapshot's reverse scan saw a partial transfer");
+        // A plain read never waits and never sees more than the accounts hold in total.
+        let one = u64::from_be_bytes(t.get(&key(snapshots % ACCOUNTS)).unwrap().unwrap().try_into().unwrap());
+        assert!(one <= START * u64::from(ACCOUNTS));
+        snapshots += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert!(
+        snapshots > 10 && transfers.load(Ordering::Relaxed) > 10,
+        "{snapshots} snapshots, {transfers:?} transfers"
+    );
+    let total: u64 =
+        (0..ACCOUNTS).map(|a| u64::from_be_bytes(t.get(&key(a)).unwrap().unwrap().try_into().unwrap())).sum();
+    assert_eq!(total, START * u64::from(ACCOUNTS));
+    assert_eq!(db.version_stats().unwrap().bytes, 0);
+}
+
+/// K21: an unlogged database with record locks keeps versions for its transactions. A
+/// read-only transaction sees what transactions had committed when it began and never an open
+/// one's change, without waiting for its locks; snapshot-isolation transactions lose no update.
+/// The handles' own writes are no transactions there: every snapshot sees them at once, and
+/// plain reads read the tree as it is.
+#[test]
+fn k21_an_unlogged_database_keeps_versions_for_its_transactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b.logging(false));
+    assert!(db.version_stats().is_some());
+    db.transact(|tx| {
+        for k in 0..10 {
+            tx.put(&t, &key(k), b"v0")?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let snap = db.begin_read();
+    db.transact(|tx| tx.put(&t, &key(1), b"v1")).unwrap();
+    let mut open = db.begin();
+    open.put(&t, &key(2), b"open").unwrap();
+    assert!(open.delete(&t, &key(3)).unwrap());
+    open.insert(&t, &key(20), b"new").unwrap();
+    let (db2, t2) = (Arc::clone(&db), t.clone());
+    let later = on_other_thread(move || {
+        let r = db2.begin_read();
+        [1, 2, 3, 20].map(|k| r.get(&t2, &key(k)).unwrap())
+    });
+    let v = |b: &[u8]| Some(b.to_vec());
+    assert_eq!(
+        later,
+        [v(b"v1"), v(b"v0"), v(b"v0"), None],
+        "a later snapshot sees commits, not the open one"
+    );
+    let seen = [1, 2, 3, 20].map(|k| snap.get(&t, &key(k)).unwrap());
+    assert_eq!(seen, [v(b"v0"), v(b"v0"), v(b"v0"), None], "the first snapshot");
+    assert_eq!(t.get(&key(2)).unwrap(), v(b"open"), "plain reads of an unlogged database read the tree");
+    open.commit().unwrap();
+    assert_eq!(snap.get(&t, &key(3)).unwrap(), v(b"v0"), "committed after the snapshot");
+    assert_eq!(db.begin_read().get(&t, &key(3)).unwrap(), None);
+    t.upsert(&key(4), b"plain").unwrap();
+    assert_eq!(snap.get(&t, &key(4)).unwrap(), v(b"plain"), "a handle's write is no transaction");
+    drop(snap);
+
+    db.transact(|tx| tx.put(&t, b"n", &0u64.to_be_bytes())).unwrap();
+    assert_eq!(common::increment_at_snapshots(&db, &t, 4, 100), 400, "an update was lost");
+    db.transact(|tx| tx.put(&t, b"z", b"1")).unwrap();
+    assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
+}
+
+/// K22: the ordered index holds the keys transactions deleted while they had a chain, whatever
+/// the transaction did to the key first: a key updated and then deleted, by a committed
+/// transaction and by an open one, stays in an older snapshot's scans with its old value, and a
+/// key an open transaction inserted and then deleted stays hidden.
+#[test]
+fn k22_a_key_updated_then_deleted_stays_in_an_older_snapshots_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    for k in ["a", "b", "c", "d"] {
+        t.insert(k.as_bytes(), b"old").unwrap();
+    }
+    let snap = db.begin_read();
+    db.transact(|tx| {
+        tx.put(&t, b"b", b"new")?;
+        assert!(tx.delete(&t, b"b")?);
+        Ok(())
+    })
+    .unwrap();
+    let mut open = db.begin();
+    open.put(&t, b"c", b"new").unwrap();
+    assert!(open.delete(&t, b"c").unwrap());
+    open.insert(&t, b"bb", b"brief").unwrap();
+    assert!(open.delete(&t, b"bb").unwrap());
+    let all = |r: &mut dyn Iterator<Item = Result<(Vec<u8>, Vec<u8>), swizzledb::TreeError>>| {
+        r.map(|x| x.map(|(k, v)| (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap())))
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap()
+    };
+    let kv = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    let (lo, hi) = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    let old = vec![kv("a", "old"), kv("b", "old"), kv("c", "old"), kv("d", "old")];
+    assert_eq!(all(&mut snap.range(&t, lo, hi)), old, "the older snapshot");
+    let mut rev = all(&mut snap.range_rev(&t, lo, hi));
+    rev.reverse();
+    assert_eq!(rev, old, "the older snapshot, descending");
+    // A plain scan now: b's delete committed, c's and bb's did not.
+    let now = vec![kv("a", "old"), kv("c", "old"), kv("d", "old")];
+    assert_eq!(all(&mut t.range(lo, hi)), now, "a plain scan");
+    open.commit().unwrap();
+    assert_eq!(all(&mut snap.range(&t, lo, hi)), old, "the older snapshot after the commit");
+    assert_eq!(all(&mut t.range(lo, hi)), vec![kv("a", "old"), kv("d", "old")]);
+}
+
+#[test]
+fn k20_past_the_version_memory_the_oldest_snapshot_ends_with_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 64 << 10;
+    let (db, t) = db_with(dir.path(), |b| b.version_memory(limit));
+    t.insert(b"k", b"v0").unwrap();
+    let old = db.begin_read();
+    assert_eq!(old.get(&t, b"k").unwrap().as_deref(), Some(&b"v0"[..]));
+    // Each commit after the snapshot keeps a version of 200 bytes for it.
+    for i in 0..2000u32 {
+        t.upsert(&key(i), &[7u8; 200]).unwrap();
+        let bytes = db.version_stats().unwrap().bytes;
+        assert!(bytes <= limit + 1024, "versions grew to {bytes} bytes past the bound {limit}");
+    }
+    match old.get(&t, b"k") {
+        Err(Error::SnapshotTooOld { limit: l }) => assert_eq!(l, limit),
+        other => panic!("expected SnapshotTooOld, got {other:?}"),
+    }
+    assert!(db.version_stats().unwrap().too_old >= 1);
+    // Plain reads and new snapshots go on.
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v0"[..]));
+    assert_eq!(db.begin_read().get(&t, &key(5)).unwrap().as_deref(), Some(&[7u8; 200][..]));
+    drop(old);
+}
+
+#[test]
+fn k21_without_versions_a_read_transaction_reads_what_the_tree_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    for logging in [false, true] {
+        let db = Database::builder()
+            .logging(logging)
+            .lab(|lab| lab.locking(false))
+            .create(dir.path().join(format!("nv-{logging}.swz")))
+            .unwrap();
+        assert!(db.version_stats().is_none());
+        let t = db.create_tree("t").unwrap();
+        t.insert(b"a", b"1").unwrap();
+        let snap = db.begin_read();
+        t.upsert(b"a", b"2").unwrap();
+        assert_eq!(snap.get(&t, b"a").unwrap().as_deref(), Some(&b"2"[..]));
+    }
+}
+
+fn bound(x: &std::ops::Bound<Vec<u8>>) -> std::ops::Bound<&[u8]> {
+    x.as_ref().map(Vec::as_slice)
+}
+
+/// K22 against an oracle: while a transaction holds random uncommitted inserts, updates and
+/// deletes, every scan outside it — forward, reverse, both ends at once, limited, by prefix —
+/// returns exactly the committed records; so does a read-only transaction begun before a batch
+/// of commits, after them.
+#[test]
+fn k22_scans_return_exactly_the_committed_records_an_oracle_holds() {
+    use std::collections::BTreeMap;
+    use std::ops::Bound::{self, Excluded, Included, Unbounded};
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    let mut committed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut rnd = move |n: u32| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % u64::from(n)) as u32
+    };
+    for k in (0..600).step_by(3) {
+        t.insert(&key(k), format!("c{k}").as_bytes()).unwrap();
+        committed.insert(key(k), format!("c{k}").into_bytes());
+    }
+    let range_of = |m: &BTreeMap<Vec<u8>, Vec<u8>>,
+                    lo: &Bound<Vec<u8>>,
+                    hi: &Bound<Vec<u8>>|
+     -> Vec<(Vec<u8>, Vec<u8>)> {
+        m.range::<Vec<u8>, _>((lo.clone(), hi.clone())).map(|(k, v)| (k.clone(), v.clone())).collect()
+    };
+    let as_ref = |b: &Bound<Vec<u8>>| -> Bound<Vec<u8>> { b.clone() };
+    for round in 0..40 {
+        let snapshot = db.begin_read();
+        let at_snapshot = committed.clone();
+        let mut tx = db.begin();
+        let mut pending = committed.clone();
+        for _ in 0..rnd(60) + 1 {
+            let k = key(rnd(600));
+            match rnd(3) {
+                0 => {
+                    let v = format!("r{round}").into_bytes();
+                    tx.put(&t, &k, &v).unwrap();
+                    pending.insert(k, v);
+                }
+                1 => {
+                    tx.delete(&t, &k).unwrap();
+                    pending.remove(&k);
+                }
+                _ => {
+                    let v = format!("u{round}-{}", rnd(1000)).into_bytes();
+                    tx.put(&t, &k, &v).unwrap();
+                    pending.insert(k, v);
+                }
+            }
+        }
+        for _ in 0..6 {
+            let (a, b) = (rnd(620), rnd(620));
+            let (a, b) = (a.min(b), a.max(b));
+            let lo = match rnd(3) {
+                0 => Unbounded,
+                1 => Included(key(a)),
+                _ => Excluded(key(a)),
+            };
+            let hi = match rnd(3) {
+                0 => Unbounded,
+                1 => Included(key(b)),
+                _ => Excluded(key(b)),
+            };
+            if matches!((&lo, &hi), (Excluded(l), Excluded(h)) if l == h) {
+                continue;
+            }
+            let want = range_of(&committed, &lo, &hi);
+            let fwd: Vec<_> = t.range(bound(&lo), bound(&hi)).map(Result::unwrap).collect();
+            assert_eq!(fwd, want, "round {round}: forward {lo:?}..{hi:?}");
+            let mut rev: Vec<_> = t.range_rev(bound(&lo), bound(&hi)).map(Result::unwrap).collect();
+            rev.reverse();
+            assert_eq!(rev, want, "round {round}: reverse {lo:?}..{hi:?}");
+            // Both ends at once, alternating, meet without losing or repeating a record.
+            let mut both = t.range(bound(&lo), bound(&hi));
+            let (mut front, mut back) = (Vec::new(), Vec::new());
+            loop {
+                let item = if rnd(2) == 0 {
+                    both.next().map(|r| (true, r))
+                } else {
+                    both.next_back().map(|r| (false, r))
+                };
+                match item {
+                    Some((true, r)) => front.push(r.unwrap()),
+                    Some((false, r)) => back.push(r.unwrap()),
+                    None => break,
+                }
+            }
+            back.reverse();
+            front.extend(back);
+            assert_eq!(front, want, "round {round}: double-ended {lo:?}..{hi:?}");
+            let n = rnd(5) as usize;
+            let limited: Vec<_> = t.range(bound(&lo), bound(&hi)).limit(n).map(Result::unwrap).collect();
+            assert_eq!(limited, want.iter().take(n).cloned().collect::<Vec<_>>(), "round {round}: limit {n}");
+            let old: Vec<_> = snapshot.range(&t, bound(&lo), bound(&hi)).map(Result::unwrap).collect();
+            assert_eq!(
+                old,
+                range_of(&at_snapshot, &as_ref(&lo), &as_ref(&hi)),
+                "round {round}: read transaction"
+            );
+        }
+        let prefix = format!("k0001{}", rnd(10)).into_bytes();
+        let want: Vec<_> = committed
+            .iter()
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(t.scan_prefix(&prefix).map(Result::unwrap).collect::<Vec<_>>(), want, "prefix");
+        assert_eq!(t.len().unwrap(), committed.len());
+        assert_eq!(t.first().unwrap(), committed.first_key_value().map(|(k, v)| (k.clone(), v.clone())));
+        assert_eq!(t.last().unwrap(), committed.last_key_value().map(|(k, v)| (k.clone(), v.clone())));
+        if rnd(3) == 0 {
+            tx.abort().unwrap();
+        } else {
+            tx.commit().unwrap();
+            committed = pending;
+        }
+        // The snapshot from before still reads its own state after the commit.
+        let all: Vec<_> = snapshot.range(&t, Unbounded, Unbounded).map(Result::unwrap).collect();
+        assert_eq!(all, range_of(&at_snapshot, &Unbounded, &Unbounded), "round {round}: after the commit");
+    }
+    assert_eq!(db.version_stats().unwrap().bytes, 0);
+}
+
+/// K19: a dropped tree's versions go with it. A snapshot older than the drop reads a tree
+/// created afterwards, which may reuse the dropped tree's root page, as empty — not as the
+/// dropped tree's values from before the snapshot.
+#[test]
+fn k19_a_new_tree_on_a_dropped_trees_pages_has_none_of_its_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = db(dir.path());
+    let old = db.create_tree("gone").unwrap();
+    for i in 0..20 {
+        old.upsert(&key(i), b"before").unwrap();
+    }
+    let snap = db.begin_read();
+    // Committed after the snapshot began: versions with "before" as their before-image.
+    for i in 0..20 {
+        old.upsert(&key(i), b"after").unwrap();
+    }
+    drop(old);
+    assert!(db.drop_tree("gone").unwrap());
+    let new = db.create_tree("gone").unwrap();
+    for i in 0..20 {
+        new.upsert(&key(i), b"new").unwrap();
+    }
+    for i in 0..20 {
+        assert_eq!(snap.get(&new, &key(i)).unwrap(), None, "key {i}: the old tree's value");
+        assert_eq!(new.get(&key(i)).unwrap().as_deref(), Some(&b"new"[..]));
+    }
+    assert_eq!(snap.range(&new, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).count(), 0);
+}
