@@ -124,7 +124,7 @@ impl Shared {
     /// A failed log (wal README W11) is never waited for: no round can shrink it, and the
     /// transaction meets the failure at its first record.
     pub(crate) fn throttle(&self, wal: &Wal) {
-        let over = || !wal.log.is_failed() && log_bytes(wal) > self.max_log_bytes;
+        let over = || log_bytes(wal) > self.max_log_bytes && !wal.log.is_failed();
         if !over() {
             return;
         }

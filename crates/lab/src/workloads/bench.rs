@@ -502,6 +502,39 @@ impl<W> BenchPlan<W> {
     }
 }
 
+/// What sizes a bench's default SwizzleDB pool: the loaded records and what the measurements
+/// add to a database (main-memory mode needs all of it; the other modes touch only the frames
+/// they fill).
+pub trait SizesPool: Sized {
+    /// Bytes of the loaded records.
+    fn record_bytes(&self) -> u64;
+    /// Bytes every measurement `plan` makes may add to one database, together.
+    fn growth_bytes(plan: &BenchPlan<Self>) -> u64;
+}
+
+impl<W: SizesPool> BenchPlan<W> {
+    /// A pool holding the loaded data twice over (pages are not full), plus the growth of every
+    /// measurement the database will see, plus 64 MiB.
+    #[must_use]
+    pub fn default_pool_bytes(&self) -> u64 {
+        2 * self.workload.record_bytes() + W::growth_bytes(self) + (64 << 20)
+    }
+
+    /// The pool size used.
+    #[must_use]
+    pub fn pool(&self) -> u64 {
+        self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
+    }
+
+    /// LMDB's map per environment: three times what the default pool is sized for (LMDB's
+    /// pages are part full after splits, and copy-on-write needs free pages besides), plus
+    /// 256 MiB. Address space only: the file takes the pages written.
+    #[must_use]
+    pub fn lmdb_map_bytes(&self) -> u64 {
+        3 * (self.default_pool_bytes() - (64 << 20)) + (256 << 20)
+    }
+}
+
 /// The engines a workload's bench runs on: TPC-C and YCSB run on SwizzleDB and its peers, TPC-B
 /// on SwizzleDB alone (it has no such part).
 pub trait OnEngines {

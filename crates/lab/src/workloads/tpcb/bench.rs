@@ -100,22 +100,18 @@ pub struct TpcbPlan {
 /// it; the other modes touch only the frames they fill.
 const SIZED_FOR_TX_PER_THREAD_SECOND: u64 = 600_000;
 
+impl bench::SizesPool for TpcbPlan {
+    fn record_bytes(&self) -> u64 {
+        self.config.record_bytes()
+    }
+
+    /// The history rows every measurement adds.
+    fn growth_bytes(plan: &BenchPlan) -> u64 {
+        (plan.thread_seconds() * (SIZED_FOR_TX_PER_THREAD_SECOND * 2 * HISTORY_BYTES) as f64).ceil() as u64
+    }
+}
+
 impl BenchPlan {
-    /// A pool holding the loaded data twice over (pages are not full), plus the history every
-    /// measurement the database will see adds, plus 64 MiB.
-    #[must_use]
-    pub fn default_pool_bytes(&self) -> u64 {
-        let thread_seconds = self.thread_seconds();
-        let growth = thread_seconds * (SIZED_FOR_TX_PER_THREAD_SECOND * 2 * HISTORY_BYTES) as f64;
-        2 * self.workload.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
-    }
-
-    /// The pool size used.
-    #[must_use]
-    pub fn pool(&self) -> u64 {
-        self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
-    }
-
     /// Every setting measured, in table order (modes outermost).
     #[must_use]
     pub fn settings(&self) -> Vec<Setting> {

@@ -42,30 +42,17 @@ impl bench::OnEngines for TpccPlan {
 /// about 25 MiB/s.
 const GROWTH_PER_THREAD_SECOND: u64 = 32 << 20;
 
+impl bench::SizesPool for TpccPlan {
+    fn record_bytes(&self) -> u64 {
+        self.config.record_bytes()
+    }
+
+    fn growth_bytes(plan: &BenchPlan) -> u64 {
+        (plan.thread_seconds().ceil() as u64) * GROWTH_PER_THREAD_SECOND
+    }
+}
+
 impl BenchPlan {
-    /// A pool holding the loaded data twice over (pages are not full), plus the growth of every
-    /// measurement the database will see.
-    #[must_use]
-    pub fn default_pool_bytes(&self) -> u64 {
-        2 * self.workload.config.record_bytes()
-            + (self.thread_seconds().ceil() as u64) * GROWTH_PER_THREAD_SECOND
-            + (64 << 20)
-    }
-
-    /// The pool size used.
-    #[must_use]
-    pub fn pool(&self) -> u64 {
-        self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
-    }
-
-    /// LMDB's map per environment: three times what the default pool is sized for (LMDB's
-    /// pages are half full after splits, and copy-on-write needs free pages besides), plus
-    /// 256 MiB. Address space only: the file takes the pages written.
-    #[must_use]
-    pub fn lmdb_map_bytes(&self) -> u64 {
-        3 * (self.default_pool_bytes() - (64 << 20)) + (256 << 20)
-    }
-
     /// Checks the plan before anything runs.
     ///
     /// # Errors

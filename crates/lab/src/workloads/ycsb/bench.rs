@@ -37,34 +37,24 @@ pub struct YcsbPlan {
 /// Main-memory mode needs all of it; the other modes touch only the frames they fill.
 const SIZED_FOR_INSERTS_PER_THREAD_SECOND: u64 = 50_000;
 
-impl BenchPlan {
-    /// A pool holding the loaded data twice over (pages are not full), plus twice what the
-    /// inserting workloads (D, E) may add, plus 64 MiB.
-    #[must_use]
-    pub fn default_pool_bytes(&self) -> u64 {
+impl bench::SizesPool for YcsbPlan {
+    fn record_bytes(&self) -> u64 {
+        self.config.record_bytes()
+    }
+
+    /// Twice what the inserting workloads (D, E) may add.
+    fn growth_bytes(plan: &BenchPlan) -> u64 {
         let inserting =
-            self.workload.workloads.iter().filter(|&&l| Mix::of(l).is_ok_and(|m| m.inserts())).count();
-        let thread_seconds = self.thread_seconds();
-        let per_insert = self.workload.config.value_bytes() as u64 + 24;
-        let growth =
-            thread_seconds * inserting as f64 * (SIZED_FOR_INSERTS_PER_THREAD_SECOND * 2 * per_insert) as f64;
-        2 * self.workload.config.record_bytes() + growth.ceil() as u64 + (64 << 20)
+            plan.workload.workloads.iter().filter(|&&l| Mix::of(l).is_ok_and(|m| m.inserts())).count();
+        let per_insert = plan.workload.config.value_bytes() as u64 + 24;
+        let growth = plan.thread_seconds()
+            * inserting as f64
+            * (SIZED_FOR_INSERTS_PER_THREAD_SECOND * 2 * per_insert) as f64;
+        growth.ceil() as u64
     }
+}
 
-    /// The pool size used.
-    #[must_use]
-    pub fn pool(&self) -> u64 {
-        self.pool_bytes.unwrap_or_else(|| self.default_pool_bytes())
-    }
-
-    /// LMDB's map per environment: three times what the default pool is sized for (LMDB fills
-    /// its 4 KiB pages with two or three 1 KiB records, and copy-on-write needs free pages
-    /// besides), plus 256 MiB. Address space only: the file takes the pages written.
-    #[must_use]
-    pub fn lmdb_map_bytes(&self) -> u64 {
-        3 * (self.default_pool_bytes() - (64 << 20)) + (256 << 20)
-    }
-
+impl BenchPlan {
     /// Checks the plan before anything runs.
     ///
     /// # Errors
