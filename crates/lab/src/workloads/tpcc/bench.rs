@@ -199,6 +199,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 let m = db.run(&tpcc, threads, Until::Elapsed(plan.duration))?;
                 let log_bytes = db.log_bytes_appended().zip(log_before).map(|(a, b)| a - b);
                 let locks = db.lock_counts().zip(locks_before).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
+                db.settle()?;
                 let row = BenchRow {
                     config: *config,
                     warehouses: plan.workload.config.warehouses,

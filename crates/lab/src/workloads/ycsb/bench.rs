@@ -189,6 +189,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 for (config, db, workloads, load) in &dbs {
                     let ycsb = &workloads[w];
                     let m = db.run(ycsb, threads, Until::Elapsed(plan.duration))?;
+                    db.settle()?;
                     let row = BenchRow {
                         workload: letter,
                         config: *config,
