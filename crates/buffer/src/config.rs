@@ -128,6 +128,12 @@ pub struct PoolConfig {
     /// lock without blocking. Default 32; `1 <= T <= S`, else opening fails with
     /// [`crate::BufferError::Config`].
     pub bp_batch_threshold: usize,
+    /// Frames an eviction batch frees (B13): `None` (the default) evicts when free frames fall
+    /// below capacity/64 (2 to 256) and frees up to twice that; `Some(n)` evicts when fewer
+    /// than `n` are free and frees up to `n` — `Some(1)` is one victim per evictioner call, as
+    /// a `pick_victim` per miss. At most half the frames; `Some(0)` fails with
+    /// [`crate::BufferError::Config`].
+    pub eviction_batch: Option<usize>,
 }
 
 impl std::fmt::Debug for PoolConfig {
@@ -152,6 +158,7 @@ impl std::fmt::Debug for PoolConfig {
             .field("create_unclean", &self.create_unclean)
             .field("bp_queue_size", &self.bp_queue_size)
             .field("bp_batch_threshold", &self.bp_batch_threshold)
+            .field("eviction_batch", &self.eviction_batch)
             .finish()
     }
 }
@@ -178,6 +185,7 @@ impl Default for PoolConfig {
             create_unclean: false,
             bp_queue_size: 64,
             bp_batch_threshold: 32,
+            eviction_batch: None,
         }
     }
 }

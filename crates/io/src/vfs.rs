@@ -184,8 +184,10 @@ pub trait Vfs: Send + Sync + fmt::Debug {
 #[derive(Copy, Clone, Debug, Default)]
 pub struct OsFs;
 
+/// A file of [`OsFs`]; `direct`: opened with `O_DIRECT` (IO7 batches its writes through
+/// `io_uring` only then).
 #[derive(Debug)]
-struct OsFile(File);
+struct OsFile(File, bool);
 
 impl VfsFile for OsFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -208,11 +210,12 @@ impl VfsFile for OsFile {
         self.0.set_len(len)
     }
 
-    /// With `io_uring` on Linux (IO7): the whole batch submitted at once, then awaited; where the
-    /// kernel refuses `io_uring` (too old, or disabled), one write after the other.
+    /// With direct I/O on Linux (IO7): the whole batch submitted at once through `io_uring`,
+    /// then awaited; otherwise, or where the kernel refuses `io_uring` (too old, or disabled),
+    /// one write after the other.
     fn write_all_at_batch(&self, writes: &[(&[u8], u64)]) -> Vec<io::Result<()>> {
         #[cfg(target_os = "linux")]
-        if writes.len() > 1 {
+        if self.1 && writes.len() > 1 {
             if let Some(results) = uring::write_batch(&self.0, writes) {
                 return results;
             }
@@ -285,7 +288,7 @@ impl Vfs for OsFs {
         if mode.direct {
             opts.custom_flags(direct_flag()?);
         }
-        Ok(Arc::new(OsFile(opts.open(path)?)))
+        Ok(Arc::new(OsFile(opts.open(path)?, mode.direct)))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {

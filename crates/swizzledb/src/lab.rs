@@ -177,6 +177,18 @@ impl LabOptions {
         self
     }
 
+    /// Frames one eviction batch frees (default `None`: the pool's watermarks, capacity/64 to
+    /// twice that; buffer README B13). `Some(1)` evicts one victim per evictioner call when no
+    /// frame is free — one replacement-policy proposal loop, one policy lock, per victim, as
+    /// Zero's `pick_victim` (Gilbert 2017, Fig. 3.9) — and the background evictor, if on, keeps
+    /// one frame free. At most half the frames; `create` and `open` fail with
+    /// [`BufferError::Config`](crate::BufferError::Config) for `Some(0)`.
+    #[must_use]
+    pub fn eviction_batch(mut self, frames: Option<usize>) -> Self {
+        self.0.config.eviction_batch = frames;
+        self
+    }
+
     /// Whether instant restart's background thread redoes pending pages (default: on). Off,
     /// pages are redone only when a fix loads them, until the first checkpoint, `flush` or
     /// `close` redoes the rest (RECOVERY.md R22) — to measure on-demand redo alone.

@@ -139,3 +139,45 @@ fn b29_a_failed_write_in_a_victim_batch_reaches_the_miss_and_loses_no_page() {
     assert!(matches!(pool.flush(), Err(BufferError::PreviousIoError { .. })), "sticky (F4)");
     pool.check_invariants().unwrap();
 }
+
+/// B13: `PoolConfig::eviction_batch = Some(1)` frees one victim per evictioner call, where the
+/// default watermarks free several; `Some(0)` is refused.
+#[test]
+fn b13_an_eviction_batch_of_one_frees_one_victim_per_call() {
+    // Victims freed per eviction round, over reads of clean pages four times the pool.
+    let per_round = |batch: Option<usize>, mode: PoolMode| {
+        let fs = FaultFs::new();
+        fs.create_dir_all(Path::new("/e")).unwrap();
+        let config = PoolConfig { eviction_batch: batch, ..smallest_config(&fs, mode, None) };
+        let pool = BufferPool::create(Path::new("/e/db"), &config, Arc::new(Owner)).unwrap();
+        let pages: Vec<PageId> = (0..4 * MIN_FRAMES as u8)
+            .map(|i| {
+                let mut g = pool.allocate_page().unwrap();
+                g[DATA] = i;
+                g.page_id()
+            })
+            .collect();
+        pool.flush().unwrap();
+        let before = pool.stats();
+        for (i, &pid) in pages.iter().enumerate() {
+            let g = pool.fix_page::<crate::guard::Shared>(pid).unwrap();
+            assert_eq!(g[DATA], i as u8, "{mode}: page {pid} lost its change");
+        }
+        let s = pool.stats();
+        let (evictions, rounds) =
+            (s.evictions - before.evictions, s.eviction_rounds - before.eviction_rounds);
+        assert!(evictions >= (3 * MIN_FRAMES) as u64, "{mode}, {batch:?}: {s:?}");
+        pool.check_invariants().unwrap();
+        evictions as f64 / rounds as f64
+    };
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
+        assert_eq!(per_round(Some(1), mode), 1.0, "{mode}: one victim per call");
+        let default = per_round(None, mode);
+        assert!(default >= 2.0, "{mode}: the default batch freed {default} victims per call");
+    }
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/e")).unwrap();
+    let config = PoolConfig { eviction_batch: Some(0), ..smallest_config(&fs, PoolMode::Swizzling, None) };
+    let err = BufferPool::create(Path::new("/e/db"), &config, Arc::new(Owner)).err().unwrap();
+    assert!(matches!(err, BufferError::Config(_)), "{err}");
+}

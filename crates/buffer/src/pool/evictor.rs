@@ -183,9 +183,13 @@ impl BufferPool {
     }
 
     /// The free frames the background evictor (B31) keeps: four times the low watermark, at
-    /// most an eighth of the pool, at least the high watermark.
+    /// most an eighth of the pool, at least the high watermark; the configured batch, if one is
+    /// (`PoolConfig::eviction_batch`, B13).
     #[must_use]
     pub fn evictor_target(&self) -> usize {
+        if self.fixed_batch {
+            return self.high_watermark;
+        }
         (4 * self.low_watermark).min(self.frames.len() / 8).max(self.high_watermark)
     }
 

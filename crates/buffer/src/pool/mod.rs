@@ -134,10 +134,16 @@ pub struct BufferPool {
     free: free::FreeLists,
     free_count: AtomicUsize,
     evict_lock: Mutex<()>,
+    /// B29: buffers for the disk forms of dirty victims, kept between batches (a fresh one
+    /// faults its memory in, a huge page at a time, on every batch).
+    victim_copies: Mutex<Vec<crate::aligned::AlignedBuf>>,
     /// The background evictor's wake-up and stop (B31).
     evictor: evictor::Signal,
     low_watermark: usize,
     high_watermark: usize,
+    /// `PoolConfig::eviction_batch` set: every batch, the background evictor's too, frees up to
+    /// `high_watermark` (B13).
+    fixed_batch: bool,
     policy: Box<dyn Policy>,
     /// Whether unfixes are reported to the policy (cached `Policy::uses_unfix`).
     unfix_hook: bool,
@@ -308,6 +314,11 @@ impl BufferPool {
                 config.pool_bytes
             )));
         }
+        if config.eviction_batch == Some(0) {
+            return Err(BufferError::Config(
+                "an eviction batch of 0 frames frees nothing; use 1 or more".into(),
+            ));
+        }
         if capacity >= NO_PARENT as usize {
             return Err(BufferError::Config(format!("a pool of {capacity} frames is too large")));
         }
@@ -326,7 +337,17 @@ impl BufferPool {
         for d in frames.iter() {
             d.parent.store(NO_PARENT, Relaxed);
         }
-        let low = (capacity / 64).clamp(2, 256);
+        // B13: the watermarks, the default's or the configured batch's.
+        let (low, high) = match config.eviction_batch {
+            None => {
+                let low = (capacity / 64).clamp(2, 256);
+                (low, (low * 2).min(capacity / 2))
+            }
+            Some(n) => {
+                let n = n.clamp(1, capacity / 2);
+                (n, n)
+            }
+        };
         let policy = config
             .policy
             .build_with_queue(capacity, config.seed, config.bp_queue_size, config.bp_batch_threshold)
@@ -350,9 +371,11 @@ impl BufferPool {
             free: free::FreeLists::new(capacity),
             free_count: AtomicUsize::new(capacity),
             evict_lock: Mutex::new(()),
+            victim_copies: Mutex::new(Vec::new()),
             evictor: evictor::Signal::default(),
             low_watermark: low,
-            high_watermark: (low * 2).min(capacity / 2),
+            high_watermark: high,
+            fixed_batch: config.eviction_batch.is_some(),
             unfix_hook: policy.uses_unfix() && config.mode != PoolMode::MainMemory,
             policy,
             owner,

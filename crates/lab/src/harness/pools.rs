@@ -50,6 +50,58 @@ pub struct PoolSweep {
     pub direct_io: bool,
     /// Time every fix (buffer README, B12a).
     pub time_fixes: bool,
+    /// How the runs' pools evict.
+    pub eviction: Eviction,
+}
+
+/// How [`BaseFile::open_copy`] opens a copy, besides its mode, policy and pool.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CopyOptions {
+    /// O_DIRECT, so that misses cost device reads rather than copies from the OS page cache.
+    pub direct_io: bool,
+    /// Time every fix (buffer README, B12a).
+    pub time_fixes: bool,
+    /// How the pool evicts.
+    pub eviction: Eviction,
+}
+
+impl PoolSweep {
+    /// The options the sweep's copies open with.
+    #[must_use]
+    pub fn copy_options(&self) -> CopyOptions {
+        CopyOptions { direct_io: self.direct_io, time_fixes: self.time_fixes, eviction: self.eviction }
+    }
+}
+
+/// How a run's pool evicts (buffer README B13, B31).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Eviction {
+    /// Frames one eviction batch frees (`swizzledb::lab::LabOptions::eviction_batch`); `None`:
+    /// the pool's watermarks.
+    pub batch: Option<usize>,
+    /// A background evictor keeps free frames ready; off, the threads that miss evict.
+    pub background: bool,
+}
+
+impl Default for Eviction {
+    /// The engine's defaults: the pool's batches, the background evictor on.
+    fn default() -> Self {
+        Eviction { batch: None, background: true }
+    }
+}
+
+impl Eviction {
+    /// In words, for reports: the batch and who evicts.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let batch = match self.batch {
+            None => "the pool's eviction batches (capacity/64 to twice that, buffer README B13)".to_string(),
+            Some(1) => "one victim per evictioner call".to_string(),
+            Some(n) => format!("eviction batches of {n} frames"),
+        };
+        let who = if self.background { "a background evictor" } else { "the threads that miss" };
+        format!("{batch}, evicted by {who}")
+    }
 }
 
 /// One measurement.
@@ -137,8 +189,8 @@ impl BaseFile {
     }
 
     /// Copy number `n` of the base file, opened cold with `mode`, `policy`, a pool of
-    /// `pool_bytes`, O_DIRECT and fix timing as asked (logging and locking off); the copy goes when the returned [`Scratch`] drops
-    /// (after the database is closed).
+    /// `pool_bytes` and `options` (logging and locking off); the copy goes when the returned
+    /// [`Scratch`] drops (after the database is closed).
     ///
     /// # Errors
     /// Copying or opening fails.
@@ -148,8 +200,7 @@ impl BaseFile {
         mode: PoolMode,
         policy: PolicySpec,
         pool_bytes: u64,
-        direct_io: bool,
-        time_fixes: bool,
+        options: CopyOptions,
     ) -> Result<(Database, Scratch), WorkloadError> {
         let dir = self.file.0.parent().unwrap_or(Path::new("."));
         let copy = Scratch(dir.join(format!("{}-{n}.swz", self.stem)));
@@ -160,8 +211,12 @@ impl BaseFile {
             .pool_bytes(usize::try_from(pool_bytes).unwrap_or(usize::MAX))
             .logging(false)
             .lab(|l| l.locking(false))
-            .direct_io(direct_io)
-            .lab(|l| l.time_fixes(time_fixes))
+            .direct_io(options.direct_io)
+            .lab(|l| {
+                l.time_fixes(options.time_fixes)
+                    .eviction_batch(options.eviction.batch)
+                    .background_eviction(options.eviction.background)
+            })
             .open(&copy.0)?;
         Ok((db, copy))
     }
@@ -199,8 +254,7 @@ pub fn run<W: Workload>(
     for rep in 0..sweep.repeat {
         for (i, point) in sweep.points.iter().enumerate() {
             let pool = pool_bytes(sweep, point, data_bytes);
-            let (db, copy) =
-                base.open_copy(0, point.mode, point.policy, pool, sweep.direct_io, sweep.time_fixes)?;
+            let (db, copy) = base.open_copy(0, point.mode, point.policy, pool, sweep.copy_options())?;
             let before = db.stats();
             let cpu_before = cpu::process_cpu_secs();
             let measurement = harness::run(workload, &db, sweep.threads, Until::Elapsed(sweep.duration))?;
@@ -242,6 +296,7 @@ mod tests {
             min_pool_bytes: 256 * 8192,
             direct_io: false,
             time_fixes: false,
+            eviction: Eviction::default(),
         };
         let (runs, data_bytes) = run(&tpcc, &sweep, Progress::off()).unwrap();
         assert!(data_bytes > 0);
@@ -259,5 +314,40 @@ mod tests {
         let small_evictions: u64 = runs.iter().filter(|r| r.point == 0).map(|r| r.stats.evictions).sum();
         assert!(small_misses > 0 && small_evictions > 0, "{runs:?}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "files left behind");
+    }
+
+    /// `Eviction { batch: Some(1), background: false }` reaches the runs' pools: each evictioner
+    /// call frees at most one frame (a dirty victim is freed by a later call), where the default
+    /// batches free several per call.
+    #[test]
+    fn an_eviction_batch_of_one_frees_at_most_one_frame_per_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let tpcc = Tpcc::new(TpccConfig::tiny(1)).unwrap();
+        let sweep = |eviction| PoolSweep {
+            points: vec![
+                PoolPoint { mode: PoolMode::Traditional, policy: PolicySpec::default(), fraction: 0.05 },
+                PoolPoint { mode: PoolMode::Swizzling, policy: PolicySpec::default(), fraction: 0.05 },
+            ],
+            threads: 1,
+            duration: Duration::from_millis(300),
+            repeat: 1,
+            dir: dir.path().to_path_buf(),
+            load_pool_bytes: 64 << 20,
+            min_pool_bytes: 256 * 8192,
+            direct_io: false,
+            time_fixes: false,
+            eviction,
+        };
+        let one = Eviction { batch: Some(1), background: false };
+        let (runs, _) = run(&tpcc, &sweep(one), Progress::off()).unwrap();
+        for r in &runs {
+            let s = &r.stats;
+            assert!(s.evictions > 0 && s.evictions <= s.eviction_rounds, "{r:?}");
+        }
+        let batched = Eviction { batch: None, background: false };
+        let (runs, _) = run(&tpcc, &sweep(batched), Progress::off()).unwrap();
+        for r in &runs {
+            assert!(r.stats.evictions > 2 * r.stats.eviction_rounds, "{r:?}");
+        }
     }
 }

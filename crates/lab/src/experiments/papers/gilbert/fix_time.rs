@@ -18,7 +18,7 @@ use swizzledb::{PolicySpec, PoolMode, Stats};
 use crate::experiments::common::tpcc_config;
 use crate::experiments::papers::gilbert::pools::percent;
 use crate::harness::experiment::{self, Check, Experiment, Verdict};
-use crate::harness::pools::{self, PoolPoint, PoolRun, PoolSweep};
+use crate::harness::pools::{self, Eviction, PoolPoint, PoolRun, PoolSweep};
 use crate::support::plot::{Chart, Point, Scale, Series};
 use crate::support::progress::Progress;
 use crate::support::text::{bytes, write_aligned};
@@ -151,6 +151,7 @@ pub fn execute(args: &FixTimeArgs) -> Result<ExitCode, Box<dyn Error>> {
         min_pool_bytes: 256 * 8192,
         direct_io: args.direct_io,
         time_fixes: true,
+        eviction: Eviction::default(),
     };
     experiment::execute(&FixTime { config, sweep, fractions }, args.out.as_deref())
 }
@@ -532,6 +533,7 @@ mod tests {
             min_pool_bytes: 1 << 20,
             direct_io: false,
             time_fixes: true,
+            eviction: Eviction::default(),
         };
         FixTime { config: TpccConfig::tiny(1), sweep, fractions: fractions.to_vec() }
     }

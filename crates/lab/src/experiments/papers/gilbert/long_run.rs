@@ -18,7 +18,7 @@ use swizzledb::{PolicySpec, PoolMode, Stats};
 
 use crate::experiments::common::tpcc_config;
 use crate::harness::experiment::{self, Check, Experiment, Verdict};
-use crate::harness::pools::BaseFile;
+use crate::harness::pools::{BaseFile, CopyOptions};
 use crate::harness::{self, Until};
 use crate::support::plot::{Chart, Point, Scale, Series};
 use crate::support::progress::Progress;
@@ -224,7 +224,8 @@ impl Experiment for LongRun {
         for &fraction in &self.fractions {
             let pool = ((fraction * base.bytes as f64) as u64).max(256 * 8192);
             for &mode in &self.modes {
-                let (db, copy) = base.open_copy(dbs.len(), mode, self.policy, pool, self.direct_io, false)?;
+                let options = CopyOptions { direct_io: self.direct_io, ..CopyOptions::default() };
+                let (db, copy) = base.open_copy(dbs.len(), mode, self.policy, pool, options)?;
                 dbs.push((fraction, mode, pool, db, copy, 0.0f64));
             }
         }
