@@ -184,30 +184,33 @@ pub trait Vfs: Send + Sync + fmt::Debug {
 #[derive(Copy, Clone, Debug, Default)]
 pub struct OsFs;
 
-/// A file of [`OsFs`]; `direct`: opened with `O_DIRECT` (IO7 batches its writes through
-/// `io_uring` only then).
+/// A file of [`OsFs`].
 #[derive(Debug)]
-struct OsFile(File, bool);
+struct OsFile {
+    file: File,
+    /// Opened with `O_DIRECT`: IO7 batches its writes through `io_uring` only then.
+    direct: bool,
+}
 
 impl VfsFile for OsFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.0.read_at(buf, offset)
+        self.file.read_at(buf, offset)
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        self.0.write_all_at(buf, offset)
+        self.file.write_all_at(buf, offset)
     }
 
     fn sync(&self) -> io::Result<()> {
-        self.0.sync_data()
+        self.file.sync_data()
     }
 
     fn len(&self) -> io::Result<u64> {
-        Ok(self.0.metadata()?.len())
+        Ok(self.file.metadata()?.len())
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
+        self.file.set_len(len)
     }
 
     /// With direct I/O on Linux (IO7): the whole batch submitted at once through `io_uring`,
@@ -215,8 +218,8 @@ impl VfsFile for OsFile {
     /// one write after the other.
     fn write_all_at_batch(&self, writes: &[(&[u8], u64)]) -> Vec<io::Result<()>> {
         #[cfg(target_os = "linux")]
-        if self.1 && writes.len() > 1 {
-            if let Some(results) = uring::write_batch(&self.0, writes) {
+        if self.direct && writes.len() > 1 {
+            if let Some(results) = uring::write_batch(&self.file, writes) {
                 return results;
             }
         }
@@ -234,7 +237,7 @@ impl VfsFile for OsFile {
             };
             // SAFETY: IO6 — the descriptor belongs to the `File` borrowed for the whole call, so
             // it is open and refers to this file; `fallocate` takes no pointer.
-            let rc = unsafe { libc::fallocate(self.0.as_raw_fd(), 0, off, n) };
+            let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), 0, off, n) };
             if rc == 0 {
                 return Ok(());
             }
@@ -253,7 +256,7 @@ impl VfsFile for OsFile {
     fn try_lock(&self) -> io::Result<bool> {
         // `flock` on Linux: held by the open file description, so a second `open` of the same
         // file in this process conflicts just as another process does.
-        match self.0.try_lock() {
+        match self.file.try_lock() {
             Ok(()) => Ok(true),
             Err(fs::TryLockError::WouldBlock) => Ok(false),
             Err(fs::TryLockError::Error(e)) => Err(e),
@@ -261,7 +264,7 @@ impl VfsFile for OsFile {
     }
 
     fn unlock(&self) -> io::Result<()> {
-        self.0.unlock()
+        self.file.unlock()
     }
 }
 
@@ -288,7 +291,7 @@ impl Vfs for OsFs {
         if mode.direct {
             opts.custom_flags(direct_flag()?);
         }
-        Ok(Arc::new(OsFile(opts.open(path)?, mode.direct)))
+        Ok(Arc::new(OsFile { file: opts.open(path)?, direct: mode.direct }))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {

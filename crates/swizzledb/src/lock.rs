@@ -443,12 +443,41 @@ impl Table {
     fn remove_if_unused(&mut self, hash: u64, id: u64) {
         let Ok(entry) = self.heads.find_entry(hash, |h| h.id == id && h.is_unused()) else { return };
         let (head, _) = entry.remove();
-        // Only a head that owns memory is worth keeping; moving an inline one in and out of
-        // the spares costs more than making it afresh.
-        let owns = head.key.spilled() || head.holders.spilled() || head.queue.0.is_some();
-        if owns && self.spare_heads.len() < SPARES {
-            self.spare_heads.push(head);
+        keep_spare(&mut self.spare_heads, head);
+    }
+
+    /// K8, K13, K17 for one lock `txn` held, found by its head's id in one probe: drops the
+    /// hold, grants what that unblocks, hands a version `txn` parked there (as exclusive
+    /// holder) to `unpark`, and drops the head if that left it unused.
+    fn release_held(
+        &mut self,
+        txn: TxnId,
+        lock: HeldLock,
+        unpark: &mut Option<impl FnMut(&[u8], Parked)>,
+    ) {
+        let Table { heads, spare_heads, .. } = self;
+        let Ok(mut entry) = heads.find_entry(lock.hash, |h| h.id == lock.head) else { return };
+        let head = entry.get_mut();
+        let exclusive = head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive);
+        head.release(txn);
+        if let (true, Some(unpark)) = (exclusive, unpark.as_mut()) {
+            if let Some(parked) = head.version.take() {
+                unpark(&head.key, parked);
+            }
         }
+        if head.is_unused() {
+            let (head, _) = entry.remove();
+            keep_spare(spare_heads, head);
+        }
+    }
+}
+
+/// Keeps an emptied head for reuse (K13). Only a head that owns memory is worth keeping:
+/// moving an inline one in and out of the spares costs more than making it afresh.
+fn keep_spare(spares: &mut Vec<LockHead>, head: LockHead) {
+    let owns = head.key.spilled() || head.holders.spilled() || head.queue.0.is_some();
+    if owns && spares.len() < SPARES {
+        spares.push(head);
     }
 }
 
@@ -956,18 +985,8 @@ impl LockManager {
         // locks spread over many shards.
         for group in held.chunk_by(|a, b| self.shard_of(a.hash) == self.shard_of(b.hash)) {
             let mut table = self.shards[self.shard_of(group[0].hash)].table.lock();
-            for h in group {
-                if let Some(head) = table.head_mut(h.hash, h.head) {
-                    let exclusive =
-                        head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive);
-                    head.release(txn);
-                    if let (true, Some(unpark)) = (exclusive, unpark.as_mut()) {
-                        if let Some(parked) = head.version.take() {
-                            unpark(&head.key, parked);
-                        }
-                    }
-                }
-                table.remove_if_unused(h.hash, h.head);
+            for &h in group {
+                table.release_held(txn, h, &mut unpark);
             }
         }
         held.clear();
