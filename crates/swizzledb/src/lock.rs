@@ -449,12 +449,7 @@ impl Table {
     /// K8, K13, K17 for one lock `txn` held, found by its head's id in one probe: drops the
     /// hold, grants what that unblocks, hands a version `txn` parked there (as exclusive
     /// holder) to `unpark`, and drops the head if that left it unused.
-    fn release_held(
-        &mut self,
-        txn: TxnId,
-        lock: HeldLock,
-        unpark: &mut Option<impl FnMut(&[u8], Parked)>,
-    ) {
+    fn release_held(&mut self, txn: TxnId, lock: HeldLock, unpark: &mut Option<impl FnMut(&[u8], Parked)>) {
         let Table { heads, spare_heads, .. } = self;
         let Ok(mut entry) = heads.find_entry(lock.hash, |h| h.id == lock.head) else { return };
         let head = entry.get_mut();

@@ -650,6 +650,48 @@ mod tests {
         assert!(cut_short_note(0, 12, 1).is_some(), "a run left out is worth a note too");
     }
 
+    /// `Db::settle` leaves a logged database with no dirty page and a checkpoint more, so its
+    /// cleaner has nothing left for another database's window; on an unlogged one (no cleaner)
+    /// it takes no checkpoint.
+    #[test]
+    // Without the `lmdb` feature a `Db` is always SwizzleDB's.
+    #[allow(irrefutable_let_patterns)]
+    fn settling_a_logged_database_writes_its_pages_and_checkpoints() {
+        use swizzledb::lab::DatabaseExt;
+        let dir = tempfile::tempdir().unwrap();
+        for logging in [true, false] {
+            let setting = Setting {
+                mode: PoolMode::Swizzling,
+                logging,
+                locking: false,
+                optimistic: true,
+                log_archive: false,
+            };
+            let spec = DbSpec {
+                dir: dir.path(),
+                name: "settle",
+                pool: 64 << 20,
+                policy: None,
+                lmdb_map_bytes: 0,
+                lmdb_readers: 0,
+            };
+            let db = Db::create(Config::SwizzleDb(setting), &spec).unwrap();
+            let Db::SwizzleDb(inner) = &db else { unreachable!("a SwizzleDB setting") };
+            let tree = inner.create_tree("t").unwrap();
+            for i in 0u32..2_000 {
+                tree.upsert(&i.to_be_bytes(), &[7; 100]).unwrap();
+            }
+            let before = inner.checkpoint_counts().checkpoints;
+            // Dirty pages with a recovery LSN: only a logged database's changes carry one.
+            assert_eq!(!inner.pool().dirty_pages().is_empty(), logging, "logging {logging}");
+            db.settle().unwrap();
+            assert!(inner.pool().dirty_pages().is_empty(), "logging {logging}: dirty pages left");
+            let after = inner.checkpoint_counts().checkpoints;
+            assert_eq!(after > before, logging, "logging {logging}: checkpoints {before} -> {after}");
+            db.close().unwrap();
+        }
+    }
+
     #[test]
     fn traditional_mode_gets_one_setting_with_optimistic_descents_off() {
         use PoolMode::{MainMemory, Swizzling, Traditional};
