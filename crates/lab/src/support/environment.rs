@@ -99,6 +99,20 @@ pub fn cpu_model(cpuinfo: &str) -> Option<String> {
     )
 }
 
+/// Bytes of memory available to new work (`/proc/meminfo`'s `MemAvailable`), where the system
+/// says; `None` elsewhere.
+#[must_use]
+pub fn available_memory() -> Option<u64> {
+    mem_available(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+/// `MemAvailable` of a `/proc/meminfo` text, in bytes.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// The kernel release: `/proc/sys/kernel/osrelease`, else `uname -r`.
 fn kernel_release() -> Option<String> {
     let proc = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok();
@@ -113,6 +127,14 @@ fn kernel_release() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mem_available_reads_its_line_in_bytes() {
+        let text = "MemTotal:       24576000 kB\nMemFree:         1000 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(mem_available(text), Some(20_000_000 * 1024));
+        assert_eq!(mem_available("MemTotal: 5 kB\n"), None);
+        assert_eq!(mem_available("MemAvailable: lots\n"), None);
+    }
 
     #[test]
     fn cpu_model_reads_each_architectures_key() {

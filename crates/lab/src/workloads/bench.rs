@@ -120,38 +120,30 @@ impl Setting {
         ))
     }
 
-    /// Creates the database `name` in `dir` with this setting (logging commits asynchronously).
+    /// Creates the database `name` in `dir` with this setting (logging commits asynchronously),
+    /// its pool's memory faulted in at once if `prefault` ([`prefault_fits`]).
     pub(crate) fn create(
         &self,
         dir: &Path,
         name: &str,
         pool: u64,
         policy: Option<PolicySpec>,
+        prefault: bool,
     ) -> Result<Database, WorkloadError> {
-        self.create_with(dir, name, pool, policy, None)
+        self.create_tuned(dir, name, pool, policy, prefault, None, |b| b)
     }
 
     /// [`Setting::create`], with background checkpoints every `checkpoint_interval` instead of
-    /// the engine's default.
-    pub(crate) fn create_with(
-        &self,
-        dir: &Path,
-        name: &str,
-        pool: u64,
-        policy: Option<PolicySpec>,
-        checkpoint_interval: Option<Duration>,
-    ) -> Result<Database, WorkloadError> {
-        self.create_tuned(dir, name, pool, policy, checkpoint_interval, |b| b)
-    }
-
-    /// [`Setting::create_with`], with `tune` applied to the builder last (settings a bench
-    /// adds to the common ones).
+    /// the engine's default, and `tune` applied to the builder last (settings a bench adds to
+    /// the common ones).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn create_tuned(
         &self,
         dir: &Path,
         name: &str,
         pool: u64,
         policy: Option<PolicySpec>,
+        prefault: bool,
         checkpoint_interval: Option<Duration>,
         tune: impl FnOnce(swizzledb::Builder) -> swizzledb::Builder,
     ) -> Result<Database, WorkloadError> {
@@ -161,7 +153,7 @@ impl Setting {
         let mut b = Database::builder()
             .mode(self.mode)
             .pool_bytes(usize::try_from(pool).unwrap_or(usize::MAX))
-            .lab(|l| l.prefault(true))
+            .lab(|l| l.prefault(prefault))
             .logging(self.logging)
             .lab(|l| l.locking(self.locking).optimistic_reads(self.optimistic))
             .log_archive(self.log_archive);
@@ -176,6 +168,28 @@ impl Setting {
         }
         Ok(tune(b).create(&path)?)
     }
+}
+
+/// Whether `databases` pools of `pool` bytes each may all be faulted in when the databases are
+/// made (`LabOptions::prefault`): only while together they take at most three quarters of the
+/// memory available now. Prefaulting spares the runs the first touch of the memory their data
+/// grows into, but an interleaved run keeps every database open at once, and pools sized for
+/// the fastest machine's growth can together exceed the memory (graefe-fig14 at `--full`: eight
+/// pools of 2.1 GiB on a 24 GiB machine). Then no pool is prefaulted, and each takes only the
+/// memory its data uses. `true` where the system does not say how much memory is available.
+pub(crate) fn prefault_fits(databases: usize, pool: u64) -> bool {
+    let need = pool.saturating_mul(databases as u64);
+    crate::support::environment::available_memory().is_none_or(|have| need <= have / 4 * 3)
+}
+
+/// The line a bench prints when its pools are not prefaulted ([`prefault_fits`]).
+pub(crate) fn not_prefaulted_note(databases: usize, pool: u64) -> String {
+    format!(
+        "pools not faulted in ahead: {databases} databases x {} exceed three quarters of the {} of memory \
+         available; each takes what its data uses, and its first measurements pay the first touch",
+        crate::support::text::bytes(pool),
+        crate::support::text::bytes(crate::support::environment::available_memory().unwrap_or(0))
+    )
 }
 
 /// One database configuration of a bench run on several engines (`bench ycsb`, `bench tpcc`).
@@ -292,6 +306,8 @@ pub(crate) struct DbSpec<'a> {
     pub name: &'a str,
     pub pool: u64,
     pub policy: Option<PolicySpec>,
+    /// Fault each SwizzleDB pool in when its database is made ([`prefault_fits`]).
+    pub prefault: bool,
     // Read only where this build has LMDB.
     #[cfg_attr(not(feature = "lmdb"), allow(dead_code))]
     pub lmdb_map_bytes: u64,
@@ -355,7 +371,7 @@ impl Db {
     pub(crate) fn create(config: Config, spec: &DbSpec<'_>) -> Result<Db, WorkloadError> {
         match config {
             Config::SwizzleDb(s) => {
-                Ok(Db::SwizzleDb(s.create(spec.dir, spec.name, spec.pool, spec.policy)?))
+                Ok(Db::SwizzleDb(s.create(spec.dir, spec.name, spec.pool, spec.policy, spec.prefault)?))
             }
             #[cfg(feature = "lmdb")]
             Config::Lmdb { logging } => Ok(Db::Lmdb(crate::engine::Lmdb::create(
@@ -672,6 +688,7 @@ mod tests {
                 name: "settle",
                 pool: 64 << 20,
                 policy: None,
+                prefault: false,
                 lmdb_map_bytes: 0,
                 lmdb_readers: 0,
             };

@@ -283,7 +283,12 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
         ),
         None => None,
     };
-    for (setting, prop) in plan.configs() {
+    let configs = plan.configs();
+    let prefault = bench::prefault_fits(configs.len(), pool);
+    if !prefault {
+        writeln!(log, "{}", bench::not_prefaulted_note(configs.len(), pool)).map_err(io_err)?;
+    }
+    for (setting, prop) in configs {
         let name = format!("tpcb-{}", prop.name());
         if let Some(logs) = &logs {
             let path = setting.path(&scratch.0, &name);
@@ -299,6 +304,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
             &name,
             pool,
             plan.policy,
+            prefault,
             plan.workload.checkpoint_interval,
             |b| {
                 if setting.logging {

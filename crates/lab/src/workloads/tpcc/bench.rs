@@ -14,7 +14,9 @@ use swizzledb::PoolMode;
 use super::workload::{Tpcc, TpccConfig, KINDS};
 use crate::engine::EngineName;
 use crate::harness::Until;
-use crate::workloads::bench::{self, median, on_off, Config, Db, DbSpec, Scratch};
+use crate::workloads::bench::{
+    self, median, not_prefaulted_note, on_off, prefault_fits, Config, Db, DbSpec, Scratch,
+};
 use crate::workloads::WorkloadError;
 
 /// What to measure: the shared settings, and [`TpccPlan`].
@@ -162,16 +164,23 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let scratch = Scratch::new(&plan.dir, "tpcc")?;
     let tpcc = Tpcc::new(plan.workload.config.clone())?;
     let pool = plan.pool();
+    let configs = plan.configs();
+    let swizzledb_dbs = configs.iter().filter(|c| c.engine() == EngineName::SwizzleDb).count();
+    let prefault = prefault_fits(swizzledb_dbs, pool);
+    if !prefault {
+        writeln!(log, "{}", not_prefaulted_note(swizzledb_dbs, pool)).map_err(io_err)?;
+    }
     let spec = DbSpec {
         dir: &scratch.0,
         name: "tpcc",
         pool,
         policy: plan.policy,
+        prefault,
         lmdb_map_bytes: plan.lmdb_map_bytes(),
         lmdb_readers: plan.lmdb_readers(),
     };
     let mut dbs: Vec<(Config, Db, f64)> = Vec::new();
-    for config in plan.configs() {
+    for config in configs {
         let db = Db::create(config, &spec)?;
         let started = Instant::now();
         db.load(&tpcc)?;

@@ -15,7 +15,7 @@ use super::workload::{kind, Mix, Ycsb, YcsbConfig, KINDS};
 use crate::engine::EngineName;
 use crate::harness::Until;
 pub use crate::workloads::bench::Config;
-use crate::workloads::bench::{self, on_off, Db, DbSpec, Scratch};
+use crate::workloads::bench::{self, not_prefaulted_note, on_off, prefault_fits, Db, DbSpec, Scratch};
 use crate::workloads::WorkloadError;
 
 /// What to measure: the shared settings, and [`YcsbPlan`].
@@ -155,16 +155,23 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let io_err = |e: io::Error| WorkloadError::Io { path: "standard output".into(), source: e };
     let scratch = Scratch::new(&plan.dir, "ycsb")?;
     // Per database: its configuration, the workloads over it (in plan order), its load time.
+    let configs = plan.configs();
+    let swizzledb_dbs = configs.iter().filter(|c| c.engine() == EngineName::SwizzleDb).count();
+    let prefault = prefault_fits(swizzledb_dbs, plan.pool());
+    if !prefault {
+        writeln!(log, "{}", not_prefaulted_note(swizzledb_dbs, plan.pool())).map_err(io_err)?;
+    }
     let spec = DbSpec {
         dir: &scratch.0,
         name: "ycsb",
         pool: plan.pool(),
         policy: plan.policy,
+        prefault,
         lmdb_map_bytes: plan.lmdb_map_bytes(),
         lmdb_readers: plan.lmdb_readers(),
     };
     let mut dbs = Vec::new();
-    for config in plan.configs() {
+    for config in configs {
         let db = Db::create(config, &spec)?;
         let base =
             Ycsb::new(YcsbConfig { letter: plan.workload.workloads[0], ..plan.workload.config.clone() })?;
