@@ -9,8 +9,9 @@
 //! ([`report`]), so an interrupted run leaves a report of what it finished.
 //!
 //! `DIR/reproduce.json` holds the run's scale, its figures and its environment. `--resume`
-//! continues a run in the same directory at the same scale: finished figures are kept, a figure
-//! that failed or was interrupted is run again from an empty directory.
+//! continues a run in the same directory at the same scale, with the run's own figures (and
+//! those `--only` adds): finished figures are kept, a figure that failed or was interrupted is
+//! run again from an empty directory.
 
 pub mod figures;
 pub mod report;
@@ -87,7 +88,8 @@ pub struct ReproduceArgs {
     /// gilbert:3.4) or a figure's id (graefe-fig13), comma-separated
     #[arg(long, value_name = "PAPER[:FIG]", value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Continue the run in --out: keep its finished figures, run the others (at the run's scale)
+    /// Continue the run in --out: keep its finished figures, run the others (at the run's
+    /// scale); with --only, add those figures to the run
     #[arg(long)]
     pub resume: bool,
     /// Directory for the figures' temporary databases, on a file system that accepts O_DIRECT
@@ -283,7 +285,10 @@ pub fn command_of(f: &Figure, scale: ScaleName, cores: usize, dir: &Path) -> Str
 /// be written.
 pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn Error>> {
     let all = figures::all();
-    let chosen = select(&all, &args.only)?;
+    let chosen = match resumed_figures(args)? {
+        Some(ids) => select(&all, &ids)?,
+        None => select(&all, &args.only)?,
+    };
     let scale = args.scale();
     let cores = args.cores();
     if args.list {
@@ -380,6 +385,29 @@ fn probe_direct_io(dir: &Path) -> Result<(), Usage> {
                 dir.display()
             ))
         })
+}
+
+/// `--resume` without `--only`: the figures of the run in `--out` (its `reproduce.json`), so
+/// that a run started with `--only` continues with exactly its own figures. `None` otherwise
+/// (`--only` given, no `--resume`, or no run there yet), and the figures are `--only`'s.
+fn resumed_figures(args: &ReproduceArgs) -> Result<Option<Vec<String>>, Box<dyn Error>> {
+    let (true, true, Some(dir)) = (args.resume, args.only.is_empty(), args.out.as_deref()) else {
+        return Ok(None);
+    };
+    let path = dir.join("reproduce.json");
+    match fs::read_to_string(&path) {
+        Ok(text) => {
+            let run: RunManifest = serde_json::from_str(&text).map_err(|e| {
+                Usage(format!(
+                    "{} is not a reproduce run's manifest ({e}): choose another --out",
+                    path.display()
+                ))
+            })?;
+            Ok(Some(run.figures))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(crate::UnusablePath(format!("cannot read {}: {e}", path.display())).into()),
+    }
 }
 
 /// Checks `--out` and writes (or, resuming, extends) its `reproduce.json`.

@@ -22,7 +22,7 @@ pub(super) const FIGURES: &[Figure] = &[Figure {
         secs: 5,
     },
     quick: Scale { args: &["sim", "chou-dbmin", "--quick", "--ncq", "1,4,8,12,16", "--jobs", "2"], secs: 3 },
-    full: Scale { args: &["sim", "chou-dbmin", "--jobs", "2"], secs: 200 },
+    full: Scale { args: &["sim", "chou-dbmin", "--jobs", "2"], secs: 75 },
 }];
 
 #[cfg(test)]

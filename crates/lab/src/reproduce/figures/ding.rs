@@ -77,7 +77,7 @@ pub(super) const FIGURES: &[Figure] = &[
                 "1,2,4,8,16", "--duration", "3", "--warmup", "1", "--repeat", "3", "--mode", "traditional",
                 "--fraction", "100%",
             ],
-            secs: 540,
+            secs: 485,
         },
     },
     Figure {
@@ -147,7 +147,7 @@ pub(super) const FIGURES: &[Figure] = &[
                 "bench", "emulator", "--threads", "cores:16", "--compute-us", "1,2,3,4,5,6", "--duration", "2",
                 "--repeat", "3",
             ],
-            secs: 450,
+            secs: 370,
         },
     },
     Figure {
@@ -178,7 +178,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["bench", "emulator", "--stand-in", "vm", "--threads", "16", "--compute-us", "1,2,3,4,5,6", "--duration", "2", "--repeat", "3"],
-            secs: 450,
+            secs: 375,
         },
     },
     Figure {
@@ -209,7 +209,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["bench", "emulator", "--all-miss", "--duration", "2", "--repeat", "3"],
-            secs: 330,
+            secs: 315,
         },
     },
 ];

@@ -86,7 +86,7 @@ pub(super) const FIGURES: &[Figure] = &[
                 "8M", "--hot", "32MiB", "--pool", "320MiB", "--interval", "10", "--shifts", "8", "--sample",
                 "0.25", "--repeat", "2",
             ],
-            secs: 450,
+            secs: 385,
         },
     },
     Figure {
@@ -116,7 +116,7 @@ pub(super) const FIGURES: &[Figure] = &[
                 "experiment", "graefe-fig14", "--warehouses", "4", "--threads", "cores:1,12", "--duration", "5",
                 "--repeat", "3",
             ],
-            secs: 600,
+            secs: 440,
         },
     },
 ];

@@ -123,7 +123,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["experiment", "lersch-restart", "--log-sizes", "64MiB,256MiB,1GiB", "--repeat", "3"],
-            secs: 900,
+            secs: 180,
         },
     },
 ];
