@@ -32,7 +32,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["experiment", "lersch-checkpoints", "--intervals", "1,100,1000,10000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "30", "--repeat", "3"],
-            secs: 750,
+            secs: 775,
         },
     },
     Figure {
@@ -53,7 +53,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["experiment", "lersch-checkpoints", "--log-in-memory", "--intervals", "1,100,1000,10000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "30", "--repeat", "3"],
-            secs: 750,
+            secs: 760,
         },
     },
     Figure {
