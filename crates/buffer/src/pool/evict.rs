@@ -13,10 +13,6 @@ use std::time::Instant;
 use swizzledb_replacement::{Evictor, FrameHook, HookTable, Rejection, Verdict};
 use swizzledb_sync::{FrameId, Lsn, PageId};
 
-/// B29: buffers for victims' disk forms the pool keeps between batches: one per thread that
-/// writes victims at the same time (the evictor and a few misses).
-const KEPT_VICTIM_BUFFERS: usize = 4;
-
 /// At most this many sweeps per eviction batch (R9: enough for GCLOCK's default k = 10 to age a
 /// leaf hit just before the batch down to 0).
 const SWEEP_PASSES: usize = 12;
@@ -121,19 +117,8 @@ impl BufferPool {
         let started = Instant::now();
         frames.sort_unstable_by_key(|&f| (self.desc(f).page_id.load(Relaxed), f));
         frames.dedup();
-        // B29: a kept buffer if one is large enough; a new one holds at least a batch's worth.
-        let needed = frames.len() * self.page_size;
-        let kept = self.victim_copies.lock().pop().filter(|b| b.len() >= needed);
-        let mut copies = match kept {
-            Some(b) => b,
-            None => crate::aligned::AlignedBuf::new(needed.max(self.high_watermark * self.page_size), 4096)?,
-        };
+        let mut copies = crate::aligned::AlignedBuf::new(frames.len() * self.page_size, 4096)?;
         let result = self.write_victims_latched(&frames, &mut copies, &mut Vec::new());
-        let mut spare = self.victim_copies.lock();
-        if spare.len() < KEPT_VICTIM_BUFFERS {
-            spare.push(copies);
-        }
-        drop(spare);
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.count(|b| {
             if let Ok((written, _)) = &result {

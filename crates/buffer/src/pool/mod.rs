@@ -134,9 +134,6 @@ pub struct BufferPool {
     free: free::FreeLists,
     free_count: AtomicUsize,
     evict_lock: Mutex<()>,
-    /// B29: buffers for the disk forms of dirty victims, kept between batches (a fresh one
-    /// faults its memory in, a huge page at a time, on every batch).
-    victim_copies: Mutex<Vec<crate::aligned::AlignedBuf>>,
     /// The background evictor's wake-up and stop (B31).
     evictor: evictor::Signal,
     low_watermark: usize,
@@ -371,7 +368,6 @@ impl BufferPool {
             free: free::FreeLists::new(capacity),
             free_count: AtomicUsize::new(capacity),
             evict_lock: Mutex::new(()),
-            victim_copies: Mutex::new(Vec::new()),
             evictor: evictor::Signal::default(),
             low_watermark: low,
             high_watermark: high,

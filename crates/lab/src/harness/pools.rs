@@ -45,13 +45,8 @@ pub struct PoolSweep {
     pub load_pool_bytes: u64,
     /// Smallest pool given to a run, whatever the fraction (the pool needs some frames).
     pub min_pool_bytes: u64,
-    /// Read and write the copies with O_DIRECT, so that misses cost device reads rather than
-    /// copies from the OS page cache.
-    pub direct_io: bool,
-    /// Time every fix (buffer README, B12a).
-    pub time_fixes: bool,
-    /// How the runs' pools evict.
-    pub eviction: Eviction,
+    /// How each run's copy is opened: O_DIRECT, fix timing, eviction.
+    pub copy: CopyOptions,
 }
 
 /// How [`BaseFile::open_copy`] opens a copy, besides its mode, policy and pool.
@@ -63,14 +58,6 @@ pub struct CopyOptions {
     pub time_fixes: bool,
     /// How the pool evicts.
     pub eviction: Eviction,
-}
-
-impl PoolSweep {
-    /// The options the sweep's copies open with.
-    #[must_use]
-    pub fn copy_options(&self) -> CopyOptions {
-        CopyOptions { direct_io: self.direct_io, time_fixes: self.time_fixes, eviction: self.eviction }
-    }
 }
 
 /// How a run's pool evicts (buffer README B13, B31).
@@ -254,7 +241,7 @@ pub fn run<W: Workload>(
     for rep in 0..sweep.repeat {
         for (i, point) in sweep.points.iter().enumerate() {
             let pool = pool_bytes(sweep, point, data_bytes);
-            let (db, copy) = base.open_copy(0, point.mode, point.policy, pool, sweep.copy_options())?;
+            let (db, copy) = base.open_copy(0, point.mode, point.policy, pool, sweep.copy)?;
             let before = db.stats();
             let cpu_before = cpu::process_cpu_secs();
             let measurement = harness::run(workload, &db, sweep.threads, Until::Elapsed(sweep.duration))?;
@@ -294,9 +281,7 @@ mod tests {
             dir: dir.path().to_path_buf(),
             load_pool_bytes: 64 << 20,
             min_pool_bytes: 256 * 8192,
-            direct_io: false,
-            time_fixes: false,
-            eviction: Eviction::default(),
+            copy: CopyOptions::default(),
         };
         let (runs, data_bytes) = run(&tpcc, &sweep, Progress::off()).unwrap();
         assert!(data_bytes > 0);
@@ -334,9 +319,7 @@ mod tests {
             dir: dir.path().to_path_buf(),
             load_pool_bytes: 64 << 20,
             min_pool_bytes: 256 * 8192,
-            direct_io: false,
-            time_fixes: false,
-            eviction,
+            copy: CopyOptions { eviction, ..CopyOptions::default() },
         };
         let one = Eviction { batch: Some(1), background: false };
         let (runs, _) = run(&tpcc, &sweep(one), Progress::off()).unwrap();

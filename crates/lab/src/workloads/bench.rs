@@ -3,6 +3,7 @@
 //! optimistic descents × log archive, and the peer engines beside SwizzleDB), a database of
 //! either engine, scratch directories, checks of the common plan fields, medians.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use swizzledb::{CommitMode, Database, PolicySpec, PoolMode};
@@ -177,19 +178,25 @@ impl Setting {
 /// the fastest machine's growth can together exceed the memory (graefe-fig14 at `--full`: eight
 /// pools of 2.1 GiB on a 24 GiB machine). Then no pool is prefaulted, and each takes only the
 /// memory its data uses. `true` where the system does not say how much memory is available.
-pub(crate) fn prefault_fits(databases: usize, pool: u64) -> bool {
+/// Says so on `log` when they may not.
+///
+/// # Errors
+/// Writing to `log` failed.
+pub(crate) fn prefault_fits(databases: usize, pool: u64, log: &mut dyn Write) -> Result<bool, WorkloadError> {
     let need = pool.saturating_mul(databases as u64);
-    crate::support::environment::available_memory().is_none_or(|have| need <= have / 4 * 3)
-}
-
-/// The line a bench prints when its pools are not prefaulted ([`prefault_fits`]).
-pub(crate) fn not_prefaulted_note(databases: usize, pool: u64) -> String {
-    format!(
+    let have = crate::support::environment::available_memory();
+    if have.is_none_or(|have| need <= have / 4 * 3) {
+        return Ok(true);
+    }
+    writeln!(
+        log,
         "pools not faulted in ahead: {databases} databases x {} exceed three quarters of the {} of memory \
          available; each takes what its data uses, and its first measurements pay the first touch",
         crate::support::text::bytes(pool),
-        crate::support::text::bytes(crate::support::environment::available_memory().unwrap_or(0))
+        crate::support::text::bytes(have.unwrap_or(0))
     )
+    .map_err(|e| WorkloadError::Io { path: "standard output".into(), source: e })?;
+    Ok(false)
 }
 
 /// One database configuration of a bench run on several engines (`bench ycsb`, `bench tpcc`).

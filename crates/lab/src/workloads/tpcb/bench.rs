@@ -284,10 +284,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
         None => None,
     };
     let configs = plan.configs();
-    let prefault = bench::prefault_fits(configs.len(), pool);
-    if !prefault {
-        writeln!(log, "{}", bench::not_prefaulted_note(configs.len(), pool)).map_err(io_err)?;
-    }
+    let prefault = bench::prefault_fits(configs.len(), pool, log)?;
     for (setting, prop) in configs {
         let name = format!("tpcb-{}", prop.name());
         if let Some(logs) = &logs {

@@ -14,9 +14,7 @@ use swizzledb::PoolMode;
 use super::workload::{Tpcc, TpccConfig, KINDS};
 use crate::engine::EngineName;
 use crate::harness::Until;
-use crate::workloads::bench::{
-    self, median, not_prefaulted_note, on_off, prefault_fits, Config, Db, DbSpec, Scratch,
-};
+use crate::workloads::bench::{self, median, on_off, prefault_fits, Config, Db, DbSpec, Scratch};
 use crate::workloads::WorkloadError;
 
 /// What to measure: the shared settings, and [`TpccPlan`].
@@ -166,10 +164,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let pool = plan.pool();
     let configs = plan.configs();
     let swizzledb_dbs = configs.iter().filter(|c| c.engine() == EngineName::SwizzleDb).count();
-    let prefault = prefault_fits(swizzledb_dbs, pool);
-    if !prefault {
-        writeln!(log, "{}", not_prefaulted_note(swizzledb_dbs, pool)).map_err(io_err)?;
-    }
+    let prefault = prefault_fits(swizzledb_dbs, pool, log)?;
     let spec = DbSpec {
         dir: &scratch.0,
         name: "tpcc",

@@ -15,7 +15,7 @@ use super::workload::{kind, Mix, Ycsb, YcsbConfig, KINDS};
 use crate::engine::EngineName;
 use crate::harness::Until;
 pub use crate::workloads::bench::Config;
-use crate::workloads::bench::{self, not_prefaulted_note, on_off, prefault_fits, Db, DbSpec, Scratch};
+use crate::workloads::bench::{self, on_off, prefault_fits, Db, DbSpec, Scratch};
 use crate::workloads::WorkloadError;
 
 /// What to measure: the shared settings, and [`YcsbPlan`].
@@ -157,10 +157,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     // Per database: its configuration, the workloads over it (in plan order), its load time.
     let configs = plan.configs();
     let swizzledb_dbs = configs.iter().filter(|c| c.engine() == EngineName::SwizzleDb).count();
-    let prefault = prefault_fits(swizzledb_dbs, plan.pool());
-    if !prefault {
-        writeln!(log, "{}", not_prefaulted_note(swizzledb_dbs, plan.pool())).map_err(io_err)?;
-    }
+    let prefault = prefault_fits(swizzledb_dbs, plan.pool(), log)?;
     let spec = DbSpec {
         dir: &scratch.0,
         name: "ycsb",

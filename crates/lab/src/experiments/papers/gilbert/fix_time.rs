@@ -18,7 +18,7 @@ use swizzledb::{PolicySpec, PoolMode, Stats};
 use crate::experiments::common::tpcc_config;
 use crate::experiments::papers::gilbert::pools::percent;
 use crate::harness::experiment::{self, Check, Experiment, Verdict};
-use crate::harness::pools::{self, Eviction, PoolPoint, PoolRun, PoolSweep};
+use crate::harness::pools::{self, CopyOptions, PoolPoint, PoolRun, PoolSweep};
 use crate::support::plot::{Chart, Point, Scale, Series};
 use crate::support::progress::Progress;
 use crate::support::text::{bytes, write_aligned};
@@ -149,9 +149,7 @@ pub fn execute(args: &FixTimeArgs) -> Result<ExitCode, Box<dyn Error>> {
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
         load_pool_bytes: 2 * config.record_bytes() + (64 << 20),
         min_pool_bytes: 256 * 8192,
-        direct_io: args.direct_io,
-        time_fixes: true,
-        eviction: Eviction::default(),
+        copy: CopyOptions { direct_io: args.direct_io, time_fixes: true, ..CopyOptions::default() },
     };
     experiment::execute(&FixTime { config, sweep, fractions }, args.out.as_deref())
 }
@@ -251,7 +249,7 @@ impl Experiment for FixTime {
             self.fractions.iter().map(|&f| percent(f)).collect::<Vec<_>>().join(", "),
             self.sweep.duration.as_secs_f64(),
             self.sweep.repeat
-        ) + if self.sweep.direct_io {
+        ) + if self.sweep.copy.direct_io {
             "\nmisses read the device (O_DIRECT)"
         } else {
             "\nmisses read through the OS page cache (--direct-io for device reads)"
@@ -432,7 +430,7 @@ impl Experiment for FixTime {
                     "TPC-C, {} warehouses, {} thread(s), cold pool per run, misses read {}; median and min..max of {} runs",
                     self.config.warehouses,
                     self.sweep.threads,
-                    if self.sweep.direct_io { "the device (O_DIRECT)" } else { "the OS page cache" },
+                    if self.sweep.copy.direct_io { "the device (O_DIRECT)" } else { "the OS page cache" },
                     self.sweep.repeat
                 )),
                 vline: Some((100.0, "the data".into())),
@@ -468,10 +466,10 @@ impl Experiment for FixTime {
                     miss_exclusive_ns: ns_per(kind(s, 3)),
                     fixes_timed: n_all,
                     fix_ns: ns_per(all(s)),
-                    direct_io: self.sweep.direct_io,
+                    direct_io: self.sweep.copy.direct_io,
                     hits: hits(s).0,
                     hit_ns: ns_per(hits(s)),
-                    io: if self.sweep.direct_io { "direct" } else { "page-cache" },
+                    io: if self.sweep.copy.direct_io { "direct" } else { "page-cache" },
                 }
             })
             .collect()
@@ -531,9 +529,7 @@ mod tests {
             dir: std::env::temp_dir(),
             load_pool_bytes: 1 << 20,
             min_pool_bytes: 1 << 20,
-            direct_io: false,
-            time_fixes: true,
-            eviction: Eviction::default(),
+            copy: CopyOptions { time_fixes: true, ..CopyOptions::default() },
         };
         FixTime { config: TpccConfig::tiny(1), sweep, fractions: fractions.to_vec() }
     }

@@ -17,7 +17,7 @@ use swizzledb::{PolicySpec, PoolMode, Stats};
 
 use crate::experiments::common::tpcc_config;
 use crate::harness::experiment::{self, Check, Experiment, Verdict};
-use crate::harness::pools::{self, Eviction, PoolPoint, PoolRun, PoolSweep};
+use crate::harness::pools::{self, CopyOptions, Eviction, PoolPoint, PoolRun, PoolSweep};
 use crate::support::plot::{Chart, Point, Scale, Series};
 use crate::support::progress::Progress;
 use crate::support::text::{bytes, write_aligned};
@@ -125,11 +125,13 @@ pub fn execute(args: &PoolsArgs) -> Result<ExitCode, Box<dyn Error>> {
         // Loading is not measured: a pool that holds the records twice over.
         load_pool_bytes: 2 * workload.record_bytes() + (64 << 20),
         min_pool_bytes: 256 * 8192,
-        direct_io: args.direct_io,
-        time_fixes: false,
-        eviction: Eviction {
-            batch: args.eviction_batch.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-            background: !args.no_background_eviction,
+        copy: CopyOptions {
+            direct_io: args.direct_io,
+            time_fixes: false,
+            eviction: Eviction {
+                batch: args.eviction_batch.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                background: !args.no_background_eviction,
+            },
         },
     };
     let plan = Pools { workload, sweep, fractions, modes, policies };
@@ -269,7 +271,7 @@ impl Pools {
 
     /// `direct` or `page-cache`: how the runs' misses read the file.
     fn io(&self) -> &'static str {
-        if self.sweep.direct_io {
+        if self.sweep.copy.direct_io {
             "direct"
         } else {
             "page-cache"
@@ -305,7 +307,7 @@ impl Pools {
 
     /// Why CAR's time per victim is not the thesis's, for the eviction the runs had.
     fn per_victim_reason(&self) -> String {
-        let e = self.sweep.eviction;
+        let e = self.sweep.copy.eviction;
         if e.batch == Some(1) {
             format!(
                 "measured with {}, the unit of pick_victim: CAR's proposals cost about GCLOCK's, and what \
@@ -963,7 +965,7 @@ impl Experiment for Pools {
             self.fractions.iter().map(|&f| percent(f)).collect::<Vec<_>>().join(", "),
             self.sweep.duration.as_secs_f64(),
             self.sweep.repeat,
-            if self.sweep.direct_io {
+            if self.sweep.copy.direct_io {
                 "the device (O_DIRECT)"
             } else {
                 "through the OS page cache (--direct-io for device reads)"
@@ -1070,7 +1072,7 @@ impl Experiment for Pools {
              eviction: {}",
             bytes(grown),
             grown as f64 * 100.0 / r.data_bytes.max(1) as f64,
-            self.sweep.eviction.describe()
+            self.sweep.copy.eviction.describe()
         )
     }
 
@@ -1129,7 +1131,7 @@ impl Experiment for Pools {
                     pages_written: s.pages_written,
                     cpu_seconds: run.cpu_secs,
                     logging: false,
-                    direct_io: self.sweep.direct_io,
+                    direct_io: self.sweep.copy.direct_io,
                     eviction_ns_per_page: ns_per_eviction(run),
                     end_data_bytes: run.end_bytes,
                     end_pool_fraction: run.pool_bytes as f64 / run.end_bytes.max(1) as f64,
@@ -1137,8 +1139,8 @@ impl Experiment for Pools {
                     refused_candidates: refused(s),
                     rejected_swizzled_children: s.rejected_swizzled_children,
                     io: self.io(),
-                    eviction_batch: self.sweep.eviction.batch,
-                    background_eviction: self.sweep.eviction.background,
+                    eviction_batch: self.sweep.copy.eviction.batch,
+                    background_eviction: self.sweep.copy.eviction.background,
                 }
             })
             .collect()
@@ -1194,7 +1196,7 @@ impl Experiment for Pools {
                         self.workload.scale(),
                         bytes(r.data_bytes),
                         self.sweep.threads,
-                        if self.sweep.direct_io { "the device (O_DIRECT)" } else { "the OS page cache" },
+                        if self.sweep.copy.direct_io { "the device (O_DIRECT)" } else { "the OS page cache" },
                         self.sweep.repeat
                     )),
                     vline: Some((100.0, "the data".into())),
@@ -1354,9 +1356,7 @@ mod tests {
                 dir: std::env::temp_dir(),
                 load_pool_bytes: 1 << 20,
                 min_pool_bytes: 1 << 20,
-                direct_io: true,
-                time_fixes: false,
-                eviction: Eviction::default(),
+                copy: CopyOptions { direct_io: true, ..CopyOptions::default() },
             },
             fractions: fractions.to_vec(),
             modes,
@@ -1557,7 +1557,7 @@ mod tests {
         let policies: Vec<PolicySpec> = ["random", "gclock", "car"].map(|p| p.parse().unwrap()).to_vec();
         let mut p = plan(1, &policies, &[0.04, 0.25]);
         p.sweep.dir = dir.path().to_path_buf();
-        p.sweep.direct_io = false;
+        p.sweep.copy.direct_io = false;
         p.sweep.duration = Duration::from_millis(200);
         p.sweep.load_pool_bytes = 64 << 20;
         p.sweep.min_pool_bytes = 64 * 8192;
