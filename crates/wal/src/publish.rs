@@ -1,6 +1,7 @@
-//! Publication without a lock (README W5): the completed prefix, advanced by whichever appender
-//! finds the range at its end published, and a wait for it that costs the publishers nothing
-//! while nobody waits.
+//! Publication without a lock (README W5): a publisher stores one slot and touches no shared
+//! cache line; the completed prefix is carried forward by whoever needs it (the writer, a
+//! flusher, a waiter), and a wait for it costs the publishers one read of a counter nobody
+//! writes while nobody waits.
 //!
 //! Every live reservation lies in `[written, written + capacity)` (W4), so its start `pos`
 //! names a slot `(pos / 8) % slots` that no other live range shares. Publishing `[pos, end)`
@@ -13,16 +14,12 @@ use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 
 /// The reservation point `next` (W4 step 1, moved by the manager's compare-and-swap) and the
-/// completed prefix `upto` (W5).
+/// completed prefix `upto` (W5), which only readers of the prefix move.
 #[derive(Debug)]
 struct Heads {
     next: AtomicU64,
     /// Every reserved byte below it is published. Only grows.
     upto: AtomicU64,
-    /// Ranges published out of order whose slot the prefix has not passed yet (W5): while it
-    /// is zero, a publisher that moved the prefix has no slot to read. On `upto`'s line, which
-    /// that publisher has just written, so the look costs it nothing.
-    pending: AtomicU64,
 }
 
 /// The completed prefix of the reserved log space (W5), beside the reservation point.
@@ -30,9 +27,9 @@ struct Heads {
 pub(crate) struct Completed {
     /// Slot `(pos / 8) % len`: the end of the range published at `pos`, once published.
     ends: Box<[AtomicU64]>,
-    /// The reservation point and the completed prefix, which every appender moves: together
-    /// on their own cache lines, so that an append takes one line from the last appender
-    /// rather than two, and readers of the log's configuration take none (W12).
+    /// The reservation point, which every appender moves, and the completed prefix, which the
+    /// prefix's readers move: on their own cache lines, so that readers of the log's
+    /// configuration take none (W12).
     heads: Padded<Heads>,
     /// Threads inside [`Completed::wait_above`]; a publisher that moves `upto` takes `lock` to
     /// wake them only when this is not zero.
@@ -46,11 +43,7 @@ impl Completed {
     pub(crate) fn new(capacity: u64, start: u64) -> Completed {
         Completed {
             ends: (0..capacity / 8).map(|_| AtomicU64::new(0)).collect(),
-            heads: Padded(Heads {
-                next: AtomicU64::new(start),
-                upto: AtomicU64::new(start),
-                pending: AtomicU64::new(0),
-            }),
+            heads: Padded(Heads { next: AtomicU64::new(start), upto: AtomicU64::new(start) }),
             waiters: AtomicUsize::new(0),
             lock: Mutex::new(()),
             moved: Condvar::new(),
@@ -63,56 +56,42 @@ impl Completed {
         &self.heads.next
     }
 
-    /// Every reserved byte below this is published; an acquire load, so the ring words below
-    /// it are visible.
+    /// Every reserved byte below this is published (W5): the prefix, first carried over every
+    /// published range at its end. Its ring words below it are visible to the caller.
     pub(crate) fn get(&self) -> u64 {
-        self.heads.upto.load(SeqCst)
+        let upto = &self.heads.upto;
+        let mut at = upto.load(SeqCst);
+        loop {
+            let end = self.slot(at).load(SeqCst);
+            if end <= at {
+                return at;
+            }
+            // Another reader may carry the prefix at the same time: go on from where it is.
+            at = match upto.compare_exchange(at, end, SeqCst, SeqCst) {
+                Ok(_) => end,
+                Err(now) => now,
+            };
+        }
     }
 
     fn slot(&self, pos: u64) -> &AtomicU64 {
         &self.ends[((pos / 8) % self.ends.len() as u64) as usize]
     }
 
-    /// W5: `[from, to)` is filled (its ring words stored before this call). Advances the prefix
-    /// over it and every published range after it, if the prefix has reached it.
+    /// W5: `[from, to)` is filled (its ring words stored before this call). Stores its slot;
+    /// the prefix is carried over it by the next reader of the prefix ([`Completed::get`]).
     ///
-    /// No update is lost: the publisher counts itself in `pending`, stores its slot, then reads
-    /// the prefix; whoever moves the prefix to `from` does so, then reads `pending` and, when
-    /// it is not zero, the slot. All are sequentially consistent, so either the mover sees the
-    /// count and then the slot (the count comes first, and a mover that finds the slot still
-    /// stale leaves it to its publisher, who reads the prefix after the store), or the
-    /// publisher's read of the prefix comes after the move and it carries the prefix itself.
-    /// Whoever moves the prefix over a slot's range takes it off `pending`: each such range is
-    /// passed once, by one successful compare-and-swap from its start.
-    ///
-    /// In order (the prefix already at `from`, the common case) the slot is not stored at all:
-    /// nobody else can move the prefix off `from`, since `from`'s slot still holds a stale
-    /// value, so the swap to `to` cannot fail; the ranges after it are then carried as above.
+    /// Only a waiter needs the publisher's help: the publisher stores its slot, then reads
+    /// `waiters`; a waiter counts itself in `waiters`, then reads the slots (`get`). All are
+    /// sequentially consistent, so either the waiter's walk sees this slot, or this publisher
+    /// sees the waiter and carries the prefix and wakes it. A walk that stops at a range still
+    /// being copied leaves it to that range's publisher, whose store comes after the waiter
+    /// counted itself (else the walk would have seen it), so that publisher sees the count.
     pub(crate) fn publish(&self, from: u64, to: u64) {
         debug_assert!(to > from);
-        let heads = &self.heads;
-        let mut moved = false;
-        if heads.upto.load(SeqCst) == from {
-            let swapped = heads.upto.compare_exchange(from, to, SeqCst, SeqCst);
-            debug_assert!(swapped.is_ok(), "W5: only the range at the prefix moves it");
-            moved = swapped.is_ok();
-        } else {
-            heads.pending.fetch_add(1, SeqCst);
-            self.slot(from).store(to, SeqCst);
-        }
-        while heads.pending.load(SeqCst) > 0 {
-            let at = heads.upto.load(SeqCst);
-            let end = self.slot(at).load(SeqCst);
-            if end <= at {
-                break;
-            }
-            if heads.upto.compare_exchange(at, end, SeqCst, SeqCst).is_ok() {
-                // The range published at `at` is passed: one pending range fewer.
-                heads.pending.fetch_sub(1, SeqCst);
-                moved = true;
-            }
-        }
-        if moved {
+        self.slot(from).store(to, SeqCst);
+        if self.waiters.load(SeqCst) > 0 {
+            self.get();
             self.wake();
         }
     }
@@ -128,10 +107,11 @@ impl Completed {
 
     /// Waits until the prefix is above `lsn` or `stop()` says to give up (a failed log).
     ///
-    /// The waiter counts itself under `lock`, then checks; a publisher moves the prefix, then
-    /// reads the count and, if any, takes `lock` to notify. Either the check sees the new prefix
-    /// or the publisher sees the count, and then its notify comes after the wait began (the
-    /// waiter holds `lock` from its count to its wait).
+    /// The waiter counts itself under `lock`, then carries the prefix and checks; a publisher
+    /// stores its slot, then reads the count and, if any, carries the prefix and takes `lock`
+    /// to notify (`publish`). Either the check sees the slot or the publisher sees the count,
+    /// and then its notify comes after the wait began (the waiter holds `lock` from its count
+    /// to its wait).
     pub(crate) fn wait_above(&self, lsn: u64, stop: impl Fn() -> bool) {
         if self.get() > lsn {
             return;
@@ -197,10 +177,10 @@ mod tests {
         c.publish(24, 40);
         c.publish(40, 48);
         assert_eq!(c.get(), 8, "[8, 24) is not published yet");
-        assert_eq!(c.heads.pending.load(SeqCst), 2, "two ranges wait for the gap");
         c.publish(8, 24);
-        assert_eq!(c.get(), 48);
-        assert_eq!(c.heads.pending.load(SeqCst), 0, "both passed");
+        assert_eq!(c.heads.upto.load(SeqCst), 8, "a publication with no waiter moves no head");
+        assert_eq!(c.get(), 48, "the reader carries the prefix over all three ranges");
+        assert_eq!(c.heads.upto.load(SeqCst), 48);
     }
 
     #[test]
@@ -249,7 +229,51 @@ mod tests {
         }
         waiter.join().unwrap();
         assert_eq!(c.get(), RANGES * 8);
-        assert_eq!(c.heads.pending.load(SeqCst), 0, "every range published out of order was passed once");
+    }
+
+    #[test]
+    fn w5_waiters_for_every_point_wake_while_publishers_race() {
+        // Publishers store slots only; each waiter walks from one target to the next, so that
+        // waits begin and end while ranges are published in and out of order. A lost wake-up
+        // hangs the test.
+        const RANGES: u64 = 200_000;
+        let c = Arc::new(Completed::new(1 << 10, 0));
+        let next = Arc::new(AtomicU64::new(0));
+        let waiters: Vec<_> = (0..3u64)
+            .map(|w| {
+                let c = Arc::clone(&c);
+                std::thread::spawn(move || {
+                    let mut target = w * 8;
+                    while target < RANGES * 8 {
+                        c.wait_above(target, || false);
+                        let seen = c.get();
+                        assert!(seen > target, "woken at {seen}, waiting above {target}");
+                        target = seen + 8 * (1 + w * 97 % 13);
+                    }
+                })
+            })
+            .collect();
+        let publishers: Vec<_> = (0..4)
+            .map(|_| {
+                let (c, next) = (Arc::clone(&c), Arc::clone(&next));
+                std::thread::spawn(move || loop {
+                    let len = 8 * (1 + next.load(SeqCst) % 3);
+                    let pos = next.fetch_add(len, SeqCst);
+                    while pos + len - c.get() > 1 << 10 {
+                        std::hint::spin_loop();
+                    }
+                    // A range past the end is published too, so that the prefix passes it.
+                    c.publish(pos, pos + len);
+                    if pos >= RANGES * 8 {
+                        break;
+                    }
+                })
+            })
+            .collect();
+        for t in publishers.into_iter().chain(waiters) {
+            t.join().unwrap();
+        }
+        assert_eq!(c.get(), next.load(SeqCst), "every reserved range published and passed");
     }
 
     #[test]
