@@ -46,6 +46,14 @@ pub(crate) fn first_frame(start: u64) -> u64 {
     start.max(FIRST_LSN)
 }
 
+/// W1: padding of `len` bytes at `pos` in the segment starting at `seg` ends at the segment's
+/// end, or opens a segment other than the first (the tail of a reservation that crossed the
+/// previous segment's end, W4) and ends inside it.
+fn pad_fits(pos: u64, len: u64, seg: u64, segment_bytes: u64) -> bool {
+    let end = pos + len;
+    end == seg + segment_bytes || (pos == seg && seg > 0 && end < seg + segment_bytes)
+}
+
 /// What the reader found at its position.
 #[derive(Debug)]
 pub(crate) enum Step {
@@ -107,12 +115,12 @@ impl FrameReader {
                     if !Header::pad_is_valid(pos, len, crc) {
                         return Ok(invalid("checksum mismatch".into()));
                     }
-                    if pos + u64::from(len) != seg_end {
+                    if !pad_fits(pos, u64::from(len), seg, self.segment_bytes) {
                         return Ok(invalid(format!(
                             "padding of {len} bytes does not end at the segment end"
                         )));
                     }
-                    self.pos = seg_end;
+                    self.pos = pos + u64::from(len);
                     Ok(Step::Pad)
                 }
                 Header::Mark { crc } => {
@@ -196,8 +204,8 @@ impl FrameReader {
                         }
                     }
                     Header::Pad { len, crc } => (Header::pad_is_valid(pos, len, crc)
-                        && pos + u64::from(len) == seg + self.segment_bytes)
-                        .then_some(u64::from(len)),
+                        && pad_fits(pos, u64::from(len), seg, self.segment_bytes))
+                    .then_some(u64::from(len)),
                     Header::Record { len, crc }
                         if wasted < BUDGET && pos + frame::frame_len(len as usize) <= file_end =>
                     {

@@ -695,68 +695,76 @@ impl Inner {
         if body.len() > self.max_body {
             return Err(LogError::RecordTooLarge { len: body.len(), max: self.max_body });
         }
-        let reserved = self.reserve(frame::frame_len(body.len()), |_| false, || self.make_room())?;
-        let (pos, start, end) = reserved.expect("W4: an append never gives up its reservation");
+        let (start, end) = self.reserve_frame(frame::frame_len(body.len()), |end| self.await_room(end))?;
         // W4 step 2: fill the reserved words, no lock held.
-        if start > pos {
-            self.ring.store(pos, &frame::pad_header(pos, start - pos));
-            self.ring.zero(pos + HEADER, start - pos - HEADER);
-        }
         self.ring.store(start, &frame::record_header(start, body));
         self.ring.store(start + HEADER, body);
         // W4 step 3: publish.
-        self.completed.publish(pos, end);
+        self.completed.publish(start, end);
         self.counters.appends.add(1);
         self.counters.body_bytes.add(body.len() as u64);
         Ok(Lsn(start))
     }
 
-    /// W4 step 1: reserves `[pos, end)` for a frame of `flen` bytes at the reservation point,
-    /// with padding `[pos, start)` up to the next segment if the frame does not fit in pos's
-    /// segment, and returns `(pos, start, end)`: a compare-and-swap of `next`, retried when
-    /// another appender moved it first. `full` runs when the ring has no room for the range (it
-    /// makes room, or fails); `give_up(pos)`, asked before each try, makes it return `None`.
-    fn reserve(
-        &self,
-        flen: u64,
-        give_up: impl Fn(u64) -> bool,
-        mut full: impl FnMut() -> Result<()>,
-    ) -> Result<Option<(u64, u64, u64)>> {
-        let cap = self.ring.capacity();
-        let mut pos = self.completed.next().load(Ordering::Acquire);
+    /// W4 step 1: reserves `[pos, end)` for a frame of `flen` bytes by a fetch-and-add of
+    /// `next`, which never fails and never retries, then waits for room in the ring (`room`:
+    /// an appender's, or the writer's for a sync marker). A range that crosses its segment's end becomes two padding frames, one on each
+    /// side of the end, published at once, and the frame takes the next reservation (W1).
+    fn reserve_frame(&self, flen: u64, mut room: impl FnMut(u64) -> Result<()>) -> Result<(u64, u64)> {
         loop {
-            if give_up(pos) {
-                return Ok(None);
-            }
+            let pos = self.completed.next().fetch_add(flen, Ordering::AcqRel);
+            let end = pos + flen;
+            room(end)?;
             let seg_end = segment::start_of(pos, self.segment_bytes) + self.segment_bytes;
-            let start = if pos + flen > seg_end { seg_end } else { pos };
-            let end = start + flen;
-            // `written` only grows, so room seen here is still there when the swap succeeds. A
-            // stale `pos` may lie below `written` (others reserved and wrote out since it was
-            // read): then the swap fails, and the next try starts from the current `next`.
-            if end.saturating_sub(self.written.load(Ordering::Acquire)) > cap {
-                bump(&self.counters.buffer_full_waits, 1);
-                full()?;
-                pos = self.completed.next().load(Ordering::Acquire);
-                continue;
+            if end <= seg_end {
+                return Ok((pos, end));
             }
-            match self.completed.next().compare_exchange_weak(pos, end, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Ok(Some((pos, start, end))),
-                Err(now) => pos = now,
+            for (at, to) in [(pos, seg_end), (seg_end, end)] {
+                self.ring.store(at, &frame::pad_header(at, to - at));
+                self.ring.zero(at + HEADER, to - at - HEADER);
             }
+            self.completed.publish(pos, end);
         }
     }
 
-    /// The ring is full (W4): write out the completed prefix, or wait until there is one.
-    fn make_room(&self) -> Result<()> {
+    /// W4: waits until the ring has room for the reserved range ending at `end`, making room
+    /// (below). The reservation is held meanwhile: every reservation before it is published
+    /// or waits for less room, so the oldest one always gets its room (its predecessors are
+    /// all published, and a range is at most half the ring). An error is a failed log (W11),
+    /// which nothing waits on.
+    fn await_room(&self, end: u64) -> Result<()> {
+        let cap = self.ring.capacity();
+        while end.saturating_sub(self.written.load(Ordering::Acquire)) > cap {
+            bump(&self.counters.buffer_full_waits, 1);
+            self.make_room(end)?;
+        }
+        Ok(())
+    }
+
+    /// The ring is full (W4) for an appender holding a reservation: write out the completed
+    /// prefix, or wait until there is one. The appender never blocks on the writer mutex: its
+    /// holder may be a sync round waiting for this very reservation to be published (W6), so
+    /// when the mutex is taken the appender yields and looks at the room again.
+    ///
+    /// The room is looked at again first: a write-out since the caller looked may have made it,
+    /// and then the caller's reservation may be the oldest, which must not wait for itself.
+    fn make_room(&self, end: u64) -> Result<()> {
+        self.check_failed()?;
         let written = self.written.load(Ordering::Acquire);
+        if end.saturating_sub(written) <= self.ring.capacity() {
+            return Ok(());
+        }
         if self.completed.get() > written {
-            let mut w = self.writer.lock();
+            let Some(mut w) = self.writer.try_lock() else {
+                std::thread::yield_now();
+                return Ok(());
+            };
             self.check_failed()?;
             let upto = self.completed.get();
             self.write_out(&mut w, upto)
         } else {
-            // The oldest reservation is still being copied; its owner publishes without waiting.
+            // The oldest reservation has its room (a range is at most half the ring) and is
+            // being copied; its owner publishes without waiting.
             self.wait_completed(written)
         }
     }
@@ -895,23 +903,25 @@ impl Inner {
     /// that it was synced. Caller holds the writer. A round with nothing new since the last one
     /// does nothing.
     fn sync_round(&self, w: &mut Writer) -> Result<()> {
-        // W4 step 1 for the marker, by the writer: padding first if it does not fit the segment.
-        // When the ring is full the writer makes room itself, or waits for the oldest copy, whose
-        // owner publishes without waiting for anything.
-        let reserved = self.reserve(
-            frame::MARK_LEN,
-            |pos| pos <= self.durable.load(Ordering::Acquire),
-            || {
+        if self.completed.next().load(Ordering::Acquire) <= self.durable.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // W4 step 1 for the marker, by the writer. When the ring is full the writer makes room
+        // itself, or waits for the oldest reservation, which has its room and whose owner
+        // publishes without waiting for anything.
+        let (pos, end) = self.reserve_frame(frame::MARK_LEN, |end| {
+            while end.saturating_sub(self.written.load(Ordering::Acquire)) > self.ring.capacity() {
+                bump(&self.counters.buffer_full_waits, 1);
                 let written = self.written.load(Ordering::Acquire);
                 let completed = self.completed.get();
                 if completed > written {
-                    self.write_out(w, completed)
+                    self.write_out(w, completed)?;
                 } else {
-                    self.wait_completed(written)
+                    self.wait_completed(written)?;
                 }
-            },
-        )?;
-        let Some((pos, at, end)) = reserved else { return Ok(()) };
+            }
+            Ok(())
+        })?;
         // W5: every reservation below `pos` is published (their owners wait for nothing while
         // they copy), then written out and synced.
         self.wait_completed(pos - 1)?;
@@ -919,11 +929,7 @@ impl Inner {
         self.sync_dirty(w)?;
         // W8: the marker after the synced bytes. On an error above the place stays unpublished:
         // the log is failed (W11) and nothing more is written.
-        if at > pos {
-            self.ring.store(pos, &frame::pad_header(pos, at - pos));
-            self.ring.zero(pos + HEADER, at - pos - HEADER);
-        }
-        self.ring.store(at, &frame::marker(at, pos));
+        self.ring.store(pos, &frame::marker(pos, pos));
         self.completed.publish(pos, end);
         self.write_out(w, end)?;
         self.synced.fetch_max(pos, Ordering::Release);

@@ -257,7 +257,8 @@ fn w8_damage_at_the_newest_segments_first_frame_is_found() {
     let newest = segment_files(dir.path()).len() as u64 - 1;
     let (victim_index, _) = records.iter().enumerate().find(|(_, (l, _))| l.0 >= newest * SEG).unwrap();
     let victim = records[victim_index].0;
-    assert_eq!(victim.0, newest * SEG);
+    // W1: the segment may open with the padding of a reservation that crossed into it.
+    assert!(victim.0 >= newest * SEG && victim.0 < newest * SEG + 1024, "{victim} opens segment {newest}");
     flip(dir.path(), victim, 8);
     match LogManager::open(small_config(dir.path())) {
         Err(LogError::DurableDamage(d)) => assert_eq!(d.lsn, victim),
