@@ -302,4 +302,20 @@ mod tests {
         assert_eq!(start_of(4095, 4096), 0);
         assert_eq!(start_of(4096, 4096), 4096);
     }
+
+    #[test]
+    fn w1_padding_closes_a_segment_or_opens_one_other_than_the_first() {
+        // Closing: from anywhere to the segment's end.
+        assert!(pad_fits(4000, 96, 0, 4096));
+        assert!(pad_fits(8192 + 16, 4096 - 16, 8192, 4096));
+        // Opening: from the segment's start to anywhere inside it (the tail of a reservation
+        // that crossed the previous segment's end).
+        assert!(pad_fits(4096, 24, 4096, 4096));
+        // Segment 0 is never opened so: its first frame is at 8, and no reservation crosses
+        // into it.
+        assert!(!pad_fits(0, 24, 0, 4096));
+        // Anywhere else it is damage.
+        assert!(!pad_fits(4096 + 8, 24, 4096, 4096));
+        assert!(!pad_fits(100, 8, 0, 4096));
+    }
 }
