@@ -708,8 +708,9 @@ impl Inner {
 
     /// W4 step 1: reserves `[pos, end)` for a frame of `flen` bytes by a fetch-and-add of
     /// `next`, which never fails and never retries, then waits for room in the ring (`room`:
-    /// an appender's, or the writer's for a sync marker). A range that crosses its segment's end becomes two padding frames, one on each
-    /// side of the end, published at once, and the frame takes the next reservation (W1).
+    /// an appender's, or the writer's for a sync marker). A range that crosses its segment's
+    /// end becomes two padding frames, one on each side of the end, published at once, and the
+    /// frame takes the next reservation (W1).
     fn reserve_frame(&self, flen: u64, mut room: impl FnMut(u64) -> Result<()>) -> Result<(u64, u64)> {
         loop {
             let pos = self.completed.next().fetch_add(flen, Ordering::AcqRel);
