@@ -112,7 +112,7 @@ pub(super) const FIGURES: &[Figure] = &[
                 "1%,2%,5%,10%,20%,40%", "--thread-counts", "1,2,4,8", "--duration", "3", "--warmup", "1",
                 "--repeat", "3", "--mode", "traditional",
             ],
-            secs: 950,
+            secs: 880,
         },
     },
     Figure {

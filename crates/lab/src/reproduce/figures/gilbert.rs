@@ -30,7 +30,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["experiment", "gilbert-stack-depth", "--warehouses", "20", "--threads", "1,100", "--transactions", "500000"],
-            secs: 900,
+            secs: 85,
         },
     },
     Figure {
@@ -74,7 +74,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["experiment", "gilbert-policies", "--policies", "random,gclock,car", "--mode", "traditional,swizzling", "--records", "20000000", "--fractions", "1%,2%,4%,8%,15%,25%,50%", "--duration", "10", "--repeat", "3", "--direct-io"],
-            secs: 2100,
+            secs: 1650,
         },
     },
     Figure {

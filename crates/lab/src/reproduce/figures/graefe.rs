@@ -34,7 +34,7 @@ pub(super) const FIGURES: &[Figure] = &[
                 "experiment", "graefe-fig10", "--direct-io", "--duration", "2", "--repeat", "3", "--threads",
                 "cores:24",
             ],
-            secs: 600,
+            secs: 170,
         },
     },
     Figure {
