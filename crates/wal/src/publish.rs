@@ -58,19 +58,33 @@ impl Completed {
 
     /// Every reserved byte below this is published (W5): the prefix, first carried over every
     /// published range at its end. Its ring words below it are visible to the caller.
+    ///
+    /// The walk over the slots is the caller's own; one swap then moves the prefix over all of
+    /// it, so that carrying it over a flusher round's thousands of ranges takes the cache line
+    /// beside the reservation point once. A slot read beyond the shared prefix can hold a value
+    /// of a later lap only once the prefix has passed that slot (W4's room check), and then the
+    /// swap from the older prefix fails (it only grows) and the walk starts again from there.
     pub(crate) fn get(&self) -> u64 {
         let upto = &self.heads.upto;
-        let mut at = upto.load(SeqCst);
+        let mut from = upto.load(SeqCst);
         loop {
-            let end = self.slot(at).load(SeqCst);
-            if end <= at {
-                return at;
+            let mut at = from;
+            loop {
+                let end = self.slot(at).load(SeqCst);
+                if end <= at {
+                    break;
+                }
+                at = end;
+            }
+            if at == from {
+                return from;
             }
             // Another reader may carry the prefix at the same time: go on from where it is.
-            at = match upto.compare_exchange(at, end, SeqCst, SeqCst) {
-                Ok(_) => end,
-                Err(now) => now,
-            };
+            match upto.compare_exchange(from, at, SeqCst, SeqCst) {
+                Ok(_) => return at,
+                Err(now) if now >= at => return now,
+                Err(now) => from = now,
+            }
         }
     }
 
