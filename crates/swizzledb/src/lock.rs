@@ -69,6 +69,12 @@ pub(crate) fn tree_lock_id(root: swizzledb_sync::PageId) -> u32 {
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// K23: how long a request waits before it looks for a deadlock again (doubling each time).
+/// K10: how long a queued request watches for its grant before it parks. A lock waited for is
+/// mostly held by a transaction that is running on another core and ends within tens of
+/// microseconds; parking and being woken costs two system calls and, on a virtual machine, the
+/// wake-up of an idle core.
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(20);
+
 const DETECT_AGAIN: Duration = Duration::from_millis(50);
 
 /// K23: the most transactions one look for a deadlock visits.
@@ -290,17 +296,22 @@ pub struct LockManager {
     /// K15: per tree (its lock id folded into `RANGE_SLOTS` counters), how many transactions
     /// read a range of it now; an insert into a tree that no one reads a range of needs no
     /// look at its gap.
-    ranges: Box<[RangeCount]>,
+    ranges: Box<[LineCount]>,
+    /// K10: requests watching for their grant now, and how many may (half the cores, at least
+    /// one): the rest park at once, so that spinning never takes the cores that the holders
+    /// need.
+    spinners: LineCount,
+    max_spinners: u32,
 }
 
 /// K15: counters of range-reading transactions, by tree lock id (two trees may share one: that
 /// only makes an insert look at its gap when it need not).
 const RANGE_SLOTS: usize = 64;
 
-/// One counter of [`LockManager::ranges`], on cache lines of its own.
+/// A counter on cache lines of its own ([`LockManager::ranges`], [`LockManager::spinners`]).
 #[derive(Default)]
 #[repr(align(128))]
-struct RangeCount(AtomicU32);
+struct LineCount(AtomicU32);
 
 /// A number for the current thread, unique in the process (never 0): K23 knows a waiter's own
 /// transactions by it, and the engine its writers (K14).
@@ -505,14 +516,35 @@ impl WaitSlot {
     }
 
     fn grant(&self) {
-        self.state.store(GRANTED, Ordering::Relaxed);
+        self.state.store(GRANTED, Ordering::Release);
         self.cv.notify_one();
+    }
+
+    /// K10: watches the state outside the shard mutex for at most `budget`, and returns it
+    /// (`WAITING` if nobody decided the request meanwhile). The acquire pairs with the
+    /// granter's release store, which it made under the shard mutex after moving the request
+    /// into the holders.
+    fn spin(&self, budget: Duration) -> u8 {
+        let started = Instant::now();
+        loop {
+            for _ in 0..64 {
+                let state = self.state.load(Ordering::Acquire);
+                if state != WAITING {
+                    return state;
+                }
+                std::hint::spin_loop();
+            }
+            if started.elapsed() >= budget {
+                return self.state.load(Ordering::Acquire);
+            }
+            std::thread::yield_now();
+        }
     }
 
     /// K23: the request is withdrawn as the victim of `cycle` (the other transactions).
     fn fail(&self, cycle: Vec<TxnId>) {
         *self.cycle.lock() = cycle;
-        self.state.store(VICTIM, Ordering::Relaxed);
+        self.state.store(VICTIM, Ordering::Release);
         self.cv.notify_one();
     }
 }
@@ -802,8 +834,26 @@ impl LockManager {
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
             policy: DeadlockPolicy::default(),
             hash,
-            ranges: (0..RANGE_SLOTS).map(|_| RangeCount::default()).collect(),
+            ranges: (0..RANGE_SLOTS).map(|_| LineCount::default()).collect(),
+            spinners: LineCount::default(),
+            max_spinners: std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)) as u32,
         }
+    }
+
+    /// K10: watches `slot` for at most `budget` if fewer than `max_spinners` requests do so
+    /// now; returns its state then (`WAITING` if undecided or not watched).
+    fn spin_for_grant(&self, slot: &WaitSlot, budget: Duration) -> u8 {
+        let spinners = &self.spinners.0;
+        if budget.is_zero() {
+            return WAITING;
+        }
+        if spinners.fetch_add(1, Ordering::Relaxed) >= self.max_spinners {
+            spinners.fetch_sub(1, Ordering::Relaxed);
+            return WAITING;
+        }
+        let state = slot.spin(budget);
+        spinners.fetch_sub(1, Ordering::Relaxed);
+        state
     }
 
     /// Sets how deadlocks are kept away: found and broken ([`DeadlockPolicy::Detect`], the
@@ -1248,7 +1298,8 @@ impl LockManager {
     /// if `try_lock` would have to wait, else whether `txn` held the lock before. A queued
     /// request under [`DeadlockPolicy::Detect`] registers what it waits for, looks for a
     /// deadlock (K23), and looks again each time it has waited `DETECT_AGAIN` (doubling)
-    /// without a grant.
+    /// without a grant. A queued request first watches for its grant for `SPIN_BEFORE_PARK`
+    /// outside the shard mutex, then parks (K10).
     fn acquire(
         &self,
         txn: TxnId,
@@ -1304,6 +1355,19 @@ impl LockManager {
             check_at = started.checked_add(DETECT_AGAIN);
         }
         let mut again = DETECT_AGAIN;
+        if cycle.is_none() {
+            drop(table);
+            if self.spin_for_grant(&slot, SPIN_BEFORE_PARK.min(timeout)) == GRANTED {
+                if detect {
+                    self.set_waiting(txn, None);
+                }
+                if !upgrade {
+                    self.record(txn, held);
+                }
+                return Ok(Some(upgrade));
+            }
+            table = self.shards[self.shard_of(hash)].table.lock();
+        }
         let outcome = loop {
             match slot.state() {
                 GRANTED => break Ok(()),
@@ -1540,6 +1604,41 @@ mod tests {
         });
         assert_eq!(lm.locks_held(t(3)), 1);
         assert!(!lm.try_lock(t(1), 1, b"k", S).unwrap(), "t3 now holds X");
+        check(&lm);
+    }
+
+    /// K10: two threads hand one exclusive lock back and forth, each holding it for a few
+    /// microseconds, so that most grants reach a request while it watches (it then returns
+    /// without taking the shard mutex again) and some after it parked. Every grant must leave
+    /// its transaction the only holder, and nothing queued behind.
+    #[test]
+    fn k10_grants_reach_watching_and_parked_requests_alike() {
+        let lm = LockManager::new(4).with_wait_timeout(HANG_GUARD);
+        let inside = AtomicU32::new(0);
+        let rounds = if cfg!(miri) { 20 } else { 3_000 };
+        thread::scope(|s| {
+            for th in 0..2u64 {
+                let (lm, inside) = (&lm, &inside);
+                s.spawn(move || {
+                    for i in 0..rounds {
+                        let txn = t(1 + th + 2 * i);
+                        lm.lock(txn, 1, b"k", X).unwrap();
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "K2: two exclusive holders");
+                        // Hold it a little, longer now and then than the watch lasts.
+                        let hold =
+                            if i % 64 == 0 { Duration::from_micros(200) } else { Duration::from_micros(2) };
+                        let until = Instant::now() + hold;
+                        while Instant::now() < until {
+                            std::hint::spin_loop();
+                        }
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        assert_eq!(lm.release_all(txn), 1);
+                    }
+                });
+            }
+        });
+        assert_eq!(lm.lock_count(), 0, "every head went with its last holder");
+        assert_eq!(lm.spinners.0.load(Ordering::Relaxed), 0, "every watcher counted itself out");
         check(&lm);
     }
 
