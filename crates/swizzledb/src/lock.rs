@@ -68,13 +68,13 @@ pub(crate) fn tree_lock_id(root: swizzledb_sync::PageId) -> u32 {
 /// ends.
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// K23: how long a request waits before it looks for a deadlock again (doubling each time).
 /// K10: how long a queued request watches for its grant before it parks. A lock waited for is
 /// mostly held by a transaction that is running on another core and ends within tens of
 /// microseconds; parking and being woken costs two system calls and, on a virtual machine, the
 /// wake-up of an idle core.
 const SPIN_BEFORE_PARK: Duration = Duration::from_micros(20);
 
+/// K23: how long a request waits before it looks for a deadlock again (doubling each time).
 const DETECT_AGAIN: Duration = Duration::from_millis(50);
 
 /// K23: the most transactions one look for a deadlock visits.
@@ -843,10 +843,10 @@ impl LockManager {
     /// K10: watches `slot` for at most `budget` if fewer than `max_spinners` requests do so
     /// now; returns its state then (`WAITING` if undecided or not watched).
     fn spin_for_grant(&self, slot: &WaitSlot, budget: Duration) -> u8 {
-        let spinners = &self.spinners.0;
         if budget.is_zero() {
             return WAITING;
         }
+        let spinners = &self.spinners.0;
         if spinners.fetch_add(1, Ordering::Relaxed) >= self.max_spinners {
             spinners.fetch_sub(1, Ordering::Relaxed);
             return WAITING;
