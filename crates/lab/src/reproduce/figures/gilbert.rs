@@ -95,7 +95,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["experiment", "gilbert-fix-time", "--warehouses", "20", "--threads", "cores:8", "--fractions", "3.7%,150%", "--duration", "60", "--repeat", "3", "--direct-io"],
-            secs: 1200,
+            secs: 925,
         },
     },
     Figure {

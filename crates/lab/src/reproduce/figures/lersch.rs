@@ -99,7 +99,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["experiment", "lersch-cleaner", "--log-in-memory", "--intervals", "1,10,100,1000,10000", "--branches", "cores:24", "--threads", "cores:24", "--duration", "30", "--repeat", "3"],
-            secs: 920,
+            secs: 960,
         },
     },
     Figure {
