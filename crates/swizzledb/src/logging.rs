@@ -898,7 +898,11 @@ impl<'a> TxnLog<'a> {
         if let Ok(lsn) = appended {
             test_point::reached(&record);
             self.shared.last_lsn.store(lsn.0, Ordering::Release);
-            let _ = self.shared.first_lsn.compare_exchange(0, lsn.0, Ordering::AcqRel, Ordering::Acquire);
+            // Only this transaction's thread sets it; looked at first, because a
+            // read-modify-write here would wait for the record's stores to drain (wal W5).
+            if self.shared.first_lsn.load(Ordering::Relaxed) == 0 {
+                self.shared.first_lsn.store(lsn.0, Ordering::Release);
+            }
             update(lsn);
         }
         self.shared.appending.store(false, Ordering::Release);

@@ -10,8 +10,8 @@
 //! of the ring (an end at most `c - capacity / 2`, since a range is at most half the ring) or
 //! zero.
 
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 /// The reservation point `next` (W4 step 1, moved by the manager's compare-and-swap) and the
 /// completed prefix `upto` (W5), which only readers of the prefix move.
@@ -31,11 +31,6 @@ pub(crate) struct Completed {
     /// prefix's readers move: on their own cache lines, so that readers of the log's
     /// configuration take none (W12).
     heads: Padded<Heads>,
-    /// Threads inside [`Completed::wait_above`]; a publisher that moves `upto` takes `lock` to
-    /// wake them only when this is not zero.
-    waiters: AtomicUsize,
-    lock: Mutex<()>,
-    moved: Condvar,
 }
 
 impl Completed {
@@ -44,9 +39,6 @@ impl Completed {
         Completed {
             ends: (0..capacity / 8).map(|_| AtomicU64::new(0)).collect(),
             heads: Padded(Heads { next: AtomicU64::new(start), upto: AtomicU64::new(start) }),
-            waiters: AtomicUsize::new(0),
-            lock: Mutex::new(()),
-            moved: Condvar::new(),
         }
     }
 
@@ -66,11 +58,11 @@ impl Completed {
     /// swap from the older prefix fails (it only grows) and the walk starts again from there.
     pub(crate) fn get(&self) -> u64 {
         let upto = &self.heads.upto;
-        let mut from = upto.load(SeqCst);
+        let mut from = upto.load(Acquire);
         loop {
             let mut at = from;
             loop {
-                let end = self.slot(at).load(SeqCst);
+                let end = self.slot(at).load(Acquire);
                 if end <= at {
                     break;
                 }
@@ -80,7 +72,7 @@ impl Completed {
                 return from;
             }
             // Another reader may carry the prefix at the same time: go on from where it is.
-            match upto.compare_exchange(from, at, SeqCst, SeqCst) {
+            match upto.compare_exchange(from, at, AcqRel, Acquire) {
                 Ok(_) => return at,
                 Err(now) if now >= at => return now,
                 Err(now) => from = now,
@@ -95,49 +87,38 @@ impl Completed {
     /// W5: `[from, to)` is filled (its ring words stored before this call). Stores its slot;
     /// the prefix is carried over it by the next reader of the prefix ([`Completed::get`]).
     ///
-    /// Only a waiter needs the publisher's help: the publisher stores its slot, then reads
-    /// `waiters`; a waiter counts itself in `waiters`, then reads the slots (`get`). All are
-    /// sequentially consistent, so either the waiter's walk sees this slot, or this publisher
-    /// sees the waiter and carries the prefix and wakes it. A walk that stops at a range still
-    /// being copied leaves it to that range's publisher, whose store comes after the waiter
-    /// counted itself (else the walk would have seen it), so that publisher sees the count.
+    /// A release store and nothing else: no fence, so the stores of the copy (into ring words
+    /// a lap of the ring has made cold) drain from the store buffer while the appender goes on.
+    /// A reader that sees the slot with acquire sees the range's words.
     pub(crate) fn publish(&self, from: u64, to: u64) {
         debug_assert!(to > from);
-        self.slot(from).store(to, SeqCst);
-        if self.waiters.load(SeqCst) > 0 {
-            self.get();
-            self.wake();
-        }
-    }
-
-    /// Wakes every waiter (the prefix moved, or the log failed and waiters must see it).
-    pub(crate) fn wake(&self) {
-        // Sequentially consistent against the waiter's increment-then-check (see `wait_above`).
-        if self.waiters.load(SeqCst) > 0 {
-            let _g = self.lock.lock();
-            self.moved.notify_all();
-        }
+        self.slot(from).store(to, Release);
     }
 
     /// Waits until the prefix is above `lsn` or `stop()` says to give up (a failed log).
     ///
-    /// The waiter counts itself under `lock`, then carries the prefix and checks; a publisher
-    /// stores its slot, then reads the count and, if any, carries the prefix and takes `lock`
-    /// to notify (`publish`). Either the check sees the slot or the publisher sees the count,
-    /// and then its notify comes after the wait began (the waiter holds `lock` from its count
-    /// to its wait).
+    /// Nobody wakes a waiter: it looks at the prefix again, spinning first, then yielding its
+    /// core (the range it waits for may belong to a thread that needs that core to finish its
+    /// copy), then sleeping for [`POLL`] at a time.
     pub(crate) fn wait_above(&self, lsn: u64, stop: impl Fn() -> bool) {
-        if self.get() > lsn {
-            return;
-        }
-        let mut g = self.lock.lock();
-        self.waiters.fetch_add(1, SeqCst);
+        let mut looks = 0u32;
         while self.get() <= lsn && !stop() {
-            self.moved.wait(&mut g);
+            looks += 1;
+            if looks <= SPINS {
+                std::hint::spin_loop();
+            } else if looks <= SPINS + YIELDS {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(POLL);
+            }
         }
-        self.waiters.fetch_sub(1, SeqCst);
     }
 }
+
+/// [`Completed::wait_above`]: looks at the prefix spinning, then yielding, then sleeping.
+const SPINS: u32 = 256;
+const YIELDS: u32 = 64;
+const POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// A value alone on its cache lines (128 bytes: the adjacent-line prefetcher pulls lines in
 /// pairs), so that threads writing it do not slow down threads reading its neighbours (W12).
@@ -183,6 +164,7 @@ impl Striped {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering::SeqCst;
     use std::sync::Arc;
 
     #[test]
@@ -192,7 +174,7 @@ mod tests {
         c.publish(40, 48);
         assert_eq!(c.get(), 8, "[8, 24) is not published yet");
         c.publish(8, 24);
-        assert_eq!(c.heads.upto.load(SeqCst), 8, "a publication with no waiter moves no head");
+        assert_eq!(c.heads.upto.load(SeqCst), 8, "a publication moves no head");
         assert_eq!(c.get(), 48, "the reader carries the prefix over all three ranges");
         assert_eq!(c.heads.upto.load(SeqCst), 48);
     }
@@ -212,9 +194,9 @@ mod tests {
     }
 
     #[test]
-    fn w5_concurrent_publishers_leave_the_prefix_at_the_last_end_and_wake_the_waiter() {
+    fn w5_concurrent_publishers_leave_the_prefix_at_the_last_end_and_the_waiter_sees_it() {
         // 4 threads publish disjoint 8-byte ranges handed out by a shared counter, as appenders'
-        // reservations are; a waiter for the last byte must wake.
+        // reservations are; a waiter for the last byte must return.
         const RANGES: u64 = 20_000;
         let c = Arc::new(Completed::new(1 << 12, 0));
         let next = Arc::new(AtomicU64::new(0));
@@ -246,10 +228,10 @@ mod tests {
     }
 
     #[test]
-    fn w5_waiters_for_every_point_wake_while_publishers_race() {
+    fn w5_waiters_for_every_point_return_while_publishers_race() {
         // Publishers store slots only; each waiter walks from one target to the next, so that
-        // waits begin and end while ranges are published in and out of order. A lost wake-up
-        // hangs the test.
+        // waits begin and end while ranges are published in and out of order. A waiter that
+        // never sees a publication hangs the test.
         const RANGES: u64 = 200_000;
         let c = Arc::new(Completed::new(1 << 10, 0));
         let next = Arc::new(AtomicU64::new(0));

@@ -677,7 +677,8 @@ impl Inner {
         Ok(())
     }
 
-    /// Records the first write/sync failure (W11) and wakes every waiter so that it sees it.
+    /// Records the first write/sync failure (W11). A waiter for the completed prefix sees it at
+    /// its next look (W5).
     fn fail(&self, err: LogError) -> LogError {
         {
             let mut f = self.failure.lock();
@@ -686,7 +687,6 @@ impl Inner {
             }
         }
         self.failed.store(true, Ordering::SeqCst);
-        self.completed.wake();
         err
     }
 
@@ -696,13 +696,15 @@ impl Inner {
             return Err(LogError::RecordTooLarge { len: body.len(), max: self.max_body });
         }
         let (start, end) = self.reserve_frame(frame::frame_len(body.len()), |end| self.await_room(end))?;
+        // Counted before the copy: the counters' read-modify-writes would wait for the copy's
+        // stores to leave the store buffer, which a lap of the ring has made slow (W5).
+        self.counters.appends.add(1);
+        self.counters.body_bytes.add(body.len() as u64);
         // W4 step 2: fill the reserved words, no lock held.
         self.ring.store(start, &frame::record_header(start, body));
         self.ring.store(start + HEADER, body);
         // W4 step 3: publish.
         self.completed.publish(start, end);
-        self.counters.appends.add(1);
-        self.counters.body_bytes.add(body.len() as u64);
         Ok(Lsn(start))
     }
 
