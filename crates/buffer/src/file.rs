@@ -508,6 +508,46 @@ impl PageFile {
         page::verify(buf, id).map_err(|reason| self.corrupted(id, reason))
     }
 
+    /// [`read_page`](Self::read_page) for several pages, handed to the file system as one batch
+    /// (`VfsFile::read_exact_at_batch`, IO7), which may have them in flight together; one result
+    /// per page, in order. Buffers not aligned for direct I/O (where the file uses it) are read
+    /// one at a time.
+    pub fn read_pages(&self, pages: &mut [(PageId, &mut [u8])]) -> Vec<Result<()>> {
+        if self.check_usable().is_err() {
+            return pages.iter().map(|_| self.check_usable()).collect();
+        }
+        let mut results: Vec<Result<()>> = Vec::with_capacity(pages.len());
+        let mut batch: Vec<(&mut [u8], u64)> = Vec::with_capacity(pages.len());
+        let mut at: Vec<usize> = Vec::with_capacity(pages.len());
+        for (i, (id, buf)) in pages.iter_mut().enumerate() {
+            let checked = self.check_len(buf).and_then(|()| {
+                self.offset(*id).ok_or_else(|| self.corrupted(*id, "beyond end of file".into()))
+            });
+            match checked {
+                Ok(off) if !self.needs_bounce(buf) => {
+                    results.push(Ok(()));
+                    batch.push((&mut **buf, off));
+                    at.push(i);
+                }
+                Ok(_) => results.push(self.read_page(*id, buf)),
+                Err(e) => results.push(Err(e)),
+            }
+        }
+        let read = self.file.read_exact_at_batch(&mut batch);
+        drop(batch);
+        for (i, r) in at.into_iter().zip(read) {
+            let (id, buf) = &pages[i];
+            results[i] = match r {
+                Ok(()) => page::verify(buf, *id).map_err(|reason| self.corrupted(*id, reason)),
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    Err(self.corrupted(*id, "beyond end of file".into()))
+                }
+                Err(e) => Err(io_err(&self.path, e)),
+            };
+        }
+        results
+    }
+
     /// Seals `buf` (F2) and writes it as page `id`. The caller guarantees the header names `id`.
     ///
     /// # Errors

@@ -35,7 +35,7 @@ pub use guard::{Exclusive, ExclusiveGuard, LatchKind, PageGuard, Shared, SharedG
 pub use log_flush::LogFlush;
 pub use meta::{validate_tree_name, Meta, MAX_TREE_NAME};
 pub use pool::evictor::EvictorHandle;
-pub use pool::propagate::FilePage;
+pub use pool::propagate::{FilePage, FilePages};
 pub use pool::view::{PageView, Step};
 pub use pool::{Allocation, BufferPool, FileState, PageOwner, MIN_FRAMES};
 pub use stats::Stats;

@@ -392,3 +392,102 @@ fn b23_write_back_goes_in_double_write_batches_and_writes_a_busy_page_after_them
         "the busy page was written with the change made while the batches ran"
     );
 }
+
+/// B26 for a batch (the decoupled cleaner's `FilePages`): the copies read together are the
+/// file's; the changed ones are written after one log flush to the highest page LSN, through
+/// the double-write area a region (64 pages) at a time, each reported once; a page outside
+/// the batch, or named twice, is refused and nothing is written; a pool write of a locked page
+/// waits until the batch lets go.
+#[test]
+fn b26_a_locked_batch_reads_together_and_writes_after_one_log_flush_a_region_per_sync() {
+    let rec = Arc::new(Recorder::default());
+    let fs = FaultFs::new();
+    let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
+    vfs.create_dir_all(std::path::Path::new("/t")).expect("mkdir");
+    let area = swizzledb_buffer::DoubleWrite::open(&*vfs, std::path::Path::new("/t/dw"), PS).expect("area");
+    let log: Arc<dyn LogFlush> = rec.clone();
+    let config = swizzledb_buffer::PoolConfig {
+        double_write: Some(Arc::new(area)),
+        ..config(vfs, PoolMode::Traditional, 160, Some(log))
+    };
+    let pool = BufferPool::create(db_path(), &config, Arc::new(Owner)).expect("create pool");
+    let mut lsns = Lsns::default();
+    let root = make_root(&pool, &mut lsns);
+    let ids: Vec<_> = (0..70u8).map(|i| add_leaf(&pool, root, i, &mut lsns)).collect();
+    pool.flush().expect("flush");
+
+    let files = pool.lock_file_pages(&ids);
+    assert_eq!(files.ids().len(), 70);
+    let mut room = None;
+    let reads = files.read_unchecked_all(&mut room).expect("room");
+    assert!(reads.iter().all(Result::is_ok), "{reads:?}");
+    let copies = room.as_ref().expect("room").as_slice();
+    let mut pages: Vec<(swizzledb_buffer::PageId, Vec<u8>)> = Vec::new();
+    for (i, id) in files.ids().iter().enumerate() {
+        let mut copy = copies[i * PS..(i + 1) * PS].to_vec();
+        assert_eq!(swizzledb_buffer::page::page_id(&copy), id.get(), "copy {i} is its page's");
+        copy[DATA] = copy[DATA].wrapping_add(100);
+        swizzledb_buffer::page::set_page_lsn(&mut copy, Lsn(50_000 + i as u64));
+        pages.push((*id, copy));
+    }
+    let outsider = add_leaf(&pool, root, 200, &mut lsns);
+    let mut scratch = None;
+    let bad: Vec<_> = [(outsider, &pages[0].1[..])].into_iter().collect();
+    assert!(matches!(files.write(&bad, Lsn(60_000), &mut scratch), Err(BufferError::Config(_))));
+    let twice: Vec<_> = [(pages[0].0, &pages[0].1[..]), (pages[0].0, &pages[0].1[..])].into_iter().collect();
+    assert!(matches!(files.write(&twice, Lsn(60_000), &mut scratch), Err(BufferError::Config(_))));
+
+    let events_before = rec.events().len();
+    let syncs_before = fs.calls(Op::Sync, Some("/t/dw"));
+    let batch: Vec<_> = pages.iter().map(|(id, p)| (*id, &p[..])).collect();
+    // A pool write of a page of the batch (a flush of its frame) waits until the batch is done.
+    let pool = &pool;
+    let first = pages[0].0;
+    std::thread::scope(|s| {
+        with_child(pool, root, 0, |c| {
+            assert_eq!(c.page_id(), first);
+            c[DATA] = 1;
+            c.set_page_lsn(Lsn(70_000));
+        })
+        .expect("dirty leaf 0");
+        let flusher = s.spawn(move || pool.flush().expect("flush"));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        files.write(&batch, Lsn(60_000), &mut scratch).expect("batch write");
+        drop(files);
+        flusher.join().unwrap();
+    });
+    let events = rec.events()[events_before..].to_vec();
+    check_wal_order(&events);
+    // The batch's one flush is to its highest page LSN (the pool's flushes are to 70,000, and
+    // below 50,000 for the pages it changed before).
+    let batch_flushes = events
+        .iter()
+        .filter(|e| matches!(e, Event::Flushed(l) if (Lsn(50_000)..Lsn(70_000)).contains(l)))
+        .count();
+    assert_eq!(batch_flushes, 1, "one log flush for the batch: {events:?}");
+    let flush_at = events.iter().position(|e| matches!(e, Event::Flushed(l) if *l == Lsn(50_069)));
+    let first_write = events
+        .iter()
+        .position(|e| matches!(e, Event::Write(p, _) if *p != first && pages.iter().any(|(q, _)| q == p)));
+    assert!(flush_at.expect("flushed to 50,069") < first_write.expect("the batch wrote"));
+    for (id, p) in &pages {
+        let lsn = swizzledb_buffer::page::page_lsn(p);
+        let reported =
+            events.iter().filter(|e| matches!(e, Event::Written(q, l) if q == id && *l == lsn)).count();
+        assert_eq!(reported, 1, "page {id} reported once with {lsn}");
+    }
+    // 70 pages take two regions of the area, one sync each (the pool's flush after adds its own).
+    let batch_syncs = fs.calls(Op::Sync, Some("/t/dw")) - syncs_before;
+    assert!(batch_syncs >= 2, "{batch_syncs} syncs of the area");
+    // The pool's flush of leaf 0 came after the batch: the file holds the pool's newer copy, and
+    // every other page the batch's.
+    let last_write_of_first = events.iter().rposition(|e| matches!(e, Event::Write(p, _) if *p == first));
+    assert!(matches!(events[last_write_of_first.unwrap()], Event::Write(_, l) if l == Lsn(70_000)));
+    let after = pool.lock_file_pages(&ids);
+    let mut room = None;
+    assert!(after.read_unchecked_all(&mut room).expect("room").iter().all(Result::is_ok));
+    let copies = room.as_ref().expect("room").as_slice();
+    for (i, (id, p)) in pages.iter().enumerate().skip(1) {
+        assert_eq!(&copies[i * PS..(i + 1) * PS][DATA], &p[DATA], "page {id}");
+    }
+}

@@ -72,6 +72,14 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
         writes.iter().map(|&(buf, off)| self.write_all_at(buf, off)).collect()
     }
 
+    /// Reads every `(buf, offset)` of `reads` as [`VfsFile::read_exact_at`] would, but lets a
+    /// file system have them in flight together (IO7). Returns one result per read, in order;
+    /// the buffers must not overlap. Returns only once no read of the batch is in progress.
+    /// The default reads them one after the other.
+    fn read_exact_at_batch(&self, reads: &mut [(&mut [u8], u64)]) -> Vec<io::Result<()>> {
+        reads.iter_mut().map(|(buf, off)| self.read_exact_at(buf, *off)).collect()
+    }
+
     /// Reserves the bytes `offset..offset + len` (IO6): afterwards the file is at least
     /// `offset + len` bytes long, reading zeros where nothing was written, and a file system
     /// that can has allocated the space, so later writes there are overwrites. Durable after a
@@ -224,6 +232,17 @@ impl VfsFile for OsFile {
             }
         }
         writes.iter().map(|&(buf, off)| self.write_all_at(buf, off)).collect()
+    }
+
+    /// As [`OsFile::write_all_at_batch`], for reads (IO7).
+    fn read_exact_at_batch(&self, reads: &mut [(&mut [u8], u64)]) -> Vec<io::Result<()>> {
+        #[cfg(target_os = "linux")]
+        if self.direct && reads.len() > 1 {
+            if let Some(results) = uring::read_batch(&self.file, reads) {
+                return results;
+            }
+        }
+        reads.iter_mut().map(|(buf, off)| self.read_exact_at(buf, *off)).collect()
     }
 
     /// `fallocate` (mode 0) on Linux, where the file system supports it; elsewhere, or where it
@@ -406,6 +425,58 @@ mod tests {
         let _ = fs::remove_dir(&dir);
     }
 
+    /// IO7: a batch of reads, more than one ring holds and not in file order, returns what
+    /// reads one by one would, also with direct I/O where the file system allows it; a read
+    /// that meets the file's end fails alone, with `UnexpectedEof`.
+    #[test]
+    fn io7_batched_reads_return_what_single_reads_would() {
+        let dir = std::env::temp_dir().join(format!("swizzledb-vfs-readbatch-{}", std::process::id()));
+        OsFs.create_dir_all(&dir).unwrap();
+        for direct in [false, true] {
+            let path = dir.join(format!("f{direct}"));
+            let _ = OsFs.remove(&path);
+            let f = match OsFs.open(&path, OpenMode { create_new: true, direct }) {
+                Ok(f) => f,
+                Err(_) if direct => continue, // this file system refuses O_DIRECT (tmpfs)
+                Err(e) => panic!("{e}"),
+            };
+            const PAGE: usize = 4096;
+            let n = 200;
+            let mut region = vec![0u8; (n + 2) * PAGE];
+            let start = region.as_ptr().align_offset(PAGE);
+            let bufs = &mut region[start..start + (n + 1) * PAGE];
+            for (i, page) in bufs.chunks_mut(PAGE).take(n).enumerate() {
+                page.fill((i % 251) as u8);
+                f.write_all_at(page, (i * PAGE) as u64).unwrap();
+            }
+            bufs.fill(0xEE);
+            // Buffer j reads slot (j * 7) % n; the last one reads past the end.
+            let mut reads: Vec<(&mut [u8], u64)> = bufs
+                .chunks_mut(PAGE)
+                .enumerate()
+                .map(|(j, b)| (b, if j < n { ((j * 7) % n * PAGE) as u64 } else { (n * PAGE) as u64 }))
+                .collect();
+            let results = f.read_exact_at_batch(&mut reads);
+            assert_eq!(results.len(), n + 1);
+            for (j, ((buf, _), r)) in reads.iter().zip(&results).enumerate() {
+                if j == n {
+                    assert_eq!(
+                        r.as_ref().unwrap_err().kind(),
+                        io::ErrorKind::UnexpectedEof,
+                        "direct {direct}"
+                    );
+                } else {
+                    assert!(r.is_ok(), "direct {direct}: read {j}: {r:?}");
+                    let want = ((j * 7) % n % 251) as u8;
+                    assert!(buf.iter().all(|&b| b == want), "direct {direct}: read {j}");
+                }
+            }
+            drop(f);
+            OsFs.remove(&path).unwrap();
+        }
+        let _ = fs::remove_dir(&dir);
+    }
+
     #[test]
     fn io5_one_lock_holder_per_file_even_within_a_process() {
         let dir = std::env::temp_dir().join(format!("swizzledb-vfs-lock-{}", std::process::id()));
@@ -427,7 +498,7 @@ mod tests {
     }
 }
 
-/// Batched writes through `io_uring` (IO7).
+/// Batched writes and reads through `io_uring` (IO7).
 #[cfg(target_os = "linux")]
 mod uring {
     use io_uring::{opcode, types, IoUring};
@@ -459,6 +530,78 @@ mod uring {
         })
     }
 
+    /// Reads the batch with the reads of each round in flight together. `None` if no ring could
+    /// be set up (nothing was read then).
+    pub(super) fn read_batch(file: &File, reads: &mut [(&mut [u8], u64)]) -> Option<Vec<io::Result<()>>> {
+        THREAD_RING.with(|cell| {
+            let mut slot = cell.try_borrow_mut().ok()?;
+            if slot.is_none() {
+                *slot = Some(IoUring::new(RING).ok()?);
+            }
+            let ring = slot.as_mut()?;
+            Some(read_with(ring, file, reads))
+        })
+    }
+
+    /// [`read_batch`] on `ring`, whose queues are empty, and left empty again.
+    fn read_with(ring: &mut IoUring, file: &File, reads: &mut [(&mut [u8], u64)]) -> Vec<io::Result<()>> {
+        let fd = types::Fd(file.as_raw_fd());
+        let mut results: Vec<io::Result<()>> = Vec::with_capacity(reads.len());
+        for round in reads.chunks_mut(RING as usize) {
+            let base = results.len();
+            results.extend(round.iter().map(|_| Ok(())));
+            let mut done = vec![0usize; round.len()];
+            for (i, (buf, off)) in round.iter_mut().enumerate() {
+                let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+                let sqe =
+                    opcode::Read::new(fd, buf.as_mut_ptr(), len).offset(*off).build().user_data(i as u64);
+                // SAFETY: IO7 — `buf` is borrowed mutably from `reads` for the whole call, and the
+                // call does not return before the kernel has completed this entry (the wait
+                // below); the descriptor belongs to `file`, borrowed as long.
+                if unsafe { ring.submission().push(&sqe) }.is_err() {
+                    unreachable!("a round holds at most as many reads as the ring has entries");
+                }
+            }
+            await_round(ring, round.len(), &mut done, &mut results[base..]);
+            // A short read (the file's end, or a signal) is finished one read at a time, which
+            // tells the end (`UnexpectedEof`) from an interruption.
+            for (i, (buf, off)) in round.iter_mut().enumerate() {
+                if results[base + i].is_ok() && done[i] < buf.len() {
+                    results[base + i] = file.read_exact_at(&mut buf[done[i]..], *off + done[i] as u64);
+                }
+            }
+        }
+        results
+    }
+
+    /// Waits for the `pending` completions of a round whose entries are numbered by their index
+    /// in `done` (bytes transferred) and `results` (errors), retrying the wait on any error:
+    /// nothing submitted can be abandoned, since its buffer would be reused while the kernel
+    /// still reads or writes it.
+    fn await_round(
+        ring: &mut IoUring,
+        mut pending: usize,
+        done: &mut [usize],
+        results: &mut [io::Result<()>],
+    ) {
+        while pending > 0 {
+            match ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)) => {}
+                Err(_) => std::thread::sleep(std::time::Duration::from_micros(100)),
+            }
+            for cqe in ring.completion() {
+                let i = usize::try_from(cqe.user_data()).unwrap_or(usize::MAX);
+                let Some(d) = done.get_mut(i) else { continue };
+                pending -= 1;
+                match usize::try_from(cqe.result()) {
+                    Ok(n) => *d = n,
+                    Err(_) => results[i] = Err(io::Error::from_raw_os_error(-cqe.result())),
+                }
+            }
+        }
+    }
+
     /// [`write_batch`] on `ring`, whose queues are empty (every earlier call waited for all of
     /// its completions), and left empty again.
     fn write_with(ring: &mut IoUring, file: &File, writes: &[(&[u8], u64)]) -> Vec<io::Result<()>> {
@@ -479,25 +622,7 @@ mod uring {
                     unreachable!("a round holds at most as many writes as the ring has entries");
                 }
             }
-            let mut pending = round.len();
-            while pending > 0 {
-                match ring.submit_and_wait(1) {
-                    Ok(_) => {}
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)) => {}
-                    // Nothing submitted can be abandoned (its buffer would be reused while the
-                    // kernel reads it): wait on, without spinning.
-                    Err(_) => std::thread::sleep(std::time::Duration::from_micros(100)),
-                }
-                for cqe in ring.completion() {
-                    let i = usize::try_from(cqe.user_data()).unwrap_or(usize::MAX);
-                    let Some(d) = done.get_mut(i) else { continue };
-                    pending -= 1;
-                    match usize::try_from(cqe.result()) {
-                        Ok(n) => *d = n,
-                        Err(_) => results[base + i] = Err(io::Error::from_raw_os_error(-cqe.result())),
-                    }
-                }
-            }
+            await_round(ring, round.len(), &mut done, &mut results[base..]);
             // A short write (rare: a signal, a full device) is finished one write at a time.
             for (i, &(buf, off)) in round.iter().enumerate() {
                 if results[base + i].is_ok() && done[i] < buf.len() {

@@ -3,13 +3,18 @@
 //! copies in the data file — read from the file, never copied out of the buffer pool — and
 //! written back; then the file is synced and the progress stored.
 
-use swizzledb_buffer::{page, BufferPool, PageId};
+use swizzledb_buffer::{page, AlignedBuf, BufferPool, PageId};
 use swizzledb_sync::Lsn;
+use swizzledb_wal::ArchiveEntry;
 
 use crate::error::{Error, Result};
 use crate::logging::Wal;
 use crate::record::Record;
 use crate::repair::{carries_image, frees, rebuild_page, redo_page, replay_onto};
+
+/// Pages brought forward under one lock of their stripes and written as one batch (B26): one
+/// region of the double-write area (F15), so one sync of it per batch.
+const BATCH: usize = 64;
 
 /// The name the replay's progress is kept under in the log directory.
 const PROGRESS: &str = "cleaned";
@@ -45,24 +50,34 @@ pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Re
     wal.archive_durable()?;
     let Some(archive) = wal.archive.as_deref() else { return Ok((from, done)) };
     let Some(to) = archive.end().filter(|&to| to > from) else { return Ok((from, done)) };
-    let entries = archive.entries_between(from, to)?;
-    let page_size = pool.page_size();
-    let mut buf = vec![0u8; page_size];
-    for group in entries.chunk_by(|a, b| a.page == b.page) {
-        let id = PageId::new(group[0].page).ok_or_else(|| Error::LogCorrupted {
-            lsn: group[0].lsn,
-            reason: format!("an archived change of page {}", group[0].page),
-        })?;
-        let mut records = Vec::with_capacity(group.len());
-        for e in group {
-            let r = Record::decode(&e.body)
-                .map_err(|m| Error::LogCorrupted { lsn: e.lsn, reason: m.to_string() })?;
-            records.push((e.lsn, r));
+    let mut between = archive.between(from, to)?;
+    let mut rooms = Rooms::default();
+    let mut next = between.next_entry()?;
+    loop {
+        let mut pages = Vec::with_capacity(BATCH);
+        while pages.len() < BATCH {
+            let Some(first) = next.take() else { break };
+            let id = PageId::new(first.page).ok_or_else(|| Error::LogCorrupted {
+                lsn: first.lsn,
+                reason: format!("an archived change of page {}", first.page),
+            })?;
+            let mut records = vec![decode(&first)?];
+            loop {
+                next = between.next_entry()?;
+                match &next {
+                    Some(e) if e.page == first.page => records.push(decode(e)?),
+                    _ => break,
+                }
+            }
+            pages.push((id, records));
         }
-        if let Some(lsn) = bring_forward(wal, pool, id, &records, to, page_size, &mut buf)? {
+        if pages.is_empty() {
+            break;
+        }
+        for (id, page, changes) in bring_forward_batch(wal, pool, &pages, to, &mut rooms)? {
             done.pages_written += 1;
-            done.changes += records.len() as u64;
-            done.marked_clean += u64::from(pool.note_cleaned(id, lsn));
+            done.changes += changes;
+            done.marked_clean += u64::from(pool.note_cleaned(id, page::page_lsn(&page)));
         }
     }
     pool.sync_file()?;
@@ -75,18 +90,64 @@ pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Re
     Ok((to, done))
 }
 
-/// Brings the file's copy of page `id` forward through `records` (its archived changes of the
-/// interval, in LSN order, all below `to`) under the page's file lock (B26); returns the page LSN written, or
-/// `None` if nothing was written (the copy was as new already, or the page ends free).
-pub(crate) fn bring_forward(
+/// An archived change, decoded.
+fn decode(e: &ArchiveEntry) -> Result<(Lsn, Record)> {
+    let r = Record::decode(&e.body).map_err(|m| Error::LogCorrupted { lsn: e.lsn, reason: m.to_string() })?;
+    Ok((e.lsn, r))
+}
+
+/// Brings the file copies of a batch of pages (each with its archived changes of the interval,
+/// in LSN order, all below `to`) forward under one lock of their stripes (B26), and writes
+/// those that changed as one batch, which reports each as propagated (B20). Returns each page
+/// written, with the number of its changes. `buf`: one page of room; `scratch`: the batch's
+/// aligned room, kept across batches.
+pub(crate) fn bring_forward_batch(
     wal: &Wal,
     pool: &BufferPool,
+    pages: &[(PageId, Vec<(Lsn, Record)>)],
+    to: Lsn,
+    rooms: &mut Rooms,
+) -> Result<Vec<(PageId, Vec<u8>, u64)>> {
+    let page_size = pool.page_size();
+    let ids: Vec<PageId> = pages.iter().map(|(id, _)| *id).collect();
+    let files = pool.lock_file_pages(&ids);
+    debug_assert!(files.ids().windows(2).all(|w| w[0] < w[1]), "one group per page, in page order");
+    // The copies in the file, read together: one at a time, a replay spends its time waiting
+    // for each read.
+    let reads = files.read_unchecked_all(&mut rooms.reads)?;
+    let copies = rooms.reads.as_ref().expect("read_unchecked_all made it").as_slice();
+    let mut written = Vec::with_capacity(pages.len());
+    for (id, records) in pages {
+        let i = files.ids().binary_search(id).expect("locked above");
+        let copy = (&copies[i * page_size..(i + 1) * page_size], &reads[i]);
+        if let Some(page) = bring_forward(wal, *id, records, copy, page_size)? {
+            written.push((*id, page, records.len() as u64));
+        }
+    }
+    let out: Vec<(PageId, &[u8])> = written.iter().map(|(id, p, _)| (*id, &p[..])).collect();
+    files.write(&out, to, &mut rooms.writes)?;
+    Ok(written)
+}
+
+/// The aligned room a replay reads and writes its batches through, kept across batches.
+#[derive(Default)]
+pub(crate) struct Rooms {
+    reads: Option<AlignedBuf>,
+    writes: Option<AlignedBuf>,
+}
+
+/// Brings the file's copy of page `id` forward through `records` (its archived changes of the
+/// interval, in LSN order); `read` is the copy as the batch read it, with the read's result
+/// (the page is locked, B26). Returns the page to write, or `None` if there is nothing to
+/// write (the copy was as new already, or the page ends free).
+fn bring_forward(
+    wal: &Wal,
     id: PageId,
     records: &[(Lsn, Record)],
-    to: Lsn,
+    read: (&[u8], &swizzledb_buffer::Result<()>),
     page_size: usize,
-    buf: &mut [u8],
-) -> Result<Option<Lsn>> {
+) -> Result<Option<Vec<u8>>> {
+    let (buf, read) = read;
     let last = records.last().map_or(Lsn(0), |(l, _)| *l);
     let newest_image = records.iter().rposition(|(_, r)| carries_image(r, id));
     // A page freed after its newest image (or without one) has no contents to keep.
@@ -95,15 +156,12 @@ pub(crate) fn bring_forward(
             return Ok(None);
         }
     }
-    let file = pool.lock_file_page(id);
     // The copy as the file holds it, stale or not (buffer B28): an eviction that elided a newer
     // version (R21) leaves it stale, and this replay brings it forward itself. A stale copy
     // still holds every change below `from` (the induction of R20), and may hold more than
     // `records` do — the pool can write the page after the replay read the archive — so it
     // is never replaced by an older version: the file never goes back (B26), which the
     // decoupled checkpoint's analysis of the page-write records relies on (R19).
-    buf.fill(0);
-    let read = file.read_unchecked(buf);
     let copy = match read {
         Ok(()) if swizzledb_btree::validate_page(buf).is_ok() => Some(page::page_lsn(buf)),
         // Never written (a page allocated since): nothing newer than the records to keep.
@@ -111,19 +169,17 @@ pub(crate) fn bring_forward(
         _ => {
             // A damaged copy may have been newer than `last`: rebuild the page from its whole
             // durable history (R18), which is as new as anything the pool wrote (B18).
-            match &read {
+            match read {
                 Ok(()) => log::warn!("the decoupled cleaner found page {id}'s copy in the file malformed"),
                 Err(e) => {
                     log::warn!("the decoupled cleaner could not read page {id}'s copy in the file: {e}")
                 }
             }
-            let Some(mut page) = redo_page(&wal.log, wal.archive.as_deref(), id, page_size, None)? else {
+            let Some(page) = redo_page(&wal.log, wal.archive.as_deref(), id, page_size, None)? else {
                 return Ok(None);
             };
             log::warn!("the decoupled cleaner rebuilt page {id} from the log");
-            let lsn = page::page_lsn(&page);
-            file.write(&mut page, to)?;
-            return Ok(Some(lsn));
+            return Ok(Some(page));
         }
     };
     if copy.is_some_and(|lsn| lsn >= last) {
@@ -141,18 +197,15 @@ pub(crate) fn bring_forward(
     };
     // A copy the changes do not fit (a write lost before this run began): rebuild the page
     // from the whole archive and log (R18) up to `last`, which is newer than the copy.
-    let mut page = match result {
-        Ok(p) => p,
+    match result {
+        Ok(p) => Ok(Some(p)),
         Err(e) => {
             let p = rebuild_page(&wal.log, wal.archive.as_deref(), id, page_size, Lsn(last.0 + 1))?;
             log::warn!(
                 "the decoupled cleaner rebuilt page {id} from the log: its copy in the file did not \
                  take the archived changes ({e})"
             );
-            p
+            Ok(Some(p))
         }
-    };
-    let lsn = page::page_lsn(&page);
-    file.write(&mut page, to)?;
-    Ok(Some(lsn))
+    }
 }

@@ -541,6 +541,48 @@ fn write_run(
     Ok(path)
 }
 
+/// The archived entries of an LSN interval in (page, LSN) order ([`Archive::between`], A5b).
+pub struct Between {
+    scans: Vec<RunScan>,
+    /// The next entry in the interval of each scan that has one.
+    heap: BinaryHeap<Head>,
+    from: Lsn,
+    to: Lsn,
+}
+
+impl Between {
+    /// The next entry: the smallest (page, LSN) left in the interval.
+    ///
+    /// # Errors
+    /// I/O errors; [`LogError::ArchiveCorrupted`] naming a damaged run.
+    pub fn next_entry(&mut self) -> Result<Option<Entry>> {
+        let Some(Head { entry, source }) = self.heap.pop() else { return Ok(None) };
+        self.refill(source)?;
+        Ok(Some(entry))
+    }
+
+    /// Puts scan `i`'s next entry in the interval on the heap, if it has one.
+    fn refill(&mut self, i: usize) -> Result<()> {
+        while let Some(entry) = self.scans[i].next_entry()? {
+            if entry.lsn >= self.from && entry.lsn < self.to {
+                self.heap.push(Head { entry, source: i });
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Between {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Between")
+            .field("runs", &self.scans.len())
+            .field("from", &self.from)
+            .field("to", &self.to)
+            .finish()
+    }
+}
+
 /// The next entry of a k-way merge: the smallest (page, LSN) at the head of a run's scan.
 struct Head {
     entry: Entry,
@@ -819,25 +861,36 @@ impl Archive {
         Ok(out)
     }
 
-    /// Every archived entry with an LSN in `[from, to)`, in (page, LSN) order: what the
-    /// decoupled page cleaner replays (A5b). Reads every run whose interval meets `[from, to)`.
+    /// Every archived entry with an LSN in `[from, to)`, in (page, LSN) order (A5b), in memory:
+    /// [`Archive::between`] collected.
     ///
     /// # Errors
     /// I/O errors; [`LogError::ArchiveCorrupted`] naming a damaged run.
     pub fn entries_between(&self, from: Lsn, to: Lsn) -> Result<Vec<Entry>> {
-        let runs = Arc::clone(&self.runs.lock());
+        let mut between = self.between(from, to)?;
         let mut out = Vec::new();
-        for r in runs.iter().filter(|r| r.summary.end > from && r.summary.begin < to) {
-            let mut s = r.scan();
-            while let Some(e) = s.next_entry()? {
-                if e.lsn >= from && e.lsn < to {
-                    out.push(e);
-                }
-            }
+        while let Some(e) = between.next_entry()? {
+            out.push(e);
         }
-        // Runs cover disjoint intervals, so (page, LSN) keys are unique.
-        out.sort_unstable_by_key(|e| (e.page, e.lsn));
         Ok(out)
+    }
+
+    /// The archived entries with an LSN in `[from, to)`, in (page, LSN) order, read as they are
+    /// taken (A5b): what the decoupled page cleaner replays (Lersch 2015, Sec. 4.1). A k-way
+    /// merge of the runs whose interval meets `[from, to)` (a snapshot of the run list, A8),
+    /// each already in that order, so the interval is never held in memory whole.
+    ///
+    /// # Errors
+    /// I/O errors; [`LogError::ArchiveCorrupted`] naming a damaged run.
+    pub fn between(&self, from: Lsn, to: Lsn) -> Result<Between> {
+        let runs = Arc::clone(&self.runs.lock());
+        let scans: Vec<RunScan> =
+            runs.iter().filter(|r| r.summary.end > from && r.summary.begin < to).map(Run::scan).collect();
+        let mut between = Between { heap: BinaryHeap::with_capacity(scans.len()), scans, from, to };
+        for i in 0..between.scans.len() {
+            between.refill(i)?;
+        }
+        Ok(between)
     }
 
     /// Every archived entry, run by run (oldest first), each run in (page, LSN) order.

@@ -2,12 +2,14 @@
 //! brings the file's copy of a page forward by replaying the log onto it, without the frame.
 //! Every write of a page — the pool's own (eviction, flush, write-back, repair) and these —
 //! holds the page's stripe of `write_locks`, so a copy read under it is the newest in the file
-//! and nothing the pool writes is overwritten by an older version.
+//! and nothing the pool writes is overwritten by an older version. [`FilePages`] holds the
+//! stripes of a batch of pages, whose writes then share the double-write area's sync (F15).
 
 use super::{BufferPool, RESIDENT};
-use crate::error::Result;
+use crate::aligned::AlignedBuf;
+use crate::error::{BufferError, Result};
 use crate::page;
-use crate::stats::bump;
+use crate::stats::{add, bump};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use swizzledb_sync::{Lsn, PageId};
@@ -72,6 +74,112 @@ impl FilePage<'_> {
     }
 }
 
+/// The file's copies of a batch of pages, locked against the pool's writes of them (B26): as
+/// a [`FilePage`] each, but written together, so that the batch pays one sync of the
+/// double-write area per region of pages (F15) where [`FilePage::write`] pays one per page.
+pub struct FilePages<'a> {
+    pool: &'a BufferPool,
+    /// The pages, in page-id order.
+    ids: Vec<PageId>,
+    _locks: Vec<MutexGuard<'a, ()>>,
+}
+
+impl FilePages<'_> {
+    /// The pages, in page-id order.
+    #[must_use]
+    pub fn ids(&self) -> &[PageId] {
+        &self.ids
+    }
+
+    fn holds(&self, id: PageId) -> bool {
+        self.ids.binary_search(&id).is_ok()
+    }
+
+    /// [`FilePage::read_unchecked`] for page `id` of the batch.
+    ///
+    /// # Errors
+    /// Those of [`crate::PageFile::read_page`]; `Config` if `id` is not in the batch.
+    pub fn read_unchecked(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        if !self.holds(id) {
+            return Err(BufferError::Config(format!("page {id} is not in the locked batch")));
+        }
+        self.pool.file.read_page(id, buf)
+    }
+
+    /// [`FilePage::read_unchecked`] for every page of the batch, in page-id order, read as one
+    /// batch (F14, IO7): page `ids()[i]` into `room[i * page_size..]` (zeroed first), one result
+    /// each. `room` is grown to the batch's pages if smaller; keep it for the next batch.
+    ///
+    /// # Errors
+    /// Per page, those of [`crate::PageFile::read_page`]; `AlignedBuf`'s if `room` cannot grow.
+    pub fn read_unchecked_all(&self, room: &mut Option<AlignedBuf>) -> Result<Vec<Result<()>>> {
+        let size = self.pool.page_size;
+        if room.as_ref().is_none_or(|b| b.as_slice().len() < self.ids.len() * size) {
+            *room = Some(AlignedBuf::new(self.ids.len() * size, 4096)?);
+        }
+        let room = &mut room.as_mut().expect("made above").as_mut_slice()[..self.ids.len() * size];
+        // A read that fails leaves its page as zeros and whatever it read, never a page of an
+        // earlier batch.
+        room.fill(0);
+        let mut pages: Vec<(PageId, &mut [u8])> =
+            self.ids.iter().copied().zip(room.chunks_mut(size)).collect();
+        Ok(self.pool.file.read_pages(&mut pages))
+    }
+
+    /// [`FilePage::write`] for every page of `pages` (each in the batch, each at most once,
+    /// its disk form carrying its page LSN), handed to the file as one batch (F14): one WAL
+    /// flush to the highest page LSN first (B18), then the writes, which go through the
+    /// double-write area a region at a time, then a report per page (B20, B26). `scratch` is
+    /// the aligned room the batch is copied into (grown as needed; keep it for the next
+    /// batch).
+    ///
+    /// # Errors
+    /// `Wal` if the log cannot be flushed (nothing written); `Config` for a page not in the
+    /// batch or named twice; I/O errors (sticky, F4: which pages reached the file is then
+    /// unknown, and none is reported).
+    pub fn write(
+        &self,
+        pages: &[(PageId, &[u8])],
+        complete_below: Lsn,
+        scratch: &mut Option<AlignedBuf>,
+    ) -> Result<()> {
+        let size = self.pool.page_size;
+        let mut ids: Vec<PageId> = pages.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() != pages.len() || !ids.iter().all(|&id| self.holds(id)) {
+            return Err(BufferError::Config(
+                "a batched write names a page twice or one not in the batch".into(),
+            ));
+        }
+        let Some((top_lsn, top_id)) = pages.iter().map(|(id, buf)| (page::page_lsn(buf), *id)).max() else {
+            return Ok(());
+        };
+        self.pool.wal_before_write(top_id, top_lsn)?;
+        if scratch.as_ref().is_none_or(|b| b.as_slice().len() < pages.len() * size) {
+            *scratch = Some(AlignedBuf::new(pages.len() * size, 4096)?);
+        }
+        let room = scratch.as_mut().expect("made above").as_mut_slice();
+        let mut copies: Vec<(PageId, &mut [u8])> = room
+            .chunks_mut(size)
+            .zip(pages)
+            .map(|(out, (id, buf))| {
+                out.copy_from_slice(buf);
+                (*id, out)
+            })
+            .collect();
+        copies.sort_unstable_by_key(|(id, _)| *id);
+        self.pool.file.write_pages(&mut copies)?;
+        if let Some(log) = &self.pool.log {
+            for (id, buf) in pages {
+                log.page_propagated(*id, page::page_lsn(buf), complete_below);
+            }
+        }
+        self.pool.count(|b| add(&b.pages_written, pages.len() as u64));
+        Ok(())
+    }
+}
+
 impl BufferPool {
     fn write_lock(&self, id: PageId) -> MutexGuard<'_, ()> {
         self.write_locks[stripe(id)].lock()
@@ -88,6 +196,21 @@ impl BufferPool {
     /// pool takes this lock while it holds a latch).
     pub fn lock_file_page(&self, id: PageId) -> FilePage<'_> {
         FilePage { pool: self, id, _lock: self.write_lock(id) }
+    }
+
+    /// B26 for a batch: the file's copies of pages `ids`, locked against every write of the
+    /// pool to them until the returned guard drops. Their stripes are taken in stripe order,
+    /// as the pool's own batch writes take theirs, so that two batches never wait for each
+    /// other in a cycle. The holder must not wait for a frame latch meanwhile.
+    pub fn lock_file_pages(&self, ids: &[PageId]) -> FilePages<'_> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut stripes: Vec<usize> = ids.iter().map(|&id| stripe(id)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let _locks = stripes.iter().map(|&s| self.write_locks[s].lock()).collect();
+        FilePages { pool: self, ids, _locks }
     }
 
     /// B26: page `id` reached the file carrying `lsn`, written from outside the pool. If it is
