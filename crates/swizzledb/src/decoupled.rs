@@ -99,8 +99,8 @@ fn decode(e: &ArchiveEntry) -> Result<(Lsn, Record)> {
 /// Brings the file copies of a batch of pages (each with its archived changes of the interval,
 /// in LSN order, all below `to`) forward under one lock of their stripes (B26), and writes
 /// those that changed as one batch, which reports each as propagated (B20). Returns each page
-/// written, with the number of its changes. `buf`: one page of room; `scratch`: the batch's
-/// aligned room, kept across batches.
+/// written, with the number of its changes. `rooms`: the aligned room the batch is read and
+/// written through, kept across batches.
 pub(crate) fn bring_forward_batch(
     wal: &Wal,
     pool: &BufferPool,
@@ -111,7 +111,7 @@ pub(crate) fn bring_forward_batch(
     let page_size = pool.page_size();
     let ids: Vec<PageId> = pages.iter().map(|(id, _)| *id).collect();
     let files = pool.lock_file_pages(&ids);
-    debug_assert!(files.ids().windows(2).all(|w| w[0] < w[1]), "one group per page, in page order");
+    debug_assert_eq!(files.ids().len(), pages.len(), "one group per page");
     // The copies in the file, read together: one at a time, a replay spends its time waiting
     // for each read.
     let reads = files.read_unchecked_all(&mut rooms.reads)?;
