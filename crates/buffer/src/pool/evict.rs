@@ -36,9 +36,12 @@ impl BufferPool {
         f
     }
 
+    /// Counted before the push: a frame popped by another thread between a push and its count
+    /// would take the count below zero, and it wraps (a debug build's `free_count + n` then
+    /// panicked in CI). Counted first, the count is never below the frames the lists hold.
     pub(super) fn push_free(&self, f: FrameId) {
-        self.free.push(f);
         self.free_count.fetch_add(1, Relaxed);
+        self.free.push(f);
     }
 
     /// Takes a free frame, evicting a batch first when free frames fall below the low watermark.

@@ -132,6 +132,8 @@ pub struct BufferPool {
     table: PageTable,
     /// Free frames, partitioned (B30).
     free: free::FreeLists,
+    /// At least the frames `free` holds (a push counts first, a pop counts after): a hint for
+    /// eviction's targets, never below zero.
     free_count: AtomicUsize,
     evict_lock: Mutex<()>,
     /// The background evictor's wake-up and stop (B31).

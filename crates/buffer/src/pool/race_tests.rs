@@ -72,8 +72,7 @@ pub(super) fn inner(pool: &BufferPool, child: PageId, level: u8) -> PageId {
 pub(super) fn evict_to_front(pool: &BufferPool, f: FrameId) {
     assert!(matches!(pool.try_evict(f, None), Ok(None)), "frame {f} could not be evicted");
     pool.policy.on_remove(f, true, &pool.desc(f).hook);
-    pool.free.push(f);
-    pool.free_count.fetch_add(1, Relaxed);
+    pool.push_free(f);
 }
 
 const HOLDER: &str = "race4-holder";
