@@ -500,12 +500,19 @@ impl PageFile {
         } else {
             self.file.read_exact_at(buf, off)
         };
-        match res {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(beyond()),
-            Err(e) => return Err(io_err(&self.path, e)),
+        self.verify_read(id, buf, res)
+    }
+
+    /// The outcome of a read of page `id` into `buf` (F3): a short file is `Corrupted` ("beyond
+    /// end of file"), another error `Io`, and a whole read is verified.
+    fn verify_read(&self, id: PageId, buf: &[u8], read: io::Result<()>) -> Result<()> {
+        match read {
+            Ok(()) => page::verify(buf, id).map_err(|reason| self.corrupted(id, reason)),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                Err(self.corrupted(id, "beyond end of file".into()))
+            }
+            Err(e) => Err(io_err(&self.path, e)),
         }
-        page::verify(buf, id).map_err(|reason| self.corrupted(id, reason))
     }
 
     /// [`read_page`](Self::read_page) for several pages, handed to the file system as one batch
@@ -537,13 +544,7 @@ impl PageFile {
         drop(batch);
         for (i, r) in at.into_iter().zip(read) {
             let (id, buf) = &pages[i];
-            results[i] = match r {
-                Ok(()) => page::verify(buf, *id).map_err(|reason| self.corrupted(*id, reason)),
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    Err(self.corrupted(*id, "beyond end of file".into()))
-                }
-                Err(e) => Err(io_err(&self.path, e)),
-            };
+            results[i] = self.verify_read(*id, buf, r);
         }
         results
     }

@@ -19,6 +19,23 @@ fn logged_pool(mode: PoolMode, frames: usize) -> (BufferPool, Arc<Recorder>, Fau
     (pool, rec, fs)
 }
 
+/// A traditional-mode pool of 160 frames on a recording file system, with the recorder as its
+/// log and a double-write area at `/t/dw` (F15).
+fn double_write_pool() -> (BufferPool, Arc<Recorder>, FaultFs) {
+    let rec = Arc::new(Recorder::default());
+    let fs = FaultFs::new();
+    let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
+    vfs.create_dir_all(std::path::Path::new("/t")).expect("mkdir");
+    let area = swizzledb_buffer::DoubleWrite::open(&*vfs, std::path::Path::new("/t/dw"), PS).expect("area");
+    let log: Arc<dyn LogFlush> = rec.clone();
+    let config = swizzledb_buffer::PoolConfig {
+        double_write: Some(Arc::new(area)),
+        ..config(vfs, PoolMode::Traditional, 160, Some(log))
+    };
+    let pool = BufferPool::create(db_path(), &config, Arc::new(Owner)).expect("create pool");
+    (pool, rec, fs)
+}
+
 #[test]
 fn b18_every_page_write_follows_a_log_flush_to_its_lsn_in_every_path_and_mode() {
     for mode in PoolMode::ALL {
@@ -331,17 +348,7 @@ fn b19_a_page_being_written_stays_in_the_dirty_page_table_until_written() {
 /// page whose latch is held while the batches run is written after them, once it is free.
 #[test]
 fn b23_write_back_goes_in_double_write_batches_and_writes_a_busy_page_after_them() {
-    let rec = Arc::new(Recorder::default());
-    let fs = FaultFs::new();
-    let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
-    vfs.create_dir_all(std::path::Path::new("/t")).expect("mkdir");
-    let area = swizzledb_buffer::DoubleWrite::open(&*vfs, std::path::Path::new("/t/dw"), PS).expect("area");
-    let log: Arc<dyn LogFlush> = rec.clone();
-    let config = swizzledb_buffer::PoolConfig {
-        double_write: Some(Arc::new(area)),
-        ..config(vfs, PoolMode::Traditional, 160, Some(log))
-    };
-    let pool = BufferPool::create(db_path(), &config, Arc::new(Owner)).expect("create pool");
+    let (pool, rec, fs) = double_write_pool();
     let mut lsns = Lsns::default();
     let root = make_root(&pool, &mut lsns);
     for i in 0..100u8 {
@@ -400,17 +407,7 @@ fn b23_write_back_goes_in_double_write_batches_and_writes_a_busy_page_after_them
 /// waits until the batch lets go.
 #[test]
 fn b26_a_locked_batch_reads_together_and_writes_after_one_log_flush_a_region_per_sync() {
-    let rec = Arc::new(Recorder::default());
-    let fs = FaultFs::new();
-    let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(RecordingFs::new(fs.clone(), rec.clone()));
-    vfs.create_dir_all(std::path::Path::new("/t")).expect("mkdir");
-    let area = swizzledb_buffer::DoubleWrite::open(&*vfs, std::path::Path::new("/t/dw"), PS).expect("area");
-    let log: Arc<dyn LogFlush> = rec.clone();
-    let config = swizzledb_buffer::PoolConfig {
-        double_write: Some(Arc::new(area)),
-        ..config(vfs, PoolMode::Traditional, 160, Some(log))
-    };
-    let pool = BufferPool::create(db_path(), &config, Arc::new(Owner)).expect("create pool");
+    let (pool, rec, fs) = double_write_pool();
     let mut lsns = Lsns::default();
     let root = make_root(&pool, &mut lsns);
     let ids: Vec<_> = (0..70u8).map(|i| add_leaf(&pool, root, i, &mut lsns)).collect();

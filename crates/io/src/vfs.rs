@@ -375,12 +375,10 @@ mod tests {
         fs::remove_dir(&dir).unwrap();
     }
 
-    /// IO6, IO7: a batch of writes, more than one ring holds, lands as the same writes one by
-    /// one would, also with direct I/O where the file system allows it; `allocate` extends the
-    /// file without changing a byte written before.
-    #[test]
-    fn io6_io7_batched_writes_and_reservations_land_as_single_writes_would() {
-        let dir = std::env::temp_dir().join(format!("swizzledb-vfs-batch-{}", std::process::id()));
+    /// Runs `body` on a new file in a scratch directory named `name`, buffered and then with
+    /// direct I/O where the file system allows it (not on tmpfs); removes both afterwards.
+    fn on_both_kinds_of_file(name: &str, mut body: impl FnMut(&dyn VfsFile, bool)) {
+        let dir = std::env::temp_dir().join(format!("swizzledb-vfs-{name}-{}", std::process::id()));
         OsFs.create_dir_all(&dir).unwrap();
         for direct in [false, true] {
             let path = dir.join(format!("f{direct}"));
@@ -390,6 +388,19 @@ mod tests {
                 Err(_) if direct => continue, // this file system refuses O_DIRECT (tmpfs)
                 Err(e) => panic!("{e}"),
             };
+            body(&*f, direct);
+            drop(f);
+            OsFs.remove(&path).unwrap();
+        }
+        let _ = fs::remove_dir(&dir);
+    }
+
+    /// IO6, IO7: a batch of writes, more than one ring holds, lands as the same writes one by
+    /// one would, also with direct I/O where the file system allows it; `allocate` extends the
+    /// file without changing a byte written before.
+    #[test]
+    fn io6_io7_batched_writes_and_reservations_land_as_single_writes_would() {
+        on_both_kinds_of_file("batch", |f, direct| {
             const PAGE: usize = 4096;
             let n = 300;
             // One aligned region for the pages (direct I/O needs aligned buffers): page i is
@@ -419,10 +430,7 @@ mod tests {
                 let want = (0..n).find(|&j| (j * 7) % n == i).map_or(0, |j| (j % 251) as u8);
                 assert!(page.iter().all(|&b| b == want), "direct {direct}: slot {i}");
             }
-            drop(f);
-            OsFs.remove(&path).unwrap();
-        }
-        let _ = fs::remove_dir(&dir);
+        });
     }
 
     /// IO7: a batch of reads, more than one ring holds and not in file order, returns what
@@ -430,16 +438,7 @@ mod tests {
     /// that meets the file's end fails alone, with `UnexpectedEof`.
     #[test]
     fn io7_batched_reads_return_what_single_reads_would() {
-        let dir = std::env::temp_dir().join(format!("swizzledb-vfs-readbatch-{}", std::process::id()));
-        OsFs.create_dir_all(&dir).unwrap();
-        for direct in [false, true] {
-            let path = dir.join(format!("f{direct}"));
-            let _ = OsFs.remove(&path);
-            let f = match OsFs.open(&path, OpenMode { create_new: true, direct }) {
-                Ok(f) => f,
-                Err(_) if direct => continue, // this file system refuses O_DIRECT (tmpfs)
-                Err(e) => panic!("{e}"),
-            };
+        on_both_kinds_of_file("readbatch", |f, direct| {
             const PAGE: usize = 4096;
             let n = 200;
             let mut region = vec![0u8; (n + 2) * PAGE];
@@ -471,10 +470,7 @@ mod tests {
                     assert!(buf.iter().all(|&b| b == want), "direct {direct}: read {j}");
                 }
             }
-            drop(f);
-            OsFs.remove(&path).unwrap();
-        }
-        let _ = fs::remove_dir(&dir);
+        });
     }
 
     #[test]
@@ -517,30 +513,28 @@ mod uring {
         static THREAD_RING: std::cell::RefCell<Option<IoUring>> = const { std::cell::RefCell::new(None) };
     }
 
-    /// Writes the batch with the writes of each round in flight together. `None` if no ring
-    /// could be set up (nothing was written then).
-    pub(super) fn write_batch(file: &File, writes: &[(&[u8], u64)]) -> Option<Vec<io::Result<()>>> {
+    /// Runs `f` on this thread's ring, set up at the thread's first batch. `None` if no ring
+    /// could be set up (then nothing was submitted).
+    fn with_ring<T>(f: impl FnOnce(&mut IoUring) -> T) -> Option<T> {
         THREAD_RING.with(|cell| {
             let mut slot = cell.try_borrow_mut().ok()?;
             if slot.is_none() {
                 *slot = Some(IoUring::new(RING).ok()?);
             }
-            let ring = slot.as_mut()?;
-            Some(write_with(ring, file, writes))
+            Some(f(slot.as_mut()?))
         })
+    }
+
+    /// Writes the batch with the writes of each round in flight together. `None` if no ring
+    /// could be set up (nothing was written then).
+    pub(super) fn write_batch(file: &File, writes: &[(&[u8], u64)]) -> Option<Vec<io::Result<()>>> {
+        with_ring(|ring| write_with(ring, file, writes))
     }
 
     /// Reads the batch with the reads of each round in flight together. `None` if no ring could
     /// be set up (nothing was read then).
     pub(super) fn read_batch(file: &File, reads: &mut [(&mut [u8], u64)]) -> Option<Vec<io::Result<()>>> {
-        THREAD_RING.with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
-            if slot.is_none() {
-                *slot = Some(IoUring::new(RING).ok()?);
-            }
-            let ring = slot.as_mut()?;
-            Some(read_with(ring, file, reads))
-        })
+        with_ring(|ring| read_with(ring, file, reads))
     }
 
     /// [`read_batch`] on `ring`, whose queues are empty, and left empty again.
