@@ -42,6 +42,8 @@ pub struct Builder {
     pub(crate) checkpoint_kind: CheckpointKind,
     pub(crate) log_archive: bool,
     pub(crate) archive_every: Option<Option<std::time::Duration>>,
+    /// [`crate::lab::LabOptions::archive_memory`]; `None`: the default.
+    pub(crate) archive_memory: Option<usize>,
     pub(crate) restart_mode: RestartMode,
     pub(crate) no_background_redo: bool,
     pub(crate) no_background_eviction: bool,

@@ -16,6 +16,11 @@ use crate::repair::{carries_image, frees, rebuild_page, redo_page, replay_onto};
 /// region of the double-write area (F15), so one sync of it per batch.
 const BATCH: usize = 64;
 
+/// The most archived changes of one page a replay decodes and holds at a time (R20): a page
+/// changed by every transaction has millions in one interval. (Tests take few, so that their
+/// replays bring pages forward in parts.)
+const PAGE_RECORDS: usize = if cfg!(test) { 8 } else { 16 << 10 };
+
 /// The name the replay's progress is kept under in the log directory.
 const PROGRESS: &str = "cleaned";
 
@@ -28,6 +33,8 @@ pub(crate) struct Replayed {
     pub(crate) marked_clean: u64,
     /// Archived changes applied.
     pub(crate) changes: u64,
+    /// Batches that held part of one page's changes (`PAGE_RECORDS`).
+    pub(crate) parts: u64,
 }
 
 /// Where the previous replays ended: every page's copy in the file holds every change below
@@ -53,9 +60,22 @@ pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Re
     let mut between = archive.between(from, to)?;
     let mut rooms = Rooms::default();
     let mut next = between.next_entry()?;
+    // A page whose changes filled their part (`PAGE_RECORDS`) after other pages of a batch:
+    // it starts the next batch.
+    let mut carried: Option<(PageId, Vec<(Lsn, Record)>)> = None;
     loop {
         let mut pages = Vec::with_capacity(BATCH);
-        while pages.len() < BATCH {
+        // Every change below it of each of the batch's pages is in the file once they are
+        // written: `to`, unless the batch is a part of one page's changes (R20).
+        let mut complete = to;
+        if let Some((id, records)) = carried.take() {
+            let more = next.as_ref().is_some_and(|e| e.page == id.get());
+            if more {
+                complete = Lsn(records.last().expect("a part holds changes").0 .0 + 1);
+            }
+            pages.push((id, records));
+        }
+        while pages.len() < BATCH && complete == to {
             let Some(first) = next.take() else { break };
             let id = PageId::new(first.page).ok_or_else(|| Error::LogCorrupted {
                 lsn: first.lsn,
@@ -65,16 +85,30 @@ pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Re
             loop {
                 next = between.next_entry()?;
                 match &next {
-                    Some(e) if e.page == first.page => records.push(decode(e)?),
+                    Some(e) if e.page == first.page && records.len() < PAGE_RECORDS => {
+                        records.push(decode(e)?)
+                    }
                     _ => break,
                 }
+            }
+            // A hot page's changes come in parts: each part is a batch of its own, written as
+            // of its last change, and the next part goes on from there.
+            if next.as_ref().is_some_and(|e| e.page == first.page) {
+                if pages.is_empty() {
+                    complete = Lsn(records.last().expect("a part holds changes").0 .0 + 1);
+                    pages.push((id, records));
+                } else {
+                    carried = Some((id, records));
+                }
+                break;
             }
             pages.push((id, records));
         }
         if pages.is_empty() {
             break;
         }
-        for (id, page, changes) in bring_forward_batch(wal, pool, &pages, to, &mut rooms)? {
+        done.parts += u64::from(complete < to);
+        for (id, page, changes) in bring_forward_batch(wal, pool, &pages, complete, &mut rooms)? {
             done.pages_written += 1;
             done.changes += changes;
             done.marked_clean += u64::from(pool.note_cleaned(id, page::page_lsn(&page)));
@@ -96,16 +130,17 @@ fn decode(e: &ArchiveEntry) -> Result<(Lsn, Record)> {
     Ok((e.lsn, r))
 }
 
-/// Brings the file copies of a batch of pages (each with its archived changes of the interval,
-/// in LSN order, all below `to`) forward under one lock of their stripes (B26), and writes
-/// those that changed as one batch, which reports each as propagated (B20). Returns each page
+/// Brings the file copies of a batch of pages (each with archived changes of the interval, in
+/// LSN order) forward under one lock of their stripes (B26), and writes those that changed as
+/// one batch, which reports each as propagated with every change below `complete` (B20): each
+/// page's changes below `complete` must be among its records or in its copy. Returns each page
 /// written, with the number of its changes. `rooms`: the aligned room the batch is read and
 /// written through, kept across batches.
 pub(crate) fn bring_forward_batch(
     wal: &Wal,
     pool: &BufferPool,
     pages: &[(PageId, Vec<(Lsn, Record)>)],
-    to: Lsn,
+    complete: Lsn,
     rooms: &mut Rooms,
 ) -> Result<Vec<(PageId, Vec<u8>, u64)>> {
     let page_size = pool.page_size();
@@ -125,7 +160,7 @@ pub(crate) fn bring_forward_batch(
         }
     }
     let out: Vec<(PageId, &[u8])> = written.iter().map(|(id, p, _)| (*id, &p[..])).collect();
-    files.write(&out, to, &mut rooms.writes)?;
+    files.write(&out, complete, &mut rooms.writes)?;
     Ok(written)
 }
 

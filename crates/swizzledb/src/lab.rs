@@ -163,6 +163,16 @@ impl LabOptions {
         self
     }
 
+    /// Bytes of archive entries one archiving holds in memory before it sorts them and spills
+    /// them to a temporary file (default 64 MiB; RECOVERY.md R17, wal README A4b): however long
+    /// the stretch of log, archiving it costs about this much memory. A small value makes every
+    /// archiving spill (for tests); 0 spills every entry.
+    #[must_use]
+    pub fn archive_memory(mut self, bytes: usize) -> Self {
+        self.0.archive_memory = Some(bytes);
+        self
+    }
+
     /// Whether a background thread keeps free frames ready (default: on; buffer README B31).
     /// On, a miss rarely evicts and almost never writes a dirty victim: the evictor thread,
     /// woken when free frames run low, evicts ahead of the misses and writes the dirty victims

@@ -115,6 +115,9 @@ pub(crate) struct Wal {
     /// Serializes archiving (runs must follow each other, wal README A1), and holds the
     /// archiver's analysis (R22) as of the LSN it names — the archive's end — when known.
     archiving: Mutex<Option<(Lsn, Analysis)>>,
+    /// Bytes of entries an archiving holds before it spills (`ARCHIVE_MEMORY`, or
+    /// `LabOptions::archive_memory`).
+    pub(crate) archive_memory: usize,
     /// Serializes merges of the archive's runs (R17), which run beside archiving.
     merging: Mutex<()>,
     /// Set while the background merger runs: archiving then leaves merges to it.
@@ -163,6 +166,10 @@ type TxnShard = Mutex<rustc_hash::FxHashMap<TxnId, Arc<TxnShared>>>;
 /// Log bytes without page changes the background archiver leaves unarchived rather than add an
 /// empty run.
 const EMPTY_RUN_BYTES: u64 = 1 << 20;
+
+/// Bytes of archive entries an archiving holds in memory before it spills a sorted chunk
+/// (R17, wal README A4b).
+const ARCHIVE_MEMORY: usize = 64 << 20;
 
 /// Runs of about one size the archiver merges into one (R17; wal README A7).
 const MERGE_RUNS: usize = 8;
@@ -213,6 +220,7 @@ impl Wal {
             released_commit: AtomicU64::new(0),
             archive: None,
             archiving: Mutex::new(None),
+            archive_memory: ARCHIVE_MEMORY,
             merging: Mutex::new(()),
             background_merges: std::sync::atomic::AtomicBool::new(false),
             checkpoint_kind: CheckpointKind::Classical,
@@ -329,7 +337,9 @@ impl Wal {
             Some(_) => None,
             None => state.as_ref().filter(|(at, _)| *at == from).map(|(_, a)| a.clone()),
         };
-        let mut entries = Vec::new();
+        // R17: the stretch's entries are gathered within a budget; past it they are sorted and
+        // spilled (wal README A4b), so archiving a long stretch does not hold it in memory.
+        let mut entries = archive.run_builder(self.archive_memory);
         for item in self.log.scan(from)? {
             let (lsn, body) = item?;
             if lsn >= to {
@@ -343,9 +353,9 @@ impl Wal {
             let pages = Record::pages_in(&body).map_err(|e| corrupted(e.to_string()))?;
             if let Some((last, rest)) = pages.split_last() {
                 for page in rest {
-                    entries.push(ArchiveEntry { page: page.get(), lsn, body: body.clone() });
+                    entries.push(ArchiveEntry { page: page.get(), lsn, body: body.clone() })?;
                 }
-                entries.push(ArchiveEntry { page: last.get(), lsn, body });
+                entries.push(ArchiveEntry { page: last.get(), lsn, body })?;
             }
         }
         if how == Archiving::SkipEmpty && entries.is_empty() && to.0 - from.0 < EMPTY_RUN_BYTES {
@@ -356,7 +366,7 @@ impl Wal {
             None => analysis.as_ref().map(|a| a.archived_state(to)),
         };
         let bytes = end_state.as_ref().map(ArchivedState::encode).unwrap_or_default();
-        let run = archive.add_run_with_state(from, to, entries, &bytes)?;
+        let run = entries.finish(from, to, &bytes)?;
         *state = match (known_end, analysis) {
             (Some(k), _) => Some((to, Analysis::for_archiver(k))),
             (None, Some(a)) => Some((to, a)),

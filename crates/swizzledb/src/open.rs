@@ -88,6 +88,9 @@ impl Builder {
         // R25: not with the decoupled cleaner (R20, R21), whose pages the archive propagates:
         // a close that truncates the whole log there is not verified yet.
         wal.seal_on_close = !self.keep_log_on_close && self.cleaner != Cleaner::Decoupled;
+        if let Some(bytes) = self.archive_memory {
+            wal.archive_memory = bytes;
+        }
         wal
     }
 

@@ -439,6 +439,25 @@ fn write_run(
     entries: &mut dyn Iterator<Item = Result<Entry>>,
     state: &[u8],
 ) -> Result<PathBuf> {
+    let path = dir.join(run_name(begin, end));
+    let tmp = dir.join(format!("{}.tmp", run_name(begin, end)));
+    write_run_file(vfs, &tmp, (begin, end), entries, state, true)?;
+    vfs.rename(&tmp, &path).map_err(|e| LogError::io("renaming", &tmp, e))?;
+    vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
+    Ok(path)
+}
+
+/// Writes a run file at `tmp` (any earlier file there removed), synced if `sync`: [`write_run`]
+/// before the rename, and a spilled chunk of a [`RunBuilder`] (A4b), which is read back by the
+/// same process and never renamed, so it needs no sync.
+fn write_run_file(
+    vfs: &dyn Vfs,
+    tmp: &Path,
+    (begin, end): (Lsn, Lsn),
+    entries: &mut dyn Iterator<Item = Result<Entry>>,
+    state: &[u8],
+    sync: bool,
+) -> Result<()> {
     let Some(state_len) = u32::try_from(state.len()).ok().filter(|&n| n as usize <= MAX_STATE) else {
         return Err(LogError::BadConfig {
             reason: format!(
@@ -448,13 +467,11 @@ fn write_run(
             ),
         });
     };
-    let path = dir.join(run_name(begin, end));
-    let tmp = dir.join(format!("{}.tmp", run_name(begin, end)));
-    match vfs.remove(&tmp) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(LogError::io("removing", &tmp, e)),
+    match vfs.remove(tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(LogError::io("removing", tmp, e)),
         _ => {}
     }
-    let file = vfs.open(&tmp, OpenMode::CREATE_NEW).map_err(|e| LogError::io("creating", &tmp, e))?;
+    let file = vfs.open(tmp, OpenMode::CREATE_NEW).map_err(|e| LogError::io("creating", tmp, e))?;
     let mut out = Vec::with_capacity(READ_CHUNK + 4096);
     let mut off = HEADER as u64;
     let (mut count, mut index): (u64, Vec<PageRef>) = (0, Vec::new());
@@ -489,7 +506,7 @@ fn write_run(
         count += 1;
         encode_entry(&e, &mut out);
         if out.len() >= READ_CHUNK {
-            file.write_all_at(&out, off).map_err(|e| LogError::io("writing", &tmp, e))?;
+            file.write_all_at(&out, off).map_err(|e| LogError::io("writing", tmp, e))?;
             off += out.len() as u64;
             out.clear();
         }
@@ -516,12 +533,12 @@ fn write_run(
         out.extend_from_slice(&tail);
     } else {
         for part in [&out[..], state] {
-            file.write_all_at(part, off).map_err(|e| LogError::io("writing", &tmp, e))?;
+            file.write_all_at(part, off).map_err(|e| LogError::io("writing", tmp, e))?;
             off += part.len() as u64;
         }
         out = tail;
     }
-    file.write_all_at(&out, off).map_err(|e| LogError::io("writing", &tmp, e))?;
+    file.write_all_at(&out, off).map_err(|e| LogError::io("writing", tmp, e))?;
     let mut h = [0u8; HEADER];
     h[..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&VERSION.to_le_bytes());
@@ -533,12 +550,138 @@ fn write_run(
     h[56..60].copy_from_slice(&state_len.to_le_bytes());
     let crc = crc32c::crc32c(&h[..60]);
     h[60..].copy_from_slice(&crc.to_le_bytes());
-    file.write_all_at(&h, 0).map_err(|e| LogError::io("writing", &tmp, e))?;
-    file.sync().map_err(|e| LogError::io("syncing", &tmp, e))?;
-    drop(file);
-    vfs.rename(&tmp, &path).map_err(|e| LogError::io("renaming", &tmp, e))?;
-    vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
-    Ok(path)
+    file.write_all_at(&h, 0).map_err(|e| LogError::io("writing", tmp, e))?;
+    if sync {
+        file.sync().map_err(|e| LogError::io("syncing", tmp, e))?;
+    }
+    Ok(())
+}
+
+/// Bytes an entry held by a [`RunBuilder`] is counted for besides its body: the entry itself
+/// and the allocator's bookkeeping of the body.
+const HELD_OVERHEAD: usize = std::mem::size_of::<Entry>() + 16;
+
+/// One new run's entries, gathered within a memory budget ([`Archive::run_builder`], A4b).
+pub struct RunBuilder<'a> {
+    archive: &'a Archive,
+    budget: usize,
+    /// Entries not spilled yet, in arrival order.
+    held: Vec<Entry>,
+    /// What `held` is counted for (bodies plus [`HELD_OVERHEAD`] each).
+    held_bytes: usize,
+    /// The chunks spilled so far, each sorted, open and already unlinked (A4b).
+    spills: Vec<Arc<Run>>,
+}
+
+impl RunBuilder<'_> {
+    /// Adds an entry; spills the entries held once they are counted over the budget.
+    ///
+    /// # Errors
+    /// I/O errors writing or reading back a spilled chunk; the archive is as before, and the
+    /// builder should be dropped.
+    pub fn push(&mut self, entry: Entry) -> Result<()> {
+        self.held_bytes += entry.body.len() + HELD_OVERHEAD;
+        self.held.push(entry);
+        if self.held_bytes > self.budget {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// Whether no entry was pushed.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty() && self.spills.is_empty()
+    }
+
+    /// Sorts the entries held and writes them to a temporary run file (named `….spill.tmp`,
+    /// which [`Archive::open`] removes if a crash leaves it); at [`MAX_SPILLS`] chunks, merges
+    /// them all into one first, so that a builder keeps a bounded number of files open.
+    fn spill(&mut self) -> Result<()> {
+        let mut chunk = std::mem::take(&mut self.held);
+        self.held_bytes = 0;
+        chunk.sort_by_key(|e| (e.page, e.lsn));
+        if self.spills.len() + 1 >= MAX_SPILLS {
+            let spills = std::mem::take(&mut self.spills);
+            let merged = self.write_spill(&mut kway(&spills, chunk)?)?;
+            self.spills.push(merged);
+        } else {
+            let spill = self.write_spill(&mut chunk.into_iter().map(Ok))?;
+            self.spills.push(spill);
+        }
+        Ok(())
+    }
+
+    /// Writes `entries` (sorted, at least one) to a temporary run file, opens it and unlinks
+    /// it: the open handle reads it until the builder is done (io README IO9).
+    fn write_spill(&self, entries: &mut dyn Iterator<Item = Result<Entry>>) -> Result<Arc<Run>> {
+        let a = self.archive;
+        // A spill's interval only has to hold its entries' LSNs: the whole of them.
+        let (lo, hi) = (Lsn(0), Lsn(u64::MAX));
+        // Unique in the process, so that builders of one archive never share a file.
+        static SPILLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SPILLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = a.dir.join(format!("{}.{n}.spill.tmp", run_name(lo, hi)));
+        write_run_file(&*a.vfs, &path, (lo, hi), entries, &[], false)?;
+        let run = Run::open(&*a.vfs, &path, (lo, hi));
+        a.vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
+        Ok(Arc::new(run?))
+    }
+
+    /// Writes the run over `[begin, end)` with `state`, as [`Archive::add_run_with_state`]
+    /// would have with every entry pushed: a k-way merge of the spilled chunks and the sorted
+    /// rest when anything was spilled.
+    ///
+    /// # Errors
+    /// As [`Archive::add_run_with_state`]; the archive is then as before.
+    pub fn finish(self, begin: Lsn, end: Lsn, state: &[u8]) -> Result<RunSummary> {
+        let RunBuilder { archive: a, mut held, spills, .. } = self;
+        let _a = a.appender.lock();
+        a.check_follows(begin, end)?;
+        held.sort_by_key(|e| (e.page, e.lsn));
+        let path = write_run(&*a.vfs, &a.dir, (begin, end), &mut kway(&spills, held)?, state)?;
+        a.install(&path, (begin, end))
+    }
+}
+
+/// Spilled chunks a [`RunBuilder`] keeps before it merges them into one (A4b).
+const MAX_SPILLS: usize = 32;
+
+/// The k-way merge, in (page, LSN) order, of `runs` (each in that order) and `rest` (sorted).
+fn kway(runs: &[Arc<Run>], rest: Vec<Entry>) -> Result<impl Iterator<Item = Result<Entry>>> {
+    let mut scans: Vec<RunScan> = runs.iter().map(Run::scan).collect();
+    let mut rest = rest.into_iter();
+    // The heap's sources: the runs' scans, then the rest (`own`).
+    let own = scans.len();
+    let mut heap = BinaryHeap::with_capacity(own + 1);
+    for (i, s) in scans.iter_mut().enumerate() {
+        if let Some(entry) = s.next_entry()? {
+            heap.push(Head { entry, source: i });
+        }
+    }
+    if let Some(entry) = rest.next() {
+        heap.push(Head { entry, source: own });
+    }
+    Ok(std::iter::from_fn(move || {
+        let Head { entry, source } = heap.pop()?;
+        let next = if source == own { Ok(rest.next()) } else { scans[source].next_entry() };
+        match next {
+            Ok(Some(next)) => heap.push(Head { entry: next, source }),
+            Ok(None) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        Some(Ok(entry))
+    }))
+}
+
+impl std::fmt::Debug for RunBuilder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunBuilder")
+            .field("budget", &self.budget)
+            .field("held", &self.held.len())
+            .field("spills", &self.spills.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The archived entries of an LSN interval in (page, LSN) order ([`Archive::between`], A5b).
@@ -718,6 +861,24 @@ impl Archive {
         state: &[u8],
     ) -> Result<RunSummary> {
         let _a = self.appender.lock();
+        self.check_follows(begin, end)?;
+        entries.sort_by_key(|e| (e.page, e.lsn));
+        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut entries.into_iter().map(Ok), state)?;
+        self.install(&path, (begin, end))
+    }
+
+    /// Entries for one new run gathered within `budget` bytes of memory (A4b): push them in any
+    /// order, then [`RunBuilder::finish`] writes the run as [`Archive::add_run_with_state`] does.
+    /// Past the budget the entries held are sorted and spilled to a temporary file, and `finish`
+    /// merges the spilled chunks with the rest, so a run of any size costs about `budget` bytes
+    /// plus a read buffer per chunk. A budget of 0 spills every entry.
+    #[must_use]
+    pub fn run_builder(&self, budget: usize) -> RunBuilder<'_> {
+        RunBuilder { archive: self, budget, held: Vec::new(), held_bytes: 0, spills: Vec::new() }
+    }
+
+    /// A4: a new run must start where the archive ends (anywhere, while it is empty).
+    fn check_follows(&self, begin: Lsn, end: Lsn) -> Result<()> {
         if begin >= end || self.end().is_some_and(|e| e != begin) {
             return Err(LogError::BadConfig {
                 reason: format!(
@@ -726,9 +887,12 @@ impl Archive {
                 ),
             });
         }
-        entries.sort_by_key(|e| (e.page, e.lsn));
-        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut entries.into_iter().map(Ok), state)?;
-        let run = Arc::new(Run::open(&*self.vfs, &path, (begin, end))?);
+        Ok(())
+    }
+
+    /// Opens the run just written at `path` and appends it to the list (the appender held).
+    fn install(&self, path: &Path, (begin, end): (Lsn, Lsn)) -> Result<RunSummary> {
+        let run = Arc::new(Run::open(&*self.vfs, path, (begin, end))?);
         let summary = run.summary.clone();
         let mut runs = self.runs.lock();
         let mut next = Vec::clone(&runs);

@@ -38,7 +38,7 @@ mod publish;
 mod ring;
 mod segment;
 
-pub use archive::{Archive, Between as ArchiveBetween, Entry as ArchiveEntry, RunSummary};
+pub use archive::{Archive, Between as ArchiveBetween, Entry as ArchiveEntry, RunBuilder, RunSummary};
 pub use error::{LogError, Result};
 pub use manager::log_manager::{LogConfig, LogManager, LogScan};
 pub use manager::{Damage, LogStats, OpenReport, Recovery};

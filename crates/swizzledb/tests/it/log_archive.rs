@@ -77,10 +77,26 @@ fn logged_changes(log: &LogManager, end: Lsn) -> Vec<ArchiveEntry> {
 
 #[test]
 fn r17_every_page_change_is_archived_once_under_each_page_it_changes() {
+    every_page_change_is_archived_once(None);
+}
+
+/// R17 with archive memory for a few hundred entries: each archiving sorts and spills chunks
+/// (wal README A4b) and merges them into its one run, which is the same run.
+#[test]
+fn r17_an_archiving_that_spills_archives_the_same_changes() {
+    let fs = every_page_change_is_archived_once(Some(16 << 10));
+    assert!(fs.calls(Op::Remove, Some("spill")) >= 10, "precondition: the archiving spilled");
+}
+
+/// R17's test, with `memory` as `LabOptions::archive_memory`; returns the file system.
+fn every_page_change_is_archived_once(memory: Option<usize>) -> FaultFs {
     let fs = fault_fs();
     let path = Path::new("/d/db");
     // The whole log kept at close (R25): the test compares the archive with it.
-    let builder = builder(&fs).log_archive(true).keep_log_on_close(true);
+    let mut builder = builder(&fs).log_archive(true).keep_log_on_close(true);
+    if let Some(bytes) = memory {
+        builder = builder.lab(|l| l.archive_memory(bytes));
+    }
     let db = builder.clone().create(path).unwrap();
     workload(&db, 0, 1500);
     let run = db.archive_log().unwrap().expect("a run of the new records");
@@ -117,6 +133,8 @@ fn r17_every_page_change_is_archived_once_under_each_page_it_changes() {
     let db = builder.open(path).unwrap();
     assert_eq!(db.tree("t").unwrap().get(&key(1)).unwrap(), Some(vec![1u8; 60]));
     assert!(db.archive_runs().unwrap().len() >= runs.len());
+    drop(db);
+    fs
 }
 
 #[test]

@@ -563,3 +563,125 @@ proptest! {
         check(&a, &model)?;
     }
 }
+
+/// Entries over [300, 2300): pages 0..40, bodies of 1 to 120 bytes, in an order far from
+/// (page, LSN) order.
+fn scattered() -> Vec<Entry> {
+    let mut v: Vec<Entry> = (300..2300u64)
+        .step_by(2)
+        .map(|l| Entry {
+            page: (l * 7919) % 40,
+            lsn: Lsn(l),
+            body: vec![(l % 251) as u8; 1 + (l % 120) as usize],
+        })
+        .collect();
+    v.reverse();
+    v
+}
+
+/// The directory's files other than run files: a builder leaves none behind (A4b).
+fn leftovers(fs: &FaultFs) -> Vec<PathBuf> {
+    fs.list(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|p| p.extension().is_none_or(|x| x != "run"))
+        .collect()
+}
+
+#[test]
+fn a4b_a_run_built_within_any_budget_is_the_run_built_in_memory() {
+    let oracle_fs = fs();
+    let oracle = open(&oracle_fs).unwrap();
+    three_runs(&oracle);
+    let want = oracle.add_run_with_state(Lsn(300), Lsn(2300), scattered(), &state(2300)).unwrap();
+    let want_bytes = oracle_fs.contents(&run_paths(&oracle_fs)[3]).unwrap();
+    // 0: every entry spills (and the spills are merged at the cap); 4 KiB: a few dozen
+    // chunks; 64 KiB: two; unbounded: none.
+    for (budget, spills) in [(0, 1000u64), (4096, 20), (64 << 10, 2), (usize::MAX, 0)] {
+        let fs = fs();
+        let a = open(&fs).unwrap();
+        let mut all = three_runs(&a);
+        let mut b = a.run_builder(budget);
+        assert!(b.is_empty());
+        for e in scattered() {
+            b.push(e).unwrap();
+        }
+        assert!(!b.is_empty());
+        let got = b.finish(Lsn(300), Lsn(2300), &state(2300)).unwrap();
+        assert_eq!(got, want, "budget {budget}");
+        assert_eq!(fs.contents(&run_paths(&fs)[3]).unwrap(), want_bytes, "budget {budget}: the same file");
+        let spilled = fs.calls(Op::Remove, Some("spill"));
+        assert!(
+            if spills == 0 { spilled == 0 } else { spilled >= spills },
+            "budget {budget}: {spilled} spills"
+        );
+        assert_eq!(leftovers(&fs), Vec::<PathBuf>::new(), "budget {budget}");
+        all.extend(scattered());
+        assert_holds(&a, &all);
+        drop(a);
+        let a = open(&fs).unwrap();
+        assert_holds(&a, &all);
+        assert_eq!(a.newest_state().unwrap(), Some((Lsn(2300), state(2300))));
+    }
+}
+
+#[test]
+fn a4b_a_builder_refuses_a_run_that_does_not_follow_and_leaves_nothing() {
+    let fs = fs();
+    let a = open(&fs).unwrap();
+    let all = three_runs(&a);
+    let mut b = a.run_builder(1024);
+    for e in scattered() {
+        b.push(e).unwrap();
+    }
+    assert!(matches!(b.finish(Lsn(299), Lsn(2300), &[]), Err(LogError::BadConfig { .. })));
+    // Dropped after spilling, unfinished: nothing written, nothing left.
+    let mut b = a.run_builder(1024);
+    for e in scattered() {
+        b.push(e).unwrap();
+    }
+    drop(b);
+    assert_eq!(leftovers(&fs), Vec::<PathBuf>::new());
+    assert_eq!(a.end(), Some(Lsn(300)));
+    assert_holds(&a, &all);
+}
+
+#[test]
+fn a4b_a_fault_at_any_io_call_of_a_spilling_build_leaves_the_old_or_the_new_archive() {
+    let ops = [Op::Open, Op::Write, Op::Sync, Op::Rename, Op::SyncDir, Op::Remove, Op::Read];
+    let build = |a: &Archive| -> Result<(), LogError> {
+        let mut b = a.run_builder(8 << 10);
+        for e in scattered() {
+            b.push(e)?;
+        }
+        b.finish(Lsn(300), Lsn(2300), &state(2300)).map(|_| ())
+    };
+    for op in ops {
+        let probe = fs();
+        let a = open(&probe).unwrap();
+        let before = three_runs(&a);
+        let calls0 = probe.calls(op, None);
+        build(&a).unwrap();
+        let n = probe.calls(op, None) - calls0;
+        assert!(op == Op::Rename || probe.calls(Op::Remove, Some("spill")) >= 4, "precondition: it spills");
+        for k in 1..=n {
+            let fs = fs();
+            let a = open(&fs).unwrap();
+            three_runs(&a);
+            fs.fail_next(FaultRule::new(op, Fault::Eio).nth(k));
+            let result = build(&a);
+            assert!(result.is_err() || op == Op::Read, "{op:?} #{k} must fail");
+            drop(a);
+            fs.crash(CrashMode::DropUnsynced);
+            let a = open(&fs).unwrap_or_else(|e| panic!("{op:?} #{k}: reopen: {e}"));
+            assert_eq!(leftovers(&fs), Vec::<PathBuf>::new(), "{op:?} #{k}: A6 removes spills");
+            let mut want = before.clone();
+            if a.end() == Some(Lsn(2300)) {
+                want.extend(scattered());
+            } else {
+                assert_eq!(a.end(), Some(Lsn(300)), "{op:?} #{k}");
+            }
+            assert_holds(&a, &want);
+        }
+    }
+}
