@@ -69,10 +69,10 @@ pub(crate) fn tree_lock_id(root: swizzledb_sync::PageId) -> u32 {
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// K10: how long a queued request watches for its grant before it parks. A lock waited for is
-/// mostly held by a transaction that is running on another core and ends within tens of
-/// microseconds; parking and being woken costs two system calls and, on a virtual machine, the
-/// wake-up of an idle core.
-const SPIN_BEFORE_PARK: Duration = Duration::from_micros(20);
+/// mostly held by a transaction that is running on another core and ends within tens to a few
+/// hundred microseconds; parking and being woken costs two system calls and, on a virtual
+/// machine, the wake-up of an idle core.
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(200);
 
 /// K23: how long a request waits before it looks for a deadlock again (doubling each time).
 const DETECT_AGAIN: Duration = Duration::from_millis(50);
@@ -1626,7 +1626,7 @@ mod tests {
                         assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "K2: two exclusive holders");
                         // Hold it a little, longer now and then than the watch lasts.
                         let hold =
-                            if i % 64 == 0 { Duration::from_micros(200) } else { Duration::from_micros(2) };
+                            if i % 64 == 0 { Duration::from_micros(2_000) } else { Duration::from_micros(2) };
                         let until = Instant::now() + hold;
                         while Instant::now() < until {
                             std::hint::spin_loop();
