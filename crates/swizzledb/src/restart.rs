@@ -528,19 +528,26 @@ pub(crate) fn analyze_and_redo(
     }
     stats.pages_repaired = pages.repaired;
     let page_count = a.page_count.max(pages.pages.keys().map(|p| p.get() + 1).max().unwrap_or(0));
-    // In batches: each batch costs one sync of the double-write area (F15).
+    // In batches: each batch costs one sync of the double-write area (F15). A batch is copied
+    // into one aligned room, which direct I/O needs (F14).
     let mut redone: Vec<(PageId, Vec<u8>)> = pages.pages.into_iter().collect();
     redone.sort_unstable_by_key(|(id, _)| *id);
-    for batch in redone.chunks_mut(64) {
-        if file.is_direct() {
-            for (id, p) in batch.iter_mut() {
-                file.write_page(*id, p)?;
-            }
-        } else {
-            let mut writes: Vec<(PageId, &mut [u8])> =
-                batch.iter_mut().map(|(id, p)| (*id, p.as_mut_slice())).collect();
-            file.write_pages(&mut writes)?;
+    let size = file.page_size();
+    let mut room: Option<swizzledb_buffer::AlignedBuf> = None;
+    for batch in redone.chunks(64) {
+        if room.as_ref().is_none_or(|r| r.as_slice().len() < batch.len() * size) {
+            room = Some(swizzledb_buffer::AlignedBuf::new(batch.len() * size, 4096)?);
         }
+        let out = room.as_mut().expect("made above").as_mut_slice();
+        let mut writes: Vec<(PageId, &mut [u8])> = out
+            .chunks_mut(size)
+            .zip(batch)
+            .map(|(out, (id, p))| {
+                out.copy_from_slice(p);
+                (*id, out)
+            })
+            .collect();
+        file.write_pages(&mut writes)?;
         stats.pages_written += batch.len() as u64;
     }
     if file.len_pages()? < page_count {
