@@ -930,23 +930,7 @@ impl Archive {
         let (begin, end) = (inputs[0].summary.begin, inputs[n - 1].summary.end);
         // The state as of `end` is the newest input's.
         let state = inputs[n - 1].state()?;
-        let mut scans: Vec<RunScan> = inputs.iter().map(Run::scan).collect();
-        let mut heap = BinaryHeap::with_capacity(n);
-        for (i, s) in scans.iter_mut().enumerate() {
-            if let Some(entry) = s.next_entry()? {
-                heap.push(Head { entry, source: i });
-            }
-        }
-        let mut merged = std::iter::from_fn(|| {
-            let Head { entry, source } = heap.pop()?;
-            match scans[source].next_entry() {
-                Ok(Some(next)) => heap.push(Head { entry: next, source }),
-                Ok(None) => {}
-                Err(e) => return Some(Err(e)),
-            }
-            Some(Ok(entry))
-        });
-        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut merged, &state)?;
+        let path = write_run(&*self.vfs, &self.dir, (begin, end), &mut kway(inputs, Vec::new())?, &state)?;
         drop(state);
         let run = Arc::new(Run::open(&*self.vfs, &path, (begin, end))?);
         let summary = run.summary.clone();
