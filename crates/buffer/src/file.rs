@@ -560,6 +560,30 @@ impl PageFile {
         self.write_raw(id, buf)
     }
 
+    /// [`write_pages`](Self::write_pages) of copies of `pages`, made in `room` (aligned for
+    /// direct I/O, grown as needed; keep it for the next batch), in page-id order: for pages
+    /// held in buffers that are not aligned, or that must not be sealed in place.
+    ///
+    /// # Errors
+    /// As [`write_pages`](Self::write_pages); `Config` if the room cannot be allocated.
+    pub fn write_copies(&self, pages: &[(PageId, &[u8])], room: &mut Option<AlignedBuf>) -> Result<()> {
+        let size = self.page_size;
+        if room.as_ref().is_none_or(|b| b.as_slice().len() < pages.len() * size) {
+            *room = Some(AlignedBuf::new(pages.len() * size, DIRECT_ALIGN)?);
+        }
+        let out = room.as_mut().expect("made above").as_mut_slice();
+        let mut copies: Vec<(PageId, &mut [u8])> = out
+            .chunks_mut(size)
+            .zip(pages)
+            .map(|(out, (id, buf))| {
+                out.copy_from_slice(buf);
+                (*id, out)
+            })
+            .collect();
+        copies.sort_unstable_by_key(|(id, _)| *id);
+        self.write_pages(&mut copies)
+    }
+
     /// Seals and writes several pages at once (F14): as [`write_page`](Self::write_page) each,
     /// but handed to the file system as one batch (`VfsFile::write_all_at_batch`), which may
     /// have them in flight together. The ids must differ. Every buffer must be one page,

@@ -117,9 +117,11 @@ pub(crate) fn replay(wal: &Wal, pool: &BufferPool, from: Lsn) -> Result<(Lsn, Re
     pool.sync_file()?;
     wal.log.write_named_lsn(PROGRESS, to)?;
     log::debug!(
-        "swizzledb decoupled cleaner: replayed {from}..{to}: {} changes, {} pages written",
+        "swizzledb decoupled cleaner: replayed {from}..{to}: {} changes, {} pages written, {} batches \
+         of part of a hot page's changes",
         done.changes,
-        done.pages_written
+        done.pages_written,
+        done.parts
     );
     Ok((to, done))
 }

@@ -532,22 +532,10 @@ pub(crate) fn analyze_and_redo(
     // into one aligned room, which direct I/O needs (F14).
     let mut redone: Vec<(PageId, Vec<u8>)> = pages.pages.into_iter().collect();
     redone.sort_unstable_by_key(|(id, _)| *id);
-    let size = file.page_size();
-    let mut room: Option<swizzledb_buffer::AlignedBuf> = None;
+    let mut room = None;
     for batch in redone.chunks(64) {
-        if room.as_ref().is_none_or(|r| r.as_slice().len() < batch.len() * size) {
-            room = Some(swizzledb_buffer::AlignedBuf::new(batch.len() * size, 4096)?);
-        }
-        let out = room.as_mut().expect("made above").as_mut_slice();
-        let mut writes: Vec<(PageId, &mut [u8])> = out
-            .chunks_mut(size)
-            .zip(batch)
-            .map(|(out, (id, p))| {
-                out.copy_from_slice(p);
-                (*id, out)
-            })
-            .collect();
-        file.write_pages(&mut writes)?;
+        let batch: Vec<(PageId, &[u8])> = batch.iter().map(|(id, p)| (*id, p.as_slice())).collect();
+        file.write_copies(&batch, &mut room)?;
         stats.pages_written += batch.len() as u64;
     }
     if file.len_pages()? < page_count {

@@ -143,7 +143,6 @@ impl FilePages<'_> {
         complete_below: Lsn,
         scratch: &mut Option<AlignedBuf>,
     ) -> Result<()> {
-        let size = self.pool.page_size;
         let mut ids: Vec<PageId> = pages.iter().map(|(id, _)| *id).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -156,20 +155,7 @@ impl FilePages<'_> {
             return Ok(());
         };
         self.pool.wal_before_write(top_id, top_lsn)?;
-        if scratch.as_ref().is_none_or(|b| b.as_slice().len() < pages.len() * size) {
-            *scratch = Some(AlignedBuf::new(pages.len() * size, 4096)?);
-        }
-        let room = scratch.as_mut().expect("made above").as_mut_slice();
-        let mut copies: Vec<(PageId, &mut [u8])> = room
-            .chunks_mut(size)
-            .zip(pages)
-            .map(|(out, (id, buf))| {
-                out.copy_from_slice(buf);
-                (*id, out)
-            })
-            .collect();
-        copies.sort_unstable_by_key(|(id, _)| *id);
-        self.pool.file.write_pages(&mut copies)?;
+        self.pool.file.write_copies(pages, scratch)?;
         if let Some(log) = &self.pool.log {
             for (id, buf) in pages {
                 log.page_propagated(*id, page::page_lsn(buf), complete_below);
