@@ -193,7 +193,8 @@ impl Builder {
 
     /// The bound on the memory of the versions snapshot reads keep (default
     /// [`DEFAULT_VERSION_MEMORY`](crate::DEFAULT_VERSION_MEMORY), LOCKS.md K20): the before-images of changes that a running
-    /// snapshot must not see. Past it the oldest snapshots end, and their next read fails with
+    /// snapshot must not see, kept after their transactions ended (a running transaction's are
+    /// its undo list, which its rollback needs anyway). Past it the oldest snapshots end, and their next read fails with
     /// [`Error::SnapshotTooOld`]; a plain read outside a transaction starts again with a fresh
     /// snapshot instead.
     #[must_use]

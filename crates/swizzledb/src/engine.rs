@@ -293,20 +293,31 @@ impl Core {
         Ok(())
     }
 
+    /// Locks `key` exclusively for a change by `writer`'s transaction `txn`: with versions, the
+    /// lock's head names the writer, whose undo list holds the key's version (LOCKS.md K17).
+    pub(crate) fn lock_to_write(
+        &self,
+        txn: TxnId,
+        tree: &Tree,
+        key: &[u8],
+        writer: &Arc<crate::version::Writer>,
+    ) -> Result<()> {
+        if let Some(locks) = &self.locks {
+            let (t, k) = isolation::lock_name(tree, Some(key));
+            match self.versions {
+                Some(_) => locks.lock_to_write(txn, t, k, writer)?,
+                None => locks.lock(txn, t, k, lock::LockMode::Exclusive)?,
+            }
+        }
+        Ok(())
+    }
+
     /// Releases a transaction's record locks (K8): at its end, or at its commit record in sync
-    /// mode (R2's early lock release). The versions it parked in them go with them (LOCKS.md
-    /// K17, K19).
+    /// mode (R2's early lock release). Its versions went to the chains before, where a
+    /// snapshot may need them (LOCKS.md K19).
     pub(crate) fn release_locks(&self, txn: TxnId) {
-        let Some(locks) = &self.locks else { return };
-        match &self.versions {
-            Some(versions) => {
-                let mut unparking = versions.unparking();
-                locks.release_all_with(txn, |key, parked| unparking.take(key, parked));
-                unparking.done();
-            }
-            None => {
-                locks.release_all(txn);
-            }
+        if let Some(locks) = &self.locks {
+            locks.release_all(txn);
         }
     }
 

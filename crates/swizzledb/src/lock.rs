@@ -50,7 +50,7 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::version::Parked;
+use crate::version::Writer;
 
 pub use swizzledb_sync::TxnId;
 
@@ -302,6 +302,38 @@ pub struct LockManager {
     /// need.
     spinners: LineCount,
     max_spinners: u32,
+    /// K18: heads naming a writer, counted per bucket of name hashes.
+    writers: WriterCounts,
+}
+
+/// K18: how many lock heads name a writer (K17), per bucket of their names' hashes: a reader
+/// whose key's bucket counts none has no running writer's version to look up.
+struct WriterCounts(Box<[AtomicU32]>);
+
+/// Buckets of [`WriterCounts`].
+const WRITER_BUCKETS: usize = 4096;
+
+impl WriterCounts {
+    fn new() -> WriterCounts {
+        WriterCounts((0..WRITER_BUCKETS).map(|_| AtomicU32::new(0)).collect())
+    }
+
+    /// The bucket of a name's hash: bits the shard choice (the low ones) does not use.
+    fn bucket(&self, hash: u64) -> &AtomicU32 {
+        &self.0[((hash >> 24) as usize) % WRITER_BUCKETS]
+    }
+
+    fn raise(&self, hash: u64) {
+        self.bucket(hash).fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn lower(&self, hash: u64) {
+        self.bucket(hash).fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn counted(&self, hash: u64) -> bool {
+        self.bucket(hash).load(Ordering::SeqCst) != 0
+    }
 }
 
 /// K15: counters of range-reading transactions, by tree lock id (two trees may share one: that
@@ -458,19 +490,14 @@ impl Table {
     }
 
     /// K8, K13, K17 for one lock `txn` held, found by its head's id in one probe: drops the
-    /// hold, grants what that unblocks, hands a version `txn` parked there (as exclusive
-    /// holder) to `unpark`, and drops the head if that left it unused.
-    fn release_held(&mut self, txn: TxnId, lock: HeldLock, unpark: &mut Option<impl FnMut(&[u8], Parked)>) {
+    /// hold, grants what that unblocks, clears the writer `txn` named there (as exclusive
+    /// holder), and drops the head if that left it unused.
+    fn release_held(&mut self, txn: TxnId, lock: HeldLock, writers: &WriterCounts) {
         let Table { heads, spare_heads, .. } = self;
         let Ok(mut entry) = heads.find_entry(lock.hash, |h| h.id == lock.head) else { return };
         let head = entry.get_mut();
-        let exclusive = head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive);
+        head.release_writer(txn, lock.hash, writers);
         head.release(txn);
-        if let (true, Some(unpark)) = (exclusive, unpark.as_mut()) {
-            if let Some(parked) = head.version.take() {
-                unpark(&head.key, parked);
-            }
-        }
         if head.is_unused() {
             let (head, _) = entry.remove();
             keep_spare(spare_heads, head);
@@ -618,9 +645,10 @@ struct LockHead {
     holders: SmallVec<[Holder; 2]>,
     /// Waiting requests in grant order; an upgrade only at the front (K3, K4).
     queue: Queue,
-    /// K17: the exclusive holder's version of the key, for snapshots (`versions.rs`); taken
-    /// when that holder's locks are released ([`LockManager::release_all_with`]).
-    version: Option<Parked>,
+    /// K17: the exclusive holder, as the writer whose undo list holds the key's version if
+    /// it changed the key; set by [`LockManager::lock_to_write`], cleared when that holder
+    /// releases the lock.
+    writer: Option<Arc<Writer>>,
 }
 
 impl LockHead {
@@ -631,12 +659,34 @@ impl LockHead {
             key: key.into(),
             holders: SmallVec::new(),
             queue: Queue::default(),
-            version: None,
+            writer: None,
         }
     }
 
     fn is_unused(&self) -> bool {
-        self.holders.is_empty() && self.queue.is_empty() && self.version.is_none()
+        self.holders.is_empty() && self.queue.is_empty() && self.writer.is_none()
+    }
+
+    /// K17: names `writer`, which holds this lock exclusively, as the key's writer, counted in
+    /// the key's bucket before the writer's first change of the key.
+    fn name_writer(&mut self, writer: &Arc<Writer>, hash: u64, writers: &WriterCounts) {
+        match &self.writer {
+            Some(w) => debug_assert!(Arc::ptr_eq(w, writer), "K17: a key has one writer at a time"),
+            None => {
+                writers.raise(hash);
+                self.writer = Some(Arc::clone(writer));
+            }
+        }
+    }
+
+    /// K17: `txn` lets the lock go; if it held it exclusively, the writer it named here goes
+    /// too (its versions went to the chains first, K19).
+    fn release_writer(&mut self, txn: TxnId, hash: u64, writers: &WriterCounts) {
+        if self.writer.is_some() && self.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive)
+        {
+            self.writer = None;
+            writers.lower(hash);
+        }
     }
 
     /// Decides a request of `txn` for `mode` (K3, K4, K6, K23); queues it if it must wait and
@@ -837,6 +887,7 @@ impl LockManager {
             ranges: (0..RANGE_SLOTS).map(|_| LineCount::default()).collect(),
             spinners: LineCount::default(),
             max_spinners: std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)) as u32,
+            writers: WriterCounts::new(),
         }
     }
 
@@ -997,30 +1048,6 @@ impl LockManager {
     /// transaction has committed or rolled back, never while a lock call of the same
     /// transaction is in progress.
     pub fn release_all(&self, txn: TxnId) -> usize {
-        self.release_all_then(txn, None::<fn(&[u8], Parked)>)
-    }
-
-    /// As [`LockManager::release_all`]; the versions `txn` parked in the heads it held
-    /// exclusively (K17) go to `unpark` with their keys (the version store's `Unparking`), each
-    /// while its head's shard mutex is held, before any other transaction can take the lock.
-    pub(crate) fn release_all_with(&self, txn: TxnId, unpark: impl FnMut(&[u8], Parked)) -> usize {
-        self.release_all_then(txn, Some(unpark))
-    }
-
-    /// K17: calls `f` with the version slot of the lock on `(tree, key)`, under its shard
-    /// mutex; `None` if no head exists for it. Only the exclusive holder writes the slot.
-    pub(crate) fn with_head<R>(
-        &self,
-        tree: u32,
-        key: &[u8],
-        f: impl FnOnce(&mut Option<Parked>) -> R,
-    ) -> Option<R> {
-        let hash = (self.hash)(tree, key);
-        let mut table = self.shards[self.shard_of(hash)].table.lock();
-        table.find_mut(hash, tree, key).map(|head| f(&mut head.version))
-    }
-
-    fn release_all_then(&self, txn: TxnId, mut unpark: Option<impl FnMut(&[u8], Parked)>) -> usize {
         let txns = &self.txns[self.txn_shard(txn)].txns;
         let entry = txns.lock().remove(&txn);
         let Some(TxnLocks { mut held, .. }) = entry else { return 0 };
@@ -1031,7 +1058,7 @@ impl LockManager {
         for group in held.chunk_by(|a, b| self.shard_of(a.hash) == self.shard_of(b.hash)) {
             let mut table = self.shards[self.shard_of(group[0].hash)].table.lock();
             for &h in group {
-                table.release_held(txn, h, &mut unpark);
+                table.release_held(txn, h, &self.writers);
             }
         }
         held.clear();
@@ -1040,6 +1067,47 @@ impl LockManager {
             txns.spare.push(held);
         }
         n
+    }
+
+    /// As [`LockManager::lock`] in exclusive mode, for a transaction about to change `key`:
+    /// the lock's head then names `writer` (K17), whose undo list a snapshot that must not see
+    /// its changes reads the key's committed value from. Every write takes its key's lock this
+    /// way before its first change, also when it held the lock already (as a closing key).
+    ///
+    /// # Errors
+    /// As [`LockManager::lock`].
+    pub(crate) fn lock_to_write(
+        &self,
+        txn: TxnId,
+        tree: u32,
+        key: &[u8],
+        writer: &Arc<Writer>,
+    ) -> Result<(), LockError> {
+        self.acquire_as(txn, tree, key, LockMode::Exclusive, Some(self.wait_timeout), Some(writer))
+            .map(|_| ())
+    }
+
+    /// K18: whether a head of `(tree, key)`'s bucket may name a writer; `false` means none of
+    /// them does. A head is counted before its writer's first change of the key, and uncounted
+    /// when the writer lets the lock go.
+    pub(crate) fn may_have_writer(&self, tree: u32, key: &[u8]) -> bool {
+        self.writers.counted((self.hash)(tree, key))
+    }
+
+    /// K18: the writer the lock on `(tree, key)` names (its exclusive holder, about to change
+    /// the key or having changed it), looked up under the shard mutex without creating a head.
+    pub(crate) fn writer_of(&self, tree: u32, key: &[u8]) -> Option<Arc<Writer>> {
+        let hash = (self.hash)(tree, key);
+        let mut table = self.shards[self.shard_of(hash)].table.lock();
+        table.find_mut(hash, tree, key).and_then(|head| head.writer.clone())
+    }
+
+    /// K17: names `writer` in the head of a lock `txn` was granted after waiting.
+    fn name_writer_after_wait(&self, hash: u64, id: u64, writer: &Arc<Writer>) {
+        let mut table = self.shards[self.shard_of(hash)].table.lock();
+        if let Some(head) = table.head_mut(hash, id) {
+            head.name_writer(writer, hash, &self.writers);
+        }
     }
 
     /// The transaction holding the lock on `(tree, key)` exclusively right now, if any (K14):
@@ -1075,6 +1143,12 @@ impl LockManager {
                 return false;
             };
             let id = head.id;
+            debug_assert!(
+                head.writer.is_none()
+                    || !head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive),
+                "K17: a key a transaction locked to write is released with all its locks"
+            );
+            head.release_writer(txn, hash, &self.writers);
             if !head.release(txn) {
                 return false;
             }
@@ -1308,6 +1382,21 @@ impl LockManager {
         mode: LockMode,
         wait: Option<Duration>,
     ) -> Result<Option<bool>, LockError> {
+        self.acquire_as(txn, tree, key, mode, wait, None)
+    }
+
+    /// [`LockManager::acquire`]; a granted exclusive lock's head names `writer`, if given
+    /// (K17), under the shard mutex of the grant where there was no wait.
+    fn acquire_as(
+        &self,
+        txn: TxnId,
+        tree: u32,
+        key: &[u8],
+        mode: LockMode,
+        wait: Option<Duration>,
+        writer: Option<&Arc<Writer>>,
+    ) -> Result<Option<bool>, LockError> {
+        debug_assert!(writer.is_none() || mode == LockMode::Exclusive, "K17: a writer locks exclusively");
         if txn == TxnId(0) {
             return Err(LockError::SystemTransaction);
         }
@@ -1318,6 +1407,9 @@ impl LockManager {
         let id = head.id;
         let held = HeldLock { hash, head: id };
         let decision = head.request(txn, mode, wait.is_some(), self.policy);
+        if let (Some(w), Decision::AlreadyHeld | Decision::Granted { .. }) = (writer, &decision) {
+            head.name_writer(w, hash, &self.writers);
+        }
         let stats = &mut table.stats;
         let (slot, upgrade) = match decision {
             Decision::AlreadyHeld | Decision::Granted { upgrade: true } => return Ok(Some(true)),
@@ -1360,6 +1452,9 @@ impl LockManager {
             if self.spin_for_grant(&slot, SPIN_BEFORE_PARK.min(timeout)) == GRANTED {
                 if detect {
                     self.set_waiting(txn, None);
+                }
+                if let Some(w) = writer {
+                    self.name_writer_after_wait(hash, id, w);
                 }
                 if !upgrade {
                     self.record(txn, held);
@@ -1416,6 +1511,8 @@ impl LockManager {
         if outcome.is_err() {
             table.remove_if_unused(hash, id);
             table.stats.deadlocks += 1;
+        } else if let (Some(w), Some(head)) = (writer, table.head_mut(hash, id)) {
+            head.name_writer(w, hash, &self.writers);
         }
         drop(table);
         if detect {

@@ -13,7 +13,7 @@ use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
 use crate::record::{Change, Checkpoint, Encode, LeafHead, LeafRecord, NodeLog, Record, TxnEntry, TxnState};
 use crate::restart::{Analysis, ArchivedState};
-use crate::version::Versioned;
+use crate::version::{Key, Writer};
 use crate::versions::Versions;
 
 /// When a commit returns.
@@ -750,17 +750,22 @@ impl ChangeLog for SystemLog<'_> {
     }
 }
 
-/// A change a transaction made, as its rollback needs it (R5): the key, and the old value of an
-/// update or delete. The new value is not kept: the inverse puts the old value back or deletes
-/// the key, and the compensation record takes what it replaces from the page.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Undo<'u> {
+pub(crate) use crate::version::Undo;
+
+/// An undo entry copied out of the writer's list, which readers share (K17): rollback works
+/// on it without holding the list's mutex.
+pub(crate) struct OwnedUndo {
     pub(crate) tree: PageId,
-    /// `None`: the change inserted the key (undone by deleting it); else the old value.
-    pub(crate) old: Option<&'u [u8]>,
-    pub(crate) key: &'u [u8],
-    /// The record's own previous link: where the undo chain continues after it.
+    pub(crate) key: Vec<u8>,
+    pub(crate) old: Option<Vec<u8>>,
     pub(crate) prev: Lsn,
+}
+
+impl OwnedUndo {
+    /// As the rollback's [`Undo`].
+    pub(crate) fn as_undo(&self) -> Undo<'_> {
+        Undo { tree: self.tree, old: self.old.as_deref(), key: &self.key, prev: self.prev }
+    }
 }
 
 impl<'u> Undo<'u> {
@@ -772,89 +777,26 @@ impl<'u> Undo<'u> {
     }
 }
 
-/// A transaction's undo information, newest last: the keys and old values in one byte buffer,
-/// so that a write costs no allocation of its own. Emptied buffers are kept per thread and
-/// reused by the thread's next transaction.
-#[derive(Debug, Default)]
-pub(crate) struct UndoList {
-    entries: Vec<UndoEntry>,
-    bytes: Vec<u8>,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct UndoEntry {
-    tree: PageId,
-    prev: Lsn,
-    /// Where the key starts in `bytes`; the old value (if any) follows it.
-    at: usize,
-    key_len: usize,
-    /// `usize::MAX`: an insert (no old value).
-    old_len: usize,
-}
-
-thread_local! {
-    static SPARE_UNDO: Cell<Option<UndoList>> = const { Cell::new(None) };
-}
-
-impl UndoList {
-    /// An empty list, reusing the buffers the thread's last transaction left.
-    pub(crate) fn take_spare() -> UndoList {
-        SPARE_UNDO.with(Cell::take).unwrap_or_default()
-    }
-
-    /// Empties the list and keeps its buffers for the thread's next transaction (large ones are
-    /// dropped, so one huge transaction does not pin its memory).
-    pub(crate) fn recycle(mut self) {
-        if self.bytes.capacity() <= 1 << 20 && self.entries.capacity() <= 1 << 14 {
-            self.entries.clear();
-            self.bytes.clear();
-            SPARE_UNDO.with(|s| s.set(Some(self)));
-        }
-    }
-
-    pub(crate) fn push(&mut self, tree: PageId, change: &LeafChange<'_>, prev: Lsn) {
-        let (key, old) = (change.key(), change.old());
-        let at = self.bytes.len();
-        self.bytes.extend_from_slice(key);
-        self.bytes.extend_from_slice(old.unwrap_or_default());
-        let old_len = old.map_or(usize::MAX, <[u8]>::len);
-        self.entries.push(UndoEntry { tree, prev, at, key_len: key.len(), old_len });
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Entry `i` (0 is the oldest).
-    pub(crate) fn get(&self, i: usize) -> Undo<'_> {
-        let e = self.entries[i];
-        let key = &self.bytes[e.at..e.at + e.key_len];
-        let old = (e.old_len != usize::MAX).then(|| {
-            let v = e.at + e.key_len;
-            &self.bytes[v..v + e.old_len]
-        });
-        Undo { tree: e.tree, old, key, prev: e.prev }
-    }
-}
-
 /// The [`ChangeLog`] of one transaction: chains its records, remembers what rollback needs,
 /// and writes compensation records while `compensating` is set (RECOVERY.md R5). Without a log
 /// (logging off) it only remembers the undo information.
 pub(crate) struct TxnLog<'a> {
     pub(crate) wal: Option<&'a Wal>,
     pub(crate) shared: Arc<TxnShared>,
-    pub(crate) undo: RefCell<UndoList>,
+    /// The transaction as a writer: its state for snapshots, and its undo list, which holds
+    /// what rollback needs (R5) and, shared with readers, its versions (LOCKS.md K17).
+    pub(crate) writer: Arc<Writer>,
+    /// Whether the transaction changed anything (its undo list is not empty).
+    changed: Cell<bool>,
     /// During rollback: the undo-next link of the compensation record being written.
     pub(crate) compensating: Cell<Option<Lsn>>,
-    /// The version store its changes record before-images in (LOCKS.md K17), if the database
+    /// The version store its versions go to when it ends (LOCKS.md K19), if the database
     /// keeps one.
     pub(crate) versions: Option<&'a Versions>,
-    /// The transaction as a writer of versions and the keys it made versions of (K17); taken
-    /// by its first versioned change.
-    pub(crate) versioned: RefCell<Option<Versioned>>,
-    /// K24: the writer a snapshot-isolation transaction's snapshot knows as its own, taken by
-    /// its first versioned change.
-    pub(crate) own_writer: Option<std::sync::Arc<crate::version::Writer>>,
+    /// K22: the keys whose chains hold this transaction's version (its deletes).
+    chained: RefCell<Vec<Key>>,
+    /// The version store has the transaction's versions, or none were kept: done once.
+    retired: Cell<bool>,
 }
 
 impl<'a> TxnLog<'a> {
@@ -862,27 +804,47 @@ impl<'a> TxnLog<'a> {
         TxnLog {
             wal,
             shared,
-            undo: RefCell::new(UndoList::take_spare()),
+            writer: Writer::new(),
+            changed: Cell::new(false),
             compensating: Cell::new(None),
             versions: None,
-            versioned: RefCell::new(None),
-            own_writer: None,
+            chained: RefCell::new(Vec::new()),
+            retired: Cell::new(false),
         }
     }
 
     /// K18: the transaction commits now (its commit record was just appended, and none of its
     /// locks is released yet).
     pub(crate) fn commit_versions(&self) {
-        if let (Some(v), Some((w, _))) = (self.versions, &*self.versioned.borrow()) {
-            v.commit(w);
+        if let (Some(v), true) = (self.versions, self.changed.get()) {
+            v.commit(&self.writer);
         }
     }
 
-    /// K19: the transaction ended, committed or rolled back, before its locks are released.
+    /// K19: the transaction ended, committed or rolled back, before its locks are released:
+    /// the versions a snapshot may need go to the chains, and its undo list is emptied (its
+    /// buffers kept for the thread's next transaction). Done once; later calls do nothing.
     pub(crate) fn finish_versions(&self) {
-        if let (Some(v), Some((w, keys))) = (self.versions, self.versioned.borrow_mut().take()) {
-            v.finish(w, keys);
+        if self.retired.replace(true) {
+            return;
         }
+        let list = match self.versions {
+            Some(v) if self.changed.get() => v.retire(Arc::clone(&self.writer), self.chained.take()),
+            _ => std::mem::take(&mut *self.writer.undo.lock()),
+        };
+        list.recycle();
+    }
+
+    /// Entry `i` of the undo list (0 is the oldest), copied out, for rollback.
+    pub(crate) fn undo_entry(&self, i: usize) -> OwnedUndo {
+        let list = self.writer.undo.lock();
+        let u = list.get(i);
+        OwnedUndo { tree: u.tree, key: u.key.to_vec(), old: u.old.map(<[u8]>::to_vec), prev: u.prev }
+    }
+
+    /// How many changes the undo list holds.
+    pub(crate) fn undo_len(&self) -> usize {
+        self.writer.undo.lock().len()
     }
 
     /// Appends one of this transaction's records, linking it to the previous one. Without a
@@ -970,17 +932,26 @@ impl ChangeLog for TxnLog<'_> {
             )
             .map_err(failure)?;
         if undo_next.is_none() {
-            self.undo.borrow_mut().push(tree, change, undo_prev.get());
-            // K17: the value the change replaces, for the snapshots that must not see it;
-            // under the leaf's exclusive latch, before the change is made.
-            if let Some(v) = self.versions {
-                let mut versioned = self.versioned.borrow_mut();
-                let (w, keys) = versioned.get_or_insert_with(|| {
-                    (self.own_writer.clone().unwrap_or_else(Versions::writer), Vec::new())
-                });
-                let deletes = matches!(change, LeafChange::Delete { .. });
-                if let Some(k) = v.record(w, tree, change.key(), change.old(), deletes) {
-                    keys.push(k);
+            // K17: the value the change replaces, for rollback and for the snapshots that must
+            // not see it; under the leaf's exclusive latch, before the change is made. The
+            // key's lock head names this writer already (`LockManager::lock_to_write`).
+            let (key, old) = (change.key(), change.old());
+            let mut list = self.writer.undo.lock();
+            // K22: a delete puts the writer's version (its first change's old value) in the
+            // key's chain and the key in the ordered index.
+            let delete = match (self.versions, change) {
+                (Some(v), LeafChange::Delete { .. }) => {
+                    let before = list.first(tree, key).map_or(old, |i| list.get(i).old).map(<[u8]>::to_vec);
+                    Some((v, before))
+                }
+                _ => None,
+            };
+            list.push(tree, key, old, undo_prev.get());
+            drop(list);
+            self.changed.set(true);
+            if let Some((v, before)) = delete {
+                if let Some(k) = v.record_delete(&self.writer, tree, key, before.as_deref()) {
+                    self.chained.borrow_mut().push(k);
                 }
             }
         }
@@ -1211,11 +1182,12 @@ mod tests {
 
     #[test]
     fn r5_undo_list_keeps_keys_and_old_values_and_is_reused_empty() {
+        use crate::version::UndoList;
         let tree = PageId::new(7).unwrap();
         let mut list = UndoList::take_spare();
-        list.push(tree, &LeafChange::Insert { key: b"a", value: b"new" }, Lsn(1));
-        list.push(tree, &LeafChange::Update { key: b"bb", old: b"old", new: b"newer" }, Lsn(2));
-        list.push(tree, &LeafChange::Delete { key: b"", old: b"" }, Lsn(3));
+        list.push(tree, b"a", None, Lsn(1));
+        list.push(tree, b"bb", Some(b"old"), Lsn(2));
+        list.push(tree, b"", Some(b""), Lsn(3));
         assert_eq!(list.len(), 3);
         let got: Vec<_> = (0..3).map(|i| list.get(i)).map(|u| (u.key, u.old, u.prev, u.tree)).collect();
         assert_eq!(
@@ -1229,6 +1201,6 @@ mod tests {
         list.recycle();
         let again = UndoList::take_spare();
         assert_eq!(again.len(), 0, "a reused list starts empty");
-        assert!(again.bytes.capacity() > 0, "and keeps its buffer");
+        assert!(again.capacity() > 0, "and keeps its buffer");
     }
 }

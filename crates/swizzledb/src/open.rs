@@ -251,7 +251,7 @@ impl Builder {
         let versions = record_locks.as_ref().map(|locks| {
             Arc::new(crate::versions::Versions::new(
                 self.version_memory.unwrap_or(crate::versions::DEFAULT_VERSION_MEMORY),
-                Some(Arc::clone(locks)),
+                Arc::clone(locks),
             ))
         });
         let core = Arc::new_cyclic(|me| Core {

@@ -19,7 +19,7 @@ use crate::logging::{TxnLog, TxnShared, Undo, Wal};
 use crate::record::{Record, TxnState};
 use crate::snapshot::{SnapshotReads, SnapshotRef};
 use crate::tree::Tree;
-use crate::versions::{Snapshot, Versions};
+use crate::versions::Snapshot;
 
 /// A transaction: point reads, range reads and writes on the database's trees, under record
 /// locks held until it ends (shared for reads, exclusive for writes, and next-key locks on the
@@ -60,10 +60,8 @@ impl<'db> Transaction<'db> {
     /// stays an ordinary transaction of its database.
     pub(crate) fn read_at_snapshot(&mut self, reads: Option<&'db SnapshotReads>) {
         let Some(reads) = reads.filter(|r| r.ready()) else { return };
-        let writer = Versions::writer();
         let mut snap = reads.versions.snapshot();
-        snap.own = Some(Arc::clone(&writer));
-        self.log.own_writer = Some(writer);
+        snap.own = Some(Arc::clone(&self.log.writer));
         self.si = Some(SnapshotIsolation { reads, snap });
     }
 
@@ -219,7 +217,7 @@ impl<'db> Transaction<'db> {
             .shared
             .writer_thread
             .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
-        self.db.lock(self.id(), tree, key, LockMode::Exclusive)?;
+        self.db.lock_to_write(self.id(), tree, key, &self.log.writer)?;
         if let Some(si) = &self.si {
             // K24: first updater wins. Under the exclusive lock no other writer of the key
             // runs; one that committed since the snapshot began left its version in the chain.
@@ -365,7 +363,6 @@ impl<'db> Transaction<'db> {
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
         let result = self.log_commit();
-        std::mem::take(&mut *self.log.undo.borrow_mut()).recycle();
         self.log.finish_versions();
         // The transaction ends here even if its commit failed: commit fails only on a log
         // failure, which is sticky (wal README W11), so nothing can commit after reading what it
@@ -397,6 +394,9 @@ impl<'db> Transaction<'db> {
                 // this one), or commits nothing and waits in `await_released`. So the wait for
                 // the flush holds no lock another transaction needs.
                 wal.released_early(lsn);
+                // K19: the versions a snapshot may need go to the chains while the heads still
+                // name this writer.
+                self.log.finish_versions();
                 self.db.release_locks(txn);
                 wal.log.flush(lsn)?;
             }
@@ -444,13 +444,13 @@ impl<'db> Transaction<'db> {
                 |_| self.log.shared.set_state(TxnState::Aborting),
             )?;
         }
-        let undo = std::mem::take(&mut *self.log.undo.borrow_mut());
-        for i in (0..undo.len()).rev() {
-            let entry = undo.get(i);
+        // The list stays the writer's until it ends: a snapshot that must not see it reads the
+        // keys not yet undone from it (K17).
+        for i in (0..self.log.undo_len()).rev() {
+            let entry = self.log.undo_entry(i);
             let tree = self.db.tree_by_root(entry.tree)?;
-            compensate(&tree, &self.log, &entry)?;
+            compensate(&tree, &self.log, &entry.as_undo())?;
         }
-        undo.recycle();
         if logged {
             self.log.append(|prev| Record::End { txn, prev })?;
         }

@@ -2,9 +2,10 @@
 //! the tree and the before-images of the writers it must not see.
 //!
 //! A transaction that changes a key for the first time records the value it replaces (its
-//! **version**), under the leaf's exclusive latch and before the change: parked in the lock
-//! head of the key's exclusive lock while the writer runs (K17), and in the key's **chain**
-//! (its versions, oldest first) once the writer ended, if a snapshot may still need it. A reader takes a **snapshot**: a timestamp `S` of
+//! **version**), under the leaf's exclusive latch and before the change: while the writer
+//! runs, in its undo list, which the lock head of the key's exclusive lock names (K17); in the
+//! key's **chain** (its versions, oldest first) once the writer ended, if a snapshot may still
+//! need it. A reader takes a **snapshot**: a timestamp `S` of
 //! the commit clock. It reads the tree with no gate, then the chain: the value it returns is the
 //! before-image of the first version whose writer `S` does not see (running, rolled back, or
 //! committed after `S`), or the tree's value when there is none (K18). Versions live only while
@@ -22,7 +23,7 @@ use std::hash::Hasher;
 use swizzledb_sync::PageId;
 
 use crate::lock::{tree_lock_id, LockManager};
-use crate::version::{Key, Parked, Version, Writer, ABORTED, ACTIVE, COMMITTING, FIRST_TS};
+use crate::version::{Key, UndoList, Version, Writer, ABORTED, ACTIVE, COMMITTING, FIRST_TS};
 
 /// A snapshot slot that is free.
 const FREE: u64 = 0;
@@ -70,70 +71,6 @@ struct Finished {
     at: u64,
     writer: Arc<Writer>,
     keys: Vec<Key>,
-}
-
-/// A writer's parked versions, taken from its lock heads as its locks are released (K19): each
-/// is dropped if no snapshot needs it, or moved to the end of its key's chain — before the head
-/// lets it go, so that a reader looking at the head and then the chain finds it in one of them
-/// — and queued with the writer's end time like any chain version.
-pub(crate) struct Unparking<'v> {
-    versions: &'v Versions,
-    /// The writer's end time, and whether a snapshot may need its versions: decided at the
-    /// first version, the same for all (the writer ended before its locks were released).
-    decided: Option<(u64, bool)>,
-    /// The writer and the keys of the versions moved to chains.
-    moved: Option<(Arc<Writer>, Vec<Key>)>,
-    /// Versions taken, and bytes of those dropped: added to the shared counters once, in
-    /// `done`, rather than per version by every releasing thread (an over-count meanwhile
-    /// only makes the memory bound look closer, K20).
-    taken: u64,
-    dropped_bytes: usize,
-}
-
-impl Unparking<'_> {
-    /// Takes one parked version of `key`, under its head's shard mutex.
-    pub(crate) fn take(&mut self, key: &[u8], parked: Parked) {
-        let v = self.versions;
-        let Parked { tree, version } = parked;
-        let (_, keep) = *self.decided.get_or_insert_with(|| {
-            let at = v.end_time(&version.writer);
-            (at, at > v.horizon())
-        });
-        self.taken += 1;
-        with_composite(tree, key, |ck| {
-            // Dropped only where the key has no chain: a chain's versions are older than this
-            // one, and a reader that no longer found this one would take the chain's newest
-            // for the key's newest (a rolled-back writer's, say, which no snapshot sees). Moved
-            // there instead, it is removed at once with the older ones (`done`, K19's prefix
-            // rule). No chain of the key can appear meanwhile: only its lock's holder makes one.
-            if keep || v.counted(ck) {
-                let mut shard = v.shards[shard_of(ck)].lock();
-                let (writer, k) = v.append_to_chain(&mut shard, ck, version);
-                drop(shard);
-                v.parked[bucket_of(ck)].fetch_sub(1, SeqCst);
-                self.moved.get_or_insert_with(|| (writer, Vec::new())).1.push(k);
-            } else {
-                v.parked[bucket_of(ck)].fetch_sub(1, SeqCst);
-                self.dropped_bytes += version.bytes(ck.len());
-            }
-        });
-    }
-
-    /// Queues the moved versions for collection (K19), or removes them now with the older
-    /// versions of their chains where no snapshot needs them; call it after the locks are
-    /// released.
-    pub(crate) fn done(self) {
-        let v = self.versions;
-        if self.taken > 0 {
-            v.made.fetch_add(self.taken, std::sync::atomic::Ordering::Relaxed);
-        }
-        if self.dropped_bytes > 0 {
-            v.bytes.fetch_sub(self.dropped_bytes, SeqCst);
-        }
-        if let (Some((at, _)), Some((writer, keys))) = (self.decided, self.moved) {
-            self.versions.ended(at, writer, keys);
-        }
-    }
 }
 
 #[derive(Debug, Default)]
@@ -202,13 +139,10 @@ pub(crate) struct Versions {
     /// none has no chain to look up. Raised before the chain's first change is made, lowered
     /// when the chain is removed.
     chained: Box<[AtomicU32]>,
-    /// K17: versions parked in lock heads, counted per bucket as `chained` counts chains: raised
-    /// before the change is made, lowered when the version leaves the head.
-    parked: Box<[AtomicU32]>,
-    /// Where running writers park their versions (`None`: always in the chains).
-    locks: Option<Arc<LockManager>>,
+    /// The lock heads that name running writers, whose undo lists hold their versions (K17).
+    locks: Arc<LockManager>,
     pub(crate) limit: usize,
-    /// Counters for [`VersionStats`]; `made` counts the versions of writers that ended (each
+    /// Counters for [`VersionStats`]; `made` counts the undo entries of writers that ended (each
     /// adds its count once, at its end).
     made: Own<AtomicU64>,
     too_old: AtomicU64,
@@ -219,12 +153,16 @@ pub(crate) struct Versions {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct VersionStats {
-    /// Bytes the versions take now (keys, before-images and bookkeeping).
+    /// Bytes the versions kept for snapshots take now (keys, before-images and bookkeeping):
+    /// those of writers that ended. A running writer's versions are its undo list, which its
+    /// rollback needs anyway, and are not counted (LOCKS.md K20).
     pub bytes: usize,
     /// The bound on `bytes` (`Builder::version_memory`); past it the oldest snapshots end
     /// with `Error::SnapshotTooOld`.
     pub limit: usize,
-    /// Versions made since the database opened, by transactions that have ended.
+    /// Before-images recorded since the database opened by transactions that have ended: one
+    /// per change (its undo entry, where a snapshot that must not see the running writer reads
+    /// the key's committed value, LOCKS.md K17).
     pub made: u64,
     /// Snapshots ended because the versions they needed outgrew the bound.
     pub too_old: u64,
@@ -291,7 +229,7 @@ fn bucket_of(composite: &[u8]) -> usize {
 }
 
 impl Versions {
-    pub(crate) fn new(limit: usize, locks: Option<Arc<LockManager>>) -> Versions {
+    pub(crate) fn new(limit: usize, locks: Arc<LockManager>) -> Versions {
         Versions {
             clock: Own(AtomicU64::new(FIRST_TS)),
             shards: (0..SHARDS).map(|_| Own(Mutex::new(Chains::default()))).collect(),
@@ -304,7 +242,6 @@ impl Versions {
             waiting: Own(AtomicU64::new(u64::MAX)),
             bytes: Own(AtomicUsize::new(0)),
             chained: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
-            parked: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             locks,
             limit,
             made: Own(AtomicU64::new(0)),
@@ -321,90 +258,23 @@ impl Versions {
         }
     }
 
-    /// A running writer (K17).
-    pub(crate) fn writer() -> Arc<Writer> {
-        Arc::new(Writer { state: AtomicU64::new(ACTIVE) })
-    }
-
-    /// K17: `writer` is about to change `key` of `tree`, whose value is `before`; `deletes`:
-    /// the change removes the key. Returns the composite key if this made a version (the
-    /// writer's first change of the key), for [`Versions::finish`]. Called under the leaf's
-    /// exclusive latch, before the change.
-    pub(crate) fn record(
+    /// K17, K22: `writer` is about to delete `key` of `tree`, whose version (the value before
+    /// the writer's first change of it) is `before`: the version goes to the key's chain now,
+    /// and the key into the ordered index, since a scan cannot meet a deleted key in the tree.
+    /// Returns the composite key if this put the writer's version in the chain, for
+    /// [`Versions::retire`]. Called under the leaf's exclusive latch, before the change.
+    pub(crate) fn record_delete(
         &self,
         writer: &Arc<Writer>,
         tree: PageId,
         key: &[u8],
         before: Option<&[u8]>,
-        deletes: bool,
     ) -> Option<Key> {
-        with_composite(tree, key, |ck| {
-            if let Some(locks) = &self.locks {
-                // K17: under the key's exclusive lock its head exists; lock shard, then chain
-                // shard, never the other way.
-                let at_head = locks.with_head(tree_lock_id(tree), key, |slot| {
-                    self.record_at_head(slot, writer, tree, ck, before, deletes)
-                });
-                if let Some(r) = at_head {
-                    return r;
-                }
-            }
-            self.record_in_chain(writer, ck, before, deletes)
-        })
+        with_composite(tree, key, |ck| self.record_in_chain(writer, ck, before, true))
     }
 
-    /// K17 at the key's lock head (`slot`, under its shard mutex): a first change that removes
-    /// no key parks its version there; a delete moves the writer's parked version into the
-    /// chain first (K22 indexes deleted keys, which a scan cannot meet), then records there.
-    fn record_at_head(
-        &self,
-        slot: &mut Option<Parked>,
-        writer: &Arc<Writer>,
-        tree: PageId,
-        ck: &[u8],
-        before: Option<&[u8]>,
-        deletes: bool,
-    ) -> Option<Key> {
-        let mine = slot.as_ref().is_some_and(|p| Arc::ptr_eq(&p.version.writer, writer));
-        if mine && !deletes {
-            return None;
-        }
-        if let Some(p) = slot.take() {
-            // The writer's own (a delete follows its first change), or, never expected, one a
-            // writer left behind: into the chain, as its newest version, before anything else.
-            let mut shard = self.shards[shard_of(ck)].lock();
-            let moved = self.append_to_chain(&mut shard, ck, p.version);
-            self.parked[bucket_of(ck)].fetch_sub(1, SeqCst);
-            drop(shard);
-            if !mine {
-                debug_assert!(false, "K17: a lock head held another writer's version");
-                let at = self.end_time(&moved.0);
-                self.ended(at, moved.0, vec![moved.1]);
-            } else if deletes {
-                let r = self.record_in_chain(writer, ck, before, deletes);
-                debug_assert!(r.is_none(), "the moved version is the writer's newest");
-                return Some(moved.1);
-            }
-        }
-        if deletes || (self.counted(ck) && self.last_writer_is(ck, writer)) {
-            return self.record_in_chain(writer, ck, before, deletes);
-        }
-        let version = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-        self.parked[bucket_of(ck)].fetch_add(1, SeqCst);
-        self.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
-        *slot = Some(Parked { tree, version });
-        None
-    }
-
-    /// Whether the newest version in `ck`'s chain is `writer`'s.
-    fn last_writer_is(&self, ck: &[u8], writer: &Arc<Writer>) -> bool {
-        let shard = self.shards[shard_of(ck)].lock();
-        shard.get(ck).and_then(|c| c.versions.last()).is_some_and(|v| Arc::ptr_eq(&v.writer, writer))
-    }
-
-    /// Puts `version` at the end of `ck`'s chain (counting a new chain), moved from a lock
-    /// head: its bytes are counted already. Returns the writer and the chain's key, for
-    /// [`Versions::finish`]'s collection.
+    /// Puts `version` at the end of `ck`'s chain (counting a new chain); its bytes are counted
+    /// already. Returns the writer and the chain's key, for [`Versions::retire`]'s collection.
     fn append_to_chain(&self, shard: &mut Chains, ck: &[u8], version: Version) -> (Arc<Writer>, Key) {
         let writer = Arc::clone(&version.writer);
         if let Some(chain) = shard.get_mut(ck) {
@@ -418,7 +288,8 @@ impl Versions {
         (writer, k)
     }
 
-    /// K17 in the shared chain of `ck`: as [`Versions::record`] without a lock head.
+    /// K17 in the shared chain of `ck`: records `writer`'s version (`before`) unless the chain's
+    /// newest is the writer's already; `deletes` indexes the key (K22).
     fn record_in_chain(
         &self,
         writer: &Arc<Writer>,
@@ -472,10 +343,16 @@ impl Versions {
         ts
     }
 
-    /// The writer's transaction ended: committed (`commit` was called) or rolled back, its
-    /// rollback complete. Its versions go once no snapshot needs them (K19). Called before
-    /// its locks are released.
-    pub(crate) fn finish(&self, writer: Arc<Writer>, keys: Vec<Key>) {
+    /// K19: the writer's transaction ended, committed (`commit` was called) or rolled back
+    /// (its rollback complete). Called before its locks are released, while its lock heads
+    /// still name it. `chained`: the keys whose chains hold its version already (its deletes,
+    /// K22). The version of each other key in its undo list goes to the key's chain if a
+    /// snapshot may need it (the writer ended after the horizon) or the key has a chain (whose
+    /// versions are older: dropped, this one would leave an older writer's version as the
+    /// key's newest, and a reader would take its before-image for the key's value); then the
+    /// list is emptied, and the chain versions go once no snapshot needs them. Returns the
+    /// list, for the thread's next transaction to reuse.
+    pub(crate) fn retire(&self, writer: Arc<Writer>, mut chained: Vec<Key>) -> UndoList {
         let at = match writer.state.load(SeqCst) {
             ACTIVE | COMMITTING => {
                 writer.state.store(ABORTED, SeqCst);
@@ -484,11 +361,41 @@ impl Versions {
             ABORTED => self.clock.fetch_add(1, SeqCst) + 1,
             ts => ts,
         };
-        if keys.is_empty() {
-            return;
+        let mut guard = writer.undo.lock();
+        let list = &mut *guard;
+        if list.is_empty() && chained.is_empty() {
+            return std::mem::take(list);
         }
-        self.made.fetch_add(keys.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        self.ended(at, writer, keys);
+        let keep = at > self.horizon();
+        // Without any chain and without a snapshot that may need them, nothing is copied: the
+        // common case, where no reader ever looked.
+        if keep || self.bytes.load(SeqCst) != 0 {
+            for i in list.firsts() {
+                let u = list.get(i);
+                with_composite(u.tree, u.key, |ck| {
+                    if !keep && !self.counted(ck) {
+                        return;
+                    }
+                    let mut shard = self.shards[shard_of(ck)].lock();
+                    let mine = shard
+                        .get(ck)
+                        .and_then(|c| c.versions.last())
+                        .is_some_and(|v| Arc::ptr_eq(&v.writer, &writer));
+                    if !mine {
+                        let version = Version { writer: Arc::clone(&writer), before: u.old.map(Box::from) };
+                        self.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
+                        chained.push(self.append_to_chain(&mut shard, ck, version).1);
+                    }
+                });
+            }
+        }
+        let list = std::mem::take(list);
+        drop(guard);
+        self.made.fetch_add(list.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        if !chained.is_empty() {
+            self.ended(at, writer, chained);
+        }
+        list
     }
 
     /// K19: `writer`, which ended at `at`, leaves versions in the chains of `keys`: removed now
@@ -511,23 +418,6 @@ impl Versions {
         let waiting = self.waiting.load(SeqCst);
         if (waiting != u64::MAX && waiting <= self.horizon()) || self.bytes.load(SeqCst) > self.limit {
             self.collect();
-        }
-    }
-
-    /// K19 for the versions a writer parked in its lock heads (K17), which
-    /// `LockManager::release_all_with` hands to [`Unparking::take`] one by one as it releases
-    /// them, each under its head's shard mutex.
-    pub(crate) fn unparking(&self) -> Unparking<'_> {
-        Unparking { versions: self, decided: None, moved: None, taken: 0, dropped_bytes: 0 }
-    }
-
-    /// K19: when `writer`, whose locks are being released, ended: its commit timestamp, or for
-    /// a rollback (or a commit that failed) the clock now, which is no earlier than the clock
-    /// increment that ended it (`finish`).
-    fn end_time(&self, writer: &Writer) -> u64 {
-        match settled(writer) {
-            ts if ts >= FIRST_TS => ts,
-            _ => self.clock.load(SeqCst),
         }
     }
 
@@ -674,16 +564,11 @@ impl Versions {
     /// K18: what `snap` sees of `key` in `tree`, given that the tree was read before this
     /// call.
     pub(crate) fn seen(&self, snap: &Snapshot<'_>, tree: PageId, key: &[u8]) -> Seen {
-        if self.bytes.load(SeqCst) == 0 {
-            return Seen::Tree;
+        if self.may_have_chain(tree, key) {
+            with_composite(tree, key, |ck| self.seen_composite(snap, ck))
+        } else {
+            Seen::Tree
         }
-        with_composite(tree, key, |ck| {
-            if self.may_be_versioned(ck) {
-                self.seen_composite(snap, ck)
-            } else {
-                Seen::Tree
-            }
-        })
     }
 
     /// K18: whether a chain is counted in the bucket of composite key `ck` (none: `ck` has none).
@@ -691,45 +576,39 @@ impl Versions {
         self.chained[bucket_of(ck)].load(SeqCst) != 0
     }
 
-    /// K18: whether a version parked in a lock head is counted in `ck`'s bucket (none: `ck`
-    /// has none).
-    fn is_parked(&self, ck: &[u8]) -> bool {
-        self.parked[bucket_of(ck)].load(SeqCst) != 0
-    }
-
-    /// K18: whether `ck` may have a version, parked or in a chain. The parked count is read
-    /// first: a version moves from a lock head to its chain by raising the chain count before
-    /// it lowers the parked one, so a reader that finds the parked count lowered then finds the
-    /// chain count raised (read the other way round, both could read zero in between).
-    fn may_be_versioned(&self, ck: &[u8]) -> bool {
-        self.is_parked(ck) || self.counted(ck)
-    }
-
-    /// K18: whether `key` of `tree` may have a chain; `false` means it has none. A writer
-    /// counts a new chain before it changes the leaf, so a reader that saw the change (and
-    /// asks after) finds the count raised.
+    /// K18: whether `key` of `tree` may have a version, in a running writer's undo list or in
+    /// a chain; `false` means it has none. The lock heads naming writers are counted first: a
+    /// version moves from a writer's list to its chain by raising the chain count (and the
+    /// byte count) before the writer's head is uncounted, so a reader that finds the head
+    /// uncounted then finds the chain counted (read the other way round, both could read
+    /// zero in between). A writer's head is counted before its first change of the key, so a
+    /// reader that saw the change (and asks after) finds it counted.
     pub(crate) fn may_have_chain(&self, tree: PageId, key: &[u8]) -> bool {
-        self.bytes.load(SeqCst) != 0 && with_composite(tree, key, |ck| self.may_be_versioned(ck))
+        self.locks.may_have_writer(tree_lock_id(tree), key)
+            || (self.bytes.load(SeqCst) != 0 && with_composite(tree, key, |ck| self.counted(ck)))
     }
 
-    /// K18 for one key: the newest version of `ck` may be parked in the key's lock head (K17),
-    /// the older ones are in its chain. The head is looked at first: a writer moves its parked
-    /// version into the chain before the head lets it go, so a reader finds it in one or the
+    /// K18 for one key: the newest version of `ck` may be in the undo list of the writer its
+    /// lock head names (K17), the older ones are in its chain. The head is looked at first: a
+    /// writer puts the versions a snapshot may need into the chains before it empties its list,
+    /// and empties it before its heads let it go, so a reader finds a version in one or the
     /// other (in both, at worst, which changes nothing).
     fn seen_composite(&self, snap: &Snapshot<'_>, ck: &[u8]) -> Seen {
-        // `Some(before)`: the parked version, the key's newest, is one the snapshot must not see.
+        // `Some(before)`: the running writer's version, the key's newest, is one the snapshot
+        // must not see.
         let mut unseen_parked = None;
-        if let (true, Some(locks)) = (self.is_parked(ck), &self.locks) {
-            let tree = PageId::new(tree_of(ck)).expect("a composite key names its tree");
-            let parked = locks.with_head(tree_lock_id(tree), &ck[8..], |slot| {
-                slot.as_ref().map(|p| (!sees(snap, &p.version.writer)).then(|| p.version.before.clone()))
-            });
-            match parked.flatten() {
-                // The newest writer is seen, and with it every older one (timestamps grow along
-                // a key's versions): the tree's value is the snapshot's.
-                Some(None) => return Seen::Tree,
-                Some(Some(before)) => unseen_parked = Some(before),
-                None => {}
+        let tree = PageId::new(tree_of(ck)).expect("a composite key names its tree");
+        let key = &ck[8..];
+        if self.locks.may_have_writer(tree_lock_id(tree), key) {
+            if let Some(writer) = self.locks.writer_of(tree_lock_id(tree), key) {
+                if sees(snap, &writer) {
+                    // The newest writer is seen, and with it every older one (timestamps grow
+                    // along a key's versions): the tree's value is the snapshot's.
+                    return Seen::Tree;
+                }
+                // `None`: it has not changed the key, or it ended and its version, if a
+                // snapshot may need it, is in the chain.
+                unseen_parked = writer.first_image(tree, key);
             }
         }
         let shard = self.shards[shard_of(ck)].lock();
@@ -895,20 +774,20 @@ fn thread_slot() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock::{LockMode, TxnId};
+    use crate::lock::TxnId;
 
-    /// K19: a writer's parked version is never dropped while its key's chain holds an older
+    /// K19: a running writer's version is never dropped while its key's chain holds an older
     /// version — here a rolled-back writer's, left as a collection that has not run yet leaves
     /// it. Dropped, the rolled-back version would be the key's newest, and a snapshot that sees
     /// the committed writer would read the rolled-back one's before-image.
     #[test]
-    fn k19_a_parked_version_is_never_dropped_over_an_older_one_in_its_chain() {
+    fn k19_a_writers_version_is_never_dropped_over_an_older_one_in_its_chain() {
         let locks = Arc::new(LockManager::new(4));
-        let v = Versions::new(DEFAULT_VERSION_MEMORY, Some(Arc::clone(&locks)));
+        let v = Versions::new(DEFAULT_VERSION_MEMORY, Arc::clone(&locks));
         let tree = PageId::new(7).expect("not zero");
         let key = b"k";
-        let rolled_back = Versions::writer();
-        v.finish(Arc::clone(&rolled_back), Vec::new());
+        let rolled_back = Writer::new();
+        drop(v.retire(Arc::clone(&rolled_back), Vec::new()));
         with_composite(tree, key, |ck| {
             let version = Version { writer: rolled_back, before: Some(b"old"[..].into()) };
             v.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
@@ -918,20 +797,68 @@ mod tests {
 
         // A writer changes the key from "old" to "new" and commits; no snapshot runs.
         let txn = TxnId(2);
-        locks.lock(txn, tree_lock_id(tree), key, LockMode::Exclusive).expect("free");
-        let writer = Versions::writer();
-        assert!(v.record(&writer, tree, key, Some(b"old"), false).is_none(), "parked, not chained");
+        let writer = Writer::new();
+        locks.lock_to_write(txn, tree_lock_id(tree), key, &writer).expect("free");
+        writer.undo.lock().push(tree, key, Some(b"old"), swizzledb_sync::Lsn(0));
         assert!(v.may_have_chain(tree, key));
+        let snap = v.snapshot();
+        match v.seen(&snap, tree, key) {
+            Seen::Before(Some(b)) => assert_eq!(&b[..], b"old", "the running writer's version"),
+            _ => panic!("a snapshot saw a running writer's change"),
+        }
+        drop(snap);
         v.commit(&writer);
-        v.finish(Arc::clone(&writer), Vec::new());
-        let mut unparking = v.unparking();
-        locks.release_all_with(txn, |key, parked| unparking.take(key, parked));
-        unparking.done();
+        drop(v.retire(Arc::clone(&writer), Vec::new()));
+        assert!(writer.undo.lock().is_empty(), "the list is emptied at the writer's end");
+        locks.release_all(txn);
+        assert!(!locks.may_have_writer(tree_lock_id(tree), key), "the head is uncounted");
 
         // A snapshot taken now sees the writer: the tree's value is its value.
         let snap = v.snapshot();
         assert!(matches!(v.seen(&snap, tree, key), Seen::Tree), "a snapshot read a rolled-back version");
         assert_eq!(v.stats().bytes, 0, "the moved version went with the older one (K19's prefix rule)");
-        assert_eq!(locks.lock_count(), 0, "the head went with its version");
+        assert_eq!(locks.lock_count(), 0, "the head went with its writer");
+    }
+
+    /// K17, K19: a snapshot older than a writer reads the key's committed value from the
+    /// writer's undo list while the writer runs, and from the chain once it ended, with every
+    /// later change of the key by the same writer ignored (the first change's old value is
+    /// the version); a snapshot taken after the commit sees the tree.
+    #[test]
+    fn k17_a_running_writers_version_is_its_first_undo_entry_then_its_chain_entry() {
+        let locks = Arc::new(LockManager::new(4));
+        let v = Versions::new(DEFAULT_VERSION_MEMORY, Arc::clone(&locks));
+        let tree = PageId::new(9).expect("not zero");
+        let old = v.snapshot();
+        let txn = TxnId(3);
+        let writer = Writer::new();
+        // Enough other keys that the list is looked up through its index.
+        for i in 0..100u32 {
+            let k = i.to_be_bytes();
+            locks.lock_to_write(txn, tree_lock_id(tree), &k, &writer).expect("free");
+            writer.undo.lock().push(tree, &k, None, swizzledb_sync::Lsn(0));
+        }
+        locks.lock_to_write(txn, tree_lock_id(tree), b"k", &writer).expect("free");
+        writer.undo.lock().push(tree, b"k", Some(b"v0"), swizzledb_sync::Lsn(0));
+        writer.undo.lock().push(tree, b"k", Some(b"v1"), swizzledb_sync::Lsn(0));
+        let before = |snap: &Snapshot<'_>, key: &[u8]| match v.seen(snap, tree, key) {
+            Seen::Tree => "tree".to_string(),
+            Seen::Before(None) => "absent".to_string(),
+            Seen::Before(Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        };
+        assert_eq!(before(&old, b"k"), "v0");
+        assert_eq!(before(&old, &7u32.to_be_bytes()), "absent");
+        assert_eq!(before(&old, b"other"), "tree", "a key the writer holds no lock on");
+        v.commit(&writer);
+        drop(v.retire(Arc::clone(&writer), Vec::new()));
+        assert!(v.stats().bytes > 0, "the versions the old snapshot needs are in chains");
+        locks.release_all(txn);
+        assert_eq!(before(&old, b"k"), "v0", "the old snapshot reads the chain");
+        assert_eq!(before(&old, &7u32.to_be_bytes()), "absent");
+        let new = v.snapshot();
+        assert_eq!(before(&new, b"k"), "tree");
+        drop((old, new));
+        v.collect();
+        assert_eq!(v.stats().bytes, 0, "no snapshot needs them any more");
     }
 }

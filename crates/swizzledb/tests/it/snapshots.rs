@@ -537,3 +537,71 @@ fn k19_a_new_tree_on_a_dropped_trees_pages_has_none_of_its_versions() {
     }
     assert_eq!(snap.range(&new, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).count(), 0);
 }
+
+/// K17, K18: a transaction far longer than a scanned undo list (its versions are looked up
+/// through the list's index) changes each key several times and deletes some; a read-only
+/// transaction older than it and plain reads on other threads see every key's committed value
+/// while it runs, after it rolled back, and — the read-only one — after a second such
+/// transaction committed, when the versions it needs are in chains.
+#[test]
+fn k17_a_long_transactions_versions_are_its_first_changes_of_each_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path());
+    const N: u32 = 400;
+    for k in 0..N {
+        t.insert(&key(k), format!("c{k}").as_bytes()).unwrap();
+    }
+    let committed = |k: u32| Some(format!("c{k}").into_bytes());
+    let reader = db.begin_read();
+    for commit in [false, true] {
+        let mut tx = db.begin();
+        for round in 0..3 {
+            for k in 0..N {
+                match (k % 4, round) {
+                    (0, 2) => assert!(tx.delete(&t, &key(k)).unwrap()),
+                    (0, _) | (1 | 2, _) => {
+                        tx.put(&t, &key(k), format!("w{round}-{k}").as_bytes()).map(|_| ()).unwrap()
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for k in N..N + 50 {
+            tx.insert(&t, &key(k), b"new").unwrap();
+        }
+        let t2 = t.clone();
+        let plain: Vec<Option<Vec<u8>>> =
+            on_other_thread(move || (0..N + 50).map(|k| t2.get(&key(k)).unwrap()).collect());
+        for k in 0..N + 50 {
+            let want = if k < N { committed(k) } else { None };
+            assert_eq!(plain[k as usize], want, "a plain read of key {k} while the writer runs");
+            assert_eq!(reader.get(&t, &key(k)).unwrap(), want, "the old snapshot, key {k}");
+        }
+        if commit {
+            tx.commit().unwrap();
+        } else {
+            tx.abort().unwrap();
+        }
+    }
+    // The old snapshot still sees the state before both; a new one sees the commit.
+    let scanned: Vec<(Vec<u8>, Vec<u8>)> = reader
+        .range(&t, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(scanned.len(), N as usize, "the old snapshot's scan");
+    for (i, (k, v)) in scanned.iter().enumerate() {
+        assert_eq!((k.clone(), Some(v.clone())), (key(i as u32), committed(i as u32)));
+    }
+    for k in 0..N + 50 {
+        let now = match k % 4 {
+            _ if k >= N => Some(b"new".to_vec()),
+            0 => None,
+            1 | 2 => Some(format!("w2-{k}").into_bytes()),
+            _ => committed(k),
+        };
+        assert_eq!(t.get(&key(k)).unwrap(), now, "after the commit, key {k}");
+        assert_eq!(reader.get(&t, &key(k)).unwrap(), if k < N { committed(k) } else { None });
+    }
+    drop(reader);
+    assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
+}
