@@ -46,6 +46,6 @@ pub use policies::random::RandomPolicy;
 pub use policies::s3_fifo::S3Fifo;
 pub use policies::sieve::Sieve;
 pub use policies::two_q::TwoQ;
-pub use policy::{Evictor, FrameHook, HitEffect, HookTable, Policy, QueuedHook, Rejection, Verdict};
+pub use policy::{Evictor, FrameHook, HitEffect, HookHit, HookTable, Policy, QueuedHook, Rejection, Verdict};
 pub use spec::PolicySpec;
 pub use swizzledb_sync::{FrameId, PageId};

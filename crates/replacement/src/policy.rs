@@ -121,6 +121,29 @@ impl HookTable for Box<[FrameHook]> {
     }
 }
 
+/// A hit that is one conditional store to the frame's hook (R12): the hook takes `value` unless
+/// it holds `value` or `unless` already. A policy whose hits are only that says so
+/// ([`Policy::hook_hit`]), and the pool makes the store itself, without a call through the
+/// policy's trait object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HookHit {
+    /// What a hit stores.
+    pub value: u32,
+    /// A value a hit leaves alone (a frame the evictor has claimed, say).
+    pub unless: u32,
+}
+
+impl HookHit {
+    /// The hit on `hook`: a load, and a store only if the value changes (R5).
+    #[inline]
+    pub fn apply(self, hook: &FrameHook) {
+        let current = hook.get();
+        if current != self.value && current != self.unless {
+            hook.set(self.value);
+        }
+    }
+}
+
 /// A page-replacement policy over a fixed set of frames `0..capacity`.
 ///
 /// All hooks take `&self`: policies synchronize internally (hit hooks should be a plain store, not
@@ -142,6 +165,13 @@ pub trait Policy: Send + Sync {
     /// the page; the pool calls this, the offline simulator `on_hit`.
     fn on_page_hit(&self, frame: FrameId, _page: PageId, hook: &FrameHook) {
         self.on_hit(frame, hook);
+    }
+
+    /// R12: `Some` if every hit (`on_hit`, `on_page_hit`) is exactly [`HookHit::apply`] on the
+    /// frame's hook and nothing else, so that the pool may make that store instead of calling
+    /// the policy. Default: `None` (the pool calls the policy).
+    fn hook_hit(&self) -> Option<HookHit> {
+        None
     }
 
     /// Whether `on_hit` and `on_page_hit` may be called for a frame the caller does not hold

@@ -10,7 +10,8 @@ use std::sync::Mutex;
 use common::{drive, drive_with, ops, scenario, Hooks, Op, Outcome};
 use proptest::prelude::*;
 use swizzledb_replacement::{
-    FrameHook, FrameId, Gclock, HookTable, PageId, Policy, PolicyKind, PolicySpec, Rejection, Variant,
+    FrameHook, FrameId, Gclock, HookHit, HookTable, PageId, Policy, PolicyKind, PolicySpec, Rejection,
+    Variant,
 };
 
 /// Every default policy (`PolicySpec::all`) and the BP-Wrapper'd policies whose hits lock most
@@ -477,4 +478,78 @@ proptest! {
         };
         prop_assert_eq!(run(false), run(true));
     }
+}
+
+/// R12: a policy whose hits the pool makes as one store ([`Policy::hook_hit`]) instead of
+/// calling it; everything else goes to the policy.
+struct ViaHookHit<'a> {
+    inner: &'a dyn Policy,
+    hit: HookHit,
+}
+
+impl Policy for ViaHookHit<'_> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
+        self.inner.on_insert(frame, page, hook);
+    }
+    fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
+        self.hit.apply(hook);
+    }
+    fn on_page_hit(&self, _frame: FrameId, _page: PageId, hook: &FrameHook) {
+        self.hit.apply(hook);
+    }
+    fn on_unfix(&self, frame: FrameId, hook: &FrameHook) {
+        self.inner.on_unfix(frame, hook);
+    }
+    fn uses_unfix(&self) -> bool {
+        self.inner.uses_unfix()
+    }
+    fn on_rejected(&self, frame: FrameId, why: Rejection, hook: &FrameHook) {
+        self.inner.on_rejected(frame, why, hook);
+    }
+    fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
+        self.inner.on_remove(frame, evicted, hook);
+    }
+    fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.inner.next_candidate(hooks)
+    }
+    fn candidate_after(&self, frame: FrameId, hooks: &dyn HookTable) -> Option<FrameId> {
+        self.inner.candidate_after(frame, hooks)
+    }
+}
+
+proptest! {
+    /// R12: where a policy says its hits are a `HookHit`, making that store instead of calling
+    /// the policy leaves every proposal and every hook as the policy's own hits would.
+    #[test]
+    fn r12_a_hook_hit_is_the_policys_own_hit(kind in kinds(), seed in any::<u64>(), (capacity, ops) in scenario()) {
+        let plain = kind.build(capacity as usize, seed);
+        let Some(hit) = plain.hook_hit() else { return Ok(()) };
+        let other = kind.build(capacity as usize, seed);
+        let via = ViaHookHit { inner: &*other, hit };
+        let (a, hooks_a) = drive_with(Hooks::new(capacity), &ops, &*plain, |_, _| {});
+        let (b, hooks_b) = drive_with(Hooks::new(capacity), &ops, &via, |_, _| {});
+        prop_assert_eq!(a, b, "{}", plain.name());
+        let values = |h: &Hooks| h.iter().map(FrameHook::get).collect::<Vec<_>>();
+        prop_assert_eq!(values(&hooks_a), values(&hooks_b), "{}", plain.name());
+    }
+}
+
+/// R12: the policies whose hits are one conditional store say so (so the check above is not
+/// vacuous), and a policy that does more on a hit does not.
+#[test]
+fn r12_clock_gclock_and_sieve_make_hook_hits_and_lru_does_not() {
+    for kind in [
+        PolicyKind::default(),
+        PolicyKind::GclockSweep { k: Gclock::DEFAULT_K },
+        PolicyKind::Clock,
+        PolicyKind::Sieve,
+    ] {
+        assert!(PolicySpec::from(kind).build(64, 1).hook_hit().is_some(), "{kind}");
+    }
+    assert!(PolicySpec::from(PolicyKind::Lru).build(64, 1).hook_hit().is_none());
+    let bpw: PolicySpec = "bpw-gclock".parse().expect("a policy");
+    assert!(bpw.build(64, 1).hook_hit().is_none(), "BP-Wrapper queues its hits");
 }

@@ -128,7 +128,11 @@ impl BufferPool {
             bump(&b.hits);
         });
         if self.mode != PoolMode::MainMemory {
-            self.policy.on_page_hit(f, self.frame_page_id(f), &self.desc(f).hook);
+            match self.hook_hit {
+                // Replacement R12: the hit is one conditional store, made here.
+                Some(hit) => hit.apply(&self.desc(f).hook),
+                None => self.policy.on_page_hit(f, self.frame_page_id(f), &self.desc(f).hook),
+            }
         }
         self.trace(EventKind::Fix, f, parent, Some(mode), Some(true));
     }
@@ -258,7 +262,10 @@ impl BufferPool {
                             bump(&b.hits);
                         });
                         if self.mode != PoolMode::MainMemory {
-                            self.policy.on_page_hit(f, pid, &d.hook);
+                            match self.hook_hit {
+                                Some(hit) => hit.apply(&d.hook),
+                                None => self.policy.on_page_hit(f, pid, &d.hook),
+                            }
                         }
                     }
                     self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(true));

@@ -144,6 +144,8 @@ pub struct BufferPool {
     /// `high_watermark` (B13).
     fixed_batch: bool,
     policy: Box<dyn Policy>,
+    /// The policy's hits as one store the pool makes itself (replacement R12), if they are.
+    hook_hit: Option<swizzledb_replacement::HookHit>,
     /// Whether unfixes are reported to the policy (cached `Policy::uses_unfix`).
     unfix_hook: bool,
     owner: Arc<dyn PageOwner>,
@@ -375,6 +377,7 @@ impl BufferPool {
             high_watermark: high,
             fixed_batch: config.eviction_batch.is_some(),
             unfix_hook: policy.uses_unfix() && config.mode != PoolMode::MainMemory,
+            hook_hit: policy.hook_hit(),
             policy,
             owner,
             file,

@@ -302,7 +302,10 @@ impl<'p> PageView<'p> {
         debug_assert!(pool.optimistic_leaves, "B33: a latch-free hit the policy did not agree to");
         let d = pool.desc(self.frame);
         if pool.mode != super::PoolMode::MainMemory && !d.root.load(Relaxed) {
-            pool.policy.on_hit(self.frame, &d.hook);
+            match pool.hook_hit {
+                Some(hit) => hit.apply(&d.hook),
+                None => pool.policy.on_hit(self.frame, &d.hook),
+            }
         }
     }
 

@@ -27,7 +27,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::capacity::{check_capacity, frame_id};
-use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use crate::policy::{FrameHook, HookHit, HookTable, Policy, Rejection};
 use crate::residency::{Residency, State};
 use swizzledb_sync::{FrameId, PageId};
 
@@ -73,6 +73,11 @@ impl Policy for Clock {
 
     fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
         hook.set_if_changed(1);
+    }
+
+    /// R12: a hit sets the reference bit.
+    fn hook_hit(&self) -> Option<HookHit> {
+        Some(HookHit { value: 1, unless: 1 })
     }
 
     /// R11: a hit is a conditional store to the hook, which `on_insert` resets.

@@ -91,7 +91,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::capacity::{check_capacity, frame_id};
 
-use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use crate::policy::{FrameHook, HookHit, HookTable, Policy, Rejection};
 
 use swizzledb_sync::{FrameId, PageId};
 
@@ -204,6 +204,11 @@ impl Policy for Gclock {
 
     fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
         self.touch(hook);
+    }
+
+    /// R12: a hit is `touch`, a conditional store of `k` that leaves a claimed frame alone.
+    fn hook_hit(&self) -> Option<HookHit> {
+        Some(HookHit { value: u32::from(self.k), unless: BLOCKED })
     }
 
     /// R11: a hit is a conditional store to the hook, which `on_insert` resets.
@@ -328,6 +333,10 @@ impl Policy for GclockSweep {
 
     fn on_hit(&self, frame: FrameId, hook: &FrameHook) {
         self.0.on_hit(frame, hook);
+    }
+
+    fn hook_hit(&self) -> Option<HookHit> {
+        self.0.hook_hit()
     }
 
     /// R11: a hit is a conditional store to the hook, which `on_insert` resets.

@@ -44,7 +44,7 @@ use parking_lot::Mutex;
 
 use crate::capacity::{check_capacity, frame_id};
 use crate::list::Tracked;
-use crate::policy::{FrameHook, HookTable, Policy, Rejection};
+use crate::policy::{FrameHook, HookHit, HookTable, Policy, Rejection};
 use swizzledb_sync::{FrameId, PageId};
 
 struct State {
@@ -100,6 +100,11 @@ impl Policy for Sieve {
 
     fn on_hit(&self, _frame: FrameId, hook: &FrameHook) {
         hook.set_if_changed(1);
+    }
+
+    /// R12: a hit marks the frame visited.
+    fn hook_hit(&self) -> Option<HookHit> {
+        Some(HookHit { value: 1, unless: 1 })
     }
 
     /// R11: a hit is a conditional store to the hook, which `on_insert` resets.
