@@ -1090,8 +1090,20 @@ impl LockManager {
     /// K18: whether a head of `(tree, key)`'s bucket may name a writer; `false` means none of
     /// them does. A head is counted before its writer's first change of the key, and uncounted
     /// when the writer lets the lock go.
+    #[cfg(test)]
     pub(crate) fn may_have_writer(&self, tree: u32, key: &[u8]) -> bool {
-        self.writers.counted((self.hash)(tree, key))
+        self.writer_counted(self.name_hash(tree, key))
+    }
+
+    /// [`LockManager::may_have_writer`] for a name whose hash the caller has.
+    pub(crate) fn writer_counted(&self, hash: u64) -> bool {
+        self.writers.counted(hash)
+    }
+
+    /// The hash of the lock name `(tree, key)`, as the table and the writers' buckets use it;
+    /// the version store counts its chains by it too (K18: one hash per snapshot read).
+    pub(crate) fn name_hash(&self, tree: u32, key: &[u8]) -> u64 {
+        (self.hash)(tree, key)
     }
 
     /// K18: the writer the lock on `(tree, key)` names (its exclusive holder, about to change

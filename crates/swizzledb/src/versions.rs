@@ -224,8 +224,9 @@ fn shard_of(composite: &[u8]) -> usize {
 /// Buckets of the chained-key counts (K18's fast path).
 const BUCKETS: usize = 4096;
 
-fn bucket_of(composite: &[u8]) -> usize {
-    ((hash_of(composite) >> 24) as usize) % BUCKETS
+/// The chain-count bucket of a key whose lock name hashes to `hash`.
+fn bucket(hash: u64) -> usize {
+    ((hash >> 24) as usize) % BUCKETS
 }
 
 impl Versions {
@@ -283,7 +284,7 @@ impl Versions {
             return (writer, Arc::clone(k));
         }
         let k: Key = Arc::from(ck);
-        self.chained[bucket_of(ck)].fetch_add(1, SeqCst);
+        self.chained[self.chain_bucket(ck)].fetch_add(1, SeqCst);
         shard.insert(Arc::clone(&k), Chain { versions: smallvec::smallvec![version], indexed: false });
         (writer, k)
     }
@@ -321,7 +322,7 @@ impl Versions {
                 let k: Key = Arc::from(ck);
                 let chain = Chain { versions: smallvec::smallvec![v], indexed: deletes };
                 shard.insert(Arc::clone(&k), chain);
-                self.chained[bucket_of(ck)].fetch_add(1, SeqCst);
+                self.chained[self.chain_bucket(ck)].fetch_add(1, SeqCst);
                 (true, k, deletes)
             }
         };
@@ -531,7 +532,7 @@ impl Versions {
                 }
                 let freed: usize = chain.versions.iter().map(|v| v.bytes(ck.len())).sum();
                 self.bytes.fetch_sub(freed, SeqCst);
-                self.chained[bucket_of(ck)].fetch_sub(1, SeqCst);
+                self.chained[self.chain_bucket(ck)].fetch_sub(1, SeqCst);
                 false
             });
         }
@@ -555,7 +556,7 @@ impl Versions {
                     self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
                 }
                 shard.remove(ck);
-                self.chained[bucket_of(ck)].fetch_sub(1, SeqCst);
+                self.chained[self.chain_bucket(ck)].fetch_sub(1, SeqCst);
             }
             self.bytes.fetch_sub(freed, SeqCst);
         }
@@ -564,8 +565,9 @@ impl Versions {
     /// K18: what `snap` sees of `key` in `tree`, given that the tree was read before this
     /// call.
     pub(crate) fn seen(&self, snap: &Snapshot<'_>, tree: PageId, key: &[u8]) -> Seen {
-        if self.may_have_chain(tree, key) {
-            with_composite(tree, key, |ck| self.seen_composite(snap, ck))
+        let hash = self.locks.name_hash(tree_lock_id(tree), key);
+        if self.may_be_versioned(hash) {
+            with_composite(tree, key, |ck| self.seen_composite(snap, ck, hash))
         } else {
             Seen::Tree
         }
@@ -573,7 +575,19 @@ impl Versions {
 
     /// K18: whether a chain is counted in the bucket of composite key `ck` (none: `ck` has none).
     fn counted(&self, ck: &[u8]) -> bool {
-        self.chained[bucket_of(ck)].load(SeqCst) != 0
+        self.chained[self.chain_bucket(ck)].load(SeqCst) != 0
+    }
+
+    /// The hash of the lock name of composite key `ck`: chains are counted by it, as the lock
+    /// heads naming writers are, so that a reader hashes its key once (K18).
+    fn name_hash(&self, ck: &[u8]) -> u64 {
+        let tree = PageId::new(tree_of(ck)).expect("a composite key names its tree");
+        self.locks.name_hash(tree_lock_id(tree), &ck[8..])
+    }
+
+    /// The chain-count bucket of composite key `ck`.
+    fn chain_bucket(&self, ck: &[u8]) -> usize {
+        bucket(self.name_hash(ck))
     }
 
     /// K18: whether `key` of `tree` may have a version, in a running writer's undo list or in
@@ -584,8 +598,13 @@ impl Versions {
     /// zero in between). A writer's head is counted before its first change of the key, so a
     /// reader that saw the change (and asks after) finds it counted.
     pub(crate) fn may_have_chain(&self, tree: PageId, key: &[u8]) -> bool {
-        self.locks.may_have_writer(tree_lock_id(tree), key)
-            || (self.bytes.load(SeqCst) != 0 && with_composite(tree, key, |ck| self.counted(ck)))
+        self.may_be_versioned(self.locks.name_hash(tree_lock_id(tree), key))
+    }
+
+    /// [`Versions::may_have_chain`] for a key whose lock name hashes to `hash`.
+    fn may_be_versioned(&self, hash: u64) -> bool {
+        self.locks.writer_counted(hash)
+            || (self.bytes.load(SeqCst) != 0 && self.chained[bucket(hash)].load(SeqCst) != 0)
     }
 
     /// K18 for one key: the newest version of `ck` may be in the undo list of the writer its
@@ -593,13 +612,13 @@ impl Versions {
     /// writer puts the versions a snapshot may need into the chains before it empties its list,
     /// and empties it before its heads let it go, so a reader finds a version in one or the
     /// other (in both, at worst, which changes nothing).
-    fn seen_composite(&self, snap: &Snapshot<'_>, ck: &[u8]) -> Seen {
+    fn seen_composite(&self, snap: &Snapshot<'_>, ck: &[u8], hash: u64) -> Seen {
         // `Some(before)`: the running writer's version, the key's newest, is one the snapshot
         // must not see.
         let mut unseen_parked = None;
         let tree = PageId::new(tree_of(ck)).expect("a composite key names its tree");
         let key = &ck[8..];
-        if self.locks.may_have_writer(tree_lock_id(tree), key) {
+        if self.locks.writer_counted(hash) {
             if let Some(writer) = self.locks.writer_of(tree_lock_id(tree), key) {
                 if sees(snap, &writer) {
                     // The newest writer is seen, and with it every older one (timestamps grow
@@ -669,7 +688,7 @@ impl Versions {
             set.range::<[u8], _>((as_slice(&lo), as_slice(&hi))).cloned().collect()
         };
         keys.into_iter()
-            .filter_map(|ck| match self.seen_composite(snap, &ck) {
+            .filter_map(|ck| match self.seen_composite(snap, &ck, self.name_hash(&ck)) {
                 Seen::Before(Some(v)) => Some((ck[8..].to_vec(), v.into_vec())),
                 _ => None,
             })
