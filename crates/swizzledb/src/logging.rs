@@ -13,7 +13,7 @@ use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
 
 use crate::record::{Change, Checkpoint, Encode, LeafHead, LeafRecord, NodeLog, Record, TxnEntry, TxnState};
 use crate::restart::{Analysis, ArchivedState};
-use crate::version::{Key, Writer};
+use crate::version::{Key, UndoList, Writer};
 use crate::versions::Versions;
 
 /// When a commit returns.
@@ -783,9 +783,12 @@ impl<'u> Undo<'u> {
 pub(crate) struct TxnLog<'a> {
     pub(crate) wal: Option<&'a Wal>,
     pub(crate) shared: Arc<TxnShared>,
-    /// The transaction as a writer: its state for snapshots, and its undo list, which holds
-    /// what rollback needs (R5) and, shared with readers, its versions (LOCKS.md K17).
+    /// The transaction as a writer: its state for snapshots, and, on a database that keeps
+    /// versions, its undo list, which holds what rollback needs (R5) and, shared with readers,
+    /// its versions (LOCKS.md K17).
     pub(crate) writer: Arc<Writer>,
+    /// The undo list where no reader looks at it (no version store): no mutex to take.
+    own_undo: RefCell<UndoList>,
     /// Whether the transaction changed anything (its undo list is not empty).
     changed: Cell<bool>,
     /// During rollback: the undo-next link of the compensation record being written.
@@ -804,7 +807,8 @@ impl<'a> TxnLog<'a> {
         TxnLog {
             wal,
             shared,
-            writer: Writer::new(),
+            writer: Writer::without_list(),
+            own_undo: RefCell::new(UndoList::take_spare()),
             changed: Cell::new(false),
             compensating: Cell::new(None),
             versions: None,
@@ -815,6 +819,23 @@ impl<'a> TxnLog<'a> {
 
     /// K18: the transaction commits now (its commit record was just appended, and none of its
     /// locks is released yet).
+    /// Makes the transaction a writer of versions in `versions` (LOCKS.md K17): its undo list
+    /// is then the writer's, which readers share. Call it before the first change.
+    pub(crate) fn keep_versions(&mut self, versions: &'a Versions) {
+        debug_assert!(!self.changed.get(), "K17: a writer's versions are kept from its first change");
+        *self.writer.undo.lock() = self.own_undo.take();
+        self.versions = Some(versions);
+    }
+
+    /// `f` on the undo list, where it lives: the writer's (behind its mutex) on a database that
+    /// keeps versions, else the transaction's own.
+    fn with_undo<R>(&self, f: impl FnOnce(&mut UndoList) -> R) -> R {
+        match self.versions {
+            Some(_) => f(&mut self.writer.undo.lock()),
+            None => f(&mut self.own_undo.borrow_mut()),
+        }
+    }
+
     pub(crate) fn commit_versions(&self) {
         if let (Some(v), true) = (self.versions, self.changed.get()) {
             v.commit(&self.writer);
@@ -830,21 +851,22 @@ impl<'a> TxnLog<'a> {
         }
         let list = match self.versions {
             Some(v) if self.changed.get() => v.retire(Arc::clone(&self.writer), self.chained.take()),
-            _ => std::mem::take(&mut *self.writer.undo.lock()),
+            _ => self.with_undo(std::mem::take),
         };
         list.recycle();
     }
 
     /// Entry `i` of the undo list (0 is the oldest), copied out, for rollback.
     pub(crate) fn undo_entry(&self, i: usize) -> OwnedUndo {
-        let list = self.writer.undo.lock();
-        let u = list.get(i);
-        OwnedUndo { tree: u.tree, key: u.key.to_vec(), old: u.old.map(<[u8]>::to_vec), prev: u.prev }
+        self.with_undo(|list| {
+            let u = list.get(i);
+            OwnedUndo { tree: u.tree, key: u.key.to_vec(), old: u.old.map(<[u8]>::to_vec), prev: u.prev }
+        })
     }
 
     /// How many changes the undo list holds.
     pub(crate) fn undo_len(&self) -> usize {
-        self.writer.undo.lock().len()
+        self.with_undo(|list| list.len())
     }
 
     /// Appends one of this transaction's records, linking it to the previous one. Without a
@@ -936,18 +958,20 @@ impl ChangeLog for TxnLog<'_> {
             // not see it; under the leaf's exclusive latch, before the change is made. The
             // key's lock head names this writer already (`LockManager::lock_to_write`).
             let (key, old) = (change.key(), change.old());
-            let mut list = self.writer.undo.lock();
-            // K22: a delete puts the writer's version (its first change's old value) in the
-            // key's chain and the key in the ordered index.
-            let delete = match (self.versions, change) {
-                (Some(v), LeafChange::Delete { .. }) => {
-                    let before = list.first(tree, key).map_or(old, |i| list.get(i).old).map(<[u8]>::to_vec);
-                    Some((v, before))
-                }
-                _ => None,
-            };
-            list.push(tree, key, old, undo_prev.get());
-            drop(list);
+            let delete = self.with_undo(|list| {
+                // K22: a delete puts the writer's version (its first change's old value) in
+                // the key's chain and the key in the ordered index.
+                let delete = match (self.versions, change) {
+                    (Some(v), LeafChange::Delete { .. }) => {
+                        let before =
+                            list.first(tree, key).map_or(old, |i| list.get(i).old).map(<[u8]>::to_vec);
+                        Some((v, before))
+                    }
+                    _ => None,
+                };
+                list.push(tree, key, old, undo_prev.get());
+                delete
+            });
             self.changed.set(true);
             if let Some((v, before)) = delete {
                 if let Some(k) = v.record_delete(&self.writer, tree, key, before.as_deref()) {
@@ -1182,7 +1206,6 @@ mod tests {
 
     #[test]
     fn r5_undo_list_keeps_keys_and_old_values_and_is_reused_empty() {
-        use crate::version::UndoList;
         let tree = PageId::new(7).unwrap();
         let mut list = UndoList::take_spare();
         list.push(tree, b"a", None, Lsn(1));

@@ -38,8 +38,15 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// A running writer with an empty undo list (the buffers the thread's last one left).
+    #[cfg(test)]
     pub(crate) fn new() -> Arc<Writer> {
         Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(UndoList::take_spare()) })
+    }
+
+    /// A running writer whose undo list lives elsewhere (a transaction on a database that
+    /// keeps no versions): the list starts empty and allocates nothing.
+    pub(crate) fn without_list() -> Arc<Writer> {
+        Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(UndoList::default()) })
     }
 
     /// K18: the value the writer's first change of `key` in `tree` replaced (`Some(None)`: the
