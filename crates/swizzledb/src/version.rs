@@ -101,10 +101,17 @@ pub(crate) struct UndoList {
     entries: Vec<UndoEntry>,
     bytes: Vec<u8>,
     /// K18: the first entry of each key, built by the first look-up of a long list and kept up
-    /// to date by later pushes, so that no look-up scans a long list twice.
+    /// to date by later pushes, so that no look-up scans a long list twice. Boxed: most lists
+    /// never have one, and the list moves with its transaction.
+    index: Option<Box<Index>>,
+}
+
+/// [`UndoList`]'s index of first entries.
+#[derive(Debug, Default)]
+struct Index {
     /// Keyed by the composite key (tree, then key).
-    index: Option<FxHashMap<Box<[u8]>, usize>>,
-    /// A composite key being looked up in `index`, in a buffer kept for the next one.
+    first: FxHashMap<Box<[u8]>, usize>,
+    /// A composite key being looked up, in a buffer kept for the next one.
     probe: Vec<u8>,
 }
 
@@ -151,7 +158,7 @@ impl UndoList {
         let i = self.entries.len();
         self.entries.push(UndoEntry { tree, prev, at, key_len: key.len(), old_len });
         if let Some(index) = &mut self.index {
-            index.entry(composite(tree, key)).or_insert(i);
+            index.first.entry(composite(tree, key)).or_insert(i);
         }
     }
 
@@ -184,19 +191,19 @@ impl UndoList {
     /// version (K17).
     pub(crate) fn first(&mut self, tree: PageId, key: &[u8]) -> Option<usize> {
         if self.index.is_none() && self.entries.len() > SCAN_UP_TO {
-            let mut index = FxHashMap::default();
+            let mut index = Box::<Index>::default();
             for i in 0..self.entries.len() {
                 let u = self.get(i);
-                index.entry(composite(u.tree, u.key)).or_insert(i);
+                index.first.entry(composite(u.tree, u.key)).or_insert(i);
             }
             self.index = Some(index);
         }
-        match &self.index {
+        match &mut self.index {
             Some(index) => {
-                self.probe.clear();
-                self.probe.extend_from_slice(&tree.get().to_be_bytes());
-                self.probe.extend_from_slice(key);
-                index.get(&self.probe[..]).copied()
+                index.probe.clear();
+                index.probe.extend_from_slice(&tree.get().to_be_bytes());
+                index.probe.extend_from_slice(key);
+                index.first.get(&index.probe[..]).copied()
             }
             None => (0..self.entries.len()).find(|&i| {
                 let u = self.get(i);
@@ -209,7 +216,7 @@ impl UndoList {
     /// a writer leaves when it ends).
     pub(crate) fn firsts(&self) -> Vec<usize> {
         if let Some(index) = &self.index {
-            return index.values().copied().collect();
+            return index.first.values().copied().collect();
         }
         let mut order: Vec<usize> = (0..self.entries.len()).collect();
         // By key, and among a key's entries oldest first: the first of each run is the oldest.
