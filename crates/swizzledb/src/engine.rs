@@ -293,19 +293,20 @@ impl Core {
         Ok(())
     }
 
-    /// Locks `key` exclusively for a change by `writer`'s transaction `txn`: with versions, the
-    /// lock's head names the writer, whose undo list holds the key's version (LOCKS.md K17).
+    /// Locks `key` exclusively for a change by transaction `txn`: on a database that keeps
+    /// versions the lock's head names the transaction's `writer`, whose undo list holds the
+    /// key's version (LOCKS.md K17).
     pub(crate) fn lock_to_write(
         &self,
         txn: TxnId,
         tree: &Tree,
         key: &[u8],
-        writer: &Arc<crate::version::Writer>,
+        writer: Option<&Arc<crate::version::Writer>>,
     ) -> Result<()> {
         if let Some(locks) = &self.locks {
             let (t, k) = isolation::lock_name(tree, Some(key));
-            match self.versions {
-                Some(_) => locks.lock_to_write(txn, t, k, writer)?,
+            match writer {
+                Some(w) => locks.lock_to_write(txn, t, k, w)?,
                 None => locks.lock(txn, t, k, lock::LockMode::Exclusive)?,
             }
         }

@@ -783,10 +783,10 @@ impl<'u> Undo<'u> {
 pub(crate) struct TxnLog<'a> {
     pub(crate) wal: Option<&'a Wal>,
     pub(crate) shared: Arc<TxnShared>,
-    /// The transaction as a writer: its state for snapshots, and, on a database that keeps
-    /// versions, its undo list, which holds what rollback needs (R5) and, shared with readers,
-    /// its versions (LOCKS.md K17).
-    pub(crate) writer: Arc<Writer>,
+    /// On a database that keeps versions, the transaction as a writer: its state for
+    /// snapshots, and its undo list, which holds what rollback needs (R5) and, shared with
+    /// readers, its versions (LOCKS.md K17).
+    pub(crate) writer: Option<Arc<Writer>>,
     /// The undo list where no reader looks at it (no version store): no mutex to take.
     own_undo: RefCell<UndoList>,
     /// Whether the transaction changed anything (its undo list is not empty).
@@ -807,7 +807,7 @@ impl<'a> TxnLog<'a> {
         TxnLog {
             wal,
             shared,
-            writer: Writer::without_list(),
+            writer: None,
             own_undo: RefCell::new(UndoList::take_spare()),
             changed: Cell::new(false),
             compensating: Cell::new(None),
@@ -823,22 +823,22 @@ impl<'a> TxnLog<'a> {
     /// is then the writer's, which readers share. Call it before the first change.
     pub(crate) fn keep_versions(&mut self, versions: &'a Versions) {
         debug_assert!(!self.changed.get(), "K17: a writer's versions are kept from its first change");
-        *self.writer.undo.lock() = self.own_undo.take();
+        self.writer = Some(Writer::with_list(self.own_undo.take()));
         self.versions = Some(versions);
     }
 
     /// `f` on the undo list, where it lives: the writer's (behind its mutex) on a database that
     /// keeps versions, else the transaction's own.
     fn with_undo<R>(&self, f: impl FnOnce(&mut UndoList) -> R) -> R {
-        match self.versions {
-            Some(_) => f(&mut self.writer.undo.lock()),
+        match &self.writer {
+            Some(w) => f(&mut w.undo.lock()),
             None => f(&mut self.own_undo.borrow_mut()),
         }
     }
 
     pub(crate) fn commit_versions(&self) {
-        if let (Some(v), true) = (self.versions, self.changed.get()) {
-            v.commit(&self.writer);
+        if let (Some(v), Some(w), true) = (self.versions, &self.writer, self.changed.get()) {
+            v.commit(w);
         }
     }
 
@@ -849,8 +849,8 @@ impl<'a> TxnLog<'a> {
         if self.retired.replace(true) {
             return;
         }
-        let list = match self.versions {
-            Some(v) if self.changed.get() => v.retire(Arc::clone(&self.writer), self.chained.take()),
+        let list = match (self.versions, &self.writer) {
+            (Some(v), Some(w)) if self.changed.get() => v.retire(Arc::clone(w), self.chained.take()),
             _ => self.with_undo(std::mem::take),
         };
         list.recycle();
@@ -973,8 +973,8 @@ impl ChangeLog for TxnLog<'_> {
                 delete
             });
             self.changed.set(true);
-            if let Some((v, before)) = delete {
-                if let Some(k) = v.record_delete(&self.writer, tree, key, before.as_deref()) {
+            if let (Some((v, before)), Some(w)) = (delete, &self.writer) {
+                if let Some(k) = v.record_delete(w, tree, key, before.as_deref()) {
                     self.chained.borrow_mut().push(k);
                 }
             }

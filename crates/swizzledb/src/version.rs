@@ -43,10 +43,10 @@ impl Writer {
         Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(UndoList::take_spare()) })
     }
 
-    /// A running writer whose undo list lives elsewhere (a transaction on a database that
-    /// keeps no versions): the list starts empty and allocates nothing.
-    pub(crate) fn without_list() -> Arc<Writer> {
-        Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(UndoList::default()) })
+    /// A running writer with `list` (empty) as its undo list.
+    pub(crate) fn with_list(list: UndoList) -> Arc<Writer> {
+        debug_assert!(list.is_empty());
+        Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(list) })
     }
 
     /// K18: the value the writer's first change of `key` in `tree` replaced (`Some(None)`: the
