@@ -954,7 +954,7 @@ impl LockManager {
     /// [`LockError::SystemTransaction`] for `TxnId(0)` (K12). In every case the transaction
     /// keeps the locks it had: abort it.
     pub fn lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<(), LockError> {
-        self.acquire(txn, tree, key, mode, Some(self.wait_timeout)).map(|_| ())
+        self.acquire(txn, tree, key, mode, Some(self.wait_timeout), None).map(|_| ())
     }
 
     /// As [`LockManager::lock`]; returns whether `txn` held the lock (in any mode) before:
@@ -966,7 +966,7 @@ impl LockManager {
         key: &[u8],
         mode: LockMode,
     ) -> Result<bool, LockError> {
-        self.acquire(txn, tree, key, mode, Some(self.wait_timeout)).map(|had| had == Some(true))
+        self.acquire(txn, tree, key, mode, Some(self.wait_timeout), None).map(|had| had == Some(true))
     }
 
     /// As [`LockManager::try_lock`]: `Some(whether txn held the lock before)` if it is granted,
@@ -978,7 +978,7 @@ impl LockManager {
         key: &[u8],
         mode: LockMode,
     ) -> Result<Option<bool>, LockError> {
-        self.acquire(txn, tree, key, mode, None)
+        self.acquire(txn, tree, key, mode, None, None)
     }
 
     /// As [`LockManager::lock`], with this call's own wait timeout.
@@ -993,7 +993,7 @@ impl LockManager {
         mode: LockMode,
         timeout: Duration,
     ) -> Result<(), LockError> {
-        self.acquire(txn, tree, key, mode, Some(timeout)).map(|_| ())
+        self.acquire(txn, tree, key, mode, Some(timeout), None).map(|_| ())
     }
 
     /// Acquires the lock only if that needs no wait: `Ok(true)` if granted (or already held),
@@ -1006,7 +1006,7 @@ impl LockManager {
     /// holder's upgrade waits and it is the younger (K23); [`LockError::SystemTransaction`]
     /// for `TxnId(0)`.
     pub fn try_lock(&self, txn: TxnId, tree: u32, key: &[u8], mode: LockMode) -> Result<bool, LockError> {
-        self.acquire(txn, tree, key, mode, None).map(|had| had.is_some())
+        self.acquire(txn, tree, key, mode, None, None).map(|had| had.is_some())
     }
 
     /// K15: whether `txn` could take `(tree, key)` exclusively at once and nobody else holds or
@@ -1083,8 +1083,7 @@ impl LockManager {
         key: &[u8],
         writer: &Arc<Writer>,
     ) -> Result<(), LockError> {
-        self.acquire_as(txn, tree, key, LockMode::Exclusive, Some(self.wait_timeout), Some(writer))
-            .map(|_| ())
+        self.acquire(txn, tree, key, LockMode::Exclusive, Some(self.wait_timeout), Some(writer)).map(|_| ())
     }
 
     /// K18: whether a head of `(tree, key)`'s bucket may name a writer; `false` means none of
@@ -1107,9 +1106,10 @@ impl LockManager {
     }
 
     /// K18: the writer the lock on `(tree, key)` names (its exclusive holder, about to change
-    /// the key or having changed it), looked up under the shard mutex without creating a head.
-    pub(crate) fn writer_of(&self, tree: u32, key: &[u8]) -> Option<Arc<Writer>> {
-        let hash = (self.hash)(tree, key);
+    /// the key or having changed it), looked up under the shard mutex without creating a head;
+    /// `hash` is the name's ([`LockManager::name_hash`]).
+    pub(crate) fn writer_of(&self, hash: u64, tree: u32, key: &[u8]) -> Option<Arc<Writer>> {
+        debug_assert_eq!(hash, self.name_hash(tree, key));
         let mut table = self.shards[self.shard_of(hash)].table.lock();
         table.find_mut(hash, tree, key).and_then(|head| head.writer.clone())
     }
@@ -1386,20 +1386,10 @@ impl LockManager {
     /// deadlock (K23), and looks again each time it has waited `DETECT_AGAIN` (doubling)
     /// without a grant. A queued request first watches for its grant for `SPIN_BEFORE_PARK`
     /// outside the shard mutex, then parks (K10).
+    ///
+    /// A granted exclusive lock's head names `writer`, if given (K17): under the shard mutex of
+    /// the grant, or right after a wait.
     fn acquire(
-        &self,
-        txn: TxnId,
-        tree: u32,
-        key: &[u8],
-        mode: LockMode,
-        wait: Option<Duration>,
-    ) -> Result<Option<bool>, LockError> {
-        self.acquire_as(txn, tree, key, mode, wait, None)
-    }
-
-    /// [`LockManager::acquire`]; a granted exclusive lock's head names `writer`, if given
-    /// (K17), under the shard mutex of the grant where there was no wait.
-    fn acquire_as(
         &self,
         txn: TxnId,
         tree: u32,

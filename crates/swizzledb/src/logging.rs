@@ -783,19 +783,16 @@ impl<'u> Undo<'u> {
 pub(crate) struct TxnLog<'a> {
     pub(crate) wal: Option<&'a Wal>,
     pub(crate) shared: Arc<TxnShared>,
-    /// On a database that keeps versions, the transaction as a writer: its state for
-    /// snapshots, and its undo list, which holds what rollback needs (R5) and, shared with
-    /// readers, its versions (LOCKS.md K17).
-    pub(crate) writer: Option<Arc<Writer>>,
+    /// On a database that keeps versions: the version store its versions go to when it ends
+    /// (LOCKS.md K19), and the transaction as a writer — its state for snapshots, and its undo
+    /// list, which holds what rollback needs (R5) and, shared with readers, its versions (K17).
+    versioned: Option<(&'a Versions, Arc<Writer>)>,
     /// The undo list where no reader looks at it (no version store): no mutex to take.
     own_undo: RefCell<UndoList>,
     /// Whether the transaction changed anything (its undo list is not empty).
     changed: Cell<bool>,
     /// During rollback: the undo-next link of the compensation record being written.
     pub(crate) compensating: Cell<Option<Lsn>>,
-    /// The version store its versions go to when it ends (LOCKS.md K19), if the database
-    /// keeps one.
-    pub(crate) versions: Option<&'a Versions>,
     /// K22: the keys whose chains hold this transaction's version (its deletes).
     chained: RefCell<Vec<Key>>,
     /// The version store has the transaction's versions, or none were kept: done once.
@@ -807,11 +804,10 @@ impl<'a> TxnLog<'a> {
         TxnLog {
             wal,
             shared,
-            writer: None,
+            versioned: None,
             own_undo: RefCell::new(UndoList::take_spare()),
             changed: Cell::new(false),
             compensating: Cell::new(None),
-            versions: None,
             chained: RefCell::new(Vec::new()),
             retired: Cell::new(false),
         }
@@ -823,21 +819,25 @@ impl<'a> TxnLog<'a> {
     /// is then the writer's, which readers share. Call it before the first change.
     pub(crate) fn keep_versions(&mut self, versions: &'a Versions) {
         debug_assert!(!self.changed.get(), "K17: a writer's versions are kept from its first change");
-        self.writer = Some(Writer::with_list(self.own_undo.take()));
-        self.versions = Some(versions);
+        self.versioned = Some((versions, Writer::with_list(self.own_undo.take())));
+    }
+
+    /// The transaction as a writer of versions, on a database that keeps them (K17).
+    pub(crate) fn writer(&self) -> Option<&Arc<Writer>> {
+        self.versioned.as_ref().map(|(_, w)| w)
     }
 
     /// `f` on the undo list, where it lives: the writer's (behind its mutex) on a database that
     /// keeps versions, else the transaction's own.
     fn with_undo<R>(&self, f: impl FnOnce(&mut UndoList) -> R) -> R {
-        match &self.writer {
-            Some(w) => f(&mut w.undo.lock()),
+        match &self.versioned {
+            Some((_, w)) => f(&mut w.undo.lock()),
             None => f(&mut self.own_undo.borrow_mut()),
         }
     }
 
     pub(crate) fn commit_versions(&self) {
-        if let (Some(v), Some(w), true) = (self.versions, &self.writer, self.changed.get()) {
+        if let (Some((v, w)), true) = (&self.versioned, self.changed.get()) {
             v.commit(w);
         }
     }
@@ -849,8 +849,8 @@ impl<'a> TxnLog<'a> {
         if self.retired.replace(true) {
             return;
         }
-        let list = match (self.versions, &self.writer) {
-            (Some(v), Some(w)) if self.changed.get() => v.retire(Arc::clone(w), self.chained.take()),
+        let list = match &self.versioned {
+            Some((v, w)) if self.changed.get() => v.retire(Arc::clone(w), self.chained.take()),
             _ => self.with_undo(std::mem::take),
         };
         list.recycle();
@@ -961,11 +961,11 @@ impl ChangeLog for TxnLog<'_> {
             let delete = self.with_undo(|list| {
                 // K22: a delete puts the writer's version (its first change's old value) in
                 // the key's chain and the key in the ordered index.
-                let delete = match (self.versions, change) {
-                    (Some(v), LeafChange::Delete { .. }) => {
+                let delete = match (&self.versioned, change) {
+                    (Some((v, w)), LeafChange::Delete { .. }) => {
                         let before =
                             list.first(tree, key).map_or(old, |i| list.get(i).old).map(<[u8]>::to_vec);
-                        Some((v, before))
+                        Some((*v, w, before))
                     }
                     _ => None,
                 };
@@ -973,7 +973,7 @@ impl ChangeLog for TxnLog<'_> {
                 delete
             });
             self.changed.set(true);
-            if let (Some((v, before)), Some(w)) = (delete, &self.writer) {
+            if let Some((v, w, before)) = delete {
                 if let Some(k) = v.record_delete(w, tree, key, before.as_deref()) {
                     self.chained.borrow_mut().push(k);
                 }

@@ -63,7 +63,7 @@ impl<'db> Transaction<'db> {
     pub(crate) fn read_at_snapshot(&mut self, reads: Option<&'db SnapshotReads>) {
         let Some(reads) = reads.filter(|r| r.ready()) else { return };
         let mut snap = reads.versions.snapshot();
-        snap.own = self.log.writer.clone();
+        snap.own = self.log.writer().cloned();
         self.si = Some(SnapshotIsolation { reads, snap });
     }
 
@@ -219,7 +219,7 @@ impl<'db> Transaction<'db> {
             .shared
             .writer_thread
             .store(crate::logging::thread_tag(), std::sync::atomic::Ordering::Relaxed);
-        self.db.lock_to_write(self.id(), tree, key, self.log.writer.as_ref())?;
+        self.db.lock_to_write(self.id(), tree, key, self.log.writer())?;
         if let Some(si) = &self.si {
             // K24: first updater wins. Under the exclusive lock no other writer of the key
             // runs; one that committed since the snapshot began left its version in the chain.

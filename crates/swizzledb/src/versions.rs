@@ -619,7 +619,7 @@ impl Versions {
         let tree = PageId::new(tree_of(ck)).expect("a composite key names its tree");
         let key = &ck[8..];
         if self.locks.writer_counted(hash) {
-            if let Some(writer) = self.locks.writer_of(tree_lock_id(tree), key) {
+            if let Some(writer) = self.locks.writer_of(hash, tree_lock_id(tree), key) {
                 if sees(snap, &writer) {
                     // The newest writer is seen, and with it every older one (timestamps grow
                     // along a key's versions): the tree's value is the snapshot's.
