@@ -398,6 +398,9 @@ struct TxnLocks {
     waiting: Option<HeldLock>,
     /// The thread of its last request ([`thread_tag`]).
     thread: u64,
+    /// K17: the transaction as a writer, kept once for every head it names (set by its first
+    /// grant of a lock taken to write); a reader finds the writer of a named head here.
+    writer: Option<Arc<Writer>>,
 }
 
 /// A lock a transaction holds: enough to find its head again without the key bytes.
@@ -645,10 +648,10 @@ struct LockHead {
     holders: SmallVec<[Holder; 2]>,
     /// Waiting requests in grant order; an upgrade only at the front (K3, K4).
     queue: Queue,
-    /// K17: the exclusive holder, as the writer whose undo list holds the key's version if
-    /// it changed the key; set by [`LockManager::lock_to_write`], cleared when that holder
-    /// releases the lock.
-    writer: Option<Arc<Writer>>,
+    /// K17: the exclusive holder is a writer, whose undo list holds the key's version if it
+    /// changed the key (the writer itself is in the holder's transaction-table entry); set by
+    /// [`LockManager::lock_to_write`], cleared when that holder releases the lock.
+    named: bool,
 }
 
 impl LockHead {
@@ -659,32 +662,39 @@ impl LockHead {
             key: key.into(),
             holders: SmallVec::new(),
             queue: Queue::default(),
-            writer: None,
+            named: false,
         }
     }
 
     fn is_unused(&self) -> bool {
-        self.holders.is_empty() && self.queue.is_empty() && self.writer.is_none()
+        self.holders.is_empty() && self.queue.is_empty() && !self.named
     }
 
-    /// K17: names `writer`, which holds this lock exclusively, as the key's writer, counted in
-    /// the key's bucket before the writer's first change of the key.
-    fn name_writer(&mut self, writer: &Arc<Writer>, hash: u64, writers: &WriterCounts) {
-        match &self.writer {
-            Some(w) => debug_assert!(Arc::ptr_eq(w, writer), "K17: a key has one writer at a time"),
-            None => {
-                writers.raise(hash);
-                self.writer = Some(Arc::clone(writer));
-            }
+    /// K17: names the exclusive holder `txn` as the key's writer, counted in the key's bucket
+    /// before the writer's first change of the key. Returns whether it was not named before.
+    fn name_writer(&mut self, txn: TxnId, hash: u64, writers: &WriterCounts) -> bool {
+        debug_assert!(
+            self.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive),
+            "K17: a key's writer holds its lock exclusively"
+        );
+        if self.named {
+            return false;
         }
+        writers.raise(hash);
+        self.named = true;
+        true
+    }
+
+    /// K17: the transaction a named head's writer is, if the head is named.
+    fn named_writer(&self) -> Option<TxnId> {
+        self.holders.iter().find(|x| x.mode == LockMode::Exclusive).map(|x| x.txn).filter(|_| self.named)
     }
 
     /// K17: `txn` lets the lock go; if it held it exclusively, the writer it named here goes
     /// too (its versions went to the chains first, K19).
     fn release_writer(&mut self, txn: TxnId, hash: u64, writers: &WriterCounts) {
-        if self.writer.is_some() && self.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive)
-        {
-            self.writer = None;
+        if self.named && self.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive) {
+            self.named = false;
             writers.lower(hash);
         }
     }
@@ -1070,9 +1080,11 @@ impl LockManager {
     }
 
     /// As [`LockManager::lock`] in exclusive mode, for a transaction about to change `key`:
-    /// the lock's head then names `writer` (K17), whose undo list a snapshot that must not see
-    /// its changes reads the key's committed value from. Every write takes its key's lock this
-    /// way before its first change, also when it held the lock already (as a closing key).
+    /// the lock's head then names `txn` as a writer, and `txn`'s entry keeps `writer` (once for
+    /// all its heads, K17), whose undo list a snapshot that must not see its changes reads the
+    /// key's committed value from. Every write takes its key's lock this way before its first
+    /// change, also when it held the lock already (as a closing key). A transaction passes the
+    /// same writer to every call.
     ///
     /// # Errors
     /// As [`LockManager::lock`].
@@ -1108,17 +1120,33 @@ impl LockManager {
     /// K18: the writer the lock on `(tree, key)` names (its exclusive holder, about to change
     /// the key or having changed it), looked up under the shard mutex without creating a head;
     /// `hash` is the name's ([`LockManager::name_hash`]).
+    ///
+    /// The head names its writer's transaction; the writer is found in that transaction's entry
+    /// of the transaction table, after the shard mutex is let go (K11). `None` there means the
+    /// writer has not yet recorded its grant (it has made no change) or has ended (its
+    /// versions are in the chains where a snapshot may need them, K19).
     pub(crate) fn writer_of(&self, hash: u64, tree: u32, key: &[u8]) -> Option<Arc<Writer>> {
         debug_assert_eq!(hash, self.name_hash(tree, key));
-        let mut table = self.shards[self.shard_of(hash)].table.lock();
-        table.find_mut(hash, tree, key).and_then(|head| head.writer.clone())
+        let txn = {
+            let table = self.shards[self.shard_of(hash)].table.lock();
+            table.find(hash, tree, key)?.named_writer()?
+        };
+        self.txns[self.txn_shard(txn)].txns.lock().get(&txn)?.writer.clone()
     }
 
-    /// K17: names `writer` in the head of a lock `txn` was granted after waiting.
-    fn name_writer_after_wait(&self, hash: u64, id: u64, writer: &Arc<Writer>) {
+    /// K17: names `txn` as the writer in the head of a lock it was granted after waiting;
+    /// returns whether the head was not named before.
+    fn name_writer_after_wait(&self, txn: TxnId, hash: u64, id: u64) -> bool {
         let mut table = self.shards[self.shard_of(hash)].table.lock();
-        if let Some(head) = table.head_mut(hash, id) {
-            head.name_writer(writer, hash, &self.writers);
+        table.head_mut(hash, id).is_some_and(|head| head.name_writer(txn, hash, &self.writers))
+    }
+
+    /// K17: keeps `writer` in `txn`'s entry, if it is not there yet, for a head that names
+    /// `txn` and was granted with no new hold to record (an upgrade, or a lock held already).
+    fn note_writer(&self, txn: TxnId, writer: &Arc<Writer>) {
+        let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
+        if let Some(entry) = txns.get_mut(&txn) {
+            entry.writer.get_or_insert_with(|| Arc::clone(writer));
         }
     }
 
@@ -1156,8 +1184,7 @@ impl LockManager {
             };
             let id = head.id;
             debug_assert!(
-                head.writer.is_none()
-                    || !head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive),
+                !head.named || !head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive),
                 "K17: a key a transaction locked to write is released with all its locks"
             );
             head.release_writer(txn, hash, &self.writers);
@@ -1259,16 +1286,22 @@ impl LockManager {
         txn.0 as usize & self.mask
     }
 
-    fn record(&self, txn: TxnId, lock: HeldLock) {
+    /// Adds a granted lock to `txn`'s list (K8); `writer`: the lock was taken to write, and
+    /// `txn`'s entry keeps the writer if it does not yet (K17).
+    fn record(&self, txn: TxnId, lock: HeldLock, writer: Option<&Arc<Writer>>) {
         let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
         let TxnTable { map, spare } = &mut *txns;
         let entry = map.entry(txn).or_insert_with(|| TxnLocks {
             held: spare.pop().unwrap_or_default(),
             waiting: None,
             thread: 0,
+            writer: None,
         });
         entry.held.push(lock);
         entry.thread = thread_tag();
+        if let (Some(w), None) = (writer, &entry.writer) {
+            entry.writer = Some(Arc::clone(w));
+        }
     }
 
     /// K23: `txn` is run by no thread now (a crash's loser whose locks the opening thread
@@ -1409,15 +1442,21 @@ impl LockManager {
         let id = head.id;
         let held = HeldLock { hash, head: id };
         let decision = head.request(txn, mode, wait.is_some(), self.policy);
-        if let (Some(w), Decision::AlreadyHeld | Decision::Granted { .. }) = (writer, &decision) {
-            head.name_writer(w, hash, &self.writers);
-        }
+        let named = writer.is_some()
+            && matches!(decision, Decision::AlreadyHeld | Decision::Granted { .. })
+            && head.name_writer(txn, hash, &self.writers);
         let stats = &mut table.stats;
         let (slot, upgrade) = match decision {
-            Decision::AlreadyHeld | Decision::Granted { upgrade: true } => return Ok(Some(true)),
+            Decision::AlreadyHeld | Decision::Granted { upgrade: true } => {
+                drop(table);
+                if let (true, Some(w)) = (named, writer) {
+                    self.note_writer(txn, w);
+                }
+                return Ok(Some(true));
+            }
             Decision::Granted { upgrade: false } => {
                 drop(table);
-                self.record(txn, held);
+                self.record(txn, held, writer);
                 return Ok(Some(false));
             }
             // A refused request has a blocker, so the head stays in use.
@@ -1455,11 +1494,11 @@ impl LockManager {
                 if detect {
                     self.set_waiting(txn, None);
                 }
-                if let Some(w) = writer {
-                    self.name_writer_after_wait(hash, id, w);
-                }
+                let named = writer.is_some() && self.name_writer_after_wait(txn, hash, id);
                 if !upgrade {
-                    self.record(txn, held);
+                    self.record(txn, held, writer);
+                } else if let (true, Some(w)) = (named, writer) {
+                    self.note_writer(txn, w);
                 }
                 return Ok(Some(upgrade));
             }
@@ -1510,11 +1549,12 @@ impl LockManager {
             again = again.saturating_mul(2);
             check_at = Instant::now().checked_add(again);
         };
+        let mut named = false;
         if outcome.is_err() {
             table.remove_if_unused(hash, id);
             table.stats.deadlocks += 1;
-        } else if let (Some(w), Some(head)) = (writer, table.head_mut(hash, id)) {
-            head.name_writer(w, hash, &self.writers);
+        } else if let (Some(_), Some(head)) = (writer, table.head_mut(hash, id)) {
+            named = head.name_writer(txn, hash, &self.writers);
         }
         drop(table);
         if detect {
@@ -1523,7 +1563,9 @@ impl LockManager {
         match outcome {
             Ok(()) => {
                 if !upgrade {
-                    self.record(txn, held);
+                    self.record(txn, held, writer);
+                } else if let (true, Some(w)) = (named, writer) {
+                    self.note_writer(txn, w);
                 }
                 Ok(Some(upgrade))
             }
@@ -2494,6 +2536,69 @@ mod tests {
             other.join().unwrap().unwrap();
         });
         check(&lm);
+    }
+
+    /// K17: a head taken to write names its holder's transaction, and the writer is found in
+    /// that transaction's entry, kept once however many heads name it: after a plain grant, an
+    /// upgrade, a lock held already and a grant after a wait. Releasing the transaction's locks
+    /// uncounts its heads and forgets the writer.
+    #[test]
+    fn k17_a_head_names_its_writer_through_the_holders_entry() {
+        let lm = detector();
+        let hash = |key: &[u8]| lm.name_hash(1, key);
+        let w = crate::version::Writer::new();
+        let found = |key: &[u8]| lm.writer_of(hash(key), 1, key);
+        let same = |key: &[u8]| found(key).is_some_and(|x| Arc::ptr_eq(&x, &w));
+
+        lm.lock_to_write(t(3), 1, b"a", &w).unwrap();
+        assert!(same(b"a"), "a plain grant names the writer");
+        assert_eq!(Arc::strong_count(&w), 2, "one reference for the transaction, none per head");
+        lm.lock(t(3), 1, b"b", S).unwrap();
+        assert!(found(b"b").is_none(), "a shared hold names no writer");
+        lm.lock_to_write(t(3), 1, b"b", &w).unwrap();
+        assert!(same(b"b"), "an upgrade names the writer");
+        lm.lock(t(3), 1, b"c", X).unwrap();
+        lm.lock_to_write(t(3), 1, b"c", &w).unwrap();
+        assert!(same(b"c"), "a lock held already names the writer");
+        lm.lock_to_write(t(3), 1, b"a", &w).unwrap();
+        assert_eq!(Arc::strong_count(&w), 2, "still one reference for three heads");
+        assert!(lm.may_have_writer(1, b"a") && lm.may_have_writer(1, b"c"));
+
+        // The first lock a second writer takes, after waiting for the first's.
+        let w2 = crate::version::Writer::new();
+        thread::scope(|s| {
+            let waiter = s.spawn(|| lm.lock_to_write(t(4), 1, b"a", &w2));
+            wait_until_waiting(&lm, t(4));
+            assert!(same(b"a"), "the waiter names nothing while it waits");
+            lm.release_all(t(3));
+            waiter.join().unwrap().unwrap();
+        });
+        assert!(
+            found(b"a").is_some_and(|x| Arc::ptr_eq(&x, &w2)),
+            "a grant after a wait names the new writer"
+        );
+        assert!(found(b"b").is_none() && found(b"c").is_none(), "the first writer's heads went");
+        assert!(!lm.may_have_writer(1, b"b") && !lm.may_have_writer(1, b"c"), "and were uncounted");
+        assert_eq!(Arc::strong_count(&w), 1, "the released transaction's entry let its writer go");
+        check(&lm);
+        lm.release_all(t(4));
+        assert!(found(b"a").is_none() && !lm.may_have_writer(1, b"a"));
+        assert_eq!(Arc::strong_count(&w2), 1);
+
+        // A transaction whose first lock taken to write is an upgrade, and one whose first is a
+        // lock it held already: neither records a new hold, and both keep their writer.
+        let (w5, w6) = (crate::version::Writer::new(), crate::version::Writer::new());
+        lm.lock(t(5), 1, b"d", S).unwrap();
+        lm.lock_to_write(t(5), 1, b"d", &w5).unwrap();
+        assert!(found(b"d").is_some_and(|x| Arc::ptr_eq(&x, &w5)), "a first write by upgrade");
+        lm.lock(t(6), 1, b"e", X).unwrap();
+        lm.lock_to_write(t(6), 1, b"e", &w6).unwrap();
+        assert!(found(b"e").is_some_and(|x| Arc::ptr_eq(&x, &w6)), "a first write on a lock held");
+        check(&lm);
+        lm.release_all(t(5));
+        lm.release_all(t(6));
+        assert_eq!((Arc::strong_count(&w5), Arc::strong_count(&w6)), (1, 1));
+        assert_eq!(lm.lock_count(), 0);
     }
 
     #[test]
