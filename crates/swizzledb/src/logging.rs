@@ -850,7 +850,7 @@ impl<'a> TxnLog<'a> {
             return;
         }
         let list = match &self.versioned {
-            Some((v, w)) if self.changed.get() => v.retire(Arc::clone(w), self.chained.take()),
+            Some((v, w)) if self.changed.get() => v.retire(w, self.chained.take()),
             _ => self.with_undo(std::mem::take),
         };
         list.recycle();

@@ -33,6 +33,8 @@ const TOO_OLD: u64 = 1;
 /// Snapshot slots (K19); snapshots beyond this many at once register in an overflow list.
 const SLOTS: usize = 128;
 const SHARDS: usize = 64;
+/// Stripes of the `made` counter.
+const MADE_STRIPES: usize = 16;
 /// Shards of the ordered key index, by tree.
 const ORDERED: usize = 16;
 
@@ -143,8 +145,9 @@ pub(crate) struct Versions {
     locks: Arc<LockManager>,
     pub(crate) limit: usize,
     /// Counters for [`VersionStats`]; `made` counts the undo entries of writers that ended (each
-    /// adds its count once, at its end).
-    made: Own<AtomicU64>,
+    /// adds its count once, at its end, to its thread's stripe: one counter that every writer
+    /// moves would pass its cache line between the cores at every end).
+    made: Box<[Own<AtomicU64>]>,
     too_old: AtomicU64,
 }
 
@@ -245,7 +248,7 @@ impl Versions {
             chained: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             locks,
             limit,
-            made: Own(AtomicU64::new(0)),
+            made: (0..MADE_STRIPES).map(|_| Own(AtomicU64::new(0))).collect(),
             too_old: AtomicU64::new(0),
         }
     }
@@ -254,7 +257,7 @@ impl Versions {
         VersionStats {
             bytes: self.bytes.load(SeqCst),
             limit: self.limit,
-            made: self.made.load(SeqCst),
+            made: self.made.iter().map(|m| m.load(SeqCst)).sum(),
             too_old: self.too_old.load(SeqCst),
         }
     }
@@ -353,7 +356,7 @@ impl Versions {
     /// key's newest, and a reader would take its before-image for the key's value); then the
     /// list is emptied, and the chain versions go once no snapshot needs them. Returns the
     /// list, for the thread's next transaction to reuse.
-    pub(crate) fn retire(&self, writer: Arc<Writer>, mut chained: Vec<Key>) -> UndoList {
+    pub(crate) fn retire(&self, writer: &Arc<Writer>, mut chained: Vec<Key>) -> UndoList {
         let at = match writer.state.load(SeqCst) {
             ACTIVE | COMMITTING => {
                 writer.state.store(ABORTED, SeqCst);
@@ -381,9 +384,9 @@ impl Versions {
                     let mine = shard
                         .get(ck)
                         .and_then(|c| c.versions.last())
-                        .is_some_and(|v| Arc::ptr_eq(&v.writer, &writer));
+                        .is_some_and(|v| Arc::ptr_eq(&v.writer, writer));
                     if !mine {
-                        let version = Version { writer: Arc::clone(&writer), before: u.old.map(Box::from) };
+                        let version = Version { writer: Arc::clone(writer), before: u.old.map(Box::from) };
                         self.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
                         chained.push(self.append_to_chain(&mut shard, ck, version).1);
                     }
@@ -392,9 +395,10 @@ impl Versions {
         }
         let list = std::mem::take(list);
         drop(guard);
-        self.made.fetch_add(list.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.made[thread_slot() % MADE_STRIPES]
+            .fetch_add(list.len() as u64, std::sync::atomic::Ordering::Relaxed);
         if !chained.is_empty() {
-            self.ended(at, writer, chained);
+            self.ended(at, Arc::clone(writer), chained);
         }
         list
     }
@@ -806,7 +810,7 @@ mod tests {
         let tree = PageId::new(7).expect("not zero");
         let key = b"k";
         let rolled_back = Writer::new();
-        drop(v.retire(Arc::clone(&rolled_back), Vec::new()));
+        drop(v.retire(&rolled_back, Vec::new()));
         with_composite(tree, key, |ck| {
             let version = Version { writer: rolled_back, before: Some(b"old"[..].into()) };
             v.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
@@ -827,7 +831,7 @@ mod tests {
         }
         drop(snap);
         v.commit(&writer);
-        drop(v.retire(Arc::clone(&writer), Vec::new()));
+        drop(v.retire(&writer, Vec::new()));
         assert!(writer.undo.lock().is_empty(), "the list is emptied at the writer's end");
         locks.release_all(txn);
         assert!(!locks.may_have_writer(tree_lock_id(tree), key), "the head is uncounted");
@@ -869,7 +873,7 @@ mod tests {
         assert_eq!(before(&old, &7u32.to_be_bytes()), "absent");
         assert_eq!(before(&old, b"other"), "tree", "a key the writer holds no lock on");
         v.commit(&writer);
-        drop(v.retire(Arc::clone(&writer), Vec::new()));
+        drop(v.retire(&writer, Vec::new()));
         assert!(v.stats().bytes > 0, "the versions the old snapshot needs are in chains");
         locks.release_all(txn);
         assert_eq!(before(&old, b"k"), "v0", "the old snapshot reads the chain");
