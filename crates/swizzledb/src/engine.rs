@@ -34,10 +34,13 @@ pub(crate) struct Core {
     /// The before-images snapshot reads need (LOCKS.md K17): on a logged database with locks.
     pub(crate) versions: Option<Arc<crate::versions::Versions>>,
     pub(crate) cleaner: Option<Arc<cleaner::Shared>>,
+    /// The order of the next transaction to begin ([`Core::new_txn_id`]).
     pub(crate) next_txn: AtomicU64,
     pub(crate) restart_stats: Mutex<RestartStats>,
-    /// Transactions begun and not yet dropped (R23: a tree is dropped only when none runs).
-    pub(crate) running: std::sync::atomic::AtomicUsize,
+    /// Transactions begun and not yet dropped (R23: a tree is dropped only when none runs),
+    /// counted per thread in stripes on lines of their own, whose wrapping sum is the count (a
+    /// transaction dropped by another thread than the one that began it lowers another stripe).
+    pub(crate) running: Box<[RunningStripe]>,
     /// Set while `drop_tree` waits for the running transactions to end or drops a tree: new
     /// transactions wait at `begin` meanwhile (R23).
     pub(crate) quiesce: std::sync::atomic::AtomicBool,
@@ -97,10 +100,38 @@ pub(crate) fn into_tree_error(e: Error) -> TreeError {
     }
 }
 
+/// One stripe of [`Core::running`], on cache lines of its own.
+#[derive(Default)]
+#[repr(align(128))]
+pub(crate) struct RunningStripe(std::sync::atomic::AtomicUsize);
+
+/// Stripes of [`Core::running`].
+pub(crate) const RUNNING_STRIPES: usize = 16;
+
+/// The running-count stripe of this thread.
+fn running_stripe() -> usize {
+    lock::thread_tag() as usize % RUNNING_STRIPES
+}
+
 impl Core {
     /// Begins a transaction; first waits while the log is over its bound (R15).
     pub(crate) fn begin(&self) -> Transaction<'_> {
-        self.begin_as(TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed)))
+        self.begin_as(self.new_txn_id())
+    }
+
+    /// A fresh transaction number: its order of beginning (`next_txn`) in the high bits, and
+    /// the beginning thread's lane (`lock::txn_lane`) in the low ones. Numbers are unique and
+    /// ordered as the transactions began (LOCKS.md K6, K23: age), and the tables of
+    /// transactions shard by the lane, so that a thread's transactions use one shard, whose
+    /// lines stay in its core's cache.
+    pub(crate) fn new_txn_id(&self) -> TxnId {
+        lock::txn_number(self.next_txn.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Sets the next transaction number to at least `next` (restart: above every number in
+    /// the log).
+    pub(crate) fn set_next_txn(&self, next: u64) {
+        self.next_txn.store(lock::txn_order(next) + 1, Ordering::Relaxed);
     }
 
     /// Begins a transaction under a given number: a retry keeps its first attempt's, and with
@@ -139,7 +170,7 @@ impl Core {
     ) -> Result<R> {
         let started = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
-        let id = TxnId(self.next_txn.fetch_add(1, Ordering::Relaxed));
+        let id = self.new_txn_id();
         loop {
             let mut tx = self.begin_as(id);
             tx.read_at_snapshot(snapshot);
@@ -204,16 +235,30 @@ impl Core {
         })
     }
 
+    /// A transaction no longer runs (its `Drop`, R23).
+    pub(crate) fn leave_txn(&self) {
+        self.running[running_stripe()].0.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// How many transactions run: the stripes' wrapping sum, read after the quiesce flag was
+    /// set. Each stripe's increment is sequentially consistent with the flag, so a stripe read
+    /// after the flag holds every transaction counted there that did not see the flag; ones
+    /// that saw it take their count back, so a sum read high is read again, never low.
+    fn running_count(&self) -> usize {
+        self.running.iter().fold(0_usize, |sum, s| sum.wrapping_add(s.0.load(Ordering::SeqCst)))
+    }
+
     /// Counts a transaction as running; waits first while a tree is being dropped (R23). The
     /// count and the flag are both sequentially consistent: either `drop_tree` sees this
     /// transaction running, or this transaction sees the drop and waits for it.
     pub(crate) fn enter_txn(&self) {
+        let stripe = &self.running[running_stripe()].0;
         loop {
-            self.running.fetch_add(1, Ordering::SeqCst);
+            stripe.fetch_add(1, Ordering::SeqCst);
             if !self.quiesce.load(Ordering::SeqCst) {
                 return;
             }
-            self.running.fetch_sub(1, Ordering::SeqCst);
+            stripe.fetch_sub(1, Ordering::SeqCst);
             while self.quiesce.load(Ordering::SeqCst) {
                 std::thread::sleep(std::time::Duration::from_micros(100));
             }
@@ -241,7 +286,7 @@ impl Core {
         // running now may need the tree cache).
         self.quiesce.store(true, Ordering::SeqCst);
         let started = std::time::Instant::now();
-        while self.running.load(Ordering::SeqCst) > 0 {
+        while self.running_count() > 0 {
             if started.elapsed() >= AUTO_COMMIT_RETRY {
                 self.quiesce.store(false, Ordering::SeqCst);
                 return Err(Error::TreeBusy(name.to_owned()));

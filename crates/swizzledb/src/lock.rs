@@ -288,7 +288,7 @@ pub struct LockManager {
     /// Per transaction: its held locks, the lock it waits for and its thread, sharded by
     /// transaction id.
     txns: Box<[TxnShard]>,
-    /// `shards.len() - 1` (a power of two minus one); also used for `txns`.
+    /// `shards.len() - 1` (a power of two minus one).
     mask: usize,
     wait_timeout: Duration,
     policy: DeadlockPolicy,
@@ -344,6 +344,28 @@ const RANGE_SLOTS: usize = 64;
 #[derive(Default)]
 #[repr(align(128))]
 struct LineCount(AtomicU32);
+
+/// Bits of a transaction number that name its thread's lane (the engine's `Core::new_txn_id`):
+/// the tables of transactions, here and in the log, shard by the lane, so that a thread's
+/// transactions use one shard, whose lines stay in its core's cache.
+const LANE_BITS: u32 = 6;
+
+/// The transaction number of the `order`-th transaction to begin, begun by this thread.
+pub(crate) fn txn_number(order: u64) -> TxnId {
+    TxnId((order << LANE_BITS) | (thread_tag() % (1 << LANE_BITS)))
+}
+
+/// The order of beginning in a transaction number ([`txn_number`]).
+pub(crate) fn txn_order(txn: u64) -> u64 {
+    txn >> LANE_BITS
+}
+
+/// The shard of a table of transactions, out of `shards` (a power of two), that holds `txn`:
+/// by its lane ([`txn_number`]).
+pub(crate) fn txn_shard_of(txn: TxnId, shards: usize) -> usize {
+    debug_assert!(shards.is_power_of_two());
+    (txn.0 % (1 << LANE_BITS)) as usize & (shards - 1)
+}
 
 /// A number for the current thread, unique in the process (never 0): K23 knows a waiter's own
 /// transactions by it, and the engine its writers (K14).
@@ -1283,7 +1305,7 @@ impl LockManager {
     }
 
     fn txn_shard(&self, txn: TxnId) -> usize {
-        txn.0 as usize & self.mask
+        txn_shard_of(txn, self.txns.len())
     }
 
     /// Adds a granted lock to `txn`'s list (K8); `writer`: the lock was taken to write, and
@@ -2599,6 +2621,25 @@ mod tests {
         lm.release_all(t(6));
         assert_eq!((Arc::strong_count(&w5), Arc::strong_count(&w6)), (1, 1));
         assert_eq!(lm.lock_count(), 0);
+    }
+
+    /// Transaction numbers are ordered as the transactions began, whatever thread began them,
+    /// and a thread's numbers share one shard of every table of transactions.
+    #[test]
+    fn transaction_numbers_keep_the_order_of_beginning_and_the_threads_shard() {
+        let mine: Vec<TxnId> = (10..20).map(txn_number).collect();
+        let theirs: Vec<(u64, TxnId)> =
+            thread::scope(|s| s.spawn(|| (20..30).map(|o| (o, txn_number(o))).collect()).join().unwrap());
+        assert!(mine.windows(2).all(|w| w[0] < w[1]));
+        assert!(mine.last() < theirs.first().map(|(_, t)| t), "a later order is a younger number");
+        for (order, txn) in &theirs {
+            assert_eq!(txn_order(txn.0), *order);
+        }
+        for shards in [1, 16, 64] {
+            assert!(mine.iter().all(|&t| txn_shard_of(t, shards) == txn_shard_of(mine[0], shards)));
+        }
+        assert_eq!(txn_shard_of(mine[0], 64), thread_tag() as usize % 64, "the lane is the thread's");
+        assert!(txn_number(txn_order(u64::from(u32::MAX)) + 1) > TxnId(u64::from(u32::MAX)));
     }
 
     #[test]

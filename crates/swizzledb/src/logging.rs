@@ -160,8 +160,19 @@ fn append_encoded(log: &LogManager, record: &impl Encode) -> Result<Lsn, LogErro
 /// Shards of the transaction table.
 const TXN_SHARDS: usize = 16;
 
-/// One shard of the transaction table: the running transactions whose number it holds.
-type TxnShard = Mutex<rustc_hash::FxHashMap<TxnId, Arc<TxnShared>>>;
+/// One shard of the transaction table: the running transactions whose number it holds, on
+/// cache lines of its own (a thread's transactions use one shard for a block of numbers,
+/// `lock::TXN_BLOCK`; a neighbour on its line would pass it between the cores anyway).
+#[derive(Default)]
+#[repr(align(128))]
+struct TxnShard(Mutex<rustc_hash::FxHashMap<TxnId, Arc<TxnShared>>>);
+
+impl std::ops::Deref for TxnShard {
+    type Target = Mutex<rustc_hash::FxHashMap<TxnId, Arc<TxnShared>>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 /// Log bytes without page changes the background archiver leaves unarchived rather than add an
 /// empty run.
@@ -213,7 +224,7 @@ impl Wal {
     pub(crate) fn new(log: Arc<LogManager>, commit_mode: CommitMode) -> Wal {
         Wal {
             log,
-            txns: (0..TXN_SHARDS).map(|_| Mutex::new(rustc_hash::FxHashMap::default())).collect(),
+            txns: (0..TXN_SHARDS).map(|_| TxnShard::default()).collect(),
             commit_mode,
             checkpointing: Mutex::new(()),
             stats: WalStats::default(),
@@ -406,7 +417,7 @@ impl Wal {
     }
 
     fn txn_shard(&self, id: TxnId) -> &TxnShard {
-        &self.txns[(id.0 % TXN_SHARDS as u64) as usize]
+        &self.txns[crate::lock::txn_shard_of(id, TXN_SHARDS)]
     }
 
     /// R2: a transaction releases its locks with its commit record at `lsn` not yet durable.

@@ -265,7 +265,9 @@ impl Builder {
             cleaner,
             next_txn: AtomicU64::new(1),
             restart_stats: Mutex::new(RestartStats::default()),
-            running: std::sync::atomic::AtomicUsize::new(0),
+            running: (0..crate::engine::RUNNING_STRIPES)
+                .map(|_| crate::engine::RunningStripe::default())
+                .collect(),
             quiesce: std::sync::atomic::AtomicBool::new(false),
             dropping: Mutex::new(()),
         });
@@ -405,7 +407,7 @@ impl Builder {
             log::warn!("restart could not archive the log's tail ({e}); the next checkpoint tries again");
         }
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
-        db.core.next_txn.store(recovered.next_txn, Ordering::Relaxed);
+        db.core.set_next_txn(recovered.next_txn);
         let mut stats = recovered.stats;
         stats.torn_pages_restored = torn;
         stats.note_log_open(&opened);
@@ -474,7 +476,7 @@ impl Builder {
             swizzledb_buffer::BufferPool::open_recovered(path, &config, Arc::new(BTreeOwner), allocation)?;
         let wal = wal.with_pending(pending);
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
-        db.core.next_txn.store(state.max_txn + 1, Ordering::Relaxed);
+        db.core.set_next_txn(state.max_txn + 1);
         let mut stats = RestartStats {
             instant: true,
             analyzed,

@@ -484,7 +484,7 @@ impl Drop for Transaction<'_> {
             let _ = self.rollback();
         }
         // Counted at `begin` (R23).
-        self.db.running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.db.leave_txn();
     }
 }
 

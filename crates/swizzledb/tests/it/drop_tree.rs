@@ -181,3 +181,25 @@ fn r23_drop_waits_for_running_transactions() {
     assert_eq!(db.tree("other").unwrap().len().unwrap(), 200);
     db.close().unwrap();
 }
+
+/// The running count is kept per thread (R23): a transaction begun on one thread and ended on
+/// another still keeps `drop_tree` waiting while it runs, and lets it drop once it ended.
+#[test]
+fn r23_a_transaction_ended_on_another_thread_is_counted_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().pool_bytes(4 << 20).create(dir.path().join("moved.swz")).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    let mut txs: Vec<_> = (0..3).map(|_| db.begin()).collect();
+    txs[0].put(&tree, b"a", b"1").unwrap();
+    assert!(matches!(db.drop_tree("t"), Err(Error::TreeBusy(_))));
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut txs = txs.into_iter();
+            txs.next().unwrap().commit().unwrap();
+            txs.next().unwrap().abort().unwrap();
+            drop(txs);
+        });
+    });
+    assert!(db.drop_tree("t").unwrap(), "no transaction runs any more");
+    db.close().unwrap();
+}
