@@ -206,3 +206,40 @@ fn crash_test_rejects_bad_input() {
         &scratch.0,
     );
 }
+
+/// `--keep-failed` copies each crashed database before its restart (`last-crash`), so that a
+/// kill whose check fails leaves the state that failed; a passing run leaves no
+/// `failed-kill-N`. Without `--dir` there is nowhere to keep it.
+#[test]
+fn keep_failed_keeps_the_last_crashed_database() {
+    let scratch = Scratch::new("crash-keep");
+    let out = Command::new(BIN)
+        .args([
+            "crash-test",
+            "--kills",
+            "2",
+            "--threads",
+            "2",
+            "--max-run-ms",
+            "100",
+            "--config",
+            "transactions",
+        ])
+        .args(["--log-archive", "--restart", "instant", "--keep-failed", "--dir"])
+        .arg(&scratch.0)
+        .output()
+        .expect("run swizzledb");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(summary(&stdout).get("invalid_trees"), Some(&0), "{stdout}");
+    let kept = scratch.0.join("last-crash");
+    assert!(kept.join("crash.swz").is_file(), "the crashed file is kept");
+    assert!(kept.join("crash.swz.wal").join("archive").is_dir(), "with its log and archive");
+    let names: Vec<String> = std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with("failed-kill-")), "{names:?}");
+    let no_dir = Command::new(BIN).args(["crash-test", "--kills", "1", "--keep-failed"]).output().unwrap();
+    assert_eq!(no_dir.status.code(), Some(2), "a usage error without --dir");
+}

@@ -225,6 +225,11 @@ pub struct CrashTestArgs {
     /// Directory for the database (default: a temporary directory, removed afterwards)
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Keep the crashed database of each kill whose check fails, as it was before the restart
+    /// that checked it, in DIR/failed-kill-N (the file and its log directory): opening that
+    /// copy repeats the failing restart. Needs --dir; costs a copy of the database per kill
+    #[arg(long, requires = "dir")]
+    keep_failed: bool,
     /// Internal: run as the killed writer on the database at this path
     #[arg(long, hide = true)]
     child: Option<PathBuf>,
@@ -857,6 +862,32 @@ impl IntoIterator for ChildArgs {
 }
 
 /// Runs the harness: `kills` rounds of start, run, SIGKILL, verify.
+/// Copies the crashed database at `path` (its file and its log directory, with the archive in
+/// it) to `to`, replacing what was there.
+fn keep_crashed(path: &Path, to: &Path) -> std::io::Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::create_dir_all(to)?;
+    let name = path.file_name().expect("the database path names a file");
+    std::fs::copy(path, to.join(name))?;
+    copy_dir(&swizzledb::wal_dir(path), &swizzledb::wal_dir(&to.join(name)))
+}
+
+/// Copies directory `from` to `to` (created if missing), recursively.
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()))?;
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(path) = &args.child {
         return child(args, path);
@@ -927,7 +958,16 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         if args.damage_pages > 0 {
             damaged += damage_pages(&path, page_size(args), args.damage_pages, &mut rng)?;
         }
+        let kept = dir.join("last-crash");
+        if args.keep_failed {
+            keep_crashed(&path, &kept)?;
+        }
         let found = verify(args, &path, &acked, &mut models);
+        if args.keep_failed && (!found.lost.is_empty() || !found.uncommitted.is_empty() || found.invalid) {
+            let failed = dir.join(format!("failed-kill-{kill}"));
+            std::fs::rename(&kept, &failed)?;
+            eprintln!("kill {kill}: the crashed database is kept in {}", failed.display());
+        }
         repaired += found.repaired;
         instant += u32::from(found.instant);
         deferred += found.deferred;
