@@ -120,7 +120,7 @@ impl Core {
     }
 
     /// A fresh transaction number: its order of beginning (`next_txn`) in the high bits, and
-    /// the beginning thread's lane (`lock::txn_lane`) in the low ones. Numbers are unique and
+    /// the beginning thread's lane (`lock::txn_number`) in the low ones. Numbers are unique and
     /// ordered as the transactions began (LOCKS.md K6, K23: age), and the tables of
     /// transactions shard by the lane, so that a thread's transactions use one shard, whose
     /// lines stay in its core's cache.

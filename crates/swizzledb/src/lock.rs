@@ -1163,12 +1163,18 @@ impl LockManager {
         table.head_mut(hash, id).is_some_and(|head| head.name_writer(txn, hash, &self.writers))
     }
 
-    /// K17: keeps `writer` in `txn`'s entry, if it is not there yet, for a head that names
-    /// `txn` and was granted with no new hold to record (an upgrade, or a lock held already).
-    fn note_writer(&self, txn: TxnId, writer: &Arc<Writer>) {
-        let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
-        if let Some(entry) = txns.get_mut(&txn) {
-            entry.writer.get_or_insert_with(|| Arc::clone(writer));
+    /// After `txn` was granted `held` (with no shard mutex held, K11): a new hold goes to its
+    /// list (K8), with `writer` kept in its entry if it has none yet; a grant with no new hold
+    /// (an upgrade, or a lock held already) that newly `named` its head as the writer's keeps
+    /// the writer there too (K17).
+    fn granted(&self, txn: TxnId, held: HeldLock, new_hold: bool, named: bool, writer: Option<&Arc<Writer>>) {
+        if new_hold {
+            self.record(txn, held, writer);
+        } else if let (true, Some(w)) = (named, writer) {
+            let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
+            if let Some(entry) = txns.get_mut(&txn) {
+                entry.writer.get_or_insert_with(|| Arc::clone(w));
+            }
         }
     }
 
@@ -1471,14 +1477,12 @@ impl LockManager {
         let (slot, upgrade) = match decision {
             Decision::AlreadyHeld | Decision::Granted { upgrade: true } => {
                 drop(table);
-                if let (true, Some(w)) = (named, writer) {
-                    self.note_writer(txn, w);
-                }
+                self.granted(txn, held, false, named, writer);
                 return Ok(Some(true));
             }
             Decision::Granted { upgrade: false } => {
                 drop(table);
-                self.record(txn, held, writer);
+                self.granted(txn, held, true, named, writer);
                 return Ok(Some(false));
             }
             // A refused request has a blocker, so the head stays in use.
@@ -1517,11 +1521,7 @@ impl LockManager {
                     self.set_waiting(txn, None);
                 }
                 let named = writer.is_some() && self.name_writer_after_wait(txn, hash, id);
-                if !upgrade {
-                    self.record(txn, held, writer);
-                } else if let (true, Some(w)) = (named, writer) {
-                    self.note_writer(txn, w);
-                }
+                self.granted(txn, held, !upgrade, named, writer);
                 return Ok(Some(upgrade));
             }
             table = self.shards[self.shard_of(hash)].table.lock();
@@ -1584,11 +1584,7 @@ impl LockManager {
         }
         match outcome {
             Ok(()) => {
-                if !upgrade {
-                    self.record(txn, held, writer);
-                } else if let (true, Some(w)) = (named, writer) {
-                    self.note_writer(txn, w);
-                }
+                self.granted(txn, held, !upgrade, named, writer);
                 Ok(Some(upgrade))
             }
             Err(others) => Err(LockError::Deadlock { txn, others, tree, key: key.into(), mode }),

@@ -161,8 +161,8 @@ fn append_encoded(log: &LogManager, record: &impl Encode) -> Result<Lsn, LogErro
 const TXN_SHARDS: usize = 16;
 
 /// One shard of the transaction table: the running transactions whose number it holds, on
-/// cache lines of its own (a thread's transactions use one shard for a block of numbers,
-/// `lock::TXN_BLOCK`; a neighbour on its line would pass it between the cores anyway).
+/// cache lines of its own (a thread's transactions all use the shard of its lane,
+/// `lock::txn_shard_of`; a neighbour on its line would pass it between the cores anyway).
 #[derive(Default)]
 #[repr(align(128))]
 struct TxnShard(Mutex<rustc_hash::FxHashMap<TxnId, Arc<TxnShared>>>);

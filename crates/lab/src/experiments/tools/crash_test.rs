@@ -53,6 +53,7 @@ use std::time::Duration;
 use swizzledb::{CheckpointKind, Cleaner, CommitMode, Database, PoolMode, RestartMode, Tree};
 use swizzledb_buffer::PageId;
 
+use crate::experiments::bench::wal::copy_database;
 use crate::support::child::Child;
 use crate::Usage;
 
@@ -861,33 +862,14 @@ impl IntoIterator for ChildArgs {
     }
 }
 
-/// Runs the harness: `kills` rounds of start, run, SIGKILL, verify.
 /// Copies the crashed database at `path` (its file and its log directory, with the archive in
-/// it) to `to`, replacing what was there.
+/// it) into directory `to`, replacing what was there.
 fn keep_crashed(path: &Path, to: &Path) -> std::io::Result<()> {
-    if to.exists() {
-        std::fs::remove_dir_all(to)?;
-    }
     std::fs::create_dir_all(to)?;
-    let name = path.file_name().expect("the database path names a file");
-    std::fs::copy(path, to.join(name))?;
-    copy_dir(&swizzledb::wal_dir(path), &swizzledb::wal_dir(&to.join(name)))
+    copy_database(path, &to.join(path.file_name().expect("the database path names a file")))
 }
 
-/// Copies directory `from` to `to` (created if missing), recursively.
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &to.join(entry.file_name()))?;
-        } else {
-            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
-        }
-    }
-    Ok(())
-}
-
+/// Runs the harness: `kills` rounds of start, run, SIGKILL, verify.
 pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(path) = &args.child {
         return child(args, path);
