@@ -318,7 +318,9 @@ impl Database {
     /// The name is invalid or taken, the catalog is full, or no frame is free.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
         self.core.check_writable()?;
-        self.core.create_tree(name).map(|t| Tree::new(t, self.core.plain_snapshot_reads()))
+        self.core
+            .create_tree(name)
+            .map(|t| Tree::new(t, self.core.plain_snapshot_reads(), self.core.restart_redo()))
     }
 
     /// Opens an existing tree.
@@ -326,7 +328,7 @@ impl Database {
     /// # Errors
     /// No such tree, or I/O errors loading its root.
     pub fn tree(&self, name: &str) -> Result<Tree> {
-        self.core.tree(name).map(|t| Tree::new(t, self.core.plain_snapshot_reads()))
+        self.core.tree(name).map(|t| Tree::new(t, self.core.plain_snapshot_reads(), self.core.restart_redo()))
     }
 
     /// Opens the tree, creating it if it does not exist.

@@ -104,6 +104,10 @@ pub(crate) struct PendingRedo {
     pub(crate) current: AtomicU64,
     /// Losers still being rolled back in the background.
     pub(crate) losers: AtomicU64,
+    /// Whether the background rollback ([`UndoThread`]) still runs; cleared when it ends, in
+    /// success or failure, with `rolled_back` notified.
+    rolling_back: Mutex<bool>,
+    rolled_back: parking_lot::Condvar,
 }
 
 impl PendingRedo {
@@ -127,6 +131,8 @@ impl PendingRedo {
             redone_in_file: AtomicU64::new(0),
             current: AtomicU64::new(0),
             losers: AtomicU64::new(0),
+            rolling_back: Mutex::new(false),
+            rolled_back: parking_lot::Condvar::new(),
         }
     }
 
@@ -163,6 +169,21 @@ impl PendingRedo {
     /// Whether the redo is complete and its checkpoint taken.
     pub(crate) fn is_finished(&self) -> bool {
         self.finished_flag.load(Ordering::Acquire)
+    }
+
+    /// Waits until the background rollback of the losers has ended (at once if there is none):
+    /// it changes trees (its compensations, and the structure changes they cause), so whatever
+    /// needs a tree no other thread changes (`Tree::verify`) waits for it first.
+    pub(crate) fn wait_for_rollback(&self) {
+        let mut running = self.rolling_back.lock();
+        while *running {
+            self.rolled_back.wait(&mut running);
+        }
+    }
+
+    fn rollback_ended(&self) {
+        *self.rolling_back.lock() = false;
+        self.rolled_back.notify_all();
     }
 }
 
@@ -343,9 +364,20 @@ impl UndoThread {
         mut roll_back: impl FnMut(&TxnEntry) -> Result<()> + Send + 'static,
     ) -> UndoThread {
         pending.losers.store(losers.len() as u64, Ordering::Release);
+        *pending.rolling_back.lock() = true;
+        let on_failure = Arc::clone(&pending);
         let handle = std::thread::Builder::new()
             .name("swizzledb-undo".into())
             .spawn(move || {
+                // However the thread ends — a panic included — its end is signalled.
+                struct Ended(Arc<PendingRedo>);
+                impl Drop for Ended {
+                    fn drop(&mut self) {
+                        self.0.rollback_ended();
+                    }
+                }
+                let ended = Ended(pending);
+                let pending = &ended.0;
                 for entry in &losers {
                     match roll_back(entry) {
                         Ok(()) => {
@@ -363,6 +395,7 @@ impl UndoThread {
                 }
             })
             .inspect_err(|e| {
+                on_failure.rollback_ended();
                 log::error!(
                     "instant restart's undo thread could not start ({e}); the losers stay locked until \
                      the next restart rolls them back"

@@ -8,6 +8,9 @@
 //! [`Database`]: crate::Database
 
 use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::instant::PendingRedo;
 
 use crate::snapshot::{Read, SnapshotReads, SnapshotRef};
 use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, TreeError, TreeShape};
@@ -46,13 +49,19 @@ pub struct Tree {
     pub(crate) inner: swizzledb_btree::Tree,
     /// Snapshot reads (LOCKS.md K18), on a database that keeps versions.
     pub(crate) snap: Option<SnapshotReads>,
+    /// Instant restart's redo and background rollback (RECOVERY.md R22), after such a restart.
+    pub(crate) restart: Option<Arc<PendingRedo>>,
 }
 
 type Result<T> = std::result::Result<T, TreeError>;
 
 impl Tree {
-    pub(crate) fn new(inner: swizzledb_btree::Tree, snap: Option<SnapshotReads>) -> Tree {
-        Tree { inner, snap }
+    pub(crate) fn new(
+        inner: swizzledb_btree::Tree,
+        snap: Option<SnapshotReads>,
+        restart: Option<Arc<PendingRedo>>,
+    ) -> Tree {
+        Tree { inner, snap, restart }
     }
 
     /// The value stored under `key` (`None`: absent): the last committed one. On a logged
@@ -243,11 +252,16 @@ impl Tree {
     }
 
     /// Full structural check of the tree (key order, fences, levels, every page reached once).
-    /// Call it while no other thread changes the tree.
+    /// Call it while no other thread changes the tree. After an instant restart it first waits
+    /// until the database's background rollback of the crash's losers has ended (its changes
+    /// are the engine's own, RECOVERY.md R22), so it may wait as long as that rollback runs.
     ///
     /// # Errors
     /// A description of the first violation found (or of an I/O error reading a page).
     pub fn verify(&self) -> std::result::Result<TreeShape, String> {
+        if let Some(restart) = &self.restart {
+            restart.wait_for_rollback();
+        }
         self.inner.verify()
     }
 }

@@ -715,6 +715,8 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64], models: &mut [Model]
         eprintln!("the database opened without its log");
         found.invalid = true;
     }
+    found.instant = db.restart_stats().instant;
+    found.deferred = db.restart_stats().pages_deferred;
     // Structure first: a scan of a damaged tree need not end.
     if let Err(e) = db.tree(TREE).map_err(|e| e.to_string()).and_then(|t| t.verify().map(|_| ())) {
         eprintln!("the tree is invalid after {acked:?} acknowledged steps: {e}");
@@ -785,8 +787,6 @@ fn verify(args: &CrashTestArgs, path: &Path, acked: &[u64], models: &mut [Model]
     // with the log's changes after that copy (R3).
     let restart = db.restart_stats();
     found.repaired = restart.pages_repaired + restart.torn_pages_restored + db.stats().pages_repaired;
-    found.instant = db.restart_stats().instant;
-    found.deferred = db.restart_stats().pages_deferred;
     if let Err(e) = db.close() {
         eprintln!("closing after verification failed: {e}");
         found.invalid = true;
