@@ -722,13 +722,19 @@ impl swizzledb_buffer::LogFlush for PoolLog {
             Ok(rebuilt) => {
                 buf.copy_from_slice(&rebuilt);
                 let lsn = swizzledb_buffer::page::page_lsn(buf);
-                match self.pending.as_ref().filter(|p| p.expected(page).is_some()) {
+                match self.pending.as_ref() {
                     // R22: instant restart's redo on fetch, the normal course of things.
-                    Some(pending) => {
+                    Some(pending) if pending.expected(page).is_some() => {
                         pending.redone_on_fetch.fetch_add(1, Ordering::Relaxed);
                         log::debug!("page {page} redone on fetch (instant restart), to page LSN {lsn}");
                     }
-                    None => log::warn!(
+                    // R22: the fix read the copy just before the background redo brought it
+                    // forward in the file (the read takes no file lock): redone once more.
+                    Some(pending) if pending.redone_in_file(page) => log::debug!(
+                        "page {page} redone on fetch (instant restart; its copy was read just before the \
+                         background redo wrote it), to page LSN {lsn}"
+                    ),
+                    _ => log::warn!(
                         "page {page} was {damage}; rebuilt by single-page recovery from the log, to page LSN {lsn}"
                     ),
                 }
