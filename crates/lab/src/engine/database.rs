@@ -11,7 +11,9 @@ use crate::workloads::WorkloadError;
 
 /// SwizzleDB: each operation is one [`Database::transact`] (through the lab's `transact`,
 /// which counts attempts and carries the workload's own errors), in whatever buffer mode,
-/// logging and locking the database was created with.
+/// logging and locking the database was created with; a read or a scan is a read-only
+/// transaction ([`Engine::transact_read`]), as LMDB's are and as a user reads with `get`: with
+/// record locking it takes no lock and waits for no writer.
 impl Engine for Database {
     type Table = Tree;
 
@@ -71,7 +73,7 @@ impl Engine for Database {
         key: &[u8],
         mut f: impl FnMut(Option<&[u8]>) -> Result<R, WorkloadError>,
     ) -> Result<(R, u32), WorkloadError> {
-        let (r, attempts) = transact(self, |tx| Ok(tx.get_with(table, key, &mut f)??))?;
+        let (r, attempts) = self.transact_read(|tx| Ok(tx.get_with(table, key, &mut f)??))?;
         // The body never asks for a rollback, so there is a result.
         r.map(|r| (r, attempts)).ok_or_else(|| WorkloadError::Inconsistent {
             condition: "engine",
@@ -106,7 +108,7 @@ impl Engine for Database {
         limit: usize,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
     ) -> Result<u32, WorkloadError> {
-        let (_, attempts) = transact(self, |tx| {
+        let (_, attempts) = self.transact_read(|tx| {
             // Lent records, and no more of a leaf copied than the scan returns (T19).
             let mut records = tx.range(table, Included(start), Unbounded).limit(limit);
             while let Some(r) = records.next_with(&mut f) {
@@ -264,6 +266,45 @@ mod tests {
                 .unwrap();
             assert_eq!(db.isolates(), locking);
             tx_contract(&db);
+            db.close().unwrap();
+        }
+    }
+
+    /// A read and a scan are read-only transactions: on a database with record locks they
+    /// return the committed value at once while another transaction holds an uncommitted
+    /// change of the key (a locking read would wait for it, or time out and retry).
+    #[test]
+    fn reads_and_scans_wait_for_no_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        for logging in [true, false] {
+            let db = Database::builder()
+                .logging(logging)
+                .lab(|l| l.locking(true))
+                .create(dir.path().join(format!("r-{logging}.swz")))
+                .unwrap();
+            let t = Engine::create_table(&db, "t").unwrap();
+            Engine::load(&db, &t, &[(b"k".to_vec(), b"old".to_vec()), (b"l".to_vec(), b"1".to_vec())])
+                .unwrap();
+            let mut writer = db.begin();
+            writer.put(&t, b"k", b"new").unwrap();
+            let (done, got) = std::sync::mpsc::channel();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let read = Engine::read(&db, &t, b"k", |v| Ok(v.map(<[u8]>::to_vec))).unwrap();
+                    let mut scanned = Vec::new();
+                    Engine::scan(&db, &t, b"", 10, |k, v| {
+                        scanned.push((k.to_vec(), v.to_vec()));
+                        Ok(())
+                    })
+                    .unwrap();
+                    done.send((read, scanned)).unwrap();
+                });
+                let seen = got.recv_timeout(std::time::Duration::from_secs(20));
+                writer.abort().unwrap();
+                let ((value, attempts), scanned) = seen.expect("the read waited for the writer");
+                assert_eq!((value.as_deref(), attempts), (Some(&b"old"[..]), 1), "logging {logging}");
+                assert_eq!(scanned, [(b"k".to_vec(), b"old".to_vec()), (b"l".to_vec(), b"1".to_vec())]);
+            });
             db.close().unwrap();
         }
     }
