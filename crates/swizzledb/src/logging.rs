@@ -617,8 +617,8 @@ pub(crate) struct PoolLog {
     log: Arc<LogManager>,
     archive: Option<Arc<Archive>>,
     /// The page LSN of every page's newest write since open (R18's staleness test), sharded by
-    /// page id.
-    written: Box<[Mutex<rustc_hash::FxHashMap<u64, Lsn>>]>,
+    /// page id, and whether that write was elided (R21: left to the log, not written).
+    written: Box<[Mutex<rustc_hash::FxHashMap<u64, (Lsn, bool)>>]>,
     /// R22: the pages instant restart left to redo.
     pending: Option<Arc<crate::instant::PendingRedo>>,
 }
@@ -638,22 +638,31 @@ impl PoolLog {
         pages: &[(PageId, Lsn)],
     ) -> PoolLog {
         for &(page, lsn) in pages {
-            self.expect(page, lsn);
+            self.expect(page, lsn, false);
         }
         self.pending = Some(pending);
         self
     }
 
-    fn shard(&self, page: PageId) -> &Mutex<rustc_hash::FxHashMap<u64, Lsn>> {
+    fn shard(&self, page: PageId) -> &Mutex<rustc_hash::FxHashMap<u64, (Lsn, bool)>> {
         &self.written[(page.get() as usize) % WRITTEN_SHARDS]
     }
 
     /// R18: the page's copy must carry at least `page_lsn` from now on (a newer version may
-    /// have been written or elided already: the larger stays).
-    fn expect(&self, page: PageId, page_lsn: Lsn) {
+    /// have been written or elided already: the larger stays); `elided`: this version was not
+    /// written but left to the log (R21).
+    fn expect(&self, page: PageId, page_lsn: Lsn, elided: bool) {
         let mut shard = self.shard(page).lock();
-        let e = shard.entry(page.get()).or_insert(page_lsn);
-        *e = (*e).max(page_lsn);
+        let e = shard.entry(page.get()).or_insert((page_lsn, elided));
+        if page_lsn >= e.0 {
+            *e = (page_lsn, elided);
+        }
+    }
+
+    /// Whether a copy of `page` carrying `copy_lsn` is stale because the page's newer version
+    /// was elided (R21), not lost: the log was asked to keep it instead of the file.
+    fn elided_since(&self, page: PageId, copy_lsn: Lsn) -> bool {
+        self.shard(page).lock().get(&page.get()).is_some_and(|&(lsn, elided)| elided && copy_lsn < lsn)
     }
 }
 
@@ -668,7 +677,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
     }
 
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
-        self.expect(page, page_lsn);
+        self.expect(page, page_lsn, false);
         // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
         if let Err(e) = append_encoded(&self.log, &Record::PageWrite { page, page_lsn, decoupled: None }) {
             log::warn!("swizzledb: no page-write record for page {page} ({e}); restart redoes more of it");
@@ -676,7 +685,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
     }
 
     fn page_propagated(&self, page: PageId, page_lsn: Lsn, complete_below: Lsn) {
-        self.expect(page, page_lsn);
+        self.expect(page, page_lsn, false);
         // Best effort, as above: without it a decoupled checkpoint keeps the page dirty.
         let record = Record::PageWrite { page, page_lsn, decoupled: Some(complete_below) };
         if let Err(e) = append_encoded(&self.log, &record) {
@@ -691,12 +700,12 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         if archive.begin().is_some_and(|b| b > rec_lsn) {
             return false;
         }
-        self.expect(page, page_lsn);
+        self.expect(page, page_lsn, true);
         true
     }
 
     fn expected_page_lsn(&self, page: PageId) -> Option<Lsn> {
-        self.shard(page).lock().get(&page.get()).copied()
+        self.shard(page).lock().get(&page.get()).map(|&(lsn, _)| lsn)
     }
 
     fn page_loaded(&self, page: PageId, _page_lsn: Lsn) {
@@ -711,6 +720,8 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         let copy = (swizzledb_buffer::page::verify(buf, page).is_ok()
             && swizzledb_btree::validate_page(buf).is_ok())
         .then(|| buf.to_vec());
+        let elided =
+            copy.as_ref().is_some_and(|c| self.elided_since(page, swizzledb_buffer::page::page_lsn(c)));
         let redone = crate::repair::redo_page(&self.log, self.archive.as_deref(), page, buf.len(), copy)
             .and_then(|p| {
                 p.ok_or_else(|| crate::error::Error::PageUnrecoverable {
@@ -733,6 +744,10 @@ impl swizzledb_buffer::LogFlush for PoolLog {
                     Some(pending) if pending.redone_in_file(page) => log::debug!(
                         "page {page} redone on fetch (instant restart; its copy was read just before the \
                          background redo wrote it), to page LSN {lsn}"
+                    ),
+                    // R21: its newest version was left to the log when it was evicted.
+                    _ if elided => log::debug!(
+                        "page {page} redone on fetch (its last write was elided), to page LSN {lsn}"
                     ),
                     _ => log::warn!(
                         "page {page} was {damage}; rebuilt by single-page recovery from the log, to page LSN {lsn}"
