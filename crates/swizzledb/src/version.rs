@@ -9,8 +9,9 @@ use std::cell::Cell;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
+use std::hash::Hasher;
 use swizzledb_sync::{Lsn, PageId};
 
 /// A writer that is still running (K17).
@@ -101,18 +102,51 @@ pub(crate) struct UndoList {
     entries: Vec<UndoEntry>,
     bytes: Vec<u8>,
     /// K18: the first entry of each key, built by the first look-up of a long list and kept up
-    /// to date by later pushes, so that no look-up scans a long list twice. Boxed: most lists
-    /// never have one, and the list moves with its transaction.
+    /// to date by later pushes, so that no look-up scans a long list twice (valid while
+    /// `indexed`). Boxed: most lists never have one, and the list moves with its transaction;
+    /// kept, emptied, when the list is reused.
     index: Option<Box<Index>>,
+    indexed: bool,
 }
 
-/// [`UndoList`]'s index of first entries.
-#[derive(Debug, Default)]
+/// [`UndoList`]'s index of first entries: entry numbers, hashed by their tree and key, which
+/// stay in the list's buffer (no key is copied).
+#[derive(Default)]
 struct Index {
-    /// Keyed by the composite key (tree, then key).
-    first: FxHashMap<Box<[u8]>, usize>,
-    /// A composite key being looked up, in a buffer kept for the next one.
-    probe: Vec<u8>,
+    first: HashTable<usize>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("keys", &self.first.len()).finish()
+    }
+}
+
+/// The hash of `key` in `tree`, as [`Index`] keeps it.
+fn key_hash(tree: PageId, key: &[u8]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_u64(tree.get());
+    h.write(key);
+    h.finish()
+}
+
+/// Entry `i`'s tree and key, from the list's parts (for the index's closures, which must not
+/// borrow the whole list).
+fn key_of<'a>(entries: &[UndoEntry], bytes: &'a [u8], i: usize) -> (PageId, &'a [u8]) {
+    let e = entries[i];
+    (e.tree, &bytes[e.at..e.at + e.key_len])
+}
+
+/// Adds entry `i` to `index` unless its key has an entry there already (an older one).
+fn index_entry(index: &mut Index, entries: &[UndoEntry], bytes: &[u8], i: usize) {
+    let (tree, key) = key_of(entries, bytes, i);
+    let hash = key_hash(tree, key);
+    if index.first.find(hash, |&j| key_of(entries, bytes, j) == (tree, key)).is_none() {
+        index.first.insert_unique(hash, i, |&j| {
+            let (t, k) = key_of(entries, bytes, j);
+            key_hash(t, k)
+        });
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -145,7 +179,10 @@ impl UndoList {
         if self.bytes.capacity() <= 1 << 20 && self.entries.capacity() <= 1 << 14 {
             self.entries.clear();
             self.bytes.clear();
-            self.index = None;
+            self.indexed = false;
+            if let Some(index) = &mut self.index {
+                index.first.clear();
+            }
             SPARE_UNDO.with(|s| s.set(Some(self)));
         }
     }
@@ -157,8 +194,11 @@ impl UndoList {
         let old_len = old.map_or(usize::MAX, <[u8]>::len);
         let i = self.entries.len();
         self.entries.push(UndoEntry { tree, prev, at, key_len: key.len(), old_len });
-        if let Some(index) = &mut self.index {
-            index.first.entry(composite(tree, key)).or_insert(i);
+        if self.indexed {
+            let UndoList { entries, bytes, index, .. } = self;
+            if let Some(index) = index {
+                index_entry(index, entries, bytes, i);
+            }
         }
     }
 
@@ -190,22 +230,21 @@ impl UndoList {
     /// The oldest entry of `key` in `tree`, if any: the one whose old value is the key's
     /// version (K17).
     pub(crate) fn first(&mut self, tree: PageId, key: &[u8]) -> Option<usize> {
-        if self.index.is_none() && self.entries.len() > SCAN_UP_TO {
-            let mut index = Box::<Index>::default();
-            for i in 0..self.entries.len() {
-                let u = self.get(i);
-                index.first.entry(composite(u.tree, u.key)).or_insert(i);
+        if !self.indexed && self.entries.len() > SCAN_UP_TO {
+            let UndoList { entries, bytes, index, indexed } = self;
+            let index = index.get_or_insert_with(Box::default);
+            index.first.clear();
+            for i in 0..entries.len() {
+                index_entry(index, entries, bytes, i);
             }
-            self.index = Some(index);
+            *indexed = true;
         }
-        match &mut self.index {
-            Some(index) => {
-                index.probe.clear();
-                index.probe.extend_from_slice(&tree.get().to_be_bytes());
-                index.probe.extend_from_slice(key);
-                index.first.get(&index.probe[..]).copied()
-            }
-            None => (0..self.entries.len()).find(|&i| {
+        match (&self.index, self.indexed) {
+            (Some(index), true) => index
+                .first
+                .find(key_hash(tree, key), |&j| key_of(&self.entries, &self.bytes, j) == (tree, key))
+                .copied(),
+            _ => (0..self.entries.len()).find(|&i| {
                 let u = self.get(i);
                 u.tree == tree && u.key == key
             }),
@@ -215,8 +254,8 @@ impl UndoList {
     /// The oldest entry of each key the list holds, in no particular order (K19: the versions
     /// a writer leaves when it ends).
     pub(crate) fn firsts(&self) -> Vec<usize> {
-        if let Some(index) = &self.index {
-            return index.first.values().copied().collect();
+        if let (Some(index), true) = (&self.index, self.indexed) {
+            return index.first.iter().copied().collect();
         }
         let mut order: Vec<usize> = (0..self.entries.len()).collect();
         // By key, and among a key's entries oldest first: the first of each run is the oldest.
@@ -232,10 +271,62 @@ impl UndoList {
     }
 }
 
-/// The composite key of `key` in `tree`: the tree's root page, big-endian, then the key.
-fn composite(tree: PageId, key: &[u8]) -> Box<[u8]> {
-    let mut k = Vec::with_capacity(8 + key.len());
-    k.extend_from_slice(&tree.get().to_be_bytes());
-    k.extend_from_slice(key);
-    k.into_boxed_slice()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// One step of a list's life: a change of a key (tree 1–3, key 0–49, with or without an old
+    /// value), a look-up of a key's first entry, or the list's reuse by the thread's next
+    /// transaction.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Push(u64, u8, bool),
+        First(u64, u8),
+        Reuse,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            8 => (1u64..4, 0u8..50, any::<bool>()).prop_map(|(t, k, o)| Step::Push(t, k, o)),
+            3 => (1u64..4, 0u8..50).prop_map(|(t, k)| Step::First(t, k)),
+            1 => Just(Step::Reuse),
+        ]
+    }
+
+    proptest! {
+        /// K18/K19: `first` finds each key's oldest entry and `firsts` lists exactly one entry
+        /// per key, its oldest — whether the list is short (scanned) or long (indexed), and
+        /// after the index was kept, emptied, through a reuse; against a map of first entries.
+        #[test]
+        fn k19_first_entries_match_a_model(steps in proptest::collection::vec(step(), 1..400)) {
+            let mut list = UndoList::default();
+            let mut model: BTreeMap<(u64, Vec<u8>), usize> = BTreeMap::new();
+            for s in steps {
+                match s {
+                    Step::Push(t, k, old) => {
+                        let key = vec![b'k', k];
+                        model.entry((t, key.clone())).or_insert(list.len());
+                        let old_value = [k; 3];
+                        list.push(PageId::new(t).unwrap(), &key, old.then_some(&old_value[..]), Lsn(1));
+                    }
+                    Step::First(t, k) => {
+                        let key = vec![b'k', k];
+                        prop_assert_eq!(list.first(PageId::new(t).unwrap(), &key), model.get(&(t, key)).copied());
+                    }
+                    Step::Reuse => {
+                        std::mem::take(&mut list).recycle();
+                        list = UndoList::take_spare();
+                        model.clear();
+                    }
+                }
+                let mut firsts = list.firsts();
+                firsts.sort_unstable();
+                let mut want: Vec<usize> = model.values().copied().collect();
+                want.sort_unstable();
+                prop_assert_eq!(firsts, want);
+            }
+        }
+    }
 }
