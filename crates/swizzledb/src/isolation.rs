@@ -109,11 +109,19 @@ pub(crate) struct TxnReads<'a> {
     /// K15: the trees (lock ids) the transaction reads ranges of, each entered once
     /// ([`LockManager::enter_ranges`]) and left when its locks are released.
     ranged: Mutex<SmallVec<[u32; 4]>>,
+    /// Whether `ranged` may hold a tree: a transaction that read no range leaves none without
+    /// taking the mutex.
+    any_ranged: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> TxnReads<'a> {
     pub(crate) fn new(locks: &'a LockManager, txn: TxnId) -> TxnReads<'a> {
-        TxnReads { locks, txn, ranged: Mutex::new(SmallVec::new()) }
+        TxnReads {
+            locks,
+            txn,
+            ranged: Mutex::new(SmallVec::new()),
+            any_ranged: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// K15: the transaction is about to read a range of `tree`; inserts into it look at their
@@ -122,6 +130,7 @@ impl<'a> TxnReads<'a> {
         let t = tree_lock_id(tree.root_page());
         let mut ranged = self.ranged.lock();
         if !ranged.contains(&t) {
+            self.any_ranged.store(true, std::sync::atomic::Ordering::Relaxed);
             self.locks.enter_ranges(t);
             ranged.push(t);
         }
@@ -129,6 +138,12 @@ impl<'a> TxnReads<'a> {
 
     /// K15: the transaction's locks are released; its range reads no longer protect any gap.
     pub(crate) fn leave_ranges(&self) {
+        // Set under the mutex by the thread that entered; this is that transaction's thread,
+        // or one it ended on after handing the transaction over (a move, which orders it).
+        if !self.any_ranged.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        self.any_ranged.store(false, std::sync::atomic::Ordering::Relaxed);
         for t in self.ranged.lock().drain(..) {
             self.locks.leave_ranges(t);
         }

@@ -389,13 +389,20 @@ struct TxnShard {
     txns: Mutex<TxnTable>,
 }
 
-/// The transactions of one shard, and emptied held-lock lists kept for reuse (a transaction's
-/// first lock takes one instead of allocating).
+/// The transactions of one shard.
 #[derive(Default)]
 struct TxnTable {
     map: FxHashMap<TxnId, TxnLocks>,
-    spare: Vec<Vec<HeldLock>>,
 }
+
+thread_local! {
+    /// An emptied held-lock list kept for the thread's next transaction (K13): its first lock
+    /// takes it instead of allocating, and giving it back takes no mutex.
+    static SPARE_HELD: std::cell::Cell<Vec<HeldLock>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Held-lock lists longer than this are not kept for reuse.
+const SPARE_HELD_MAX: usize = 1 << 12;
 
 impl std::ops::Deref for TxnTable {
     type Target = FxHashMap<TxnId, TxnLocks>;
@@ -1094,9 +1101,8 @@ impl LockManager {
             }
         }
         held.clear();
-        let mut txns = txns.lock();
-        if txns.spare.len() < SPARES {
-            txns.spare.push(held);
+        if held.capacity() <= SPARE_HELD_MAX {
+            SPARE_HELD.with(|s| s.set(held));
         }
         n
     }
@@ -1318,9 +1324,8 @@ impl LockManager {
     /// `txn`'s entry keeps the writer if it does not yet (K17).
     fn record(&self, txn: TxnId, lock: HeldLock, writer: Option<&Arc<Writer>>) {
         let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
-        let TxnTable { map, spare } = &mut *txns;
-        let entry = map.entry(txn).or_insert_with(|| TxnLocks {
-            held: spare.pop().unwrap_or_default(),
+        let entry = txns.map.entry(txn).or_insert_with(|| TxnLocks {
+            held: SPARE_HELD.with(std::cell::Cell::take),
             waiting: None,
             thread: 0,
             writer: None,
