@@ -611,6 +611,10 @@ impl Wal {
 /// Shards of [`PoolLog`]'s table of page writes.
 const WRITTEN_SHARDS: usize = 64;
 
+/// One shard of [`PoolLog`]'s table of page writes: page → the page LSN its copy must carry,
+/// and whether that version was elided (R21).
+type WrittenShard = Mutex<rustc_hash::FxHashMap<u64, (Lsn, bool)>>;
+
 /// The pool's view of the log (buffer README B18, B20, B25): the WAL rule's flush, a page-write
 /// record for every page written back, and single-page recovery (R18).
 pub(crate) struct PoolLog {
@@ -618,7 +622,7 @@ pub(crate) struct PoolLog {
     archive: Option<Arc<Archive>>,
     /// The page LSN of every page's newest write since open (R18's staleness test), sharded by
     /// page id, and whether that write was elided (R21: left to the log, not written).
-    written: Box<[Mutex<rustc_hash::FxHashMap<u64, (Lsn, bool)>>]>,
+    written: Box<[WrittenShard]>,
     /// R22: the pages instant restart left to redo.
     pending: Option<Arc<crate::instant::PendingRedo>>,
 }
@@ -644,7 +648,7 @@ impl PoolLog {
         self
     }
 
-    fn shard(&self, page: PageId) -> &Mutex<rustc_hash::FxHashMap<u64, (Lsn, bool)>> {
+    fn shard(&self, page: PageId) -> &WrittenShard {
         &self.written[(page.get() as usize) % WRITTEN_SHARDS]
     }
 
