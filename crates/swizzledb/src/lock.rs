@@ -46,7 +46,7 @@ use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::Hasher;
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -308,18 +308,23 @@ pub struct LockManager {
 
 /// K18: how many lock heads name a writer (K17), per bucket of their names' hashes: a reader
 /// whose key's bucket counts none has no running writer's version to look up.
-struct WriterCounts(Box<[AtomicU32]>);
+struct WriterCounts(Box<[AtomicU64]>);
 
 /// Buckets of [`WriterCounts`].
 const WRITER_BUCKETS: usize = 4096;
 
+/// A bucket's low half counts the heads naming a writer; its high half counts the writers that
+/// let such a head go (K18: a plain read that found a writer counted checks that none did
+/// meanwhile).
+const RELEASED: u64 = 1 << 32;
+
 impl WriterCounts {
     fn new() -> WriterCounts {
-        WriterCounts((0..WRITER_BUCKETS).map(|_| AtomicU32::new(0)).collect())
+        WriterCounts((0..WRITER_BUCKETS).map(|_| AtomicU64::new(0)).collect())
     }
 
     /// The bucket of a name's hash: bits the shard choice (the low ones) does not use.
-    fn bucket(&self, hash: u64) -> &AtomicU32 {
+    fn bucket(&self, hash: u64) -> &AtomicU64 {
         &self.0[((hash >> 24) as usize) % WRITER_BUCKETS]
     }
 
@@ -327,12 +332,18 @@ impl WriterCounts {
         self.bucket(hash).fetch_add(1, Ordering::SeqCst);
     }
 
+    /// One head fewer, one release more (a raise came first, so the low half does not borrow).
     fn lower(&self, hash: u64) {
-        self.bucket(hash).fetch_sub(1, Ordering::SeqCst);
+        self.bucket(hash).fetch_add(RELEASED - 1, Ordering::SeqCst);
     }
 
     fn counted(&self, hash: u64) -> bool {
-        self.bucket(hash).load(Ordering::SeqCst) != 0
+        self.bucket(hash).load(Ordering::SeqCst) & (RELEASED - 1) != 0
+    }
+
+    /// How many named heads of the bucket were let go so far (wrapping).
+    fn released(&self, hash: u64) -> u64 {
+        self.bucket(hash).load(Ordering::SeqCst) / RELEASED
     }
 }
 
@@ -1139,6 +1150,13 @@ impl LockManager {
         self.writers.counted(hash)
     }
 
+    /// K18: how many heads naming a writer in the bucket of `hash` were let go so far; a plain
+    /// read compares it before and after it looked (a change: a writer of its key may have
+    /// rolled back and let the key go meanwhile).
+    pub(crate) fn writer_releases(&self, hash: u64) -> u64 {
+        self.writers.released(hash)
+    }
+
     /// The hash of the lock name `(tree, key)`, as the table and the writers' buckets use it;
     /// the version store counts its chains by it too (K18: one hash per snapshot read).
     pub(crate) fn name_hash(&self, tree: u32, key: &[u8]) -> u64 {
@@ -1154,12 +1172,20 @@ impl LockManager {
     /// writer has not yet recorded its grant (it has made no change) or has ended (its
     /// versions are in the chains where a snapshot may need them, K19).
     pub(crate) fn writer_of(&self, hash: u64, tree: u32, key: &[u8]) -> Option<Arc<Writer>> {
+        self.named_writer(hash, tree, key).flatten()
+    }
+
+    /// [`LockManager::writer_of`], telling apart a key whose head names no writer (`None`)
+    /// from one whose head names a transaction whose writer is not in its entry (`Some(None)`):
+    /// it has not recorded its grant yet, or it is letting its locks go (its entry leaves the
+    /// table before its heads do, K8).
+    pub(crate) fn named_writer(&self, hash: u64, tree: u32, key: &[u8]) -> Option<Option<Arc<Writer>>> {
         debug_assert_eq!(hash, self.name_hash(tree, key));
         let txn = {
             let table = self.shards[self.shard_of(hash)].table.lock();
             table.find(hash, tree, key)?.named_writer()?
         };
-        self.txns[self.txn_shard(txn)].txns.lock().get(&txn)?.writer.clone()
+        Some(self.txns[self.txn_shard(txn)].txns.lock().get(&txn).and_then(|e| e.writer.clone()))
     }
 
     /// K17: names `txn` as the writer in the head of a lock it was granted after waiting;

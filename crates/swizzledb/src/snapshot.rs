@@ -70,6 +70,42 @@ impl SnapshotReads {
 }
 
 impl SnapshotReads {
+    /// K18: the newest committed value of `key` in `tree`, read without a snapshot: the tree's
+    /// value, given to `f` in place, when no writer is counted in the key's bucket as the leaf
+    /// is read ([`Read::Done`]); else the value the key's writer settles
+    /// ([`Versions::now_seen`], [`Read::Rebuilt`]). `None` when that cannot be told (`f` did
+    /// not run): the caller reads with a snapshot. A plain read so makes no writer keep its
+    /// versions for it (K19).
+    pub(crate) fn read_now<R>(
+        &self,
+        tree: &swizzledb_btree::Tree,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<Option<Read<R>>, swizzledb_btree::TreeError> {
+        let root = tree.root_page();
+        let hash = self.versions.key_hash(root, key);
+        // Before the leaf: a writer that lets the key go after this is seen below.
+        let releases = self.versions.writer_releases(hash);
+        let from_tree = tree.get_gated(key, &swizzledb_btree::NoGate, |v| {
+            // Under the leaf's latch: a writer whose change the leaf holds is counted until its
+            // rollback, which needs the latch, has put the old value back.
+            if self.versions.writer_counted(hash) {
+                Err(v.map(<[u8]>::to_vec))
+            } else {
+                Ok(f(v))
+            }
+        })?;
+        Ok(match from_tree {
+            Ok(r) => Some(Read::Done(r)),
+            Err(value) => self.versions.now_seen(root, key, hash, releases).map(|seen| {
+                Read::Rebuilt(match seen {
+                    Seen::Tree => value,
+                    Seen::Before(before) => before.map(Vec::from),
+                })
+            }),
+        })
+    }
+
     /// `f` on the value of `key` in `tree` that `snap` sees ([`SnapshotReads::read`], strict):
     /// the reads of read-only and snapshot-isolation transactions.
     ///

@@ -700,6 +700,56 @@ impl Versions {
     }
 }
 
+impl Versions {
+    /// The hash of `key`'s lock name in `tree` (K18: one hash serves the lock head's and the
+    /// chain's buckets).
+    pub(crate) fn key_hash(&self, tree: PageId, key: &[u8]) -> u64 {
+        self.locks.name_hash(tree_lock_id(tree), key)
+    }
+
+    /// K18: whether a head naming a writer is counted in `hash`'s bucket.
+    pub(crate) fn writer_counted(&self, hash: u64) -> bool {
+        self.locks.writer_counted(hash)
+    }
+
+    /// K18: the writers of `hash`'s bucket that have let their heads go so far.
+    pub(crate) fn writer_releases(&self, hash: u64) -> u64 {
+        self.locks.writer_releases(hash)
+    }
+
+    /// K18, a read of the newest committed value that registers no snapshot (a plain point
+    /// read): the tree was read after `releases` was taken, and a writer was counted in the
+    /// key's bucket then. The key's writer, if its head names one, settles it: running, its
+    /// first before-image of the key (none: it has not changed the key, and the tree's value
+    /// is committed); committed, the tree's value; no head naming one, the tree's value. `None`
+    /// — retry with a snapshot — when the writer rolled back, when the head names a transaction
+    /// whose entry holds no writer, or when any writer of the bucket let its head go meanwhile:
+    /// the value read may then be a change rolled back since. Chains do not matter: they hold
+    /// older values than the newest committed one.
+    pub(crate) fn now_seen(&self, tree: PageId, key: &[u8], hash: u64, releases: u64) -> Option<Seen> {
+        let seen = match self.locks.named_writer(hash, tree_lock_id(tree), key) {
+            // No head names a writer: none has an uncommitted change of the key (one that had
+            // let the key go meanwhile counts as a release).
+            None => Seen::Tree,
+            // Named, but the writer is not (or no longer) in its entry: perhaps letting its
+            // locks go after a rollback.
+            Some(None) => return None,
+            Some(Some(writer)) => match settled(&writer) {
+                ACTIVE => match writer.first_image(tree, key) {
+                    Some(before) => Seen::Before(before),
+                    // No entry: no change of the key, unless the writer has ended and emptied
+                    // its list since (its state says which, set before the list is emptied).
+                    None if settled(&writer) == ABORTED => return None,
+                    None => Seen::Tree,
+                },
+                ABORTED => return None,
+                _committed => Seen::Tree,
+            },
+        };
+        (self.writer_releases(hash) == releases).then_some(seen)
+    }
+}
+
 /// Whether `snap` sees `writer`'s changes: its own (K24), or committed at or before it.
 fn sees(snap: &Snapshot<'_>, writer: &Arc<Writer>) -> bool {
     if snap.own.as_ref().is_some_and(|o| Arc::ptr_eq(o, writer)) {

@@ -139,6 +139,91 @@ fn k18_snapshots_taken_under_concurrent_transfers_always_see_the_total() {
     transfers_under_snapshots(true);
 }
 
+/// K18: plain point reads, which register no snapshot when the key's writer settles the
+/// value, never return a change that is rolled back, nor a value older than one the same thread
+/// read before (each key's committed values count up). Writers commit counted values and
+/// write a poison value they roll back, on a few hot keys, while readers read them.
+#[test]
+fn k18_plain_reads_never_see_a_rolled_back_change_nor_go_back_in_time() {
+    const KEYS: u32 = 8;
+    const POISON: &[u8] = b"rolled back";
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b.commit_mode(swizzledb::CommitMode::Async));
+    db.transact(|tx| {
+        for k in 0..KEYS {
+            tx.insert(&t, &key(k), &0u64.to_be_bytes())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (commits, rollbacks) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let writers: Vec<_> = (0..2u64)
+        .map(|w| {
+            let (db, t, stop) = (Arc::clone(&db), t.clone(), Arc::clone(&stop));
+            let (commits, rollbacks) = (Arc::clone(&commits), Arc::clone(&rollbacks));
+            std::thread::spawn(move || {
+                let mut x = 0x2545_F491_4F6C_DD1Du64 ^ w;
+                while !stop.load(Ordering::Relaxed) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let k = key((x % u64::from(KEYS)) as u32);
+                    let poison = (x >> 32).is_multiple_of(3);
+                    let r = db.transact(|tx| {
+                        if poison {
+                            tx.put(&t, &k, POISON)?;
+                            return Err(Error::Aborted("on purpose".into()));
+                        }
+                        let n = u64::from_be_bytes(tx.get(&t, &k)?.expect("a key").try_into().unwrap());
+                        tx.put(&t, &k, &(n + 1).to_be_bytes())?;
+                        Ok(())
+                    });
+                    match r {
+                        Ok(()) => commits.fetch_add(1, Ordering::Relaxed),
+                        Err(Error::Aborted(_)) => rollbacks.fetch_add(1, Ordering::Relaxed),
+                        Err(e) => panic!("{e}"),
+                    };
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (t, stop) = (t.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut last = [0u64; KEYS as usize];
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for k in 0..KEYS {
+                        let v = t.get(&key(k)).unwrap().expect("a key is never absent");
+                        assert_ne!(v, POISON, "a plain read returned a change that was rolled back");
+                        let n = u64::from_be_bytes(v.try_into().unwrap());
+                        assert!(n >= last[k as usize], "key {k}: read {n} after {}", last[k as usize]);
+                        last[k as usize] = n;
+                        reads += 1;
+                    }
+                }
+                reads
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    let (commits, rollbacks) = (commits.load(Ordering::Relaxed), rollbacks.load(Ordering::Relaxed));
+    assert!(
+        reads > 100 && commits > 10 && rollbacks > 10,
+        "{reads} reads, {commits} commits, {rollbacks} rollbacks"
+    );
+    let total: u64 =
+        (0..KEYS).map(|k| u64::from_be_bytes(t.get(&key(k)).unwrap().unwrap().try_into().unwrap())).sum();
+    assert_eq!(total, commits, "every committed increment is there, and nothing else");
+}
+
 /// K21: the same on an unlogged database with record locks, whose read-only transactions
 /// isolate from transactions as a logged one's do (its plain reads read the tree as it is).
 #[test]
