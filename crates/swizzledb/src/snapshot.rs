@@ -1,6 +1,8 @@
-//! Snapshot reads through a tree (LOCKS.md K18, K21, K22): a point read rebuilt from the tree
-//! and the version store (`versions.rs`), and a range read whose overlay rebuilds each record
-//! it passes. Tree handles, transactions and read-only transactions read through these.
+//! Snapshot reads through a tree (LOCKS.md K18, K21, K22): a plain point read of the newest
+//! committed value, which takes a snapshot only when the key's writer cannot settle it; a
+//! point read rebuilt from the tree and the version store (`versions.rs`); and a range read
+//! whose overlay rebuilds each record it passes. Tree handles, transactions and read-only
+//! transactions read through these.
 
 use std::ops::Bound;
 use std::sync::Arc;
