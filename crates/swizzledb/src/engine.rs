@@ -219,14 +219,14 @@ impl Core {
         }
     }
 
-    /// What a tree handle's plain reads need to read at snapshots (K18, K21): on a logged
-    /// database that keeps versions. An unlogged database's handles read the tree as it is,
-    /// as its handles' writes are no transactions (they record no versions).
     /// Instant restart's redo and background rollback (R22), if this database opened so.
     pub(crate) fn restart_redo(&self) -> Option<Arc<crate::instant::PendingRedo>> {
         self.wal.as_ref().and_then(|w| w.pending.clone())
     }
 
+    /// What a tree handle's plain reads need to read at snapshots (K18, K21): on a logged
+    /// database that keeps versions. An unlogged database's handles read the tree as it is,
+    /// as its handles' writes are no transactions (they record no versions).
     pub(crate) fn plain_snapshot_reads(&self) -> Option<crate::snapshot::SnapshotReads> {
         self.wal.as_ref().and(self.snapshot_reads())
     }

@@ -102,10 +102,6 @@ pub(crate) struct PendingRedo {
     pub(crate) redone_in_file: AtomicU64,
     /// Pending pages whose copy turned out to be current.
     pub(crate) current: AtomicU64,
-    /// Pages the background redo brought forward in the file (or found current there): a fix
-    /// that read such a copy just before finds it stale afterwards and redoes it again, as
-    /// instant restart's redo and not as a lost write.
-    in_file: Mutex<rustc_hash::FxHashSet<u64>>,
     /// Losers still being rolled back in the background.
     pub(crate) losers: AtomicU64,
     /// Whether the background rollback ([`UndoThread`]) still runs; cleared when it ends, in
@@ -134,7 +130,6 @@ impl PendingRedo {
             redone_on_fetch: AtomicU64::new(0),
             redone_in_file: AtomicU64::new(0),
             current: AtomicU64::new(0),
-            in_file: Mutex::new(rustc_hash::FxHashSet::default()),
             losers: AtomicU64::new(0),
             rolling_back: Mutex::new(false),
             rolled_back: parking_lot::Condvar::new(),
@@ -164,19 +159,6 @@ impl PendingRedo {
             self.remaining.fetch_sub(1, Ordering::AcqRel);
         }
         removed
-    }
-
-    /// Pending page `id`'s copy in the file is redone (by the background redo, under its file
-    /// lock): as [`PendingRedo::done`], and remembered for [`PendingRedo::redone_in_file`].
-    fn done_in_file(&self, id: PageId) {
-        self.in_file.lock().insert(id.get());
-        self.done(id);
-    }
-
-    /// Whether the background redo brought page `id`'s copy in the file forward (or found it
-    /// current): a fix that read the copy before that finds it stale, and this says why.
-    pub(crate) fn redone_in_file(&self, id: PageId) -> bool {
-        self.in_file.lock().contains(&id.get())
     }
 
     /// Pages still pending.
@@ -293,7 +275,7 @@ fn redo_in_file(
         .map(|()| buf.to_vec());
     if copy.as_ref().is_some_and(|c| page::page_lsn(c) >= expected) {
         pending.current.fetch_add(1, Ordering::Relaxed);
-        pending.done_in_file(id);
+        pending.done(id);
         return Ok(());
     }
     // The copy will hold every change of the page logged so far: no later one exists while
@@ -303,7 +285,7 @@ fn redo_in_file(
         file.write(&mut page, complete_below)?;
         pending.redone_in_file.fetch_add(1, Ordering::Relaxed);
     }
-    pending.done_in_file(id);
+    pending.done(id);
     Ok(())
 }
 
@@ -436,31 +418,5 @@ impl UndoThread {
 impl Drop for UndoThread {
     fn drop(&mut self) {
         self.finish();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pid(n: u64) -> PageId {
-        PageId::new(n).unwrap()
-    }
-
-    /// R22: a page the background redo wrote leaves the pending set and is remembered as
-    /// redone in the file; one a fix loaded leaves it without that mark; neither is counted
-    /// out twice.
-    #[test]
-    fn r22_pages_redone_in_the_file_are_told_from_pages_loaded() {
-        let pending = PendingRedo::new(&[(pid(3), Lsn(100)), (pid(4), Lsn(200)), (pid(5), Lsn(300))]);
-        assert_eq!(pending.expected(pid(3)), Some(Lsn(100)));
-        pending.done_in_file(pid(3));
-        assert!(pending.done(pid(4)));
-        assert!(!pending.done(pid(4)), "a page leaves the set once");
-        assert_eq!((pending.expected(pid(3)), pending.expected(pid(4))), (None, None));
-        assert!(pending.redone_in_file(pid(3)));
-        assert!(!pending.redone_in_file(pid(4)), "loaded by a fix, not written by the background redo");
-        assert!(!pending.redone_in_file(pid(5)), "still pending");
-        assert_eq!(pending.remaining(), 1);
     }
 }

@@ -401,10 +401,7 @@ struct TxnShard {
 }
 
 /// The transactions of one shard.
-#[derive(Default)]
-struct TxnTable {
-    map: FxHashMap<TxnId, TxnLocks>,
-}
+type TxnTable = FxHashMap<TxnId, TxnLocks>;
 
 thread_local! {
     /// An emptied held-lock list kept for the thread's next transaction (K13): its first lock
@@ -414,19 +411,6 @@ thread_local! {
 
 /// Held-lock lists longer than this are not kept for reuse.
 const SPARE_HELD_MAX: usize = 1 << 12;
-
-impl std::ops::Deref for TxnTable {
-    type Target = FxHashMap<TxnId, TxnLocks>;
-    fn deref(&self) -> &Self::Target {
-        &self.map
-    }
-}
-
-impl std::ops::DerefMut for TxnTable {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.map
-    }
-}
 
 /// What the manager knows of one transaction (an entry exists while it holds or waits for a
 /// lock).
@@ -1350,7 +1334,7 @@ impl LockManager {
     /// `txn`'s entry keeps the writer if it does not yet (K17).
     fn record(&self, txn: TxnId, lock: HeldLock, writer: Option<&Arc<Writer>>) {
         let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
-        let entry = txns.map.entry(txn).or_insert_with(|| TxnLocks {
+        let entry = txns.entry(txn).or_insert_with(|| TxnLocks {
             held: SPARE_HELD.with(std::cell::Cell::take),
             waiting: None,
             thread: 0,

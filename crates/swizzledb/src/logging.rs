@@ -611,9 +611,34 @@ impl Wal {
 /// Shards of [`PoolLog`]'s table of page writes.
 const WRITTEN_SHARDS: usize = 64;
 
+/// Where the page LSN a page's copy must carry (R18) came from: a write of the page, a write
+/// eviction left to the log (R21), or instant restart, which left the page to redo (R22). A
+/// copy found stale below it is a lost write only in the first case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expected {
+    Written,
+    Elided,
+    Restart,
+}
+
 /// One shard of [`PoolLog`]'s table of page writes: page → the page LSN its copy must carry,
-/// and whether that version was elided (R21).
-type WrittenShard = Mutex<rustc_hash::FxHashMap<u64, (Lsn, bool)>>;
+/// and where that came from.
+type WrittenShard = Mutex<rustc_hash::FxHashMap<u64, (Lsn, Expected)>>;
+
+/// R18: `page`'s copy must carry at least `page_lsn` from now on (a newer version may have
+/// been written or elided already: the larger stays, and an equal one takes the newer
+/// origin).
+fn raise_expected(
+    shard: &mut rustc_hash::FxHashMap<u64, (Lsn, Expected)>,
+    page: u64,
+    page_lsn: Lsn,
+    from: Expected,
+) {
+    let e = shard.entry(page).or_insert((page_lsn, from));
+    if page_lsn >= e.0 {
+        *e = (page_lsn, from);
+    }
+}
 
 /// The pool's view of the log (buffer README B18, B20, B25): the WAL rule's flush, a page-write
 /// record for every page written back, and single-page recovery (R18).
@@ -621,7 +646,7 @@ pub(crate) struct PoolLog {
     log: Arc<LogManager>,
     archive: Option<Arc<Archive>>,
     /// The page LSN of every page's newest write since open (R18's staleness test), sharded by
-    /// page id, and whether that write was elided (R21: left to the log, not written).
+    /// page id, and where each came from.
     written: Box<[WrittenShard]>,
     /// R22: the pages instant restart left to redo.
     pending: Option<Arc<crate::instant::PendingRedo>>,
@@ -642,7 +667,7 @@ impl PoolLog {
         pages: &[(PageId, Lsn)],
     ) -> PoolLog {
         for &(page, lsn) in pages {
-            self.expect(page, lsn, false);
+            self.expect(page, lsn, Expected::Restart);
         }
         self.pending = Some(pending);
         self
@@ -652,21 +677,15 @@ impl PoolLog {
         &self.written[(page.get() as usize) % WRITTEN_SHARDS]
     }
 
-    /// R18: the page's copy must carry at least `page_lsn` from now on (a newer version may
-    /// have been written or elided already: the larger stays); `elided`: this version was not
-    /// written but left to the log (R21).
-    fn expect(&self, page: PageId, page_lsn: Lsn, elided: bool) {
-        let mut shard = self.shard(page).lock();
-        let e = shard.entry(page.get()).or_insert((page_lsn, elided));
-        if page_lsn >= e.0 {
-            *e = (page_lsn, elided);
-        }
+    /// [`raise_expected`] for `page`.
+    fn expect(&self, page: PageId, page_lsn: Lsn, from: Expected) {
+        raise_expected(&mut self.shard(page).lock(), page.get(), page_lsn, from);
     }
 
-    /// Whether a copy of `page` carrying `copy_lsn` is stale because the page's newer version
-    /// was elided (R21), not lost: the log was asked to keep it instead of the file.
-    fn elided_since(&self, page: PageId, copy_lsn: Lsn) -> bool {
-        self.shard(page).lock().get(&page.get()).is_some_and(|&(lsn, elided)| elided && copy_lsn < lsn)
+    /// Where the page LSN a copy of `page` carrying `copy_lsn` falls short of came from;
+    /// `None` if the copy is not stale.
+    fn stale_from(&self, page: PageId, copy_lsn: Lsn) -> Option<Expected> {
+        self.shard(page).lock().get(&page.get()).filter(|&&(lsn, _)| copy_lsn < lsn).map(|&(_, from)| from)
     }
 }
 
@@ -681,7 +700,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
     }
 
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
-        self.expect(page, page_lsn, false);
+        self.expect(page, page_lsn, Expected::Written);
         // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
         if let Err(e) = append_encoded(&self.log, &Record::PageWrite { page, page_lsn, decoupled: None }) {
             log::warn!("swizzledb: no page-write record for page {page} ({e}); restart redoes more of it");
@@ -689,7 +708,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
     }
 
     fn page_propagated(&self, page: PageId, page_lsn: Lsn, complete_below: Lsn) {
-        self.expect(page, page_lsn, false);
+        self.expect(page, page_lsn, Expected::Written);
         // Best effort, as above: without it a decoupled checkpoint keeps the page dirty.
         let record = Record::PageWrite { page, page_lsn, decoupled: Some(complete_below) };
         if let Err(e) = append_encoded(&self.log, &record) {
@@ -704,7 +723,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         if archive.begin().is_some_and(|b| b > rec_lsn) {
             return false;
         }
-        self.expect(page, page_lsn, true);
+        self.expect(page, page_lsn, Expected::Elided);
         true
     }
 
@@ -724,8 +743,8 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         let copy = (swizzledb_buffer::page::verify(buf, page).is_ok()
             && swizzledb_btree::validate_page(buf).is_ok())
         .then(|| buf.to_vec());
-        let elided =
-            copy.as_ref().is_some_and(|c| self.elided_since(page, swizzledb_buffer::page::page_lsn(c)));
+        let stale_from =
+            copy.as_ref().and_then(|c| self.stale_from(page, swizzledb_buffer::page::page_lsn(c)));
         let redone = crate::repair::redo_page(&self.log, self.archive.as_deref(), page, buf.len(), copy)
             .and_then(|p| {
                 p.ok_or_else(|| crate::error::Error::PageUnrecoverable {
@@ -743,14 +762,14 @@ impl swizzledb_buffer::LogFlush for PoolLog {
                         pending.redone_on_fetch.fetch_add(1, Ordering::Relaxed);
                         log::debug!("page {page} redone on fetch (instant restart), to page LSN {lsn}");
                     }
-                    // R22: the fix read the copy just before the background redo brought it
-                    // forward in the file (the read takes no file lock): redone once more.
-                    Some(pending) if pending.redone_in_file(page) => log::debug!(
+                    // R22: no longer pending — the fix read the copy just before the background
+                    // redo brought it forward in the file (the read takes no file lock).
+                    _ if stale_from == Some(Expected::Restart) => log::debug!(
                         "page {page} redone on fetch (instant restart; its copy was read just before the \
                          background redo wrote it), to page LSN {lsn}"
                     ),
                     // R21: its newest version was left to the log when it was evicted.
-                    _ if elided => log::debug!(
+                    _ if stale_from == Some(Expected::Elided) => log::debug!(
                         "page {page} redone on fetch (its last write was elided), to page LSN {lsn}"
                     ),
                     _ => log::warn!(
@@ -1239,6 +1258,22 @@ impl WalStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// R18: a page's expected LSN only rises, and says where it came from: an equal LSN takes
+    /// the newer origin (an elided version later written, or a pending page written back).
+    #[test]
+    fn r18_the_expected_page_lsn_rises_and_keeps_its_origin() {
+        let mut shard = rustc_hash::FxHashMap::default();
+        raise_expected(&mut shard, 7, Lsn(100), Expected::Restart);
+        raise_expected(&mut shard, 7, Lsn(90), Expected::Written);
+        assert_eq!(shard[&7], (Lsn(100), Expected::Restart), "an older write changes nothing");
+        raise_expected(&mut shard, 7, Lsn(100), Expected::Written);
+        assert_eq!(shard[&7], (Lsn(100), Expected::Written));
+        raise_expected(&mut shard, 7, Lsn(120), Expected::Elided);
+        assert_eq!(shard[&7], (Lsn(120), Expected::Elided));
+        raise_expected(&mut shard, 8, Lsn(5), Expected::Written);
+        assert_eq!((shard[&7].0, shard[&8]), (Lsn(120), (Lsn(5), Expected::Written)));
+    }
 
     #[test]
     fn r5_undo_list_keeps_keys_and_old_values_and_is_reused_empty() {
