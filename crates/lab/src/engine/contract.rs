@@ -157,8 +157,8 @@ pub trait Engine: Send + Sync {
     /// A key exists, or the engine failed; nothing of the batch is written then.
     fn load(&self, table: &Self::Table, records: &[(Vec<u8>, Vec<u8>)]) -> Result<(), WorkloadError>;
 
-    /// Runs `f` on the value under `key` (`None` if absent), borrowed in place, in a read-only
-    /// transaction. An error of `f` ends the transaction and is returned. Returns `f`'s result
+    /// Runs `f` on the value under `key` (`None` if absent), borrowed in place, as a read-only
+    /// transaction or the engine's own single-key read sees it (the last committed value). An error of `f` ends the transaction and is returned. Returns `f`'s result
     /// and the attempts (`f` runs once per attempt).
     ///
     /// # Errors

@@ -11,9 +11,11 @@ use crate::workloads::WorkloadError;
 
 /// SwizzleDB: each operation is one [`Database::transact`] (through the lab's `transact`,
 /// which counts attempts and carries the workload's own errors), in whatever buffer mode,
-/// logging and locking the database was created with; a read or a scan is a read-only
-/// transaction ([`Engine::transact_read`]), as LMDB's are and as a user reads with `get`: with
-/// record locking it takes no lock and waits for no writer.
+/// logging and locking the database was created with. On a logged database a read is a plain
+/// [`Tree::get_with`], as a user reads one key: with record locking it takes no lock, registers
+/// no snapshot and waits for no writer (LOCKS.md K18). A scan, and a read of an unlogged
+/// database (whose plain reads see uncommitted changes, K14), is a read-only transaction
+/// ([`Engine::transact_read`]), as LMDB's reads are.
 impl Engine for Database {
     type Table = Tree;
 
@@ -73,6 +75,12 @@ impl Engine for Database {
         key: &[u8],
         mut f: impl FnMut(Option<&[u8]>) -> Result<R, WorkloadError>,
     ) -> Result<(R, u32), WorkloadError> {
+        if self.is_logged() {
+            // A plain read (LOCKS.md K18): no transaction, no snapshot, never a retry.
+            return Ok((table.get_with(key, &mut f).map_err(swizzledb::Error::from)??, 1));
+        }
+        // An unlogged database's plain reads see uncommitted changes (K14): a read-only
+        // transaction instead.
         let (r, attempts) = self.transact_read(|tx| Ok(tx.get_with(table, key, &mut f)??))?;
         // The body never asks for a rollback, so there is a result.
         r.map(|r| (r, attempts)).ok_or_else(|| WorkloadError::Inconsistent {
