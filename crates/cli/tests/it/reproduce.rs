@@ -159,6 +159,57 @@ fn an_interrupted_run_resumes_without_redoing_finished_figures() {
     assert_complete_report(&out, &[first, second]);
 }
 
+/// A figure whose command keeps its finished parts (`figures::RESUMABLE`) is continued by a
+/// resumed run from its directory as it is, with `--resume`: the part it had finished is kept, not
+/// measured again, and the other runs; the figure's report says so.
+#[test]
+fn a_resumable_figure_continues_from_its_finished_parts() {
+    let id = "gilbert-long-run";
+    assert!(figures::RESUMABLE.contains(&id));
+    let scratch = Scratch::new("reproduce-parts");
+    let out = scratch.0.join("report");
+    let (dir, db_dir) = (out.to_str().unwrap(), scratch.0.to_str().unwrap());
+    let o = reproduce(&["--tiny", "--only", id, "--dir", db_dir, "--out", dir]);
+    assert!(o.status.success(), "{}", text(&o));
+    let fig = out.join(id);
+    let csv = |path: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+        let (f, t, tx) = (col("pool_fraction"), col("t_s"), col("transactions"));
+        lines
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|r| r[f] == "0.25")
+            .map(|r| format!("{} {}", r[t], r[tx]))
+            .collect()
+    };
+    let kept_rows = csv(&fig.join("gilbert-long-run.csv"));
+    assert!(!kept_rows.is_empty());
+    // As if the run had been stopped after its first pool size: that part alone in the parts
+    // file, the figure unfinished.
+    let parts_path = fig.join("gilbert-long-run.parts.json");
+    let mut parts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&parts_path).unwrap()).unwrap();
+    let list = parts["parts"].as_array_mut().unwrap();
+    assert_eq!(list.len(), 2, "one part per pool size");
+    list.truncate(1);
+    std::fs::write(&parts_path, serde_json::to_vec(&parts).unwrap()).unwrap();
+    std::fs::remove_file(fig.join("figure.json")).unwrap();
+    std::fs::write(fig.join("marker"), b"kept").unwrap();
+
+    let o = reproduce(&["--tiny", "--resume", "--dir", db_dir, "--out", dir]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(fig.join("marker").exists(), "the figure's directory was emptied");
+    let stdout = std::fs::read_to_string(fig.join("stdout.txt")).unwrap();
+    assert!(stdout.contains("resumed: the pool sizes 25% were kept"), "{stdout}");
+    assert_eq!(csv(&fig.join("gilbert-long-run.csv")), kept_rows, "the kept part was measured again");
+    let parts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&parts_path).unwrap()).unwrap();
+    assert_eq!(parts["parts"].as_array().unwrap().len(), 2);
+    assert_eq!(read_run(&out, id).map(|r| r.status), Some(RunStatus::Ok));
+}
+
 #[test]
 fn bad_input_writes_nothing() {
     let scratch = Scratch::new("reproduce-bad");

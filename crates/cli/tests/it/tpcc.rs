@@ -349,7 +349,7 @@ fn gilbert_stack_depth_histograms_add_up() {
     scratch.assert_only_out_left();
 }
 
-/// `experiment gilbert-long-run` at the smallest scale: every database runs every sample in
+/// `experiment gilbert-long-run` at the smallest scale: every database of a pool size runs every sample in
 /// turn, its clock only advancing, and the series and the check come out.
 #[test]
 fn gilbert_long_run_samples_every_database_in_turn() {
@@ -386,6 +386,55 @@ fn gilbert_long_run_samples_every_database_in_turn() {
         }
     }
     assert!(out.join("gilbert-long-run.svg").exists());
+}
+
+/// `experiment gilbert-long-run --resume`: a run's finished pool size is kept, not run again, and
+/// the resumed run reports both sizes; other options are refused, naming the earlier ones.
+#[test]
+fn gilbert_long_run_resumes_its_finished_pool_sizes() {
+    let scratch = Scratch::new("long-run-resume");
+    let out = scratch.0.join("out");
+    let run = |fractions: &str, duration: &str, resume: bool| {
+        let mut c = Command::new(BIN);
+        c.args([
+            "experiment",
+            "gilbert-long-run",
+            "--warehouses",
+            "1",
+            "--small-catalog",
+            "--fractions",
+            fractions,
+        ])
+        .args(["--duration", duration, "--sample", "0.2", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out);
+        if resume {
+            c.arg("--resume");
+        }
+        c.output().unwrap()
+    };
+    let first = run("20%", "0.4", false);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let rows_at = |size: &str| -> Vec<String> {
+        let table = Table::read(&out.join("gilbert-long-run.csv"));
+        let (fraction, t) = (table.col("pool_fraction"), table.col("t_s"));
+        let tx = table.col("transactions");
+        table.rows.iter().filter(|r| r[fraction] == size).map(|r| format!("{} {}", r[t], r[tx])).collect()
+    };
+    let before = rows_at("0.2");
+    assert_eq!(before.len(), 4, "2 modes x 2 samples: {before:?}");
+    let second = run("20%,120%", "0.4", true);
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(stdout.contains("resumed: the pool sizes 20% were kept"), "{stdout}");
+    assert_eq!(rows_at("0.2"), before, "the kept pool size's samples are the first run's");
+    assert_eq!(rows_at("1.2").len(), 4);
+    assert!(stdout.contains("at 20%") && stdout.contains("at 120%"), "{stdout}");
+    let refused = run("20%,120%", "0.6", true);
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("2 samples of 0.2 s") && stderr.contains("3 samples of 0.2 s"), "{stderr}");
 }
 
 /// `experiment gilbert-fix-time` at the smallest scale: both modes at both sizes, the timed fixes

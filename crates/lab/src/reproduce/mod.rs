@@ -11,7 +11,8 @@
 //! `DIR/reproduce.json` holds the run's scale, its figures and its environment. `--resume`
 //! continues a run in the same directory at the same scale, with the run's own figures (and
 //! those `--only` adds): finished figures are kept, a figure that failed or was interrupted is
-//! run again from an empty directory.
+//! run again from an empty directory — or, if its command keeps its own finished parts
+//! ([`figures::RESUMABLE`]), from its directory as it is, with `--resume`.
 
 pub mod figures;
 pub mod report;
@@ -332,7 +333,7 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
     for (i, f) in todo.iter().enumerate() {
         bar.set_message(f.id.to_string());
         let est = u64::from(scale.of(f).secs.max(1));
-        let run = run_figure(f, scale, cores, dir, program, &scratch, |elapsed| {
+        let run = run_figure(f, scale, cores, dir, program, &scratch, args.resume, |elapsed| {
             bar.set_position(done_secs + elapsed.as_secs().min(est.saturating_sub(1)));
         })?;
         done_secs += est;
@@ -486,8 +487,10 @@ pub fn read_run(dir: &Path, id: &str) -> Option<FigureRun> {
     serde_json::from_str(&text).ok()
 }
 
-/// Runs one figure's command into an emptied `DIR/<id>`, calling `tick` with the time gone about
-/// every 200 ms, and records how it ended.
+/// Runs one figure's command into an emptied `DIR/<id>` — or, when `resume` and the figure keeps
+/// its own finished parts ([`figures::RESUMABLE`]), into `DIR/<id>` as it is, with `--resume` —
+/// calling `tick` with the time gone about every 200 ms, and records how it ended.
+#[allow(clippy::too_many_arguments)]
 fn run_figure(
     f: &Figure,
     scale: ScaleName,
@@ -495,10 +498,12 @@ fn run_figure(
     dir: &Path,
     program: &Path,
     scratch: &Path,
+    resume: bool,
     tick: impl Fn(Duration),
 ) -> Result<FigureRun, Box<dyn Error>> {
     let fig_dir = dir.join(f.id);
-    if fig_dir.exists() {
+    let resume = resume && figures::RESUMABLE.contains(&f.id) && fig_dir.exists();
+    if fig_dir.exists() && !resume {
         fs::remove_dir_all(&fig_dir).map_err(|e| format!("cannot empty {}: {e}", fig_dir.display()))?;
     }
     fs::create_dir_all(&fig_dir).map_err(|e| format!("cannot create {}: {e}", fig_dir.display()))?;
@@ -507,6 +512,7 @@ fn run_figure(
     let start = Instant::now();
     let spawned = Command::new(program)
         .args(scale.of(f).resolve(cores))
+        .args(resume.then_some("--resume"))
         .arg("--out")
         .arg(&fig_dir)
         // Each command's temporary databases go to its default, the system temp directory.

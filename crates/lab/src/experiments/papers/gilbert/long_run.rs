@@ -4,9 +4,15 @@
 //! The thesis's 10-minute cold runs showed no gain from swizzling (Fig. 2.3), but its 50-minute
 //! runs (one per pool size) showed up to +18%: the gain appears once the pool is warm. Here one
 //! TPC-C database per (pool size, mode) is opened cold on a copy of one loaded file
-//! (`harness::pools`), and the runs advance in turns of `--sample` seconds (every database one
-//! sample, then every database the next), so that the machine's drift hits all alike; each sample
-//! is a point of the series. Logging and locking are off (the buffer alone).
+//! (`harness::pools`). The pool sizes run one after the other; within one, the modes' databases
+//! advance in turns of `--sample` seconds (every database one sample, then every database the
+//! next), so that the machine's drift hits the two a ratio compares alike; each sample is a point
+//! of the series. Logging and locking are off (the buffer alone).
+//!
+//! A pool size is the run's **part**: with `--out`, each finished one is kept in
+//! `gilbert-long-run.parts.json` with the options it ran with, and `--resume` keeps the parts an
+//! earlier run into the same directory finished and runs the others, so that a run of several
+//! hours can be made over several sittings (`reproduce --resume` passes it on).
 
 use clap::Args;
 use std::error::Error;
@@ -14,7 +20,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use swizzledb::{PolicySpec, PoolMode, Stats};
+use swizzledb::{PolicySpec, PoolMode};
 
 use crate::experiments::common::tpcc_config;
 use crate::harness::experiment::{self, Check, Experiment, Verdict};
@@ -65,6 +71,10 @@ pub struct LongRunArgs {
     /// Directory for gilbert-long-run.csv, .json and the plot (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Keep the pool sizes an earlier run with the same options finished into --out (its
+    /// gilbert-long-run.parts.json) and run only the others
+    #[arg(long, requires = "out")]
+    resume: bool,
 }
 
 /// Runs `experiment gilbert-long-run`.
@@ -94,9 +104,15 @@ pub fn execute(args: &LongRunArgs) -> Result<ExitCode, Box<dyn Error>> {
         sample: Duration::from_secs_f64(args.sample),
         direct_io: args.direct_io,
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+        parts: args.out.as_ref().map(|d| d.join(PARTS_FILE)),
+        kept: Vec::new(),
     };
+    let plan = if args.resume { plan.resumed()? } else { plan };
     experiment::execute(&plan, args.out.as_deref())
 }
+
+/// The file in `--out` that keeps the finished parts (pool sizes).
+pub const PARTS_FILE: &str = "gilbert-long-run.parts.json";
 
 /// The plan.
 pub struct LongRun {
@@ -118,6 +134,45 @@ pub struct LongRun {
     pub direct_io: bool,
     /// Scratch directory.
     pub dir: PathBuf,
+    /// Where each finished part (pool size) is written, if anywhere ([`PARTS_FILE`] in `--out`).
+    pub parts: Option<PathBuf>,
+    /// Parts an earlier run finished (`--resume`), which this one does not run again.
+    pub kept: Vec<Part>,
+}
+
+/// One finished part of a run: every sample of every mode at one pool size.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Part {
+    /// The pool size, as a fraction of the loaded file.
+    pub fraction: f64,
+    /// Bytes of the loaded file the part ran on.
+    pub data_bytes: u64,
+    /// Its samples.
+    pub rows: Vec<KeptRow>,
+}
+
+/// A sample as [`PARTS_FILE`] keeps it: the fields of [`LongRunRow`] that are not fixed by the
+/// options the parts file records, times in nanoseconds (integers, which JSON keeps exactly).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeptRow {
+    pub mode: String,
+    pub pool_bytes: u64,
+    pub sample: u32,
+    /// The database's time when the sample ended.
+    pub t_ns: u64,
+    /// The sample's length.
+    pub ns: u64,
+    pub transactions: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+}
+
+/// [`PARTS_FILE`]: the options every part ran with, and the parts finished.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct PartsFile {
+    options: String,
+    parts: Vec<Part>,
 }
 
 /// One sample of one database.
@@ -152,11 +207,6 @@ pub struct Results {
     pub data_bytes: u64,
 }
 
-fn miss_ratio(s: &Stats) -> Option<f64> {
-    let fixes = s.hits + s.misses;
-    (fixes > 0).then(|| s.misses as f64 / fixes as f64)
-}
-
 /// Swizzling / traditional throughput at `fraction`: the median over the samples of the ratio of
 /// the two databases' sample `k` (which ran back to back, in turns). The median, not the best
 /// sample or the whole run's total, so that one sample disturbed by the machine does not decide;
@@ -183,6 +233,147 @@ fn duration(secs: f64) -> String {
 }
 
 impl LongRun {
+    /// The options a part's samples depend on, in words: a part is kept only for a run with the
+    /// same ones (its own pool size aside).
+    fn options_key(&self) -> String {
+        format!(
+            "{} warehouses, {} items, {} customers per district, seed {}, modes {}, {}, {} thread(s), {} samples of {} s, {}",
+            self.config.warehouses,
+            self.config.items,
+            self.config.customers,
+            self.config.seed,
+            self.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(","),
+            self.policy,
+            self.threads,
+            self.samples,
+            self.sample.as_secs_f64(),
+            if self.direct_io { "direct I/O" } else { "page cache" }
+        )
+    }
+
+    /// This plan with the parts of [`PARTS_FILE`] that it would run again kept (none if the file
+    /// is missing).
+    ///
+    /// # Errors
+    /// The file cannot be read or parsed, or was written by a run with other options: a
+    /// [`Usage`] error saying which.
+    fn resumed(mut self) -> Result<LongRun, Box<dyn Error>> {
+        let Some(path) = self.parts.clone() else {
+            return Err(Usage("--resume needs --out, where the earlier run kept its parts".into()).into());
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(self),
+            Err(e) => return Err(crate::UnusablePath(format!("cannot read {}: {e}", path.display())).into()),
+        };
+        let file: PartsFile = serde_json::from_str(&text)
+            .map_err(|e| Usage(format!("{} is not a parts file of this experiment ({e})", path.display())))?;
+        let ours = self.options_key();
+        if file.options != ours {
+            return Err(Usage(format!(
+                "--resume: the run in {} had other options ({}) than this one ({ours}); resume it with its own, \
+                 or run without --resume",
+                path.display(),
+                file.options
+            ))
+            .into());
+        }
+        self.kept = file.parts.into_iter().filter(|p| self.fractions.contains(&p.fraction)).collect();
+        Ok(self)
+    }
+
+    /// Writes the finished parts to [`PARTS_FILE`] (by rename: a reader sees the old file or the
+    /// whole new one).
+    fn save_parts(&self, parts: &[Part]) -> Result<(), Box<dyn Error>> {
+        let Some(path) = &self.parts else { return Ok(()) };
+        let file = PartsFile { options: self.options_key(), parts: parts.to_vec() };
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&file)?)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| crate::UnusablePath(format!("cannot write {}: {e}", path.display())))?;
+        Ok(())
+    }
+
+    /// A result row of a kept sample.
+    fn row_of(&self, part: &Part, k: &KeptRow) -> Result<LongRunRow, Usage> {
+        let mode = self.modes.iter().find(|m| m.name() == k.mode).ok_or_else(|| {
+            Usage(format!("the parts file names a mode this run does not have: {}", k.mode))
+        })?;
+        Ok(self.row(*mode, part.fraction, part.data_bytes, k))
+    }
+
+    fn row(&self, mode: PoolMode, fraction: f64, data_bytes: u64, k: &KeptRow) -> LongRunRow {
+        let fixes = k.hits + k.misses;
+        let seconds = k.ns as f64 / 1e9;
+        LongRunRow {
+            experiment: Self::NAME,
+            mode: mode.name(),
+            policy: self.policy.to_string(),
+            pool_fraction: fraction,
+            pool_bytes: k.pool_bytes,
+            data_bytes,
+            threads: self.threads,
+            sample: k.sample,
+            t_s: k.t_ns as f64 / 1e9,
+            seconds,
+            transactions: k.transactions,
+            tx_per_sec: if k.ns > 0 { k.transactions as f64 / seconds } else { 0.0 },
+            hits: k.hits,
+            misses: k.misses,
+            miss_ratio: (fixes > 0).then(|| k.misses as f64 / fixes as f64),
+            evictions: k.evictions,
+            logging: false,
+            direct_io: self.direct_io,
+            io: if self.direct_io { "direct" } else { "page-cache" },
+        }
+    }
+
+    /// Runs one part: the databases of every mode at `fraction`, in turns, `self.samples` samples
+    /// each; then checks and closes them.
+    fn run_part(
+        &self,
+        tpcc: &Tpcc,
+        base: &BaseFile,
+        fraction: f64,
+        bar: &indicatif::ProgressBar,
+    ) -> Result<Part, Box<dyn Error>> {
+        let pool = ((fraction * base.bytes as f64) as u64).max(256 * 8192);
+        let mut dbs = Vec::new();
+        for (n, &mode) in self.modes.iter().enumerate() {
+            let options = CopyOptions { direct_io: self.direct_io, ..CopyOptions::default() };
+            let (db, copy) = base.open_copy(n, mode, self.policy, pool, options)?;
+            dbs.push((mode, db, copy, 0u64));
+        }
+        let mut rows = Vec::new();
+        for sample in 0..self.samples {
+            for (mode, db, _, t) in &mut dbs {
+                let before = db.stats();
+                let m = harness::run(tpcc, db, self.threads, Until::Elapsed(self.sample))?;
+                let s = db.stats().since(&before);
+                let ns = u64::try_from(m.elapsed.as_nanos()).unwrap_or(u64::MAX);
+                *t += ns;
+                rows.push(KeptRow {
+                    mode: mode.name().to_string(),
+                    pool_bytes: pool,
+                    sample,
+                    t_ns: *t,
+                    ns,
+                    transactions: m.operations(),
+                    hits: s.hits,
+                    misses: s.misses,
+                    evictions: s.evictions,
+                });
+                bar.inc(1);
+            }
+        }
+        for (_, db, copy, _) in dbs {
+            tpcc.verify(&db)?;
+            db.close()?;
+            drop(copy);
+        }
+        Ok(Part { fraction, data_bytes: base.bytes, rows })
+    }
+
     /// Transactions per second of (mode, fraction) over samples `from..to` (all transactions in
     /// them over their time).
     fn rate(&self, rows: &[LongRunRow], mode: PoolMode, fraction: f64, from: u32, to: u32) -> Option<f64> {
@@ -203,72 +394,53 @@ impl Experiment for LongRun {
     type Results = Results;
 
     fn caption(&self) -> String {
-        format!(
+        let pct = |f: &f64| format!("{:.0}%", f * 100.0);
+        let mut caption = format!(
             "Gilbert 2017 Fig. 2.12: long TPC-C runs, {} warehouses, {} thread(s), {}, pools of {} of the data, \
-             {} samples of {} s per database, in turns; every database starts cold.\n\
+             one after the other, {} samples of {} s per database, the modes in turns; every database starts cold.\n\
              logging: off (buffer only; see bench wal for the log's cost)",
             self.config.warehouses,
             self.threads,
             self.policy,
-            self.fractions.iter().map(|f| format!("{:.0}%", f * 100.0)).collect::<Vec<_>>().join(", "),
+            self.fractions.iter().map(pct).collect::<Vec<_>>().join(", "),
             self.samples,
             self.sample.as_secs_f64()
-        )
+        );
+        if !self.kept.is_empty() {
+            caption.push_str(&format!(
+                "\nresumed: the pool sizes {} were kept from an earlier run with the same options",
+                self.kept.iter().map(|p| pct(&p.fraction)).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        caption
     }
 
     fn run(&self, progress: Progress) -> Result<Results, Box<dyn Error>> {
-        let tpcc = Tpcc::new(self.config.clone())?;
-        let load_pool = 2 * self.config.record_bytes() + (64 << 20);
-        let base = BaseFile::load(&tpcc, &self.dir, load_pool, progress)?;
-        let mut dbs = Vec::new();
-        for &fraction in &self.fractions {
-            let pool = ((fraction * base.bytes as f64) as u64).max(256 * 8192);
-            for &mode in &self.modes {
-                let options = CopyOptions { direct_io: self.direct_io, ..CopyOptions::default() };
-                let (db, copy) = base.open_copy(dbs.len(), mode, self.policy, pool, options)?;
-                dbs.push((fraction, mode, pool, db, copy, 0.0f64));
+        let mut parts: Vec<Part> = self.kept.clone();
+        let todo: Vec<f64> =
+            self.fractions.iter().copied().filter(|f| !parts.iter().any(|p| p.fraction == *f)).collect();
+        if !todo.is_empty() {
+            let tpcc = Tpcc::new(self.config.clone())?;
+            let load_pool = 2 * self.config.record_bytes() + (64 << 20);
+            let base = BaseFile::load(&tpcc, &self.dir, load_pool, progress)?;
+            let bar = progress
+                .counter(u64::from(self.samples) * (todo.len() * self.modes.len()) as u64, "samples".into());
+            for fraction in todo {
+                parts.push(self.run_part(&tpcc, &base, fraction, &bar)?);
+                self.save_parts(&parts)?;
             }
+            bar.finish_and_clear();
         }
         let mut rows = Vec::new();
-        let bar = progress.counter(u64::from(self.samples) * dbs.len() as u64, "samples".into());
-        for sample in 0..self.samples {
-            for (fraction, mode, pool, db, _, t) in &mut dbs {
-                let before = db.stats();
-                let m = harness::run(&tpcc, db, self.threads, Until::Elapsed(self.sample))?;
-                let s = db.stats().since(&before);
-                let seconds = m.elapsed.as_secs_f64();
-                *t += seconds;
-                rows.push(LongRunRow {
-                    experiment: Self::NAME,
-                    mode: mode.name(),
-                    policy: self.policy.to_string(),
-                    pool_fraction: *fraction,
-                    pool_bytes: *pool,
-                    data_bytes: base.bytes,
-                    threads: self.threads,
-                    sample,
-                    t_s: *t,
-                    seconds,
-                    transactions: m.operations(),
-                    tx_per_sec: m.rate(m.operations()),
-                    hits: s.hits,
-                    misses: s.misses,
-                    miss_ratio: miss_ratio(&s),
-                    evictions: s.evictions,
-                    logging: false,
-                    direct_io: self.direct_io,
-                    io: if self.direct_io { "direct" } else { "page-cache" },
-                });
-                bar.inc(1);
+        for &fraction in &self.fractions {
+            let part =
+                parts.iter().find(|p| p.fraction == fraction).expect("every pool size ran or was kept");
+            for k in &part.rows {
+                rows.push(self.row_of(part, k)?);
             }
         }
-        bar.finish_and_clear();
-        for (_, _, _, db, copy, _) in dbs {
-            tpcc.verify(&db)?;
-            db.close()?;
-            drop(copy);
-        }
-        Ok(Results { rows, data_bytes: base.bytes })
+        let data_bytes = parts.iter().map(|p| p.data_bytes).max().unwrap_or(0);
+        Ok(Results { rows, data_bytes })
     }
 
     fn tables(&self, r: &Results, out: &mut dyn Write) -> io::Result<()> {
@@ -420,6 +592,8 @@ mod tests {
             sample: Duration::from_secs(1),
             direct_io: false,
             dir: std::env::temp_dir(),
+            parts: None,
+            kept: Vec::new(),
         }
     }
 
@@ -457,6 +631,61 @@ mod tests {
         assert!(c.reason.contains("1 of 2 points: 0.80 at 25%"), "{c}");
         assert!(c.reason.contains("4 s per database against the thesis's 50 minutes"), "{c}");
         assert!(!c.what.contains("long run"), "{c}");
+    }
+
+    fn kept(mode: PoolMode, sample: u32, tx: u64) -> KeptRow {
+        KeptRow {
+            mode: mode.name().into(),
+            pool_bytes: 1 << 20,
+            sample,
+            t_ns: u64::from(sample + 1) * 1_000_000_000,
+            ns: 1_000_000_000,
+            transactions: tx,
+            hits: 90,
+            misses: 10,
+            evictions: 5,
+        }
+    }
+
+    /// A finished part is written with the run's options and kept by `--resume` only for the
+    /// same options and a pool size the new run has; its rows come back as they were measured.
+    #[test]
+    fn parts_are_kept_only_for_the_same_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(PARTS_FILE);
+        let mut p = plan(&[0.25, 1.0], 2);
+        p.parts = Some(file.clone());
+        // No file yet: nothing kept.
+        let fresh = plan_with(&p).resumed().unwrap();
+        assert!(fresh.kept.is_empty());
+        let part = Part {
+            fraction: 0.25,
+            data_bytes: 7 << 20,
+            rows: vec![kept(PoolMode::Traditional, 0, 100), kept(PoolMode::Swizzling, 0, 120)],
+        };
+        p.save_parts(std::slice::from_ref(&part)).unwrap();
+        let resumed = plan_with(&p).resumed().unwrap();
+        assert_eq!(resumed.kept.len(), 1);
+        assert!(resumed.caption().contains("resumed: the pool sizes 25% were kept"), "{}", resumed.caption());
+        let rows: Vec<LongRunRow> = part.rows.iter().map(|k| resumed.row_of(&part, k).unwrap()).collect();
+        assert_eq!((rows[0].mode, rows[1].mode), ("traditional", "swizzling"));
+        assert_eq!((rows[1].tx_per_sec, rows[1].miss_ratio, rows[1].data_bytes), (120.0, Some(0.1), 7 << 20));
+        // A pool size the new run does not have is not kept.
+        let mut other_sizes = plan_with(&p);
+        other_sizes.fractions = vec![1.0];
+        assert!(other_sizes.resumed().unwrap().kept.is_empty());
+        // Other options: refused, naming both.
+        let mut longer = plan_with(&p);
+        longer.samples = 3;
+        let e = longer.resumed().err().expect("refused").to_string();
+        assert!(e.contains("2 samples of 1 s") && e.contains("3 samples of 1 s"), "{e}");
+        std::fs::write(&file, "not json").unwrap();
+        let e = plan_with(&p).resumed().err().expect("refused").to_string();
+        assert!(e.contains("is not a parts file"), "{e}");
+    }
+
+    fn plan_with(p: &LongRun) -> LongRun {
+        LongRun { parts: p.parts.clone(), ..plan(&p.fractions, p.samples) }
     }
 
     /// One disturbed sample (swizzling 3x ahead) among five at 1.10 does not decide: the median
