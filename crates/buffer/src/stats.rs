@@ -12,7 +12,7 @@ use std::sync::Arc;
 macro_rules! counters {
     ($($name:ident: $doc:literal),* $(,)?) => {
         /// A snapshot of the pool's counters, summed over all threads.
-        #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
         pub struct Stats {
             $(#[doc = $doc] pub $name: u64,)*

@@ -274,6 +274,63 @@ fn gilbert_pools_sweeps_pool_sizes_and_policies() {
     scratch.assert_only_out_left();
 }
 
+/// `experiment gilbert-pools --resume`: the runs of a finished pool size are kept, the rest run;
+/// a parts file written with other options is refused, naming them.
+#[test]
+fn gilbert_pools_resumes_its_finished_pool_sizes() {
+    let scratch = Scratch::new("gilbert-pools-resume");
+    let out = scratch.0.join("out");
+    let run = |duration: &str, resume: bool| {
+        let mut c = Command::new(BIN);
+        c.args([
+            "experiment",
+            "gilbert-pools",
+            "--warehouses",
+            "1",
+            "--small-catalog",
+            "--fractions",
+            "20%,120%",
+        ])
+        .args(["--policies", "gclock", "--duration", duration, "--repeat", "1", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out);
+        if resume {
+            c.arg("--resume");
+        }
+        c.output().unwrap()
+    };
+    let first = run("0.2", false);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let rows = || -> Vec<String> {
+        let table = Table::read(&out.join("gilbert-pools.csv"));
+        let (f, tx, mode) = (table.col("pool_fraction"), table.col("transactions"), table.col("mode"));
+        table.rows.iter().map(|r| format!("{} {} {}", r[f], r[mode], r[tx])).collect()
+    };
+    let before = rows();
+    assert_eq!(before.len(), 4, "2 sizes x 2 modes: {before:?}");
+    // As if stopped after the first size: its runs alone in the parts file.
+    let parts_path = out.join("gilbert-pools.parts.json");
+    let mut parts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&parts_path).unwrap()).unwrap();
+    parts["runs"].as_array_mut().unwrap().retain(|r| r["point"].as_u64().unwrap() < 2);
+    std::fs::write(&parts_path, serde_json::to_vec(&parts).unwrap()).unwrap();
+    let second = run("0.2", true);
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(
+        stdout
+            .contains("resumed: runs kept from an earlier run with the same options, for the pool sizes 20%"),
+        "{stdout}"
+    );
+    let after = rows();
+    assert_eq!(after[..2], before[..2], "the kept size's runs are the first run's");
+    assert_eq!(after.len(), 4);
+    let refused = run("0.3", true);
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("had other options"));
+}
+
 /// `experiment gilbert-pools --fractions` takes the thesis's sizes from 1% to 50% (checked by
 /// parsing alone: a bad list stops before anything runs) and refuses bad ones with exit status
 /// 2, writing nothing.

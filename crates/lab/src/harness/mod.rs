@@ -24,7 +24,7 @@ pub enum Until {
 }
 
 /// Counts of one operation kind.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KindCounts {
     /// Operations finished (committed or rolled back).
     pub done: u64,
@@ -35,7 +35,7 @@ pub struct KindCounts {
 }
 
 /// What one run did.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     /// Wall time from start to the last thread's stop.
     pub elapsed: Duration,

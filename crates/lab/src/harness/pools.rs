@@ -92,7 +92,7 @@ impl Eviction {
 }
 
 /// One measurement.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PoolRun {
     /// Index into [`PoolSweep::points`].
     pub point: usize,
@@ -234,36 +234,161 @@ pub fn run<W: Workload>(
         return bad("pool fractions must be above 0");
     }
     let base = BaseFile::load(workload, &sweep.dir, sweep.load_pool_bytes, progress)?;
-    let data_bytes = base.bytes;
     let mut runs = Vec::new();
     let total = u64::from(sweep.repeat) * sweep.points.len() as u64;
     let bar = progress.counter(total, format!("{} runs", workload.name()));
     for rep in 0..sweep.repeat {
-        for (i, point) in sweep.points.iter().enumerate() {
-            let pool = pool_bytes(sweep, point, data_bytes);
-            let (db, copy) = base.open_copy(0, point.mode, point.policy, pool, sweep.copy)?;
-            let before = db.stats();
-            let cpu_before = cpu::process_cpu_secs();
-            let measurement = harness::run(workload, &db, sweep.threads, Until::Elapsed(sweep.duration))?;
-            let cpu_secs = cpu::process_cpu_secs().zip(cpu_before).map(|(a, b)| a - b);
-            let stats = db.stats().since(&before);
-            // Every run leaves a consistent database, however small its pool.
-            workload.verify(&db)?;
-            db.close()?;
-            let end_bytes = std::fs::metadata(&copy.0).map_err(io_error(&copy.0))?.len();
-            drop(copy);
-            runs.push(PoolRun { point: i, rep, pool_bytes: pool, measurement, stats, cpu_secs, end_bytes });
+        for i in 0..sweep.points.len() {
+            runs.push(run_one(workload, sweep, &base, i, rep)?);
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
-    Ok((runs, data_bytes))
+    Ok((runs, base.bytes))
+}
+
+/// [`run`] in **parts**, one per pool size (the points of one fraction, in their order): a part
+/// runs its points `repeat` times, interleaved, before the next part begins, so that the
+/// runs a ratio pairs (the same size and repetition) stay close in time. `kept` holds the runs of
+/// parts an earlier run finished, which are not run again (a part is run whole or not at all);
+/// after each part it runs, `save` gets every run so far, kept ones included. The base file is
+/// loaded only if a part is left to run; then its size is returned, else `kept_bytes`.
+///
+/// # Errors
+/// As [`run`], and what `save` returns.
+pub fn run_parts<W: Workload>(
+    workload: &W,
+    sweep: &PoolSweep,
+    progress: Progress,
+    kept: (Vec<PoolRun>, u64),
+    save: &mut SaveParts<'_>,
+) -> Result<(Vec<PoolRun>, u64), Box<dyn std::error::Error>> {
+    let (mut runs, kept_bytes) = kept;
+    let mut parts: Vec<Vec<usize>> = Vec::new();
+    for (i, p) in sweep.points.iter().enumerate() {
+        match parts.iter_mut().find(|part| sweep.points[part[0]].fraction == p.fraction) {
+            Some(part) => part.push(i),
+            None => parts.push(vec![i]),
+        }
+    }
+    let done = |part: &[usize], runs: &[PoolRun]| {
+        part.iter().all(|&i| (0..sweep.repeat).all(|rep| runs.iter().any(|r| r.point == i && r.rep == rep)))
+    };
+    // A part kept only in pieces is run again whole.
+    let complete: Vec<bool> = parts.iter().map(|part| done(part, &runs)).collect();
+    runs.retain(|r| parts.iter().zip(&complete).any(|(part, &c)| c && part.contains(&r.point)));
+    let todo: Vec<&Vec<usize>> = parts.iter().zip(&complete).filter(|(_, &c)| !c).map(|(p, _)| p).collect();
+    if todo.is_empty() {
+        return Ok((runs, kept_bytes));
+    }
+    let base = BaseFile::load(workload, &sweep.dir, sweep.load_pool_bytes, progress)?;
+    let total = u64::from(sweep.repeat) * todo.iter().map(|p| p.len() as u64).sum::<u64>();
+    let bar = progress.counter(total, format!("{} runs", workload.name()));
+    for part in todo {
+        for rep in 0..sweep.repeat {
+            for &i in part {
+                runs.push(run_one(workload, sweep, &base, i, rep)?);
+                bar.inc(1);
+            }
+        }
+        save(&runs, base.bytes)?;
+    }
+    bar.finish_and_clear();
+    Ok((runs, base.bytes))
+}
+
+/// What [`run_parts`] calls after each part: every run so far, and the loaded file's bytes.
+pub type SaveParts<'a> = dyn FnMut(&[PoolRun], u64) -> Result<(), Box<dyn std::error::Error>> + 'a;
+
+/// One cold run of point `i`, repetition `rep`, on a fresh copy of `base`.
+fn run_one<W: Workload>(
+    workload: &W,
+    sweep: &PoolSweep,
+    base: &BaseFile,
+    i: usize,
+    rep: u32,
+) -> Result<PoolRun, WorkloadError> {
+    let point = &sweep.points[i];
+    let pool = pool_bytes(sweep, point, base.bytes);
+    let (db, copy) = base.open_copy(0, point.mode, point.policy, pool, sweep.copy)?;
+    let before = db.stats();
+    let cpu_before = cpu::process_cpu_secs();
+    let measurement = harness::run(workload, &db, sweep.threads, Until::Elapsed(sweep.duration))?;
+    let cpu_secs = cpu::process_cpu_secs().zip(cpu_before).map(|(a, b)| a - b);
+    let stats = db.stats().since(&before);
+    // Every run leaves a consistent database, however small its pool.
+    workload.verify(&db)?;
+    db.close()?;
+    let end_bytes = std::fs::metadata(&copy.0).map_err(io_error(&copy.0))?.len();
+    drop(copy);
+    Ok(PoolRun { point: i, rep, pool_bytes: pool, measurement, stats, cpu_secs, end_bytes })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::workloads::tpcc::{Tpcc, TpccConfig};
+
+    /// `run_parts` runs a pool size's points, repetitions interleaved, before the next size; it
+    /// saves after each size it ran; a size whose runs were all kept is not run again, one kept
+    /// in pieces is run again whole, and with everything kept nothing is loaded.
+    #[test]
+    fn parts_run_one_pool_size_at_a_time_and_keep_what_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let tpcc = Tpcc::new(TpccConfig::tiny(1)).unwrap();
+        let point = |fraction, mode| PoolPoint { mode, policy: PolicySpec::default(), fraction };
+        let sweep = PoolSweep {
+            points: vec![
+                point(0.5, PoolMode::Traditional),
+                point(0.5, PoolMode::Swizzling),
+                point(2.0, PoolMode::Traditional),
+            ],
+            threads: 1,
+            duration: Duration::from_millis(100),
+            repeat: 2,
+            dir: dir.path().to_path_buf(),
+            load_pool_bytes: 64 << 20,
+            min_pool_bytes: 256 * 8192,
+            copy: CopyOptions::default(),
+        };
+        let mut saves = Vec::new();
+        let mut save = |runs: &[PoolRun], _: u64| -> Result<(), Box<dyn std::error::Error>> {
+            saves.push(runs.len());
+            Ok(())
+        };
+        let (runs, bytes) = run_parts(&tpcc, &sweep, Progress::off(), (Vec::new(), 0), &mut save).unwrap();
+        let order: Vec<(usize, u32)> = runs.iter().map(|r| (r.point, r.rep)).collect();
+        assert_eq!(order, [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)]);
+        assert_eq!(saves, [4, 6], "saved after each pool size");
+        assert!(bytes > 0);
+
+        // The first size kept whole, the second in part: the first is not run again, the
+        // second is, whole.
+        let kept: Vec<PoolRun> = runs[..5].to_vec();
+        let mut saves = Vec::new();
+        let mut save = |runs: &[PoolRun], _: u64| -> Result<(), Box<dyn std::error::Error>> {
+            saves.push(runs.len());
+            Ok(())
+        };
+        let (again, _) = run_parts(&tpcc, &sweep, Progress::off(), (kept, bytes), &mut save).unwrap();
+        assert_eq!(again.len(), 6);
+        for (a, b) in again[..4].iter().zip(&runs[..4]) {
+            assert_eq!(
+                (a.point, a.rep, &a.measurement),
+                (b.point, b.rep, &b.measurement),
+                "kept as measured"
+            );
+        }
+        assert_eq!(again[4..].iter().map(|r| (r.point, r.rep)).collect::<Vec<_>>(), [(2, 0), (2, 1)]);
+        assert_eq!(saves, [6]);
+
+        // Everything kept: nothing runs, nothing is loaded (no base file appears).
+        let mut save =
+            |_: &[PoolRun], _: u64| -> Result<(), Box<dyn std::error::Error>> { panic!("nothing ran") };
+        let (all, b) = run_parts(&tpcc, &sweep, Progress::off(), (again, 12345), &mut save).unwrap();
+        assert_eq!((all.len(), b), (6, 12345));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 
     /// Every point runs `repeat` times in interleaved order; a small pool misses and evicts, a
     /// pool beyond the data never evicts; the base file and the copies are gone afterwards.

@@ -111,7 +111,7 @@ pub struct Scale {
 /// The figures whose command keeps the parts it finished in its `--out` and, given `--resume`,
 /// runs only the others (crates/lab README rule 10): a resumed `reproduce` keeps their directory
 /// and passes `--resume` on, where it runs every other unfinished figure again from the start.
-pub const RESUMABLE: &[&str] = &["gilbert-long-run"];
+pub const RESUMABLE: &[&str] = &["gilbert-pools", "gilbert-long-run"];
 
 /// The prefix of an argument that scales with the machine: `cores:24` stands for the paper's
 /// thread count capped at the cores present (`min(24, cores)`), `cores:1,2,4,8,16,24` for its

@@ -6,6 +6,12 @@
 //! thesis's did; logging and locking are off (the buffer alone). The thesis ran 100 warehouses on
 //! 8 hardware threads with pools of 0.05–20 GiB; here `--warehouses` (4 by default) on this
 //! machine, with pools given as fractions of the loaded database's file.
+//!
+//! The pool sizes are the run's **parts**: each runs its configurations `--repeat` times,
+//! interleaved, before the next begins (`harness::pools::run_parts`). With `--out`, the runs of
+//! every finished part are kept in `gilbert-pools.parts.json` with the options they ran with, and
+//! `--resume` (the same options, into the same directory) keeps them and runs the other parts,
+//! so that a run of hours can be made over several sittings (`reproduce --resume` passes it on).
 
 use clap::Args;
 use std::error::Error;
@@ -82,6 +88,21 @@ pub struct PoolsArgs {
     /// Directory for gilbert-pools.csv, .json and the plots (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Keep the pool sizes an earlier run with the same options finished into --out (its
+    /// gilbert-pools.parts.json) and run only the others
+    #[arg(long, requires = "out")]
+    resume: bool,
+}
+
+/// The file in `--out` that keeps the runs of the finished parts (pool sizes).
+pub const PARTS_FILE: &str = "gilbert-pools.parts.json";
+
+/// [`PARTS_FILE`]: the options the runs ran with, the loaded file's bytes, and the runs.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PartsFile {
+    options: String,
+    data_bytes: u64,
+    runs: Vec<PoolRun>,
 }
 
 /// The thesis's pool sizes of Figs. 3.4-3.9 where the policies differ (100 MiB to 2 GiB of its
@@ -134,7 +155,11 @@ pub fn execute(args: &PoolsArgs) -> Result<ExitCode, Box<dyn Error>> {
             },
         },
     };
-    let plan = Pools { workload, sweep, fractions, modes, policies };
+    let mut plan = Pools { workload, sweep, fractions, modes, policies, parts: None, kept: (Vec::new(), 0) };
+    plan.parts = args.out.as_ref().map(|d| d.join(PARTS_FILE));
+    if args.resume {
+        plan.kept = plan.read_parts()?;
+    }
     experiment::execute(&plan, args.out.as_deref())
 }
 
@@ -196,6 +221,10 @@ pub struct Pools {
     pub modes: Vec<PoolMode>,
     /// Policies.
     pub policies: Vec<PolicySpec>,
+    /// Where the runs of each finished part are written, if anywhere ([`PARTS_FILE`]).
+    pub parts: Option<PathBuf>,
+    /// Runs an earlier run finished (`--resume`) and the file's bytes they ran on.
+    pub kept: (Vec<PoolRun>, u64),
 }
 
 /// What the runs measured, and the base file's bytes.
@@ -950,6 +979,77 @@ impl Pools {
     }
 }
 
+impl Pools {
+    /// Everything a run's measurements depend on, in words: kept runs are used only by a run
+    /// with the very same options (their points are numbered in this order).
+    fn options_key(&self) -> String {
+        format!(
+            "{:?}; points {:?}; {} thread(s), {} s per run, {} repetitions, {:?}",
+            self.workload,
+            self.sweep.points,
+            self.sweep.threads,
+            self.sweep.duration.as_secs_f64(),
+            self.sweep.repeat,
+            self.sweep.copy
+        )
+    }
+
+    /// The kept runs of [`PARTS_FILE`] (none if the file is missing).
+    ///
+    /// # Errors
+    /// It cannot be read or parsed, or an earlier run with other options wrote it: [`Usage`].
+    fn read_parts(&self) -> Result<(Vec<PoolRun>, u64), Box<dyn Error>> {
+        let Some(path) = &self.parts else { return Ok((Vec::new(), 0)) };
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+            Err(e) => return Err(crate::UnusablePath(format!("cannot read {}: {e}", path.display())).into()),
+        };
+        let file: PartsFile = serde_json::from_str(&text)
+            .map_err(|e| Usage(format!("{} is not a parts file of this experiment ({e})", path.display())))?;
+        if file.options != self.options_key() {
+            return Err(Usage(format!(
+                "--resume: the run in {} had other options than this one; resume it with the same \
+                 command, or run without --resume (its options: {})",
+                path.display(),
+                file.options
+            ))
+            .into());
+        }
+        Ok((file.runs, file.data_bytes))
+    }
+
+    /// Writes every run so far to [`PARTS_FILE`], by rename.
+    fn save_parts(&self, runs: &[PoolRun], data_bytes: u64) -> Result<(), Box<dyn Error>> {
+        let Some(path) = &self.parts else { return Ok(()) };
+        let file = PartsFile { options: self.options_key(), data_bytes, runs: runs.to_vec() };
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(&file)?)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| crate::UnusablePath(format!("cannot write {}: {e}", path.display())))?;
+        Ok(())
+    }
+
+    /// The caption's line for a resumed run: which pool sizes were kept.
+    fn resumed_note(&self) -> String {
+        let mut kept: Vec<f64> = Vec::new();
+        for r in &self.kept.0 {
+            let f = self.sweep.points.get(r.point).map_or(f64::NAN, |p| p.fraction);
+            if !kept.contains(&f) {
+                kept.push(f);
+            }
+        }
+        if kept.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\nresumed: runs kept from an earlier run with the same options, for the pool sizes {} (a size \
+             kept in part runs again whole)",
+            kept.iter().map(|&f| percent(f)).collect::<Vec<_>>().join(", ")
+        )
+    }
+}
+
 impl Experiment for Pools {
     const NAME: &'static str = "gilbert-pools";
     type Row = PoolsRow;
@@ -970,13 +1070,19 @@ impl Experiment for Pools {
             } else {
                 "through the OS page cache (--direct-io for device reads)"
             }
-        )
+        ) + &self.resumed_note()
     }
 
     fn run(&self, progress: Progress) -> Result<Results, Box<dyn Error>> {
+        let kept = self.kept.clone();
+        let mut save = |runs: &[PoolRun], data_bytes: u64| self.save_parts(runs, data_bytes);
         let (runs, data_bytes) = match &self.workload {
-            PoolsWorkload::Tpcc(c) => pools::run(&Tpcc::new(c.clone())?, &self.sweep, progress)?,
-            PoolsWorkload::Tpcb(c) => pools::run(&Tpcb::new(c.clone())?, &self.sweep, progress)?,
+            PoolsWorkload::Tpcc(c) => {
+                pools::run_parts(&Tpcc::new(c.clone())?, &self.sweep, progress, kept, &mut save)?
+            }
+            PoolsWorkload::Tpcb(c) => {
+                pools::run_parts(&Tpcb::new(c.clone())?, &self.sweep, progress, kept, &mut save)?
+            }
         };
         Ok(Results { runs, data_bytes })
     }
@@ -1361,6 +1467,8 @@ mod tests {
             fractions: fractions.to_vec(),
             modes,
             policies: policies.to_vec(),
+            parts: None,
+            kept: (Vec::new(), 0),
         }
     }
 
