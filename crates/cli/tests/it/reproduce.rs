@@ -191,7 +191,7 @@ fn a_resumable_figure_continues_from_its_finished_parts() {
     let parts_path = fig.join("gilbert-long-run.parts.json");
     let mut parts: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&parts_path).unwrap()).unwrap();
-    let list = parts["parts"].as_array_mut().unwrap();
+    let list = parts["kept"].as_array_mut().unwrap();
     assert_eq!(list.len(), 2, "one part per pool size");
     list.truncate(1);
     std::fs::write(&parts_path, serde_json::to_vec(&parts).unwrap()).unwrap();
@@ -206,7 +206,7 @@ fn a_resumable_figure_continues_from_its_finished_parts() {
     assert_eq!(csv(&fig.join("gilbert-long-run.csv")), kept_rows, "the kept part was measured again");
     let parts: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&parts_path).unwrap()).unwrap();
-    assert_eq!(parts["parts"].as_array().unwrap().len(), 2);
+    assert_eq!(parts["kept"].as_array().unwrap().len(), 2);
     assert_eq!(read_run(&out, id).map(|r| r.status), Some(RunStatus::Ok));
 }
 

@@ -1,7 +1,8 @@
 //! `bench tpcc` end to end: one warehouse, a short run, a CSV row per measurement; bad input
 //! exits with 2 and writes nothing.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
 
 use crate::common;
 
@@ -274,6 +275,21 @@ fn gilbert_pools_sweeps_pool_sizes_and_policies() {
     scratch.assert_only_out_left();
 }
 
+/// `swizzledb experiment <args>` on one warehouse of the small catalog, its databases in `dir`,
+/// its results in `out`, with `--resume` if `resume`.
+fn small_tpcc_experiment(args: &[&str], dir: &Path, out: &Path, resume: bool) -> Output {
+    Command::new(BIN)
+        .arg("experiment")
+        .args(args)
+        .args(["--warehouses", "1", "--small-catalog", "--dir"])
+        .arg(dir)
+        .arg("--out")
+        .arg(out)
+        .args(resume.then_some("--resume"))
+        .output()
+        .unwrap()
+}
+
 /// `experiment gilbert-pools --resume`: the runs of a finished pool size are kept, the rest run;
 /// a parts file written with other options is refused, naming them.
 #[test]
@@ -281,24 +297,8 @@ fn gilbert_pools_resumes_its_finished_pool_sizes() {
     let scratch = Scratch::new("gilbert-pools-resume");
     let out = scratch.0.join("out");
     let run = |duration: &str, resume: bool| {
-        let mut c = Command::new(BIN);
-        c.args([
-            "experiment",
-            "gilbert-pools",
-            "--warehouses",
-            "1",
-            "--small-catalog",
-            "--fractions",
-            "20%,120%",
-        ])
-        .args(["--policies", "gclock", "--duration", duration, "--repeat", "1", "--dir"])
-        .arg(&scratch.0)
-        .arg("--out")
-        .arg(&out);
-        if resume {
-            c.arg("--resume");
-        }
-        c.output().unwrap()
+        let args = ["gilbert-pools", "--fractions", "20%,120%", "--policies", "gclock", "--repeat", "1"];
+        small_tpcc_experiment(&[&args[..], &["--duration", duration]].concat(), &scratch.0, &out, resume)
     };
     let first = run("0.2", false);
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
@@ -313,7 +313,7 @@ fn gilbert_pools_resumes_its_finished_pool_sizes() {
     let parts_path = out.join("gilbert-pools.parts.json");
     let mut parts: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&parts_path).unwrap()).unwrap();
-    parts["runs"].as_array_mut().unwrap().retain(|r| r["point"].as_u64().unwrap() < 2);
+    parts["kept"]["runs"].as_array_mut().unwrap().retain(|r| r["point"].as_u64().unwrap() < 2);
     std::fs::write(&parts_path, serde_json::to_vec(&parts).unwrap()).unwrap();
     let second = run("0.2", true);
     assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
@@ -452,24 +452,8 @@ fn gilbert_long_run_resumes_its_finished_pool_sizes() {
     let scratch = Scratch::new("long-run-resume");
     let out = scratch.0.join("out");
     let run = |fractions: &str, duration: &str, resume: bool| {
-        let mut c = Command::new(BIN);
-        c.args([
-            "experiment",
-            "gilbert-long-run",
-            "--warehouses",
-            "1",
-            "--small-catalog",
-            "--fractions",
-            fractions,
-        ])
-        .args(["--duration", duration, "--sample", "0.2", "--dir"])
-        .arg(&scratch.0)
-        .arg("--out")
-        .arg(&out);
-        if resume {
-            c.arg("--resume");
-        }
-        c.output().unwrap()
+        let args = ["gilbert-long-run", "--fractions", fractions, "--duration", duration, "--sample", "0.2"];
+        small_tpcc_experiment(&args, &scratch.0, &out, resume)
     };
     let first = run("20%", "0.4", false);
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));

@@ -158,8 +158,9 @@ pub trait Engine: Send + Sync {
     fn load(&self, table: &Self::Table, records: &[(Vec<u8>, Vec<u8>)]) -> Result<(), WorkloadError>;
 
     /// Runs `f` on the value under `key` (`None` if absent), borrowed in place, as a read-only
-    /// transaction or the engine's own single-key read sees it (the last committed value). An error of `f` ends the transaction and is returned. Returns `f`'s result
-    /// and the attempts (`f` runs once per attempt).
+    /// transaction or the engine's own single-key read sees it (the last committed value). An
+    /// error of `f` ends the read and is returned. Returns `f`'s result and the attempts (`f`
+    /// runs once per attempt).
     ///
     /// # Errors
     /// `f`'s error, or the engine failed.

@@ -226,13 +226,7 @@ pub fn run<W: Workload>(
     sweep: &PoolSweep,
     progress: Progress,
 ) -> Result<(Vec<PoolRun>, u64), WorkloadError> {
-    let bad = |s: &str| Err(WorkloadError::Config(s.to_string()));
-    if sweep.threads == 0 || sweep.repeat == 0 || sweep.points.is_empty() {
-        return bad("a pool sweep needs threads, repetitions and points");
-    }
-    if sweep.points.iter().any(|p| !(p.fraction > 0.0 && p.fraction.is_finite())) {
-        return bad("pool fractions must be above 0");
-    }
+    check(sweep)?;
     let base = BaseFile::load(workload, &sweep.dir, sweep.load_pool_bytes, progress)?;
     let mut runs = Vec::new();
     let total = u64::from(sweep.repeat) * sweep.points.len() as u64;
@@ -247,6 +241,18 @@ pub fn run<W: Workload>(
     Ok((runs, base.bytes))
 }
 
+/// `threads` and `repeat` are not 0, there are points, and every fraction is positive.
+fn check(sweep: &PoolSweep) -> Result<(), WorkloadError> {
+    let bad = |s: &str| Err(WorkloadError::Config(s.to_string()));
+    if sweep.threads == 0 || sweep.repeat == 0 || sweep.points.is_empty() {
+        return bad("a pool sweep needs threads, repetitions and points");
+    }
+    if sweep.points.iter().any(|p| !(p.fraction > 0.0 && p.fraction.is_finite())) {
+        return bad("pool fractions must be above 0");
+    }
+    Ok(())
+}
+
 /// [`run`] in **parts**, one per pool size (the points of one fraction, in their order): a part
 /// runs its points `repeat` times, interleaved, before the next part begins, so that the
 /// runs a ratio pairs (the same size and repetition) stay close in time. `kept` holds the runs of
@@ -255,7 +261,7 @@ pub fn run<W: Workload>(
 /// loaded only if a part is left to run; then its size is returned, else `kept_bytes`.
 ///
 /// # Errors
-/// As [`run`], and what `save` returns.
+/// As [`run`] (the sweep is checked first), and what `save` returns.
 pub fn run_parts<W: Workload>(
     workload: &W,
     sweep: &PoolSweep,
@@ -263,6 +269,7 @@ pub fn run_parts<W: Workload>(
     kept: (Vec<PoolRun>, u64),
     save: &mut SaveParts<'_>,
 ) -> Result<(Vec<PoolRun>, u64), Box<dyn std::error::Error>> {
+    check(sweep)?;
     let (mut runs, kept_bytes) = kept;
     let mut parts: Vec<Vec<usize>> = Vec::new();
     for (i, p) in sweep.points.iter().enumerate() {

@@ -27,6 +27,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::environment::Environment;
+use crate::support::output::write_atomic;
 use crate::Usage;
 use figures::{Figure, Paper, Scale};
 
@@ -546,15 +547,6 @@ fn run_figure(
     };
     write_atomic(&fig_dir.join("figure.json"), &serde_json::to_vec_pretty(&run)?)?;
     Ok(run)
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a reader
-/// sees the old file or the whole new one.
-fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    fs::write(&tmp, bytes)?;
-    fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

@@ -13,8 +13,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::figures::{self, Figure, Paper};
-use super::{figure_label, read_run, write_atomic, FigureRun, RunManifest, RunStatus};
+use super::{figure_label, read_run, FigureRun, RunManifest, RunStatus};
 use crate::harness::experiment::{Check, Verdict};
+use crate::support::output::write_atomic;
 
 /// What the report knows of one figure.
 #[derive(Debug)]

@@ -1,11 +1,12 @@
 //! The shared pieces every experiment uses: statistics, number formatting and tables, result
 //! files and the environment they record, charts, option parsers, progress on stderr, CPU time,
-//! child processes and buffer-trace recording.
+//! child processes, buffer-trace recording, and the parts files of experiments that resume.
 
 pub mod child;
 pub mod cpu;
 pub mod environment;
 pub mod output;
+pub mod parts;
 pub mod plot;
 pub mod progress;
 pub mod recording;

@@ -35,6 +35,18 @@ fn at(path: &Path) -> impl Fn(io::Error) -> OutputError + '_ {
     move |source| OutputError { path: path.to_path_buf(), source }
 }
 
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`: a reader
+/// sees the old file or the whole new one.
+///
+/// # Errors
+/// Writing or renaming failed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Creates the output directory (before any work, so that bad input writes nothing).
 ///
 /// # Errors

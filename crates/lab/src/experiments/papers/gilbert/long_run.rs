@@ -26,6 +26,7 @@ use crate::experiments::common::tpcc_config;
 use crate::harness::experiment::{self, Check, Experiment, Verdict};
 use crate::harness::pools::{BaseFile, CopyOptions};
 use crate::harness::{self, Until};
+use crate::support::parts;
 use crate::support::plot::{Chart, Point, Scale, Series};
 use crate::support::progress::Progress;
 use crate::support::text::{bytes, write_aligned};
@@ -168,13 +169,6 @@ pub struct KeptRow {
     pub evictions: u64,
 }
 
-/// [`PARTS_FILE`]: the options every part ran with, and the parts finished.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct PartsFile {
-    options: String,
-    parts: Vec<Part>,
-}
-
 /// One sample of one database.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct LongRunRow {
@@ -258,40 +252,18 @@ impl LongRun {
     /// The file cannot be read or parsed, or was written by a run with other options: a
     /// [`Usage`] error saying which.
     fn resumed(mut self) -> Result<LongRun, Box<dyn Error>> {
-        let Some(path) = self.parts.clone() else {
-            return Err(Usage("--resume needs --out, where the earlier run kept its parts".into()).into());
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(self),
-            Err(e) => return Err(crate::UnusablePath(format!("cannot read {}: {e}", path.display())).into()),
-        };
-        let file: PartsFile = serde_json::from_str(&text)
-            .map_err(|e| Usage(format!("{} is not a parts file of this experiment ({e})", path.display())))?;
-        let ours = self.options_key();
-        if file.options != ours {
-            return Err(Usage(format!(
-                "--resume: the run in {} had other options ({}) than this one ({ours}); resume it with its own, \
-                 or run without --resume",
-                path.display(),
-                file.options
-            ))
-            .into());
-        }
-        self.kept = file.parts.into_iter().filter(|p| self.fractions.contains(&p.fraction)).collect();
+        let Some(path) = &self.parts else { return Ok(self) };
+        let parts: Vec<Part> = parts::read(path, &self.options_key())?.unwrap_or_default();
+        self.kept = parts.into_iter().filter(|p| self.fractions.contains(&p.fraction)).collect();
         Ok(self)
     }
 
-    /// Writes the finished parts to [`PARTS_FILE`] (by rename: a reader sees the old file or the
-    /// whole new one).
-    fn save_parts(&self, parts: &[Part]) -> Result<(), Box<dyn Error>> {
-        let Some(path) = &self.parts else { return Ok(()) };
-        let file = PartsFile { options: self.options_key(), parts: parts.to_vec() };
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&file)?)
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(|e| crate::UnusablePath(format!("cannot write {}: {e}", path.display())))?;
-        Ok(())
+    /// Writes the finished parts to [`PARTS_FILE`].
+    fn save_parts(&self, finished: &[Part]) -> Result<(), Box<dyn Error>> {
+        match &self.parts {
+            Some(path) => parts::write(path, &self.options_key(), &finished),
+            None => Ok(()),
+        }
     }
 
     /// A result row of a kept sample.
@@ -299,19 +271,15 @@ impl LongRun {
         let mode = self.modes.iter().find(|m| m.name() == k.mode).ok_or_else(|| {
             Usage(format!("the parts file names a mode this run does not have: {}", k.mode))
         })?;
-        Ok(self.row(*mode, part.fraction, part.data_bytes, k))
-    }
-
-    fn row(&self, mode: PoolMode, fraction: f64, data_bytes: u64, k: &KeptRow) -> LongRunRow {
         let fixes = k.hits + k.misses;
         let seconds = k.ns as f64 / 1e9;
-        LongRunRow {
+        Ok(LongRunRow {
             experiment: Self::NAME,
             mode: mode.name(),
             policy: self.policy.to_string(),
-            pool_fraction: fraction,
+            pool_fraction: part.fraction,
             pool_bytes: k.pool_bytes,
-            data_bytes,
+            data_bytes: part.data_bytes,
             threads: self.threads,
             sample: k.sample,
             t_s: k.t_ns as f64 / 1e9,
@@ -325,7 +293,7 @@ impl LongRun {
             logging: false,
             direct_io: self.direct_io,
             io: if self.direct_io { "direct" } else { "page-cache" },
-        }
+        })
     }
 
     /// Runs one part: the databases of every mode at `fraction`, in turns, `self.samples` samples

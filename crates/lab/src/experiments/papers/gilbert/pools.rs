@@ -24,6 +24,7 @@ use swizzledb::{PolicySpec, PoolMode, Stats};
 use crate::experiments::common::tpcc_config;
 use crate::harness::experiment::{self, Check, Experiment, Verdict};
 use crate::harness::pools::{self, CopyOptions, Eviction, PoolPoint, PoolRun, PoolSweep};
+use crate::support::parts;
 use crate::support::plot::{Chart, Point, Scale, Series};
 use crate::support::progress::Progress;
 use crate::support::text::{bytes, write_aligned};
@@ -97,10 +98,9 @@ pub struct PoolsArgs {
 /// The file in `--out` that keeps the runs of the finished parts (pool sizes).
 pub const PARTS_FILE: &str = "gilbert-pools.parts.json";
 
-/// [`PARTS_FILE`]: the options the runs ran with, the loaded file's bytes, and the runs.
+/// What [`PARTS_FILE`] keeps: the runs of the finished parts and the loaded file's bytes.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct PartsFile {
-    options: String,
+struct Kept {
     data_bytes: u64,
     runs: Vec<PoolRun>,
 }
@@ -155,8 +155,8 @@ pub fn execute(args: &PoolsArgs) -> Result<ExitCode, Box<dyn Error>> {
             },
         },
     };
-    let mut plan = Pools { workload, sweep, fractions, modes, policies, parts: None, kept: (Vec::new(), 0) };
-    plan.parts = args.out.as_ref().map(|d| d.join(PARTS_FILE));
+    let parts = args.out.as_ref().map(|d| d.join(PARTS_FILE));
+    let mut plan = Pools { workload, sweep, fractions, modes, policies, parts, kept: (Vec::new(), 0) };
     if args.resume {
         plan.kept = plan.read_parts()?;
     }
@@ -994,47 +994,29 @@ impl Pools {
         )
     }
 
-    /// The kept runs of [`PARTS_FILE`] (none if the file is missing).
+    /// The kept runs of [`PARTS_FILE`], and the file's bytes they ran on (none if the file is
+    /// missing).
     ///
     /// # Errors
-    /// It cannot be read or parsed, or an earlier run with other options wrote it: [`Usage`].
+    /// It cannot be read or parsed, or an earlier run with other options wrote it.
     fn read_parts(&self) -> Result<(Vec<PoolRun>, u64), Box<dyn Error>> {
         let Some(path) = &self.parts else { return Ok((Vec::new(), 0)) };
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-            Err(e) => return Err(crate::UnusablePath(format!("cannot read {}: {e}", path.display())).into()),
-        };
-        let file: PartsFile = serde_json::from_str(&text)
-            .map_err(|e| Usage(format!("{} is not a parts file of this experiment ({e})", path.display())))?;
-        if file.options != self.options_key() {
-            return Err(Usage(format!(
-                "--resume: the run in {} had other options than this one; resume it with the same \
-                 command, or run without --resume (its options: {})",
-                path.display(),
-                file.options
-            ))
-            .into());
-        }
-        Ok((file.runs, file.data_bytes))
+        Ok(parts::read::<Kept>(path, &self.options_key())?
+            .map_or((Vec::new(), 0), |k| (k.runs, k.data_bytes)))
     }
 
-    /// Writes every run so far to [`PARTS_FILE`], by rename.
+    /// Writes every run so far to [`PARTS_FILE`].
     fn save_parts(&self, runs: &[PoolRun], data_bytes: u64) -> Result<(), Box<dyn Error>> {
-        let Some(path) = &self.parts else { return Ok(()) };
-        let file = PartsFile { options: self.options_key(), data_bytes, runs: runs.to_vec() };
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec(&file)?)
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(|e| crate::UnusablePath(format!("cannot write {}: {e}", path.display())))?;
-        Ok(())
+        match &self.parts {
+            Some(path) => parts::write(path, &self.options_key(), &Kept { data_bytes, runs: runs.to_vec() }),
+            None => Ok(()),
+        }
     }
 
     /// The caption's line for a resumed run: which pool sizes were kept.
     fn resumed_note(&self) -> String {
         let mut kept: Vec<f64> = Vec::new();
-        for r in &self.kept.0 {
-            let f = self.sweep.points.get(r.point).map_or(f64::NAN, |p| p.fraction);
+        for f in self.kept.0.iter().filter_map(|r| self.sweep.points.get(r.point)).map(|p| p.fraction) {
             if !kept.contains(&f) {
                 kept.push(f);
             }
