@@ -53,7 +53,7 @@ pub(super) const FIGURES: &[Figure] = &[
         },
         full: Scale {
             args: &["experiment", "gilbert-pools", "--warehouses", "20", "--threads", "cores:8", "--duration", "30", "--repeat", "3", "--direct-io"],
-            secs: 7800,
+            secs: 7200,
         },
     },
     Figure {
