@@ -86,6 +86,28 @@ fn header_bytes(len_field: u32, crc: u32) -> [u8; 8] {
     h
 }
 
+/// What every ring word of a free place holds (W5): the header word of a padding frame of length
+/// zero, which no frame has (padding is at least a header long). A frame's appender overwrites
+/// each word of its place and its header last, so the header word at a frame boundary of the
+/// ring is either this (not published) or the published frame's header.
+pub(crate) const FREE_WORD: u64 = PAD_FLAG as u64;
+
+/// The length of the frame whose header word (the header's 8 bytes as a little-endian u64) is
+/// `word`, if `word` could be a published frame's: `None` for [`FREE_WORD`] and for padding
+/// of a length no padding has.
+#[inline]
+pub(crate) fn published_len(word: u64) -> Option<u64> {
+    let len_field = word as u32;
+    if len_field & PAD_FLAG == 0 {
+        Some(frame_len(len_field as usize))
+    } else if len_field == MARK_FIELD {
+        Some(MARK_LEN)
+    } else {
+        let len = u64::from(len_field & !PAD_FLAG);
+        (len >= HEADER && len.is_multiple_of(HEADER)).then_some(len)
+    }
+}
+
 /// A decoded frame header; the checksum still has to be checked against the body.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Header {
@@ -158,6 +180,28 @@ mod tests {
         assert!(Header::pad_is_valid(4000, len, crc));
         assert!(!Header::pad_is_valid(4008, len, crc), "W2: padding at another LSN must not validate");
         assert!(!Header::pad_is_valid(4000, 88, crc));
+    }
+
+    #[test]
+    fn w5_the_free_word_is_no_frames_header_and_every_header_gives_its_frames_length() {
+        let word = |h: [u8; 8]| u64::from_le_bytes(h);
+        assert_eq!(published_len(FREE_WORD), None, "a free place reads as unpublished");
+        assert_eq!(Header::parse(&FREE_WORD.to_le_bytes()), Header::Pad { len: 0, crc: 0 });
+        for len in [0, 1, 7, 8, 100, 4096] {
+            let body = vec![0xa5; len];
+            for lsn in [8, 64, 1 << 20] {
+                let h = word(record_header(lsn, &body));
+                assert_ne!(h, FREE_WORD);
+                assert_eq!(published_len(h), Some(frame_len(len)));
+            }
+        }
+        // An empty record whose checksum is zero has the header word 0: still published.
+        assert_eq!(published_len(0), Some(HEADER));
+        assert_eq!(published_len(word(pad_header(4000, 96))), Some(96));
+        assert_eq!(published_len(word(pad_header(4000, 8))), Some(8));
+        assert_eq!(published_len(word(marker(4096, 4000)[..8].try_into().unwrap())), Some(MARK_LEN));
+        assert_eq!(published_len(FREE_WORD | 4), None, "padding shorter than a header");
+        assert_eq!(published_len(FREE_WORD | 12), None, "padding not a multiple of 8");
     }
 
     #[test]

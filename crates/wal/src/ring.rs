@@ -1,12 +1,18 @@
-//! The in-memory log buffer: a ring of 64-bit words indexed by LSN (README W4).
+//! The in-memory log buffer: a ring of 64-bit words indexed by LSN (README W4, W5).
 //!
 //! Every frame is 8-byte aligned and a multiple of 8 long, so a frame covers whole words and two
 //! frames never share one. Appenders store their own words with relaxed atomic stores, with no
-//! lock held, and the writer loads them after it has seen their publication (an acquire load of
-//! the completed prefix). The words are atomics only so that this sharing needs no `unsafe`; no
-//! two threads ever touch the same word at the same time (W4 says why).
+//! lock held, and the frame's header word last, with release: that store is the frame's
+//! publication (W5). A reader of the completed prefix loads header words with acquire, and so
+//! sees the body of every frame whose header it sees. Free words (never used, or written out
+//! since their last use) hold [`FREE_WORD`], which no header is. The words are atomics only so
+//! that this sharing needs no `unsafe`; no two threads ever store into the same word at the same
+//! time (W4 says why).
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+use crate::frame::{FREE_WORD, HEADER};
 
 /// The ring buffer. LSN `l` (a multiple of 8) lives in word `(l / 8) % words.len()`.
 #[derive(Debug)]
@@ -15,10 +21,10 @@ pub(crate) struct Ring {
 }
 
 impl Ring {
-    /// A ring of `bytes` bytes (a multiple of 8).
+    /// A ring of `bytes` bytes (a multiple of 8), every word free.
     pub(crate) fn new(bytes: usize) -> Ring {
         debug_assert_eq!(bytes % 8, 0);
-        Ring { words: (0..bytes / 8).map(|_| AtomicU64::new(0)).collect() }
+        Ring { words: (0..bytes / 8).map(|_| AtomicU64::new(FREE_WORD)).collect() }
     }
 
     /// The ring's size in bytes.
@@ -51,6 +57,34 @@ impl Ring {
             // and a store-forwarding stall on the load after it.
             let w = rest.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b));
             self.words[i].store(w, Relaxed);
+        }
+    }
+
+    /// W5: stores the frame at `lsn` — its body first, then its `header` with release, which
+    /// publishes it. The caller owns the frame's LSN range (W4).
+    pub(crate) fn store_frame(&self, lsn: u64, header: [u8; 8], body: &[u8]) {
+        self.store(lsn + HEADER, body);
+        self.words[self.index(lsn)].store(u64::from_le_bytes(header), Release);
+    }
+
+    /// The header word at `lsn` (a frame boundary), loaded with acquire: [`FREE_WORD`] until the
+    /// frame there is published, then its header (W5).
+    #[inline]
+    pub(crate) fn header_word(&self, lsn: u64) -> u64 {
+        self.words[self.index(lsn)].load(Acquire)
+    }
+
+    /// Marks the words of LSNs `from..to` (multiples of 8, at most the capacity apart) free
+    /// again, after the writer has copied them out (W4, W5).
+    pub(crate) fn free(&self, from: u64, to: u64) {
+        debug_assert!(to - from <= self.capacity());
+        let mut i = self.index(from);
+        for _ in 0..(to - from) / 8 {
+            self.words[i].store(FREE_WORD, Relaxed);
+            i += 1;
+            if i == self.words.len() {
+                i = 0;
+            }
         }
     }
 
@@ -93,6 +127,22 @@ mod tests {
         let mut first = Vec::new();
         ring.load(64, 72, &mut first);
         assert_eq!(first, (16u8..24).collect::<Vec<_>>(), "LSN 64 is word 0 of a 64-byte ring");
+    }
+
+    #[test]
+    fn w5_a_frame_is_published_by_its_header_and_freed_words_read_as_unpublished() {
+        let ring = Ring::new(64);
+        assert_eq!(ring.header_word(8), FREE_WORD);
+        ring.store_frame(56, [1, 0, 0, 0, 9, 9, 9, 9], &[0xee; 9]); // header word 7, body words 0 and 1
+        assert_eq!(ring.header_word(56), u64::from_le_bytes([1, 0, 0, 0, 9, 9, 9, 9]));
+        let mut out = Vec::new();
+        ring.load(56, 88, &mut out);
+        assert_eq!(&out[8..17], &[0xee; 9]);
+        assert_eq!(&out[17..24], &[0; 7], "W2: the last word is padded with zeros");
+        ring.free(56, 88);
+        assert_eq!(ring.header_word(56), FREE_WORD);
+        assert_eq!(ring.header_word(64), FREE_WORD);
+        assert_eq!(ring.header_word(72), FREE_WORD);
     }
 
     #[test]

@@ -392,7 +392,7 @@ impl LogManager {
             max_body,
             ring: Ring::new(buffer_bytes),
             start: end,
-            completed: Completed::new(buffer_bytes as u64, end),
+            completed: Completed::new(end),
             written: Padded(AtomicU64::new(end)),
             durable: Padded(AtomicU64::new(end)),
             synced: Padded(AtomicU64::new(end)),
@@ -700,11 +700,10 @@ impl Inner {
         // stores to leave the store buffer, which a lap of the ring has made slow (W5).
         self.counters.appends.add(1);
         self.counters.body_bytes.add(body.len() as u64);
-        // W4 step 2: fill the reserved words, no lock held.
-        self.ring.store(start, &frame::record_header(start, body));
-        self.ring.store(start + HEADER, body);
-        // W4 step 3: publish.
-        self.completed.publish(start, end);
+        // W4 steps 2 and 3: fill the reserved words, no lock held, and publish by storing the
+        // header word last (W5).
+        debug_assert_eq!(end - start, frame::frame_len(body.len()));
+        self.ring.store_frame(start, frame::record_header(start, body), body);
         Ok(Lsn(start))
     }
 
@@ -722,11 +721,12 @@ impl Inner {
             if end <= seg_end {
                 return Ok((pos, end));
             }
-            for (at, to) in [(pos, seg_end), (seg_end, end)] {
-                self.ring.store(at, &frame::pad_header(at, to - at));
+            // Published from the end back (W5): a walk that sees the first padding sees the
+            // second.
+            for (at, to) in [(seg_end, end), (pos, seg_end)] {
                 self.ring.zero(at + HEADER, to - at - HEADER);
+                self.ring.store_frame(at, frame::pad_header(at, to - at), &[]);
             }
-            self.completed.publish(pos, end);
         }
     }
 
@@ -757,13 +757,13 @@ impl Inner {
         if end.saturating_sub(written) <= self.ring.capacity() {
             return Ok(());
         }
-        if self.completed.get() > written {
+        if self.prefix() > written {
             let Some(mut w) = self.writer.try_lock() else {
                 std::thread::yield_now();
                 return Ok(());
             };
             self.check_failed()?;
-            let upto = self.completed.get();
+            let upto = self.prefix();
             self.write_out(&mut w, upto)
         } else {
             // The oldest reservation has its room (a range is at most half the ring) and is
@@ -774,8 +774,13 @@ impl Inner {
 
     /// Waits until every reservation below `lsn + 1` is published.
     fn wait_completed(&self, lsn: u64) -> Result<()> {
-        self.completed.wait_above(lsn, || self.failed.load(Ordering::SeqCst));
+        Completed::wait_above(lsn, || self.prefix(), || self.failed.load(Ordering::SeqCst));
         self.check_failed()
+    }
+
+    /// The completed prefix (W5), carried over every frame published at its end.
+    fn prefix(&self) -> u64 {
+        self.completed.get(&self.ring, &self.written)
     }
 
     /// Writes ring bytes `[written, upto)` to their segment files (no sync of the last one).
@@ -791,7 +796,12 @@ impl Inner {
         let result = self.write_segments(w, &scratch, from, upto);
         w.scratch = scratch;
         result?;
-        // Release: the ring words below `upto` have been read, so appenders may reuse them.
+        // The words are free again (W5), and with the release of `written` appenders may reuse
+        // them: the next lap's appender, and a walk of the prefix, see them free. A walk can no
+        // longer pass them, so the prefix must be past them first (the sync marker's write-out
+        // is the one that passes the prefix: the writer published the marker itself).
+        self.completed.advance_to(upto);
+        self.ring.free(from, upto);
         self.written.store(upto, Ordering::Release);
         Ok(())
     }
@@ -844,7 +854,7 @@ impl Inner {
         let pos = self.completed.next().load(Ordering::Acquire);
         let seg = segment::start_of(pos, self.segment_bytes);
         let end = seg + self.segment_bytes;
-        if pos == segment::first_frame(seg) || self.completed.get() != pos {
+        if pos == segment::first_frame(seg) || self.prefix() != pos {
             return Ok(false);
         }
         // Reserve the padding as an append would: after this no append can take `[pos, end)`.
@@ -864,8 +874,10 @@ impl Inner {
         f.sync().map_err(|e| io("syncing", e))?;
         bump(&self.counters.file_syncs, 1);
         w.dirty.remove(&seg);
+        // The prefix first: it is never below `written` (W5). The padding is not in the ring,
+        // whose words are all free: everything below `pos` was written out.
+        self.completed.advance_to(end);
         self.written.fetch_max(end, Ordering::AcqRel);
-        self.completed.publish(pos, end);
         self.durable.fetch_max(end, Ordering::AcqRel);
         Ok(true)
     }
@@ -916,7 +928,7 @@ impl Inner {
             while end.saturating_sub(self.written.load(Ordering::Acquire)) > self.ring.capacity() {
                 bump(&self.counters.buffer_full_waits, 1);
                 let written = self.written.load(Ordering::Acquire);
-                let completed = self.completed.get();
+                let completed = self.prefix();
                 if completed > written {
                     self.write_out(w, completed)?;
                 } else {
@@ -932,8 +944,10 @@ impl Inner {
         self.sync_dirty(w)?;
         // W8: the marker after the synced bytes. On an error above the place stays unpublished:
         // the log is failed (W11) and nothing more is written.
-        self.ring.store(pos, &frame::marker(pos, pos));
-        self.completed.publish(pos, end);
+        let marker = frame::marker(pos, pos);
+        let (header, body) = marker.split_at(HEADER as usize);
+        self.ring.store_frame(pos, header.try_into().expect("8 bytes"), body);
+        debug_assert_eq!(end - pos, frame::MARK_LEN);
         self.write_out(w, end)?;
         self.synced.fetch_max(pos, Ordering::Release);
         self.durable.fetch_max(end, Ordering::Release);
@@ -1100,7 +1114,7 @@ impl Inner {
             }
             parking_lot::MutexGuard::unlocked(&mut stop, || {
                 if self.failed.load(Ordering::Acquire)
-                    || self.completed.get() <= self.durable.load(Ordering::Acquire)
+                    || self.prefix() <= self.durable.load(Ordering::Acquire)
                 {
                     return;
                 }
@@ -1130,7 +1144,7 @@ impl Inner {
             self.wait_completed(lsn.0)?;
             let mut w = self.writer.lock();
             self.check_failed()?;
-            let upto = self.completed.get();
+            let upto = self.prefix();
             self.write_out(&mut w, upto)?;
         }
         let seg = segment::start_of(lsn.0, self.segment_bytes);
@@ -1149,7 +1163,7 @@ impl Inner {
     fn scan(&self, from: Lsn) -> Result<LogScan> {
         let bound = {
             let mut w = self.writer.lock();
-            let upto = self.completed.get();
+            let upto = self.prefix();
             if self.written.load(Ordering::Acquire) < upto {
                 self.check_failed()?;
                 self.write_out(&mut w, upto)?;
