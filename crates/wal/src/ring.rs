@@ -37,27 +37,25 @@ impl Ring {
         ((lsn / 8) % self.words.len() as u64) as usize
     }
 
+    /// The words of `count` words from `lsn` on, as one or two runs of the array (the second
+    /// one empty unless the range wraps around its end), so that loops over them need no
+    /// wrap-around test per word.
+    #[inline]
+    fn runs(&self, lsn: u64, count: usize) -> (&[AtomicU64], &[AtomicU64]) {
+        debug_assert!(count <= self.words.len());
+        let i = self.index(lsn);
+        let first = count.min(self.words.len() - i);
+        (&self.words[i..i + first], &self.words[..count - first])
+    }
+
     /// Stores `bytes` from `lsn` on (a multiple of 8), padded with zeros to whole words. The caller
     /// owns that LSN range (W4).
     pub(crate) fn store(&self, lsn: u64, bytes: &[u8]) {
         debug_assert_eq!(lsn % 8, 0, "W2: frames are 8-byte aligned");
-        let mut i = self.index(lsn);
-        let n = self.words.len();
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.words[i].store(u64::from_le_bytes(c.try_into().expect("8 bytes")), Relaxed);
-            i += 1;
-            if i == n {
-                i = 0;
-            }
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            // Assembled in a register: a byte copy into a stack word would go through `memcpy`
-            // and a store-forwarding stall on the load after it.
-            let w = rest.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b));
-            self.words[i].store(w, Relaxed);
-        }
+        let (a, b) = self.runs(lsn, bytes.len().div_ceil(8));
+        let (first, second) = bytes.split_at(bytes.len().min(a.len() * 8));
+        store_run(a, first);
+        store_run(b, second);
     }
 
     /// W5: stores the frame at `lsn` — its body first, then its `header` with release, which
@@ -77,38 +75,51 @@ impl Ring {
     /// Marks the words of LSNs `from..to` (multiples of 8, at most the capacity apart) free
     /// again, after the writer has copied them out (W4, W5).
     pub(crate) fn free(&self, from: u64, to: u64) {
-        debug_assert!(to - from <= self.capacity());
-        let mut i = self.index(from);
-        for _ in 0..(to - from) / 8 {
-            self.words[i].store(FREE_WORD, Relaxed);
-            i += 1;
-            if i == self.words.len() {
-                i = 0;
-            }
-        }
+        self.fill(from, to - from, FREE_WORD);
     }
 
     /// Stores `len` zero bytes from `lsn` on (both multiples of 8).
     pub(crate) fn zero(&self, lsn: u64, len: u64) {
-        let mut i = self.index(lsn);
-        for _ in 0..len / 8 {
-            self.words[i].store(0, Relaxed);
-            i = (i + 1) % self.words.len();
+        self.fill(lsn, len, 0);
+    }
+
+    fn fill(&self, lsn: u64, len: u64, word: u64) {
+        let (a, b) = self.runs(lsn, (len / 8) as usize);
+        for run in [a, b] {
+            for w in run {
+                w.store(word, Relaxed);
+            }
         }
     }
 
     /// Appends the bytes of LSNs `from..to` (multiples of 8, at most the capacity apart) to `out`.
     pub(crate) fn load(&self, from: u64, to: u64, out: &mut Vec<u8>) {
-        debug_assert!(to - from <= self.capacity());
-        out.reserve((to - from) as usize);
-        let mut i = self.index(from);
-        for _ in 0..(to - from) / 8 {
-            out.extend_from_slice(&self.words[i].load(Relaxed).to_le_bytes());
-            i += 1;
-            if i == self.words.len() {
-                i = 0;
+        let (a, b) = self.runs(from, ((to - from) / 8) as usize);
+        let start = out.len();
+        out.resize(start + (to - from) as usize, 0);
+        let (first, second) = out[start..].split_at_mut(a.len() * 8);
+        for (run, bytes) in [(a, first), (b, second)] {
+            for (w, c) in run.iter().zip(bytes.chunks_exact_mut(8)) {
+                c.copy_from_slice(&w.load(Relaxed).to_le_bytes());
             }
         }
+    }
+}
+
+/// Stores `bytes` into `words` (at least `bytes.len()` rounded up to 8 bytes of them), the last
+/// word padded with zeros.
+#[inline]
+fn store_run(words: &[AtomicU64], bytes: &[u8]) {
+    let mut chunks = bytes.chunks_exact(8);
+    for (w, c) in words.iter().zip(&mut chunks) {
+        w.store(u64::from_le_bytes(c.try_into().expect("8 bytes")), Relaxed);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        // Assembled in a register: a byte copy into a stack word would go through `memcpy`
+        // and a store-forwarding stall on the load after it.
+        let w = rest.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b));
+        words[bytes.len() / 8].store(w, Relaxed);
     }
 }
 
@@ -127,6 +138,26 @@ mod tests {
         let mut first = Vec::new();
         ring.load(64, 72, &mut first);
         assert_eq!(first, (16u8..24).collect::<Vec<_>>(), "LSN 64 is word 0 of a 64-byte ring");
+        // A partial last word after the wrap, and a load appended to what `out` holds.
+        let odd: Vec<u8> = (100u8..137).collect();
+        ring.store(40, &odd); // words 5, 6, 7, then 0 and 1 (5 bytes and 3 of padding)
+        let mut out = vec![9];
+        ring.load(40, 80, &mut out);
+        assert_eq!(out[0], 9);
+        assert_eq!(&out[1..38], &odd[..]);
+        assert_eq!(&out[38..], &[0, 0, 0], "W2: zero padding to the word's end");
+        ring.free(40, 80);
+        ring.zero(48, 16);
+        let mut words = Vec::new();
+        ring.load(0, 64, &mut words);
+        let word = |i: usize| u64::from_le_bytes(words[i * 8..i * 8 + 8].try_into().unwrap());
+        assert_eq!([word(0), word(1), word(5)], [FREE_WORD; 3]);
+        assert_eq!([word(6), word(7)], [0, 0]);
+        assert_eq!(
+            word(2),
+            u64::from_le_bytes([16, 17, 18, 19, 20, 21, 22, 23]) + 0x1010_1010_1010_1010,
+            "untouched"
+        );
     }
 
     #[test]
