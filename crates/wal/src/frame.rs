@@ -97,14 +97,13 @@ pub(crate) const FREE_WORD: u64 = PAD_FLAG as u64;
 /// of a length no padding has.
 #[inline]
 pub(crate) fn published_len(word: u64) -> Option<u64> {
-    let len_field = word as u32;
-    if len_field & PAD_FLAG == 0 {
-        Some(frame_len(len_field as usize))
-    } else if len_field == MARK_FIELD {
-        Some(MARK_LEN)
-    } else {
-        let len = u64::from(len_field & !PAD_FLAG);
-        (len >= HEADER && len.is_multiple_of(HEADER)).then_some(len)
+    match Header::parse(&word.to_le_bytes()) {
+        Header::Record { len, .. } => Some(frame_len(len as usize)),
+        Header::Mark { .. } => Some(MARK_LEN),
+        Header::Pad { len, .. } => {
+            let len = u64::from(len);
+            (len >= HEADER && len.is_multiple_of(HEADER)).then_some(len)
+        }
     }
 }
 
