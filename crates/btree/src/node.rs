@@ -184,6 +184,12 @@ impl NodeBytes for PageView<'_> {
             }
             i += 8;
         }
+        if i < n && n >= 8 {
+            // The last (up to 7) common bytes as the word ending at `n`, whose first bytes were
+            // found equal already (`cmp_keys`' rule), instead of a load per byte.
+            let (x, y) = (self.u64(off + n - 8).swap_bytes(), word(&k[n - 8..n]));
+            return if x == y { len.cmp(&k.len()) } else { x.cmp(&y) };
+        }
         for (j, &b) in k.iter().enumerate().take(n).skip(i) {
             match self.u8(off + j).cmp(&b) {
                 Ordering::Equal => {}
@@ -386,22 +392,28 @@ fn slot_head<P: NodeBytes + ?Sized>(page: &P, i: usize) -> u64 {
     page.u64_at(SLOTS + i * SLOT_SIZE + 4)
 }
 
-/// Orders record `i`'s key against `k`, by head first (`h` = head of `k`).
-#[inline]
+/// Orders record `i`'s key against `k`, by head first (`h` = head of `k`). Always inlined: a
+/// search's loop is little more than this, and a call per probe costs what the head saves.
+#[inline(always)]
 fn cmp_at<P: NodeBytes + ?Sized>(page: &P, i: usize, k: &[u8], h: Option<u64>) -> Ordering {
-    let (off, klen) = slot(page, i);
-    let start = key_start(page, off);
+    // The slot's offset and length, and the node's level, are read only where the heads tie:
+    // an optimistic view's loads are atomic, which the compiler keeps even where their values
+    // go unused, and most probes of a search are decided by the head alone.
     match h {
         Some(h) => match slot_head(page, i).cmp(&h) {
             Ordering::Equal => {
                 // Both keys share the node's prefix, and equal heads mean equal bytes up to
                 // `p + 8` or the shorter key's end: only what follows can differ (T10).
+                let (off, klen) = slot(page, i);
                 let s = (prefix_len(page) + 8).min(klen).min(k.len());
-                page.cmp_key_at(start, klen, s, k)
+                page.cmp_key_at(key_start(page, off), klen, s, k)
             }
             o => o,
         },
-        None => page.cmp_key_at(start, klen, 0, k),
+        None => {
+            let (off, klen) = slot(page, i);
+            page.cmp_key_at(key_start(page, off), klen, 0, k)
+        }
     }
 }
 
@@ -570,7 +582,9 @@ fn prefetch_probes<P: NodeBytes + ?Sized>(page: &P, lo: usize, hi: usize) {
     }
 }
 
-/// Binary search over the keys: `Ok(i)` if found, `Err(i)` for the insertion position.
+/// Binary search over the keys: `Ok(i)` if found, `Err(i)` for the insertion position. Give it
+/// a latched page's bytes (`&*guard`) rather than the guard, through which every probe would
+/// compute the page's address again.
 #[inline]
 pub fn search<P: NodeBytes + ?Sized>(page: &P, k: &[u8]) -> Result<usize, usize> {
     let (mut lo, mut hi) = (0, count(page));
@@ -588,7 +602,8 @@ pub fn search<P: NodeBytes + ?Sized>(page: &P, k: &[u8]) -> Result<usize, usize>
 }
 
 /// Inner nodes: the index of the child whose range holds `k` (the last record with key <= k;
-/// record 0 stands for the low fence and matches every key of the node).
+/// record 0 stands for the low fence and matches every key of the node). As with [`search`],
+/// give it a latched page's bytes, not the guard.
 #[inline]
 #[must_use]
 pub fn child_index<P: NodeBytes + ?Sized>(page: &P, k: &[u8]) -> usize {

@@ -46,6 +46,53 @@ fn t20_a_view_searches_as_the_latched_page_does() {
     assert!(view.validate());
 }
 
+/// T20: a view orders a key in its page against a probe as `<[u8]>::cmp` does, for every
+/// count of leading bytes known equal (`skip`), keys of 0 to 24 bytes, and probes that differ
+/// from the key at every position, run shorter or run longer: the word comparisons, the word
+/// that ends the common part and the byte loop of short keys all decide as the bytes do.
+#[test]
+fn t20_a_view_compares_keys_as_their_bytes_do() {
+    use crate::node::NodeBytes;
+    let dir = tempfile::tempdir().unwrap();
+    let config = PoolConfig { mode: PoolMode::Swizzling, page_size: 4096, ..PoolConfig::default() };
+    let pool =
+        Arc::new(BufferPool::create(&dir.path().join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
+    let tree = Tree::create(&pool).unwrap();
+    let keys: Vec<Vec<u8>> = (0..=24u8).map(|n| (0..n).map(|i| i.wrapping_mul(37) ^ n).collect()).collect();
+    for k in &keys {
+        tree.upsert(k, b"v").unwrap();
+    }
+    let view = pool.view_root(tree.root).unwrap();
+    let g: SharedGuard<'_> = pool.fix_root::<Shared>(tree.root);
+    assert!(node::is_leaf(&g), "25 short records fit one leaf");
+    let page: &[u8] = &g;
+    let mut checked = 0;
+    for i in 0..node::count(page) {
+        let key = node::key(page, i);
+        let off = key.as_ptr() as usize - page.as_ptr() as usize;
+        let mut probes =
+            vec![key.to_vec(), [key, &[0]].concat(), [key, &[0xff, 1, 2, 3, 4, 5, 6, 7, 8]].concat()];
+        probes.extend((0..key.len()).map(|n| key[..n].to_vec()));
+        for at in 0..key.len() {
+            for delta in [1u8, 0x80, 0xff] {
+                let mut p = key.to_vec();
+                p[at] = p[at].wrapping_add(delta);
+                probes.push(p);
+            }
+        }
+        for p in &probes {
+            let common = key.iter().zip(p).take_while(|(a, b)| a == b).count();
+            for skip in 0..=common {
+                assert_eq!(view.cmp_key_at(off, key.len(), skip, p), key.cmp(p), "{key:?} {p:?} skip {skip}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+    drop(g);
+    assert!(view.validate());
+}
+
 /// A tree of a few thousand records in a pool of `config` (swizzling unless it says), every
 /// leaf read once through a latched `get_with`, so that it is resident and swizzled.
 fn warm_tree(tweak: impl FnOnce(&mut PoolConfig)) -> (tempfile::TempDir, Arc<BufferPool>, Tree) {

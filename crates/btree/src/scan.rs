@@ -283,7 +283,7 @@ impl Tree {
     ) -> Result<Option<R>> {
         self.check_open()?;
         let g = self.with_room(|| self.leaf_shared(from))?;
-        let (Ok(i) | Err(i)) = node::search(&g, from);
+        let (Ok(i) | Err(i)) = node::search(&*g, from);
         if i < node::count(&g) {
             return Ok(Some(at(Some(node::key(&g, i)))));
         }
@@ -296,7 +296,7 @@ impl Tree {
         let mut from = from.to_vec();
         loop {
             let g = self.with_room(|| self.leaf_shared(&from))?;
-            let (Ok(i) | Err(i)) = node::search(&g, &from);
+            let (Ok(i) | Err(i)) = node::search(&*g, &from);
             if i < node::count(&g) {
                 return Ok(at(Some(node::key(&g, i))));
             }
@@ -434,7 +434,7 @@ impl<'t> Fwd<'t> {
     fn read_leaf(&mut self, start: &[u8], left: usize) -> Result<LeafRead> {
         let gated = self.gate.checks();
         let g = self.tree.leaf_shared(start)?;
-        let (Ok(mut i) | Err(mut i)) = node::search(&g, start);
+        let (Ok(mut i) | Err(mut i)) = node::search(&*g, start);
         // `Some(key)`: the gate refused `key` (`None`: the end of the tree).
         let mut blocked: Option<Option<Vec<u8>>> = None;
         let mut ended = false;
@@ -627,7 +627,7 @@ impl<'t> Bwd<'t> {
         let top = match bound {
             None => node::count(&g),
             Some(b) => {
-                let (Ok(i) | Err(i)) = node::search(&g, b);
+                let (Ok(i) | Err(i)) = node::search(&*g, b);
                 i
             }
         };

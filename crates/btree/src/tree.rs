@@ -469,7 +469,7 @@ impl Tree {
             } else if node::is_leaf(&g) {
                 return Ok(g);
             } else {
-                node::child_swip_off(&g, node::child_index(&g, key))
+                node::child_swip_off(&g, node::child_index(&*g, key))
             };
             g = self.step::<Shared, Shared>(&mut g, off)?;
         }
@@ -533,7 +533,7 @@ impl Tree {
                 g = self.step::<Shared, Shared>(&mut g, FOSTER_SWIP)?;
                 continue;
             }
-            let off = node::child_swip_off(&g, node::child_index(&g, key));
+            let off = node::child_swip_off(&g, node::child_index(&*g, key));
             if node::level(&g) == 1 {
                 let leaf = self.step::<Shared, Exclusive>(&mut g, off)?;
                 drop(g);
@@ -615,7 +615,7 @@ impl Tree {
                 return Ok(None);
             }
             let mut large = Vec::new();
-            let value = match node::search(&g, key) {
+            let value = match node::search(&*g, key) {
                 Ok(i) if node::is_stub(&*g, i) => {
                     self.read_large(node::value(&g, i), g.page_id(), &mut large)?;
                     Some(&large[..])
@@ -766,7 +766,7 @@ impl Tree {
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
         let mut asked = false;
         let existed = loop {
-            let at = match node::search(&leaf, key) {
+            let at = match node::search(&*leaf, key) {
                 Ok(i) => {
                     if !replace {
                         return Err(TreeError::DuplicateKey);
@@ -837,7 +837,7 @@ impl Tree {
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
         let ps = self.pool.page_size();
         loop {
-            let Ok(i) = node::search(&leaf, key) else { return Ok(false) };
+            let Ok(i) = node::search(&*leaf, key) else { return Ok(false) };
             if let Some(f) = f.take() {
                 let mut large = Vec::new();
                 let old = if node::is_stub(&*leaf, i) {
@@ -891,7 +891,7 @@ impl Tree {
     /// One latched visit of a delete; with `gate`, T28's question before a key is removed.
     fn delete_once(&self, key: &[u8], log: Log<'_>, gate: Option<&dyn GapGate>) -> Result<Visit<bool>> {
         let (mut leaf, saw_foster) = self.leaf_exclusive(key)?;
-        let Ok(i) = node::search(&leaf, key) else {
+        let Ok(i) = node::search(&*leaf, key) else {
             return Ok(Visit::Done(false));
         };
         if let Some(end) = self.ask_gate(gate, &leaf, i + 1)? {
@@ -1127,7 +1127,7 @@ impl Tree {
                 p = self.step::<Exclusive, Exclusive>(&mut p, FOSTER_SWIP)?;
                 continue;
             }
-            let i = node::child_index(&p, key);
+            let i = node::child_index(&*p, key);
             let off = node::child_swip_off(&p, i);
             let mut c = self.step::<Exclusive, Exclusive>(&mut p, off)?;
             if node::has_foster(&c) {
@@ -1335,7 +1335,7 @@ impl Tree {
         let ps = self.pool.page_size();
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
         loop {
-            let found = node::search(&leaf, key);
+            let found = node::search(&*leaf, key);
             let mut large = Vec::new();
             let current = match found {
                 Ok(i) if node::is_stub(&*leaf, i) => {

@@ -19,6 +19,10 @@ pub struct PageView<'p> {
     pool: &'p BufferPool,
     frame: FrameId,
     version: u64,
+    /// The frame's first byte and the page size, kept here so that a search's many loads
+    /// neither recompute the address nor reload the pool's fields after each atomic load.
+    page: *mut u8,
+    len: usize,
 }
 
 /// The outcome of one optimistic step.
@@ -59,7 +63,7 @@ impl BufferPool {
         debug_assert!(self.desc(root).root.load(Relaxed), "B5: view_root on a non-root frame");
         let version = self.desc(root).latch.read_begin()?;
         self.count_view();
-        Some(PageView { pool: self, frame: root, version })
+        Some(PageView::new(self, root, version))
     }
 
     /// Counts a page read through a view as a fix and a hit (B12).
@@ -80,6 +84,12 @@ impl BufferPool {
 }
 
 impl<'p> PageView<'p> {
+    #[inline]
+    fn new(pool: &'p BufferPool, frame: FrameId, version: u64) -> Self {
+        let page = pool.base.wrapping_add(frame.index() * pool.page_size);
+        PageView { pool, frame, version, page, len: pool.page_size }
+    }
+
     /// The frame read.
     #[inline]
     #[must_use]
@@ -91,7 +101,7 @@ impl<'p> PageView<'p> {
     #[inline]
     #[must_use]
     pub fn len(&self) -> usize {
-        self.pool.page_size
+        self.len
     }
 
     /// Pages are never empty; present for symmetry with `len`.
@@ -103,7 +113,7 @@ impl<'p> PageView<'p> {
 
     #[inline]
     fn at(&self, off: usize) -> *mut u8 {
-        self.pool.base.wrapping_add(self.frame.index() * self.pool.page_size + off)
+        self.page.wrapping_add(off)
     }
 
     /// Byte `off` (0 if out of range).
@@ -244,7 +254,7 @@ impl<'p> PageView<'p> {
             return Step::Retry;
         }
         self.pool.count_view();
-        Step::Ready(PageView { pool: self.pool, frame: f, version })
+        Step::Ready(PageView::new(self.pool, f, version))
     }
 
     /// Latches the child whose swizzled swip is at `swip_off` in mode `M` (B24) and validates
