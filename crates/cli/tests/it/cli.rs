@@ -200,6 +200,30 @@ fn fig10_tiny_writes_summary_csv_and_json() {
     assert_eq!(json.matches("\"experiment\"").count(), rows.len(), "JSON and CSV hold the same rows");
 }
 
+/// `--dir` is created, with its parents, where it is missing, and a run uses it; a `--dir` that
+/// names a file is a usage error (exit 2) naming it, and nothing runs.
+#[test]
+fn a_missing_dir_is_created_and_a_file_is_refused() {
+    let scratch = Scratch::new("dir-arg");
+    let dir = scratch.0.join("not").join("yet");
+    let o = Command::new(BIN)
+        .args(["bench", "rndread", "--records", "2000", "--duration", "0.1", "--warmup", "0"])
+        .args(["--repeat", "1", "--mode", "swizzling", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(dir.is_dir());
+    let file = scratch.0.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for args in [vec!["bench", "rndread", "--records", "2000"], vec!["bench", "wal", "--records", "100"]] {
+        let o = Command::new(BIN).args(&args).arg("--dir").arg(&file).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("is not a directory") && err.contains("a-file"), "{err}");
+    }
+}
+
 /// Bad input is a one-line error with exit code 2, and nothing is written.
 #[test]
 fn bad_input_exits_2_and_writes_nothing() {

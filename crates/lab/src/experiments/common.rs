@@ -64,8 +64,8 @@ pub struct Common {
     /// Seed for the workload threads and randomized policies
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Directory for the temporary database files [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the temporary database files (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     pub dir: Option<PathBuf>,
     /// Mode the printed ratios are relative to [default: main-memory, else the first mode]
     #[arg(long, value_parser = parse_mode)]
@@ -85,6 +85,23 @@ pub struct Common {
     /// Directory for results: <experiment>.csv, <experiment>.json (created if missing)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// Parses a directory for a run's temporary databases (`--dir`): created with its parents if
+/// missing, so that a run never fails after its setup for want of it; refused, naming the path,
+/// if it names something other than a directory or cannot be created.
+pub fn parse_scratch_dir(input: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(input);
+    if path.is_dir() {
+        return Ok(path);
+    }
+    if path.exists() {
+        return Err(format!("{input} is not a directory; name a directory for the temporary databases"));
+    }
+    std::fs::create_dir_all(&path).map_err(|e| {
+        format!("cannot create the directory {input}: {e}; name a directory you can write to")
+    })?;
+    Ok(path)
 }
 
 pub fn parse_mode(s: &str) -> Result<PoolMode, String> {

@@ -50,8 +50,8 @@ pub struct WorkloadOptions {
     /// Replacement policy [default: the engine's, gclock]
     #[arg(long)]
     pub policy: Option<PolicySpec>,
-    /// Directory for the temporary databases [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the temporary databases (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     pub dir: Option<PathBuf>,
     /// Directory for the result files, <command>.csv and .json (created if missing)
     #[arg(long, value_name = "DIR")]

@@ -95,9 +95,9 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub resume: bool,
     /// Directory for the figures' temporary databases, on a file system that accepts O_DIRECT
-    /// (ext4, xfs; not tmpfs) for the figures that read the device [default: the system temp
-    /// directory]
-    #[arg(long, value_name = "DIR")]
+    /// (ext4, xfs; not tmpfs) for the figures that read the device (created if missing) [default: the
+    /// system temp directory]
+    #[arg(long, value_name = "DIR", value_parser = crate::experiments::common::parse_scratch_dir)]
     pub dir: Option<PathBuf>,
     /// Print the figures that would run, their commands and estimated time, and stop
     #[arg(long)]

@@ -49,8 +49,8 @@ pub struct ReadLatencyArgs {
     /// Measurements per configuration, interleaved; the table shows medians
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
-    /// Directory for the temporary database [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the temporary database (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Directory for read-latency.csv (created if missing)
     #[arg(long, value_name = "DIR")]

@@ -42,8 +42,8 @@ pub struct ValuesArgs {
     /// Measurements per size, interleaved across sizes; tables show medians
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
-    /// Directory for the temporary databases [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the temporary databases (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Directory for values.csv, values.json (created if missing)
     #[arg(long, value_name = "DIR")]

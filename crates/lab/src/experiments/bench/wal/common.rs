@@ -92,8 +92,8 @@ pub struct WalBenchArgs {
     /// Seed of the keys
     #[arg(long, default_value_t = 42)]
     pub(super) seed: u64,
-    /// Directory for the temporary databases [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the temporary databases (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     pub(super) dir: Option<PathBuf>,
     /// Directory for wal.csv, wal.json and the plots (created if missing)
     #[arg(long, value_name = "DIR")]

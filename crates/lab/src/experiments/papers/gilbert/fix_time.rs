@@ -55,8 +55,8 @@ pub struct FixTimeArgs {
     /// Read and write with O_DIRECT, so that misses cost device reads
     #[arg(long)]
     direct_io: bool,
-    /// Directory for the base file and its copies [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the base file and its copies (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Directory for gilbert-fix-time.csv and .json (created if missing)
     #[arg(long, value_name = "DIR")]

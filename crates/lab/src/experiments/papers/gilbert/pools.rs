@@ -70,8 +70,8 @@ pub struct PoolsArgs {
     /// Runs per configuration, interleaved
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
-    /// Directory for the base file and its copies [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the base file and its copies (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Read and write the database with O_DIRECT, so that misses cost device reads as in the
     /// thesis (without it they are copies from the OS page cache)

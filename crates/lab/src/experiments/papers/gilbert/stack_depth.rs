@@ -45,8 +45,8 @@ pub struct StackDepthArgs {
     /// Transactions traced per thread count (the thesis traced 500,000)
     #[arg(long, default_value = "100000", value_parser = units::parse_positive_count)]
     transactions: u64,
-    /// Directory for the database and its trace [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the database and its trace (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Directory for gilbert-stack-depth.csv, .json and the plot (created if missing)
     #[arg(long, value_name = "DIR")]

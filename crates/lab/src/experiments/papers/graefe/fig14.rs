@@ -63,8 +63,8 @@ pub struct Fig14Args {
     /// Replacement policy [default: the engine's, gclock]
     #[arg(long)]
     policy: Option<PolicySpec>,
-    /// Directory for the temporary databases [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the temporary databases (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Directory for graefe-fig14.csv, .json and the plot (created if missing)
     #[arg(long, value_name = "DIR")]

@@ -58,8 +58,8 @@ pub struct SweepArgs {
     /// Measurements per point and kind, interleaved; tables and checks use medians
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     repeat: u16,
-    /// Directory for the temporary databases [default: the system temp directory]
-    #[arg(long)]
+    /// Directory for the temporary databases (created if missing) [default: the system temp directory]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Keep the logs in memory (Lersch's second series): in a temporary directory of
     /// `/dev/shm`, or of --log-dir

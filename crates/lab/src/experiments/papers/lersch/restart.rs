@@ -81,9 +81,9 @@ pub struct LerschRestartArgs {
     /// Seed of the keys and of the first lookups
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Directory for the temporary databases [default: the system temp directory]; each crash
+    /// Directory for the temporary databases (created if missing) [default: the system temp directory]; each crash
     /// needs about three times its log and archive
-    #[arg(long)]
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Directory for lersch-restart.csv, .json and the plots (created if missing)
     #[arg(long, value_name = "DIR")]
