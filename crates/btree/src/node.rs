@@ -199,7 +199,8 @@ impl NodeBytes for PageView<'_> {
         len.cmp(&k.len())
     }
     fn eq_prefix_at(&self, off: usize, n: usize, k: &[u8]) -> bool {
-        k[..n].iter().enumerate().all(|(i, &b)| self.u8(off + i) == b)
+        // By words, as `cmp_key_at` compares.
+        self.cmp_key_at(off, n, 0, &k[..n]) == Ordering::Equal
     }
     #[inline]
     fn prefetch_at(&self, off: usize) {

@@ -49,7 +49,8 @@ fn t20_a_view_searches_as_the_latched_page_does() {
 /// T20: a view orders a key in its page against a probe as `<[u8]>::cmp` does, for every
 /// count of leading bytes known equal (`skip`), keys of 0 to 24 bytes, and probes that differ
 /// from the key at every position, run shorter or run longer: the word comparisons, the word
-/// that ends the common part and the byte loop of short keys all decide as the bytes do.
+/// that ends the common part and the byte loop of short keys all decide as the bytes do, and
+/// so does the view's test of a shared prefix.
 #[test]
 fn t20_a_view_compares_keys_as_their_bytes_do() {
     use crate::node::NodeBytes;
@@ -85,6 +86,9 @@ fn t20_a_view_compares_keys_as_their_bytes_do() {
             for skip in 0..=common {
                 assert_eq!(view.cmp_key_at(off, key.len(), skip, p), key.cmp(p), "{key:?} {p:?} skip {skip}");
                 checked += 1;
+            }
+            for n in 0..=key.len().min(p.len()) {
+                assert_eq!(view.eq_prefix_at(off, n, p), key[..n] == p[..n], "{key:?} {p:?} prefix {n}");
             }
         }
     }
