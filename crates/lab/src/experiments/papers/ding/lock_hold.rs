@@ -582,7 +582,7 @@ pub fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                         format!("lock ns per access, batch {small} / batch {large}"),
                         "much larger at small batch sizes (Fig. 4: 2Q, DBT-1, 128 MB buffer, 16 cores and a \
                          16-vCPU VM; the text gives no number)",
-                        format!("{:.1}x ({a:.1} vs {z:.1} ns) at {cond}", a / z.max(f64::MIN_POSITIVE)),
+                        format!("{:.2}x ({a:.1} vs {z:.1} ns) at {cond}", a / z.max(f64::MIN_POSITIVE)),
                         Verdict::of(a >= 2.0 * z),
                     )
                     .because("tolerance: at least 2x, our reading of \"much larger\""),
