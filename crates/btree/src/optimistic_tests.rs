@@ -12,11 +12,7 @@ use swizzledb_buffer::{BufferPool, PoolConfig, PoolMode, Shared, SharedGuard};
 /// the bytes behind the heads decides.
 #[test]
 fn t20_a_view_searches_as_the_latched_page_does() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = PoolConfig { mode: PoolMode::Swizzling, page_size: 4096, ..PoolConfig::default() };
-    let pool =
-        Arc::new(BufferPool::create(&dir.path().join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
-    let tree = Tree::create(&pool).unwrap();
+    let (_dir, pool, tree) = empty_tree(|_| {});
     let key = |i: u32| {
         let mut k = b"shared-middle-bytes:".to_vec();
         k.extend_from_slice(format!("{:07}", i * 7 % 10_000).as_bytes());
@@ -54,11 +50,7 @@ fn t20_a_view_searches_as_the_latched_page_does() {
 #[test]
 fn t20_a_view_compares_keys_as_their_bytes_do() {
     use crate::node::NodeBytes;
-    let dir = tempfile::tempdir().unwrap();
-    let config = PoolConfig { mode: PoolMode::Swizzling, page_size: 4096, ..PoolConfig::default() };
-    let pool =
-        Arc::new(BufferPool::create(&dir.path().join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
-    let tree = Tree::create(&pool).unwrap();
+    let (_dir, pool, tree) = empty_tree(|_| {});
     let keys: Vec<Vec<u8>> = (0..=24u8).map(|n| (0..n).map(|i| i.wrapping_mul(37) ^ n).collect()).collect();
     for k in &keys {
         tree.upsert(k, b"v").unwrap();
@@ -97,20 +89,25 @@ fn t20_a_view_compares_keys_as_their_bytes_do() {
     assert!(view.validate());
 }
 
-/// A tree of a few thousand records in a pool of `config` (swizzling unless it says), every
-/// leaf read once through a latched `get_with`, so that it is resident and swizzled.
-fn warm_tree(tweak: impl FnOnce(&mut PoolConfig)) -> (tempfile::TempDir, Arc<BufferPool>, Tree) {
+/// An empty tree in a swizzling pool of 4 KiB pages, with `tweak` applied to the pool's
+/// configuration.
+fn empty_tree(tweak: impl FnOnce(&mut PoolConfig)) -> (tempfile::TempDir, Arc<BufferPool>, Tree) {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = PoolConfig {
-        mode: PoolMode::Swizzling,
-        page_size: 4096,
-        optimistic_leaf_reads: true,
-        ..PoolConfig::default()
-    };
+    let mut config = PoolConfig { mode: PoolMode::Swizzling, page_size: 4096, ..PoolConfig::default() };
     tweak(&mut config);
     let pool =
         Arc::new(BufferPool::create(&dir.path().join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
     let tree = Tree::create(&pool).unwrap();
+    (dir, pool, tree)
+}
+
+/// A tree of a few thousand records in a pool of `config` (swizzling unless it says), every
+/// leaf read once through a latched `get_with`, so that it is resident and swizzled.
+fn warm_tree(tweak: impl FnOnce(&mut PoolConfig)) -> (tempfile::TempDir, Arc<BufferPool>, Tree) {
+    let (dir, pool, tree) = empty_tree(|c| {
+        c.optimistic_leaf_reads = true;
+        tweak(c);
+    });
     for i in 0..3000u32 {
         tree.upsert(&i.to_be_bytes(), &[i as u8; 37]).unwrap();
     }

@@ -116,7 +116,7 @@ impl BufferPool {
     /// right after the latch is taken, beside the descriptor's (F12).
     #[inline]
     pub(crate) fn prefetch_frame(&self, f: FrameId) {
-        crate::page::prefetch_addr(self.base.wrapping_add(f.index() * self.page_size));
+        crate::page::prefetch_addr(self.frame_addr(f));
     }
 
     /// A hit on frame `f` just latched in `mode` through a swizzled swip of `parent` (B6):

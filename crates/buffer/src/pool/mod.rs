@@ -547,6 +547,13 @@ impl BufferPool {
         PageId::new(self.desc(f).page_id.load(Relaxed)).expect("frame holds a valid page id")
     }
 
+    /// The address of frame `f`'s first byte (frames never move). Computing it reads nothing;
+    /// whoever reads through it keeps the rule of that read (B1 latched, B24 optimistic).
+    #[inline]
+    pub(crate) fn frame_addr(&self, f: FrameId) -> *mut u8 {
+        self.base.wrapping_add(f.index() * self.page_size)
+    }
+
     /// The page bytes of frame `f`.
     ///
     /// # Safety
@@ -557,7 +564,7 @@ impl BufferPool {
         debug_assert!(f.index() < self.frames.len());
         // SAFETY: B1 — the frame lies inside `memory` (index checked against capacity) and the
         // caller's latch keeps writers out.
-        unsafe { std::slice::from_raw_parts(self.base.add(f.index() * self.page_size), self.page_size) }
+        unsafe { std::slice::from_raw_parts(self.frame_addr(f), self.page_size) }
     }
 
     /// The page bytes of frame `f`, mutably.
@@ -569,7 +576,7 @@ impl BufferPool {
     pub(crate) unsafe fn page_mut(&self, f: FrameId) -> &mut [u8] {
         debug_assert!(f.index() < self.frames.len());
         // SAFETY: B1 — inside `memory`; the exclusive latch makes this the only access.
-        unsafe { std::slice::from_raw_parts_mut(self.base.add(f.index() * self.page_size), self.page_size) }
+        unsafe { std::slice::from_raw_parts_mut(self.frame_addr(f), self.page_size) }
     }
 
     #[inline]

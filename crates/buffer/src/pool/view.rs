@@ -86,8 +86,7 @@ impl BufferPool {
 impl<'p> PageView<'p> {
     #[inline]
     fn new(pool: &'p BufferPool, frame: FrameId, version: u64) -> Self {
-        let page = pool.base.wrapping_add(frame.index() * pool.page_size);
-        PageView { pool, frame, version, page, len: pool.page_size }
+        PageView { pool, frame, version, page: pool.frame_addr(frame), len: pool.page_size }
     }
 
     /// The frame read.
