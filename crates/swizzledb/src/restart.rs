@@ -56,7 +56,8 @@ pub struct RestartStats {
     /// Pages an instant restart left to redo.
     pub pages_deferred: u64,
     /// Bytes the log's open cut as a torn tail: the unsynced end a crash leaves (wal README
-    /// W7, RECOVERY.md R24). 0 after a clean close.
+    /// W7, RECOVERY.md R24); in a reused segment file, its old bytes beyond the end count too
+    /// (wal W15). 0 after a clean close.
     pub log_torn_bytes: u64,
     /// With [`crate::LogRecovery::PointInTime`]: the LSN of the damaged durable frame the log
     /// was cut at (wal README W8, R24); every record from it on was dropped. `None` when the

@@ -34,6 +34,17 @@ pub(crate) fn parse_name(path: &Path) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
+/// The path of spare segment file number `n` (W15): 16 lower-case hex digits and `.spare`, a
+/// name no segment has.
+pub(crate) fn spare_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:016x}.spare"))
+}
+
+/// Whether `path` names a spare segment file (W15).
+pub(crate) fn is_spare(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".spare"))
+}
+
 /// The start of the segment holding `lsn`.
 #[inline]
 pub(crate) fn start_of(lsn: u64, segment_bytes: u64) -> u64 {

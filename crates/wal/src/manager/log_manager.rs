@@ -1,5 +1,5 @@
 //! The log manager: reservation, publication, the writer (group commit), open and truncation.
-//! README rules W1..W13 are the contract; comments cite them.
+//! README rules W1..W15 are the contract; comments cite them.
 
 use super::{Damage, LogStats, OpenReport, Recovery};
 use crate::error::{LogError, Result};
@@ -35,6 +35,9 @@ pub struct LogConfig {
     pub vfs: Arc<dyn Vfs>,
     /// What `open` does with damage in the durable log (W8). Default [`Recovery::Strict`].
     pub recovery: Recovery,
+    /// How many segment files truncation keeps as spares for new segments to reuse (W15); 0
+    /// removes every truncated segment. Default 4.
+    pub spare_segments: usize,
 }
 
 impl LogConfig {
@@ -47,6 +50,7 @@ impl LogConfig {
             flush_interval: Some(Duration::from_millis(5)),
             vfs: Arc::new(OsFs),
             recovery: Recovery::Strict,
+            spare_segments: 4,
         }
     }
 
@@ -92,6 +96,9 @@ struct Counters {
     fsyncs: AtomicU64,
     background_fsyncs: AtomicU64,
     file_syncs: AtomicU64,
+    segments_created: AtomicU64,
+    segments_recycled: AtomicU64,
+    segments_prepared: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, by: u64) {
@@ -225,6 +232,10 @@ struct Inner {
     spin_slots: usize,
     /// Segment files by start LSN. Lock order: `writer` before `files`.
     files: Mutex<Segments>,
+    /// Truncated segment files kept for new segments to reuse (W15), at most `max_spares`, and
+    /// the number the next one's name takes. Lock order: `files` before `spares`.
+    spares: Mutex<Spares>,
+    max_spares: usize,
     /// Set with the first failed write or sync (W11); `failure` holds its description.
     failed: AtomicBool,
     failure: Mutex<Option<String>>,
@@ -236,6 +247,42 @@ struct Inner {
     counters: Counters,
     /// What `open` cut (W7, W8).
     opened: OpenReport,
+}
+
+/// Spare segment files (W15): truncated segments renamed `<16 hex digits>.spare`, each file
+/// handle kept open, for the next new segments to take instead of creating a file.
+#[derive(Debug, Default)]
+struct Spares {
+    files: Vec<(PathBuf, Arc<dyn swizzledb_io::VfsFile>)>,
+    next_name: u64,
+}
+
+/// A spare being prepared by the background flusher (W15): zeros written up to `done`.
+struct Preparing {
+    path: PathBuf,
+    file: Arc<dyn swizzledb_io::VfsFile>,
+    done: u64,
+}
+
+/// Bytes of zeros the background flusher writes into a spare it prepares per step (W15).
+const PREPARE_CHUNK: u64 = 1 << 20;
+
+/// What a step of preparing a spare writes (W15).
+static ZEROS: [u8; PREPARE_CHUNK as usize] = [0; PREPARE_CHUNK as usize];
+
+/// W15: the spare files a crash (or a manager dropped without `close`) left in `dir`, removed:
+/// spares live only as long as one open of the log.
+fn remove_spares(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let listing = vfs.list(dir).map_err(|e| LogError::io("listing", dir, e))?;
+    let mut removed = false;
+    for path in listing.into_iter().filter(|p| segment::is_spare(p)) {
+        vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
+        removed = true;
+    }
+    if removed {
+        vfs.sync_dir(dir).map_err(|e| LogError::io("syncing directory", dir, e))?;
+    }
+    Ok(())
 }
 
 /// The segment files in `dir`, by start offset, each checked against `segment_bytes` (a log
@@ -292,9 +339,11 @@ impl LogManager {
     /// frame was durable (W8; with [`Recovery::PointInTime`] both cut the log instead); `Io`.
     pub fn open(config: LogConfig) -> Result<LogManager> {
         config.validate()?;
-        let LogConfig { dir, segment_bytes, buffer_bytes, flush_interval, vfs, recovery } = config.clone();
+        let LogConfig { dir, segment_bytes, buffer_bytes, flush_interval, vfs, recovery, spare_segments } =
+            config.clone();
         let max_body = config.max_body();
         vfs.create_dir_all(&dir).map_err(|e| LogError::io("creating directory", &dir, e))?;
+        remove_spares(&*vfs, &dir)?;
         let mut files = list_segments(&*vfs, &dir, segment_bytes)?;
 
         // W7: the end is the first frame that does not validate, scanning from the first frame
@@ -408,6 +457,8 @@ impl LogManager {
             in_flush: Padded(AtomicUsize::new(0)),
             spin_slots: std::thread::available_parallelism().map_or(1, |n| n.get()) - 1,
             files: Mutex::new(files),
+            spares: Mutex::new(Spares::default()),
+            max_spares: spare_segments,
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             master: Mutex::new(()),
@@ -622,6 +673,9 @@ impl LogManager {
             fsyncs: l(&c.fsyncs),
             background_fsyncs: l(&c.background_fsyncs),
             file_syncs: l(&c.file_syncs),
+            segments_created: l(&c.segments_created),
+            segments_recycled: l(&c.segments_recycled),
+            segments_prepared: l(&c.segments_prepared),
         }
     }
 
@@ -824,18 +878,34 @@ impl Inner {
         Ok(())
     }
 
-    /// The file of segment `seg`, created (and its directory entry synced) if it is new.
+    /// The file of segment `seg`; a new one is a spare renamed (W15), or else created and
+    /// allocated whole (W13), and its directory entry synced either way.
     fn segment_for_write(&self, seg: u64) -> Result<Arc<dyn swizzledb_io::VfsFile>> {
         let mut files = self.files.lock();
         if let Some(f) = files.get(&seg) {
             return Ok(Arc::clone(f));
         }
         let path = segment::path(&self.dir, seg);
-        let f = self
-            .vfs
-            .open(&path, OpenMode::CREATE_NEW)
-            .map_err(|e| self.fail(LogError::io("creating", &path, e)))?;
-        // W13: the whole segment at once, so that its syncs write data and no length.
+        let spare = self.spares.lock().files.pop();
+        let f = match spare {
+            Some((spare_path, f)) => {
+                self.vfs
+                    .rename(&spare_path, &path)
+                    .map_err(|e| self.fail(LogError::io("renaming a spare segment to", &path, e)))?;
+                bump(&self.counters.segments_recycled, 1);
+                f
+            }
+            None => {
+                let f = self
+                    .vfs
+                    .open(&path, OpenMode::CREATE_NEW)
+                    .map_err(|e| self.fail(LogError::io("creating", &path, e)))?;
+                bump(&self.counters.segments_created, 1);
+                f
+            }
+        };
+        // W13: the whole segment at once, so that its syncs write data and no length (a no-op
+        // for a spare that was a whole segment; a sealed one was cut short, W14).
         f.allocate(0, self.segment_bytes).map_err(|e| self.fail(LogError::io("allocating", &path, e)))?;
         self.vfs
             .sync_dir(&self.dir)
@@ -886,6 +956,7 @@ impl Inner {
     /// zeros allocated beyond it do not stay on disk. Caller has flushed everything and is the
     /// log's one writer.
     fn trim_tail(&self) -> Result<()> {
+        self.drop_spares()?;
         let end = self.completed.next().load(Ordering::Acquire);
         let seg = segment::start_of(end, self.segment_bytes);
         let Some(f) = self.files.lock().get(&seg).cloned() else { return Ok(()) };
@@ -1104,27 +1175,80 @@ impl Inner {
         self.flush(Lsn(end - 1), false)
     }
 
-    /// The background flusher's loop (W6): a round every `interval` unless a leader is busy.
+    /// The background flusher's loop (W6): a round every `interval` unless a leader is busy, and
+    /// a step of preparing a spare segment (W15).
     fn background(&self, interval: Duration) {
         let mut stop = self.stop.lock();
+        let mut preparing: Option<Preparing> = None;
         while !*stop {
             self.stop_signal.wait_for(&mut stop, interval);
             if *stop {
                 break;
             }
             parking_lot::MutexGuard::unlocked(&mut stop, || {
-                if self.failed.load(Ordering::Acquire)
-                    || self.prefix() <= self.durable.load(Ordering::Acquire)
+                if !self.failed.load(Ordering::Acquire)
+                    && self.prefix() > self.durable.load(Ordering::Acquire)
                 {
-                    return;
-                }
-                if let Some(mut w) = self.writer.try_lock() {
-                    // An error is recorded by `fail` and returned to the next caller (W11).
-                    if self.sync_round(&mut w).is_ok() {
-                        bump(&self.counters.background_fsyncs, 1);
+                    if let Some(mut w) = self.writer.try_lock() {
+                        // An error is recorded by `fail` and returned to the next caller (W11).
+                        if self.sync_round(&mut w).is_ok() {
+                            bump(&self.counters.background_fsyncs, 1);
+                        }
                     }
                 }
+                self.prepare_step(&mut preparing);
             });
+        }
+        if let Some(p) = preparing {
+            // Best effort: the next open removes what is left (W15).
+            let _ = self.vfs.remove(&p.path);
+        }
+    }
+
+    /// W15: one step of preparing a spare ahead of need, when the log's end has passed half of
+    /// its segment and no spare is waiting: a new file filled with zeros `PREPARE_CHUNK` bytes at
+    /// a time, each step synced, then handed over as a spare. A failure drops the file; the next
+    /// segment is then created as usual (W13), and the log is not failed.
+    fn prepare_step(&self, preparing: &mut Option<Preparing>) {
+        if preparing.is_none() {
+            let next = self.completed.next().load(Ordering::Acquire);
+            let half = next % self.segment_bytes >= self.segment_bytes / 2;
+            let mut spares = self.spares.lock();
+            if self.max_spares == 0
+                || !half
+                || !spares.files.is_empty()
+                || self.failed.load(Ordering::Acquire)
+            {
+                return;
+            }
+            let path = segment::spare_path(&self.dir, spares.next_name);
+            spares.next_name += 1;
+            drop(spares);
+            match self.vfs.open(&path, OpenMode::CREATE_NEW) {
+                Ok(file) => *preparing = Some(Preparing { path, file, done: 0 }),
+                Err(_) => return,
+            }
+        }
+        let Some(p) = preparing.as_mut() else { return };
+        let len = PREPARE_CHUNK.min(self.segment_bytes - p.done);
+        let step = p.file.write_all_at(&ZEROS[..len as usize], p.done).and_then(|()| p.file.sync());
+        if step.is_err() {
+            let p = preparing.take().expect("W15: preparing");
+            let _ = self.vfs.remove(&p.path);
+            return;
+        }
+        p.done += len;
+        if p.done < self.segment_bytes {
+            return;
+        }
+        let p = preparing.take().expect("W15: preparing");
+        let mut spares = self.spares.lock();
+        if spares.files.len() < self.max_spares && self.vfs.sync_dir(&self.dir).is_ok() {
+            spares.files.push((p.path, p.file));
+            bump(&self.counters.segments_prepared, 1);
+        } else {
+            drop(spares);
+            let _ = self.vfs.remove(&p.path);
         }
     }
 
@@ -1179,7 +1303,10 @@ impl Inner {
         if start > end {
             return Err(LogError::NotAppended { lsn: from, end: Lsn(end) });
         }
-        let files = self.files.lock().clone();
+        // From `start`'s segment on: a scan's handles keep older segments from being recycled
+        // (W15) no more than it needs.
+        let first = segment::start_of(start, self.segment_bytes);
+        let files: Segments = self.files.lock().range(first..).map(|(&s, f)| (s, Arc::clone(f))).collect();
         Ok(LogScan {
             reader: FrameReader::new(files, self.segment_bytes, start),
             dir: self.dir.clone(),
@@ -1188,6 +1315,18 @@ impl Inner {
             first: true,
             done: false,
         })
+    }
+
+    /// W15: removes every spare file (a clean close gives their space back).
+    fn drop_spares(&self) -> Result<()> {
+        let mut spares = self.spares.lock();
+        if spares.files.is_empty() {
+            return Ok(());
+        }
+        while let Some((path, _)) = spares.files.pop() {
+            self.vfs.remove(&path).map_err(|e| LogError::io("removing", &path, e))?;
+        }
+        self.vfs.sync_dir(&self.dir).map_err(|e| LogError::io("syncing directory", &self.dir, e))
     }
 
     fn truncate_before(&self, lsn: Lsn) -> Result<()> {
@@ -1200,14 +1339,31 @@ impl Inner {
             return Ok(());
         }
         let mut result = Ok(());
+        let mut spares = self.spares.lock();
         for &s in &victims {
             let path = segment::path(&self.dir, s);
-            if let Err(e) = self.vfs.remove(&path) {
-                result = Err(LogError::io("removing", path, e));
+            // W15: kept as a spare while there is room and no scan or reader holds the file
+            // (the map's is then the only handle, and none can be taken once it leaves the map).
+            let recycle = spares.files.len() < self.max_spares
+                && files.get(&s).is_some_and(|f| Arc::strong_count(f) == 1);
+            let done = if recycle {
+                let spare = segment::spare_path(&self.dir, spares.next_name);
+                self.vfs.rename(&path, &spare).map(|()| {
+                    spares.next_name += 1;
+                    let f = files.remove(&s).expect("W15: a victim is in the map");
+                    spares.files.push((spare, f));
+                })
+            } else {
+                self.vfs.remove(&path).map(|()| {
+                    files.remove(&s);
+                })
+            };
+            if let Err(e) = done {
+                result = Err(LogError::io(if recycle { "recycling" } else { "removing" }, path, e));
                 break;
             }
-            files.remove(&s);
         }
+        drop(spares);
         let first = *files.keys().next().expect("W9: the newest segment is never removed");
         self.oldest.fetch_max(segment::first_frame(first), Ordering::AcqRel);
         result?;

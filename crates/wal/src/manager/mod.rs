@@ -28,8 +28,9 @@ pub enum Recovery {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpenReport {
     /// Bytes cut as a torn tail (W7): from the log's end to the end of the last bytes beyond it
-    /// that were not zero (the zeros allocated there, W13, are not torn), in the end segment and
-    /// the later segment files removed. 0 after a clean close.
+    /// that were not zero (the zeros allocated there, W13, are not torn; a reused segment's old
+    /// bytes are, W15), in the end segment and the later segment files removed. 0 after a clean
+    /// close.
     pub torn_bytes: u64,
     /// Damage in the durable log that [`Recovery::PointInTime`] cut (W8); `None` otherwise.
     pub damage: Option<Damage>,
@@ -82,6 +83,13 @@ pub struct LogStats {
     pub background_fsyncs: u64,
     /// `sync` calls on segment files, from every kind of round and write-out.
     pub file_syncs: u64,
+    /// Segment files created (and allocated whole, README W13) for new segments.
+    pub segments_created: u64,
+    /// New segments that took a spare instead: a truncated segment's file, or one the background
+    /// flusher prepared (W15).
+    pub segments_recycled: u64,
+    /// Spares the background flusher prepared, filled with zeros, ahead of need (W15).
+    pub segments_prepared: u64,
 }
 
 impl LogStats {

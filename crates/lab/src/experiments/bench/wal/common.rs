@@ -427,6 +427,9 @@ pub(super) fn log_delta(after: &LogStats, before: &LogStats) -> LogStats {
         fsyncs: after.fsyncs - before.fsyncs,
         background_fsyncs: after.background_fsyncs - before.background_fsyncs,
         file_syncs: after.file_syncs - before.file_syncs,
+        segments_created: after.segments_created - before.segments_created,
+        segments_recycled: after.segments_recycled - before.segments_recycled,
+        segments_prepared: after.segments_prepared - before.segments_prepared,
     }
 }
 
