@@ -152,6 +152,12 @@ impl<'a> Spans<'a> {
     /// The first differing byte at or after `i` (values of one length), or the length.
     fn next_diff(&self, mut i: usize) -> usize {
         let (a, b) = (self.old, self.new);
+        // Equal stretches 32 bytes at a time (a fixed-size compare, which the compiler makes
+        // two vector compares), then the differing block a word at a time.
+        let block = |s: &[u8], i: usize| -> [u8; 32] { s[i..i + 32].try_into().expect("32 bytes") };
+        while i + 32 <= a.len() && block(a, i) == block(b, i) {
+            i += 32;
+        }
         let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
         while i + 8 <= a.len() {
             let x = word(a, i) ^ word(b, i);
@@ -160,6 +166,13 @@ impl<'a> Spans<'a> {
                 return i + x.trailing_zeros() as usize / 8;
             }
             i += 8;
+        }
+        if i < a.len() && a.len() >= 8 {
+            // The last word, its bytes before `i` shifted out (they may differ: an edit ends
+            // there).
+            let last = a.len() - 8;
+            let x = (word(a, last) ^ word(b, last)) >> (8 * (i - last));
+            return if x == 0 { a.len() } else { i + x.trailing_zeros() as usize / 8 };
         }
         while i < a.len() && a[i] == b[i] {
             i += 1;
@@ -1215,7 +1228,7 @@ impl Writer {
 fn longest_zero_run(bytes: &[u8]) -> (usize, usize) {
     let mut best = (0, 0);
     let words = bytes.len() / 8;
-    let zero_word = |w: usize| bytes[8 * w..8 * w + 8].iter().all(|&b| b == 0);
+    let zero_word = |w: usize| u64::from_ne_bytes(bytes[8 * w..8 * w + 8].try_into().expect("8 bytes")) == 0;
     let mut w = 0;
     while w < words {
         if !zero_word(w) {
