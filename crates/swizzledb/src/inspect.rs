@@ -240,7 +240,10 @@ impl Vfs for ReadOnlyFs {
         if !self.exists(path) {
             return Err(io::ErrorKind::NotFound.into());
         }
-        self.cuts.lock().push((path.to_path_buf(), std::fs::metadata(path)?.len(), 0));
+        // A spare segment file that open removes (wal W15) holds no part of the log: not a cut.
+        if path.extension().is_none_or(|x| x != "spare") {
+            self.cuts.lock().push((path.to_path_buf(), std::fs::metadata(path)?.len(), 0));
+        }
         self.hidden.lock().insert(path.to_path_buf());
         Ok(())
     }
@@ -1101,6 +1104,12 @@ mod tests {
         assert!(!fs.exists(&path) && fs.list(dir.path()).unwrap().is_empty());
         assert!(fs.open(&path, OpenMode::EXISTING).is_err());
         assert_eq!(std::fs::read(&path).unwrap(), b"0123456789");
+        assert_eq!(fs.cuts.lock().len(), 2);
+        // A spare segment file the log's open removes (wal W15) is hidden, and no cut.
+        let spare = dir.path().join("0000000000000000.spare");
+        std::fs::write(&spare, b"old frames").unwrap();
+        fs.remove(&spare).unwrap();
+        assert!(!fs.exists(&spare) && spare.exists());
         assert_eq!(fs.cuts.lock().len(), 2);
     }
 }
