@@ -241,7 +241,7 @@ impl Vfs for ReadOnlyFs {
             return Err(io::ErrorKind::NotFound.into());
         }
         // A spare segment file that open removes (wal W15) holds no part of the log: not a cut.
-        if path.extension().is_none_or(|x| x != "spare") {
+        if !swizzledb_wal::is_spare(path) {
             self.cuts.lock().push((path.to_path_buf(), std::fs::metadata(path)?.len(), 0));
         }
         self.hidden.lock().insert(path.to_path_buf());

@@ -42,4 +42,5 @@ pub use archive::{Archive, Between as ArchiveBetween, Entry as ArchiveEntry, Run
 pub use error::{LogError, Result};
 pub use manager::log_manager::{LogConfig, LogManager, LogScan};
 pub use manager::{Damage, LogStats, OpenReport, Recovery};
+pub use segment::is_spare;
 pub use swizzledb_sync::Lsn;

@@ -40,8 +40,9 @@ pub(crate) fn spare_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:016x}.spare"))
 }
 
-/// Whether `path` names a spare segment file (W15).
-pub(crate) fn is_spare(path: &Path) -> bool {
+/// Whether `path` names a spare segment file (README W15): a truncated or prepared segment file
+/// kept for reuse, no part of the log, removed when the log is opened.
+pub fn is_spare(path: &Path) -> bool {
     path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".spare"))
 }
 

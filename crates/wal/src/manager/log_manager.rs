@@ -1242,8 +1242,10 @@ impl Inner {
             return;
         }
         let p = preparing.take().expect("W15: preparing");
+        // The directory synced before the `spares` mutex is taken: a new segment waits for it.
+        let synced = self.vfs.sync_dir(&self.dir).is_ok();
         let mut spares = self.spares.lock();
-        if spares.files.len() < self.max_spares && self.vfs.sync_dir(&self.dir).is_ok() {
+        if synced && spares.files.len() < self.max_spares {
             spares.files.push((p.path, p.file));
             bump(&self.counters.segments_prepared, 1);
         } else {
