@@ -488,3 +488,64 @@ fn b26_a_locked_batch_reads_together_and_writes_after_one_log_flush_a_region_per
         assert_eq!(&copies[i * PS..(i + 1) * PS][DATA], &p[DATA], "page {id}");
     }
 }
+
+/// B25, B26: a pool's read of a page takes no file lock, so a write from outside the pool
+/// (a `FilePage` holder's) can overlap it: the read then holds a torn copy, or one the
+/// outsider's write made stale the moment it was reported. Neither is damage in the file. The
+/// load reads again under the page's file lock and takes that copy, with nothing to repair
+/// (this log repairs nothing: without the second read both fixes fail as `Corrupted`).
+#[test]
+fn b26_a_load_overlapped_by_a_write_from_outside_reads_again_under_the_file_lock() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Barrier;
+
+    let (pool, rec, _fs) = logged_pool(PoolMode::Traditional, 16);
+    *rec.expected.lock().unwrap() = Some(Default::default());
+    let mut lsns = Lsns::default();
+    let root = make_root(&pool, &mut lsns);
+    let leaves: Vec<_> = (0..40u8).map(|i| add_leaf(&pool, root, i, &mut lsns)).collect();
+    pool.flush().expect("flush");
+    let (torn, stale) = (leaves[0], leaves[1]);
+
+    // A read of the first leaf overlapped by a write of it: the second half is the writer's.
+    let torn_reads = Arc::new(AtomicUsize::new(0));
+    let seen = torn_reads.clone();
+    *rec.after_read.lock().unwrap() = Some(Arc::new(move |page, buf: &mut [u8]| {
+        if page == torn && seen.fetch_add(1, SeqCst) == 0 {
+            buf[PS / 2..].fill(0x5a);
+        }
+    }));
+    assert_eq!(with_child(&pool, root, 0, |c| c[DATA]).expect("the torn read is read again"), 0);
+    assert_eq!(torn_reads.load(SeqCst), 2, "the leaf was read twice");
+
+    // A read of the second leaf that an outsider's write (of a newer copy) follows at once,
+    // reported before the read is checked.
+    let gate = Arc::new(Barrier::new(2));
+    let stale_reads = Arc::new(AtomicUsize::new(0));
+    let (seen, hook_gate) = (stale_reads.clone(), gate.clone());
+    *rec.after_read.lock().unwrap() = Some(Arc::new(move |page, _buf: &mut [u8]| {
+        if page == stale && seen.fetch_add(1, SeqCst) == 0 {
+            hook_gate.wait(); // the outsider may write
+            hook_gate.wait(); // it wrote and reported
+        }
+    }));
+    let pool = &pool;
+    let value = std::thread::scope(|s| {
+        s.spawn(|| {
+            gate.wait();
+            let file = pool.lock_file_page(stale);
+            let mut copy = vec![0; PS];
+            file.read(&mut copy).expect("the outsider reads the copy");
+            copy[DATA] = 77;
+            swizzledb_buffer::page::set_page_lsn(&mut copy, Lsn(10_000));
+            file.write(&mut copy, Lsn(10_000)).expect("the outsider writes");
+            drop(file);
+            gate.wait();
+        });
+        with_child(pool, root, 1, |c| c[DATA]).expect("the stale read is read again")
+    });
+    assert_eq!(value, 77, "the load took the outsider's copy");
+    assert_eq!(stale_reads.load(SeqCst), 3, "the load read the leaf twice, the outsider once");
+    assert_eq!(pool.stats().pages_repaired, 0);
+    pool.check_invariants().expect("invariants");
+}

@@ -762,11 +762,12 @@ impl swizzledb_buffer::LogFlush for PoolLog {
                         pending.redone_on_fetch.fetch_add(1, Ordering::Relaxed);
                         log::debug!("page {page} redone on fetch (instant restart), to page LSN {lsn}");
                     }
-                    // R22: no longer pending — the fix read the copy just before the background
-                    // redo brought it forward in the file (the read takes no file lock).
-                    _ if stale_from == Some(Expected::Restart) => log::debug!(
-                        "page {page} redone on fetch (instant restart; its copy was read just before the \
-                         background redo wrote it), to page LSN {lsn}"
+                    // R22: its redo is no longer pending, yet the file's copy falls short of
+                    // the page LSN restart expected (the fix's second read, buffer B25, rules
+                    // out a background redo write overlapping it); repaired all the same.
+                    _ if stale_from == Some(Expected::Restart) => log::warn!(
+                        "page {page} was {damage}, though its redo after instant restart is no longer \
+                         pending; rebuilt by single-page recovery from the log, to page LSN {lsn}"
                     ),
                     // R21: its newest version was left to the log when it was evicted.
                     _ if stale_from == Some(Expected::Elided) => log::debug!(

@@ -397,15 +397,30 @@ impl BufferPool {
     /// damaged or stale (B25): the rebuilt page is checked like a read one and written back at
     /// once, so the file holds a good copy again.
     fn load_page(&self, pid: PageId, page: &mut [u8]) -> Result<()> {
-        let read = self.file.read_page(pid, page).and_then(|()| self.check_loaded(pid, page));
-        let Some(log) = &self.log else { return read };
-        let damage = match read.and_then(|()| self.check_not_stale(pid, page)) {
-            Ok(()) => {
-                log.page_loaded(pid, page::page_lsn(page));
-                return Ok(());
+        let read = |page: &mut [u8]| {
+            self.file.read_page(pid, page).and_then(|()| self.check_loaded(pid, page))?;
+            self.check_not_stale(pid, page)
+        };
+        let Some(log) = &self.log else { return read(page) };
+        let verdict = |page: &mut [u8]| match read(page) {
+            Ok(()) => Ok(None),
+            Err(BufferError::Corrupted { reason, .. }) => Ok(Some(reason)),
+            Err(e) => Err(e),
+        };
+        // B26: the read takes no file lock, so a write from outside the pool (a `FilePage`
+        // holder's) may have overlapped it, leaving in `page` a torn or stale copy that the
+        // file no longer holds. Damage is believed only once a read under the page's file
+        // lock, which no such write overlaps, finds it too.
+        let damaged = match verdict(page)? {
+            None => None,
+            Some(_) => {
+                let _lock = self.write_lock(pid);
+                verdict(page)?
             }
-            Err(BufferError::Corrupted { reason, .. }) => reason,
-            Err(e) => return Err(e),
+        };
+        let Some(damage) = damaged else {
+            log.page_loaded(pid, page::page_lsn(page));
+            return Ok(());
         };
         log.repair_page(pid, page, &damage)
             .map_err(|why| self.corrupted(pid, format!("{damage}; single-page recovery failed: {why}")))?;

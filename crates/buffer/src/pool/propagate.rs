@@ -167,7 +167,7 @@ impl FilePages<'_> {
 }
 
 impl BufferPool {
-    fn write_lock(&self, id: PageId) -> MutexGuard<'_, ()> {
+    pub(super) fn write_lock(&self, id: PageId) -> MutexGuard<'_, ()> {
         self.write_locks[stripe(id)].lock()
     }
 

@@ -70,10 +70,18 @@ pub struct Recorder {
     pub fail: AtomicBool,
     /// Called with the page of every page-sized write before it is made (a test's pause point).
     pub before_write: Mutex<Option<WriteHook>>,
+    /// Called with the page and the bytes of every page-sized read once it is made.
+    pub after_read: Mutex<Option<ReadHook>>,
+    /// When set, the log knows every page's newest write (`expected_page_lsn`, B25) and
+    /// repairs nothing: a stale or damaged copy fails the fix.
+    pub expected: Mutex<Option<std::collections::HashMap<PageId, Lsn>>>,
 }
 
 /// A test's hook on page writes (see `Recorder::before_write`).
 pub type WriteHook = Arc<dyn Fn(PageId) + Send + Sync>;
+
+/// A test's hook on page reads (see `Recorder::after_read`).
+pub type ReadHook = Arc<dyn Fn(PageId, &mut [u8]) + Send + Sync>;
 
 impl Recorder {
     pub fn events(&self) -> Vec<Event> {
@@ -99,7 +107,15 @@ impl LogFlush for Recorder {
     }
 
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
+        if let Some(expected) = self.expected.lock().unwrap().as_mut() {
+            let e = expected.entry(page).or_insert(page_lsn);
+            *e = (*e).max(page_lsn);
+        }
         self.events.lock().unwrap().push(Event::Written(page, page_lsn));
+    }
+
+    fn expected_page_lsn(&self, page: PageId) -> Option<Lsn> {
+        self.expected.lock().unwrap().as_ref().and_then(|e| e.get(&page).copied())
     }
 }
 
@@ -172,7 +188,14 @@ struct RecordingFile {
 
 impl VfsFile for RecordingFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, offset)
+        let n = self.inner.read_at(buf, offset)?;
+        if buf.len() == PS && offset.is_multiple_of(PS as u64) {
+            let hook = self.rec.0.after_read.lock().unwrap().clone();
+            if let Some(hook) = hook {
+                hook(PageId::new(offset / PS as u64).expect("small offset"), buf);
+            }
+        }
+        Ok(n)
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
