@@ -745,6 +745,8 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         .then(|| buf.to_vec());
         let stale_from =
             copy.as_ref().and_then(|c| self.stale_from(page, swizzledb_buffer::page::page_lsn(c)));
+        // Asked before the repair: the background redo may finish the page while it runs.
+        let pending = self.pending.as_ref().filter(|p| p.expected(page).is_some());
         let redone = crate::repair::redo_page(&self.log, self.archive.as_deref(), page, buf.len(), copy)
             .and_then(|p| {
                 p.ok_or_else(|| crate::error::Error::PageUnrecoverable {
@@ -756,18 +758,18 @@ impl swizzledb_buffer::LogFlush for PoolLog {
             Ok(rebuilt) => {
                 buf.copy_from_slice(&rebuilt);
                 let lsn = swizzledb_buffer::page::page_lsn(buf);
-                match self.pending.as_ref() {
+                match pending {
                     // R22: instant restart's redo on fetch, the normal course of things.
-                    Some(pending) if pending.expected(page).is_some() => {
+                    Some(pending) => {
                         pending.redone_on_fetch.fetch_add(1, Ordering::Relaxed);
                         log::debug!("page {page} redone on fetch (instant restart), to page LSN {lsn}");
                     }
-                    // R22: its redo is no longer pending, yet the file's copy falls short of
-                    // the page LSN restart expected (the fix's second read, buffer B25, rules
-                    // out a background redo write overlapping it); repaired all the same.
-                    _ if stale_from == Some(Expected::Restart) => log::warn!(
-                        "page {page} was {damage}, though its redo after instant restart is no longer \
-                         pending; rebuilt by single-page recovery from the log, to page LSN {lsn}"
+                    // R22: no longer pending — the fix read the copy (under the page's file
+                    // lock, buffer B25) just before the background redo took the page and
+                    // brought it forward in the file; both redid it.
+                    None if stale_from == Some(Expected::Restart) => log::debug!(
+                        "page {page} redone on fetch (instant restart; its copy was read just before the \
+                         background redo wrote it), to page LSN {lsn}"
                     ),
                     // R21: its newest version was left to the log when it was evicted.
                     _ if stale_from == Some(Expected::Elided) => log::debug!(
