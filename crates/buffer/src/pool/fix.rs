@@ -411,12 +411,11 @@ impl BufferPool {
         // holder's) may have overlapped it, leaving in `page` a torn or stale copy that the
         // file no longer holds. Damage is believed only once a read under the page's file
         // lock, which no such write overlaps, finds it too.
-        let damaged = match verdict(page)? {
-            None => None,
-            Some(_) => {
-                let _lock = self.write_lock(pid);
-                verdict(page)?
-            }
+        let damaged = if verdict(page)?.is_some() {
+            let _lock = self.write_lock(pid);
+            verdict(page)?
+        } else {
+            None
         };
         let Some(damage) = damaged else {
             log.page_loaded(pid, page::page_lsn(page));

@@ -72,8 +72,9 @@ pub struct Recorder {
     pub before_write: Mutex<Option<WriteHook>>,
     /// Called with the page and the bytes of every page-sized read once it is made.
     pub after_read: Mutex<Option<ReadHook>>,
-    /// When set, the log knows every page's newest write (`expected_page_lsn`, B25) and
-    /// repairs nothing: a stale or damaged copy fails the fix.
+    /// When set, the log knows every page's newest write (`expected_page_lsn`, B25), so a
+    /// stale copy is found; like a damaged one it then fails the fix (the recorder repairs
+    /// nothing).
     pub expected: Mutex<Option<std::collections::HashMap<PageId, Lsn>>>,
 }
 
