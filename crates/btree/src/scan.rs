@@ -66,6 +66,10 @@ struct Batch {
     pos: usize,
 }
 
+/// The first reservation of a [`Batch`]: bytes, and records.
+const FIRST_BATCH_BYTES: usize = 1024;
+const FIRST_BATCH_RECORDS: usize = 16;
+
 impl Batch {
     fn is_empty(&self) -> bool {
         self.pos == self.items.len()
@@ -85,6 +89,12 @@ impl Batch {
     fn push_back(&mut self, k: &[u8], v: &[u8]) {
         if self.is_empty() && self.pos > 0 {
             self.clear();
+        }
+        if self.bytes.capacity() == 0 {
+            // One allocation for a short scan's records, where growing from nothing took a
+            // chain of reallocations, each copying what was in.
+            self.bytes.reserve(FIRST_BATCH_BYTES.max(k.len() + v.len()));
+            self.items.reserve(FIRST_BATCH_RECORDS);
         }
         self.items.push((self.bytes.len(), k.len(), v.len()));
         self.bytes.extend_from_slice(k);
@@ -175,6 +185,14 @@ pub fn key_after(k: &[u8]) -> Vec<u8> {
     v
 }
 
+/// [`key_after`] written into `out`, reusing its buffer.
+fn key_after_into(out: &mut Vec<u8>, k: &[u8]) {
+    out.clear();
+    out.reserve(k.len() + 1);
+    out.extend_from_slice(k);
+    out.push(0);
+}
+
 /// A range's lower bound as the smallest key in it (`None`: unbounded).
 fn lower_bound(start: Bound<&[u8]>) -> Option<Vec<u8>> {
     match start {
@@ -227,6 +245,7 @@ impl Tree {
             front_pos: start.map(<[u8]>::to_vec),
             back_pos: end.map(<[u8]>::to_vec),
             tree_done: false,
+            spare: Vec::new(),
         });
         r
     }
@@ -354,6 +373,8 @@ struct Fwd<'t> {
     /// closed by a key in a later leaf, and holds only if these did not change meanwhile.
     open_gap: Vec<Seen>,
     buf: Batch,
+    /// The buffer of the last leaf's start, for the next leaf's.
+    spare: Vec<u8>,
 }
 
 impl<'t> Fwd<'t> {
@@ -367,6 +388,7 @@ impl<'t> Fwd<'t> {
             end: end.map(<[u8]>::to_vec),
             open_gap: Vec::new(),
             buf: Batch::default(),
+            spare: Vec::new(),
         }
     }
 
@@ -423,8 +445,9 @@ impl<'t> Fwd<'t> {
                 self.next = None;
             }
             if let Some(k) = self.buf.back_key() {
-                self.resume = key_after(k);
+                key_after_into(&mut self.resume, k);
             }
+            self.spare = start;
         }
         Ok(())
     }
@@ -484,7 +507,12 @@ impl<'t> Fwd<'t> {
                 // Without a gate the scan ends at the range's end; with one it goes on to
                 // the first key past it, which closes the range's last gap.
                 Some(h) if !gated && self.past_end(h) => ended = true,
-                Some(h) => self.next = Some(h.to_vec()),
+                Some(h) => {
+                    let mut next = std::mem::take(&mut self.spare);
+                    next.clear();
+                    next.extend_from_slice(h);
+                    self.next = Some(next);
+                }
             }
         }
         let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
@@ -753,6 +781,44 @@ struct Overlaid<'t> {
     back_pos: Bound<Vec<u8>>,
     /// The tree's records are all read: only the three runs are left.
     tree_done: bool,
+    /// Emptied key and value buffers of records `next_with` gave to its caller and of hidden
+    /// records, for the next records the scan copies out of the tree: a scan read through
+    /// `next_with` allocates only while its buffers grow.
+    spare: Vec<Entry>,
+}
+
+/// Buffers an overlaid scan keeps for reuse ([`Overlaid::spare`]).
+const SPARE_ENTRIES: usize = 4;
+
+impl Overlaid<'_> {
+    /// A record's key and value copied into spare buffers, or new ones.
+    fn copy(spare: &mut Vec<Entry>, k: &[u8], v: &[u8]) -> Entry {
+        let (mut key, mut value) = spare.pop().unwrap_or_default();
+        key.extend_from_slice(k);
+        value.extend_from_slice(v);
+        (key, value)
+    }
+
+    /// Keeps a record's buffers, emptied, for the next copy.
+    fn recycle(&mut self, (mut key, mut value): Entry) {
+        if self.spare.len() < SPARE_ENTRIES {
+            key.clear();
+            value.clear();
+            self.spare.push((key, value));
+        }
+    }
+}
+
+/// Moves the position a half has gathered to just past `k`, reusing its buffer.
+fn pass(pos: &mut Bound<Vec<u8>>, k: &[u8]) {
+    match pos {
+        Bound::Excluded(b) | Bound::Included(b) => {
+            b.clear();
+            b.extend_from_slice(k);
+            *pos = Bound::Excluded(std::mem::take(b));
+        }
+        Bound::Unbounded => *pos = Bound::Excluded(k.to_vec()),
+    }
 }
 
 fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
@@ -797,7 +863,7 @@ impl RangeIter<'_> {
     /// instead of copied into two new vectors.
     pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         if self.overlay.is_some() {
-            return self.next_overlaid(true).map(|r| r.map(|(k, v)| f(&k, &v)));
+            return self.next_overlaid(true).map(|r| r.map(|e| self.give_with(e, f)));
         }
         if self.done || self.left == 0 {
             self.finish();
@@ -818,7 +884,7 @@ impl RangeIter<'_> {
     /// to `f` as borrowed key and value.
     pub fn next_back_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         if self.overlay.is_some() {
-            return self.next_overlaid(false).map(|r| r.map(|(k, v)| f(&k, &v)));
+            return self.next_overlaid(false).map(|r| r.map(|e| self.give_with(e, f)));
         }
         if self.done || self.left == 0 {
             self.finish();
@@ -833,6 +899,15 @@ impl RangeIter<'_> {
             Some(f(k, v))
         });
         self.settle(r)
+    }
+
+    /// T27: gives a rebuilt record to `f` and keeps its buffers for the scan's next copies.
+    fn give_with<R>(&mut self, e: Entry, f: impl FnOnce(&[u8], &[u8]) -> R) -> R {
+        let r = f(&e.0, &e.1);
+        if let Some(o) = self.overlay.as_mut() {
+            o.recycle(e);
+        }
+        r
     }
 
     /// T27: the next record from the front (`forward`) or the back, rebuilt by the overlay.
@@ -870,16 +945,16 @@ impl RangeIter<'_> {
     /// the overlay makes of the stretch the end passed and of the record; when the tree has no
     /// record left between the halves, gathers the stretch between them and ends the tree part.
     fn gather(&mut self, forward: bool) -> Result<()> {
+        let spare = &mut self.overlay.as_mut().expect("an overlaid scan").spare;
         let read = if forward {
             let (back, front) = (&self.back_last, &mut self.front_last);
-            let r = self.fwd.next_with(usize::MAX, |k, v| {
+            self.fwd.next_with(usize::MAX, |k, v| {
                 if back.as_deref().is_some_and(|b| k >= b) {
                     return None;
                 }
                 remember(front, k);
-                Some((k.to_vec(), v.to_vec()))
-            });
-            r
+                Some(Overlaid::copy(spare, k, v))
+            })
         } else {
             let (front, back) = (&self.front_last, &mut self.back_last);
             self.bwd.next_with(usize::MAX, |k, v| {
@@ -887,7 +962,7 @@ impl RangeIter<'_> {
                     return None;
                 }
                 remember(back, k);
-                Some((k.to_vec(), v.to_vec()))
+                Some(Overlaid::copy(spare, k, v))
             })
         };
         let o = self.overlay.as_mut().expect("an overlaid scan");
@@ -902,25 +977,35 @@ impl RangeIter<'_> {
                 Ok(())
             }
             Some(Ok(Some((k, v)))) => {
-                let record = match o.overlay.rebuild(&k, &v)? {
-                    Rebuilt::Keep => Some((k.clone(), v)),
-                    Rebuilt::Hide => None,
-                    Rebuilt::Value(v) => Some((k.clone(), v)),
+                let rebuilt = o.overlay.rebuild(&k, &v)?;
+                let between = if forward {
+                    o.overlay.between(as_ref(&o.front_pos), Bound::Excluded(&k))?
+                } else {
+                    o.overlay.between(Bound::Excluded(&k), as_ref(&o.back_pos))?
+                };
+                pass(if forward { &mut o.front_pos } else { &mut o.back_pos }, &k);
+                let record = match rebuilt {
+                    Rebuilt::Keep => Some((k, v)),
+                    Rebuilt::Hide => {
+                        o.recycle((k, v));
+                        None
+                    }
+                    Rebuilt::Value(new) => {
+                        let (key, old) = (k, v);
+                        o.recycle((Vec::new(), old));
+                        Some((key, new))
+                    }
                 };
                 if forward {
-                    let between = o.overlay.between(as_ref(&o.front_pos), Bound::Excluded(&k))?;
                     o.front.extend(between);
                     o.front.extend(record);
-                    o.front_pos = Bound::Excluded(k);
                 } else {
-                    let between = o.overlay.between(Bound::Excluded(&k), as_ref(&o.back_pos))?;
                     for e in between.into_iter().rev() {
                         o.back.push_front(e);
                     }
                     if let Some(r) = record {
                         o.back.push_front(r);
                     }
-                    o.back_pos = Bound::Excluded(k);
                 }
                 Ok(())
             }

@@ -821,8 +821,19 @@ impl Tree {
         f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
     ) -> Result<Option<R>> {
         self.check_open()?;
-        let (mut f, mut new, mut out) = (Some(f), Vec::new(), None);
-        let found = self.with_room(|| self.update_once(key, Some(log), &mut f, &mut new, &mut out))?;
+        // The new value's buffer is the thread's, taken for the call (an update allocated and
+        // freed one per call before); a buffer grown past `KEPT_VALUE_BUFFER` is let go.
+        thread_local! {
+            static NEW_VALUE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        const KEPT_VALUE_BUFFER: usize = 1 << 16;
+        let (mut f, mut new, mut out) = (Some(f), NEW_VALUE.take(), None);
+        new.clear();
+        let found = self.with_room(|| self.update_once(key, Some(log), &mut f, &mut new, &mut out));
+        if new.capacity() <= KEPT_VALUE_BUFFER {
+            NEW_VALUE.set(new);
+        }
+        let found = found?;
         Ok(out.filter(|_| found))
     }
 

@@ -400,8 +400,52 @@ struct TxnShard {
     txns: Mutex<TxnTable>,
 }
 
-/// The transactions of one shard.
-type TxnTable = FxHashMap<TxnId, TxnLocks>;
+/// The transactions of one shard. A shard serves the lanes of a few threads (one with the
+/// engine's 64 shards), each of which runs one transaction at a time, so the first transaction
+/// to arrive is kept in `first` and found with one comparison; the others, in the map.
+#[derive(Default)]
+struct TxnTable {
+    first: Option<(TxnId, TxnLocks)>,
+    more: FxHashMap<TxnId, TxnLocks>,
+}
+
+impl TxnTable {
+    fn get(&self, txn: &TxnId) -> Option<&TxnLocks> {
+        match &self.first {
+            Some((t, e)) if t == txn => Some(e),
+            _ => self.more.get(txn),
+        }
+    }
+
+    fn get_mut(&mut self, txn: &TxnId) -> Option<&mut TxnLocks> {
+        match &mut self.first {
+            Some((t, e)) if t == txn => Some(e),
+            _ => self.more.get_mut(txn),
+        }
+    }
+
+    /// `txn`'s entry, made by `make` if it has none.
+    fn get_or_insert_with(&mut self, txn: TxnId, make: impl FnOnce() -> TxnLocks) -> &mut TxnLocks {
+        match &mut self.first {
+            Some((t, _)) if *t == txn => {}
+            Some(_) => return self.more.entry(txn).or_insert_with(make),
+            None if self.more.contains_key(&txn) => return self.more.get_mut(&txn).expect("contained"),
+            None => self.first = Some((txn, make())),
+        }
+        &mut self.first.as_mut().expect("set above").1
+    }
+
+    fn remove(&mut self, txn: &TxnId) -> Option<TxnLocks> {
+        match &self.first {
+            Some((t, _)) if t == txn => self.first.take().map(|(_, e)| e),
+            _ => self.more.remove(txn),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&TxnId, &TxnLocks)> {
+        self.first.iter().map(|(t, e)| (t, e)).chain(self.more.iter())
+    }
+}
 
 thread_local! {
     /// An emptied held-lock list kept for the thread's next transaction (K13): its first lock
@@ -683,7 +727,8 @@ impl LockHead {
         LockHead {
             id,
             tree,
-            key: key.into(),
+            // One copy of the bytes (`into` would push them one at a time).
+            key: SmallVec::from_slice(key),
             holders: SmallVec::new(),
             queue: Queue::default(),
             named: false,
@@ -1334,7 +1379,7 @@ impl LockManager {
     /// `txn`'s entry keeps the writer if it does not yet (K17).
     fn record(&self, txn: TxnId, lock: HeldLock, writer: Option<&Arc<Writer>>) {
         let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
-        let entry = txns.entry(txn).or_insert_with(|| TxnLocks {
+        let entry = txns.get_or_insert_with(txn, || TxnLocks {
             held: SPARE_HELD.with(std::cell::Cell::take),
             waiting: None,
             thread: 0,
@@ -1361,7 +1406,7 @@ impl LockManager {
         let mut txns = self.txns[self.txn_shard(txn)].txns.lock();
         match lock {
             Some(lock) => {
-                let entry = txns.entry(txn).or_default();
+                let entry = txns.get_or_insert_with(txn, TxnLocks::default);
                 entry.waiting = Some(lock);
                 entry.thread = thread_tag();
             }

@@ -33,6 +33,9 @@ impl<E: Engine> Workload<E> for Tpcc {
         })
     }
 
+    // Out of line, so that a profile can count what one transaction costs
+    // (`valgrind --tool=callgrind --toggle-collect='*tpcc*run_one*'`, docs/logging.md).
+    #[inline(never)]
     fn run_one(&self, db: &E, w: &mut TpccWorker<E::Table>) -> Result<Outcome, WorkloadError> {
         // The mix of clause 5.2.3 at its minimum percentages, New-Order taking the rest.
         let r = w.rng.urand(1, 100);
