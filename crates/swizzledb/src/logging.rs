@@ -857,6 +857,14 @@ pub(crate) struct TxnLog<'a> {
     retired: Cell<bool>,
 }
 
+impl Drop for TxnLog<'_> {
+    fn drop(&mut self) {
+        if let Some((_, w)) = self.versioned.take() {
+            Writer::keep(w);
+        }
+    }
+}
+
 impl<'a> TxnLog<'a> {
     pub(crate) fn new(wal: Option<&'a Wal>, shared: Arc<TxnShared>) -> TxnLog<'a> {
         TxnLog {

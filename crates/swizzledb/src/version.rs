@@ -44,12 +44,38 @@ impl Writer {
         Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(UndoList::take_spare()) })
     }
 
-    /// A running writer with `list` (empty) as its undo list.
+    /// A running writer with `list` (empty) as its undo list: the one the thread's last
+    /// transaction left ([`Writer::keep`]) if there is one, else a new one.
     pub(crate) fn with_list(list: UndoList) -> Arc<Writer> {
         debug_assert!(list.is_empty());
+        if let Some(mut w) = SPARE_WRITER.with(std::cell::Cell::take) {
+            if let Some(writer) = Arc::get_mut(&mut w) {
+                *writer.state.get_mut() = ACTIVE;
+                *writer.undo.get_mut() = list;
+                return w;
+            }
+        }
         Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(list) })
     }
 
+    /// A transaction let its writer go: if nothing else holds it (no version in a chain, no
+    /// reader that looked it up), it is kept for the thread's next transaction, which then
+    /// allocates none. Its undo list must be empty (K19 emptied it).
+    pub(crate) fn keep(mut w: Arc<Writer>) {
+        if let Some(writer) = Arc::get_mut(&mut w) {
+            if writer.undo.get_mut().is_empty() {
+                let _ = SPARE_WRITER.try_with(|s| s.set(Some(w)));
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// A writer no one holds any more, kept for the thread's next transaction ([`Writer::keep`]).
+    static SPARE_WRITER: std::cell::Cell<Option<Arc<Writer>>> = const { std::cell::Cell::new(None) };
+}
+
+impl Writer {
     /// K18: the value the writer's first change of `key` in `tree` replaced (`Some(None)`: the
     /// key was absent), or `None` if the writer has not changed it (or has ended: then its
     /// versions are in the chains where a snapshot needs them).
