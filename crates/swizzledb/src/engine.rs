@@ -144,7 +144,7 @@ impl Core {
         self.enter_txn();
         let shared = match &self.wal {
             Some(wal) => wal.register(id),
-            None => Arc::new(logging::TxnShared::new(id)),
+            None => logging::TxnShared::arc(id),
         };
         Transaction::new(self, self.wal.as_deref(), shared)
     }

@@ -48,7 +48,31 @@ pub(crate) struct TxnShared {
 
 pub(crate) use crate::lock::thread_tag;
 
+thread_local! {
+    /// The entry of the thread's last transaction, for its next one ([`TxnShared::arc`]).
+    static SPARE_SHARED: std::cell::Cell<Option<Arc<TxnShared>>> = const { std::cell::Cell::new(None) };
+}
+
 impl TxnShared {
+    /// A fresh entry for transaction `id`: the thread's last transaction's, reset, if nothing
+    /// holds that one any more (the log's table of running transactions let it go when the
+    /// transaction ended, R16), else a new one.
+    pub(crate) fn arc(id: TxnId) -> Arc<TxnShared> {
+        if let Some(mut kept) = SPARE_SHARED.try_with(std::cell::Cell::take).ok().flatten() {
+            if let Some(entry) = Arc::get_mut(&mut kept) {
+                *entry = TxnShared::new(id);
+                return kept;
+            }
+        }
+        Arc::new(TxnShared::new(id))
+    }
+
+    /// Keeps a reference to a finished transaction's entry for [`TxnShared::arc`], which reuses
+    /// it only once this is the last reference.
+    fn keep(entry: &Arc<TxnShared>) {
+        let _ = SPARE_SHARED.try_with(|s| s.set(Some(Arc::clone(entry))));
+    }
+
     pub(crate) fn new(id: TxnId) -> TxnShared {
         TxnShared {
             id,
@@ -438,7 +462,7 @@ impl Wal {
 
     /// Registers a transaction under a given id (restart's losers).
     pub(crate) fn register(&self, id: TxnId) -> Arc<TxnShared> {
-        let shared = Arc::new(TxnShared::new(id));
+        let shared = TxnShared::arc(id);
         self.txn_shard(id).lock().insert(id, Arc::clone(&shared));
         shared
     }
@@ -862,6 +886,7 @@ impl Drop for TxnLog<'_> {
         if let Some((_, w)) = self.versioned.take() {
             Writer::keep(w);
         }
+        TxnShared::keep(&self.shared);
     }
 }
 
