@@ -991,9 +991,8 @@ impl RangeIter<'_> {
                         None
                     }
                     Rebuilt::Value(new) => {
-                        let (key, old) = (k, v);
-                        o.recycle((Vec::new(), old));
-                        Some((key, new))
+                        o.recycle((Vec::new(), v));
+                        Some((k, new))
                     }
                 };
                 if forward {

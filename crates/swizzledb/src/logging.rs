@@ -1295,6 +1295,34 @@ impl WalStats {
 mod tests {
     use super::*;
 
+    /// A transaction's entry is reused by the thread's next transaction only once nothing else
+    /// holds it (the log's table of running transactions, a checkpoint looking at it); reused,
+    /// it starts as a new transaction's.
+    #[test]
+    fn a_transaction_entry_still_held_is_never_reused() {
+        let first = TxnShared::arc(TxnId(64));
+        first.last_lsn.store(500, Ordering::SeqCst);
+        TxnShared::keep(&first);
+        let next = TxnShared::arc(TxnId(128));
+        assert!(!Arc::ptr_eq(&first, &next), "an entry still held went to the next transaction");
+        assert_eq!((first.id, first.last_lsn.load(Ordering::SeqCst)), (TxnId(64), 500));
+
+        next.last_lsn.store(700, Ordering::SeqCst);
+        let at = Arc::as_ptr(&next);
+        TxnShared::keep(&next);
+        drop(next);
+        let kept = SPARE_SHARED.with(|s| {
+            let e = s.take();
+            let some = e.is_some();
+            s.set(e);
+            some
+        });
+        assert!(kept, "the finished transaction's entry was not kept");
+        let again = TxnShared::arc(TxnId(192));
+        assert_eq!(Arc::as_ptr(&again), at, "an entry nothing holds is kept for the thread");
+        assert_eq!((again.id, again.last_lsn.load(Ordering::SeqCst)), (TxnId(192), 0));
+    }
+
     /// R18: a page's expected LSN only rises, and says where it came from: an equal LSN takes
     /// the newer origin (an elided version later written, or a pending page written back).
     #[test]

@@ -48,7 +48,7 @@ impl Writer {
     /// transaction left ([`Writer::keep`]) if there is one, else a new one.
     pub(crate) fn with_list(list: UndoList) -> Arc<Writer> {
         debug_assert!(list.is_empty());
-        if let Some(mut w) = SPARE_WRITER.with(std::cell::Cell::take) {
+        if let Some(mut w) = SPARE_WRITER.try_with(std::cell::Cell::take).ok().flatten() {
             if let Some(writer) = Arc::get_mut(&mut w) {
                 *writer.state.get_mut() = ACTIVE;
                 *writer.undo.get_mut() = list;
@@ -302,6 +302,46 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+    use std::sync::atomic::Ordering;
+
+    /// K19: a writer is reused by the thread's next transaction only when nothing holds it; a
+    /// writer a chain or a reader still holds keeps its state, and the next transaction gets
+    /// another one.
+    #[test]
+    fn k19_a_writer_still_held_is_never_reused() {
+        let w = Writer::with_list(UndoList::default());
+        w.state.store(FIRST_TS + 5, Ordering::SeqCst);
+        let held = Arc::clone(&w);
+        Writer::keep(w);
+        let next = Writer::with_list(UndoList::default());
+        assert!(!Arc::ptr_eq(&next, &held), "a held writer went to the next transaction");
+        assert_eq!(held.state.load(Ordering::SeqCst), FIRST_TS + 5, "its commit time is kept");
+        assert_eq!(next.state.load(Ordering::SeqCst), ACTIVE);
+
+        // Let go everywhere, it is reused and starts over as a running writer.
+        next.state.store(FIRST_TS + 9, Ordering::SeqCst);
+        let at = Arc::as_ptr(&next);
+        Writer::keep(next);
+        assert!(spare_writer_kept(), "an unheld writer with an empty list was not kept");
+        let again = Writer::with_list(UndoList::default());
+        assert_eq!(Arc::as_ptr(&again), at, "an unheld writer is kept for the thread");
+        assert_eq!(again.state.load(Ordering::SeqCst), ACTIVE);
+
+        // A writer whose list was not emptied is not kept.
+        again.undo.lock().push(PageId::new(3).expect("nonzero"), b"k", Some(b"v"), Lsn(8));
+        Writer::keep(again);
+        assert!(!spare_writer_kept(), "a writer with undo entries was kept");
+    }
+
+    /// Whether the thread keeps a writer for its next transaction.
+    fn spare_writer_kept() -> bool {
+        SPARE_WRITER.with(|s| {
+            let w = s.take();
+            let some = w.is_some();
+            s.set(w);
+            some
+        })
+    }
 
     /// One step of a list's life: a change of a key (tree 1–3, key 0–49, with or without an old
     /// value), a look-up of a key's first entry, or the list's reuse by the thread's next
