@@ -58,13 +58,8 @@ impl TxnShared {
     /// holds that one any more (the log's table of running transactions let it go when the
     /// transaction ended, R16), else a new one.
     pub(crate) fn arc(id: TxnId) -> Arc<TxnShared> {
-        if let Some(mut kept) = SPARE_SHARED.try_with(std::cell::Cell::take).ok().flatten() {
-            if let Some(entry) = Arc::get_mut(&mut kept) {
-                *entry = TxnShared::new(id);
-                return kept;
-            }
-        }
-        Arc::new(TxnShared::new(id))
+        crate::version::reuse(&SPARE_SHARED, |entry| *entry = TxnShared::new(id))
+            .unwrap_or_else(|| Arc::new(TxnShared::new(id)))
     }
 
     /// Keeps a reference to a finished transaction's entry for [`TxnShared::arc`], which reuses
@@ -1311,13 +1306,7 @@ mod tests {
         let at = Arc::as_ptr(&next);
         TxnShared::keep(&next);
         drop(next);
-        let kept = SPARE_SHARED.with(|s| {
-            let e = s.take();
-            let some = e.is_some();
-            s.set(e);
-            some
-        });
-        assert!(kept, "the finished transaction's entry was not kept");
+        assert!(crate::version::holds_spare(&SPARE_SHARED), "the finished transaction's entry was not kept");
         let again = TxnShared::arc(TxnId(192));
         assert_eq!(Arc::as_ptr(&again), at, "an entry nothing holds is kept for the thread");
         assert_eq!((again.id, again.last_lsn.load(Ordering::SeqCst)), (TxnId(192), 0));

@@ -37,6 +37,34 @@ pub(crate) struct Writer {
     pub(crate) undo: Mutex<UndoList>,
 }
 
+thread_local! {
+    /// A writer no one holds any more, kept for the thread's next transaction ([`Writer::keep`]).
+    static SPARE_WRITER: Cell<Option<Arc<Writer>>> = const { Cell::new(None) };
+}
+
+/// The `Arc` a thread kept in `slot`, taken out and made ready by `reset`, if no one else holds
+/// it any more (the per-thread reuse of a transaction's writer and of its log entry): one still
+/// held elsewhere is let go, never handed out.
+pub(crate) fn reuse<T>(
+    slot: &'static std::thread::LocalKey<Cell<Option<Arc<T>>>>,
+    reset: impl FnOnce(&mut T),
+) -> Option<Arc<T>> {
+    let mut kept = slot.try_with(Cell::take).ok().flatten()?;
+    reset(Arc::get_mut(&mut kept)?);
+    Some(kept)
+}
+
+/// Whether the thread keeps an `Arc` in `slot` (tests of the reuse).
+#[cfg(test)]
+pub(crate) fn holds_spare<T>(slot: &'static std::thread::LocalKey<Cell<Option<Arc<T>>>>) -> bool {
+    slot.with(|s| {
+        let kept = s.take();
+        let some = kept.is_some();
+        s.set(kept);
+        some
+    })
+}
+
 impl Writer {
     /// A running writer with an empty undo list (the buffers the thread's last one left).
     #[cfg(test)]
@@ -48,14 +76,14 @@ impl Writer {
     /// transaction left ([`Writer::keep`]) if there is one, else a new one.
     pub(crate) fn with_list(list: UndoList) -> Arc<Writer> {
         debug_assert!(list.is_empty());
-        if let Some(mut w) = SPARE_WRITER.try_with(std::cell::Cell::take).ok().flatten() {
-            if let Some(writer) = Arc::get_mut(&mut w) {
-                *writer.state.get_mut() = ACTIVE;
-                *writer.undo.get_mut() = list;
-                return w;
-            }
-        }
-        Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(list) })
+        let mut list = Some(list);
+        reuse(&SPARE_WRITER, |w| {
+            *w.state.get_mut() = ACTIVE;
+            *w.undo.get_mut() = list.take().unwrap_or_default();
+        })
+        .unwrap_or_else(|| {
+            Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(list.unwrap_or_default()) })
+        })
     }
 
     /// A transaction let its writer go: if nothing else holds it (no version in a chain, no
@@ -68,14 +96,7 @@ impl Writer {
             }
         }
     }
-}
 
-thread_local! {
-    /// A writer no one holds any more, kept for the thread's next transaction ([`Writer::keep`]).
-    static SPARE_WRITER: std::cell::Cell<Option<Arc<Writer>>> = const { std::cell::Cell::new(None) };
-}
-
-impl Writer {
     /// K18: the value the writer's first change of `key` in `tree` replaced (`Some(None)`: the
     /// key was absent), or `None` if the writer has not changed it (or has ended: then its
     /// versions are in the chains where a snapshot needs them).
@@ -333,14 +354,8 @@ mod tests {
         assert!(!spare_writer_kept(), "a writer with undo entries was kept");
     }
 
-    /// Whether the thread keeps a writer for its next transaction.
     fn spare_writer_kept() -> bool {
-        SPARE_WRITER.with(|s| {
-            let w = s.take();
-            let some = w.is_some();
-            s.set(w);
-            some
-        })
+        holds_spare(&SPARE_WRITER)
     }
 
     /// One step of a list's life: a change of a key (tree 1–3, key 0–49, with or without an old
