@@ -9,7 +9,7 @@ use swizzledb_btree::log::LogFailure;
 use swizzledb_btree::{ChangeLog, LeafChange, Overflow, PageChange};
 use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId};
 use swizzledb_sync::{Lsn, TxnId};
-use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary};
+use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary, FRAME_ROOM};
 
 use crate::record::{Change, Checkpoint, Encode, LeafHead, LeafRecord, NodeLog, Record, TxnEntry, TxnState};
 use crate::restart::{Analysis, ArchivedState};
@@ -161,17 +161,21 @@ enum Archiving {
     SkipEmpty,
 }
 
-/// Encodes `record` into this thread's buffer and appends it: no allocation per record.
+/// Encodes `record` into this thread's buffer, after the log's room for the frame's checksum
+/// (wal README W2), and appends it: no allocation per record, one checksum pass.
 fn append_encoded(log: &LogManager, record: &impl Encode) -> Result<Lsn, LogError> {
     /// A buffer that grew past this for a large record is not kept.
     const KEEP: usize = 64 << 10;
     thread_local! {
         static BUF: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
     }
-    let body = record.encode_into(BUF.take());
-    let appended = log.append(&body);
-    if body.capacity() <= KEEP {
-        BUF.set(body);
+    let mut frame = BUF.take();
+    frame.clear();
+    frame.extend_from_slice(&[0; FRAME_ROOM]);
+    let mut frame = record.encode_into(frame);
+    let appended = log.append_framed(&mut frame);
+    if frame.capacity() <= KEEP {
+        BUF.set(frame);
     }
     appended
 }

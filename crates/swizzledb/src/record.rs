@@ -151,7 +151,8 @@ impl<'a> Spans<'a> {
 
     /// The first differing byte at or after `i` (values of one length), or the length.
     fn next_diff(&self, mut i: usize) -> usize {
-        let (a, b) = (self.old, self.new);
+        // (`b` cut to `a`'s length, so that one bound covers both.)
+        let (a, b) = (self.old, &self.new[..self.old.len()]);
         // Equal stretches 32 bytes at a time (a fixed-size compare, which the compiler makes
         // two vector compares), then the differing block a word at a time.
         let block = |s: &[u8], i: usize| -> [u8; 32] { s[i..i + 32].try_into().expect("32 bytes") };
@@ -182,7 +183,20 @@ impl<'a> Spans<'a> {
 
     /// The first equal byte at or after `i` (values of one length), or the length.
     fn next_same(&self, mut i: usize) -> usize {
-        while i < self.old.len() && self.old[i] != self.new[i] {
+        let (a, b) = (self.old, &self.new[..self.old.len()]);
+        let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        while i + 8 <= a.len() {
+            // An equal byte is a zero byte of the XOR. The borrow of the subtraction can mark a
+            // byte above a zero byte falsely, never one below: the lowest mark is the first.
+            let x = word(a, i) ^ word(b, i);
+            let zero = x.wrapping_sub(ONES) & !x & (ONES << 7);
+            if zero != 0 {
+                return i + zero.trailing_zeros() as usize / 8;
+            }
+            i += 8;
+        }
+        while i < a.len() && a[i] != b[i] {
             i += 1;
         }
         i
@@ -787,10 +801,10 @@ impl Record {
         self.encode_into(Vec::with_capacity(64))
     }
 
-    /// Encodes the record as a log body into `buf` (cleared first) and returns it: the logged
-    /// path reuses one buffer per thread instead of allocating per record.
-    pub(crate) fn encode_into(&self, mut buf: Vec<u8>) -> Vec<u8> {
-        buf.clear();
+    /// Appends the record's log body to `buf` and returns it: the logged path reuses one
+    /// buffer per thread instead of allocating per record, and puts the body after the log's
+    /// room in front of it (`append_encoded`).
+    pub(crate) fn encode_into(&self, buf: Vec<u8>) -> Vec<u8> {
         let mut w = Writer(buf);
         w.u8(self.kind().into());
         match self {
@@ -1071,7 +1085,7 @@ const MAX_VARINT: usize = 10;
 
 /// What the log is handed: a value that encodes to a record's body.
 pub(crate) trait Encode {
-    /// Encodes into `buf` (cleared first) and returns it.
+    /// Appends the log body to `buf` (its bytes so far stay in front) and returns it.
     fn encode_into(&self, buf: Vec<u8>) -> Vec<u8>;
 }
 
@@ -1124,8 +1138,8 @@ pub(crate) struct LeafRecord<'a> {
 }
 
 impl Encode for LeafRecord<'_> {
-    fn encode_into(&self, mut buf: Vec<u8>) -> Vec<u8> {
-        buf.clear();
+    fn encode_into(&self, buf: Vec<u8>) -> Vec<u8> {
+        let start = buf.len();
         let mut w = Writer(buf);
         w.u8(RecordKind::Leaf.into());
         let head = &self.head;
@@ -1153,7 +1167,7 @@ impl Encode for LeafRecord<'_> {
                         w.0[at..].rotate_right(count_len);
                         return w.0;
                     }
-                    w.0.clear();
+                    w.0.truncate(start);
                     w.u8(RecordKind::Leaf.into());
                 }
                 head.write(&mut w, LEAF_UPDATE, false);
@@ -1622,6 +1636,28 @@ mod tests {
         assert_eq!(Reader(&[0x80]).var(), Err(Malformed("truncated")));
     }
 
+    proptest! {
+        /// The word-at-once varint writes the bytes a byte-at-a-time LEB128 writer writes
+        /// (the log's format), at every length, after whatever the buffer held.
+        #[test]
+        fn varints_are_leb128_at_every_length(shift in 0u32..64, bits: u64, prefix in 0usize..20) {
+            let v = bits >> shift;
+            let mut want = vec![3; prefix];
+            let mut x = v;
+            while x >= 0x80 {
+                want.push((x as u8) | 0x80);
+                x >>= 7;
+            }
+            want.push(x as u8);
+            let mut w = Writer(vec![3; prefix]);
+            w.var(v);
+            prop_assert_eq!(&w.0, &want);
+            let mut r = Reader(&w.0[prefix..]);
+            prop_assert_eq!(r.var(), Ok(v));
+            prop_assert!(r.0.is_empty());
+        }
+    }
+
     /// The sizes that matter for the log's volume (docs/log-size.md): a 100-byte insert with an
     /// 8-byte key, a split's logical half and an adoption's two halves.
     #[test]
@@ -1795,7 +1831,11 @@ mod tests {
             };
             let head = LeafHead { txn, prev, undo_next, tree, page, chain: &chain, freed: &freed };
             let borrowed = LeafRecord { head, change, inline };
-            prop_assert_eq!(borrowed.encode_into(vec![7; 3]), owned.encode());
+            // Appended after what the buffer held, as the logged path appends it after the
+            // log's room.
+            let mut want = vec![7; 3];
+            want.extend_from_slice(&owned.encode());
+            prop_assert_eq!(borrowed.encode_into(vec![7; 3]), want);
         }
     }
 

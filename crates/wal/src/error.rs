@@ -39,6 +39,15 @@ pub enum LogError {
         cause: String,
     },
 
+    /// [`crate::LogManager::append_framed`] got fewer bytes than the room in front of a body.
+    #[error("a framed append got {len} bytes, fewer than the {room} bytes of room in front of a body; put FRAME_ROOM bytes before the body")]
+    NoFrameRoom {
+        /// The length of the buffer given.
+        len: usize,
+        /// [`crate::FRAME_ROOM`].
+        room: usize,
+    },
+
     /// A body longer than the largest record the configuration allows (W2).
     #[error("log record of {len} bytes exceeds the maximum of {max} bytes; split it or raise buffer_bytes")]
     RecordTooLarge {

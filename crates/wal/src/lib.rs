@@ -40,6 +40,7 @@ mod segment;
 
 pub use archive::{Archive, Between as ArchiveBetween, Entry as ArchiveEntry, RunBuilder, RunSummary};
 pub use error::{LogError, Result};
+pub use frame::FRAME_ROOM;
 pub use manager::log_manager::{LogConfig, LogManager, LogScan};
 pub use manager::{Damage, LogStats, OpenReport, Recovery};
 pub use segment::is_spare;

@@ -3,7 +3,7 @@
 
 use super::{Damage, LogStats, OpenReport, Recovery};
 use crate::error::{LogError, Result};
-use crate::frame::{self, FIRST_LSN, HEADER};
+use crate::frame::{self, FIRST_LSN, FRAME_ROOM, HEADER};
 use crate::master;
 use crate::publish::{Completed, Padded, Striped};
 use crate::ring::Ring;
@@ -488,7 +488,26 @@ impl LogManager {
     /// `RecordTooLarge` (W2), `Failed` after an I/O failure (W11), or the `Io` error of a
     /// write-out this call had to run because the buffer was full.
     pub fn append(&self, body: &[u8]) -> Result<Lsn> {
-        self.inner.append(body)
+        let ring = &self.inner.ring;
+        self.inner.append(body.len(), |lsn| ring.store_frame(lsn, frame::record_header(lsn, body), body))
+    }
+
+    /// [`LogManager::append`] of the body `frame[FRAME_ROOM..]`; the log writes over the
+    /// [`FRAME_ROOM`] bytes in front of it. The record is the same; its checksum is computed
+    /// in one pass over the frame's bytes instead of two (W2), which for the short bodies of
+    /// most records is most of the checksum's cost.
+    ///
+    /// # Errors
+    /// As [`LogManager::append`]; `NoFrameRoom` if `frame` is shorter than [`FRAME_ROOM`].
+    pub fn append_framed(&self, frame: &mut [u8]) -> Result<Lsn> {
+        if frame.len() < FRAME_ROOM {
+            return Err(LogError::NoFrameRoom { len: frame.len(), room: FRAME_ROOM });
+        }
+        let ring = &self.inner.ring;
+        self.inner.append(frame.len() - FRAME_ROOM, |lsn| {
+            let header = frame::record_header_in_room(lsn, frame);
+            ring.store_frame(lsn, header, &frame[FRAME_ROOM..]);
+        })
     }
 
     /// Returns when every record with an LSN `<= lsn` is durable (W6). `Lsn(0)` ("never logged")
@@ -744,20 +763,22 @@ impl Inner {
         err
     }
 
-    fn append(&self, body: &[u8]) -> Result<Lsn> {
+    /// Appends a record whose body is `len` bytes long: `store` fills the frame reserved at
+    /// the LSN it is given and publishes it (W4 steps 2 and 3, with no lock held: the words,
+    /// then the header word last, W5).
+    #[inline]
+    fn append(&self, len: usize, store: impl FnOnce(u64)) -> Result<Lsn> {
         self.check_failed()?;
-        if body.len() > self.max_body {
-            return Err(LogError::RecordTooLarge { len: body.len(), max: self.max_body });
+        if len > self.max_body {
+            return Err(LogError::RecordTooLarge { len, max: self.max_body });
         }
-        let (start, end) = self.reserve_frame(frame::frame_len(body.len()), |end| self.await_room(end))?;
+        let (start, end) = self.reserve_frame(frame::frame_len(len), |end| self.await_room(end))?;
         // Counted before the copy: the counters' read-modify-writes would wait for the copy's
         // stores to leave the store buffer, which a lap of the ring has made slow (W5).
         self.counters.appends.add(1);
-        self.counters.body_bytes.add(body.len() as u64);
-        // W4 steps 2 and 3: fill the reserved words, no lock held, and publish by storing the
-        // header word last (W5).
-        debug_assert_eq!(end - start, frame::frame_len(body.len()));
-        self.ring.store_frame(start, frame::record_header(start, body), body);
+        self.counters.body_bytes.add(len as u64);
+        debug_assert_eq!(end - start, frame::frame_len(len));
+        store(start);
         Ok(Lsn(start))
     }
 

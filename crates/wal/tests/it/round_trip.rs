@@ -5,12 +5,23 @@ use crate::common;
 
 use common::{scan_all, small_config};
 use proptest::prelude::*;
-use swizzledb_wal::{LogConfig, LogError, LogManager, Lsn};
+use swizzledb_wal::{LogConfig, LogError, LogManager, Lsn, FRAME_ROOM};
 
 /// Body `i` of a run: its length comes from the strategy, its bytes from `i` and the position,
 /// so that two records never look alike by accident.
 fn body(i: usize, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i.wrapping_mul(31) ^ j.wrapping_mul(7)) as u8).collect()
+}
+
+/// Appends `b`: every other record through [`LogManager::append_framed`], with junk in the
+/// room in front of it, which must make no difference to the record.
+fn append(log: &LogManager, i: usize, b: &[u8]) -> Result<Lsn, LogError> {
+    if i.is_multiple_of(2) {
+        return log.append(b);
+    }
+    let mut frame = vec![0x5a; FRAME_ROOM];
+    frame.extend_from_slice(b);
+    log.append_framed(&mut frame)
 }
 
 fn check(log: &LogManager, expected: &[(Lsn, Vec<u8>)]) {
@@ -33,7 +44,7 @@ proptest! {
         let mut expected = Vec::new();
         for (i, &len) in lens.iter().enumerate() {
             let b = body(i, len);
-            let lsn = log.append(&b).unwrap();
+            let lsn = append(&log, i, &b).unwrap();
             prop_assert!(lsn.0 >= 8 && lsn.0.is_multiple_of(8), "W3: LSN {} is a frame start", lsn.0);
             if let Some((prev, _)) = expected.last() {
                 prop_assert!(lsn > *prev, "W3: LSNs grow");
@@ -70,6 +81,17 @@ fn w2_record_too_large_is_an_error() {
         Err(LogError::RecordTooLarge { len, max: m }) => assert_eq!((len, m), (max + 1, max)),
         other => panic!("expected RecordTooLarge, got {other:?}"),
     }
+    assert!(append(&log, 1, &vec![1; max]).is_ok());
+    match append(&log, 1, &vec![1; max + 1]) {
+        Err(LogError::RecordTooLarge { len, max: m }) => assert_eq!((len, m), (max + 1, max)),
+        other => panic!("expected RecordTooLarge from a framed append, got {other:?}"),
+    }
+    match log.append_framed(&mut [0; FRAME_ROOM - 1]) {
+        Err(LogError::NoFrameRoom { len, room }) => assert_eq!((len, room), (FRAME_ROOM - 1, FRAME_ROOM)),
+        other => panic!("expected NoFrameRoom, got {other:?}"),
+    }
+    let empty = log.append_framed(&mut [9; FRAME_ROOM]).unwrap();
+    assert_eq!(log.read(empty).unwrap(), Vec::<u8>::new(), "room alone is an empty body");
 }
 
 #[test]
