@@ -49,7 +49,12 @@ pub fn is_spare(path: &Path) -> bool {
 /// The start of the segment holding `lsn`.
 #[inline]
 pub(crate) fn start_of(lsn: u64, segment_bytes: u64) -> u64 {
-    lsn - lsn % segment_bytes
+    // Every append asks: a power of two (the engine's sizes) needs no division.
+    if segment_bytes.is_power_of_two() {
+        lsn & !(segment_bytes - 1)
+    } else {
+        lsn - lsn % segment_bytes
+    }
 }
 
 /// The first frame position in the segment starting at `start` (W3: segment 0 starts at 8).
@@ -313,6 +318,10 @@ mod tests {
         assert_eq!(first_frame(4096), 4096);
         assert_eq!(start_of(4095, 4096), 0);
         assert_eq!(start_of(4096, 4096), 4096);
+        // W1 allows any multiple of 8: a size that is no power of two divides.
+        assert_eq!(start_of(12_287, 6_144), 6_144);
+        assert_eq!(start_of(12_288, 6_144), 12_288);
+        assert_eq!(start_of((1 << 40) + 5, 1 << 24), 1 << 40);
     }
 
     #[test]

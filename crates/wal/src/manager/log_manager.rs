@@ -742,12 +742,17 @@ impl Drop for LogManager {
 }
 
 impl Inner {
+    #[inline]
     fn check_failed(&self) -> Result<()> {
         if self.failed.load(Ordering::Acquire) {
-            let cause = self.failure.lock().clone().unwrap_or_default();
-            return Err(LogError::Failed { cause });
+            return Err(self.failed_error());
         }
         Ok(())
+    }
+
+    #[cold]
+    fn failed_error(&self) -> LogError {
+        LogError::Failed { cause: self.failure.lock().clone().unwrap_or_default() }
     }
 
     /// Records the first write/sync failure (W11). A waiter for the completed prefix sees it at
