@@ -48,6 +48,12 @@ fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
         let new_orders: u64 = r[col("new_order")].parse().unwrap();
         let total: u64 = r[col("transactions")].parse().unwrap();
         assert!(tx > 0.0 && new_orders > 0 && new_orders < total, "{r:?}");
+        // The workers were busy, and no process gets more CPU than its cores give in the time
+        // (the window also holds the workers' start and end: a tenth of a second of slack).
+        let cpu: f64 = r[col("cpu_seconds")].parse().unwrap();
+        let seconds: f64 = r[col("seconds")].parse().unwrap();
+        let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        assert!(cpu > 0.0 && cpu <= cores * seconds + 0.1, "{r:?}");
         // Record locks are counted where they are taken: every transaction locks something.
         if r[col("locking")] == "on" {
             let requests: u64 = r[col("lock_requests")].parse().unwrap();
@@ -57,7 +63,10 @@ fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
             assert_eq!((r[col("lock_requests")], r[col("lock_waits")]), ("", ""), "{r:?}");
         }
     }
-    assert!(stdout.contains("locks/tx") && stdout.contains("waits/1000"), "{stdout}");
+    assert!(
+        stdout.contains("locks/tx") && stdout.contains("waits/1000") && stdout.contains("CPU µs/tx"),
+        "{stdout}"
+    );
     scratch.assert_only_out_left();
 }
 
@@ -84,7 +93,7 @@ fn bench_tpcc_measures_optimistic_descents_on_and_off() {
     let table = Table::read(&out.join("tpcc.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::workloads::tpcc::CSV_COLUMNS);
     let last: Vec<&str> = table.header.iter().rev().take(3).rev().map(String::as_str).collect();
-    assert_eq!(last, ["lock_requests", "lock_waits", "cut_short"], "columns are appended, never reordered");
+    assert_eq!(last, ["lock_waits", "cut_short", "cpu_seconds"], "columns are appended, never reordered");
     assert!(
         table.rows.iter().all(|r| r[table.col("cut_short")] == "no"),
         "a swizzling pool never cuts a run"

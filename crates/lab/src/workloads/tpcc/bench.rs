@@ -100,6 +100,12 @@ pub struct BenchRow {
     /// The measurement stopped before its time: a main-memory pool was about to fill
     /// ([`crate::workloads::bench::main_memory_room`]); `seconds` is the time it ran.
     pub cut_short: bool,
+    /// CPU time the whole process used during the measurement, user and system: the threads
+    /// running transactions and every background thread (a log's flusher and page cleaner),
+    /// whatever core they ran on; `NaN` where the system cannot tell. Unlike throughput it
+    /// does not count time a thread waited or was descheduled, so on a shared machine it
+    /// moves less with the neighbours' load.
+    pub cpu_seconds: f64,
 }
 
 impl BenchRow {
@@ -139,6 +145,12 @@ impl BenchRow {
         self.locks.map_or(f64::NAN, |(requests, _)| requests as f64 / self.transactions().max(1) as f64)
     }
 
+    /// Process CPU time per transaction, in microseconds (`NaN` where the system cannot tell).
+    #[must_use]
+    pub fn cpu_us_per_tx(&self) -> f64 {
+        self.cpu_seconds * 1e6 / self.transactions().max(1) as f64
+    }
+
     /// Lock requests that waited, per 1000 transactions (`NaN` without record locks).
     #[must_use]
     pub fn lock_waits_per_1000(&self) -> f64 {
@@ -149,7 +161,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short";
+load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short,cpu_seconds";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -200,7 +212,10 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 }
                 let log_before = db.log_bytes_appended();
                 let locks_before = db.lock_counts();
+                let cpu_before = crate::support::cpu::process_cpu_secs();
                 let m = db.run(&tpcc, threads, Until::Elapsed(plan.duration))?;
+                let cpu_seconds =
+                    crate::support::cpu::process_cpu_secs().zip(cpu_before).map_or(f64::NAN, |(a, b)| a - b);
                 let log_bytes = db.log_bytes_appended().zip(log_before).map(|(a, b)| a - b);
                 let locks = db.lock_counts().zip(locks_before).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
                 db.settle()?;
@@ -218,6 +233,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     log_bytes,
                     locks,
                     cut_short: m.cut_short,
+                    cpu_seconds,
                 };
                 full[i] = m.cut_short;
                 if m.cut_short && m.elapsed < plan.duration / 4 {
@@ -294,7 +310,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     let configs = plan.configs();
     writeln!(
         out,
-        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13} {:>9} {:>8} {:>10}",
+        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13} {:>9} {:>8} {:>10} {:>9}",
         "engine",
         "mode",
         "logging",
@@ -307,13 +323,14 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         "retries/1000",
         "log B/tx",
         "locks/tx",
-        "waits/1000"
+        "waits/1000",
+        "CPU µs/tx"
     )?;
     for &threads in &plan.threads {
         for c in &configs {
             writeln!(
                 out,
-                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2} {:>9} {:>8} {:>10}",
+                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2} {:>9} {:>8} {:>10} {:>9}",
                 c.engine().name(),
                 c.mode().map_or("-", PoolMode::name),
                 on_off(c.logging()),
@@ -327,13 +344,15 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                 or_dash(median(threads, c, &BenchRow::log_bytes_per_tx), 0),
                 or_dash(median(threads, c, &BenchRow::locks_per_tx), 1),
                 or_dash(median(threads, c, &BenchRow::lock_waits_per_1000), 1),
+                or_dash(median(threads, c, &BenchRow::cpu_us_per_tx), 1),
             )?;
         }
     }
     writeln!(
         out,
         "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders; log B/tx: log bytes \
-         appended per transaction, frame headers and padding included{}{}.",
+         appended per transaction, frame headers and padding included; CPU µs/tx: CPU time of the whole process \
+         (workers and background threads) per transaction{}{}.",
         plan.workload.config.warehouses,
         KINDS.join("/"),
         plan.repeat,
@@ -422,6 +441,9 @@ pub struct TpccRow {
     pub lock_waits: Option<u64>,
     /// `yes` if the measurement stopped before its time (a main-memory pool about to fill).
     pub cut_short: &'static str,
+    /// CPU time of the whole process during the measurement (empty where the system cannot
+    /// tell).
+    pub cpu_seconds: Option<f64>,
 }
 
 impl TpccRow {
@@ -456,6 +478,7 @@ impl TpccRow {
             lock_requests: r.locks.map(|l| l.0),
             lock_waits: r.locks.map(|l| l.1),
             cut_short: if r.cut_short { "yes" } else { "no" },
+            cpu_seconds: Some(r.cpu_seconds).filter(|c| c.is_finite()),
         }
     }
 }
