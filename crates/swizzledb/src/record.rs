@@ -1637,8 +1637,8 @@ mod tests {
     }
 
     proptest! {
-        /// The word-at-once varint writes the bytes a byte-at-a-time LEB128 writer writes
-        /// (the log's format), at every length, after whatever the buffer held.
+        /// The varint writer writes unsigned LEB128 (the log's format) at every length, after
+        /// whatever the buffer held, and the reader takes it back.
         #[test]
         fn varints_are_leb128_at_every_length(shift in 0u32..64, bits: u64, prefix in 0usize..20) {
             let v = bits >> shift;

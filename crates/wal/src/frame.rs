@@ -56,7 +56,8 @@ pub(crate) fn record_header(lsn: u64, body: &[u8]) -> [u8; 8] {
     header_bytes(len_field, checksum(lsn, len_field, body))
 }
 
-/// Bytes in front of a body that [`record_header_in_room`] writes the checksum's prefix into.
+/// Bytes of room in front of a body given to [`crate::LogManager::append_framed`], which writes
+/// the frame's LSN and length field there and checksums them and the body in one pass (W2).
 pub const FRAME_ROOM: usize = 12;
 
 /// [`record_header`] for a body that follows [`FRAME_ROOM`] bytes of room in `frame`: the LSN
