@@ -17,6 +17,13 @@ pub fn process_cpu_secs() -> Option<f64> {
     process_cpu().map(|d| d.as_secs_f64())
 }
 
+/// Process CPU seconds since a reading of [`process_cpu_secs`]; `NaN` where either reading
+/// failed (a measurement's CPU time: take the reading before it, call this after).
+#[must_use]
+pub fn secs_since(before: Option<f64>) -> f64 {
+    process_cpu_secs().zip(before).map_or(f64::NAN, |(now, then)| now - then)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

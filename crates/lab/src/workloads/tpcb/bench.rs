@@ -337,10 +337,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     Until::Elapsed(plan.duration),
                     &mut crate::workloads::bench::main_memory_room(db),
                 )?;
-                let cpu = match (cpu0, crate::support::cpu::process_cpu_secs()) {
-                    (Some(a), Some(b)) => b - a,
-                    _ => f64::NAN,
-                };
+                let cpu = crate::support::cpu::secs_since(cpu0);
                 let cleaner = db.cleaner_stats().unwrap_or_default();
                 let row = BenchRow {
                     log_dir: plan.workload.log_dir.clone(),

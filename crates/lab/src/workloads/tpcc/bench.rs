@@ -214,8 +214,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 let locks_before = db.lock_counts();
                 let cpu_before = crate::support::cpu::process_cpu_secs();
                 let m = db.run(&tpcc, threads, Until::Elapsed(plan.duration))?;
-                let cpu_seconds =
-                    crate::support::cpu::process_cpu_secs().zip(cpu_before).map_or(f64::NAN, |(a, b)| a - b);
+                let cpu_seconds = crate::support::cpu::secs_since(cpu_before);
                 let log_bytes = db.log_bytes_appended().zip(log_before).map(|(a, b)| a - b);
                 let locks = db.lock_counts().zip(locks_before).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
                 db.settle()?;
