@@ -274,6 +274,23 @@ pub trait ChangeLog {
         overflow: Overflow<'_, '_>,
     ) -> Result<Lsn, LogFailure>;
 
+    /// [`ChangeLog::leaf_change`] for the **last** change of its operation (T11): once it is
+    /// logged, the operation applies it and returns success — it logs nothing more, runs no
+    /// maintenance pass (T9) and nothing in it can fail. A log may therefore end the
+    /// operation's transaction with this record. The default logs it as any leaf change.
+    ///
+    /// # Errors
+    /// The log could not record the change.
+    fn last_leaf_change(
+        &self,
+        tree: PageId,
+        leaf: &ExclusiveGuard<'_>,
+        change: &LeafChange<'_>,
+        overflow: Overflow<'_, '_>,
+    ) -> Result<Lsn, LogFailure> {
+        self.leaf_change(tree, leaf, change, overflow)
+    }
+
     /// Logs a structure change **after** it was made: every page it wrote (`pages`, new pages
     /// included), each with what happened to it — a [`NodeChange`], or `None` for new contents
     /// as a whole (the log then records the page's image) — and the pages it gave back to the

@@ -663,6 +663,13 @@ pub fn used_bytes(page: &[u8]) -> usize {
     page.len() - SLOTS - free_space(page) - usize::from(get_u16(page, GARBAGE))
 }
 
+/// [`used_bytes`] once record `i` is removed ([`remove`]): its bytes turn to garbage and its
+/// slot to free space.
+#[must_use]
+pub fn used_bytes_without(page: &[u8], i: usize) -> usize {
+    used_bytes(page) - record_len(page, i) - SLOT_SIZE
+}
+
 /// Bytes a node could hold in records and fences.
 #[must_use]
 pub fn capacity(page_size: usize) -> usize {

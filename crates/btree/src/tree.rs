@@ -188,6 +188,12 @@ fn underfull(page: &[u8]) -> bool {
     node::used_bytes(page) < node::capacity(page.len()) / 4
 }
 
+/// Whether removing record `i` leaves `page` [`underfull`] (known before the removal, so that
+/// the removal's record can say whether maintenance follows it, T11).
+fn underfull_without(page: &[u8], i: usize) -> bool {
+    node::used_bytes_without(page, i) < node::capacity(page.len()) / 4
+}
+
 /// Largest combined fill for merging two nodes into one.
 /// T9: what a failed maintenance pass means for the operation that ran it. Running short of
 /// frames only ends the pass (the tree is valid either way, and retrying the operation would
@@ -224,18 +230,38 @@ fn stamp(lsn: Option<Lsn>, g: &mut ExclusiveGuard<'_>) {
     }
 }
 
-/// Logs a change to a leaf record before it is applied and stamps its LSN (T11).
+/// Logs a change to a leaf record before it is applied and stamps its LSN (T11); `last`: the
+/// operation's last change ([`ChangeLog::last_leaf_change`]).
 fn log_leaf(
     log: Log<'_>,
+    last: bool,
     tree: PageId,
     leaf: &mut ExclusiveGuard<'_>,
     change: &LeafChange<'_>,
     overflow: Overflow<'_, '_>,
 ) -> Result<Option<Lsn>> {
     let Some(log) = log else { return Ok(None) };
-    let lsn = log.leaf_change(tree, leaf, change, overflow).map_err(TreeError::Log)?;
+    let lsn = leaf_record(log, last, tree, leaf, change, overflow)?;
     stamp(Some(lsn), leaf);
     Ok(Some(lsn))
+}
+
+/// `log`'s record of a leaf change, through [`ChangeLog::last_leaf_change`] if it is the
+/// operation's `last` (T11).
+fn leaf_record(
+    log: &dyn ChangeLog,
+    last: bool,
+    tree: PageId,
+    leaf: &ExclusiveGuard<'_>,
+    change: &LeafChange<'_>,
+    overflow: Overflow<'_, '_>,
+) -> Result<Lsn> {
+    let lsn = if last {
+        log.last_leaf_change(tree, leaf, change, overflow)
+    } else {
+        log.leaf_change(tree, leaf, change, overflow)
+    };
+    lsn.map_err(TreeError::Log)
 }
 
 impl Tree {
@@ -772,7 +798,7 @@ impl Tree {
                         return Err(TreeError::DuplicateKey);
                     }
                     if node::leaf_update_fits_len(&leaf, i, stored_len) {
-                        self.replace_value(&mut leaf, i, key, value, chain, log)?;
+                        self.replace_value(&mut leaf, i, key, value, chain, log, !maintain)?;
                         break true;
                     }
                     i
@@ -787,7 +813,7 @@ impl Tree {
                         asked = true;
                     }
                     if node::leaf_insert_fits_len(&leaf, key.len(), stored_len) {
-                        self.insert_record(&mut leaf, i, key, value, chain, log)?;
+                        self.insert_record(&mut leaf, i, key, value, chain, log, !maintain)?;
                         break false;
                     }
                     i
@@ -866,7 +892,7 @@ impl Tree {
             if node::leaf_update_fits_len(&leaf, i, overflow::stored_len(ps, new.len())) {
                 // T22: a large new value's chain is written while the leaf is latched.
                 let chain = self.chain_for(new)?;
-                self.replace_value(&mut leaf, i, key, new, chain, log)?;
+                self.replace_value(&mut leaf, i, key, new, chain, log, !maintain)?;
                 break;
             }
             self.split_toward(&mut leaf, i, key, log)?;
@@ -908,8 +934,9 @@ impl Tree {
         if let Some(end) = self.ask_gate(gate, &leaf, i + 1)? {
             return Ok(end);
         }
-        self.remove_record(&mut leaf, i, key, log)?;
-        let merge = underfull(&leaf);
+        let merge = underfull_without(&leaf, i);
+        self.remove_record(&mut leaf, i, key, log, !(saw_foster || merge))?;
+        debug_assert_eq!(merge, underfull(&leaf), "T11: the removal's room was known before it");
         drop(leaf);
         if saw_foster || merge {
             maintenance(self.maintain(key, log), log)?;
@@ -974,7 +1001,9 @@ impl Tree {
     /// insert of the new one (T22), so that no log record carries two large values. The old
     /// value's chain is freed with the change that removes it. If the insert cannot be logged
     /// after the delete was (a failed log, which stops the database, W11), the record stays
-    /// deleted in the transaction, whose rollback puts it back.
+    /// deleted in the transaction, whose rollback puts it back. `last`: the operation does
+    /// nothing after this (its last record says so, T11).
+    #[allow(clippy::too_many_arguments)]
     fn replace_value<'a>(
         &'a self,
         leaf: &mut ExclusiveGuard<'a>,
@@ -983,6 +1012,7 @@ impl Tree {
         value: &[u8],
         chain: Chain<'a>,
         log: Log<'_>,
+        last: bool,
     ) -> Result<()> {
         let mut stub = [0u8; overflow::STUB_LEN];
         let (stored, is_stub) = chain.stored_form(value, &mut stub);
@@ -993,8 +1023,7 @@ impl Tree {
             if let Some(log) = log {
                 // The old value is read from the latched leaf, not copied (T11).
                 let change = LeafChange::Update { key, old: node::value(leaf, i), new: value };
-                let lsn =
-                    log.leaf_change(self.root_page, leaf, &change, Overflow::NONE).map_err(TreeError::Log)?;
+                let lsn = leaf_record(log, last, self.root_page, leaf, &change, Overflow::NONE)?;
                 stamp(Some(lsn), leaf);
             }
             let done = node::update_value_as(leaf, i, stored, is_stub);
@@ -1013,7 +1042,7 @@ impl Tree {
         node::remove(leaf, i);
         old_chain.free();
         // The removed record's room holds the new one.
-        self.insert_record(leaf, i, key, value, chain, Some(log))
+        self.insert_record(leaf, i, key, value, chain, Some(log), last)
     }
 
     /// No room in `leaf` for the record at `at`: splits it first, so a failed split changes
@@ -1053,8 +1082,9 @@ impl Tree {
 
     /// Inserts `key` → `value` at position `i` of the latched `leaf` (checked to fit), `chain`
     /// holding a large value (T22): logged before it is applied (T11), the chain the stub's
-    /// once logged.
+    /// once logged; `last` as for [`Tree::replace_value`].
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn insert_record<'a>(
         &'a self,
         leaf: &mut ExclusiveGuard<'a>,
@@ -1063,11 +1093,12 @@ impl Tree {
         value: &[u8],
         chain: Chain<'a>,
         log: Log<'_>,
+        last: bool,
     ) -> Result<()> {
         let mut stub = [0u8; overflow::STUB_LEN];
         let (stored, is_stub) = chain.stored_form(value, &mut stub);
         let overflow = Overflow { chain: &chain.guards, freed: &[] };
-        let lsn = log_leaf(log, self.root_page, leaf, &LeafChange::Insert { key, value }, overflow)?;
+        let lsn = log_leaf(log, last, self.root_page, leaf, &LeafChange::Insert { key, value }, overflow)?;
         let done = node::insert_leaf_as(leaf, i, key, stored, is_stub);
         debug_assert!(done, "T11: the insert was checked to fit");
         chain.keep(lsn);
@@ -1075,13 +1106,15 @@ impl Tree {
     }
 
     /// Removes record `i` of the latched `leaf`: logged before it is made with the whole old
-    /// value (T11), the old value's chain freed with it (T22).
+    /// value (T11), the old value's chain freed with it (T22); `last` as for
+    /// [`Tree::replace_value`].
     fn remove_record<'a>(
         &'a self,
         leaf: &mut ExclusiveGuard<'a>,
         i: usize,
         key: &[u8],
         log: Log<'_>,
+        last: bool,
     ) -> Result<()> {
         let mut old_value = Vec::new();
         let old_chain = self.latch_old(leaf, i, &mut old_value)?;
@@ -1090,7 +1123,7 @@ impl Tree {
             let change = LeafChange::Delete { key, old };
             let freed = old_chain.ids();
             let overflow = Overflow { chain: &[], freed: &freed };
-            let lsn = log.leaf_change(self.root_page, leaf, &change, overflow).map_err(TreeError::Log)?;
+            let lsn = leaf_record(log, last, self.root_page, leaf, &change, overflow)?;
             stamp(Some(lsn), leaf);
         }
         node::remove(leaf, i);
@@ -1364,14 +1397,14 @@ impl Tree {
             let at = match (found, new) {
                 (Err(_), None) => return Ok(Ok(())),
                 (Ok(i), None) => {
-                    self.remove_record(&mut leaf, i, key, log)?;
-                    maintain |= underfull(&leaf);
+                    maintain |= underfull_without(&leaf, i);
+                    self.remove_record(&mut leaf, i, key, log, !maintain)?;
                     break;
                 }
                 (Ok(i), Some(value)) => {
                     if node::leaf_update_fits_len(&leaf, i, stored_len) {
                         let chain = self.chain_for(value)?;
-                        self.replace_value(&mut leaf, i, key, value, chain, log)?;
+                        self.replace_value(&mut leaf, i, key, value, chain, log, !maintain)?;
                         break;
                     }
                     i
@@ -1379,7 +1412,7 @@ impl Tree {
                 (Err(i), Some(value)) => {
                     if node::leaf_insert_fits_len(&leaf, key.len(), stored_len) {
                         let chain = self.chain_for(value)?;
-                        self.insert_record(&mut leaf, i, key, value, chain, log)?;
+                        self.insert_record(&mut leaf, i, key, value, chain, log, !maintain)?;
                         break;
                     }
                     i

@@ -194,13 +194,19 @@ impl Core {
         }
     }
 
-    /// Runs `op` as a transaction of its own and commits it (R12), retrying a refused record
-    /// lock for up to `AUTO_COMMIT_RETRY`.
+    /// Runs `op` — one tree operation — as a transaction of its own and commits it (R12),
+    /// retrying a refused record lock for up to `AUTO_COMMIT_RETRY`. The operation's last leaf
+    /// record commits the transaction (R2), so a write that changed something logs no
+    /// `Commit`.
     pub(crate) fn auto_commit<R>(
         &self,
-        op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
+        mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
     ) -> Result<R, TreeError> {
-        self.run_retrying(op, |spent| spent >= AUTO_COMMIT_RETRY).map_err(into_tree_error)
+        let one_operation = |tx: &mut Transaction<'_>| {
+            tx.commit_with_last_change();
+            op(tx)
+        };
+        self.run_retrying(one_operation, |spent| spent >= AUTO_COMMIT_RETRY).map_err(into_tree_error)
     }
 
     /// A tree handle for this database: on a logged one, its own writes auto-commit (T14) and

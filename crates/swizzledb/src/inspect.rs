@@ -940,7 +940,7 @@ impl fmt::Display for LogEntry {
         write!(f, "lsn={} kind={:?}", self.lsn.0, self.kind())?;
         match &self.record {
             Record::Begin { txn } => write!(f, " txn={}", txn.0)?,
-            Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed } => {
+            Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed, commits } => {
                 write!(f, " txn={} prev={} tree={tree} page={page}", txn.0, prev.0)?;
                 match change {
                     Change::Insert { key, value } => {
@@ -972,6 +972,9 @@ impl fmt::Display for LogEntry {
                 }
                 if !freed.is_empty() {
                     write!(f, " freed_overflow_pages={}", freed.len())?;
+                }
+                if *commits {
+                    write!(f, " commits")?;
                 }
             }
             Record::Commit { txn, prev } | Record::Abort { txn, prev } | Record::End { txn, prev } => {

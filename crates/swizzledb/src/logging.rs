@@ -878,6 +878,11 @@ pub(crate) struct TxnLog<'a> {
     chained: RefCell<Vec<Key>>,
     /// The version store has the transaction's versions, or none were kept: done once.
     retired: Cell<bool>,
+    /// R2: the transaction commits with the last leaf change of its next operation (an
+    /// auto-commit write: one operation, then commit), which then needs no `Commit` record.
+    commit_with_last: Cell<bool>,
+    /// R2: the LSN of the leaf record the transaction committed with, once it did.
+    committed_by: Cell<Option<Lsn>>,
 }
 
 impl Drop for TxnLog<'_> {
@@ -900,11 +905,23 @@ impl<'a> TxnLog<'a> {
             compensating: Cell::new(None),
             chained: RefCell::new(Vec::new()),
             retired: Cell::new(false),
+            commit_with_last: Cell::new(false),
+            committed_by: Cell::new(None),
         }
     }
 
-    /// K18: the transaction commits now (its commit record was just appended, and none of its
-    /// locks is released yet).
+    /// R2: the transaction is one operation, to be committed at once (an auto-commit write):
+    /// the operation's last leaf change, if the tree says it is the last
+    /// ([`ChangeLog::last_leaf_change`]), commits it.
+    pub(crate) fn commit_with_last_change(&self) {
+        self.commit_with_last.set(true);
+    }
+
+    /// R2: the LSN of the leaf record the transaction committed with, if it did.
+    pub(crate) fn committed_by(&self) -> Option<Lsn> {
+        self.committed_by.get()
+    }
+
     /// Makes the transaction a writer of versions in `versions` (LOCKS.md K17): its undo list
     /// is then the writer's, which readers share. Call it before the first change.
     pub(crate) fn keep_versions(&mut self, versions: &'a Versions) {
@@ -926,6 +943,8 @@ impl<'a> TxnLog<'a> {
         }
     }
 
+    /// K18: the transaction commits now (its commit record was appended, and none of its locks
+    /// is released yet).
     pub(crate) fn commit_versions(&self) {
         if let (Some((v, w)), true) = (&self.versioned, self.changed.get()) {
             v.commit(w);
@@ -1002,6 +1021,42 @@ impl ChangeLog for TxnLog<'_> {
         change: &LeafChange<'_>,
         overflow: Overflow<'_, '_>,
     ) -> Result<Lsn, LogFailure> {
+        self.log_leaf(tree, leaf, change, overflow, false)
+    }
+
+    fn last_leaf_change(
+        &self,
+        tree: PageId,
+        leaf: &ExclusiveGuard<'_>,
+        change: &LeafChange<'_>,
+        overflow: Overflow<'_, '_>,
+    ) -> Result<Lsn, LogFailure> {
+        // R2: a CLR never commits (rollback ends with its own record).
+        let commits = self.commit_with_last.get() && self.compensating.get().is_none() && self.wal.is_some();
+        self.log_leaf(tree, leaf, change, overflow, commits)
+    }
+
+    fn structure_change(&self, pages: &[PageChange<'_, '_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
+        match self.wal {
+            Some(wal) => wal.log_structure(pages, freed).map_err(failure),
+            None => Ok(Lsn(0)),
+        }
+    }
+}
+
+impl TxnLog<'_> {
+    /// A leaf change's record (T11); with `commits`, the transaction commits with it (R2): its
+    /// state is committed from the record's LSN on, in the same step as its entry shows the
+    /// record (R16).
+    fn log_leaf(
+        &self,
+        tree: PageId,
+        leaf: &ExclusiveGuard<'_>,
+        change: &LeafChange<'_>,
+        overflow: Overflow<'_, '_>,
+        commits: bool,
+    ) -> Result<Lsn, LogFailure> {
+        debug_assert!(self.committed_by.get().is_none(), "R2: no change after the record that committed");
         let txn = self.shared.id;
         let undo_next = self.compensating.get();
         let page = leaf.page_id();
@@ -1033,14 +1088,20 @@ impl ChangeLog for TxnLog<'_> {
                 |prev| {
                     undo_prev.set(prev);
                     LeafRecord {
-                        head: LeafHead { txn, prev, undo_next, tree, page, chain: &chain, freed },
+                        head: LeafHead { txn, prev, undo_next, tree, page, chain: &chain, freed, commits },
                         change: *change,
                         inline,
                     }
                 },
                 // A compensation record is never undone; the chain continues at its undo-next
                 // link.
-                |lsn| self.shared.undo_next.store(undo_next.unwrap_or(lsn).0, Ordering::Release),
+                |lsn| {
+                    self.shared.undo_next.store(undo_next.unwrap_or(lsn).0, Ordering::Release);
+                    if commits {
+                        self.shared.set_state(TxnState::Committed);
+                        self.committed_by.set(Some(lsn));
+                    }
+                },
             )
             .map_err(failure)?;
         if undo_next.is_none() {
@@ -1070,13 +1131,6 @@ impl ChangeLog for TxnLog<'_> {
             }
         }
         Ok(lsn)
-    }
-
-    fn structure_change(&self, pages: &[PageChange<'_, '_>], freed: &[PageId]) -> Result<Lsn, LogFailure> {
-        match self.wal {
-            Some(wal) => wal.log_structure(pages, freed).map_err(failure),
-            None => Ok(Lsn(0)),
-        }
     }
 }
 

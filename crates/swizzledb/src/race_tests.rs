@@ -148,3 +148,39 @@ fn r16_a_checkpoint_between_commit_record_and_state_keeps_the_commit() {
     assert_eq!(t.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
     db.close().unwrap();
 }
+
+/// R16 with R2: an auto-commit write commits with its leaf record. A checkpoint taken while
+/// the writer has appended that record but not yet marked itself committed must wait for the
+/// mark: listed as active, with the record behind the checkpoint's begin, the write would be
+/// rolled back at restart although it was acknowledged.
+#[test]
+fn r16_a_checkpoint_between_a_committing_leaf_record_and_state_keeps_the_commit() {
+    let _one = SERIAL.lock();
+    let (fs, builder, db) = setup();
+    let path = Path::new(PATH);
+    let tree = db.tree("t").unwrap();
+
+    let (reached, go) = pause_at(|r| matches!(r, Record::Leaf { commits: true, .. }));
+    std::thread::scope(|s| {
+        let writer = std::thread::Builder::new()
+            .name(PAUSED.into())
+            .spawn_scoped(s, || tree.insert(b"acked", b"yes").unwrap())
+            .unwrap();
+        reached.recv_timeout(Duration::from_secs(10)).expect("the write reached its pause point");
+        let checkpointer = s.spawn(|| db.checkpoint().unwrap());
+        std::thread::sleep(Duration::from_millis(200));
+        go.send(()).unwrap();
+        writer.join().unwrap();
+        checkpointer.join().unwrap();
+    });
+    *test_point::HOOK.lock() = None;
+    fs.crash(CrashMode::DropUnsynced);
+    drop(tree);
+    drop(db);
+
+    let db = builder.open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    assert_eq!(t.get(b"acked").unwrap().as_deref(), Some(&b"yes"[..]), "{:?}", db.restart_stats());
+    assert_eq!(t.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
+    db.close().unwrap();
+}

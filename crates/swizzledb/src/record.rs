@@ -437,6 +437,9 @@ pub enum Record {
         chain: Vec<PageId>,
         /// The overflow pages of the replaced or removed value, returned to the free-page set.
         freed: Vec<PageId>,
+        /// The transaction commits with this record, its last (RECOVERY.md R2): an
+        /// auto-commit write's one change logs no `Commit` after it. Never on a CLR.
+        commits: bool,
     },
     /// The transaction committed.
     Commit {
@@ -507,7 +510,7 @@ pub enum Record {
 pub(crate) enum AnalysisView {
     /// A leaf change: its transaction, the transaction's previous record (0: this is its first,
     /// R6), a CLR's undo-next, its page, whether it carries the page's base image; the overflow
-    /// pages it writes (as images) and frees.
+    /// pages it writes (as images) and frees; whether the transaction commits with it (R2).
     Leaf {
         txn: TxnId,
         prev: Lsn,
@@ -516,6 +519,7 @@ pub(crate) enum AnalysisView {
         base: bool,
         chain: Vec<PageId>,
         freed: Vec<PageId>,
+        commits: bool,
     },
     /// A structure change: each page and whether it is logged as an image; the freed pages.
     Structure { pages: Vec<(PageId, bool)>, freed: Vec<PageId> },
@@ -723,6 +727,7 @@ impl Record {
                     base: flags & LEAF_BASE != 0,
                     chain,
                     freed,
+                    commits: flags & LEAF_COMMITS != 0,
                 }))
             }
             RecordKind::Structure => {
@@ -809,7 +814,7 @@ impl Record {
         w.u8(self.kind().into());
         match self {
             Record::Begin { txn } => w.var(txn.0),
-            Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed } => {
+            Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed, commits } => {
                 let form = match change {
                     Change::Insert { .. } => LEAF_INSERT,
                     Change::Update { .. } => LEAF_UPDATE,
@@ -824,6 +829,7 @@ impl Record {
                     page: *page,
                     chain,
                     freed,
+                    commits: *commits,
                 };
                 head.write(&mut w, form, base.is_some());
                 match change {
@@ -947,8 +953,13 @@ impl Record {
             RecordKind::Begin => Record::Begin { txn: TxnId(r.var()?) },
             RecordKind::Leaf => {
                 let flags = r.u8()?;
-                if flags & !(LEAF_FORM | LEAF_CLR | LEAF_BASE | LEAF_OVERFLOW | LEAF_PATCH) != 0 {
+                if flags & !(LEAF_FORM | LEAF_CLR | LEAF_BASE | LEAF_OVERFLOW | LEAF_PATCH | LEAF_COMMITS)
+                    != 0
+                {
                     return Err(Malformed("leaf record flags"));
+                }
+                if flags & LEAF_COMMITS != 0 && flags & LEAF_CLR != 0 {
+                    return Err(Malformed("a compensation record that commits"));
                 }
                 if flags & LEAF_PATCH != 0 && flags & LEAF_FORM != LEAF_UPDATE {
                     return Err(Malformed("a patch that is not an update"));
@@ -982,7 +993,8 @@ impl Record {
                     _ => return Err(Malformed("leaf change kind")),
                 };
                 let base = if flags & LEAF_BASE != 0 { Some(r.image()?) } else { None };
-                Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed }
+                let commits = flags & LEAF_COMMITS != 0;
+                Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed, commits }
             }
             RecordKind::Commit => {
                 let (txn, prev) = (TxnId(r.var()?), Lsn(r.var()?));
@@ -1062,7 +1074,8 @@ impl Record {
 }
 
 /// A `Leaf` record's flags byte: the change (insert, update, delete) in its low two bits, then
-/// whether it is a CLR (an undo-next LSN follows `prev`) and whether a base image ends it.
+/// whether it is a CLR (an undo-next LSN follows `prev`), whether a base image ends it, whether
+/// it names overflow pages, whether it is a patch, and whether its transaction commits with it.
 const LEAF_FORM: u8 = 3;
 const LEAF_INSERT: u8 = 1;
 const LEAF_UPDATE: u8 = 2;
@@ -1072,6 +1085,8 @@ const LEAF_OVERFLOW: u8 = 16;
 const LEAF_BASE: u8 = 8;
 /// With `LEAF_UPDATE`: the change is a [`Change::Patch`].
 const LEAF_PATCH: u8 = 32;
+/// The transaction commits with this record (R2).
+const LEAF_COMMITS: u8 = 64;
 
 /// How a `Structure` record logs one page ([`NodeLog`]).
 const NODE_IMAGE: u8 = 0;
@@ -1104,6 +1119,8 @@ pub(crate) struct LeafHead<'a> {
     pub(crate) page: PageId,
     pub(crate) chain: &'a [PageId],
     pub(crate) freed: &'a [PageId],
+    /// The transaction commits with this record (R2).
+    pub(crate) commits: bool,
 }
 
 impl LeafHead<'_> {
@@ -1112,7 +1129,9 @@ impl LeafHead<'_> {
         let clr = if self.undo_next.is_some() { LEAF_CLR } else { 0 };
         let has_base = if base { LEAF_BASE } else { 0 };
         let overflow = !(self.chain.is_empty() && self.freed.is_empty());
-        w.u8(form | clr | has_base | if overflow { LEAF_OVERFLOW } else { 0 });
+        debug_assert!(!(self.commits && self.undo_next.is_some()), "R2: a CLR never commits");
+        let commits = if self.commits { LEAF_COMMITS } else { 0 };
+        w.u8(form | clr | has_base | commits | if overflow { LEAF_OVERFLOW } else { 0 });
         w.var(self.txn.0);
         w.var(self.prev.0);
         if let Some(l) = self.undo_next {
@@ -1465,10 +1484,15 @@ mod tests {
                 prop::option::of(bytes()),
                 prop::collection::vec(page.clone(), 0..3),
                 prop::collection::vec(page.clone(), 0..3),
+                any::<bool>(),
             )
-                .prop_map(|(txn, prev, undo_next, tree, page, change, base, chain, freed)| {
-                    Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed }
-                }),
+                .prop_map(
+                    |(txn, prev, undo_next, tree, page, change, base, chain, freed, commits)| {
+                        // R2: a CLR never commits.
+                        let commits = commits && undo_next.is_none();
+                        Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed, commits }
+                    }
+                ),
             (txn.clone(), lsn.clone()).prop_map(|(txn, prev)| Record::Commit { txn, prev }),
             (txn.clone(), lsn.clone()).prop_map(|(txn, prev)| Record::Abort { txn, prev }),
             (txn, lsn.clone()).prop_map(|(txn, prev)| Record::End { txn, prev }),
@@ -1497,15 +1521,18 @@ mod tests {
         #[test]
         fn analysis_view_agrees_with_decode(rec in record()) {
             let want = match &rec {
-                Record::Leaf { txn, prev, undo_next, page, base, chain, freed, .. } => Some(AnalysisView::Leaf {
-                    txn: *txn,
-                    prev: *prev,
-                    undo_next: *undo_next,
-                    page: *page,
-                    base: base.is_some(),
-                    chain: chain.clone(),
-                    freed: freed.clone(),
-                }),
+                Record::Leaf { txn, prev, undo_next, page, base, chain, freed, commits, .. } => {
+                    Some(AnalysisView::Leaf {
+                        txn: *txn,
+                        prev: *prev,
+                        undo_next: *undo_next,
+                        page: *page,
+                        base: base.is_some(),
+                        chain: chain.clone(),
+                        freed: freed.clone(),
+                        commits: *commits,
+                    })
+                }
                 Record::Structure { pages, freed } => Some(AnalysisView::Structure {
                     pages: pages.iter().map(|(p, n)| (*p, matches!(n, NodeLog::Image(_)))).collect(),
                     freed: freed.clone(),
@@ -1672,6 +1699,7 @@ mod tests {
             base: None,
             chain: vec![],
             freed: vec![],
+            commits: false,
         };
         assert_eq!(leaf.encode().len(), 121, "kind, flags, 2+4+1+2 bytes of ids, 1+8 key, 1+100 value");
         let split = Record::Structure {
@@ -1811,7 +1839,9 @@ mod tests {
             (tree, page) in (1u64..1 << 40, 1u64..1 << 40),
             chain in prop::collection::vec((1u64..1 << 40).prop_map(pid), 0..3),
             freed in prop::collection::vec((1u64..1 << 40).prop_map(pid), 0..3),
+            commits in any::<bool>(),
         ) {
+            let commits = commits && undo_next.is_none();
             let change = match form {
                 0 => LeafChange::Insert { key: &key, value: &new },
                 1 => LeafChange::Update { key: &key, old: &old, new: &new },
@@ -1828,8 +1858,9 @@ mod tests {
                 base: None,
                 chain: chain.clone(),
                 freed: freed.clone(),
+                commits,
             };
-            let head = LeafHead { txn, prev, undo_next, tree, page, chain: &chain, freed: &freed };
+            let head = LeafHead { txn, prev, undo_next, tree, page, chain: &chain, freed: &freed, commits };
             let borrowed = LeafRecord { head, change, inline };
             // Appended after what the buffer held, as the logged path appends it after the
             // log's room.
@@ -1856,6 +1887,7 @@ mod tests {
             base: None,
             chain: vec![],
             freed: vec![],
+            commits: false,
         };
         let bytes = record.encode();
         // The 12 changed bytes twice (old and new), the 13-byte key, and the record's header.

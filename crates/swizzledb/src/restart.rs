@@ -345,9 +345,12 @@ impl Analysis {
     /// The body is not a record of this format version.
     pub(crate) fn record_body(&mut self, lsn: Lsn, body: &[u8]) -> std::result::Result<(), Malformed> {
         match Record::analysis_view(body)? {
-            Some(AnalysisView::Leaf { txn, prev, undo_next, page, base, chain, freed }) => {
+            Some(AnalysisView::Leaf { txn, prev, undo_next, page, base, chain, freed, commits }) => {
                 self.leaf(lsn, txn, prev, undo_next, page, base);
                 self.structure(lsn, chain.into_iter().map(|p| (p, true)), &freed);
+                if commits {
+                    self.committed(txn);
+                }
             }
             Some(AnalysisView::Structure { pages, freed }) => self.structure(lsn, pages.into_iter(), &freed),
             None => self.record(lsn, &Record::decode(body)?),
@@ -366,6 +369,14 @@ impl Analysis {
         if base && self.track_pages {
             self.last_image.insert(page, lsn);
         }
+    }
+
+    /// A transaction committed (R8): by a `Commit` record, or by a leaf record that commits
+    /// (R2). Its entry leaves the table.
+    fn committed(&mut self, txn: TxnId) {
+        self.max_txn = self.max_txn.max(txn.0);
+        self.txns.remove(&txn);
+        self.first.remove(&txn);
     }
 
     /// A structure change (R8): each page `(id, logged as an image)` is touched and allocated;
@@ -396,18 +407,17 @@ impl Analysis {
                 self.txn_record(*txn, lsn, None);
                 self.first.entry(*txn).or_insert(lsn);
             }
-            Record::Leaf { txn, prev, undo_next, page, base, chain, freed, .. } => {
+            Record::Leaf { txn, prev, undo_next, page, base, chain, freed, commits, .. } => {
                 self.leaf(lsn, *txn, *prev, *undo_next, *page, base.is_some());
                 // T22: the new value's overflow pages are written whole, like new nodes.
                 self.structure(lsn, chain.iter().map(|p| (*p, true)), freed);
+                if *commits {
+                    self.committed(*txn);
+                }
             }
             // A commit ends its transaction (R2: no `End` follows it; logs written before
             // that have one, which then finds nothing to remove).
-            Record::Commit { txn, .. } => {
-                self.max_txn = self.max_txn.max(txn.0);
-                self.txns.remove(txn);
-                self.first.remove(txn);
-            }
+            Record::Commit { txn, .. } => self.committed(*txn),
             Record::Abort { txn, .. } => self.txn_record(*txn, lsn, None).state = TxnState::Aborting,
             Record::End { txn, .. } => {
                 self.max_txn = self.max_txn.max(txn.0);

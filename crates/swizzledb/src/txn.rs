@@ -154,6 +154,12 @@ impl<'db> Transaction<'db> {
 
     /// The transaction's locks are released ([`Core::finish_txn`]): so is its hold on the gaps
     /// its range reads covered.
+    /// R2: the transaction is one tree operation, committed right after it (an auto-commit
+    /// write): the operation's last leaf record commits it.
+    pub(crate) fn commit_with_last_change(&self) {
+        self.log.commit_with_last_change();
+    }
+
     fn finish(&self) {
         self.db.finish_txn(self.id());
         if let Some(reads) = &self.reads {
@@ -383,13 +389,20 @@ impl<'db> Transaction<'db> {
         let sync = wal.commit_mode == CommitMode::Sync;
         if self.log.shared.last() != Lsn(0) {
             let txn = self.id();
-            let lsn = self.log.append_then(
-                |prev| Record::Commit { txn, prev },
-                |_| {
-                    self.log.shared.set_state(TxnState::Committed);
+            let lsn = match self.log.committed_by() {
+                // R2: its last leaf record committed it (an auto-commit write): no `Commit`.
+                Some(lsn) => {
                     self.log.commit_versions();
-                },
-            )?;
+                    lsn
+                }
+                None => self.log.append_then(
+                    |prev| Record::Commit { txn, prev },
+                    |_| {
+                        self.log.shared.set_state(TxnState::Committed);
+                        self.log.commit_versions();
+                    },
+                )?,
+            };
             if sync {
                 // R2: early lock release. The commit record is in the log, so whoever takes a
                 // lock after this and commits logs its own commit after it (and its flush covers
@@ -421,6 +434,16 @@ impl<'db> Transaction<'db> {
     }
 
     fn rollback(&mut self) -> Result<()> {
+        if self.log.committed_by().is_some() {
+            // R2: its leaf record committed it, and nothing can fail after that record
+            // (btree T11), so no operation returns an error that leads here. Had one, the
+            // transaction stays committed: it ends as a commit does.
+            debug_assert!(false, "R2: a transaction its leaf record committed is not rolled back");
+            self.log.commit_versions();
+            self.log.finish_versions();
+            self.finish();
+            return Ok(());
+        }
         let result = self.undo_all();
         match &result {
             // A failed log is sticky (wal README W11): no one can commit after seeing what the

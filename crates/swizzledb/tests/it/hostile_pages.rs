@@ -433,6 +433,7 @@ fn append_redo(path: &Path, root: u64, image: Option<(u64, Vec<u8>)>, id: u64, k
         base: None,
         chain: vec![],
         freed: vec![],
+        commits: false,
     };
     let at = log.append(&leaf.encode()).unwrap();
     log.append(&Record::Commit { txn, prev: at }.encode()).unwrap();

@@ -5,6 +5,7 @@
 mod common;
 
 mod approximate_len;
+mod auto_commit;
 mod backup;
 mod bad_input;
 mod compact;

@@ -64,6 +64,7 @@ fn insert(txn: u64, page: PageId, tree: PageId, key: &[u8], value: &[u8]) -> Rec
         base: None,
         chain: vec![],
         freed: vec![],
+        commits: false,
     }
 }
 
@@ -151,6 +152,7 @@ fn r10_an_interrupted_rollback_resumes_at_its_last_compensation() {
             base: None,
             chain: vec![],
             freed: vec![],
+            commits: false,
         }],
     );
     let db = builder().open(&path).unwrap();
