@@ -152,14 +152,14 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// The transaction's locks are released ([`Core::finish_txn`]): so is its hold on the gaps
-    /// its range reads covered.
     /// R2: the transaction is one tree operation, committed right after it (an auto-commit
     /// write): the operation's last leaf record commits it.
     pub(crate) fn commit_with_last_change(&self) {
         self.log.commit_with_last_change();
     }
 
+    /// The transaction's locks are released ([`Core::finish_txn`]): so is its hold on the gaps
+    /// its range reads covered.
     fn finish(&self) {
         self.db.finish_txn(self.id());
         if let Some(reads) = &self.reads {
