@@ -92,8 +92,13 @@ fn bench_tpcc_measures_optimistic_descents_on_and_off() {
     assert!(stdout.contains("optimistic") && stdout.contains("conditions 1-4 hold"), "{stdout}");
     let table = Table::read(&out.join("tpcc.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::workloads::tpcc::CSV_COLUMNS);
-    let last: Vec<&str> = table.header.iter().rev().take(3).rev().map(String::as_str).collect();
-    assert_eq!(last, ["lock_waits", "cut_short", "cpu_seconds"], "columns are appended, never reordered");
+    let last: Vec<&str> = table.header.iter().rev().take(4).rev().map(String::as_str).collect();
+    assert_eq!(
+        last,
+        ["lock_waits", "cut_short", "cpu_seconds", "committed_reads"],
+        "columns are appended, never reordered"
+    );
+    assert!(table.rows.iter().all(|r| r[table.col("committed_reads")] == "on"), "the default");
     assert!(
         table.rows.iter().all(|r| r[table.col("cut_short")] == "no"),
         "a swizzling pool never cuts a run"
@@ -136,8 +141,9 @@ fn bench_tpcc_bad_input_exits_2_and_writes_nothing() {
     let scratch = Scratch::new("tpcc-bad");
     let out = scratch.0.join("out");
     let out_arg = out.to_str().unwrap();
-    let bads: [&[&str]; 9] = [
+    let bads: [&[&str]; 10] = [
         &["--warehouses", "0", "--out", out_arg],
+        &["--committed-reads", "maybe", "--out", out_arg],
         &["--items", "99", "--out", out_arg],
         &["--customers", "29", "--out", out_arg],
         &["--pool", "1MiB", "--out", out_arg],
@@ -194,8 +200,10 @@ fn graefe_fig14_runs_the_four_settings() {
     settings.dedup();
     assert_eq!(settings.len(), 8, "{settings:?}");
     assert!(rows.iter().all(|r| r[col("experiment")] == "graefe-fig14"));
-    // The paper's engine coupled latches: no optimistic descents in any mode.
+    // The paper's engine coupled latches: no optimistic descents in any mode; and it locked
+    // every read.
     assert!(rows.iter().all(|r| r[col("optimistic")] == "off"), "{rows:?}");
+    assert!(rows.iter().all(|r| r[col("committed_reads")] == "off"), "{rows:?}");
     assert!(out.join("graefe-fig14.json").exists() && out.join("graefe-fig14.svg").exists());
 }
 

@@ -25,6 +25,28 @@ pub trait TxRead {
         f: impl FnOnce(Option<&[u8]>) -> R,
     ) -> Result<R, Abort>;
 
+    /// Runs `f` on the value under `key` (`None` if absent) as the engine's own single-key read
+    /// outside any transaction sees it, not through the transaction's isolation: for fields
+    /// that no transaction of the workload changes (TPC-C's item prices, `W_TAX`,
+    /// `C_DISCOUNT`), which every version of the record holds alike, so that reading them
+    /// without a lock is as serializable as a locking read. It does not see the transaction's
+    /// own writes. SwizzleDB reads as [`swizzledb::Tree::get_with`] does, with no record lock
+    /// and no wait (LOCKS.md K14, K18): the last committed value on a logged database, as
+    /// InnoDB's consistent reads in a read-write transaction; on an unlogged one the latest,
+    /// committed or not, which holds the same unchanged fields. By default, and on LMDB (one
+    /// writer at a time), the transaction's own read ([`TxRead::get_with`]).
+    ///
+    /// # Errors
+    /// The engine refused or failed.
+    fn get_committed_with<R>(
+        &self,
+        table: &Self::Table,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, Abort> {
+        self.get_with(table, key, f)
+    }
+
     /// Runs `f` on up to `limit` records with keys between `start` and `end`, in ascending key
     /// order.
     ///

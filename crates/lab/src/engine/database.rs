@@ -192,6 +192,18 @@ impl TxRead for Transaction<'_> {
         Ok(Transaction::get_with(self, table, key, f)?)
     }
 
+    /// The tree handle's own read ([`Tree::get_with`]): no record lock, no wait (LOCKS.md K14,
+    /// K18).
+    #[inline]
+    fn get_committed_with<R>(
+        &self,
+        table: &Tree,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, Abort> {
+        Ok(table.get_with(key, f).map_err(swizzledb::Error::from)?)
+    }
+
     #[inline]
     fn scan(
         &self,

@@ -24,15 +24,19 @@ fn open(path: &Path, mode: PoolMode, on: bool) -> Database {
 
 /// Loads two warehouses, runs 1500 transactions on each of two threads, verifies.
 fn run_and_verify(mode: PoolMode, on: bool) {
+    run_and_verify_with(mode, on, TpccConfig::tiny(2));
+}
+
+fn run_and_verify_with(mode: PoolMode, on: bool, config: TpccConfig) {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir.path().join("tpcc.swz"), mode, on);
-    load_run_and_verify(&db);
+    load_run_and_verify(&db, config);
     db.close().unwrap();
 }
 
 /// The test on any engine.
-fn load_run_and_verify<E: Engine>(db: &E) {
-    let tpcc = Tpcc::new(TpccConfig::tiny(2)).unwrap();
+fn load_run_and_verify<E: Engine>(db: &E, config: TpccConfig) {
+    let tpcc = Tpcc::new(config).unwrap();
     tpcc.load(db).unwrap();
     tpcc.verify(db).unwrap();
     let m = harness::run(&tpcc, db, 2, Until::Operations(1500)).unwrap();
@@ -60,7 +64,7 @@ fn consistent_after_run_lmdb() {
             logging,
         )
         .unwrap();
-        load_run_and_verify(&db);
+        load_run_and_verify(&db, TpccConfig::tiny(2));
     }
 }
 
@@ -98,6 +102,46 @@ fn consistent_after_run_swizzling_logging_and_locking_on() {
 #[test]
 fn consistent_after_run_swizzling_logging_and_locking_off() {
     run_and_verify(PoolMode::Swizzling, false);
+}
+
+/// New-Order's items, `W_TAX` and `C_DISCOUNT` read under record locks, as every other read.
+#[test]
+fn consistent_after_run_swizzling_logging_and_locking_on_with_locking_reads() {
+    run_and_verify_with(
+        PoolMode::Swizzling,
+        true,
+        TpccConfig { committed_reads: false, ..TpccConfig::tiny(2) },
+    );
+}
+
+/// New-Order's committed reads (`TpccConfig::committed_reads`) take no record lock: one thread
+/// and one seed run the same transactions on two databases loaded alike, and the one that
+/// locked those reads made at least one request more per item line, warehouse and customer of
+/// every New-Order that got past its items (5 to 15 lines), and at most two more per line
+/// and for the warehouse and the customer (an absent item's read also locks its gap).
+#[test]
+fn committed_reads_take_no_record_locks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut requests = Vec::new();
+    let mut new_orders = Vec::new();
+    for committed_reads in [true, false] {
+        let db = open(&dir.path().join(format!("reads-{committed_reads}")), PoolMode::Swizzling, true);
+        let tpcc = Tpcc::new(TpccConfig { committed_reads, ..TpccConfig::tiny(1) }).unwrap();
+        tpcc.load(&db).unwrap();
+        let before = db.lock_stats().unwrap().requests;
+        let m = harness::run(&tpcc, &db, 1, Until::Operations(400)).unwrap();
+        requests.push(db.lock_stats().unwrap().requests - before);
+        new_orders.push((m.kinds[0].done, m.rolled_back()));
+        tpcc.verify(&db).unwrap();
+        db.close().unwrap();
+    }
+    assert_eq!(new_orders[0], new_orders[1], "one seed, one thread: the same transactions");
+    let (done, rolled_back) = new_orders[0];
+    let fewer = requests[1].saturating_sub(requests[0]);
+    assert!(
+        fewer >= 7 * (done - rolled_back) && fewer <= 19 * done,
+        "{fewer} fewer requests over {done} New-Orders ({rolled_back} rolled back): {requests:?}"
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! the table live in `crate::workloads::tpcc`.
 
 use crate::engine::EngineName;
-use crate::experiments::workload_options::{dedup, run_logged, WorkloadOptions};
+use crate::experiments::workload_options::{dedup, parse_on_off, run_logged, WorkloadOptions};
 use crate::harness::experiment::{self, Experiment};
 use crate::support::progress::Progress;
 use crate::workloads::tpcc::{print_table, run_bench, BenchPlan, BenchRow, TpccConfig, TpccPlan, TpccRow};
@@ -36,6 +36,12 @@ pub struct TpccArgs {
     /// Customers, and initial orders, per district (the specification's 3,000; 30 to 100,000)
     #[arg(long, default_value_t = 3_000)]
     customers: u32,
+    /// New-Order's reads of the fields no TPC-C transaction changes (items, W_TAX,
+    /// C_DISCOUNT): on, committed reads outside the transaction's isolation, with no record
+    /// lock and no wait (as InnoDB's consistent reads); off, locking reads like the rest of the
+    /// transaction. Matters only with --locking on (docs/tpcc.md)
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    committed_reads: bool,
     #[command(flatten)]
     options: WorkloadOptions,
 }
@@ -48,8 +54,12 @@ pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
     let usage = |e: WorkloadError| Usage(e.to_string());
     let engines: Vec<EngineName> =
         args.engine.iter().map(|e| EngineName::parse(e)).collect::<Result<_, _>>().map_err(usage)?;
-    let config =
-        TpccConfig { items: args.items, customers: args.customers, ..TpccConfig::standard(args.warehouses) };
+    let config = TpccConfig {
+        items: args.items,
+        customers: args.customers,
+        committed_reads: args.committed_reads,
+        ..TpccConfig::standard(args.warehouses)
+    };
     let plan = args.options.plan(TpccPlan { engines: dedup(&engines), config });
     plan.validate().map_err(usage)?;
     experiment::execute(&Tpcc(plan), args.options.out.as_deref())

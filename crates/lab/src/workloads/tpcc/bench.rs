@@ -106,6 +106,9 @@ pub struct BenchRow {
     /// does not count time a thread waited or was descheduled, so on a shared machine it
     /// moves less with the neighbours' load.
     pub cpu_seconds: f64,
+    /// New-Order read the fields no transaction changes as committed reads
+    /// ([`TpccConfig::committed_reads`]).
+    pub committed_reads: bool,
 }
 
 impl BenchRow {
@@ -161,7 +164,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short,cpu_seconds";
+load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short,cpu_seconds,committed_reads";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -233,6 +236,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     locks,
                     cut_short: m.cut_short,
                     cpu_seconds,
+                    committed_reads: plan.workload.config.committed_reads,
                 };
                 full[i] = m.cut_short;
                 if m.cut_short && m.elapsed < plan.duration / 4 {
@@ -443,6 +447,9 @@ pub struct TpccRow {
     /// CPU time of the whole process during the measurement (empty where the system cannot
     /// tell).
     pub cpu_seconds: Option<f64>,
+    /// `on` if New-Order read items, `W_TAX` and `C_DISCOUNT` as committed reads, `off` if it
+    /// locked them.
+    pub committed_reads: &'static str,
 }
 
 impl TpccRow {
@@ -478,6 +485,7 @@ impl TpccRow {
             lock_waits: r.locks.map(|l| l.1),
             cut_short: if r.cut_short { "yes" } else { "no" },
             cpu_seconds: Some(r.cpu_seconds).filter(|c| c.is_finite()),
+            committed_reads: on_off(r.committed_reads),
         }
     }
 }

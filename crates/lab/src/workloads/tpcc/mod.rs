@@ -41,6 +41,13 @@
 //!   versions (locking on: LOCKS.md K21, K24, as InnoDB's consistent reads) and which
 //!   commits without logging; on LMDB one write transaction (LMDB serializes writers, so no
 //!   latches are taken) or one read-only snapshot.
+//! - **Read-only fields** ([`TpccConfig::committed_reads`], on by default): New-Order reads its
+//!   items, `W_TAX` and `C_DISCOUNT`, which no transaction changes, through
+//!   [`TxRead::get_committed_with`](crate::engine::TxRead::get_committed_with), the engine's
+//!   own read outside the transaction: no record lock and no wait, as TPC-C's `SELECT`s of them
+//!   run on InnoDB (consistent reads). Every version of those records holds the same values
+//!   there, so the schedule stays serializable (clause 3.4's level 3). Off: locking reads, as
+//!   Shore-MT ran them (`experiment graefe-fig14` always).
 //! - **Scale-down** for tests only: [`TpccConfig::tiny`] has fewer items and customers per
 //!   district; [`TpccConfig::standard`] is the specification's 100,000 and 3,000.
 

@@ -12,7 +12,7 @@ use super::schema::{
     check_size, key, key_part, name_range, Customer, CustomerName, District, History, Item, Order, OrderLine,
     Record, Stock, Text, Warehouse,
 };
-use super::workload::{field, get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
+use super::workload::{field, fixed_field, get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
 use crate::workloads::WorkloadError;
 
 type Done = Result<(bool, u32), WorkloadError>;
@@ -72,19 +72,28 @@ impl Tpcc {
             .collect();
         let all_local = i64::from(lines.iter().all(|l| l.0 == w_id));
         let (tables, entry_d) = (&w.tables, now());
+        // Items, W_TAX and C_DISCOUNT never change: committed reads suffice (TpccConfig).
+        let committed = cfg.committed_reads;
         let (done, attempts) = db.transact(|tx| {
             let tb = |i| tables.tree(i);
             let mut prices = Vec::with_capacity(lines.len());
             let mut buf = Vec::with_capacity(OrderLine::SIZE);
             for &(_, item, _) in &lines {
-                match tx.get_with(tb(t::ITEM), &key([item]), |v| v.map(Item::decode))? {
+                let decode = |v: Option<&[u8]>| v.map(Item::decode);
+                let got = if committed {
+                    tx.get_committed_with(tb(t::ITEM), &key([item]), decode)?
+                } else {
+                    tx.get_with(tb(t::ITEM), &key([item]), decode)?
+                };
+                match got {
                     Some(r) => prices.push(r?.price),
                     None if item > cfg.items => return Err(Abort::Rollback),
                     None => return Err(missing(Item::TABLE, &key([item])).into()),
                 }
             }
-            let w_tax = field(&*tx, tb(t::WAREHOUSE), &key([w_id]), &Warehouse::TAX)?;
-            let discount = field(&*tx, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), &Customer::DISCOUNT)?;
+            let w_tax = fixed_field(&*tx, committed, tb(t::WAREHOUSE), &key([w_id]), &Warehouse::TAX)?;
+            let discount =
+                fixed_field(&*tx, committed, tb(t::CUSTOMER), &key([w_id, d_id, c_id]), &Customer::DISCOUNT)?;
             let (o_id, d_tax) =
                 self.patch::<_, District, _>(tx, tb(t::DISTRICT), &key([w_id, d_id]), |d| {
                     let o_id = District::NEXT_O_ID.get(d);

@@ -102,6 +102,8 @@ pub fn plan(args: &Fig14Args) -> Result<Fig14, Usage> {
             config: TpccConfig {
                 items: args.items,
                 customers: args.customers,
+                // Shore-MT, the paper's engine, locked every read.
+                committed_reads: false,
                 ..TpccConfig::standard(args.warehouses)
             },
         },
