@@ -105,28 +105,27 @@ fn r16_a_checkpoint_between_change_record_and_undo_link_undoes_the_loser() {
     db.close().unwrap();
 }
 
-/// R16: a checkpoint taken while a committing transaction has appended its commit record but
-/// not yet marked itself committed must not record it as active: restart would roll back a
-/// commit that was acknowledged (its end record lost in the crash). Without the checkpoint's
-/// wait on the appending mark the checkpoint completes while the commit is paused and this test
-/// loses the commit.
-#[test]
-fn r16_a_checkpoint_between_commit_record_and_state_keeps_the_commit() {
+/// R16: a commit acknowledged while a checkpoint raced it survives a crash. `write` commits
+/// `acked` = `yes` in a thread that pauses right after appending the record `pick` matches
+/// (the one that commits it), before marking itself committed; a checkpoint starts meanwhile.
+/// Without the checkpoint's wait on the appending mark it completes during the pause, lists the
+/// transaction as active with its records behind the checkpoint's begin, and restart rolls the
+/// acknowledged write back. The commit's end record is not durable (sync commit flushes only up
+/// to the commit, and the checkpoint may have run before the end was appended).
+fn checkpoint_racing_a_commit_keeps_it(
+    before: impl FnOnce(&crate::Tree),
+    pick: fn(&Record) -> bool,
+    write: impl FnOnce(&Database, &crate::Tree) + Send,
+) {
     let _one = SERIAL.lock();
     let (fs, builder, db) = setup();
-    let path = Path::new(PATH);
     let tree = db.tree("t").unwrap();
+    before(&tree);
 
-    let (reached, go) = pause_at(|r| matches!(r, Record::Commit { .. }));
+    let (reached, go) = pause_at(pick);
     std::thread::scope(|s| {
-        let committer = std::thread::Builder::new()
-            .name(PAUSED.into())
-            .spawn_scoped(s, || {
-                let mut t = db.begin();
-                t.put(&tree, b"acked", b"yes").unwrap();
-                t.commit().unwrap();
-            })
-            .unwrap();
+        let committer =
+            std::thread::Builder::new().name(PAUSED.into()).spawn_scoped(s, || write(&db, &tree)).unwrap();
         reached.recv_timeout(Duration::from_secs(10)).expect("the commit reached its pause point");
         let checkpointer = s.spawn(|| db.checkpoint().unwrap());
         // Without the wait (R16) the checkpoint finishes now; with it, it waits for the commit.
@@ -136,51 +135,43 @@ fn r16_a_checkpoint_between_commit_record_and_state_keeps_the_commit() {
         checkpointer.join().unwrap();
     });
     *test_point::HOOK.lock() = None;
-    // The commit was acknowledged; its end record is not durable yet (sync commit flushes only
-    // up to the commit record, and the checkpoint may have run before the end was appended).
     fs.crash(CrashMode::DropUnsynced);
     drop(tree);
     drop(db);
 
-    let db = builder.open(path).unwrap();
+    let db = builder.open(Path::new(PATH)).unwrap();
     let t = db.tree("t").unwrap();
     assert_eq!(t.get(b"acked").unwrap().as_deref(), Some(&b"yes"[..]), "{:?}", db.restart_stats());
     assert_eq!(t.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
     db.close().unwrap();
 }
 
-/// R16 with R2: an auto-commit write commits with its leaf record. A checkpoint taken while
-/// the writer has appended that record but not yet marked itself committed must wait for the
-/// mark: listed as active, with the record behind the checkpoint's begin, the write would be
-/// rolled back at restart although it was acknowledged.
+/// R16: a transaction's commit record appended, its state not yet committed.
+#[test]
+fn r16_a_checkpoint_between_commit_record_and_state_keeps_the_commit() {
+    checkpoint_racing_a_commit_keeps_it(
+        |_| {},
+        |r| matches!(r, Record::Commit { .. }),
+        |db, tree| {
+            let mut t = db.begin();
+            t.put(tree, b"acked", b"yes").unwrap();
+            t.commit().unwrap();
+        },
+    );
+}
+
+/// R16 with R2: an auto-commit write commits with its leaf record; that record appended, the
+/// state not yet committed. The write replaces a large value, so it logs the removal of the
+/// old value's chain first (btree T22): listed by a checkpoint with that record and not the
+/// committing one, it would be a loser at restart. (A write of one record is never listed
+/// before its entry shows the record, so it needs no wait.)
 #[test]
 fn r16_a_checkpoint_between_a_committing_leaf_record_and_state_keeps_the_commit() {
-    let _one = SERIAL.lock();
-    let (fs, builder, db) = setup();
-    let path = Path::new(PATH);
-    let tree = db.tree("t").unwrap();
-
-    let (reached, go) = pause_at(|r| matches!(r, Record::Leaf { commits: true, .. }));
-    std::thread::scope(|s| {
-        let writer = std::thread::Builder::new()
-            .name(PAUSED.into())
-            .spawn_scoped(s, || tree.insert(b"acked", b"yes").unwrap())
-            .unwrap();
-        reached.recv_timeout(Duration::from_secs(10)).expect("the write reached its pause point");
-        let checkpointer = s.spawn(|| db.checkpoint().unwrap());
-        std::thread::sleep(Duration::from_millis(200));
-        go.send(()).unwrap();
-        writer.join().unwrap();
-        checkpointer.join().unwrap();
-    });
-    *test_point::HOOK.lock() = None;
-    fs.crash(CrashMode::DropUnsynced);
-    drop(tree);
-    drop(db);
-
-    let db = builder.open(path).unwrap();
-    let t = db.tree("t").unwrap();
-    assert_eq!(t.get(b"acked").unwrap().as_deref(), Some(&b"yes"[..]), "{:?}", db.restart_stats());
-    assert_eq!(t.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
-    db.close().unwrap();
+    checkpoint_racing_a_commit_keeps_it(
+        |tree| tree.insert(b"acked", &[9; 10_000]).unwrap(),
+        |r| matches!(r, Record::Leaf { commits: true, .. }),
+        |_, tree| {
+            tree.upsert(b"acked", b"yes").unwrap();
+        },
+    );
 }
