@@ -12,7 +12,7 @@ use super::schema::{
     check_size, key, key_part, name_range, Customer, CustomerName, District, History, Item, Order, OrderLine,
     Record, Stock, Text, Warehouse,
 };
-use super::workload::{field, fixed_field, get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
+use super::workload::{field, fixed_field, fixed_read, get, missing, t, Tables, Tpcc, TpccWorker, DISTRICTS};
 use crate::workloads::WorkloadError;
 
 type Done = Result<(bool, u32), WorkloadError>;
@@ -79,13 +79,7 @@ impl Tpcc {
             let mut prices = Vec::with_capacity(lines.len());
             let mut buf = Vec::with_capacity(OrderLine::SIZE);
             for &(_, item, _) in &lines {
-                let decode = |v: Option<&[u8]>| v.map(Item::decode);
-                let got = if committed {
-                    tx.get_committed_with(tb(t::ITEM), &key([item]), decode)?
-                } else {
-                    tx.get_with(tb(t::ITEM), &key([item]), decode)?
-                };
-                match got {
+                match fixed_read(&*tx, committed, tb(t::ITEM), &key([item]), |v| v.map(Item::decode))? {
                     Some(r) => prices.push(r?.price),
                     None if item > cfg.items => return Err(Abort::Rollback),
                     None => return Err(missing(Item::TABLE, &key([item])).into()),

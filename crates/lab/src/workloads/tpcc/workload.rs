@@ -243,9 +243,7 @@ pub(crate) fn field<R: Record, T: Scalar, X: TxRead>(
     found::<R, T>(tx.get_with(tree, key, |v| v.map(|b| check_size::<R>(b).map(|()| f.get(b))))?, key)
 }
 
-/// [`field`] for a field no transaction changes, read as `committed` says
-/// ([`TpccConfig::committed_reads`]): outside the transaction's isolation, with no lock, or
-/// through it.
+/// [`field`] for a field no transaction changes, read as [`fixed_read`] reads it.
 pub(crate) fn fixed_field<R: Record, T: Scalar, X: TxRead>(
     tx: &X,
     committed: bool,
@@ -253,13 +251,26 @@ pub(crate) fn fixed_field<R: Record, T: Scalar, X: TxRead>(
     key: &[u8],
     f: &Field<R, T>,
 ) -> Result<T, Abort> {
-    if !committed {
-        return field(tx, tree, key, f);
-    }
     found::<R, T>(
-        tx.get_committed_with(tree, key, |v| v.map(|b| check_size::<R>(b).map(|()| f.get(b))))?,
+        fixed_read(tx, committed, tree, key, |v| v.map(|b| check_size::<R>(b).map(|()| f.get(b))))?,
         key,
     )
+}
+
+/// Reads a record no transaction changes as `committed` says ([`TpccConfig::committed_reads`]):
+/// outside the transaction's isolation, with no lock, or through it.
+pub(crate) fn fixed_read<X: TxRead, V>(
+    tx: &X,
+    committed: bool,
+    tree: &X::Table,
+    key: &[u8],
+    f: impl FnOnce(Option<&[u8]>) -> V,
+) -> Result<V, Abort> {
+    if committed {
+        tx.get_committed_with(tree, key, f)
+    } else {
+        tx.get_with(tree, key, f)
+    }
 }
 
 /// A field read from a record that must exist.
