@@ -478,9 +478,6 @@ struct HeldLock {
     head: u64,
 }
 
-/// How many emptied heads a shard keeps for reuse (K13).
-const SPARES: usize = 256;
-
 /// Key bytes a lock head holds in itself (K13); longer keys live on the heap.
 const INLINE_KEY: usize = 24;
 
@@ -494,9 +491,6 @@ struct Table {
     /// name, holders and queue in the slot the hash leads to, with no pointer to follow for a
     /// key of up to `INLINE_KEY` bytes or up to two holders (K13).
     heads: HashTable<LockHead>,
-    /// Heads removed from `heads` that own memory (a long key, a holder list or a queue),
-    /// emptied and kept (K13): a new lock takes one instead of allocating again.
-    spare_heads: Vec<LockHead>,
     /// Identifier for the next head created in this shard.
     next_id: u64,
     stats: LockStats,
@@ -504,13 +498,7 @@ struct Table {
 
 impl Table {
     fn new(hash: NameHash) -> Table {
-        Table {
-            hash,
-            heads: HashTable::new(),
-            spare_heads: Vec::new(),
-            next_id: 0,
-            stats: LockStats::default(),
-        }
+        Table { hash, heads: HashTable::new(), next_id: 0, stats: LockStats::default() }
     }
 
     fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
@@ -531,57 +519,37 @@ impl Table {
         self.heads.find_mut(hash, |h| h.tree == tree && *h.key == *key)
     }
 
-    /// The head of `(tree, key)`, made (from a spare if there is one) if not in use.
+    /// The head of `(tree, key)`, made in its slot if not in use.
     fn find_or_make(&mut self, hash: u64, tree: u32, key: &[u8]) -> &mut LockHead {
-        let Table { hash: name_hash, heads, spare_heads, next_id, .. } = self;
+        let Table { hash: name_hash, heads, next_id, .. } = self;
         match heads.entry(hash, |h| h.tree == tree && *h.key == *key, |h| name_hash(h.tree, &h.key)) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(v) => {
-                let head = match spare_heads.pop() {
-                    Some(mut h) => {
-                        h.id = *next_id;
-                        h.tree = tree;
-                        h.key.clear();
-                        h.key.extend_from_slice(key);
-                        h
-                    }
-                    None => LockHead::new(*next_id, tree, key),
-                };
+                let head = LockHead::new(*next_id, tree, key);
                 *next_id += 1;
                 v.insert(head).into_mut()
             }
         }
     }
 
-    /// Drops the head if nobody holds or waits for it (K13), keeping its memory for reuse.
+    /// Drops the head if nobody holds or waits for it (K13).
     fn remove_if_unused(&mut self, hash: u64, id: u64) {
-        let Ok(entry) = self.heads.find_entry(hash, |h| h.id == id && h.is_unused()) else { return };
-        let (head, _) = entry.remove();
-        keep_spare(&mut self.spare_heads, head);
+        if let Ok(entry) = self.heads.find_entry(hash, |h| h.id == id && h.is_unused()) {
+            entry.remove();
+        }
     }
 
     /// K8, K13, K17 for one lock `txn` held, found by its head's id in one probe: drops the
     /// hold, grants what that unblocks, clears the writer `txn` named there (as exclusive
     /// holder), and drops the head if that left it unused.
     fn release_held(&mut self, txn: TxnId, lock: HeldLock, writers: &WriterCounts) {
-        let Table { heads, spare_heads, .. } = self;
-        let Ok(mut entry) = heads.find_entry(lock.hash, |h| h.id == lock.head) else { return };
+        let Ok(mut entry) = self.heads.find_entry(lock.hash, |h| h.id == lock.head) else { return };
         let head = entry.get_mut();
         head.release_writer(txn, lock.hash, writers);
         head.release(txn);
         if head.is_unused() {
-            let (head, _) = entry.remove();
-            keep_spare(spare_heads, head);
+            entry.remove();
         }
-    }
-}
-
-/// Keeps an emptied head for reuse (K13). Only a head that owns memory is worth keeping:
-/// moving an inline one in and out of the spares costs more than making it afresh.
-fn keep_spare(spares: &mut Vec<LockHead>, head: LockHead) {
-    let owns = head.key.spilled() || head.holders.spilled() || head.queue.0.is_some();
-    if owns && spares.len() < SPARES {
-        spares.push(head);
     }
 }
 
@@ -709,8 +677,8 @@ struct LockHead {
     /// Unique within the shard; held-lock entries name the head by it.
     id: u64,
     tree: u32,
-    /// In the head up to `INLINE_KEY` bytes; a longer key's memory stays with a spare head
-    /// (K13).
+    /// In the head up to `INLINE_KEY` bytes; a longer key is allocated with the head and freed
+    /// with it (K13).
     key: SmallVec<[u8; INLINE_KEY]>,
     /// Pairwise compatible, one entry per transaction (K2); the first two in the head.
     holders: SmallVec<[Holder; 2]>,
