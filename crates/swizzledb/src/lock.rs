@@ -481,24 +481,27 @@ struct HeldLock {
 /// Key bytes a lock head holds in itself (K13); longer keys live on the heap.
 const INLINE_KEY: usize = 24;
 
-/// The lock heads of one shard (all fields protected by the shard mutex).
+/// The lock heads of one shard (all fields protected by the shard mutex). With the mutex it
+/// fills one cache line (K13): every request takes the mutex and reads `heads`' header, and
+/// counts itself, so a second line here would move between the cores with the first.
 struct Table {
-    /// The manager's name hash: the table rehashes its heads with it as it grows (a head does
-    /// not keep its hash, K13).
-    hash: NameHash,
     /// The heads in use, stored in the table itself and found by name hash (K1: one per name;
     /// names whose hashes are equal are told apart by tree and key). A request finds its head's
     /// name, holders and queue in the slot the hash leads to, with no pointer to follow for a
-    /// key of up to `INLINE_KEY` bytes or up to two holders (K13).
+    /// key of up to `INLINE_KEY` bytes or up to two holders (K13). The table rehashes its heads
+    /// with the manager's name hash as it grows (a head does not keep its hash).
     heads: HashTable<LockHead>,
     /// Identifier for the next head created in this shard.
     next_id: u64,
-    stats: LockStats,
+    /// [`LockStats::requests`] of this shard.
+    requests: u64,
+    /// The other counters, which only requests that wait or fail move: out of the line.
+    rare: Box<LockStats>,
 }
 
 impl Table {
-    fn new(hash: NameHash) -> Table {
-        Table { hash, heads: HashTable::new(), next_id: 0, stats: LockStats::default() }
+    fn new() -> Table {
+        Table { heads: HashTable::new(), next_id: 0, requests: 0, rare: Box::default() }
     }
 
     fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
@@ -519,9 +522,10 @@ impl Table {
         self.heads.find_mut(hash, |h| h.tree == tree && *h.key == *key)
     }
 
-    /// The head of `(tree, key)`, made in its slot if not in use.
-    fn find_or_make(&mut self, hash: u64, tree: u32, key: &[u8]) -> &mut LockHead {
-        let Table { hash: name_hash, heads, next_id, .. } = self;
+    /// The head of `(tree, key)`, made in its slot if not in use; `name_hash` is the manager's
+    /// (the table rehashes with it as it grows).
+    fn find_or_make(&mut self, name_hash: NameHash, hash: u64, tree: u32, key: &[u8]) -> &mut LockHead {
+        let Table { heads, next_id, .. } = self;
         match heads.entry(hash, |h| h.tree == tree && *h.key == *key, |h| name_hash(h.tree, &h.key)) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(v) => {
@@ -925,7 +929,7 @@ impl LockManager {
     fn with_hash(shards: usize, hash: NameHash) -> LockManager {
         let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
         LockManager {
-            shards: (0..n).map(|_| Shard { table: Mutex::new(Table::new(hash)) }).collect(),
+            shards: (0..n).map(|_| Shard { table: Mutex::new(Table::new()) }).collect(),
             txns: (0..n).map(|_| TxnShard { txns: Mutex::new(TxnTable::default()) }).collect(),
             mask: n - 1,
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
@@ -1280,7 +1284,8 @@ impl LockManager {
     pub fn stats(&self) -> LockStats {
         let mut sum = LockStats::default();
         for s in self.shards.iter() {
-            sum.add(&s.table.lock().stats);
+            let table = s.table.lock();
+            sum.add(&LockStats { requests: table.requests, ..*table.rare });
         }
         sum
     }
@@ -1493,15 +1498,15 @@ impl LockManager {
         }
         let hash = (self.hash)(tree, key);
         let mut table = self.shards[self.shard_of(hash)].table.lock();
-        table.stats.requests += 1;
-        let head = table.find_or_make(hash, tree, key);
+        table.requests += 1;
+        let head = table.find_or_make(self.hash, hash, tree, key);
         let id = head.id;
         let held = HeldLock { hash, head: id };
         let decision = head.request(txn, mode, wait.is_some(), self.policy);
         let named = writer.is_some()
             && matches!(decision, Decision::AlreadyHeld | Decision::Granted { .. })
             && head.name_writer(txn, hash, &self.writers);
-        let stats = &mut table.stats;
+        let stats = &mut *table.rare;
         let (slot, upgrade) = match decision {
             Decision::AlreadyHeld | Decision::Granted { upgrade: true } => {
                 drop(table);
@@ -1585,7 +1590,7 @@ impl LockManager {
                     head.cancel(txn);
                 }
                 table.remove_if_unused(hash, id);
-                table.stats.timeouts += 1;
+                table.rare.timeouts += 1;
                 drop(table);
                 if detect {
                     self.set_waiting(txn, None);
@@ -1602,7 +1607,7 @@ impl LockManager {
         let mut named = false;
         if outcome.is_err() {
             table.remove_if_unused(hash, id);
-            table.stats.deadlocks += 1;
+            table.rare.deadlocks += 1;
         } else if let (Some(_), Some(head)) = (writer, table.head_mut(hash, id)) {
             named = head.name_writer(txn, hash, &self.writers);
         }
@@ -1715,6 +1720,36 @@ mod tests {
     fn k13_a_lock_head_is_two_cache_lines() {
         assert_eq!(std::mem::size_of::<LockHead>(), 128);
         assert_eq!(std::mem::align_of::<LockHead>(), 64);
+    }
+
+    #[test]
+    fn k13_a_shard_with_its_mutex_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Shard>(), 64);
+        assert_eq!(std::mem::align_of::<Shard>(), 64);
+    }
+
+    #[test]
+    fn rare_counters_add_up_with_the_requests_across_shards() {
+        // Detection: a request that waits and times out.
+        let lm = LockManager::new(4);
+        lm.lock(t(1), 1, b"a", X).unwrap();
+        lm.lock(t(1), 1, b"b", X).unwrap();
+        assert!(!lm.try_lock(t(2), 1, b"a", X).unwrap());
+        // (From another thread: a wait for a transaction of one's own thread is a deadlock, K23.)
+        let e = std::thread::scope(|s| {
+            s.spawn(|| lm.lock_timeout(t(2), 1, b"b", X, Duration::from_millis(1)).unwrap_err())
+                .join()
+                .unwrap()
+        });
+        assert!(matches!(e, LockError::Timeout { .. }), "{e:?}");
+        assert_eq!(lm.stats(), LockStats { requests: 4, waits: 1, conflicts: 0, deadlocks: 0, timeouts: 1 });
+        check(&lm);
+        // Wait-die: a younger request dies.
+        let lm = manager();
+        lm.lock(t(1), 1, b"a", X).unwrap();
+        assert!(matches!(lm.lock(t(2), 1, b"a", S), Err(LockError::Conflict { .. })));
+        assert_eq!(lm.stats(), LockStats { requests: 2, waits: 0, conflicts: 1, deadlocks: 0, timeouts: 0 });
+        check(&lm);
     }
 
     #[test]
