@@ -1,10 +1,10 @@
 //! Lock manager micro-benchmark:
 //!
 //! * `txn_20_locks/<threads>`: transactions of 20 exclusive record locks on random 8-byte keys
-//!   (no two transactions ever want one key), then `release_all`, from 1, 2 and 4 threads on the
-//!   engine's 64 shards; the figure is per lock, its release included. With no conflicts, what
-//!   a second thread adds per lock is the lock table's cache lines moving between the cores
-//!   (LOCKS.md K13; `docs/isolation.md`).
+//!   (no two transactions ever want one key), then `release_all`, from 1, 2 and 4 threads on
+//!   the engine's shards (`ENGINE_SHARDS`); the figure is per lock, its release included. With
+//!   no conflicts, what a second thread adds per lock is the lock table's cache lines moving
+//!   between the cores (LOCKS.md K13; `docs/isolation.md`).
 //!
 //! Run: `cargo bench -p swizzledb-benches --bench lock` (criterion's own options go after
 //! `--`).
@@ -13,7 +13,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::{Duration, Instant};
-use swizzledb::lock::{LockManager, LockMode, TxnId};
+use swizzledb::lock::{LockManager, LockMode, TxnId, ENGINE_SHARDS};
 
 /// Locks per transaction (about what a TPC-C transaction takes).
 const LOCKS: u64 = 20;
@@ -51,7 +51,7 @@ fn txn_locks(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.measurement_time(Duration::from_secs(3));
     for threads in [1u64, 2, 4] {
-        let lm = LockManager::new(64);
+        let lm = LockManager::new(ENGINE_SHARDS);
         let mut round = 0;
         g.bench_function(BenchmarkId::from_parameter(threads), |b| {
             b.iter_custom(|iters| {

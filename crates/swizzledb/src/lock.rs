@@ -39,7 +39,7 @@
 //! # Ok::<(), LockError>(())
 //! ```
 
-use hashbrown::hash_table::{Entry, HashTable};
+use hashbrown::hash_table::HashTable;
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
@@ -82,6 +82,10 @@ const DETECT_BUDGET: usize = 10_000;
 
 /// The most shards a [`LockManager`] uses; larger requests are capped.
 pub const MAX_SHARDS: usize = 1 << 12;
+
+/// The shards of an engine's lock manager: many more than the locks its threads hold at a
+/// time, so that most shards hold at most one head, in the shard itself (K13). 192 KiB.
+pub const ENGINE_SHARDS: usize = 1 << 10;
 
 /// How the manager keeps transactions out of deadlocks (K6, K7, K23).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -388,7 +392,8 @@ pub(crate) fn thread_tag() -> u64 {
     TAG.with(|t| *t)
 }
 
-/// One shard of the lock table, on its own cache line.
+/// One shard of the lock table: its mutex and table on one cache line, its first head on the next
+/// two (K13).
 #[repr(align(64))]
 struct Shard {
     table: Mutex<Table>,
@@ -401,7 +406,7 @@ struct TxnShard {
 }
 
 /// The transactions of one shard. A shard serves the lanes of a few threads (one with the
-/// engine's 64 shards), each of which runs one transaction at a time, so the first transaction
+/// engine's 64 transaction shards), each of which runs one transaction at a time, so the first transaction
 /// to arrive is kept in `first` and found with one comparison; the others, in the map.
 #[derive(Default)]
 struct TxnTable {
@@ -481,15 +486,17 @@ struct HeldLock {
 /// Key bytes a lock head holds in itself (K13); longer keys live on the heap.
 const INLINE_KEY: usize = 24;
 
-/// The lock heads of one shard (all fields protected by the shard mutex). With the mutex it
-/// fills one cache line (K13): every request takes the mutex and reads `heads`' header, and
-/// counts itself, so a second line here would move between the cores with the first.
+/// The lock heads of one shard (all fields protected by the shard mutex). The mutex and the
+/// fields before `first` fill the shard's first cache line; `first` follows on the next two
+/// (K13). With the engine's shards outnumbering the locks held at a time, most shards hold at
+/// most one head, so a request touches its shard's lines alone: lines that no other core
+/// wrote unless it used a lock of the same shard.
+#[repr(C)]
 struct Table {
-    /// The heads in use, stored in the table itself and found by name hash (K1: one per name;
-    /// names whose hashes are equal are told apart by tree and key). A request finds its head's
-    /// name, holders and queue in the slot the hash leads to, with no pointer to follow for a
-    /// key of up to `INLINE_KEY` bytes or up to two holders (K13). The table rehashes its heads
-    /// with the manager's name hash as it grows (a head does not keep its hash).
+    /// The heads in use beyond `first`, stored in the table itself and found by name hash (K1:
+    /// one per name; names whose hashes are equal are told apart by tree and key). The table
+    /// rehashes its heads with the manager's name hash as it grows (a head does not keep its
+    /// hash). Allocates nothing while empty.
     heads: HashTable<LockHead>,
     /// Identifier for the next head created in this shard.
     next_id: u64,
@@ -497,47 +504,98 @@ struct Table {
     requests: u64,
     /// The other counters, which only requests that wait or fail move: out of the line.
     rare: Box<LockStats>,
+    /// A head in the shard itself: a new head goes here when it is free, else into `heads`. A
+    /// request finds its head's name, holders and queue here or in the slot its hash leads to,
+    /// with no pointer to follow for a key of up to `INLINE_KEY` bytes or up to two holders.
+    first: Option<LockHead>,
 }
 
 impl Table {
     fn new() -> Table {
-        Table { heads: HashTable::new(), next_id: 0, requests: 0, rare: Box::default() }
+        Table { heads: HashTable::new(), next_id: 0, requests: 0, rare: Box::default(), first: None }
+    }
+
+    /// Every head in use.
+    fn iter(&self) -> impl Iterator<Item = &LockHead> {
+        self.first.iter().chain(self.heads.iter())
+    }
+
+    /// How many heads are in use.
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.heads.len()
     }
 
     fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
+        if self.first.as_ref().is_some_and(|h| h.id == id) {
+            return self.first.as_mut();
+        }
+        if self.heads.is_empty() {
+            return None;
+        }
         self.heads.find_mut(hash, |h| h.id == id)
     }
 
     fn head(&self, hash: u64, id: u64) -> Option<&LockHead> {
-        self.heads.find(hash, |h| h.id == id)
+        match &self.first {
+            Some(h) if h.id == id => Some(h),
+            _ if self.heads.is_empty() => None,
+            _ => self.heads.find(hash, |h| h.id == id),
+        }
     }
 
     /// The head of `(tree, key)`, if in use.
     fn find(&self, hash: u64, tree: u32, key: &[u8]) -> Option<&LockHead> {
-        self.heads.find(hash, |h| h.tree == tree && *h.key == *key)
+        match &self.first {
+            Some(h) if h.tree == tree && *h.key == *key => Some(h),
+            _ if self.heads.is_empty() => None,
+            _ => self.heads.find(hash, |h| h.tree == tree && *h.key == *key),
+        }
     }
 
     /// The head of `(tree, key)`, if in use.
     fn find_mut(&mut self, hash: u64, tree: u32, key: &[u8]) -> Option<&mut LockHead> {
+        if self.first.as_ref().is_some_and(|h| h.tree == tree && *h.key == *key) {
+            return self.first.as_mut();
+        }
+        if self.heads.is_empty() {
+            return None;
+        }
         self.heads.find_mut(hash, |h| h.tree == tree && *h.key == *key)
     }
 
-    /// The head of `(tree, key)`, made in its slot if not in use; `name_hash` is the manager's
-    /// (the table rehashes with it as it grows).
+    /// The head of `(tree, key)`, made in `first` or in its slot if not in use; `name_hash` is
+    /// the manager's (the table rehashes with it as it grows).
     fn find_or_make(&mut self, name_hash: NameHash, hash: u64, tree: u32, key: &[u8]) -> &mut LockHead {
-        let Table { heads, next_id, .. } = self;
-        match heads.entry(hash, |h| h.tree == tree && *h.key == *key, |h| name_hash(h.tree, &h.key)) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(v) => {
-                let head = LockHead::new(*next_id, tree, key);
-                *next_id += 1;
-                v.insert(head).into_mut()
-            }
+        let named = |h: &LockHead| h.tree == tree && *h.key == *key;
+        if self.first.as_ref().is_some_and(named) {
+            return self.first.as_mut().expect("matched above");
+        }
+        // (Found twice in the rare case of a second head in use: a head returned from a
+        // conditional borrow would keep `heads` borrowed below.)
+        if !self.heads.is_empty() && self.heads.find(hash, named).is_some() {
+            return self.heads.find_mut(hash, named).expect("found above");
+        }
+        let head = LockHead::new(self.next_id, tree, key);
+        self.next_id += 1;
+        match &mut self.first {
+            None => self.first.insert(head),
+            Some(_) => self.heads.insert_unique(hash, head, |h| name_hash(h.tree, &h.key)).into_mut(),
         }
     }
 
     /// Drops the head if nobody holds or waits for it (K13).
     fn remove_if_unused(&mut self, hash: u64, id: u64) {
+        if let Some(h) = &self.first {
+            if h.id == id {
+                if h.is_unused() {
+                    self.first = None;
+                }
+                return;
+            }
+        }
+        if self.heads.is_empty() {
+            return;
+        }
         if let Ok(entry) = self.heads.find_entry(hash, |h| h.id == id && h.is_unused()) {
             entry.remove();
         }
@@ -547,11 +605,24 @@ impl Table {
     /// hold, grants what that unblocks, clears the writer `txn` named there (as exclusive
     /// holder), and drops the head if that left it unused.
     fn release_held(&mut self, txn: TxnId, lock: HeldLock, writers: &WriterCounts) {
+        let release = |head: &mut LockHead| {
+            head.release_writer(txn, lock.hash, writers);
+            head.release(txn);
+            head.is_unused()
+        };
+        if let Some(head) = &mut self.first {
+            if head.id == lock.head {
+                if release(head) {
+                    self.first = None;
+                }
+                return;
+            }
+        }
+        if self.heads.is_empty() {
+            return;
+        }
         let Ok(mut entry) = self.heads.find_entry(lock.hash, |h| h.id == lock.head) else { return };
-        let head = entry.get_mut();
-        head.release_writer(txn, lock.hash, writers);
-        head.release(txn);
-        if head.is_unused() {
+        if release(entry.get_mut()) {
             entry.remove();
         }
     }
@@ -674,9 +745,8 @@ enum Decision {
 }
 
 /// One lock: its name, its holders and its queue of waiting requests. All fields are
-/// protected by the shard mutex. Two cache lines, aligned to them (K13): a lookup that finds
-/// its head in the table loads one pair of lines.
-#[repr(align(64))]
+/// protected by the shard mutex. At most two cache lines (K13): a shard's `first` head fills
+/// the two lines after the shard's first.
 struct LockHead {
     /// Unique within the shard; held-lock entries name the head by it.
     id: u64,
@@ -930,7 +1000,10 @@ impl LockManager {
         let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
         LockManager {
             shards: (0..n).map(|_| Shard { table: Mutex::new(Table::new()) }).collect(),
-            txns: (0..n).map(|_| TxnShard { txns: Mutex::new(TxnTable::default()) }).collect(),
+            // (Transactions shard by their lane: more shards than lanes would stay unused.)
+            txns: (0..n.min(1 << LANE_BITS))
+                .map(|_| TxnShard { txns: Mutex::new(TxnTable::default()) })
+                .collect(),
             mask: n - 1,
             wait_timeout: DEFAULT_WAIT_TIMEOUT,
             policy: DeadlockPolicy::default(),
@@ -1276,7 +1349,7 @@ impl LockManager {
     /// How many locks are in use (held or waited for) right now (K13).
     #[must_use]
     pub fn lock_count(&self) -> usize {
-        self.shards.iter().map(|s| s.table.lock().heads.len()).sum()
+        self.shards.iter().map(|s| s.table.lock().len()).sum()
     }
 
     /// The counters, summed over the shards.
@@ -1300,13 +1373,13 @@ impl LockManager {
         let mut holds: FxHashMap<TxnId, Vec<(u64, u64)>> = FxHashMap::default();
         for (s, shard) in self.shards.iter().enumerate() {
             let table = shard.table.lock();
-            for head in &table.heads {
+            for head in table.iter() {
                 let hash = (self.hash)(head.tree, &head.key);
                 if self.shard_of(hash) != s {
                     return Err(format!("K1: lock (tree {}) is filed under another hash", head.tree));
                 }
                 let named = |o: &&LockHead| o.tree == head.tree && o.key == head.key;
-                if table.heads.iter().filter(named).count() > 1 {
+                if table.iter().filter(named).count() > 1 {
                     return Err(format!("K1: lock (tree {}) has two heads", head.tree));
                 }
                 if table.head(hash, head.id).map(|h| h.id) != Some(head.id) {
@@ -1717,15 +1790,57 @@ mod tests {
     }
 
     #[test]
-    fn k13_a_lock_head_is_two_cache_lines() {
-        assert_eq!(std::mem::size_of::<LockHead>(), 128);
-        assert_eq!(std::mem::align_of::<LockHead>(), 64);
+    fn k13_a_lock_head_is_at_most_two_cache_lines() {
+        assert!(std::mem::size_of::<LockHead>() <= 128, "{}", std::mem::size_of::<LockHead>());
+        assert_eq!(std::mem::size_of::<Option<LockHead>>(), std::mem::size_of::<LockHead>());
     }
 
     #[test]
-    fn k13_a_shard_with_its_mutex_is_one_cache_line() {
-        assert_eq!(std::mem::size_of::<Shard>(), 64);
+    fn k13_a_shard_is_its_mutex_and_table_on_one_line_then_its_first_head() {
+        assert_eq!(std::mem::size_of::<Shard>(), 192);
         assert_eq!(std::mem::align_of::<Shard>(), 64);
+        let shard = Shard { table: Mutex::new(Table::new()) };
+        let table = shard.table.lock();
+        let at = |field: usize| field - std::ptr::from_ref(&shard) as usize;
+        assert_eq!(
+            at(std::ptr::from_ref(&table.first) as usize),
+            64,
+            "the first head starts the second line"
+        );
+        assert!(at(std::ptr::from_ref(&table.rare) as usize) < 64, "the counters are on the mutex's line");
+        assert!(at(std::ptr::from_ref(&table.heads) as usize) < 64);
+    }
+
+    #[test]
+    fn k13_heads_beyond_the_first_go_to_the_table_and_either_is_found_and_dropped() {
+        // One shard: every lock shares it, so the first head is in `first`, the rest in `heads`.
+        let lm = LockManager::new(1).with_wait_timeout(HANG_GUARD);
+        for (i, k) in [b"a", b"b", b"c"].iter().enumerate() {
+            lm.lock(t(i as u64 + 1), 1, *k, X).unwrap();
+        }
+        assert_eq!(lm.lock_count(), 3);
+        {
+            let table = lm.shards[0].table.lock();
+            assert_eq!(table.first.as_ref().map(|h| &h.key[..]), Some(&b"a"[..]));
+            assert_eq!(table.heads.len(), 2);
+        }
+        // A conflicting request finds each head wherever it is.
+        for k in [b"a", b"b", b"c"] {
+            assert!(!lm.try_lock(t(9), 1, k, S).unwrap());
+        }
+        check(&lm);
+        // Dropping the first head frees `first`; the next new head goes there.
+        lm.release_all(t(1));
+        assert!(lm.shards[0].table.lock().first.is_none());
+        lm.lock(t(4), 1, b"d", X).unwrap();
+        assert_eq!(lm.shards[0].table.lock().first.as_ref().map(|h| &h.key[..]), Some(&b"d"[..]));
+        assert!(!lm.try_lock(t(9), 1, b"d", S).unwrap());
+        check(&lm);
+        for n in [2, 3, 4] {
+            lm.release_all(t(n));
+        }
+        assert_eq!(lm.lock_count(), 0);
+        check(&lm);
     }
 
     #[test]

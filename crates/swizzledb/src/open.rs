@@ -246,8 +246,9 @@ impl Builder {
             .then(|| Arc::new(cleaner::Shared::new(self.cleaner, self.cleaner_every, self.log_bound())));
         // K17, K21: a database with record locks keeps versions, so that reads outside
         // transactions and read-only transactions take no lock and wait for no writer.
-        let record_locks = (self.locking == Locking::On)
-            .then(|| Arc::new(lock::LockManager::new(64).with_deadlock_policy(self.deadlock_policy)));
+        let record_locks = (self.locking == Locking::On).then(|| {
+            Arc::new(lock::LockManager::new(lock::ENGINE_SHARDS).with_deadlock_policy(self.deadlock_policy))
+        });
         let versions = record_locks.as_ref().map(|locks| {
             Arc::new(crate::versions::Versions::new(
                 self.version_memory.unwrap_or(crate::versions::DEFAULT_VERSION_MEMORY),
