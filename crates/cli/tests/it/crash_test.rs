@@ -117,13 +117,25 @@ fn kills_with_the_decoupled_cleaner_lose_nothing() {
     // reach the cleaner's trigger (three quarters of the smallest bound, 64 KiB). Under the
     // test suite's own load twenty runs have committed a tenth of what they commit alone, and
     // then the few replays may find every copy as new as its changes; so up to three tries,
-    // each checked, until a replay has written a page.
+    // each checked, until a replay has written a page. Runs of up to 400 ms, as in the default
+    // configuration's test: with 150 ms, three tries under a release build and a profiler on
+    // both cores once left the cleaner without a round.
     let mut found = BTreeMap::new();
     for _ in 0..3 {
         found = crash_test(
             "crash-decoupled-cleaner",
             20,
-            &["--max-log-kib", "64", "--log-segment-kib", "16", "--log-archive", "--cleaner", "decoupled"],
+            &[
+                "--max-log-kib",
+                "64",
+                "--log-segment-kib",
+                "16",
+                "--log-archive",
+                "--cleaner",
+                "decoupled",
+                "--max-run-ms",
+                "400",
+            ],
         );
         if found["cleaner_rounds"] > 0 && found["cleaner_pages"] > 0 {
             break;
