@@ -109,6 +109,11 @@ fn kills_with_decoupled_checkpoints_lose_nothing() {
     assert!(found["checkpoints"] > 0, "no checkpoint ran: {found:?}");
 }
 
+/// The decoupled cleaner (R20) over the log archive, with a log bound of 64 KiB in 16 KiB
+/// segments, so that it runs within the first kills.
+const DECOUPLED_SMALL_LOG: &[&str] =
+    &["--max-log-kib", "64", "--log-segment-kib", "16", "--log-archive", "--cleaner", "decoupled"];
+
 /// R20: the writer runs the decoupled cleaner (archive replays onto the file, decoupled
 /// checkpoints) while it is killed; restart and the checker lose nothing.
 #[test]
@@ -125,17 +130,7 @@ fn kills_with_the_decoupled_cleaner_lose_nothing() {
         found = crash_test(
             "crash-decoupled-cleaner",
             20,
-            &[
-                "--max-log-kib",
-                "64",
-                "--log-segment-kib",
-                "16",
-                "--log-archive",
-                "--cleaner",
-                "decoupled",
-                "--max-run-ms",
-                "400",
-            ],
+            &[DECOUPLED_SMALL_LOG, &["--max-run-ms", "400"]].concat(),
         );
         if found["cleaner_rounds"] > 0 && found["cleaner_pages"] > 0 {
             break;
@@ -151,18 +146,7 @@ fn kills_with_write_elision_lose_nothing() {
     crash_test(
         "crash-write-elision",
         10,
-        &[
-            "--max-log-kib",
-            "64",
-            "--log-segment-kib",
-            "16",
-            "--log-archive",
-            "--cleaner",
-            "decoupled",
-            "--write-elision",
-            "--pool-kib",
-            "128",
-        ],
+        &[DECOUPLED_SMALL_LOG, &["--write-elision", "--pool-kib", "128"]].concat(),
     );
 }
 
