@@ -406,8 +406,9 @@ struct TxnShard {
 }
 
 /// The transactions of one shard. A shard serves the lanes of a few threads (one with the
-/// engine's 64 transaction shards), each of which runs one transaction at a time, so the first transaction
-/// to arrive is kept in `first` and found with one comparison; the others, in the map.
+/// engine's 64 transaction shards), each of which runs one transaction at a time, so the first
+/// transaction to arrive is kept in `first` and found with one comparison; the others, in the
+/// map.
 #[derive(Default)]
 struct TxnTable {
     first: Option<(TxnId, TxnLocks)>,
