@@ -526,106 +526,95 @@ impl Table {
         usize::from(self.first.is_some()) + self.heads.len()
     }
 
-    fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
-        if self.first.as_ref().is_some_and(|h| h.id == id) {
+    /// The head in use that `is` picks: `first`, or found by `hash` in `heads`.
+    fn find_by(&self, hash: u64, is: impl Fn(&LockHead) -> bool) -> Option<&LockHead> {
+        match &self.first {
+            Some(h) if is(h) => Some(h),
+            _ if self.heads.is_empty() => None,
+            _ => self.heads.find(hash, is),
+        }
+    }
+
+    /// [`Table::find_by`], for changing the head.
+    fn find_by_mut(&mut self, hash: u64, is: impl Fn(&LockHead) -> bool) -> Option<&mut LockHead> {
+        if self.first.as_ref().is_some_and(&is) {
             return self.first.as_mut();
         }
         if self.heads.is_empty() {
             return None;
         }
-        self.heads.find_mut(hash, |h| h.id == id)
+        self.heads.find_mut(hash, is)
+    }
+
+    fn head_mut(&mut self, hash: u64, id: u64) -> Option<&mut LockHead> {
+        self.find_by_mut(hash, |h| h.id == id)
     }
 
     fn head(&self, hash: u64, id: u64) -> Option<&LockHead> {
-        match &self.first {
-            Some(h) if h.id == id => Some(h),
-            _ if self.heads.is_empty() => None,
-            _ => self.heads.find(hash, |h| h.id == id),
-        }
+        self.find_by(hash, |h| h.id == id)
     }
 
     /// The head of `(tree, key)`, if in use.
     fn find(&self, hash: u64, tree: u32, key: &[u8]) -> Option<&LockHead> {
-        match &self.first {
-            Some(h) if h.tree == tree && *h.key == *key => Some(h),
-            _ if self.heads.is_empty() => None,
-            _ => self.heads.find(hash, |h| h.tree == tree && *h.key == *key),
-        }
+        self.find_by(hash, |h| h.tree == tree && *h.key == *key)
     }
 
     /// The head of `(tree, key)`, if in use.
     fn find_mut(&mut self, hash: u64, tree: u32, key: &[u8]) -> Option<&mut LockHead> {
-        if self.first.as_ref().is_some_and(|h| h.tree == tree && *h.key == *key) {
-            return self.first.as_mut();
-        }
-        if self.heads.is_empty() {
-            return None;
-        }
-        self.heads.find_mut(hash, |h| h.tree == tree && *h.key == *key)
+        self.find_by_mut(hash, |h| h.tree == tree && *h.key == *key)
     }
 
     /// The head of `(tree, key)`, made in `first` or in its slot if not in use; `name_hash` is
     /// the manager's (the table rehashes with it as it grows).
     fn find_or_make(&mut self, name_hash: NameHash, hash: u64, tree: u32, key: &[u8]) -> &mut LockHead {
         let named = |h: &LockHead| h.tree == tree && *h.key == *key;
-        if self.first.as_ref().is_some_and(named) {
-            return self.first.as_mut().expect("matched above");
-        }
-        // (Found twice in the rare case of a second head in use: a head returned from a
-        // conditional borrow would keep `heads` borrowed below.)
-        if !self.heads.is_empty() && self.heads.find(hash, named).is_some() {
-            return self.heads.find_mut(hash, named).expect("found above");
+        // (Found twice when in use, most locks being new: a head returned from a conditional
+        // borrow would keep the table borrowed below.)
+        if self.find_by(hash, named).is_some() {
+            return self.find_by_mut(hash, named).expect("found above");
         }
         let head = LockHead::new(self.next_id, tree, key);
         self.next_id += 1;
-        match &mut self.first {
-            None => self.first.insert(head),
-            Some(_) => self.heads.insert_unique(hash, head, |h| name_hash(h.tree, &h.key)).into_mut(),
+        if self.first.is_none() {
+            self.first.insert(head)
+        } else {
+            self.heads.insert_unique(hash, head, |h| name_hash(h.tree, &h.key)).into_mut()
+        }
+    }
+
+    /// Applies `change` to the head `id` names, then drops the head if nobody holds or waits
+    /// for it (K13); one look-up for both.
+    fn change_then_drop_if_unused(&mut self, hash: u64, id: u64, change: impl FnOnce(&mut LockHead)) {
+        if let Some(head) = self.first.as_mut().filter(|h| h.id == id) {
+            change(head);
+            if head.is_unused() {
+                self.first = None;
+            }
+            return;
+        }
+        if self.heads.is_empty() {
+            return;
+        }
+        let Ok(mut entry) = self.heads.find_entry(hash, |h| h.id == id) else { return };
+        change(entry.get_mut());
+        if entry.get().is_unused() {
+            entry.remove();
         }
     }
 
     /// Drops the head if nobody holds or waits for it (K13).
     fn remove_if_unused(&mut self, hash: u64, id: u64) {
-        if let Some(h) = &self.first {
-            if h.id == id {
-                if h.is_unused() {
-                    self.first = None;
-                }
-                return;
-            }
-        }
-        if self.heads.is_empty() {
-            return;
-        }
-        if let Ok(entry) = self.heads.find_entry(hash, |h| h.id == id && h.is_unused()) {
-            entry.remove();
-        }
+        self.change_then_drop_if_unused(hash, id, |_| {});
     }
 
     /// K8, K13, K17 for one lock `txn` held, found by its head's id in one probe: drops the
     /// hold, grants what that unblocks, clears the writer `txn` named there (as exclusive
     /// holder), and drops the head if that left it unused.
     fn release_held(&mut self, txn: TxnId, lock: HeldLock, writers: &WriterCounts) {
-        let release = |head: &mut LockHead| {
+        self.change_then_drop_if_unused(lock.hash, lock.head, |head| {
             head.release_writer(txn, lock.hash, writers);
             head.release(txn);
-            head.is_unused()
-        };
-        if let Some(head) = &mut self.first {
-            if head.id == lock.head {
-                if release(head) {
-                    self.first = None;
-                }
-                return;
-            }
-        }
-        if self.heads.is_empty() {
-            return;
-        }
-        let Ok(mut entry) = self.heads.find_entry(lock.hash, |h| h.id == lock.head) else { return };
-        if release(entry.get_mut()) {
-            entry.remove();
-        }
+        });
     }
 }
 
