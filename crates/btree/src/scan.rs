@@ -799,6 +799,53 @@ impl Overlaid<'_> {
         (key, value)
     }
 
+    /// T27 for record `k` (value `v`) that one half read: what the overlay makes of it and of
+    /// the stretch that half passed before it. Kept as the tree holds it with nothing in the
+    /// stretch, it goes to `f` in place, if `f` is there (`Some`, no copy); otherwise both are
+    /// gathered on the half's side, in key order (`None`).
+    fn take<R, F: FnOnce(&[u8], &[u8]) -> R>(
+        &mut self,
+        forward: bool,
+        k: &[u8],
+        v: &[u8],
+        f: &mut Option<F>,
+    ) -> Result<Option<R>> {
+        let rebuilt = self.overlay.rebuild(k, v)?;
+        let between = if forward {
+            self.overlay.between(as_ref(&self.front_pos), Bound::Excluded(k))?
+        } else {
+            self.overlay.between(Bound::Excluded(k), as_ref(&self.back_pos))?
+        };
+        pass(if forward { &mut self.front_pos } else { &mut self.back_pos }, k);
+        if between.is_empty() && matches!(rebuilt, Rebuilt::Keep) {
+            if let Some(f) = f.take() {
+                return Ok(Some(f(k, v)));
+            }
+        }
+        let record = match rebuilt {
+            Rebuilt::Keep => Some(Overlaid::copy(&mut self.spare, k, v)),
+            Rebuilt::Hide => None,
+            Rebuilt::Value(new) => {
+                let (mut key, spare_value) = self.spare.pop().unwrap_or_default();
+                key.extend_from_slice(k);
+                self.recycle((Vec::new(), spare_value));
+                Some((key, new))
+            }
+        };
+        if forward {
+            self.front.extend(between);
+            self.front.extend(record);
+        } else {
+            for e in between.into_iter().rev() {
+                self.back.push_front(e);
+            }
+            if let Some(r) = record {
+                self.back.push_front(r);
+            }
+        }
+        Ok(None)
+    }
+
     /// Keeps a record's buffers, emptied, for the next copy.
     fn recycle(&mut self, (mut key, mut value): Entry) {
         if self.spare.len() < SPARE_ENTRIES {
@@ -863,7 +910,7 @@ impl RangeIter<'_> {
     /// instead of copied into two new vectors.
     pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         if self.overlay.is_some() {
-            return self.next_overlaid(true).map(|r| r.map(|e| self.give_with(e, f)));
+            return self.next_overlaid_with(true, f, |s, e, f| s.give_with(e, f));
         }
         if self.done || self.left == 0 {
             self.finish();
@@ -884,7 +931,7 @@ impl RangeIter<'_> {
     /// to `f` as borrowed key and value.
     pub fn next_back_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
         if self.overlay.is_some() {
-            return self.next_overlaid(false).map(|r| r.map(|e| self.give_with(e, f)));
+            return self.next_overlaid_with(false, f, |s, e, f| s.give_with(e, f));
         }
         if self.done || self.left == 0 {
             self.finish();
@@ -910,103 +957,104 @@ impl RangeIter<'_> {
         r
     }
 
-    /// T27: the next record from the front (`forward`) or the back, rebuilt by the overlay.
-    fn next_overlaid(&mut self, forward: bool) -> Option<Result<Entry>> {
-        if self.left == 0 {
-            return None;
-        }
+    /// T27: the next record from the front (`forward`) or the back, rebuilt by the overlay: one
+    /// gathered before goes to `gathered` (with `f`), else the tree's next record from that end
+    /// goes to `f` in place when the overlay keeps it and finds nothing in the stretch before
+    /// it (a scan then copies what one without an overlay copies).
+    fn next_overlaid_with<R, F: FnOnce(&[u8], &[u8]) -> R>(
+        &mut self,
+        forward: bool,
+        f: F,
+        gathered: impl FnOnce(&mut Self, Entry, F) -> R,
+    ) -> Option<Result<R>> {
+        let mut f = Some(f);
         loop {
-            let o = self.overlay.as_mut().expect("an overlaid scan");
-            let taken = if forward {
-                o.front.pop_front().or_else(|| o.tree_done.then(|| o.middle.pop_front()).flatten())
-            } else {
-                o.back.pop_back().or_else(|| o.tree_done.then(|| o.middle.pop_back()).flatten())
-            };
-            let taken = taken.or_else(|| {
-                // Once the tree is read, the other half's run is what is left on this side.
-                o.tree_done.then(|| if forward { o.back.pop_front() } else { o.front.pop_back() }).flatten()
-            });
-            if let Some(e) = taken {
-                self.left -= 1;
-                return Some(Ok(e));
-            }
-            if o.tree_done {
+            if self.left == 0 {
                 return None;
             }
-            if let Err(e) = self.gather(forward) {
-                self.overlay.as_mut().expect("an overlaid scan").tree_done = true;
-                self.finish();
-                return Some(Err(e));
+            if let Some(e) = self.take_gathered(forward) {
+                self.left -= 1;
+                let f = f.take().expect("f runs once");
+                return Some(Ok(gathered(self, e, f)));
+            }
+            if self.overlay.as_ref().expect("an overlaid scan").tree_done {
+                return None;
+            }
+            match self.gather(forward, &mut f) {
+                Ok(Some(r)) => {
+                    self.left -= 1;
+                    return Some(Ok(r));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.overlay.as_mut().expect("an overlaid scan").tree_done = true;
+                    self.finish();
+                    return Some(Err(e));
+                }
             }
         }
     }
 
-    /// T27: reads the tree's next record from one end (with no gate) and gathers, in order, what
-    /// the overlay makes of the stretch the end passed and of the record; when the tree has no
-    /// record left between the halves, gathers the stretch between them and ends the tree part.
-    fn gather(&mut self, forward: bool) -> Result<()> {
-        let spare = &mut self.overlay.as_mut().expect("an overlaid scan").spare;
-        let read = if forward {
-            let (back, front) = (&self.back_last, &mut self.front_last);
-            self.fwd.next_with(usize::MAX, |k, v| {
-                if back.as_deref().is_some_and(|b| k >= b) {
-                    return None;
-                }
-                remember(front, k);
-                Some(Overlaid::copy(spare, k, v))
+    /// T27: the next record from one end as an owned entry ([`Iterator::next`]); a gathered
+    /// record is owned already.
+    fn next_overlaid(&mut self, forward: bool) -> Option<Result<Entry>> {
+        self.next_overlaid_with(forward, |k, v| (k.to_vec(), v.to_vec()), |_, e, _| e)
+    }
+
+    /// T27: the next record gathered for this end, in key order: the end's own run, then, once
+    /// the tree is read, the stretch between the halves and the other half's run.
+    fn take_gathered(&mut self, forward: bool) -> Option<Entry> {
+        let o = self.overlay.as_mut().expect("an overlaid scan");
+        if forward {
+            o.front.pop_front().or_else(|| {
+                o.tree_done.then(|| o.middle.pop_front().or_else(|| o.back.pop_front())).flatten()
             })
         } else {
-            let (front, back) = (&self.front_last, &mut self.back_last);
-            self.bwd.next_with(usize::MAX, |k, v| {
-                if front.as_deref().is_some_and(|f| k <= f) {
+            o.back
+                .pop_back()
+                .or_else(|| o.tree_done.then(|| o.middle.pop_back().or_else(|| o.front.pop_back())).flatten())
+        }
+    }
+
+    /// T27: reads the tree's next record from one end (with no gate) and asks the overlay about
+    /// it and about the stretch the end passed before it. A record the overlay keeps, with
+    /// nothing in that stretch, goes to `f` in place if `f` is there (`Ok(Some)`); otherwise
+    /// what the overlay made of both is gathered, in order (`Ok(None)`). When the tree has no
+    /// record left between the halves, gathers the stretch between them and ends the tree part.
+    fn gather<R, F: FnOnce(&[u8], &[u8]) -> R>(
+        &mut self,
+        forward: bool,
+        f: &mut Option<F>,
+    ) -> Result<Option<R>> {
+        let RangeIter { fwd, bwd, front_last, back_last, overlay, .. } = self;
+        let o = overlay.as_mut().expect("an overlaid scan");
+        let read = if forward {
+            fwd.next_with(usize::MAX, |k, v| {
+                if back_last.as_deref().is_some_and(|b| k >= b) {
                     return None;
                 }
-                remember(back, k);
-                Some(Overlaid::copy(spare, k, v))
+                remember(front_last, k);
+                Some(o.take(true, k, v, f))
+            })
+        } else {
+            bwd.next_with(usize::MAX, |k, v| {
+                if front_last.as_deref().is_some_and(|l| k <= l) {
+                    return None;
+                }
+                remember(back_last, k);
+                Some(o.take(false, k, v, f))
             })
         };
-        let o = self.overlay.as_mut().expect("an overlaid scan");
         match read {
-            Some(Err(e)) => Err(e),
+            Some(Err(e)) | Some(Ok(Some(Err(e)))) => Err(e),
+            Some(Ok(Some(Ok(given)))) => Ok(given),
             None | Some(Ok(None)) => {
                 let between = o.overlay.between(as_ref(&o.front_pos), as_ref(&o.back_pos))?;
                 o.middle.extend(between);
                 o.tree_done = true;
                 self.fwd.stop();
                 self.bwd.stop();
-                Ok(())
-            }
-            Some(Ok(Some((k, v)))) => {
-                let rebuilt = o.overlay.rebuild(&k, &v)?;
-                let between = if forward {
-                    o.overlay.between(as_ref(&o.front_pos), Bound::Excluded(&k))?
-                } else {
-                    o.overlay.between(Bound::Excluded(&k), as_ref(&o.back_pos))?
-                };
-                pass(if forward { &mut o.front_pos } else { &mut o.back_pos }, &k);
-                let record = match rebuilt {
-                    Rebuilt::Keep => Some((k, v)),
-                    Rebuilt::Hide => {
-                        o.recycle((k, v));
-                        None
-                    }
-                    Rebuilt::Value(new) => {
-                        o.recycle((Vec::new(), v));
-                        Some((k, new))
-                    }
-                };
-                if forward {
-                    o.front.extend(between);
-                    o.front.extend(record);
-                } else {
-                    for e in between.into_iter().rev() {
-                        o.back.push_front(e);
-                    }
-                    if let Some(r) = record {
-                        o.back.push_front(r);
-                    }
-                }
-                Ok(())
+                Ok(None)
             }
         }
     }
