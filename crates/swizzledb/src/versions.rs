@@ -804,7 +804,9 @@ fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 
 impl Snapshot<'_> {
     /// Whether the snapshot was ended for memory (K20): what it reads since may be wrong, and
-    /// the caller must fail the read.
+    /// the caller must fail the read. Asked after every read at a snapshot: inlined, a slot's
+    /// load and a comparison.
+    #[inline]
     pub(crate) fn too_old(&self) -> bool {
         match self.slot {
             Some(s) => self.versions.slots[s].0.load(SeqCst) == TOO_OLD,
