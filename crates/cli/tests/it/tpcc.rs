@@ -70,6 +70,39 @@ fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
     scratch.assert_only_out_left();
 }
 
+/// `--transactions N`: every measurement runs exactly N transactions on each thread (the same
+/// work from run to run, for instruction counts), whatever `--duration` says, and the caption
+/// says so.
+#[test]
+fn bench_tpcc_transactions_fixes_the_work_of_each_measurement() {
+    let scratch = Scratch::new("tpcc-transactions");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["bench", "tpcc", "--warehouses", "1", "--threads", "1,2", "--repeat", "2"])
+        .args(["--transactions", "150", "--duration", "3"])
+        .args(["--items", "2000", "--customers", "300"])
+        .args(["--modes", "swizzling", "--logging", "off", "--locking", "on"])
+        .arg("--dir")
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("150 transactions per thread per measurement"), "{stdout}");
+    let table = Table::read(&out.join("tpcc.csv"));
+    assert_eq!(table.rows.len(), 4, "2 thread counts x 2 repetitions");
+    for r in &table.rows {
+        let threads: u64 = r[table.col("threads")].parse().unwrap();
+        let total: u64 = r[table.col("transactions")].parse().unwrap();
+        let seconds: f64 = r[table.col("seconds")].parse().unwrap();
+        assert_eq!(total, 150 * threads, "{r:?}");
+        assert!(seconds < 3.0, "the run waited for --duration: {r:?}");
+    }
+    scratch.assert_only_out_left();
+}
+
 /// `--optimistic on,off` beside traditional mode: the swizzling database runs with optimistic
 /// descents on and off, traditional mode once, as `off` (it always couples latches), and every
 /// row says which in its last column.
@@ -141,8 +174,10 @@ fn bench_tpcc_bad_input_exits_2_and_writes_nothing() {
     let scratch = Scratch::new("tpcc-bad");
     let out = scratch.0.join("out");
     let out_arg = out.to_str().unwrap();
-    let bads: [&[&str]; 10] = [
+    let bads: [&[&str]; 12] = [
         &["--warehouses", "0", "--out", out_arg],
+        &["--transactions", "0", "--out", out_arg],
+        &["--transactions", "many", "--out", out_arg],
         &["--committed-reads", "maybe", "--out", out_arg],
         &["--items", "99", "--out", out_arg],
         &["--customers", "29", "--out", out_arg],

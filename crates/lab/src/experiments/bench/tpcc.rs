@@ -42,6 +42,11 @@ pub struct TpccArgs {
     /// transaction. Matters only with --locking on (docs/tpcc.md)
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     committed_reads: bool,
+    /// Transactions each thread runs per measurement, in place of --duration (which then only
+    /// sizes the pool): the same work in every run, for counting instructions per transaction
+    /// under callgrind (docs/isolation.md). Throughput is still measured over the time taken
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    transactions: Option<u64>,
     #[command(flatten)]
     options: WorkloadOptions,
 }
@@ -60,9 +65,18 @@ pub fn run(args: &TpccArgs) -> Result<ExitCode, Box<dyn Error>> {
         committed_reads: args.committed_reads,
         ..TpccConfig::standard(args.warehouses)
     };
-    let plan = args.options.plan(TpccPlan { engines: dedup(&engines), config });
+    let plan =
+        args.options.plan(TpccPlan { engines: dedup(&engines), config, transactions: args.transactions });
     plan.validate().map_err(usage)?;
     experiment::execute(&Tpcc(plan), args.options.out.as_deref())
+}
+
+/// How long a measurement runs: its seconds, or its transactions per thread (`--transactions`).
+fn per_measurement(p: &BenchPlan) -> String {
+    match p.workload.transactions {
+        Some(n) => format!("{n} transactions per thread"),
+        None => format!("{} s", p.duration.as_secs_f64()),
+    }
 }
 
 /// `bench tpcc` as an experiment.
@@ -85,10 +99,10 @@ impl Experiment for Tpcc {
         let p = &self.0;
         if p.workload.engines == [EngineName::SwizzleDb] {
             return format!(
-                "TPC-C: {} warehouses, pool {} MiB per database, {} s per measurement, {} repetitions",
+                "TPC-C: {} warehouses, pool {} MiB per database, {} per measurement, {} repetitions",
                 p.workload.config.warehouses,
                 p.pool() >> 20,
-                p.duration.as_secs_f64(),
+                per_measurement(p),
                 p.repeat
             );
         }
@@ -100,11 +114,11 @@ impl Experiment for Tpcc {
             memory.push(format!("LMDB map {} MiB", p.lmdb_map_bytes() >> 20));
         }
         format!(
-            "TPC-C on {}: {} warehouses, {}, {} s per measurement, {} repetitions",
+            "TPC-C on {}: {} warehouses, {}, {} per measurement, {} repetitions",
             p.workload.engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
             p.workload.config.warehouses,
             memory.join(", "),
-            p.duration.as_secs_f64(),
+            per_measurement(p),
             p.repeat
         )
     }

@@ -28,6 +28,11 @@ pub struct TpccPlan {
     pub engines: Vec<EngineName>,
     /// The scale.
     pub config: TpccConfig,
+    /// Transactions each thread runs per measurement, in place of the plan's duration (which
+    /// then only sizes the pool): a fixed amount of work, the same from run to run, for counts
+    /// of instructions per transaction (`valgrind --tool=callgrind`, docs/isolation.md).
+    /// `None`: measurements last the plan's duration.
+    pub transactions: Option<u64>,
 }
 
 impl bench::OnEngines for TpccPlan {
@@ -216,7 +221,9 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 let log_before = db.log_bytes_appended();
                 let locks_before = db.lock_counts();
                 let cpu_before = crate::support::cpu::process_cpu_secs();
-                let m = db.run(&tpcc, threads, Until::Elapsed(plan.duration))?;
+                let until =
+                    plan.workload.transactions.map_or(Until::Elapsed(plan.duration), Until::Operations);
+                let m = db.run(&tpcc, threads, until)?;
                 let cpu_seconds = crate::support::cpu::secs_since(cpu_before);
                 let log_bytes = db.log_bytes_appended().zip(log_before).map(|(a, b)| a - b);
                 let locks = db.lock_counts().zip(locks_before).map(|(a, b)| (a.0 - b.0, a.1 - b.1));
@@ -498,7 +505,11 @@ mod tests {
     #[test]
     fn a_plan_without_optimistic_settings_is_refused() {
         let plan = BenchPlan {
-            workload: TpccPlan { engines: vec![EngineName::SwizzleDb], config: TpccConfig::standard(1) },
+            workload: TpccPlan {
+                engines: vec![EngineName::SwizzleDb],
+                config: TpccConfig::standard(1),
+                transactions: None,
+            },
             threads: vec![1],
             duration: Duration::from_secs(1),
             repeat: 1,

@@ -106,6 +106,7 @@ pub fn plan(args: &Fig14Args) -> Result<Fig14, Usage> {
                 committed_reads: false,
                 ..TpccConfig::standard(args.warehouses)
             },
+            transactions: None,
         },
         threads,
         duration: Duration::from_secs_f64(args.duration),
