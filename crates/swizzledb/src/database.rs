@@ -85,6 +85,39 @@ impl Database {
         ReadTransaction::new(self.snapshot_reads.as_ref())
     }
 
+    /// Begins a read-only transaction at **read committed** (LOCKS.md K25): each point read
+    /// sees the newest committed value when it runs, each range read the database as
+    /// committed when that range read began; none sees an uncommitted change, waits for a
+    /// writer or makes one wait. Unlike [`Database::begin_read`] it holds no snapshot between
+    /// its reads, so writers keep no versions for it (a range read keeps its own snapshot
+    /// while it runs), and it never fails with [`Error::SnapshotTooOld`]. **The anomaly it
+    /// allows:** two reads may see different committed states — a transfer committed between
+    /// them shows in the second read and not in the first, so a sum over several reads may be
+    /// off. Use it where each read stands alone (TPC-C's Stock-Level asks no more).
+    ///
+    /// On an unlogged database the trees' own writes record no versions and are seen at once,
+    /// as by `begin_read` (K21); with locking off its reads return what the tree holds.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = swizzledb::Database::builder().create(dir.path().join("db.swz"))?;
+    /// let tree = db.create_tree("accounts")?;
+    /// tree.upsert(b"alice", b"10")?;
+    /// let reads = db.begin_read_committed();
+    /// let mut tx = db.begin();
+    /// tx.put(&tree, b"alice", b"20")?;
+    /// // Uncommitted: not seen, and not waited for.
+    /// assert_eq!(reads.get(&tree, b"alice")?.as_deref(), Some(&b"10"[..]));
+    /// tx.commit()?;
+    /// // Committed before this read began: seen.
+    /// assert_eq!(reads.get(&tree, b"alice")?.as_deref(), Some(&b"20"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn begin_read_committed(&self) -> ReadTransaction<'_> {
+        ReadTransaction::read_committed(self.snapshot_reads.as_ref())
+    }
+
     /// The figures of the versions snapshot reads keep (LOCKS.md K20); `None` on a database
     /// that keeps none (locking off).
     #[must_use]

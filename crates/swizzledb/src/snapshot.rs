@@ -108,6 +108,35 @@ impl SnapshotReads {
         })
     }
 
+    /// `f` on the newest committed value of `key` in `tree` (K18, K25): read without a snapshot
+    /// where the key's writer settles it ([`SnapshotReads::read_now`]), else at a snapshot
+    /// taken now, a fresh one each time one is ended for memory (K20). Plain reads of a logged
+    /// database's tree handles and the reads of a read-committed transaction.
+    ///
+    /// # Errors
+    /// The tree's errors.
+    pub(crate) fn get_committed_with<R>(
+        &self,
+        tree: &swizzledb_btree::Tree,
+        key: &[u8],
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> Result<R, swizzledb_btree::TreeError> {
+        let mut f = Some(f);
+        match self.read_now(tree, key, |v| f.take().expect("f runs once")(v))? {
+            Some(Read::Done(r)) => return Ok(r),
+            Some(Read::Rebuilt(v)) => return Ok(f.take().expect("f has not run")(v.as_deref())),
+            Some(Read::TooOld) | None => {}
+        }
+        loop {
+            let s = self.versions.snapshot();
+            match self.read(&s, tree, key, false, |v| f.take().expect("f runs once")(v))? {
+                Read::Done(r) => return Ok(r),
+                Read::Rebuilt(v) => return Ok(f.take().expect("f has not run")(v.as_deref())),
+                Read::TooOld => {}
+            }
+        }
+    }
+
     /// `f` on the value of `key` in `tree` that `snap` sees ([`SnapshotReads::read`], strict):
     /// the reads of read-only and snapshot-isolation transactions.
     ///

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::instant::PendingRedo;
 
-use crate::snapshot::{Read, SnapshotReads, SnapshotRef};
+use crate::snapshot::{SnapshotReads, SnapshotRef};
 use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, TreeError, TreeShape};
 
 /// A named tree of a [`Database`](crate::Database), from [`Database::create_tree`],
@@ -82,24 +82,8 @@ impl Tree {
     /// As [`Tree::get`].
     pub fn get_with<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
         match &self.snap {
-            Some(snap) if snap.ready() => {
-                let mut f = Some(f);
-                // K18: the newest committed value, without a snapshot where that can be told.
-                match snap.read_now(&self.inner, key, |v| f.take().expect("f runs once")(v))? {
-                    Some(Read::Done(r)) => return Ok(r),
-                    Some(Read::Rebuilt(v)) => return Ok(f.take().expect("f has not run")(v.as_deref())),
-                    Some(Read::TooOld) | None => {}
-                }
-                loop {
-                    // K20: a snapshot ended for memory is replaced by a fresh one.
-                    let s = snap.versions.snapshot();
-                    match snap.read(&s, &self.inner, key, false, |v| f.take().expect("f runs once")(v))? {
-                        Read::Done(r) => return Ok(r),
-                        Read::Rebuilt(v) => return Ok(f.take().expect("f has not run")(v.as_deref())),
-                        Read::TooOld => {}
-                    }
-                }
-            }
+            // K18: the newest committed value, without a snapshot where that can be told.
+            Some(snap) if snap.ready() => snap.get_committed_with(&self.inner, key, f),
             _ => self.inner.get_with(key, f),
         }
     }

@@ -604,50 +604,78 @@ impl std::fmt::Debug for TxnRevRange<'_> {
     }
 }
 
-/// A read-only transaction: every read sees the database as committed when it began — a
-/// snapshot (LOCKS.md K18) — and never waits for a writer, nor makes a writer wait. From
-/// [`Database::begin_read`](crate::Database::begin_read).
+/// A read-only transaction: it never waits for a writer, nor makes a writer wait. From
+/// [`Database::begin_read`](crate::Database::begin_read), every read sees the database as
+/// committed when the transaction began — a snapshot (LOCKS.md K18). From
+/// [`Database::begin_read_committed`](crate::Database::begin_read_committed), each read sees
+/// what was committed when that read began: a point read the newest committed value, a range
+/// read the database as committed when the range read began (K25).
 ///
 /// On a database that keeps no versions (locking off) there is nothing to isolate from: its
 /// reads return what the tree holds when they run, as that database's plain reads do. On an
 /// unlogged database, writes outside transactions record no versions: every snapshot sees them
 /// at once (LOCKS.md K21).
 pub struct ReadTransaction<'db> {
-    snap: Option<(&'db SnapshotReads, Snapshot<'db>)>,
+    /// The database's snapshot reads (`None`: it keeps no versions).
+    reads: Option<&'db SnapshotReads>,
+    /// The snapshot every read uses; `None` at read committed, where each read takes its own
+    /// only if it needs one (K25).
+    snap: Option<Snapshot<'db>>,
 }
 
 impl<'db> ReadTransaction<'db> {
+    /// A transaction at a snapshot taken now (`begin_read`).
     pub(crate) fn new(reads: Option<&'db SnapshotReads>) -> ReadTransaction<'db> {
-        ReadTransaction { snap: reads.map(|r| (r, r.versions.snapshot())) }
+        ReadTransaction { reads, snap: reads.map(|r| r.versions.snapshot()) }
     }
 
-    /// The value of `key` in `tree` as committed when the transaction began.
+    /// A transaction at read committed (`begin_read_committed`): no snapshot of its own.
+    pub(crate) fn read_committed(reads: Option<&'db SnapshotReads>) -> ReadTransaction<'db> {
+        ReadTransaction { reads, snap: None }
+    }
+
+    /// The value of `key` in `tree`: as committed when the transaction began (`begin_read`), or
+    /// the newest committed one (`begin_read_committed`).
     ///
     /// # Errors
-    /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the snapshot was ended for
-    /// memory (K20); I/O errors or corruption; a closed database or dropped tree.
+    /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the transaction's snapshot was
+    /// ended for memory (K20; a read-committed transaction never gets it); I/O errors or
+    /// corruption; a closed database or dropped tree.
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_with(tree, key, |v| v.map(<[u8]>::to_vec))
     }
 
-    /// Calls `f` with the value of `key` in `tree` as committed when the transaction began.
-    /// `f` must not call into the database.
+    /// Calls `f` with the value of `key` in `tree` that [`ReadTransaction::get`] returns. `f`
+    /// must not call into the database.
     ///
     /// # Errors
     /// As [`ReadTransaction::get`].
     pub fn get_with<R>(&self, tree: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
-        match &self.snap {
-            None => Ok(tree.inner.get_with(key, f)?),
+        match (self.reads, &self.snap) {
             // K21: while instant restart rolls losers back, their keys are waited for.
-            Some((reads, _)) if !reads.ready() => Ok(tree.inner.get_with(key, f)?),
-            Some((reads, snap)) => reads.get_with(snap, &tree.inner, key, f),
+            (Some(reads), _) if !reads.ready() => Ok(tree.inner.get_with(key, f)?),
+            (Some(reads), Some(snap)) => reads.get_with(snap, &tree.inner, key, f),
+            // K25: the newest committed value, at a snapshot of its own only where needed.
+            (Some(reads), None) => Ok(reads.get_committed_with(&tree.inner, key, f)?),
+            (None, _) => Ok(tree.inner.get_with(key, f)?),
         }
+    }
+
+    /// The snapshot a range read reads at: the transaction's, or at read committed one taken
+    /// now for the range read alone (K25); `None` when the tree is read as it is.
+    fn range_snapshot(&self) -> Option<(&'db SnapshotReads, SnapshotRef<'_>)> {
+        let reads = self.reads.filter(|r| r.ready())?;
+        Some(match &self.snap {
+            Some(snap) => (reads, SnapshotRef::Borrowed(snap)),
+            None => (reads, SnapshotRef::Owned(reads.versions.snapshot())),
+        })
     }
 }
 
 impl ReadTransaction<'_> {
     /// The records of `tree` with keys between `start` and `end`, in key order, as committed
-    /// when the transaction began; double-ended as [`Tree::range`](crate::Tree::range). An item
+    /// when the transaction began (`begin_read`) or when this range read began
+    /// (`begin_read_committed`); double-ended as [`Tree::range`](crate::Tree::range). An item
     /// is [`TreeError::Transaction`](crate::TreeError::Transaction) holding
     /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the snapshot was ended for
     /// memory (K20).
@@ -657,11 +685,9 @@ impl ReadTransaction<'_> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> swizzledb_btree::RangeIter<'t> {
-        match &self.snap {
-            Some((reads, snap)) if reads.ready() => {
-                reads.range(SnapshotRef::Borrowed(snap), &tree.inner, start, end)
-            }
-            _ => tree.inner.range(start, end),
+        match self.range_snapshot() {
+            Some((reads, snap)) => reads.range(snap, &tree.inner, start, end),
+            None => tree.inner.range(start, end),
         }
     }
 
@@ -672,11 +698,9 @@ impl ReadTransaction<'_> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> swizzledb_btree::RevRangeIter<'t> {
-        match &self.snap {
-            Some((reads, snap)) if reads.ready() => {
-                reads.range_rev(SnapshotRef::Borrowed(snap), &tree.inner, start, end)
-            }
-            _ => tree.inner.range_rev(start, end),
+        match self.range_snapshot() {
+            Some((reads, snap)) => reads.range_rev(snap, &tree.inner, start, end),
+            None => tree.inner.range_rev(start, end),
         }
     }
 
@@ -690,6 +714,6 @@ impl ReadTransaction<'_> {
 
 impl std::fmt::Debug for ReadTransaction<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReadTransaction").field("snapshot", &self.snap.as_ref().map(|(_, s)| s.at)).finish()
+        f.debug_struct("ReadTransaction").field("snapshot", &self.snap.as_ref().map(|s| s.at)).finish()
     }
 }

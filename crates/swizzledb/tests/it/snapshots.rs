@@ -378,6 +378,79 @@ fn k21_an_unlogged_database_keeps_versions_for_its_transactions() {
     assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
 }
 
+/// K25: a read-committed transaction sees at each read what was committed when that read began:
+/// a commit between two of its reads shows in the second (the anomaly it allows), an open
+/// transaction's changes never, and without a wait; a range read reads at its own start, also
+/// across leaves read after a later commit. It keeps no versions: writers that end while it is
+/// open leave none behind, where an open `begin_read` makes them keep their before-images.
+/// Logged and unlogged alike.
+#[test]
+fn k25_read_committed_sees_each_commit_at_its_next_read_and_keeps_no_versions() {
+    use std::ops::Bound::Unbounded;
+    const N: u32 = 2_000;
+    let v = |b: &[u8]| Some(b.to_vec());
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db_with(dir.path(), |b| b.logging(logging));
+        db.transact(|tx| {
+            for k in 0..N {
+                tx.put(&t, &key(k), b"v0")?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        let rc = db.begin_read_committed();
+        assert_eq!(rc.get(&t, &key(1)).unwrap(), v(b"v0"));
+        db.transact(|tx| tx.put(&t, &key(1), b"v1")).unwrap();
+        assert_eq!(rc.get(&t, &key(1)).unwrap(), v(b"v1"), "logging {logging}: a commit between two reads");
+        assert_eq!(db.version_stats().unwrap().bytes, 0, "logging {logging}: a writer kept versions for it");
+
+        // An open transaction's changes: not seen, not waited for.
+        let mut open = db.begin();
+        open.put(&t, &key(2), b"open").unwrap();
+        assert!(open.delete(&t, &key(3)).unwrap());
+        open.insert(&t, &key(N + 5), b"new").unwrap();
+        let (db2, t2) = (Arc::clone(&db), t.clone());
+        let (points, keys, rev_len) = on_other_thread(move || {
+            let rc = db2.begin_read_committed();
+            let points = [2, 3, N + 5].map(|k| rc.get(&t2, &key(k)).unwrap());
+            let keys: Vec<Vec<u8>> = rc.range(&t2, Unbounded, Unbounded).map(|r| r.unwrap().0).collect();
+            let rev_len = rc.range_rev(&t2, Unbounded, Unbounded).count();
+            (points, keys, rev_len)
+        });
+        assert_eq!(points, [v(b"v0"), v(b"v0"), None], "logging {logging}: the open transaction's changes");
+        assert_eq!(keys, (0..N).map(key).collect::<Vec<_>>(), "logging {logging}: the scan");
+        assert_eq!(rev_len, N as usize);
+        open.commit().unwrap();
+        assert_eq!([3, N + 5].map(|k| rc.get(&t, &key(k)).unwrap()), [None, v(b"new")], "committed now");
+
+        // A range read reads at its start: a key in a later leaf, committed while the scan is
+        // under way, keeps the value it had when the scan began.
+        let mut scan = rc.range(&t, Unbounded, Unbounded);
+        assert_eq!(scan.next().unwrap().unwrap().0, key(0));
+        db.transact(|tx| tx.put(&t, &key(N - 10), b"during")).unwrap();
+        let late = scan.find(|r| r.as_ref().unwrap().0 == key(N - 10)).unwrap().unwrap();
+        assert_eq!(late.1, b"v0", "logging {logging}: a commit during the range read");
+        drop(scan);
+        assert_eq!(rc.get(&t, &key(N - 10)).unwrap(), v(b"during"), "and the next read sees it");
+        db.transact(|tx| tx.put(&t, &key(6), b"after")).unwrap();
+        assert_eq!(
+            db.version_stats().unwrap().bytes,
+            0,
+            "logging {logging}: the scan's versions went with it"
+        );
+
+        // Against a snapshot held open: the writer that ends meanwhile keeps its version.
+        let snap = db.begin_read();
+        db.transact(|tx| tx.put(&t, &key(7), b"kept")).unwrap();
+        assert!(db.version_stats().unwrap().bytes > 0, "logging {logging}: begin_read keeps versions");
+        assert_eq!(snap.get(&t, &key(7)).unwrap(), v(b"v0"));
+        assert_eq!(rc.get(&t, &key(7)).unwrap(), v(b"kept"));
+        drop(snap);
+        drop(rc);
+    }
+}
+
 /// K22: the ordered index holds the keys transactions deleted while they had a chain, whatever
 /// the transaction did to the key first: a key updated and then deleted, by a committed
 /// transaction and by an open one, stays in an older snapshot's scans with its old value, and a
