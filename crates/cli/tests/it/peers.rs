@@ -137,11 +137,22 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
     );
     let (header, rows) = read_csv(&out.join("tpcc.csv"));
     assert_eq!(header.join(","), swizzledb_lab::workloads::tpcc::CSV_COLUMNS);
-    let last: Vec<&str> = header.iter().rev().take(8).map(String::as_str).collect();
+    let last: Vec<&str> = header.iter().rev().take(9).map(String::as_str).collect();
     assert_eq!(
         last,
-        ["committed_reads", "cpu_seconds", "cut_short", "lock_waits", "lock_requests", "io", "optimistic", "engine"],
-        "engine, optimistic, io, the lock counts, cut_short, cpu_seconds, then committed_reads end the header"
+        [
+            "stock_level_reads",
+            "committed_reads",
+            "cpu_seconds",
+            "cut_short",
+            "lock_waits",
+            "lock_requests",
+            "io",
+            "optimistic",
+            "engine"
+        ],
+        "engine, optimistic, io, the lock counts, cut_short, cpu_seconds, committed_reads, then \
+         stock_level_reads end the header"
     );
     assert!(
         rows.iter().all(|r| r[col_of(&header, "cut_short")] == "no"),

@@ -44,6 +44,7 @@ fn bench_tpcc_one_warehouse_writes_a_row_per_measurement() {
     assert_eq!(rows.len(), 4);
     for r in &rows {
         assert_eq!(r[col("experiment")], "tpcc");
+        assert_eq!(r[col("stock_level_reads")], "read-committed", "the default");
         let tx: f64 = r[col("tx_per_sec")].parse().unwrap();
         let new_orders: u64 = r[col("new_order")].parse().unwrap();
         let total: u64 = r[col("transactions")].parse().unwrap();
@@ -125,10 +126,10 @@ fn bench_tpcc_measures_optimistic_descents_on_and_off() {
     assert!(stdout.contains("optimistic") && stdout.contains("conditions 1-4 hold"), "{stdout}");
     let table = Table::read(&out.join("tpcc.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::workloads::tpcc::CSV_COLUMNS);
-    let last: Vec<&str> = table.header.iter().rev().take(4).rev().map(String::as_str).collect();
+    let last: Vec<&str> = table.header.iter().rev().take(5).rev().map(String::as_str).collect();
     assert_eq!(
         last,
-        ["lock_waits", "cut_short", "cpu_seconds", "committed_reads"],
+        ["lock_waits", "cut_short", "cpu_seconds", "committed_reads", "stock_level_reads"],
         "columns are appended, never reordered"
     );
     assert!(table.rows.iter().all(|r| r[table.col("committed_reads")] == "on"), "the default");
@@ -174,8 +175,9 @@ fn bench_tpcc_bad_input_exits_2_and_writes_nothing() {
     let scratch = Scratch::new("tpcc-bad");
     let out = scratch.0.join("out");
     let out_arg = out.to_str().unwrap();
-    let bads: [&[&str]; 12] = [
+    let bads: [&[&str]; 13] = [
         &["--warehouses", "0", "--out", out_arg],
+        &["--stock-level", "serializable", "--out", out_arg],
         &["--transactions", "0", "--out", out_arg],
         &["--transactions", "many", "--out", out_arg],
         &["--committed-reads", "maybe", "--out", out_arg],

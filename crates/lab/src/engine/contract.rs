@@ -128,6 +128,11 @@ pub trait Engine: Send + Sync {
     where
         Self: 'a;
 
+    /// A read-only transaction at read committed ([`Engine::transact_read_committed`]).
+    type CommittedTx<'a>: TxRead<Table = Self::Table>
+    where
+        Self: 'a;
+
     /// A read-write transaction ([`Engine::transact`]).
     type Tx<'a>: TxWrite<Table = Self::Table>
     where
@@ -153,6 +158,18 @@ pub trait Engine: Send + Sync {
     fn transact_read<R>(
         &self,
         body: impl FnMut(&Self::ReadTx<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError>;
+
+    /// Runs `body` as one read-only transaction at read committed: each read sees what was
+    /// committed when that read began, never an uncommitted change (SwizzleDB:
+    /// `Database::begin_read_committed`, which holds no snapshot between its reads, so writers
+    /// keep no versions for it; LMDB: its read snapshot, as [`Engine::transact_read`]).
+    ///
+    /// # Errors
+    /// As [`Engine::transact`].
+    fn transact_read_committed<R>(
+        &self,
+        body: impl FnMut(&Self::CommittedTx<'_>) -> Result<R, Abort>,
     ) -> Result<(Option<R>, u32), WorkloadError>;
 
     /// Whether the engine keeps concurrent transactions apart by itself (SwizzleDB with record

@@ -2,7 +2,7 @@
 //! for its `Transaction` itself.
 
 use std::ops::Bound::{self, Included, Unbounded};
-use swizzledb::{Database, Transaction, Tree};
+use swizzledb::{Database, ReadTransaction, Transaction, Tree};
 
 use super::contract::{Engine, EngineName, TxRead, TxWrite};
 use super::Abort;
@@ -25,6 +25,8 @@ impl Engine for Database {
 
     type ReadTx<'a> = Transaction<'a>;
 
+    type CommittedTx<'a> = ReadTransaction<'a>;
+
     type Tx<'a> = Transaction<'a>;
 
     #[inline]
@@ -44,6 +46,21 @@ impl Engine for Database {
         mut body: impl FnMut(&Transaction<'_>) -> Result<R, Abort>,
     ) -> Result<(Option<R>, u32), WorkloadError> {
         crate::workloads::txn::transact_snapshot(self, |tx| body(tx))
+    }
+
+    /// [`Database::begin_read_committed`] (LOCKS.md K25): no snapshot between its reads, no
+    /// lock, no wait, and nothing to retry.
+    #[inline]
+    fn transact_read_committed<R>(
+        &self,
+        mut body: impl FnMut(&ReadTransaction<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError> {
+        match body(&self.begin_read_committed()) {
+            Ok(r) => Ok((Some(r), 1)),
+            Err(Abort::Rollback) => Ok((None, 1)),
+            Err(Abort::Db(e)) => Err(e.into()),
+            Err(Abort::Workload(e)) => Err(e),
+        }
     }
 
     fn isolates(&self) -> bool {
@@ -232,6 +249,48 @@ impl TxRead for Transaction<'_> {
         let mut records = self.range_rev(table, start, end).limit(limit);
         while let Some(r) = records.next_with(&mut f) {
             r??;
+        }
+        Ok(())
+    }
+}
+
+/// A read-committed read-only transaction's reads (LOCKS.md K25).
+impl TxRead for ReadTransaction<'_> {
+    type Table = Tree;
+
+    #[inline]
+    fn get_with<R>(&self, table: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, Abort> {
+        Ok(ReadTransaction::get_with(self, table, key, f)?)
+    }
+
+    #[inline]
+    fn scan(
+        &self,
+        table: &Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        let mut records = self.range(table, start, end).limit(limit);
+        while let Some(r) = records.next_with(&mut f) {
+            r.map_err(swizzledb::Error::from)??;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn scan_rev(
+        &self,
+        table: &Tree,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+    ) -> Result<(), Abort> {
+        let mut records = self.range_rev(table, start, end).limit(limit);
+        while let Some(r) = records.next_with(&mut f) {
+            r.map_err(swizzledb::Error::from)??;
         }
         Ok(())
     }

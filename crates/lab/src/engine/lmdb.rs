@@ -152,6 +152,9 @@ impl Engine for Lmdb {
 
     type ReadTx<'a> = LmdbRead<'a>;
 
+    /// LMDB has no weaker read than its snapshot, which costs its writers nothing.
+    type CommittedTx<'a> = LmdbRead<'a>;
+
     type Tx<'a> = LmdbWrite<'a>;
 
     fn transact<R>(
@@ -180,6 +183,13 @@ impl Engine for Lmdb {
             Ok(r) => Ok((Some(r), 1)),
             Err(abort) => ended(abort),
         }
+    }
+
+    fn transact_read_committed<R>(
+        &self,
+        body: impl FnMut(&LmdbRead<'_>) -> Result<R, Abort>,
+    ) -> Result<(Option<R>, u32), WorkloadError> {
+        self.transact_read(body)
     }
 
     /// Always: LMDB has one writer at a time, and readers see snapshots.

@@ -114,6 +114,33 @@ fn consistent_after_run_swizzling_logging_and_locking_on_with_locking_reads() {
     );
 }
 
+/// Record locks without a log, as `bench tpcc --logging off --locking on` runs: Order-Status at
+/// snapshots and Stock-Level at read committed read through the versions of an unlogged
+/// database (LOCKS.md K21, K25).
+#[test]
+fn consistent_after_run_swizzling_unlogged_with_locking_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder()
+        .pool_bytes(64 << 20)
+        .logging(false)
+        .lab(|l| l.locking(true))
+        .create(dir.path().join("tpcc.swz"))
+        .unwrap();
+    load_run_and_verify(&db, TpccConfig::tiny(2));
+    db.close().unwrap();
+}
+
+/// Stock-Level at a snapshot of its start, where the default reads it at read committed
+/// (`TpccConfig::stock_level_read_committed`).
+#[test]
+fn consistent_after_run_swizzling_logging_and_locking_on_with_snapshot_stock_level() {
+    run_and_verify_with(
+        PoolMode::Swizzling,
+        true,
+        TpccConfig { stock_level_read_committed: false, ..TpccConfig::tiny(2) },
+    );
+}
+
 /// New-Order's committed reads (`TpccConfig::committed_reads`) take no record lock: one thread
 /// and one seed run the same transactions on two databases loaded alike, and the one that
 /// locked those reads made at least one request more per item line, warehouse and customer of

@@ -114,6 +114,9 @@ pub struct BenchRow {
     /// New-Order read the fields no transaction changes as committed reads
     /// ([`TpccConfig::committed_reads`]).
     pub committed_reads: bool,
+    /// Stock-Level read at read committed, not at a snapshot
+    /// ([`TpccConfig::stock_level_read_committed`]).
+    pub stock_level_read_committed: bool,
 }
 
 impl BenchRow {
@@ -169,7 +172,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short,cpu_seconds,committed_reads";
+load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short,cpu_seconds,committed_reads,stock_level_reads";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -244,6 +247,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     cut_short: m.cut_short,
                     cpu_seconds,
                     committed_reads: plan.workload.config.committed_reads,
+                    stock_level_read_committed: plan.workload.config.stock_level_read_committed,
                 };
                 full[i] = m.cut_short;
                 if m.cut_short && m.elapsed < plan.duration / 4 {
@@ -457,6 +461,8 @@ pub struct TpccRow {
     /// `on` if New-Order read items, `W_TAX` and `C_DISCOUNT` as committed reads, `off` if it
     /// locked them.
     pub committed_reads: &'static str,
+    /// `read-committed` or `snapshot`: how Stock-Level read.
+    pub stock_level_reads: &'static str,
 }
 
 impl TpccRow {
@@ -493,6 +499,7 @@ impl TpccRow {
             cut_short: if r.cut_short { "yes" } else { "no" },
             cpu_seconds: Some(r.cpu_seconds).filter(|c| c.is_finite()),
             committed_reads: on_off(r.committed_reads),
+            stock_level_reads: if r.stock_level_read_committed { "read-committed" } else { "snapshot" },
         }
     }
 }

@@ -41,6 +41,13 @@
 //!   versions (locking on: LOCKS.md K21, K24, as InnoDB's consistent reads) and which
 //!   commits without logging; on LMDB one write transaction (LMDB serializes writers, so no
 //!   latches are taken) or one read-only snapshot.
+//! - **Stock-Level at read committed** ([`TpccConfig::stock_level_read_committed`], on by
+//!   default): TPC-C asks only level 1 isolation of Stock-Level (clause 3.4.1: no dirty reads),
+//!   so it runs through [`Engine::transact_read_committed`] — on SwizzleDB
+//!   `Database::begin_read_committed` (LOCKS.md K25), whose reads each see what was committed
+//!   when they began and which holds no snapshot across the transaction, so the writers that
+//!   end while it runs keep no versions for it. Off: at a snapshot, as Order-Status (which
+//!   needs level 3) always reads.
 //! - **Read-only fields** ([`TpccConfig::committed_reads`], on by default): New-Order reads its
 //!   items, `W_TAX` and `C_DISCOUNT`, which no transaction changes, through
 //!   [`TxRead::get_committed_with`](crate::engine::TxRead::get_committed_with), the engine's

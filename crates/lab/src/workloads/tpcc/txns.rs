@@ -249,27 +249,42 @@ impl Tpcc {
         let d_id = w.rng.urand(1, DISTRICTS);
         let threshold = i64::from(w.rng.urand(10, 20));
         let tables = &w.tables;
-        let (_, attempts) = db.transact_read(|tx| {
-            let tb = |i| tables.tree(i);
-            let next = field(tx, tb(t::DISTRICT), &key([w_id, d_id]), &District::NEXT_O_ID)?;
-            let (from, to) = (key([w_id, d_id, next.saturating_sub(20), 0]), key([w_id, d_id, next, 0]));
-            let mut items = Vec::with_capacity(300);
-            tx.scan(tb(t::ORDER_LINE), Included(&from), Excluded(&to), usize::MAX, |_, v| {
-                check_size::<OrderLine>(v)?;
-                items.push(OrderLine::I_ID.get(v));
-                Ok(())
-            })?;
-            items.sort_unstable();
-            items.dedup();
-            let mut low = 0u32;
-            for i_id in items {
-                let quantity = field(tx, tb(t::STOCK), &key([w_id, i_id]), &Stock::QUANTITY)?;
-                low += u32::from(quantity < threshold);
-            }
-            Ok(low)
-        })?;
+        // TPC-C asks level 1 of Stock-Level (TpccConfig::stock_level_read_committed).
+        let (_, attempts) = if self.config.stock_level_read_committed {
+            db.transact_read_committed(|tx| low_stock(tx, tables, w_id, d_id, threshold))?
+        } else {
+            db.transact_read(|tx| low_stock(tx, tables, w_id, d_id, threshold))?
+        };
         Ok((true, attempts))
     }
+}
+
+/// Stock-Level's reads: the district's next order id, the items of its last twenty orders'
+/// lines, and how many of those items' stock in the warehouse is below `threshold`.
+fn low_stock<X: TxRead>(
+    tx: &X,
+    tables: &Tables<X::Table>,
+    w_id: u32,
+    d_id: u32,
+    threshold: i64,
+) -> Result<u32, Abort> {
+    let tb = |i| tables.tree(i);
+    let next = field(tx, tb(t::DISTRICT), &key([w_id, d_id]), &District::NEXT_O_ID)?;
+    let (from, to) = (key([w_id, d_id, next.saturating_sub(20), 0]), key([w_id, d_id, next, 0]));
+    let mut items = Vec::with_capacity(300);
+    tx.scan(tb(t::ORDER_LINE), Included(&from), Excluded(&to), usize::MAX, |_, v| {
+        check_size::<OrderLine>(v)?;
+        items.push(OrderLine::I_ID.get(v));
+        Ok(())
+    })?;
+    items.sort_unstable();
+    items.dedup();
+    let mut low = 0u32;
+    for i_id in items {
+        let quantity = field(tx, tb(t::STOCK), &key([w_id, i_id]), &Stock::QUANTITY)?;
+        low += u32::from(quantity < threshold);
+    }
+    Ok(low)
 }
 
 /// The customer's id: given, or the middle one of those with the last name.

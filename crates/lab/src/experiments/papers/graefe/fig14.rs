@@ -104,6 +104,8 @@ pub fn plan(args: &Fig14Args) -> Result<Fig14, Usage> {
                 customers: args.customers,
                 // Shore-MT, the paper's engine, locked every read.
                 committed_reads: false,
+                // And read Stock-Level as isolated as the rest: at a snapshot here.
+                stock_level_read_committed: false,
                 ..TpccConfig::standard(args.warehouses)
             },
             transactions: None,
