@@ -80,7 +80,7 @@ fn bench_tpcc_transactions_fixes_the_work_of_each_measurement() {
     let out = scratch.0.join("out");
     let o = Command::new(BIN)
         .args(["bench", "tpcc", "--warehouses", "1", "--threads", "1,2", "--repeat", "2"])
-        .args(["--transactions", "150", "--duration", "3"])
+        .args(["--transactions", "150", "--duration", "3", "--stock-level", "snapshot"])
         .args(["--items", "2000", "--customers", "300"])
         .args(["--modes", "swizzling", "--logging", "off", "--locking", "on"])
         .arg("--dir")
@@ -99,6 +99,7 @@ fn bench_tpcc_transactions_fixes_the_work_of_each_measurement() {
         let total: u64 = r[table.col("transactions")].parse().unwrap();
         let seconds: f64 = r[table.col("seconds")].parse().unwrap();
         assert_eq!(total, 150 * threads, "{r:?}");
+        assert_eq!(r[table.col("stock_level_reads")], "snapshot", "{r:?}");
         assert!(seconds < 3.0, "the run waited for --duration: {r:?}");
     }
     scratch.assert_only_out_left();

@@ -46,7 +46,7 @@ pub struct TpccArgs {
     /// level 1), where no snapshot is held across the transaction and writers keep no versions
     /// for it; or snapshot, at a snapshot of its start as Order-Status reads. Matters only
     /// with --locking on (docs/tpcc.md)
-    #[arg(long, default_value = "read-committed", value_parser = parse_stock_level)]
+    #[arg(long, default_value = "read-committed", value_parser = parse_stock_level, action = clap::ArgAction::Set)]
     stock_level: bool,
     /// Transactions each thread runs per measurement, in place of --duration (which then only
     /// sizes the pool): the same work in every run, for counting instructions per transaction
