@@ -14,8 +14,10 @@ use crate::workloads::WorkloadError;
 /// logging and locking the database was created with. On a logged database a read is a plain
 /// [`Tree::get_with`], as a user reads one key: with record locking it takes no lock, registers
 /// no snapshot and waits for no writer (LOCKS.md K18). A scan, and a read of an unlogged
-/// database (whose plain reads see uncommitted changes, K14), is a read-only transaction
-/// ([`Engine::transact_read`]), as LMDB's reads are.
+/// database (whose plain reads see uncommitted changes, K14), reads through
+/// [`Database::begin_read_committed`] (K25): the newest committed value, and a scan at a
+/// snapshot of its start, as LMDB's read transactions see them, without a transaction's begin
+/// and end.
 impl Engine for Database {
     type Table = Tree;
 
@@ -96,14 +98,9 @@ impl Engine for Database {
             // A plain read (LOCKS.md K18): no transaction, no snapshot, never a retry.
             return Ok((table.get_with(key, &mut f).map_err(swizzledb::Error::from)??, 1));
         }
-        // An unlogged database's plain reads see uncommitted changes (K14): a read-only
-        // transaction instead.
-        let (r, attempts) = self.transact_read(|tx| Ok(tx.get_with(table, key, &mut f)??))?;
-        // The body never asks for a rollback, so there is a result.
-        r.map(|r| (r, attempts)).ok_or_else(|| WorkloadError::Inconsistent {
-            condition: "engine",
-            detail: "a read rolled back without a reason".into(),
-        })
+        // An unlogged database's plain reads see uncommitted changes (K14): a read-committed
+        // read instead (K25), the same newest committed value without a transaction.
+        Ok((self.begin_read_committed().get_with(table, key, &mut f)??, 1))
     }
 
     #[inline]
@@ -133,15 +130,15 @@ impl Engine for Database {
         limit: usize,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<(), WorkloadError>,
     ) -> Result<u32, WorkloadError> {
-        let (_, attempts) = self.transact_read(|tx| {
-            // Lent records, and no more of a leaf copied than the scan returns (T19).
-            let mut records = tx.range(table, Included(start), Unbounded).limit(limit);
-            while let Some(r) = records.next_with(&mut f) {
-                r??;
-            }
-            Ok(())
-        })?;
-        Ok(attempts)
+        // One range read at read committed (K25): at a snapshot of its start, as a read-only
+        // transaction's, without the transaction.
+        let reads = self.begin_read_committed();
+        // Lent records, and no more of a leaf copied than the scan returns (T19).
+        let mut records = reads.range(table, Included(start), Unbounded).limit(limit);
+        while let Some(r) = records.next_with(&mut f) {
+            r.map_err(swizzledb::Error::from)??;
+        }
+        Ok(1)
     }
 
     #[inline]

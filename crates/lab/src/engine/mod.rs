@@ -18,7 +18,7 @@
 //!
 //! | engine | adapter | transactions |
 //! |---|---|---|
-//! | SwizzleDB | `impl Engine for swizzledb::Database` | [`Database::transact`], and [`Database::transact_snapshot`] for [`Engine::transact_read`]; `TxRead` and `TxWrite` are `swizzledb::Transaction` itself, so the workloads make exactly the calls they made before there were adapters |
+//! | SwizzleDB | `impl Engine for swizzledb::Database` | [`Database::transact`], [`Database::transact_snapshot`] for [`Engine::transact_read`] and [`Database::begin_read_committed`] for [`Engine::transact_read_committed`]; `TxRead` and `TxWrite` are `swizzledb::Transaction` itself, so the workloads make exactly the calls they made before there were adapters |
 //! | LMDB | [`Lmdb`] (feature `lmdb`, through heed) | one write transaction per write or [`Engine::transact`] (LMDB serializes writers), one read transaction per read, scan or [`Engine::transact_read`] |
 
 mod contract;
