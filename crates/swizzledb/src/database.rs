@@ -475,3 +475,30 @@ impl std::fmt::Debug for Database {
         f.debug_struct("Database").field("pool", &self.core.pool).finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// wal README W16: tree handles share the log and outlive the database; its close stops
+    /// the log's flusher all the same, so no thread of a closed database writes its files —
+    /// also when the database is dropped without `close`.
+    #[test]
+    fn w16_a_closed_database_runs_no_flusher_while_its_tree_handles_live() {
+        let dir = tempfile::tempdir().unwrap();
+        for close in [true, false] {
+            let db = Database::builder().create(dir.path().join(format!("db-{close}.swz"))).unwrap();
+            let tree = db.create_tree("t").unwrap();
+            tree.upsert(b"k", b"v").unwrap();
+            let log = Arc::clone(&db.core.wal.as_ref().expect("a logged database").log);
+            assert!(log.background_running());
+            if close {
+                db.close().unwrap();
+            } else {
+                drop(db);
+            }
+            assert!(!log.background_running(), "close {close}: the flusher outlived the database");
+            assert!(tree.get(b"k").is_err(), "a closed database's tree handle reads nothing");
+        }
+    }
+}

@@ -621,6 +621,9 @@ impl Core {
     /// truncates the log to it).
     pub(crate) fn close(&self) -> Result<()> {
         if let Some(wal) = &self.wal {
+            // wal README W16: tree handles share the log and may outlive the database; no
+            // thread of a closed database writes its files, whether this close succeeds or not.
+            wal.log.stop_background();
             wal.log.flush_all()?;
             // R22: no page may be left stale in the file of a cleanly closed database.
             wal.finish_restart(&self.pool)?;

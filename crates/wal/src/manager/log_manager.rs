@@ -324,7 +324,8 @@ fn list_segments(vfs: &dyn Vfs, dir: &Path, segment_bytes: u64) -> Result<Segmen
 #[derive(Debug)]
 pub struct LogManager {
     inner: Arc<Inner>,
-    flusher: Option<JoinHandle<()>>,
+    /// The background flusher, until [`LogManager::stop_background`] (W16).
+    flusher: Mutex<Option<JoinHandle<()>>>,
     closed: bool,
 }
 
@@ -478,7 +479,7 @@ impl LogManager {
                 Some(handle)
             }
         };
-        Ok(LogManager { inner, flusher, closed: false })
+        Ok(LogManager { inner, flusher: Mutex::new(flusher), closed: false })
     }
 
     /// Appends a record and returns its LSN (the byte offset of its frame, W3). The record is
@@ -703,7 +704,7 @@ impl LogManager {
     /// # Errors
     /// Those of `flush_all`.
     pub fn close(mut self) -> Result<()> {
-        self.stop_flusher();
+        self.stop_background();
         self.closed = true;
         self.trim()
     }
@@ -721,20 +722,32 @@ impl LogManager {
         self.inner.trim_tail()
     }
 
-    fn stop_flusher(&mut self) {
-        if let Some(handle) = self.flusher.take() {
+    /// Stops the background flusher and waits for it to end (W16): from then on the log
+    /// writes only when asked (`flush`, `flush_all`, a full buffer), so an owner that shares the
+    /// log with handles that may outlive it can stop every write of its own accord. A spare
+    /// segment the flusher was preparing is removed (W15). Idempotent; `close` and drop call it.
+    pub fn stop_background(&self) {
+        // Taken out first: the join happens without the mutex, and a second caller finds none.
+        let handle = self.flusher.lock().take();
+        if let Some(handle) = handle {
             *self.inner.stop.lock() = true;
             self.inner.stop_signal.notify_all();
             // The flusher never panics on I/O errors; a panic there is a bug worth surfacing.
             handle.join().expect("the log flusher thread panicked");
         }
     }
+
+    /// Whether the background flusher still runs (W16).
+    #[must_use]
+    pub fn background_running(&self) -> bool {
+        self.flusher.lock().is_some()
+    }
 }
 
 impl Drop for LogManager {
     /// Stops the flusher and flushes best-effort; use [`LogManager::close`] to see errors.
     fn drop(&mut self) {
-        self.stop_flusher();
+        self.stop_background();
         if !self.closed {
             let _ = self.inner.flush_all();
         }

@@ -356,3 +356,51 @@ fn w15_the_flusher_prepares_a_spare_ahead_of_need() {
     log.close().unwrap();
     assert_eq!(spare_files(dir.path()), 0, "W15: none left after a clean close");
 }
+
+/// W16: `stop_background` ends the flusher (and a spare it prepared stays a finished one or is
+/// removed): afterwards nothing reaches the log's files unless asked — a record appended then
+/// is not made durable by any round, whatever time passes, until `flush_all` — and a second
+/// call changes nothing.
+#[test]
+fn w16_after_stop_background_the_log_writes_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = LogManager::open(LogConfig {
+        flush_interval: Some(std::time::Duration::from_millis(1)),
+        spare_segments: 2,
+        ..small_config(dir.path())
+    })
+    .unwrap();
+    assert!(log.background_running());
+    for i in 0..6 {
+        log.append(&body(i)).unwrap();
+    }
+    // The flusher makes them durable by itself while it runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while log.durable().0 == 0 {
+        assert!(std::time::Instant::now() < deadline, "W6: no background round made anything durable");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    log.stop_background();
+    assert!(!log.background_running());
+    log.stop_background();
+    let files = |d: &std::path::Path| {
+        let mut v: Vec<(std::ffi::OsString, u64)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), e.metadata().unwrap().len())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files(dir.path());
+    let lsn = log.append(&body(7)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(log.durable() <= lsn, "W16: a round ran after stop_background");
+    assert_eq!(files(dir.path()), before, "W16: the files changed with no one asking");
+    log.flush_all().unwrap();
+    assert!(log.durable() > lsn, "a flush on request still works");
+    assert_eq!(scan_all(&log).last().map(|(l, _)| *l), Some(lsn));
+    log.close().unwrap();
+}
