@@ -225,13 +225,10 @@ impl TxRead for Transaction<'_> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         limit: usize,
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
     ) -> Result<(), Abort> {
         let mut records = self.range(table, start, end).limit(limit);
-        while let Some(r) = records.next_with(&mut f) {
-            r??;
-        }
-        Ok(())
+        lend_each(|f| records.next_with(f), f)
     }
 
     #[inline]
@@ -241,14 +238,24 @@ impl TxRead for Transaction<'_> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         limit: usize,
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
     ) -> Result<(), Abort> {
         let mut records = self.range_rev(table, start, end).limit(limit);
-        while let Some(r) = records.next_with(&mut f) {
-            r??;
-        }
-        Ok(())
+        lend_each(|f| records.next_with(f), f)
     }
+}
+
+/// Lends each record of a scan read through `next_with` (`next`) to `f`, copying none; the
+/// scan's first error, or `f`'s, ends it.
+#[inline]
+fn lend_each<E: Into<swizzledb::Error>, F: FnMut(&[u8], &[u8]) -> Result<(), Abort>>(
+    mut next: impl FnMut(&mut F) -> Option<Result<Result<(), Abort>, E>>,
+    mut f: F,
+) -> Result<(), Abort> {
+    while let Some(r) = next(&mut f) {
+        r.map_err(Into::into)??;
+    }
+    Ok(())
 }
 
 /// A read-committed read-only transaction's reads (LOCKS.md K25).
@@ -267,13 +274,10 @@ impl TxRead for ReadTransaction<'_> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         limit: usize,
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
     ) -> Result<(), Abort> {
         let mut records = self.range(table, start, end).limit(limit);
-        while let Some(r) = records.next_with(&mut f) {
-            r.map_err(swizzledb::Error::from)??;
-        }
-        Ok(())
+        lend_each(|f| records.next_with(f), f)
     }
 
     #[inline]
@@ -283,13 +287,10 @@ impl TxRead for ReadTransaction<'_> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         limit: usize,
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
+        f: impl FnMut(&[u8], &[u8]) -> Result<(), Abort>,
     ) -> Result<(), Abort> {
         let mut records = self.range_rev(table, start, end).limit(limit);
-        while let Some(r) = records.next_with(&mut f) {
-            r.map_err(swizzledb::Error::from)??;
-        }
-        Ok(())
+        lend_each(|f| records.next_with(f), f)
     }
 }
 
