@@ -90,7 +90,9 @@ impl Database {
     /// committed when that range read began; none sees an uncommitted change, waits for a
     /// writer or makes one wait. Unlike [`Database::begin_read`] it holds no snapshot between
     /// its reads, so writers keep no versions for it (a range read keeps its own snapshot
-    /// while it runs), and it never fails with [`Error::SnapshotTooOld`]. **The anomaly it
+    /// while it runs). Its point reads never fail with [`Error::SnapshotTooOld`]; a range read
+    /// can, as a plain range read can, if the versions its own snapshot keeps outgrow
+    /// [`Builder::version_memory`](crate::Builder::version_memory) while it runs. **The anomaly it
     /// allows:** two reads may see different committed states — a transfer committed between
     /// them shows in the second read and not in the first, so a sum over several reads may be
     /// off. Use it where each read stands alone (TPC-C's Stock-Level asks no more).

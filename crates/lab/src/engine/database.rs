@@ -59,9 +59,7 @@ impl Engine for Database {
     ) -> Result<(Option<R>, u32), WorkloadError> {
         match body(&self.begin_read_committed()) {
             Ok(r) => Ok((Some(r), 1)),
-            Err(Abort::Rollback) => Ok((None, 1)),
-            Err(Abort::Db(e)) => Err(e.into()),
-            Err(Abort::Workload(e)) => Err(e),
+            Err(abort) => abort.ended(),
         }
     }
 

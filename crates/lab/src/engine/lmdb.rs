@@ -169,7 +169,7 @@ impl Engine for Lmdb {
                 tx.txn.commit().map_err(|e| self.err(e))?;
                 Ok((Some(r), 1))
             }
-            Err(abort) => ended(abort),
+            Err(abort) => abort.ended(),
         }
     }
 
@@ -181,7 +181,7 @@ impl Engine for Lmdb {
         let tx = LmdbRead { txn, lmdb: self };
         match body(&tx) {
             Ok(r) => Ok((Some(r), 1)),
-            Err(abort) => ended(abort),
+            Err(abort) => abort.ended(),
         }
     }
 
@@ -323,16 +323,6 @@ impl Engine for Lmdb {
             f(k, v)?;
         }
         Ok(())
-    }
-}
-
-/// What an aborted transaction returns: `None` for a requested rollback, else the error.
-fn ended<R>(abort: Abort) -> Result<(Option<R>, u32), WorkloadError> {
-    match abort {
-        Abort::Rollback => Ok((None, 1)),
-        Abort::Workload(e) => Err(e),
-        // Only SwizzleDB's calls make these; a body may still pass one on.
-        Abort::Db(e) => Err(e.into()),
     }
 }
 

@@ -20,6 +20,18 @@ pub enum Abort {
     Rollback,
 }
 
+impl Abort {
+    /// What a transaction that stopped with `self` after one attempt returns: `None` for a
+    /// requested rollback, else the error.
+    pub(crate) fn ended<R>(self) -> Result<(Option<R>, u32), WorkloadError> {
+        match self {
+            Abort::Rollback => Ok((None, 1)),
+            Abort::Workload(e) => Err(e),
+            Abort::Db(e) => Err(e.into()),
+        }
+    }
+}
+
 impl From<swizzledb::Error> for Abort {
     fn from(e: swizzledb::Error) -> Self {
         Abort::Db(e)
