@@ -211,8 +211,10 @@ impl Database {
     }
 
     /// [`Database::transact`] under snapshot isolation ([`Database::begin_snapshot`]): each
-    /// attempt reads at a fresh snapshot, and one that fails with a refused lock or a
-    /// [`Error::WriteConflict`] is rolled back and run again.
+    /// attempt reads at a fresh snapshot, and one that fails with a refused lock, a
+    /// [`Error::WriteConflict`] or an [`Error::SnapshotTooOld`] (its snapshot was ended because
+    /// the versions it kept outgrew [`Builder::version_memory`](crate::Builder::version_memory),
+    /// LOCKS.md K20) is rolled back and run again.
     ///
     /// # Errors
     /// As [`Database::transact`].

@@ -161,7 +161,8 @@ impl Core {
     }
 
     /// [`Core::run_retrying`]; with `snapshot`, each attempt is a snapshot-isolation
-    /// transaction at a fresh snapshot (K24), retried also after a write conflict.
+    /// transaction at a fresh snapshot (K24), retried also after a write conflict and after
+    /// its snapshot was ended for memory (K20: the next attempt's snapshot is a new one).
     pub(crate) fn run_retrying_at<'a, R>(
         &'a self,
         mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
@@ -176,10 +177,7 @@ impl Core {
             tx.read_at_snapshot(snapshot);
             match op(&mut tx) {
                 Ok(r) => return tx.commit().map(|()| r),
-                Err(
-                    Error::Lock(lock::LockError::Conflict { .. } | lock::LockError::Deadlock { .. })
-                    | Error::WriteConflict { .. },
-                ) if !give_up(started.elapsed()) => {
+                Err(e) if retried(&e, snapshot.is_some()) && !give_up(started.elapsed()) => {
                     // A rollback that failed keeps the attempt's locks and its entry in the
                     // transaction table: no retry under its number then.
                     tx.abort()?;
@@ -656,5 +654,18 @@ impl Core {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether [`Core::run_retrying_at`] rolls back an attempt that failed with `e` and runs it
+/// again: a refused lock (a deadlock's victim, K23, or a death under wait-die, K6) or a write
+/// conflict (K24); with `snapshot`, also a snapshot ended for memory (K20), since the next
+/// attempt reads at a new one.
+fn retried(e: &Error, snapshot: bool) -> bool {
+    match e {
+        Error::Lock(lock::LockError::Conflict { .. } | lock::LockError::Deadlock { .. })
+        | Error::WriteConflict { .. } => true,
+        Error::SnapshotTooOld { .. } => snapshot,
+        _ => false,
     }
 }

@@ -98,6 +98,55 @@ fn k24_first_updater_wins_and_no_update_is_lost() {
     assert_eq!(common::increment_at_snapshots(&db, &t, 4, 150), 5 + 4 * 150, "an update was lost");
 }
 
+/// K20, K24: an attempt of `transact_snapshot` whose snapshot was ended for memory fails with
+/// `SnapshotTooOld` at its next read or write, and is rolled back and run again at a new
+/// snapshot, as after a write conflict; a transaction from `begin_snapshot` leaves the error to
+/// its caller.
+#[test]
+fn k20_k24_transact_snapshot_runs_again_an_attempt_whose_snapshot_was_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 64 << 10;
+    let db = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .version_memory(limit)
+        .create(dir.path().join("too-old.swz"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    t.insert(b"n", &0u64.to_be_bytes()).unwrap();
+    // Commits after a snapshot began, whose versions it keeps, past the bound (K20).
+    let churn = |round: u32| {
+        for i in 0..2000u32 {
+            t.upsert(format!("c{round}-{i:05}").as_bytes(), &[7u8; 200]).unwrap();
+        }
+    };
+
+    let mut tx = db.begin_snapshot();
+    assert_eq!(balance(&tx, &t, b"n"), 0);
+    churn(0);
+    match tx.put(&t, b"n", &1u64.to_be_bytes()) {
+        Err(Error::SnapshotTooOld { limit: l }) => assert_eq!(l, limit),
+        other => panic!("expected SnapshotTooOld, got {other:?}"),
+    }
+    tx.abort().unwrap();
+
+    let mut attempts = 0;
+    let got = db
+        .transact_snapshot(|tx| {
+            attempts += 1;
+            let n = balance(tx, &t, b"n");
+            if attempts == 1 {
+                churn(1);
+            }
+            tx.put(&t, b"n", &(n + 1).to_be_bytes())?;
+            Ok(n)
+        })
+        .unwrap();
+    assert_eq!((got, attempts), (0, 2), "the ended attempt was not run again");
+    assert_eq!(t.get(b"n").unwrap(), Some(1u64.to_be_bytes().to_vec()));
+    assert!(db.version_stats().unwrap().too_old >= 2);
+}
+
 fn balance(tx: &swizzledb::Transaction<'_>, t: &Tree, k: &[u8]) -> i64 {
     i64::from_be_bytes(tx.get(t, k).unwrap().unwrap().try_into().unwrap())
 }
