@@ -22,6 +22,7 @@ mod hostile_pages;
 mod in_memory;
 mod instant_restart;
 mod isolation;
+mod isolation_matrix;
 mod large_values;
 mod log_archive;
 mod log_damage;

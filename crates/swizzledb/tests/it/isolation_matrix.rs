@@ -1,0 +1,262 @@
+//! Every isolation level against every other, in every configuration (LOCKS.md K14–K25): in
+//! each pool mode, logged and unlogged, with the default version memory and with one small
+//! enough that snapshots are ended (K20), serializable and snapshot-isolation transactions move
+//! money between accounts and move accounts to other keys while every kind of reader sums them.
+//! The total and the number of accounts never change, so every reader that is documented to read
+//! one committed state must see them exactly; the only error a reader may meet is
+//! `SnapshotTooOld`, where K20 says it can happen.
+
+use std::ops::Bound::Unbounded;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use swizzledb::{Database, Error, PoolMode, Transaction, Tree};
+
+const ACCOUNTS: u64 = 600;
+const START: u64 = 1000;
+const TOTAL: u64 = START * ACCOUNTS;
+/// Bytes after the balance: enough that the accounts span a few dozen 4 KiB leaves, more than
+/// the small pools of the swizzling and traditional modes hold.
+const PAD: usize = 150;
+/// How long the readers run in each configuration.
+const RUN: Duration = Duration::from_millis(400);
+
+/// Accounts live at even keys at first; a move takes one to a free key, so any key of
+/// `0..2 * ACCOUNTS` may hold one.
+fn key(i: u64) -> Vec<u8> {
+    format!("k{i:06}").into_bytes()
+}
+
+/// A balance, then `PAD` bytes derived from it: a value read torn would not match.
+fn value(balance: u64) -> Vec<u8> {
+    let mut v = balance.to_be_bytes().to_vec();
+    v.resize(8 + PAD, (balance % 251) as u8);
+    v
+}
+
+fn balance(v: &[u8]) -> u64 {
+    assert_eq!(v.len(), 8 + PAD, "a value of another length");
+    let b = u64::from_be_bytes(v[..8].try_into().unwrap());
+    assert!(v[8..].iter().all(|&x| x == (b % 251) as u8), "a torn value");
+    b
+}
+
+/// `SnapshotTooOld`, also as a scan outside a transaction returns it (inside a tree error).
+fn too_old(e: &Error) -> bool {
+    match e {
+        Error::SnapshotTooOld { .. } => true,
+        Error::Tree(swizzledb::TreeError::Transaction(inner)) => {
+            inner.downcast_ref::<Error>().is_some_and(too_old)
+        }
+        _ => false,
+    }
+}
+
+/// Sum and count of the records an iterator returns, or its first error.
+fn sum<E: Into<Error>>(
+    records: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>), E>>,
+) -> Result<(u64, u64), Error> {
+    let (mut total, mut n) = (0, 0);
+    for r in records {
+        let (_, v) = r.map_err(Into::into)?;
+        total += balance(&v);
+        n += 1;
+    }
+    Ok((total, n))
+}
+
+#[derive(Default)]
+struct Counts {
+    /// Committed transfers and moves.
+    changes: AtomicU64,
+    /// Reads that saw the whole state.
+    checked: AtomicU64,
+    /// Reads that met `SnapshotTooOld`.
+    too_old: AtomicU64,
+}
+
+/// A reader sees exactly the total and the number of accounts, or (`may_end`: its snapshot can
+/// be ended for memory, K20) fails with `SnapshotTooOld`.
+fn expect_whole(what: &str, got: Result<(u64, u64), Error>, may_end: bool, counts: &Counts) {
+    match got {
+        Ok(seen) => {
+            assert_eq!(seen, (TOTAL, ACCOUNTS), "{what} saw a partial change");
+            counts.checked.fetch_add(1, Relaxed);
+        }
+        Err(e) if may_end && too_old(&e) => {
+            counts.too_old.fetch_add(1, Relaxed);
+        }
+        Err(e) => panic!("{what}: {e:?}"),
+    }
+}
+
+/// One writer's step: a transfer between two accounts, or an account moved to a free key.
+fn change(tx: &mut Transaction<'_>, t: &Tree, x: u64) -> swizzledb::Result<bool> {
+    let (i, j) = (x % (2 * ACCOUNTS), (x >> 20) % (2 * ACCOUNTS));
+    let amount = (x >> 40) % 50;
+    if i == j {
+        return Ok(false);
+    }
+    let changed = match (tx.get(t, &key(i))?, tx.get(t, &key(j))?) {
+        (Some(a), None) if (x >> 32) % 4 == 0 => {
+            tx.delete(t, &key(i))?;
+            tx.insert(t, &key(j), &value(balance(&a)))?;
+            true
+        }
+        (Some(a), Some(b)) if balance(&a) >= amount => {
+            tx.put(t, &key(i), &value(balance(&a) - amount))?;
+            tx.put(t, &key(j), &value(balance(&b) + amount))?;
+            true
+        }
+        _ => false,
+    };
+    if changed && x >> 58 == 0 {
+        return Err(Error::Aborted("rolled back on purpose".into()));
+    }
+    Ok(changed)
+}
+
+/// The `round`-th read of one reader: each kind in turn.
+fn read(round: u64, db: &Database, t: &Tree, logging: bool, counts: &Counts) {
+    match round % 6 {
+        0 => {
+            let s = db.begin_read();
+            expect_whole("begin_read's range", sum(s.range(t, Unbounded, Unbounded)), true, counts);
+            expect_whole("begin_read's range_rev", sum(s.range_rev(t, Unbounded, Unbounded)), true, counts);
+            expect_whole("begin_read's prefix scan", sum(s.scan_prefix(t, b"k")), true, counts);
+            let points = (0..2 * ACCOUNTS).try_fold((0, 0), |(total, n), i| {
+                Ok::<_, Error>(match s.get(t, &key(i))? {
+                    Some(v) => (total + balance(&v), n + 1),
+                    None => (total, n),
+                })
+            });
+            expect_whole("begin_read's point reads", points, true, counts);
+        }
+        1 => {
+            let s = db.begin_read_committed();
+            expect_whole("a read-committed range", sum(s.range(t, Unbounded, Unbounded)), true, counts);
+            // Point reads at read committed never fail with SnapshotTooOld (K25).
+            for i in 0..50 {
+                if let Some(v) = s.get(t, &key(i)).unwrap() {
+                    balance(&v);
+                }
+            }
+        }
+        // Plain scans read a snapshot where the trees' writes are transactions (K22; unlogged
+        // handles read the tree as it is, K21).
+        2 if logging => {
+            expect_whole("a plain range", sum(t.range(Unbounded, Unbounded)), true, counts);
+            expect_whole("a plain reverse prefix scan", sum(t.scan_prefix_rev(b"k")), true, counts);
+            match t.len() {
+                Ok(n) => assert_eq!(n as u64, ACCOUNTS, "len saw a partial move"),
+                Err(e) => {
+                    let e = Error::from(e);
+                    assert!(too_old(&e), "len: {e}");
+                }
+            }
+        }
+        3 => {
+            let r = db.transact(|tx| sum(tx.range(t, Unbounded, Unbounded)));
+            expect_whole("a serializable range", r, false, counts);
+        }
+        4 => {
+            // transact_snapshot runs an attempt whose snapshot ended again (K24).
+            let r = db.transact_snapshot(|tx| sum(tx.range_rev(t, Unbounded, Unbounded)));
+            expect_whole("a snapshot-isolation range", r, false, counts);
+        }
+        _ => {
+            for i in 0..100 {
+                if let Some(v) = t.get(&key(i)).unwrap() {
+                    assert!(balance(&v) <= TOTAL);
+                }
+            }
+        }
+    }
+}
+
+fn run(mode: PoolMode, logging: bool, version_memory: Option<usize>) {
+    let dir = tempfile::tempdir().unwrap();
+    let frames = if mode == PoolMode::MainMemory { 1024 } else { 24 };
+    let mut builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(frames * 4096)
+        .mode(mode)
+        .logging(logging)
+        .commit_mode(swizzledb::CommitMode::Async);
+    if let Some(bytes) = version_memory {
+        builder = builder.version_memory(bytes);
+    }
+    let db = Arc::new(builder.create(dir.path().join("matrix.swz")).unwrap());
+    let t = db.create_tree("accounts").unwrap();
+    db.transact(|tx| {
+        for i in 0..ACCOUNTS {
+            tx.insert(&t, &key(2 * i), &value(START))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let counts = Arc::new(Counts::default());
+    let context = format!("{mode:?}, logging {logging}, version memory {version_memory:?}");
+    // Two serializable writers and one under snapshot isolation, each with its own steps.
+    let writers: Vec<_> = (0..3u64)
+        .map(|w| {
+            let (db, t, stop, counts) = (Arc::clone(&db), t.clone(), Arc::clone(&stop), Arc::clone(&counts));
+            std::thread::spawn(move || {
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ (w + 1);
+                while !stop.load(Relaxed) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let step = |tx: &mut Transaction<'_>| change(tx, &t, x);
+                    let done = if w == 2 { db.transact_snapshot(step) } else { db.transact(step) };
+                    match done {
+                        Ok(true) => {
+                            counts.changes.fetch_add(1, Relaxed);
+                        }
+                        Ok(false) | Err(Error::Aborted(_)) => {}
+                        Err(e) => panic!("writer {w}: {e:?}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let other_reader = {
+        let (db, t, stop, counts) = (Arc::clone(&db), t.clone(), Arc::clone(&stop), Arc::clone(&counts));
+        std::thread::spawn(move || {
+            let mut round = 1;
+            while !stop.load(Relaxed) {
+                read(round, &db, &t, logging, &counts);
+                round += 1;
+            }
+        })
+    };
+    let started = Instant::now();
+    let mut round = 0;
+    while started.elapsed() < RUN {
+        read(round, &db, &t, logging, &counts);
+        round += 3;
+    }
+    stop.store(true, Relaxed);
+    for w in writers {
+        w.join().unwrap_or_else(|_| panic!("{context}: a writer failed"));
+    }
+    other_reader.join().unwrap_or_else(|_| panic!("{context}: a reader failed"));
+    assert_eq!(sum(t.range(Unbounded, Unbounded)).unwrap(), (TOTAL, ACCOUNTS), "{context}: at the end");
+    assert!(counts.changes.load(Relaxed) > 0 && counts.checked.load(Relaxed) > 0, "{context}: no work done");
+    // With no snapshot left, no version is kept (K19).
+    assert_eq!(db.version_stats().unwrap().bytes, 0, "{context}: versions outlived every snapshot");
+    drop(t);
+    Arc::try_unwrap(db).ok().expect("the only handle").close().unwrap();
+}
+
+#[test]
+fn k14_k25_every_reader_sees_whole_transfers_and_moves_in_every_configuration() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        for logging in [true, false] {
+            for version_memory in [None, Some(64 << 10)] {
+                run(mode, logging, version_memory);
+            }
+        }
+    }
+}
