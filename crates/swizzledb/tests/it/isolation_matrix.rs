@@ -98,7 +98,7 @@ fn change(tx: &mut Transaction<'_>, t: &Tree, x: u64) -> swizzledb::Result<bool>
         return Ok(false);
     }
     let changed = match (tx.get(t, &key(i))?, tx.get(t, &key(j))?) {
-        (Some(a), None) if (x >> 32) % 4 == 0 => {
+        (Some(a), None) if (x >> 32).is_multiple_of(4) => {
             tx.delete(t, &key(i))?;
             tx.insert(t, &key(j), &value(balance(&a)))?;
             true
@@ -247,7 +247,10 @@ fn run(mode: PoolMode, logging: bool, version_memory: Option<usize>) {
     // With no snapshot left, no version is kept (K19).
     assert_eq!(db.version_stats().unwrap().bytes, 0, "{context}: versions outlived every snapshot");
     drop(t);
-    Arc::try_unwrap(db).ok().expect("the only handle").close().unwrap();
+    match Arc::try_unwrap(db) {
+        Ok(db) => db.close().unwrap(),
+        Err(_) => panic!("{context}: a database handle outlived the threads"),
+    }
 }
 
 #[test]
