@@ -874,6 +874,10 @@ pub(crate) struct TxnLog<'a> {
     changed: Cell<bool>,
     /// During rollback: the undo-next link of the compensation record being written.
     pub(crate) compensating: Cell<Option<Lsn>>,
+    /// During rollback of a pair undone in one replace (`txn::compensate_pair`): the undo-next
+    /// link of the records after the first, which the first record's write moves into
+    /// `compensating`.
+    pub(crate) compensating_then: Cell<Option<Lsn>>,
     /// K22: the keys whose chains hold this transaction's version (its deletes).
     chained: RefCell<Vec<Key>>,
     /// The version store has the transaction's versions, or none were kept: done once.
@@ -903,6 +907,7 @@ impl<'a> TxnLog<'a> {
             own_undo: RefCell::new(UndoList::take_spare()),
             changed: Cell::new(false),
             compensating: Cell::new(None),
+            compensating_then: Cell::new(None),
             chained: RefCell::new(Vec::new()),
             retired: Cell::new(false),
             commit_with_last: Cell::new(false),
@@ -1059,6 +1064,10 @@ impl TxnLog<'_> {
         debug_assert!(self.committed_by.get().is_none(), "R2: no change after the record that committed");
         let txn = self.shared.id;
         let undo_next = self.compensating.get();
+        if let Some(then) = self.compensating_then.take() {
+            // R5: the second record of a pair's replace links past the pair.
+            self.compensating.set(Some(then));
+        }
         let page = leaf.page_id();
         // R3: the leaf holds a recovery LSN before the record exists. Its first change since it
         // was written carries no image: the file's copy is whole (the double-write area puts

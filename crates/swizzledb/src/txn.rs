@@ -471,9 +471,19 @@ impl<'db> Transaction<'db> {
         }
         // The list stays the writer's until it ends: a snapshot that must not see it reads the
         // keys not yet undone from it (K17).
-        for i in (0..self.log.undo_len()).rev() {
+        let mut i = self.log.undo_len();
+        while i > 0 {
+            i -= 1;
             let entry = self.log.undo_entry(i);
             let tree = self.db.tree_by_root(entry.tree)?;
+            if entry.old.is_none() && i > 0 {
+                let before = self.log.undo_entry(i - 1);
+                if before.old.is_some() && before.tree == entry.tree && before.key == entry.key {
+                    compensate_pair(&tree, &self.log, &entry.as_undo(), &before.as_undo())?;
+                    i -= 1;
+                    continue;
+                }
+            }
             compensate(&tree, &self.log, &entry.as_undo())?;
         }
         if logged {
@@ -497,6 +507,35 @@ pub(crate) fn compensate(tree: &EngineTree, log: &TxnLog<'_>, entry: &Undo<'_>) 
         Ok(()) | Err(TreeError::DuplicateKey) => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// R5 for the insert of a key (`insert`) whose delete (`delete`) is the change just before it:
+/// both are undone by one replace of the inserted value with the deleted one, under one leaf
+/// latch, so that the key never leaves its leaf while it is undone. (A replaced value where
+/// either value is large is logged as that pair, btree T22, and so is a delete then an insert
+/// of one key.) Undone one at a time, the key was absent between the two: a range read under
+/// next-key locks passed its gap there without asking for the key, which the rollback then put
+/// back — a record missing from a serializable scan (LOCKS.md K16). The replace's first record
+/// links to the insert's previous one (the delete), its second to the delete's, so that a
+/// crash between the two still undoes the delete; a replace of one record links past the
+/// insert only, and restart's undo of the delete then rewrites the same value.
+pub(crate) fn compensate_pair(
+    tree: &EngineTree,
+    log: &TxnLog<'_>,
+    insert: &Undo<'_>,
+    delete: &Undo<'_>,
+) -> Result<()> {
+    debug_assert!(
+        insert.old.is_none() && insert.key == delete.key,
+        "R5: a pair is an insert after a delete of its key"
+    );
+    let Some(old) = delete.old else { return compensate(tree, log, insert) };
+    log.compensating.set(Some(insert.prev));
+    log.compensating_then.set(Some(delete.prev));
+    let result = tree.put_logged(delete.key, old, true, log);
+    log.compensating.set(None);
+    log.compensating_then.set(None);
+    result.map(|_| ()).map_err(Into::into)
 }
 
 impl Drop for Transaction<'_> {
