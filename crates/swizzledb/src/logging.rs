@@ -1151,16 +1151,17 @@ pub(crate) mod test_point {
     use crate::record::{Encode, Record};
 
     #[cfg(test)]
-    pub(crate) type Hook = Box<dyn Fn(&Record) + Send + Sync>;
+    pub(crate) type Hook = std::sync::Arc<dyn Fn(&Record) + Send + Sync>;
 
     #[cfg(test)]
     pub(crate) static HOOK: parking_lot::Mutex<Option<Hook>> = parking_lot::Mutex::new(None);
 
-    /// The hook sees the record as restart would decode it.
+    /// The hook sees the record as restart would decode it. It runs without the hook's mutex
+    /// held, so that other threads append (and reach it) while it pauses one.
     #[cfg(test)]
     pub(crate) fn reached(record: &impl Encode) {
-        let hook = HOOK.lock();
-        if let Some(h) = hook.as_ref() {
+        let hook = HOOK.lock().clone();
+        if let Some(h) = hook {
             let body = record.encode_into(Vec::new());
             h(&Record::decode(&body).expect("an encoded record decodes"));
         }

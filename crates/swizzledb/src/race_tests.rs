@@ -1,6 +1,7 @@
 //! Deterministic tests of write-path races (RECOVERY.md R16): a pause point holds one thread
 //! between appending a record and updating the transaction table while a checkpoint runs, then
-//! the file system crashes and the database restarts.
+//! the file system crashes and the database restarts. The same pause point stops a rollback
+//! between the two records of one replace (R5).
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -24,7 +25,7 @@ fn pause_at(pick: fn(&Record) -> bool) -> (mpsc::Receiver<()>, mpsc::Sender<()>)
     let (reached_tx, reached_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let armed = parking_lot::Mutex::new(Some((reached_tx, go_rx)));
-    *test_point::HOOK.lock() = Some(Box::new(move |record| {
+    *test_point::HOOK.lock() = Some(Arc::new(move |record| {
         if !pick(record) || std::thread::current().name() != Some(PAUSED) {
             return;
         }
@@ -174,4 +175,49 @@ fn r16_a_checkpoint_between_a_committing_leaf_record_and_state_keeps_the_commit(
             tree.upsert(b"acked", b"yes").unwrap();
         },
     );
+}
+
+/// R5: a rollback undoes a key's delete-then-insert pair (here a small value replaced by a large
+/// one, btree T22) in one replace, which logs two records; a crash with only the first durable
+/// still gives the key its value back: the first record's undo-next is the delete, which
+/// restart then undoes. Linked past the delete, as the second record is, the key would be lost.
+#[test]
+fn r5_a_crash_inside_the_replace_that_undoes_a_pair_restores_the_value() {
+    let _one = SERIAL.lock();
+    let (fs, builder, db) = setup();
+    let path = Path::new(PATH);
+    let tree = db.tree("t").unwrap();
+    let other = db.create_tree("other").unwrap();
+    tree.upsert(b"k", b"small").unwrap();
+
+    // The rollback's first compensation record: a leaf record with an undo-next link.
+    let (reached, go) = pause_at(|r| matches!(r, Record::Leaf { undo_next: Some(_), .. }));
+    std::thread::scope(|s| {
+        let (db_ref, tree_ref) = (&db, &tree);
+        let writer = std::thread::Builder::new()
+            .name(PAUSED.into())
+            .spawn_scoped(s, move || {
+                let mut t = db_ref.begin();
+                t.put(tree_ref, b"k", &[7u8; 3000]).unwrap();
+                // Fails once the file system has crashed under it.
+                let _ = t.abort();
+            })
+            .unwrap();
+        reached.recv_timeout(Duration::from_secs(10)).expect("the rollback reached its first record");
+        // A synchronous commit in another tree (the paused thread holds `k`'s leaf) makes the
+        // log durable through that first record and no further.
+        other.insert(b"x", b"1").unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        go.send(()).unwrap();
+        writer.join().unwrap();
+    });
+    *test_point::HOOK.lock() = None;
+    drop((tree, other));
+    drop(db);
+
+    let db = builder.open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"small"[..]), "{:?}", db.restart_stats());
+    assert_eq!(db.tree("other").unwrap().get(b"x").unwrap().as_deref(), Some(&b"1"[..]));
+    db.close().unwrap();
 }
