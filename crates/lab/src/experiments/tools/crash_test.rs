@@ -167,6 +167,11 @@ pub struct CrashTestArgs {
     /// Keys the writers write
     #[arg(long, default_value_t = 3000)]
     keys: u32,
+    /// Percent of the values written that are large, 3,000 to 12,000 bytes, kept in overflow
+    /// chains (btree README T22: written before their leaf, freed with the change that replaces
+    /// them); the others are 8 to 300 bytes
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
+    large_values: u8,
     /// Concurrent writers (each with its own keys and its own sequence of steps)
     #[arg(long, default_value_t = 2)]
     threads: u32,
@@ -264,7 +269,7 @@ enum Op {
 /// Transaction `n` of writer `t` of `threads` (without the progress key). Writer `t` writes
 /// only the keys congruent to `t` modulo `threads`, so writers never conflict and each one's
 /// history can be checked on its own.
-fn transaction(seed: u64, keys: u32, t: u32, threads: u32, n: u64) -> Vec<Op> {
+fn transaction(seed: u64, keys: u32, t: u32, threads: u32, n: u64, large: u8) -> Vec<Op> {
     let mut rng =
         SmallRng::seed_from_u64(seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (u64::from(t) << 56));
     let per_writer = (keys / threads).max(1);
@@ -275,7 +280,7 @@ fn transaction(seed: u64, keys: u32, t: u32, threads: u32, n: u64) -> Vec<Op> {
             if rng.gen_bool(0.2) {
                 Op::Delete(key)
             } else {
-                Op::Put(key, value(n, j, rng.gen_range(8..300)))
+                Op::Put(key, value(n, j, value_len(&mut rng, large)))
             }
         })
         .collect()
@@ -284,6 +289,16 @@ fn transaction(seed: u64, keys: u32, t: u32, threads: u32, n: u64) -> Vec<Op> {
 /// The `i`th key of writer `t`.
 fn writer_key(i: u32, t: u32, threads: u32) -> Vec<u8> {
     format!("key{:06}", i * threads + t).into_bytes()
+}
+
+/// A value's length: large (overflow chains) in `large` percent of the draws.
+fn value_len(rng: &mut SmallRng, large: u8) -> usize {
+    // (No draw with no large values: each seed's workload stays what it was before the option.)
+    if large > 0 && rng.gen_range(0..100) < large {
+        rng.gen_range(3000..12_000)
+    } else {
+        rng.gen_range(8..300)
+    }
 }
 
 /// The value write `j` of step `n` writes: `n:j:` padded to `len` bytes.
@@ -309,7 +324,7 @@ impl Step {
     /// Step `n` of writer `t`, whose keys hold `state` (the state after steps 1..n).
     fn new(args: &CrashTestArgs, t: u32, n: u64, state: &State) -> Step {
         let txn = || {
-            let mut ops = transaction(args.seed, args.keys, t, args.threads, n);
+            let mut ops = transaction(args.seed, args.keys, t, args.threads, n, args.large_values);
             ops.push(Op::Put(progress_key(t), n.to_string().into_bytes()));
             Step::Txn(ops)
         };
@@ -321,7 +336,7 @@ impl Step {
         );
         let per_writer = (args.keys / args.threads).max(1);
         let start = rng.gen_range(0..per_writer);
-        let len = rng.gen_range(8..300);
+        let len = value_len(&mut rng, args.large_values);
         let upsert = Step::Upsert(writer_key(start, t, args.threads), value(n, 0, len));
         match rng.gen_range(0..100) {
             0..=29 => txn(),
@@ -894,11 +909,15 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         db.close()?;
     }
     println!(
-        "crash-test: {} configuration, {} mode, {} writers, {} kills (seed {}); background {} checkpoints \
+        "crash-test: {} configuration, {} mode, {} writers{}, {} kills (seed {}); background {} checkpoints \
          every {} ms and the {} page cleaner (log bound {}) racing the commits{}; {} restart",
         args.config.name(),
         mode_name(args.mode),
         args.threads,
+        match args.large_values {
+            0 => String::new(),
+            p => format!(" ({p}% of the values large)"),
+        },
         args.kills,
         args.seed,
         args.checkpoint_kind.name(),
@@ -1057,6 +1076,7 @@ fn child_command(args: &CrashTestArgs, segment: u64, models: &[Model], path: &Pa
         .arg("crash-test")
         .args(["--config", args.config.name(), "--seed", &args.seed.to_string()])
         .args(["--keys", &args.keys.to_string(), "--threads", &args.threads.to_string()])
+        .args(["--large-values", &args.large_values.to_string()])
         .args(["--pool-kib", &args.pool_kib.to_string(), "--mode", mode_name(args.mode)])
         .args(["--log-segment-kib", &(segment >> 10).to_string()]);
     if let Some(bound) = max_log_bytes(args) {
