@@ -37,6 +37,14 @@ fn pause_at(pick: fn(&Record) -> bool) -> (mpsc::Receiver<()>, mpsc::Sender<()>)
     (reached_rx, go_tx)
 }
 
+/// Runs `f` in a scoped thread named [`PAUSED`], the one a [`pause_at`] hook stops.
+fn spawn_paused<'scope, T: Send + 'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, T> {
+    std::thread::Builder::new().name(PAUSED.into()).spawn_scoped(s, f).expect("a thread")
+}
+
 const PATH: &str = "/r/db";
 
 /// A logged database on a fault-injecting file system (sync commits, no background checkpoints)
@@ -71,17 +79,14 @@ fn r16_a_checkpoint_between_change_record_and_undo_link_undoes_the_loser() {
     let (crashed_tx, crashed_rx) = mpsc::channel::<()>();
     std::thread::scope(|s| {
         let (db_ref, tree_ref) = (&db, &tree);
-        let writer = std::thread::Builder::new()
-            .name(PAUSED.into())
-            .spawn_scoped(s, move || {
-                let mut t = db_ref.begin();
-                t.put(tree_ref, b"uncommitted", b"no").unwrap();
-                done_tx.send(()).unwrap();
-                // Never commits: the crash comes first.
-                let _ = crashed_rx.recv_timeout(Duration::from_secs(10));
-                std::mem::forget(t);
-            })
-            .unwrap();
+        let writer = spawn_paused(s, move || {
+            let mut t = db_ref.begin();
+            t.put(tree_ref, b"uncommitted", b"no").unwrap();
+            done_tx.send(()).unwrap();
+            // Never commits: the crash comes first.
+            let _ = crashed_rx.recv_timeout(Duration::from_secs(10));
+            std::mem::forget(t);
+        });
         reached.recv_timeout(Duration::from_secs(10)).expect("the change reached its pause point");
         let checkpointer = s.spawn(|| db.checkpoint().unwrap());
         std::thread::sleep(Duration::from_millis(200));
@@ -125,8 +130,7 @@ fn checkpoint_racing_a_commit_keeps_it(
 
     let (reached, go) = pause_at(pick);
     std::thread::scope(|s| {
-        let committer =
-            std::thread::Builder::new().name(PAUSED.into()).spawn_scoped(s, || write(&db, &tree)).unwrap();
+        let committer = spawn_paused(s, || write(&db, &tree));
         reached.recv_timeout(Duration::from_secs(10)).expect("the commit reached its pause point");
         let checkpointer = s.spawn(|| db.checkpoint().unwrap());
         // Without the wait (R16) the checkpoint finishes now; with it, it waits for the commit.
@@ -194,15 +198,12 @@ fn r5_a_crash_inside_the_replace_that_undoes_a_pair_restores_the_value() {
     let (reached, go) = pause_at(|r| matches!(r, Record::Leaf { undo_next: Some(_), .. }));
     std::thread::scope(|s| {
         let (db_ref, tree_ref) = (&db, &tree);
-        let writer = std::thread::Builder::new()
-            .name(PAUSED.into())
-            .spawn_scoped(s, move || {
-                let mut t = db_ref.begin();
-                t.put(tree_ref, b"k", &[7u8; 3000]).unwrap();
-                // Fails once the file system has crashed under it.
-                let _ = t.abort();
-            })
-            .unwrap();
+        let writer = spawn_paused(s, move || {
+            let mut t = db_ref.begin();
+            t.put(tree_ref, b"k", &[7u8; 3000]).unwrap();
+            // Fails once the file system has crashed under it.
+            let _ = t.abort();
+        });
         reached.recv_timeout(Duration::from_secs(10)).expect("the rollback reached its first record");
         // A synchronous commit in another tree (the paused thread holds `k`'s leaf) makes the
         // log durable through that first record and no further.
