@@ -343,16 +343,19 @@ impl Tree {
         }
     }
 
-    /// Whether the leaves a scan read are as it read them (T18): same page LSN and record count.
-    /// Every logged change of a page moves its LSN; the count covers a page emptied for freeing.
-    fn unchanged(&self, seen: &[Seen]) -> Result<bool> {
+    /// Whether the leaves a scan read are as it read them (T18): resident, with the same page
+    /// LSN and record count. Every logged change of a page moves its LSN; the count covers a
+    /// page emptied for freeing. A leaf no longer resident counts as changed: it may have been
+    /// freed since, and a fix by id would read its stale image back into the pool (buffer
+    /// B3a); the scan reads again through the tree.
+    fn unchanged(&self, seen: &[Seen]) -> bool {
         for s in seen {
-            let g = self.with_room(|| Ok(self.pool.fix_page::<Shared>(s.page)?))?;
+            let Some(g) = self.pool.fix_resident::<Shared>(s.page) else { return false };
             if !node::is_leaf(&g) || g.page_lsn() != s.lsn || node::count(&g) != s.count {
-                return Ok(false);
+                return false;
             }
         }
-        Ok(true)
+        true
     }
 }
 
@@ -433,7 +436,7 @@ impl<'t> Fwd<'t> {
             if passed_any {
                 // This leaf's first key closed the gap left open by the leaves before it.
                 let open = std::mem::take(&mut self.open_gap);
-                if !self.tree.unchanged(&open)? {
+                if !self.tree.unchanged(&open) {
                     self.restart();
                     continue;
                 }
@@ -630,7 +633,7 @@ impl<'t> Bwd<'t> {
                 // The closing key is in a later leaf: it must pass now, and this leaf must be as
                 // it was read.
                 let passed = matches!(self.tree.probe_gated(self.gate, &from)?, Probe::Passed);
-                if !passed || !self.tree.unchanged(&[here])? {
+                if !passed || !self.tree.unchanged(&[here]) {
                     self.restart();
                     continue;
                 }

@@ -206,6 +206,33 @@ impl BufferPool {
         self.fix_page_from(pid, None)
     }
 
+    /// Fixes a page by id only if it is resident, never reading it (B3a): `None` if the page
+    /// table has no entry for it — evicted, or freed. For a caller that may hold the id of a
+    /// page freed since it looked (a scan checking that the leaves it passed did not change):
+    /// [`BufferPool::fix_page`] would read a freed page's stale image back into the page table,
+    /// where the page's next allocation would not replace it.
+    #[must_use]
+    pub fn fix_resident<M: LatchKind>(&self, pid: PageId) -> Option<PageGuard<'_, M>> {
+        loop {
+            self.count(|b| bump(&b.page_table_lookups));
+            let f = self.table.get(pid)?;
+            let d = self.desc(f);
+            if !latch_while_holding(d, pid, M::MODE) {
+                continue;
+            }
+            if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
+                self.count(|b| {
+                    bump(&b.fixes);
+                    bump(&b.hits);
+                });
+                self.trace(EventKind::Fix, f, None, Some(M::MODE), Some(true));
+                return Some(PageGuard::adopt(self, f));
+            }
+            d.latch.unlock(M::MODE);
+            std::thread::yield_now();
+        }
+    }
+
     /// `fix_page`, naming the latched parent frame the page id came from (for the trace, B17).
     fn fix_page_from<M: LatchKind>(&self, pid: PageId, parent: Option<FrameId>) -> Result<PageGuard<'_, M>> {
         let timer = self.fix_timer();
