@@ -4,7 +4,8 @@
 //! money between accounts and move accounts to other keys while every kind of reader sums them.
 //! The total and the number of accounts never change, so every reader that is documented to read
 //! one committed state must see them exactly; the only error a reader may meet is
-//! `SnapshotTooOld`, where K20 says it can happen.
+//! `SnapshotTooOld`, where K20 says it can happen. One more run uses wait-die (K6) in place of
+//! deadlock detection, where more transactions die and roll back.
 
 use std::ops::Bound::Unbounded;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -183,7 +184,9 @@ fn read(round: u64, db: &Database, t: &Tree, logging: bool, counts: &Counts) {
     }
 }
 
-fn run(mode: PoolMode, logging: bool, version_memory: Option<usize>) {
+/// One configuration; `wait_die`: the lock manager's wait-die rule instead of deadlock
+/// detection (LOCKS.md K6), where more transactions die and roll back.
+fn run(mode: PoolMode, logging: bool, version_memory: Option<usize>, wait_die: bool) {
     let dir = tempfile::tempdir().unwrap();
     let frames = if mode == PoolMode::MainMemory { 2048 } else { 48 };
     let mut builder = Database::builder()
@@ -194,6 +197,9 @@ fn run(mode: PoolMode, logging: bool, version_memory: Option<usize>) {
         .commit_mode(swizzledb::CommitMode::Async);
     if let Some(bytes) = version_memory {
         builder = builder.version_memory(bytes);
+    }
+    if wait_die {
+        builder = builder.lab(|l| l.deadlock_policy(swizzledb::lock::DeadlockPolicy::WaitDie));
     }
     let db = Arc::new(builder.create(dir.path().join("matrix.swz")).unwrap());
     let t = db.create_tree("accounts").unwrap();
@@ -206,7 +212,8 @@ fn run(mode: PoolMode, logging: bool, version_memory: Option<usize>) {
     .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let counts = Arc::new(Counts::default());
-    let context = format!("{mode:?}, logging {logging}, version memory {version_memory:?}");
+    let context =
+        format!("{mode:?}, logging {logging}, version memory {version_memory:?}, wait-die {wait_die}");
     // Two serializable writers and one under snapshot isolation, each with its own steps.
     let writers: Vec<_> = (0..3u64)
         .map(|w| {
@@ -267,10 +274,11 @@ fn k14_k25_every_reader_sees_whole_transfers_and_moves_in_every_configuration() 
     for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
         for logging in [true, false] {
             for version_memory in [None, Some(64 << 10)] {
-                run(mode, logging, version_memory);
+                run(mode, logging, version_memory, false);
             }
         }
     }
+    run(PoolMode::Swizzling, true, None, true);
 }
 
 /// K16 with R5: a value replaced where either value is large is logged as the key's delete then
