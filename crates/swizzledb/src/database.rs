@@ -217,7 +217,9 @@ impl Database {
     /// LOCKS.md K20) is rolled back and run again.
     ///
     /// # Errors
-    /// As [`Database::transact`].
+    /// As [`Database::transact`]; [`Error::SnapshotTooOld`] once eight attempts were run again
+    /// after their snapshot was ended for memory (the transaction outlives the version memory:
+    /// raise it, or shorten the transaction).
     pub fn transact_snapshot<R>(&self, op: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R> {
         self.core.run_retrying_at(op, |_| false, self.snapshot_reads.as_ref())
     }

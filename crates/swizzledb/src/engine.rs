@@ -161,8 +161,9 @@ impl Core {
     }
 
     /// [`Core::run_retrying`]; with `snapshot`, each attempt is a snapshot-isolation
-    /// transaction at a fresh snapshot (K24), retried also after a write conflict and after
-    /// its snapshot was ended for memory (K20: the next attempt's snapshot is a new one).
+    /// transaction at a fresh snapshot (K24), retried also after a write conflict and, up to
+    /// [`SNAPSHOT_TOO_OLD_RETRIES`] times, after its snapshot was ended for memory (K20: the
+    /// next attempt's snapshot is a new one).
     pub(crate) fn run_retrying_at<'a, R>(
         &'a self,
         mut op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
@@ -172,12 +173,17 @@ impl Core {
         let started = std::time::Instant::now();
         let mut pause = std::time::Duration::from_micros(20);
         let id = self.new_txn_id();
+        let mut too_old = 0;
         loop {
             let mut tx = self.begin_as(id);
             tx.read_at_snapshot(snapshot);
             match op(&mut tx) {
                 Ok(r) => return tx.commit().map(|()| r),
-                Err(e) if retried(&e, snapshot.is_some()) && !give_up(started.elapsed()) => {
+                Err(e)
+                    if retried(&e, snapshot.is_some() && too_old < SNAPSHOT_TOO_OLD_RETRIES)
+                        && !give_up(started.elapsed()) =>
+                {
+                    too_old += u32::from(matches!(e, Error::SnapshotTooOld { .. }));
                     // A rollback that failed keeps the attempt's locks and its entry in the
                     // transaction table: no retry under its number then.
                     tx.abort()?;
@@ -656,6 +662,12 @@ impl Core {
         Ok(())
     }
 }
+
+/// How many attempts of a snapshot-isolation transaction [`Core::run_retrying_at`] runs again
+/// after their snapshot was ended for memory (K20) before it returns the error: one that outlives
+/// the version memory time after time needs a larger `Builder::version_memory` or a shorter
+/// transaction, not more attempts.
+pub(crate) const SNAPSHOT_TOO_OLD_RETRIES: u32 = 8;
 
 /// Whether [`Core::run_retrying_at`] rolls back an attempt that failed with `e` and runs it
 /// again: a refused lock (a deadlock's victim, K23, or a death under wait-die, K6) or a write
