@@ -210,27 +210,11 @@ impl BufferPool {
     /// table has no entry for it — evicted, or freed. For a caller that may hold the id of a
     /// page freed since it looked (a scan checking that the leaves it passed did not change):
     /// [`BufferPool::fix_page`] would read a freed page's stale image back into the page table,
-    /// where the page's next allocation would not replace it.
+    /// where the page's next allocation would not replace it. A fix that finds the page is
+    /// the same hit as `fix_page`'s (counted, and told to the policy).
     #[must_use]
     pub fn fix_resident<M: LatchKind>(&self, pid: PageId) -> Option<PageGuard<'_, M>> {
-        loop {
-            self.count(|b| bump(&b.page_table_lookups));
-            let f = self.table.get(pid)?;
-            let d = self.desc(f);
-            if !latch_while_holding(d, pid, M::MODE) {
-                continue;
-            }
-            if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
-                self.count(|b| {
-                    bump(&b.fixes);
-                    bump(&b.hits);
-                });
-                self.trace(EventKind::Fix, f, None, Some(M::MODE), Some(true));
-                return Some(PageGuard::adopt(self, f));
-            }
-            d.latch.unlock(M::MODE);
-            std::thread::yield_now();
-        }
+        self.fix_hit(pid, None)
     }
 
     /// `fix_page`, naming the latched parent frame the page id came from (for the trace, B17).
@@ -271,36 +255,8 @@ impl BufferPool {
         parent: Option<FrameId>,
     ) -> Result<(PageGuard<'_, M>, bool)> {
         loop {
-            self.count(|b| bump(&b.page_table_lookups));
-            if let Some(f) = self.table.get(pid) {
-                #[cfg(test)]
-                super::race_tests::found_in_table(pid, f);
-                let d = self.desc(f);
-                if !latch_while_holding(d, pid, M::MODE) {
-                    continue;
-                }
-                // B3: a frame found in the table may have been reused before we latched it.
-                if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
-                    // B32: the latched step after this thread's unlatched load of the page is
-                    // the rest of that fix, counted and told to the policy (its insert) then.
-                    if !(self.optimistic && take_loaded(pid)) {
-                        self.count(|b| {
-                            bump(&b.fixes);
-                            bump(&b.hits);
-                        });
-                        if self.mode != PoolMode::MainMemory {
-                            match self.hook_hit {
-                                Some(hit) => hit.apply(&d.hook),
-                                None => self.policy.on_page_hit(f, pid, &d.hook),
-                            }
-                        }
-                    }
-                    self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(true));
-                    return Ok((PageGuard::adopt(self, f), true));
-                }
-                d.latch.unlock(M::MODE);
-                std::thread::yield_now();
-                continue;
+            if let Some(g) = self.fix_hit(pid, parent) {
+                return Ok((g, true));
             }
             let f = match self.load_new(pid, || true)? {
                 Load::Loaded(f) => f,
@@ -311,6 +267,43 @@ impl BufferPool {
             self.count(|b| bump(&b.fixes));
             self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(false));
             return Ok((PageGuard::<Exclusive>::adopt(self, f).into_mode::<M>(), false));
+        }
+    }
+
+    /// The hit (B3): the page's frame from the page table, latched and checked to still hold
+    /// the page (a frame found there may have been reused before the latch; then the table is
+    /// asked again), counted and told to the policy; `None` once the table has no entry.
+    #[inline]
+    fn fix_hit<M: LatchKind>(&self, pid: PageId, parent: Option<FrameId>) -> Option<PageGuard<'_, M>> {
+        loop {
+            self.count(|b| bump(&b.page_table_lookups));
+            let f = self.table.get(pid)?;
+            #[cfg(test)]
+            super::race_tests::found_in_table(pid, f);
+            let d = self.desc(f);
+            if !latch_while_holding(d, pid, M::MODE) {
+                continue;
+            }
+            if d.state.load(Acquire) == RESIDENT && d.page_id.load(Relaxed) == pid.get() {
+                // B32: the latched step after this thread's unlatched load of the page is the
+                // rest of that fix, counted and told to the policy (its insert) then.
+                if !(self.optimistic && take_loaded(pid)) {
+                    self.count(|b| {
+                        bump(&b.fixes);
+                        bump(&b.hits);
+                    });
+                    if self.mode != PoolMode::MainMemory {
+                        match self.hook_hit {
+                            Some(hit) => hit.apply(&d.hook),
+                            None => self.policy.on_page_hit(f, pid, &d.hook),
+                        }
+                    }
+                }
+                self.trace(EventKind::Fix, f, parent, Some(M::MODE), Some(true));
+                return Some(PageGuard::adopt(self, f));
+            }
+            d.latch.unlock(M::MODE);
+            std::thread::yield_now();
         }
     }
 
