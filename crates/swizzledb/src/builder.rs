@@ -125,7 +125,9 @@ impl Builder {
     ///
     /// `false` makes a scratch database without a log, for measuring the buffer alone: its file
     /// is consistent only after [`Database::close`], and `open` refuses it after a crash
-    /// ([`Error::Unclean`]).
+    /// ([`Error::Unclean`]). Its transactions still lock, roll back and read at snapshots, but
+    /// its trees' own writes are no transactions: they take no record locks ([`Tree`](crate::Tree)'s
+    /// documentation says what that allows).
     ///
     /// On `open`, the file decides (page 0 records whether it is logged): a logged database
     /// always restarts from its log; `logging(true)` on an unlogged one is [`Error::NotLogged`]

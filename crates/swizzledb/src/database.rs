@@ -357,9 +357,7 @@ impl Database {
     /// The name is invalid or taken, the catalog is full, or no frame is free.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
         self.core.check_writable()?;
-        self.core
-            .create_tree(name)
-            .map(|t| Tree::new(t, self.core.plain_snapshot_reads(), self.core.restart_redo()))
+        self.core.create_tree(name).map(|t| self.user_handle(t))
     }
 
     /// Opens an existing tree.
@@ -367,7 +365,14 @@ impl Database {
     /// # Errors
     /// No such tree, or I/O errors loading its root.
     pub fn tree(&self, name: &str) -> Result<Tree> {
-        self.core.tree(name).map(|t| Tree::new(t, self.core.plain_snapshot_reads(), self.core.restart_redo()))
+        self.core.tree(name).map(|t| self.user_handle(t))
+    }
+
+    /// The user's handle of the engine's tree `t`, with what its reads and writes need from this
+    /// database.
+    fn user_handle(&self, t: swizzledb_btree::Tree) -> Tree {
+        let core = &self.core;
+        Tree::new(t, core.plain_snapshot_reads(), core.restart_redo(), core.raw_write_versions())
     }
 
     /// Opens the tree, creating it if it does not exist.

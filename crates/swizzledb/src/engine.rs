@@ -241,6 +241,12 @@ impl Core {
         self.wal.as_ref().and(self.snapshot_reads())
     }
 
+    /// The versions an unlogged database's raw writes make stale (K21): its tree handles'
+    /// writes are no transactions, and drop the chains of the keys they change.
+    pub(crate) fn raw_write_versions(&self) -> Option<Arc<crate::versions::Versions>> {
+        self.wal.is_none().then(|| self.versions.clone()).flatten()
+    }
+
     /// What read-only and snapshot-isolation transactions need for snapshot reads (K17), if
     /// this database keeps versions.
     pub(crate) fn snapshot_reads(&self) -> Option<crate::snapshot::SnapshotReads> {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::instant::PendingRedo;
 
 use crate::snapshot::{SnapshotReads, SnapshotRef};
+use crate::versions::Versions;
 use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, TreeError, TreeShape};
 
 /// A named tree of a [`Database`](crate::Database), from [`Database::create_tree`],
@@ -26,6 +27,14 @@ use swizzledb_btree::{CompareAndSwapError, KeyValue, RangeIter, RevRangeIter, Tr
 ///
 /// Once the database is closed, or the tree dropped, every call refuses with
 /// [`TreeError::Closed`] or [`TreeError::Dropped`].
+///
+/// On an unlogged database ([`Builder::logging`](crate::Builder::logging) off) a handle's
+/// writes are no transactions: they take no record locks and see none (LOCKS.md K21). Each is
+/// atomic on its own (`compare_and_swap` included), and every snapshot sees it once it
+/// returns, but a transaction that changes the same key can overwrite it, or be overwritten
+/// between its read and its write (a lost update), and a rollback restores the value the
+/// transaction found. Keep a key to handle writes or to transactions there, or use
+/// transactions for both.
 ///
 /// A handle has no way to write past the log: on a logged database its writes are always
 /// logged transactions. The engine tree's unlogged handle and logged-write plumbing are not
@@ -51,6 +60,9 @@ pub struct Tree {
     pub(crate) snap: Option<SnapshotReads>,
     /// Instant restart's redo and background rollback (RECOVERY.md R22), after such a restart.
     pub(crate) restart: Option<Arc<PendingRedo>>,
+    /// On an unlogged database that keeps versions: the versions its raw writes make stale
+    /// (LOCKS.md K21, [`Versions::forget_key`]).
+    raw: Option<Arc<Versions>>,
 }
 
 type Result<T> = std::result::Result<T, TreeError>;
@@ -60,8 +72,17 @@ impl Tree {
         inner: swizzledb_btree::Tree,
         snap: Option<SnapshotReads>,
         restart: Option<Arc<PendingRedo>>,
+        raw: Option<Arc<Versions>>,
     ) -> Tree {
-        Tree { inner, snap, restart }
+        Tree { inner, snap, restart, raw }
+    }
+
+    /// K21: a raw write (an unlogged database's) of `key` succeeded: the versions of its key
+    /// that ended writers left are dropped, so that every snapshot sees the write.
+    fn wrote(&self, key: &[u8]) {
+        if let Some(versions) = &self.raw {
+            versions.forget_key(self.inner.root_page(), key);
+        }
     }
 
     /// The value stored under `key` (`None`: absent): the last committed one. On a logged
@@ -98,7 +119,9 @@ impl Tree {
     /// An oversize key or value ([`TreeError::KeyTooLarge`], [`TreeError::ValueTooLarge`]), the
     /// duplicate key, pool, I/O or log errors; nothing changes then.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.inner.insert(key, value)
+        self.inner.insert(key, value)?;
+        self.wrote(key);
+        Ok(())
     }
 
     /// Inserts or replaces; returns true if the key existed. Committed when it returns, as
@@ -107,7 +130,9 @@ impl Tree {
     /// # Errors
     /// As [`Tree::insert`], without the duplicate key.
     pub fn upsert(&self, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.inner.upsert(key, value)
+        let existed = self.inner.upsert(key, value)?;
+        self.wrote(key);
+        Ok(existed)
     }
 
     /// Deletes `key`; returns true if it existed. Committed when it returns, as
@@ -116,7 +141,11 @@ impl Tree {
     /// # Errors
     /// Pool, I/O or log errors; nothing changes then.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
-        self.inner.delete(key)
+        let existed = self.inner.delete(key)?;
+        if existed {
+            self.wrote(key);
+        }
+        Ok(existed)
     }
 
     /// Sets `key` to `new` if its value is `expected`, atomically: `None` as `expected` means
@@ -145,7 +174,11 @@ impl Tree {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<std::result::Result<(), CompareAndSwapError>> {
-        self.inner.compare_and_swap(key, expected, new)
+        let swapped = self.inner.compare_and_swap(key, expected, new)?;
+        if swapped.is_ok() {
+            self.wrote(key);
+        }
+        Ok(swapped)
     }
 
     /// The records with keys between `start` and `end`, in key order. The iterator is

@@ -543,6 +543,38 @@ impl Versions {
         self.ordered[ordered_of(t)].lock().retain(|k| tree_of(k) != t);
     }
 
+    /// K21: `key` of `tree` was just changed by an unlogged database's raw write, which records
+    /// no version and which every snapshot sees at once. The versions its chain holds of
+    /// writers that ended are dropped: left, the newest of them (a rolled-back writer's, or one
+    /// committed after an older snapshot) would have readers take its before-image for the
+    /// key's value, hiding the raw write. A running writer's version, and any after it, stay.
+    pub(crate) fn forget_key(&self, tree: PageId, key: &[u8]) {
+        if self.bytes.load(SeqCst) == 0 {
+            return;
+        }
+        with_composite(tree, key, |ck| {
+            if !self.counted(ck) {
+                return;
+            }
+            let mut shard = self.shards[shard_of(ck)].lock();
+            let Some(chain) = shard.get_mut(ck) else { return };
+            let ended = chain
+                .versions
+                .iter()
+                .position(|v| settled(&v.writer) == ACTIVE)
+                .unwrap_or(chain.versions.len());
+            let freed: usize = chain.versions.drain(..ended).map(|v| v.bytes(ck.len())).sum();
+            if chain.versions.is_empty() {
+                if chain.indexed {
+                    self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
+                }
+                shard.remove(ck);
+                self.chained[self.chain_bucket(ck)].fetch_sub(1, SeqCst);
+            }
+            self.bytes.fetch_sub(freed, SeqCst);
+        });
+    }
+
     fn remove(&self, x: &Finished) {
         for ck in &x.keys {
             let mut shard = self.shards[shard_of(ck)].lock();

@@ -132,6 +132,66 @@ fn k18_a_read_transaction_sees_its_snapshot_and_a_writer_does_not_wait_for_it() 
     assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
 }
 
+/// K21: a handle's write to a key whose versions an ended transaction left (kept for an older
+/// snapshot) is seen at once by every snapshot: by one taken after it and by the older one. A
+/// version left by a transaction rolled back, or by one committed after the older snapshot,
+/// used to stay the key's newest, and readers took its before-image for the key's value: the
+/// write stayed hidden, and a deleted key came back.
+#[test]
+fn k21_an_unlogged_handles_write_hides_no_version_of_an_ended_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b.logging(false));
+    let v = |b: &[u8]| Some(b.to_vec());
+    for k in 0..6 {
+        t.upsert(&key(k), b"v0").unwrap();
+    }
+    let old = db.begin_read();
+    let mut rolled_back = db.begin();
+    for k in [0, 1, 2] {
+        rolled_back.put(&t, &key(k), b"rolled back").unwrap();
+    }
+    rolled_back.abort().unwrap();
+    db.transact(|tx| {
+        for k in [3, 4, 5] {
+            tx.put(&t, &key(k), b"v1")?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert!(db.version_stats().unwrap().bytes > 0, "the older snapshot keeps the versions");
+    t.upsert(&key(0), b"upsert").unwrap();
+    assert!(t.delete(&key(1)).unwrap());
+    assert_eq!(t.compare_and_swap(&key(2), Some(b"v0"), Some(b"swapped")).unwrap(), Ok(()));
+    t.upsert(&key(3), b"upsert").unwrap();
+    assert!(t.delete(&key(4)).unwrap());
+    let want = [v(b"upsert"), None, v(b"swapped"), v(b"upsert"), None, v(b"v1")];
+    let new = db.begin_read();
+    let snapshot_txn = db.begin_snapshot();
+    for (k, want) in want.iter().enumerate() {
+        let k = key(k as u32);
+        assert_eq!(&new.get(&t, &k).unwrap(), want, "a later snapshot, key {k:?}");
+        assert_eq!(&snapshot_txn.get(&t, &k).unwrap(), want, "a snapshot transaction, key {k:?}");
+    }
+    let scanned: Vec<_> =
+        new.range(&t, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded).map(|r| r.unwrap()).collect();
+    let expected: Vec<_> =
+        want.iter().enumerate().filter_map(|(k, w)| w.clone().map(|w| (key(k as u32), w))).collect();
+    assert_eq!(scanned, expected, "a later snapshot's scan");
+    let rev: Vec<_> = snapshot_txn
+        .range_rev(&t, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(rev, expected.iter().rev().cloned().collect::<Vec<_>>(), "a snapshot transaction's scan");
+    snapshot_txn.abort().unwrap();
+    // The older snapshot sees the handle's writes too; of the transactions it saw neither.
+    let older: Vec<_> = (0..6).map(|k| old.get(&t, &key(k)).unwrap()).collect();
+    assert_eq!(
+        older,
+        [v(b"upsert"), None, v(b"swapped"), v(b"upsert"), None, v(b"v0")],
+        "the older snapshot"
+    );
+}
+
 /// Transfers between accounts keep the total; snapshot readers, running beside them, must
 /// always add up to it, and plain reads must only ever return values some commit wrote.
 #[test]
