@@ -144,6 +144,7 @@ impl Tree {
         new: Option<&[u8]>,
         log: Option<&dyn ChangeLog>,
     ) -> Result<std::result::Result<(), CompareAndSwapError>> {
+        let _write = self.begin_write()?;
         let page_size = self.pool.page_size();
         if key.len() > max_key_len(page_size) {
             return Err(TreeError::KeyTooLarge { len: key.len(), max: max_key_len(page_size) });

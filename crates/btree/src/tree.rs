@@ -357,6 +357,14 @@ impl Tree {
         Ok(())
     }
 
+    /// T15 for a write: [`Tree::check_open`], then the pool counts the write in flight until
+    /// the guard drops, so that the pool's `close` flushes after it (buffer README B22). Held
+    /// for one visit's worth of work, never across a wait for a lock.
+    pub(crate) fn begin_write(&self) -> Result<swizzledb_buffer::WriteGuard<'_>> {
+        self.check_open()?;
+        self.pool.begin_write().ok_or(TreeError::Closed)
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.pool.is_closed() {
             return Err(TreeError::Closed);
@@ -697,7 +705,7 @@ impl Tree {
     }
 
     fn put(&self, key: &[u8], value: &[u8], replace: bool, log: Log<'_>) -> Result<bool> {
-        self.check_open()?;
+        let _write = self.begin_write()?;
         self.check_sizes(key, value)?;
         let visit = if overflow::is_large(self.pool.page_size(), value.len()) {
             // T22: the chain is written before the leaf is latched, on pages no one can reach.
@@ -756,7 +764,10 @@ impl Tree {
         mut visit: impl FnMut() -> Result<Visit<bool>>,
     ) -> Result<Gated<bool>> {
         loop {
-            match self.with_room(&mut visit)? {
+            let write = self.begin_write()?;
+            let visited = self.with_room(&mut visit)?;
+            drop(write);
+            match visited {
                 Visit::Done(r) => return Ok(Gated::Done(r)),
                 Visit::Beyond => return Ok(Gated::Beyond),
                 Visit::Refused(next) => gate.wait(self, next.as_deref())?,
@@ -846,7 +857,7 @@ impl Tree {
         log: &dyn ChangeLog,
         f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
     ) -> Result<Option<R>> {
-        self.check_open()?;
+        let _write = self.begin_write()?;
         // The new value's buffer is the thread's, taken for the call (an update allocated and
         // freed one per call before); a buffer grown past `KEPT_VALUE_BUFFER` is let go.
         thread_local! {
@@ -911,7 +922,10 @@ impl Tree {
         self.check_open()?;
         match &self.auto_commit {
             Some(ac) => ac.delete(self, key),
-            None => self.with_room(|| self.delete_once(key, None, None)).map(ungated),
+            None => {
+                let _write = self.begin_write()?;
+                self.with_room(|| self.delete_once(key, None, None)).map(ungated)
+            }
         }
     }
 
@@ -921,7 +935,7 @@ impl Tree {
     /// # Errors
     /// Pool or I/O errors, or the log failed (nothing changes then).
     pub fn delete_logged(&self, key: &[u8], log: &dyn ChangeLog) -> Result<bool> {
-        self.check_open()?;
+        let _write = self.begin_write()?;
         self.with_room(|| self.delete_once(key, Some(log), None)).map(ungated)
     }
 
@@ -1447,6 +1461,7 @@ impl Tree {
     /// allocated (unreachable, but not damaged).
     pub fn destroy(&self, log: Option<&dyn ChangeLog>) -> Result<usize> {
         self.check_writable()?;
+        let _write = self.begin_write()?;
         self.dropped.store(true, std::sync::atomic::Ordering::Release);
         let pool = &*self.pool;
         let mut root: ExclusiveGuard<'_> = pool.fix_root(self.root);

@@ -24,7 +24,7 @@ pub(super) struct FreeLists {
 }
 
 /// The partition number of the calling thread, handed out round-robin.
-fn home() -> usize {
+pub(super) fn home() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static HOME: usize = NEXT.fetch_add(1, Relaxed);

@@ -15,6 +15,9 @@ mod flush;
 mod free;
 pub(crate) mod propagate;
 pub(crate) mod view;
+mod writes;
+
+pub use writes::WriteGuard;
 
 use crate::aligned::AlignedBuf;
 use crate::error::{BufferError, Result};
@@ -177,6 +180,8 @@ pub struct BufferPool {
     opened: FileState,
     /// Set by [`BufferPool::close`] (B22): tree operations refuse from then on.
     closed: std::sync::atomic::AtomicBool,
+    /// The trees' writes in flight, which `close` waits for before its flush (B22).
+    writes: writes::InFlight,
 }
 
 /// What page 0 of a database file records about the file (F11).
@@ -395,6 +400,7 @@ impl BufferPool {
             optimistic_leaves,
             opened,
             closed: std::sync::atomic::AtomicBool::new(false),
+            writes: writes::InFlight::default(),
         })
     }
 
@@ -412,7 +418,9 @@ impl BufferPool {
     /// # Errors
     /// As [`BufferPool::flush`].
     pub fn close(&self) -> Result<()> {
-        self.closed.store(true, Release);
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        // B22: a tree write that began before the store ends before the flush.
+        self.writes.wait_for_none();
         // B31: no page is written behind the flush's back.
         self.evictor.stop();
         if self.read_only {
@@ -438,6 +446,15 @@ impl BufferPool {
         self.file.mark_clean(&meta)?;
         // The converted database is open now: CLEAN returns at its clean close (F11).
         self.file.clear_clean()
+    }
+
+    /// Begins a tree's write (B22): `None` if the pool is closed. The pool's `close` waits
+    /// until every guard handed out before it was dropped, then flushes; hold it for the
+    /// whole write, structure changes included, and across no wait for another thread's
+    /// progress.
+    #[inline]
+    pub fn begin_write(&self) -> Option<WriteGuard<'_>> {
+        self.writes.enter(&self.closed)
     }
 
     /// Marks the pool closed without writing anything (B22): for an owner that gives up on it.
