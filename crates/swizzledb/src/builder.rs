@@ -186,7 +186,10 @@ impl Builder {
     /// four log segments): the page cleaner writes back the pages that hold older log and
     /// checkpoints once the log passes three quarters of it, and transactions that begin while
     /// it is over the bound wait for the cleaner (RECOVERY.md R15). Restart reads at most about this
-    /// much log, plus what transactions running at the crash had written.
+    /// much log, plus what transactions running at the crash had written. The log cannot be
+    /// truncated past a running transaction's first record: while one stays open, the log
+    /// grows past the bound (writers do not wait then, as no cleaning would help) and shrinks
+    /// once it ends. Keep writing transactions short.
     #[must_use]
     pub fn max_log_bytes(mut self, bytes: u64) -> Self {
         self.max_log_bytes = Some(bytes);

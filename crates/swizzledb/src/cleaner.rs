@@ -120,7 +120,8 @@ impl Shared {
     }
 
     /// Called by `begin` (no latch held): if the log is over its bound, wake the cleaner and
-    /// wait for its rounds until the log is below the bound again, or `MAX_THROTTLE` passed.
+    /// wait for its rounds until the log is below the bound again, or `MAX_THROTTLE` passed,
+    /// unless a running transaction holds it over the bound.
     /// A failed log (wal README W11) is never waited for: no round can shrink it, and the
     /// transaction meets the failure at its first record.
     pub(crate) fn throttle(&self, wal: &Wal) {
@@ -129,9 +130,16 @@ impl Shared {
             return;
         }
         self.counters.throttled.fetch_add(1, Ordering::Relaxed);
+        // R15: a running transaction whose first record lies more than the bound behind the
+        // end keeps the log over the bound until it ends, whatever the cleaner writes: waiting
+        // would only stall every writer for the whole deadline.
+        let pinned = || {
+            wal.oldest_running_first()
+                .is_some_and(|first| wal.log.end().0.saturating_sub(first.0) > self.max_log_bytes)
+        };
         let deadline = std::time::Instant::now() + MAX_THROTTLE;
         let mut state = self.state.lock();
-        while !state.0 && over() {
+        while !state.0 && over() && !pinned() {
             let round = state.1;
             self.wake.notify_one();
             while state.1 == round && !state.0 {

@@ -471,6 +471,18 @@ impl Wal {
         self.txn_shard(id).lock().get(&id).cloned()
     }
 
+    /// R15: the first record of the oldest running transaction that has logged one: truncation
+    /// stops there until it ends.
+    pub(crate) fn oldest_running_first(&self) -> Option<Lsn> {
+        self.txns
+            .iter()
+            .flat_map(|shard| {
+                shard.lock().values().map(|t| t.first_lsn.load(Ordering::Acquire)).filter(|&f| f != 0).min()
+            })
+            .min()
+            .map(Lsn)
+    }
+
     pub(crate) fn forget(&self, id: TxnId) {
         self.txn_shard(id).lock().remove(&id);
     }

@@ -4,6 +4,7 @@
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{wal_dir, Cleaner, CommitMode, Database, Error, PoolMode, TreeError};
 use swizzledb_io::{CrashMode, FaultFs, OpenMode, Vfs};
@@ -465,6 +466,59 @@ fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
     assert!(rounds <= 40, "{rounds} rounds in 0.5 s: {after:?}");
     assert!(after.held_back > before.held_back, "{after:?}");
     long.commit().unwrap();
+}
+
+/// R15: while a running transaction holds truncation back, a transaction that begins with the
+/// log over its bound does not wait for the cleaner: no round can shrink the log before that
+/// transaction ends. Each used to wait the full two seconds, so writers beside one open
+/// transaction made one change per two seconds each (a public-API run with a 1 MiB bound: a
+/// handful of writes in the 6 s a transaction stayed open, against 400,000 a second after).
+/// Once it ends, the next round truncates and the log is back below its bound.
+#[test]
+fn r15_writers_beside_a_transaction_holding_the_log_back_do_not_wait() {
+    let fs = fault_fs();
+    let bound = 64 << 10;
+    let db = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
+        .log_segment_bytes(16 << 10)
+        .max_log_bytes(bound)
+        .commit_mode(CommitMode::Async)
+        .checkpoint_interval(None)
+        .create(Path::new("/d/db"))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut long = db.begin();
+    long.put(&t, b"held", b"open").unwrap();
+    let mut i = 0;
+    let held_back = db.cleaner_stats().unwrap().held_back;
+    let started = Instant::now();
+    while db.log_bytes().unwrap() < bound + (16 << 10) || db.cleaner_stats().unwrap().held_back == held_back {
+        t.upsert(&key(i), &[7; 64]).unwrap();
+        i += 1;
+        assert!(started.elapsed() < Duration::from_secs(30), "the cleaner never found itself held back");
+    }
+    let started = Instant::now();
+    for j in 0..20 {
+        db.transact(|tx| tx.put(&t, &key(j), b"beside")).unwrap();
+    }
+    let took = started.elapsed();
+    // Milliseconds in all; each of the twenty waited two seconds before.
+    assert!(took < Duration::from_secs(2), "20 transactions beside the open one took {took:?}");
+    assert!(db.log_bytes().unwrap() > bound, "precondition: the log stayed over its bound");
+    long.commit().unwrap();
+    let started = Instant::now();
+    while db.log_bytes().unwrap() > bound {
+        db.transact(|tx| tx.put(&t, b"after", b"the commit")).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the log stayed over its bound: {:?}",
+            db.log_bytes()
+        );
+    }
+    db.close().unwrap();
 }
 
 /// R13: a logged database's `flush` (log first, then pages) in the middle of asynchronous
