@@ -557,28 +557,35 @@ impl Versions {
                 return;
             }
             let mut shard = self.shards[shard_of(ck)].lock();
-            let Some(chain) = shard.get_mut(ck) else { return };
+            let Some(chain) = shard.get(ck) else { return };
             let ended = chain
                 .versions
                 .iter()
                 .position(|v| settled(&v.writer) == ACTIVE)
                 .unwrap_or(chain.versions.len());
-            let freed: usize = chain.versions.drain(..ended).map(|v| v.bytes(ck.len())).sum();
-            if chain.versions.is_empty() {
-                if chain.indexed {
-                    self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
-                }
-                shard.remove(ck);
-                self.chained[self.chain_bucket(ck)].fetch_sub(1, SeqCst);
-            }
-            self.bytes.fetch_sub(freed, SeqCst);
+            self.drop_oldest(&mut shard, ck, ended);
         });
+    }
+
+    /// Drops the `n` oldest versions of `ck`'s chain, held in `shard` (locked), and the chain
+    /// with its count and index entry once it is empty.
+    fn drop_oldest(&self, shard: &mut Chains, ck: &[u8], n: usize) {
+        let Some(chain) = shard.get_mut(ck) else { return };
+        let freed: usize = chain.versions.drain(..n).map(|v| v.bytes(ck.len())).sum();
+        if chain.versions.is_empty() {
+            if chain.indexed {
+                self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
+            }
+            shard.remove(ck);
+            self.chained[self.chain_bucket(ck)].fetch_sub(1, SeqCst);
+        }
+        self.bytes.fetch_sub(freed, SeqCst);
     }
 
     fn remove(&self, x: &Finished) {
         for ck in &x.keys {
             let mut shard = self.shards[shard_of(ck)].lock();
-            let Some(chain) = shard.get_mut(ck) else { continue };
+            let Some(chain) = shard.get(ck) else { continue };
             // K19: a chain loses its oldest versions first. The writers before this one in the
             // chain ended before it and are removable too; they go with it, so that a
             // concurrent collection removing them later (or not yet) can never leave an older
@@ -586,15 +593,7 @@ impl Versions {
             let Some(pos) = chain.versions.iter().position(|v| Arc::ptr_eq(&v.writer, &x.writer)) else {
                 continue;
             };
-            let freed: usize = chain.versions.drain(..=pos).map(|v| v.bytes(ck.len())).sum();
-            if chain.versions.is_empty() {
-                if chain.indexed {
-                    self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
-                }
-                shard.remove(ck);
-                self.chained[self.chain_bucket(ck)].fetch_sub(1, SeqCst);
-            }
-            self.bytes.fetch_sub(freed, SeqCst);
+            self.drop_oldest(&mut shard, ck, pos + 1);
         }
     }
 

@@ -430,14 +430,10 @@ fn r15_the_log_stays_below_its_bound_without_evictions() {
     db.close().unwrap();
 }
 
-/// R15: while a running transaction holds truncation back with the log over the cleaner's
-/// trigger, the cleaner rounds at its period instead of back to back (each round would append
-/// another checkpoint to the log it cannot shrink).
-#[test]
-fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
-    let fs = fault_fs();
-    let bound = 64 << 10;
-    let db = Database::builder()
+/// A database on `fs` with a log bound of `bound` bytes in 16 KiB segments, asynchronous
+/// commits and no background checkpoints: only the page cleaner truncates its log (R15).
+fn small_log_db(fs: &FaultFs, bound: u64) -> Database {
+    Database::builder()
         .page_size(4096)
         .pool_bytes(256 * 4096)
         .lab(|l| l.vfs(Arc::new(fs.clone())))
@@ -446,7 +442,17 @@ fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
         .commit_mode(CommitMode::Async)
         .checkpoint_interval(None)
         .create(Path::new("/d/db"))
-        .unwrap();
+        .unwrap()
+}
+
+/// R15: while a running transaction holds truncation back with the log over the cleaner's
+/// trigger, the cleaner rounds at its period instead of back to back (each round would append
+/// another checkpoint to the log it cannot shrink).
+#[test]
+fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
+    let fs = fault_fs();
+    let bound = 64 << 10;
+    let db = small_log_db(&fs, bound);
     let t = db.create_tree("t").unwrap();
     let mut long = db.begin();
     long.put(&t, b"held", b"open").unwrap();
@@ -478,16 +484,7 @@ fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
 fn r15_writers_beside_a_transaction_holding_the_log_back_do_not_wait() {
     let fs = fault_fs();
     let bound = 64 << 10;
-    let db = Database::builder()
-        .page_size(4096)
-        .pool_bytes(256 * 4096)
-        .lab(|l| l.vfs(Arc::new(fs.clone())))
-        .log_segment_bytes(16 << 10)
-        .max_log_bytes(bound)
-        .commit_mode(CommitMode::Async)
-        .checkpoint_interval(None)
-        .create(Path::new("/d/db"))
-        .unwrap();
+    let db = small_log_db(&fs, bound);
     let t = db.create_tree("t").unwrap();
     let mut long = db.begin();
     long.put(&t, b"held", b"open").unwrap();
