@@ -8,6 +8,7 @@ mod approximate_len;
 mod auto_commit;
 mod backup;
 mod bad_input;
+mod callback_panics;
 mod compact;
 mod compare_and_swap;
 mod concurrency;
