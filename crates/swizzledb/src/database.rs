@@ -68,6 +68,8 @@ impl Database {
     /// logged or not. On an unlogged database the trees' own writes (`insert`, `upsert`,
     /// `delete` outside a transaction) are no transactions: they record no version, so every
     /// snapshot sees them at once (K21). With locking off its reads return what the tree holds.
+    /// Right after an instant restart ([`crate::RestartMode::Instant`]) its first read waits
+    /// until the background rollback of the crash's unfinished transactions has ended (K21).
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;

@@ -507,9 +507,9 @@ impl Core {
     /// R22: a loser instant restart rolls back in the background: registered as running (so
     /// checkpoints list it and keep its log), and holding an exclusive record lock on every key
     /// its rollback will change, so that no transaction reads or writes those keys before the
-    /// rollback restores them — and, for a key it deleted, on the key closing that gap (K15), as
-    /// the delete itself did: the key is absent until the rollback puts it back, and a scan
-    /// over the gap must wait for that instead of passing over it. Returns the number of keys
+    /// rollback restores them. Two losers never changed the same key (each held it
+    /// exclusively), so these locks never wait. The gaps come after, in
+    /// [`Core::hold_loser_gaps`], once every loser holds its keys. Returns the number of keys
     /// locked.
     pub(crate) fn hold_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
         let wal = self.wal.as_deref().expect("restart runs only with logging");
@@ -525,9 +525,27 @@ impl Core {
             let (id, key) = isolation::lock_name(&t, Some(change.key()));
             locks.lock(entry.txn, id, key, lock::LockMode::Exclusive)?;
             keys += 1;
+            Ok(())
+        })?;
+        Ok(keys)
+    }
+
+    /// R22, after [`Core::hold_loser`] of every loser: for a key the loser deleted, the key
+    /// closing that gap (K15) is locked too, as the delete itself did: the key is absent until
+    /// the rollback puts it back, and a scan over the gap must wait for that instead of passing
+    /// over it. The closing key is looked up in the tree as restart finds it, which may name a
+    /// key another loser holds — the key after a large value's replace (logged as a delete and
+    /// an insert, btree T22, which locked only its key), or a key another loser inserted into
+    /// the gap without a gap lock (K15). That one is not waited for: it stays locked by its
+    /// holder until every loser is rolled back (the background undo lets all go at its end).
+    /// Returns the number of keys locked.
+    pub(crate) fn hold_loser_gaps(&self, entry: &record::TxnEntry) -> Result<u64> {
+        let locks = self.locks.as_ref().expect("background undo needs record locks");
+        let mut keys = 0;
+        self.walk_undo_chain(entry, |tree, change, _| {
             if matches!(change, record::Change::Delete { .. }) {
-                isolation::lock_gap(locks, entry.txn, &t, change.key(), None)?;
-                keys += 1;
+                let t = self.tree_by_root(tree)?;
+                keys += u64::from(isolation::try_lock_gap_of_loser(locks, entry.txn, &t, change.key())?);
             }
             Ok(())
         })?;

@@ -350,9 +350,11 @@ impl Drop for RedoThread {
 }
 
 /// The background undo (R22): rolls back, one after the other, the losers instant restart
-/// left holding their keys' locks, then releases each one's locks (`roll_back`: the engine's
-/// `Core::finish_loser`, then `Core::finish_txn`). A failure is logged and ends the thread:
-/// the losers left keep their locks, and the next restart rolls them back.
+/// left holding their keys' locks (`roll_back`: the engine's `Core::finish_loser`), then
+/// releases every one's locks (`release`: `Core::finish_txn`) — only once all are rolled
+/// back, since a loser's gap may be closed by a key another loser holds. A failure is logged
+/// and ends the thread: every loser keeps its locks, and the next restart rolls back those
+/// left.
 pub(crate) struct UndoThread {
     handle: Option<std::thread::JoinHandle<()>>,
 }
@@ -362,6 +364,7 @@ impl UndoThread {
         losers: Vec<TxnEntry>,
         pending: Arc<PendingRedo>,
         mut roll_back: impl FnMut(&TxnEntry) -> Result<()> + Send + 'static,
+        mut release: impl FnMut(&TxnEntry) + Send + 'static,
     ) -> UndoThread {
         pending.losers.store(losers.len() as u64, Ordering::Release);
         *pending.rolling_back.lock() = true;
@@ -392,6 +395,9 @@ impl UndoThread {
                             return;
                         }
                     }
+                }
+                for entry in &losers {
+                    release(entry);
                 }
             })
             .inspect_err(|e| {

@@ -319,6 +319,22 @@ impl GapGate for FenceGate<'_> {
     }
 }
 
+/// R22: the closing key of the gap `key` falls into, for a loser instant restart holds: locked
+/// exclusively by `txn` if no other transaction holds it, without waiting. While `open` takes
+/// the losers' locks nothing else runs and the tree does not change, so one look-up suffices,
+/// and a holder is another loser, which keeps the key locked until the whole background
+/// rollback has ended. Returns whether `txn` took it.
+pub(crate) fn try_lock_gap_of_loser(
+    locks: &LockManager,
+    txn: TxnId,
+    tree: &Tree,
+    key: &[u8],
+) -> Result<bool, Error> {
+    let next = tree.first_key_from(&key_after(key))?;
+    let (t, k) = lock_name(tree, next.as_deref());
+    Ok(locks.try_lock(txn, t, k, LockMode::Exclusive)?)
+}
+
 /// The closing key of the gap `key` falls into, locked exclusively by `txn` (K15): the first
 /// key after `key` (`None`: the end of the tree). `first` is the caller's look-up of it, if it
 /// made one. Returns it and whether `txn` held its lock before (then the caller must not release

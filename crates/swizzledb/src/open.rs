@@ -502,17 +502,26 @@ impl Builder {
             stats.losers += 1;
             background_undo.push(entry.clone());
         }
+        // The gaps once every loser holds its keys: a closing key may be another loser's.
+        for entry in &background_undo {
+            if let Err(e) = db.core.hold_loser_gaps(entry) {
+                db.closed = true;
+                db.core.pool.mark_closed();
+                return Err(e);
+            }
+        }
         *db.core.restart_stats.lock() = stats;
         self.start_background(&db);
         if !background_undo.is_empty() {
             let pending = db.core.wal.as_ref().and_then(|w| w.pending.clone()).expect("instant restart");
             let core = Arc::clone(&db.core);
-            db.background.lock().undo =
-                Some(instant::UndoThread::start(background_undo, pending, move |entry| {
-                    core.finish_loser(entry)?;
-                    core.finish_txn(entry.txn);
-                    Ok(())
-                }));
+            let releases = Arc::clone(&core);
+            db.background.lock().undo = Some(instant::UndoThread::start(
+                background_undo,
+                pending,
+                move |entry| core.finish_loser(entry).map(|_| ()),
+                move |entry| releases.finish_txn(entry.txn),
+            ));
         }
         Ok(db)
     }

@@ -31,6 +31,22 @@ impl SnapshotReads {
         !self.wal.as_ref().and_then(|w| w.pending.as_ref()).is_some_and(rolling_back)
     }
 
+    /// K21 for a read that needs a snapshot of many keys (a range, or a read-only
+    /// transaction's reads): [`SnapshotReads::ready`], after waiting for instant restart's
+    /// background rollback if it runs. A read through the gate instead sees each key as
+    /// committed when it reaches it, so a range could see one half of a transfer that commits
+    /// meanwhile; the losers' changes are gone once the rollback ends, and the snapshot is
+    /// exact then. `false` only if the rollback failed (its keys stay locked: the gate waits).
+    pub(crate) fn ready_after_rollback(&self) -> bool {
+        if self.ready() {
+            return true;
+        }
+        if let Some(pending) = self.wal.as_ref().and_then(|w| w.pending.as_ref()) {
+            pending.wait_for_rollback();
+        }
+        self.ready()
+    }
+
     /// K18: the value of `key` in `tree` that `snap` sees, read with no gate and rebuilt from
     /// the chain. While no version is kept anywhere, the tree's value is the snapshot's and
     /// `f` gets it in place: [`Read::Done`]. Otherwise the rebuilt value is returned

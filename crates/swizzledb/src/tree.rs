@@ -185,10 +185,11 @@ impl Tree {
     /// double-ended: `next_back` reads from the range's end, and the two ends stop where they
     /// meet. Each item is a record or an error. On a logged database with record locks (the
     /// default) the scan reads at a snapshot taken when it is made (LOCKS.md K22): it returns
-    /// the records as committed then, and never waits for a writer.
+    /// the records as committed then, and never waits for a writer (right after an instant
+    /// restart, it first waits for the background rollback of the crash's losers, K21).
     pub fn range<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter<'t> {
         match &self.snap {
-            Some(snap) if snap.ready() => {
+            Some(snap) if snap.ready_after_rollback() => {
                 snap.range(SnapshotRef::Owned(snap.versions.snapshot()), &self.inner, start, end)
             }
             _ => self.inner.range(start, end),
@@ -198,7 +199,7 @@ impl Tree {
     /// [`Tree::range`] in descending key order.
     pub fn range_rev<'t>(&'t self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter<'t> {
         match &self.snap {
-            Some(snap) if snap.ready() => {
+            Some(snap) if snap.ready_after_rollback() => {
                 snap.range_rev(SnapshotRef::Owned(snap.versions.snapshot()), &self.inner, start, end)
             }
             _ => self.inner.range_rev(start, end),

@@ -691,19 +691,23 @@ impl<'db> ReadTransaction<'db> {
     /// As [`ReadTransaction::get`].
     pub fn get_with<R>(&self, tree: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
         match (self.reads, &self.snap) {
-            // K21: while instant restart rolls losers back, their keys are waited for.
-            (Some(reads), _) if !reads.ready() => Ok(tree.inner.get_with(key, f)?),
-            (Some(reads), Some(snap)) => reads.get_with(snap, &tree.inner, key, f),
+            // K21: the transaction's reads share a snapshot, which instant restart's rollback of
+            // losers is waited for first.
+            (Some(reads), Some(snap)) if reads.ready_after_rollback() => {
+                reads.get_with(snap, &tree.inner, key, f)
+            }
             // K25: the newest committed value, at a snapshot of its own only where needed.
-            (Some(reads), None) => Ok(reads.get_committed_with(&tree.inner, key, f)?),
-            (None, _) => Ok(tree.inner.get_with(key, f)?),
+            (Some(reads), None) if reads.ready() => Ok(reads.get_committed_with(&tree.inner, key, f)?),
+            // K21: a single key while losers are rolled back (or a failed rollback's keys):
+            // their keys are waited for.
+            (Some(_), _) | (None, _) => Ok(tree.inner.get_with(key, f)?),
         }
     }
 
     /// The snapshot a range read reads at: the transaction's, or at read committed one taken
     /// now for the range read alone (K25); `None` when the tree is read as it is.
     fn range_snapshot(&self) -> Option<(&'db SnapshotReads, SnapshotRef<'_>)> {
-        let reads = self.reads.filter(|r| r.ready())?;
+        let reads = self.reads.filter(|r| r.ready_after_rollback())?;
         Some(match &self.snap {
             Some(snap) => (reads, SnapshotRef::Borrowed(snap)),
             None => (reads, SnapshotRef::Owned(reads.versions.snapshot())),

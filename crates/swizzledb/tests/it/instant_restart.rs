@@ -300,6 +300,132 @@ fn r22_with_locks_losers_are_rolled_back_in_the_background() {
     db.close().unwrap();
 }
 
+/// R22: the locks `open` takes for the losers never wait for each other. A loser's delete
+/// locks the key closing its gap too, looked up in the tree as restart finds it; two losers
+/// did not conflict live, but that look-up could name a key another loser holds:
+/// - a value replaced where the old or new value is large is logged as the key's delete and
+///   insert (btree T22), a replace that locked only its key live, so the key after it may be
+///   another loser's;
+/// - an insert into a gap no range read guards takes no gap lock (LOCKS.md K15), so another
+///   loser may have inserted into the gap a delete had locked the closing key of.
+///
+/// `open` then waited for itself until the lock wait timed out and failed. Now a closing key
+/// another loser holds stays locked by that loser, whose locks, like every loser's, are let go
+/// only once the whole background rollback has ended; a scan started at once still sees
+/// exactly the committed records.
+#[test]
+fn r22_losers_whose_restart_locks_overlap_open_at_once() {
+    for case in ["a large value replaced before another loser's key", "an insert into a deleted key's gap"] {
+        let fs = fault_fs();
+        let path = Path::new("/d/db");
+        let db = builder(&fs, RestartMode::Instant).create(path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        let mut oracle = Oracle::new();
+        for i in 0..40 {
+            let v = if i == 10 { vec![7; 9000] } else { value(i, 0) };
+            t.upsert(&key(i * 2), &v).unwrap();
+            oracle.insert(key(i * 2), v);
+        }
+        let mut first = db.begin();
+        let mut second = db.begin();
+        if case.starts_with("a large") {
+            first.put(&t, &key(20), &[8; 100]).unwrap();
+            second.put(&t, &key(22), b"next key").unwrap();
+        } else {
+            assert!(first.delete(&t, &key(30)).unwrap());
+            second.insert(&t, &key(31), b"into the gap").unwrap();
+        }
+        db.transact(|tx| tx.put(&t, b"z", b"makes the losers' records durable")).unwrap();
+        oracle.insert(b"z".to_vec(), b"makes the losers' records durable".to_vec());
+        std::mem::forget(first);
+        std::mem::forget(second);
+        drop(t);
+        db.archive_log().unwrap();
+        crash(&fs, db);
+        let started = Instant::now();
+        let db = builder(&fs, RestartMode::Instant).lab(|l| l.background_redo(false)).open(path).unwrap();
+        let opened = started.elapsed();
+        assert!(opened < Duration::from_secs(5), "{case}: open took {opened:?}");
+        assert_eq!(db.restart_stats().losers, 2, "{case}");
+        check(&db, &oracle);
+        db.close().unwrap();
+    }
+}
+
+/// R22, K21: right after an instant restart, while the background rollback of the losers runs,
+/// a read-only transaction and a plain range read still read at a snapshot: they wait for the
+/// rollback to end and see the total of transfers that commit beside them whole. Through the
+/// gate they read each key as committed when they reached it, and saw half of a transfer.
+#[test]
+fn r22_k21_snapshots_right_after_an_instant_restart_see_transfers_whole() {
+    const ACCOUNTS: u32 = 400;
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let db = builder(&fs, RestartMode::Instant).create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let amount = |v: &[u8]| u64::from_be_bytes(v[..8].try_into().unwrap());
+    db.transact(|tx| (0..ACCOUNTS).try_for_each(|i| tx.insert(&t, &key(i), &100u64.to_be_bytes()))).unwrap();
+    // Losers that changed every account and many other keys: a rollback that takes a while.
+    let mut losers = Vec::new();
+    for l in 0..4u32 {
+        let mut tx = db.begin();
+        for i in (l..ACCOUNTS).step_by(4) {
+            tx.put(&t, &key(i), &5000u64.to_be_bytes()).unwrap();
+        }
+        for i in 0..3000 {
+            tx.insert(&t, format!("loser{l}-{i:05}").as_bytes(), &[1; 40]).unwrap();
+        }
+        losers.push(tx);
+    }
+    db.transact(|tx| tx.put(&t, b"~", b"makes the losers' records durable")).unwrap();
+    losers.into_iter().for_each(std::mem::forget);
+    drop(t);
+    db.archive_log().unwrap();
+    crash(&fs, db);
+
+    let db = Arc::new(builder(&fs, RestartMode::Instant).open(path).unwrap());
+    let t = db.tree("t").unwrap();
+    let total = u64::from(ACCOUNTS) * 100;
+    let (db2, t2) = (Arc::clone(&db), t.clone());
+    let mover = std::thread::spawn(move || {
+        for n in 0..300u32 {
+            let (i, j) = (n * 7 % ACCOUNTS, (n * 13 + 1) % ACCOUNTS);
+            if i == j {
+                continue;
+            }
+            db2.transact(|tx| {
+                let a = amount(&tx.get(&t2, &key(i))?.unwrap());
+                let b = amount(&tx.get(&t2, &key(j))?.unwrap());
+                if a > 0 {
+                    tx.put(&t2, &key(i), &(a - 1).to_be_bytes())?;
+                    tx.put(&t2, &key(j), &(b + 1).to_be_bytes())?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+    });
+    let accounts = |(k, _): &(Vec<u8>, Vec<u8>)| k.starts_with(b"key");
+    for round in 0..50 {
+        let read = db.begin_read();
+        let seen: u64 = read
+            .range(&t, Unbounded, Unbounded)
+            .map(Result::unwrap)
+            .filter(accounts)
+            .map(|(_, v)| amount(&v))
+            .sum();
+        assert_eq!(seen, total, "round {round}: a read-only transaction's total");
+        drop(read);
+        let plain: u64 =
+            t.range(Unbounded, Unbounded).map(Result::unwrap).filter(accounts).map(|(_, v)| amount(&v)).sum();
+        assert_eq!(plain, total, "round {round}: a plain range's total");
+    }
+    mover.join().unwrap();
+    assert_eq!(t.scan_prefix(b"loser").count(), 0, "a loser's insert survived");
+    drop(t);
+    Arc::try_unwrap(db).ok().unwrap().close().unwrap();
+}
+
 /// R22 with record locks: a full scan that starts as soon as `open` returns, while the
 /// background rollback runs, returns exactly the committed records. A key a loser deleted is
 /// absent until the rollback puts it back, so the scan must wait at the gap's closing key,
