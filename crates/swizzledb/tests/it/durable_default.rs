@@ -430,10 +430,16 @@ fn r15_the_log_stays_below_its_bound_without_evictions() {
     db.close().unwrap();
 }
 
-/// A database on `fs` with a log bound of `bound` bytes in 16 KiB segments, asynchronous
-/// commits and no background checkpoints: only the page cleaner truncates its log (R15).
-fn small_log_db(fs: &FaultFs, bound: u64) -> Database {
-    Database::builder()
+/// Runs `during` beside an open transaction that wrote one key, on a database with a log bound
+/// of `bound` bytes in 16 KiB segments, asynchronous commits and no background checkpoints
+/// (only the page cleaner truncates its log, R15); then commits it and runs `after`.
+fn beside_an_open_transaction(
+    bound: u64,
+    during: impl FnOnce(&Database, &swizzledb::Tree),
+    after: impl FnOnce(&Database, &swizzledb::Tree),
+) {
+    let fs = fault_fs();
+    let db = Database::builder()
         .page_size(4096)
         .pool_bytes(256 * 4096)
         .lab(|l| l.vfs(Arc::new(fs.clone())))
@@ -442,7 +448,14 @@ fn small_log_db(fs: &FaultFs, bound: u64) -> Database {
         .commit_mode(CommitMode::Async)
         .checkpoint_interval(None)
         .create(Path::new("/d/db"))
-        .unwrap()
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut long = db.begin();
+    long.put(&t, b"held", b"open").unwrap();
+    during(&db, &t);
+    long.commit().unwrap();
+    after(&db, &t);
+    db.close().unwrap();
 }
 
 /// R15: while a running transaction holds truncation back with the log over the cleaner's
@@ -450,28 +463,29 @@ fn small_log_db(fs: &FaultFs, bound: u64) -> Database {
 /// another checkpoint to the log it cannot shrink).
 #[test]
 fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
-    let fs = fault_fs();
     let bound = 64 << 10;
-    let db = small_log_db(&fs, bound);
-    let t = db.create_tree("t").unwrap();
-    let mut long = db.begin();
-    long.put(&t, b"held", b"open").unwrap();
-    // Past three quarters of the bound (the trigger), below the bound (no writer throttled).
-    let mut i = 0;
-    while db.log_bytes().unwrap() < bound / 4 * 3 + 4096 {
-        t.upsert(&key(i), &[7; 64]).unwrap();
-        i += 1;
-    }
-    assert!(db.log_bytes().unwrap() < bound, "precondition: below the bound");
-    let before = db.cleaner_stats().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let after = db.cleaner_stats().unwrap();
-    let rounds = after.rounds - before.rounds;
-    // At most one round per 20 ms period (25 in 0.5 s), with room for a slow machine's
-    // scheduling; back to back they were thousands.
-    assert!(rounds <= 40, "{rounds} rounds in 0.5 s: {after:?}");
-    assert!(after.held_back > before.held_back, "{after:?}");
-    long.commit().unwrap();
+    beside_an_open_transaction(
+        bound,
+        |db, t| {
+            // Past three quarters of the bound (the trigger), below the bound (no writer
+            // throttled).
+            let mut i = 0;
+            while db.log_bytes().unwrap() < bound / 4 * 3 + 4096 {
+                t.upsert(&key(i), &[7; 64]).unwrap();
+                i += 1;
+            }
+            assert!(db.log_bytes().unwrap() < bound, "precondition: below the bound");
+            let before = db.cleaner_stats().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let after = db.cleaner_stats().unwrap();
+            let rounds = after.rounds - before.rounds;
+            // At most one round per 20 ms period (25 in 0.5 s), with room for a slow machine's
+            // scheduling; back to back they were thousands.
+            assert!(rounds <= 40, "{rounds} rounds in 0.5 s: {after:?}");
+            assert!(after.held_back > before.held_back, "{after:?}");
+        },
+        |_, _| {},
+    );
 }
 
 /// R15: while a running transaction holds truncation back, a transaction that begins with the
@@ -482,40 +496,45 @@ fn r15_a_cleaner_held_back_by_a_running_transaction_waits_between_rounds() {
 /// Once it ends, the next round truncates and the log is back below its bound.
 #[test]
 fn r15_writers_beside_a_transaction_holding_the_log_back_do_not_wait() {
-    let fs = fault_fs();
     let bound = 64 << 10;
-    let db = small_log_db(&fs, bound);
-    let t = db.create_tree("t").unwrap();
-    let mut long = db.begin();
-    long.put(&t, b"held", b"open").unwrap();
-    let mut i = 0;
-    let held_back = db.cleaner_stats().unwrap().held_back;
-    let started = Instant::now();
-    while db.log_bytes().unwrap() < bound + (16 << 10) || db.cleaner_stats().unwrap().held_back == held_back {
-        t.upsert(&key(i), &[7; 64]).unwrap();
-        i += 1;
-        assert!(started.elapsed() < Duration::from_secs(30), "the cleaner never found itself held back");
-    }
-    let started = Instant::now();
-    for j in 0..20 {
-        db.transact(|tx| tx.put(&t, &key(j), b"beside")).unwrap();
-    }
-    let took = started.elapsed();
-    // Milliseconds in all; each of the twenty waited two seconds before.
-    assert!(took < Duration::from_secs(2), "20 transactions beside the open one took {took:?}");
-    assert!(db.log_bytes().unwrap() > bound, "precondition: the log stayed over its bound");
-    long.commit().unwrap();
-    let started = Instant::now();
-    while db.log_bytes().unwrap() > bound {
-        db.transact(|tx| tx.put(&t, b"after", b"the commit")).unwrap();
-        std::thread::sleep(Duration::from_millis(10));
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the log stayed over its bound: {:?}",
-            db.log_bytes()
-        );
-    }
-    db.close().unwrap();
+    beside_an_open_transaction(
+        bound,
+        |db, t| {
+            let mut i = 0;
+            let held_back = db.cleaner_stats().unwrap().held_back;
+            let started = Instant::now();
+            while db.log_bytes().unwrap() < bound + (16 << 10)
+                || db.cleaner_stats().unwrap().held_back == held_back
+            {
+                t.upsert(&key(i), &[7; 64]).unwrap();
+                i += 1;
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "the cleaner never found itself held back"
+                );
+            }
+            let started = Instant::now();
+            for j in 0..20 {
+                db.transact(|tx| tx.put(t, &key(j), b"beside")).unwrap();
+            }
+            let took = started.elapsed();
+            // Milliseconds in all; each of the twenty waited two seconds before.
+            assert!(took < Duration::from_secs(2), "20 transactions beside the open one took {took:?}");
+            assert!(db.log_bytes().unwrap() > bound, "precondition: the log stayed over its bound");
+        },
+        |db, t| {
+            let started = Instant::now();
+            while db.log_bytes().unwrap() > bound {
+                db.transact(|tx| tx.put(t, b"after", b"the commit")).unwrap();
+                std::thread::sleep(Duration::from_millis(10));
+                let log = db.log_bytes();
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "the log stayed over its bound: {log:?}"
+                );
+            }
+        },
+    );
 }
 
 /// R13: a logged database's `flush` (log first, then pages) in the middle of asynchronous
