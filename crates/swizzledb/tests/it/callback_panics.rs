@@ -37,7 +37,7 @@ fn assert_untouched(t: &Tree, what: &str) {
 fn others_write_on(db: &Arc<Database>, t: &Tree, what: &str) {
     let (db, t) = (Arc::clone(db), t.clone());
     let (done, finished) = mpsc::channel();
-    std::thread::spawn(move || {
+    let writer = std::thread::spawn(move || {
         for i in 0..KEYS {
             t.upsert(&key(i), &[1; 50]).unwrap();
         }
@@ -48,6 +48,8 @@ fn others_write_on(db: &Arc<Database>, t: &Tree, what: &str) {
     finished
         .recv_timeout(Duration::from_secs(60))
         .unwrap_or_else(|_| panic!("{what}: the others' writes hung"));
+    // Its handles go with it: the last owner closes the database afterwards.
+    writer.join().unwrap();
 }
 
 #[test]
