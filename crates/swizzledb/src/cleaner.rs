@@ -126,10 +126,6 @@ impl Shared {
     /// transaction meets the failure at its first record.
     pub(crate) fn throttle(&self, wal: &Wal) {
         let over = || log_bytes(wal) > self.max_log_bytes && !wal.log.is_failed();
-        if !over() {
-            return;
-        }
-        self.counters.throttled.fetch_add(1, Ordering::Relaxed);
         // R15: a running transaction whose first record lies more than the bound behind the
         // end keeps the log over the bound until it ends, whatever the cleaner writes: waiting
         // would only stall every writer for the whole deadline.
@@ -137,6 +133,10 @@ impl Shared {
             wal.oldest_running_first()
                 .is_some_and(|first| wal.log.end().0.saturating_sub(first.0) > self.max_log_bytes)
         };
+        if !over() || pinned() {
+            return;
+        }
+        self.counters.throttled.fetch_add(1, Ordering::Relaxed);
         let deadline = std::time::Instant::now() + MAX_THROTTLE;
         let mut state = self.state.lock();
         while !state.0 && over() && !pinned() {

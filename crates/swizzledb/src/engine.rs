@@ -508,10 +508,9 @@ impl Core {
     /// checkpoints list it and keep its log), and holding an exclusive record lock on every key
     /// its rollback will change, so that no transaction reads or writes those keys before the
     /// rollback restores them. Two losers never changed the same key (each held it
-    /// exclusively), so these locks never wait. The gaps come after, in
-    /// [`Core::hold_loser_gaps`], once every loser holds its keys. Returns the number of keys
-    /// locked.
-    pub(crate) fn hold_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
+    /// exclusively), so these locks never wait. Returns the keys it deleted, whose gaps
+    /// [`Core::hold_loser_gaps`] locks once every loser holds its keys.
+    pub(crate) fn hold_loser(&self, entry: &record::TxnEntry) -> Result<Vec<(PageId, Vec<u8>)>> {
         let wal = self.wal.as_deref().expect("restart runs only with logging");
         let locks = self.locks.as_ref().expect("background undo needs record locks");
         let shared = wal.register(entry.txn);
@@ -519,18 +518,20 @@ impl Core {
         shared.first_lsn.store(wal.log.oldest().0, Ordering::Release);
         shared.undo_next.store(entry.undo_next.0, Ordering::Release);
         shared.set_state(entry.state);
-        let mut keys = 0;
+        let mut deleted = Vec::new();
         self.walk_undo_chain(entry, |tree, change, _| {
             let t = self.tree_by_root(tree)?;
             let (id, key) = isolation::lock_name(&t, Some(change.key()));
             locks.lock(entry.txn, id, key, lock::LockMode::Exclusive)?;
-            keys += 1;
+            if matches!(change, record::Change::Delete { .. }) {
+                deleted.push((tree, change.key().to_vec()));
+            }
             Ok(())
         })?;
-        Ok(keys)
+        Ok(deleted)
     }
 
-    /// R22, after [`Core::hold_loser`] of every loser: for a key the loser deleted, the key
+    /// R22, after [`Core::hold_loser`] of every loser: for each key `txn` deleted, the key
     /// closing that gap (K15) is locked too, as the delete itself did: the key is absent until
     /// the rollback puts it back, and a scan over the gap must wait for that instead of passing
     /// over it. The closing key is looked up in the tree as restart finds it, which may name a
@@ -538,21 +539,15 @@ impl Core {
     /// an insert, btree T22, which locked only its key), or a key another loser inserted into
     /// the gap without a gap lock (K15). That one is not waited for: it stays locked by its
     /// holder until every loser is rolled back (the background undo lets all go at its end).
-    /// Returns the number of keys locked.
-    pub(crate) fn hold_loser_gaps(&self, entry: &record::TxnEntry) -> Result<u64> {
+    pub(crate) fn hold_loser_gaps(&self, txn: TxnId, deleted: &[(PageId, Vec<u8>)]) -> Result<()> {
         let locks = self.locks.as_ref().expect("background undo needs record locks");
-        let mut keys = 0;
-        self.walk_undo_chain(entry, |tree, change, _| {
-            if matches!(change, record::Change::Delete { .. }) {
-                let t = self.tree_by_root(tree)?;
-                keys += u64::from(isolation::try_lock_gap_of_loser(locks, entry.txn, &t, change.key())?);
-            }
-            Ok(())
-        })?;
+        for (tree, key) in deleted {
+            isolation::try_lock_gap_of_loser(locks, txn, &self.tree_by_root(*tree)?, key)?;
+        }
         // K23: the opening thread took these locks for a transaction it does not run; its own
         // transactions waiting for them wait for the background undo, not for themselves.
-        locks.disown(entry.txn);
-        Ok(keys)
+        locks.disown(txn);
+        Ok(())
     }
 
     pub(crate) fn create_tree(&self, name: &str) -> Result<Tree> {

@@ -323,16 +323,17 @@ impl GapGate for FenceGate<'_> {
 /// exclusively by `txn` if no other transaction holds it, without waiting. While `open` takes
 /// the losers' locks nothing else runs and the tree does not change, so one look-up suffices,
 /// and a holder is another loser, which keeps the key locked until the whole background
-/// rollback has ended. Returns whether `txn` took it.
+/// rollback has ended.
 pub(crate) fn try_lock_gap_of_loser(
     locks: &LockManager,
     txn: TxnId,
     tree: &Tree,
     key: &[u8],
-) -> Result<bool, Error> {
+) -> Result<(), Error> {
     let next = tree.first_key_from(&key_after(key))?;
     let (t, k) = lock_name(tree, next.as_deref());
-    Ok(locks.try_lock(txn, t, k, LockMode::Exclusive)?)
+    locks.try_lock(txn, t, k, LockMode::Exclusive)?;
+    Ok(())
 }
 
 /// The closing key of the gap `key` falls into, locked exclusively by `txn` (K15): the first

@@ -489,22 +489,26 @@ impl Builder {
         // With record locks, losers are rolled back in the background, their keys locked until
         // then; without, here (R22).
         let mut background_undo = Vec::new();
+        let mut deletes = Vec::new();
         for entry in &state.tables.txns {
             if db.core.locks.is_none() || entry.state == TxnState::Committed {
                 finish_losers(&mut db, std::slice::from_ref(entry), &mut stats)?;
                 continue;
             }
-            if let Err(e) = db.core.hold_loser(entry) {
-                db.closed = true;
-                db.core.pool.mark_closed();
-                return Err(e);
+            match db.core.hold_loser(entry) {
+                Ok(deleted) => deletes.push((entry.txn, deleted)),
+                Err(e) => {
+                    db.closed = true;
+                    db.core.pool.mark_closed();
+                    return Err(e);
+                }
             }
             stats.losers += 1;
             background_undo.push(entry.clone());
         }
         // The gaps once every loser holds its keys: a closing key may be another loser's.
-        for entry in &background_undo {
-            if let Err(e) = db.core.hold_loser_gaps(entry) {
+        for (txn, deleted) in &deletes {
+            if let Err(e) = db.core.hold_loser_gaps(*txn, deleted) {
                 db.closed = true;
                 db.core.pool.mark_closed();
                 return Err(e);
