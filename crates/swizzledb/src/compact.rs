@@ -52,9 +52,15 @@ impl Builder {
     ///
     /// # Errors
     /// As [`Builder::open`] and [`crate::Database::backup_to`]; [`crate::Error::AlreadyOpen`] if
-    /// another process opened the database meanwhile (nothing is replaced then).
+    /// another process opened the database meanwhile (nothing is replaced then). A read-only
+    /// builder ([`Builder::read_only`]) refuses before it opens anything, as compaction
+    /// replaces the file: [`crate::Error::Tree`] holding
+    /// [`TreeError::ReadOnly`](crate::TreeError::ReadOnly).
     pub fn compact(self, path: impl AsRef<Path>) -> Result<CompactStats> {
         let path = path.as_ref();
+        if self.read_only {
+            return Err(crate::Error::Tree(swizzledb_btree::TreeError::ReadOnly));
+        }
         let db = self.open(path)?;
         let temp = temporary_path(path)?;
         let copied = db.backup_to(&temp);

@@ -1,7 +1,7 @@
 //! `Builder::read_only` (RECOVERY.md R27): a cleanly closed database opens for reading in every
 //! buffer mode, reads as it was written, refuses every change with `TreeError::ReadOnly` and
 //! changes no byte of its file or log; read-only opens share the file and exclude a read-write
-//! one; a database that needs restart is refused.
+//! one; a database that needs restart is refused, and so is a read-only compaction.
 
 use std::collections::BTreeMap;
 use std::ops::Bound::Unbounded;
@@ -116,6 +116,10 @@ fn r27_a_read_only_database_reads_refuses_changes_and_writes_nothing() {
         #[allow(clippy::permissions_set_readonly_false)]
         perms.set_readonly(false);
         std::fs::set_permissions(&path, perms).unwrap();
+        // Compaction replaces the file: a read-only builder refuses it and leaves every byte.
+        let before = snapshot(dir.path());
+        assert!(is_read_only(Database::builder().read_only(true).compact(&path)), "{mode:?}");
+        assert_eq!(snapshot(dir.path()), before, "{mode:?}: a read-only compact changed the files");
         let writer = Database::builder().open(&path).unwrap();
         assert!(matches!(Database::builder().read_only(true).open(&path), Err(Error::AlreadyOpen(_))));
         writer.close().unwrap();
