@@ -35,9 +35,11 @@ impl Database {
     /// writers there. It is compacted: every tree is rewritten in key order into full leaves,
     /// and freed pages are not copied.
     ///
-    /// The copy has this database's page size and is logged if this one is; it is closed
-    /// cleanly, so it opens on its own, with its own small log directory (`path` and
-    /// `<path>.wal`, or `path` alone for an unlogged database; README "Two things to copy").
+    /// The copy has this database's page size and is logged if this one is, with log segments
+    /// of the same size ([`Builder::log_segment_bytes`](crate::Builder::log_segment_bytes)), so
+    /// the settings that open this database open it. It is closed cleanly, so it opens on its
+    /// own, with its own small log directory (`path` and `<path>.wal`, or `path` alone for an
+    /// unlogged database; README "Two things to copy").
     /// It is written under a temporary name in `path`'s directory, closed, and renamed to
     /// `path` last (its log directory first): until then nothing at `path` opens, and a crash
     /// or an error leaves only the temporary files (`.<name>.backup-*`), which may be removed.
@@ -106,7 +108,22 @@ impl Database {
         drop(snapshot);
         copy.close()?;
         if logged {
-            Database::builder().logging(true).lab(|l| l.convert_to_logged(true)).open(temp)?.close()?;
+            // The source's segment size (R14: fixed when a log is created), so that the
+            // settings that open the source open the copy: its log bound was checked against
+            // that size. A read-only open has no log: the log directory's identity file says it.
+            let segment_bytes = match &self.core.wal {
+                Some(wal) => Some(wal.log.segment_bytes()),
+                None => crate::files::read_identity(&swizzledb_io::OsFs, &wal_dir(self.core.pool.path()))
+                    .ok()
+                    .map(|(_, bytes)| bytes),
+            };
+            let mut convert = Database::builder().logging(true).lab(|l| l.convert_to_logged(true));
+            if let Some(bytes) = segment_bytes {
+                convert = convert
+                    .log_segment_bytes(bytes)
+                    .max_log_bytes(crate::DEFAULT_MAX_LOG_BYTES.max(4 * bytes));
+            }
+            convert.open(temp)?.close()?;
         }
         stats.backup_file_bytes = std::fs::metadata(temp).map_err(|e| io(temp, e))?.len();
         Ok(stats)

@@ -343,8 +343,9 @@ impl Builder {
         if bound < 4 * segment {
             return Err(Error::Log(LogError::BadConfig {
                 reason: format!(
-                    "max_log_bytes = {bound} must be at least four log segments ({}): raise it or \
-                     lower log_segment_bytes",
+                    "max_log_bytes = {bound} must be at least four log segments of {segment} bytes \
+                     ({}): raise it, or lower log_segment_bytes when creating a database (an \
+                     existing log keeps the segment size it was created with)",
                     4 * segment
                 ),
             }));

@@ -116,3 +116,32 @@ fn r28_the_next_open_finishes_a_compaction_a_crash_stopped() {
     db.close().unwrap();
     assert_eq!(names(dir.path()), ["db.swz", "db.swz.wal"]);
 }
+
+/// A log's segment size is fixed when it is created (R14), and an open checks the log bound
+/// against it. The compacted database and a backup (R26), from a read-write or a read-only
+/// open, keep the source's small segments, so the settings that opened the source, a bound of
+/// four such segments, open them.
+#[test]
+fn r26_r28_a_copy_keeps_the_log_segment_size_its_settings_need() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small-log.swz");
+    let settings = || Database::builder().log_segment_bytes(64 << 10).max_log_bytes(1 << 20);
+    let db = settings().create(&path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..2000u32 {
+        t.insert(&i.to_be_bytes(), &[6u8; 100]).unwrap();
+    }
+    let copy = dir.path().join("copy.swz");
+    db.backup_to(&copy).unwrap();
+    db.close().unwrap();
+    let ro = settings().read_only(true).open(&path).unwrap();
+    let ro_copy = dir.path().join("ro-copy.swz");
+    ro.backup_to(&ro_copy).unwrap();
+    ro.close().unwrap();
+    settings().compact(&path).unwrap();
+    for p in [&path, &copy, &ro_copy] {
+        let db = settings().open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert_eq!(db.tree("t").unwrap().len().unwrap(), 2000, "{}", p.display());
+        db.close().unwrap();
+    }
+}

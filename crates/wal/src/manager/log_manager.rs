@@ -572,6 +572,11 @@ impl LogManager {
         self.inner.max_body
     }
 
+    /// The size of this log's segment files, fixed when the log was created.
+    pub fn segment_bytes(&self) -> u64 {
+        self.inner.segment_bytes
+    }
+
     /// The body of the record at `lsn`. A record not yet in a segment file is written out first
     /// (not synced), then read from its file.
     ///
