@@ -7,10 +7,10 @@ use std::ops::Bound;
 
 use crate::error::{CompareAndSwapError, Result};
 use crate::log::ChangeLog;
-use crate::owner::{max_key_len, max_value_len};
+
 use crate::scan::{RangeIter, RevRangeIter};
 use crate::tree::Tree;
-use crate::TreeError;
+
 
 /// One key and its value.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
@@ -145,13 +145,9 @@ impl Tree {
         log: Option<&dyn ChangeLog>,
     ) -> Result<std::result::Result<(), CompareAndSwapError>> {
         let _write = self.begin_write()?;
-        let page_size = self.pool.page_size();
-        if key.len() > max_key_len(page_size) {
-            return Err(TreeError::KeyTooLarge { len: key.len(), max: max_key_len(page_size) });
-        }
-        if let Some(v) = new.filter(|v| v.len() > max_value_len(page_size)) {
-            return Err(TreeError::ValueTooLarge { len: v.len(), max: max_value_len(page_size) });
-        }
+        // The limits a put meets: the tree's own value limit (pool and log), not only the
+        // page size's.
+        self.check_sizes(key, new.unwrap_or_default())?;
         let r = self.with_room(|| self.cas_once(key, expected, new, log))?;
         Ok(r.map_err(|current| CompareAndSwapError { current }))
     }

@@ -411,7 +411,7 @@ impl Tree {
         }
     }
 
-    fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub(crate) fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let ps = self.pool.page_size();
         if key.len() > max_key_len(ps) {
             return Err(TreeError::KeyTooLarge { len: key.len(), max: max_key_len(ps) });

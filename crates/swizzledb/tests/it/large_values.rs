@@ -7,7 +7,7 @@ use crate::common;
 use common::new_fs;
 use std::sync::Arc;
 use swizzledb::lab::DatabaseExt as _;
-use swizzledb::{Database, PoolMode, RestartMode, Tree, TreeError, MAX_VALUE_LEN};
+use swizzledb::{Database, Error, PoolMode, RestartMode, Tree, TreeError, MAX_VALUE_LEN};
 use swizzledb_io::{CrashMode, FaultFs};
 
 const PATH: &str = "/crash/large.swz";
@@ -175,6 +175,24 @@ fn t22_value_limits_are_documented_and_enforced() {
     t.insert(b"fits", &value(max, 1)).unwrap();
     assert!(matches!(t.insert(b"no", &value(max + 1, 1)), Err(TreeError::ValueTooLarge { .. })));
     assert_eq!(t.get(b"no").unwrap(), None);
+    // Every writer meets the same limit: compare-and-swap too, in and out of a transaction
+    // (it once checked only the page size's, and stored a value no backup could copy).
+    let too_long = value(max + 1, 2);
+    let cas = t.compare_and_swap(b"no", None, Some(&too_long));
+    assert!(matches!(cas, Err(TreeError::ValueTooLarge { .. })), "{cas:?}");
+    let cas = t.compare_and_swap(b"fits", Some(&value(max, 1)), Some(&too_long));
+    assert!(matches!(cas, Err(TreeError::ValueTooLarge { .. })), "{cas:?}");
+    let in_tx = short_log.transact(|tx| tx.compare_and_swap(&t, b"no", None, Some(&too_long)));
+    assert!(matches!(in_tx, Err(Error::Tree(TreeError::ValueTooLarge { .. }))), "{in_tx:?}");
+    assert!(matches!(
+        short_log.transact(|tx| tx.put(&t, b"no", &too_long)),
+        Err(Error::Tree(TreeError::ValueTooLarge { .. }))
+    ));
+    assert!(matches!(t.upsert(b"no", &too_long), Err(TreeError::ValueTooLarge { .. })));
+    assert_eq!(t.get(b"no").unwrap(), None);
+    assert_eq!(t.get(b"fits").unwrap(), Some(value(max, 1)));
+    let copy = dir.path().join("c-copy.swz");
+    short_log.backup_to(&copy).unwrap();
     short_log.close().unwrap();
 }
 
