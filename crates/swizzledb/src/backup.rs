@@ -118,7 +118,9 @@ impl Database {
                     .map(|(_, bytes)| bytes),
             };
             let mut convert = Database::builder().logging(true).lab(|l| l.convert_to_logged(true));
-            if let Some(bytes) = segment_bytes {
+            // A log made before segments had to hold four pages gets the least that does.
+            let least = crate::MIN_SEGMENT_PAGES * self.core.pool.page_size() as u64;
+            if let Some(bytes) = segment_bytes.map(|bytes| bytes.max(least)) {
                 convert = convert
                     .log_segment_bytes(bytes)
                     .max_log_bytes(crate::DEFAULT_MAX_LOG_BYTES.max(4 * bytes));

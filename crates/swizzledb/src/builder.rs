@@ -57,6 +57,13 @@ pub struct Builder {
     pub(crate) page_size_set: bool,
 }
 
+/// The fewest pages a new log's segment holds ([`Builder::log_segment_bytes`], RECOVERY.md
+/// R14): a log record lies in one segment, and a structure change's holds the image of the
+/// node it makes (a split's new node, a merged node, a grown root's child) beside a smaller
+/// image or the other pages' logical changes; a leaf change holds at most a quarter page of
+/// value and a sixteenth of key.
+pub const MIN_SEGMENT_PAGES: u64 = 2;
+
 /// Default interval of the background archiver ([`crate::lab::LabOptions::archive_interval`]).
 pub const DEFAULT_ARCHIVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -257,7 +264,10 @@ impl Builder {
     }
 
     /// Bytes per log segment file of a new database (default 16 MiB; a multiple of 8 from 4 KiB
-    /// to 1 GiB). An existing database keeps the size it was created with.
+    /// to 1 GiB, and at least [`MIN_SEGMENT_PAGES`](crate::MIN_SEGMENT_PAGES) pages: a log
+    /// record lies in one segment, and a structure change's record holds a page image; `create`
+    /// refuses less with [`Error::Log`]`(`[`LogError::BadConfig`]`)`). An existing database
+    /// keeps the size it was created with.
     #[must_use]
     pub fn log_segment_bytes(mut self, bytes: u64) -> Self {
         self.log_segment_bytes = Some(bytes);
@@ -329,6 +339,24 @@ impl Builder {
             return refuse(
                 "RestartMode::Instant reads the log archive instead of the log: add Builder::log_archive(true)",
             );
+        }
+        Ok(())
+    }
+
+    /// R14: a new log's segments hold the largest record the engine appends, a structure
+    /// change with a page image (checked where a log is created: `create`, a conversion).
+    pub(crate) fn check_new_log(&self) -> Result<()> {
+        let segment = self.log_segment_bytes.unwrap_or(LogConfig::new("").segment_bytes);
+        let page = self.config.page_size as u64;
+        let least = MIN_SEGMENT_PAGES * page;
+        if segment < least {
+            return Err(Error::Log(LogError::BadConfig {
+                reason: format!(
+                    "log_segment_bytes = {segment} must hold at least {MIN_SEGMENT_PAGES} pages of {page} \
+                     bytes ({least}): a log record lies in one segment, and a structure change's \
+                     holds a page image; raise it or lower page_size"
+                ),
+            }));
         }
         Ok(())
     }

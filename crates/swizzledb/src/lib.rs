@@ -89,7 +89,7 @@ mod version;
 mod versions;
 
 pub use crate::backup::BackupStats;
-pub use crate::builder::{Builder, DEFAULT_ARCHIVE_INTERVAL, DEFAULT_MAX_LOG_BYTES};
+pub use crate::builder::{Builder, DEFAULT_ARCHIVE_INTERVAL, DEFAULT_MAX_LOG_BYTES, MIN_SEGMENT_PAGES};
 pub use crate::cleaner::{Cleaner, CleanerStats};
 pub use crate::compact::CompactStats;
 pub use crate::database::{CheckpointCounts, Database};

@@ -31,6 +31,9 @@ impl Builder {
             return Err(Error::Tree(swizzledb_btree::TreeError::ReadOnly));
         }
         self.check_log_settings()?;
+        if self.logging != Some(false) {
+            self.check_new_log()?;
+        }
         if self.config.vfs.exists(path) {
             let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
             return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
@@ -222,6 +225,7 @@ impl Builder {
     /// that the next conversion refuses as stale ([`Error::StaleLog`]).
     pub(crate) fn convert(self, path: &Path, lock: files::FileLock) -> Result<Database> {
         self.check_log_settings()?;
+        self.check_new_log()?;
         let (dir, log, archive, config) = self.new_log(path)?;
         let pool = swizzledb_buffer::BufferPool::open(path, &config, Arc::new(BTreeOwner))?;
         let segment_bytes = self.log_config(path).segment_bytes;

@@ -657,46 +657,73 @@ fn a_tree_refused_for_a_full_catalog_leaves_no_record() {
     db.close().unwrap();
 }
 
-/// T13, W11 (a split whose record the log refuses): a structure change made in memory whose record the
-/// log refuses (here too large for 8 KiB segments holding 8 KiB pages) fails the log for good:
-/// no later write succeeds and nothing of the change reaches the file, and the next open
-/// restarts to a valid tree with every acknowledged write.
+/// R14: a log record lies in one segment, and a structure change's holds a page image, so a
+/// new log's segments hold at least `MIN_SEGMENT_PAGES` pages. Less is refused at `create` and
+/// at a conversion, before anything is written (with 8 KiB segments under 8 KiB pages the
+/// first split's record was refused and failed the log for good). The least segment holds
+/// every record: splits of leaves full of the longest keys and the longest values a leaf
+/// holds, and root growth.
 #[test]
-fn a_refused_structure_record_fails_the_log_for_good() {
+fn r14_a_log_whose_segments_cannot_hold_a_structure_change_is_refused() {
     let fs = fault_fs();
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
     let path = Path::new("/d/db");
-    let builder = Database::builder()
-        .pool_bytes(64 * 8192)
-        .log_segment_bytes(8 << 10)
+    for (page, segment) in [(8192usize, 8u64 << 10), (16384, 16 << 10), (32768, 48 << 10)] {
+        let refused = Database::builder()
+            .page_size(page)
+            .log_segment_bytes(segment)
+            .max_log_bytes(1 << 20)
+            .lab(|l| l.vfs(vfs.clone()))
+            .create(path);
+        assert!(matches!(refused, Err(Error::Log(swizzledb::LogError::BadConfig { .. }))), "{refused:?}");
+        assert!(!vfs.exists(path) && !vfs.exists(&wal_dir(path)), "a refused create wrote nothing");
+    }
+    // A conversion makes a new log too.
+    let unlogged = Database::builder().logging(false).lab(|l| l.vfs(vfs.clone())).create(path).unwrap();
+    unlogged.close().unwrap();
+    let converted = Database::builder()
+        .logging(true)
+        .log_segment_bytes(4 << 10)
         .max_log_bytes(1 << 20)
-        .lab(|l| l.vfs(Arc::new(fs.clone())));
-    let db = builder.clone().create(path).unwrap();
-    let t = db.create_tree("t").unwrap();
-    let mut acked = Vec::new();
-    let mut refused = None;
-    for i in 0..400 {
-        match t.upsert(&key(i), &[5; 30]) {
-            Ok(_) => acked.push(i),
-            Err(e) => {
-                refused = Some(e);
-                break;
-            }
+        .lab(|l| l.vfs(vfs.clone()).convert_to_logged(true))
+        .open(path);
+    assert!(matches!(converted, Err(Error::Log(swizzledb::LogError::BadConfig { .. }))), "{converted:?}");
+    vfs.remove(path).unwrap();
+
+    for page in [4096usize, 16384] {
+        let least = swizzledb::MIN_SEGMENT_PAGES * page as u64;
+        let builder = Database::builder()
+            .page_size(page)
+            .pool_bytes(64 * page)
+            .log_segment_bytes(least)
+            .max_log_bytes(8 * least)
+            .lab(|l| l.vfs(vfs.clone()));
+        let db = builder.clone().create(path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        let (key_len, value_len) = (swizzledb::max_key_len(page), swizzledb::max_inline_value_len(page));
+        let long_key = |i: u32| {
+            let mut k = vec![b'k'; key_len];
+            k[key_len - 4..].copy_from_slice(&i.to_be_bytes());
+            k
+        };
+        for i in 0..200u32 {
+            t.insert(&long_key(i), &vec![i as u8; value_len])
+                .unwrap_or_else(|e| panic!("page {page}, {i}: {e}"));
+        }
+        t.verify().unwrap();
+        drop(t);
+        fs.crash(CrashMode::DropUnsynced);
+        drop(db);
+        let db = builder.open(path).unwrap();
+        let t = db.tree("t").unwrap();
+        t.verify().unwrap();
+        assert_eq!(t.len().unwrap(), 200, "page {page}");
+        db.close().unwrap();
+        vfs.remove(path).unwrap();
+        for f in vfs.list(&wal_dir(path)).unwrap_or_default() {
+            vfs.remove(&wal_dir(path).join(f)).unwrap();
         }
     }
-    let refused = refused.expect("a split's record exceeds the log's largest record");
-    assert!(matches!(refused, TreeError::Log(_)), "{refused:?}");
-    assert!(t.upsert(b"after", b"x").is_err(), "the log is failed: no later write succeeds");
-    fs.crash(CrashMode::KeepUnsynced);
-    drop(t);
-    drop(db);
-    let db = builder.open(path).unwrap();
-    let t = db.tree("t").unwrap();
-    t.verify().unwrap();
-    for &i in &acked {
-        assert_eq!(t.get(&key(i)).unwrap().as_deref(), Some(&[5; 30][..]), "key {i}");
-    }
-    assert_eq!(t.get(b"after").unwrap(), None);
-    db.close().unwrap();
 }
 
 /// The `.log` files in a database's log directory, with their lengths.

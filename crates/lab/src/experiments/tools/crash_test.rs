@@ -186,6 +186,7 @@ pub struct CrashTestArgs {
     #[arg(long)]
     max_log_kib: Option<u64>,
     /// Log segment size in KiB (default: 64 with --config default, 1024 with --config
+    /// transactions; at least two pages: 16 with --config default, 8 with --config
     /// transactions)
     #[arg(long)]
     log_segment_kib: Option<u64>,
@@ -1057,8 +1058,14 @@ fn validate(args: &CrashTestArgs) -> Result<(), Box<dyn Error>> {
         return Err(Usage("--threads must be 1 to 64, and --keys at least --threads".into()).into());
     }
     let segment = log_segment_bytes(args);
-    if !(4 << 10..=1 << 30).contains(&segment) {
-        return Err(Usage("--log-segment-kib must be 4 to 1048576".into()).into());
+    let least = swizzledb::MIN_SEGMENT_PAGES * page_size(args) as u64;
+    if !(least..=1 << 30).contains(&segment) {
+        return Err(Usage(format!(
+            "--log-segment-kib must be {} to 1048576: a segment holds at least {} pages",
+            least >> 10,
+            swizzledb::MIN_SEGMENT_PAGES
+        ))
+        .into());
     }
     if max_log_bytes(args).is_some_and(|bound| bound < 4 * segment) {
         return Err(
