@@ -11,7 +11,6 @@ use crate::log::ChangeLog;
 use crate::scan::{RangeIter, RevRangeIter};
 use crate::tree::Tree;
 
-
 /// One key and its value.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
 

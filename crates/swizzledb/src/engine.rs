@@ -493,6 +493,7 @@ impl Core {
                 | Record::DropTree { .. }
                 | Record::CheckpointBegin
                 | Record::CheckpointEnd(_)
+                | Record::CheckpointPart(_)
                 | Record::PageWrite { .. }) => {
                     return Err(Error::LogCorrupted {
                         lsn: cursor,

@@ -774,20 +774,16 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> (LogState, Option<RestartVie
             return Err("the log holds no checkpoint".into());
         };
         state.checkpoint = Some(at);
-        let body = log.read(at).map_err(|e| format!("the last checkpoint at {at}: {e}"))?;
-        let begin = match Record::decode(&body) {
-            Ok(Record::CheckpointEnd(c)) => {
-                state.dirty_pages = c.dirty.len();
-                state.open_txns = c.txns.len();
-                state.trees = c.catalog;
-                view.redo.extend(c.dirty.iter().map(|(p, _)| *p));
-                view.free.extend(c.free.iter().copied());
-                view.page_count = c.page_count;
-                c.begin
-            }
-            Ok(other) => return Err(format!("the master record names a {:?} record", kind_of(&other))),
-            Err(e) => return Err(format!("the last checkpoint at {at}: {e}")),
-        };
+        // Whole, its parts gathered (R7).
+        let c = crate::restart::read_checkpoint(&log, at)
+            .map_err(|e| format!("the last checkpoint at {at}: {e}"))?;
+        state.dirty_pages = c.dirty.len();
+        state.open_txns = c.txns.len();
+        state.trees = c.catalog;
+        view.redo.extend(c.dirty.iter().map(|(p, _)| *p));
+        view.free.extend(c.free.iter().copied());
+        view.page_count = c.page_count;
+        let begin = c.begin;
         // The whole log kept: images anywhere in it serve single-page recovery (R18), which
         // restart's redo uses for a page it must read and finds damaged; analysis from `begin`.
         for item in log.scan(state.oldest).map_err(|e| e.to_string())? {
@@ -926,6 +922,7 @@ impl LogEntry {
             | Record::DropTree { .. }
             | Record::CheckpointBegin
             | Record::CheckpointEnd(_)
+            | Record::CheckpointPart(_)
             | Record::PageWrite { .. } => None,
         }
     }
@@ -1003,13 +1000,27 @@ impl fmt::Display for LogEntry {
             Record::CreateTree { name, root } => write!(f, " name={name:?} root={root}")?,
             Record::DropTree { name, root } => write!(f, " name={name:?} root={root}")?,
             Record::CheckpointBegin => {}
-            Record::CheckpointEnd(c) => write!(
+            Record::CheckpointEnd(c) => {
+                write!(
+                    f,
+                    " begin={} dirty={} txns={} page_count={} free={} trees={}",
+                    c.begin.0,
+                    c.dirty.len(),
+                    c.txns.len(),
+                    c.page_count,
+                    c.free.len(),
+                    c.catalog.len()
+                )?;
+                if c.parts > 0 {
+                    write!(f, " parts={}", c.parts)?;
+                }
+            }
+            Record::CheckpointPart(c) => write!(
                 f,
-                " begin={} dirty={} txns={} page_count={} free={} trees={}",
+                " begin={} dirty={} txns={} free={} trees={}",
                 c.begin.0,
                 c.dirty.len(),
                 c.txns.len(),
-                c.page_count,
                 c.free.len(),
                 c.catalog.len()
             )?,

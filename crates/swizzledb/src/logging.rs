@@ -615,15 +615,60 @@ impl Wal {
             page_count: allocation.page_count,
             free: allocation.free_pages,
             catalog: allocation.trees.into_iter().collect(),
+            parts: 0,
         };
         self.finish_checkpoint(checkpoint, keep)
+    }
+
+    /// R7: the checkpoint's end record, after as many parts as its tables need beyond one
+    /// record: each record at most half the log's largest body, counting every entry at its
+    /// longest encoding (varints of ten bytes). A dirty page table of a large pool, or the
+    /// free pages of a file that shrank, outgrow one record; restart reads them whole
+    /// (`restart::read_checkpoint`).
+    fn append_checkpoint(&self, mut checkpoint: Checkpoint) -> Result<Lsn, LogError> {
+        const FIXED: usize = 1 + 10 * 8;
+        fn bytes(c: &Checkpoint) -> usize {
+            FIXED
+                + c.dirty.len() * 20
+                + c.txns.len() * 31
+                + c.free.len() * 10
+                + c.catalog.iter().map(|(name, _)| 20 + name.len()).sum::<usize>()
+        }
+        /// Moves entries from the end of `from` to `to` while `room` lasts.
+        fn take<T>(from: &mut Vec<T>, to: &mut Vec<T>, room: &mut usize, cost: impl Fn(&T) -> usize) {
+            while let Some(last) = from.last() {
+                let c = cost(last);
+                if c > *room {
+                    return;
+                }
+                *room -= c;
+                to.push(from.pop().expect("looked at"));
+            }
+        }
+        let budget = self.log.max_body() / 2;
+        let mut parts = 0;
+        while bytes(&checkpoint) > budget {
+            let mut part = Checkpoint { begin: checkpoint.begin, ..Checkpoint::default() };
+            let mut room = budget.saturating_sub(FIXED);
+            take(&mut checkpoint.dirty, &mut part.dirty, &mut room, |_| 20);
+            take(&mut checkpoint.free, &mut part.free, &mut room, |_| 10);
+            take(&mut checkpoint.txns, &mut part.txns, &mut room, |_| 31);
+            take(&mut checkpoint.catalog, &mut part.catalog, &mut room, |(name, _)| 20 + name.len());
+            if bytes(&part) == FIXED {
+                break; // An entry larger than a part: the end record says what is too large.
+            }
+            self.append(&Record::CheckpointPart(Box::new(part)))?;
+            parts += 1;
+        }
+        checkpoint.parts = parts;
+        self.append(&Record::CheckpointEnd(Box::new(checkpoint)))
     }
 
     /// The end of both kinds of checkpoint (R7, R19): the end record, durable; the master
     /// record; archiving (R17); truncation below `keep` and the archive's end. Called with
     /// `checkpointing` held.
     fn finish_checkpoint(&self, checkpoint: Checkpoint, keep: u64) -> crate::error::Result<Lsn> {
-        let end = self.append(&Record::CheckpointEnd(Box::new(checkpoint)))?;
+        let end = self.append_checkpoint(checkpoint)?;
         self.log.write_master(end)?;
         // R17: the log is archived before it is truncated, and never truncated past the archive.
         let (keep, archived) = match &self.archive {

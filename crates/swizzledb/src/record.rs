@@ -13,6 +13,8 @@
 //! | 7 `CreateTree` | name, root |
 //! | 8 `CheckpointBegin` | — |
 //! | 9 `CheckpointEnd` | begin LSN, dirty pages (page, rec LSN), transactions (txn, state byte, last LSN, undo-next), page count, free pages, catalog (name, root) |
+//! | 13 `CheckpointEnd` in parts | as 9, then the count (at least 1) of `CheckpointPart` records holding the rest of the tables |
+//! | 12 `CheckpointPart` | as `CheckpointEnd` without the count: part of the tables of the checkpoint whose begin LSN it names, appended between its begin and end records |
 //! | 10 `PageWrite` | page, page LSN, writer byte (0 the pool; 1 the decoupled cleaner, followed by the LSN below which the copy holds every change) |
 //! | 11 `DropTree` | name, root |
 //!
@@ -404,6 +406,10 @@ pub struct Checkpoint {
     pub free: Vec<PageId>,
     /// Tree names and root pages.
     pub catalog: Vec<(String, PageId)>,
+    /// In an end record, how many [`Record::CheckpointPart`] records between the begin record
+    /// and it hold the rest of the tables (RECOVERY.md R7): a checkpoint whose tables do not
+    /// fit one record goes out in parts. 0 in a part, and in a checkpoint read whole.
+    pub parts: u64,
 }
 
 /// A log record.
@@ -490,6 +496,9 @@ pub enum Record {
     CheckpointBegin,
     /// A checkpoint's contents.
     CheckpointEnd(Box<Checkpoint>),
+    /// Part of the tables of the checkpoint that began at its `begin` (its end record counts
+    /// the parts).
+    CheckpointPart(Box<Checkpoint>),
     /// A page reached disk carrying this page LSN.
     PageWrite {
         /// The page.
@@ -558,11 +567,13 @@ pub enum RecordKind {
     PageWrite = 10,
     /// [`Record::DropTree`].
     DropTree = 11,
+    /// [`Record::CheckpointPart`].
+    CheckpointPart = 12,
 }
 
 impl RecordKind {
     /// Every kind, in byte order.
-    pub const ALL: [RecordKind; 11] = [
+    pub const ALL: [RecordKind; 12] = [
         RecordKind::Begin,
         RecordKind::Leaf,
         RecordKind::Commit,
@@ -574,6 +585,7 @@ impl RecordKind {
         RecordKind::CheckpointEnd,
         RecordKind::PageWrite,
         RecordKind::DropTree,
+        RecordKind::CheckpointPart,
     ];
 }
 
@@ -582,6 +594,11 @@ impl From<RecordKind> for u8 {
         kind as u8
     }
 }
+
+/// The first byte of a [`Record::CheckpointEnd`] whose checkpoint went out in parts (RECOVERY.md
+/// R7): its body ends with the count of parts, which a checkpoint in one record's lacks, so
+/// that every body a log holds decodes as it did.
+const PARTED_END: u8 = 13;
 
 /// A byte that names no [`RecordKind`].
 #[derive(Copy, Clone, Debug, thiserror::Error, PartialEq, Eq)]
@@ -604,6 +621,8 @@ impl TryFrom<u8> for RecordKind {
             9 => RecordKind::CheckpointEnd,
             10 => RecordKind::PageWrite,
             11 => RecordKind::DropTree,
+            12 => RecordKind::CheckpointPart,
+            PARTED_END => RecordKind::CheckpointEnd,
             other => return Err(UnknownRecordKind(other)),
         })
     }
@@ -636,6 +655,7 @@ impl Record {
             | Record::DropTree { .. }
             | Record::CheckpointBegin
             | Record::CheckpointEnd(_)
+            | Record::CheckpointPart(_)
             | Record::PageWrite { .. } => Vec::new(),
         }
     }
@@ -694,6 +714,7 @@ impl Record {
             | RecordKind::DropTree
             | RecordKind::CheckpointBegin
             | RecordKind::CheckpointEnd
+            | RecordKind::CheckpointPart
             | RecordKind::PageWrite => Ok(Vec::new()),
         }
     }
@@ -760,6 +781,7 @@ impl Record {
             | RecordKind::DropTree
             | RecordKind::CheckpointBegin
             | RecordKind::CheckpointEnd
+            | RecordKind::CheckpointPart
             | RecordKind::PageWrite => Ok(None),
         }
     }
@@ -778,6 +800,7 @@ impl Record {
             Record::DropTree { .. } => RecordKind::DropTree,
             Record::CheckpointBegin => RecordKind::CheckpointBegin,
             Record::CheckpointEnd(_) => RecordKind::CheckpointEnd,
+            Record::CheckpointPart(_) => RecordKind::CheckpointPart,
             Record::PageWrite { .. } => RecordKind::PageWrite,
         }
     }
@@ -796,6 +819,7 @@ impl Record {
             | Record::DropTree { .. }
             | Record::CheckpointBegin
             | Record::CheckpointEnd(_)
+            | Record::CheckpointPart(_)
             | Record::PageWrite { .. } => None,
         }
     }
@@ -811,7 +835,10 @@ impl Record {
     /// room in front of it (`append_encoded`).
     pub(crate) fn encode_into(&self, buf: Vec<u8>) -> Vec<u8> {
         let mut w = Writer(buf);
-        w.u8(self.kind().into());
+        match self {
+            Record::CheckpointEnd(c) if c.parts > 0 => w.u8(PARTED_END),
+            _ => w.u8(self.kind().into()),
+        }
         match self {
             Record::Begin { txn } => w.var(txn.0),
             Record::Leaf { txn, prev, undo_next, tree, page, change, base, chain, freed, commits } => {
@@ -901,7 +928,7 @@ impl Record {
                 w.var(root.get());
             }
             Record::CheckpointBegin => {}
-            Record::CheckpointEnd(c) => {
+            Record::CheckpointEnd(c) | Record::CheckpointPart(c) => {
                 w.var(c.begin.0);
                 w.len(c.dirty.len());
                 for (page, rec) in &c.dirty {
@@ -926,6 +953,11 @@ impl Record {
                     w.bytes(name.as_bytes());
                     w.var(root.get());
                 }
+                // Only where there are parts (the record then begins with `PARTED_END`): an end
+                // record of a checkpoint in one record is as it was before parts existed.
+                if c.parts > 0 {
+                    w.var(c.parts);
+                }
             }
             Record::PageWrite { page, page_lsn, decoupled } => {
                 w.var(page.get());
@@ -949,7 +981,8 @@ impl Record {
     /// [`Malformed`] naming what did not decode.
     pub fn decode(body: &[u8]) -> Result<Record, Malformed> {
         let mut r = Reader(body);
-        let record = match RecordKind::try_from(r.u8()?)? {
+        let first = r.u8()?;
+        let record = match RecordKind::try_from(first)? {
             RecordKind::Begin => Record::Begin { txn: TxnId(r.var()?) },
             RecordKind::Leaf => {
                 let flags = r.u8()?;
@@ -1028,7 +1061,7 @@ impl Record {
             RecordKind::CreateTree => Record::CreateTree { name: r.string()?, root: r.page()? },
             RecordKind::DropTree => Record::DropTree { name: r.string()?, root: r.page()? },
             RecordKind::CheckpointBegin => Record::CheckpointBegin,
-            RecordKind::CheckpointEnd => {
+            kind @ (RecordKind::CheckpointEnd | RecordKind::CheckpointPart) => {
                 let begin = Lsn(r.var()?);
                 let n = r.count(2)?;
                 let mut dirty = Vec::with_capacity(n);
@@ -1054,7 +1087,20 @@ impl Record {
                 for _ in 0..n {
                     catalog.push((r.string()?, r.page()?));
                 }
-                Record::CheckpointEnd(Box::new(Checkpoint { begin, dirty, txns, page_count, free, catalog }))
+                let parts = if first == PARTED_END {
+                    match r.var()? {
+                        0 => return Err(Malformed("a checkpoint in parts counts none")),
+                        n => n,
+                    }
+                } else {
+                    0
+                };
+                let c = Box::new(Checkpoint { begin, dirty, txns, page_count, free, catalog, parts });
+                if kind == RecordKind::CheckpointEnd {
+                    Record::CheckpointEnd(c)
+                } else {
+                    Record::CheckpointPart(c)
+                }
             }
             RecordKind::PageWrite => {
                 let (page, page_lsn) = (r.page()?, Lsn(r.var()?));
@@ -1468,9 +1514,18 @@ mod tests {
             any::<u64>(),
             prop::collection::vec(page.clone(), 0..5),
             prop::collection::vec(("[a-z]{1,8}", page.clone()), 0..3),
+            0u64..3,
+            any::<bool>(),
         )
-            .prop_map(|(begin, dirty, txns, page_count, free, catalog)| {
-                Record::CheckpointEnd(Box::new(Checkpoint { begin, dirty, txns, page_count, free, catalog }))
+            .prop_map(|(begin, dirty, txns, page_count, free, catalog, parts, part)| {
+                // A part counts no parts (R7): its encoding has no room for the count.
+                let (parts, page_count) = if part { (0, 0) } else { (parts, page_count) };
+                let c = Box::new(Checkpoint { begin, dirty, txns, page_count, free, catalog, parts });
+                if part {
+                    Record::CheckpointPart(c)
+                } else {
+                    Record::CheckpointEnd(c)
+                }
             });
         prop_oneof![
             txn.clone().prop_map(|txn| Record::Begin { txn }),
@@ -1615,8 +1670,8 @@ mod tests {
         assert_eq!(longest_zero_run(&[1, 2]), (0, 0));
     }
 
-    /// Every kind round-trips through its byte; every other byte is a typed error, which a
-    /// decoder reports as a malformed record.
+    /// Every kind round-trips through its byte; every other byte but a parted checkpoint end's
+    /// is a typed error, which a decoder reports as a malformed record.
     #[test]
     fn record_kinds_round_trip_through_their_byte() {
         for kind in RecordKind::ALL {
@@ -1625,7 +1680,10 @@ mod tests {
         let bytes: Vec<u8> = RecordKind::ALL.iter().map(|&k| u8::from(k)).collect();
         let count = u8::try_from(RecordKind::ALL.len()).unwrap();
         assert_eq!(bytes, (1..=count).collect::<Vec<u8>>(), "kinds are numbered 1.. in table order");
-        for byte in (0..=u8::MAX).filter(|b| !bytes.contains(b)) {
+        // A checkpoint's end record in parts has a byte of its own (R7).
+        assert_eq!(RecordKind::try_from(PARTED_END), Ok(RecordKind::CheckpointEnd));
+        assert_eq!(Record::decode(&[PARTED_END]), Err(Malformed("truncated")));
+        for byte in (0..=u8::MAX).filter(|b| !bytes.contains(b) && *b != PARTED_END) {
             assert_eq!(RecordKind::try_from(byte), Err(UnknownRecordKind(byte)));
             assert_eq!(Record::decode(&[byte]), Err(Malformed("record kind")));
         }

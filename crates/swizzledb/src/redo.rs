@@ -133,6 +133,7 @@ pub(crate) fn redo_on_page(
         | Record::DropTree { .. }
         | Record::CheckpointBegin
         | Record::CheckpointEnd(_)
+        | Record::CheckpointPart(_)
         | Record::PageWrite { .. } => Ok(false),
     }
 }

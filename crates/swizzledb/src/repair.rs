@@ -90,6 +90,7 @@ pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
         | Record::DropTree { .. }
         | Record::CheckpointBegin
         | Record::CheckpointEnd(_)
+        | Record::CheckpointPart(_)
         | Record::PageWrite { .. } => false,
     }
 }

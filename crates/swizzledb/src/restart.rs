@@ -11,7 +11,7 @@ use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, LogManager};
 
 use crate::error::Result;
-use crate::record::{AnalysisView, Checkpoint, Malformed, NodeLog, Record, TxnEntry, TxnState};
+use crate::record::{AnalysisView, Checkpoint, Malformed, NodeLog, Record, RecordKind, TxnEntry, TxnState};
 use crate::redo::{check_image, corrupted, redo_on_page, RedoTarget};
 
 /// What analysis and redo found, for undo and the pool.
@@ -128,13 +128,50 @@ fn last_checkpoint(log: &LogManager, meta: &swizzledb_buffer::Meta) -> Result<Ch
 }
 
 /// The checkpoint whose end record is at `end`.
+/// R7: a checkpoint in parts is read whole, its parts gathered from the log between its begin
+/// and end records (the returned checkpoint counts none).
 pub(crate) fn read_checkpoint(log: &LogManager, end: Lsn) -> Result<Checkpoint> {
     let body = log.read(end).map_err(|e| corrupted(end, format!("the last checkpoint: {e}")))?;
-    match Record::decode(&body) {
-        Ok(Record::CheckpointEnd(c)) => Ok(*c),
-        Ok(other) => Err(corrupted(end, format!("the master names a {other:?}, not a checkpoint end"))),
-        Err(e) => Err(corrupted(end, e.to_string())),
+    let mut c = match Record::decode(&body) {
+        Ok(Record::CheckpointEnd(c)) => *c,
+        Ok(other) => {
+            return Err(corrupted(end, format!("the master names a {other:?}, not a checkpoint end")))
+        }
+        Err(e) => return Err(corrupted(end, e.to_string())),
+    };
+    if c.parts == 0 {
+        return Ok(c);
     }
+    let mut found = 0;
+    for item in log.scan(c.begin).map_err(|e| corrupted(c.begin, format!("the checkpoint's parts: {e}")))? {
+        let (lsn, body) = item.map_err(|e| corrupted(c.begin, format!("the checkpoint's parts: {e}")))?;
+        if lsn >= end {
+            break;
+        }
+        if body.first() != Some(&u8::from(RecordKind::CheckpointPart)) {
+            continue;
+        }
+        match Record::decode(&body) {
+            Ok(Record::CheckpointPart(part)) if part.begin == c.begin => {
+                let part = *part;
+                c.dirty.extend(part.dirty);
+                c.txns.extend(part.txns);
+                c.free.extend(part.free);
+                c.catalog.extend(part.catalog);
+                found += 1;
+            }
+            Ok(_) => {}
+            Err(e) => return Err(corrupted(lsn, e.to_string())),
+        }
+    }
+    if found != c.parts {
+        return Err(corrupted(
+            end,
+            format!("the checkpoint counts {} parts, the log holds {found}", c.parts),
+        ));
+    }
+    c.parts = 0;
+    Ok(c)
 }
 
 /// Analysis state (RECOVERY.md R8), also the decoupled checkpoint's (R19) and the archiver's
@@ -227,6 +264,7 @@ impl Analysis {
             page_count: self.page_count,
             free: self.free.into_iter().collect(),
             catalog: self.catalog.into_iter().collect(),
+            parts: 0,
         };
         (checkpoint, keep)
     }
@@ -250,6 +288,7 @@ impl Analysis {
                 page_count: self.page_count,
                 free: self.free.iter().copied().collect(),
                 catalog: self.catalog.iter().map(|(n, p)| (n.clone(), *p)).collect(),
+                parts: 0,
             },
         }
     }
@@ -443,7 +482,7 @@ impl Analysis {
                 self.page_written(*page, *page_lsn, *decoupled);
             }
             Record::PageWrite { .. } => {}
-            Record::CheckpointBegin | Record::CheckpointEnd(_) => {}
+            Record::CheckpointBegin | Record::CheckpointEnd(_) | Record::CheckpointPart(_) => {}
         }
     }
 
