@@ -237,11 +237,18 @@ impl Vfs for ReadOnlyFs {
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
+        // A spare segment file that open removes (wal W15) holds no part of the log: not a cut.
+        // A live database's log (inspected while in use) may have taken it as its next
+        // segment since it was listed: gone is as good as removed then.
+        let spare = swizzledb_wal::is_spare(path);
         if !self.exists(path) {
+            if spare {
+                self.hidden.lock().insert(path.to_path_buf());
+                return Ok(());
+            }
             return Err(io::ErrorKind::NotFound.into());
         }
-        // A spare segment file that open removes (wal W15) holds no part of the log: not a cut.
-        if !swizzledb_wal::is_spare(path) {
+        if !spare {
             self.cuts.lock().push((path.to_path_buf(), std::fs::metadata(path)?.len(), 0));
         }
         self.hidden.lock().insert(path.to_path_buf());
@@ -705,7 +712,8 @@ impl DatabaseFile {
     ///
     /// # Errors
     /// [`InspectError::NoSuchTree`]; [`InspectError::TreeDamaged`] at the first page that
-    /// cannot be read.
+    /// cannot be read (for a file that needs restart, the reason says so: such a page may be
+    /// one restart writes).
     pub fn dump(&self, name: &str, mut each: impl FnMut(&[u8], &[u8])) -> Result<u64> {
         let path = &self.info.path;
         let trees = self.trees();
@@ -716,8 +724,19 @@ impl DatabaseFile {
                 trees: trees.keys().cloned().collect(),
             });
         };
-        let damaged =
-            |reason: String| InspectError::TreeDamaged { path: path.clone(), tree: name.to_owned(), reason };
+        // A file in the middle of its history (in use, or not closed cleanly) may lack pages
+        // its log would write: say so beside what failed.
+        let restart = if self.needs_restart() {
+            " (the file needs restart: a page its log would write may be missing or older there; \
+             open the database, or a copy of it, to bring the file up to date)"
+        } else {
+            ""
+        };
+        let damaged = |reason: String| InspectError::TreeDamaged {
+            path: path.clone(),
+            tree: name.to_owned(),
+            reason: format!("{reason}{restart}"),
+        };
         let pool = self.pool().map_err(|e| damaged(e.to_string()))?;
         let tree = Tree::open(&pool, root).map_err(|e| damaged(e.to_string()))?;
         let mut iter = tree.range(Bound::Unbounded, Bound::Unbounded);
@@ -1124,6 +1143,12 @@ mod tests {
         std::fs::write(&spare, b"old frames").unwrap();
         fs.remove(&spare).unwrap();
         assert!(!fs.exists(&spare) && spare.exists());
+        assert_eq!(fs.cuts.lock().len(), 2);
+        // A live database's log takes a listed spare file as its next segment: inspecting it
+        // meanwhile finds the spare gone, which is no damage. A segment gone is.
+        assert!(fs.remove(&dir.path().join("0000000000000001.spare")).is_ok());
+        let gone = fs.remove(&dir.path().join("0000000000000001.log")).unwrap_err();
+        assert_eq!(gone.kind(), io::ErrorKind::NotFound);
         assert_eq!(fs.cuts.lock().len(), 2);
     }
 }

@@ -53,6 +53,9 @@ fn pages_restart_rebuilds_are_not_damage() {
     assert!(report.needs_restart);
     assert!(report.is_clean(), "restart rebuilds these pages: {:?}", report.damage);
     assert!(report.rebuilt_by_restart.len() > 10, "{:?}", report.rebuilt_by_restart);
+    // A dump meets such a page: its error says the file needs restart, not only "damaged".
+    let e = file.dump("new", |_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("needs restart"), "{e}");
     drop(file);
 
     // Genuine damage on a page of "old", which the log does not change: still damage.
