@@ -118,7 +118,7 @@ impl Database {
                     .map(|(_, bytes)| bytes),
             };
             let mut convert = Database::builder().logging(true).lab(|l| l.convert_to_logged(true));
-            // A log made before segments had to hold four pages gets the least that does.
+            // A log made before segments had to hold two pages gets the least that does.
             let least = crate::MIN_SEGMENT_PAGES * self.core.pool.page_size() as u64;
             if let Some(bytes) = segment_bytes.map(|bytes| bytes.max(least)) {
                 convert = convert

@@ -406,8 +406,9 @@ fn r15_the_log_stays_below_its_bound_without_evictions() {
     assert!(stats.rounds > 0 && stats.pages_written > 0, "{stats:?}");
     // A transaction that began just below the bound may add its few records above it.
     assert!(max_kept <= bound + 4096, "log kept {max_kept} bytes, bound {bound}");
-    // The files also hold the partly filled last segment and the small master/id files.
-    assert!(max_disk <= bound + segment, "log files {max_disk} bytes, bound {bound}");
+    // The files also hold the partly filled last segment and the small master and id files
+    // (48 bytes together: a CI run once found the log's segments at bound + segment exactly).
+    assert!(max_disk <= bound + segment + 4096, "log files {max_disk} bytes, bound {bound}");
     assert_eq!(db.stats().evictions, 0, "the cleaner, not eviction, bounded the log");
     db.close().unwrap();
 
