@@ -220,8 +220,9 @@ impl Builder {
     }
 
     /// How a logged database restarts after a crash (default: [`RestartMode::Classical`]).
-    /// [`RestartMode::Instant`] needs [`Builder::log_archive`]; `open` and `create` refuse it
-    /// without, before anything is written (RECOVERY.md R22).
+    /// [`RestartMode::Instant`] needs [`Builder::log_archive`]; `open` and `create` of a logged
+    /// database refuse it without, before anything is written (RECOVERY.md R22). An unlogged
+    /// database has no log to restart from: there the setting, like the archive's, is ignored.
     #[must_use]
     pub fn restart_mode(mut self, mode: RestartMode) -> Self {
         self.restart_mode = mode;
