@@ -29,7 +29,7 @@ pub struct CheckpointCounts {
     /// Every checkpoint that completed: at open, at close, by the background thread, by the page
     /// cleaner, and by [`Database::checkpoint`].
     pub checkpoints: u64,
-    /// Those of `checkpoints` the background checkpointer took ([`Builder::checkpoint_interval`]).
+    /// Those of `checkpoints` the background checkpointer took ([`Builder::checkpoint_interval`](crate::Builder::checkpoint_interval)).
     pub background: u64,
     /// Checkpoints that failed (not counted in `checkpoints`).
     pub failed: u64,
@@ -62,7 +62,7 @@ pub(crate) struct Background {
 impl Database {
     /// Begins a read-only transaction: its reads see the database as committed at this moment
     /// and never wait for writers, nor make them wait (LOCKS.md K18). Keep it short: the
-    /// versions it needs are kept until it ends, up to [`Builder::version_memory`].
+    /// versions it needs are kept until it ends, up to [`Builder::version_memory`](crate::Builder::version_memory).
     ///
     /// It isolates from transactions on every database with record locks (the default),
     /// logged or not. On an unlogged database the trees' own writes (`insert`, `upsert`,
@@ -129,7 +129,7 @@ impl Database {
         self.core.versions.as_ref().map(|v| v.stats())
     }
 
-    /// Begins a transaction. While the log is over [`Builder::max_log_bytes`], first waits
+    /// Begins a transaction. While the log is over [`Builder::max_log_bytes`](crate::Builder::max_log_bytes), first waits
     /// (up to about two seconds) for the page cleaner to shrink it.
     #[must_use]
     pub fn begin(&self) -> Transaction<'_> {
@@ -284,7 +284,7 @@ impl Database {
 
     /// Bytes of log kept on disk now, from the oldest record restart could need (or not yet
     /// truncated) to the end (`None` without logging). The page cleaner keeps it below
-    /// [`Builder::max_log_bytes`] (R15).
+    /// [`Builder::max_log_bytes`](crate::Builder::max_log_bytes) (R15).
     #[must_use]
     pub fn log_bytes(&self) -> Option<u64> {
         self.core.wal.as_deref().map(cleaner::log_bytes)
@@ -303,7 +303,7 @@ impl Database {
     }
 
     /// Archives the durable log now (R17): its page changes not archived yet become one new
-    /// run. `None` without an archive ([`Builder::log_archive`]) or with nothing new to archive.
+    /// run. `None` without an archive ([`Builder::log_archive`](crate::Builder::log_archive)) or with nothing new to archive.
     /// Checkpoints do this too.
     ///
     /// # Errors
