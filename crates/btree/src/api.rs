@@ -7,7 +7,6 @@ use std::ops::Bound;
 
 use crate::error::{CompareAndSwapError, Result};
 use crate::log::ChangeLog;
-
 use crate::scan::{RangeIter, RevRangeIter};
 use crate::tree::Tree;
 

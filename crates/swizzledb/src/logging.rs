@@ -626,13 +626,20 @@ impl Wal {
     /// free pages of a file that shrank, outgrow one record; restart reads them whole
     /// (`restart::read_checkpoint`).
     fn append_checkpoint(&self, mut checkpoint: Checkpoint) -> Result<Lsn, LogError> {
+        // The longest encoding of the record's own fields and of each entry.
         const FIXED: usize = 1 + 10 * 8;
+        const DIRTY: usize = 20;
+        const TXN: usize = 31;
+        const FREE: usize = 10;
+        fn tree(entry: &(String, PageId)) -> usize {
+            20 + entry.0.len()
+        }
         fn bytes(c: &Checkpoint) -> usize {
             FIXED
-                + c.dirty.len() * 20
-                + c.txns.len() * 31
-                + c.free.len() * 10
-                + c.catalog.iter().map(|(name, _)| 20 + name.len()).sum::<usize>()
+                + c.dirty.len() * DIRTY
+                + c.txns.len() * TXN
+                + c.free.len() * FREE
+                + c.catalog.iter().map(tree).sum::<usize>()
         }
         /// Moves entries from the end of `from` to `to` while `room` lasts.
         fn take<T>(from: &mut Vec<T>, to: &mut Vec<T>, room: &mut usize, cost: impl Fn(&T) -> usize) {
@@ -650,10 +657,10 @@ impl Wal {
         while bytes(&checkpoint) > budget {
             let mut part = Checkpoint { begin: checkpoint.begin, ..Checkpoint::default() };
             let mut room = budget.saturating_sub(FIXED);
-            take(&mut checkpoint.dirty, &mut part.dirty, &mut room, |_| 20);
-            take(&mut checkpoint.free, &mut part.free, &mut room, |_| 10);
-            take(&mut checkpoint.txns, &mut part.txns, &mut room, |_| 31);
-            take(&mut checkpoint.catalog, &mut part.catalog, &mut room, |(name, _)| 20 + name.len());
+            take(&mut checkpoint.dirty, &mut part.dirty, &mut room, |_| DIRTY);
+            take(&mut checkpoint.free, &mut part.free, &mut room, |_| FREE);
+            take(&mut checkpoint.txns, &mut part.txns, &mut room, |_| TXN);
+            take(&mut checkpoint.catalog, &mut part.catalog, &mut room, tree);
             if bytes(&part) == FIXED {
                 break; // An entry larger than a part: the end record says what is too large.
             }

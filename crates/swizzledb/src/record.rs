@@ -13,10 +13,10 @@
 //! | 7 `CreateTree` | name, root |
 //! | 8 `CheckpointBegin` | — |
 //! | 9 `CheckpointEnd` | begin LSN, dirty pages (page, rec LSN), transactions (txn, state byte, last LSN, undo-next), page count, free pages, catalog (name, root) |
-//! | 13 `CheckpointEnd` in parts | as 9, then the count (at least 1) of `CheckpointPart` records holding the rest of the tables |
-//! | 12 `CheckpointPart` | as `CheckpointEnd` without the count: part of the tables of the checkpoint whose begin LSN it names, appended between its begin and end records |
 //! | 10 `PageWrite` | page, page LSN, writer byte (0 the pool; 1 the decoupled cleaner, followed by the LSN below which the copy holds every change) |
 //! | 11 `DropTree` | name, root |
+//! | 12 `CheckpointPart` | as `CheckpointEnd`: part of the tables of the checkpoint whose begin LSN it names, appended between its begin and end records |
+//! | 13 `CheckpointEnd` in parts | as 9, then the count (at least 1) of `CheckpointPart` records holding the rest of the tables |
 //!
 //! Every page change is **page-local** (RECOVERY.md R9): a `Leaf` change, and each page of a
 //! `Structure` record ([`NodeLog`]), is redone from that page's state just before it (or from

@@ -127,9 +127,8 @@ fn last_checkpoint(log: &LogManager, meta: &swizzledb_buffer::Meta) -> Result<Ch
     }
 }
 
-/// The checkpoint whose end record is at `end`.
-/// R7: a checkpoint in parts is read whole, its parts gathered from the log between its begin
-/// and end records (the returned checkpoint counts none).
+/// The checkpoint whose end record is at `end`, whole: a checkpoint in parts (R7) has them
+/// gathered from the log between its begin and end records (the returned one counts none).
 pub(crate) fn read_checkpoint(log: &LogManager, end: Lsn) -> Result<Checkpoint> {
     let body = log.read(end).map_err(|e| corrupted(end, format!("the last checkpoint: {e}")))?;
     let mut c = match Record::decode(&body) {
