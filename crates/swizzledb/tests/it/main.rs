@@ -18,6 +18,7 @@ mod drop_tree;
 mod durable_default;
 mod fix_timing;
 mod free_page_wal_rule;
+mod histories;
 mod honest_tools;
 mod hostile_pages;
 mod in_memory;

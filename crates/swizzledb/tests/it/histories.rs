@@ -1,0 +1,837 @@
+//! Whole histories checked for isolation anomalies (LOCKS.md K16, K18, K24), the way Elle checks
+//! them (Kingsbury and Alvaro, VLDB 2020), through the public API only.
+//!
+//! Every value is a list that transactions append elements to, and no element is appended
+//! twice in a run. The final lists give each key's order of versions; every read names the
+//! version it saw (its last element); so the history's dependencies between committed
+//! transactions are known exactly: write-write (`WW`: appended next after the other),
+//! write-read (`WR`: read the other's version), read-write (`RW`, an anti-dependency: read the
+//! version before the other's) and real time (`RT`: began after the other returned, or ran
+//! after it in the same thread). In Adya's terms:
+//!
+//! - a read of an element that no committed transaction appended is G1a (an aborted read);
+//! - a read that stops between two appends of one transaction is G1b (an intermediate read);
+//! - an element committed and missing from the final list is a lost update;
+//! - a cycle of the graph is G0, G1c or G2: a serializable history has none;
+//! - under snapshot isolation a cycle needs at least two anti-dependencies (write skew and the
+//!   read-only anomaly are allowed); a cycle with fewer is G0, G1c or G-single (a lost update
+//!   or a read skew), which snapshot isolation excludes.
+//!
+//! The real-time edges make the check strict: a transaction or snapshot that began after a
+//! commit returned must see it (K18: "the last committed state as of its start").
+//! `HISTORY_SECS` lengthens each configuration's run (default: 0.4 s).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ops::Bound::{Excluded, Included, Unbounded};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use swizzledb::{Database, Error, PoolMode, Transaction, Tree};
+
+/// Keys `k0`..`k7`: few, so that transactions meet often.
+const KEYS: usize = 8;
+
+fn key(i: usize) -> Vec<u8> {
+    format!("k{i}").into_bytes()
+}
+
+fn key_index(k: &[u8]) -> usize {
+    std::str::from_utf8(&k[1..]).ok().and_then(|s| s.parse().ok()).expect("a key of the test")
+}
+
+/// A list: its elements, 4 bytes each.
+fn decode(v: &[u8]) -> Vec<u32> {
+    assert_eq!(v.len() % 4, 0, "a value torn: {} bytes", v.len());
+    v.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()
+}
+
+fn appended(old: &[u8], elem: u32) -> Vec<u8> {
+    let mut v = old.to_vec();
+    v.extend_from_slice(&elem.to_le_bytes());
+    v
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// A read of `key`: the list it returned (empty: the key was absent).
+    Read {
+        key: usize,
+        list: Vec<u32>,
+    },
+    Append {
+        key: usize,
+        elem: u32,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `Database::transact` (serializable) or `Database::transact_snapshot`.
+    ReadWrite,
+    /// `Database::begin_read`.
+    ReadOnly,
+    /// One read of `Database::begin_read_committed`: each stands alone (K25).
+    ReadCommitted,
+    /// `Tree::get`.
+    PlainRead,
+    /// `Tree::compare_and_swap` of what `Tree::get` returned.
+    PlainCas,
+    /// `Database::backup_to`: the copy's lists, read after the run.
+    Backup,
+}
+
+/// A committed transaction: what it did, and when. `start` is taken before the first read that
+/// could see another's commit: before it began, or for a serializable transaction (whose reads
+/// lock) at the start of its last attempt; `end` after it returned. Either way, a transaction
+/// that returned before another's `start` must be seen by it.
+#[derive(Clone, Debug)]
+struct Txn {
+    thread: usize,
+    kind: Kind,
+    start: Instant,
+    end: Instant,
+    ops: Vec<Op>,
+}
+
+/// The isolation level a history is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    Serializable,
+    Snapshot,
+}
+
+/// xorshift: variety, no statistical quality needed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// A planned step of a read-write transaction.
+#[derive(Clone, Copy)]
+enum Step {
+    Get(usize),
+    /// `get`, then `put` of the list with one more element.
+    Append(usize),
+    /// `update_with` appending one element to a present key, else `insert`.
+    Update(usize),
+    /// A range read of keys `lo..hi`.
+    Range(usize, usize),
+}
+
+fn plan(rng: &mut Rng) -> Vec<Step> {
+    (0..1 + rng.below(4))
+        .map(|_| {
+            let k = rng.below(KEYS);
+            match rng.below(10) {
+                0..=2 => Step::Get(k),
+                3..=5 => Step::Append(k),
+                6..=7 => Step::Update(k),
+                _ => Step::Range(k, k + 1 + rng.below(KEYS - k)),
+            }
+        })
+        .collect()
+}
+
+/// Runs `plan` in `tx`, recording what it read and appended into `ops`; `next` makes fresh
+/// elements.
+fn execute(
+    tx: &mut Transaction<'_>,
+    t: &Tree,
+    plan: &[Step],
+    ops: &mut Vec<Op>,
+    next: &mut dyn FnMut() -> u32,
+) -> swizzledb::Result<()> {
+    for step in plan {
+        match *step {
+            Step::Get(k) => {
+                let list = tx.get(t, &key(k))?.map(|v| decode(&v)).unwrap_or_default();
+                ops.push(Op::Read { key: k, list });
+            }
+            Step::Append(k) => {
+                let old = tx.get(t, &key(k))?.unwrap_or_default();
+                ops.push(Op::Read { key: k, list: decode(&old) });
+                let elem = next();
+                ops.push(Op::Append { key: k, elem });
+                tx.put(t, &key(k), &appended(&old, elem))?;
+            }
+            Step::Update(k) => {
+                let elem = next();
+                let read = tx.update_with(t, &key(k), |old, new| {
+                    new.extend_from_slice(old);
+                    new.extend_from_slice(&elem.to_le_bytes());
+                    decode(old)
+                })?;
+                match read {
+                    Some(list) => ops.push(Op::Read { key: k, list }),
+                    None => {
+                        // Absent: `update_with` locked the key, so the insert appends to the
+                        // empty list it saw (under snapshot isolation a commit since the
+                        // snapshot is a write conflict).
+                        ops.push(Op::Read { key: k, list: Vec::new() });
+                        tx.insert(t, &key(k), &elem.to_le_bytes())?;
+                    }
+                }
+                ops.push(Op::Append { key: k, elem });
+            }
+            Step::Range(lo, hi) => {
+                let mut seen = vec![None; KEYS];
+                for r in tx.range(t, Included(&key(lo)), Excluded(&key(hi))) {
+                    let (k, v) = r?;
+                    seen[key_index(&k)] = Some(decode(&v));
+                }
+                for (k, list) in seen.into_iter().enumerate().take(hi).skip(lo) {
+                    ops.push(Op::Read { key: k, list: list.unwrap_or_default() });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What one thread did: its committed transactions in order, and the elements it appended in
+/// transactions that rolled back.
+struct Done {
+    txns: Vec<Txn>,
+    failed: Vec<u32>,
+}
+
+/// K20: a snapshot ended for its versions' memory, met directly or through a range's
+/// iterator.
+fn too_old(e: &Error) -> bool {
+    match e {
+        Error::SnapshotTooOld { .. } => true,
+        Error::Tree(swizzledb::TreeError::Transaction(inner)) => {
+            inner.downcast_ref::<Error>().is_some_and(too_old)
+        }
+        _ => false,
+    }
+}
+
+fn appends(ops: &[Op]) -> impl Iterator<Item = u32> + '_ {
+    ops.iter().filter_map(|op| match op {
+        Op::Append { elem, .. } => Some(*elem),
+        Op::Read { .. } => None,
+    })
+}
+
+/// One thread's mix: read-write transactions at `level` (retried until they commit), transactions
+/// rolled back on purpose (by `abort`, by an error returned to `transact`, by a drop), read-only
+/// transactions, and on a logged database plain reads and compare-and-swap appends (an
+/// unlogged database's plain reads show uncommitted changes and its plain writes are no
+/// transactions, K14, K21).
+fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, stop: &AtomicBool) -> Done {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((thread as u64 + 1) * 0x1234_5678_9ABC));
+    let mut counter = 0u32;
+    let mut next = move || {
+        counter += 1;
+        assert!(counter < 1 << 24, "elements ran out");
+        ((thread as u32) << 24) | counter
+    };
+    let mut done = Done { txns: Vec::new(), failed: Vec::new() };
+    let read = |list: Option<Vec<u8>>| list.map(|v| decode(&v)).unwrap_or_default();
+    while !stop.load(Relaxed) {
+        match rng.below(20) {
+            0..=9 => {
+                let plan = plan(&mut rng);
+                let mut ops = Vec::new();
+                let mut start = Instant::now();
+                let result = match level {
+                    // Its reads lock, so its last attempt's start may be taken in it.
+                    Level::Serializable => db.transact(|tx| {
+                        // A retry: the attempt before rolled back.
+                        done.failed.extend(appends(&ops));
+                        ops.clear();
+                        start = Instant::now();
+                        execute(tx, t, &plan, &mut ops, &mut next)
+                    }),
+                    // Its reads see its snapshot, so its start is taken before it begins.
+                    Level::Snapshot => loop {
+                        done.failed.extend(appends(&ops));
+                        ops.clear();
+                        start = Instant::now();
+                        let mut tx = db.begin_snapshot();
+                        match execute(&mut tx, t, &plan, &mut ops, &mut next) {
+                            Ok(()) => break tx.commit(),
+                            Err(Error::WriteConflict { .. } | Error::Lock(_)) => {}
+                            Err(e) if too_old(&e) => {}
+                            Err(e) => break Err(e),
+                        }
+                    },
+                };
+                let end = Instant::now();
+                result.unwrap_or_else(|e| panic!("thread {thread}: {e:?}"));
+                done.txns.push(Txn { thread, kind: Kind::ReadWrite, start, end, ops });
+            }
+            10 => {
+                let plan = plan(&mut rng);
+                let mut ops = Vec::new();
+                match rng.below(3) {
+                    0 => {
+                        let result = db.transact(|tx| {
+                            done.failed.extend(appends(&ops));
+                            ops.clear();
+                            execute(tx, t, &plan, &mut ops, &mut next)?;
+                            Err::<(), _>(Error::Aborted("on purpose".into()))
+                        });
+                        assert!(matches!(result, Err(Error::Aborted(_))), "{result:?}");
+                    }
+                    how => {
+                        let mut tx = match level {
+                            Level::Serializable => db.begin(),
+                            Level::Snapshot => db.begin_snapshot(),
+                        };
+                        match execute(&mut tx, t, &plan, &mut ops, &mut next) {
+                            Ok(()) | Err(Error::Lock(_) | Error::WriteConflict { .. }) => {}
+                            Err(e) if too_old(&e) => {}
+                            Err(e) => panic!("thread {thread}: {e:?}"),
+                        }
+                        if how == 1 {
+                            tx.abort().unwrap();
+                        } else {
+                            drop(tx);
+                        }
+                    }
+                }
+                done.failed.extend(appends(&ops));
+            }
+            11..=13 => {
+                let start = Instant::now();
+                let r = db.begin_read();
+                let mut ops = Vec::new();
+                let whole = (0..1 + rng.below(3)).try_for_each(|_| {
+                    if rng.below(3) == 0 {
+                        let lo = rng.below(KEYS);
+                        let mut seen = vec![None; KEYS];
+                        for e in r.range(t, Included(&key(lo)), Unbounded) {
+                            let (k, v) = e?;
+                            seen[key_index(&k)] = Some(decode(&v));
+                        }
+                        for (k, list) in seen.into_iter().enumerate().skip(lo) {
+                            ops.push(Op::Read { key: k, list: list.unwrap_or_default() });
+                        }
+                    } else {
+                        let k = rng.below(KEYS);
+                        ops.push(Op::Read { key: k, list: read(r.get(t, &key(k))?) });
+                    }
+                    Ok::<_, Error>(())
+                });
+                drop(r);
+                match whole {
+                    Ok(()) => {
+                        done.txns.push(Txn { thread, kind: Kind::ReadOnly, start, end: Instant::now(), ops })
+                    }
+                    // K20: a snapshot ended for its versions' memory returns no value.
+                    Err(e) if too_old(&e) => {}
+                    Err(e) => panic!("thread {thread}: {e:?}"),
+                }
+            }
+            14 => {
+                // Each point read, and each range read, sees the newest committed state when it
+                // began: a transaction of its own.
+                let reads = db.begin_read_committed();
+                for _ in 0..1 + rng.below(3) {
+                    let start = Instant::now();
+                    let lo = rng.below(KEYS);
+                    let ops = if rng.below(3) == 0 {
+                        let mut seen = vec![None; KEYS];
+                        match reads
+                            .range(t, Included(&key(lo)), Unbounded)
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(Error::from)
+                        {
+                            Ok(entries) => {
+                                entries.into_iter().for_each(|(k, v)| seen[key_index(&k)] = Some(decode(&v)))
+                            }
+                            // K20: a range read's own snapshot may end; it returns no value then.
+                            Err(e) if too_old(&e) => continue,
+                            Err(e) => panic!("thread {thread}: {e:?}"),
+                        }
+                        seen.into_iter()
+                            .enumerate()
+                            .skip(lo)
+                            .map(|(k, l)| Op::Read { key: k, list: l.unwrap_or_default() })
+                            .collect()
+                    } else {
+                        vec![Op::Read { key: lo, list: read(reads.get(t, &key(lo)).unwrap()) }]
+                    };
+                    done.txns.push(Txn {
+                        thread,
+                        kind: Kind::ReadCommitted,
+                        start,
+                        end: Instant::now(),
+                        ops,
+                    });
+                }
+            }
+            15..=16 if logging => {
+                let k = rng.below(KEYS);
+                let start = Instant::now();
+                let list = read(t.get(&key(k)).unwrap());
+                let ops = vec![Op::Read { key: k, list }];
+                done.txns.push(Txn { thread, kind: Kind::PlainRead, start, end: Instant::now(), ops });
+            }
+            17..=19 if logging => {
+                let k = rng.below(KEYS);
+                let elem = next();
+                loop {
+                    let old = t.get(&key(k)).unwrap();
+                    let new = appended(old.as_deref().unwrap_or_default(), elem);
+                    // The swap is the transaction: it read `old` (still there) and appended.
+                    let start = Instant::now();
+                    if t.compare_and_swap(&key(k), old.as_deref(), Some(&new)).unwrap().is_ok() {
+                        let ops = vec![Op::Read { key: k, list: read(old) }, Op::Append { key: k, elem }];
+                        done.txns.push(Txn { thread, kind: Kind::PlainCas, start, end: Instant::now(), ops });
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    done
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Edge {
+    WW,
+    WR,
+    RW,
+    RT,
+}
+
+/// Checks a history at `level`; `Err` names the first anomaly found. `finals` are the keys'
+/// lists after the run, `failed` the elements of transactions that rolled back.
+fn check(txns: &[Txn], failed: &HashSet<u32>, finals: &[Vec<u32>], level: Level) -> Result<(), String> {
+    let show = |i: usize| {
+        let t = &txns[i];
+        format!("T{i} ({:?}, thread {}) [{}]", t.kind, t.thread, summary(&t.ops))
+    };
+    let mut writer: HashMap<u32, usize> = HashMap::new();
+    for (i, t) in txns.iter().enumerate() {
+        for e in appends(&t.ops) {
+            if writer.insert(e, i).is_some() {
+                return Err(format!("element {e:#x} appended by two transactions"));
+            }
+            if failed.contains(&e) {
+                return Err(format!("element {e:#x} both committed and rolled back"));
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    for (k, list) in finals.iter().enumerate() {
+        for e in list {
+            if !seen.insert(*e) {
+                return Err(format!("k{k}: element {e:#x} twice in the final lists"));
+            }
+            if !writer.contains_key(e) {
+                let why = if failed.contains(e) { "G1a: rolled back" } else { "appended by nobody" };
+                return Err(format!("k{k} ends with {e:#x} ({why})"));
+            }
+        }
+    }
+    for (i, t) in txns.iter().enumerate() {
+        for op in &t.ops {
+            if let Op::Append { key, elem } = op {
+                if !finals[*key].contains(elem) {
+                    return Err(format!("lost update: k{key} lacks {elem:#x} of {}", show(i)));
+                }
+            }
+        }
+    }
+    let mut edges: Vec<Vec<(usize, Edge)>> = vec![Vec::new(); txns.len()];
+    for list in finals {
+        for w in list.windows(2) {
+            let (a, b) = (writer[&w[0]], writer[&w[1]]);
+            if a != b {
+                edges[a].push((b, Edge::WW));
+            }
+        }
+    }
+    for (i, t) in txns.iter().enumerate() {
+        // A read ends with the transaction's own appends to the key so far; what comes before
+        // them is the version it read from others, which must be a prefix of the final list.
+        let mut own: Vec<Vec<u32>> = vec![Vec::new(); KEYS];
+        for op in &t.ops {
+            let (key, list) = match op {
+                Op::Append { key, elem } => {
+                    own[*key].push(*elem);
+                    continue;
+                }
+                Op::Read { key, list } => (*key, list),
+            };
+            let fin = &finals[key];
+            if list.len() > fin.len() || fin[..list.len()] != list[..] {
+                let bad: Vec<_> = list.iter().filter(|e| failed.contains(e)).collect();
+                let what = if bad.is_empty() { "not a prefix of the final list" } else { "G1a" };
+                return Err(format!(
+                    "{what}: k{key} read as ..{:x?} (rolled back: {bad:x?}) by {}",
+                    list.last(),
+                    show(i)
+                ));
+            }
+            let mine = &own[key];
+            if list.len() < mine.len() || list[list.len() - mine.len()..] != mine[..] {
+                return Err(format!("own appends {mine:x?} to k{key} not read back by {}", show(i)));
+            }
+            let external = list.len() - mine.len();
+            let after = fin.get(external).map(|e| writer[e]);
+            if let Some(e) = list[..external].last() {
+                let w = writer[e];
+                if w != i {
+                    if after == Some(w) {
+                        return Err(format!(
+                            "G1b: k{key} read between two appends of {} by {}",
+                            show(w),
+                            show(i)
+                        ));
+                    }
+                    edges[w].push((i, Edge::WR));
+                }
+            }
+            if let Some(w) = after.filter(|&w| w != i && mine.is_empty()) {
+                edges[i].push((w, Edge::RW));
+            }
+        }
+    }
+    // Real time: a thread's transactions in order, and each transaction after the last one of
+    // every other thread that returned before it began.
+    let threads = txns.iter().map(|t| t.thread + 1).max().unwrap_or(0);
+    let mut by_thread: Vec<Vec<usize>> = vec![Vec::new(); threads];
+    for (i, t) in txns.iter().enumerate() {
+        by_thread[t.thread].push(i);
+    }
+    for list in &by_thread {
+        for w in list.windows(2) {
+            edges[w[0]].push((w[1], Edge::RT));
+        }
+    }
+    for (i, t) in txns.iter().enumerate() {
+        for list in by_thread.iter().filter(|l| l.first().is_some_and(|&j| txns[j].thread != t.thread)) {
+            let before = list.partition_point(|&j| txns[j].end < t.start);
+            if before > 0 {
+                edges[list[before - 1]].push((i, Edge::RT));
+            }
+        }
+    }
+    let cycle = match level {
+        Level::Serializable => find_cycle(&edges),
+        Level::Snapshot => {
+            let no_rw: Vec<Vec<(usize, Edge)>> = edges
+                .iter()
+                .map(|out| out.iter().copied().filter(|&(_, e)| e != Edge::RW).collect())
+                .collect();
+            find_cycle(&no_rw).or_else(|| find_single_rw_cycle(txns, &edges, &no_rw))
+        }
+    };
+    match cycle {
+        None => Ok(()),
+        Some(cycle) => {
+            let mut s = format!("a dependency cycle, not allowed at {level:?}:\n");
+            for (i, e) in cycle {
+                s += &format!("  {} --{e:?}-->\n", show(i));
+            }
+            Err(s)
+        }
+    }
+}
+
+/// Operations, each read as its key and the last element it saw (`-`: none).
+fn summary(ops: &[Op]) -> String {
+    let one = |op: &Op| match op {
+        Op::Read { key, list } => match list.last() {
+            Some(e) => format!("r k{key} ..{e:#x}"),
+            None => format!("r k{key} -"),
+        },
+        Op::Append { key, elem } => format!("a k{key} {elem:#x}"),
+    };
+    ops.iter().map(one).collect::<Vec<_>>().join(", ")
+}
+
+/// A cycle of the graph, as (node, edge to the next node), if there is one: an iterative
+/// depth-first search.
+fn find_cycle(edges: &[Vec<(usize, Edge)>]) -> Option<Vec<(usize, Edge)>> {
+    const NEW: u8 = 0;
+    const ON_STACK: u8 = 1;
+    let mut colour = vec![NEW; edges.len()];
+    let mut parent: Vec<Option<(usize, Edge)>> = vec![None; edges.len()];
+    for root in 0..edges.len() {
+        if colour[root] != NEW {
+            continue;
+        }
+        colour[root] = ON_STACK;
+        let mut stack = vec![(root, 0usize)];
+        while let Some((v, next)) = stack.last_mut() {
+            let v = *v;
+            let Some(&(w, e)) = edges[v].get(*next) else {
+                colour[v] = 2;
+                stack.pop();
+                continue;
+            };
+            *next += 1;
+            match colour[w] {
+                NEW => {
+                    colour[w] = ON_STACK;
+                    parent[w] = Some((v, e));
+                    stack.push((w, 0));
+                }
+                ON_STACK => {
+                    // v -> w closes a cycle along the stack from w to v.
+                    let mut cycle = vec![(v, e)];
+                    let mut x = v;
+                    while x != w {
+                        let (p, pe) = parent[x].expect("on the stack below w");
+                        cycle.push((p, pe));
+                        x = p;
+                    }
+                    cycle.reverse();
+                    return Some(cycle);
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// G-single: an anti-dependency `u -RW-> v` closed by a path from `v` back to `u` of other
+/// edges. Along such edges a transaction's point of commit (its snapshot, for a read-only one)
+/// only grows, and each lies between its transaction's start and end, so the search from `v`
+/// passes over transactions that started after `u` ended.
+fn find_single_rw_cycle(
+    txns: &[Txn],
+    edges: &[Vec<(usize, Edge)>],
+    no_rw: &[Vec<(usize, Edge)>],
+) -> Option<Vec<(usize, Edge)>> {
+    for (u, out) in edges.iter().enumerate() {
+        for &(v, _) in out.iter().filter(|&&(_, e)| e == Edge::RW) {
+            let mut from: HashMap<usize, (usize, Edge)> = HashMap::new();
+            let mut queue = VecDeque::from([v]);
+            while let Some(x) = queue.pop_front() {
+                if x == u {
+                    let mut path = vec![(u, Edge::RW)];
+                    let mut y = u;
+                    while y != v {
+                        let (p, e) = from[&y];
+                        path.push((p, e));
+                        y = p;
+                    }
+                    path[1..].reverse();
+                    return Some(path);
+                }
+                for &(y, e) in &no_rw[x] {
+                    if y != v && txns[y].start <= txns[u].end && !from.contains_key(&y) {
+                        from.insert(y, (x, e));
+                        queue.push_back(y);
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A database to run histories on.
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    mode: PoolMode,
+    logging: bool,
+    /// `DeadlockPolicy::WaitDie` instead of deadlock detection.
+    wait_die: bool,
+    /// `Builder::version_memory`, small enough to end snapshots (K20), or the default.
+    version_memory: Option<usize>,
+    level: Level,
+}
+
+const fn config(mode: PoolMode, logging: bool, level: Level) -> Config {
+    Config { mode, logging, wait_die: false, version_memory: None, level }
+}
+
+/// Runs `threads` workers, and one thread that checkpoints, flushes and backs the database up,
+/// for the configuration's time, then checks the history.
+fn run(c: Config, threads: usize) -> Result<String, String> {
+    let Config { mode, logging, wait_die, version_memory, level } = c;
+    let dir = tempfile::tempdir().unwrap();
+    let frames = if mode == PoolMode::MainMemory { 4096 } else { 32 };
+    let mut builder =
+        Database::builder().page_size(4096).pool_bytes(frames * 4096).mode(mode).logging(logging);
+    if wait_die {
+        builder = builder.lab(|l| l.deadlock_policy(swizzledb::lock::DeadlockPolicy::WaitDie));
+    }
+    if let Some(bytes) = version_memory {
+        builder = builder.version_memory(bytes);
+    }
+    let db = Arc::new(builder.create(dir.path().join("histories.swz")).unwrap());
+    let t = db.create_tree("lists").unwrap();
+    // Other records beside the lists, so that they span leaves the small pools evict.
+    let other = db.create_tree("other").unwrap();
+    for i in 0..300u32 {
+        other.upsert(&i.to_be_bytes(), &[7; 100]).unwrap();
+    }
+    let secs: f64 = std::env::var("HISTORY_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(0.4);
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..threads)
+        .map(|th| {
+            let (db, t, stop) = (Arc::clone(&db), t.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || worker(&db, &t, th, logging, level, &stop))
+        })
+        .collect();
+    let upkeep = {
+        let (db, stop, dir) = (Arc::clone(&db), Arc::clone(&stop), dir.path().to_owned());
+        std::thread::spawn(move || {
+            let mut backups = Vec::new();
+            for round in 0.. {
+                std::thread::sleep(Duration::from_millis(20));
+                if stop.load(Relaxed) {
+                    break;
+                }
+                match round % 3 {
+                    0 => db.checkpoint().unwrap(),
+                    1 => db.flush().unwrap(),
+                    _ => {
+                        let to = dir.join(format!("backup{round}.swz"));
+                        let start = Instant::now();
+                        match db.backup_to(&to) {
+                            Ok(_) => backups.push((start, Instant::now(), to)),
+                            Err(e) if too_old(&e) => {}
+                            Err(e) => panic!("backup: {e:?}"),
+                        }
+                    }
+                }
+            }
+            backups
+        })
+    };
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    stop.store(true, Relaxed);
+    let backups = upkeep.join().expect("checkpoints, flushes and backups");
+    let (mut txns, mut failed) = (Vec::new(), HashSet::new());
+    for w in workers {
+        let done = w.join().expect("a worker panicked");
+        txns.extend(done.txns);
+        failed.extend(done.failed);
+    }
+    let lists = |t: &Tree| -> Vec<Vec<u32>> {
+        (0..KEYS).map(|k| t.get(&key(k)).unwrap().map(|v| decode(&v)).unwrap_or_default()).collect()
+    };
+    let finals = lists(&t);
+    drop((t, other));
+    match Arc::try_unwrap(db) {
+        Ok(db) => db.close().unwrap(),
+        Err(_) => panic!("a handle outlived the workers"),
+    }
+    // A backup is what a read-only transaction begun at its call sees (R26).
+    for (start, end, path) in &backups {
+        let copy = Database::builder().page_size(4096).mode(mode).open(path).unwrap();
+        let read = lists(&copy.tree("lists").unwrap());
+        let ops = read.into_iter().enumerate().map(|(key, list)| Op::Read { key, list }).collect();
+        txns.push(Txn { thread: threads, kind: Kind::Backup, start: *start, end: *end, ops });
+        copy.close().unwrap();
+    }
+    let context = format!("{c:?}");
+    let appends: usize = finals.iter().map(Vec::len).sum();
+    check(&txns, &failed, &finals, level).map_err(|e| format!("{context}: {e}"))?;
+    assert!(appends > 0 && !txns.is_empty(), "{context}: no work done");
+    Ok(format!(
+        "{context}: {} transactions, {appends} appends, {} rolled back, {} backups",
+        txns.len(),
+        failed.len(),
+        backups.len()
+    ))
+}
+
+#[test]
+fn k16_k18_list_append_histories_are_serializable_in_every_configuration() {
+    let s = Level::Serializable;
+    for c in [
+        config(PoolMode::Swizzling, true, s),
+        config(PoolMode::Traditional, true, s),
+        config(PoolMode::MainMemory, true, s),
+        config(PoolMode::Swizzling, false, s),
+        Config { wait_die: true, ..config(PoolMode::Swizzling, true, s) },
+        Config { version_memory: Some(16 << 10), ..config(PoolMode::Traditional, true, s) },
+    ] {
+        let report = run(c, 4).unwrap_or_else(|e| panic!("{e}"));
+        if std::env::var_os("SWIZZLEDB_TEST_VERBOSE").is_some() {
+            println!("{report}");
+        }
+    }
+}
+
+#[test]
+fn k24_snapshot_isolation_histories_have_no_cycle_with_fewer_than_two_anti_dependencies() {
+    let s = Level::Snapshot;
+    for c in [
+        config(PoolMode::Swizzling, true, s),
+        config(PoolMode::Traditional, false, s),
+        Config { version_memory: Some(16 << 10), ..config(PoolMode::MainMemory, true, s) },
+    ] {
+        let report = run(c, 4).unwrap_or_else(|e| panic!("{e}"));
+        if std::env::var_os("SWIZZLEDB_TEST_VERBOSE").is_some() {
+            println!("{report}");
+        }
+    }
+}
+
+/// The checker itself, on histories made by hand: each anomaly it looks for is found, and the
+/// write skew snapshot isolation allows is found at serializable only.
+#[test]
+fn the_checker_finds_each_anomaly_it_looks_for() {
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let txn = |thread, from, to, ops: Vec<Op>| Txn {
+        thread,
+        kind: Kind::ReadWrite,
+        start: at(from),
+        end: at(to),
+        ops,
+    };
+    let r = |key, list: &[u32]| Op::Read { key, list: list.to_vec() };
+    let a = |key, elem| Op::Append { key, elem };
+    let none = HashSet::new();
+    let finals = |k0: &[u32], k1: &[u32]| {
+        let mut f = vec![Vec::new(); KEYS];
+        f[0] = k0.to_vec();
+        f[1] = k1.to_vec();
+        f
+    };
+    let expect =
+        |what: &str, history: &[Txn], failed: &HashSet<u32>, f: &[Vec<u32>], level: Level| match check(
+            history, failed, f, level,
+        ) {
+            Err(e) => assert!(e.contains(what), "expected {what}, got: {e}"),
+            Ok(()) => panic!("{what} not found"),
+        };
+    // Two transactions in a row, in order: no anomaly at either level.
+    let fine = [txn(0, 0, 1, vec![r(0, &[]), a(0, 1)]), txn(1, 2, 3, vec![r(0, &[1]), a(0, 2)])];
+    for level in [Level::Serializable, Level::Snapshot] {
+        assert_eq!(check(&fine, &none, &finals(&[1, 2], &[]), level), Ok(()));
+    }
+    // G1a: a read of a rolled-back element.
+    let failed = HashSet::from([9]);
+    expect("G1a", &[txn(0, 0, 1, vec![r(0, &[9])])], &failed, &finals(&[], &[]), Level::Snapshot);
+    // G1b: a read between two appends of one transaction.
+    let g1b = [txn(0, 0, 1, vec![a(0, 1), a(0, 2)]), txn(1, 0, 1, vec![r(0, &[1])])];
+    expect("G1b", &g1b, &none, &finals(&[1, 2], &[]), Level::Snapshot);
+    // A lost update: a committed append missing from the final list.
+    let lost = [txn(0, 0, 1, vec![r(0, &[]), a(0, 1)]), txn(1, 0, 1, vec![r(0, &[]), a(0, 2)])];
+    expect("lost update", &lost, &none, &finals(&[2], &[]), Level::Snapshot);
+    // Both appended after reading the empty list: G-single at either level.
+    expect("cycle", &lost, &none, &finals(&[1, 2], &[]), Level::Snapshot);
+    // A stale read: a transaction begun after a commit returned does not see it.
+    let stale = [txn(0, 0, 1, vec![a(0, 1)]), txn(1, 5, 6, vec![r(0, &[])])];
+    expect("RT", &stale, &none, &finals(&[1], &[]), Level::Snapshot);
+    // Write skew: each reads the key the other appends to. Snapshot isolation allows it.
+    let skew = [txn(0, 0, 2, vec![r(1, &[]), a(0, 1)]), txn(1, 0, 2, vec![r(0, &[]), a(1, 2)])];
+    expect("Serializable", &skew, &none, &finals(&[1], &[2]), Level::Serializable);
+    assert_eq!(check(&skew, &none, &finals(&[1], &[2]), Level::Snapshot), Ok(()));
+    // Read skew (G-single): one reads k0 before and k1 after another appended to both.
+    let read_skew = [txn(0, 0, 2, vec![a(0, 1), a(1, 2)]), txn(1, 0, 2, vec![r(0, &[]), r(1, &[2])])];
+    expect("Snapshot", &read_skew, &none, &finals(&[1], &[2]), Level::Snapshot);
+}
