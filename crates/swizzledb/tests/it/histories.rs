@@ -36,9 +36,34 @@ fn key(i: usize) -> Vec<u8> {
     format!("k{i}").into_bytes()
 }
 
-fn key_index(k: &[u8]) -> usize {
-    std::str::from_utf8(&k[1..]).ok().and_then(|s| s.parse().ok()).expect("a key of the test")
+/// Filler records between the lists' keys (`k3~017` sorts between `k3` and `k4`): they spread
+/// the lists over leaves, so that range reads cross leaves and close gaps in later ones (btree
+/// T18), and transactions insert and delete them, so that those leaves split and merge.
+const FILLERS: usize = 40;
+
+fn filler(gap: usize, j: usize) -> Vec<u8> {
+    format!("k{gap}~{j:03}").into_bytes()
 }
+
+/// The list a key of the tree is (`None`: a filler).
+fn key_index(k: &[u8]) -> Option<usize> {
+    std::str::from_utf8(&k[1..]).ok().and_then(|s| s.parse().ok())
+}
+
+/// The lists among a range read's records, by key.
+fn lists_of(entries: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> Vec<Option<Vec<u32>>> {
+    let mut seen = vec![None; KEYS];
+    for (k, v) in entries {
+        if let Some(i) = key_index(&k) {
+            seen[i] = Some(decode(&v));
+        }
+    }
+    seen
+}
+
+/// The length of a full list, in bytes: it takes no more elements (a list's value stays within
+/// the tree's limit, `Tree::max_value_len`, however long the run).
+const FULL: usize = 12 << 10;
 
 /// A list: its elements, 4 bytes each.
 fn decode(v: &[u8]) -> Vec<u32> {
@@ -157,6 +182,9 @@ fn execute(
             Step::Append(k) => {
                 let old = tx.get(t, &key(k))?.unwrap_or_default();
                 ops.push(Op::Read { key: k, list: decode(&old) });
+                if old.len() >= FULL {
+                    continue;
+                }
                 let elem = next();
                 ops.push(Op::Append { key: k, elem });
                 tx.put(t, &key(k), &appended(&old, elem))?;
@@ -165,10 +193,17 @@ fn execute(
                 let elem = next();
                 let read = tx.update_with(t, &key(k), |old, new| {
                     new.extend_from_slice(old);
-                    new.extend_from_slice(&elem.to_le_bytes());
+                    if old.len() < FULL {
+                        new.extend_from_slice(&elem.to_le_bytes());
+                    }
                     decode(old)
                 })?;
                 match read {
+                    Some(list) if list.len() * 4 >= FULL => {
+                        // Full: rewritten as it was, no version of its order.
+                        ops.push(Op::Read { key: k, list });
+                        continue;
+                    }
                     Some(list) => ops.push(Op::Read { key: k, list }),
                     None => {
                         // Absent: `update_with` locked the key, so the insert appends to the
@@ -181,11 +216,9 @@ fn execute(
                 ops.push(Op::Append { key: k, elem });
             }
             Step::Range(lo, hi) => {
-                let mut seen = vec![None; KEYS];
-                for r in tx.range(t, Included(&key(lo)), Excluded(&key(hi))) {
-                    let (k, v) = r?;
-                    seen[key_index(&k)] = Some(decode(&v));
-                }
+                let seen = lists_of(
+                    tx.range(t, Included(&key(lo)), Excluded(&key(hi))).collect::<Result<Vec<_>, _>>()?,
+                );
                 for (k, list) in seen.into_iter().enumerate().take(hi).skip(lo) {
                     ops.push(Op::Read { key: k, list: list.unwrap_or_default() });
                 }
@@ -237,7 +270,7 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
     let mut done = Done { txns: Vec::new(), failed: Vec::new() };
     let read = |list: Option<Vec<u8>>| list.map(|v| decode(&v)).unwrap_or_default();
     while !stop.load(Relaxed) {
-        match rng.below(20) {
+        match rng.below(22) {
             0..=9 => {
                 let plan = plan(&mut rng);
                 let mut ops = Vec::new();
@@ -308,11 +341,9 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
                 let whole = (0..1 + rng.below(3)).try_for_each(|_| {
                     if rng.below(3) == 0 {
                         let lo = rng.below(KEYS);
-                        let mut seen = vec![None; KEYS];
-                        for e in r.range(t, Included(&key(lo)), Unbounded) {
-                            let (k, v) = e?;
-                            seen[key_index(&k)] = Some(decode(&v));
-                        }
+                        let seen = lists_of(
+                            r.range(t, Included(&key(lo)), Unbounded).collect::<Result<Vec<_>, _>>()?,
+                        );
                         for (k, list) in seen.into_iter().enumerate().skip(lo) {
                             ops.push(Op::Read { key: k, list: list.unwrap_or_default() });
                         }
@@ -340,19 +371,16 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
                     let start = Instant::now();
                     let lo = rng.below(KEYS);
                     let ops = if rng.below(3) == 0 {
-                        let mut seen = vec![None; KEYS];
-                        match reads
+                        let seen = match reads
                             .range(t, Included(&key(lo)), Unbounded)
                             .collect::<Result<Vec<_>, _>>()
                             .map_err(Error::from)
                         {
-                            Ok(entries) => {
-                                entries.into_iter().for_each(|(k, v)| seen[key_index(&k)] = Some(decode(&v)))
-                            }
+                            Ok(entries) => lists_of(entries),
                             // K20: a range read's own snapshot may end; it returns no value then.
                             Err(e) if too_old(&e) => continue,
                             Err(e) => panic!("thread {thread}: {e:?}"),
-                        }
+                        };
                         seen.into_iter()
                             .enumerate()
                             .skip(lo)
@@ -382,6 +410,9 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
                 let elem = next();
                 loop {
                     let old = t.get(&key(k)).unwrap();
+                    if old.as_ref().is_some_and(|v| v.len() >= FULL) {
+                        break;
+                    }
                     let new = appended(old.as_deref().unwrap_or_default(), elem);
                     // The swap is the transaction: it read `old` (still there) and appended.
                     let start = Instant::now();
@@ -391,6 +422,15 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
                         break;
                     }
                 }
+            }
+            20..=21 => {
+                // A filler inserted or deleted: leaves split and merge under the lists.
+                let f = filler(rng.below(KEYS), rng.below(FILLERS));
+                db.transact(|tx| match tx.get(t, &f)? {
+                    Some(_) => tx.delete(t, &f).map(drop),
+                    None => tx.insert(t, &f, &[5; 100]),
+                })
+                .unwrap_or_else(|e| panic!("thread {thread}: {e:?}"));
             }
             _ => {}
         }
@@ -669,6 +709,11 @@ fn run(c: Config, threads: usize) -> Result<String, String> {
     }
     let db = Arc::new(builder.create(dir.path().join("histories.swz")).unwrap());
     let t = db.create_tree("lists").unwrap();
+    for gap in 0..KEYS {
+        for j in (0..FILLERS).step_by(2) {
+            t.upsert(&filler(gap, j), &[5; 100]).unwrap();
+        }
+    }
     // Other records beside the lists, so that they span leaves the small pools evict.
     let other = db.create_tree("other").unwrap();
     for i in 0..300u32 {
