@@ -21,7 +21,7 @@
 //! commit returned must see it (K18: "the last committed state as of its start").
 //! `HISTORY_SECS` lengthens each configuration's run (default: 0.4 s).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::ops::Bound::{Excluded, Included, Unbounded};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -88,6 +88,34 @@ enum Op {
         key: usize,
         elem: u32,
     },
+    /// An insert of `id` into the registry.
+    Register {
+        id: u32,
+    },
+    /// A range read of the registry's ids `lo..hi`: the ids it returned.
+    Scan {
+        lo: u32,
+        hi: u32,
+        found: Vec<u32>,
+    },
+}
+
+/// The registry: a set that transactions insert fresh ids into and never delete from, read by
+/// range: each id's versions are "absent" and "inserted", so a range read that returns it
+/// read its inserter's version, and one that does not read the version before it (an
+/// anti-dependency). A phantom (K15, K16) is then a dependency cycle like any other.
+struct Registry {
+    tree: Tree,
+    /// The next id: one counter for all threads, so that ranges read near it meet inserts.
+    next: std::sync::atomic::AtomicU32,
+}
+
+/// Registry ids start here, above every list element (threads below 0xF0), so that one set of
+/// rolled-back values covers both.
+const FIRST_ID: u32 = 0xF000_0000;
+
+fn scan_ids(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<u32> {
+    entries.into_iter().map(|(k, _)| u32::from_be_bytes(k.try_into().expect("an id"))).collect()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,17 +176,25 @@ enum Step {
     Update(usize),
     /// A range read of keys `lo..hi`.
     Range(usize, usize),
+    Register,
+    /// A range read of `span` registry ids from `back` before the next.
+    Scan {
+        back: u32,
+        span: u32,
+    },
 }
 
 fn plan(rng: &mut Rng) -> Vec<Step> {
     (0..1 + rng.below(4))
         .map(|_| {
             let k = rng.below(KEYS);
-            match rng.below(10) {
+            match rng.below(12) {
                 0..=2 => Step::Get(k),
                 3..=5 => Step::Append(k),
                 6..=7 => Step::Update(k),
-                _ => Step::Range(k, k + 1 + rng.below(KEYS - k)),
+                8 => Step::Range(k, k + 1 + rng.below(KEYS - k)),
+                9 => Step::Register,
+                _ => Step::Scan { back: rng.below(24) as u32, span: 1 + rng.below(16) as u32 },
             }
         })
         .collect()
@@ -169,6 +205,7 @@ fn plan(rng: &mut Rng) -> Vec<Step> {
 fn execute(
     tx: &mut Transaction<'_>,
     t: &Tree,
+    reg: &Registry,
     plan: &[Step],
     ops: &mut Vec<Op>,
     next: &mut dyn FnMut() -> u32,
@@ -223,6 +260,18 @@ fn execute(
                     ops.push(Op::Read { key: k, list: list.unwrap_or_default() });
                 }
             }
+            Step::Register => {
+                let id = reg.next.fetch_add(1, Relaxed);
+                ops.push(Op::Register { id });
+                tx.insert(&reg.tree, &id.to_be_bytes(), b"")?;
+            }
+            Step::Scan { back, span } => {
+                let lo = reg.next.load(Relaxed).saturating_sub(back).max(FIRST_ID);
+                let hi = lo + span;
+                let range = tx.range(&reg.tree, Included(&lo.to_be_bytes()), Excluded(&hi.to_be_bytes()));
+                let found = scan_ids(range.collect::<Result<Vec<_>, _>>()?);
+                ops.push(Op::Scan { lo, hi, found });
+            }
         }
     }
     Ok(())
@@ -247,10 +296,12 @@ fn too_old(e: &Error) -> bool {
     }
 }
 
-fn appends(ops: &[Op]) -> impl Iterator<Item = u32> + '_ {
+/// The elements appended and the ids registered.
+fn written(ops: &[Op]) -> impl Iterator<Item = u32> + '_ {
     ops.iter().filter_map(|op| match op {
         Op::Append { elem, .. } => Some(*elem),
-        Op::Read { .. } => None,
+        Op::Register { id } => Some(*id),
+        Op::Read { .. } | Op::Scan { .. } => None,
     })
 }
 
@@ -259,7 +310,15 @@ fn appends(ops: &[Op]) -> impl Iterator<Item = u32> + '_ {
 /// transactions, and on a logged database plain reads and compare-and-swap appends (an
 /// unlogged database's plain reads show uncommitted changes and its plain writes are no
 /// transactions, K14, K21).
-fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, stop: &AtomicBool) -> Done {
+fn worker(
+    db: &Database,
+    t: &Tree,
+    reg: &Registry,
+    thread: usize,
+    logging: bool,
+    level: Level,
+    stop: &AtomicBool,
+) -> Done {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((thread as u64 + 1) * 0x1234_5678_9ABC));
     let mut counter = 0u32;
     let mut next = move || {
@@ -279,18 +338,18 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
                     // Its reads lock, so its last attempt's start may be taken in it.
                     Level::Serializable => db.transact(|tx| {
                         // A retry: the attempt before rolled back.
-                        done.failed.extend(appends(&ops));
+                        done.failed.extend(written(&ops));
                         ops.clear();
                         start = Instant::now();
-                        execute(tx, t, &plan, &mut ops, &mut next)
+                        execute(tx, t, reg, &plan, &mut ops, &mut next)
                     }),
                     // Its reads see its snapshot, so its start is taken before it begins.
                     Level::Snapshot => loop {
-                        done.failed.extend(appends(&ops));
+                        done.failed.extend(written(&ops));
                         ops.clear();
                         start = Instant::now();
                         let mut tx = db.begin_snapshot();
-                        match execute(&mut tx, t, &plan, &mut ops, &mut next) {
+                        match execute(&mut tx, t, reg, &plan, &mut ops, &mut next) {
                             Ok(()) => break tx.commit(),
                             Err(Error::WriteConflict { .. } | Error::Lock(_)) => {}
                             Err(e) if too_old(&e) => {}
@@ -308,9 +367,9 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
                 match rng.below(3) {
                     0 => {
                         let result = db.transact(|tx| {
-                            done.failed.extend(appends(&ops));
+                            done.failed.extend(written(&ops));
                             ops.clear();
-                            execute(tx, t, &plan, &mut ops, &mut next)?;
+                            execute(tx, t, reg, &plan, &mut ops, &mut next)?;
                             Err::<(), _>(Error::Aborted("on purpose".into()))
                         });
                         assert!(matches!(result, Err(Error::Aborted(_))), "{result:?}");
@@ -320,7 +379,7 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
                             Level::Serializable => db.begin(),
                             Level::Snapshot => db.begin_snapshot(),
                         };
-                        match execute(&mut tx, t, &plan, &mut ops, &mut next) {
+                        match execute(&mut tx, t, reg, &plan, &mut ops, &mut next) {
                             Ok(()) | Err(Error::Lock(_) | Error::WriteConflict { .. }) => {}
                             Err(e) if too_old(&e) => {}
                             Err(e) => panic!("thread {thread}: {e:?}"),
@@ -332,14 +391,22 @@ fn worker(db: &Database, t: &Tree, thread: usize, logging: bool, level: Level, s
                         }
                     }
                 }
-                done.failed.extend(appends(&ops));
+                done.failed.extend(written(&ops));
             }
             11..=13 => {
                 let start = Instant::now();
                 let r = db.begin_read();
                 let mut ops = Vec::new();
                 let whole = (0..1 + rng.below(3)).try_for_each(|_| {
-                    if rng.below(3) == 0 {
+                    let choice = rng.below(4);
+                    if choice == 0 {
+                        let lo = reg.next.load(Relaxed).saturating_sub(rng.below(24) as u32).max(FIRST_ID);
+                        let hi = lo + 1 + rng.below(16) as u32;
+                        let range =
+                            r.range(&reg.tree, Included(&lo.to_be_bytes()), Excluded(&hi.to_be_bytes()));
+                        let found = scan_ids(range.collect::<Result<Vec<_>, _>>()?);
+                        ops.push(Op::Scan { lo, hi, found });
+                    } else if choice == 1 {
                         let lo = rng.below(KEYS);
                         let seen = lists_of(
                             r.range(t, Included(&key(lo)), Unbounded).collect::<Result<Vec<_>, _>>()?,
@@ -447,17 +514,24 @@ enum Edge {
 }
 
 /// Checks a history at `level`; `Err` names the first anomaly found. `finals` are the keys'
-/// lists after the run, `failed` the elements of transactions that rolled back.
-fn check(txns: &[Txn], failed: &HashSet<u32>, finals: &[Vec<u32>], level: Level) -> Result<(), String> {
+/// lists after the run, `registered` the registry's ids, `failed` the elements and ids of
+/// transactions that rolled back.
+fn check(
+    txns: &[Txn],
+    failed: &HashSet<u32>,
+    finals: &[Vec<u32>],
+    registered: &BTreeSet<u32>,
+    level: Level,
+) -> Result<(), String> {
     let show = |i: usize| {
         let t = &txns[i];
         format!("T{i} ({:?}, thread {}) [{}]", t.kind, t.thread, summary(&t.ops))
     };
     let mut writer: HashMap<u32, usize> = HashMap::new();
     for (i, t) in txns.iter().enumerate() {
-        for e in appends(&t.ops) {
+        for e in written(&t.ops) {
             if writer.insert(e, i).is_some() {
-                return Err(format!("element {e:#x} appended by two transactions"));
+                return Err(format!("{e:#x} written by two transactions"));
             }
             if failed.contains(&e) {
                 return Err(format!("element {e:#x} both committed and rolled back"));
@@ -476,15 +550,26 @@ fn check(txns: &[Txn], failed: &HashSet<u32>, finals: &[Vec<u32>], level: Level)
             }
         }
     }
+    for id in registered {
+        if !writer.contains_key(id) {
+            let why = if failed.contains(id) { "G1a: rolled back" } else { "registered by nobody" };
+            return Err(format!("the registry holds {id:#x} ({why})"));
+        }
+    }
     for (i, t) in txns.iter().enumerate() {
         for op in &t.ops {
-            if let Op::Append { key, elem } = op {
-                if !finals[*key].contains(elem) {
+            match op {
+                Op::Append { key, elem } if !finals[*key].contains(elem) => {
                     return Err(format!("lost update: k{key} lacks {elem:#x} of {}", show(i)));
                 }
+                Op::Register { id } if !registered.contains(id) => {
+                    return Err(format!("lost insert: the registry lacks {id:#x} of {}", show(i)));
+                }
+                _ => {}
             }
         }
     }
+    let reg_writer: BTreeMap<u32, usize> = registered.iter().map(|id| (*id, writer[id])).collect();
     let mut edges: Vec<Vec<(usize, Edge)>> = vec![Vec::new(); txns.len()];
     for list in finals {
         for w in list.windows(2) {
@@ -498,10 +583,41 @@ fn check(txns: &[Txn], failed: &HashSet<u32>, finals: &[Vec<u32>], level: Level)
         // A read ends with the transaction's own appends to the key so far; what comes before
         // them is the version it read from others, which must be a prefix of the final list.
         let mut own: Vec<Vec<u32>> = vec![Vec::new(); KEYS];
+        let mut own_ids = Vec::new();
         for op in &t.ops {
             let (key, list) = match op {
                 Op::Append { key, elem } => {
                     own[*key].push(*elem);
+                    continue;
+                }
+                Op::Register { id } => {
+                    own_ids.push(*id);
+                    continue;
+                }
+                Op::Scan { lo, hi, found } => {
+                    // Every id it returned was registered, by a committed transaction or by
+                    // itself before; every id of the range registered by another is a version
+                    // it read or one it missed.
+                    let found: HashSet<u32> = found.iter().copied().collect();
+                    for id in &found {
+                        if !(*lo..*hi).contains(id) || !reg_writer.contains_key(id) {
+                            let why =
+                                if failed.contains(id) { "G1a: rolled back" } else { "not in the registry" };
+                            return Err(format!("a scan returned {id:#x} ({why}): {}", show(i)));
+                        }
+                    }
+                    if let Some(id) =
+                        own_ids.iter().find(|id| (*lo..*hi).contains(*id) && !found.contains(*id))
+                    {
+                        return Err(format!("own insert {id:#x} not read back by {}", show(i)));
+                    }
+                    for (id, &w) in reg_writer.range(*lo..*hi).filter(|&(_, &w)| w != i) {
+                        if found.contains(id) {
+                            edges[w].push((i, Edge::WR));
+                        } else {
+                            edges[i].push((w, Edge::RW));
+                        }
+                    }
                     continue;
                 }
                 Op::Read { key, list } => (*key, list),
@@ -590,6 +706,8 @@ fn summary(ops: &[Op]) -> String {
             None => format!("r k{key} -"),
         },
         Op::Append { key, elem } => format!("a k{key} {elem:#x}"),
+        Op::Register { id } => format!("insert {id:#x}"),
+        Op::Scan { lo, hi, found } => format!("scan {lo:#x}..{hi:#x} {found:x?}"),
     };
     ops.iter().map(one).collect::<Vec<_>>().join(", ")
 }
@@ -719,12 +837,13 @@ fn run(c: Config, threads: usize) -> Result<String, String> {
     for i in 0..300u32 {
         other.upsert(&i.to_be_bytes(), &[7; 100]).unwrap();
     }
+    let reg = Arc::new(Registry { tree: db.create_tree("registry").unwrap(), next: FIRST_ID.into() });
     let secs: f64 = std::env::var("HISTORY_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(0.4);
     let stop = Arc::new(AtomicBool::new(false));
     let workers: Vec<_> = (0..threads)
         .map(|th| {
-            let (db, t, stop) = (Arc::clone(&db), t.clone(), Arc::clone(&stop));
-            std::thread::spawn(move || worker(&db, &t, th, logging, level, &stop))
+            let (db, t, reg, stop) = (Arc::clone(&db), t.clone(), Arc::clone(&reg), Arc::clone(&stop));
+            std::thread::spawn(move || worker(&db, &t, &reg, th, logging, level, &stop))
         })
         .collect();
     let upkeep = {
@@ -765,8 +884,10 @@ fn run(c: Config, threads: usize) -> Result<String, String> {
     let lists = |t: &Tree| -> Vec<Vec<u32>> {
         (0..KEYS).map(|k| t.get(&key(k)).unwrap().map(|v| decode(&v)).unwrap_or_default()).collect()
     };
+    let ids = |t: &Tree| scan_ids(t.range(Unbounded, Unbounded).collect::<Result<Vec<_>, _>>().unwrap());
     let finals = lists(&t);
-    drop((t, other));
+    let registered: BTreeSet<u32> = ids(&reg.tree).into_iter().collect();
+    drop((t, other, reg));
     match Arc::try_unwrap(db) {
         Ok(db) => db.close().unwrap(),
         Err(_) => panic!("a handle outlived the workers"),
@@ -775,17 +896,20 @@ fn run(c: Config, threads: usize) -> Result<String, String> {
     for (start, end, path) in &backups {
         let copy = Database::builder().page_size(4096).mode(mode).open(path).unwrap();
         let read = lists(&copy.tree("lists").unwrap());
-        let ops = read.into_iter().enumerate().map(|(key, list)| Op::Read { key, list }).collect();
+        let mut ops: Vec<Op> =
+            read.into_iter().enumerate().map(|(key, list)| Op::Read { key, list }).collect();
+        ops.push(Op::Scan { lo: FIRST_ID, hi: u32::MAX, found: ids(&copy.tree("registry").unwrap()) });
         txns.push(Txn { thread: threads, kind: Kind::Backup, start: *start, end: *end, ops });
         copy.close().unwrap();
     }
     let context = format!("{c:?}");
     let appends: usize = finals.iter().map(Vec::len).sum();
-    check(&txns, &failed, &finals, level).map_err(|e| format!("{context}: {e}"))?;
+    check(&txns, &failed, &finals, &registered, level).map_err(|e| format!("{context}: {e}"))?;
     assert!(appends > 0 && !txns.is_empty(), "{context}: no work done");
     Ok(format!(
-        "{context}: {} transactions, {appends} appends, {} rolled back, {} backups",
+        "{context}: {} transactions, {appends} appends, {} inserts, {} rolled back, {} backups",
         txns.len(),
+        registered.len(),
         failed.len(),
         backups.len()
     ))
@@ -846,6 +970,10 @@ fn the_checker_finds_each_anomaly_it_looks_for() {
         f[1] = k1.to_vec();
         f
     };
+    let no_ids = BTreeSet::new();
+    let check = |history: &[Txn], failed: &HashSet<u32>, f: &[Vec<u32>], level: Level| {
+        check(history, failed, f, &no_ids, level)
+    };
     let expect =
         |what: &str, history: &[Txn], failed: &HashSet<u32>, f: &[Vec<u32>], level: Level| match check(
             history, failed, f, level,
@@ -879,4 +1007,27 @@ fn the_checker_finds_each_anomaly_it_looks_for() {
     // Read skew (G-single): one reads k0 before and k1 after another appended to both.
     let read_skew = [txn(0, 0, 2, vec![a(0, 1), a(1, 2)]), txn(1, 0, 2, vec![r(0, &[]), r(1, &[2])])];
     expect("Snapshot", &read_skew, &none, &finals(&[1], &[2]), Level::Snapshot);
+    // The registry: a phantom (a scan begun after an insert returned misses it), a rolled-back
+    // insert seen, a lost insert, and an insert and a scan that each miss the other's write
+    // (write skew through a predicate).
+    let (x, y) = (FIRST_ID + 5, FIRST_ID + 6);
+    let ids = |set: &[u32]| set.iter().copied().collect::<BTreeSet<u32>>();
+    let scan = |found: &[u32]| Op::Scan { lo: FIRST_ID, hi: FIRST_ID + 10, found: found.to_vec() };
+    let empty = finals(&[], &[]);
+    let phantom = [txn(0, 0, 1, vec![Op::Register { id: x }]), txn(1, 5, 6, vec![scan(&[])])];
+    let found = |level| self::check(&phantom, &none, &empty, &ids(&[x]), level).unwrap_err();
+    assert!(found(Level::Serializable).contains("RT") && found(Level::Snapshot).contains("RT"));
+    let seen_rolled_back = [txn(0, 0, 1, vec![scan(&[x])])];
+    let e =
+        self::check(&seen_rolled_back, &HashSet::from([x]), &empty, &no_ids, Level::Snapshot).unwrap_err();
+    assert!(e.contains("G1a"), "{e}");
+    let e = self::check(&phantom[..1], &none, &empty, &no_ids, Level::Snapshot).unwrap_err();
+    assert!(e.contains("lost insert"), "{e}");
+    let predicate_skew = [
+        txn(0, 0, 2, vec![scan(&[]), Op::Register { id: x }]),
+        txn(1, 0, 2, vec![scan(&[]), Op::Register { id: y }]),
+    ];
+    let e = self::check(&predicate_skew, &none, &empty, &ids(&[x, y]), Level::Serializable).unwrap_err();
+    assert!(e.contains("RW"), "{e}");
+    assert_eq!(self::check(&predicate_skew, &none, &empty, &ids(&[x, y]), Level::Snapshot), Ok(()));
 }
