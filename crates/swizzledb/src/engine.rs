@@ -388,6 +388,14 @@ impl Core {
         }
     }
 
+    /// A rollback failed (RECOVERY.md R5a): its transaction keeps its locks until the database
+    /// is reopened, so no lock wait may go on (LOCKS.md K9a).
+    pub(crate) fn end_lock_waits(&self) {
+        if let Some(locks) = &self.locks {
+            locks.end_waits();
+        }
+    }
+
     /// A transaction ended: it releases its locks and leaves the transaction table.
     pub(crate) fn finish_txn(&self, txn: TxnId) {
         self.release_locks(txn);

@@ -89,6 +89,15 @@ impl ReadGate for CommittedReads {
             if mine {
                 return Err(lock_failure(LockError::OwnUncommitted { txn: holder, tree: t, key: k.into() }));
             }
+            if self.locks.waits_ended() {
+                // K9a: the holder could not be rolled back; it keeps the lock for good.
+                return Err(lock_failure(LockError::WaitsEnded {
+                    txn: holder,
+                    tree: t,
+                    key: k.into(),
+                    mode: LockMode::Shared,
+                }));
+            }
             let waited = started.elapsed();
             if waited >= self.locks.wait_timeout() {
                 return Err(lock_failure(LockError::ReadWait { tree: t, key: k.into(), waited }));

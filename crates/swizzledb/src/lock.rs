@@ -46,7 +46,7 @@ use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::Hasher;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -233,6 +233,15 @@ pub enum LockError {
          of a user transaction"
     )]
     SystemTransaction,
+    /// K9a: the request would wait, and the manager's waits were ended: a transaction that
+    /// could not be rolled back (its database failed) keeps its locks until the database is
+    /// reopened.
+    #[error(
+        "{txn} cannot wait for a {mode} lock on a key of tree {tree}: the database failed (its log \
+         or file cannot be written), and a transaction that could not be rolled back keeps its \
+         locks; reopen the database (restart rolls that transaction back)"
+    )]
+    WaitsEnded { txn: TxnId, tree: u32, key: Box<[u8]>, mode: LockMode },
 }
 
 /// `a, b and c`: the transactions of a deadlock's message.
@@ -308,6 +317,8 @@ pub struct LockManager {
     max_spinners: u32,
     /// K18: heads naming a writer, counted per bucket of name hashes.
     writers: WriterCounts,
+    /// K9a: set once for good by [`LockManager::end_waits`]; no request waits after it.
+    waits_ended: AtomicBool,
 }
 
 /// K18: how many lock heads name a writer (K17), per bucket of their names' hashes: a reader
@@ -1002,6 +1013,31 @@ impl LockManager {
             spinners: LineCount::default(),
             max_spinners: std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)) as u32,
             writers: WriterCounts::new(),
+            waits_ended: AtomicBool::new(false),
+        }
+    }
+
+    /// K9a: whether [`LockManager::end_waits`] was called.
+    pub(crate) fn waits_ended(&self) -> bool {
+        self.waits_ended.load(Ordering::SeqCst)
+    }
+
+    /// K9a: ends every wait, now and later: each waiting request, and each later one that would
+    /// wait, fails with [`LockError::WaitsEnded`]; requests granted at once still are. For a
+    /// database that failed: a transaction that could not be rolled back keeps its locks (its
+    /// changes stay in the tree, and only its locks keep them from readers), and no one may
+    /// wait for them.
+    pub(crate) fn end_waits(&self) {
+        self.waits_ended.store(true, Ordering::SeqCst);
+        for shard in &*self.shards {
+            // Under the shard mutex: a waiter checks the flag under it before it parks, so it
+            // either sees the flag or is parked when woken here.
+            let table = shard.table.lock();
+            for head in table.iter() {
+                for request in head.queue.iter() {
+                    request.slot.cv.notify_all();
+                }
+            }
         }
     }
 
@@ -1627,6 +1663,18 @@ impl LockManager {
                 GRANTED => break Ok(()),
                 VICTIM => break Err(std::mem::take(&mut *slot.cycle.lock())),
                 _ => {}
+            }
+            if self.waits_ended.load(Ordering::SeqCst) {
+                // K9a: checked under the shard mutex, which `end_waits` takes to wake us.
+                if let Some(head) = table.head_mut(hash, id) {
+                    head.cancel(txn);
+                }
+                table.remove_if_unused(hash, id);
+                drop(table);
+                if detect {
+                    self.set_waiting(txn, None);
+                }
+                return Err(LockError::WaitsEnded { txn, tree, key: key.into(), mode });
             }
             if let Some(others) = cycle.take() {
                 if let Some(head) = table.head_mut(hash, id) {

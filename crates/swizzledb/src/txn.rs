@@ -445,17 +445,16 @@ impl<'db> Transaction<'db> {
             return Ok(());
         }
         let result = self.undo_all();
-        match &result {
-            // A failed log is sticky (wal README W11): no one can commit after seeing what the
-            // rollback left in place, no checkpoint can drop its records, and restart finishes
-            // the rollback. So the transaction ends and releases its locks.
-            Ok(()) | Err(Error::Log(_) | Error::Tree(TreeError::Log(_))) => {
-                self.log.finish_versions();
-                self.finish();
-            }
-            // Otherwise (the pool failed) it keeps its locks and its entry in the transaction
-            // table, so its uncommitted changes stay hidden and its records stay in the log.
-            Err(_) => {}
+        if result.is_ok() {
+            self.log.finish_versions();
+            self.finish();
+        } else {
+            // R5a: the log or the pool failed midway, and the changes not undone stay in the
+            // tree until restart rolls them back. The transaction keeps its locks, its writer
+            // (a snapshot reads the keys' versions from its undo list, K17) and its entry in
+            // the transaction table, so no reader sees those changes; and since no one may
+            // wait for those locks, every lock wait of the database ends (LOCKS.md K9a).
+            self.db.end_lock_waits();
         }
         result
     }

@@ -12,6 +12,7 @@ use common::*;
 use proptest::prelude::*;
 use std::sync::Arc;
 use swizzledb::lab::record::Record;
+use swizzledb::lock::LockError;
 use swizzledb::{wal_dir, Database, Error, LogRecovery, PoolMode, Tree};
 use swizzledb_io::{CrashMode, Fault, FaultFs, Op, OpenMode, Vfs};
 use swizzledb_sync::{Lsn, TxnId};
@@ -883,7 +884,8 @@ fn r4_concurrent_transfers_survive_a_crash_with_acknowledged_ones_included() {
 
 /// A commit that fails (the log cannot be made durable) still ends the transaction: its locks are
 /// released (LOCKS.md: locks are held until the transaction ends), so other transactions neither
-/// die on them forever nor, if older, wait for them forever.
+/// die on them forever nor, if older, wait for them forever. (Its commit record may have reached
+/// the disk: the changes may be committed.)
 #[test]
 fn k_failed_commit_releases_its_locks() {
     let fs = new_fs();
@@ -893,23 +895,69 @@ fn k_failed_commit_releases_its_locks() {
     t.put(&tree, b"a", b"1").unwrap();
     fs.fail_next(swizzledb_io::FaultRule::new(Op::Sync, Fault::Eio).on_path(".log"));
     assert!(t.commit().is_err(), "the commit's sync failed");
-    // A younger transaction dies at once on a lock still held by an older one (wait-die), so
-    // this read succeeds only if the failed commit released its lock.
     let t2 = db.begin();
+    let started = std::time::Instant::now();
     match t2.get(&tree, b"a") {
         Ok(_) | Err(Error::Buffer(_)) | Err(Error::Tree(_)) => {}
         Err(e) => panic!("the failed commit still holds its lock: {e}"),
     }
-    drop(t2);
-    // Likewise for a transaction whose write and rollback meet the failed log.
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "the read waited for the lock");
+}
+
+/// RECOVERY.md R5a, LOCKS.md K9a: a rollback that meets the failed log leaves its changes in the
+/// tree, so its transaction keeps its locks and its versions: plain and snapshot reads return
+/// the committed value, a transaction's read fails at once instead of reading the change (or
+/// waiting for it), and so does a read that was already waiting; restart rolls it back.
+#[test]
+fn r5a_a_rollback_that_fails_keeps_its_changes_from_every_reader() {
+    let fs = new_fs();
+    let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).create(db_path()).unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    tree.upsert(b"b", b"committed").unwrap();
     let mut t3 = db.begin();
-    let _ = t3.put(&tree, b"b", b"2");
-    let _ = t3.abort();
+    t3.put(&tree, b"b", b"uncommitted").unwrap();
+    t3.put(&tree, b"c", b"uncommitted").unwrap();
+    std::thread::scope(|s| {
+        // A transaction that waits for `b` before the rollback fails.
+        let waiter = s.spawn(|| {
+            let t5 = db.begin();
+            let started = std::time::Instant::now();
+            (t5.get(&tree, b"b"), started.elapsed())
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // The log fails (another commit's sync), then the rollback's first record is refused.
+        let mut other = db.begin();
+        other.put(&tree, b"x", b"1").unwrap();
+        fs.fail_next(swizzledb_io::FaultRule::new(Op::Sync, Fault::Eio).on_path(".log"));
+        assert!(other.commit().is_err(), "the commit's sync failed");
+        assert!(t3.abort().is_err(), "the rollback met the failed log");
+        let (read, waited) = waiter.join().unwrap();
+        assert!(
+            matches!(read, Err(Error::Lock(LockError::WaitsEnded { .. }))),
+            "the waiting read ended: {read:?}"
+        );
+        assert!(waited < std::time::Duration::from_secs(2), "the waiting read waited {waited:?}");
+    });
+    assert_eq!(tree.get(b"b").unwrap().as_deref(), Some(&b"committed"[..]), "a plain read");
+    assert_eq!(tree.get(b"c").unwrap(), None, "a plain read of an inserted key");
+    let snapshot = db.begin_read();
+    assert_eq!(snapshot.get(&tree, b"b").unwrap().as_deref(), Some(&b"committed"[..]), "a snapshot");
+    drop(snapshot);
     let t4 = db.begin();
-    match t4.get(&tree, b"b") {
-        Ok(_) | Err(Error::Buffer(_)) | Err(Error::Tree(_)) => {}
-        Err(e) => panic!("the failed abort still holds its lock: {e}"),
-    }
+    let started = std::time::Instant::now();
+    let read = t4.get(&tree, b"b");
+    assert!(matches!(read, Err(Error::Lock(LockError::WaitsEnded { .. }))), "a transaction's read: {read:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(1), "a transaction's read waited");
+    // Keys no failed transaction holds are read as before.
+    assert_eq!(t4.get(&tree, b"a").unwrap(), None);
+    drop(t4);
+    drop(tree);
+    fs.crash(swizzledb_io::CrashMode::DropUnsynced);
+    drop(db);
+    let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).open(db_path()).unwrap();
+    let tree = db.tree(TREE).unwrap();
+    assert_eq!(tree.get(b"b").unwrap().as_deref(), Some(&b"committed"[..]), "after restart");
+    assert_eq!(tree.get(b"c").unwrap(), None, "after restart");
 }
 
 /// RECOVERY.md R3, R8: a leaf written back without a sync after the last checkpoint (so its
