@@ -1148,10 +1148,34 @@ const SERIALIZABLE_LOGGED: How = How { logging: true, level: Level::Serializable
 /// serializable; then a second phase of workers runs at once — beside instant restart's
 /// redo and rollback in the background — from the recovered state, and must be serializable
 /// too; after a clean close the file holds its final state.
+/// Builder settings beyond the pool mode, restart and commit modes, with a name.
+type Settings = (&'static str, fn(swizzledb::Builder) -> swizzledb::Builder);
+
+/// The builder's defaults.
+const DEFAULTS: Settings = ("defaults", |b| b);
+
+/// The log archive with Lersch's decoupled cleaner and checkpoints, and write elision.
+const DECOUPLED: Settings = ("decoupled cleaner and checkpoints, write elision", |b| {
+    b.log_archive(true).lab(|l| {
+        l.cleaner(swizzledb::Cleaner::Decoupled)
+            .checkpoint_kind(swizzledb::CheckpointKind::Decoupled)
+            .write_elision(true)
+            .cleaner_interval(Some(Duration::from_millis(10)))
+    })
+});
+
+/// A log of eight 64 KiB segments, kept within its bound by the cleaner.
+const SMALL_LOG: Settings = ("a 512 KiB log", |b| {
+    b.log_segment_bytes(64 << 10)
+        .max_log_bytes(512 << 10)
+        .lab(|l| l.cleaner_interval(Some(Duration::from_millis(10))))
+});
+
 fn run_across_crash(
     mode: PoolMode,
     restart: swizzledb::RestartMode,
     commit: swizzledb::CommitMode,
+    settings: Settings,
     threads: usize,
 ) -> Result<String, String> {
     use swizzledb_io::{CrashMode, FaultFs, Vfs};
@@ -1161,16 +1185,17 @@ fn run_across_crash(
     let frames = if mode == PoolMode::MainMemory { 4096 } else { 32 };
     let builder = || {
         let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
-        Database::builder()
+        let b = Database::builder()
             .page_size(4096)
             .pool_bytes(frames * 4096)
             .mode(mode)
             .log_archive(restart == swizzledb::RestartMode::Instant)
             .restart_mode(restart)
             .commit_mode(commit)
-            .lab(|l| l.vfs(vfs))
+            .lab(|l| l.vfs(vfs));
+        (settings.1)(b)
     };
-    let context = format!("{mode:?}, {restart:?} restart, {commit:?} commits");
+    let context = format!("{mode:?}, {restart:?} restart, {commit:?} commits, {}", settings.0);
     let db = Arc::new(builder().create(path).unwrap());
     let t = lists_tree(&db);
     let reg = Arc::new(Registry { tree: db.create_tree("registry").unwrap(), next: FIRST_ID.into() });
@@ -1302,13 +1327,15 @@ fn run_across_crash(
 fn r10_r22_histories_across_a_power_loss_are_serializable_and_lose_no_commit() {
     use swizzledb::CommitMode::{Async, Sync};
     use swizzledb::RestartMode::{Classical, Instant};
-    for (mode, restart, commit) in [
-        (PoolMode::Swizzling, Classical, Sync),
-        (PoolMode::Traditional, Instant, Sync),
-        (PoolMode::MainMemory, Instant, Sync),
-        (PoolMode::Swizzling, Instant, Async),
+    for (mode, restart, commit, settings) in [
+        (PoolMode::Swizzling, Classical, Sync, DEFAULTS),
+        (PoolMode::Traditional, Instant, Sync, DEFAULTS),
+        (PoolMode::MainMemory, Instant, Sync, DEFAULTS),
+        (PoolMode::Swizzling, Instant, Async, DEFAULTS),
+        (PoolMode::Traditional, Classical, Sync, DECOUPLED),
+        (PoolMode::Swizzling, Classical, Sync, SMALL_LOG),
     ] {
-        let report = run_across_crash(mode, restart, commit, 4).unwrap_or_else(|e| panic!("{e}"));
+        let report = run_across_crash(mode, restart, commit, settings, 4).unwrap_or_else(|e| panic!("{e}"));
         if std::env::var_os("SWIZZLEDB_TEST_VERBOSE").is_some() {
             println!("{report}");
         }
