@@ -390,9 +390,9 @@ impl Core {
 
     /// A rollback failed (RECOVERY.md R5a): its transaction keeps its locks until the database
     /// is reopened, so no lock wait may go on (LOCKS.md K9a).
-    pub(crate) fn end_lock_waits(&self) {
+    pub(crate) fn end_lock_waits(&self, cause: &Error) {
         if let Some(locks) = &self.locks {
-            locks.end_waits();
+            locks.end_waits(&cause.to_string());
         }
     }
 

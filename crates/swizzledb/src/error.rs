@@ -52,7 +52,20 @@ pub enum Error {
     Log(#[from] LogError),
     /// A record lock could not be granted: abort the transaction and retry it (LOCKS.md).
     #[error(transparent)]
-    Lock(#[from] lock::LockError),
+    Lock(lock::LockError),
+    /// A request would have waited for a lock of a transaction whose rollback failed (the
+    /// database's log or file failed): that transaction keeps its locks, so that no one reads
+    /// its changes, until the database is reopened (RECOVERY.md R5a, LOCKS.md K9a). Not worth
+    /// a retry: every later wait fails the same way.
+    #[error(
+        "a transaction could not be rolled back ({cause}), so it keeps its locks until the \
+         database is reopened, and this request would have waited for one: close and reopen the \
+         database (restart finishes the rollback)"
+    )]
+    RollbackFailed {
+        /// The error that stopped the rollback.
+        cause: String,
+    },
     /// A log record restart needs is damaged or missing (RECOVERY.md R10).
     #[error("log corrupted at {lsn}: {reason}; restore the database and its log from a backup")]
     LogCorrupted {
@@ -161,3 +174,14 @@ pub enum Error {
 
 /// Result alias with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<lock::LockError> for Error {
+    /// A lock error as the engine reports it: a wait ended for a failed rollback is
+    /// [`Error::RollbackFailed`], which no retry cures; every other is [`Error::Lock`].
+    fn from(e: lock::LockError) -> Error {
+        match e {
+            lock::LockError::WaitsEnded { cause, .. } => Error::RollbackFailed { cause },
+            e => Error::Lock(e),
+        }
+    }
+}

@@ -44,7 +44,7 @@ pub(crate) fn lock_name<'k>(tree: &Tree, key: Option<&'k [u8]>) -> (u32, &'k [u8
 
 /// A lock refusal as the tree's error, to cross the read gate; [`engine_error`] takes it back.
 fn lock_failure(e: LockError) -> TreeError {
-    TreeError::Transaction(Box::new(Error::Lock(e)))
+    TreeError::Transaction(Box::new(Error::from(e)))
 }
 
 /// A tree error as the engine's, unwrapping what a gate or an auto-commit wrapped.
@@ -96,6 +96,7 @@ impl ReadGate for CommittedReads {
                     tree: t,
                     key: k.into(),
                     mode: LockMode::Shared,
+                    cause: self.locks.waits_ended_by(),
                 }));
             }
             let waited = started.elapsed();

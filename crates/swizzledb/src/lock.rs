@@ -237,11 +237,18 @@ pub enum LockError {
     /// could not be rolled back (its database failed) keeps its locks until the database is
     /// reopened.
     #[error(
-        "{txn} cannot wait for a {mode} lock on a key of tree {tree}: the database failed (its log \
-         or file cannot be written), and a transaction that could not be rolled back keeps its \
-         locks; reopen the database (restart rolls that transaction back)"
+        "{txn} cannot wait for a {mode} lock on a key of tree {tree}: a transaction could not be \
+         rolled back ({cause}) and keeps its locks; reopen the database (restart rolls that \
+         transaction back)"
     )]
-    WaitsEnded { txn: TxnId, tree: u32, key: Box<[u8]>, mode: LockMode },
+    WaitsEnded {
+        txn: TxnId,
+        tree: u32,
+        key: Box<[u8]>,
+        mode: LockMode,
+        /// The error that stopped the rollback.
+        cause: String,
+    },
 }
 
 /// `a, b and c`: the transactions of a deadlock's message.
@@ -319,6 +326,8 @@ pub struct LockManager {
     writers: WriterCounts,
     /// K9a: set once for good by [`LockManager::end_waits`]; no request waits after it.
     waits_ended: AtomicBool,
+    /// K9a: why the waits ended (the first failed rollback's error).
+    waits_ended_by: Mutex<String>,
 }
 
 /// K18: how many lock heads name a writer (K17), per bucket of their names' hashes: a reader
@@ -1014,6 +1023,7 @@ impl LockManager {
             max_spinners: std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)) as u32,
             writers: WriterCounts::new(),
             waits_ended: AtomicBool::new(false),
+            waits_ended_by: Mutex::new(String::new()),
         }
     }
 
@@ -1022,12 +1032,23 @@ impl LockManager {
         self.waits_ended.load(Ordering::SeqCst)
     }
 
-    /// K9a: ends every wait, now and later: each waiting request, and each later one that would
-    /// wait, fails with [`LockError::WaitsEnded`]; requests granted at once still are. For a
-    /// database that failed: a transaction that could not be rolled back keeps its locks (its
-    /// changes stay in the tree, and only its locks keep them from readers), and no one may
-    /// wait for them.
-    pub(crate) fn end_waits(&self) {
+    /// K9a: the error that ended the waits.
+    pub(crate) fn waits_ended_by(&self) -> String {
+        self.waits_ended_by.lock().clone()
+    }
+
+    /// K9a: ends every wait, now and later, because of `cause` (the first call's is kept): each
+    /// waiting request, and each later one that would wait, fails with
+    /// [`LockError::WaitsEnded`]; requests granted at once still are. For a database that
+    /// failed: a transaction that could not be rolled back keeps its locks (its changes stay in
+    /// the tree, and only its locks keep them from readers), and no one may wait for them.
+    pub(crate) fn end_waits(&self, cause: &str) {
+        {
+            let mut by = self.waits_ended_by.lock();
+            if by.is_empty() {
+                *by = cause.to_owned();
+            }
+        }
         self.waits_ended.store(true, Ordering::SeqCst);
         for shard in &*self.shards {
             // Under the shard mutex: a waiter checks the flag under it before it parks, so it
@@ -1674,7 +1695,8 @@ impl LockManager {
                 if detect {
                     self.set_waiting(txn, None);
                 }
-                return Err(LockError::WaitsEnded { txn, tree, key: key.into(), mode });
+                let cause = self.waits_ended_by();
+                return Err(LockError::WaitsEnded { txn, tree, key: key.into(), mode, cause });
             }
             if let Some(others) = cycle.take() {
                 if let Some(head) = table.head_mut(hash, id) {

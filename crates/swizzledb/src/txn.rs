@@ -445,16 +445,16 @@ impl<'db> Transaction<'db> {
             return Ok(());
         }
         let result = self.undo_all();
-        if result.is_ok() {
-            self.log.finish_versions();
-            self.finish();
-        } else {
+        if let Err(e) = &result {
             // R5a: the log or the pool failed midway, and the changes not undone stay in the
             // tree until restart rolls them back. The transaction keeps its locks, its writer
             // (a snapshot reads the keys' versions from its undo list, K17) and its entry in
             // the transaction table, so no reader sees those changes; and since no one may
             // wait for those locks, every lock wait of the database ends (LOCKS.md K9a).
-            self.db.end_lock_waits();
+            self.db.end_lock_waits(e);
+        } else {
+            self.log.finish_versions();
+            self.finish();
         }
         result
     }
