@@ -17,6 +17,10 @@
 //!   read-only anomaly are allowed); a cycle with fewer is G0, G1c or G-single (a lost update
 //!   or a read skew), which snapshot isolation excludes.
 //!
+//! Phantoms: transactions also insert fresh ids into a registry that nothing deletes from, and
+//! read ranges of it. An id's versions are "absent" and "inserted", so a range read that misses
+//! an id of its range read the version before its inserter's, and a phantom is a cycle too.
+//!
 //! The real-time edges make the check strict: a transaction or snapshot that began after a
 //! commit returned must see it (K18: "the last committed state as of its start").
 //!
@@ -183,11 +187,18 @@ enum Step {
     Update(usize),
     /// A range read of keys `lo..hi`.
     Range(usize, usize),
+    /// The same, backwards (`range_rev`).
+    RangeRev(usize, usize),
+    /// `get`, then `compare_and_swap` of the list with one more element: under the lock the
+    /// read took (or at the snapshot, where a change since is a write conflict) the swap finds
+    /// what the read returned.
+    CasAppend(usize),
     Register,
-    /// A range read of `span` registry ids from `back` before the next.
+    /// A range read of `span` registry ids from `back` before the next, of at most `limit` ids.
     Scan {
         back: u32,
         span: u32,
+        limit: Option<usize>,
     },
 }
 
@@ -195,13 +206,20 @@ fn plan(rng: &mut Rng) -> Vec<Step> {
     (0..1 + rng.below(4))
         .map(|_| {
             let k = rng.below(KEYS);
-            match rng.below(12) {
+            let hi = k + 1 + rng.below(KEYS - k);
+            match rng.below(14) {
                 0..=2 => Step::Get(k),
-                3..=5 => Step::Append(k),
+                3..=4 => Step::Append(k),
+                5 => Step::CasAppend(k),
                 6..=7 => Step::Update(k),
-                8 => Step::Range(k, k + 1 + rng.below(KEYS - k)),
-                9 => Step::Register,
-                _ => Step::Scan { back: rng.below(24) as u32, span: 1 + rng.below(16) as u32 },
+                8 => Step::Range(k, hi),
+                9 => Step::RangeRev(k, hi),
+                10 => Step::Register,
+                _ => Step::Scan {
+                    back: rng.below(24) as u32,
+                    span: 1 + rng.below(16) as u32,
+                    limit: (rng.below(2) == 0).then(|| 1 + rng.below(4)),
+                },
             }
         })
         .collect()
@@ -267,16 +285,51 @@ fn execute(
                     ops.push(Op::Read { key: k, list: list.unwrap_or_default() });
                 }
             }
+            Step::RangeRev(lo, hi) => {
+                let range = tx.range_rev(t, Included(&key(lo)), Excluded(&key(hi)));
+                let seen = lists_of(range.collect::<Result<Vec<_>, _>>()?);
+                for (k, list) in seen.into_iter().enumerate().take(hi).skip(lo) {
+                    ops.push(Op::Read { key: k, list: list.unwrap_or_default() });
+                }
+            }
+            Step::CasAppend(k) => {
+                let old = tx.get(t, &key(k))?;
+                let list = old.as_deref().map(decode).unwrap_or_default();
+                ops.push(Op::Read { key: k, list });
+                if old.as_ref().is_some_and(|v| v.len() >= FULL) {
+                    continue;
+                }
+                let elem = next();
+                ops.push(Op::Append { key: k, elem });
+                let new = appended(old.as_deref().unwrap_or_default(), elem);
+                if let Err(found) = tx.compare_and_swap(t, &key(k), old.as_deref(), Some(&new))? {
+                    panic!(
+                        "k{k}: a transaction's swap after its read found {:x?}",
+                        found.current.map(|v| decode(&v))
+                    );
+                }
+            }
             Step::Register => {
                 let id = reg.next.fetch_add(1, Relaxed);
                 ops.push(Op::Register { id });
                 tx.insert(&reg.tree, &id.to_be_bytes(), b"")?;
             }
-            Step::Scan { back, span } => {
+            Step::Scan { back, span, limit } => {
                 let lo = reg.next.load(Relaxed).saturating_sub(back).max(FIRST_ID);
-                let hi = lo + span;
+                let mut hi = lo + span;
                 let range = tx.range(&reg.tree, Included(&lo.to_be_bytes()), Excluded(&hi.to_be_bytes()));
-                let found = scan_ids(range.collect::<Result<Vec<_>, _>>()?);
+                let found = match limit {
+                    Some(n) => {
+                        let found = scan_ids(range.limit(n).collect::<Result<Vec<_>, _>>()?);
+                        // btree T19: a scan that stopped at its limit saw the gaps up to its
+                        // last id only.
+                        if found.len() == n {
+                            hi = found[n - 1] + 1;
+                        }
+                        found
+                    }
+                    None => scan_ids(range.collect::<Result<Vec<_>, _>>()?),
+                };
                 ops.push(Op::Scan { lo, hi, found });
             }
         }
@@ -412,8 +465,20 @@ fn worker(db: &Database, t: &Tree, reg: &Registry, thread: usize, how: How, flag
                 let r = db.begin_read();
                 let mut ops = Vec::new();
                 let whole = (0..1 + rng.below(3)).try_for_each(|_| {
-                    let choice = rng.below(4);
-                    if choice == 0 {
+                    let choice = rng.below(6);
+                    if choice == 4 {
+                        let lo = rng.below(KEYS);
+                        let range = r.range_rev(t, Included(&key(lo)), Unbounded);
+                        let seen = lists_of(range.collect::<Result<Vec<_>, _>>()?);
+                        for (k, list) in seen.into_iter().enumerate().skip(lo) {
+                            ops.push(Op::Read { key: k, list: list.unwrap_or_default() });
+                        }
+                    } else if choice == 5 {
+                        // Every id: they share their first byte.
+                        let found =
+                            scan_ids(r.scan_prefix(&reg.tree, &[0xF0]).collect::<Result<Vec<_>, _>>()?);
+                        ops.push(Op::Scan { lo: FIRST_ID, hi: 0xF100_0000, found });
+                    } else if choice == 0 {
                         let lo = reg.next.load(Relaxed).saturating_sub(rng.below(24) as u32).max(FIRST_ID);
                         let hi = lo + 1 + rng.below(16) as u32;
                         let range =
@@ -992,6 +1057,7 @@ fn run(c: Config, threads: usize) -> Result<String, String> {
     let reg = Arc::new(Registry { tree: db.create_tree("registry").unwrap(), next: FIRST_ID.into() });
     let Phase { mut txns, failed, backups, .. } =
         phase(&db, &t, &reg, 0..threads, How { logging, level }, Some(dir.path()), None);
+    let locks = db.lock_stats().unwrap_or_default();
     let finals = lists(&t);
     let registered: BTreeSet<u32> = ids(&reg.tree).into_iter().collect();
     drop((t, other, reg));
@@ -1014,7 +1080,7 @@ fn run(c: Config, threads: usize) -> Result<String, String> {
     check(&txns, &failed, &finals, &registered, level).map_err(|e| format!("{context}: {e}"))?;
     assert!(appends > 0 && !txns.is_empty(), "{context}: no work done");
     Ok(format!(
-        "{context}: {} transactions, {appends} appends, {} inserts, {} rolled back, {} backups",
+        "{context}: {} transactions, {appends} appends, {} inserts, {} rolled back, {} backups; locks {locks:?}",
         txns.len(),
         registered.len(),
         failed.len(),
