@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::too_old;
 use swizzledb::{Database, Error, PoolMode, Transaction, Tree};
 
 /// Keys `k0`..`k7`: few, so that transactions meet often.
@@ -344,18 +345,6 @@ struct Done {
     txns: Vec<Txn>,
     failed: Vec<u32>,
     maybe: Vec<Txn>,
-}
-
-/// K20: a snapshot ended for its versions' memory, met directly or through a range's
-/// iterator.
-fn too_old(e: &Error) -> bool {
-    match e {
-        Error::SnapshotTooOld { .. } => true,
-        Error::Tree(swizzledb::TreeError::Transaction(inner)) => {
-            inner.downcast_ref::<Error>().is_some_and(too_old)
-        }
-        _ => false,
-    }
 }
 
 /// The elements appended and the ids registered.

@@ -7,6 +7,7 @@
 //! `SnapshotTooOld`, where K20 says it can happen. One more run uses wait-die (K6) in place of
 //! deadlock detection, where more transactions die and roll back.
 
+use crate::common::too_old;
 use std::ops::Bound::Unbounded;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -49,17 +50,6 @@ fn balance(v: &[u8]) -> u64 {
     assert_eq!(v.len(), 8 + pad(b), "a value of another length");
     assert!(v[8..].iter().all(|&x| x == (b % 251) as u8), "a torn value");
     b
-}
-
-/// `SnapshotTooOld`, also as a scan outside a transaction returns it (inside a tree error).
-fn too_old(e: &Error) -> bool {
-    match e {
-        Error::SnapshotTooOld { .. } => true,
-        Error::Tree(swizzledb::TreeError::Transaction(inner)) => {
-            inner.downcast_ref::<Error>().is_some_and(too_old)
-        }
-        _ => false,
-    }
 }
 
 /// Sum and count of the records an iterator returns, or its first error.

@@ -519,3 +519,15 @@ pub fn increment_at_snapshots(db: &Database, t: &Tree, threads: u64, each: u64) 
     });
     u64::from_be_bytes(t.get(b"n").unwrap().unwrap().try_into().unwrap())
 }
+
+/// LOCKS.md K20: `SnapshotTooOld`, met directly or as a range's iterator returns it (inside a
+/// tree error).
+pub fn too_old(e: &Error) -> bool {
+    match e {
+        Error::SnapshotTooOld { .. } => true,
+        Error::Tree(swizzledb::TreeError::Transaction(inner)) => {
+            inner.downcast_ref::<Error>().is_some_and(too_old)
+        }
+        _ => false,
+    }
+}
