@@ -1077,6 +1077,15 @@ fn run(c: Config, threads: usize) -> Result<String, String> {
     ))
 }
 
+/// Fails the test with the anomaly a run found; prints its counts with
+/// `SWIZZLEDB_TEST_VERBOSE`.
+fn passed(run: Result<String, String>) {
+    let report = run.unwrap_or_else(|e| panic!("{e}"));
+    if std::env::var_os("SWIZZLEDB_TEST_VERBOSE").is_some() {
+        println!("{report}");
+    }
+}
+
 #[test]
 fn k16_k18_list_append_histories_are_serializable_in_every_configuration() {
     let s = Level::Serializable;
@@ -1088,10 +1097,7 @@ fn k16_k18_list_append_histories_are_serializable_in_every_configuration() {
         Config { wait_die: true, ..config(PoolMode::Swizzling, true, s) },
         Config { version_memory: Some(16 << 10), ..config(PoolMode::Traditional, true, s) },
     ] {
-        let report = run(c, 4).unwrap_or_else(|e| panic!("{e}"));
-        if std::env::var_os("SWIZZLEDB_TEST_VERBOSE").is_some() {
-            println!("{report}");
-        }
+        passed(run(c, 4));
     }
 }
 
@@ -1103,10 +1109,7 @@ fn k24_snapshot_isolation_histories_have_no_cycle_with_fewer_than_two_anti_depen
         config(PoolMode::Traditional, false, s),
         Config { version_memory: Some(16 << 10), ..config(PoolMode::MainMemory, true, s) },
     ] {
-        let report = run(c, 4).unwrap_or_else(|e| panic!("{e}"));
-        if std::env::var_os("SWIZZLEDB_TEST_VERBOSE").is_some() {
-            println!("{report}");
-        }
+        passed(run(c, 4));
     }
 }
 
@@ -1390,9 +1393,6 @@ fn r10_r22_histories_across_a_power_loss_are_serializable_and_lose_no_commit() {
         (PoolMode::Traditional, Classical, Sync, DECOUPLED),
         (PoolMode::Swizzling, Classical, Sync, SMALL_LOG),
     ] {
-        let report = run_across_crash(mode, restart, commit, settings, 4).unwrap_or_else(|e| panic!("{e}"));
-        if std::env::var_os("SWIZZLEDB_TEST_VERBOSE").is_some() {
-            println!("{report}");
-        }
+        passed(run_across_crash(mode, restart, commit, settings, 4));
     }
 }
