@@ -14,8 +14,7 @@
 //! it returned.
 
 use std::ops::Bound;
-use swizzledb_buffer::{PageId, Shared, SharedGuard};
-use swizzledb_sync::Lsn;
+use swizzledb_buffer::{FrameId, PageId, Shared, SharedGuard};
 
 use crate::error::{Result, TreeError};
 use crate::node;
@@ -137,12 +136,19 @@ fn push_record(tree: &Tree, buf: &mut Batch, g: &SharedGuard<'_>, i: usize) -> R
     Ok(())
 }
 
-/// A leaf as a scan read it, to check later that it did not change.
+/// A leaf as a scan read it, to check later that it did not change: its frame and the frame's
+/// latch version under the scan's shared latch (buffer B35).
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     page: PageId,
-    lsn: Lsn,
-    count: usize,
+    frame: FrameId,
+    version: u64,
+}
+
+impl Seen {
+    fn of(g: &SharedGuard<'_>) -> Seen {
+        Seen { page: g.page_id(), frame: g.frame(), version: g.latch_version() }
+    }
 }
 
 /// What a forward scan's read of one leaf found (the leaf is unlatched again).
@@ -343,15 +349,15 @@ impl Tree {
         }
     }
 
-    /// Whether the leaves a scan read are as it read them (T18): resident, with the same page
-    /// LSN and record count. Every logged change of a page moves its LSN; the count covers a
-    /// page emptied for freeing. A leaf no longer resident counts as changed: it may have been
-    /// freed since, and a fix by id would read its stale image back into the pool (buffer
-    /// B3a); the scan reads again through the tree.
+    /// Whether the leaves a scan read are as it read them (T18): resident in the same frame, at
+    /// the same latch version (buffer B35), which every change of the page moves, logged or
+    /// not. A leaf no longer resident counts as changed: it may have been freed since, and a
+    /// fix by id would read its stale image back into the pool (buffer B3a); the scan reads
+    /// again through the tree.
     fn unchanged(&self, seen: &[Seen]) -> bool {
         for s in seen {
             let Some(g) = self.pool.fix_resident::<Shared>(s.page) else { return false };
-            if !node::is_leaf(&g) || g.page_lsn() != s.lsn || node::count(&g) != s.count {
+            if g.frame() != s.frame || g.latch_version() != s.version {
                 return false;
             }
         }
@@ -518,7 +524,7 @@ impl<'t> Fwd<'t> {
                 }
             }
         }
-        let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
+        let here = Seen::of(&g);
         Ok(LeafRead { blocked, ended, passed_any, here })
     }
 }
@@ -727,7 +733,7 @@ impl<'t> Bwd<'t> {
                 }
             }
         }
-        let here = Seen { page: g.page_id(), lsn: g.page_lsn(), count: node::count(&g) };
+        let here = Seen::of(&g);
         Ok(BwdLeafRead { blocked, ended, probe_from, here })
     }
 }

@@ -88,6 +88,15 @@ impl<'p, M: LatchKind> PageGuard<'p, M> {
     pub fn pool(&self) -> &'p BufferPool {
         self.pool
     }
+
+    /// The frame's latch version (B35): it moves with every exclusive section of the frame and
+    /// stands still while this guard holds a shared latch. A later guard on the same frame
+    /// with the same version holds the page as it is now, logged or not.
+    #[inline]
+    #[must_use]
+    pub fn latch_version(&self) -> u64 {
+        self.pool.desc(self.frame).latch.version()
+    }
 }
 
 impl<'p> PageGuard<'p, Exclusive> {

@@ -37,3 +37,41 @@ fn b3a_a_freed_page_is_not_fixed_back_and_its_next_allocation_is_found_by_id() {
         pool.check_invariants().expect("invariants");
     }
 }
+
+#[test]
+fn b35_a_frames_latch_version_moves_with_every_change_and_nothing_else() {
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory] {
+        let fs = FaultFs::new();
+        let pool = create(&fs, &config(Arc::new(fs.clone()), mode, 16, None));
+        let g = pool.allocate_page().expect("a page");
+        let (pid, frame) = (g.page_id(), g.frame());
+        drop(g);
+        let seen = pool.fix_page::<Shared>(pid).expect("fix").latch_version();
+        // Shared fixes, and an exclusive guard downgraded before any change, leave it.
+        for _ in 0..3 {
+            let g = pool.fix_resident::<Shared>(pid).expect("resident");
+            assert_eq!((g.frame(), g.latch_version()), (frame, seen), "{mode}: a shared fix");
+        }
+        // A change that no log record dates (the page LSN stays) moves it.
+        let mut x = pool.fix_page::<Exclusive>(pid).expect("fix");
+        x[DATA] = 3;
+        drop(x);
+        let changed = pool.fix_resident::<Shared>(pid).expect("resident");
+        assert_eq!(changed.page_lsn(), swizzledb_sync::Lsn(0), "{mode}: the change was not logged");
+        assert_eq!(changed.frame(), frame, "{mode}");
+        assert!(changed.latch_version() > seen, "{mode}: an unlogged change moved the version");
+        let after_change = changed.latch_version();
+        drop(changed);
+        // Freed and allocated again, the page id may come back in the same frame: the version
+        // still tells them apart.
+        pool.free_page(pool.fix_page::<Exclusive>(pid).expect("fix"));
+        let again = pool.allocate_page().expect("a page");
+        assert_eq!(again.page_id(), pid, "{mode}: the freed page is allocated again");
+        drop(again);
+        let g = pool.fix_resident::<Shared>(pid).expect("resident");
+        assert!(
+            g.frame() != frame || g.latch_version() > after_change,
+            "{mode}: a page freed and allocated again in the same frame shows a later version"
+        );
+    }
+}

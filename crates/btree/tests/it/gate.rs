@@ -279,3 +279,88 @@ fn t28_a_gated_delete_offers_the_key_after_the_removed_one() {
     assert!(beyond < 10, "{beyond}");
     tree.verify().unwrap();
 }
+
+/// The tree of [`setup`] in `mode`, its changes logged (`Some`, page LSNs move) or not (`None`,
+/// page LSNs stay 0).
+fn setup_in(dir: &std::path::Path, mode: PoolMode, logged: bool) -> (Arc<BufferPool>, Tree, Option<Arc<Counter>>, Vec<Vec<u8>>) {
+    let config = PoolConfig { mode, pool_bytes: 64 * 4096, page_size: 4096, ..PoolConfig::default() };
+    let pool = Arc::new(BufferPool::create(&dir.join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
+    let log = logged.then(|| Arc::new(Counter::default()));
+    let tree = Tree::create_logged(&pool, log.as_deref().map(|l| l as &dyn ChangeLog)).unwrap();
+    let mut keys = Vec::new();
+    for k in 0..300 {
+        put(&tree, log.as_deref(), &key(k * 2), &[7u8; 60]);
+        keys.push(key(k * 2));
+    }
+    (pool, tree, log, keys)
+}
+
+fn put(tree: &Tree, log: Option<&Counter>, k: &[u8], v: &[u8]) {
+    match log {
+        Some(log) => drop(tree.put_logged(k, v, false, log).unwrap()),
+        None => drop(tree.upsert(k, v).unwrap()),
+    }
+}
+
+fn delete(tree: &Tree, log: Option<&Counter>, k: &[u8]) {
+    let gone = match log {
+        Some(log) => tree.delete_logged(k, log).unwrap(),
+        None => tree.delete(k).unwrap(),
+    };
+    assert!(gone, "the key to delete was there");
+}
+
+/// T18 in every pool mode, logged or not: while the scan waits at the key closing the first
+/// leaf's end gap, another thread inserts into that gap and deletes a key of the first leaf
+/// below the scan's range, so the leaf keeps its record count (and, unlogged, its page LSN).
+/// The scan must still see the inserted key.
+fn a_changed_leaf_with_the_same_count_is_read_again(reverse: bool) {
+    for mode in [PoolMode::Traditional, PoolMode::Swizzling, PoolMode::MainMemory] {
+        for logged in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let (pool, tree, log, keys) = setup_in(dir.path(), mode, logged);
+            let (trigger, gap_key) = boundary(&pool, &tree);
+            // The scan starts above the first key, which the other thread deletes.
+            let (gone, from) = (keys[0].clone(), keys[1].clone());
+            let gate = Pause {
+                trigger,
+                nth: if reverse { 2 } else { 1 },
+                seen: AtomicUsize::new(0),
+                act: || {
+                    put(&tree, log.as_deref(), &gap_key, b"late");
+                    delete(&tree, log.as_deref(), &gone);
+                },
+            };
+            let start = std::ops::Bound::Included(from.as_slice());
+            let got: Vec<Vec<u8>> = if reverse {
+                let mut got: Vec<Vec<u8>> =
+                    tree.range_rev_gated(start, Unbounded, &gate).map(|r| r.unwrap().0).collect();
+                got.reverse();
+                got
+            } else {
+                tree.range_gated(start, Unbounded, &gate).map(|r| r.unwrap().0).collect()
+            };
+            let mut want: Vec<Vec<u8>> = keys[1..].to_vec();
+            want.push(gap_key.clone());
+            want.sort();
+            assert!(
+                got == want,
+                "{mode:?}, logged {logged}, reverse {reverse}: {} keys read, {} expected; the key inserted \
+                 into the first leaf's end gap was read: {}",
+                got.len(),
+                want.len(),
+                got.contains(&gap_key)
+            );
+        }
+    }
+}
+
+#[test]
+fn t18_a_forward_scan_reads_again_when_a_leaf_changed_but_kept_its_count_logged_or_not() {
+    a_changed_leaf_with_the_same_count_is_read_again(false);
+}
+
+#[test]
+fn t18_a_reverse_scan_reads_again_when_a_leaf_changed_but_kept_its_count_logged_or_not() {
+    a_changed_leaf_with_the_same_count_is_read_again(true);
+}
