@@ -612,3 +612,46 @@ fn r22_a_fault_at_any_io_call_of_instant_restart_loses_nothing() {
         "instant restart's I/O calls were exercised ({runs} runs, {failed} failed)"
     );
 }
+
+/// R22, R5a, LOCKS.md K9a: instant restart's background rollback that fails on the log keeps
+/// its losers' locks until the next restart, as a transaction's failed rollback does, and ends
+/// the waits for them at once with `Error::RollbackFailed`: a transaction waiting for a loser's
+/// key used to wait out the lock timeout.
+#[test]
+fn r22_r5a_a_background_rollback_that_fails_ends_the_waits_for_its_losers_keys() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let db = builder(&fs, RestartMode::Instant).create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    t.upsert(b"held", b"committed").unwrap();
+    let mut loser = db.begin();
+    // Changed first, so rolled back last: after the log has failed.
+    loser.put(&t, b"held", b"uncommitted").unwrap();
+    // Enough changes that the rollback outlasts the flusher's next round (5 ms).
+    for i in 0..20_000 {
+        loser.put(&t, &key(i), &value(i, 0)).unwrap();
+    }
+    db.transact(|tx| tx.put(&t, b"z", b"makes the loser's records durable")).unwrap();
+    std::mem::forget(loser);
+    drop(t);
+    db.archive_log().unwrap();
+    crash(&fs, db);
+    // Every write of the log fails from now on: the rollback's records are refused once the
+    // flusher has met the first failure.
+    fs.fail_next(swizzledb_io::FaultRule::new(Op::Write, Fault::Eio).on_path(".log").repeating());
+    let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
+    assert_eq!(db.restart_stats().losers, 1);
+    let t = db.tree("t").unwrap();
+    let started = Instant::now();
+    let read = db.begin().get(&t, b"held");
+    let waited = started.elapsed();
+    assert!(matches!(read, Err(Error::RollbackFailed { .. })), "the waiting read ended: {read:?}");
+    assert!(waited < Duration::from_secs(5), "the waiting read waited {waited:?} (the lock timeout is 10 s)");
+    drop(t);
+    drop(db);
+    fs.clear_faults();
+    let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    assert_eq!(t.get(b"held").unwrap().as_deref(), Some(&b"committed"[..]), "rolled back at the next restart");
+    assert_eq!(t.get(&key(0)).unwrap(), None, "rolled back at the next restart");
+}
