@@ -97,21 +97,8 @@ impl<F: Fn() + Sync> ReadGate for Pause<F> {
 }
 
 fn setup(dir: &std::path::Path) -> (Arc<BufferPool>, Tree, Arc<Counter>, Vec<Vec<u8>>) {
-    let config = PoolConfig {
-        mode: PoolMode::Traditional,
-        pool_bytes: 64 * 4096,
-        page_size: 4096,
-        ..PoolConfig::default()
-    };
-    let pool = Arc::new(BufferPool::create(&dir.join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
-    let log = Arc::new(Counter::default());
-    let tree = Tree::create_logged(&pool, Some(&*log)).unwrap();
-    let mut keys = Vec::new();
-    for k in 0..300 {
-        tree.put_logged(&key(k * 2), &[7u8; 60], false, &*log).unwrap();
-        keys.push(key(k * 2));
-    }
-    (pool, tree, log, keys)
+    let (pool, tree, log, keys) = setup_in(dir, PoolMode::Traditional, true);
+    (pool, tree, log.expect("logged"), keys)
 }
 
 /// The second leaf's first key, and a key that falls into the first leaf's end gap.
@@ -280,9 +267,12 @@ fn t28_a_gated_delete_offers_the_key_after_the_removed_one() {
     tree.verify().unwrap();
 }
 
+/// A test's pool, its tree, the log that dates its changes (`None`: unlogged) and the keys it holds.
+type Setup = (Arc<BufferPool>, Tree, Option<Arc<Counter>>, Vec<Vec<u8>>);
+
 /// The tree of [`setup`] in `mode`, its changes logged (`Some`, page LSNs move) or not (`None`,
 /// page LSNs stay 0).
-fn setup_in(dir: &std::path::Path, mode: PoolMode, logged: bool) -> (Arc<BufferPool>, Tree, Option<Arc<Counter>>, Vec<Vec<u8>>) {
+fn setup_in(dir: &std::path::Path, mode: PoolMode, logged: bool) -> Setup {
     let config = PoolConfig { mode, pool_bytes: 64 * 4096, page_size: 4096, ..PoolConfig::default() };
     let pool = Arc::new(BufferPool::create(&dir.join("t.swz"), &config, Arc::new(BTreeOwner)).unwrap());
     let log = logged.then(|| Arc::new(Counter::default()));

@@ -652,6 +652,10 @@ fn r22_r5a_a_background_rollback_that_fails_ends_the_waits_for_its_losers_keys()
     fs.clear_faults();
     let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
     let t = db.tree("t").unwrap();
-    assert_eq!(t.get(b"held").unwrap().as_deref(), Some(&b"committed"[..]), "rolled back at the next restart");
+    assert_eq!(
+        t.get(b"held").unwrap().as_deref(),
+        Some(&b"committed"[..]),
+        "rolled back at the next restart"
+    );
     assert_eq!(t.get(&key(0)).unwrap(), None, "rolled back at the next restart");
 }
