@@ -419,8 +419,14 @@ impl Core {
 
     /// Finishes a transaction restart found unfinished (R10): a committed one gets its end
     /// record; any other is rolled back along its undo chain from `undo_next`, with a
-    /// compensation record per undone change. Returns the number of compensations.
+    /// compensation record per undone change. Returns the number of compensations. A rollback
+    /// that fails keeps the loser's locks (instant restart's, R22), so it ends every lock wait
+    /// (R5a, LOCKS.md K9a), as a transaction's failed rollback does.
     pub(crate) fn finish_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
+        self.finish_loser_once(entry).inspect_err(|e| self.end_lock_waits(e))
+    }
+
+    fn finish_loser_once(&self, entry: &record::TxnEntry) -> Result<u64> {
         let wal = self.wal.as_deref().expect("restart runs only with logging");
         let shared = wal.register(entry.txn);
         shared.last_lsn.store(entry.last_lsn.0, Ordering::Release);

@@ -354,7 +354,7 @@ impl Drop for RedoThread {
 /// releases every one's locks (`release`: `Core::finish_txn`) — only once all are rolled
 /// back, since a loser's gap may be closed by a key another loser holds. A failure is logged
 /// and ends the thread: every loser keeps its locks, and the next restart rolls back those
-/// left; `roll_back` ends the lock waits first (RECOVERY.md R5a, LOCKS.md K9a).
+/// left; `roll_back` has ended the lock waits then (RECOVERY.md R5a, LOCKS.md K9a).
 pub(crate) struct UndoThread {
     handle: Option<std::thread::JoinHandle<()>>,
 }

@@ -527,9 +527,7 @@ impl Builder {
             db.background.lock().undo = Some(instant::UndoThread::start(
                 background_undo,
                 pending,
-                // R5a, K9a: a loser whose rollback failed keeps its locks, so no wait for
-                // them may go on.
-                move |entry| core.finish_loser(entry).map(|_| ()).inspect_err(|e| core.end_lock_waits(e)),
+                move |entry| core.finish_loser(entry).map(|_| ()),
                 move |entry| releases.finish_txn(entry.txn),
             ));
         }
