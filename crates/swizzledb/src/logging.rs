@@ -737,12 +737,21 @@ pub(crate) struct PoolLog {
     written: Box<[WrittenShard]>,
     /// R22: the pages instant restart left to redo.
     pending: Option<Arc<crate::instant::PendingRedo>>,
+    /// B20, R19: whether the pool's page writes are logged. Only decoupled checkpoints read
+    /// page-write records; restart's analysis does not trust them (R8).
+    page_write_records: bool,
 }
 
 impl PoolLog {
-    pub(crate) fn new(log: Arc<LogManager>, archive: Option<Arc<Archive>>) -> PoolLog {
+    /// The pool's side of `log`; `page_write_records` when decoupled checkpoints will read
+    /// them (R19).
+    pub(crate) fn new(
+        log: Arc<LogManager>,
+        archive: Option<Arc<Archive>>,
+        page_write_records: bool,
+    ) -> PoolLog {
         let written = (0..WRITTEN_SHARDS).map(|_| Mutex::new(rustc_hash::FxHashMap::default())).collect();
-        PoolLog { log, archive, written, pending: None }
+        PoolLog { log, archive, written, pending: None, page_write_records }
     }
 
     /// R22: instant restart left `pages` (each with the page LSN of its newest change) to
@@ -788,6 +797,9 @@ impl swizzledb_buffer::LogFlush for PoolLog {
 
     fn page_written(&self, page: PageId, page_lsn: Lsn) {
         self.expect(page, page_lsn, Expected::Written);
+        if !self.page_write_records {
+            return;
+        }
         // Best effort: a page-write record only helps later analysis (R8 does not rely on it).
         if let Err(e) = append_encoded(&self.log, &Record::PageWrite { page, page_lsn, decoupled: None }) {
             log::warn!("swizzledb: no page-write record for page {page} ({e}); restart redoes more of it");

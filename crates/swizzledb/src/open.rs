@@ -77,16 +77,21 @@ impl Builder {
         Ok(Some(Arc::new(archive)))
     }
 
-    /// The engine's log over `log`, with the log archive if the database keeps one (R17).
-    pub(crate) fn wal(&self, log: Arc<LogManager>, archive: Option<Arc<swizzledb_wal::Archive>>) -> Wal {
+    /// The kind of the background, cleaner and explicit checkpoints (R7, R19).
+    pub(crate) fn checkpoints(&self) -> CheckpointKind {
         // R20: with the decoupled cleaner the pool's recovery LSNs lag behind the file (it
         // writes pages without their frames), so a classical checkpoint could name log the
         // decoupled ones already truncated: every checkpoint but the exact ones at open,
         // restart and close is decoupled then.
-        let kind = match self.cleaner {
+        match self.cleaner {
             Cleaner::Decoupled => CheckpointKind::Decoupled,
             _ => self.checkpoint_kind,
-        };
+        }
+    }
+
+    /// The engine's log over `log`, with the log archive if the database keeps one (R17).
+    pub(crate) fn wal(&self, log: Arc<LogManager>, archive: Option<Arc<swizzledb_wal::Archive>>) -> Wal {
+        let kind = self.checkpoints();
         let mut wal = Wal::new(log, self.commit_mode).with_archive(archive).with_checkpoint_kind(kind);
         // R25: not with the decoupled cleaner (R20, R21), whose pages the archive propagates:
         // a close that truncates the whole log there is not verified yet.
@@ -209,7 +214,11 @@ impl Builder {
         let log = Arc::new(LogManager::open(self.log_config(path))?);
         let archive = self.archive(path, &log)?;
         let mut config = self.config.clone();
-        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        config.log = Some(Arc::new(PoolLog::new(
+            Arc::clone(&log),
+            archive.clone(),
+            self.checkpoints() == CheckpointKind::Decoupled,
+        )));
         // The pool's page size: a conversion's is the file's (`convert_at` sets it).
         config.double_write = Some(Arc::new(swizzledb_buffer::DoubleWrite::open(
             &*self.config.vfs,
@@ -396,7 +405,11 @@ impl Builder {
             &area,
         )?;
         let mut config = self.config.clone();
-        config.log = Some(Arc::new(PoolLog::new(Arc::clone(&log), archive.clone())));
+        config.log = Some(Arc::new(PoolLog::new(
+            Arc::clone(&log),
+            archive.clone(),
+            self.checkpoints() == CheckpointKind::Decoupled,
+        )));
         config.double_write = Some(area);
         let pool = swizzledb_buffer::BufferPool::open_recovered(
             path,
@@ -469,7 +482,8 @@ impl Builder {
         let pending = Arc::new(instant::PendingRedo::new(&pages));
         let mut config = self.config.clone();
         let pool_log =
-            PoolLog::new(Arc::clone(&log), archive.clone()).with_pending(Arc::clone(&pending), &pages);
+            PoolLog::new(Arc::clone(&log), archive.clone(), self.checkpoints() == CheckpointKind::Decoupled)
+                .with_pending(Arc::clone(&pending), &pages);
         config.log = Some(Arc::new(pool_log));
         config.double_write = Some(area);
         let allocation = swizzledb_buffer::Allocation {
