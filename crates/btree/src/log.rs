@@ -233,6 +233,31 @@ pub fn redo_node(page: &mut [u8], change: &NodeChange<'_>) -> Result<(), String>
     Ok(())
 }
 
+/// Rebuilds the new node `right` of a split from `left`'s state just before the split (a
+/// *split-off*, logged without its image): the records of `left` from `key` on (`key` must be
+/// one of its records, not its first), `left`'s high fence and foster child, as the live split
+/// made them ([`node::fill_split_off`]). `left` must be a valid node (T17); so is the result.
+///
+/// # Errors
+/// What did not match, for the caller to report with the record's LSN and pages.
+pub fn split_off(left: &[u8], key: &[u8], right: PageId) -> Result<Vec<u8>, String> {
+    if right.get() == page::page_id(left) {
+        return Err("a split names the page itself as its foster child".into());
+    }
+    let mid = match node::search(left, key) {
+        Ok(i) if i > 0 => i,
+        Ok(_) => return Err("the separator is the source's first record".into()),
+        Err(_) => return Err("the separator is not a key of the source".into()),
+    };
+    let mut p = vec![0u8; left.len()];
+    page::format(&mut p, right, page::PageType::Leaf, 0);
+    if !node::fill_split_off(&mut p, left, mid) {
+        return Err("the moved records do not fit a new node".into());
+    }
+    node::validate(&p).map_err(|e| format!("the split-off would be a damaged node: {e}"))?;
+    Ok(p)
+}
+
 /// One page of a structure change: its latched page and, unless its new contents are to be
 /// logged as a whole, the logical change made to it.
 pub type PageChange<'g, 'c> = (&'g ExclusiveGuard<'g>, Option<NodeChange<'c>>);
@@ -414,6 +439,41 @@ mod tests {
                 let mut page = before.clone();
                 assert!(redo_node(&mut page, &bad).is_err(), "{bad:?}");
                 assert_eq!(page, before, "a refused change changes nothing");
+            }
+        }
+    }
+
+    /// T13 (RECOVERY.md R29): the split-off rebuilt from the old node before the split is the
+    /// new node as the live split makes it (`node::fill_split_off` on a fresh page): the
+    /// records from the separator on, the fences `[separator, old high)`, the old node's foster
+    /// key and child; together with the old node after its `Split`, the old node's records.
+    /// Mismatches are refused.
+    #[test]
+    fn t13_a_split_off_is_the_new_node_the_split_made() {
+        let records: Vec<(Vec<u8>, Vec<u8>)> = (0..20u8).map(|i| (vec![b'k', i], vec![i; 30])).collect();
+        let borrowed: Vec<(&[u8], &[u8])> = records.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        let base = leaf(&borrowed);
+        let mut with_foster = base.clone();
+        assert!(node::set_foster(&mut with_foster, b"l", Swip::page(pid(40))));
+        for before in [base, with_foster] {
+            let mut live = vec![0u8; before.len()];
+            page::format(&mut live, pid(9), page::PageType::Leaf, 0);
+            assert!(node::fill_split_off(&mut live, &before, 7));
+            let rebuilt = split_off(&before, &[b'k', 7], pid(9)).unwrap();
+            assert_eq!(rebuilt, live, "the live split's new node, byte for byte");
+            assert_eq!(page::page_id(&rebuilt), 9);
+            assert_eq!(node::low_fence(&rebuilt), Some(&[b'k', 7][..]));
+            assert_eq!(node::high_fence(&rebuilt), node::high_fence(&before));
+            assert_eq!(node::foster_key(&rebuilt), node::foster_key(&before));
+            let mut left = before.clone();
+            redo_node(&mut left, &NodeChange::Split { key: &[b'k', 7], right: pid(9) }).unwrap();
+            let mut both = super::tests::records(&left);
+            both.extend(super::tests::records(&rebuilt));
+            assert_eq!(both, super::tests::records(&before));
+            for (key, right) in
+                [(&b"k"[..], pid(9)), (&[b'k', 0][..], pid(9)), (&[b'k', 7][..], pid(5)), (&b"z"[..], pid(9))]
+            {
+                assert!(split_off(&before, key, right).is_err(), "{key:?} → {right}");
             }
         }
     }

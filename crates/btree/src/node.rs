@@ -936,6 +936,24 @@ pub fn split_point(page: &[u8]) -> usize {
     n - 1
 }
 
+/// The new node of a split of `left` at its record `mid` (T2), written into `right`, whose
+/// header already names its page id: `left`'s level, the fences `[key(mid), left's high
+/// fence)`, the records from `mid` on, and `left`'s foster key and child if it has them. The
+/// live split (`Tree::split`) and redo of a split-off (`log::split_off`) both build the new
+/// node with it, so the two cannot differ. Returns false if it does not fit (never for the
+/// records of a split, T6).
+pub fn fill_split_off(right: &mut [u8], left: &[u8], mid: usize) -> bool {
+    let sep = key(left, mid).to_vec();
+    init(right, level(left), Some(&sep), high_fence(left));
+    if !append_records(right, left, mid) {
+        return false;
+    }
+    match (foster_key(left), foster_swip(left)) {
+        (Some(fk), Some(fs)) => set_foster(right, fk, fs),
+        _ => true,
+    }
+}
+
 /// Copies records `from..` of `src` to the end of `dst` (same node kind). False if they do not
 /// fit; `dst` is unchanged then.
 pub fn append_records(dst: &mut [u8], src: &[u8], from: usize) -> bool {

@@ -987,13 +987,9 @@ impl Tree {
             node::split_point(left)
         };
         let sep = node::key(left, mid).to_vec();
-        let high = node::high_fence(left).map(<[u8]>::to_vec);
-        node::init(&mut right, node::level(left), Some(&sep), high.as_deref());
-        let moved = node::append_records(&mut right, left, mid);
-        debug_assert!(moved, "half a node fits an empty node");
-        if let (Some(fk), Some(fs)) = (node::foster_key(left).map(<[u8]>::to_vec), node::foster_swip(left)) {
-            let ok = node::set_foster(&mut right, &fk, fs);
-            debug_assert!(ok, "a foster key fits a half-full node");
+        let moved = node::fill_split_off(&mut right, left, mid);
+        debug_assert!(moved, "half a node and a foster key fit an empty node");
+        if let Some(fs) = node::foster_swip(left) {
             pool.note_swip_moved(fs, &right);
         }
         self.note_children_moved(&right, 0);

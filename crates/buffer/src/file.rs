@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use swizzledb_io::{OpenMode, Vfs, VfsFile};
@@ -53,6 +53,10 @@ pub struct PageFile {
     grow: parking_lot::Mutex<()>,
     /// F15: the double-write area every page write goes through, once installed.
     double_write: std::sync::OnceLock<Arc<DoubleWrite>>,
+    /// B36: the number of the last [`PageFile::sync`] begun, and the highest number of one
+    /// that completed.
+    syncs_begun: AtomicU64,
+    syncs_done: AtomicU64,
 }
 
 /// F13: the reservation grows by an eighth of the file, at least this many bytes...
@@ -106,6 +110,8 @@ impl PageFile {
             reserved: std::sync::atomic::AtomicU64::new(0),
             grow: parking_lot::Mutex::new(()),
             double_write: std::sync::OnceLock::new(),
+            syncs_begun: AtomicU64::new(0),
+            syncs_done: AtomicU64::new(0),
         }
     }
 
@@ -656,8 +662,22 @@ impl PageFile {
     /// [`BufferError::Io`] if the sync fails, after which the file is unusable (F4);
     /// [`BufferError::PreviousIoError`] after an earlier failure.
     pub fn sync(&self) -> Result<()> {
+        let ticket = self.syncs_begun.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         self.check_usable()?;
-        self.file.sync().map_err(|e| self.fail(e))
+        self.file.sync().map_err(|e| self.fail(e))?;
+        self.syncs_done.fetch_max(ticket, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// B36: a ticket for the writes that returned before this call; once
+    /// [`PageFile::synced_since`] says so for it, they are durable.
+    pub(crate) fn sync_ticket(&self) -> u64 {
+        self.syncs_begun.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// B36: whether a [`PageFile::sync`] that began after `ticket` was taken has completed.
+    pub(crate) fn synced_since(&self, ticket: u64) -> bool {
+        self.syncs_done.load(std::sync::atomic::Ordering::SeqCst) > ticket
     }
 
     /// Sets the file length to `pages` pages (extending with zeroes or truncating).

@@ -61,6 +61,24 @@ pub trait LogFlush: Send + Sync {
         let _ = (page, page_lsn);
     }
 
+    /// B36: the log's end: the LSN of its next record is at least this. Default: 0 (no log
+    /// images are asked of a log that keeps no dependants).
+    fn log_end(&self) -> Lsn {
+        Lsn(0)
+    }
+
+    /// B36: logs `image`, the disk image of `page` as it stands under the caller's latch, as
+    /// the page's whole contents, and returns the record's LSN. It must not wait for anything
+    /// that waits for a frame latch (the log's flusher may run; the page cleaner must not be
+    /// waited for).
+    ///
+    /// # Errors
+    /// The log could not record it; the page the caller was about to write stays unwritten.
+    fn log_image(&self, page: PageId, image: &[u8]) -> std::io::Result<Lsn> {
+        let _ = (page, image);
+        Err(std::io::Error::other("this log takes no page images"))
+    }
+
     /// Write elision (B27): eviction is about to drop `page`, dirty since `rec_lsn` and
     /// carrying `page_lsn`, without writing it; the log is durable up to `page_lsn` already.
     /// Returns true if the log takes the page over — it can rebuild it (B25) and will report it

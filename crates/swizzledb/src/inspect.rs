@@ -1006,6 +1006,7 @@ impl fmt::Display for LogEntry {
                             NodeLog::Adopt { .. } => "adopt",
                             NodeLog::Adopted { .. } => "adopted",
                             NodeLog::Unlink { .. } => "unlink",
+                            NodeLog::SplitOff => "split-off",
                         };
                         format!("{p}:{what}")
                     })

@@ -219,6 +219,19 @@ impl LabOptions {
         self
     }
 
+    /// Lazy split images (RECOVERY.md R29; off by default): a split logs its new node as a
+    /// *split-off* — the old node's records from the separator on, a few bytes — instead of
+    /// the node's image, and the pool logs the image later only if the old node's history is
+    /// about to be lost (its write, free or image) before the new node reached the file and a
+    /// sync (buffer README B36). Fewer log bytes per insert; only with logging, and neither with
+    /// the log archive, whose page-local redo cannot follow a split-off, nor with decoupled
+    /// checkpoints (`create` and `open` refuse those combinations).
+    #[must_use]
+    pub fn lazy_split_images(mut self, on: bool) -> Self {
+        self.0.lazy_split_images = on;
+        self
+    }
+
     /// Which page cleaner runs (default [`Cleaner::Classical`]); only with logging.
     /// [`Cleaner::Decoupled`] needs the log archive ([`Builder::log_archive`]; `create` and
     /// `open` refuse it without), and makes the checkpoints decoupled whatever

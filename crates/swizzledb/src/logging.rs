@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use swizzledb_btree::log::LogFailure;
-use swizzledb_btree::{ChangeLog, LeafChange, Overflow, PageChange};
+use swizzledb_btree::{ChangeLog, LeafChange, NodeChange, Overflow, PageChange};
 use swizzledb_buffer::{BufferPool, ExclusiveGuard, PageId};
 use swizzledb_sync::{Lsn, TxnId};
 use swizzledb_wal::{Archive, ArchiveEntry, LogError, LogManager, RunSummary, FRAME_ROOM};
@@ -148,6 +148,11 @@ pub(crate) struct Wal {
     /// R25: a clean close seals the newest segment and truncates the ones before it
     /// (`Builder::keep_log_on_close(false)`, the default).
     pub(crate) seal_on_close: bool,
+    /// R29: splits log their new node as a split-off (`LabOptions::lazy_split_images`).
+    pub(crate) lazy_split_images: bool,
+    /// R29: the pool whose dependants (buffer B36) a structure change resolves, set once the
+    /// database is made.
+    pub(crate) pool: std::sync::OnceLock<std::sync::Weak<swizzledb_buffer::BufferPool>>,
 }
 
 /// How one archiving goes.
@@ -260,6 +265,8 @@ impl Wal {
             checkpoint_kind: CheckpointKind::Classical,
             pending: None,
             seal_on_close: true,
+            lazy_split_images: false,
+            pool: std::sync::OnceLock::new(),
         }
     }
 
@@ -495,16 +502,55 @@ impl Wal {
         changes: &[PageChange<'_, '_>],
         freed: &[PageId],
     ) -> Result<Lsn, LogError> {
+        let pool = self.pool.get().and_then(std::sync::Weak::upgrade).filter(|_| self.lazy_split_images);
+        // R29: the new node of a split in this change, and its source (with the pool to
+        // register it in; before the database is made, images as always).
+        let split_off = |g: &ExclusiveGuard<'_>| {
+            changes.iter().find_map(|(source, c)| match c {
+                Some(NodeChange::Split { right, .. }) if pool.is_some() && *right == g.page_id() => {
+                    Some(*source)
+                }
+                _ => None,
+            })
+        };
+        if let Some(pool) = &pool {
+            // R29, buffer B36: a page freed, or logged whole, here loses the history its
+            // dependants are rebuilt from: they are resolved first (their images, when they
+            // have not reached the file). Freed pages first: they are nobody's dependants then.
+            let held: Vec<&ExclusiveGuard<'_>> = changes.iter().map(|(g, _)| *g).collect();
+            let resolve = |page: PageId| {
+                pool.resolve_dependants(page, true, &held).map_err(|e| {
+                    self.log.poison(&format!("a split's new node could not be resolved: {e}"));
+                    LogError::Failed { cause: e.to_string() }
+                })
+            };
+            pool.freeing(freed);
+            for &p in freed {
+                resolve(p)?;
+            }
+            for (g, c) in changes {
+                if c.is_none() && split_off(g).is_none() {
+                    resolve(g.page_id())?;
+                }
+            }
+        }
         let pages = changes
             .iter()
             .map(|(g, change)| {
                 let node = match change {
                     Some(c) => NodeLog::of(c),
+                    None if split_off(g).is_some() => NodeLog::SplitOff,
                     None => NodeLog::Image(node_image(g)),
                 };
                 (g.page_id(), node)
             })
             .collect();
+        for (g, _) in changes {
+            if let Some(source) = split_off(g) {
+                let pool = pool.as_ref().expect("R29: a database with lazy split images has its pool");
+                pool.add_dependant(source, g);
+            }
+        }
         let bound = self.log.end();
         for (g, _) in changes {
             g.hold_rec_lsn(bound);
@@ -813,6 +859,17 @@ impl swizzledb_buffer::LogFlush for PoolLog {
         if let Err(e) = append_encoded(&self.log, &record) {
             log::warn!("swizzledb: no page-write record for page {page} ({e}); checkpoints keep it dirty");
         }
+    }
+
+    fn log_end(&self) -> Lsn {
+        self.log.end()
+    }
+
+    fn log_image(&self, page: PageId, image: &[u8]) -> std::io::Result<Lsn> {
+        // R29: a split-off resolved by its image (buffer B36), as a structure record of its own.
+        let record =
+            Record::Structure { pages: vec![(page, NodeLog::Image(image.to_vec()))], freed: Vec::new() };
+        append_encoded(&self.log, &record).map_err(std::io::Error::other)
     }
 
     fn elide_write(&self, page: PageId, page_lsn: Lsn, rec_lsn: Lsn) -> bool {

@@ -96,6 +96,7 @@ impl Builder {
         // R25: not with the decoupled cleaner (R20, R21), whose pages the archive propagates:
         // a close that truncates the whole log there is not verified yet.
         wal.seal_on_close = !self.keep_log_on_close && self.cleaner != Cleaner::Decoupled;
+        wal.lazy_split_images = self.lazy_split_images;
         if let Some(bytes) = self.archive_memory {
             wal.archive_memory = bytes;
         }
@@ -285,6 +286,9 @@ impl Builder {
             quiesce: std::sync::atomic::AtomicBool::new(false),
             dropping: Mutex::new(()),
         });
+        if let Some(wal) = &core.wal {
+            let _ = wal.pool.set(Arc::downgrade(&core.pool));
+        }
         let mut background = Background::default();
         if !self.no_background_eviction {
             // B31. Without it the misses evict for themselves: slower, not wrong.

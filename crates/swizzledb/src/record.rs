@@ -338,6 +338,11 @@ pub enum NodeLog {
         /// The merged child.
         child: PageId,
     },
+    /// The new node of a split, logged without its image (RECOVERY.md R29, only with
+    /// `LabOptions::lazy_split_images`): the records of the page whose [`NodeLog::Split`] in the
+    /// same record names this page, from its separator on, with its high fence and foster
+    /// child, as that page stood just before the record (`swizzledb_btree::log::split_off`).
+    SplitOff,
 }
 
 impl NodeLog {
@@ -363,7 +368,16 @@ impl NodeLog {
             NodeLog::Adopt { key, child } => Ok(NodeChange::Adopt { key, child: *child }),
             NodeLog::Adopted { child } => Ok(NodeChange::Adopted { child: *child }),
             NodeLog::Unlink { key, child } => Ok(NodeChange::Unlink { key, child: *child }),
+            NodeLog::SplitOff => Err(&[]),
         }
+    }
+
+    /// Whether redo rebuilds the page from this entry alone, without its state before the
+    /// record: an image, or a split-off (its page's creation, R29). Analysis makes the record
+    /// the page's last image (R8).
+    #[must_use]
+    pub fn replaces_page(&self) -> bool {
+        matches!(self, NodeLog::Image(_) | NodeLog::SplitOff)
     }
 }
 
@@ -697,6 +711,7 @@ impl Record {
                         NODE_ADOPTED => {
                             r.var()?;
                         }
+                        NODE_SPLIT_OFF => {}
                         _ => return Err(Malformed("structure page form")),
                     }
                 }
@@ -766,9 +781,10 @@ impl Record {
                         NODE_ADOPTED => {
                             r.var()?;
                         }
+                        NODE_SPLIT_OFF => {}
                         _ => return Err(Malformed("structure page form")),
                     }
-                    pages.push((page, form == NODE_IMAGE));
+                    pages.push((page, form == NODE_IMAGE || form == NODE_SPLIT_OFF));
                 }
                 let freed = r.pages()?;
                 Ok(Some(AnalysisView::Structure { pages, freed }))
@@ -919,6 +935,7 @@ impl Record {
                             w.bytes(key);
                             w.var(child.get());
                         }
+                        NodeLog::SplitOff => w.u8(NODE_SPLIT_OFF),
                     }
                 }
                 w.pages(freed);
@@ -1052,6 +1069,7 @@ impl Record {
                         NODE_ADOPT => NodeLog::Adopt { key: r.bytes()?, child: r.page()? },
                         NODE_ADOPTED => NodeLog::Adopted { child: r.page()? },
                         NODE_UNLINK => NodeLog::Unlink { key: r.bytes()?, child: r.page()? },
+                        NODE_SPLIT_OFF => NodeLog::SplitOff,
                         _ => return Err(Malformed("structure page form")),
                     };
                     pages.push((page, node));
@@ -1140,6 +1158,7 @@ const NODE_SPLIT: u8 = 1;
 const NODE_ADOPT: u8 = 2;
 const NODE_ADOPTED: u8 = 3;
 const NODE_UNLINK: u8 = 4;
+const NODE_SPLIT_OFF: u8 = 5;
 
 /// Bytes of a varint at most (a `u64` in 7-bit groups).
 const MAX_VARINT: usize = 10;
@@ -1497,6 +1516,7 @@ mod tests {
             (bytes(), page.clone()).prop_map(|(key, child)| NodeLog::Adopt { key, child }),
             page.clone().prop_map(|child| NodeLog::Adopted { child }),
             (bytes(), page).prop_map(|(key, child)| NodeLog::Unlink { key, child }),
+            Just(NodeLog::SplitOff),
         ]
     }
 
@@ -1589,7 +1609,7 @@ mod tests {
                     })
                 }
                 Record::Structure { pages, freed } => Some(AnalysisView::Structure {
-                    pages: pages.iter().map(|(p, n)| (*p, matches!(n, NodeLog::Image(_)))).collect(),
+                    pages: pages.iter().map(|(p, n)| (*p, n.replaces_page())).collect(),
                     freed: freed.clone(),
                 }),
                 _ => None,

@@ -2,13 +2,13 @@
 //! page's state before it. Restart (`restart.rs`) applies it to every page of its dirty page
 //! table, single-page recovery (`repair.rs`, R18) to one page.
 
-use swizzledb_btree::log::{redo, redo_node, LeafChange};
+use swizzledb_btree::log::{redo, redo_node, split_off, LeafChange};
 use swizzledb_buffer::page;
 use swizzledb_buffer::PageId;
 use swizzledb_sync::Lsn;
 
 use crate::error::{Error, Result};
-use crate::record::{Change, Record};
+use crate::record::{Change, NodeLog, Record};
 
 /// A damaged or inconsistent log record at `lsn` (R10).
 pub(crate) fn corrupted(lsn: Lsn, reason: impl Into<String>) -> Error {
@@ -33,6 +33,17 @@ pub(crate) trait RedoTarget {
 
     /// The size of the pages.
     fn page_size(&self) -> usize;
+
+    /// R29: the page's own copy if it holds the record at `lsn` already (restart: the file's
+    /// copy, when it verifies and carries a page LSN of at least `lsn`), made the page's state;
+    /// `None` otherwise, and by default.
+    ///
+    /// # Errors
+    /// An I/O error reading it.
+    fn holds_already(&mut self, id: PageId, lsn: Lsn) -> Result<bool> {
+        let _ = (id, lsn);
+        Ok(false)
+    }
 }
 
 /// Checks an image from the log before anything uses it (R9): its size, its node structure
@@ -99,6 +110,33 @@ pub(crate) fn redo_on_page(
                 ));
             }
             let image = swizzledb_btree::overflow::page_image(target.page_size(), value, chain, at);
+            target.install(id, &image, lsn)?;
+            Ok(true)
+        }
+        Record::Structure { pages, .. }
+            if pages.iter().any(|(p, n)| *p == id && matches!(n, NodeLog::SplitOff)) =>
+        {
+            // R29: the new node of a split logged without its image: the page's own copy if it
+            // reached the file after the split, else rebuilt from the split's source as it
+            // stood just before this record (redo handles it before the source, R9).
+            if target.holds_already(id, lsn)? {
+                return Ok(false);
+            }
+            let Some((source, key)) = pages.iter().find_map(|(p, n)| match n {
+                NodeLog::Split { key, right } if *right == id => Some((*p, key)),
+                _ => None,
+            }) else {
+                return Err(corrupted(lsn, format!("page {id} is a split-off, but no split names it")));
+            };
+            let before = target.page(source, lsn)?;
+            if page::page_lsn(before) >= lsn {
+                return Err(corrupted(
+                    lsn,
+                    format!("split-off page {id}: its source, page {source}, is already past the split"),
+                ));
+            }
+            let image = split_off(before, key, id)
+                .map_err(|e| corrupted(lsn, format!("split-off page {id} of page {source}: {e}")))?;
             target.install(id, &image, lsn)?;
             Ok(true)
         }

@@ -9,7 +9,7 @@ use swizzledb_sync::Lsn;
 use swizzledb_wal::{Archive, LogManager};
 
 use crate::error::{Error, Result};
-use crate::record::{NodeLog, Record};
+use crate::record::Record;
 use crate::redo::{check_image, redo_on_page, RedoTarget};
 
 /// Why a page could not be rebuilt (part of the error the read then fails with).
@@ -78,9 +78,7 @@ fn history(
 /// base image), so that nothing before it matters.
 pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
     match record {
-        Record::Structure { pages, .. } => {
-            pages.iter().any(|(p, n)| *p == id && matches!(n, NodeLog::Image(_)))
-        }
+        Record::Structure { pages, .. } => pages.iter().any(|(p, n)| *p == id && n.replaces_page()),
         Record::Leaf { page, base, chain, .. } => (*page == id && base.is_some()) || chain.contains(&id),
         Record::Begin { .. }
         | Record::Commit { .. }
@@ -93,6 +91,18 @@ pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
         | Record::CheckpointPart(_)
         | Record::PageWrite { .. } => false,
     }
+}
+
+/// R29: whether `record` makes a split-off of page `id`, or makes `id` as one.
+fn derives(record: &Record, id: PageId) -> bool {
+    let Record::Structure { pages, .. } = record else { return false };
+    pages.iter().any(|(p, n)| match n {
+        crate::record::NodeLog::SplitOff => *p == id,
+        crate::record::NodeLog::Split { right, .. } => {
+            *p == id && pages.iter().any(|(q, m)| q == right && matches!(m, crate::record::NodeLog::SplitOff))
+        }
+        _ => false,
+    })
 }
 
 /// Whether `record` frees `id`.
@@ -228,6 +238,14 @@ pub(crate) fn redo_torn_page(
 ) -> Result<Vec<u8>> {
     let mut history = history(log, archive, id, Lsn(page::page_lsn(&copy).0 + 1), Lsn(u64::MAX))?;
     let mut before = Lsn(u64::MAX);
+    // R29: a split-off made of this page, or this page made as a split-off, is redone from the
+    // source's state just before it, which restart's redo builds in memory: the copy is
+    // brought up to just before it, and redo goes on from there (the page stays in its dirty
+    // page table from that record on).
+    if let Some(cut) = history.iter().position(|(_, r)| derives(r, id)) {
+        before = history[cut].0;
+        history.truncate(cut);
+    }
     if ends_free(&history, id) {
         let last_free = history.iter().rposition(|(_, r)| frees(r, id)).unwrap_or(history.len());
         before = history[last_free].0;

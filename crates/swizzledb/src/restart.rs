@@ -70,6 +70,9 @@ pub struct RestartStats {
     pub log_records_dropped: u64,
     /// Log bytes from the damaged frame to the end of the last valid frame beyond it, dropped.
     pub log_bytes_dropped: u64,
+    /// Pages redo rebuilt from a split's source (a split-off, RECOVERY.md R29), whose images
+    /// restart logged before it wrote any page.
+    pub derived_pages_imaged: u64,
 }
 
 impl RestartStats {
@@ -463,7 +466,7 @@ impl Analysis {
                 self.first.remove(txn);
             }
             Record::Structure { pages, freed } => {
-                let pages = pages.iter().map(|(p, node)| (*p, matches!(node, NodeLog::Image(_))));
+                let pages = pages.iter().map(|(p, node)| (*p, node.replaces_page()));
                 self.structure(lsn, pages, freed);
             }
             Record::CreateTree { name, root } => {
@@ -500,6 +503,9 @@ struct RedoPages<'f> {
     archive: Option<&'f Archive>,
     pages: HashMap<PageId, Vec<u8>>,
     repaired: u64,
+    /// R29: the pages redo rebuilt from a split's source and no image replaced since; their
+    /// images are logged before any page is written.
+    derived: std::collections::BTreeSet<PageId>,
 }
 
 impl RedoTarget for RedoPages<'_> {
@@ -532,11 +538,29 @@ impl RedoTarget for RedoPages<'_> {
         let mut p = image.to_vec();
         page::set_page_lsn(&mut p, lsn);
         self.pages.insert(id, p);
+        self.derived.remove(&id);
         Ok(())
     }
 
     fn page_size(&self) -> usize {
         self.file.page_size()
+    }
+
+    fn holds_already(&mut self, id: PageId, lsn: Lsn) -> Result<bool> {
+        if self.file.len_pages()? <= id.get() {
+            return Ok(false);
+        }
+        let mut buf = vec![0u8; self.file.page_size()];
+        match self.file.read_page(id, &mut buf) {
+            Ok(()) => {}
+            Err(swizzledb_buffer::BufferError::Corrupted { .. }) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+        if swizzledb_btree::validate_page(&buf).is_err() || page::page_lsn(&buf) < lsn {
+            return Ok(false);
+        }
+        self.pages.insert(id, buf);
+        Ok(true)
     }
 }
 
@@ -563,17 +587,47 @@ pub(crate) fn analyze_and_redo(
         stats.analyzed += 1;
     }
 
-    let mut pages = RedoPages { file: &file, log, archive, pages: HashMap::new(), repaired: 0 };
+    let mut pages = RedoPages {
+        file: &file,
+        log,
+        archive,
+        pages: HashMap::new(),
+        repaired: 0,
+        derived: std::collections::BTreeSet::new(),
+    };
     if let Some(&start) = a.dirty.values().min() {
         for item in log.scan(start)? {
             let (lsn, body) = item?;
             let record = decode(lsn, &body)?;
-            for id in record.pages_changed() {
+            let mut ids = record.pages_changed();
+            // R29: a split-off is rebuilt from its source's state before the record, so before
+            // the source's own change.
+            if let Record::Structure { pages: logged, .. } = &record {
+                ids.sort_by_key(|id| !logged.iter().any(|(p, n)| p == id && matches!(n, NodeLog::SplitOff)));
+            }
+            for id in ids {
                 if a.wants(id, lsn) && redo_on_page(&mut pages, id, lsn, &record)? {
                     stats.redone += 1;
+                    if matches!(&record, Record::Structure { pages: logged, .. }
+                        if logged.iter().any(|(p, n)| *p == id && matches!(n, NodeLog::SplitOff)))
+                    {
+                        pages.derived.insert(id);
+                    }
                 }
             }
         }
+    }
+    // R29: the pages written below may include the source of a page redo derived; written
+    // before the derived page, a crash between the two would leave neither rebuildable. So
+    // each derived page's image is logged first, and made durable.
+    if !pages.derived.is_empty() {
+        for &id in &pages.derived {
+            let image = pages.pages.get(&id).expect("a derived page is in memory").clone();
+            let record = Record::Structure { pages: vec![(id, NodeLog::Image(image))], freed: Vec::new() };
+            log.append(&record.encode())?;
+        }
+        log.flush_all()?;
+        stats.derived_pages_imaged = pages.derived.len() as u64;
     }
     stats.pages_repaired = pages.repaired;
     let page_count = a.page_count.max(pages.pages.keys().map(|p| p.get() + 1).max().unwrap_or(0));

@@ -111,6 +111,7 @@ impl BufferPool {
     pub fn free_page(&self, g: PageGuard<'_, Exclusive>) {
         debug_assert!(!self.has_swizzled_children(&g), "B11: freeing a page with swizzled children");
         let pid = g.page_id();
+        self.forget_dependant(pid);
         let f = g.into_frame();
         let d = self.desc(f);
         debug_assert!(!d.root.load(Relaxed), "B5: roots are never freed");

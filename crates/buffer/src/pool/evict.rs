@@ -156,6 +156,13 @@ impl BufferPool {
                 d.latch.unlock_shared();
                 continue;
             }
+            // B36: a source whose dependants cannot be resolved without waiting is left to a
+            // writer that may wait (the cleaner's busy pass, `flush`).
+            if !matches!(self.resolve_dependants(self.frame_page_id(f), false, &[]), Ok(true)) {
+                d.latch.unlock_shared();
+                busy.push(f);
+                continue;
+            }
             let n = batch.len();
             let out = &mut copies.as_mut_slice()[n * self.page_size..(n + 1) * self.page_size];
             // SAFETY: B1 — f is latched shared by this thread until the end of this function.
@@ -188,6 +195,10 @@ impl BufferPool {
             stripes.sort_unstable();
             stripes.dedup();
             let _locks: Vec<_> = stripes.iter().map(|&s| self.write_locks[s].lock()).collect();
+            debug_assert!(
+                mine().all(|(_, pid, _)| !self.has_dependants(pid)),
+                "B36: a page written before its dependants were resolved"
+            );
             let mut pages: Vec<(PageId, &mut [u8])> = copies
                 .as_mut_slice()
                 .chunks_mut(self.page_size)
@@ -431,6 +442,10 @@ impl BufferPool {
                 }
             }
         };
+        if d.dirty.load(Relaxed) && !matches!(self.resolve_dependants(pid, false, &[]), Ok(true)) {
+            // B36: a source whose dependants cannot be resolved without waiting stays.
+            return reject(Rejection::InUse);
+        }
         if d.dirty.load(Relaxed) {
             // The page has no swizzled swips, so its bytes are already the on-disk form (B8).
             let lsn = page::page_lsn(page);

@@ -8,6 +8,7 @@
 
 mod alloc;
 mod catalog;
+mod depend;
 mod evict;
 pub(crate) mod evictor;
 mod fix;
@@ -182,6 +183,8 @@ pub struct BufferPool {
     closed: std::sync::atomic::AtomicBool,
     /// The trees' writes in flight, which `close` waits for before its flush (B22).
     writes: writes::InFlight,
+    /// B36: pages redo rebuilds from another page's history, until they are resolved.
+    deps: depend::Dependants,
 }
 
 /// What page 0 of a database file records about the file (F11).
@@ -401,6 +404,7 @@ impl BufferPool {
             opened,
             closed: std::sync::atomic::AtomicBool::new(false),
             writes: writes::InFlight::default(),
+            deps: depend::Dependants::default(),
         })
     }
 

@@ -173,6 +173,7 @@ impl BufferPool {
 
     /// The pool's own page writes: the file write under the page's write lock (B26).
     pub(super) fn write_file_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        debug_assert!(!self.has_dependants(id), "B36: page {id} written before its dependants were resolved");
         let _lock = self.write_lock(id);
         self.file.write_page(id, buf)
     }

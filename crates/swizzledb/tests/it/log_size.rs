@@ -68,6 +68,7 @@ fn r3_random_inserts_cost_at_most_250_bytes_of_log_each() {
                     NodeLog::Adopt { .. } => "adopt",
                     NodeLog::Adopted { .. } => "adopted",
                     NodeLog::Unlink { .. } => "unlink",
+                    NodeLog::SplitOff => "split-off",
                 })
                 .collect();
             *forms.entry(form).or_default() += 1;

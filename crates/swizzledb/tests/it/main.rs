@@ -26,6 +26,7 @@ mod instant_restart;
 mod isolation;
 mod isolation_matrix;
 mod large_values;
+mod lazy_split_images;
 mod log_archive;
 mod log_damage;
 mod log_size;

@@ -224,6 +224,11 @@ pub struct CrashTestArgs {
     /// them; needs --cleaner decoupled
     #[arg(long)]
     write_elision: bool,
+    /// Lazy split images (R29): splits log their new node as a split-off of the old one, and
+    /// its image only when the old node's history would be lost first; not with --log-archive
+    /// or --checkpoint-kind decoupled
+    #[arg(long)]
+    lazy_split_images: bool,
     /// How the writer and the checker restart after each kill: classical (R8–R10) or instant
     /// (R22: the writer is killed while pages are still pending, and its next instance
     /// restarts from the same checkpoint); instant needs --log-archive
@@ -541,6 +546,7 @@ fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
             l.checkpoint_kind(args.checkpoint_kind.kind())
                 .cleaner(args.cleaner.cleaner())
                 .write_elision(args.write_elision)
+                .lazy_split_images(args.lazy_split_images)
         })
         .restart_mode(args.restart.mode());
     match args.config {
@@ -946,9 +952,10 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         checkpoint_ms(args),
         args.cleaner.name(),
         max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10)),
-        match (args.log_archive, args.write_elision) {
-            (true, true) => "; the log archive on; write elision",
-            (true, false) => "; the log archive on",
+        match (args.log_archive, args.write_elision, args.lazy_split_images) {
+            (true, true, _) => "; the log archive on; write elision",
+            (true, false, _) => "; the log archive on",
+            (false, _, true) => "; lazy split images",
             _ => "",
         },
         args.restart.name()
@@ -1060,6 +1067,11 @@ fn validate(args: &CrashTestArgs) -> Result<(), Box<dyn Error>> {
     if args.write_elision && args.cleaner != CleanerArg::Decoupled {
         return Err(Usage("--write-elision needs --cleaner decoupled".into()).into());
     }
+    if args.lazy_split_images && (args.log_archive || args.checkpoint_kind != CheckpointArg::Classical) {
+        return Err(
+            Usage("--lazy-split-images needs classical checkpoints and no --log-archive".into()).into()
+        );
+    }
     if args.restart == RestartArg::Instant && !args.log_archive {
         return Err(Usage(
             "--restart instant needs --log-archive: it reads the archive instead of the log".into(),
@@ -1118,6 +1130,9 @@ fn child_command(args: &CrashTestArgs, segment: u64, models: &[Model], path: &Pa
     command.args(["--checkpoint-kind", args.checkpoint_kind.name(), "--cleaner", args.cleaner.name()]);
     if args.write_elision {
         command.arg("--write-elision");
+    }
+    if args.lazy_split_images {
+        command.arg("--lazy-split-images");
     }
     command.args(["--restart", args.restart.name()]);
     if args.config == Config::Default {

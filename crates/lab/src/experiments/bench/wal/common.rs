@@ -92,6 +92,10 @@ pub struct WalBenchArgs {
     /// Seed of the keys
     #[arg(long, default_value_t = 42)]
     pub(super) seed: u64,
+    /// The overhead part's logged databases log a split's new node lazily, as a split-off of
+    /// the old node (LabOptions::lazy_split_images, RECOVERY.md R29)
+    #[arg(long)]
+    pub(super) lazy_split_images: bool,
     /// Directory for the temporary databases (created if missing) [default: the system temp directory]
     #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     pub(super) dir: Option<PathBuf>,
@@ -324,6 +328,7 @@ pub(super) struct Plan {
     pub(super) sample_every: u64,
     pub(super) repeat: usize,
     pub(super) seed: u64,
+    pub(super) lazy_split_images: bool,
     pub(super) dir: PathBuf,
 }
 
@@ -377,6 +382,7 @@ pub(super) fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
         sample_every: args.sample_every.unwrap_or((args.updates / 200).max(1)),
         repeat: usize::from(args.repeat),
         seed: args.seed,
+        lazy_split_images: args.lazy_split_images,
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.pool_bytes()?;

@@ -1,0 +1,220 @@
+//! RECOVERY.md R29, buffer README B36: lazy split images. A split logs its new node as a
+//! split-off of the old one; the pool resolves it (its synced write, or its image) before the
+//! old node's history is lost, and restart rebuilds an unresolved one from the old node.
+
+use crate::common;
+
+use common::*;
+use proptest::prelude::*;
+use std::sync::Arc;
+use swizzledb::lab::record::{NodeLog, Record};
+use swizzledb::{wal_dir, Error, PoolMode};
+use swizzledb_io::{CrashMode, FaultFs};
+use swizzledb_sync::Lsn;
+use swizzledb_wal::{LogConfig, LogManager};
+
+/// `common::builder` (4 KiB pages, a 16-frame pool: sources are evicted before their
+/// dependants reach the file) with lazy split images.
+fn lazy(mode: PoolMode, fs: &FaultFs) -> swizzledb::Builder {
+    builder(mode, Arc::new(fs.clone())).lab(|l| l.lazy_split_images(true))
+}
+
+/// The log's records, read with a log manager of its own.
+fn records(fs: &FaultFs) -> Vec<(Lsn, Record)> {
+    let mut config = LogConfig::new(wal_dir(&db_path()));
+    config.vfs = Arc::new(fs.clone());
+    config.segment_bytes = SEGMENT;
+    config.flush_interval = None;
+    let log = LogManager::open(config).unwrap();
+    let out = log
+        .scan(Lsn(0))
+        .unwrap()
+        .map(|i| i.unwrap())
+        .map(|(l, b)| (l, Record::decode(&b).unwrap()))
+        .collect();
+    log.close().unwrap();
+    out
+}
+
+/// Split-offs, and images logged alone (the pool's resolution of a split-off, B36), in `records`.
+fn count_split_offs_and_lone_images(records: &[(Lsn, Record)]) -> (usize, usize) {
+    let mut split_offs = 0;
+    let mut lone = 0;
+    for (_, r) in records {
+        if let Record::Structure { pages, freed } = r {
+            split_offs += pages.iter().filter(|(_, n)| matches!(n, NodeLog::SplitOff)).count();
+            lone +=
+                usize::from(pages.len() == 1 && freed.is_empty() && matches!(pages[0].1, NodeLog::Image(_)));
+        }
+    }
+    (split_offs, lone)
+}
+
+fn workload_then_crash(mode: PoolMode, steps: &[Step], crash: CrashMode) -> swizzledb::RestartStats {
+    let fs = new_fs();
+    let db = lazy(mode, &fs).create(db_path()).unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    db.checkpoint().unwrap();
+    let mut open = Vec::new();
+    let out = run_steps(&db, &tree, steps, &Model::new(), &mut open);
+    assert!(out.error.is_none(), "workload before the crash: {:?}", out.error);
+    fs.crash(crash);
+    drop(open);
+    drop(tree);
+    drop(db);
+    let db = lazy(mode, &fs).open(db_path()).unwrap();
+    let stats = db.restart_stats();
+    assert_state(&db, &out.acked, &format!("after the crash ({crash:?})"));
+    let tree = db.tree(TREE).unwrap();
+    let more = [Step::Txn((0..200).map(|k| Write::Put(k * 3, 0x5A)).collect(), End::Commit)];
+    let after = run_steps(&db, &tree, &more, &out.acked, &mut Vec::new());
+    assert!(after.error.is_none(), "after restart: {:?}", after.error);
+    fs.crash(CrashMode::DropUnsynced);
+    drop(tree);
+    drop(db);
+    let db = lazy(mode, &fs).open(db_path()).unwrap();
+    assert_state(&db, &after.acked, "after a second crash");
+    db.close().unwrap();
+    stats
+}
+
+fn write_strategy() -> impl Strategy<Value = Write> {
+    prop_oneof![
+        4 => (0u16..2000, any::<u8>()).prop_map(|(k, v)| Write::Put(k, v)),
+        1 => (0u16..2000).prop_map(Write::Delete),
+    ]
+}
+
+fn step_strategy() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        8 => (prop::collection::vec(write_strategy(), 1..80), prop_oneof![4 => Just(End::Commit), 1 => Just(End::Abort), 1 => Just(End::Open)])
+            .prop_map(|(w, e)| Step::Txn(w, e)),
+        1 => Just(Step::Checkpoint),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(10)
+    ))]
+
+    /// R29, R10: with lazy split images, a crash in any mode keeps exactly the acknowledged
+    /// commits, the tree stays valid, and the database works on and survives a second crash.
+    #[test]
+    fn r29_a_crash_with_lazy_split_images_keeps_exactly_the_acknowledged_commits(
+        mode in prop_oneof![Just(PoolMode::Traditional), Just(PoolMode::Swizzling), Just(PoolMode::MainMemory)],
+        steps in prop::collection::vec(step_strategy(), 1..25),
+        crash in prop_oneof![
+            Just(CrashMode::DropUnsynced),
+            Just(CrashMode::KeepUnsynced),
+            any::<u64>().prop_map(|seed| CrashMode::Torn { seed }),
+        ],
+    ) {
+        workload_then_crash(mode, &steps, crash);
+    }
+}
+
+/// Inserts of 1,500 keys in random order, 30 to a transaction, into a 16-frame pool.
+fn inserts() -> Vec<Step> {
+    let mut keys: Vec<u16> = (0..1500).collect();
+    let mut x = 0x9E37_79B9u32;
+    for i in (1..keys.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        keys.swap(i, x as usize % (i + 1));
+    }
+    keys.chunks(30).map(|c| Step::Txn(c.iter().map(|&k| Write::Put(k, 7)).collect(), End::Commit)).collect()
+}
+
+/// R29: splits log split-offs, not images; the 16-frame pool evicts old nodes before their new
+/// nodes reach the file and a sync, so some are resolved by their images (B36); after a power
+/// loss restart derives the unresolved ones from their old nodes, logs their images before it
+/// writes a page, and loses nothing.
+#[test]
+fn r29_splits_log_split_offs_resolved_by_images_or_rebuilt_by_restart() {
+    let fs = new_fs();
+    let db = lazy(PoolMode::Swizzling, &fs).create(db_path()).unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
+    assert!(out.error.is_none(), "{:?}", out.error);
+    fs.crash(CrashMode::DropUnsynced);
+    drop(tree);
+    drop(db);
+    let log = records(&fs);
+    let (split_offs, lone_images) = count_split_offs_and_lone_images(&log);
+    assert!(split_offs > 20, "R29: splits log split-offs ({split_offs})");
+    assert!(lone_images > 0, "B36: evictions resolved some split-offs by their images");
+    let images_in_splits = log
+        .iter()
+        .filter(|(_, r)| {
+            matches!(r, Record::Structure { pages, .. }
+            if pages.iter().any(|(_, n)| matches!(n, NodeLog::Split { .. }))
+                && pages.iter().any(|(_, n)| matches!(n, NodeLog::Image(_))))
+        })
+        .count();
+    assert_eq!(images_in_splits, 0, "R29: no split logs its new node's image");
+    let db = lazy(PoolMode::Swizzling, &fs).open(db_path()).unwrap();
+    assert_state(&db, &out.acked, "after the power loss");
+    db.close().unwrap();
+}
+
+/// R29: in a pool that never writes a page, no split-off is resolved before the power loss:
+/// restart derives every one from its old node, logs their images before it writes a page, and
+/// a crash right after that restart needs no derivation.
+#[test]
+fn r29_restart_derives_unresolved_split_offs_and_logs_their_images_first() {
+    let fs = new_fs();
+    let big = |fs: &FaultFs| lazy(PoolMode::Swizzling, fs).pool_bytes(64 << 20);
+    let db = big(&fs).create(db_path()).unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
+    assert!(out.error.is_none(), "{:?}", out.error);
+    assert_eq!(db.stats().write_backs, 0, "nothing written before the power loss");
+    fs.crash(CrashMode::DropUnsynced);
+    drop(tree);
+    drop(db);
+    let db = big(&fs).open(db_path()).unwrap();
+    let stats = db.restart_stats();
+    assert!(
+        stats.derived_pages_imaged > 20,
+        "R29: restart rebuilt split-offs from their old nodes: {stats:?}"
+    );
+    assert_state(&db, &out.acked, "after the power loss");
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    // R11: the images restart logged stand in for the derivations.
+    let db = big(&fs).open(db_path()).unwrap();
+    assert_eq!(db.restart_stats().derived_pages_imaged, 0, "R29: nothing left to derive");
+    assert_state(&db, &out.acked, "after a crash right after restart");
+    db.close().unwrap();
+}
+
+/// The same inserts without the option log every new node's image: the baseline the option
+/// saves against.
+#[test]
+fn r29_without_the_option_splits_log_images() {
+    let fs = new_fs();
+    let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).create(db_path()).unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
+    assert!(out.error.is_none(), "{:?}", out.error);
+    db.close().unwrap();
+    let (split_offs, _) = count_split_offs_and_lone_images(&records(&fs));
+    assert_eq!(split_offs, 0);
+}
+
+/// R29: the option is refused with the log archive, whose page-local redo cannot follow a
+/// split-off, and with decoupled checkpoints.
+#[test]
+fn r29_lazy_split_images_are_refused_with_the_log_archive() {
+    let fs = new_fs();
+    let err = lazy(PoolMode::Swizzling, &fs).log_archive(true).create(db_path()).map(drop).unwrap_err();
+    assert!(matches!(&err, Error::Log(_)) && err.to_string().contains("archive"), "{err}");
+    let err = lazy(PoolMode::Swizzling, &fs)
+        .lab(|l| l.checkpoint_kind(swizzledb::CheckpointKind::Decoupled))
+        .create(db_path())
+        .map(drop)
+        .unwrap_err();
+    assert!(matches!(&err, Error::Log(_)) && err.to_string().contains("classical checkpoints"), "{err}");
+}
