@@ -348,6 +348,17 @@ mod tests {
         (0..node::count(page)).map(|i| (node::key(page, i).to_vec(), node::value(page, i).to_vec())).collect()
     }
 
+    /// A leaf of 20 records `k0`..`k19` (one byte after the `k`), alone and with a foster child:
+    /// the pages the split tests split at their record 7.
+    fn leaves_to_split() -> [Vec<u8>; 2] {
+        let records: Vec<(Vec<u8>, Vec<u8>)> = (0..20u8).map(|i| (vec![b'k', i], vec![i; 30])).collect();
+        let borrowed: Vec<(&[u8], &[u8])> = records.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        let base = leaf(&borrowed);
+        let mut with_foster = base.clone();
+        assert!(node::set_foster(&mut with_foster, b"l", Swip::page(pid(40))));
+        [base, with_foster]
+    }
+
     /// T12: redo of each kind of change does what the change did, and redo of its inverse
     /// restores the page's records.
     #[test]
@@ -416,12 +427,7 @@ mod tests {
     /// is refused and changes nothing.
     #[test]
     fn t13_redo_of_a_split_repeats_it_and_refuses_a_mismatch() {
-        let records: Vec<(Vec<u8>, Vec<u8>)> = (0..20u8).map(|i| (vec![b'k', i], vec![i; 30])).collect();
-        let borrowed: Vec<(&[u8], &[u8])> = records.iter().map(|(k, v)| (&k[..], &v[..])).collect();
-        let base = leaf(&borrowed);
-        let mut with_foster = base.clone();
-        assert!(node::set_foster(&mut with_foster, b"l", Swip::page(pid(40))));
-        for before in [base, with_foster] {
+        for before in leaves_to_split() {
             let mut made = before.clone();
             node::truncate(&mut made, 7);
             assert!(node::set_foster(&mut made, &[b'k', 7], Swip::page(pid(9))));
@@ -450,12 +456,7 @@ mod tests {
     /// Mismatches are refused.
     #[test]
     fn t13_a_split_off_is_the_new_node_the_split_made() {
-        let records: Vec<(Vec<u8>, Vec<u8>)> = (0..20u8).map(|i| (vec![b'k', i], vec![i; 30])).collect();
-        let borrowed: Vec<(&[u8], &[u8])> = records.iter().map(|(k, v)| (&k[..], &v[..])).collect();
-        let base = leaf(&borrowed);
-        let mut with_foster = base.clone();
-        assert!(node::set_foster(&mut with_foster, b"l", Swip::page(pid(40))));
-        for before in [base, with_foster] {
+        for before in leaves_to_split() {
             let mut live = vec![0u8; before.len()];
             page::format(&mut live, pid(9), page::PageType::Leaf, 0);
             assert!(node::fill_split_off(&mut live, &before, 7));
