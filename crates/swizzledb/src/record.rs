@@ -674,6 +674,30 @@ impl Record {
         }
     }
 
+    /// R29: if this record makes page `id` as a split-off, the split's source page and
+    /// separator (the source's `Split` entry naming `id`).
+    #[must_use]
+    pub fn split_off_source(&self, id: PageId) -> Option<(PageId, &[u8])> {
+        let Record::Structure { pages, .. } = self else { return None };
+        if !pages.iter().any(|(p, n)| *p == id && matches!(n, NodeLog::SplitOff)) {
+            return None;
+        }
+        pages.iter().find_map(|(p, n)| match n {
+            NodeLog::Split { key, right } if *right == id => Some((*p, &key[..])),
+            _ => None,
+        })
+    }
+
+    /// R29: whether this record makes page `id` as a split-off, or makes a split-off of it.
+    #[must_use]
+    pub fn derives(&self, id: PageId) -> bool {
+        let Record::Structure { pages, .. } = self else { return false };
+        pages.iter().any(|(p, n)| match n {
+            NodeLog::SplitOff => *p == id || self.split_off_source(*p).is_some_and(|(s, _)| s == id),
+            _ => false,
+        })
+    }
+
     /// [`Record::pages_changed`] of an encoded record, read without decoding the rest (no
     /// keys, values or images are copied): what the log archiver needs of every record.
     ///

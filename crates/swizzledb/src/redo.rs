@@ -122,10 +122,7 @@ pub(crate) fn redo_on_page(
             if target.holds_already(id, lsn)? {
                 return Ok(false);
             }
-            let Some((source, key)) = pages.iter().find_map(|(p, n)| match n {
-                NodeLog::Split { key, right } if *right == id => Some((*p, key)),
-                _ => None,
-            }) else {
+            let Some((source, key)) = record.split_off_source(id) else {
                 return Err(corrupted(lsn, format!("page {id} is a split-off, but no split names it")));
             };
             let before = target.page(source, lsn)?;

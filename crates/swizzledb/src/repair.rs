@@ -93,18 +93,6 @@ pub(crate) fn carries_image(record: &Record, id: PageId) -> bool {
     }
 }
 
-/// R29: whether `record` makes a split-off of page `id`, or makes `id` as one.
-fn derives(record: &Record, id: PageId) -> bool {
-    let Record::Structure { pages, .. } = record else { return false };
-    pages.iter().any(|(p, n)| match n {
-        crate::record::NodeLog::SplitOff => *p == id,
-        crate::record::NodeLog::Split { right, .. } => {
-            *p == id && pages.iter().any(|(q, m)| q == right && matches!(m, crate::record::NodeLog::SplitOff))
-        }
-        _ => false,
-    })
-}
-
 /// Whether `record` frees `id`.
 pub(crate) fn frees(record: &Record, id: PageId) -> bool {
     matches!(record, Record::Structure { freed, .. } | Record::Leaf { freed, .. } if freed.contains(&id))
@@ -242,7 +230,7 @@ pub(crate) fn redo_torn_page(
     // source's state just before it, which restart's redo builds in memory: the copy is
     // brought up to just before it, and redo goes on from there (the page stays in its dirty
     // page table from that record on).
-    if let Some(cut) = history.iter().position(|(_, r)| derives(r, id)) {
+    if let Some(cut) = history.iter().position(|(_, r)| r.derives(id)) {
         before = history[cut].0;
         history.truncate(cut);
     }

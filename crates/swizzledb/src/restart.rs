@@ -602,15 +602,11 @@ pub(crate) fn analyze_and_redo(
             let mut ids = record.pages_changed();
             // R29: a split-off is rebuilt from its source's state before the record, so before
             // the source's own change.
-            if let Record::Structure { pages: logged, .. } = &record {
-                ids.sort_by_key(|id| !logged.iter().any(|(p, n)| p == id && matches!(n, NodeLog::SplitOff)));
-            }
+            ids.sort_by_key(|&id| record.split_off_source(id).is_none());
             for id in ids {
                 if a.wants(id, lsn) && redo_on_page(&mut pages, id, lsn, &record)? {
                     stats.redone += 1;
-                    if matches!(&record, Record::Structure { pages: logged, .. }
-                        if logged.iter().any(|(p, n)| *p == id && matches!(n, NodeLog::SplitOff)))
-                    {
+                    if record.split_off_source(id).is_some() {
                         pages.derived.insert(id);
                     }
                 }

@@ -127,8 +127,7 @@ impl BufferPool {
     }
 
     /// B36: whether `page` is the source of unresolved dependants.
-    #[must_use]
-    pub fn has_dependants(&self, page: PageId) -> bool {
+    pub(crate) fn has_dependants(&self, page: PageId) -> bool {
         self.deps.any() && self.deps.inner.lock().by_source.contains_key(&page.get())
     }
 
