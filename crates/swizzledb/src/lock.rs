@@ -375,6 +375,13 @@ impl WriterCounts {
     fn released(&self, hash: u64) -> u64 {
         self.bucket(hash).load(Ordering::SeqCst) / RELEASED
     }
+
+    /// No head of the bucket names a writer, and `releases` ([`WriterCounts::released`]) are
+    /// all that were let go: one load of the bucket's word.
+    fn quiet_since(&self, hash: u64, releases: u64) -> bool {
+        let word = self.bucket(hash).load(Ordering::SeqCst);
+        word & (RELEASED - 1) == 0 && word / RELEASED == releases
+    }
 }
 
 /// K15: counters of range-reading transactions, by tree lock id (two trees may share one: that
@@ -1282,6 +1289,12 @@ impl LockManager {
     /// rolled back and let the key go meanwhile).
     pub(crate) fn writer_releases(&self, hash: u64) -> u64 {
         self.writers.released(hash)
+    }
+
+    /// K18: no head in the bucket of `hash` names a writer now, and none was let go since
+    /// [`LockManager::writer_releases`] said `releases`.
+    pub(crate) fn writers_quiet_since(&self, hash: u64, releases: u64) -> bool {
+        self.writers.quiet_since(hash, releases)
     }
 
     /// The hash of the lock name `(tree, key)`, as the table and the writers' buckets use it;

@@ -222,3 +222,58 @@ fn r5_a_crash_inside_the_replace_that_undoes_a_pair_restores_the_value() {
     assert_eq!(db.tree("other").unwrap().get(b"x").unwrap().as_deref(), Some(&b"1"[..]));
     db.close().unwrap();
 }
+
+/// K18: a plain read that copied its value from the leaf with no latch (an optimistic read,
+/// btree T21) decides whether that value is committed after the copy. Its writer may make its
+/// next change of the key, commit and let its lock go in between: the count of writers in the
+/// key's bucket is then back to zero, and the value copied — the writer's first change of two —
+/// was never committed. The read must see that a release came between and not return it.
+#[test]
+fn k18_a_plain_read_that_copied_an_uncommitted_value_does_not_return_it_after_its_commit() {
+    let _one = SERIAL.lock();
+    let (fs, builder, db) = setup();
+    drop(db);
+    // Reads that copy the leaf's value without latching it: a policy whose hits need no latch.
+    let db = builder
+        .mode(crate::PoolMode::Swizzling)
+        .policy(crate::PolicyKind::Clock)
+        .lab(|l| l.optimistic_leaf_reads(true))
+        .open(Path::new(PATH))
+        .unwrap();
+    drop(fs);
+    let tree = db.tree("t").unwrap();
+    tree.upsert(b"k", b"v").unwrap();
+    let mut writer = db.begin();
+    writer.put(&tree, b"k", b"v1").unwrap();
+
+    let (reached_tx, reached_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let armed = parking_lot::Mutex::new(Some((reached_tx, go_rx)));
+    *crate::snapshot::read_point::HOOK.lock() = Some(Arc::new(move || {
+        if std::thread::current().name() != Some(PAUSED) {
+            return;
+        }
+        if let Some((reached, go)) = armed.lock().take() {
+            let _ = reached.send(());
+            let _ = go.recv_timeout(Duration::from_secs(10));
+        }
+    }));
+    let read = std::thread::scope(|s| {
+        let reader = spawn_paused(s, || tree.get(b"k"));
+        reached_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached its pause point");
+        // The read holds no latch (its copy was optimistic), so the writer goes on.
+        writer.put(&tree, b"k", b"v12").unwrap();
+        writer.commit().unwrap();
+        go_tx.send(()).unwrap();
+        reader.join().unwrap().unwrap()
+    });
+    *crate::snapshot::read_point::HOOK.lock() = None;
+    // The read overlapped the writer's commit: the value before it or the one it committed.
+    assert!(
+        matches!(read.as_deref(), Some(b"v" | b"v12")),
+        "G1b: the read returned {:?}, the writer's first change of two",
+        read.map(|v| String::from_utf8_lossy(&v).into_owned())
+    );
+    drop(tree);
+    db.close().unwrap();
+}

@@ -105,12 +105,18 @@ impl SnapshotReads {
         // Before the leaf: a writer that lets the key go after this is seen below.
         let releases = self.versions.writer_releases(hash);
         let from_tree = tree.get_gated(key, &swizzledb_btree::NoGate, |v| {
-            // Under the leaf's latch: a writer whose change the leaf holds is counted until its
-            // rollback, which needs the latch, has put the old value back.
-            if self.versions.writer_counted(hash) {
-                Err(v.map(<[u8]>::to_vec))
-            } else {
+            read_point::reached();
+            // A writer whose change `v` holds was counted before it made it, and stays counted
+            // until it lets the key go: after its rollback put the old value back, or after its
+            // commit. So no writer counted and none let go since the leaf was read means `v` is
+            // committed. The release count matters where `v` is a copy made with no latch
+            // (btree T21): between the copy and this look, the writer may have made its next
+            // change of the key, committed and let it go, and `v` was never committed. Under
+            // the leaf's latch neither its next change nor its rollback can come between.
+            if self.versions.writers_quiet_since(hash, releases) {
                 Ok(f(v))
+            } else {
+                Err(v.map(<[u8]>::to_vec))
             }
         })?;
         Ok(match from_tree {
@@ -274,4 +280,27 @@ impl SnapshotReads {
     ) -> Box<dyn swizzledb_btree::Overlay + 't> {
         Box::new(SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() })
     }
+}
+
+/// A pause point for the race tests (`race_tests.rs`): a plain read has its value from the
+/// leaf and is about to decide with the writers' count whether it is committed (K18).
+pub(crate) mod read_point {
+    #[cfg(test)]
+    pub(crate) type Hook = std::sync::Arc<dyn Fn() + Send + Sync>;
+
+    #[cfg(test)]
+    pub(crate) static HOOK: parking_lot::Mutex<Option<Hook>> = parking_lot::Mutex::new(None);
+
+    /// Runs the hook, if one is set, without the hook's mutex held.
+    #[cfg(test)]
+    pub(crate) fn reached() {
+        let hook = HOOK.lock().clone();
+        if let Some(h) = hook {
+            h();
+        }
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    pub(crate) fn reached() {}
 }

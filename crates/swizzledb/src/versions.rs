@@ -738,9 +738,10 @@ impl Versions {
         self.locks.name_hash(tree_lock_id(tree), key)
     }
 
-    /// K18: whether a head naming a writer is counted in `hash`'s bucket.
-    pub(crate) fn writer_counted(&self, hash: u64) -> bool {
-        self.locks.writer_counted(hash)
+    /// K18: no head naming a writer is counted in `hash`'s bucket, and none was let go since
+    /// [`Versions::writer_releases`] said `releases`.
+    pub(crate) fn writers_quiet_since(&self, hash: u64, releases: u64) -> bool {
+        self.locks.writers_quiet_since(hash, releases)
     }
 
     /// K18: the writers of `hash`'s bucket that have let their heads go so far.
