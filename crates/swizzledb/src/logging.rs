@@ -504,10 +504,13 @@ impl Wal {
     ) -> Result<Lsn, LogError> {
         let pool = self.pool.get().and_then(std::sync::Weak::upgrade).filter(|_| self.lazy_split_images);
         // R29: the new node of a split in this change, and its source (with the pool to
-        // register it in; before the database is made, images as always).
+        // register it in; before the database is made, images as always), unless the source
+        // ends a chain of dependants as long as the pool allows (buffer B36).
         let split_off = |g: &ExclusiveGuard<'_>| {
-            changes.iter().find_map(|(source, c)| match c {
-                Some(NodeChange::Split { right, .. }) if pool.is_some() && *right == g.page_id() => {
+            changes.iter().find_map(|(source, c)| match (c, &pool) {
+                (Some(NodeChange::Split { right, .. }), Some(pool))
+                    if *right == g.page_id() && pool.may_add_dependant(source.page_id()) =>
+                {
                     Some(*source)
                 }
                 _ => None,

@@ -28,13 +28,31 @@ pub(crate) struct Dependants {
 struct Inner {
     /// Source page → its unresolved dependants.
     by_source: FxHashMap<u64, Vec<u64>>,
-    /// Dependant page → its source, and the sync ticket of its write if it was written.
-    state: FxHashMap<u64, (u64, Option<u64>)>,
+    /// Dependant page → what the registry knows of it.
+    state: FxHashMap<u64, Dependant>,
 }
+
+/// One unresolved dependant.
+#[derive(Copy, Clone)]
+struct Dependant {
+    source: u64,
+    /// The sync ticket of its write, if it was written.
+    written: Option<u64>,
+    /// Its place in a chain of dependants: 1 if its source is no dependant (when it was made),
+    /// else one more than its source's. Never less than the chain's depth today, as
+    /// resolutions only shorten chains.
+    depth: u32,
+}
+
+/// B36: the longest chain of dependants, each the source of the next (a split of a page that
+/// is itself an unresolved split-off). Resolving a dependant resolves its own dependants
+/// first, so a chain is resolved as deep as it is long; ascending inserts, which split the
+/// newest leaf again and again, would otherwise make a chain of every split of the run.
+pub(crate) const MAX_DEPENDANT_DEPTH: u32 = 8;
 
 impl Inner {
     fn remove(&mut self, dependant: u64) -> bool {
-        let Some((source, _)) = self.state.remove(&dependant) else { return false };
+        let Some(Dependant { source, .. }) = self.state.remove(&dependant) else { return false };
         if let Some(list) = self.by_source.get_mut(&source) {
             list.retain(|d| *d != dependant);
             if list.is_empty() {
@@ -65,7 +83,7 @@ impl BufferPool {
             .get(&source.get())
             .map(|l| {
                 l.iter()
-                    .filter(|d| inner.state.get(d).is_some_and(|s| s.1.is_none()))
+                    .filter(|d| inner.state.get(d).is_some_and(|s| s.written.is_none()))
                     .filter_map(|d| PageId::new(*d))
                     .collect()
             })
@@ -77,7 +95,9 @@ impl BufferPool {
     pub fn add_dependant(&self, source: &PageGuard<'_, Exclusive>, dependant: &PageGuard<'_, Exclusive>) {
         let (s, d) = (source.page_id().get(), dependant.page_id().get());
         let mut inner = self.deps.inner.lock();
-        if inner.state.insert(d, (s, None)).is_none() {
+        let depth = inner.state.get(&s).map_or(1, |src| src.depth + 1);
+        debug_assert!(depth <= MAX_DEPENDANT_DEPTH, "B36: a chain of dependants longer than its bound");
+        if inner.state.insert(d, Dependant { source: s, written: None, depth }).is_none() {
             self.deps.count.fetch_add(1, SeqCst);
         } else {
             debug_assert!(false, "B36: page {d} was made twice");
@@ -91,8 +111,8 @@ impl BufferPool {
             return;
         }
         let ticket = self.file.sync_ticket();
-        if let Some((_, written)) = self.deps.inner.lock().state.get_mut(&page.get()) {
-            *written = Some(ticket);
+        if let Some(dep) = self.deps.inner.lock().state.get_mut(&page.get()) {
+            dep.written = Some(ticket);
         }
     }
 
@@ -126,6 +146,14 @@ impl BufferPool {
         }
     }
 
+    /// B36: whether a split of `source` (latched exclusively by the caller) may make its new
+    /// node a dependant of it: unless `source` is itself a dependant at the end of a chain of
+    /// eight (`MAX_DEPENDANT_DEPTH`). Otherwise the split logs the new node's image.
+    pub fn may_add_dependant(&self, source: PageId) -> bool {
+        !self.deps.any()
+            || self.deps.inner.lock().state.get(&source.get()).is_none_or(|s| s.depth < MAX_DEPENDANT_DEPTH)
+    }
+
     /// B36: whether `page` is the source of unresolved dependants.
     pub(crate) fn has_dependants(&self, page: PageId) -> bool {
         self.deps.any() && self.deps.inner.lock().by_source.contains_key(&page.get())
@@ -155,7 +183,7 @@ impl BufferPool {
             let pending: Vec<(u64, Option<u64>)> = {
                 let inner = self.deps.inner.lock();
                 let Some(list) = inner.by_source.get(&source.get()) else { return Ok(true) };
-                list.iter().map(|d| (*d, inner.state.get(d).and_then(|s| s.1))).collect()
+                list.iter().map(|d| (*d, inner.state.get(d).and_then(|s| s.written))).collect()
             };
             let mut sync = false;
             for (d, written) in pending {
@@ -260,7 +288,7 @@ impl BufferPool {
             inner
                 .state
                 .get(&page.get())
-                .is_none_or(|s| s.1.is_some() || inner.by_source.contains_key(&page.get())),
+                .is_none_or(|s| s.written.is_some() || inner.by_source.contains_key(&page.get())),
             "B36: a dependant leaves its frame only written"
         );
     }

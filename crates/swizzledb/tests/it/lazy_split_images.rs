@@ -218,3 +218,59 @@ fn r29_lazy_split_images_are_refused_with_the_log_archive() {
         .unwrap_err();
     assert!(matches!(&err, Error::Log(_)) && err.to_string().contains("classical checkpoints"), "{err}");
 }
+
+/// B36, R29: ascending inserts split the rightmost leaf again and again, each split's new node
+/// the source of the next: a chain of dependants as long as the run, with nothing written
+/// while the pool holds it all. Resolving the chain (the close's writes), and restart deriving
+/// it after a crash, must not go deeper on the stack with its length.
+#[test]
+fn r29_a_long_chain_of_split_offs_resolves_and_restarts() {
+    for crash in [false, true] {
+        let fs = new_fs();
+        let b = || {
+            swizzledb::Database::builder()
+                .page_size(4096)
+                .pool_bytes(64 << 20)
+                .checkpoint_interval(None)
+                .lab(|l| l.vfs(Arc::new(fs.clone())).lazy_split_images(true))
+        };
+        let db = b().create(db_path()).unwrap();
+        let tree = db.create_tree(TREE).unwrap();
+        const N: u32 = 150_000;
+        for chunk in (0..N).collect::<Vec<_>>().chunks(5000) {
+            db.transact(|tx| {
+                for &i in chunk {
+                    tx.insert(&tree, &i.to_be_bytes(), &[7u8; 100])?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+        drop(tree);
+        if crash {
+            fs.crash(CrashMode::DropUnsynced);
+            drop(db);
+            let mut config = LogConfig::new(wal_dir(&db_path()));
+            config.vfs = Arc::new(fs.clone());
+            config.flush_interval = None;
+            let log = LogManager::open(config).unwrap();
+            let logged: Vec<(Lsn, Record)> = log
+                .scan(Lsn(0))
+                .unwrap()
+                .map(|i| i.unwrap())
+                .map(|(l, b)| (l, Record::decode(&b).unwrap()))
+                .collect();
+            log.close().unwrap();
+            let (split_offs, _) = count_split_offs_and_lone_images(&logged);
+            assert!(split_offs > 3000, "{split_offs} split-offs");
+        } else {
+            db.close().unwrap();
+        }
+        let db = b().open(db_path()).unwrap();
+        let tree = db.tree(TREE).unwrap();
+        assert_eq!(tree.len().unwrap(), N as usize, "crash {crash}");
+        tree.verify().unwrap();
+        drop(tree);
+        db.close().unwrap();
+    }
+}
