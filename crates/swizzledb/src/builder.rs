@@ -41,8 +41,9 @@ pub struct Builder {
     pub(crate) cleaner_every: Option<std::time::Duration>,
     pub(crate) checkpoint_kind: CheckpointKind,
     pub(crate) log_archive: bool,
-    /// [`crate::lab::LabOptions::lazy_split_images`].
-    pub(crate) lazy_split_images: bool,
+    /// [`crate::lab::LabOptions::lazy_split_images`]; `None`: the default, on where the log
+    /// archive and decoupled checkpoints are off ([`Builder::splits_lazily`]).
+    pub(crate) lazy_split_images: Option<bool>,
     pub(crate) archive_every: Option<Option<std::time::Duration>>,
     /// [`crate::lab::LabOptions::archive_memory`]; `None`: the default.
     pub(crate) archive_memory: Option<usize>,
@@ -338,13 +339,13 @@ impl Builder {
         if self.cleaner == Cleaner::Decoupled && !self.log_archive {
             return refuse("Cleaner::Decoupled replays the log archive: add Builder::log_archive(true)");
         }
-        if self.lazy_split_images && self.log_archive {
+        if self.lazy_split_images == Some(true) && self.log_archive {
             return refuse(
                 "lazy split images make a split's new node depend on another page's log, which the log \
                  archive's page-local redo cannot follow (RECOVERY.md R29): drop one of the two",
             );
         }
-        if self.lazy_split_images && self.checkpoint_kind == CheckpointKind::Decoupled {
+        if self.lazy_split_images == Some(true) && self.checkpoint_kind == CheckpointKind::Decoupled {
             return refuse(
                 "lazy split images raise a resolved page's recovery LSN in the pool, which checkpoints \
                  computed from the log do not see (RECOVERY.md R29): use classical checkpoints with them",

@@ -89,6 +89,13 @@ impl Builder {
         }
     }
 
+    /// R29: whether splits log their new node as a split-off: as asked, else wherever nothing
+    /// refuses it — no log archive, whose page-local redo cannot follow a split-off, and
+    /// classical checkpoints (the decoupled cleaner needs the archive).
+    pub(crate) fn splits_lazily(&self) -> bool {
+        self.lazy_split_images.unwrap_or(!self.log_archive && self.checkpoints() == CheckpointKind::Classical)
+    }
+
     /// The engine's log over `log`, with the log archive if the database keeps one (R17).
     pub(crate) fn wal(&self, log: Arc<LogManager>, archive: Option<Arc<swizzledb_wal::Archive>>) -> Wal {
         let kind = self.checkpoints();
@@ -96,7 +103,7 @@ impl Builder {
         // R25: not with the decoupled cleaner (R20, R21), whose pages the archive propagates:
         // a close that truncates the whole log there is not verified yet.
         wal.seal_on_close = !self.keep_log_on_close && self.cleaner != Cleaner::Decoupled;
-        wal.lazy_split_images = self.lazy_split_images;
+        wal.lazy_split_images = self.splits_lazily();
         if let Some(bytes) = self.archive_memory {
             wal.archive_memory = bytes;
         }

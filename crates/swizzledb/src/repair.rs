@@ -167,21 +167,65 @@ pub(crate) fn rebuild_page(
     page_size: usize,
     before: Lsn,
 ) -> Result<Vec<u8>> {
-    let history = history(log, archive, id, Lsn(0), before)?;
-    rebuild_from(id, page_size, &history, archive.is_some())
+    rebuild_derived(log, archive, id, page_size, before, 0)
 }
 
-/// [`rebuild_page`] from the page's whole `history`.
-fn rebuild_from(id: PageId, page_size: usize, history: &[(Lsn, Record)], archived: bool) -> Result<Vec<u8>> {
+/// R29 rule 6: how many split-offs deep [`rebuild_page`] derives a page from its source's
+/// history (a chain of new nodes, each split from the one before, as ascending inserts make).
+const MAX_DERIVATIONS: usize = 64;
+
+/// [`rebuild_page`], `depth` split-offs deep.
+fn rebuild_derived(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    id: PageId,
+    page_size: usize,
+    before: Lsn,
+    depth: usize,
+) -> Result<Vec<u8>> {
+    let history = history(log, archive, id, Lsn(0), before)?;
+    rebuild_from(log, archive, id, page_size, &history, depth)
+}
+
+/// [`rebuild_page`] from the page's whole `history`: from its newest image on, or, where the
+/// page was made as a split-off (R29) after it, from its source rebuilt as of just before that
+/// record (rule 6), the source's history being in the archive or the log too.
+fn rebuild_from(
+    log: &LogManager,
+    archive: Option<&Archive>,
+    id: PageId,
+    page_size: usize,
+    history: &[(Lsn, Record)],
+    depth: usize,
+) -> Result<Vec<u8>> {
     let Some(start) = history.iter().rposition(|(_, r)| carries_image(r, id)) else {
-        let hint = if archived {
+        let hint = if archive.is_some() {
             "neither the log archive nor the log holds an image of it"
         } else {
             "the log holds no image of it, and the database keeps no log archive (Builder::log_archive)"
         };
         return Err(unrecoverable(id, hint));
     };
-    replay_onto(id, page_size, None, &history[start..])
+    let (lsn, record) = &history[start];
+    let Some((source, key)) = record.split_off_source(id) else {
+        return replay_onto(id, page_size, None, &history[start..]);
+    };
+    if depth >= MAX_DERIVATIONS {
+        return Err(unrecoverable(
+            id,
+            format!("it was split off page {source} at LSN {lsn}, {MAX_DERIVATIONS} split-offs deep"),
+        ));
+    }
+    let from = rebuild_derived(log, archive, source, page_size, *lsn, depth + 1).map_err(|e| {
+        unrecoverable(
+            id,
+            format!("it was split off page {source} at LSN {lsn}, which cannot be rebuilt: {e}"),
+        )
+    })?;
+    let mut image = swizzledb_btree::log::split_off(&from, key, id)
+        .map_err(|e| unrecoverable(id, format!("split off page {source} at LSN {lsn}: {e}")))?;
+    page::set_page_lsn(&mut image, *lsn);
+    replay_onto(id, page_size, Some(image), &history[start + 1..])
 }
 
 /// Redo of one page (R18, R22): brings `copy` — the file's copy of page `id`, a well-formed
@@ -276,7 +320,7 @@ fn rebuild_or_free(
     if ends_free(&history, id) {
         return Ok(None);
     }
-    rebuild_from(id, page_size, &history, archive.is_some()).map(Some)
+    rebuild_from(log, archive, id, page_size, &history, 0).map(Some)
 }
 
 /// Whether the last record of `history` that frees page `id` follows its newest image.

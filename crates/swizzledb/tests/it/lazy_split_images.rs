@@ -190,18 +190,84 @@ fn r29_restart_derives_unresolved_split_offs_and_logs_their_images_first() {
     db.close().unwrap();
 }
 
-/// The same inserts without the option log every new node's image: the baseline the option
-/// saves against.
+/// Splits in `records` that log their new node's image.
+fn count_split_images(records: &[(Lsn, Record)]) -> usize {
+    records
+        .iter()
+        .filter(|(_, r)| {
+            matches!(r, Record::Structure { pages, .. }
+            if pages.iter().any(|(_, n)| matches!(n, NodeLog::Split { .. }))
+                && pages.iter().any(|(_, n)| matches!(n, NodeLog::Image(_))))
+        })
+        .count()
+}
+
+/// R29: the same inserts log split-offs by default (no archive, classical checkpoints), and
+/// every new node's image with the option off: the baseline it saves against. Read from the
+/// log a power loss left (a close would truncate it).
 #[test]
-fn r29_without_the_option_splits_log_images() {
+fn r29_split_offs_by_default_and_images_with_the_option_off() {
+    for lazy in [None, Some(false)] {
+        let fs = new_fs();
+        let b = builder(PoolMode::Swizzling, Arc::new(fs.clone()));
+        let b = match lazy {
+            Some(on) => b.lab(|l| l.lazy_split_images(on)),
+            None => b,
+        };
+        let db = b.create(db_path()).unwrap();
+        let tree = db.create_tree(TREE).unwrap();
+        let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
+        assert!(out.error.is_none(), "{:?}", out.error);
+        fs.crash(CrashMode::DropUnsynced);
+        drop(tree);
+        drop(db);
+        let log = records(&fs);
+        let (split_offs, _) = count_split_offs_and_lone_images(&log);
+        let split_images = count_split_images(&log);
+        if lazy.is_none() {
+            assert!(
+                split_offs > 20 && split_images == 0,
+                "{split_offs} split-offs, {split_images} split images"
+            );
+        } else {
+            assert!(
+                split_offs == 0 && split_images > 20,
+                "{split_offs} split-offs, {split_images} split images"
+            );
+        }
+    }
+}
+
+/// R29 rule 7: a database written with split-offs, crashed, and opened with the log archive
+/// (which turns them off) restarts exactly, archives the split-offs with the rest of its log,
+/// and restarts exactly again after a second crash, instantly from that archive.
+#[test]
+fn r29_a_database_written_with_split_offs_opens_with_the_archive() {
     let fs = new_fs();
-    let db = builder(PoolMode::Swizzling, Arc::new(fs.clone())).create(db_path()).unwrap();
+    let db = lazy(PoolMode::Traditional, &fs).create(db_path()).unwrap();
     let tree = db.create_tree(TREE).unwrap();
     let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
     assert!(out.error.is_none(), "{:?}", out.error);
+    fs.crash(CrashMode::DropUnsynced);
+    drop(tree);
+    drop(db);
+    assert!(count_split_offs_and_lone_images(&records(&fs)).0 > 20, "split-offs before the crash");
+    let archived = |restart| {
+        builder(PoolMode::Traditional, Arc::new(fs.clone())).log_archive(true).restart_mode(restart)
+    };
+    let db = archived(swizzledb::RestartMode::Classical).open(db_path()).unwrap();
+    assert_state(&db, &out.acked, "after the crash, opened with the archive");
+    let tree = db.tree(TREE).unwrap();
+    let more = [Step::Txn((0..300).map(|k| Write::Put(k * 5, 0x3C)).collect(), End::Commit)];
+    let after = run_steps(&db, &tree, &more, &out.acked, &mut Vec::new());
+    assert!(after.error.is_none(), "{:?}", after.error);
+    db.archive_log().unwrap();
+    fs.crash(CrashMode::DropUnsynced);
+    drop(tree);
+    drop(db);
+    let db = archived(swizzledb::RestartMode::Instant).open(db_path()).unwrap();
+    assert_state(&db, &after.acked, "after a second crash, restarted instantly");
     db.close().unwrap();
-    let (split_offs, _) = count_split_offs_and_lone_images(&records(&fs));
-    assert_eq!(split_offs, 0);
 }
 
 /// R29: the option is refused with the log archive, whose page-local redo cannot follow a
@@ -273,4 +339,71 @@ fn r29_a_long_chain_of_split_offs_resolves_and_restarts() {
         drop(tree);
         db.close().unwrap();
     }
+}
+
+/// R29 rule 6, R18: without a log archive, a page made as a split-off is rebuilt from its
+/// source's history before the split when its file copy is damaged, as a page made with its
+/// image is rebuilt from that image: every node page of the file damaged while the database is
+/// open (the log keeps its whole history: no checkpoint truncates it), and every record reads
+/// back exactly.
+#[test]
+fn r29_single_page_recovery_derives_a_split_off_from_its_source() {
+    use swizzledb::lab::DatabaseExt as _;
+    use swizzledb_buffer::page::{self, PageType};
+    use swizzledb_io::{OpenMode, Vfs};
+    const PS: usize = 4096;
+    let fs = new_fs();
+    let path = db_path();
+    let db = swizzledb::Database::builder()
+        .page_size(PS)
+        .pool_bytes(48 * PS)
+        .checkpoint_interval(None)
+        .max_log_bytes(1 << 30)
+        .log_segment_bytes(SEGMENT)
+        .lab(|l| l.vfs(Arc::new(fs.clone())).cleaner(swizzledb::Cleaner::None))
+        .create(&path)
+        .unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    let mut oracle = std::collections::BTreeMap::new();
+    let mut x = 0x2545_F491u32;
+    for _ in 0..40 {
+        db.transact(|tx| {
+            for _ in 0..75 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let k = format!("key{:06}", x % 100_000).into_bytes();
+                tx.put(&tree, &k, &[x as u8; 60])?;
+                oracle.insert(k, vec![x as u8; 60]);
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    db.pool().flush().unwrap();
+    db.pool().sweep_evict(1 << 20).unwrap();
+    let split_offs = count_split_offs_and_lone_images(&records(&fs)).0;
+    assert!(split_offs > 20, "{split_offs} split-offs");
+    let bytes = fs.contents(&path).unwrap();
+    let nodes: Vec<u64> = (1..bytes.len() / PS)
+        .filter(|&i| {
+            let p = &bytes[i * PS..(i + 1) * PS];
+            page::verify(p, swizzledb_sync::PageId::new(i as u64).unwrap()).is_ok()
+                && matches!(page::page_type(p), Some(PageType::Leaf))
+        })
+        .map(|i| i as u64)
+        .collect();
+    assert!(nodes.len() > 48, "{} leaves", nodes.len());
+    let f = fs.open(&path, OpenMode::EXISTING).unwrap();
+    for &id in &nodes {
+        f.write_all_at(&[0xA5; 64], id * PS as u64 + 1500).unwrap();
+    }
+    f.sync().unwrap();
+    for (k, v) in &oracle {
+        assert_eq!(tree.get(k).unwrap().as_ref(), Some(v), "key {}", String::from_utf8_lossy(k));
+    }
+    assert!(db.stats().pages_repaired >= nodes.len() as u64 - 48, "{:?}", db.stats().pages_repaired);
+    tree.verify().unwrap();
+    drop(tree);
+    db.close().unwrap();
 }

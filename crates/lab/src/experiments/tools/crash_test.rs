@@ -225,10 +225,15 @@ pub struct CrashTestArgs {
     #[arg(long)]
     write_elision: bool,
     /// Lazy split images (R29): splits log their new node as a split-off of the old one, and
-    /// its image only when the old node's history would be lost first; not with --log-archive
-    /// or --checkpoint-kind decoupled
-    #[arg(long)]
+    /// its image only when the old node's history would be lost first — the engine's default
+    /// without --log-archive and with classical checkpoints; not with --log-archive or
+    /// --checkpoint-kind decoupled
+    #[arg(long, conflicts_with = "eager_split_images")]
     lazy_split_images: bool,
+    /// Splits log their new node's image (LabOptions::lazy_split_images(false)), as they do by
+    /// default only with --log-archive or --checkpoint-kind decoupled
+    #[arg(long)]
+    eager_split_images: bool,
     /// How the writer and the checker restart after each kill: classical (R8–R10) or instant
     /// (R22: the writer is killed while pages are still pending, and its next instance
     /// restarts from the same checkpoint); instant needs --log-archive
@@ -537,16 +542,29 @@ fn page_size(args: &CrashTestArgs) -> usize {
     }
 }
 
+/// `LabOptions::lazy_split_images` as the flags ask, if they do (else the engine's default).
+fn split_images(args: &CrashTestArgs) -> Option<bool> {
+    match (args.lazy_split_images, args.eager_split_images) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    }
+}
+
 fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
     let b = Database::builder()
         .mode(args.mode)
         .pool_bytes(pool_bytes(args))
         .log_archive(args.log_archive)
         .lab(|l| {
-            l.checkpoint_kind(args.checkpoint_kind.kind())
+            let l = l
+                .checkpoint_kind(args.checkpoint_kind.kind())
                 .cleaner(args.cleaner.cleaner())
-                .write_elision(args.write_elision)
-                .lazy_split_images(args.lazy_split_images)
+                .write_elision(args.write_elision);
+            match split_images(args) {
+                Some(lazy) => l.lazy_split_images(lazy),
+                None => l,
+            }
         })
         .restart_mode(args.restart.mode());
     match args.config {
@@ -952,10 +970,10 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         checkpoint_ms(args),
         args.cleaner.name(),
         max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10)),
-        match (args.log_archive, args.write_elision, args.lazy_split_images) {
+        match (args.log_archive, args.write_elision, args.eager_split_images) {
             (true, true, _) => "; the log archive on; write elision",
             (true, false, _) => "; the log archive on",
-            (false, _, true) => "; lazy split images",
+            (false, _, true) => "; split images logged eagerly",
             _ => "",
         },
         args.restart.name()
@@ -1133,6 +1151,9 @@ fn child_command(args: &CrashTestArgs, segment: u64, models: &[Model], path: &Pa
     }
     if args.lazy_split_images {
         command.arg("--lazy-split-images");
+    }
+    if args.eager_split_images {
+        command.arg("--eager-split-images");
     }
     command.args(["--restart", args.restart.name()]);
     if args.config == Config::Default {

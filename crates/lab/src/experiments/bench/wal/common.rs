@@ -93,9 +93,14 @@ pub struct WalBenchArgs {
     #[arg(long, default_value_t = 42)]
     pub(super) seed: u64,
     /// The overhead part's logged databases log a split's new node lazily, as a split-off of
-    /// the old node (LabOptions::lazy_split_images, RECOVERY.md R29)
-    #[arg(long)]
+    /// the old node (LabOptions::lazy_split_images, RECOVERY.md R29): the engine's default
+    /// already, as these databases keep no log archive
+    #[arg(long, conflicts_with = "eager_split_images")]
     pub(super) lazy_split_images: bool,
+    /// The overhead part's logged databases log a split's new node as its image, as they did
+    /// before lazy split images became the default (LabOptions::lazy_split_images(false))
+    #[arg(long)]
+    pub(super) eager_split_images: bool,
     /// Directory for the temporary databases (created if missing) [default: the system temp directory]
     #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     pub(super) dir: Option<PathBuf>,
@@ -328,7 +333,8 @@ pub(super) struct Plan {
     pub(super) sample_every: u64,
     pub(super) repeat: usize,
     pub(super) seed: u64,
-    pub(super) lazy_split_images: bool,
+    /// `LabOptions::lazy_split_images` of the overhead part's logged databases, if set.
+    pub(super) split_images: Option<bool>,
     pub(super) dir: PathBuf,
 }
 
@@ -382,7 +388,11 @@ pub(super) fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
         sample_every: args.sample_every.unwrap_or((args.updates / 200).max(1)),
         repeat: usize::from(args.repeat),
         seed: args.seed,
-        lazy_split_images: args.lazy_split_images,
+        split_images: match (args.lazy_split_images, args.eager_split_images) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.pool_bytes()?;

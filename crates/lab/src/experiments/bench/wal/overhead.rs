@@ -58,8 +58,11 @@ pub(super) fn measure_inserts(
     repetition: usize,
 ) -> Result<InsertRun, Box<dyn Error>> {
     let path = scratch.join(format!("overhead-{}.swz", setup.name()));
-    let lazy = plan.lazy_split_images && setup.logging();
-    let db = setup.builder(plan.pool_bytes()?).lab(|l| l.lazy_split_images(lazy)).create(&path)?;
+    let builder = match plan.split_images.filter(|_| setup.logging()) {
+        Some(lazy) => setup.builder(plan.pool_bytes()?).lab(|l| l.lazy_split_images(lazy)),
+        None => setup.builder(plan.pool_bytes()?),
+    };
+    let db = builder.create(&path)?;
     let tree = db.create_tree(TREE)?;
     let batch64 = u64::from(batch);
     let txns = plan.records.div_ceil(batch64);
