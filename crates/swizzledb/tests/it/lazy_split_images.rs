@@ -19,11 +19,18 @@ fn lazy(mode: PoolMode, fs: &FaultFs) -> swizzledb::Builder {
     builder(mode, Arc::new(fs.clone())).lab(|l| l.lazy_split_images(true))
 }
 
-/// The log's records, read with a log manager of its own.
+/// The log's records, read with a log manager of its own (segments of `common::SEGMENT`).
 fn records(fs: &FaultFs) -> Vec<(Lsn, Record)> {
+    records_in_segments(fs, Some(SEGMENT))
+}
+
+/// The log's records, its segments of `segment` bytes (`None`: the engine's default).
+fn records_in_segments(fs: &FaultFs, segment: Option<u64>) -> Vec<(Lsn, Record)> {
     let mut config = LogConfig::new(wal_dir(&db_path()));
     config.vfs = Arc::new(fs.clone());
-    config.segment_bytes = SEGMENT;
+    if let Some(bytes) = segment {
+        config.segment_bytes = bytes;
+    }
     config.flush_interval = None;
     let log = LogManager::open(config).unwrap();
     let out = log
@@ -48,6 +55,18 @@ fn count_split_offs_and_lone_images(records: &[(Lsn, Record)]) -> (usize, usize)
         }
     }
     (split_offs, lone)
+}
+
+/// Splits in `records` that log their new node's image.
+fn count_split_images(records: &[(Lsn, Record)]) -> usize {
+    records
+        .iter()
+        .filter(|(_, r)| {
+            matches!(r, Record::Structure { pages, .. }
+            if pages.iter().any(|(_, n)| matches!(n, NodeLog::Split { .. }))
+                && pages.iter().any(|(_, n)| matches!(n, NodeLog::Image(_))))
+        })
+        .count()
 }
 
 fn workload_then_crash(mode: PoolMode, steps: &[Step], crash: CrashMode) -> swizzledb::RestartStats {
@@ -127,6 +146,19 @@ fn inserts() -> Vec<Step> {
     keys.chunks(30).map(|c| Step::Txn(c.iter().map(|&k| Write::Put(k, 7)).collect(), End::Commit)).collect()
 }
 
+/// [`inserts`] into a new database `b` makes on `fs`, then a power loss: the acknowledged
+/// state and the log the power loss left.
+fn inserts_then_power_loss(b: swizzledb::Builder, fs: &FaultFs) -> (Model, Vec<(Lsn, Record)>) {
+    let db = b.create(db_path()).unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
+    assert!(out.error.is_none(), "{:?}", out.error);
+    fs.crash(CrashMode::DropUnsynced);
+    drop(tree);
+    drop(db);
+    (out.acked, records(fs))
+}
+
 /// R29: splits log split-offs, not images; the 16-frame pool evicts old nodes before their new
 /// nodes reach the file and a sync, so some are resolved by their images (B36); after a power
 /// loss restart derives the unresolved ones from their old nodes, logs their images before it
@@ -134,28 +166,13 @@ fn inserts() -> Vec<Step> {
 #[test]
 fn r29_splits_log_split_offs_resolved_by_images_or_rebuilt_by_restart() {
     let fs = new_fs();
-    let db = lazy(PoolMode::Swizzling, &fs).create(db_path()).unwrap();
-    let tree = db.create_tree(TREE).unwrap();
-    let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
-    assert!(out.error.is_none(), "{:?}", out.error);
-    fs.crash(CrashMode::DropUnsynced);
-    drop(tree);
-    drop(db);
-    let log = records(&fs);
+    let (acked, log) = inserts_then_power_loss(lazy(PoolMode::Swizzling, &fs), &fs);
     let (split_offs, lone_images) = count_split_offs_and_lone_images(&log);
     assert!(split_offs > 20, "R29: splits log split-offs ({split_offs})");
     assert!(lone_images > 0, "B36: evictions resolved some split-offs by their images");
-    let images_in_splits = log
-        .iter()
-        .filter(|(_, r)| {
-            matches!(r, Record::Structure { pages, .. }
-            if pages.iter().any(|(_, n)| matches!(n, NodeLog::Split { .. }))
-                && pages.iter().any(|(_, n)| matches!(n, NodeLog::Image(_))))
-        })
-        .count();
-    assert_eq!(images_in_splits, 0, "R29: no split logs its new node's image");
+    assert_eq!(count_split_images(&log), 0, "R29: no split logs its new node's image");
     let db = lazy(PoolMode::Swizzling, &fs).open(db_path()).unwrap();
-    assert_state(&db, &out.acked, "after the power loss");
+    assert_state(&db, &acked, "after the power loss");
     db.close().unwrap();
 }
 
@@ -190,18 +207,6 @@ fn r29_restart_derives_unresolved_split_offs_and_logs_their_images_first() {
     db.close().unwrap();
 }
 
-/// Splits in `records` that log their new node's image.
-fn count_split_images(records: &[(Lsn, Record)]) -> usize {
-    records
-        .iter()
-        .filter(|(_, r)| {
-            matches!(r, Record::Structure { pages, .. }
-            if pages.iter().any(|(_, n)| matches!(n, NodeLog::Split { .. }))
-                && pages.iter().any(|(_, n)| matches!(n, NodeLog::Image(_))))
-        })
-        .count()
-}
-
 /// R29: the same inserts log split-offs by default (no archive, classical checkpoints), and
 /// every new node's image with the option off: the baseline it saves against. Read from the
 /// log a power loss left (a close would truncate it).
@@ -214,14 +219,7 @@ fn r29_split_offs_by_default_and_images_with_the_option_off() {
             Some(on) => b.lab(|l| l.lazy_split_images(on)),
             None => b,
         };
-        let db = b.create(db_path()).unwrap();
-        let tree = db.create_tree(TREE).unwrap();
-        let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
-        assert!(out.error.is_none(), "{:?}", out.error);
-        fs.crash(CrashMode::DropUnsynced);
-        drop(tree);
-        drop(db);
-        let log = records(&fs);
+        let (_, log) = inserts_then_power_loss(b, &fs);
         let (split_offs, _) = count_split_offs_and_lone_images(&log);
         let split_images = count_split_images(&log);
         if lazy.is_none() {
@@ -244,22 +242,16 @@ fn r29_split_offs_by_default_and_images_with_the_option_off() {
 #[test]
 fn r29_a_database_written_with_split_offs_opens_with_the_archive() {
     let fs = new_fs();
-    let db = lazy(PoolMode::Traditional, &fs).create(db_path()).unwrap();
-    let tree = db.create_tree(TREE).unwrap();
-    let out = run_steps(&db, &tree, &inserts(), &Model::new(), &mut Vec::new());
-    assert!(out.error.is_none(), "{:?}", out.error);
-    fs.crash(CrashMode::DropUnsynced);
-    drop(tree);
-    drop(db);
-    assert!(count_split_offs_and_lone_images(&records(&fs)).0 > 20, "split-offs before the crash");
+    let (acked, log) = inserts_then_power_loss(lazy(PoolMode::Traditional, &fs), &fs);
+    assert!(count_split_offs_and_lone_images(&log).0 > 20, "split-offs before the crash");
     let archived = |restart| {
         builder(PoolMode::Traditional, Arc::new(fs.clone())).log_archive(true).restart_mode(restart)
     };
     let db = archived(swizzledb::RestartMode::Classical).open(db_path()).unwrap();
-    assert_state(&db, &out.acked, "after the crash, opened with the archive");
+    assert_state(&db, &acked, "after the crash, opened with the archive");
     let tree = db.tree(TREE).unwrap();
     let more = [Step::Txn((0..300).map(|k| Write::Put(k * 5, 0x3C)).collect(), End::Commit)];
-    let after = run_steps(&db, &tree, &more, &out.acked, &mut Vec::new());
+    let after = run_steps(&db, &tree, &more, &acked, &mut Vec::new());
     assert!(after.error.is_none(), "{:?}", after.error);
     db.archive_log().unwrap();
     fs.crash(CrashMode::DropUnsynced);
@@ -316,18 +308,7 @@ fn r29_a_long_chain_of_split_offs_resolves_and_restarts() {
         if crash {
             fs.crash(CrashMode::DropUnsynced);
             drop(db);
-            let mut config = LogConfig::new(wal_dir(&db_path()));
-            config.vfs = Arc::new(fs.clone());
-            config.flush_interval = None;
-            let log = LogManager::open(config).unwrap();
-            let logged: Vec<(Lsn, Record)> = log
-                .scan(Lsn(0))
-                .unwrap()
-                .map(|i| i.unwrap())
-                .map(|(l, b)| (l, Record::decode(&b).unwrap()))
-                .collect();
-            log.close().unwrap();
-            let (split_offs, _) = count_split_offs_and_lone_images(&logged);
+            let (split_offs, _) = count_split_offs_and_lone_images(&records_in_segments(&fs, None));
             assert!(split_offs > 3000, "{split_offs} split-offs");
         } else {
             db.close().unwrap();
