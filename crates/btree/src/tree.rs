@@ -137,6 +137,13 @@ pub trait GapGate {
         let _ = own_high;
         false
     }
+
+    /// Whether every gap passes now without a look at its closing key (T28: asked first,
+    /// under the leaf's exclusive latch, so it must neither wait nor latch). `true` skips
+    /// finding the closing key and [`GapGate::try_pass`]; `false` (the default) asks them.
+    fn passes_every_gap(&self) -> bool {
+        false
+    }
 }
 
 /// The outcome of a gated write (T28).
@@ -778,7 +785,7 @@ impl Tree {
     /// T28: asks `gate`, if there is one, about the closing key of the gap before slot `i` of
     /// the latched `leaf`; `Some` ends the visit with nothing changed.
     fn ask_gate(&self, gate: Option<&dyn GapGate>, leaf: &[u8], i: usize) -> Result<Option<Visit<bool>>> {
-        let Some(gate) = gate else { return Ok(None) };
+        let Some(gate) = gate.filter(|g| !g.passes_every_gap()) else { return Ok(None) };
         let next = match closing_key(leaf, i) {
             Closing::In(k) => k,
             Closing::Beyond => {

@@ -262,6 +262,10 @@ impl GapGate for GapLocks<'_> {
         Ok(())
     }
 
+    fn passes_every_gap(&self) -> bool {
+        self.unguarded()
+    }
+
     fn beyond(&self, own_high: &[u8]) -> bool {
         if self.unguarded() {
             return true;
