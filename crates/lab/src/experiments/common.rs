@@ -104,6 +104,17 @@ pub fn parse_scratch_dir(input: &str) -> Result<std::path::PathBuf, String> {
     Ok(path)
 }
 
+/// `builder` with split images as a command's `--lazy-split-images` and `--eager-split-images`
+/// flags ask (they conflict), or as the engine chooses when neither is given (RECOVERY.md R29:
+/// split-offs unless the log archive or decoupled checkpoints are on).
+pub fn with_split_images(builder: swizzledb::Builder, lazy: bool, eager: bool) -> swizzledb::Builder {
+    if lazy || eager {
+        builder.lab(|l| l.lazy_split_images(lazy))
+    } else {
+        builder
+    }
+}
+
 pub fn parse_mode(s: &str) -> Result<PoolMode, String> {
     s.parse().map_err(|e: swizzledb::BufferError| e.to_string())
 }

@@ -542,31 +542,18 @@ fn page_size(args: &CrashTestArgs) -> usize {
     }
 }
 
-/// `LabOptions::lazy_split_images` as the flags ask, if they do (else the engine's default).
-fn split_images(args: &CrashTestArgs) -> Option<bool> {
-    match (args.lazy_split_images, args.eager_split_images) {
-        (true, _) => Some(true),
-        (_, true) => Some(false),
-        _ => None,
-    }
-}
-
 fn builder(args: &CrashTestArgs, who: Opener) -> swizzledb::Builder {
     let b = Database::builder()
         .mode(args.mode)
         .pool_bytes(pool_bytes(args))
         .log_archive(args.log_archive)
         .lab(|l| {
-            let l = l
-                .checkpoint_kind(args.checkpoint_kind.kind())
+            l.checkpoint_kind(args.checkpoint_kind.kind())
                 .cleaner(args.cleaner.cleaner())
-                .write_elision(args.write_elision);
-            match split_images(args) {
-                Some(lazy) => l.lazy_split_images(lazy),
-                None => l,
-            }
+                .write_elision(args.write_elision)
         })
         .restart_mode(args.restart.mode());
+    let b = crate::experiments::common::with_split_images(b, args.lazy_split_images, args.eager_split_images);
     match args.config {
         Config::Transactions => {
             let b = b

@@ -333,8 +333,10 @@ pub(super) struct Plan {
     pub(super) sample_every: u64,
     pub(super) repeat: usize,
     pub(super) seed: u64,
-    /// `LabOptions::lazy_split_images` of the overhead part's logged databases, if set.
-    pub(super) split_images: Option<bool>,
+    /// `--lazy-split-images`, for the overhead part's logged databases.
+    pub(super) lazy_split_images: bool,
+    /// `--eager-split-images`, for the overhead part's logged databases.
+    pub(super) eager_split_images: bool,
     pub(super) dir: PathBuf,
 }
 
@@ -388,11 +390,8 @@ pub(super) fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
         sample_every: args.sample_every.unwrap_or((args.updates / 200).max(1)),
         repeat: usize::from(args.repeat),
         seed: args.seed,
-        split_images: match (args.lazy_split_images, args.eager_split_images) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        },
+        lazy_split_images: args.lazy_split_images,
+        eager_split_images: args.eager_split_images,
         dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     plan.pool_bytes()?;

@@ -58,11 +58,13 @@ pub(super) fn measure_inserts(
     repetition: usize,
 ) -> Result<InsertRun, Box<dyn Error>> {
     let path = scratch.join(format!("overhead-{}.swz", setup.name()));
-    let builder = match plan.split_images.filter(|_| setup.logging()) {
-        Some(lazy) => setup.builder(plan.pool_bytes()?).lab(|l| l.lazy_split_images(lazy)),
-        None => setup.builder(plan.pool_bytes()?),
-    };
-    let db = builder.create(&path)?;
+    let logged = setup.logging();
+    let db = crate::experiments::common::with_split_images(
+        setup.builder(plan.pool_bytes()?),
+        logged && plan.lazy_split_images,
+        logged && plan.eager_split_images,
+    )
+    .create(&path)?;
     let tree = db.create_tree(TREE)?;
     let batch64 = u64::from(batch);
     let txns = plan.records.div_ceil(batch64);
