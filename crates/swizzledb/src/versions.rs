@@ -116,7 +116,8 @@ fn unbump(map: &mut std::collections::BTreeMap<u64, usize>, at: u64) -> bool {
 /// The version store of one database (K17–K21).
 #[derive(Debug)]
 pub(crate) struct Versions {
-    /// The commit clock: its last value was given to a commit or an ended rollback.
+    /// The commit clock (K18): a commit takes its value, a snapshot moves it on by one and
+    /// reads at the value before, an ended rollback moves it on and takes the new value.
     clock: Own<AtomicU64>,
     shards: Box<[Own<Mutex<Chains>>]>,
     /// The keys a transaction deleted while they had a chain, in key order, by tree (K22):
@@ -339,10 +340,12 @@ impl Versions {
     }
 
     /// K18: the writer commits now, in the order of its commit record (the caller appends it
-    /// and calls this before any of its locks is released).
+    /// and calls this before any of its locks is released). Its timestamp is the clock as it
+    /// is, which only snapshots move: a snapshot that moved it before this read does not see
+    /// the writer, one that moves it after does (and finds it *committing* or committed).
     pub(crate) fn commit(&self, writer: &Writer) -> u64 {
         writer.state.store(COMMITTING, SeqCst);
-        let ts = self.clock.fetch_add(1, SeqCst) + 1;
+        let ts = self.clock.load(SeqCst);
         writer.state.store(ts, SeqCst);
         ts
     }
@@ -426,7 +429,8 @@ impl Versions {
         }
     }
 
-    /// Begins a snapshot at the current clock (K19).
+    /// Begins a snapshot (K18, K19): it moves the clock on by one and reads at the value
+    /// before, so it sees every commit that read the clock before that move.
     pub(crate) fn snapshot(&self) -> Snapshot<'_> {
         let first = self.clock.load(SeqCst);
         let start = thread_slot();
@@ -442,13 +446,13 @@ impl Versions {
                 // The slot holds `first`, no more than the snapshot's own timestamp: a
                 // collection that did not see the slot read the clock before it was stored,
                 // so it removes nothing this snapshot needs (K19).
-                let at = self.clock.load(SeqCst);
+                let at = self.clock.fetch_add(1, SeqCst);
                 return Snapshot { versions: self, at, own: None, slot: Some(s), registered: first };
             }
         }
         let mut overflow = self.overflow.lock();
         self.overflowed.fetch_add(1, SeqCst);
-        let at = self.clock.load(SeqCst);
+        let at = self.clock.fetch_add(1, SeqCst);
         bump(&mut overflow.live, at);
         Snapshot { versions: self, at, own: None, slot: None, registered: at }
     }
@@ -925,6 +929,25 @@ mod tests {
         assert!(matches!(v.seen(&snap, tree, key), Seen::Tree), "a snapshot read a rolled-back version");
         assert_eq!(v.stats().bytes, 0, "the moved version went with the older one (K19's prefix rule)");
         assert_eq!(locks.lock_count(), 0, "the head went with its writer");
+    }
+
+    /// K18: commits read the clock and snapshots move it. A snapshot sees the commits that
+    /// read the clock before it began and none after; commits with no snapshot begun between
+    /// them share a timestamp, so no snapshot sees one without the other.
+    #[test]
+    fn k18_snapshots_move_the_clock_and_commits_read_it() {
+        let v = Versions::new(DEFAULT_VERSION_MEMORY, Arc::new(LockManager::new(4)));
+        let (a, b, c) = (Writer::new(), Writer::new(), Writer::new());
+        let (ta, tb) = (v.commit(&a), v.commit(&b));
+        assert_eq!(ta, tb, "no snapshot began between the two commits");
+        let snap = v.snapshot();
+        let tc = v.commit(&c);
+        assert!(tc > snap.at, "a commit after a snapshot began is later than it");
+        assert!(sees(&snap, &a) && sees(&snap, &b), "commits before the snapshot are seen");
+        assert!(!sees(&snap, &c), "a commit after the snapshot began is not seen");
+        let later = v.snapshot();
+        assert!(sees(&later, &c));
+        assert!(later.at > snap.at, "each snapshot moves the clock");
     }
 
     /// K17, K19: a snapshot older than a writer reads the key's committed value from the
