@@ -853,3 +853,171 @@ fn k17_a_long_transactions_versions_are_its_first_changes_of_each_key() {
     drop(reader);
     assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot left: no version kept");
 }
+
+/// K19: more snapshots at once than the 128 slots register in the overflow list. Each still
+/// reads the value committed before it began, the versions are kept while the oldest of them
+/// runs, and they go when the last one ends.
+#[test]
+fn k19_snapshots_beyond_the_slots_keep_their_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b);
+    t.insert(b"k", b"v0").unwrap();
+    // Every snapshot begins after one more commit: snapshot i sees v{i}.
+    let mut snaps = Vec::new();
+    for i in 0..300u32 {
+        let s = db.begin_read();
+        assert_eq!(s.get(&t, b"k").unwrap(), Some(format!("v{i}").into_bytes()));
+        snaps.push(s);
+        t.upsert(b"k", format!("v{}", i + 1).as_bytes()).unwrap();
+    }
+    assert!(db.version_stats().unwrap().bytes > 0);
+    // Newest first, then oldest first: every one still reads its own value.
+    for (i, s) in snaps.iter().enumerate().rev() {
+        assert_eq!(s.get(&t, b"k").unwrap(), Some(format!("v{i}").into_bytes()), "snapshot {i}");
+    }
+    for (i, s) in snaps.iter().enumerate() {
+        let mut seen = Vec::new();
+        s.range(&t, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+            .for_each(|r| seen.push(r.unwrap()));
+        assert_eq!(seen, vec![(b"k".to_vec(), format!("v{i}").into_bytes())], "snapshot {i}");
+    }
+    // Ending the ones in the slots first leaves the overflow list holding the horizon.
+    let overflow = snaps.split_off(128);
+    drop(snaps);
+    t.upsert(b"k", b"after").unwrap();
+    assert!(db.version_stats().unwrap().bytes > 0, "the overflow list's snapshots still need versions");
+    for (i, s) in overflow.iter().enumerate() {
+        assert_eq!(s.get(&t, b"k").unwrap(), Some(format!("v{}", i + 128).into_bytes()));
+    }
+    drop(overflow);
+    t.upsert(b"k", b"last").unwrap();
+    assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot runs: no version is kept");
+    assert_eq!(db.begin_read().get(&t, b"k").unwrap().as_deref(), Some(&b"last"[..]));
+}
+
+/// K20 beyond the slots: past the version memory, snapshots in the overflow list are ended too,
+/// each read of one fails with `SnapshotTooOld`, and the versions' memory stays bounded.
+#[test]
+fn k20_snapshots_beyond_the_slots_end_past_the_version_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 64 << 10;
+    let (db, t) = db_with(dir.path(), |b| b.version_memory(limit));
+    t.insert(b"k", b"v0").unwrap();
+    let snaps: Vec<_> = (0..200).map(|_| db.begin_read()).collect();
+    for s in &snaps {
+        assert_eq!(s.get(&t, b"k").unwrap().as_deref(), Some(&b"v0"[..]));
+    }
+    for i in 0..2000u32 {
+        t.upsert(&key(i), &[7u8; 200]).unwrap();
+        let bytes = db.version_stats().unwrap().bytes;
+        assert!(bytes <= limit + 1024, "versions grew to {bytes} bytes past the bound {limit}");
+    }
+    for (i, s) in snaps.iter().enumerate() {
+        match s.get(&t, b"k") {
+            Err(Error::SnapshotTooOld { limit: l }) => assert_eq!(l, limit),
+            other => panic!("snapshot {i}: expected SnapshotTooOld, got {other:?}"),
+        }
+    }
+    drop(snaps);
+    assert_eq!(db.begin_read().get(&t, &key(5)).unwrap().as_deref(), Some(&[7u8; 200][..]));
+    t.upsert(b"k", b"v1").unwrap();
+    assert_eq!(db.version_stats().unwrap().bytes, 0);
+}
+
+/// K18, K19 beyond the slots, under concurrent transfers: a reader keeps 200 snapshots open at
+/// once (more than the 128 slots: the rest in the overflow list), opening one and ending the
+/// oldest as writers commit and roll back transfers. Each snapshot sees the total, and reading
+/// it again later, however many commits came between, gives the same balances.
+#[test]
+fn k19_snapshots_held_beyond_the_slots_under_concurrent_transfers_stay_whole() {
+    const ACCOUNTS: u32 = 20;
+    const START: u64 = 1000;
+    const HELD: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b.commit_mode(swizzledb::CommitMode::Async));
+    db.transact(|tx| {
+        for a in 0..ACCOUNTS {
+            tx.insert(&t, &key(a), &START.to_be_bytes())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..2u64)
+        .map(|w| {
+            let (db, t, stop) = (Arc::clone(&db), t.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut x = 0x2545_F491_4F6C_DD1Du64 ^ (w << 32);
+                let mut committed = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (from, to) = ((x % 20) as u32, ((x >> 20) % 20) as u32);
+                    if from == to {
+                        continue;
+                    }
+                    let amount = (x >> 40) % 50;
+                    let r = db.transact(|tx| {
+                        let get = |tx: &swizzledb::Transaction<'_>, k: u32| -> Result<u64, Error> {
+                            Ok(u64::from_be_bytes(
+                                tx.get(&t, &key(k))?.expect("an account").try_into().unwrap(),
+                            ))
+                        };
+                        let (a, b) = (get(tx, from)?, get(tx, to)?);
+                        tx.put(&t, &key(from), &a.wrapping_sub(amount).to_be_bytes())?;
+                        tx.put(&t, &key(to), &b.wrapping_add(amount).to_be_bytes())?;
+                        if (x >> 61) == 0 {
+                            return Err(Error::Aborted("on purpose".into()));
+                        }
+                        Ok(())
+                    });
+                    match r {
+                        Ok(()) => committed += 1,
+                        Err(Error::Aborted(_)) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                committed
+            })
+        })
+        .collect();
+    let balances = |s: &swizzledb::ReadTransaction<'_>| -> Vec<u64> {
+        (0..ACCOUNTS)
+            .map(|a| u64::from_be_bytes(s.get(&t, &key(a)).unwrap().unwrap().try_into().unwrap()))
+            .collect()
+    };
+    let total = START * u64::from(ACCOUNTS);
+    let mut held = std::collections::VecDeque::new();
+    let started = Instant::now();
+    let (mut opened, mut distinct) = (0u64, std::collections::HashSet::new());
+    while started.elapsed() < Duration::from_millis(1500) {
+        let s = db.begin_read();
+        let b = balances(&s);
+        assert_eq!(
+            b.iter().fold(0u64, |x, y| x.wrapping_add(*y)),
+            total,
+            "snapshot {opened} saw a partial transfer"
+        );
+        distinct.insert(b.clone());
+        held.push_back((opened, s, b));
+        opened += 1;
+        // One held snapshot read again, from the middle, and the oldest once past the window.
+        let (n, s, b) = &held[(opened as usize * 7919) % held.len()];
+        assert_eq!(&balances(s), b, "snapshot {n} changed while held");
+        if held.len() > HELD {
+            let (n, s, b) = held.pop_front().unwrap();
+            assert_eq!(balances(&s), b, "snapshot {n} changed while held");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let committed: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    for (n, s, b) in &held {
+        assert_eq!(&balances(s), b, "snapshot {n} changed while held");
+    }
+    assert!(opened > HELD as u64 && committed > 10, "{opened} snapshots, {committed} transfers");
+    assert!(distinct.len() > 1, "the snapshots saw no commit between them");
+    drop(held);
+    t.upsert(&key(0), &START.to_be_bytes()).unwrap();
+    assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot runs: no version is kept");
+}
