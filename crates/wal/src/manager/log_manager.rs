@@ -150,6 +150,10 @@ const MAX_GATHER: Duration = Duration::from_millis(1);
 /// than a whole round on a device whose syncs are that fast.
 const MAX_SPIN: Duration = Duration::from_micros(50);
 
+/// W6 step 7: the longest a crowd's keeper keeps its core awake for one round, by yielding it
+/// in a loop, before it sleeps like the others; and rounds longer than this have no keeper.
+const MAX_KEEP: Duration = Duration::from_millis(1);
+
 /// W6 step 6: how long a thread that waits for a round (a follower, or a leader gathering) spins
 /// before it parks: twice the last round's time when that was at most [`MAX_SPIN`] and fewer
 /// other threads wait for a round (`crowd`, the leader not counted) than the machine has cores
@@ -161,6 +165,17 @@ fn spin_budget(last_round: Duration, crowd: usize, slots: usize) -> Duration {
         return Duration::ZERO;
     }
     (last_round * 2).min(MAX_SPIN)
+}
+
+/// W6 step 7: how long a crowd's keeper may keep its core awake — twice the last round's
+/// time, capped at [`MAX_KEEP`] — when that round took at most `MAX_KEEP`, the waiters are a
+/// crowd (`crowd`, as in [`spin_budget`], is at least the `slots` step 6 may spin on) and there
+/// is a core besides the leader's; otherwise not at all.
+fn keep_budget(last_round: Duration, crowd: usize, slots: usize) -> Duration {
+    if last_round > MAX_KEEP || slots == 0 || crowd < slots {
+        return Duration::ZERO;
+    }
+    (last_round * 2).min(MAX_KEEP)
 }
 
 /// Spins until `done` holds or `budget` passed; returns whether `done` held.
@@ -221,6 +236,8 @@ struct Inner {
     /// Waiters that may be asleep on `bell` (counted before they look at `ended` a last time):
     /// with none, the leader makes no system call.
     sleepers: Padded<AtomicU32>,
+    /// Whether a waiter keeps its core awake for the round (W6 step 7): at most one does.
+    keeper: Padded<AtomicBool>,
     /// Flush requests that found their record not yet durable, ever (W6 step 4, gathering).
     requests: Padded<AtomicU64>,
     /// While a leader gathers, the count of `requests` it waits for (else 0): the request that
@@ -457,6 +474,7 @@ impl LogManager {
             ended: Padded(AtomicU64::new(0)),
             bell: Padded(AtomicU32::new(0)),
             sleepers: Padded(AtomicU32::new(0)),
+            keeper: Padded(AtomicBool::new(false)),
             requests: Padded(AtomicU64::new(0)),
             gather_want: Padded(AtomicU64::new(0)),
             gather: Padded(Mutex::new(Gather::default())),
@@ -1137,6 +1155,7 @@ impl Inner {
             let waiting =
                 || self.ended.load(Ordering::SeqCst) == ended && self.durable.load(Ordering::Acquire) <= lsn;
             self.spin_while(&waiting);
+            self.keep_awake(&waiting);
             if waiting() {
                 // Counted before the last look at `ended`: a leader that moves `ended` after
                 // that look finds the count, and wakes the bell it moved too.
@@ -1214,6 +1233,23 @@ impl Inner {
             return;
         }
         spin_until(budget, || !waiting());
+    }
+
+    /// W6 step 7: in a crowd (more threads wait for the round than step 6 lets spin), one of
+    /// them, the keeper, yields its core in a loop while `waiting` holds, for at most twice
+    /// the last round's time (capped at `MAX_KEEP`), instead of sleeping at once.
+    fn keep_awake(&self, waiting: &dyn Fn() -> bool) {
+        let last = Duration::from_nanos(self.last_round_ns.load(Ordering::Relaxed));
+        let crowd = self.in_flush.load(Ordering::Relaxed).saturating_sub(2);
+        let budget = keep_budget(last, crowd, self.spin_slots);
+        if budget.is_zero() || !waiting() || self.keeper.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let until = Instant::now() + budget;
+        while waiting() && Instant::now() < until {
+            std::thread::yield_now();
+        }
+        self.keeper.store(false, Ordering::Release);
     }
 
     /// The leader's part of W6: a sync round, unless a write-out by another path (the
@@ -1614,5 +1650,18 @@ mod gather_tests {
         assert_eq!(spin_budget(us(5), 0, 0), Duration::ZERO, "one core: the leader's");
         assert!(spin_until(us(100), || true));
         assert!(!spin_until(us(100), || false));
+    }
+
+    /// W6 step 7: only a crowd keeps a core awake, for short rounds, and never the only core.
+    #[test]
+    fn w6_a_crowd_keeps_a_core_awake_through_short_rounds_only() {
+        let us = Duration::from_micros;
+        assert_eq!(keep_budget(us(130), 1, 1), us(260), "a crowd on two cores");
+        assert_eq!(keep_budget(us(700), 14, 1), MAX_KEEP, "capped");
+        assert_eq!(keep_budget(us(1001), 14, 1), Duration::ZERO, "a slow round: everyone sleeps");
+        assert_eq!(keep_budget(Duration::from_nanos(u64::MAX), 14, 1), Duration::ZERO, "no round yet");
+        assert_eq!(keep_budget(us(130), 0, 1), Duration::ZERO, "no crowd: step 6 spins, or it sleeps");
+        assert_eq!(keep_budget(us(130), 14, 15), Duration::ZERO, "fewer waiters than free cores");
+        assert_eq!(keep_budget(us(130), 14, 0), Duration::ZERO, "one core: the leader's");
     }
 }
