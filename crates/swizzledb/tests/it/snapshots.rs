@@ -291,33 +291,39 @@ fn k21_unlogged_snapshots_taken_under_concurrent_transfers_always_see_the_total(
     transfers_under_snapshots(false);
 }
 
-fn transfers_under_snapshots(logging: bool) {
-    const ACCOUNTS: u32 = 40;
-    const START: u64 = 1000;
-    const WRITERS: u64 = 2;
-    let dir = tempfile::tempdir().unwrap();
-    let (db, t) = db_with(dir.path(), |b| b.logging(logging).commit_mode(swizzledb::CommitMode::Async));
+/// Funds `accounts` accounts of `t` with `start` each, in one transaction.
+fn fund(db: &Database, t: &Tree, accounts: u32, start: u64) {
     db.transact(|tx| {
-        for a in 0..ACCOUNTS {
-            tx.insert(&t, &key(a), &START.to_be_bytes())?;
+        for a in 0..accounts {
+            tx.insert(t, &key(a), &start.to_be_bytes())?;
         }
         Ok(())
     })
     .unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let transfers = Arc::new(AtomicU64::new(0));
-    let writers: Vec<_> = (0..WRITERS)
+}
+
+/// `n` threads that move random amounts between the `accounts` accounts of `t`, each move a
+/// transaction (one in sixteen rolled back on purpose, none that would overdraw), until
+/// `stop`; each returns how many moves it committed.
+fn transfer_writers(
+    db: &Arc<Database>,
+    t: &Tree,
+    n: u64,
+    accounts: u32,
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<u64>> {
+    (0..n)
         .map(|w| {
-            let (db, t, stop, transfers) =
-                (Arc::clone(&db), t.clone(), Arc::clone(&stop), Arc::clone(&transfers));
+            let (db, t, stop) = (Arc::clone(db), t.clone(), Arc::clone(stop));
             std::thread::spawn(move || {
                 let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ w;
+                let mut committed = 0;
                 while !stop.load(Ordering::Relaxed) {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
                     let (from, to) =
-                        ((x % u64::from(ACCOUNTS)) as u32, ((x >> 20) % u64::from(ACCOUNTS)) as u32);
+                        ((x % u64::from(accounts)) as u32, ((x >> 20) % u64::from(accounts)) as u32);
                     if from == to {
                         continue;
                     }
@@ -330,26 +336,36 @@ fn transfers_under_snapshots(logging: bool) {
                         };
                         let (a, b) = (get(tx, from)?, get(tx, to)?);
                         if a < amount {
-                            return Ok(());
+                            return Ok(false);
                         }
                         tx.put(&t, &key(from), &(a - amount).to_be_bytes())?;
                         tx.put(&t, &key(to), &(b + amount).to_be_bytes())?;
                         if abort {
                             return Err(Error::Aborted("on purpose".into()));
                         }
-                        Ok(())
+                        Ok(true)
                     });
                     match r {
-                        Ok(()) => {
-                            transfers.fetch_add(1, Ordering::Relaxed);
-                        }
+                        Ok(moved) => committed += u64::from(moved),
                         Err(Error::Aborted(_)) => {}
                         Err(e) => panic!("{e}"),
                     }
                 }
+                committed
             })
         })
-        .collect();
+        .collect()
+}
+
+fn transfers_under_snapshots(logging: bool) {
+    const ACCOUNTS: u32 = 40;
+    const START: u64 = 1000;
+    const WRITERS: u64 = 2;
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db_with(dir.path(), |b| b.logging(logging).commit_mode(swizzledb::CommitMode::Async));
+    fund(&db, &t, ACCOUNTS, START);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers = transfer_writers(&db, &t, WRITERS, ACCOUNTS, &stop);
     let started = Instant::now();
     let mut snapshots = 0;
     while started.elapsed() < Duration::from_millis(1500) {
@@ -375,13 +391,8 @@ fn transfers_under_snapshots(logging: bool) {
         snapshots += 1;
     }
     stop.store(true, Ordering::Relaxed);
-    for w in writers {
-        w.join().unwrap();
-    }
-    assert!(
-        snapshots > 10 && transfers.load(Ordering::Relaxed) > 10,
-        "{snapshots} snapshots, {transfers:?} transfers"
-    );
+    let transfers: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert!(snapshots > 10 && transfers > 10, "{snapshots} snapshots, {transfers} transfers");
     let total: u64 =
         (0..ACCOUNTS).map(|a| u64::from_be_bytes(t.get(&key(a)).unwrap().unwrap().try_into().unwrap())).sum();
     assert_eq!(total, START * u64::from(ACCOUNTS));
@@ -935,53 +946,9 @@ fn k19_snapshots_held_beyond_the_slots_under_concurrent_transfers_stay_whole() {
     const HELD: usize = 200;
     let dir = tempfile::tempdir().unwrap();
     let (db, t) = db_with(dir.path(), |b| b.commit_mode(swizzledb::CommitMode::Async));
-    db.transact(|tx| {
-        for a in 0..ACCOUNTS {
-            tx.insert(&t, &key(a), &START.to_be_bytes())?;
-        }
-        Ok(())
-    })
-    .unwrap();
+    fund(&db, &t, ACCOUNTS, START);
     let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..2u64)
-        .map(|w| {
-            let (db, t, stop) = (Arc::clone(&db), t.clone(), Arc::clone(&stop));
-            std::thread::spawn(move || {
-                let mut x = 0x2545_F491_4F6C_DD1Du64 ^ (w << 32);
-                let mut committed = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let (from, to) = ((x % 20) as u32, ((x >> 20) % 20) as u32);
-                    if from == to {
-                        continue;
-                    }
-                    let amount = (x >> 40) % 50;
-                    let r = db.transact(|tx| {
-                        let get = |tx: &swizzledb::Transaction<'_>, k: u32| -> Result<u64, Error> {
-                            Ok(u64::from_be_bytes(
-                                tx.get(&t, &key(k))?.expect("an account").try_into().unwrap(),
-                            ))
-                        };
-                        let (a, b) = (get(tx, from)?, get(tx, to)?);
-                        tx.put(&t, &key(from), &a.wrapping_sub(amount).to_be_bytes())?;
-                        tx.put(&t, &key(to), &b.wrapping_add(amount).to_be_bytes())?;
-                        if (x >> 61) == 0 {
-                            return Err(Error::Aborted("on purpose".into()));
-                        }
-                        Ok(())
-                    });
-                    match r {
-                        Ok(()) => committed += 1,
-                        Err(Error::Aborted(_)) => {}
-                        Err(e) => panic!("{e}"),
-                    }
-                }
-                committed
-            })
-        })
-        .collect();
+    let writers = transfer_writers(&db, &t, 2, ACCOUNTS, &stop);
     let balances = |s: &swizzledb::ReadTransaction<'_>| -> Vec<u64> {
         (0..ACCOUNTS)
             .map(|a| u64::from_be_bytes(s.get(&t, &key(a)).unwrap().unwrap().try_into().unwrap()))
