@@ -227,11 +227,11 @@ struct Inner {
     writer: Padded<Mutex<Writer>>,
     /// Whether a flush leader is running a round (W6).
     group: Padded<Mutex<Group>>,
-    /// Flush rounds led to their end; moved under the group mutex, and a parked waiter waits
-    /// for it to move (W6 step 3).
+    /// Flush rounds led to their end; moved under the group mutex, and a waiter waits for it to
+    /// move (W6 step 3).
     ended: Padded<AtomicU64>,
-    /// `ended`'s low 32 bits, moved right after it: the word parked waiters sleep on, so that
-    /// the leader wakes them all with one system call (W6 step 5).
+    /// `ended`'s low 32 bits, moved right after it: the word waiters sleep on, so that the
+    /// leader wakes them all with one system call (W6 step 5).
     bell: Padded<AtomicU32>,
     /// Waiters that may be asleep on `bell` (counted before they look at `ended` a last time):
     /// with none, the leader makes no system call.
@@ -1135,7 +1135,7 @@ impl Inner {
         }
         // W6: one leader at a time; the others wait for its round to end, then re-check.
         loop {
-            let ended = {
+            let (ended, bell) = {
                 let mut group = self.group.lock();
                 if self.durable.load(Ordering::Acquire) > lsn {
                     return Ok(Served::Joined);
@@ -1147,7 +1147,6 @@ impl Inner {
                 }
                 (self.ended.load(Ordering::SeqCst), self.bell.load(Ordering::SeqCst))
             };
-            let (ended, bell) = ended;
             // Asleep without the mutex: when the round ends, every waiter wakes at once, and
             // those it covered return without taking the mutex again. Short rounds are spun out
             // first (step 6); a thread that spun them out is not counted as a sleeper, and the
