@@ -145,12 +145,17 @@ fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
         if let (Some(&lo), Some(&hi)) = (plan.group_threads.first(), plan.group_threads.last()) {
             if let (Some(a), Some(b)) = (per_fsync(lo), per_fsync(hi)) {
                 if lo != hi {
+                    let per_sec = |t| commit_median(&results.commits, t, |r| Some(r.commits_per_sec()));
+                    let speedup = match (per_sec(lo), per_sec(hi)) {
+                        (Some(x), Some(y)) if x > 0.0 => format!("; {:.1}x the commits/s", y / x),
+                        _ => String::new(),
+                    };
                     verdict(
                         out,
                         b > a,
                         format!(
                             "group commit: {b:.2} commits per fsync at {hi} threads vs {a:.2} at {lo} (one fsync \
-                             serves several committers)"
+                             serves several committers){speedup}"
                         ),
                     )?;
                 }
