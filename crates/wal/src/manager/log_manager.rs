@@ -1220,9 +1220,14 @@ impl Inner {
     /// W6 step 6: how long a waiter may spin now. Its crowd is the other threads inside
     /// `flush` past step 3's count, less one for the leader.
     fn spin_budget(&self) -> Duration {
-        let last = Duration::from_nanos(self.last_round_ns.load(Ordering::Relaxed));
-        let crowd = self.in_flush.load(Ordering::Relaxed).saturating_sub(2);
+        let (last, crowd) = self.last_round_and_crowd();
         spin_budget(last, crowd, self.spin_slots)
+    }
+
+    /// What steps 6 and 7 decide by: the last round a committer led, and the crowd.
+    fn last_round_and_crowd(&self) -> (Duration, usize) {
+        let last = Duration::from_nanos(self.last_round_ns.load(Ordering::Relaxed));
+        (last, self.in_flush.load(Ordering::Relaxed).saturating_sub(2))
     }
 
     /// Spins while `waiting` holds, for at most the spin budget.
@@ -1238,8 +1243,7 @@ impl Inner {
     /// them, the keeper, yields its core in a loop while `waiting` holds, for at most twice
     /// the last round's time (capped at `MAX_KEEP`), instead of sleeping at once.
     fn keep_awake(&self, waiting: &dyn Fn() -> bool) {
-        let last = Duration::from_nanos(self.last_round_ns.load(Ordering::Relaxed));
-        let crowd = self.in_flush.load(Ordering::Relaxed).saturating_sub(2);
+        let (last, crowd) = self.last_round_and_crowd();
         let budget = keep_budget(last, crowd, self.spin_slots);
         if budget.is_zero() || !waiting() || self.keeper.swap(true, Ordering::AcqRel) {
             return;
