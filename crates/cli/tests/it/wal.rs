@@ -179,8 +179,10 @@ fn wal_bench_tiny_writes_rows_checks_and_plots() {
 #[test]
 fn wal_bench_bad_input_exits_2() {
     let scratch = Scratch::new("wal-bench-bad");
-    let bads: [&[&str]; 9] = [
+    let bads: [&[&str]; 11] = [
         &["--parts", "overhead,fast"],
+        &["--configs", "nolog-lock,log-fast"],
+        &["--configs", ""],
         &["--log-sizes", "1KiB"],
         &["--batch", "0"],
         &["--threads", "0"],
@@ -223,6 +225,43 @@ fn wal_bench_one_part_runs_only_that_part() {
     let reps: Vec<&str> = rows.iter().map(|r| r["repetition"].as_str()).collect();
     assert_eq!(reps, ["0", "1"]);
     assert!(!out.join("wal-restart.svg").exists() && !out.join("wal-overhead-b1.svg").exists());
+}
+
+/// `--configs` runs the overhead part's chosen configurations alone, and every other repetition
+/// runs them in the opposite order.
+#[test]
+fn wal_bench_configs_run_alone_and_alternate_their_order() {
+    let scratch = Scratch::new("wal-bench-configs");
+    let out = scratch.0.join("results");
+    let o = Command::new(BIN)
+        .args(["bench", "wal", "--parts", "overhead", "--configs", "nolog-lock,nolog-nolock"])
+        .args(["--records", "200", "--batch", "1", "--threads", "1", "--repeat", "3", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        stdout.contains("nolog-lock") && !stdout.contains("log-async") && !stdout.contains("auto-"),
+        "{stdout}"
+    );
+    let rows = read_rows(&out.join("wal.csv"));
+    let order: Vec<(&str, &str)> =
+        rows.iter().map(|r| (r["repetition"].as_str(), r["config"].as_str())).collect();
+    assert_eq!(
+        order,
+        [
+            ("0", "nolog-nolock"),
+            ("0", "nolog-lock"),
+            ("1", "nolog-lock"),
+            ("1", "nolog-nolock"),
+            ("2", "nolog-nolock"),
+            ("2", "nolog-lock"),
+        ]
+    );
+    assert!(rows.iter().all(|r| num(r, "inserts") == 200.0), "{rows:?}");
 }
 
 /// The log-size part alone: with the cleaner the log kept stays within its bound (plus one

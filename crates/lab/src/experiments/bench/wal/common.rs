@@ -46,6 +46,10 @@ pub struct WalBenchArgs {
     /// Inserts per measurement of the overhead part; records loaded before the restart part
     #[arg(long, default_value = "200000", value_parser = units::parse_positive_count)]
     pub(super) records: u64,
+    /// Configurations of the overhead part: all, or a comma-separated list of nolog-nolock,
+    /// nolog-lock, log-async, log-sync, auto-async, auto-sync
+    #[arg(long, default_value = "all", value_parser = parse_setups)]
+    pub(super) configs: Setups,
     /// Inserts per transaction in the overhead part, comma-separated
     #[arg(long, default_value = "1,16", value_delimiter = ',',
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -164,6 +168,28 @@ pub(super) fn parse_parts(input: &str) -> Result<Parts, String> {
         chosen.push(part);
     }
     Ok(Parts(Part::ALL.into_iter().filter(|p| chosen.contains(p)).collect()))
+}
+
+/// A set of the overhead part's configurations, in [`Setup::ALL`] order.
+#[derive(Clone, Debug)]
+pub struct Setups(pub(super) Vec<Setup>);
+
+pub(super) fn parse_setups(input: &str) -> Result<Setups, String> {
+    if input.trim().eq_ignore_ascii_case("all") {
+        return Ok(Setups(Setup::ALL.to_vec()));
+    }
+    let mut chosen = Vec::new();
+    for name in input.split(',').map(str::trim) {
+        let setup = Setup::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| {
+            let names: Vec<&str> = Setup::ALL.iter().map(|s| s.name()).collect();
+            format!(
+                "unknown configuration {name:?}: use all, or a comma-separated list of {}",
+                names.join(", ")
+            )
+        })?;
+        chosen.push(setup);
+    }
+    Ok(Setups(Setup::ALL.into_iter().filter(|s| chosen.contains(s)).collect()))
 }
 
 pub(crate) fn parse_log_size(input: &str) -> Result<u64, String> {
@@ -319,6 +345,8 @@ pub(crate) fn wal_dir_bytes(path: &Path) -> u64 {
 pub(super) struct Plan {
     pub(super) parts: Vec<Part>,
     pub(super) records: u64,
+    /// The overhead part's configurations, in [`Setup::ALL`] order.
+    pub(super) setups: Vec<Setup>,
     pub(super) batches: Vec<u32>,
     pub(super) overhead_threads: Vec<usize>,
     pub(super) group_threads: Vec<usize>,
@@ -376,6 +404,7 @@ pub(super) fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
     let plan = Plan {
         parts: args.parts.0.clone(),
         records: args.records,
+        setups: args.configs.0.clone(),
         batches,
         overhead_threads: sorted(args.threads.as_deref().unwrap_or(&[1, 2, 4])),
         group_threads: sorted(args.threads.as_deref().unwrap_or(&[1, 2, 4, 8, 16])),

@@ -26,7 +26,9 @@
 //! cache is warm, so the restart times are those of a process crash, not of a power failure.
 //!
 //! Every part interleaves its configurations within each repetition (A B C D A B C D ...), so
-//! drift of the machine hits them alike; tables show medians.
+//! drift of the machine hits them alike; the overhead part turns the order round every other
+//! repetition (A B C D D C B A ...), so that neither end of it is always first. Tables show
+//! medians.
 //!
 //! Every database sets logging explicitly (the engine's default is on).
 
@@ -450,7 +452,8 @@ fn charts(plan: &Plan, results: &Results) -> Vec<(String, Chart)> {
 /// The overhead part: inserts/s per configuration against threads, one chart per batch size.
 fn overhead_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String, Chart)>) {
     for &batch in &plan.batches {
-        let series = Setup::ALL
+        let series = plan
+            .setups
             .iter()
             .map(|&setup| Series {
                 name: setup.name().to_string(),
