@@ -73,9 +73,29 @@ pub fn median_by<T>(items: &[T], keep: impl Fn(&T) -> bool, f: impl Fn(&T) -> Op
     median(&v)
 }
 
+/// The order in which repetition `rep` measures `n` configurations: `0..n`, turned round in
+/// every other repetition (A B C, C B A, A B C, ...). On a shared machine the place within a
+/// repetition favours one end (a fresh process's memory, a neighbour's load that comes and
+/// goes), so no configuration is always first.
+pub fn in_turn<R>(n: usize, rep: R) -> impl Iterator<Item = usize>
+where
+    R: std::ops::Rem<Output = R> + PartialEq + From<u8>,
+{
+    let turned = rep % R::from(2) == R::from(1);
+    (0..n).map(move |i| if turned { n - 1 - i } else { i })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repetitions_turn_the_order_round() {
+        assert_eq!(in_turn(3, 0).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(in_turn(3, 1).collect::<Vec<_>>(), [2, 1, 0]);
+        assert_eq!(in_turn(3, 2u32).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(in_turn(0, 1).count(), 0);
+    }
 
     #[test]
     fn median_min_max() {

@@ -3,7 +3,8 @@
 //! locking × optimistic descents × log archive, traditional mode only with optimistic descents
 //! off as it always couples latches, logging off only without a log archive as the archive is
 //! made from the log), loaded once; the measurements are interleaved (repetition, then thread
-//! count, then configuration) so that machine noise hits every configuration alike; each
+//! count, then configuration, in the opposite order every other repetition) so that machine
+//! noise hits every configuration alike; each
 //! database is verified after its last measurement.
 
 use std::io::{self, Write};
@@ -327,7 +328,8 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let mut rows = Vec::new();
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
-            for (s, prop, db, load) in &dbs {
+            for i in crate::support::stats::in_turn(dbs.len(), rep) {
+                let (s, prop, db, load) = &dbs[i];
                 let (cpu0, written0) = (crate::support::cpu::process_cpu_secs(), db.stats().pages_written);
                 let cleaner0 = db.cleaner_stats().unwrap_or_default();
                 let m = harness::run_while(

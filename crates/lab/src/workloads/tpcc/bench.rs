@@ -3,8 +3,9 @@
 //! mode × logging × locking × optimistic descents, traditional mode only with them off as it
 //! always couples latches; LMDB: one per logging setting, as it has no modes, no locking
 //! setting and no optimistic descents), loaded once; the measurements are interleaved
-//! (repetition, then thread count, then configuration, engines included) so that machine noise
-//! hits every configuration alike; each database is verified (conditions 1–4) after its last
+//! (repetition, then thread count, then configuration, engines included, the configurations in
+//! the opposite order every other repetition) so that machine noise hits every configuration
+//! alike; each database is verified (conditions 1–4) after its last
 //! measurement.
 
 use std::io::{self, Write};
@@ -217,7 +218,8 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     let mut full = vec![false; dbs.len()];
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
-            for (i, (config, db, load)) in dbs.iter().enumerate() {
+            for i in crate::support::stats::in_turn(dbs.len(), rep) {
+                let (config, db, load) = &dbs[i];
                 if full[i] {
                     continue;
                 }

@@ -5,7 +5,7 @@
 //! setting and no optimistic descents), loaded once and shared by the workloads in order (the
 //! inserts of D and E stay for the workloads after them, as when YCSB runs A–F on one load);
 //! the measurements are interleaved (repetition, then thread count, then workload, then
-//! configuration, engines included); each database is verified after its last measurement.
+//! configuration, engines included, in the opposite order every other repetition); each database is verified after its last measurement.
 
 use std::io::{self, Write};
 use std::time::Instant;
@@ -190,7 +190,8 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
     for rep in 0..plan.repeat {
         for &threads in &plan.threads {
             for (w, &letter) in plan.workload.workloads.iter().enumerate() {
-                for (config, db, workloads, load) in &dbs {
+                for i in crate::support::stats::in_turn(dbs.len(), rep) {
+                    let (config, db, workloads, load) = &dbs[i];
                     let ycsb = &workloads[w];
                     let m = db.run(ycsb, threads, Until::Elapsed(plan.duration))?;
                     db.settle()?;

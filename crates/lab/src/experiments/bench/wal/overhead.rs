@@ -152,17 +152,13 @@ pub(super) fn run_overhead(
     for rep in 0..plan.repeat {
         for &threads in &plan.overhead_threads {
             // The batched configurations at every batch size, then the auto-commit ones once; in
-            // the opposite order every other repetition, since on a shared machine the order
-            // within a repetition favours one end (a fresh process's memory, the machine's drift).
+            // the opposite order every other repetition (`in_turn`).
             let mut measurements: Vec<(Setup, u32)> = Vec::new();
             for &batch in &plan.batches {
                 measurements.extend(plan.setups.iter().filter(|s| !s.auto_commit()).map(|&s| (s, batch)));
             }
             measurements.extend(plan.setups.iter().filter(|s| s.auto_commit()).map(|&s| (s, 1)));
-            if rep % 2 == 1 {
-                measurements.reverse();
-            }
-            for (setup, batch) in measurements {
+            for (setup, batch) in stats::in_turn(measurements.len(), rep).map(|i| measurements[i]) {
                 let run = measure_inserts(plan, scratch, setup, threads, batch, rep)
                     .map_err(|e| format!("overhead, {} at {threads} thread(s): {e}", setup.name()))?;
                 progress.say(format_args!(
