@@ -433,7 +433,7 @@ impl Core {
         // The rest of its undo chain must stay in the log while it is rolled back, also when
         // checkpoints run meanwhile (R22's background undo).
         shared.first_lsn.store(wal.log.oldest().0, Ordering::Release);
-        let log = TxnLog::new(Some(wal), shared);
+        let log = TxnLog::new(Some(wal), shared, None);
         let txn = entry.txn;
         let mut compensations = 0;
         if entry.state != TxnState::Committed {

@@ -1035,12 +1035,23 @@ impl Drop for TxnLog<'_> {
 }
 
 impl<'a> TxnLog<'a> {
-    pub(crate) fn new(wal: Option<&'a Wal>, shared: Arc<TxnShared>) -> TxnLog<'a> {
+    /// A transaction's log; with `versions`, a writer of versions there (LOCKS.md K17), whose
+    /// undo list is the writer's, which readers share.
+    pub(crate) fn new(
+        wal: Option<&'a Wal>,
+        shared: Arc<TxnShared>,
+        versions: Option<&'a Versions>,
+    ) -> TxnLog<'a> {
         TxnLog {
             wal,
             shared,
-            versioned: None,
-            own_undo: RefCell::new(UndoList::take_spare()),
+            versioned: versions.map(|v| (v, Writer::new())),
+            // The writer's list keeps its buffers from one transaction to the next.
+            own_undo: RefCell::new(if versions.is_some() {
+                UndoList::default()
+            } else {
+                UndoList::take_spare()
+            }),
             changed: Cell::new(false),
             compensating: Cell::new(None),
             compensating_then: Cell::new(None),
@@ -1061,13 +1072,6 @@ impl<'a> TxnLog<'a> {
     /// R2: the LSN of the leaf record the transaction committed with, if it did.
     pub(crate) fn committed_by(&self) -> Option<Lsn> {
         self.committed_by.get()
-    }
-
-    /// Makes the transaction a writer of versions in `versions` (LOCKS.md K17): its undo list
-    /// is then the writer's, which readers share. Call it before the first change.
-    pub(crate) fn keep_versions(&mut self, versions: &'a Versions) {
-        debug_assert!(!self.changed.get(), "K17: a writer's versions are kept from its first change");
-        self.versioned = Some((versions, Writer::with_list(self.own_undo.take())));
     }
 
     /// The transaction as a writer of versions, on a database that keeps them (K17).
@@ -1094,16 +1098,22 @@ impl<'a> TxnLog<'a> {
 
     /// K19: the transaction ended, committed or rolled back, before its locks are released:
     /// the versions a snapshot may need go to the chains, and its undo list is emptied (its
-    /// buffers kept for the thread's next transaction). Done once; later calls do nothing.
+    /// buffers kept for the thread's next transaction: in the writer, unless a chain holds
+    /// it). Done once; later calls do nothing.
     pub(crate) fn finish_versions(&self) {
         if self.retired.replace(true) {
             return;
         }
-        let list = match &self.versioned {
-            Some((v, w)) if self.changed.get() => v.retire(w, self.chained.take()),
-            _ => self.with_undo(std::mem::take),
-        };
-        list.recycle();
+        match &self.versioned {
+            Some((v, w)) if self.changed.get() => {
+                if let Some(list) = v.retire(w, self.chained.take()) {
+                    list.recycle();
+                }
+            }
+            // A writer that changed nothing has an empty list.
+            Some(_) => {}
+            None => self.own_undo.take().recycle(),
+        }
     }
 
     /// Entry `i` of the undo list (0 is the oldest), copied out, for rollback.

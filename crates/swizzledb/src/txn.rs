@@ -49,10 +49,7 @@ struct SnapshotIsolation<'db> {
 impl<'db> Transaction<'db> {
     pub(crate) fn new(db: &'db Core, wal: Option<&'db Wal>, shared: Arc<TxnShared>) -> Transaction<'db> {
         let reads = db.locks.as_deref().map(|locks| TxnReads::new(locks, shared.id));
-        let mut log = TxnLog::new(wal, shared);
-        if let Some(versions) = db.versions.as_deref() {
-            log.keep_versions(versions);
-        }
+        let log = TxnLog::new(wal, shared, db.versions.as_deref());
         Transaction { db, log, reads, si: None, done: false }
     }
 

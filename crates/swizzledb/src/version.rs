@@ -66,29 +66,22 @@ pub(crate) fn holds_spare<T>(slot: &'static std::thread::LocalKey<Cell<Option<Ar
 }
 
 impl Writer {
-    /// A running writer with an empty undo list (the buffers the thread's last one left).
-    #[cfg(test)]
+    /// A running writer with an empty undo list: the writer the thread's last transaction left
+    /// ([`Writer::keep`]), with its list's buffers, if there is one; else a new one with the
+    /// buffers the thread's last list left ([`UndoList::take_spare`]).
     pub(crate) fn new() -> Arc<Writer> {
-        Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(UndoList::take_spare()) })
-    }
-
-    /// A running writer with `list` (empty) as its undo list: the one the thread's last
-    /// transaction left ([`Writer::keep`]) if there is one, else a new one.
-    pub(crate) fn with_list(list: UndoList) -> Arc<Writer> {
-        debug_assert!(list.is_empty());
-        let mut list = Some(list);
         reuse(&SPARE_WRITER, |w| {
+            debug_assert!(w.undo.get_mut().is_empty(), "K19: a kept writer's list was emptied");
             *w.state.get_mut() = ACTIVE;
-            *w.undo.get_mut() = list.take().unwrap_or_default();
         })
         .unwrap_or_else(|| {
-            Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(list.unwrap_or_default()) })
+            Arc::new(Writer { state: AtomicU64::new(ACTIVE), undo: Mutex::new(UndoList::take_spare()) })
         })
     }
 
     /// A transaction let its writer go: if nothing else holds it (no version in a chain, no
-    /// reader that looked it up), it is kept for the thread's next transaction, which then
-    /// allocates none. Its undo list must be empty (K19 emptied it).
+    /// reader that looked it up), it is kept, with its list's buffers, for the thread's next
+    /// transaction, which then allocates none. Its undo list must be empty (K19 emptied it).
     pub(crate) fn keep(mut w: Arc<Writer>) {
         if let Some(writer) = Arc::get_mut(&mut w) {
             if writer.undo.get_mut().is_empty() {
@@ -223,14 +216,24 @@ impl UndoList {
     /// Empties the list and keeps its buffers for the thread's next transaction (large ones are
     /// dropped, so one huge transaction does not pin its memory).
     pub(crate) fn recycle(mut self) {
-        if self.bytes.capacity() <= 1 << 20 && self.entries.capacity() <= 1 << 14 {
-            self.entries.clear();
-            self.bytes.clear();
-            self.indexed = false;
-            if let Some(index) = &mut self.index {
-                index.first.clear();
-            }
+        if self.worth_keeping() {
+            self.clear();
             SPARE_UNDO.with(|s| s.set(Some(self)));
+        }
+    }
+
+    /// Whether the list's buffers are small enough to keep for another transaction.
+    pub(crate) fn worth_keeping(&self) -> bool {
+        self.bytes.capacity() <= 1 << 20 && self.entries.capacity() <= 1 << 14
+    }
+
+    /// Empties the list, keeping its buffers.
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes.clear();
+        self.indexed = false;
+        if let Some(index) = &mut self.index {
+            index.first.clear();
         }
     }
 
@@ -330,11 +333,11 @@ mod tests {
     /// another one.
     #[test]
     fn k19_a_writer_still_held_is_never_reused() {
-        let w = Writer::with_list(UndoList::default());
+        let w = Writer::new();
         w.state.store(FIRST_TS + 5, Ordering::SeqCst);
         let held = Arc::clone(&w);
         Writer::keep(w);
-        let next = Writer::with_list(UndoList::default());
+        let next = Writer::new();
         assert!(!Arc::ptr_eq(&next, &held), "a held writer went to the next transaction");
         assert_eq!(held.state.load(Ordering::SeqCst), FIRST_TS + 5, "its commit time is kept");
         assert_eq!(next.state.load(Ordering::SeqCst), ACTIVE);
@@ -344,7 +347,7 @@ mod tests {
         let at = Arc::as_ptr(&next);
         Writer::keep(next);
         assert!(spare_writer_kept(), "an unheld writer with an empty list was not kept");
-        let again = Writer::with_list(UndoList::default());
+        let again = Writer::new();
         assert_eq!(Arc::as_ptr(&again), at, "an unheld writer is kept for the thread");
         assert_eq!(again.state.load(Ordering::SeqCst), ACTIVE);
 

@@ -357,9 +357,11 @@ impl Versions {
     /// snapshot may need it (the writer ended after the horizon) or the key has a chain (whose
     /// versions are older: dropped, this one would leave an older writer's version as the
     /// key's newest, and a reader would take its before-image for the key's value); then the
-    /// list is emptied, and the chain versions go once no snapshot needs them. Returns the
-    /// list, for the thread's next transaction to reuse.
-    pub(crate) fn retire(&self, writer: &Arc<Writer>, mut chained: Vec<Key>) -> UndoList {
+    /// list is emptied, and the chain versions go once no snapshot needs them. The emptied
+    /// list keeps its buffers in the writer for the thread's next transaction
+    /// ([`Writer::keep`]), unless a chain holds the writer: then they are taken out of it and
+    /// returned, so that no chained writer pins them.
+    pub(crate) fn retire(&self, writer: &Arc<Writer>, mut chained: Vec<Key>) -> Option<UndoList> {
         let at = match writer.state.load(SeqCst) {
             ACTIVE | COMMITTING => {
                 writer.state.store(ABORTED, SeqCst);
@@ -371,7 +373,7 @@ impl Versions {
         let mut guard = writer.undo.lock();
         let list = &mut *guard;
         if list.is_empty() && chained.is_empty() {
-            return std::mem::take(list);
+            return None;
         }
         let keep = at > self.horizon();
         // Without any chain and without a snapshot that may need them, nothing is copied: the
@@ -396,14 +398,19 @@ impl Versions {
                 });
             }
         }
-        let list = std::mem::take(list);
+        let made = list.len() as u64;
+        let taken = if chained.is_empty() && list.worth_keeping() {
+            list.clear();
+            None
+        } else {
+            Some(std::mem::take(list))
+        };
         drop(guard);
-        self.made[thread_slot() % MADE_STRIPES]
-            .fetch_add(list.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.made[thread_slot() % MADE_STRIPES].fetch_add(made, std::sync::atomic::Ordering::Relaxed);
         if !chained.is_empty() {
             self.ended(at, Arc::clone(writer), chained);
         }
-        list
+        taken
     }
 
     /// K19: `writer`, which ended at `at`, leaves versions in the chains of `keys`: removed now
