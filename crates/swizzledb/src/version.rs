@@ -82,11 +82,18 @@ impl Writer {
     /// A transaction let its writer go: if nothing else holds it (no version in a chain, no
     /// reader that looked it up), it is kept, with its list's buffers, for the thread's next
     /// transaction, which then allocates none. Its undo list must be empty (K19 emptied it).
+    /// A writer still held elsewhere hands its emptied list's buffers to the thread instead
+    /// ([`UndoList::recycle`]).
     pub(crate) fn keep(mut w: Arc<Writer>) {
         if let Some(writer) = Arc::get_mut(&mut w) {
             if writer.undo.get_mut().is_empty() {
                 let _ = SPARE_WRITER.try_with(|s| s.set(Some(w)));
             }
+            return;
+        }
+        let mut list = w.undo.lock();
+        if list.is_empty() {
+            std::mem::take(&mut *list).recycle();
         }
     }
 

@@ -154,20 +154,29 @@ impl Part {
 pub struct Parts(pub(super) Vec<Part>);
 
 pub(super) fn parse_parts(input: &str) -> Result<Parts, String> {
+    parse_subset(input, &Part::ALL, Part::name, "part").map(Parts)
+}
+
+/// The items of `all` that `input` names (`all`, or a comma-separated list of names), in the
+/// order of `all`; `what` names an item in the error.
+fn parse_subset<T: Copy + PartialEq>(
+    input: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+    what: &str,
+) -> Result<Vec<T>, String> {
     if input.trim().eq_ignore_ascii_case("all") {
-        return Ok(Parts(Part::ALL.to_vec()));
+        return Ok(all.to_vec());
     }
     let mut chosen = Vec::new();
-    for name in input.split(',').map(str::trim) {
-        let part = Part::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| {
-            format!(
-                "unknown part {name:?}: use all, or a comma-separated list of overhead, group-commit, restart, \
-                 log-size"
-            )
+    for word in input.split(',').map(str::trim) {
+        let item = all.iter().copied().find(|&x| name(x) == word).ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|&x| name(x)).collect();
+            format!("unknown {what} {word:?}: use all, or a comma-separated list of {}", names.join(", "))
         })?;
-        chosen.push(part);
+        chosen.push(item);
     }
-    Ok(Parts(Part::ALL.into_iter().filter(|p| chosen.contains(p)).collect()))
+    Ok(all.iter().copied().filter(|x| chosen.contains(x)).collect())
 }
 
 /// A set of the overhead part's configurations, in [`Setup::ALL`] order.
@@ -175,21 +184,7 @@ pub(super) fn parse_parts(input: &str) -> Result<Parts, String> {
 pub struct Setups(pub(super) Vec<Setup>);
 
 pub(super) fn parse_setups(input: &str) -> Result<Setups, String> {
-    if input.trim().eq_ignore_ascii_case("all") {
-        return Ok(Setups(Setup::ALL.to_vec()));
-    }
-    let mut chosen = Vec::new();
-    for name in input.split(',').map(str::trim) {
-        let setup = Setup::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| {
-            let names: Vec<&str> = Setup::ALL.iter().map(|s| s.name()).collect();
-            format!(
-                "unknown configuration {name:?}: use all, or a comma-separated list of {}",
-                names.join(", ")
-            )
-        })?;
-        chosen.push(setup);
-    }
-    Ok(Setups(Setup::ALL.into_iter().filter(|s| chosen.contains(s)).collect()))
+    parse_subset(input, &Setup::ALL, Setup::name, "configuration").map(Setups)
 }
 
 pub(crate) fn parse_log_size(input: &str) -> Result<u64, String> {
