@@ -221,17 +221,30 @@ impl UndoList {
     }
 
     /// Empties the list and keeps its buffers for the thread's next transaction (large ones are
-    /// dropped, so one huge transaction does not pin its memory).
+    /// dropped, so one huge transaction does not pin its memory). A list that owns no buffers
+    /// (one whose buffers `retire` took out) leaves the thread's spare as it is, which may
+    /// hold those very buffers.
     pub(crate) fn recycle(mut self) {
-        if self.worth_keeping() {
+        if self.worth_keeping() && self.owns_buffers() {
             self.clear();
             SPARE_UNDO.with(|s| s.set(Some(self)));
         }
     }
 
+    /// The capacities of the list's two buffers, entries and bytes (tests of their reuse).
+    #[cfg(test)]
+    pub(crate) fn capacities(&self) -> (usize, usize) {
+        (self.entries.capacity(), self.bytes.capacity())
+    }
+
     /// Whether the list's buffers are small enough to keep for another transaction.
     pub(crate) fn worth_keeping(&self) -> bool {
         self.bytes.capacity() <= 1 << 20 && self.entries.capacity() <= 1 << 14
+    }
+
+    /// Whether the list has allocated anything.
+    fn owns_buffers(&self) -> bool {
+        self.entries.capacity() != 0 || self.bytes.capacity() != 0 || self.index.is_some()
     }
 
     /// Empties the list, keeping its buffers.

@@ -998,4 +998,72 @@ mod tests {
         v.collect();
         assert_eq!(v.stats().bytes, 0, "no snapshot needs them any more");
     }
+
+    /// K19, where the buffers go: a writer's list is emptied in place at its end and keeps its
+    /// buffers for the thread's next transaction; if a chain holds the writer (a snapshot may
+    /// need its versions), `retire` takes them out and returns them, so that the chained writer
+    /// pins none; and a writer let go while another holder keeps it hands its emptied buffers
+    /// to the thread (`Writer::keep`), so its next transaction allocates none either way.
+    #[test]
+    fn k19_retire_leaves_the_buffers_with_the_thread_unless_a_chain_holds_the_writer() {
+        let locks = Arc::new(LockManager::new(4));
+        let v = Versions::new(DEFAULT_VERSION_MEMORY, Arc::clone(&locks));
+        let tree = PageId::new(5).expect("not zero");
+        let write_keys = |txn: TxnId, writer: &Arc<Writer>| {
+            for i in 0..40u32 {
+                let k = i.to_be_bytes();
+                locks.lock_to_write(txn, tree_lock_id(tree), &k, writer).expect("free");
+                writer.undo.lock().push(tree, &k, Some(b"old value"), swizzledb_sync::Lsn(0));
+            }
+        };
+
+        // No snapshot: the list is emptied in place and the writer, let go, is the next one.
+        let first = Writer::new();
+        write_keys(TxnId(2), &first);
+        let filled = first.undo.lock().capacities();
+        assert!(filled.0 >= 40 && filled.1 >= 40 * 13, "the list grew: {filled:?}");
+        v.commit(&first);
+        assert!(v.retire(&first, Vec::new()).is_none(), "no chain holds the writer: nothing taken out");
+        assert!(first.undo.lock().is_empty(), "emptied at the writer's end");
+        assert_eq!(first.undo.lock().capacities(), filled, "emptied in place, buffers kept");
+        locks.release_all(TxnId(2));
+        let at = Arc::as_ptr(&first);
+        Writer::keep(first);
+        let second = Writer::new();
+        assert_eq!(Arc::as_ptr(&second), at, "the unheld writer is the thread's next one");
+        assert_eq!(second.undo.lock().capacities(), filled, "with its buffers");
+
+        // A snapshot older than the writer's end: its versions go to chains, which hold the
+        // writer, so the buffers are taken out of it and returned.
+        write_keys(TxnId(3), &second);
+        let snap = v.snapshot();
+        v.commit(&second);
+        let taken =
+            v.retire(&second, Vec::new()).expect("a chain holds the writer: the buffers are taken out");
+        assert!(v.stats().bytes > 0, "the versions the snapshot needs are in chains");
+        assert_eq!(taken.capacities(), filled, "the returned list has the buffers");
+        assert_eq!(second.undo.lock().capacities(), (0, 0), "the chained writer pins no buffer");
+        taken.recycle();
+        locks.release_all(TxnId(3));
+        Writer::keep(second);
+        let third = Writer::new();
+        assert_eq!(third.undo.lock().capacities(), filled, "a new writer starts with the recycled buffers");
+
+        // A writer still held elsewhere when its transaction lets it go (a reader looked it
+        // up): its emptied buffers go to the thread, not with the held writer.
+        drop(snap);
+        v.collect();
+        assert_eq!(v.stats().bytes, 0, "no snapshot needs the chained versions any more");
+        write_keys(TxnId(4), &third);
+        v.commit(&third);
+        assert!(v.retire(&third, Vec::new()).is_none());
+        locks.release_all(TxnId(4));
+        let held = Arc::clone(&third);
+        Writer::keep(third);
+        assert_eq!(held.undo.lock().capacities(), (0, 0), "the held writer gave its buffers up");
+        let fourth = Writer::new();
+        assert!(!Arc::ptr_eq(&fourth, &held), "a held writer is never reused");
+        assert_eq!(fourth.undo.lock().capacities(), filled, "the next writer has the held one's buffers");
+        drop(held);
+    }
 }
