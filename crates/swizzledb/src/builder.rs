@@ -33,6 +33,7 @@ pub struct Builder {
     pub(crate) commit_mode: CommitMode,
     pub(crate) log_segment_bytes: Option<u64>,
     pub(crate) log_recovery: swizzledb_wal::Recovery,
+    pub(crate) commit_wait: swizzledb_wal::CommitWait,
     pub(crate) checkpoint_every: Option<Option<std::time::Duration>>,
     pub(crate) max_log_bytes: Option<u64>,
     /// `None`: [`crate::DEFAULT_VERSION_MEMORY`].
@@ -253,6 +254,24 @@ impl Builder {
         self
     }
 
+    /// How a committer waits for the log's sync round that makes its commit durable (default
+    /// [`CommitWait::Adaptive`]; wal README W6 steps 6 and 7). Adaptive waiting spins out a
+    /// round that was short last time while a core is free, and when more committers wait than
+    /// there are free cores it keeps one core awake, yielding it, through a short round: more
+    /// commits per second under sync commit where fsyncs are quick and committers many, for
+    /// CPU the cores would otherwise spend idle. [`CommitWait::Sleep`] never waits awake, for a
+    /// machine whose idle cores run other work or are billed. Only sync commits and explicit
+    /// flushes wait for rounds; [`LogStats::busy_waits`] counts the waits spent awake.
+    ///
+    /// [`CommitWait::Adaptive`]: crate::CommitWait::Adaptive
+    /// [`CommitWait::Sleep`]: crate::CommitWait::Sleep
+    /// [`LogStats::busy_waits`]: crate::LogStats::busy_waits
+    #[must_use]
+    pub fn commit_wait(mut self, wait: swizzledb_wal::CommitWait) -> Self {
+        self.commit_wait = wait;
+        self
+    }
+
     /// How often a background thread takes a fuzzy checkpoint (default every 30 s; `None`: only
     /// at open, close, [`Database::checkpoint`] and the page cleaner's rounds). Restart reads
     /// the log back to the last checkpoint, and from the oldest change not yet written back:
@@ -406,6 +425,7 @@ impl Builder {
         config.vfs = Arc::clone(&self.config.vfs);
         config.buffer_bytes = LOG_BUFFER_BYTES;
         config.recovery = self.log_recovery;
+        config.commit_wait = self.commit_wait;
         if let Some(bytes) = self.log_segment_bytes {
             config.segment_bytes = bytes;
         }

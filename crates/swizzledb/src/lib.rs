@@ -102,7 +102,8 @@ pub use crate::tree::Tree;
 pub use crate::txn::{ReadTransaction, Transaction, TxnRange, TxnRevRange};
 pub use crate::versions::{VersionStats, DEFAULT_VERSION_MEMORY};
 pub use swizzledb_wal::{
-    Archive, ArchiveEntry, Damage as LogDamage, LogError, LogStats, Recovery as LogRecovery, RunSummary,
+    Archive, ArchiveEntry, CommitWait, Damage as LogDamage, LogError, LogStats, Recovery as LogRecovery,
+    RunSummary,
 };
 
 pub use swizzledb_btree::{

@@ -42,6 +42,6 @@ pub use archive::{Archive, Between as ArchiveBetween, Entry as ArchiveEntry, Run
 pub use error::{LogError, Result};
 pub use frame::FRAME_ROOM;
 pub use manager::log_manager::{LogConfig, LogManager, LogScan};
-pub use manager::{Damage, LogStats, OpenReport, Recovery};
+pub use manager::{CommitWait, Damage, LogStats, OpenReport, Recovery};
 pub use segment::is_spare;
 pub use swizzledb_sync::Lsn;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swizzledb::lab::DatabaseExt as _;
-use swizzledb::{wal_dir, Cleaner, CommitMode, Database, Error, PoolMode, TreeError};
+use swizzledb::{wal_dir, Cleaner, CommitMode, CommitWait, Database, Error, PoolMode, TreeError};
 use swizzledb_io::{CrashMode, FaultFs, OpenMode, Vfs};
 
 fn fault_fs() -> FaultFs {
@@ -574,6 +574,51 @@ fn r13_flush_then_crash_keeps_a_valid_prefix_of_async_commits() {
         assert!(present[first..].iter().all(|&p| p), "{crash:?}: deleted keys came back after {first}");
         db.close().unwrap();
     }
+}
+
+/// R2 with `Builder::commit_wait(CommitWait::Sleep)` (wal README W6 steps 6 and 7): threads
+/// committing synchronously all sleep through their rounds (no wait spent awake), and every
+/// commit that returned survives a power loss; the setting belongs to the open, not to the file.
+#[test]
+fn r2_sleeping_committers_wait_awake_never_and_lose_no_commit() {
+    const THREADS: u32 = 6;
+    const COMMITS: u32 = 150;
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let builder = Database::builder()
+        .page_size(4096)
+        .pool_bytes(256 * 4096)
+        .commit_mode(CommitMode::Sync)
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
+    let db = builder.clone().commit_wait(CommitWait::Sleep).create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let before = db.log_stats().unwrap();
+    std::thread::scope(|s| {
+        for th in 0..THREADS {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                for i in 0..COMMITS {
+                    let mut tx = db.begin();
+                    tx.put(t, &key(th * COMMITS + i), &[th as u8; 40]).unwrap();
+                    tx.commit().unwrap();
+                }
+            });
+        }
+    });
+    let after = db.log_stats().unwrap();
+    assert_eq!(after.busy_waits, 0, "W6: committers told to sleep waited awake: {after:?}");
+    let requests = after.flush_requests - before.flush_requests;
+    assert!(requests >= u64::from(THREADS * COMMITS), "R2: every sync commit asks for a flush: {requests}");
+    fs.crash(CrashMode::DropUnsynced);
+    drop(t);
+    drop(db);
+    let db = builder.open(path).unwrap();
+    let t = db.tree("t").unwrap();
+    for i in 0..THREADS * COMMITS {
+        assert!(t.get(&key(i)).unwrap().is_some(), "R2: the commit of key {i} returned and was lost");
+    }
+    assert_eq!(db.log_stats().unwrap().busy_waits, 0, "nothing waited yet after the reopen");
+    db.close().unwrap();
 }
 
 /// R14: the log's segment size is recorded with it, so an open with the defaults reads a log

@@ -1,7 +1,7 @@
 //! The log manager: reservation, publication, the writer (group commit), open and truncation.
 //! README rules W1..W15 are the contract; comments cite them.
 
-use super::{Damage, LogStats, OpenReport, Recovery};
+use super::{CommitWait, Damage, LogStats, OpenReport, Recovery};
 use crate::error::{LogError, Result};
 use crate::frame::{self, FIRST_LSN, FRAME_ROOM, HEADER};
 use crate::master;
@@ -38,6 +38,9 @@ pub struct LogConfig {
     /// How many segment files truncation keeps as spares for new segments to reuse (W15); 0
     /// removes every truncated segment. Default 4.
     pub spare_segments: usize,
+    /// How a committer waits for its sync round (W6 steps 6 and 7). Default
+    /// [`CommitWait::Adaptive`].
+    pub commit_wait: CommitWait,
 }
 
 impl LogConfig {
@@ -51,6 +54,7 @@ impl LogConfig {
             vfs: Arc::new(OsFs),
             recovery: Recovery::Strict,
             spare_segments: 4,
+            commit_wait: CommitWait::Adaptive,
         }
     }
 
@@ -99,6 +103,7 @@ struct Counters {
     segments_created: AtomicU64,
     segments_recycled: AtomicU64,
     segments_prepared: AtomicU64,
+    busy_waits: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, by: u64) {
@@ -362,8 +367,16 @@ impl LogManager {
     /// frame was durable (W8; with [`Recovery::PointInTime`] both cut the log instead); `Io`.
     pub fn open(config: LogConfig) -> Result<LogManager> {
         config.validate()?;
-        let LogConfig { dir, segment_bytes, buffer_bytes, flush_interval, vfs, recovery, spare_segments } =
-            config.clone();
+        let LogConfig {
+            dir,
+            segment_bytes,
+            buffer_bytes,
+            flush_interval,
+            vfs,
+            recovery,
+            spare_segments,
+            commit_wait,
+        } = config.clone();
         let max_body = config.max_body();
         vfs.create_dir_all(&dir).map_err(|e| LogError::io("creating directory", &dir, e))?;
         remove_spares(&*vfs, &dir)?;
@@ -481,7 +494,11 @@ impl LogManager {
             gathered: Condvar::new(),
             last_round_ns: Padded(AtomicU64::new(u64::MAX)),
             in_flush: Padded(AtomicUsize::new(0)),
-            spin_slots: std::thread::available_parallelism().map_or(1, |n| n.get()) - 1,
+            spin_slots: match commit_wait {
+                CommitWait::Adaptive => std::thread::available_parallelism().map_or(1, |n| n.get()) - 1,
+                // No core to spin on: steps 6 and 7 never wait awake.
+                CommitWait::Sleep => 0,
+            },
             files: Mutex::new(files),
             spares: Mutex::new(Spares::default()),
             max_spares: spare_segments,
@@ -726,6 +743,7 @@ impl LogManager {
             segments_created: l(&c.segments_created),
             segments_recycled: l(&c.segments_recycled),
             segments_prepared: l(&c.segments_prepared),
+            busy_waits: l(&c.busy_waits),
         }
     }
 
@@ -1192,6 +1210,7 @@ impl Inner {
             if wait <= MAX_SPIN && !self.spin_budget().is_zero() {
                 // Step 6: a short wait is spun, without the mutex (only the leader changes
                 // `Gather`) and without `gather_want`, so no request has to signal.
+                bump(&self.counters.busy_waits, 1);
                 parking_lot::MutexGuard::unlocked(&mut g, || spin_until(wait, reached));
             } else {
                 let deadline = Instant::now() + wait;
@@ -1236,6 +1255,7 @@ impl Inner {
         if budget.is_zero() || !waiting() {
             return;
         }
+        bump(&self.counters.busy_waits, 1);
         spin_until(budget, || !waiting());
     }
 
@@ -1248,6 +1268,7 @@ impl Inner {
         if budget.is_zero() || !waiting() || self.keeper.swap(true, Ordering::AcqRel) {
             return;
         }
+        bump(&self.counters.busy_waits, 1);
         let until = Instant::now() + budget;
         while waiting() && Instant::now() < until {
             std::thread::yield_now();
@@ -1653,6 +1674,43 @@ mod gather_tests {
         assert_eq!(spin_budget(us(5), 0, 0), Duration::ZERO, "one core: the leader's");
         assert!(spin_until(us(100), || true));
         assert!(!spin_until(us(100), || false));
+    }
+
+    /// W6 steps 6 and 7 with `CommitWait::Sleep`: no core counts as free, so a short last
+    /// round gives no spin and a crowd no keeper; adaptive waiting on the same log state gives
+    /// both wherever the machine has a core besides the leader's.
+    #[test]
+    fn w6_sleeping_committers_get_no_time_to_wait_awake() {
+        for wait in [CommitWait::Sleep, CommitWait::Adaptive] {
+            let config = LogConfig {
+                flush_interval: None,
+                vfs: Arc::new(swizzledb_io::MemFs::new()),
+                commit_wait: wait,
+                ..LogConfig::new("/log")
+            };
+            let log = LogManager::open(config).unwrap();
+            let inner = &log.inner;
+            inner.last_round_ns.store(10_000, Ordering::Relaxed);
+            // The leader and one waiter: no crowd, step 6's case.
+            inner.in_flush.store(2, Ordering::Relaxed);
+            let spin = inner.spin_budget();
+            // Sixteen more waiters: a crowd, step 7's case.
+            inner.in_flush.store(18, Ordering::Relaxed);
+            let (last, crowd) = inner.last_round_and_crowd();
+            let keep = keep_budget(last, crowd, inner.spin_slots);
+            inner.in_flush.store(0, Ordering::Relaxed);
+            match wait {
+                CommitWait::Sleep => {
+                    assert_eq!((spin, keep), (Duration::ZERO, Duration::ZERO), "a sleeper never waits awake")
+                }
+                CommitWait::Adaptive if inner.spin_slots > 0 => {
+                    assert_eq!(spin, Duration::from_micros(20), "twice the short round");
+                    assert_eq!(keep, Duration::from_micros(20), "the crowd's keeper, twice the round");
+                }
+                CommitWait::Adaptive => {}
+            }
+            log.close().unwrap();
+        }
     }
 
     /// W6 step 7: only a crowd keeps a core awake, for short rounds, and never the only core.

@@ -5,7 +5,8 @@ use crate::common;
 use common::{small_config, Faults, TestFs};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
-use swizzledb_wal::{LogConfig, LogManager, LogStats};
+use swizzledb_io::MemFs;
+use swizzledb_wal::{CommitWait, LogConfig, LogManager, LogStats};
 
 fn assert_stats_add_up(s: &LogStats) {
     assert_eq!(
@@ -50,6 +51,53 @@ fn w6_eight_threads_append_and_flush_in_a_loop() {
         s.flush_requests,
         s.fsyncs,
         s.requests_per_fsync()
+    );
+}
+
+/// Eight threads append and flush in a loop on a log in memory (rounds of a few microseconds,
+/// which adaptive waiting spins out or keeps a core awake through); the log's counters after.
+fn commit_in_memory(wait: CommitWait) -> LogStats {
+    const THREADS: usize = 8;
+    const COMMITS: usize = 300;
+    let config = LogConfig {
+        flush_interval: None,
+        vfs: Arc::new(MemFs::new()),
+        commit_wait: wait,
+        ..LogConfig::new("/log")
+    };
+    let log = Arc::new(LogManager::open(config).unwrap());
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (log, barrier) = (Arc::clone(&log), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                for i in 0..COMMITS {
+                    let lsn = log.append(format!("commit {t}/{i}").as_bytes()).unwrap();
+                    log.flush(lsn).unwrap();
+                    assert!(lsn < log.durable(), "W6: a returned flush covers its LSN");
+                }
+            })
+        })
+        .collect();
+    handles.into_iter().for_each(|h| h.join().unwrap());
+    let s = log.stats();
+    assert_eq!(s.flush_requests, (THREADS * COMMITS) as u64);
+    assert_stats_add_up(&s);
+    s
+}
+
+/// W6 steps 6 and 7 with `CommitWait::Sleep`: every waiter sleeps, none spins or keeps a core
+/// awake, and group commit still serves every request. (Adaptive waiting on the same
+/// workload, on a machine of two cores or more, waits awake: printed beside it.)
+#[test]
+fn w6_committers_told_to_sleep_never_wait_awake() {
+    let sleep = commit_in_memory(CommitWait::Sleep);
+    assert_eq!(sleep.busy_waits, 0, "W6: a sleeping committer never waits awake: {sleep:?}");
+    let adaptive = commit_in_memory(CommitWait::Adaptive);
+    eprintln!(
+        "8 threads in memory: sleep {} rounds, {} busy waits; adaptive {} rounds, {} busy waits",
+        sleep.fsyncs, sleep.busy_waits, adaptive.fsyncs, adaptive.busy_waits
     );
 }
 

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use swizzledb::{Cleaner, CleanerStats, CommitMode, Database, LogStats};
+use swizzledb::{Cleaner, CleanerStats, CommitMode, CommitWait, Database, LogStats};
 
 use crate::experiments::bench::insert::mix;
 use crate::support::text::bytes;
@@ -60,6 +60,11 @@ pub struct WalBenchArgs {
     /// Seconds per group-commit measurement
     #[arg(long, default_value = "3", value_parser = units::parse_positive_seconds)]
     pub(super) duration: f64,
+    /// How the group-commit part's committers wait for their sync round (Builder::commit_wait):
+    /// adaptive (the default: spin or keep a core awake through short rounds), sleep, or both,
+    /// comma-separated, measured side by side with their CPU
+    #[arg(long, default_value = "adaptive", value_parser = parse_commit_waits)]
+    pub(super) commit_wait: CommitWaits,
     /// Longest time of one overhead measurement: a configuration still inserting then stops, and
     /// its row counts the inserts done (synchronous commit of one insert per transaction costs an
     /// fsync per insert)
@@ -147,6 +152,25 @@ impl Part {
             Part::LogSize => "log-size",
         }
     }
+}
+
+/// The ways a committer can wait ([`CommitWait`]), in the order the group-commit part runs them.
+pub(super) const COMMIT_WAITS: [CommitWait; 2] = [CommitWait::Adaptive, CommitWait::Sleep];
+
+/// The name `--commit-wait` and `wal.csv` give `wait`.
+pub(super) fn commit_wait_name(wait: CommitWait) -> &'static str {
+    match wait {
+        CommitWait::Adaptive => "adaptive",
+        CommitWait::Sleep => "sleep",
+    }
+}
+
+/// A set of commit waits, in [`COMMIT_WAITS`] order.
+#[derive(Clone, Debug)]
+pub struct CommitWaits(pub(super) Vec<CommitWait>);
+
+pub(super) fn parse_commit_waits(input: &str) -> Result<CommitWaits, String> {
+    parse_subset(input, &COMMIT_WAITS, commit_wait_name, "commit wait").map(CommitWaits)
 }
 
 /// A set of parts, in [`Part::ALL`] order.
@@ -345,6 +369,8 @@ pub(super) struct Plan {
     pub(super) batches: Vec<u32>,
     pub(super) overhead_threads: Vec<usize>,
     pub(super) group_threads: Vec<usize>,
+    /// The group-commit part's ways of waiting, in [`COMMIT_WAITS`] order.
+    pub(super) commit_waits: Vec<CommitWait>,
     pub(super) duration: f64,
     pub(super) time_limit: f64,
     pub(super) log_sizes: Vec<u64>,
@@ -403,6 +429,7 @@ pub(super) fn plan(args: &WalBenchArgs) -> Result<Plan, String> {
         batches,
         overhead_threads: sorted(args.threads.as_deref().unwrap_or(&[1, 2, 4])),
         group_threads: sorted(args.threads.as_deref().unwrap_or(&[1, 2, 4, 8, 16])),
+        commit_waits: args.commit_wait.0.clone(),
         duration: args.duration,
         time_limit: args.time_limit,
         log_sizes,
@@ -469,6 +496,7 @@ pub(super) fn log_delta(after: &LogStats, before: &LogStats) -> LogStats {
         segments_created: after.segments_created - before.segments_created,
         segments_recycled: after.segments_recycled - before.segments_recycled,
         segments_prepared: after.segments_prepared - before.segments_prepared,
+        busy_waits: after.busy_waits - before.busy_waits,
     }
 }
 

@@ -10,7 +10,8 @@
 //!    insert.
 //! 2. **group-commit** — T threads each commit one-put transactions synchronously for D seconds:
 //!    commits/s and commits per fsync (the log's sync rounds, those of its background flusher
-//!    included).
+//!    included), for each way of waiting for a round (`--commit-wait`: adaptive, sleep), with
+//!    the process's CPU per commit and the waits spent awake.
 //! 3. **restart** — a loaded database is opened by a child process, which updates records and is
 //!    then killed with SIGKILL; the restart (`Database::open`) is timed in this process, with its
 //!    counters (records analyzed and redone, pages written). Two series: without the page cleaner,
@@ -143,25 +144,8 @@ fn print_checks(out: &mut impl Write, plan: &Plan, results: &Results) -> io::Res
         }
     }
     if plan.has(Part::GroupCommit) {
-        let per_fsync = |t| commit_median(&results.commits, t, CommitRun::commits_per_fsync);
-        if let (Some(&lo), Some(&hi)) = (plan.group_threads.first(), plan.group_threads.last()) {
-            if let (Some(a), Some(b)) = (per_fsync(lo), per_fsync(hi)) {
-                if lo != hi {
-                    let per_sec = |t| commit_median(&results.commits, t, |r| Some(r.commits_per_sec()));
-                    let speedup = match (per_sec(lo), per_sec(hi)) {
-                        (Some(x), Some(y)) if x > 0.0 => format!("; {:.1}x the commits/s", y / x),
-                        _ => String::new(),
-                    };
-                    verdict(
-                        out,
-                        b > a,
-                        format!(
-                            "group commit: {b:.2} commits per fsync at {hi} threads vs {a:.2} at {lo} (one fsync \
-                             serves several committers){speedup}"
-                        ),
-                    )?;
-                }
-            }
+        for &wait in &plan.commit_waits {
+            group_commit_checks(out, &mut verdict, plan, &results.commits, wait)?;
         }
     }
     if plan.has(Part::Restart) {
@@ -216,7 +200,7 @@ pub const CSV_HEADER: &str = "part,config,logging,locking,commit_mode,threads,ba
 inserts,commits,inserts_per_sec,commits_per_sec,log_bytes,log_bytes_per_insert,flush_requests,fsyncs,\
 background_fsyncs,commits_per_fsync,requests_per_fsync,lock_retries,capped,log_target_bytes,\
 restart_s,analyzed,redone,pages_written,losers,compensations,cleaner,max_log_bytes,log_segment_bytes,keys,\
-updates,log_kept_bytes,wal_dir_bytes,cleaner_rounds,cleaner_pages_written,throttled,writer_target_s,writer_s";
+updates,log_kept_bytes,wal_dir_bytes,cleaner_rounds,cleaner_pages_written,throttled,writer_target_s,writer_s,commit_wait,busy_waits,cpu_s";
 
 /// One row of `wal.csv`: one measurement of one part; the columns a part does not measure are
 /// empty (columns in `docs/results-schema.md`).
@@ -263,6 +247,9 @@ pub struct WalRow {
     pub throttled: Option<u64>,
     pub writer_target_s: Option<f64>,
     pub writer_s: Option<f64>,
+    pub commit_wait: Option<&'static str>,
+    pub busy_waits: Option<u64>,
+    pub cpu_s: Option<f64>,
 }
 
 impl WalRow {
@@ -349,6 +336,9 @@ fn rows(plan: &Plan, results: &Results) -> Vec<WalRow> {
                 commits_per_fsync: r.commits_per_fsync(),
                 requests_per_fsync: Some(r.log.requests_per_fsync()),
                 lock_retries: Some(r.lock_retries),
+                commit_wait: Some(commit_wait_name(r.wait)),
+                busy_waits: Some(r.log.busy_waits),
+                cpu_s: r.cpu_secs,
                 ..WalRow::default()
             }
             .default_log(Some(r.log_kept), Some(r.cleaning)),
@@ -495,12 +485,24 @@ fn overhead_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String, Cha
 
 /// The group-commit part: commits/s and commits per fsync against committing threads.
 fn group_commit_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String, Chart)>) {
-    let by_threads = |f: &dyn Fn(&CommitRun) -> Option<f64>| -> Vec<Point> {
-        plan.group_threads
+    let by_threads = |f: &dyn Fn(&CommitRun) -> Option<f64>| -> Vec<Series> {
+        plan.commit_waits
             .iter()
-            .filter_map(|&t| {
-                let v: Vec<f64> = results.commits.iter().filter(|r| r.threads == t).filter_map(f).collect();
-                point_of(&v, t as f64)
+            .map(|&wait| Series {
+                name: format!("log-sync, {}", commit_wait_name(wait)),
+                points: plan
+                    .group_threads
+                    .iter()
+                    .filter_map(|&t| {
+                        let v: Vec<f64> = results
+                            .commits
+                            .iter()
+                            .filter(|r| r.wait == wait && r.threads == t)
+                            .filter_map(f)
+                            .collect();
+                        point_of(&v, t as f64)
+                    })
+                    .collect(),
             })
             .collect()
     };
@@ -515,10 +517,7 @@ fn group_commit_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String,
             x_label: "committing threads".into(),
             y_label: "commits per fsync".into(),
             x_scale: Scale::Log2,
-            series: vec![Series {
-                name: "log-sync".into(),
-                points: by_threads(&CommitRun::commits_per_fsync),
-            }],
+            series: by_threads(&CommitRun::commits_per_fsync),
             note: note.clone(),
             vline: None,
             marks: None,
@@ -531,10 +530,7 @@ fn group_commit_charts(plan: &Plan, results: &Results, charts: &mut Vec<(String,
             x_label: "committing threads".into(),
             y_label: "commits per second".into(),
             x_scale: Scale::Log2,
-            series: vec![Series {
-                name: "log-sync".into(),
-                points: by_threads(&|r| Some(r.commits_per_sec())),
-            }],
+            series: by_threads(&|r| Some(r.commits_per_sec())),
             note,
             vline: None,
             marks: None,
