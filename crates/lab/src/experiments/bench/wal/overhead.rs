@@ -48,7 +48,11 @@ impl InsertRun {
 
 /// One fresh database: `threads` threads insert the counters `0..records` in transactions of
 /// `batch`, transaction j going to thread j mod threads, until done or `time_limit`; an
-/// auto-commit configuration calls `Tree::insert` instead (`batch` is 1 for it).
+/// auto-commit configuration calls `Tree::insert` instead (`batch` is 1 for it). With
+/// `prefault`, the pool's memory is faulted in when the database is made, before the clock
+/// starts: otherwise the system zeroes each page as the inserts first touch it, inside the
+/// measurement, and how long that takes varies from one run to the next (docs/isolation.md,
+/// "What 0.9 of an unlocked insert would take").
 pub(super) fn measure_inserts(
     plan: &Plan,
     scratch: &Path,
@@ -56,11 +60,12 @@ pub(super) fn measure_inserts(
     threads: usize,
     batch: u32,
     repetition: usize,
+    prefault: bool,
 ) -> Result<InsertRun, Box<dyn Error>> {
     let path = scratch.join(format!("overhead-{}.swz", setup.name()));
     let logged = setup.logging();
     let db = crate::experiments::common::with_split_images(
-        setup.builder(plan.pool_bytes()?),
+        setup.builder(plan.pool_bytes()?).lab(|l| l.prefault(prefault)),
         logged && plan.lazy_split_images,
         logged && plan.eager_split_images,
     )
@@ -148,6 +153,12 @@ pub(super) fn run_overhead(
     scratch: &Path,
     progress: Progress,
 ) -> Result<Vec<InsertRun>, Box<dyn Error>> {
+    // One database at a time: its pool is faulted in ahead if it fits the memory.
+    let mut note = Vec::new();
+    let prefault = crate::workloads::bench::prefault_fits(1, plan.pool_bytes()? as u64, &mut note)?;
+    if !prefault {
+        progress.say(format_args!("{}", String::from_utf8_lossy(&note).trim_end()));
+    }
     let mut runs = Vec::new();
     for rep in 0..plan.repeat {
         for &threads in &plan.overhead_threads {
@@ -159,7 +170,7 @@ pub(super) fn run_overhead(
             }
             measurements.extend(plan.setups.iter().filter(|s| s.auto_commit()).map(|&s| (s, 1)));
             for (setup, batch) in stats::in_turn(measurements.len(), rep).map(|i| measurements[i]) {
-                let run = measure_inserts(plan, scratch, setup, threads, batch, rep)
+                let run = measure_inserts(plan, scratch, setup, threads, batch, rep, prefault)
                     .map_err(|e| format!("overhead, {} at {threads} thread(s): {e}", setup.name()))?;
                 progress.say(format_args!(
                     "overhead rep {}/{}: {} {threads} thr batch {batch}: {} inserts/s{}",
