@@ -223,7 +223,12 @@ impl<'a> GapLocks<'a> {
     /// Releases every lock taken here that the transaction did not hold before (an insert's
     /// closing keys, once the insert is made or failed).
     pub(crate) fn release_taken(&self) {
-        for (t, k, had) in self.taken.borrow_mut().drain(..) {
+        let mut taken = self.taken.borrow_mut();
+        if taken.is_empty() {
+            // The common case: the gap was free, or no range reader made it worth a look.
+            return;
+        }
+        for (t, k, had) in taken.drain(..) {
             if !had {
                 self.locks.release(self.txn, t, &k);
             }
