@@ -328,59 +328,67 @@ pub struct LockManager {
     /// need.
     spinners: LineCount,
     max_spinners: u32,
-    /// K18: heads naming a writer, counted per bucket of name hashes.
-    writers: WriterCounts,
+    /// The counters that only waiting and failing requests move (summed with the shards'
+    /// requests into [`LockStats`]), on lines of their own.
+    rare: RareCounts,
     /// K9a: set once for good by [`LockManager::end_waits`]; no request waits after it.
     waits_ended: AtomicBool,
     /// K9a: why the waits ended (the first failed rollback's error).
     waits_ended_by: Mutex<String>,
 }
 
-/// K18: how many lock heads name a writer (K17), per bucket of their names' hashes: a reader
-/// whose key's bucket counts none has no running writer's version to look up.
-struct WriterCounts(Box<[AtomicU64]>);
+/// K18: how many of a shard's lock heads name a writer (K17), and how many such heads were let
+/// go: a reader whose key's shard counts none has no running writer's version to look up. One
+/// word on the line of the shard's mutex, which every request and release of the shard holds
+/// already: counting a writer moves no other line between the cores.
+#[derive(Default)]
+struct WriterCount(AtomicU64);
 
-/// Buckets of [`WriterCounts`].
-const WRITER_BUCKETS: usize = 4096;
-
-/// A bucket's low half counts the heads naming a writer; its high half counts the writers that
+/// The word's low half counts the heads naming a writer; its high half counts the writers that
 /// let such a head go (K18: a plain read that found a writer counted checks that none did
 /// meanwhile).
 const RELEASED: u64 = 1 << 32;
 
-impl WriterCounts {
-    fn new() -> WriterCounts {
-        WriterCounts((0..WRITER_BUCKETS).map(|_| AtomicU64::new(0)).collect())
-    }
-
-    /// The bucket of a name's hash: bits the shard choice (the low ones) does not use.
-    fn bucket(&self, hash: u64) -> &AtomicU64 {
-        &self.0[((hash >> 24) as usize) % WRITER_BUCKETS]
-    }
-
-    fn raise(&self, hash: u64) {
-        self.bucket(hash).fetch_add(1, Ordering::SeqCst);
+impl WriterCount {
+    fn raise(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
     }
 
     /// One head fewer, one release more (a raise came first, so the low half does not borrow).
-    fn lower(&self, hash: u64) {
-        self.bucket(hash).fetch_add(RELEASED - 1, Ordering::SeqCst);
+    fn lower(&self) {
+        self.0.fetch_add(RELEASED - 1, Ordering::SeqCst);
     }
 
-    fn counted(&self, hash: u64) -> bool {
-        self.bucket(hash).load(Ordering::SeqCst) & (RELEASED - 1) != 0
+    fn counted(&self) -> bool {
+        self.0.load(Ordering::SeqCst) & (RELEASED - 1) != 0
     }
 
-    /// How many named heads of the bucket were let go so far (wrapping).
-    fn released(&self, hash: u64) -> u64 {
-        self.bucket(hash).load(Ordering::SeqCst) / RELEASED
+    /// How many named heads of the shard were let go so far (wrapping).
+    fn released(&self) -> u64 {
+        self.0.load(Ordering::SeqCst) / RELEASED
     }
 
-    /// No head of the bucket names a writer, and `releases` ([`WriterCounts::released`]) are
-    /// all that were let go: one load of the bucket's word.
-    fn quiet_since(&self, hash: u64, releases: u64) -> bool {
-        let word = self.bucket(hash).load(Ordering::SeqCst);
+    /// No head of the shard names a writer, and `releases` ([`WriterCount::released`]) are all
+    /// that were let go: one load of the word.
+    fn quiet_since(&self, releases: u64) -> bool {
+        let word = self.0.load(Ordering::SeqCst);
         word & (RELEASED - 1) == 0 && word / RELEASED == releases
+    }
+}
+
+/// [`LockStats`] but `requests`, which only waiting and failing requests move.
+#[derive(Default)]
+#[repr(align(128))]
+struct RareCounts {
+    waits: AtomicU64,
+    conflicts: AtomicU64,
+    deadlocks: AtomicU64,
+    timeouts: AtomicU64,
+}
+
+impl RareCounts {
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -425,11 +433,19 @@ pub(crate) fn thread_tag() -> u64 {
     TAG.with(|t| *t)
 }
 
-/// One shard of the lock table: its mutex and table on one cache line, its first head on the next
-/// two (K13).
-#[repr(align(64))]
+/// One shard of the lock table: its count of writers, its mutex and table on one cache line,
+/// its first head on the next two (K13).
+#[repr(C, align(64))]
 struct Shard {
+    /// K18: read without the mutex, changed under it.
+    writers: WriterCount,
     table: Mutex<Table>,
+}
+
+impl Shard {
+    fn new() -> Shard {
+        Shard { writers: WriterCount::default(), table: Mutex::new(Table::new()) }
+    }
 }
 
 /// One shard of the transaction table, on its own cache line.
@@ -534,10 +550,9 @@ struct Table {
     heads: HashTable<LockHead>,
     /// Identifier for the next head created in this shard.
     next_id: u64,
-    /// [`LockStats::requests`] of this shard.
+    /// [`LockStats::requests`] of this shard (the others, which only requests that wait or
+    /// fail move, are the manager's: out of the line).
     requests: u64,
-    /// The other counters, which only requests that wait or fail move: out of the line.
-    rare: Box<LockStats>,
     /// A head in the shard itself: a new head goes here when it is free, else into `heads`. A
     /// request finds its head's name, holders and queue here or in the slot its hash leads to,
     /// with no pointer to follow for a key of up to `INLINE_KEY` bytes or up to two holders.
@@ -546,7 +561,7 @@ struct Table {
 
 impl Table {
     fn new() -> Table {
-        Table { heads: HashTable::new(), next_id: 0, requests: 0, rare: Box::default(), first: None }
+        Table { heads: HashTable::new(), next_id: 0, requests: 0, first: None }
     }
 
     /// Every head in use.
@@ -643,9 +658,9 @@ impl Table {
     /// K8, K13, K17 for one lock `txn` held, found by its head's id in one probe: drops the
     /// hold, grants what that unblocks, clears the writer `txn` named there (as exclusive
     /// holder), and drops the head if that left it unused.
-    fn release_held(&mut self, txn: TxnId, lock: HeldLock, writers: &WriterCounts) {
+    fn release_held(&mut self, txn: TxnId, lock: HeldLock, writers: &WriterCount) {
         self.change_then_drop_if_unused(lock.hash, lock.head, |head| {
-            head.release_writer(txn, lock.hash, writers);
+            head.release_writer(txn, writers);
             head.release(txn);
         });
     }
@@ -804,9 +819,10 @@ impl LockHead {
         self.holders.is_empty() && self.queue.is_empty() && !self.named
     }
 
-    /// K17: names the exclusive holder `txn` as the key's writer, counted in the key's bucket
-    /// before the writer's first change of the key. Returns whether it was not named before.
-    fn name_writer(&mut self, txn: TxnId, hash: u64, writers: &WriterCounts) -> bool {
+    /// K17: names the exclusive holder `txn` as the key's writer, counted in its shard's
+    /// `writers` before the writer's first change of the key. Returns whether it was not named
+    /// before.
+    fn name_writer(&mut self, txn: TxnId, writers: &WriterCount) -> bool {
         debug_assert!(
             self.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive),
             "K17: a key's writer holds its lock exclusively"
@@ -814,7 +830,7 @@ impl LockHead {
         if self.named {
             return false;
         }
-        writers.raise(hash);
+        writers.raise();
         self.named = true;
         true
     }
@@ -826,10 +842,10 @@ impl LockHead {
 
     /// K17: `txn` lets the lock go; if it held it exclusively, the writer it named here goes
     /// too (its versions went to the chains first, K19).
-    fn release_writer(&mut self, txn: TxnId, hash: u64, writers: &WriterCounts) {
+    fn release_writer(&mut self, txn: TxnId, writers: &WriterCount) {
         if self.named && self.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive) {
             self.named = false;
-            writers.lower(hash);
+            writers.lower();
         }
     }
 
@@ -1022,7 +1038,7 @@ impl LockManager {
     fn with_hash(shards: usize, hash: NameHash) -> LockManager {
         let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
         LockManager {
-            shards: (0..n).map(|_| Shard { table: Mutex::new(Table::new()) }).collect(),
+            shards: (0..n).map(|_| Shard::new()).collect(),
             // (Transactions shard by their lane: more shards than lanes would stay unused.)
             txns: (0..n.min(1 << LANE_BITS))
                 .map(|_| TxnShard { txns: Mutex::new(TxnTable::default()) })
@@ -1034,7 +1050,7 @@ impl LockManager {
             ranges: (0..RANGE_SLOTS).map(|_| LineCount::default()).collect(),
             spinners: LineCount::default(),
             max_spinners: std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)) as u32,
-            writers: WriterCounts::new(),
+            rare: RareCounts::default(),
             waits_ended: AtomicBool::new(false),
             waits_ended_by: Mutex::new(String::new()),
         }
@@ -1240,9 +1256,10 @@ impl LockManager {
         // taken: sorting them into fewer runs cost more than it saved, with a transaction's
         // locks spread over many shards.
         for group in held.chunk_by(|a, b| self.shard_of(a.hash) == self.shard_of(b.hash)) {
-            let mut table = self.shards[self.shard_of(group[0].hash)].table.lock();
+            let shard = &self.shards[self.shard_of(group[0].hash)];
+            let mut table = shard.table.lock();
             for &h in group {
-                table.release_held(txn, h, &self.writers);
+                table.release_held(txn, h, &shard.writers);
             }
         }
         held.clear();
@@ -1281,20 +1298,20 @@ impl LockManager {
 
     /// [`LockManager::may_have_writer`] for a name whose hash the caller has.
     pub(crate) fn writer_counted(&self, hash: u64) -> bool {
-        self.writers.counted(hash)
+        self.shards[self.shard_of(hash)].writers.counted()
     }
 
     /// K18: how many heads naming a writer in the bucket of `hash` were let go so far; a plain
     /// read compares it before and after it looked (a change: a writer of its key may have
     /// rolled back and let the key go meanwhile).
     pub(crate) fn writer_releases(&self, hash: u64) -> u64 {
-        self.writers.released(hash)
+        self.shards[self.shard_of(hash)].writers.released()
     }
 
     /// K18: no head in the bucket of `hash` names a writer now, and none was let go since
     /// [`LockManager::writer_releases`] said `releases`.
     pub(crate) fn writers_quiet_since(&self, hash: u64, releases: u64) -> bool {
-        self.writers.quiet_since(hash, releases)
+        self.shards[self.shard_of(hash)].writers.quiet_since(releases)
     }
 
     /// The hash of the lock name `(tree, key)`, as the table and the writers' buckets use it;
@@ -1331,8 +1348,9 @@ impl LockManager {
     /// K17: names `txn` as the writer in the head of a lock it was granted after waiting;
     /// returns whether the head was not named before.
     fn name_writer_after_wait(&self, txn: TxnId, hash: u64, id: u64) -> bool {
-        let mut table = self.shards[self.shard_of(hash)].table.lock();
-        table.head_mut(hash, id).is_some_and(|head| head.name_writer(txn, hash, &self.writers))
+        let shard = &self.shards[self.shard_of(hash)];
+        let mut table = shard.table.lock();
+        table.head_mut(hash, id).is_some_and(|head| head.name_writer(txn, &shard.writers))
     }
 
     /// After `txn` was granted `held` (with no shard mutex held, K11): a new hold goes to its
@@ -1378,7 +1396,8 @@ impl LockManager {
     pub fn release(&self, txn: TxnId, tree: u32, key: &[u8]) -> bool {
         let hash = (self.hash)(tree, key);
         let id = {
-            let mut table = self.shards[self.shard_of(hash)].table.lock();
+            let shard = &self.shards[self.shard_of(hash)];
+            let mut table = shard.table.lock();
             let Some(head) = table.find_mut(hash, tree, key) else {
                 return false;
             };
@@ -1387,7 +1406,7 @@ impl LockManager {
                 !head.named || !head.holders.iter().any(|x| x.txn == txn && x.mode == LockMode::Exclusive),
                 "K17: a key a transaction locked to write is released with all its locks"
             );
-            head.release_writer(txn, hash, &self.writers);
+            head.release_writer(txn, &shard.writers);
             if !head.release(txn) {
                 return false;
             }
@@ -1423,9 +1442,16 @@ impl LockManager {
     pub fn stats(&self) -> LockStats {
         let mut sum = LockStats::default();
         for s in self.shards.iter() {
-            let table = s.table.lock();
-            sum.add(&LockStats { requests: table.requests, ..*table.rare });
+            sum.requests += s.table.lock().requests;
         }
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        sum.add(&LockStats {
+            requests: 0,
+            waits: r(&self.rare.waits),
+            conflicts: r(&self.rare.conflicts),
+            deadlocks: r(&self.rare.deadlocks),
+            timeouts: r(&self.rare.timeouts),
+        });
         sum
     }
 
@@ -1641,7 +1667,8 @@ impl LockManager {
             return Err(LockError::SystemTransaction);
         }
         let hash = (self.hash)(tree, key);
-        let mut table = self.shards[self.shard_of(hash)].table.lock();
+        let shard = &self.shards[self.shard_of(hash)];
+        let mut table = shard.table.lock();
         table.requests += 1;
         let head = table.find_or_make(self.hash, hash, tree, key);
         let id = head.id;
@@ -1649,8 +1676,8 @@ impl LockManager {
         let decision = head.request(txn, mode, wait.is_some(), self.policy);
         let named = writer.is_some()
             && matches!(decision, Decision::AlreadyHeld | Decision::Granted { .. })
-            && head.name_writer(txn, hash, &self.writers);
-        let stats = &mut *table.rare;
+            && head.name_writer(txn, &shard.writers);
+        let stats = &self.rare;
         let (slot, upgrade) = match decision {
             Decision::AlreadyHeld | Decision::Granted { upgrade: true } => {
                 drop(table);
@@ -1665,15 +1692,15 @@ impl LockManager {
             // A refused request has a blocker, so the head stays in use.
             Decision::WouldWait => return Ok(None),
             Decision::Die { older } => {
-                stats.conflicts += 1;
+                RareCounts::bump(&stats.conflicts);
                 return Err(LockError::Conflict { txn, holder: older, tree, key: key.into(), mode });
             }
             Decision::Deadlock { other } => {
-                stats.deadlocks += 1;
+                RareCounts::bump(&stats.deadlocks);
                 return Err(LockError::Deadlock { txn, others: vec![other], tree, key: key.into(), mode });
             }
             Decision::Queued { slot, upgrade } => {
-                stats.waits += 1;
+                RareCounts::bump(&stats.waits);
                 (slot, upgrade)
             }
         };
@@ -1747,7 +1774,7 @@ impl LockManager {
                     head.cancel(txn);
                 }
                 table.remove_if_unused(hash, id);
-                table.rare.timeouts += 1;
+                RareCounts::bump(&self.rare.timeouts);
                 drop(table);
                 if detect {
                     self.set_waiting(txn, None);
@@ -1764,9 +1791,9 @@ impl LockManager {
         let mut named = false;
         if outcome.is_err() {
             table.remove_if_unused(hash, id);
-            table.rare.deadlocks += 1;
+            RareCounts::bump(&self.rare.deadlocks);
         } else if let (Some(_), Some(head)) = (writer, table.head_mut(hash, id)) {
-            named = head.name_writer(txn, hash, &self.writers);
+            named = head.name_writer(txn, &shard.writers);
         }
         drop(table);
         if detect {

@@ -127,11 +127,19 @@ fn k13_a_lock_head_is_at_most_two_cache_lines() {
 fn k13_a_shard_is_its_mutex_and_table_on_one_line_then_its_first_head() {
     assert_eq!(std::mem::size_of::<Shard>(), 192);
     assert_eq!(std::mem::align_of::<Shard>(), 64);
-    let shard = Shard { table: Mutex::new(Table::new()) };
+    let shard = Shard::new();
     let table = shard.table.lock();
     let at = |field: usize| field - std::ptr::from_ref(&shard) as usize;
     assert_eq!(at(std::ptr::from_ref(&table.first) as usize), 64, "the first head starts the second line");
-    assert!(at(std::ptr::from_ref(&table.rare) as usize) < 64, "the counters are on the mutex's line");
+    assert!(
+        at(std::ptr::from_ref(&shard.writers) as usize) < 64,
+        "K18: the writers' count is on the mutex's line"
+    );
+    assert!(at(std::ptr::from_ref(&shard.table) as usize) < 64);
+    assert!(
+        at(std::ptr::from_ref(&table.requests) as usize) < 64,
+        "the requests' count is on the mutex's line"
+    );
     assert!(at(std::ptr::from_ref(&table.heads) as usize) < 64);
 }
 
