@@ -18,13 +18,14 @@ fn assert_stats_add_up(s: &LogStats) {
     assert!(s.file_syncs >= s.fsyncs + s.background_fsyncs, "each round syncs at least one file: {s:?}");
 }
 
-#[test]
-fn w6_eight_threads_append_and_flush_in_a_loop() {
-    const THREADS: usize = 8;
-    const COMMITS: usize = 300;
-    let dir = tempfile::tempdir().unwrap();
-    let log =
-        Arc::new(LogManager::open(LogConfig { flush_interval: None, ..LogConfig::new(dir.path()) }).unwrap());
+/// Threads committing at once, each appending and flushing in a loop.
+const THREADS: usize = 8;
+const COMMITS: usize = 300;
+
+/// [`THREADS`] threads append and flush [`COMMITS`] times each on a log opened with `config`;
+/// every flush covers its record, every request is counted once. The log's counters after.
+fn commit_in_a_loop(config: LogConfig) -> LogStats {
+    let log = Arc::new(LogManager::open(config).unwrap());
     let barrier = Arc::new(Barrier::new(THREADS));
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
@@ -44,8 +45,15 @@ fn w6_eight_threads_append_and_flush_in_a_loop() {
     assert_eq!(s.flush_requests, (THREADS * COMMITS) as u64);
     assert_eq!(s.flush_failed, 0);
     assert_stats_add_up(&s);
-    assert_eq!(s.background_fsyncs, 0, "no background flusher configured");
     assert!(s.fsyncs <= s.flush_requests, "never more rounds than requests: {s:?}");
+    s
+}
+
+#[test]
+fn w6_eight_threads_append_and_flush_in_a_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = commit_in_a_loop(LogConfig { flush_interval: None, ..LogConfig::new(dir.path()) });
+    assert_eq!(s.background_fsyncs, 0, "no background flusher configured");
     eprintln!(
         "group commit, {THREADS} threads: {} requests, {} fsync rounds, {:.2} requests per round",
         s.flush_requests,
@@ -54,37 +62,15 @@ fn w6_eight_threads_append_and_flush_in_a_loop() {
     );
 }
 
-/// Eight threads append and flush in a loop on a log in memory (rounds of a few microseconds,
-/// which adaptive waiting spins out or keeps a core awake through); the log's counters after.
+/// [`commit_in_a_loop`] on a log in memory (rounds of a few microseconds, which adaptive
+/// waiting spins out or keeps a core awake through).
 fn commit_in_memory(wait: CommitWait) -> LogStats {
-    const THREADS: usize = 8;
-    const COMMITS: usize = 300;
-    let config = LogConfig {
+    commit_in_a_loop(LogConfig {
         flush_interval: None,
         vfs: Arc::new(MemFs::new()),
         commit_wait: wait,
         ..LogConfig::new("/log")
-    };
-    let log = Arc::new(LogManager::open(config).unwrap());
-    let barrier = Arc::new(Barrier::new(THREADS));
-    let handles: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let (log, barrier) = (Arc::clone(&log), Arc::clone(&barrier));
-            std::thread::spawn(move || {
-                barrier.wait();
-                for i in 0..COMMITS {
-                    let lsn = log.append(format!("commit {t}/{i}").as_bytes()).unwrap();
-                    log.flush(lsn).unwrap();
-                    assert!(lsn < log.durable(), "W6: a returned flush covers its LSN");
-                }
-            })
-        })
-        .collect();
-    handles.into_iter().for_each(|h| h.join().unwrap());
-    let s = log.stats();
-    assert_eq!(s.flush_requests, (THREADS * COMMITS) as u64);
-    assert_stats_add_up(&s);
-    s
+    })
 }
 
 /// W6 steps 6 and 7 with `CommitWait::Sleep`: every waiter sleeps, none spins or keeps a core
