@@ -284,16 +284,6 @@ pub struct LockStats {
     pub timeouts: u64,
 }
 
-impl LockStats {
-    fn add(&mut self, other: &LockStats) {
-        self.requests += other.requests;
-        self.waits += other.waits;
-        self.conflicts += other.conflicts;
-        self.deadlocks += other.deadlocks;
-        self.timeouts += other.timeouts;
-    }
-}
-
 /// A hash of a lock name (K1): picks the shard and the table slot. Test code swaps it to force
 /// collisions.
 type NameHash = fn(u32, &[u8]) -> u64;
@@ -1288,7 +1278,7 @@ impl LockManager {
         self.acquire(txn, tree, key, LockMode::Exclusive, Some(self.wait_timeout), Some(writer)).map(|_| ())
     }
 
-    /// K18: whether a head of `(tree, key)`'s bucket may name a writer; `false` means none of
+    /// K18: whether a head of `(tree, key)`'s shard may name a writer; `false` means none of
     /// them does. A head is counted before its writer's first change of the key, and uncounted
     /// when the writer lets the lock go.
     #[cfg(test)]
@@ -1301,20 +1291,20 @@ impl LockManager {
         self.shards[self.shard_of(hash)].writers.counted()
     }
 
-    /// K18: how many heads naming a writer in the bucket of `hash` were let go so far; a plain
+    /// K18: how many heads naming a writer in the shard of `hash` were let go so far; a plain
     /// read compares it before and after it looked (a change: a writer of its key may have
     /// rolled back and let the key go meanwhile).
     pub(crate) fn writer_releases(&self, hash: u64) -> u64 {
         self.shards[self.shard_of(hash)].writers.released()
     }
 
-    /// K18: no head in the bucket of `hash` names a writer now, and none was let go since
+    /// K18: no head in the shard of `hash` names a writer now, and none was let go since
     /// [`LockManager::writer_releases`] said `releases`.
     pub(crate) fn writers_quiet_since(&self, hash: u64, releases: u64) -> bool {
         self.shards[self.shard_of(hash)].writers.quiet_since(releases)
     }
 
-    /// The hash of the lock name `(tree, key)`, as the table and the writers' buckets use it;
+    /// The hash of the lock name `(tree, key)`, as the table and its shards' writer counts use it;
     /// the version store counts its chains by it too (K18: one hash per snapshot read).
     pub(crate) fn name_hash(&self, tree: u32, key: &[u8]) -> u64 {
         (self.hash)(tree, key)
@@ -1440,19 +1430,14 @@ impl LockManager {
     /// The counters, summed over the shards.
     #[must_use]
     pub fn stats(&self) -> LockStats {
-        let mut sum = LockStats::default();
-        for s in self.shards.iter() {
-            sum.requests += s.table.lock().requests;
-        }
         let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        sum.add(&LockStats {
-            requests: 0,
+        LockStats {
+            requests: self.shards.iter().map(|s| s.table.lock().requests).sum(),
             waits: r(&self.rare.waits),
             conflicts: r(&self.rare.conflicts),
             deadlocks: r(&self.rare.deadlocks),
             timeouts: r(&self.rare.timeouts),
-        });
-        sum
+        }
     }
 
     /// Checks the rules of `LOCKS.md` that can be checked on a snapshot of one shard at a
