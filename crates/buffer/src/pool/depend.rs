@@ -90,6 +90,17 @@ impl BufferPool {
             .unwrap_or_default()
     }
 
+    /// B36 rule 5: fills in each page's depth in its chain of dependants (`Dependant::depth`; 0
+    /// for a page that is no dependant), under one hold of the registry. A dependant is always
+    /// deeper than its source: its depth was its source's plus one when it was made, and a
+    /// source's depth only falls (to 0, when it is resolved).
+    pub(super) fn dependant_depths(&self, pages: &mut [(u32, u64, usize)]) {
+        let inner = self.deps.inner.lock();
+        for (depth, page, _) in pages {
+            *depth = inner.state.get(page).map_or(0, |d| d.depth);
+        }
+    }
+
     /// B36: `dependant` (just made, latched exclusively by the caller) is rebuilt by redo from
     /// `source`'s state before the record that made it, until it is resolved.
     pub fn add_dependant(&self, source: &PageGuard<'_, Exclusive>, dependant: &PageGuard<'_, Exclusive>) {

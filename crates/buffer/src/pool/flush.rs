@@ -7,6 +7,7 @@ use crate::error::{BufferError, Result};
 use crate::page::{self, get_u64, put_u64};
 use crate::stats::bump;
 use crate::swip::Swip;
+use rustc_hash::FxHashSet;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use swizzledb_sync::{FrameId, Lsn, PageId};
 
@@ -42,8 +43,9 @@ impl BufferPool {
     }
 
     /// The page cleaner's write-back (B23): writes the dirty pages whose recovery LSN is below
-    /// `below`, oldest first up to `max` pages, in page-id order, in batches of up to one
-    /// double-write region (F15): each batch as eviction writes its victims (B29: shared latches
+    /// `below`, oldest first up to `max` pages, with the unwritten dependants of those (B36
+    /// rule 5), deepest in a chain of dependants first and then in page-id order, in batches of
+    /// one depth and up to one double-write region (F15): each batch as eviction writes its victims (B29: shared latches
     /// taken without waiting, one WAL flush to the batch's highest page LSN (B18), the dirty
     /// flag as the claim, one batched file write). A frame whose latch was taken is then written
     /// alone, as `flush` does, waiting for its shared latch while holding nothing else. Returns
@@ -66,10 +68,10 @@ impl BufferPool {
             batch.select_nth_unstable(max);
             batch.truncate(max);
         }
-        if self.deps_any() {
-            // B36: the unwritten dependants of the pages chosen (and theirs) go into the round, in batches
-            // before their sources', so that a source's write finds them written (and syncs the
-            // file once) instead of logging their images.
+        let deps = self.deps_any();
+        if deps {
+            // B36: the unwritten dependants of the pages chosen (and theirs) go into the round.
+            let mut chosen: FxHashSet<usize> = batch.iter().map(|&(_, _, i)| i).collect();
             let mut next = 0;
             while next < batch.len() {
                 let page = batch[next].1;
@@ -77,26 +79,33 @@ impl BufferPool {
                 for d in self.unwritten_dependants(PageId::new(page).expect("a data page")) {
                     if let Some(f) = self.table.get(d) {
                         let rec = self.desc(f).rec_lsn.load(Acquire);
-                        if rec != 0 && !batch.iter().any(|&(_, _, i)| i == f.0 as usize) {
+                        if rec != 0 && chosen.insert(f.0 as usize) {
                             batch.push((rec, d.get(), f.0 as usize));
                         }
                     }
                 }
             }
-            batch.sort_unstable_by_key(|&(_, page, _)| {
-                (self.has_dependants(PageId::new(page).expect("a data page")), page)
-            });
-        } else {
-            batch.sort_unstable_by_key(|&(_, page, _)| page);
         }
+        // Each page with its depth in a chain of dependants (B36 rule 5; 0 for most pages).
+        let mut round: Vec<(u32, u64, usize)> = batch.iter().map(|&(_, page, i)| (0, page, i)).collect();
+        if deps {
+            self.dependant_depths(&mut round);
+        }
+        // Deepest first, so that every dependant's batch comes before its source's (a dependant
+        // is deeper than its source), then in page order.
+        round.sort_unstable_by_key(|&(depth, page, _)| (std::cmp::Reverse(depth), page));
         let mut written = 0;
         let mut busy = Vec::new();
         let mut frames = Vec::with_capacity(crate::doublewrite::SLOTS);
-        let mut copies = match batch.len().min(crate::doublewrite::SLOTS) {
+        let mut copies = match round.len().min(crate::doublewrite::SLOTS) {
             0 => None,
             n => Some(AlignedBuf::new(n * self.page_size, 4096)?),
         };
-        for chunk in batch.chunks(crate::doublewrite::SLOTS) {
+        // A batch holds pages of one depth: a source never shares one with its dependant, whose
+        // write it must find made (and synced) when it resolves it.
+        let batches =
+            round.chunk_by(|a, b| a.0 == b.0).flat_map(|depth| depth.chunks(crate::doublewrite::SLOTS));
+        for chunk in batches {
             frames.clear();
             frames.extend(chunk.iter().map(|&(_, _, i)| FrameId(i as u32)));
             let copies = copies.as_mut().expect("allocated for a non-empty batch");

@@ -322,6 +322,62 @@ fn r29_a_long_chain_of_split_offs_resolves_and_restarts() {
     }
 }
 
+/// B36 rule 5: a write-back of the whole pool (the page cleaner's round, here through
+/// `Database::flush`) writes every chain of split-offs deepest first, each depth in batches of
+/// its own, so every source finds its dependants written and pays a sync, never an image —
+/// chains included, whose middle pages are sources and dependants at once.
+#[test]
+fn r29_b36_a_write_back_resolves_chains_of_split_offs_without_images() {
+    let fs = new_fs();
+    let db = swizzledb::Database::builder()
+        .page_size(4096)
+        .pool_bytes(64 << 20)
+        .checkpoint_interval(None)
+        .lab(|l| l.vfs(Arc::new(fs.clone())).lazy_split_images(true))
+        .create(db_path())
+        .unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    // Ascending keys split the rightmost leaf again and again: chains of dependants up to
+    // eight long, and interleaved random keys make dependants with none of their own.
+    // (The scattered keys are 0xff and a bijection of the counter: distinct, and after every
+    // ascending one.)
+    for chunk in (0..40_000u32).collect::<Vec<_>>().chunks(2000) {
+        db.transact(|tx| {
+            for &i in chunk {
+                tx.insert(&tree, &i.to_be_bytes(), &[7u8; 100])?;
+                if i % 4 == 0 {
+                    let scattered = [&[0xff][..], &i.wrapping_mul(0x9e37_79b1).to_be_bytes()].concat();
+                    tx.insert(&tree, &scattered, &[9u8; 100])?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    let before = count_split_offs_and_lone_images(&records_in_segments(&fs, None));
+    assert!(before.0 > 400, "{} split-offs: too few to make chains", before.0);
+    db.flush().unwrap();
+    let after = count_split_offs_and_lone_images(&records_in_segments(&fs, None));
+    assert_eq!(
+        after.1 - before.1,
+        0,
+        "B36 rule 5: {} dependants resolved by their images in a write-back",
+        after.1 - before.1
+    );
+    drop(tree);
+    db.close().unwrap();
+    let db = swizzledb::Database::builder()
+        .page_size(4096)
+        .lab(|l| l.vfs(Arc::new(fs.clone())))
+        .open(db_path())
+        .unwrap();
+    let tree = db.tree(TREE).unwrap();
+    assert_eq!(tree.len().unwrap(), 50_000);
+    tree.verify().unwrap();
+    drop(tree);
+    db.close().unwrap();
+}
+
 /// R29 rule 6, R18: without a log archive, a page made as a split-off is rebuilt from its
 /// source's history before the split when its file copy is damaged, as a page made with its
 /// image is rebuilt from that image: every node page of the file damaged while the database is
