@@ -137,10 +137,11 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
     );
     let (header, rows) = read_csv(&out.join("tpcc.csv"));
     assert_eq!(header.join(","), swizzledb_lab::workloads::tpcc::CSV_COLUMNS);
-    let last: Vec<&str> = header.iter().rev().take(9).map(String::as_str).collect();
+    let last: Vec<&str> = header.iter().rev().take(10).map(String::as_str).collect();
     assert_eq!(
         last,
         [
+            "line_ns",
             "stock_level_reads",
             "committed_reads",
             "cpu_seconds",
@@ -151,8 +152,8 @@ fn bench_tpcc_runs_swizzledb_beside_lmdb() {
             "optimistic",
             "engine"
         ],
-        "engine, optimistic, io, the lock counts, cut_short, cpu_seconds, committed_reads, then \
-         stock_level_reads end the header"
+        "engine, optimistic, io, the lock counts, cut_short, cpu_seconds, committed_reads, \
+         stock_level_reads, then line_ns end the header"
     );
     assert!(
         rows.iter().all(|r| r[col_of(&header, "cut_short")] == "no"),

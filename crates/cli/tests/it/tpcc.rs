@@ -127,10 +127,10 @@ fn bench_tpcc_measures_optimistic_descents_on_and_off() {
     assert!(stdout.contains("optimistic") && stdout.contains("conditions 1-4 hold"), "{stdout}");
     let table = Table::read(&out.join("tpcc.csv"));
     assert_eq!(table.header_line(), swizzledb_lab::workloads::tpcc::CSV_COLUMNS);
-    let last: Vec<&str> = table.header.iter().rev().take(5).rev().map(String::as_str).collect();
+    let last: Vec<&str> = table.header.iter().rev().take(6).rev().map(String::as_str).collect();
     assert_eq!(
         last,
-        ["lock_waits", "cut_short", "cpu_seconds", "committed_reads", "stock_level_reads"],
+        ["lock_waits", "cut_short", "cpu_seconds", "committed_reads", "stock_level_reads", "line_ns"],
         "columns are appended, never reordered"
     );
     assert!(table.rows.iter().all(|r| r[table.col("committed_reads")] == "on"), "the default");

@@ -3,6 +3,7 @@
 //! child processes, buffer-trace recording, and the parts files of experiments that resume.
 
 pub mod child;
+pub mod cores;
 pub mod cpu;
 pub mod environment;
 pub mod output;

@@ -118,6 +118,9 @@ pub struct BenchRow {
     /// Stock-Level read at read committed, not at a snapshot
     /// ([`TpccConfig::stock_level_read_committed`]).
     pub stock_level_read_committed: bool,
+    /// A cache line's round trip between two threads just before the measurement, in
+    /// nanoseconds ([`crate::support::cores::line_round_trip_ns`]; `None` with one CPU).
+    pub line_ns: Option<f64>,
 }
 
 impl BenchRow {
@@ -173,7 +176,7 @@ impl BenchRow {
 /// The columns of `tpcc.csv` (docs/results-schema.md).
 pub const CSV_COLUMNS: &str = "experiment,mode,logging,locking,warehouses,threads,rep,seconds,transactions,\
 tx_per_sec,new_order_per_sec,new_order,payment,order_status,delivery,stock_level,rollbacks,retries,pool_bytes,\
-load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short,cpu_seconds,committed_reads,stock_level_reads";
+load_seconds,log_bytes,engine,optimistic,io,lock_requests,lock_waits,cut_short,cpu_seconds,committed_reads,stock_level_reads,line_ns";
 
 /// Runs the plan, printing progress to `log`; returns one row per measurement.
 ///
@@ -225,6 +228,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                 }
                 let log_before = db.log_bytes_appended();
                 let locks_before = db.lock_counts();
+                let line_ns = crate::support::cores::line_round_trip_ns();
                 let cpu_before = crate::support::cpu::process_cpu_secs();
                 let until =
                     plan.workload.transactions.map_or(Until::Elapsed(plan.duration), Until::Operations);
@@ -250,6 +254,7 @@ pub fn run_bench(plan: &BenchPlan, log: &mut dyn Write) -> Result<Vec<BenchRow>,
                     cpu_seconds,
                     committed_reads: plan.workload.config.committed_reads,
                     stock_level_read_committed: plan.workload.config.stock_level_read_committed,
+                    line_ns,
                 };
                 full[i] = m.cut_short;
                 if m.cut_short && m.elapsed < plan.duration / 4 {
@@ -326,7 +331,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
     let configs = plan.configs();
     writeln!(
         out,
-        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13} {:>9} {:>8} {:>10} {:>9}",
+        "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12} {:>13} {:>10} {:>13} {:>9} {:>8} {:>10} {:>9} {:>7}",
         "engine",
         "mode",
         "logging",
@@ -340,13 +345,14 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         "log B/tx",
         "locks/tx",
         "waits/1000",
-        "CPU µs/tx"
+        "CPU µs/tx",
+        "line ns"
     )?;
     for &threads in &plan.threads {
         for c in &configs {
             writeln!(
                 out,
-                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2} {:>9} {:>8} {:>10} {:>9}",
+                "{:<9} {:<12} {:>7} {:>7} {:>10} {:>7} {:>12.0} {:>13.0} {:>10.2} {:>13.2} {:>9} {:>8} {:>10} {:>9} {:>7}",
                 c.engine().name(),
                 c.mode().map_or("-", PoolMode::name),
                 on_off(c.logging()),
@@ -361,6 +367,7 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                 or_dash(median(threads, c, &BenchRow::locks_per_tx), 1),
                 or_dash(median(threads, c, &BenchRow::lock_waits_per_1000), 1),
                 or_dash(median(threads, c, &BenchRow::cpu_us_per_tx), 1),
+                or_dash(median(threads, c, &|r| r.line_ns.unwrap_or(f64::NAN)), 0),
             )?;
         }
     }
@@ -368,7 +375,9 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
         out,
         "TPC-C, {} warehouses, mix {}: medians of {} x {:.1} s; rollback % of New-Orders; log B/tx: log bytes \
          appended per transaction, frame headers and padding included; CPU µs/tx: CPU time of the whole process \
-         (workers and background threads) per transaction{}{}.",
+         (workers and background threads) per transaction; line ns: a cache line's round trip between two \
+         threads just before each measurement (where two CPUs share caches it is short, and lines that threads \
+         share cost little){}{}.",
         plan.workload.config.warehouses,
         KINDS.join("/"),
         plan.repeat,
@@ -465,6 +474,9 @@ pub struct TpccRow {
     pub committed_reads: &'static str,
     /// `read-committed` or `snapshot`: how Stock-Level read.
     pub stock_level_reads: &'static str,
+    /// A cache line's round trip between two threads just before the measurement, in
+    /// nanoseconds (empty with one CPU).
+    pub line_ns: Option<f64>,
 }
 
 impl TpccRow {
@@ -502,6 +514,7 @@ impl TpccRow {
             cpu_seconds: Some(r.cpu_seconds).filter(|c| c.is_finite()),
             committed_reads: on_off(r.committed_reads),
             stock_level_reads: if r.stock_level_read_committed { "read-committed" } else { "snapshot" },
+            line_ns: r.line_ns,
         }
     }
 }
