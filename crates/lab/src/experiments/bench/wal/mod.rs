@@ -200,7 +200,7 @@ pub const CSV_HEADER: &str = "part,config,logging,locking,commit_mode,threads,ba
 inserts,commits,inserts_per_sec,commits_per_sec,log_bytes,log_bytes_per_insert,flush_requests,fsyncs,\
 background_fsyncs,commits_per_fsync,requests_per_fsync,lock_retries,capped,log_target_bytes,\
 restart_s,analyzed,redone,pages_written,losers,compensations,cleaner,max_log_bytes,log_segment_bytes,keys,\
-updates,log_kept_bytes,wal_dir_bytes,cleaner_rounds,cleaner_pages_written,throttled,writer_target_s,writer_s,commit_wait,busy_waits,cpu_s";
+updates,log_kept_bytes,wal_dir_bytes,cleaner_rounds,cleaner_pages_written,throttled,writer_target_s,writer_s,commit_wait,busy_waits,cpu_s,line_ns";
 
 /// One row of `wal.csv`: one measurement of one part; the columns a part does not measure are
 /// empty (columns in `docs/results-schema.md`).
@@ -250,6 +250,7 @@ pub struct WalRow {
     pub commit_wait: Option<&'static str>,
     pub busy_waits: Option<u64>,
     pub cpu_s: Option<f64>,
+    pub line_ns: Option<f64>,
 }
 
 impl WalRow {
@@ -308,6 +309,7 @@ fn rows(plan: &Plan, results: &Results) -> Vec<WalRow> {
             requests_per_fsync: log.map(LogStats::requests_per_fsync),
             lock_retries: Some(r.lock_retries),
             capped: r.capped,
+            line_ns: r.line_ns,
             ..WalRow::default()
         };
         rows.push(if r.setup.logging() { row.default_log(r.log_kept, r.cleaning) } else { row });

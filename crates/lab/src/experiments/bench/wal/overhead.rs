@@ -33,6 +33,9 @@ pub struct InsertRun {
     pub(super) cleaning: Option<Cleaning>,
     /// `Database::log_bytes()` at the end (`None` without logging).
     pub(super) log_kept: Option<u64>,
+    /// A cache line's round trip between two threads just before the measurement, in
+    /// nanoseconds (`crate::support::cores`; `None` with one CPU).
+    pub(super) line_ns: Option<f64>,
 }
 
 impl InsertRun {
@@ -77,6 +80,7 @@ pub(super) fn measure_inserts(
     let commits = AtomicU64::new(0);
     let retries = AtomicU64::new(0);
     let capped = AtomicBool::new(false);
+    let line_ns = crate::support::cores::line_round_trip_ns();
     let before = db.log_stats();
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(plan.time_limit);
@@ -145,6 +149,7 @@ pub(super) fn measure_inserts(
         capped: capped.into_inner(),
         cleaning,
         log_kept,
+        line_ns,
     })
 }
 
