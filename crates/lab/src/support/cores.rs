@@ -7,7 +7,8 @@
 //! second to the next (`docs/logging.md`, "Two cores, near and far"). Every line two threads
 //! share — a lock's shard, the log's reservation, a hot page — costs that much each time it
 //! changes hands, so a measurement of two threads is worth reading beside the round trip at
-//! the time it ran: `bench tpcc` records one per measurement (`line_ns` in `tpcc.csv`).
+//! the time it ran: `bench tpcc` and `bench wal`'s overhead part record one per measurement
+//! (`line_ns` in `tpcc.csv` and `wal.csv`).
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64};

@@ -367,7 +367,16 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                 or_dash(median(threads, c, &BenchRow::locks_per_tx), 1),
                 or_dash(median(threads, c, &BenchRow::lock_waits_per_1000), 1),
                 or_dash(median(threads, c, &BenchRow::cpu_us_per_tx), 1),
-                or_dash(median(threads, c, &|r| r.line_ns.unwrap_or(f64::NAN)), 0),
+                // Of the probes that answered: one that gave up leaves no NaN in the median.
+                or_dash(
+                    bench::median(
+                        rows.iter()
+                            .filter(|r| r.threads == threads && r.config == *c)
+                            .filter_map(|r| r.line_ns)
+                            .collect()
+                    ),
+                    0
+                ),
             )?;
         }
     }
