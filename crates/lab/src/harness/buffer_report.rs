@@ -198,7 +198,7 @@ pub fn print_ratios(out: &mut impl Write, results: &[ModeResult], peers: &[PeerR
         })
     };
     let mut first = true;
-    for (mode, note) in [(PoolMode::Swizzling, "target >= 0.97"), (PoolMode::Traditional, "papers: 0.6-0.7")]
+    for (mode, note) in [(PoolMode::Swizzling, "target >= 0.98"), (PoolMode::Traditional, "papers: 0.6-0.7")]
     {
         if let Some(value) = check(mode) {
             if first {
