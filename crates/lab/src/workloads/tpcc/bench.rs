@@ -369,12 +369,12 @@ pub fn print_table(out: &mut dyn Write, plan: &BenchPlan, rows: &[BenchRow]) -> 
                 or_dash(median(threads, c, &BenchRow::cpu_us_per_tx), 1),
                 // Of the probes that answered: one that gave up leaves no NaN in the median.
                 or_dash(
-                    bench::median(
-                        rows.iter()
-                            .filter(|r| r.threads == threads && r.config == *c)
-                            .filter_map(|r| r.line_ns)
-                            .collect()
-                    ),
+                    crate::support::stats::median_by(
+                        rows,
+                        |r| r.threads == threads && r.config == *c,
+                        |r| r.line_ns
+                    )
+                    .unwrap_or(f64::NAN),
                     0
                 ),
             )?;
