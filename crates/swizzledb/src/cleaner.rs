@@ -125,7 +125,13 @@ impl Shared {
     /// A failed log (wal README W11) is never waited for: no round can shrink it, and the
     /// transaction meets the failure at its first record.
     pub(crate) fn throttle(&self, wal: &Wal) {
-        let over = || log_bytes(wal) > self.max_log_bytes && !wal.log.is_failed();
+        // Every transaction begins here: it reads the log's end from the line only a
+        // reservation crossing a granule writes, not the reservation point's, which every
+        // append writes (wal README W12); the bound is many granules.
+        let over = || {
+            wal.log.end_near().0.saturating_sub(wal.log.oldest().0) > self.max_log_bytes
+                && !wal.log.is_failed()
+        };
         // R15: a running transaction whose first record lies more than the bound behind the
         // end keeps the log over the bound until it ends, whatever the cleaner writes: waiting
         // would only stall every writer for the whole deadline.

@@ -205,6 +205,12 @@ struct Group {
     leading: bool,
 }
 
+/// log2 of the step of [`LogManager::end_near`] for segments of `segment_bytes`: a sixteenth of
+/// a segment, between 4 KiB and 1 MiB.
+fn granule_shift(segment_bytes: u64) -> u32 {
+    (segment_bytes / 16).clamp(4096, 1 << 20).ilog2()
+}
+
 #[derive(Debug)]
 struct Inner {
     dir: PathBuf,
@@ -228,6 +234,13 @@ struct Inner {
     synced: Padded<AtomicU64>,
     /// The first LSN still kept (moved by truncation, W9).
     oldest: AtomicU64,
+    /// W12: the log's end rounded down to a multiple of `1 << granule_shift`, moved (by
+    /// fetch-max) only by the reservation that crosses such a multiple: what readers that need
+    /// the end only roughly read, on a line of its own, instead of `next`'s, which every append
+    /// writes.
+    end_near: Padded<AtomicU64>,
+    /// log2 of `end_near`'s step: a sixteenth of a segment, between 4 KiB and 1 MiB.
+    granule_shift: u32,
     /// The writer: held for one write-out or sync round (W6).
     writer: Padded<Mutex<Writer>>,
     /// Whether a flush leader is running a round (W6).
@@ -470,6 +483,7 @@ impl LogManager {
             f.allocate(0, segment_bytes).map_err(|e| LogError::io("allocating", &path, e))?;
         }
 
+        let shift = granule_shift(segment_bytes);
         let inner = Arc::new(Inner {
             dir,
             vfs,
@@ -482,6 +496,8 @@ impl LogManager {
             durable: Padded(AtomicU64::new(end)),
             synced: Padded(AtomicU64::new(end)),
             oldest: AtomicU64::new(oldest.min(end)),
+            end_near: Padded(AtomicU64::new(end >> shift << shift)),
+            granule_shift: shift,
             writer: Padded(Mutex::new(Writer::default())),
             group: Padded(Mutex::new(Group::default())),
             ended: Padded(AtomicU64::new(0)),
@@ -596,6 +612,21 @@ impl LogManager {
     /// The LSN the next append would get if it fits in the current segment (a lower bound).
     pub fn end(&self) -> Lsn {
         Lsn(self.inner.completed.next().load(Ordering::Acquire))
+    }
+
+    /// [`LogManager::end`] to within [`LogManager::end_granule`] bytes: never above it, at
+    /// most a granule below it, and it only grows (W12). It is read from a cache line that
+    /// only a reservation crossing a granule's end writes, where `end` reads the reservation
+    /// point, which every append writes: for checks made often that need the end only
+    /// roughly, such as whether the log is over a bound of many granules.
+    pub fn end_near(&self) -> Lsn {
+        Lsn(self.inner.end_near.load(Ordering::Acquire))
+    }
+
+    /// The step of [`LogManager::end_near`]: a sixteenth of a segment, between 4 KiB and 1 MiB,
+    /// a power of two.
+    pub fn end_granule(&self) -> u64 {
+        1 << self.inner.granule_shift
     }
 
     /// The first LSN still kept: records below it were truncated (W9).
@@ -857,6 +888,7 @@ impl Inner {
         loop {
             let pos = self.completed.next().fetch_add(flen, Ordering::AcqRel);
             let end = pos + flen;
+            self.passed(pos, end);
             room(end)?;
             let seg_end = segment::start_of(pos, self.segment_bytes) + self.segment_bytes;
             if end <= seg_end {
@@ -868,6 +900,15 @@ impl Inner {
                 self.ring.zero(at + HEADER, to - at - HEADER);
                 self.ring.store_frame(at, frame::pad_header(at, to - at), &[]);
             }
+        }
+    }
+
+    /// W12: a reservation moved the reservation point from `pos` to `end`; if that crossed a
+    /// granule's end, `end_near` moves to the last one crossed.
+    #[inline]
+    fn passed(&self, pos: u64, end: u64) {
+        if (pos ^ end) >> self.granule_shift != 0 {
+            self.end_near.fetch_max(end >> self.granule_shift << self.granule_shift, Ordering::AcqRel);
         }
     }
 
@@ -1018,6 +1059,7 @@ impl Inner {
         if self.completed.next().compare_exchange(pos, end, Ordering::AcqRel, Ordering::Acquire).is_err() {
             return Ok(false);
         }
+        self.passed(pos, end);
         // Everything below `pos` was written out by the flush; a write-out that ran since
         // stopped at `pos` (nothing else was reserved), so the ring has no bytes to give.
         self.write_out(&mut w, pos)?;

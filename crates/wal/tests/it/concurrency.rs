@@ -92,3 +92,46 @@ fn w4_twelve_appenders_on_a_4_kib_ring_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     run_with(LogConfig { buffer_bytes: 4096, ..common::small_config(dir.path()) }, 12);
 }
+
+/// W12: `end_near` never passes `end`, only grows, lags it by less than a granule plus a frame
+/// once the appends are done, and follows a sealed segment's padding; several appenders at once
+/// on segments of 64 KiB (a granule of 4 KiB) and single ones on segments of 32 MiB (1 MiB).
+#[test]
+fn w12_the_end_near_trails_the_end_by_less_than_a_granule() {
+    for (segment_bytes, threads) in [(64u64 << 10, 4usize), (32 << 20, 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LogManager::open(LogConfig {
+            segment_bytes,
+            buffer_bytes: 64 << 10,
+            flush_interval: Some(std::time::Duration::from_millis(1)),
+            ..LogConfig::new(dir.path())
+        })
+        .unwrap();
+        let granule = log.end_granule();
+        assert_eq!(granule, (segment_bytes / 16).clamp(4096, 1 << 20));
+        let body_max = 300u64;
+        let frame_max = body_max + 64;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let log = &log;
+                s.spawn(move || {
+                    let mut seen = Lsn(0);
+                    for i in 0..20_000u64 {
+                        let len = ((i * 37 + t as u64 * 11) % body_max + 1) as usize;
+                        log.append(&vec![t as u8; len]).unwrap();
+                        let near = log.end_near();
+                        assert!(near <= log.end(), "W12: the end near is never past the end");
+                        assert!(near >= seen, "W12: the end near only grows");
+                        seen = near;
+                    }
+                });
+            }
+        });
+        let (near, end) = (log.end_near(), log.end());
+        assert!(near <= end && end.0 - near.0 < granule + frame_max, "{near:?} against {end:?}");
+        assert_eq!(near.0 % granule, 0, "W12: the end near is a granule's end");
+        assert!(log.seal_segment().unwrap());
+        assert_eq!(log.end_near(), log.end(), "W14: a sealed segment's end is a granule's end");
+        log.close().unwrap();
+    }
+}
