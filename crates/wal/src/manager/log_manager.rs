@@ -1015,6 +1015,7 @@ impl Inner {
         }
         let path = segment::path(&self.dir, seg);
         let spare = self.spares.lock().files.pop();
+        let recycled = spare.is_some();
         let f = match spare {
             Some((spare_path, f)) => {
                 self.vfs
@@ -1032,9 +1033,14 @@ impl Inner {
                 f
             }
         };
-        // W13: the whole segment at once, so that its syncs write data and no length (a no-op
-        // for a spare that was a whole segment; a sealed one was cut short, W14).
-        f.allocate(0, self.segment_bytes).map_err(|e| self.fail(LogError::io("allocating", &path, e)))?;
+        // W13: the whole segment at once, so that its syncs write data and no length. A spare
+        // that is a whole segment is allocated and written already (W15): it is not asked again,
+        // since even a `fallocate` with nothing to do walks the file's pages on tmpfs. A sealed
+        // one was cut short (W14).
+        let whole = recycled && f.len().is_ok_and(|n| n >= self.segment_bytes);
+        if !whole {
+            f.allocate(0, self.segment_bytes).map_err(|e| self.fail(LogError::io("allocating", &path, e)))?;
+        }
         self.vfs
             .sync_dir(&self.dir)
             .map_err(|e| self.fail(LogError::io("syncing directory", &self.dir, e)))?;

@@ -206,6 +206,39 @@ fn w15_truncated_segments_are_reused_for_new_ones_and_read_back() {
     log.close().unwrap();
 }
 
+/// W15: a new segment that takes a whole spare does not allocate it again (it is allocated and
+/// written already); a created segment is allocated, and every segment is whole either way.
+#[test]
+fn w15_a_whole_spare_is_not_allocated_again() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let dir = tempfile::tempdir().unwrap();
+    let fs = common::TestFs::default();
+    let faults = std::sync::Arc::clone(&fs.faults);
+    let config = LogConfig { vfs: std::sync::Arc::new(fs), spare_segments: 3, ..small_config(dir.path()) };
+    let log = LogManager::open(config).unwrap();
+    let lsns: Vec<Lsn> = (0..100).map(|i| log.append(&body(i)).unwrap()).collect();
+    log.flush_all().unwrap();
+    log.truncate_before(lsns[90]).unwrap();
+    assert_eq!(spare_files(dir.path()), 3);
+    let (allocated, created) = (faults.allocates.load(SeqCst), log.stats().segments_created);
+    for i in 100..160 {
+        log.append(&body(i)).unwrap();
+    }
+    log.flush_all().unwrap();
+    let stats = log.stats();
+    assert_eq!(stats.segments_recycled, 3, "W15: every spare reused");
+    assert!(stats.segments_created > created, "then new files");
+    assert_eq!(
+        faults.allocates.load(SeqCst) - allocated,
+        stats.segments_created - created,
+        "W13, W15: the created segments are allocated, the whole spares not again"
+    );
+    for f in segment_files(dir.path()) {
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), SEG, "W13: {} is whole", f.display());
+    }
+    log.close().unwrap();
+}
+
 #[test]
 fn w15_a_scan_keeps_its_segments_from_being_recycled() {
     let dir = tempfile::tempdir().unwrap();

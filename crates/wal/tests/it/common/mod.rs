@@ -40,6 +40,8 @@ pub struct Faults {
     /// Writes and syncs so far (1-based counts after each call).
     pub writes: AtomicU64,
     pub syncs: AtomicU64,
+    /// Calls of `allocate`.
+    pub allocates: AtomicU64,
     /// Fail the write / sync with this number (0: never).
     pub fail_write_at: AtomicU64,
     pub fail_sync_at: AtomicU64,
@@ -117,6 +119,11 @@ impl VfsFile for TestFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.inner.set_len(len)
+    }
+
+    fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.faults.allocates.fetch_add(1, Ordering::SeqCst);
+        self.inner.allocate(offset, len)
     }
 }
 
