@@ -125,13 +125,7 @@ impl Shared {
     /// A failed log (wal README W11) is never waited for: no round can shrink it, and the
     /// transaction meets the failure at its first record.
     pub(crate) fn throttle(&self, wal: &Wal) {
-        // Every transaction begins here: it reads the log's end from the line only a
-        // reservation crossing a granule writes, not the reservation point's, which every
-        // append writes (wal README W12); the bound is many granules.
-        let over = || {
-            wal.log.end_near().0.saturating_sub(wal.log.oldest().0) > self.max_log_bytes
-                && !wal.log.is_failed()
-        };
+        let over = || log_bytes_near(wal) > self.max_log_bytes && !wal.log.is_failed();
         // R15: a running transaction whose first record lies more than the bound behind the
         // end keeps the log over the bound until it ends, whatever the cleaner writes: waiting
         // would only stall every writer for the whole deadline.
@@ -165,6 +159,12 @@ fn trigger(bound: u64) -> u64 {
 /// Bytes of log kept on disk: from the oldest record not yet truncated to the end.
 pub(crate) fn log_bytes(wal: &Wal) -> u64 {
     wal.log.end().0.saturating_sub(wal.log.oldest().0)
+}
+
+/// [`log_bytes`] with the end to within a granule (wal README W12), read from a line that
+/// appends do not write: for the look every `begin` takes (R15); the bound is many granules.
+fn log_bytes_near(wal: &Wal) -> u64 {
+    wal.log.end_near().0.saturating_sub(wal.log.oldest().0)
 }
 
 /// The cleaner thread; stops (and is joined) on [`Thread::stop`] or drop.

@@ -614,8 +614,9 @@ impl LogManager {
         Lsn(self.inner.completed.next().load(Ordering::Acquire))
     }
 
-    /// [`LogManager::end`] to within [`LogManager::end_granule`] bytes: never above it, at
-    /// most a granule below it, and it only grows (W12). It is read from a cache line that
+    /// [`LogManager::end`] rounded down to a multiple of [`LogManager::end_granule`]: never
+    /// above it, only growing, and about a granule below it at most (more only while the
+    /// reservation that crossed a granule's end has not moved it yet, W12). It is read from a cache line that
     /// only a reservation crossing a granule's end writes, where `end` reads the reservation
     /// point, which every append writes: for checks made often that need the end only
     /// roughly, such as whether the log is over a bound of many granules.
@@ -1015,7 +1016,6 @@ impl Inner {
         }
         let path = segment::path(&self.dir, seg);
         let spare = self.spares.lock().files.pop();
-        let recycled = spare.is_some();
         let f = match spare {
             Some((spare_path, f)) => {
                 self.vfs
@@ -1035,10 +1035,9 @@ impl Inner {
         };
         // W13: the whole segment at once, so that its syncs write data and no length. A spare
         // that is a whole segment is allocated and written already (W15): it is not asked again,
-        // since even a `fallocate` with nothing to do walks the file's pages on tmpfs. A sealed
-        // one was cut short (W14).
-        let whole = recycled && f.len().is_ok_and(|n| n >= self.segment_bytes);
-        if !whole {
+        // since even a `fallocate` with nothing to do walks the file's pages on tmpfs. A created
+        // file is empty, and a sealed spare was cut short (W14).
+        if !f.len().is_ok_and(|n| n >= self.segment_bytes) {
             f.allocate(0, self.segment_bytes).map_err(|e| self.fail(LogError::io("allocating", &path, e)))?;
         }
         self.vfs
