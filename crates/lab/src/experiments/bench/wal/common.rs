@@ -65,9 +65,10 @@ pub struct WalBenchArgs {
     /// comma-separated, measured side by side with their CPU
     #[arg(long, default_value = "adaptive", value_parser = parse_commit_waits)]
     pub(super) commit_wait: CommitWaits,
-    /// Longest time of one overhead measurement: a configuration still inserting then stops, and
-    /// its row counts the inserts done (synchronous commit of one insert per transaction costs an
-    /// fsync per insert)
+    /// Longest time of one overhead measurement: a configuration still inserting then stops (an
+    /// asynchronous one within 64 more transactions per thread, as its threads look at the clock
+    /// every 64), and its row counts the inserts done (synchronous commit of one insert per
+    /// transaction costs an fsync per insert)
     #[arg(long, default_value = "10", value_parser = units::parse_positive_seconds)]
     pub(super) time_limit: f64,
     /// Restart part without the page cleaner: log written after the last checkpoint before the
@@ -292,6 +293,11 @@ impl Setup {
 
     pub(super) fn locking(self) -> bool {
         self != Setup::NoLogNoLock
+    }
+
+    /// Whether each commit waits for an fsync.
+    pub(super) fn sync_commit(self) -> bool {
+        matches!(self, Setup::LogSync | Setup::AutoSync)
     }
 
     /// Inserts through `Tree::insert`, one auto-committed transaction each.
