@@ -117,6 +117,11 @@ pub struct Measurement {
     /// system reports it ([`process_cpu_secs`]): unlike the throughput, it does not count time
     /// the threads spent waiting or descheduled.
     pub cpu_secs: Option<f64>,
+    /// A cache line's round trip between two threads just before the measured phase
+    /// ([`crate::support::cores::line_round_trip_ns`]), for a measurement of two or more
+    /// threads: what every line the threads share costs each time it changes hands; `None`
+    /// with one thread or one CPU.
+    pub line_ns: Option<f64>,
 }
 
 pub use crate::support::cpu::process_cpu_secs;
@@ -631,6 +636,7 @@ fn measure_source<S: Source>(
         let wait = || progress.wait(cfg.warmup, format!("{label}: warm-up {}/{}", rep + 1, cfg.repeat));
         lookups(cfg, source, seed ^ (1 << 32), wait)?;
     }
+    let line_ns = if cfg.threads > 1 { crate::support::cores::line_round_trip_ns() } else { None };
     let before = stats();
     let cpu_before = process_cpu_secs();
     let started = Instant::now();
@@ -651,6 +657,7 @@ fn measure_source<S: Source>(
         resident_bytes: resident(),
         started,
         cpu_secs,
+        line_ns,
     })
 }
 

@@ -298,6 +298,10 @@ pub struct Record {
     /// pages read during the measurement), `page-cache` (pages read through the OS page cache;
     /// also a peer engine's memory map), or `none` (no page read: the data was in memory).
     pub io: &'static str,
+    /// A cache line's round trip between two threads just before the measurement, in
+    /// nanoseconds, where the lookup harness measured two or more threads (as `line_ns` in
+    /// `tpcc.csv`); empty otherwise.
+    pub line_ns: Option<f64>,
 }
 
 /// The `io` column of a measurement that read `pages_read` pages, `direct` saying whether the
@@ -325,7 +329,7 @@ pub fn io_text(direct: bool) -> &'static str {
 pub const CSV_HEADER: &str = "experiment,mode,policy,threads,records,pool_bytes,working_set_bytes,\
 repetition,duration_s,throughput,hit_ratio,page_table_lookups_per_op,swizzles,unswizzles,evictions,\
 pages_read,pages_written,memory_bytes,p50_ns,p99_ns,p999_ns,started_s,logging,engine,read_nanos,\
-free_frame_waits,free_frame_wait_nanos,victim_writes,io";
+free_frame_waits,free_frame_wait_nanos,victim_writes,io,line_ns";
 
 /// The rows of one run: one per (mode, repetition).
 #[must_use]
@@ -379,6 +383,7 @@ pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerRes
                 free_frame_wait_nanos: s.free_frame_wait_nanos,
                 victim_writes: s.victim_writes,
                 io: io_of(cfg.direct_io, s.pages_read),
+                line_ns: m.line_ns,
             });
         }
     }
@@ -414,6 +419,7 @@ pub fn records_with_peers(cfg: &Config, results: &[ModeResult], peers: &[PeerRes
                 free_frame_wait_nanos: 0,
                 victim_writes: 0,
                 io: "page-cache",
+                line_ns: m.line_ns,
             });
         }
     }

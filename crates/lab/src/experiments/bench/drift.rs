@@ -221,6 +221,7 @@ fn measure(
         resident_bytes: 0,
         started: start,
         cpu_secs: None,
+        line_ns: None,
     };
     Ok((m, samples))
 }

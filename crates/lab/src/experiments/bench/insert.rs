@@ -137,6 +137,7 @@ fn measure(cfg: &Config, db: &Database, tree: &Tree, preload: u64, rep: usize) -
         resident_bytes: (pool.resident_pages() * pool.page_size()) as u64,
         started: start,
         cpu_secs: None,
+        line_ns: None,
     })
 }
 

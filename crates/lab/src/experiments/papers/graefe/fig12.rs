@@ -155,6 +155,7 @@ mod tests {
             resident_bytes: 0,
             started: std::time::Instant::now(),
             cpu_secs: None,
+            line_ns: None,
         };
         ModeResult { mode, load_secs: Some(1.0), loaded: 0, runs: vec![run(0), run(1)], error: None }
     }
