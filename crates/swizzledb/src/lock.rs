@@ -945,7 +945,10 @@ impl LockHead {
     fn release(&mut self, txn: TxnId) -> bool {
         let Some(i) = self.holders.iter().position(|h| h.txn == txn) else { return false };
         self.holders.swap_remove(i);
-        self.grant_waiters();
+        // Most heads never had a waiter: no call for them.
+        if !self.queue.is_empty() {
+            self.grant_waiters();
+        }
         true
     }
 
