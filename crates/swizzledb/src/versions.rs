@@ -880,49 +880,15 @@ impl Drop for Snapshot<'_> {
     }
 }
 
-/// Where this thread starts looking for a free slot: its thread number (below).
+/// Where this thread starts looking for a free slot: its thread number, distinct among the live
+/// threads and given back when a thread exits (`swizzledb_sync::thread`). Every horizon reads
+/// the slots up to the highest ever taken (`used`), so that prefix must stay as short as the
+/// threads that run at once: numbered from a counter that only grew, a process whose threads
+/// came and went (a pool that replaces its threads, a server with a thread per connection, the
+/// benches' runs) made every writer's end read up to all 128 slots. (A snapshot taken while
+/// its thread is torn down starts at slot 0.)
 fn thread_slot() -> usize {
-    thread_local! {
-        static NUMBER: ThreadNumber = ThreadNumber::take();
-    }
-    // (A snapshot taken by a thread-local destructor after this one ran starts at slot 0.)
-    NUMBER.try_with(|n| n.0).unwrap_or(0) % SLOTS
-}
-
-/// Thread numbers in use, one bit each: a thread takes the lowest free number and gives it back
-/// when it exits (K19). Every horizon reads the slots up to the highest ever taken (`used`), so
-/// that prefix must stay as short as the threads that run at once: numbered from a counter that
-/// only grew, a process whose threads come and go (a pool that replaces its threads, a server
-/// with a thread per connection, the benches' runs) made every writer's end read all 128 slots.
-static THREAD_NUMBERS: [AtomicU64; SLOTS / 64] = [const { AtomicU64::new(0) }; SLOTS / 64];
-
-/// A thread's number, given back when the thread exits; `SLOTS` and beyond while all are taken
-/// (shared then, never given back).
-struct ThreadNumber(usize);
-
-impl ThreadNumber {
-    fn take() -> ThreadNumber {
-        for (w, word) in THREAD_NUMBERS.iter().enumerate() {
-            let mut taken = word.load(SeqCst);
-            while taken != u64::MAX {
-                let bit = (!taken).trailing_zeros() as usize;
-                match word.compare_exchange(taken, taken | 1 << bit, SeqCst, SeqCst) {
-                    Ok(_) => return ThreadNumber(w * 64 + bit),
-                    Err(now) => taken = now,
-                }
-            }
-        }
-        static SHARED: AtomicUsize = AtomicUsize::new(0);
-        ThreadNumber(SLOTS + SHARED.fetch_add(1, SeqCst) % SLOTS)
-    }
-}
-
-impl Drop for ThreadNumber {
-    fn drop(&mut self) {
-        if self.0 < SLOTS {
-            THREAD_NUMBERS[self.0 / 64].fetch_and(!(1 << (self.0 % 64)), SeqCst);
-        }
-    }
+    swizzledb_sync::thread::thread_number().unwrap_or(0) % SLOTS
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! # Queues
 //!
 //! The queues live in the wrapper, in [`QUEUE_SLOTS`] cache-line-aligned slots. Thread numbers are
-//! returned when a thread ends and reused (`queue.rs`), so live threads have distinct numbers,
+//! returned when a thread ends and reused (`swizzledb_sync::thread`), so live threads have distinct numbers,
 //! and a thread numbered below [`QUEUE_SLOTS`] owns slot `number` alone; a thread beyond
 //! them (more than 64 alive at once) has no queue and applies each access under the lock, like
 //! the unbatched variants. A slot is a ring of `queue_size` entries with one producer and no
@@ -131,7 +131,7 @@
 //!
 //! # Where the code is
 //!
-//! `queue.rs` (thread numbers, entries, a thread's ring), `frames.rs` (the words per frame and
+//! `queue.rs` (entries, a thread's ring), `frames.rs` (the words per frame and
 //! the batch's evictor), `lock.rs` (the lock and its counted acquisitions), `access.rs` (the
 //! producer side: queueing, dropping ignored hits, committing at T), `commit.rs` (the consumer
 //! side, under the lock), `stats.rs` and `config.rs`; this file holds the wrapper itself and its
@@ -165,8 +165,9 @@ pub use stats::BpStats;
 
 use frames::{slot, FrameWords, Frames, Victims, NO_PAGE};
 use lock::{Guard, Lock};
-use queue::{thread_number, Access, Entry, Slot};
+use queue::{Access, Entry, Slot};
 use stats::Counters;
+use swizzledb_sync::thread::thread_number;
 
 /// Values of a pool hook (module doc, "Hooks"): the inner policy's answer for the frame's page
 /// is not known yet; a hit on it changes something; a hit on it changes nothing.

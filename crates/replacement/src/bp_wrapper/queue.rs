@@ -1,10 +1,9 @@
-//! The per-thread queues (`bp_wrapper` module doc, "Queues"): thread numbers, queue entries and
+//! The per-thread queues (`bp_wrapper` module doc, "Queues"): queue entries and
 //! their two-word encoding, and the single-producer ring of one slot.
 //!
-//! A thread takes a number on its first access and returns it when it ends; a returned number
-//! is handed to the next new thread (the last returned first), so the numbers of live threads
-//! are distinct and stay below the largest number of threads alive at once. The fast path reads
-//! a copy of the number kept in a constant-initialized thread-local (one load).
+//! A thread's queue slot is its thread number (`swizzledb_sync::thread`): distinct among the
+//! live threads, returned when a thread ends, so the numbers stay below the largest number of
+//! threads alive at once.
 //!
 //! Each slot sits on cache lines of its own (`align(128)`), so two threads' appends never share
 //! a line. An append is two relaxed stores of the entry's words and a release store of `tail`,
@@ -17,62 +16,12 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
-
 use super::stats::bump_own;
 use swizzledb_sync::FrameId;
 
 /// Per-thread queues per wrapper; a thread numbered beyond them applies accesses under the lock
 /// (`bp_wrapper` module doc).
 pub const QUEUE_SLOTS: usize = 64;
-
-/// Source of new thread numbers, which pick a thread's queue slot.
-static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
-
-/// Numbers of threads that have ended, for reuse: the numbers of live threads are distinct and
-/// stay below the largest number of threads alive at once.
-static FREE_NUMBERS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-
-/// A thread's number, returned for reuse when the thread ends.
-struct ThreadNumber(usize);
-
-impl ThreadNumber {
-    fn take() -> ThreadNumber {
-        let reused = FREE_NUMBERS.lock().pop();
-        ThreadNumber(reused.unwrap_or_else(|| NEXT_THREAD.fetch_add(1, Ordering::Relaxed)))
-    }
-}
-
-impl Drop for ThreadNumber {
-    fn drop(&mut self) {
-        // Forgotten by the fast path before it is handed to another thread.
-        let _ = CACHED_NUMBER.try_with(|n| n.set(NO_NUMBER));
-        FREE_NUMBERS.lock().push(self.0);
-    }
-}
-
-/// `CACHED_NUMBER` before the thread's number is taken, and after it was returned.
-const NO_NUMBER: usize = usize::MAX;
-
-thread_local! {
-    /// This thread's number, taken on first use.
-    static THREAD_NUMBER: ThreadNumber = ThreadNumber::take();
-    /// A copy of this thread's number while it holds one: a constant-initialized word without a
-    /// destructor, so reading it is one load (`THREAD_NUMBER` has a destructor, and every access
-    /// to it checks whether it is alive).
-    static CACHED_NUMBER: std::cell::Cell<usize> = const { std::cell::Cell::new(NO_NUMBER) };
-}
-
-/// The calling thread's number; `None` while the thread is being torn down.
-pub(super) fn thread_number() -> Option<usize> {
-    let cached = CACHED_NUMBER.get();
-    if cached != NO_NUMBER {
-        return Some(cached);
-    }
-    let number = THREAD_NUMBER.try_with(|n| n.0).ok()?;
-    CACHED_NUMBER.set(number);
-    Some(number)
-}
 
 /// What a queued entry reports.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
