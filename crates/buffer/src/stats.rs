@@ -111,7 +111,39 @@ pub(crate) fn add(c: &AtomicU64, n: u64) {
 #[derive(Default, Debug)]
 pub(crate) struct Registry {
     id: u64,
-    blocks: Mutex<Vec<Arc<Block>>>,
+    blocks: Mutex<Blocks>,
+}
+
+/// The blocks of the threads that may still count, and what the exited ones counted (B12).
+#[derive(Default, Debug)]
+struct Blocks {
+    live: Vec<Arc<Block>>,
+    exited: Stats,
+}
+
+impl Blocks {
+    /// Folds the blocks of threads that have exited into `exited` (B12): a block only the
+    /// registry holds any more is one whose thread dropped its list, so no one writes it again.
+    /// Without this, a process whose threads come and go (a thread per connection) kept one
+    /// block per thread it ever ran, and every `stats()` read them all.
+    fn fold_exited(&mut self) {
+        let mut i = 0;
+        while i < self.live.len() {
+            if Arc::strong_count(&self.live[i]) > 1 {
+                i += 1;
+                continue;
+            }
+            let b = self.live.swap_remove(i);
+            // Acquire: the thread's last counts happened before it let its `Arc` go.
+            match Arc::try_unwrap(b) {
+                Ok(block) => block.add_to(&mut self.exited),
+                Err(b) => {
+                    self.live.push(b);
+                    i += 1;
+                }
+            }
+        }
+    }
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -135,7 +167,7 @@ thread_local! {
 
 impl Registry {
     pub(crate) fn new() -> Registry {
-        Registry { id: NEXT_ID.fetch_add(1, Relaxed), blocks: Mutex::new(Vec::new()) }
+        Registry { id: NEXT_ID.fetch_add(1, Relaxed), blocks: Mutex::new(Blocks::default()) }
     }
 
     /// Runs `f` with the current thread's block, creating it on first use.
@@ -162,7 +194,11 @@ impl Registry {
                 return f(b);
             }
             let b = Arc::new(Block::default());
-            self.blocks.lock().push(Arc::clone(&b));
+            {
+                let mut blocks = self.blocks.lock();
+                blocks.fold_exited();
+                blocks.live.push(Arc::clone(&b));
+            }
             // Forget blocks of pools that are gone (only this thread's list holds them).
             local.retain(|(_, b)| Arc::strong_count(b) > 1);
             local.push((self.id, Arc::clone(&b)));
@@ -173,17 +209,25 @@ impl Registry {
 
     /// Sums every thread's counters.
     pub(crate) fn snapshot(&self) -> Stats {
-        let mut s = Stats::default();
-        for b in self.blocks.lock().iter() {
+        let mut blocks = self.blocks.lock();
+        blocks.fold_exited();
+        let mut s = blocks.exited;
+        for b in &blocks.live {
             b.add_to(&mut s);
         }
         s
+    }
+
+    /// How many blocks the registry holds for threads that may still count (tests of B12).
+    #[cfg(test)]
+    fn live_blocks(&self) -> usize {
+        self.blocks.lock().live.len()
     }
 }
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        self.blocks.lock().clear();
+        self.blocks.lock().live.clear();
     }
 }
 
@@ -212,6 +256,30 @@ mod tests {
         assert_eq!(s.fixes, 4000);
         assert_eq!(s.hits, 1);
         assert_eq!(s.since(&Stats { fixes: 1000, ..Stats::default() }).fixes, 3000);
+    }
+
+    /// B12: the blocks of threads that exited are folded into the registry's totals, so a
+    /// process whose threads come and go keeps a block per live thread, not one per thread it
+    /// ever ran, and loses no count.
+    #[test]
+    fn b12_threads_that_come_and_go_leave_their_counts_and_not_their_blocks() {
+        let r = Arc::new(Registry::new());
+        for _ in 0..500 {
+            let r = Arc::clone(&r);
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    r.with(|b| bump(&b.fixes));
+                }
+            })
+            .join()
+            .expect("no panic");
+        }
+        assert_eq!(r.snapshot().fixes, 5000);
+        assert_eq!(r.live_blocks(), 0, "every counting thread has exited");
+        r.with(|b| bump(&b.hits));
+        assert_eq!(r.live_blocks(), 1);
+        let s = r.snapshot();
+        assert_eq!((s.fixes, s.hits), (5000, 1));
     }
 
     /// B12: one thread counting in several pools in turn, while pools come and go, credits every
