@@ -249,8 +249,8 @@ fn k18_a_plain_read_that_copied_an_uncommitted_value_does_not_return_it_after_it
     let (reached_tx, reached_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let armed = parking_lot::Mutex::new(Some((reached_tx, go_rx)));
-    *crate::snapshot::read_point::HOOK.lock() = Some(Arc::new(move || {
-        if std::thread::current().name() != Some(PAUSED) {
+    *crate::snapshot::read_point::HOOK.lock() = Some(Arc::new(move |at| {
+        if at != crate::snapshot::read_point::At::Copied || std::thread::current().name() != Some(PAUSED) {
             return;
         }
         if let Some((reached, go)) = armed.lock().take() {
@@ -274,6 +274,76 @@ fn k18_a_plain_read_that_copied_an_uncommitted_value_does_not_return_it_after_it
         "G1b: the read returned {:?}, the writer's first change of two",
         read.map(|v| String::from_utf8_lossy(&v).into_owned())
     );
+    drop(tree);
+    db.close().unwrap();
+}
+
+/// K18: a plain read that found the key's writer counted asks the writer. The writer may have
+/// changed the key again since the read's copy (under the leaf's latch or not) and committed,
+/// its locks not yet let go: the copy is then its first change of two, never committed, and
+/// no release has come to tell the read. A committed writer must not make the read keep its
+/// copy. (The G1b read of `histories::r10_r22_...` on 2026-12-04, LOCKS.md K18.)
+#[test]
+fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_committing() {
+    let _one = SERIAL.lock();
+    let (_fs, _builder, db) = setup();
+    let tree = db.tree("t").unwrap();
+    tree.upsert(b"k", b"v").unwrap();
+    let mut writer = db.begin();
+    writer.put(&tree, b"k", b"v1").unwrap();
+
+    // The reader stops once it holds the leaf's value and a writer is counted.
+    let (read_tx, read_rx) = mpsc::channel();
+    let (read_go_tx, read_go_rx) = mpsc::channel::<()>();
+    let armed = parking_lot::Mutex::new(Some((read_tx, read_go_rx)));
+    *crate::snapshot::read_point::HOOK.lock() = Some(Arc::new(move |at| {
+        if at != crate::snapshot::read_point::At::Settling || std::thread::current().name() != Some(PAUSED) {
+            return;
+        }
+        if let Some((reached, go)) = armed.lock().take() {
+            let _ = reached.send(());
+            let _ = go.recv_timeout(Duration::from_secs(10));
+        }
+    }));
+    // The writer stops once it has committed, before it lets its locks go.
+    const COMMITTING: &str = "race-test-committing";
+    let (commit_tx, commit_rx) = mpsc::channel();
+    let (commit_go_tx, commit_go_rx) = mpsc::channel::<()>();
+    let armed = parking_lot::Mutex::new(Some((commit_tx, commit_go_rx)));
+    *crate::logging::commit_point::HOOK.lock() = Some(Arc::new(move || {
+        if std::thread::current().name() != Some(COMMITTING) {
+            return;
+        }
+        if let Some((reached, go)) = armed.lock().take() {
+            let _ = reached.send(());
+            let _ = go.recv_timeout(Duration::from_secs(10));
+        }
+    }));
+    let read = std::thread::scope(|s| {
+        let reader = spawn_paused(s, || tree.get(b"k"));
+        read_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached the writer's count");
+        // The read holds no latch now: the writer changes the key again and commits.
+        writer.put(&tree, b"k", b"v12").unwrap();
+        let committer = std::thread::Builder::new()
+            .name(COMMITTING.into())
+            .spawn_scoped(s, move || writer.commit())
+            .expect("a thread");
+        commit_rx.recv_timeout(Duration::from_secs(10)).expect("the writer committed");
+        read_go_tx.send(()).unwrap();
+        let read = reader.join().unwrap().unwrap();
+        commit_go_tx.send(()).unwrap();
+        committer.join().unwrap().unwrap();
+        read
+    });
+    *crate::snapshot::read_point::HOOK.lock() = None;
+    *crate::logging::commit_point::HOOK.lock() = None;
+    // The read overlapped the writer's commit: the value before it or the one it committed.
+    assert!(
+        matches!(read.as_deref(), Some(b"v" | b"v12")),
+        "G1b: the read returned {:?}, the writer's first change of two",
+        read.map(|v| String::from_utf8_lossy(&v).into_owned())
+    );
+    assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&b"v12"[..]));
     drop(tree);
     db.close().unwrap();
 }

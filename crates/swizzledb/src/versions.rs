@@ -764,11 +764,11 @@ impl Versions {
     /// read): the tree was read after `releases` was taken, and a writer was counted in the
     /// key's bucket then. The key's writer, if its head names one, settles it: running, its
     /// first before-image of the key (none: it has not changed the key, and the tree's value
-    /// is committed); committed, the tree's value; no head naming one, the tree's value. `None`
-    /// — retry with a snapshot — when the writer rolled back, when the head names a transaction
-    /// whose entry holds no writer, or when any writer of the bucket let its head go meanwhile:
-    /// the value read may then be a change rolled back since. Chains do not matter: they hold
-    /// older values than the newest committed one.
+    /// is committed); no head naming one, the tree's value. `None` — retry with a snapshot —
+    /// when the writer rolled back or committed, when the head names a transaction whose entry
+    /// holds no writer, or when any writer of the bucket let its head go meanwhile: the value
+    /// read may then be a change rolled back since, or one the writer changed again before it
+    /// committed. Chains do not matter: they hold older values than the newest committed one.
     pub(crate) fn now_seen(&self, tree: PageId, key: &[u8], hash: u64, releases: u64) -> Option<Seen> {
         let seen = match self.locks.named_writer(hash, tree_lock_id(tree), key) {
             // No head names a writer: none has an uncommitted change of the key (one that had
@@ -786,7 +786,11 @@ impl Versions {
                     None => Seen::Tree,
                 },
                 ABORTED => return None,
-                _committed => Seen::Tree,
+                // Committed, its locks not let go yet. The tree's value the reader holds may
+                // be a change the writer made before its last one of the key, which was never
+                // committed (G1b): the writer's committed value is in the tree now, not
+                // necessarily in the reader's copy. The reader takes a snapshot and reads again.
+                _committed => return None,
             },
         };
         (self.writer_releases(hash) == releases).then_some(seen)
