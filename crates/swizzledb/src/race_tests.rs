@@ -19,22 +19,49 @@ const PAUSED: &str = "race-test-paused";
 /// The hook is global: the race tests run one at a time.
 static SERIAL: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
-/// Installs a hook that stops the thread named [`PAUSED`] at the first record `pick` accepts
-/// until the returned sender is used; the receiver says when it stopped.
-fn pause_at(pick: fn(&Record) -> bool) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
+/// A stop for one thread: the returned function, called on the thread named `thread`, blocks
+/// it the first time until the returned sender is used (or 10 s pass); the receiver says when
+/// it stopped. Other threads, and later calls, pass.
+fn stop_once(
+    thread: &'static str,
+) -> (impl Fn() + Send + Sync + 'static, mpsc::Receiver<()>, mpsc::Sender<()>) {
     let (reached_tx, reached_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let armed = parking_lot::Mutex::new(Some((reached_tx, go_rx)));
-    *test_point::HOOK.lock() = Some(Arc::new(move |record| {
-        if !pick(record) || std::thread::current().name() != Some(PAUSED) {
+    let stop = move || {
+        if std::thread::current().name() != Some(thread) {
             return;
         }
         if let Some((reached, go)) = armed.lock().take() {
             let _ = reached.send(());
             let _ = go.recv_timeout(Duration::from_secs(10));
         }
+    };
+    (stop, reached_rx, go_tx)
+}
+
+/// Installs a hook that stops the thread named [`PAUSED`] at the first record `pick` accepts
+/// until the returned sender is used; the receiver says when it stopped.
+fn pause_at(pick: fn(&Record) -> bool) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (stop, reached, go) = stop_once(PAUSED);
+    *test_point::HOOK.lock() = Some(Arc::new(move |record| {
+        if pick(record) {
+            stop();
+        }
     }));
-    (reached_rx, go_tx)
+    (reached, go)
+}
+
+/// Installs a hook that stops the thread named [`PAUSED`] the first time a plain read reaches
+/// `at` (K18), as [`pause_at`] does.
+fn pause_read_at(at: crate::snapshot::read_point::At) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
+    let (stop, reached, go) = stop_once(PAUSED);
+    *crate::snapshot::read_point::HOOK.lock() = Some(Arc::new(move |now| {
+        if now == at {
+            stop();
+        }
+    }));
+    (reached, go)
 }
 
 /// Runs `f` in a scoped thread named [`PAUSED`], the one a [`pause_at`] hook stops.
@@ -246,18 +273,7 @@ fn k18_a_plain_read_that_copied_an_uncommitted_value_does_not_return_it_after_it
     let mut writer = db.begin();
     writer.put(&tree, b"k", b"v1").unwrap();
 
-    let (reached_tx, reached_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let armed = parking_lot::Mutex::new(Some((reached_tx, go_rx)));
-    *crate::snapshot::read_point::HOOK.lock() = Some(Arc::new(move |at| {
-        if at != crate::snapshot::read_point::At::Copied || std::thread::current().name() != Some(PAUSED) {
-            return;
-        }
-        if let Some((reached, go)) = armed.lock().take() {
-            let _ = reached.send(());
-            let _ = go.recv_timeout(Duration::from_secs(10));
-        }
-    }));
+    let (reached_rx, go_tx) = pause_read_at(crate::snapshot::read_point::At::Copied);
     let read = std::thread::scope(|s| {
         let reader = spawn_paused(s, || tree.get(b"k"));
         reached_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached its pause point");
@@ -293,32 +309,11 @@ fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_commi
     writer.put(&tree, b"k", b"v1").unwrap();
 
     // The reader stops once it holds the leaf's value and a writer is counted.
-    let (read_tx, read_rx) = mpsc::channel();
-    let (read_go_tx, read_go_rx) = mpsc::channel::<()>();
-    let armed = parking_lot::Mutex::new(Some((read_tx, read_go_rx)));
-    *crate::snapshot::read_point::HOOK.lock() = Some(Arc::new(move |at| {
-        if at != crate::snapshot::read_point::At::Settling || std::thread::current().name() != Some(PAUSED) {
-            return;
-        }
-        if let Some((reached, go)) = armed.lock().take() {
-            let _ = reached.send(());
-            let _ = go.recv_timeout(Duration::from_secs(10));
-        }
-    }));
+    let (read_rx, read_go_tx) = pause_read_at(crate::snapshot::read_point::At::Settling);
     // The writer stops once it has committed, before it lets its locks go.
     const COMMITTING: &str = "race-test-committing";
-    let (commit_tx, commit_rx) = mpsc::channel();
-    let (commit_go_tx, commit_go_rx) = mpsc::channel::<()>();
-    let armed = parking_lot::Mutex::new(Some((commit_tx, commit_go_rx)));
-    *crate::logging::commit_point::HOOK.lock() = Some(Arc::new(move || {
-        if std::thread::current().name() != Some(COMMITTING) {
-            return;
-        }
-        if let Some((reached, go)) = armed.lock().take() {
-            let _ = reached.send(());
-            let _ = go.recv_timeout(Duration::from_secs(10));
-        }
-    }));
+    let (stop, commit_rx, commit_go_tx) = stop_once(COMMITTING);
+    *crate::logging::commit_point::HOOK.lock() = Some(Arc::new(stop));
     let read = std::thread::scope(|s| {
         let reader = spawn_paused(s, || tree.get(b"k"));
         read_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached the writer's count");
