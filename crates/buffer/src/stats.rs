@@ -6,7 +6,7 @@
 
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{fence, AtomicU64, Ordering::Acquire, Ordering::Relaxed};
 use std::sync::Arc;
 
 macro_rules! counters {
@@ -127,22 +127,16 @@ impl Blocks {
     /// Without this, a process whose threads come and go (a thread per connection) kept one
     /// block per thread it ever ran, and every `stats()` read them all.
     fn fold_exited(&mut self) {
-        let mut i = 0;
-        while i < self.live.len() {
-            if Arc::strong_count(&self.live[i]) > 1 {
-                i += 1;
-                continue;
+        let exited = &mut self.exited;
+        self.live.retain(|b| {
+            if Arc::strong_count(b) > 1 {
+                return true;
             }
-            let b = self.live.swap_remove(i);
-            // Acquire: the thread's last counts happened before it let its `Arc` go.
-            match Arc::try_unwrap(b) {
-                Ok(block) => block.add_to(&mut self.exited),
-                Err(b) => {
-                    self.live.push(b);
-                    i += 1;
-                }
-            }
-        }
+            // The thread let its `Arc` go (a release decrement) after its last count.
+            fence(Acquire);
+            b.add_to(exited);
+            false
+        });
     }
 }
 

@@ -75,6 +75,7 @@ pub mod lab;
 pub mod lock;
 mod logging;
 mod open;
+mod pause;
 #[cfg(test)]
 mod race_tests;
 mod record;

@@ -1093,7 +1093,7 @@ impl<'a> TxnLog<'a> {
     pub(crate) fn commit_versions(&self) {
         if let (Some((v, w)), true) = (&self.versioned, self.changed.get()) {
             v.commit(w);
-            commit_point::reached();
+            COMMIT_POINT.reached(());
         }
     }
 
@@ -1319,28 +1319,9 @@ pub(crate) mod test_point {
     pub(crate) fn reached<R>(_: &R) {}
 }
 
-/// A pause point for the race tests (K18): a writer has committed (its state holds its commit
-/// timestamp) and let none of its locks go yet. Nothing outside unit tests.
-pub(crate) mod commit_point {
-    #[cfg(test)]
-    pub(crate) type Hook = std::sync::Arc<dyn Fn() + Send + Sync>;
-
-    #[cfg(test)]
-    pub(crate) static HOOK: parking_lot::Mutex<Option<Hook>> = parking_lot::Mutex::new(None);
-
-    /// Runs the hook, if one is set, without the hook's mutex held.
-    #[cfg(test)]
-    pub(crate) fn reached() {
-        let hook = HOOK.lock().clone();
-        if let Some(h) = hook {
-            h();
-        }
-    }
-
-    #[cfg(not(test))]
-    #[inline(always)]
-    pub(crate) fn reached() {}
-}
+/// The race tests' pause point (`crate::pause`, K18) where a writer has committed (its state
+/// holds its commit timestamp) and let none of its locks go yet.
+pub(crate) static COMMIT_POINT: crate::pause::Point<()> = crate::pause::Point::new();
 
 /// A background thread that runs a task every interval until stopped (by `Database::close` or
 /// drop).

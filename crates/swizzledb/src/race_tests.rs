@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use swizzledb_io::{CrashMode, FaultFs, Vfs};
 
-use crate::logging::test_point;
+use crate::logging::{test_point, COMMIT_POINT};
 use crate::record::Record;
+use crate::snapshot::{ReadAt, READ_POINT};
 use crate::{CommitMode, Database};
 
 /// The name of the thread a hook pauses (other tests' threads pass through).
@@ -54,13 +55,13 @@ fn pause_at(pick: fn(&Record) -> bool) -> (mpsc::Receiver<()>, mpsc::Sender<()>)
 
 /// Installs a hook that stops the thread named [`PAUSED`] the first time a plain read reaches
 /// `at` (K18), as [`pause_at`] does.
-fn pause_read_at(at: crate::snapshot::read_point::At) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
+fn pause_read_at(at: ReadAt) -> (mpsc::Receiver<()>, mpsc::Sender<()>) {
     let (stop, reached, go) = stop_once(PAUSED);
-    *crate::snapshot::read_point::HOOK.lock() = Some(Arc::new(move |now| {
+    READ_POINT.set(Some(Arc::new(move |now| {
         if now == at {
             stop();
         }
-    }));
+    })));
     (reached, go)
 }
 
@@ -273,7 +274,7 @@ fn k18_a_plain_read_that_copied_an_uncommitted_value_does_not_return_it_after_it
     let mut writer = db.begin();
     writer.put(&tree, b"k", b"v1").unwrap();
 
-    let (reached_rx, go_tx) = pause_read_at(crate::snapshot::read_point::At::Copied);
+    let (reached_rx, go_tx) = pause_read_at(ReadAt::Copied);
     let read = std::thread::scope(|s| {
         let reader = spawn_paused(s, || tree.get(b"k"));
         reached_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached its pause point");
@@ -283,7 +284,7 @@ fn k18_a_plain_read_that_copied_an_uncommitted_value_does_not_return_it_after_it
         go_tx.send(()).unwrap();
         reader.join().unwrap().unwrap()
     });
-    *crate::snapshot::read_point::HOOK.lock() = None;
+    READ_POINT.set(None);
     // The read overlapped the writer's commit: the value before it or the one it committed.
     assert!(
         matches!(read.as_deref(), Some(b"v" | b"v12")),
@@ -309,11 +310,11 @@ fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_commi
     writer.put(&tree, b"k", b"v1").unwrap();
 
     // The reader stops once it holds the leaf's value and a writer is counted.
-    let (read_rx, read_go_tx) = pause_read_at(crate::snapshot::read_point::At::Settling);
+    let (read_rx, read_go_tx) = pause_read_at(ReadAt::Settling);
     // The writer stops once it has committed, before it lets its locks go.
     const COMMITTING: &str = "race-test-committing";
     let (stop, commit_rx, commit_go_tx) = stop_once(COMMITTING);
-    *crate::logging::commit_point::HOOK.lock() = Some(Arc::new(stop));
+    COMMIT_POINT.set(Some(Arc::new(move |()| stop())));
     let read = std::thread::scope(|s| {
         let reader = spawn_paused(s, || tree.get(b"k"));
         read_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached the writer's count");
@@ -330,8 +331,8 @@ fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_commi
         committer.join().unwrap().unwrap();
         read
     });
-    *crate::snapshot::read_point::HOOK.lock() = None;
-    *crate::logging::commit_point::HOOK.lock() = None;
+    READ_POINT.set(None);
+    COMMIT_POINT.set(None);
     // The read overlapped the writer's commit: the value before it or the one it committed.
     assert!(
         matches!(read.as_deref(), Some(b"v" | b"v12")),

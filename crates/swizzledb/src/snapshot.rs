@@ -105,7 +105,7 @@ impl SnapshotReads {
         // Before the leaf: a writer that lets the key go after this is seen below.
         let releases = self.versions.writer_releases(hash);
         let from_tree = tree.get_gated(key, &swizzledb_btree::NoGate, |v| {
-            read_point::reached(read_point::At::Copied);
+            READ_POINT.reached(ReadAt::Copied);
             // A writer whose change `v` holds was counted before it made it, and stays counted
             // until it lets the key go: after its rollback put the old value back, or after its
             // commit. So no writer counted and none let go since the leaf was read means `v` is
@@ -122,7 +122,7 @@ impl SnapshotReads {
         Ok(match from_tree {
             Ok(r) => Some(Read::Done(r)),
             Err(value) => {
-                read_point::reached(read_point::At::Settling);
+                READ_POINT.reached(ReadAt::Settling);
                 self.versions.now_seen(root, key, hash, releases).map(|seen| {
                     Read::Rebuilt(match seen {
                         Seen::Tree => value,
@@ -285,34 +285,15 @@ impl SnapshotReads {
     }
 }
 
-/// Pause points for the race tests (`race_tests.rs`) in a plain read (K18).
-pub(crate) mod read_point {
-    /// Where the read is.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub(crate) enum At {
-        /// It has its value from the leaf and is about to decide with the writers' count
-        /// whether it is committed.
-        Copied,
-        /// The count said a writer may have changed the key: it is about to ask that writer.
-        Settling,
-    }
-
-    #[cfg(test)]
-    pub(crate) type Hook = std::sync::Arc<dyn Fn(At) + Send + Sync>;
-
-    #[cfg(test)]
-    pub(crate) static HOOK: parking_lot::Mutex<Option<Hook>> = parking_lot::Mutex::new(None);
-
-    /// Runs the hook, if one is set, without the hook's mutex held.
-    #[cfg(test)]
-    pub(crate) fn reached(at: At) {
-        let hook = HOOK.lock().clone();
-        if let Some(h) = hook {
-            h(at);
-        }
-    }
-
-    #[cfg(not(test))]
-    #[inline(always)]
-    pub(crate) fn reached(_: At) {}
+/// Where a plain read is (K18), for the race tests' pause point [`READ_POINT`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadAt {
+    /// It has its value from the leaf and is about to decide with the writers' count whether it
+    /// is committed.
+    Copied,
+    /// The count said a writer may have changed the key: it is about to ask that writer.
+    Settling,
 }
+
+/// The race tests' pause point in a plain read (`crate::pause`).
+pub(crate) static READ_POINT: crate::pause::Point<ReadAt> = crate::pause::Point::new();

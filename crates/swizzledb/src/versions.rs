@@ -885,12 +885,10 @@ impl Drop for Snapshot<'_> {
 }
 
 /// Where this thread starts looking for a free slot: its thread number, distinct among the live
-/// threads and given back when a thread exits (`swizzledb_sync::thread`). Every horizon reads
-/// the slots up to the highest ever taken (`used`), so that prefix must stay as short as the
-/// threads that run at once: numbered from a counter that only grew, a process whose threads
-/// came and went (a pool that replaces its threads, a server with a thread per connection, the
-/// benches' runs) made every writer's end read up to all 128 slots. (A snapshot taken while
-/// its thread is torn down starts at slot 0.)
+/// threads and given back when a thread exits (`swizzledb_sync::thread`), so that the slots
+/// every horizon reads, up to the highest ever taken (`used`), stay as few as the threads that
+/// run at once however many come and go (K19). A snapshot taken while its thread is torn down
+/// starts at slot 0.
 fn thread_slot() -> usize {
     swizzledb_sync::thread::thread_number().unwrap_or(0) % SLOTS
 }
