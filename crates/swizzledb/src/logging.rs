@@ -1093,7 +1093,7 @@ impl<'a> TxnLog<'a> {
     pub(crate) fn commit_versions(&self) {
         if let (Some((v, w)), true) = (&self.versioned, self.changed.get()) {
             v.commit(w);
-            COMMIT_POINT.reached(());
+            COMMIT_POINT.reached(WriterAt::Committed);
         }
     }
 
@@ -1110,6 +1110,7 @@ impl<'a> TxnLog<'a> {
                 if let Some(list) = v.retire(w, self.chained.take()) {
                     list.recycle();
                 }
+                COMMIT_POINT.reached(WriterAt::Retired);
             }
             // A writer that changed nothing has an empty list.
             Some(_) => {}
@@ -1319,9 +1320,18 @@ pub(crate) mod test_point {
     pub(crate) fn reached<R>(_: &R) {}
 }
 
-/// The race tests' pause point (`crate::pause`, K18) where a writer has committed (its state
-/// holds its commit timestamp) and let none of its locks go yet.
-pub(crate) static COMMIT_POINT: crate::pause::Point<()> = crate::pause::Point::new();
+/// Where a writer that changed something is as it ends, for the race tests' pause point
+/// [`COMMIT_POINT`] (K18, K19); it has let none of its locks go yet at either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriterAt {
+    /// Committed: its state holds its commit timestamp.
+    Committed,
+    /// Ended (committed or rolled back) and its undo list emptied (`Versions::retire`).
+    Retired,
+}
+
+/// The race tests' pause point (`crate::pause`) in a writer's end.
+pub(crate) static COMMIT_POINT: crate::pause::Point<WriterAt> = crate::pause::Point::new();
 
 /// A background thread that runs a task every interval until stopped (by `Database::close` or
 /// drop).

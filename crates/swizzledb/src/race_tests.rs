@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use swizzledb_io::{CrashMode, FaultFs, Vfs};
 
-use crate::logging::{test_point, COMMIT_POINT};
+use crate::logging::{test_point, WriterAt, COMMIT_POINT};
 use crate::record::Record;
-use crate::snapshot::{ReadAt, READ_POINT};
+use crate::versions::{ReadAt, READ_POINT};
 use crate::{CommitMode, Database};
 
 /// The name of the thread a hook pauses (other tests' threads pass through).
@@ -314,7 +314,11 @@ fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_commi
     // The writer stops once it has committed, before it lets its locks go.
     const COMMITTING: &str = "race-test-committing";
     let (stop, commit_rx, commit_go_tx) = stop_once(COMMITTING);
-    COMMIT_POINT.set(Some(Arc::new(move |()| stop())));
+    COMMIT_POINT.set(Some(Arc::new(move |at| {
+        if at == WriterAt::Committed {
+            stop();
+        }
+    })));
     let read = std::thread::scope(|s| {
         let reader = spawn_paused(s, || tree.get(b"k"));
         read_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached the writer's count");
@@ -334,6 +338,57 @@ fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_commi
     READ_POINT.set(None);
     COMMIT_POINT.set(None);
     // The read overlapped the writer's commit: the value before it or the one it committed.
+    assert!(
+        matches!(read.as_deref(), Some(b"v" | b"v12")),
+        "G1b: the read returned {:?}, the writer's first change of two",
+        read.map(|v| String::from_utf8_lossy(&v).into_owned())
+    );
+    assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&b"v12"[..]));
+    drop(tree);
+    db.close().unwrap();
+}
+
+/// K18: a plain read that found the key's writer running looks for the writer's first change of
+/// the key next. In between, the writer may change the key again, commit and empty its undo
+/// list (`Versions::retire`), its locks not let go yet: the read then finds no entry, and its
+/// copy — the writer's first change of two — was never committed. The writer's state, read
+/// again, says that it ended; the read must not keep its copy.
+#[test]
+fn k18_a_plain_read_that_finds_its_writers_list_emptied_by_its_commit_does_not_keep_its_copy() {
+    let _one = SERIAL.lock();
+    let (_fs, _builder, db) = setup();
+    let tree = db.tree("t").unwrap();
+    tree.upsert(b"k", b"v").unwrap();
+    let mut writer = db.begin();
+    writer.put(&tree, b"k", b"v1").unwrap();
+
+    // The reader stops once it holds the leaf's value and found the writer running.
+    let (read_rx, read_go_tx) = pause_read_at(ReadAt::Asked);
+    // The writer stops once it has committed and emptied its list, before it lets its locks go.
+    const COMMITTING: &str = "race-test-committing";
+    let (stop, commit_rx, commit_go_tx) = stop_once(COMMITTING);
+    COMMIT_POINT.set(Some(Arc::new(move |at| {
+        if at == WriterAt::Retired {
+            stop();
+        }
+    })));
+    let read = std::thread::scope(|s| {
+        let reader = spawn_paused(s, || tree.get(b"k"));
+        read_rx.recv_timeout(Duration::from_secs(10)).expect("the read found the writer running");
+        writer.put(&tree, b"k", b"v12").unwrap();
+        let committer = std::thread::Builder::new()
+            .name(COMMITTING.into())
+            .spawn_scoped(s, move || writer.commit())
+            .expect("a thread");
+        commit_rx.recv_timeout(Duration::from_secs(10)).expect("the writer committed and emptied its list");
+        read_go_tx.send(()).unwrap();
+        let read = reader.join().unwrap().unwrap();
+        commit_go_tx.send(()).unwrap();
+        committer.join().unwrap().unwrap();
+        read
+    });
+    READ_POINT.set(None);
+    COMMIT_POINT.set(None);
     assert!(
         matches!(read.as_deref(), Some(b"v" | b"v12")),
         "G1b: the read returned {:?}, the writer's first change of two",

@@ -12,7 +12,7 @@ use swizzledb_sync::PageId;
 use crate::error::{Error, Result};
 use crate::instant::PendingRedo;
 use crate::logging::Wal;
-use crate::versions::{Seen, Snapshot, Versions};
+use crate::versions::{ReadAt, Seen, Snapshot, Versions, READ_POINT};
 
 /// What a tree handle or a read-only transaction needs for snapshot reads (K18).
 #[derive(Clone)]
@@ -284,16 +284,3 @@ impl SnapshotReads {
         Box::new(SnapshotOverlay { versions: &self.versions, snap, tree: tree.root_page() })
     }
 }
-
-/// Where a plain read is (K18), for the race tests' pause point [`READ_POINT`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ReadAt {
-    /// It has its value from the leaf and is about to decide with the writers' count whether it
-    /// is committed.
-    Copied,
-    /// The count said a writer may have changed the key: it is about to ask that writer.
-    Settling,
-}
-
-/// The race tests' pause point in a plain read (`crate::pause`).
-pub(crate) static READ_POINT: crate::pause::Point<ReadAt> = crate::pause::Point::new();

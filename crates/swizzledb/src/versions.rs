@@ -666,14 +666,23 @@ impl Versions {
         let key = &ck[8..];
         if self.locks.writer_counted(hash) {
             if let Some(writer) = self.locks.writer_of(hash, tree_lock_id(tree), key) {
-                if sees(snap, &writer) {
+                if snap.own.as_ref().is_some_and(|o| Arc::ptr_eq(o, &writer)) {
+                    // K24: the snapshot's own writer is named from the moment its write took the
+                    // lock, also when that write then failed (a write conflict) and changed
+                    // nothing: only its own change makes the tree's value the snapshot's. Else
+                    // the tree may hold a value committed after the snapshot: the chain decides.
+                    if writer.first_image(tree, key).is_some() {
+                        return Seen::Tree;
+                    }
+                } else if sees(snap, &writer) {
                     // The newest writer is seen, and with it every older one (timestamps grow
                     // along a key's versions): the tree's value is the snapshot's.
                     return Seen::Tree;
+                } else {
+                    // `None`: it has not changed the key, or it ended and its version, if a
+                    // snapshot may need it, is in the chain.
+                    unseen_parked = writer.first_image(tree, key);
                 }
-                // `None`: it has not changed the key, or it ended and its version, if a
-                // snapshot may need it, is in the chain.
-                unseen_parked = writer.first_image(tree, key);
             }
         }
         let shard = self.shards[shard_of(ck)].lock();
@@ -778,13 +787,18 @@ impl Versions {
             // locks go after a rollback.
             Some(None) => return None,
             Some(Some(writer)) => match settled(&writer) {
-                ACTIVE => match writer.first_image(tree, key) {
-                    Some(before) => Seen::Before(before),
-                    // No entry: no change of the key, unless the writer has ended and emptied
-                    // its list since (its state says which, set before the list is emptied).
-                    None if settled(&writer) == ABORTED => return None,
-                    None => Seen::Tree,
-                },
+                ACTIVE => {
+                    READ_POINT.reached(ReadAt::Asked);
+                    match writer.first_image(tree, key) {
+                        Some(before) => Seen::Before(before),
+                        // No entry: no change of the key, unless the writer has ended and
+                        // emptied its list since (its state, set before the list is emptied,
+                        // says so): rolled back, or committed with the read's copy perhaps a
+                        // change it made before its last one (G1b, as below).
+                        None if settled(&writer) != ACTIVE => return None,
+                        None => Seen::Tree,
+                    }
+                }
                 ABORTED => return None,
                 // Committed, its locks not let go yet. The tree's value the reader holds may
                 // be a change the writer made before its last one of the key, which was never
@@ -1088,3 +1102,19 @@ mod tests {
         drop(held);
     }
 }
+
+/// Where a plain read is (K18), for the race tests' pause point [`READ_POINT`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadAt {
+    /// It has its value from the leaf and is about to decide with the writers' count whether it
+    /// is committed.
+    Copied,
+    /// The count said a writer may have changed the key: it is about to ask that writer.
+    Settling,
+    /// It found the key's writer running and is about to look for the writer's first change of
+    /// the key ([`Versions::now_seen`]).
+    Asked,
+}
+
+/// The race tests' pause point (`crate::pause`) in a plain read.
+pub(crate) static READ_POINT: crate::pause::Point<ReadAt> = crate::pause::Point::new();

@@ -98,6 +98,58 @@ fn k24_first_updater_wins_and_no_update_is_lost() {
     assert_eq!(common::increment_at_snapshots(&db, &t, 4, 150), 5 + 4 * 150, "an update was lost");
 }
 
+/// K24: a write refused for a conflict changes nothing, the transaction's reads included: the
+/// write had taken the key's lock, which names the transaction as the key's writer, before it
+/// found the conflict, and its reads took the key's newer committed value for its own (read
+/// skew, committed). Logged and unlogged, updates and deletes, point and range reads.
+#[test]
+fn k24_a_write_refused_for_a_conflict_leaves_the_snapshots_reads_as_they_were() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder()
+            .page_size(4096)
+            .pool_bytes(256 * 4096)
+            .logging(logged)
+            .create(dir.path().join("refused.swz"))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        for (k, v) in [("x", "50"), ("y", "50"), ("z", "1")] {
+            t.insert(k.as_bytes(), v.as_bytes()).unwrap();
+        }
+        let mut si = db.begin_snapshot();
+        assert_eq!(si.get(&t, b"x").unwrap().as_deref(), Some(&b"50"[..]));
+        // Committed after the snapshot: 30 moved from x to y, and z deleted.
+        db.transact(|tx| {
+            tx.put(&t, b"x", b"20")?;
+            tx.put(&t, b"y", b"80")?;
+            tx.delete(&t, b"z")?;
+            Ok(())
+        })
+        .unwrap();
+        for key in [&b"y"[..], b"z"] {
+            match si.put(&t, key, b"0") {
+                Err(Error::WriteConflict { key: k, .. }) => assert_eq!(&*k, key),
+                other => panic!("logged {logged}: expected a write conflict, got {other:?}"),
+            }
+        }
+        assert!(matches!(si.delete(&t, b"z"), Err(Error::WriteConflict { .. })));
+        assert_eq!(si.get(&t, b"y").unwrap().as_deref(), Some(&b"50"[..]), "logged {logged}: read skew");
+        assert_eq!(si.get(&t, b"z").unwrap().as_deref(), Some(&b"1"[..]), "logged {logged}");
+        let want = vec![kv("x", "50"), kv("y", "50"), kv("z", "1")];
+        assert_eq!(all(si.range(&t, Unbounded, Unbounded)), want, "logged {logged}");
+        let mut rev = want.clone();
+        rev.reverse();
+        assert_eq!(all(si.range_rev(&t, Unbounded, Unbounded)), rev, "logged {logged}");
+        // A key it may write is still its own to change, and then reads as changed.
+        si.put(&t, b"w", b"own").unwrap();
+        assert_eq!(si.get(&t, b"w").unwrap().as_deref(), Some(&b"own"[..]));
+        si.commit().unwrap();
+        assert_eq!(t.get(b"y").unwrap().as_deref(), Some(&b"80"[..]));
+        assert_eq!(t.get(b"z").unwrap(), None);
+        db.close().unwrap();
+    }
+}
+
 /// K20, K24: an attempt of `transact_snapshot` whose snapshot was ended for memory fails with
 /// `SnapshotTooOld` at its next read or write, and is rolled back and run again at a new
 /// snapshot, as after a write conflict, up to eight times; a transaction from `begin_snapshot`
