@@ -167,7 +167,10 @@ impl Database {
     /// # Errors
     /// The first error of `op` other than a refused lock, a lock wait that timed out
     /// ([`crate::lock::LockError::Timeout`]), a rollback that failed (the pool or the log; no
-    /// retry then), or the commit's error.
+    /// retry then), or the commit's error. A lock refused because the calling thread has
+    /// another transaction open that holds it ([`crate::lock::LockError::Deadlock`]: that
+    /// transaction cannot end while this call retries, LOCKS.md K23) is retried for 2 s, then
+    /// returned.
     pub fn transact<R>(&self, op: impl FnMut(&mut Transaction<'_>) -> Result<R>) -> Result<R> {
         self.core.run_retrying(op, |_| false)
     }

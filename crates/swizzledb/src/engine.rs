@@ -152,7 +152,8 @@ impl Core {
     /// Runs `op` in a transaction and commits it. A refused record lock ([`Error::Lock`]) rolls
     /// the attempt back and runs `op` again under the same transaction number (so the retry
     /// only gets older, K6), backing off, until `give_up` says so for the time spent since the
-    /// first refusal.
+    /// first refusal — or, for a deadlock through a transaction open in the calling thread
+    /// (which it cannot end while it retries), once `AUTO_COMMIT_RETRY` passed.
     pub(crate) fn run_retrying<R>(
         &self,
         op: impl FnMut(&mut Transaction<'_>) -> Result<R>,
@@ -184,8 +185,10 @@ impl Core {
             match op(&mut tx) {
                 Ok(r) => return tx.commit().map(|()| r),
                 Err(e)
-                    if retried(&e, snapshot.is_some() && too_old < SNAPSHOT_TOO_OLD_RETRIES)
-                        && !give_up(refused_at.get_or_insert_with(std::time::Instant::now).elapsed()) =>
+                    if retried(&e, snapshot.is_some() && too_old < SNAPSHOT_TOO_OLD_RETRIES) && {
+                        let spent = refused_at.get_or_insert_with(std::time::Instant::now).elapsed();
+                        !give_up(spent) && !(spent >= AUTO_COMMIT_RETRY && self.waits_for_own_thread(&e))
+                    } =>
                 {
                     too_old += u32::from(matches!(e, Error::SnapshotTooOld { .. }));
                     // A rollback that failed keeps the attempt's locks and its entry in the
@@ -199,6 +202,16 @@ impl Core {
                     return Err(e);
                 }
             }
+        }
+    }
+
+    /// K23: `e` is a deadlock whose cycle runs through a transaction open in the calling thread
+    /// (LOCKS.md, Failure behaviour): retried, it meets the same cycle until that transaction
+    /// ends, which this thread cannot do while it retries.
+    fn waits_for_own_thread(&self, e: &Error) -> bool {
+        match (e, &self.locks) {
+            (Error::Lock(lock::LockError::Deadlock { others, .. }), Some(locks)) => locks.open_in_this_thread(others),
+            _ => false,
         }
     }
 

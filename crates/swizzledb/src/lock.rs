@@ -1281,6 +1281,18 @@ impl LockManager {
         self.acquire(txn, tree, key, LockMode::Exclusive, Some(self.wait_timeout), Some(writer)).map(|_| ())
     }
 
+    /// K23: whether one of `txns` (a deadlock's other transactions) waits for nothing and made
+    /// its last request from the calling thread: the cycle then runs through this thread, which
+    /// cannot end that transaction while it waits, and a retry meets the same cycle until the
+    /// transaction goes on in another thread (Failure behaviour).
+    pub(crate) fn open_in_this_thread(&self, txns: &[TxnId]) -> bool {
+        let me = thread_tag();
+        txns.iter().any(|&t| {
+            let table = self.txns[self.txn_shard(t)].txns.lock();
+            table.get(&t).is_some_and(|e| e.thread == me && e.waiting.is_none())
+        })
+    }
+
     /// K18: whether a head of `(tree, key)`'s shard may name a writer; `false` means none of
     /// them does. A head is counted before its writer's first change of the key, and uncounted
     /// when the writer lets the lock go.

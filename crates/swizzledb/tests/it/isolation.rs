@@ -630,6 +630,34 @@ fn k6_transact_retries_under_its_first_number() {
     }
 }
 
+/// K23, Failure behaviour: `transact` (and `transact_snapshot`) in a thread that has another
+/// transaction open holding the key it needs meets a deadlock through its own thread at every
+/// attempt; it retries for 2 s, then returns the deadlock instead of retrying for good.
+#[test]
+fn k23_transact_beside_an_open_transaction_of_its_thread_returns_the_deadlock() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    t.insert(b"k", b"0").unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    let (db2, t2) = (Arc::clone(&db), t.clone());
+    let worker = std::thread::spawn(move || {
+        let mut open = db2.begin();
+        open.put(&t2, b"k", b"1").unwrap();
+        let read = db2.transact(|tx| tx.get(&t2, b"k"));
+        let write = db2.transact_snapshot(|tx| tx.put(&t2, b"k", b"2"));
+        open.commit().unwrap();
+        done_tx.send((read.map_err(|e| e.to_string()), write.map_err(|e| e.to_string()))).unwrap();
+    });
+    let (read, write) = done_rx.recv_timeout(DEADLINE).expect("transact returned");
+    worker.join().unwrap();
+    for r in [read.map(|_| ()), write.map(|_| ())] {
+        let e = r.expect_err("the lock is held by the thread's own open transaction");
+        assert!(e.contains("deadlock"), "{e}");
+    }
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"1"[..]));
+    assert!(db.lock_stats().unwrap().deadlocks > 0);
+}
+
 /// `transact` returns the closure's own errors after rolling back, without retrying.
 #[test]
 fn transact_rolls_back_and_returns_other_errors() {
