@@ -231,6 +231,7 @@ impl Tree {
             left: usize::MAX,
             done: false,
             overlay: None,
+            refused: None,
         }
     }
 
@@ -774,6 +775,8 @@ pub struct RangeIter<'t> {
     done: bool,
     /// T27: what the reader sees instead of the tree's records, if anything.
     overlay: Option<Overlaid<'t>>,
+    /// The error the iterator returns next, once, and then ends ([`RangeIter::refused`]).
+    refused: Option<TreeError>,
 }
 
 /// A range read through an [`Overlay`] (T27): the records it rebuilt and has not returned, in
@@ -918,6 +921,9 @@ impl RangeIter<'_> {
     /// The next record, as [`Iterator::next`] returns it, given to `f` as borrowed key and value
     /// instead of copied into two new vectors.
     pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if let Some(e) = self.refused.take() {
+            return Some(Err(e));
+        }
         if self.overlay.is_some() {
             return self.next_overlaid_with(true, f, |s, e, f| s.give_with(e, f));
         }
@@ -939,6 +945,9 @@ impl RangeIter<'_> {
     /// The next record from the back, as [`DoubleEndedIterator::next_back`] returns it, given
     /// to `f` as borrowed key and value.
     pub fn next_back_with<R>(&mut self, f: impl FnOnce(&[u8], &[u8]) -> R) -> Option<Result<R>> {
+        if let Some(e) = self.refused.take() {
+            return Some(Err(e));
+        }
         if self.overlay.is_some() {
             return self.next_overlaid_with(false, f, |s, e, f| s.give_with(e, f));
         }
@@ -1089,6 +1098,17 @@ impl RangeIter<'_> {
         self.left = n;
         self
     }
+
+    /// This scan refused: it reads nothing, returns `e` as its next item, from either end, and
+    /// then ends. For a caller that finds the read must not run (a tree handle of another
+    /// database) but returns the iterator type.
+    #[must_use]
+    pub fn refused(mut self, e: TreeError) -> Self {
+        self.finish();
+        self.overlay = None;
+        self.refused = Some(e);
+        self
+    }
 }
 
 impl Iterator for RangeIter<'_> {
@@ -1134,6 +1154,12 @@ impl RevRangeIter<'_> {
     #[must_use]
     pub fn limit(self, n: usize) -> Self {
         RevRangeIter(self.0.limit(n))
+    }
+
+    /// [`RangeIter::refused`] for the descending scan.
+    #[must_use]
+    pub fn refused(self, e: TreeError) -> Self {
+        RevRangeIter(self.0.refused(e))
     }
 }
 

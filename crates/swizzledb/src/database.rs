@@ -84,7 +84,7 @@ impl Database {
     /// ```
     #[must_use]
     pub fn begin_read(&self) -> ReadTransaction<'_> {
-        ReadTransaction::new(self.snapshot_reads.as_ref())
+        ReadTransaction::new(&self.core.pool, self.snapshot_reads.as_ref())
     }
 
     /// Begins a read-only transaction at **read committed** (LOCKS.md K25): each point read
@@ -119,7 +119,7 @@ impl Database {
     /// ```
     #[must_use]
     pub fn begin_read_committed(&self) -> ReadTransaction<'_> {
-        ReadTransaction::read_committed(self.snapshot_reads.as_ref())
+        ReadTransaction::read_committed(&self.core.pool, self.snapshot_reads.as_ref())
     }
 
     /// The figures of the versions snapshot reads keep (LOCKS.md K20); `None` on a database

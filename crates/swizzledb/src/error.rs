@@ -34,6 +34,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A transaction was given a tree handle of another database, or of an earlier open of
+    /// this one: nothing was read, locked or changed.
+    #[error(
+        "the tree handle belongs to another database than this transaction's; take the tree \
+         from the transaction's own database (Database::tree)"
+    )]
+    ForeignTree,
     /// The code running in [`Database::transact`](crate::Database::transact) asked to roll back (it returned
     /// `Err(Error::Aborted(reason))`): the transaction was rolled back and not retried.
     #[error("the transaction rolled back at its own request: {0}")]

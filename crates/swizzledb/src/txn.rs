@@ -21,6 +21,29 @@ use crate::snapshot::{SnapshotReads, SnapshotRef};
 use crate::tree::Tree;
 use crate::versions::Snapshot;
 
+/// The engine tree of `tree` if the handle is one of the database of `pool`: a handle of
+/// another database (or of an earlier open of this one) is refused before anything is read,
+/// locked or logged — the transaction's locks, log and versions would be applied to the other
+/// database's pages. A handle whose own database was closed is [`TreeError::Closed`].
+fn own_tree<'t>(pool: &Arc<swizzledb_buffer::BufferPool>, tree: &'t Tree) -> Result<&'t EngineTree> {
+    if Arc::ptr_eq(tree.inner.pool(), pool) {
+        Ok(&tree.inner)
+    } else if tree.inner.pool().is_closed() {
+        Err(TreeError::Closed.into())
+    } else {
+        Err(Error::ForeignTree)
+    }
+}
+
+/// [`own_tree`] for a range read, which reports errors through its items: the first item of a
+/// refused scan.
+fn refusal(pool: &Arc<swizzledb_buffer::BufferPool>, tree: &Tree) -> Option<TreeError> {
+    own_tree(pool, tree).err().map(|e| match e {
+        Error::Tree(e) => e,
+        e => TreeError::Transaction(Box::new(e)),
+    })
+}
+
 /// A transaction: point reads, range reads and writes on the database's trees, under record
 /// locks held until it ends (shared for reads, exclusive for writes, and next-key locks on the
 /// gaps a range read covers; LOCKS.md K14–K16), so concurrent transactions are serializable,
@@ -83,7 +106,8 @@ impl<'db> Transaction<'db> {
     ///
     /// # Errors
     /// A refused lock ([`Error::Lock`]), I/O errors or corruption; under snapshot isolation
-    /// [`Error::SnapshotTooOld`] if the snapshot was ended for memory (K20).
+    /// [`Error::SnapshotTooOld`] if the snapshot was ended for memory (K20);
+    /// [`Error::ForeignTree`] for a tree handle of another database.
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_with(tree, key, |v| v.map(<[u8]>::to_vec))
     }
@@ -93,9 +117,9 @@ impl<'db> Transaction<'db> {
     /// `f` must not call into the database.
     ///
     /// # Errors
-    /// A refused lock ([`Error::Lock`]), I/O errors or corruption.
+    /// As [`Transaction::get`].
     pub fn get_with<R>(&self, tree: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
-        let tree = &tree.inner;
+        let tree = own_tree(&self.db.pool, tree)?;
         if let Some(si) = &self.si {
             // K24: at the snapshot, no lock; its own changes are in the tree and seen.
             return si.reads.get_with(&si.snap, tree, key, f);
@@ -113,9 +137,13 @@ impl<'db> Transaction<'db> {
     /// (LOCKS.md). With locking off nothing is locked.
     ///
     /// Each item is a record or an error; after [`Error::Lock`] (a deadlock chose this
-    /// transaction) abort the transaction and retry it. The iterator is double-ended
+    /// transaction) abort the transaction and retry it. A tree handle of another database
+    /// reads nothing: the one item is [`Error::ForeignTree`]. The iterator is double-ended
     /// ([`TxnRange`]).
     pub fn range<'t>(&'t self, tree: &'t Tree, start: Bound<&[u8]>, end: Bound<&[u8]>) -> TxnRange<'t> {
+        if let Some(e) = refusal(&self.db.pool, tree) {
+            return TxnRange { inner: tree.inner.range(start, end).refused(e) };
+        }
         if let Some(si) = &self.si {
             return TxnRange {
                 inner: si.reads.range(SnapshotRef::Borrowed(&si.snap), &tree.inner, start, end),
@@ -132,6 +160,9 @@ impl<'db> Transaction<'db> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> TxnRevRange<'t> {
+        if let Some(e) = refusal(&self.db.pool, tree) {
+            return TxnRevRange { inner: tree.inner.range_rev(start, end).refused(e) };
+        }
         if let Some(si) = &self.si {
             return TxnRevRange {
                 inner: si.reads.range_rev(SnapshotRef::Borrowed(&si.snap), &tree.inner, start, end),
@@ -174,10 +205,11 @@ impl<'db> Transaction<'db> {
     /// Inserts or replaces; returns true if the key existed.
     ///
     /// # Errors
-    /// A refused lock, oversize key or value, pool or I/O errors, or the log failed; nothing
-    /// changes then, and the transaction can still commit or abort.
+    /// A refused lock, oversize key or value, pool or I/O errors, the log failed, or a tree
+    /// handle of another database ([`Error::ForeignTree`]); nothing changes then, and the
+    /// transaction can still commit or abort.
     pub fn put(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.write(&tree.inner, key, Some(value), true)
+        self.write(own_tree(&self.db.pool, tree)?, key, Some(value), true)
     }
 
     /// Replaces the value under `key` with what `f` makes of it, under the key's exclusive lock
@@ -193,7 +225,7 @@ impl<'db> Transaction<'db> {
         key: &[u8],
         f: impl FnOnce(&[u8], &mut Vec<u8>) -> R,
     ) -> Result<Option<R>> {
-        let tree = &tree.inner;
+        let tree = own_tree(&self.db.pool, tree)?;
         self.lock_to_write(tree, key)?;
         // Neither adds nor removes a key: no gap to lock (K15).
         Ok(tree.update_logged(key, &self.log, f)?)
@@ -204,7 +236,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// As [`Transaction::put`], and the duplicate key.
     pub fn insert(&mut self, tree: &Tree, key: &[u8], value: &[u8]) -> Result<()> {
-        self.write(&tree.inner, key, Some(value), false).map(|_| ())
+        self.write(own_tree(&self.db.pool, tree)?, key, Some(value), false).map(|_| ())
     }
 
     /// Deletes `key`; returns true if it existed.
@@ -212,7 +244,7 @@ impl<'db> Transaction<'db> {
     /// # Errors
     /// As [`Transaction::put`].
     pub fn delete(&mut self, tree: &Tree, key: &[u8]) -> Result<bool> {
-        self.write(&tree.inner, key, None, true)
+        self.write(own_tree(&self.db.pool, tree)?, key, None, true)
     }
 
     /// Records this thread as the transaction's writer and locks `key` exclusively: what every
@@ -252,7 +284,7 @@ impl<'db> Transaction<'db> {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<std::result::Result<(), CompareAndSwapError>> {
-        self.cas_in(&tree.inner, key, expected, new)
+        self.cas_in(own_tree(&self.db.pool, tree)?, key, expected, new)
     }
 
     /// [`Transaction::compare_and_swap`] on the engine's tree (also the auto-commit's).
@@ -651,6 +683,8 @@ impl std::fmt::Debug for TxnRevRange<'_> {
 /// unlogged database, writes outside transactions record no versions: every snapshot sees them
 /// at once (LOCKS.md K21).
 pub struct ReadTransaction<'db> {
+    /// The database's pool: the trees it reads must be its own.
+    pool: &'db Arc<swizzledb_buffer::BufferPool>,
     /// The database's snapshot reads (`None`: it keeps no versions).
     reads: Option<&'db SnapshotReads>,
     /// The snapshot every read uses; `None` at read committed, where each read takes its own
@@ -660,13 +694,19 @@ pub struct ReadTransaction<'db> {
 
 impl<'db> ReadTransaction<'db> {
     /// A transaction at a snapshot taken now (`begin_read`).
-    pub(crate) fn new(reads: Option<&'db SnapshotReads>) -> ReadTransaction<'db> {
-        ReadTransaction { reads, snap: reads.map(|r| r.versions.snapshot()) }
+    pub(crate) fn new(
+        pool: &'db Arc<swizzledb_buffer::BufferPool>,
+        reads: Option<&'db SnapshotReads>,
+    ) -> ReadTransaction<'db> {
+        ReadTransaction { pool, reads, snap: reads.map(|r| r.versions.snapshot()) }
     }
 
     /// A transaction at read committed (`begin_read_committed`): no snapshot of its own.
-    pub(crate) fn read_committed(reads: Option<&'db SnapshotReads>) -> ReadTransaction<'db> {
-        ReadTransaction { reads, snap: None }
+    pub(crate) fn read_committed(
+        pool: &'db Arc<swizzledb_buffer::BufferPool>,
+        reads: Option<&'db SnapshotReads>,
+    ) -> ReadTransaction<'db> {
+        ReadTransaction { pool, reads, snap: None }
     }
 
     /// The value of `key` in `tree`: as committed when the transaction began (`begin_read`), or
@@ -675,7 +715,8 @@ impl<'db> ReadTransaction<'db> {
     /// # Errors
     /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the transaction's snapshot was
     /// ended for memory (K20; a read-committed transaction never gets it); I/O errors or
-    /// corruption; a closed database or dropped tree.
+    /// corruption; a closed database or dropped tree; [`Error::ForeignTree`] for a tree handle
+    /// of another database.
     pub fn get(&self, tree: &Tree, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.get_with(tree, key, |v| v.map(<[u8]>::to_vec))
     }
@@ -686,17 +727,18 @@ impl<'db> ReadTransaction<'db> {
     /// # Errors
     /// As [`ReadTransaction::get`].
     pub fn get_with<R>(&self, tree: &Tree, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
+        let tree = own_tree(self.pool, tree)?;
         match (self.reads, &self.snap) {
             // K21: the transaction's reads share a snapshot, which instant restart's rollback of
             // losers is waited for first.
             (Some(reads), Some(snap)) if reads.ready_after_rollback() => {
-                reads.get_with(snap, &tree.inner, key, f)
+                reads.get_with(snap, tree, key, f)
             }
             // K25: the newest committed value, at a snapshot of its own only where needed.
-            (Some(reads), None) if reads.ready() => Ok(reads.get_committed_with(&tree.inner, key, f)?),
+            (Some(reads), None) if reads.ready() => Ok(reads.get_committed_with(tree, key, f)?),
             // K21: a single key while losers are rolled back (or a failed rollback's keys):
             // their keys are waited for.
-            (Some(_), _) | (None, _) => Ok(tree.inner.get_with(key, f)?),
+            (Some(_), _) | (None, _) => Ok(tree.get_with(key, f)?),
         }
     }
 
@@ -717,13 +759,17 @@ impl ReadTransaction<'_> {
     /// (`begin_read_committed`); double-ended as [`Tree::range`](crate::Tree::range). An item
     /// is [`TreeError::Transaction`](crate::TreeError::Transaction) holding
     /// [`Error::SnapshotTooOld`](crate::Error::SnapshotTooOld) if the snapshot was ended for
-    /// memory (K20).
+    /// memory (K20), and the one item of a scan of another database's tree handle holds
+    /// [`Error::ForeignTree`](crate::Error::ForeignTree).
     pub fn range<'t>(
         &'t self,
         tree: &'t Tree,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> swizzledb_btree::RangeIter<'t> {
+        if let Some(e) = refusal(self.pool, tree) {
+            return tree.inner.range(start, end).refused(e);
+        }
         match self.range_snapshot() {
             Some((reads, snap)) => reads.range(snap, &tree.inner, start, end),
             None => tree.inner.range(start, end),
@@ -737,6 +783,9 @@ impl ReadTransaction<'_> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> swizzledb_btree::RevRangeIter<'t> {
+        if let Some(e) = refusal(self.pool, tree) {
+            return tree.inner.range_rev(start, end).refused(e);
+        }
         match self.range_snapshot() {
             Some((reads, snap)) => reads.range_rev(snap, &tree.inner, start, end),
             None => tree.inner.range_rev(start, end),

@@ -270,3 +270,68 @@ fn t16_t17_a_child_reference_back_up_the_tree_is_damage_not_a_hang() {
         );
     }
 }
+
+/// A transaction given a tree handle of another database refuses it before anything is read,
+/// locked or logged: its locks, log records and versions would have gone to its own database
+/// under the other's page ids (the other database then missed a committed write, and its own
+/// log no longer replayed after a crash). Read-write and snapshot-isolation transactions,
+/// read-only ones at a snapshot and at read committed; point reads, writes and range reads. A
+/// handle of an earlier open of the same file is closed.
+#[test]
+fn a_transaction_refuses_a_tree_of_another_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = small().create(dir.path().join("a.swz")).unwrap();
+    let b = small().create(dir.path().join("b.swz")).unwrap();
+    let ta = a.create_tree("ta").unwrap();
+    let tb = b.create_tree("tb").unwrap();
+    tb.insert(b"b0", b"B").unwrap();
+    let foreign = |r: swizzledb::Result<()>| assert!(matches!(r, Err(Error::ForeignTree)), "{r:?}");
+    let scan_refused = |items: Vec<swizzledb::Result<(Vec<u8>, Vec<u8>)>>| {
+        assert_eq!(items.len(), 1, "one item, the refusal");
+        assert!(matches!(items[0], Err(Error::ForeignTree)), "{:?}", items[0]);
+    };
+    for snapshot in [false, true] {
+        let mut tx = if snapshot { a.begin_snapshot() } else { a.begin() };
+        foreign(tx.get(&tb, b"b0").map(|_| ()));
+        foreign(tx.get_with(&tb, b"b0", |_| ()));
+        foreign(tx.put(&tb, b"foreign", b"x").map(|_| ()));
+        foreign(tx.insert(&tb, b"foreign", b"x"));
+        foreign(tx.delete(&tb, b"b0").map(|_| ()));
+        foreign(tx.update_with(&tb, b"b0", |_, new| new.push(1)).map(|_| ()));
+        foreign(tx.compare_and_swap(&tb, b"b0", Some(b"B"), None).map(|_| ()));
+        scan_refused(tx.range(&tb, Bound::Unbounded, Bound::Unbounded).collect());
+        scan_refused(tx.range_rev(&tb, Bound::Unbounded, Bound::Unbounded).collect());
+        // The transaction goes on with its own database's trees.
+        tx.put(&ta, format!("own-{snapshot}").as_bytes(), b"a").unwrap();
+        tx.commit().unwrap();
+    }
+    for read in [a.begin_read(), a.begin_read_committed()] {
+        foreign(read.get(&tb, b"b0").map(|_| ()));
+        let items: Vec<_> = read.range(&tb, Bound::Unbounded, Bound::Unbounded).collect();
+        assert_eq!(items.len(), 1, "one item, the refusal");
+        match &items[0] {
+            Err(TreeError::Transaction(e)) => assert!(e.to_string().contains("another database"), "{e}"),
+            other => panic!("expected the refusal, got {other:?}"),
+        }
+        assert_eq!(read.scan_prefix(&tb, b"b").count(), 1);
+        assert_eq!(read.range_rev(&tb, Bound::Unbounded, Bound::Unbounded).count(), 1);
+        assert_eq!(read.get(&ta, b"own-false").unwrap().as_deref(), Some(&b"a"[..]));
+    }
+    assert_eq!(tb.get(b"foreign").unwrap(), None);
+    assert_eq!(tb.get(b"b0").unwrap().as_deref(), Some(&b"B"[..]));
+    b.close().unwrap();
+    a.close().unwrap();
+
+    // Both reopen (each log replays its own records only), and a handle of the earlier open
+    // of a file is closed, not foreign.
+    let a = small().open(dir.path().join("a.swz")).unwrap();
+    let b = small().open(dir.path().join("b.swz")).unwrap();
+    assert_eq!(a.tree("ta").unwrap().len().unwrap(), 2);
+    b.tree("tb").unwrap().verify().unwrap();
+    let mut tx = a.begin();
+    let r = tx.put(&ta, b"k", b"v");
+    assert!(matches!(r, Err(Error::Tree(TreeError::Closed))), "{r:?}");
+    tx.abort().unwrap();
+    drop(b);
+    a.close().unwrap();
+}
