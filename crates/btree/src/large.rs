@@ -60,7 +60,17 @@ impl Tree {
     }
 
     /// Latches the chain a stub names exclusively (to free it) and reads its value into `out`.
+    /// A value longer than this tree accepts now ([`Tree::max_value_len`]: written by an open
+    /// with a larger pool or log) is refused with [`TreeError::ValueTooLarge`] before any page
+    /// is latched: its chain may not fit latched in this pool at once, and freeing frames for
+    /// it again and again would never end.
     pub(crate) fn latch_large(&self, stub: &[u8], leaf: PageId, out: &mut Vec<u8>) -> Result<Chain<'_>> {
+        if let Some(s) = Stub::decode(stub) {
+            let (len, max) = (usize::try_from(s.len).unwrap_or(usize::MAX), self.max_value_len());
+            if len > max {
+                return Err(TreeError::ValueTooLarge { len, max });
+            }
+        }
         let guards = self.walk_chain(stub, leaf, out, |tree, id, out| {
             let g: ExclusiveGuard<'_> = tree.pool.fix_page(id)?;
             Ok((append(&g, out), Some(g)))

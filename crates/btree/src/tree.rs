@@ -14,6 +14,11 @@ use swizzledb_buffer::{
 };
 use swizzledb_sync::Lsn;
 
+/// How long [`Tree::with_room`] keeps running an operation again that runs out of frames although
+/// room was made for it each time, before it declares the pool exhausted: such an operation
+/// needs more frames latched at once than the pool has, and would run again for good.
+pub(crate) const ROOM_RETRY_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A Foster B-tree stored in a buffer pool. Cheap to clone; all clones share the tree.
 #[derive(Clone)]
 pub struct Tree {
@@ -397,13 +402,21 @@ impl Tree {
     /// Runs a tree operation, retrying it after freeing frames with no latch held when it ran out
     /// of frames while holding latches (B13; every intermediate state is a valid tree, T6).
     /// Other threads' latches can pin frames for a moment, so retries back off for up to about
-    /// two seconds before the pool is declared exhausted.
+    /// two seconds before the pool is declared exhausted. An operation that keeps running out
+    /// although room is made each time — one that needs more frames latched at once than the
+    /// pool has — is declared exhausted once [`ROOM_RETRY_LIMIT`] has passed since its first
+    /// attempt ran out.
     pub(crate) fn with_room<R>(&self, mut op: impl FnMut() -> Result<R>) -> Result<R> {
         let mut waited = std::time::Duration::ZERO;
         let mut pause = std::time::Duration::from_micros(50);
+        let mut first_out: Option<std::time::Instant> = None;
         loop {
             match op() {
-                Err(TreeError::Buffer(BufferError::PoolExhausted { .. })) => {}
+                Err(TreeError::Buffer(e @ BufferError::PoolExhausted { .. })) => {
+                    if first_out.get_or_insert_with(std::time::Instant::now).elapsed() >= ROOM_RETRY_LIMIT {
+                        return Err(e.into());
+                    }
+                }
                 r => return r,
             }
             match self.pool.make_room() {

@@ -139,7 +139,10 @@ impl Tree {
     /// [`Tree::insert`].
     ///
     /// # Errors
-    /// Pool, I/O or log errors; nothing changes then.
+    /// Pool, I/O or log errors; nothing changes then. [`TreeError::ValueTooLarge`] when the
+    /// value stored is longer than this open accepts (written by an open with a larger pool or
+    /// log; [`Tree::max_value_len`]): it can still be read; open with a larger pool to change
+    /// or delete it. The same holds for every write that replaces such a value.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         let existed = self.inner.delete(key)?;
         if existed {

@@ -216,3 +216,45 @@ fn t22_compare_and_swap_compares_whole_large_values() {
     assert_no_leak(&db, "after compare-and-swap");
     db.close().unwrap();
 }
+
+/// T22: a value written by an open with a larger pool is longer than a later open with a small
+/// pool accepts; its chain may not even fit in that pool latched at once. Reads still work;
+/// a delete or replace of it — through the tree, in a transaction — is refused with
+/// `ValueTooLarge` at once (it ran again for good, at full speed, freeing frames that the
+/// chain then took again), changes nothing, and succeeds once the pool is large again.
+#[test]
+fn t22_a_value_longer_than_a_small_pool_takes_is_read_and_its_change_refused() {
+    let fs = new_fs();
+    let big = value(1536 << 10, 3);
+    let db = builder(PoolMode::Swizzling, &fs).create(std::path::Path::new(PATH)).unwrap();
+    let t = db.create_tree("t").unwrap();
+    t.upsert(b"big", &big).unwrap();
+    t.upsert(b"small", b"s").unwrap();
+    db.close().unwrap();
+
+    // 256 frames: the value's chain is about 390 pages.
+    let small = builder(PoolMode::Swizzling, &fs).pool_bytes(1 << 20);
+    let db = small.open(std::path::Path::new(PATH)).unwrap();
+    let t = db.tree("t").unwrap();
+    assert!(t.max_value_len() < big.len());
+    assert_eq!(t.get(b"big").unwrap().as_deref(), Some(&big[..]));
+    let refused = |r: Result<bool, TreeError>| {
+        assert!(matches!(r, Err(TreeError::ValueTooLarge { len, .. }) if len == big.len()), "{r:?}")
+    };
+    refused(t.delete(b"big"));
+    refused(t.upsert(b"big", b"short"));
+    let r = db.transact(|tx| tx.delete(&t, b"big"));
+    assert!(matches!(r, Err(Error::Tree(TreeError::ValueTooLarge { .. }))), "{r:?}");
+    t.upsert(b"small", b"still writable").unwrap();
+    assert_eq!(t.get(b"big").unwrap().as_deref(), Some(&big[..]));
+    t.verify().unwrap();
+    db.close().unwrap();
+
+    let db = builder(PoolMode::Swizzling, &fs).open(std::path::Path::new(PATH)).unwrap();
+    let t = db.tree("t").unwrap();
+    assert!(t.delete(b"big").unwrap());
+    assert_eq!(t.get(b"small").unwrap().as_deref(), Some(&b"still writable"[..]));
+    t.verify().unwrap();
+    assert_no_leak(&db, "after the delete");
+    db.close().unwrap();
+}
