@@ -20,6 +20,24 @@ pub fn run(args: &CompactArgs) -> ExitCode {
         eprintln!("error: no database file {}", args.file.display());
         return ExitCode::from(EXIT_UNUSABLE_PATH);
     }
+    // Opened once on its own first, so that a database that cannot be opened (a directory, not
+    // a SwizzleDB file, a damaged header, its log missing) is told from a compaction that
+    // failed: `Builder::compact` reports both alike.
+    match Database::builder().open(&args.file) {
+        Ok(db) => {
+            if let Err(e) = db.close() {
+                eprintln!(
+                    "error: closing {} before compacting it: {e}; nothing was compacted",
+                    args.file.display()
+                );
+                return ExitCode::from(EXIT_FAILED);
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {} cannot be opened, so nothing was compacted: {e}", args.file.display());
+            return ExitCode::from(EXIT_UNUSABLE_PATH);
+        }
+    }
     let started = std::time::Instant::now();
     match Database::builder().compact(&args.file) {
         Ok(stats) => {
@@ -34,6 +52,7 @@ pub fn run(args: &CompactArgs) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
+        // Another process opened or removed it since.
         Err(e @ (Error::AlreadyOpen(_) | Error::NotFound(_))) => {
             eprintln!("error: {e}");
             ExitCode::from(EXIT_UNUSABLE_PATH)

@@ -24,7 +24,7 @@ pub struct LoadArgs {
     pub file: PathBuf,
     /// The tree to load into: created if missing; records already there with the same keys
     /// are replaced, the others kept
-    #[arg(long)]
+    #[arg(long, value_parser = tree_name)]
     pub tree: String,
     /// The records to read, as `swizzledb dump` writes them [default: standard input]
     #[arg(long)]
@@ -42,6 +42,11 @@ pub struct LoadArgs {
     /// Create the database file if it does not exist (with the engine's defaults: logged)
     #[arg(long)]
     pub create: bool,
+}
+
+/// `--tree`'s value, checked by the engine's rule for tree names before anything is opened.
+fn tree_name(name: &str) -> Result<String, String> {
+    swizzledb_buffer::validate_tree_name(name).map(|()| name.to_owned())
 }
 
 /// What the load did before it stopped.
@@ -71,11 +76,15 @@ pub fn run(args: &LoadArgs) -> ExitCode {
     let (input, len): (Box<dyn BufRead>, Option<u64>) = match &args.input {
         None => (Box::new(BufReader::new(io::stdin())), None),
         Some(p) if p.as_os_str() == "-" => (Box::new(BufReader::new(io::stdin())), None),
-        Some(p) => match File::open(p) {
-            Ok(f) => {
-                let len = f.metadata().ok().map(|m| m.len());
-                (Box::new(BufReader::new(f)), len)
+        Some(p) => match File::open(p).and_then(|f| f.metadata().map(|m| (f, m))) {
+            Ok((_, m)) if m.is_dir() => {
+                eprintln!(
+                    "error: cannot read the input {}: it is a directory; name a file of records",
+                    p.display()
+                );
+                return ExitCode::from(EXIT_UNUSABLE_PATH);
             }
+            Ok((f, m)) => (Box::new(BufReader::new(f)), Some(m.len())),
             Err(e) => {
                 eprintln!("error: cannot read the input {}: {e}", p.display());
                 return ExitCode::from(EXIT_UNUSABLE_PATH);
@@ -159,21 +168,26 @@ fn load(
 ) -> Result<(), Stop> {
     let tree = db.tree_or_create(&args.tree).map_err(Stop::Tree)?;
     let mut line_no = 0u64;
-    let mut text = String::new();
-    let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(args.batch as usize);
+    let mut bytes = Vec::new();
+    // Grown to the batch's size as it is read, never preallocated from --batch (up to 2^32 - 1).
+    let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut at_end = false;
     while !at_end {
         batch.clear();
         let first = line_no + 1;
         while batch.len() < args.batch as usize {
-            text.clear();
-            let n = input.read_line(&mut text).map_err(Stop::Read)?;
+            bytes.clear();
+            let n = input.read_until(b'\n', &mut bytes).map_err(Stop::Read)?;
             if n == 0 {
                 at_end = true;
                 break;
             }
             progress(n as u64);
             line_no += 1;
+            let text = std::str::from_utf8(&bytes).map_err(|e| {
+                let at = e.valid_up_to() + 1;
+                Stop::Input(line_no, format!("not UTF-8 at byte {at}, so not a line that dump wrote"))
+            })?;
             let line = text.trim_end_matches(['\n', '\r']);
             if line.is_empty() || (line_no == 1 && args.format == Format::Csv && line == CSV_HEADER) {
                 continue;

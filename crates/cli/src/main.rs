@@ -118,7 +118,8 @@ DEST); 2 bad arguments, or DEST (or DEST.wal) exists; 3 the source cannot be ope
     /// file system; prints the file's size before and after
     #[command(
         after_help = "Exit codes: 0 compacted; 1 the compaction failed (the database is as it was, or its next open \
-finishes the swap); 3 the database cannot be opened (missing, or open in another process)"
+finishes the swap); 3 the database cannot be opened (missing, a directory, not a SwizzleDB database, damaged, its log \
+missing, or open in another process)"
     )]
     Compact(compact::CompactArgs),
 }

@@ -1,7 +1,8 @@
 //! `swizzledb backup SRC DST` (RECOVERY.md R26): the copy holds every tree's records and opens
 //! on its own; an existing target or a missing source is refused; a backup killed half-way
 //! leaves nothing at the target, and the next one succeeds. `swizzledb compact PATH` (R28)
-//! shrinks the file in place and keeps every record.
+//! shrinks the file in place and keeps every record; a path it cannot open as a database is
+//! refused (exit 3) untouched.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -133,4 +134,19 @@ fn compact_shrinks_a_database_in_place() {
     assert_eq!(contents(&path), want);
     let missing = run(&["compact", arg(&dir.path().join("none.swz"))]);
     assert_eq!(missing.status.code(), Some(3));
+}
+
+#[test]
+fn compact_refuses_what_it_cannot_open_as_unusable() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("garbage.swz");
+    std::fs::write(&garbage, "garbage\n").unwrap();
+    for (path, what) in [(dir.path(), "directory"), (&*garbage, "not a SwizzleDB database")] {
+        let out = run(&["compact", arg(path)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{}: {err}", path.display());
+        assert!(err.contains(what) && err.contains("cannot be opened"), "{}: {err}", path.display());
+        assert!(!err.contains("swap"), "{}: {err}", path.display());
+    }
+    assert_eq!(std::fs::read(&garbage).unwrap(), b"garbage\n");
 }

@@ -1,7 +1,8 @@
 //! `swizzledb dump` then `swizzledb load`: every form (csv and jsonl, hex and base64) round-trips
 //! every tree of a database made by the library, tree by tree, into a new database and into an
-//! existing tree; a malformed line stops the load at a batch boundary, naming the line; a
-//! missing database is made only on `--create`.
+//! existing tree; a malformed line (one not UTF-8 too) stops the load at a batch boundary,
+//! naming the line; a missing database is made only on `--create`, and not for a bad tree name
+//! or an input that is a directory; `--batch` sets no allocation.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -190,4 +191,63 @@ fn load_makes_a_database_only_when_asked() {
     assert_eq!(code(&o), 2);
     let o = run(&["load", arg(&path), "--tree", "t", "--input", arg(&input), "--batch", "0"]);
     assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn a_batch_larger_than_the_input_allocates_only_what_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.swz");
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "01,0a\n02,0b\n").unwrap();
+    let o = run(&[
+        "load",
+        arg(&path),
+        "--create",
+        "--tree",
+        "t",
+        "--input",
+        arg(&input),
+        "--batch",
+        "4294967295",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(contents(&path)["t"].len(), 2);
+}
+
+#[test]
+fn an_input_that_is_not_a_file_is_unusable_and_nothing_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.swz");
+    let o = run(&["load", arg(&path), "--create", "--tree", "t", "--input", arg(dir.path())]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+    assert!(!path.exists(), "the database was made for an input that cannot be read");
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_malformed_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.swz");
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, b"key,value\n01,0a\n02,0b\n03,0\xff\n04,0d\n").unwrap();
+    let o = run(&["load", arg(&path), "--create", "--tree", "t", "--input", arg(&input), "--batch", "2"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("line 4: not UTF-8"), "{err}");
+    assert!(err.contains("2 records in 1 transactions were loaded"), "{err}");
+    assert_eq!(contents(&path)["t"].len(), 2);
+}
+
+#[test]
+fn a_bad_tree_name_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.swz");
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "01,0a\n").unwrap();
+    for (name, what) in [("", "empty"), (&*"n".repeat(65), "65 bytes")] {
+        let o = run(&["load", arg(&path), "--create", "--tree", name, "--input", arg(&input)]);
+        assert_eq!(code(&o), 2, "{name:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(what), "{name:?}: {}", stderr(&o));
+        assert!(!path.exists(), "{name:?}: the database was made");
+    }
 }
