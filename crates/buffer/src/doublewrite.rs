@@ -60,8 +60,17 @@ impl DoubleWrite {
     /// overwritten by later writes.
     ///
     /// # Errors
+    /// [`BufferError::Config`] for an unsupported page size (before anything is created);
     /// [`BufferError::Io`] naming the file if it cannot be opened or created.
     pub fn open(vfs: &dyn Vfs, path: &Path, page_size: usize) -> Result<DoubleWrite> {
+        if !crate::page::valid_page_size(page_size) {
+            return Err(BufferError::Config(format!(
+                "{}: unsupported page size {page_size}; use a power of two from {} to {} bytes",
+                path.display(),
+                crate::page::MIN_PAGE_SIZE,
+                crate::page::MAX_PAGE_SIZE
+            )));
+        }
         let io_err = |source| BufferError::Io { file: path.to_path_buf(), source };
         let file = match vfs.open(path, OpenMode { create_new: false, direct: false }) {
             Ok(f) => f,

@@ -317,8 +317,14 @@ impl Builder {
     /// Creates a new database file (fails if it exists), logged unless
     /// [`Builder::logging`]`(false)`.
     ///
+    /// Every setting is checked before anything is made (RECOVERY.md R14): a refused create
+    /// leaves no file. One that fails after it made files removes the files it made (never
+    /// one that was there), so it can be tried again.
+    ///
     /// # Errors
-    /// Invalid settings, a non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
+    /// Invalid settings ([`BufferError::Config`](crate::BufferError::Config) for the pool's
+    /// and the page size, [`Error::Log`]`(`[`LogError::BadConfig`]`)` for the log's), a
+    /// non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
     pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
         self.create_at(path.as_ref())
     }
@@ -416,6 +422,43 @@ impl Builder {
         Ok(())
     }
 
+    /// The pool's settings over pages of `page_size` bytes (buffer `BufferPool::check_config`:
+    /// the page size, the frames, the eviction batch, BP-Wrapper's queue), checked before
+    /// anything is written.
+    pub(crate) fn check_pool(&self, page_size: usize) -> Result<()> {
+        swizzledb_buffer::BufferPool::check_config(&self.config, page_size)?;
+        Ok(())
+    }
+
+    /// Every setting a `create` depends on, before it touches the file system: the pool's, and
+    /// for a logged database the log's (R14, R15, R20–R22, R29).
+    pub(crate) fn check_create(&self) -> Result<()> {
+        self.check_pool(self.config.page_size)?;
+        self.check_log_settings()?;
+        if self.logging != Some(false) {
+            self.check_new_log()?;
+        }
+        Ok(())
+    }
+
+    /// `open`: the file's page size is the pool's, unless [`Builder::page_size`] set another
+    /// ([`BufferError::PageSizeMismatch`](swizzledb_buffer::BufferError::PageSizeMismatch)); then
+    /// the pool's settings over it are checked, before anything is written.
+    pub(crate) fn adopt_page_size(&mut self, path: &Path, found: usize) -> Result<()> {
+        if !self.page_size_set {
+            self.config.page_size = found;
+        } else if self.config.page_size != found {
+            self.check_pool(self.config.page_size)?;
+            return Err(swizzledb_buffer::BufferError::PageSizeMismatch {
+                file: path.to_path_buf(),
+                found,
+                requested: self.config.page_size,
+            }
+            .into());
+        }
+        self.check_pool(found)
+    }
+
     pub(crate) fn log_bound(&self) -> u64 {
         self.max_log_bytes.unwrap_or(DEFAULT_MAX_LOG_BYTES)
     }
@@ -438,11 +481,15 @@ impl Builder {
 
     /// Opens an existing database file. A logged database restarts from its log (whatever
     /// [`Builder::logging`] says); an unlogged one must have been closed cleanly. In
-    /// main-memory mode every tree is loaded here.
+    /// main-memory mode every tree is loaded here. Settings the file or its log refuse are
+    /// refused before anything is written (RECOVERY.md R14): the file and its log stay byte
+    /// for byte as they were.
     ///
     /// # Errors
     /// [`Error::NotFound`] if there is no file; not a SwizzleDB file, another format version or
-    /// page size, corruption, or I/O errors;
+    /// page size, corruption, or I/O errors; settings the pool refuses
+    /// ([`BufferError::Config`](crate::BufferError::Config)) or, for a logged database, the
+    /// log ([`Error::Log`]`(`[`LogError::BadConfig`]`)`, with the log's own segment size);
     /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
     /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
     /// [`Error::NotLogged`].

@@ -30,21 +30,39 @@ impl Builder {
         if self.read_only {
             return Err(Error::Tree(swizzledb_btree::TreeError::ReadOnly));
         }
-        self.check_log_settings()?;
-        if self.logging != Some(false) {
-            self.check_new_log()?;
-        }
+        // Every setting before anything is made: a refused create leaves nothing behind.
+        self.check_create()?;
         if self.config.vfs.exists(path) {
             let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
             return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
         }
+        let vfs = Arc::clone(&self.config.vfs);
+        let mut made = Made { vfs: &*vfs, file: None, log_dir: None };
+        let created = self.create_files(path, &mut made);
+        if created.is_err() {
+            made.remove();
+        }
+        created
+    }
+
+    /// `create` once the settings are checked; `made` records what it made, for its removal
+    /// if a later step fails.
+    fn create_files(&self, path: &Path, made: &mut Made<'_>) -> Result<Database> {
         if self.logging == Some(false) {
             let pool = swizzledb_buffer::BufferPool::create(path, &self.config, Arc::new(BTreeOwner))?;
+            made.file = Some(path.to_path_buf());
             let lock = files::FileLock::acquire(&*self.config.vfs, path, path)?;
             return Ok(self.database(pool, None, vec![lock]));
         }
+        let dir = wal_dir(path);
+        if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
+            return Err(Error::StaleLog(dir));
+        }
+        // Everything in the log directory from here on is this create's.
+        made.log_dir = Some(dir);
         let (dir, log, archive, config) = self.new_log(path)?;
         let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
+        made.file = Some(path.to_path_buf());
         let mut locks = vec![files::FileLock::acquire(&*self.config.vfs, path, path)?];
         let segment_bytes = self.log_config(path).segment_bytes;
         locks.push(files::create_identity(
@@ -128,9 +146,7 @@ impl Builder {
             });
         }
         let mut this = self;
-        if !this.page_size_set {
-            this.config.page_size = meta.page_size;
-        }
+        this.adopt_page_size(path, meta.page_size)?;
         this.config.vfs = vfs;
         this.config.read_only = true;
         this.config.log = None;
@@ -142,6 +158,11 @@ impl Builder {
     }
 
     pub(crate) fn open_at(self, path: &Path) -> Result<Database> {
+        // Settings that do not depend on the file, before anything is read or written; the
+        // rest once page 0 and the log's identity are read, still before anything is written.
+        if self.page_size_set {
+            self.check_pool(self.config.page_size)?;
+        }
         if self.read_only {
             return self.open_read_only(path);
         }
@@ -160,9 +181,7 @@ impl Builder {
         };
         let (_, meta) = PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
         let mut this = self;
-        if !this.page_size_set {
-            this.config.page_size = meta.page_size;
-        }
+        this.adopt_page_size(path, meta.page_size)?;
         let db = this.open_as(path, &meta, lock)?;
         load_main_memory_trees(&db)?;
         Ok(db)
@@ -179,16 +198,12 @@ impl Builder {
         Ok(if meta.logged {
             let (log_lock, segment_bytes) =
                 files::check_identity(&*vfs, &wal_dir(path), meta.id, path, meta.clean)?;
-            if meta.clean {
-                // Buffer F11: page 0 of a logged file says CLEAN only while it is closed.
-                let (file, _) = swizzledb_buffer::PageFile::open_logged(&*vfs, path, false)?;
-                file.clear_clean()?;
-            }
-            // The log's segment size is the log's, whatever the builder says (R14).
+            // The log's segment size is the log's, whatever the builder says (R14); the
+            // settings are checked against it before anything is written.
             let mut this = self;
             this.log_segment_bytes = Some(segment_bytes);
             this.check_log_settings()?;
-            this.restart(path, vec![lock, log_lock])?
+            this.restart(path, vec![lock, log_lock], meta.clean)?
         } else if self.logging == Some(true) && !self.convert_to_logged {
             return Err(Error::NotLogged(path.to_path_buf()));
         } else {
@@ -215,6 +230,8 @@ impl Builder {
         &self,
         path: &Path,
     ) -> Result<(PathBuf, Arc<LogManager>, Option<Arc<swizzledb_wal::Archive>>, PoolConfig)> {
+        // Before the log directory is made: a page size the area refuses would leave it behind.
+        self.check_pool(self.config.page_size)?;
         let dir = wal_dir(path);
         if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
             return Err(Error::StaleLog(dir));
@@ -389,7 +406,10 @@ impl Builder {
     /// Restart (RECOVERY.md R8–R11): analysis and redo on the file, then the pool opens with
     /// the recovered allocation, the losers are rolled back with compensation records, and a
     /// checkpoint ends it. Crashing anywhere in here and restarting again is safe (R11).
-    pub(crate) fn restart(&self, path: &Path, locks: Vec<files::FileLock>) -> Result<Database> {
+    /// `clean`: page 0 says CLEAN, cleared once the log and the archive are open and the log
+    /// holds a checkpoint, before the first write to the file (buffer F11, R14): a refusal
+    /// up to there leaves the file as it was.
+    pub(crate) fn restart(&self, path: &Path, locks: Vec<files::FileLock>, clean: bool) -> Result<Database> {
         let log = Arc::new(LogManager::open(self.log_config(path))?);
         let opened = log.opened().clone();
         let archive = self.archive(path, &log)?;
@@ -399,6 +419,11 @@ impl Builder {
                 dir: wal_dir(path),
                 reason: "it holds no checkpoint".into(),
             });
+        }
+        if clean {
+            // Buffer F11: page 0 of a logged file says CLEAN only while it is closed.
+            let (file, _) = PageFile::open_logged(&*self.config.vfs, path, false)?;
+            file.clear_clean()?;
         }
         // R3: torn page writes are put back before anything reads a page.
         let (area, torn) = self.restore_torn_pages(path, &log, archive.as_deref())?;
@@ -557,6 +582,44 @@ impl Builder {
             ));
         }
         Ok(db)
+    }
+}
+
+/// What a `create` made, so that a failure after it removes that and nothing else: the data
+/// file it created (`create_new`: never one that was there), and the files in the log
+/// directory, which it found missing or empty. Directories stay (the file system interface
+/// removes files only); an empty log directory is no stale log.
+struct Made<'a> {
+    vfs: &'a dyn swizzledb_io::Vfs,
+    file: Option<PathBuf>,
+    log_dir: Option<PathBuf>,
+}
+
+impl Made<'_> {
+    fn remove(&self) {
+        if let Some(dir) = &self.log_dir {
+            remove_files_under(self.vfs, dir);
+        }
+        if let Some(file) = &self.file {
+            if let Err(e) = self.vfs.remove(file) {
+                log::warn!("{}: the failed create could not remove the file it made ({e})", file.display());
+            }
+        }
+    }
+}
+
+/// Removes every file under `dir`, in its subdirectories too (best effort, a warning for each
+/// one left).
+fn remove_files_under(vfs: &dyn swizzledb_io::Vfs, dir: &Path) {
+    let Ok(entries) = vfs.list(dir) else { return };
+    for entry in entries {
+        if let Err(e) = vfs.remove(&entry) {
+            if vfs.list(&entry).is_ok() {
+                remove_files_under(vfs, &entry);
+            } else {
+                log::warn!("{}: the failed create could not remove the file it made ({e})", entry.display());
+            }
+        }
     }
 }
 

@@ -223,20 +223,80 @@ pub struct Allocation {
 }
 
 impl BufferPool {
-    /// Creates a new database file and a pool over it.
+    /// Creates a new database file and a pool over it. The settings are checked first
+    /// ([`BufferPool::check_config`]): a refusal creates no file, and a failure after the file
+    /// was created removes it again.
     ///
     /// # Errors
     /// Invalid configuration or I/O errors.
     pub fn create(path: &Path, config: &PoolConfig, owner: Arc<dyn PageOwner>) -> Result<BufferPool> {
+        BufferPool::check_config(config, config.page_size)?;
         let file = PageFile::create(&*config.vfs, path, config.page_size, config.direct_io)?;
-        let mut meta = Meta::new(config.page_size);
-        meta.logged = config.log.is_some();
-        // A logged file says CLEAN only once it was closed cleanly (F11), and so does one
-        // that must not open before it is complete.
-        meta.clean = !meta.logged && !config.create_unclean;
-        file.write_meta(&meta)?;
-        file.sync()?;
-        BufferPool::new(file, meta, config, owner)
+        let made = (|| {
+            let mut meta = Meta::new(config.page_size);
+            meta.logged = config.log.is_some();
+            // A logged file says CLEAN only once it was closed cleanly (F11), and so does one
+            // that must not open before it is complete.
+            meta.clean = !meta.logged && !config.create_unclean;
+            file.write_meta(&meta)?;
+            file.sync()?;
+            BufferPool::new(file, meta, config, owner)
+        })();
+        if made.is_err() {
+            // The file is this call's own (`PageFile::create` refuses one that exists).
+            let _ = config.vfs.remove(path);
+        }
+        made
+    }
+
+    /// Whether `config` makes a pool over pages of `page_size` bytes — the checks
+    /// [`BufferPool::create`], [`BufferPool::open`] and [`BufferPool::open_recovered`] make
+    /// before the pool exists, for a caller that must refuse bad settings before it writes
+    /// anything (a log, a double-write area, page 0): the page size is supported, the pool
+    /// holds at least [`MIN_FRAMES`] and fewer than 2^32 − 1 frames, the eviction batch is not
+    /// 0, and a BP-Wrapper policy's queue size and batch threshold fit.
+    ///
+    /// # Errors
+    /// [`BufferError::Config`] naming the setting and what to change.
+    pub fn check_config(config: &PoolConfig, page_size: usize) -> Result<()> {
+        if !crate::page::valid_page_size(page_size) {
+            return Err(BufferError::Config(format!(
+                "unsupported page size {page_size}: use a power of two from {} to {} bytes",
+                crate::page::MIN_PAGE_SIZE,
+                crate::page::MAX_PAGE_SIZE
+            )));
+        }
+        let capacity = config.pool_bytes / page_size;
+        if capacity < MIN_FRAMES {
+            return Err(BufferError::Config(format!(
+                "a pool of {} bytes holds {capacity} pages of {page_size} bytes; at least {MIN_FRAMES} \
+                 pages are needed: raise pool_bytes to {} or more",
+                config.pool_bytes,
+                MIN_FRAMES * page_size
+            )));
+        }
+        if capacity >= NO_PARENT as usize {
+            return Err(BufferError::Config(format!(
+                "a pool of {} bytes holds {capacity} pages of {page_size} bytes, more than the {} \
+                 frames a pool can have: lower pool_bytes",
+                config.pool_bytes,
+                NO_PARENT - 1
+            )));
+        }
+        if config.eviction_batch == Some(0) {
+            return Err(BufferError::Config(
+                "an eviction batch of 0 frames frees nothing; use 1 or more".into(),
+            ));
+        }
+        if let Some(variant) = config.policy.bp_wrapper {
+            let bp = swizzledb_replacement::BpConfig {
+                variant,
+                queue_size: config.bp_queue_size,
+                batch_threshold: config.bp_batch_threshold,
+            };
+            bp.check().map_err(|e| BufferError::Config(e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// Opens an existing database file.
@@ -315,22 +375,8 @@ impl BufferPool {
         // From now on page 0 is written without the CLEAN flag; only `close` sets it (F11).
         meta.clean = false;
         let page_size = meta.page_size;
+        BufferPool::check_config(config, page_size)?;
         let capacity = config.pool_bytes / page_size;
-        if capacity < MIN_FRAMES {
-            return Err(BufferError::Config(format!(
-                "a pool of {} bytes holds {capacity} pages of {page_size} bytes; at least {MIN_FRAMES} \
-                 pages are needed",
-                config.pool_bytes
-            )));
-        }
-        if config.eviction_batch == Some(0) {
-            return Err(BufferError::Config(
-                "an eviction batch of 0 frames frees nothing; use 1 or more".into(),
-            ));
-        }
-        if capacity >= NO_PARENT as usize {
-            return Err(BufferError::Config(format!("a pool of {capacity} frames is too large")));
-        }
         // One lazily committed region, aligned and advised for huge pages: fewer TLB misses on
         // the hit path, and main-memory mode takes memory only as pages are created.
         let mut memory = AlignedBuf::new_lazy(capacity * page_size)?;

@@ -55,6 +55,22 @@ pub struct BpConfig {
     pub batch_threshold: usize,
 }
 
+impl BpConfig {
+    /// Whether the wrapper can work with these parameters (what [`BpWrapper::with_config`]
+    /// checks, for a caller that must refuse them before it does anything else).
+    ///
+    /// # Errors
+    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`.
+    ///
+    /// [`BpWrapper::with_config`]: crate::BpWrapper::with_config
+    pub fn check(&self) -> Result<(), BpConfigError> {
+        if self.batch_threshold == 0 || self.batch_threshold > self.queue_size {
+            return Err(BpConfigError::Threshold { threshold: self.batch_threshold, size: self.queue_size });
+        }
+        Ok(())
+    }
+}
+
 impl Default for BpConfig {
     /// The paper's PostgreSQL setting: S = 64, T = 32, both techniques.
     fn default() -> BpConfig {

@@ -215,12 +215,7 @@ impl BpWrapper {
         capacity: usize,
         config: BpConfig,
     ) -> Result<BpWrapper, BpConfigError> {
-        if config.batch_threshold == 0 || config.batch_threshold > config.queue_size {
-            return Err(BpConfigError::Threshold {
-                threshold: config.batch_threshold,
-                size: config.queue_size,
-            });
-        }
+        config.check()?;
         check_capacity(capacity);
         Ok(BpWrapper {
             drops_hits: config.variant.batches() && inner.ignores_some_hits(),

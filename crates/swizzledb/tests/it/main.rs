@@ -36,6 +36,7 @@ mod oracle;
 mod policies;
 mod racing_crash;
 mod read_only;
+mod refused_settings;
 mod restart;
 mod scan_limit;
 mod single_page_recovery;

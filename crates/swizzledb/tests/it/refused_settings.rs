@@ -1,0 +1,248 @@
+//! Bad settings are refused before anything is written (RECOVERY.md R14, R22): a refused
+//! `open` of a cleanly closed logged database leaves its file and log byte for byte as they
+//! were (page 0 still says CLEAN, so read-only opens still work), and a refused `create`
+//! leaves nothing behind, so the corrected create succeeds. A `create` that fails after it made
+//! files removes what it made, and only that.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use swizzledb::{BufferError, Builder, Cleaner, Database, Error, LogError, PoolMode, RestartMode};
+use swizzledb_io::{Fault, FaultFs, FaultRule, Op, Vfs};
+
+const RECORDS: u32 = 2000;
+
+/// Every file under `dir` (recursively) with its bytes.
+fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.insert(path.clone(), std::fs::read(&path).unwrap());
+        }
+    }
+    out
+}
+
+/// What an error must be: its variant, and words its message holds.
+type Expect = fn(&Error) -> bool;
+
+fn config_error(e: &Error, words: &str) -> bool {
+    matches!(e, Error::Buffer(BufferError::Config(reason)) if reason.contains(words))
+}
+
+fn log_config_error(e: &Error, words: &str) -> bool {
+    matches!(e, Error::Log(LogError::BadConfig { reason }) if reason.contains(words))
+}
+
+/// The settings an `open` of a cleanly closed logged database of 8 KiB pages refuses.
+fn refused_at_open() -> Vec<(&'static str, Builder, Expect)> {
+    let b = Database::builder;
+    vec![
+        ("restart_mode(Instant) without log_archive", b().restart_mode(RestartMode::Instant), |e| {
+            log_config_error(e, "log_archive")
+        }),
+        ("max_log_bytes under four segments", b().max_log_bytes(1 << 20), |e| {
+            log_config_error(e, "max_log_bytes")
+        }),
+        ("page_size(16384) on a file of 8 KiB pages", b().page_size(16384), |e| {
+            matches!(e, Error::Buffer(BufferError::PageSizeMismatch { found: 8192, requested: 16384, .. }))
+        }),
+        ("page_size(1000)", b().page_size(1000), |e| config_error(e, "unsupported page size 1000")),
+        ("pool_bytes(0)", b().pool_bytes(0), |e| config_error(e, "raise pool_bytes")),
+        ("pool_bytes(8192)", b().pool_bytes(8192), |e| config_error(e, "raise pool_bytes")),
+        ("pool_bytes(usize::MAX)", b().pool_bytes(usize::MAX), |e| config_error(e, "lower pool_bytes")),
+        ("main-memory mode with a 64 KiB pool", b().mode(PoolMode::MainMemory).pool_bytes(64 << 10), |e| {
+            config_error(e, "raise pool_bytes")
+        }),
+        (
+            "log_archive with lazy split images",
+            b().log_archive(true).lab(|l| l.lazy_split_images(true)),
+            |e| log_config_error(e, "lazy split images"),
+        ),
+        ("Cleaner::Decoupled without log_archive", b().lab(|l| l.cleaner(Cleaner::Decoupled)), |e| {
+            log_config_error(e, "log_archive")
+        }),
+        ("an eviction batch of 0", b().lab(|l| l.eviction_batch(Some(0))), |e| {
+            config_error(e, "eviction batch")
+        }),
+        (
+            "a BP-Wrapper threshold above its queue",
+            b().policy("bpw-2q".parse::<swizzledb::PolicySpec>().unwrap()).lab(|l| l.bp_queue(8, 16)),
+            |e| config_error(e, "batch threshold"),
+        ),
+    ]
+}
+
+/// R14, R22: every refused `open` of a cleanly closed logged database leaves its file and its
+/// log directory byte for byte as they were: a read-only open still finds it closed cleanly,
+/// and the default settings open it with every record.
+#[test]
+fn r14_a_refused_open_leaves_every_file_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let db = Database::builder().create(&path).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    for k in 0..RECORDS {
+        tree.upsert(&k.to_be_bytes(), b"value-value-value").unwrap();
+    }
+    drop(tree);
+    db.close().unwrap();
+    for (name, builder, expect) in refused_at_open() {
+        let before = files_under(dir.path());
+        let refused = builder.open(&path).map(|db| db.close());
+        let after = files_under(dir.path());
+        match refused {
+            Err(e) => assert!(expect(&e), "{name}: refused with an unexpected error: {e:?}"),
+            Ok(_) => panic!("{name}: the open was not refused"),
+        }
+        assert_eq!(
+            before.keys().collect::<Vec<_>>(),
+            after.keys().collect::<Vec<_>>(),
+            "{name}: files came or went"
+        );
+        for (file, bytes) in &before {
+            assert!(after[file] == *bytes, "{name}: {} changed", file.display());
+        }
+        let ro = Database::builder()
+            .read_only(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{name}: read-only open after the refusal: {e}"));
+        assert_eq!(ro.tree("t").unwrap().len().unwrap(), RECORDS as usize, "{name}");
+        ro.close().unwrap();
+    }
+    let db = Database::builder().open(&path).unwrap();
+    assert_eq!(db.tree("t").unwrap().len().unwrap(), RECORDS as usize);
+    db.close().unwrap();
+}
+
+/// The settings a `create` refuses, logged (`logging` unsaid) and unlogged.
+fn refused_at_create() -> Vec<(String, Builder)> {
+    let mut cases = Vec::new();
+    for logged in [true, false] {
+        let b = move || if logged { Database::builder() } else { Database::builder().logging(false) };
+        let mut add =
+            |name: String, builder: Builder| cases.push((format!("{name}, logged: {logged}"), builder));
+        for size in [0, 1000, 2048, 12288, 65536] {
+            add(format!("page_size({size})"), b().page_size(size));
+        }
+        for bytes in [0, 8192, usize::MAX] {
+            add(format!("pool_bytes({bytes})"), b().pool_bytes(bytes));
+        }
+        add(
+            "main-memory mode with a 64 KiB pool".into(),
+            b().mode(PoolMode::MainMemory).pool_bytes(64 << 10),
+        );
+        add("an eviction batch of 0".into(), b().lab(|l| l.eviction_batch(Some(0))));
+        add("max_log_bytes under four segments".into(), b().max_log_bytes(1 << 20));
+    }
+    cases.push((
+        "restart_mode(Instant) without log_archive".into(),
+        Database::builder().restart_mode(RestartMode::Instant),
+    ));
+    cases.push(("log_segment_bytes under two pages".into(), Database::builder().log_segment_bytes(8192)));
+    cases
+}
+
+/// R14: a refused `create` makes no file and no directory, and the corrected create — here
+/// `open_or_create` with the default settings — succeeds.
+#[test]
+fn r14_a_refused_create_leaves_nothing_and_the_corrected_create_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (name, builder)) in refused_at_create().into_iter().enumerate() {
+        let path = dir.path().join(format!("db{i}.swz"));
+        let refused = builder.create(&path);
+        assert!(
+            matches!(
+                refused,
+                Err(Error::Buffer(BufferError::Config(_)) | Error::Log(LogError::BadConfig { .. }))
+            ),
+            "{name}: {:?}",
+            refused.map(|_| ())
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+        assert!(left.is_empty(), "{name}: left behind {left:?}");
+        let db =
+            Database::builder().open_or_create(&path).unwrap_or_else(|e| panic!("{name}: the retry: {e}"));
+        db.close().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_dir_all(dir.path().join(format!("db{i}.swz.wal"))).ok();
+    }
+}
+
+fn fault_fs() -> FaultFs {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    fs
+}
+
+/// The files (not directories) under `dir` on `fs`.
+fn fault_files(fs: &FaultFs, dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs.list(dir).unwrap() {
+        if fs.contents(&entry).is_some() {
+            out.push(entry);
+        } else {
+            out.extend(fault_files(fs, &entry));
+        }
+    }
+    out
+}
+
+fn on(fs: &FaultFs) -> Builder {
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    Database::builder().page_size(4096).pool_bytes(64 * 4096).lab(|l| l.vfs(vfs))
+}
+
+/// R14: a `create` that fails after it made files — its log's identity file cannot be written,
+/// or an unlogged file's first sync fails — removes the files it made, so the retry succeeds.
+#[test]
+fn r14_a_create_that_fails_after_making_files_removes_them() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    fs.fail_next(FaultRule::new(Op::Write, Fault::Eio).on_path("database-id"));
+    assert!(on(&fs).create(path).is_err());
+    fs.clear_faults();
+    assert_eq!(fault_files(&fs, Path::new("/d")), Vec::<PathBuf>::new());
+    let db = on(&fs).create(path).unwrap();
+    db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let db = on(&fs).open(path).unwrap();
+    assert_eq!(db.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    db.close().unwrap();
+
+    let unlogged = Path::new("/d/unlogged");
+    fs.fail_next(FaultRule::new(Op::Sync, Fault::Eio).on_path("/d/unlogged"));
+    assert!(on(&fs).logging(false).create(unlogged).is_err());
+    fs.clear_faults();
+    assert!(!fs.exists(unlogged), "the unlogged file was removed");
+    on(&fs).logging(false).create(unlogged).unwrap().close().unwrap();
+}
+
+/// The removal takes only what the create made: a file already at the path, or files in a
+/// non-empty log directory, stay as they were.
+#[test]
+fn r14_a_refused_create_never_removes_what_was_there() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let file = fs.open(path, swizzledb_io::OpenMode::CREATE_NEW).unwrap();
+    file.write_all_at(b"not a database", 0).unwrap();
+    drop(file);
+    let refused = on(&fs).create(path);
+    assert!(matches!(refused, Err(Error::Buffer(BufferError::Io { .. }))), "{:?}", refused.map(|_| ()));
+    assert_eq!(fs.contents(path).as_deref(), Some(&b"not a database"[..]));
+
+    let other = Path::new("/d/other");
+    fs.create_dir_all(Path::new("/d/other.wal")).unwrap();
+    let stale = Path::new("/d/other.wal/stale");
+    let file = fs.open(stale, swizzledb_io::OpenMode::CREATE_NEW).unwrap();
+    file.write_all_at(b"stale", 0).unwrap();
+    drop(file);
+    let refused = on(&fs).create(other);
+    assert!(matches!(refused, Err(Error::StaleLog(_))), "{:?}", refused.map(|_| ()));
+    assert_eq!(fs.contents(stale).as_deref(), Some(&b"stale"[..]));
+    assert!(!fs.exists(other));
+}
