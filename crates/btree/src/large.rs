@@ -71,11 +71,13 @@ impl Tree {
                 return Err(TreeError::ValueTooLarge { len, max });
             }
         }
+        // Before the change that frees it is logged (buffer B37).
+        let announced = self.pool.announce_change();
         let guards = self.walk_chain(stub, leaf, out, |tree, id, out| {
             let g: ExclusiveGuard<'_> = tree.pool.fix_page(id)?;
             Ok((append(&g, out), Some(g)))
         })?;
-        Ok(Chain::old(guards))
+        Ok(Chain::old(guards, announced))
     }
 
     /// [`Tree::verify`] of one large value in leaf `leaf`: every page of its chain an overflow

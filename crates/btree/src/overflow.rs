@@ -242,24 +242,27 @@ pub(crate) fn append(p: &[u8], out: &mut Vec<u8>) -> Appended {
 pub(crate) struct Chain<'a> {
     pub(crate) guards: Vec<ExclusiveGuard<'a>>,
     fresh: bool,
+    /// An old chain's free, announced to checkpoints from its latching to its free (buffer
+    /// B37): the change that frees it is logged in between.
+    _announced: Option<swizzledb_buffer::Announced<'a>>,
 }
 
 impl<'a> Chain<'a> {
     #[inline]
     pub(crate) fn none() -> Chain<'a> {
-        Chain { guards: Vec::new(), fresh: false }
+        Chain { guards: Vec::new(), fresh: false, _announced: None }
     }
 
     /// A new chain on `guards`, freed when dropped until [`Chain::keep`].
     #[inline]
     pub(crate) fn fresh(guards: Vec<ExclusiveGuard<'a>>) -> Chain<'a> {
-        Chain { guards, fresh: true }
+        Chain { guards, fresh: true, _announced: None }
     }
 
-    /// An old chain on `guards`, freed only by [`Chain::free`].
+    /// An old chain on `guards`, freed only by [`Chain::free`], its free `announced` until then.
     #[inline]
-    pub(crate) fn old(guards: Vec<ExclusiveGuard<'a>>) -> Chain<'a> {
-        Chain { guards, fresh: false }
+    pub(crate) fn old(guards: Vec<ExclusiveGuard<'a>>, announced: swizzledb_buffer::Announced<'a>) -> Chain<'a> {
+        Chain { guards, fresh: false, _announced: Some(announced) }
     }
 
     #[inline]

@@ -1325,8 +1325,10 @@ impl Tree {
             return Ok(false);
         }
         self.note_children_moved(c, before);
+        let announced = pool.announce_change(); // buffer B37: logged, then freed
         let logged = log_structure(log, &[(c, None)], &[f.page_id()]);
         Self::release_page(pool, f);
+        drop(announced);
         stamp(logged?, c);
         Ok(true)
     }
@@ -1371,8 +1373,10 @@ impl Tree {
         let unlinked = (node::key(p, ri).to_vec(), r.page_id());
         node::remove(p, ri);
         let unlink = NodeChange::Unlink { key: &unlinked.0, child: unlinked.1 };
+        let announced = pool.announce_change(); // buffer B37: logged, then freed
         let logged = log_structure(log, &[(p, Some(unlink)), (&l, None)], &[r.page_id()]);
         Self::release_page(pool, r);
+        drop(announced);
         let lsn = logged?;
         stamp(lsn, p);
         stamp(lsn, &mut l);
@@ -1480,6 +1484,8 @@ impl Tree {
         let _write = self.begin_write()?;
         self.dropped.store(true, std::sync::atomic::Ordering::Release);
         let pool = &*self.pool;
+        // Buffer B37: every page is freed after the record naming it; announced throughout.
+        let _announced = pool.announce_change();
         let mut root: ExclusiveGuard<'_> = pool.fix_root(self.root);
         let mut freed = 0;
         self.free_below(&mut root, log, &mut freed)?;

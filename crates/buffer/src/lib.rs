@@ -37,7 +37,7 @@ pub use meta::{validate_tree_name, Meta, MAX_TREE_NAME};
 pub use pool::evictor::EvictorHandle;
 pub use pool::propagate::{FilePage, FilePages};
 pub use pool::view::{PageView, Step};
-pub use pool::{Allocation, BufferPool, FileState, PageOwner, WriteGuard, MIN_FRAMES};
+pub use pool::{Allocation, Announced, BufferPool, FileState, PageOwner, WriteGuard, MIN_FRAMES};
 pub use stats::Stats;
 pub use swip::{Swip, SwipTarget};
 pub use swizzledb_replacement::{PolicyKind, PolicySpec, Variant as BpVariant};

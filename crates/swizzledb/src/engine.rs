@@ -348,6 +348,9 @@ impl Core {
             None => Tree::open(&self.pool, root)?,
         };
         let log = self.wal.as_deref().map(SystemLog);
+        // Buffer B37: a checkpoint begun after the record reads the catalog and the free pages
+        // only once the drop has made its changes (R7).
+        let announced = self.pool.announce_change();
         if let Some(wal) = &self.wal {
             wal.append(&Record::DropTree { name: name.to_owned(), root })?;
         }
@@ -356,6 +359,7 @@ impl Core {
         trees.remove(name);
         drop(trees);
         tree.destroy(log.as_ref().map(|l| l as &dyn swizzledb_btree::ChangeLog))?;
+        drop(announced);
         // K19: a tree that reuses the root page starts without the old one's versions.
         if let Some(versions) = &self.versions {
             versions.forget_tree(root);
@@ -594,6 +598,9 @@ impl Core {
         }
         // Checked before anything is logged: a refused tree must leave no record behind.
         self.pool.catalog_fits(name)?;
+        // Buffer B37: a checkpoint begun after the record reads the catalog only once it names
+        // the tree (R7).
+        let announced = self.pool.announce_change();
         let tree = match &self.wal {
             None => Tree::create(&self.pool)?,
             Some(wal) => {
@@ -603,6 +610,7 @@ impl Core {
             }
         };
         self.pool.catalog_insert(name, tree.root_page())?;
+        drop(announced);
         let tree = self.handle(tree);
         trees.insert(name.to_owned(), tree.clone());
         drop(trees);

@@ -443,7 +443,9 @@ impl Wal {
     }
 
     pub(crate) fn append(&self, record: &impl Encode) -> Result<Lsn, LogError> {
-        append_encoded(&self.log, record)
+        let lsn = append_encoded(&self.log, record)?;
+        test_point::reached(record);
+        Ok(lsn)
     }
 
     fn txn_shard(&self, id: TxnId) -> &TxnShard {
@@ -654,6 +656,10 @@ impl Wal {
             }
         }
         let dirty = pool.dirty_pages();
+        // Buffer B37: a free or catalog change whose record precedes the begin record is made
+        // before the allocation and the catalog are read; a later one's record is after it,
+        // and analysis makes it again.
+        pool.wait_announced();
         let allocation = pool.allocation();
         pool.sync_file()?;
         let keep = dirty.iter().map(|&(_, rec)| rec.0).chain(oldest_txn).fold(begin.0, u64::min);

@@ -12,6 +12,7 @@ use swizzledb_io::{CrashMode, FaultFs, Vfs};
 use crate::logging::{test_point, WriterAt, COMMIT_POINT};
 use crate::record::Record;
 use crate::versions::{ReadAt, READ_POINT};
+use crate::lab::DatabaseExt as _;
 use crate::{CommitMode, Database};
 
 /// The name of the thread a hook pauses (other tests' threads pass through).
@@ -396,5 +397,78 @@ fn k18_a_plain_read_that_finds_its_writers_list_emptied_by_its_commit_does_not_k
     );
     assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&b"v12"[..]));
     drop(tree);
+    db.close().unwrap();
+}
+
+/// R7, buffer B37: a checkpoint reads the catalog and the free pages after its begin record; a
+/// change of them whose record precedes the begin record must be made by then. `change` (run
+/// in a thread that pauses right after appending the record `pick` matches) creates or drops
+/// a tree; a checkpoint starts during the pause, the change ends, the file system crashes.
+/// Restart reads the catalog from the checkpoint and the log from its begin record on, so
+/// without the checkpoint's wait it lost a created tree (with its records) or brought back a
+/// dropped one, whose freed pages stayed allocated.
+fn checkpoint_racing_a_catalog_change(
+    pick: fn(&Record) -> bool,
+    change: impl FnOnce(&Database) + Send,
+) -> (crate::Builder, Database) {
+    let _one = SERIAL.lock();
+    let (fs, builder, db) = setup();
+    let gone = db.create_tree("gone").unwrap();
+    for i in 0..300u32 {
+        gone.insert(&i.to_be_bytes(), &[5u8; 200]).unwrap();
+    }
+    drop(gone);
+    db.checkpoint().unwrap();
+    let (reached, go) = pause_at(pick);
+    std::thread::scope(|s| {
+        let changer = spawn_paused(s, || change(&db));
+        reached.recv_timeout(Duration::from_secs(10)).expect("the change reached its pause point");
+        let checkpointer = s.spawn(|| db.checkpoint().unwrap());
+        std::thread::sleep(Duration::from_millis(200));
+        go.send(()).unwrap();
+        changer.join().unwrap();
+        checkpointer.join().unwrap();
+    });
+    *test_point::HOOK.lock() = None;
+    fs.crash(CrashMode::DropUnsynced);
+    drop(db);
+    let db = builder.clone().open(Path::new(PATH)).unwrap();
+    (builder, db)
+}
+
+#[test]
+fn r7_b37_a_checkpoint_beside_a_tree_being_created_keeps_it() {
+    let (_builder, db) = checkpoint_racing_a_catalog_change(
+        |r| matches!(r, Record::CreateTree { name, .. } if name == "new"),
+        |db| {
+            let t = db.create_tree("new").unwrap();
+            t.insert(b"k", b"v").unwrap();
+        },
+    );
+    let t = db.tree("new").expect("the created tree survives the crash");
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    t.verify().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn r7_b37_a_checkpoint_beside_a_tree_being_dropped_frees_its_pages() {
+    let pages = std::sync::atomic::AtomicU64::new(0);
+    let free_before = std::sync::atomic::AtomicU64::new(0);
+    let (_builder, db) = checkpoint_racing_a_catalog_change(
+        |r| matches!(r, Record::DropTree { name, .. } if name == "gone"),
+        |db| {
+            let gone = db.tree("gone").unwrap();
+            pages.store(gone.verify().unwrap().nodes as u64, std::sync::atomic::Ordering::Relaxed);
+            drop(gone);
+            free_before.store(db.pool().allocation().free_pages.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            assert!(db.drop_tree("gone").unwrap());
+        },
+    );
+    assert_eq!(db.tree_names(), vec!["t".to_string()], "the dropped tree stays dropped");
+    let free = db.pool().allocation().free_pages.len() as u64;
+    let (pages, free_before) = (pages.into_inner(), free_before.into_inner());
+    assert!(pages > 5, "{pages}");
+    assert!(free >= free_before + pages, "{free} free pages after restart, {free_before} + {pages} expected");
     db.close().unwrap();
 }

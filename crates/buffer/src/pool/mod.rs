@@ -18,6 +18,7 @@ pub(crate) mod propagate;
 pub(crate) mod view;
 mod writes;
 
+pub use alloc::Announced;
 pub use writes::WriteGuard;
 
 use crate::aligned::AlignedBuf;
@@ -155,6 +156,8 @@ pub struct BufferPool {
     owner: Arc<dyn PageOwner>,
     file: PageFile,
     meta: Mutex<Meta>,
+    /// B37: the threads between logging a free or catalog change and making it.
+    announced: alloc::Announcements,
     roots: Mutex<Vec<FrameId>>,
     sweep_cursor: AtomicUsize,
     stats: Registry,
@@ -436,6 +439,7 @@ impl BufferPool {
             owner,
             file,
             meta: Mutex::new(meta),
+            announced: alloc::Announcements::default(),
             roots: Mutex::new(Vec::new()),
             sweep_cursor: AtomicUsize::new(0),
             stats: Registry::new(),
