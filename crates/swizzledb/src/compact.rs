@@ -75,8 +75,13 @@ impl Builder {
         let before = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
         // No process may open the old file between the close and the swap (its writes would
         // be lost): its lock, held until the swap is done; a process that took it first wins.
-        let lock = match files::FileLock::acquire(&swizzledb_io::OsFs, path, path) {
-            Ok(lock) => lock,
+        // The copy's file too: once the swap renames it over the old one, the database's name
+        // leads to it, and an open meanwhile must find it locked rather than finish the swap
+        // beside this one.
+        let locks = match files::FileLock::acquire(&swizzledb_io::OsFs, path, path)
+            .and_then(|old| Ok((old, files::FileLock::acquire(&swizzledb_io::OsFs, &temp, path)?)))
+        {
+            Ok(locks) => locks,
             Err(e) => {
                 remove_database(&temp);
                 return Err(e);
@@ -89,7 +94,7 @@ impl Builder {
         sync_dir(path)?;
         // The commit point is behind us: the swap finishes, now or at the next open.
         finish(path)?;
-        drop(lock);
+        drop(locks);
         let after = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
         Ok(CompactStats {
             file_bytes_before: before,
@@ -105,14 +110,32 @@ pub(crate) fn is_pending(path: &Path) -> bool {
     marker(path).exists()
 }
 
-/// R28: finishes a compaction whose marker is at `path`, if there is one, under the old
-/// file's lock: a compaction still swapping holds it ([`crate::Error::AlreadyOpen`]).
+/// R28: finishes a compaction whose marker is at `path`, if there is one, under the locks of
+/// the file at `path` and of the copy: a compaction still swapping holds both
+/// ([`crate::Error::AlreadyOpen`]), and so does this call while it finishes the swap.
 pub(crate) fn finish_pending(path: &Path) -> Result<()> {
-    if marker(path).exists() {
-        let _lock = files::FileLock::acquire(&swizzledb_io::OsFs, path, path)?;
-        finish(path)?;
+    if !marker(path).exists() {
+        return Ok(());
     }
-    Ok(())
+    let _lock = files::FileLock::acquire(&swizzledb_io::OsFs, path, path)?;
+    // A compaction that held the lock until now has finished its swap.
+    let Some(copy) = copy_named(path)? else { return Ok(()) };
+    let _copy = if copy.exists() {
+        Some(files::FileLock::acquire(&swizzledb_io::OsFs, &copy, path)?)
+    } else {
+        None
+    };
+    finish(path)
+}
+
+/// The copy a compaction's marker at `path` names; `None` without a marker.
+fn copy_named(path: &Path) -> Result<Option<PathBuf>> {
+    let m = marker(path);
+    match std::fs::read_to_string(&m) {
+        Ok(name) => Ok(Some(path.with_file_name(name.trim()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(&m, e)),
+    }
 }
 
 /// The swap (R28): the old log directory aside, the copy's in its place, the copy's file over
