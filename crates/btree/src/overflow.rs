@@ -261,7 +261,10 @@ impl<'a> Chain<'a> {
 
     /// An old chain on `guards`, freed only by [`Chain::free`], its free `announced` until then.
     #[inline]
-    pub(crate) fn old(guards: Vec<ExclusiveGuard<'a>>, announced: swizzledb_buffer::Announced<'a>) -> Chain<'a> {
+    pub(crate) fn old(
+        guards: Vec<ExclusiveGuard<'a>>,
+        announced: swizzledb_buffer::Announced<'a>,
+    ) -> Chain<'a> {
         Chain { guards, fresh: false, _announced: Some(announced) }
     }
 

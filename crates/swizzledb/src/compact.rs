@@ -120,11 +120,8 @@ pub(crate) fn finish_pending(path: &Path) -> Result<()> {
     let _lock = files::FileLock::acquire(&swizzledb_io::OsFs, path, path)?;
     // A compaction that held the lock until now has finished its swap.
     let Some(copy) = copy_named(path)? else { return Ok(()) };
-    let _copy = if copy.exists() {
-        Some(files::FileLock::acquire(&swizzledb_io::OsFs, &copy, path)?)
-    } else {
-        None
-    };
+    let _copy =
+        if copy.exists() { Some(files::FileLock::acquire(&swizzledb_io::OsFs, &copy, path)?) } else { None };
     finish(path)
 }
 

@@ -187,7 +187,10 @@ impl Core {
                 Err(e)
                     if retried(&e, snapshot.is_some() && too_old < SNAPSHOT_TOO_OLD_RETRIES) && {
                         let spent = refused_at.get_or_insert_with(std::time::Instant::now).elapsed();
-                        !give_up(spent) && !(spent >= AUTO_COMMIT_RETRY && self.waits_for_own_thread(&e))
+                        // A deadlock through this thread's own open transaction recurs until
+                        // that transaction ends, which this thread cannot do meanwhile.
+                        let hopeless = spent >= AUTO_COMMIT_RETRY && self.waits_for_own_thread(&e);
+                        !(give_up(spent) || hopeless)
                     } =>
                 {
                     too_old += u32::from(matches!(e, Error::SnapshotTooOld { .. }));
@@ -210,7 +213,9 @@ impl Core {
     /// ends, which this thread cannot do while it retries.
     fn waits_for_own_thread(&self, e: &Error) -> bool {
         match (e, &self.locks) {
-            (Error::Lock(lock::LockError::Deadlock { others, .. }), Some(locks)) => locks.open_in_this_thread(others),
+            (Error::Lock(lock::LockError::Deadlock { others, .. }), Some(locks)) => {
+                locks.open_in_this_thread(others)
+            }
             _ => false,
         }
     }

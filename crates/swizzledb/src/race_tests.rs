@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use swizzledb_io::{CrashMode, FaultFs, Vfs};
 
+use crate::lab::DatabaseExt as _;
 use crate::logging::{test_point, WriterAt, COMMIT_POINT};
 use crate::record::Record;
 use crate::versions::{ReadAt, READ_POINT};
-use crate::lab::DatabaseExt as _;
 use crate::{CommitMode, Database};
 
 /// The name of the thread a hook pauses (other tests' threads pass through).
@@ -461,7 +461,8 @@ fn r7_b37_a_checkpoint_beside_a_tree_being_dropped_frees_its_pages() {
             let gone = db.tree("gone").unwrap();
             pages.store(gone.verify().unwrap().nodes as u64, std::sync::atomic::Ordering::Relaxed);
             drop(gone);
-            free_before.store(db.pool().allocation().free_pages.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            free_before
+                .store(db.pool().allocation().free_pages.len() as u64, std::sync::atomic::Ordering::Relaxed);
             assert!(db.drop_tree("gone").unwrap());
         },
     );

@@ -731,9 +731,7 @@ impl<'db> ReadTransaction<'db> {
         match (self.reads, &self.snap) {
             // K21: the transaction's reads share a snapshot, which instant restart's rollback of
             // losers is waited for first.
-            (Some(reads), Some(snap)) if reads.ready_after_rollback() => {
-                reads.get_with(snap, tree, key, f)
-            }
+            (Some(reads), Some(snap)) if reads.ready_after_rollback() => reads.get_with(snap, tree, key, f),
             // K25: the newest committed value, at a snapshot of its own only where needed.
             (Some(reads), None) if reads.ready() => Ok(reads.get_committed_with(tree, key, f)?),
             // K21: a single key while losers are rolled back (or a failed rollback's keys):

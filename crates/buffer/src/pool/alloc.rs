@@ -113,7 +113,8 @@ impl BufferPool {
     /// reads the allocation and the catalog after its begin record waits for every
     /// announcement standing then ([`BufferPool::wait_announced`]).
     pub fn announce_change(&self) -> Announced<'_> {
-        let slot = &self.announced.slots[swizzledb_sync::thread::thread_number().unwrap_or(0) % ANNOUNCE_SLOTS];
+        let slot =
+            &self.announced.slots[swizzledb_sync::thread::thread_number().unwrap_or(0) % ANNOUNCE_SLOTS];
         slot.0.fetch_add(1, SeqCst);
         Announced { slot: &slot.0 }
     }
