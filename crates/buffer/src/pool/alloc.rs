@@ -1,6 +1,7 @@
 //! Allocation and structure changes: new and freed pages (B11), swips that move between
 //! parents (B6, B16), and the disk image of a page (B8).
 
+use super::announce::Announced;
 use super::{BufferPool, PoolMode, FREE};
 use crate::error::Result;
 use crate::guard::{Exclusive, LatchKind, PageGuard};
@@ -8,8 +9,7 @@ use crate::page::{self, get_u64, put_u64, PageType};
 use crate::stats::bump;
 use crate::swip::{Swip, SwipTarget};
 use crate::trace::EventKind;
-use std::sync::atomic::AtomicU32;
-use std::sync::atomic::Ordering::{Relaxed, Release, SeqCst};
+use std::sync::atomic::Ordering::{Relaxed, Release};
 use swizzledb_sync::{FrameId, LatchMode, PageId};
 
 impl BufferPool {
@@ -113,27 +113,14 @@ impl BufferPool {
     /// reads the allocation and the catalog after its begin record waits for every
     /// announcement standing then ([`BufferPool::wait_announced`]).
     pub fn announce_change(&self) -> Announced<'_> {
-        let slot =
-            &self.announced.slots[swizzledb_sync::thread::thread_number().unwrap_or(0) % ANNOUNCE_SLOTS];
-        slot.0.fetch_add(1, SeqCst);
-        Announced { slot: &slot.0 }
+        self.announced.announce()
     }
 
     /// B37: waits until no change announced before this call ([`BufferPool::announce_change`]) is
     /// still between its record and its making: a slot that shows none once has none older. Never
     /// call it holding an announcement.
     pub fn wait_announced(&self) {
-        for slot in self.announced.slots.iter() {
-            let mut spins = 0u32;
-            while slot.0.load(SeqCst) != 0 {
-                spins += 1;
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::sleep(std::time::Duration::from_micros(20));
-                }
-            }
-        }
+        self.announced.wait();
     }
 
     /// Frees a page that no swip references any more and that holds no swizzled swips (B11). Its
@@ -188,41 +175,5 @@ impl BufferPool {
         let mut offs = Vec::new();
         self.owner.swip_offsets(page, &mut offs);
         offs.iter().any(|&o| Swip::from_raw(get_u64(page, o)).is_some_and(Swip::is_swizzled))
-    }
-}
-
-/// Slots of [`Announcements`], by thread number (threads beyond share them: each slot counts).
-const ANNOUNCE_SLOTS: usize = 64;
-
-/// B37: per slot, how many changes its threads announced and have not yet made.
-pub(super) struct Announcements {
-    slots: Box<[Padded]>,
-}
-
-#[repr(align(128))]
-#[derive(Default)]
-struct Padded(AtomicU32);
-
-impl Default for Announcements {
-    fn default() -> Announcements {
-        Announcements { slots: (0..ANNOUNCE_SLOTS).map(|_| Padded::default()).collect() }
-    }
-}
-
-/// A change announced to checkpoints until dropped ([`BufferPool::announce_change`]).
-#[must_use]
-pub struct Announced<'a> {
-    slot: &'a AtomicU32,
-}
-
-impl Drop for Announced<'_> {
-    fn drop(&mut self) {
-        self.slot.fetch_sub(1, SeqCst);
-    }
-}
-
-impl std::fmt::Debug for Announced<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Announced").finish_non_exhaustive()
     }
 }

@@ -7,6 +7,7 @@
 //! frames and eviction) and [`flush`] (write-back and checkpoint support).
 
 mod alloc;
+mod announce;
 mod catalog;
 mod depend;
 mod evict;
@@ -18,7 +19,7 @@ pub(crate) mod propagate;
 pub(crate) mod view;
 mod writes;
 
-pub use alloc::Announced;
+pub use announce::Announced;
 pub use writes::WriteGuard;
 
 use crate::aligned::AlignedBuf;
@@ -157,7 +158,7 @@ pub struct BufferPool {
     file: PageFile,
     meta: Mutex<Meta>,
     /// B37: the threads between logging a free or catalog change and making it.
-    announced: alloc::Announcements,
+    announced: announce::Announcements,
     roots: Mutex<Vec<FrameId>>,
     sweep_cursor: AtomicUsize,
     stats: Registry,
@@ -439,7 +440,7 @@ impl BufferPool {
             owner,
             file,
             meta: Mutex::new(meta),
-            announced: alloc::Announcements::default(),
+            announced: announce::Announcements::default(),
             roots: Mutex::new(Vec::new()),
             sweep_cursor: AtomicUsize::new(0),
             stats: Registry::new(),
