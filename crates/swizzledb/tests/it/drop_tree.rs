@@ -130,6 +130,7 @@ fn r23_drop_then_crash_and_restart() {
             db.checkpoint().unwrap();
             let pages = gone.verify().unwrap().nodes as u64;
             let free_before = db.pool().allocation().free_pages.len() as u64;
+            let count_before = db.pool().allocation().page_count;
             assert!(db.drop_tree("gone").unwrap());
             // Nothing after the drop: it is durable by itself when `drop_tree` returns.
             fs.crash(crash);
@@ -141,7 +142,12 @@ fn r23_drop_then_crash_and_restart() {
             assert_eq!(contents(&keep), kept, "{mode:?} {crash:?}");
             keep.verify().unwrap();
             let free = db.pool().allocation().free_pages.len() as u64;
-            assert!(free >= free_before + pages - 1, "{mode:?} {crash:?}: {free} free pages after restart");
+            assert!(
+                free >= free_before + pages - 1,
+                "{mode:?} {crash:?}: {free} free pages after restart, {free_before} + {pages} expected; page count {} (before the drop {count_before}) {:?}",
+                db.pool().allocation().page_count,
+                db.restart_stats()
+            );
             // The database works on, and a new tree of the old name is empty.
             let again = db.create_tree("gone").unwrap();
             assert!(again.is_empty().unwrap());
