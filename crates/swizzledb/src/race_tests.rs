@@ -296,13 +296,10 @@ fn k18_a_plain_read_that_copied_an_uncommitted_value_does_not_return_it_after_it
     db.close().unwrap();
 }
 
-/// K18: a plain read that found the key's writer counted asks the writer. The writer may have
-/// changed the key again since the read's copy (under the leaf's latch or not) and committed,
-/// its locks not yet let go: the copy is then its first change of two, never committed, and
-/// no release has come to tell the read. A committed writer must not make the read keep its
-/// copy. (The G1b read of `histories::r10_r22_...` on 2026-12-04, LOCKS.md K18.)
-#[test]
-fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_committing() {
+/// A plain read of `k` (holding `v`) that stops at `read_at` while its writer, which changed
+/// `k` to `v1`, changes it again to `v12`, commits and stops at `writer_at`, its locks not let
+/// go; the read then goes on. Returns what the read returned, once both are done.
+fn read_beside_a_writers_end(read_at: ReadAt, writer_at: WriterAt) -> Option<Vec<u8>> {
     let _one = SERIAL.lock();
     let (_fs, _builder, db) = setup();
     let tree = db.tree("t").unwrap();
@@ -310,26 +307,24 @@ fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_commi
     let mut writer = db.begin();
     writer.put(&tree, b"k", b"v1").unwrap();
 
-    // The reader stops once it holds the leaf's value and a writer is counted.
-    let (read_rx, read_go_tx) = pause_read_at(ReadAt::Settling);
-    // The writer stops once it has committed, before it lets its locks go.
+    let (read_rx, read_go_tx) = pause_read_at(read_at);
     const COMMITTING: &str = "race-test-committing";
     let (stop, commit_rx, commit_go_tx) = stop_once(COMMITTING);
     COMMIT_POINT.set(Some(Arc::new(move |at| {
-        if at == WriterAt::Committed {
+        if at == writer_at {
             stop();
         }
     })));
     let read = std::thread::scope(|s| {
         let reader = spawn_paused(s, || tree.get(b"k"));
-        read_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached the writer's count");
+        read_rx.recv_timeout(Duration::from_secs(10)).expect("the read reached its pause point");
         // The read holds no latch now: the writer changes the key again and commits.
         writer.put(&tree, b"k", b"v12").unwrap();
         let committer = std::thread::Builder::new()
             .name(COMMITTING.into())
             .spawn_scoped(s, move || writer.commit())
             .expect("a thread");
-        commit_rx.recv_timeout(Duration::from_secs(10)).expect("the writer committed");
+        commit_rx.recv_timeout(Duration::from_secs(10)).expect("the writer reached its pause point");
         read_go_tx.send(()).unwrap();
         let read = reader.join().unwrap().unwrap();
         commit_go_tx.send(()).unwrap();
@@ -338,15 +333,30 @@ fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_commi
     });
     READ_POINT.set(None);
     COMMIT_POINT.set(None);
-    // The read overlapped the writer's commit: the value before it or the one it committed.
+    assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&b"v12"[..]));
+    drop(tree);
+    db.close().unwrap();
+    read
+}
+
+/// The read overlapped the writer's commit: it returns the value before it or the one it
+/// committed, never the writer's first change of two.
+fn assert_committed(read: Option<Vec<u8>>) {
     assert!(
         matches!(read.as_deref(), Some(b"v" | b"v12")),
         "G1b: the read returned {:?}, the writer's first change of two",
         read.map(|v| String::from_utf8_lossy(&v).into_owned())
     );
-    assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&b"v12"[..]));
-    drop(tree);
-    db.close().unwrap();
+}
+
+/// K18: a plain read that found the key's writer counted asks the writer. The writer may have
+/// changed the key again since the read's copy (under the leaf's latch or not) and committed,
+/// its locks not yet let go: the copy is then its first change of two, never committed, and
+/// no release has come to tell the read. A committed writer must not make the read keep its
+/// copy. (The G1b read of `histories::r10_r22_...` on 2026-12-04, LOCKS.md K18.)
+#[test]
+fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_committing() {
+    assert_committed(read_beside_a_writers_end(ReadAt::Settling, WriterAt::Committed));
 }
 
 /// K18: a plain read that found the key's writer running looks for the writer's first change of
@@ -356,48 +366,7 @@ fn k18_a_plain_read_does_not_keep_a_change_its_writer_changed_again_before_commi
 /// again, says that it ended; the read must not keep its copy.
 #[test]
 fn k18_a_plain_read_that_finds_its_writers_list_emptied_by_its_commit_does_not_keep_its_copy() {
-    let _one = SERIAL.lock();
-    let (_fs, _builder, db) = setup();
-    let tree = db.tree("t").unwrap();
-    tree.upsert(b"k", b"v").unwrap();
-    let mut writer = db.begin();
-    writer.put(&tree, b"k", b"v1").unwrap();
-
-    // The reader stops once it holds the leaf's value and found the writer running.
-    let (read_rx, read_go_tx) = pause_read_at(ReadAt::Asked);
-    // The writer stops once it has committed and emptied its list, before it lets its locks go.
-    const COMMITTING: &str = "race-test-committing";
-    let (stop, commit_rx, commit_go_tx) = stop_once(COMMITTING);
-    COMMIT_POINT.set(Some(Arc::new(move |at| {
-        if at == WriterAt::Retired {
-            stop();
-        }
-    })));
-    let read = std::thread::scope(|s| {
-        let reader = spawn_paused(s, || tree.get(b"k"));
-        read_rx.recv_timeout(Duration::from_secs(10)).expect("the read found the writer running");
-        writer.put(&tree, b"k", b"v12").unwrap();
-        let committer = std::thread::Builder::new()
-            .name(COMMITTING.into())
-            .spawn_scoped(s, move || writer.commit())
-            .expect("a thread");
-        commit_rx.recv_timeout(Duration::from_secs(10)).expect("the writer committed and emptied its list");
-        read_go_tx.send(()).unwrap();
-        let read = reader.join().unwrap().unwrap();
-        commit_go_tx.send(()).unwrap();
-        committer.join().unwrap().unwrap();
-        read
-    });
-    READ_POINT.set(None);
-    COMMIT_POINT.set(None);
-    assert!(
-        matches!(read.as_deref(), Some(b"v" | b"v12")),
-        "G1b: the read returned {:?}, the writer's first change of two",
-        read.map(|v| String::from_utf8_lossy(&v).into_owned())
-    );
-    assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&b"v12"[..]));
-    drop(tree);
-    db.close().unwrap();
+    assert_committed(read_beside_a_writers_end(ReadAt::Asked, WriterAt::Retired));
 }
 
 /// R7, buffer B37: a checkpoint reads the catalog and the free pages after its begin record; a
