@@ -5,7 +5,7 @@
 //! or an input that is a directory; `--batch` sets no allocation.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use swizzledb::Database;
@@ -73,6 +73,15 @@ fn source(path: &Path) -> BTreeMap<String, Records> {
     }
     db.close().unwrap();
     contents(path)
+}
+
+/// A scratch directory holding the input `in.csv` with `records`; the directory, the path of a
+/// database `d.swz` in it (not made) and the input's path.
+fn with_input(records: impl AsRef<[u8]>) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, input) = (dir.path().join("d.swz"), dir.path().join("in.csv"));
+    std::fs::write(&input, records).unwrap();
+    (dir, path, input)
 }
 
 #[test]
@@ -195,10 +204,7 @@ fn load_makes_a_database_only_when_asked() {
 
 #[test]
 fn a_batch_larger_than_the_input_allocates_only_what_it_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("d.swz");
-    let input = dir.path().join("in.csv");
-    std::fs::write(&input, "01,0a\n02,0b\n").unwrap();
+    let (_dir, path, input) = with_input("01,0a\n02,0b\n");
     let o = run(&[
         "load",
         arg(&path),
@@ -226,10 +232,7 @@ fn an_input_that_is_not_a_file_is_unusable_and_nothing_is_made() {
 
 #[test]
 fn a_line_that_is_not_utf8_is_malformed_and_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("d.swz");
-    let input = dir.path().join("in.csv");
-    std::fs::write(&input, b"key,value\n01,0a\n02,0b\n03,0\xff\n04,0d\n").unwrap();
+    let (_dir, path, input) = with_input(b"key,value\n01,0a\n02,0b\n03,0\xff\n04,0d\n");
     let o = run(&["load", arg(&path), "--create", "--tree", "t", "--input", arg(&input), "--batch", "2"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let err = stderr(&o);
@@ -240,10 +243,7 @@ fn a_line_that_is_not_utf8_is_malformed_and_named() {
 
 #[test]
 fn a_bad_tree_name_is_refused_before_anything_is_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("d.swz");
-    let input = dir.path().join("in.csv");
-    std::fs::write(&input, "01,0a\n").unwrap();
+    let (_dir, path, input) = with_input("01,0a\n");
     for (name, what) in [("", "empty"), (&*"n".repeat(65), "65 bytes")] {
         let o = run(&["load", arg(&path), "--create", "--tree", name, "--input", arg(&input)]);
         assert_eq!(code(&o), 2, "{name:?}: {}", stderr(&o));
