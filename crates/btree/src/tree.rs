@@ -1496,8 +1496,8 @@ impl Tree {
         Ok(freed + 1)
     }
 
-    /// Frees every page below `g` (its children and foster child, recursively), logging the
-    /// children's page ids before they are freed, and leaves `g` without records.
+    /// Frees every page below `g` (its children and foster child, recursively), each logged
+    /// under its latch right before it is freed, and leaves `g` without records.
     fn free_below<'a>(&'a self, g: &mut ExclusiveGuard<'a>, log: Log<'_>, freed: &mut usize) -> Result<()> {
         // T22: a leaf's large values first, each chain logged before it is freed.
         let stubs: Vec<Vec<u8>> = (0..node::count(g))
@@ -1516,15 +1516,13 @@ impl Tree {
         if offs.is_empty() {
             return Ok(());
         }
-        let ids: Vec<PageId> = offs
-            .iter()
-            .filter_map(|&off| Swip::from_raw(page::get_u64(g, off)))
-            .map(|s| self.pool.swip_page_id(s))
-            .collect();
-        log_structure(log, &[], &ids)?;
         for off in offs {
             let mut child = self.with_room(|| self.step::<Exclusive, Exclusive>(g, off))?;
             self.free_below(&mut child, log, freed)?;
+            // Logged while the child is latched, right before it is freed: a split-off's image,
+            // which another thread logs under its shared latch (buffer B36), then comes before
+            // the record that frees it, never after it (restart would take it for allocated).
+            log_structure(log, &[], &[child.page_id()])?;
             Self::release_page(&self.pool, child);
             *freed += 1;
         }
