@@ -116,8 +116,10 @@ fn change(tx: &mut Transaction<'_>, t: &Tree, x: u64) -> swizzledb::Result<bool>
     Ok(changed)
 }
 
-/// The `round`-th read of one reader: each kind in turn.
-fn read(round: u64, db: &Database, t: &Tree, logging: bool, counts: &Counts) {
+/// The `round`-th read of one reader: each kind in turn. `small_memory`: the version memory is
+/// small enough that every attempt of a `transact_snapshot` may see its snapshot ended, which it
+/// then reports after its retries (K24).
+fn read(round: u64, db: &Database, t: &Tree, logging: bool, small_memory: bool, counts: &Counts) {
     match round % 6 {
         0 => {
             let s = db.begin_read();
@@ -160,9 +162,11 @@ fn read(round: u64, db: &Database, t: &Tree, logging: bool, counts: &Counts) {
             expect_whole("a serializable range", r, false, counts);
         }
         4 => {
-            // transact_snapshot runs an attempt whose snapshot ended again (K24).
+            // transact_snapshot runs an attempt whose snapshot ended again (K24), eight times at
+            // most: on a loaded machine a scan of every account can outlive a small version
+            // memory at each attempt, and the documented error is then SnapshotTooOld.
             let r = db.transact_snapshot(|tx| sum(tx.range_rev(t, Unbounded, Unbounded)));
-            expect_whole("a snapshot-isolation range", r, false, counts);
+            expect_whole("a snapshot-isolation range", r, small_memory, counts);
         }
         _ => {
             for i in 0..100 {
@@ -232,7 +236,7 @@ fn run(mode: PoolMode, logging: bool, version_memory: Option<usize>, wait_die: b
         std::thread::spawn(move || {
             let mut round = 1;
             while !stop.load(Relaxed) {
-                read(round, &db, &t, logging, &counts);
+                read(round, &db, &t, logging, version_memory.is_some(), &counts);
                 round += 1;
             }
         })
@@ -240,7 +244,7 @@ fn run(mode: PoolMode, logging: bool, version_memory: Option<usize>, wait_die: b
     let started = Instant::now();
     let mut round = 0;
     while started.elapsed() < RUN {
-        read(round, &db, &t, logging, &counts);
+        read(round, &db, &t, logging, version_memory.is_some(), &counts);
         round += 3;
     }
     stop.store(true, Relaxed);
