@@ -903,7 +903,8 @@ fn k_failed_commit_releases_its_locks() {
         Ok(_) | Err(Error::Buffer(_)) | Err(Error::Tree(_)) => {}
         Err(e) => panic!("the failed commit still holds its lock: {e}"),
     }
-    assert!(started.elapsed() < std::time::Duration::from_secs(1), "the read waited for the lock");
+    // Well below the lock manager's 10 s wait timeout, and far above a read on a loaded machine.
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the read waited for the lock");
 }
 
 /// RECOVERY.md R5a, LOCKS.md K9a: a rollback that meets the failed log leaves its changes in the
@@ -935,7 +936,7 @@ fn r5a_a_rollback_that_fails_keeps_its_changes_from_every_reader() {
         assert!(t3.abort().is_err(), "the rollback met the failed log");
         let (read, waited) = waiter.join().unwrap();
         assert!(matches!(read, Err(Error::RollbackFailed { .. })), "the waiting read ended: {read:?}");
-        assert!(waited < std::time::Duration::from_secs(2), "the waiting read waited {waited:?}");
+        assert!(waited < std::time::Duration::from_secs(5), "the waiting read waited {waited:?}");
     });
     assert_eq!(tree.get(b"b").unwrap().as_deref(), Some(&b"committed"[..]), "a plain read");
     assert_eq!(tree.get(b"c").unwrap(), None, "a plain read of an inserted key");
@@ -946,7 +947,7 @@ fn r5a_a_rollback_that_fails_keeps_its_changes_from_every_reader() {
     let started = std::time::Instant::now();
     let read = t4.get(&tree, b"b");
     assert!(matches!(read, Err(Error::RollbackFailed { .. })), "a transaction's read: {read:?}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(1), "a transaction's read waited");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "a transaction's read waited");
     // Keys no failed transaction holds are read as before.
     assert_eq!(t4.get(&tree, b"a").unwrap(), None);
     drop(t4);
