@@ -213,9 +213,9 @@ impl<'db> Transaction<'db> {
     }
 
     /// Replaces the value under `key` with what `f` makes of it, under the key's exclusive lock
-    /// and in one descent : `f` gets the current value and an empty
-    /// buffer to write the new one into. Returns `f`'s result, or `None` if the key is absent
-    /// (then nothing changes and `f` is not called). `f` must not call into the database.
+    /// and in one descent: `f` gets the current value and an empty buffer to write the new one
+    /// into. Returns `f`'s result, or `None` if the key is absent (then nothing changes and `f`
+    /// is not called). `f` must not call into the database.
     ///
     /// # Errors
     /// As [`Transaction::put`].
