@@ -241,6 +241,13 @@ impl Builder {
     /// image is still in the log. It is also the input of Lersch's decoupled cleaner
     /// ([`Cleaner::Decoupled`], R20). The archiving is not cheap yet (with checkpoints every 100 ms a TPC-B run
     /// keeps about 0.4 of its throughput; measured in `docs/tpcb.md`).
+    ///
+    /// A database that keeps an archive (its archive directory holds a run) goes on archiving
+    /// when it is opened without this option: a checkpoint without the archive would truncate
+    /// the log past the archive's end, and every later open with the archive would be refused
+    /// for the records missing between them. To stop archiving, remove `<path>.wal/archive`
+    /// while the database is closed; a later open with the option then starts a new archive
+    /// from the log it finds.
     #[must_use]
     pub fn log_archive(mut self, on: bool) -> Self {
         self.log_archive = on;

@@ -211,6 +211,13 @@ pub fn archive_dir(path: &Path) -> std::path::PathBuf {
     wal_dir(path).join("archive")
 }
 
+/// Whether the database file at `path` keeps a log archive (R17): its archive directory
+/// holds a run. Such a database archives whatever the builder says.
+pub(crate) fn keeps_archive(vfs: &dyn Vfs, path: &Path) -> bool {
+    vfs.list(&archive_dir(path))
+        .is_ok_and(|files| files.iter().any(|f| f.extension().is_some_and(|e| e == "run")))
+}
+
 /// The double-write area of the logged database file at `path` (buffer README F15):
 /// `<path>.wal/doublewrite`.
 pub fn double_write_path(path: &Path) -> std::path::PathBuf {

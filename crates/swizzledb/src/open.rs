@@ -202,6 +202,10 @@ impl Builder {
             // settings are checked against it before anything is written.
             let mut this = self;
             this.log_segment_bytes = Some(segment_bytes);
+            // R17: a database that keeps an archive keeps it, asked for or not: without it,
+            // checkpoints would truncate the log past the archive's end, and the archive
+            // would never continue the log again.
+            this.log_archive |= files::keeps_archive(&*vfs, path);
             this.check_log_settings()?;
             this.restart(path, vec![lock, log_lock], meta.clean)?
         } else if self.logging == Some(true) && !self.convert_to_logged {

@@ -164,6 +164,54 @@ fn r17_the_log_is_truncated_but_never_past_the_archive() {
     assert_eq!(both, logged);
 }
 
+/// What [`workload`] leaves of `from..from + n`: the key and its value, or `None` if deleted.
+fn workload_state(from: u32, n: u32) -> impl Iterator<Item = (Vec<u8>, Option<Vec<u8>>)> {
+    (from..from + n).map(move |i| {
+        let value = if (i - from).is_multiple_of(7) {
+            None
+        } else if (i - from).is_multiple_of(5) {
+            Some(b"updated".to_vec())
+        } else {
+            Some(vec![i as u8; 60])
+        };
+        (key(i), value)
+    })
+}
+
+/// R17: a database that keeps an archive keeps it whatever the builder says. Opened once
+/// without `log_archive(true)`, its checkpoints used to truncate the log past the archive's
+/// end, and every later open with the option was refused (`ArchiveCorrupted`).
+#[test]
+fn r17_an_open_without_the_option_keeps_the_archive_going() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let base = small_log(&fs);
+    let db = base.clone().log_archive(true).create(path).unwrap();
+    workload(&db, 0, 200);
+    db.close().unwrap();
+    let db = base.clone().open(path).unwrap();
+    let end = |db: &Database| db.archive_runs().and_then(|runs| runs.last().map(|r| r.end));
+    let before = end(&db);
+    for round in 0..6 {
+        workload(&db, 1000 + round * 400, 400);
+        db.checkpoint().unwrap();
+    }
+    let after = end(&db);
+    db.close().unwrap();
+    let db = base.clone().log_archive(true).open(path).expect("R17: the archive still continues the log");
+    assert!(before.is_some() && after > before, "the open without the option archived what it logged");
+    let t = db.tree("t").unwrap();
+    for (from, n) in [(0, 200)].into_iter().chain((0..6).map(|round| (1000 + round * 400, 400))) {
+        for (k, v) in workload_state(from, n) {
+            assert_eq!(t.get(&k).unwrap(), v, "key {}", String::from_utf8_lossy(&k));
+        }
+    }
+    db.close().unwrap();
+    let log = LogManager::open(log_config(path, &fs, 64 << 10)).unwrap();
+    let archive = Archive::open(Arc::new(fs.clone()), archive_dir(path)).unwrap();
+    assert!(archive.end().unwrap() >= log.oldest(), "R17: the archive continues the log");
+}
+
 #[test]
 fn r17_an_archive_that_does_not_continue_the_log_is_refused() {
     let fs = fault_fs();
@@ -172,19 +220,31 @@ fn r17_an_archive_that_does_not_continue_the_log_is_refused() {
     let db = base.clone().log_archive(true).create(path).unwrap();
     workload(&db, 0, 200);
     db.close().unwrap();
-    // Without the archive the log is truncated past its end.
+    // With the archive's runs moved away the database keeps none, and the log is truncated
+    // past their end.
+    let runs = fs.list(&archive_dir(path)).unwrap();
+    fs.create_dir_all(Path::new("/d/aside")).unwrap();
+    let aside = |run: &Path| Path::new("/d/aside").join(run.file_name().unwrap());
+    for run in &runs {
+        fs.rename(run, &aside(run)).unwrap();
+    }
     let db = base.clone().open(path).unwrap();
     for round in 0..6 {
         workload(&db, 1000 + round * 400, 400);
         db.checkpoint().unwrap();
     }
     db.close().unwrap();
-    match base.clone().log_archive(true).open(path) {
-        Err(Error::Log(LogError::ArchiveCorrupted { run, reason })) => {
-            assert_eq!(run, archive_dir(path));
-            assert!(reason.contains("move the archive away"), "{reason}");
+    for run in &runs {
+        fs.rename(&aside(run), run).unwrap();
+    }
+    for builder in [base.clone(), base.clone().log_archive(true)] {
+        match builder.open(path) {
+            Err(Error::Log(LogError::ArchiveCorrupted { run, reason })) => {
+                assert_eq!(run, archive_dir(path));
+                assert!(reason.contains("move the archive away"), "{reason}");
+            }
+            other => panic!("R17: expected the gap refused, got {:?}", other.map(|_| ())),
         }
-        other => panic!("R17: expected the gap refused, got {:?}", other.map(|_| ())),
     }
     // Moving it away starts a new archive.
     for f in fs.list(&archive_dir(path)).unwrap() {
