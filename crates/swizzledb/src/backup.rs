@@ -42,7 +42,8 @@ impl Database {
     /// unlogged database; README "Two things to copy").
     /// It is written under a temporary name in `path`'s directory, closed, and renamed to
     /// `path` last (its log directory first): until then nothing at `path` opens, and a crash
-    /// or an error leaves only the temporary files (`.<name>.backup-*`), which may be removed.
+    /// or an error leaves only the temporary files (`.<name>.backup-*`, with `<name>` cut short
+    /// and followed by a hash where the whole would pass 251 bytes), which may be removed.
     /// An in-memory database is backed up to the file system.
     ///
     /// # Errors
@@ -132,15 +133,21 @@ impl Database {
     }
 }
 
-/// A name for the backup in progress, in `path`'s directory: `.<name>.backup-<pid>-<nanos>`.
+/// A name for the backup in progress, in `path`'s directory: `.<name>.backup-<pid>-<nanos>`,
+/// with `<name>` cut short and a hash of it where the name and its log directory's
+/// (`.wal`) would pass the file system's limit (`files::name_beside`): a compaction backs
+/// up to such a name, and so backs up from one.
 pub(crate) fn temporary_path(path: &Path) -> Result<PathBuf> {
-    let name = path.file_name().ok_or_else(|| {
-        io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "the backup's path names no file"))
-    })?;
+    if path.file_name().is_none() {
+        return Err(io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "the backup's path names no file"),
+        ));
+    }
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let temp = format!(".{}.backup-{}-{nanos}", name.to_string_lossy(), std::process::id());
-    Ok(path.with_file_name(temp))
+    let suffix = format!(".backup-{}-{nanos}", std::process::id());
+    Ok(crate::files::name_beside(path, ".", &suffix, crate::files::NAME_MAX - ".wal".len()))
 }
 
 /// Removes a database file and its log directory, as far as they exist (best effort: what is

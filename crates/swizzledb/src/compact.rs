@@ -24,18 +24,16 @@ pub struct CompactStats {
     pub records: u64,
 }
 
-/// The marker of a compaction in progress: `<path>.compact`, holding the copy's file name.
+/// The marker of a compaction in progress: `<path>.compact`, holding the copy's file name
+/// (a name too long for that is cut short with a hash, `files::name_beside`).
 fn marker(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".compact");
-    path.with_file_name(name)
+    files::name_beside(path, "", ".compact", files::NAME_MAX)
 }
 
-/// Where the replaced log directory waits to be removed: `<path>.wal-replaced`.
+/// Where the replaced log directory waits to be removed: `<path>.wal-replaced` (cut short
+/// with a hash like the marker).
 fn replaced_wal(path: &Path) -> PathBuf {
-    let mut name = wal_dir(path).file_name().unwrap_or_default().to_os_string();
-    name.push("-replaced");
-    path.with_file_name(name)
+    files::name_beside(path, "", ".wal-replaced", files::NAME_MAX)
 }
 
 impl Builder {
@@ -45,8 +43,9 @@ impl Builder {
     /// no free pages), and replaces the file and its log directory with the copy's. The file
     /// shrinks by the pages that deletes and [`crate::Database::drop_tree`] freed.
     ///
-    /// The replacement is crash-safe (RECOVERY.md R28): a marker file, `<path>.compact`,
-    /// written once the copy is complete, names it; a crash after that leaves the swap to the
+    /// The replacement is crash-safe (RECOVERY.md R28): a marker file, `<path>.compact`
+    /// (a name too long for that is cut short and followed by a hash of it), written once
+    /// the copy is complete, names it; a crash after that leaves the swap to the
     /// next open, which finishes it before anything else; a crash before it leaves the
     /// database as it was, beside temporary files (`.<name>.backup-*`) that may be removed.
     ///
@@ -170,34 +169,38 @@ mod tests {
     use super::*;
 
     /// R28: the swap finishes from every state a crash can leave it in, and ends with the
-    /// copy's file and log directory in place, the old ones gone, and no marker.
+    /// copy's file and log directory in place, the old ones gone, and no marker; so it does
+    /// for the longest name a logged database takes (its `.wal` fills the 255 bytes), whose
+    /// marker, replaced log and copy have names cut short.
     #[test]
     fn r28_the_swap_finishes_from_every_step() {
-        for crash_after in 0..4 {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("db.swz");
-            let temp = dir.path().join(".db.swz.backup-1-2");
-            std::fs::write(&path, b"old").unwrap();
-            std::fs::create_dir(wal_dir(&path)).unwrap();
-            std::fs::write(wal_dir(&path).join("x"), b"old log").unwrap();
-            std::fs::write(&temp, b"new").unwrap();
-            std::fs::create_dir(wal_dir(&temp)).unwrap();
-            std::fs::write(wal_dir(&temp).join("x"), b"new log").unwrap();
-            std::fs::write(marker(&path), ".db.swz.backup-1-2").unwrap();
-            // The steps `finish` takes, stopped after `crash_after` of them.
-            let steps: [&dyn Fn(); 3] = [
-                &|| std::fs::rename(wal_dir(&path), replaced_wal(&path)).unwrap(),
-                &|| std::fs::rename(wal_dir(&temp), wal_dir(&path)).unwrap(),
-                &|| std::fs::rename(&temp, &path).unwrap(),
-            ];
-            for step in steps.iter().take(crash_after) {
-                step();
+        for name in ["db.swz".to_owned(), "n".repeat(251)] {
+            for crash_after in 0..4 {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join(&name);
+                let temp = temporary_path(&path).unwrap();
+                std::fs::write(&path, b"old").unwrap();
+                std::fs::create_dir(wal_dir(&path)).unwrap();
+                std::fs::write(wal_dir(&path).join("x"), b"old log").unwrap();
+                std::fs::write(&temp, b"new").unwrap();
+                std::fs::create_dir(wal_dir(&temp)).unwrap();
+                std::fs::write(wal_dir(&temp).join("x"), b"new log").unwrap();
+                std::fs::write(marker(&path), temp.file_name().unwrap().as_encoded_bytes()).unwrap();
+                // The steps `finish` takes, stopped after `crash_after` of them.
+                let steps: [&dyn Fn(); 3] = [
+                    &|| std::fs::rename(wal_dir(&path), replaced_wal(&path)).unwrap(),
+                    &|| std::fs::rename(wal_dir(&temp), wal_dir(&path)).unwrap(),
+                    &|| std::fs::rename(&temp, &path).unwrap(),
+                ];
+                for step in steps.iter().take(crash_after) {
+                    step();
+                }
+                finish_pending(&path).unwrap();
+                assert_eq!(std::fs::read(&path).unwrap(), b"new", "after {crash_after} steps");
+                assert_eq!(std::fs::read(wal_dir(&path).join("x")).unwrap(), b"new log");
+                assert!(!marker(&path).exists() && !replaced_wal(&path).exists() && !temp.exists());
+                finish_pending(&path).unwrap();
             }
-            finish_pending(&path).unwrap();
-            assert_eq!(std::fs::read(&path).unwrap(), b"new", "after {crash_after} steps");
-            assert_eq!(std::fs::read(wal_dir(&path).join("x")).unwrap(), b"new log");
-            assert!(!marker(&path).exists() && !replaced_wal(&path).exists() && !temp.exists());
-            finish_pending(&path).unwrap();
         }
     }
 }

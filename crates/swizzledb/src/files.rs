@@ -224,6 +224,34 @@ pub fn double_write_path(path: &Path) -> std::path::PathBuf {
     wal_dir(path).join("doublewrite")
 }
 
+/// The longest file name, in bytes, that the file systems a database lives on take (Linux's
+/// `NAME_MAX`).
+pub(crate) const NAME_MAX: usize = 255;
+
+/// A file name in `path`'s directory made of `prefix`, `path`'s file name and `suffix`, at most
+/// `limit` bytes long: as written where it fits, else with the file name cut short (at a
+/// character) and followed by `~` and a hash of the whole name (FNV-1a, 64 bits, in hex), so
+/// that the same `path` always leads to the same name (R28: an open finds a compaction's
+/// files by it) and different long names to different ones.
+pub(crate) fn name_beside(path: &Path, prefix: &str, suffix: &str, limit: usize) -> PathBuf {
+    let name = path.file_name().unwrap_or_default();
+    if prefix.len() + name.len() + suffix.len() <= limit {
+        let mut whole = std::ffi::OsString::from(prefix);
+        whole.push(name);
+        whole.push(suffix);
+        return path.with_file_name(whole);
+    }
+    let name = name.to_string_lossy();
+    let hash =
+        name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let tag = format!("~{hash:016x}");
+    let mut keep = limit.saturating_sub(prefix.len() + tag.len() + suffix.len()).min(name.len());
+    while !name.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    path.with_file_name(format!("{prefix}{}{tag}{suffix}", &name[..keep]))
+}
+
 /// The log directory of the database file at `path`: `<path>.wal`.
 #[must_use]
 pub fn wal_dir(path: &Path) -> std::path::PathBuf {

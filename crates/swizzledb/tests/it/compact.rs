@@ -145,3 +145,43 @@ fn r26_r28_a_copy_keeps_the_log_segment_size_its_settings_need() {
         db.close().unwrap();
     }
 }
+
+/// Temporary names stay within the file system's 255 bytes a name (R26, R28): a database with
+/// the longest name it takes — a logged one's log directory, `<name>.wal`, fills the 255
+/// bytes; an unlogged one's file name does — compacts, and backs up to a target named as
+/// long. Compaction nested its copy's names (`..<name>.backup-….backup-…`) and failed with
+/// ENAMETOOLONG from names of 200 bytes, a backup from about 230.
+#[test]
+fn r26_r28_the_longest_names_compact_and_back_up() {
+    for (logged, len) in [(true, 251), (false, 255)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a".repeat(len));
+        let db = Database::builder().logging(logged).create(&path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..300u32 {
+            t.insert(&i.to_be_bytes(), &[5u8; 100]).unwrap();
+        }
+        for i in (0..300u32).filter(|i| i % 3 != 0) {
+            t.delete(&i.to_be_bytes()).unwrap();
+        }
+        db.close().unwrap();
+        let want = contents(&path, logged);
+        let stats = Database::builder()
+            .logging(logged)
+            .compact(&path)
+            .unwrap_or_else(|e| panic!("logged {logged}: compaction of a {len}-byte name: {e}"));
+        assert_eq!((stats.trees, stats.records), (1, 100));
+        assert_eq!(contents(&path, logged), want);
+        let target = dir.path().join("b".repeat(len));
+        let db = Database::builder().logging(logged).open(&path).unwrap();
+        db.backup_to(&target).unwrap_or_else(|e| panic!("logged {logged}: backup to a {len}-byte name: {e}"));
+        db.close().unwrap();
+        assert_eq!(contents(&target, logged), want);
+        let mut expected = vec!["a".repeat(len), "b".repeat(len)];
+        if logged {
+            expected.insert(1, format!("{}.wal", "a".repeat(len)));
+            expected.push(format!("{}.wal", "b".repeat(len)));
+        }
+        assert_eq!(names(dir.path()), expected, "logged {logged}: something was left behind");
+    }
+}
