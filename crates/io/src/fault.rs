@@ -48,7 +48,7 @@ pub enum Op {
     SetLen,
     /// [`VfsFile::len`].
     Len,
-    /// [`Vfs::remove`].
+    /// [`Vfs::remove`] and [`Vfs::remove_dir`].
     Remove,
     /// [`Vfs::rename`] (its filter matches the source or the target path).
     Rename,
@@ -447,6 +447,26 @@ impl Vfs for FaultFs {
         }
         // Open handles keep the contents (POSIX unlink); a crash drops them.
         st.names.remove(path).map(|_| ()).ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut st = self.lock();
+        if let Some(f) = st.check(Op::Remove, dir, None) {
+            return Err(f.to_io_error());
+        }
+        if !st.is_dir(dir) {
+            return Err(if st.names.contains_key(dir) {
+                errno(libc::ENOTDIR)
+            } else {
+                io::ErrorKind::NotFound.into()
+            });
+        }
+        let holds = |p: &Path| p != dir && p.starts_with(dir);
+        if st.names.keys().any(|p| holds(p)) || st.dirs.iter().any(|p| holds(p)) {
+            return Err(io::ErrorKind::DirectoryNotEmpty.into());
+        }
+        st.dirs.remove(dir);
+        Ok(())
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

@@ -170,6 +170,23 @@ impl Vfs for MemFs {
         tree.files.remove(path).map(|_| ()).ok_or_else(|| io::ErrorKind::NotFound.into())
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut tree = lock(&self.tree);
+        if !tree.dirs.contains(dir) {
+            return Err(if tree.files.contains_key(dir) {
+                io::Error::from_raw_os_error(libc::ENOTDIR)
+            } else {
+                io::ErrorKind::NotFound.into()
+            });
+        }
+        let holds = |p: &Path| p != dir && p.starts_with(dir);
+        if tree.files.keys().any(|p| holds(p)) || tree.dirs.iter().any(|p| holds(p)) {
+            return Err(io::ErrorKind::DirectoryNotEmpty.into());
+        }
+        tree.dirs.remove(dir);
+        Ok(())
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut tree = lock(&self.tree);
         if tree.dirs.contains(from) || tree.dirs.contains(to) {

@@ -160,6 +160,12 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// `NotFound` or another I/O error.
     fn remove(&self, path: &Path) -> io::Result<()>;
 
+    /// Removes the empty directory `dir`.
+    ///
+    /// # Errors
+    /// `NotFound`, `DirectoryNotEmpty`, or another I/O error.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+
     /// Renames `from` to `to`, replacing `to` atomically if it exists.
     ///
     /// # Errors
@@ -315,6 +321,10 @@ impl Vfs for OsFs {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         fs::remove_file(path)
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

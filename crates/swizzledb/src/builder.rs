@@ -325,13 +325,16 @@ impl Builder {
     /// [`Builder::logging`]`(false)`.
     ///
     /// Every setting is checked before anything is made (RECOVERY.md R14): a refused create
-    /// leaves no file. One that fails after it made files removes the files it made (never
-    /// one that was there), so it can be tried again.
+    /// leaves no file. One that fails after it made files removes the files and directories
+    /// it made (never one that was there), so it can be tried again. The directory `path`
+    /// names must exist: a create makes the file and its log directory, never the directories
+    /// above them.
     ///
     /// # Errors
     /// Invalid settings ([`BufferError::Config`](crate::BufferError::Config) for the pool's
     /// and the page size, [`Error::Log`]`(`[`LogError::BadConfig`]`)` for the log's), a
-    /// non-empty `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
+    /// missing directory ([`Error::DirectoryMissing`], logged or not), a non-empty
+    /// `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
     pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
         self.create_at(path.as_ref())
     }

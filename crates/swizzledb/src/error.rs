@@ -97,6 +97,11 @@ pub enum Error {
     /// database and would be replayed onto this one.
     #[error("the log directory {0} exists and is not empty; remove it or choose another path")]
     StaleLog(std::path::PathBuf),
+    /// [`Builder::create`](crate::Builder::create) was given a path in a directory that does
+    /// not exist: nothing was made. A create makes the database's file and its log directory,
+    /// never the directories they go in.
+    #[error("the directory {0} does not exist; create it first, or choose a path in an existing directory")]
+    DirectoryMissing(PathBuf),
     /// [`Database::backup_to`](crate::Database::backup_to) would overwrite something: its
     /// target or the target's log directory exists.
     #[error("the backup's target {0} exists already; choose a new path, or remove it (with the database's log directory)")]

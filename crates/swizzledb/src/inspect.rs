@@ -255,6 +255,10 @@ impl Vfs for ReadOnlyFs {
         Ok(())
     }
 
+    fn remove_dir(&self, _: &Path) -> io::Result<()> {
+        Err(read_only())
+    }
+
     fn rename(&self, _: &Path, _: &Path) -> io::Result<()> {
         Err(read_only())
     }

@@ -32,12 +32,19 @@ impl Builder {
         }
         // Every setting before anything is made: a refused create leaves nothing behind.
         self.check_create()?;
+        // The directory the file goes in must exist: a logged create would otherwise make it
+        // with its log directory, an unlogged one fail on the file (R14). (A bare name's is
+        // the current directory.)
+        let parent = path.parent().filter(|dir| !dir.as_os_str().is_empty());
+        if let Some(dir) = parent.filter(|dir| !self.config.vfs.exists(dir)) {
+            return Err(Error::DirectoryMissing(dir.to_path_buf()));
+        }
         if self.config.vfs.exists(path) {
             let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
             return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
         }
         let vfs = Arc::clone(&self.config.vfs);
-        let mut made = Made { vfs: &*vfs, file: None, log_dir: None };
+        let mut made = Made { vfs: &*vfs, file: None, log_dir: None, log_dir_made: false };
         let created = self.create_files(path, &mut made);
         if created.is_err() {
             made.remove();
@@ -59,6 +66,7 @@ impl Builder {
             return Err(Error::StaleLog(dir));
         }
         // Everything in the log directory from here on is this create's.
+        made.log_dir_made = !self.config.vfs.exists(&dir);
         made.log_dir = Some(dir);
         let (dir, log, archive, config) = self.new_log(path)?;
         let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
@@ -589,20 +597,31 @@ impl Builder {
     }
 }
 
-/// What a `create` made, so that a failure after it removes that and nothing else: the data
-/// file it created (`create_new`: never one that was there), and the files in the log
-/// directory, which it found missing or empty. Directories stay (the file system interface
-/// removes files only); an empty log directory is no stale log.
+/// What a `create` made, so that a failure after it removes that and nothing else (R14): the
+/// data file it created (`create_new`: never one that was there), and everything in the log
+/// directory, which it found missing or empty — its files and subdirectories, and the
+/// directory itself if it was missing. The directories above them existed before (a create
+/// refuses a missing one).
 struct Made<'a> {
     vfs: &'a dyn swizzledb_io::Vfs,
     file: Option<PathBuf>,
     log_dir: Option<PathBuf>,
+    /// The log directory was missing: the create made it.
+    log_dir_made: bool,
 }
 
 impl Made<'_> {
     fn remove(&self) {
         if let Some(dir) = &self.log_dir {
-            remove_files_under(self.vfs, dir);
+            remove_under(self.vfs, dir);
+            if self.log_dir_made {
+                if let Err(e) = self.vfs.remove_dir(dir) {
+                    log::warn!(
+                        "{}: the failed create could not remove the directory it made ({e})",
+                        dir.display()
+                    );
+                }
+            }
         }
         if let Some(file) = &self.file {
             if let Err(e) = self.vfs.remove(file) {
@@ -612,17 +631,19 @@ impl Made<'_> {
     }
 }
 
-/// Removes every file under `dir`, in its subdirectories too (best effort, a warning for each
-/// one left).
-fn remove_files_under(vfs: &dyn swizzledb_io::Vfs, dir: &Path) {
+/// Removes every file and directory under `dir` (best effort, a warning for each one left).
+fn remove_under(vfs: &dyn swizzledb_io::Vfs, dir: &Path) {
     let Ok(entries) = vfs.list(dir) else { return };
     for entry in entries {
-        if let Err(e) = vfs.remove(&entry) {
-            if vfs.list(&entry).is_ok() {
-                remove_files_under(vfs, &entry);
-            } else {
-                log::warn!("{}: the failed create could not remove the file it made ({e})", entry.display());
+        let removed = match vfs.remove(&entry) {
+            Err(_) if vfs.list(&entry).is_ok() => {
+                remove_under(vfs, &entry);
+                vfs.remove_dir(&entry)
             }
+            removed => removed,
+        };
+        if let Err(e) = removed {
+            log::warn!("{}: the failed create could not remove what it made ({e})", entry.display());
         }
     }
 }

@@ -234,6 +234,10 @@ impl Vfs for RecordingFs {
         self.inner.remove(path)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.remove_dir(dir)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.inner.rename(from, to)
     }

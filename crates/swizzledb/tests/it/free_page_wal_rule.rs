@@ -118,6 +118,10 @@ impl Vfs for GateFs {
         self.fs.remove(path)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.fs.remove_dir(dir)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.fs.rename(from, to)
     }

@@ -246,3 +246,44 @@ fn r14_a_refused_create_never_removes_what_was_there() {
     assert_eq!(fs.contents(stale).as_deref(), Some(&b"stale"[..]));
     assert!(!fs.exists(other));
 }
+
+/// R14: a failed create removes the directories it made as well as the files — the log
+/// directory and the archive's inside it — and keeps a log directory that was there, empty,
+/// before it. It left the directories behind (the file system interface removed files only).
+#[test]
+fn r14_a_failed_create_removes_the_directories_it_made() {
+    let fs = fault_fs();
+    for (name, existed) in [("/d/db", false), ("/d/other", true)] {
+        let path = Path::new(name);
+        let wal = swizzledb::wal_dir(path);
+        if existed {
+            fs.create_dir_all(&wal).unwrap();
+        }
+        fs.fail_next(FaultRule::new(Op::Write, Fault::Eio).on_path("database-id"));
+        assert!(on(&fs).log_archive(true).create(path).is_err(), "{name}");
+        fs.clear_faults();
+        assert!(!fs.exists(path), "{name}: the file was removed");
+        if existed {
+            assert_eq!(fs.list(&wal).unwrap(), Vec::<PathBuf>::new(), "{name}: what the create made in it");
+        } else {
+            assert!(!fs.exists(&wal), "{name}: the log directory the create made was removed");
+        }
+        on(&fs).log_archive(true).create(path).unwrap().close().unwrap();
+    }
+}
+
+/// R14: a create in a directory that does not exist is refused, logged or not, naming the
+/// directory, and makes nothing. A logged create made the directory (the log directory's
+/// `create_dir_all` made its parents), while an unlogged one failed on the file.
+#[test]
+fn r14_a_create_in_a_missing_directory_is_refused_logged_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    for logged in [true, false] {
+        match Database::builder().logging(logged).create(missing.join("db.swz")) {
+            Err(Error::DirectoryMissing(d)) => assert_eq!(d, missing, "logged: {logged}"),
+            other => panic!("logged: {logged}: expected DirectoryMissing, got {:?}", other.map(|_| ())),
+        }
+        assert!(!missing.exists(), "logged: {logged}: the refused create made the directory");
+    }
+}

@@ -373,6 +373,10 @@ impl Vfs for Sites {
         self.call(Op::Remove, path, || self.fs.remove(path))
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.fs.remove_dir(dir)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.call(Op::Rename, to, || self.fs.rename(from, to))
     }
@@ -480,6 +484,9 @@ impl Vfs for SyncGate {
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.fs.remove(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.fs.remove_dir(dir)
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.fs.rename(from, to)

@@ -136,6 +136,10 @@ impl Vfs for TestFs {
         OsFs.remove(path)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        OsFs.remove_dir(dir)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         OsFs.rename(from, to)
     }
