@@ -30,9 +30,10 @@ impl BufferPool {
     /// name) as `catalog_insert` would.
     pub fn catalog_fits(&self, name: &str) -> Result<()> {
         let mut meta = self.meta.lock().clone();
+        let held = meta.trees.len();
         meta.trees.insert(name.to_owned(), PageId::new(1).expect("page 1"));
         let mut probe = vec![0u8; self.page_size];
-        meta.encode(&mut probe)
+        meta.encode(&mut probe).map_err(|e| full_at(e, held))
     }
 
     /// Records a tree in the catalog (persisted by the next flush).
@@ -41,11 +42,12 @@ impl BufferPool {
     /// The catalog would no longer fit the metadata page.
     pub fn catalog_insert(&self, name: &str, root: PageId) -> Result<()> {
         let mut meta = self.meta.lock();
+        let held = meta.trees.len();
         meta.trees.insert(name.to_owned(), root);
         let mut probe = vec![0u8; self.page_size];
         if let Err(e) = meta.encode(&mut probe) {
             meta.trees.remove(name);
-            return Err(e);
+            return Err(full_at(e, held));
         }
         Ok(())
     }
@@ -113,5 +115,15 @@ impl BufferPool {
         });
         self.trace(EventKind::Fix, root, None, Some(M::MODE), Some(true));
         PageGuard::adopt(self, root)
+    }
+}
+
+/// `Meta::encode`'s refusal of a catalog with a new tree added, counting the trees the catalog
+/// holds without it (`held`), as [`BufferError::CatalogFull`](crate::BufferError::CatalogFull)
+/// documents; any other error as it is.
+fn full_at(e: crate::BufferError, held: usize) -> crate::BufferError {
+    match e {
+        crate::BufferError::CatalogFull { .. } => crate::BufferError::CatalogFull { trees: held },
+        e => e,
     }
 }

@@ -169,6 +169,26 @@ fn missing_and_duplicate_tree_names() {
     assert!(matches!(db.create_tree(&"x".repeat(65)), Err(Error::InvalidTreeName { .. })));
 }
 
+/// A full catalog's error counts the trees it holds, not those it would hold with the refused
+/// one: it said 633 trees after 632 were created.
+#[test]
+fn a_full_catalog_counts_the_trees_it_holds() {
+    // Every tree's root stays in the pool: room for all of them.
+    let db = Database::builder().page_size(4096).pool_bytes(2048 * 4096).create_in_memory().unwrap();
+    let mut made = 0usize;
+    let trees = loop {
+        match db.create_tree(&format!("{made:0>20}")) {
+            Ok(_) => made += 1,
+            Err(Error::Buffer(BufferError::CatalogFull { trees })) => break trees,
+            Err(e) => panic!("after {made} trees: {e}"),
+        }
+    };
+    assert_eq!(trees, made, "the catalog holds {made} trees");
+    assert_eq!(db.tree_names().len(), made);
+    let err = db.create_tree(&"z".repeat(20)).unwrap_err();
+    assert!(err.to_string().contains(&format!("({made} trees)")), "{err}");
+}
+
 #[test]
 fn pool_too_small_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
