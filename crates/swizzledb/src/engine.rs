@@ -593,7 +593,7 @@ impl Core {
 
     pub(crate) fn create_tree(&self, name: &str) -> Result<Tree> {
         swizzledb_buffer::validate_tree_name(name)
-            .map_err(|reason| Error::InvalidTreeName { name: name.to_owned(), reason })?;
+            .map_err(|reason| Error::InvalidTreeName { name: crate::error::shown_name(name), reason })?;
         if self.pool.is_closed() {
             return Err(TreeError::Closed.into());
         }
@@ -635,7 +635,8 @@ impl Core {
         if self.pool.is_closed() {
             return Err(TreeError::Closed.into());
         }
-        let root = self.pool.catalog_get(name).ok_or_else(|| Error::TreeNotFound(name.to_owned()))?;
+        let root =
+            self.pool.catalog_get(name).ok_or_else(|| Error::TreeNotFound(crate::error::shown_name(name)))?;
         let tree = self.handle(Tree::open(&self.pool, root)?);
         trees.insert(name.to_owned(), tree.clone());
         Ok(tree)

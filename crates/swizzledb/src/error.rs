@@ -13,7 +13,8 @@ use crate::lock;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// No tree of that name exists.
+    /// No tree of that name exists (the name as [`Error::InvalidTreeName`] shows it: cut to
+    /// its first 64 characters and `…` when longer, as no tree's name is).
     #[error("no tree named {0:?}; create it with Database::create_tree")]
     TreeNotFound(String),
     /// The tree cannot be dropped now: a transaction kept running (or instant restart is still
@@ -29,7 +30,8 @@ pub enum Error {
     /// The tree name is empty, too long or not valid.
     #[error("invalid tree name {name:?}: {reason}")]
     InvalidTreeName {
-        /// The name given.
+        /// The name given, or its first 64 characters followed by `…` when it is longer (its
+        /// length is in `reason`): the error stays small whatever the name.
         name: String,
         /// What is wrong with it.
         reason: String,
@@ -182,6 +184,17 @@ pub enum Error {
         /// The key.
         key: Box<[u8]>,
     },
+}
+
+/// The characters of a name an error shows at most.
+const SHOWN_NAME_CHARS: usize = 64;
+
+/// `name` as an error shows it: whole, or its first 64 characters and `…`.
+pub(crate) fn shown_name(name: &str) -> String {
+    match name.char_indices().nth(SHOWN_NAME_CHARS) {
+        Some((cut, _)) => format!("{}…", &name[..cut]),
+        None => name.to_owned(),
+    }
 }
 
 /// Result alias with [`Error`].

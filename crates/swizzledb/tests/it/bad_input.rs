@@ -189,6 +189,31 @@ fn a_full_catalog_counts_the_trees_it_holds() {
     assert!(err.to_string().contains(&format!("({made} trees)")), "{err}");
 }
 
+/// An invalid tree name's error is bounded, however long the name: its first 64 characters
+/// and its length. A name of 1 MiB made an error of 1 MiB.
+#[test]
+fn an_invalid_tree_name_is_named_in_a_bounded_error() {
+    let db = small().create_in_memory().unwrap();
+    let long = "x".repeat(1 << 20);
+    let err = db.create_tree(&long).unwrap_err();
+    match &err {
+        Error::InvalidTreeName { name, reason } => {
+            assert!(
+                long.starts_with(name.trim_end_matches('…')) && name.chars().count() <= 65,
+                "{}",
+                name.len()
+            );
+            assert!(reason.contains(&(1usize << 20).to_string()), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let (shown, debugged) = (err.to_string(), format!("{err:?}"));
+    assert!(shown.len() < 300 && debugged.len() < 300, "{} and {} bytes", shown.len(), debugged.len());
+    // A short one is shown whole.
+    let err = db.create_tree("").unwrap_err();
+    assert!(matches!(&err, Error::InvalidTreeName { name, .. } if name.is_empty()), "{err:?}");
+}
+
 #[test]
 fn pool_too_small_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
