@@ -19,7 +19,8 @@ pub struct BackupStats {
     pub records: u64,
     /// Bytes of keys and values copied.
     pub record_bytes: u64,
-    /// The size of the source's file when the backup began.
+    /// The size of the source's file when the backup began (for an in-memory database, of
+    /// its file in memory: page 0 and every page it allocated).
     pub source_file_bytes: u64,
     /// The size of the backup's file: the records in full leaves, without the free pages the
     /// source may hold.
@@ -87,10 +88,15 @@ impl Database {
     fn write_backup(&self, temp: &Path, logged: bool) -> Result<BackupStats> {
         let snapshot = self.begin_read();
         let names = self.tree_names();
-        let mut stats = BackupStats {
-            source_file_bytes: std::fs::metadata(self.core.pool.path()).map_or(0, |m| m.len()),
-            ..BackupStats::default()
-        };
+        // Through the database's own file system: an in-memory database's file is in memory.
+        let source = self.core.pool.path();
+        let source_file_bytes = self
+            .core
+            .vfs
+            .open(source, swizzledb_io::OpenMode::EXISTING)
+            .and_then(|f| f.len())
+            .map_err(|e| io(source, e))?;
+        let mut stats = BackupStats { source_file_bytes, ..BackupStats::default() };
         let mut builder = Database::builder().page_size(self.core.pool.page_size()).logging(false);
         // Not CLEAN until its close: a copy left half-written by a crash never opens.
         builder.config.create_unclean = true;

@@ -156,3 +156,31 @@ fn r26_in_memory_and_unlogged_databases_back_up_to_files() {
     let copy = Database::builder().logging(false).open(dir.path().join("plain-copy.swz")).unwrap();
     assert_eq!(copy.tree("t").unwrap().get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
 }
+
+/// `BackupStats::source_file_bytes` is the size of the source's file, for an in-memory
+/// database the size of its file in memory: it was 0 there (the size was read from the
+/// operating system's file system, where an in-memory database has no file).
+#[test]
+fn r26_an_in_memory_source_reports_the_size_of_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = 4096u64;
+    let mem = Database::builder().page_size(page as usize).create_in_memory().unwrap();
+    let t = mem.create_tree("t").unwrap();
+    for i in 0..2000u32 {
+        t.insert(&i.to_be_bytes(), &[1u8; 100]).unwrap();
+    }
+    mem.flush().unwrap();
+    let stats = mem.backup_to(dir.path().join("mem.swz")).unwrap();
+    assert!(
+        stats.source_file_bytes >= 10 * page && stats.source_file_bytes.is_multiple_of(page),
+        "{} bytes: the file in memory holds page 0 and the tree's pages",
+        stats.source_file_bytes
+    );
+    let on_disk = dir.path().join("disk.swz");
+    let db = Database::builder().page_size(page as usize).create(&on_disk).unwrap();
+    db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    let len = std::fs::metadata(&on_disk).unwrap().len();
+    let stats = db.backup_to(dir.path().join("disk-copy.swz")).unwrap();
+    assert_eq!(stats.source_file_bytes, len, "a file on disk reports its length");
+}
