@@ -308,9 +308,10 @@ impl PageFile {
     /// # Errors
     /// [`BufferError::NotADatabase`] for an empty or short file or a bad magic,
     /// [`BufferError::FormatVersion`] for another format version, [`BufferError::Corrupted`] for a
-    /// damaged meta page (page 0), a file length that is not a whole number of pages or is
-    /// shorter than the recorded page count, or a bad free-page chain (naming the page);
-    /// [`BufferError::Config`] if direct I/O is not supported; [`BufferError::Io`] otherwise.
+    /// damaged meta page (page 0), a file shorter than the recorded page count, or a bad
+    /// free-page chain (naming the page); [`BufferError::Config`] if direct I/O is not
+    /// supported; [`BufferError::Io`] otherwise. A partial page at the end of the file (a torn
+    /// extension, F10) is not an error: it does not count as a page.
     pub fn open(vfs: &dyn Vfs, path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
         PageFile::open_impl(vfs, path, direct, true)
     }
@@ -318,12 +319,10 @@ impl PageFile {
     /// Like [`PageFile::open`], but without reading the free-page chain (`free_pages` is
     /// empty): for a database whose allocation state is kept by its write-ahead log, where the
     /// chain on disk is only as recent as the last clean close and its pages may have been
-    /// reused since (F10). A partial page at the end of the file (a torn extension) is not an
-    /// error here: it does not count as a page.
+    /// reused since (F10).
     ///
     /// # Errors
-    /// As [`PageFile::open`], except for free-chain errors and a length that is not a whole
-    /// number of pages.
+    /// As [`PageFile::open`], except for free-chain errors.
     pub fn open_logged(vfs: &dyn Vfs, path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
         PageFile::open_impl(vfs, path, direct, false)
     }
@@ -369,15 +368,8 @@ impl PageFile {
         }
 
         let page_size_u64 = page_size as u64;
-        // A logged database may end in a partial page after a crash: an unsynced write that
-        // extended the file and was torn. Restart rewrites every page the log changed since the
-        // last checkpoint, so the partial page is ignored here (F10).
-        if len % page_size_u64 != 0 && read_chain {
-            return Err(corrupt(format!(
-                "file length {len} is not a multiple of the page size {page_size} (torn \
-                 extension?)"
-            )));
-        }
+        // F10: a partial page at the end (a torn extension) does not count as a page. Every
+        // page the database uses is whole: the check below holds the recorded page count.
         let file_pages = len / page_size_u64;
         if file_pages < meta.page_count {
             return Err(corrupt(format!(

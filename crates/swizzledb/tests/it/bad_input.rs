@@ -214,6 +214,44 @@ fn an_invalid_tree_name_is_named_in_a_bounded_error() {
     assert!(matches!(&err, Error::InvalidTreeName { name, .. } if name.is_empty()), "{err:?}");
 }
 
+/// A partial page at the end of a file — what a crash during a write that extends the file
+/// leaves (a torn extension, buffer README F10) — holds no page the database uses: every open
+/// ignores it, logged or not, read-write or read-only, and the pages written later replace
+/// it. An unlogged file, and a logged one opened read-only, were refused as a torn extension
+/// (`Corrupted`) while the logged one opened.
+#[test]
+fn a_partial_page_at_the_end_of_the_file_is_ignored_logged_or_not() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let db = small().logging(logged).create(&path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..500u32 {
+            t.insert(&i.to_be_bytes(), &[7u8; 100]).unwrap();
+        }
+        db.close().unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&[0x5a; 1000]).unwrap();
+        drop(f);
+        let ro =
+            small().read_only(true).open(&path).unwrap_or_else(|e| panic!("logged {logged}, read-only: {e}"));
+        assert_eq!(ro.tree("t").unwrap().len().unwrap(), 500, "logged {logged}");
+        ro.close().unwrap();
+        let db = small().logging(logged).open(&path).unwrap_or_else(|e| panic!("logged {logged}: {e}"));
+        let t = db.tree("t").unwrap();
+        assert_eq!(t.len().unwrap(), 500, "logged {logged}");
+        for i in 500..3000u32 {
+            t.insert(&i.to_be_bytes(), &[8u8; 100]).unwrap();
+        }
+        db.close().unwrap();
+        let db = small().logging(logged).open(&path).unwrap();
+        let t = db.tree("t").unwrap();
+        t.verify().unwrap();
+        assert_eq!(t.len().unwrap(), 3000, "logged {logged}");
+        db.close().unwrap();
+    }
+}
+
 #[test]
 fn pool_too_small_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
