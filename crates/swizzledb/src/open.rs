@@ -266,12 +266,38 @@ impl Builder {
     }
 
     /// Converts the cleanly closed unlogged database at `path` into a logged one: a new log
-    /// with a first checkpoint of the file's state, then page 0 marked logged (R13). A crash
-    /// before page 0 is written leaves the unlogged database, still clean, and a log directory
-    /// that the next conversion refuses as stale ([`Error::StaleLog`]).
+    /// with a first checkpoint of the file's state, then page 0 marked logged (R13). A failure
+    /// before page 0 is written removes the new log (as a failed create does, R14), so the
+    /// database is the unlogged one it was and the conversion can be tried again; once page 0
+    /// is being written the log stays, as page 0 may say logged. A crash before page 0 is
+    /// written leaves the unlogged database, still clean, and a log directory that the next
+    /// conversion refuses as stale ([`Error::StaleLog`]).
     pub(crate) fn convert(self, path: &Path, lock: files::FileLock) -> Result<Database> {
         self.check_log_settings()?;
         self.check_new_log()?;
+        let vfs = Arc::clone(&self.config.vfs);
+        let dir = wal_dir(path);
+        if vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
+            return Err(Error::StaleLog(dir));
+        }
+        // Everything in the log directory from here on is this conversion's.
+        let made = Made { vfs: &*vfs, file: None, log_dir_made: !vfs.exists(&dir), log_dir: Some(dir) };
+        let (pool, wal, log_lock) = match self.convert_log(path) {
+            Ok(converted) => converted,
+            Err(e) => {
+                made.remove();
+                return Err(e);
+            }
+        };
+        pool.mark_logged()?;
+        let db = self.database(pool, Some(wal), vec![lock, log_lock]);
+        self.start_background(&db);
+        Ok(db)
+    }
+
+    /// A conversion's new log, with its identity file and a first checkpoint of the file's
+    /// state, and the pool over it; page 0 not yet marked logged.
+    fn convert_log(&self, path: &Path) -> Result<(swizzledb_buffer::BufferPool, Arc<Wal>, files::FileLock)> {
         let (dir, log, archive, config) = self.new_log(path)?;
         let pool = swizzledb_buffer::BufferPool::open(path, &config, Arc::new(BTreeOwner))?;
         let segment_bytes = self.log_config(path).segment_bytes;
@@ -280,10 +306,7 @@ impl Builder {
         let wal = Arc::new(self.wal(log, archive));
         seed_new(&wal, &pool);
         wal.checkpoint_classical(&pool)?;
-        pool.mark_logged()?;
-        let db = self.database(pool, Some(wal), vec![lock, log_lock]);
-        self.start_background(&db);
-        Ok(db)
+        Ok((pool, wal, log_lock))
     }
 
     pub(crate) fn database(
@@ -597,7 +620,8 @@ impl Builder {
     }
 }
 
-/// What a `create` made, so that a failure after it removes that and nothing else (R14): the
+/// What a `create` (or a conversion, R13) made, so that a failure after it removes that and
+/// nothing else (R14): the
 /// data file it created (`create_new`: never one that was there), and everything in the log
 /// directory, which it found missing or empty — its files and subdirectories, and the
 /// directory itself if it was missing. The directories above them existed before (a create
@@ -617,7 +641,7 @@ impl Made<'_> {
             if self.log_dir_made {
                 if let Err(e) = self.vfs.remove_dir(dir) {
                     log::warn!(
-                        "{}: the failed create could not remove the directory it made ({e})",
+                        "{}: the failed create or conversion could not remove the directory it made ({e})",
                         dir.display()
                     );
                 }
@@ -625,7 +649,10 @@ impl Made<'_> {
         }
         if let Some(file) = &self.file {
             if let Err(e) = self.vfs.remove(file) {
-                log::warn!("{}: the failed create could not remove the file it made ({e})", file.display());
+                log::warn!(
+                    "{}: the failed create or conversion could not remove the file it made ({e})",
+                    file.display()
+                );
             }
         }
     }
@@ -643,7 +670,10 @@ fn remove_under(vfs: &dyn swizzledb_io::Vfs, dir: &Path) {
             removed => removed,
         };
         if let Err(e) = removed {
-            log::warn!("{}: the failed create could not remove what it made ({e})", entry.display());
+            log::warn!(
+                "{}: the failed create or conversion could not remove what it made ({e})",
+                entry.display()
+            );
         }
     }
 }

@@ -322,6 +322,48 @@ fn r13_logging_on_an_unlogged_database_is_refused_or_converts() {
     db.close().unwrap();
 }
 
+/// R13: a conversion that fails after it made its log — the identity file, the first
+/// checkpoint's log write or its master record fails — removes the log, so the database is
+/// the unlogged one it was, and the retried conversion succeeds. The log was left behind, and
+/// the retry refused it as `StaleLog`.
+#[test]
+fn r13_a_failed_conversion_leaves_no_log_and_the_retry_converts() {
+    use swizzledb_io::{Fault, FaultRule, Op};
+    for (what, rule) in [
+        ("the identity file", FaultRule::new(Op::Write, Fault::Eio).on_path("database-id")),
+        ("the log's sync", FaultRule::new(Op::Sync, Fault::Eio).on_path(".log")),
+        ("the master record", FaultRule::new(Op::Write, Fault::Eio).on_path("master")),
+    ] {
+        let fs = fault_fs();
+        let path = Path::new("/d/plain");
+        let builder =
+            Database::builder().page_size(4096).pool_bytes(32 * 4096).lab(|l| l.vfs(Arc::new(fs.clone())));
+        let db = builder.clone().logging(false).create(path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..500 {
+            t.insert(&key(i), b"v").unwrap();
+        }
+        db.close().unwrap();
+        let convert = || builder.clone().logging(true).lab(|l| l.convert_to_logged(true)).open(path);
+        fs.fail_next(rule);
+        assert!(convert().is_err(), "{what}: the conversion failed");
+        fs.clear_faults();
+        assert!(!fs.exists(&wal_dir(path)), "{what}: the failed conversion's log was removed");
+        let db = builder.clone().open(path).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(!db.is_logged(), "{what}: still the unlogged database");
+        assert_eq!(db.tree("t").unwrap().range(Bound::Unbounded, Bound::Unbounded).count(), 500, "{what}");
+        db.close().unwrap();
+        let db = convert().unwrap_or_else(|e| panic!("{what}: the retried conversion: {e}"));
+        assert!(db.is_logged(), "{what}");
+        db.tree("t").unwrap().upsert(&key(1), b"after").unwrap();
+        db.close().unwrap();
+        let db = builder.open(path).unwrap();
+        assert!(db.is_logged(), "{what}");
+        assert_eq!(db.tree("t").unwrap().get(&key(1)).unwrap().as_deref(), Some(&b"after"[..]), "{what}");
+        db.close().unwrap();
+    }
+}
+
 fn remove_dir(fs: &FaultFs, dir: &Path) {
     for f in fs.list(dir).unwrap() {
         fs.remove(&f).unwrap();
