@@ -311,7 +311,7 @@ impl PageFile {
     /// damaged meta page (page 0), a file shorter than the recorded page count, or a bad
     /// free-page chain (naming the page); [`BufferError::Config`] if direct I/O is not
     /// supported; [`BufferError::Io`] otherwise. A partial page at the end of the file (a torn
-    /// extension, F10) is not an error: it does not count as a page.
+    /// extension, F10a) is not an error: it does not count as a page.
     pub fn open(vfs: &dyn Vfs, path: &Path, direct: bool) -> Result<(PageFile, Meta)> {
         PageFile::open_impl(vfs, path, direct, true)
     }
@@ -368,7 +368,7 @@ impl PageFile {
         }
 
         let page_size_u64 = page_size as u64;
-        // F10: a partial page at the end (a torn extension) does not count as a page. Every
+        // F10a: a partial page at the end (a torn extension) does not count as a page. Every
         // page the database uses is whole: the check below holds the recorded page count.
         let file_pages = len / page_size_u64;
         if file_pages < meta.page_count {

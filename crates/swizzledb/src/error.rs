@@ -162,10 +162,13 @@ pub enum Error {
          start over with an empty database"
     )]
     Unclean(PathBuf),
-    /// A read-only transaction was ended because the versions its snapshot needed outgrew
+    /// A snapshot (a read-only or snapshot-isolation transaction's, or a range read's) was
+    /// ended because the versions it needed outgrew
     /// [`Builder::version_memory`](crate::Builder::version_memory) (LOCKS.md K20).
     #[error(
-        "the snapshot of this read-only transaction is too old: the changes made since it began          outgrew the version memory of {limit} bytes; end it and begin a new one, keep read-only          transactions short, or raise Builder::version_memory"
+        "the snapshot this read began with is too old: the changes made since it began outgrew \
+         the version memory of {limit} bytes; end the transaction or the scan and begin a new \
+         one, keep snapshots short, or raise Builder::version_memory"
     )]
     SnapshotTooOld {
         /// The bound that was passed.

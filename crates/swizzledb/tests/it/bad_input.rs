@@ -215,7 +215,7 @@ fn an_invalid_tree_name_is_named_in_a_bounded_error() {
 }
 
 /// A partial page at the end of a file — what a crash during a write that extends the file
-/// leaves (a torn extension, buffer README F10) — holds no page the database uses: every open
+/// leaves (a torn extension, buffer README F10a) — holds no page the database uses: every open
 /// ignores it, logged or not, read-write or read-only, and the pages written later replace
 /// it. An unlogged file, and a logged one opened read-only, were refused as a torn extension
 /// (`Corrupted`) while the logged one opened.

@@ -580,7 +580,13 @@ fn k20_past_the_version_memory_the_oldest_snapshot_ends_with_a_typed_error() {
         assert!(bytes <= limit + 1024, "versions grew to {bytes} bytes past the bound {limit}");
     }
     match old.get(&t, b"k") {
-        Err(Error::SnapshotTooOld { limit: l }) => assert_eq!(l, limit),
+        Err(e @ Error::SnapshotTooOld { limit: l }) => {
+            assert_eq!(l, limit);
+            // The message names the bound and the way out, in one line of single spaces.
+            let shown = e.to_string();
+            assert!(shown.contains(&limit.to_string()) && shown.contains("version_memory"), "{shown}");
+            assert!(!shown.contains("  ") && !shown.contains('\n'), "{shown:?}");
+        }
         other => panic!("expected SnapshotTooOld, got {other:?}"),
     }
     assert!(db.version_stats().unwrap().too_old >= 1);
