@@ -41,9 +41,10 @@ pub struct PageFile {
     direct: bool,
     /// Set after a failed write, sync or resize (F4).
     failed: AtomicBool,
-    /// F11: page 0 as the file holds it while its CLEAN flag is set on disk (`None`: the file
-    /// says unclean, or the database is logged). The first change of the file clears it.
-    clean_marker: parking_lot::Mutex<Option<Vec<u8>>>,
+    /// F11: page 0 as the file holds it while its CLEAN flag is set on disk, and the state it
+    /// and the free-page chain describe (`None`: the file says unclean, or the database is
+    /// logged). The first change of the file clears it.
+    clean_marker: parking_lot::Mutex<Option<CleanImage>>,
     /// Whether `clean_marker` is `Some` (read without the mutex on every write).
     marker_armed: AtomicBool,
     /// F13: pages the file is known to hold, reserved ahead of writes (direct I/O only; 0 until
@@ -95,6 +96,13 @@ fn open_rw(vfs: &dyn Vfs, path: &Path, direct: bool) -> Result<Arc<dyn VfsFile>>
 /// as `Vfs::sync_dir` reads it).
 fn parent_dir(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new(""))
+}
+
+/// F11: page 0 of a file that says CLEAN, as written, and the state it describes.
+#[derive(Debug)]
+struct CleanImage {
+    page0: Vec<u8>,
+    meta: Meta,
 }
 
 impl PageFile {
@@ -193,9 +201,23 @@ impl PageFile {
         Ok(())
     }
 
-    fn arm_marker(&self, page0: &[u8]) {
-        *self.clean_marker.lock() = Some(page0.to_vec());
+    fn arm_marker(&self, page0: &[u8], meta: &Meta) {
+        *self.clean_marker.lock() = Some(CleanImage { page0: page0.to_vec(), meta: meta.clone() });
         self.marker_armed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// F11: whether the file says CLEAN and holds `meta` (its page count, free pages and
+    /// catalog; the CLEAN flag aside), with no page written since: a close has nothing to
+    /// write then, and leaves the file as it is.
+    #[must_use]
+    pub fn clean_with(&self, meta: &Meta) -> bool {
+        if !self.marker_armed.load(std::sync::atomic::Ordering::Acquire) {
+            return false;
+        }
+        self.clean_marker
+            .lock()
+            .as_ref()
+            .is_some_and(|c| Meta { clean: meta.clean, ..c.meta.clone() } == *meta)
     }
 
     /// F11: before the first change of a file whose page 0 says CLEAN, page 0 is rewritten
@@ -205,9 +227,9 @@ impl PageFile {
             return Ok(());
         }
         let mut marker = self.clean_marker.lock();
-        let Some(page0) = marker.as_ref() else { return Ok(()) };
+        let Some(clean) = marker.as_ref() else { return Ok(()) };
         let mut buf = AlignedBuf::new(self.page_size, DIRECT_ALIGN)?;
-        buf.as_mut_slice().copy_from_slice(page0);
+        buf.as_mut_slice().copy_from_slice(&clean.page0);
         let flags = page::get_u32(buf.as_slice(), meta::OFF_FLAGS) & !meta::FLAG_CLEAN;
         page::put_u32(buf.as_mut_slice(), meta::OFF_FLAGS, flags);
         self.write_raw(PageId::META, buf.as_mut_slice())?;
@@ -235,7 +257,7 @@ impl PageFile {
             *self.clean_marker.lock() = None;
             self.marker_armed.store(false, std::sync::atomic::Ordering::Release);
         } else {
-            self.arm_marker(page0.as_slice());
+            self.arm_marker(page0.as_slice(), &clean);
         }
         Ok(())
     }
@@ -363,9 +385,7 @@ impl PageFile {
         let mut buf = AlignedBuf::new(page_size, DIRECT_ALIGN)?;
         pf.read_page(PageId::META, buf.as_mut_slice())?;
         let (mut meta, free_head) = Meta::decode_with_free_head(buf.as_slice(), path)?;
-        if meta.clean && !meta.logged {
-            pf.arm_marker(buf.as_slice());
-        }
+        let page0 = (meta.clean && !meta.logged).then(|| buf.as_slice().to_vec());
 
         let page_size_u64 = page_size as u64;
         // F10a: a partial page at the end (a torn extension) does not count as a page. Every
@@ -381,6 +401,9 @@ impl PageFile {
 
         if read_chain {
             meta.free_pages = pf.read_free_chain(free_head, meta.page_count, &mut buf)?;
+        }
+        if let Some(page0) = page0 {
+            pf.arm_marker(&page0, &meta);
         }
         Ok((pf, meta))
     }
@@ -749,7 +772,7 @@ impl PageFile {
         }
         self.write_page(PageId::META, meta_page.as_mut_slice())?;
         if meta.clean && !meta.logged {
-            self.arm_marker(meta_page.as_slice());
+            self.arm_marker(meta_page.as_slice(), meta);
         }
         Ok(())
     }
@@ -1028,11 +1051,15 @@ mod tests {
         let path = dir.path().join("db");
         build(&path, 4096);
         let f = OpenOptions::new().write(true).open(&path).expect("open raw");
+        // F10a: a partial last page (a torn extension) is no page, and no error.
         f.set_len(10 * 4096 + 100).expect("torn");
+        let (_, meta) = PageFile::open(&OsFs, &path, false).expect("a partial last page is ignored");
+        assert_eq!(meta.page_count, 10);
+        f.set_len(9 * 4096 + 100).expect("truncate into the pages in use");
         assert!(matches!(
             PageFile::open(&OsFs, &path, false),
             Err(BufferError::Corrupted { page, reason, .. })
-                if page == PageId::META && reason.contains("multiple")
+                if page == PageId::META && reason.contains("truncated")
         ));
         f.set_len(9 * 4096).expect("truncate");
         assert!(matches!(

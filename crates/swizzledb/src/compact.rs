@@ -43,6 +43,10 @@ impl Builder {
     /// no free pages), and replaces the file and its log directory with the copy's. The file
     /// shrinks by the pages that deletes and [`crate::Database::drop_tree`] freed.
     ///
+    /// The log archive ([`Builder::log_archive`]) goes with the old log directory: its runs are
+    /// histories of the old file's pages, which the copy does not have. The compacted database
+    /// keeps no archive until it is opened with `log_archive(true)`, which starts a new one.
+    ///
     /// The replacement is crash-safe (RECOVERY.md R28): a marker file, `<path>.compact`
     /// (a name too long for that is cut short and followed by a hash of it), written once
     /// the copy is complete, names it; a crash after that leaves the swap to the

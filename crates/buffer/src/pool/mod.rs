@@ -468,7 +468,8 @@ impl BufferPool {
     /// Closes the pool (B22): from now on [`BufferPool::is_closed`] is true, and every tree
     /// operation refuses. Then writes every dirty page, the free-page chain and page 0, syncs,
     /// and writes page 0 again with its CLEAN flag and syncs (F11), so the next `open` knows
-    /// nothing was written after. A failure leaves the pool closed and the file unclean.
+    /// nothing was written after; a file that says CLEAN and that nothing changed since is left
+    /// as it is. A failure leaves the pool closed and the file unclean.
     ///
     /// # Errors
     /// As [`BufferPool::flush`].
@@ -482,8 +483,15 @@ impl BufferPool {
             // B34: nothing was changed, and nothing is written.
             return Ok(());
         }
-        self.flush()?;
         let meta = self.meta.lock().clone();
+        let dirty = self.frames.iter().any(|d| d.dirty.load(std::sync::atomic::Ordering::Acquire));
+        if !dirty && self.file.clean_with(&meta) {
+            // F11: an unlogged file that says CLEAN and that nothing changed since is left as
+            // it is. Written again, it would lose CLEAN first (every write does), and a crash
+            // before the close ended would leave it unclean after a close that changed nothing.
+            return Ok(());
+        }
+        self.flush()?;
         self.file.mark_clean(&meta)
     }
 

@@ -185,3 +185,33 @@ fn r26_r28_the_longest_names_compact_and_back_up() {
         assert_eq!(names(dir.path()), expected, "logged {logged}: something was left behind");
     }
 }
+
+/// R28 with R17: the log archive goes with the old log directory (its runs are histories of
+/// the old file's pages); the compacted database keeps every record, archives nothing when
+/// opened without the option, and starts a new archive when opened with it.
+#[test]
+fn r17_r28_a_compacted_database_starts_a_new_archive_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("archived.swz");
+    let archived = || Database::builder().log_archive(true);
+    let db = archived().create(&path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..3000u32 {
+        t.insert(&i.to_be_bytes(), &[5u8; 100]).unwrap();
+    }
+    db.archive_log().unwrap();
+    assert!(!db.archive_runs().unwrap().is_empty(), "the source keeps an archive");
+    drop(t);
+    db.close().unwrap();
+    let before = contents(&path, true);
+    archived().compact(&path).unwrap();
+    let db = Database::builder().open(&path).unwrap();
+    assert!(db.archive_runs().is_none(), "an archive outlived the compaction");
+    db.close().unwrap();
+    assert_eq!(contents(&path, true), before);
+    let db = archived().open(&path).unwrap();
+    db.tree("t").unwrap().upsert(b"after", b"1").unwrap();
+    db.archive_log().unwrap();
+    assert!(!db.archive_runs().unwrap().is_empty(), "no new archive was started");
+    db.close().unwrap();
+}
