@@ -30,6 +30,11 @@ fn marker(path: &Path) -> PathBuf {
     files::name_beside(path, "", ".compact", files::NAME_MAX)
 }
 
+/// Where a marker is written before it is renamed to [`marker`]: `<path>.compact-new`.
+fn marker_being_written(path: &Path) -> PathBuf {
+    files::name_beside(path, "", ".compact-new", files::NAME_MAX)
+}
+
 /// Where the replaced log directory waits to be removed: `<path>.wal-replaced` (cut short
 /// with a hash like the marker).
 fn replaced_wal(path: &Path) -> PathBuf {
@@ -91,9 +96,12 @@ impl Builder {
             }
         };
         let name = temp.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        let m = marker(path);
-        std::fs::write(&m, name.as_bytes()).map_err(|e| io(&m, e))?;
-        std::fs::File::open(&m).and_then(|f| f.sync_all()).map_err(|e| io(&m, e))?;
+        // The marker appears whole or not at all: written and synced under another name, then
+        // renamed. Written in place, a crash between its creation and its write left it empty.
+        let (m, new) = (marker(path), marker_being_written(path));
+        std::fs::write(&new, name.as_bytes()).map_err(|e| io(&new, e))?;
+        std::fs::File::open(&new).and_then(|f| f.sync_all()).map_err(|e| io(&new, e))?;
+        std::fs::rename(&new, &m).map_err(|e| io(&m, e))?;
         sync_dir(path)?;
         // The commit point is behind us: the swap finishes, now or at the next open.
         finish(path)?;
@@ -128,10 +136,18 @@ pub(crate) fn finish_pending(path: &Path) -> Result<()> {
     finish(path)
 }
 
-/// The copy a compaction's marker at `path` names; `None` without a marker.
+/// The copy a compaction's marker at `path` names; `None` without a marker, and without an
+/// empty one, which this removes: such a marker names no copy, so its compaction never reached
+/// its commit point (a crash between the marker's creation and its write, when it was written in
+/// place) and the database is the old one.
 fn copy_named(path: &Path) -> Result<Option<PathBuf>> {
     let m = marker(path);
     match std::fs::read_to_string(&m) {
+        Ok(name) if name.trim().is_empty() => {
+            std::fs::remove_file(&m).map_err(|e| io(&m, e))?;
+            sync_dir(path)?;
+            Ok(None)
+        }
         Ok(name) => Ok(Some(path.with_file_name(name.trim()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(&m, e)),

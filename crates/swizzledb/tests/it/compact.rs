@@ -117,6 +117,30 @@ fn r28_the_next_open_finishes_a_compaction_a_crash_stopped() {
     assert_eq!(names(dir.path()), ["db.swz", "db.swz.wal"]);
 }
 
+/// R28: a marker that names no copy (left empty by a crash between its creation and its
+/// write, when compactions wrote it in place) marks no commit point: the next open removes it
+/// and opens the database as it was, logged or not. Such a marker used to make every open fail
+/// with an I/O error on the directory, which the empty name led to.
+#[test]
+fn r28_an_empty_marker_is_no_commit_point() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        make(&path, logged);
+        let before = contents(&path, logged);
+        std::fs::write(dir.path().join("db.swz.compact"), "").unwrap();
+        assert_eq!(contents(&path, logged), before, "logged {logged}");
+        let mut left = vec!["db.swz".to_owned()];
+        if logged {
+            left.push("db.swz.wal".to_owned());
+        }
+        assert_eq!(names(dir.path()), left, "logged {logged}: the marker stayed");
+        Database::builder().logging(logged).compact(&path).unwrap();
+        assert_eq!(contents(&path, logged), before, "logged {logged}: after a compaction");
+        assert_eq!(names(dir.path()), left, "logged {logged}: files left by the compaction");
+    }
+}
+
 /// A log's segment size is fixed when it is created (R14), and an open checks the log bound
 /// against it. The compacted database and a backup (R26), from a read-write or a read-only
 /// open, keep the source's small segments, so the settings that opened the source, a bound of
