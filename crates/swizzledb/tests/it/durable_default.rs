@@ -347,11 +347,9 @@ fn close_after_reads(mode: PoolMode) {
     db.close().unwrap();
 }
 
-/// R13: `logging(true)` on an unlogged database is refused with what to do, or converts it.
-#[test]
-fn r13_logging_on_an_unlogged_database_is_refused_or_converts() {
-    let fs = fault_fs();
-    let path = Path::new("/d/plain");
+/// An unlogged database at `path` holding 500 keys, closed; the builder that opens it (its
+/// logging unset).
+fn unlogged_with_keys(fs: &FaultFs, path: &Path) -> swizzledb::Builder {
     let builder =
         Database::builder().page_size(4096).pool_bytes(32 * 4096).lab(|l| l.vfs(Arc::new(fs.clone())));
     let db = builder.clone().logging(false).create(path).unwrap();
@@ -359,7 +357,17 @@ fn r13_logging_on_an_unlogged_database_is_refused_or_converts() {
     for i in 0..500 {
         t.insert(&key(i), b"v").unwrap();
     }
+    drop(t);
     db.close().unwrap();
+    builder
+}
+
+/// R13: `logging(true)` on an unlogged database is refused with what to do, or converts it.
+#[test]
+fn r13_logging_on_an_unlogged_database_is_refused_or_converts() {
+    let fs = fault_fs();
+    let path = Path::new("/d/plain");
+    let builder = unlogged_with_keys(&fs, path);
     match builder.clone().logging(true).open(path) {
         Err(e @ Error::NotLogged(_)) => assert!(e.to_string().contains("convert_to_logged"), "{e}"),
         other => panic!("{other:?}"),
@@ -399,14 +407,7 @@ fn r13_a_failed_conversion_leaves_no_log_and_the_retry_converts() {
     ] {
         let fs = fault_fs();
         let path = Path::new("/d/plain");
-        let builder =
-            Database::builder().page_size(4096).pool_bytes(32 * 4096).lab(|l| l.vfs(Arc::new(fs.clone())));
-        let db = builder.clone().logging(false).create(path).unwrap();
-        let t = db.create_tree("t").unwrap();
-        for i in 0..500 {
-            t.insert(&key(i), b"v").unwrap();
-        }
-        db.close().unwrap();
+        let builder = unlogged_with_keys(&fs, path);
         let convert = || builder.clone().logging(true).lab(|l| l.convert_to_logged(true)).open(path);
         fs.fail_next(rule);
         assert!(convert().is_err(), "{what}: the conversion failed");

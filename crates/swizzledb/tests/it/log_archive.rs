@@ -178,17 +178,24 @@ fn workload_state(from: u32, n: u32) -> impl Iterator<Item = (Vec<u8>, Option<Ve
     })
 }
 
-/// R17: a database that keeps an archive keeps it whatever the builder says. Opened once
-/// without `log_archive(true)`, its checkpoints used to truncate the log past the archive's
-/// end, and every later open with the option was refused (`ArchiveCorrupted`).
-#[test]
-fn r17_an_open_without_the_option_keeps_the_archive_going() {
+/// A database at `/d/db` created with the archive (small log segments), one [`workload`] of 200
+/// keys in it, closed; its file system, path and the builder without the archive option.
+fn archived_with_a_workload() -> (FaultFs, &'static Path, swizzledb::Builder) {
     let fs = fault_fs();
     let path = Path::new("/d/db");
     let base = small_log(&fs);
     let db = base.clone().log_archive(true).create(path).unwrap();
     workload(&db, 0, 200);
     db.close().unwrap();
+    (fs, path, base)
+}
+
+/// R17: a database that keeps an archive keeps it whatever the builder says. Opened once
+/// without `log_archive(true)`, its checkpoints used to truncate the log past the archive's
+/// end, and every later open with the option was refused (`ArchiveCorrupted`).
+#[test]
+fn r17_an_open_without_the_option_keeps_the_archive_going() {
+    let (fs, path, base) = archived_with_a_workload();
     let db = base.clone().open(path).unwrap();
     let end = |db: &Database| db.archive_runs().and_then(|runs| runs.last().map(|r| r.end));
     let before = end(&db);
@@ -214,12 +221,7 @@ fn r17_an_open_without_the_option_keeps_the_archive_going() {
 
 #[test]
 fn r17_an_archive_that_does_not_continue_the_log_is_refused() {
-    let fs = fault_fs();
-    let path = Path::new("/d/db");
-    let base = small_log(&fs);
-    let db = base.clone().log_archive(true).create(path).unwrap();
-    workload(&db, 0, 200);
-    db.close().unwrap();
+    let (fs, path, base) = archived_with_a_workload();
     // With the archive's runs moved away the database keeps none, and the log is truncated
     // past their end.
     let runs = fs.list(&archive_dir(path)).unwrap();
