@@ -156,6 +156,37 @@ pub(crate) fn temporary_path(path: &Path) -> Result<PathBuf> {
     Ok(crate::files::name_beside(path, ".", &suffix, crate::files::NAME_MAX - ".wal".len()))
 }
 
+/// The temporary copies beside `path` that backups to `path` left when their process died (a
+/// kill before the rename): names [`temporary_path`] makes, with or without `.wal`, whose
+/// process (the pid in the name) no longer runs. Empty where the system does not list its
+/// processes in `/proc`: a copy whose process cannot be told dead is never named.
+pub(crate) fn abandoned_copies(path: &Path) -> Vec<PathBuf> {
+    if !Path::new("/proc/self").exists() {
+        return Vec::new();
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut copies: Vec<PathBuf> = entries
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            let base = name.strip_suffix(".wal").unwrap_or(&name);
+            let (_, tail) = base.rsplit_once(".backup-")?;
+            let (pid, nanos) = tail.split_once('-')?;
+            let (pid, nanos): (u32, u128) = (pid.parse().ok()?, nanos.parse().ok()?);
+            let suffix = format!(".backup-{pid}-{nanos}");
+            let copy = crate::files::name_beside(path, ".", &suffix, crate::files::NAME_MAX - ".wal".len());
+            let dead = !Path::new("/proc").join(pid.to_string()).exists();
+            (copy.file_name()? == base && dead).then_some(copy)
+        })
+        .collect();
+    copies.sort();
+    copies.dedup();
+    copies
+}
+
 /// Removes a database file and its log directory, as far as they exist (best effort: what is
 /// left has a temporary name that never opens as the backup).
 pub(crate) fn remove_database(path: &Path) {

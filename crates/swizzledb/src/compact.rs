@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::backup::{remove_database, sync_dir, temporary_path};
+use crate::backup::{abandoned_copies, remove_database, sync_dir, temporary_path};
 use crate::builder::Builder;
 use crate::error::Result;
 use crate::files::{self, io, wal_dir};
@@ -56,7 +56,9 @@ impl Builder {
     /// (a name too long for that is cut short and followed by a hash of it), written once
     /// the copy is complete, names it; a crash after that leaves the swap to the
     /// next open, which finishes it before anything else; a crash before it leaves the
-    /// database as it was, beside temporary files (`.<name>.backup-*`) that may be removed.
+    /// database as it was, beside temporary files (`.<name>.backup-*`) that may be removed,
+    /// and that the next compaction removes where the system says their process is gone
+    /// (`/proc`).
     ///
     /// # Errors
     /// As [`Builder::open`] and [`crate::Database::backup_to`]; [`crate::Error::AlreadyOpen`] if
@@ -70,6 +72,11 @@ impl Builder {
             return Err(crate::Error::Tree(swizzledb_btree::TreeError::ReadOnly));
         }
         let db = self.open(path)?;
+        // R28: the copies of compactions killed before their commit point go (the open
+        // finished any that passed it, and this one holds the database's lock).
+        for copy in abandoned_copies(path) {
+            remove_database(&copy);
+        }
         let temp = temporary_path(path)?;
         let copied = db.backup_to(&temp);
         let closed = db.close();

@@ -239,3 +239,28 @@ fn r17_r28_a_compacted_database_starts_a_new_archive_only_when_asked() {
     assert!(!db.archive_runs().unwrap().is_empty(), "no new archive was started");
     db.close().unwrap();
 }
+
+/// R28: a compaction removes the copies that compactions killed before their commit point
+/// left beside the database (file and log directory), and only those: a copy whose process
+/// still runs, and another database's copy, stay. A kill test left thousands of them.
+#[cfg(target_os = "linux")]
+#[test]
+fn r28_a_compaction_removes_the_copies_killed_compactions_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    make(&path, true);
+    let before = contents(&path, true);
+    // No process has this number (Linux's largest is 4,194,304).
+    let dead = ".db.swz.backup-4294967-1";
+    std::fs::write(dir.path().join(dead), b"a copy cut short").unwrap();
+    std::fs::create_dir(dir.path().join(format!("{dead}.wal"))).unwrap();
+    let alive = format!(".db.swz.backup-{}-2", std::process::id());
+    std::fs::write(dir.path().join(&alive), b"a copy being written").unwrap();
+    let other = ".other.swz.backup-4294967-3";
+    std::fs::write(dir.path().join(other), b"another database's").unwrap();
+    Database::builder().compact(&path).unwrap();
+    let mut left = vec![alive, other.to_owned(), "db.swz".to_owned(), "db.swz.wal".to_owned()];
+    left.sort();
+    assert_eq!(names(dir.path()), left);
+    assert_eq!(contents(&path, true), before);
+}
