@@ -152,8 +152,14 @@ pub(crate) fn temporary_path(path: &Path) -> Result<PathBuf> {
     }
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let suffix = format!(".backup-{}-{nanos}", std::process::id());
-    Ok(crate::files::name_beside(path, ".", &suffix, crate::files::NAME_MAX - ".wal".len()))
+    Ok(temporary_name(path, std::process::id(), nanos))
+}
+
+/// The temporary name [`temporary_path`] gives a backup to `path` made by process `pid` at
+/// `nanos`.
+fn temporary_name(path: &Path, pid: u32, nanos: u128) -> PathBuf {
+    let suffix = format!(".backup-{pid}-{nanos}");
+    crate::files::name_beside(path, ".", &suffix, crate::files::NAME_MAX - ".wal".len())
 }
 
 /// The temporary copies beside `path` that backups to `path` left when their process died (a
@@ -164,11 +170,7 @@ pub(crate) fn abandoned_copies(path: &Path) -> Vec<PathBuf> {
     if !Path::new("/proc/self").exists() {
         return Vec::new();
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(directory_of(path)) else { return Vec::new() };
     let mut copies: Vec<PathBuf> = entries
         .filter_map(|entry| {
             let name = entry.ok()?.file_name().into_string().ok()?;
@@ -176,8 +178,7 @@ pub(crate) fn abandoned_copies(path: &Path) -> Vec<PathBuf> {
             let (_, tail) = base.rsplit_once(".backup-")?;
             let (pid, nanos) = tail.split_once('-')?;
             let (pid, nanos): (u32, u128) = (pid.parse().ok()?, nanos.parse().ok()?);
-            let suffix = format!(".backup-{pid}-{nanos}");
-            let copy = crate::files::name_beside(path, ".", &suffix, crate::files::NAME_MAX - ".wal".len());
+            let copy = temporary_name(path, pid, nanos);
             let dead = !Path::new("/proc").join(pid.to_string()).exists();
             (copy.file_name()? == base && dead).then_some(copy)
         })
@@ -196,9 +197,14 @@ pub(crate) fn remove_database(path: &Path) {
 
 /// Makes the renames durable.
 pub(crate) fn sync_dir(path: &Path) -> Result<()> {
-    let dir = match path.parent() {
+    let dir = directory_of(path);
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
-    };
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))
+    }
 }

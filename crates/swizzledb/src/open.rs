@@ -61,13 +61,7 @@ impl Builder {
             let lock = files::FileLock::acquire(&*self.config.vfs, path, path)?;
             return Ok(self.database(pool, None, vec![lock]));
         }
-        let dir = wal_dir(path);
-        if self.config.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
-            return Err(Error::StaleLog(dir));
-        }
-        // Everything in the log directory from here on is this create's.
-        made.log_dir_made = !self.config.vfs.exists(&dir);
-        made.log_dir = Some(dir);
+        made.claim_log_dir(path)?;
         let (dir, log, archive, config) = self.new_log(path)?;
         let pool = swizzledb_buffer::BufferPool::create(path, &config, Arc::new(BTreeOwner))?;
         made.file = Some(path.to_path_buf());
@@ -276,12 +270,8 @@ impl Builder {
         self.check_log_settings()?;
         self.check_new_log()?;
         let vfs = Arc::clone(&self.config.vfs);
-        let dir = wal_dir(path);
-        if vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
-            return Err(Error::StaleLog(dir));
-        }
-        // Everything in the log directory from here on is this conversion's.
-        let made = Made { vfs: &*vfs, file: None, log_dir_made: !vfs.exists(&dir), log_dir: Some(dir) };
+        let mut made = Made { vfs: &*vfs, file: None, log_dir: None, log_dir_made: false };
+        made.claim_log_dir(path)?;
         let (pool, wal, log_lock) = match self.convert_log(path) {
             Ok(converted) => converted,
             Err(e) => {
@@ -635,6 +625,19 @@ struct Made<'a> {
 }
 
 impl Made<'_> {
+    /// Takes the log directory of the database at `path` for this create or conversion: refused
+    /// ([`Error::StaleLog`]) if it holds files, which belong to another database; everything in
+    /// it from here on is this call's, and the directory itself too if it is missing.
+    fn claim_log_dir(&mut self, path: &Path) -> Result<()> {
+        let dir = wal_dir(path);
+        if self.vfs.list(&dir).is_ok_and(|files| !files.is_empty()) {
+            return Err(Error::StaleLog(dir));
+        }
+        self.log_dir_made = !self.vfs.exists(&dir);
+        self.log_dir = Some(dir);
+        Ok(())
+    }
+
     fn remove(&self) {
         if let Some(dir) = &self.log_dir {
             remove_under(self.vfs, dir);
