@@ -1516,6 +1516,11 @@ impl Tree {
         if offs.is_empty() {
             return Ok(());
         }
+        // Resident children first: in swizzling mode each is swizzled here, and `g`'s latch
+        // keeps it from being evicted (B13), so freeing them first leaves their frames free for
+        // the children read from disk after them. The walk then pins only its path.
+        let resident = |off: &usize| Swip::from_raw(page::get_u64(g, *off)).is_some_and(Swip::is_swizzled);
+        offs.sort_by_key(|off| !resident(off));
         for off in offs {
             let mut child = self.with_room(|| self.step::<Exclusive, Exclusive>(g, off))?;
             self.free_below(&mut child, log, freed)?;

@@ -209,3 +209,51 @@ fn r23_a_transaction_ended_on_another_thread_is_counted_out() {
     assert!(db.drop_tree("t").unwrap(), "no transaction runs any more");
     db.close().unwrap();
 }
+
+/// btree T25: a drop frees each node's resident children before those on disk, so it pins only
+/// its path and finishes through the smallest pool, whatever pages are resident as it starts.
+/// In swizzling mode a resident child is swizzled in its parent, whose latch keeps it from
+/// being evicted: a walk that read a child from disk while the latched root held resident
+/// children found no frame for it (PoolExhausted in swizzling mode without the order; once in
+/// CI through a 16-frame pool with the background evictor on).
+#[test]
+fn t25_a_drop_finishes_through_a_small_pool() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional] {
+        for logged in [false, true] {
+            // Values of 40 bytes make a root over ~40 leaves; of 50 to 230 bytes, a taller tree.
+            for (big, resident_from, small) in
+                [(3000u32, 0u32, true), (3000, 2000, true), (6000, 0, false), (6000, 3000, false)]
+            {
+                let fs = new_fs();
+                let path = db_path();
+                // No background evictor, one victim per miss: the pool keeps no frame free
+                // ahead of the walk.
+                let b = builder(mode, Arc::new(fs.clone()))
+                    .logging(logged)
+                    .commit_mode(swizzledb::CommitMode::Async)
+                    .lab(|l| l.background_eviction(false).eviction_batch(Some(1)));
+                let db = b.create(&path).unwrap();
+                let keep = db.create_tree("keep").unwrap();
+                let kept = fill(&keep, 500, 1);
+                let gone = db.create_tree("gone").unwrap();
+                for k in 0..big {
+                    let value = if small { vec![9; 40] } else { vec![2; 50 + (k % 7) as usize * 30] };
+                    gone.upsert(format!("k{k:06}").as_bytes(), &value).unwrap();
+                }
+                // Bring a stretch of leaves into the pool so they are resident (swizzled) as
+                // the drop starts.
+                for k in resident_from..big {
+                    gone.get(format!("k{k:06}").as_bytes()).unwrap();
+                }
+                drop(gone);
+                let r = db.drop_tree("gone");
+                assert_eq!(
+                    r.map_err(|e| e.to_string()),
+                    Ok(true),
+                    "{mode:?}, logged {logged}, {big} keys from {resident_from}, small {small}"
+                );
+                assert_eq!(contents(&db.tree("keep").unwrap()), kept);
+            }
+        }
+    }
+}
