@@ -239,3 +239,63 @@ fn scans_on_a_small_unlogged_pool_never_fail() {
 fn scans_on_a_small_logged_pool_never_fail() {
     check(true);
 }
+
+/// btree T18, T26: a transaction's forward range read over leaves whose large values alone
+/// outnumber the pool's frames finishes. It checks, before it returns a leaf's records, that
+/// the leaves before it did not change; reading a leaf's whole chains first evicted the leaf
+/// before it every time, so the read went back to that leaf, read on, and met the same again:
+/// 40 records in, it did not end in two minutes (16 frames, 1,000 values of 3,000 bytes, about
+/// 70 per leaf). The test reads 400, which the loop got through at last after re-reading the
+/// chains many times over: it counts the forward read's misses.
+/// The reverse read and the plain scans did not loop; they are checked beside it.
+#[test]
+fn t26_a_transactions_range_read_over_large_values_through_a_small_pool_ends() {
+    for logged in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder()
+            .mode(PoolMode::Swizzling)
+            .page_size(PAGE)
+            .pool_bytes(16 * PAGE)
+            .logging(logged)
+            .commit_mode(CommitMode::Async)
+            .create(dir.path().join("large.swz"))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        // Six leaves of about 70 values, each leaf's chains over four times the pool.
+        let n = 400u64;
+        for k in 0..n {
+            t.upsert(&key(k), &vec![(k % 251) as u8; 3000]).unwrap();
+        }
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let db = Arc::new(db);
+        let reader = {
+            let (db, t) = (Arc::clone(&db), t.clone());
+            std::thread::spawn(move || {
+                let all: Bounds = (Bound::Unbounded, Bound::Unbounded);
+                let before = db.stats();
+                let fwd = db
+                    .transact(|tx| {
+                        drain("forward", tx.range(&t, Bound::Unbounded, Bound::Unbounded), &all, false)
+                    })
+                    .unwrap();
+                let misses = db.stats().since(&before).misses;
+                let rev = db
+                    .transact(|tx| {
+                        drain("reverse", tx.range(&t, Bound::Unbounded, Bound::Unbounded).rev(), &all, true)
+                    })
+                    .unwrap();
+                let counts = (fwd, rev, misses);
+                let plain = drain("plain", t.range(Bound::Unbounded, Bound::Unbounded), &all, false).unwrap();
+                done_tx.send((counts, plain)).unwrap();
+            })
+        };
+        // Not a timing assertion: the read takes milliseconds; without the fix it never ends.
+        let got = done.recv_timeout(Duration::from_secs(120)).expect("the range read did not end");
+        reader.join().unwrap();
+        let ((fwd, rev, misses), plain) = got;
+        assert_eq!((fwd, rev, plain), (n, n, n), "logged {logged}");
+        // Each value's page and each leaf read about once (with the loop, each leaf's chains
+        // were read again and again: about 40 times the values' pages before it ended here).
+        assert!(misses < 2 * n, "logged {logged}: the forward read took {misses} misses for {n} values");
+    }
+}
