@@ -109,8 +109,12 @@ impl Tree {
     /// while no other thread changes the tree.
     ///
     /// # Errors
-    /// A description of the first violation (or an I/O error while reading pages).
+    /// A description of the first violation (or an I/O error while reading pages); the
+    /// message of [`TreeError::Closed`](crate::TreeError::Closed) or
+    /// [`TreeError::Dropped`](crate::TreeError::Dropped) through a handle of a closed database
+    /// or a dropped tree (T15, T25), whose root page may be another tree's by then.
     pub fn verify(&self) -> std::result::Result<TreeShape, String> {
+        self.check_open().map_err(|e| e.to_string())?;
         let mut shape = TreeShape::default();
         let mut seen = HashSet::new();
         let root: SharedGuard<'_> = self.pool.fix_root(self.root);

@@ -284,7 +284,9 @@ impl Tree {
     /// are the engine's own, RECOVERY.md R22), so it may wait as long as that rollback runs.
     ///
     /// # Errors
-    /// A description of the first violation found (or of an I/O error reading a page).
+    /// A description of the first violation found (or of an I/O error reading a page); the
+    /// message of [`TreeError::Closed`] or [`TreeError::Dropped`] once the database is closed
+    /// or the tree dropped.
     pub fn verify(&self) -> std::result::Result<TreeShape, String> {
         if let Some(restart) = &self.restart {
             restart.wait_for_rollback();

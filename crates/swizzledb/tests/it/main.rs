@@ -4,6 +4,7 @@
 
 mod common;
 
+mod adv_api;
 mod approximate_len;
 mod auto_commit;
 mod backup;
