@@ -380,14 +380,21 @@ impl Database {
         Tree::new(t, core.plain_snapshot_reads(), core.restart_redo(), core.raw_write_versions())
     }
 
-    /// Opens the tree, creating it if it does not exist.
+    /// Opens the tree, creating it if it does not exist. Threads that call it for the same
+    /// name at once all get the one tree: none fails because another created it first.
     ///
     /// # Errors
-    /// As [`Database::tree`] and [`Database::create_tree`].
+    /// As [`Database::tree`] and [`Database::create_tree`], never [`Error::TreeExists`].
     pub fn tree_or_create(&self, name: &str) -> Result<Tree> {
-        match self.tree(name) {
-            Err(Error::TreeNotFound(_)) => self.create_tree(name),
-            other => other,
+        loop {
+            match self.tree(name) {
+                Err(Error::TreeNotFound(_)) => match self.create_tree(name) {
+                    // Another thread created it between the look-up and the creation: open it.
+                    Err(Error::TreeExists(_)) => continue,
+                    other => return other,
+                },
+                other => return other,
+            }
         }
     }
 

@@ -762,3 +762,695 @@ fn t15_t25_verify_refuses_through_a_closed_or_dropped_handle() {
         }
     }
 }
+
+/// A value of `len` bytes made from `seed`.
+fn big(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| seed ^ (i as u8).wrapping_mul(31)).collect()
+}
+
+#[test]
+fn large_values_keep_their_versions_rollbacks_and_scans() {
+    for c in configs() {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let ctx = format!("{c:?}");
+        let max = tree.max_value_len();
+        let sizes = [max, max - 1, 4096, 1025, 1024, 5000, 3 * 4096 + 7];
+        let mut m = Map::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let k = format!("big{i}").into_bytes();
+            let v = big(n, i as u8);
+            tree.upsert(&k, &v).unwrap();
+            m.insert(k, v);
+        }
+        for k in 0..50u32 {
+            tree.upsert(format!("small{k:03}").as_bytes(), &[1; 10]).unwrap();
+            m.insert(format!("small{k:03}").into_bytes(), vec![1; 10]);
+        }
+        let committed: Vec<Rec> = m.clone().into_iter().collect();
+        assert_eq!(all(&tree), committed, "{ctx}: scan");
+        let mut rev: Vec<Rec> = tree.range_rev(Unbounded, Unbounded).map(|x| x.unwrap()).collect();
+        rev.reverse();
+        assert_eq!(rev, committed, "{ctx}: reversed scan");
+        // A snapshot, then committed changes of every large value.
+        let rt = db.begin_read();
+        db.transact(|t| {
+            for (i, &n) in sizes.iter().enumerate() {
+                let k = format!("big{i}").into_bytes();
+                match i % 3 {
+                    0 => {
+                        t.delete(&tree, &k)?;
+                    }
+                    1 => {
+                        t.put(&tree, &k, &big(n / 2, 0x55))?;
+                    }
+                    _ => {
+                        t.put(&tree, &k, b"small now")?;
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        if c.locking {
+            for (k, v) in &m {
+                assert_eq!(rt.get(&tree, k).unwrap().as_ref(), Some(v), "{ctx}: snapshot get {k:?}");
+                let len = rt.get_with(&tree, k, |v| v.map(<[u8]>::len)).unwrap();
+                assert_eq!(len, Some(v.len()), "{ctx}: snapshot get_with");
+            }
+            let got: Vec<Rec> = rt.range(&tree, Unbounded, Unbounded).map(|x| x.unwrap()).collect();
+            assert_eq!(got, committed, "{ctx}: snapshot scan");
+        }
+        drop(rt);
+        let now = all(&tree);
+        // A transaction that changes every large value, then rolls back.
+        for end in 0..2 {
+            let mut t = db.begin();
+            for (i, &n) in sizes.iter().enumerate() {
+                let k = format!("big{i}").into_bytes();
+                t.put(&tree, &k, &big(n, 0xaa)).unwrap();
+                assert_eq!(t.get(&tree, &k).unwrap(), Some(big(n, 0xaa)), "{ctx}");
+                t.update_with(&tree, &k, |old, new| {
+                    new.extend_from_slice(&old[..old.len() / 3]);
+                })
+                .unwrap();
+                assert_eq!(t.get(&tree, &k).unwrap().map(|v| v.len()), Some(n / 3), "{ctx}");
+            }
+            if end == 0 {
+                t.abort().unwrap();
+            } else {
+                drop(t);
+            }
+            assert_eq!(all(&tree), now, "{ctx}: end {end}");
+        }
+        tree.verify().unwrap();
+    }
+}
+
+#[test]
+fn a_limit_counts_records_from_both_ends_together() {
+    for c in configs() {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        for k in 0..300u32 {
+            tree.upsert(&k.to_be_bytes(), &[3; 40]).unwrap();
+        }
+        let ctx = format!("{c:?}");
+        for n in [0usize, 1, 2, 5, 299, 300, 301] {
+            for pattern in [0u64, u64::MAX, 0xaaaa_aaaa_aaaa_aaaa] {
+                let got = both_ends(
+                    tree.range(Unbounded, Unbounded).limit(n).map(|x| Item(x.map_err(|e| e.to_string()))),
+                    pattern,
+                )
+                .unwrap();
+                assert_eq!(got.len(), n.min(300), "{ctx}: limit {n} pattern {pattern:x}");
+                let t = db.begin();
+                let got = both_ends(
+                    t.range(&tree, Unbounded, Unbounded).limit(n).map(|x| Item(x.map_err(|e| e.to_string()))),
+                    pattern,
+                )
+                .unwrap();
+                assert_eq!(got.len(), n.min(300), "{ctx}: txn limit {n} pattern {pattern:x}");
+                let got = both_ends(
+                    t.range_rev(&tree, Unbounded, Unbounded)
+                        .limit(n)
+                        .map(|x| Item(x.map_err(|e| e.to_string()))),
+                    pattern,
+                )
+                .unwrap();
+                assert_eq!(got.len(), n.min(300), "{ctx}: txn rev limit {n} pattern {pattern:x}");
+                t.commit().unwrap();
+            }
+        }
+        let t = db.begin();
+        let mut r = t.range(&tree, Excluded(&5u32.to_be_bytes()[..]), Included(&8u32.to_be_bytes()[..]));
+        assert_eq!(
+            r.next_with(|k, v| (k.to_vec(), v.len())).unwrap().unwrap(),
+            (6u32.to_be_bytes().to_vec(), 40)
+        );
+        let mut rest = Vec::new();
+        while let Some(x) = r.next_with(|k, _| k.to_vec()) {
+            rest.push(x.unwrap());
+        }
+        assert_eq!(rest, vec![7u32.to_be_bytes().to_vec(), 8u32.to_be_bytes().to_vec()], "{ctx}");
+        assert!(r.next().is_none(), "{ctx}");
+        drop(r);
+        t.commit().unwrap();
+    }
+}
+
+#[test]
+fn background_intervals_of_zero_neither_panic_nor_hang() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let b = || {
+        Database::builder()
+            .page_size(4096)
+            .pool_bytes(1 << 20)
+            .checkpoint_interval(Some(Duration::ZERO))
+            .log_archive(true)
+            .lab(|l| l.archive_interval(Some(Duration::ZERO)).cleaner_interval(Some(Duration::ZERO)))
+    };
+    let db = b().create(&path).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    for k in 0..200u32 {
+        tree.upsert(&k.to_be_bytes(), &[9; 100]).unwrap();
+    }
+    db.checkpoint().unwrap();
+    db.close().unwrap();
+    let db = b().open(&path).unwrap();
+    assert_eq!(db.tree("t").unwrap().len().unwrap(), 200);
+    db.close().unwrap();
+}
+
+#[test]
+fn open_refuses_garbage_files_with_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", vec![]),
+        ("one byte", vec![1]),
+        ("zeros", vec![0; 8192]),
+        ("ones", vec![0xff; 8192 * 3]),
+        ("text", b"SQLite format 3\0 hello".repeat(600)),
+    ];
+    for (name, bytes) in cases {
+        for ro in [false, true] {
+            let path = dir.path().join(format!("{}-{ro}.swz", name.replace(' ', "-")));
+            std::fs::write(&path, &bytes).unwrap();
+            for how in ["open", "open_or_create"] {
+                let b = Database::builder().read_only(ro);
+                let r = if how == "open" { b.open(&path) } else { b.open_or_create(&path) };
+                match r {
+                    Ok(db) => {
+                        // An empty file may be taken for a new database; anything else must not.
+                        assert!(bytes.is_empty() && !ro, "{name} {how} ro {ro}: opened");
+                        db.close().unwrap();
+                    }
+                    Err(e) => {
+                        let msg = e.to_string();
+                        assert!(!msg.is_empty(), "{name} {how}");
+                        assert!(
+                            matches!(e, Error::Buffer(_) | Error::NotFound(_) | Error::LogMissing { .. }),
+                            "{name} {how} ro {ro}: {e:?}"
+                        );
+                    }
+                }
+                // Nothing was written to the file.
+                if !bytes.is_empty() {
+                    assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name} {how} ro {ro}: file changed");
+                }
+            }
+        }
+    }
+    // A directory where the file should be.
+    let d = dir.path().join("a-dir.swz");
+    std::fs::create_dir(&d).unwrap();
+    for how in ["open", "open_or_create", "create"] {
+        let b = Database::builder();
+        let r = match how {
+            "open" => b.open(&d),
+            "open_or_create" => b.open_or_create(&d),
+            _ => b.create(&d),
+        };
+        assert!(r.is_err(), "{how} a directory");
+    }
+}
+
+#[test]
+fn a_backup_holds_the_committed_state_only() {
+    for c in configs().into_iter().filter(|c| c.locking) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let empty = db.create_tree("empty").unwrap();
+        let _ = empty;
+        let ctx = format!("{c:?}");
+        for k in 0..200u32 {
+            tree.upsert(&k.to_be_bytes(), &big(if k.is_multiple_of(50) { 6000 } else { 30 }, k as u8))
+                .unwrap();
+        }
+        let committed = all(&tree);
+        let mut t = db.begin();
+        for k in (0..200u32).step_by(7) {
+            t.put(&tree, &k.to_be_bytes(), &big(if k.is_multiple_of(3) { 7000 } else { 20 }, 0xee)).unwrap();
+        }
+        for k in (3..200u32).step_by(11) {
+            t.delete(&tree, &k.to_be_bytes()).unwrap();
+        }
+        t.put(&tree, b"zzz", b"uncommitted").unwrap();
+        let path = dir.path().join("copy.swz");
+        db.backup_to(&path).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        t.commit().unwrap();
+        let copy = Database::builder().open(&path).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        let mut names = copy.tree_names();
+        names.sort();
+        assert_eq!(names, vec!["empty".to_string(), "t".to_string()], "{ctx}");
+        assert_eq!(all(&copy.tree("t").unwrap()), committed, "{ctx}: the backup");
+        assert_eq!(copy.tree("empty").unwrap().len().unwrap(), 0, "{ctx}");
+        copy.close().unwrap();
+        let r = db.backup_to(&path);
+        assert!(matches!(r, Err(Error::BackupTargetExists(_))), "{ctx}: {r:?}");
+    }
+}
+
+#[test]
+fn typed_trees_range_from_both_ends_and_refuse_bytes_of_another_codec() {
+    use swizzledb::typed::{BigEndian, Str, TypedTree};
+    let db = open(configs()[0]);
+    let t: TypedTree<BigEndian<i32>, Str> = TypedTree::new(db.create_tree("t").unwrap());
+    for k in -50..50 {
+        t.upsert(&k, &format!("v{k}")).unwrap();
+    }
+    let got: Vec<i32> = t.range(Included(&-3), Excluded(&3)).unwrap().map(|r| r.unwrap().0).collect();
+    assert_eq!(got, (-3..3).collect::<Vec<_>>());
+    let got: Vec<i32> = t.range(Included(&-3), Excluded(&3)).unwrap().rev().map(|r| r.unwrap().0).collect();
+    assert_eq!(got, (-3..3).rev().collect::<Vec<_>>());
+    let got: Vec<i32> = t.range(Included(&3), Excluded(&-3)).unwrap().map(|r| r.unwrap().0).collect();
+    assert!(got.is_empty());
+    assert_eq!(t.first().unwrap().unwrap().0, -50);
+    assert_eq!(t.last().unwrap().unwrap().0, 49);
+    t.bytes().upsert(b"\x01", b"\xff\xfe").unwrap();
+    assert!(matches!(t.get(&0), Ok(Some(_))));
+    // Sorts before every key of four bytes.
+    let r = t.first();
+    assert!(matches!(r, Err(Error::Codec { .. })), "{r:?}");
+    let items: Vec<_> = t.iter().collect();
+    assert!(items.iter().any(|r| matches!(r, Err(Error::Codec { .. }))));
+}
+
+#[test]
+fn version_memory_of_zero_still_serves_snapshots_without_writers() {
+    for c in configs().into_iter().filter(|c| c.locking) {
+        let db = Database::builder()
+            .mode(c.mode)
+            .pool_bytes(16 << 20)
+            .logging(c.logged)
+            .commit_mode(c.commit)
+            .version_memory(0)
+            .create_in_memory()
+            .unwrap();
+        let tree = db.create_tree("t").unwrap();
+        tree.upsert(b"a", b"1").unwrap();
+        let rt = db.begin_read();
+        assert_eq!(rt.get(&tree, b"a").unwrap().as_deref(), Some(&b"1"[..]), "{c:?}");
+        drop(rt);
+        let v = db
+            .transact_snapshot(|t| {
+                let v = t.get(&tree, b"a")?.unwrap();
+                t.put(&tree, b"a", &[v, b"2".to_vec()].concat())?;
+                t.get(&tree, b"a")
+            })
+            .unwrap();
+        assert_eq!(v.as_deref(), Some(&b"12"[..]), "{c:?}");
+        // A snapshot that a writer passes ends with the typed error, and a plain read goes on.
+        // (An unlogged database's plain writes record no version: snapshots see them, K21.)
+        if !c.logged {
+            continue;
+        }
+        let rt = db.begin_read();
+        tree.upsert(b"a", b"3").unwrap();
+        match rt.get(&tree, b"a") {
+            Ok(v) => assert_eq!(v.as_deref(), Some(&b"12"[..]), "{c:?}"),
+            Err(e) => assert!(matches!(e, Error::SnapshotTooOld { limit: 0 }), "{c:?}: {e:?}"),
+        }
+        assert_eq!(tree.get(b"a").unwrap().as_deref(), Some(&b"3"[..]), "{c:?}");
+    }
+}
+
+#[test]
+fn oversize_keys_in_reads_and_bounds_never_panic() {
+    for c in configs() {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let ctx = format!("{c:?}");
+        for k in 0..300u32 {
+            tree.upsert(&k.to_be_bytes(), &[1; 20]).unwrap();
+        }
+        let huge = vec![0x00u8; 70_000];
+        let huge_hi = vec![0xffu8; 70_000];
+        let too_large = |e: &Error| matches!(e, Error::Tree(TreeError::KeyTooLarge { .. }));
+        match tree.get(&huge) {
+            Ok(v) => assert_eq!(v, None, "{ctx}"),
+            Err(e) => assert!(matches!(e, TreeError::KeyTooLarge { .. }), "{ctx}: {e:?}"),
+        }
+        match tree.delete(&huge) {
+            Ok(existed) => assert!(!existed, "{ctx}"),
+            Err(e) => assert!(matches!(e, TreeError::KeyTooLarge { .. }), "{ctx}: {e:?}"),
+        }
+        match tree.compare_and_swap(&huge, Some(b"x"), None) {
+            Ok(r) => assert_eq!(r.unwrap_err().current, None, "{ctx}"),
+            Err(e) => assert!(matches!(e, TreeError::KeyTooLarge { .. }), "{ctx}: {e:?}"),
+        }
+        // Bounds of any length.
+        let n = tree.range(Included(&huge[..]), Included(&huge_hi[..])).count();
+        assert_eq!(n, 299, "{ctx}: keys above 70,000 zero bytes");
+        let n = tree.range_rev(Excluded(&huge[..]), Excluded(&huge_hi[..])).count();
+        assert_eq!(n, 299, "{ctx}");
+        assert_eq!(tree.scan_prefix(&huge).count(), 0, "{ctx}");
+        assert_eq!(tree.scan_prefix_rev(&huge_hi).count(), 0, "{ctx}");
+        let mut t = db.begin();
+        match t.get(&tree, &huge) {
+            Ok(v) => assert_eq!(v, None, "{ctx}"),
+            Err(e) => assert!(too_large(&e), "{ctx}: {e:?}"),
+        }
+        match t.delete(&tree, &huge) {
+            Ok(existed) => assert!(!existed, "{ctx}"),
+            Err(e) => assert!(too_large(&e), "{ctx}: {e:?}"),
+        }
+        match t.update_with(&tree, &huge, |_, _| ()) {
+            Ok(r) => assert_eq!(r, None, "{ctx}"),
+            Err(e) => assert!(too_large(&e), "{ctx}: {e:?}"),
+        }
+        assert_eq!(t.range(&tree, Included(&huge[..]), Unbounded).count(), 299, "{ctx}");
+        assert_eq!(t.range_rev(&tree, Unbounded, Excluded(&huge_hi[..])).count(), 300, "{ctx}");
+        t.put(&tree, b"after", b"x").unwrap();
+        t.commit().unwrap();
+        let rt = db.begin_read();
+        match rt.get(&tree, &huge) {
+            Ok(v) => assert_eq!(v, None, "{ctx}"),
+            Err(e) => assert!(too_large(&e), "{ctx}: {e:?}"),
+        }
+        assert_eq!(rt.range(&tree, Excluded(&huge[..]), Unbounded).count(), 300, "{ctx}");
+        assert_eq!(rt.scan_prefix(&tree, &huge_hi).count(), 0, "{ctx}");
+        drop(rt);
+        tree.verify().unwrap();
+    }
+}
+
+#[test]
+fn compare_and_swap_compares_large_values_whole() {
+    for c in configs() {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let ctx = format!("{c:?}");
+        let v = big(9000, 7);
+        let mut almost = v.clone();
+        *almost.last_mut().unwrap() ^= 1;
+        let shorter = &v[..8999];
+        tree.upsert(b"k", &v).unwrap();
+        for wrong in [&almost[..], shorter, &v[..100]] {
+            let r = tree.compare_and_swap(b"k", Some(wrong), Some(b"x")).unwrap();
+            assert_eq!(r.unwrap_err().current.as_deref(), Some(&v[..]), "{ctx}");
+            let mut t = db.begin();
+            let r = t.compare_and_swap(&tree, b"k", Some(wrong), None).unwrap();
+            assert_eq!(r.unwrap_err().current.as_deref(), Some(&v[..]), "{ctx}");
+            t.commit().unwrap();
+        }
+        assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&v[..]), "{ctx}");
+        let mut longer = v.clone();
+        longer.push(0);
+        let r = tree.compare_and_swap(b"k", Some(&longer), Some(b"x")).unwrap();
+        assert!(r.is_err(), "{ctx}");
+        assert!(tree.compare_and_swap(b"k", Some(&v), Some(&almost)).unwrap().is_ok(), "{ctx}");
+        assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&almost[..]), "{ctx}");
+        let mut t = db.begin();
+        assert!(t.compare_and_swap(&tree, b"k", Some(&almost), Some(&v)).unwrap().is_ok(), "{ctx}");
+        let len = t.get_with(&tree, b"k", |x| x.map(|x| x == &v[..])).unwrap();
+        assert_eq!(len, Some(true), "{ctx}");
+        t.abort().unwrap();
+        assert_eq!(tree.get(b"k").unwrap().as_deref(), Some(&almost[..]), "{ctx}");
+    }
+}
+
+#[test]
+fn a_scan_interrupted_by_a_drop_never_returns_another_trees_records() {
+    for c in configs() {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let ctx = format!("{c:?}");
+        for k in 0..1500u32 {
+            tree.upsert(&k.to_be_bytes(), b"old tree").unwrap();
+        }
+        let mut fwd = tree.range(Unbounded, Unbounded);
+        let mut bwd = tree.range_rev(Unbounded, Unbounded);
+        for _ in 0..10 {
+            assert!(fwd.next().unwrap().is_ok());
+            assert!(bwd.next().unwrap().is_ok());
+        }
+        assert!(db.drop_tree("t").unwrap());
+        let new = db.create_tree("t").unwrap();
+        for k in 0..1500u32 {
+            new.upsert(&k.to_be_bytes(), b"new tree").unwrap();
+        }
+        let check = |item: Result<Rec, TreeError>| match item {
+            Ok((_, v)) => assert_eq!(v, b"old tree", "{ctx}: a dropped tree's scan read the new tree"),
+            Err(e) => assert!(matches!(e, TreeError::Dropped), "{ctx}: {e:?}"),
+        };
+        fwd.take(3000).for_each(check);
+        bwd.take(3000).for_each(check);
+    }
+}
+
+/// Scans racing writers that insert and delete keys between keys no one changes: in every
+/// configuration each scan returns the untouched keys, all of them, in order, once each.
+#[test]
+fn scans_racing_writers_return_every_untouched_key_once_in_order() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for c in configs() {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let ctx = format!("{c:?}");
+        let stable = |k: u32| format!("k{:05}", k * 2).into_bytes();
+        for k in 0..600u32 {
+            tree.upsert(&stable(k), &[0x5a; 40]).unwrap();
+        }
+        let want: Vec<Vec<u8>> = (0..600).map(stable).collect();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for w in 0..2u32 {
+                let (tree, stop, db) = (&tree, &stop, &db);
+                s.spawn(move || {
+                    let mut r = Rng(0x9999 + u64::from(w));
+                    while !stop.load(Ordering::Relaxed) {
+                        let k = format!("k{:05}", (r.next() % 600) * 2 + 1).into_bytes();
+                        let v = vec![w as u8; (r.next() % 400) as usize];
+                        let res = if r.next().is_multiple_of(4) {
+                            db.transact(|t| {
+                                t.put(tree, &k, &v)?;
+                                t.delete(tree, format!("k{:05}", (r.next() % 600) * 2 + 1).as_bytes())?;
+                                Ok(())
+                            })
+                        } else if r.next().is_multiple_of(2) {
+                            tree.upsert(&k, &v).map(|_| ()).map_err(Error::from)
+                        } else {
+                            tree.delete(&k).map(|_| ()).map_err(Error::from)
+                        };
+                        if let Err(e) = res {
+                            assert!(matches!(e, Error::Lock(_)), "writer: {e:?}");
+                        }
+                    }
+                });
+            }
+            for round in 0..30u64 {
+                let keys: Vec<Vec<u8>> = match round % 3 {
+                    0 => tree.range(Unbounded, Unbounded).map(|x| x.unwrap().0).collect(),
+                    1 => {
+                        let mut v: Vec<Vec<u8>> =
+                            tree.range_rev(Unbounded, Unbounded).map(|x| x.unwrap().0).collect();
+                        v.reverse();
+                        v
+                    }
+                    _ => both_ends(
+                        tree.range(Unbounded, Unbounded).map(|x| Item(x.map_err(|e| e.to_string()))),
+                        round.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                    )
+                    .unwrap()
+                    .into_iter()
+                    .map(|r| r.0)
+                    .collect(),
+                };
+                assert!(keys.windows(2).all(|w| w[0] < w[1]), "{ctx} round {round}: not in order or twice");
+                let seen: Vec<Vec<u8>> = keys.into_iter().filter(|k| k.last().unwrap() % 2 == 0).collect();
+                assert_eq!(seen, want, "{ctx} round {round}: untouched keys");
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        tree.verify().unwrap();
+    }
+}
+
+/// K24: every kind of write of a key that another transaction inserted, updated or deleted
+/// and committed after the snapshot began fails with `WriteConflict` and changes nothing.
+#[test]
+fn k24_every_write_of_a_key_changed_since_the_snapshot_is_a_write_conflict() {
+    for logged in [true, false] {
+        for change in ["insert", "update", "delete"] {
+            for op in ["put", "insert", "delete", "update_with", "cas", "cas_delete"] {
+                let c = Config { mode: PoolMode::Swizzling, logged, locking: true, commit: CommitMode::Sync };
+                let db = open(c);
+                let tree = db.create_tree("t").unwrap();
+                let ctx = format!("logged {logged}: {op} after another's {change}");
+                for k in [&b"a"[..], b"m", b"z"] {
+                    tree.upsert(k, b"old").unwrap();
+                }
+                let key: &[u8] = if change == "insert" { b"k" } else { b"m" };
+                let mut si = db.begin_snapshot();
+                assert!(si.is_snapshot(), "{ctx}");
+                let seen = si.get(&tree, key).unwrap();
+                db.transact(|t| {
+                    match change {
+                        "insert" => t.insert(&tree, key, b"other")?,
+                        "update" => {
+                            t.put(&tree, key, b"other")?;
+                        }
+                        _ => {
+                            t.delete(&tree, key)?;
+                        }
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                let after = tree.get(key).unwrap();
+                let r: swizzledb::Result<()> = match op {
+                    "put" => si.put(&tree, key, b"mine").map(|_| ()),
+                    "insert" => si.insert(&tree, key, b"mine"),
+                    "delete" => si.delete(&tree, key).map(|_| ()),
+                    "update_with" => {
+                        si.update_with(&tree, key, |_, new| new.extend_from_slice(b"mine")).map(|r| {
+                            assert!(
+                                r.is_some() == seen.is_some(),
+                                "{ctx}: update_with found {r:?}, the snapshot {seen:?}"
+                            )
+                        })
+                    }
+                    "cas" => si
+                        .compare_and_swap(&tree, key, seen.as_deref(), Some(b"mine"))
+                        .map(|r| assert!(r.is_ok(), "{ctx}: the snapshot's value was refused: {r:?}")),
+                    _ => si
+                        .compare_and_swap(&tree, key, seen.as_deref(), None)
+                        .map(|r| assert!(r.is_ok(), "{ctx}: the snapshot's value was refused: {r:?}")),
+                };
+                match r {
+                    Err(Error::WriteConflict { key: k, .. }) => assert_eq!(&*k, key, "{ctx}"),
+                    other => panic!("{ctx}: expected a write conflict, got {other:?}"),
+                }
+                assert_eq!(si.get(&tree, key).unwrap(), seen, "{ctx}: the snapshot's read");
+                si.commit().unwrap();
+                assert_eq!(tree.get(key).unwrap(), after, "{ctx}: the other's change stays");
+            }
+        }
+    }
+}
+
+/// `Database::tree_or_create` opens the tree, creating it if it does not exist — also when
+/// other threads call it for the same name at the same time: each gets the one tree, none
+/// `TreeExists` (it looked the name up, then created it, and a creation between the two made
+/// it fail).
+#[test]
+fn tree_or_create_from_racing_threads_gives_each_the_one_tree() {
+    let db = Database::builder().pool_bytes(8 << 20).logging(false).create_in_memory().unwrap();
+    let threads = 4;
+    for round in 0..150u32 {
+        let name = format!("t{round}");
+        let barrier = std::sync::Barrier::new(threads);
+        let trees: Vec<Tree> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        db.tree_or_create(&name)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap().unwrap_or_else(|e| panic!("round {round}: {e}")))
+                .collect()
+        });
+        for (i, t) in trees.iter().enumerate() {
+            t.upsert(&[i as u8], b"v").unwrap();
+        }
+        assert_eq!(db.tree(&name).unwrap().len().unwrap(), threads, "round {round}: not one tree");
+    }
+    assert_eq!(db.tree_names().len(), 150);
+}
+
+#[test]
+fn tree_names_at_their_limits_survive_a_restart() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let names = ["\0", "a\0b", "🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀", &"x".repeat(64), " ", "é", "/..//"];
+        let db = Database::builder().logging(logged).create(&path).unwrap();
+        for (i, n) in names.iter().enumerate() {
+            db.create_tree(n).unwrap_or_else(|e| panic!("{n:?}: {e}")).upsert(b"k", &[i as u8]).unwrap();
+        }
+        for bad in ["", &"x".repeat(65), "🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀🦀a"]
+        {
+            let r = db.create_tree(bad);
+            assert!(matches!(r, Err(Error::InvalidTreeName { .. })), "{bad:?}: {r:?}");
+            let r = db.tree_or_create(bad);
+            assert!(
+                matches!(r, Err(Error::InvalidTreeName { .. } | Error::TreeNotFound(_))),
+                "{bad:?}: {r:?}"
+            );
+        }
+        if logged {
+            // A crash: the creations are durable when they return.
+            drop(db);
+        } else {
+            db.close().unwrap();
+        }
+        let db = Database::builder().open(&path).unwrap();
+        let mut got = db.tree_names();
+        got.sort();
+        let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(got, want, "logged {logged}");
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(db.tree(n).unwrap().get(b"k").unwrap(), Some(vec![i as u8]), "logged {logged}: {n:?}");
+        }
+        assert!(db.drop_tree("a\0b").unwrap());
+        assert!(matches!(db.tree("a\0b"), Err(Error::TreeNotFound(_))));
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn read_committed_reads_in_every_configuration() {
+    for c in configs() {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let ctx = format!("{c:?}");
+        for k in 0..400u32 {
+            tree.upsert(&k.to_be_bytes(), &[1; 30]).unwrap();
+        }
+        let rc = db.begin_read_committed();
+        let mut scan = rc.range(&tree, Unbounded, Unbounded);
+        let first = scan.next().unwrap().unwrap();
+        db.transact(|t| {
+            t.put(&tree, &0u32.to_be_bytes(), b"new")?;
+            t.delete(&tree, &399u32.to_be_bytes())?;
+            t.put(&tree, b"zz", b"new")?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(rc.get(&tree, &0u32.to_be_bytes()).unwrap().as_deref(), Some(&b"new"[..]), "{ctx}");
+        assert_eq!(rc.get(&tree, &399u32.to_be_bytes()).unwrap(), None, "{ctx}");
+        let rest: Vec<Rec> = scan.map(|x| x.unwrap()).collect();
+        if reads_committed(c) {
+            // The range read reads at its own snapshot, taken when it began.
+            assert_eq!(first.1, vec![1; 30], "{ctx}");
+            assert_eq!(rest.len(), 399, "{ctx}");
+            assert_eq!(rest.last().unwrap().0, 399u32.to_be_bytes().to_vec(), "{ctx}");
+        }
+        assert_eq!(rc.range(&tree, Unbounded, Unbounded).count(), 400, "{ctx}");
+        assert_eq!(
+            rc.range_rev(&tree, Unbounded, Unbounded).next().unwrap().unwrap().0,
+            b"zz".to_vec(),
+            "{ctx}"
+        );
+        assert_eq!(rc.scan_prefix(&tree, b"z").count(), 1, "{ctx}");
+        // An open transaction's changes stay unseen where the docs say nothing uncommitted is read.
+        let mut t = db.begin();
+        t.put(&tree, b"zz", b"uncommitted").unwrap();
+        t.delete(&tree, &5u32.to_be_bytes()).unwrap();
+        if reads_committed(c) || (!c.logged && c.locking) {
+            assert_eq!(rc.get(&tree, b"zz").unwrap().as_deref(), Some(&b"new"[..]), "{ctx}");
+            assert!(rc.get(&tree, &5u32.to_be_bytes()).unwrap().is_some(), "{ctx}");
+            assert_eq!(rc.range(&tree, Unbounded, Unbounded).count(), 400, "{ctx}");
+        }
+        t.abort().unwrap();
+    }
+}
