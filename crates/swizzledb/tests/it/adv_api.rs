@@ -1454,3 +1454,240 @@ fn read_committed_reads_in_every_configuration() {
         t.abort().unwrap();
     }
 }
+
+/// Every tree's root stays in the pool (buffer B5): more trees than a small pool's frames are
+/// refused with a typed error at `create_tree`, or at the open with a smaller pool, and nothing
+/// is lost — a larger pool opens every tree with its records.
+#[test]
+fn more_trees_than_a_small_pool_holds_are_refused_and_lose_nothing() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional] {
+        for logged in [true, false] {
+            let ctx = format!("{mode:?} logged {logged}");
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("db.swz");
+            let small = || Database::builder().mode(mode).page_size(4096).pool_bytes(32 * 4096);
+            let db = small().logging(logged).create(&path).unwrap();
+            let mut made = Vec::new();
+            let err = loop {
+                let name = format!("t{}", made.len());
+                match db.create_tree(&name) {
+                    Ok(t) => {
+                        t.upsert(name.as_bytes(), b"v").unwrap_or_else(|e| panic!("{ctx}: {name}: {e}"));
+                        made.push(name);
+                    }
+                    Err(e) => break e,
+                }
+                assert!(made.len() < 100, "{ctx}: 100 trees in a pool of 32 frames");
+            };
+            assert!(
+                matches!(err, Error::Buffer(_) | Error::Tree(TreeError::Buffer(_))),
+                "{ctx}: after {} trees: {err:?}",
+                made.len()
+            );
+            assert_eq!(db.tree_names().len(), made.len(), "{ctx}: {err}");
+            db.close().unwrap_or_else(|e| panic!("{ctx}: close: {e}"));
+            let db =
+                Database::builder().pool_bytes(8 << 20).open(&path).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            for name in &made {
+                assert_eq!(
+                    db.tree(name).unwrap().get(name.as_bytes()).unwrap().as_deref(),
+                    Some(&b"v"[..]),
+                    "{ctx}"
+                );
+            }
+            for i in 0..40 {
+                db.create_tree(&format!("more{i}")).unwrap().upsert(b"k", b"v").unwrap();
+            }
+            db.close().unwrap();
+            match small().open(&path) {
+                Ok(db) => {
+                    for name in db.tree_names() {
+                        let _ = db.tree(&name).map(|t| t.len());
+                    }
+                    db.close().unwrap_or_else(|e| panic!("{ctx}: close: {e}"));
+                }
+                Err(e) => {
+                    assert!(matches!(e, Error::Buffer(_) | Error::Tree(TreeError::Buffer(_))), "{ctx}: {e:?}")
+                }
+            }
+            let db =
+                Database::builder().pool_bytes(8 << 20).open(&path).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            assert_eq!(db.tree_names().len(), made.len() + 40, "{ctx}");
+            for name in &made {
+                assert_eq!(
+                    db.tree(name).unwrap().get(name.as_bytes()).unwrap().as_deref(),
+                    Some(&b"v"[..]),
+                    "{ctx}"
+                );
+            }
+            db.close().unwrap();
+        }
+    }
+}
+
+/// Deletes, updates, rollbacks and drops of trees with large values leave no page unreachable
+/// after a clean close (inspect's `unreachable_pages`: space lost), in every configuration.
+#[test]
+fn large_value_churn_and_drops_lose_no_pages() {
+    for c in configs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let db = Database::builder()
+            .mode(c.mode)
+            .page_size(4096)
+            .pool_bytes(if c.mode == PoolMode::MainMemory { 16 << 20 } else { 64 * 4096 })
+            .logging(c.logged)
+            .commit_mode(c.commit)
+            .lab(|l| l.locking(c.locking))
+            .create(&path)
+            .unwrap();
+        let ctx = format!("{c:?}");
+        let keep = db.create_tree("keep").unwrap();
+        let gone = db.create_tree("gone").unwrap();
+        for round in 0..3u8 {
+            db.transact(|t| {
+                for k in 0..40u32 {
+                    let n = [0usize, 10, 2000, 5000, 9000][(k as usize + usize::from(round)) % 5];
+                    t.put(&keep, &k.to_be_bytes(), &big(n, round))?;
+                    t.put(&gone, &k.to_be_bytes(), &big(n, round))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            let mut t = db.begin();
+            for k in 0..40u32 {
+                t.put(&keep, &k.to_be_bytes(), &big(7000, 0xee)).unwrap();
+                if k % 4 == 1 {
+                    t.delete(&gone, &k.to_be_bytes()).unwrap();
+                }
+            }
+            t.abort().unwrap();
+            for k in (0..40u32).step_by(3) {
+                keep.delete(&k.to_be_bytes()).unwrap();
+                keep.upsert(&(k + 1).to_be_bytes(), b"small").unwrap();
+            }
+        }
+        let want = all(&keep);
+        drop(gone);
+        assert!(db.drop_tree("gone").unwrap(), "{ctx}");
+        db.close().unwrap();
+        let file = swizzledb::inspect::DatabaseFile::open(&path).unwrap();
+        let report = file.verify();
+        assert!(report.is_clean(), "{ctx}: {report:?}");
+        assert_eq!(report.unreachable_pages, Some(0), "{ctx}: {report:?}");
+        drop(file);
+        let db = Database::builder().open(&path).unwrap();
+        assert_eq!(all(&db.tree("keep").unwrap()), want, "{ctx}");
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn read_transactions_keep_their_snapshot_through_checkpoints_flushes_and_backups() {
+    for c in configs().into_iter().filter(|c| c.locking) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let ctx = format!("{c:?}");
+        for k in 0..300u32 {
+            tree.upsert(&k.to_be_bytes(), &[1; 50]).unwrap();
+        }
+        let rt = db.begin_read();
+        let snap = rt.range(&tree, Unbounded, Unbounded).map(|x| x.unwrap()).collect::<Vec<_>>();
+        db.transact(|t| {
+            for k in 0..300u32 {
+                if k % 2 == 0 {
+                    t.delete(&tree, &k.to_be_bytes())?;
+                } else {
+                    t.put(&tree, &k.to_be_bytes(), &[2; 500])?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+        db.checkpoint().unwrap();
+        db.flush().unwrap();
+        db.backup_to(dir.path().join("b.swz")).unwrap();
+        let again: Vec<Rec> = rt.range(&tree, Unbounded, Unbounded).map(|x| x.unwrap()).collect();
+        assert_eq!(again, snap, "{ctx}");
+        assert_eq!(rt.get(&tree, &0u32.to_be_bytes()).unwrap(), Some(vec![1; 50]), "{ctx}");
+        drop(rt);
+        assert_eq!(tree.len().unwrap(), 150, "{ctx}");
+    }
+}
+
+#[test]
+fn contradictory_builder_settings_are_refused_or_decided_by_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // Read-only and creating contradict each other.
+    let r = Database::builder().read_only(true).create(dir.path().join("ro.swz"));
+    assert!(r.is_err(), "read-only create: {:?}", r.map(|_| ()));
+    assert!(!dir.path().join("ro.swz").exists());
+    let r = Database::builder().read_only(true).open_or_create(dir.path().join("ro2.swz"));
+    assert!(r.is_err(), "read-only open_or_create of a missing file");
+    assert!(!dir.path().join("ro2.swz").exists());
+    let r = Database::builder().read_only(true).create_in_memory();
+    assert!(r.is_err(), "read-only in-memory");
+    // A logged file opened with logging(false) stays logged: the file decides.
+    let path = dir.path().join("logged.swz");
+    let db = Database::builder().create(&path).unwrap();
+    db.create_tree("t").unwrap().upsert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let db = Database::builder().logging(false).commit_mode(CommitMode::Async).open(&path).unwrap();
+    assert!(db.is_logged());
+    let t = db.tree("t").unwrap();
+    t.upsert(b"k2", b"v2").unwrap();
+    drop(t);
+    drop(db);
+    let db = Database::builder().open(&path).unwrap();
+    assert_eq!(db.tree("t").unwrap().len().unwrap(), 2);
+    db.close().unwrap();
+    // An unlogged database with the logged-only settings.
+    let path = dir.path().join("unlogged.swz");
+    match Database::builder().logging(false).commit_mode(CommitMode::Async).log_archive(true).create(&path) {
+        Ok(db) => {
+            assert!(!db.is_logged());
+            db.create_tree("t").unwrap().upsert(b"k", b"v").unwrap();
+            db.close().unwrap();
+            let db = Database::builder().open(&path).unwrap();
+            assert!(!db.is_logged());
+            assert_eq!(db.tree("t").unwrap().len().unwrap(), 1);
+            db.close().unwrap();
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+}
+
+/// A lock refused to a deadlock's victim leaves the transaction as it was (LOCKS.md K23): two
+/// transactions of one thread that want each other's keys.
+#[test]
+fn k23_a_refused_lock_leaves_the_transaction_as_it_was() {
+    for c in configs().into_iter().filter(|c| c.locking) {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let ctx = format!("{c:?}");
+        tree.upsert(b"a", b"0").unwrap();
+        tree.upsert(b"b", b"0").unwrap();
+        let mut t1 = db.begin();
+        let mut t2 = db.begin();
+        t1.put(&tree, b"a", b"1").unwrap();
+        t2.put(&tree, b"b", b"2").unwrap();
+        t2.put(&tree, b"c", b"2").unwrap();
+        let r = t2.put(&tree, b"a", b"2");
+        assert!(matches!(r, Err(Error::Lock(_))), "{ctx}: {r:?}");
+        let r = t2.get(&tree, b"a");
+        assert!(matches!(r, Err(Error::Lock(_))), "{ctx}: {r:?}");
+        let r = t2.delete(&tree, b"a");
+        assert!(matches!(r, Err(Error::Lock(_))), "{ctx}: {r:?}");
+        // t2's own writes are as they were, and it can still commit.
+        assert_eq!(t2.get(&tree, b"b").unwrap().as_deref(), Some(&b"2"[..]), "{ctx}");
+        assert_eq!(t2.get(&tree, b"c").unwrap().as_deref(), Some(&b"2"[..]), "{ctx}");
+        t2.commit().unwrap();
+        t1.commit().unwrap();
+        let want: Vec<Rec> = [("a", "1"), ("b", "2"), ("c", "2")]
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(all(&tree), want, "{ctx}");
+    }
+}
