@@ -1691,3 +1691,167 @@ fn k23_a_refused_lock_leaves_the_transaction_as_it_was() {
         assert_eq!(all(&tree), want, "{ctx}");
     }
 }
+
+/// With the smallest log segments, a value of `max_value_len` bytes is accepted, replaced by
+/// another of that length, rolled back and recovered after a crash, in every buffer mode.
+#[test]
+fn values_at_the_limit_of_the_smallest_log_segments_survive_replaces_rollbacks_and_restart() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        for (page, pages) in [(4096u64, 2u64), (8192, 2), (4096, 3)] {
+            let ctx = format!("{mode:?} page {page} segment of {pages} pages");
+            let fs = std::sync::Arc::new(crate::common::new_fs());
+            let path = crate::common::db_path();
+            let b = || {
+                let vfs: std::sync::Arc<dyn swizzledb_io::Vfs> = fs.clone();
+                Database::builder()
+                    .mode(mode)
+                    .page_size(page as usize)
+                    .lab(|l| l.vfs(vfs))
+                    .pool_bytes(16 << 20)
+                    .log_segment_bytes(page * pages)
+                    .max_log_bytes(page * pages * 8)
+            };
+            let db = b().create(&path).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            let tree = db.create_tree("t").unwrap();
+            let max = tree.max_value_len();
+            let r = tree.upsert(b"over", &big(max + 1, 1));
+            assert!(matches!(r, Err(TreeError::ValueTooLarge { .. })), "{ctx}: {r:?}");
+            tree.upsert(b"k", &big(max, 1)).unwrap_or_else(|e| panic!("{ctx}: first: {e}"));
+            tree.upsert(b"k", &big(max, 2)).unwrap_or_else(|e| panic!("{ctx}: replace: {e}"));
+            tree.upsert(b"j", &big(max, 3)).unwrap_or_else(|e| panic!("{ctx}: second key: {e}"));
+            let mut t = db.begin();
+            t.put(&tree, b"k", &big(max, 4)).unwrap_or_else(|e| panic!("{ctx}: txn replace: {e}"));
+            t.delete(&tree, b"j").unwrap();
+            t.put(&tree, b"j", &big(max, 5)).unwrap_or_else(|e| panic!("{ctx}: txn reinsert: {e}"));
+            t.update_with(&tree, b"j", |old, new| new.extend_from_slice(&old[..max - 1])).unwrap();
+            t.abort().unwrap_or_else(|e| panic!("{ctx}: abort: {e}"));
+            let mut t = db.begin();
+            t.put(&tree, b"k", &big(max, 6)).unwrap();
+            t.commit().unwrap_or_else(|e| panic!("{ctx}: commit: {e}"));
+            let mut open = db.begin();
+            open.put(&tree, b"j", &big(max, 7)).unwrap();
+            // A crash with `open` running.
+            fs.crash(swizzledb_io::CrashMode::DropUnsynced);
+            drop(open);
+            drop(tree);
+            drop(db);
+            let db = b().open(&path).unwrap_or_else(|e| panic!("{ctx}: restart: {e}"));
+            let tree = db.tree("t").unwrap();
+            assert_eq!(tree.get(b"k").unwrap(), Some(big(max, 6)), "{ctx}");
+            assert_eq!(tree.get(b"j").unwrap(), Some(big(max, 3)), "{ctx}");
+            assert_eq!(tree.get(b"over").unwrap(), None, "{ctx}");
+            tree.verify().unwrap();
+            drop(tree);
+            db.close().unwrap();
+        }
+    }
+}
+
+/// `CommitMode::Async`: a crash loses the last commits, never a part of one, and never one
+/// before a commit it keeps; what `flush` made durable stays.
+#[test]
+fn async_commits_after_a_crash_are_a_whole_prefix_and_flush_makes_them_durable() {
+    use swizzledb_io::CrashMode;
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        for (i, crash) in [
+            CrashMode::DropUnsynced,
+            CrashMode::KeepUnsynced,
+            CrashMode::Torn { seed: 7 },
+            CrashMode::Torn { seed: 8 },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let ctx = format!("{mode:?} {crash:?}");
+            let fs = std::sync::Arc::new(crate::common::new_fs());
+            let path = crate::common::db_path();
+            let b = || {
+                let vfs: std::sync::Arc<dyn swizzledb_io::Vfs> = fs.clone();
+                crate::common::builder(mode, vfs).commit_mode(CommitMode::Async)
+            };
+            let db = b().create(&path).unwrap();
+            let tree = db.create_tree("t").unwrap();
+            let n = 120 + 37 * i as u32;
+            let flushed_at = n / 2;
+            for j in 1..=n {
+                let mut t = db.begin();
+                t.put(&tree, format!("a{j:04}").as_bytes(), &big(1 + (j as usize * 97) % 3000, j as u8))
+                    .unwrap();
+                t.put(&tree, format!("b{j:04}").as_bytes(), &[j as u8; 30]).unwrap();
+                t.put(&tree, b"counter", &j.to_be_bytes()).unwrap();
+                if j % 3 == 0 {
+                    t.delete(&tree, format!("a{:04}", j - 1).as_bytes()).unwrap();
+                }
+                t.commit().unwrap();
+                if j == flushed_at {
+                    db.flush().unwrap();
+                }
+                if j == n / 3 {
+                    db.checkpoint().unwrap();
+                }
+            }
+            fs.crash(crash);
+            drop(tree);
+            drop(db);
+            let db = b().open(&path).unwrap_or_else(|e| panic!("{ctx}: restart: {e}"));
+            let tree = db.tree("t").unwrap();
+            let c = u32::from_be_bytes(tree.get(b"counter").unwrap().unwrap().try_into().unwrap());
+            assert!(c >= flushed_at, "{ctx}: flushed commits lost: counter {c}, flushed at {flushed_at}");
+            let mut want = Map::new();
+            for j in 1..=c {
+                want.insert(format!("a{j:04}").into_bytes(), big(1 + (j as usize * 97) % 3000, j as u8));
+                want.insert(format!("b{j:04}").into_bytes(), vec![j as u8; 30]);
+                if j % 3 == 0 {
+                    want.remove(format!("a{:04}", j - 1).as_bytes());
+                }
+            }
+            want.insert(b"counter".to_vec(), c.to_be_bytes().to_vec());
+            assert_eq!(all(&tree), want.into_iter().collect::<Vec<_>>(), "{ctx}: counter {c}");
+            tree.verify().unwrap();
+            drop(tree);
+            db.close().unwrap();
+        }
+    }
+}
+
+/// R23: `create_tree` and `drop_tree` are durable when they return, in either commit mode.
+#[test]
+fn r23_tree_creations_and_drops_survive_a_crash_in_async_mode() {
+    use swizzledb_io::CrashMode;
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        for commit in [CommitMode::Async, CommitMode::Sync] {
+            let ctx = format!("{mode:?} {commit:?}");
+            let fs = std::sync::Arc::new(crate::common::new_fs());
+            let path = crate::common::db_path();
+            let b = || {
+                let vfs: std::sync::Arc<dyn swizzledb_io::Vfs> = fs.clone();
+                crate::common::builder(mode, vfs).commit_mode(commit)
+            };
+            let db = b().create(&path).unwrap();
+            let a = db.create_tree("a").unwrap();
+            for k in 0..200u32 {
+                a.upsert(&k.to_be_bytes(), &[1; 100]).unwrap();
+            }
+            db.flush().unwrap();
+            drop(a);
+            assert!(db.drop_tree("a").unwrap());
+            let again = db.create_tree("a").unwrap();
+            let _ = db.create_tree("b").unwrap();
+            let c = db.create_tree("c").unwrap();
+            drop(c);
+            assert!(db.drop_tree("c").unwrap());
+            fs.crash(CrashMode::DropUnsynced);
+            drop(again);
+            drop(db);
+            let db = b().open(&path).unwrap_or_else(|e| panic!("{ctx}: restart: {e}"));
+            let mut names = db.tree_names();
+            names.sort();
+            assert_eq!(names, vec!["a".to_string(), "b".to_string()], "{ctx}");
+            let a = db.tree("a").unwrap();
+            assert_eq!(a.len().unwrap(), 0, "{ctx}: the new tree a holds the dropped one's records");
+            a.verify().unwrap();
+            drop(a);
+            db.close().unwrap();
+        }
+    }
+}
