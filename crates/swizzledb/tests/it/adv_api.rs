@@ -1855,3 +1855,67 @@ fn r23_tree_creations_and_drops_survive_a_crash_in_async_mode() {
         }
     }
 }
+
+/// A transaction is `Send`: begun in one thread, written, committed or dropped in another. It
+/// ends as a transaction (a `drop_tree` afterwards does not wait for it), and a read
+/// transaction shared by threads gives each the one snapshot.
+#[test]
+fn transactions_moved_between_threads_end_and_read_transactions_are_shared() {
+    for c in configs() {
+        let db = open(c);
+        let tree = db.create_tree("t").unwrap();
+        let other = db.create_tree("u").unwrap();
+        let ctx = format!("{c:?}");
+        for k in 0..200u32 {
+            tree.upsert(&k.to_be_bytes(), &[1; 20]).unwrap();
+        }
+        for end in 0..3 {
+            let mut t = db.begin();
+            t.put(&tree, b"moved", &[end]).unwrap();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    t.put(&tree, b"moved2", &[end]).unwrap();
+                    match end {
+                        0 => t.commit().unwrap(),
+                        1 => t.abort().unwrap(),
+                        _ => drop(t),
+                    }
+                });
+            });
+            // The first committed; the others rolled back to it.
+            assert_eq!(tree.get(b"moved2").unwrap(), Some(vec![0]), "{ctx}: end {end}");
+            assert_eq!(tree.get(b"moved").unwrap(), Some(vec![0]), "{ctx}: end {end}");
+        }
+        let rt = db.begin_read();
+        let want: Vec<Rec> = rt.range(&tree, Unbounded, Unbounded).map(|x| x.unwrap()).collect();
+        std::thread::scope(|s| {
+            for i in 0..3u32 {
+                let (rt, tree, want, ctx) = (&rt, &tree, &want, &ctx);
+                s.spawn(move || {
+                    for _ in 0..5 {
+                        let got: Vec<Rec> =
+                            rt.range(tree, Unbounded, Unbounded).map(|x| x.unwrap()).collect();
+                        if c.locking {
+                            assert_eq!(&got, want, "{ctx}: reader {i}");
+                        }
+                    }
+                });
+            }
+            // Transactions: an unlogged database's plain writes keep no versions (K21).
+            s.spawn(|| {
+                for k in 0..100u32 {
+                    db.transact(|t| t.put(&tree, &k.to_be_bytes(), &[2; 20])).unwrap();
+                }
+            });
+        });
+        drop(rt);
+        // No transaction runs: the drop does not wait for one.
+        let started = std::time::Instant::now();
+        assert!(db.drop_tree("u").unwrap(), "{ctx}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{ctx}: drop_tree waited for a transaction"
+        );
+        let _ = other;
+    }
+}
