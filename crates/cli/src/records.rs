@@ -54,7 +54,9 @@ impl Encoding {
                 (0..text.len())
                     .step_by(2)
                     .map(|i| {
+                        // Two hex digits: `from_str_radix` alone also takes a sign (`+f`).
                         text.get(i..i + 2)
+                            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
                             .and_then(|d| u8::from_str_radix(d, 16).ok())
                             .ok_or_else(|| format!("not a hex byte at character {}", i + 1))
                     })
@@ -127,6 +129,7 @@ mod tests {
         assert!(bad(Format::Csv, Encoding::Hex, "abcd").contains("no comma"));
         assert!(bad(Format::Csv, Encoding::Hex, "abc,00").contains("key: odd number"));
         assert!(bad(Format::Csv, Encoding::Hex, "00,zz").contains("value: not a hex byte"));
+        assert!(bad(Format::Csv, Encoding::Hex, "+f,00").contains("key: not a hex byte at character 1"));
         assert!(bad(Format::Csv, Encoding::Base64, "AA==,!!").contains("value: not base64"));
         assert!(bad(Format::Jsonl, Encoding::Hex, "{\"key\":\"00\"}").contains("not a record object"));
         assert!(bad(Format::Jsonl, Encoding::Hex, "{\"key\":\"00\",\"value\":\"\",\"x\":1}")

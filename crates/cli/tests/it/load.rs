@@ -251,3 +251,14 @@ fn a_bad_tree_name_is_refused_before_anything_is_written() {
         assert!(!path.exists(), "{name:?}: the database was made");
     }
 }
+
+/// A hex pair is two hex digits: Rust's integer parser also takes a sign (`+f` is 15), which
+/// made `load` read `+f` as the byte 0f instead of refusing the line.
+#[test]
+fn a_signed_hex_pair_is_malformed() {
+    let (_dir, path, input) = with_input("01,0a\n+f,00\n");
+    let o = run(&["load", arg(&path), "--create", "--tree", "t", "--input", arg(&input)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 2: key: not a hex byte at character 1"), "{}", stderr(&o));
+    assert!(contents(&path)["t"].is_empty(), "the batch with the bad line was written");
+}
