@@ -215,9 +215,39 @@ fn crash_test_rejects_bad_input() {
             &["--cleaner", "decoupled"],
             &["--write-elision"],
             &["--large-values", "101"],
+            &["--pool-kib", "0"],
+            &["--pool-kib", "127"],
+            &["--pool-kib", "18446744073709551615"],
         ],
         &scratch.0,
     );
+    let o =
+        Command::new(BIN).args(["crash-test", "--pool-kib", "0", "--dir"]).arg(&scratch.0).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--pool-kib must be at least 128"), "{err}");
+}
+
+/// `--dir` naming a file is a usage error that names it, as every other command's `--dir` is
+/// (`common::parse_scratch_dir`); it was "error: File exists (os error 17)", exit 1. A missing
+/// `--dir` is made with its parents.
+#[test]
+fn crash_test_refuses_a_dir_that_is_a_file() {
+    let scratch = Scratch::new("crash-dir-file");
+    let file = scratch.0.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let o = Command::new(BIN).args(["crash-test", "--kills", "1", "--dir"]).arg(&file).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("a-file is not a directory"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+    let deep = scratch.0.join("not").join("yet");
+    let o = Command::new(BIN)
+        .args(["crash-test", "--kills", "1", "--max-run-ms", "20", "--dir"])
+        .arg(&deep)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(deep.join("crash.swz").is_file());
 }
 
 /// `--keep-failed` copies each crashed database before its restart (`last-crash`), so that a

@@ -198,7 +198,9 @@ pub struct CrashTestArgs {
     /// Buffer mode
     #[arg(long, default_value = "swizzling", value_parser = parse_mode)]
     mode: PoolMode,
-    /// Pool size in KiB (small, so pages are evicted and written while the writer runs)
+    /// Pool size in KiB (small, so pages are evicted and written while the writer runs; at least
+    /// 16 pages: 128 with --config default, 64 with --config transactions; main-memory mode
+    /// ignores it)
     #[arg(long, default_value_t = 256)]
     pool_kib: usize,
     /// Keep the log archive (RECOVERY.md R17): checkpoints archive the log while the writers run
@@ -239,8 +241,9 @@ pub struct CrashTestArgs {
     /// restarts from the same checkpoint); instant needs --log-archive
     #[arg(long, value_enum, default_value_t = RestartArg::Classical)]
     restart: RestartArg,
-    /// Directory for the database (default: a temporary directory, removed afterwards)
-    #[arg(long)]
+    /// Directory for the database, created if missing (default: a temporary directory, removed
+    /// afterwards)
+    #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Keep the crashed database of each kill whose check fails, as it was before the restart
     /// that checked it, in DIR/failed-kill-N (the file and its log directory): opening that
@@ -1095,6 +1098,24 @@ fn validate(args: &CrashTestArgs) -> Result<(), Box<dyn Error>> {
     }
     if !(1..=64).contains(&args.threads) || args.keys < args.threads {
         return Err(Usage("--threads must be 1 to 64, and --keys at least --threads".into()).into());
+    }
+    // The pool's floor of MIN_FRAMES pages, and a size in bytes that fits (main-memory mode
+    // takes a pool of its own).
+    let least_pool_kib = (swizzledb_buffer::MIN_FRAMES * page_size(args)) >> 10;
+    if args.mode != PoolMode::MainMemory && args.pool_kib < least_pool_kib {
+        return Err(Usage(format!(
+            "--pool-kib must be at least {least_pool_kib}: the pool holds at least {} pages of {} KiB",
+            swizzledb_buffer::MIN_FRAMES,
+            page_size(args) >> 10
+        ))
+        .into());
+    }
+    if args.pool_kib.checked_mul(1 << 10).is_none() {
+        return Err(Usage(format!(
+            "--pool-kib {} is more bytes than the machine can address",
+            args.pool_kib
+        ))
+        .into());
     }
     let segment = log_segment_bytes(args);
     let least = swizzledb::MIN_SEGMENT_PAGES * page_size(args) as u64;
