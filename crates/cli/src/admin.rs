@@ -4,7 +4,7 @@
 //! Exit codes (also in `--help`; the table for every command is in the README): 0 success (for `verify`: no damage); 1 damage found (listed
 //! by `verify`; for the others, a damaged page 0, tree or log stopped them); 2 bad arguments;
 //! 3 the input cannot be inspected (missing, unreadable, a directory or empty file, not a
-//! SwizzleDB file or log, no such tree); 4 `verify` found damage in a file not at rest: a
+//! SwizzleDB file or log, no such tree, another database's log beside the file `log` names); 4 `verify` found damage in a file not at rest: a
 //! logged one not closed cleanly (pages restart rebuilds from the log are not damage, and
 //! `verify` counts them apart: `swizzledb::inspect`'s module docs) or one open in a `Database`.
 
@@ -19,7 +19,7 @@ use crate::records::{self, Encoding, Format, CSV_HEADER};
 /// The exit codes' text for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 success (verify: no damage); 1 damage found; 2 bad arguments; \
 3 the input cannot be inspected (missing, a directory, empty, not a SwizzleDB file or log, no such \
-tree); 4 verify found damage in a file not at rest: a logged one not closed cleanly (pages restart \
+tree; for log FILE, another database's log beside FILE); 4 verify found damage in a file not at rest: a logged one not closed cleanly (pages restart \
 rebuilds from the log are not damage) or one open in a Database (it changed while read)";
 
 /// Damage found.
@@ -164,6 +164,14 @@ impl TapWarn for ExitCode {
                     "warning: {} was not closed cleanly and its log directory {} is missing: \
                      Builder::open refuses it; the changes since its last checkpoint are only in \
                      that log",
+                    i.path.display(),
+                    swizzledb::wal_dir(&i.path).display()
+                );
+            } else if let Some(problem) =
+                i.log.as_ref().and_then(|l| l.problem.as_ref()).filter(|_| i.logged && i.closed_cleanly)
+            {
+                eprintln!(
+                    "warning: {} was closed cleanly, but its log directory {} cannot be used: {problem}",
                     i.path.display(),
                     swizzledb::wal_dir(&i.path).display()
                 );

@@ -132,6 +132,24 @@ pub enum InspectError {
         /// What is wrong.
         reason: String,
     },
+    /// The log directory beside a database file is another database's (its identity file
+    /// names another id): `open` refuses the file with it ([`crate::Error::ForeignLog`], R14).
+    #[error(
+        "the log {} belongs to another database than {} (its database id is {found:#018x}, the file's \
+         {id:#018x}); put the file's own log beside it, or name the directory to read that log alone",
+        dir.display(),
+        file.display()
+    )]
+    ForeignLog {
+        /// The log directory.
+        dir: PathBuf,
+        /// The database file.
+        file: PathBuf,
+        /// The id the log's identity file records.
+        found: u64,
+        /// The id the file's page 0 records.
+        id: u64,
+    },
     /// The log is damaged: a record that cannot be read or decoded.
     #[error("the log {} is damaged{}: {reason}", dir.display(), lsn.map(|l| format!(" at {l}")).unwrap_or_default())]
     LogDamaged {
@@ -509,7 +527,7 @@ impl DatabaseFile {
         let format_version = swizzledb_buffer::page::get_u32(&page0, swizzledb_buffer::page::HEADER_SIZE + 8);
         let (free_pages, chain_damage, log, clean, restart);
         if meta.logged {
-            let (state, view) = log_state(&vfs, path);
+            let (state, view) = log_state(&vfs, path, meta.id);
             restart = view;
             clean = state.problem.is_none()
                 && state.checkpoint.is_some()
@@ -772,7 +790,7 @@ struct RestartView {
 
 /// Reads where the log of the logged database at `path` stands and, if it can be read, what
 /// restart would do to the file's pages.
-fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> (LogState, Option<RestartView>) {
+fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path, id: u64) -> (LogState, Option<RestartView>) {
     let dir = crate::wal_dir(path);
     let mut state = LogState {
         dir: dir.clone(),
@@ -789,7 +807,7 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path) -> (LogState, Option<RestartVie
     };
     let mut view = RestartView::default();
     let result = (|| -> std::result::Result<(), String> {
-        let (log, segment_bytes) = open_log(vfs, &dir).map_err(|e| e.to_string())?;
+        let (log, segment_bytes) = open_log(vfs, &dir, Some((path, id))).map_err(|e| e.to_string())?;
         state.segment_bytes = segment_bytes;
         state.oldest = log.oldest();
         state.end = log.end();
@@ -855,13 +873,18 @@ fn writes(record: &Record, id: PageId) -> bool {
     }
 }
 
-/// Opens the log in `dir` read-only, with the segment size its identity file records.
-fn open_log(vfs: &Arc<ReadOnlyFs>, dir: &Path) -> Result<(LogManager, u64)> {
+/// Opens the log in `dir` read-only, with the segment size its identity file records. With
+/// `owner` (a database file and the id its page 0 records), another database's log is
+/// [`InspectError::ForeignLog`], as `open` refuses it (R14).
+fn open_log(vfs: &Arc<ReadOnlyFs>, dir: &Path, owner: Option<(&Path, u64)>) -> Result<(LogManager, u64)> {
     if !dir.is_dir() {
         return Err(InspectError::NotALog { path: dir.to_path_buf(), reason: "no such directory".into() });
     }
-    let (_, segment_bytes) = crate::files::read_identity(&**vfs, dir)
+    let (found, segment_bytes) = crate::files::read_identity(&**vfs, dir)
         .map_err(|reason| InspectError::NotALog { path: dir.to_path_buf(), reason })?;
+    if let Some((file, id)) = owner.filter(|&(_, id)| id != found) {
+        return Err(InspectError::ForeignLog { dir: dir.to_path_buf(), file: file.to_path_buf(), found, id });
+    }
     let mut config = LogConfig::new(dir);
     config.segment_bytes = segment_bytes;
     config.flush_interval = None;
@@ -1088,7 +1111,8 @@ impl Iterator for LogRecords {
 ///
 /// # Errors
 /// [`InspectError::Unreadable`] (missing), [`InspectError::NotALog`] (no identity file, or an
-/// unlogged database's file), [`InspectError::LogDamaged`] (records after a damaged frame, a
+/// unlogged database's file), [`InspectError::ForeignLog`] (a database file beside another
+/// database's log), [`InspectError::LogDamaged`] (records after a damaged frame, a
 /// damaged identity file).
 pub fn read_log(path: impl AsRef<Path>) -> Result<LogRecords> {
     let path = path.as_ref();
@@ -1105,7 +1129,13 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<LogRecords> {
     let lock = if id_file.is_file() { lock_shared(&id_file)? } else { None };
     let in_use = id_file.is_file() && lock.is_none();
     let vfs = Arc::new(ReadOnlyFs::default());
-    let (log, _) = open_log(&vfs, &dir)?;
+    // Named by its database file: that file's log, if the file is a database (R14).
+    let owner = if stat.is_dir() {
+        None
+    } else {
+        PageFile::open_logged(&*vfs, path, false).ok().map(|(_, meta)| (path, meta.id))
+    };
+    let (log, _) = open_log(&vfs, &dir, owner)?;
     let checkpoint = crate::restart::last_checkpoint_end(&log).map_err(|e| match e {
         crate::Error::Log(e) => log_error(&dir, e),
         other => InspectError::LogDamaged { dir: dir.clone(), lsn: None, reason: other.to_string() },

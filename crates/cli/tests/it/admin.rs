@@ -535,3 +535,41 @@ fn stat_says_a_clean_copy_without_its_log_is_clean_and_missing_its_log() {
     assert!(!err.contains("not closed cleanly"), "{err}");
     assert!(err.contains("was closed cleanly") && err.contains("copy.swz.wal is missing"), "{err}");
 }
+
+/// A database file beside another database's log directory (both closed cleanly): `open`
+/// refuses it (`Error::ForeignLog`), so `stat` must not call it clean nor show that log's
+/// checkpoint as its own, and `log FILE` must not print another database's records as the
+/// file's. Before, `stat` said `clean: yes` with the other log's fields, and `log` printed them.
+#[test]
+fn another_databases_log_beside_a_file_is_not_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.swz"), dir.path().join("b.swz"));
+    make_db(&a, 300);
+    make_db(&b, 10);
+    std::fs::remove_dir_all(wal(&a)).unwrap();
+    std::fs::rename(wal(&b), wal(&a)).unwrap();
+    assert!(matches!(Database::builder().open(&a), Err(swizzledb::Error::ForeignLog { .. })));
+
+    let o = run_unchanged(&["stat", arg(&a)], &[&a, &wal(&a)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let f = fields(&o);
+    assert_eq!((f["closed_cleanly"].as_str(), f["clean"].as_str()), ("yes", "no"), "{f:?}");
+    assert!(f["log_problem"].contains("belongs to another database"), "{f:?}");
+    assert!(!f.contains_key("log_checkpoint"), "{f:?}");
+    let err = stderr(&o);
+    assert!(!err.contains("not closed cleanly"), "{err}");
+    assert!(err.contains("was closed cleanly, but its log") && err.contains("another database"), "{err}");
+
+    let o = run_unchanged(&["log", arg(&a)], &[&a, &wal(&a)]);
+    assert_eq!((code(&o), stderr(&o).lines().count()), (3, 1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("belongs to another database than"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    // The directory itself is still a log to read.
+    let o = run_unchanged(&["log", arg(&wal(&a))], &[&a, &wal(&a)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // The file's own pages are whole: verify finds nothing wrong, and dump reads them.
+    let o = run_unchanged(&["verify", arg(&a)], &[&a, &wal(&a)]);
+    assert_eq!(code(&o), 0, "{} {}", stdout(&o), stderr(&o));
+    let o = run_unchanged(&["dump", arg(&a), "--tree", "data"], &[&a, &wal(&a)]);
+    assert_eq!((code(&o), stdout(&o).lines().count()), (0, 301), "{}", stderr(&o));
+}
