@@ -56,7 +56,9 @@ impl Database {
         let path = path.as_ref();
         // The file's kind, not this open's: a read-only open reads a logged file without its log.
         let logged = self.is_logged() || self.core.pool.file_is_logged();
-        for p in [Some(path.to_path_buf()), logged.then(|| wal_dir(path))].into_iter().flatten() {
+        // `<path>.wal` even for an unlogged copy: a log directory there would sit beside the
+        // copy as if it were its log.
+        for p in [path.to_path_buf(), wal_dir(path)] {
             if p.exists() {
                 return Err(Error::BackupTargetExists(p));
             }

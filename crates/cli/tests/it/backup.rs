@@ -150,3 +150,27 @@ fn compact_refuses_what_it_cannot_open_as_unusable() {
     }
     assert_eq!(std::fs::read(&garbage).unwrap(), b"garbage\n");
 }
+
+/// `--help` and the README: exit 2 when DEST "(or DEST.wal)" exists, whatever the source. An
+/// unlogged source's backup went ahead beside a stale DEST.wal (another database's log, which
+/// `swizzledb log DEST` then read as the copy's).
+#[test]
+fn an_unlogged_backup_refuses_a_log_directory_at_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let (src, dst) = (dir.path().join("src.swz"), dir.path().join("dst.swz"));
+    let db = Database::builder().logging(false).create(&src).unwrap();
+    db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let stale = swizzledb::wal_dir(&dst);
+    std::fs::create_dir(&stale).unwrap();
+    let out = run(&["backup", arg(&src), arg(&dst)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("dst.swz.wal exists already"), "{err}");
+    assert!(!dst.exists(), "a copy was written beside the stale log directory");
+    std::fs::remove_dir(&stale).unwrap();
+    let out = run(&["backup", arg(&src), arg(&dst)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stale.exists(), "an unlogged copy has no log directory");
+    assert_eq!(contents(&dst), contents(&src));
+}
