@@ -106,11 +106,15 @@ fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
         )
         .into());
     }
-    // Fail before the run, not after it, if the trace cannot be written.
-    std::fs::File::create(&args.out).map_err(|e| {
+    // Fail before the run, not after it, if the trace cannot be written. A file already there
+    // is opened without truncating it: only a database's trace replaces it.
+    let existed = args.out.symlink_metadata().is_ok();
+    std::fs::OpenOptions::new().append(true).create(true).open(&args.out).map_err(|e| {
         swizzledb_lab::UnusablePath(format!("cannot write --out {}: {e}", args.out.display()))
     })?;
-    std::fs::remove_file(&args.out).map_err(|e| format!("removing {}: {e}", args.out.display()))?;
+    if !existed {
+        std::fs::remove_file(&args.out).map_err(|e| format!("removing {}: {e}", args.out.display()))?;
+    }
 
     recording::start(&args.out);
     let outcome = crate::run(cli.command);
@@ -149,12 +153,29 @@ fn describe(path: &Path) -> String {
     summary().unwrap_or_else(|e| format!("{}: {e}", path.display()))
 }
 
+/// Whether `a` and `b` name one existing file (by device and inode: other spellings and links
+/// too).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+        _ => false,
+    }
+}
+
 fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(csv) = &args.csv {
         if args.input.as_os_str() == "-" {
             return Err(swizzledb_lab::Usage(
                 "--csv reads a recorded trace file, not standard input; give its path".into(),
             )
+            .into());
+        }
+        if same_file(&args.input, csv) {
+            return Err(swizzledb_lab::Usage(format!(
+                "--csv {} is the input trace: writing it would destroy what is read; name another file",
+                csv.display()
+            ))
             .into());
         }
         let rows = swizzledb_buffer::export_csv(&args.input, csv)?;

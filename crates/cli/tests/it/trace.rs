@@ -216,3 +216,88 @@ fn bad_input_is_a_usage_error_with_a_message() {
     assert_eq!(g.status.code(), Some(3), "{}", text(&g.stderr));
     assert!(text(&g.stderr).contains("a-file"), "{}", text(&g.stderr));
 }
+
+/// `trace record` checked that it could write `--out` by creating the file and removing it,
+/// before the command ran: a file already there (an older trace, or a database named by
+/// mistake) was emptied and removed, even when the command then opened no database ("no trace
+/// was written"). A file there is now left as it is.
+#[test]
+fn record_leaves_an_existing_out_file_when_no_trace_replaces_it() {
+    let scratch = Scratch::new("record-keeps");
+    let old = scratch.0.join("old.swzt");
+    std::fs::write(&old, b"an older trace").unwrap();
+    let o = Command::new(BIN)
+        .args(["trace", "record", "--out"])
+        .arg(&old)
+        .args(["--", "verify"])
+        .arg(scratch.0.join("missing.swz"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("no trace was written"), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(&old).unwrap(), b"an older trace");
+
+    // The database the command reads, named as --out by mistake, is still there to read.
+    let db_path = scratch.0.join("db.swz");
+    let db = swizzledb::Database::builder().create(&db_path).unwrap();
+    db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let before = std::fs::read(&db_path).unwrap();
+    let o = Command::new(BIN)
+        .args(["trace", "record", "--out"])
+        .arg(&db_path)
+        .args(["--", "stat"])
+        .arg(&db_path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(&db_path).unwrap(), before);
+    // A missing --out is still probed and not left behind, and one that cannot be written
+    // still fails before the command runs.
+    let new = scratch.0.join("new.swzt");
+    let o = Command::new(BIN)
+        .args(["trace", "record", "--out"])
+        .arg(&new)
+        .args(["--", "stat"])
+        .arg(&db_path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(!new.exists());
+    let o = Command::new(BIN)
+        .args(["trace", "record", "--out"])
+        .arg(&scratch.0)
+        .args(["--", "stat"])
+        .arg(&db_path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("cannot write --out"), "{}", text(&o.stderr));
+}
+
+/// `trace export --csv` naming its own `--input` emptied the trace before reading it (the
+/// recording lost, "truncated", exit 1): now a usage error that leaves it whole.
+#[test]
+fn export_refuses_to_write_its_csv_over_its_input() {
+    let scratch = Scratch::new("export-self");
+    let trace = scratch.0.join("t.swzt");
+    let o = Command::new(BIN)
+        .args(["trace", "record", "--out"])
+        .arg(&trace)
+        .args(["--", "bench", "lookup", "--records", "2000", "--duration", "0.05", "--warmup", "0"])
+        .args(["--repeat", "1", "--mode", "swizzling", "--dir"])
+        .arg(&scratch.0)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let before = std::fs::read(&trace).unwrap();
+    let o = run(&["trace", "export"], &[("--input", &trace), ("--csv", &trace)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("is the input trace"), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace was changed");
+    // The same file by another name.
+    let other = scratch.0.join(".").join("t.swzt");
+    let o = run(&["trace", "export"], &[("--input", &trace), ("--csv", &other)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace was changed");
+}
