@@ -238,6 +238,11 @@ fn bad_input_exits_2_and_writes_nothing() {
         vec!["experiment", "fig10", "--pool", "64KiB"],
         vec!["bench", "lookup", "--records", "1000", "--pool", "1KiB"],
         vec!["bench", "insert", "--records", "1000", "--page-size", "1000"],
+        // A pool of more frames than a pool can have, given or grown from --records by default:
+        // it was "invalid configuration", exit 1, after the run's header.
+        vec!["bench", "lookup", "--records", "18446744073709551615"],
+        vec!["bench", "scan", "--records", "18446744073709551615"],
+        vec!["bench", "lookup", "--records", "1000", "--pool", "64TiB"],
     ] {
         let o = Command::new(BIN).args(&args).arg("--out").arg(&out).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));

@@ -141,6 +141,17 @@ pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, St
             text::bytes(c.page_size)
         ));
     }
+    // The pool's other limits (at most 2^32 - 2 frames), checked as the pool would check them.
+    let pool_config = swizzledb_buffer::PoolConfig {
+        pool_bytes: usize::try_from(pool).unwrap_or(usize::MAX),
+        ..swizzledb_buffer::PoolConfig::default()
+    };
+    if let Err(e) = swizzledb_buffer::BufferPool::check_config(&pool_config, c.page_size as usize) {
+        return Err(format!(
+            "a pool of {} cannot be made: {e}; give a smaller --pool (where it is not given, it grows with --records)",
+            text::bytes(pool)
+        ));
+    }
     Ok(Config {
         experiment: experiment.to_string(),
         records: 0,
