@@ -243,6 +243,10 @@ fn bad_input_exits_2_and_writes_nothing() {
         vec!["bench", "lookup", "--records", "18446744073709551615"],
         vec!["bench", "scan", "--records", "18446744073709551615"],
         vec!["bench", "lookup", "--records", "1000", "--pool", "64TiB"],
+        // Records whose bytes or in-memory pool overflow: an arithmetic-overflow panic before.
+        vec!["bench", "drift", "--records", "18446744073709551615"],
+        vec!["bench", "isolation", "--records", "18446744073709551615"],
+        vec!["bench", "read-latency", "--records", "18446744073709551615"],
     ] {
         let o = Command::new(BIN).args(&args).arg("--out").arg(&out).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));

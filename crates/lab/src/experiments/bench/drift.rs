@@ -272,6 +272,12 @@ pub fn execute_as(experiment: &'static str, args: &DriftArgs) -> Result<ExitCode
 /// # Errors
 /// Bad options.
 pub fn plan(experiment: &'static str, args: &DriftArgs) -> Result<DriftPlan, Usage> {
+    if args.records.checked_mul(RECORD_BYTES).is_none() {
+        return Err(Usage(format!(
+            "--records {}: more bytes of keys and values ({RECORD_BYTES} each) than a file can hold",
+            args.records
+        )));
+    }
     let hot = args.hot / RECORD_BYTES;
     if hot == 0 || hot > args.records {
         return Err(Usage(format!(

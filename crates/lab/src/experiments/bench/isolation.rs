@@ -25,7 +25,7 @@ const VALUE_BYTES: usize = 100;
 #[derive(Args, Debug)]
 pub struct IsolationArgs {
     /// Records loaded (even keys; inserts and deletes use the odd keys between them)
-    #[arg(long, default_value = "100000", value_parser = units::parse_positive_count)]
+    #[arg(long, default_value = "100000", value_parser = parse_in_memory_records)]
     records: u64,
     /// Records each scan transaction reads
     #[arg(long, default_value = "100", value_parser = units::parse_positive_count)]
@@ -112,10 +112,31 @@ impl Rng {
     }
 }
 
+/// The pool of a benchmark that runs in memory (`bench isolation`, `bench read-latency`): 400
+/// bytes per record, at least 32 MiB.
+pub(crate) fn in_memory_pool_bytes(records: u64) -> usize {
+    usize::try_from(records).unwrap_or(usize::MAX).saturating_mul(400).max(32 << 20)
+}
+
+/// `--records` of a benchmark that runs in memory: at least 1, and few enough that the pool
+/// [`in_memory_pool_bytes`] gives them can be made (the check the pool makes, before anything
+/// is written).
+pub(crate) fn parse_in_memory_records(input: &str) -> Result<u64, String> {
+    let records = units::parse_positive_count(input)?;
+    let config = swizzledb_buffer::PoolConfig {
+        pool_bytes: in_memory_pool_bytes(records),
+        ..swizzledb_buffer::PoolConfig::default()
+    };
+    swizzledb_buffer::BufferPool::check_config(&config, swizzledb_buffer::page::DEFAULT_PAGE_SIZE).map_err(
+        |e| format!("{records} records are too many to hold in memory (400 bytes of pool each): {e}"),
+    )?;
+    Ok(records)
+}
+
 fn open(dir: &Path, locking: bool, records: u64) -> Result<(Database, Tree), Box<dyn Error>> {
     let path = dir.join(if locking { "locking-on.swz" } else { "locking-off.swz" });
     let db = Database::builder()
-        .pool_bytes(((records as usize) * 400).max(32 << 20))
+        .pool_bytes(in_memory_pool_bytes(records))
         .commit_mode(CommitMode::Async)
         .lab(|l| l.locking(locking))
         .create(&path)?;

@@ -16,7 +16,7 @@ use std::sync::{Barrier, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use swizzledb::{CommitMode, Database, Error as DbError, Tree};
 
-use crate::experiments::bench::isolation::{key, Rng};
+use crate::experiments::bench::isolation::{in_memory_pool_bytes, key, parse_in_memory_records, Rng};
 use crate::harness::experiment::{self, Experiment};
 use crate::support::progress::Progress;
 use crate::support::{stats, units};
@@ -29,7 +29,7 @@ const VALUE_BYTES: usize = 100;
 #[derive(Args, Debug)]
 pub struct ReadLatencyArgs {
     /// Records loaded (8-byte big-endian keys 0, 1, 2, ...)
-    #[arg(long, default_value = "100000", value_parser = units::parse_positive_count)]
+    #[arg(long, default_value = "100000", value_parser = parse_in_memory_records)]
     records: u64,
     /// Hot keys: the first this many; the writer and the readers use only these
     #[arg(long, default_value = "1000", value_parser = units::parse_positive_count)]
@@ -136,7 +136,7 @@ fn new_histogram() -> Result<Histogram<u64>, Box<dyn Error>> {
 /// Creates the logged database (locking on, the builder's default) and loads `records` records.
 fn open(dir: &Path, records: u64) -> Result<(Database, Tree), Box<dyn Error>> {
     let db = Database::builder()
-        .pool_bytes(((records as usize) * 400).max(32 << 20))
+        .pool_bytes(in_memory_pool_bytes(records))
         .commit_mode(CommitMode::Async)
         .create(dir.join("read-latency.swz"))?;
     let t = db.create_tree("t")?;
