@@ -247,6 +247,9 @@ fn bad_input_exits_2_and_writes_nothing() {
         vec!["bench", "drift", "--records", "18446744073709551615"],
         vec!["bench", "isolation", "--records", "18446744073709551615"],
         vec!["bench", "read-latency", "--records", "18446744073709551615"],
+        // A pool below 16 pages or above 2^32 - 2: "invalid configuration", exit 1, before.
+        vec!["bench", "values", "--pool", "0"],
+        vec!["bench", "values", "--pool", "64TiB"],
     ] {
         let o = Command::new(BIN).args(&args).arg("--out").arg(&out).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));

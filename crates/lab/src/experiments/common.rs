@@ -123,6 +123,24 @@ pub fn to_usize(what: &str, v: u64) -> Result<usize, String> {
     usize::try_from(v).map_err(|_| format!("{what} {v} does not fit in memory addresses"))
 }
 
+/// Whether a pool of `pool` bytes over pages of `page_size` bytes can be made, checked as the
+/// pool checks it (at least 16 and at most 2^32 - 2 frames), before anything is written.
+pub fn check_pool(pool: u64, page_size: usize) -> Result<(), String> {
+    let config = swizzledb_buffer::PoolConfig {
+        pool_bytes: usize::try_from(pool).unwrap_or(usize::MAX),
+        ..swizzledb_buffer::PoolConfig::default()
+    };
+    swizzledb_buffer::BufferPool::check_config(&config, page_size)
+        .map_err(|e| format!("a pool of {} cannot be made: {e}", text::bytes(pool)))
+}
+
+/// `--pool` of a command whose databases have the default page size: a size the pool takes.
+pub fn parse_default_page_pool(input: &str) -> Result<u64, String> {
+    let pool = units::parse_size(input)?;
+    check_pool(pool, swizzledb_buffer::page::DEFAULT_PAGE_SIZE)?;
+    Ok(pool)
+}
+
 /// The configuration of one point, before records and working set are chosen.
 pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String> {
     if !usize::try_from(c.page_size).is_ok_and(swizzledb_buffer::page::valid_page_size) {
@@ -141,17 +159,10 @@ pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, St
             text::bytes(c.page_size)
         ));
     }
-    // The pool's other limits (at most 2^32 - 2 frames), checked as the pool would check them.
-    let pool_config = swizzledb_buffer::PoolConfig {
-        pool_bytes: usize::try_from(pool).unwrap_or(usize::MAX),
-        ..swizzledb_buffer::PoolConfig::default()
-    };
-    if let Err(e) = swizzledb_buffer::BufferPool::check_config(&pool_config, c.page_size as usize) {
-        return Err(format!(
-            "a pool of {} cannot be made: {e}; give a smaller --pool (where it is not given, it grows with --records)",
-            text::bytes(pool)
-        ));
-    }
+    // The pool's other limits (at most 2^32 - 2 frames).
+    check_pool(pool, c.page_size as usize).map_err(|e| {
+        format!("{e}; give a smaller --pool (where it is not given, it grows with --records)")
+    })?;
     Ok(Config {
         experiment: experiment.to_string(),
         records: 0,

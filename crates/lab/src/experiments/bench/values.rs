@@ -37,7 +37,7 @@ pub struct ValuesArgs {
     #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
     bytes: u64,
     /// Buffer-pool size of each database (it should hold --bytes and the tree)
-    #[arg(long, default_value = "256MiB", value_parser = units::parse_size)]
+    #[arg(long, default_value = "256MiB", value_parser = crate::experiments::common::parse_default_page_pool)]
     pool: u64,
     /// Measurements per size, interleaved across sizes; tables show medians
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
