@@ -20,8 +20,9 @@ use swizzledb_lab::support::recording;
 /// What `swizzledb trace` does.
 #[derive(Subcommand)]
 pub enum TraceAction {
-    /// Run another swizzledb command (after `--`) with a buffer reference trace recorded for
-    /// every database it opens: FILE for the first, FILE.1, FILE.2, ... for the next ones
+    /// Run another swizzledb command (after `--`: a bench, an experiment or the demo) with a
+    /// buffer reference trace recorded for every database it makes: FILE for the first, FILE.1,
+    /// FILE.2, ... for the next ones
     Record(RecordArgs),
     /// Write a recorded trace's events as CSV (event, thread, page, parent, latch, hit,
     /// time_ns), or the reference string of any trace as libCacheSim's oracleGeneral
@@ -120,7 +121,10 @@ fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
     let outcome = crate::run(cli.command);
     let files = recording::finish();
     if files.is_empty() {
-        eprintln!("The command opened no database; no trace was written.");
+        eprintln!(
+            "The command made no database that is traced (those of bench, experiment and demo \
+             commands are); no trace was written."
+        );
     } else {
         eprintln!("Traced {} database(s):", files.len());
         for f in &files {

@@ -252,6 +252,10 @@ fn record_leaves_an_existing_out_file_when_no_trace_replaces_it() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(std::fs::read(&db_path).unwrap(), before);
+    // stat opened the database, but no command outside the lab's is traced: the note says so
+    // (it said "The command opened no database").
+    let err = text(&o.stderr);
+    assert!(err.contains("no trace was written") && err.contains("bench, experiment and demo"), "{err}");
     // A missing --out is still probed and not left behind, and one that cannot be written
     // still fails before the command runs.
     let new = scratch.0.join("new.swzt");
