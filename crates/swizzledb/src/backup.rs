@@ -54,8 +54,7 @@ impl Database {
     /// an error nothing is left at `path`.
     pub fn backup_to(&self, path: impl AsRef<Path>) -> Result<BackupStats> {
         let path = path.as_ref();
-        // The file's kind, not this open's: a read-only open reads a logged file without its log.
-        let logged = self.is_logged() || self.core.pool.file_is_logged();
+        let logged = self.file_is_logged();
         // `<path>.wal` even for an unlogged copy: a log directory there would sit beside the
         // copy as if it were its log.
         for p in [path.to_path_buf(), wal_dir(path)] {
@@ -80,6 +79,19 @@ impl Database {
             }
         }
         renamed
+    }
+
+    /// The file's kind, not this open's: a read-only open reads a logged file without its log.
+    fn file_is_logged(&self) -> bool {
+        self.is_logged() || self.core.pool.file_is_logged()
+    }
+
+    /// The copy [`Database::backup_to`] makes, written at `temp` itself rather than under a
+    /// temporary name of its own and renamed: a compaction's copy (R28), whose `temp` is
+    /// already one ([`temporary_path`]), so that a kill while it copies leaves nothing but
+    /// names the next compaction finds ([`abandoned_copies`]).
+    pub(crate) fn backup_in_place(&self, temp: &Path) -> Result<BackupStats> {
+        self.write_backup(temp, self.file_is_logged())
     }
 
     /// Copies every tree through one read transaction into a new database at `temp`, and

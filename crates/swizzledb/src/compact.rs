@@ -78,7 +78,9 @@ impl Builder {
             remove_database(&copy);
         }
         let temp = temporary_path(path)?;
-        let copied = db.backup_to(&temp);
+        // Written at `temp` itself: through `backup_to`, under a temporary name of that
+        // temporary name, a kill while copying left a copy no compaction recognized.
+        let copied = db.backup_in_place(&temp);
         let closed = db.close();
         let stats = match (copied, closed) {
             (Ok(stats), Ok(())) => stats,

@@ -264,3 +264,52 @@ fn r28_a_compaction_removes_the_copies_killed_compactions_left() {
     assert_eq!(names(dir.path()), left);
     assert_eq!(contents(&path, true), before);
 }
+
+/// R28: a compaction killed while it writes its copy leaves only names the next compaction
+/// removes. The copy used to be written by `backup_to`, under a temporary name of the
+/// compaction's temporary name (`..db.swz.backup-<pid>-<n>.backup-<pid>-<m>`), which no
+/// compaction recognized: every kill before the commit point left a copy for good. The test
+/// runs a compaction in a child process (this test, run again) and kills it as soon as a
+/// temporary name appears beside the database.
+#[test]
+fn r28_a_compaction_killed_while_it_copies_leaves_nothing_the_next_keeps() {
+    const CHILD: &str = "SWIZZLEDB_TEST_COMPACT_CHILD";
+    if let Some(path) = std::env::var_os(CHILD) {
+        Database::builder().compact(path).unwrap();
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let db = Database::builder().create(&path).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    for chunk in (0..40_000u32).collect::<Vec<_>>().chunks(5000) {
+        db.transact(|tx| {
+            for &i in chunk {
+                tx.insert(&tree, &i.to_be_bytes(), &[7u8; 200])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    db.close().unwrap();
+    let before = contents(&path, true);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "compact::r28_a_compaction_killed_while_it_copies_leaves_nothing_the_next_keeps"])
+        .env(CHILD, &path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !names(dir.path()).iter().any(|n| n.contains(".backup-")) {
+        assert!(child.try_wait().unwrap().is_none(), "the compaction ended before its copy was seen");
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "no copy appeared");
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(names(dir.path()).len() > 2, "the kill left the copy: {:?}", names(dir.path()));
+    Database::builder().compact(&path).unwrap();
+    assert_eq!(names(dir.path()), ["db.swz", "db.swz.wal"], "a killed compaction's copy was kept");
+    assert_eq!(contents(&path, true), before);
+}
