@@ -215,6 +215,10 @@ const MERGE_RUNS: usize = 8;
 /// Runs smaller than this count as this large when sizes are compared, so that tiny runs (a
 /// checkpoint with little new log) merge with small ones instead of piling up.
 const MERGE_FLOOR_BYTES: u64 = 64 << 10;
+/// Runs past which an archiving merges by size tiers itself, background merger or not (R17):
+/// the tiers keep fewer than `MERGE_RUNS` runs each, so only runs the merger has not reached
+/// get here — those of processes killed before its first rounds, which the next ones add to.
+const MAX_RUNS: usize = 2 * MERGE_RUNS * MERGE_RUNS;
 
 /// A node's disk image with its free gap zeroed, so that the record encoding leaves it out
 /// (a node after a split is about half empty).
@@ -414,7 +418,8 @@ impl Wal {
             (None, None) => None,
         };
         drop(state);
-        if how != Archiving::Unmerged && !self.background_merges.load(Ordering::Acquire) {
+        let behind = archive.runs().len() > MAX_RUNS;
+        if how != Archiving::Unmerged && (behind || !self.background_merges.load(Ordering::Acquire)) {
             self.merge_tiers()?;
         }
         Ok(Some(run))

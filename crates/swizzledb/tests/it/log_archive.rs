@@ -368,3 +368,25 @@ fn r17_the_background_archiver_follows_the_log() {
     keys.dedup();
     assert_eq!(keys.len(), n, "merging repeated no entry");
 }
+
+/// R17: archivings merge the runs the background merger has not reached once there are more
+/// than 128. Only the merger merged while it ran, every interval; processes killed before it
+/// got far (a kill harness: checkpoints and flushes among the writes, a kill within 300 ms of
+/// each open) left every run their checkpoints made, the next ones added to them, and after
+/// 200 kills the archive held 19,989 runs, each an open file at every open: too many open
+/// files, for good. Here the merger never comes (an interval of a day).
+#[test]
+fn r17_runs_the_merger_has_not_reached_are_merged_by_archiving() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let day = std::time::Duration::from_secs(86_400);
+    let db = builder(&fs).log_archive(true).lab(|l| l.archive_interval(Some(day))).create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for round in 0..300u32 {
+        t.upsert(&key(round), &[round as u8; 40]).unwrap();
+        db.checkpoint().unwrap();
+        let runs = db.archive_runs().unwrap().len();
+        assert!(runs <= 129, "round {round}: {runs} runs");
+    }
+    db.close().unwrap();
+}
