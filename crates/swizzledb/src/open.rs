@@ -217,9 +217,13 @@ impl Builder {
                 if !self.discard_unclean {
                     return Err(Error::Unclean(path.to_path_buf()));
                 }
+                // R14: the new database's settings before the old file goes; refused after,
+                // the open left no database at all.
+                let fresh = self.logging(false);
+                fresh.check_create()?;
                 drop(lock);
                 vfs.remove(path).map_err(|e| BufferError::Io { file: path.to_path_buf(), source: e })?;
-                return self.logging(false).create_at(path);
+                return fresh.create_at(path);
             }
             if self.logging == Some(true) {
                 return self.convert(path, lock);

@@ -250,6 +250,33 @@ fn unlogged_with_writes(fs: &FaultFs, path: &Path) -> swizzledb::Builder {
     builder
 }
 
+/// R13, R14: `discard_unclean` checks the new database's settings before it removes the old
+/// file. It removed the file, then the create refused a setting (a log bound below four of the
+/// default segments, which an unlogged database's create checks too), and the open left no
+/// database at all: every later open was `NotFound`. A kill harness (an unlogged database
+/// killed while dirty, then reopened with `discard_unclean(true)` and the settings that opened
+/// it) met it at its first discard in each run.
+#[test]
+fn r13_r14_a_discard_refused_by_a_setting_keeps_the_file() {
+    let fs = fault_fs();
+    let path = Path::new("/d/scratch");
+    let builder = unlogged_with_writes(&fs, path);
+    let before = fs.open(path, OpenMode::EXISTING).unwrap();
+    let bytes = before.len().unwrap();
+    drop(before);
+    // Opens a clean unlogged database (no log to bound); the create refuses it.
+    let refused = builder.clone().max_log_bytes(1 << 20);
+    match refused.clone().discard_unclean(true).open(path) {
+        Err(Error::Log(swizzledb::LogError::BadConfig { .. })) => {}
+        other => panic!("a discard with a refused setting: {other:?}"),
+    }
+    assert_eq!(fs.open(path, OpenMode::EXISTING).unwrap().len().unwrap(), bytes, "the file is kept");
+    assert!(matches!(builder.clone().open(path), Err(Error::Unclean(_))));
+    let db = builder.discard_unclean(true).open(path).unwrap();
+    assert!(db.tree_names().is_empty());
+    db.close().unwrap();
+}
+
 /// R13: an unlogged database that was not closed cleanly is refused, naming the file, unless
 /// the caller discards it; one closed cleanly, or only read since, opens.
 #[test]
