@@ -44,7 +44,9 @@ impl Database {
     /// It is written under a temporary name in `path`'s directory, closed, and renamed to
     /// `path` last (its log directory first): until then nothing at `path` opens, and a crash
     /// or an error leaves only the temporary files (`.<name>.backup-*`, with `<name>` cut short
-    /// and followed by a hash where the whole would pass 251 bytes), which may be removed.
+    /// and followed by a hash where the whole would pass 251 bytes), which may be removed;
+    /// a crash between the renames leaves the copy's log directory at `<path>.wal`, which the
+    /// next backup to `path` removes with the copy (RECOVERY.md R26).
     /// An in-memory database is backed up to the file system.
     ///
     /// # Errors
@@ -55,6 +57,7 @@ impl Database {
     pub fn backup_to(&self, path: impl AsRef<Path>) -> Result<BackupStats> {
         let path = path.as_ref();
         let logged = self.file_is_logged();
+        undo_half_renamed(path)?;
         // `<path>.wal` even for an unlogged copy: a log directory there would sit beside the
         // copy as if it were its log.
         for p in [path.to_path_buf(), wal_dir(path)] {
@@ -200,6 +203,31 @@ pub(crate) fn abandoned_copies(path: &Path) -> Vec<PathBuf> {
     copies.sort();
     copies.dedup();
     copies
+}
+
+/// R26: a backup to `path` killed between its two renames left its copy's log directory at
+/// `<path>.wal` and its file under its temporary name, and every later backup to `path` was
+/// refused ([`Error::BackupTargetExists`]). When nothing is at `path`, and `<path>.wal` is the
+/// log of such a copy — one whose process is gone ([`abandoned_copies`]), whose own log
+/// directory is missing and whose page 0 names the database `<path>.wal`'s identity file names
+/// — the backup never reached its commit point (the file's rename): both are removed.
+fn undo_half_renamed(path: &Path) -> Result<()> {
+    let log = wal_dir(path);
+    if path.exists() || !log.exists() {
+        return Ok(());
+    }
+    let Ok((id, _)) = crate::files::read_identity(&swizzledb_io::OsFs, &log) else { return Ok(()) };
+    let copy = abandoned_copies(path).into_iter().find(|copy| {
+        !wal_dir(copy).exists()
+            && swizzledb_buffer::PageFile::open_logged(&swizzledb_io::OsFs, copy, false)
+                .is_ok_and(|(_, meta)| meta.id == id)
+    });
+    if let Some(copy) = copy {
+        std::fs::remove_dir_all(&log).map_err(|e| io(&log, e))?;
+        std::fs::remove_file(&copy).map_err(|e| io(&copy, e))?;
+        sync_dir(path)?;
+    }
+    Ok(())
 }
 
 /// Removes a database file and its log directory, as far as they exist (best effort: what is

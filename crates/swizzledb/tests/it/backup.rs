@@ -184,3 +184,38 @@ fn r26_an_in_memory_source_reports_the_size_of_its_file() {
     let stats = db.backup_to(dir.path().join("disk-copy.swz")).unwrap();
     assert_eq!(stats.source_file_bytes, len, "a file on disk reports its length");
 }
+
+/// R26: a backup killed between its two renames — its copy's log directory already at
+/// `<target>.wal`, its file still under the temporary name — is undone by the next backup to
+/// the target, which then succeeds. It was refused (`BackupTargetExists`) for good: a kill
+/// harness reproduces the state with a SIGKILL at that rename. A `<target>.wal` that is no
+/// such copy's log still refuses.
+#[test]
+fn r26_a_backup_killed_between_its_renames_does_not_block_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().create(dir.path().join("db.swz")).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for n in 0..500 {
+        t.insert(&key(n), b"value").unwrap();
+    }
+    let target = dir.path().join("bk.swz");
+    db.backup_to(&target).unwrap();
+    // The state the kill leaves, by a process that is gone (no process has this number).
+    std::fs::rename(&target, dir.path().join(".bk.swz.backup-4294967-1")).unwrap();
+    db.backup_to(&target).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["bk.swz", "bk.swz.wal", "db.swz", "db.swz.wal"]);
+    let copy = Database::builder().open(&target).unwrap();
+    assert_eq!(contents(&copy), contents(&db));
+    copy.close().unwrap();
+    // Another database's log directory at the target's name is kept, and refused.
+    let other = dir.path().join("other.swz");
+    Database::builder().create(&other).unwrap().close().unwrap();
+    std::fs::rename(swizzledb::wal_dir(&other), dir.path().join("bk2.swz.wal")).unwrap();
+    assert!(matches!(db.backup_to(dir.path().join("bk2.swz")), Err(Error::BackupTargetExists(_))));
+    db.close().unwrap();
+}
