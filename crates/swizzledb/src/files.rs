@@ -20,7 +20,7 @@ use swizzledb_io::{OpenMode, Vfs, VfsFile};
 use crate::error::{Error, Result};
 
 /// The identity file's name in the log directory.
-const ID_FILE: &str = "database-id";
+pub(crate) const ID_FILE: &str = "database-id";
 const ID_MAGIC: &[u8; 8] = b"SWZDBID1";
 const ID_LEN: usize = 28;
 

@@ -147,7 +147,8 @@ impl LabOptions {
     /// a logged one (a new log directory, page 0 marked logged) instead of refusing with
     /// [`Error::NotLogged`](crate::Error::NotLogged) (default `false`). A conversion that fails
     /// before page 0 is marked removes the log it made: the database stays unlogged, and the
-    /// conversion can be tried again (RECOVERY.md R13).
+    /// conversion can be tried again (RECOVERY.md R13). One killed before page 0 is marked
+    /// leaves its log, which the next conversion removes once the log names this file.
     #[must_use]
     pub fn convert_to_logged(mut self, on: bool) -> Self {
         self.0.convert_to_logged = on;

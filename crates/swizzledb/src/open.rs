@@ -226,7 +226,7 @@ impl Builder {
                 return fresh.create_at(path);
             }
             if self.logging == Some(true) {
-                return self.convert(path, lock);
+                return self.convert(path, lock, meta.id);
             }
             let pool = swizzledb_buffer::BufferPool::open(path, &self.config, Arc::new(BTreeOwner))?;
             self.database(pool, None, vec![lock])
@@ -268,12 +268,29 @@ impl Builder {
     /// before page 0 is written removes the new log (as a failed create does, R14), so the
     /// database is the unlogged one it was and the conversion can be tried again; once page 0
     /// is being written the log stays, as page 0 may say logged. A crash before page 0 is
-    /// written leaves the unlogged database, still clean, and a log directory that the next
-    /// conversion refuses as stale ([`Error::StaleLog`]).
-    pub(crate) fn convert(self, path: &Path, lock: files::FileLock) -> Result<Database> {
+    /// written leaves the unlogged database, still clean, and a log directory: the next
+    /// conversion removes it if its identity file names this file (`id`, from page 0) or it
+    /// holds no record (a double-write area and no readable identity file), and refuses any
+    /// other as stale ([`Error::StaleLog`]).
+    pub(crate) fn convert(self, path: &Path, lock: files::FileLock, id: u64) -> Result<Database> {
         self.check_log_settings()?;
         self.check_new_log()?;
         let vfs = Arc::clone(&self.config.vfs);
+        // A conversion of this file killed before page 0 said logged left its log directory:
+        // one whose identity file names this file, or one that holds nothing but a double-write
+        // area and an identity file that names no database (killed before or while it was
+        // written): no log of any database (page 0 says unlogged, this open holds the file's
+        // lock, and there is no record to replay), so it goes rather than refuse the retry.
+        let dir = wal_dir(path);
+        let identity = files::read_identity(&*vfs, &dir);
+        let no_records = || {
+            vfs.list(&dir).is_ok_and(|found| {
+                found.iter().all(|f| *f == files::double_write_path(path) || f.ends_with(files::ID_FILE))
+            })
+        };
+        if identity.as_ref().is_ok_and(|(of, _)| *of == id) || (identity.is_err() && no_records()) {
+            remove_under(&*vfs, &dir);
+        }
         let mut made = Made { vfs: &*vfs, file: None, log_dir: None, log_dir_made: false };
         made.claim_log_dir(path)?;
         let (pool, wal, log_lock) = match self.convert_log(path) {
