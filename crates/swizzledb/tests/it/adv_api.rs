@@ -25,7 +25,8 @@ fn configs() -> Vec<Config> {
     all
 }
 
-fn open(c: Config) -> Database {
+/// A builder for configuration `c`: 4 KiB pages, 64 frames (16 MiB in main-memory mode).
+fn builder(c: &Config) -> swizzledb::Builder {
     Database::builder()
         .mode(c.mode)
         .page_size(4096)
@@ -33,8 +34,10 @@ fn open(c: Config) -> Database {
         .logging(c.logged)
         .commit_mode(c.commit)
         .lab(|l| l.locking(c.locking))
-        .create_in_memory()
-        .unwrap_or_else(|e| panic!("{c:?}: {e}"))
+}
+
+fn open(c: Config) -> Database {
+    builder(&c).create_in_memory().unwrap_or_else(|e| panic!("{c:?}: {e}"))
 }
 
 struct Rng(u64);
@@ -552,15 +555,7 @@ fn handles_and_scans_that_outlive_their_database_refuse_with_closed() {
     for c in configs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.swz");
-        let db = Database::builder()
-            .mode(c.mode)
-            .page_size(4096)
-            .pool_bytes(if c.mode == PoolMode::MainMemory { 16 << 20 } else { 64 * 4096 })
-            .logging(c.logged)
-            .commit_mode(c.commit)
-            .lab(|l| l.locking(c.locking))
-            .create(&path)
-            .unwrap();
+        let db = builder(&c).create(&path).unwrap();
         let tree = db.create_tree("t").unwrap();
         db.transact(|t| {
             for k in 0..800u32 {
@@ -1532,15 +1527,7 @@ fn large_value_churn_and_drops_lose_no_pages() {
     for c in configs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.swz");
-        let db = Database::builder()
-            .mode(c.mode)
-            .page_size(4096)
-            .pool_bytes(if c.mode == PoolMode::MainMemory { 16 << 20 } else { 64 * 4096 })
-            .logging(c.logged)
-            .commit_mode(c.commit)
-            .lab(|l| l.locking(c.locking))
-            .create(&path)
-            .unwrap();
+        let db = builder(&c).create(&path).unwrap();
         let ctx = format!("{c:?}");
         let keep = db.create_tree("keep").unwrap();
         let gone = db.create_tree("gone").unwrap();
