@@ -114,8 +114,9 @@ pub enum InspectError {
         /// The names in the catalog.
         trees: Vec<String>,
     },
-    /// Reading a tree failed at a damaged page (`verify` lists every damaged page).
-    #[error("reading tree {tree:?} of {} failed: {reason}; run `swizzledb verify` on it", path.display())]
+    /// Reading a tree failed at a damaged page (`verify` lists every damaged page), or at one
+    /// that a file which needs restart lacks (the reason then says to open the database).
+    #[error("reading tree {tree:?} of {} failed: {reason}", path.display())]
     TreeDamaged {
         /// The file.
         path: PathBuf,
@@ -748,11 +749,13 @@ impl DatabaseFile {
         };
         // A file in the middle of its history (in use, or not closed cleanly) may lack pages
         // its log would write: say so beside what failed.
+        // `verify` finds no damage in such a page (restart rebuilds it), so it is not the
+        // advice there.
         let restart = if self.needs_restart() {
             " (the file needs restart: a page its log would write may be missing or older there; \
              open the database, or a copy of it, to bring the file up to date)"
         } else {
-            ""
+            "; run `swizzledb verify` on it"
         };
         let damaged = |reason: String| InspectError::TreeDamaged {
             path: path.clone(),

@@ -56,6 +56,8 @@ fn pages_restart_rebuilds_are_not_damage() {
     // A dump meets such a page: its error says the file needs restart, not only "damaged".
     let e = file.dump("new", |_, _| {}).unwrap_err();
     assert!(e.to_string().contains("needs restart"), "{e}");
+    // ... and sends the reader to open the database, not to `verify`, which finds nothing.
+    assert!(e.to_string().contains("open the database") && !e.to_string().contains("verify"), "{e}");
     drop(file);
 
     // Genuine damage on a page of "old", which the log does not change: still damage.
