@@ -81,7 +81,7 @@ pub enum BufferError {
     /// No frame could be freed: every resident page is latched, a root, or holds swizzled children.
     #[error(
         "buffer pool exhausted: none of its {frames} frames could be freed (pool too small for \
-         tree height x threads; use a larger pool)"
+         every tree's root, which stays resident, plus tree height x threads; use a larger pool)"
     )]
     PoolExhausted {
         /// Frames in the pool.

@@ -96,7 +96,10 @@ impl Builder {
         self
     }
 
-    /// Bytes of frame memory (default 64 MiB); the memory limit in main-memory mode.
+    /// Bytes of frame memory (default 64 MiB); the memory limit in main-memory mode. Every
+    /// tree's root stays in the pool while the database is open (buffer README B5), so a pool
+    /// needs a frame per tree beside those its operations latch: a tree made when none is
+    /// left fails with `PoolExhausted`, and nothing is lost.
     #[must_use]
     pub fn pool_bytes(mut self, bytes: usize) -> Self {
         self.config.pool_bytes = bytes;
