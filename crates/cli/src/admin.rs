@@ -1,12 +1,14 @@
 //! `swizzledb stat`, `verify`, `dump` and `log`: a thin layer over `swizzledb::inspect`, which
 //! opens every file read-only and runs no restart.
 //!
-//! Exit codes (also in `--help`; the table for every command is in the README): 0 success (for `verify`: no damage); 1 damage found (listed
-//! by `verify`; for the others, a damaged page 0, tree or log stopped them); 2 bad arguments;
-//! 3 the input cannot be inspected (missing, unreadable, a directory or empty file, not a
-//! SwizzleDB file or log, no such tree, another database's log beside the file `log` names); 4 `verify` found damage in a file not at rest: a
-//! logged one not closed cleanly (pages restart rebuilds from the log are not damage, and
-//! `verify` counts them apart: `swizzledb::inspect`'s module docs) or one open in a `Database`.
+//! Exit codes (also in `--help`; the table for every command is in the README): 0 success
+//! (for `verify`: no damage); 1 damage found (listed by `verify`; for the others, a damaged
+//! page 0, tree or log stopped them); 2 bad arguments; 3 the input cannot be inspected
+//! (missing, unreadable, a directory or empty file, not a SwizzleDB file or log, no such tree,
+//! another database's log beside the file `log` names); 4 `verify` found damage in a file not
+//! at rest: a logged one not closed cleanly (pages restart rebuilds from the log are not
+//! damage, and `verify` counts them apart: `swizzledb::inspect`'s module docs) or one open in
+//! a `Database`.
 
 use clap::Args;
 use std::io::{self, Write};

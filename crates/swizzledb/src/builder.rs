@@ -155,8 +155,8 @@ impl Builder {
     /// How `open` treats an unlogged database that was not closed cleanly (default `false`:
     /// refuse with [`Error::Unclean`]). `true` discards it: the file is replaced by a new, empty
     /// unlogged database with this builder's settings, checked before the file is removed (a
-    /// setting the create refuses fails the open and keeps the file). No effect on logged databases, which
-    /// restart from their log.
+    /// setting the create refuses fails the open and keeps the file). No effect on logged
+    /// databases, which restart from their log.
     #[must_use]
     pub fn discard_unclean(mut self, on: bool) -> Self {
         self.discard_unclean = on;

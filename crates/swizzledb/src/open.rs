@@ -276,11 +276,8 @@ impl Builder {
         self.check_log_settings()?;
         self.check_new_log()?;
         let vfs = Arc::clone(&self.config.vfs);
-        // A conversion of this file killed before page 0 said logged left its log directory:
-        // one whose identity file names this file, or one that holds nothing but a double-write
-        // area and an identity file that names no database (killed before or while it was
-        // written): no log of any database (page 0 says unlogged, this open holds the file's
-        // lock, and there is no record to replay), so it goes rather than refuse the retry.
+        // A killed conversion's log (the rule in the doc above): page 0 says unlogged and this
+        // open holds the file's lock, so it holds nothing to replay.
         let dir = wal_dir(path);
         let identity = files::read_identity(&*vfs, &dir);
         let no_records = || {

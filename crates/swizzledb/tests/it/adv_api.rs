@@ -40,15 +40,9 @@ fn open(c: Config) -> Database {
     builder(&c).create_in_memory().unwrap_or_else(|e| panic!("{c:?}: {e}"))
 }
 
-struct Rng(u64);
+use crate::common::XorShift as Rng;
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
     /// A short key over a small alphabet with the extreme bytes, the empty key included.
     fn key(&mut self) -> Vec<u8> {
         let len = (self.next() % 6) as usize;

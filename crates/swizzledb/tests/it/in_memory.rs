@@ -7,17 +7,7 @@ use std::ops::Bound::Unbounded;
 use std::path::Path;
 use swizzledb::{Database, PoolMode};
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use crate::common::XorShift as Rng;
 
 fn assert_matches(tree: &swizzledb::Tree, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
     let got: Vec<(Vec<u8>, Vec<u8>)> = tree.range(Unbounded, Unbounded).map(Result::unwrap).collect();

@@ -123,13 +123,10 @@ pub(crate) fn in_memory_pool_bytes(records: u64) -> usize {
 /// is written).
 pub(crate) fn parse_in_memory_records(input: &str) -> Result<u64, String> {
     let records = units::parse_positive_count(input)?;
-    let config = swizzledb_buffer::PoolConfig {
-        pool_bytes: in_memory_pool_bytes(records),
-        ..swizzledb_buffer::PoolConfig::default()
-    };
-    swizzledb_buffer::BufferPool::check_config(&config, swizzledb_buffer::page::DEFAULT_PAGE_SIZE).map_err(
-        |e| format!("{records} records are too many to hold in memory (400 bytes of pool each): {e}"),
-    )?;
+    let pool = u64::try_from(in_memory_pool_bytes(records)).unwrap_or(u64::MAX);
+    crate::experiments::common::check_pool(pool, swizzledb_buffer::page::DEFAULT_PAGE_SIZE).map_err(|e| {
+        format!("{records} records are too many to hold in memory (400 bytes of pool each): {e}")
+    })?;
     Ok(records)
 }
 

@@ -538,3 +538,15 @@ pub fn too_old(e: &Error) -> bool {
         _ => false,
     }
 }
+
+/// A small deterministic generator (xorshift), seeded by its one field.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
