@@ -359,7 +359,11 @@ impl Database {
     /// in either commit mode (RECOVERY.md R23): a crash right after keeps the tree.
     ///
     /// # Errors
-    /// The name is invalid or taken, the catalog is full, or no frame is free.
+    /// The name is invalid or taken, the catalog is full, or no frame is free; the log failed
+    /// (wal README W11). A creation whose record was appended but could not be made durable
+    /// returns the log's error with the tree made in memory, as a commit whose sync fails does:
+    /// it survives a crash or not, and this database refuses every later write, so reopen it
+    /// and look for the tree there.
     pub fn create_tree(&self, name: &str) -> Result<Tree> {
         self.core.check_writable()?;
         self.core.create_tree(name).map(|t| self.user_handle(t))
