@@ -77,6 +77,14 @@ impl Builder {
         for copy in abandoned_copies(path) {
             remove_database(&copy);
         }
+        // And the marker a compaction was writing when it was killed: a compaction writes it
+        // under the lock this open holds, so none is writing it now, and it marks no commit
+        // point until it is renamed.
+        let (m, new) = (marker(path), marker_being_written(path));
+        match std::fs::remove_file(&new) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&new, e)),
+            _ => {}
+        }
         let temp = temporary_path(path)?;
         // Written at `temp` itself: through `backup_to`, under a temporary name of that
         // temporary name, a kill while copying left a copy no compaction recognized.
@@ -107,10 +115,16 @@ impl Builder {
         let name = temp.file_name().unwrap_or_default().to_string_lossy().into_owned();
         // The marker appears whole or not at all: written and synced under another name, then
         // renamed. Written in place, a crash between its creation and its write left it empty.
-        let (m, new) = (marker(path), marker_being_written(path));
-        std::fs::write(&new, name.as_bytes()).map_err(|e| io(&new, e))?;
-        std::fs::File::open(&new).and_then(|f| f.sync_all()).map_err(|e| io(&new, e))?;
-        std::fs::rename(&new, &m).map_err(|e| io(&m, e))?;
+        let written = std::fs::write(&new, name.as_bytes())
+            .and_then(|()| std::fs::File::open(&new)?.sync_all())
+            .map_err(|e| io(&new, e))
+            .and_then(|()| std::fs::rename(&new, &m).map_err(|e| io(&m, e)));
+        if let Err(e) = written {
+            // Before the commit point: the database stays as it was, without the copy.
+            let _ = std::fs::remove_file(&new);
+            remove_database(&temp);
+            return Err(e);
+        }
         sync_dir(path)?;
         // The commit point is behind us: the swap finishes, now or at the next open.
         finish(path)?;

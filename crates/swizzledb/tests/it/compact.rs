@@ -141,6 +141,28 @@ fn r28_an_empty_marker_is_no_commit_point() {
     }
 }
 
+/// A compaction killed while it wrote its marker leaves `<path>.compact-new`, which marks no
+/// commit point; the next compaction removes it (it holds the lock under which markers are
+/// written).
+#[test]
+fn r28_a_marker_left_half_written_goes_with_the_next_compaction() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        make(&path, logged);
+        let before = contents(&path, logged);
+        std::fs::write(dir.path().join("db.swz.compact-new"), "half").unwrap();
+        assert_eq!(contents(&path, logged), before, "logged {logged}");
+        Database::builder().logging(logged).compact(&path).unwrap();
+        assert_eq!(contents(&path, logged), before, "logged {logged}: after a compaction");
+        let mut left = vec!["db.swz".to_owned()];
+        if logged {
+            left.push("db.swz.wal".to_owned());
+        }
+        assert_eq!(names(dir.path()), left, "logged {logged}: files left by the compaction");
+    }
+}
+
 /// A log's segment size is fixed when it is created (R14), and an open checks the log bound
 /// against it. The compacted database and a backup (R26), from a read-write or a read-only
 /// open, keep the source's small segments, so the settings that opened the source, a bound of
