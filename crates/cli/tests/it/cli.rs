@@ -256,6 +256,20 @@ fn bad_input_exits_2_and_writes_nothing() {
         assert!(!String::from_utf8_lossy(&o.stderr).trim().is_empty());
         assert!(!out.exists(), "{args:?} wrote {}", out.display());
     }
+    // A pool that cannot be made, given as --pool or grown from --records: exit 1 after the
+    // run's header before. The message names the option to change.
+    for (args, option) in [
+        (vec!["bench", "tpcc", "--pool", "64TiB"], "--pool"),
+        (vec!["bench", "tpcb", "--pool", "64TiB"], "--pool"),
+        (vec!["bench", "ycsb", "--pool", "64TiB"], "--pool"),
+        (vec!["bench", "wal", "--records", "18446744073709551615"], "--records"),
+    ] {
+        let o = Command::new(BIN).args(&args).arg("--out").arg(&out).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(option), "{args:?} does not name {option}: {stderr}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
     // An --out that cannot be created.
     let blocker = scratch.0.join("file");
     std::fs::write(&blocker, b"x").unwrap();

@@ -45,7 +45,7 @@ pub struct WorkloadOptions {
     /// Buffer-pool size per database [default: twice the loaded records plus what the
     /// measurements add, so that everything stays in memory]. The pool's memory is faulted in
     /// when the database is made (LabOptions::prefault), so runs do not measure its first touch
-    #[arg(long, value_parser = units::parse_size)]
+    #[arg(long, value_parser = crate::experiments::common::parse_default_page_pool)]
     pub pool: Option<u64>,
     /// Replacement policy [default: the engine's, gclock]
     #[arg(long)]

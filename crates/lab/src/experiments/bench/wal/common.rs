@@ -395,10 +395,14 @@ pub(super) struct Plan {
     pub(super) dir: PathBuf,
 }
 
-/// The pool for `records` records: [`POOL_BYTES_PER_RECORD`] each, at least 64 MiB.
+/// The pool for `records` records: [`POOL_BYTES_PER_RECORD`] each, at least 64 MiB; refused,
+/// naming `--records`, where the pool cannot be made.
 pub(crate) fn pool_bytes(records: u64) -> Result<usize, String> {
     let bytes = records.saturating_mul(POOL_BYTES_PER_RECORD).max(64 << 20);
-    usize::try_from(bytes).map_err(|_| format!("--records {records} needs too large a pool"))
+    crate::experiments::common::check_pool(bytes, swizzledb_buffer::page::DEFAULT_PAGE_SIZE).map_err(|e| {
+        format!("--records {records} needs a pool of {POOL_BYTES_PER_RECORD} bytes per record: {e}; lower --records")
+    })?;
+    usize::try_from(bytes).map_err(|_| format!("--records {records} needs too large a pool; lower --records"))
 }
 
 impl Plan {
