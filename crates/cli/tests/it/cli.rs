@@ -283,6 +283,30 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
 }
 
+/// `bench drift` (and `experiment fig13`, the same workload) with more records than the file
+/// system of --dir has room for is refused before it writes: it loaded until the disk was full.
+#[test]
+fn drift_records_beyond_the_room_left_are_refused_before_writing() {
+    let scratch = Scratch::new("drift-room");
+    let out = scratch.0.join("out");
+    // 10^15 records of 128 bytes: 128 PB, more than any file system the tests run on.
+    for command in [&["bench", "drift"][..], &["experiment", "fig13"]] {
+        let o = Command::new(BIN)
+            .args(command)
+            .args(["--records", "1e15", "--dir"])
+            .arg(&scratch.0)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(stderr.contains("--records") && stderr.contains("left"), "{command:?}: {stderr}");
+        assert!(!out.exists(), "{command:?} wrote {}", out.display());
+        scratch.assert_only_out_left();
+    }
+}
+
 /// `<stem>.png` is a PNG and `<stem>.svg` an SVG document.
 /// A result CSV: its header and its rows, every row as long as the header.
 fn read_csv(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {

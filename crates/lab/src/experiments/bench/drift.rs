@@ -230,7 +230,8 @@ fn measure(
 pub struct DriftArgs {
     #[command(flatten)]
     pub(crate) common: Common,
-    /// Records in the database (far more than the pool holds)
+    /// Records in the database (far more than the pool holds); refused before anything is
+    /// written when their keys and values, 128 bytes each, exceed the room left in --dir
     #[arg(long, default_value = "8M", value_parser = units::parse_positive_count)]
     records: u64,
     /// Size of the hot key range (bytes of keys and values, 128 per record)
@@ -287,6 +288,16 @@ pub fn plan(experiment: &'static str, args: &DriftArgs) -> Result<DriftPlan, Usa
         )));
     }
     let mut cfg = base_config(experiment, &args.common, args.pool).map_err(Usage)?;
+    // One database at a time is on disk (main-memory mode's stays in its pool), holding at least
+    // the records' keys and values.
+    if cfg.modes.iter().any(|&m| m != PoolMode::MainMemory) {
+        crate::support::disk::check_room(
+            &cfg.dir,
+            args.records * RECORD_BYTES,
+            &format!("--records {} ({RECORD_BYTES} bytes of key and value each)", args.records),
+        )
+        .map_err(Usage)?;
+    }
     cfg.records = args.records;
     cfg.working_set = hot;
     cfg.duration = args.interval * f64::from(args.shifts + 1);
