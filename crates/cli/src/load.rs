@@ -4,7 +4,9 @@
 //! Each batch is parsed whole before its transaction begins, so a malformed line stops the load
 //! at a batch boundary: the batches before it stay committed, nothing of its own batch is
 //! written, and the error names the line. A record the tree refuses (a key or value over its
-//! limits) rolls its batch back the same way.
+//! limits) rolls its batch back the same way. A load that commits no batch leaves the database
+//! as it was: the first batch is read before the database is opened, a tree the load made is
+//! dropped again, and a database `--create` made is removed.
 
 use clap::Args;
 use std::fs::File;
@@ -95,23 +97,55 @@ pub fn run(args: &LoadArgs) -> ExitCode {
         eprintln!("error: no database file {}: pass --create to make a new one", args.file.display());
         return ExitCode::from(EXIT_UNUSABLE_PATH);
     }
+    let bar = Progress::on_terminal().counter(len.unwrap_or(0), format!("loading {}", args.tree));
+    let progress = |bytes| bar.inc(bytes);
+    let mut batches = Batches { input, args, line_no: 0, bytes: Vec::new(), at_end: false };
+    let mut done = Loaded { records: 0, transactions: 0 };
+    // The first batch is read before the database is opened: input it refuses leaves the
+    // database as it was, not even made by --create.
+    let mut batch = Vec::new();
+    let first = match batches.next(&mut batch, &progress) {
+        Ok(first) => first,
+        Err(stop) => {
+            bar.finish_and_clear();
+            return report(args, Err(stop), &done);
+        }
+    };
+    let existed = args.file.exists();
     let db = match Database::builder().open_or_create(&args.file) {
         Ok(db) => db,
         Err(e) => {
+            bar.finish_and_clear();
             eprintln!("error: opening {}: {e}", args.file.display());
             return ExitCode::from(EXIT_UNUSABLE_PATH);
         }
     };
-    let bar = Progress::on_terminal().counter(len.unwrap_or(0), format!("loading {}", args.tree));
-    let mut done = Loaded { records: 0, transactions: 0 };
-    let result = load(&db, args, input, &mut done, &|bytes| bar.inc(bytes));
+    let result = load(&db, &args.tree, first, batch, &mut batches, &mut done, &progress);
     bar.finish_and_clear();
     let closed = db.close();
+    let nothing_loaded = result.is_err() && done.transactions == 0;
+    if nothing_loaded && !existed && closed.is_ok() {
+        // The database this load made holds nothing: removed, as it was before.
+        let _ = std::fs::remove_file(&args.file);
+        let _ = std::fs::remove_dir_all(swizzledb::wal_dir(&args.file));
+    }
+    let code = report(args, result, &done);
+    match closed {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("error: closing {}: {e}", args.file.display());
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
+/// The load's outcome on stdout or stderr, and its exit code.
+fn report(args: &LoadArgs, result: Result<(), Stop>, done: &Loaded) -> ExitCode {
     let so_far = format!(
         "{} records in {} transactions were loaded into tree {} before it",
         done.records, done.transactions, args.tree
     );
-    let code = match result {
+    match result {
         Ok(()) => {
             println!(
                 "loaded {} records into tree {} of {} in {} transactions",
@@ -141,13 +175,6 @@ pub fn run(args: &LoadArgs) -> ExitCode {
                 matches!(e, Error::Tree(TreeError::KeyTooLarge { .. } | TreeError::ValueTooLarge { .. }));
             ExitCode::from(if bad_record { EXIT_USAGE } else { EXIT_FAILED })
         }
-    };
-    match closed {
-        Ok(()) => code,
-        Err(e) => {
-            eprintln!("error: closing {}: {e}", args.file.display());
-            ExitCode::from(EXIT_FAILED)
-        }
     }
 }
 
@@ -158,56 +185,93 @@ fn input_name(input: Option<&Path>) -> String {
     }
 }
 
-/// Reads `input` batch by batch, each parsed whole, then written in one transaction.
+/// The input, read batch by batch, each batch parsed whole.
+struct Batches<'a, R> {
+    input: R,
+    args: &'a LoadArgs,
+    line_no: u64,
+    bytes: Vec<u8>,
+    at_end: bool,
+}
+
+impl<R: BufRead> Batches<'_, R> {
+    /// Reads the next batch into `batch` (emptied first): the line it starts at, or `None` at the
+    /// end of the input.
+    fn next(
+        &mut self,
+        batch: &mut Vec<(Vec<u8>, Vec<u8>)>,
+        progress: &dyn Fn(u64),
+    ) -> Result<Option<u64>, Stop> {
+        let args = self.args;
+        while !self.at_end {
+            batch.clear();
+            let first = self.line_no + 1;
+            while batch.len() < args.batch as usize {
+                self.bytes.clear();
+                let n = self.input.read_until(b'\n', &mut self.bytes).map_err(Stop::Read)?;
+                if n == 0 {
+                    self.at_end = true;
+                    break;
+                }
+                progress(n as u64);
+                self.line_no += 1;
+                let line_no = self.line_no;
+                let text = std::str::from_utf8(&self.bytes).map_err(|e| {
+                    let at = e.valid_up_to() + 1;
+                    Stop::Input(line_no, format!("not UTF-8 at byte {at}, so not a line that dump wrote"))
+                })?;
+                let line = text.trim_end_matches(['\n', '\r']);
+                if line.is_empty() || (line_no == 1 && args.format == Format::Csv && line == CSV_HEADER) {
+                    continue;
+                }
+                batch.push(
+                    records::parse(args.format, args.encoding, line).map_err(|e| Stop::Input(line_no, e))?,
+                );
+            }
+            if !batch.is_empty() {
+                return Ok(Some(first));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Writes `batch`, the first batch (from line `first`), then every batch after it, each in one
+/// transaction. A tree this load made is dropped again when no batch was committed to it.
 fn load(
     db: &Database,
-    args: &LoadArgs,
-    mut input: impl BufRead,
+    name: &str,
+    mut first: Option<u64>,
+    mut batch: Vec<(Vec<u8>, Vec<u8>)>,
+    batches: &mut Batches<'_, impl BufRead>,
     done: &mut Loaded,
     progress: &dyn Fn(u64),
 ) -> Result<(), Stop> {
-    let tree = db.tree_or_create(&args.tree).map_err(Stop::Tree)?;
-    let mut line_no = 0u64;
-    let mut bytes = Vec::new();
-    // Grown to the batch's size as it is read, never preallocated from --batch (up to 2^32 - 1).
-    let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    let mut at_end = false;
-    while !at_end {
-        batch.clear();
-        let first = line_no + 1;
-        while batch.len() < args.batch as usize {
-            bytes.clear();
-            let n = input.read_until(b'\n', &mut bytes).map_err(Stop::Read)?;
-            if n == 0 {
-                at_end = true;
-                break;
+    let (tree, made) = match db.tree(name) {
+        Ok(tree) => (tree, false),
+        Err(Error::TreeNotFound(_)) => (db.tree_or_create(name).map_err(Stop::Tree)?, true),
+        Err(e) => return Err(Stop::Tree(e)),
+    };
+    let result = (|| {
+        while let Some(line) = first {
+            let mut txn = db.begin();
+            for (k, v) in &batch {
+                if let Err(e) = txn.put(&tree, k, v) {
+                    let _ = txn.abort();
+                    return Err(Stop::Database(line, e));
+                }
             }
-            progress(n as u64);
-            line_no += 1;
-            let text = std::str::from_utf8(&bytes).map_err(|e| {
-                let at = e.valid_up_to() + 1;
-                Stop::Input(line_no, format!("not UTF-8 at byte {at}, so not a line that dump wrote"))
-            })?;
-            let line = text.trim_end_matches(['\n', '\r']);
-            if line.is_empty() || (line_no == 1 && args.format == Format::Csv && line == CSV_HEADER) {
-                continue;
-            }
-            batch
-                .push(records::parse(args.format, args.encoding, line).map_err(|e| Stop::Input(line_no, e))?);
+            txn.commit().map_err(|e| Stop::Database(line, e))?;
+            done.records += batch.len() as u64;
+            done.transactions += 1;
+            first = batches.next(&mut batch, progress)?;
         }
-        if batch.is_empty() {
-            continue;
-        }
-        let mut txn = db.begin();
-        for (k, v) in &batch {
-            if let Err(e) = txn.put(&tree, k, v) {
-                let _ = txn.abort();
-                return Err(Stop::Database(first, e));
-            }
-        }
-        txn.commit().map_err(|e| Stop::Database(first, e))?;
-        done.records += batch.len() as u64;
-        done.transactions += 1;
+        Ok(())
+    })();
+    if result.is_err() && done.transactions == 0 && made {
+        drop(tree);
+        // Best effort: the error that stopped the load is the one reported.
+        let _ = db.drop_tree(name);
     }
-    Ok(())
+    result
 }

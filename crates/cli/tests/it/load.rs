@@ -260,5 +260,51 @@ fn a_signed_hex_pair_is_malformed() {
     let o = run(&["load", arg(&path), "--create", "--tree", "t", "--input", arg(&input)]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("line 2: key: not a hex byte at character 1"), "{}", stderr(&o));
-    assert!(contents(&path)["t"].is_empty(), "the batch with the bad line was written");
+    assert!(!path.exists(), "the database was made for a load that wrote nothing");
+}
+
+/// A load that commits no batch leaves the database as it was: the tree it was to make was made
+/// (empty) before the first batch failed, and `--create` made the database file too.
+#[test]
+fn a_load_that_commits_nothing_leaves_the_database_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.swz");
+    let db = Database::builder().create(&path).unwrap();
+    db.create_tree("base").unwrap().insert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let want = contents(&path);
+    let malformed = dir.path().join("malformed.csv");
+    std::fs::write(
+        &malformed,
+        "01,0a
+0g,00
+",
+    )
+    .unwrap();
+    let too_long = dir.path().join("long.csv");
+    std::fs::write(
+        &too_long,
+        format!(
+            "01,00
+{},00
+",
+            "ab".repeat(4096)
+        ),
+    )
+    .unwrap();
+    for input in [&malformed, &too_long] {
+        let o = run(&["load", arg(&path), "--tree", "t", "--input", arg(input)]);
+        assert_eq!(code(&o), 2, "{}: {}", input.display(), stderr(&o));
+        assert_eq!(contents(&path), want, "{}: the database changed", input.display());
+        // With --create and no database yet, none is made.
+        let new = dir.path().join("new.swz");
+        let o = run(&["load", arg(&new), "--create", "--tree", "t", "--input", arg(input)]);
+        assert_eq!(code(&o), 2, "{}: {}", input.display(), stderr(&o));
+        assert!(!new.exists(), "{}: the database was made", input.display());
+        assert!(!swizzledb::wal_dir(&new).exists(), "{}: its log was made", input.display());
+    }
+    // A tree that was there stays, though the load wrote nothing to it.
+    let o = run(&["load", arg(&path), "--tree", "base", "--input", arg(&malformed)]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(contents(&path), want);
 }
