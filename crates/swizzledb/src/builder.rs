@@ -330,7 +330,11 @@ impl Builder {
     ///
     /// Every setting is checked before anything is made (RECOVERY.md R14): a refused create
     /// leaves no file. One that fails after it made files removes the files and directories
-    /// it made (never one that was there), so it can be tried again. The directory `path`
+    /// it made (never one that was there), so it can be tried again. A create that a crash
+    /// cuts short leaves its marker, `<path>.creating` (RECOVERY.md R14): until it is gone the
+    /// path holds no database, [`Builder::open`] says [`Error::NotFound`], and the next
+    /// `create` or [`Builder::open_or_create`] removes what the cut-short one left and creates
+    /// the database anew. The directory `path`
     /// names must exist: a create makes the file and its log directory, never the directories
     /// above them.
     ///
@@ -338,7 +342,8 @@ impl Builder {
     /// Invalid settings ([`BufferError::Config`](crate::BufferError::Config) for the pool's
     /// and the page size, [`Error::Log`]`(`[`LogError::BadConfig`]`)` for the log's), a
     /// missing directory ([`Error::DirectoryMissing`], logged or not), a non-empty
-    /// `<path>.wal` ([`Error::StaleLog`]), or I/O errors.
+    /// `<path>.wal` ([`Error::StaleLog`]), another create making the same database
+    /// ([`Error::AlreadyOpen`]), or I/O errors.
     pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
         self.create_at(path.as_ref())
     }
@@ -500,7 +505,8 @@ impl Builder {
     /// for byte as they were.
     ///
     /// # Errors
-    /// [`Error::NotFound`] if there is no file; not a SwizzleDB file, another format version or
+    /// [`Error::NotFound`] if there is no file, or only what a create that a crash cut short
+    /// left ([`Builder::create`]); not a SwizzleDB file, another format version or
     /// page size, corruption, or I/O errors; settings the pool refuses
     /// ([`BufferError::Config`](crate::BufferError::Config)) or, for a logged database, the
     /// log ([`Error::Log`]`(`[`LogError::BadConfig`]`)`, with the log's own segment size);
@@ -514,18 +520,18 @@ impl Builder {
     /// Opens the database at `path` if the file exists, creates it otherwise (as
     /// [`Builder::open`] and [`Builder::create`] do).
     ///
-    /// A file that exists counts as a database, whatever its length: an empty or truncated
-    /// file (a create that stopped before its first page reached the disk, or a file that is
-    /// not a database) is refused by `open` with the page file's error, never overwritten —
-    /// remove it to start over. The check and the create are not one atomic step against
-    /// another process creating the same file; the file lock ([`Error::AlreadyOpen`]) still
-    /// keeps the two from both opening it.
+    /// A file beside the marker of a create that a crash cut short (`<path>.creating`,
+    /// [`Builder::create`]) is no database yet: it is created anew. Any other file that exists
+    /// counts as a database, whatever its length: one that is not a database is refused by
+    /// `open` with the page file's error, never overwritten. The check and the create are not
+    /// one atomic step against another process creating the same file; the file lock
+    /// ([`Error::AlreadyOpen`]) still keeps the two from both opening it.
     ///
     /// # Errors
     /// As [`Builder::open`] for an existing file, as [`Builder::create`] otherwise.
     pub fn open_or_create(self, path: impl AsRef<Path>) -> Result<Database> {
         let path = path.as_ref();
-        if self.config.vfs.exists(path) {
+        if self.config.vfs.exists(path) && !self.config.vfs.exists(&crate::files::creating_marker(path)) {
             self.open_at(path)
         } else {
             self.create_at(path)

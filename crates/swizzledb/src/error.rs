@@ -119,7 +119,8 @@ pub enum Error {
     /// not closed cleanly: restart would write to bring it back (RECOVERY.md R27).
     #[error("{0} was not closed cleanly and needs restart, which writes: open it once without Builder::read_only (or with `swizzledb backup`), then read-only")]
     NeedsRestart(PathBuf),
-    /// [`Builder::open`](crate::Builder::open) found no file at the path.
+    /// [`Builder::open`](crate::Builder::open) found no file at the path, or only what a
+    /// create that a crash cut short left (RECOVERY.md R14), which the next create removes.
     #[error("no database at {0}; create it with Builder::create or Builder::open_or_create")]
     NotFound(PathBuf),
     /// The database file is open already, in this or another process (RECOVERY.md R13).
@@ -130,7 +131,7 @@ pub enum Error {
     #[error(
         "{file} is a logged database but its log {dir} cannot be used: {reason}; restore the log \
          directory beside the file (or, if the database was being created when it stopped, remove \
-         the file and create it again)"
+         the file and its log directory and create it again)"
     )]
     LogMissing {
         /// The database file.

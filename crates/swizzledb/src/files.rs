@@ -259,3 +259,96 @@ pub fn wal_dir(path: &Path) -> std::path::PathBuf {
     name.push(".wal");
     name.into()
 }
+
+/// R14: the marker a `create` keeps beside the file while it makes the database:
+/// `<path>.creating` (cut short with a hash where the name would be too long).
+pub(crate) fn creating_marker(path: &Path) -> PathBuf {
+    name_beside(path, "", ".creating", NAME_MAX)
+}
+
+/// R14: a `create` in progress, or one a crash cut short. The marker is made (its directory
+/// synced) before anything else of the database and removed (synced) once the database is
+/// complete, and a create holds its lock meanwhile: a marker nobody holds belongs to a create
+/// that never returned its database, so nothing it made holds data anyone was told is
+/// committed.
+pub(crate) struct Creating {
+    marker: PathBuf,
+    _lock: FileLock,
+}
+
+impl Creating {
+    /// Claims `path` for a create: refused if a database is there ([`BufferError::Io`] of kind
+    /// `AlreadyExists`) or another create is making it ([`Error::AlreadyOpen`]). What a create
+    /// that a crash cut short left (the marker, the file, the log directory's contents) is
+    /// removed first; the log directory itself stays, empty.
+    ///
+    /// [`BufferError::Io`]: swizzledb_buffer::BufferError::Io
+    pub(crate) fn begin(vfs: &dyn Vfs, path: &Path) -> Result<Creating> {
+        let marker = creating_marker(path);
+        let cut_short = vfs.exists(&marker);
+        if !cut_short && vfs.exists(path) {
+            let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
+            return Err(io(path, source));
+        }
+        let mode = if cut_short { OpenMode::EXISTING } else { OpenMode::CREATE_NEW };
+        let file = vfs.open(&marker, mode).map_err(|e| match e.kind() {
+            // Another create made it, or finished, since the check above.
+            std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::NotFound => {
+                Error::AlreadyOpen(path.to_path_buf())
+            }
+            _ => io(&marker, e),
+        })?;
+        let lock = FileLock::take(file, &marker, path)?;
+        if cut_short {
+            log::info!("{}: removing what a create that was cut short left", path.display());
+            match vfs.remove(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(path, e)),
+                _ => {}
+            }
+            remove_contents(vfs, &wal_dir(path))?;
+        }
+        let dir = path.parent().unwrap_or(Path::new(""));
+        vfs.sync_dir(dir).map_err(|e| io(dir, e))?;
+        Ok(Creating { marker, _lock: lock })
+    }
+
+    /// The database is complete: the marker goes (its directory synced before the database is
+    /// handed out, so that a crash never brings it back over committed data).
+    pub(crate) fn finish(self, vfs: &dyn Vfs) -> Result<()> {
+        vfs.remove(&self.marker).map_err(|e| io(&self.marker, e))?;
+        let dir = self.marker.parent().unwrap_or(Path::new(""));
+        vfs.sync_dir(dir).map_err(|e| io(dir, e))
+    }
+}
+
+/// R14: what `open` says of `path` while a create's marker is beside it: [`Error::AlreadyOpen`]
+/// while a create holds it, else [`Error::NotFound`] (a create a crash cut short: no database
+/// is there, and `create` or `open_or_create` makes one); `None` without a marker.
+pub(crate) fn cut_short_create(vfs: &dyn Vfs, path: &Path) -> Option<Error> {
+    let marker = creating_marker(path);
+    if !vfs.exists(&marker) {
+        return None;
+    }
+    match FileLock::acquire(vfs, &marker, path) {
+        Ok(_) => Some(Error::NotFound(path.to_path_buf())),
+        Err(e @ Error::AlreadyOpen(_)) => Some(e),
+        // Gone since the check: its create finished.
+        Err(_) => None,
+    }
+}
+
+/// Removes everything in `dir` (nothing if it is missing), stopping at the first failure.
+fn remove_contents(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let entries = match vfs.list(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(dir, e)),
+    };
+    for entry in entries {
+        if vfs.remove(&entry).is_err() {
+            remove_contents(vfs, &entry)?;
+            vfs.remove_dir(&entry).map_err(|e| io(&entry, e))?;
+        }
+    }
+    vfs.sync_dir(dir).map_err(|e| io(dir, e))
+}

@@ -39,17 +39,45 @@ impl Builder {
         if let Some(dir) = parent.filter(|dir| !self.config.vfs.exists(dir)) {
             return Err(Error::DirectoryMissing(dir.to_path_buf()));
         }
-        if self.config.vfs.exists(path) {
-            let source = std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
-            return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
-        }
         let vfs = Arc::clone(&self.config.vfs);
+        // R14: a marker beside the file until the database is complete, so that a create a
+        // crash cuts short leaves nothing the next create or open refuses. A backup's copy
+        // (`create_unclean`) has its own rule for that (R26) and needs none.
+        let creating = if self.config.create_unclean {
+            if vfs.exists(path) {
+                let source =
+                    std::io::Error::new(std::io::ErrorKind::AlreadyExists, "the database file exists");
+                return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
+            }
+            None
+        } else {
+            Some(files::Creating::begin(&*vfs, path)?)
+        };
         let mut made = Made { vfs: &*vfs, file: None, log_dir: None, log_dir_made: false };
         let created = self.create_files(path, &mut made);
-        if created.is_err() {
-            made.remove();
+        let Some(creating) = creating else {
+            if created.is_err() {
+                made.remove();
+            }
+            return created;
+        };
+        match created {
+            Ok(db) => match creating.finish(&*vfs) {
+                Ok(()) => Ok(db),
+                Err(e) => {
+                    // The marker stays: the next create removes the database (nobody was
+                    // told of it) and starts again.
+                    drop(db);
+                    Err(e)
+                }
+            },
+            Err(e) => {
+                made.remove();
+                // Best effort: a marker left behind only makes the next create clean up.
+                let _ = creating.finish(&*vfs);
+                Err(e)
+            }
         }
-        created
     }
 
     /// `create` once the settings are checked; `made` records what it made, for its removal
@@ -164,6 +192,10 @@ impl Builder {
         // rest once page 0 and the log's identity are read, still before anything is written.
         if self.page_size_set {
             self.check_pool(self.config.page_size)?;
+        }
+        // R14: a create's marker: a create is making the file, or a crash cut one short.
+        if let Some(e) = files::cut_short_create(&*self.config.vfs, path) {
+            return Err(e);
         }
         if self.read_only {
             return self.open_read_only(path);

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use swizzledb::{BufferError, Builder, Cleaner, Database, Error, LogError, PoolMode, RestartMode};
-use swizzledb_io::{Fault, FaultFs, FaultRule, Op, Vfs};
+use swizzledb_io::{CrashMode, Fault, FaultFs, FaultRule, Op, Vfs};
+
+use crate::common::Sites;
 
 const RECORDS: u32 = 2000;
 
@@ -285,5 +287,61 @@ fn r14_a_create_in_a_missing_directory_is_refused_logged_or_not() {
             other => panic!("logged: {logged}: expected DirectoryMissing, got {:?}", other.map(|_| ())),
         }
         assert!(!missing.exists(), "logged: {logged}: the refused create made the directory");
+    }
+}
+
+/// R14: a create killed (or cut by a power loss) at any file-system call leaves nothing that
+/// the next `create`, `open_or_create` or `open` with the same settings refuses, logged or not:
+/// `open` finds no database (`NotFound`) or the complete one, and `create` and `open_or_create`
+/// make it, removing what the cut-short create left. A killed create left an empty or
+/// half-made file, or a logged file whose log held no checkpoint, that every open refused
+/// (`NotADatabase`, `LogMissing`) and every create too (the file, or `StaleLog`).
+#[test]
+fn r14_a_create_killed_at_any_call_leaves_nothing_the_next_create_refuses() {
+    let path = Path::new("/d/db");
+    for (name, logged, archive) in
+        [("logged", true, false), ("archived", true, true), ("unlogged", false, false)]
+    {
+        for how in [CrashMode::KeepUnsynced, CrashMode::DropUnsynced] {
+            for n in 1.. {
+                let fs = fault_fs();
+                let sites = Sites::new(fs.clone());
+                let vfs: Arc<dyn Vfs> = Arc::new(sites.clone());
+                let builder = || {
+                    on(&fs)
+                        .logging(logged)
+                        .log_archive(archive)
+                        .log_segment_bytes(64 << 10)
+                        .max_log_bytes(1 << 20)
+                        .lab(|l| l.vfs(Arc::clone(&vfs)))
+                };
+                sites.kill_at(n, how);
+                let created = builder().create(path);
+                let killed = sites.killed();
+                sites.disarm();
+                if !killed {
+                    created.unwrap().close().unwrap();
+                    break;
+                }
+                drop(created);
+                fs.power_on();
+                let context = format!("{name}, {how:?}, killed at call {n}");
+                let db = match n % 3 {
+                    0 => builder().create(path).map_err(|e| format!("create: {e}")),
+                    1 => builder().open_or_create(path).map_err(|e| format!("open_or_create: {e}")),
+                    _ => match builder().open(path) {
+                        Err(Error::NotFound(_)) => builder().create(path).map_err(|e| format!("create: {e}")),
+                        opened => opened.map_err(|e| format!("open: {e}")),
+                    },
+                }
+                .unwrap_or_else(|e| panic!("{context}: {e}"));
+                db.tree_or_create("t").unwrap().insert(b"k", b"v").unwrap();
+                db.close().unwrap_or_else(|e| panic!("{context}: close: {e}"));
+                let db = builder().open(path).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
+                assert_eq!(db.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]), "{context}");
+                db.close().unwrap();
+                assert!(!fs.exists(Path::new("/d/db.creating")), "{context}: the marker stayed");
+            }
+        }
     }
 }

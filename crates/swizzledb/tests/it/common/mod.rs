@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use swizzledb::{Builder, Database, Error, PoolMode, Transaction, Tree};
-use swizzledb_io::{Fault, FaultFs, FaultRule, Op, OpenMode, Vfs, VfsFile};
+use swizzledb_io::{CrashMode, Fault, FaultFs, FaultRule, Op, OpenMode, Vfs, VfsFile};
 
 /// The database file every test uses (its log is `<DB>.wal`).
 pub const DB: &str = "/crash/t.swz";
@@ -269,6 +269,9 @@ struct SiteState {
     counts: BTreeMap<(Op, Class), u64>,
     armed: Option<(Site, u64)>,
     fired: bool,
+    /// [`Sites::kill_at`]: calls left before the kill, and how it treats unsynced writes.
+    kill: Option<(u64, CrashMode)>,
+    killed: bool,
 }
 
 /// A `Vfs` over a [`FaultFs`] that counts calls per (operation, [`Class`]) and fails one chosen
@@ -305,10 +308,40 @@ impl Sites {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).fired
     }
 
-    /// Disarms (the `FaultFs` rules too).
+    /// Disarms (the `FaultFs` rules and a kill too).
     pub fn disarm(&self) {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).armed = None;
+        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        st.armed = None;
+        st.kill = None;
         self.fs.clear_faults();
+    }
+
+    /// Arms a kill (`CrashMode::KeepUnsynced`) or a power loss at the `nth` call (1-based,
+    /// counted from now) of any kind, directory calls included: the file system powers off
+    /// ([`FaultFs::power_off`]) before that call runs, so it and every later one fail, as
+    /// nothing more happens in a killed process. [`FaultFs::power_on`] ends it.
+    pub fn kill_at(&self, nth: u64, how: CrashMode) {
+        let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        st.kill = Some((nth.max(1), how));
+        st.killed = false;
+    }
+
+    /// Whether the armed kill happened.
+    pub fn killed(&self) -> bool {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).killed
+    }
+
+    /// Counts a call towards an armed kill, and kills there.
+    fn tick(&self, st: &mut SiteState) {
+        if let Some((left, how)) = st.kill {
+            if left == 1 {
+                st.kill = None;
+                st.killed = true;
+                self.fs.power_off(how);
+            } else {
+                st.kill = Some((left - 1, how));
+            }
+        }
     }
 
     /// Counts a call and runs it; if it is the chosen one, a one-shot `FaultFs` rule on its exact
@@ -317,6 +350,7 @@ impl Sites {
     fn call<T>(&self, op: Op, path: &Path, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
         let class = classify(path);
         let mut st = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.tick(&mut st);
         let n = st.counts.entry((op, class)).or_insert(0);
         *n += 1;
         let n = *n;
@@ -374,6 +408,7 @@ impl Vfs for Sites {
     }
 
     fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.tick(&mut self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         self.fs.remove_dir(dir)
     }
 
@@ -386,6 +421,7 @@ impl Vfs for Sites {
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.tick(&mut self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         self.fs.create_dir_all(dir)
     }
 
