@@ -294,6 +294,7 @@ impl Tree {
         if pool.is_read_only() {
             return Err(TreeError::ReadOnly);
         }
+        pool.before_change()?;
         let mut g = pool.allocate_page()?;
         node::init(&mut g, 0, None, None);
         let lsn = log_structure(log, &[(&g, None)], &[])?;
@@ -366,6 +367,7 @@ impl Tree {
         if self.pool.is_read_only() {
             return Err(TreeError::ReadOnly);
         }
+        self.pool.before_change()?;
         Ok(())
     }
 
@@ -560,6 +562,8 @@ impl Tree {
         if self.pool.is_read_only() {
             return Err(TreeError::ReadOnly);
         }
+        // Buffer F11: an unlogged file that says CLEAN stops saying so before the change.
+        self.pool.before_change()?;
         let pool = &*self.pool;
         let mut saw_foster = false;
         let root: SharedGuard<'_> = match self.optimistic().descend::<Exclusive>(key)? {

@@ -546,6 +546,18 @@ impl BufferPool {
         self.read_only
     }
 
+    /// F11: called by the owner before it changes a page in the pool. Before the first change
+    /// since the file was last closed cleanly (an unlogged file whose page 0 says CLEAN), page 0
+    /// is rewritten without CLEAN and synced, so that a crash from then on, before any page
+    /// reaches the file, is seen as unclean too; after it, this is one atomic load.
+    ///
+    /// # Errors
+    /// The write or sync of page 0 failed (the change must not be made then).
+    #[inline]
+    pub fn before_change(&self) -> Result<()> {
+        self.file.before_change()
+    }
+
     /// The pool's mode.
     #[inline]
     #[must_use]

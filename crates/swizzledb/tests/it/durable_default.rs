@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swizzledb::lab::DatabaseExt as _;
-use swizzledb::{wal_dir, Cleaner, CommitMode, CommitWait, Database, Error, PoolMode, TreeError};
+use swizzledb::{wal_dir, Builder, Cleaner, CommitMode, CommitWait, Database, Error, PoolMode, TreeError};
 use swizzledb_io::{CrashMode, FaultFs, Op, OpenMode, Vfs};
 
 fn fault_fs() -> FaultFs {
@@ -1152,5 +1152,72 @@ fn r7_a_checkpoint_larger_than_a_log_record_goes_out_in_parts() {
     let parts = kinds.iter().filter(|k| **k == swizzledb::lab::record::RecordKind::CheckpointPart).count();
     assert!(parts >= 2, "{parts} checkpoint parts in the log");
     drop(t);
+    db.close().unwrap();
+}
+
+/// R13, buffer F11: an unlogged database changed since it was opened and then killed is
+/// refused (`Unclean`) even when none of the changed pages reached the file — a leaf write, an
+/// overflow value, a transaction, a new tree, a dropped tree — as the docs promise for a crash
+/// of an unlogged database; one only read since stays clean. Page 0 lost CLEAN only when the
+/// first page was written, so such a kill reopened the last close's state without the changes
+/// acknowledged since, as if nothing had happened (a kill harness of unlogged databases with
+/// overflow values met it in 116 of 200 kills).
+#[test]
+fn r13_an_unlogged_database_changed_then_killed_is_unclean_before_any_page_write() {
+    let fs = fault_fs();
+    let path = Path::new("/d/scratch");
+    let builder = Database::builder()
+        .logging(false)
+        .page_size(4096)
+        .pool_bytes(64 * 4096)
+        .lab(|l| l.vfs(Arc::new(fs.clone())));
+    let fresh = |builder: Builder| {
+        let db = builder.discard_unclean(true).open_or_create(path).unwrap();
+        for name in ["t", "gone"] {
+            db.tree_or_create(name).unwrap().upsert(b"a", b"1").unwrap();
+        }
+        db.close().unwrap();
+    };
+    fresh(builder.clone());
+    type Change<'a> = (&'a str, &'a dyn Fn(&Database));
+    let changes: [Change<'_>; 6] = [
+        ("upsert", &|db| {
+            db.tree("t").unwrap().upsert(b"b", b"2").unwrap();
+        }),
+        ("delete", &|db| {
+            db.tree("t").unwrap().delete(b"a").unwrap();
+        }),
+        ("overflow value", &|db| {
+            db.tree("t").unwrap().upsert(b"big", &[9; 20_000]).unwrap();
+        }),
+        ("transaction", &|db| {
+            let t = db.tree("t").unwrap();
+            db.transact(|tx| tx.put(&t, b"c", b"3")).unwrap();
+        }),
+        ("create_tree", &|db| {
+            db.create_tree("new").unwrap();
+        }),
+        ("drop_tree", &|db| {
+            db.drop_tree("gone").unwrap();
+        }),
+    ];
+    for (what, change) in changes {
+        let db = builder.clone().open(path).unwrap();
+        change(&db);
+        fs.crash(CrashMode::KeepUnsynced);
+        drop(db);
+        match builder.clone().open(path) {
+            Err(Error::Unclean(_)) => {}
+            other => panic!("{what}, then a kill: expected Unclean, got {:?}", other.map(|_| ())),
+        }
+        fresh(builder.clone());
+    }
+    // Only read, then killed: clean, with what the last close left.
+    let db = builder.clone().open(path).unwrap();
+    assert_eq!(db.tree("t").unwrap().get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    fs.crash(CrashMode::KeepUnsynced);
+    drop(db);
+    let db = builder.open(path).unwrap();
+    assert_eq!(db.tree("gone").unwrap().get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
     db.close().unwrap();
 }
