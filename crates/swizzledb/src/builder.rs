@@ -189,7 +189,8 @@ impl Builder {
     ///
     /// Only a database that was closed cleanly opens: one that needs restart (a logged
     /// database after a crash) fails with [`Error::NeedsRestart`], and an unlogged one not
-    /// closed cleanly with [`Error::Unclean`], since bringing either back writes. The file
+    /// closed cleanly with [`Error::Unclean`], since bringing either back writes. As on any
+    /// open, `logging(true)` refuses an unlogged file ([`Error::NotLogged`]). The file
     /// system must be the operating system's (not an in-memory or lab one).
     #[must_use]
     pub fn read_only(mut self, on: bool) -> Self {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use swizzledb_btree::BTreeOwner;
+use swizzledb_btree::{BTreeOwner, TreeError};
 use swizzledb_buffer::{BufferError, PageFile, PoolConfig, PoolMode};
 use swizzledb_sync::{Lsn, PageId};
 use swizzledb_wal::{LogError, LogManager};
@@ -168,6 +168,14 @@ impl Builder {
         }
         let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(crate::inspect::ReadOnlyFs::default());
         let (_, meta) = PageFile::open_logged(&*vfs, path, false)?;
+        if !meta.logged && self.logging == Some(true) {
+            // As a read-write open refuses it (`Builder::logging`); converting it would write.
+            return Err(if self.convert_to_logged {
+                Error::Tree(TreeError::ReadOnly)
+            } else {
+                Error::NotLogged(path.to_path_buf())
+            });
+        }
         if !meta.clean {
             return Err(if meta.logged {
                 Error::NeedsRestart(path.to_path_buf())

@@ -160,3 +160,42 @@ fn r27_a_database_that_needs_restart_is_refused() {
         Err(Error::NotFound(_))
     ));
 }
+
+/// `Builder::logging(true)` refuses an unlogged file with `NotLogged` on every open, read-only
+/// included; a read-only open cannot convert it (the conversion writes). `logging(false)` and
+/// no setting open it, and a logged file opens read-only whatever `logging` says.
+#[test]
+fn r27_logging_true_refuses_an_unlogged_file_read_only_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let unlogged = dir.path().join("unlogged.swz");
+    let db = Database::builder().logging(false).create(&unlogged).unwrap();
+    db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let logged = dir.path().join("logged.swz");
+    make(&logged);
+    let before = snapshot(dir.path());
+
+    assert!(matches!(Database::builder().logging(true).open(&unlogged), Err(Error::NotLogged(_))));
+    let r = Database::builder().read_only(true).logging(true).open(&unlogged);
+    assert!(matches!(r, Err(Error::NotLogged(_))), "{:?}", r.map(|_| ()));
+    let r =
+        Database::builder().read_only(true).logging(true).lab(|l| l.convert_to_logged(true)).open(&unlogged);
+    assert!(is_read_only(r.map(|_| ())));
+    assert_eq!(snapshot(dir.path()), before, "a refused open changed the files");
+
+    for logging in [None, Some(false)] {
+        let mut b = Database::builder().read_only(true);
+        if let Some(on) = logging {
+            b = b.logging(on);
+        }
+        let db = b.open(&unlogged).unwrap();
+        assert_eq!(db.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+        db.close().unwrap();
+    }
+    for logging in [true, false] {
+        let db = Database::builder().read_only(true).logging(logging).open(&logged).unwrap();
+        assert_eq!(db.tree("other").unwrap().get(b"x").unwrap().as_deref(), Some(&b"y"[..]));
+        db.close().unwrap();
+    }
+    assert_eq!(snapshot(dir.path()), before, "read-only opens changed the files");
+}
