@@ -86,6 +86,18 @@ struct JsonRecord {
     value: String,
 }
 
+/// What a JSON value that is not an object is, for a message.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 /// The record a line of `format` holds, or what is wrong with it.
 pub fn parse(format: Format, encoding: Encoding, line: &str) -> Result<(Vec<u8>, Vec<u8>), String> {
     let (k, v) = match format {
@@ -94,8 +106,19 @@ pub fn parse(format: Format, encoding: Encoding, line: &str) -> Result<(Vec<u8>,
             (k.to_owned(), v.to_owned())
         }
         Format::Jsonl => {
-            let r: JsonRecord =
+            // An object, as dump writes it: serde would also take a struct from an array
+            // (`["KEY","VALUE"]`), which is not one object a line.
+            let value: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| format!("not a record object: {e}"))?;
+            if !value.is_object() {
+                return Err(format!(
+                    "not a record object: a line holds one JSON object {{\"key\":..,\"value\":..}}, \
+                     not {}",
+                    json_kind(&value)
+                ));
+            }
+            let r: JsonRecord =
+                serde_json::from_value(value).map_err(|e| format!("not a record object: {e}"))?;
             (r.key, r.value)
         }
         Format::Hex => return Err("hex dumps are for reading; load reads csv or jsonl".into()),
@@ -134,6 +157,7 @@ mod tests {
         assert!(bad(Format::Jsonl, Encoding::Hex, "{\"key\":\"00\"}").contains("not a record object"));
         assert!(bad(Format::Jsonl, Encoding::Hex, "{\"key\":\"00\",\"value\":\"\",\"x\":1}")
             .contains("not a record"));
+        assert!(bad(Format::Jsonl, Encoding::Hex, "[\"00\",\"ff\"]").contains("not an array"));
         assert!(bad(Format::Hex, Encoding::Hex, "00,00").contains("load reads csv or jsonl"));
     }
 }

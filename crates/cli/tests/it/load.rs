@@ -308,3 +308,31 @@ fn a_load_that_commits_nothing_leaves_the_database_as_it_was() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert_eq!(contents(&path), want);
 }
+
+/// A jsonl line holds one object, as `--format`'s help and the README say: an array
+/// `["KEY","VALUE"]` was read as a record (serde takes a struct from a sequence too).
+#[test]
+fn a_jsonl_line_that_is_not_an_object_is_malformed_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.swz");
+    let input = dir.path().join("in.jsonl");
+    std::fs::write(&input, "{\"key\":\"01\",\"value\":\"0a\"}\n[\"02\",\"0b\"]\n").unwrap();
+    let o = run(&[
+        "load",
+        arg(&path),
+        "--create",
+        "--tree",
+        "t",
+        "--input",
+        arg(&input),
+        "--format",
+        "jsonl",
+        "--batch",
+        "1",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 2: not a record object"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("an array"), "{}", stderr(&o));
+    let want: Records = [(vec![1], vec![10])].into();
+    assert_eq!(contents(&path)["t"], want, "only the batch before the array is loaded");
+}
