@@ -248,6 +248,29 @@ fn bad_input_writes_nothing() {
     assert_eq!(reproduce(&["--tiny"]).status.code(), Some(2));
 }
 
+/// An --only item that names no figure lists the paper:figure names there are, each once: the
+/// figures two experiments share (gilbert:3.4, lersch:5.5, ...) were listed twice.
+#[test]
+fn an_unknown_only_item_lists_each_figure_once() {
+    let o = reproduce(&["--list", "--only", "nobody"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let list = err
+        .split_once("a paper and figure (")
+        .and_then(|(_, rest)| rest.split_once(") or a figure id"))
+        .map(|(list, _)| list)
+        .unwrap_or_else(|| panic!("no list of figures: {err}"));
+    let names: Vec<&str> = list.split(", ").collect();
+    let once: BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(names.len(), once.len(), "a figure is listed twice: {list}");
+    for f in figures::all() {
+        for n in f.figures {
+            let name = format!("{}:{n}", f.paper.key());
+            assert!(once.contains(name.as_str()), "{name} is not listed: {list}");
+        }
+    }
+}
+
 /// The Chromium binary: `$CHROMIUM`, else Debian's.
 fn chromium() -> Option<PathBuf> {
     let p = std::env::var_os("CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);

@@ -212,10 +212,15 @@ pub fn select(all: &[Figure], only: &[String]) -> Result<Vec<Figure>, Usage> {
         }
         if !hit {
             let papers: Vec<&str> = Paper::ALL.iter().map(|p| p.key()).collect();
-            let known: Vec<String> = all
-                .iter()
-                .flat_map(|f| f.figures.iter().map(move |n| format!("{}:{n}", f.paper.key())))
-                .collect();
+            // Each once, in the registry's order: experiments may share a figure.
+            let mut known: Vec<String> = Vec::new();
+            for name in
+                all.iter().flat_map(|f| f.figures.iter().map(move |n| format!("{}:{n}", f.paper.key())))
+            {
+                if !known.contains(&name) {
+                    known.push(name);
+                }
+            }
             return Err(Usage(format!(
                 "--only {item}: no such figure; name a paper ({}), a paper and figure ({}) or a figure id",
                 papers.join(", "),
