@@ -20,24 +20,6 @@ pub fn run(args: &CompactArgs) -> ExitCode {
         eprintln!("error: no database file {}", args.file.display());
         return ExitCode::from(EXIT_UNUSABLE_PATH);
     }
-    // Opened once on its own first, so that a database that cannot be opened (a directory, not
-    // a SwizzleDB file, a damaged header, its log missing) is told from a compaction that
-    // failed: `Builder::compact` reports both alike.
-    match Database::builder().open(&args.file) {
-        Ok(db) => {
-            if let Err(e) = db.close() {
-                eprintln!(
-                    "error: closing {} before compacting it: {e}; nothing was compacted",
-                    args.file.display()
-                );
-                return ExitCode::from(EXIT_FAILED);
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {} cannot be opened, so nothing was compacted: {e}", args.file.display());
-            return ExitCode::from(EXIT_UNUSABLE_PATH);
-        }
-    }
     let started = std::time::Instant::now();
     match Database::builder().compact(&args.file) {
         Ok(stats) => {
@@ -57,12 +39,26 @@ pub fn run(args: &CompactArgs) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(EXIT_UNUSABLE_PATH)
         }
-        Err(e) => {
-            eprintln!(
-                "error: compacting {}: {e}; the database is as it was, or the next open finishes the swap",
-                args.file.display()
-            );
-            ExitCode::from(EXIT_FAILED)
-        }
+        // `Builder::compact` reports a database it cannot open like a compaction that failed:
+        // an open tells them apart, after the failure only, so that a compaction that succeeds
+        // opens the database once. A failed compaction left the database as it was, or with a
+        // swap that this open finishes.
+        Err(e) => match Database::builder().open(&args.file) {
+            Err(open) => {
+                eprintln!(
+                    "error: {} cannot be opened, so nothing was compacted: {open}",
+                    args.file.display()
+                );
+                ExitCode::from(EXIT_UNUSABLE_PATH)
+            }
+            Ok(db) => {
+                let _ = db.close();
+                eprintln!(
+                    "error: compacting {}: {e}; the database is as it was, or the next open finishes the swap",
+                    args.file.display()
+                );
+                ExitCode::from(EXIT_FAILED)
+            }
+        },
     }
 }
