@@ -192,11 +192,16 @@ fn bench_tpcb_bad_input_exits_2_and_writes_nothing() {
     let scratch = Scratch::new("tpcb-bad");
     let out = scratch.0.join("out");
     let out_arg = out.to_str().unwrap();
-    // Bad values the benchmark checks itself: one line naming the option.
-    let one_line: [(&[&str], &str); 3] = [
+    // Bad values the benchmark checks itself: one line naming the option. A --log-dir that is
+    // missing or a file failed with exit 1 once the run had begun.
+    let missing = scratch.0.join("no-such-dir");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let one_line: [(&[&str], &str); 5] = [
         (&["--branches", "0"], "--branches"),
         (&["--pool", "1MiB"], "--pool"),
         (&["--pool", "16MiB", "--modes", "main-memory"], "main-memory"),
+        (&["--log-dir", missing.to_str().unwrap()], "--log-dir"),
+        (&["--log-dir", file], "--log-dir"),
     ];
     for (bad, names) in one_line {
         let o = Command::new(BIN)

@@ -162,6 +162,12 @@ impl BenchPlan {
                     .into(),
             ));
         }
+        if let Some(dir) = self.workload.log_dir.as_deref().filter(|d| !d.is_dir()) {
+            return Err(WorkloadError::Config(format!(
+                "--log-dir {} is not a directory: create it, or name an existing directory",
+                dir.display()
+            )));
+        }
         let what = format!("{} branches", self.workload.config.branches);
         bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what)
     }
