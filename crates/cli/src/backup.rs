@@ -24,6 +24,18 @@ pub fn run(args: &BackupArgs) -> ExitCode {
         eprintln!("error: no database file {}", args.source.display());
         return ExitCode::from(EXIT_UNUSABLE_PATH);
     }
+    // The copy's directory, checked before the source is opened (which may restart it): an
+    // output that cannot be created, exit 3 like every such path (README "Exit codes").
+    let dest_dir = args.dest.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dest_dir.filter(|d| !d.is_dir()) {
+        eprintln!(
+            "error: cannot write the copy {}: {} is not a directory; create it first, or choose a path in an \
+             existing directory",
+            args.dest.display(),
+            dir.display()
+        );
+        return ExitCode::from(EXIT_UNUSABLE_PATH);
+    }
     let db = match Database::builder().open(&args.source) {
         Ok(db) => db,
         Err(e) => {
@@ -53,6 +65,11 @@ pub fn run(args: &BackupArgs) -> ExitCode {
         Err(e @ Error::BackupTargetExists(_)) => {
             eprintln!("error: {e}");
             ExitCode::from(EXIT_USAGE)
+        }
+        // Its directory went away since the check above.
+        Err(e @ Error::DirectoryMissing(_)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_UNUSABLE_PATH)
         }
         Err(e) => {
             eprintln!(

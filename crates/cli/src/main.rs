@@ -111,7 +111,8 @@ or the input cannot be opened"
     /// it); the copy appears at DEST only once it is complete
     #[command(
         after_help = "Exit codes: 0 copied; 1 reading the source or writing the copy failed (nothing is left at \
-DEST); 2 bad arguments, or DEST (or DEST.wal) exists; 3 the source cannot be opened"
+DEST); 2 bad arguments, or DEST (or DEST.wal) exists; 3 the source cannot be opened, or DEST's directory does not \
+exist"
     )]
     Backup(backup::BackupArgs),
     /// Rewrite a database in place, returning the pages deletes and dropped trees freed to the

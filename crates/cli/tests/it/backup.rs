@@ -174,3 +174,23 @@ fn an_unlogged_backup_refuses_a_log_directory_at_its_target() {
     assert!(!stale.exists(), "an unlogged copy has no log directory");
     assert_eq!(contents(&dst), contents(&src));
 }
+
+/// A DEST whose directory does not exist (or is a file) is an output that cannot be created:
+/// exit 3 (README "Exit codes"), before the source is opened. It was exit 1, "backing up ...
+/// failed", after opening the source.
+#[test]
+fn a_backup_into_a_missing_directory_is_an_unusable_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.swz");
+    make(&src, 100);
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    for dest in [dir.path().join("none").join("dst.swz"), file.join("dst.swz")] {
+        let out = run(&["backup", arg(&src), arg(&dest)]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{}: {stderr}", dest.display());
+        assert!(stderr.contains("not a directory"), "{}: {stderr}", dest.display());
+        assert!(!dest.exists());
+    }
+    assert!(!dir.path().join("none").exists(), "the missing directory was made");
+}
