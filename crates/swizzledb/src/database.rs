@@ -299,10 +299,13 @@ impl Database {
         self.core.locks.as_deref().map(lock::LockManager::stats)
     }
 
-    /// Whether this database logs its changes.
+    /// Whether this is a logged database: it logs its changes, or, opened read-only
+    /// ([`Builder::read_only`](crate::Builder::read_only), which reads no log and changes
+    /// nothing), its file has a log (RECOVERY.md R27). As an open follows the file, so does
+    /// this.
     #[must_use]
     pub fn is_logged(&self) -> bool {
-        self.core.wal.is_some()
+        self.core.wal.is_some() || (self.core.pool.is_read_only() && self.core.pool.file_is_logged())
     }
 
     /// Archives the durable log now (R17): its page changes not archived yet become one new

@@ -163,7 +163,8 @@ fn r27_a_database_that_needs_restart_is_refused() {
 
 /// `Builder::logging(true)` refuses an unlogged file with `NotLogged` on every open, read-only
 /// included; a read-only open cannot convert it (the conversion writes). `logging(false)` and
-/// no setting open it, and a logged file opens read-only whatever `logging` says.
+/// no setting open it, and a logged file opens read-only whatever `logging` says;
+/// `Database::is_logged` follows the file.
 #[test]
 fn r27_logging_true_refuses_an_unlogged_file_read_only_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -189,11 +190,13 @@ fn r27_logging_true_refuses_an_unlogged_file_read_only_too() {
             b = b.logging(on);
         }
         let db = b.open(&unlogged).unwrap();
+        assert!(!db.is_logged(), "is_logged follows the file");
         assert_eq!(db.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
         db.close().unwrap();
     }
     for logging in [true, false] {
         let db = Database::builder().read_only(true).logging(logging).open(&logged).unwrap();
+        assert!(db.is_logged(), "is_logged follows the file, which has a log");
         assert_eq!(db.tree("other").unwrap().get(b"x").unwrap().as_deref(), Some(&b"y"[..]));
         db.close().unwrap();
     }
