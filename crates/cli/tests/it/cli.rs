@@ -283,14 +283,18 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
 }
 
-/// `bench drift` (and `experiment fig13`, the same workload) with more records than the file
-/// system of --dir has room for is refused before it writes: it loaded until the disk was full.
+/// `bench drift` (and `experiment fig13`, the same workload) and `bench lookup` with more records
+/// than the file system of --dir has room for are refused before they write: they loaded until
+/// the disk was full.
 #[test]
 fn drift_records_beyond_the_room_left_are_refused_before_writing() {
     let scratch = Scratch::new("drift-room");
     let out = scratch.0.join("out");
     // 10^15 records of 128 bytes: 128 PB, more than any file system the tests run on.
-    for command in [&["bench", "drift"][..], &["experiment", "fig13"]] {
+    // bench lookup with a --pool given (without one, the pool grown from --records is refused).
+    for command in
+        [&["bench", "drift"][..], &["experiment", "fig13"], &["bench", "lookup", "--pool", "64MiB"]]
+    {
         let o = Command::new(BIN)
             .args(command)
             .args(["--records", "1e15", "--dir"])

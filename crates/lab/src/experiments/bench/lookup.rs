@@ -34,7 +34,8 @@ pub struct LookupArgs {
     engine: Vec<String>,
     #[command(flatten)]
     common: Common,
-    /// Records to load (1000000, 1_000_000, 1e6 or 1M)
+    /// Records to load (1000000, 1_000_000, 1e6 or 1M); refused before anything is written when
+    /// their keys and values, 128 bytes each per database on disk, exceed the room left in --dir
     #[arg(long, default_value = "1000000", value_parser = units::parse_positive_count)]
     records: u64,
     /// Part of the key range that is looked up: a fraction (0.25, 25%) or bytes of keys and
@@ -83,6 +84,22 @@ pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
         base.modes.clear();
     }
     let configs = points(&base, args.records, args.working_set, args.sweep.as_ref()).map_err(Usage)?;
+    // A point's databases are all on disk at once (main-memory mode's stay in their pools), each
+    // holding at least its records' keys and values; the points run one after another.
+    if let Some(c) = configs.iter().max_by_key(|c| c.records) {
+        let on_disk = c.modes.iter().filter(|&&m| m != swizzledb::PoolMode::MainMemory).count() as u64;
+        if on_disk > 0 {
+            crate::support::disk::check_room(
+                &base.dir,
+                c.records.saturating_mul(RECORD_BYTES).saturating_mul(on_disk),
+                &format!(
+                    "--records {} ({RECORD_BYTES} bytes of key and value each, {on_disk} databases)",
+                    c.records
+                ),
+            )
+            .map_err(Usage)?;
+        }
+    }
     if let Some(path) = &args.csv {
         report::check_csv_appendable(path).map_err(Usage)?;
     }
