@@ -564,3 +564,38 @@ fn gilbert_fix_time_splits_fixes_by_kind() {
         assert!(n(r, "hits_shared") > 0 && r[col("hit_shared_ns")].parse::<f64>().unwrap() > 0.0, "{r:?}");
     }
 }
+
+/// TPC-C at 10,000 warehouses (about 1 TB of records) on a file system without the room for them
+/// is refused before anything is written: it loaded until the disk was full.
+#[test]
+fn bench_tpcc_beyond_the_room_left_is_refused_before_writing() {
+    let scratch = Scratch::new("tpcc-room");
+    let out = scratch.0.join("out");
+    let left = swizzledb_lab::support::disk::available_bytes(&scratch.0);
+    if left.is_none_or(|b| b >= 1 << 40) {
+        eprintln!("skipped: the file system of {} has 1 TiB or more left", scratch.0.display());
+        return;
+    }
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "tpcc",
+            "--warehouses",
+            "10000",
+            "--modes",
+            "traditional",
+            "--pool",
+            "64MiB",
+            "--dir",
+        ])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("10000 warehouses") && stderr.contains("left"), "{stderr}");
+    assert!(!out.exists());
+    scratch.assert_only_out_left();
+}

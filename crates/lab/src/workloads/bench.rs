@@ -625,13 +625,19 @@ impl<W: OnEngines> BenchPlan<W> {
 const EMPTY_SETTINGS: &str = "--modes, --logging, --locking and --optimistic each need at least one value";
 
 /// Checks that `pool` bytes can run a workload that loads `data` bytes of records (`what`
-/// says whose, for the message).
+/// says whose, for the message), and that the file system of `dir` has room for them where a
+/// mode keeps them on disk.
 pub(crate) fn validate_pool(
     pool: u64,
     data: u64,
     modes: &[PoolMode],
     what: &str,
+    dir: &Path,
 ) -> Result<(), WorkloadError> {
+    if modes.iter().any(|&m| m != PoolMode::MainMemory) {
+        crate::support::disk::check_room(dir, data, &format!("loading the records of {what}"))
+            .map_err(WorkloadError::Config)?;
+    }
     if pool < MIN_POOL {
         return Err(WorkloadError::Config(format!(
             "--pool {pool} B is below the {MIN_POOL} B a benchmark needs; raise --pool"

@@ -169,7 +169,7 @@ impl BenchPlan {
             )));
         }
         let what = format!("{} branches", self.workload.config.branches);
-        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what)
+        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what, &self.dir)
     }
 }
 

@@ -70,7 +70,7 @@ impl BenchPlan {
             return Ok(());
         }
         let what = format!("{} warehouses", self.workload.config.warehouses);
-        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what)
+        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what, &self.dir)
     }
 }
 

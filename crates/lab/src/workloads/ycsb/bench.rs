@@ -75,7 +75,7 @@ impl BenchPlan {
             self.workload.config.records,
             self.workload.config.value_bytes()
         );
-        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what)
+        bench::validate_pool(self.pool(), self.workload.config.record_bytes(), &self.modes, &what, &self.dir)
     }
 }
 
