@@ -156,8 +156,8 @@ pub trait GapGate {
 pub enum Gated<T> {
     /// The write was made (or found nothing to do), with the gate's consent where it needed it.
     Done(T),
-    /// The gap's closing key lies beyond the key's leaf (or the value is large): nothing was
-    /// asked and nothing changed; the caller finds and locks the closing key itself.
+    /// The gap's closing key lies beyond the key's leaf: nothing was asked and nothing changed;
+    /// the caller finds and locks the closing key itself.
     Beyond,
 }
 
@@ -745,9 +745,9 @@ impl Tree {
     /// end of the tree (`None`) after the last leaf's last key — with the leaf latched
     /// exclusively, before anything changes; on a refusal the writer unlatches, calls
     /// [`GapGate::wait`] and starts afresh. Replacing a present key asks nothing. Returns
-    /// [`Gated::Beyond`], having changed nothing, when the closing key lies in a later leaf or
-    /// the value is large (T22: its chain would be written before the gate is asked); the caller
-    /// then finds and locks the closing key itself.
+    /// [`Gated::Beyond`], having changed nothing, when the closing key lies in a later leaf; the
+    /// caller then finds and locks the closing key itself. A large value's chain (T22) is
+    /// written before each visit asks the gate, and freed if the visit changes nothing.
     ///
     /// # Errors
     /// As [`Tree::put_logged`], or the gate's.
@@ -762,7 +762,11 @@ impl Tree {
         self.check_open()?;
         self.check_sizes(key, value)?;
         if overflow::is_large(self.pool.page_size(), value.len()) {
-            return Ok(Gated::Beyond);
+            // T22: each visit writes its chain first, on pages no one can reach; a visit that
+            // the gate refuses, or that ends beyond its leaf, drops (frees) it unused.
+            return self.gated(gate, || {
+                self.put_once(key, value, self.write_chain(value)?, replace, Some(log), Some(gate))
+            });
         }
         self.gated(gate, || self.put_once(key, value, Chain::none(), replace, Some(log), Some(gate)))
     }

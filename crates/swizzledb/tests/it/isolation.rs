@@ -855,3 +855,26 @@ fn k15_only_range_reads_keep_inserts_out_of_a_gap() {
     }
     assert_eq!(t.len().unwrap(), 400 + 199 * 4);
 }
+
+/// K15: with no range reader in the tree, an insert does not look at its gap, whatever the size
+/// of its value. An insert of a large value (btree T22) used to skip the gap gate and lock the
+/// closing key anyway, so it waited for a writer of the next key: here, in one thread, a
+/// deadlock.
+#[test]
+fn k15_a_large_insert_without_range_readers_does_not_wait_for_the_next_keys_writer() {
+    for logged in [true, false] {
+        let db = Database::builder().page_size(4096).logging(logged).create_in_memory().unwrap();
+        let tree = db.create_tree("t").unwrap();
+        tree.upsert(b"b", b"1").unwrap();
+        let mut next = db.begin();
+        next.put(&tree, b"b", b"2").unwrap();
+        let mut tx = db.begin();
+        assert!(!tx.put(&tree, b"a1", b"small").unwrap());
+        assert!(!tx.put(&tree, b"a2", &[7; 3000]).unwrap(), "logged={logged}: a large insert");
+        next.commit().unwrap();
+        tx.commit().unwrap();
+        assert_eq!(tree.get(b"a2").unwrap(), Some(vec![7; 3000]));
+        assert_eq!(tree.get(b"b").unwrap(), Some(b"2".to_vec()));
+        tree.verify().unwrap();
+    }
+}
