@@ -20,6 +20,23 @@ fn arg(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// `swizzledb load DB --create --tree t --input INPUT --format jsonl --batch BATCH`.
+fn load_jsonl_creating(db: &Path, input: &Path, batch: &str) -> Output {
+    run(&[
+        "load",
+        arg(db),
+        "--create",
+        "--tree",
+        "t",
+        "--input",
+        arg(input),
+        "--format",
+        "jsonl",
+        "--batch",
+        batch,
+    ])
+}
+
 fn code(o: &Output) -> i32 {
     o.status.code().expect("exited")
 }
@@ -154,19 +171,7 @@ fn a_bad_line_stops_the_load_at_its_batch_and_names_it() {
     }
     text.push_str("{\"key\":\"0g\",\"value\":\"ff\"}\n");
     std::fs::write(&input, text).unwrap();
-    let o = run(&[
-        "load",
-        arg(&path),
-        "--create",
-        "--tree",
-        "t",
-        "--input",
-        arg(&input),
-        "--format",
-        "jsonl",
-        "--batch",
-        "4",
-    ]);
+    let o = load_jsonl_creating(&path, &input, "4");
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("line 11: key: not a hex byte"), "{err}");
@@ -317,19 +322,7 @@ fn a_jsonl_line_that_is_not_an_object_is_malformed_and_named() {
     let path = dir.path().join("d.swz");
     let input = dir.path().join("in.jsonl");
     std::fs::write(&input, "{\"key\":\"01\",\"value\":\"0a\"}\n[\"02\",\"0b\"]\n").unwrap();
-    let o = run(&[
-        "load",
-        arg(&path),
-        "--create",
-        "--tree",
-        "t",
-        "--input",
-        arg(&input),
-        "--format",
-        "jsonl",
-        "--batch",
-        "1",
-    ]);
+    let o = load_jsonl_creating(&path, &input, "1");
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("line 2: not a record object"), "{}", stderr(&o));
     assert!(stderr(&o).contains("an array"), "{}", stderr(&o));
