@@ -305,7 +305,17 @@ impl Creating {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(path, e)),
                 _ => {}
             }
-            remove_contents(vfs, &wal_dir(path))?;
+            let wal = wal_dir(path);
+            let mut failed = None;
+            remove_under(vfs, &wal, &mut |entry, e| {
+                failed.get_or_insert_with(|| io(entry, e));
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if vfs.exists(&wal) {
+                vfs.sync_dir(&wal).map_err(|e| io(&wal, e))?;
+            }
         }
         let dir = path.parent().unwrap_or(Path::new(""));
         vfs.sync_dir(dir).map_err(|e| io(dir, e))?;
@@ -337,18 +347,20 @@ pub(crate) fn cut_short_create(vfs: &dyn Vfs, path: &Path) -> Option<Error> {
     }
 }
 
-/// Removes everything in `dir` (nothing if it is missing), stopping at the first failure.
-fn remove_contents(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
-    let entries = match vfs.list(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io(dir, e)),
-    };
+/// Removes every file and directory under `dir` (nothing where it cannot be listed), going on
+/// past a failure: `left` hears of each entry that stays.
+pub(crate) fn remove_under(vfs: &dyn Vfs, dir: &Path, left: &mut dyn FnMut(&Path, std::io::Error)) {
+    let Ok(entries) = vfs.list(dir) else { return };
     for entry in entries {
-        if vfs.remove(&entry).is_err() {
-            remove_contents(vfs, &entry)?;
-            vfs.remove_dir(&entry).map_err(|e| io(&entry, e))?;
+        let removed = match vfs.remove(&entry) {
+            Err(_) if vfs.list(&entry).is_ok() => {
+                remove_under(vfs, &entry, left);
+                vfs.remove_dir(&entry)
+            }
+            removed => removed,
+        };
+        if let Err(e) = removed {
+            left(&entry, e);
         }
     }
-    vfs.sync_dir(dir).map_err(|e| io(dir, e))
 }

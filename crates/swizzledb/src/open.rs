@@ -326,7 +326,7 @@ impl Builder {
             })
         };
         if identity.as_ref().is_ok_and(|(of, _)| *of == id) || (identity.is_err() && no_records()) {
-            remove_under(&*vfs, &dir);
+            files::remove_under(&*vfs, &dir, &mut warn_left);
         }
         let mut made = Made { vfs: &*vfs, file: None, log_dir: None, log_dir_made: false };
         made.claim_log_dir(path)?;
@@ -698,7 +698,7 @@ impl Made<'_> {
 
     fn remove(&self) {
         if let Some(dir) = &self.log_dir {
-            remove_under(self.vfs, dir);
+            files::remove_under(self.vfs, dir, &mut warn_left);
             if self.log_dir_made {
                 if let Err(e) = self.vfs.remove_dir(dir) {
                     log::warn!(
@@ -719,24 +719,9 @@ impl Made<'_> {
     }
 }
 
-/// Removes every file and directory under `dir` (best effort, a warning for each one left).
-fn remove_under(vfs: &dyn swizzledb_io::Vfs, dir: &Path) {
-    let Ok(entries) = vfs.list(dir) else { return };
-    for entry in entries {
-        let removed = match vfs.remove(&entry) {
-            Err(_) if vfs.list(&entry).is_ok() => {
-                remove_under(vfs, &entry);
-                vfs.remove_dir(&entry)
-            }
-            removed => removed,
-        };
-        if let Err(e) = removed {
-            log::warn!(
-                "{}: the failed create or conversion could not remove what it made ({e})",
-                entry.display()
-            );
-        }
-    }
+/// What `files::remove_under` could not remove of a failed create or conversion: a warning.
+fn warn_left(entry: &Path, e: std::io::Error) {
+    log::warn!("{}: the failed create or conversion could not remove what it made ({e})", entry.display());
 }
 
 /// R22: the archiver of a new log begins with the pool's (empty) tables.
