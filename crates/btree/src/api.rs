@@ -8,13 +8,11 @@ use std::ops::Bound;
 use crate::error::{CompareAndSwapError, Result};
 use crate::log::ChangeLog;
 use crate::scan::{RangeIter, RevRangeIter};
-use crate::tree::Tree;
+use crate::tree::{ungated, GapGate, Gated, Tree};
 
 /// One key and its value.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
 
-/// The smallest key above every key that starts with `prefix` (`None`: no such key, the prefix
-/// is empty or all `0xff`).
 /// The first key past every key that starts with `prefix` (`None`: there is none, the prefix is
 /// all `0xff`): the exclusive end of a prefix scan.
 #[must_use]
@@ -135,6 +133,34 @@ impl Tree {
         self.cas(key, expected, new, Some(log))
     }
 
+    /// [`Tree::compare_and_swap_logged`] for a writer that locks the gap it adds a key to or
+    /// removes one from (T28), as [`Tree::put_gated`] and [`Tree::delete_gated`] do: once the
+    /// comparison holds and the swap adds an absent key or removes a present one, `gate` is
+    /// offered the gap's closing key with the leaf latched exclusively, before anything
+    /// changes; on a refusal the writer unlatches, calls [`GapGate::wait`] and starts afresh
+    /// (comparing again). A comparison that fails, or a swap that replaces a present value or
+    /// deletes an absent key, asks nothing. [`Gated::Beyond`]: the closing key lies in a later
+    /// leaf; nothing changed.
+    ///
+    /// # Errors
+    /// As [`Tree::compare_and_swap_logged`], or the gate's.
+    pub fn compare_and_swap_gated(
+        &self,
+        key: &[u8],
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+        log: &dyn ChangeLog,
+        gate: &dyn GapGate,
+    ) -> Result<Gated<std::result::Result<(), CompareAndSwapError>>> {
+        self.check_open()?;
+        self.check_sizes(key, new.unwrap_or_default())?;
+        let gated = self.gated(gate, || self.cas_once(key, expected, new, Some(log), Some(gate)))?;
+        Ok(match gated {
+            Gated::Done(r) => Gated::Done(r.map_err(|current| CompareAndSwapError { current })),
+            Gated::Beyond => Gated::Beyond,
+        })
+    }
+
     fn cas(
         &self,
         key: &[u8],
@@ -146,7 +172,7 @@ impl Tree {
         // The limits a put meets: the tree's own value limit (pool and log), not only the
         // page size's.
         self.check_sizes(key, new.unwrap_or_default())?;
-        let r = self.with_room(|| self.cas_once(key, expected, new, log))?;
+        let r = ungated(self.with_room(|| self.cas_once(key, expected, new, log, None))?);
         Ok(r.map_err(|current| CompareAndSwapError { current }))
     }
 }

@@ -162,7 +162,7 @@ pub enum Gated<T> {
 }
 
 /// One latched visit of a gated write.
-enum Visit<T> {
+pub(crate) enum Visit<T> {
     Done(T),
     Beyond,
     /// The gate refused this closing key.
@@ -178,7 +178,7 @@ enum Closing<'a> {
 }
 
 /// The result of a visit made without a gate, which always ends it `Done`.
-fn ungated(visit: Visit<bool>) -> bool {
+pub(crate) fn ungated<T>(visit: Visit<T>) -> T {
     match visit {
         Visit::Done(r) => r,
         Visit::Beyond | Visit::Refused(_) => unreachable!("T28: a visit without a gate asks nothing"),
@@ -786,11 +786,11 @@ impl Tree {
 
     /// T28: runs `visit` (out of frames: again, B13) until it ends with the gate's consent or
     /// finds the closing key beyond its leaf; a refused closing key is waited for, unlatched.
-    fn gated(
+    pub(crate) fn gated<T>(
         &self,
         gate: &dyn GapGate,
-        mut visit: impl FnMut() -> Result<Visit<bool>>,
-    ) -> Result<Gated<bool>> {
+        mut visit: impl FnMut() -> Result<Visit<T>>,
+    ) -> Result<Gated<T>> {
         loop {
             let write = self.begin_write()?;
             let visited = self.with_room(&mut visit)?;
@@ -805,7 +805,7 @@ impl Tree {
 
     /// T28: asks `gate`, if there is one, about the closing key of the gap before slot `i` of
     /// the latched `leaf`; `Some` ends the visit with nothing changed.
-    fn ask_gate(&self, gate: Option<&dyn GapGate>, leaf: &[u8], i: usize) -> Result<Option<Visit<bool>>> {
+    fn ask_gate<T>(&self, gate: Option<&dyn GapGate>, leaf: &[u8], i: usize) -> Result<Option<Visit<T>>> {
         let Some(gate) = gate.filter(|g| !g.passes_every_gap()) else { return Ok(None) };
         let next = match closing_key(leaf, i) {
             Closing::In(k) => k,
@@ -1419,15 +1419,19 @@ impl Tree {
     /// the write happen with the leaf latched, so no other writer comes between them (T24).
     /// `Ok(Err(current))`: the value was not `expected`, nothing changed. A split for room
     /// happens before the write, still latched, and the comparison is made again after it.
+    /// With `gate`, T28's question is asked once the comparison holds and before a key is
+    /// added or removed, as a put's and a delete's visits ask it.
     pub(crate) fn cas_once(
         &self,
         key: &[u8],
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
         log: Log<'_>,
-    ) -> Result<std::result::Result<(), Option<Vec<u8>>>> {
+        gate: Option<&dyn GapGate>,
+    ) -> Result<Visit<std::result::Result<(), Option<Vec<u8>>>>> {
         let ps = self.pool.page_size();
         let (mut leaf, mut maintain) = self.leaf_exclusive(key)?;
+        let mut asked = false;
         loop {
             let found = node::search(&*leaf, key);
             let mut large = Vec::new();
@@ -1441,11 +1445,24 @@ impl Tree {
                 Err(_) => None,
             };
             if current != expected {
-                return Ok(Err(current.map(<[u8]>::to_vec)));
+                return Ok(Visit::Done(Err(current.map(<[u8]>::to_vec))));
+            }
+            // T28: asked once; a split below keeps the leaf latched, so no key can enter or
+            // leave the gap before the write.
+            let widens_at = match (found, new) {
+                (Err(i), Some(_)) => Some(i),
+                (Ok(i), None) => Some(i + 1),
+                _ => None,
+            };
+            if let (Some(at), false) = (widens_at, asked) {
+                if let Some(end) = self.ask_gate(gate, &leaf, at)? {
+                    return Ok(end);
+                }
+                asked = true;
             }
             let stored_len = new.map_or(0, |v| overflow::stored_len(ps, v.len()));
             let at = match (found, new) {
-                (Err(_), None) => return Ok(Ok(())),
+                (Err(_), None) => return Ok(Visit::Done(Ok(()))),
                 (Ok(i), None) => {
                     maintain |= underfull_without(&leaf, i);
                     self.remove_record(&mut leaf, i, key, log, !maintain)?;
@@ -1473,7 +1490,7 @@ impl Tree {
         }
         drop(leaf);
         self.maintain_if(maintain, key, log)?;
-        Ok(Ok(()))
+        Ok(Visit::Done(Ok(())))
     }
 
     // ------------------------------------------------------------------------------------------

@@ -290,13 +290,13 @@ impl GapGate for GapLocks<'_> {
 /// Returns the put's result, or `None` (nothing changed, no lock kept) when the closing key
 /// lies further on, is held by another transaction, or the key's leaf no longer ends at
 /// `high`: the caller then locks the gap with [`lock_gap`].
-pub(crate) fn insert_past_leaf(
+pub(crate) fn insert_past_leaf<T>(
     locks: &LockManager,
     txn: TxnId,
     tree: &Tree,
     high: &[u8],
-    put: impl FnOnce(&dyn GapGate) -> Result<Gated<bool>, TreeError>,
-) -> Result<Option<bool>, Error> {
+    put: impl FnOnce(&dyn GapGate) -> Result<Gated<T>, TreeError>,
+) -> Result<Option<T>, Error> {
     let found = tree
         .at_first_key_in_leaf(high, |k| {
             let (t, name) = lock_name(tree, k);

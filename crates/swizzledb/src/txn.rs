@@ -295,7 +295,29 @@ impl<'db> Transaction<'db> {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<std::result::Result<(), CompareAndSwapError>> {
-        self.write_with(tree, key, new, |log| Ok(tree.compare_and_swap_logged(key, expected, new, log)?))
+        let apply = |log: &TxnLog<'_>| Ok(tree.compare_and_swap_logged(key, expected, new, log)?);
+        let Some(locks) = self.db.locks.as_deref() else { return self.write_with(tree, key, new, apply) };
+        self.lock_to_write(tree, key)?;
+        // K15 as `write` locks the gap: asked in the visit that compares and swaps, where the
+        // swap adds or removes the key and the closing key lies in its leaf.
+        let gate = isolation::GapLocks::new(locks, self.id(), tree, new.is_some());
+        let gated = tree.compare_and_swap_gated(key, expected, new, &self.log, &gate);
+        if new.is_some() {
+            gate.release_taken();
+        }
+        match gated.map_err(isolation::engine_error)? {
+            Gated::Done(swapped) => Ok(swapped),
+            Gated::Beyond => {
+                if let (Some(v), Some(high)) = (new, gate.beyond_at()) {
+                    let swap =
+                        |g: &dyn GapGate| tree.compare_and_swap_gated(key, expected, Some(v), &self.log, g);
+                    if let Some(swapped) = isolation::insert_past_leaf(locks, self.id(), tree, &high, swap)? {
+                        return Ok(swapped);
+                    }
+                }
+                self.write_locked(locks, tree, key, new, apply)
+            }
+        }
     }
 
     /// A write (`value` `None`: a delete) under the key's exclusive lock; a write that adds a key

@@ -256,6 +256,13 @@ fn k15_an_insert_at_a_leafs_end_is_refused_inside_a_read_range() {
                 other => panic!("{mode:?}: insert of {k} inside a read range: {other:?}"),
             }
             writer.abort().unwrap();
+            // The same through a compare-and-swap that adds the key (its gated visit).
+            let mut writer = db.begin();
+            match writer.compare_and_swap(&t, &key(k), None, Some(b"phantom")) {
+                Err(Error::Lock(LockError::Conflict { .. })) => {}
+                other => panic!("{mode:?}: swap adding {k} inside a read range: {other:?}"),
+            }
+            writer.abort().unwrap();
         }
         assert_eq!(read(&reader), first, "{mode:?}: the second read of the range differs (phantom)");
         reader.commit().unwrap();
@@ -860,6 +867,41 @@ fn k15_only_range_reads_keep_inserts_out_of_a_gap() {
 /// of its value. An insert of a large value (btree T22) used to skip the gap gate and lock the
 /// closing key anyway, so it waited for a writer of the next key: here, in one thread, a
 /// deadlock.
+/// K15 through `Transaction::compare_and_swap`: a swap that adds a key to a tree no transaction
+/// reads a range of does not wait for the writers of the keys around it, at a leaf's end or
+/// inside one, small or large; with every existing key held by another open transaction, in
+/// one thread, any wait would fail (the holder is this thread's). A swap that removes a key
+/// still locks its gap's closing key to its end (K15), so it meets the other's lock.
+#[test]
+fn k15_a_swap_adding_a_key_without_range_readers_does_not_wait_for_the_next_keys_writer() {
+    for logged in [true, false] {
+        let db = Database::builder().page_size(4096).logging(logged).create_in_memory().unwrap();
+        let tree = db.create_tree("t").unwrap();
+        let even: Vec<u32> = (0..600).step_by(2).collect();
+        for &k in &even {
+            tree.upsert(&key(k), &[b'o'; 40]).unwrap();
+        }
+        let mut holder = db.begin();
+        for &k in &even {
+            holder.put(&tree, &key(k), b"held").unwrap();
+        }
+        let mut tx = db.begin();
+        for k in (1..600).step_by(2) {
+            let value = if k % 50 == 1 { vec![7; 3000] } else { b"new".to_vec() };
+            let swapped = tx.compare_and_swap(&tree, &key(k), None, Some(&value));
+            assert!(matches!(swapped, Ok(Ok(()))), "logged={logged}: a swap adding {k}: {swapped:?}");
+        }
+        // Removing key 3 widens the gap closed by key 4, which `holder` holds.
+        let removed = tx.compare_and_swap(&tree, &key(3), Some(b"new"), None);
+        assert!(matches!(removed, Err(Error::Lock(_))), "logged={logged}: a swap removing 3: {removed:?}");
+        tx.abort().unwrap();
+        holder.commit().unwrap();
+        assert_eq!(tree.len().unwrap(), even.len(), "logged={logged}: the aborted swaps are gone");
+        assert_eq!(tree.get(&key(2)).unwrap().as_deref(), Some(&b"held"[..]));
+        tree.verify().unwrap();
+    }
+}
+
 #[test]
 fn k15_a_large_insert_without_range_readers_does_not_wait_for_the_next_keys_writer() {
     for logged in [true, false] {
