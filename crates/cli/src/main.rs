@@ -32,6 +32,7 @@ use clap::{Parser, Subcommand};
 use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use swizzledb_lab::experiments::common::remove_created_scratch_dirs;
 use swizzledb_lab::experiments::papers::graefe::fig10 as graefe_fig10;
 use swizzledb_lab::experiments::registry::{BenchCommand, ExperimentCommand, SimCommand, ToolCommand};
 use swizzledb_lab::Usage;
@@ -126,7 +127,12 @@ missing, or open in another process)"
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // A command refused before any work leaves nothing behind: not even the `--dir` its parsing
+    // created.
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        remove_created_scratch_dirs();
+        e.exit()
+    });
     admin::init_logging();
     match run(cli.command) {
         Ok(code) => code,
@@ -135,8 +141,10 @@ fn main() -> ExitCode {
             // One table for every command (README "Exit codes"): bad arguments found before any
             // work exit 2 like clap's own usage errors; a path that cannot be read or written, 3.
             if e.is::<Usage>() {
+                remove_created_scratch_dirs();
                 ExitCode::from(swizzledb_lab::EXIT_USAGE)
             } else if e.is::<swizzledb_lab::UnusablePath>() {
+                remove_created_scratch_dirs();
                 ExitCode::from(swizzledb_lab::EXIT_UNUSABLE_PATH)
             } else {
                 ExitCode::from(swizzledb_lab::EXIT_FAILED)

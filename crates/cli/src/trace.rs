@@ -98,6 +98,7 @@ fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
         Err(e) => {
             // The traced command's own usage error or --help, as if it had been run directly.
             let _ = e.print();
+            swizzledb_lab::experiments::common::remove_created_scratch_dirs();
             return Ok(if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS });
         }
     };

@@ -224,6 +224,35 @@ fn a_missing_dir_is_created_and_a_file_is_refused() {
     }
 }
 
+/// A command refused before any work leaves no `--dir` behind, though parsing it creates a
+/// missing one: refused by a later argument, by a check of the arguments together, or as the
+/// command `trace record` runs. A directory that existed stays.
+#[test]
+fn a_refused_command_leaves_no_dir_it_created() {
+    let scratch = Scratch::new("dir-refused");
+    let kept = scratch.0.join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    for (n, args) in [
+        vec!["bench", "lookup", "--dir", "{}", "--mode", "quantum"],
+        vec!["bench", "lookup", "--dir", "{}", "--records", "1000", "--working-set", "64MiB"],
+        vec!["bench", "tpcc", "--dir", "{}", "--threads", "0"],
+        vec!["bench", "wal", "--dir", "{}", "--configs", "nonsense"],
+        vec!["trace", "record", "--out", "{}/t", "--", "bench", "lookup", "--dir", "{}", "--mode", "x"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let fresh = scratch.0.join(format!("new{n}")).join("sub");
+        for dir in [&fresh, &kept] {
+            let args: Vec<String> = args.iter().map(|a| a.replace("{}", &dir.to_string_lossy())).collect();
+            let o = Command::new(BIN).args(&args).output().unwrap();
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        assert!(!scratch.0.join(format!("new{n}")).exists(), "{args:?} left {}", fresh.display());
+        assert!(kept.is_dir(), "{args:?} removed a directory it did not create");
+    }
+}
+
 /// Bad input is a one-line error with exit code 2, and nothing is written.
 #[test]
 fn bad_input_exits_2_and_writes_nothing() {

@@ -89,7 +89,9 @@ pub struct Common {
 
 /// Parses a directory for a run's temporary databases (`--dir`): created with its parents if
 /// missing, so that a run never fails after its setup for want of it; refused, naming the path,
-/// if it names something other than a directory or cannot be created.
+/// if it names something other than a directory or cannot be created. What it created is noted,
+/// so that a command refused afterwards (a later argument, or a check before any work) takes
+/// it away again with [`remove_created_scratch_dirs`].
 pub fn parse_scratch_dir(input: &str) -> Result<std::path::PathBuf, String> {
     let path = std::path::PathBuf::from(input);
     if path.is_dir() {
@@ -98,10 +100,35 @@ pub fn parse_scratch_dir(input: &str) -> Result<std::path::PathBuf, String> {
     if path.exists() {
         return Err(format!("{input} is not a directory; name a directory for the temporary databases"));
     }
+    let missing = path.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).count();
     std::fs::create_dir_all(&path).map_err(|e| {
         format!("cannot create the directory {input}: {e}; name a directory you can write to")
     })?;
+    CREATED_SCRATCH_DIRS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((path.clone(), missing));
     Ok(path)
+}
+
+/// The directories [`parse_scratch_dir`] created: each path, and how many of its last
+/// components did not exist before.
+static CREATED_SCRATCH_DIRS: std::sync::Mutex<Vec<(PathBuf, usize)>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes the directories [`parse_scratch_dir`] created, where they are still empty: for a
+/// command refused before any work, which must leave nothing behind (README "Exit codes").
+/// A directory that holds anything stays, with its parents.
+pub fn remove_created_scratch_dirs() {
+    let created =
+        std::mem::take(&mut *CREATED_SCRATCH_DIRS.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    for (path, missing) in created {
+        // `remove_dir` takes only an empty directory, so a parent goes only after its child.
+        for dir in path.ancestors().take(missing) {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 /// `builder` with split images as a command's `--lazy-split-images` and `--eager-split-images`
