@@ -5,6 +5,7 @@
 mod common;
 
 mod adv_api;
+mod api_oracle;
 mod approximate_len;
 mod auto_commit;
 mod backup;
