@@ -295,38 +295,17 @@ impl<'db> Transaction<'db> {
         expected: Option<&[u8]>,
         new: Option<&[u8]>,
     ) -> Result<std::result::Result<(), CompareAndSwapError>> {
-        let apply = |log: &TxnLog<'_>| Ok(tree.compare_and_swap_logged(key, expected, new, log)?);
-        let Some(locks) = self.db.locks.as_deref() else { return self.write_with(tree, key, new, apply) };
-        self.lock_to_write(tree, key)?;
-        // K15 as `write` locks the gap: asked in the visit that compares and swaps, where the
-        // swap adds or removes the key and the closing key lies in its leaf.
-        let gate = isolation::GapLocks::new(locks, self.id(), tree, new.is_some());
-        let gated = tree.compare_and_swap_gated(key, expected, new, &self.log, &gate);
-        if new.is_some() {
-            gate.release_taken();
-        }
-        match gated.map_err(isolation::engine_error)? {
-            Gated::Done(swapped) => Ok(swapped),
-            Gated::Beyond => {
-                if let (Some(v), Some(high)) = (new, gate.beyond_at()) {
-                    let swap =
-                        |g: &dyn GapGate| tree.compare_and_swap_gated(key, expected, Some(v), &self.log, g);
-                    if let Some(swapped) = isolation::insert_past_leaf(locks, self.id(), tree, &high, swap)? {
-                        return Ok(swapped);
-                    }
-                }
-                self.write_locked(locks, tree, key, new, apply)
-            }
-        }
+        let log = &self.log;
+        self.write_gated(
+            tree,
+            key,
+            new,
+            |gate| tree.compare_and_swap_gated(key, expected, new, log, gate),
+            |log| Ok(tree.compare_and_swap_logged(key, expected, new, log)?),
+        )
     }
 
-    /// A write (`value` `None`: a delete) under the key's exclusive lock; a write that adds a key
-    /// to a gap or removes one also locks the gap's closing key (K15): an insert until it is
-    /// made, a delete to the end of the transaction.
-    ///
-    /// The closing key is locked in the same visit of the leaf that makes the change (btree
-    /// T28, [`isolation::GapLocks`]) where it lies in that leaf; otherwise as
-    /// [`Transaction::write_with`] does.
+    /// A write (`value` `None`: a delete) of `key`, as [`Transaction::write_gated`] makes it.
     pub(crate) fn write(
         &mut self,
         tree: &EngineTree,
@@ -334,32 +313,55 @@ impl<'db> Transaction<'db> {
         value: Option<&[u8]>,
         replace: bool,
     ) -> Result<bool> {
-        let apply = |log: &TxnLog<'_>| -> Result<bool> {
-            Ok(match value {
-                Some(v) => tree.put_logged(key, v, replace, log)?,
-                None => tree.delete_logged(key, log)?,
-            })
-        };
+        let log = &self.log;
+        self.write_gated(
+            tree,
+            key,
+            value,
+            |gate| match value {
+                Some(v) => tree.put_gated(key, v, replace, log, gate),
+                None => tree.delete_gated(key, log, gate),
+            },
+            |log| {
+                Ok(match value {
+                    Some(v) => tree.put_logged(key, v, replace, log)?,
+                    None => tree.delete_logged(key, log)?,
+                })
+            },
+        )
+    }
+
+    /// A write under the key's exclusive lock that may add `key` to a gap (`value` `Some`) or
+    /// remove it (`None`), which then also locks the gap's closing key (K15): an insert until it
+    /// is made, a delete to the end of the transaction.
+    ///
+    /// The closing key is locked in the same visit of the leaf that makes the change (`visit`,
+    /// through btree T28's gate, [`isolation::GapLocks`]) where it lies in that leaf; an insert
+    /// at the end of its leaf locks the key that begins the next one, where that is the closing
+    /// key, in one more descent ([`isolation::insert_past_leaf`]); otherwise the change is made
+    /// by `apply`, as [`Transaction::write_locked`] locks the gap.
+    fn write_gated<R>(
+        &self,
+        tree: &EngineTree,
+        key: &[u8],
+        value: Option<&[u8]>,
+        visit: impl Fn(&dyn GapGate) -> std::result::Result<Gated<R>, TreeError>,
+        apply: impl FnOnce(&TxnLog<'_>) -> Result<R>,
+    ) -> Result<R> {
         let Some(locks) = self.db.locks.as_deref() else { return self.write_with(tree, key, value, apply) };
         self.lock_to_write(tree, key)?;
         let gate = isolation::GapLocks::new(locks, self.id(), tree, value.is_some());
-        let gated = match value {
-            Some(v) => tree.put_gated(key, v, replace, &self.log, &gate),
-            None => tree.delete_gated(key, &self.log, &gate),
-        };
+        let gated = visit(&gate);
         // K15: an insert holds the closing key for its own length, a delete to the end.
         if value.is_some() {
             gate.release_taken();
         }
         match gated.map_err(isolation::engine_error)? {
-            Gated::Done(existed) => Ok(existed),
+            Gated::Done(r) => Ok(r),
             Gated::Beyond => {
-                // K15: an insert at the end of its leaf locks the key that begins the next one,
-                // where that is the closing key, in one more descent; else the general way.
-                if let (Some(v), Some(high)) = (value, gate.beyond_at()) {
-                    let put = |g: &dyn GapGate| tree.put_gated(key, v, replace, &self.log, g);
-                    if let Some(existed) = isolation::insert_past_leaf(locks, self.id(), tree, &high, put)? {
-                        return Ok(existed);
+                if let (Some(_), Some(high)) = (value, gate.beyond_at()) {
+                    if let Some(r) = isolation::insert_past_leaf(locks, self.id(), tree, &high, &visit)? {
+                        return Ok(r);
                     }
                 }
                 self.write_locked(locks, tree, key, value, apply)
@@ -367,10 +369,10 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// [`Transaction::write`] with the change made by `apply` (which writes `value`, or deletes
-    /// if `None`, or nothing).
+    /// A write with the change made by `apply` (which writes `value`, or deletes if `None`, or
+    /// nothing): the key locked exclusively, and the gap as [`Transaction::write_locked`] locks it.
     fn write_with<R>(
-        &mut self,
+        &self,
         tree: &EngineTree,
         key: &[u8],
         value: Option<&[u8]>,
