@@ -502,6 +502,63 @@ fn r13_a_conversion_killed_before_page_0_leaves_a_log_the_retry_removes() {
     assert!(matches!(refused, Err(Error::StaleLog(_))), "{refused:?}");
 }
 
+/// R13: a conversion killed at any file-system call — unsynced writes kept or lost — leaves
+/// either the unlogged database, still clean, or the logged one, each with every record: an
+/// open that leaves `logging` unsaid opens it, and the retried conversion converts it (or opens
+/// it, converted already). Closed again, the logged database keeps a write made after it.
+#[test]
+fn r13_a_conversion_killed_at_any_call_keeps_every_record() {
+    let path = Path::new("/d/plain");
+    let on = |vfs: Arc<dyn Vfs>| {
+        Database::builder()
+            .page_size(4096)
+            .pool_bytes(32 * 4096)
+            .log_segment_bytes(64 << 10)
+            .lab(|l| l.vfs(vfs))
+    };
+    let convert = |vfs: Arc<dyn Vfs>| on(vfs).logging(true).lab(|l| l.convert_to_logged(true));
+    let records: Vec<(Vec<u8>, Vec<u8>)> = (0..200).map(|i| (key(i), vec![i as u8; 40])).collect();
+    let has_every_record = |db: &Database, context: &str| {
+        let t = db.tree("t").unwrap_or_else(|e| panic!("{context}: {e}"));
+        let got: Vec<_> = t.range(Bound::Unbounded, Bound::Unbounded).map(Result::unwrap).collect();
+        assert!(got == records, "{context}: {} records, {} expected", got.len(), records.len());
+    };
+    let kills = crate::common::kill_at_every_call(
+        |fs| {
+            fs.create_dir_all(Path::new("/d")).unwrap();
+            let db = on(Arc::new(fs.clone())).logging(false).create(path).unwrap();
+            let t = db.create_tree("t").unwrap();
+            for (k, v) in &records {
+                t.insert(k, v).unwrap();
+            }
+            drop(t);
+            db.close().unwrap();
+        },
+        |vfs| convert(vfs).open(path)?.close(),
+        |fs, context| {
+            let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+            let db = on(Arc::clone(&vfs)).open(path).unwrap_or_else(|e| panic!("{context}: open: {e}"));
+            has_every_record(&db, context);
+            db.close().unwrap();
+            let db =
+                convert(Arc::clone(&vfs)).open(path).unwrap_or_else(|e| panic!("{context}: convert: {e}"));
+            assert!(db.is_logged(), "{context}");
+            has_every_record(&db, context);
+            db.tree("t").unwrap().upsert(b"after", b"conversion").unwrap();
+            db.close().unwrap();
+            let db = on(vfs).open(path).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
+            assert!(db.is_logged(), "{context}");
+            let t = db.tree("t").unwrap();
+            assert_eq!(t.get(b"after").unwrap().as_deref(), Some(&b"conversion"[..]), "{context}");
+            assert!(t.delete(b"after").unwrap());
+            drop(t);
+            has_every_record(&db, context);
+            db.close().unwrap();
+        },
+    );
+    assert!(kills > 10, "the conversion made {kills} calls");
+}
+
 fn remove_dir(fs: &FaultFs, dir: &Path) {
     for f in fs.list(dir).unwrap() {
         fs.remove(&f).unwrap();

@@ -586,3 +586,43 @@ impl XorShift {
         self.0
     }
 }
+
+/// The crash modes a kill at a file-system call is tried with: unsynced writes kept (a killed
+/// process), dropped (a power loss), and kept sector by sector or not (a power loss in the
+/// middle of the device's writes).
+pub const KILLS: [CrashMode; 3] =
+    [CrashMode::KeepUnsynced, CrashMode::DropUnsynced, CrashMode::Torn { seed: 5 }];
+
+/// Kills `op` at its 1st, 2nd, ... file-system call ([`Sites::kill_at`]), in each of
+/// [`KILLS`], until it runs to its end without meeting the kill; returns how many kills it
+/// tried. Each try starts from a fresh file system that `setup` fills (unkilled); `op` runs on
+/// the killable one and must succeed when the kill never came; `check` then runs, with the
+/// power back on, after every try — the completed one too — given the fresh file system and
+/// a context to name in its panics (mode, call number, and whether the kill came).
+pub fn kill_at_every_call(
+    setup: impl Fn(&FaultFs),
+    op: impl Fn(Arc<dyn Vfs>) -> Result<(), Error>,
+    check: impl Fn(&FaultFs, &str),
+) -> u64 {
+    let mut kills = 0;
+    for how in KILLS {
+        for n in 1.. {
+            let fs = FaultFs::new();
+            setup(&fs);
+            let sites = Sites::new(fs.clone());
+            sites.kill_at(n, how);
+            let done = op(Arc::new(sites.clone()));
+            let killed = sites.killed();
+            sites.disarm();
+            fs.power_on();
+            if !killed {
+                done.unwrap_or_else(|e| panic!("{how:?}: the operation, not killed: {e}"));
+                check(&fs, &format!("{how:?}, not killed"));
+                break;
+            }
+            kills += 1;
+            check(&fs, &format!("{how:?}, killed at call {n}"));
+        }
+    }
+    kills
+}
