@@ -11,16 +11,19 @@ use std::ops::Bound::Unbounded;
 use std::sync::Arc;
 use swizzledb::lab::DatabaseExt as _;
 use swizzledb::{Database, Error, PoolMode, Tree, TreeError};
-use swizzledb_io::CrashMode;
+use swizzledb_io::{CrashMode, Vfs as _};
 
 fn fill(tree: &Tree, n: u32, tag: u8) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut oracle = BTreeMap::new();
-    for k in 0..n {
-        let (key, value) = (format!("k{k:06}").into_bytes(), vec![tag; 50 + (k % 7) as usize * 30]);
-        tree.upsert(&key, &value).unwrap();
-        oracle.insert(key, value);
+    let oracle = filled(n, tag);
+    for (key, value) in &oracle {
+        tree.upsert(key, value).unwrap();
     }
     oracle
+}
+
+/// What [`fill`] writes.
+fn filled(n: u32, tag: u8) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    (0..n).map(|k| (format!("k{k:06}").into_bytes(), vec![tag; 50 + (k % 7) as usize * 30])).collect()
 }
 
 fn contents(tree: &Tree) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -255,5 +258,128 @@ fn t25_a_drop_finishes_through_a_small_pool() {
                 assert_eq!(contents(&db.tree("keep").unwrap()), kept);
             }
         }
+    }
+}
+
+/// How far [`r23_drop_and_create_killed_at_any_call_keep_every_committed_record`]'s operation
+/// got before the kill: each step is counted once it returned.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Start,
+    Opened,
+    Dropped,
+    Created,
+    Inserted,
+    Closed,
+}
+
+/// R13, R23: an open, `drop_tree`, `create_tree`, a write into the new tree and a close,
+/// killed at any file-system call (unsynced writes kept or lost), logged and not. Logged, the
+/// next open restarts with every committed record of the tree kept, each step that returned
+/// durable and the drop whole or absent. Unlogged, the next open finds the state of the last
+/// clean close — before the steps, or after them all — or refuses the file as `Unclean`, and
+/// only while the close had not returned. Either way the database then works on: a tree
+/// written over the freed pages leaves the kept tree intact.
+#[test]
+fn r23_drop_and_create_killed_at_any_call_keep_every_committed_record() {
+    let path = std::path::Path::new("/d/db");
+    for logged in [true, false] {
+        let on = |vfs: Arc<dyn swizzledb_io::Vfs>| {
+            Database::builder()
+                .page_size(4096)
+                .pool_bytes(32 * 4096)
+                .logging(logged)
+                .log_segment_bytes(64 << 10)
+                .lab(|l| l.vfs(vfs))
+        };
+        let step = std::cell::Cell::new(Step::Start);
+        let (kept, gone) = (filled(150, 1), filled(200, 2));
+        let kills = common::kill_at_every_call(
+            |fs| {
+                step.set(Step::Start);
+                fs.create_dir_all(std::path::Path::new("/d")).unwrap();
+                let db = on(Arc::new(fs.clone())).create(path).unwrap();
+                fill(&db.create_tree("keep").unwrap(), 150, 1);
+                fill(&db.create_tree("gone").unwrap(), 200, 2);
+                db.close().unwrap();
+            },
+            |vfs| {
+                let db = on(vfs).open(path)?;
+                step.set(Step::Opened);
+                db.drop_tree("gone")?;
+                step.set(Step::Dropped);
+                let fresh = db.create_tree("fresh")?;
+                step.set(Step::Created);
+                fresh.insert(b"k", b"v")?;
+                step.set(Step::Inserted);
+                drop(fresh);
+                db.close()?;
+                step.set(Step::Closed);
+                Ok(())
+            },
+            |fs, context| {
+                let context = format!("logged: {logged}, {context}, after {:?}", step.get());
+                let db = match on(Arc::new(fs.clone())).open(path) {
+                    Err(Error::Unclean(_)) if !logged && step.get() < Step::Closed => return,
+                    opened => opened.unwrap_or_else(|e| panic!("{context}: open: {e}")),
+                };
+                assert_eq!(contents(&db.tree("keep").unwrap()), kept, "{context}: the kept tree");
+                let names = db.tree_names();
+                let dropped = !names.contains(&"gone".to_string());
+                if dropped {
+                    assert!(step.get() >= Step::Opened, "{context}: dropped before the drop began");
+                } else {
+                    assert!(
+                        logged && step.get() < Step::Dropped || step.get() < Step::Closed,
+                        "{context}: {names:?}"
+                    );
+                    assert_eq!(
+                        contents(&db.tree("gone").unwrap()),
+                        gone,
+                        "{context}: the tree the drop left"
+                    );
+                }
+                let fresh = match db.tree("fresh") {
+                    Ok(t) => contents(&t),
+                    Err(Error::TreeNotFound(_)) => {
+                        assert!(
+                            logged && step.get() < Step::Created || step.get() < Step::Closed,
+                            "{context}: {names:?}"
+                        );
+                        BTreeMap::new()
+                    }
+                    Err(e) => panic!("{context}: {e}"),
+                };
+                if logged && step.get() >= Step::Inserted || step.get() == Step::Closed {
+                    assert_eq!(
+                        fresh,
+                        BTreeMap::from([(b"k".to_vec(), b"v".to_vec())]),
+                        "{context}: the new tree"
+                    );
+                }
+                if !logged {
+                    // The state of a clean close: all of the steps or none.
+                    let none = !dropped && !names.contains(&"fresh".to_string());
+                    let all = dropped && fresh.len() == 1;
+                    assert!(none || all, "{context}: trees {names:?}, fresh {fresh:?}");
+                }
+                // The freed pages are reused, and the kept tree stays as it was.
+                let again = db.tree_or_create("again").unwrap();
+                let written = fill(&again, 250, 3);
+                drop(again);
+                db.close().unwrap_or_else(|e| panic!("{context}: close: {e}"));
+                let db =
+                    on(Arc::new(fs.clone())).open(path).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
+                assert_eq!(contents(&db.tree("keep").unwrap()), kept, "{context}: the kept tree, reopened");
+                assert_eq!(
+                    contents(&db.tree("again").unwrap()),
+                    written,
+                    "{context}: the tree written after"
+                );
+                db.tree("keep").unwrap().verify().unwrap_or_else(|e| panic!("{context}: {e}"));
+                db.close().unwrap();
+            },
+        );
+        assert!(kills > 20, "logged: {logged}: {kills} calls");
     }
 }
