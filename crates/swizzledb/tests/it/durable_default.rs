@@ -1,6 +1,7 @@
 //! Durable by default (RECOVERY.md R12–R15): what a user who takes the defaults, forgets a
 //! setting or misuses a handle gets — through the public API only.
 
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -557,6 +558,111 @@ fn r13_a_conversion_killed_at_any_call_keeps_every_record() {
         },
     );
     assert!(kills > 10, "the conversion made {kills} calls");
+}
+
+/// R13, buffer F6/F11: an open, a run of writes (splits, merges, inserts and deletes), a
+/// checkpoint where the database is logged, and a clean close, killed at any file-system call
+/// (unsynced writes kept, lost, or torn). Logged, the next open restarts with exactly the writes
+/// that returned, and perhaps the one the kill cut short. Unlogged, it finds the state of the
+/// last clean close — before the writes or after them all, and after them once the close
+/// returned — or refuses the file as `Unclean` while the close had not returned.
+#[test]
+fn r13_a_close_killed_at_any_call_keeps_the_state_of_a_clean_close() {
+    let path = Path::new("/d/db");
+    let base: BTreeMap<Vec<u8>, Vec<u8>> =
+        (0..300).map(|i| (key(i), vec![i as u8; 40 + i as usize % 5 * 40])).collect();
+    // Values grown (leaves split), a run deleted (leaves merge), new keys between the old.
+    let writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = (0..25)
+        .map(|i| (key(i * 4), Some(vec![0xA5; 400])))
+        .chain((100..130).map(|i| (key(i), None)))
+        .chain((0..20).map(|i| (format!("key{:06}x", i * 13).into_bytes(), Some(vec![7; 150]))))
+        .collect();
+    let after = |n: usize| {
+        let mut state = base.clone();
+        for (k, v) in &writes[..n] {
+            match v {
+                Some(v) => state.insert(k.clone(), v.clone()),
+                None => state.remove(k),
+            };
+        }
+        state
+    };
+    let (before, all) = (after(0), after(writes.len()));
+    for logged in [true, false] {
+        let on = |vfs: Arc<dyn Vfs>| {
+            Database::builder()
+                .page_size(4096)
+                .pool_bytes(16 * 4096)
+                .logging(logged)
+                .log_segment_bytes(64 << 10)
+                .lab(|l| l.vfs(vfs))
+        };
+        // Writes that returned, and whether the close did.
+        let (written, closed) = (std::cell::Cell::new(0), std::cell::Cell::new(false));
+        let kills = crate::common::kill_at_every_call(
+            |fs| {
+                written.set(0);
+                closed.set(false);
+                fs.create_dir_all(Path::new("/d")).unwrap();
+                let db = on(Arc::new(fs.clone())).create(path).unwrap();
+                let t = db.create_tree("t").unwrap();
+                for (k, v) in &base {
+                    t.insert(k, v).unwrap();
+                }
+                drop(t);
+                db.close().unwrap();
+            },
+            |vfs| {
+                let db = on(vfs).open(path)?;
+                let t = db.tree("t")?;
+                for (k, v) in &writes {
+                    match v {
+                        Some(v) => drop(t.upsert(k, v)?),
+                        None => assert!(t.delete(k)?),
+                    }
+                    written.set(written.get() + 1);
+                }
+                if logged {
+                    db.checkpoint()?;
+                }
+                drop(t);
+                db.close()?;
+                closed.set(true);
+                Ok(())
+            },
+            |fs, context| {
+                let context = format!("logged: {logged}, {context}, {} writes returned", written.get());
+                let db = match on(Arc::new(fs.clone())).open(path) {
+                    Err(Error::Unclean(_)) if !logged && !closed.get() => return,
+                    opened => opened.unwrap_or_else(|e| panic!("{context}: open: {e}")),
+                };
+                let t = db.tree("t").unwrap();
+                let got: BTreeMap<_, _> =
+                    t.range(Bound::Unbounded, Bound::Unbounded).map(Result::unwrap).collect();
+                let n = written.get();
+                let fits = if logged {
+                    got == after(n) || n < writes.len() && got == after(n + 1)
+                } else if closed.get() {
+                    got == all
+                } else {
+                    got == before || got == all
+                };
+                assert!(fits, "{context}: {} records", got.len());
+                t.verify().unwrap_or_else(|e| panic!("{context}: {e}"));
+                t.upsert(b"later", b"write").unwrap();
+                drop(t);
+                db.close().unwrap_or_else(|e| panic!("{context}: close: {e}"));
+                let db =
+                    on(Arc::new(fs.clone())).open(path).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
+                let t = db.tree("t").unwrap();
+                assert_eq!(t.get(b"later").unwrap().as_deref(), Some(&b"write"[..]), "{context}");
+                assert_eq!(t.range(Bound::Unbounded, Bound::Unbounded).count(), got.len() + 1, "{context}");
+                drop(t);
+                db.close().unwrap();
+            },
+        );
+        assert!(kills > 40, "logged: {logged}: {kills} calls");
+    }
 }
 
 fn remove_dir(fs: &FaultFs, dir: &Path) {
