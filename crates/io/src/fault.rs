@@ -263,6 +263,32 @@ impl State {
         self.dirs.contains(path)
     }
 
+    /// Renames the directory `from` to `to`, which must not exist or be an empty directory
+    /// (replaced), with everything under it (IO9: at once durable, as directories are).
+    fn rename_dir(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        if to.starts_with(from) {
+            return Err(errno(libc::EINVAL));
+        }
+        if self.names.contains_key(to) {
+            return Err(errno(libc::ENOTDIR));
+        }
+        if !self.is_dir(&parent_of(to)) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let under = |p: &Path, dir: &Path| p != dir && p.starts_with(dir);
+        if self.names.keys().any(|p| under(p, to)) || self.dirs.iter().any(|p| under(p, to)) {
+            return Err(io::ErrorKind::DirectoryNotEmpty.into());
+        }
+        let moved = |p: &Path| p.strip_prefix(from).map(|rest| to.join(rest)).ok();
+        self.dirs.remove(to);
+        self.dirs = std::mem::take(&mut self.dirs).into_iter().map(|d| moved(&d).unwrap_or(d)).collect();
+        for names in [&mut self.names, &mut self.durable_names] {
+            *names =
+                std::mem::take(names).into_iter().map(|(p, ino)| (moved(&p).unwrap_or(p), ino)).collect();
+        }
+        Ok(())
+    }
+
     fn crash(&mut self, how: CrashMode) {
         let seed = match how {
             CrashMode::Torn { seed } => seed,
@@ -466,6 +492,9 @@ impl Vfs for FaultFs {
             return Err(io::ErrorKind::DirectoryNotEmpty.into());
         }
         st.dirs.remove(dir);
+        // Durable at once (IO9), and so are the removals of the entries it held: no crash
+        // brings back a file under a directory that is gone.
+        st.durable_names.retain(|p, _| !p.starts_with(dir));
         Ok(())
     }
 
@@ -474,7 +503,10 @@ impl Vfs for FaultFs {
         if let Some(f) = st.check(Op::Rename, from, Some(to)) {
             return Err(f.to_io_error());
         }
-        if st.is_dir(to) || st.is_dir(from) {
+        if st.is_dir(from) {
+            return st.rename_dir(from, to);
+        }
+        if st.is_dir(to) {
             return Err(errno(libc::EISDIR));
         }
         if !st.is_dir(&parent_of(to)) {
@@ -776,6 +808,35 @@ mod tests {
         fs.sync_dir(&p("/d")).unwrap();
         fs.crash(CrashMode::DropUnsynced);
         assert!(!fs.exists(&p("/d/new")));
+    }
+
+    /// IO9: a directory renames with everything under it, its files' durable state included,
+    /// and the rename is durable at once, as a directory's creation is; a target that holds
+    /// entries is refused.
+    #[test]
+    fn io9_a_directory_renames_with_its_files() {
+        let fs = FaultFs::new();
+        fs.create_dir_all(&p("/d/a/sub")).unwrap();
+        for (name, bytes) in [("/d/a/f", &b"f"[..]), ("/d/a/sub/g", b"g")] {
+            let file = fs.open(&p(name), OpenMode::CREATE_NEW).unwrap();
+            file.write_all_at(bytes, 0).unwrap();
+            file.sync().unwrap();
+        }
+        fs.sync_dir(&p("/d/a")).unwrap();
+        fs.sync_dir(&p("/d/a/sub")).unwrap();
+        fs.create_dir_all(&p("/d/full")).unwrap();
+        fs.open(&p("/d/full/x"), OpenMode::CREATE_NEW).unwrap();
+        assert_eq!(
+            fs.rename(&p("/d/a"), &p("/d/full")).unwrap_err().kind(),
+            io::ErrorKind::DirectoryNotEmpty
+        );
+        fs.create_dir_all(&p("/d/empty")).unwrap();
+        fs.rename(&p("/d/a"), &p("/d/empty")).unwrap();
+        fs.crash(CrashMode::DropUnsynced);
+        assert!(!fs.exists(&p("/d/a")) && !fs.exists(&p("/d/a/f")));
+        assert_eq!(read_all(&fs, "/d/empty/f"), b"f");
+        assert_eq!(read_all(&fs, "/d/empty/sub/g"), b"g");
+        assert_eq!(fs.list(&p("/d/empty")).unwrap(), vec![p("/d/empty/f"), p("/d/empty/sub")]);
     }
 
     #[test]

@@ -3,10 +3,13 @@
 
 use std::ops::Bound::Unbounded;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use swizzledb_io::Vfs;
 
 use crate::database::Database;
 use crate::error::{Error, Result};
-use crate::files::{io, wal_dir};
+use crate::files::{self, io, wal_dir};
 
 /// What [`Database::backup_to`] copied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -47,7 +50,10 @@ impl Database {
     /// and followed by a hash where the whole would pass 251 bytes), which may be removed;
     /// a crash between the renames leaves the copy's log directory at `<path>.wal`, which the
     /// next backup to `path` removes with the copy (RECOVERY.md R26).
-    /// An in-memory database is backed up to the file system.
+    /// The copy is written on the database's own file system (the one
+    /// [`LabOptions::vfs`](crate::lab::LabOptions::vfs) gives, by default the operating
+    /// system's); an in-memory database, and one opened read-only, are backed up to the
+    /// operating system's.
     ///
     /// # Errors
     /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists; the errors of reading
@@ -57,31 +63,45 @@ impl Database {
     pub fn backup_to(&self, path: impl AsRef<Path>) -> Result<BackupStats> {
         let path = path.as_ref();
         let logged = self.file_is_logged();
-        undo_half_renamed(path)?;
+        let shared = self.backup_vfs();
+        let vfs = &*shared;
+        undo_half_renamed(vfs, path)?;
         // `<path>.wal` even for an unlogged copy: a log directory there would sit beside the
         // copy as if it were its log.
         for p in [path.to_path_buf(), wal_dir(path)] {
-            if p.exists() {
+            if vfs.exists(&p) {
                 return Err(Error::BackupTargetExists(p));
             }
         }
         let temp = temporary_path(path)?;
-        let result = self.write_backup(&temp, logged);
+        let result = self.write_backup(&shared, &temp, logged);
         let renamed = result.and_then(|stats| {
             if logged {
-                std::fs::rename(wal_dir(&temp), wal_dir(path)).map_err(|e| io(&wal_dir(path), e))?;
+                vfs.rename(&wal_dir(&temp), &wal_dir(path)).map_err(|e| io(&wal_dir(path), e))?;
             }
-            std::fs::rename(&temp, path).map_err(|e| io(path, e))?;
-            sync_dir(path)?;
+            vfs.rename(&temp, path).map_err(|e| io(path, e))?;
+            files::sync_dir_of(vfs, path)?;
             Ok(stats)
         });
         if renamed.is_err() {
-            remove_database(&temp);
-            if logged && !path.exists() {
-                let _ = std::fs::remove_dir_all(wal_dir(path));
+            remove_database(vfs, &temp);
+            if logged && !vfs.exists(path) {
+                let _ = files::remove_dir_all(vfs, &wal_dir(path));
             }
         }
         renamed
+    }
+
+    /// The file system a backup is written on: the database's own, or the operating system's
+    /// for an in-memory database (whose own is in memory) and a read-only open (whose own is a
+    /// view that cannot write).
+    fn backup_vfs(&self) -> Arc<dyn Vfs> {
+        if self.core.pool.is_read_only() || self.core.pool.path() == Path::new(crate::builder::IN_MEMORY_PATH)
+        {
+            Arc::new(swizzledb_io::OsFs)
+        } else {
+            Arc::clone(&self.core.vfs)
+        }
     }
 
     /// The file's kind, not this open's: a read-only open reads a logged file without its log.
@@ -94,7 +114,7 @@ impl Database {
     /// already one ([`temporary_path`]), so that a kill while it copies leaves nothing but
     /// names the next compaction finds ([`abandoned_copies`]).
     pub(crate) fn backup_in_place(&self, temp: &Path) -> Result<BackupStats> {
-        self.write_backup(temp, self.file_is_logged())
+        self.write_backup(&self.backup_vfs(), temp, self.file_is_logged())
     }
 
     /// Copies every tree through one read transaction into a new database at `temp`, and
@@ -102,7 +122,7 @@ impl Database {
     /// open accepts (an unlogged database not closed cleanly is `Unclean`); a logged source's
     /// copy is then converted to a logged database (a new log with a first checkpoint, R13) and
     /// closed again.
-    fn write_backup(&self, temp: &Path, logged: bool) -> Result<BackupStats> {
+    fn write_backup(&self, vfs: &Arc<dyn Vfs>, temp: &Path, logged: bool) -> Result<BackupStats> {
         let snapshot = self.begin_read();
         let names = self.tree_names();
         // Through the database's own file system: an in-memory database's file is in memory.
@@ -114,7 +134,11 @@ impl Database {
             .and_then(|f| f.len())
             .map_err(|e| io(source, e))?;
         let mut stats = BackupStats { source_file_bytes, ..BackupStats::default() };
-        let mut builder = Database::builder().page_size(self.core.pool.page_size()).logging(false);
+        let on_vfs = |mut builder: crate::Builder| {
+            builder.config.vfs = Arc::clone(vfs);
+            builder
+        };
+        let mut builder = on_vfs(Database::builder().page_size(self.core.pool.page_size()).logging(false));
         // Not CLEAN until its close: a copy left half-written by a crash never opens.
         builder.config.create_unclean = true;
         let copy = builder.create(temp)?;
@@ -137,11 +161,11 @@ impl Database {
             // that size. A read-only open has no log: the log directory's identity file says it.
             let segment_bytes = match &self.core.wal {
                 Some(wal) => Some(wal.log.segment_bytes()),
-                None => crate::files::read_identity(&swizzledb_io::OsFs, &wal_dir(self.core.pool.path()))
+                None => files::read_identity(&*self.core.vfs, &wal_dir(self.core.pool.path()))
                     .ok()
                     .map(|(_, bytes)| bytes),
             };
-            let mut convert = Database::builder().logging(true).lab(|l| l.convert_to_logged(true));
+            let mut convert = on_vfs(Database::builder().logging(true).lab(|l| l.convert_to_logged(true)));
             // A log made before segments had to hold two pages gets the least that does.
             let least = crate::MIN_SEGMENT_PAGES * self.core.pool.page_size() as u64;
             if let Some(bytes) = segment_bytes.map(|bytes| bytes.max(least)) {
@@ -151,7 +175,7 @@ impl Database {
             }
             convert.open(temp)?.close()?;
         }
-        stats.backup_file_bytes = std::fs::metadata(temp).map_err(|e| io(temp, e))?.len();
+        stats.backup_file_bytes = files::file_len(&**vfs, temp)?;
         Ok(stats)
     }
 }
@@ -183,14 +207,15 @@ fn temporary_name(path: &Path, pid: u32, nanos: u128) -> PathBuf {
 /// kill before the rename): names [`temporary_path`] makes, with or without `.wal`, whose
 /// process (the pid in the name) no longer runs. Empty where the system does not list its
 /// processes in `/proc`: a copy whose process cannot be told dead is never named.
-pub(crate) fn abandoned_copies(path: &Path) -> Vec<PathBuf> {
+pub(crate) fn abandoned_copies(vfs: &dyn Vfs, path: &Path) -> Vec<PathBuf> {
     if !Path::new("/proc/self").exists() {
         return Vec::new();
     }
-    let Ok(entries) = std::fs::read_dir(directory_of(path)) else { return Vec::new() };
+    let Ok(entries) = vfs.list(files::directory_of(path)) else { return Vec::new() };
     let mut copies: Vec<PathBuf> = entries
+        .into_iter()
         .filter_map(|entry| {
-            let name = entry.ok()?.file_name().into_string().ok()?;
+            let name = entry.file_name()?.to_str()?.to_owned();
             let base = name.strip_suffix(".wal").unwrap_or(&name);
             let (_, tail) = base.rsplit_once(".backup-")?;
             let (pid, nanos) = tail.split_once('-')?;
@@ -211,42 +236,27 @@ pub(crate) fn abandoned_copies(path: &Path) -> Vec<PathBuf> {
 /// log of such a copy — one whose process is gone ([`abandoned_copies`]), whose own log
 /// directory is missing and whose page 0 names the database `<path>.wal`'s identity file names
 /// — the backup never reached its commit point (the file's rename): both are removed.
-fn undo_half_renamed(path: &Path) -> Result<()> {
+fn undo_half_renamed(vfs: &dyn Vfs, path: &Path) -> Result<()> {
     let log = wal_dir(path);
-    if path.exists() || !log.exists() {
+    if vfs.exists(path) || !vfs.exists(&log) {
         return Ok(());
     }
-    let Ok((id, _)) = crate::files::read_identity(&swizzledb_io::OsFs, &log) else { return Ok(()) };
-    let copy = abandoned_copies(path).into_iter().find(|copy| {
-        !wal_dir(copy).exists()
-            && swizzledb_buffer::PageFile::open_logged(&swizzledb_io::OsFs, copy, false)
-                .is_ok_and(|(_, meta)| meta.id == id)
+    let Ok((id, _)) = files::read_identity(vfs, &log) else { return Ok(()) };
+    let copy = abandoned_copies(vfs, path).into_iter().find(|copy| {
+        !vfs.exists(&wal_dir(copy))
+            && swizzledb_buffer::PageFile::open_logged(vfs, copy, false).is_ok_and(|(_, meta)| meta.id == id)
     });
     if let Some(copy) = copy {
-        std::fs::remove_dir_all(&log).map_err(|e| io(&log, e))?;
-        std::fs::remove_file(&copy).map_err(|e| io(&copy, e))?;
-        sync_dir(path)?;
+        files::remove_dir_all(vfs, &log).map_err(|e| io(&log, e))?;
+        vfs.remove(&copy).map_err(|e| io(&copy, e))?;
+        files::sync_dir_of(vfs, path)?;
     }
     Ok(())
 }
 
-/// Removes a database file and its log directory, as far as they exist (best effort: what is
-/// left has a temporary name that never opens as the backup).
-pub(crate) fn remove_database(path: &Path) {
-    let _ = std::fs::remove_file(path);
-    let _ = std::fs::remove_dir_all(wal_dir(path));
-}
-
-/// Makes the renames durable.
-pub(crate) fn sync_dir(path: &Path) -> Result<()> {
-    let dir = directory_of(path);
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))
-}
-
-/// The directory `path` is in (`.` for a bare file name).
-fn directory_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    }
+/// Removes a database file and its log directory on `vfs`, as far as they exist (best effort:
+/// what is left has a temporary name that never opens as the backup).
+pub(crate) fn remove_database(vfs: &dyn Vfs, path: &Path) {
+    let _ = vfs.remove(path);
+    let _ = files::remove_dir_all(vfs, &wal_dir(path));
 }

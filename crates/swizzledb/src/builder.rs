@@ -78,7 +78,7 @@ pub const DEFAULT_MAX_LOG_BYTES: u64 = 1 << 30;
 
 /// The path an in-memory database's file has inside its own file system
 /// ([`Builder::create_in_memory`]); errors that name the file name this.
-const IN_MEMORY_PATH: &str = "/in-memory.swz";
+pub(crate) const IN_MEMORY_PATH: &str = "/in-memory.swz";
 
 impl Database {
     /// Settings for creating or opening a database.

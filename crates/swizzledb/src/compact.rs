@@ -3,8 +3,11 @@
 //! at the next open if a crash stops it half-way.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::backup::{abandoned_copies, remove_database, sync_dir, temporary_path};
+use swizzledb_io::Vfs;
+
+use crate::backup::{abandoned_copies, remove_database, temporary_path};
 use crate::builder::Builder;
 use crate::error::Result;
 use crate::files::{self, io, wal_dir};
@@ -71,17 +74,20 @@ impl Builder {
         if self.read_only {
             return Err(crate::Error::Tree(swizzledb_btree::TreeError::ReadOnly));
         }
+        // Every step on the database's own file system, the copy's too (R26).
+        let vfs = Arc::clone(&self.config.vfs);
+        let vfs = &*vfs;
         let db = self.open(path)?;
         // R28: the copies of compactions killed before their commit point go (the open
         // finished any that passed it, and this one holds the database's lock).
-        for copy in abandoned_copies(path) {
-            remove_database(&copy);
+        for copy in abandoned_copies(vfs, path) {
+            remove_database(vfs, &copy);
         }
         // And the marker a compaction was writing when it was killed: a compaction writes it
         // under the lock this open holds, so none is writing it now, and it marks no commit
         // point until it is renamed.
         let (m, new) = (marker(path), marker_being_written(path));
-        match std::fs::remove_file(&new) {
+        match vfs.remove(&new) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&new, e)),
             _ => {}
         }
@@ -93,43 +99,41 @@ impl Builder {
         let stats = match (copied, closed) {
             (Ok(stats), Ok(())) => stats,
             (Err(e), _) | (Ok(_), Err(e)) => {
-                remove_database(&temp);
+                remove_database(vfs, &temp);
                 return Err(e);
             }
         };
-        let before = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
+        let before = files::file_len(vfs, path)?;
         // No process may open the old file between the close and the swap (its writes would
         // be lost): its lock, held until the swap is done; a process that took it first wins.
         // The copy's file too: once the swap renames it over the old one, the database's name
         // leads to it, and an open meanwhile must find it locked rather than finish the swap
         // beside this one.
-        let locks = match files::FileLock::acquire(&swizzledb_io::OsFs, path, path)
-            .and_then(|old| Ok((old, files::FileLock::acquire(&swizzledb_io::OsFs, &temp, path)?)))
+        let locks = match files::FileLock::acquire(vfs, path, path)
+            .and_then(|old| Ok((old, files::FileLock::acquire(vfs, &temp, path)?)))
         {
             Ok(locks) => locks,
             Err(e) => {
-                remove_database(&temp);
+                remove_database(vfs, &temp);
                 return Err(e);
             }
         };
         let name = temp.file_name().unwrap_or_default().to_string_lossy().into_owned();
         // The marker appears whole or not at all: written and synced under another name, then
         // renamed. Written in place, a crash between its creation and its write left it empty.
-        let written = std::fs::write(&new, name.as_bytes())
-            .and_then(|()| std::fs::File::open(&new)?.sync_all())
-            .map_err(|e| io(&new, e))
-            .and_then(|()| std::fs::rename(&new, &m).map_err(|e| io(&m, e)));
+        let written = files::write_new_synced(vfs, &new, name.as_bytes())
+            .and_then(|()| vfs.rename(&new, &m).map_err(|e| io(&m, e)));
         if let Err(e) = written {
             // Before the commit point: the database stays as it was, without the copy.
-            let _ = std::fs::remove_file(&new);
-            remove_database(&temp);
+            let _ = vfs.remove(&new);
+            remove_database(vfs, &temp);
             return Err(e);
         }
-        sync_dir(path)?;
+        files::sync_dir_of(vfs, path)?;
         // The commit point is behind us: the swap finishes, now or at the next open.
-        finish(path)?;
+        finish(vfs, path)?;
         drop(locks);
-        let after = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
+        let after = files::file_len(vfs, path)?;
         Ok(CompactStats {
             file_bytes_before: before,
             file_bytes_after: after,
@@ -139,39 +143,38 @@ impl Builder {
     }
 }
 
-/// Whether a compaction's marker is beside `path` (R28).
-pub(crate) fn is_pending(path: &Path) -> bool {
-    marker(path).exists()
+/// Whether a compaction's marker is beside `path` on `vfs` (R28).
+pub(crate) fn is_pending(vfs: &dyn Vfs, path: &Path) -> bool {
+    vfs.exists(&marker(path))
 }
 
-/// R28: finishes a compaction whose marker is at `path`, if there is one, under the locks of
-/// the file at `path` and of the copy: a compaction still swapping holds both
+/// R28: finishes a compaction whose marker is at `path` on `vfs`, if there is one, under the
+/// locks of the file at `path` and of the copy: a compaction still swapping holds both
 /// ([`crate::Error::AlreadyOpen`]), and so does this call while it finishes the swap.
-pub(crate) fn finish_pending(path: &Path) -> Result<()> {
-    if !marker(path).exists() {
+pub(crate) fn finish_pending(vfs: &dyn Vfs, path: &Path) -> Result<()> {
+    if !is_pending(vfs, path) {
         return Ok(());
     }
-    let _lock = files::FileLock::acquire(&swizzledb_io::OsFs, path, path)?;
+    let _lock = files::FileLock::acquire(vfs, path, path)?;
     // A compaction that held the lock until now has finished its swap.
-    let Some(copy) = copy_named(path)? else { return Ok(()) };
-    let _copy =
-        if copy.exists() { Some(files::FileLock::acquire(&swizzledb_io::OsFs, &copy, path)?) } else { None };
-    finish(path)
+    let Some(copy) = copy_named(vfs, path)? else { return Ok(()) };
+    let _copy = if vfs.exists(&copy) { Some(files::FileLock::acquire(vfs, &copy, path)?) } else { None };
+    finish(vfs, path)
 }
 
 /// The copy a compaction's marker at `path` names; `None` without a marker, and without an
 /// empty one, which this removes: such a marker names no copy, so its compaction never reached
 /// its commit point (a crash between the marker's creation and its write, when it was written in
 /// place) and the database is the old one.
-fn copy_named(path: &Path) -> Result<Option<PathBuf>> {
+fn copy_named(vfs: &dyn Vfs, path: &Path) -> Result<Option<PathBuf>> {
     let m = marker(path);
-    match std::fs::read_to_string(&m) {
-        Ok(name) if name.trim().is_empty() => {
-            std::fs::remove_file(&m).map_err(|e| io(&m, e))?;
-            sync_dir(path)?;
+    match files::read_small(vfs, &m) {
+        Ok(name) if String::from_utf8_lossy(&name).trim().is_empty() => {
+            vfs.remove(&m).map_err(|e| io(&m, e))?;
+            files::sync_dir_of(vfs, path)?;
             Ok(None)
         }
-        Ok(name) => Ok(Some(path.with_file_name(name.trim()))),
+        Ok(name) => Ok(Some(path.with_file_name(String::from_utf8_lossy(&name).trim()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(&m, e)),
     }
@@ -180,30 +183,30 @@ fn copy_named(path: &Path) -> Result<Option<PathBuf>> {
 /// The swap (R28): the old log directory aside, the copy's in its place, the copy's file over
 /// the old one, the old log directory removed, the marker removed. Each step is skipped once
 /// done, so a crash anywhere in here only repeats the rest at the next call.
-fn finish(path: &Path) -> Result<()> {
+fn finish(vfs: &dyn Vfs, path: &Path) -> Result<()> {
     let m = marker(path);
-    let name = std::fs::read_to_string(&m).map_err(|e| io(&m, e))?;
-    let temp = path.with_file_name(name.trim());
+    let name = files::read_small(vfs, &m).map_err(|e| io(&m, e))?;
+    let temp = path.with_file_name(String::from_utf8_lossy(&name).trim());
     let (old, new, replaced) = (wal_dir(path), wal_dir(&temp), replaced_wal(path));
     // An unlogged database's copy has no log directory: nothing to swap there.
-    if new.exists() {
-        if old.exists() {
-            if replaced.exists() {
-                std::fs::remove_dir_all(&replaced).map_err(|e| io(&replaced, e))?;
+    if vfs.exists(&new) {
+        if vfs.exists(&old) {
+            if vfs.exists(&replaced) {
+                files::remove_dir_all(vfs, &replaced).map_err(|e| io(&replaced, e))?;
             }
-            std::fs::rename(&old, &replaced).map_err(|e| io(&old, e))?;
+            vfs.rename(&old, &replaced).map_err(|e| io(&old, e))?;
         }
-        std::fs::rename(&new, &old).map_err(|e| io(&new, e))?;
+        vfs.rename(&new, &old).map_err(|e| io(&new, e))?;
     }
-    if temp.exists() {
-        std::fs::rename(&temp, path).map_err(|e| io(path, e))?;
+    if vfs.exists(&temp) {
+        vfs.rename(&temp, path).map_err(|e| io(path, e))?;
     }
-    sync_dir(path)?;
-    if replaced.exists() {
-        std::fs::remove_dir_all(&replaced).map_err(|e| io(&replaced, e))?;
+    files::sync_dir_of(vfs, path)?;
+    if vfs.exists(&replaced) {
+        files::remove_dir_all(vfs, &replaced).map_err(|e| io(&replaced, e))?;
     }
-    std::fs::remove_file(&m).map_err(|e| io(&m, e))?;
-    sync_dir(path)?;
+    vfs.remove(&m).map_err(|e| io(&m, e))?;
+    files::sync_dir_of(vfs, path)?;
     Ok(())
 }
 
@@ -238,11 +241,11 @@ mod tests {
                 for step in steps.iter().take(crash_after) {
                     step();
                 }
-                finish_pending(&path).unwrap();
+                finish_pending(&swizzledb_io::OsFs, &path).unwrap();
                 assert_eq!(std::fs::read(&path).unwrap(), b"new", "after {crash_after} steps");
                 assert_eq!(std::fs::read(wal_dir(&path).join("x")).unwrap(), b"new log");
                 assert!(!marker(&path).exists() && !replaced_wal(&path).exists() && !temp.exists());
-                finish_pending(&path).unwrap();
+                finish_pending(&swizzledb_io::OsFs, &path).unwrap();
             }
         }
     }

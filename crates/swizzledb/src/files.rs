@@ -364,3 +364,57 @@ pub(crate) fn remove_under(vfs: &dyn Vfs, dir: &Path, left: &mut dyn FnMut(&Path
         }
     }
 }
+
+/// Removes the directory `dir` and everything under it on `vfs`, as `std::fs::remove_dir_all`
+/// does; the first entry that stays is the error.
+pub(crate) fn remove_dir_all(vfs: &dyn Vfs, dir: &Path) -> std::io::Result<()> {
+    let mut first = None;
+    remove_under(vfs, dir, &mut |_, e| {
+        first.get_or_insert(e);
+    });
+    first.map_or_else(|| vfs.remove_dir(dir), Err)
+}
+
+/// The length of the file at `path` on `vfs`.
+pub(crate) fn file_len(vfs: &dyn Vfs, path: &Path) -> Result<u64> {
+    vfs.open(path, OpenMode::EXISTING).and_then(|f| f.len()).map_err(|e| io(path, e))
+}
+
+/// The most of a small file (a compaction's marker, R28) that [`read_small`] reads: a name, at
+/// most [`NAME_MAX`] bytes, with room to spare.
+const SMALL_FILE_MAX: u64 = 4096;
+
+/// The bytes of the small file at `path` on `vfs`, up to [`SMALL_FILE_MAX`] of them.
+pub(crate) fn read_small(vfs: &dyn Vfs, path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = vfs.open(path, OpenMode::EXISTING)?;
+    let mut bytes = vec![0; file.len()?.min(SMALL_FILE_MAX) as usize];
+    let mut at = 0;
+    while at < bytes.len() {
+        match file.read_at(&mut bytes[at..], at as u64)? {
+            0 => break,
+            n => at += n,
+        }
+    }
+    bytes.truncate(at);
+    Ok(bytes)
+}
+
+/// Writes `bytes` into a new file at `path` on `vfs` and syncs it (not its directory).
+pub(crate) fn write_new_synced(vfs: &dyn Vfs, path: &Path, bytes: &[u8]) -> Result<()> {
+    let file = vfs.open(path, OpenMode::CREATE_NEW).map_err(|e| io(path, e))?;
+    file.write_all_at(bytes, 0).and_then(|()| file.sync()).map_err(|e| io(path, e))
+}
+
+/// Makes the entries of the directory `path` is in durable (renames, creates, removes).
+pub(crate) fn sync_dir_of(vfs: &dyn Vfs, path: &Path) -> Result<()> {
+    let dir = directory_of(path);
+    vfs.sync_dir(dir).map_err(|e| io(dir, e))
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+pub(crate) fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}

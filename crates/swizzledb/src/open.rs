@@ -162,7 +162,7 @@ impl Builder {
     /// with a pool that never writes (buffer B34) and no log.
     fn open_read_only(self, path: &Path) -> Result<Database> {
         let lock = files::FileLock::shared(path)?;
-        if crate::compact::is_pending(path) {
+        if crate::compact::is_pending(&swizzledb_io::OsFs, path) {
             // R28: finishing the compaction writes.
             return Err(Error::NeedsRestart(path.to_path_buf()));
         }
@@ -209,7 +209,7 @@ impl Builder {
             return self.open_read_only(path);
         }
         // R28: a compaction that a crash stopped after its copy was complete is finished first.
-        crate::compact::finish_pending(path)?;
+        crate::compact::finish_pending(&*self.config.vfs, path)?;
         let vfs = Arc::clone(&self.config.vfs);
         // The lock first, so that nothing below reads a file another opener is writing.
         let lock = match files::FileLock::open_database(&*vfs, path) {

@@ -219,3 +219,79 @@ fn r26_a_backup_killed_between_its_renames_does_not_block_the_next() {
     assert!(matches!(db.backup_to(dir.path().join("bk2.swz")), Err(Error::BackupTargetExists(_))));
     db.close().unwrap();
 }
+
+/// R26: a backup killed at any file-system call (unsynced writes kept or lost), logged and
+/// not, leaves the source with every record it held, and at the target either nothing that
+/// opens or the whole copy: a target that opens holds exactly the source's records. A backup
+/// to another target then succeeds. Backups went around the builder's file system
+/// (`LabOptions::vfs`): a database on another was copied onto the operating system's, at a
+/// path that named a file on its own.
+#[test]
+fn r26_a_backup_killed_at_any_call_leaves_the_source_whole_and_no_partial_copy() {
+    use std::path::Path;
+    use std::sync::Arc;
+    use swizzledb_io::{CrashMode, Vfs};
+    let (path, target) = (Path::new("/d/db"), Path::new("/d/copy"));
+    for logged in [true, false] {
+        let on = |vfs: Arc<dyn Vfs>| {
+            Database::builder()
+                .page_size(4096)
+                .pool_bytes(32 * 4096)
+                .logging(logged)
+                .log_segment_bytes(64 << 10)
+                .lab(|l| l.vfs(vfs))
+        };
+        let mut want = BTreeMap::new();
+        for (tree, n) in [("a", 60), ("b", 20)] {
+            want.insert(
+                tree.to_owned(),
+                (0..n).map(|i| (key(i), vec![i as u8; 70])).collect::<BTreeMap<_, _>>(),
+            );
+        }
+        let modes = [CrashMode::KeepUnsynced, CrashMode::DropUnsynced];
+        let kills = crate::common::kill_at_every_call(
+            &modes,
+            |fs| {
+                fs.create_dir_all(Path::new("/d")).unwrap();
+                let db = on(Arc::new(fs.clone())).create(path).unwrap();
+                db.transact(|tx| {
+                    for (name, records) in &want {
+                        let t = db.create_tree(name)?;
+                        for (k, v) in records {
+                            tx.insert(&t, k, v)?;
+                        }
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                db.close().unwrap();
+            },
+            |vfs| {
+                let db = on(vfs).open(path)?;
+                db.backup_to(target)?;
+                db.close()
+            },
+            |fs, context| {
+                let context = format!("logged: {logged}, {context}");
+                let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+                let db =
+                    on(Arc::clone(&vfs)).open(path).unwrap_or_else(|e| panic!("{context}: the source: {e}"));
+                assert!(contents(&db) == want, "{context}: the source's records");
+                match on(Arc::clone(&vfs)).open(target) {
+                    Ok(copy) => {
+                        assert!(contents(&copy) == want, "{context}: a copy that opens holds every record");
+                        copy.close().unwrap();
+                    }
+                    Err(e) => assert!(!context.ends_with("not killed"), "{context}: the copy: {e}"),
+                }
+                let other = Path::new("/d/other");
+                db.backup_to(other).unwrap_or_else(|e| panic!("{context}: the next backup: {e}"));
+                db.close().unwrap();
+                let copy = on(vfs).open(other).unwrap_or_else(|e| panic!("{context}: the next copy: {e}"));
+                assert!(contents(&copy) == want, "{context}: the next copy's records");
+                copy.close().unwrap();
+            },
+        );
+        assert!(kills > 30, "logged: {logged}: {kills} calls");
+    }
+}

@@ -295,6 +295,7 @@ fn r23_drop_and_create_killed_at_any_call_keep_every_committed_record() {
         let step = std::cell::Cell::new(Step::Start);
         let (kept, gone) = (filled(150, 1), filled(200, 2));
         let kills = common::kill_at_every_call(
+            &crate::common::KILLS,
             |fs| {
                 step.set(Step::Start);
                 fs.create_dir_all(std::path::Path::new("/d")).unwrap();

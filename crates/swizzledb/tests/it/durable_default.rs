@@ -525,6 +525,7 @@ fn r13_a_conversion_killed_at_any_call_keeps_every_record() {
         assert!(got == records, "{context}: {} records, {} expected", got.len(), records.len());
     };
     let kills = crate::common::kill_at_every_call(
+        &crate::common::KILLS,
         |fs| {
             fs.create_dir_all(Path::new("/d")).unwrap();
             let db = on(Arc::new(fs.clone())).logging(false).create(path).unwrap();
@@ -600,6 +601,7 @@ fn r13_a_close_killed_at_any_call_keeps_the_state_of_a_clean_close() {
         // Writes that returned, and whether the close did.
         let (written, closed) = (std::cell::Cell::new(0), std::cell::Cell::new(false));
         let kills = crate::common::kill_at_every_call(
+            &crate::common::KILLS,
             |fs| {
                 written.set(0);
                 closed.set(false);

@@ -594,18 +594,19 @@ pub const KILLS: [CrashMode; 3] =
     [CrashMode::KeepUnsynced, CrashMode::DropUnsynced, CrashMode::Torn { seed: 5 }];
 
 /// Kills `op` at its 1st, 2nd, ... file-system call ([`Sites::kill_at`]), in each of
-/// [`KILLS`], until it runs to its end without meeting the kill; returns how many kills it
+/// `modes` (most tests give [`KILLS`]), until it runs to its end without meeting the kill; returns how many kills it
 /// tried. Each try starts from a fresh file system that `setup` fills (unkilled); `op` runs on
 /// the killable one and must succeed when the kill never came; `check` then runs, with the
 /// power back on, after every try — the completed one too — given the fresh file system and
 /// a context to name in its panics (mode, call number, and whether the kill came).
 pub fn kill_at_every_call(
+    modes: &[CrashMode],
     setup: impl Fn(&FaultFs),
     op: impl Fn(Arc<dyn Vfs>) -> Result<(), Error>,
     check: impl Fn(&FaultFs, &str),
 ) -> u64 {
     let mut kills = 0;
-    for how in KILLS {
+    for &how in modes {
         for n in 1.. {
             let fs = FaultFs::new();
             setup(&fs);
