@@ -93,7 +93,8 @@ big_endian! {
 }
 
 /// Any serde type, in postcard's compact encoding (feature `serde`). The bytes do not sort as
-/// the values do: for values, or keys looked up but not ranged over.
+/// the values do: for values, or keys looked up but not ranged over. Stored bytes decode only
+/// if they are one whole encoding: bytes left over after the value are [`Error::Codec`].
 #[cfg(feature = "serde")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Serde<T>(PhantomData<T>);
@@ -106,7 +107,17 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned> Codec for Serde<T> {
         postcard::to_allocvec(item).map(Cow::Owned).map_err(|e| codec_error(format!("cannot encode: {e}")))
     }
     fn decode(bytes: &[u8]) -> Result<T> {
-        postcard::from_bytes(bytes).map_err(|e| codec_error(format!("cannot decode: {e}")))
+        // The whole of `bytes` must be the one value: bytes left over mean they were written
+        // another way (postcard's `from_bytes` would drop them and return a value).
+        match postcard::take_from_bytes(bytes) {
+            Ok((item, [])) => Ok(item),
+            Ok((_, rest)) => Err(codec_error(format!(
+                "cannot decode: {} bytes left over after the value's {}",
+                rest.len(),
+                bytes.len() - rest.len()
+            ))),
+            Err(e) => Err(codec_error(format!("cannot decode: {e}"))),
+        }
     }
 }
 

@@ -92,6 +92,36 @@ fn serde_values_round_trip() {
     assert_eq!(users.get(&7).unwrap(), Some(u));
 }
 
+/// `Serde` takes stored bytes only when they are one whole encoding of the type: bytes left
+/// over after the value (here, a `u64` written big-endian, read as a postcard `u8` or `u16`)
+/// are `Error::Codec`, as bytes of the wrong length are for `BigEndian`. It returned the value
+/// the first bytes spell and dropped the rest.
+#[cfg(feature = "serde")]
+#[test]
+fn serde_bytes_left_over_after_a_value_are_a_codec_error() {
+    use swizzledb::typed::Serde;
+    assert_eq!(Serde::<u16>::decode(&[0x81, 0x01]).unwrap(), 129, "one whole varint");
+    assert!(matches!(Serde::<u16>::decode(&[0x05, 0x00]), Err(Error::Codec { .. })));
+    assert!(matches!(Serde::<bool>::decode(&[0x01, 0x01]), Err(Error::Codec { .. })));
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let raw = db.create_tree("raw").unwrap();
+    let as_u64: TypedTree<Str, BigEndian<u64>> = TypedTree::new(raw.clone());
+    as_u64.insert("n", &5).unwrap();
+    let as_u8: TypedTree<Str, Serde<u8>> = TypedTree::new(raw.clone());
+    match as_u8.get("n") {
+        Err(Error::Codec { reason }) => assert!(reason.contains("7 bytes left over"), "{reason}"),
+        other => panic!("expected a codec error, got {other:?}"),
+    }
+    assert!(matches!(as_u8.iter().next(), Some(Err(Error::Codec { .. }))));
+    assert!(matches!(as_u8.first(), Err(Error::Codec { .. })));
+    let as_u16: TypedTree<Str, Serde<u16>> = TypedTree::new(raw);
+    assert!(matches!(as_u16.get("n"), Err(Error::Codec { .. })));
+    // What the codec wrote itself still reads back.
+    as_u16.upsert("n", &300).unwrap();
+    assert_eq!(as_u16.get("n").unwrap(), Some(300));
+}
+
 proptest! {
     /// The integer codecs: decode(encode(n)) = n, and the bytes sort as the numbers.
     #[test]
