@@ -3,6 +3,7 @@
 //! it began, never waits and never makes a writer wait; the versions behind them go when no
 //! snapshot needs them, and past their memory bound the oldest snapshot ends with a typed error.
 
+use std::ops::Bound::Unbounded;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -993,4 +994,406 @@ fn k19_snapshots_held_beyond_the_slots_under_concurrent_transfers_stay_whole() {
     drop(held);
     t.upsert(&key(0), &START.to_be_bytes()).unwrap();
     assert_eq!(db.version_stats().unwrap().bytes, 0, "no snapshot runs: no version is kept");
+}
+
+/// A database of 4 KiB pages, logged or not, and its tree "t".
+fn db_logged(dir: &std::path::Path, logging: bool) -> (Database, Tree) {
+    let db = Database::builder()
+        .page_size(4096)
+        .pool_bytes(512 * 4096)
+        .logging(logging)
+        .create(dir.join(format!("snap-{logging}.swz")))
+        .unwrap();
+    let t = db.create_tree("t").unwrap();
+    (db, t)
+}
+
+fn records(
+    rows: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>), swizzledb::TreeError>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    rows.map(Result::unwrap).collect()
+}
+
+/// K18, K22, K19: values long enough for overflow chains, replaced by shorter ones, by other
+/// long ones or deleted after a read-only transaction began, read through it as they were —
+/// point reads, both scan directions, a prefix scan — logged and unlogged; once it ends, the
+/// versions it kept are gone without any further write.
+#[test]
+fn k18_k22_a_snapshot_sees_large_values_as_they_were_and_its_versions_go_when_it_ends() {
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db_logged(dir.path(), logging);
+        let n = (t.max_value_len() / 2).min(100_000);
+        let long = |k: u8| vec![k; n + usize::from(k)];
+        for k in 0..10u8 {
+            db.transact(|tx| tx.put(&t, &[k], &long(k)).map(|_| ())).unwrap();
+        }
+        let snap = db.begin_read();
+        for k in 0..10u8 {
+            db.transact(|tx| {
+                match k % 3 {
+                    0 => tx.delete(&t, &[k])?,
+                    1 => tx.put(&t, &[k], &vec![100 + k; n / 3])?,
+                    _ => tx.put(&t, &[k], b"short")?,
+                };
+                Ok(())
+            })
+            .unwrap();
+        }
+        let want: Vec<_> = (0..10u8).map(|k| (vec![k], long(k))).collect();
+        for (k, v) in &want {
+            assert_eq!(snap.get(&t, k).unwrap().as_ref(), Some(v), "logging {logging}: key {k:?}");
+        }
+        assert!(records(snap.range(&t, Unbounded, Unbounded)) == want, "logging {logging}: the scan");
+        let mut rev = want.clone();
+        rev.reverse();
+        assert!(records(snap.range_rev(&t, Unbounded, Unbounded)) == rev, "logging {logging}: reversed");
+        assert!(records(snap.scan_prefix(&t, &[6])) == want[6..7], "logging {logging}: by prefix");
+        assert_eq!(t.len().unwrap(), 6, "logging {logging}: the deletes are committed");
+        assert!(db.version_stats().unwrap().bytes > 0, "logging {logging}");
+        drop(snap);
+        let stats = db.version_stats().unwrap();
+        assert_eq!(stats.bytes, 0, "logging {logging}: the reader's end frees its versions: {stats:?}");
+    }
+}
+
+/// K22: a scan reads at the snapshot taken when its iterator is made, not when it is first
+/// advanced: `Tree::range`, `range_rev` and `scan_prefix` of a logged database's tree, and a
+/// read-only transaction's scan (logged or not), made before a commit, return the records as
+/// they were. A tree created after a read-only transaction began is empty to it.
+#[test]
+fn k22_a_scan_reads_at_the_snapshot_taken_when_its_iterator_was_made() {
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db_logged(dir.path(), logging);
+        for k in 0..5u8 {
+            t.insert(&[k], b"old").unwrap();
+        }
+        let snap = db.begin_read();
+        let in_snapshot = snap.range(&t, Unbounded, Unbounded);
+        let plain = logging
+            .then(|| (t.range(Unbounded, Unbounded), t.range_rev(Unbounded, Unbounded), t.scan_prefix(b"")));
+        db.transact(|tx| {
+            for k in 0..5u8 {
+                tx.put(&t, &[k], b"new")?;
+            }
+            tx.delete(&t, &[2])?;
+            tx.put(&t, &[9], b"new")?;
+            Ok(())
+        })
+        .unwrap();
+        let later = db.create_tree("later").unwrap();
+        db.transact(|tx| tx.put(&later, b"x", b"1").map(|_| ())).unwrap();
+        let want: Vec<_> = (0..5u8).map(|k| (vec![k], b"old".to_vec())).collect();
+        assert_eq!(records(in_snapshot), want, "logging {logging}: the read-only transaction's scan");
+        if let Some((forward, backward, prefix)) = plain {
+            assert_eq!(records(forward), want, "a plain scan");
+            assert_eq!(records(prefix), want, "a plain prefix scan");
+            let mut rev = want.clone();
+            rev.reverse();
+            assert_eq!(records(backward), rev, "a plain reversed scan");
+        }
+        assert_eq!(snap.get(&later, b"x").unwrap(), None, "logging {logging}");
+        assert_eq!(records(snap.range(&later, Unbounded, Unbounded)), vec![], "logging {logging}");
+        assert_eq!(db.begin_read().get(&later, b"x").unwrap().as_deref(), Some(&b"1"[..]));
+    }
+}
+
+/// K20 with overflow values: one replaced or deleted value longer than the whole version
+/// memory ends every snapshot that needs it at once, so the versions kept never pass the bound;
+/// their reads (point and scan) fail with `SnapshotTooOld` naming the bound; plain reads, new
+/// snapshots and writes go on, and the versions go back to zero.
+#[test]
+fn k20_a_version_longer_than_the_bound_ends_the_snapshots_that_need_it() {
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let limit = 64 << 10;
+        let db = Database::builder()
+            .logging(logging)
+            .pool_bytes(1024 * 8192)
+            .version_memory(limit)
+            .create(dir.path().join("bound.swz"))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        let long = vec![3u8; 200_000];
+        for key in [&b"replaced"[..], b"deleted"] {
+            db.transact(|tx| tx.put(&t, key, &long).map(|_| ())).unwrap();
+        }
+        let (point, scan) = (db.begin_read(), db.begin_read());
+        assert_eq!(point.get(&t, b"replaced").unwrap().map(|v| v.len()), Some(long.len()));
+        db.transact(|tx| tx.put(&t, b"replaced", b"short").map(|_| ())).unwrap();
+        let stats = db.version_stats().unwrap();
+        assert!(stats.bytes <= limit, "logging {logging}: {stats:?}");
+        match point.get(&t, b"replaced") {
+            Err(Error::SnapshotTooOld { limit: l }) => assert_eq!(l, limit, "logging {logging}"),
+            other => panic!(
+                "logging {logging}: expected SnapshotTooOld, got {:?}",
+                other.map(|v| v.map(|v| v.len()))
+            ),
+        }
+        let first = scan.range(&t, Unbounded, Unbounded).next().expect("an item");
+        assert!(scan_too_old(&first), "logging {logging}: {first:?}");
+        drop((point, scan));
+        assert_eq!(db.begin_read().get(&t, b"replaced").unwrap().as_deref(), Some(&b"short"[..]));
+        let old = db.begin_read();
+        db.transact(|tx| tx.delete(&t, b"deleted").map(|_| ())).unwrap();
+        assert!(db.version_stats().unwrap().bytes <= limit, "logging {logging}");
+        let items: Vec<_> = old.range(&t, Unbounded, Unbounded).collect();
+        assert!(items.iter().any(scan_too_old), "logging {logging}: {}", items.len());
+        drop((items, old));
+        let stats = db.version_stats().unwrap();
+        assert_eq!((stats.bytes, stats.limit), (0, limit), "logging {logging}: {stats:?}");
+        assert!(stats.too_old >= 3, "logging {logging}: {stats:?}");
+        assert_eq!(records(t.range(Unbounded, Unbounded)), vec![(b"replaced".to_vec(), b"short".to_vec())]);
+        t.verify().unwrap();
+    }
+}
+
+/// K22: a scan's item that says its snapshot was ended for memory.
+fn scan_too_old(item: &Result<(Vec<u8>, Vec<u8>), swizzledb::TreeError>) -> bool {
+    match item {
+        Err(swizzledb::TreeError::Transaction(inner)) => {
+            matches!(inner.downcast_ref::<Error>(), Some(Error::SnapshotTooOld { .. }))
+        }
+        _ => false,
+    }
+}
+
+/// K20's `VersionStats::made`: one before-image per change of every transaction that ended —
+/// committed or rolled back — and none for a transaction that changed nothing, nor, on an
+/// unlogged database, for a tree handle's own write (no transaction, K21); on a logged one
+/// that write is a transaction of one change.
+#[test]
+fn k20_version_stats_count_one_version_per_change_of_the_transactions_that_ended() {
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db_logged(dir.path(), logging);
+        let made = || db.version_stats().unwrap().made;
+        let before = made();
+        let mut tx = db.begin();
+        tx.put(&t, b"a", b"1").unwrap();
+        tx.put(&t, b"a", b"2").unwrap();
+        tx.put(&t, b"b", b"2").unwrap();
+        assert_eq!(made(), before, "logging {logging}: a running writer's versions are its own");
+        tx.commit().unwrap();
+        assert_eq!(made(), before + 3, "logging {logging}: three changes committed");
+        let mut tx = db.begin();
+        tx.put(&t, b"c", b"1").unwrap();
+        tx.delete(&t, b"a").unwrap();
+        tx.abort().unwrap();
+        assert_eq!(made(), before + 5, "logging {logging}: two changes rolled back");
+        let tx = db.begin();
+        assert_eq!(tx.get(&t, b"a").unwrap().as_deref(), Some(&b"2"[..]));
+        tx.commit().unwrap();
+        assert_eq!(made(), before + 5, "logging {logging}: a transaction that changed nothing");
+        t.upsert(b"z", b"1").unwrap();
+        assert_eq!(made(), before + 5 + u64::from(logging), "logging {logging}: a tree handle's write");
+        assert_eq!(db.version_stats().unwrap().bytes, 0, "logging {logging}: no snapshot, no version kept");
+    }
+}
+
+/// The committed states of a stress run, by generation: a writer that read generation `n`
+/// (under its key's lock) and committed stores state `n + 1`; a reader that saw generation `n`
+/// waits for state `n`, which its writer stores right after its commit.
+struct Generations {
+    states: std::sync::Mutex<std::collections::BTreeMap<u64, Model>>,
+    stored: std::sync::Condvar,
+}
+
+type Model = std::collections::BTreeMap<Vec<u8>, Vec<u8>>;
+
+impl Generations {
+    fn new() -> Generations {
+        Generations {
+            states: std::sync::Mutex::new([(0, Model::new())].into()),
+            stored: std::sync::Condvar::new(),
+        }
+    }
+
+    fn get(&self, n: u64) -> Model {
+        let mut states = self.states.lock().unwrap();
+        loop {
+            if let Some(state) = states.get(&n) {
+                return state.clone();
+            }
+            states = self.stored.wait(states).unwrap();
+        }
+    }
+
+    fn store(&self, n: u64, state: Model) {
+        self.states.lock().unwrap().insert(n, state);
+        self.stored.notify_all();
+    }
+}
+
+/// Three writers run transactions of random puts (short values and values of overflow chains)
+/// and deletes, a fifth of them rolled back, each moving the generation under `gen_key` of
+/// `gen_tree` on by one; `read` runs meanwhile on two threads until the writers are done.
+fn under_random_commits(
+    db: &Database,
+    t: &Tree,
+    gen_tree: &Tree,
+    gen_key: &[u8],
+    read: impl Fn(u64, &Generations) + Sync,
+) {
+    let generations = Generations::new();
+    let done = AtomicBool::new(false);
+    let long = t.max_value_len().min(20_000);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..3u64)
+            .map(|w| {
+                let generations = &generations;
+                s.spawn(move || {
+                    let mut rng = common::XorShift(w + 1);
+                    for _ in 0..200 {
+                        let attempt = db.transact(|tx| {
+                            let n =
+                                u64::from_be_bytes(tx.get(gen_tree, gen_key)?.unwrap().try_into().unwrap());
+                            tx.put(gen_tree, gen_key, &(n + 1).to_be_bytes())?;
+                            let mut state = generations.get(n);
+                            for _ in 0..1 + rng.next() % 5 {
+                                let k = key(u32::try_from(rng.next() % 50).unwrap());
+                                match rng.next() % 4 {
+                                    0 => {
+                                        tx.delete(t, &k)?;
+                                        state.remove(&k);
+                                    }
+                                    1 => {
+                                        let v = vec![
+                                            u8::try_from(rng.next() % 251).unwrap();
+                                            usize::try_from(rng.next()).unwrap() % long
+                                        ];
+                                        tx.put(t, &k, &v)?;
+                                        state.insert(k, v);
+                                    }
+                                    _ => {
+                                        let v = format!("v{}", rng.next() % 1000).into_bytes();
+                                        tx.put(t, &k, &v)?;
+                                        state.insert(k, v);
+                                    }
+                                }
+                            }
+                            if rng.next().is_multiple_of(5) {
+                                return Err(Error::Aborted("rolled back on purpose".into()));
+                            }
+                            Ok((n + 1, state))
+                        });
+                        match attempt {
+                            Ok((n, state)) => generations.store(n, state),
+                            Err(Error::Aborted(_)) => {}
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            let (read, done, generations) = (&read, &done, &generations);
+            s.spawn(move || {
+                let mut round = 0;
+                while !done.load(Ordering::Relaxed) || round < 10 {
+                    read(round, generations);
+                    round += 1;
+                }
+            });
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+}
+
+/// K18, K22 against an oracle under concurrent commits and rollbacks: a read-only transaction
+/// sees exactly one committed state — the one whose generation it reads — in point reads,
+/// both scan directions, a scan read from both ends at once, a prefix scan and a bounded
+/// range; logged and unlogged, in every buffer mode, with a pool smaller than the data.
+#[test]
+fn k18_k22_a_read_transaction_under_random_commits_sees_one_committed_state() {
+    use std::ops::Bound::{Excluded, Included};
+    for mode in
+        [swizzledb::PoolMode::Swizzling, swizzledb::PoolMode::Traditional, swizzledb::PoolMode::MainMemory]
+    {
+        for logging in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let pages = if mode == swizzledb::PoolMode::MainMemory { 4096 } else { 160 };
+            let db = Database::builder()
+                .page_size(4096)
+                .pool_bytes(pages * 4096)
+                .mode(mode)
+                .logging(logging)
+                .create(dir.path().join("oracle.swz"))
+                .unwrap();
+            let (t, g) = (db.create_tree("t").unwrap(), db.create_tree("g").unwrap());
+            g.insert(b"g", &0u64.to_be_bytes()).unwrap();
+            let ctx = format!("{mode:?}, logging {logging}");
+            under_random_commits(&db, &t, &g, b"g", |round, generations| {
+                let rt = db.begin_read();
+                let n = u64::from_be_bytes(rt.get(&g, b"g").unwrap().unwrap().try_into().unwrap());
+                let want = generations.get(n);
+                let all: Vec<_> = want.clone().into_iter().collect();
+                assert!(records(rt.range(&t, Unbounded, Unbounded)) == all, "{ctx}: the scan at {n}");
+                let mut rev = all.clone();
+                rev.reverse();
+                assert!(records(rt.range_rev(&t, Unbounded, Unbounded)) == rev, "{ctx}: reversed at {n}");
+                let prefix = format!("k00001{}", round % 5).into_bytes();
+                let by_prefix: Vec<_> = all.iter().filter(|(k, _)| k.starts_with(&prefix)).cloned().collect();
+                assert!(records(rt.scan_prefix(&t, &prefix)) == by_prefix, "{ctx}: by prefix at {n}");
+                for k in 0..50 {
+                    assert_eq!(
+                        rt.get(&t, &key(k)).unwrap().as_ref(),
+                        want.get(&key(k)),
+                        "{ctx}: key {k} at {n}"
+                    );
+                }
+                let (lo, hi) =
+                    (key(u32::try_from(round % 25).unwrap()), key(u32::try_from(25 + round % 25).unwrap()));
+                let bounded: Vec<_> =
+                    want.range(lo.clone()..hi.clone()).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let mut scan = rt.range(&t, Included(&lo[..]), Excluded(&hi[..]));
+                let (mut front, mut back) = (Vec::new(), Vec::new());
+                while let Some(item) = scan.next() {
+                    front.push(item.unwrap());
+                    match scan.next_back() {
+                        Some(item) => back.push(item.unwrap()),
+                        None => break,
+                    }
+                }
+                back.reverse();
+                front.extend(back);
+                assert!(front == bounded, "{ctx}: from both ends at {n}");
+            });
+            assert_eq!(db.version_stats().unwrap().bytes, 0, "{ctx}");
+        }
+    }
+}
+
+/// K25, K22 against an oracle: under concurrent commits and rollbacks, each range read of a
+/// read-committed transaction (either direction), and on a logged database each plain scan,
+/// returns exactly the state committed when it began (the generation is the tree's first key).
+#[test]
+fn k25_each_range_read_at_read_committed_sees_one_committed_state() {
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, t) = db_logged(dir.path(), logging);
+        t.insert(b"!gen", &0u64.to_be_bytes()).unwrap();
+        under_random_commits(&db, &t, &t, b"!gen", |round, generations| {
+            let reads = db.begin_read_committed();
+            let mut got = match round % 3 {
+                0 => records(reads.range(&t, Unbounded, Unbounded)),
+                1 => {
+                    let mut rows = records(reads.range_rev(&t, Unbounded, Unbounded));
+                    rows.reverse();
+                    rows
+                }
+                _ if logging => records(t.range(Unbounded, Unbounded)),
+                _ => return,
+            };
+            let (gen_key, n) = got.remove(0);
+            assert_eq!(gen_key, b"!gen");
+            let n = u64::from_be_bytes(n.try_into().unwrap());
+            let want: Vec<_> = generations.get(n).into_iter().collect();
+            assert!(got == want, "logging {logging}, read {}: the state of generation {n}", round % 3);
+        });
+    }
 }
