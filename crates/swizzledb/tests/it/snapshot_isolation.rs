@@ -291,3 +291,173 @@ fn k24_without_versions_a_snapshot_transaction_is_an_ordinary_one() {
     tx.commit().unwrap();
     assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
 }
+
+/// K24, first updater wins, only against commits: a transaction that changed keys after the
+/// snapshot began and rolled back is no conflict; one that committed is, for a put, an insert,
+/// a delete and a compare-and-swap alike, also in a tree created after the snapshot began
+/// (empty to it). The transaction's own deletes, inserts, swaps and updates read back, and a
+/// scan of its own keys in either direction stops at its limit. On an unlogged database a tree
+/// handle's write is no transaction (K21): no conflict for an older snapshot.
+#[test]
+fn k24_only_a_commit_after_the_snapshot_is_a_write_conflict() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder()
+            .page_size(4096)
+            .pool_bytes(256 * 4096)
+            .logging(logged)
+            .create(dir.path().join("conflicts.swz"))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        t.insert(b"k", b"0").unwrap();
+        t.insert(b"r", b"0").unwrap();
+        let mut si = db.begin_snapshot();
+        assert!(si.is_snapshot());
+        let mut other = db.begin();
+        other.put(&t, b"r", b"rolled back").unwrap();
+        other.delete(&t, b"k").unwrap();
+        other.abort().unwrap();
+        assert!(si.put(&t, b"r", b"si").unwrap(), "logged {logged}: a rollback is no conflict");
+        assert!(si.delete(&t, b"k").unwrap(), "logged {logged}");
+
+        let later = db.create_tree("later").unwrap();
+        db.transact(|tx| tx.put(&later, b"a", b"1").map(|_| ())).unwrap();
+        assert_eq!(si.get(&later, b"a").unwrap(), None, "logged {logged}");
+        let r = si.put(&later, b"a", b"si");
+        assert!(
+            matches!(&r, Err(Error::WriteConflict { key, .. }) if &**key == b"a"),
+            "logged {logged}: {r:?}"
+        );
+        let long = vec![9u8; later.max_value_len() / 2];
+        si.put(&later, b"b", b"si").unwrap();
+        si.put(&later, b"c", &long).unwrap();
+        assert_eq!(si.get(&later, b"c").unwrap(), Some(long.clone()), "logged {logged}");
+        let keys = |rows: Vec<(Vec<u8>, Vec<u8>)>| rows.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(keys(all(si.range(&later, Unbounded, Unbounded))), [b"b".to_vec(), b"c".to_vec()]);
+        assert_eq!(keys(all(si.range_rev(&later, Unbounded, Unbounded))), [b"c".to_vec(), b"b".to_vec()]);
+        assert_eq!(
+            keys(all(si.range(&t, Unbounded, Unbounded).limit(1))),
+            [b"r".to_vec()],
+            "logged {logged}"
+        );
+
+        assert!(si.delete(&t, b"r").unwrap());
+        assert_eq!(si.get(&t, b"r").unwrap(), None, "logged {logged}: its own delete");
+        si.insert(&t, b"r", b"again").unwrap();
+        let dup = si.insert(&t, b"r", b"twice");
+        assert!(
+            matches!(dup, Err(Error::Tree(swizzledb::TreeError::DuplicateKey))),
+            "logged {logged}: {dup:?}"
+        );
+        assert_eq!(si.compare_and_swap(&t, b"r", Some(b"again"), Some(b"swapped")).unwrap(), Ok(()));
+        let updated = si.update_with(&t, b"r", |old, new| {
+            new.extend_from_slice(old);
+            new.push(b'!');
+        });
+        assert_eq!(updated.unwrap(), Some(()), "logged {logged}");
+        assert_eq!(si.get(&t, b"r").unwrap().as_deref(), Some(&b"swapped!"[..]), "logged {logged}");
+        si.commit().unwrap();
+        assert_eq!(t.get(b"r").unwrap().as_deref(), Some(&b"swapped!"[..]));
+        assert_eq!(t.get(b"k").unwrap(), None);
+        assert_eq!((later.get(b"a").unwrap(), later.get(b"c").unwrap()), (Some(b"1".to_vec()), Some(long)));
+
+        let mut si = db.begin_snapshot();
+        db.transact(|tx| tx.insert(&t, b"new", b"1")).unwrap();
+        assert!(matches!(si.insert(&t, b"new", b"2"), Err(Error::WriteConflict { .. })), "logged {logged}");
+        let r = si.compare_and_swap(&t, b"new", None, Some(b"2"));
+        assert!(matches!(r, Err(Error::WriteConflict { .. })), "logged {logged}: {r:?}");
+        let r = si.delete(&t, b"new");
+        assert!(matches!(r, Err(Error::WriteConflict { .. })), "logged {logged}: {r:?}");
+        si.abort().unwrap();
+
+        let mut si = db.begin_snapshot();
+        assert_eq!(si.get(&t, b"r").unwrap().as_deref(), Some(&b"swapped!"[..]));
+        t.upsert(b"r", b"handle").unwrap();
+        let r = si.put(&t, b"r", b"si");
+        if logged {
+            assert!(matches!(r, Err(Error::WriteConflict { .. })), "an auto-commit write commits: {r:?}");
+        } else {
+            assert!(r.is_ok(), "an unlogged handle's write records no version: {r:?}");
+        }
+        drop(si);
+        assert_eq!(db.version_stats().unwrap().bytes, 0, "logged {logged}");
+    }
+}
+
+/// K24: transfers between random accounts in `transact_snapshot` (each writes both keys it
+/// read, so no write skew) keep the total — read inside each transfer between its two writes
+/// with its own change seen, by read-only transactions, and by snapshot transactions through a
+/// reversed scan and point reads at once — logged and unlogged.
+#[test]
+fn k24_snapshot_transfers_keep_the_total_in_every_snapshot() {
+    const ACCOUNTS: u32 = 16;
+    const TOTAL: i64 = 100 * ACCOUNTS as i64;
+    let balance = |v: Vec<u8>| i64::from_be_bytes(v.try_into().unwrap());
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder().logging(logged).create(dir.path().join("transfers.swz")).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for a in 0..ACCOUNTS {
+            t.insert(&a.to_be_bytes(), &100i64.to_be_bytes()).unwrap();
+        }
+        std::thread::scope(|s| {
+            for th in 0..3u64 {
+                let (db, t) = (&db, &t);
+                s.spawn(move || {
+                    let mut rng = common::XorShift(th + 11);
+                    for i in 0..300 {
+                        let from = u32::try_from(rng.next() % u64::from(ACCOUNTS)).unwrap();
+                        let to = (from + 1 + u32::try_from(rng.next() % u64::from(ACCOUNTS - 1)).unwrap())
+                            % ACCOUNTS;
+                        let amount = i64::try_from(rng.next() % 10).unwrap();
+                        db.transact_snapshot(|tx| {
+                            let x = balance(tx.get(t, &from.to_be_bytes())?.unwrap());
+                            let y = balance(tx.get(t, &to.to_be_bytes())?.unwrap());
+                            tx.put(t, &from.to_be_bytes(), &(x - amount).to_be_bytes())?;
+                            if i % 7 == 0 {
+                                let sum: i64 = all(tx.range(t, Unbounded, Unbounded))
+                                    .into_iter()
+                                    .map(|(_, v)| balance(v))
+                                    .sum();
+                                assert_eq!(sum, TOTAL - amount, "logged {logged}: between the two writes");
+                            }
+                            tx.put(t, &to.to_be_bytes(), &(y + amount).to_be_bytes())?;
+                            Ok(())
+                        })
+                        .unwrap();
+                    }
+                });
+            }
+            for _ in 0..2 {
+                let (db, t) = (&db, &t);
+                s.spawn(move || {
+                    for i in 0..200 {
+                        if i % 2 == 0 {
+                            let rt = db.begin_read();
+                            let sum: i64 =
+                                rt.range(t, Unbounded, Unbounded).map(|r| balance(r.unwrap().1)).sum();
+                            assert_eq!(sum, TOTAL, "logged {logged}: a read-only transaction");
+                        } else {
+                            let tx = db.begin_snapshot();
+                            let scanned: i64 = all(tx.range_rev(t, Unbounded, Unbounded))
+                                .into_iter()
+                                .map(|(_, v)| balance(v))
+                                .sum();
+                            let read: i64 = (0..ACCOUNTS)
+                                .map(|a| balance(tx.get(t, &a.to_be_bytes()).unwrap().unwrap()))
+                                .sum();
+                            assert_eq!(
+                                (scanned, read),
+                                (TOTAL, TOTAL),
+                                "logged {logged}: a snapshot transaction"
+                            );
+                        }
+                    }
+                });
+            }
+        });
+        let sum: i64 = t.range(Unbounded, Unbounded).map(|r| balance(r.unwrap().1)).sum();
+        assert_eq!(sum, TOTAL, "logged {logged}");
+        assert_eq!(db.version_stats().unwrap().bytes, 0, "logged {logged}");
+    }
+}
