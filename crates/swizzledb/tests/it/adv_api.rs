@@ -1940,3 +1940,63 @@ fn t29_an_ascending_insert_before_long_keys_splits_where_the_new_node_fits() {
         }
     }
 }
+
+/// The statistics calls in every configuration: each is `None` exactly where the database has
+/// no such part (`version_stats` and `lock_stats` without record locks, the log's, checkpoints'
+/// and cleaner's without a log, `redo_progress` without an instant restart, `archive_runs` and
+/// `archive_log` without an archive), `restart_stats` is all zero for a created database, and
+/// the buffer pool's counters, summed over threads that have exited, add up as documented:
+/// every fix is a hit or a miss, and each counter said to be counted in another is at most it.
+#[test]
+fn statistics_exist_where_their_part_does_and_the_pool_counters_add_up() {
+    for c in configs() {
+        let db = open(c);
+        let ctx = format!("{c:?}");
+        assert_eq!(db.is_logged(), c.logged, "{ctx}");
+        assert_eq!(db.version_stats().is_some(), c.locking, "{ctx}");
+        assert_eq!(db.lock_stats().is_some(), c.locking, "{ctx}");
+        assert_eq!(db.log_stats().is_some(), c.logged, "{ctx}");
+        assert_eq!(db.cleaner_stats().is_some(), c.logged, "{ctx}");
+        assert_eq!(db.checkpoint_stats().is_some(), c.logged, "{ctx}");
+        assert_eq!(db.log_bytes().is_some(), c.logged, "{ctx}");
+        assert!(db.redo_progress().is_none(), "{ctx}");
+        assert!(db.archive_runs().is_none(), "{ctx}");
+        assert!(db.archive_log().unwrap().is_none(), "{ctx}");
+        assert_eq!(db.restart_stats(), swizzledb::RestartStats::default(), "{ctx}");
+        let before = db.checkpoint_counts();
+        db.checkpoint().unwrap();
+        let after = db.checkpoint_counts();
+        if c.logged {
+            assert_eq!(after.checkpoints, before.checkpoints + 1, "{ctx}");
+            assert_eq!(db.checkpoint_stats().unwrap().checkpoints, after.checkpoints, "{ctx}");
+        } else {
+            assert_eq!(after, swizzledb::CheckpointCounts::default(), "{ctx}: no log, no checkpoint");
+        }
+        assert_eq!(db.begin_snapshot().is_snapshot(), c.locking, "{ctx}");
+
+        let tree = db.create_tree("t").unwrap();
+        std::thread::scope(|s| {
+            for th in 0..3u32 {
+                let tree = &tree;
+                s.spawn(move || {
+                    for i in 0..1500u32 {
+                        tree.upsert(format!("{th}-{i:06}").as_bytes(), &[1u8; 100]).unwrap();
+                    }
+                    for i in 0..1500u32 {
+                        assert!(tree.get(format!("{th}-{i:06}").as_bytes()).unwrap().is_some());
+                    }
+                });
+            }
+        });
+        assert_eq!(tree.len().unwrap(), 4500, "{ctx}");
+        let st = db.stats();
+        assert_eq!(st.fixes, st.hits + st.misses, "{ctx}: {st:?}");
+        assert!(st.optimistic_reads <= st.hits && st.unlatched_loads <= st.misses, "{ctx}: {st:?}");
+        assert!(st.misses <= st.pages_read, "{ctx}: {st:?}");
+        assert!(st.evictor_evictions <= st.evictions && st.sweep_evictions <= st.evictions, "{ctx}: {st:?}");
+        assert!(st.evictor_writes <= st.victim_writes && st.victim_writes <= st.write_backs, "{ctx}: {st:?}");
+        if c.mode != PoolMode::MainMemory {
+            assert!(st.evictions > 0, "{ctx}: the data is larger than the pool: {st:?}");
+        }
+    }
+}

@@ -56,3 +56,36 @@ fn t30_the_estimate_is_close_to_the_count() {
         assert!(fixes < 60, "{mode:?}: {fixes} page fixes for an estimate");
     }
 }
+
+/// T30: a tree of one leaf is counted exactly, logged and unlogged — after deletes by the tree's
+/// handle and by a transaction, and, as the docs say it counts what the pages hold, with a
+/// running transaction's uncommitted insert and delete included, and again after its rollback.
+#[test]
+fn t30_one_leaf_is_counted_exactly_after_deletes_and_with_uncommitted_changes() {
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder().logging(logging).create(dir.path().join("one-leaf.swz")).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..10u8 {
+            t.insert(&[i], b"v").unwrap();
+        }
+        for i in 0..4u8 {
+            assert!(t.delete(&[i]).unwrap());
+        }
+        assert_eq!(t.approximate_len().unwrap(), 6, "logging {logging}: after deletes");
+        db.transact(|tx| {
+            tx.delete(&t, &[5])?;
+            tx.delete(&t, &[6])
+        })
+        .unwrap();
+        assert_eq!(t.approximate_len().unwrap(), 4, "logging {logging}: after a transaction's deletes");
+        let mut tx = db.begin();
+        tx.insert(&t, &[100], b"v").unwrap();
+        tx.insert(&t, &[101], b"v").unwrap();
+        tx.delete(&t, &[7]).unwrap();
+        assert_eq!(t.approximate_len().unwrap(), 5, "logging {logging}: uncommitted changes count");
+        tx.abort().unwrap();
+        assert_eq!(t.approximate_len().unwrap(), 4, "logging {logging}: after the rollback");
+        assert_eq!(t.len().unwrap(), 4, "logging {logging}");
+    }
+}

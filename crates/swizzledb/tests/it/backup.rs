@@ -293,5 +293,42 @@ fn r26_a_backup_killed_at_any_call_leaves_the_source_whole_and_no_partial_copy()
             },
         );
         assert!(kills > 30, "logged: {logged}: {kills} calls");
+
+/// `BackupStats`: the trees copied (an empty one included), the records and the bytes of their
+/// keys and values are what a scan of every tree counts, and `backup_file_bytes` is the copy's
+/// file length; logged and unlogged.
+#[test]
+fn r26_backup_stats_count_the_trees_records_and_bytes_copied() {
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder()
+            .logging(logging)
+            .create(dir.path().join(format!("src-{logging}.swz")))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        let other = db.create_tree("other").unwrap();
+        db.create_tree("empty").unwrap();
+        for i in 0..300u64 {
+            t.insert(&key(i), &vec![1u8; usize::try_from(i % 40).unwrap()]).unwrap();
+        }
+        other.insert(b"", b"").unwrap();
+        other.insert(b"long", &vec![2u8; 20_000]).unwrap();
+        db.transact(|tx| tx.delete(&t, &key(7)).map(|_| ())).unwrap();
+        let (mut records, mut bytes) = (0u64, 0u64);
+        for rows in contents(&db).values() {
+            records += rows.len() as u64;
+            bytes += rows.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum::<u64>();
+        }
+        let target = dir.path().join(format!("copy-{logging}.swz"));
+        let stats = db.backup_to(&target).unwrap();
+        assert_eq!(
+            (stats.trees, stats.records, stats.record_bytes),
+            (3, records, bytes),
+            "logging {logging}"
+        );
+        assert_eq!(records, 301, "logging {logging}");
+        assert_eq!(stats.backup_file_bytes, std::fs::metadata(&target).unwrap().len(), "logging {logging}");
+        let copy = Database::builder().open(&target).unwrap();
+        assert_eq!(contents(&copy), contents(&db), "logging {logging}");
     }
 }

@@ -920,3 +920,88 @@ fn k15_a_large_insert_without_range_readers_does_not_wait_for_the_next_keys_writ
         tree.verify().unwrap();
     }
 }
+
+/// `LockStats` (K23): two transactions that each hold one key and ask for the other's make one
+/// deadlock, whose younger transaction fails with `LockError::Deadlock`; the counters show that
+/// deadlock, at least one wait, no timeout and no wait-die death, and one request per write
+/// (a tree handle's write on an unlogged database takes none), logged and unlogged.
+#[test]
+fn k23_lock_stats_count_the_deadlock_its_waits_and_the_requests() {
+    for logging in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder().logging(logging).create(dir.path().join("stats.swz")).unwrap();
+        let t = db.create_tree("t").unwrap();
+        t.insert(b"a", b"0").unwrap();
+        t.insert(b"b", b"0").unwrap();
+        let before = db.lock_stats().unwrap();
+        assert_eq!(before.requests, if logging { 2 } else { 0 }, "logging {logging}: {before:?}");
+        let barrier = Barrier::new(2);
+        let results: Vec<_> = std::thread::scope(|s| {
+            let runs: Vec<_> = [(&b"a"[..], &b"b"[..]), (&b"b"[..], &b"a"[..])]
+                .into_iter()
+                .map(|(mine, theirs)| {
+                    let (db, t, barrier) = (&db, &t, &barrier);
+                    s.spawn(move || {
+                        let mut tx = db.begin();
+                        tx.put(t, mine, b"1").unwrap();
+                        barrier.wait();
+                        let r = tx.put(t, theirs, b"1").map(|_| tx.id());
+                        tx.commit().unwrap();
+                        r
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+        assert_eq!(failed.len(), 1, "logging {logging}: {results:?}");
+        let winner = results.iter().find_map(|r| r.as_ref().ok()).unwrap();
+        match failed[0] {
+            Error::Lock(LockError::Deadlock { txn, others, .. }) => {
+                assert_eq!(others, &[*winner], "logging {logging}");
+                assert!(txn > winner, "logging {logging}: the younger transaction fails");
+            }
+            other => panic!("logging {logging}: expected a deadlock, got {other:?}"),
+        }
+        let after = db.lock_stats().unwrap();
+        assert_eq!(after.requests - before.requests, 4, "logging {logging}: {after:?}");
+        assert_eq!(after.deadlocks - before.deadlocks, 1, "logging {logging}: {after:?}");
+        assert!(after.waits > before.waits, "logging {logging}: {after:?}");
+        assert_eq!((after.timeouts, after.conflicts), (0, 0), "logging {logging}: {after:?}");
+    }
+}
+
+/// `Database::transact`'s errors: a lock wait that timed out (K9) is returned, not retried —
+/// the closure ran once, nothing of it stays, and the counters show the timeout. (It waits the
+/// default 10 s lock wait timeout, which a database does not let a user change.)
+#[test]
+fn k9_transact_returns_a_lock_wait_timeout_without_a_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    t.insert(b"k", b"0").unwrap();
+    let (held_send, held) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let (db, t) = (&db, &t);
+        s.spawn(move || {
+            let mut tx = db.begin();
+            tx.put(t, b"k", b"holder").unwrap();
+            held_send.send(()).unwrap();
+            released.recv().unwrap();
+            tx.commit().unwrap();
+        });
+        held.recv().unwrap();
+        let mut calls = 0;
+        let r = db.transact(|tx| {
+            calls += 1;
+            tx.put(t, b"other", b"x")?;
+            tx.put(t, b"k", b"waiter").map(|_| ())
+        });
+        assert!(matches!(r, Err(Error::Lock(LockError::Timeout { .. }))), "{r:?}");
+        assert_eq!(calls, 1, "a timeout is not retried");
+        assert_eq!(db.lock_stats().unwrap().timeouts, 1);
+        assert_eq!(t.get(b"other").unwrap(), None, "the attempt was rolled back");
+        release.send(()).unwrap();
+    });
+    assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"holder"[..]));
+}
