@@ -185,7 +185,7 @@ impl Core {
             match op(&mut tx) {
                 Ok(r) => return tx.commit().map(|()| r),
                 Err(e)
-                    if retried(&e, snapshot.is_some() && too_old < SNAPSHOT_TOO_OLD_RETRIES) && {
+                    if retried(&e, snapshot.is_some(), too_old < SNAPSHOT_TOO_OLD_RETRIES) && {
                         let spent = refused_at.get_or_insert_with(std::time::Instant::now).elapsed();
                         // A deadlock through this thread's own open transaction recurs until
                         // that transaction ends, which this thread cannot do meanwhile.
@@ -735,14 +735,16 @@ impl Core {
 pub(crate) const SNAPSHOT_TOO_OLD_RETRIES: u32 = 8;
 
 /// Whether [`Core::run_retrying_at`] rolls back an attempt that failed with `e` and runs it
-/// again: a refused lock (a deadlock's victim, K23, or a death under wait-die, K6) or a write
-/// conflict (K24); with `snapshot`, also a snapshot ended for memory (K20), since the next
-/// attempt reads at a new one.
-fn retried(e: &Error, snapshot: bool) -> bool {
+/// again: a refused lock (a deadlock's victim, K23, or a death under wait-die, K6); with
+/// `snapshot` (`transact_snapshot`), also a write conflict (K24) and, while `too_old_left`, a
+/// snapshot ended for memory (K20), since the next attempt reads at a new snapshot. A
+/// serializable attempt meets neither: such an error came from elsewhere in the closure (a
+/// snapshot transaction it ran) and is returned, as `Database::transact` promises.
+fn retried(e: &Error, snapshot: bool, too_old_left: bool) -> bool {
     match e {
-        Error::Lock(lock::LockError::Conflict { .. } | lock::LockError::Deadlock { .. })
-        | Error::WriteConflict { .. } => true,
-        Error::SnapshotTooOld { .. } => snapshot,
+        Error::Lock(lock::LockError::Conflict { .. } | lock::LockError::Deadlock { .. }) => true,
+        Error::WriteConflict { .. } => snapshot,
+        Error::SnapshotTooOld { .. } => snapshot && too_old_left,
         _ => false,
     }
 }

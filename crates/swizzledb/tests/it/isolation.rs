@@ -728,6 +728,37 @@ fn transact_rolls_back_on_request() {
     assert_eq!(t.get(b"x").unwrap(), None);
 }
 
+/// `Database::transact` retries only a refused lock: any other error the closure returns — a
+/// write conflict or a snapshot ended for memory (as a snapshot transaction the closure ran
+/// would return them), a duplicate key — rolls the attempt back and is returned after one run.
+/// A write conflict was retried as if the transaction were a snapshot-isolation one
+/// (`transact_snapshot`), and a closure that kept returning one ran for good.
+#[test]
+fn transact_returns_an_error_of_its_closure_other_than_a_refused_lock_after_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = db(dir.path(), PoolMode::Swizzling);
+    let errors: [fn() -> Error; 3] = [
+        || Error::WriteConflict { tree: 1, key: b"k".to_vec().into() },
+        || Error::SnapshotTooOld { limit: 1 },
+        || Error::Tree(swizzledb::TreeError::DuplicateKey),
+    ];
+    for make in errors {
+        let mut runs = 0;
+        let r: Result<(), Error> = db.transact(|tx| {
+            runs += 1;
+            tx.put(&t, b"x", b"1")?;
+            if runs > 3 {
+                return Err(Error::Aborted("retried".into()));
+            }
+            Err(make())
+        });
+        let want = make();
+        assert_eq!(r.as_ref().map_err(std::mem::discriminant), Err(std::mem::discriminant(&want)), "{r:?}");
+        assert_eq!(runs, 1, "{want:?} was retried");
+        assert_eq!(t.get(b"x").unwrap(), None, "{want:?}: the attempt was rolled back");
+    }
+}
+
 /// RECOVERY.md R2, LOCKS.md K8 (early lock release): a sync-mode commit waits for its flush
 /// without holding its locks. While the log's sync is held at a gate, another transaction writes
 /// the committing transaction's key at once; a read-only transaction that read the new value is
