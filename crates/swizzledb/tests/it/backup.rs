@@ -293,6 +293,8 @@ fn r26_a_backup_killed_at_any_call_leaves_the_source_whole_and_no_partial_copy()
             },
         );
         assert!(kills > 30, "logged: {logged}: {kills} calls");
+    }
+}
 
 /// `BackupStats`: the trees copied (an empty one included), the records and the bytes of their
 /// keys and values are what a scan of every tree counts, and `backup_file_bytes` is the copy's
