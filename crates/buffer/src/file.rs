@@ -389,9 +389,12 @@ impl PageFile {
 
         let page_size_u64 = page_size as u64;
         // F10a: a partial page at the end (a torn extension) does not count as a page. Every
-        // page the database uses is whole: the check below holds the recorded page count.
+        // page the database uses is whole: the check below holds the recorded page count. Not
+        // that of an unlogged file without CLEAN, which no open trusts (F11): a close cut short
+        // can leave its page 0 with the count the close wrote and the file without the growth
+        // it made, and such a file is unclean (the engine's `Unclean`), not corrupted.
         let file_pages = len / page_size_u64;
-        if file_pages < meta.page_count {
+        if file_pages < meta.page_count && (meta.clean || meta.logged) {
             return Err(corrupt(format!(
                 "the metadata page records {} pages but the file holds only {file_pages} \
                  (truncated file?)",

@@ -667,6 +667,57 @@ fn r13_a_close_killed_at_any_call_keeps_the_state_of_a_clean_close() {
     }
 }
 
+/// R13, buffer F10a/F11: an unlogged database whose close a power loss cuts short, its
+/// unsynced writes torn, is `Unclean` (or whole, had its close ended): and `discard_unclean`
+/// then starts over. Page 0, written by the close without CLEAN, could survive with the page
+/// count the close gave it while the growth of the file did not; the open refused that file as
+/// `Corrupted` (a page count beyond the file's end) before it looked at CLEAN, so neither
+/// `Unclean` nor `discard_unclean(true)`, the documented step, applied.
+#[test]
+fn r13_an_unlogged_close_torn_at_any_call_is_unclean_or_whole() {
+    let path = Path::new("/d/db");
+    let on = |vfs: Arc<dyn Vfs>| {
+        Database::builder().page_size(4096).pool_bytes(64 * 4096).logging(false).lab(|l| l.vfs(vfs))
+    };
+    let records: BTreeMap<Vec<u8>, Vec<u8>> = (0..400).map(|i| (key(i), vec![i as u8; 150])).collect();
+    let modes: Vec<CrashMode> = (1..=4).map(|seed| CrashMode::Torn { seed }).collect();
+    crate::common::kill_at_every_call(
+        &modes,
+        |fs| {
+            fs.create_dir_all(Path::new("/d")).unwrap();
+            let db = on(Arc::new(fs.clone())).create(path).unwrap();
+            db.create_tree("t").unwrap();
+            db.close().unwrap();
+        },
+        |vfs| {
+            let db = on(vfs).open(path)?;
+            let t = db.tree("t")?;
+            for (k, v) in &records {
+                t.insert(k, v)?;
+            }
+            drop(t);
+            db.close()
+        },
+        |fs, context| {
+            let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+            let db = match on(Arc::clone(&vfs)).open(path) {
+                Err(Error::Unclean(_)) if context.contains("killed at") => on(vfs)
+                    .discard_unclean(true)
+                    .open(path)
+                    .unwrap_or_else(|e| panic!("{context}: discard_unclean: {e}")),
+                opened => opened.unwrap_or_else(|e| panic!("{context}: open: {e}")),
+            };
+            let got: BTreeMap<_, _> = match db.tree("t") {
+                Ok(t) => t.range(Bound::Unbounded, Bound::Unbounded).map(Result::unwrap).collect(),
+                Err(Error::TreeNotFound(_)) => BTreeMap::new(),
+                Err(e) => panic!("{context}: {e}"),
+            };
+            assert!(got.is_empty() || got == records, "{context}: {} records", got.len());
+            db.close().unwrap();
+        },
+    );
+}
+
 fn remove_dir(fs: &FaultFs, dir: &Path) {
     for f in fs.list(dir).unwrap() {
         fs.remove(&f).unwrap();
