@@ -189,8 +189,9 @@ pub enum LockError {
     /// The request waited longer than the wait timeout (K9) and was withdrawn.
     #[error(
         "{txn} waited {waited:?} for a {mode} lock on a key of tree {tree} without getting it; \
-         abort and retry the transaction (if this happens without long transactions, raise the \
-         lock wait timeout)"
+         abort and retry the transaction, and if this happens without long transactions, look for \
+         one left open that holds the key (a database waits {DEFAULT_WAIT_TIMEOUT:?}; a lock \
+         manager of your own waits as long as LockManager::with_wait_timeout sets)"
     )]
     Timeout {
         /// The requesting transaction.
