@@ -92,6 +92,62 @@ fn serde_values_round_trip() {
     assert_eq!(users.get(&7).unwrap(), Some(u));
 }
 
+/// Every integer codec round-trips its extremes and refuses bytes of any other length with
+/// `Error::Codec` naming both lengths; a key that does not fit the key codec fails the item of
+/// a scan (either direction) and `first`/`last` that meet it, while the byte handle reads on.
+#[test]
+fn every_integer_codec_refuses_other_lengths_and_bad_keys_fail_their_items() {
+    fn check<T: Copy + PartialEq + std::fmt::Debug>(values: &[T], width: usize)
+    where
+        BigEndian<T>: Codec<Item = T, Owned = T>,
+    {
+        for &v in values {
+            let bytes = BigEndian::<T>::encode(&v).unwrap().into_owned();
+            assert_eq!(bytes.len(), width);
+            assert_eq!(BigEndian::<T>::decode(&bytes).unwrap(), v);
+        }
+        for len in [0, width - 1, width + 1, 2 * width] {
+            match BigEndian::<T>::decode(&vec![0; len]) {
+                Err(Error::Codec { reason }) => {
+                    assert!(
+                        reason.contains(&len.to_string()) && reason.contains(&width.to_string()),
+                        "{reason}"
+                    )
+                }
+                other => panic!("{len} bytes for a {width}-byte integer: {other:?}"),
+            }
+        }
+    }
+    check(&[0u8, u8::MAX], 1);
+    check(&[0u16, u16::MAX], 2);
+    check(&[0u32, u32::MAX], 4);
+    check(&[0u64, u64::MAX], 8);
+    check(&[0u128, u128::MAX], 16);
+    check(&[i8::MIN, -1, 0, i8::MAX], 1);
+    check(&[i16::MIN, -1, 0, i16::MAX], 2);
+    check(&[i32::MIN, -1, 0, i32::MAX], 4);
+    check(&[i64::MIN, -1, 0, i64::MAX], 8);
+    check(&[i128::MIN, -1, 0, i128::MAX], 16);
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let raw = db.create_tree("raw").unwrap();
+    raw.insert(&[0xff], b"not UTF-8 key").unwrap();
+    raw.insert(b"ok", b"1").unwrap();
+    let by_text: TypedTree<Str, Bytes> = TypedTree::new(raw.clone());
+    assert_eq!(by_text.get("ok").unwrap().as_deref(), Some(&b"1"[..]));
+    let items: Vec<_> = by_text.iter().collect();
+    assert!(matches!(items.as_slice(), [Ok((k, _)), Err(Error::Codec { .. })] if k == "ok"), "{items:?}");
+    let back: Vec<_> = by_text.iter().rev().collect();
+    assert!(matches!(back.as_slice(), [Err(Error::Codec { .. }), Ok(_)]), "{back:?}");
+    assert!(matches!(by_text.last(), Err(Error::Codec { .. })));
+    assert_eq!(by_text.first().unwrap().map(|(k, _)| k), Some("ok".to_string()));
+    let by_number: TypedTree<BigEndian<u16>, Bytes> = TypedTree::new(raw.clone());
+    assert_eq!(by_number.first().unwrap().map(|(k, _)| k), Some(u16::from_be_bytes(*b"ok")));
+    assert!(matches!(by_number.last(), Err(Error::Codec { .. })));
+    assert_eq!(raw.len().unwrap(), 2, "the byte handle reads every record");
+}
+
 /// `Serde` takes stored bytes only when they are one whole encoding of the type: bytes left
 /// over after the value (here, a `u64` written big-endian, read as a postcard `u8` or `u16`)
 /// are `Error::Codec`, as bytes of the wrong length are for `BigEndian`. It returned the value
