@@ -461,3 +461,40 @@ fn k24_snapshot_transfers_keep_the_total_in_every_snapshot() {
         assert_eq!(db.version_stats().unwrap().bytes, 0, "logged {logged}");
     }
 }
+
+/// K20, K24: once a snapshot transaction's snapshot is ended for memory, its point read and its
+/// write fail with `Error::SnapshotTooOld` and its scan's item holds it; the refused write
+/// changes nothing, and the transaction still commits what it wrote before, logged and unlogged.
+#[test]
+fn k20_k24_a_snapshot_transaction_ended_for_memory_refuses_reads_and_writes_and_still_commits() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let limit = 16 << 10;
+        let db = Database::builder()
+            .logging(logged)
+            .version_memory(limit)
+            .create(dir.path().join("ended.swz"))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        t.insert(b"a", b"0").unwrap();
+        let mut si = db.begin_snapshot();
+        si.put(&t, b"mine", b"1").unwrap();
+        for i in 0..200u32 {
+            db.transact(|tx| tx.put(&t, &i.to_be_bytes(), &[1u8; 200]).map(|_| ())).unwrap();
+        }
+        let read = si.get(&t, b"a");
+        assert!(
+            matches!(read, Err(Error::SnapshotTooOld { limit: l }) if l == limit),
+            "logged {logged}: {read:?}"
+        );
+        let first = si.range(&t, Unbounded, Unbounded).next();
+        assert!(matches!(&first, Some(Err(e)) if common::too_old(e)), "logged {logged}: {first:?}");
+        let write = si.put(&t, b"refused", b"1");
+        assert!(matches!(write, Err(Error::SnapshotTooOld { .. })), "logged {logged}: {write:?}");
+        si.commit().unwrap();
+        assert_eq!(t.get(b"mine").unwrap().as_deref(), Some(&b"1"[..]), "logged {logged}");
+        assert_eq!(t.get(b"refused").unwrap(), None, "logged {logged}: the refused write changed nothing");
+        assert_eq!(t.len().unwrap(), 202, "logged {logged}");
+        t.verify().unwrap();
+    }
+}
