@@ -233,14 +233,7 @@ fn r26_a_backup_killed_at_any_call_leaves_the_source_whole_and_no_partial_copy()
     use swizzledb_io::{CrashMode, Vfs};
     let (path, target) = (Path::new("/d/db"), Path::new("/d/copy"));
     for logged in [true, false] {
-        let on = |vfs: Arc<dyn Vfs>| {
-            Database::builder()
-                .page_size(4096)
-                .pool_bytes(32 * 4096)
-                .logging(logged)
-                .log_segment_bytes(64 << 10)
-                .lab(|l| l.vfs(vfs))
-        };
+        let on = |vfs: Arc<dyn Vfs>| crate::common::small_on(vfs, logged, 32);
         let mut want = BTreeMap::new();
         for (tree, n) in [("a", 60), ("b", 20)] {
             want.insert(

@@ -359,14 +359,7 @@ fn r28_a_compaction_killed_at_any_call_keeps_every_record() {
     use swizzledb_io::{CrashMode, Vfs};
     let path = Path::new("/d/db");
     for logged in [true, false] {
-        let on = |vfs: Arc<dyn Vfs>| {
-            Database::builder()
-                .page_size(4096)
-                .pool_bytes(32 * 4096)
-                .logging(logged)
-                .log_segment_bytes(64 << 10)
-                .lab(|l| l.vfs(vfs))
-        };
+        let on = |vfs: Arc<dyn Vfs>| crate::common::small_on(vfs, logged, 32);
         let mut want = Contents::new();
         want.insert("keep".into(), (0..40u32).map(|i| (i.to_be_bytes().to_vec(), vec![3; 60])).collect());
         // Kept or lost, not torn as well: the test stays short.

@@ -284,14 +284,7 @@ enum Step {
 fn r23_drop_and_create_killed_at_any_call_keep_every_committed_record() {
     let path = std::path::Path::new("/d/db");
     for logged in [true, false] {
-        let on = |vfs: Arc<dyn swizzledb_io::Vfs>| {
-            Database::builder()
-                .page_size(4096)
-                .pool_bytes(32 * 4096)
-                .logging(logged)
-                .log_segment_bytes(64 << 10)
-                .lab(|l| l.vfs(vfs))
-        };
+        let on = |vfs: Arc<dyn swizzledb_io::Vfs>| crate::common::small_on(vfs, logged, 32);
         let step = std::cell::Cell::new(Step::Start);
         let (kept, gone) = (filled(150, 1), filled(200, 2));
         let kills = common::kill_at_every_call(

@@ -590,14 +590,7 @@ fn r13_a_close_killed_at_any_call_keeps_the_state_of_a_clean_close() {
     };
     let (before, all) = (after(0), after(writes.len()));
     for logged in [true, false] {
-        let on = |vfs: Arc<dyn Vfs>| {
-            Database::builder()
-                .page_size(4096)
-                .pool_bytes(16 * 4096)
-                .logging(logged)
-                .log_segment_bytes(64 << 10)
-                .lab(|l| l.vfs(vfs))
-        };
+        let on = |vfs: Arc<dyn Vfs>| crate::common::small_on(vfs, logged, 16);
         // Writes that returned, and whether the close did.
         let (written, closed) = (std::cell::Cell::new(0), std::cell::Cell::new(false));
         let kills = crate::common::kill_at_every_call(

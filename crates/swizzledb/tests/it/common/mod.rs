@@ -587,6 +587,18 @@ impl XorShift {
     }
 }
 
+/// A small database on `vfs`, logged or not, for the tests that kill an operation at each of its
+/// file-system calls: 4 KiB pages, a pool of `frames` frames and 64 KiB log segments, so the
+/// operation's calls stay few and every kind of them comes.
+pub fn small_on(vfs: Arc<dyn Vfs>, logged: bool, frames: usize) -> Builder {
+    Database::builder()
+        .page_size(4096)
+        .pool_bytes(frames * 4096)
+        .logging(logged)
+        .log_segment_bytes(64 << 10)
+        .lab(|l| l.vfs(vfs))
+}
+
 /// The crash modes a kill at a file-system call is tried with: unsynced writes kept (a killed
 /// process), dropped (a power loss), and kept sector by sector or not (a power loss in the
 /// middle of the device's writes).
