@@ -247,7 +247,7 @@ fn undo_half_renamed(vfs: &dyn Vfs, path: &Path) -> Result<()> {
             && swizzledb_buffer::PageFile::open_logged(vfs, copy, false).is_ok_and(|(_, meta)| meta.id == id)
     });
     if let Some(copy) = copy {
-        files::remove_dir_all(vfs, &log).map_err(|e| io(&log, e))?;
+        files::remove_dir_all(vfs, &log)?;
         vfs.remove(&copy).map_err(|e| io(&copy, e))?;
         files::sync_dir_of(vfs, path)?;
     }

@@ -192,7 +192,7 @@ fn finish(vfs: &dyn Vfs, path: &Path) -> Result<()> {
     if vfs.exists(&new) {
         if vfs.exists(&old) {
             if vfs.exists(&replaced) {
-                files::remove_dir_all(vfs, &replaced).map_err(|e| io(&replaced, e))?;
+                files::remove_dir_all(vfs, &replaced)?;
             }
             vfs.rename(&old, &replaced).map_err(|e| io(&old, e))?;
         }
@@ -203,7 +203,7 @@ fn finish(vfs: &dyn Vfs, path: &Path) -> Result<()> {
     }
     files::sync_dir_of(vfs, path)?;
     if vfs.exists(&replaced) {
-        files::remove_dir_all(vfs, &replaced).map_err(|e| io(&replaced, e))?;
+        files::remove_dir_all(vfs, &replaced)?;
     }
     vfs.remove(&m).map_err(|e| io(&m, e))?;
     files::sync_dir_of(vfs, path)?;

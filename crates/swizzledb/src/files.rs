@@ -306,13 +306,7 @@ impl Creating {
                 _ => {}
             }
             let wal = wal_dir(path);
-            let mut failed = None;
-            remove_under(vfs, &wal, &mut |entry, e| {
-                failed.get_or_insert_with(|| io(entry, e));
-            });
-            if let Some(e) = failed {
-                return Err(e);
-            }
+            remove_contents(vfs, &wal)?;
             if vfs.exists(&wal) {
                 vfs.sync_dir(&wal).map_err(|e| io(&wal, e))?;
             }
@@ -365,14 +359,21 @@ pub(crate) fn remove_under(vfs: &dyn Vfs, dir: &Path, left: &mut dyn FnMut(&Path
     }
 }
 
+/// Removes everything under `dir` on `vfs` (nothing where it cannot be listed); the first
+/// entry that stays is the error.
+fn remove_contents(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    let mut failed = None;
+    remove_under(vfs, dir, &mut |entry, e| {
+        failed.get_or_insert_with(|| io(entry, e));
+    });
+    failed.map_or(Ok(()), Err)
+}
+
 /// Removes the directory `dir` and everything under it on `vfs`, as `std::fs::remove_dir_all`
 /// does; the first entry that stays is the error.
-pub(crate) fn remove_dir_all(vfs: &dyn Vfs, dir: &Path) -> std::io::Result<()> {
-    let mut first = None;
-    remove_under(vfs, dir, &mut |_, e| {
-        first.get_or_insert(e);
-    });
-    first.map_or_else(|| vfs.remove_dir(dir), Err)
+pub(crate) fn remove_dir_all(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
+    remove_contents(vfs, dir)?;
+    vfs.remove_dir(dir).map_err(|e| io(dir, e))
 }
 
 /// The length of the file at `path` on `vfs`.
@@ -380,8 +381,8 @@ pub(crate) fn file_len(vfs: &dyn Vfs, path: &Path) -> Result<u64> {
     vfs.open(path, OpenMode::EXISTING).and_then(|f| f.len()).map_err(|e| io(path, e))
 }
 
-/// The most of a small file (a compaction's marker, R28) that [`read_small`] reads: a name, at
-/// most [`NAME_MAX`] bytes, with room to spare.
+/// The most of a small file (a compaction's marker, R28) that [`read_small`] reads: a file
+/// name, at most 255 bytes on the usual file systems, with room to spare.
 const SMALL_FILE_MAX: u64 = 4096;
 
 /// The bytes of the small file at `path` on `vfs`, up to [`SMALL_FILE_MAX`] of them.
