@@ -84,7 +84,11 @@ pub enum Error {
         reason: String,
     },
     /// A page's copy in the file is damaged or older than its last write, and single-page
-    /// recovery could not rebuild it from the log (RECOVERY.md R18).
+    /// recovery could not rebuild it from the log (RECOVERY.md R18), where the engine itself
+    /// brings pages up to the log: the decoupled cleaner's propagation (R20) at a flush, a
+    /// checkpoint or a close. A read of such a page through a tree fails instead with
+    /// `Error::Tree(TreeError::Buffer(BufferError::Corrupted { .. }))`, which names the page
+    /// and why it could not be rebuilt (R18).
     #[error(
         "page {page} is damaged and cannot be rebuilt from the log: {reason}; restore the database \
          from a backup (a log archive, Builder::log_archive, makes every page rebuildable)"
