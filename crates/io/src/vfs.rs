@@ -108,7 +108,20 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
         Ok(true)
     }
 
-    /// Releases the lock of [`VfsFile::try_lock`] (nothing if it is not held).
+    /// Takes a shared advisory lock on the file without waiting (IO5): `Ok(true)` if this
+    /// handle holds it now, `Ok(false)` if another open file description holds the exclusive
+    /// lock. Any number of handles may hold it together; [`VfsFile::try_lock`] refuses while
+    /// one does. It lasts as the exclusive lock does, and [`VfsFile::unlock`] releases it. The
+    /// default, for file systems that cannot lock, grants every request.
+    ///
+    /// # Errors
+    /// The underlying I/O error.
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        Ok(true)
+    }
+
+    /// Releases the lock of [`VfsFile::try_lock`] or [`VfsFile::try_lock_shared`] (nothing if
+    /// it is not held).
     ///
     /// # Errors
     /// The underlying I/O error.
@@ -153,6 +166,16 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// `NotFound`, `AlreadyExists` (with `create_new`), `EINVAL` for `direct` where unsupported,
     /// or another I/O error.
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>>;
+
+    /// Opens the existing file at `path` for reading only (IO14): a file or directory that
+    /// forbids writing still opens, and nothing is written through the handle. The default
+    /// opens it as [`Vfs::open`] does, for file systems whose files are always writable.
+    ///
+    /// # Errors
+    /// `NotFound`, an error for a directory, or another I/O error.
+    fn open_read_only(&self, path: &Path) -> io::Result<Arc<dyn VfsFile>> {
+        self.open(path, OpenMode::EXISTING)
+    }
 
     /// Removes the file at `path`.
     ///
@@ -288,6 +311,14 @@ impl VfsFile for OsFile {
         }
     }
 
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        match self.file.try_lock_shared() {
+            Ok(()) => Ok(true),
+            Err(fs::TryLockError::WouldBlock) => Ok(false),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+
     fn unlock(&self) -> io::Result<()> {
         self.file.unlock()
     }
@@ -317,6 +348,16 @@ impl Vfs for OsFs {
             opts.custom_flags(direct_flag()?);
         }
         Ok(Arc::new(OsFile { file: opts.open(path)?, direct: mode.direct }))
+    }
+
+    /// `O_RDONLY`, so a read-only file, or one in a read-only directory, opens (IO14).
+    fn open_read_only(&self, path: &Path) -> io::Result<Arc<dyn VfsFile>> {
+        let file = File::open(path)?;
+        if file.metadata()?.is_dir() {
+            // `open(2)` opens a directory read-only; no file of a database is one.
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a directory, not a file"));
+        }
+        Ok(Arc::new(OsFile { file, direct: false }))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
@@ -499,6 +540,41 @@ mod tests {
         let c = OsFs.open(&path, OpenMode::EXISTING).unwrap();
         assert!(c.try_lock().unwrap(), "dropping the holder releases the lock");
         drop((a, c));
+        OsFs.remove(&path).unwrap();
+        fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn io5_io14_read_only_handles_share_a_lock_that_excludes_the_exclusive_one() {
+        let dir = std::env::temp_dir().join(format!("swizzledb-vfs-shared-{}", std::process::id()));
+        OsFs.create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let _ = OsFs.remove(&path);
+        OsFs.open(&path, OpenMode::CREATE_NEW).unwrap().write_all_at(b"bytes", 0).unwrap();
+        let mut perms = fs::metadata(&path).unwrap().permissions();
+        perms.set_readonly(true);
+        fs::set_permissions(&path, perms).unwrap();
+        // A read-only file opens for reading only, and refuses a write through the handle.
+        let a = OsFs.open_read_only(&path).unwrap();
+        let b = OsFs.open_read_only(&path).unwrap();
+        let mut buf = [0u8; 5];
+        a.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(&buf, b"bytes");
+        assert!(a.write_all_at(b"x", 0).is_err(), "opened O_RDONLY");
+        assert!(a.try_lock_shared().unwrap() && b.try_lock_shared().unwrap(), "shared locks share");
+        let c = OsFs.open_read_only(&path).unwrap();
+        assert!(!c.try_lock().unwrap(), "a shared lock keeps the exclusive one out");
+        a.unlock().unwrap();
+        drop(b);
+        assert!(c.try_lock().unwrap(), "and lets it in once released");
+        assert!(!a.try_lock_shared().unwrap(), "the exclusive lock keeps shared ones out");
+        let refused = OsFs.open_read_only(&dir).map(|_| ()).unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::InvalidInput, "a directory is no file");
+        drop((a, c));
+        let mut perms = fs::metadata(&path).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        fs::set_permissions(&path, perms).unwrap();
         OsFs.remove(&path).unwrap();
         fs::remove_dir(&dir).unwrap();
     }

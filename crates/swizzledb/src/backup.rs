@@ -52,8 +52,8 @@ impl Database {
     /// next backup to `path` removes with the copy (RECOVERY.md R26).
     /// The copy is written on the database's own file system (the one
     /// [`LabOptions::vfs`](crate::lab::LabOptions::vfs) gives, by default the operating
-    /// system's); an in-memory database, and one opened read-only, are backed up to the
-    /// operating system's.
+    /// system's), a read-only open's too; an in-memory database is backed up to the operating
+    /// system's.
     ///
     /// # Errors
     /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists; the errors of reading
@@ -92,12 +92,11 @@ impl Database {
         renamed
     }
 
-    /// The file system a backup is written on: the database's own, or the operating system's
-    /// for an in-memory database (whose own is in memory) and a read-only open (whose own is a
-    /// view that cannot write).
+    /// The file system a backup is written on: the database's own (a read-only open's too,
+    /// which reads it through a view that cannot write), or the operating system's for an
+    /// in-memory database (whose own is in memory).
     fn backup_vfs(&self) -> Arc<dyn Vfs> {
-        if self.core.pool.is_read_only() || self.core.pool.path() == Path::new(crate::builder::IN_MEMORY_PATH)
-        {
+        if self.core.pool.path() == Path::new(crate::builder::IN_MEMORY_PATH) {
             Arc::new(swizzledb_io::OsFs)
         } else {
             Arc::clone(&self.core.vfs)
@@ -127,12 +126,8 @@ impl Database {
         let names = self.tree_names();
         // Through the database's own file system: an in-memory database's file is in memory.
         let source = self.core.pool.path();
-        let source_file_bytes = self
-            .core
-            .vfs
-            .open(source, swizzledb_io::OpenMode::EXISTING)
-            .and_then(|f| f.len())
-            .map_err(|e| io(source, e))?;
+        let source_file_bytes =
+            self.core.vfs.open_read_only(source).and_then(|f| f.len()).map_err(|e| io(source, e))?;
         let mut stats = BackupStats { source_file_bytes, ..BackupStats::default() };
         let on_vfs = |mut builder: crate::Builder| {
             builder.config.vfs = Arc::clone(vfs);

@@ -190,8 +190,9 @@ impl Builder {
     /// Only a database that was closed cleanly opens: one that needs restart (a logged
     /// database after a crash) fails with [`Error::NeedsRestart`], and an unlogged one not
     /// closed cleanly with [`Error::Unclean`], since bringing either back writes. As on any
-    /// open, `logging(true)` refuses an unlogged file ([`Error::NotLogged`]). The file
-    /// system must be the operating system's (not an in-memory or lab one).
+    /// open, `logging(true)` refuses an unlogged file ([`Error::NotLogged`]). The file is read
+    /// through the database's file system ([`LabOptions::vfs`](crate::lab::LabOptions::vfs),
+    /// the operating system's by default), through which nothing is written.
     #[must_use]
     pub fn read_only(mut self, on: bool) -> Self {
         self.read_only = on;

@@ -26,7 +26,9 @@ pub(crate) struct Core {
     pub(crate) me: Mutex<Weak<Core>>,
     pub(crate) pool: Arc<swizzledb_buffer::BufferPool>,
     /// The file system the database lives on (the double-write area is removed through it at
-    /// a clean close, R25).
+    /// a clean close, R25; a backup's copy is written on it, R26). A read-only open's pool
+    /// reads it through a view that cannot change it (R27), and nothing of that open writes
+    /// through this.
     pub(crate) vfs: Arc<dyn swizzledb_io::Vfs>,
     pub(crate) trees: Mutex<HashMap<String, Tree>>,
     pub(crate) wal: Option<Arc<Wal>>,

@@ -28,8 +28,6 @@ const ID_LEN: usize = 28;
 /// when dropped.
 pub(crate) struct FileLock {
     file: Option<Arc<dyn VfsFile>>,
-    /// A shared lock, for a database opened read-only: released when the file closes.
-    shared: Option<std::fs::File>,
 }
 
 impl FileLock {
@@ -51,18 +49,19 @@ impl FileLock {
 
     fn take(file: Arc<dyn VfsFile>, path: &Path, database: &Path) -> Result<FileLock> {
         match file.try_lock() {
-            Ok(true) => Ok(FileLock { file: Some(file), shared: None }),
+            Ok(true) => Ok(FileLock { file: Some(file) }),
             Ok(false) => Err(Error::AlreadyOpen(database.to_path_buf())),
             Err(e) => Err(io(path, e)),
         }
     }
 
-    /// A shared lock on the database file `path` of the operating system's file system, for a
-    /// database opened read-only: any number of those may hold it, but not a `Database` opened
-    /// read-write (its lock is exclusive), so neither changes the file under the other.
-    /// [`Error::NotFound`] without a file; [`Error::AlreadyOpen`] while it is open read-write.
-    pub(crate) fn shared(path: &Path) -> Result<FileLock> {
-        let file = match std::fs::File::open(path) {
+    /// A shared lock on the database file `path` of `vfs`, for a database opened read-only: the
+    /// file is opened for reading only (io README IO14), and any number of such locks may be
+    /// held, but not with a `Database` opened read-write (its lock is exclusive), so neither
+    /// changes the file under the other. [`Error::NotFound`] without a file;
+    /// [`Error::AlreadyOpen`] while it is open read-write.
+    pub(crate) fn shared(vfs: &dyn Vfs, path: &Path) -> Result<FileLock> {
+        let file = match vfs.open_read_only(path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::NotFound(path.to_path_buf()))
@@ -70,15 +69,14 @@ impl FileLock {
             Err(e) => return Err(io(path, e)),
         };
         match file.try_lock_shared() {
-            Ok(()) => Ok(FileLock { file: None, shared: Some(file) }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::AlreadyOpen(path.to_path_buf())),
-            Err(std::fs::TryLockError::Error(e)) => Err(io(path, e)),
+            Ok(true) => Ok(FileLock { file: Some(file) }),
+            Ok(false) => Err(Error::AlreadyOpen(path.to_path_buf())),
+            Err(e) => Err(io(path, e)),
         }
     }
 
     /// Gives the lock up now (a closed database can be opened again while handles of it live).
     pub(crate) fn release(&mut self) {
-        self.shared = None;
         if let Some(file) = self.file.take() {
             if let Err(e) = file.unlock() {
                 // Harmless: the lock goes with the last handle of the file, dropped here.
@@ -189,7 +187,7 @@ pub(crate) fn check_identity(
 /// (the `inspect` module): `(database id, segment size in bytes)`, or what is wrong with it.
 pub(crate) fn read_identity(vfs: &dyn Vfs, dir: &Path) -> std::result::Result<(u64, u64), String> {
     let path = id_path(dir);
-    let file = vfs.open(&path, OpenMode::EXISTING).map_err(|e| match e.kind() {
+    let file = vfs.open_read_only(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => "it holds no database-id file (not a SwizzleDB log)".to_owned(),
         _ => format!("its database-id file cannot be read: {e}"),
     })?;

@@ -61,7 +61,6 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 use std::ops::Bound;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -174,18 +173,34 @@ fn read_only() -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, "read-only inspection writes nothing")
 }
 
-/// A view of the operating system's file system that cannot change it: files open `O_RDONLY`,
-/// writes and renames fail, and truncations and removals (a log cutting its torn tail) change
-/// only this view, recorded in `cuts`.
-#[derive(Debug, Default)]
+/// A view of a file system that cannot change it: files open read-only
+/// ([`Vfs::open_read_only`]: `O_RDONLY` on the operating system's, io README IO14), writes
+/// and renames fail, and truncations and removals (a log cutting its torn tail) change only
+/// this view, recorded in `cuts`. Inspection views the operating system's file system
+/// ([`ReadOnlyFs::default`]); a database opened read-only views its own (RECOVERY.md R27).
+#[derive(Debug)]
 pub(crate) struct ReadOnlyFs {
+    inner: Arc<dyn Vfs>,
     hidden: Mutex<HashSet<PathBuf>>,
     cuts: Arc<Mutex<Vec<(PathBuf, u64, u64)>>>,
 }
 
+impl Default for ReadOnlyFs {
+    fn default() -> Self {
+        ReadOnlyFs::over(Arc::new(swizzledb_io::OsFs))
+    }
+}
+
+impl ReadOnlyFs {
+    /// A view of `inner` that writes nothing through it.
+    pub(crate) fn over(inner: Arc<dyn Vfs>) -> ReadOnlyFs {
+        ReadOnlyFs { inner, hidden: Mutex::default(), cuts: Arc::default() }
+    }
+}
+
 #[derive(Debug)]
 struct ReadOnlyFile {
-    file: File,
+    file: Arc<dyn VfsFile>,
     path: PathBuf,
     /// The length this view gives the file after a `set_len` that shortened it.
     cut: Mutex<Option<u64>>,
@@ -214,7 +229,7 @@ impl VfsFile for ReadOnlyFile {
     fn len(&self) -> io::Result<u64> {
         match *self.cut.lock() {
             Some(len) => Ok(len),
-            None => Ok(self.file.metadata()?.len()),
+            None => self.file.len(),
         }
     }
 
@@ -234,6 +249,16 @@ impl VfsFile for ReadOnlyFile {
         self.cuts.lock().push((self.path.clone(), now, len));
         Ok(())
     }
+
+    /// The shared lock of a read-only open (R27), on the file under the view. (`try_lock`
+    /// grants without locking, the default: nothing is written through the view.)
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        self.file.try_lock_shared()
+    }
+
+    fn unlock(&self) -> io::Result<()> {
+        self.file.unlock()
+    }
 }
 
 impl Vfs for ReadOnlyFs {
@@ -241,14 +266,15 @@ impl Vfs for ReadOnlyFs {
         if mode.create_new {
             return Err(read_only());
         }
+        self.open_read_only(path)
+    }
+
+    fn open_read_only(&self, path: &Path) -> io::Result<Arc<dyn VfsFile>> {
         if self.hidden.lock().contains(path) {
             return Err(io::ErrorKind::NotFound.into());
         }
-        if std::fs::metadata(path)?.is_dir() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a directory, not a file"));
-        }
         Ok(Arc::new(ReadOnlyFile {
-            file: File::open(path)?,
+            file: self.inner.open_read_only(path)?,
             path: path.to_path_buf(),
             cut: Mutex::new(None),
             cuts: Arc::clone(&self.cuts),
@@ -268,7 +294,8 @@ impl Vfs for ReadOnlyFs {
             return Err(io::ErrorKind::NotFound.into());
         }
         if !spare {
-            self.cuts.lock().push((path.to_path_buf(), std::fs::metadata(path)?.len(), 0));
+            let len = self.inner.open_read_only(path)?.len()?;
+            self.cuts.lock().push((path.to_path_buf(), len, 0));
         }
         self.hidden.lock().insert(path.to_path_buf());
         Ok(())
@@ -283,22 +310,21 @@ impl Vfs for ReadOnlyFs {
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut out = self.inner.list(dir)?;
         let hidden = self.hidden.lock();
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir)? {
-            let path = entry?.path();
-            if !hidden.contains(&path) {
-                out.push(path);
-            }
-        }
+        out.retain(|path| !hidden.contains(path));
         Ok(out)
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        if dir.is_dir() {
+        // A directory lists; a file does not.
+        if self.inner.list(dir).is_ok() {
             Ok(())
         } else {
-            Err(io::Error::new(io::ErrorKind::NotFound, "no such directory (inspection creates nothing)"))
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no such directory (a read-only view creates nothing)",
+            ))
         }
     }
 
@@ -307,7 +333,7 @@ impl Vfs for ReadOnlyFs {
     }
 
     fn exists(&self, path: &Path) -> bool {
-        !self.hidden.lock().contains(path) && path.exists()
+        !self.hidden.lock().contains(path) && self.inner.exists(path)
     }
 }
 

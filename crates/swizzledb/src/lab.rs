@@ -123,8 +123,9 @@ impl LabOptions {
     }
 
     /// The file system the database file lives on (default: the operating system's). Tests
-    /// pass a `swizzledb_io::FaultFs` to crash the database or fail chosen I/O calls. A
-    /// read-only open (RECOVERY.md R27) reads the operating system's files whatever this says.
+    /// pass a `swizzledb_io::FaultFs` to crash the database or fail chosen I/O calls. Every
+    /// open goes through it, a read-only one too (RECOVERY.md R27), as do backups and
+    /// compaction.
     #[must_use]
     pub fn vfs(mut self, vfs: Arc<dyn swizzledb_io::Vfs>) -> Self {
         self.0.config.vfs = vfs;

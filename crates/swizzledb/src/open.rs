@@ -158,16 +158,17 @@ impl Builder {
         wal
     }
 
-    /// R27: a cleanly closed database over a view of the file system that cannot change it,
+    /// R27: a cleanly closed database over a view of its file system that cannot change it,
     /// with a pool that never writes (buffer B34) and no log.
     fn open_read_only(self, path: &Path) -> Result<Database> {
-        let lock = files::FileLock::shared(path)?;
-        if crate::compact::is_pending(&swizzledb_io::OsFs, path) {
+        let own = Arc::clone(&self.config.vfs);
+        let lock = files::FileLock::shared(&*own, path)?;
+        if crate::compact::is_pending(&*own, path) {
             // R28: finishing the compaction writes.
             return Err(Error::NeedsRestart(path.to_path_buf()));
         }
-        let vfs: Arc<dyn swizzledb_io::Vfs> = Arc::new(crate::inspect::ReadOnlyFs::default());
-        let (_, meta) = PageFile::open_logged(&*vfs, path, false)?;
+        let view: Arc<dyn swizzledb_io::Vfs> = Arc::new(crate::inspect::ReadOnlyFs::over(own));
+        let (_, meta) = PageFile::open_logged(&*view, path, false)?;
         if !meta.logged && self.logging == Some(true) {
             // As a read-write open refuses it (`Builder::logging`); converting it would write.
             return Err(if self.convert_to_logged {
@@ -185,11 +186,14 @@ impl Builder {
         }
         let mut this = self;
         this.adopt_page_size(path, meta.page_size)?;
-        this.config.vfs = vfs;
-        this.config.read_only = true;
-        this.config.log = None;
-        this.config.direct_io = false;
-        let pool = swizzledb_buffer::BufferPool::open(path, &this.config, Arc::new(BTreeOwner))?;
+        // The pool reads through the view; the database keeps its own file system, which a
+        // backup writes its copy on (R26) and nothing else of this open uses.
+        let mut config = this.config.clone();
+        config.vfs = view;
+        config.read_only = true;
+        config.log = None;
+        config.direct_io = false;
+        let pool = swizzledb_buffer::BufferPool::open(path, &config, Arc::new(BTreeOwner))?;
         let db = this.database(pool, None, vec![lock]);
         load_main_memory_trees(&db)?;
         Ok(db)

@@ -6,8 +6,12 @@
 use std::collections::BTreeMap;
 use std::ops::Bound::Unbounded;
 use std::path::Path;
+use std::sync::Arc;
 
 use swizzledb::{Database, Error, PoolMode, TreeError};
+use swizzledb_io::{MemFs, Op, OpenMode, Vfs};
+
+use crate::common;
 
 type Records = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -201,4 +205,102 @@ fn r27_logging_true_refuses_an_unlogged_file_read_only_too() {
         db.close().unwrap();
     }
     assert_eq!(snapshot(dir.path()), before, "read-only opens changed the files");
+}
+
+/// Every file's bytes under `dir` of `vfs`, read through it (a directory is what lists).
+fn snapshot_on(vfs: &dyn Vfs, dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for p in vfs.list(&d).unwrap() {
+            if vfs.list(&p).is_ok() {
+                stack.push(p);
+            } else {
+                let f = vfs.open(&p, OpenMode::EXISTING).unwrap();
+                let mut bytes = vec![0u8; usize::try_from(f.len().unwrap()).unwrap()];
+                f.read_exact_at(&mut bytes, 0).unwrap();
+                out.insert(p.display().to_string(), bytes);
+            }
+        }
+    }
+    out
+}
+
+/// The calls of a `FaultFs` that change a file or a name.
+const CHANGES: [Op; 5] = [Op::Write, Op::Sync, Op::SetLen, Op::Remove, Op::Rename];
+
+/// R27 on the file system `LabOptions::vfs` gives: a database made on a `FaultFs` or a
+/// `MemFs`, logged or not, opens read-only through it in every buffer mode, with a pool small
+/// enough to evict, shows every committed record, refuses changes, shares the file with a
+/// second read-only open, and writes, syncs, truncates, removes and renames nothing there. A
+/// backup of it is written on the same file system.
+#[test]
+fn r27_a_read_only_open_reads_through_the_databases_vfs_and_writes_nothing() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        for logged in [true, false] {
+            for on_faults in [true, false] {
+                let context = format!("{mode:?}, logged {logged}, FaultFs {on_faults}");
+                let faults = common::new_fs();
+                let vfs: Arc<dyn Vfs> = if on_faults {
+                    Arc::new(faults.clone())
+                } else {
+                    let mem = MemFs::new();
+                    mem.create_dir_all(Path::new("/crash")).unwrap();
+                    Arc::new(mem)
+                };
+                let path = common::db_path();
+                let frames = if mode == PoolMode::MainMemory { 2048 } else { 16 };
+                let builder = || common::small_on(Arc::clone(&vfs), logged, frames).mode(mode);
+                let db = builder().create(&path).unwrap();
+                let t = db.create_tree("t").unwrap();
+                let mut oracle = Records::new();
+                for i in 0..600u16 {
+                    let (k, v) = (common::key(i), common::value(i, 1));
+                    t.insert(&k, &v).unwrap();
+                    oracle.insert(k, v);
+                }
+                for i in (0..600u16).step_by(3) {
+                    t.delete(&common::key(i)).unwrap();
+                    oracle.remove(&common::key(i));
+                }
+                db.create_tree("other").unwrap().insert(b"x", b"y").unwrap();
+                db.close().unwrap();
+                let before = snapshot_on(&*vfs, Path::new("/crash"));
+                let changes_before: Vec<u64> = CHANGES.iter().map(|&op| faults.calls(op, None)).collect();
+                let dir_syncs = faults.calls(Op::SyncDir, None);
+
+                let ro = builder().read_only(true).open(&path).unwrap_or_else(|e| panic!("{context}: {e}"));
+                let second = builder().read_only(true).open(&path).unwrap();
+                assert_eq!(ro.is_logged(), logged, "{context}");
+                let t = ro.tree("t").unwrap();
+                let got: Records = t.range(Unbounded, Unbounded).map(Result::unwrap).collect();
+                assert!(got == oracle, "{context}: {} records, {} committed", got.len(), oracle.len());
+                assert_eq!(second.tree("other").unwrap().get(b"x").unwrap().as_deref(), Some(&b"y"[..]));
+                assert!(matches!(t.insert(b"new", b"v"), Err(TreeError::ReadOnly)), "{context}");
+                assert!(is_read_only(ro.create_tree("new")), "{context}");
+                assert!(is_read_only(ro.checkpoint()), "{context}");
+                second.close().unwrap();
+                ro.close().unwrap();
+                if on_faults {
+                    let changes: Vec<u64> = CHANGES.iter().map(|&op| faults.calls(op, None)).collect();
+                    assert_eq!(changes, changes_before, "{context}: {CHANGES:?} through the Vfs");
+                    assert_eq!(faults.calls(Op::SyncDir, None), dir_syncs, "{context}");
+                }
+                assert!(snapshot_on(&*vfs, Path::new("/crash")) == before, "{context}: the files changed");
+
+                // A backup of a read-only open goes to the database's own file system.
+                if on_faults {
+                    let ro = builder().read_only(true).open(&path).unwrap();
+                    let copy = Path::new("/crash/copy.swz");
+                    ro.backup_to(copy).unwrap_or_else(|e| panic!("{context}: backup: {e}"));
+                    ro.close().unwrap();
+                    let reopened = builder().open(copy).unwrap();
+                    let got: Records =
+                        reopened.tree("t").unwrap().range(Unbounded, Unbounded).map(Result::unwrap).collect();
+                    assert!(got == oracle, "{context}: the backup's records");
+                    reopened.close().unwrap();
+                }
+            }
+        }
+    }
 }
