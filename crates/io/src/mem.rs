@@ -48,6 +48,38 @@ impl Default for Tree {
     }
 }
 
+impl Tree {
+    /// Renames the directory `from` and everything under it to `to`, which must be missing or
+    /// an empty directory (POSIX `rename(2)`, IO8).
+    fn rename_dir(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        if from == to {
+            return Ok(());
+        }
+        if to.starts_with(from) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        if self.files.contains_key(to) {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        }
+        if !self.dirs.contains(&parent_of(to)) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let under = |p: &Path, dir: &Path| p != dir && p.starts_with(dir);
+        if self.files.keys().any(|p| under(p, to)) || self.dirs.iter().any(|p| under(p, to)) {
+            return Err(io::ErrorKind::DirectoryNotEmpty.into());
+        }
+        let moved = |p: PathBuf| match p.strip_prefix(from) {
+            Ok(rest) if rest.as_os_str().is_empty() => to.to_path_buf(),
+            Ok(rest) => to.join(rest),
+            Err(_) => p,
+        };
+        self.dirs.remove(to);
+        self.dirs = std::mem::take(&mut self.dirs).into_iter().map(moved).collect();
+        self.files = std::mem::take(&mut self.files).into_iter().map(|(p, f)| (moved(p), f)).collect();
+        Ok(())
+    }
+}
+
 /// The parent directory of `path` (`""` for a bare relative name).
 fn parent_of(path: &Path) -> PathBuf {
     path.parent().map(Path::to_path_buf).unwrap_or_default()
@@ -189,7 +221,10 @@ impl Vfs for MemFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut tree = lock(&self.tree);
-        if tree.dirs.contains(from) || tree.dirs.contains(to) {
+        if tree.dirs.contains(from) {
+            return tree.rename_dir(from, to);
+        }
+        if tree.dirs.contains(to) {
             return Err(io::Error::from_raw_os_error(libc::EISDIR));
         }
         if !tree.dirs.contains(&parent_of(to)) {
@@ -295,5 +330,38 @@ mod tests {
         assert!(fs.sync_dir(Path::new("/d")).is_ok());
         assert_eq!(fs.sync_dir(Path::new("/nowhere")).unwrap_err().kind(), io::ErrorKind::NotFound);
         assert_eq!(fs.bytes(), 0, "the only file left is removed");
+    }
+
+    /// A directory renames with everything under it, onto a missing or empty directory, as
+    /// POSIX `rename(2)` does: a backup renames its copy's log directory (it failed with
+    /// `EISDIR`).
+    #[test]
+    fn io8_a_directory_renames_with_what_it_holds() {
+        let fs = MemFs::new();
+        let p = Path::new;
+        fs.create_dir_all(p("/d/x.wal/archive")).unwrap();
+        fs.open(p("/d/x.wal/seg"), OpenMode::CREATE_NEW).unwrap().write_all_at(b"log", 0).unwrap();
+        fs.open(p("/d/x.wal/archive/run"), OpenMode::CREATE_NEW).unwrap();
+        fs.rename(p("/d/x.wal"), p("/d/y.wal")).unwrap();
+        assert!(!fs.exists(p("/d/x.wal")) && !fs.exists(p("/d/x.wal/seg")));
+        let mut names = fs.list(p("/d/y.wal")).unwrap();
+        names.sort();
+        assert_eq!(names, [PathBuf::from("/d/y.wal/archive"), PathBuf::from("/d/y.wal/seg")]);
+        assert_eq!(fs.list(p("/d/y.wal/archive")).unwrap(), [PathBuf::from("/d/y.wal/archive/run")]);
+        let mut buf = [0u8; 3];
+        fs.open(p("/d/y.wal/seg"), OpenMode::EXISTING).unwrap().read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(&buf, b"log");
+        // Onto an empty directory: replaced; onto one that holds something, or a file: refused.
+        fs.create_dir_all(p("/d/empty")).unwrap();
+        fs.rename(p("/d/y.wal"), p("/d/empty")).unwrap();
+        assert!(fs.exists(p("/d/empty/seg")) && !fs.exists(p("/d/y.wal")));
+        fs.create_dir_all(p("/d/full/z")).unwrap();
+        let err = |r: io::Result<()>| r.unwrap_err().kind();
+        assert_eq!(err(fs.rename(p("/d/empty"), p("/d/full"))), io::ErrorKind::DirectoryNotEmpty);
+        fs.open(p("/d/f"), OpenMode::CREATE_NEW).unwrap();
+        assert_eq!(err(fs.rename(p("/d/empty"), p("/d/f"))), io::ErrorKind::NotADirectory);
+        assert_eq!(err(fs.rename(p("/d/empty"), p("/d/empty/in"))), io::ErrorKind::InvalidInput);
+        assert_eq!(err(fs.rename(p("/d/empty"), p("/nowhere/x"))), io::ErrorKind::NotFound);
+        assert!(fs.exists(p("/d/empty/archive/run")), "a refused rename moves nothing");
     }
 }

@@ -4,9 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound::Unbounded;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use swizzledb::{Database, Error};
+use swizzledb_io::{MemFs, Vfs};
 
 fn contents(db: &Database) -> BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> {
     db.tree_names()
@@ -228,9 +231,7 @@ fn r26_a_backup_killed_between_its_renames_does_not_block_the_next() {
 /// path that named a file on its own.
 #[test]
 fn r26_a_backup_killed_at_any_call_leaves_the_source_whole_and_no_partial_copy() {
-    use std::path::Path;
-    use std::sync::Arc;
-    use swizzledb_io::{CrashMode, Vfs};
+    use swizzledb_io::CrashMode;
     let (path, target) = (Path::new("/d/db"), Path::new("/d/copy"));
     for logged in [true, false] {
         let on = |vfs: Arc<dyn Vfs>| crate::common::small_on(vfs, logged, 32);
@@ -326,4 +327,34 @@ fn r26_backup_stats_count_the_trees_records_and_bytes_copied() {
         let copy = Database::builder().open(&target).unwrap();
         assert_eq!(contents(&copy), contents(&db), "logging {logging}");
     }
+}
+
+/// R26, R28 on a `MemFs` given through `LabOptions::vfs`: a logged database backs up and
+/// compacts on it, as on any file system. Both failed with "Is a directory": they rename the
+/// copy's log directory, and a `MemFs` renamed only files (io README IO8).
+#[test]
+fn r26_r28_a_logged_database_on_a_memfs_backs_up_and_compacts() {
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/m")).unwrap();
+    let vfs: Arc<dyn Vfs> = Arc::new(mem);
+    let builder = || Database::builder().page_size(4096).lab(|l| l.vfs(Arc::clone(&vfs)));
+    let db = builder().create("/m/db.swz").unwrap();
+    let t = db.create_tree("t").unwrap();
+    for n in 0..3000 {
+        t.insert(&key(n), &[7u8; 100]).unwrap();
+    }
+    for n in 0..2500 {
+        t.delete(&key(n)).unwrap();
+    }
+    let want = contents(&db);
+    db.backup_to("/m/copy.swz").unwrap();
+    db.close().unwrap();
+    let copy = builder().open("/m/copy.swz").unwrap();
+    assert_eq!(contents(&copy), want, "the backup's records");
+    copy.close().unwrap();
+    let stats = builder().compact("/m/db.swz").unwrap();
+    assert!(stats.file_bytes_after < stats.file_bytes_before, "{stats:?}");
+    let db = builder().open("/m/db.swz").unwrap();
+    assert_eq!(contents(&db), want, "the compacted database's records");
+    db.close().unwrap();
 }
