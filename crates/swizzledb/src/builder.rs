@@ -190,7 +190,12 @@ impl Builder {
     /// Only a database that was closed cleanly opens: one that needs restart (a logged
     /// database after a crash) fails with [`Error::NeedsRestart`], and an unlogged one not
     /// closed cleanly with [`Error::Unclean`], since bringing either back writes. As on any
-    /// open, `logging(true)` refuses an unlogged file ([`Error::NotLogged`]). The file is read
+    /// open, `logging(true)` refuses an unlogged file ([`Error::NotLogged`]), and settings that
+    /// contradict each other ([`Builder::restart_mode`], [`crate::lab::LabOptions::cleaner`],
+    /// `write_elision`, `lazy_split_images`) are refused on a logged file with
+    /// [`Error::Log`]`(`[`LogError::BadConfig`]`)`; [`Builder::max_log_bytes`] is not checked,
+    /// since the log's segment size it is checked against is in the log directory, which a
+    /// read-only open does not read. The file is read
     /// through the database's file system ([`LabOptions::vfs`](crate::lab::LabOptions::vfs),
     /// the operating system's by default), through which nothing is written.
     #[must_use]

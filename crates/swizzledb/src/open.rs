@@ -177,6 +177,12 @@ impl Builder {
                 Error::NotLogged(path.to_path_buf())
             });
         }
+        if meta.logged && self.logging != Some(false) {
+            // Settings that contradict each other, refused as a read-write open refuses them
+            // (`check_log_settings`); the log's bound is checked against the log's segment
+            // size, which only the log directory knows, and this open reads none.
+            self.check_propagation()?;
+        }
         if !meta.clean {
             return Err(if meta.logged {
                 Error::NeedsRestart(path.to_path_buf())

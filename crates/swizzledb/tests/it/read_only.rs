@@ -8,7 +8,7 @@ use std::ops::Bound::Unbounded;
 use std::path::Path;
 use std::sync::Arc;
 
-use swizzledb::{Database, Error, PoolMode, TreeError};
+use swizzledb::{Cleaner, Database, Error, LogError, PoolMode, RestartMode, TreeError};
 use swizzledb_io::{MemFs, Op, OpenMode, Vfs};
 
 use crate::common;
@@ -301,4 +301,45 @@ fn r27_a_read_only_open_reads_through_the_databases_vfs_and_writes_nothing() {
             }
         }
     }
+}
+
+/// Settings that contradict each other are refused by a read-only open of a logged file as by
+/// any open (`Builder::restart_mode`, `LabOptions::cleaner`, `write_elision`,
+/// `lazy_split_images`: `LogError::BadConfig`), before anything is read beyond page 0; they
+/// were ignored. Refused, the file still opens read-only with sound settings.
+#[test]
+fn r27_a_read_only_open_refuses_contradictory_settings_as_every_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    make(&path);
+    let before = snapshot(dir.path());
+    let b = || Database::builder().read_only(true);
+    let cases = [
+        ("restart_mode(Instant) without log_archive", b().restart_mode(RestartMode::Instant), "log_archive"),
+        ("Cleaner::Decoupled without log_archive", b().lab(|l| l.cleaner(Cleaner::Decoupled)), "log_archive"),
+        (
+            "write elision without the decoupled cleaner",
+            b().lab(|l| l.write_elision(true)),
+            "decoupled cleaner",
+        ),
+        (
+            "lazy split images with log_archive",
+            b().log_archive(true).lab(|l| l.lazy_split_images(true)),
+            "lazy split images",
+        ),
+    ];
+    for (name, builder, words) in cases {
+        let rw = builder.clone().read_only(false).open(&path).map(|_| ());
+        assert!(
+            matches!(&rw, Err(Error::Log(LogError::BadConfig { reason })) if reason.contains(words)),
+            "{name}: read-write {rw:?}"
+        );
+        let ro = builder.open(&path).map(|_| ());
+        assert!(
+            matches!(&ro, Err(Error::Log(LogError::BadConfig { reason })) if reason.contains(words)),
+            "{name}: read-only {ro:?}"
+        );
+    }
+    assert_eq!(snapshot(dir.path()), before, "a refused open changed the files");
+    b().open(&path).unwrap().close().unwrap();
 }
