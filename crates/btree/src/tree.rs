@@ -389,6 +389,28 @@ impl Tree {
         Ok(())
     }
 
+    /// T25: `found` — a leaf latched, or a value read through validated views — unless the tree
+    /// was dropped meanwhile, then [`TreeError::Dropped`]. `destroy` sets the flag before it
+    /// latches any page, and a page it freed (and a tree made since may have taken) is latched
+    /// or validated only after the latch it was freed under was released, so with the flag
+    /// still clear the leaf is this tree's, with its records; with the flag set it may be
+    /// emptied, free, or another tree's. Errors go the same way: a descent through freed pages
+    /// may find them malformed.
+    pub(crate) fn unless_dropped<T>(&self, found: Result<T>) -> Result<T> {
+        if self.is_dropped() {
+            return Err(TreeError::Dropped);
+        }
+        found
+    }
+
+    /// The root latched in mode `M` (buffer README B5), or [`TreeError::Dropped`] if the tree
+    /// was dropped meanwhile (T25): its frame may then be free, or hold another tree's page,
+    /// and nothing below it is this tree's.
+    pub(crate) fn fix_own_root<M: LatchKind>(&self) -> Result<PageGuard<'_, M>> {
+        let g = self.pool.fix_root(self.root);
+        self.unless_dropped(Ok(g))
+    }
+
     /// The root's page id (stable for the tree's life: the root grows in place, T7).
     #[must_use]
     pub fn root_page(&self) -> PageId {
@@ -512,12 +534,16 @@ impl Tree {
     }
 
     /// The leaf holding `key`, latched shared: optimistically through the inner nodes (T20),
-    /// else by lock coupling from the root (T8).
+    /// else by lock coupling from the root (T8). [`TreeError::Dropped`] if the tree was dropped
+    /// meanwhile (T25).
     pub(crate) fn leaf_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
-        let pool = &*self.pool;
+        self.unless_dropped(self.descend_shared(key))
+    }
+
+    fn descend_shared(&self, key: &[u8]) -> Result<SharedGuard<'_>> {
         let mut g: SharedGuard<'_> = match self.optimistic().descend::<Shared>(key)? {
             Some(Reached::Leaf(g) | Reached::Inner(g)) => g,
-            None => pool.fix_root(self.root),
+            None => self.fix_own_root()?,
         };
         loop {
             let off = if node::goes_to_foster(&g, key) {
@@ -532,10 +558,14 @@ impl Tree {
     }
 
     /// The leaf holding the greatest keys below `bound` (`None` = +inf), latched shared: the
-    /// leaf L with L.low < bound <= L's own upper bound (T1).
+    /// leaf L with L.low < bound <= L's own upper bound (T1). [`TreeError::Dropped`] if the tree
+    /// was dropped meanwhile (T25).
     pub(crate) fn leaf_before(&self, bound: Option<&[u8]>) -> Result<SharedGuard<'_>> {
-        let pool = &*self.pool;
-        let mut g: SharedGuard<'_> = pool.fix_root(self.root);
+        self.unless_dropped(self.descend_before(bound))
+    }
+
+    fn descend_before(&self, bound: Option<&[u8]>) -> Result<SharedGuard<'_>> {
+        let mut g: SharedGuard<'_> = self.fix_own_root()?;
         loop {
             let to_foster = match (node::foster_key(&g), bound) {
                 (Some(fk), Some(b)) => b > fk,
@@ -555,7 +585,7 @@ impl Tree {
 
     /// The leaf holding `key`, latched exclusively; inner nodes read optimistically (T20) or
     /// latched shared. Also tells whether a foster child was passed, which calls for adoption
-    /// (T9).
+    /// (T9). [`TreeError::Dropped`] if the tree was dropped meanwhile (T25).
     pub(crate) fn leaf_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
         // T31: every change of a leaf latches it here first (its callers checked the tree is
         // open already).
@@ -564,7 +594,10 @@ impl Tree {
         }
         // Buffer F11: an unlogged file that says CLEAN stops saying so before the change.
         self.pool.before_change()?;
-        let pool = &*self.pool;
+        self.unless_dropped(self.descend_exclusive(key))
+    }
+
+    fn descend_exclusive(&self, key: &[u8]) -> Result<(ExclusiveGuard<'_>, bool)> {
         let mut saw_foster = false;
         let root: SharedGuard<'_> = match self.optimistic().descend::<Exclusive>(key)? {
             Some(Reached::Leaf(leaf)) => return self.foster_walk(leaf, key, false),
@@ -573,11 +606,11 @@ impl Tree {
                 saw_foster = node::has_foster(&g);
                 g
             }
-            None => pool.fix_root(self.root),
+            None => self.fix_own_root()?,
         };
         let mut g = if node::is_leaf(&root) {
             drop(root);
-            let x: ExclusiveGuard<'_> = pool.fix_root(self.root);
+            let x: ExclusiveGuard<'_> = self.fix_own_root()?;
             if node::is_leaf(&x) {
                 return self.foster_walk(x, key, saw_foster);
             }
@@ -657,6 +690,10 @@ impl Tree {
             }
             let mut value = VALUE.take();
             if let Some(found) = self.optimistic().get(key, &mut value) {
+                if self.is_dropped() {
+                    VALUE.set(value);
+                    return Err(TreeError::Dropped);
+                }
                 let r = f(found.then_some(&value[..]));
                 VALUE.set(value);
                 return Ok(r);
@@ -1204,7 +1241,10 @@ impl Tree {
     /// either way).
     fn maintain(&self, key: &[u8], log: Log<'_>) -> Result<()> {
         let pool = &*self.pool;
-        let mut p: ExclusiveGuard<'_> = pool.fix_root(self.root);
+        let Ok(mut p) = self.fix_own_root::<Exclusive>() else {
+            // T25: dropped meanwhile; maintenance is opportunistic.
+            return Ok(());
+        };
         for _ in 0..256 {
             if p.frame() == self.root && node::has_foster(&p) {
                 self.grow_root(&mut p, log)?;
@@ -1230,7 +1270,8 @@ impl Tree {
                 drop(c);
                 drop(self.split(&mut p, i + 1, log)?);
                 drop(p);
-                p = pool.fix_root(self.root);
+                let Ok(root) = self.fix_own_root() else { return Ok(()) };
+                p = root;
                 continue;
             }
             if underfull(&c) && node::count(&p) > 1 {

@@ -48,8 +48,10 @@ impl Tree {
     /// The tree was closed or dropped (T15, T25); I/O errors reading a node.
     pub fn approximate_len(&self) -> Result<u64> {
         self.check_open()?;
-        let root: SharedGuard<'_> = self.pool.fix_root(self.root);
-        Ok(self.estimate(root, 2)?.round() as u64)
+        let root: SharedGuard<'_> = self.fix_own_root()?;
+        // T25: with the tree dropped meanwhile, the pages below may be another tree's.
+        let estimate = self.unless_dropped(self.estimate(root, 2))?;
+        Ok(estimate.round() as u64)
     }
 
     /// [`Tree::approximate_len`] below `g`, sampling three children down `wide` more levels.

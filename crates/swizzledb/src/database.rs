@@ -416,8 +416,9 @@ impl Database {
     /// waits (up to about two seconds) until no [`Transaction`] runs — auto-commit writes of
     /// the trees' handles included — so that no transaction holds uncommitted changes of the
     /// tree, and new transactions wait for it at `begin`. Reads through handles of the tree
-    /// are not waited for, nor (on an unlogged database) writes through them: do not drop a
-    /// tree that other threads still use.
+    /// are not waited for, nor (on an unlogged database) writes through them: one that runs
+    /// meanwhile acts on the tree as it was before the drop, or fails with `Dropped`; none
+    /// reads or changes a tree created later on the freed pages (btree README T25).
     ///
     /// # Errors
     /// [`Error::TreeBusy`] if a transaction kept running (one this thread holds, too) or

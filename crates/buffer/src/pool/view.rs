@@ -56,11 +56,12 @@ impl BufferPool {
     }
 
     /// Starts an optimistic read of a root frame (B5: roots stay resident). `None` while a
-    /// writer holds it.
+    /// writer holds it. A handle of a tree dropped since it last checked (btree T25) may pass
+    /// the frame its root had, freed by now or another page's: the view reads what is there,
+    /// and the tree tells from its dropped flag that it is not its own.
     #[inline]
     #[must_use]
     pub fn view_root(&self, root: FrameId) -> Option<PageView<'_>> {
-        debug_assert!(self.desc(root).root.load(Relaxed), "B5: view_root on a non-root frame");
         let version = self.desc(root).latch.read_begin()?;
         self.count_view();
         Some(PageView::new(self, root, version))

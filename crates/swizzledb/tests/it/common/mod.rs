@@ -639,3 +639,20 @@ pub fn kill_at_every_call(
     }
     kills
 }
+
+/// Runs `f` on a thread of its own and returns what it returns, failing the test if it has not
+/// finished after `secs` seconds (a hang becomes a failure); a panic in `f` is the test's.
+pub fn watchdog<R: Send + 'static>(what: &str, secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (done, finished) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let r = f();
+        let _ = done.send(());
+        r
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: not finished after {secs} s (a hang?)")
+        }
+        _ => worker.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+    }
+}
