@@ -13,9 +13,9 @@
 //! and at random, the whole tree is compared with the oracle from both ends and verified. This
 //! test found btree T29's split that lost records next to keys of the largest length.
 //!
-//! Each run's file lives on an in-memory file system, which a read-only open does not use (it
-//! reads the operating system's files through a view that cannot write, RECOVERY.md R27):
-//! `read_only.rs` and `adv_api.rs` check read-only opens. `SWIZZLEDB_API_ORACLE_SEEDS=n` runs n
+//! Each run's file lives on an in-memory file system, which a read-only open reads through a
+//! view that cannot write (RECOVERY.md R27); `read_only.rs` and `adv_api.rs` check read-only
+//! opens further. `SWIZZLEDB_API_ORACLE_SEEDS=n` runs n
 //! seeds per configuration (default 1) and `SWIZZLEDB_API_ORACLE_STEPS=n` n operations per run
 //! (default 200).
 
@@ -798,14 +798,37 @@ impl Run {
         self.open = Some(Open { db, tree });
     }
 
-    /// Closed, or (logged) dropped without a close, then opened again.
+    /// Closed, or (logged) dropped without a close, then opened again; a closed one is
+    /// sometimes opened read-only first.
     fn reopen(&mut self, ctx: &str) {
         if self.oracle.cfg.logged && self.oracle.g.below(2) == 0 {
             self.open = None;
         } else {
             self.close(ctx);
+            if self.oracle.g.below(3) == 0 {
+                self.read_only(ctx);
+            }
         }
         self.open_again(ctx);
+    }
+
+    /// Opened read-only through the run's file system (RECOVERY.md R27): every record as the
+    /// oracle says, every change refused.
+    fn read_only(&mut self, ctx: &str) {
+        let db = self
+            .oracle
+            .cfg
+            .builder(&self.fs)
+            .read_only(true)
+            .open(PATH)
+            .unwrap_or_else(|e| panic!("{ctx}: read-only open: {e}"));
+        let tree = db.tree("t").unwrap();
+        check_all(&tree, &self.oracle.map, &format!("{ctx}, opened read-only"));
+        let (k, v) = (self.oracle.g.key(), self.oracle.g.value());
+        assert!(matches!(tree.upsert(&k, &v), Err(TreeError::ReadOnly)), "{ctx}: upsert read-only");
+        assert!(matches!(tree.delete(&k), Err(TreeError::ReadOnly)), "{ctx}: delete read-only");
+        drop(tree);
+        db.close().unwrap_or_else(|e| panic!("{ctx}: close of the read-only open: {e}"));
     }
 
     /// Closes the run's database, so that another handle can open the file.
