@@ -120,8 +120,9 @@ pub enum Error {
         reason: String,
     },
     /// [`Builder::read_only`](crate::Builder::read_only) found a logged database that was
-    /// not closed cleanly: restart would write to bring it back (RECOVERY.md R27).
-    #[error("{0} was not closed cleanly and needs restart, which writes: open it once without Builder::read_only (or with `swizzledb backup`), then read-only")]
+    /// not closed cleanly, or a compaction a crash cut short (RECOVERY.md R28): restart, or
+    /// finishing the compaction, would write to bring it back (RECOVERY.md R27).
+    #[error("{0} was not closed cleanly, or a compaction of it was cut short, and needs restart, which writes: open it once without Builder::read_only (or with `swizzledb backup`), then read-only")]
     NeedsRestart(PathBuf),
     /// [`Builder::open`](crate::Builder::open) found no file at the path, or only what a
     /// create that a crash cut short left (RECOVERY.md R14), which the next create removes.

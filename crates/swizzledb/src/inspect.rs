@@ -6,11 +6,11 @@
 //! below ask for — the log cutting a torn tail (wal README W7) — is kept in memory and reported
 //! ([`LogRecords::torn_tail`]), never applied. No restart runs: a logged database that was not
 //! closed cleanly is read as its file holds it, which restart would change (see
-//! [`FileInfo::clean`]). A file open in a [`crate::Database`] (in this or another process) is
-//! read all the same and flagged ([`FileInfo::in_use`], [`LogRecords::in_use`]): its pages may
-//! change while they are read, so what is read need not be consistent. While a file is being
-//! inspected it holds a shared lock, so a `Database` cannot open it
-//! ([`crate::Error::AlreadyOpen`]).
+//! [`FileInfo::clean`]). A file open for writing in a [`crate::Database`] (in this or another
+//! process) is read all the same and flagged ([`FileInfo::in_use`], [`LogRecords::in_use`]): its
+//! pages may change while they are read, so what is read need not be consistent. While a file
+//! is being inspected it holds a shared lock, so a `Database` cannot open it for writing
+//! ([`crate::Error::AlreadyOpen`]); a read-only one can.
 //!
 //! # Pages restart rebuilds are not damage
 //!
@@ -393,9 +393,10 @@ pub struct FileInfo {
     pub closed_cleanly: bool,
     /// The log, for a logged database.
     pub log: Option<LogState>,
-    /// The file is open in a [`crate::Database`] (in this or another process, or one that was
-    /// leaked without being dropped): it may change while it is read, so what was read need
-    /// not be consistent.
+    /// The file is open for writing in a [`crate::Database`] (in this or another process, or
+    /// one that was leaked without being dropped): it may change while it is read, so what was
+    /// read need not be consistent. A read-only open (RECOVERY.md R27) changes nothing and
+    /// does not count.
     pub in_use: bool,
 }
 
@@ -954,8 +955,8 @@ pub struct LogRecords {
     /// The bytes after the log's end that do not form a valid record (a torn tail that the
     /// next open of the database cuts): `(segment file, its length, where the log ends in it)`.
     pub torn_tail: Vec<(PathBuf, u64, u64)>,
-    /// The database is open (as [`FileInfo::in_use`]): records may be appended while it is
-    /// read.
+    /// The database is open for writing (as [`FileInfo::in_use`]): records may be appended
+    /// while it is read.
     pub in_use: bool,
     scan: swizzledb_wal::LogScan,
     failed: bool,
