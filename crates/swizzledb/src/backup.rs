@@ -5,6 +5,7 @@ use std::ops::Bound::Unbounded;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use swizzledb_btree::TreeError;
 use swizzledb_io::Vfs;
 
 use crate::database::Database;
@@ -141,7 +142,11 @@ impl Database {
             let from = self.tree(name)?;
             let to = copy.create_tree(name)?;
             for record in snapshot.range(&from, Unbounded, Unbounded) {
-                let (k, v) = record.map_err(crate::isolation::engine_error)?;
+                let (k, v) = record.map_err(|e| match e {
+                    // Dropped while it was copied: the error of one dropped before it was found.
+                    TreeError::Dropped => Error::TreeNotFound(crate::error::shown_name(name)),
+                    e => crate::isolation::engine_error(e),
+                })?;
                 to.insert(&k, &v)?;
                 stats.records += 1;
                 stats.record_bytes += (k.len() + v.len()) as u64;

@@ -358,3 +358,39 @@ fn r26_r28_a_logged_database_on_a_memfs_backs_up_and_compacts() {
     assert_eq!(contents(&db), want, "the compacted database's records");
     db.close().unwrap();
 }
+
+/// A tree dropped while the backup copies it fails the backup with `Error::TreeNotFound`
+/// naming it, as its rustdoc says, and leaves nothing at the target. Before the fix the error
+/// was the scan's `Error::Tree(TreeError::Dropped)`. The drop starts once the source's pool
+/// counts the backup's first page fixes, so it meets the copy of the tree's 20,000 records.
+#[test]
+fn r26_a_tree_dropped_while_it_is_copied_fails_the_backup_with_tree_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().page_size(4096).create(dir.path().join("src.swz")).unwrap();
+    let t = db.create_tree("gone").unwrap();
+    db.transact(|tx| {
+        for n in 0..20_000 {
+            tx.insert(&t, &key(n), &[3u8; 100])?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let target = dir.path().join("copy.swz");
+    let fixes = db.stats().fixes;
+    let outcome = std::thread::scope(|s| {
+        let backup = s.spawn(|| db.backup_to(&target));
+        while !backup.is_finished() && db.stats().fixes < fixes + 20 {
+            std::thread::yield_now();
+        }
+        while let Err(e) = db.drop_tree("gone") {
+            assert!(matches!(e, Error::TreeBusy(_)), "{e}");
+        }
+        backup.join().unwrap()
+    });
+    match outcome {
+        Err(Error::TreeNotFound(name)) => assert_eq!(name, "gone"),
+        other => panic!("expected TreeNotFound: {other:?}"),
+    }
+    assert!(!target.exists() && !dir.path().join("copy.swz.wal").exists(), "nothing at the target");
+    db.close().unwrap();
+}
