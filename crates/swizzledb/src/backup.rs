@@ -57,12 +57,14 @@ impl Database {
     /// system's.
     ///
     /// # Errors
-    /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists; the errors of reading
+    /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists, or another backup to
+    /// `path` runs in this process (R26: two would race to the renames); the errors of reading
     /// this database (a tree dropped during the backup: [`Error::TreeNotFound`]; a read
     /// transaction ended for memory: [`Error::SnapshotTooOld`]) and of writing the copy. On
     /// an error nothing is left at `path`.
     pub fn backup_to(&self, path: impl AsRef<Path>) -> Result<BackupStats> {
         let path = path.as_ref();
+        let _target = Claim::take(path)?;
         let logged = self.file_is_logged();
         let shared = self.backup_vfs();
         let vfs = &*shared;
@@ -177,6 +179,36 @@ impl Database {
         }
         stats.backup_file_bytes = files::file_len(&**vfs, temp)?;
         Ok(stats)
+    }
+}
+
+/// The targets of the backups running in this process (R26).
+static TARGETS: parking_lot::Mutex<Vec<PathBuf>> = parking_lot::Mutex::new(Vec::new());
+
+/// A running backup's hold on its target (R26): while it lives, another backup to the same
+/// path in this process is refused with [`Error::BackupTargetExists`]. Without it two backups
+/// to one path both found it free, and raced to the renames: the second file's rename replaced
+/// the first copy while both returned `Ok`, or the second log directory's rename failed with
+/// an I/O error, whose clean-up could remove the first copy's log directory between its two
+/// renames.
+struct Claim(PathBuf);
+
+impl Claim {
+    fn take(path: &Path) -> Result<Claim> {
+        // One spelling per target: relative paths against the working directory.
+        let target = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut targets = TARGETS.lock();
+        if targets.contains(&target) {
+            return Err(Error::BackupTargetExists(path.to_path_buf()));
+        }
+        targets.push(target.clone());
+        Ok(Claim(target))
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        TARGETS.lock().retain(|t| *t != self.0);
     }
 }
 

@@ -394,3 +394,39 @@ fn r26_a_tree_dropped_while_it_is_copied_fails_the_backup_with_tree_not_found() 
     assert!(!target.exists() && !dir.path().join("copy.swz.wal").exists(), "nothing at the target");
     db.close().unwrap();
 }
+
+/// Two threads back up to one target at once (R26): one makes the copy, the other is refused
+/// with `BackupTargetExists`, and the copy opens with every record, logged or not. Before the
+/// fix both found the target free: unlogged, both returned `Ok` (the second copy replacing the
+/// first), logged, the second failed with an I/O error from its log directory's rename.
+#[test]
+fn r26_two_backups_to_one_target_at_once_make_one_copy_and_one_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    for logging in [false, true] {
+        let db = Database::builder()
+            .logging(logging)
+            .create(dir.path().join(format!("src-{logging}.swz")))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..300 {
+            t.insert(&key(i), &[5u8; 64]).unwrap();
+        }
+        for round in 0..5 {
+            let target = dir.path().join(format!("copy-{logging}-{round}.swz"));
+            let outcomes: Vec<_> = std::thread::scope(|s| {
+                let backups: Vec<_> = (0..2).map(|_| s.spawn(|| db.backup_to(&target))).collect();
+                backups.into_iter().map(|b| b.join().unwrap()).collect()
+            });
+            let context = format!("logging {logging}, round {round}: {outcomes:?}");
+            assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 1, "{context}");
+            assert!(
+                outcomes.iter().any(|o| matches!(o, Err(Error::BackupTargetExists(p)) if *p == target)),
+                "{context}"
+            );
+            let copy = Database::builder().open(&target).unwrap_or_else(|e| panic!("{context}: {e}"));
+            assert_eq!(copy.tree("t").unwrap().len().unwrap(), 300, "{context}");
+            copy.close().unwrap();
+        }
+        db.close().unwrap();
+    }
+}
