@@ -59,7 +59,8 @@ impl Database {
     /// # Errors
     /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists, or another backup to
     /// `path` runs in this process (R26: two would race to the renames); the errors of reading
-    /// this database (a tree dropped during the backup: [`Error::TreeNotFound`]; a read
+    /// this database (a tree dropped during the backup, also one created again under its
+    /// name meanwhile: [`Error::TreeNotFound`]; a read
     /// transaction ended for memory: [`Error::SnapshotTooOld`]) and of writing the copy. On
     /// an error nothing is left at `path`.
     pub fn backup_to(&self, path: impl AsRef<Path>) -> Result<BackupStats> {
@@ -119,14 +120,46 @@ impl Database {
         self.write_backup(&self.backup_vfs(), temp, self.file_is_logged())
     }
 
+    /// The read transaction a backup copies through, and a handle of every tree it sees (R26).
+    /// The handles are taken before the snapshot, and the names read again after it: a tree
+    /// created in between is looked up on another round, and one dropped from the handles on
+    /// fails the backup when its handle refuses ([`Error::TreeNotFound`]). Handles looked up by
+    /// name later, as each tree's turn came, took a tree dropped and created again meanwhile
+    /// for the one the snapshot saw, and copied the new tree's records instead: the copy lost
+    /// the records the dropped tree held when the backup began.
+    fn trees_at_snapshot(&self) -> Result<(crate::ReadTransaction<'_>, Vec<(String, crate::Tree)>)> {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let mut names = self.tree_names();
+            let mut trees = Vec::with_capacity(names.len());
+            for name in &names {
+                match self.tree(name) {
+                    Ok(tree) => trees.push((name.clone(), tree)),
+                    // Dropped before the snapshot: not part of it.
+                    Err(Error::TreeNotFound(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let snapshot = self.begin_read();
+            let mut now = self.tree_names();
+            names.sort();
+            now.sort();
+            // Trees created and dropped without end by other threads: after a few rounds a tree
+            // created between the handles and the snapshot is left out, as if created after it.
+            if now == names || attempts == 8 {
+                return Ok((snapshot, trees));
+            }
+        }
+    }
+
     /// Copies every tree through one read transaction into a new database at `temp`, and
     /// closes it. The copy is written unlogged, so that until it is complete it is a file no
     /// open accepts (an unlogged database not closed cleanly is `Unclean`); a logged source's
     /// copy is then converted to a logged database (a new log with a first checkpoint, R13) and
     /// closed again.
     fn write_backup(&self, vfs: &Arc<dyn Vfs>, temp: &Path, logged: bool) -> Result<BackupStats> {
-        let snapshot = self.begin_read();
-        let names = self.tree_names();
+        let (snapshot, trees) = self.trees_at_snapshot()?;
         // Through the database's own file system: an in-memory database's file is in memory.
         let source = self.core.pool.path();
         let source_file_bytes =
@@ -140,10 +173,9 @@ impl Database {
         // Not CLEAN until its close: a copy left half-written by a crash never opens.
         builder.config.create_unclean = true;
         let copy = builder.create(temp)?;
-        for name in &names {
-            let from = self.tree(name)?;
+        for (name, from) in &trees {
             let to = copy.create_tree(name)?;
-            for record in snapshot.range(&from, Unbounded, Unbounded) {
+            for record in snapshot.range(from, Unbounded, Unbounded) {
                 let (k, v) = record.map_err(|e| match e {
                     // Dropped while it was copied: the error of one dropped before it was found.
                     TreeError::Dropped => Error::TreeNotFound(crate::error::shown_name(name)),

@@ -430,3 +430,43 @@ fn r26_two_backups_to_one_target_at_once_make_one_copy_and_one_refusal() {
         db.close().unwrap();
     }
 }
+
+/// A tree dropped and created again under its name while the backup copies another tree is
+/// not copied from the new tree (R26): the backup fails with `Error::TreeNotFound` naming it,
+/// as for any tree dropped during a backup. Before the fix the backup looked each tree up by
+/// name when its turn came, found the new tree, and returned `Ok` with a copy that lacked the
+/// record the tree held, committed before the backup began.
+#[test]
+fn r26_a_tree_dropped_and_created_again_during_the_backup_fails_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().page_size(4096).create(dir.path().join("src.swz")).unwrap();
+    let a = db.create_tree("a").unwrap();
+    db.create_tree("b").unwrap().upsert(b"old", b"committed before the backup").unwrap();
+    db.transact(|tx| {
+        for n in 0..20_000 {
+            tx.insert(&a, &key(n), &[3u8; 100])?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let target = dir.path().join("copy.swz");
+    let fixes = db.stats().fixes;
+    let outcome = std::thread::scope(|s| {
+        let backup = s.spawn(|| db.backup_to(&target));
+        // The backup copies "a" (its first fixes) before it reaches "b".
+        while !backup.is_finished() && db.stats().fixes < fixes + 20 {
+            std::thread::yield_now();
+        }
+        while let Err(e) = db.drop_tree("b") {
+            assert!(matches!(e, Error::TreeBusy(_)), "{e}");
+        }
+        db.create_tree("b").unwrap().upsert(b"new", b"committed during the backup").unwrap();
+        backup.join().unwrap()
+    });
+    match outcome {
+        Err(Error::TreeNotFound(name)) => assert_eq!(name, "b"),
+        other => panic!("expected TreeNotFound: {other:?}"),
+    }
+    assert!(!target.exists(), "nothing at the target");
+    db.close().unwrap();
+}
