@@ -359,6 +359,43 @@ fn r26_r28_a_logged_database_on_a_memfs_backs_up_and_compacts() {
     db.close().unwrap();
 }
 
+/// 20,000 records of 100 bytes in `t`, in one transaction: a backup copies them long enough
+/// for another thread to act meanwhile.
+fn fill_20k(db: &Database, t: &swizzledb::Tree) {
+    db.transact(|tx| {
+        for n in 0..20_000 {
+            tx.insert(t, &key(n), &[3u8; 100])?;
+        }
+        Ok(())
+    })
+    .unwrap();
+}
+
+/// `db.backup_to(target)` in another thread, with `meanwhile` run in this one once the
+/// source's pool counts the backup's first page fixes (or the backup ended).
+fn backup_while(
+    db: &Database,
+    target: &Path,
+    meanwhile: impl FnOnce(),
+) -> swizzledb::Result<swizzledb::BackupStats> {
+    let fixes = db.stats().fixes;
+    std::thread::scope(|s| {
+        let backup = s.spawn(|| db.backup_to(target));
+        while !backup.is_finished() && db.stats().fixes < fixes + 20 {
+            std::thread::yield_now();
+        }
+        meanwhile();
+        backup.join().unwrap()
+    })
+}
+
+/// Drops tree `name`, again while a running transaction keeps it busy (R23).
+fn drop_when_idle(db: &Database, name: &str) {
+    while let Err(e) = db.drop_tree(name) {
+        assert!(matches!(e, Error::TreeBusy(_)), "{e}");
+    }
+}
+
 /// A tree dropped while the backup copies it fails the backup with `Error::TreeNotFound`
 /// naming it, as its rustdoc says, and leaves nothing at the target. Before the fix the error
 /// was the scan's `Error::Tree(TreeError::Dropped)`. The drop starts once the source's pool
@@ -367,26 +404,9 @@ fn r26_r28_a_logged_database_on_a_memfs_backs_up_and_compacts() {
 fn r26_a_tree_dropped_while_it_is_copied_fails_the_backup_with_tree_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::builder().page_size(4096).create(dir.path().join("src.swz")).unwrap();
-    let t = db.create_tree("gone").unwrap();
-    db.transact(|tx| {
-        for n in 0..20_000 {
-            tx.insert(&t, &key(n), &[3u8; 100])?;
-        }
-        Ok(())
-    })
-    .unwrap();
+    fill_20k(&db, &db.create_tree("gone").unwrap());
     let target = dir.path().join("copy.swz");
-    let fixes = db.stats().fixes;
-    let outcome = std::thread::scope(|s| {
-        let backup = s.spawn(|| db.backup_to(&target));
-        while !backup.is_finished() && db.stats().fixes < fixes + 20 {
-            std::thread::yield_now();
-        }
-        while let Err(e) = db.drop_tree("gone") {
-            assert!(matches!(e, Error::TreeBusy(_)), "{e}");
-        }
-        backup.join().unwrap()
-    });
+    let outcome = backup_while(&db, &target, || drop_when_idle(&db, "gone"));
     match outcome {
         Err(Error::TreeNotFound(name)) => assert_eq!(name, "gone"),
         other => panic!("expected TreeNotFound: {other:?}"),
@@ -440,28 +460,13 @@ fn r26_two_backups_to_one_target_at_once_make_one_copy_and_one_refusal() {
 fn r26_a_tree_dropped_and_created_again_during_the_backup_fails_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::builder().page_size(4096).create(dir.path().join("src.swz")).unwrap();
-    let a = db.create_tree("a").unwrap();
+    fill_20k(&db, &db.create_tree("a").unwrap());
     db.create_tree("b").unwrap().upsert(b"old", b"committed before the backup").unwrap();
-    db.transact(|tx| {
-        for n in 0..20_000 {
-            tx.insert(&a, &key(n), &[3u8; 100])?;
-        }
-        Ok(())
-    })
-    .unwrap();
     let target = dir.path().join("copy.swz");
-    let fixes = db.stats().fixes;
-    let outcome = std::thread::scope(|s| {
-        let backup = s.spawn(|| db.backup_to(&target));
-        // The backup copies "a" (its first fixes) before it reaches "b".
-        while !backup.is_finished() && db.stats().fixes < fixes + 20 {
-            std::thread::yield_now();
-        }
-        while let Err(e) = db.drop_tree("b") {
-            assert!(matches!(e, Error::TreeBusy(_)), "{e}");
-        }
+    // The backup copies "a" (its first fixes) before it reaches "b".
+    let outcome = backup_while(&db, &target, || {
+        drop_when_idle(&db, "b");
         db.create_tree("b").unwrap().upsert(b"new", b"committed during the backup").unwrap();
-        backup.join().unwrap()
     });
     match outcome {
         Err(Error::TreeNotFound(name)) => assert_eq!(name, "b"),
