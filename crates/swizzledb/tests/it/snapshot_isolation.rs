@@ -10,8 +10,13 @@ use swizzledb::{Database, Error, Tree};
 
 use crate::common;
 
+/// The tests' database: 4 KiB pages and a pool of 256 frames (logged unless told otherwise).
+fn small() -> swizzledb::Builder {
+    Database::builder().page_size(4096).pool_bytes(256 * 4096)
+}
+
 fn db(dir: &std::path::Path) -> (Arc<Database>, Tree) {
-    let db = Database::builder().page_size(4096).pool_bytes(256 * 4096).create(dir.join("si.swz")).unwrap();
+    let db = small().create(dir.join("si.swz")).unwrap();
     let t = db.create_tree("t").unwrap();
     (Arc::new(db), t)
 }
@@ -106,12 +111,7 @@ fn k24_first_updater_wins_and_no_update_is_lost() {
 fn k24_a_write_refused_for_a_conflict_leaves_the_snapshots_reads_as_they_were() {
     for logged in [true, false] {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::builder()
-            .page_size(4096)
-            .pool_bytes(256 * 4096)
-            .logging(logged)
-            .create(dir.path().join("refused.swz"))
-            .unwrap();
+        let db = small().logging(logged).create(dir.path().join("refused.swz")).unwrap();
         let t = db.create_tree("t").unwrap();
         for (k, v) in [("x", "50"), ("y", "50"), ("z", "1")] {
             t.insert(k.as_bytes(), v.as_bytes()).unwrap();
@@ -158,12 +158,7 @@ fn k24_a_write_refused_for_a_conflict_leaves_the_snapshots_reads_as_they_were() 
 fn k20_k24_transact_snapshot_runs_again_an_attempt_whose_snapshot_was_ended() {
     let dir = tempfile::tempdir().unwrap();
     let limit = 64 << 10;
-    let db = Database::builder()
-        .page_size(4096)
-        .pool_bytes(256 * 4096)
-        .version_memory(limit)
-        .create(dir.path().join("too-old.swz"))
-        .unwrap();
+    let db = small().version_memory(limit).create(dir.path().join("too-old.swz")).unwrap();
     let t = db.create_tree("t").unwrap();
     t.insert(b"n", &0u64.to_be_bytes()).unwrap();
     // Commits after a snapshot began, whose versions it keeps, past the bound (K20).
@@ -302,12 +297,7 @@ fn k24_without_versions_a_snapshot_transaction_is_an_ordinary_one() {
 fn k24_only_a_commit_after_the_snapshot_is_a_write_conflict() {
     for logged in [true, false] {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::builder()
-            .page_size(4096)
-            .pool_bytes(256 * 4096)
-            .logging(logged)
-            .create(dir.path().join("conflicts.swz"))
-            .unwrap();
+        let db = small().logging(logged).create(dir.path().join("conflicts.swz")).unwrap();
         let t = db.create_tree("t").unwrap();
         t.insert(b"k", b"0").unwrap();
         t.insert(b"r", b"0").unwrap();
