@@ -100,7 +100,7 @@ impl Database {
     /// which reads it through a view that cannot write), or the operating system's for an
     /// in-memory database (whose own is in memory).
     fn backup_vfs(&self) -> Arc<dyn Vfs> {
-        if self.core.pool.path() == Path::new(crate::builder::IN_MEMORY_PATH) {
+        if self.core.in_memory {
             Arc::new(swizzledb_io::OsFs)
         } else {
             Arc::clone(&self.core.vfs)

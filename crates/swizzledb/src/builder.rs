@@ -59,6 +59,9 @@ pub struct Builder {
     pub(crate) convert_to_logged: bool,
     /// `page_size` was called: `open` checks the file's against it instead of adopting it.
     pub(crate) page_size_set: bool,
+    /// [`Builder::create_in_memory`]: the file system is the database's own memory, so a
+    /// backup is written on the operating system's instead (R26).
+    pub(crate) in_memory: bool,
 }
 
 /// The fewest pages a new log's segment holds ([`Builder::log_segment_bytes`], RECOVERY.md
@@ -375,6 +378,7 @@ impl Builder {
     /// any allocation does.
     pub fn create_in_memory(mut self) -> Result<Database> {
         self.config.vfs = Arc::new(swizzledb_io::MemFs::new());
+        self.in_memory = true;
         self.create_at(Path::new(IN_MEMORY_PATH))
     }
 

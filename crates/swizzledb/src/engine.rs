@@ -30,6 +30,8 @@ pub(crate) struct Core {
     /// reads it through a view that cannot change it (R27), and nothing of that open writes
     /// through this.
     pub(crate) vfs: Arc<dyn swizzledb_io::Vfs>,
+    /// Made by [`crate::Builder::create_in_memory`]: `vfs` is the database's own memory.
+    pub(crate) in_memory: bool,
     pub(crate) trees: Mutex<HashMap<String, Tree>>,
     pub(crate) wal: Option<Arc<Wal>>,
     pub(crate) locks: Option<Arc<lock::LockManager>>,

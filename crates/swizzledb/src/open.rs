@@ -390,6 +390,7 @@ impl Builder {
             me: Mutex::new(me.clone()),
             pool: Arc::new(pool),
             vfs: Arc::clone(&self.config.vfs),
+            in_memory: self.in_memory,
             trees: Mutex::new(HashMap::new()),
             wal,
             locks: record_locks,

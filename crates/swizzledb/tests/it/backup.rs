@@ -359,6 +359,29 @@ fn r26_r28_a_logged_database_on_a_memfs_backs_up_and_compacts() {
     db.close().unwrap();
 }
 
+/// R26: only a database made by `create_in_memory` backs up onto the operating system's files.
+/// A database that a user placed on a `MemFs` at the path the in-memory one uses backs up on
+/// that `MemFs`, as any database on a given file system does (the path once decided it).
+#[test]
+fn r26_a_database_on_a_memfs_at_the_in_memory_path_backs_up_on_its_memfs() {
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/m")).unwrap();
+    let vfs: Arc<dyn Vfs> = Arc::new(mem);
+    let builder = || Database::builder().page_size(4096).lab(|l| l.vfs(Arc::clone(&vfs)));
+    let db = builder().create("/in-memory.swz").unwrap();
+    let t = db.create_tree("t").unwrap();
+    for n in 0..500 {
+        t.insert(&key(n), &[3u8; 40]).unwrap();
+    }
+    let want = contents(&db);
+    db.backup_to("/m/copy.swz").unwrap();
+    db.close().unwrap();
+    assert!(vfs.exists(Path::new("/m/copy.swz")), "the copy is on the database's MemFs");
+    let copy = builder().open("/m/copy.swz").unwrap();
+    assert_eq!(contents(&copy), want, "the backup's records");
+    copy.close().unwrap();
+}
+
 /// 20,000 records of 100 bytes in `t`, in one transaction: a backup copies them long enough
 /// for another thread to act meanwhile.
 fn fill_20k(db: &Database, t: &swizzledb::Tree) {
