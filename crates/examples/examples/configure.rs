@@ -56,3 +56,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     Ok(())
 }
+
+/// CI runs the example as a test, so that what it shows keeps working.
+#[test]
+fn configure_runs() {
+    main().unwrap();
+}

@@ -60,3 +60,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     db.close()?;
     Ok(())
 }
+
+/// CI runs the example as a test, so that what it shows keeps working.
+#[test]
+fn scans_runs() {
+    main().unwrap();
+}

@@ -1,8 +1,9 @@
 //! Transactions with retry: concurrent transfers between accounts keep the total constant.
 //!
-//! `Database::transact` runs a closure as one transaction and commits it; when wait-die
-//! refuses a record lock (`Error::Lock`), it rolls the attempt back and runs the closure again,
-//! so the closure must not have side effects outside the transaction.
+//! `Database::transact` runs a closure as one transaction and commits it. When a record lock
+//! is refused (`Error::Lock`: two transfers each read an account the other then writes, a
+//! deadlock whose younger transaction is chosen to fail), it rolls the attempt back and runs the
+//! closure again, so the closure must not have side effects outside the transaction.
 //!
 //! `cargo run -p swizzledb-examples --example transactions`
 
@@ -69,4 +70,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(total, 8 * 1000);
     db.close()?;
     Ok(())
+}
+
+/// CI runs the example as a test, so that what it shows keeps working.
+#[test]
+fn transactions_runs() {
+    main().unwrap();
 }
