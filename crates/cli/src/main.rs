@@ -127,12 +127,10 @@ missing, or open in another process)"
 }
 
 fn main() -> ExitCode {
-    // A command refused before any work leaves nothing behind: not even the `--dir` its parsing
-    // created.
-    let cli = Cli::try_parse().unwrap_or_else(|e| {
-        remove_created_scratch_dirs();
-        e.exit()
-    });
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return refused(&e),
+    };
     admin::init_logging();
     match run(cli.command) {
         Ok(code) => code,
@@ -150,6 +148,22 @@ fn main() -> ExitCode {
                 ExitCode::from(swizzledb_lab::EXIT_FAILED)
             }
         }
+    }
+}
+
+/// Prints what clap said of a command line it refused (or the help or version asked for) and
+/// gives the exit code: 0 for help and version; 3 for a `--dir` that cannot be used, a path as
+/// any other (README "Exit codes"); 2 for every other usage error. A command refused before any
+/// work leaves nothing behind: not even the `--dir` its parsing created.
+pub(crate) fn refused(e: &clap::Error) -> ExitCode {
+    remove_created_scratch_dirs();
+    let _ = e.print();
+    if !e.use_stderr() {
+        ExitCode::SUCCESS
+    } else if e.source().is_some_and(|source| source.is::<swizzledb_lab::UnusablePath>()) {
+        ExitCode::from(swizzledb_lab::EXIT_UNUSABLE_PATH)
+    } else {
+        ExitCode::from(swizzledb_lab::EXIT_USAGE)
     }
 }
 

@@ -95,12 +95,8 @@ fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
     let argv = std::iter::once(OsString::from("swizzledb")).chain(args.command.iter().cloned());
     let cli = match crate::Cli::try_parse_from(argv) {
         Ok(cli) => cli,
-        Err(e) => {
-            // The traced command's own usage error or --help, as if it had been run directly.
-            let _ = e.print();
-            swizzledb_lab::experiments::common::remove_created_scratch_dirs();
-            return Ok(if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS });
-        }
+        // The traced command's own usage error or --help, as if it had been run directly.
+        Err(e) => return Ok(crate::refused(&e)),
     };
     if matches!(cli.command, crate::Command::Trace { .. }) {
         return Err(swizzledb_lab::Usage(

@@ -201,7 +201,8 @@ fn fig10_tiny_writes_summary_csv_and_json() {
 }
 
 /// `--dir` is created, with its parents, where it is missing, and a run uses it; a `--dir` that
-/// names a file is a usage error (exit 2) naming it, and nothing runs.
+/// names a file, or lies under one, is a path that cannot be used (exit 3, README "Exit codes",
+/// as for `--out`; it was exit 2) naming it, and nothing runs.
 #[test]
 fn a_missing_dir_is_created_and_a_file_is_refused() {
     let scratch = Scratch::new("dir-arg");
@@ -219,9 +220,23 @@ fn a_missing_dir_is_created_and_a_file_is_refused() {
     for args in [vec!["bench", "rndread", "--records", "2000"], vec!["bench", "wal", "--records", "100"]] {
         let o = Command::new(BIN).args(&args).arg("--dir").arg(&file).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
         assert!(err.contains("is not a directory") && err.contains("a-file"), "{err}");
+        let under = file.join("sub");
+        let o = Command::new(BIN).args(&args).arg("--dir").arg(&under).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{args:?} under a file: {err}");
+        assert!(err.contains("cannot create the directory") && err.contains("a-file"), "{err}");
     }
+    // The same through `trace record`, which parses the command it runs.
+    let o = Command::new(BIN)
+        .args(["trace", "record", "--out"])
+        .arg(scratch.0.join("t"))
+        .args(["--", "bench", "rndread", "--records", "2000", "--dir"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// A command refused before any work leaves no `--dir` behind, though parsing it creates a

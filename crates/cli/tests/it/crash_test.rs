@@ -227,9 +227,9 @@ fn crash_test_rejects_bad_input() {
     assert!(err.contains("--pool-kib must be at least 128"), "{err}");
 }
 
-/// `--dir` naming a file is a usage error that names it, as every other command's `--dir` is
-/// (`common::parse_scratch_dir`); it was "error: File exists (os error 17)", exit 1. A missing
-/// `--dir` is made with its parents.
+/// `--dir` naming a file is a path that cannot be used (exit 3) and the error names it, as every
+/// other command's `--dir` is (`common::parse_scratch_dir`); it was "error: File exists (os
+/// error 17)", exit 1. A missing `--dir` is made with its parents.
 #[test]
 fn crash_test_refuses_a_dir_that_is_a_file() {
     let scratch = Scratch::new("crash-dir-file");
@@ -237,7 +237,7 @@ fn crash_test_refuses_a_dir_that_is_a_file() {
     std::fs::write(&file, b"x").unwrap();
     let o = Command::new(BIN).args(["crash-test", "--kills", "1", "--dir"]).arg(&file).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(err.contains("a-file is not a directory"), "{err}");
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
     let deep = scratch.0.join("not").join("yet");

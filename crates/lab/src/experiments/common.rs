@@ -89,20 +89,26 @@ pub struct Common {
 
 /// Parses a directory for a run's temporary databases (`--dir`): created with its parents if
 /// missing, so that a run never fails after its setup for want of it; refused, naming the path,
-/// if it names something other than a directory or cannot be created. What it created is noted,
-/// so that a command refused afterwards (a later argument, or a check before any work) takes
-/// it away again with [`remove_created_scratch_dirs`].
-pub fn parse_scratch_dir(input: &str) -> Result<std::path::PathBuf, String> {
+/// if it names something other than a directory or cannot be created. The refusal is an
+/// [`UnusablePath`](crate::UnusablePath), which the command exits with status 3 for, as for any
+/// path it cannot use (README "Exit codes"). What it created is noted, so that a command refused
+/// afterwards (a later argument, or a check before any work) takes it away again with
+/// [`remove_created_scratch_dirs`].
+pub fn parse_scratch_dir(input: &str) -> Result<std::path::PathBuf, crate::UnusablePath> {
     let path = std::path::PathBuf::from(input);
     if path.is_dir() {
         return Ok(path);
     }
     if path.exists() {
-        return Err(format!("{input} is not a directory; name a directory for the temporary databases"));
+        return Err(crate::UnusablePath(format!(
+            "{input} is not a directory; name a directory for the temporary databases"
+        )));
     }
     let missing = path.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).count();
     std::fs::create_dir_all(&path).map_err(|e| {
-        format!("cannot create the directory {input}: {e}; name a directory you can write to")
+        crate::UnusablePath(format!(
+            "cannot create the directory {input}: {e}; name a directory you can write to"
+        ))
     })?;
     CREATED_SCRATCH_DIRS
         .lock()
