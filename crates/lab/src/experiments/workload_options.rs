@@ -144,8 +144,18 @@ pub fn dedup<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
     out
 }
 
+/// The error of a plan refused before anything ran: a path it cannot use
+/// ([`WorkloadError::UnusablePath`]) stays one, anything else is a [`Usage`] error.
+pub fn refusal(e: WorkloadError) -> Box<dyn Error> {
+    match e {
+        WorkloadError::UnusablePath(e) => crate::UnusablePath(e).into(),
+        e => Usage(e.to_string()).into(),
+    }
+}
+
 /// Runs a workload plan with its progress lines on stderr (when progress is on); a bad plan
-/// ([`WorkloadError::Config`]) becomes a [`Usage`] error.
+/// ([`WorkloadError::Config`]) becomes a [`Usage`] error, a path it cannot use
+/// ([`WorkloadError::UnusablePath`]) an [`UnusablePath`](crate::UnusablePath).
 ///
 /// # Errors
 /// The plan is bad, the database failed, or a check after the run failed.
@@ -157,6 +167,7 @@ pub fn run_logged<T>(
         if progress.is_on() { Box::new(io::stderr()) } else { Box::new(io::sink()) };
     match run(&mut log) {
         Err(WorkloadError::Config(e)) => Err(Usage(e).into()),
+        Err(WorkloadError::UnusablePath(e)) => Err(crate::UnusablePath(e).into()),
         r => Ok(r?),
     }
 }

@@ -79,6 +79,10 @@ pub enum WorkloadError {
     /// A parameter is out of range (bad input: nothing was run).
     #[error("{0}")]
     Config(String),
+    /// A file or directory named on the command line cannot be used (nothing was run): the
+    /// command exits as for [`crate::UnusablePath`].
+    #[error("{0}")]
+    UnusablePath(String),
     /// The database failed.
     #[error(transparent)]
     Database(#[from] swizzledb::Error),

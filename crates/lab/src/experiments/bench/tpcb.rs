@@ -12,7 +12,6 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use crate::experiments::workload_options::{dedup, parse_on_off, run_logged, WorkloadOptions};
-use crate::Usage;
 
 /// Options of `bench tpcb`.
 #[derive(Args, Debug)]
@@ -52,7 +51,8 @@ pub struct TpcbArgs {
 /// Runs `bench tpcb`.
 ///
 /// # Errors
-/// Bad options (as [`Usage`]), or a database or I/O failure.
+/// Bad options (as [`Usage`](crate::Usage); a `--log-dir` that is no directory as
+/// [`UnusablePath`](crate::UnusablePath)), or a database or I/O failure.
 pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
     let plan = args.options.plan(TpcbPlan {
         config: TpcbConfig::standard(args.branches),
@@ -62,7 +62,7 @@ pub fn run(args: &TpcbArgs) -> Result<ExitCode, Box<dyn Error>> {
         cleaner_interval: args.cleaner_ms.map(std::time::Duration::from_millis),
         log_dir: args.log_dir.clone(),
     });
-    plan.validate().map_err(|e| Usage(e.to_string()))?;
+    plan.validate().map_err(crate::experiments::workload_options::refusal)?;
     experiment::execute(&Tpcb(plan), args.options.out.as_deref())
 }
 

@@ -163,7 +163,7 @@ impl BenchPlan {
             ));
         }
         if let Some(dir) = self.workload.log_dir.as_deref().filter(|d| !d.is_dir()) {
-            return Err(WorkloadError::Config(format!(
+            return Err(WorkloadError::UnusablePath(format!(
                 "--log-dir {} is not a directory: create it, or name an existing directory",
                 dir.display()
             )));
