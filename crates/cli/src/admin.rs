@@ -129,17 +129,30 @@ pub fn stat(args: &FileArgs) -> ExitCode {
                 writeln!(out, "log_checkpoint_open_txns: {}", log.open_txns)?;
                 writeln!(out, "log_trees: {}", log.trees.len())?;
                 for (name, root) in &log.trees {
-                    writeln!(out, "log_tree: {name} root={root}")?;
+                    writeln!(out, "log_tree: {} root={root}", one_line(name))?;
                 }
             }
         }
         writeln!(out, "trees: {}", i.trees.len())?;
         for (name, root) in &i.trees {
-            writeln!(out, "tree: {name} root={root}")?;
+            writeln!(out, "tree: {} root={root}", one_line(name))?;
         }
         Ok(ExitCode::SUCCESS)
     })
     .tap_warn(i)
+}
+
+/// A tree's name as `stat` prints it, on one line: a name may hold any UTF-8, so a backslash and
+/// every control character (a newline, a tab) are escaped as Rust writes them (`\\`, `\n`,
+/// `\u{1b}`), and every other character is itself. A name without either prints unchanged.
+fn one_line(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(|c| c == '\\' || c.is_control()) {
+        return name.into();
+    }
+    name.chars()
+        .map(|c| if c == '\\' || c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect::<String>()
+        .into()
 }
 
 /// Warns on stderr about a file that is not what `open` would find without work.

@@ -86,7 +86,8 @@ enum Command {
         which: SimCommand,
     },
     /// Describe a database file, read-only: format, page size, pages, trees, logged, closed
-    /// cleanly, and where its log stands
+    /// cleanly, and where its log stands (one `name: value` a line; a tree name's backslashes
+    /// and control characters escaped, `\\` and `\n`)
     #[command(after_help = admin::EXIT_CODES)]
     Stat(admin::FileArgs),
     /// Check a database file, read-only: every page's checksum, id and type, and every tree's

@@ -131,6 +131,34 @@ fn stat_reports_format_trees_and_logging() {
     assert_eq!(f["file_bytes"].parse::<u64>().unwrap(), pages * 8192);
 }
 
+/// A tree name may hold any UTF-8 (1 to 64 bytes): `stat` prints each tree on one line, a name's
+/// newline, tab or backslash escaped (`\n`, `\t`, `\\`), so a line-by-line reader of its output
+/// sees every tree once and every other field as it is. A newline in a name broke the tree's
+/// line in two, the second half a line of its own.
+#[test]
+fn stat_prints_each_tree_on_one_line_whatever_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("names.swz");
+    let db = Database::builder().page_size(4096).create(&path).unwrap();
+    for name in ["two\nlines", "tab\there", "back\\slash", "plain, with comma"] {
+        db.create_tree(name).unwrap();
+    }
+    db.close().unwrap();
+    let o = run_unchanged(&["stat", arg(&path)], &[&path, &wal(&path)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.lines().all(|l| l.contains(": ")), "a line that is no field: {text}");
+    for prefix in ["tree: ", "log_tree: "] {
+        let mut names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .map(|l| l.rsplit_once(" root=").expect("root=").0)
+            .collect();
+        names.sort_unstable();
+        assert_eq!(names, [r"back\\slash", "plain, with comma", r"tab\there", r"two\nlines"], "{text}");
+    }
+}
+
 #[test]
 fn unclean_files_are_reported_as_such() {
     let dir = tempfile::tempdir().unwrap();
