@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::flock::Holders;
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 
 /// The unit a torn write is cut into (IO10): each 512-byte sector of the file that an unsynced
@@ -181,6 +182,9 @@ struct State {
     calls: HashMap<CallKey, u64>,
     /// Between `power_off` and `power_on`: every call fails with `EIO` (IO10).
     down: bool,
+    /// The advisory locks held, by inode (IO5); a crash ends them with the process that held
+    /// them.
+    locks: HashMap<u64, Holders>,
 }
 
 fn matches(filter: Option<&str>, path: &Path, other: Option<&Path>) -> bool {
@@ -233,6 +237,7 @@ impl State {
             rules: Vec::new(),
             calls: HashMap::new(),
             down: false,
+            locks: HashMap::new(),
         }
     }
 
@@ -327,6 +332,7 @@ impl State {
             inode.durable = bytes;
         }
         self.names = self.durable_names.clone();
+        self.locks.clear();
         self.epoch += 1;
     }
 }
@@ -458,6 +464,7 @@ impl Vfs for FaultFs {
             fs: self.clone(),
             inode: ino,
             epoch: st.epoch,
+            description: crate::flock::new_description(),
             path: path.to_path_buf(),
             direct: mode.direct,
         }))
@@ -576,8 +583,31 @@ struct FaultFile {
     inode: u64,
     /// The crash epoch the handle was opened in (IO10).
     epoch: u64,
+    /// Its open file description, which holds the file's lock (IO5).
+    description: u64,
     path: PathBuf,
     direct: bool,
+}
+
+impl Drop for FaultFile {
+    /// The last clone of the handle lets its lock go (IO5); a handle of a crashed epoch holds
+    /// none.
+    fn drop(&mut self) {
+        let mut st = self.fs.lock();
+        if st.epoch == self.epoch {
+            release(&mut st, self.inode, self.description);
+        }
+    }
+}
+
+/// Lets `description`'s lock on `inode` go, forgetting the inode's holders once none is left.
+fn release(st: &mut State, inode: u64, description: u64) {
+    if let Some(holders) = st.locks.get_mut(&inode) {
+        holders.unlock(description);
+        if holders.is_free() {
+            st.locks.remove(&inode);
+        }
+    }
 }
 
 impl fmt::Debug for FaultFile {
@@ -596,6 +626,16 @@ impl FaultFile {
         }
         let fault = st.check(op, &self.path, None);
         Ok((st, fault))
+    }
+
+    /// The state for a lock call (IO5): stale handles and a powered-off file system fail with
+    /// `EIO` as every call does (IO10); lock calls are not counted and take no fault rule.
+    fn enter_lock(&self) -> io::Result<MutexGuard<'_, State>> {
+        let st = self.fs.lock();
+        if st.epoch != self.epoch || st.down {
+            return Err(errno(libc::EIO));
+        }
+        Ok(st)
     }
 
     /// IO4: direct handles need aligned offsets, lengths and buffers.
@@ -673,6 +713,25 @@ impl VfsFile for FaultFile {
         let inode = st.inodes.get_mut(&self.inode).expect("a handle's inode lives until a crash");
         apply(&mut inode.visible, &Change::SetLen(len));
         inode.unsynced.push(Change::SetLen(len));
+        Ok(())
+    }
+
+    fn try_lock(&self) -> io::Result<bool> {
+        let mut st = self.enter_lock()?;
+        Ok(st.locks.entry(self.inode).or_default().try_lock(self.description))
+    }
+
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        let mut st = self.enter_lock()?;
+        Ok(st.locks.entry(self.inode).or_default().try_lock_shared(self.description))
+    }
+
+    /// A crash let the locks of older handles go already: theirs does nothing.
+    fn unlock(&self) -> io::Result<()> {
+        let mut st = self.fs.lock();
+        if st.epoch == self.epoch {
+            release(&mut st, self.inode, self.description);
+        }
         Ok(())
     }
 }

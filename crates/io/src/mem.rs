@@ -13,6 +13,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::flock::Holders;
 use crate::vfs::{OpenMode, Vfs, VfsFile};
 
 /// A file system in memory. Clones share it.
@@ -113,6 +114,22 @@ impl MemFs {
 #[derive(Debug, Default)]
 struct MemFile {
     data: RwLock<Vec<u8>>,
+    /// Its advisory lock's holders (IO5).
+    locks: Mutex<Holders>,
+}
+
+/// A handle of a [`MemFile`]: one open file description, which holds the file's lock (IO5)
+/// until it unlocks or its last clone is dropped.
+#[derive(Debug)]
+struct MemHandle {
+    file: Arc<MemFile>,
+    description: u64,
+}
+
+impl Drop for MemHandle {
+    fn drop(&mut self) {
+        lock(&self.file.locks).unlock(self.description);
+    }
 }
 
 /// Reads `bytes` from `offset` into `buf` as [`VfsFile::read_at`] does: as many as there are,
@@ -141,15 +158,15 @@ fn too_long() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "offset past what an in-memory file can hold")
 }
 
-impl VfsFile for MemFile {
+impl VfsFile for MemHandle {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        Ok(read_from(&read(&self.data), buf, offset))
+        Ok(read_from(&read(&self.file.data), buf, offset))
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let at = usize::try_from(offset).map_err(|_| too_long())?;
         at.checked_add(buf.len()).ok_or_else(too_long)?;
-        write_into(&mut write(&self.data), at, buf);
+        write_into(&mut write(&self.file.data), at, buf);
         Ok(())
     }
 
@@ -159,18 +176,36 @@ impl VfsFile for MemFile {
     }
 
     fn len(&self) -> io::Result<u64> {
-        Ok(read(&self.data).len() as u64)
+        Ok(read(&self.file.data).len() as u64)
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         let len = usize::try_from(len).map_err(|_| too_long())?;
-        let mut data = write(&self.data);
+        let mut data = write(&self.file.data);
         data.resize(len, 0);
         if data.capacity() > 2 * len.max(4096) {
             data.shrink_to_fit();
         }
         Ok(())
     }
+
+    fn try_lock(&self) -> io::Result<bool> {
+        Ok(lock(&self.file.locks).try_lock(self.description))
+    }
+
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        Ok(lock(&self.file.locks).try_lock_shared(self.description))
+    }
+
+    fn unlock(&self) -> io::Result<()> {
+        lock(&self.file.locks).unlock(self.description);
+        Ok(())
+    }
+}
+
+/// A new open file description of `file`.
+fn handle(file: &Arc<MemFile>) -> Arc<dyn VfsFile> {
+    Arc::new(MemHandle { file: Arc::clone(file), description: crate::flock::new_description() })
 }
 
 impl Vfs for MemFs {
@@ -181,7 +216,7 @@ impl Vfs for MemFs {
         }
         match (tree.files.get(path), mode.create_new) {
             (Some(_), true) => Err(io::ErrorKind::AlreadyExists.into()),
-            (Some(f), false) => Ok(Arc::clone(f) as Arc<dyn VfsFile>),
+            (Some(f), false) => Ok(handle(f)),
             (None, false) => Err(io::ErrorKind::NotFound.into()),
             (None, true) => {
                 if !tree.dirs.contains(&parent_of(path)) {
@@ -189,7 +224,7 @@ impl Vfs for MemFs {
                 }
                 let file = Arc::new(MemFile::default());
                 tree.files.insert(path.to_path_buf(), Arc::clone(&file));
-                Ok(file)
+                Ok(handle(&file))
             }
         }
     }

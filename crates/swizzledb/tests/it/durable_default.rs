@@ -118,6 +118,56 @@ fn r13_a_second_open_is_refused_until_the_first_ends() {
     }
 }
 
+/// R13 on the file systems in memory given through `LabOptions::vfs`: one opener as on the
+/// operating system's (io README IO5). A second read-write open, or a read-only one, of a
+/// database open on a `MemFs` or `FaultFs` went on; the two writers then shared the file, and
+/// the first one's close failed on a log segment the second had made.
+#[test]
+fn r13_a_second_open_is_refused_on_the_file_systems_in_memory_too() {
+    let faults = FaultFs::new();
+    for vfs in [Arc::new(swizzledb_io::MemFs::new()) as Arc<dyn Vfs>, Arc::new(faults.clone())] {
+        vfs.create_dir_all(Path::new("/m")).unwrap();
+        for logging in [true, false] {
+            let path = PathBuf::from(format!("/m/db-{logging}.swz"));
+            let builder =
+                || Database::builder().page_size(4096).logging(logging).lab(|l| l.vfs(Arc::clone(&vfs)));
+            let db = builder().create(&path).unwrap();
+            db.create_tree("t").unwrap().insert(b"a", b"1").unwrap();
+            for second in [
+                builder().open(&path),
+                builder().read_only(true).open(&path),
+                builder().open_or_create(&path),
+            ] {
+                match second {
+                    Err(Error::AlreadyOpen(p)) => assert_eq!(p, path),
+                    other => panic!("logging {logging}: a second open while the first is open: {other:?}"),
+                }
+            }
+            db.close().unwrap();
+            let reader = builder().read_only(true).open(&path).unwrap();
+            let another = builder().read_only(true).open(&path).unwrap();
+            assert!(
+                matches!(builder().open(&path), Err(Error::AlreadyOpen(_))),
+                "read-only opens keep a writer out"
+            );
+            drop((reader, another));
+            let db = builder().open(&path).unwrap();
+            assert_eq!(db.tree("t").unwrap().get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+            db.close().unwrap();
+        }
+    }
+    // A crash ends the crashed instance's lock, as a killed process's: the next open goes on.
+    let vfs: Arc<dyn Vfs> = Arc::new(faults.clone());
+    let path = Path::new("/m/crashed.swz");
+    let db = Database::builder().lab(|l| l.vfs(Arc::clone(&vfs))).create(path).unwrap();
+    db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
+    faults.crash(CrashMode::DropUnsynced);
+    let again = Database::builder().lab(|l| l.vfs(Arc::clone(&vfs))).open(path).unwrap();
+    assert_eq!(again.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    drop(db);
+    again.close().unwrap();
+}
+
 /// R13 (T15): every operation of a handle of a closed or dropped database is `Closed`; nothing
 /// returns `Ok` and is lost.
 #[test]
