@@ -329,16 +329,24 @@ fn r26_backup_stats_count_the_trees_records_and_bytes_copied() {
     }
 }
 
-/// R26, R28 on a `MemFs` given through `LabOptions::vfs`: a logged database backs up and
-/// compacts on it, as on any file system. Both failed with "Is a directory": they rename the
-/// copy's log directory, and a `MemFs` renamed only files (io README IO8).
-#[test]
-fn r26_r28_a_logged_database_on_a_memfs_backs_up_and_compacts() {
+/// A `MemFs` with a directory `/m`, and builders of databases on it (4 KiB pages).
+fn on_memfs() -> (Arc<dyn Vfs>, impl Fn() -> swizzledb::Builder) {
     let mem = MemFs::new();
     mem.create_dir_all(Path::new("/m")).unwrap();
     let vfs: Arc<dyn Vfs> = Arc::new(mem);
-    let builder = || Database::builder().page_size(4096).lab(|l| l.vfs(Arc::clone(&vfs)));
-    let db = builder().create("/m/db.swz").unwrap();
+    let on = Arc::clone(&vfs);
+    (vfs, move || Database::builder().page_size(4096).lab(|l| l.vfs(Arc::clone(&on))))
+}
+
+/// R26, R28 on a `MemFs` given through `LabOptions::vfs`: a logged database backs up and
+/// compacts on it, as on any file system. Both failed with "Is a directory": they rename the
+/// copy's log directory, and a `MemFs` renamed only files (io README IO8). The database lies at
+/// the path `create_in_memory` uses, which once sent its backup to the operating system's files
+/// (only a database made by `create_in_memory` backs up there, R26).
+#[test]
+fn r26_r28_a_logged_database_on_a_memfs_backs_up_and_compacts() {
+    let (vfs, builder) = on_memfs();
+    let db = builder().create("/in-memory.swz").unwrap();
     let t = db.create_tree("t").unwrap();
     for n in 0..3000 {
         t.insert(&key(n), &[7u8; 100]).unwrap();
@@ -349,37 +357,15 @@ fn r26_r28_a_logged_database_on_a_memfs_backs_up_and_compacts() {
     let want = contents(&db);
     db.backup_to("/m/copy.swz").unwrap();
     db.close().unwrap();
-    let copy = builder().open("/m/copy.swz").unwrap();
-    assert_eq!(contents(&copy), want, "the backup's records");
-    copy.close().unwrap();
-    let stats = builder().compact("/m/db.swz").unwrap();
-    assert!(stats.file_bytes_after < stats.file_bytes_before, "{stats:?}");
-    let db = builder().open("/m/db.swz").unwrap();
-    assert_eq!(contents(&db), want, "the compacted database's records");
-    db.close().unwrap();
-}
-
-/// R26: only a database made by `create_in_memory` backs up onto the operating system's files.
-/// A database that a user placed on a `MemFs` at the path the in-memory one uses backs up on
-/// that `MemFs`, as any database on a given file system does (the path once decided it).
-#[test]
-fn r26_a_database_on_a_memfs_at_the_in_memory_path_backs_up_on_its_memfs() {
-    let mem = MemFs::new();
-    mem.create_dir_all(Path::new("/m")).unwrap();
-    let vfs: Arc<dyn Vfs> = Arc::new(mem);
-    let builder = || Database::builder().page_size(4096).lab(|l| l.vfs(Arc::clone(&vfs)));
-    let db = builder().create("/in-memory.swz").unwrap();
-    let t = db.create_tree("t").unwrap();
-    for n in 0..500 {
-        t.insert(&key(n), &[3u8; 40]).unwrap();
-    }
-    let want = contents(&db);
-    db.backup_to("/m/copy.swz").unwrap();
-    db.close().unwrap();
     assert!(vfs.exists(Path::new("/m/copy.swz")), "the copy is on the database's MemFs");
     let copy = builder().open("/m/copy.swz").unwrap();
     assert_eq!(contents(&copy), want, "the backup's records");
     copy.close().unwrap();
+    let stats = builder().compact("/in-memory.swz").unwrap();
+    assert!(stats.file_bytes_after < stats.file_bytes_before, "{stats:?}");
+    let db = builder().open("/in-memory.swz").unwrap();
+    assert_eq!(contents(&db), want, "the compacted database's records");
+    db.close().unwrap();
 }
 
 /// 20,000 records of 100 bytes in `t`, in one transaction: a backup copies them long enough
