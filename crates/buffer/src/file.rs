@@ -222,7 +222,9 @@ impl PageFile {
 
     /// F11: before the first change of a file whose page 0 says CLEAN, page 0 is rewritten
     /// without the flag and synced, so a crash from here on is seen as unclean at the next open.
+    /// F4: after a failed write, sync or resize no change is made at all (`PreviousIoError`).
     pub(crate) fn before_change(&self) -> Result<()> {
+        self.check_usable()?;
         if !self.marker_armed.load(std::sync::atomic::Ordering::Acquire) {
             return Ok(());
         }

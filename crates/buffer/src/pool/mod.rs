@@ -552,7 +552,8 @@ impl BufferPool {
     /// reaches the file, is seen as unclean too; after it, this is one atomic load.
     ///
     /// # Errors
-    /// The write or sync of page 0 failed (the change must not be made then).
+    /// The write or sync of page 0 failed, or an earlier write, sync or resize of the file did
+    /// (`PreviousIoError`, F4): the change must not be made then.
     #[inline]
     pub fn before_change(&self) -> Result<()> {
         self.file.before_change()

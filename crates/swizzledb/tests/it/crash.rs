@@ -1010,3 +1010,67 @@ fn r3_a_torn_page_freed_afterwards_is_put_back_for_redo() {
     }
     assert!(restored > 0, "no page was torn: the test tests nothing");
 }
+
+/// Buffer README F4, README "Transactions": once a write or sync of the database file failed
+/// (here the sync of a `flush`, with `ENOSPC`), every later change is refused with
+/// `PreviousIoError` — a tree's own write, a transaction's, a new tree — in every mode, logged or
+/// not, and not only the changes that happen to need the file; the commits made before it are
+/// all there after a reopen (logged: restart from the log). Changes went on being accepted
+/// after a failed data-file sync, in memory only (an unlogged database lost them at the close
+/// that then failed).
+#[test]
+fn f4_after_a_failed_sync_of_the_file_every_change_is_refused_until_reopened() {
+    use swizzledb::{BufferError, TreeError};
+    let previous = |e: &Error| {
+        matches!(
+            e,
+            Error::Buffer(BufferError::PreviousIoError { .. })
+                | Error::Tree(TreeError::Buffer(BufferError::PreviousIoError { .. }))
+        )
+    };
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        for logged in [true, false] {
+            let context = format!("{mode:?}, logged: {logged}");
+            let fs = new_fs();
+            let sites = Sites::new(fs.clone());
+            let b = builder(mode, Arc::new(sites.clone())).logging(logged);
+            let db = b.clone().create(db_path()).unwrap();
+            let tree = db.create_tree(TREE).unwrap();
+            let mut model = Model::new();
+            for k in 0..40 {
+                tree.upsert(&key(k), &value(k, 1)).unwrap();
+                model.insert(k, 1);
+            }
+            sites.arm(Site { op: Op::Sync, class: Class::Data, nth: 1, fault: Fault::Enospc });
+            let failed = db.flush().expect_err(&context);
+            assert!(sites.fired(), "{context}: {failed}");
+            // A background thread (the evictor, the page cleaner) may have met the fault first.
+            assert!(
+                matches!(failed, Error::Buffer(BufferError::Io { .. })) || previous(&failed),
+                "{context}: {failed:?}"
+            );
+            sites.disarm();
+            // The disk has room again; the database still refuses, as its file is behind.
+            let refused = |what: &str, r: Result<(), Error>| {
+                let e = r.expect_err(&format!("{context}: {what} after the failed sync"));
+                assert!(previous(&e), "{context}: {what}: {e:?}");
+            };
+            refused("insert", tree.insert(&key(100), b"new").map_err(Error::from));
+            refused("upsert", tree.upsert(&key(1), b"changed").map(drop).map_err(Error::from));
+            refused("delete", tree.delete(&key(2)).map(drop).map_err(Error::from));
+            refused("a transaction", db.transact(|t| t.put(&tree, &key(3), b"changed").map(drop)));
+            refused("create_tree", db.create_tree("other").map(drop));
+            drop(tree);
+            assert!(db.close().is_err(), "{context}: close after the failed sync");
+            match b.open(db_path()) {
+                Ok(db) => {
+                    assert_state(&db, &model, &context);
+                    db.close().unwrap();
+                }
+                // R13: an unlogged database whose close failed is not clean.
+                Err(Error::Unclean(_)) if !logged => {}
+                Err(e) => panic!("{context}: reopen: {e}"),
+            }
+        }
+    }
+}
