@@ -84,7 +84,12 @@ impl Database {
                 vfs.rename(&wal_dir(&temp), &wal_dir(path)).map_err(|e| io(&wal_dir(path), e))?;
             }
             vfs.rename(&temp, path).map_err(|e| io(path, e))?;
-            files::sync_dir_of(vfs, path)?;
+            if let Err(e) = files::sync_dir_of(vfs, path) {
+                // R26: the copy is complete, but its name may not survive a crash; the backup
+                // failed, so nothing is left at the target (the target was free when it began).
+                remove_database(vfs, path);
+                return Err(e);
+            }
             Ok(stats)
         });
         if renamed.is_err() {

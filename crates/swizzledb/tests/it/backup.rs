@@ -484,3 +484,43 @@ fn r26_a_tree_dropped_and_created_again_during_the_backup_fails_it() {
     assert!(!target.exists(), "nothing at the target");
     db.close().unwrap();
 }
+
+/// R26, `backup_to`'s "on an error nothing is left at `path`": the sync of the directory after
+/// the renames — the backup's last step — fails (`EIO`), logged and unlogged. The backup
+/// returns the error and leaves neither a file nor a log directory at the target (the copy
+/// renamed into place stayed there, whole, while the call said it failed); the source goes on,
+/// and the next backup to the target succeeds and holds every record.
+#[test]
+fn r26_a_backup_whose_last_directory_sync_fails_leaves_nothing_at_the_target() {
+    use swizzledb_io::{Fault, FaultFs, FaultRule, Op};
+    let (path, first, target) = (Path::new("/d/db"), Path::new("/d/first"), Path::new("/d/copy"));
+    for logged in [true, false] {
+        let fs = FaultFs::new();
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        let on = || crate::common::small_on(Arc::new(fs.clone()), logged, 32).checkpoint_interval(None);
+        let db = on().create(path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..50 {
+            t.insert(&key(i), &[i as u8; 40]).unwrap();
+        }
+        let want = contents(&db);
+        // The directory syncs of one backup; the last is the one after the renames.
+        let before = fs.calls(Op::SyncDir, None);
+        db.backup_to(first).unwrap();
+        let syncs = fs.calls(Op::SyncDir, None) - before;
+        fs.fail_next(FaultRule::new(Op::SyncDir, Fault::Eio).nth(syncs));
+        let r = db.backup_to(target);
+        assert!(matches!(r, Err(Error::Buffer(swizzledb::BufferError::Io { .. }))), "logged {logged}: {r:?}");
+        assert!(!fs.exists(target), "logged {logged}: a failed backup left its copy at the target");
+        assert!(!fs.exists(&swizzledb::wal_dir(target)), "logged {logged}: and its log directory");
+        t.upsert(&key(0), b"after").unwrap();
+        db.backup_to(target).unwrap();
+        let copy = on().open(target).unwrap();
+        let mut got = contents(&copy);
+        got.get_mut("t").unwrap().insert(key(0), vec![0; 40]);
+        assert!(got == want, "logged {logged}: the next backup's records");
+        copy.close().unwrap();
+        drop(t);
+        db.close().unwrap();
+    }
+}
