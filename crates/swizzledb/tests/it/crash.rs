@@ -1074,3 +1074,45 @@ fn f4_after_a_failed_sync_of_the_file_every_change_is_refused_until_reopened() {
         }
     }
 }
+
+/// wal README W10, W11, RECOVERY.md's failure table ("log write or fsync fails": no later
+/// change or commit succeeds; reopen): a checkpoint whose master record cannot be written or
+/// synced (`ENOSPC`) returns the log's `Io` error, and from then on every change and commit is
+/// refused until the database is reopened, in every mode; the commits before it are all there
+/// after the reopen. The log went on acknowledging commits after that error, which
+/// `LogError::Io` says fails the log.
+#[test]
+fn w11_a_failed_write_or_sync_of_the_master_record_fails_the_log_until_reopened() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        for op in [Op::Write, Op::Sync] {
+            let context = format!("{mode:?}, {op:?}");
+            let fs = new_fs();
+            let b = builder(mode, Arc::new(fs.clone())).checkpoint_interval(None);
+            let db = b.clone().create(db_path()).unwrap();
+            let tree = db.create_tree(TREE).unwrap();
+            let mut model = Model::new();
+            for k in 0..40 {
+                tree.upsert(&key(k), &value(k, 1)).unwrap();
+                model.insert(k, 1);
+            }
+            fs.fail_next(swizzledb_io::FaultRule::new(op, Fault::Enospc).on_path("master"));
+            let failed = db.checkpoint().expect_err(&context);
+            assert!(matches!(failed, Error::Log(LogError::Io { .. })), "{context}: {failed:?}");
+            fs.clear_faults();
+            assert!(tree.upsert(&key(100), b"after").is_err(), "{context}: a write after the failure");
+            let r = db.transact(|t| t.put(&tree, &key(101), b"after"));
+            assert!(
+                matches!(
+                    r,
+                    Err(Error::Log(LogError::Failed { .. }) | Error::Tree(swizzledb::TreeError::Log(_)))
+                ),
+                "{context}: a transaction: {r:?}"
+            );
+            drop(tree);
+            assert!(db.close().is_err(), "{context}: close of a failed log");
+            let db = b.open(db_path()).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
+            assert_state(&db, &model, &context);
+            db.close().unwrap();
+        }
+    }
+}

@@ -705,13 +705,14 @@ impl LogManager {
     /// (W10).
     ///
     /// # Errors
-    /// Those of `flush`, and `Io` from writing the record.
+    /// Those of `flush`, and `Io` from writing the record; a failed write or sync (of the
+    /// file or of its directory) fails the log, as any other does (W11).
     pub fn write_master(&self, lsn: Lsn) -> Result<()> {
         if lsn.0 != 0 {
             self.flush_urgent(lsn)?;
         }
         let _one = self.inner.master.lock();
-        master::write(&*self.inner.vfs, &self.inner.dir, lsn)
+        master::write(&*self.inner.vfs, &self.inner.dir, lsn).map_err(|e| self.inner.fail_if_written(e))
     }
 
     /// Stores `lsn` durably under `name` in the log directory, replacing the previous value
@@ -719,12 +720,13 @@ impl LogManager {
     /// (the decoupled page cleaner's progress).
     ///
     /// # Errors
-    /// `Io` from writing, syncing or renaming; `BadConfig` for a name that is not a plain file
-    /// name or is one of the log's own.
+    /// `Io` from writing, syncing or renaming (a failed write or sync fails the log, W11);
+    /// `BadConfig` for a name that is not a plain file name or is one of the log's own.
     pub fn write_named_lsn(&self, name: &str, lsn: Lsn) -> Result<()> {
         check_name(name)?;
         let _one = self.inner.master.lock();
         master::write_named(&*self.inner.vfs, &self.inner.dir, name, lsn)
+            .map_err(|e| self.inner.fail_if_written(e))
     }
 
     /// The LSN stored under `name` by [`LogManager::write_named_lsn`], or `None`.
@@ -850,6 +852,16 @@ impl Inner {
 
     /// Records the first write/sync failure (W11). A waiter for the completed prefix sees it at
     /// its next look (W5).
+    /// W11 for the master record and the other LSN files (W10): a failed write or sync of one,
+    /// or of the directory after its rename, fails the log; a failed removal, creation or
+    /// rename of the temporary file leaves it as it was and is returned alone.
+    fn fail_if_written(&self, err: LogError) -> LogError {
+        match err {
+            LogError::Io { op: "writing" | "syncing" | "syncing directory", .. } => self.fail(err),
+            err => err,
+        }
+    }
+
     fn fail(&self, err: LogError) -> LogError {
         {
             let mut f = self.failure.lock();
