@@ -51,9 +51,12 @@ pub enum TreeError {
     /// changed.
     #[error("the database was opened read-only; open it without Builder::read_only to change it")]
     ReadOnly,
-    /// The transaction an auto-commit write ran in (T14) could not finish: a record lock stayed
-    /// refused, or the engine failed. Nothing was changed; retry the write.
-    #[error("the auto-commit transaction of this write failed: {0}")]
+    /// The transaction or snapshot a tree operation ran in could not go on: an auto-commit
+    /// write's transaction (T14) whose record lock stayed refused or whose engine failed, a
+    /// transaction's range read refused, or a scan whose snapshot was ended for memory (the
+    /// engine's `SnapshotTooOld`, T27). The source is the engine's error, which says what to
+    /// do; a write changed nothing and may be retried, a scan ends.
+    #[error("the transaction or snapshot of this tree operation failed: {0}")]
     Transaction(#[source] LogFailure),
     /// The write-ahead log could not record a change (T11): the change was not made, or — for a
     /// structure change — the engine stops writing pages until it is reopened and restarted.

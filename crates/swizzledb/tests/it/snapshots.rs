@@ -1397,3 +1397,29 @@ fn k25_each_range_read_at_read_committed_sees_one_committed_state() {
         });
     }
 }
+
+/// K20, K22: a scan whose snapshot was ended for memory returns `TreeError::Transaction`
+/// holding `SnapshotTooOld`, and its message says so: that the snapshot is too old, with the
+/// bound and the way out. It said "the auto-commit transaction of this write failed", which a
+/// scan is not.
+#[test]
+fn k20_a_scan_ended_for_memory_says_its_snapshot_is_too_old_not_that_a_write_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 64 << 10;
+    let (db, t) = db_with(dir.path(), |b| b.version_memory(limit));
+    for i in 0..10u32 {
+        t.insert(&key(i), b"v0").unwrap();
+    }
+    let mut scan = t.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    assert_eq!(scan.next().unwrap().unwrap().0, key(0));
+    for i in 0..2000u32 {
+        t.upsert(&key(i % 10), &[7u8; 200]).unwrap();
+    }
+    let item = scan.next().expect("an item");
+    assert!(scan_too_old(&item), "{item:?}");
+    let shown = item.unwrap_err().to_string();
+    assert!(shown.contains("too old") && shown.contains(&limit.to_string()), "{shown}");
+    assert!(!shown.contains("write failed") && !shown.contains("auto-commit"), "{shown}");
+    drop(scan);
+    drop(db);
+}
