@@ -659,3 +659,333 @@ fn r22_r5a_a_background_rollback_that_fails_ends_the_waits_for_its_losers_keys()
     );
     assert_eq!(t.get(&key(0)).unwrap(), None, "rolled back at the next restart");
 }
+
+/// A database in pool mode `mode` on `fs`, crashed (power loss) with one loser that changed
+/// 2,000 committed keys of tree "t" (every fifth deleted, every third replaced, some by large
+/// values, and large values replaced) and inserted 12,000 keys of its own: a background rollback that takes a while. Tree "other" holds ten
+/// committed keys. Returns the committed state of "t".
+fn crashed_with_a_long_loser(fs: &FaultFs, path: &Path, mode: swizzledb::PoolMode) -> Oracle {
+    let db = pool_mode(builder(fs, RestartMode::Instant), mode).create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let other = db.create_tree("other").unwrap();
+    // Every 97th value large (overflow pages, btree T22).
+    let committed = |i: u32| if i.is_multiple_of(97) { vec![i as u8; 5000] } else { value(i, 0) };
+    let mut oracle = Oracle::new();
+    db.transact(|tx| (0..2000).try_for_each(|i| tx.put(&t, &key(i), &committed(i)).map(drop))).unwrap();
+    oracle.extend((0..2000).map(|i| (key(i), committed(i))));
+    db.transact(|tx| (0..10).try_for_each(|i| tx.put(&other, &key(i), b"other").map(drop))).unwrap();
+    db.checkpoint().unwrap();
+    let mut loser = db.begin();
+    for i in 0..2000u32 {
+        if i.is_multiple_of(5) {
+            loser.delete(&t, &key(i)).unwrap();
+        } else if i.is_multiple_of(3) {
+            loser.put(&t, &key(i), b"uncommitted").unwrap();
+        } else if i % 49 == 1 {
+            loser.put(&t, &key(i), &[0xEE; 9000]).unwrap();
+        }
+    }
+    for i in 0..12_000 {
+        loser.put(&t, format!("loser{i:06}").as_bytes(), &[9; 40]).unwrap();
+    }
+    db.transact(|tx| tx.put(&other, b"z", b"makes the loser's records durable")).unwrap();
+    std::mem::forget(loser);
+    drop((t, other));
+    db.archive_log().unwrap();
+    crash(fs, db);
+    oracle
+}
+
+/// The builder for pool mode `mode`: a main-memory pool holds everything.
+fn pool_mode(b: swizzledb::Builder, mode: swizzledb::PoolMode) -> swizzledb::Builder {
+    let b = b.mode(mode);
+    if mode == swizzledb::PoolMode::MainMemory {
+        b.pool_bytes(64 << 20)
+    } else {
+        b
+    }
+}
+
+/// What tree "t" holds, scanned.
+fn scan(db: &Database) -> Oracle {
+    db.tree("t").unwrap().range(Unbounded, Unbounded).map(Result::unwrap).collect()
+}
+
+/// R22, K21, R23, R26: while the background rollback of a loser runs, in every pool mode,
+/// `create_tree` creates, a checkpoint succeeds, a read-only transaction and reads of the
+/// loser's keys and others return committed values; then a transaction commits, a backup
+/// copies exactly the committed state, and `close` succeeds; the next open finds no loser and
+/// every committed record.
+#[test]
+fn r22_calls_during_the_background_rollback_do_what_they_document() {
+    use swizzledb::PoolMode;
+    for mode in PoolMode::ALL {
+        let fs = fault_fs();
+        let path = Path::new("/d/db");
+        let mut oracle = crashed_with_a_long_loser(&fs, path, mode);
+        let db = pool_mode(builder(&fs, RestartMode::Instant), mode).open(path).unwrap();
+        let stats = db.restart_stats();
+        assert!(stats.instant && stats.losers == 1, "{mode:?}: {stats:?}");
+        // While the rollback runs: a tree created, a checkpoint (which ends restart's redo,
+        // the loser still listed), a read-only transaction (it waits for the rollback, K21).
+        let created = db.create_tree("new").unwrap();
+        created.insert(b"a", b"b").unwrap();
+        db.checkpoint().unwrap();
+        let t = db.tree("t").unwrap();
+        let read = db.begin_read();
+        let seen: Oracle = read.range(&t, Unbounded, Unbounded).map(Result::unwrap).collect();
+        assert!(seen == oracle, "{mode:?}: a read-only transaction sees the committed state");
+        drop(read);
+        // A key the loser deleted, one it replaced, one it did not touch, one it inserted.
+        for i in [0, 3, 7] {
+            assert_eq!(t.get(&key(i)).unwrap(), oracle.get(&key(i)).cloned(), "{mode:?}: key {i}");
+        }
+        assert_eq!(t.get(b"loser000005").unwrap(), None, "{mode:?}");
+        db.transact(|tx| {
+            tx.put(&t, &key(9), b"after restart")?;
+            tx.delete(&t, &key(10))
+        })
+        .unwrap();
+        oracle.insert(key(9), b"after restart".to_vec());
+        oracle.remove(&key(10));
+        db.backup_to(Path::new("/d/copy")).unwrap();
+        db.checkpoint().unwrap();
+        drop(t);
+        db.close().unwrap();
+
+        let copy = pool_mode(builder(&fs, RestartMode::Classical), mode).open(Path::new("/d/copy")).unwrap();
+        assert!(scan(&copy) == oracle, "{mode:?}: the backup holds exactly the committed state");
+        copy.close().unwrap();
+        let db = pool_mode(builder(&fs, RestartMode::Instant), mode).open(path).unwrap();
+        assert_eq!(db.restart_stats().losers, 0, "{mode:?}");
+        assert!(scan(&db) == oracle, "{mode:?}: every committed record, nothing of the loser");
+        assert_eq!(db.tree("new").unwrap().get(b"a").unwrap().as_deref(), Some(&b"b"[..]));
+        db.tree("t").unwrap().verify().unwrap();
+        db.close().unwrap();
+    }
+}
+
+/// R22, R11: crashes (power losses) in the middle of instant restart's background rollback,
+/// after commits beside it and, in one round, a checkpoint (which ends restart while the
+/// loser still runs): each restart resumes the rollback where the log says it stopped, and
+/// the last, classical one finds every committed record and nothing of the loser, in every
+/// pool mode.
+#[test]
+fn r22_crashes_during_the_background_rollback_lose_nothing() {
+    use swizzledb::PoolMode;
+    for mode in PoolMode::ALL {
+        let fs = fault_fs();
+        let path = Path::new("/d/db");
+        let mut oracle = crashed_with_a_long_loser(&fs, path, mode);
+        for round in 0..3u32 {
+            let db = pool_mode(builder(&fs, RestartMode::Instant), mode).open(path).unwrap();
+            assert!(db.restart_stats().instant, "{mode:?} round {round}");
+            let t = db.tree("t").unwrap();
+            for i in (round * 30..round * 30 + 30).map(|i| 2000 + i) {
+                t.upsert(&key(i), &value(i, round)).unwrap();
+                oracle.insert(key(i), value(i, round));
+            }
+            if round == 1 {
+                db.checkpoint().unwrap();
+            }
+            drop(t);
+            let losers = db.redo_progress().unwrap().losers;
+            crash(&fs, db);
+            if losers == 0 {
+                break;
+            }
+        }
+        let db = pool_mode(builder(&fs, RestartMode::Classical), mode).open(path).unwrap();
+        assert!(scan(&db) == oracle, "{mode:?}: every committed record, nothing of the loser");
+        db.tree("t").unwrap().verify().unwrap();
+        db.close().unwrap();
+    }
+}
+
+/// A small crashed database for the kill tests: trees "t" (300 committed keys) and "gone" (200),
+/// and a loser that replaced every fourth key of "t", deleted every seventh and inserted 100
+/// keys. Returns the committed state of "t".
+fn small_crashed_with_a_loser(fs: &FaultFs, on: &dyn Fn(Arc<dyn Vfs>) -> swizzledb::Builder) -> Oracle {
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    let db = on(Arc::new(fs.clone())).create(Path::new("/d/db")).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let gone = db.create_tree("gone").unwrap();
+    let oracle: Oracle = (0..300).map(|i| (key(i), value(i, 0))).collect();
+    db.transact(|tx| oracle.iter().try_for_each(|(k, v)| tx.put(&t, k, v).map(drop))).unwrap();
+    db.transact(|tx| (0..200).try_for_each(|i| tx.put(&gone, &key(i), &value(i, 1)).map(drop))).unwrap();
+    db.checkpoint().unwrap();
+    let mut loser = db.begin();
+    for i in 0..300u32 {
+        if i.is_multiple_of(7) {
+            loser.delete(&t, &key(i)).unwrap();
+        } else if i.is_multiple_of(4) {
+            loser.put(&t, &key(i), b"uncommitted").unwrap();
+        }
+    }
+    for i in 0..100 {
+        loser.put(&t, format!("loser{i:06}").as_bytes(), &[9; 40]).unwrap();
+    }
+    t.upsert(b"z", b"makes the loser's records durable").unwrap();
+    std::mem::forget(loser);
+    drop((t, gone));
+    db.archive_log().unwrap();
+    crash(fs, db);
+    let mut oracle = oracle;
+    oracle.insert(b"z".to_vec(), b"makes the loser's records durable".to_vec());
+    oracle
+}
+
+/// R22, R11, R17, R23, R7: an instant restart with a loser, then writes beside its background
+/// rollback, archiving, a drop of a tree once the rollback ended, a checkpoint and a close —
+/// killed at any file-system call, with unsynced writes kept, dropped or torn. The next instant
+/// restart finds every committed record of "t" (the writes that returned, and perhaps the one
+/// the kill cut short), nothing of the loser, and tree "gone" whole or gone.
+#[test]
+fn r22_r11_an_instant_restart_killed_at_any_call_loses_nothing() {
+    let path = Path::new("/d/db");
+    let on = |vfs: Arc<dyn Vfs>| {
+        builder_on(vfs, RestartMode::Instant).pool_bytes(32 * PS).log_segment_bytes(64 << 10)
+    };
+    let writes: Vec<u32> = (0..40).map(|i| i * 7 + 1).collect();
+    let written = std::cell::Cell::new(0usize);
+    let dropped = std::cell::Cell::new(false);
+    let base = std::cell::RefCell::new(Oracle::new());
+    let after = |n: usize| {
+        let mut state = base.borrow().clone();
+        for &i in &writes[..n] {
+            state.insert(key(i), value(i, 5));
+        }
+        state
+    };
+    let kills = common::kill_at_every_nth_call(
+        &common::KILLS,
+        5,
+        |fs| {
+            written.set(0);
+            dropped.set(false);
+            *base.borrow_mut() = small_crashed_with_a_loser(fs, &on);
+        },
+        |vfs| {
+            let db = on(vfs).open(path)?;
+            let t = db.tree("t")?;
+            for (n, &i) in writes.iter().enumerate() {
+                t.upsert(&key(i), &value(i, 5))?;
+                written.set(n + 1);
+                // Runs enough to merge (wal README A7).
+                if n % 4 == 3 {
+                    db.archive_log()?;
+                }
+            }
+            t.verify().map_err(Error::Aborted)?;
+            drop(t);
+            assert!(db.drop_tree("gone")?);
+            dropped.set(true);
+            db.checkpoint()?;
+            db.close()
+        },
+        |fs, context| {
+            let context = format!("{context}, {} writes returned", written.get());
+            let db = on(Arc::new(fs.clone())).open(path).unwrap_or_else(|e| panic!("{context}: open: {e}"));
+            let got = scan(&db);
+            let n = written.get();
+            assert!(
+                got == after(n) || n < writes.len() && got == after(n + 1),
+                "{context}: the committed records of \"t\" ({} records, {} expected)",
+                got.len(),
+                after(n).len()
+            );
+            match db.tree("gone") {
+                Ok(gone) => {
+                    assert!(!dropped.get(), "{context}: the drop returned, and the tree is back");
+                    assert_eq!(gone.len().unwrap(), 200, "{context}");
+                }
+                Err(Error::TreeNotFound(_)) => {}
+                Err(e) => panic!("{context}: {e}"),
+            }
+            db.tree("t").unwrap().verify().unwrap();
+            db.close().unwrap();
+        },
+    );
+    assert!(kills > 30, "{kills} kills");
+}
+
+/// R22, R23, K21, K24: the calls a user makes right as `open` returns, while the background
+/// rollback of a long loser has only begun, in every pool mode: `drop_tree` is refused with
+/// `TreeBusy` (the loser may have changes in the tree) and drops once the rollback ended;
+/// `begin_snapshot` gives an ordinary transaction meanwhile (`is_snapshot` false) that reads
+/// committed values; a backup copies exactly the committed state; `close` waits for the
+/// rollback, so the next open finds no loser.
+#[test]
+fn r22_r23_right_after_open_a_drop_is_busy_and_a_backup_is_exact() {
+    use swizzledb::PoolMode;
+    for mode in PoolMode::ALL {
+        let fs = fault_fs();
+        let path = Path::new("/d/db");
+        let oracle = crashed_with_a_long_loser(&fs, path, mode);
+        let db = pool_mode(builder(&fs, RestartMode::Instant), mode).open(path).unwrap();
+        let dropped = db.drop_tree("other");
+        let losers = db.redo_progress().unwrap().losers;
+        assert!(
+            matches!(dropped, Err(Error::TreeBusy(ref n)) if n == "other") || losers == 0,
+            "{mode:?}: {dropped:?}"
+        );
+        let t = db.tree("t").unwrap();
+        let snap = db.begin_snapshot();
+        let rolling_back = db.redo_progress().unwrap().losers > 0;
+        assert!(!(rolling_back && snap.is_snapshot()), "{mode:?}: K21, an ordinary transaction meanwhile");
+        assert_eq!(snap.get(&t, &key(3)).unwrap(), oracle.get(&key(3)).cloned(), "{mode:?}");
+        drop(snap);
+        db.backup_to(Path::new("/d/copy")).unwrap();
+        let copy = pool_mode(builder(&fs, RestartMode::Classical), mode).open(Path::new("/d/copy")).unwrap();
+        assert!(scan(&copy) == oracle, "{mode:?}: the backup holds exactly the committed state");
+        copy.close().unwrap();
+        assert!(db.drop_tree("other").unwrap(), "{mode:?}: the drop once the rollback ended");
+        drop(t);
+        db.close().unwrap();
+        let db = pool_mode(builder(&fs, RestartMode::Instant), mode).open(path).unwrap();
+        assert_eq!(db.restart_stats().losers, 0, "{mode:?}");
+        assert!(scan(&db) == oracle, "{mode:?}");
+        assert!(db.tree("other").is_err(), "{mode:?}");
+        db.close().unwrap();
+    }
+}
+
+/// R22, R13: `close` right as `open` returns waits for the background rollback of the loser
+/// and the redo; the next open, instant or classical, has nothing to roll back.
+#[test]
+fn r22_a_close_right_after_open_waits_for_the_rollback() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let oracle = crashed_with_a_long_loser(&fs, path, swizzledb::PoolMode::Swizzling);
+    let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
+    db.close().unwrap();
+    let db = builder(&fs, RestartMode::Classical).open(path).unwrap();
+    let stats = db.restart_stats();
+    assert_eq!((stats.losers, stats.compensations), (0, 0), "{stats:?}");
+    assert!(scan(&db) == oracle);
+    db.close().unwrap();
+}
+
+/// R22, R28: compacting a crashed database with a builder that asks for instant restart runs
+/// the rollback of its loser before the copy is made: the compacted database holds exactly the
+/// committed records; opened with the archive again, it restarts (instantly, once its new
+/// archive reaches back far enough) after further crashes without losing a commit.
+#[test]
+fn r22_r28_a_compaction_after_a_crash_with_a_loser_keeps_exactly_the_commits() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let mut oracle = crashed_with_a_long_loser(&fs, path, swizzledb::PoolMode::Swizzling);
+    builder(&fs, RestartMode::Instant).compact(path).unwrap();
+    for round in 0..3 {
+        let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
+        assert_eq!(db.restart_stats().losers, 0);
+        assert!(scan(&db) == oracle, "round {round}");
+        write(&db, 3000 + round * 100, 3100 + round * 100, round, &mut oracle);
+        db.archive_log().unwrap();
+        write(&db, 3000 + round * 100, 3050 + round * 100, round + 1, &mut oracle);
+        crash(&fs, db);
+    }
+    let db = builder(&fs, RestartMode::Classical).open(path).unwrap();
+    assert!(scan(&db) == oracle);
+    db.close().unwrap();
+}

@@ -617,9 +617,22 @@ pub fn kill_at_every_call(
     op: impl Fn(Arc<dyn Vfs>) -> Result<(), Error>,
     check: impl Fn(&FaultFs, &str),
 ) -> u64 {
+    kill_at_every_nth_call(modes, 1, setup, op, check)
+}
+
+/// [`kill_at_every_call`] at every `stride`-th call only (the 1st, the `1 + stride`-th, ...),
+/// for operations whose calls are too many to kill at each within a test's time; each mode
+/// starts at a different offset, so that together they reach more of the calls.
+pub fn kill_at_every_nth_call(
+    modes: &[CrashMode],
+    stride: u64,
+    setup: impl Fn(&FaultFs),
+    op: impl Fn(Arc<dyn Vfs>) -> Result<(), Error>,
+    check: impl Fn(&FaultFs, &str),
+) -> u64 {
     let mut kills = 0;
-    for &how in modes {
-        for n in 1.. {
+    for (m, &how) in modes.iter().enumerate() {
+        for n in (1 + m as u64 % stride..).step_by(stride as usize) {
             let fs = FaultFs::new();
             setup(&fs);
             let sites = Sites::new(fs.clone());
