@@ -159,6 +159,9 @@ struct LeafRead {
     ended: bool,
     /// A key (or the end of the tree) passed the gate.
     passed_any: bool,
+    /// The first key that passed (`Some(None)`: the end of the tree), recorded only where it
+    /// closes an open gap and the gate holds what passed (T18).
+    closing: Option<Option<Vec<u8>>>,
     /// The visit stopped before the first large value it would copy, with the leaves of the
     /// open gap still to check (T18): the next visit starts at that value's key.
     stopped_for_gap: bool,
@@ -385,6 +388,12 @@ struct Fwd<'t> {
     /// The leaves read since the last key that passed the gate: the gap after that key is
     /// closed by a key in a later leaf, and holds only if these did not change meanwhile.
     open_gap: Vec<Seen>,
+    /// A gap's closing key that passed a gate which holds it (a record lock kept to the
+    /// transaction's end) when the open gap's check failed (T18): no key can enter the gap it
+    /// closes any more, so a read of that gap closed by the same key needs no check. Without
+    /// it a gap over more leaves than the pool's frames failed its check at every read, each
+    /// read evicting the leaves the check needs, and the scan never ended.
+    guarded: Option<Option<Vec<u8>>>,
     buf: Batch,
     /// The buffer of the last leaf's start, for the next leaf's.
     spare: Vec<u8>,
@@ -400,6 +409,7 @@ impl<'t> Fwd<'t> {
             resume: first,
             end: end.map(<[u8]>::to_vec),
             open_gap: Vec::new(),
+            guarded: None,
             buf: Batch::default(),
             spare: Vec::new(),
         }
@@ -432,11 +442,12 @@ impl<'t> Fwd<'t> {
             // held, as a point read is: nothing of it was returned, so nothing is skipped or
             // returned twice.
             let tree = self.tree;
-            let LeafRead { blocked, ended, passed_any, stopped_for_gap, here } = tree.with_room(|| {
-                self.buf.clear();
-                self.next = None;
-                self.read_leaf(&start, left)
-            })?;
+            let LeafRead { blocked, ended, passed_any, closing, stopped_for_gap, here } =
+                tree.with_room(|| {
+                    self.buf.clear();
+                    self.next = None;
+                    self.read_leaf(&start, left)
+                })?;
             if let Some(key) = blocked {
                 self.buf.clear();
                 self.gate.wait(self.tree, key.as_deref())?;
@@ -446,7 +457,12 @@ impl<'t> Fwd<'t> {
             if passed_any {
                 // This leaf's first key closed the gap left open by the leaves before it.
                 let open = std::mem::take(&mut self.open_gap);
-                if !self.tree.unchanged(&open) {
+                let guarded = std::mem::take(&mut self.guarded);
+                let held = guarded.is_some() && guarded == closing;
+                if !held && !self.tree.unchanged(&open) {
+                    // The closing key stays passed: the gap it closes is read once more, and
+                    // then holds as read (a key inserted before the key passed is found then).
+                    self.guarded = closing;
                     self.restart();
                     continue;
                 }
@@ -477,6 +493,9 @@ impl<'t> Fwd<'t> {
         let mut blocked: Option<Option<Vec<u8>>> = None;
         let mut ended = false;
         let mut passed_any = false;
+        // The key closing the open gap is kept where a gate holds it (`Fwd::guarded`).
+        let note_closing = gated && !self.open_gap.is_empty() && self.gate.holds();
+        let mut closing = None;
         // A limited scan copies, and asks the gate for, no more than it will return (T19).
         let mut capped = false;
         let mut stopped_for_gap = false;
@@ -490,6 +509,9 @@ impl<'t> Fwd<'t> {
                 if !self.gate.try_pass(self.tree, Some(k))? {
                     blocked = Some(Some(k.to_vec()));
                     break;
+                }
+                if note_closing && !passed_any {
+                    closing = Some(Some(k.to_vec()));
                 }
                 passed_any = true;
             }
@@ -523,6 +545,9 @@ impl<'t> Fwd<'t> {
                     if gated && !self.gate.try_pass(self.tree, None)? {
                         blocked = Some(None);
                     } else {
+                        if note_closing && !passed_any {
+                            closing = Some(None);
+                        }
                         passed_any = true;
                         ended = true;
                     }
@@ -545,7 +570,7 @@ impl<'t> Fwd<'t> {
             }
         }
         let here = Seen::of(&g);
-        Ok(LeafRead { blocked, ended, passed_any, stopped_for_gap, here })
+        Ok(LeafRead { blocked, ended, passed_any, closing, stopped_for_gap, here })
     }
 }
 
