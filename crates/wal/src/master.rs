@@ -48,7 +48,9 @@ pub(crate) fn write(vfs: &dyn Vfs, dir: &Path, lsn: Lsn) -> Result<()> {
 }
 
 /// [`write`] to the file `name` (and `name.tmp`) of `dir`: the same format, for another LSN the
-/// layer above keeps beside the master record.
+/// layer above keeps beside the master record. Its errors' `op`s ("writing", "syncing",
+/// "syncing directory" for the steps whose failure fails the log, W11) are matched by
+/// `Inner::fail_if_written`.
 pub(crate) fn write_named(vfs: &dyn Vfs, dir: &Path, name: &str, lsn: Lsn) -> Result<()> {
     let tmp = dir.join(format!("{name}.tmp"));
     let dst = dir.join(name);

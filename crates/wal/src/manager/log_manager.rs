@@ -850,11 +850,10 @@ impl Inner {
         LogError::Failed { cause: self.failure.lock().clone().unwrap_or_default() }
     }
 
-    /// Records the first write/sync failure (W11). A waiter for the completed prefix sees it at
-    /// its next look (W5).
     /// W11 for the master record and the other LSN files (W10): a failed write or sync of one,
     /// or of the directory after its rename, fails the log; a failed removal, creation or
-    /// rename of the temporary file leaves it as it was and is returned alone.
+    /// rename of the temporary file leaves it as it was and is returned alone. The step is told
+    /// by the `op` that `master::write_named` names it with.
     fn fail_if_written(&self, err: LogError) -> LogError {
         match err {
             LogError::Io { op: "writing" | "syncing" | "syncing directory", .. } => self.fail(err),
@@ -862,6 +861,8 @@ impl Inner {
         }
     }
 
+    /// Records the first write/sync failure (W11). A waiter for the completed prefix sees it at
+    /// its next look (W5).
     fn fail(&self, err: LogError) -> LogError {
         {
             let mut f = self.failure.lock();
