@@ -102,6 +102,8 @@ pub(crate) struct PendingRedo {
     pub(crate) redone_in_file: AtomicU64,
     /// Pending pages whose copy turned out to be current.
     pub(crate) current: AtomicU64,
+    /// Pending pages a fix is redoing (buffer B25), until its load ends ([`PendingRedo::loaded`]).
+    redoing_on_fetch: Mutex<rustc_hash::FxHashSet<u64>>,
     /// Losers still being rolled back in the background.
     pub(crate) losers: AtomicU64,
     /// Whether the background rollback ([`UndoThread`]) still runs; cleared when it ends, in
@@ -130,6 +132,7 @@ impl PendingRedo {
             redone_on_fetch: AtomicU64::new(0),
             redone_in_file: AtomicU64::new(0),
             current: AtomicU64::new(0),
+            redoing_on_fetch: Mutex::new(rustc_hash::FxHashSet::default()),
             losers: AtomicU64::new(0),
             rolling_back: Mutex::new(false),
             rolled_back: parking_lot::Condvar::new(),
@@ -159,6 +162,22 @@ impl PendingRedo {
             self.remaining.fetch_sub(1, Ordering::AcqRel);
         }
         removed
+    }
+
+    /// A fix is redoing pending page `id` (buffer B25): counted as redone on fetch, and its
+    /// load ([`PendingRedo::loaded`]) then takes it out of the set.
+    pub(crate) fn redone_on_fetch(&self, id: PageId) {
+        self.redone_on_fetch.fetch_add(1, Ordering::Relaxed);
+        self.redoing_on_fetch.lock().insert(id.get());
+    }
+
+    /// A fix loaded page `id` into a frame (buffer B28): it is not pending any more. One that
+    /// was pending and that the fix did not redo had a current copy in the file.
+    pub(crate) fn loaded(&self, id: PageId) {
+        let redone = self.redoing_on_fetch.lock().remove(&id.get());
+        if self.done(id) && !redone {
+            self.current.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Pages still pending.
@@ -198,7 +217,8 @@ pub struct RedoProgress {
     pub redone_on_fetch: u64,
     /// Pending pages brought forward in the file by the background redo.
     pub redone_in_file: u64,
-    /// Pending pages whose copy in the file turned out to be current.
+    /// Pending pages whose copy in the file turned out to be current, found by the
+    /// background redo or by a fix that loaded the page.
     pub current: u64,
     /// Whether the redo is complete and the checkpoint that ends restart is taken.
     pub finished: bool,

@@ -903,7 +903,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
 
     fn page_loaded(&self, page: PageId, _page_lsn: Lsn) {
         if let Some(pending) = &self.pending {
-            pending.done(page);
+            pending.loaded(page);
         }
     }
 
@@ -931,7 +931,7 @@ impl swizzledb_buffer::LogFlush for PoolLog {
                 match pending {
                     // R22: instant restart's redo on fetch, the normal course of things.
                     Some(pending) => {
-                        pending.redone_on_fetch.fetch_add(1, Ordering::Relaxed);
+                        pending.redone_on_fetch(page);
                         log::debug!("page {page} redone on fetch (instant restart), to page LSN {lsn}");
                     }
                     // R22: no longer pending — the fix read the copy (under the page's file

@@ -731,6 +731,17 @@ fn r22_calls_during_the_background_rollback_do_what_they_document() {
         let created = db.create_tree("new").unwrap();
         created.insert(b"a", b"b").unwrap();
         db.checkpoint().unwrap();
+        let progress = db.redo_progress().unwrap();
+        assert!(
+            progress.finished && progress.pending == 0,
+            "{mode:?}: the checkpoint ended the redo: {progress:?}"
+        );
+        assert_eq!(
+            progress.redone_on_fetch + progress.redone_in_file + progress.current,
+            stats.pages_deferred,
+            "{mode:?}: every deferred page counted once: {progress:?}"
+        );
+        assert!(db.checkpoint_counts().checkpoints >= 1, "{mode:?}");
         let t = db.tree("t").unwrap();
         let read = db.begin_read();
         let seen: Oracle = read.range(&t, Unbounded, Unbounded).map(Result::unwrap).collect();
