@@ -100,7 +100,7 @@ pub(crate) struct PendingRedo {
     /// Pending pages brought forward in the file by the background redo (or a checkpoint that
     /// finished it).
     pub(crate) redone_in_file: AtomicU64,
-    /// Pending pages whose copy turned out to be current.
+    /// Pending pages whose copy turned out to be current, or free at the end of their history.
     pub(crate) current: AtomicU64,
     /// Pending pages a fix is redoing (buffer B25), until its load ends ([`PendingRedo::loaded`]).
     redoing_on_fetch: Mutex<rustc_hash::FxHashSet<u64>>,
@@ -217,8 +217,10 @@ pub struct RedoProgress {
     pub redone_on_fetch: u64,
     /// Pending pages brought forward in the file by the background redo.
     pub redone_in_file: u64,
-    /// Pending pages whose copy in the file turned out to be current, found by the
-    /// background redo or by a fix that loaded the page.
+    /// Pending pages that needed no redo: their copy in the file turned out to be current
+    /// (found by the background redo or by a fix that loaded the page), or the page is free at
+    /// the end of its history. Once nothing is pending, `redone_on_fetch + redone_in_file +
+    /// current` is [`RestartStats::pages_deferred`](crate::RestartStats::pages_deferred).
     pub current: u64,
     /// Whether the redo is complete and the checkpoint that ends restart is taken.
     pub finished: bool,
@@ -304,6 +306,9 @@ fn redo_in_file(
     if let Some(mut page) = crate::repair::redo_page(log, archive, id, pool.page_size(), copy)? {
         file.write(&mut page, complete_below)?;
         pending.redone_in_file.fetch_add(1, Ordering::Relaxed);
+    } else {
+        // Free at the end of its history: nothing to redo, as for a current copy.
+        pending.current.fetch_add(1, Ordering::Relaxed);
     }
     pending.done(id);
     Ok(())
