@@ -164,19 +164,25 @@ impl PendingRedo {
         removed
     }
 
-    /// A fix is redoing pending page `id` (buffer B25): counted as redone on fetch, and its
-    /// load ([`PendingRedo::loaded`]) then takes it out of the set.
+    /// A fix is redoing pending page `id` (buffer B25); its load ([`PendingRedo::loaded`])
+    /// then takes it out of the set and counts it as redone on fetch.
     pub(crate) fn redone_on_fetch(&self, id: PageId) {
-        self.redone_on_fetch.fetch_add(1, Ordering::Relaxed);
         self.redoing_on_fetch.lock().insert(id.get());
     }
 
-    /// A fix loaded page `id` into a frame (buffer B28): it is not pending any more. One that
-    /// was pending and that the fix did not redo had a current copy in the file.
+    /// A fix loaded page `id` into a frame (buffer B28): it is not pending any more. It is
+    /// counted once, by whichever takes it out of the set, this load or the background redo
+    /// ([`redo_in_file`]): as redone on fetch if the fix redid it, else as current.
     pub(crate) fn loaded(&self, id: PageId) {
+        // Every load of the pool comes here while the database runs: once nothing is pending
+        // (the usual case) it takes no mutex, as `done` takes none.
+        if self.remaining.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let redone = self.redoing_on_fetch.lock().remove(&id.get());
-        if self.done(id) && !redone {
-            self.current.fetch_add(1, Ordering::Relaxed);
+        if self.done(id) {
+            let count = if redone { &self.redone_on_fetch } else { &self.current };
+            count.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -295,22 +301,27 @@ fn redo_in_file(
         .ok()
         .filter(|()| swizzledb_btree::validate_page(buf).is_ok())
         .map(|()| buf.to_vec());
+    // Each page is counted once, by whichever takes it out of the set: this redo or a fix's
+    // load that raced it ([`PendingRedo::loaded`]).
     if copy.as_ref().is_some_and(|c| page::page_lsn(c) >= expected) {
-        pending.current.fetch_add(1, Ordering::Relaxed);
-        pending.done(id);
+        if pending.done(id) {
+            pending.current.fetch_add(1, Ordering::Relaxed);
+        }
         return Ok(());
     }
     // The copy will hold every change of the page logged so far: no later one exists while
     // the page is pending (a change needs a fix, and a fix takes the page out of the set).
     let complete_below = log.durable();
-    if let Some(mut page) = crate::repair::redo_page(log, archive, id, pool.page_size(), copy)? {
+    let count = if let Some(mut page) = crate::repair::redo_page(log, archive, id, pool.page_size(), copy)? {
         file.write(&mut page, complete_below)?;
-        pending.redone_in_file.fetch_add(1, Ordering::Relaxed);
+        &pending.redone_in_file
     } else {
         // Free at the end of its history: nothing to redo, as for a current copy.
-        pending.current.fetch_add(1, Ordering::Relaxed);
+        &pending.current
+    };
+    if pending.done(id) {
+        count.fetch_add(1, Ordering::Relaxed);
     }
-    pending.done(id);
     Ok(())
 }
 
