@@ -50,6 +50,10 @@ pub(crate) struct Core {
     pub(crate) quiesce: std::sync::atomic::AtomicBool,
     /// Serializes `drop_tree` calls.
     pub(crate) dropping: Mutex<()>,
+    /// R5a: the error of the first rollback that failed, whose changes stay in the tree; an
+    /// unlogged database's close then leaves its file unclean instead of writing them as if
+    /// committed.
+    pub(crate) rollback_failed: Mutex<Option<String>>,
 }
 
 /// The longest value whose leaf change fits one log record of at most `max_body` bytes
@@ -421,6 +425,7 @@ impl Core {
     /// A rollback failed (RECOVERY.md R5a): its transaction keeps its locks until the database
     /// is reopened, so no lock wait may go on (LOCKS.md K9a).
     pub(crate) fn end_lock_waits(&self, cause: &Error) {
+        self.rollback_failed.lock().get_or_insert_with(|| cause.to_string());
         if let Some(locks) = &self.locks {
             locks.end_waits(&cause.to_string());
         }
@@ -701,6 +706,10 @@ impl Core {
             // R22: no page may be left stale in the file of a cleanly closed database.
             wal.finish_restart(&self.pool)?;
             self.replay_archive(wal)?;
+        } else if self.rollback_failed.lock().is_some() {
+            // R5a: without a log nothing can finish the rollback; written and marked clean,
+            // the file would hold the rolled-back changes as if committed. It stays unclean.
+            return Err(Error::Unclean(self.pool.path().to_path_buf()));
         }
         self.pool.close()?;
         if let Some(wal) = &self.wal {

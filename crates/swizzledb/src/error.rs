@@ -165,7 +165,9 @@ pub enum Error {
     )]
     NotLogged(PathBuf),
     /// An unlogged database was not closed cleanly (R13): its pages may be half-written and
-    /// nothing can repair them.
+    /// nothing can repair them. Also what [`Database::close`](crate::Database::close) of an
+    /// unlogged database returns after a rollback failed (RECOVERY.md R5a): the changes it left
+    /// are not written as if committed, and the file stays unclean.
     #[error(
         "{0} has no write-ahead log and was not closed cleanly, so it may be damaged and cannot be \
          recovered; restore it from a backup, or open it with Builder::discard_unclean(true) to \

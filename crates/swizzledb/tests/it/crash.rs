@@ -1116,3 +1116,57 @@ fn w11_a_failed_write_or_sync_of_the_master_record_fails_the_log_until_reopened(
         }
     }
 }
+
+/// RECOVERY.md R5a, R13: on an unlogged database, a rollback that a read error stops (`EIO`,
+/// not sticky) leaves changes in the tree that no restart will take back. `close` then returns
+/// `Error::Unclean` and leaves the file unclean, so the next open refuses it; it wrote the
+/// pages and marked the file CLEAN, and the reopened database held the rolled-back value as if
+/// committed.
+#[test]
+fn r5a_an_unlogged_close_after_a_failed_rollback_leaves_the_file_unclean() {
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional] {
+        let mut stopped = false;
+        for nth in 1..20 {
+            let context = format!("{mode:?}, read {nth} of the rollback");
+            let fs = new_fs();
+            let b = builder(mode, Arc::new(fs.clone())).logging(false);
+            let db = b.clone().create(db_path()).unwrap();
+            let tree = db.create_tree(TREE).unwrap();
+            for k in 0..200 {
+                tree.upsert(&key(k), &value(k, 1)).unwrap();
+            }
+            drop(tree);
+            db.close().unwrap();
+            let db = b.clone().open(db_path()).unwrap();
+            let tree = db.tree(TREE).unwrap();
+            let mut t = db.begin();
+            for k in 50..150 {
+                t.put(&tree, &key(k), &value(k, 3)).unwrap();
+            }
+            fs.fail_next(swizzledb_io::FaultRule::new(Op::Read, Fault::Eio).nth(nth));
+            let aborted = t.abort();
+            fs.clear_faults();
+            if aborted.is_ok() {
+                drop(tree);
+                db.close().unwrap();
+                continue;
+            }
+            stopped = true;
+            drop(tree);
+            let closed = db.close();
+            assert!(matches!(closed, Err(Error::Unclean(_))), "{context}: close: {closed:?}");
+            match b.clone().open(db_path()) {
+                Err(Error::Unclean(_)) => {}
+                Ok(db) => {
+                    let got = db.tree(TREE).unwrap().get(&key(50)).unwrap();
+                    panic!("{context}: opened, key 50 holds {} bytes", got.map_or(0, |v| v.len()));
+                }
+                Err(e) => panic!("{context}: reopen: {e}"),
+            }
+            let db = b.discard_unclean(true).open(db_path()).unwrap();
+            db.close().unwrap();
+            break;
+        }
+        assert!(stopped, "{mode:?}: no read failed the rollback");
+    }
+}
