@@ -1011,6 +1011,18 @@ fn r3_a_torn_page_freed_afterwards_is_put_back_for_redo() {
     assert!(restored > 0, "no page was torn: the test tests nothing");
 }
 
+/// A database made by `b` with 40 records of version 1 in `TREE`, and their model.
+fn forty_records(b: &swizzledb::Builder) -> (Database, Tree, Model) {
+    let db = b.clone().create(db_path()).unwrap();
+    let tree = db.create_tree(TREE).unwrap();
+    let mut model = Model::new();
+    for k in 0..40 {
+        tree.upsert(&key(k), &value(k, 1)).unwrap();
+        model.insert(k, 1);
+    }
+    (db, tree, model)
+}
+
 /// Buffer README F4, README "Transactions": once a write or sync of the database file failed
 /// (here the sync of a `flush`, with `ENOSPC`), every later change is refused with
 /// `PreviousIoError` — a tree's own write, a transaction's, a new tree — in every mode, logged or
@@ -1034,13 +1046,7 @@ fn f4_after_a_failed_sync_of_the_file_every_change_is_refused_until_reopened() {
             let fs = new_fs();
             let sites = Sites::new(fs.clone());
             let b = builder(mode, Arc::new(sites.clone())).logging(logged);
-            let db = b.clone().create(db_path()).unwrap();
-            let tree = db.create_tree(TREE).unwrap();
-            let mut model = Model::new();
-            for k in 0..40 {
-                tree.upsert(&key(k), &value(k, 1)).unwrap();
-                model.insert(k, 1);
-            }
+            let (db, tree, model) = forty_records(&b);
             sites.arm(Site { op: Op::Sync, class: Class::Data, nth: 1, fault: Fault::Enospc });
             let failed = db.flush().expect_err(&context);
             assert!(sites.fired(), "{context}: {failed}");
@@ -1088,13 +1094,7 @@ fn w11_a_failed_write_or_sync_of_the_master_record_fails_the_log_until_reopened(
             let context = format!("{mode:?}, {op:?}");
             let fs = new_fs();
             let b = builder(mode, Arc::new(fs.clone())).checkpoint_interval(None);
-            let db = b.clone().create(db_path()).unwrap();
-            let tree = db.create_tree(TREE).unwrap();
-            let mut model = Model::new();
-            for k in 0..40 {
-                tree.upsert(&key(k), &value(k, 1)).unwrap();
-                model.insert(k, 1);
-            }
+            let (db, tree, model) = forty_records(&b);
             fs.fail_next(swizzledb_io::FaultRule::new(op, Fault::Enospc).on_path("master"));
             let failed = db.checkpoint().expect_err(&context);
             assert!(matches!(failed, Error::Log(LogError::Io { .. })), "{context}: {failed:?}");

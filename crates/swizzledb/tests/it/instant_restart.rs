@@ -166,6 +166,20 @@ fn r22_open_defers_redo_and_loses_nothing() {
     db.close().unwrap();
 }
 
+/// Waits (60 s at most) for instant restart's background redo to finish, and checks that every
+/// one of the `deferred` pages was counted once (`Database::redo_progress`).
+fn redo_to_the_end(db: &Database, deferred: u64) -> swizzledb::RedoProgress {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !db.redo_progress().unwrap().finished {
+        assert!(Instant::now() < deadline, "the background redo did not finish: {:?}", db.redo_progress());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let p = db.redo_progress().unwrap();
+    assert_eq!(p.pending, 0);
+    assert_eq!(p.redone_on_fetch + p.redone_in_file + p.current, deferred, "{p:?}");
+    p
+}
+
 /// R22: the background redo ends restart by itself: every pending page redone, then the
 /// classical checkpoint that ends restart (the log may be truncated again).
 #[test]
@@ -180,14 +194,7 @@ fn r22_the_background_redo_finishes_with_a_checkpoint() {
     let checkpoints = db.checkpoint_stats().unwrap().checkpoints;
     let finished = db.redo_progress().unwrap().finished;
     assert!(checkpoints == 0 || finished, "a checkpoint before the redo finished: {checkpoints}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !db.redo_progress().unwrap().finished {
-        assert!(Instant::now() < deadline, "the background redo did not finish: {:?}", db.redo_progress());
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let p = db.redo_progress().unwrap();
-    assert_eq!(p.pending, 0);
-    assert_eq!(p.redone_on_fetch + p.redone_in_file + p.current, deferred, "{p:?}");
+    let p = redo_to_the_end(&db, deferred);
     assert!(p.redone_in_file > 0, "the background wrote pages: {p:?}");
     assert_eq!(db.checkpoint_stats().unwrap().checkpoints, 1, "the checkpoint that ends restart");
     // Every copy in the file is current now: a crash without any fetch loses nothing.
@@ -1063,15 +1070,7 @@ fn r22_redo_progress_accounts_for_freed_pages() {
     db.archive_log().unwrap();
     crash(&fs, db);
     let db = builder(&fs, RestartMode::Instant).open(path).unwrap();
-    let deferred = db.restart_stats().pages_deferred;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !db.redo_progress().unwrap().finished {
-        assert!(Instant::now() < deadline, "the background redo did not finish: {:?}", db.redo_progress());
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let p = db.redo_progress().unwrap();
-    assert_eq!(p.pending, 0);
-    assert_eq!(p.redone_on_fetch + p.redone_in_file + p.current, deferred, "{p:?}");
+    redo_to_the_end(&db, db.restart_stats().pages_deferred);
     check(&db, &oracle);
     db.close().unwrap();
 }
