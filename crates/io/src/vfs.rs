@@ -544,44 +544,6 @@ mod tests {
         fs::remove_dir(&dir).unwrap();
     }
 
-    /// IO5 on the file systems in memory, as on the operating system's: one exclusive holder or
-    /// many shared ones per file, held by the open (its handle's clones share it), let go by
-    /// `unlock` or the last clone's drop. They granted every request, so two read-write opens
-    /// of one database on a `MemFs` or `FaultFs` both went on.
-    #[test]
-    fn io5_the_file_systems_in_memory_keep_one_lock_holder_per_file() {
-        let fault = crate::FaultFs::new();
-        for vfs in [&crate::MemFs::new() as &dyn Vfs, &fault] {
-            let path = Path::new("/f");
-            let a = vfs.open(path, OpenMode::CREATE_NEW).unwrap();
-            let b = vfs.open(path, OpenMode::EXISTING).unwrap();
-            let a2 = Arc::clone(&a);
-            assert!(a.try_lock().unwrap() && a2.try_lock().unwrap(), "the holder's clone holds it too");
-            assert!(!b.try_lock().unwrap() && !b.try_lock_shared().unwrap(), "another open is refused");
-            drop(a);
-            assert!(!b.try_lock().unwrap(), "a clone still holds it");
-            drop(a2);
-            assert!(b.try_lock_shared().unwrap(), "the last clone's drop lets it go");
-            let c = vfs.open_read_only(path).unwrap();
-            assert!(c.try_lock_shared().unwrap(), "shared locks share");
-            assert!(!c.try_lock().unwrap(), "not exclusive while another shares it");
-            b.unlock().unwrap();
-            assert!(c.try_lock().unwrap(), "unlock hands it on");
-        }
-        // A crash ends the crashed process's locks: a new open after it locks, the old
-        // handle's unlock and drop change nothing of the new holder's.
-        let old = fault.open(Path::new("/g"), OpenMode::CREATE_NEW).unwrap();
-        fault.sync_dir(Path::new("/")).unwrap();
-        assert!(old.try_lock().unwrap());
-        fault.crash(crate::CrashMode::DropUnsynced);
-        let new = fault.open(Path::new("/g"), OpenMode::EXISTING).unwrap();
-        assert!(new.try_lock().unwrap(), "the crash let the old lock go");
-        old.unlock().unwrap();
-        drop(old);
-        let other = fault.open(Path::new("/g"), OpenMode::EXISTING).unwrap();
-        assert!(!other.try_lock_shared().unwrap(), "the new holder still holds it");
-    }
-
     #[test]
     fn io5_io14_read_only_handles_share_a_lock_that_excludes_the_exclusive_one() {
         let dir = std::env::temp_dir().join(format!("swizzledb-vfs-shared-{}", std::process::id()));
