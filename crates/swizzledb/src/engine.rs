@@ -50,10 +50,9 @@ pub(crate) struct Core {
     pub(crate) quiesce: std::sync::atomic::AtomicBool,
     /// Serializes `drop_tree` calls.
     pub(crate) dropping: Mutex<()>,
-    /// R5a: the error of the first rollback that failed, whose changes stay in the tree; an
-    /// unlogged database's close then leaves its file unclean instead of writing them as if
-    /// committed.
-    pub(crate) rollback_failed: Mutex<Option<String>>,
+    /// R5a: a rollback failed, and its changes stay in the tree; an unlogged database's close
+    /// then leaves its file unclean instead of writing them as if committed.
+    pub(crate) rollback_failed: std::sync::atomic::AtomicBool,
 }
 
 /// The longest value whose leaf change fits one log record of at most `max_body` bytes
@@ -422,10 +421,11 @@ impl Core {
         }
     }
 
-    /// A rollback failed (RECOVERY.md R5a): its transaction keeps its locks until the database
-    /// is reopened, so no lock wait may go on (LOCKS.md K9a).
-    pub(crate) fn end_lock_waits(&self, cause: &Error) {
-        self.rollback_failed.lock().get_or_insert_with(|| cause.to_string());
+    /// A rollback failed (RECOVERY.md R5a): its changes stay in the tree, which `close` of an
+    /// unlogged database must not write as committed; its transaction keeps its locks until
+    /// the database is reopened, so no lock wait may go on (LOCKS.md K9a).
+    pub(crate) fn note_failed_rollback(&self, cause: &Error) {
+        self.rollback_failed.store(true, Ordering::Release);
         if let Some(locks) = &self.locks {
             locks.end_waits(&cause.to_string());
         }
@@ -458,7 +458,7 @@ impl Core {
     /// that fails keeps the loser's locks (instant restart's, R22), so it ends every lock wait
     /// (R5a, LOCKS.md K9a), as a transaction's failed rollback does.
     pub(crate) fn finish_loser(&self, entry: &record::TxnEntry) -> Result<u64> {
-        self.finish_loser_once(entry).inspect_err(|e| self.end_lock_waits(e))
+        self.finish_loser_once(entry).inspect_err(|e| self.note_failed_rollback(e))
     }
 
     fn finish_loser_once(&self, entry: &record::TxnEntry) -> Result<u64> {
@@ -706,7 +706,7 @@ impl Core {
             // R22: no page may be left stale in the file of a cleanly closed database.
             wal.finish_restart(&self.pool)?;
             self.replay_archive(wal)?;
-        } else if self.rollback_failed.lock().is_some() {
+        } else if self.rollback_failed.load(Ordering::Acquire) {
             // R5a: without a log nothing can finish the rollback; written and marked clean,
             // the file would hold the rolled-back changes as if committed. It stays unclean.
             return Err(Error::Unclean(self.pool.path().to_path_buf()));

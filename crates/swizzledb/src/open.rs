@@ -403,7 +403,7 @@ impl Builder {
                 .collect(),
             quiesce: std::sync::atomic::AtomicBool::new(false),
             dropping: Mutex::new(()),
-            rollback_failed: Mutex::new(None),
+            rollback_failed: std::sync::atomic::AtomicBool::new(false),
         });
         if let Some(wal) = &core.wal {
             let _ = wal.pool.set(Arc::downgrade(&core.pool));

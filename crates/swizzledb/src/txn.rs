@@ -504,7 +504,7 @@ impl<'db> Transaction<'db> {
             // (a snapshot reads the keys' versions from its undo list, K17) and its entry in
             // the transaction table, so no reader sees those changes; and since no one may
             // wait for those locks, every lock wait of the database ends (LOCKS.md K9a).
-            self.db.end_lock_waits(e);
+            self.db.note_failed_rollback(e);
         } else {
             self.log.finish_versions();
             self.finish();

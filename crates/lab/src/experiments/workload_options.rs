@@ -166,8 +166,7 @@ pub fn run_logged<T>(
     let mut log: Box<dyn Write> =
         if progress.is_on() { Box::new(io::stderr()) } else { Box::new(io::sink()) };
     match run(&mut log) {
-        Err(WorkloadError::Config(e)) => Err(Usage(e).into()),
-        Err(WorkloadError::UnusablePath(e)) => Err(crate::UnusablePath(e).into()),
+        Err(e @ (WorkloadError::Config(_) | WorkloadError::UnusablePath(_))) => Err(refusal(e)),
         r => Ok(r?),
     }
 }
