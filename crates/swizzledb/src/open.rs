@@ -672,7 +672,13 @@ impl Builder {
             db.background.lock().undo = Some(instant::UndoThread::start(
                 background_undo,
                 pending,
-                move |entry| core.finish_loser(entry).map(|_| ()),
+                // The stats the open returned grow by each loser's compensations as it is
+                // rolled back.
+                move |entry| {
+                    let compensations = core.finish_loser(entry)?;
+                    core.restart_stats.lock().compensations += compensations;
+                    Ok(())
+                },
                 move |entry| releases.finish_txn(entry.txn),
             ));
         }

@@ -41,7 +41,9 @@ pub struct RestartStats {
     pub pages_written: u64,
     /// Transactions rolled back.
     pub losers: u64,
-    /// Compensation records written while rolling them back.
+    /// Compensation records written while rolling them back. After an instant restart the
+    /// losers are rolled back in the background, and this count grows as they are
+    /// ([`crate::RedoProgress::losers`] says how many are left).
     pub compensations: u64,
     /// Pages redo found damaged in the file and rebuilt by single-page recovery (R18).
     pub pages_repaired: u64,
