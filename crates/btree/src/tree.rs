@@ -1390,10 +1390,26 @@ impl Tree {
         Ok(true)
     }
 
-    /// Merges the children `i-1, i` (or `0, 1`) of `p` into the left one if they fit (T4).
+    /// Merges `p`'s underfull child `i` with its left sibling if both fit one node, else with
+    /// its right sibling if those fit (T4).
     fn merge_siblings<'a>(&'a self, p: &mut ExclusiveGuard<'a>, i: usize, log: Log<'_>) -> Result<bool> {
+        if i > 0 && self.merge_pair(p, i - 1, log)? {
+            return Ok(true);
+        }
+        // The left sibling does not fit beside it: the right one may be as empty as this node. Deletes in
+        // descending order (a rolled-back run of ascending inserts) empty each leaf after its
+        // right neighbour, whose left neighbour is still full, and a merge that only looked
+        // left left every one of them empty.
+        if i + 1 < node::count(p) {
+            return self.merge_pair(p, i, log);
+        }
+        Ok(false)
+    }
+
+    /// Merges `p`'s child `li + 1` into its child `li` if both fit one node (T4).
+    fn merge_pair<'a>(&'a self, p: &mut ExclusiveGuard<'a>, li: usize, log: Log<'_>) -> Result<bool> {
         let pool = &*self.pool;
-        let (li, ri) = if i > 0 { (i - 1, i) } else { (0, 1) };
+        let ri = li + 1;
         let (loff, roff) = (node::child_swip_off(p, li), node::child_swip_off(p, ri));
         // Latch order among siblings: left before right (T8).
         let mut l = self.step::<Exclusive, Exclusive>(p, loff)?;

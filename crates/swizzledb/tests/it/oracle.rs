@@ -211,6 +211,51 @@ fn t4_churn_reuses_pages() {
     }
 }
 
+/// T4: keys removed in descending order give their leaves back. A rolled-back run of ascending
+/// inserts removes its keys last first, and so does a descending delete: each leaf emptied while
+/// its left sibling was still full, and a merge that looked only left left every one of them
+/// empty (12,000 rolled-back keys left 90 empty leaves behind the 93 that hold the records).
+#[test]
+fn t4_descending_deletes_and_rolled_back_inserts_give_their_leaves_back() {
+    for mode in PoolMode::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::builder()
+            .mode(mode)
+            .commit_mode(CommitMode::Async)
+            .create(dir.path().join("d.swz"))
+            .unwrap();
+        let t = db.create_tree("t").unwrap();
+        let key = |p: char, i: u32| format!("{p}{i:06}").into_bytes();
+        db.transact(|tx| (0..12_000).try_for_each(|i| tx.put(&t, &key('m', i), &[7; 40]).map(drop))).unwrap();
+        t.upsert(b"z", b"last").unwrap();
+        let kept = t.verify().unwrap().leaves;
+        let mut tx = db.begin();
+        for i in 0..12_000 {
+            tx.put(&t, &key('n', i), &[9; 40]).unwrap();
+        }
+        tx.abort().unwrap();
+        let shape = t.verify().unwrap();
+        assert_eq!(shape.records, 12_001);
+        assert!(
+            shape.leaves <= kept + 2,
+            "{mode}: {} leaves after the rollback, {kept} before",
+            shape.leaves
+        );
+        db.transact(|tx| (0..12_000).try_for_each(|i| tx.put(&t, &key('n', i), &[9; 40]).map(drop))).unwrap();
+        for i in (0..12_000).rev() {
+            assert!(t.delete(&key('n', i)).unwrap());
+        }
+        let shape = t.verify().unwrap();
+        assert_eq!(shape.records, 12_001);
+        assert!(
+            shape.leaves <= kept + 2,
+            "{mode}: {} leaves after descending deletes, {kept} before",
+            shape.leaves
+        );
+        db.close().unwrap();
+    }
+}
+
 /// Every combination of bounds, forward and backward, on a tree of several levels with holes.
 #[test]
 fn t1_scans_honour_every_bound_in_both_directions() {

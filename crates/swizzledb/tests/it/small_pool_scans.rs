@@ -308,7 +308,11 @@ fn t26_a_transactions_range_read_over_large_values_through_a_small_pool_ends() {
 /// met the same, and never ended (millions of misses in 20 s, in both pool modes that evict;
 /// found by instant restart's background rollback, `r22_k16_…` in `instant_restart.rs`). Now
 /// the closing key it holds locked keeps every key out of the gap, and the second read of the
-/// gap needs no check: about 420 misses. The reverse read is checked beside it.
+/// gap needs no check: about 420 misses. The reverse read is checked beside it. Since T4 merges
+/// an emptied leaf with its right sibling too, the rollback gives those leaves back
+/// (`oracle::t4_descending_deletes_and_rolled_back_inserts_give_their_leaves_back`) and the gap
+/// is a leaf or two: the read must still be exact and end, while the closing key kept locked
+/// guards only gaps that maintenance left unmerged (it gives up when frames run short, T9).
 #[test]
 fn t18_a_transactions_range_read_over_more_empty_leaves_than_frames_ends() {
     for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
