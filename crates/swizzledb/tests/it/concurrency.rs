@@ -343,3 +343,88 @@ fn b29_b31_sixteen_threads_in_a_32_frame_pool_lose_nothing() {
         });
     }
 }
+
+/// T4 with T8 and T18: leaves emptied from the right merge into their left neighbour or absorb
+/// their right one, while other threads scan both ways. Writers each insert a run of keys in
+/// ascending order and delete it in descending order, again and again, between stable keys
+/// that never change; scanners meet leaves being merged in both directions and must return
+/// every stable key exactly once, in order. Afterwards the emptied runs have given their leaves
+/// back and the tree passes its structural check.
+#[test]
+fn t4_runs_deleted_from_the_right_merge_while_scans_run_both_ways() {
+    const STABLE: u64 = 400;
+    for mode in PoolMode::ALL {
+        with_watchdog(mode.name(), move || {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Arc::new(
+                Database::builder()
+                    .mode(mode)
+                    .page_size(4096)
+                    .pool_bytes(pool_for(mode))
+                    .commit_mode(CommitMode::Async)
+                    .create(dir.path().join("runs.swz"))
+                    .unwrap(),
+            );
+            let tree = db.create_tree("t").unwrap();
+            let stable = |i: u64| format!("{i:04}").into_bytes();
+            for i in 0..STABLE {
+                tree.upsert(&stable(i), b"stable").unwrap();
+            }
+            let kept = tree.verify().unwrap().leaves;
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let writers: Vec<_> = (0..2u64)
+                .map(|w| {
+                    let tree = tree.clone();
+                    std::thread::spawn(move || {
+                        for round in 0..6u64 {
+                            // A run of 1,500 keys after one stable key: many leaves in one gap.
+                            let at = (w * 200 + round * 31) % STABLE;
+                            let run = |j: u64| format!("{at:04}-{w}-{j:05}").into_bytes();
+                            for j in 0..1_500 {
+                                tree.upsert(&run(j), &[7; 40]).unwrap();
+                            }
+                            for j in (0..1_500).rev() {
+                                assert!(tree.delete(&run(j)).unwrap());
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let scanners: Vec<_> = [false, true]
+                .into_iter()
+                .map(|reverse| {
+                    let (tree, done) = (tree.clone(), Arc::clone(&done));
+                    std::thread::spawn(move || {
+                        let mut scans = 0;
+                        while !done.load(std::sync::atomic::Ordering::Relaxed) || scans == 0 {
+                            let all = tree.range(Bound::Unbounded, Bound::Unbounded);
+                            let keys: Vec<Vec<u8>> = if reverse {
+                                all.rev().map(|r| r.unwrap().0).collect()
+                            } else {
+                                all.map(|r| r.unwrap().0).collect()
+                            };
+                            let stable: Vec<&Vec<u8>> = keys.iter().filter(|k| k.len() == 4).collect();
+                            assert_eq!(stable.len() as u64, STABLE, "reverse {reverse}: stable keys seen");
+                            assert!(
+                                keys.windows(2).all(|p| if reverse { p[0] > p[1] } else { p[0] < p[1] }),
+                                "reverse {reverse}: out of order or twice"
+                            );
+                            scans += 1;
+                        }
+                    })
+                })
+                .collect();
+            for h in writers {
+                h.join().unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            for h in scanners {
+                h.join().unwrap();
+            }
+            let shape = tree.verify().unwrap_or_else(|e| panic!("{mode}: {e}"));
+            assert_eq!(shape.records as u64, STABLE);
+            assert!(shape.leaves <= kept + 4, "{mode}: {} leaves left, {kept} before the runs", shape.leaves);
+            db.pool().check_invariants().unwrap_or_else(|e| panic!("{mode}: {e}"));
+        });
+    }
+}
