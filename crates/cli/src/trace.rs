@@ -52,7 +52,8 @@ pub struct ExportArgs {
     input: PathBuf,
     #[command(flatten)]
     format: swizzledb_lab::experiments::tools::trace_analyze::FormatArgs,
-    /// Write the events of a recorded SwizzleDB trace file as CSV (overwritten)
+    /// Write the events of a recorded SwizzleDB trace file as CSV (replaced once the CSV is
+    /// whole: a trace that cannot be read to its end leaves a file there as it was)
     #[arg(long, value_name = "OUT", required_unless_present = "oracle_general")]
     csv: Option<PathBuf>,
     /// Write the references as libCacheSim's oracleGeneral binary trace (overwritten; - for
@@ -164,6 +165,44 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// `trace export --csv`: the events of the recorded trace `input` as CSV at `csv`. The exit
+/// codes are those of every command (README "Exit codes"): an input that is missing or cannot be
+/// read, or a `csv` that cannot be created, is an unusable path (3); an input that is not a
+/// recorded trace, or one truncated or corrupted (found only when its events are read), is bad
+/// input (2). The CSV is written beside `csv` under a temporary name and renamed when whole, so
+/// that a trace that fails halfway leaves no partial CSV, and a file already at `csv` as it was.
+fn export_csv(input: &Path, csv: &Path) -> Result<u64, Box<dyn Error>> {
+    let reader = TraceReader::open(input).map_err(|e| -> Box<dyn Error> {
+        match e {
+            TraceError::Io { .. } => {
+                swizzledb_lab::UnusablePath(format!("cannot read --input {}: {e}", input.display())).into()
+            }
+            e => swizzledb_lab::Usage(e.to_string()).into(),
+        }
+    })?;
+    let unusable =
+        |why: String| swizzledb_lab::UnusablePath(format!("cannot write --csv {}: {why}", csv.display()));
+    if csv.is_dir() {
+        return Err(unusable("it is a directory; name a file".into()).into());
+    }
+    let name = csv.file_name().ok_or_else(|| unusable("it names no file".into()))?;
+    let partial = csv.with_file_name(format!(".{}.partial-{}", name.to_string_lossy(), std::process::id()));
+    let file = std::fs::File::create(&partial).map_err(|e| unusable(e.to_string()))?;
+    let written = swizzledb_buffer::trace::write_csv(reader, file, csv).and_then(|rows| {
+        std::fs::rename(&partial, csv)
+            .map(|()| rows)
+            .map_err(|source| TraceError::Io { file: csv.to_path_buf(), source })
+    });
+    written.map_err(|e| -> Box<dyn Error> {
+        let _ = std::fs::remove_file(&partial);
+        match e {
+            // Reading or writing failed while running: exit 1.
+            TraceError::Io { .. } => format!("{e}; no CSV was written to {}", csv.display()).into(),
+            e => swizzledb_lab::Usage(format!("{e}; no CSV was written to {}", csv.display())).into(),
+        }
+    })
+}
+
 fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(csv) = &args.csv {
         if args.input.as_os_str() == "-" {
@@ -179,7 +218,7 @@ fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
             ))
             .into());
         }
-        let rows = swizzledb_buffer::export_csv(&args.input, csv)?;
+        let rows = export_csv(&args.input, csv)?;
         eprintln!("Wrote {} events to {}.", swizzledb_lab::support::text::thousands(rows), csv.display());
     }
     if let Some(out) = &args.oracle_general {

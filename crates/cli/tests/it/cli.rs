@@ -501,7 +501,8 @@ fn trace_record_and_export() {
         curve.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse().unwrap()).collect();
     assert!(!requests.is_empty() && requests.iter().all(|&r| r == refs.len()), "{curve}");
 
-    // A bad trace file is an error with a message, not a panic.
+    // A bad trace file is an error with a message, not a panic: a malformed trace, exit 2
+    // (README "Exit codes").
     std::fs::write(scratch.0.join("bad"), b"not a trace").unwrap();
     let out = Command::new(BIN)
         .args(["trace", "export", "--input"])
@@ -510,7 +511,7 @@ fn trace_record_and_export() {
         .arg(scratch.0.join("bad.csv"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a SwizzleDB trace"));
 }
 

@@ -305,3 +305,57 @@ fn export_refuses_to_write_its_csv_over_its_input() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace was changed");
 }
+
+/// `trace export --csv` exited 1 for every input it could not export: a missing input, a
+/// directory, a file that is not a trace, a trace truncated by a killed recording, and an output
+/// it could not create (README "Exit codes": 3 for a path that cannot be used, 2 for a malformed
+/// trace, as `--oracle-general` and `trace analyze` answer), and a trace that failed halfway left
+/// a partial CSV in place of the file there. Now the codes are the table's, and a failed export
+/// leaves whatever was at `--csv` as it was.
+#[test]
+fn export_csv_answers_unusable_and_malformed_inputs_with_the_documented_codes() {
+    use swizzledb_buffer::{PoolMode, TraceEvent, TraceHeader, TraceWriter};
+    use swizzledb_sync::LatchMode;
+    let scratch = Scratch::new("export-codes");
+    let trace = scratch.0.join("t.swzt");
+    let header = TraceHeader { page_size: 8192, mode: PoolMode::Swizzling, frames: 8, start_unix_ns: 0 };
+    let mut w = TraceWriter::create(&trace, &header).unwrap();
+    for i in 0..200u64 {
+        w.write(&TraceEvent::fix(0, i, 1 + i % 7, None, LatchMode::Shared, true)).unwrap();
+    }
+    w.finish().unwrap();
+    let whole = std::fs::read(&trace).unwrap();
+    let cut = scratch.0.join("cut.swzt");
+    std::fs::write(&cut, &whole[..whole.len() - 3]).unwrap();
+    let text_file = scratch.0.join("pages.txt");
+    std::fs::write(&text_file, "1\n2\n").unwrap();
+    let blocker = scratch.0.join("a-file");
+    std::fs::write(&blocker, b"x").unwrap();
+    let csv = scratch.0.join("out.csv");
+    std::fs::write(&csv, "an earlier export\n").unwrap();
+
+    let cases: [(&Path, &Path, i32, &str); 6] = [
+        (&scratch.0.join("missing.swzt"), &csv, 3, "missing.swzt"),
+        (&scratch.0, &csv, 3, "--input"),
+        (&text_file, &csv, 2, "not a SwizzleDB trace"),
+        (&cut, &csv, 2, "truncated"),
+        (&trace, &blocker.join("out.csv"), 3, "a-file"),
+        (&trace, &scratch.0, 3, "directory"),
+    ];
+    for (input, out, code, needle) in cases {
+        let o = run(&["trace", "export"], &[("--input", input), ("--csv", out)]);
+        let stderr = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{input:?} -> {out:?}: {stderr}");
+        assert!(stderr.contains("error") && stderr.contains(needle), "{input:?} -> {out:?}: {stderr}");
+        assert_eq!(std::fs::read_to_string(&csv).unwrap(), "an earlier export\n", "{input:?}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&scratch.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 5, "a partial CSV was left: {left:?}");
+
+    // The whole trace replaces it.
+    let o = run(&["trace", "export"], &[("--input", &trace), ("--csv", &csv)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(rows.lines().next(), Some("event,thread,page,parent,latch,hit,time_ns"));
+    assert_eq!(rows.lines().count(), 201);
+}
