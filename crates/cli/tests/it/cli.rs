@@ -101,6 +101,44 @@ fn lookup_says_logging_is_off() {
     assert_eq!(std::fs::read_to_string(scratch.0.join("out.csv")).unwrap(), old);
 }
 
+/// A `--csv` that cannot be written (a path in a directory that does not exist) was found only
+/// after the whole run, which then failed with exit 1 and a message about `--out`; a directory
+/// was "cannot read", exit 2. Both are outputs that cannot be written (README "Exit codes":
+/// 3), refused before anything runs.
+#[test]
+fn lookup_refuses_a_csv_it_cannot_write_before_running() {
+    let scratch = Scratch::new("csv-unwritable");
+    let blocker = scratch.0.join("a-file");
+    std::fs::write(&blocker, b"x").unwrap();
+    for (csv, needle) in [
+        (scratch.0.join("missing").join("out.csv"), "missing"),
+        (blocker.join("out.csv"), "a-file"),
+        (scratch.0.clone(), "directory"),
+    ] {
+        let o = Command::new(BIN)
+            .args(["bench", "lookup", "--records", "2000", "--duration", "0.05", "--warmup", "0"])
+            .args(["--repeat", "1", "--mode", "swizzling", "--csv"])
+            .arg(&csv)
+            .arg("--dir")
+            .arg(&scratch.0)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{csv:?}: {stderr}");
+        assert!(stderr.contains("--csv") && stderr.contains(needle), "{csv:?}: {stderr}");
+        assert!(o.stdout.is_empty(), "{csv:?}: it ran: {}", String::from_utf8_lossy(&o.stdout));
+    }
+    let left: Vec<String> = std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["a-file"]);
+    // A new file in a directory that exists is still made by the run.
+    let o = rndread(&scratch, &["--mode", "swizzling"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(csv_rows(&scratch).len(), 1);
+}
+
 #[test]
 fn zero_threads_is_rejected() {
     let scratch = Scratch::new("threads0");

@@ -18,7 +18,7 @@ use crate::harness::experiment::{self, Experiment};
 use crate::support::plot::Chart;
 use crate::support::progress::Progress;
 use crate::support::units::{self, Sweep, SweepVar, WorkingSet};
-use crate::Usage;
+use crate::{UnusablePath, Usage};
 
 /// The benchmark's name: its command, and the stem of its output files.
 pub const NAME: &str = "lookup";
@@ -50,7 +50,8 @@ pub struct LookupArgs {
     /// working-set=16MiB..1GiB:x2 (accessed range), or a list records=8MiB,64MiB
     #[arg(long, value_parser = units::parse_sweep)]
     sweep: Option<Sweep>,
-    /// Append one row per mode and repetition to this CSV file
+    /// Append one row per mode and repetition to this CSV file (created if missing, in a
+    /// directory that exists; checked before the run)
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
     /// Zipf exponent of key popularity (hot keys scattered over the tree); 0 for uniform keys
@@ -66,7 +67,8 @@ pub struct LookupArgs {
 /// Runs `bench lookup`.
 ///
 /// # Errors
-/// Bad options (as [`Usage`]), or a database or I/O failure.
+/// Bad options (as [`Usage`]), a `--csv` that cannot be written (as [`UnusablePath`]), or a
+/// database or I/O failure.
 pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
     let engines: Vec<EngineName> = args
         .engine
@@ -101,11 +103,34 @@ pub fn execute(args: &LookupArgs) -> Result<ExitCode, Box<dyn Error>> {
         }
     }
     if let Some(path) = &args.csv {
+        csv_writable(path).map_err(UnusablePath)?;
         report::check_csv_appendable(path).map_err(Usage)?;
     }
     let peers = engines.into_iter().filter(|&e| e != EngineName::SwizzleDb).collect();
     let plan = Lookup { configs, peers, sweep: args.sweep.as_ref().map(|s| s.var), csv: args.csv.clone() };
     experiment::execute(&plan, args.common.out.as_deref())
+}
+
+/// Whether rows can be appended to `--csv` `path`, found before the run rather than after it:
+/// the file is opened for appending (and a file that was not there removed again), so that a
+/// directory, or a path in a directory that does not exist, is an unusable path (exit 3).
+fn csv_writable(path: &Path) -> Result<(), String> {
+    let existed = path.symlink_metadata().is_ok();
+    let refused = |e: io::Error| {
+        let hint = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) if !dir.is_dir() => format!("; {} is not a directory: create it first", dir.display()),
+            _ => String::new(),
+        };
+        format!("cannot write --csv {}: {e}{hint}", path.display())
+    };
+    if path.is_dir() {
+        return Err(format!("cannot write --csv {}: it is a directory; name a file", path.display()));
+    }
+    std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(refused)?;
+    if !existed {
+        std::fs::remove_file(path).map_err(refused)?;
+    }
+    Ok(())
 }
 
 /// The plan: one point, or one per sweep value.
