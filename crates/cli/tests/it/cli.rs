@@ -880,7 +880,8 @@ fn experiments_answer_to_their_file_names_and_to_their_old_names() {
 
 /// `bench values` at tiny scale: one row per size and repetition, values read back (the bench
 /// checks each), large sizes in overflow pages and small ones not, and the log holding at least
-/// the values written.
+/// the values written. A size named twice (`100` and `100B`) was measured twice, each time a row
+/// of the same size and repetition, and its table row printed twice: it is measured once.
 #[test]
 fn bench_values_writes_a_row_per_size_and_repetition() {
     let scratch = Scratch::new("values");
@@ -890,7 +891,7 @@ fn bench_values_writes_a_row_per_size_and_repetition() {
             "bench",
             "values",
             "--sizes",
-            "100,64KiB",
+            "100,64KiB,100B",
             "--bytes",
             "256KiB",
             "--repeat",
@@ -908,6 +909,11 @@ fn bench_values_writes_a_row_per_size_and_repetition() {
     let (header, rows) = read_csv(&out.join("values.csv"));
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     assert_eq!(rows.len(), 4);
+    let measured: std::collections::BTreeSet<(&str, &str)> =
+        rows.iter().map(|r| (r[col("value_bytes")].as_str(), r[col("repetition")].as_str())).collect();
+    assert_eq!(measured.len(), 4, "one row per size and repetition: {rows:?}");
+    let table = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(table.lines().filter(|l| l.starts_with("100 B ")).count(), 1, "{table}");
     for row in &rows {
         let size: f64 = row[col("value_bytes")].parse().unwrap();
         let values: f64 = row[col("values")].parse().unwrap();

@@ -18,6 +18,7 @@ use serde::Serialize;
 use swizzledb::{CommitMode, Database};
 
 use crate::experiments::bench::insert::mix;
+use crate::experiments::workload_options::dedup;
 use crate::harness::buffer::Progress;
 use crate::harness::experiment::{self, Experiment};
 use crate::support::stats::median;
@@ -30,7 +31,7 @@ const TXN_BYTES: u64 = 1 << 20;
 /// Options of `bench values`.
 #[derive(Args, Debug)]
 pub struct ValuesArgs {
-    /// Value sizes, comma-separated
+    /// Value sizes, comma-separated (a size named twice, as 4096 and 4KiB, is measured once)
     #[arg(long, default_value = "100,4KiB,64KiB,1MiB", value_delimiter = ',', value_parser = parse_value_size)]
     sizes: Vec<u64>,
     /// Bytes of values written per size and repetition (at least 16 values are written)
@@ -108,6 +109,12 @@ fn random_value(len: u64, seed: u64) -> Vec<u8> {
 }
 
 impl ValuesPlan<'_> {
+    /// The value sizes, each once, in the order given: a size named twice would be measured
+    /// twice under one `value_bytes` and repetition, and its table row printed twice.
+    fn sizes(&self) -> Vec<u64> {
+        dedup(&self.args.sizes)
+    }
+
     fn measure(&self, size: u64, rep: u16) -> Result<ValuesRow, Box<dyn Error>> {
         let a = self.args;
         let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -192,7 +199,7 @@ impl Experiment for ValuesPlan<'_> {
     fn run(&self, progress: Progress) -> Result<Vec<ValuesRow>, Box<dyn Error>> {
         let mut rows = Vec::new();
         for rep in 0..self.args.repeat {
-            for &size in &self.args.sizes {
+            for size in self.sizes() {
                 let row = self.measure(size, rep)?;
                 progress.say(format_args!(
                     "{} values, repetition {}/{}: {} inserts/s, {} gets/s",
@@ -219,7 +226,7 @@ impl Experiment for ValuesPlan<'_> {
             "log B/value".into(),
             "overflow pages".into(),
         ]];
-        for &size in &self.args.sizes {
+        for size in self.sizes() {
             let rows: Vec<&ValuesRow> = results.iter().filter(|r| r.value_bytes == size).collect();
             let med = |f: fn(&ValuesRow) -> f64| {
                 median(&rows.iter().map(|r| f(r)).collect::<Vec<_>>()).unwrap_or(0.0)
