@@ -740,6 +740,8 @@ fn bp_wrapper_experiment_tiny() {
     assert_usage_errors(&["experiment", "bp-wrapper", "--records", "1000"], &bads, &scratch.0);
 }
 
+/// A thread count named twice (`--threads 1,2,1`) was measured twice, as two rows of one
+/// configuration and repetition, and its table rows printed twice: it is measured once.
 #[test]
 fn bench_isolation_tiny_writes_a_row_per_measurement() {
     let scratch = Scratch::new("isolation");
@@ -755,7 +757,7 @@ fn bench_isolation_tiny_writes_a_row_per_measurement() {
             "--repeat",
             "1",
             "--threads",
-            "1,2",
+            "1,2,1",
         ])
         .arg("--dir")
         .arg(&scratch.0)
@@ -766,6 +768,7 @@ fn bench_isolation_tiny_writes_a_row_per_measurement() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("scan-txn") && stdout.contains("on/off"), "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("scan-txn ")).count(), 2, "{stdout}");
     let (header, rows) = read_csv(&out.join("isolation.csv"));
     assert_eq!(header[..4], ["experiment", "mix", "locking", "threads"]);
     // 5 mixes x 2 settings x 2 thread counts x 1 repetition.
@@ -785,7 +788,8 @@ fn bench_isolation_tiny_writes_a_row_per_measurement() {
     assert!(left.is_empty(), "temporary databases left behind: {left:?}");
 }
 
-/// `bench read-latency` at a tiny scale: one row per read kind, sane latency percentiles.
+/// `bench read-latency` at a tiny scale: one row per read kind, sane latency percentiles. A
+/// thread count named twice (`--threads 1,1`) is measured once.
 #[test]
 fn bench_read_latency_tiny_writes_a_row_per_measurement() {
     let scratch = Scratch::new("read-latency");
@@ -799,7 +803,7 @@ fn bench_read_latency_tiny_writes_a_row_per_measurement() {
             "--hot",
             "100",
             "--threads",
-            "1",
+            "1,1",
             "--duration",
             "0.3",
             "--repeat",

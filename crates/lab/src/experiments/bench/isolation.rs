@@ -14,6 +14,7 @@ use std::sync::Barrier;
 use std::time::Duration;
 use swizzledb::{CommitMode, Database, Error as DbError, Tree};
 
+use crate::experiments::workload_options::dedup;
 use crate::harness::experiment::{self, Experiment};
 use crate::support::progress::Progress;
 use crate::support::{stats, units};
@@ -45,6 +46,14 @@ pub struct IsolationArgs {
     /// Directory for isolation.csv (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+impl IsolationArgs {
+    /// The thread counts, each once, in the order given: a count named twice (`--threads 1,1`)
+    /// would be measured twice as one configuration and its table rows printed twice.
+    fn thread_counts(&self) -> Vec<u16> {
+        dedup(&self.threads)
+    }
 }
 
 /// The transaction mixes.
@@ -313,7 +322,7 @@ impl Experiment for IsolationArgs {
         let dbs = [open(scratch.path(), true, self.records)?, open(scratch.path(), false, self.records)?];
         let mut rows = Vec::new();
         for rep in 0..self.repeat {
-            for &threads in &self.threads {
+            for threads in self.thread_counts() {
                 for mix in Mix::ALL {
                     for (db, t) in &dbs {
                         let locking = db.lock_stats().is_some();
@@ -372,7 +381,7 @@ fn print_table(out: &mut dyn Write, args: &IsolationArgs, rows: &[Row]) -> io::R
         "{:<12} {:>7} {:>14} {:>14} {:>8} {:>12} {:>13}",
         "mix", "threads", "off per s", "on per s", "on/off", "locks/txn", "retries/1000"
     )?;
-    for &threads in &args.threads {
+    for threads in args.thread_counts() {
         for mix in Mix::ALL {
             let off = median(rows, mix, threads, false, |r| r.per_sec);
             let on = median(rows, mix, threads, true, |r| r.per_sec);

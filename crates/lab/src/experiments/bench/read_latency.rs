@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use swizzledb::{CommitMode, Database, Error as DbError, Tree};
 
 use crate::experiments::bench::isolation::{in_memory_pool_bytes, key, parse_in_memory_records, Rng};
+use crate::experiments::workload_options::dedup;
 use crate::harness::experiment::{self, Experiment};
 use crate::support::progress::Progress;
 use crate::support::{stats, units};
@@ -55,6 +56,14 @@ pub struct ReadLatencyArgs {
     /// Directory for read-latency.csv (created if missing)
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+}
+
+impl ReadLatencyArgs {
+    /// The thread counts, each once, in the order given: a count named twice (`--threads 1,1`)
+    /// would be measured twice as one configuration and its table rows printed twice.
+    fn thread_counts(&self) -> Vec<u16> {
+        dedup(&self.threads)
+    }
 }
 
 impl ReadLatencyArgs {
@@ -359,7 +368,7 @@ impl Experiment for ReadLatencyArgs {
         let (db, t) = open(scratch.path(), self.records)?;
         let mut rows = Vec::new();
         for rep in 0..self.repeat {
-            for &threads in &self.threads {
+            for threads in self.thread_counts() {
                 for kind in Kind::ALL {
                     let m = measure(&db, &t, self, kind, threads)?;
                     let secs = self.duration;
@@ -420,7 +429,7 @@ fn print_table(out: &mut dyn Write, args: &ReadLatencyArgs, rows: &[Row]) -> io:
         "{:<12} {:>7} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>9}",
         "kind", "threads", "reads/s", "p50 us", "p99 us", "p99.9 us", "max us", "writer/s", "retries"
     )?;
-    for &threads in &args.threads {
+    for threads in args.thread_counts() {
         for kind in Kind::ALL {
             writeln!(
                 out,
