@@ -56,8 +56,8 @@ pub struct ExportArgs {
     /// whole: a trace that cannot be read to its end leaves a file there as it was)
     #[arg(long, value_name = "OUT", required_unless_present = "oracle_general")]
     csv: Option<PathBuf>,
-    /// Write the references as libCacheSim's oracleGeneral binary trace (overwritten; - for
-    /// standard output): object id = page id, next access computed, see docs/trace-format.md
+    /// Write the references as libCacheSim's oracleGeneral binary trace (replaced once whole; -
+    /// for standard output): object id = page id, next access computed, see docs/trace-format.md
     #[arg(long, value_name = "OUT")]
     oracle_general: Option<PathBuf>,
     /// Object size written to oracleGeneral: auto (a recorded trace's page size; the input's
@@ -169,8 +169,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// codes are those of every command (README "Exit codes"): an input that is missing or cannot be
 /// read, or a `csv` that cannot be created, is an unusable path (3); an input that is not a
 /// recorded trace, or one truncated or corrupted (found only when its events are read), is bad
-/// input (2). The CSV is written beside `csv` under a temporary name and renamed when whole, so
-/// that a trace that fails halfway leaves no partial CSV, and a file already at `csv` as it was.
+/// input (2). The CSV is written [`Beside`] its target, so that a trace that fails halfway
+/// leaves no partial CSV, and a file already at `csv` as it was.
 fn export_csv(input: &Path, csv: &Path) -> Result<u64, Box<dyn Error>> {
     let reader = TraceReader::open(input).map_err(|e| -> Box<dyn Error> {
         match e {
@@ -180,27 +180,59 @@ fn export_csv(input: &Path, csv: &Path) -> Result<u64, Box<dyn Error>> {
             e => swizzledb_lab::Usage(e.to_string()).into(),
         }
     })?;
-    let unusable =
-        |why: String| swizzledb_lab::UnusablePath(format!("cannot write --csv {}: {why}", csv.display()));
-    if csv.is_dir() {
-        return Err(unusable("it is a directory; name a file".into()).into());
-    }
-    let name = csv.file_name().ok_or_else(|| unusable("it names no file".into()))?;
-    let partial = csv.with_file_name(format!(".{}.partial-{}", name.to_string_lossy(), std::process::id()));
-    let file = std::fs::File::create(&partial).map_err(|e| unusable(e.to_string()))?;
+    let (partial, file) = Beside::create(csv, "--csv")?;
     let written = swizzledb_buffer::trace::write_csv(reader, file, csv).and_then(|rows| {
-        std::fs::rename(&partial, csv)
-            .map(|()| rows)
-            .map_err(|source| TraceError::Io { file: csv.to_path_buf(), source })
+        partial.finish().map(|()| rows).map_err(|source| TraceError::Io { file: csv.to_path_buf(), source })
     });
     written.map_err(|e| -> Box<dyn Error> {
-        let _ = std::fs::remove_file(&partial);
         match e {
             // Reading or writing failed while running: exit 1.
             TraceError::Io { .. } => format!("{e}; no CSV was written to {}", csv.display()).into(),
             e => swizzledb_lab::Usage(format!("{e}; no CSV was written to {}", csv.display())).into(),
         }
     })
+}
+
+/// A file of `trace export` written under a temporary name beside its target and renamed to
+/// the target by [`finish`](Beside::finish): an export that fails (the guard dropped unfinished)
+/// leaves no partial file, and a file already at the target as it was.
+struct Beside {
+    partial: PathBuf,
+    target: PathBuf,
+    finished: bool,
+}
+
+impl Beside {
+    /// Creates the temporary file for `target`, which the option `flag` named; a target that
+    /// cannot be written is an unusable path.
+    fn create(target: &Path, flag: &str) -> Result<(Beside, std::fs::File), swizzledb_lab::UnusablePath> {
+        let unusable = |why: String| {
+            swizzledb_lab::UnusablePath(format!("cannot write {flag} {}: {why}", target.display()))
+        };
+        if target.is_dir() {
+            return Err(unusable("it is a directory; name a file".into()));
+        }
+        let name = target.file_name().ok_or_else(|| unusable("it names no file".into()))?;
+        let partial =
+            target.with_file_name(format!(".{}.partial-{}", name.to_string_lossy(), std::process::id()));
+        let file = std::fs::File::create(&partial).map_err(|e| unusable(e.to_string()))?;
+        Ok((Beside { partial, target: target.to_path_buf(), finished: false }, file))
+    }
+
+    /// Renames the whole file to its target.
+    fn finish(mut self) -> std::io::Result<()> {
+        std::fs::rename(&self.partial, &self.target)?;
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = std::fs::remove_file(&self.partial);
+        }
+    }
 }
 
 fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
@@ -222,6 +254,10 @@ fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
         eprintln!("Wrote {} events to {}.", swizzledb_lab::support::text::thousands(rows), csv.display());
     }
     if let Some(out) = &args.oracle_general {
+        // Written beside its target, so that a trace refused halfway (a size or time that does
+        // not fit, found before any record is written) leaves a file already there as it was.
+        let partial =
+            if out.as_os_str() == "-" { None } else { Some(Beside::create(out, "--oracle-general")?) };
         let mut loaded =
             swizzledb_lab::experiments::tools::trace_analyze::load_requests(&args.input, &args.format)?;
         if let ObjectSize(Some(size)) = args.object_size {
@@ -235,15 +271,20 @@ fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
                 e => swizzledb_lab::Usage(e.to_string()).into(),
             }
         };
-        let records = if out.as_os_str() == "-" {
-            swizzledb_sim::write_oracle_general(std::io::stdout().lock(), &loaded.requests, "standard output")
-                .map_err(bad_value)?
-        } else {
-            let file = std::fs::File::create(out).map_err(|e| {
-                swizzledb_lab::UnusablePath(format!("cannot create --oracle-general {}: {e}", out.display()))
-            })?;
-            swizzledb_sim::write_oracle_general(file, &loaded.requests, &out.display().to_string())
-                .map_err(bad_value)?
+        let records = match partial {
+            None => swizzledb_sim::write_oracle_general(
+                std::io::stdout().lock(),
+                &loaded.requests,
+                "standard output",
+            )
+            .map_err(bad_value)?,
+            Some((partial, file)) => {
+                let records =
+                    swizzledb_sim::write_oracle_general(file, &loaded.requests, &out.display().to_string())
+                        .map_err(bad_value)?;
+                partial.finish().map_err(|e| format!("writing --oracle-general {}: {e}", out.display()))?;
+                records
+            }
         };
         let skipped = if loaded.skipped_zero_size > 0 {
             format!(

@@ -235,3 +235,38 @@ fn malformed_inputs_are_usage_errors_naming_the_offset_or_line() {
         run(&["trace", "export", "--input", p(&cut), "--oracle-general", "-", "--object-size", "0"], None);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
+
+/// docs/trace-format.md: a size or time that does not fit oracleGeneral's 32 bits "is an error
+/// before anything is written". `trace export --oracle-general OUT` created OUT first, so the
+/// refusal emptied a file already there and left an empty one. Now OUT is as it was, and an OUT
+/// that cannot be written is refused as an unusable path (exit 3) without a file left beside it.
+#[test]
+fn a_refused_oracle_general_export_leaves_its_output_as_it_was() {
+    let scratch = Scratch::new("interop-refused");
+    let csv = scratch.0.join("sizes.csv");
+    std::fs::write(&csv, "1,5000000000\n2,10\n").unwrap();
+    let out = scratch.0.join("out.bin");
+    std::fs::write(&out, b"an earlier export").unwrap();
+    let spec = ["--csv-spec", "obj-id-col=1,obj-size-col=2,obj-id-is-num=true"];
+    let o =
+        run(&["trace", "export", "--input", p(&csv), spec[0], spec[1], "--oracle-general", p(&out)], None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("5000000000"), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(&out).unwrap(), b"an earlier export");
+    let o = run(
+        &["trace", "export", "--input", p(&csv), spec[0], spec[1], "--oracle-general", p(&scratch.0)],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    let mut left: Vec<_> = std::fs::read_dir(&scratch.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+    left.sort();
+    assert_eq!(left, ["out.bin", "sizes.csv"], "no partial file is left");
+
+    // A trace that fits replaces it.
+    std::fs::write(&csv, "1,4096\n2,10\n1,4096\n").unwrap();
+    let o =
+        run(&["trace", "export", "--input", p(&csv), spec[0], spec[1], "--oracle-general", p(&out)], None);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let recs = records(&std::fs::read(&out).unwrap());
+    assert_eq!(recs.iter().map(|r| (r.1, r.2)).collect::<Vec<_>>(), [(1, 4096), (2, 10), (1, 4096)]);
+}
