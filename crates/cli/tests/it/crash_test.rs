@@ -250,6 +250,36 @@ fn crash_test_refuses_a_dir_that_is_a_file() {
     assert!(deep.join("crash.swz").is_file());
 }
 
+/// A second run with the `--dir` of an earlier one, which keeps its database there, failed
+/// after starting with "I/O error on DIR/crash.swz: the database file exists" (exit 1): it is
+/// now refused before anything runs as a directory that cannot be used (exit 3), saying what
+/// to do, and the earlier database is left as it was.
+#[test]
+fn a_dir_holding_an_earlier_runs_database_is_refused_before_running() {
+    let scratch = Scratch::new("crash-dir-reused");
+    let run = || {
+        Command::new(BIN)
+            .args(["crash-test", "--kills", "1", "--max-run-ms", "20", "--dir"])
+            .arg(&scratch.0)
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let db = scratch.0.join("crash.swz");
+    let before = std::fs::read(&db).unwrap();
+    let again = run();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(3), "{err}");
+    assert!(err.contains("earlier crash test") && err.contains("fresh directory"), "{err}");
+    assert!(again.stdout.is_empty(), "it ran: {}", String::from_utf8_lossy(&again.stdout));
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    // A log directory left alone counts too.
+    std::fs::remove_file(&db).unwrap();
+    let alone = run();
+    assert_eq!(alone.status.code(), Some(3), "{}", String::from_utf8_lossy(&alone.stderr));
+}
+
 /// `--keep-failed` copies each crashed database before its restart (`last-crash`), so that a
 /// kill whose check fails leaves the state that failed; a passing run leaves no
 /// `failed-kill-N`. Without `--dir` there is nowhere to keep it.

@@ -241,8 +241,9 @@ pub struct CrashTestArgs {
     /// restarts from the same checkpoint); instant needs --log-archive
     #[arg(long, value_enum, default_value_t = RestartArg::Classical)]
     restart: RestartArg,
-    /// Directory for the database, created if missing (default: a temporary directory, removed
-    /// afterwards)
+    /// Directory for the database, created if missing, where it stays after the run; a fresh
+    /// one: a database of an earlier run there (crash.swz) is refused (default: a temporary
+    /// directory, removed afterwards)
     #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     dir: Option<PathBuf>,
     /// Keep the crashed database of each kill whose check fails, as it was before the restart
@@ -939,6 +940,16 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         }
     };
     let path = dir.join("crash.swz");
+    // The database of an earlier run, kept in --dir for a look at it: refused before anything
+    // runs, naming what to do, rather than as `create`'s "the database file exists" (exit 1).
+    if [path.clone(), swizzledb::wal_dir(&path)].iter().any(|p| p.symlink_metadata().is_ok()) {
+        return Err(crate::UnusablePath(format!(
+            "--dir {} holds the database of an earlier crash test (crash.swz, crash.swz.wal): remove them, \
+             or choose a fresh directory",
+            dir.display()
+        ))
+        .into());
+    }
     {
         let db = builder(args, Opener::Writer).create(&path)?;
         db.create_tree(TREE)?;
