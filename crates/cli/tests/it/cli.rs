@@ -933,3 +933,44 @@ fn bench_values_writes_a_row_per_size_and_repetition() {
         std::fs::read_dir(&scratch.0).unwrap().filter_map(Result::ok).map(|e| e.file_name()).collect();
     assert_eq!(leftovers, vec![std::ffi::OsString::from("out")], "temporary databases removed");
 }
+
+/// A reader that closed its end of the pipe (`| head -1`) panicked `reproduce --list` and
+/// `crash-test` ("failed printing to stdout: Broken pipe", exit 101), and failed every
+/// experiment with "error: Broken pipe" (exit 1) before it wrote its result files. Now, as for
+/// `stat` and the other inspecting commands, a closed pipe ends the output quietly: the command
+/// writes its files and exits with its own status.
+#[test]
+fn a_closed_stdout_pipe_ends_the_output_not_the_command() {
+    let scratch = Scratch::new("closed-pipe");
+    let out = scratch.0.join("out");
+    let crash = scratch.0.join("crash");
+    let lookup =
+        ["bench", "lookup", "--records", "2000", "--duration", "0.05", "--warmup", "0", "--repeat", "1"];
+    let analyze =
+        ["trace", "analyze", "--pattern", "uniform", "--pages", "100", "--refs", "1000", "--sizes", "10"];
+    let commands: [(Vec<&str>, Option<&str>); 4] = [
+        (vec!["reproduce", "--list"], None),
+        (
+            [&lookup[..], &["--mode", "swizzling", "--dir", scratch.0.to_str().unwrap()]].concat(),
+            Some("lookup.csv"),
+        ),
+        (analyze.to_vec(), Some("miss-ratio.csv")),
+        (vec!["crash-test", "--kills", "1", "--max-run-ms", "20", "--dir", crash.to_str().unwrap()], None),
+    ];
+    for (args, file) in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args).stdout(writer);
+        if file.is_some() {
+            cmd.arg("--out").arg(&out);
+        }
+        let o = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        if let Some(file) = file {
+            assert!(out.join(file).is_file(), "{args:?} wrote no {file}");
+        }
+    }
+}

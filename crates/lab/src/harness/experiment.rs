@@ -16,7 +16,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::support::output::{prepare_out, write_checks, write_plot, write_rows};
+use crate::support::output::{prepare_out, print, write_checks, write_plot, write_rows};
 use crate::support::plot::Chart;
 use crate::support::progress::Progress;
 use crate::UnusablePath;
@@ -198,21 +198,19 @@ pub fn execute<E: Experiment>(experiment: &E, out: Option<&Path>) -> Result<Exit
     prepare_out(out).map_err(UnusablePath)?;
     let caption = experiment.caption();
     if !caption.is_empty() {
-        let mut stdout = io::stdout().lock();
-        writeln!(stdout, "{caption}")?;
-        stdout.flush()?;
+        print(format!("{caption}\n"))?;
     }
     let results = experiment.run(Progress::on_terminal())?;
-    let mut stdout = io::stdout().lock();
-    experiment.tables(&results, &mut stdout)?;
+    let mut text = Vec::new();
+    experiment.tables(&results, &mut text)?;
     let checks = experiment.checks(&results);
     if !checks.is_empty() {
-        writeln!(stdout)?;
+        writeln!(text)?;
         for c in &checks {
-            writeln!(stdout, "{c}")?;
+            writeln!(text, "{c}")?;
         }
     }
-    drop(stdout);
+    print(text)?;
     if let Some(dir) = out {
         write_rows(dir, experiment.name(), &experiment.rows(&results))?;
         write_checks(dir, experiment.name(), &checks)?;

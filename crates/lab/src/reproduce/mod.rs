@@ -300,13 +300,21 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
     let cores = args.cores();
     if args.list {
         let mut total = 0;
+        let mut lines = Vec::new();
         for f in &chosen {
             let s = scale.of(f);
             total += s.secs;
             let out = args.out.clone().unwrap_or_else(|| PathBuf::from("DIR"));
-            println!("{:<24} ~{:>5} s  {}", f.id, s.secs, command_of(f, scale, cores, &out));
+            lines.push(format!("{:<24} ~{:>5} s  {}\n", f.id, s.secs, command_of(f, scale, cores, &out)));
         }
-        println!("{} figures, about {} min {} s at --{}", chosen.len(), total / 60, total % 60, scale.key());
+        lines.push(format!(
+            "{} figures, about {} min {} s at --{}\n",
+            chosen.len(),
+            total / 60,
+            total % 60,
+            scale.key()
+        ));
+        crate::support::output::print(lines.concat())?;
         return Ok(ExitCode::SUCCESS);
     }
     let scratch = args.dir.clone().unwrap_or_else(std::env::temp_dir);
@@ -369,7 +377,7 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
     let index = dir.join("index.html");
     eprintln!("Wrote {}.", index.display());
     let summary = report::summarize(dir, &manifest);
-    println!("{summary}");
+    crate::support::output::print(format!("{summary}\n"))?;
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

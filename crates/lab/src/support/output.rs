@@ -61,6 +61,21 @@ pub fn prepare_out(out: Option<&Path>) -> Result<(), String> {
     Ok(())
 }
 
+/// Writes `text` to standard output and flushes it. A closed pipe (`| head`) is no error: the
+/// reader has seen what it wanted, and the command goes on to write its result files and exits
+/// with its own status, as `swizzledb stat` and the other inspecting commands do (`println!`
+/// panicked there instead, and a table's failed write stopped the run before its files).
+///
+/// # Errors
+/// Any other error writing standard output.
+pub fn print(text: impl AsRef<[u8]>) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_ref()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// The columns of row type `R`, in file order: the field names of `R::default()`.
 #[must_use]
 pub fn columns<R: Serialize + Default>() -> Vec<String> {

@@ -921,6 +921,14 @@ fn keep_crashed(path: &Path, to: &Path) -> std::io::Result<()> {
     copy_database(path, &to.join(path.file_name().expect("the database path names a file")))
 }
 
+/// A line on standard output of the harness (not of the writer, whose lines its parent reads);
+/// a closed pipe (`| head`) is no error ([`print`](crate::support::output::print)).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        crate::support::output::print(format!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 /// Runs the harness: `kills` rounds of start, run, SIGKILL, verify.
 pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     if let Some(path) = &args.child {
@@ -955,7 +963,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         db.create_tree(TREE)?;
         db.close()?;
     }
-    println!(
+    say!(
         "crash-test: {} configuration, {} mode, {} writers{}, {} kills (seed {}); background {} checkpoints \
          every {} ms and the {} page cleaner (log bound {}) racing the commits{}; {} restart",
         args.config.name(),
@@ -1035,7 +1043,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
     }
     let auto_commits: u64 = models.iter().map(|m| m.auto_commits).sum();
     let transactions: u64 = models.iter().map(|m| m.transactions).sum();
-    println!(
+    say!(
         "{} steps committed ({auto_commits} auto-commit operations, {transactions} transactions) by {} \
          writers over {} kills in {:.1} s (seed {}, {} mode, {} configuration)",
         auto_commits + transactions,
@@ -1046,7 +1054,7 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         mode_name(args.mode),
         args.config.name()
     );
-    println!(
+    say!(
         "{} checkpoints (every {} ms); page cleaner: {} rounds, {} pages written, {} begins throttled, \
          {} failed rounds; log at most {} KiB on disk (bound {})",
         cleaner.checkpoints,
@@ -1059,18 +1067,21 @@ pub fn run(args: &CrashTestArgs) -> Result<ExitCode, Box<dyn Error>> {
         max_log_bytes(args).map_or_else(|| "the engine's default".to_owned(), |b| format!("{} KiB", b >> 10))
     );
     if args.damage_pages > 0 {
-        println!(
+        say!(
             "single-page recovery: {damaged} pages damaged after the kills, {repaired} rebuilt (put back from the \
              double-write area at open, or rebuilt in restart and on fetch; the others were rewritten whole by \
              restart's redo, or are free pages no read reaches)"
         );
     }
-    println!(
+    say!(
         "kills={} lost_commits={lost} visible_uncommitted={uncommitted} invalid_trees={invalid} \
          auto_commits={auto_commits} transactions={transactions} checkpoints={} cleaner_rounds={} \
          cleaner_pages={} damaged_pages={damaged} rebuilt_pages={repaired} instant_restarts={instant} \
          deferred_pages={deferred}",
-        args.kills, cleaner.checkpoints, cleaner.rounds, cleaner.pages
+        args.kills,
+        cleaner.checkpoints,
+        cleaner.rounds,
+        cleaner.pages
     );
     Ok(if lost + uncommitted + invalid == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -359,7 +359,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
     print_costs(&plan, &analysis, trace.len());
     let stack = analysis.stack.as_ref().expect("planned");
 
-    let mut out = std::io::stdout().lock();
+    let mut out = Vec::new();
     writeln!(
         out,
         "{what}: {} references, {} distinct pages (cold misses)\n",
@@ -368,7 +368,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<ExitCode, Box<dyn Error>> {
     )?;
     print_table(&mut out, &plan, &analysis, stack)?;
     let ok = print_checks(&mut out, &plan, &analysis, stack)?;
-    drop(out);
+    crate::support::output::print(out)?;
 
     if let Some(dir) = &args.out {
         crate::support::output::write_rows(dir, "miss-ratio", &miss_ratio_rows(&analysis.outcomes))?;
