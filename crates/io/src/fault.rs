@@ -268,6 +268,29 @@ impl State {
         self.dirs.contains(path)
     }
 
+    /// Renames the file or directory `from` to `to` (one `Op::Rename` call), or fails with
+    /// `AlreadyExists` where `no_replace` and something is at `to` (IO15).
+    fn rename(&mut self, from: &Path, to: &Path, no_replace: bool) -> io::Result<()> {
+        if let Some(f) = self.check(Op::Rename, from, Some(to)) {
+            return Err(f.to_io_error());
+        }
+        if no_replace && (self.names.contains_key(to) || self.is_dir(to)) {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        if self.is_dir(from) {
+            return self.rename_dir(from, to);
+        }
+        if self.is_dir(to) {
+            return Err(errno(libc::EISDIR));
+        }
+        if !self.is_dir(&parent_of(to)) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let ino = self.names.remove(from).ok_or(io::ErrorKind::NotFound)?;
+        self.names.insert(to.to_path_buf(), ino);
+        Ok(())
+    }
+
     /// Renames the directory `from` to `to`, which must not exist or be an empty directory
     /// (replaced), with everything under it (IO9: at once durable, as directories are).
     fn rename_dir(&mut self, from: &Path, to: &Path) -> io::Result<()> {
@@ -506,22 +529,11 @@ impl Vfs for FaultFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        let mut st = self.lock();
-        if let Some(f) = st.check(Op::Rename, from, Some(to)) {
-            return Err(f.to_io_error());
-        }
-        if st.is_dir(from) {
-            return st.rename_dir(from, to);
-        }
-        if st.is_dir(to) {
-            return Err(errno(libc::EISDIR));
-        }
-        if !st.is_dir(&parent_of(to)) {
-            return Err(io::ErrorKind::NotFound.into());
-        }
-        let ino = st.names.remove(from).ok_or(io::ErrorKind::NotFound)?;
-        st.names.insert(to.to_path_buf(), ino);
-        Ok(())
+        self.lock().rename(from, to, false)
+    }
+
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.lock().rename(from, to, true)
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {

@@ -2,7 +2,7 @@
 //!
 //! [`OsFs`] is the operating system's file system; [`MemFs`] keeps files in memory for in-memory
 //! databases; [`FaultFs`] keeps a visible and a durable state of every file, so tests can crash it
-//! and fail chosen calls. The rules each keeps are numbered in `README.md` (IO1–IO14).
+//! and fail chosen calls. The rules each keeps are numbered in `README.md` (IO1–IO15).
 
 pub mod fault;
 mod flock;

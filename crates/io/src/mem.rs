@@ -50,6 +50,22 @@ impl Default for Tree {
 }
 
 impl Tree {
+    /// Renames the file or directory `from` to `to` (POSIX `rename(2)`, IO8).
+    fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
+        if self.dirs.contains(from) {
+            return self.rename_dir(from, to);
+        }
+        if self.dirs.contains(to) {
+            return Err(io::Error::from_raw_os_error(libc::EISDIR));
+        }
+        if !self.dirs.contains(&parent_of(to)) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let file = self.files.remove(from).ok_or(io::ErrorKind::NotFound)?;
+        self.files.insert(to.to_path_buf(), file);
+        Ok(())
+    }
+
     /// Renames the directory `from` and everything under it to `to`, which must be missing or
     /// an empty directory (POSIX `rename(2)`, IO8).
     fn rename_dir(&mut self, from: &Path, to: &Path) -> io::Result<()> {
@@ -255,19 +271,15 @@ impl Vfs for MemFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        lock(&self.tree).rename(from, to)
+    }
+
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut tree = lock(&self.tree);
-        if tree.dirs.contains(from) {
-            return tree.rename_dir(from, to);
+        if tree.files.contains_key(to) || tree.dirs.contains(to) {
+            return Err(io::ErrorKind::AlreadyExists.into());
         }
-        if tree.dirs.contains(to) {
-            return Err(io::Error::from_raw_os_error(libc::EISDIR));
-        }
-        if !tree.dirs.contains(&parent_of(to)) {
-            return Err(io::ErrorKind::NotFound.into());
-        }
-        let file = tree.files.remove(from).ok_or(io::ErrorKind::NotFound)?;
-        tree.files.insert(to.to_path_buf(), file);
-        Ok(())
+        tree.rename(from, to)
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {

@@ -195,6 +195,20 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     /// The underlying I/O error.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
 
+    /// Renames `from` to `to` only if nothing is at `to` (IO15): where something is, fails
+    /// with `AlreadyExists` and changes nothing. The default checks [`Vfs::exists`] and then
+    /// calls [`Vfs::rename`], which is atomic only against the callers that do not run between
+    /// the two; `OsFs`, `MemFs` and `FaultFs` decide it in one step.
+    ///
+    /// # Errors
+    /// `AlreadyExists`, or the errors of [`Vfs::rename`].
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if self.exists(to) {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        self.rename(from, to)
+    }
+
     /// The paths of the files in directory `dir` (not recursive), in no particular order.
     ///
     /// # Errors
@@ -372,6 +386,37 @@ impl Vfs for OsFs {
         fs::rename(from, to)
     }
 
+    /// IO15: a file is linked at `to` (`link(2)` refuses an existing name, whoever made it)
+    /// and then unlinked at `from`; a directory is renamed, which fails on a directory with
+    /// entries or a file at `to`, after a check for an empty one. A file system without hard
+    /// links gets the check and the rename.
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let exists = || to.symlink_metadata().is_ok();
+        if fs::symlink_metadata(from)?.is_dir() {
+            if exists() {
+                return Err(io::ErrorKind::AlreadyExists.into());
+            }
+            return fs::rename(from, to);
+        }
+        match fs::hard_link(from, to) {
+            // Where the old name stays, so does the file under it alone: a failed call leaves
+            // the names as they were.
+            Ok(()) => fs::remove_file(from).inspect_err(|_| {
+                let _ = fs::remove_file(to);
+            }),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+            Err(e)
+                if [libc::EPERM, libc::EOPNOTSUPP, libc::EXDEV].contains(&e.raw_os_error().unwrap_or(0)) =>
+            {
+                if exists() {
+                    return Err(io::ErrorKind::AlreadyExists.into());
+                }
+                fs::rename(from, to)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
         fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect()
     }
@@ -424,6 +469,41 @@ mod tests {
         OsFs.sync_dir(&dir).unwrap();
         OsFs.remove(&dir.join("g")).unwrap();
         fs::remove_dir(&dir).unwrap();
+    }
+
+    /// IO15 on every file system of the crate: `rename_no_replace` moves a file or a directory
+    /// onto a missing name, and refuses an existing file, an empty directory and one with
+    /// entries with `AlreadyExists`, leaving both names as they were.
+    #[test]
+    fn io15_rename_no_replace_refuses_every_existing_name() {
+        let scratch = std::env::temp_dir().join(format!("swizzledb-io15-{}", std::process::id()));
+        let systems: [(&dyn Vfs, PathBuf); 3] = [
+            (&OsFs, scratch.clone()),
+            (&crate::MemFs::new(), PathBuf::from("/d")),
+            (&crate::FaultFs::new(), PathBuf::from("/d")),
+        ];
+        for (vfs, dir) in systems {
+            vfs.create_dir_all(&dir.join("log")).unwrap();
+            vfs.open(&dir.join("log/segment"), OpenMode::CREATE_NEW).unwrap();
+            vfs.create_dir_all(&dir.join("empty")).unwrap();
+            vfs.open(&dir.join("file"), OpenMode::CREATE_NEW).unwrap().write_all_at(b"mine", 0).unwrap();
+            vfs.open(&dir.join("other"), OpenMode::CREATE_NEW).unwrap().write_all_at(b"theirs", 0).unwrap();
+            for (from, to) in
+                [("file", "other"), ("file", "empty"), ("file", "log"), ("log", "other"), ("log", "empty")]
+            {
+                let e = vfs.rename_no_replace(&dir.join(from), &dir.join(to)).unwrap_err();
+                assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{vfs:?}: {from} onto {to}");
+                assert!(vfs.exists(&dir.join(from)), "{vfs:?}: {from} onto {to}");
+            }
+            let mut buf = [0u8; 6];
+            vfs.open(&dir.join("other"), OpenMode::EXISTING).unwrap().read_exact_at(&mut buf, 0).unwrap();
+            assert_eq!(&buf, b"theirs", "{vfs:?}");
+            vfs.rename_no_replace(&dir.join("file"), &dir.join("moved")).unwrap();
+            vfs.rename_no_replace(&dir.join("log"), &dir.join("moved-log")).unwrap();
+            assert!(!vfs.exists(&dir.join("file")) && vfs.exists(&dir.join("moved")), "{vfs:?}");
+            assert!(vfs.exists(&dir.join("moved-log/segment")) && !vfs.exists(&dir.join("log")), "{vfs:?}");
+        }
+        fs::remove_dir_all(&scratch).unwrap();
     }
 
     /// Runs `body` on a new file in a scratch directory named `name`, buffered and then with

@@ -57,14 +57,18 @@ impl Database {
     /// system's.
     ///
     /// # Errors
-    /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists, or another backup to
-    /// `path` runs in this process (R26: two would race to the renames); the errors of reading
+    /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists, another backup to
+    /// `path` runs in this process (however either spells it: `dir/copy`, `dir/./copy/`, or
+    /// through `..` or a symbolic link; R26: two would race to the renames), or a backup of
+    /// another process put its copy there first (the renames never replace); the errors of reading
     /// this database (a tree dropped during the backup, also one created again under its
     /// name meanwhile: [`Error::TreeNotFound`]; a read
     /// transaction ended for memory: [`Error::SnapshotTooOld`]) and of writing the copy. On
     /// an error nothing is left at `path`.
     pub fn backup_to(&self, path: impl AsRef<Path>) -> Result<BackupStats> {
-        let path = path.as_ref();
+        // `dir/copy/` and `dir/./copy` name `dir/copy`: a trailing slash passed the check below
+        // for a file there (`stat` of `copy/` fails on a file) and named the log `copy/.wal`.
+        let path: &Path = &path.as_ref().components().collect::<PathBuf>();
         let _target = Claim::take(path)?;
         let logged = self.file_is_logged();
         let shared = self.backup_vfs();
@@ -79,11 +83,20 @@ impl Database {
         }
         let temp = temporary_path(path)?;
         let result = self.write_backup(&shared, &temp, logged);
+        // The renames never replace (io IO15): a backup of another process (or one this process
+        // could not tell names the same target) that got there first keeps its files, and this
+        // one is refused as if it had found them.
         let renamed = result.and_then(|stats| {
             if logged {
-                vfs.rename(&wal_dir(&temp), &wal_dir(path)).map_err(|e| io(&wal_dir(path), e))?;
+                rename_into_place(vfs, &wal_dir(&temp), &wal_dir(path))?;
             }
-            vfs.rename(&temp, path).map_err(|e| io(path, e))?;
+            if let Err(e) = rename_into_place(vfs, &temp, path) {
+                if logged {
+                    // The log directory renamed a step before is this backup's.
+                    let _ = files::remove_dir_all(vfs, &wal_dir(path));
+                }
+                return Err(e);
+            }
             if let Err(e) = files::sync_dir_of(vfs, path) {
                 // R26: the copy is complete, but its name may not survive a crash; the backup
                 // failed, so nothing is left at the target (the target was free when it began).
@@ -94,9 +107,6 @@ impl Database {
         });
         if renamed.is_err() {
             remove_database(vfs, &temp);
-            if logged && !vfs.exists(path) {
-                let _ = files::remove_dir_all(vfs, &wal_dir(path));
-            }
         }
         renamed
     }
@@ -232,8 +242,7 @@ struct Claim(PathBuf);
 
 impl Claim {
     fn take(path: &Path) -> Result<Claim> {
-        // One spelling per target: relative paths against the working directory.
-        let target = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let target = Claim::key(path);
         let mut targets = TARGETS.lock();
         if targets.contains(&target) {
             return Err(Error::BackupTargetExists(path.to_path_buf()));
@@ -241,6 +250,44 @@ impl Claim {
         targets.push(target.clone());
         Ok(Claim(target))
     }
+}
+
+impl Claim {
+    /// One spelling per target: a relative path taken against the working directory, and its
+    /// directory with symbolic links and `..` resolved where the operating system's file system
+    /// has it, `..` dropped with the name before it elsewhere (a file system in memory has no
+    /// links). Keyed by the path as given, `dir/copy`, `dir/sub/../copy` and `link/copy` were
+    /// three targets, whose backups raced to the renames.
+    fn key(path: &Path) -> PathBuf {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let (Some(dir), Some(name)) = (absolute.parent(), absolute.file_name()) else { return absolute };
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| {
+            let mut resolved = PathBuf::new();
+            for part in dir.components() {
+                match part {
+                    std::path::Component::ParentDir => {
+                        resolved.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    part => resolved.push(part),
+                }
+            }
+            resolved
+        });
+        dir.join(name)
+    }
+}
+
+/// Renames a backup's file or log directory from its temporary name to its name at the
+/// target, where nothing may be (io IO15): something there is another backup's, which got
+/// there first, and the error is [`Error::BackupTargetExists`].
+fn rename_into_place(vfs: &dyn Vfs, from: &Path, to: &Path) -> Result<()> {
+    vfs.rename_no_replace(from, to).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::DirectoryNotEmpty => {
+            Error::BackupTargetExists(to.to_path_buf())
+        }
+        _ => io(to, e),
+    })
 }
 
 impl Drop for Claim {

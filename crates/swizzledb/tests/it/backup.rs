@@ -524,3 +524,133 @@ fn r26_a_backup_whose_last_directory_sync_fails_leaves_nothing_at_the_target() {
         db.close().unwrap();
     }
 }
+
+/// R26's claim holds a target however it is spelled: while a backup to `dir/copy` runs, a
+/// backup to `dir/sub/../copy`, `link/copy` (`link` a symbolic link to `dir`), `dir/./copy/`
+/// or `dir/copy/` is refused with `BackupTargetExists`, logged and unlogged, and the first
+/// backup's copy opens with every record. Before the fix the claim was keyed by the path as
+/// given: the second backup ran beside the first and raced it to the renames (unlogged, both
+/// returned `Ok`; logged, the loser's clean-up could remove the winner's log directory), and a
+/// spelling with a trailing slash passed the check that the target exists.
+#[test]
+fn r26_a_backup_to_another_spelling_of_a_target_in_use_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("link")).unwrap();
+    for logging in [false, true] {
+        let db = Database::builder()
+            .page_size(4096)
+            .logging(logging)
+            .create(dir.path().join(format!("src-{logging}.swz")))
+            .unwrap();
+        fill_20k(&db, &db.create_tree("t").unwrap());
+        for (round, spelling) in ["sub/../{}", "link/{}", "./{}/", "{}/"].into_iter().enumerate() {
+            let name = format!("copy-{logging}-{round}.swz");
+            let target = dir.path().join(&name);
+            let other = dir.path().join(spelling.replace("{}", &name));
+            let mut second = None;
+            let first = backup_while(&db, &target, || second = Some(db.backup_to(&other)));
+            let context = format!("logging {logging}, {}: {first:?}, {second:?}", other.display());
+            assert!(first.is_ok(), "{context}");
+            assert!(matches!(second, Some(Err(Error::BackupTargetExists(_)))), "{context}");
+            let copy = Database::builder().open(&target).unwrap_or_else(|e| panic!("{context}: {e}"));
+            assert_eq!(copy.tree("t").unwrap().len().unwrap(), 20_000, "{context}");
+            copy.close().unwrap();
+        }
+        db.close().unwrap();
+    }
+}
+
+/// A `MemFs` on which another process's backup to `target` lands (its log directory, with a
+/// file in it, and its file) just before this process's first rename to either name.
+#[derive(Debug)]
+struct RacedTo {
+    inner: MemFs,
+    target: std::path::PathBuf,
+    landed: AtomicBool,
+}
+
+impl RacedTo {
+    fn land(&self, to: &Path) {
+        let log = swizzledb::wal_dir(&self.target);
+        if (to == self.target || to == log) && !self.landed.swap(true, Ordering::SeqCst) {
+            self.inner.create_dir_all(&log).unwrap();
+            let other = self.inner.open(&log.join("other"), swizzledb_io::OpenMode::CREATE_NEW).unwrap();
+            other.write_all_at(b"the other backup's log", 0).unwrap();
+            let other = self.inner.open(&self.target, swizzledb_io::OpenMode::CREATE_NEW).unwrap();
+            other.write_all_at(b"the other backup's file", 0).unwrap();
+        }
+    }
+}
+
+impl Vfs for RacedTo {
+    fn open(
+        &self,
+        path: &Path,
+        mode: swizzledb_io::OpenMode,
+    ) -> std::io::Result<Arc<dyn swizzledb_io::VfsFile>> {
+        self.inner.open(path, mode)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.remove_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.land(to);
+        self.inner.rename(from, to)
+    }
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.land(to);
+        self.inner.rename_no_replace(from, to)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+}
+
+/// Another process's backup to the same target (R26: not kept apart by this process's claim)
+/// lands between this backup's check that the target is free and its renames. This backup
+/// fails with `BackupTargetExists` and leaves the other's log directory and file as they were,
+/// logged and unlogged. Before the fix a logged backup whose log directory's rename failed
+/// removed `<target>.wal` — the other backup's log, which that backup then reported `Ok`
+/// without — and returned an I/O error; an unlogged one replaced the other's file.
+#[test]
+fn r26_a_backup_beaten_to_its_target_leaves_the_winners_files() {
+    let target = Path::new("/m/copy.swz");
+    for logged in [true, false] {
+        let fs = Arc::new(RacedTo {
+            inner: MemFs::new(),
+            target: target.to_path_buf(),
+            landed: AtomicBool::new(false),
+        });
+        fs.create_dir_all(Path::new("/m")).unwrap();
+        let db = crate::common::small_on(fs.clone(), logged, 64).create("/m/src.swz").unwrap();
+        db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
+        let r = db.backup_to(target);
+        assert!(matches!(r, Err(Error::BackupTargetExists(_))), "logged {logged}: {r:?}");
+        let read = |p: &Path| {
+            let f = fs.open_read_only(p).unwrap_or_else(|e| panic!("logged {logged}: {}: {e}", p.display()));
+            let mut buf = vec![0; f.len().unwrap() as usize];
+            f.read_exact_at(&mut buf, 0).unwrap();
+            buf
+        };
+        assert_eq!(
+            read(&swizzledb::wal_dir(target).join("other")),
+            b"the other backup's log",
+            "logged {logged}"
+        );
+        assert_eq!(read(target), b"the other backup's file", "logged {logged}");
+        db.close().unwrap();
+    }
+}
