@@ -127,7 +127,9 @@ impl Builder {
         self
     }
 
-    /// Open the file with O_DIRECT (bypassing the OS page cache).
+    /// Open the file with O_DIRECT (bypassing the OS page cache). A file system that cannot
+    /// do it fails the open or create with [`BufferError::Config`](crate::BufferError::Config)
+    /// naming it. A read-only open ([`Builder::read_only`]) ignores it.
     #[must_use]
     pub fn direct_io(mut self, on: bool) -> Self {
         self.config.direct_io = on;
@@ -198,7 +200,9 @@ impl Builder {
     /// `write_elision`, `lazy_split_images`) are refused on a logged file with
     /// [`Error::Log`]`(`[`LogError::BadConfig`]`)`; [`Builder::max_log_bytes`] is not checked,
     /// since the log's segment size it is checked against is in the log directory, which a
-    /// read-only open does not read. The file is read
+    /// read-only open does not read; and [`Builder::direct_io`] is ignored: the file is read
+    /// through the operating system's page cache, so a file system without `O_DIRECT`, on
+    /// which a read-write open with it fails, opens. The file is read
     /// through the database's file system ([`LabOptions::vfs`](crate::lab::LabOptions::vfs),
     /// the operating system's by default), through which nothing is written.
     #[must_use]

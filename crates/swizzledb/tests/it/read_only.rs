@@ -410,3 +410,19 @@ fn r27_after_a_crash_a_read_only_open_is_refused_without_a_write() {
         }
     }
 }
+
+/// R27 and `Builder::read_only`'s rustdoc: `direct_io(true)` is ignored by a read-only open,
+/// which reads the file through the page cache in every buffer mode and shows every record,
+/// where the setting is documented as ignored rather than checked.
+#[test]
+fn r27_a_read_only_open_ignores_direct_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("direct.swz");
+    let oracle = make(&path);
+    for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
+        let db = Database::builder().mode(mode).direct_io(true).read_only(true).open(&path).unwrap();
+        let got: Records = db.tree("t").unwrap().range(Unbounded, Unbounded).map(Result::unwrap).collect();
+        assert_eq!(got, oracle, "{mode:?}");
+        db.close().unwrap();
+    }
+}
