@@ -25,10 +25,28 @@ use crate::logging::{PoolLog, Wal};
 use crate::record::{self, TxnState};
 use crate::restart::{self, RestartStats};
 
+/// Whether `path` can only name a directory: it ends with a separator (or `/.`), or its last
+/// component is none (`/`, ``) or `..`.
+fn names_a_directory(path: &Path) -> bool {
+    let text = path.as_os_str().to_string_lossy();
+    path.file_name().is_none() || text.ends_with(std::path::MAIN_SEPARATOR) || text.ends_with("/.")
+}
+
 impl Builder {
     pub(crate) fn create_at(self, path: &Path) -> Result<Database> {
         if self.read_only {
             return Err(Error::Tree(swizzledb_btree::TreeError::ReadOnly));
+        }
+        // A path that ends in a separator names a directory: the log directory's
+        // `create_dir_all` made it (`<path>/.wal`) before the file's create failed on it, and
+        // the failed create left it behind (R14).
+        if names_a_directory(path) {
+            let source = std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the path ends with a separator and names a directory, not the database's file: \
+                 drop the trailing `/`",
+            );
+            return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
         }
         // Every setting before anything is made: a refused create leaves nothing behind.
         self.check_create()?;

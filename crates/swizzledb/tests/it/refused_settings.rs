@@ -290,6 +290,33 @@ fn r14_a_create_in_a_missing_directory_is_refused_logged_or_not() {
     }
 }
 
+/// R14: a create at a path that ends with a separator (`dir/db.swz/`, `dir/db.swz/.`) is
+/// refused with an I/O error of kind `InvalidInput`, logged or not, and makes nothing; the
+/// create without the separator then succeeds. A logged create made the log directory
+/// `dir/db.swz/.wal`, and so a directory `dir/db.swz`, then failed on the file (`EISDIR`) and
+/// left the directory, which every later create of `dir/db.swz` met.
+#[test]
+fn r14_a_create_at_a_path_ending_with_a_separator_is_refused_and_makes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for logged in [true, false] {
+        for tail in ["/", "/."] {
+            let path = dir.path().join("db.swz");
+            let spelled = format!("{}{tail}", path.display());
+            match Database::builder().logging(logged).create(&spelled) {
+                Err(Error::Buffer(BufferError::Io { source, .. })) => {
+                    assert_eq!(source.kind(), std::io::ErrorKind::InvalidInput, "logged {logged} {tail}")
+                }
+                other => panic!("logged {logged} {tail}: expected InvalidInput, got {:?}", other.map(|_| ())),
+            }
+            assert!(files_under(dir.path()).is_empty(), "logged {logged} {tail}: files left");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "logged {logged} {tail}: left");
+            Database::builder().logging(logged).create(&path).unwrap().close().unwrap();
+            std::fs::remove_file(&path).unwrap();
+            let _ = std::fs::remove_dir_all(swizzledb::wal_dir(&path));
+        }
+    }
+}
+
 /// R14: a create killed (or cut by a power loss) at any file-system call leaves nothing that
 /// the next `create`, `open_or_create` or `open` with the same settings refuses, logged or not:
 /// `open` finds no database (`NotFound`) or the complete one, and `create` and `open_or_create`
