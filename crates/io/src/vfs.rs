@@ -386,11 +386,40 @@ impl Vfs for OsFs {
         fs::rename(from, to)
     }
 
-    /// IO15: a file is linked at `to` (`link(2)` refuses an existing name, whoever made it)
-    /// and then unlinked at `from`; a directory is renamed, which fails on a directory with
-    /// entries or a file at `to`, after a check for an empty one. A file system without hard
-    /// links gets the check and the rename.
+    /// IO15: `renameat2(2)` with `RENAME_NOREPLACE`, one step in the kernel. Where the file
+    /// system or the kernel lacks the flag: a file is linked at `to` (`link(2)` refuses an
+    /// existing name, whoever made it) and then unlinked at `from`; a directory is renamed,
+    /// which fails on a directory with entries or a file at `to`, after a check for an empty
+    /// one. A file system without hard links gets the check and the rename.
     fn rename_no_replace(&self, from: &Path, to: &Path) -> io::Result<()> {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let c_path = |p: &Path| {
+                std::ffi::CString::new(p.as_os_str().as_bytes())
+                    .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+            };
+            let (old, new) = (c_path(from)?, c_path(to)?);
+            // SAFETY: IO15 — both pointers are NUL-terminated strings owned by `old` and `new`,
+            // which live across the call; the kernel keeps neither after it returns.
+            let rc = unsafe {
+                libc::renameat2(
+                    libc::AT_FDCWD,
+                    old.as_ptr(),
+                    libc::AT_FDCWD,
+                    new.as_ptr(),
+                    libc::RENAME_NOREPLACE,
+                )
+            };
+            if rc == 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            // EINVAL: a file system without the flag; ENOSYS: a kernel without the call.
+            if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+                return Err(e);
+            }
+        }
         let exists = || to.symlink_metadata().is_ok();
         if fs::symlink_metadata(from)?.is_dir() {
             if exists() {
