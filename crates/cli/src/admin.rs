@@ -75,13 +75,15 @@ fn fail(e: &InspectError) -> ExitCode {
     }
 }
 
-/// Runs `body` with a buffered stdout; a closed pipe (`| head`) ends quietly.
-fn with_stdout(body: impl FnOnce(&mut dyn Write) -> io::Result<ExitCode>) -> ExitCode {
+/// Runs `body` with a buffered stdout; a closed pipe (`| head`) ends the output quietly, and
+/// the command exits with `closed`: what it found, which the output no longer shows (`verify`'s
+/// damage; it exited 0 there, as if the file were sound).
+fn with_stdout(closed: ExitCode, body: impl FnOnce(&mut dyn Write) -> io::Result<ExitCode>) -> ExitCode {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     match body(&mut out).and_then(|code| out.flush().map(|()| code)) {
         Ok(code) => code,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => closed,
         Err(e) => {
             eprintln!("error: writing the output: {e}");
             ExitCode::FAILURE
@@ -96,7 +98,7 @@ pub fn stat(args: &FileArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let i = file.info();
-    with_stdout(|out| {
+    with_stdout(ExitCode::SUCCESS, |out| {
         writeln!(out, "file: {}", i.path.display())?;
         writeln!(out, "format_version: {}", i.format_version)?;
         writeln!(out, "page_size: {}", i.page_size)?;
@@ -223,7 +225,14 @@ pub fn verify(args: &FileArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let report = file.verify();
-    with_stdout(|out| {
+    let code = if report.is_clean() {
+        ExitCode::SUCCESS
+    } else if report.needs_restart || file.info().in_use {
+        ExitCode::from(DAMAGE_NOT_AT_REST)
+    } else {
+        ExitCode::from(DAMAGE)
+    };
+    with_stdout(code, |out| {
         for d in &report.damage {
             writeln!(out, "{d}")?;
         }
@@ -260,13 +269,7 @@ pub fn verify(args: &FileArgs) -> ExitCode {
             report.pages_checked,
             report.trees.len()
         )?;
-        Ok(if report.is_clean() {
-            ExitCode::SUCCESS
-        } else if report.needs_restart || file.info().in_use {
-            ExitCode::from(DAMAGE_NOT_AT_REST)
-        } else {
-            ExitCode::from(DAMAGE)
-        })
+        Ok(code)
     })
     .tap_warn(file.info())
 }
@@ -295,7 +298,7 @@ pub fn dump(args: &DumpArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let mut failure = None;
-    let code = with_stdout(|out| {
+    let code = with_stdout(ExitCode::SUCCESS, |out| {
         let mut io_error = Ok(());
         // The header with the first record (or at the end), so that a tree that cannot be read
         // prints nothing on stdout.
@@ -350,7 +353,7 @@ pub fn log(args: &LogArgs) -> ExitCode {
         );
     }
     let mut failure = None;
-    let code = with_stdout(|out| {
+    let code = with_stdout(ExitCode::SUCCESS, |out| {
         for item in records {
             match item {
                 Ok(entry) => writeln!(out, "{entry}")?,

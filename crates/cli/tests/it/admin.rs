@@ -601,3 +601,31 @@ fn another_databases_log_beside_a_file_is_not_its_log() {
     let o = run_unchanged(&["dump", arg(&a), "--tree", "data"], &[&a, &wal(&a)]);
     assert_eq!((code(&o), stdout(&o).lines().count()), (0, 301), "{}", stderr(&o));
 }
+
+/// `verify` found damage and exited 0 when its reader had closed the pipe (`| head`): the
+/// closed pipe ended the output and, with it, the exit code that said the file is damaged.
+/// The code is what verify found, whoever reads the lines.
+#[test]
+fn verify_of_a_damaged_file_exits_1_when_stdout_is_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.swz");
+    make_db(&path, 3000);
+    let pages = std::fs::metadata(&path).unwrap().len() / 4096;
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[((pages / 2) * 4096 + 2000) as usize] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    let closed = |args: &[&str]| {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        Command::new(BIN).args(args).env_remove("RUST_LOG").stdout(writer).output().unwrap()
+    };
+    let o = closed(&["verify", arg(&path)]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    // A sound file is still 0, and stat's output ends quietly.
+    make_db(&dir.path().join("w.swz"), 10);
+    let o = closed(&["verify", arg(&dir.path().join("w.swz"))]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = closed(&["stat", arg(&path)]);
+    assert_eq!((code(&o), stderr(&o).as_str()), (0, ""));
+}
