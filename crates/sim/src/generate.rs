@@ -171,7 +171,7 @@ impl FromStr for Pattern {
         let given: f64 = parts.iter().filter_map(|p| p.1).sum();
         let unweighted = parts.iter().filter(|p| p.1.is_none()).count();
         if given > 1.0 + 1e-9 {
-            return Err(bad(format!("the weights add up to {}%, more than 100%", given * 100.0)));
+            return Err(bad(format!("the weights add up to {}%, more than 100%", percent(given))));
         }
         let share = if unweighted > 0 {
             let rest = 1.0 - given;
@@ -180,12 +180,19 @@ impl FromStr for Pattern {
             }
             rest / unweighted as f64
         } else if (given - 1.0).abs() > 1e-9 {
-            return Err(bad(format!("the weights add up to {}%, not 100%", given * 100.0)));
+            return Err(bad(format!("the weights add up to {}%, not 100%", percent(given))));
         } else {
             0.0
         };
         Ok(Pattern { parts: parts.into_iter().map(|(c, w)| (c, w.unwrap_or(share))).collect() })
     }
+}
+
+/// A share as a percentage for a message, without the binary fraction's noise: 0.7 + 0.4 is
+/// `110`, not `110.00000000000001`.
+fn percent(share: f64) -> String {
+    let text = format!("{:.6}", share * 100.0);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// `70%` or `0.7`, in (0, 1].
@@ -389,6 +396,9 @@ mod tests {
             ("drift:10", "drift:H:E"),
             ("drift:10:0", "at least 1 reference"),
             ("zipf:1@60%+scan@60%", "more than 100%"),
+            // 0.7 + 0.4 is 1.1000000000000001 in binary fractions: the message says 110%.
+            ("zipf:0.9@70%+scan@40%", "add up to 110%, more than 100%"),
+            ("zipf:0.9@10%+scan@20%", "add up to 30%, not 100%"),
             ("zipf:1@60%+scan@30%", "not 100%"),
             ("zipf:1@100%+scan", "nothing"),
             ("uniform@0%", "weight"),
