@@ -47,21 +47,18 @@ pub fn run(args: &BackupArgs) -> ExitCode {
     let result = db.backup_to(&args.dest);
     let closed = db.close();
     let code = match result {
-        Ok(stats) => {
-            println!(
-                "backed up {} to {}: {} trees, {} records ({} bytes of keys and values); file {} bytes, \
+        Ok(stats) => crate::printed(format!(
+            "backed up {} to {}: {} trees, {} records ({} bytes of keys and values); file {} bytes, \
                  the source's {} bytes; {:.1} s",
-                args.source.display(),
-                args.dest.display(),
-                stats.trees,
-                stats.records,
-                stats.record_bytes,
-                stats.backup_file_bytes,
-                stats.source_file_bytes,
-                started.elapsed().as_secs_f64()
-            );
-            ExitCode::SUCCESS
-        }
+            args.source.display(),
+            args.dest.display(),
+            stats.trees,
+            stats.records,
+            stats.record_bytes,
+            stats.backup_file_bytes,
+            stats.source_file_bytes,
+            started.elapsed().as_secs_f64()
+        )),
         Err(e @ Error::BackupTargetExists(_)) => {
             eprintln!("error: {e}");
             ExitCode::from(EXIT_USAGE)

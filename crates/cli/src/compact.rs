@@ -22,18 +22,15 @@ pub fn run(args: &CompactArgs) -> ExitCode {
     }
     let started = std::time::Instant::now();
     match Database::builder().compact(&args.file) {
-        Ok(stats) => {
-            println!(
-                "compacted {}: {} bytes before, {} after ({} trees, {} records); {:.1} s",
-                args.file.display(),
-                stats.file_bytes_before,
-                stats.file_bytes_after,
-                stats.trees,
-                stats.records,
-                started.elapsed().as_secs_f64()
-            );
-            ExitCode::SUCCESS
-        }
+        Ok(stats) => crate::printed(format!(
+            "compacted {}: {} bytes before, {} after ({} trees, {} records); {:.1} s",
+            args.file.display(),
+            stats.file_bytes_before,
+            stats.file_bytes_after,
+            stats.trees,
+            stats.records,
+            started.elapsed().as_secs_f64()
+        )),
         // Another process opened or removed it since.
         Err(e @ (Error::AlreadyOpen(_) | Error::NotFound(_))) => {
             eprintln!("error: {e}");

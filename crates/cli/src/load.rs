@@ -146,16 +146,13 @@ fn report(args: &LoadArgs, result: Result<(), Stop>, done: &Loaded) -> ExitCode 
         done.records, done.transactions, args.tree
     );
     match result {
-        Ok(()) => {
-            println!(
-                "loaded {} records into tree {} of {} in {} transactions",
-                done.records,
-                args.tree,
-                args.file.display(),
-                done.transactions
-            );
-            ExitCode::SUCCESS
-        }
+        Ok(()) => crate::printed(format!(
+            "loaded {} records into tree {} of {} in {} transactions",
+            done.records,
+            args.tree,
+            args.file.display(),
+            done.transactions
+        )),
         Err(Stop::Input(line, what)) => {
             eprintln!("error: {}: line {line}: {what}; {so_far}", input_name(args.input.as_deref()));
             ExitCode::from(EXIT_USAGE)

@@ -168,6 +168,19 @@ pub(crate) fn refused(e: &clap::Error) -> ExitCode {
     }
 }
 
+/// Prints `line` (and a line end) on stdout and gives the exit code of a command that succeeded:
+/// 0, also when the reader has closed the pipe (`println!` panicked there, after the work was
+/// done); 1 when stdout cannot be written otherwise.
+pub(crate) fn printed(line: String) -> ExitCode {
+    match swizzledb_lab::support::output::print(line + "\n") {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing the output: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Runs one command (also the command that `trace record` traces).
 fn run(command: Command) -> Result<ExitCode, Box<dyn Error>> {
     match command {

@@ -194,3 +194,32 @@ fn a_backup_into_a_missing_directory_is_an_unusable_path() {
     }
     assert!(!dir.path().join("none").exists(), "the missing directory was made");
 }
+
+/// `backup`, `compact` and `load` print one line when their work is done; with the reader's
+/// end of stdout closed (`| head -0`), `println!` panicked there ("failed printing to stdout:
+/// Broken pipe", exit 101) after a successful run. They exit 0, the work done.
+#[test]
+fn a_closed_stdout_does_not_fail_a_finished_backup_compact_or_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.swz");
+    make(&src, 2000);
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "6b,76\n").unwrap();
+    let copy = dir.path().join("copy.swz");
+    for args in [
+        vec!["backup", arg(&src), arg(&copy)],
+        vec!["compact", arg(&src)],
+        vec!["load", arg(&src), "--tree", "c", "--input", arg(&input)],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(BIN).args(&args).env_remove("RUST_LOG").stdout(writer).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    assert_eq!(contents(&copy).len(), 2);
+    let after = contents(&src);
+    assert_eq!(after["c"], BTreeMap::from([(b"k".to_vec(), b"v".to_vec())]));
+    assert_eq!(after["a"].len(), 2000);
+}
