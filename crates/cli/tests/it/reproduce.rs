@@ -236,6 +236,15 @@ fn bad_input_writes_nothing() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(left, BTreeSet::from(["mine.txt".to_string()]));
+    // With --resume too: there is no run to resume, and the figure's directory of the same
+    // name, the user's own, was emptied and filled with the figure's files.
+    std::fs::create_dir_all(out.join("lersch-restart")).unwrap();
+    std::fs::write(out.join("lersch-restart").join("mine.csv"), "keep").unwrap();
+    let o = reproduce(&["--tiny", "--only", "lersch-restart", "--resume", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no reproduce run to resume"), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(out.join("lersch-restart").join("mine.csv")).unwrap(), "keep");
+    assert!(!out.join("reproduce.json").exists());
     // --list prints the plan and runs nothing.
     let o = reproduce(&["--list", "--only", "lersch", "--out", scratch.0.join("listed").to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));

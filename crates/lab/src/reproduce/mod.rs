@@ -73,7 +73,8 @@ impl ScaleName {
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
     /// Directory for the report (index.html) and each figure's results, one subdirectory per
-    /// figure; new or empty, unless --resume
+    /// figure; new or empty, unless --resume names a run's directory (one that holds its
+    /// reproduce.json)
     #[arg(long, value_name = "DIR", required_unless_present = "list")]
     pub out: Option<PathBuf>,
     /// Every figure at a small scale, all in under 10 minutes on 2 cores (the default)
@@ -462,15 +463,16 @@ fn prepare(
             .into())
         }
         None => {
-            if !resume {
-                let non_empty = fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(false);
-                if non_empty {
-                    return Err(Usage(format!(
-                        "--out {} is not empty and holds no reproduce run: choose a new or empty directory",
-                        dir.display()
-                    ))
-                    .into());
-                }
+            // Resumed too: a run writes its manifest before anything else, so a directory
+            // without one holds no run, and a figure's directory in it would be emptied.
+            let non_empty = fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(false);
+            if non_empty {
+                return Err(Usage(format!(
+                    "--out {} is not empty and holds no reproduce run{}: choose a new or empty directory",
+                    dir.display(),
+                    if resume { " to resume" } else { "" }
+                ))
+                .into());
             }
         }
     }
