@@ -254,6 +254,13 @@ fn export(args: &ExportArgs) -> Result<ExitCode, Box<dyn Error>> {
         eprintln!("Wrote {} events to {}.", swizzledb_lab::support::text::thousands(rows), csv.display());
     }
     if let Some(out) = &args.oracle_general {
+        if same_file(&args.input, out) {
+            return Err(swizzledb_lab::Usage(format!(
+                "--oracle-general {} is the input trace: writing it would replace what is read; name another file",
+                out.display()
+            ))
+            .into());
+        }
         // Written beside its target, so that a trace refused halfway (a size or time that does
         // not fit, found before any record is written) leaves a file already there as it was.
         let partial =

@@ -280,7 +280,8 @@ fn record_leaves_an_existing_out_file_when_no_trace_replaces_it() {
 }
 
 /// `trace export --csv` naming its own `--input` emptied the trace before reading it (the
-/// recording lost, "truncated", exit 1): now a usage error that leaves it whole.
+/// recording lost, "truncated", exit 1): now a usage error that leaves it whole; so is
+/// `--oracle-general` naming it, which replaced the recording with its export.
 #[test]
 fn export_refuses_to_write_its_csv_over_its_input() {
     let scratch = Scratch::new("export-self");
@@ -304,6 +305,11 @@ fn export_refuses_to_write_its_csv_over_its_input() {
     let o = run(&["trace", "export"], &[("--input", &trace), ("--csv", &other)]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace was changed");
+    // --oracle-general over its input replaced the recording with the export (exit 0).
+    let o = run(&["trace", "export"], &[("--input", &trace), ("--oracle-general", &other)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("is the input trace"), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace was replaced");
 }
 
 /// `trace export --csv` exited 1 for every input it could not export: a missing input, a
