@@ -946,13 +946,16 @@ impl swizzledb_buffer::LogFlush for PoolLog {
                         "page {page} redone on fetch (its last write was elided), to page LSN {lsn}"
                     ),
                     _ => log::warn!(
-                        "page {page} was {damage}; rebuilt by single-page recovery from the log, to page LSN {lsn}"
+                        "page {page} failed its check on load ({damage}); rebuilt by single-page recovery from the log, \
+                         to page LSN {lsn}"
                     ),
                 }
                 Ok(())
             }
             Err(e) => {
-                log::error!("page {page} is {damage}, and single-page recovery failed: {e}");
+                log::error!(
+                    "page {page} failed its check on load ({damage}), and single-page recovery failed: {e}"
+                );
                 Err(e.to_string())
             }
         }
