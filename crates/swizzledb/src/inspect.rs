@@ -532,7 +532,8 @@ impl DatabaseFile {
     ///
     /// # Errors
     /// [`InspectError::Unreadable`] (missing, no permission), [`InspectError::NotADatabase`]
-    /// (a directory, empty, too short, another magic or format version),
+    /// (a directory, a pipe, socket or device, empty, too short, another magic or format
+    /// version),
     /// [`InspectError::Damaged`] (page 0 fails its checks, or the file is shorter than page 0
     /// says).
     pub fn open(path: impl AsRef<Path>) -> Result<DatabaseFile> {
@@ -543,6 +544,14 @@ impl DatabaseFile {
             return Err(InspectError::NotADatabase {
                 path: path.to_path_buf(),
                 reason: "it is a directory (`swizzledb log` reads log directories)".into(),
+            });
+        }
+        // A FIFO, socket or device is no database file, and opening a FIFO waits for a writer
+        // that may never come.
+        if !stat.is_file() {
+            return Err(InspectError::NotADatabase {
+                path: path.to_path_buf(),
+                reason: "it is not a regular file (a pipe, socket or device)".into(),
             });
         }
         let lock = lock_shared(path)?;

@@ -47,7 +47,7 @@ fn snapshot(path: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
         let Ok(meta) = std::fs::metadata(&p) else { continue };
         if meta.is_dir() {
             stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
-        } else {
+        } else if meta.is_file() {
             out.push((p.clone(), std::fs::read(&p).unwrap(), meta.modified().unwrap()));
         }
     }
@@ -394,9 +394,12 @@ fn bad_inputs_are_one_line_and_change_nothing() {
     let missing = dir.path().join("missing.swz");
     let sub = dir.path().join("a-directory");
     std::fs::create_dir(&sub).unwrap();
+    // A named pipe: opening it for reading waited for a writer, and the command never ended.
+    let fifo = dir.path().join("a-pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
 
-    let cases: [(&Path, i32); 6] =
-        [(&missing, 3), (&sub, 3), (&empty, 3), (&text, 3), (&short, 3), (&truncated, 1)];
+    let cases: [(&Path, i32); 7] =
+        [(&missing, 3), (&sub, 3), (&fifo, 3), (&empty, 3), (&text, 3), (&short, 3), (&truncated, 1)];
     for (path, expected) in cases {
         for command in [vec!["stat"], vec!["verify"], vec!["dump", "--tree", "data"]] {
             let mut args = vec![command[0], arg(path)];
