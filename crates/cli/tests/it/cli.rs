@@ -139,6 +139,26 @@ fn lookup_refuses_a_csv_it_cannot_write_before_running() {
     assert_eq!(csv_rows(&scratch).len(), 1);
 }
 
+/// A `--baseline` mode that is not measured fell back to another mode without a word but the
+/// table's header; it is a usage error (exit 2) before anything runs, in every command that
+/// takes it.
+#[test]
+fn a_baseline_that_is_not_measured_is_refused() {
+    let scratch = Scratch::new("baseline");
+    for command in [&["bench", "lookup"][..], &["bench", "scan"][..]] {
+        let o = Command::new(BIN)
+            .args(command)
+            .args(["--mode", "swizzling,traditional", "--baseline", "main-memory", "--dir"])
+            .arg(&scratch.0)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{command:?}: {stderr}");
+        assert!(stderr.contains("--baseline main-memory"), "{command:?}: {stderr}");
+        assert!(o.stdout.is_empty(), "{command:?}: it ran");
+    }
+}
+
 #[test]
 fn zero_threads_is_rejected() {
     let scratch = Scratch::new("threads0");

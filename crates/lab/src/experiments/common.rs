@@ -67,7 +67,7 @@ pub struct Common {
     /// Directory for the temporary database files (created if missing) [default: the system temp directory]
     #[arg(long, value_parser = crate::experiments::common::parse_scratch_dir)]
     pub dir: Option<PathBuf>,
-    /// Mode the printed ratios are relative to [default: main-memory, else the first mode]
+    /// Mode the printed ratios are relative to, one of --mode [default: main-memory, else the first mode]
     #[arg(long, value_parser = parse_mode)]
     pub baseline: Option<PoolMode>,
     /// Read and write the database file with O_DIRECT, bypassing the OS page cache, so misses
@@ -176,6 +176,15 @@ pub fn parse_default_page_pool(input: &str) -> Result<u64, String> {
 
 /// The configuration of one point, before records and working set are chosen.
 pub fn base_config(experiment: &str, c: &Common, pool: u64) -> Result<Config, String> {
+    // A baseline that is not measured fell back to another mode, which only the table's
+    // header named.
+    if let Some(baseline) = c.baseline.filter(|b| !c.mode.0.contains(b)) {
+        return Err(format!(
+            "--baseline {} is not one of the modes measured (--mode): add it to --mode, or leave \
+             --baseline out",
+            baseline.name()
+        ));
+    }
     if !usize::try_from(c.page_size).is_ok_and(swizzledb_buffer::page::valid_page_size) {
         return Err(format!(
             "--page-size {} is not supported; use a power of two from 4KiB to 32KiB",
