@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 use swizzledb::lab::DatabaseExt as _;
-use swizzledb::{CommitMode, Database, PoolMode, Tree};
+use swizzledb::{Builder, CommitMode, Database, PoolMode, Tree};
 
 const THREADS: u64 = 4;
 
@@ -21,6 +21,12 @@ fn pool_for(mode: PoolMode) -> usize {
     } else {
         48 * 4096
     }
+}
+
+/// A database of 4 KiB pages in `pool_for(mode)`, with asynchronous commit: the races under
+/// test are the tree's and the pool's, not one fsync per put (group commit has its own tests).
+fn stress_builder(mode: PoolMode) -> Builder {
+    Database::builder().mode(mode).page_size(4096).pool_bytes(pool_for(mode)).commit_mode(CommitMode::Async)
 }
 
 fn key(thread: u64, i: u64) -> Vec<u8> {
@@ -96,13 +102,7 @@ fn stress_disjoint_keys_all_modes() {
         with_watchdog(mode.name(), move || {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("stress.swz");
-            // Asynchronous commit: the races under test are the tree's and the pool's, not one
-            // fsync per put (group commit has its own tests).
-            let builder = Database::builder()
-                .mode(mode)
-                .page_size(4096)
-                .pool_bytes(pool_for(mode))
-                .commit_mode(CommitMode::Async);
+            let builder = stress_builder(mode);
             let db = builder.clone().create(&path).unwrap();
             let tree = db.create_tree("t").unwrap();
             let oracles = disjoint_workers(&tree, 20_000);
@@ -160,15 +160,7 @@ fn stress_overlapping_keys_all_modes() {
     for mode in PoolMode::ALL {
         with_watchdog(mode.name(), move || {
             let dir = tempfile::tempdir().unwrap();
-            let db = Arc::new(
-                Database::builder()
-                    .mode(mode)
-                    .page_size(4096)
-                    .pool_bytes(pool_for(mode))
-                    .commit_mode(CommitMode::Async)
-                    .create(dir.path().join("overlap.swz"))
-                    .unwrap(),
-            );
+            let db = Arc::new(stress_builder(mode).create(dir.path().join("overlap.swz")).unwrap());
             let tree = db.create_tree("t").unwrap();
             let handles: Vec<_> = (0..THREADS)
                 .map(|t| {
@@ -356,15 +348,7 @@ fn t4_runs_deleted_from_the_right_merge_while_scans_run_both_ways() {
     for mode in PoolMode::ALL {
         with_watchdog(mode.name(), move || {
             let dir = tempfile::tempdir().unwrap();
-            let db = Arc::new(
-                Database::builder()
-                    .mode(mode)
-                    .page_size(4096)
-                    .pool_bytes(pool_for(mode))
-                    .commit_mode(CommitMode::Async)
-                    .create(dir.path().join("runs.swz"))
-                    .unwrap(),
-            );
+            let db = Arc::new(stress_builder(mode).create(dir.path().join("runs.swz")).unwrap());
             let tree = db.create_tree("t").unwrap();
             let stable = |i: u64| format!("{i:04}").into_bytes();
             for i in 0..STABLE {
