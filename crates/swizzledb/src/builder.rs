@@ -445,13 +445,22 @@ impl Builder {
         }
         let segment = self.log_segment_bytes.unwrap_or(LogConfig::new("").segment_bytes);
         let bound = self.log_bound();
-        if bound < 4 * segment {
+        // A segment size past the log's range (wal W1: at most 2^30) must not overflow here.
+        let Some(four) = segment.checked_mul(4) else {
+            return Err(Error::Log(LogError::BadConfig {
+                reason: format!(
+                    "log_segment_bytes = {segment} must be a multiple of 8 from 4096 to 2^30 bytes: \
+                     lower it"
+                ),
+            }));
+        };
+        if bound < four {
             return Err(Error::Log(LogError::BadConfig {
                 reason: format!(
                     "max_log_bytes = {bound} must be at least four log segments of {segment} bytes \
                      ({}): raise it, or lower log_segment_bytes when creating a database (an \
                      existing log keeps the segment size it was created with)",
-                    4 * segment
+                    four
                 ),
             }));
         }
@@ -511,7 +520,8 @@ impl Builder {
         // wal W15: the segments a cleaner round lets truncation drop (about a quarter of the
         // bound) are kept for the next ones, so the log's files stay within the bound.
         config.spare_segments =
-            usize::try_from(self.log_bound() / (4 * config.segment_bytes)).unwrap_or(usize::MAX);
+            usize::try_from(self.log_bound() / config.segment_bytes.saturating_mul(4).max(1))
+                .unwrap_or(usize::MAX);
         config
     }
 

@@ -140,6 +140,10 @@ fn refused_at_create() -> Vec<(String, Builder)> {
         );
         add("an eviction batch of 0".into(), b().lab(|l| l.eviction_batch(Some(0))));
         add("max_log_bytes under four segments".into(), b().max_log_bytes(1 << 20));
+        // Past the log's range: four of them overflowed the bound's check (a panic).
+        for bytes in [1 << 62, u64::MAX] {
+            add(format!("log_segment_bytes({bytes})"), b().log_segment_bytes(bytes));
+        }
     }
     cases.push((
         "restart_mode(Instant) without log_archive".into(),
