@@ -27,7 +27,7 @@ mod spec;
 #[cfg(test)]
 mod testpool;
 
-pub use bp_wrapper::{BpConfig, BpConfigError, BpStats, BpWrapper, Variant};
+pub use bp_wrapper::{BpConfig, BpConfigError, BpStats, BpWrapper, Variant, MAX_QUEUE_SIZE};
 pub use kind::{PolicyKind, UnknownPolicy};
 pub use policies::arc::ArcPolicy;
 pub use policies::car::Car;

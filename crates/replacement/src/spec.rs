@@ -49,8 +49,9 @@ impl PolicySpec {
     /// `bpw-pref-`, `locked-`; the unbatched variants hold no queue).
     ///
     /// # Errors
-    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`, for a wrapped
-    /// policy.
+    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`, and
+    /// [`BpConfigError::QueueSize`] above [`MAX_QUEUE_SIZE`](crate::MAX_QUEUE_SIZE), for a
+    /// wrapped policy.
     ///
     /// # Panics
     /// As [`PolicyKind::build`].

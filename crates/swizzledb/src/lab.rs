@@ -103,7 +103,8 @@ impl LabOptions {
 
     /// BP-Wrapper's queue size S and batch threshold T (default 64 and 32; replacement README,
     /// "BP-Wrapper") for a wrapped policy (`bpw-2q`, `bpw-batch-lru`, ...); ignored by others.
-    /// `create` and `open` fail with [`BufferError::Config`](crate::BufferError::Config) unless `1 <= T <= S`.
+    /// `create` and `open` fail with [`BufferError::Config`](crate::BufferError::Config) unless
+    /// `1 <= T <= S <= 65536` (each of the wrapper's 64 queues holds S entries).
     #[must_use]
     pub fn bp_queue(mut self, queue_size: usize, batch_threshold: usize) -> Self {
         self.0.config.bp_queue_size = queue_size;

@@ -60,10 +60,14 @@ impl BpConfig {
     /// checks, for a caller that must refuse them before it does anything else).
     ///
     /// # Errors
-    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`.
+    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`;
+    /// [`BpConfigError::QueueSize`] for a `queue_size` above [`MAX_QUEUE_SIZE`].
     ///
     /// [`BpWrapper::with_config`]: crate::BpWrapper::with_config
     pub fn check(&self) -> Result<(), BpConfigError> {
+        if self.queue_size > MAX_QUEUE_SIZE {
+            return Err(BpConfigError::QueueSize { size: self.queue_size });
+        }
         if self.batch_threshold == 0 || self.batch_threshold > self.queue_size {
             return Err(BpConfigError::Threshold { threshold: self.batch_threshold, size: self.queue_size });
         }
@@ -78,6 +82,12 @@ impl Default for BpConfig {
     }
 }
 
+/// The largest queue size S: the wrapper allocates a ring of S entries (rounded up to a power
+/// of two, 16 bytes each) for each of its `QUEUE_SLOTS`
+/// slots, 64 MiB at this bound; a larger S would overflow the rounding or abort the process
+/// on the allocation.
+pub const MAX_QUEUE_SIZE: usize = 1 << 16;
+
 /// A [`BpConfig`] the wrapper cannot work with.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum BpConfigError {
@@ -86,6 +96,12 @@ pub enum BpConfigError {
     Threshold {
         /// The threshold asked for.
         threshold: usize,
+        /// The queue size asked for.
+        size: usize,
+    },
+    /// S must be at most [`MAX_QUEUE_SIZE`].
+    #[error("queue size {size} is above the largest, {MAX_QUEUE_SIZE} (each of the wrapper's queues holds that many entries): lower it")]
+    QueueSize {
         /// The queue size asked for.
         size: usize,
     },

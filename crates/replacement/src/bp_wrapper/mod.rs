@@ -159,7 +159,7 @@ use crate::policy::{Evictor, FrameHook, HookTable, Policy, Rejection};
 
 use swizzledb_sync::{FrameId, PageId};
 
-pub use config::{BpConfig, BpConfigError, Variant};
+pub use config::{BpConfig, BpConfigError, Variant, MAX_QUEUE_SIZE};
 pub use queue::QUEUE_SLOTS;
 pub use stats::BpStats;
 
@@ -206,7 +206,8 @@ impl BpWrapper {
     /// Wraps `inner` with the given parameters.
     ///
     /// # Errors
-    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`.
+    /// [`BpConfigError::Threshold`] unless `1 <= batch_threshold <= queue_size`;
+    /// [`BpConfigError::QueueSize`] above [`MAX_QUEUE_SIZE`].
     ///
     /// # Panics
     /// If `capacity - 1` does not fit a [`FrameId`].

@@ -76,6 +76,11 @@ fn refused_at_open() -> Vec<(&'static str, Builder, Expect)> {
             b().policy("bpw-2q".parse::<swizzledb::PolicySpec>().unwrap()).lab(|l| l.bp_queue(8, 16)),
             |e| config_error(e, "batch threshold"),
         ),
+        (
+            "a BP-Wrapper queue of usize::MAX entries",
+            b().policy("bpw-2q".parse::<swizzledb::PolicySpec>().unwrap()).lab(|l| l.bp_queue(usize::MAX, 1)),
+            |e| config_error(e, "queue size"),
+        ),
     ]
 }
 
@@ -139,6 +144,14 @@ fn refused_at_create() -> Vec<(String, Builder)> {
             b().mode(PoolMode::MainMemory).pool_bytes(64 << 10),
         );
         add("an eviction batch of 0".into(), b().lab(|l| l.eviction_batch(Some(0))));
+        // Rounding S up to a power of two overflowed (a panic that left the files and the
+        // create's marker behind); 2^17 entries in each of 64 queues is past the bound too.
+        for size in [usize::MAX, 1 << 17] {
+            add(
+                format!("bp_queue({size}, 1)"),
+                b().policy("bpw-2q".parse::<swizzledb::PolicySpec>().unwrap()).lab(|l| l.bp_queue(size, 1)),
+            );
+        }
         add("max_log_bytes under four segments".into(), b().max_log_bytes(1 << 20));
         // Past the log's range: four of them overflowed the bound's check (a panic).
         for bytes in [1 << 62, u64::MAX] {
