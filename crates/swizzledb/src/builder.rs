@@ -357,9 +357,10 @@ impl Builder {
     /// and the page size, [`Error::Log`]`(`[`LogError::BadConfig`]`)` for the log's), a
     /// missing directory ([`Error::DirectoryMissing`], logged or not), a non-empty
     /// `<path>.wal` ([`Error::StaleLog`]), another create making the same database
-    /// ([`Error::AlreadyOpen`]), or I/O errors (among them a `path` that ends with a separator,
-    /// which names a directory: [`BufferError::Io`](crate::BufferError::Io) of kind
-    /// `InvalidInput`, before anything is made).
+    /// ([`Error::AlreadyOpen`]), or I/O errors (among them a `path` that ends with a separator
+    /// or `..`, which names a directory, and an empty `path`:
+    /// [`BufferError::Io`](crate::BufferError::Io) of kind `InvalidInput`, whose message says
+    /// which, before anything is made).
     pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
         self.create_at(path.as_ref())
     }

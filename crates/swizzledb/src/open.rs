@@ -41,11 +41,15 @@ impl Builder {
         // `create_dir_all` made it (`<path>/.wal`) before the file's create failed on it, and
         // the failed create left it behind (R14).
         if names_a_directory(path) {
-            let source = std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
+            let reason = if path.as_os_str().is_empty() {
+                "the path is empty: name the database's file"
+            } else if path.file_name().is_none() && !path.as_os_str().to_string_lossy().ends_with('/') {
+                "the path ends with `..` and names a directory, not the database's file: name a file in it"
+            } else {
                 "the path ends with a separator and names a directory, not the database's file: \
-                 drop the trailing `/`",
-            );
+                 drop the trailing `/`"
+            };
+            let source = std::io::Error::new(std::io::ErrorKind::InvalidInput, reason);
             return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
         }
         // Every setting before anything is made: a refused create leaves nothing behind.

@@ -334,6 +334,29 @@ fn r14_a_create_at_a_path_ending_with_a_separator_is_refused_and_makes_nothing()
     }
 }
 
+/// R14: an empty path, or one ending with `..`, is refused as one ending with a separator
+/// (`InvalidInput`, nothing made), with a message that says what is wrong with it: both were
+/// told to "drop the trailing `/`", which neither has.
+#[test]
+fn r14_a_create_at_an_empty_path_or_dot_dot_says_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = dir.path().join("sub").join("..");
+    for (path, words) in [(PathBuf::new(), "the path is empty"), (up, "ends with `..`")] {
+        for create in [Database::builder().create(&path), Database::builder().open_or_create(&path)] {
+            match create {
+                Err(Error::Buffer(BufferError::Io { source, .. })) => {
+                    assert_eq!(source.kind(), std::io::ErrorKind::InvalidInput, "{path:?}");
+                    let message = source.to_string();
+                    assert!(message.contains(words), "{path:?}: {message}");
+                    assert!(!message.contains("trailing"), "{path:?}: {message}");
+                }
+                other => panic!("{path:?}: expected InvalidInput, got {:?}", other.map(|_| ())),
+            }
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the refused creates made something");
+}
+
 /// R14: a create killed (or cut by a power loss) at any file-system call leaves nothing that
 /// the next `create`, `open_or_create` or `open` with the same settings refuses, logged or not:
 /// `open` finds no database (`NotFound`) or the complete one, and `create` and `open_or_create`
