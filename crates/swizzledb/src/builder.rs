@@ -487,6 +487,36 @@ impl Builder {
         Ok(())
     }
 
+    /// A trace ([`crate::lab::LabOptions::trace`]) is written where it says, created or
+    /// truncated: never over the database's file at `path` or into its log directory, which
+    /// it would destroy (checked on the operating system's file system, where traces are
+    /// written; an in-memory database's files are not there).
+    pub(crate) fn check_trace(&self, path: &Path) -> Result<()> {
+        let Some(trace) = self.config.trace.as_deref() else { return Ok(()) };
+        if self.in_memory {
+            return Ok(());
+        }
+        // The file's directory resolved (links, `..`), and its name: the file need not exist.
+        let place = |p: &Path| {
+            let name = p.file_name()?;
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            Some(std::fs::canonicalize(dir).ok()?.join(name))
+        };
+        let Some(at) = place(trace) else { return Ok(()) };
+        let own = place(path).is_some_and(|file| file == at);
+        let in_log = place(&wal_dir(path)).is_some_and(|dir| at.starts_with(dir));
+        if own || in_log {
+            return Err(swizzledb_buffer::BufferError::Config(format!(
+                "the trace file {} is the database's {}: recording the trace would overwrite it; \
+                 trace to another file",
+                trace.display(),
+                if own { "file" } else { "log directory" }
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
     /// `open`: the file's page size is the pool's, unless [`Builder::page_size`] set another
     /// ([`BufferError::PageSizeMismatch`](swizzledb_buffer::BufferError::PageSizeMismatch)); then
     /// the pool's settings over it are checked, before anything is written.

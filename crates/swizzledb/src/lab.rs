@@ -139,7 +139,9 @@ impl LabOptions {
     /// the buffer README). Read it with [`TraceReader`](crate::TraceReader) or export it with
     /// `swizzledb trace export`. The trace is complete once [`Database::close`] returns (or the
     /// last handle to the pool is dropped). Off by default; off, it costs one predictable
-    /// branch per fix and unfix.
+    /// branch per fix and unfix. A `path` that names the database's own file or lies in its log
+    /// directory would overwrite them: `create` and `open` refuse it with
+    /// [`BufferError::Config`](crate::BufferError::Config) before anything is written.
     #[must_use]
     pub fn trace(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.0.config.trace = Some(path.into());

@@ -54,6 +54,7 @@ impl Builder {
         }
         // Every setting before anything is made: a refused create leaves nothing behind.
         self.check_create()?;
+        self.check_trace(path)?;
         // The directory the file goes in must exist: a logged create would otherwise make it
         // with its log directory, an unlogged one fail on the file (R14). (A bare name's is
         // the current directory.)
@@ -233,6 +234,7 @@ impl Builder {
         if self.page_size_set {
             self.check_pool(self.config.page_size)?;
         }
+        self.check_trace(path)?;
         // R14: a create's marker: a create is making the file, or a crash cut one short.
         if let Some(e) = files::cut_short_create(&*self.config.vfs, path) {
             return Err(e);

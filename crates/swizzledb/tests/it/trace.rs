@@ -241,3 +241,45 @@ fn b17_no_trace_by_default() {
     names.sort();
     assert_eq!(names, ["db", "db.wal"], "only the database file and its log");
 }
+
+/// A trace aimed at the database's own file, or into its log directory, is refused before
+/// anything is written, by `open` (read-only too) and `create`: recording it truncated the
+/// file, and the next open found page 0 damaged, every committed record gone.
+#[test]
+fn a_trace_over_the_database_or_its_log_is_refused_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let db = Database::builder().create(&path).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    for i in 0..500 {
+        tree.insert(&key(i), &value(i)).unwrap();
+    }
+    drop(tree);
+    db.close().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let file = std::fs::read(&path).unwrap();
+    let refused =
+        |e: &Error| matches!(e, Error::Buffer(BufferError::Config(reason)) if reason.contains("trace"));
+    for trace in [
+        path.clone(),
+        dir.path().join("sub").join("..").join("db.swz"),
+        swizzledb::wal_dir(&path),
+        swizzledb::wal_dir(&path).join("t.trace"),
+    ] {
+        for read_only in [false, true] {
+            let opened = Database::builder().read_only(read_only).lab(|l| l.trace(&trace)).open(&path);
+            match opened {
+                Err(e) => assert!(refused(&e), "{trace:?} read-only {read_only}: {e:?}"),
+                Ok(_) => panic!("{trace:?} read-only {read_only}: the open was not refused"),
+            }
+            assert!(std::fs::read(&path).unwrap() == file, "{trace:?}: the file changed");
+        }
+    }
+    let db = Database::builder().open(&path).unwrap();
+    assert_eq!(db.tree("t").unwrap().len().unwrap(), 500);
+    db.close().unwrap();
+    let new = dir.path().join("new.swz");
+    let created = Database::builder().lab(|l| l.trace(&new)).create(&new);
+    assert!(matches!(&created, Err(e) if refused(e)), "{:?}", created.map(|_| ()));
+    assert!(!new.exists() && !swizzledb::wal_dir(&new).exists(), "the refused create made files");
+}
