@@ -1275,8 +1275,9 @@ impl Tree {
                 continue;
             }
             if underfull(&c) && node::count(&p) > 1 {
+                let empty = node::count(&c) == 0;
                 drop(c);
-                if self.merge_siblings(&mut p, i, log)? {
+                if self.merge_siblings(&mut p, i, empty, log)? {
                     continue;
                 }
                 c = self.step::<Exclusive, Exclusive>(&mut p, off)?;
@@ -1390,17 +1391,24 @@ impl Tree {
         Ok(true)
     }
 
-    /// Merges `p`'s underfull child `i` with its left sibling if both fit one node, else with
-    /// its right sibling if those fit (T4).
-    fn merge_siblings<'a>(&'a self, p: &mut ExclusiveGuard<'a>, i: usize, log: Log<'_>) -> Result<bool> {
+    /// Merges `p`'s underfull child `i` with its left sibling if both fit one node; the first
+    /// child, or an `empty` one whose left sibling does not fit, with its right sibling if
+    /// those fit (T4).
+    fn merge_siblings<'a>(
+        &'a self,
+        p: &mut ExclusiveGuard<'a>,
+        i: usize,
+        empty: bool,
+        log: Log<'_>,
+    ) -> Result<bool> {
         if i > 0 && self.merge_pair(p, i - 1, log)? {
             return Ok(true);
         }
-        // The left sibling does not fit beside it: the right one may be as empty as this node. Deletes in
-        // descending order (a rolled-back run of ascending inserts) empty each leaf after its
-        // right neighbour, whose left neighbour is still full, and a merge that only looked
-        // left left every one of them empty.
-        if i + 1 < node::count(p) {
+        // Deletes in descending order (a rolled-back run of ascending inserts) empty each leaf
+        // after its right neighbour, while its left neighbour is still full: a merge that only
+        // looked left left every one of them empty. Only an empty node looks right, so that
+        // inserts, which leave young inner nodes underfull, do not merge what they will split.
+        if (i == 0 || empty) && i + 1 < node::count(p) {
             return self.merge_pair(p, i, log);
         }
         Ok(false)

@@ -500,41 +500,6 @@ mod tests {
         fs::remove_dir(&dir).unwrap();
     }
 
-    /// IO15 on every file system of the crate: `rename_no_replace` moves a file or a directory
-    /// onto a missing name, and refuses an existing file, an empty directory and one with
-    /// entries with `AlreadyExists`, leaving both names as they were.
-    #[test]
-    fn io15_rename_no_replace_refuses_every_existing_name() {
-        let scratch = std::env::temp_dir().join(format!("swizzledb-io15-{}", std::process::id()));
-        let systems: [(&dyn Vfs, PathBuf); 3] = [
-            (&OsFs, scratch.clone()),
-            (&crate::MemFs::new(), PathBuf::from("/d")),
-            (&crate::FaultFs::new(), PathBuf::from("/d")),
-        ];
-        for (vfs, dir) in systems {
-            vfs.create_dir_all(&dir.join("log")).unwrap();
-            vfs.open(&dir.join("log/segment"), OpenMode::CREATE_NEW).unwrap();
-            vfs.create_dir_all(&dir.join("empty")).unwrap();
-            vfs.open(&dir.join("file"), OpenMode::CREATE_NEW).unwrap().write_all_at(b"mine", 0).unwrap();
-            vfs.open(&dir.join("other"), OpenMode::CREATE_NEW).unwrap().write_all_at(b"theirs", 0).unwrap();
-            for (from, to) in
-                [("file", "other"), ("file", "empty"), ("file", "log"), ("log", "other"), ("log", "empty")]
-            {
-                let e = vfs.rename_no_replace(&dir.join(from), &dir.join(to)).unwrap_err();
-                assert_eq!(e.kind(), io::ErrorKind::AlreadyExists, "{vfs:?}: {from} onto {to}");
-                assert!(vfs.exists(&dir.join(from)), "{vfs:?}: {from} onto {to}");
-            }
-            let mut buf = [0u8; 6];
-            vfs.open(&dir.join("other"), OpenMode::EXISTING).unwrap().read_exact_at(&mut buf, 0).unwrap();
-            assert_eq!(&buf, b"theirs", "{vfs:?}");
-            vfs.rename_no_replace(&dir.join("file"), &dir.join("moved")).unwrap();
-            vfs.rename_no_replace(&dir.join("log"), &dir.join("moved-log")).unwrap();
-            assert!(!vfs.exists(&dir.join("file")) && vfs.exists(&dir.join("moved")), "{vfs:?}");
-            assert!(vfs.exists(&dir.join("moved-log/segment")) && !vfs.exists(&dir.join("log")), "{vfs:?}");
-        }
-        fs::remove_dir_all(&scratch).unwrap();
-    }
-
     /// Runs `body` on a new file in a scratch directory named `name`, buffered and then with
     /// direct I/O where the file system allows it (not on tmpfs); removes both afterwards.
     fn on_both_kinds_of_file(name: &str, mut body: impl FnMut(&dyn VfsFile, bool)) {
