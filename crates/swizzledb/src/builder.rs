@@ -570,7 +570,9 @@ impl Builder {
     /// log ([`Error::Log`]`(`[`LogError::BadConfig`]`)`, with the log's own segment size);
     /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
     /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
-    /// [`Error::NotLogged`].
+    /// [`Error::NotLogged`]. A `path` that can only name a directory (it ends with a separator,
+    /// is empty or ends with `..`) is refused as [`Builder::create`] refuses it, before
+    /// anything is read.
     pub fn open(self, path: impl AsRef<Path>) -> Result<Database> {
         self.open_at(path.as_ref())
     }

@@ -32,6 +32,24 @@ fn names_a_directory(path: &Path) -> bool {
     path.file_name().is_none() || text.ends_with(std::path::MAIN_SEPARATOR) || text.ends_with("/.")
 }
 
+/// The error of a database path that can only name a directory ([`names_a_directory`]), saying
+/// what is wrong with it; `None` for a path that can name a file.
+fn directory_path(path: &Path) -> Option<Error> {
+    if !names_a_directory(path) {
+        return None;
+    }
+    let reason = if path.as_os_str().is_empty() {
+        "the path is empty: name the database's file"
+    } else if path.file_name().is_none() && !path.as_os_str().to_string_lossy().ends_with('/') {
+        "the path ends with `..` and names a directory, not the database's file: name a file in it"
+    } else {
+        "the path ends with a separator and names a directory, not the database's file: \
+         drop the trailing `/`"
+    };
+    let source = std::io::Error::new(std::io::ErrorKind::InvalidInput, reason);
+    Some(BufferError::Io { file: path.to_path_buf(), source }.into())
+}
+
 impl Builder {
     pub(crate) fn create_at(self, path: &Path) -> Result<Database> {
         if self.read_only {
@@ -40,17 +58,8 @@ impl Builder {
         // A path that ends in a separator names a directory: the log directory's
         // `create_dir_all` made it (`<path>/.wal`) before the file's create failed on it, and
         // the failed create left it behind (R14).
-        if names_a_directory(path) {
-            let reason = if path.as_os_str().is_empty() {
-                "the path is empty: name the database's file"
-            } else if path.file_name().is_none() && !path.as_os_str().to_string_lossy().ends_with('/') {
-                "the path ends with `..` and names a directory, not the database's file: name a file in it"
-            } else {
-                "the path ends with a separator and names a directory, not the database's file: \
-                 drop the trailing `/`"
-            };
-            let source = std::io::Error::new(std::io::ErrorKind::InvalidInput, reason);
-            return Err(BufferError::Io { file: path.to_path_buf(), source }.into());
+        if let Some(e) = directory_path(path) {
+            return Err(e);
         }
         // Every setting before anything is made: a refused create leaves nothing behind.
         self.check_create()?;
@@ -233,6 +242,11 @@ impl Builder {
         // rest once page 0 and the log's identity are read, still before anything is written.
         if self.page_size_set {
             self.check_pool(self.config.page_size)?;
+        }
+        // `db.swz/` names a directory: the file under it failed with "not a directory" only
+        // where the file exists, and said nothing of the trailing `/`.
+        if let Some(e) = directory_path(path) {
+            return Err(e);
         }
         self.check_trace(path)?;
         // R14: a create's marker: a create is making the file, or a crash cut one short.

@@ -334,6 +334,39 @@ fn r14_a_create_at_a_path_ending_with_a_separator_is_refused_and_makes_nothing()
     }
 }
 
+/// An open of an existing database spelled with a trailing separator (`db.swz/`) — read-write,
+/// read-only or `open_or_create` — is refused as a create of it is (`InvalidInput`, saying to
+/// drop the `/`), and leaves the database as it was: it failed with "not a directory", which
+/// did not name the cause.
+#[test]
+fn an_open_at_a_path_ending_with_a_separator_says_what_is_wrong_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for logged in [true, false] {
+        let path = dir.path().join(format!("db-{logged}.swz"));
+        let db = Database::builder().logging(logged).create(&path).unwrap();
+        db.tree_or_create("t").unwrap().upsert(b"k", b"v").unwrap();
+        db.close().unwrap();
+        let spelled = format!("{}/", path.display());
+        let opens = [
+            ("open", Database::builder().logging(logged).open(&spelled)),
+            ("read-only", Database::builder().logging(logged).read_only(true).open(&spelled)),
+            ("open_or_create", Database::builder().logging(logged).open_or_create(&spelled)),
+        ];
+        for (how, opened) in opens {
+            match opened {
+                Err(Error::Buffer(BufferError::Io { source, .. })) => {
+                    assert_eq!(source.kind(), std::io::ErrorKind::InvalidInput, "{how}, logged {logged}");
+                    assert!(source.to_string().contains("trailing `/`"), "{how}, logged {logged}: {source}");
+                }
+                other => panic!("{how}, logged {logged}: expected InvalidInput, got {:?}", other.map(|_| ())),
+            }
+        }
+        let db = Database::builder().logging(logged).open(&path).unwrap();
+        assert_eq!(db.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+        db.close().unwrap();
+    }
+}
+
 /// R14: an empty path, or one ending with `..`, is refused as one ending with a separator
 /// (`InvalidInput`, nothing made), with a message that says what is wrong with it: both were
 /// told to "drop the trailing `/`", which neither has.
