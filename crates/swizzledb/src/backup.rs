@@ -250,20 +250,17 @@ impl Claim {
         targets.push(target.clone());
         Ok(Claim(target))
     }
-}
 
-impl Claim {
-    /// One spelling per target: a relative path taken against the working directory, and its
-    /// directory with symbolic links and `..` resolved where the operating system's file system
-    /// has it, `..` dropped with the name before it elsewhere (a file system in memory has no
-    /// links). Keyed by the path as given, `dir/copy`, `dir/sub/../copy` and `link/copy` were
-    /// three targets, whose backups raced to the renames.
+    /// One spelling per target: the path resolved on the operating system's file system
+    /// ([`files::resolved_on_os`]), else (a file system in memory has no links) taken against
+    /// the working directory with `.` and `..` dropped as written. Keyed by the path as given,
+    /// `dir/copy`, `dir/sub/../copy` and `link/copy` were three targets, whose backups raced to
+    /// the renames.
     fn key(path: &Path) -> PathBuf {
-        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let (Some(dir), Some(name)) = (absolute.parent(), absolute.file_name()) else { return absolute };
-        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| {
+        files::resolved_on_os(path).unwrap_or_else(|| {
+            let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
             let mut resolved = PathBuf::new();
-            for part in dir.components() {
+            for part in absolute.components() {
                 match part {
                     std::path::Component::ParentDir => {
                         resolved.pop();
@@ -273,8 +270,7 @@ impl Claim {
                 }
             }
             resolved
-        });
-        dir.join(name)
+        })
     }
 }
 

@@ -10,7 +10,7 @@ use crate::cleaner::Cleaner;
 use crate::database::Database;
 use crate::engine::LOG_BUFFER_BYTES;
 use crate::error::{Error, Result};
-use crate::files::wal_dir;
+use crate::files::{resolved_on_os, wal_dir};
 use crate::instant::RestartMode;
 use crate::logging::{CheckpointKind, CommitMode};
 
@@ -496,15 +496,9 @@ impl Builder {
         if self.in_memory {
             return Ok(());
         }
-        // The file's directory resolved (links, `..`), and its name: the file need not exist.
-        let place = |p: &Path| {
-            let name = p.file_name()?;
-            let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            Some(std::fs::canonicalize(dir).ok()?.join(name))
-        };
-        let Some(at) = place(trace) else { return Ok(()) };
-        let own = place(path).is_some_and(|file| file == at);
-        let in_log = place(&wal_dir(path)).is_some_and(|dir| at.starts_with(dir));
+        let Some(at) = resolved_on_os(trace) else { return Ok(()) };
+        let own = resolved_on_os(path).is_some_and(|file| file == at);
+        let in_log = resolved_on_os(&wal_dir(path)).is_some_and(|dir| at.starts_with(dir));
         if own || in_log {
             return Err(swizzledb_buffer::BufferError::Config(format!(
                 "the trace file {} is the database's {}: recording the trace would overwrite it; \

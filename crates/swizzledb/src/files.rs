@@ -226,6 +226,16 @@ pub fn double_write_path(path: &Path) -> std::path::PathBuf {
 /// `NAME_MAX`).
 pub(crate) const NAME_MAX: usize = 255;
 
+/// `path` with its directory resolved on the operating system's file system (symbolic links,
+/// `.` and `..`; a relative path against the working directory) and its file name kept: one
+/// spelling per place, whether or not the file exists. `None` where the directory cannot be
+/// resolved there (missing, or a path of a file system in memory) or `path` names no file.
+pub(crate) fn resolved_on_os(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    let name = absolute.file_name()?;
+    Some(std::fs::canonicalize(absolute.parent()?).ok()?.join(name))
+}
+
 /// A file name in `path`'s directory made of `prefix`, `path`'s file name and `suffix`, at most
 /// `limit` bytes long: as written where it fits, else with the file name cut short (at a
 /// character) and followed by `~` and a hash of the whole name (FNV-1a, 64 bits, in hex), so

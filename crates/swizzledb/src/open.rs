@@ -25,22 +25,18 @@ use crate::logging::{PoolLog, Wal};
 use crate::record::{self, TxnState};
 use crate::restart::{self, RestartStats};
 
-/// Whether `path` can only name a directory: it ends with a separator (or `/.`), or its last
-/// component is none (`/`, ``) or `..`.
-fn names_a_directory(path: &Path) -> bool {
-    let text = path.as_os_str().to_string_lossy();
-    path.file_name().is_none() || text.ends_with(std::path::MAIN_SEPARATOR) || text.ends_with("/.")
-}
-
-/// The error of a database path that can only name a directory ([`names_a_directory`]), saying
-/// what is wrong with it; `None` for a path that can name a file.
+/// The error of a database path that can only name a directory — empty, ending with a
+/// separator (or `/.`), or whose last component is none (`/`) or `..` — saying what is wrong
+/// with it; `None` for a path that can name a file.
 fn directory_path(path: &Path) -> Option<Error> {
-    if !names_a_directory(path) {
+    let text = path.as_os_str().to_string_lossy();
+    let ends_with_separator = text.ends_with(std::path::MAIN_SEPARATOR) || text.ends_with("/.");
+    if path.file_name().is_some() && !ends_with_separator {
         return None;
     }
-    let reason = if path.as_os_str().is_empty() {
+    let reason = if text.is_empty() {
         "the path is empty: name the database's file"
-    } else if path.file_name().is_none() && !path.as_os_str().to_string_lossy().ends_with('/') {
+    } else if !ends_with_separator {
         "the path ends with `..` and names a directory, not the database's file: name a file in it"
     } else {
         "the path ends with a separator and names a directory, not the database's file: \
