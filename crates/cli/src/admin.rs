@@ -21,8 +21,9 @@ use crate::records::{self, Encoding, Format, CSV_HEADER};
 /// The exit codes' text for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 success (verify: no damage); 1 damage found; 2 bad arguments; \
 3 the input cannot be inspected (missing, a directory, empty, not a SwizzleDB file or log, no such \
-tree; for log FILE, another database's log beside FILE); 4 verify found damage in a file not at rest: a logged one not closed cleanly (pages restart \
-rebuilds from the log are not damage) or one open in a Database (it changed while read)";
+tree; for log FILE, another database's log beside FILE); 4 verify found damage, or dump a page it cannot read, in a file not at rest: a logged one \
+not closed cleanly (pages restart rebuilds from the log are not damage; open the database, or a copy, to bring the file up to date) or one open in a \
+Database (it changed while read)";
 
 /// Damage found.
 const DAMAGE: u8 = swizzledb_lab::EXIT_FAILED;
@@ -331,7 +332,18 @@ pub fn dump(args: &DumpArgs) -> ExitCode {
         Ok(ExitCode::SUCCESS)
     });
     match failure {
-        Some(e) => fail(&e),
+        Some(e) => {
+            let code = fail(&e);
+            // verify's exit code for the same pages: a page a file not at rest cannot give is
+            // one restart writes (or a writer changed while it was read), not damage.
+            let i = file.info();
+            let damage = matches!(e, InspectError::Damaged { .. } | InspectError::TreeDamaged { .. });
+            if damage && ((i.logged && !i.clean) || i.in_use) {
+                ExitCode::from(DAMAGE_NOT_AT_REST)
+            } else {
+                code
+            }
+        }
         None => code.tap_warn(file.info()),
     }
 }

@@ -514,8 +514,8 @@ fn log_damage_is_reported_and_a_torn_tail_is_only_warned_about() {
 }
 
 /// A crashed logged database whose new tree never reached the file: `verify` counts the pages
-/// restart rebuilds from the log apart and exits 0 (`swizzledb::inspect` module docs), and open
-/// recovers every row.
+/// restart rebuilds from the log apart and exits 0 (`swizzledb::inspect` module docs), `dump`
+/// exits 4 (the file is not at rest), and open recovers every row.
 #[test]
 fn verify_says_restart_will_rebuild_pages_the_log_holds() {
     let dir = tempfile::tempdir().unwrap();
@@ -540,6 +540,12 @@ fn verify_says_restart_will_rebuild_pages_the_log_holds() {
         .and_then(|n| n.parse::<u64>().ok());
     assert!(rebuilt.is_some_and(|n| n > 10), "{text}");
     assert!(stderr(&o).contains("not closed cleanly"), "{}", stderr(&o));
+    // `dump` cannot read the tree's pages that only the log holds: the file is not at rest,
+    // as `verify` just said (exit 4, not 1's "damage found"), and nothing is printed.
+    let o = run_unchanged(&["dump", arg(&crashed), "--tree", "t"], &[&crashed, &wal(&crashed)]);
+    assert_eq!(code(&o), 4, "{} {}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("needs restart"), "{}", stderr(&o));
     let db = Database::builder().page_size(4096).open(&crashed).unwrap();
     let t = db.tree("t").unwrap();
     for i in 0..2000 {
