@@ -102,7 +102,10 @@ impl Builder {
     /// Bytes of frame memory (default 64 MiB); the memory limit in main-memory mode. Every
     /// tree's root stays in the pool while the database is open (buffer README B5), so a pool
     /// needs a frame per tree beside those its operations latch: a tree made when none is
-    /// left fails with `PoolExhausted`, and nothing is lost.
+    /// left fails with `PoolExhausted`, and nothing is lost. In main-memory mode `open` loads
+    /// every page in use: a pool too small for those of a cleanly closed database is refused
+    /// with [`BufferError::MemoryLimit`](crate::BufferError::MemoryLimit) before anything is
+    /// written; one that needs restart counts its pages in restart, and fails so after it.
     #[must_use]
     pub fn pool_bytes(mut self, bytes: usize) -> Self {
         self.config.pool_bytes = bytes;

@@ -268,9 +268,35 @@ impl Builder {
         let (_, meta) = PageFile::open_logged(&*vfs, path, self.config.direct_io)?;
         let mut this = self;
         this.adopt_page_size(path, meta.page_size)?;
+        this.check_main_memory_fits(path, &meta)?;
         let db = this.open_as(path, &meta, lock)?;
         load_main_memory_trees(&db)?;
         Ok(db)
+    }
+
+    /// R14, buffer B15: a main-memory pool loads every page in use at open, so one too small
+    /// for the pages a cleanly closed file uses (page 0's count less its free chain's pages,
+    /// both current after a clean close) is refused before restart writes anything. A file
+    /// that needs restart learns its pages from restart, and a pool too small for them fails
+    /// once restart is done; so does one whose free chain cannot be read here.
+    fn check_main_memory_fits(&self, path: &Path, meta: &swizzledb_buffer::Meta) -> Result<()> {
+        if self.config.mode != PoolMode::MainMemory || !meta.clean {
+            return Ok(());
+        }
+        let frames = self.config.pool_bytes / meta.page_size;
+        if meta.page_count.saturating_sub(1) <= frames as u64 {
+            return Ok(());
+        }
+        // `meta` comes from a logged open, which skips the free chain; page 0's count holds the
+        // free pages too (a file whose deletes freed most of its pages fits a small pool).
+        let Ok((_, with_chain)) = PageFile::open(&*self.config.vfs, path, self.config.direct_io) else {
+            return Ok(());
+        };
+        let in_use = with_chain.page_count.saturating_sub(1 + with_chain.free_pages.len() as u64);
+        if in_use > frames as u64 {
+            return Err(BufferError::MemoryLimit { limit_bytes: frames * meta.page_size, frames }.into());
+        }
+        Ok(())
     }
 
     /// `open` once the file is locked and its page 0 read.

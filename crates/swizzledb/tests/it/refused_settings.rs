@@ -126,6 +126,72 @@ fn r14_a_refused_open_leaves_every_file_as_it_was() {
     db.close().unwrap();
 }
 
+/// R14, buffer B15: a main-memory pool too small for the pages a cleanly closed database uses
+/// is refused before anything is written, logged or not: the files stay byte for byte as they
+/// were (page 0 still says CLEAN, so a read-only open works), and a pool that holds them opens.
+/// (The open used to run restart first — page 0's CLEAN cleared, a checkpoint and a new log
+/// segment written — and fail only when it loaded the trees.)
+#[test]
+fn r14_a_main_memory_pool_too_small_for_a_closed_file_is_refused_before_anything_is_written() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let db = Database::builder().logging(logged).create(&path).unwrap();
+        let tree = db.create_tree("t").unwrap();
+        for k in 0..RECORDS {
+            tree.upsert(&k.to_be_bytes(), &[k as u8; 200]).unwrap();
+        }
+        drop(tree);
+        db.close().unwrap();
+        let before = files_under(dir.path());
+        // 16 frames of 8 KiB against some 60 pages of records.
+        let refused = Database::builder().mode(PoolMode::MainMemory).pool_bytes(16 * 8192).open(&path);
+        assert!(
+            matches!(refused, Err(Error::Buffer(BufferError::MemoryLimit { frames: 16, .. }))),
+            "logged: {logged}: {:?}",
+            refused.map(|_| ())
+        );
+        assert!(files_under(dir.path()) == before, "logged: {logged}: the refused open changed the files");
+        let ro = Database::builder().read_only(true).open(&path).unwrap();
+        assert_eq!(ro.tree("t").unwrap().len().unwrap(), RECORDS as usize, "logged: {logged}");
+        ro.close().unwrap();
+        let db = Database::builder().mode(PoolMode::MainMemory).pool_bytes(8 << 20).open(&path).unwrap();
+        assert_eq!(db.tree("t").unwrap().len().unwrap(), RECORDS as usize, "logged: {logged}");
+        db.close().unwrap();
+    }
+}
+
+/// The check above counts the pages in use, not the free ones: a file whose deletes freed most
+/// of its pages opens in main-memory mode with a pool that holds what is left (its free pages
+/// are counted in page 0's page count, and lie in the free chain, not in any tree).
+#[test]
+fn r14_a_main_memory_pool_that_holds_the_pages_in_use_opens_a_file_with_many_free_pages() {
+    for logged in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.swz");
+        let db = Database::builder().logging(logged).create(&path).unwrap();
+        let tree = db.create_tree("t").unwrap();
+        let n = 20 * RECORDS;
+        let mut tx = db.begin();
+        for k in 0..n {
+            tx.put(&tree, &k.to_be_bytes(), &[k as u8; 200]).unwrap();
+        }
+        tx.commit().unwrap();
+        let mut tx = db.begin();
+        for k in 10..n {
+            tx.delete(&tree, &k.to_be_bytes()).unwrap();
+        }
+        tx.commit().unwrap();
+        drop(tree);
+        db.close().unwrap();
+        // Some 1,200 pages were written, nearly all free now: 64 frames hold what is in use.
+        let db = Database::builder().mode(PoolMode::MainMemory).pool_bytes(64 * 8192).open(&path);
+        let db = db.unwrap_or_else(|e| panic!("logged: {logged}: {e}"));
+        assert_eq!(db.tree("t").unwrap().len().unwrap(), 10, "logged: {logged}");
+        db.close().unwrap();
+    }
+}
+
 /// The settings a `create` refuses, logged (`logging` unsaid) and unlogged.
 fn refused_at_create() -> Vec<(String, Builder)> {
     let mut cases = Vec::new();
