@@ -493,12 +493,25 @@ impl Builder {
     /// A trace ([`crate::lab::LabOptions::trace`]) is written where it says, created or
     /// truncated: never over the database's file at `path` or into its log directory, which
     /// it would destroy (checked on the operating system's file system, where traces are
-    /// written; an in-memory database's files are not there).
+    /// written; an in-memory database's files are not there); and only where it can be
+    /// created. The pool creates it when it opens, after restart has written: one it cannot
+    /// create is refused here, before anything is written (R14).
     pub(crate) fn check_trace(&self, path: &Path) -> Result<()> {
         let Some(trace) = self.config.trace.as_deref() else { return Ok(()) };
-        if self.in_memory {
-            return Ok(());
+        if !self.in_memory {
+            self.check_trace_beside(path, trace)?;
         }
+        trace_creatable(trace).map_err(|source| {
+            swizzledb_buffer::BufferError::from(swizzledb_buffer::TraceError::Io {
+                file: trace.to_path_buf(),
+                source,
+            })
+        })?;
+        Ok(())
+    }
+
+    /// [`Builder::check_trace`]: not the database's file or in its log directory.
+    fn check_trace_beside(&self, path: &Path, trace: &Path) -> Result<()> {
         let Some(at) = resolved_on_os(trace) else { return Ok(()) };
         let own = resolved_on_os(path).is_some_and(|file| file == at);
         let in_log = resolved_on_os(&wal_dir(path)).is_some_and(|dir| at.starts_with(dir));
@@ -593,5 +606,20 @@ impl Builder {
         } else {
             self.create_at(path)
         }
+    }
+}
+
+/// Whether the trace file at `path` can be opened for writing, as the pool creates it: an
+/// existing file is opened without truncating it; a missing one is created and removed again.
+fn trace_creatable(path: &Path) -> std::io::Result<()> {
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(file) => {
+            drop(file);
+            std::fs::remove_file(path)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::OpenOptions::new().write(true).open(path).map(drop)
+        }
+        Err(e) => Err(e),
     }
 }

@@ -141,7 +141,9 @@ impl LabOptions {
     /// last handle to the pool is dropped). Off by default; off, it costs one predictable
     /// branch per fix and unfix. A `path` that names the database's own file or lies in its log
     /// directory would overwrite them: `create` and `open` refuse it with
-    /// [`BufferError::Config`](crate::BufferError::Config) before anything is written.
+    /// [`BufferError::Config`](crate::BufferError::Config) before anything is written. So do
+    /// they a trace that cannot be created (its directory missing, a directory's path, no
+    /// permission), with [`BufferError::Trace`](crate::BufferError::Trace) naming it.
     #[must_use]
     pub fn trace(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.0.config.trace = Some(path.into());

@@ -229,6 +229,64 @@ fn b17_unwritable_trace_path_is_a_typed_error() {
     }
 }
 
+/// R14: an `open` with a trace that cannot be created (its directory is missing, or it names a
+/// directory) is refused with the trace's I/O error before anything is written: the database
+/// file and its log stay byte for byte as they were, page 0 still says CLEAN (a read-only open
+/// works), and no trace file is left. (The open used to run restart first — page 0's CLEAN
+/// cleared, a double-write area made — and fail when the pool created the trace, so read-only
+/// opens were then refused with `NeedsRestart`.)
+#[test]
+fn b17_r14_an_open_with_a_trace_it_cannot_create_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let db = Database::builder().create(&path).unwrap();
+    let tree = db.create_tree("t").unwrap();
+    for i in 0..500 {
+        tree.insert(&key(i), &value(i)).unwrap();
+    }
+    drop(tree);
+    db.close().unwrap();
+    let files = |dir: &Path| {
+        let mut all = std::collections::BTreeMap::new();
+        for entry in walk(dir) {
+            all.insert(entry.clone(), std::fs::read(&entry).unwrap());
+        }
+        all
+    };
+    fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
+    }
+    let before = files(dir.path());
+    std::fs::create_dir(dir.path().join("a-directory")).unwrap();
+    for trace in [dir.path().join("no-such-dir").join("t.swzt"), dir.path().join("a-directory")] {
+        for mode in [PoolMode::Swizzling, PoolMode::MainMemory] {
+            let opened =
+                Database::builder().mode(mode).pool_bytes(8 << 20).lab(|l| l.trace(&trace)).open(&path);
+            match opened {
+                Err(Error::Buffer(BufferError::Trace(TraceError::Io { file, .. }))) => {
+                    assert_eq!(file, trace)
+                }
+                other => panic!("{trace:?} {mode}: expected a trace I/O error, got {:?}", other.map(|_| ())),
+            }
+            let mut after = files(dir.path());
+            assert!(after.remove(&dir.path().join("a-directory")).is_none());
+            assert!(after == before, "{trace:?} {mode}: the refused open changed the files");
+            let ro = Database::builder().read_only(true).open(&path).unwrap();
+            assert_eq!(ro.tree("t").unwrap().len().unwrap(), 500);
+            ro.close().unwrap();
+        }
+    }
+}
+
 /// Without `trace`, nothing is recorded and the pool reports no trace file.
 #[test]
 fn b17_no_trace_by_default() {
