@@ -144,12 +144,47 @@ fn bad_input_is_a_usage_error_before_anything_is_written() {
         (&["--figures", "6"][..], "unknown figure"),
         // Query VI's largest locality set is far above 10 buffers.
         (&["--buffers", "10", "--algorithms", "clock"][..], "buffers are too few"),
-        (&["--buffers", "0"][..], "--buffers must be at least 1"),
+        (&["--buffers", "0"][..], "--buffers 0 is out of range: give 1 to 100000"),
     ] {
         let out = dbmin(&[args, &["--quick", "--out", dir]].concat());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {message:?} missing from {stderr}");
         assert!(!std::path::Path::new(dir).exists(), "{args:?} wrote {dir}");
+    }
+}
+
+/// `--buffers` beyond what the simulated database (1,001 pages) could use is refused before
+/// anything runs: a frame table of 2^32 - 1 buffers aborted on its allocation, and one of a
+/// billion ran for minutes while it filled gigabytes.
+#[test]
+fn buffers_beyond_the_limit_are_a_usage_error() {
+    let scratch = Scratch::new("dbmin-huge");
+    let dir = scratch.0.join("out");
+    for buffers in ["4294967295", "1000000000", "100001"] {
+        let out = dbmin(&[
+            "--quick",
+            "--figures",
+            "2",
+            "--mixes",
+            "m1",
+            "--algorithms",
+            "clock",
+            "--ncq",
+            "1",
+            "--jobs",
+            "1",
+            "--buffers",
+            buffers,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--buffers {buffers}: {stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!("error: --buffers {buffers} is out of range: give 1 to 100000 (the simulated database has 1,001 pages)"),
+        );
+        assert!(!dir.exists(), "--buffers {buffers} wrote {}", dir.display());
     }
 }

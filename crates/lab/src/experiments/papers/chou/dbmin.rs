@@ -35,6 +35,11 @@ const DEFAULT_NCQ: &str = "1,2,4,6,8,12,16,20,24,28,32";
 const QUICK_NCQ: [u32; 4] = [1, 4, 8, 16];
 /// The paper measured RAND, FIFO and CLOCK without load control only up to this NCQ.
 const GLOBAL_MAX_NCQ: u32 = 16;
+/// The most `--buffers`: far above the simulated database's pages (`DATABASE_PAGES`), and a
+/// frame table that any machine allocates in a moment (larger ones aborted or ran for minutes).
+const MAX_BUFFERS: u32 = 100_000;
+/// Pages of the simulated database's permanent files (catalog, A, B, their indexes, A', B').
+const DATABASE_PAGES: &str = "1,001";
 
 /// Options of `sim dbmin`.
 #[derive(Args)]
@@ -54,7 +59,8 @@ pub struct DbminArgs {
     /// load control stop at 16, as in the paper); --quick uses 1,4,8,16 unless this is given
     #[arg(long, value_delimiter = ',', value_parser = parse_ncq)]
     ncq: Option<Vec<u32>>,
-    /// Buffer frames for every mix instead of the paper's 100/80/60
+    /// Buffer frames for every mix instead of the paper's 100/80/60, 1 to 100000 (the simulated
+    /// database has 1,001 pages)
     #[arg(long)]
     buffers: Option<u32>,
     /// Seed of the traces and of every run
@@ -214,8 +220,11 @@ impl Plan {
         };
         ncq.sort_unstable();
         ncq.dedup();
-        if args.buffers == Some(0) {
-            return Err(Usage("--buffers must be at least 1".into()));
+        if let Some(b) = args.buffers.filter(|b| !(1..=MAX_BUFFERS).contains(b)) {
+            return Err(Usage(format!(
+                "--buffers {b} is out of range: give 1 to {MAX_BUFFERS} (the simulated database has \
+                 {DATABASE_PAGES} pages)"
+            )));
         }
         let traces: Vec<QueryTrace> =
             QueryType::ALL.iter().map(|&q| Workload::new().trace(q, args.seed)).collect();
@@ -1305,6 +1314,15 @@ fn chart(plan: &Plan, results: &Results, figure: u8, mix: Mix) -> Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `--buffers` range's message names the database's pages as the simulator has them.
+    #[test]
+    fn database_pages_are_the_permanent_files_pages() {
+        use swizzledb_sim::dbmin::{queries, RelationId};
+        let pages: u32 = (0..=queries::B_PRIME.0).filter_map(|r| queries::file_pages(RelationId(r))).sum();
+        assert_eq!(text::thousands(u64::from(pages)), DATABASE_PAGES);
+        assert!(MAX_BUFFERS >= 50 * pages);
+    }
 
     #[test]
     fn gain_is_relative_to_the_better_algorithm() {
