@@ -4,7 +4,8 @@
 //! - `trace record --out FILE -- <command>` runs any other `swizzledb` command (a bench, an
 //!   experiment, the demo) with tracing on for every database it opens. The first database
 //!   writes `FILE`, the next ones `FILE.1`, `FILE.2`, … in the order they are opened; the
-//!   command's own output is unchanged, and a list of the trace files follows on stderr.
+//!   command's own output is unchanged, and a list of the trace files follows on stderr. The
+//!   numbered traces an earlier, larger recording to `FILE` left after the new ones are removed.
 //! - `trace export --input FILE --csv OUT` writes one CSV row per event of a recorded trace;
 //!   `trace export --input FILE --oracle-general OUT` writes the reference string of any trace
 //!   `trace analyze` reads as libCacheSim's oracleGeneral (`docs/trace-format.md`).
@@ -22,7 +23,8 @@ use swizzledb_lab::support::recording;
 pub enum TraceAction {
     /// Run another swizzledb command (after `--`: a bench, an experiment or the demo) with a
     /// buffer reference trace recorded for every database it makes: FILE for the first, FILE.1,
-    /// FILE.2, ... for the next ones
+    /// FILE.2, ... for the next ones (numbered traces of an earlier, larger recording to FILE
+    /// that follow them are removed)
     Record(RecordArgs),
     /// Write a recorded trace's events as CSV (event, thread, page, parent, latch, hit,
     /// time_ns), or the reference string of any trace as libCacheSim's oracleGeneral
@@ -118,6 +120,9 @@ fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
     recording::start(&args.out);
     let outcome = crate::run(cli.command);
     let files = recording::finish();
+    if !files.is_empty() {
+        remove_earlier_parts(&args.out, files.len());
+    }
     if files.is_empty() {
         eprintln!(
             "The command made no database that is traced (those of bench, experiment and demo \
@@ -130,6 +135,43 @@ fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
         }
     }
     outcome
+}
+
+/// Removes `out.N`, `out.N+1`, ... from `first` on, as long as each is a recorded trace: the
+/// files an earlier recording to `out` of more databases than this one left after this one's,
+/// which would otherwise be taken for parts of it. A file of such a name that is no trace is not
+/// ours to remove, and ends the search. Says on stderr what it removed, or could not.
+fn remove_earlier_parts(out: &Path, first: usize) {
+    for n in first.. {
+        let mut name = out.as_os_str().to_owned();
+        name.push(format!(".{n}"));
+        let path = PathBuf::from(name);
+        if !is_recorded_trace(&path) {
+            break;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => eprintln!("Removed {} of an earlier recording.", path.display()),
+            Err(e) => {
+                eprintln!(
+                    "warning: {} of an earlier recording is left beside this one, since it cannot be \
+                     removed: {e}; remove it before reading this recording's files",
+                    path.display()
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// Whether `path` is a plain file that starts as a recorded trace does.
+fn is_recorded_trace(path: &Path) -> bool {
+    use std::io::Read;
+    if !path.symlink_metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
+        && magic == swizzledb_buffer::TRACE_MAGIC
 }
 
 /// One line about a finished trace file: mode, events, size (or why it cannot be read).

@@ -279,6 +279,57 @@ fn record_leaves_an_existing_out_file_when_no_trace_replaces_it() {
     assert!(text(&o.stderr).contains("cannot write --out"), "{}", text(&o.stderr));
 }
 
+/// A recording of three databases (`t.swzt`, `t.swzt.1`, `t.swzt.2`) followed by one of a
+/// single database left `t.swzt.1` and `t.swzt.2` of the first beside the new `t.swzt`, to be
+/// taken for parts of the new recording. They are now removed, and said so; a numbered file
+/// that is no trace is left as it is, and a recording that writes no trace removes nothing.
+#[test]
+fn record_removes_the_numbered_files_of_an_earlier_larger_recording() {
+    let scratch = Scratch::new("record-stale");
+    let trace = scratch.0.join("t.swzt");
+    let record = |modes: &str| {
+        Command::new(BIN)
+            .args(["trace", "record", "--out"])
+            .arg(&trace)
+            .args(["--", "bench", "lookup", "--records", "2000", "--duration", "0.05", "--warmup", "0"])
+            .args(["--repeat", "1", "--mode", modes, "--dir"])
+            .arg(&scratch.0)
+            .output()
+            .unwrap()
+    };
+    let numbered = |n: u32| scratch.0.join(format!("t.swzt.{n}"));
+    let o = record("all");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(numbered(1).exists() && numbered(2).exists(), "{}", text(&o.stderr));
+
+    // A recording that writes no trace (the traced command is refused) removes nothing.
+    let o = Command::new(BIN)
+        .args(["trace", "record", "--out"])
+        .arg(&trace)
+        .args(["--", "bench", "lookup", "--records", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(numbered(1).exists() && numbered(2).exists());
+
+    let o = record("swizzling");
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(trace.exists());
+    assert!(!numbered(1).exists() && !numbered(2).exists(), "files of the earlier recording left: {err}");
+    assert!(
+        err.contains(&format!("Removed {} of an earlier recording.", numbered(1).display()))
+            && err.contains(&format!("Removed {} of an earlier recording.", numbered(2).display())),
+        "{err}"
+    );
+
+    // A file of that name that is not a trace is the user's own: it stays.
+    std::fs::write(numbered(1), b"notes").unwrap();
+    let o = record("swizzling");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(numbered(1)).unwrap(), b"notes");
+}
+
 /// `trace export --csv` naming its own `--input` emptied the trace before reading it (the
 /// recording lost, "truncated", exit 1): now a usage error that leaves it whole; so is
 /// `--oracle-general` naming it, which replaced the recording with its export.
