@@ -706,6 +706,47 @@ fn emulator_bad_input_exits_2() {
     }
 }
 
+/// A mean compute time too long to finish (`--compute-us 1e18`: each access spun for
+/// 2^64 - 1 spin-loop hints) ran for ever after its measured duration; it is now a usage error
+/// naming the range, and values up to the limit still run.
+#[test]
+fn emulator_compute_time_beyond_a_second_is_a_usage_error() {
+    use std::time::{Duration, Instant};
+    let base = ["bench", "emulator", "--data-pages", "100", "--buffer-pages", "10", "--threads", "1"];
+    let tiny = ["--variant", "lru", "--duration", "0.01", "--warmup", "0", "--repeat", "1"];
+    for compute in ["1e18", "1000000.5", "inf"] {
+        let mut child = Command::new(BIN)
+            .args(base)
+            .args(tiny)
+            .args(["--compute-us", compute])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A guard against the hang, not a measurement: a refusal takes milliseconds.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let ended = child.try_wait().unwrap().is_some();
+        if !ended {
+            child.kill().unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(ended, "--compute-us {compute} was still running after a minute");
+        assert_eq!(out.status.code(), Some(2), "--compute-us {compute}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "invalid compute time \"{compute}\"; expected microseconds from 0 to 1000000 (1 s)"
+            )),
+            "{stderr}"
+        );
+    }
+    let out = Command::new(BIN).args(base).args(tiny).args(["--compute-us", "0,1000000"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// `experiment bp-wrapper` at a tiny scale: one CSV row per (policy, thread count, repetition);
 /// lock counters only for the instrumented policies, where every lock-based access took the lock
 /// without batching (`locked-`) and far fewer acquisitions with it (`bpw-`); the oversubscription
