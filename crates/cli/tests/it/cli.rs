@@ -204,6 +204,34 @@ fn bad_input_gives_a_message_not_a_panic() {
     assert!(left.is_empty(), "temporary databases left behind: {left:?}");
 }
 
+/// `--duration` and `--warmup` above a day (or not a number of seconds at all) were refused
+/// with "invalid number of seconds ...; expected e.g. 3 or 0.5", which hid the range: 100000
+/// looked as valid as 3. The message now names it.
+#[test]
+fn seconds_out_of_range_name_the_range() {
+    let scratch = Scratch::new("seconds");
+    for (flag, value) in
+        [("--duration", "100000"), ("--duration", "86400.5"), ("--warmup", "1e9"), ("--duration", "NaN")]
+    {
+        let out = Command::new(BIN)
+            .args(["bench", "lookup", "--records", "1000", "--repeat", "1", flag, value, "--dir"])
+            .arg(&scratch.0)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "invalid value '{value}' for '{flag} <{}>': {value:?} is not a number of seconds from 0 to \
+                 86400 (one day)",
+                flag[2..].to_uppercase()
+            )),
+            "{flag} {value}: {stderr}"
+        );
+        assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0, "{flag} {value} wrote files");
+    }
+}
+
 /// The Fig. 10/11 experiment at a tiny scale: one table per size, the summary with its checks,
 /// and CSV/JSON files with the documented columns in --out.
 #[test]

@@ -153,13 +153,18 @@ pub fn parse_sweep(input: &str) -> Result<Sweep, String> {
     Ok(Sweep { var, values })
 }
 
-/// Seconds as a non-negative decimal (`3`, `0.5`, `2s`).
+/// The most seconds [`parse_seconds`] takes: one day.
+pub const MAX_SECONDS: f64 = 86_400.0;
+
+/// Seconds as a decimal from 0 to [`MAX_SECONDS`] (`3`, `0.5`, `2s`).
 pub fn parse_seconds(input: &str) -> Result<f64, String> {
     let s = input.trim();
     let s = s.strip_suffix('s').unwrap_or(s);
     match s.parse::<f64>() {
-        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
-        _ => Err(format!("invalid number of seconds {input:?}; expected e.g. 3 or 0.5")),
+        Ok(v) if (0.0..=MAX_SECONDS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{input:?} is not a number of seconds from 0 to {MAX_SECONDS} (one day); give e.g. 3 or 0.5"
+        )),
     }
 }
 
@@ -310,7 +315,8 @@ mod tests {
         assert_eq!(parse_seconds("0.5"), Ok(0.5));
         assert_eq!(parse_seconds("2s"), Ok(2.0));
         assert_eq!(parse_seconds("0"), Ok(0.0));
-        for bad in ["-1", "nan", "inf", "x", ""] {
+        assert_eq!(parse_seconds("86400"), Ok(MAX_SECONDS));
+        for bad in ["-1", "nan", "inf", "x", "", "86400.5", "1e18"] {
             assert!(parse_seconds(bad).is_err(), "{bad:?} was accepted");
         }
         assert!(parse_positive_seconds("0").is_err());
