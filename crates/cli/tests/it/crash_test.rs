@@ -227,6 +227,34 @@ fn crash_test_rejects_bad_input() {
     assert!(err.contains("--pool-kib must be at least 128"), "{err}");
 }
 
+/// A `--pool-kib` whose bytes fit in memory addresses but not in a pool's frames (2^40 KiB:
+/// 2^37 pages) got past the checks and failed on creating the database, exit 1, with the
+/// engine's "lower pool_bytes" and the `--dir` it had made left behind. It is now a usage error
+/// naming `--pool-kib` that leaves nothing; main-memory mode, which ignores it, still runs.
+#[test]
+fn a_pool_beyond_the_frames_a_pool_can_have_is_a_usage_error() {
+    let scratch = Scratch::new("crash-pool-frames");
+    let dir = scratch.0.join("made");
+    let o = Command::new(BIN)
+        .args(["crash-test", "--kills", "1", "--max-run-ms", "10", "--pool-kib", "1099511627776", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: --pool-kib 1099511627776 is too large: "), "{err}");
+    assert!(err.contains("more than the 4294967294 frames a pool can have"), "{err}");
+    assert!(!dir.exists(), "the refused command left {}", dir.display());
+    let o = Command::new(BIN)
+        .args(["crash-test", "--kills", "1", "--max-run-ms", "10", "--pool-kib", "1099511627776"])
+        .args(["--mode", "main-memory", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// `--dir` naming a file is a path that cannot be used (exit 3) and the error names it, as every
 /// other command's `--dir` is (`common::parse_scratch_dir`); it was "error: File exists (os
 /// error 17)", exit 1. A missing `--dir` is made with its parents.

@@ -1132,12 +1132,19 @@ fn validate(args: &CrashTestArgs) -> Result<(), Box<dyn Error>> {
         ))
         .into());
     }
-    if args.pool_kib.checked_mul(1 << 10).is_none() {
+    let Some(pool_bytes) = args.pool_kib.checked_mul(1 << 10) else {
         return Err(Usage(format!(
             "--pool-kib {} is more bytes than the machine can address",
             args.pool_kib
         ))
         .into());
+    };
+    // The pool's other limits (at most 2^32 - 2 frames), which `create` found only after --dir
+    // was made.
+    if args.mode != PoolMode::MainMemory {
+        crate::experiments::common::check_pool(pool_bytes as u64, page_size(args)).map_err(|e| {
+            Usage(format!("--pool-kib {} is too large: {e}; give a smaller --pool-kib", args.pool_kib))
+        })?;
     }
     let segment = log_segment_bytes(args);
     let least = swizzledb::MIN_SEGMENT_PAGES * page_size(args) as u64;
