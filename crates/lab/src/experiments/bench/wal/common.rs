@@ -37,6 +37,23 @@ pub(crate) const DEFAULT_SEGMENT: u64 = 16 << 20;
 /// Pool of the log-size part: far more than its few keys need.
 pub(super) const LOG_SIZE_POOL: usize = 64 << 20;
 
+/// The most `--keys`: 300,000 records of 108 bytes, half of [`LOG_SIZE_POOL`] (room for leaves
+/// half full), so that the data fits the pool as the part's caption says (2^64 - 1 keys loaded
+/// for ever).
+const MAX_LOG_SIZE_KEYS: u64 = 300_000;
+
+/// `--keys`: 1 to [`MAX_LOG_SIZE_KEYS`].
+fn parse_keys(input: &str) -> Result<u64, String> {
+    match units::parse_count(input)? {
+        n if (1..=MAX_LOG_SIZE_KEYS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "--keys {input} is out of range: give 1 to {MAX_LOG_SIZE_KEYS} (their records fit the log-size \
+             part's pool of {})",
+            bytes(LOG_SIZE_POOL as u64)
+        )),
+    }
+}
+
 /// Options of `bench wal`.
 #[derive(Args, Debug)]
 pub struct WalBenchArgs {
@@ -90,8 +107,8 @@ pub struct WalBenchArgs {
     /// Updates per run of the log-size part
     #[arg(long, default_value = "1M", value_parser = units::parse_positive_count)]
     pub(super) updates: u64,
-    /// Keys the log-size part updates
-    #[arg(long, default_value = "100", value_parser = units::parse_positive_count)]
+    /// Keys the log-size part updates, 1 to 300000 (their records fit its pool)
+    #[arg(long, default_value = "100", value_parser = parse_keys)]
     pub(super) keys: u64,
     /// Updates between two samples of the log size in the log-size part [default: --updates / 200]
     #[arg(long, value_parser = units::parse_positive_count)]
