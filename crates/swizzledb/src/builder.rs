@@ -187,7 +187,7 @@ impl Builder {
 
     /// Opens the database for reading only (RECOVERY.md R27): the file is opened read-only,
     /// so a read-only file, or one in a read-only directory, opens; the log directory is not
-    /// read or written. Reads, scans, read transactions and transactions that read work as on
+    /// written, nor read beyond the list of its archive's files. Reads, scans, read transactions and transactions that read work as on
     /// any database; every change — a write through a tree or a transaction, `create_tree`,
     /// `drop_tree`, `checkpoint`, `flush` — fails with
     /// [`TreeError::ReadOnly`](crate::TreeError::ReadOnly) (wrapped in [`Error::Tree`] where
@@ -201,7 +201,8 @@ impl Builder {
     /// open, `logging(true)` refuses an unlogged file ([`Error::NotLogged`]), and settings that
     /// contradict each other ([`Builder::restart_mode`], [`crate::lab::LabOptions::cleaner`],
     /// `write_elision`, `lazy_split_images`) are refused on a logged file with
-    /// [`Error::Log`]`(`[`LogError::BadConfig`]`)`; [`Builder::max_log_bytes`] is not checked,
+    /// [`Error::Log`]`(`[`LogError::BadConfig`]`)`, a database that keeps a log archive taken
+    /// as asked for ([`Builder::log_archive`]); [`Builder::max_log_bytes`] is not checked,
     /// since the log's segment size it is checked against is in the log directory, which a
     /// read-only open does not read; and [`Builder::direct_io`] is ignored: the file is read
     /// through the operating system's page cache, so a file system without `O_DIRECT`, on

@@ -205,11 +205,15 @@ impl Builder {
                 Error::NotLogged(path.to_path_buf())
             });
         }
-        if meta.logged && self.logging != Some(false) {
+        let mut this = self;
+        if meta.logged && this.logging != Some(false) {
             // Settings that contradict each other, refused as a read-write open refuses them
-            // (`check_log_settings`); the log's bound is checked against the log's segment
-            // size, which only the log directory knows, and this open reads none.
-            self.check_propagation()?;
+            // (`check_log_settings`), with the archive a database keeps taken as asked for, as
+            // there (R17: its archive directory listed, nothing of the log read); the log's
+            // bound is checked against the log's segment size, which only the log's files
+            // know, and this open reads none.
+            this.log_archive |= files::keeps_archive(&*view, path);
+            this.check_propagation()?;
         }
         if !meta.clean {
             return Err(if meta.logged {
@@ -218,7 +222,6 @@ impl Builder {
                 Error::Unclean(path.to_path_buf())
             });
         }
-        let mut this = self;
         this.adopt_page_size(path, meta.page_size)?;
         // The pool reads through the view; the database keeps its own file system, which a
         // backup writes its copy on (R26) and nothing else of this open uses.

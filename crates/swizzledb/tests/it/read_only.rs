@@ -344,6 +344,45 @@ fn r27_a_read_only_open_refuses_contradictory_settings_as_every_open() {
     b().open(&path).unwrap().close().unwrap();
 }
 
+/// A database that keeps a log archive keeps it, asked for or not (R17): a read-write open
+/// accepts instant restart and the decoupled cleaner without `log_archive(true)` there, and so
+/// does a read-only open (R27), which refused both as settings without the archive. Settings
+/// that contradict the archive (lazy split images) are refused by both alike.
+#[test]
+fn r27_a_read_only_open_of_an_archived_database_takes_its_settings_as_a_read_write_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.swz");
+    let db = Database::builder().page_size(4096).log_archive(true).create(&path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..200u32 {
+        t.insert(&i.to_be_bytes(), &[3u8; 40]).unwrap();
+    }
+    drop(t);
+    db.checkpoint().unwrap();
+    db.close().unwrap();
+    let b = || Database::builder().page_size(4096);
+    let accepted = [
+        ("restart_mode(Instant)", b().restart_mode(RestartMode::Instant)),
+        ("Cleaner::Decoupled", b().lab(|l| l.cleaner(Cleaner::Decoupled))),
+    ];
+    for (name, builder) in accepted {
+        builder.clone().open(&path).unwrap_or_else(|e| panic!("{name}: read-write: {e}")).close().unwrap();
+        let before = snapshot(dir.path());
+        let ro = builder.read_only(true).open(&path).unwrap_or_else(|e| panic!("{name}: read-only: {e}"));
+        assert_eq!(ro.tree("t").unwrap().len().unwrap(), 200, "{name}");
+        ro.close().unwrap();
+        assert_eq!(snapshot(dir.path()), before, "{name}: the read-only open changed the files");
+    }
+    let lazy = b().lab(|l| l.lazy_split_images(true));
+    for read_only in [false, true] {
+        let r = lazy.clone().read_only(read_only).open(&path).map(|_| ());
+        assert!(
+            matches!(&r, Err(Error::Log(LogError::BadConfig { reason })) if reason.contains("lazy split images")),
+            "read-only {read_only}: {r:?}"
+        );
+    }
+}
+
 /// R27 after a crash (`FaultFs::crash`, unsynced writes dropped, kept or torn), in every buffer
 /// mode, logged (with and without the log archive) or not: the read-only open is refused with
 /// `NeedsRestart` (logged) or `Unclean` (unlogged) and changes nothing through the `Vfs`; once
