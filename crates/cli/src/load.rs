@@ -4,9 +4,10 @@
 //! Each batch is parsed whole before its transaction begins, so a malformed line stops the load
 //! at a batch boundary: the batches before it stay committed, nothing of its own batch is
 //! written, and the error names the line. A record the tree refuses (a key or value over its
-//! limits) rolls its batch back the same way. A load that commits no batch leaves the database
-//! as it was: the first batch is read before the database is opened, a tree the load made is
-//! dropped again, and a database `--create` made is removed.
+//! limits) rolls its batch back the same way. A load that an error stops before it commits a
+//! batch leaves the database as it was: the first batch is read before the database is opened,
+//! a tree the load made is dropped again, and a database `--create` made is removed. An input
+//! with no records (`dump` of an empty tree) succeeds and leaves the tree made, empty.
 
 use clap::Args;
 use std::fs::File;

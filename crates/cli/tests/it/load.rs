@@ -67,11 +67,12 @@ fn contents(path: &Path) -> BTreeMap<String, Records> {
 }
 
 /// A database with two trees of awkward records: every byte value, commas, newlines, quotes,
-/// empty values and a large value.
+/// empty values and a large value; and an empty tree, whose dump (a header, or nothing) loads
+/// back as an empty tree.
 fn source(path: &Path) -> BTreeMap<String, Records> {
     let db = Database::builder().create(path).unwrap();
     let mut x = 0x9E37_79B9_u64;
-    for (name, n) in [("users", 700u32), ("blobs", 40)] {
+    for (name, n) in [("users", 700u32), ("blobs", 40), ("empty", 0)] {
         let tree = db.create_tree(name).unwrap();
         let mut txn = db.begin();
         for i in 0..n {
