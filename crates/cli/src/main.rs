@@ -127,8 +127,28 @@ missing, or open in another process)"
     Compact(compact::CompactArgs),
 }
 
+/// Parses a command line (`argv[0]` first). A value that reads as a negative number is taken
+/// as the value of the option before it, in every subcommand, so that `--duration -1` is refused
+/// by the option's own check, which names it and its range, and not as an unknown argument `-1`.
+///
+/// # Errors
+/// clap's usage error, or the help or version text asked for.
+pub(crate) fn parse_cli<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::{CommandFactory, FromArgMatches};
+    fn negatives(command: clap::Command) -> clap::Command {
+        command.allow_negative_numbers(true).mut_subcommands(negatives)
+    }
+    let mut command = negatives(Cli::command());
+    let matches = command.try_get_matches_from_mut(argv)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse_cli(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => return refused(&e),
     };

@@ -10,7 +10,7 @@
 //!   `trace export --input FILE --oracle-general OUT` writes the reference string of any trace
 //!   `trace analyze` reads as libCacheSim's oracleGeneral (`docs/trace-format.md`).
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Subcommand};
 use std::error::Error;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -96,7 +96,7 @@ pub fn run(action: TraceAction) -> Result<ExitCode, Box<dyn Error>> {
 
 fn record(args: &RecordArgs) -> Result<ExitCode, Box<dyn Error>> {
     let argv = std::iter::once(OsString::from("swizzledb")).chain(args.command.iter().cloned());
-    let cli = match crate::Cli::try_parse_from(argv) {
+    let cli = match crate::parse_cli(argv) {
         Ok(cli) => cli,
         // The traced command's own usage error or --help, as if it had been run directly.
         Err(e) => return Ok(crate::refused(&e)),

@@ -210,9 +210,13 @@ fn bad_input_gives_a_message_not_a_panic() {
 #[test]
 fn seconds_out_of_range_name_the_range() {
     let scratch = Scratch::new("seconds");
-    for (flag, value) in
-        [("--duration", "100000"), ("--duration", "86400.5"), ("--warmup", "1e9"), ("--duration", "NaN")]
-    {
+    for (flag, value) in [
+        ("--duration", "100000"),
+        ("--duration", "86400.5"),
+        ("--warmup", "1e9"),
+        ("--duration", "NaN"),
+        ("--duration", "-1"),
+    ] {
         let out = Command::new(BIN)
             .args(["bench", "lookup", "--records", "1000", "--repeat", "1", flag, value, "--dir"])
             .arg(&scratch.0)
