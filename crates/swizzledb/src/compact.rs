@@ -103,16 +103,17 @@ impl Builder {
                 return Err(e);
             }
         };
-        let before = files::file_len(vfs, path)?;
         // No process may open the old file between the close and the swap (its writes would
         // be lost): its lock, held until the swap is done; a process that took it first wins.
         // The copy's file too: once the swap renames it over the old one, the database's name
         // leads to it, and an open meanwhile must find it locked rather than finish the swap
-        // beside this one.
-        let locks = match files::FileLock::acquire(vfs, path, path)
+        // beside this one. Every error before the commit point removes the copy: left by an
+        // error, it stayed for good, as no compaction removes the copy of a running process.
+        let locked = files::FileLock::acquire(vfs, path, path)
             .and_then(|old| Ok((old, files::FileLock::acquire(vfs, &temp, path)?)))
-        {
-            Ok(locks) => locks,
+            .and_then(|locks| Ok((locks, files::file_len(vfs, path)?)));
+        let (locks, before) = match locked {
+            Ok(locked) => locked,
             Err(e) => {
                 remove_database(vfs, &temp);
                 return Err(e);
@@ -133,10 +134,11 @@ impl Builder {
         // The commit point is behind us: the swap finishes, now or at the next open.
         finish(vfs, path)?;
         drop(locks);
-        let after = files::file_len(vfs, path)?;
+        // The copy's length, now the file's: measured again here, an error would report a
+        // compaction that is done as failed.
         Ok(CompactStats {
             file_bytes_before: before,
-            file_bytes_after: after,
+            file_bytes_after: stats.backup_file_bytes,
             trees: stats.trees,
             records: stats.records,
         })

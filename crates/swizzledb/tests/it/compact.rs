@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound::Unbounded;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use swizzledb::{Database, Error};
 
@@ -398,5 +398,71 @@ fn r28_a_compaction_killed_at_any_call_keeps_every_record() {
             },
         );
         assert!(kills > 30, "logged: {logged}: {kills} calls");
+    }
+}
+
+/// R28: a compaction that an I/O error (`EIO` at any kind of call that changes files, `ENOSPC`
+/// at a write or length change) stops at any of its calls, logged and not, either succeeds or
+/// returns the error with the database as it was, or with a swap past its commit point that the
+/// next open finishes: the next open, then or after a power loss, holds exactly the records it
+/// held, leaves no marker, and a compaction after it succeeds and keeps them too. Without the
+/// power loss, nothing the failed compaction wrote is left beside the database.
+#[test]
+fn r28_a_compaction_failing_at_any_call_keeps_every_record() {
+    use std::sync::Arc;
+    use swizzledb_io::{CrashMode, Vfs};
+    let (dir, path) = (Path::new("/d"), Path::new("/d/db"));
+    for logged in [true, false] {
+        for crash in [false, true] {
+            let on = |vfs: Arc<dyn Vfs>| crate::common::small_on(vfs, logged, 32);
+            let mut want = Contents::new();
+            want.insert("keep".into(), (0..40u32).map(|i| (i.to_be_bytes().to_vec(), vec![3; 60])).collect());
+            let left: Vec<PathBuf> =
+                if logged { vec![path.into(), swizzledb::wal_dir(path)] } else { vec![path.into()] };
+            let failures = crate::common::fail_at_every_call(
+                &crate::common::FAULTS,
+                |fs| {
+                    fs.create_dir_all(dir).unwrap();
+                    let db = on(Arc::new(fs.clone())).create(path).unwrap();
+                    let (keep, gone) = (db.create_tree("keep").unwrap(), db.create_tree("gone").unwrap());
+                    for i in 0..120u32 {
+                        keep.insert(&i.to_be_bytes(), &[3; 60]).unwrap();
+                        gone.insert(&i.to_be_bytes(), &[4; 60]).unwrap();
+                    }
+                    for i in 40..120u32 {
+                        keep.delete(&i.to_be_bytes()).unwrap();
+                    }
+                    drop((keep, gone));
+                    db.drop_tree("gone").unwrap();
+                    db.close().unwrap();
+                },
+                |vfs| on(vfs).compact(path).map(drop),
+                |fs, failed, context| {
+                    let context = format!("logged: {logged}, crash: {crash}, {context} ({failed:?})");
+                    if crash {
+                        fs.crash(CrashMode::DropUnsynced);
+                    }
+                    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+                    let db =
+                        on(Arc::clone(&vfs)).open(path).unwrap_or_else(|e| panic!("{context}: open: {e}"));
+                    assert!(all_of(&db) == want, "{context}: the records after the open");
+                    db.tree("keep").unwrap().verify().unwrap_or_else(|e| panic!("{context}: verify: {e}"));
+                    db.close().unwrap();
+                    assert!(!fs.exists(Path::new("/d/db.compact")), "{context}: the open left the marker");
+                    if !crash {
+                        let mut names = fs.list(dir).unwrap();
+                        names.sort();
+                        assert_eq!(names, left, "{context}: files the failed compaction left");
+                    }
+                    on(Arc::clone(&vfs))
+                        .compact(path)
+                        .unwrap_or_else(|e| panic!("{context}: the next compaction: {e}"));
+                    let db = on(vfs).open(path).unwrap_or_else(|e| panic!("{context}: reopen: {e}"));
+                    assert!(all_of(&db) == want, "{context}: the records after the next compaction");
+                    db.close().unwrap();
+                },
+            );
+            assert!(failures > 30, "logged: {logged}: {failures} failures");
+        }
     }
 }

@@ -669,3 +669,52 @@ pub fn watchdog<R: Send + 'static>(what: &str, secs: u64, f: impl FnOnce() -> R 
         _ => worker.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
     }
 }
+
+/// The faults an operation is failed with at each of its calls ([`fail_at_every_call`]): `EIO`
+/// at every kind of call that changes files (creates are `open`s), and `ENOSPC` where space
+/// runs out (a write or a length change).
+pub const FAULTS: [(Op, Fault); 8] = [
+    (Op::Open, Fault::Eio),
+    (Op::Write, Fault::Eio),
+    (Op::Write, Fault::Enospc),
+    (Op::SetLen, Fault::Enospc),
+    (Op::Sync, Fault::Eio),
+    (Op::Rename, Fault::Eio),
+    (Op::Remove, Fault::Eio),
+    (Op::SyncDir, Fault::Eio),
+];
+
+/// Fails `op` at its 1st, 2nd, ... call of each kind in `faults` (a one-shot
+/// [`FaultRule`], so the calls after it succeed), until it makes fewer calls of that kind than
+/// the rule waits for; returns how many failures it tried. Each try starts from a fresh file
+/// system that `setup` fills; `op` runs on it and must succeed when the fault never came;
+/// `check` then runs, the fault disarmed, after every try, given the file system, whether the
+/// operation failed, and a context to name in its panics.
+pub fn fail_at_every_call(
+    faults: &[(Op, Fault)],
+    setup: impl Fn(&FaultFs),
+    op: impl Fn(Arc<dyn Vfs>) -> Result<(), Error>,
+    check: impl Fn(&FaultFs, Option<&Error>, &str),
+) -> u64 {
+    let mut failures = 0;
+    for &(call, fault) in faults {
+        for n in 1.. {
+            let fs = FaultFs::new();
+            setup(&fs);
+            let before = fs.calls(call, None);
+            fs.fail_next(FaultRule::new(call, fault).nth(n));
+            let done = op(Arc::new(fs.clone()));
+            let fired = fs.calls(call, None) - before >= n;
+            fs.clear_faults();
+            let context = format!("{fault:?} at {call:?} call {n}");
+            if !fired {
+                done.unwrap_or_else(|e| panic!("{context}, never reached: the operation: {e}"));
+                check(&fs, None, &format!("{context}, never reached"));
+                break;
+            }
+            failures += 1;
+            check(&fs, done.as_ref().err(), &context);
+        }
+    }
+    failures
+}
