@@ -10,14 +10,19 @@ use swizzledb_sync::{FrameId, PageId};
 
 const SHARDS: usize = 256;
 
+/// Frames for which a new table makes room at once (8 GiB of 8 KiB pages).
+const PRESIZED_FRAMES: usize = 1 << 20;
+
 /// Concurrent map from page id to the frame that holds the page.
 pub(crate) struct PageTable {
     shards: Box<[RwLock<FxHashMap<u64, FrameId>>]>,
 }
 
 impl PageTable {
+    /// A table sized for `capacity` frames, up to [`PRESIZED_FRAMES`]; beyond, the shards grow
+    /// as pages are entered, so a large pool's table costs memory for the pages it holds.
     pub(crate) fn new(capacity: usize) -> PageTable {
-        let per_shard = capacity / SHARDS + 1;
+        let per_shard = capacity.min(PRESIZED_FRAMES) / SHARDS + 1;
         PageTable {
             shards: (0..SHARDS)
                 .map(|_| RwLock::new(FxHashMap::with_capacity_and_hasher(per_shard, Default::default())))

@@ -106,6 +106,12 @@ impl Builder {
     /// every page in use: a pool too small for those of a cleanly closed database is refused
     /// with [`BufferError::MemoryLimit`](crate::BufferError::MemoryLimit) before anything is
     /// written; one that needs restart counts its pages in restart, and fails so after it.
+    ///
+    /// The pool takes memory as pages come in, not for its size (buffer README B30a): frames,
+    /// their descriptors and the page table are committed as frames are first used, so a pool
+    /// far larger than the data (up to 2^32 − 2 frames) is made at once and costs what the data
+    /// uses. The replacement policy's state is the exception: GCLOCK (the default) and RANDOM
+    /// commit theirs on use too, the other policies write several bytes per frame at creation.
     #[must_use]
     pub fn pool_bytes(mut self, bytes: usize) -> Self {
         self.config.pool_bytes = bytes;

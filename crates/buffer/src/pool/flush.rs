@@ -23,7 +23,7 @@ impl BufferPool {
     pub fn flush(&self) -> Result<()> {
         let mut buf = AlignedBuf::new(self.page_size, 4096)?;
         let mut offs = Vec::new();
-        for (i, d) in self.frames.iter().enumerate() {
+        for (i, d) in self.used_frames() {
             if !d.dirty.load(Relaxed) {
                 continue;
             }
@@ -55,9 +55,7 @@ impl BufferPool {
     /// As [`BufferPool::flush`]: a log failure leaves the pages dirty; I/O errors are sticky.
     pub fn write_back_older(&self, below: Lsn, max: usize) -> Result<usize> {
         let mut batch: Vec<(u64, u64, usize)> = self
-            .frames
-            .iter()
-            .enumerate()
+            .used_frames()
             .filter_map(|(i, d)| {
                 let rec = d.rec_lsn.load(Acquire);
                 (rec != 0 && rec < below.0 && d.state.load(Acquire) == RESIDENT)
@@ -217,9 +215,8 @@ impl BufferPool {
     /// new one with the old page's, older, recovery LSN.
     #[must_use]
     pub fn dirty_pages(&self) -> Vec<(PageId, Lsn)> {
-        self.frames
-            .iter()
-            .filter_map(|d| {
+        self.used_frames()
+            .filter_map(|(_, d)| {
                 let rec = d.rec_lsn.load(Acquire);
                 // Not `dirty`: a write-back clears it before its write and resets `rec_lsn`
                 // only after (B19), so `rec_lsn` alone keeps the page listed until it is in

@@ -2,7 +2,11 @@
 //! one lock.
 
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::ops::Range;
+use std::sync::atomic::{
+    AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use swizzledb_sync::FrameId;
 
 /// Frames per partition below which the pool keeps one list: a small pool gains nothing from
@@ -12,9 +16,34 @@ const FRAMES_PER_PARTITION: usize = 1024;
 /// Partitions at most (a power of two).
 const MAX_PARTITIONS: usize = 16;
 
-/// One partition, alone on its cache lines.
+/// One partition, alone on its cache lines: the frames freed to it (a stack), and its range of
+/// frames never handed out yet, `next..end`, handed out lowest first once the stack is empty.
 #[repr(align(128))]
-struct Partition(Mutex<Vec<FrameId>>);
+struct Partition {
+    freed: Mutex<Vec<FrameId>>,
+    /// The partition's first frame.
+    start: usize,
+    /// The next frame never handed out; moved forward only under `freed`'s lock, read without it
+    /// by [`FreeLists::handed_out`].
+    next: AtomicUsize,
+    /// The end of the partition's range.
+    end: usize,
+}
+
+impl Partition {
+    fn pop(&self) -> Option<FrameId> {
+        let mut freed = self.freed.lock();
+        freed.pop().or_else(|| {
+            let f = self.next.load(Relaxed);
+            (f < self.end).then(|| {
+                // Release: a scan that sees the frame handed out sees its descriptor's writes
+                // made before this (none: an unused descriptor is all zero, B4).
+                self.next.store(f + 1, Release);
+                FrameId(f as u32)
+            })
+        })
+    }
+}
 
 /// The free frames, in partitions (B30). A thread pushes to and pops from its own partition
 /// (chosen once per thread) and takes from the others only when its own is empty. Each
@@ -46,7 +75,8 @@ pub(super) fn spread_pushes() {
 impl FreeLists {
     /// All `capacity` frames free, in frame order: partition i holds the i-th contiguous range,
     /// popped lowest frame first (a tree built by one thread in main-memory mode lies in
-    /// ascending frames).
+    /// ascending frames). A range is a counter, not a list: the lists hold only frames given
+    /// back, so a large pool costs memory for the frames it used (B30).
     pub(super) fn new(capacity: usize) -> FreeLists {
         let n = (capacity / FRAMES_PER_PARTITION)
             .clamp(1, MAX_PARTITIONS)
@@ -57,17 +87,25 @@ impl FreeLists {
             .map(|i| {
                 let lo = (i * per).min(capacity);
                 let hi = ((i + 1) * per).min(capacity);
-                Partition(Mutex::new((lo..hi).rev().map(|f| FrameId(f as u32)).collect()))
+                Partition { freed: Mutex::new(Vec::new()), start: lo, next: AtomicUsize::new(lo), end: hi }
             })
             .collect();
         FreeLists { parts }
     }
 
-    /// Takes a free frame: from the caller's partition, else from the next non-empty one.
+    /// Takes a free frame: from the caller's partition, else from the next non-empty one. In a
+    /// partition, the frame given back last comes first, then the lowest never handed out.
     pub(super) fn pop(&self) -> Option<FrameId> {
         let n = self.parts.len();
         let h = home();
-        (0..n).find_map(|i| self.parts[(h + i) & (n - 1)].0.lock().pop())
+        (0..n).find_map(|i| self.parts[(h + i) & (n - 1)].pop())
+    }
+
+    /// The frames handed out at least once, as ranges in frame order: every other frame is free
+    /// and its descriptor as the pool made it (B4), so scans of the descriptors skip it. A frame
+    /// handed out while the caller reads is in the ranges or not.
+    pub(super) fn handed_out(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        self.parts.iter().map(|p| p.start..p.next.load(Acquire))
     }
 
     /// Gives a frame back, to the caller's partition (popped next by this thread), or, on a
@@ -81,7 +119,7 @@ impl FreeLists {
                 i
             }
         });
-        self.parts[at & (n - 1)].0.lock().push(f);
+        self.parts[at & (n - 1)].freed.lock().push(f);
     }
 
     /// Partitions (for tests).

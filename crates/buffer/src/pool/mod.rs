@@ -74,7 +74,8 @@ pub trait PageOwner: Send + Sync {
 const FREE: u8 = 0;
 const LOADING: u8 = 1;
 const RESIDENT: u8 = 2;
-const NO_PARENT: u32 = u32::MAX;
+/// Frames a pool can have: fewer than this, so that a frame id plus one fits the parent field.
+const FRAME_LIMIT: u32 = u32::MAX;
 
 /// A frame descriptor: everything about a frame except its page bytes (B4 names the protection of
 /// each field).
@@ -90,7 +91,8 @@ pub(crate) struct FrameDesc {
     dirty: AtomicBool,
     /// The page is a tree root: never evicted.
     root: AtomicBool,
-    /// The frame whose page holds the swizzled swip to this frame (B6), or NO_PARENT.
+    /// The frame whose page holds the swizzled swip to this frame (B6), plus one; 0 for none, so
+    /// that a descriptor of zero bytes is one with no parent (see [`Descriptors`]).
     parent: AtomicU32,
     /// How many resident frames name this one as their parent: its swizzled children (B16).
     kids: AtomicU32,
@@ -117,13 +119,52 @@ impl FrameDesc {
 
     fn parent(&self) -> Option<FrameId> {
         match self.parent.load(Acquire) {
-            NO_PARENT => None,
-            p => Some(FrameId(p)),
+            0 => None,
+            p => Some(FrameId(p - 1)),
         }
     }
 
     fn set_parent(&self, p: Option<FrameId>) {
-        self.parent.store(p.map_or(NO_PARENT, |f| f.0), Release);
+        // A frame id is below FRAME_LIMIT - 1 (`check_config`), so the sum fits.
+        self.parent.store(p.map_or(0, |f| f.0 + 1), Release);
+    }
+}
+
+/// The descriptor array (B4): one lazily committed region of zero bytes (F1), of which the
+/// kernel backs only the pages touched. A descriptor of zero bytes is a free frame's as the
+/// pool makes it (unlatched at version 0, no page, FREE, clean, no parent, no children, hook 0),
+/// and a frame's descriptor is first touched when the frame is first handed out (B30), so a
+/// large pool takes memory for the frames it uses, not for its size.
+struct Descriptors {
+    memory: AlignedBuf,
+    len: usize,
+}
+
+// Every field of a descriptor is an atomic integer or bool (`Latch` and `FrameHook` are atomics
+// too), for which zero bytes are a valid value, and none needs dropping.
+const _: () = assert!(!std::mem::needs_drop::<FrameDesc>());
+
+impl Descriptors {
+    fn new(len: usize) -> Result<Descriptors> {
+        let bytes = len.checked_mul(std::mem::size_of::<FrameDesc>()).ok_or_else(|| {
+            BufferError::Config(format!("{len} frame descriptors do not fit in memory; use a smaller pool"))
+        })?;
+        Ok(Descriptors { memory: AlignedBuf::new_lazy(bytes)?, len })
+    }
+}
+
+impl std::ops::Deref for Descriptors {
+    type Target = [FrameDesc];
+
+    #[inline]
+    fn deref(&self) -> &[FrameDesc] {
+        // SAFETY: F1 — `memory` is valid for `len * size_of::<FrameDesc>()` bytes (`new`), starts
+        // at a multiple of HUGE_PAGE (a multiple of FrameDesc's 64-byte alignment), is zeroed,
+        // and lives as long as `self`; zero bytes are a valid `FrameDesc` (the assertion and
+        // comment above). The slice is shared: every write goes through the atomics' interior
+        // mutability, never through `as_mut_slice`, and `as_ptr` is the mapping's own pointer,
+        // valid for writes as well (F1).
+        unsafe { std::slice::from_raw_parts(self.memory.as_ptr().cast::<FrameDesc>(), self.len) }
     }
 }
 
@@ -131,7 +172,7 @@ impl FrameDesc {
 pub struct BufferPool {
     mode: PoolMode,
     page_size: usize,
-    frames: Box<[FrameDesc]>,
+    frames: Descriptors,
     /// Base of the frame region (`memory`), cached as a raw pointer for page access (B1).
     base: *mut u8,
     memory: AlignedBuf,
@@ -279,12 +320,12 @@ impl BufferPool {
                 MIN_FRAMES * page_size
             )));
         }
-        if capacity >= NO_PARENT as usize {
+        if capacity >= FRAME_LIMIT as usize {
             return Err(BufferError::Config(format!(
                 "a pool of {} bytes holds {capacity} pages of {page_size} bytes, more than the {} \
                  frames a pool can have: lower pool_bytes",
                 config.pool_bytes,
-                NO_PARENT - 1
+                FRAME_LIMIT - 1
             )));
         }
         if config.eviction_batch == Some(0) {
@@ -388,13 +429,11 @@ impl BufferPool {
             memory.prefault();
         }
         let base = memory.as_mut_ptr();
-        // Descriptors too (one cache line per frame): advised before they are first touched.
-        let mut frames: Vec<FrameDesc> = Vec::with_capacity(capacity);
-        AlignedBuf::advise_huge(&frames);
-        frames.extend((0..capacity).map(|_| FrameDesc::default()));
-        let frames: Box<[FrameDesc]> = frames.into_boxed_slice();
-        for d in frames.iter() {
-            d.parent.store(NO_PARENT, Relaxed);
+        // Descriptors too (one cache line per frame), in a region of the same kind: committed
+        // as frames are handed out, faulted in with the frames where those are.
+        let mut frames = Descriptors::new(capacity)?;
+        if config.prefault {
+            frames.memory.prefault();
         }
         // B13: the watermarks, the default's or the configured batch's.
         let (low, high) = match config.eviction_batch {
@@ -484,7 +523,7 @@ impl BufferPool {
             return Ok(());
         }
         let meta = self.meta.lock().clone();
-        let dirty = self.frames.iter().any(|d| d.dirty.load(std::sync::atomic::Ordering::Acquire));
+        let dirty = self.used_frames().any(|(_, d)| d.dirty.load(std::sync::atomic::Ordering::Acquire));
         if !dirty && self.file.clean_with(&meta) {
             // F11: an unlogged file that says CLEAN and that nothing changed since is left as
             // it is. Written again, it would lose CLEAN first (every write does), and a crash
@@ -577,6 +616,13 @@ impl BufferPool {
     #[must_use]
     pub fn capacity(&self) -> usize {
         self.frames.len()
+    }
+
+    /// The frames handed out at least once, with their descriptors, in frame order (B30). Any
+    /// other frame is free, and its descriptor is the one the pool made ([`Descriptors`]): scans
+    /// of the descriptors look at these alone, so they cost what the pool used, not its size.
+    fn used_frames(&self) -> impl Iterator<Item = (usize, &FrameDesc)> + '_ {
+        self.free.handed_out().flat_map(move |r| r.clone().zip(&self.frames[r]))
     }
 
     /// Bytes of memory held by frames and descriptors.
@@ -753,14 +799,15 @@ impl BufferPool {
         let mut resident = 0;
         let mut offs = Vec::new();
         let mut kids = vec![0u32; self.frames.len()];
-        for d in self.frames.iter() {
+        for (_, d) in self.used_frames() {
             if d.state.load(Acquire) == RESIDENT {
                 if let Some(p) = d.parent() {
                     kids[p.index()] += 1;
                 }
             }
         }
-        for (i, d) in self.frames.iter().enumerate() {
+        // A frame never handed out is free, its descriptor as the pool made it (B30).
+        for (i, d) in self.used_frames() {
             if d.kids.load(Relaxed) != kids[i] {
                 return Err(format!(
                     "B16: frame {i} counts {} swizzled children, {} frames name it as parent",

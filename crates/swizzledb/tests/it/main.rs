@@ -36,6 +36,7 @@ mod map_api;
 mod no_unlogged_writes;
 mod oracle;
 mod policies;
+mod pool_size;
 mod racing_crash;
 mod read_only;
 mod refused_settings;

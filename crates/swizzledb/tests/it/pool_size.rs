@@ -1,0 +1,50 @@
+//! What a pool's size costs before the pool is used (buffer README B4, B30, F1): the frame
+//! region, the frame descriptors, the free frames and the page table are committed as frames
+//! are handed out, so a large pool that holds a few pages takes memory and time for those.
+
+use std::collections::BTreeMap;
+use swizzledb::{CommitMode, Database, PoolMode};
+
+/// The resident memory of this process in bytes (`/proc/self/statm`, Linux).
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+    let pages: u64 = statm.split_whitespace().nth(1).expect("resident field").parse().expect("a number");
+    pages * 4096
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn b30_a_large_pool_takes_memory_for_the_frames_it_uses_not_for_its_size() {
+    // 2^25 frames of 8 KiB: 2 GiB of descriptors alone, were they all made up front.
+    const POOL: usize = 256 << 30;
+    const LIMIT: u64 = 512 << 20;
+    for mode in PoolMode::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.swz");
+        let builder = || Database::builder().mode(mode).pool_bytes(POOL).commit_mode(CommitMode::Async);
+        let before = resident_bytes();
+        let db = builder().create(&path).unwrap();
+        let grown = resident_bytes().saturating_sub(before);
+        assert!(grown < LIMIT, "{mode:?}: creating a {POOL}-byte pool took {grown} bytes of memory");
+        let tree = db.create_tree("t").unwrap();
+        let mut oracle = BTreeMap::new();
+        for i in 0..2000u64 {
+            let (k, v) = (i.wrapping_mul(0x9E37_79B9).to_be_bytes(), i.to_le_bytes());
+            tree.upsert(&k, &v).unwrap();
+            oracle.insert(k, v);
+        }
+        db.checkpoint().unwrap();
+        db.close().unwrap();
+        let db = builder().open(&path).unwrap();
+        let tree = db.tree("t").unwrap();
+        for (k, v) in &oracle {
+            assert_eq!(tree.get(k).unwrap().as_deref(), Some(&v[..]), "{mode:?}");
+        }
+        db.close().unwrap();
+        let grown = resident_bytes().saturating_sub(before);
+        assert!(
+            grown < LIMIT,
+            "{mode:?}: a {POOL}-byte pool holding a few pages took {grown} bytes of memory"
+        );
+    }
+}
