@@ -741,6 +741,25 @@ fn emulator_bad_input_exits_2() {
 /// A mean compute time too long to finish (`--compute-us 1e18`: each access spun for
 /// 2^64 - 1 spin-loop hints) ran for ever after its measured duration; it is now a usage error
 /// naming the range, and values up to the limit still run.
+/// `bench emulator`'s page counts are bounded: 2^32 - 1 buffer pages aborted on allocating the
+/// frame tables, and 2^32 - 1 data pages filled gigabytes before a run began.
+#[test]
+fn emulator_pages_beyond_the_limit_are_a_usage_error() {
+    let tiny = ["--variant", "lru", "--threads", "1", "--duration", "0.01", "--warmup", "0", "--repeat", "1"];
+    for (data, buffer) in
+        [("1000", "4294967295"), ("4294967295", "10"), ("100000001", "10"), ("1000", "100000001")]
+    {
+        let out = Command::new(BIN)
+            .args(["bench", "emulator", "--data-pages", data, "--buffer-pages", buffer])
+            .args(tiny)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{data} / {buffer}: {stderr}");
+        assert!(stderr.contains("is out of range: give 1 to 100,000,000"), "{data} / {buffer}: {stderr}");
+    }
+}
+
 #[test]
 fn emulator_compute_time_beyond_a_second_is_a_usage_error() {
     use std::time::{Duration, Instant};

@@ -37,10 +37,10 @@ pub struct EmulatorArgs {
     /// Replacement policy inside the wrappers (the clock variant always uses CLOCK)
     #[arg(long, default_value = "lru")]
     policy: PolicyKind,
-    /// D: data pages (10M, 1e7)
+    /// D: data pages (10M, 1e7), at most 100M
     #[arg(long, default_value = "10M", value_parser = units::parse_positive_count)]
     data_pages: u64,
-    /// C: buffer frames
+    /// C: buffer frames, at most 100M
     #[arg(long, default_value = "1M", value_parser = units::parse_positive_count)]
     buffer_pages: u64,
     /// Zipf exponent of the page choice (the default gives LRU about 90% hits at C = D/10)
@@ -205,10 +205,19 @@ impl Plan {
     }
 }
 
+/// The most data pages and buffer frames the emulator takes: ten times the paper's D (its tables
+/// of pages and frames are made whole before a run; 2^32 - 1 frames aborted on the allocation).
+const MAX_PAGES: u32 = 100_000_000;
+
 fn plan(args: &EmulatorArgs) -> Result<Plan, String> {
     let pages = |what: &str, v: u64| {
-        u32::try_from(v)
-            .map_err(|_| format!("{what} {v} is above the {} pages the emulator can name", u32::MAX))
+        u32::try_from(v).ok().filter(|&p| p <= MAX_PAGES).ok_or_else(|| {
+            format!(
+                "{what} {v} is out of range: give 1 to {} (ten times the paper's data pages; the \
+                 emulator keeps tables of every data page and frame in memory)",
+                thousands(u64::from(MAX_PAGES))
+            )
+        })
     };
     let mut threads: Vec<usize> = match &args.threads {
         Some(t) => t.iter().map(|&t| usize::from(t)).collect(),
