@@ -2,7 +2,7 @@
 //!
 //! [`OsFs`] is the operating system's file system; [`MemFs`] keeps files in memory for in-memory
 //! databases; [`FaultFs`] keeps a visible and a durable state of every file, so tests can crash it
-//! and fail chosen calls. The rules each keeps are numbered in `README.md` (IO1–IO15).
+//! and fail chosen calls. The rules each keeps are numbered in `README.md` (IO1–IO16).
 
 pub mod fault;
 mod flock;
@@ -11,4 +11,4 @@ pub mod vfs;
 
 pub use fault::{CrashMode, Fault, FaultFs, FaultRule, Op};
 pub use mem::MemFs;
-pub use vfs::{OpenMode, OsFs, Vfs, VfsFile};
+pub use vfs::{FileId, OpenMode, OsFs, Vfs, VfsFile};

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::flock::Holders;
-use crate::vfs::{OpenMode, Vfs, VfsFile};
+use crate::vfs::{FileId, OpenMode, Vfs, VfsFile};
 
 /// A file system in memory. Clones share it.
 #[derive(Clone, Default)]
@@ -179,6 +179,10 @@ impl VfsFile for MemHandle {
         Ok(read_from(&read(&self.file.data), buf, offset))
     }
 
+    fn id(&self) -> io::Result<Option<FileId>> {
+        Ok(Some(mem_id(&self.file)))
+    }
+
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let at = usize::try_from(offset).map_err(|_| too_long())?;
         at.checked_add(buf.len()).ok_or_else(too_long)?;
@@ -316,6 +320,17 @@ impl Vfs for MemFs {
         let tree = lock(&self.tree);
         tree.files.contains_key(path) || tree.dirs.contains(path)
     }
+
+    fn file_id(&self, path: &Path) -> io::Result<Option<FileId>> {
+        let tree = lock(&self.tree);
+        tree.files.get(path).map(|f| Some(mem_id(f))).ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
+}
+
+/// A [`MemFile`]'s identity (IO16): its address, which no other file has while a handle or a
+/// name holds it.
+fn mem_id(file: &Arc<MemFile>) -> FileId {
+    FileId(0, Arc::as_ptr(file) as usize as u64)
 }
 
 #[cfg(test)]

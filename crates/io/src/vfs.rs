@@ -129,6 +129,16 @@ pub trait VfsFile: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Which file this handle reads and writes (IO16), to compare with [`Vfs::file_id`] of a
+    /// name: a handle keeps its file after the name was given to another. `None` where the file
+    /// system cannot tell (the default).
+    ///
+    /// # Errors
+    /// The underlying I/O error.
+    fn id(&self) -> io::Result<Option<FileId>> {
+        Ok(None)
+    }
+
     /// Whether the file is empty.
     ///
     /// # Errors
@@ -229,7 +239,21 @@ pub trait Vfs: Send + Sync + fmt::Debug {
 
     /// Whether a file or directory exists at `path`.
     fn exists(&self, path: &Path) -> bool;
+
+    /// Which file `path` names now (IO16): equal to [`VfsFile::id`] of a handle of that file.
+    /// `None` where the file system cannot tell (the default).
+    ///
+    /// # Errors
+    /// `NotFound` if no file has that name, or the underlying I/O error.
+    fn file_id(&self, _path: &Path) -> io::Result<Option<FileId>> {
+        Ok(None)
+    }
 }
+
+/// A file's identity on its file system (IO16): two handles, or a handle and a name, with equal
+/// identities lead to the same file (on `OsFs`, the device and inode numbers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId(pub u64, pub u64);
 
 /// The operating system's file system.
 #[derive(Copy, Clone, Debug, Default)]
@@ -246,6 +270,12 @@ struct OsFile {
 impl VfsFile for OsFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.file.read_at(buf, offset)
+    }
+
+    fn id(&self) -> io::Result<Option<FileId>> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.file.metadata()?;
+        Ok(Some(FileId(m.dev(), m.ino())))
     }
 
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
@@ -465,6 +495,12 @@ impl Vfs for OsFs {
 
     fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+
+    fn file_id(&self, path: &Path) -> io::Result<Option<FileId>> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path)?;
+        Ok(Some(FileId(m.dev(), m.ino())))
     }
 }
 

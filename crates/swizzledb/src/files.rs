@@ -33,26 +33,17 @@ pub(crate) struct FileLock {
 impl FileLock {
     /// Locks `path` (which must exist), or fails with [`Error::AlreadyOpen`] naming `database`.
     pub(crate) fn acquire(vfs: &dyn Vfs, path: &Path, database: &Path) -> Result<FileLock> {
-        let file = vfs.open(path, OpenMode::EXISTING).map_err(|e| io(path, e))?;
-        FileLock::take(file, path, database)
+        FileLock::lock_named(vfs, path, database, false).map_err(|e| match e {
+            // A file that must exist: its absence is the file system's error, as any other.
+            Error::NotFound(p) => io(&p, std::io::ErrorKind::NotFound.into()),
+            e => e,
+        })
     }
 
     /// Locks the database file `path` for `open`: [`Error::NotFound`] if there is no file, else
     /// as [`FileLock::acquire`].
     pub(crate) fn open_database(vfs: &dyn Vfs, path: &Path) -> Result<FileLock> {
-        match vfs.open(path, OpenMode::EXISTING) {
-            Ok(file) => FileLock::take(file, path, path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotFound(path.to_path_buf())),
-            Err(e) => Err(io(path, e)),
-        }
-    }
-
-    fn take(file: Arc<dyn VfsFile>, path: &Path, database: &Path) -> Result<FileLock> {
-        match file.try_lock() {
-            Ok(true) => Ok(FileLock { file: Some(file) }),
-            Ok(false) => Err(Error::AlreadyOpen(database.to_path_buf())),
-            Err(e) => Err(io(path, e)),
-        }
+        FileLock::lock_named(vfs, path, path, false)
     }
 
     /// A shared lock on the database file `path` of `vfs`, for a database opened read-only: the
@@ -61,18 +52,58 @@ impl FileLock {
     /// changes the file under the other. [`Error::NotFound`] without a file;
     /// [`Error::AlreadyOpen`] while it is open read-write.
     pub(crate) fn shared(vfs: &dyn Vfs, path: &Path) -> Result<FileLock> {
-        let file = match vfs.open_read_only(path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::NotFound(path.to_path_buf()))
-            }
-            Err(e) => return Err(io(path, e)),
-        };
-        match file.try_lock_shared() {
+        FileLock::lock_named(vfs, path, path, true)
+    }
+
+    /// Locks the open `file` (of `path`), or fails with [`Error::AlreadyOpen`] naming `database`.
+    fn take(file: Arc<dyn VfsFile>, path: &Path, database: &Path) -> Result<FileLock> {
+        match file.try_lock() {
             Ok(true) => Ok(FileLock { file: Some(file) }),
-            Ok(false) => Err(Error::AlreadyOpen(path.to_path_buf())),
+            Ok(false) => Err(Error::AlreadyOpen(database.to_path_buf())),
             Err(e) => Err(io(path, e)),
         }
+    }
+
+    /// Opens `path` and locks the handle, then makes sure the name still leads to the file
+    /// locked (R13, io IO16): a compaction (R28) or a backup's rename that gave the name to
+    /// another file between the open and the lock left the lock on the file it replaced, and
+    /// the new one unlocked for a second opener. Such an open is made again.
+    fn lock_named(vfs: &dyn Vfs, path: &Path, database: &Path, shared: bool) -> Result<FileLock> {
+        const TRIES: usize = 64;
+        for _ in 0..TRIES {
+            let opened = if shared { vfs.open_read_only(path) } else { vfs.open(path, OpenMode::EXISTING) };
+            let file = match opened {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(Error::NotFound(path.to_path_buf()))
+                }
+                Err(e) => return Err(io(path, e)),
+            };
+            let locked = if shared { file.try_lock_shared() } else { file.try_lock() };
+            match locked {
+                Ok(true) => {}
+                Ok(false) => return Err(Error::AlreadyOpen(database.to_path_buf())),
+                Err(e) => return Err(io(path, e)),
+            }
+            let named = match (file.id(), vfs.file_id(path)) {
+                (Ok(Some(held)), Ok(Some(now))) => held == now,
+                // Renamed away, not yet replaced: open again (and fail with NotFound if gone).
+                (_, Err(e)) if e.kind() == std::io::ErrorKind::NotFound => false,
+                // A file system that cannot tell files apart keeps the lock it took.
+                _ => true,
+            };
+            if named {
+                return Ok(FileLock { file: Some(file) });
+            }
+            let _ = file.unlock();
+        }
+        Err(io(
+            path,
+            std::io::Error::other(format!(
+                "the file at this name was replaced {TRIES} times while it was being locked; \
+                 stop what keeps renaming files over it (a compaction or backup loop?) and open again"
+            )),
+        ))
     }
 
     /// Gives the lock up now (a closed database can be opened again while handles of it live).

@@ -259,9 +259,20 @@ impl VfsFile for ReadOnlyFile {
     fn unlock(&self) -> io::Result<()> {
         self.file.unlock()
     }
+
+    fn id(&self) -> io::Result<Option<swizzledb_io::FileId>> {
+        self.file.id()
+    }
 }
 
 impl Vfs for ReadOnlyFs {
+    fn file_id(&self, path: &Path) -> io::Result<Option<swizzledb_io::FileId>> {
+        if self.hidden.lock().contains(path) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        self.inner.file_id(path)
+    }
+
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Arc<dyn VfsFile>> {
         if mode.create_new {
             return Err(read_only());

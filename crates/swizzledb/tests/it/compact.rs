@@ -466,3 +466,127 @@ fn r28_a_compaction_failing_at_any_call_keeps_every_record() {
         }
     }
 }
+
+/// A `Vfs` over a `FaultFs` that holds its first open of `held` between the open and its
+/// return, until the test lets it go: the moment between an opener's open of the database file
+/// and its lock, in which a whole compaction can run.
+#[derive(Debug, Clone)]
+struct HoldFirstOpen {
+    fs: swizzledb_io::FaultFs,
+    held: PathBuf,
+    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    opened: std::sync::Arc<std::sync::Barrier>,
+    go: std::sync::Arc<std::sync::Barrier>,
+}
+
+impl HoldFirstOpen {
+    fn hold(&self, path: &Path) {
+        if path == self.held && self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.opened.wait();
+            self.go.wait();
+        }
+    }
+}
+
+impl swizzledb_io::Vfs for HoldFirstOpen {
+    fn open(
+        &self,
+        path: &Path,
+        mode: swizzledb_io::OpenMode,
+    ) -> std::io::Result<std::sync::Arc<dyn swizzledb_io::VfsFile>> {
+        let f = self.fs.open(path, mode)?;
+        self.hold(path);
+        Ok(f)
+    }
+    fn open_read_only(&self, path: &Path) -> std::io::Result<std::sync::Arc<dyn swizzledb_io::VfsFile>> {
+        let f = self.fs.open_read_only(path)?;
+        self.hold(path);
+        Ok(f)
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.fs.remove(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.fs.remove_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.fs.rename(from, to)
+    }
+    fn rename_no_replace(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.fs.rename_no_replace(from, to)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        self.fs.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.fs.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.fs.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.fs.exists(path)
+    }
+    fn file_id(&self, path: &Path) -> std::io::Result<Option<swizzledb_io::FileId>> {
+        self.fs.file_id(path)
+    }
+}
+
+/// R13 against R28: an open whose open of the file came before a whole compaction, and whose
+/// lock after it, locked the file the compaction replaced, and left the new one unlocked: a
+/// second read-write open then succeeded beside it, two writers on one unlogged file (a
+/// read-only open likewise held no lock on the file it read). The lock is now checked against
+/// the file the name leads to (io IO16), and the open made again: the second opener is refused.
+#[test]
+fn r13_an_open_racing_a_compaction_locks_the_file_it_opens() {
+    use std::sync::Arc;
+    use swizzledb_io::{FaultFs, Vfs};
+    let path = Path::new("/d/db");
+    for (logged, read_only) in [(false, false), (false, true), (true, false), (true, true)] {
+        let context = format!("logged {logged}, read-only {read_only}");
+        let fs = FaultFs::new();
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        let on = move |vfs: Arc<dyn Vfs>| crate::common::small_on(vfs, logged, 32);
+        let db = on(Arc::new(fs.clone())).create(path).unwrap();
+        let t = db.create_tree("t").unwrap();
+        for i in 0..300u32 {
+            t.insert(&i.to_be_bytes(), &[7; 50]).unwrap();
+        }
+        for i in 0..250u32 {
+            t.delete(&i.to_be_bytes()).unwrap();
+        }
+        drop(t);
+        db.close().unwrap();
+        let hold = HoldFirstOpen {
+            fs: fs.clone(),
+            held: path.to_path_buf(),
+            armed: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            opened: Arc::new(std::sync::Barrier::new(2)),
+            go: Arc::new(std::sync::Barrier::new(2)),
+        };
+        let racer = {
+            let hold = hold.clone();
+            std::thread::spawn(move || on(Arc::new(hold)).read_only(read_only).open(path))
+        };
+        hold.opened.wait();
+        // The racer has opened the file, not locked it: a whole compaction runs now.
+        on(Arc::new(fs.clone())).compact(path).unwrap();
+        hold.go.wait();
+        let first = racer.join().unwrap().unwrap_or_else(|e| panic!("{context}: the racer: {e}"));
+        let second = on(Arc::new(fs.clone())).open(path);
+        assert!(
+            matches!(second, Err(Error::AlreadyOpen(_))),
+            "{context}: a read-write open beside it: {:?}",
+            second.map(|_| ())
+        );
+        let t = first.tree("t").unwrap();
+        assert_eq!(t.len().unwrap(), 50, "{context}");
+        drop(t);
+        first.close().unwrap();
+        on(Arc::new(fs.clone()))
+            .open(path)
+            .unwrap_or_else(|e| panic!("{context}: reopen: {e}"))
+            .close()
+            .unwrap();
+    }
+}
