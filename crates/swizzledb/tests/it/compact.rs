@@ -368,18 +368,7 @@ fn r28_a_compaction_killed_at_any_call_keeps_every_record() {
             &modes,
             |fs| {
                 fs.create_dir_all(Path::new("/d")).unwrap();
-                let db = on(Arc::new(fs.clone())).create(path).unwrap();
-                let (keep, gone) = (db.create_tree("keep").unwrap(), db.create_tree("gone").unwrap());
-                for i in 0..120u32 {
-                    keep.insert(&i.to_be_bytes(), &[3; 60]).unwrap();
-                    gone.insert(&i.to_be_bytes(), &[4; 60]).unwrap();
-                }
-                for i in 40..120u32 {
-                    keep.delete(&i.to_be_bytes()).unwrap();
-                }
-                drop((keep, gone));
-                db.drop_tree("gone").unwrap();
-                db.close().unwrap();
+                keep_and_gone(on(Arc::new(fs.clone())), path);
             },
             |vfs| on(vfs).compact(path).map(drop),
             |fs, context| {
@@ -423,18 +412,7 @@ fn r28_a_compaction_failing_at_any_call_keeps_every_record() {
                 &crate::common::FAULTS,
                 |fs| {
                     fs.create_dir_all(dir).unwrap();
-                    let db = on(Arc::new(fs.clone())).create(path).unwrap();
-                    let (keep, gone) = (db.create_tree("keep").unwrap(), db.create_tree("gone").unwrap());
-                    for i in 0..120u32 {
-                        keep.insert(&i.to_be_bytes(), &[3; 60]).unwrap();
-                        gone.insert(&i.to_be_bytes(), &[4; 60]).unwrap();
-                    }
-                    for i in 40..120u32 {
-                        keep.delete(&i.to_be_bytes()).unwrap();
-                    }
-                    drop((keep, gone));
-                    db.drop_tree("gone").unwrap();
-                    db.close().unwrap();
+                    keep_and_gone(on(Arc::new(fs.clone())), path);
                 },
                 |vfs| on(vfs).compact(path).map(drop),
                 |fs, failed, context| {
@@ -589,4 +567,21 @@ fn r13_an_open_racing_a_compaction_locks_the_file_it_opens() {
             .close()
             .unwrap();
     }
+}
+
+/// The database the R28 kill and fault tests compact (its directory made first): tree `keep` with 40 of
+/// its 120 records left, tree `gone` dropped; closed.
+fn keep_and_gone(builder: swizzledb::Builder, path: &Path) {
+    let db = builder.create(path).unwrap();
+    let (keep, gone) = (db.create_tree("keep").unwrap(), db.create_tree("gone").unwrap());
+    for i in 0..120u32 {
+        keep.insert(&i.to_be_bytes(), &[3; 60]).unwrap();
+        gone.insert(&i.to_be_bytes(), &[4; 60]).unwrap();
+    }
+    for i in 40..120u32 {
+        keep.delete(&i.to_be_bytes()).unwrap();
+    }
+    drop((keep, gone));
+    db.drop_tree("gone").unwrap();
+    db.close().unwrap();
 }

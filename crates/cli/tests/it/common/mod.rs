@@ -103,3 +103,21 @@ pub fn assert_chart(dir: &Path, stem: &str) {
         "{stem}.svg is not an SVG document"
     );
 }
+
+/// Runs `command` (stdout dropped, stderr kept) for at most a minute: `None` if it was still
+/// running then (it is killed), else its output. A guard against a hang, not a measurement.
+pub fn output_within_a_minute(command: &mut std::process::Command) -> Option<std::process::Output> {
+    use std::time::{Duration, Instant};
+    let mut child =
+        command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ended = child.try_wait().unwrap().is_some();
+    if !ended {
+        child.kill().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    ended.then_some(out)
+}
