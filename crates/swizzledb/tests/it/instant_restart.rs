@@ -820,7 +820,23 @@ fn r22_crashes_during_the_background_rollback_lose_nothing() {
             }
         }
         let db = pool_mode(builder(&fs, RestartMode::Classical), mode).open(path).unwrap();
-        assert!(scan(&db) == oracle, "{mode:?}: every committed record, nothing of the loser");
+        let got = scan(&db);
+        if got != oracle {
+            let missing: Vec<_> = oracle
+                .iter()
+                .filter(|(k, v)| got.get(*k) != Some(*v))
+                .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.len(), got.get(k).map(|g| g.len())))
+                .take(10)
+                .collect();
+            let extra: Vec<_> = got
+                .keys()
+                .filter(|k| !oracle.contains_key(*k))
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .take(10)
+                .collect();
+            eprintln!("DIFF {mode:?}: {} vs {} records; missing or changed {missing:?}; extra {extra:?}; stats {:?}", got.len(), oracle.len(), db.restart_stats());
+        }
+        assert!(got == oracle, "{mode:?}: every committed record, nothing of the loser");
         db.tree("t").unwrap().verify().unwrap();
         db.close().unwrap();
     }
