@@ -468,6 +468,11 @@ impl Core {
         // The rest of its undo chain must stay in the log while it is rolled back, also when
         // checkpoints run meanwhile (R22's background undo).
         shared.first_lsn.store(wal.log.oldest().0, Ordering::Release);
+        // And a checkpoint before its first compensation must list where the chain goes on, as
+        // `hold_loser` registered it: the fresh entry said 0, "nothing left to undo", and a
+        // restart from that checkpoint after a crash left every change of the loser in place.
+        shared.undo_next.store(entry.undo_next.0, Ordering::Release);
+        shared.set_state(entry.state);
         let log = TxnLog::new(Some(wal), shared, None);
         let txn = entry.txn;
         let mut compensations = 0;
