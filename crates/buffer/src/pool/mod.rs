@@ -158,12 +158,12 @@ impl std::ops::Deref for Descriptors {
 
     #[inline]
     fn deref(&self) -> &[FrameDesc] {
-        // SAFETY: F1 — `memory` is valid for `len * size_of::<FrameDesc>()` bytes (`new`), starts
-        // at a multiple of HUGE_PAGE (a multiple of FrameDesc's 64-byte alignment), is zeroed,
-        // and lives as long as `self`; zero bytes are a valid `FrameDesc` (the assertion and
-        // comment above). The slice is shared: every write goes through the atomics' interior
-        // mutability, never through `as_mut_slice`, and `as_ptr` is the mapping's own pointer,
-        // valid for writes as well (F1).
+        // `memory` is valid for `len * size_of::<FrameDesc>()` bytes (`new`), starts at a
+        // multiple of HUGE_PAGE (a multiple of FrameDesc's 64-byte alignment), is zeroed, and
+        // lives as long as `self`; zero bytes are a valid `FrameDesc` (the assertion and comment
+        // above). The slice is shared: every write goes through the atomics' interior
+        // mutability, never through `as_mut_slice`, and `as_ptr` is the mapping's own pointer.
+        // SAFETY: F1 — a live, aligned, zero-filled mapping of `len` descriptors, read-write.
         unsafe { std::slice::from_raw_parts(self.memory.as_ptr().cast::<FrameDesc>(), self.len) }
     }
 }
