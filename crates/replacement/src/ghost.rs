@@ -31,6 +31,9 @@ struct Slot<V> {
     older: u32,
 }
 
+/// The most entries [`Ghosts::preallocated`] makes room for at once.
+const PREALLOCATED: usize = 1 << 16;
+
 fn link(slot: u32) -> Option<usize> {
     (slot != NIL).then_some(slot as usize)
 }
@@ -65,7 +68,8 @@ impl<V> Ghosts<V> {
     }
 
     /// Like [`Ghosts::new`], with room for `limit` entries allocated now (for limits that are
-    /// O(capacity)), so that no operation allocates afterwards.
+    /// O(capacity)), so that no operation allocates afterwards — up to [`PREALLOCATED`] entries:
+    /// a directory for a larger pool grows as it is used (README S1).
     pub(crate) fn preallocated(limit: usize) -> Ghosts<V> {
         Ghosts::with_base(0, limit)
     }
@@ -74,8 +78,8 @@ impl<V> Ghosts<V> {
     pub(crate) fn with_base(base: usize, limit: usize) -> Ghosts<V> {
         let mut ghosts = Ghosts::new(limit);
         ghosts.base = base;
-        ghosts.slot_of.reserve(limit);
-        ghosts.slots.reserve_exact(limit);
+        ghosts.slot_of.reserve(limit.min(PREALLOCATED));
+        ghosts.slots.reserve_exact(limit.min(PREALLOCATED));
         ghosts
     }
 

@@ -44,6 +44,8 @@ const LARGE: u64 = 1 << 31;
 
 /// The most ring slots: slot + 1 must fit the 31 bits below [`LARGE`].
 const MAX_SLOTS: usize = 1 << 30;
+/// The largest limit a ring takes: twice as many slots fit [`MAX_SLOTS`].
+pub(crate) const MAX_LIMIT: usize = MAX_SLOTS / 2;
 
 /// An index entry (module doc), 0 when empty: the page word's low 32 bits in the high half,
 /// [`LARGE`] if the word has more, and the ring slot + 1 below it.
@@ -99,8 +101,9 @@ pub(crate) struct GhostRing {
     span: usize,
     live: usize,
     limit: usize,
-    /// One entry per ring slot (module doc).
-    index: Box<[Indexed]>,
+    /// One entry per ring slot (module doc), as the [`Indexed`] words: a slice of zeros from the
+    /// allocator, which the system commits only as entries are written (README S1).
+    index: Box<[u64]>,
     /// `64 - log2(index.len())`: a key's home is its hash's top bits.
     shift: u32,
     /// Home positions kept: all of them, except in tests that crowd keys onto a few homes.
@@ -121,7 +124,7 @@ impl GhostRing {
             span: 0,
             live: 0,
             limit,
-            index: vec![Indexed::default(); slots].into_boxed_slice(),
+            index: vec![0; slots].into_boxed_slice(),
             shift: 64 - slots.trailing_zeros(),
             home_mask: usize::MAX,
         }
@@ -183,7 +186,7 @@ impl GhostRing {
         let mask = self.index.len() - 1;
         let mut at = self.home(key);
         loop {
-            let entry = self.index[at];
+            let entry = Indexed(self.index[at]);
             if entry.is_empty() {
                 return Err(at);
             }
@@ -200,7 +203,7 @@ impl GhostRing {
         let mut next = at;
         loop {
             next = (next + 1) & mask;
-            let entry = self.index[next];
+            let entry = Indexed(self.index[next]);
             if entry.is_empty() {
                 break;
             }
@@ -208,11 +211,11 @@ impl GhostRing {
             // and its position (cyclically).
             let from_home = next.wrapping_sub(self.home(entry.key(&self.ring))) & mask;
             if from_home >= next.wrapping_sub(hole) & mask {
-                self.index[hole] = entry;
+                self.index[hole] = entry.0;
                 hole = next;
             }
         }
-        self.index[hole] = Indexed::default();
+        self.index[hole] = 0;
     }
 
     fn ring_slot(&self, offset: usize) -> usize {
@@ -230,7 +233,7 @@ impl GhostRing {
         let at = match self.find(key) {
             Ok(at) => {
                 // Already present: its old place becomes a tombstone.
-                self.ring[self.index[at].slot()] = 0;
+                self.ring[Indexed(self.index[at]).slot()] = 0;
                 self.live -= 1;
                 at
             }
@@ -251,14 +254,14 @@ impl GhostRing {
         self.ring[slot] = key;
         self.span += 1;
         self.live += 1;
-        self.index[at] = Indexed::new(key, slot);
+        self.index[at] = Indexed::new(key, slot).0;
     }
 
     /// Takes `page` out (a ghost hit); false if it was not in the ring.
     #[inline]
     pub(crate) fn remove(&mut self, page: PageId) -> bool {
         let Ok(at) = self.find(word(page)) else { return false };
-        self.ring[self.index[at].slot()] = 0;
+        self.ring[Indexed(self.index[at]).slot()] = 0;
         self.delete_at(at);
         self.live -= 1;
         if self.live == 0 {
@@ -299,7 +302,7 @@ impl GhostRing {
                 let slot = self.ring_slot(to);
                 self.ring[slot] = key;
                 self.ring[self.ring_slot(from)] = 0;
-                self.index[at] = self.index[at].with_slot(slot);
+                self.index[at] = Indexed(self.index[at]).with_slot(slot).0;
             }
             to += 1;
         }
@@ -330,7 +333,7 @@ mod tests {
     /// from its home by an unbroken run, and nothing else is indexed.
     fn check(ring: &GhostRing) {
         let mut indexed = 0;
-        for (at, entry) in ring.index.iter().enumerate().filter(|(_, e)| !e.is_empty()) {
+        for (at, entry) in ring.index.iter().map(|&e| Indexed(e)).enumerate().filter(|(_, e)| !e.is_empty()) {
             indexed += 1;
             let key = entry.key(&ring.ring);
             assert_ne!(key, 0, "index points at a live ring slot");
@@ -398,7 +401,7 @@ mod tests {
             ring.insert(page(id));
         }
         check(&ring);
-        let longest_run = ring.index.split(|e| e.is_empty()).map(<[Indexed]>::len).max();
+        let longest_run = ring.index.split(|&e| e == 0).map(<[u64]>::len).max();
         assert!(longest_run > Some(16), "64 ids on 4 homes make long runs: {longest_run:?}");
         assert!(ids.iter().all(|&id| ring.contains(page(id))));
         assert!((0..20_000)

@@ -19,6 +19,7 @@ mod capacity;
 mod ghost;
 mod ghost_ring;
 mod kind;
+mod lazy;
 mod list;
 mod policies;
 mod policy;

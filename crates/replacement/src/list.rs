@@ -18,12 +18,15 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
+use crate::lazy::{FrameVec, LazyCells};
 use crate::policy::Rejection;
 
 use swizzledb_sync::PageId;
 
 /// No index: the end of a list.
 const NIL: usize = usize::MAX;
+/// The most indices a [`Queues`] (and so a [`FrameList`]) can cover: its links are `u32`s.
+pub(crate) const MAX_NODES: usize = u32::MAX as usize;
 /// The list number of an index in no list.
 const NO_QUEUE: u8 = u8::MAX;
 
@@ -62,10 +65,10 @@ impl Links {
 pub(crate) struct Queues {
     /// Each index's neighbours, both in one 8-byte word, so that unlinking reads one cache line
     /// per node.
-    links: Box<[Links]>,
+    links: FrameVec<Links>,
     /// The list holding each frame, or [`NO_QUEUE`]. Written only by the owner, under its lock;
     /// atomics so that a [`ListBytes`] handle can read them without it.
-    queue: Arc<[AtomicU8]>,
+    queue: Arc<LazyCells<AtomicU8>>,
     heads: Box<[usize]>,
     tails: Box<[usize]>,
     lens: Box<[usize]>,
@@ -78,10 +81,10 @@ impl Queues {
     /// If `n` is 255 or more, or `capacity` exceeds `u32::MAX` (the links are `u32`s).
     pub(crate) fn new(capacity: usize, n: usize) -> Queues {
         assert!(n < usize::from(NO_QUEUE), "too many queues");
-        assert!(u32::try_from(capacity).is_ok(), "{capacity} list nodes exceed the u32 link range");
+        assert!(capacity <= MAX_NODES, "{capacity} list nodes exceed the u32 link range");
         Queues {
-            links: vec![Links::UNLINKED; capacity].into_boxed_slice(),
-            queue: (0..capacity).map(|_| AtomicU8::new(NO_QUEUE)).collect(),
+            links: FrameVec::new(capacity, Links::UNLINKED),
+            queue: Arc::new(LazyCells::new(capacity, || AtomicU8::new(NO_QUEUE))),
             heads: vec![NIL; n].into_boxed_slice(),
             tails: vec![NIL; n].into_boxed_slice(),
             lens: vec![0; n].into_boxed_slice(),
@@ -111,11 +114,11 @@ impl Queues {
     }
 
     fn queue_byte(&self, frame: usize) -> u8 {
-        self.queue[frame].load(Ordering::Relaxed)
+        self.queue.get(frame).map_or(NO_QUEUE, |q| q.load(Ordering::Relaxed))
     }
 
     fn set_queue_byte(&self, frame: usize, q: u8) {
-        self.queue[frame].store(q, Ordering::Relaxed);
+        self.queue.cell(frame).store(q, Ordering::Relaxed);
     }
 
     /// A handle on each index's list number, for readers that do not hold the owner's lock.
@@ -289,7 +292,7 @@ impl Queues {
 /// The list number of each index of a [`Queues`], readable without the owner's lock: a reader
 /// sees the number stored by the last change of the index's list that reached it, which the
 /// owner makes under its lock (2Q's hits ask whether their frame is in `Am` this way, R5).
-pub(crate) struct ListBytes(Arc<[AtomicU8]>);
+pub(crate) struct ListBytes(Arc<LazyCells<AtomicU8>>);
 
 impl ListBytes {
     /// The list holding `index` as last stored, or `None` if it is in none (or out of range).
@@ -549,8 +552,8 @@ pub(crate) struct TwoLists {
     pub(crate) first: FrameList,
     pub(crate) second: FrameList,
     pub(crate) blocked: FrameList,
-    place: Box<[Place]>,
-    pages: Box<[Option<PageId>]>,
+    place: FrameVec<Place>,
+    pages: FrameVec<Option<PageId>>,
     /// Frames of each list passed by rejections since the last eviction.
     passed: [usize; 2],
 }
@@ -561,8 +564,8 @@ impl TwoLists {
             first: FrameList::new(capacity),
             second: FrameList::new(capacity),
             blocked: FrameList::new(capacity),
-            place: vec![Place::Free; capacity].into_boxed_slice(),
-            pages: vec![None; capacity].into_boxed_slice(),
+            place: FrameVec::new(capacity, Place::Free),
+            pages: FrameVec::new(capacity, None),
             passed: [0, 0],
         }
     }
@@ -725,7 +728,7 @@ impl TwoLists {
     #[cfg(test)]
     pub(crate) fn check(&self) {
         let mut counts = [0usize; 3];
-        for (frame, place) in self.place.iter().enumerate() {
+        for (frame, place) in (0..self.place.len()).map(|f| (f, self.place[f])) {
             let (first, second, blocked) =
                 (self.first.contains(frame), self.second.contains(frame), self.blocked.contains(frame));
             let expected = match place {
@@ -735,7 +738,7 @@ impl TwoLists {
                 Place::Blocked { .. } => (false, false, true),
             };
             assert_eq!((first, second, blocked), expected, "frame {frame} at {place:?}");
-            assert_eq!(self.pages[frame].is_some(), *place != Place::Free, "frame {frame}");
+            assert_eq!(self.pages[frame].is_some(), place != Place::Free, "frame {frame}");
             for (count, member) in counts.iter_mut().zip([first, second, blocked]) {
                 *count += usize::from(member);
             }

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
+use crate::lazy::LazyCells;
 use swizzledb_sync::FrameId;
 
 /// What a frame holds, as the policy knows it.
@@ -37,7 +38,8 @@ impl State {
 
 /// Per-frame [`State`]s of frames `0..capacity` and the number of frames not [`State::Free`].
 pub(crate) struct Residency {
-    states: Box<[AtomicU8]>,
+    states: LazyCells<AtomicU8>,
+    capacity: usize,
     /// Maintained from the state transitions.
     resident: AtomicUsize,
 }
@@ -46,14 +48,15 @@ impl Residency {
     /// Every frame free.
     pub(crate) fn new(capacity: usize) -> Residency {
         Residency {
-            states: (0..capacity).map(|_| AtomicU8::new(State::Free.byte())).collect(),
+            states: LazyCells::new(capacity, || AtomicU8::new(State::Free.byte())),
+            capacity,
             resident: AtomicUsize::new(0),
         }
     }
 
     /// The number of frames, free or not.
     pub(crate) fn capacity(&self) -> usize {
-        self.states.len()
+        self.capacity
     }
 
     /// Frames holding a page, blocked ones included.
@@ -63,7 +66,7 @@ impl Residency {
 
     /// The state of frame `index`.
     pub(crate) fn state(&self, index: usize) -> State {
-        State::from_byte(self.states[index].load(Ordering::Acquire))
+        self.states.get(index).map_or(State::Free, |s| State::from_byte(s.load(Ordering::Acquire)))
     }
 
     /// `frame` holds a new page: resident, any block of a previous page gone.
@@ -79,7 +82,10 @@ impl Residency {
     /// `frame` was rejected as a root. Only a resident frame becomes blocked: a stale rejection of
     /// a freed frame must not resurrect it.
     pub(crate) fn block(&self, frame: FrameId) {
-        let _ = self.states[frame.index()].compare_exchange(
+        let Some(state) = self.states.get(frame.index()) else {
+            return; // never resident
+        };
+        let _ = state.compare_exchange(
             State::Resident.byte(),
             State::Blocked.byte(),
             Ordering::AcqRel,
@@ -89,7 +95,7 @@ impl Residency {
 
     /// Moves `frame` to `new`, keeping the resident count in step with the transition.
     fn transition(&self, frame: FrameId, new: State) {
-        let old = State::from_byte(self.states[frame.index()].swap(new.byte(), Ordering::AcqRel));
+        let old = State::from_byte(self.states.cell(frame.index()).swap(new.byte(), Ordering::AcqRel));
         match (old == State::Free, new == State::Free) {
             (true, false) => {
                 self.resident.fetch_add(1, Ordering::AcqRel);

@@ -23,7 +23,8 @@ impl BpWrapper {
     /// Queues (or, without batching, applies at once) an access to a resident frame; `hook` is
     /// the pool's hook of the frame.
     pub(super) fn access(&self, frame: FrameId, access: Access, hook: &FrameHook) {
-        let page = self.frames.0[frame.index()].page.load(Ordering::Acquire);
+        let page =
+            self.frames.0.get(frame.index()).map_or(NO_PAGE, |words| words.page.load(Ordering::Acquire));
         if page == NO_PAGE {
             return; // not resident as far as the wrapper knows (a pool breaking R1): nothing to do
         }

@@ -110,7 +110,10 @@ impl BpWrapper {
         let index = entry.frame.index();
         let held = self.frames.held(index);
         if held != entry.page {
-            if held != NO_PAGE || self.frames.0[index].page.load(Ordering::Acquire) != entry.page {
+            if held != NO_PAGE
+                || self.frames.0.get(index).map_or(NO_PAGE, |words| words.page.load(Ordering::Acquire))
+                    != entry.page
+            {
                 return false;
             }
             self.frames.set_held(index, entry.page);

@@ -32,6 +32,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::lazy::LazyCells;
 use crate::policy::{Evictor, FrameHook, HookTable, Rejection, Verdict};
 use swizzledb_sync::{FrameId, PageId};
 
@@ -66,12 +67,12 @@ pub(super) struct FrameWords {
 const _: () = assert!(std::mem::size_of::<FrameWords>() == 16);
 
 /// Every frame's words; the inner policy's hook table.
-pub(super) struct Frames(pub(super) Box<[FrameWords]>);
+pub(super) struct Frames(pub(super) LazyCells<FrameWords>);
 
 impl HookTable for Frames {
     #[inline]
     fn hook(&self, frame: FrameId) -> &FrameHook {
-        &self.0[frame.index()].hook
+        &self.0.cell(frame.index()).hook
     }
 }
 
@@ -96,7 +97,7 @@ impl Evictor for Victims<'_> {
         match verdict {
             Verdict::Evicted => {
                 self.frames.set_held(index, NO_PAGE);
-                self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
+                self.frames.0.cell(index).page.store(NO_PAGE, Ordering::Release);
             }
             Verdict::Rejected(Rejection::NotResident) => self.frames.set_held(index, NO_PAGE),
             Verdict::Rejected(_) => {}
@@ -117,11 +118,9 @@ impl Frames {
     /// The page the inner policy holds `index` with; the caller holds the lock.
     #[inline(always)]
     pub(super) fn held(&self, index: usize) -> u64 {
-        let words = &self.0[index];
-        if words.held.load(Ordering::Relaxed) {
-            words.page.load(Ordering::Relaxed)
-        } else {
-            NO_PAGE
+        match self.0.get(index) {
+            Some(words) if words.held.load(Ordering::Relaxed) => words.page.load(Ordering::Relaxed),
+            _ => NO_PAGE,
         }
     }
 
@@ -137,7 +136,7 @@ impl Frames {
     /// Records that the inner policy holds the frame with `page`, which is `pages[f]`, or with
     /// nothing (`NO_PAGE`); the caller holds the lock.
     pub(super) fn set_held(&self, index: usize, page: u64) {
-        let words = &self.0[index];
+        let words = self.0.cell(index);
         debug_assert!(page == NO_PAGE || page == words.page.load(Ordering::Relaxed), "held[f] is pages[f]");
         words.held.store(page != NO_PAGE, Ordering::Relaxed);
     }

@@ -154,6 +154,7 @@ mod tests;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::capacity::check_capacity;
+use crate::lazy::LazyCells;
 
 use crate::policy::{Evictor, FrameHook, HookTable, Policy, Rejection};
 
@@ -226,7 +227,7 @@ impl BpWrapper {
             inner,
             config,
             lock: Lock::new(),
-            frames: Frames((0..capacity).map(|_| FrameWords::default()).collect()),
+            frames: Frames(LazyCells::new(capacity, FrameWords::default)),
             queues: (0..QUEUE_SLOTS).map(|_| Slot::new(config.queue_size)).collect(),
             counters: Counters::default(),
         })
@@ -297,7 +298,7 @@ impl Policy for BpWrapper {
         if self.caches_effects {
             hook.set(HOOK_UNKNOWN);
         }
-        self.frames.0[frame.index()].page.store(slot(page), Ordering::Release);
+        self.frames.0.cell(frame.index()).page.store(slot(page), Ordering::Release);
         self.access(frame, Access::Insert, hook);
     }
 
@@ -337,7 +338,7 @@ impl Policy for BpWrapper {
         if why == Rejection::NotResident {
             self.frames.set_held(index, NO_PAGE);
         }
-        self.inner.on_rejected(frame, why, &self.frames.0[index].hook);
+        self.inner.on_rejected(frame, why, &self.frames.0.cell(index).hook);
     }
 
     fn on_remove(&self, frame: FrameId, evicted: bool, _hook: &FrameHook) {
@@ -346,9 +347,9 @@ impl Policy for BpWrapper {
         let index = frame.index();
         let held = self.frames.held(index);
         self.frames.set_held(index, NO_PAGE);
-        self.frames.0[index].page.store(NO_PAGE, Ordering::Release);
+        self.frames.0.cell(index).page.store(NO_PAGE, Ordering::Release);
         if held != NO_PAGE {
-            self.inner.on_remove(frame, evicted, &self.frames.0[index].hook);
+            self.inner.on_remove(frame, evicted, &self.frames.0.cell(index).hook);
         }
     }
 
@@ -420,6 +421,6 @@ impl Policy for BpWrapper {
         let guard = self.lock();
         self.commit_mine(&guard);
         let held = self.frames.held(frame.index()) != NO_PAGE;
-        !held || self.inner.sweep_admits(frame, &self.frames.0[frame.index()].hook)
+        !held || self.inner.sweep_admits(frame, &self.frames.0.cell(frame.index()).hook)
     }
 }

@@ -105,7 +105,8 @@ use parking_lot::Mutex;
 
 use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
-use crate::list::FrameList;
+use crate::lazy::FrameVec;
+use crate::list::{FrameList, MAX_NODES};
 use crate::policy::{FrameHook, HookTable, Policy, Rejection};
 use swizzledb_sync::{FrameId, PageId};
 
@@ -130,11 +131,11 @@ enum Status {
 
 struct State {
     capacity: usize,
-    status: Box<[Status]>,
+    status: FrameVec<Status>,
     /// For `Cold` frames: whether the page is in its test period.
-    in_test: Box<[bool]>,
+    in_test: FrameVec<bool>,
     /// The page in each frame, by frame.
-    pages: Box<[Option<PageId>]>,
+    pages: FrameVec<Option<PageId>>,
     /// The clock, read as a circle: the hands move from the oldest node to the newest and wrap.
     /// The list head (where pages are placed) is just behind HAND_hot.
     clock: FrameList,
@@ -162,13 +163,15 @@ impl State {
         let cold_min = (capacity * COLD_MIN_PERCENT / 100).max(1);
         let cold_max = capacity.saturating_sub(cold_min).max(cold_min);
         // One spare slot: an eviction may exceed the bound by one before HAND_test restores it.
-        let ghost_slots = capacity + 1;
+        // Nodes (frames and ghosts) are list indices: a pool near the largest frame count keeps
+        // fewer ghosts (README "Shared building blocks", S1).
+        let ghost_slots = (capacity + 1).min(MAX_NODES.saturating_sub(capacity));
         let nodes = capacity + ghost_slots;
         State {
             capacity,
-            status: vec![Status::Free; nodes].into_boxed_slice(),
-            in_test: vec![false; capacity].into_boxed_slice(),
-            pages: vec![None; capacity].into_boxed_slice(),
+            status: FrameVec::new(nodes, Status::Free),
+            in_test: FrameVec::new(capacity, false),
+            pages: FrameVec::new(capacity, None),
             clock: FrameList::new(nodes),
             ghosts: Ghosts::with_base(capacity, ghost_slots),
             blocked: FrameList::new(capacity),
@@ -406,7 +409,8 @@ impl ClockPro {
     /// CLOCK-Pro over frames `0..capacity`, all initially free.
     ///
     /// # Panics
-    /// If `capacity - 1` does not fit a [`FrameId`], or if its frames and test pages (2 × `capacity` + 1 nodes) exceed `u32::MAX`.
+    /// If `capacity - 1` does not fit a [`FrameId`]. A capacity whose `capacity` + 1 test pages
+    /// would take the frames past `u32::MAX` list nodes keeps fewer of them (README S1).
     #[must_use]
     pub fn new(capacity: usize) -> ClockPro {
         check_capacity(capacity);
@@ -684,7 +688,7 @@ mod tests {
     fn check_invariants(policy: &ClockPro, pool: &Pool) {
         let state = policy.state.lock();
         let capacity = pool.pages.len();
-        let count = |s: Status| state.status.iter().filter(|&&x| x == s).count();
+        let count = |s: Status| (0..state.status.len()).filter(|&n| state.status[n] == s).count();
         let tests = count(Status::Test);
         assert_eq!((state.hot, state.cold), (count(Status::Hot), count(Status::Cold)));
         assert_eq!(state.hot + state.cold + count(Status::Blocked), pool.resident(), "resident count");

@@ -91,6 +91,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::capacity::{check_capacity, frame_id};
 
+use crate::lazy::LazyCells;
 use crate::policy::{FrameHook, HookHit, HookTable, Policy, Rejection};
 
 use swizzledb_sync::{FrameId, PageId};
@@ -107,7 +108,8 @@ const BLOCKED: u32 = u16::MAX as u32;
 /// by inserts, removals, rejections and the hand.
 pub struct Gclock {
     k: u16,
-    resident: Box<[AtomicBool]>,
+    resident: LazyCells<AtomicBool>,
+    capacity: usize,
     resident_count: AtomicUsize,
     /// The next frame the hand examines. Only the evicting thread moves it (R2).
     hand: AtomicUsize,
@@ -129,7 +131,8 @@ impl Gclock {
         check_capacity(capacity);
         Gclock {
             k,
-            resident: (0..capacity).map(|_| AtomicBool::new(false)).collect(),
+            resident: LazyCells::new(capacity, || AtomicBool::new(false)),
+            capacity,
             resident_count: AtomicUsize::new(0),
             hand: AtomicUsize::new(0),
         }
@@ -155,10 +158,14 @@ impl Gclock {
         }
     }
 
+    fn is_resident(&self, index: usize) -> bool {
+        self.resident.get(index).is_some_and(|r| r.load(Ordering::Acquire))
+    }
+
     /// Marks `frame` free and resets its counter.
     fn remove(&self, frame: FrameId, hook: &FrameHook) {
         hook.set(0);
-        if self.resident[frame.index()].swap(false, Ordering::AcqRel) {
+        if self.resident.get(frame.index()).is_some_and(|r| r.swap(false, Ordering::AcqRel)) {
             self.resident_count.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -197,7 +204,7 @@ impl Policy for Gclock {
     /// a hand that sees the resident flag (acquire) sees the reset too.
     fn on_insert(&self, frame: FrameId, _page: PageId, hook: &FrameHook) {
         hook.set(0);
-        if !self.resident[frame.index()].swap(true, Ordering::AcqRel) {
+        if !self.resident.cell(frame.index()).swap(true, Ordering::AcqRel) {
             self.resident_count.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -221,7 +228,7 @@ impl Policy for Gclock {
             // In use right now: as good as a hit (Gilbert's `used_ref`).
             Rejection::InUse => self.touch(hook),
             Rejection::Root => {
-                if self.resident[frame.index()].load(Ordering::Acquire) {
+                if self.is_resident(frame.index()) {
                     hook.set(BLOCKED);
                 }
             }
@@ -248,7 +255,7 @@ impl Policy for Gclock {
     /// one, else `None`. Without concurrent hits the bound is never reached: `k + 1` revolutions
     /// bring every unblocked counter to 0.
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
-        let capacity = self.resident.len();
+        let capacity = self.capacity;
         if self.resident_count.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -260,7 +267,7 @@ impl Policy for Gclock {
         for step in 1..=max_steps {
             let index = hand;
             hand = (hand + 1) % capacity;
-            if self.resident[index].load(Ordering::Acquire) {
+            if self.is_resident(index) {
                 let hook = hooks.hook(frame_id(index));
                 match hook.get() {
                     BLOCKED => {

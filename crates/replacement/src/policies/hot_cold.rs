@@ -48,6 +48,7 @@ use parking_lot::Mutex;
 
 use crate::batch::{evict_batch_locked, LockedBatch};
 use crate::capacity::{check_capacity, frame_id};
+use crate::lazy::LazyCells;
 use crate::list::{Queues, SearchQueues};
 use crate::policy::{Evictor, FrameHook, HitEffect, HookTable, Policy, QueuedHook, Rejection, Verdict};
 use swizzledb_sync::{FrameId, PageId};
@@ -65,7 +66,7 @@ struct State {
     search: SearchQueues,
     /// Per frame: its page is in the hot region. Written here, under the lock; read by hits
     /// without it (through [`HotCold`]'s handle on the same flags).
-    hot: Arc<[AtomicBool]>,
+    hot: Arc<LazyCells<AtomicBool>>,
 }
 
 /// The cold region's LRU end, else the hot region's oldest page.
@@ -75,7 +76,11 @@ fn first_choice(queues: &Queues) -> Option<usize> {
 
 impl State {
     fn set_hot(&self, frame: usize, hot: bool) {
-        self.hot[frame].store(hot, Ordering::Relaxed);
+        if hot {
+            self.hot.cell(frame).store(true, Ordering::Relaxed);
+        } else if let Some(flag) = self.hot.get(frame) {
+            flag.store(false, Ordering::Relaxed);
+        }
     }
 
     /// Unlinks `frame` from whichever list holds it.
@@ -152,7 +157,7 @@ pub struct HotCold {
     hot_limit: usize,
     state: Mutex<State>,
     /// The hot flags of [`State`], read by hits without the lock.
-    hot: Arc<[AtomicBool]>,
+    hot: Arc<LazyCells<AtomicBool>>,
 }
 
 impl HotCold {
@@ -173,7 +178,7 @@ impl HotCold {
     #[must_use]
     pub fn with_hot_limit(capacity: usize, hot_limit: usize) -> HotCold {
         check_capacity(capacity);
-        let hot: Arc<[AtomicBool]> = (0..capacity).map(|_| AtomicBool::new(false)).collect();
+        let hot = Arc::new(LazyCells::new(capacity, || AtomicBool::new(false)));
         let state = State { hot_limit, search: SearchQueues::new(capacity, 2), hot: Arc::clone(&hot) };
         HotCold { hot_limit, state: Mutex::new(state), hot }
     }
@@ -387,7 +392,7 @@ mod tests {
                 let state = policy.state.lock();
                 for (f, page) in pool.pages.iter().enumerate() {
                     let list = state.search.queues.queue_of(f);
-                    let hot = policy.hot[f].load(Ordering::Relaxed);
+                    let hot = policy.hot.get(f).is_some_and(|h| h.load(Ordering::Relaxed));
                     assert_eq!(hot, list == Some(HOT), "frame {f}'s hot flag");
                     match page {
                         None => assert_eq!(list, None),

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::capacity::{check_capacity, frame_id};
+use crate::lazy::LazyCells;
 use crate::list::FrameList;
 use crate::policy::{evict_one_by_one, Evictor, FrameHook, HookTable, Policy, Rejection};
 use swizzledb_sync::{FrameId, PageId};
@@ -24,11 +25,11 @@ const NO_PAGE: u64 = 0;
 pub struct LeafOnly {
     inner: Box<dyn Policy>,
     /// Per frame, the page it holds (`NO_PAGE` if free): needed to re-insert a parked frame.
-    pages: Box<[AtomicU64]>,
+    pages: LazyCells<AtomicU64>,
     /// Per frame, whether it is parked (resident, with swizzled children, hidden from `inner`).
     /// Read without the lock by hits; written under it by `on_children`, which the pool calls under
     /// the frame's exclusive latch, so a hit (under the same frame's latch) never races with it.
-    parked: Box<[AtomicBool]>,
+    parked: LazyCells<AtomicBool>,
     /// The parked frames, oldest first: proposed, in rotation, only when `inner` has nothing (R4).
     parked_list: Mutex<FrameList>,
 }
@@ -43,14 +44,14 @@ impl LeafOnly {
         check_capacity(capacity);
         LeafOnly {
             inner,
-            pages: (0..capacity).map(|_| AtomicU64::new(NO_PAGE)).collect(),
-            parked: (0..capacity).map(|_| AtomicBool::new(false)).collect(),
+            pages: LazyCells::new(capacity, || AtomicU64::new(NO_PAGE)),
+            parked: LazyCells::new(capacity, || AtomicBool::new(false)),
             parked_list: Mutex::new(FrameList::new(capacity)),
         }
     }
 
     fn is_parked(&self, frame: FrameId) -> bool {
-        self.parked[frame.index()].load(Ordering::Acquire)
+        self.parked.get(frame.index()).is_some_and(|p| p.load(Ordering::Acquire))
     }
 
     /// Forgets a parked frame that left the pool; false if it was not parked.
@@ -59,7 +60,7 @@ impl LeafOnly {
         if !list.unlink(frame.index()) {
             return false;
         }
-        self.parked[frame.index()].store(false, Ordering::Release);
+        self.parked.cell(frame.index()).store(false, Ordering::Release);
         true
     }
 }
@@ -72,7 +73,7 @@ impl Policy for LeafOnly {
     fn on_insert(&self, frame: FrameId, page: PageId, hook: &FrameHook) {
         // A new page has no children; a frame still parked from a page it lost is unparked.
         self.unpark_gone(frame);
-        self.pages[frame.index()].store(page.get(), Ordering::Release);
+        self.pages.cell(frame.index()).store(page.get(), Ordering::Release);
         self.inner.on_insert(frame, page, hook);
     }
 
@@ -107,12 +108,12 @@ impl Policy for LeafOnly {
         }
         // A parked frame was proposed from the fallback rotation; only its departure matters.
         if why == Rejection::NotResident && self.unpark_gone(frame) {
-            self.pages[frame.index()].store(NO_PAGE, Ordering::Release);
+            self.pages.cell(frame.index()).store(NO_PAGE, Ordering::Release);
         }
     }
 
     fn on_remove(&self, frame: FrameId, evicted: bool, hook: &FrameHook) {
-        self.pages[frame.index()].store(NO_PAGE, Ordering::Release);
+        self.pages.cell(frame.index()).store(NO_PAGE, Ordering::Release);
         if !self.unpark_gone(frame) {
             self.inner.on_remove(frame, evicted, hook);
         }
@@ -134,18 +135,18 @@ impl Policy for LeafOnly {
     /// insert when it lost its last one.
     fn on_children(&self, frame: FrameId, swizzled: bool, hook: &FrameHook) {
         let index = frame.index();
-        let page = self.pages[index].load(Ordering::Acquire);
+        let page = self.pages.get(index).map_or(NO_PAGE, |p| p.load(Ordering::Acquire));
         let Some(page) = PageId::new(page).filter(|_| page != NO_PAGE) else {
             return; // not resident as far as the policy knows: nothing to move
         };
         let mut list = self.parked_list.lock();
         if swizzled && !list.contains(index) {
-            self.parked[index].store(true, Ordering::Release);
+            self.parked.cell(index).store(true, Ordering::Release);
             list.push_newest(index);
             drop(list);
             self.inner.on_remove(frame, false, hook);
         } else if !swizzled && list.unlink(index) {
-            self.parked[index].store(false, Ordering::Release);
+            self.parked.cell(index).store(false, Ordering::Release);
             drop(list);
             self.inner.on_insert(frame, page, hook);
         }

@@ -18,7 +18,7 @@
 //! - The queue Q of resident HIR pages, in order of entry.
 //! - A non-resident HIR entry in S (a *ghost*) is an entry of a ghost directory ([`Ghosts`],
 //!   `src/ghost.rs`), whose handle is a node of S: frames and ghosts are nodes of the same
-//!   preallocated lists ([`FrameList`], `src/list.rs`), and an evicted page's frame node is
+//!   lists ([`FrameList`], `src/list.rs`), and an evicted page's frame node is
 //!   replaced in place by its ghost's node. The directory's order is the order of eviction, so it
 //!   also says which ghost goes first.
 //! - The blocked list (roots), and a cursor for `SwizzledChildren`.
@@ -63,7 +63,8 @@
 //!   bottom and be pruned at once. New pages then become LIR until there are L_lirs of them
 //!   again.
 //! - **Bounded ghosts.** The paper does not bound S, whose ghosts depend on the workload. We keep
-//!   at most 2 × capacity ghosts (S holds at most 3 × capacity entries), all nodes preallocated.
+//!   at most 2 × capacity ghosts (S holds at most 3 × capacity entries), and no more than the
+//!   list indices left above the frames (`u32::MAX − capacity`; README S1).
 //!   The ghost evicted longest ago goes first. It is not always the deepest in S, but ghosts
 //!   never move in S and leave Q's FIFO front in roughly S order, so it is usually close to it.
 //! - **Roots leave S and Q.** A root is never a candidate while other frames are resident (R3),
@@ -92,7 +93,8 @@ use parking_lot::Mutex;
 
 use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
-use crate::list::FrameList;
+use crate::lazy::FrameVec;
+use crate::list::{FrameList, MAX_NODES};
 use crate::policy::{FrameHook, HookTable, Policy, Rejection};
 use swizzledb_sync::{FrameId, PageId};
 
@@ -129,9 +131,9 @@ struct State {
     lir_target: usize,
     /// Most ghosts kept in S.
     ghost_limit: usize,
-    status: Box<[Status]>,
+    status: FrameVec<Status>,
     /// The page in each frame, by frame.
-    pages: Box<[Option<PageId>]>,
+    pages: FrameVec<Option<PageId>>,
     /// S, from the bottom (oldest, largest recency) to the top (newest, just referenced).
     stack: FrameList,
     /// Q, resident HIR pages from the next victim (oldest) to the newest; frames only.
@@ -149,13 +151,15 @@ struct State {
 impl State {
     fn new(capacity: usize) -> State {
         let hir_target = (capacity * HIR_PERCENT / 100).max(1).min(capacity);
-        let ghost_limit = capacity * GHOST_FACTOR;
+        // Nodes (frames and ghosts) are list indices: a pool near the largest frame count keeps
+        // fewer ghosts (README "Shared building blocks", S1).
+        let ghost_limit = capacity.saturating_mul(GHOST_FACTOR).min(MAX_NODES.saturating_sub(capacity));
         let nodes = capacity + ghost_limit;
         State {
             lir_target: capacity - hir_target,
             ghost_limit,
-            status: vec![Status::Free; nodes].into_boxed_slice(),
-            pages: vec![None; capacity].into_boxed_slice(),
+            status: FrameVec::new(nodes, Status::Free),
+            pages: FrameVec::new(capacity, None),
             stack: FrameList::new(nodes),
             queue: FrameList::new(capacity),
             ghosts: Ghosts::with_base(capacity, ghost_limit),
@@ -335,7 +339,8 @@ impl Lirs {
     /// LIRS over frames `0..capacity`, all initially free.
     ///
     /// # Panics
-    /// If `capacity - 1` does not fit a [`FrameId`], or if its frames and ghosts (3 × `capacity` nodes) exceed `u32::MAX`.
+    /// If `capacity - 1` does not fit a [`FrameId`]. A capacity whose 2 × `capacity` ghosts
+    /// would take the frames past `u32::MAX` list nodes keeps fewer ghosts (README S1).
     #[must_use]
     pub fn new(capacity: usize) -> Lirs {
         check_capacity(capacity);
@@ -644,7 +649,7 @@ mod tests {
     fn check_invariants(policy: &Lirs, pool: &Pool) {
         let state = policy.state.lock();
         let capacity = pool.pages.len();
-        let count = |s: Status| state.status.iter().filter(|&&x| x == s).count();
+        let count = |s: Status| (0..state.status.len()).filter(|&n| state.status[n] == s).count();
         let stack = state.stack.oldest_first();
         if let Some(&bottom) = stack.first() {
             assert_eq!(state.status[bottom], Status::Lir, "S's bottom is LIR");

@@ -65,6 +65,7 @@ use parking_lot::Mutex;
 
 use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
+use crate::lazy::FrameVec;
 use crate::list::Queues;
 use crate::policy::{FrameHook, HookTable, Policy, Rejection};
 use swizzledb_sync::{FrameId, PageId};
@@ -92,12 +93,13 @@ struct State {
     crp: u64,
     /// The reference clock: every hit and every load is one tick.
     now: u64,
-    slots: Box<[Slot]>,
-    pages: Box<[Option<PageId>]>,
-    /// `HIST(f, 1..=K)` at `f * k .. f * k + k`, most recent first; 0 means no such reference.
-    hist: Box<[u64]>,
+    slots: FrameVec<Slot>,
+    pages: FrameVec<Option<PageId>>,
+    /// `HIST(f, 1..=K)` in the first `k` words of `hist[f]`, most recent first; 0 means no such
+    /// reference.
+    hist: FrameVec<Block>,
     /// `LAST(f)`: the time of the frame's most recent reference, correlated or not.
-    last: Box<[u64]>,
+    last: FrameVec<u64>,
     /// The ranked frames.
     order: BTreeSet<Key>,
     /// Blocked frames, in list 0.
@@ -112,7 +114,7 @@ struct State {
 
 impl State {
     fn hist(&self, frame: usize) -> &[u64] {
-        &self.hist[frame * self.k..(frame + 1) * self.k]
+        &self.hist[frame][..self.k]
     }
 
     fn key(&self, frame: usize) -> Key {
@@ -134,7 +136,7 @@ impl State {
         self.slots[frame] = Slot::Free;
         let mut block = [0; LruK::MAX_K];
         block[..self.k].copy_from_slice(self.hist(frame));
-        self.hist[frame * self.k..(frame + 1) * self.k].fill(0);
+        self.hist[frame] = [0; LruK::MAX_K];
         self.last[frame] = 0;
         self.pages[frame].take().map(|page| (page, block))
     }
@@ -150,7 +152,7 @@ impl State {
         }
         let last = self.last[frame];
         let k = self.k;
-        let hist = &mut self.hist[frame * k..(frame + 1) * k];
+        let hist = &mut self.hist[frame][..k];
         if t - last > self.crp {
             // A new, uncorrelated reference. The correlated period that just closed collapses
             // to a point: older references move forward by its length.
@@ -229,10 +231,10 @@ impl LruK {
             k,
             crp,
             now: 0,
-            slots: vec![Slot::Free; capacity].into_boxed_slice(),
-            pages: vec![None; capacity].into_boxed_slice(),
-            hist: vec![0; capacity * k].into_boxed_slice(),
-            last: vec![0; capacity].into_boxed_slice(),
+            slots: FrameVec::new(capacity, Slot::Free),
+            pages: FrameVec::new(capacity, None),
+            hist: FrameVec::new(capacity, [0; LruK::MAX_K]),
+            last: FrameVec::new(capacity, 0),
             order: BTreeSet::new(),
             blocked: Queues::new(capacity, 1),
             cursor: None,
@@ -263,7 +265,7 @@ impl Policy for LruK {
         let t = state.now;
         let k = state.k;
         let previous = state.retained.remove(page);
-        let hist = &mut state.hist[f * k..(f + 1) * k];
+        let hist = &mut state.hist[f][..k];
         if let Some(previous) = previous {
             hist[1..].copy_from_slice(&previous[..k - 1]);
         }

@@ -65,6 +65,7 @@ use parking_lot::Mutex;
 
 use crate::capacity::{check_capacity, frame_id};
 use crate::ghost::Ghosts;
+use crate::lazy::FrameVec;
 use crate::list::SearchQueues;
 use crate::policy::{FrameHook, HookTable, Policy, Rejection};
 use swizzledb_sync::{FrameId, PageId};
@@ -111,13 +112,13 @@ struct State {
     /// the cursor starts at the LRU end of the lowest non-empty queue and is reset by every
     /// eviction.
     search: SearchQueues,
-    pages: Box<[Option<PageId>]>,
+    pages: FrameVec<Option<PageId>>,
     /// Reference count of the resident page (restored from `Qout` on a ghost hit).
-    freq: Box<[u64]>,
+    freq: FrameVec<u64>,
     /// The paper's `expireTime`.
-    expire: Box<[u64]>,
+    expire: FrameVec<u64>,
     /// The time of the page's most recent reference (for the temporal distances).
-    last: Box<[u64]>,
+    last: FrameVec<u64>,
     /// The paper's `currentTime`: one tick per reference (hit or load).
     now: u64,
     life_time: LifeTime,
@@ -201,10 +202,10 @@ impl Mq {
         let state = State {
             m: queues,
             search: SearchQueues::new(capacity, queues),
-            pages: vec![None; capacity].into_boxed_slice(),
-            freq: vec![0; capacity].into_boxed_slice(),
-            expire: vec![0; capacity].into_boxed_slice(),
-            last: vec![0; capacity].into_boxed_slice(),
+            pages: FrameVec::new(capacity, None),
+            freq: FrameVec::new(capacity, 0),
+            expire: FrameVec::new(capacity, 0),
+            last: FrameVec::new(capacity, 0),
             now: 0,
             life_time: LifeTime {
                 value: life_time.unwrap_or(floor),
@@ -392,7 +393,8 @@ mod tests {
         assert_eq!(policy.next_candidate(&h), Some(FrameId(2)), "into Q1");
         policy.on_rejected(FrameId(2), Rejection::Root, &h[2]);
         assert_eq!(policy.next_candidate(&h), Some(FrameId(0)), "wraps to Q0");
-        assert_eq!(policy.state.lock().freq[..], [1, 1, 2], "rejections keep frequencies");
+        let freq = |f: usize| policy.state.lock().freq[f];
+        assert_eq!([freq(0), freq(1), freq(2)], [1, 1, 2], "rejections keep frequencies");
         policy.on_remove(FrameId(1), false, &h[1]);
         assert_eq!(h.evict(&policy), 0);
         assert_eq!(h.evict(&policy), 2, "the root last");

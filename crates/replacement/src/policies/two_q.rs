@@ -83,6 +83,8 @@ use parking_lot::Mutex;
 use crate::batch::{evict_batch_locked, LockedBatch};
 use crate::capacity::{check_capacity, frame_id};
 use crate::ghost_ring::GhostRing;
+use crate::ghost_ring::MAX_LIMIT;
+use crate::lazy::FrameVec;
 use crate::list::{ListBytes, Queues, SearchQueues};
 use crate::policy::{Evictor, FrameHook, HitEffect, HookTable, Policy, QueuedHook, Rejection, Verdict};
 use swizzledb_sync::{FrameId, PageId};
@@ -100,7 +102,7 @@ struct State {
     search: SearchQueues,
     /// The page words of the frames whose hook says [`HOOK_LARGE`]; untouched while every page
     /// id fits a hook.
-    large: Box<[u64]>,
+    large: FrameVec<u64>,
     /// The paper's `A1out`: ids of pages evicted from `A1in`, at most `Kout` of them.
     a1out: GhostRing,
 }
@@ -248,27 +250,27 @@ pub struct TwoQ {
 
 impl TwoQ {
     /// 2Q over frames `0..capacity` with Johnson & Shasha's recommended sizes: `Kin` = 25% of
-    /// the frames and `Kout` = 50% (each at least 1).
+    /// the frames and `Kout` = 50% (each at least 1; `Kout` at most 2^29, README S1).
     ///
     /// # Panics
     /// If `capacity - 1` does not fit a [`FrameId`].
     #[must_use]
     pub fn new(capacity: usize) -> TwoQ {
-        TwoQ::with_sizes(capacity, (capacity / 4).max(1), (capacity / 2).max(1))
+        // A1out's ring holds at most 2^29 ids: a pool of more than 2^30 frames remembers fewer.
+        TwoQ::with_sizes(capacity, (capacity / 4).max(1), (capacity / 2).clamp(1, MAX_LIMIT))
     }
 
     /// 2Q with explicit `Kin` (the `A1in` size above which it is reclaimed from) and `Kout`
     /// (the number of ids `A1out` remembers).
     ///
     /// # Panics
-    /// If `capacity - 1` does not fit a [`FrameId`].
+    /// If `capacity - 1` does not fit a [`FrameId`], or if `kout` is above 2^29.
     #[must_use]
     pub fn with_sizes(capacity: usize, kin: usize, kout: usize) -> TwoQ {
         check_capacity(capacity);
         let search = SearchQueues::new(capacity, 2);
         let lists = search.queues.list_bytes();
-        let state =
-            State { kin, search, large: vec![0; capacity].into_boxed_slice(), a1out: GhostRing::new(kout) };
+        let state = State { kin, search, large: FrameVec::new(capacity, 0), a1out: GhostRing::new(kout) };
         TwoQ { kin, kout, state: Mutex::new(state), lists }
     }
 

@@ -48,3 +48,43 @@ fn b30_a_large_pool_takes_memory_for_the_frames_it_uses_not_for_its_size() {
         );
     }
 }
+
+/// Every replacement policy, plain, structure-aware and behind BP-Wrapper, over a pool of the
+/// largest frame count: made without aborting the process, in memory for the frames it uses
+/// (replacement README S1), and working — a few thousand records written, evicted nowhere,
+/// read back.
+#[test]
+#[cfg(target_os = "linux")]
+fn s1_every_policy_over_the_largest_pool_takes_memory_for_the_frames_it_uses() {
+    const FRAMES: usize = u32::MAX as usize - 1;
+    const LIMIT: u64 = 256 << 20;
+    let mut specs = swizzledb::PolicySpec::all();
+    specs.extend(
+        swizzledb::PolicySpec::all()
+            .into_iter()
+            .map(|kind| swizzledb::PolicySpec { leaf_only: true, ..kind }),
+    );
+    specs.extend(
+        ["bpw-lru", "bpw-2q", "leaf-bpw-2q", "bpw-batch-lru"]
+            .map(|name| name.parse::<swizzledb::PolicySpec>().unwrap()),
+    );
+    for spec in specs {
+        let before = resident_bytes();
+        let db = Database::builder()
+            .logging(false)
+            .mode(PoolMode::Swizzling)
+            .page_size(4096)
+            .pool_bytes(FRAMES * 4096)
+            .policy(spec)
+            .create_in_memory()
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let tree = db.create_tree("t").unwrap();
+        for i in 0..2000u32 {
+            tree.upsert(&i.to_be_bytes(), &[7; 40]).unwrap();
+        }
+        assert_eq!(tree.get(&1999u32.to_be_bytes()).unwrap().as_deref(), Some(&[7; 40][..]), "{spec}");
+        let grown = resident_bytes().saturating_sub(before);
+        assert!(grown < LIMIT, "{spec}: a pool of {FRAMES} frames holding a few pages took {grown} bytes");
+        db.close().unwrap();
+    }
+}
