@@ -66,9 +66,11 @@ pub(crate) struct Queues {
     /// Each index's neighbours, both in one 8-byte word, so that unlinking reads one cache line
     /// per node.
     links: FrameVec<Links>,
-    /// The list holding each frame, or [`NO_QUEUE`]. Written only by the owner, under its lock;
-    /// atomics so that a [`ListBytes`] handle can read them without it.
-    queue: Arc<LazyCells<AtomicU8>>,
+    /// The list holding each frame, or [`NO_QUEUE`].
+    queue: FrameVec<u8>,
+    /// The same bytes, for readers without the owner's lock: kept only once a [`ListBytes`]
+    /// handle was asked for (2Q), since they cost a store and a chunk look-up per change.
+    shared: Option<Arc<LazyCells<AtomicU8>>>,
     heads: Box<[usize]>,
     tails: Box<[usize]>,
     lens: Box<[usize]>,
@@ -80,11 +82,19 @@ impl Queues {
     /// # Panics
     /// If `n` is 255 or more, or `capacity` exceeds `u32::MAX` (the links are `u32`s).
     pub(crate) fn new(capacity: usize, n: usize) -> Queues {
+        Queues::with_split(capacity, capacity, n)
+    }
+
+    /// As [`Queues::new`] over `nodes` indices, of which those from `split` on (ghost nodes
+    /// above the frames) keep their links apart (`FrameVec::with_split`).
+    fn with_split(split: usize, nodes: usize, n: usize) -> Queues {
+        let capacity = nodes;
         assert!(n < usize::from(NO_QUEUE), "too many queues");
         assert!(capacity <= MAX_NODES, "{capacity} list nodes exceed the u32 link range");
         Queues {
-            links: FrameVec::new(capacity, Links::UNLINKED),
-            queue: Arc::new(LazyCells::new(capacity, || AtomicU8::new(NO_QUEUE))),
+            links: FrameVec::with_split(split, capacity, Links::UNLINKED),
+            queue: FrameVec::with_split(split, capacity, NO_QUEUE),
+            shared: None,
             heads: vec![NIL; n].into_boxed_slice(),
             tails: vec![NIL; n].into_boxed_slice(),
             lens: vec![0; n].into_boxed_slice(),
@@ -114,16 +124,29 @@ impl Queues {
     }
 
     fn queue_byte(&self, frame: usize) -> u8 {
-        self.queue.get(frame).map_or(NO_QUEUE, |q| q.load(Ordering::Relaxed))
+        self.queue[frame]
     }
 
-    fn set_queue_byte(&self, frame: usize, q: u8) {
-        self.queue.cell(frame).store(q, Ordering::Relaxed);
+    fn set_queue_byte(&mut self, frame: usize, q: u8) {
+        self.queue[frame] = q;
+        if let Some(shared) = &self.shared {
+            shared.cell(frame).store(q, Ordering::Relaxed);
+        }
     }
 
     /// A handle on each index's list number, for readers that do not hold the owner's lock.
-    pub(crate) fn list_bytes(&self) -> ListBytes {
-        ListBytes(Arc::clone(&self.queue))
+    pub(crate) fn list_bytes(&mut self) -> ListBytes {
+        let queue = &self.queue;
+        let shared = self.shared.get_or_insert_with(|| {
+            let shared = LazyCells::new(queue.len(), || AtomicU8::new(NO_QUEUE));
+            for (index, &q) in queue.written() {
+                if q != NO_QUEUE {
+                    shared.cell(index).store(q, Ordering::Relaxed);
+                }
+            }
+            Arc::new(shared)
+        });
+        ListBytes(Arc::clone(shared))
     }
 
     pub(crate) fn len(&self, q: usize) -> usize {
@@ -396,6 +419,11 @@ pub(crate) struct FrameList(Queues);
 impl FrameList {
     pub(crate) fn new(capacity: usize) -> FrameList {
         FrameList(Queues::new(capacity, 1))
+    }
+
+    /// A list over `nodes` indices: frames `0..frames`, then ghost nodes (LIRS, CLOCK-Pro).
+    pub(crate) fn over_nodes(frames: usize, nodes: usize) -> FrameList {
+        FrameList(Queues::with_split(frames, nodes, 1))
     }
 
     pub(crate) fn contains(&self, frame: usize) -> bool {
@@ -779,6 +807,20 @@ mod tests {
         assert_eq!((list.oldest(), list.newer(4), list.newer(1)), (Some(4), Some(1), None));
         assert!(list.unlink(1) && list.unlink(4));
         assert!(list.is_empty() && list.oldest().is_none() && !list.move_to_newest(4));
+    }
+
+    /// A `ListBytes` handle reads every change of the lists, those made before it was asked
+    /// for included (S1: the shared bytes are kept only once a handle exists).
+    #[test]
+    fn list_bytes_see_changes_made_before_and_after_the_handle() {
+        let mut q = Queues::new(100, 3);
+        q.push_newest(1, 7);
+        q.push_newest(2, 99);
+        let bytes = q.list_bytes();
+        assert_eq!((bytes.list_of(7), bytes.list_of(99), bytes.list_of(8)), (Some(1), Some(2), None));
+        q.push_newest(0, 8);
+        q.unlink(7);
+        assert_eq!((bytes.list_of(7), bytes.list_of(8), bytes.list_of(100)), (None, Some(0), None));
     }
 
     /// The operations LIRS and CLOCK-Pro use: insertion next to an anchor, replacement in

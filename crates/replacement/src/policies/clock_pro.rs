@@ -169,10 +169,10 @@ impl State {
         let nodes = capacity + ghost_slots;
         State {
             capacity,
-            status: FrameVec::new(nodes, Status::Free),
+            status: FrameVec::with_split(capacity, nodes, Status::Free),
             in_test: FrameVec::new(capacity, false),
             pages: FrameVec::new(capacity, None),
-            clock: FrameList::new(nodes),
+            clock: FrameList::over_nodes(capacity, nodes),
             ghosts: Ghosts::with_base(capacity, ghost_slots),
             blocked: FrameList::new(capacity),
             hand_hot: None,

@@ -158,9 +158,9 @@ impl State {
         State {
             lir_target: capacity - hir_target,
             ghost_limit,
-            status: FrameVec::new(nodes, Status::Free),
+            status: FrameVec::with_split(capacity, nodes, Status::Free),
             pages: FrameVec::new(capacity, None),
-            stack: FrameList::new(nodes),
+            stack: FrameList::over_nodes(capacity, nodes),
             queue: FrameList::new(capacity),
             ghosts: Ghosts::with_base(capacity, ghost_limit),
             blocked: FrameList::new(capacity),

@@ -268,7 +268,7 @@ impl TwoQ {
     #[must_use]
     pub fn with_sizes(capacity: usize, kin: usize, kout: usize) -> TwoQ {
         check_capacity(capacity);
-        let search = SearchQueues::new(capacity, 2);
+        let mut search = SearchQueues::new(capacity, 2);
         let lists = search.queues.list_bytes();
         let state = State { kin, search, large: FrameVec::new(capacity, 0), a1out: GhostRing::new(kout) };
         TwoQ { kin, kout, state: Mutex::new(state), lists }
