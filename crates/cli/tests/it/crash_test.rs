@@ -227,6 +227,47 @@ fn crash_test_rejects_bad_input() {
     assert!(err.contains("--pool-kib must be at least 128"), "{err}");
 }
 
+/// `--large-values` writes values of up to 12,000 bytes; a configuration whose tree takes less
+/// (`Tree::max_value_len`: one record of the smallest log segments, an eighth of the smallest
+/// pool) is refused as bad input, naming the limit, before anything runs. Its writers died on
+/// their first large value instead, and the run reported the kills' trees as invalid (exit 1).
+#[test]
+fn large_values_a_configuration_cannot_store_are_a_usage_error() {
+    let scratch = Scratch::new("crash-large-limit");
+    for (bad, raise) in [
+        (&["--large-values", "30", "--log-segment-kib", "16"][..], "raise --log-segment-kib"),
+        (
+            &[
+                "--large-values",
+                "30",
+                "--config",
+                "transactions",
+                "--log-segment-kib",
+                "8",
+                "--max-log-kib",
+                "64",
+            ],
+            "raise --log-segment-kib",
+        ),
+        (&["--large-values", "30", "--config", "transactions", "--pool-kib", "64"], "raise --pool-kib"),
+    ] {
+        let o = Command::new(BIN)
+            .args(["crash-test", "--kills", "1", "--max-run-ms", "300"])
+            .args(bad)
+            .arg("--dir")
+            .arg(&scratch.0)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {err}\n{}", String::from_utf8_lossy(&o.stdout));
+        assert!(
+            err.contains("--large-values") && err.contains("max_value_len") && err.contains(raise),
+            "{bad:?}: {err}"
+        );
+        assert!(!scratch.0.join("crash.swz").exists(), "{bad:?}: a refused run made its database");
+    }
+}
+
 /// A `--pool-kib` whose bytes fit in memory addresses but not in a pool's frames (2^40 KiB:
 /// 2^37 pages) got past the checks and failed on creating the database, exit 1, with the
 /// engine's "lower pool_bytes" and the `--dir` it had made left behind. It is now a usage error

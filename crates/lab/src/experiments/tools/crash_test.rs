@@ -169,7 +169,9 @@ pub struct CrashTestArgs {
     keys: u32,
     /// Percent of the values written that are large, 3,000 to 12,000 bytes, kept in overflow
     /// chains (btree README T22: written before their leaf, freed with the change that replaces
-    /// them); the others are 8 to 300 bytes
+    /// them); the others are 8 to 300 bytes. The run's tree must take a 12,000-byte value
+    /// (Tree::max_value_len: one record of a log segment, an eighth of the pool): smaller
+    /// --log-segment-kib or --pool-kib are refused
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=100))]
     large_values: u8,
     /// Concurrent writers (each with its own keys and its own sequence of steps)
@@ -187,7 +189,7 @@ pub struct CrashTestArgs {
     max_log_kib: Option<u64>,
     /// Log segment size in KiB (default: 64 with --config default, 1024 with --config
     /// transactions; at least two pages: 16 with --config default, 8 with --config
-    /// transactions)
+    /// transactions; with --large-values, enough for a 12,000-byte value in one log record)
     #[arg(long)]
     log_segment_kib: Option<u64>,
     /// Interval of the background fuzzy checkpoints in the writer, in milliseconds, so that they
@@ -306,11 +308,14 @@ fn writer_key(i: u32, t: u32, threads: u32) -> Vec<u8> {
     format!("key{:06}", i * threads + t).into_bytes()
 }
 
+/// The longest large value the writers write (`--large-values`).
+const LARGEST_VALUE: usize = 11_999;
+
 /// A value's length: large (overflow chains) in `large` percent of the draws.
 fn value_len(rng: &mut SmallRng, large: u8) -> usize {
     // (No draw with no large values: each seed's workload stays what it was before the option.)
     if large > 0 && rng.gen_range(0..100) < large {
-        rng.gen_range(3000..12_000)
+        rng.gen_range(3000..LARGEST_VALUE + 1)
     } else {
         rng.gen_range(8..300)
     }
@@ -1160,6 +1165,39 @@ fn validate(args: &CrashTestArgs) -> Result<(), Box<dyn Error>> {
         return Err(
             Usage("--max-log-kib must be at least four log segments (--log-segment-kib)".into()).into()
         );
+    }
+    if args.large_values > 0 {
+        check_largest_value(args, segment)?;
+    }
+    Ok(())
+}
+
+/// `--large-values` writes values of up to [`LARGEST_VALUE`] bytes: the tree of this run's page
+/// size, pool and log segments must take one (btree README T22, `Tree::max_value_len`), or every
+/// writer stops at its first. Asked of a database in memory with those settings.
+fn check_largest_value(args: &CrashTestArgs, segment: u64) -> Result<(), Box<dyn Error>> {
+    let db = Database::builder()
+        .mode(args.mode)
+        .page_size(page_size(args))
+        .pool_bytes(pool_bytes(args))
+        .log_segment_bytes(segment)
+        .max_log_bytes(4 * segment)
+        .create_in_memory()?;
+    let max = db.create_tree(TREE)?.max_value_len();
+    db.close()?;
+    if max < LARGEST_VALUE {
+        // Which bound it is: an eighth of the pool's frames in overflow pages, or the log's.
+        let ps = page_size(args);
+        let by_pool = pool_bytes(args) / ps / 8 * swizzledb_btree::overflow::page_payload(ps);
+        let raise = if by_pool < LARGEST_VALUE { "--pool-kib" } else { "--log-segment-kib" };
+        return Err(Usage(format!(
+            "--large-values writes values of up to {LARGEST_VALUE} bytes, but this run's tree takes at most \
+             {max} (Tree::max_value_len: one record of a {} KiB log segment, an eighth of a {} KiB pool): \
+             raise {raise}",
+            segment >> 10,
+            pool_bytes(args) >> 10
+        ))
+        .into());
     }
     Ok(())
 }
