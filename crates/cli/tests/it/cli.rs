@@ -417,6 +417,33 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--out"));
 }
 
+/// `bench values --sizes` takes sizes up to `MAX_VALUE_LEN`, but a tree takes at most an eighth
+/// of its pool in overflow pages (`Tree::max_value_len`, btree T22): a size the `--pool` cannot
+/// take is bad input (exit 2, naming `--pool`, nothing written or left in `--dir`). It was the
+/// engine's `ValueTooLarge` at the first insert, exit 1, with the run's database left behind.
+#[test]
+fn bench_values_refuses_a_size_its_pool_cannot_take() {
+    let scratch = Scratch::new("values-limit");
+    let (dir, out) = (scratch.0.join("dir"), scratch.0.join("out"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "bench", "values", "--sizes", "100,4MiB", "--pool", "16MiB", "--bytes", "8MiB", "--repeat", "1",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--pool") && stderr.contains("max_value_len"), "{stderr}");
+    assert!(!out.exists(), "wrote {}", out.display());
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left in --dir: {left:?}");
+}
+
 /// `bench drift` (and `experiment fig13`, the same workload) and `bench lookup` with more records
 /// than the file system of --dir has room for are refused before they write: they loaded until
 /// the disk was full.

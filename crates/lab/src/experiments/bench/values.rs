@@ -24,6 +24,7 @@ use crate::harness::experiment::{self, Experiment};
 use crate::support::stats::median;
 use crate::support::text::{bytes, thousands, write_aligned};
 use crate::support::units;
+use crate::Usage;
 
 /// Values per transaction: about this many bytes of them.
 const TXN_BYTES: u64 = 1 << 20;
@@ -31,7 +32,8 @@ const TXN_BYTES: u64 = 1 << 20;
 /// Options of `bench values`.
 #[derive(Args, Debug)]
 pub struct ValuesArgs {
-    /// Value sizes, comma-separated (a size named twice, as 4096 and 4KiB, is measured once)
+    /// Value sizes, comma-separated (a size named twice, as 4096 and 4KiB, is measured once);
+    /// each at most what a tree over --pool takes (Tree::max_value_len: an eighth of the pool)
     #[arg(long, default_value = "100,4KiB,64KiB,1MiB", value_delimiter = ',', value_parser = parse_value_size)]
     sizes: Vec<u64>,
     /// Bytes of values written per size and repetition (at least 16 values are written)
@@ -89,7 +91,52 @@ pub struct ValuesRow {
 /// # Errors
 /// A database or I/O failure.
 pub fn execute(args: &ValuesArgs) -> Result<std::process::ExitCode, Box<dyn Error>> {
+    check_sizes(args)?;
     experiment::execute(&ValuesPlan { args }, args.out.as_deref())
+}
+
+/// The settings of each run's database.
+fn builder(args: &ValuesArgs) -> Result<swizzledb::Builder, Box<dyn Error>> {
+    Ok(Database::builder().pool_bytes(usize::try_from(args.pool)?).commit_mode(CommitMode::Async))
+}
+
+/// Every size must fit the tree of a run's database: at most `Tree::max_value_len`, an eighth of
+/// the pool in overflow pages (btree README T22), which `--sizes` alone does not know. Asked of a
+/// database in memory with the run's settings, so that a size `--pool` cannot take is bad input
+/// before anything runs, not a failed insert after the header.
+fn check_sizes(args: &ValuesArgs) -> Result<(), Box<dyn Error>> {
+    let Some(&largest) = args.sizes.iter().max() else { return Ok(()) };
+    let db = builder(args)?.create_in_memory()?;
+    let max = db.create_tree("values")?.max_value_len() as u64;
+    db.close()?;
+    if largest > max {
+        return Err(Usage(format!(
+            "--sizes {}: a tree over a --pool of {} takes values of at most {} (Tree::max_value_len: an \
+             eighth of the pool in overflow pages); raise --pool or leave the size out",
+            bytes(largest),
+            bytes(args.pool),
+            bytes(max)
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// A run's database file and log directory, removed when dropped: after the measurement, and
+/// after an error in it.
+struct RunFiles(PathBuf);
+
+impl RunFiles {
+    fn remove(&self) {
+        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_dir_all(swizzledb::wal_dir(&self.0));
+    }
+}
+
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        self.remove();
+    }
 }
 
 struct ValuesPlan<'a> {
@@ -119,12 +166,10 @@ impl ValuesPlan<'_> {
         let a = self.args;
         let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
         let path = dir.join(format!("swizzledb-values-{}-{size}.swz", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let _ = std::fs::remove_dir_all(swizzledb::wal_dir(&path));
-        let db = Database::builder()
-            .pool_bytes(usize::try_from(a.pool)?)
-            .commit_mode(CommitMode::Async)
-            .create(&path)?;
+        // Declared before the database, so dropped after it; what an earlier run left goes first.
+        let files = RunFiles(path);
+        files.remove();
+        let db = builder(a)?.create(&files.0)?;
         let tree = db.create_tree("values")?;
         let n = (a.bytes / size).max(16);
         let per_txn = (TXN_BYTES / size).max(1);
@@ -166,8 +211,7 @@ impl ValuesPlan<'_> {
         let get_secs = start.elapsed().as_secs_f64();
         drop(tree);
         db.close()?;
-        let _ = std::fs::remove_file(&path);
-        let _ = std::fs::remove_dir_all(swizzledb::wal_dir(&path));
+        drop(files);
         let mib = (n * size) as f64 / f64::from(1 << 20);
         Ok(ValuesRow {
             value_bytes: size,
