@@ -173,6 +173,11 @@ impl<T> LazyCells<T> {
         LazyCells { chunks: (0..capacity.div_ceil(CHUNK)).map(|_| OnceLock::new()).collect(), capacity, fill }
     }
 
+    /// The number of cells, written or not.
+    pub(crate) fn len(&self) -> usize {
+        self.capacity
+    }
+
     /// Cell `index`, if its chunk has been allocated. `None` means it holds its fill (or that
     /// `index` is beyond the capacity).
     #[inline(always)]

@@ -81,14 +81,40 @@ impl HookTable for Frames {
 /// rule 3; a `NotResident` rejection clears `held[f]`), and then the inner policy records it.
 /// The pool frees the batch's victims only after the batch (R10), so no frame is republished
 /// before its removal is recorded.
+///
+/// Before the drain (step 6) the batch also ends, so that the wrapper can drain and go on, once
+/// the inner policy is out of candidates in all but name: it proposed a frame the pool refused
+/// as a root, which R3 allows only while no unblocked frame is left (or once per root), or
+/// `patience` proposals in a row were refused (frames the evicting thread itself holds latched,
+/// proposed in turn). Frames whose inserts wait in other threads' queues are then the only
+/// ones left to try.
 pub(super) struct Victims<'a> {
     pub(super) frames: &'a Frames,
     pub(super) pool: &'a mut dyn Evictor,
+    /// Refused proposals in a row after which the batch ends (`None`: the drain has run).
+    pub(super) patience: Option<usize>,
+    /// Proposals refused since the last eviction.
+    pub(super) refused: usize,
+    /// Whether a proposal was refused as a root.
+    pub(super) met_root: bool,
+}
+
+impl<'a> Victims<'a> {
+    /// The batch's evictor, before the drain, with `max_proposals` as its budget.
+    pub(super) fn new(frames: &'a Frames, pool: &'a mut dyn Evictor, max_proposals: usize) -> Self {
+        Victims { frames, pool, patience: Some((max_proposals / 2).max(1)), refused: 0, met_root: false }
+    }
+
+    /// Whether the inner policy is out of candidates as far as it knows, so that draining the
+    /// queues may give it more.
+    pub(super) fn out_of_candidates(&self) -> bool {
+        self.patience.is_some_and(|patience| self.met_root || self.refused >= patience)
+    }
 }
 
 impl Evictor for Victims<'_> {
     fn wants_more(&mut self) -> bool {
-        self.pool.wants_more()
+        !self.out_of_candidates() && self.pool.wants_more()
     }
 
     fn try_evict(&mut self, frame: FrameId) -> Verdict {
@@ -101,6 +127,12 @@ impl Evictor for Victims<'_> {
             }
             Verdict::Rejected(Rejection::NotResident) => self.frames.set_held(index, NO_PAGE),
             Verdict::Rejected(_) => {}
+        }
+        if verdict == Verdict::Evicted {
+            self.refused = 0;
+        } else {
+            self.refused += 1;
+            self.met_root |= verdict == Verdict::Rejected(Rejection::Root);
         }
         verdict
     }

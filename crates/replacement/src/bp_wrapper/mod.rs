@@ -151,7 +151,7 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::capacity::check_capacity;
 use crate::lazy::LazyCells;
@@ -193,6 +193,10 @@ pub struct BpWrapper {
     /// The per-thread queues.
     queues: Box<[Slot]>,
     counters: Counters,
+    /// Proposals of `next_candidate` refused in a row (`on_rejected`; an eviction resets it),
+    /// `usize::MAX` after one refused as a root: at the capacity, the next proposal drains
+    /// first (step 6, as `Victims` does for a batch). Written under the lock.
+    refused: AtomicUsize,
 }
 impl BpWrapper {
     /// Wraps `inner`, a policy over frames `0..capacity`, with the default configuration.
@@ -230,6 +234,7 @@ impl BpWrapper {
             frames: Frames(LazyCells::new(capacity, FrameWords::default)),
             queues: (0..QUEUE_SLOTS).map(|_| Slot::new(config.queue_size)).collect(),
             counters: Counters::default(),
+            refused: AtomicUsize::new(0),
         })
     }
 
@@ -332,6 +337,8 @@ impl Policy for BpWrapper {
         let guard = self.lock();
         self.commit_mine(&guard);
         let index = frame.index();
+        let refused = if why == Rejection::Root { usize::MAX } else { self.refused.load(Ordering::Relaxed) };
+        self.refused.store(refused.saturating_add(1), Ordering::Relaxed);
         if self.frames.held(index) == NO_PAGE {
             return;
         }
@@ -346,6 +353,9 @@ impl Policy for BpWrapper {
         self.commit_mine(&guard);
         let index = frame.index();
         let held = self.frames.held(index);
+        if evicted {
+            self.refused.store(0, Ordering::Relaxed);
+        }
         self.frames.set_held(index, NO_PAGE);
         self.frames.0.cell(index).page.store(NO_PAGE, Ordering::Release);
         if held != NO_PAGE {
@@ -354,25 +364,37 @@ impl Policy for BpWrapper {
     }
 
     /// Commits the caller's queue (the paper commits on the miss path), then asks the inner
-    /// policy, over the wrapper's own hooks.
+    /// policy, over the wrapper's own hooks. If it is out of candidates in all but name — a
+    /// proposal was refused as a root (R3) or as many in a row as there are frames since the
+    /// last eviction — every queue is committed first (step 6).
     fn next_candidate(&self, _hooks: &dyn HookTable) -> Option<FrameId> {
         let guard = self.lock();
         self.commit_mine(&guard);
-        self.inner_candidate(&guard, &mut false)
+        let mut drained = false;
+        if self.refused.load(Ordering::Relaxed) >= self.frames.0.len() {
+            self.refused.store(0, Ordering::Relaxed);
+            self.commit_all(&guard);
+            drained = true;
+        }
+        self.inner_candidate(&guard, &mut drained)
     }
 
     /// The whole batch under one acquisition of the lock (R10): the caller's queue is committed,
     /// then the inner policy runs its own batch (`evict_batch`) over the pool's evictor, seen
     /// through `Victims`, which updates the wrapper's words for each verdict before the inner
-    /// policy records it. If the inner policy runs out of candidates, every queue is committed
-    /// (a frame whose insert is still queued is resident too, R4) and it is asked once more. Hooks
-    /// the pool reports while trying a victim (a parent losing its last swizzled child) are
-    /// queued as usual and may commit in the middle of the batch: the lock is reentrant.
+    /// policy records it. If the inner policy runs out of candidates — proposes nothing, or
+    /// only what the pool keeps refusing: a root, which it proposes only when no unblocked
+    /// frame is left (R3, R4), or frames the caller holds latched — every queue is committed (a
+    /// frame whose insert is still queued is resident too, R4) and it is asked once more with
+    /// the rest of the budget. Hooks the pool reports while trying a victim (a parent losing its
+    /// last swizzled child) are queued as usual and may commit in the middle of the batch: the
+    /// lock is reentrant.
     fn evict_batch(&self, _hooks: &dyn HookTable, evictor: &mut dyn Evictor, max_proposals: usize) -> usize {
         let guard = self.lock_for_eviction();
         self.commit_mine(&guard);
-        let mut victims = Victims { frames: &self.frames, pool: evictor };
+        let mut victims = Victims::new(&self.frames, evictor, max_proposals);
         let mut proposals = self.inner.evict_batch(&self.frames, &mut victims, max_proposals);
+        victims.patience = None;
         if proposals < max_proposals && victims.pool.wants_more() {
             self.commit_all(&guard);
             proposals += self.inner.evict_batch(&self.frames, &mut victims, max_proposals - proposals);
