@@ -263,3 +263,38 @@ fn t22_a_value_longer_than_a_small_pool_takes_is_read_and_its_change_refused() {
     assert_no_leak(&db, "after the delete");
     db.close().unwrap();
 }
+
+/// RECOVERY.md "Failure behaviour": a loser deleted a value longer than the reopening pool takes
+/// (a larger pool crashed), which its rollback must put back. Classical restart refuses the open
+/// with `ValueTooLarge`, having written nothing; a reopen with the pool the database crashed with
+/// rolls the loser back and loses nothing.
+#[test]
+fn a_restart_in_a_pool_too_small_for_a_losers_value_is_refused_and_loses_nothing() {
+    let fs = new_fs();
+    let b = || builder(PoolMode::Swizzling, &fs).restart_mode(RestartMode::Classical);
+    let db = b().create(PATH).unwrap();
+    let t = db.create_tree("blobs").unwrap();
+    let kept = value(1_500_000, 1);
+    t.insert(b"kept", &kept).unwrap();
+    t.insert(b"small", b"v").unwrap();
+    db.checkpoint().unwrap();
+    let mut open = db.begin();
+    open.delete(&t, b"kept").unwrap();
+    open.put(&t, b"small", &value(1_500_000, 2)).unwrap();
+    // A commit (synced, the default) makes the loser's records before it durable: restart undoes them.
+    t.upsert(b"other", b"1").unwrap();
+    fs.power_off(CrashMode::DropUnsynced);
+    drop(open);
+    drop(t);
+    drop(db);
+    fs.power_on();
+
+    let err = b().pool_bytes(1 << 20).open(PATH).err().expect("a 1 MiB pool cannot roll the loser back");
+    assert!(matches!(err, Error::Tree(TreeError::ValueTooLarge { len: 1_500_000, .. })), "{err}");
+    let db = b().open(PATH).unwrap();
+    let t = db.tree("blobs").unwrap();
+    assert_eq!(t.get(b"small").unwrap().as_deref(), Some(&b"v"[..]), "rolled back");
+    assert!(t.get(b"kept").unwrap() == Some(kept), "the deleted value is back");
+    assert_no_leak(&db, "after the restart");
+    db.close().unwrap();
+}
