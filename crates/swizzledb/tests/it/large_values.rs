@@ -289,7 +289,9 @@ fn a_restart_in_a_pool_too_small_for_a_losers_value_is_refused_and_loses_nothing
     drop(db);
     fs.power_on();
 
-    let err = b().pool_bytes(1 << 20).open(PATH).err().expect("a 1 MiB pool cannot roll the loser back");
+    let Err(err) = b().pool_bytes(1 << 20).open(PATH) else {
+        panic!("a 1 MiB pool cannot roll the loser back")
+    };
     assert!(matches!(err, Error::Tree(TreeError::ValueTooLarge { len: 1_500_000, .. })), "{err}");
     let db = b().open(PATH).unwrap();
     let t = db.tree("blobs").unwrap();
