@@ -85,10 +85,9 @@ impl Queues {
         Queues::with_split(capacity, capacity, n)
     }
 
-    /// As [`Queues::new`] over `nodes` indices, of which those from `split` on (ghost nodes
-    /// above the frames) keep their links apart (`FrameVec::with_split`).
-    fn with_split(split: usize, nodes: usize, n: usize) -> Queues {
-        let capacity = nodes;
+    /// As [`Queues::new`], with the indices from `split` on (ghost nodes above the frames)
+    /// kept apart (`FrameVec::with_split`).
+    fn with_split(split: usize, capacity: usize, n: usize) -> Queues {
         assert!(n < usize::from(NO_QUEUE), "too many queues");
         assert!(capacity <= MAX_NODES, "{capacity} list nodes exceed the u32 link range");
         Queues {

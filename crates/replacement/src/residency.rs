@@ -39,7 +39,6 @@ impl State {
 /// Per-frame [`State`]s of frames `0..capacity` and the number of frames not [`State::Free`].
 pub(crate) struct Residency {
     states: LazyCells<AtomicU8>,
-    capacity: usize,
     /// Maintained from the state transitions.
     resident: AtomicUsize,
 }
@@ -49,14 +48,13 @@ impl Residency {
     pub(crate) fn new(capacity: usize) -> Residency {
         Residency {
             states: LazyCells::new(capacity, || AtomicU8::new(State::Free.byte())),
-            capacity,
             resident: AtomicUsize::new(0),
         }
     }
 
     /// The number of frames, free or not.
     pub(crate) fn capacity(&self) -> usize {
-        self.capacity
+        self.states.len()
     }
 
     /// Frames holding a page, blocked ones included.

@@ -109,7 +109,6 @@ const BLOCKED: u32 = u16::MAX as u32;
 pub struct Gclock {
     k: u16,
     resident: LazyCells<AtomicBool>,
-    capacity: usize,
     resident_count: AtomicUsize,
     /// The next frame the hand examines. Only the evicting thread moves it (R2).
     hand: AtomicUsize,
@@ -132,7 +131,6 @@ impl Gclock {
         Gclock {
             k,
             resident: LazyCells::new(capacity, || AtomicBool::new(false)),
-            capacity,
             resident_count: AtomicUsize::new(0),
             hand: AtomicUsize::new(0),
         }
@@ -255,7 +253,7 @@ impl Policy for Gclock {
     /// one, else `None`. Without concurrent hits the bound is never reached: `k + 1` revolutions
     /// bring every unblocked counter to 0.
     fn next_candidate(&self, hooks: &dyn HookTable) -> Option<FrameId> {
-        let capacity = self.capacity;
+        let capacity = self.resident.len();
         if self.resident_count.load(Ordering::Acquire) == 0 {
             return None;
         }

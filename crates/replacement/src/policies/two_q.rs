@@ -82,8 +82,7 @@ use parking_lot::Mutex;
 
 use crate::batch::{evict_batch_locked, LockedBatch};
 use crate::capacity::{check_capacity, frame_id};
-use crate::ghost_ring::GhostRing;
-use crate::ghost_ring::MAX_LIMIT;
+use crate::ghost_ring::{GhostRing, MAX_LIMIT};
 use crate::lazy::FrameVec;
 use crate::list::{ListBytes, Queues, SearchQueues};
 use crate::policy::{Evictor, FrameHook, HitEffect, HookTable, Policy, QueuedHook, Rejection, Verdict};
