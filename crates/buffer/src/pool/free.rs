@@ -16,41 +16,28 @@ const FRAMES_PER_PARTITION: usize = 1024;
 /// Partitions at most (a power of two).
 const MAX_PARTITIONS: usize = 16;
 
-/// One partition, alone on its cache lines: the frames freed to it (a stack), and its range of
-/// frames never handed out yet, `next..end`, handed out lowest first once the stack is empty.
+/// One partition, alone on its cache lines: a stack of the frames freed to it.
 #[repr(align(128))]
 struct Partition {
     freed: Mutex<Vec<FrameId>>,
-    /// The partition's first frame.
-    start: usize,
-    /// The next frame never handed out; moved forward only under `freed`'s lock, read without it
-    /// by [`FreeLists::handed_out`].
-    next: AtomicUsize,
-    /// The end of the partition's range.
-    end: usize,
-}
-
-impl Partition {
-    fn pop(&self) -> Option<FrameId> {
-        let mut freed = self.freed.lock();
-        freed.pop().or_else(|| {
-            let f = self.next.load(Relaxed);
-            (f < self.end).then(|| {
-                // Release: a scan that sees the frame handed out sees its descriptor's writes
-                // made before this (none: an unused descriptor is all zero, B4).
-                self.next.store(f + 1, Release);
-                FrameId(f as u32)
-            })
-        })
-    }
 }
 
 /// The free frames, in partitions (B30). A thread pushes to and pops from its own partition
-/// (chosen once per thread) and takes from the others only when its own is empty. Each
+/// (chosen once per thread); when that is empty it takes the lowest frame never handed out, and
+/// only when every frame was handed out once does it take from the other partitions. Each
 /// partition is a stack: the frame freed last is reused first, while its memory is still cached.
 pub(super) struct FreeLists {
     parts: Box<[Partition]>,
+    /// The lowest frame never handed out: frames `0..next` were handed out at least once, the
+    /// rest never (it may pass `capacity` by the threads that raced for the last frames).
+    next: Fresh,
+    capacity: usize,
 }
+
+/// The counter of frames never handed out, alone on its cache lines: misses write it only while
+/// the pool fills, and read it, unchanged, after.
+#[repr(align(128))]
+struct Fresh(AtomicUsize);
 
 /// The partition number of the calling thread, handed out round-robin.
 pub(super) fn home() -> usize {
@@ -73,39 +60,50 @@ pub(super) fn spread_pushes() {
 }
 
 impl FreeLists {
-    /// All `capacity` frames free, in frame order: partition i holds the i-th contiguous range,
-    /// popped lowest frame first (a tree built by one thread in main-memory mode lies in
-    /// ascending frames). A range is a counter, not a list: the lists hold only frames given
-    /// back, so a large pool costs memory for the frames it used (B30).
+    /// All `capacity` frames free, never handed out: they come out lowest first, whichever
+    /// thread asks (a tree built by one thread in main-memory mode lies in ascending frames, and
+    /// the frames in use stay dense from 0, which the replacement policies' memory relies on,
+    /// replacement S1). The frames never handed out are a counter, not a list: the lists hold
+    /// only frames given back, so a large pool costs memory for the frames it used (B30a).
     pub(super) fn new(capacity: usize) -> FreeLists {
         let n = (capacity / FRAMES_PER_PARTITION)
             .clamp(1, MAX_PARTITIONS)
             .next_power_of_two()
             .min(MAX_PARTITIONS);
-        let per = capacity.div_ceil(n);
-        let parts = (0..n)
-            .map(|i| {
-                let lo = (i * per).min(capacity);
-                let hi = ((i + 1) * per).min(capacity);
-                Partition { freed: Mutex::new(Vec::new()), start: lo, next: AtomicUsize::new(lo), end: hi }
-            })
-            .collect();
-        FreeLists { parts }
+        let parts = (0..n).map(|_| Partition { freed: Mutex::new(Vec::new()) }).collect();
+        FreeLists { parts, next: Fresh(AtomicUsize::new(0)), capacity }
     }
 
-    /// Takes a free frame: from the caller's partition, else from the next non-empty one. In a
-    /// partition, the frame given back last comes first, then the lowest never handed out.
+    /// Takes a free frame: the caller's partition's last frame given back, else the lowest frame
+    /// never handed out, else the last one given back to the next non-empty partition.
     pub(super) fn pop(&self) -> Option<FrameId> {
         let n = self.parts.len();
         let h = home();
-        (0..n).find_map(|i| self.parts[(h + i) & (n - 1)].pop())
+        self.parts[h & (n - 1)]
+            .freed
+            .lock()
+            .pop()
+            .or_else(|| self.fresh())
+            .or_else(|| (1..n).find_map(|i| self.parts[(h + i) & (n - 1)].freed.lock().pop()))
+    }
+
+    /// The lowest frame never handed out, if any. Once all were, a load that finds the counter
+    /// at the capacity, so a full pool's misses do not write its cache line.
+    fn fresh(&self) -> Option<FrameId> {
+        if self.next.0.load(Relaxed) >= self.capacity {
+            return None;
+        }
+        // Release: a scan that sees the frame handed out sees its descriptor's writes made
+        // before this (none: an unused descriptor is all zero, B4).
+        let f = self.next.0.fetch_add(1, Release);
+        (f < self.capacity).then_some(FrameId(f as u32))
     }
 
     /// The frames handed out at least once, as ranges in frame order: every other frame is free
     /// and its descriptor as the pool made it (B4), so scans of the descriptors skip it. A frame
     /// handed out while the caller reads is in the ranges or not.
     pub(super) fn handed_out(&self) -> impl Iterator<Item = Range<usize>> + '_ {
-        self.parts.iter().map(|p| p.start..p.next.load(Acquire))
+        std::iter::once(0..self.next.0.load(Acquire).min(self.capacity))
     }
 
     /// Gives a frame back, to the caller's partition (popped next by this thread), or, on a
@@ -141,17 +139,29 @@ mod tests {
             let got: Vec<u32> = std::iter::from_fn(|| lists.pop()).map(|f| f.0).collect();
             assert_eq!(got.len(), capacity);
             assert_eq!(got.iter().copied().collect::<HashSet<_>>().len(), capacity, "a frame twice");
-            // The own partition first, then the others in turn: ascending within each.
-            let sorted = {
-                let mut s = got.clone();
-                s.sort_unstable();
-                s
-            };
-            assert_eq!(sorted, (0..capacity as u32).collect::<Vec<_>>());
-            if lists.partitions() == 1 {
-                assert_eq!(got, sorted, "one partition pops in frame order");
-            }
+            // Never handed out, they come lowest first, however many partitions there are.
+            assert_eq!(got, (0..capacity as u32).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn b30_frames_first_handed_out_to_many_threads_are_the_lowest() {
+        // Each thread has its own home partition; whichever thread asks, a frame never handed
+        // out is the lowest such frame, so the frames in use stay dense from 0.
+        let capacity = 1 << 20;
+        let lists = FreeLists::new(capacity);
+        assert_eq!(lists.partitions(), MAX_PARTITIONS);
+        let mut taken: Vec<u32> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..MAX_PARTITIONS)
+                .map(|_| s.spawn(|| (0..100).map(|_| lists.pop().unwrap().0).collect::<Vec<_>>()))
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        taken.sort_unstable();
+        let n = 100 * MAX_PARTITIONS as u32;
+        assert_eq!(taken, (0..n).collect::<Vec<_>>(), "frames beyond the first {n} were handed out");
+        let used: Vec<Range<usize>> = lists.handed_out().filter(|r| !r.is_empty()).collect();
+        assert_eq!(used, vec![0..n as usize]);
     }
 
     #[test]
