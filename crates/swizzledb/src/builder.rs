@@ -587,10 +587,12 @@ impl Builder {
     /// log ([`Error::Log`]`(`[`LogError::BadConfig`]`)`, with the log's own segment size);
     /// [`Error::AlreadyOpen`]; for a logged database [`Error::LogMissing`],
     /// [`Error::ForeignLog`] or a restart error; for an unlogged one [`Error::Unclean`] and
-    /// [`Error::NotLogged`]. A classical restart that must put back a deleted value longer
+    /// [`Error::NotLogged`]. A restart whose undo must put back or free a loser's value longer
     /// than this pool takes (`Tree::max_value_len`, after a crash of a larger pool) fails with
-    /// [`Error::Tree`]`(ValueTooLarge)`; reopen with the pool the database crashed with
-    /// (RECOVERY.md, "Failure behaviour"). A `path` that can only name a directory (it ends with a separator,
+    /// [`Error::Tree`]`(ValueTooLarge)` and loses nothing; reopen with the pool the database
+    /// crashed with, which rolls the loser back. An instant restart checks this before it
+    /// returns, rather than leave its background rollback to fail (RECOVERY.md, "Failure
+    /// behaviour"). A `path` that can only name a directory (it ends with a separator,
     /// is empty or ends with `..`) is refused as [`Builder::create`] refuses it, before
     /// anything is read.
     pub fn open(self, path: impl AsRef<Path>) -> Result<Database> {

@@ -565,6 +565,13 @@ impl Core {
     /// rollback restores them. Two losers never changed the same key (each held it
     /// exclusively), so these locks never wait. Returns the keys it deleted, whose gaps
     /// [`Core::hold_loser_gaps`] locks once every loser holds its keys.
+    ///
+    /// A change whose undo must write or free a value longer than the tree takes now
+    /// (`Tree::max_value_len`: a larger pool crashed, btree T22) is refused with
+    /// [`TreeError::ValueTooLarge`] before its key is locked, so the open fails as classical
+    /// restart's undo fails then, with nothing lost (RECOVERY.md, "Failure behaviour"): the
+    /// background rollback would fail on it for sure, and leave the loser's keys unreadable
+    /// until the next open.
     pub(crate) fn hold_loser(&self, entry: &record::TxnEntry) -> Result<Vec<(PageId, Vec<u8>)>> {
         let wal = self.wal.as_deref().expect("restart runs only with logging");
         let locks = self.locks.as_ref().expect("background undo needs record locks");
@@ -576,6 +583,18 @@ impl Core {
         let mut deleted = Vec::new();
         self.walk_undo_chain(entry, |tree, change, _| {
             let t = self.tree_by_root(tree)?;
+            // The undo of an insert frees the loser's value, of a delete writes the old one
+            // back, of an update both; a patch's values are in the leaf (R3).
+            let longest = match change {
+                record::Change::Insert { value, .. } => value.len(),
+                record::Change::Update { old, new, .. } => old.len().max(new.len()),
+                record::Change::Delete { old, .. } => old.len(),
+                record::Change::Patch { .. } => 0,
+            };
+            let max = t.max_value_len();
+            if longest > max {
+                return Err(TreeError::ValueTooLarge { len: longest, max }.into());
+            }
             let (id, key) = isolation::lock_name(&t, Some(change.key()));
             locks.lock(entry.txn, id, key, lock::LockMode::Exclusive)?;
             if matches!(change, record::Change::Delete { .. }) {

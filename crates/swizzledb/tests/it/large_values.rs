@@ -300,3 +300,85 @@ fn a_restart_in_a_pool_too_small_for_a_losers_value_is_refused_and_loses_nothing
     assert_no_leak(&db, "after the restart");
     db.close().unwrap();
 }
+
+/// The same with instant restart (RECOVERY.md R22, "Failure behaviour"), for each change a loser
+/// can make to a value longer than the reopening pool takes — deleted, replaced (by a short or
+/// by another long value), inserted —, whose rollback would have to write or free it. The open
+/// is refused with `ValueTooLarge`, as classical restart's is, without and with record locks,
+/// and again on a second try: it used to succeed and leave the loser's background rollback
+/// failed, its keys — and the committed key closing a deleted key's gap — unreadable
+/// (`RollbackFailed`) until the database was reopened, with nothing else telling the user (the
+/// close succeeded, `redo_progress` counted the loser forever). A reopen with the pool the
+/// database crashed with rolls the loser back and reads exactly the committed records.
+#[test]
+fn an_instant_restart_in_a_pool_too_small_for_a_losers_value_is_refused_and_loses_nothing() {
+    // 300,000 bytes: longer than a 1 MiB pool takes (129,536), and short enough that the log
+    // archive's run, which holds a large value's record once per page it names, stays small.
+    let (kept, long) = (value(300_000, 1), value(320_000, 2));
+    for case in ["deletes", "replaces by a short value", "replaces by a long value", "inserts"] {
+        let fs = new_fs();
+        let b = || builder(PoolMode::Swizzling, &fs).log_archive(true).restart_mode(RestartMode::Instant);
+        let db = b().create(PATH).unwrap();
+        let t = db.create_tree("blobs").unwrap();
+        t.insert(b"kept", &kept).unwrap();
+        t.insert(b"small", b"v").unwrap();
+        db.checkpoint().unwrap();
+        let mut open = db.begin();
+        let len = match case {
+            "deletes" => open.delete(&t, b"kept").map(|_| kept.len()),
+            "replaces by a short value" => open.put(&t, b"kept", b"short").map(|_| kept.len()),
+            "replaces by a long value" => open.put(&t, b"kept", &long).map(|_| long.len()),
+            _ => open.put(&t, b"new", &long).map(|_| long.len()),
+        }
+        .unwrap();
+        // Committed after the loser's change (synced: the loser's records are durable too).
+        t.upsert(b"other", b"1").unwrap();
+        let want = vec![
+            (b"kept".to_vec(), kept.clone()),
+            (b"other".to_vec(), b"1".to_vec()),
+            (b"small".to_vec(), b"v".to_vec()),
+        ];
+        db.archive_log().unwrap();
+        fs.power_off(CrashMode::DropUnsynced);
+        drop(open);
+        drop(t);
+        drop(db);
+        fs.power_on();
+
+        let small = || b().pool_bytes(1 << 20);
+        for (how, builder) in [
+            ("instant", small()),
+            ("instant, again", small()),
+            ("instant without record locks", small().lab(|l| l.locking(false))),
+            ("classical", small().restart_mode(RestartMode::Classical)),
+        ] {
+            let Err(err) = builder.open(PATH) else {
+                panic!("{case}, {how}: a 1 MiB pool cannot roll the loser back")
+            };
+            assert!(
+                matches!(err, Error::Tree(TreeError::ValueTooLarge { len: l, max }) if l == len && max < len),
+                "{case}, {how}: {err}"
+            );
+            assert!(err.to_string().contains("raise pool_bytes"), "{case}, {how}: says what to do: {err}");
+        }
+        let db = b().open(PATH).unwrap();
+        assert!(db.restart_stats().instant, "{case}: {:?}", db.restart_stats());
+        assert_eq!(db.restart_stats().losers, 1, "{case}");
+        let t = db.tree("blobs").unwrap();
+        // Waits for the background rollback (K17: the loser's keys read as committed).
+        assert_eq!(contents(&t), want, "{case}: exactly the committed records");
+        t.verify().unwrap();
+        assert_eq!(db.redo_progress().unwrap().losers, 0, "{case}");
+        assert_no_leak(&db, &format!("{case}: after the rollback"));
+        drop(t);
+        db.close().unwrap();
+        let db = b().pool_bytes(1 << 20).open(PATH).unwrap();
+        assert_eq!(db.restart_stats().losers, 0, "{case}: the rollback ended the loser");
+        assert_eq!(
+            contents(&db.tree("blobs").unwrap()),
+            want,
+            "{case}: after a clean close, in the small pool"
+        );
+        db.close().unwrap();
+    }
+}
