@@ -153,6 +153,9 @@ pub(crate) struct Wal {
     /// R29: the pool whose dependants (buffer B36) a structure change resolves, set once the
     /// database is made.
     pub(crate) pool: std::sync::OnceLock<std::sync::Weak<swizzledb_buffer::BufferPool>>,
+    /// The database's page size: the archive's entries for a large value's overflow pages are
+    /// their images (R17).
+    pub(crate) page_size: usize,
 }
 
 /// How one archiving goes.
@@ -253,7 +256,7 @@ pub(crate) fn check_archive(log: &LogManager, archive: &Archive) -> Result<(), L
 }
 
 impl Wal {
-    pub(crate) fn new(log: Arc<LogManager>, commit_mode: CommitMode) -> Wal {
+    pub(crate) fn new(log: Arc<LogManager>, commit_mode: CommitMode, page_size: usize) -> Wal {
         Wal {
             log,
             txns: (0..TXN_SHARDS).map(|_| TxnShard::default()).collect(),
@@ -271,6 +274,7 @@ impl Wal {
             seal_on_close: true,
             lazy_split_images: false,
             pool: std::sync::OnceLock::new(),
+            page_size,
         }
     }
 
@@ -396,11 +400,8 @@ impl Wal {
                 a.record_body(lsn, &body).map_err(|e| corrupted(e.to_string()))?;
             }
             let pages = Record::pages_in(&body).map_err(|e| corrupted(e.to_string()))?;
-            if let Some((last, rest)) = pages.split_last() {
-                for page in rest {
-                    entries.push(ArchiveEntry { page: page.get(), lsn, body: body.clone() })?;
-                }
-                entries.push(ArchiveEntry { page: last.get(), lsn, body })?;
+            for (page, body) in crate::redo::archive_entries(body, &pages, self.page_size) {
+                entries.push(ArchiveEntry { page: page.get(), lsn, body })?;
             }
         }
         if how == Archiving::SkipEmpty && entries.is_empty() && to.0 - from.0 < EMPTY_RUN_BYTES {

@@ -175,7 +175,9 @@ impl Builder {
     /// The engine's log over `log`, with the log archive if the database keeps one (R17).
     pub(crate) fn wal(&self, log: Arc<LogManager>, archive: Option<Arc<swizzledb_wal::Archive>>) -> Wal {
         let kind = self.checkpoints();
-        let mut wal = Wal::new(log, self.commit_mode).with_archive(archive).with_checkpoint_kind(kind);
+        let mut wal = Wal::new(log, self.commit_mode, self.config.page_size)
+            .with_archive(archive)
+            .with_checkpoint_kind(kind);
         // R25: not with the decoupled cleaner (R20, R21), whose pages the archive propagates:
         // a close that truncates the whole log there is not verified yet.
         wal.seal_on_close = !self.keep_log_on_close && self.cleaner != Cleaner::Decoupled;

@@ -46,6 +46,88 @@ pub(crate) trait RedoTarget {
     }
 }
 
+/// R17: what each page's entry in the log archive holds for the record `body`, which changes
+/// `pages` (`Record::pages_in`): the whole body, except for the pages a record writes whole or
+/// frees beside others — a large value's overflow pages, whose entry is a structure record
+/// with the page's image (what redo rebuilds from the value, T22), and freed pages, whose entry
+/// is a structure record that frees that page alone. For each page the entry carries an image,
+/// frees the page or redoes on it exactly as the whole record does (`redo_on_page`,
+/// `carries_image`, `frees`), so single-page recovery and the archive's readers need nothing
+/// else; and a value's entries cost its size, where the whole record per page cost its size
+/// times its pages. Records that name at most two pages, or that do not decode (their readers
+/// report them), keep the whole body for every page.
+pub(crate) fn archive_entries(body: Vec<u8>, pages: &[PageId], page_size: usize) -> Vec<(PageId, Vec<u8>)> {
+    let whole = |body: Vec<u8>| {
+        let mut out: Vec<(PageId, Vec<u8>)> = pages.iter().map(|p| (*p, Vec::new())).collect();
+        if let Some(((_, last), rest)) = out.split_last_mut() {
+            for (_, b) in rest {
+                b.clone_from(&body);
+            }
+            *last = body;
+        }
+        out
+    };
+    if pages.len() <= 2 {
+        return whole(body);
+    }
+    let Ok(record) = Record::decode(&body) else { return whole(body) };
+    let alone = |p: PageId| Record::Structure { pages: Vec::new(), freed: vec![p] }.encode();
+    match &record {
+        Record::Leaf { page, change, chain, freed, .. } => {
+            let value = match change {
+                Change::Insert { value, .. } | Change::Update { new: value, .. } => Some(&value[..]),
+                _ => None,
+            };
+            let images =
+                value.filter(|v| swizzledb_btree::overflow::chain_len(page_size, v.len()) == chain.len());
+            if (!chain.is_empty() && images.is_none())
+                || overlap(chain, freed)
+                || chain.contains(page)
+                || freed.contains(page)
+            {
+                return whole(body);
+            }
+            let mut out = Vec::with_capacity(pages.len());
+            if let Some(value) = images {
+                for (at, p) in chain.iter().enumerate() {
+                    let image = swizzledb_btree::overflow::page_image(page_size, value, chain, at);
+                    out.push((
+                        *p,
+                        Record::Structure { pages: vec![(*p, NodeLog::Image(image))], freed: Vec::new() }
+                            .encode(),
+                    ));
+                }
+            }
+            out.extend(freed.iter().map(|p| (*p, alone(*p))));
+            out.push((*page, body));
+            out
+        }
+        Record::Structure { pages: nodes, freed } if !freed.is_empty() => {
+            let written: Vec<PageId> = nodes.iter().map(|(p, _)| *p).collect();
+            if overlap(&written, freed) {
+                return whole(body);
+            }
+            let mut out: Vec<(PageId, Vec<u8>)> = freed.iter().map(|p| (*p, alone(*p))).collect();
+            if let Some((last, rest)) = written.split_last() {
+                out.extend(rest.iter().map(|p| (*p, body.clone())));
+                out.push((*last, body));
+            }
+            out
+        }
+        _ => whole(body),
+    }
+}
+
+/// Whether a page is in both lists.
+fn overlap(a: &[PageId], b: &[PageId]) -> bool {
+    if a.is_empty() || b.is_empty() {
+        return false;
+    }
+    let mut a = a.to_vec();
+    a.sort_unstable();
+    b.iter().any(|p| a.binary_search(p).is_ok())
+}
+
 /// Checks an image from the log before anything uses it (R9): its size, its node structure
 /// (btree README T17) and the page id it names.
 pub(crate) fn check_image(id: PageId, image: &[u8], page_size: usize, lsn: Lsn) -> Result<()> {
@@ -185,4 +267,81 @@ fn patched(page: &[u8], change: &Change) -> Option<(Vec<u8>, Vec<u8>)> {
     let before = swizzledb_btree::node::value(page, i);
     let after = crate::record::splice(before, edits, crate::record::Direction::Forward)?;
     Some((before.to_vec(), after))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repair::{carries_image, frees, replay_onto};
+    use swizzledb_sync::TxnId;
+
+    fn ids(range: std::ops::Range<u64>) -> Vec<PageId> {
+        range.map(|i| PageId::new(i).unwrap()).collect()
+    }
+
+    /// R17: for every page a record names, its archive entry carries an image, frees the page
+    /// and rebuilds it exactly as the whole record does; the chain's and the freed pages'
+    /// entries hold about a page, not the record.
+    #[test]
+    fn r17_each_pages_archive_entry_redoes_as_the_whole_record() {
+        let page_size = 4096;
+        let new: Vec<u8> = (0..50_000u32).map(|i| (i * 7) as u8).collect();
+        let old: Vec<u8> = (0..30_000u32).map(|i| (i * 13) as u8).collect();
+        let chain = ids(100..100 + swizzledb_btree::overflow::chain_len(page_size, new.len()) as u64);
+        let freed = ids(200..200 + swizzledb_btree::overflow::chain_len(page_size, old.len()) as u64);
+        let leaf = |change: Change, chain: &[PageId], freed: &[PageId]| Record::Leaf {
+            txn: TxnId(9),
+            prev: Lsn(0),
+            undo_next: None,
+            tree: PageId::new(1).unwrap(),
+            page: PageId::new(7).unwrap(),
+            change,
+            base: None,
+            chain: chain.to_vec(),
+            freed: freed.to_vec(),
+            commits: false,
+        };
+        let records = [
+            leaf(Change::Insert { key: b"k".to_vec(), value: new.clone() }, &chain, &[]),
+            leaf(Change::Update { key: b"k".to_vec(), old: old.clone(), new: new.clone() }, &chain, &freed),
+            leaf(Change::Delete { key: b"k".to_vec(), old: old.clone() }, &[], &freed),
+            Record::Structure { pages: Vec::new(), freed: freed.clone() },
+            // A value whose chain does not match its length: the readers report it, so every
+            // page keeps the whole record.
+            leaf(Change::Insert { key: b"k".to_vec(), value: new[..100].to_vec() }, &chain, &[]),
+        ];
+        let lsn = Lsn(4242);
+        for (n, record) in records.iter().enumerate() {
+            let body = record.encode();
+            let pages = Record::pages_in(&body).unwrap();
+            let entries = archive_entries(body.clone(), &pages, page_size);
+            let mut named: Vec<PageId> = entries.iter().map(|(p, _)| *p).collect();
+            let mut want = pages.clone();
+            named.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(named, want, "record {n}: one entry per page");
+            for (p, entry) in &entries {
+                let got = Record::decode(entry).unwrap();
+                assert_eq!(carries_image(&got, *p), carries_image(record, *p), "record {n}, page {p}");
+                assert_eq!(frees(&got, *p), frees(record, *p), "record {n}, page {p}");
+                if n < 4 && *p != PageId::new(7).unwrap() {
+                    assert!(entry.len() < page_size + 64, "record {n}, page {p}: {} bytes", entry.len());
+                }
+                if n == 4 {
+                    assert_eq!(entry, &body, "record {n}, page {p}");
+                }
+                let whole =
+                    replay_onto(*p, page_size, None, &[(lsn, record.clone())]).map_err(|e| e.to_string());
+                let alone = replay_onto(*p, page_size, None, &[(lsn, got)]).map_err(|e| e.to_string());
+                if n < 2 && chain.contains(p) {
+                    assert!(whole.is_ok(), "record {n}, page {p}: the chain page is rebuilt: {whole:?}");
+                }
+                match (&whole, &alone) {
+                    (Ok(a), Ok(b)) => assert_eq!(a, b, "record {n}, page {p}"),
+                    (Err(_), Err(_)) => {}
+                    _ => panic!("record {n}, page {p}: {whole:?} against {alone:?}"),
+                }
+            }
+        }
+    }
 }
