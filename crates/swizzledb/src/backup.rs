@@ -57,7 +57,9 @@ impl Database {
     /// system's.
     ///
     /// # Errors
-    /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists, another backup to
+    /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists, or the marker of a
+    /// create at `path` that a crash cut short or of a compaction of `path` (`<path>.creating`,
+    /// `<path>.compact`: an open of `path` would act on it, not open the copy), another backup to
     /// `path` runs in this process (however either spells it: `dir/copy`, `dir/./copy/`, or
     /// through `..` or a symbolic link; R26: two would race to the renames), or a backup of
     /// another process put its copy there first (the renames never replace); the errors of reading
@@ -75,8 +77,13 @@ impl Database {
         let vfs = &*shared;
         undo_half_renamed(vfs, path)?;
         // `<path>.wal` even for an unlogged copy: a log directory there would sit beside the
-        // copy as if it were its log.
-        for p in [path.to_path_buf(), wal_dir(path)] {
+        // copy as if it were its log. And the markers an open of `path` acts on before it reads
+        // the file: beside a create's (R14) the copy opened as `NotFound` and `open_or_create`
+        // replaced it with an empty database; a compaction's (R28) swapped the copy it names
+        // over this one.
+        for p in
+            [path.to_path_buf(), wal_dir(path), files::creating_marker(path), crate::compact::marker(path)]
+        {
             if vfs.exists(&p) {
                 return Err(Error::BackupTargetExists(p));
             }

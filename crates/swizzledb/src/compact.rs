@@ -29,7 +29,7 @@ pub struct CompactStats {
 
 /// The marker of a compaction in progress: `<path>.compact`, holding the copy's file name
 /// (a name too long for that is cut short with a hash, `files::name_beside`).
-fn marker(path: &Path) -> PathBuf {
+pub(crate) fn marker(path: &Path) -> PathBuf {
     files::name_beside(path, "", ".compact", files::NAME_MAX)
 }
 

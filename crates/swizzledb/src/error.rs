@@ -109,8 +109,9 @@ pub enum Error {
     #[error("the directory {0} does not exist; create it first, or choose a path in an existing directory")]
     DirectoryMissing(PathBuf),
     /// [`Database::backup_to`](crate::Database::backup_to) would overwrite something: its
-    /// target or the target's log directory exists, or another backup to the same target runs
-    /// in this process.
+    /// target, the target's log directory, or a create's or compaction's marker beside the
+    /// target (`<target>.creating`, `<target>.compact`) exists, or another backup to the same
+    /// target runs in this process.
     #[error(
         "the backup's target {0} exists already (or another backup in this process writes it); \
          choose a new path, or remove it (with the database's log directory)"

@@ -654,3 +654,48 @@ fn r26_a_backup_beaten_to_its_target_leaves_the_winners_files() {
         db.close().unwrap();
     }
 }
+
+/// R14, R26, R28: a backup returns `Ok` only for a copy that opens at its target. Beside a
+/// target where a create that a crash cut short left its marker (`<target>.creating`, made
+/// before anything else), or where a compaction's marker waits (`<target>.compact`, which the
+/// next open acts on first), the backup went ahead and renamed its copy in: the copy then
+/// opened as `NotFound` (a create's marker says no database is there yet), `open_or_create`
+/// removed it and made an empty database, and an open swapped the copy a compaction's marker
+/// names over it. The backup is refused as for a target that exists, naming the marker.
+#[test]
+fn r26_a_backup_refuses_a_target_that_a_create_or_compaction_marker_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().create(dir.path().join("db.swz")).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for n in 0..100 {
+        t.insert(&key(n), b"value").unwrap();
+    }
+    let want = contents(&db);
+    // Another database, left by a compaction of the target whose marker names it.
+    let other = dir.path().join(".bk.swz.backup-4294967-1");
+    let o = Database::builder().create(&other).unwrap();
+    o.create_tree("other").unwrap();
+    o.close().unwrap();
+    for marker in ["bk.swz.creating", "bk.swz.compact"] {
+        let target = dir.path().join("bk.swz");
+        let marker = dir.path().join(marker);
+        std::fs::write(
+            &marker,
+            if marker.ends_with("bk.swz.compact") { &b".bk.swz.backup-4294967-1"[..] } else { b"" },
+        )
+        .unwrap();
+        let r = db.backup_to(&target);
+        let refused = matches!(&r, Err(Error::BackupTargetExists(p)) if *p == marker);
+        assert!(refused, "{}: {r:?}", marker.display());
+        assert!(!target.exists() && !swizzledb::wal_dir(&target).exists(), "{}", marker.display());
+        // Without the marker the backup goes ahead, and its copy opens.
+        std::fs::remove_file(&marker).unwrap();
+        db.backup_to(&target).unwrap();
+        let copy = Database::builder().open_or_create(&target).unwrap();
+        assert_eq!(contents(&copy), want, "{}", marker.display());
+        copy.close().unwrap();
+        std::fs::remove_file(&target).unwrap();
+        std::fs::remove_dir_all(swizzledb::wal_dir(&target)).unwrap();
+    }
+    db.close().unwrap();
+}
