@@ -59,7 +59,7 @@ pub fn run(args: &BackupArgs) -> ExitCode {
             stats.source_file_bytes,
             started.elapsed().as_secs_f64()
         )),
-        Err(e @ Error::BackupTargetExists(_)) => {
+        Err(e @ (Error::BackupTargetExists(_) | Error::BackupTargetInLog(_))) => {
             eprintln!("error: {e}");
             ExitCode::from(EXIT_USAGE)
         }

@@ -113,7 +113,7 @@ or the input cannot be opened"
     /// it); the copy appears at DEST only once it is complete
     #[command(
         after_help = "Exit codes: 0 copied; 1 reading the source or writing the copy failed (nothing is left at \
-DEST); 2 bad arguments, or DEST (or DEST.wal) exists; 3 the source cannot be opened, or DEST's directory does not \
+DEST); 2 bad arguments, or DEST (or DEST.wal) exists or lies in SRC's log directory; 3 the source cannot be opened, or DEST's directory does not \
 exist"
     )]
     Backup(backup::BackupArgs),

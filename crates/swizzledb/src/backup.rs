@@ -57,6 +57,9 @@ impl Database {
     /// system's.
     ///
     /// # Errors
+    /// [`Error::BackupTargetInLog`] if `path` lies in this database's log directory
+    /// (`<file>.wal`, however `path` spells it; the archive's directory in it too), which the
+    /// database owns: a compaction removes what is there with the old log directory.
     /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists, or the marker of a
     /// create at `path` that a crash cut short or of a compaction of `path` (`<path>.creating`,
     /// `<path>.compact`: an open of `path` would act on it, not open the copy), another backup to
@@ -71,6 +74,7 @@ impl Database {
         // `dir/copy/` and `dir/./copy` name `dir/copy`: a trailing slash passed the check below
         // for a file there (`stat` of `copy/` fails on a file) and named the log `copy/.wal`.
         let path: &Path = &path.as_ref().components().collect::<PathBuf>();
+        self.check_outside_log(path)?;
         let _target = Claim::take(path)?;
         let logged = self.file_is_logged();
         let shared = self.backup_vfs();
@@ -116,6 +120,23 @@ impl Database {
             remove_database(vfs, &temp);
         }
         renamed
+    }
+
+    /// R26: a target in this database's log directory (however spelled) is refused: the
+    /// database owns what is there, and a compaction (R28) removed a backup written there with
+    /// the old log directory.
+    fn check_outside_log(&self, path: &Path) -> Result<()> {
+        if self.core.in_memory || !self.file_is_logged() {
+            return Ok(());
+        }
+        let log = wal_dir(self.core.pool.path());
+        let target = Claim::key(path);
+        // The log directory by the name beside the file, and where a link of that name leads.
+        let logs = [Some(Claim::key(&log)), std::fs::canonicalize(&log).ok()];
+        if logs.iter().flatten().any(|log| target.starts_with(log)) {
+            return Err(Error::BackupTargetInLog(path.to_path_buf()));
+        }
+        Ok(())
     }
 
     /// The file system a backup is written on: the database's own (a read-only open's too,

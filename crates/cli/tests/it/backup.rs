@@ -223,3 +223,23 @@ fn a_closed_stdout_does_not_fail_a_finished_backup_compact_or_load() {
     assert_eq!(after["c"], BTreeMap::from([(b"k".to_vec(), b"v".to_vec())]));
     assert_eq!(after["a"].len(), 2000);
 }
+
+/// `--help` and the README: exit 2 when DEST lies in SRC's log directory (R26,
+/// `Error::BackupTargetInLog`), nothing written there. The copy was written into the log
+/// directory and the backup exited 0, and the source's next `compact` removed it with the old
+/// log directory.
+#[test]
+fn a_backup_into_the_sources_log_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.swz");
+    make(&src, 100);
+    let log = swizzledb::wal_dir(&src);
+    let out = run(&["backup", arg(&src), arg(&log.join("copy.swz"))]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("log directory"), "{err}");
+    // The log's own files only: its identity file and a segment.
+    let names: Vec<String> =
+        std::fs::read_dir(&log).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(names.iter().all(|n| n == "database-id" || n.ends_with(".log")), "{names:?}");
+}

@@ -699,3 +699,47 @@ fn r26_a_backup_refuses_a_target_that_a_create_or_compaction_marker_names() {
     }
     db.close().unwrap();
 }
+
+/// R26: a backup is refused a target in the source's own log directory (`<file>.wal`, however
+/// the path spells it: through `.`, or a symbolic link to it; the archive's directory within it
+/// too), naming the target, and nothing is written there. It was written there and returned
+/// `Ok`, and the source's next compaction (R28) removed it with the old log directory: the
+/// backup was lost without a word. A target beside the log directory is backed up.
+#[test]
+fn r26_a_backup_into_the_sources_log_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.swz");
+    let db = Database::builder().log_archive(true).create(&src).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for n in 0..200 {
+        t.insert(&key(n), b"value").unwrap();
+    }
+    db.checkpoint().unwrap();
+    let log = swizzledb::wal_dir(&src);
+    let archive = log.join("archive");
+    assert!(archive.is_dir(), "the archive's directory is in the log directory");
+    std::os::unix::fs::symlink(&log, dir.path().join("link")).unwrap();
+    let names = |p: &Path| {
+        let mut v: Vec<_> = std::fs::read_dir(p).unwrap().map(|e| e.unwrap().file_name()).collect();
+        v.sort();
+        v
+    };
+    let before = names(&log);
+    for target in [
+        log.join("copy.swz"),
+        log.join(".").join("copy.swz"),
+        dir.path().join("link/copy.swz"),
+        archive.join("copy"),
+    ] {
+        let r = db.backup_to(&target);
+        let refused = matches!(&r, Err(Error::BackupTargetInLog(p)) if *p == target.components().collect::<std::path::PathBuf>());
+        assert!(refused, "{}: {r:?}", target.display());
+        assert_eq!(names(&log), before, "{}", target.display());
+    }
+    db.backup_to(dir.path().join("src.swz.copy")).unwrap();
+    drop(t);
+    db.close().unwrap();
+    let copy = Database::builder().open(dir.path().join("src.swz.copy")).unwrap();
+    assert_eq!(copy.tree("t").unwrap().range(Unbounded, Unbounded).count(), 200);
+    copy.close().unwrap();
+}
