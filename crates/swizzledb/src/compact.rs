@@ -51,6 +51,10 @@ impl Builder {
     /// no free pages), and replaces the file and its log directory with the copy's. The file
     /// shrinks by the pages that deletes and [`crate::Database::drop_tree`] freed.
     ///
+    /// The swap renames the names at `path` and `<path>.wal`: where they are symbolic links,
+    /// the compacted database takes their place, and the files they led to stay as they were
+    /// (the old database, whole; RECOVERY.md R28).
+    ///
     /// The log archive ([`Builder::log_archive`]) goes with the old log directory: its runs are
     /// histories of the old file's pages, which the copy does not have. The compacted database
     /// keeps no archive until it is opened with `log_archive(true)`, which starts a new one.

@@ -585,3 +585,35 @@ fn keep_and_gone(builder: swizzledb::Builder, path: &Path) {
     db.drop_tree("gone").unwrap();
     db.close().unwrap();
 }
+
+/// R28: a database reached through symbolic links (its file and its log directory links to
+/// another directory's) compacts, and its path then holds the compacted database with every
+/// record; what the links led to stays as it was (the old database, whole). The swap's removal
+/// of the replaced log directory followed the link: it emptied the log directory the link led
+/// to, then failed on the link itself, so the compaction returned an I/O error after its commit
+/// point and every open after it failed the same way, while the old file had lost its log.
+#[test]
+fn r28_a_database_reached_through_symbolic_links_compacts_and_keeps_what_they_lead_to() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("real")).unwrap();
+    let real = dir.path().join("real/db.swz");
+    let db = Database::builder().create(&real).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..3000u32 {
+        t.insert(&i.to_be_bytes(), &[1u8; 100]).unwrap();
+    }
+    for i in 0..2900u32 {
+        t.delete(&i.to_be_bytes()).unwrap();
+    }
+    drop(t);
+    db.close().unwrap();
+    let want = contents(&real, true);
+    let link = dir.path().join("link.swz");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    std::os::unix::fs::symlink(swizzledb::wal_dir(&real), swizzledb::wal_dir(&link)).unwrap();
+    let stats = Database::builder().compact(&link).unwrap();
+    assert!(stats.file_bytes_after < stats.file_bytes_before, "{stats:?}");
+    assert_eq!(contents(&link, true), want, "the compacted database");
+    assert_eq!(contents(&real, true), want, "the database the links led to");
+    assert_eq!(names(dir.path()), ["link.swz", "link.swz.wal", "real"]);
+}
