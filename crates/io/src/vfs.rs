@@ -248,6 +248,13 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn file_id(&self, _path: &Path) -> io::Result<Option<FileId>> {
         Ok(None)
     }
+
+    /// Whether `path` is a symbolic link itself (IO17), not followed: a directory removal then
+    /// removes the link, not what it leads to. `false` where the file system has no links (the
+    /// default; `MemFs`, `FaultFs`).
+    fn is_symlink(&self, _path: &Path) -> bool {
+        false
+    }
 }
 
 /// A file's identity on its file system (IO16): two handles, or a handle and a name, with equal
@@ -501,6 +508,10 @@ impl Vfs for OsFs {
         use std::os::unix::fs::MetadataExt;
         let m = std::fs::metadata(path)?;
         Ok(Some(FileId(m.dev(), m.ino())))
+    }
+
+    fn is_symlink(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
     }
 }
 

@@ -409,12 +409,12 @@ fn remove_contents(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
 }
 
 /// Removes the directory `dir` and everything under it on `vfs`, as `std::fs::remove_dir_all`
-/// does; the first entry that stays is the error. A `dir` that is a symbolic link on the
-/// operating system's file system is removed as a link, as `std::fs::remove_dir_all` does:
+/// does; the first entry that stays is the error. A `dir` that is a symbolic link (io IO17) is
+/// removed as a link, as `std::fs::remove_dir_all` does:
 /// what it leads to stays (R28: a compaction's swap through a linked log directory emptied the
 /// directory the link led to, then failed on the link, and so did every open after it).
 pub(crate) fn remove_dir_all(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
-    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+    if vfs.is_symlink(dir) {
         return vfs.remove(dir).map_err(|e| io(dir, e));
     }
     remove_contents(vfs, dir)?;

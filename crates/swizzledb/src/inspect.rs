@@ -266,6 +266,10 @@ impl VfsFile for ReadOnlyFile {
 }
 
 impl Vfs for ReadOnlyFs {
+    fn is_symlink(&self, path: &Path) -> bool {
+        self.inner.is_symlink(path)
+    }
+
     fn file_id(&self, path: &Path) -> io::Result<Option<swizzledb_io::FileId>> {
         if self.hidden.lock().contains(path) {
             return Err(io::ErrorKind::NotFound.into());
