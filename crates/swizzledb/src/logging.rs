@@ -213,15 +213,45 @@ const EMPTY_RUN_BYTES: u64 = 1 << 20;
 /// (R17, wal README A4b).
 const ARCHIVE_MEMORY: usize = 64 << 20;
 
-/// Runs of about one size the archiver merges into one (R17; wal README A7).
+/// Runs the archiver merges into one (R17; wal README A7; [`tier_merge`]).
 const MERGE_RUNS: usize = 8;
 /// Runs smaller than this count as this large when sizes are compared, so that tiny runs (a
 /// checkpoint with little new log) merge with small ones instead of piling up.
 const MERGE_FLOOR_BYTES: u64 = 64 << 10;
 /// Runs past which an archiving merges by size tiers itself, background merger or not (R17):
-/// the tiers keep fewer than `MERGE_RUNS` runs each, so only runs the merger has not reached
+/// the tiers keep few runs each, so only runs the merger has not reached
 /// get here — those of processes killed before its first rounds, which the next ones add to.
 const MAX_RUNS: usize = 2 * MERGE_RUNS * MERGE_RUNS;
+
+/// The runs [`Wal::merge_tiers`] merges next, as (first, count), runs under MERGE_FLOOR_BYTES
+/// counting as that much: the newest MERGE_RUNS if they are of about one size (the largest at
+/// most four times the smallest: a tier), or if none of them holds more than half their bytes
+/// and the oldest of them is not the largest (a larger run came after a smaller one: sizes
+/// that vary from archiving to archiving, which no later archiving would sort into a tier);
+/// either way the merged run is at least twice each of its inputs. Else, past MAX_RUNS runs,
+/// the MERGE_RUNS adjacent runs of the fewest bytes, so that no pattern of sizes piles runs
+/// up; else none. (Only the tier merged once: bursts of log between archivings of little put
+/// a small and a large run among every newest eight, and nothing merged, ever.)
+fn tier_merge(runs: &[RunSummary]) -> Option<(usize, usize)> {
+    let bytes = |r: &RunSummary| r.bytes.max(MERGE_FLOOR_BYTES);
+    let first = runs.len().checked_sub(MERGE_RUNS)?;
+    let window = &runs[first..];
+    let (mut sum, mut small, mut large) = (0u64, u64::MAX, 0u64);
+    for b in window.iter().map(bytes) {
+        (sum, small, large) = (sum.saturating_add(b), small.min(b), large.max(b));
+    }
+    let tier = large <= small.saturating_mul(4);
+    let unsorted = large.saturating_mul(2) <= sum && bytes(&window[0]) < large;
+    if tier || unsorted {
+        return Some((first, MERGE_RUNS));
+    }
+    if runs.len() <= MAX_RUNS {
+        return None;
+    }
+    let total = |w: &[RunSummary]| w.iter().map(bytes).fold(0u64, u64::saturating_add);
+    let (at, _) = runs.windows(MERGE_RUNS).enumerate().min_by_key(|(_, w)| total(w))?;
+    Some((at, MERGE_RUNS))
+}
 
 /// A node's disk image with its free gap zeroed, so that the record encoding leaves it out
 /// (a node after a split is about half empty).
@@ -427,23 +457,17 @@ impl Wal {
     }
 
     /// Merges the archive's runs by size tiers (wal README A7): whenever the newest MERGE_RUNS
-    /// runs are of about one size (the largest at most four times the smallest), they become
-    /// one run of the next tier, which may complete a group of that tier in turn. So each entry
-    /// is rewritten once per tier (logarithmically often) and the archive keeps fewer than
-    /// MERGE_RUNS runs per tier. Runs beside archiving (A8): by the background merger, or after
-    /// each archiving when there is none.
+    /// runs are of about one size, or of sizes in no order with none holding half their bytes,
+    /// they become one run, which may complete a group of the next tier in turn
+    /// ([`tier_merge`]). So each merge at least doubles the run every entry it rewrites is in
+    /// (each entry is rewritten logarithmically often), and the archive keeps few runs per
+    /// tier. Runs beside archiving (A8): by the background merger,
+    /// or after each archiving when there is none.
     pub(crate) fn merge_tiers(&self) -> Result<(), crate::error::Error> {
         let Some(archive) = &self.archive else { return Ok(()) };
         let _one = self.merging.lock();
-        loop {
-            let runs = archive.runs();
-            let Some(first) = runs.len().checked_sub(MERGE_RUNS) else { break };
-            let sizes = runs[first..].iter().map(|r| r.bytes.max(MERGE_FLOOR_BYTES));
-            let (small, large) = sizes.fold((u64::MAX, 0), |(s, l), b| (s.min(b), l.max(b)));
-            if large > small.saturating_mul(4) {
-                break;
-            }
-            archive.merge(first, MERGE_RUNS)?;
+        while let Some((first, n)) = tier_merge(&archive.runs()) {
+            archive.merge(first, n)?;
         }
         Ok(())
     }
@@ -1533,6 +1557,56 @@ impl WalStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// R17: archivings of any pattern of sizes, each followed by the tiers' merges: the runs
+    /// stay few, and each merge at least doubles the run each rewritten byte is in (so each
+    /// byte is rewritten logarithmically often). Among the patterns, a burst between archivings
+    /// of little (every size ratio of the newest runs above four: the old rule never merged)
+    /// and a burst every eighth archiving (one run always above half the newest eight).
+    #[test]
+    fn r17_tier_merges_keep_runs_few_for_any_pattern_of_sizes() {
+        let run = |bytes: u64| RunSummary {
+            begin: Lsn(0),
+            end: Lsn(1),
+            entries: 1,
+            pages: 1,
+            bytes,
+            state_bytes: 0,
+        };
+        type Sizes = fn(u64) -> u64;
+        let patterns: [(&str, Sizes); 4] = [
+            ("even", |_| 100 << 10),
+            ("alternating", |i| if i % 2 == 0 { 1 << 20 } else { 200 }),
+            ("every eighth", |i| if i % 8 == 0 { 64 << 20 } else { 200 }),
+            ("ragged", |i| (i.wrapping_mul(2_654_435_761) % 4_000_000).max(1)),
+        ];
+        for (name, size) in patterns {
+            let mut runs: Vec<RunSummary> = Vec::new();
+            let (mut written, mut rewritten) = (0u64, 0u64);
+            for i in 0..5_000u64 {
+                runs.push(run(size(i)));
+                written += size(i);
+                while let Some((first, n)) = tier_merge(&runs) {
+                    let piled_up = runs.len() > MAX_RUNS;
+                    let inputs: Vec<RunSummary> = runs.drain(first..first + n).collect();
+                    let merged: u64 = inputs.iter().map(|r| r.bytes).sum();
+                    if !piled_up {
+                        let largest = inputs.iter().map(|r| r.bytes.max(MERGE_FLOOR_BYTES)).max().unwrap();
+                        let floored: u64 = inputs.iter().map(|r| r.bytes.max(MERGE_FLOOR_BYTES)).sum();
+                        assert!(2 * largest <= floored, "{name}: a merge of {inputs:?}");
+                    }
+                    rewritten += merged;
+                    runs.insert(first, run(merged));
+                }
+                assert!(runs.len() <= MAX_RUNS, "{name}, archiving {i}: {} runs", runs.len());
+            }
+            // Past MAX_RUNS only for a burst every eighth archiving exactly; about four
+            // rewrites per byte (log8 of 5,000 archivings), about five for that one.
+            let few = if name == "every eighth" { MAX_RUNS } else { 16 };
+            assert!(runs.len() <= few, "{name}: {} runs", runs.len());
+            assert!(rewritten <= 6 * written, "{name}: {rewritten} bytes rewritten for {written}");
+        }
+    }
 
     /// A transaction's entry is reused by the thread's next transaction only once nothing else
     /// holds it (the log's table of running transactions, a checkpoint looking at it); reused,

@@ -390,3 +390,40 @@ fn r17_runs_the_merger_has_not_reached_are_merged_by_archiving() {
     }
     db.close().unwrap();
 }
+
+/// R17: runs of very different sizes, one after the other — a burst of writes, then an
+/// archiving with little new log (a checkpoint's, the background archiver's in a lull) — are
+/// merged too. The tiers asked the newest eight runs to be of about one size (the largest at
+/// most four times the smallest), so with a small run among every eight newest nothing ever
+/// merged, not even past the 128 runs that make archiving merge itself: after 60 such pairs of
+/// archivings the archive held 121 runs (25 after 12), one more per archiving for good.
+#[test]
+fn r17_runs_of_alternating_sizes_are_merged() {
+    let fs = fault_fs();
+    let path = Path::new("/d/db");
+    let builder = builder(&fs).log_archive(true).keep_log_on_close(true).checkpoint_interval(None);
+    let db = builder.create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut sizes = Vec::new();
+    for round in 0..60u32 {
+        // About 600 KiB of entries (updates log both values): ten times the smallest run's.
+        for i in 0..300 {
+            t.upsert(&key(i), &[round as u8; 1000]).unwrap();
+        }
+        sizes.push(db.archive_log().unwrap().map(|r| r.bytes));
+        t.upsert(b"small", &round.to_le_bytes()).unwrap();
+        sizes.push(db.archive_log().unwrap().map(|r| r.bytes));
+        let runs = db.archive_runs().unwrap();
+        assert!(runs.windows(2).all(|w| w[0].end == w[1].begin), "A1");
+        assert!(runs.len() < 24, "round {round}: {} runs; archivings made {sizes:?}", runs.len());
+    }
+    db.close().unwrap();
+    let log = LogManager::open(log_config(path, &fs, 16 << 20)).unwrap();
+    let archive = Archive::open(Arc::new(fs.clone()), archive_dir(path)).unwrap();
+    let mut got = archive.entries().unwrap();
+    got.sort_by_key(|e| (e.page, e.lsn));
+    assert!(got.windows(2).all(|w| (w[0].page, w[0].lsn) < (w[1].page, w[1].lsn)), "merges repeated nothing");
+    // The log bound truncated the log meanwhile: what it still holds is archived as it is.
+    got.retain(|e| e.lsn >= log.oldest());
+    assert_eq!(got, logged_changes(&log, archive.end().unwrap()), "merges lost nothing");
+}
