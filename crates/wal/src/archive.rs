@@ -569,8 +569,10 @@ pub struct RunBuilder<'a> {
     held: Vec<Entry>,
     /// What `held` is counted for (bodies plus [`HELD_OVERHEAD`] each).
     held_bytes: usize,
-    /// The chunks spilled so far, each sorted, open and already unlinked (A4b).
-    spills: Vec<Arc<Run>>,
+    /// The chunks spilled so far, each sorted, open and already unlinked (A4b), with its
+    /// level: 0 for a chunk of entries held, one more than its inputs' for a merge of chunks.
+    /// Levels never rise toward the end.
+    spills: Vec<(Arc<Run>, u32)>,
 }
 
 impl RunBuilder<'_> {
@@ -596,18 +598,23 @@ impl RunBuilder<'_> {
 
     /// Sorts the entries held and writes them to a temporary run file (named `….spill.tmp`,
     /// which [`Archive::open`] removes if a crash leaves it); at [`MAX_SPILLS`] chunks, merges
-    /// them all into one first, so that a builder keeps a bounded number of files open.
+    /// them with the chunks of the lowest level (the newest) into one of the next level
+    /// instead, so that a builder keeps a bounded number of files open and rewrites each entry
+    /// once per level. (Merging every chunk into one rewrote the whole run so far every
+    /// MAX_SPILLS − 1 chunks: a run of n budgets cost about n²/62 budgets of writes.)
     fn spill(&mut self) -> Result<()> {
         let mut chunk = std::mem::take(&mut self.held);
         self.held_bytes = 0;
         chunk.sort_by_key(|e| (e.page, e.lsn));
         if self.spills.len() + 1 >= MAX_SPILLS {
-            let spills = std::mem::take(&mut self.spills);
-            let merged = self.write_spill(&mut kway(&spills, chunk)?)?;
-            self.spills.push(merged);
+            let level = self.spills.last().map_or(0, |(_, l)| *l);
+            let from = self.spills.iter().rposition(|(_, l)| *l != level).map_or(0, |i| i + 1);
+            let inputs: Vec<Arc<Run>> = self.spills.drain(from..).map(|(r, _)| r).collect();
+            let merged = self.write_spill(&mut kway(&inputs, chunk)?)?;
+            self.spills.push((merged, level + 1));
         } else {
             let spill = self.write_spill(&mut chunk.into_iter().map(Ok))?;
-            self.spills.push(spill);
+            self.spills.push((spill, 0));
         }
         Ok(())
     }
@@ -636,6 +643,7 @@ impl RunBuilder<'_> {
     /// As [`Archive::add_run_with_state`]; the archive is then as before.
     pub fn finish(self, begin: Lsn, end: Lsn, state: &[u8]) -> Result<RunSummary> {
         let RunBuilder { archive: a, mut held, spills, .. } = self;
+        let spills: Vec<Arc<Run>> = spills.into_iter().map(|(r, _)| r).collect();
         let _a = a.appender.lock();
         a.check_follows(begin, end)?;
         held.sort_by_key(|e| (e.page, e.lsn));

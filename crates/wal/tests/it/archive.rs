@@ -685,3 +685,102 @@ fn a4b_a_fault_at_any_io_call_of_a_spilling_build_leaves_the_old_or_the_new_arch
         }
     }
 }
+
+/// A file system that counts the bytes written to spilled chunks (`spill` in the name).
+#[derive(Debug)]
+struct SpillBytes {
+    inner: Arc<dyn Vfs>,
+    written: Arc<std::sync::atomic::AtomicU64>,
+}
+
+#[derive(Debug)]
+struct SpillFile {
+    inner: Arc<dyn swizzledb_io::VfsFile>,
+    written: Option<Arc<std::sync::atomic::AtomicU64>>,
+}
+
+impl swizzledb_io::VfsFile for SpillFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        if let Some(w) = &self.written {
+            w.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.inner.write_all_at(buf, offset)
+    }
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+}
+
+impl Vfs for SpillBytes {
+    fn open(
+        &self,
+        path: &Path,
+        mode: swizzledb_io::OpenMode,
+    ) -> std::io::Result<Arc<dyn swizzledb_io::VfsFile>> {
+        let spill = path.to_string_lossy().contains("spill");
+        let inner = self.inner.open(path, mode)?;
+        Ok(Arc::new(SpillFile { inner, written: spill.then(|| Arc::clone(&self.written)) }))
+    }
+    fn remove(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.remove_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+}
+
+/// A4b: a run of many budgets' worth of entries rewrites each entry a few times. At 32 chunks
+/// the builder merged every chunk into one, and then that one again with the next 31 each
+/// time, so a run of n budgets wrote about n²/62 budgets of chunks: 6,000 entries of 1 KB in
+/// 8 KiB chunks wrote 82.6 MB of chunks for 6.1 MB of entries (13 times); at the default
+/// 64 MiB budget, archiving an 8 GiB stretch would have written about 17 GiB of chunks. Now
+/// the chunks of the lowest level merge into one of the next: 16.6 MB (2.7 times).
+#[test]
+fn a4b_a_long_build_rewrites_each_entry_a_few_times() {
+    let written = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let fs = fs();
+    let vfs = SpillBytes { inner: Arc::new(fs.clone()), written: Arc::clone(&written) };
+    let a = Archive::open(Arc::new(vfs), DIR).unwrap();
+    let n = 6_000u64;
+    let mut b = a.run_builder(8 << 10);
+    let mut want = Vec::new();
+    for l in 0..n {
+        let e = Entry { page: (l * 7919) % 97, lsn: Lsn(10 + l), body: vec![(l % 251) as u8; 1000] };
+        want.push(e.clone());
+        b.push(e).unwrap();
+    }
+    let spilled = written.load(std::sync::atomic::Ordering::Relaxed);
+    b.finish(Lsn(10), Lsn(10 + n), &[]).unwrap();
+    want.sort_by_key(|e| (e.page, e.lsn));
+    assert_eq!(a.entries().unwrap(), want);
+    let entries_bytes = n * (1000 + 24);
+    assert!(
+        spilled <= 4 * entries_bytes,
+        "{spilled} bytes of chunks written for {entries_bytes} bytes of entries"
+    );
+    assert_eq!(leftovers(&fs), Vec::<PathBuf>::new());
+}
