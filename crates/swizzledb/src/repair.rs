@@ -6,7 +6,7 @@
 use swizzledb_buffer::page;
 use swizzledb_buffer::PageId;
 use swizzledb_sync::Lsn;
-use swizzledb_wal::{Archive, LogManager};
+use swizzledb_wal::{Archive, LogError, LogManager};
 
 use crate::error::{Error, Result};
 use crate::record::Record;
@@ -36,12 +36,27 @@ fn history(
         let scan_from = match archive {
             Some(a) => {
                 let end = a.end();
-                for e in a.page_entries(id.get(), from)? {
-                    if end.is_some_and(|end| e.lsn < end) && e.lsn < before {
-                        out.push((e.lsn, decode(e.lsn, &e.body)?));
+                match a.page_entries(id.get(), from) {
+                    Ok(entries) => {
+                        for e in entries {
+                            if end.is_some_and(|end| e.lsn < end) && e.lsn < before {
+                                out.push((e.lsn, decode(e.lsn, &e.body)?));
+                            }
+                        }
+                        end.unwrap_or(Lsn(0))
                     }
+                    // A damaged run the log still covers (it holds every record from the
+                    // archive's beginning, or from `from`): the log has the same records.
+                    Err(e @ LogError::ArchiveCorrupted { .. })
+                        if log.oldest() <= from.max(a.begin().unwrap_or(from)) =>
+                    {
+                        log::warn!(
+                            "page {id}'s history is read from the log instead of the log archive: {e}"
+                        );
+                        Lsn(0)
+                    }
+                    Err(e) => return Err(e.into()),
                 }
-                end.unwrap_or(Lsn(0))
             }
             None => Lsn(0),
         };
