@@ -16,6 +16,7 @@ mod compare_and_swap;
 mod concurrency;
 mod crash;
 mod decoupled_cleaner;
+mod demanding;
 mod drop_tree;
 mod durable_default;
 mod fix_timing;
