@@ -1619,3 +1619,85 @@ fn probe_locking_off_huge_transaction() {
         }
     }
 }
+
+/// More snapshots than slots (the overflow list) ended for memory: every read is the
+/// snapshot's or `SnapshotTooOld`, and the versions go once they end.
+#[test]
+fn probe_overflowed_snapshots_ended_for_memory() {
+    use std::sync::{Arc, Barrier};
+    for logging in [true, false] {
+        watchdog(200, "overflowed snapshots", move || {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Arc::new(
+                small(PoolMode::Swizzling, logging, 64)
+                    .version_memory(64 << 10)
+                    .commit_mode(swizzledb::CommitMode::Async)
+                    .create(dir.path().join("db.swz"))
+                    .unwrap(),
+            );
+            let t = db.create_tree("t").unwrap();
+            for i in 0..100u32 {
+                t.insert(&i.to_be_bytes(), &0u64.to_be_bytes()).unwrap();
+            }
+            let n = 300;
+            let (b, b2) = (Arc::new(Barrier::new(n + 1)), Arc::new(Barrier::new(n + 1)));
+            let readers: Vec<_> = (0..n)
+                .map(|r| {
+                    let (db, t, b, b2) = (db.clone(), t.clone(), b.clone(), b2.clone());
+                    std::thread::spawn(move || {
+                        let sum = |rt: &swizzledb::ReadTransaction<'_>| -> Result<u64, String> {
+                            rt.range(&t, Unbounded, Unbounded)
+                                .map(|x| {
+                                    x.map(|(_, v)| u64::from_be_bytes(v.try_into().unwrap()))
+                                        .map_err(|e| e.to_string())
+                                })
+                                .sum()
+                        };
+                        // Half wait before taking theirs: snapshots at different times.
+                        if r % 2 == 1 {
+                            b.wait();
+                        }
+                        let rt = db.begin_read();
+                        // A snapshot taken while the writer commits may end during its first scan.
+                        let first = sum(&rt);
+                        if r % 2 == 0 {
+                            b.wait();
+                        }
+                        b2.wait();
+                        let s0 = match first {
+                            Ok(s) => s,
+                            Err(e) => {
+                                assert!(e.contains("too old"), "reader {r}: {e}");
+                                return;
+                            }
+                        };
+                        match sum(&rt) {
+                            Ok(s1) => assert_eq!(s0, s1, "reader {r}: the snapshot moved"),
+                            Err(e) => assert!(e.contains("too old"), "reader {r}: {e}"),
+                        }
+                        assert_eq!(s0 % 100, 0, "reader {r}: a torn sum");
+                    })
+                })
+                .collect();
+            b.wait();
+            for round in 1..200u64 {
+                db.transact(|tx| {
+                    (0..100u32)
+                        .try_for_each(|i| tx.put(&t, &i.to_be_bytes(), &round.to_be_bytes()).map(|_| ()))
+                })
+                .unwrap();
+            }
+            let mid = db.version_stats().unwrap();
+            b2.wait();
+            for r in readers {
+                r.join().unwrap();
+            }
+            let end = db.version_stats().unwrap();
+            eprintln!("logging {logging}: {mid:?} then {end:?}");
+            assert!(mid.bytes <= mid.limit + mid.limit / 4, "over the bound: {mid:?}");
+            assert_eq!(end.bytes, 0);
+            drop(t);
+            Arc::try_unwrap(db).unwrap().close().unwrap();
+        });
+    }
+}
