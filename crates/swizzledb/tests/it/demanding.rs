@@ -239,7 +239,7 @@ fn probe_many_snapshots_and_scans_open() {
 fn probe_many_open_scans_on_a_tiny_pool() {
     for mode in [PoolMode::Swizzling, PoolMode::Traditional] {
         for logging in [true, false] {
-            watchdog(120, "scans on tiny pool", move || {
+            watchdog(300, "scans on tiny pool", move || {
                 let dir = tempfile::tempdir().unwrap();
                 let db = small(mode, logging, 16).create(dir.path().join("db.swz")).unwrap();
                 let t = db.create_tree("t").unwrap();
@@ -270,7 +270,7 @@ fn probe_many_open_scans_on_a_tiny_pool() {
 fn probe_scan_across_drop_and_close() {
     for mode in MODES {
         for logging in [true, false] {
-            watchdog(60, "scan across drop", move || {
+            watchdog(300, "scan across drop", move || {
                 let dir = tempfile::tempdir().unwrap();
                 let db = small(mode, logging, 32).create(dir.path().join("db.swz")).unwrap();
                 let t = db.create_tree("t").unwrap();
@@ -686,7 +686,7 @@ fn probe_many_threads_holding_snapshots() {
 fn probe_reopen_with_fewer_frames_than_trees() {
     for mode in [PoolMode::Swizzling, PoolMode::Traditional] {
         for logging in [true, false] {
-            watchdog(120, "reopen fewer frames", move || {
+            watchdog(300, "reopen fewer frames", move || {
                 let dir = tempfile::tempdir().unwrap();
                 let path = dir.path().join("db.swz");
                 let db = small(mode, logging, 256).create(&path).unwrap();
@@ -737,7 +737,7 @@ fn probe_reopen_with_fewer_frames_than_trees() {
 fn probe_long_scan_version_bound() {
     for logging in [true, false] {
         for plain_scan in [true, false] {
-            watchdog(200, "long scan bound", move || {
+            watchdog(300, "long scan bound", move || {
                 let dir = tempfile::tempdir().unwrap();
                 let limit = 1 << 20;
                 let db = small(PoolMode::Swizzling, logging, 256)
@@ -882,7 +882,7 @@ fn probe_close_racing_handle_writes_and_scans() {
     for mode in MODES {
         for logging in [true, false] {
             for round in 0..4u64 {
-                watchdog(120, "close racing", move || {
+                watchdog(300, "close racing", move || {
                     let dir = tempfile::tempdir().unwrap();
                     let path = dir.path().join("db.swz");
                     let db = small(mode, logging, 32)
@@ -959,7 +959,7 @@ fn probe_close_racing_handle_writes_and_scans() {
 fn probe_scan_cost_over_deleted_keys_kept_for_a_snapshot() {
     use std::time::Instant;
     for logging in [true, false] {
-        watchdog(200, "deleted keys scan", move || {
+        watchdog(300, "deleted keys scan", move || {
             let dir = tempfile::tempdir().unwrap();
             let db = small(PoolMode::Swizzling, logging, 1024)
                 .commit_mode(swizzledb::CommitMode::Async)
@@ -1006,7 +1006,7 @@ fn probe_scan_cost_over_deleted_keys_kept_for_a_snapshot() {
 #[test]
 fn probe_update_with_sizes() {
     for mode in MODES {
-        watchdog(100, "update_with sizes", move || {
+        watchdog(300, "update_with sizes", move || {
             let dir = tempfile::tempdir().unwrap();
             let db = small(mode, true, 64).log_segment_bytes(8192).create(dir.path().join("db.swz")).unwrap();
             let t = db.create_tree("t").unwrap();
@@ -1045,7 +1045,7 @@ fn probe_crash_with_a_huge_loser_on_a_tiny_pool() {
     for mode in [PoolMode::Swizzling, PoolMode::Traditional] {
         for during_abort in [false, true] {
             for instant in [false, true] {
-                watchdog(200, "huge loser", move || {
+                watchdog(300, "huge loser", move || {
                     let fs = Arc::new(FaultFs::new());
                     fs.create_dir_all(Path::new("/db")).unwrap();
                     let path = Path::new("/db/t.swz");
@@ -1136,7 +1136,7 @@ fn probe_database_calls_beside_an_open_transaction() {
         for logging in [true, false] {
             for (name, call) in &calls {
                 let (name, call) = (*name, *call);
-                watchdog(60, name, move || {
+                watchdog(300, name, move || {
                     let dir = tempfile::tempdir().unwrap();
                     let db = small(mode, logging, 64).create(dir.path().join("db.swz")).unwrap();
                     let t = db.create_tree("t").unwrap();
@@ -1170,7 +1170,7 @@ fn probe_database_calls_beside_an_open_transaction() {
 fn probe_backup_beside_uncommitted_changes() {
     for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
         for logging in [true, false] {
-            watchdog(60, "backup beside uncommitted", move || {
+            watchdog(300, "backup beside uncommitted", move || {
                 let dir = tempfile::tempdir().unwrap();
                 let db = small(mode, logging, 64).create(dir.path().join("db.swz")).unwrap();
                 let t = db.create_tree("t").unwrap();
@@ -1247,7 +1247,7 @@ fn probe_large_values_churn_under_readers() {
     }
     for mode in MODES {
         for logging in [true, false] {
-            watchdog(200, "large churn", move || {
+            watchdog(300, "large churn", move || {
                 let dir = tempfile::tempdir().unwrap();
                 let db = Arc::new(
                     small(mode, logging, 64)
@@ -1350,7 +1350,7 @@ fn probe_large_values_churn_under_readers() {
 fn probe_large_value_tree_drop_and_delete_reinsert_rollback() {
     for mode in [PoolMode::Swizzling, PoolMode::Traditional] {
         for logging in [true, false] {
-            watchdog(200, "large drop", move || {
+            watchdog(300, "large drop", move || {
                 let dir = tempfile::tempdir().unwrap();
                 let path = dir.path().join("db.swz");
                 let db = small(mode, logging, 16).log_segment_bytes(16 << 10).create(&path).unwrap();
@@ -1396,7 +1396,7 @@ fn probe_odd_bounds_and_oversize_read_keys() {
     use std::ops::Bound::{Excluded, Included};
     for mode in MODES {
         for logging in [true, false] {
-            watchdog(60, "odd bounds", move || {
+            watchdog(300, "odd bounds", move || {
                 let dir = tempfile::tempdir().unwrap();
                 let db = small(mode, logging, 32).create(dir.path().join("db.swz")).unwrap();
                 let t = db.create_tree("t").unwrap();
@@ -1569,7 +1569,7 @@ fn probe_locking_off_huge_transaction() {
     for mode in MODES {
         for logging in [true, false] {
             for end in ["commit", "abort", "drop"] {
-                watchdog(200, "locking off", move || {
+                watchdog(300, "locking off", move || {
                     let dir = tempfile::tempdir().unwrap();
                     let db = small(mode, logging, 32)
                         .log_segment_bytes(16 << 10)
@@ -1626,7 +1626,7 @@ fn probe_locking_off_huge_transaction() {
 fn probe_overflowed_snapshots_ended_for_memory() {
     use std::sync::{Arc, Barrier};
     for logging in [true, false] {
-        watchdog(200, "overflowed snapshots", move || {
+        watchdog(300, "overflowed snapshots", move || {
             let dir = tempfile::tempdir().unwrap();
             let db = Arc::new(
                 small(PoolMode::Swizzling, logging, 64)
