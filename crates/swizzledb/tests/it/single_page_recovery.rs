@@ -91,12 +91,17 @@ fn check(db: &Database, oracle: &BTreeMap<Vec<u8>, Vec<u8>>) {
 
 /// The file's pages that are B-tree nodes (leaves and inner nodes), by id.
 fn node_pages(fs: &FaultFs, path: &Path) -> Vec<u64> {
+    pages_of(fs, path, |t| matches!(t, PageType::Leaf | PageType::Inner))
+}
+
+/// The file's sound pages whose type `keep` accepts, by id.
+fn pages_of(fs: &FaultFs, path: &Path, keep: impl Fn(PageType) -> bool) -> Vec<u64> {
     let bytes = fs.contents(path).unwrap();
     (1..bytes.len() / PS)
         .filter(|&i| {
             let p = &bytes[i * PS..(i + 1) * PS];
             page::verify(p, swizzledb_sync::PageId::new(i as u64).unwrap()).is_ok()
-                && matches!(page::page_type(p), Some(PageType::Leaf | PageType::Inner))
+                && page::page_type(p).is_some_and(&keep)
         })
         .map(|i| i as u64)
         .collect()
@@ -306,15 +311,7 @@ fn r18_faults_during_a_repair_are_typed_errors_and_lose_nothing() {
 
 /// The file's overflow pages (large values' chains, btree T22), by id.
 fn overflow_pages(fs: &FaultFs, path: &Path) -> Vec<u64> {
-    let bytes = fs.contents(path).unwrap();
-    (1..bytes.len() / PS)
-        .filter(|&i| {
-            let p = &bytes[i * PS..(i + 1) * PS];
-            page::verify(p, swizzledb_sync::PageId::new(i as u64).unwrap()).is_ok()
-                && page::page_type(p) == Some(PageType::Overflow)
-        })
-        .map(|i| i as u64)
-        .collect()
+    pages_of(fs, path, |t| t == PageType::Overflow)
 }
 
 /// R17, R18: a record that writes a large value names every page of its overflow chain (and
