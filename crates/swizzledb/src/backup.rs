@@ -86,7 +86,7 @@ impl Database {
         // replaced it with an empty database; a compaction's (R28) swapped the copy it names
         // over this one.
         for p in
-            [path.to_path_buf(), wal_dir(path), files::creating_marker(path), crate::compact::marker(path)]
+            [path.to_path_buf(), wal_dir(path), files::creating_marker(path), files::compaction_marker(path)]
         {
             if vfs.exists(&p) {
                 return Err(Error::BackupTargetExists(p));

@@ -27,10 +27,9 @@ pub struct CompactStats {
     pub records: u64,
 }
 
-/// The marker of a compaction in progress: `<path>.compact`, holding the copy's file name
-/// (a name too long for that is cut short with a hash, `files::name_beside`).
-pub(crate) fn marker(path: &Path) -> PathBuf {
-    files::name_beside(path, "", ".compact", files::NAME_MAX)
+/// The marker of a compaction in progress (`files::compaction_marker`).
+fn marker(path: &Path) -> PathBuf {
+    files::compaction_marker(path)
 }
 
 /// Where a marker is written before it is renamed to [`marker`]: `<path>.compact-new`.

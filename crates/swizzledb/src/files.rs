@@ -305,6 +305,13 @@ pub(crate) fn creating_marker(path: &Path) -> PathBuf {
     name_beside(path, "", ".creating", NAME_MAX)
 }
 
+/// R28: the marker of a compaction in progress: `<path>.compact`, holding the copy's file name
+/// (a name too long for that is cut short with a hash, [`name_beside`]). Here, beside the
+/// create's, for the backup that refuses a target either names (R26).
+pub(crate) fn compaction_marker(path: &Path) -> PathBuf {
+    name_beside(path, "", ".compact", NAME_MAX)
+}
+
 /// R14: a `create` in progress, or one a crash cut short. The marker is made (its directory
 /// synced) before anything else of the database and removed (synced) once the database is
 /// complete, and a create holds its lock meanwhile: a marker nobody holds belongs to a create
