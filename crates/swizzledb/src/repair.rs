@@ -347,7 +347,7 @@ fn ends_free(history: &[(Lsn, Record)], id: PageId) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Change, NodeLog};
+    use crate::record::Change;
     use crate::redo::archive_entries;
     use swizzledb_sync::TxnId;
 
