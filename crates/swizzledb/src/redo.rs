@@ -74,29 +74,19 @@ pub(crate) fn archive_entries(body: Vec<u8>, pages: &[PageId], page_size: usize)
     let alone = |p: PageId| Record::Structure { pages: Vec::new(), freed: vec![p] }.encode();
     match &record {
         Record::Leaf { page, change, chain, freed, .. } => {
-            let value = match change {
-                Change::Insert { value, .. } | Change::Update { new: value, .. } => Some(&value[..]),
-                _ => None,
-            };
-            let images =
-                value.filter(|v| swizzledb_btree::overflow::chain_len(page_size, v.len()) == chain.len());
-            if (!chain.is_empty() && images.is_none())
-                || overlap(chain, freed)
-                || chain.contains(page)
-                || freed.contains(page)
-            {
+            if overlap(chain, freed) || chain.contains(page) || freed.contains(page) {
                 return whole(body);
             }
+            let images: std::result::Result<Vec<Vec<u8>>, String> =
+                (0..chain.len()).map(|at| chain_page_image(page_size, change, chain, at)).collect();
+            let Ok(images) = images else { return whole(body) };
             let mut out = Vec::with_capacity(pages.len());
-            if let Some(value) = images {
-                for (at, p) in chain.iter().enumerate() {
-                    let image = swizzledb_btree::overflow::page_image(page_size, value, chain, at);
-                    out.push((
-                        *p,
-                        Record::Structure { pages: vec![(*p, NodeLog::Image(image))], freed: Vec::new() }
-                            .encode(),
-                    ));
-                }
+            for (p, image) in chain.iter().zip(images) {
+                out.push((
+                    *p,
+                    Record::Structure { pages: vec![(*p, NodeLog::Image(image))], freed: Vec::new() }
+                        .encode(),
+                ));
             }
             out.extend(freed.iter().map(|p| (*p, alone(*p))));
             out.push((*page, body));
@@ -116,6 +106,24 @@ pub(crate) fn archive_entries(body: Vec<u8>, pages: &[PageId], page_size: usize)
         }
         _ => whole(body),
     }
+}
+
+/// T22: the image of overflow page `chain[at]` that a leaf change writes (its part of the new
+/// value), or why the change writes none (a delete, or a value whose length does not match the
+/// chain): what redo installs and what the archive keeps for that page (R17).
+fn chain_page_image(
+    page_size: usize,
+    change: &Change,
+    chain: &[PageId],
+    at: usize,
+) -> std::result::Result<Vec<u8>, String> {
+    let (Change::Insert { value, .. } | Change::Update { new: value, .. }) = change else {
+        return Err(format!("a delete that writes overflow page {}", chain[at]));
+    };
+    if swizzledb_btree::overflow::chain_len(page_size, value.len()) != chain.len() {
+        return Err(format!("a value of {} bytes with {} overflow pages", value.len(), chain.len()));
+    }
+    Ok(swizzledb_btree::overflow::page_image(page_size, value, chain, at))
 }
 
 /// Whether a page is in both lists.
@@ -181,17 +189,9 @@ pub(crate) fn redo_on_page(
         }
         // T22: a page of the new value's overflow chain, rebuilt from the value (its image).
         Record::Leaf { change, chain, .. } if chain.contains(&id) => {
-            let (Change::Insert { value, .. } | Change::Update { new: value, .. }) = change else {
-                return Err(corrupted(lsn, format!("a delete that writes overflow page {id}")));
-            };
             let at = chain.iter().position(|p| *p == id).unwrap_or_default();
-            if swizzledb_btree::overflow::chain_len(target.page_size(), value.len()) != chain.len() {
-                return Err(corrupted(
-                    lsn,
-                    format!("a value of {} bytes with {} overflow pages", value.len(), chain.len()),
-                ));
-            }
-            let image = swizzledb_btree::overflow::page_image(target.page_size(), value, chain, at);
+            let image =
+                chain_page_image(target.page_size(), change, chain, at).map_err(|e| corrupted(lsn, e))?;
             target.install(id, &image, lsn)?;
             Ok(true)
         }
