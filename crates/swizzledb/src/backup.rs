@@ -58,8 +58,9 @@ impl Database {
     ///
     /// # Errors
     /// [`Error::BackupTargetInLog`] if `path` lies in this database's log directory
-    /// (`<file>.wal`, however `path` spells it; the archive's directory in it too), which the
-    /// database owns: a compaction removes what is there with the old log directory.
+    /// (`<file>.wal`, however `path` spells it; the archive's directory in it too) or in
+    /// another database's (a directory above `path` holds a log directory's identity file),
+    /// which that database owns: a compaction removes what is there with the old log directory.
     /// [`Error::BackupTargetExists`] if `path` or `<path>.wal` exists, or the marker of a
     /// create at `path` that a crash cut short or of a compaction of `path` (`<path>.creating`,
     /// `<path>.compact`: an open of `path` would act on it, not open the copy), another backup to
@@ -122,19 +123,30 @@ impl Database {
         renamed
     }
 
-    /// R26: a target in this database's log directory (however spelled) is refused: the
-    /// database owns what is there, and a compaction (R28) removed a backup written there with
-    /// the old log directory.
+    /// R26: a target in a database's log directory (however spelled) is refused: the database
+    /// owns what is there, and a compaction (R28) removed a backup written there with the old
+    /// log directory. This database's log directory is known by its name; any other by the
+    /// identity file every log directory holds (`files::ID_FILE`), looked for on the backup's
+    /// file system in each directory above the target, as given and as resolved (links).
     fn check_outside_log(&self, path: &Path) -> Result<()> {
-        if self.core.in_memory || !self.file_is_logged() {
-            return Ok(());
-        }
-        let log = wal_dir(self.core.pool.path());
+        let refused = || Err(Error::BackupTargetInLog(path.to_path_buf()));
         let target = Claim::key(path);
-        // The log directory by the name beside the file, and where a link of that name leads.
-        let logs = [Some(Claim::key(&log)), std::fs::canonicalize(&log).ok()];
-        if logs.iter().flatten().any(|log| target.starts_with(log)) {
-            return Err(Error::BackupTargetInLog(path.to_path_buf()));
+        if !self.core.in_memory && self.file_is_logged() {
+            let log = wal_dir(self.core.pool.path());
+            // The log directory by the name beside the file, and where a link of that name leads.
+            let logs = [Some(Claim::key(&log)), std::fs::canonicalize(&log).ok()];
+            if logs.iter().flatten().any(|log| target.starts_with(log)) {
+                return refused();
+            }
+        }
+        let vfs = self.backup_vfs();
+        let in_a_log = |p: &Path, vfs: &dyn Vfs| {
+            p.ancestors()
+                .skip(1)
+                .any(|dir| !dir.as_os_str().is_empty() && vfs.exists(&dir.join(files::ID_FILE)))
+        };
+        if in_a_log(path, &*vfs) || in_a_log(&target, &*vfs) {
+            return refused();
         }
         Ok(())
     }

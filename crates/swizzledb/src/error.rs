@@ -117,11 +117,12 @@ pub enum Error {
          choose a new path, or remove it (with the database's log directory)"
     )]
     BackupTargetExists(PathBuf),
-    /// [`Database::backup_to`](crate::Database::backup_to) was given a target in the source's
-    /// own log directory (`<file>.wal`, however the path spells it), which the database owns: a
-    /// compaction removes what is there with the old log directory. Nothing was written.
+    /// [`Database::backup_to`](crate::Database::backup_to) was given a target in a database's
+    /// log directory: the source's own (`<file>.wal`, however the path spells it) or another
+    /// one's, which that database owns: a compaction removes what is there with the old log
+    /// directory. Nothing was written.
     #[error(
-        "the backup's target {0} is in the source database's log directory, which the database owns \
+        "the backup's target {0} is in a database's log directory, which that database owns \
          (a compaction removes everything in it); choose a path outside it"
     )]
     BackupTargetInLog(PathBuf),

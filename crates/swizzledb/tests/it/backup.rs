@@ -743,3 +743,43 @@ fn r26_a_backup_into_the_sources_log_directory_is_refused() {
     assert_eq!(copy.tree("t").unwrap().range(Unbounded, Unbounded).count(), 200);
     copy.close().unwrap();
 }
+
+/// R26: a backup is refused a target in *another* database's log directory too (found by the
+/// identity file every log directory holds), from a logged and from an unlogged source, on the
+/// operating system's file system and on a `MemFs`. It was written there and returned `Ok`, and
+/// that database's next compaction (R28) removed it with its old log directory: the backup was
+/// lost without a word.
+#[test]
+fn r26_a_backup_into_another_databases_log_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.swz");
+    Database::builder().create(&other).unwrap().close().unwrap();
+    let other_log = swizzledb::wal_dir(&other);
+    for logged in [true, false] {
+        let src = dir.path().join(format!("src-{logged}.swz"));
+        let builder = if logged { Database::builder() } else { Database::builder().logging(false) };
+        let db = builder.create(&src).unwrap();
+        let t = db.create_tree("t").unwrap();
+        t.upsert(b"k", b"v").unwrap();
+        for target in [other_log.join("copy.swz"), other_log.join("sub").join("copy.swz")] {
+            let r = db.backup_to(&target);
+            assert!(matches!(&r, Err(Error::BackupTargetInLog(p)) if *p == target), "logged {logged}: {r:?}");
+            assert!(!target.exists() && !swizzledb::wal_dir(&target).exists());
+        }
+        drop(t);
+        db.close().unwrap();
+    }
+    // The other database compacts as before, its log directory holding only its own files.
+    Database::builder().compact(&other).unwrap();
+
+    let (fs, builder) = on_memfs();
+    let a = Path::new("/m/a.swz");
+    let b = Path::new("/m/b.swz");
+    builder().create(b).unwrap().close().unwrap();
+    let db = builder().create(a).unwrap();
+    let target = swizzledb::wal_dir(b).join("copy.swz");
+    let r = db.backup_to(&target);
+    assert!(matches!(&r, Err(Error::BackupTargetInLog(p)) if *p == target), "MemFs: {r:?}");
+    assert!(!fs.exists(&target));
+    db.close().unwrap();
+}
