@@ -139,13 +139,7 @@ impl Database {
                 return refused();
             }
         }
-        let vfs = self.backup_vfs();
-        let in_a_log = |p: &Path, vfs: &dyn Vfs| {
-            p.ancestors()
-                .skip(1)
-                .any(|dir| !dir.as_os_str().is_empty() && vfs.exists(&dir.join(files::ID_FILE)))
-        };
-        if in_a_log(path, &*vfs) || in_a_log(&target, &*vfs) {
+        if files::in_a_log_directory(&*self.backup_vfs(), path, Some(&target)) {
             return refused();
         }
         Ok(())

@@ -365,7 +365,8 @@ impl Builder {
     /// # Errors
     /// Invalid settings ([`BufferError::Config`](crate::BufferError::Config) for the pool's
     /// and the page size, [`Error::Log`]`(`[`LogError::BadConfig`]`)` for the log's), a
-    /// missing directory ([`Error::DirectoryMissing`], logged or not), a non-empty
+    /// missing directory ([`Error::DirectoryMissing`], logged or not), a path in a database's
+    /// log directory ([`Error::InLogDirectory`]: that database owns it), a non-empty
     /// `<path>.wal` ([`Error::StaleLog`]), another create making the same database
     /// ([`Error::AlreadyOpen`]), or I/O errors (among them a `path` that ends with a separator
     /// or `..`, which names a directory, and an empty `path`:

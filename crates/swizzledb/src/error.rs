@@ -108,6 +108,15 @@ pub enum Error {
     /// never the directories they go in.
     #[error("the directory {0} does not exist; create it first, or choose a path in an existing directory")]
     DirectoryMissing(PathBuf),
+    /// [`Builder::create`](crate::Builder::create) (or
+    /// [`Builder::open_or_create`](crate::Builder::open_or_create) where it creates) was given
+    /// a path in a database's log directory, which that database owns: a compaction removes
+    /// what is there with the old log directory. Nothing was made.
+    #[error(
+        "{0} lies in a database's log directory, which that database owns (a compaction removes \
+         everything in it); choose a path outside it"
+    )]
+    InLogDirectory(PathBuf),
     /// [`Database::backup_to`](crate::Database::backup_to) would overwrite something: its
     /// target, the target's log directory, or a create's or compaction's marker beside the
     /// target (`<target>.creating`, `<target>.compact`) exists, or another backup to the same

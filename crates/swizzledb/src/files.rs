@@ -131,6 +131,18 @@ fn id_path(dir: &Path) -> PathBuf {
     dir.join(ID_FILE)
 }
 
+/// Whether `path` lies in a database's log directory on `vfs`: a directory above it holds the
+/// identity file every log directory has, as `path` spells it or as the operating system
+/// resolves it (`resolved` if the caller has it resolved already, else [`resolved_on_os`]).
+/// The database owns what is there: a compaction (RECOVERY.md R28) removes its old log
+/// directory whole, with whatever a backup (R26) or a create (R14) put in it.
+pub(crate) fn in_a_log_directory(vfs: &dyn Vfs, path: &Path, resolved: Option<&Path>) -> bool {
+    let resolved = resolved.map(Path::to_path_buf).or_else(|| resolved_on_os(path));
+    let in_a_log =
+        |p: &Path| p.ancestors().skip(1).any(|dir| !dir.as_os_str().is_empty() && vfs.exists(&id_path(dir)));
+    in_a_log(path) || resolved.as_deref().is_some_and(in_a_log)
+}
+
 fn encode_id(id: u64, segment_bytes: u64) -> [u8; ID_LEN] {
     let mut b = [0u8; ID_LEN];
     b[..8].copy_from_slice(ID_MAGIC);

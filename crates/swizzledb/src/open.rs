@@ -67,6 +67,11 @@ impl Builder {
         if let Some(dir) = parent.filter(|dir| !self.config.vfs.exists(dir)) {
             return Err(Error::DirectoryMissing(dir.to_path_buf()));
         }
+        // Nor in a database's log directory (R14): that database's compaction (R28) removed a
+        // database made there, with its own log directory, without a word.
+        if files::in_a_log_directory(&*self.config.vfs, path, None) {
+            return Err(Error::InLogDirectory(path.to_path_buf()));
+        }
         let vfs = Arc::clone(&self.config.vfs);
         // R14: a marker beside the file until the database is complete, so that a create a
         // crash cuts short leaves nothing the next create or open refuses. A backup's copy

@@ -373,6 +373,43 @@ fn r14_a_create_in_a_missing_directory_is_refused_logged_or_not() {
     }
 }
 
+/// R14: a create in a database's log directory (or below it: the archive's directory, or
+/// through a symbolic link to it) is refused, logged or not, by `create` and `open_or_create`,
+/// naming the path, and makes nothing there; the other database then compacts (R28) with its
+/// own files alone. The create succeeded, and that compaction removed the new database with
+/// the old log directory: it was lost without a word.
+#[test]
+fn r14_a_create_in_a_databases_log_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.swz");
+    let db = Database::builder().log_archive(true).create(&other).unwrap();
+    db.tree_or_create("t").unwrap().upsert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let log = swizzledb::wal_dir(&other);
+    std::os::unix::fs::symlink(&log, dir.path().join("link")).unwrap();
+    let before = files_under(&log);
+    for path in [log.join("db.swz"), log.join("archive").join("db.swz"), dir.path().join("link/db.swz")] {
+        for logged in [true, false] {
+            for open_or_create in [false, true] {
+                let builder = Database::builder().logging(logged);
+                let r = if open_or_create { builder.open_or_create(&path) } else { builder.create(&path) };
+                match r {
+                    Err(Error::InLogDirectory(p)) => assert_eq!(p, path),
+                    other => {
+                        panic!("{}: expected InLogDirectory, got {:?}", path.display(), other.map(|_| ()))
+                    }
+                }
+                assert!(!path.exists(), "{}: the file was made", path.display());
+                assert_eq!(files_under(&log), before, "{}: something was made", path.display());
+            }
+        }
+    }
+    Database::builder().compact(&other).unwrap();
+    let db = Database::builder().open(&other).unwrap();
+    assert_eq!(db.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    db.close().unwrap();
+}
+
 /// R14: a create at a path that ends with a separator (`dir/db.swz/`, `dir/db.swz/.`) is
 /// refused with an I/O error of kind `InvalidInput`, logged or not, and makes nothing; the
 /// create without the separator then succeeds. A logged create made the log directory
