@@ -30,20 +30,20 @@ use swizzledb_io::{MemFs, Vfs};
 
 use crate::common::XorShift;
 
-type Map = BTreeMap<Vec<u8>, Vec<u8>>;
-type Record = (Vec<u8>, Vec<u8>);
+pub(crate) type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+pub(crate) type Record = (Vec<u8>, Vec<u8>);
 
 #[derive(Clone, Copy, Debug)]
-struct Config {
-    mode: PoolMode,
-    logged: bool,
-    locking: bool,
-    page: usize,
-    small_pool: bool,
+pub(crate) struct Config {
+    pub(crate) mode: PoolMode,
+    pub(crate) logged: bool,
+    pub(crate) locking: bool,
+    pub(crate) page: usize,
+    pub(crate) small_pool: bool,
 }
 
 impl Config {
-    fn all() -> Vec<Config> {
+    pub(crate) fn all() -> Vec<Config> {
         let mut all = Vec::new();
         for mode in [PoolMode::Swizzling, PoolMode::Traditional, PoolMode::MainMemory] {
             for (logged, locking) in [(true, true), (true, false), (false, true), (false, false)] {
@@ -57,7 +57,7 @@ impl Config {
         all
     }
 
-    fn pool_bytes(&self) -> usize {
+    pub(crate) fn pool_bytes(&self) -> usize {
         match (self.mode, self.small_pool) {
             (PoolMode::MainMemory, true) => 16 << 20,
             (PoolMode::MainMemory, false) => 128 << 20,
@@ -66,7 +66,7 @@ impl Config {
         }
     }
 
-    fn builder(&self, fs: &Arc<dyn Vfs>) -> Builder {
+    pub(crate) fn builder(&self, fs: &Arc<dyn Vfs>) -> Builder {
         let (locking, fs) = (self.locking, Arc::clone(fs));
         Database::builder()
             .mode(self.mode)
@@ -78,13 +78,13 @@ impl Config {
 
     /// Whether plain reads see only committed records (LOCKS.md K18): on a logged database
     /// with record locks; otherwise they see a running transaction's changes.
-    fn committed_reads(&self) -> bool {
+    pub(crate) fn committed_reads(&self) -> bool {
         self.logged && self.locking
     }
 
     /// Whether a snapshot keeps the state it began with (versions exist with record locks,
     /// K17); without them it reads the tree as it is.
-    fn versions(&self) -> bool {
+    pub(crate) fn versions(&self) -> bool {
         self.locking
     }
 }
@@ -173,7 +173,7 @@ impl Gen {
     }
 }
 
-fn in_range(map: &Map, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> Vec<Record> {
+pub(crate) fn in_range(map: &Map, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> Vec<Record> {
     let after_start = |k: &Vec<u8>| match start {
         Unbounded => true,
         Included(b) => k >= b,
@@ -187,26 +187,26 @@ fn in_range(map: &Map, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> Vec<Reco
     map.iter().filter(|(k, _)| after_start(k) && before_end(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-fn with_prefix(map: &Map, prefix: &[u8]) -> Vec<Record> {
+pub(crate) fn with_prefix(map: &Map, prefix: &[u8]) -> Vec<Record> {
     map.iter().filter(|(k, _)| k.starts_with(prefix)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-fn all_of(map: &Map) -> Vec<Record> {
+pub(crate) fn all_of(map: &Map) -> Vec<Record> {
     map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-fn borrowed(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+pub(crate) fn borrowed(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     bound.as_ref().map(Vec::as_slice)
 }
 
 /// Records as a failure message shows them: each key's first bytes and the value's length.
-fn brief(records: &[Record]) -> Vec<(String, usize)> {
+pub(crate) fn brief(records: &[Record]) -> Vec<(String, usize)> {
     records.iter().map(|(k, v)| (format!("{:02x?}", &k[..k.len().min(6)]), v.len())).collect()
 }
 
 /// Reads `scan` from both ends, the end of each step chosen by the bits of `pattern`; returns
 /// the items in the scan's order.
-fn from_both_ends<T, E: std::fmt::Debug>(
+pub(crate) fn from_both_ends<T, E: std::fmt::Debug>(
     mut scan: impl DoubleEndedIterator<Item = Result<T, E>>,
     mut pattern: u64,
     ctx: &str,
@@ -228,12 +228,12 @@ fn from_both_ends<T, E: std::fmt::Debug>(
     front
 }
 
-fn assert_same(got: &[Record], want: &[Record], what: &str) {
+pub(crate) fn assert_same(got: &[Record], want: &[Record], what: &str) {
     assert!(got == want, "{what}\n got {:?}\nwant {:?}", brief(got), brief(want));
 }
 
 /// The whole tree against the oracle: both directions, the map calls, and the verifier.
-fn check_all(tree: &Tree, map: &Map, ctx: &str) {
+pub(crate) fn check_all(tree: &Tree, map: &Map, ctx: &str) {
     let want = all_of(map);
     let got: Vec<Record> = tree.range(Unbounded, Unbounded).map(Result::unwrap).collect();
     assert_same(&got, &want, &format!("{ctx}: the contents"));

@@ -26,7 +26,7 @@ fn value(len: usize, seed: u8) -> Vec<u8> {
 }
 
 /// Every allocated page is a node or an overflow page of one of the database's trees (T22 4).
-fn assert_no_leak(db: &Database, context: &str) {
+pub(crate) fn assert_no_leak(db: &Database, context: &str) {
     let alloc = db.pool().allocation();
     let mut reachable = 0;
     for name in db.tree_names() {

@@ -29,6 +29,7 @@ mod instant_restart;
 mod isolation;
 mod isolation_matrix;
 mod large_values;
+mod large_versions;
 mod lazy_split_images;
 mod log_archive;
 mod log_damage;
