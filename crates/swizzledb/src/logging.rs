@@ -1305,23 +1305,13 @@ impl TxnLog<'_> {
             // not see it; under the leaf's exclusive latch, before the change is made. The
             // key's lock head names this writer already (`LockManager::lock_to_write`).
             let (key, old) = (change.key(), change.old());
-            let delete = self.with_undo(|list| {
-                // K22: a delete puts the writer's version (its first change's old value) in
-                // the key's chain and the key in the ordered index.
-                let delete = match (&self.versioned, change) {
-                    (Some((v, w)), LeafChange::Delete { .. }) => {
-                        let before =
-                            list.first(tree, key).map_or(old, |i| list.get(i).old).map(<[u8]>::to_vec);
-                        Some((*v, w, before))
-                    }
-                    _ => None,
-                };
-                list.push(tree, key, old, undo_prev.get());
-                delete
-            });
+            self.with_undo(|list| list.push(tree, key, old, undo_prev.get()));
             self.changed.set(true);
-            if let Some((v, w, before)) = delete {
-                if let Some(k) = v.record_delete(w, tree, key, before.as_deref()) {
+            // K22: a delete puts the writer's version in the key's chain and the key in the
+            // ordered index; its before-image (the first change's old value) stays in the list
+            // pushed above until the writer ends (K17, K20).
+            if let (Some((v, w)), LeafChange::Delete { .. }) = (&self.versioned, change) {
+                if let Some(k) = v.record_delete(w, tree, key) {
                     self.chained.borrow_mut().push(k);
                 }
             }

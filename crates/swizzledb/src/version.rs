@@ -114,12 +114,25 @@ pub(crate) type Key = Arc<[u8]>;
 #[derive(Debug)]
 pub(crate) struct Version {
     pub(crate) writer: Arc<Writer>,
-    /// The value before the writer's first change of the key (`None`: absent).
+    /// The value before the writer's first change of the key (`None`: absent); meaningless
+    /// while `in_list`.
     pub(crate) before: Option<Box<[u8]>>,
+    /// K17, K20: the before-image is still in the writer's undo list, which the running writer
+    /// keeps for its rollback anyway: the version a delete puts in the key's chain (K22) while
+    /// its writer runs holds no copy of it. The writer's end (`Versions::retire`) copies it in,
+    /// from the list, before it empties the list, or removes the version at once if no
+    /// snapshot may need it.
+    pub(crate) in_list: bool,
 }
 
 impl Version {
-    /// The memory the version counts against the bound (K20), with a key of `key_len` bytes.
+    /// The version of `writer` whose before-image is `before`.
+    pub(crate) fn of(writer: &Arc<Writer>, before: Option<&[u8]>) -> Version {
+        Version { writer: Arc::clone(writer), before: before.map(Box::from), in_list: false }
+    }
+
+    /// The memory the version takes, with a key of `key_len` bytes: while it is `in_list`, its
+    /// key and bookkeeping only, which the bound does not count (K20).
     pub(crate) fn bytes(&self, key_len: usize) -> usize {
         VERSION_OVERHEAD + key_len + self.before.as_ref().map_or(0, |b| b.len())
     }

@@ -136,8 +136,12 @@ pub(crate) struct Versions {
     /// The smallest end time in `finished` (`u64::MAX`: none): a snapshot registered below it
     /// may be what keeps those versions, and collects when it ends (K19).
     waiting: Own<AtomicU64>,
-    /// Bytes held by versions (K20).
+    /// Bytes held by versions: not zero while any chain exists.
     bytes: Own<AtomicUsize>,
+    /// The part of `bytes` the bound counts (K20): all but what versions whose before-images
+    /// are still in their running writers' lists take (`Version::in_list`: their keys and
+    /// bookkeeping), of which ending a snapshot frees nothing.
+    counted: Own<AtomicUsize>,
     /// Chains per bucket of composite-key hashes (K18): a reader whose key's bucket counts
     /// none has no chain to look up. Raised before the chain's first change is made, lowered
     /// when the chain is removed.
@@ -246,6 +250,7 @@ impl Versions {
             finished: Own(Mutex::new(Vec::new())),
             waiting: Own(AtomicU64::new(u64::MAX)),
             bytes: Own(AtomicUsize::new(0)),
+            counted: Own(AtomicUsize::new(0)),
             chained: (0..BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             locks,
             limit,
@@ -256,26 +261,45 @@ impl Versions {
 
     pub(crate) fn stats(&self) -> VersionStats {
         VersionStats {
-            bytes: self.bytes.load(SeqCst),
+            bytes: self.counted_bytes(),
             limit: self.limit,
             made: self.made.iter().map(|m| m.load(SeqCst)).sum(),
             too_old: self.too_old.load(SeqCst),
         }
     }
 
-    /// K17, K22: `writer` is about to delete `key` of `tree`, whose version (the value before
-    /// the writer's first change of it) is `before`: the version goes to the key's chain now,
-    /// and the key into the ordered index, since a scan cannot meet a deleted key in the tree.
-    /// Returns the composite key if this put the writer's version in the chain, for
+    /// K20: the bytes the bound counts: those of the versions of writers that ended.
+    fn counted_bytes(&self) -> usize {
+        self.counted.load(SeqCst)
+    }
+
+    /// Counts `v`, a version of a key of `key_len` bytes, going into a chain.
+    fn count(&self, v: &Version, key_len: usize) {
+        let b = v.bytes(key_len);
+        if !v.in_list {
+            self.counted.fetch_add(b, SeqCst);
+        }
+        self.bytes.fetch_add(b, SeqCst);
+    }
+
+    /// Uncounts `v`, a version of a key of `key_len` bytes, leaving its chain.
+    fn uncount(&self, v: &Version, key_len: usize) {
+        let b = v.bytes(key_len);
+        if !v.in_list {
+            self.counted.fetch_sub(b, SeqCst);
+        }
+        self.bytes.fetch_sub(b, SeqCst);
+    }
+
+    /// K17, K22: `writer` is about to delete `key` of `tree`: its version goes to the key's
+    /// chain now, and the key into the ordered index, since a scan cannot meet a deleted key in
+    /// the tree. The version holds no copy of its before-image while the writer runs: that is
+    /// the writer's first undo entry of the key, pushed before this call, where readers look it
+    /// up (K18), and it counts nothing against the bound (K20); [`Versions::retire`] copies it
+    /// in. Returns the composite key if this put the writer's version in the chain, for
     /// [`Versions::retire`]. Called under the leaf's exclusive latch, before the change.
-    pub(crate) fn record_delete(
-        &self,
-        writer: &Arc<Writer>,
-        tree: PageId,
-        key: &[u8],
-        before: Option<&[u8]>,
-    ) -> Option<Key> {
-        with_composite(tree, key, |ck| self.record_in_chain(writer, ck, before, true))
+    pub(crate) fn record_delete(&self, writer: &Arc<Writer>, tree: PageId, key: &[u8]) -> Option<Key> {
+        with_composite(tree, key, |ck| self.record_in_chain(writer, ck))
     }
 
     /// Puts `version` at the end of `ck`'s chain (counting a new chain); its bytes are counted
@@ -293,24 +317,22 @@ impl Versions {
         (writer, k)
     }
 
-    /// K17 in the shared chain of `ck`: records `writer`'s version (`before`) unless the chain's
-    /// newest is the writer's already; `deletes` indexes the key (K22).
-    fn record_in_chain(
-        &self,
-        writer: &Arc<Writer>,
-        ck: &[u8],
-        before: Option<&[u8]>,
-        deletes: bool,
-    ) -> Option<Key> {
+    /// K17, K22 in the shared chain of `ck`, for a delete: records `writer`'s version, its
+    /// before-image left in the writer's list, unless the chain's newest is the writer's
+    /// already, and indexes the key.
+    fn record_in_chain(&self, writer: &Arc<Writer>, ck: &[u8]) -> Option<Key> {
+        let in_list = || {
+            let v = Version { writer: Arc::clone(writer), before: None, in_list: true };
+            self.count(&v, ck.len());
+            v
+        };
         let mut shard = self.shards[shard_of(ck)].lock();
         let found = shard.get_mut(ck).map(|chain| {
-            let index = deletes && !chain.indexed;
-            chain.indexed |= deletes;
+            let index = !chain.indexed;
+            chain.indexed = true;
             let made = !chain.versions.last().is_some_and(|v| Arc::ptr_eq(&v.writer, writer));
             if made {
-                let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-                self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
-                chain.versions.push(v);
+                chain.versions.push(in_list());
             }
             (made, index)
         });
@@ -321,13 +343,11 @@ impl Versions {
                 (made, Arc::clone(k), index)
             }
             None => {
-                let v = Version { writer: Arc::clone(writer), before: before.map(Box::from) };
-                self.bytes.fetch_add(v.bytes(ck.len()), SeqCst);
                 let k: Key = Arc::from(ck);
-                let chain = Chain { versions: smallvec::smallvec![v], indexed: deletes };
+                let chain = Chain { versions: smallvec::smallvec![in_list()], indexed: true };
                 shard.insert(Arc::clone(&k), chain);
                 self.chained[self.chain_bucket(ck)].fetch_add(1, SeqCst);
-                (true, k, deletes)
+                (true, k, true)
             }
         };
         // K22: only a deleted key can be missed by a scan that a snapshot shows it to.
@@ -386,14 +406,22 @@ impl Versions {
                         return;
                     }
                     let mut shard = self.shards[shard_of(ck)].lock();
-                    let mine = shard
-                        .get(ck)
-                        .and_then(|c| c.versions.last())
-                        .is_some_and(|v| Arc::ptr_eq(&v.writer, writer));
-                    if !mine {
-                        let version = Version { writer: Arc::clone(writer), before: u.old.map(Box::from) };
-                        self.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
-                        chained.push(self.append_to_chain(&mut shard, ck, version).1);
+                    match shard.get_mut(ck).and_then(|c| c.versions.last_mut()) {
+                        Some(v) if Arc::ptr_eq(&v.writer, writer) => {
+                            // Its delete's version (K22): the before-image comes out of the list
+                            // now, before the list is emptied, where a snapshot may need it.
+                            // Else `ended` removes the version at once.
+                            if v.in_list && keep {
+                                self.uncount(v, ck.len());
+                                *v = Version::of(writer, u.old);
+                                self.count(v, ck.len());
+                            }
+                        }
+                        _ => {
+                            let version = Version::of(writer, u.old);
+                            self.count(&version, ck.len());
+                            chained.push(self.append_to_chain(&mut shard, ck, version).1);
+                        }
                     }
                 });
             }
@@ -431,7 +459,7 @@ impl Versions {
         // reads `waiting` after it leaves, and collects itself, K19), or memory is past the
         // bound.
         let waiting = self.waiting.load(SeqCst);
-        if (waiting != u64::MAX && waiting <= self.horizon()) || self.bytes.load(SeqCst) > self.limit {
+        if (waiting != u64::MAX && waiting <= self.horizon()) || self.counted_bytes() > self.limit {
             self.collect();
         }
     }
@@ -499,7 +527,7 @@ impl Versions {
             for x in &done {
                 self.remove(x);
             }
-            if self.bytes.load(SeqCst) <= self.limit || !self.end_oldest_snapshot(horizon) {
+            if self.counted_bytes() <= self.limit || !self.end_oldest_snapshot(horizon) {
                 return;
             }
         }
@@ -545,8 +573,9 @@ impl Versions {
                 if tree_of(ck) != t {
                     return true;
                 }
-                let freed: usize = chain.versions.iter().map(|v| v.bytes(ck.len())).sum();
-                self.bytes.fetch_sub(freed, SeqCst);
+                for v in &chain.versions {
+                    self.uncount(v, ck.len());
+                }
                 self.chained[self.chain_bucket(ck)].fetch_sub(1, SeqCst);
                 false
             });
@@ -582,7 +611,9 @@ impl Versions {
     /// with its count and index entry once it is empty.
     fn drop_oldest(&self, shard: &mut Chains, ck: &[u8], n: usize) {
         let Some(chain) = shard.get_mut(ck) else { return };
-        let freed: usize = chain.versions.drain(..n).map(|v| v.bytes(ck.len())).sum();
+        for v in chain.versions.drain(..n) {
+            self.uncount(&v, ck.len());
+        }
         if chain.versions.is_empty() {
             if chain.indexed {
                 self.ordered[ordered_of(tree_of(ck))].lock().remove(ck);
@@ -590,7 +621,6 @@ impl Versions {
             shard.remove(ck);
             self.chained[self.chain_bucket(ck)].fetch_sub(1, SeqCst);
         }
-        self.bytes.fetch_sub(freed, SeqCst);
     }
 
     fn remove(&self, x: &Finished) {
@@ -697,6 +727,18 @@ impl Versions {
             first_unseen = Some(i);
         }
         match (first_unseen, unseen_parked) {
+            // The version of a delete whose writer runs (K17, K22), the key's newest (the
+            // writer holds the key's lock until its version is filled or removed): its
+            // before-image is the one read from the writer's list above. None there: the
+            // writer deleted the key after this reader read the tree, or it ended with no
+            // snapshot that may need the version (rolled back, or committed before every
+            // snapshot registered), and its version goes unfilled; a writer whose version a
+            // snapshot may need fills it before emptying its list. Either way the tree's value
+            // read is the image.
+            (Some(i), parked) if chain[i].in_list => match parked {
+                Some(before) => Seen::Before(before),
+                None => Seen::Tree,
+            },
             (Some(i), _) => Seen::Before(chain[i].before.clone()),
             (None, Some(before)) => Seen::Before(before),
             (None, None) => Seen::Tree,
@@ -942,8 +984,8 @@ mod tests {
         let rolled_back = Writer::new();
         drop(v.retire(&rolled_back, Vec::new()));
         with_composite(tree, key, |ck| {
-            let version = Version { writer: rolled_back, before: Some(b"old"[..].into()) };
-            v.bytes.fetch_add(version.bytes(ck.len()), SeqCst);
+            let version = Version::of(&rolled_back, Some(b"old"));
+            v.count(&version, ck.len());
             let mut shard = v.shards[shard_of(ck)].lock();
             v.append_to_chain(&mut shard, ck, version);
         });

@@ -14,7 +14,7 @@ use swizzledb::{Database, Error, PoolMode, ReadTransaction, Transaction, Tree};
 use swizzledb_io::{CrashMode, FaultFs, Vfs};
 
 use crate::api_oracle::{
-    assert_same, borrowed, check_all, from_both_ends, in_range, with_prefix, Config, Map, Record,
+    all_of, assert_same, borrowed, check_all, from_both_ends, in_range, with_prefix, Config, Map, Record,
 };
 use crate::common::{self, XorShift};
 use crate::large_values::assert_no_leak;
@@ -494,6 +494,85 @@ fn k20_rewriting_megabyte_values_under_an_open_snapshot_keeps_the_version_memory
         check_all(&t, &committed, &ctx);
         drop(t);
         db.close().unwrap();
+    }
+}
+
+/// K20: a running transaction's versions are its undo list, not counted against
+/// `version_memory` (`VersionStats::bytes` counts those of writers that ended). A transaction
+/// that deleted a value longer than the bound, still running, counts nothing; snapshots begun
+/// before or after it, and a plain scan, read on across other transactions' commits (ending
+/// them would free nothing: the running writer's version stays while it runs); once it commits
+/// with a snapshot that needs its version open, that version counts, and past the bound the
+/// snapshot ends with `SnapshotTooOld`, as for any writer that ended.
+#[test]
+fn k20_a_running_transactions_large_deletes_count_nothing_and_end_no_snapshot() {
+    let limit = 2 << 20;
+    for cfg in configs().into_iter().filter(|c| c.locking && c.page == 16384) {
+        let ctx = format!("{cfg:?}");
+        let vfs: Arc<dyn Vfs> = Arc::new(FaultFs::new());
+        let db = cfg.builder(&vfs).version_memory(limit).create("/large-versions.swz").unwrap();
+        let t = db.create_tree("t").unwrap();
+        let big = value(3 << 20, 1);
+        db.transact(|tx| {
+            tx.put(&t, b"a", b"1")?;
+            tx.put(&t, b"big", &big)?;
+            tx.put(&t, b"bigger", &value(3 << 20, 2))
+        })
+        .unwrap();
+        let before = db.begin_read();
+        let mut tx = db.begin();
+        assert!(tx.delete(&t, b"big").unwrap());
+        assert!(tx.delete(&t, b"bigger").unwrap());
+        let stats = db.version_stats().unwrap();
+        assert_eq!(stats.bytes, 0, "{ctx}: a running writer's versions are not counted: {stats:?}");
+        let after = db.begin_read();
+        let scan = cfg.committed_reads().then(|| t.range(Unbounded, Unbounded));
+        // Other transactions commit (auto-commit writes are transactions on a logged database).
+        for (k, v) in [(&b"a"[..], &b"2"[..]), (b"aa", b"3")] {
+            db.transact(|w| w.put(&t, k, v).map(|_| ())).unwrap();
+        }
+        let want: Map = [
+            (b"a".to_vec(), b"1".to_vec()),
+            (b"big".to_vec(), big.clone()),
+            (b"bigger".to_vec(), value(3 << 20, 2)),
+        ]
+        .into_iter()
+        .collect();
+        let keys = [b"a".to_vec(), b"aa".to_vec(), b"big".to_vec(), b"bigger".to_vec()];
+        check(
+            Reader::Snapshot(&before),
+            &t,
+            &want,
+            &keys,
+            1,
+            &format!("{ctx}: a snapshot older than the deletes"),
+        );
+        check(Reader::Snapshot(&after), &t, &want, &keys, 2, &format!("{ctx}: a snapshot begun after them"));
+        if let Some(scan) = scan {
+            let got: Vec<Record> =
+                scan.map(|r| r.unwrap_or_else(|e| panic!("{ctx}: a plain scan: {e}"))).collect();
+            assert_same(&got, &all_of(&want), &format!("{ctx}: a plain scan"));
+        }
+        assert_eq!(db.version_stats().unwrap().too_old, 0, "{ctx}");
+        tx.commit().unwrap();
+        // Now the 6 MiB of before-images count, past the bound: the snapshots that need them end.
+        let stats = db.version_stats().unwrap();
+        assert!(stats.bytes <= limit, "{ctx}: {stats:?}");
+        for s in [&before, &after] {
+            assert!(
+                matches!(s.get(&t, b"a"), Err(Error::SnapshotTooOld { limit: l }) if l == limit),
+                "{ctx}"
+            );
+        }
+        drop((before, after));
+        assert_eq!(db.version_stats().unwrap().bytes, 0, "{ctx}");
+        let now: Map =
+            [(b"a".to_vec(), b"2".to_vec()), (b"aa".to_vec(), b"3".to_vec())].into_iter().collect();
+        let s = db.begin_read();
+        check(Reader::Snapshot(&s), &t, &now, &keys, 3, &ctx);
+        drop(s);
+        check_all(&t, &now, &ctx);
+        assert_no_leak(&db, &ctx);
     }
 }
 
