@@ -26,6 +26,7 @@ mod honest_tools;
 mod hostile_pages;
 mod in_memory;
 mod instant_restart;
+mod io_errors;
 mod isolation;
 mod isolation_matrix;
 mod large_values;
