@@ -117,7 +117,12 @@ impl Tree {
     ///
     /// # Errors
     /// An oversize key or value ([`TreeError::KeyTooLarge`], [`TreeError::ValueTooLarge`]), the
-    /// duplicate key, pool, I/O or log errors; nothing changes then.
+    /// duplicate key, pool, I/O or log errors; nothing changes then, except when the log fails
+    /// while it makes the write's commit durable (a sync commit's flush, [`TreeError::Log`]):
+    /// the write is then in doubt, as after a failed
+    /// [`Transaction::commit`](crate::Transaction::commit): it stays in the tree for this
+    /// open's reads, the log refuses every later change (wal README W11), and the next open
+    /// keeps it if its commit record reached the disk and drops it if not.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.inner.insert(key, value)?;
         self.wrote(key);
@@ -139,7 +144,8 @@ impl Tree {
     /// [`Tree::insert`].
     ///
     /// # Errors
-    /// Pool, I/O or log errors; nothing changes then. [`TreeError::ValueTooLarge`] when the
+    /// Pool, I/O or log errors; nothing changes then, except for a failed commit flush, as
+    /// [`Tree::insert`] says. [`TreeError::ValueTooLarge`] when the
     /// value stored is longer than this open accepts (written by an open with a larger pool or
     /// log; [`Tree::max_value_len`]): it can still be read; open with a larger pool to change
     /// or delete it. The same holds for every write that replaces such a value.
@@ -170,7 +176,8 @@ impl Tree {
     /// ```
     ///
     /// # Errors
-    /// As [`Tree::insert`]; nothing changes then.
+    /// As [`Tree::insert`]; nothing changes then, except for a failed commit flush, as
+    /// [`Tree::insert`] says.
     pub fn compare_and_swap(
         &self,
         key: &[u8],

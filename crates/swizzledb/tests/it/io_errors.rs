@@ -773,3 +773,36 @@ fn a_failed_backup_leaves_the_source_whole_and_nothing_at_the_target() {
     }
     assert!(failures > 20, "{failures} failures");
 }
+
+/// RECOVERY.md R12, `Tree::insert`'s errors: an auto-commit write whose commit record was
+/// written but whose flush failed returns the log's error and is in doubt, as a failed
+/// `Transaction::commit` is: this open's reads see it, and restart keeps it if its record
+/// reached the disk (here, without a power loss, it did) and drops it if not (a power loss that
+/// drops unsynced writes). The tree's rustdoc said "nothing changes then" of every error.
+#[test]
+fn r12_an_auto_commit_write_whose_flush_fails_is_in_doubt() {
+    for crash in [false, true] {
+        let fs = FaultFs::new();
+        fs.create_dir_all(Path::new(DIR)).unwrap();
+        let b = small(Arc::new(fs.clone()));
+        let db = b.clone().create(path()).unwrap();
+        let t = db.create_tree("t").unwrap();
+        t.upsert(b"k", b"old").unwrap();
+        fs.fail_next(FaultRule::new(Op::Sync, Fault::Eio).on_path(".log"));
+        let e = t.upsert(b"k", b"new").expect_err("the commit's flush failed");
+        fs.clear_faults();
+        assert!(matches!(e, swizzledb::TreeError::Log(_)), "the log's error: {e:?}");
+        assert!(e.to_string().contains(".log"), "it names the file: {e}");
+        assert_eq!(t.get(b"k").unwrap().as_deref(), Some(&b"new"[..]), "this open reads the write");
+        assert!(t.upsert(b"other", b"1").is_err(), "the log refuses every later change (W11)");
+        drop(t);
+        if crash {
+            fs.crash(swizzledb_io::CrashMode::DropUnsynced);
+        }
+        drop(db);
+        let db = b.clone().open(path()).unwrap();
+        let want: &[u8] = if crash { b"old" } else { b"new" };
+        assert_eq!(db.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(want), "crash: {crash}");
+        db.close().unwrap();
+    }
+}
