@@ -806,3 +806,100 @@ fn r12_an_auto_commit_write_whose_flush_fails_is_in_doubt() {
         db.close().unwrap();
     }
 }
+
+/// wal README W11 with async commits: when the log's background flusher meets a full disk, the
+/// async commits after it are refused (never acknowledged and then lost), `flush` reports the
+/// failure, and a reopen holds every commit up to the last flush that succeeded.
+#[test]
+fn w11_async_commits_after_the_flusher_fails_are_refused() {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new(DIR)).unwrap();
+    let b = small(Arc::new(fs.clone())).commit_mode(CommitMode::Async);
+    let db = b.clone().create(path()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..50 {
+        t.upsert(&key(i), b"flushed").unwrap();
+    }
+    db.flush().unwrap();
+    fs.fail_next(FaultRule::new(Op::Write, Fault::Enospc).on_path(".log").repeating());
+    let started = std::time::Instant::now();
+    let mut refused = None;
+    let mut i = 50;
+    while started.elapsed() < std::time::Duration::from_secs(5) {
+        match t.upsert(&key(i), b"async") {
+            Ok(_) => assert!(refused.is_none(), "commit {i} acknowledged after {refused:?}"),
+            Err(e) => {
+                refused.get_or_insert(i);
+                assert!(e.to_string().contains("No space left"), "{e}");
+                if i > refused.unwrap() + 20 {
+                    break;
+                }
+            }
+        }
+        i += 1;
+    }
+    assert!(refused.is_some(), "no commit refused in 5 s of a failed log ({i} commits)");
+    assert!(db.flush().is_err(), "flush reports the failed log");
+    fs.clear_faults();
+    drop(t);
+    assert!(db.close().is_err());
+    let db = b.open(path()).unwrap();
+    let t = db.tree("t").unwrap();
+    for i in 0..50 {
+        assert_eq!(t.get(&key(i)).unwrap().as_deref(), Some(&b"flushed"[..]), "key {i}");
+    }
+    t.verify().unwrap();
+}
+
+/// wal README W9, W15 and the failure table: segments that cannot be removed (`EIO` at every
+/// removal) fail no commit (truncation keeps them as spares, or fails to remove them); the
+/// clean close, which removes all but one segment and every spare, returns the error or
+/// removed nothing it had to; the next open holds every record, and its clean close leaves one
+/// segment and no spare.
+#[test]
+fn w15_spares_that_cannot_be_removed_fail_no_commit_and_are_removed_later() {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new(DIR)).unwrap();
+    let b = small(Arc::new(fs.clone()));
+    let db = b.clone().create(path()).unwrap();
+    let t = db.create_tree("t").unwrap();
+    fs.fail_next(FaultRule::new(Op::Remove, Fault::Eio).on_path(".wal/").repeating());
+    for round in 0..4u32 {
+        db.transact(|tx| {
+            for i in 0..1500 {
+                tx.put(&t, &key(i), &[round as u8; 200])?;
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("round {round}: a commit with removals failing: {e}"));
+        // Every page written, so the checkpoint after it truncates the log.
+        db.flush().unwrap_or_else(|e| panic!("round {round}: flush: {e}"));
+    }
+    let files = |fs: &FaultFs, ext: &str| {
+        fs.list(&swizzledb::wal_dir(path()))
+            .unwrap()
+            .iter()
+            .filter(|p| p.to_string_lossy().ends_with(ext))
+            .count()
+    };
+    drop(t);
+    let removals = fs.calls(Op::Remove, Some(".wal/"));
+    let closed = db.close();
+    assert!(fs.calls(Op::Remove, Some(".wal/")) > removals, "the close tried to remove files");
+    let spares = files(&fs, ".spare");
+    assert!(closed.is_err() || spares == 0, "close said Ok and left {spares} spares");
+    if let Err(e) = &closed {
+        assert!(e.to_string().contains(".wal"), "the error names the file: {e}");
+    }
+    fs.clear_faults();
+    let db = b.open(path()).unwrap_or_else(|e| panic!("reopen after close said {closed:?}: {e}"));
+    let t = db.tree("t").unwrap();
+    t.verify().unwrap();
+    for i in 0..1500 {
+        assert_eq!(t.get(&key(i)).unwrap(), Some(vec![3; 200]), "key {i}");
+    }
+    drop(t);
+    db.close().unwrap();
+    assert_eq!((files(&fs, ".spare"), files(&fs, ".log")), (0, 1), "R25 after the clean close");
+    assert!(debris(&fs).is_empty(), "{:?}", debris(&fs));
+}
