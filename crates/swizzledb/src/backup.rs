@@ -46,9 +46,9 @@ impl Database {
     /// own, with its own small log directory (`path` and `<path>.wal`, or `path` alone for an
     /// unlogged database; README "Two things to copy").
     /// It is written under a temporary name in `path`'s directory, closed, and renamed to
-    /// `path` last (its log directory first): until then nothing at `path` opens, and a crash
-    /// or an error leaves only the temporary files (`.<name>.backup-*`, with `<name>` cut short
-    /// and followed by a hash where the whole would pass 251 bytes), which may be removed;
+    /// `path` last (its log directory first): until then nothing at `path` opens. An error
+    /// removes the temporary files; a crash leaves them (`.<name>.backup-*`, with `<name>` cut
+    /// short and followed by a hash where the whole would pass 251 bytes), and they may be removed;
     /// a crash between the renames leaves the copy's log directory at `<path>.wal`, which the
     /// next backup to `path` removes with the copy (RECOVERY.md R26).
     /// The copy is written on the database's own file system (the one
