@@ -4,6 +4,7 @@
 mod common;
 
 mod admin;
+mod any_machine;
 mod backup;
 mod cli;
 mod crash_test;

@@ -4,7 +4,7 @@
 use clap::Args;
 use std::error::Error;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use swizzledb::{PolicySpec, PoolMode};
 
@@ -89,7 +89,8 @@ pub struct Common {
 
 /// Parses a directory for a run's temporary databases (`--dir`): created with its parents if
 /// missing, so that a run never fails after its setup for want of it; refused, naming the path,
-/// if it names something other than a directory or cannot be created. The refusal is an
+/// if it names something other than a directory, cannot be created, or (existing) takes no new
+/// file ([`probe_writable`]). The refusal is an
 /// [`UnusablePath`](crate::UnusablePath), which the command exits with status 3 for, as for any
 /// path it cannot use (README "Exit codes"). What it created is noted, so that a command refused
 /// afterwards (a later argument, or a check before any work) takes it away again with
@@ -97,6 +98,11 @@ pub struct Common {
 pub fn parse_scratch_dir(input: &str) -> Result<std::path::PathBuf, crate::UnusablePath> {
     let path = std::path::PathBuf::from(input);
     if path.is_dir() {
+        probe_writable(&path).map_err(|e| {
+            crate::UnusablePath(format!(
+                "cannot write to --dir {input}: {e}; name a directory you can write to"
+            ))
+        })?;
         return Ok(path);
     }
     if path.exists() {
@@ -115,6 +121,16 @@ pub fn parse_scratch_dir(input: &str) -> Result<std::path::PathBuf, crate::Unusa
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push((path.clone(), missing));
     Ok(path)
+}
+
+/// Whether a file can be made in the directory `dir`: a temporary one is created there and
+/// removed. An existing directory can refuse new files (a read-only mount, no permission, `/proc`),
+/// which its metadata does not tell reliably (root ignores the mode bits).
+///
+/// # Errors
+/// Creating the file failed.
+pub fn probe_writable(dir: &Path) -> std::io::Result<()> {
+    tempfile::Builder::new().prefix(".swizzledb-write-test").tempfile_in(dir).map(drop)
 }
 
 /// The directories [`parse_scratch_dir`] created: each path, and how many of its last

@@ -319,6 +319,17 @@ pub fn execute(args: &ReproduceArgs, program: &Path) -> Result<ExitCode, Box<dyn
         return Ok(ExitCode::SUCCESS);
     }
     let scratch = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    if args.dir.is_none() {
+        // `--dir` was probed as it was parsed; the temp directory is probed here, before
+        // anything runs, or every figure would fail for want of it.
+        crate::experiments::common::probe_writable(&scratch).map_err(|e| {
+            crate::UnusablePath(format!(
+                "cannot write to the temp directory {} (TMPDIR) for the figures' databases: {e}; give --dir \
+                 naming a directory you can write to",
+                scratch.display()
+            ))
+        })?;
+    }
     if chosen.iter().any(|f| f.io == figures::Io::Direct) {
         probe_direct_io(&scratch)?;
     }
