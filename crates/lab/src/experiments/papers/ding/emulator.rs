@@ -682,11 +682,26 @@ impl AllMiss<'_> {
         if tn <= t1 {
             return None;
         }
-        let ideal = (tn.min(cores) as f64 / t1.min(cores) as f64).max(1.0);
+        let what = format!("{v}: accesses/s at {tn} threads over {t1}");
+        let paper =
+            "scales with the threads (Fig. 13: distlock, bat-pref and bp-distlock scalable to 16 cores)";
+        if tn.min(cores) <= t1.min(cores) {
+            // The fewest threads already fill the cores: the cores allow no speedup, and any
+            // run that does not collapse would pass.
+            return Some(
+                Check::new(what, paper, format!("{:.2}x ({cond})", z / a), Verdict::Partial).because(
+                    format!(
+                    "cannot show on {cores} core(s): {t1} threads already fill them, so the cores allow no \
+                     speedup; scaling needs a thread count below the cores"
+                ),
+                ),
+            );
+        }
+        let ideal = tn.min(cores) as f64 / t1.min(cores) as f64;
         Some(
             Check::new(
-                format!("{v}: accesses/s at {tn} threads over {t1}"),
-                "scales with the threads (Fig. 13: distlock, bat-pref and bp-distlock scalable to 16 cores)",
+                what,
+                paper,
                 format!("{:.2}x, {:.2}x of the cores' ideal {ideal:.0}x ({cond})", z / a, z / a / ideal),
                 Verdict::of(z / a >= 0.7 * ideal),
             )
