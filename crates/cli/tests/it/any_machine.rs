@@ -128,3 +128,28 @@ fn the_emulators_scaling_check_does_not_pass_where_the_cores_cannot_show_it() {
     assert_eq!(verdict, "partial", "{few} and {many} threads on {few} cores: {ours} — {reason}");
     assert!(reason.contains("cannot show"), "{reason}");
 }
+
+/// `experiment ding-lock-hold` checks that the largest batch size's lock time is within 25% of
+/// the sweep's lowest (Fig. 4: "64 is enough"). With one batch size the sweep's lowest is that
+/// size's own time, and the check held (✓, "74.7 ns vs the lowest 74.7 ns") on no comparison at
+/// all. It says there is not enough data now (~), and names the option that gives it.
+#[test]
+fn the_lock_hold_sweep_check_needs_two_batch_sizes() {
+    let scratch = Scratch::new("am-lock-hold-one");
+    let out = scratch.0.join("out");
+    let o = Command::new(BIN)
+        .args(["experiment", "ding-lock-hold", "--records", "20000", "--batch-sizes", "64"])
+        .args(["--thread-counts", "1", "--duration", "0.05", "--warmup", "0", "--repeat", "1"])
+        .args(["--mode", "traditional", "--fraction", "25%", "--dir"])
+        .arg(&scratch.0)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let sweep = checks_named(&out, "ding-lock-hold", "lock ns per access at batch 64 against the lowest");
+    assert_eq!(sweep.len(), 1, "{}", text(&o));
+    let (verdict, ours, reason) = &sweep[0];
+    assert_ne!(verdict, "holds", "one batch size: {ours} — {reason}");
+    assert!(reason.contains("not enough data") && reason.contains("--batch-sizes"), "{reason}");
+}

@@ -588,16 +588,31 @@ pub fn checks(plan: &Plan, results: &Results) -> Vec<Check> {
                     .because("tolerance: at least 2x, our reading of \"much larger\""),
                 );
             }
-            let min = plan.batch_sizes.iter().filter_map(|&b| time(b)).fold(f64::INFINITY, f64::min);
-            checks.push(
+            let times: Vec<f64> = plan.batch_sizes.iter().filter_map(|&b| time(b)).collect();
+            let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+            let what = format!("lock ns per access at batch {large} against the lowest of the sweep");
+            let paper = "64 is enough to amortize the locking cost (Fig. 4: the curve is flat by 64)";
+            checks.push(if times.len() < 2 {
+                // The sweep's lowest would be batch `large`'s own time: no comparison at all.
                 Check::new(
-                    format!("lock ns per access at batch {large} against the lowest of the sweep"),
-                    "64 is enough to amortize the locking cost (Fig. 4: the curve is flat by 64)",
+                    what,
+                    paper,
+                    format!("{z:.1} ns at batch {large} alone at {cond}"),
+                    Verdict::Partial,
+                )
+                .because(format!(
+                    "not enough data: batch {large} is the only size measured; give --batch-sizes smaller \
+                         sizes too (1,8,64)"
+                ))
+            } else {
+                Check::new(
+                    what,
+                    paper,
                     format!("{z:.1} ns vs the lowest {min:.1} ns at {cond}"),
                     Verdict::of(z <= 1.25 * min),
                 )
-                .because("tolerance: within 25% of the sweep's lowest"),
-            );
+                .because("tolerance: within 25% of the sweep's lowest")
+            });
         }
         let hits: Vec<f64> =
             plan.batch_sizes.iter().filter_map(|&b| median(results.at(b, t), hit_percent)).collect();
