@@ -216,6 +216,41 @@ fn fig11_slightly_below(points: &[(String, f64)], io: &str) -> Check {
     .because(if outside.is_empty() { tolerance } else { format!("{tolerance}; {outside}") })
 }
 
+/// Fig. 11's graceful but significant degradation: `mode`'s median lookups/s beyond the pool
+/// (at `size` of data) against its own in memory, `(beyond, in_memory)`: ✓ below 0.5. A run
+/// that measured no lookups (a `--duration` too short for one) is not enough data (~): its
+/// ratio of 0 passed as a collapse (lab README rule 8).
+fn fig11_degrades(
+    mode: PoolMode,
+    (beyond, in_memory): (f64, f64),
+    size: &str,
+    io: &str,
+    direct_io: bool,
+) -> Check {
+    let what = format!("Fig. 11: {mode} beyond the pool / in memory");
+    let paper = "well below 1: \"even a small fraction of buffer faults and the required disk I/O cause \
+                 performance to degrade significantly\", O_DIRECT";
+    if beyond <= 0.0 || in_memory <= 0.0 {
+        return Check::new(
+            what,
+            paper,
+            format!("{beyond:.0} / {in_memory:.0} lookups/s at {size} of data, {io}"),
+            Verdict::Partial,
+        )
+        .because("not enough data: a run measured no lookups; give a longer --duration");
+    }
+    let v = beyond / in_memory;
+    Check::new(what, paper, format!("{v:.2} at {size} of data, {io}"), Verdict::of(v < 0.5)).because(
+        if direct_io {
+            "the paper gives no number: ✓ below 0.5".to_string()
+        } else {
+            "the paper gives no number: ✓ below 0.5; through the page cache a miss is a copy, not a device \
+             read (run with --direct-io as the paper did)"
+                .to_string()
+        },
+    )
+}
+
 /// The paper's thread count in Figs. 10 and 11.
 const PAPER_THREADS: usize = 24;
 
@@ -339,23 +374,7 @@ pub fn fig10_checks(configs: &[Config], points: &[Vec<ModeResult>]) -> Vec<Check
     if let (Some((big, at_big)), Some((_, at_mem))) = (largest, in_memory) {
         for mode in [PoolMode::Traditional, PoolMode::Swizzling] {
             let (Some(b), Some(m)) = (median_at(at_big, mode), median_at(at_mem, mode)) else { continue };
-            let v = b / m;
-            checks.push(
-                Check::new(
-                    format!("Fig. 11: {mode} beyond the pool / in memory"),
-                    "well below 1: \"even a small fraction of buffer faults and the required disk I/O \
-                     cause performance to degrade significantly\", O_DIRECT",
-                    format!("{v:.2} at {} of data, {io}", bytes(data(big))),
-                    Verdict::of(v < 0.5),
-                )
-                .because(if first.direct_io {
-                    "the paper gives no number: ✓ below 0.5".to_string()
-                } else {
-                    "the paper gives no number: ✓ below 0.5; through the page cache a miss is a copy, not a \
-                     device read (run with --direct-io as the paper did)"
-                        .to_string()
-                }),
-            );
+            checks.push(fig11_degrades(mode, (b, m), &bytes(data(big)), io, first.direct_io));
         }
     }
     let limit = configs.iter().zip(points).find(|(_, p)| {
@@ -441,6 +460,26 @@ mod tests {
             assert!(checks.iter().any(|c| c.what.starts_with(what)), "no check {what}: {checks:#?}");
         }
         assert!(checks.iter().all(|c| !c.paper.is_empty() && !c.ours.is_empty() && !c.reason.is_empty()));
+    }
+
+    /// Fig. 11's degradation check: a run that measured no lookups beyond the pool (or in
+    /// memory) is "not enough data", where its ratio of 0 passed as a collapse (`--duration 1e-9`
+    /// printed "0.00 ✓").
+    #[test]
+    fn fig11_degradation_with_no_lookups_measured_is_not_enough_data() {
+        for (b, m) in [(0.0, 1e6), (1e5, 0.0), (0.0, 0.0)] {
+            let c = fig11_degrades(PoolMode::Traditional, (b, m), "8 MiB", "page cache", false);
+            assert_eq!(c.verdict, Verdict::Partial, "{c}");
+            assert!(c.reason.starts_with("not enough data") && c.reason.contains("--duration"), "{c}");
+        }
+        assert_eq!(
+            fig11_degrades(PoolMode::Swizzling, (1e5, 1e6), "8 MiB", "x", true).verdict,
+            Verdict::Holds
+        );
+        assert_eq!(
+            fig11_degrades(PoolMode::Swizzling, (9e5, 1e6), "8 MiB", "x", true).verdict,
+            Verdict::Fails
+        );
     }
 
     /// Fig. 10's in-memory ratios are held at every size with data at most half the pool. The

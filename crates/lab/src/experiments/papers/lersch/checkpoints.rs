@@ -296,6 +296,26 @@ pub fn execute(args: &LerschCheckpointsArgs) -> Result<ExitCode, Box<dyn Error>>
 }
 
 /// The plan of `experiment lersch-checkpoints`.
+/// Lab README rule 8: where a run measured no transactions (a `--duration` too short for one),
+/// the claims cannot be held (a throughput ratio against it is 0 or infinite, and passed): one
+/// check, "not enough data". `transactions`: each run's count.
+fn nothing_measured(transactions: impl Iterator<Item = u64>) -> Option<Check> {
+    let (mut runs, mut empty) = (0, 0);
+    for n in transactions {
+        runs += 1;
+        empty += usize::from(n == 0);
+    }
+    (empty > 0).then(|| {
+        Check::new(
+            "the thesis's claims (Figs. 5.1-5.4)",
+            "throughput and CPU per transaction against the checkpoint interval",
+            format!("{empty} of {runs} runs measured no transactions"),
+            Verdict::Partial,
+        )
+        .because("not enough data: a run measured no transactions; give a longer --duration")
+    })
+}
+
 pub struct LerschCheckpoints(Sweep);
 
 impl Experiment for LerschCheckpoints {
@@ -321,6 +341,9 @@ impl Experiment for LerschCheckpoints {
     }
 
     fn checks(&self, rows: &Vec<BenchRow>) -> Vec<Check> {
+        if let Some(check) = nothing_measured(rows.iter().map(|r| r.transactions)) {
+            return vec![check];
+        }
         let s = &self.0;
         let mut checks = Vec::new();
         let (lo, hi) = (s.intervals[0], *s.intervals.last().expect("at least one interval"));
@@ -404,5 +427,21 @@ impl Experiment for LerschCheckpoints {
                 ),
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run that measured no transactions makes the checks "not enough data": its
+    /// classical throughput ratio was infinite and passed (`--duration 1e-9` printed "inf ✓").
+    #[test]
+    fn checks_over_a_run_that_measured_no_transactions_are_not_enough_data() {
+        let c = nothing_measured([1200, 0, 900].into_iter()).expect("a run measured nothing");
+        assert_eq!(c.verdict, Verdict::Partial, "{c}");
+        assert_eq!(c.ours, "1 of 3 runs measured no transactions");
+        assert!(c.reason.starts_with("not enough data") && c.reason.contains("--duration"), "{c}");
+        assert!(nothing_measured([1200, 1, 900].into_iter()).is_none());
     }
 }
