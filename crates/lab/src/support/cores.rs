@@ -91,15 +91,17 @@ mod tests {
 
     /// Where there are two CPUs the probe answers (given time: the tests beside it may hold
     /// the cores), with a time a line could take: more than nothing, and less than a
-    /// millisecond a round trip (the median of nine batches keeps out one that a preemption
-    /// slowed).
+    /// scheduler's time slice (10 ms) a round trip. Alone it takes well under a microsecond;
+    /// with the test runner's other tests holding the cores, each round trip can wait for the
+    /// other thread to be scheduled, for the whole run (a bound of a millisecond failed so
+    /// under a loaded 2-core machine).
     #[test]
     fn a_round_trip_takes_some_time_and_not_long() {
         let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
         let ns = probe(Duration::from_secs(20));
         assert_eq!(ns.is_some(), two, "a probe with two CPUs, none with one");
         if let Some(ns) = ns {
-            assert!(ns > 1.0 && ns < 1e6, "{ns} ns a round trip");
+            assert!(ns > 1.0 && ns < 1e7, "{ns} ns a round trip");
         }
     }
 }
