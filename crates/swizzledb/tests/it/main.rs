@@ -17,6 +17,7 @@ mod concurrency;
 mod crash;
 mod decoupled_cleaner;
 mod demanding;
+mod doc_claims;
 mod drop_tree;
 mod durable_default;
 mod fix_timing;

@@ -1,0 +1,312 @@
+//! The documented claims of the public API (README "Library quickstart" and "Using it as a
+//! library", the crate docs and the rustdoc of the public types), each checked as a user would
+//! check it, in the configurations the docs say it holds in. Claims the other files check
+//! already are left to them (`api_oracle.rs`, `adv_api.rs`, `map_api.rs`, `typed.rs`, ...).
+
+use std::collections::BTreeMap;
+use std::ops::Bound::{self, Excluded, Included, Unbounded};
+use std::sync::Arc;
+
+use swizzledb::typed::{BigEndian, Codec, Str, TypedTree};
+use swizzledb::{Database, Error, TreeError};
+use swizzledb_io::{MemFs, Vfs};
+
+use crate::api_oracle::Config;
+use crate::common::XorShift;
+
+/// A few configurations of `api_oracle`'s: every buffer mode, logged or not, record locks on
+/// or off, 4 KiB pages and a small pool (so pages are evicted).
+fn configs() -> Vec<Config> {
+    Config::all().into_iter().filter(|c| c.page == 4096 && c.small_pool).collect()
+}
+
+fn open(c: &Config) -> Database {
+    let fs: Arc<dyn Vfs> = Arc::new(MemFs::new());
+    c.builder(&fs).create("/doc-claims.swz").unwrap_or_else(|e| panic!("{c:?}: {e}"))
+}
+
+/// The records of `map` inside the bounds, as `Tree::range` promises them: a reversed or empty
+/// range holds nothing (a `BTreeMap` would panic).
+fn in_bounds<K: Ord + Clone, V: Clone>(
+    map: &BTreeMap<K, V>,
+    start: &Bound<K>,
+    end: &Bound<K>,
+) -> Vec<(K, V)> {
+    map.iter()
+        .filter(|(k, _)| {
+            (match start {
+                Unbounded => true,
+                Included(b) => *k >= b,
+                Excluded(b) => *k > b,
+            }) && (match end {
+                Unbounded => true,
+                Included(b) => *k <= b,
+                Excluded(b) => *k < b,
+            })
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn bound<K>(r: &mut XorShift, k: impl FnOnce(&mut XorShift) -> K) -> Bound<K> {
+    match r.next() % 3 {
+        0 => Unbounded,
+        1 => Included(k(r)),
+        _ => Excluded(k(r)),
+    }
+}
+
+/// "The integer codecs keep their order in the bytes, so ranges and `first`/`last` follow the
+/// numbers" (typed module docs), for signed and unsigned widths, every kind of bound at both
+/// ends (reversed and empty ranges included), read forwards and backwards, against a `BTreeMap`
+/// of the Rust values, in every buffer mode, logged or not, locks on or off.
+#[test]
+fn typed_integer_trees_range_as_a_btreemap_of_the_numbers() {
+    fn check<T>(db: &Database, name: &str, values: &[T], r: &mut XorShift, ctx: &str)
+    where
+        T: Copy + Ord + std::fmt::Debug,
+        BigEndian<T>: Codec<Item = T, Owned = T>,
+    {
+        let t: TypedTree<BigEndian<T>, BigEndian<u16>> = TypedTree::new(db.create_tree(name).unwrap());
+        let mut oracle = BTreeMap::new();
+        for (i, v) in values.iter().enumerate() {
+            t.upsert(v, &(i as u16)).unwrap();
+            oracle.insert(*v, i as u16);
+        }
+        assert_eq!(t.first().unwrap(), oracle.first_key_value().map(|(k, v)| (*k, *v)), "{ctx} {name}");
+        assert_eq!(t.last().unwrap(), oracle.last_key_value().map(|(k, v)| (*k, *v)), "{ctx} {name}");
+        let all: Vec<_> = t.iter().map(Result::unwrap).collect();
+        assert_eq!(all, in_bounds(&oracle, &Unbounded, &Unbounded), "{ctx} {name}");
+        let pick = |r: &mut XorShift| values[(r.next() % values.len() as u64) as usize];
+        for _ in 0..60 {
+            let (s, e) = (bound(r, pick), bound(r, pick));
+            let want = in_bounds(&oracle, &s, &e);
+            let got: Vec<_> = t.range(s.as_ref(), e.as_ref()).unwrap().map(Result::unwrap).collect();
+            assert_eq!(got, want, "{ctx} {name} {s:?}..{e:?}");
+            let back: Vec<_> = t.range(s.as_ref(), e.as_ref()).unwrap().rev().map(Result::unwrap).collect();
+            assert_eq!(back, want.iter().rev().cloned().collect::<Vec<_>>(), "{ctx} {name} {s:?}..{e:?} rev");
+        }
+    }
+    for c in configs() {
+        let db = open(&c);
+        let ctx = format!("{c:?}");
+        let mut r = XorShift(0x5eed_0001);
+        let i8s: Vec<i8> = (i8::MIN..=i8::MAX).step_by(3).chain([i8::MIN, -1, 0, 1, i8::MAX]).collect();
+        check(&db, "i8", &i8s, &mut r, &ctx);
+        let i16s: Vec<i16> = (0..200).map(|_| r.next() as i16).chain([i16::MIN, -1, 0, i16::MAX]).collect();
+        check(&db, "i16", &i16s, &mut r, &ctx);
+        let i64s: Vec<i64> = (0..200)
+            .map(|i| if i % 2 == 0 { r.next() as i64 } else { (r.next() % 100) as i64 - 50 })
+            .chain([i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX - 1, i64::MAX])
+            .collect();
+        check(&db, "i64", &i64s, &mut r, &ctx);
+        let i128s: Vec<i128> = (0..100)
+            .map(|_| (i128::from(r.next() as i64) << 64) | i128::from(r.next()))
+            .chain([i128::MIN, -1, 0, i128::MAX])
+            .collect();
+        check(&db, "i128", &i128s, &mut r, &ctx);
+        let u32s: Vec<u32> = (0..200).map(|_| r.next() as u32).chain([0, 1, 255, 256, u32::MAX]).collect();
+        check(&db, "u32", &u32s, &mut r, &ctx);
+        let u128s: Vec<u128> = (0..100).map(|_| u128::from(r.next()) << 64 | u128::from(r.next())).collect();
+        check(&db, "u128", &u128s, &mut r, &ctx);
+    }
+}
+
+/// `Str`: "byte order is code point order": a tree of text keys ranges and ends as a
+/// `BTreeMap<String, _>`, multi-byte characters and the empty string included.
+#[test]
+fn typed_text_keys_range_as_a_btreemap_of_strings() {
+    let words = [
+        "",
+        "a",
+        "ab",
+        "b",
+        "z",
+        "é",
+        "ée",
+        "€",
+        "𝄞",
+        "\u{7f}",
+        "\u{80}",
+        "\u{ffff}",
+        "\u{10000}",
+        "A",
+        "aé",
+    ];
+    for c in configs().into_iter().step_by(3) {
+        let db = open(&c);
+        let t: TypedTree<Str, Str> = TypedTree::new(db.create_tree("s").unwrap());
+        let mut oracle = BTreeMap::new();
+        for w in words {
+            t.insert(w, &w.to_uppercase()).unwrap();
+            oracle.insert(w.to_string(), w.to_uppercase());
+        }
+        assert_eq!(
+            t.iter().map(Result::unwrap).collect::<Vec<_>>(),
+            in_bounds(&oracle, &Unbounded, &Unbounded)
+        );
+        assert_eq!(t.first().unwrap(), oracle.first_key_value().map(|(k, v)| (k.clone(), v.clone())));
+        assert_eq!(t.last().unwrap(), oracle.last_key_value().map(|(k, v)| (k.clone(), v.clone())));
+        let mut r = XorShift(7);
+        for _ in 0..80 {
+            let pick = |r: &mut XorShift| words[(r.next() % words.len() as u64) as usize].to_string();
+            let (s, e) = (bound(&mut r, pick), bound(&mut r, pick));
+            let want = in_bounds(&oracle, &s, &e);
+            let sb = s.as_ref().map(String::as_str);
+            let eb = e.as_ref().map(String::as_str);
+            let got: Vec<_> = t.range(sb, eb).unwrap().map(Result::unwrap).collect();
+            assert_eq!(got, want, "{c:?} {s:?}..{e:?}");
+        }
+    }
+}
+
+/// `Transaction::commit`: "A transaction that changed nothing logs nothing" — one that only
+/// read, or whose every write changed nothing (a refused compare-and-swap, a delete or an
+/// `update_with` of an absent key, a write refused as too large) appends no log record, at
+/// commit or at abort.
+#[test]
+fn a_transaction_that_changed_nothing_logs_nothing() {
+    for c in configs().into_iter().filter(|c| c.logged) {
+        let db = open(&c);
+        let tree = db.create_tree("t").unwrap();
+        tree.upsert(b"a", b"1").unwrap();
+        let appends = || db.log_stats().unwrap().appends;
+        for end_with_commit in [true, false] {
+            let before = appends();
+            let mut t = db.begin();
+            assert_eq!(t.get(&tree, b"a").unwrap().as_deref(), Some(&b"1"[..]));
+            assert_eq!(t.range(&tree, Unbounded, Unbounded).count(), 1);
+            assert!(t.compare_and_swap(&tree, b"a", Some(b"2"), Some(b"3")).unwrap().is_err());
+            assert!(!t.delete(&tree, b"absent").unwrap());
+            assert_eq!(t.update_with(&tree, b"absent", |_, _| ()).unwrap(), None);
+            let too_long = vec![0u8; tree.max_value_len() + 1];
+            assert!(t.put(&tree, b"a", &too_long).is_err());
+            if end_with_commit {
+                t.commit().unwrap();
+            } else {
+                t.abort().unwrap();
+            }
+            assert_eq!(appends(), before, "{c:?} commit {end_with_commit}: nothing changed, nothing logged");
+        }
+        assert_eq!(tree.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    }
+}
+
+/// `Database::tree_names`: every tree, created or opened, and none dropped; across a reopen.
+#[test]
+fn tree_names_name_every_tree_and_no_dropped_one() {
+    for logged in [true, false] {
+        let fs: Arc<dyn Vfs> = Arc::new(MemFs::new());
+        let b = || {
+            let fs = Arc::clone(&fs);
+            Database::builder().logging(logged).lab(move |l| l.vfs(fs))
+        };
+        let db = b().create("/names.swz").unwrap();
+        assert!(db.tree_names().is_empty());
+        let names = ["b", "a", "é", "A", "a b", &"x".repeat(64)];
+        for n in names {
+            db.create_tree(n).unwrap();
+        }
+        let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        let mut got = db.tree_names();
+        got.sort();
+        assert_eq!(got, want);
+        assert!(db.drop_tree("a").unwrap());
+        want.retain(|n| n != "a");
+        let mut got = db.tree_names();
+        got.sort();
+        assert_eq!(got, want);
+        db.close().unwrap();
+        let db = b().open("/names.swz").unwrap();
+        let mut got = db.tree_names();
+        got.sort();
+        assert_eq!(got, want, "logged {logged}: after a reopen");
+        for n in &want {
+            db.tree(n).unwrap();
+        }
+        assert!(matches!(db.tree("a"), Err(Error::TreeNotFound(_))));
+        db.close().unwrap();
+    }
+}
+
+/// README: "Keys up to page size / 16 bytes (512 B with the default 8 KiB pages). Values up to
+/// page size / 4 (2 KiB) are stored in their leaf; longer ones, up to `MAX_VALUE_LEN` (4 MiB)
+/// ... (a 64 MiB pool holds 4 MiB values)". The default database takes a 512-byte key and
+/// refuses 513 bytes, changing nothing; values at 2 KiB and one byte more read back; with the
+/// default 64 MiB pool, `max_value_len` is the whole 4 MiB.
+#[test]
+fn the_readme_limits_hold_for_a_default_database() {
+    assert_eq!(swizzledb::MAX_VALUE_LEN, 4 << 20);
+    for page in [4096, 8192, 16384, 32768] {
+        assert_eq!(swizzledb::max_key_len(page), page / 16);
+        assert_eq!(swizzledb::max_inline_value_len(page), page / 4);
+    }
+    let db = Database::builder().create_in_memory().unwrap();
+    let tree = db.create_tree("t").unwrap();
+    assert_eq!(tree.max_value_len(), 4 << 20, "a 64 MiB pool holds 4 MiB values");
+    tree.insert(&[7; 512], b"longest key").unwrap();
+    let r = tree.insert(&[7; 513], b"x");
+    assert!(matches!(r, Err(TreeError::KeyTooLarge { .. })), "{r:?}");
+    for len in [2047, 2048, 2049] {
+        tree.upsert(b"v", &vec![len as u8; len]).unwrap();
+        assert_eq!(tree.get(b"v").unwrap(), Some(vec![len as u8; len]));
+    }
+    assert_eq!(tree.len().unwrap(), 2);
+    tree.verify().unwrap();
+}
+
+/// `Serde<T>` (feature `serde`): an item postcard cannot encode is `Error::Codec` — in a write
+/// (nothing is written then), and in a range's bound ("encoding a bound fails at once"); bytes
+/// that are no encoding of `T` are `Error::Codec`, never a panic, whatever they hold.
+#[cfg(feature = "serde")]
+#[test]
+fn serde_items_that_cannot_be_encoded_and_bytes_that_cannot_be_decoded_are_codec_errors() {
+    use swizzledb::typed::Serde;
+    /// A value whose serialization always fails.
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Unencodable;
+    impl serde::Serialize for Unencodable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("this value cannot be written"))
+        }
+    }
+    let db = Database::builder().create_in_memory().unwrap();
+    let raw = db.create_tree("raw").unwrap();
+    let by_value: TypedTree<Str, Serde<Unencodable>> = TypedTree::new(raw.clone());
+    assert!(matches!(by_value.insert("k", &Unencodable), Err(Error::Codec { .. })));
+    assert!(matches!(by_value.upsert("k", &Unencodable), Err(Error::Codec { .. })));
+    let by_key: TypedTree<Serde<Unencodable>, Str> = TypedTree::new(raw.clone());
+    assert!(matches!(by_key.insert(&Unencodable, "v"), Err(Error::Codec { .. })));
+    assert!(matches!(by_key.get(&Unencodable), Err(Error::Codec { .. })));
+    assert!(matches!(by_key.delete(&Unencodable), Err(Error::Codec { .. })));
+    assert!(matches!(by_key.range(Included(&Unencodable), Unbounded), Err(Error::Codec { .. })));
+    assert!(matches!(by_key.range(Unbounded, Excluded(&Unencodable)), Err(Error::Codec { .. })));
+    let mut tx = db.begin();
+    assert!(matches!(by_value.put_in(&mut tx, "k", &Unencodable), Err(Error::Codec { .. })));
+    tx.commit().unwrap();
+    assert!(raw.is_empty().unwrap(), "nothing was written");
+
+    fn garbage<T: serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug>(bytes: &[u8]) {
+        match Serde::<T>::decode(bytes) {
+            Err(Error::Codec { reason }) => assert!(!reason.is_empty()),
+            other => panic!("{bytes:?} as {}: {other:?}", std::any::type_name::<T>()),
+        }
+    }
+    garbage::<u32>(&[]);
+    garbage::<u16>(&[0x80]);
+    garbage::<u64>(&[0xff; 11]);
+    garbage::<i128>(&[0xff; 20]);
+    garbage::<bool>(&[2]);
+    garbage::<char>(&[4, 0xff, 0xff, 0xff, 0xff]);
+    garbage::<String>(&[2, 0xff, 0xfe]);
+    garbage::<String>(&[5, b'a']);
+    garbage::<Vec<u64>>(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+    garbage::<Option<u8>>(&[7]);
+    garbage::<(u8, u8)>(&[1]);
+    // And through a tree: the byte handle's records, read as another type.
+    raw.insert(b"\x03abc", &[0xff, 0xff, 0xff, 0xff, 0x0f]).unwrap();
+    let as_vec: TypedTree<Serde<String>, Serde<Vec<u64>>> = TypedTree::new(raw);
+    assert!(matches!(as_vec.get(&"abc".to_string()), Err(Error::Codec { .. })));
+    assert!(matches!(as_vec.first(), Err(Error::Codec { .. })));
+}
