@@ -31,7 +31,8 @@ pub struct CheckpointCounts {
     pub checkpoints: u64,
     /// Those of `checkpoints` the background checkpointer took ([`Builder::checkpoint_interval`](crate::Builder::checkpoint_interval)).
     pub background: u64,
-    /// Checkpoints that failed (not counted in `checkpoints`).
+    /// Checkpoints that failed (not counted in `checkpoints`), whoever took them: the
+    /// background thread, the page cleaner, [`Database::checkpoint`] or close.
     pub failed: u64,
 }
 

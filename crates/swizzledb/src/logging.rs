@@ -329,7 +329,11 @@ impl Wal {
             pool,
             pending,
             &std::sync::atomic::AtomicBool::new(false),
-        )?;
+        )
+        // The checkpoint that ends restart failed before it began (`classical` counts its own).
+        .inspect_err(|_| {
+            self.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed);
+        })?;
         let mut finished = pending.finished.lock();
         if *finished {
             return Ok(None);
@@ -617,10 +621,27 @@ impl Wal {
         if let Some(end) = self.finish_restart(pool)? {
             return Ok(end);
         }
-        let _one = self.checkpointing.lock();
+        let one = self.checkpointing.lock();
+        let done = self.stats.checkpoints.load(Ordering::Relaxed);
+        match self.decoupled(pool) {
+            // No previous checkpoint to carry forward: a classical one (which counts itself).
+            Ok(None) => {
+                drop(one);
+                self.classical(pool)
+            }
+            result => {
+                let result = result.map(|end| end.expect("Some: matched above"));
+                self.count_failure(&result, done);
+                result
+            }
+        }
+    }
+
+    /// [`Wal::checkpoint_decoupled`] with `checkpointing` held; `None` when there is no previous
+    /// checkpoint to carry forward.
+    fn decoupled(&self, pool: &BufferPool) -> crate::error::Result<Option<Lsn>> {
         let Some(prev_end) = crate::restart::last_checkpoint_end(&self.log)? else {
-            drop(_one);
-            return self.classical(pool);
+            return Ok(None);
         };
         let prev = crate::restart::read_checkpoint(&self.log, prev_end)?;
         let begin = self.append(&Record::CheckpointBegin)?;
@@ -644,7 +665,18 @@ impl Wal {
         // somewhere in the log kept: keep all of it while such a transaction runs.
         let (checkpoint, keep) = a.into_checkpoint(begin, self.log.oldest());
         self.stats.decoupled_checkpoints.fetch_add(1, Ordering::Relaxed);
-        self.finish_checkpoint(checkpoint, keep.0)
+        self.finish_checkpoint(checkpoint, keep.0).map(Some)
+    }
+
+    /// Counts a checkpoint that failed (`CheckpointStats::failed`), whoever took it: the
+    /// background thread, the page cleaner, `Database::checkpoint`, open or close. Called with
+    /// `checkpointing` held, `done` the count of completed checkpoints when it was taken: one
+    /// that completed and then failed its archiving (counted in `checkpoints` and
+    /// `failed_archiving` by [`Wal::finish_checkpoint`]) is no failed checkpoint.
+    fn count_failure(&self, result: &crate::error::Result<Lsn>, done: u64) {
+        if result.is_err() && self.stats.checkpoints.load(Ordering::Relaxed) == done {
+            self.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Takes a fuzzy checkpoint (RECOVERY.md R7) while transactions run, and truncates the log
@@ -659,6 +691,14 @@ impl Wal {
 
     fn classical(&self, pool: &BufferPool) -> crate::error::Result<Lsn> {
         let _one = self.checkpointing.lock();
+        let done = self.stats.checkpoints.load(Ordering::Relaxed);
+        let result = self.classical_locked(pool);
+        self.count_failure(&result, done);
+        result
+    }
+
+    /// [`Wal::classical`] with `checkpointing` held.
+    fn classical_locked(&self, pool: &BufferPool) -> crate::error::Result<Lsn> {
         let begin = self.append(&Record::CheckpointBegin)?;
         // R16: a transaction whose record precedes the begin record is read only once its entry
         // shows that record; one that appends later may be read before or after, since analysis
@@ -1428,15 +1468,13 @@ pub(crate) fn start_checkpointer(
         match wal.checkpoint(&pool) {
             Ok(_) => {
                 log::debug!("swizzledb checkpointer: a checkpoint was taken");
-                wal.stats.background_checkpoints.fetch_add(1, Ordering::Relaxed)
+                wal.stats.background_checkpoints.fetch_add(1, Ordering::Relaxed);
             }
+            // Counted in `failed` where it failed (`Wal::count_failure`).
             Err(e) => {
-                log::warn!(
-                    "swizzledb checkpointer: a checkpoint failed ({e}); retrying at the next interval"
-                );
-                wal.stats.failed_checkpoints.fetch_add(1, Ordering::Relaxed)
+                log::warn!("swizzledb checkpointer: a checkpoint failed ({e}); retrying at the next interval")
             }
-        };
+        }
     })
 }
 
@@ -1519,7 +1557,10 @@ pub struct CheckpointStats {
     pub checkpoints: u64,
     /// Those the background thread took.
     pub background: u64,
-    /// Checkpoints that failed.
+    /// Checkpoints that failed (not counted in `checkpoints`), whoever took them: the
+    /// background thread, the page cleaner, [`Database::checkpoint`](crate::Database::checkpoint)
+    /// or close. One that completed and only then failed to archive is counted in
+    /// `checkpoints` and `failed_archiving`, not here.
     pub failed: u64,
     /// Archivings that failed (R17): a checkpoint's (which completed otherwise) or the
     /// background archiver's.

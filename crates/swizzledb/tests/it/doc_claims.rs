@@ -160,6 +160,42 @@ fn typed_text_keys_range_as_a_btreemap_of_strings() {
     }
 }
 
+/// `CheckpointCounts::failed`: "Checkpoints that failed (not counted in `checkpoints`)", beside
+/// `checkpoints`, "every checkpoint that completed: at open, at close, by the background
+/// thread, by the page cleaner, and by `Database::checkpoint`". A `Database::checkpoint` that
+/// fails is a checkpoint that failed: counted in `failed` (and in `CheckpointStats::failed`),
+/// not in `checkpoints`.
+#[test]
+fn an_explicit_checkpoint_that_fails_is_counted_as_failed() {
+    use swizzledb::CheckpointKind;
+    use swizzledb_io::{Fault, FaultFs, FaultRule, Op};
+    for kind in [CheckpointKind::Classical, CheckpointKind::Decoupled] {
+        let fs = FaultFs::new();
+        fs.create_dir_all(std::path::Path::new("/d")).unwrap();
+        let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+        let db = Database::builder()
+            .checkpoint_interval(None)
+            .lab(move |l| l.vfs(vfs).checkpoint_kind(kind))
+            .create("/d/db.swz")
+            .unwrap();
+        let tree = db.create_tree("t").unwrap();
+        tree.upsert(b"k", b"v").unwrap();
+        db.checkpoint().unwrap();
+        tree.upsert(b"k", b"w").unwrap();
+        let before = db.checkpoint_counts();
+        assert_eq!(before.failed, 0, "{kind:?}");
+        // The checkpoint's sync of the database file fails.
+        fs.fail_next(FaultRule::new(Op::Sync, Fault::Eio).on_path("db.swz"));
+        let r = db.checkpoint();
+        assert!(r.is_err(), "{kind:?}: the checkpoint's sync failed, so must the checkpoint: {r:?}");
+        let after = db.checkpoint_counts();
+        assert_eq!(after.checkpoints, before.checkpoints, "{kind:?}: it did not complete: {after:?}");
+        assert_eq!(after.failed, before.failed + 1, "{kind:?}: the failed checkpoint is counted: {after:?}");
+        assert_eq!(after.background, 0, "{kind:?}");
+        assert_eq!(db.checkpoint_stats().unwrap().failed, after.failed, "{kind:?}");
+    }
+}
+
 /// `Transaction::commit`: "A transaction that changed nothing logs nothing" — one that only
 /// read, or whose every write changed nothing (a refused compare-and-swap, a delete or an
 /// `update_with` of an absent key, a write refused as too large) appends no log record, at
