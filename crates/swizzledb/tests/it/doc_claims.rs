@@ -346,3 +346,227 @@ fn serde_items_that_cannot_be_encoded_and_bytes_that_cannot_be_decoded_are_codec
     assert!(matches!(as_vec.get(&"abc".to_string()), Err(Error::Codec { .. })));
     assert!(matches!(as_vec.first(), Err(Error::Codec { .. })));
 }
+
+/// `LogStats`: "For every flush request exactly one of `flush_already_durable`, `flush_led`,
+/// `flush_joined`, `flush_failed` is counted", with sync commits from several threads at once,
+/// and `Database::flush`; and under `CommitWait::Sleep` "`busy_waits` always 0".
+#[test]
+fn every_flush_request_is_counted_once_by_how_it_ended() {
+    for wait in [swizzledb::CommitWait::Adaptive, swizzledb::CommitWait::Sleep] {
+        let db = Database::builder().commit_wait(wait).create_in_memory().unwrap();
+        let tree = db.create_tree("t").unwrap();
+        std::thread::scope(|s| {
+            for th in 0..4u8 {
+                let tree = &tree;
+                s.spawn(move || {
+                    for i in 0..100u32 {
+                        tree.upsert(&[&[th][..], &i.to_be_bytes()].concat(), b"v").unwrap();
+                    }
+                });
+            }
+        });
+        db.flush().unwrap();
+        db.checkpoint().unwrap();
+        let s = db.log_stats().unwrap();
+        assert!(s.flush_requests >= 400, "{wait:?}: 400 sync commits ask for a flush each: {s:?}");
+        assert_eq!(
+            s.flush_requests,
+            s.flush_already_durable + s.flush_led + s.flush_joined + s.flush_failed,
+            "{wait:?}: {s:?}"
+        );
+        assert_eq!(s.flush_failed, 0, "{wait:?}: {s:?}");
+        assert!(s.flush_led <= s.fsyncs, "{wait:?}: each led request ran one of the rounds: {s:?}");
+        if wait == swizzledb::CommitWait::Sleep {
+            assert_eq!(s.busy_waits, 0, "{s:?}");
+        }
+        assert_eq!(tree.len().unwrap(), 400);
+    }
+}
+
+/// Every call of `tree` refuses with `want`'s variant.
+fn refuses(tree: &swizzledb::Tree, want: &TreeError, ctx: &str) {
+    let is = |e: &TreeError| std::mem::discriminant(e) == std::mem::discriminant(want);
+    let check = |what: &str, r: Result<(), TreeError>| match r {
+        Err(e) if is(&e) => {}
+        other => panic!("{ctx}: {what}: {other:?}, not {want:?}"),
+    };
+    check("get", tree.get(b"k").map(drop));
+    check("get_with", tree.get_with(b"k", |_| ()));
+    check("insert", tree.insert(b"new", b"v"));
+    check("upsert", tree.upsert(b"k", b"v").map(drop));
+    check("delete", tree.delete(b"k").map(drop));
+    check("compare_and_swap", tree.compare_and_swap(b"k", None, Some(b"v")).map(drop));
+    check("first", tree.first().map(drop));
+    check("last", tree.last().map(drop));
+    check("len", tree.len().map(drop));
+    check("is_empty", tree.is_empty().map(drop));
+    check("approximate_len", tree.approximate_len().map(drop));
+    for (what, mut items) in [
+        ("range", Box::new(tree.range(Unbounded, Unbounded)) as Box<dyn Iterator<Item = _>>),
+        ("range_rev", Box::new(tree.range_rev(Unbounded, Unbounded))),
+        ("scan_prefix", Box::new(tree.scan_prefix(b"k"))),
+        ("scan_prefix_rev", Box::new(tree.scan_prefix_rev(b"k"))),
+        ("range().rev()", Box::new(tree.range(Unbounded, Unbounded).rev())),
+    ] {
+        check(what, items.next().expect("an error, not the end").map(drop));
+    }
+    assert!(tree.verify().is_err(), "{ctx}: verify");
+}
+
+/// `Tree`: "Once the database is closed, or the tree dropped, every call refuses with
+/// `TreeError::Closed` or `TreeError::Dropped`" — every call of the handle, with the error of
+/// the cause, in every configuration; and the database's own calls after a drop.
+#[test]
+fn a_closed_or_dropped_trees_every_call_refuses_with_its_cause() {
+    for c in configs() {
+        let ctx = format!("{c:?}");
+        let fs: Arc<dyn Vfs> = Arc::new(MemFs::new());
+        let db = c.builder(&fs).create("/h.swz").unwrap();
+        let kept = db.create_tree("kept").unwrap();
+        let gone = db.create_tree("gone").unwrap();
+        for i in 0..300u32 {
+            kept.upsert(&[b"k", &i.to_be_bytes()[..]].concat(), &[1; 50]).unwrap();
+            gone.upsert(&[b"k", &i.to_be_bytes()[..]].concat(), &[1; 50]).unwrap();
+        }
+        assert!(db.drop_tree("gone").unwrap(), "{ctx}");
+        refuses(&gone, &TreeError::Dropped, &format!("{ctx}, dropped"));
+        assert!(!db.drop_tree("gone").unwrap(), "{ctx}: dropped already");
+        assert!(matches!(db.tree("gone"), Err(Error::TreeNotFound(_))), "{ctx}");
+        db.close().unwrap();
+        refuses(&kept, &TreeError::Closed, &format!("{ctx}, closed"));
+    }
+}
+
+/// `BackupStats`: "Trees copied", "Records copied, over all trees", "Bytes of keys and values
+/// copied": exact, for trees of small and large values and an empty tree.
+#[test]
+fn backup_stats_count_what_was_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().create_in_memory().unwrap();
+    let a = db.create_tree("a").unwrap();
+    let b = db.create_tree("b").unwrap();
+    db.create_tree("empty").unwrap();
+    let mut bytes = 0u64;
+    for i in 0..500u32 {
+        let (k, v) = (format!("key{i}"), vec![i as u8; (i % 97) as usize]);
+        a.insert(k.as_bytes(), &v).unwrap();
+        bytes += (k.len() + v.len()) as u64;
+    }
+    for i in 0..3u32 {
+        let v = vec![i as u8; 20_000 + i as usize];
+        b.insert(&i.to_be_bytes(), &v).unwrap();
+        bytes += (4 + v.len()) as u64;
+    }
+    let stats = db.backup_to(dir.path().join("copy.swz")).unwrap();
+    assert_eq!((stats.trees, stats.records, stats.record_bytes), (3, 503, bytes), "{stats:?}");
+    let copy = Database::builder().open(dir.path().join("copy.swz")).unwrap();
+    assert_eq!(copy.tree("a").unwrap().len().unwrap(), 500);
+    assert_eq!(copy.tree("b").unwrap().len().unwrap(), 3);
+    assert!(copy.tree("empty").unwrap().is_empty().unwrap());
+    copy.close().unwrap();
+}
+
+/// `Database::transact`: "To roll back on purpose, return `Err(Error::Aborted(reason))`" — the
+/// error comes back as it was returned, the writes are undone, and the closure ran once; any
+/// other error of the closure too.
+#[test]
+fn transact_returns_the_closures_error_and_rolls_back() {
+    for c in configs() {
+        let db = open(&c);
+        let tree = db.create_tree("t").unwrap();
+        tree.upsert(b"a", b"1").unwrap();
+        let mut runs = 0;
+        let r: Result<(), Error> = db.transact(|tx| {
+            runs += 1;
+            tx.put(&tree, b"a", b"2")?;
+            tx.put(&tree, b"b", b"2")?;
+            Err(Error::Aborted("on purpose".into()))
+        });
+        assert!(matches!(&r, Err(Error::Aborted(why)) if why == "on purpose"), "{c:?}: {r:?}");
+        assert_eq!(runs, 1, "{c:?}");
+        let r: Result<(), Error> = db.transact(|tx| {
+            tx.delete(&tree, b"a")?;
+            tx.insert(&tree, b"a", b"3")?;
+            tx.insert(&tree, b"a", b"4")?; // DuplicateKey
+            Ok(())
+        });
+        assert!(matches!(r, Err(Error::Tree(TreeError::DuplicateKey))), "{c:?}: {r:?}");
+        assert_eq!(tree.get(b"a").unwrap().as_deref(), Some(&b"1"[..]), "{c:?}");
+        assert_eq!(tree.get(b"b").unwrap(), None, "{c:?}");
+        assert_eq!(db.transact(|tx| tx.get(&tree, b"a")).unwrap().as_deref(), Some(&b"1"[..]), "{c:?}");
+    }
+}
+
+/// README: "the tree handles of a closed or dropped database return `TreeError::Closed`": a
+/// database dropped without `close` too, in every configuration; the file then opens again.
+#[test]
+fn a_dropped_databases_handles_refuse_with_closed() {
+    for c in configs() {
+        let ctx = format!("{c:?}");
+        let fs: Arc<dyn Vfs> = Arc::new(MemFs::new());
+        let db = c.builder(&fs).create("/h.swz").unwrap();
+        let tree = db.create_tree("t").unwrap();
+        for i in 0..300u32 {
+            tree.upsert(&[b"k", &i.to_be_bytes()[..]].concat(), &[1; 50]).unwrap();
+        }
+        let scan = tree.range(Unbounded, Unbounded);
+        drop(db);
+        refuses(&tree, &TreeError::Closed, &format!("{ctx}, dropped database"));
+        assert!(scan.take(1000).all(|r| matches!(r, Ok(_) | Err(TreeError::Closed))), "{ctx}");
+        let db = c.builder(&fs).open("/h.swz").unwrap();
+        assert_eq!(db.tree("t").unwrap().len().unwrap(), 300, "{ctx}");
+        db.close().unwrap();
+    }
+}
+
+/// `VersionStats::bytes`: "Bytes the versions kept for snapshots take now": while a snapshot
+/// (a read transaction's, a snapshot-isolation transaction's, a scan's) needs the changes made
+/// since it began, they count; once the last such snapshot ends they are collected (LOCKS.md
+/// K19: "when a snapshot that began before the queue's oldest entry ends") and the count is 0.
+/// `made` counts one before-image per change of a writer that ended.
+#[test]
+fn versions_count_while_a_snapshot_needs_them_and_go_when_it_ends() {
+    for c in configs().into_iter().filter(|c| c.locking) {
+        let ctx = format!("{c:?}");
+        let db = open(&c);
+        let tree = db.create_tree("t").unwrap();
+        for i in 0..50u32 {
+            tree.upsert(&i.to_be_bytes(), b"old").unwrap();
+        }
+        let bytes = || db.version_stats().unwrap().bytes;
+        assert_eq!(bytes(), 0, "{ctx}: no snapshot, no version kept");
+        for kind in ["begin_read", "begin_snapshot", "range"] {
+            let made = db.version_stats().unwrap().made;
+            let reader = (kind == "begin_read").then(|| db.begin_read());
+            let si = (kind == "begin_snapshot").then(|| db.begin_snapshot());
+            let scan = (kind == "range").then(|| tree.range(Unbounded, Unbounded));
+            db.transact(|tx| {
+                for i in 0..50u32 {
+                    tx.put(&tree, &i.to_be_bytes(), kind.as_bytes())?;
+                }
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(db.version_stats().unwrap().made, made + 50, "{ctx} {kind}: one per change");
+            // A plain scan reads at a snapshot on a logged database only (`Tree::range`).
+            if c.logged || kind != "range" {
+                assert!(bytes() > 0, "{ctx} {kind}: a snapshot needs the 50 before-images");
+            }
+            if let Some(r) = &reader {
+                assert_eq!(r.get(&tree, &7u32.to_be_bytes()).unwrap().as_deref(), Some(&b"old"[..]), "{ctx}");
+            }
+            if let Some(scan) = scan {
+                assert_eq!(scan.count(), 50, "{ctx}");
+            }
+            drop(reader);
+            if let Some(t) = si {
+                t.abort().unwrap();
+            }
+            assert_eq!(bytes(), 0, "{ctx} {kind}: the snapshot ended, no version is needed any more");
+            for i in 0..50u32 {
+                tree.upsert(&i.to_be_bytes(), b"old").unwrap();
+            }
+            assert_eq!(bytes(), 0, "{ctx} {kind}");
+        }
+    }
+}
