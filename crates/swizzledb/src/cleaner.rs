@@ -44,7 +44,9 @@ pub enum Cleaner {
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CleanerStats {
-    /// Rounds that found the log over three quarters of its bound and cleaned.
+    /// Rounds that cleaned: those that found the log over three quarters of its bound, and
+    /// those the cleaner interval forced ([`crate::lab::LabOptions::cleaner_interval`]), whatever
+    /// the log's size.
     pub rounds: u64,
     /// Pages written back by the cleaner.
     pub pages_written: u64,
