@@ -571,6 +571,41 @@ fn versions_count_while_a_snapshot_needs_them_and_go_when_it_ends() {
     }
 }
 
+/// Tree names at and past their limits ("1 to 64 bytes of UTF-8") through every call that
+/// takes one: `tree` says `TreeNotFound` with the name cut as `InvalidTreeName` cuts it
+/// (`Error::TreeNotFound`'s docs), `drop_tree` "returns `false` if there is no such tree",
+/// `tree_or_create` is `InvalidTreeName` ("never `TreeExists`"), and every message stays small.
+#[test]
+fn tree_names_past_their_limits_in_every_call() {
+    let db = Database::builder().create_in_memory().unwrap();
+    let long = "é".repeat(1 << 16);
+    for name in ["", &"x".repeat(65), &"é".repeat(33), long.as_str()] {
+        let ctx = format!("a name of {} bytes", name.len());
+        match db.tree(name) {
+            Err(Error::TreeNotFound(shown)) => {
+                assert!(name.starts_with(shown.trim_end_matches('…')), "{ctx}: {shown}");
+                assert!(shown.chars().count() <= 65, "{ctx}: {shown}");
+                assert_eq!(shown.ends_with('…'), name.chars().count() > 64, "{ctx}: {shown}");
+            }
+            other => panic!("{ctx}: tree: {other:?}"),
+        }
+        assert!(!db.drop_tree(name).unwrap(), "{ctx}: drop_tree");
+        match db.tree_or_create(name) {
+            Err(e @ Error::InvalidTreeName { .. }) => assert!(e.to_string().len() < 400, "{ctx}: {e}"),
+            other => panic!("{ctx}: tree_or_create: {other:?}"),
+        }
+        assert!(matches!(db.create_tree(name), Err(Error::InvalidTreeName { .. })), "{ctx}");
+    }
+    assert!(db.tree_names().is_empty());
+    // At the limit: 64 bytes, in one- and two-byte characters.
+    for name in ["x".repeat(64), "é".repeat(32)] {
+        db.tree_or_create(&name).unwrap().insert(b"k", b"v").unwrap();
+        assert!(matches!(db.create_tree(&name), Err(Error::TreeExists(n)) if n == name));
+        assert_eq!(db.tree(&name).unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+        assert!(db.drop_tree(&name).unwrap());
+    }
+}
+
 /// `CleanerStats::rounds` counts every round that cleaned: one the log's size triggered (over
 /// three quarters of `max_log_bytes`), and one the cleaner interval forced
 /// (`LabOptions::cleaner_interval`) with the log far below the bound, which writes back every
@@ -594,4 +629,48 @@ fn cleaner_rounds_forced_by_the_interval_are_counted() {
     assert!(s.max_log_bytes_seen < trigger, "the log stayed far below the trigger: {s:?}");
     assert!(s.pages_written > 0 && s.rounds > 0, "forced rounds cleaned, and are counted: {s:?}");
     assert_eq!(s.failures, 0, "{s:?}");
+}
+
+/// `RangeIter`/`RevRangeIter`: `refused(e)` "reads nothing, returns `e` as its next item, from
+/// either end, and then ends"; `limit(0)` returns nothing; `limit(n)` counts both ends
+/// together; `tally` counts what is left; `RevRangeIter::next_back_with` gives the smallest key
+/// left. In every configuration (plain scans read through a snapshot on some).
+#[test]
+fn scan_iterators_refuse_limit_and_count_as_documented() {
+    for c in configs() {
+        let ctx = format!("{c:?}");
+        let db = open(&c);
+        let tree = db.create_tree("t").unwrap();
+        for i in 0..1000u32 {
+            tree.upsert(&i.to_be_bytes(), &[2; 30]).unwrap();
+        }
+        let mut r = tree.range(Unbounded, Unbounded).refused(TreeError::ReadOnly);
+        assert!(matches!(r.next_back(), Some(Err(TreeError::ReadOnly))), "{ctx}");
+        assert!(r.next().is_none() && r.next_back().is_none(), "{ctx}");
+        let mut r = tree.range_rev(Unbounded, Unbounded).refused(TreeError::ReadOnly);
+        assert!(matches!(r.next(), Some(Err(TreeError::ReadOnly))), "{ctx}");
+        assert!(r.next().is_none() && r.next_back().is_none(), "{ctx}");
+        assert!(matches!(
+            tree.range(Unbounded, Unbounded).refused(TreeError::ReadOnly).tally(),
+            Err(TreeError::ReadOnly)
+        ));
+        assert_eq!(tree.range(Unbounded, Unbounded).limit(0).count(), 0, "{ctx}");
+        assert_eq!(tree.range_rev(Unbounded, Unbounded).limit(0).count(), 0, "{ctx}");
+        let mut both = tree.range(Unbounded, Unbounded).limit(5);
+        let got =
+            [both.next(), both.next_back(), both.next(), both.next_back(), both.next(), both.next_back()];
+        let keys: Vec<Option<u32>> = got
+            .into_iter()
+            .map(|r| r.map(|r| u32::from_be_bytes(r.unwrap().0.try_into().unwrap())))
+            .collect();
+        assert_eq!(keys, [Some(0), Some(999), Some(1), Some(998), Some(2), None], "{ctx}");
+        let mut scan = tree.range(Included(&10u32.to_be_bytes()[..]), Excluded(&20u32.to_be_bytes()[..]));
+        scan.next();
+        scan.next_back();
+        assert_eq!(scan.tally().unwrap(), 8, "{ctx}: what is left");
+        let mut rev = tree.range_rev(Unbounded, Excluded(&500u32.to_be_bytes()[..]));
+        assert_eq!(rev.next_with(|k, _| k.to_vec()).unwrap().unwrap(), 499u32.to_be_bytes(), "{ctx}");
+        assert_eq!(rev.next_back_with(|k, _| k.to_vec()).unwrap().unwrap(), 0u32.to_be_bytes(), "{ctx}");
+        assert_eq!(rev.count(), 498, "{ctx}");
+    }
 }
