@@ -430,7 +430,7 @@ impl Database {
         self.core.drop_tree(name)
     }
 
-    /// Names of all trees.
+    /// Names of all trees, in byte order of their UTF-8 (`str`'s order).
     #[must_use]
     pub fn tree_names(&self) -> Vec<String> {
         self.core.pool.catalog_names()
