@@ -452,7 +452,7 @@ fn a_failed_big_transaction_with_segment_rollover_and_recycling_loses_nothing() 
     assert!(n > 20, "{n} failures");
 }
 
-/// A value of 1 MiB (overflow pages; the file grows) in a 16 MiB pool. Every 5th call only.
+/// A value of 1 MiB (overflow pages; the file grows) in a 16 MiB pool, failed at every call.
 #[test]
 fn a_failed_large_value_loses_nothing_acknowledged() {
     let big = |vfs| small(vfs).pool_bytes(16 << 20).log_segment_bytes(4 << 20);
