@@ -758,9 +758,12 @@ fn thrashing_checks(plan: &Plan, results: &Results) -> Vec<Check> {
                         what,
                         paper,
                         format!("{:.3} q/s at NCQ {last_n} only", last.value),
-                        Verdict::Fails,
+                        Verdict::Partial,
                     )
-                    .because(format!("one NCQ point only ({last_n}): no peak before it to compare with")),
+                    .because(format!(
+                        "not enough data: one NCQ point only ({last_n}), no peak before it to compare \
+                         with; give --ncq more points (1,4,16)"
+                    )),
                 );
                 continue;
             };
@@ -1459,6 +1462,28 @@ mod tests {
             assert_eq!(find(&bad, "half sharing ranks", mix), Verdict::Fails);
         }
         assert_eq!(find(&bad, "M3 diverges", ""), Verdict::Fails);
+    }
+
+    /// Fig. 2's thrashing check over a sweep of one NCQ point is "not enough data" (~, lab README
+    /// rule 8), naming the option: it was ✗ ("one NCQ point only"), as if the run had shown no
+    /// thrashing.
+    #[test]
+    fn thrashing_over_one_ncq_point_is_not_enough_data() {
+        let p = plan(&["--figures", "2", "--quick", "--ncq", "8"]);
+        let results = Results {
+            runs: p
+                .configs
+                .iter()
+                .map(|c| Run { config: c.clone(), result: result(1.0), wall_s: 0.0 })
+                .collect(),
+            wall_s: 0.0,
+        };
+        let checks = thrashing_checks(&p, &results);
+        assert!(!checks.is_empty(), "a thrashing check per plain line and mix");
+        for c in &checks {
+            assert_eq!(c.verdict, Verdict::Partial, "{c}");
+            assert!(c.reason.starts_with("not enough data") && c.reason.contains("--ncq"), "{c}");
+        }
     }
 
     /// A ✗ row says why in numbers, and a point whose 95% interval reaches across the
