@@ -125,22 +125,12 @@ impl Database {
 
     /// R26: a target in a database's log directory (however spelled) is refused: the database
     /// owns what is there, and a compaction (R28) removed a backup written there with the old
-    /// log directory. This database's log directory is known by its name; any other by the
-    /// identity file every log directory holds (`files::ID_FILE`), looked for on the backup's
-    /// file system in each directory above the target, as given and as resolved (links).
+    /// log directory. A log directory, this database's or another's, is known by the identity
+    /// file it holds ([`files::in_a_log_directory`]), looked for on the backup's file system in
+    /// each directory above the target, as given and as `Claim` resolves it (links, `..`).
     fn check_outside_log(&self, path: &Path) -> Result<()> {
-        let refused = || Err(Error::BackupTargetInLog(path.to_path_buf()));
-        let target = Claim::key(path);
-        if !self.core.in_memory && self.file_is_logged() {
-            let log = wal_dir(self.core.pool.path());
-            // The log directory by the name beside the file, and where a link of that name leads.
-            let logs = [Some(Claim::key(&log)), std::fs::canonicalize(&log).ok()];
-            if logs.iter().flatten().any(|log| target.starts_with(log)) {
-                return refused();
-            }
-        }
-        if files::in_a_log_directory(&*self.backup_vfs(), path, Some(&target)) {
-            return refused();
+        if files::in_a_log_directory(&*self.backup_vfs(), path, Some(&Claim::key(path))) {
+            return Err(Error::BackupTargetInLog(path.to_path_buf()));
         }
         Ok(())
     }

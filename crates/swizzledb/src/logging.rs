@@ -623,18 +623,17 @@ impl Wal {
         }
         let one = self.checkpointing.lock();
         let done = self.stats.checkpoints.load(Ordering::Relaxed);
-        match self.decoupled(pool) {
+        let result = match self.decoupled(pool) {
             // No previous checkpoint to carry forward: a classical one (which counts itself).
             Ok(None) => {
                 drop(one);
-                self.classical(pool)
+                return self.classical(pool);
             }
-            result => {
-                let result = result.map(|end| end.expect("Some: matched above"));
-                self.count_failure(&result, done);
-                result
-            }
-        }
+            Ok(Some(end)) => Ok(end),
+            Err(e) => Err(e),
+        };
+        self.count_failure(&result, done);
+        result
     }
 
     /// [`Wal::checkpoint_decoupled`] with `checkpointing` held; `None` when there is no previous
