@@ -7,7 +7,9 @@
 //! fields set to boundary values, slots swapped, child references set to the page itself, an
 //! ancestor, a sibling, 0 or a huge id, foster chains made to loop), the checksum is resealed,
 //! and the database is reopened and driven — get, insert, upsert, delete, both scans, verify,
-//! close — on a thread under a watchdog. The logged variant also appends a committed insert into
+//! close — on a thread under a watchdog. Before that, the file is read through
+//! `swizzledb::inspect` as `swizzledb stat`, `verify`, `dump` and `log` read it (`DatabaseFile`'s
+//! `open`, `info`, `verify`, `dump`; `read_log`), under the same watchdog. The logged variant also appends a committed insert into
 //! the mutated leaf (or the mutated image itself, as a structure record) to the log, so that
 //! restart's redo meets the damage.
 //!
@@ -24,6 +26,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound::Unbounded;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use swizzledb::inspect::{DatabaseFile, InspectError};
 use swizzledb::lab::record::{Change, NodeLog, Record};
 use swizzledb::lab::TreeExt as _;
 use swizzledb::{BufferError, Database, Error, TreeError};
@@ -386,11 +389,16 @@ fn watched(
     untouched: Vec<Vec<u8>>,
     seed: u64,
 ) -> Result<String, String> {
-    let (tx, rx) = std::sync::mpsc::channel();
     let oracle = oracle.clone();
+    under_watchdog(move || drive(&path, logged, &oracle, &untouched, SmallRng::seed_from_u64(seed)))
+}
+
+/// Runs `case` on a thread of its own: its result, or `Err` for a panic or a hang (no result
+/// after [`WATCHDOG`]).
+fn under_watchdog(case: impl FnOnce() -> Result<String, String> + Send + 'static) -> Result<String, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
-        let r = drive(&path, logged, &oracle, &untouched, SmallRng::seed_from_u64(seed));
-        let _ = tx.send(r);
+        let _ = tx.send(case());
     });
     match rx.recv_timeout(WATCHDOG) {
         Ok(r) => {
@@ -409,6 +417,61 @@ fn watched(
             Ok(()) => Err("the case thread ended without a result".into()),
         },
     }
+}
+
+/// Reads the mutated file as `swizzledb stat`, `verify`, `dump` and `log` do, through
+/// `swizzledb::inspect`, before anything opens it: every call ends, with a typed error or a
+/// result, and a dump stops within `cap` records. A tree whose dump fails is one that `verify`
+/// reports: as damage, or (in a file restart would change) as a pending tree.
+fn inspect_case(path: &Path, logged: bool, cap: usize) -> Result<String, String> {
+    let file = match DatabaseFile::open(path) {
+        Ok(f) => f,
+        Err(e @ (InspectError::Unreadable { .. } | InspectError::NotADatabase { .. })) => {
+            return Err(format!("open: the file is a database: {e}"))
+        }
+        Err(e) => return Ok(format!("open: {e}")),
+    };
+    let clean = file.info().clean;
+    let report = file.verify();
+    let mut n = 0usize;
+    let mut over = false;
+    let dumped = file.dump("t", |_, _| {
+        n += 1;
+        over |= n > cap;
+    });
+    if over {
+        return Err(format!("dump returned {n} records, more than {cap}"));
+    }
+    if let Err(e) = &dumped {
+        if matches!(e, InspectError::NoSuchTree { .. } | InspectError::Unreadable { .. }) {
+            return Err(format!("dump: {e}"));
+        }
+        if report.is_clean() && report.pending_trees.is_empty() {
+            return Err(format!("verify found nothing (clean file: {clean}), but dump failed: {e}"));
+        }
+    }
+    let mut log_records = 0usize;
+    if logged {
+        match swizzledb::inspect::read_log(path) {
+            Ok(records) => {
+                for r in records {
+                    log_records += 1;
+                    if log_records > 1_000_000 {
+                        return Err("the log returned more than 1,000,000 records".into());
+                    }
+                    if r.is_err() {
+                        break;
+                    }
+                }
+            }
+            Err(e) => return Err(format!("read_log of an intact log: {e}")),
+        }
+    }
+    Ok(format!(
+        "inspect: verify {} damaged, dump {}",
+        report.damage.len(),
+        if dumped.is_ok() { "ok" } else { "failed" }
+    ))
 }
 
 /// Appends to the log of the (cleanly closed, logged) database at `path`: optionally a
@@ -505,10 +568,6 @@ fn run(logged: bool, cases: u64, seed: u64) {
                 if image.is_some() { " (damaged image in the log)" } else { "" }
             );
             hit.insert(redo_page);
-            what = format!(
-                "{what}; redo insert into {redo_page}{}",
-                if image.is_some() { " (damaged image in the log)" } else { "" }
-            );
         }
         let untouched: Vec<Vec<u8>> = s
             .path
@@ -519,6 +578,12 @@ fn run(logged: bool, cases: u64, seed: u64) {
             .choose_multiple(&mut rng, 30)
             .cloned()
             .collect();
+        let cap = oracle.len() * 4 + 1000;
+        let inspect_path = path.clone();
+        match under_watchdog(move || inspect_case(&inspect_path, logged, cap)) {
+            Ok(outcome) => *outcomes.entry(outcome.chars().take(150).collect()).or_default() += 1,
+            Err(e) => failures.push(format!("case {case}: page {id} (level {}): {what}: {e}", s.level[&id])),
+        }
         match watched(path, logged, &oracle, untouched, seed ^ case) {
             Ok(outcome) => {
                 let kind = outcome.chars().take(150).collect::<String>();
