@@ -531,9 +531,27 @@ impl Core {
                 .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
             let rec = Record::decode(&body)
                 .map_err(|e| Error::LogCorrupted { lsn: cursor, reason: e.to_string() })?;
-            cursor = match rec {
+            let owner = match &rec {
+                Record::Leaf { txn, .. }
+                | Record::Begin { txn }
+                | Record::Abort { txn, .. }
+                | Record::Commit { txn, .. } => Some(*txn),
+                _ => None,
+            };
+            if let Some(owner) = owner.filter(|&owner| owner != txn) {
+                return Err(Error::LogCorrupted {
+                    lsn: cursor,
+                    reason: format!("the undo chain of {txn} reaches a record of {owner}"),
+                });
+            }
+            let next = match rec {
                 Record::Leaf { undo_next: Some(next), .. } => next,
                 Record::Leaf { undo_next: None, tree, change, prev, .. } => {
+                    // Checked before the change is undone: a chain that does not go back
+                    // would undo it again, and again.
+                    if prev >= cursor {
+                        return Err(backward(txn, cursor, prev));
+                    }
                     each(tree, &change, prev)?;
                     prev
                 }
@@ -555,6 +573,13 @@ impl Core {
                     })
                 }
             };
+            // R6: a transaction's records link to earlier ones only. A link that does not go
+            // back (a record that checks out but was never written so) would be followed
+            // forever.
+            if next >= cursor {
+                return Err(backward(txn, cursor, next));
+            }
+            cursor = next;
         }
         Ok(())
     }
@@ -783,5 +808,17 @@ fn retried(e: &Error, snapshot: bool, too_old_left: bool) -> bool {
         Error::WriteConflict { .. } => snapshot,
         Error::SnapshotTooOld { .. } => snapshot && too_old_left,
         _ => false,
+    }
+}
+
+/// R6, R10: the error for an undo chain whose record at `at` links to `next`, not to an
+/// earlier record.
+fn backward(txn: TxnId, at: Lsn, next: Lsn) -> Error {
+    Error::LogCorrupted {
+        lsn: at,
+        reason: format!(
+            "the undo chain of {txn} does not go back: the record links to LSN {}, not to an earlier one",
+            next.0
+        ),
     }
 }

@@ -158,3 +158,116 @@ fn r23_a_torn_tail_still_opens_silently() {
     assert_eq!(rows(&db), ROWS as usize, "every committed row is there");
     db.close().unwrap();
 }
+
+/// How a crafted loser's undo chain goes wrong (R6, R10): every record passes its checksum.
+#[derive(Clone, Copy, Debug)]
+enum BadChain {
+    /// A change names itself as its transaction's previous record.
+    PrevIsItself,
+    /// A change names a later record as its previous one.
+    PrevIsLater,
+    /// A compensation record names itself as the next record to undo.
+    UndoNextIsItself,
+    /// A change names another (committed) transaction's change as its previous record.
+    PrevIsAnotherTransactions,
+}
+
+/// A cleanly closed logged database with a few committed rows, then a loser appended to its
+/// log whose undo chain loops or runs forward (`bad`); every record well formed. Returns the
+/// database's path and the crafted record's LSN.
+fn loser_with_a_bad_chain(dir: &Path, bad: BadChain) -> (PathBuf, u64) {
+    use swizzledb::lab::record::{Change, Record};
+    use swizzledb::lab::TreeExt as _;
+    use swizzledb_sync::{Lsn, TxnId};
+    let path = dir.join("db.swz");
+    let db = Database::builder().checkpoint_interval(None).create(&path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    for i in 0..10 {
+        t.upsert(&key(i), &value(i)).unwrap();
+    }
+    // Ten short records: the tree is its root leaf.
+    let root = t.root_page();
+    drop(t);
+    db.close().unwrap();
+    let log = swizzledb_wal::LogManager::open(swizzledb_wal::LogConfig::new(wal_dir(&path))).unwrap();
+    let txn = TxnId(1 << 40);
+    let leaf_of = |txn: TxnId, n: u32, prev: Lsn, undo_next: Option<Lsn>| Record::Leaf {
+        txn,
+        prev,
+        undo_next,
+        tree: root,
+        page: root,
+        change: Change::Insert { key: key(ROWS + n), value: b"loser".to_vec() },
+        base: None,
+        chain: vec![],
+        freed: vec![],
+        commits: false,
+    };
+    let leaf = |n: u32, prev: Lsn, undo_next: Option<Lsn>| leaf_of(txn, n, prev, undo_next);
+    let clr = matches!(bad, BadChain::UndoNextIsItself);
+    // Two records of the crafted one's size give the step between LSNs, so the crafted
+    // record can name its own LSN (or the next one).
+    let first = log.append(&leaf(0, Lsn(0), None).encode()).unwrap();
+    let a = log.append(&leaf(1, first, clr.then_some(first)).encode()).unwrap();
+    let b = log.append(&leaf(2, a, clr.then_some(first)).encode()).unwrap();
+    let own = Lsn(b.0 + (b.0 - a.0));
+    let crafted = match bad {
+        BadChain::PrevIsItself => leaf(3, own, None),
+        BadChain::PrevIsLater => leaf(3, Lsn(own.0 + (b.0 - a.0)), None),
+        BadChain::UndoNextIsItself => leaf(3, b, Some(own)),
+        BadChain::PrevIsAnotherTransactions => leaf(3, b, None),
+    };
+    let crafted = match bad {
+        BadChain::PrevIsAnotherTransactions => {
+            // Another transaction's committing change, then the loser's next change naming it.
+            let mut other = leaf_of(TxnId((1 << 40) + 64), 5, Lsn(0), None);
+            if let Record::Leaf { commits, .. } = &mut other {
+                *commits = true;
+            }
+            let at = log.append(&other.encode()).unwrap();
+            let next = log.append(&leaf(6, at, None).encode()).unwrap();
+            log.close().unwrap();
+            return (path, next.0);
+        }
+        _ => crafted,
+    };
+    assert_eq!(log.append(&crafted.encode()).unwrap(), own, "the step between LSNs held");
+    if matches!(bad, BadChain::PrevIsLater) {
+        // The record it names exists, and names the crafted one: a cycle of two.
+        log.append(&leaf(4, own, None).encode()).unwrap();
+    }
+    log.close().unwrap();
+    (path, own.0)
+}
+
+#[test]
+fn r10_a_loser_whose_undo_chain_loops_is_refused_naming_the_lsn_not_followed_forever() {
+    for bad in [
+        BadChain::PrevIsItself,
+        BadChain::PrevIsLater,
+        BadChain::UndoNextIsItself,
+        BadChain::PrevIsAnotherTransactions,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = loser_with_a_bad_chain(dir.path(), bad);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opening = path.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(Database::builder().open(&opening).map(|db| db.close()));
+        });
+        let opened = rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap_or_else(|_| {
+            panic!("{bad:?}: open did not return within 20 s (it follows the chain forever)")
+        });
+        match opened {
+            Err(Error::LogCorrupted { reason, .. }) => {
+                assert!(reason.contains("undo chain"), "{bad:?}: {reason}")
+            }
+            other => panic!("{bad:?}: expected LogCorrupted, got {other:?}"),
+        }
+        // Nothing was changed: the committed rows read back once the log is set aside.
+        let file = swizzledb::inspect::DatabaseFile::open(&path).unwrap();
+        let mut n = 0;
+        file.dump("t", |_, _| n += 1).unwrap();
+        assert!(n >= 10, "{bad:?}: {n} records");
+    }
+}
