@@ -552,7 +552,14 @@ impl Core {
                     if prev >= cursor {
                         return Err(backward(txn, cursor, prev));
                     }
-                    each(tree, &change, prev)?;
+                    each(tree, &change, prev).map_err(|e| match e {
+                        // The record names a tree the catalog never had: the log is damaged.
+                        Error::TreeNotFound(name) => Error::LogCorrupted {
+                            lsn: cursor,
+                            reason: format!("the change to undo is of a tree that does not exist ({name})"),
+                        },
+                        other => other,
+                    })?;
                     prev
                 }
                 Record::Begin { .. } => Lsn(0),

@@ -579,7 +579,8 @@ impl DatabaseFile {
         let format_version = swizzledb_buffer::page::get_u32(&page0, swizzledb_buffer::page::HEADER_SIZE + 8);
         let (free_pages, chain_damage, log, clean, restart);
         if meta.logged {
-            let (state, view) = log_state(&vfs, path, meta.id);
+            let known_pages = meta.page_count.max(file_bytes / meta.page_size as u64);
+            let (state, view) = log_state(&vfs, path, meta.id, known_pages);
             restart = view;
             clean = state.problem.is_none()
                 && state.checkpoint.is_some()
@@ -843,8 +844,14 @@ struct RestartView {
 }
 
 /// Reads where the log of the logged database at `path` stands and, if it can be read, what
-/// restart would do to the file's pages.
-fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path, id: u64) -> (LogState, Option<RestartView>) {
+/// restart would do to the file's pages; `known_pages` is how many pages page 0 and the file's
+/// length say it has.
+fn log_state(
+    vfs: &Arc<ReadOnlyFs>,
+    path: &Path,
+    id: u64,
+    known_pages: u64,
+) -> (LogState, Option<RestartView>) {
     let dir = crate::wal_dir(path);
     let mut state = LogState {
         dir: dir.clone(),
@@ -872,6 +879,10 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path, id: u64) -> (LogState, Option<R
         // Whole, its parts gathered (R7).
         let c = crate::restart::read_checkpoint(&log, at)
             .map_err(|e| format!("the last checkpoint at {at}: {e}"))?;
+        // As restart refuses it (RECOVERY.md R10).
+        if let Some(why) = crate::restart::implausible_checkpoint(&c, known_pages) {
+            return Err(format!("the last checkpoint at {at}: {why}"));
+        }
         state.dirty_pages = c.dirty.len();
         state.open_txns = c.txns.len();
         state.trees = c.catalog;
@@ -900,6 +911,10 @@ fn log_state(vfs: &Arc<ReadOnlyFs>, path: &Path, id: u64) -> (LogState, Option<R
             }
             if lsn >= begin {
                 for &page in &pages {
+                    // As restart refuses it (RECOVERY.md R10).
+                    if let Some(why) = crate::restart::implausible_page(page, view.page_count) {
+                        return Err(format!("the record at {lsn}: {why}"));
+                    }
                     view.redo.insert(page);
                     if crate::repair::frees(&record, page) {
                         view.free.insert(page);

@@ -696,7 +696,7 @@ impl Builder {
             swizzledb_buffer::BufferPool::open_recovered(path, &config, Arc::new(BTreeOwner), allocation)?;
         let wal = wal.with_pending(pending);
         let mut db = self.database(pool, Some(Arc::new(wal)), locks);
-        db.core.set_next_txn(state.max_txn + 1);
+        db.core.set_next_txn(state.max_txn.saturating_add(1));
         let mut stats = RestartStats {
             instant: true,
             analyzed,

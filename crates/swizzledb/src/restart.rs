@@ -201,6 +201,57 @@ pub(crate) struct Analysis {
     /// R22: the archiver's analysis tracks no pages (no dirty page table, no images): only the
     /// transaction table and the allocation, which instant restart reads from the archive.
     track_pages: bool,
+    /// R10: the first record that named a page no database could have reached then
+    /// ([`implausible_page`]); restart refuses the log there.
+    implausible: Option<(Lsn, String)>,
+}
+
+/// R10: how far beyond the pages allocated so far a record may name a page. Pages are
+/// allocated one at a time, in order, and a page's allocation is logged with the change that
+/// made it (R3), so the log can name pages out of order only by the allocations of changes
+/// still running at once: a few pages each, a value's overflow chain at most
+/// ([`swizzledb_btree::MAX_VALUE_LEN`]: about a thousand pages). 2^18 covers hundreds of
+/// threads writing the longest values at once.
+pub(crate) const PAGE_SLACK: u64 = 1 << 18;
+
+/// R10: why the checkpoint `c` cannot be one an engine wrote for a file whose page 0 and
+/// length say `known_pages` pages: more pages than that by far, or a page of its tables at or
+/// beyond that count, or page 0 among them ([`implausible_page`]).
+pub(crate) fn implausible_checkpoint(c: &Checkpoint, known_pages: u64) -> Option<String> {
+    if c.page_count >= known_pages.saturating_add(PAGE_SLACK) {
+        return Some(format!(
+            "the checkpoint counts {} pages, and the file holds {known_pages}: no change reaches that far",
+            c.page_count
+        ));
+    }
+    let pages = c.dirty.iter().map(|(p, _)| *p).chain(c.free.iter().copied());
+    pages
+        .chain(c.catalog.iter().map(|(_, root)| *root))
+        .find_map(|p| {
+            if p.get() >= c.page_count {
+                Some(format!("the checkpoint lists page {p}, beyond its own {} pages", c.page_count))
+            } else {
+                implausible_page(p, c.page_count)
+            }
+        })
+        .map(|why| format!("{why} (in the checkpoint)"))
+}
+
+/// R10: why a record that changes, writes or allocates `page` cannot be one an engine wrote,
+/// with `page_count` pages allocated as far as the log has been read: page 0 (the file's
+/// metadata, never logged), or a page far beyond the allocated ones (which restart would
+/// otherwise grow the file to).
+pub(crate) fn implausible_page(page: PageId, page_count: u64) -> Option<String> {
+    if page == PageId::META {
+        Some("a record changes page 0, the file's metadata, which no record changes".into())
+    } else if page.get() >= page_count.saturating_add(PAGE_SLACK) {
+        Some(format!(
+            "a record names page {page}, {} pages beyond the {page_count} allocated so far: no change reaches that far",
+            page.get() - page_count
+        ))
+    } else {
+        None
+    }
 }
 
 /// R22: the analysis state the archiver stores with each run, as of the run's end: the
@@ -311,7 +362,20 @@ impl Analysis {
             free: c.free.iter().copied().collect(),
             catalog: c.catalog.iter().cloned().collect(),
             max_txn: c.txns.iter().map(|t| t.txn.0).max().unwrap_or(0),
+            implausible: None,
         }
+    }
+
+    /// R10: notes the first record that names an implausible page ([`implausible_page`]).
+    fn check_page(&mut self, page: PageId, lsn: Lsn) {
+        if self.implausible.is_none() {
+            self.implausible = implausible_page(page, self.page_count).map(|why| (lsn, why));
+        }
+    }
+
+    /// R10: the first record that named a page no engine could have reached, and why.
+    pub(crate) fn implausible(&self) -> Option<&(Lsn, String)> {
+        self.implausible.as_ref()
     }
 
     fn touched(&mut self, page: PageId, lsn: Lsn) {
@@ -356,7 +420,8 @@ impl Analysis {
         }
     }
 
-    fn allocated(&mut self, page: PageId) {
+    fn allocated(&mut self, page: PageId, lsn: Lsn) {
+        self.check_page(page, lsn);
         self.free.remove(&page);
         self.page_count = self.page_count.max(page.get() + 1);
     }
@@ -405,6 +470,7 @@ impl Analysis {
     /// previous one, R6), its page is touched, and a base image makes this the page's last image.
     fn leaf(&mut self, lsn: Lsn, txn: TxnId, prev: Lsn, undo_next: Option<Lsn>, page: PageId, base: bool) {
         self.txn_record(txn, lsn, Some(undo_next.unwrap_or(lsn)));
+        self.check_page(page, lsn);
         if prev == Lsn(0) {
             self.first.entry(txn).or_insert(lsn);
         }
@@ -431,9 +497,10 @@ impl Analysis {
             if image && self.track_pages {
                 self.last_image.insert(p, lsn);
             }
-            self.allocated(p);
+            self.allocated(p, lsn);
         }
         for p in freed {
+            self.check_page(*p, lsn);
             self.free.insert(*p);
             // R9, R19: a freed page's changes no longer matter (it comes back only with a new
             // image), and the pool no longer lists it as dirty: redo does not read it. Its copy
@@ -472,8 +539,14 @@ impl Analysis {
                 self.structure(lsn, pages, freed);
             }
             Record::CreateTree { name, root } => {
+                if let Err(why) = swizzledb_buffer::validate_tree_name(name) {
+                    if self.implausible.is_none() {
+                        self.implausible =
+                            Some((lsn, format!("a record creates a tree whose name no engine takes: {why}")));
+                    }
+                }
                 self.catalog.insert(name.clone(), *root);
-                self.allocated(*root);
+                self.allocated(*root, lsn);
             }
             // R23: the pages stay allocated until the structure records that free them.
             Record::DropTree { name, .. } => {
@@ -579,6 +652,9 @@ pub(crate) fn analyze_and_redo(
     let (file, meta) = PageFile::open_logged(vfs, path, direct)?;
     file.use_double_write(Arc::clone(area));
     let checkpoint = last_checkpoint(log, &meta)?;
+    if let Some(why) = implausible_checkpoint(&checkpoint, meta.page_count.max(file.len_pages()?)) {
+        return Err(corrupted(checkpoint.begin, why));
+    }
     let mut a = Analysis::from_checkpoint(&checkpoint);
     let mut stats = RestartStats::default();
     let decode = |lsn: Lsn, body: &[u8]| Record::decode(body).map_err(|e| corrupted(lsn, e.to_string()));
@@ -588,6 +664,15 @@ pub(crate) fn analyze_and_redo(
         a.record(lsn, &decode(lsn, &body)?);
         stats.analyzed += 1;
     }
+    if let Some((lsn, why)) = a.implausible() {
+        return Err(corrupted(*lsn, why.clone()));
+    }
+    let next_txn = a.max_txn.checked_add(1).filter(|&n| n < 1 << 62).ok_or_else(|| {
+        corrupted(
+            checkpoint.begin,
+            format!("transaction number {} is beyond any this engine gives", a.max_txn),
+        )
+    })?;
 
     let mut pages = RedoPages {
         file: &file,
@@ -655,7 +740,7 @@ pub(crate) fn analyze_and_redo(
             free_pages: a.free.into_iter().filter(|p| p.get() < page_count).collect(),
             trees: a.catalog,
         },
-        next_txn: a.max_txn + 1,
+        next_txn,
         unfinished,
         stats,
     })

@@ -91,7 +91,7 @@ fn build(path: &Path, logged: bool) -> (u64, BTreeMap<Vec<u8>, Vec<u8>>) {
     (root, oracle)
 }
 
-fn page_of(file: &[u8], id: u64) -> &[u8] {
+pub(super) fn page_of(file: &[u8], id: u64) -> &[u8] {
     &file[id as usize * PS..(id as usize + 1) * PS]
 }
 
@@ -103,18 +103,18 @@ fn child_ids(p: &[u8]) -> Vec<u64> {
 
 /// The intact tree, read from the closed file: every node page with its level, and for every
 /// key the pages a descent to it passes (foster parents included).
-struct Shape {
+pub(super) struct Shape {
     root: u64,
-    nodes: Vec<u64>,
-    level: HashMap<u64, u8>,
+    pub(super) nodes: Vec<u64>,
+    pub(super) level: HashMap<u64, u8>,
     /// The parent (or foster parent) of every node but the root.
     parent: HashMap<u64, u64>,
     path: BTreeMap<Vec<u8>, Vec<u64>>,
     /// The leaves' key ranges: (leaf, some key inside it not in the tree).
-    leaves: Vec<(u64, Vec<u8>)>,
+    pub(super) leaves: Vec<(u64, Vec<u8>)>,
 }
 
-fn shape(file: &[u8], root: u64) -> Shape {
+pub(super) fn shape(file: &[u8], root: u64) -> Shape {
     let mut s = Shape {
         root,
         nodes: Vec::new(),
@@ -395,7 +395,9 @@ fn watched(
 
 /// Runs `case` on a thread of its own: its result, or `Err` for a panic or a hang (no result
 /// after [`WATCHDOG`]).
-fn under_watchdog(case: impl FnOnce() -> Result<String, String> + Send + 'static) -> Result<String, String> {
+pub(super) fn under_watchdog(
+    case: impl FnOnce() -> Result<String, String> + Send + 'static,
+) -> Result<String, String> {
     let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
         let _ = tx.send(case());
@@ -503,7 +505,7 @@ fn append_redo(path: &Path, root: u64, image: Option<(u64, Vec<u8>)>, id: u64, k
     log.close().unwrap();
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(super) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();

@@ -25,6 +25,7 @@ mod free_page_wal_rule;
 mod histories;
 mod honest_tools;
 mod hostile_pages;
+mod hostile_records;
 mod in_memory;
 mod instant_restart;
 mod io_errors;

@@ -1,0 +1,328 @@
+//! Hostile log records (RECOVERY.md R10, R24): records that pass their checksum and decode,
+//! but whose contents no engine wrote — a change of a page that is not a leaf of its tree, of
+//! page 0 or of a page beyond the file, a key or value no page holds, an image of the wrong
+//! page or of no page, a chain that names itself, a tree created twice or dropped while
+//! absent, a free page that is in use — appended to the log of a cleanly closed database.
+//!
+//! For many seeded random cases the log is first read through `swizzledb::inspect` (as
+//! `swizzledb stat`, `verify` and `log` do), then the database is opened (restart meets the
+//! records) and driven: get, both scans, an insert, verify, close — on a thread under a
+//! watchdog. Asserted: every step ends, none panics, and the data file does not grow past a
+//! bound (a record naming a page far beyond the file must not make restart write there). What
+//! each case ended with (open refused with `LogCorrupted`, a typed error later, or a database
+//! that took the records as written) is printed, not asserted: a well-formed record may be a
+//! change an engine could have made.
+
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::ops::Bound::Unbounded;
+use std::path::Path;
+use swizzledb::lab::record::{Change, Checkpoint, Edit, NodeLog, Record, TxnEntry, TxnState};
+use swizzledb::lab::TreeExt as _;
+use swizzledb::Database;
+use swizzledb_sync::{Lsn, PageId, TxnId};
+use swizzledb_wal::{LogConfig, LogManager};
+
+use crate::hostile_pages::{copy_dir, page_of, shape, under_watchdog};
+
+const PS: usize = 4096;
+const KEYS: u32 = 2000;
+/// The data file of a case may not grow past this (the intact one is well below a megabyte).
+const MAX_FILE: u64 = 64 << 20;
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:07}").into_bytes()
+}
+
+fn builder() -> swizzledb::Builder {
+    Database::builder().page_size(PS).pool_bytes(64 * PS).checkpoint_interval(None)
+}
+
+/// What the cases draw from: the intact file's pages, keys and LSNs.
+struct World {
+    file: Vec<u8>,
+    root: u64,
+    nodes: Vec<u64>,
+    leaves: Vec<u64>,
+    pages: u64,
+    lsns: Vec<Lsn>,
+}
+
+fn build(path: &Path) -> World {
+    let db = builder().create(path).unwrap();
+    let t = db.create_tree("t").unwrap();
+    let mut tx = db.begin();
+    for i in 0..KEYS {
+        tx.insert(&t, &key(i), format!("value {i}").as_bytes()).unwrap();
+    }
+    tx.commit().unwrap();
+    db.create_tree("other").unwrap().insert(b"k", b"v").unwrap();
+    let root = t.root_page().get();
+    drop(t);
+    db.close().unwrap();
+    let file = std::fs::read(path).unwrap();
+    let s = shape(&file, root);
+    let lsns = swizzledb::inspect::read_log(path).unwrap().map(|e| e.unwrap().lsn).collect::<Vec<_>>();
+    World {
+        pages: (file.len() / PS) as u64,
+        root,
+        leaves: s.leaves.iter().map(|(l, _)| *l).collect(),
+        nodes: s.nodes.clone(),
+        file,
+        lsns,
+    }
+}
+
+fn page(rng: &mut SmallRng, w: &World) -> PageId {
+    let raw = match rng.gen_range(0..10) {
+        0 => 0,
+        1 => w.root,
+        2 => w.pages + rng.gen_range(0..4),
+        3 => 1 << rng.gen_range(20..62),
+        4 | 5 => *w.nodes.choose(rng).unwrap(),
+        _ => *w.leaves.choose(rng).unwrap(),
+    };
+    PageId::new(raw).unwrap()
+}
+
+fn lsn(rng: &mut SmallRng, w: &World) -> Lsn {
+    match rng.gen_range(0..6) {
+        0 => Lsn(0),
+        1 => Lsn(1 << rng.gen_range(20..62)),
+        2 => Lsn(w.lsns.choose(rng).unwrap().0 + rng.gen_range(1..8)),
+        _ => *w.lsns.choose(rng).unwrap(),
+    }
+}
+
+fn bytes(rng: &mut SmallRng, existing_key: bool) -> Vec<u8> {
+    match rng.gen_range(0..8) {
+        0 => Vec::new(),
+        1 => vec![0xAB; rng.gen_range(200..3000)],
+        2 => vec![7; 100_000],
+        3 | 4 if existing_key => key(rng.gen_range(0..KEYS)),
+        _ => (0..rng.gen_range(1..40)).map(|_| rng.gen()).collect(),
+    }
+}
+
+fn image(rng: &mut SmallRng, w: &World) -> Vec<u8> {
+    match rng.gen_range(0..5) {
+        0 => (0..PS).map(|_| rng.gen()).collect(),
+        1 => vec![0; PS],
+        2 => page_of(&w.file, *w.nodes.choose(rng).unwrap())[..rng.gen_range(0..PS)].to_vec(),
+        // Another page's intact image (its own id inside), or page 0's.
+        3 => page_of(&w.file, 0).to_vec(),
+        _ => page_of(&w.file, *w.nodes.choose(rng).unwrap()).to_vec(),
+    }
+}
+
+fn pages(rng: &mut SmallRng, w: &World) -> Vec<PageId> {
+    (0..rng.gen_range(0..3)).map(|_| page(rng, w)).collect()
+}
+
+fn change(rng: &mut SmallRng) -> Change {
+    let key = bytes(rng, true);
+    match rng.gen_range(0..4) {
+        0 => Change::Insert { key, value: bytes(rng, false) },
+        1 => Change::Update { key, old: bytes(rng, false), new: bytes(rng, false) },
+        2 => Change::Delete { key, old: bytes(rng, false) },
+        _ => Change::Patch {
+            key,
+            edits: (0..rng.gen_range(0..3))
+                .map(|_| Edit {
+                    gap: [0, 3, 5000, usize::MAX / 2][rng.gen_range(0..4)],
+                    old: bytes(rng, false),
+                    new: bytes(rng, false),
+                })
+                .collect(),
+        },
+    }
+}
+
+fn txn(rng: &mut SmallRng) -> TxnId {
+    TxnId([0, 1 << 40, (1 << 40) + 64, u64::MAX][rng.gen_range(0..4)])
+}
+
+fn record(rng: &mut SmallRng, w: &World) -> Record {
+    match rng.gen_range(0..20) {
+        0..=9 => {
+            let undo_next = rng.gen_bool(0.2).then(|| lsn(rng, w));
+            Record::Leaf {
+                txn: txn(rng),
+                prev: lsn(rng, w),
+                undo_next,
+                tree: if rng.gen_bool(0.7) { PageId::new(w.root).unwrap() } else { page(rng, w) },
+                page: page(rng, w),
+                change: change(rng),
+                base: rng.gen_bool(0.3).then(|| image(rng, w)),
+                chain: if rng.gen_bool(0.2) { pages(rng, w) } else { Vec::new() },
+                freed: if rng.gen_bool(0.2) { pages(rng, w) } else { Vec::new() },
+                // The encoder refuses a committing CLR (R2).
+                commits: undo_next.is_none() && rng.gen_bool(0.5),
+            }
+        }
+        10..=12 => Record::Structure {
+            pages: (0..rng.gen_range(0..3))
+                .map(|_| {
+                    let at = page(rng, w);
+                    let log = match rng.gen_range(0..6) {
+                        0..=2 => NodeLog::Image(image(rng, w)),
+                        3 => NodeLog::Split { key: bytes(rng, true), right: page(rng, w) },
+                        4 => NodeLog::Adopt { key: bytes(rng, true), child: page(rng, w) },
+                        _ => NodeLog::Unlink { key: bytes(rng, true), child: page(rng, w) },
+                    };
+                    (at, log)
+                })
+                .collect(),
+            freed: pages(rng, w),
+        },
+        13 => Record::CreateTree {
+            name: ["t", "other", "new", ""][rng.gen_range(0..4)].to_string(),
+            root: page(rng, w),
+        },
+        14 => Record::DropTree {
+            name: ["t", "other", "absent"][rng.gen_range(0..3)].to_string(),
+            root: page(rng, w),
+        },
+        15 => Record::Commit { txn: txn(rng), prev: lsn(rng, w) },
+        16 => Record::Abort { txn: txn(rng), prev: lsn(rng, w) },
+        17 => Record::End { txn: txn(rng), prev: lsn(rng, w) },
+        18 => Record::PageWrite {
+            page: page(rng, w),
+            page_lsn: lsn(rng, w),
+            decoupled: rng.gen_bool(0.5).then(|| lsn(rng, w)),
+        },
+        _ => Record::CheckpointEnd(Box::new(Checkpoint {
+            begin: lsn(rng, w),
+            dirty: (0..rng.gen_range(0..3)).map(|_| (page(rng, w), lsn(rng, w))).collect(),
+            txns: (0..rng.gen_range(0..2))
+                .map(|_| TxnEntry {
+                    txn: txn(rng),
+                    state: [TxnState::Active, TxnState::Committed, TxnState::Aborting][rng.gen_range(0..3)],
+                    last_lsn: lsn(rng, w),
+                    undo_next: lsn(rng, w),
+                })
+                .collect(),
+            page_count: [0, w.pages, w.pages + 3, 1 << 30, 1 << 40][rng.gen_range(0..5)],
+            free: pages(rng, w),
+            catalog: vec![("t".into(), page(rng, w))],
+            parts: [0, 0, 1, 1000][rng.gen_range(0..4)],
+        })),
+    }
+}
+
+/// Reads the log and the file as the inspection commands do, then opens the database and
+/// drives it. `Err` for a result no engine may give; errors of the engine are outcomes.
+fn drive(path: &Path) -> Result<String, String> {
+    let mut out = String::new();
+    if let Ok(records) = swizzledb::inspect::read_log(path) {
+        for (n, r) in records.enumerate() {
+            if n > 1_000_000 {
+                return Err("the log read more than 1,000,000 records".into());
+            }
+            if r.is_err() {
+                break;
+            }
+        }
+    }
+    if let Ok(file) = swizzledb::inspect::DatabaseFile::open(path) {
+        let _ = file.verify();
+    }
+    let db = match builder().open(path) {
+        Ok(db) => db,
+        Err(e) => return Ok(format!("open: {}", kind(&e))),
+    };
+    let t = match db.tree("t") {
+        Ok(t) => t,
+        Err(e) => {
+            out += &format!("tree: {}; ", kind(&e));
+            return close(db, out);
+        }
+    };
+    let mut errors = 0;
+    for i in (0..KEYS).step_by(97) {
+        errors += usize::from(t.get(&key(i)).is_err());
+    }
+    let cap = KEYS as usize * 4 + 1000;
+    for (name, items) in [
+        ("range", Box::new(t.range(Unbounded, Unbounded)) as Box<dyn Iterator<Item = _>>),
+        ("range_rev", Box::new(t.range_rev(Unbounded, Unbounded))),
+    ] {
+        for (n, item) in items.enumerate() {
+            if n > cap {
+                return Err(format!("{name} returned more than {cap} records"));
+            }
+            if item.is_err() {
+                errors += 1;
+                break;
+            }
+        }
+    }
+    errors += usize::from(t.insert(b"after restart", b"v").is_err());
+    let verified = t.verify().is_ok();
+    out += &format!("{errors} errors, verify ok: {verified}; ");
+    drop(t);
+    close(db, out)
+}
+
+fn close(db: Database, out: String) -> Result<String, String> {
+    match db.close() {
+        Ok(()) => Ok(out + "closed"),
+        Err(e) => Ok(out + &format!("close: {}", kind(&e))),
+    }
+}
+
+/// An error's variant and the start of its message.
+fn kind(e: &swizzledb::Error) -> String {
+    let debug = format!("{e:?}");
+    let variant = debug.split(['(', ' ', '{']).next().unwrap_or_default().to_string();
+    format!("{variant}: {}", e.to_string().chars().take(90).collect::<String>())
+}
+
+fn run(cases: u64, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.swz");
+    let w = build(&base);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut failures = Vec::new();
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for case in 0..cases {
+        let cdir = dir.path().join(format!("case{case}"));
+        std::fs::create_dir_all(&cdir).unwrap();
+        let path = cdir.join("db.swz");
+        std::fs::copy(&base, &path).unwrap();
+        copy_dir(&swizzledb::wal_dir(&base), &swizzledb::wal_dir(&path));
+        let records: Vec<Record> = (0..rng.gen_range(1..4)).map(|_| record(&mut rng, &w)).collect();
+        let what: Vec<String> =
+            records.iter().map(|r| format!("{r:?}").chars().take(160).collect::<String>()).collect();
+        let log = LogManager::open(LogConfig::new(swizzledb::wal_dir(&path))).unwrap();
+        for r in &records {
+            log.append(&r.encode()).unwrap();
+        }
+        log.close().unwrap();
+        let at = path.clone();
+        match under_watchdog(move || drive(&at)) {
+            Ok(outcome) => {
+                let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+                if len > MAX_FILE {
+                    failures.push(format!("case {case}: the file grew to {len} bytes: {what:?}"));
+                }
+                *outcomes.entry(outcome.chars().take(140).collect()).or_default() += 1;
+            }
+            Err(e) => failures.push(format!("case {case}: {e}: {what:?}")),
+        }
+        let _ = std::fs::remove_dir_all(&cdir);
+    }
+    eprintln!("{cases} cases, outcomes:");
+    for (o, n) in &outcomes {
+        eprintln!("{n:5} {o}");
+    }
+    assert!(failures.is_empty(), "{} of {cases} cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn r10_hostile_well_formed_records_end_in_a_result_never_a_panic_or_a_hang() {
+    let cases = std::env::var("SWIZZLEDB_HOSTILE_RECORDS").ok().and_then(|v| v.parse().ok()).unwrap_or(150);
+    run(cases, 0x10C5);
+}
