@@ -255,6 +255,16 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn is_symlink(&self, _path: &Path) -> bool {
         false
     }
+
+    /// `path` as it names the same file from any current directory (IO18): a relative path
+    /// joined to the current directory on a file system that has one (`OsFs`), else `path`
+    /// itself (the default; `MemFs`, `FaultFs`). An empty path stays empty.
+    ///
+    /// # Errors
+    /// The current directory cannot be read.
+    fn anchored(&self, path: &Path) -> io::Result<PathBuf> {
+        Ok(path.to_path_buf())
+    }
 }
 
 /// A file's identity on its file system (IO16): two handles, or a handle and a name, with equal
@@ -512,6 +522,14 @@ impl Vfs for OsFs {
 
     fn is_symlink(&self, path: &Path) -> bool {
         std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+    }
+
+    fn anchored(&self, path: &Path) -> io::Result<PathBuf> {
+        if path.is_relative() && !path.as_os_str().is_empty() {
+            Ok(std::env::current_dir()?.join(path))
+        } else {
+            Ok(path.to_path_buf())
+        }
     }
 }
 

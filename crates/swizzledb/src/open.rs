@@ -51,6 +51,7 @@ impl Builder {
         if self.read_only {
             return Err(Error::Tree(swizzledb_btree::TreeError::ReadOnly));
         }
+        let path = &self.anchored(path)?;
         // A path that ends in a separator names a directory: the log directory's
         // `create_dir_all` made it (`<path>/.wal`) before the file's create failed on it, and
         // the failed create left it behind (R14).
@@ -243,7 +244,16 @@ impl Builder {
         Ok(db)
     }
 
+    /// `path` as the database keeps it while open (R13, io README IO18): a relative path
+    /// joined to the current directory now, so that a later change of the process's current
+    /// directory leads none of the files the database makes beside it (log segments, the
+    /// master record, archive runs) into another directory.
+    fn anchored(&self, path: &Path) -> Result<std::path::PathBuf> {
+        self.config.vfs.anchored(path).map_err(|e| files::io(path, e))
+    }
+
     pub(crate) fn open_at(self, path: &Path) -> Result<Database> {
+        let path = &self.anchored(path)?;
         // Settings that do not depend on the file, before anything is read or written; the
         // rest once page 0 and the log's identity are read, still before anything is written.
         if self.page_size_set {

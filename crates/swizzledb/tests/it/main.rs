@@ -34,6 +34,7 @@ mod isolation_matrix;
 mod large_values;
 mod large_versions;
 mod lazy_split_images;
+mod lifecycles;
 mod log_archive;
 mod log_damage;
 mod log_size;
