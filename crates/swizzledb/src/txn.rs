@@ -53,6 +53,13 @@ fn refusal(pool: &Arc<swizzledb_buffer::BufferPool>, tree: &Tree) -> Option<Tree
 /// transaction as it was; abort it and retry. A transaction from
 /// [`Database::begin_snapshot`](crate::Database::begin_snapshot) reads at a snapshot instead,
 /// without locks (snapshot isolation, LOCKS.md K24).
+///
+/// A transaction is `Send`: it may end on another thread than the one that began it. Deadlock
+/// detection knows a transaction's thread by its last request (LOCKS.md K23): moved to another
+/// thread, it counts as its old thread's until it reads or writes there, and meanwhile a
+/// transaction of the old thread whose request would wait for one of its locks fails at once
+/// with [`LockError::Deadlock`](crate::lock::LockError::Deadlock), as if the moved one could
+/// not end while that thread waits. Make a request on the new thread first, or retry.
 pub struct Transaction<'db> {
     db: &'db Core,
     log: TxnLog<'db>,

@@ -98,3 +98,60 @@ fn r13_a_relative_path_stays_where_it_was_opened() {
     let expected: Contents = [("t".to_owned(), written())].into_iter().collect();
     assert_eq!(contents(&a.join("db.swz")), expected, "the database opened by a relative path lost writes");
 }
+
+/// LOCKS.md K23, `Transaction`'s docs: a transaction moved to another thread counts as its old
+/// thread's until it makes a request from the new one. Until then, a transaction of the old
+/// thread that would wait for one of its locks fails at once as a deadlock (the walk takes it
+/// for a transaction that thread holds open, which cannot end while that thread waits); once
+/// the moved transaction has made a request on its new thread, the same request waits for it
+/// and is granted when it commits.
+#[test]
+fn k23_a_moved_transaction_counts_as_its_old_threads_until_its_next_request() {
+    use std::sync::mpsc;
+    use swizzledb::lock::LockError;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::builder().create(dir.path().join("moved.swz")).unwrap();
+    let t = db.create_tree("t").unwrap();
+    t.upsert(b"k", b"0").unwrap();
+    for request_on_new_thread in [false, true] {
+        let mut moved = db.begin();
+        moved.put(&t, b"k", b"moved").unwrap();
+        let (asked, asked_rx) = mpsc::channel::<()>();
+        let (ready, ready_rx) = mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let t2 = &t;
+            s.spawn(move || {
+                if request_on_new_thread {
+                    moved.get(t2, b"other").unwrap();
+                }
+                ready.send(()).unwrap();
+                asked_rx.recv().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                moved.commit().unwrap();
+            });
+            ready_rx.recv().unwrap();
+            let mut tx = db.begin();
+            // The moved transaction commits 100 ms after this: while the put waits, or after
+            // it failed.
+            let r = if request_on_new_thread {
+                asked.send(()).unwrap();
+                tx.put(&t, b"k", b"here")
+            } else {
+                let r = tx.put(&t, b"k", b"here");
+                asked.send(()).unwrap();
+                r
+            };
+            if request_on_new_thread {
+                assert!(r.is_ok(), "waited for the moved transaction: {r:?}");
+                tx.commit().unwrap();
+            } else {
+                assert!(matches!(r, Err(swizzledb::Error::Lock(LockError::Deadlock { .. }))), "{r:?}");
+                tx.abort().unwrap();
+            }
+        });
+        let expected: &[u8] = if request_on_new_thread { b"here" } else { b"moved" };
+        assert_eq!(t.get(b"k").unwrap().as_deref(), Some(expected));
+    }
+    drop(t);
+    db.close().unwrap();
+}
