@@ -153,7 +153,8 @@ impl Builder {
     ///
     /// `false` makes a scratch database without a log, for measuring the buffer alone: its file
     /// is consistent only after [`Database::close`], and `open` refuses it after a crash
-    /// ([`Error::Unclean`]). Its transactions still lock, roll back and read at snapshots, but
+    /// ([`Error::Unclean`]) — after a crash that came once it was changed: one open and not
+    /// yet written to is still as it was closed, and opens (buffer README F11). Its transactions still lock, roll back and read at snapshots, but
     /// its trees' own writes are no transactions: they take no record locks ([`Tree`](crate::Tree)'s
     /// documentation says what that allows).
     ///
@@ -199,7 +200,9 @@ impl Builder {
     /// [`TreeError::ReadOnly`](crate::TreeError::ReadOnly) (wrapped in [`Error::Tree`] where
     /// the method returns [`Error`]) and changes nothing; `close` writes nothing. Any number of
     /// read-only opens may share the file, in this process or others; a read-write open
-    /// excludes them ([`Error::AlreadyOpen`]). `create` refuses.
+    /// excludes them ([`Error::AlreadyOpen`]). `create` (and `open_or_create` of a path with no
+    /// file) refuses with [`TreeError::ReadOnly`](crate::TreeError::ReadOnly) in
+    /// [`Error::Tree`], and makes nothing.
     ///
     /// Only a database that was closed cleanly opens: one that needs restart (a logged
     /// database after a crash) fails with [`Error::NeedsRestart`], and an unlogged one not

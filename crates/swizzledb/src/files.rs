@@ -193,6 +193,14 @@ pub(crate) fn check_identity(
         reason: reason.to_owned(),
     };
     if !vfs.exists(dir) {
+        if vfs.is_symlink(database) {
+            // The log lies beside the file the link leads to, not beside the link.
+            return Err(missing(&format!(
+                "{} is a link, and a database's log lies beside its file: open the database by the \
+                 path of the file the link leads to (or link its directory instead)",
+                database.display()
+            )));
+        }
         if closed_cleanly {
             return Err(missing(&format!(
                 "the file was closed cleanly but its log directory is missing: a copy must take {} with it",

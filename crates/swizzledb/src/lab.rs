@@ -201,8 +201,8 @@ impl LabOptions {
     /// twice that; buffer README B13). `Some(1)` evicts one victim per evictioner call when no
     /// frame is free — one replacement-policy proposal loop, one policy lock, per victim, as
     /// Zero's `pick_victim` (Gilbert 2017, Fig. 3.9) — and the background evictor, if on, keeps
-    /// one frame free. At most half the frames; `create` and `open` fail with
-    /// [`BufferError::Config`](crate::BufferError::Config) for `Some(0)`.
+    /// one frame free. A batch larger than half the frames frees half the frames; `create` and
+    /// `open` fail with [`BufferError::Config`](crate::BufferError::Config) for `Some(0)`.
     #[must_use]
     pub fn eviction_batch(mut self, frames: Option<usize>) -> Self {
         self.0.config.eviction_batch = frames;

@@ -26,7 +26,7 @@
 //! and every open of a logged file restarts from its log (`RECOVERY.md`). A background page
 //! cleaner keeps the log below [`Builder::max_log_bytes`]. `logging(false)` makes a scratch
 //! database for measurements: only [`Database::close`] leaves its file consistent, and after a
-//! crash `open` refuses it ([`Error::Unclean`]). One `Database` at a time may have a file open
+//! crash `open` refuses it ([`Error::Unclean`]) — unless no write reached it since it was opened. One `Database` at a time may have a file open
 //! ([`Error::AlreadyOpen`]); a closed database's tree handles refuse ([`TreeError::Closed`]).
 //!
 //! **Threads:** a [`Database`] (and a [`Builder`]), its [`Tree`] handles and their scans

@@ -155,3 +155,28 @@ fn k23_a_moved_transaction_counts_as_its_old_threads_until_its_next_request() {
     drop(t);
     db.close().unwrap();
 }
+
+/// R14: a database reached through a link to its file alone finds no log beside the link; the
+/// error says that the path is a link and what to open instead (it said the file was copied
+/// without its log, which nothing had done).
+#[cfg(unix)]
+#[test]
+fn r14_a_link_to_the_file_alone_is_named_as_a_link_not_a_copy_without_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.swz");
+    let db = swizzledb::Database::builder().create(&real).unwrap();
+    db.create_tree("t").unwrap().insert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    let link = dir.path().join("link.swz");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    match swizzledb::Database::builder().open(&link) {
+        Err(swizzledb::Error::LogMissing { reason, .. }) => {
+            assert!(reason.contains("is a link") && !reason.contains("copy"), "{reason}")
+        }
+        other => panic!("expected LogMissing naming the link, got {:?}", other.map(|_| ())),
+    }
+    // The database itself is untouched and opens by its own path.
+    let db = swizzledb::Database::builder().open(&real).unwrap();
+    assert_eq!(db.tree("t").unwrap().get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    db.close().unwrap();
+}

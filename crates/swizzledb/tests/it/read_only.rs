@@ -161,6 +161,11 @@ fn r27_a_database_that_needs_restart_is_refused() {
     assert_eq!(t.len().unwrap(), oracle.len() + 1);
 
     assert!(is_read_only(Database::builder().read_only(true).create(dir.path().join("new.swz"))));
+    assert!(is_read_only(Database::builder().read_only(true).open_or_create(dir.path().join("new.swz"))));
+    // Neither made a file or a log directory.
+    assert!(
+        !dir.path().join("new.swz").exists() && !swizzledb::wal_dir(&dir.path().join("new.swz")).exists()
+    );
     assert!(matches!(
         Database::builder().read_only(true).open(dir.path().join("none.swz")),
         Err(Error::NotFound(_))
