@@ -8,9 +8,9 @@ use std::sync::Arc;
 use swizzledb_buffer::page;
 use swizzledb_buffer::{Allocation, DoubleWrite, PageFile, PageId};
 use swizzledb_sync::{Lsn, TxnId};
-use swizzledb_wal::{Archive, LogManager};
+use swizzledb_wal::{Archive, LogError, LogManager};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::record::{AnalysisView, Checkpoint, Malformed, NodeLog, Record, RecordKind, TxnEntry, TxnState};
 use crate::redo::{check_image, corrupted, redo_on_page, RedoTarget};
 
@@ -659,7 +659,27 @@ pub(crate) fn analyze_and_redo(
     let mut stats = RestartStats::default();
     let decode = |lsn: Lsn, body: &[u8]| Record::decode(body).map_err(|e| corrupted(lsn, e.to_string()));
 
-    for item in log.scan(checkpoint.begin)? {
+    // The checkpoint names where analysis begins (and its dirty pages where redo does): an LSN
+    // the log never held is damage in the log, not a caller's mistake.
+    // The scan reads its first record only when asked: its error is the same damage.
+    let scan = |from: Lsn, what: &'static str| {
+        let wrong = move |e: LogError| {
+            corrupted(from, format!("the last checkpoint's {what} is no record of the log: {e}"))
+        };
+        let mut first = true;
+        log.scan(from).map_err(wrong).map(|items| {
+            items.map(move |item| {
+                let at_first = std::mem::replace(&mut first, false);
+                item.map_err(|e| match e {
+                    // R24's damage below a durable point keeps its own error (and recovery).
+                    e @ LogError::DurableDamage(_) => Error::from(e),
+                    e if at_first => wrong(e),
+                    e => Error::from(e),
+                })
+            })
+        })
+    };
+    for item in scan(checkpoint.begin, "begin")? {
         let (lsn, body) = item?;
         a.record(lsn, &decode(lsn, &body)?);
         stats.analyzed += 1;
@@ -683,7 +703,7 @@ pub(crate) fn analyze_and_redo(
         derived: std::collections::BTreeSet::new(),
     };
     if let Some(&start) = a.dirty.values().min() {
-        for item in log.scan(start)? {
+        for item in scan(start, "oldest recovery LSN")? {
             let (lsn, body) = item?;
             let record = decode(lsn, &body)?;
             let mut ids = record.pages_changed();
